@@ -1,0 +1,600 @@
+"""Portable graph files (``.tvg``): msgpack, columnar, safe to read from anywhere.
+
+A file is two consecutive msgpack objects:
+
+1. a small header map: ``{"format": "tensorviz-graph", "version": 1, "counts": {...}}``;
+2. the body: the capture in columnar form (ids are dense indices, so they are not
+   stored; repeated strings such as op names and dtypes go through one string table).
+
+The reader treats every file as hostile: the file size, every msgpack container and
+string are bounded, the header is checked before the body is decoded, and every
+field is type-checked and every reference range-checked. Any problem raises
+:class:`GraphFileError`, whose text is one line naming the file and the problem.
+Writes are atomic: a temporary file in the same folder, then a rename, so a failed
+write leaves the previous file untouched.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import tempfile
+from pathlib import Path
+from collections.abc import Sequence
+from typing import Any
+
+import msgpack
+
+from .model import (
+    COVERAGE_STATUSES,
+    EFFECTS,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    Capture,
+    Coverage,
+    Failure,
+    Frame,
+    Group,
+    Node,
+    Operand,
+    Source,
+    Value,
+)
+
+# Generous for real models, small enough that a hostile file cannot exhaust memory.
+DEFAULT_MAX_FILE_BYTES = 1 << 30
+_MAX_CONTAINER = 50_000_000
+_MAX_STR = 16 << 20
+_MAX_DEPTH = 64
+
+
+class GraphFileError(Exception):
+    """A graph file could not be read or written; ``str()`` is one line."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class _Invalid(Exception):
+    """Internal: a field failed validation; carries the field path."""
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def encode(capture: Capture) -> bytes:
+    """The file's bytes for ``capture``."""
+    _check_dense(capture)
+    strings: dict[str, int] = {}
+
+    def s(text: str) -> int:
+        idx = strings.get(text)
+        if idx is None:
+            idx = strings[text] = len(strings)
+        return idx
+
+    literals: list[Any] = []
+    values = capture.values
+    nodes = capture.nodes
+    # Operands and outputs in CSR form: flat columns plus per-node offsets, so the
+    # reader checks whole columns at once instead of 200,000 little lists.
+    in_off, in_pos, in_ref, out_off, out_ids = [0], [], [], [0], []
+    for n in nodes:
+        for o in n.inputs:
+            in_pos.append(o.position)
+            if o.value is None:
+                in_ref.append(-1 - len(literals))
+                literals.append(o.literal)
+            else:
+                in_ref.append(o.value)
+        in_off.append(len(in_pos))
+        out_ids += n.outputs
+        out_off.append(len(out_ids))
+    shape_off, shape_dims = [0], []
+    for v in values:
+        shape_dims += v.shape
+        shape_off.append(len(shape_dims))
+
+    body = {
+        "backend": capture.backend,
+        "framework": capture.framework,
+        "framework_version": capture.framework_version,
+        "coverage": [
+            capture.coverage.scope,
+            capture.coverage.status,
+            list(capture.coverage.reasons),
+            capture.coverage.effects,
+        ],
+        "values": {
+            "shape_offsets": shape_off,
+            "shape_dims": shape_dims,
+            "dtype": [s(v.dtype) for v in values],
+            "measured": [v.measured for v in values]
+            if any(v.measured is not None for v in values)
+            else None,
+        },
+        "nodes": {
+            "op": [s(n.op) for n in nodes],
+            "input_offsets": in_off,
+            "input_positions": in_pos,
+            "input_refs": in_ref,
+            "output_offsets": out_off,
+            "output_ids": out_ids,
+            "param_nodes": [i for i, n in enumerate(nodes) if n.params],
+            "param_maps": [n.params for n in nodes if n.params],
+            "group": [-1 if n.group is None else n.group for n in nodes],
+            "frame": [-1 if n.frame is None else n.frame for n in nodes],
+            "opaque": [i for i, n in enumerate(nodes) if n.opaque],
+        },
+        "literals": literals,
+        "groups": [
+            [g.kind, g.name, -1 if g.parent is None else g.parent, g.attrs or None]
+            for g in capture.groups
+        ],
+        "frames": [[s(f.file), f.line, f.column, s(f.function)] for f in capture.frames],
+        "inputs": capture.inputs,
+        "outputs": capture.outputs,
+        "sources": [[src.path, src.sha256] for src in capture.sources],
+        "recipe": capture.recipe,
+        "failure": None
+        if capture.failure is None
+        else {
+            "type": capture.failure.type,
+            "message": capture.failure.message,
+            "stage": capture.failure.stage,
+            "frames": [[f.file, f.line, f.column, f.function] for f in capture.failure.frames],
+            "details": capture.failure.details,
+        },
+        "meta": capture.meta,
+        "strings": list(strings),
+    }
+    header = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "counts": {
+            "values": len(values),
+            "nodes": len(nodes),
+            "groups": len(capture.groups),
+            "frames": len(capture.frames),
+        },
+    }
+    try:
+        return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+
+
+def write(capture: Capture, path: str | os.PathLike[str]) -> None:
+    """Write ``capture`` to ``path`` atomically (temp file in the same folder + rename)."""
+    target = Path(path)
+    try:
+        data = encode(capture)
+    except ValueError as exc:
+        raise GraphFileError(target, str(exc)) from None
+    atomic_write_bytes(target, data)
+
+
+def atomic_write_bytes(target: Path, data: bytes) -> None:
+    """Replace ``target`` with ``data`` or leave it as it was."""
+    folder = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise GraphFileError(target, f"cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise GraphFileError(target, f"cannot write: {exc.strerror or exc}") from None
+
+
+def _check_dense(capture: Capture) -> None:
+    for label, items in (("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups)):
+        for i, item in enumerate(items):
+            if item.id != i:
+                raise ValueError(f"{label}[{i}] has id {item.id}; ids must be dense indices")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Capture:
+    """Read and validate a graph file. Raises :class:`GraphFileError` on any problem."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise GraphFileError(p, f"file is {size:,} bytes, over the {max_bytes:,}-byte limit")
+        with p.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except GraphFileError:
+        raise
+    except IsADirectoryError:
+        raise GraphFileError(p, "is a directory, not a graph file") from None
+    except OSError as exc:
+        raise GraphFileError(p, f"cannot read: {exc.strerror or exc}") from None
+    return decode(data, name=str(p), max_bytes=max_bytes)
+
+
+def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Capture:
+    if len(data) > max_bytes:
+        raise GraphFileError(name, f"file is {len(data):,} bytes, over the {max_bytes:,}-byte limit")
+    if not data:
+        raise GraphFileError(name, "empty file, not a TensorViz graph file")
+    bound = min(len(data), _MAX_CONTAINER)
+    unpacker = msgpack.Unpacker(
+        raw=False,
+        use_list=True,
+        strict_map_key=True,
+        max_buffer_size=max(len(data), 1),
+        max_str_len=min(len(data), _MAX_STR),
+        max_bin_len=0,  # graph files hold no binary blobs
+        max_array_len=bound,
+        max_map_len=bound,
+        max_ext_len=0,
+        ext_hook=_refuse_ext,
+    )
+    unpacker.feed(data)
+    # Decoding allocates millions of small containers and no cycles; the cyclic
+    # collector would otherwise run hundreds of times for nothing (5-10x slower).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _decode_body(unpacker, name)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _decode_body(unpacker: msgpack.Unpacker, name: str) -> Capture:
+    try:
+        header = unpacker.unpack()
+    except msgpack.OutOfData:
+        raise GraphFileError(name, "truncated before the end of the header") from None
+    except Exception:  # msgpack raises several types for garbage bytes
+        raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise GraphFileError(name, "not a TensorViz graph file (no graph header)")
+    version = header.get("version")
+    if type(version) is not int:
+        raise GraphFileError(name, "graph header has no integer version")
+    if version != FORMAT_VERSION:
+        newer = "newer" if version > FORMAT_VERSION else "older"
+        raise GraphFileError(
+            name, f"graph file version {version} is {newer} than this TensorViz reads (version {FORMAT_VERSION})"
+        )
+    try:
+        body = unpacker.unpack()
+    except msgpack.OutOfData:
+        raise GraphFileError(name, "truncated: the graph body is incomplete") from None
+    except Exception as exc:
+        raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
+    try:
+        unpacker.unpack()
+    except msgpack.OutOfData:
+        pass
+    except Exception:
+        raise GraphFileError(name, "trailing bytes after the graph body") from None
+    else:
+        raise GraphFileError(name, "trailing data after the graph body")
+    try:
+        return _build(body, header)
+    except _Invalid as exc:
+        raise GraphFileError(name, f"invalid field {exc}") from None
+
+
+def _refuse_ext(code: int, data: bytes) -> Any:
+    raise ValueError("msgpack extension types are not used by graph files")
+
+
+# --------------------------------------------------------------------------- validation
+
+_PLAIN_SCALARS = (type(None), bool, int, float, str)
+
+
+def _need(cond: bool, where: str, what: str) -> None:
+    if not cond:
+        raise _Invalid(f"{where}: {what}")
+
+
+def _map(obj: Any, where: str) -> dict:
+    _need(type(obj) is dict, where, "expected a map")
+    return obj
+
+
+def _list(obj: Any, where: str, length: int | None = None) -> list:
+    _need(type(obj) is list, where, "expected a list")
+    if length is not None:
+        _need(len(obj) == length, where, f"expected {length} entries, found {len(obj)}")
+    return obj
+
+
+def _str(obj: Any, where: str) -> str:
+    _need(type(obj) is str, where, "expected a string")
+    return obj
+
+
+def _int(obj: Any, where: str) -> int:
+    _need(type(obj) is int, where, "expected an integer")
+    return obj
+
+
+def _all_ints(col: list, where: str, lo: int, hi: int) -> None:
+    """Every entry an int in [lo, hi)."""
+    if not all(type(x) is int for x in col):
+        bad = next(i for i, x in enumerate(col) if type(x) is not int)
+        raise _Invalid(f"{where}[{bad}]: expected an integer")
+    if col and (min(col) < lo or max(col) >= hi):
+        bad = next(i for i, x in enumerate(col) if not lo <= x < hi)
+        raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
+
+
+def _plain(obj: Any, where: str, depth: int = 0) -> Any:
+    """Accept only msgpack/JSON-compatible plain data."""
+    t = type(obj)
+    if t in _PLAIN_SCALARS:
+        return obj
+    _need(depth < _MAX_DEPTH, where, "nested too deeply")
+    if t is list:
+        for i, x in enumerate(obj):
+            if type(x) not in _PLAIN_SCALARS:
+                _plain(x, f"{where}[{i}]", depth + 1)
+        return obj
+    if t is dict:
+        for k, x in obj.items():
+            if type(x) not in _PLAIN_SCALARS:
+                _plain(x, f"{where}.{k}", depth + 1)
+        return obj
+    raise _Invalid(f"{where}: unsupported {t.__name__} value")
+
+
+def _opt_map(obj: Any, where: str) -> dict:
+    if obj is None:
+        return {}
+    return _plain(_map(obj, where), where)
+
+
+def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
+    _need(depth < _MAX_DEPTH, where, "structure nested too deeply")
+    _map(obj, where)
+    _need(len(obj) == 1, where, "a structure entry has exactly one key")
+    (key, inner), = obj.items()
+    if key == "value":
+        _need(type(inner) is int and 0 <= inner < n_values, where, "value id out of range")
+    elif key in ("list", "tuple"):
+        for i, child in enumerate(_list(inner, f"{where}.{key}")):
+            _tree(child, f"{where}.{key}[{i}]", n_values, depth + 1)
+    elif key == "dict":
+        for i, pair in enumerate(_list(inner, f"{where}.dict")):
+            _list(pair, f"{where}.dict[{i}]", 2)
+            _need(type(pair[0]) in (str, int), f"{where}.dict[{i}]", "keys are strings or integers")
+            _tree(pair[1], f"{where}.dict[{i}]", n_values, depth + 1)
+    elif key == "static":
+        _need(type(inner) in _PLAIN_SCALARS, where, "static leaves are scalars, strings or null")
+    else:
+        raise _Invalid(f"{where}: unknown structure kind {key!r}")
+    return obj
+
+
+def _build(body: Any, header: dict) -> Capture:
+    b = _map(body, "body")
+    strings = _list(b.get("strings"), "strings")
+    if not all(type(x) is str for x in strings):
+        raise _Invalid("strings: expected a list of strings")
+    n_str = len(strings)
+
+    cov = _list(b.get("coverage"), "coverage", 4)
+    reasons = _list(cov[2], "coverage.reasons")
+    for i, r in enumerate(reasons):
+        _str(r, f"coverage.reasons[{i}]")
+    _need(cov[1] in COVERAGE_STATUSES, "coverage.status", f"one of {', '.join(COVERAGE_STATUSES)}")
+    _need(cov[3] in EFFECTS, "coverage.effects", f"one of {', '.join(EFFECTS)}")
+    coverage = Coverage(scope=_str(cov[0], "coverage.scope"), status=cov[1], reasons=reasons, effects=cov[3])
+
+    # values
+    vals = _map(b.get("values"), "values")
+    dtypes = _list(vals.get("dtype"), "values.dtype")
+    n_values = len(dtypes)
+    _all_ints(dtypes, "values.dtype", 0, n_str)
+    shape_off = _offsets(vals.get("shape_offsets"), "values.shape_offsets", n_values)
+    dims = _list(vals.get("shape_dims"), "values.shape_dims", shape_off[-1])
+    if not all((type(d) is int and d >= 0) or type(d) is str for d in dims):
+        raise _Invalid("values.shape_dims: dimensions are sizes or names")
+    measured = vals.get("measured")
+    if measured is not None:
+        _list(measured, "values.measured", n_values)
+        for i, m in enumerate(measured):
+            if m is not None:
+                _map(m, f"values.measured[{i}]")
+    values = ValueTable(shape_off, dims, [strings[d] for d in dtypes], measured)
+
+    # groups and frames (nodes refer to them)
+    groups_raw = _list(b.get("groups"), "groups")
+    n_groups = len(groups_raw)
+    groups = []
+    for i, g in enumerate(groups_raw):
+        _list(g, f"groups[{i}]", 4)
+        parent = _int(g[2], f"groups[{i}].parent")
+        _need(-1 <= parent < n_groups and parent != i, f"groups[{i}].parent", "out of range")
+        groups.append(
+            Group(i, _str(g[0], f"groups[{i}].kind"), _str(g[1], f"groups[{i}].name"),
+                  None if parent < 0 else parent, _opt_map(g[3], f"groups[{i}].attrs"))
+        )
+    _check_acyclic(groups)
+    frames_raw = _list(b.get("frames"), "frames")
+    frames = []
+    for i, f in enumerate(frames_raw):
+        _list(f, f"frames[{i}]", 4)
+        _all_ints(f, f"frames[{i}]", 0, 1 << 62)
+        _need(f[0] < n_str and f[3] < n_str, f"frames[{i}]", "string index out of range")
+        frames.append(Frame(strings[f[0]], f[1], f[2], strings[f[3]]))
+
+    # nodes: whole columns are checked here; rows are built on access
+    nd = _map(b.get("nodes"), "nodes")
+    ops = _list(nd.get("op"), "nodes.op")
+    n_nodes = len(ops)
+    _all_ints(ops, "nodes.op", 0, n_str)
+    literals = _list(b.get("literals"), "literals")
+    in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes)
+    in_pos = _list(nd.get("input_positions"), "nodes.input_positions", in_off[-1])
+    _all_ints(in_pos, "nodes.input_positions", 0, 1 << 31)
+    in_ref = _list(nd.get("input_refs"), "nodes.input_refs", in_off[-1])
+    _all_ints(in_ref, "nodes.input_refs", -len(literals), n_values)
+    out_off = _offsets(nd.get("output_offsets"), "nodes.output_offsets", n_nodes)
+    out_ids = _list(nd.get("output_ids"), "nodes.output_ids", out_off[-1])
+    _all_ints(out_ids, "nodes.output_ids", 0, n_values)
+    param_nodes = _list(nd.get("param_nodes"), "nodes.param_nodes")
+    _all_ints(param_nodes, "nodes.param_nodes", 0, n_nodes)
+    param_maps = _list(nd.get("param_maps"), "nodes.param_maps", len(param_nodes))
+    if not all(type(p) is dict for p in param_maps):
+        raise _Invalid("nodes.param_maps: expected maps")
+    grp = _list(nd.get("group"), "nodes.group", n_nodes)
+    _all_ints(grp, "nodes.group", -1, n_groups)
+    frm = _list(nd.get("frame"), "nodes.frame", n_nodes)
+    _all_ints(frm, "nodes.frame", -1, len(frames))
+    opaque_ids = _list(nd.get("opaque"), "nodes.opaque")
+    _all_ints(opaque_ids, "nodes.opaque", 0, n_nodes)
+    nodes = NodeTable(
+        [strings[o] for o in ops], in_off, in_pos, in_ref, literals, out_off, out_ids,
+        dict(zip(param_nodes, param_maps)), grp, frm, frozenset(opaque_ids),
+    )
+
+    inputs = _tree(b.get("inputs"), "inputs", n_values)
+    outputs = _tree(b.get("outputs"), "outputs", n_values)
+    sources = []
+    for i, src in enumerate(_list(b.get("sources"), "sources")):
+        _list(src, f"sources[{i}]", 2)
+        sources.append(Source(_str(src[0], f"sources[{i}].path"), _str(src[1], f"sources[{i}].sha256")))
+    recipe = b.get("recipe")
+    if recipe is not None:
+        _plain(_map(recipe, "recipe"), "recipe")
+    failure = None
+    if b.get("failure") is not None:
+        fr = _map(b["failure"], "failure")
+        fframes = []
+        for i, f in enumerate(_list(fr.get("frames"), "failure.frames")):
+            _list(f, f"failure.frames[{i}]", 4)
+            fframes.append(Frame(_str(f[0], "failure.frames.file"), _int(f[1], "failure.frames.line"),
+                                 _int(f[2], "failure.frames.column"), _str(f[3], "failure.frames.function")))
+        failure = Failure(
+            _str(fr.get("type"), "failure.type"),
+            _str(fr.get("message"), "failure.message"),
+            _str(fr.get("stage"), "failure.stage"),
+            fframes,
+            _opt_map(fr.get("details"), "failure.details"),
+        )
+        _need(n_nodes == 0, "failure", "a failed capture carries no nodes")
+    counts = header.get("counts")
+    if isinstance(counts, dict):
+        _need(counts.get("nodes") == n_nodes and counts.get("values") == n_values, "header.counts",
+              "do not match the body")
+    return Capture(
+        backend=_str(b.get("backend"), "backend"),
+        framework=_str(b.get("framework"), "framework"),
+        framework_version=_str(b.get("framework_version"), "framework_version"),
+        coverage=coverage,
+        values=values,
+        nodes=nodes,
+        groups=groups,
+        frames=frames,
+        inputs=inputs,
+        outputs=outputs,
+        sources=sources,
+        recipe=recipe,
+        failure=failure,
+        meta=_opt_map(b.get("meta"), "meta"),
+    )
+
+
+def _offsets(obj: Any, where: str, n: int) -> list:
+    """CSR offsets: n+1 non-decreasing integers starting at 0."""
+    off = _list(obj, where, n + 1)
+    _all_ints(off, where, 0, 1 << 62)
+    _need(off[0] == 0, where, "must start at 0")
+    if any(a > b for a, b in zip(off, off[1:])):
+        raise _Invalid(f"{where}: offsets must not decrease")
+    return off
+
+
+class ValueTable(Sequence[Value]):
+    """Values read from a file: validated columns, ``Value`` rows built on access."""
+
+    __slots__ = ("_off", "_dims", "_dtype", "_measured")
+
+    def __init__(self, off: list, dims: list, dtype: list, measured: list | None) -> None:
+        self._off, self._dims, self._dtype, self._measured = off, dims, dtype, measured
+
+    def __len__(self) -> int:
+        return len(self._dtype)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        m = self._measured[i] if self._measured is not None else None
+        return Value(i, self._dims[self._off[i]:self._off[i + 1]], self._dtype[i], m)
+
+
+class NodeTable(Sequence[Node]):
+    """Nodes read from a file: validated columns, ``Node`` rows built on access."""
+
+    __slots__ = ("_op", "_in_off", "_in_pos", "_in_ref", "_lit", "_out_off", "_out", "_params",
+                 "_group", "_frame", "_opaque")
+
+    def __init__(self, op, in_off, in_pos, in_ref, lit, out_off, out, params, group, frame, opaque):
+        self._op, self._in_off, self._in_pos, self._in_ref, self._lit = op, in_off, in_pos, in_ref, lit
+        self._out_off, self._out, self._params = out_off, out, params
+        self._group, self._frame, self._opaque = group, frame, opaque
+
+    def __len__(self) -> int:
+        return len(self._op)
+
+    def op(self, i: int) -> str:
+        """The op of node ``i`` without building the row (fast scans)."""
+        return self._op[i]
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        a, b = self._in_off[i], self._in_off[i + 1]
+        operands = [
+            Operand(p, r, None) if r >= 0 else Operand(p, None, self._lit[-1 - r])
+            for p, r in zip(self._in_pos[a:b], self._in_ref[a:b])
+        ]
+        g, f = self._group[i], self._frame[i]
+        return Node(
+            i, self._op[i], operands, self._out[self._out_off[i]:self._out_off[i + 1]],
+            self._params.get(i, {}), None if g < 0 else g, None if f < 0 else f, i in self._opaque,
+        )
+
+
+def _check_acyclic(groups: list[Group]) -> None:
+    state = [0] * len(groups)  # 0 unknown, 1 on path, 2 fine
+    for start in range(len(groups)):
+        path = []
+        g = start
+        while g is not None and state[g] == 0:
+            state[g] = 1
+            path.append(g)
+            g = groups[g].parent
+        if g is not None and state[g] == 1:
+            raise _Invalid(f"groups[{g}].parent: groups form a cycle")
+        for x in path:
+            state[x] = 2
+

@@ -1,0 +1,95 @@
+"""Synthetic captures of any size, for tests, benchmarks and scale checks.
+
+Deterministic for a given size and seed; shaped like a real traced program: a
+stack of layer groups, each a chain of matmul/add/activation nodes with literal
+operands, repeated uses of values, params and source frames.
+"""
+
+from __future__ import annotations
+
+import random
+
+from .model import Capture, Coverage, Frame, Group, Node, Operand, Source, Value
+
+_OPS = ("dot_general", "add", "max", "mul", "reshape", "transpose", "exp", "reduce_sum", "div", "tanh")
+
+
+def synthetic_capture(
+    n_nodes: int,
+    *,
+    layers: int | None = None,
+    grouped: bool = True,
+    seed: int = 0,
+    opaque_every: int = 0,
+    framework: str = "jax",
+) -> Capture:
+    """A capture of exactly ``n_nodes`` nodes.
+
+    ``grouped``: nodes sit in ``layers`` scope groups under one jit group (a
+    transformer-like nesting); otherwise every node is a direct child of a single
+    jit group (a flat program). ``opaque_every``: every k-th node is an opaque
+    ``while`` boundary (and coverage becomes partial).
+    """
+    rng = random.Random(seed)
+    layers = layers or max(1, min(48, n_nodes // 200))
+    groups = [Group(0, "jit", "main")]
+    per_layer = max(1, -(-n_nodes // layers))
+    if grouped:
+        for layer in range(layers):
+            lg = Group(len(groups), "scope", f"layer_{layer}", 0)
+            groups.append(lg)
+            for sub in ("attention", "mlp"):
+                groups.append(Group(len(groups), "scope", sub, lg.id))
+    frames = [Frame(f"model/layer{i % 7}.py", 10 + i, 4, f"block_{i % 7}") for i in range(64)]
+    values: list[Value] = []
+    nodes: list[Node] = []
+
+    def new_value(shape: list[int], dtype: str = "float32") -> int:
+        values.append(Value(len(values), shape, dtype))
+        return len(values) - 1
+
+    x = new_value([8, 128])
+    first = x
+    recent = [x]
+    for i in range(n_nodes):
+        op = _OPS[i % len(_OPS)]
+        is_opaque = bool(opaque_every) and i % opaque_every == opaque_every - 1
+        if is_opaque:
+            op = "while"
+        a = recent[-1]
+        b = recent[rng.randrange(len(recent))]
+        inputs = [Operand(0, a), Operand(1, b)] if op in ("add", "mul", "div", "dot_general", "max") else [Operand(0, a)]
+        if op == "max":
+            inputs[1] = Operand(1, None, 0.0)
+        out = new_value([8, 128] if op != "reduce_sum" else [8])
+        params = {"dimension_numbers": [[[1], [0]], [[], []]], "precision": None} if op == "dot_general" else {}
+        if grouped:
+            layer = min(i // per_layer, layers - 1)
+            group = 1 + layer * 3 + (1 if (i % per_layer) < per_layer // 2 else 2)
+        else:
+            group = 0
+        nodes.append(Node(i, op, inputs, [out], params, group, rng.randrange(len(frames)), is_opaque))
+        recent.append(out)
+        if len(recent) > 8:
+            recent.pop(0)
+    reasons = ["opaque_kernel"] if opaque_every else []
+    return Capture(
+        backend="jaxpr" if framework == "jax" else "torch_eager",
+        framework=framework,
+        framework_version="0.0-synthetic",
+        coverage=Coverage(
+            scope="traced_program" if framework == "jax" else "eager_forward",
+            status="partial" if opaque_every else "complete",
+            reasons=reasons,
+            effects="incomplete" if opaque_every else "none",
+        ),
+        values=values,
+        nodes=nodes,
+        groups=groups,
+        frames=frames,
+        inputs={"tuple": [{"value": first}]},
+        outputs={"value": recent[-1]},
+        sources=[Source("model/layer0.py", "0" * 64)],
+        recipe={"kind": "model", "framework": framework, "model": "model:net"},
+        meta={"synthetic": True},
+    )

@@ -1,0 +1,1 @@
+"""Import-free discovery (libcst) of what can be opened as a graph."""

@@ -1,0 +1,87 @@
+"""``tensorviz inspect FILE.tvg [--json]``: a graph file as a summary or as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+
+from capture import graphfile
+from capture.model import Capture, describe_tree, format_value, to_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("inspect", help="summarise a .tvg graph file (or print it as JSON)")
+    p.add_argument("file", help="a portable graph file (.tvg)")
+    p.add_argument("--json", action="store_true", help="print the whole capture as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        capture = graphfile.read(args.file)
+    except graphfile.GraphFileError as exc:
+        print(f"tensorviz inspect: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump(to_json(capture), sys.stdout, default=_jsonable)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(summary(capture))
+    return 0
+
+
+def _jsonable(obj: object) -> object:
+    if isinstance(obj, bytes):
+        return obj.hex()
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def summary(capture: Capture) -> str:
+    cov = capture.coverage
+    lines = [
+        f"backend:    {capture.backend}",
+        f"framework:  {capture.framework} {capture.framework_version}".rstrip(),
+        f"coverage:   {cov.scope}, {cov.status}"
+        + (f" ({', '.join(cov.reasons)})" if cov.reasons else "")
+        + f", effects {cov.effects}",
+        f"counts:     {len(capture.nodes):,} nodes, {len(capture.values):,} values, "
+        f"{len(capture.groups):,} groups, {len(capture.frames):,} frames",
+    ]
+    values = {v.id: v for v in _leaf_values(capture)}
+    lines.append(f"inputs:     {describe_tree(capture.inputs, values)}")
+    lines.append(f"outputs:    {describe_tree(capture.outputs, values)}")
+    if capture.sources:
+        lines.append(f"sources:    {', '.join(s.path for s in capture.sources)}")
+    if capture.recipe and capture.recipe.get("model"):
+        lines.append(f"model:      {capture.recipe['model']}")
+    if capture.nodes:
+        ops = Counter(n.op for n in capture.nodes) if len(capture.nodes) < 50_000 else _fast_ops(capture)
+        top = ", ".join(f"{op}×{count}" for op, count in ops.most_common(8))
+        lines.append(f"top ops:    {top}")
+    if capture.failure is not None:
+        f = capture.failure
+        lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")
+        for fr in f.frames:
+            lines.append(f"            at {fr.file}:{fr.line} in {fr.function}")
+    return "\n".join(lines) + "\n"
+
+
+def _fast_ops(capture: Capture) -> Counter:
+    op = getattr(capture.nodes, "op", None)
+    if op is not None:
+        return Counter(op(i) for i in range(len(capture.nodes)))
+    return Counter(n.op for n in capture.nodes)
+
+
+def _leaf_values(capture: Capture):
+    from capture.model import tree_leaves
+
+    for tree in (capture.inputs, capture.outputs):
+        for vid in tree_leaves(tree):
+            if 0 <= vid < len(capture.values):
+                yield capture.values[vid]
+
+
+__all__ = ["register", "run", "summary", "format_value"]

@@ -1,0 +1,1 @@
+"""Graph projection, the loopback viewer server and the browser app."""
