@@ -249,17 +249,19 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode_body(unpacker, name)
+        return _decode_body(unpacker, name, data[:64])
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _decode_body(unpacker: msgpack.Unpacker, name: str) -> Capture:
+def _decode_body(unpacker: msgpack.Unpacker, name: str, prefix: bytes) -> Capture:
     try:
         header = unpacker.unpack()
     except msgpack.OutOfData:
-        raise GraphFileError(name, "truncated before the end of the header") from None
+        if _HEADER_MARK in prefix:
+            raise GraphFileError(name, "truncated before the end of the header") from None
+        raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
     except Exception:  # msgpack raises several types for garbage bytes
         raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
@@ -290,6 +292,10 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str) -> Capture:
         return _build(body, header)
     except _Invalid as exc:
         raise GraphFileError(name, f"invalid field {exc}") from None
+
+
+# How every header begins on disk; tells a cut-short graph file from other bytes.
+_HEADER_MARK = msgpack.packb("format") + msgpack.packb(FORMAT_NAME)
 
 
 def _refuse_ext(code: int, data: bytes) -> Any:

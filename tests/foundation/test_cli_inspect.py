@@ -1,0 +1,107 @@
+"""`tensorviz --version` and `tensorviz inspect` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from capture import graphfile
+from capture.model import Capture, Failure, Frame
+from capture.synthetic import synthetic_capture
+from tensorviz_lsp import __version__
+
+
+def tensorviz(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tensorviz_lsp", *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def good(tmp_path):
+    path = tmp_path / "good.tvg"
+    graphfile.write(synthetic_capture(500, opaque_every=100), path)
+    return path
+
+
+def test_version():
+    proc = tensorviz("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"tensorviz {__version__}"
+
+
+def test_console_script_is_installed():
+    # The README's commands use the `tensorviz` entry point, not `python -m`.
+    exe = os.path.join(os.path.dirname(sys.executable), "tensorviz")
+    proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and __version__ in proc.stdout
+
+
+def test_no_command_is_a_usage_error():
+    proc = tensorviz()
+    assert proc.returncode == 2
+
+
+def test_inspect_summary(good):
+    proc = tensorviz("inspect", str(good))
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "backend:    jaxpr" in out
+    assert "framework:  jax 0.0-synthetic" in out
+    assert "traced_program, partial (opaque_kernel), effects incomplete" in out
+    assert "500 nodes, 501 values, " in out
+    assert "inputs:     (float32[8,128],)" in out
+    assert "outputs:    float32[8,128]" in out
+    assert "FAILED" not in out
+
+
+def test_inspect_json_is_the_capture(good):
+    proc = tensorviz("inspect", str(good), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["format"] == "tensorviz-graph" and data["version"] == 1
+    expected_keys = {"format", "version", "backend", "framework", "framework_version", "coverage", "values",
+                     "nodes", "groups", "frames", "inputs", "outputs", "sources", "recipe", "failure", "meta"}
+    assert set(data) == expected_keys
+    assert set(data["nodes"][0]) == {"id", "op", "inputs", "outputs", "params", "group", "frame", "opaque"}
+    assert set(data["values"][0]) >= {"id", "shape", "dtype"}
+    assert set(data["frames"][0]) == {"file", "line", "column", "function"}
+    assert set(data["coverage"]) == {"scope", "status", "reasons", "effects"}
+    assert len(data["nodes"]) == 500
+    assert sum(n["opaque"] for n in data["nodes"]) == 5
+
+
+def test_inspect_failed_capture(tmp_path):
+    path = tmp_path / "failed.tvg"
+    cap = Capture.failed_capture(
+        Failure("ZeroDivisionError", "division by zero", "trace", [Frame("model.py", 7, 4, "net")]),
+        framework="jax", backend="jaxpr",
+    )
+    graphfile.write(cap, path)
+    proc = tensorviz("inspect", str(path))
+    assert proc.returncode == 0
+    assert "FAILED:     [trace] ZeroDivisionError: division by zero" in proc.stdout
+    assert "at model.py:7 in net" in proc.stdout
+    assert "0 nodes" in proc.stdout
+
+
+@pytest.mark.parametrize("make, expected", [
+    pytest.param(lambda p, good: p.write_bytes(good.read_bytes()[:200]), "truncated", id="truncated"),
+    pytest.param(lambda p, good: p.write_bytes(random.Random(7).randbytes(4096)), "not a TensorViz graph file", id="random-bytes"),
+    pytest.param(lambda p, good: p.write_text("hello"), "not a TensorViz graph file", id="text"),
+    pytest.param(lambda p, good: None, "cannot read", id="missing"),
+    pytest.param(lambda p, good: p.mkdir(), "is a directory", id="directory"),
+])
+def test_inspect_bad_files(tmp_path, good, make, expected):
+    path = tmp_path / "bad.tvg"
+    make(path, good)
+    proc = tensorviz("inspect", str(path))
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    err = proc.stderr.strip()
+    assert "\n" not in err, err  # one line, never a traceback
+    assert err.startswith(f"tensorviz inspect: {path}: ")
+    assert expected in err

@@ -1,0 +1,168 @@
+"""Hostile and broken graph files: each rejected with one clear line."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from capture import graphfile
+from capture.model import FORMAT_NAME, Capture, Coverage, Failure, Node, Operand, Value
+from capture.synthetic import synthetic_capture
+
+
+@pytest.fixture(scope="module")
+def good_bytes() -> bytes:
+    return graphfile.encode(synthetic_capture(300, opaque_every=40))
+
+
+def _header(version=1, fmt=FORMAT_NAME) -> bytes:
+    return msgpack.packb({"format": fmt, "version": version, "counts": {}})
+
+
+def _reject(data: bytes, expected: str) -> str:
+    with pytest.raises(graphfile.GraphFileError) as info:
+        graphfile.decode(data, name="bad.tvg")
+    text = str(info.value)
+    assert text.startswith("bad.tvg: ")
+    assert "\n" not in text
+    assert expected in text, text
+    return text
+
+
+def test_truncated_body(good_bytes):
+    _reject(good_bytes[: len(good_bytes) // 2], "truncated")
+
+
+def test_truncated_header(good_bytes):
+    _reject(good_bytes[:5], "truncated")
+
+
+def test_empty():
+    _reject(b"", "empty file")
+
+
+@pytest.mark.parametrize("data", [
+    pytest.param(b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, id="png"),
+    pytest.param(b'{"format": "tensorviz-graph"}', id="json-text"),
+    pytest.param(msgpack.packb([1, 2, 3]), id="msgpack-list"),
+    pytest.param(msgpack.packb({"format": "other", "version": 1}), id="other-format"),
+    pytest.param(bytes(range(256)) * 4, id="random-ish"),
+])
+def test_not_a_graph(data):
+    _reject(data, "not a TensorViz graph file")
+
+
+def test_newer_version(good_bytes):
+    _reject(_header(version=99) + b"\x80", "version 99 is newer")
+
+
+def test_version_not_int():
+    _reject(_header(version="1"), "no integer version")
+
+
+def test_oversized_file(tmp_path, good_bytes):
+    path = tmp_path / "big.tvg"
+    path.write_bytes(good_bytes)
+    with pytest.raises(graphfile.GraphFileError) as info:
+        graphfile.read(path, max_bytes=1000)
+    assert "over the 1,000-byte limit" in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_huge_declared_container_is_bounded():
+    # An array header claiming 2**31 entries in a tiny file must not allocate.
+    data = _header() + b"\xdd\x7f\xff\xff\xff"
+    _reject(data, "bad.tvg")
+
+
+def test_trailing_data(good_bytes):
+    _reject(good_bytes + msgpack.packb(1), "trailing")
+
+
+def test_ext_types_refused():
+    body = {"strings": msgpack.ExtType(1, b"x")}
+    _reject(_header() + msgpack.packb(body), "corrupt graph body")
+
+
+def _body_mutation(good: bytes, mutate) -> bytes:
+    unpacker = msgpack.Unpacker(raw=False)
+    unpacker.feed(good)
+    header, body = unpacker.unpack(), unpacker.unpack()
+    mutate(body)
+    return msgpack.packb(header) + msgpack.packb(body)
+
+
+@pytest.mark.parametrize("mutate, expected", [
+    pytest.param(lambda b: b["nodes"]["output_ids"].__setitem__(0, 10**9), "nodes.output_ids[0]", id="value-ref-out-of-range"),
+    pytest.param(lambda b: b["nodes"]["input_refs"].__setitem__(0, "x"), "nodes.input_refs[0]: expected an integer", id="operand-type"),
+    pytest.param(lambda b: b["nodes"]["op"].__setitem__(3, 10**6), "nodes.op[3]", id="op-string-index"),
+    pytest.param(lambda b: b["nodes"]["group"].pop(), "nodes.group", id="column-length"),
+    pytest.param(lambda b: b["values"]["shape_offsets"].__setitem__(2, 0), "offsets must not decrease", id="offsets-decrease"),
+    pytest.param(lambda b: b["values"]["shape_dims"].__setitem__(0, -4), "dimensions are sizes or names", id="negative-dim"),
+    pytest.param(lambda b: b["groups"][1].__setitem__(2, 1), "groups[1].parent", id="group-self-parent"),
+    pytest.param(lambda b: b.__setitem__("coverage", ["x", "sometimes", [], "none"]), "coverage.status", id="coverage-status"),
+    pytest.param(lambda b: b.__setitem__("outputs", {"value": 10**9}), "outputs", id="tree-ref"),
+    pytest.param(lambda b: b.__setitem__("inputs", {"set": []}), "unknown structure kind", id="tree-kind"),
+    pytest.param(lambda b: b.__setitem__("backend", 7), "backend: expected a string", id="backend-type"),
+    pytest.param(lambda b: b.__setitem__("strings", [1]), "strings", id="string-table"),
+    pytest.param(lambda b: b.__setitem__("frames", [[0, 1, 2]]), "frames[0]", id="frame-arity"),
+    pytest.param(lambda b: b["nodes"].__setitem__("param_maps", [1] * len(b["nodes"]["param_maps"])), "param_maps", id="params-not-map"),
+])
+def test_field_validation(good_bytes, mutate, expected):
+    _reject(_body_mutation(good_bytes, mutate), expected)
+
+
+def test_group_cycle(good_bytes):
+    def mutate(b):
+        b["groups"][0][2] = 2  # 0 -> 2 -> 1 -> 0
+    _reject(_body_mutation(good_bytes, mutate), "cycle")
+
+
+def test_failed_capture_with_nodes_is_invalid():
+    cap = Capture.failed_capture(Failure("RuntimeError", "boom"))
+    cap.values = [Value(0, [1], "float32")]
+    cap.nodes = [Node(0, "add", [Operand(0, 0)], [0])]
+    _reject(graphfile.encode(cap), "a failed capture carries no nodes")
+
+
+def test_non_dense_ids_refused_on_write(tmp_path):
+    cap = Capture("jaxpr", "jax", "0", Coverage("traced_program"), values=[Value(5, [], "float32")])
+    with pytest.raises(graphfile.GraphFileError) as info:
+        graphfile.write(cap, tmp_path / "x.tvg")
+    assert "ids must be dense" in str(info.value)
+    assert not (tmp_path / "x.tvg").exists()
+
+
+def test_failed_write_leaves_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "g.tvg"
+    graphfile.write(synthetic_capture(10), path)
+    before = path.read_bytes()
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(graphfile.os, "replace", boom)
+    with pytest.raises(graphfile.GraphFileError) as info:
+        graphfile.write(synthetic_capture(20), path)
+    assert "No space left" in str(info.value)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["g.tvg"]  # no temp file left behind
+
+
+def test_unserialisable_param_is_a_clear_write_error(tmp_path):
+    cap = synthetic_capture(3)
+    cap.nodes[0].params = {"fn": object()}
+    with pytest.raises(graphfile.GraphFileError) as info:
+        graphfile.write(cap, tmp_path / "x.tvg")
+    assert "cannot store" in str(info.value)
+
+
+def test_lazy_tables_behave_like_sequences(good_bytes):
+    cap = graphfile.decode(good_bytes)
+    original = synthetic_capture(300, opaque_every=40)
+    assert len(cap.nodes) == 300
+    assert cap.nodes[-1] == original.nodes[-1]
+    assert cap.nodes[10:12] == original.nodes[10:12]
+    assert cap.values[3] == original.values[3]
+    with pytest.raises(IndexError):
+        cap.nodes[300]

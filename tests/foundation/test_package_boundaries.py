@@ -1,0 +1,95 @@
+"""The package-boundary table of DESIGN.md, enforced.
+
+Two checks: a static one (every import statement in each package, including ones
+inside functions, against the table) and a runtime one (importing every module of
+a package in a fresh interpreter pulls in none of the forbidden modules).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FRAMEWORKS = ("jax", "jaxlib", "flax", "torch")
+
+# package -> top-level modules it must never import
+FORBIDDEN = {
+    "discovery": {*FRAMEWORKS, "pygls", "lsprotocol", "tensorviz_lsp", "capture", "viewer", "msgpack", "tomlkit"},
+    "capture": {"pygls", "lsprotocol", "libcst", "tensorviz_lsp", "viewer", "discovery", "tomlkit"},
+    "viewer": {*FRAMEWORKS, "pygls", "lsprotocol", "tensorviz_lsp", "discovery", "libcst"},
+    "tensorviz_lsp": set(FRAMEWORKS),
+}
+
+
+def _is_framework_module(path: Path) -> bool:
+    """The worker's framework modules: the only place jax/flax/torch may be imported."""
+    rel = path.relative_to(ROOT / "capture").as_posix()
+    return rel.startswith("frameworks/") or rel.startswith("torch_") or rel.startswith("jax")
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.append((node.lineno, node.module.split(".")[0]))
+    return out
+
+
+def _py_files(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_static_imports_respect_the_table(package):
+    problems = []
+    for path in _py_files(package):
+        forbidden = set(FORBIDDEN[package])
+        if package == "capture" and not _is_framework_module(path):
+            forbidden |= set(FRAMEWORKS)
+        for line, module in _imports(path):
+            if module in forbidden:
+                problems.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert not problems, "\n".join(problems)
+
+
+def _modules(package: str) -> list[str]:
+    mods = []
+    for path in _py_files(package):
+        if package == "capture" and _is_framework_module(path):
+            continue
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__main__":
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods.append(".".join(parts))
+    return mods
+
+
+@pytest.mark.parametrize("package, must_not_load", [
+    pytest.param("discovery", ["jax", "flax", "torch", "pygls", "msgpack"], id="discovery"),
+    pytest.param("capture", ["jax", "flax", "torch", "pygls", "libcst", "tomlkit"], id="capture"),
+    pytest.param("viewer", ["jax", "flax", "torch", "pygls", "libcst"], id="viewer"),
+    pytest.param("tensorviz_lsp", ["jax", "flax", "torch"], id="tensorviz_lsp"),
+])
+def test_fresh_interpreter_imports(package, must_not_load):
+    modules = _modules(package)
+    code = (
+        "import importlib, json, sys\n"
+        f"for m in {modules!r}:\n"
+        "    importlib.import_module(m)\n"
+        f"print(json.dumps(sorted(set(k.split('.')[0] for k in sys.modules) & set({must_not_load!r}))))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
