@@ -259,7 +259,7 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, prefix: bytes) -> Captur
     try:
         header = unpacker.unpack()
     except msgpack.OutOfData:
-        if _HEADER_MARK in prefix:
+        if _HEADER_MARK in prefix or (b"\x83" + _HEADER_MARK).startswith(prefix):
             raise GraphFileError(name, "truncated before the end of the header") from None
         raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
     except Exception:  # msgpack raises several types for garbage bytes
