@@ -1,0 +1,88 @@
+"""Portable graph file vs JSON, side by side in one run.
+
+    python benchmarks/bench_graphfile.py [--nodes 200000] [--repeat 3]
+
+Builds one synthetic capture (grouped, with params, literals, frames and opaque
+nodes), then measures for the same content:
+  * .tvg: size, write (encode + atomic file write), read (file read + full
+    validation into a Capture);
+  * JSON: size, json.dumps + write, read + json.loads (the row-form content of
+    `tensorviz inspect --json`).
+JSON reading is measured twice: as `json.loads` runs by default, and with the
+cyclic garbage collector paused like the .tvg reader pauses it, so the ratio is
+not won by a GC setting alone. Prints figures and ratios; asserts nothing.
+Targets: .tvg at most half the JSON's size, read at least 2x faster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from capture import graphfile  # noqa: E402
+from capture.model import to_json  # noqa: E402
+from capture.synthetic import synthetic_capture  # noqa: E402
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--nodes", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+
+    capture = synthetic_capture(args.nodes, opaque_every=97)
+    with tempfile.TemporaryDirectory() as tmp:
+        tvg = Path(tmp) / "g.tvg"
+        js = Path(tmp) / "g.json"
+
+        t_tvg_write = best(lambda: graphfile.write(capture, tvg), args.repeat)
+        t_json_write = best(lambda: js.write_text(json.dumps(to_json(capture))), args.repeat)
+        t_tvg_read = best(lambda: graphfile.read(tvg), args.repeat)
+        t_json_read = best(lambda: json.loads(js.read_text()), args.repeat)
+
+        def json_read_no_gc():
+            gc.disable()
+            try:
+                json.loads(js.read_text())
+            finally:
+                gc.enable()
+
+        t_json_read_nogc = best(json_read_no_gc, args.repeat)
+
+        cap = graphfile.read(tvg)
+        t_rows = best(lambda: sum(1 for _ in cap.nodes), args.repeat)
+        size_tvg, size_json = tvg.stat().st_size, js.stat().st_size
+
+    n = len(capture.nodes)
+    print(f"synthetic capture: {n:,} nodes, {len(capture.values):,} values, {len(capture.groups)} groups")
+    print(f"{'':22}{'.tvg':>12}{'JSON':>12}{'ratio':>10}")
+    print(f"{'size (MB)':22}{size_tvg / 1e6:12.2f}{size_json / 1e6:12.2f}{size_json / size_tvg:9.1f}x smaller")
+    print(f"{'write (s)':22}{t_tvg_write:12.3f}{t_json_write:12.3f}{t_json_write / t_tvg_write:9.1f}x faster")
+    print(f"{'read (s)':22}{t_tvg_read:12.3f}{t_json_read:12.3f}{t_json_read / t_tvg_read:9.1f}x faster")
+    print(f"{'read, JSON GC paused':22}{t_tvg_read:12.3f}{t_json_read_nogc:12.3f}{t_json_read_nogc / t_tvg_read:9.1f}x faster")
+    print(f"(building every Node row after a .tvg read, on access: {t_rows:.3f} s; "
+          f"read + all rows {t_tvg_read + t_rows:.3f} s)")
+    ok_size = size_tvg * 2 <= size_json
+    ok_read = t_tvg_read * 2 <= t_json_read_nogc
+    print(f"targets: size <= 1/2 JSON: {'met' if ok_size else 'MISSED'}; "
+          f"read >= 2x JSON (GC paused for both): {'met' if ok_read else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
