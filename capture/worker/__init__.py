@@ -1,0 +1,16 @@
+"""The isolated capture worker and the contract framework captures plug into.
+
+The worker runs as its own process (``python -m capture.worker``, or the launcher
+script the parent writes) in the user's selected interpreter, with only the ``capture``
+package added to its path. :mod:`capture.runner` starts it and reads its messages
+(:mod:`capture.worker.protocol`); :mod:`capture.worker.main` is the worker side.
+Framework modules receive a :class:`~capture.worker.context.CaptureContext`; see that
+module for the plug-in contract.
+
+Keep imports here light: this package is imported before anything else in the worker.
+"""
+
+from .errors import CaptureError, LimitExceeded
+from .limits import Limits
+
+__all__ = ["CaptureError", "LimitExceeded", "Limits"]

@@ -1,0 +1,92 @@
+"""A graph builder for framework captures: dense ids, interned frames, limits enforced
+as the graph grows (so a runaway trace stops at the limit, not at memory exhaustion)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..model import Capture, Coverage, Frame, Group, Node, Operand, Value
+from .errors import LimitExceeded
+from .limits import Limits
+
+
+class GraphBuilder:
+    def __init__(self, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+        self.values: list[Value] = []
+        self.nodes: list[Node] = []
+        self.groups: list[Group] = []
+        self.frames: list[Frame] = []
+        self._frame_ids: dict[tuple, int] = {}
+
+    def value(self, shape: Sequence[int | str], dtype: str, measured: dict[str, Any] | None = None) -> int:
+        """Add a value; returns its id."""
+        vid = len(self.values)
+        if vid >= self.limits.max_values:
+            raise LimitExceeded("max_values", self.limits.max_values, vid + 1)
+        self.values.append(Value(vid, list(shape), str(dtype), measured))
+        return vid
+
+    def node(
+        self,
+        op: str,
+        inputs: Sequence[Operand] = (),
+        outputs: Sequence[int] = (),
+        *,
+        params: dict[str, Any] | None = None,
+        group: int | None = None,
+        frame: int | None = None,
+        opaque: bool = False,
+    ) -> int:
+        """Add a node; ``inputs`` are :class:`Operand` (``Operand(pos, value=id)`` or
+        ``Operand(pos, literal=x)``), ``outputs`` value ids, ``frame`` an id from
+        :meth:`frame`. Returns the node id."""
+        nid = len(self.nodes)
+        if nid >= self.limits.max_ops:
+            raise LimitExceeded("max_ops", self.limits.max_ops, nid + 1, "operations")
+        self.nodes.append(Node(nid, str(op), list(inputs), list(outputs), dict(params or {}), group, frame, opaque))
+        return nid
+
+    def group(self, kind: str, name: str, parent: int | None = None, attrs: dict[str, Any] | None = None) -> int:
+        """Add a nested call scope; returns its id (counted against ``max_nested_calls``)."""
+        gid = len(self.groups)
+        if gid >= self.limits.max_nested_calls:
+            raise LimitExceeded("max_nested_calls", self.limits.max_nested_calls, gid + 1, "nested calls")
+        self.groups.append(Group(gid, str(kind), str(name), parent, dict(attrs or {})))
+        return gid
+
+    def frame(self, frame: Frame | None) -> int | None:
+        """The id of ``frame`` (interned); None stays None."""
+        if frame is None:
+            return None
+        key = (frame.file, frame.line, frame.column, frame.function)
+        fid = self._frame_ids.get(key)
+        if fid is None:
+            fid = self._frame_ids[key] = len(self.frames)
+            self.frames.append(frame)
+        return fid
+
+    def build(
+        self,
+        *,
+        backend: str,
+        framework: str,
+        framework_version: str,
+        coverage: Coverage,
+        inputs: Any,
+        outputs: Any,
+        meta: dict[str, Any] | None = None,
+    ) -> Capture:
+        return Capture(
+            backend=backend,
+            framework=framework,
+            framework_version=framework_version,
+            coverage=coverage,
+            values=self.values,
+            nodes=self.nodes,
+            groups=self.groups,
+            frames=self.frames,
+            inputs=inputs,
+            outputs=outputs,
+            meta=dict(meta or {}),
+        )

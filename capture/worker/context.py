@@ -1,0 +1,292 @@
+"""What a framework capture receives: :class:`CaptureContext`.
+
+The framework plug-in contract
+==============================
+
+Each framework is a module ``capture/frameworks/<name>.py`` (registered in
+``capture.frameworks.FRAMEWORKS``) exposing two functions, both run inside the worker
+process, in the selected interpreter, with the workspace root as the working directory:
+
+``probe_device(ctx: CaptureContext) -> None``
+    Called first, BEFORE the model or any factory is imported. Import the framework
+    (lazily, here) and check that ``ctx.recipe.device`` (``"cpu"`` or ``"cuda:N"``) is
+    available. Raise ``CaptureError("device", message, details)`` when the backend or the
+    index is not; never fall back to CPU.
+
+``capture(ctx: CaptureContext) -> capture.model.Capture``
+    Import the model (``ctx.import_object(ctx.recipe.model)``), build it (literal
+    ``init`` through :meth:`CaptureContext.materialize`, or ``ctx.call_factory(ref)``),
+    build the inputs (:meth:`CaptureContext.inputs_call`), trace, and return the
+    canonical capture, ideally built with :meth:`CaptureContext.new_builder` (which
+    enforces ``max_ops``/``max_values``/``max_nested_calls`` as nodes are added).
+
+    The worker fills in ``recipe`` (``ctx.recipe.to_dict()``) and ``sources`` (every
+    workspace file imported, with its sha256), checks the op/value/call counts and the
+    encoded size against ``ctx.limits``, and sends it. Return a capture with nodes;
+    a trace that produced nothing should raise, never return an empty success.
+
+    Errors: raise :class:`CaptureError` (or :class:`LimitExceeded`) for a known failure;
+    any other exception (from user code, MemoryError …) becomes ``stage = "trace"``
+    with its type, message and the workspace frames of its traceback. Chain user-code
+    exceptions (``raise CaptureError(...) from exc``) so their frames are kept.
+
+Seeding: the n-th array leaf of the literal descriptions (``ctx.recipe.tensors()``,
+init before inputs) is generated from ``capture.recipe.leaf_seed(recipe.seed, n)``;
+:meth:`CaptureContext.materialize` passes each leaf with its index to ``make_tensor``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Callable
+
+from ..model import Frame
+from ..recipe import (
+    CallSetup,
+    DictDesc,
+    ListDesc,
+    NoneDesc,
+    Recipe,
+    StaticDesc,
+    TensorDesc,
+    TensorLeaf,
+    TupleDesc,
+    ValueDesc,
+    _key,
+)
+from .builder import GraphBuilder
+from .errors import CaptureError, LimitExceeded
+from .limits import Limits
+from .workspace_files import WorkspaceFiles
+
+MakeTensor = Callable[[TensorLeaf], Any]
+ProgressSink = Callable[[str, "float | None"], None]
+
+
+class CaptureContext:
+    """Everything a framework capture may use. Attributes:
+
+    ``recipe``: the validated :class:`capture.recipe.Recipe`;
+    ``workspace``: the resolved workspace root (``Path``);
+    ``limits``: the :class:`Limits` in force;
+    ``deadline``: ``time.monotonic()`` value after which the parent kills the worker.
+    """
+
+    def __init__(
+        self,
+        recipe: Recipe,
+        workspace: str | os.PathLike[str],
+        limits: Limits | None = None,
+        *,
+        progress_sink: ProgressSink | None = None,
+        started: float | None = None,
+    ) -> None:
+        self.recipe = recipe
+        self.files = WorkspaceFiles(workspace)
+        self.workspace: Path = self.files.root
+        self.limits = limits or Limits()
+        self.started = time.monotonic() if started is None else started
+        self.deadline = self.started + self.limits.max_seconds
+        self._progress_sink = progress_sink
+        # Files of modules we were asked to import: recorded even when the import
+        # fails, so freshness can tell when a fix was saved.
+        self.requested_sources: list[str] = []
+
+    # ------------------------------------------------------------------ imports
+
+    def import_object(self, ref: str) -> Any:
+        """Import ``"pkg.mod:qual.name"`` relative to the workspace root and return the
+        object. The module's file becomes a recorded source. Raises
+        ``CaptureError("import", …)`` chained to the original exception when the module
+        cannot be imported or has no such attribute; exceptions raised by the module's
+        own top-level code keep their type and traceback frames."""
+        module_name, _, qualname = ref.partition(":")
+        if not module_name or not qualname:
+            raise CaptureError("recipe", f'{ref!r} is not "pkg.module:qualname"')
+        self.ensure_workspace_on_path()
+        self._note_module_file(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+                raise CaptureError(
+                    "import",
+                    f"cannot import {module_name!r}: no module {exc.name!r} under the workspace "
+                    f"{self.workspace} or on the selected interpreter's path",
+                    {"module": module_name},
+                ) from exc
+            raise CaptureError("import", f"importing {module_name!r} failed: {exc}", {"module": module_name}) from exc
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
+                raise
+            raise CaptureError(
+                "import", f"importing {module_name!r} failed: {type(exc).__name__}: {exc}", {"module": module_name}
+            ) from exc
+        file = getattr(module, "__file__", None)
+        if file:
+            self._note(file)
+        obj: Any = module
+        walked = []
+        for part in qualname.split("."):
+            walked.append(part)
+            try:
+                obj = getattr(obj, part)
+            except AttributeError as exc:
+                raise CaptureError(
+                    "import",
+                    f"{module_name!r} has no attribute {'.'.join(walked)!r}",
+                    {"module": module_name, "qualname": qualname},
+                ) from exc
+        return obj
+
+    def call_factory(self, ref: str) -> Any:
+        """Import ``ref`` and call it with no arguments; its file becomes a source.
+        Exceptions raised by the factory propagate unchanged (reported as ``trace``)."""
+        fn = self.import_object(ref)
+        if not callable(fn):
+            raise CaptureError("recipe", f"factory {ref!r} is not callable (found {type(fn).__name__})")
+        return fn()
+
+    def ensure_workspace_on_path(self) -> None:
+        """Put the workspace root on ``sys.path`` right after the worker's own entry, so
+        workspace modules win over installed ones (as when running ``python`` there)."""
+        root = str(self.workspace)
+        if root not in sys.path:
+            sys.path.insert(1 if sys.path else 0, root)
+            importlib.invalidate_caches()
+
+    def _note_module_file(self, module_name: str) -> None:
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError, AttributeError):
+            return
+        except Exception:  # a parent package's __init__ raised: the import will say so
+            return
+        if spec is not None and spec.origin and spec.has_location:
+            self._note(spec.origin)
+
+    def _note(self, path: str) -> None:
+        if self.files.contains(path) and path not in self.requested_sources:
+            self.requested_sources.append(path)
+
+    # ------------------------------------------------------------------ inputs
+
+    def materialize(self, section: str, make_tensor: MakeTensor) -> tuple[tuple, dict]:
+        """The literal ``args``/``kwargs`` of ``recipe.init`` (``section="init"``) or
+        ``recipe.inputs`` (``"inputs"``) as Python objects: statics stay Python values,
+        ``none`` is None, containers are list/tuple/dict, and each array leaf is
+        ``make_tensor(leaf)`` with its :class:`TensorLeaf` (index for seeding, path,
+        description). Raises ``CaptureError("recipe")`` if that section is a factory."""
+        setup: CallSetup = getattr(self.recipe, section)
+        if setup.factory is not None:
+            raise CaptureError("recipe", f"{section} uses factory {setup.factory!r}; call ctx.call_factory for it")
+        leaves = iter([leaf for leaf in self.recipe.tensors() if leaf.section == section])
+        base = f"profiles.{self.recipe.name}.{section}"
+
+        def build(desc: ValueDesc, path: str) -> Any:
+            if isinstance(desc, TensorDesc):
+                leaf = next(leaves)
+                return make_tensor(leaf)
+            if isinstance(desc, StaticDesc):
+                return desc.value
+            if isinstance(desc, NoneDesc):
+                return None
+            if isinstance(desc, ListDesc):
+                return [build(v, f"{path}.items[{i}]") for i, v in enumerate(desc.items)]
+            if isinstance(desc, TupleDesc):
+                return tuple(build(v, f"{path}.items[{i}]") for i, v in enumerate(desc.items))
+            if isinstance(desc, DictDesc):
+                return {k: build(v, f"{path}.items.{_key(k)}") for k, v in desc.items}
+            raise TypeError(f"unknown value description {desc!r}")
+
+        args = tuple(build(d, f"{base}.args[{i}]") for i, d in enumerate(setup.args))
+        kwargs = {k: build(d, f"{base}.kwargs.{_key(k)}") for k, d in setup.kwargs}
+        return args, kwargs
+
+    def inputs_call(self, make_tensor: MakeTensor) -> tuple[tuple, dict]:
+        """The model's call arguments: the literal ``inputs`` materialized, or the
+        ``inputs.factory`` called and normalized by :func:`normalize_inputs`."""
+        if self.recipe.inputs.factory is not None:
+            return normalize_inputs(self.call_factory(self.recipe.inputs.factory), self.recipe.inputs.factory)
+        return self.materialize("inputs", make_tensor)
+
+    # ------------------------------------------------------------------ frames and files
+
+    def is_workspace_file(self, path: str | os.PathLike[str]) -> bool:
+        """True for files under the workspace root that are the user's own code (not a
+        virtual environment, site-packages or TensorViz's own ``capture`` package)."""
+        return self.files.contains(path)
+
+    def relative(self, path: str | os.PathLike[str]) -> str | None:
+        """The workspace-relative POSIX path of a workspace file, else None."""
+        return self.files.relative(path)
+
+    def frame_for(self, filename: str, lineno: int | None, col: int | None, function: str) -> Frame | None:
+        """A :class:`Frame` with a workspace-relative file, or None for a file outside
+        the workspace (library code). ``col`` is kept as given (None becomes 0)."""
+        rel = self.files.relative(filename)
+        if rel is None:
+            return None
+        return Frame(file=rel, line=int(lineno or 0), column=int(col or 0), function=str(function))
+
+    def user_frames(self, tb: TracebackType | None) -> list[Frame]:
+        """The workspace frames of a traceback, outermost first."""
+        return self.files.traceback_frames(tb)
+
+    # ------------------------------------------------------------------ progress, limits
+
+    def progress(self, message: str, fraction: float | None = None) -> None:
+        """Report progress to the parent (shown in the editor); ``fraction`` in [0, 1]."""
+        if self._progress_sink is not None:
+            self._progress_sink(str(message), None if fraction is None else max(0.0, min(1.0, float(fraction))))
+
+    def time_left(self) -> float:
+        """Seconds until the parent's deadline (it kills the worker then; no need to poll)."""
+        return self.deadline - time.monotonic()
+
+    def new_builder(self) -> GraphBuilder:
+        """A :class:`GraphBuilder` enforcing this context's limits."""
+        return GraphBuilder(self.limits)
+
+    def check_counts(self, *, ops: int = 0, values: int = 0, nested_calls: int = 0) -> None:
+        """Raise :class:`LimitExceeded` when a count is over its limit."""
+        for name, reached in (("max_ops", ops), ("max_values", values), ("max_nested_calls", nested_calls)):
+            maximum = getattr(self.limits, name)
+            if reached > maximum:
+                raise LimitExceeded(name, maximum, reached)
+
+
+def normalize_inputs(result: Any, ref: str = "inputs factory") -> tuple[tuple, dict]:
+    """An inputs factory's result as ``(args, kwargs)``.
+
+    ``{"args": (...), "kwargs": {...}}`` (either key may be omitted) gives those; any
+    other mapping with string keys is a mapping of named inputs (all keyword
+    arguments). Anything else raises ``CaptureError("recipe")``."""
+    if isinstance(result, Mapping):
+        keys = set(result)
+        if keys and keys <= {"args", "kwargs"}:
+            args = result.get("args", ())
+            kwargs = result.get("kwargs", {})
+            if not isinstance(args, (tuple, list)):
+                raise CaptureError("recipe", f"{ref} returned args of type {type(args).__name__}; expected a tuple or list")
+            if not isinstance(kwargs, Mapping) or not all(isinstance(k, str) for k in kwargs):
+                raise CaptureError("recipe", f"{ref} returned kwargs that are not a mapping with string keys")
+            return tuple(args), dict(kwargs)
+        if all(isinstance(k, str) for k in result):
+            return (), dict(result)
+        raise CaptureError("recipe", f"{ref} returned a mapping with non-string keys")
+    raise CaptureError(
+        "recipe",
+        f'{ref} returned {type(result).__name__}; expected {{"args": (...), "kwargs": {{...}}}} or a mapping of named inputs',
+    )
+
+
+__all__ = ["CaptureContext", "CaptureError", "LimitExceeded", "Limits", "normalize_inputs", "MakeTensor"]

@@ -1,0 +1,36 @@
+"""Capture limits beside the recipe's input limits: each configurable, each reported
+by name when hit (``Failure(stage="limit")``, or ``stage="deadline"`` for seconds)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """``max_ops``: nodes in the graph. ``max_values``: values. ``max_nested_calls``:
+    call scopes expanded into groups (module calls, jit/remat/custom-derivative bodies).
+    ``max_result_bytes``: the encoded graph the worker sends back. ``max_seconds``: the
+    parent's deadline for the whole worker run (start, imports, tracing, result)."""
+
+    max_ops: int = 1_000_000
+    max_values: int = 2_000_000
+    max_nested_calls: int = 100_000
+    max_result_bytes: int = 256 * 1024 * 1024
+    max_seconds: float = 120.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "Limits":
+        """Known keys with positive numbers; anything else keeps the default."""
+        if not data:
+            return cls()
+        out = {}
+        for f in fields(cls):
+            v = data.get(f.name)
+            if type(v) in (int, float) and v > 0:
+                out[f.name] = float(v) if f.name == "max_seconds" else int(v)
+        return cls(**out)
