@@ -1,0 +1,66 @@
+"""The shape every language-server feature has (esbonio's pattern).
+
+A feature is a class with lifecycle and document hooks. The server registers
+each LSP method once and fans the call out to every feature that defines the
+hook; an exception in one feature is logged and the others keep working.
+Hooks may be plain functions or coroutines.
+"""
+
+from __future__ import annotations
+
+import typing
+from typing import Any, Awaitable, Callable
+
+if typing.TYPE_CHECKING:  # pragma: no cover
+    from lsprotocol import types
+
+    from .server import TensorVizServer
+
+CommandHandler = Callable[[list[Any]], Awaitable[Any] | Any]
+
+
+class Feature:
+    """Base class; override only the hooks a feature needs."""
+
+    #: Shown in logs when a hook fails.
+    name: str = "feature"
+
+    def __init__(self, server: "TensorVizServer") -> None:
+        self.server = server
+
+    # -- lifecycle ------------------------------------------------------------
+    def initialized(self) -> Awaitable[None] | None:
+        """The client finished initialising; settings and folders are known."""
+
+    def shutdown(self) -> Awaitable[None] | None:
+        """Stop everything this feature started (workers, servers, timers)."""
+
+    def settings_changed(self) -> Awaitable[None] | None:
+        """Settings were (re)loaded for some folder."""
+
+    def folders_changed(self, added: list[str], removed: list[str]) -> Awaitable[None] | None:
+        """Workspace folders (paths) were added or removed."""
+
+    # -- documents --------------------------------------------------------------
+    def document_opened(self, uri: str) -> Awaitable[None] | None: ...
+
+    def document_changed(self, uri: str) -> Awaitable[None] | None: ...
+
+    def document_saved(self, uri: str) -> Awaitable[None] | None: ...
+
+    def document_closed(self, uri: str) -> Awaitable[None] | None: ...
+
+    def files_changed(self, changes: "list[types.FileEvent]") -> Awaitable[None] | None:
+        """``workspace/didChangeWatchedFiles`` (files changed on disk)."""
+
+    # -- requests (results of every feature are concatenated) -------------------
+    def code_lens(self, params: "types.CodeLensParams") -> Any:
+        return None
+
+    def code_action(self, params: "types.CodeActionParams") -> Any:
+        return None
+
+    # -- commands -------------------------------------------------------------
+    def commands(self) -> dict[str, CommandHandler]:
+        """``workspace/executeCommand`` names this feature handles."""
+        return {}

@@ -1,0 +1,1 @@
+"""Language-server features, one module each (see :mod:`tensorviz_lsp.feature`)."""

@@ -1,0 +1,170 @@
+"""Reviewed dependency installation (``tensorviz.installDependencies``).
+
+When the worker reports missing capture dependencies, the user sees the exact
+command (interpreter path and packages) in a ``window/showMessageRequest`` and
+nothing runs unless they accept. The command's output streams to the log, its
+progress to ``$/progress`` (cancellable), and a failure is reported with its exit
+status. The command only ever *adds* the missing packages: it never upgrades or
+reinstalls what the interpreter has (Torch stays the selected build when JAX is
+added).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shlex
+import signal
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from ..backends import InstallPlan
+from ..feature import Feature
+from .args import InstallArgs
+from .progress import Progress
+from .trust import Trust
+
+log = logging.getLogger(__name__)
+
+INSTALL = "Install"
+CANCEL = "Cancel"
+
+# Flags that could replace an already-installed build (e.g. a CUDA Torch).
+_REPLACING_FLAGS = {"-U", "--upgrade", "--force-reinstall", "--ignore-installed", "-I"}
+
+
+def default_command(python: str, packages: list[str]) -> list[str]:
+    return [python, "-m", "pip", "install", *packages]
+
+
+class Dependencies(Feature):
+    name = "dependencies"
+
+    def __init__(self, server) -> None:
+        super().__init__(server)
+        self.last_plan: dict[str, InstallPlan] = {}
+        self._procs: set[asyncio.subprocess.Process] = set()
+
+    def commands(self):
+        return {"tensorviz.installDependencies": self.install_command}
+
+    def command_for(self, root: Path | None, plan: InstallPlan) -> list[str]:
+        template = self.server.settings_for(root).install_command
+        if not template:
+            cmd = list(plan.command) or default_command(plan.python, plan.missing)
+        else:
+            cmd = []
+            for part in template:
+                if part == "{packages}":
+                    cmd += plan.missing
+                else:
+                    cmd.append(part.replace("{python}", plan.python))
+        return [c for c in cmd if c not in _REPLACING_FLAGS]
+
+    async def offer(self, root: Path | None, plan: InstallPlan, origin: str = "") -> bool:
+        """Ask, then install; True only when the command ran and succeeded."""
+        if root is not None:
+            self.last_plan[str(root)] = plan
+        cmd = self.command_for(root, plan)
+        where = f" ({origin})" if origin else ""
+        answer = await self.server.ask(
+            f"TensorViz: the capture interpreter {plan.python}{where} lacks {', '.join(plan.missing)}. "
+            f"Install by running:\n{shlex.join(cmd)}\nNothing is installed unless you choose {INSTALL}.",
+            [INSTALL, CANCEL],
+            types.MessageType.Warning,
+        )
+        if answer != INSTALL:
+            self.server.show_message(
+                f"TensorViz: nothing was installed. To install later, run {shlex.join(cmd)} "
+                "or the command 'tensorviz.installDependencies'."
+            )
+            return False
+        return await self.run(cmd, plan)
+
+    async def run(self, cmd: list[str], plan: InstallPlan) -> bool:
+        log.info("installing capture dependencies: %s", shlex.join(cmd))
+        async with Progress(self.server, "TensorViz: installing " + ", ".join(plan.missing), cancellable=True) as progress:
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *cmd,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,
+                    env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PYTHONUNBUFFERED": "1"},
+                )
+            except OSError as exc:
+                self.server.show_message(f"TensorViz: could not run {cmd[0]}: {exc}", types.MessageType.Error)
+                return False
+            self._procs.add(proc)
+            tail: list[str] = []
+            cancel_task = asyncio.ensure_future(progress.cancelled.wait())
+            try:
+                assert proc.stdout is not None
+                while True:
+                    read = asyncio.ensure_future(proc.stdout.readline())
+                    done, _ = await asyncio.wait({read, cancel_task}, return_when=asyncio.FIRST_COMPLETED)
+                    if cancel_task in done:
+                        read.cancel()
+                        _kill(proc)
+                        await proc.wait()
+                        self.server.show_message("TensorViz: installation cancelled.", types.MessageType.Warning)
+                        return False
+                    raw = read.result()
+                    if not raw:
+                        break
+                    line = raw.decode("utf-8", "replace").rstrip()
+                    if line:
+                        log.info("[install] %s", line)
+                        tail = (tail + [line])[-5:]
+                        progress.report(line[:120])
+                rc = await proc.wait()
+            finally:
+                cancel_task.cancel()
+                self._procs.discard(proc)
+        if rc != 0:
+            last = tail[-1] if tail else ""
+            self.server.show_message(
+                f"TensorViz: installing {', '.join(plan.missing)} failed (exit status {rc}). {last} "
+                "See the log for the full output.",
+                types.MessageType.Error,
+            )
+            return False
+        self.server.show_message(f"TensorViz: installed {', '.join(plan.missing)} into {plan.python}.")
+        return True
+
+    async def install_command(self, args: list[Any]) -> dict[str, Any]:
+        parsed = InstallArgs.parse(args)
+        root = await self.server.get_feature(Trust).pick_folder(parsed.folder, "install capture dependencies for")
+        from .interpreter import InterpreterSelection
+
+        interp = self.server.get_feature(InterpreterSelection).for_root(root)
+        if parsed.packages:
+            plan = InstallPlan(interp.path, list(parsed.packages), default_command(interp.path, list(parsed.packages)))
+        else:
+            plan = self.last_plan.get(str(root)) if root is not None else None
+            if plan is None:
+                self.server.show_message(
+                    "TensorViz: no missing capture dependencies are known for this workspace; "
+                    "open a graph first, or pass {\"packages\": [...]}."
+                )
+                return {"ok": False}
+        ok = await self.offer(root, plan, interp.origin)
+        return {"ok": ok}
+
+    def shutdown(self) -> None:
+        for proc in list(self._procs):
+            _kill(proc)
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,494 @@
+"""Open as Graph: ``tensorviz.openGraph`` and ``tensorviz.captureProfile``.
+
+Serves ``workspace/executeCommand``. The flow, in DESIGN.md's order, each step
+failing with a clear message and nothing run:
+
+1. workspace trust (:class:`~.trust.Trust`, asks once per workspace root);
+2. saved source: a dirty buffer of any file the capture would import
+   (the model's static import closure, factory modules, last capture's sources);
+3. the profile: the saved one for this symbol, else the viewer's setup form,
+   prefilled from discovery (unknown dimensions are asked there);
+4. the capture, in the selected interpreter, with cancellable work-done progress
+   (cancelling kills the worker's process group);
+5. ``window/showDocument`` (external) with the viewer URL.
+
+A failed capture becomes a diagnostic on the symbol's name; missing capture
+dependencies start the reviewed install flow, then one retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from ..backends import Candidate, CaptureJob, Pos, Span, factory_modules, module_file
+from ..diagnostics import SOURCE
+from ..feature import Feature
+from ..import_closure import import_closure
+from ..userdirs import state_dir
+from .args import CaptureProfileArgs, OpenGraphArgs
+from .candidates import Candidates
+from .dependencies import Dependencies
+from .freshness import Freshness, Record
+from .interpreter import InterpreterSelection
+from .lenses import lsp_range
+from .progress import Progress
+from .recipes import Recipes
+from .reveal import Reveal
+from .trust import Trust
+from .viewer_host import ViewerHost
+
+log = logging.getLogger(__name__)
+
+FAILED_KIND = "capture"
+
+
+@dataclass
+class SetupContext:
+    root: Path
+    uri: str
+    candidate: Candidate
+    profile: str
+    recipe: dict[str, Any]
+    needs: list[dict[str, Any]] = field(default_factory=list)
+
+
+class OpenGraph(Feature):
+    name = "open-graph"
+
+    def __init__(self, server) -> None:
+        super().__init__(server)
+        self._running: dict[tuple[str, str], Progress] = {}
+        self._failed: dict[tuple[str, str], tuple[str, types.Diagnostic]] = {}
+        self.setup: SetupContext | None = None
+
+    def commands(self):
+        return {
+            "tensorviz.openGraph": self.open_graph_command,
+            "tensorviz.captureProfile": self.capture_profile_command,
+        }
+
+    # ------------------------------------------------------------------ commands
+    async def open_graph_command(self, args: list[Any]) -> dict[str, Any]:
+        a = OpenGraphArgs.parse(args)
+        uri = a.uri if "://" in a.uri or a.uri.startswith("file:") else self.server.uri_of(Path(a.uri).absolute())
+        root = self.server.root_for(uri)
+        path = self.server.path_of(uri)
+        if root is None or path is None:
+            raise ValueError(f"not a file: {a.uri}")
+        candidates = await self.server.get_feature(Candidates).get(uri)
+        cand = next((c for c in candidates if a.symbol in (c.qualname, c.name)), None) if a.symbol else (
+            candidates[0] if len(candidates) == 1 else None
+        )
+        if cand is None:
+            names = ", ".join(c.qualname for c in candidates) or "none"
+            self.server.show_message(
+                f"TensorViz: {path.name} has no graph candidate named {a.symbol!r} (candidates: {names}).",
+                types.MessageType.Error,
+            )
+            return {"ok": False, "reason": "no-candidate"}
+        interp = self.server.get_feature(InterpreterSelection).for_root(root)
+        if not await self.server.get_feature(Trust).ensure(root, f"Opening {cand.qualname} as a graph", interp.path):
+            return {"ok": False, "reason": "untrusted"}
+        recipes = self.server.get_feature(Recipes)
+        recipes.invalidate(root)
+        profile = a.profile if a.profile and a.profile in recipes.profiles(root) else None
+        profile = profile or recipes.profile_for(root, path, cand.qualname)
+        recipe = recipes.profiles(root).get(profile, {}) if profile else {}
+        if not self.refuse_dirty(root, path, recipe, profile):
+            return {"ok": False, "reason": "unsaved"}
+        if profile is None:
+            return await self.open_setup(root, uri, cand, a.profile)
+        return await self.capture(root, profile, uri, cand.qualname, cand.name_range)
+
+    async def capture_profile_command(self, args: list[Any]) -> dict[str, Any]:
+        a = CaptureProfileArgs.parse(args)
+        root = await self.server.get_feature(Trust).pick_folder(a.folder, "capture a profile in")
+        if root is None:
+            raise ValueError("no workspace folder")
+        recipes = self.server.get_feature(Recipes)
+        recipes.invalidate(root)
+        recipe = recipes.profiles(root).get(a.profile)
+        if recipe is None:
+            known = ", ".join(recipes.profiles(root)) or "none saved"
+            self.server.show_message(
+                f"TensorViz: no profile {a.profile!r} in {root / '.tensorviz/recipes.toml'} (profiles: {known}).",
+                types.MessageType.Error,
+            )
+            return {"ok": False, "reason": "no-profile"}
+        model = recipe.get("model") if isinstance(recipe.get("model"), str) else ""
+        module, _, qualname = model.partition(":")
+        model_path = module_file(root, module) if module else None
+        uri = self.server.uri_of(model_path) if model_path else self.server.uri_of(root / ".tensorviz" / "recipes.toml")
+        name_range = Span(Pos(0, 0), Pos(0, 0))
+        if model_path is not None:
+            cand = await self.server.get_feature(Candidates).find(uri, qualname)
+            if cand is not None:
+                name_range = cand.name_range
+        interp = self.server.get_feature(InterpreterSelection).for_root(root)
+        if not await self.server.get_feature(Trust).ensure(root, f"Capturing profile {a.profile}", interp.path):
+            return {"ok": False, "reason": "untrusted"}
+        if not self.refuse_dirty(root, model_path, recipe, a.profile):
+            return {"ok": False, "reason": "unsaved"}
+        return await self.capture(root, a.profile, uri, qualname or a.profile, name_range)
+
+    # ------------------------------------------------------------------ saved source
+    def sources_to_save(self, root: Path, model_path: Path | None, recipe: dict[str, Any], profile: str | None) -> list[Path]:
+        starts = [model_path] if model_path is not None else []
+        for module in factory_modules(recipe):
+            f = module_file(root, module)
+            if f is not None:
+                starts.append(f)
+        files = set(import_closure(root, starts, self.server.read_text))
+        if profile is not None:
+            rec = self.server.get_feature(Freshness).records.get((str(root), profile))
+            if rec is not None:
+                files |= {(root / s).resolve() for s in rec.sources}
+        return sorted(files)
+
+    def refuse_dirty(self, root: Path, model_path: Path | None, recipe: dict[str, Any], profile: str | None) -> bool:
+        """True when every source the capture would import is saved; else say so."""
+        dirty = [p for p in self.sources_to_save(root, model_path, recipe, profile) if self.server.is_dirty(p)]
+        if not dirty:
+            return True
+        names = ", ".join(_rel(root, p) for p in dirty)
+        self.server.show_message(
+            f"TensorViz: save {names} first. The capture imports the saved file{'s' if len(dirty) > 1 else ''} "
+            "from disk, and the editor has unsaved changes; nothing was run.",
+            types.MessageType.Warning,
+        )
+        return False
+
+    # ------------------------------------------------------------------ capture
+    async def capture(
+        self, root: Path, profile: str, uri: str, qualname: str, name_range: Span, *, show: bool = True, retry: bool = True
+    ) -> dict[str, Any]:
+        key = (str(root), profile)
+        if key in self._running:
+            self.server.show_message(f"TensorViz: profile {profile} is already being captured.")
+            return {"ok": False, "reason": "busy"}
+        interp = self.server.get_feature(InterpreterSelection).for_root(root)
+        if not interp.exists:
+            self.server.show_message(
+                f"TensorViz: the capture interpreter {interp.describe()} does not exist. "
+                "Set tensorviz.python or run the command 'tensorviz.selectInterpreter'.",
+                types.MessageType.Error,
+            )
+            return {"ok": False, "reason": "interpreter"}
+        settings = self.server.settings_for(root)
+        viewer_host = self.server.get_feature(ViewerHost)
+        open_buffers = {}
+        for doc in list(self.server.workspace.text_documents.values()):
+            p = self.server.path_of(doc.uri)
+            if p is not None:
+                open_buffers[str(p)] = doc.source
+        log.info("capturing %s (profile %s) in %s with %s", qualname, profile, root, interp.describe())
+        viewer_host.publish("progress", {"message": f"Capturing {qualname}…", "fraction": 0.0})
+        async with Progress(
+            self.server,
+            f"TensorViz: capturing {qualname}",
+            cancellable=True,
+            message=f"profile {profile}, {interp.describe()}",
+        ) as progress:
+
+            def on_progress(message: str, fraction: float | None = None) -> None:
+                progress.report(message, fraction)
+                viewer_host.publish("progress", {"message": message, "fraction": fraction})
+
+            job = CaptureJob(
+                root=root,
+                profile=profile,
+                python=interp.path,
+                timeout=settings.capture_timeout,
+                open_buffers=open_buffers,
+                cancel=progress.cancel_flag,
+                on_progress=on_progress,
+            )
+            self._running[key] = progress
+            task = asyncio.ensure_future(self.server.run_blocking(self.server.backends.run_capture, job))
+            try:
+                capture = await asyncio.shield(task)
+            except asyncio.CancelledError:
+                # The request itself was cancelled ($/cancelRequest): stop the worker too.
+                progress.cancel()
+                try:
+                    await asyncio.wait_for(asyncio.shield(task), 30)
+                except Exception:
+                    pass
+                raise
+            finally:
+                self._running.pop(key, None)
+        if progress.cancel_flag.is_set():
+            msg = f"TensorViz: capture of {qualname} cancelled; the worker was stopped."
+            self.server.show_message(msg)
+            viewer_host.publish("capture-failed", {"message": "cancelled"})
+            return {"ok": False, "reason": "cancelled"}
+        failure = getattr(capture, "failure", None)
+        if failure is not None:
+            return await self._failed(root, profile, uri, qualname, name_range, capture, interp, show=show, retry=retry)
+        return await self._succeeded(root, profile, uri, qualname, name_range, capture, show=show)
+
+    async def _succeeded(self, root, profile, uri, qualname, name_range, capture, *, show: bool) -> dict[str, Any]:
+        self._clear_failure(root, profile)
+        viewer_host = self.server.get_feature(ViewerHost)
+        title = f"{qualname} ({profile})"
+        viewer = await self.server.run_blocking(viewer_host.viewer)
+        capture_id = await self.server.run_blocking(lambda: viewer.add_capture(capture, title=title, root=root))
+        saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
+        self.server.get_feature(Reveal).capture_roots[str(capture_id)] = root
+        sources = {s.path for s in getattr(capture, "sources", [])}
+        self.server.get_feature(Freshness).record(
+            Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=str(capture_id))
+        )
+        url = viewer.capture_url(capture_id)
+        viewer_host.publish("capture-ready", {"id": capture_id})
+        n = len(getattr(capture, "nodes", []))
+        log.info("captured %s: %d nodes%s", qualname, n, f", saved to {saved}" if saved else "")
+        if show:
+            await viewer_host.show_url(url, f"Graph of {qualname}")
+        return {"ok": True, "url": url, "capture": capture_id, "nodes": n, "file": str(saved) if saved else None}
+
+    def _save_graph_file(self, root: Path, profile: str, capture: Any) -> Path | None:
+        """Keep the newest graph of each profile as a portable .tvg (outside the workspace)."""
+        try:
+            from capture import graphfile
+
+            digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
+            target = state_dir() / "captures" / f"{root.name}-{digest}" / f"{_safe(profile)}.tvg"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            graphfile.write(capture, target)
+            return target
+        except Exception as exc:
+            log.debug("could not save the graph file: %s", exc)
+            return None
+
+    async def _failed(self, root, profile, uri, qualname, name_range, capture, interp, *, show: bool, retry: bool):
+        failure = capture.failure
+        stage = getattr(failure, "stage", "trace")
+        details = getattr(failure, "details", {}) or {}
+        viewer_host = self.server.get_feature(ViewerHost)
+        viewer_host.publish("capture-failed", {"message": failure.message, "stage": stage})
+        if stage in ("dependencies", "dependency"):
+            plan = self.server.backends.install_plan(failure, interp.path)
+            if plan is not None:
+                deps = self.server.get_feature(Dependencies)
+                installed = await deps.offer(root, plan, interp.origin)
+                if installed and retry:
+                    return await self.capture(root, profile, uri, qualname, name_range, show=show, retry=False)
+                return {"ok": False, "reason": "dependencies", "installed": installed, "missing": plan.missing}
+        needs = details.get("needs") or details.get("needed") or []
+        if needs and self.setup_possible(uri):
+            cand = await self.server.get_feature(Candidates).find(uri, qualname)
+            if cand is not None:
+                recipe = self.server.get_feature(Recipes).profiles(root).get(profile, {})
+                self.server.show_message(
+                    f"TensorViz: {qualname} needs input dimensions before it can be traced: {failure.message}"
+                )
+                return await self.open_setup(root, uri, cand, profile, recipe=recipe, needs=list(needs))
+        diag = types.Diagnostic(
+            range=lsp_range(name_range),
+            message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}",
+            severity=types.DiagnosticSeverity.Error,
+            source=SOURCE,
+            code=f"capture-{stage}",
+            related_information=self._frames(root, failure) or None,
+        )
+        self._failed[(str(root), profile)] = (uri, diag)
+        self._publish_failures(uri)
+        self.server.show_message(
+            f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}", types.MessageType.Error
+        )
+        return {"ok": False, "reason": stage, "message": failure.message, "details": details}
+
+    def setup_possible(self, uri: str) -> bool:
+        return uri.endswith(".py")
+
+    def _frames(self, root: Path, failure: Any) -> list[types.DiagnosticRelatedInformation]:
+        out = []
+        for fr in list(getattr(failure, "frames", []) or [])[-5:]:
+            p = Path(fr.file)
+            p = p if p.is_absolute() else root / p
+            line = max(0, int(fr.line or 1) - 1)
+            out.append(
+                types.DiagnosticRelatedInformation(
+                    location=types.Location(
+                        uri=self.server.uri_of(p),
+                        range=types.Range(types.Position(line, 0), types.Position(line, 0)),
+                    ),
+                    message=f"in {fr.function}",
+                )
+            )
+        return out
+
+    def _clear_failure(self, root: Path, profile: str) -> None:
+        old = self._failed.pop((str(root), profile), None)
+        if old is not None:
+            self._publish_failures(old[0])
+
+    def _publish_failures(self, uri: str) -> None:
+        self.server.diagnostics.set(uri, FAILED_KIND, [d for u, d in self._failed.values() if u == uri])
+
+    # ------------------------------------------------------------------ setup form
+    async def open_setup(
+        self,
+        root: Path,
+        uri: str,
+        cand: Candidate,
+        profile: str | None,
+        *,
+        recipe: dict[str, Any] | None = None,
+        needs: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        recipes = self.server.get_feature(Recipes)
+        path = self.server.path_of(uri)
+        model = recipes.model_ref(root, path, cand.qualname) if path else None
+        if model is None:
+            self.server.show_message(
+                f"TensorViz: {path} is not importable from the workspace root {root}; "
+                "open the folder that contains its package.",
+                types.MessageType.Error,
+            )
+            return {"ok": False, "reason": "not-importable"}
+        name = profile or _profile_name(cand.qualname, recipes.profiles(root))
+        draft = dict(recipe) if recipe else draft_recipe(cand, model)
+        self.setup = SetupContext(root, uri, cand, name, draft, list(needs or []))
+        viewer_host = self.server.get_feature(ViewerHost)
+        viewer = await self.server.run_blocking(viewer_host.viewer)
+        url = viewer.setup_url()
+        await viewer_host.show_url(url, f"Set up {cand.qualname}")
+        return {"ok": True, "setup": True, "url": url, "profile": name}
+
+    def setup_for_viewer(self) -> dict[str, Any] | None:
+        """The viewer's setup provider (HTTP thread): the form's content."""
+        ctx = self.setup
+        if ctx is None:
+            return None
+        return {
+            "profile": ctx.profile,
+            "recipe": ctx.recipe,
+            "fields": list(ctx.candidate.setup_fields),
+            "inputs": list(ctx.candidate.inputs),
+            "needs": list(ctx.needs),
+            "symbol": {"qualname": ctx.candidate.qualname, "kind": ctx.candidate.kind, "framework": ctx.candidate.framework},
+        }
+
+    def save_profile_from_viewer(self, name: str, recipe: dict[str, Any]) -> dict[str, Any]:
+        """The viewer's save hook (HTTP thread): validate and write the profile."""
+        ctx = self.setup
+        root = ctx.root if ctx is not None else (self.server.folders() or [None])[0]
+        if root is None:
+            return {"ok": False, "errors": [{"path": "", "message": "no workspace folder"}]}
+        errors = self.server.backends.save_profile(root, name, recipe)
+        if errors:
+            return {"ok": False, "errors": errors}
+        if ctx is not None:
+            ctx.profile, ctx.recipe = name, dict(recipe)
+        recipes = self.server.get_feature(Recipes)
+        self.server.call_soon(lambda: asyncio.ensure_future(recipes.check(root)))
+        log.info("saved profile %s in %s", name, root / ".tensorviz" / "recipes.toml")
+        return {"ok": True}
+
+    def start_capture_from_viewer(self, profile: str) -> dict[str, Any]:
+        """The viewer's capture hook (HTTP thread): run the capture on the loop."""
+        ctx = self.setup
+        if self.server.loop is None:
+            return {"started": False}
+        if ctx is None:
+            roots = self.server.folders()
+            if not roots:
+                return {"started": False}
+            args = [{"profile": profile, "folder": str(roots[0])}]
+            coro = self.capture_profile_command(args)
+        else:
+            coro = self._capture_from_setup(ctx, profile)
+        self.server.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(_logged(coro)))
+        return {"started": True}
+
+    async def _capture_from_setup(self, ctx: SetupContext, profile: str) -> dict[str, Any]:
+        interp = self.server.get_feature(InterpreterSelection).for_root(ctx.root)
+        if not await self.server.get_feature(Trust).ensure(ctx.root, f"Capturing {ctx.candidate.qualname}", interp.path):
+            self.server.get_feature(ViewerHost).publish("capture-failed", {"message": "workspace not trusted"})
+            return {"ok": False, "reason": "untrusted"}
+        recipes = self.server.get_feature(Recipes)
+        recipes.invalidate(ctx.root)
+        recipe = recipes.profiles(ctx.root).get(profile, {})
+        if not self.refuse_dirty(ctx.root, self.server.path_of(ctx.uri), recipe, profile):
+            self.server.get_feature(ViewerHost).publish("capture-failed", {"message": "unsaved changes in the editor"})
+            return {"ok": False, "reason": "unsaved"}
+        return await self.capture(ctx.root, profile, ctx.uri, ctx.candidate.qualname, ctx.candidate.name_range, show=False)
+
+    # ------------------------------------------------------------------ lifecycle
+    def shutdown(self) -> None:
+        for progress in list(self._running.values()):
+            progress.cancel()
+
+
+async def _logged(coro) -> None:
+    try:
+        await coro
+    except Exception:
+        log.exception("capture from the viewer failed")
+
+
+def _rel(root: Path, p: Path) -> str:
+    try:
+        return p.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return str(p)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100] or "profile"
+
+
+def _profile_name(qualname: str, existing: dict[str, Any]) -> str:
+    base = re.sub(r"[^A-Za-z0-9_-]", "_", qualname)[:100] or "profile"
+    name, i = base, 2
+    while name in existing:
+        name, i = f"{base}_{i}", i + 1
+    return name
+
+
+def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
+    """A profile prefilled from discovery; unknown input shapes stay unknown (asked)."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for inp in cand.inputs:
+        name = inp.get("name")
+        kind = inp.get("kind", "positional")
+        if name in ("self", "cls") or kind in ("var_positional", "var_keyword", "*args", "**kwargs"):
+            continue
+        if inp.get("default") is not None and kind != "positional_only":
+            continue  # a parameter with a default keeps it unless the user sets it
+        desc = {"kind": "tensor", "shape": ["?"], "dtype": "float32", "requires_grad": False, "generator": {"kind": "normal", "mean": 0.0, "std": 1.0}}
+        if kind == "keyword_only":
+            kwargs[name] = desc
+        else:
+            args.append(desc)
+    init_kwargs: dict[str, Any] = {}
+    for f in cand.setup_fields:
+        if f.get("supplied_by_tensorviz") or f.get("supplied"):
+            continue
+        if "default_value" in f and f.get("default_value") is not None:
+            continue
+        if f.get("default") is not None or f.get("has_default"):
+            continue
+    recipe = {
+        "kind": "model",
+        "framework": cand.framework,
+        "model": model,
+        "mode": "eval",
+        "device": "cpu",
+        "grad_enabled": False,
+        "seed": 0,
+        "init": {"args": [], "kwargs": init_kwargs},
+        "inputs": {"args": args, "kwargs": kwargs},
+    }
+    return recipe

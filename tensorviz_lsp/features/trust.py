@@ -1,0 +1,82 @@
+"""Workspace Trust: ``tensorviz.trustWorkspace`` and the prompt before code runs.
+
+Serves ``workspace/executeCommand`` (``tensorviz.trustWorkspace``) and asks with
+``window/showMessageRequest``. Discovery and code lenses never need trust: they
+import nothing. Everything that runs user code calls :meth:`Trust.ensure` first.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from ..feature import Feature
+from .args import FolderArgs
+
+log = logging.getLogger(__name__)
+
+TRUST = "Trust Workspace"
+CANCEL = "Cancel"
+
+
+class Trust(Feature):
+    name = "trust"
+
+    def commands(self):
+        return {"tensorviz.trustWorkspace": self.trust_command}
+
+    def is_trusted(self, root: Path) -> bool:
+        return self.server.trust_store.is_trusted(root)
+
+    async def ensure(self, root: Path, purpose: str, python: str | None = None) -> bool:
+        if self.is_trusted(root):
+            return True
+        where = f" with {python}" if python else ""
+        answer = await self.server.ask(
+            f"TensorViz: {purpose} runs code from the workspace {root}{where} "
+            "(model setup, input factories and tracing). Do you trust this workspace? "
+            f"The decision is stored outside it, in {self.server.trust_store.path}.",
+            [TRUST, CANCEL],
+            types.MessageType.Warning,
+        )
+        if answer == TRUST:
+            self.server.trust_store.set_trusted(root, True)
+            log.info("workspace trusted: %s", root)
+            return True
+        self.server.show_message(
+            f"TensorViz: {root} is not trusted, so nothing was run. "
+            "Run the command 'tensorviz.trustWorkspace' (or answer the prompt) to allow captures.",
+            types.MessageType.Warning,
+        )
+        return False
+
+    async def pick_folder(self, folder: str | None, purpose: str) -> Path | None:
+        """The folder an argument names (URI, path, or a file inside it), or ask."""
+        if folder:
+            root = self.server.folder_for(folder)
+            if root is None:
+                path = self.server.path_of(folder)
+                root = path if path is not None and path.is_dir() else None
+            return root
+        roots = self.server.folders()
+        if len(roots) == 1:
+            return roots[0]
+        if not roots:
+            return None
+        names = [str(r) for r in sorted(roots)]
+        answer = await self.server.ask(f"TensorViz: which workspace folder to {purpose}?", names)
+        return Path(answer) if answer else None
+
+    async def trust_command(self, args: list[Any]) -> dict[str, Any]:
+        parsed = FolderArgs.parse(args)
+        root = await self.pick_folder(parsed.folder, "trust")
+        if root is None:
+            self.server.show_message("TensorViz: no workspace folder to trust.", types.MessageType.Warning)
+            return {"ok": False}
+        self.server.trust_store.set_trusted(root, parsed.trusted)
+        state = "trusted" if parsed.trusted else "no longer trusted"
+        self.server.show_message(f"TensorViz: workspace {root} is {state}.")
+        return {"ok": True, "folder": str(root), "trusted": parsed.trusted}

@@ -1,0 +1,155 @@
+"""Typed settings: ``initializationOptions``, then per-folder ``workspace/configuration``.
+
+Keys live under the ``tensorviz`` section (``{"tensorviz": {"python": ...}}``); a
+client may also send the section's content directly as initializationOptions.
+Each value is checked against its type: a bad value is logged and the default
+used, so one typo never disables the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+log = logging.getLogger(__name__)
+
+SECTION = "tensorviz"
+
+
+def _opt_str(v: Any) -> str | None:
+    if v is None or v == "":
+        return None
+    if isinstance(v, str):
+        return v
+    raise TypeError("expected a string")
+
+
+def _pos_float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        raise TypeError("expected a positive number")
+    return float(v)
+
+
+def _nonneg_int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise TypeError("expected a non-negative integer")
+    return v
+
+
+def _opt_argv(v: Any) -> list[str] | None:
+    if v is None:
+        return None
+    if isinstance(v, list) and v and all(isinstance(x, str) and x for x in v):
+        return list(v)
+    raise TypeError("expected a non-empty list of strings")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings for one workspace folder (camelCase keys in the client's config)."""
+
+    # ``tensorviz.python``: the interpreter that runs captures (path, relative to the
+    # folder, ``~`` or a name on PATH). Unset: the folder's ``.venv``, else the server's.
+    python: str | None = field(default=None, metadata={"key": "python", "parse": _opt_str})
+    # ``tensorviz.captureTimeout``: seconds before the worker's process group is killed.
+    capture_timeout: float = field(default=120.0, metadata={"key": "captureTimeout", "parse": _pos_float})
+    # ``tensorviz.lensDebounceMs``: quiet time after typing before lenses are recomputed.
+    lens_debounce_ms: int = field(default=150, metadata={"key": "lensDebounceMs", "parse": _nonneg_int})
+    # ``tensorviz.installCommand``: replaces the reviewed install command; ``{python}``
+    # becomes the interpreter and an item ``{packages}`` the package list. The user
+    # still sees and accepts the exact resulting command.
+    install_command: list[str] | None = field(
+        default=None, metadata={"key": "installCommand", "parse": _opt_argv}
+    )
+
+    @classmethod
+    def from_config(cls, *layers: Any, where: str = "settings", warn: Callable[[str], None] | None = None) -> "Settings":
+        """Merge config dicts (later layers win); bad values → default + warning."""
+        warn = warn or log.warning
+        values: dict[str, Any] = {}
+        for layer in layers:
+            section = _section(layer)
+            if section is None:
+                continue
+            for f in dataclasses.fields(cls):
+                key = f.metadata["key"]
+                if key not in section:
+                    continue
+                try:
+                    values[f.name] = f.metadata["parse"](section[key])
+                except (TypeError, ValueError) as exc:
+                    warn(f"{where}: {SECTION}.{key} = {section[key]!r} ignored ({exc}); using the default {getattr(cls, f.name, None)!r}")
+                    values.pop(f.name, None)
+        return cls(**values)
+
+
+def _section(layer: Any) -> dict[str, Any] | None:
+    if not isinstance(layer, dict):
+        return None
+    inner = layer.get(SECTION)
+    if isinstance(inner, dict):
+        return inner
+    # A client may send the section's content itself (``{"python": …}``).
+    known = {f.metadata["key"] for f in dataclasses.fields(Settings)}
+    if known & layer.keys():
+        return layer
+    return None
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    path: str
+    # Where it came from: "selected" (the select-interpreter command), "setting",
+    # ".venv", or "server" (the interpreter running this server).
+    origin: str
+    exists: bool = True
+
+    def describe(self) -> str:
+        suffix = "" if self.exists else ", not found"
+        return f"{self.path} ({self.origin}{suffix})"
+
+
+def venv_python(root: Path) -> Path | None:
+    for rel in (".venv/bin/python", ".venv/Scripts/python.exe"):
+        p = root / rel
+        if p.exists():
+            return p
+    return None
+
+
+def resolve_interpreter(
+    root: Path | None, settings: Settings, selected: str | None = None
+) -> Interpreter:
+    """The selected capture interpreter for a folder (never imports or runs it)."""
+    for origin, value in (("selected", selected), ("setting", settings.python)):
+        if value:
+            path = _resolve_path(value, root)
+            return Interpreter(str(path), origin, _is_executable(path))
+    if root is not None:
+        venv = venv_python(root)
+        if venv is not None:
+            # Not resolved: a venv's python is a symlink to the base interpreter,
+            # and resolving it would lose the venv's site-packages.
+            return Interpreter(str(venv.absolute()), ".venv", True)
+    return Interpreter(sys.executable, "server", True)
+
+
+def _resolve_path(value: str, root: Path | None) -> Path:
+    expanded = Path(os.path.expanduser(value))
+    if expanded.is_absolute():
+        return expanded
+    if os.sep not in value and "/" not in value:
+        found = shutil.which(value)
+        if found:
+            return Path(found)
+    return (root or Path.cwd()) / expanded
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
