@@ -50,6 +50,9 @@ import sysconfig
 from typing import Any
 
 from .model import Capture, Coverage, Frame, Group, Node, Operand, Value
+from .worker.errors import LimitExceeded
+from .worker.limits import Limits
+from .worker.workspace_files import WorkspaceFiles
 
 SCOPE_NOTE = "tracing scope, not a recovered layer hierarchy"
 
@@ -81,15 +84,6 @@ _RECORD_TYPES = frozenset(
 
 # Arrays inside params or literals longer than this are summarised, not inlined.
 _MAX_INLINE_ELEMENTS = 64
-
-
-class LimitExceeded(Exception):
-    """The program is larger than a capture limit allows."""
-
-    def __init__(self, what: str, limit: int) -> None:
-        self.what = what
-        self.limit = limit
-        super().__init__(f"the traced program has more than {limit:,} {what} (the capture limit)")
 
 
 class _Lit:
@@ -233,68 +227,48 @@ def _library_prefixes() -> tuple[str, ...]:
 class FrameTable:
     """Picks the innermost user frame of each equation's traceback, deduplicated.
 
-    Preference: the innermost frame inside the workspace; failing that, the innermost
-    frame outside the standard library, installed packages and TensorViz itself.
-    Files inside the workspace are written relative to it (POSIX separators)."""
+    With a workspace: the innermost frame in a workspace file (the user's own code, not
+    a virtual environment inside it nor TensorViz itself), written relative to the
+    workspace root; library frames never count. Without one (a standalone conversion):
+    the innermost frame outside the standard library and installed packages, with its
+    path as Python reports it."""
 
     def __init__(self, workspace: str | os.PathLike[str] | None) -> None:
         self.frames: list[Frame] = []
-        self._workspace = (os.path.realpath(os.fspath(workspace)).rstrip(os.sep) + os.sep) if workspace else None
-        self._library = _library_prefixes()
-        self._tier: dict[str, int] = {}  # filename -> 2 workspace, 1 other user file, 0 library
+        self._files = WorkspaceFiles(workspace) if workspace is not None else None
+        self._library = _library_prefixes() if workspace is None else ()
+        self._names: dict[str, str | None] = {}  # co_filename -> frame file, None: not user code
         self._by_addr: dict[tuple[Any, int], int] = {}
-        self._files: dict[str, str] = {}
 
-    def _classify(self, filename: str) -> int:
-        tier = self._tier.get(filename)
-        if tier is not None:
-            return tier
-        if not filename or filename.startswith("<"):
-            tier = 0
+    def _name(self, filename: str) -> str | None:
+        try:
+            return self._names[filename]
+        except KeyError:
+            pass
+        if self._files is not None:
+            name = self._files.relative(filename)
+        elif not filename or filename.startswith("<"):
+            name = None
         else:
-            real = os.path.realpath(filename)
-            if self._workspace and real.startswith(self._workspace):
-                tier = 2
-            elif real.startswith(self._library):
-                tier = 0
-            else:
-                tier = 1
-        self._tier[filename] = tier
-        return tier
+            name = None if os.path.realpath(filename).startswith(self._library) else filename
+        self._names[filename] = name
+        return name
 
     def frame_of(self, traceback: Any) -> int | None:
         if traceback is None:
             return None
         codes, lastis = traceback.raw_frames()
-        fallback = None
         for code, lasti in zip(codes, lastis):
-            tier = self._classify(code.co_filename)
-            if tier == 2:
-                return self._frame(code, lasti)
-            if tier == 1 and fallback is None:
-                fallback = (code, lasti)
-        return None if fallback is None else self._frame(*fallback)
-
-    def _frame(self, code: Any, lasti: int) -> int:
-        key = (code, lasti)
-        idx = self._by_addr.get(key)
-        if idx is not None:
-            return idx
-        line, column = _location(code, lasti)
-        idx = self._by_addr[key] = len(self.frames)
-        self.frames.append(Frame(self._file(code.co_filename), line, column, code.co_qualname))
-        return idx
-
-    def _file(self, filename: str) -> str:
-        rel = self._files.get(filename)
-        if rel is None:
-            real = os.path.realpath(filename)
-            if self._workspace and real.startswith(self._workspace):
-                rel = real[len(self._workspace):].replace(os.sep, "/")
-            else:
-                rel = filename
-            self._files[filename] = rel
-        return rel
+            name = self._name(code.co_filename)
+            if name is not None:
+                key = (code, lasti)
+                idx = self._by_addr.get(key)
+                if idx is None:
+                    line, column = _location(code, lasti)
+                    idx = self._by_addr[key] = len(self.frames)
+                    self.frames.append(Frame(name, line, column, code.co_qualname))
+                return idx
+        return None
 
 
 def _location(code: Any, lasti: int) -> tuple[int, int]:
@@ -315,7 +289,7 @@ def _location(code: Any, lasti: int) -> tuple[int, int]:
 
 
 class _Converter:
-    def __init__(self, workspace: Any, max_nodes: int | None, max_values: int | None) -> None:
+    def __init__(self, workspace: Any, limits: Limits) -> None:
         from jax.extend import core as jcore
 
         self.Literal = jcore.Literal
@@ -323,8 +297,9 @@ class _Converter:
         self.nodes: list[Node] = []
         self.groups: list[Group] = []
         self.frames = FrameTable(workspace)
-        self.max_nodes = max_nodes
-        self.max_values = max_values
+        self.max_ops = limits.max_ops
+        self.max_values = limits.max_values
+        self.max_groups = limits.max_nested_calls
         self.opaque_ops: dict[str, int] = {}
         self.constants: list[dict[str, Any]] = []
         # (container group, NameStack) -> scope group; (container, path) -> scope group
@@ -336,8 +311,8 @@ class _Converter:
 
     def new_value(self, aval: Any) -> int:
         vid = len(self.values)
-        if self.max_values is not None and vid >= self.max_values:
-            raise LimitExceeded("values", self.max_values)
+        if vid >= self.max_values:
+            raise LimitExceeded("max_values", self.max_values, vid + 1)
         try:
             shape, dtype = self._aval_cache[aval]
         except (KeyError, TypeError):
@@ -375,7 +350,7 @@ class _Converter:
                 pkey = (container, parts[:depth])
                 g = self._scope_by_path.get(pkey)
                 if g is None:
-                    g = len(self.groups)
+                    g = self._new_group_id()
                     self.groups.append(
                         Group(g, "scope", parts[depth - 1], gid,
                               {"note": SCOPE_NOTE, "name_stack": "/".join(parts[:depth])})
@@ -384,6 +359,12 @@ class _Converter:
                 gid = g
         if key is not None:
             self._scope_by_stack[key] = gid
+        return gid
+
+    def _new_group_id(self) -> int:
+        gid = len(self.groups)
+        if gid >= self.max_groups:
+            raise LimitExceeded("max_nested_calls", self.max_groups, gid + 1, "nested scopes")
         return gid
 
     # walking --------------------------------------------------------------
@@ -430,8 +411,8 @@ class _Converter:
                     opaque = True
                 kept[k] = plain(v)
             nid = len(nodes)
-            if self.max_nodes is not None and nid >= self.max_nodes:
-                raise LimitExceeded("operations", self.max_nodes)
+            if nid >= self.max_ops:
+                raise LimitExceeded("max_ops", self.max_ops, nid + 1, "operations")
             if opaque:
                 self.opaque_ops[prim] = self.opaque_ops.get(prim, 0) + 1
             nodes.append(Node(nid, prim, operands, outs, kept, group, frame, opaque))
@@ -451,7 +432,7 @@ class _Converter:
         if len(jaxpr.invars) != len(eqn.invars) or len(jaxpr.outvars) != len(eqn.outvars):
             return False
         name = _group_name(eqn.params, jaxpr, prim)
-        gid = len(self.groups)
+        gid = self._new_group_id()
         attrs: dict[str, Any] = {"note": SCOPE_NOTE, "primitive": prim}
         for k, v in eqn.params.items():
             if k not in _GROUP_PARAM_SKIP and k != "name":
@@ -515,8 +496,7 @@ def convert(
     inputs: Any = None,
     outputs: Any = None,
     workspace: str | os.PathLike[str] | None = None,
-    max_nodes: int | None = None,
-    max_values: int | None = None,
+    limits: Limits | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Capture:
     """The canonical capture of ``closed_jaxpr``.
@@ -524,12 +504,13 @@ def convert(
     ``inputs`` / ``outputs`` are canonical structures whose ``{"value": i}`` leaves are
     *indices* into the jaxpr's ``invars`` / ``outvars`` (see :func:`structure_of`);
     by default a flat list of each. Input values get ids ``0 .. len(invars)-1`` in
-    order. Raises :class:`LimitExceeded` past ``max_nodes`` / ``max_values``.
+    order. Raises :class:`~capture.worker.errors.LimitExceeded` past ``limits``
+    (operations, values, and groups against ``max_nested_calls``).
     """
     import jax
 
     jaxpr = closed_jaxpr.jaxpr
-    conv = _Converter(workspace, max_nodes, max_values)
+    conv = _Converter(workspace, limits or Limits())
     env: dict = {}
     for var in jaxpr.invars:
         env[var] = conv.new_value(var.aval)

@@ -17,7 +17,9 @@ jnp = pytest.importorskip("jax.numpy")
 from jax import lax  # noqa: E402
 
 from capture import graphfile  # noqa: E402
-from capture.jaxpr_convert import LimitExceeded, convert, structure_of  # noqa: E402
+from capture.jaxpr_convert import convert, structure_of  # noqa: E402
+from capture.worker.errors import LimitExceeded  # noqa: E402
+from capture.worker.limits import Limits  # noqa: E402
 from capture.model import to_json, tree_leaves  # noqa: E402
 
 from jaxpr_walk import eval_shape_avals, node_counts, output_avals, primitive_counts  # noqa: E402
@@ -440,15 +442,22 @@ def test_structure_of_keeps_static_leaves_and_none():
 def test_node_limit(traced):
     closed, _ = traced["moe"]
     with pytest.raises(LimitExceeded) as exc:
-        convert(closed, max_nodes=3)
-    assert exc.value.what == "operations" and exc.value.limit == 3
+        convert(closed, limits=Limits(max_ops=3))
+    assert exc.value.limit == "max_ops" and exc.value.maximum == 3 and exc.value.stage == "limit"
 
 
 def test_value_limit(traced):
     closed, _ = traced["reuse"]
     with pytest.raises(LimitExceeded) as exc:
-        convert(closed, max_values=4)
-    assert exc.value.what == "values"
+        convert(closed, limits=Limits(max_values=4))
+    assert exc.value.limit == "max_values"
+
+
+def test_group_limit(traced):
+    closed, _ = traced["net"]
+    with pytest.raises(LimitExceeded) as exc:
+        convert(closed, limits=Limits(max_nested_calls=2))
+    assert exc.value.limit == "max_nested_calls"
 
 
 def test_partial_callables_trace_like_functions():
