@@ -1,0 +1,940 @@
+"""Graph projection: from a canonical capture to what the browser draws.
+
+A :class:`Projection` is built once per capture. Its index holds, in flat integer
+columns, the producer and the uses of every value, the direct children of every
+group, and the boundary (values entering / leaving) of every group. Every answer is
+then a small page computed from the index: the children of one group (or of one
+chunk of a large group) with the edges between them, one node, one value, one group,
+a page of node summaries, or a bounded list of search results. Nothing here ever
+returns the whole graph.
+
+Only the standard library and :mod:`capture` are imported (DESIGN.md boundaries).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from itertools import compress
+from operator import ne
+from typing import Any, Iterable
+
+from capture.model import Capture, Frame, format_shape, tree_leaves
+
+ROOT = -1  # the pseudo group holding top-level groups and nodes
+MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
+CHUNK = MAX_ITEMS  # children per leaf chunk
+UPPER_CHUNK = MAX_ITEMS * MAX_ITEMS  # children per upper chunk (groups over 160,000 children)
+MAX_PAGE = 1000
+DEFAULT_SEARCH_LIMIT = 50
+MAX_SEARCH_LIMIT = 1000
+LIST_CAP = 64  # outputs listed on an item card; uses listed per value in details
+USES_CAP = 1000
+_VIEW_CACHE = 64
+
+_OUT = -2  # "group" of a value nobody in the capture produced (inputs, constants)
+_LIT = -3  # "group" of a literal operand
+
+_KIND_WORDING = {
+    "jit": ("tracing scope", "tracing scope: the body of a jit call (not a Flax layer hierarchy)"),
+    "remat": ("tracing scope", "tracing scope: a checkpoint (remat) body (not a Flax layer hierarchy)"),
+    "custom_jvp": ("tracing scope", "tracing scope: a custom_jvp call body (not a Flax layer hierarchy)"),
+    "custom_vjp": ("tracing scope", "tracing scope: a custom_vjp call body (not a Flax layer hierarchy)"),
+    "scope": ("tracing scope", "tracing scope: a named scope (not a Flax layer hierarchy)"),
+    "module": ("module instance", "module instance: one call of a PyTorch module"),
+}
+
+_SHORT_DTYPES = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "int4": "i4",
+    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "uint4": "u4",
+    "complex64": "c64", "complex128": "c128", "bool": "bool",
+}
+
+
+class ProjectionError(Exception):
+    """A request the projection cannot answer; ``status`` is the HTTP status to use."""
+
+    status = 400
+
+
+class NotFound(ProjectionError):
+    status = 404
+
+
+def short_dtype(dtype: str) -> str:
+    d = dtype[6:] if dtype.startswith("torch.") else dtype
+    return _SHORT_DTYPES.get(d, d)
+
+
+def value_label(shape: list, dtype: str) -> str:
+    """``f32[2,4]``: the text of an edge label."""
+    return short_dtype(dtype) + format_shape(shape)
+
+
+def group_wording(kind: str) -> tuple[str, str]:
+    """(short, long) honest wording for a group kind."""
+    return _KIND_WORDING.get(kind, ("group", f"group of kind {kind!r}"))
+
+
+def frame_json(f: Frame | None) -> dict | None:
+    if f is None:
+        return None
+    return {"file": f.file, "line": f.line, "column": f.column, "function": f.function}
+
+
+# --------------------------------------------------------------------------- columns
+
+
+class _Columns:
+    """The node columns the index is built from.
+
+    Files read by :mod:`capture.graphfile` already hold nodes as columns (``NodeTable``);
+    those are used as they are. Captures built in memory (lists of ``Node``) are
+    turned into the same columns once.
+    """
+
+    __slots__ = ("op", "group", "frame", "in_off", "in_ref", "out_off", "out_ids", "opaque")
+
+    def __init__(self, nodes: Any) -> None:
+        cols = [getattr(nodes, name, None) for name in
+                ("_op", "_group", "_frame", "_in_off", "_in_ref", "_out_off", "_out", "_opaque")]
+        if all(c is not None for c in cols):
+            (self.op, self.group, self.frame, self.in_off, self.in_ref, self.out_off,
+             self.out_ids, self.opaque) = cols
+            return
+        self.op = [n.op for n in nodes]
+        self.group = [-1 if n.group is None else n.group for n in nodes]
+        self.frame = [-1 if n.frame is None else n.frame for n in nodes]
+        self.in_off, self.in_ref, self.out_off, self.out_ids = [0], [], [0], []
+        lit = 0
+        for n in nodes:
+            for o in n.inputs:
+                if o.value is None:
+                    lit += 1
+                    self.in_ref.append(-lit)
+                else:
+                    self.in_ref.append(o.value)
+            self.in_off.append(len(self.in_ref))
+            self.out_ids += n.outputs
+            self.out_off.append(len(self.out_ids))
+        self.opaque = frozenset(n.id for n in nodes if n.opaque)
+
+
+def _owners(offsets: list[int]) -> list[int] | range:
+    """For CSR offsets, the row of every entry."""
+    n = len(offsets) - 1
+    if offsets[-1] == n and offsets == list(range(n + 1)):
+        return range(n)  # one entry per row: the common case for outputs
+    return [i for i in range(n) for _ in range(offsets[i + 1] - offsets[i])]
+
+
+# --------------------------------------------------------------------------- projection
+
+
+class Projection:
+    """The index of one capture and the pages computed from it (thread-safe reads)."""
+
+    def __init__(self, capture: Capture) -> None:
+        self.capture = capture
+        self._lock = threading.Lock()
+        self._views: OrderedDict[tuple, dict] = OrderedDict()
+        self._orders: dict[int, tuple] = {}
+        self._ops_index: dict[str, list[int]] | None = None
+        self._frames_index: dict[int, list[int]] | None = None
+        self._shapes_index: dict[tuple, list[int]] | None = None
+        self._paths: dict[int, list[dict]] = {}
+        self._build()
+
+    # ------------------------------------------------------------------ index
+
+    def _build(self) -> None:
+        cap = self.capture
+        cols = self.cols = _Columns(cap.nodes)
+        n = self.n_nodes = len(cols.op)
+        n_values = self.n_values = len(cap.values)
+        groups = cap.groups
+        ng = len(groups)
+        grp = cols.group
+
+        # group tree: parent, ancestor chain (top-level first, self last), children
+        self.parent = [ROOT if g.parent is None else g.parent for g in groups]
+        chains: list[list[int] | None] = [None] * ng
+        for g in range(ng):
+            stack = []
+            x = g
+            while x != ROOT and chains[x] is None:
+                stack.append(x)
+                x = self.parent[x]
+            base = [] if x == ROOT else chains[x]
+            for y in reversed(stack):
+                base = base + [y]
+                chains[y] = base
+        self.chain: list[list[int]] = chains  # type: ignore[assignment]
+        self.child_groups: list[list[int]] = [[] for _ in range(ng + 1)]
+        for g in range(ng):
+            self.child_groups[self.parent[g] + 1].append(g)
+        self.direct_nodes: list[list[int]] = [[] for _ in range(ng + 1)]
+        for i, g in enumerate(grp):
+            self.direct_nodes[g + 1].append(i)
+
+        # per group (slot g+1, slot 0 = root): subtree node count, opaque count, first/last node
+        count = [len(d) for d in self.direct_nodes]
+        opaque = [0] * (ng + 1)
+        for i in cols.opaque:
+            opaque[grp[i] + 1] += 1
+        first = [d[0] if d else n + j for j, d in enumerate(self.direct_nodes)]
+        last = [d[-1] if d else -1 for d in self.direct_nodes]
+        for g in sorted(range(ng), key=lambda g: len(chains[g]), reverse=True):
+            p = self.parent[g] + 1
+            count[p] += count[g + 1]
+            opaque[p] += opaque[g + 1]
+            if first[g + 1] < n and (first[p] >= n or first[g + 1] < first[p]):
+                first[p] = first[g + 1]
+            if last[g + 1] > last[p]:
+                last[p] = last[g + 1]
+        # empty groups sort after every node, in id order
+        self.first = [f if f < n else n + j for j, f in enumerate(first)]
+        self.last, self.node_count, self.opaque_count = last, count, opaque
+
+        # values: producer of each value; uses (sorted CSR by value id)
+        prod = self.producer = [-1] * n_values
+        out_owner = _owners(cols.out_off)
+        for v, i in zip(cols.out_ids, out_owner):
+            prod[v] = i
+        in_ref = cols.in_ref
+        in_owner = self.in_owner = _owners(cols.in_off)
+        order = sorted(range(len(in_ref)), key=in_ref.__getitem__)
+        self._use_refs = [in_ref[k] for k in order]
+        self._use_order = order
+
+        # boundaries: values entering / leaving each group (ordered sets, slot g+1)
+        self.bin: list[dict[int, None] | None] = [None] * (ng + 1)
+        self.bout: list[dict[int, None] | None] = [None] * (ng + 1)
+        n_lit = -min(in_ref, default=0) if in_ref else 0
+        gprod = [grp[p] if p >= 0 else _OUT for p in prod] + [_LIT] * max(n_lit, 0)
+        gval = list(map(gprod.__getitem__, in_ref))
+        gin = list(map(grp.__getitem__, in_owner))
+        paths: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+        for k in compress(range(len(in_ref)), map(ne, gin, gval)):
+            gv = gval[k]
+            if gv == _LIT:
+                continue
+            key = (gin[k], gv)
+            enter_leave = paths.get(key)
+            if enter_leave is None:
+                enter_leave = paths[key] = self._crossing(*key)
+            v = in_ref[k]
+            for g in enter_leave[0]:
+                self._add(self.bin, g, v)
+            for g in enter_leave[1]:
+                self._add(self.bout, g, v)
+        self.output_values = list(dict.fromkeys(tree_leaves(cap.outputs)))
+        self._output_set = frozenset(self.output_values)
+        for v in self.output_values:
+            p = prod[v]
+            if p < 0:
+                self._add(self.bin, ROOT, v)
+                self._add(self.bout, ROOT, v)
+                continue
+            g = grp[p]
+            for x in [ROOT] + (self.chain[g] if g != ROOT else []):
+                self._add(self.bout, x, v)
+
+    @staticmethod
+    def _add(table: list, g: int, v: int) -> None:
+        d = table[g + 1]
+        if d is None:
+            d = table[g + 1] = {}
+        d[v] = None
+
+    def _full_chain(self, g: int) -> list[int]:
+        return [ROOT] + (self.chain[g] if g != ROOT else [])
+
+    def _crossing(self, g_use: int, g_prod: int) -> tuple[list[int], list[int]]:
+        """Groups a value enters (from its producer's group to its user's) and leaves."""
+        a = self._full_chain(g_use)
+        b = [] if g_prod == _OUT else self._full_chain(g_prod)
+        c = 0
+        while c < len(a) and c < len(b) and a[c] == b[c]:
+            c += 1
+        return a[c:], b[c:]
+
+    # ------------------------------------------------------------------ lookups
+
+    def _check_group(self, g: int) -> None:
+        if not (g == ROOT or 0 <= g < len(self.parent)):
+            raise NotFound(f"no group {g}")
+
+    def _check_node(self, i: int) -> None:
+        if not 0 <= i < self.n_nodes:
+            raise NotFound(f"no node {i}")
+
+    def _check_value(self, v: int) -> None:
+        if not 0 <= v < self.n_values:
+            raise NotFound(f"no value {v}")
+
+    def uses(self, v: int) -> list[int]:
+        """Nodes using value ``v`` as an operand, in program order, each once."""
+        lo = bisect_left(self._use_refs, v)
+        hi = bisect_right(self._use_refs, v, lo)
+        owner = self.in_owner
+        return list(dict.fromkeys(owner[k] for k in self._use_order[lo:hi]))
+
+    def _use_count(self, v: int) -> int:
+        return bisect_right(self._use_refs, v) - bisect_left(self._use_refs, v)
+
+    def _ordered(self, g: int) -> tuple[list[int], list[int], dict[int, int]]:
+        """Direct children of ``g`` in program order: (keys, refs, position of each child
+        group). A ref is a node id, or ``~c`` for child group ``c``; a key is the node id or
+        the first node id of the child group's subtree, so node positions are bisections."""
+        got = self._orders.get(g)
+        if got is not None:
+            return got
+        nodes = self.direct_nodes[g + 1]
+        subs = self.child_groups[g + 1]
+        if not subs:
+            keys = refs = nodes
+            gpos: dict[int, int] = {}
+        else:
+            pairs = sorted([(k, k) for k in nodes] + [(self.first[c + 1], ~c) for c in subs])
+            keys = [k for k, _ in pairs]
+            refs = [r for _, r in pairs]
+            gpos = {~r: i for i, r in enumerate(refs) if r < 0}
+        got = self._orders[g] = (keys, refs, gpos)
+        return got
+
+    def _child_under(self, g: int, parent: int) -> int | None:
+        """The direct child group of ``parent`` whose subtree holds group ``g``."""
+        if g == ROOT:
+            return None
+        chain = self.chain[g]
+        d = len(self.chain[parent]) if parent != ROOT else 0
+        if len(chain) > d and (d == 0 or chain[d - 1] == parent):
+            return chain[d]
+        return None
+
+    def _position(self, i: int, g: int) -> int:
+        """Position, among the ordered children of ``g``, of the child holding node ``i``
+        (-1 when node ``i`` lies outside ``g``)."""
+        gi = self.cols.group[i]
+        keys, _, gpos = self._ordered(g)
+        if gi == g:
+            return bisect_left(keys, i)
+        c = self._child_under(gi, g)
+        return -1 if c is None else gpos[c]
+
+    def _value(self, v: int) -> dict:
+        val = self.capture.values[v]
+        out = {"id": v, "shape": list(val.shape), "dtype": val.dtype, "label": value_label(val.shape, val.dtype)}
+        if val.measured is not None:
+            out["measured"] = val.measured
+        return out
+
+    def _frame(self, i: int) -> Frame | None:
+        f = self.cols.frame[i]
+        return self.capture.frames[f] if f >= 0 else None
+
+    def _where(self, i: int) -> str:
+        f = self._frame(i)
+        return "" if f is None else f"{f.file.rsplit('/', 1)[-1]}:{f.line}"
+
+    def _outputs_of(self, i: int) -> list[int]:
+        c = self.cols
+        return c.out_ids[c.out_off[i]:c.out_off[i + 1]]
+
+    def _operand_values(self, i: int) -> list[int]:
+        c = self.cols
+        return list(dict.fromkeys(r for r in c.in_ref[c.in_off[i]:c.in_off[i + 1]] if r >= 0))
+
+    # ------------------------------------------------------------------ children
+
+    def children(self, group: int, chunk: int | str | None = None) -> dict:
+        """The direct children of ``group`` (or of one chunk of it), ready to lay out."""
+        group = int(group)
+        self._check_group(group)
+        chunk_id = None if chunk is None or chunk == "" else _int(chunk, "chunk")
+        key = (group, chunk_id)
+        with self._lock:
+            got = self._views.get(key)
+            if got is not None:
+                self._views.move_to_end(key)
+                return got
+        view = self._view(group, chunk_id)
+        with self._lock:
+            self._views[key] = view
+            while len(self._views) > _VIEW_CACHE:
+                self._views.popitem(last=False)
+        return view
+
+    def _chunk_range(self, n: int, chunk: int) -> tuple[int, int]:
+        if chunk >= 0:
+            lo, span = chunk * CHUNK, CHUNK
+        else:
+            lo, span = (-chunk - 1) * UPPER_CHUNK, UPPER_CHUNK
+        if n <= CHUNK or lo >= n or (chunk < 0 and n <= UPPER_CHUNK):
+            raise NotFound(f"no chunk {chunk}")
+        return lo, min(n, lo + span)
+
+    def _view(self, g: int, chunk: int | None) -> dict:
+        keys, refs, _ = self._ordered(g)
+        n = len(refs)
+        lo, hi = (0, n) if chunk is None else self._chunk_range(n, chunk)
+        size = hi - lo
+        # items: the children themselves, or leaf chunks, or upper chunks
+        if size <= CHUNK:
+            span = 1
+        elif size <= UPPER_CHUNK:
+            span = CHUNK
+        else:
+            span = UPPER_CHUNK
+        whole = lo == 0 and hi == n
+        edges: dict[tuple, list[int]] = {}
+        in_vals: dict[int, int] = {}  # value -> producer (-1 for none)
+        out_vals: dict[int, None] = {}
+        item_outs: dict[int, dict[int, None]] = {}
+        producer, grp = self.producer, self.cols.group
+        bout_g = self.bout[g + 1] or {}
+        outputs = self._output_set
+        position = self._position
+
+        for pos in range(lo, hi):
+            ref = refs[pos]
+            it = (pos - lo) // span
+            if ref >= 0:
+                incoming = self._operand_values(ref)
+                outgoing = self._outputs_of(ref)
+            else:
+                incoming = self.bin[~ref + 1] or ()
+                outgoing = self.bout[~ref + 1] or ()
+            for v in incoming:
+                p = producer[v]
+                src = -1
+                if p >= 0:
+                    if grp[p] == g:
+                        src = bisect_left(keys, p)
+                    else:
+                        src = position(p, g)
+                if lo <= src < hi:
+                    si = (src - lo) // span
+                    if si != it:
+                        edges.setdefault((si, it), []).append(v)
+                else:
+                    in_vals[v] = p
+                    edges.setdefault((("in", v), it), []).append(v)
+            for v in outgoing:
+                leaves = v in bout_g if whole else self._leaves(v, g, lo, hi)
+                if leaves:
+                    out_vals[v] = None
+                    edges.setdefault((it, ("out", v)), []).append(v)
+                if span > 1 and (leaves or self._leaves(v, g, lo + it * span, min(hi, lo + (it + 1) * span))):
+                    # a chunk item's outputs: what its children hand on past it
+                    item_outs.setdefault(it, {})[v] = None
+        if g == ROOT and whole:
+            for v in self.output_values:
+                if producer[v] < 0:
+                    in_vals[v] = -1
+                    out_vals[v] = None
+                    edges.setdefault((("in", v), ("out", v)), []).append(v)
+
+        if span == 1:
+            items = [self._item(refs[pos]) for pos in range(lo, hi)]
+            keys_of = [it["key"] for it in items]
+        else:
+            items = [self._chunk_item(g, lo, hi, span, k, item_outs.get(k, {})) for k in range((size + span - 1) // span)]
+            keys_of = [it["key"] for it in items]
+
+        labels: dict[int, str] = {}
+
+        def label(v: int) -> str:
+            s = labels.get(v)
+            if s is None:
+                val = self.capture.values[v]
+                s = labels[v] = value_label(val.shape, val.dtype)
+            return s
+
+        def endpoint(e) -> str:
+            return f"{e[0]}:{e[1]}" if isinstance(e, tuple) else keys_of[e]
+
+        edge_list = []
+        for (s, t), vals in edges.items():
+            if span == 1:
+                for v in dict.fromkeys(vals):
+                    edge_list.append({"source": endpoint(s), "target": endpoint(t), "value": v, "label": label(v)})
+            else:
+                vals = list(dict.fromkeys(vals))
+                text = label(vals[0]) + (f" +{len(vals) - 1}" if len(vals) > 1 else "")
+                edge_list.append({"source": endpoint(s), "target": endpoint(t), "value": vals[0],
+                                  "label": text, "count": len(vals)})
+
+        def boundary(v: int, extra: dict) -> dict:
+            d = self._value(v)
+            d["value"] = d.pop("id")
+            d["key"] = ("in:" if "from" in extra else "out:") + str(v)
+            d.update(extra)
+            return d
+
+        inputs = [boundary(v, {"from": {"type": "node", "id": p} if p >= 0 else {"type": "input"}})
+                  for v, p in in_vals.items()]
+        outs = [boundary(v, {"capture_output": v in outputs}) for v in out_vals]
+        return {
+            "group": g,
+            "chunk": None if chunk is None else f"{g}:{chunk}",
+            "items": items,
+            "edges": edge_list,
+            "inputs": inputs,
+            "outputs": outs,
+            "chunked": span > 1,
+            "child_count": n,
+            "range": [lo, hi],
+            "opaque_count": self.opaque_count[g + 1] if whole else self._range_counts(refs, lo, hi)[1],
+        }
+
+    def _leaves(self, v: int, g: int, lo: int, hi: int) -> bool:
+        """Whether value ``v`` (produced inside children ``lo:hi`` of ``g``) is used past them."""
+        if v in self._output_set:
+            return True
+        bout_g = self.bout[g + 1]
+        if bout_g is not None and v in bout_g:
+            return True
+        for u in self.uses(v):
+            pos = self._position(u, g)
+            if not lo <= pos < hi:
+                return True
+        return False
+
+    def _item(self, ref: int) -> dict:
+        if ref >= 0:
+            opaque = ref in self.cols.opaque
+            outs = self._outputs_of(ref)
+            return {
+                "type": "node", "id": ref, "key": f"n{ref}", "label": self.cols.op[ref],
+                "sublabel": self._where(ref), "kind": "opaque" if opaque else "op", "opaque": opaque,
+                "child_count": 0, "outputs": [self._value(v) for v in outs[:LIST_CAP]],
+                "outputs_total": len(outs),
+            }
+        c = ~ref
+        grp = self.capture.groups[c]
+        outs = list(self.bout[c + 1] or ())
+        short, _ = group_wording(grp.kind)
+        return {
+            "type": "group", "id": c, "key": f"g{c}", "label": grp.name,
+            "sublabel": short if short == grp.kind else f"{grp.kind} · {short}",
+            "kind": grp.kind, "honest": short, "opaque": False,
+            "opaque_count": self.opaque_count[c + 1],
+            "child_count": len(self.direct_nodes[c + 1]) + len(self.child_groups[c + 1]),
+            "node_count": self.node_count[c + 1],
+            "first": self.first[c + 1] if self.node_count[c + 1] else None,
+            "last": self.last[c + 1] if self.node_count[c + 1] else None,
+            "outputs": [self._value(v) for v in outs[:LIST_CAP]], "outputs_total": len(outs),
+        }
+
+    def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict) -> dict:
+        a, b = lo + k * span, min(hi, lo + (k + 1) * span)
+        _, refs, _ = self._ordered(g)
+        chunk_id = a // CHUNK if span == CHUNK else -(a // UPPER_CHUNK) - 1
+        first_ref, last_ref = refs[a], refs[b - 1]
+        first = first_ref if first_ref >= 0 else self.first[~first_ref + 1]
+        last = last_ref if last_ref >= 0 else self.last[~last_ref + 1]
+        nodes, opaque = self._range_counts(refs, a, b)
+        out_list = list(outs)
+        return {
+            "type": "chunk", "id": f"{g}:{chunk_id}", "key": f"c{g}:{chunk_id}",
+            "label": f"{a + 1:,}–{b:,} of {len(refs):,}",
+            "sublabel": self._span_text(first_ref, last_ref),
+            "kind": "chunk", "honest": "sequential chunk (a viewer split, not a program scope)",
+            "opaque": False, "opaque_count": opaque, "child_count": (b - a) if span == CHUNK else -(-(b - a) // CHUNK),
+            "node_count": nodes, "range": [a, b],
+            "first": first if first < self.n_nodes else None, "last": last if last >= 0 else None,
+            "outputs": [self._value(v) for v in out_list[:LIST_CAP]], "outputs_total": len(out_list),
+        }
+
+    def _range_counts(self, refs: list[int], a: int, b: int) -> tuple[int, int]:
+        """(nodes, opaque nodes) under the children ``refs[a:b]``."""
+        nodes = opaque = 0
+        op_set, counts, opaques = self.cols.opaque, self.node_count, self.opaque_count
+        for r in refs[a:b]:
+            if r >= 0:
+                nodes += 1
+                opaque += r in op_set
+            else:
+                nodes += counts[~r + 1]
+                opaque += opaques[~r + 1]
+        return nodes, opaque
+
+    def _span_text(self, first_ref: int, last_ref: int) -> str:
+        """Where a chunk's code lives: ``layer0.py:12 … layer3.py:40``."""
+        def where(ref: int, end: bool) -> str:
+            if ref < 0:
+                c = ~ref
+                i = self.last[c + 1] if end else self.first[c + 1]
+                if not 0 <= i < self.n_nodes:
+                    return self.capture.groups[c].name
+                return self._where(i) or self.capture.groups[c].name
+            return self._where(ref)
+        a, b = where(first_ref, False), where(last_ref, True)
+        if not a and not b:
+            return ""
+        return a if a == b or not b else f"{a} … {b}" if a else b
+
+    # ------------------------------------------------------------------ paths
+
+    def group_path(self, g: int) -> list[dict]:
+        """The groups from the top down to ``g`` (inclusive)."""
+        if g == ROOT:
+            return []
+        got = self._paths.get(g)
+        if got is None:
+            gs = self.capture.groups
+            got = self._paths[g] = [{"id": x, "kind": gs[x].kind, "name": gs[x].name} for x in self.chain[g]]
+        return got
+
+    def item_path(self, i: int) -> list[str]:
+        """Item keys from the root to node ``i``, chunks included: what to expand to see it."""
+        gi = self.cols.group[i]
+        out: list[str] = []
+        levels = self._full_chain(gi)
+        for depth, g in enumerate(levels):
+            keys, refs, gpos = self._ordered(g)
+            if depth + 1 < len(levels):
+                nxt = levels[depth + 1]
+                pos, key = gpos[nxt], f"g{nxt}"
+            else:
+                pos, key = bisect_left(keys, i), f"n{i}"
+            n = len(refs)
+            if n > UPPER_CHUNK:
+                out.append(f"c{g}:{-(pos // UPPER_CHUNK) - 1}")
+            if n > CHUNK:
+                out.append(f"c{g}:{pos // CHUNK}")
+            out.append(key)
+        return out
+
+    # ------------------------------------------------------------------ details
+
+    def node(self, i: int) -> dict:
+        i = int(i)
+        self._check_node(i)
+        node = self.capture.nodes[i]
+        inputs = []
+        for o in node.inputs:
+            if o.value is None:
+                inputs.append({"position": o.position, "literal": o.literal})
+                continue
+            d = self._value(o.value)
+            p = self.producer[o.value]
+            d["producer"] = p if p >= 0 else None
+            if p >= 0:
+                d["producer_op"] = self.cols.op[p]
+            uses = self.uses(o.value)
+            d["uses"], d["uses_total"] = uses[:USES_CAP], len(uses)
+            inputs.append({"position": o.position, "value": d})
+        outputs = []
+        for v in node.outputs:
+            d = self._value(v)
+            uses = self.uses(v)
+            d["uses"], d["uses_total"] = uses[:USES_CAP], len(uses)
+            d["capture_output"] = v in self._output_set
+            outputs.append(d)
+        g = ROOT if node.group is None else node.group
+        return {
+            "id": i, "op": node.op, "params": node.params, "opaque": node.opaque,
+            "group": None if g == ROOT else g, "group_path": self.group_path(g),
+            "item_path": self.item_path(i), "inputs": inputs, "outputs": outputs,
+            "frame": frame_json(self._frame(i)),
+            "measured": any("measured" in o for o in outputs),
+        }
+
+    def value(self, v: int) -> dict:
+        v = int(v)
+        self._check_value(v)
+        d = self._value(v)
+        p = self.producer[v]
+        d["producer"] = None if p < 0 else {"id": p, "op": self.cols.op[p], "item_path": self.item_path(p)}
+        uses = self.uses(v)
+        d["uses"] = [{"id": u, "op": self.cols.op[u], "positions": self._positions(u, v)} for u in uses[:USES_CAP]]
+        d["uses_total"] = len(uses)
+        d["capture_input"] = v in self._input_set
+        d["capture_output"] = v in self._output_set
+        return d
+
+    @property
+    def _input_set(self) -> frozenset:
+        got = getattr(self, "_inputs_cache", None)
+        if got is None:
+            got = self._inputs_cache = frozenset(tree_leaves(self.capture.inputs))
+        return got
+
+    def _positions(self, i: int, v: int) -> list[int]:
+        node = self.capture.nodes[i]
+        return [o.position for o in node.inputs if o.value == v]
+
+    def group(self, g: int) -> dict:
+        g = int(g)
+        if g == ROOT:
+            raise NotFound("the root is not a group; ask for its children")
+        self._check_group(g)
+        grp = self.capture.groups[g]
+        short, long = group_wording(grp.kind)
+        bin_, bout = list(self.bin[g + 1] or ()), list(self.bout[g + 1] or ())
+        return {
+            "id": g, "kind": grp.kind, "name": grp.name, "attrs": grp.attrs,
+            "honest": long, "honest_short": short,
+            "parent": grp.parent, "path": self.group_path(g),
+            "counts": {
+                "children": len(self.direct_nodes[g + 1]) + len(self.child_groups[g + 1]),
+                "direct_nodes": len(self.direct_nodes[g + 1]),
+                "groups": len(self.child_groups[g + 1]),
+                "nodes": self.node_count[g + 1],
+                "opaque": self.opaque_count[g + 1],
+            },
+            "inputs": [self._value(v) for v in bin_[:USES_CAP]], "inputs_total": len(bin_),
+            "outputs": [self._value(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
+        }
+
+    def nodes_page(self, offset: int = 0, limit: int = 100) -> dict:
+        offset, limit = int(offset), int(limit)
+        if offset < 0 or limit < 1:
+            raise ProjectionError("offset must be >= 0 and limit >= 1")
+        limit = min(limit, MAX_PAGE)
+        hi = min(self.n_nodes, offset + limit)
+        return {
+            "offset": offset, "limit": limit, "total": self.n_nodes,
+            "nodes": [self._summary(i) for i in range(offset, hi)],
+        }
+
+    def _summary(self, i: int) -> dict:
+        g = self.cols.group[i]
+        f = self._frame(i)
+        return {
+            "id": i, "op": self.cols.op[i], "group": None if g == ROOT else g,
+            "opaque": i in self.cols.opaque,
+            "outputs": [self._value(v) for v in self._outputs_of(i)[:LIST_CAP]],
+            "frame": None if f is None else f"{f.file}:{f.line}",
+        }
+
+    def summary(self) -> dict:
+        """What ``api/capture`` says about the capture (without server-side fields)."""
+        cap = self.capture
+        cov = cap.coverage
+        failure = None
+        if cap.failure is not None:
+            f = cap.failure
+            failure = {"type": f.type, "message": f.message, "stage": f.stage,
+                       "frames": [frame_json(fr) for fr in f.frames], "details": f.details}
+        return {
+            "backend": cap.backend, "framework": cap.framework,
+            "framework_version": cap.framework_version,
+            "coverage": {"scope": cov.scope, "status": cov.status, "reasons": list(cov.reasons),
+                         "effects": cov.effects},
+            "counts": {"nodes": self.n_nodes, "values": self.n_values, "groups": len(cap.groups),
+                       "frames": len(cap.frames), "opaque": len(self.cols.opaque)},
+            "inputs": self._tree(cap.inputs), "outputs": self._tree(cap.outputs),
+            "sources": [{"path": s.path, "sha256": s.sha256} for s in cap.sources],
+            "recipe": cap.recipe, "failure": failure, "meta": cap.meta,
+            "measured": self._measured(),
+        }
+
+    def _measured(self) -> bool:
+        values = self.capture.values
+        if hasattr(values, "_measured"):  # a file's ValueTable: one column, maybe absent
+            return values._measured is not None and any(m is not None for m in values._measured)
+        return any(v.measured is not None for v in values)
+
+    def _tree(self, tree: Any) -> Any:
+        if "value" in tree:
+            v = tree["value"]
+            return {"value": v, **{k: x for k, x in self._value(v).items() if k != "id"}} if 0 <= v < self.n_values else tree
+        for kind in ("list", "tuple"):
+            if kind in tree:
+                return {kind: [self._tree(t) for t in tree[kind]]}
+        if "dict" in tree:
+            return {"dict": [[k, self._tree(t)] for k, t in tree["dict"]]}
+        return tree
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT) -> dict:
+        """Op names, group names, value shapes and source locations matching ``q``."""
+        q = (q or "").strip()
+        limit = max(1, min(int(limit), MAX_SEARCH_LIMIT))
+        if not q:
+            return {"results": [], "truncated": False, "total": 0}
+        results: list[dict] = []
+        total = 0
+
+        def add(found: Iterable[dict], count: int) -> None:
+            nonlocal total
+            total += count
+            for r in found:
+                if len(results) >= limit:
+                    return
+                results.append(r)
+
+        shape = _parse_shape(q)
+        if shape is not None:
+            ids = self._shape_matches(*shape)
+            add((self._value_result(v, "value shape") for v in ids), len(ids))
+        loc = _parse_location(q)
+        if loc is not None:
+            nodes = self._location_matches(*loc)
+            add((self._node_result(i, f"source {q}") for i in nodes), len(nodes))
+        if shape is None and loc is None:
+            ql = q.lower()
+            gs = [g for g in self.capture.groups if ql in g.name.lower()]
+            gs.sort(key=lambda g: (g.name.lower() != ql, g.id))
+            add((self._group_result(g.id, "group name") for g in gs), len(gs))
+            ops = self._ops()
+            matched = sorted((op for op in ops if ql in op.lower()), key=lambda op: (op.lower() != ql, op))
+            for op in matched:
+                ids = ops[op]
+                add((self._node_result(i, "op name" if op.lower() == ql else f"op name ({op})") for i in ids), len(ids))
+            frames = self.capture.frames
+            fns = [fi for fi, f in enumerate(frames) if ql in f.function.lower()]
+            if fns:
+                index = self._frames()
+                ids = sorted(i for fi in fns for i in index.get(fi, ()))
+                add((self._node_result(i, f"source function {frames[self.cols.frame[i]].function}") for i in ids), len(ids))
+        return {"results": results, "truncated": total > len(results), "total": total}
+
+    def _ops(self) -> dict[str, list[int]]:
+        if self._ops_index is None:
+            index: dict[str, list[int]] = {}
+            for i, op in enumerate(self.cols.op):
+                lst = index.get(op)
+                if lst is None:
+                    lst = index[op] = []
+                lst.append(i)
+            self._ops_index = index
+        return self._ops_index
+
+    def _frames(self) -> dict[int, list[int]]:
+        if self._frames_index is None:
+            index: dict[int, list[int]] = {}
+            for i, f in enumerate(self.cols.frame):
+                if f >= 0:
+                    index.setdefault(f, []).append(i)
+            self._frames_index = index
+        return self._frames_index
+
+    def _shapes(self) -> dict[tuple, list[int]]:
+        if self._shapes_index is None:
+            index: dict[tuple, list[int]] = {}
+            values = self.capture.values
+            off = getattr(values, "_off", None)
+            dims = getattr(values, "_dims", None)
+            if off is not None and dims is not None:
+                shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.n_values))
+            else:
+                shapes = (tuple(v.shape) for v in values)
+            for v, s in enumerate(shapes):
+                index.setdefault(tuple(str(d) for d in s), []).append(v)
+            self._shapes_index = index
+        return self._shapes_index
+
+    def _shape_matches(self, dims: tuple, dtype: str | None) -> list[int]:
+        ids = self._shapes().get(dims, [])
+        if dtype is None:
+            return ids
+        values = self.capture.values
+        return [v for v in ids if short_dtype(values[v].dtype) == dtype]
+
+    def _location_matches(self, file: str, line: int | None) -> list[int]:
+        f = file.replace("\\", "/").lstrip("./") if not file.startswith("/") else file
+        hits = [fi for fi, fr in enumerate(self.capture.frames)
+                if (fr.file == f or fr.file.endswith("/" + f)) and (line is None or fr.line == line)]
+        if not hits:
+            return []
+        index = self._frames()
+        return sorted(i for fi in hits for i in index.get(fi, ()))
+
+    def _node_result(self, i: int, why: str) -> dict:
+        g = self.cols.group[i]
+        outs = self._outputs_of(i)
+        sub = ", ".join(self._value(v)["label"] for v in outs[:3])
+        where = self._where(i)
+        return {
+            "type": "node", "id": i, "key": f"n{i}", "label": self.cols.op[i],
+            "sublabel": f"{sub}  {where}".strip(),
+            "path": [x["id"] for x in self.group_path(g)], "item_path": self.item_path(i), "why": why,
+        }
+
+    def _group_result(self, g: int, why: str) -> dict:
+        grp = self.capture.groups[g]
+        short, _ = group_wording(grp.kind)
+        path = [x["id"] for x in self.group_path(g)]
+        return {
+            "type": "group", "id": g, "key": f"g{g}", "label": grp.name,
+            "sublabel": f"{grp.kind} · {short}" if short != grp.kind else short,
+            "path": path[:-1], "item_path": self._group_item_path(g), "why": why,
+        }
+
+    def _group_item_path(self, g: int) -> list[str]:
+        out: list[str] = []
+        levels = self._full_chain(g)
+        for depth in range(len(levels) - 1):
+            parent, child = levels[depth], levels[depth + 1]
+            _, refs, gpos = self._ordered(parent)
+            pos = gpos[child]
+            if len(refs) > UPPER_CHUNK:
+                out.append(f"c{parent}:{-(pos // UPPER_CHUNK) - 1}")
+            if len(refs) > CHUNK:
+                out.append(f"c{parent}:{pos // CHUNK}")
+            out.append(f"g{child}")
+        return out
+
+    def _value_result(self, v: int, why: str) -> dict:
+        d = self._value(v)
+        p = self.producer[v]
+        if p >= 0:
+            g = self.cols.group[p]
+            path, item_path = [x["id"] for x in self.group_path(g)], self.item_path(p)
+            sub = f"output of {self.cols.op[p]} #{p}"
+        else:
+            path, item_path, sub = [], [], "capture input or constant"
+        return {"type": "value", "id": v, "key": f"n{p}" if p >= 0 else f"in:{v}", "label": d["label"],
+                "sublabel": sub, "producer": p if p >= 0 else None, "path": path,
+                "item_path": item_path, "why": why}
+
+
+# --------------------------------------------------------------------------- query parsing
+
+_SHAPE_RE = re.compile(r"^(?:([A-Za-z][A-Za-z0-9_]*)\s*)?[\[(]\s*([^\])]*)[\])]$")
+_DIMS_RE = re.compile(r"^\s*[\w?]+(\s*,\s*[\w?]+)*\s*,?\s*$")
+_LOC_RE = re.compile(r"^(.+?\.py)(?::(\d+))?$")
+_LINE_RE = re.compile(r"^(.+?):(\d+)$")
+
+
+def _parse_shape(q: str) -> tuple[tuple, str | None] | None:
+    """``2,4`` / ``[2,4]`` / ``(2, 4)`` / ``f32[2,4]`` / ``float32[2,4]`` / ``f32[]``."""
+    m = _SHAPE_RE.match(q)
+    if m:
+        dtype, inner = m.group(1), m.group(2).strip()
+        if dtype is not None:
+            dtype = short_dtype(dtype.lower())
+        if inner and not _DIMS_RE.match(inner):
+            return None
+        dims = tuple(x.strip() for x in inner.split(",") if x.strip())
+        return dims, dtype
+    if "," in q and _DIMS_RE.match(q):
+        return tuple(x.strip() for x in q.split(",") if x.strip()), None
+    return None
+
+
+def _parse_location(q: str) -> tuple[str, int | None] | None:
+    """``model.py:12`` / ``model.py`` / ``pkg/model.py:12`` / ``anything:12``."""
+    m = _LOC_RE.match(q)
+    if m:
+        return m.group(1), int(m.group(2)) if m.group(2) else None
+    m = _LINE_RE.match(q)
+    if m and ("/" in m.group(1) or "." in m.group(1)):
+        return m.group(1), int(m.group(2))
+    return None
+
+
+def _int(text: Any, name: str) -> int:
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        raise ProjectionError(f"{name} must be an integer") from None
