@@ -1,0 +1,231 @@
+"""The worker process: read one request, run one framework capture, send the result.
+
+Runs in the user's selected interpreter as ``launcher.py --fd N`` (see
+:mod:`capture.runner`) or ``python -m capture.worker --fd N``. Messages go to the
+inherited pipe ``N``, never to stdout, so user code that prints cannot corrupt them;
+stdout and stderr both reach the parent's log. ``faulthandler`` writes the Python
+stack of a hard crash (segfault, abort) to stderr, where the parent finds the user
+frames. The process exits with ``os._exit`` right after its last message: no
+interpreter teardown (framework atexit hooks, stuck threads) can delay or hang it.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import sys
+import time
+from typing import Any
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    started = time.monotonic()
+    if len(argv) != 2 or argv[0] != "--fd" or not argv[1].isdigit():
+        print("usage: capture.worker --fd N (started by TensorViz, not by hand)", file=sys.stderr)
+        return 2
+    out = os.fdopen(int(argv[1]), "wb", buffering=0)
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    # Kept so that a MemoryError can still be reported: freed before building the failure.
+    reserve = bytearray(1 << 20)
+
+    from .protocol import encode_frame, read_frame
+
+    def send(message: dict[str, Any]) -> None:
+        out.write(encode_frame(message))
+
+    try:
+        request = read_frame(sys.stdin.buffer)
+    except Exception as exc:
+        print(f"tensorviz worker: bad request: {exc}", file=sys.stderr)
+        return _exit(3)
+    try:
+        sys.stdin.close()
+    except OSError:
+        pass
+
+    session = _Session(request, started, send)
+    try:
+        session.run()
+    except BaseException as exc:  # everything is reported; nothing escapes as a traceback only
+        del reserve
+        session.send_failure_for(exc)
+    return _exit(0)
+
+
+def _exit(code: int) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    os._exit(code)
+
+
+class _Session:
+    def __init__(self, request: dict[str, Any], started: float, send: Any) -> None:
+        self.request = request
+        self.started = started
+        self.send = send
+        self.ctx = None
+        self.framework = ""
+        self.framework_version = ""
+
+    def run(self) -> None:
+        from ..recipe import Recipe
+        from .context import CaptureContext
+        from .errors import CaptureError
+        from .limits import Limits
+
+        req = self.request
+        if req.get("protocol") != 1:
+            raise CaptureError("crash", f"worker protocol mismatch: parent speaks {req.get('protocol')!r}, worker speaks 1")
+        recipe = Recipe.from_dict(req["recipe"])
+        self.framework = recipe.framework
+        limits = Limits.from_dict(req.get("limits"))
+        self.ctx = ctx = CaptureContext(
+            recipe,
+            req["workspace"],
+            limits,
+            progress_sink=lambda message, fraction: self.send({"kind": "progress", "message": message, "fraction": fraction}),
+            started=self.started,
+        )
+        os.chdir(ctx.workspace)
+
+        from ..frameworks import load_framework
+
+        ctx.progress(f"loading the {recipe.framework} capture", 0.0)
+        try:
+            fw = load_framework(recipe.framework)
+        except ImportError as exc:
+            raise CaptureError(
+                "dependencies",
+                f"the {recipe.framework} capture could not be loaded in {sys.executable}: {exc}",
+                {"python": sys.executable},
+            ) from exc
+        self.framework_version = getattr(fw, "VERSION", "") or ""
+        ctx.progress(f"checking device {recipe.device}", 0.02)
+        fw.probe_device(ctx)
+        if req.get("action") == "probe_device":
+            self.send({"kind": "device_ok"})
+            return
+
+        capture = fw.capture(ctx)
+        self.finish(capture)
+
+    def finish(self, capture: Any) -> None:
+        from .. import graphfile
+        from ..model import Capture
+        from .errors import CaptureError, LimitExceeded
+
+        ctx = self.ctx
+        if not isinstance(capture, Capture):
+            raise CaptureError("trace", f"the {self.framework} capture returned {type(capture).__name__}, not a Capture")
+        self.framework_version = capture.framework_version or self.framework_version
+        if capture.failure is None:
+            if not capture.nodes:
+                raise CaptureError("trace", "the trace recorded no operations; nothing to show as a graph")
+            ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), nested_calls=len(capture.groups))
+        capture.recipe = ctx.recipe.to_dict()
+        capture.sources = ctx.files.imported_sources(ctx.requested_sources)
+        ctx.progress("encoding the graph", 0.98)
+        try:
+            data = graphfile.encode(capture)
+        except ValueError as exc:
+            raise CaptureError("trace", f"the capture cannot be written as a graph file: {exc}") from None
+        if len(data) > ctx.limits.max_result_bytes:
+            raise LimitExceeded("max_result_bytes", ctx.limits.max_result_bytes, len(data), "bytes of result")
+        self.send({"kind": "result", "graph": data})
+
+    def send_failure_for(self, exc: BaseException) -> None:
+        from ..model import failure_json
+        from ..recipe import RecipeError
+
+        failure = _failure_for(exc, self.ctx)
+        if isinstance(exc, RecipeError):
+            failure.stage = "recipe"
+            failure.details = exc.to_dict()
+        sources = []
+        if self.ctx is not None:
+            try:
+                sources = [[s.path, s.sha256] for s in self.ctx.files.imported_sources(self.ctx.requested_sources)]
+            except Exception:
+                sources = []
+        try:
+            self.send(
+                {
+                    "kind": "failure",
+                    "failure": failure_json(failure),
+                    "sources": sources,
+                    "framework": self.framework,
+                    "framework_version": self.framework_version,
+                }
+            )
+        except Exception:
+            # Details that msgpack cannot carry: send the essentials.
+            failure.details = {}
+            self.send({"kind": "failure", "failure": failure_json(failure), "sources": sources,
+                       "framework": self.framework, "framework_version": self.framework_version})
+
+
+def _failure_for(exc: BaseException, ctx: Any):
+    from ..model import Failure
+    from .errors import CaptureError
+
+    files = ctx.files if ctx is not None else None
+
+    def frames_of(e: BaseException):
+        if files is None:
+            return []
+        return files.traceback_frames(e.__traceback__)
+
+    if isinstance(exc, CaptureError):
+        cause = exc.__cause__
+        type_name = exc.error_type or (_type_name(cause) if cause is not None else "CaptureError")
+        frames = frames_of(cause) if cause is not None else frames_of(exc)
+        return Failure(type=type_name, message=exc.message, stage=exc.stage, frames=frames, details=_plain(exc.details))
+    if isinstance(exc, MemoryError):
+        return Failure(
+            type="MemoryError",
+            message=f"the capture ran out of memory{': ' + str(exc) if str(exc) else ''}",
+            stage="trace",
+            frames=frames_of(exc),
+        )
+    if isinstance(exc, SystemExit):
+        return Failure(
+            type="SystemExit",
+            message=f"user code called sys.exit({exc.code!r}) during the capture",
+            stage="trace",
+            frames=frames_of(exc),
+        )
+    if isinstance(exc, KeyboardInterrupt):
+        return Failure(type="KeyboardInterrupt", message="the capture was interrupted", stage="cancelled", frames=frames_of(exc))
+    message = _safe_str(exc)
+    return Failure(type=_type_name(exc), message=message, stage="trace", frames=frames_of(exc))
+
+
+def _type_name(exc: BaseException) -> str:
+    t = type(exc)
+    module = t.__module__
+    return t.__qualname__ if module in ("builtins", "__main__") else f"{module}.{t.__qualname__}"
+
+
+def _safe_str(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:
+        text = f"<unprintable {type(exc).__name__}>"
+    return text[:20_000] or type(exc).__name__
+
+
+def _plain(data: Any, depth: int = 0) -> Any:
+    """Details as plain msgpack data (stringify the rest)."""
+    if data is None or type(data) in (bool, int, float, str):
+        return data
+    if depth > 16:
+        return repr(data)[:200]
+    if isinstance(data, (list, tuple)):
+        return [_plain(x, depth + 1) for x in data]
+    if isinstance(data, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in data.items()}
+    return repr(data)[:2000]
