@@ -1,0 +1,121 @@
+// API client for the viewer server (contract: viewer/API.md).
+//
+// Every URL is relative to the page, which lives under the server's per-run token
+// prefix, so requests carry the token without cookies or headers.
+
+export class ApiError extends Error {
+  constructor(status, message, body) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export class Api {
+  constructor(captureId = null) {
+    this.captureId = captureId; // ?capture=ID of the page, passed on to every read
+  }
+
+  url(path, params = {}) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) q.set(k, String(v));
+    if (this.captureId !== null && !q.has("capture")) q.set("capture", this.captureId);
+    const s = q.toString();
+    return "api/" + path + (s ? "?" + s : "");
+  }
+
+  async get(path, params) {
+    const res = await fetch(this.url(path, params), { headers: { Accept: "application/json" } });
+    return this._json(res);
+  }
+
+  async post(path, body, params) {
+    const res = await fetch(this.url(path, params), {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(body),
+    });
+    return this._json(res);
+  }
+
+  async postBytes(path, bytes, params = {}) {
+    const q = new URLSearchParams(params).toString();
+    const res = await fetch("api/" + path + (q ? "?" + q : ""), {
+      method: "POST",
+      headers: { "Content-Type": "application/octet-stream", Accept: "application/json" },
+      body: bytes,
+    });
+    return this._json(res);
+  }
+
+  async _json(res) {
+    let body = null;
+    const text = await res.text();
+    if (text) {
+      try {
+        body = JSON.parse(text);
+      } catch (e) {
+        body = { text };
+      }
+    }
+    if (!res.ok) {
+      const msg = (body && (body.error || body.message)) || `${res.status} ${res.statusText}`;
+      throw new ApiError(res.status, msg, body);
+    }
+    return body;
+  }
+
+  capture() {
+    return this.get("capture");
+  }
+  children(group, chunk) {
+    return this.get("children", { group, chunk });
+  }
+  node(id) {
+    return this.get("node", { id });
+  }
+  value(id) {
+    return this.get("value", { id });
+  }
+  group(id) {
+    return this.get("group", { id });
+  }
+  search(q, limit = 50) {
+    return this.get("search", { q, limit });
+  }
+  source(file, line, context = 6) {
+    return this.get("source", { file, line, context });
+  }
+  reveal(frame) {
+    return this.post("reveal", { frame });
+  }
+  setup() {
+    return this.get("setup");
+  }
+  saveProfile(name, recipe) {
+    return this.post("profile", { name, recipe });
+  }
+  startCapture(profile) {
+    return this.post("capture", { profile });
+  }
+  open(bytes, name) {
+    return this.postBytes("open", bytes, name ? { name } : {});
+  }
+
+  events(handlers) {
+    const q = this.captureId !== null ? "?capture=" + encodeURIComponent(this.captureId) : "";
+    const source = new EventSource("api/events" + q);
+    for (const [name, fn] of Object.entries(handlers)) {
+      source.addEventListener(name, (ev) => {
+        let data = {};
+        try {
+          data = ev.data ? JSON.parse(ev.data) : {};
+        } catch (e) {
+          data = {};
+        }
+        fn(data);
+      });
+    }
+    return source;
+  }
+}

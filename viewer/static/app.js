@@ -1,0 +1,734 @@
+// The viewer app: state, wiring between the API, the view model, the renderer and the
+// panels. What the graph means lives in viewmodel.js; how it is drawn in renderer.js.
+
+import { Api, ApiError } from "./api.js";
+import { LayoutClient } from "./layout-client.js";
+import { GraphModel, ROOT, isContainerKey } from "./viewmodel.js";
+import { Renderer } from "./renderer.js";
+import { Inspector } from "./inspector.js";
+import { SetupForm } from "./setup.js";
+import { exportPng, exportSvg } from "./export.js";
+import { READABLE_SCALE } from "./theme.js";
+import { el, clear } from "./dom.js";
+
+const $ = (id) => document.getElementById(id);
+
+const params = new URLSearchParams(location.search);
+const api = new Api(params.get("capture"));
+
+const state = {
+  capture: null,
+  model: null,
+  renderer: null,
+  inspector: null,
+  setup: null,
+  banners: new Map(),
+  selected: null,
+  search: { results: [], active: -1, seq: 0 },
+  captureStartedHere: false,
+  firstPaintMs: null,
+  ready: false,
+  error: null,
+};
+
+// Test and benchmark hooks (read-only views of the state; no behaviour hides here).
+window.tensorviz = {
+  get ready() {
+    return state.ready;
+  },
+  get error() {
+    return state.error;
+  },
+  get firstPaintMs() {
+    return state.renderer ? state.renderer.firstPaintAt : null;
+  },
+  get layoutMs() {
+    return state.model ? state.model.lastLayoutMs : null;
+  },
+  get layoutTotalMs() {
+    return state.layout ? state.layout.totalMs : null;
+  },
+  get camera() {
+    return state.renderer ? { ...state.renderer.cam } : null;
+  },
+  get selected() {
+    return state.selected;
+  },
+  get expanded() {
+    return state.model ? [...state.model.expanded] : [];
+  },
+  get sceneVersion() {
+    return state.model ? state.model.version : 0;
+  },
+  sceneStats() {
+    const r = state.renderer;
+    return r && r.scene ? { items: r.scene.count, w: r.scene.w, h: r.scene.h, drawn: r.stats, drawMs: r.drawMs.slice(-120) } : null;
+  },
+  // The on-screen rectangle (CSS px, relative to the canvas) of an item, if laid out.
+  itemRect(key) {
+    const r = state.renderer;
+    const it = r && r.scene && r.scene.byKey.get(key);
+    if (!it) return null;
+    const [x, y] = r.toScreen(it.x, it.y);
+    return { x, y, w: it.w * r.cam.s, h: it.h * r.cam.s };
+  },
+  keys() {
+    const r = state.renderer;
+    return r && r.scene ? [...r.scene.byKey.keys()] : [];
+  },
+  fit: () => state.renderer && state.renderer.fit(),
+  readable: () => state.renderer && state.renderer.readable(),
+  panBy: (dx, dy) => state.renderer && state.renderer.panBy(dx, dy),
+  zoomAt: (x, y, f) => state.renderer && state.renderer.zoomAt(x, y, f, true),
+  toggle: (key) => toggle(key),
+  jump: (result) => jump(result),
+};
+
+// ------------------------------------------------------------------ boot
+
+async function boot() {
+  state.inspector = new Inspector($("inspector"), {
+    api,
+    onJump: (key) => focusItem(key),
+    onReveal: (frame, target) => revealFrame(frame, target),
+  });
+  wireToolbar();
+  wireDrop();
+  listenEvents();
+  let capture;
+  try {
+    capture = await api.capture();
+  } catch (err) {
+    showLoadError(err);
+    return;
+  }
+  state.capture = capture;
+  state.inspector.capture = capture;
+  renderTitle(capture);
+  renderCoverage(capture);
+  if (capture.stale && capture.stale.files && capture.stale.files.length) showStale(capture.stale.files);
+  initSetup();
+  if (capture.failure) {
+    showFailure(capture);
+    state.ready = true;
+    return;
+  }
+  const canvas = $("graph");
+  const minimap = $("minimap");
+  state.renderer = new Renderer(canvas, minimap);
+  state.layout = new LayoutClient("static/layout.worker.js");
+  state.model = new GraphModel(api, state.layout);
+  state.renderer.onDraw = () => updateZoomLabel();
+  wireCanvas(canvas, minimap);
+  new ResizeObserver(() => state.renderer.resize()).observe($("stage"));
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => state.renderer.setPalette());
+  setStatus("Laying out…");
+  try {
+    await state.model.autoExpand();
+    await relayout();
+  } catch (err) {
+    showLoadError(err);
+    return;
+  }
+  state.renderer.home();
+  setStatus("");
+  state.ready = true;
+}
+
+function showLoadError(err) {
+  state.error = String(err && err.message || err);
+  setBanner("load", "error", "Error", `Could not load the graph: ${state.error}`);
+  setStatus("");
+  state.ready = true;
+}
+
+async function relayout() {
+  const ok = await state.model.refresh();
+  if (!ok) return false;
+  state.renderer.setScene(state.model.scene);
+  minimapVisibility();
+  return true;
+}
+
+function minimapVisibility() {
+  const r = state.renderer;
+  // The overview helps only when the graph does not fit at readable detail.
+  $("minimap").hidden = !(r.scene && (r.scene.w * READABLE_SCALE > r.width * 1.1 || r.scene.h * READABLE_SCALE > r.height * 1.1));
+  if (!$("minimap").hidden) r.resize();
+}
+
+function setStatus(text) {
+  $("status").textContent = text;
+}
+
+function updateZoomLabel() {
+  const s = state.renderer.cam.s;
+  const pct = s >= 0.1 ? Math.round(s * 100) + "%" : (s * 100).toFixed(s >= 0.01 ? 1 : 2) + "%";
+  const z = $("zoom");
+  if (z.textContent !== pct) z.textContent = pct;
+}
+
+// ------------------------------------------------------------------ title & banners
+
+function renderTitle(c) {
+  const t = $("title");
+  clear(t);
+  t.append(el("strong", {}, c.title || "capture"));
+  const counts = c.counts || {};
+  const bits = [c.framework, c.backend, counts.nodes !== undefined ? `${Number(counts.nodes).toLocaleString("en-US")} nodes` : null].filter(Boolean);
+  t.append("  ·  " + bits.join(" · "));
+  t.title = `${c.title || ""} (${bits.join(", ")})`;
+  document.title = `${c.title || "capture"} — TensorViz`;
+}
+
+function setBanner(id, level, kind, text, actions = []) {
+  let b = state.banners.get(id);
+  if (!b) {
+    b = el("div", { class: "banner", "data-banner": id, role: level === "error" ? "alert" : "status" });
+    state.banners.set(id, b);
+    $("banners").append(b);
+  }
+  b.className = `banner ${level}`;
+  clear(b);
+  b.append(el("span", { class: "banner-kind" }, kind));
+  b.append(typeof text === "string" ? el("span", { class: "banner-text" }, text) : text);
+  for (const a of actions) b.append(a);
+  return b;
+}
+
+function dropBanner(id) {
+  const b = state.banners.get(id);
+  if (b) b.remove();
+  state.banners.delete(id);
+}
+
+function renderCoverage(c) {
+  const cov = c.coverage || {};
+  if (c.failure) return;
+  const parts = [];
+  if (cov.scope === "traced_program") {
+    parts.push("Traced program: shapes and dtypes are inferred from the trace for the saved inputs, not measured from an eager run.");
+  } else if (cov.scope) {
+    parts.push(`Eager execution (${cov.scope.replace(/_/g, " ")}): values were measured from a real forward.`);
+  }
+  const partial = cov.status === "partial";
+  if (partial) {
+    const reasons = (cov.reasons || []).join(", ") || "unspecified";
+    let why = `Partial coverage (${reasons}).`;
+    if ((cov.reasons || []).includes("opaque_kernel")) {
+      why += " Unexpanded subprograms (cond, scan, while…) keep only their boundary and output shapes; no branch or iteration is reported as executed.";
+    }
+    parts.push(why);
+  }
+  if (cov.effects === "incomplete") parts.push("Effects are incomplete.");
+  const level = partial || cov.effects === "incomplete" ? "warn" : "info";
+  const kind = partial ? "Partial" : cov.scope === "traced_program" ? "Traced program" : "Eager";
+  const b = setBanner("coverage", level, kind, parts.join(" "));
+  b.dataset.scope = cov.scope || "";
+  b.dataset.status = cov.status || "";
+}
+
+function showStale(files) {
+  const list = (files || []).join(", ") || "a source file";
+  const actions = [];
+  if (state.setup && state.setup.profile) {
+    actions.push(el("button", { type: "button", onclick: () => state.setup.capture() }, "Capture again"));
+  }
+  setBanner("stale", "warn", "Stale", `This graph is stale: ${list} changed since it was captured.`, actions);
+}
+
+function showProgress(data) {
+  const bar = el("div", { class: "progress-bar" }, el("div"));
+  if (typeof data.fraction === "number") bar.firstChild.style.width = Math.round(Math.max(0, Math.min(1, data.fraction)) * 100) + "%";
+  else bar.hidden = true;
+  const text = el("span", { class: "banner-text" }, data.message || "Capturing…");
+  setBanner("progress", "info", "Capturing", text, [bar]);
+}
+
+function showFailure(c) {
+  const f = c.failure;
+  $("failure").hidden = false;
+  $("stage").classList.add("failed");
+  $("failure-title").textContent = f.type || "Capture failed";
+  $("failure-message").textContent = f.message || "";
+  const facts = $("failure-facts");
+  clear(facts);
+  const rows = [["stage", f.stage], ["framework", c.framework], ["backend", c.backend], ["profile", c.recipe && c.recipe.model]];
+  for (const [k, v] of rows) if (v) facts.append(el("dt", {}, k), el("dd", {}, String(v)));
+  const frames = $("failure-frames");
+  clear(frames);
+  for (const fr of f.frames || []) {
+    frames.append(el("li", {}, el("button", { type: "button", class: "frame-link", onclick: () => revealFrame(fr, null) },
+      `${fr.file}:${fr.line}${fr.column ? ":" + fr.column : ""}`, el("span", { class: "fn" }, fr.function || ""))));
+  }
+  $("failure-frames-title").hidden = !(f.frames && f.frames.length);
+  const details = $("failure-details");
+  if (f.details && Object.keys(f.details).length) {
+    details.hidden = false;
+    details.textContent = JSON.stringify(f.details, null, 2);
+  }
+  setBanner("failure", "error", "Failed", `Capture failed at ${f.stage || "trace"}: ${f.message || f.type}`);
+  setStatus("");
+}
+
+// ------------------------------------------------------------------ events (SSE)
+
+function listenEvents() {
+  if (typeof EventSource === "undefined") return;
+  api.events({
+    progress: (d) => showProgress(d),
+    stale: (d) => showStale(d.files),
+    fresh: () => dropBanner("stale"),
+    "capture-ready": (d) => {
+      dropBanner("progress");
+      const open = () => openCapture(d.id);
+      if (state.captureStartedHere) return open();
+      setBanner("ready", "ok", "Ready", "A new capture is ready.", [el("button", { type: "button", onclick: open }, "Open it")]);
+    },
+    "capture-failed": (d) => {
+      dropBanner("progress");
+      setBanner("capture-failed", "error", "Failed", `Capture failed: ${d.message || "unknown error"}`);
+    },
+  });
+}
+
+function openCapture(id) {
+  const q = new URLSearchParams(location.search);
+  if (id === undefined || id === null) q.delete("capture");
+  else q.set("capture", id);
+  location.search = q.toString();
+}
+
+// ------------------------------------------------------------------ setup form
+
+async function initSetup() {
+  state.setup = new SetupForm($("setup"), {
+    api,
+    onCaptureStarted: () => {
+      state.captureStartedHere = true;
+      showProgress({ message: "Capture started…" });
+    },
+  });
+  const available = await state.setup.load();
+  $("btn-setup").hidden = !available;
+  if (available && state.setup.needsInput) state.setup.open();
+  if (available && state.banners.has("stale")) showStale(state.capture.stale && state.capture.stale.files);
+}
+
+// ------------------------------------------------------------------ interactions
+
+function wireToolbar() {
+  $("btn-fit").onclick = () => state.renderer && state.renderer.fit();
+  $("btn-readable").onclick = () => readable();
+  $("btn-zoom-in").onclick = () => zoomCentre(1.25);
+  $("btn-zoom-out").onclick = () => zoomCentre(0.8);
+  $("btn-setup").onclick = () => state.setup.toggle();
+  $("btn-open").onclick = () => $("file-input").click();
+  $("file-input").onchange = (e) => {
+    const f = e.target.files && e.target.files[0];
+    if (f) openFile(f);
+  };
+  $("btn-png").onclick = () => state.renderer && exportPng(state.renderer, fileStem());
+  $("btn-svg").onclick = () => state.renderer && exportSvg(state.renderer, fileStem());
+  wireSearch();
+  document.addEventListener("keydown", onKey);
+}
+
+function fileStem() {
+  return (state.capture && state.capture.title ? state.capture.title : "tensorviz").replace(/[^A-Za-z0-9_.-]+/g, "_");
+}
+
+function readable() {
+  const r = state.renderer;
+  if (!r) return;
+  const it = state.selected && r.scene && r.scene.byKey.get(state.selected);
+  if (it) r.readable(it.x + it.w / 2, it.y + it.h / 2);
+  else r.readable();
+}
+
+function zoomCentre(f) {
+  const r = state.renderer;
+  if (r) r.zoomAt(r.width / 2, r.height / 2, f);
+}
+
+function onKey(e) {
+  const target = e.target;
+  const typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT");
+  if (e.key === "Escape") {
+    if (typing) target.blur();
+    hideResults();
+    if (!$("setup").hidden) state.setup.close();
+    else if (state.selected || !$("inspector").hidden) select(null);
+    return;
+  }
+  if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
+  const r = state.renderer;
+  switch (e.key) {
+    case "/":
+      e.preventDefault();
+      $("search").focus();
+      $("search").select();
+      return;
+    case "f":
+      if (r) r.fit();
+      break;
+    case "r":
+      readable();
+      break;
+    case "+":
+    case "=":
+      zoomCentre(1.25);
+      break;
+    case "-":
+    case "_":
+      zoomCentre(0.8);
+      break;
+    case "ArrowLeft":
+      if (r) r.panBy(80, 0);
+      break;
+    case "ArrowRight":
+      if (r) r.panBy(-80, 0);
+      break;
+    case "ArrowUp":
+      if (r) r.panBy(0, 80);
+      break;
+    case "ArrowDown":
+      if (r) r.panBy(0, -80);
+      break;
+    case "Enter":
+      if (state.selected && isContainerKey(state.selected)) toggle(state.selected);
+      break;
+    default:
+      return;
+  }
+  e.preventDefault();
+}
+
+function wireCanvas(canvas, minimap) {
+  const r = state.renderer;
+  const pointers = new Map();
+  let drag = null;
+  let pinch = null;
+  const local = (e) => {
+    const rect = canvas.getBoundingClientRect();
+    return [e.clientX - rect.left, e.clientY - rect.top];
+  };
+  canvas.addEventListener("pointerdown", (e) => {
+    canvas.focus({ preventScroll: true });
+    canvas.setPointerCapture(e.pointerId);
+    pointers.set(e.pointerId, local(e));
+    if (pointers.size === 1) {
+      const [x, y] = local(e);
+      drag = { x, y, moved: 0 };
+    } else if (pointers.size === 2) {
+      const [a, b] = [...pointers.values()];
+      pinch = { d: Math.hypot(a[0] - b[0], a[1] - b[1]) };
+      drag = null;
+    }
+  });
+  canvas.addEventListener("pointermove", (e) => {
+    const [x, y] = local(e);
+    if (pointers.has(e.pointerId)) pointers.set(e.pointerId, [x, y]);
+    if (pinch && pointers.size === 2) {
+      const [a, b] = [...pointers.values()];
+      const d = Math.hypot(a[0] - b[0], a[1] - b[1]);
+      if (pinch.d > 0) r.zoomAt((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, d / pinch.d);
+      pinch.d = d;
+      return;
+    }
+    if (drag) {
+      const dx = x - drag.x;
+      const dy = y - drag.y;
+      drag.moved += Math.abs(dx) + Math.abs(dy);
+      drag.x = x;
+      drag.y = y;
+      if (drag.moved > 3) canvas.classList.add("dragging");
+      r.panBy(dx, dy);
+      return;
+    }
+    const [wx, wy] = r.toWorld(x, y);
+    const hit = state.model.hitTest(wx, wy);
+    canvas.classList.toggle("pointing", !!hit && hit.type !== "in" && hit.type !== "out");
+  });
+  const end = (e) => {
+    pointers.delete(e.pointerId);
+    if (pointers.size < 2) pinch = null;
+    if (drag && e.type === "pointerup" && drag.moved <= 3) {
+      const [x, y] = local(e);
+      const [wx, wy] = r.toWorld(x, y);
+      const hit = state.model.hitTest(wx, wy);
+      select(hit ? hit.key : null);
+    }
+    drag = null;
+    canvas.classList.remove("dragging");
+  };
+  canvas.addEventListener("pointerup", end);
+  canvas.addEventListener("pointercancel", end);
+  canvas.addEventListener("dblclick", (e) => {
+    const [x, y] = local(e);
+    const [wx, wy] = r.toWorld(x, y);
+    const hit = state.model.hitTest(wx, wy);
+    if (hit && isContainerKey(hit.key)) toggle(hit.key);
+  });
+  canvas.addEventListener("wheel", (e) => {
+    e.preventDefault();
+    const [x, y] = local(e);
+    // Trackpad pinch arrives as ctrl+wheel with small deltas; a mouse wheel as lines.
+    const unit = e.deltaMode === 1 ? 16 : 1;
+    const k = e.ctrlKey ? 0.01 : 0.0015;
+    r.zoomAt(x, y, Math.exp(-e.deltaY * unit * k));
+  }, { passive: false });
+
+  // Minimap: click or drag to move the view.
+  let mmDrag = false;
+  const mmMove = (e) => {
+    const rect = minimap.getBoundingClientRect();
+    const w = r.minimapToWorld(e.clientX - rect.left, e.clientY - rect.top);
+    if (!w) return;
+    r.cam.tx = r.width / 2 - w[0] * r.cam.s;
+    r.cam.ty = r.height / 2 - w[1] * r.cam.s;
+    r.requestDraw();
+  };
+  minimap.addEventListener("pointerdown", (e) => {
+    mmDrag = true;
+    minimap.setPointerCapture(e.pointerId);
+    mmMove(e);
+  });
+  minimap.addEventListener("pointermove", (e) => mmDrag && mmMove(e));
+  minimap.addEventListener("pointerup", () => (mmDrag = false));
+}
+
+async function toggle(key) {
+  const m = state.model;
+  const r = state.renderer;
+  if (!m || !isContainerKey(key) || key === ROOT) return;
+  const before = m.scene && m.scene.byKey.get(key);
+  const anchor = before ? r.toScreen(before.x, before.y) : null;
+  m.toggle(key);
+  setStatus(m.expanded.has(key) ? "Expanding…" : "Collapsing…");
+  let ok = false;
+  try {
+    ok = await relayout();
+  } catch (err) {
+    setBanner("load", "error", "Error", `Could not expand: ${err.message || err}`);
+  }
+  if (!ok) return;
+  setStatus("");
+  const after = m.scene.byKey.get(key);
+  if (anchor && after) {
+    // Keep the toggled group where it was on screen; the rest moves around it.
+    r.cam.tx = anchor[0] - after.x * r.cam.s;
+    r.cam.ty = anchor[1] - after.y * r.cam.s;
+    r.requestDraw();
+  }
+  select(key);
+}
+
+function select(key) {
+  state.selected = key;
+  const r = state.renderer;
+  if (r) {
+    r.selected = key;
+    r.requestDraw();
+  }
+  if (!key) {
+    state.inspector.hide();
+    return;
+  }
+  const it = r && r.scene && r.scene.byKey.get(key);
+  state.inspector.show(key, it ? it.item : null);
+}
+
+// Selects and centres an item already in the scene (or expands the way to a node).
+async function focusItem(key) {
+  const r = state.renderer;
+  let it = r.scene && r.scene.byKey.get(key);
+  if (!it && key.startsWith("n")) {
+    try {
+      const node = await api.node(Number(key.slice(1)));
+      if (node.item_path && node.item_path.length) await state.model.revealPath(node.item_path);
+      else await state.model.reveal(key, (node.group_path || []).map((g) => g.id));
+      r.setScene(state.model.scene);
+      it = r.scene.byKey.get(key);
+    } catch (err) {
+      setBanner("load", "error", "Error", `Could not show ${key}: ${err.message || err}`);
+      return;
+    }
+  }
+  if (!it) return;
+  r.centerOn(it, Math.max(r.cam.s, READABLE_SCALE));
+  r.flash = key;
+  setTimeout(() => {
+    if (r.flash === key) {
+      r.flash = null;
+      r.requestDraw();
+    }
+  }, 1600);
+  select(key);
+}
+
+// ------------------------------------------------------------------ search
+
+function wireSearch() {
+  const input = $("search");
+  let timer = null;
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => runSearch(input.value.trim()), 140);
+  });
+  input.addEventListener("keydown", (e) => {
+    const s = state.search;
+    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+      e.preventDefault();
+      if (!s.results.length) return;
+      s.active = (s.active + (e.key === "ArrowDown" ? 1 : -1) + s.results.length) % s.results.length;
+      paintResults();
+    } else if (e.key === "Enter") {
+      e.preventDefault();
+      clearTimeout(timer);
+      const pick = async () => {
+        if (!s.results.length || s.query !== input.value.trim()) await runSearch(input.value.trim());
+        const r = s.results[Math.max(0, s.active)];
+        if (r) jump(r);
+      };
+      pick();
+    }
+  });
+  input.addEventListener("focus", () => state.search.results.length && ($("search-results").hidden = false));
+  document.addEventListener("pointerdown", (e) => {
+    if (!e.target.closest(".search")) hideResults();
+  });
+}
+
+async function runSearch(q) {
+  const s = state.search;
+  const seq = ++s.seq;
+  s.query = q;
+  if (!q) {
+    s.results = [];
+    hideResults();
+    return;
+  }
+  let res;
+  try {
+    res = await api.search(q, 50);
+  } catch (err) {
+    res = { results: [], error: err.message };
+  }
+  if (seq !== s.seq) return; // a newer query is on its way
+  s.results = res.results || [];
+  s.truncated = !!res.truncated;
+  s.active = s.results.length ? 0 : -1;
+  paintResults(res.error);
+}
+
+function paintResults(error) {
+  const ul = $("search-results");
+  const s = state.search;
+  clear(ul);
+  if (!s.results.length) {
+    ul.append(el("li", { class: "empty" }, error ? `Search failed: ${error}` : "No matches"));
+  }
+  s.results.forEach((r, i) => {
+    const li = el("li", { role: "option", "aria-selected": String(i === s.active), "data-index": String(i) },
+      el("span", { class: "pill rtype" + (r.type === "group" ? " kind" : "") }, r.type),
+      el("span", { class: "rlabel" }, r.label || `${r.type} ${r.id}`),
+      el("span", { class: "rwhy" }, r.why || ""));
+    li.addEventListener("pointerdown", (e) => {
+      e.preventDefault();
+      jump(r);
+    });
+    ul.append(li);
+  });
+  if (s.truncated) ul.append(el("li", { class: "empty" }, "More matches: refine the search"));
+  ul.hidden = false;
+}
+
+function hideResults() {
+  $("search-results").hidden = true;
+}
+
+async function jump(result) {
+  hideResults();
+  const m = state.model;
+  if (!m) return;
+  let key = result.key;
+  let itemPath = result.item_path;
+  if (!key) {
+    if (result.type === "node") key = "n" + result.id;
+    else if (result.type === "group") key = "g" + result.id;
+    else if (result.type === "value" && result.producer !== null && result.producer !== undefined) key = "n" + result.producer;
+  }
+  if (!key) return;
+  setStatus("Opening the path…");
+  try {
+    if (itemPath && itemPath.length) await m.revealPath(itemPath);
+    else await m.reveal(key, result.path || []);
+  } catch (err) {
+    setBanner("load", "error", "Error", `Could not open ${key}: ${err.message || err}`);
+    return;
+  }
+  state.renderer.setScene(m.scene);
+  minimapVisibility();
+  setStatus("");
+  if (!m.scene.byKey.get(key)) return;
+  await focusItem(key);
+  $("graph").focus({ preventScroll: true });
+}
+
+// ------------------------------------------------------------------ reveal (go to source)
+
+async function revealFrame(frame, target) {
+  let res;
+  try {
+    res = await api.reveal(frame);
+  } catch (err) {
+    state.inspector.showSource(target, null, `Could not reveal: ${err.message || err}`);
+    return;
+  }
+  if (res && res.handled === "viewer" && res.source) state.inspector.showSource(target, res.source, null, frame);
+  else state.inspector.showSource(target, null, `Opened ${frame.file}:${frame.line} in the editor.`);
+}
+
+// ------------------------------------------------------------------ open .tvg (drop or file picker)
+
+function wireDrop() {
+  const drop = $("drop");
+  let depth = 0;
+  const isFile = (e) => e.dataTransfer && [...e.dataTransfer.types].includes("Files");
+  window.addEventListener("dragenter", (e) => {
+    if (!isFile(e)) return;
+    depth++;
+    drop.hidden = false;
+  });
+  window.addEventListener("dragleave", () => {
+    depth = Math.max(0, depth - 1);
+    if (!depth) drop.hidden = true;
+  });
+  window.addEventListener("dragover", (e) => {
+    if (isFile(e)) e.preventDefault();
+  });
+  window.addEventListener("drop", (e) => {
+    if (!isFile(e)) return;
+    e.preventDefault();
+    depth = 0;
+    drop.hidden = true;
+    const f = e.dataTransfer.files[0];
+    if (f) openFile(f);
+  });
+}
+
+async function openFile(file) {
+  setBanner("open", "info", "Opening", `Opening ${file.name}…`);
+  try {
+    const bytes = await file.arrayBuffer();
+    const res = await api.open(bytes, file.name);
+    dropBanner("open");
+    openCapture(res.id);
+  } catch (err) {
+    const msg = err instanceof ApiError && err.status === 404 ? "this viewer server does not accept uploaded files" : err.message || String(err);
+    setBanner("open", "error", "Open", `Could not open ${file.name}: ${msg}`);
+  }
+}
+
+boot();

@@ -1,0 +1,39 @@
+// Tiny DOM helpers: elements from data, never from HTML strings (capture text is
+// untrusted: op names, file paths and params come from user code).
+
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on") && typeof v === "function") node.addEventListener(k.slice(2), v);
+    else if (k === "class") node.className = v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat()) {
+    if (c === undefined || c === null || c === false) continue;
+    node.append(c instanceof Node ? c : String(c));
+  }
+  return node;
+}
+
+export function clear(node) {
+  while (node.firstChild) node.removeChild(node.firstChild);
+}
+
+// Pretty JSON as coloured spans (keys, strings, numbers), built without innerHTML.
+export function jsonView(data) {
+  const pre = el("pre", { class: "json" });
+  const text = JSON.stringify(data, null, 2) ?? "null";
+  const re = /("(?:\\.|[^"\\])*")(\s*:)?|\b(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)\b/g;
+  let last = 0;
+  let m;
+  while ((m = re.exec(text))) {
+    if (m.index > last) pre.append(text.slice(last, m.index));
+    if (m[1] && m[2]) pre.append(el("span", { class: "k" }, m[1]), m[2]);
+    else if (m[1]) pre.append(el("span", { class: "s" }, m[1]));
+    else pre.append(el("span", { class: "n" }, m[3]));
+    last = re.lastIndex;
+  }
+  pre.append(text.slice(last));
+  return pre;
+}

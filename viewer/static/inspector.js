@@ -1,0 +1,262 @@
+// The inspector panel: everything the capture retains about the selected node, group,
+// chunk or value, fetched on demand (api/node, api/group, api/value).
+
+import { el, clear, jsonView } from "./dom.js";
+import { KIND_WORDING, formatValue } from "./theme.js";
+
+const NOT_MEASURED =
+  "not measured: traced program. Storage aliases, activation statistics and output bytes exist only for PyTorch eager captures.";
+
+export class Inspector {
+  constructor(root, { api, onJump, onReveal }) {
+    this.root = root;
+    this.api = api;
+    this.onJump = onJump;
+    this.onReveal = onReveal;
+    this.capture = null;
+    this.body = root.querySelector("#insp-body");
+    this.kicker = root.querySelector("#insp-kicker");
+    this.title = root.querySelector("#insp-title");
+    this.seq = 0;
+    this.current = null;
+    root.querySelector("#insp-close").addEventListener("click", () => this.hide());
+  }
+
+  hide() {
+    this.root.hidden = true;
+    this.current = null;
+    window.dispatchEvent(new Event("resize"));
+  }
+
+  open() {
+    if (this.root.hidden) {
+      this.root.hidden = false;
+      window.dispatchEvent(new Event("resize"));
+    }
+  }
+
+  head(kicker, title) {
+    this.kicker.textContent = kicker;
+    this.title.textContent = title;
+    clear(this.body);
+  }
+
+  async show(key, item) {
+    const seq = ++this.seq;
+    this.current = key;
+    this.open();
+    const guard = () => seq === this.seq;
+    try {
+      if (key.startsWith("n")) {
+        const d = await this.api.node(Number(key.slice(1)));
+        if (guard()) this.showNode(d);
+      } else if (key.startsWith("g")) {
+        const d = await this.api.group(Number(key.slice(1)));
+        if (guard()) this.showGroup(d, key);
+      } else if (key.startsWith("c")) {
+        this.showChunk(key, item || {});
+      } else if (key.startsWith("in:") || key.startsWith("out:")) {
+        const d = await this.api.value(Number(key.split(":")[1]));
+        if (guard()) this.showValue(d, key.startsWith("in:") ? "group input" : "group output");
+      }
+    } catch (err) {
+      if (!guard()) return;
+      this.head("error", key);
+      this.body.append(el("p", { class: "note" }, `Could not load details: ${err.message || err}`));
+    }
+  }
+
+  // ---------------------------------------------------------------- node
+
+  showNode(d) {
+    this.head(`node · n${d.id}`, d.op);
+    this.root.dataset.kind = "node";
+    const tags = el("p", {}, el("span", { class: "pill" }, `n${d.id}`), " ");
+    if (d.opaque) tags.append(el("span", { class: "pill opaque", title: "An unexpanded subprogram boundary: its body was not traced into the graph" }, "opaque"), " ");
+    this.body.append(tags);
+    if (d.opaque) {
+      this.body.append(el("p", { class: "note" }, "Opaque boundary: the subprogram inside was not expanded. Its output shapes are retained; nothing inside it is reported as executed."));
+    }
+    if (d.group_path && d.group_path.length) {
+      this.section("Scope");
+      const crumbs = el("div", { class: "crumbs" });
+      d.group_path.forEach((g, i) => {
+        if (i) crumbs.append(el("span", { class: "muted" }, " › "));
+        crumbs.append(el("button", { type: "button", class: "link-button", title: KIND_WORDING[g.kind] || g.kind, onclick: () => this.onJump("g" + g.id) }, `${g.kind} ${g.name}`));
+      });
+      this.body.append(crumbs);
+    }
+
+    this.section("Inputs");
+    const ins = el("ul", { class: "rows", "data-section": "inputs" });
+    for (const op of d.inputs || []) {
+      const li = el("li", {}, el("span", { class: "pos", title: "argument position" }, `#${op.position}`));
+      if (op.value) {
+        const v = op.value;
+        li.append(el("span", { class: "shape" }, formatValue(v)), " ", el("span", { class: "muted" }, `%${v.id}`));
+        const right = el("span", { class: "uses" });
+        if (v.producer !== null && v.producer !== undefined) right.append(this.nodeLink(v.producer, `from ${v.producer_op ? v.producer_op + " " : ""}`));
+        else right.append(el("span", { class: "muted" }, "program input"));
+        li.append(right);
+      } else {
+        li.append(el("span", { class: "muted" }, "literal"), " ", el("code", {}, JSON.stringify(op.literal)));
+      }
+      ins.append(li);
+    }
+    if (!(d.inputs || []).length) ins.append(el("li", { class: "muted" }, "no inputs"));
+    this.body.append(ins);
+
+    this.section("Outputs");
+    const outs = el("ul", { class: "rows", "data-section": "outputs" });
+    (d.outputs || []).forEach((v, i) => {
+      const li = el("li", {}, el("span", { class: "pos", title: "output index" }, `${i}`), el("span", { class: "shape" }, formatValue(v)), " ", el("span", { class: "muted" }, `%${v.id}`));
+      const uses = v.uses || [];
+      const right = el("span", { class: "uses", "data-uses": String(uses.length) });
+      if (!uses.length) right.append(el("span", { class: "muted" }, "unused"));
+      else {
+        const total = v.uses_total ?? uses.length;
+        if (total > 1) right.append(el("span", { class: "muted" }, `used ${total}×: `));
+        for (const u of uses.slice(0, 24)) right.append(this.nodeLink(u));
+        if (uses.length > 24) right.append(el("span", { class: "muted" }, `+${uses.length - 24}`));
+      }
+      li.append(right);
+      outs.append(li);
+    });
+    this.body.append(outs);
+
+    this.section("Params");
+    const params = d.params || {};
+    if (Object.keys(params).length) this.body.append(jsonView(params));
+    else this.body.append(el("p", { class: "muted" }, "No params retained."));
+
+    this.measured([...(d.inputs || []).map((o) => o.value).filter(Boolean), ...(d.outputs || [])]);
+    this.frame(d.frame, `n${d.id}`);
+  }
+
+  nodeLink(id, prefix = "") {
+    return el("button", { type: "button", class: "link-button", "data-node": String(id), onclick: () => this.onJump("n" + id) }, `${prefix}n${id}`);
+  }
+
+  section(title) {
+    this.body.append(el("h3", {}, title));
+  }
+
+  measured(values) {
+    this.section("Measured");
+    const box = el("div", { "data-section": "measured" });
+    const isMeasured = this.capture && this.capture.measured;
+    const withFields = values.filter((v) => v && v.measured);
+    if (!isMeasured || !withFields.length) {
+      const jax = !this.capture || this.capture.backend === "jaxpr" || (this.capture.coverage && this.capture.coverage.scope === "traced_program");
+      box.append(el("p", { class: "note" }, jax ? NOT_MEASURED : "not measured for these values."));
+    } else {
+      for (const v of withFields) {
+        const m = v.measured;
+        box.append(el("div", { class: "muted" }, `%${v.id} ${formatValue(v)}`));
+        const facts = el("dl", { class: "facts" });
+        const pick = (k, label) => {
+          if (m[k] !== undefined && m[k] !== null) facts.append(el("dt", {}, label), el("dd", {}, typeof m[k] === "object" ? JSON.stringify(m[k]) : String(m[k])));
+        };
+        pick("device", "device");
+        pick("bytes", "bytes");
+        pick("aliases", "aliases");
+        pick("stats", "statistics");
+        pick("statistics", "statistics");
+        pick("strides", "strides");
+        pick("storage", "storage");
+        box.append(facts);
+      }
+    }
+    this.body.append(box);
+  }
+
+  frame(frame, target) {
+    this.section("Source");
+    if (!frame) {
+      this.body.append(el("p", { class: "muted" }, "No source frame recorded."));
+      return;
+    }
+    const btn = el("button", { type: "button", class: "frame-link", "data-reveal": "1", title: "Go to source", onclick: () => this.onReveal(frame, target) },
+      `${frame.file}:${frame.line}${frame.column ? ":" + frame.column : ""}`, el("span", { class: "fn" }, frame.function ? `in ${frame.function}` : ""));
+    this.body.append(btn, el("div", { class: "source-view", id: "source-view" }));
+  }
+
+  showSource(target, source, message, frame) {
+    if (target && this.current !== target) return;
+    let box = this.body.querySelector("#source-view");
+    if (!box) {
+      this.open();
+      if (!target) this.head("source", source ? source.file : "source");
+      box = el("div", { class: "source-view", id: "source-view" });
+      this.body.append(box);
+    }
+    clear(box);
+    if (message) box.append(el("p", { class: "note" }, message));
+    if (!source) return;
+    const pre = el("pre", { class: "json source", "data-file": source.file });
+    const start = source.start_line || 1;
+    (source.lines || []).forEach((line, i) => {
+      const n = start + i;
+      pre.append(el("span", { class: "line" + (frame && n === frame.line ? " current" : "") }, el("span", { class: "ln" }, String(n)), line));
+    });
+    box.append(el("div", { class: "muted" }, source.file), pre);
+    const cur = pre.querySelector(".current");
+    if (cur) cur.scrollIntoView({ block: "center" });
+  }
+
+  // ---------------------------------------------------------------- group / chunk / value
+
+  showGroup(d, key) {
+    this.head(`group · g${d.id}`, d.name || `g${d.id}`);
+    this.root.dataset.kind = "group";
+    const wording = d.honest || KIND_WORDING[d.kind] || d.kind;
+    this.body.append(el("p", {}, el("span", { class: "pill kind" }, d.kind), " ", el("span", { class: "muted", "data-honest": "1" }, wording)));
+    const facts = el("dl", { class: "facts" });
+    const add = (k, v) => v !== undefined && v !== null && v !== "" && facts.append(el("dt", {}, k), el("dd", {}, typeof v === "object" ? JSON.stringify(v) : String(v)));
+    const path = d.parent_path || d.path || [];
+    if (path.length) add("inside", path.map((g) => `${g.kind} ${g.name}`).join(" › "));
+    const counts = d.counts || {};
+    for (const [k, v] of Object.entries(counts)) add(k, typeof v === "number" ? v.toLocaleString("en-US") : v);
+    this.body.append(facts);
+    if (d.attrs && Object.keys(d.attrs).length) {
+      this.section("Attributes");
+      this.body.append(jsonView(d.attrs));
+    }
+    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => window.tensorviz.toggle(key) }, "Expand / collapse")));
+  }
+
+  showChunk(key, item) {
+    this.head("chunk", item.label || key);
+    this.root.dataset.kind = "chunk";
+    this.body.append(el("p", { class: "note" }, "A chunk of a large group, in program order. Groups with many direct children are split into chunks so that each layout stays small; it is not a scope of the program."));
+    const facts = el("dl", { class: "facts" });
+    if (item.child_count !== undefined) facts.append(el("dt", {}, "items"), el("dd", {}, String(item.child_count)));
+    if (item.sublabel) facts.append(el("dt", {}, "range"), el("dd", {}, String(item.sublabel)));
+    this.body.append(facts);
+    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => window.tensorviz.toggle(key) }, "Expand / collapse")));
+  }
+
+  showValue(d, kicker = "value") {
+    const v = d.value || d;
+    this.open();
+    this.head(`${kicker} · %${v.id}`, formatValue(v));
+    this.root.dataset.kind = "value";
+    const facts = el("dl", { class: "facts" });
+    facts.append(el("dt", {}, "dtype"), el("dd", {}, String(v.dtype)), el("dt", {}, "shape"), el("dd", {}, `[${(v.shape || []).join(", ")}]`));
+    this.body.append(facts);
+    this.section("Produced by");
+    let producer = d.producer ?? v.producer;
+    if (producer && typeof producer === "object") producer = producer.id;
+    this.body.append(producer !== null && producer !== undefined ? this.nodeLink(producer) : el("span", { class: "muted" }, "program input"));
+    this.section("Used by");
+    const uses = d.uses || v.uses || [];
+    const row = el("div", { class: "uses", "data-uses": String(uses.length) });
+    for (const u of uses.slice(0, 60)) {
+      if (u && typeof u === "object") row.append(this.nodeLink(u.id, (u.op ? u.op + " " : "") + (u.positions && u.positions.length ? `#${u.positions.join(",")} ` : "")));
+      else row.append(this.nodeLink(u));
+    }
+    if (!uses.length) row.append(el("span", { class: "muted" }, "no uses"));
+    this.body.append(row);
+    this.measured([v]);
+  }
+}

@@ -1,0 +1,227 @@
+// Layout Web Worker: lays out one container (the root, a group or a chunk) at a time
+// with ELK's layered algorithm, off the main thread.
+//
+// Protocol (typed messages, see layout-client.js for the other side):
+//   in:  {type:"layout", seq, style, jobs:[{sig, items, edges}]}   jobs in post-order
+//        (an expanded child's own job comes before its parent's)
+//   out: {type:"result", seq, sig, layout, ms}  one per finished job
+//        {type:"done", seq, ms} | {type:"dropped", seq} | {type:"error", seq, sig, message}
+//
+// A newer request wins: between two jobs the worker yields to its event loop, and a
+// batch whose seq is no longer the newest is abandoned ("dropped"). Finished layouts are
+// cached by signature (container + expansion state of everything inside it), so expanding
+// one group only lays out that group and its ancestors, never the whole graph.
+//
+// Classic worker on purpose: ELK ships as a UMD bundle, loaded with importScripts.
+"use strict";
+
+// ELK's bundle registers itself as a worker message handler when it sees a worker global
+// (no `document`). We want it as a library, in-thread, so it must see a `document` while
+// it initialises; the stub is removed right after.
+self.document = {};
+importScripts("vendor/elk.bundled-0.9.3.js");
+const elk = new self.ELK();
+delete self.document;
+
+const cache = new Map(); // sig -> layout (bounded, oldest evicted)
+const CACHE_MAX = 4000;
+let newestSeq = -1;
+let running = false;
+let pending = null;
+
+let measureCtx = null;
+try {
+  measureCtx = new OffscreenCanvas(8, 8).getContext("2d");
+} catch (e) {
+  measureCtx = null;
+}
+
+function textWidth(text, font, fallbackPx) {
+  if (measureCtx) {
+    measureCtx.font = font;
+    return measureCtx.measureText(text).width;
+  }
+  return text.length * fallbackPx;
+}
+
+// Size of an item drawn as a card, from the style the renderer uses.
+function cardSize(item, style) {
+  if (item.expandedSig) {
+    const inner = cache.get(item.expandedSig);
+    if (inner) {
+      return {
+        w: Math.max(inner.w + 2 * style.groupPadX, style.minGroupWidth),
+        h: inner.h + style.groupHeader + style.groupPadBottom,
+      };
+    }
+  }
+  if (item.kind === "in" || item.kind === "out") {
+    const w = textWidth(item.title, style.fontMono, 7) + 2 * style.padX;
+    return { w: Math.max(80, Math.min(style.maxCardWidth, Math.ceil(w))), h: style.boundaryHeight };
+  }
+  let w = textWidth(item.title, style.fontTitle, 7.5);
+  if (item.tag) w += textWidth(item.tag, style.fontTag, 6) + style.tagGap;
+  for (const line of item.lines) w = Math.max(w, textWidth(line, style.fontMono, 7));
+  const h = style.padTop + style.titleHeight + item.lines.length * style.lineHeight + style.padBottom;
+  return {
+    w: Math.max(style.minCardWidth, Math.min(style.maxCardWidth, Math.ceil(w + 2 * style.padX))),
+    h: Math.ceil(h),
+  };
+}
+
+const LAYOUT_OPTIONS = {
+  "elk.algorithm": "layered",
+  "elk.direction": "DOWN",
+  "elk.edgeRouting": "ORTHOGONAL",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "44",
+  "elk.layered.spacing.edgeNodeBetweenLayers": "18",
+  "elk.spacing.nodeNode": "28",
+  "elk.spacing.edgeNode": "14",
+  "elk.spacing.edgeEdge": "10",
+  "elk.layered.nodePlacement.strategy": "BRANDES_KOEPF",
+  "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
+  "elk.layered.thoroughness": "4",
+  "elk.padding": "[top=10,left=10,bottom=10,right=10]",
+};
+
+async function layoutJob(job, style) {
+  const sizes = new Map();
+  const children = job.items.map((item) => {
+    const s = cardSize(item, style);
+    sizes.set(item.key, s);
+    return { id: item.key, width: s.w, height: s.h };
+  });
+  const present = new Set(sizes.keys());
+  const edges = [];
+  job.edges.forEach((e, i) => {
+    if (e.source === e.target || !present.has(e.source) || !present.has(e.target)) return;
+    edges.push({ id: "e" + i, sources: [e.source], targets: [e.target], _i: i });
+  });
+  let out;
+  try {
+    out = await elk.layout(
+      { id: "root", layoutOptions: LAYOUT_OPTIONS, children, edges },
+      { logging: false, measureExecutionTime: false }
+    );
+  } catch (err) {
+    return fallbackLayout(job, sizes);
+  }
+  const items = {};
+  let w = 0;
+  let h = 0;
+  for (const c of out.children) {
+    items[c.id] = { x: c.x, y: c.y, w: c.width, h: c.height };
+    w = Math.max(w, c.x + c.width);
+    h = Math.max(h, c.y + c.height);
+  }
+  const routed = [];
+  for (const e of out.edges || []) {
+    const src = job.edges[Number(e.id.slice(1))];
+    const points = [];
+    for (const s of e.sections || []) {
+      points.push([s.startPoint.x, s.startPoint.y]);
+      for (const b of s.bendPoints || []) points.push([b.x, b.y]);
+      points.push([s.endPoint.x, s.endPoint.y]);
+    }
+    if (points.length < 2) continue;
+    for (const [px, py] of points) {
+      w = Math.max(w, px);
+      h = Math.max(h, py);
+    }
+    routed.push({ source: src.source, target: src.target, label: src.label || "", value: src.value, points, labelAt: labelPoint(points) });
+  }
+  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), items, edges: routed };
+}
+
+// Labels sit beside the middle of the longest vertical run, where they do not cover cards.
+function labelPoint(points) {
+  let best = null;
+  let bestLen = -1;
+  for (let i = 0; i + 1 < points.length; i++) {
+    const [x1, y1] = points[i];
+    const [x2, y2] = points[i + 1];
+    const len = Math.abs(y2 - y1) + (x1 === x2 ? 0 : -1000);
+    if (len > bestLen) {
+      bestLen = len;
+      best = [(x1 + x2) / 2, (y1 + y2) / 2];
+    }
+  }
+  return best;
+}
+
+// Used only if ELK rejects a graph: program order, top to bottom, never an empty view.
+function fallbackLayout(job, sizes) {
+  const items = {};
+  let y = 10;
+  let w = 0;
+  for (const item of job.items) {
+    const s = sizes.get(item.key);
+    items[item.key] = { x: 10, y, w: s.w, h: s.h };
+    y += s.h + 30;
+    w = Math.max(w, s.w + 20);
+  }
+  const edges = [];
+  for (const e of job.edges) {
+    const a = items[e.source];
+    const b = items[e.target];
+    if (!a || !b || a === b) continue;
+    const p = [[a.x + a.w / 2, a.y + a.h], [b.x + b.w / 2, b.y]];
+    edges.push({ source: e.source, target: e.target, label: e.label || "", value: e.value, points: p, labelAt: [(p[0][0] + p[1][0]) / 2, (p[0][1] + p[1][1]) / 2] });
+  }
+  return { w, h: y, items, edges, fallback: true };
+}
+
+function remember(sig, layout) {
+  if (cache.has(sig)) cache.delete(sig);
+  cache.set(sig, layout);
+  if (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value);
+}
+
+const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+async function run(request) {
+  const t0 = performance.now();
+  for (const job of request.jobs) {
+    if (request.seq !== newestSeq) {
+      self.postMessage({ type: "dropped", seq: request.seq });
+      return;
+    }
+    let layout = cache.get(job.sig);
+    const j0 = performance.now();
+    if (!layout) {
+      try {
+        layout = await layoutJob(job, request.style);
+      } catch (err) {
+        self.postMessage({ type: "error", seq: request.seq, sig: job.sig, message: String(err && err.message || err) });
+        continue;
+      }
+      remember(job.sig, layout);
+    }
+    self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
+    await yieldToEvents(); // let a newer request arrive and win
+  }
+  self.postMessage({ type: "done", seq: request.seq, ms: performance.now() - t0 });
+}
+
+async function pump() {
+  if (running) return;
+  running = true;
+  while (pending) {
+    const request = pending;
+    pending = null;
+    await run(request);
+  }
+  running = false;
+}
+
+self.onmessage = (event) => {
+  const msg = event.data;
+  if (msg && msg.type === "layout") {
+    newestSeq = Math.max(newestSeq, msg.seq);
+    if (pending) self.postMessage({ type: "dropped", seq: pending.seq });
+    pending = msg;
+    pump();
+  } else if (msg && msg.type === "forget") {
+    cache.clear();
+  }
+};

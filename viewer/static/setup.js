@@ -1,0 +1,298 @@
+// The setup form: a profile's inputs (shape, dtype, generator) and setup fields, from
+// `GET api/setup`; "Save & capture" posts `api/profile` then `api/capture`. Validation
+// comes from the server's recipe rules (`errors:[{path, message}]`), shown next to the
+// control whose path matches and in a list.
+
+import { el, clear } from "./dom.js";
+
+const DTYPES = ["float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8", "uint8", "bool", "complex64"];
+const GENERATORS = ["full", "zeros", "ones", "normal", "uniform", "arange", "randint"];
+
+export class SetupForm {
+  constructor(root, { api, onCaptureStarted }) {
+    this.root = root;
+    this.api = api;
+    this.onCaptureStarted = onCaptureStarted;
+    this.data = null;
+    this.form = root.querySelector("#setup-form");
+    this.form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.save();
+    });
+    root.querySelector("#setup-close").addEventListener("click", () => this.close());
+  }
+
+  get profile() {
+    return this.data ? this.data.profile : null;
+  }
+
+  get needsInput() {
+    return !!(this.data && this.data.needs && this.data.needs.length);
+  }
+
+  // False when the server has no setup provider (404): the form stays hidden.
+  async load() {
+    try {
+      this.data = await this.api.setup();
+    } catch (err) {
+      this.data = null;
+      return false;
+    }
+    if (!this.data) return false;
+    this.render();
+    return true;
+  }
+
+  open() {
+    document.getElementById("inspector").hidden = true;
+    this.root.hidden = false;
+    window.dispatchEvent(new Event("resize"));
+    const first = this.root.querySelector("[aria-invalid=true], input");
+    if (first) first.focus();
+  }
+
+  close() {
+    this.root.hidden = true;
+    window.dispatchEvent(new Event("resize"));
+  }
+
+  toggle() {
+    if (this.root.hidden) this.open();
+    else this.close();
+  }
+
+  render() {
+    const d = this.data;
+    const recipe = d.recipe || {};
+    this.root.querySelector("#setup-title").textContent = recipe.model || d.profile || "New profile";
+    this.root.querySelector("#setup-name").value = d.profile || suggestName(recipe);
+
+    const needs = this.root.querySelector("#setup-needs");
+    clear(needs);
+    needs.hidden = !(d.needs && d.needs.length);
+    if (!needs.hidden) {
+      needs.append(el("strong", {}, "Needed before capture: "));
+      const ul = el("ul");
+      for (const n of d.needs) ul.append(el("li", {}, typeof n === "string" ? n : n.message || n.path || JSON.stringify(n)));
+      needs.append(ul);
+    }
+
+    const inputs = this.root.querySelector("#setup-inputs");
+    clear(inputs);
+    (d.inputs || []).forEach((inp, i) => inputs.append(this.inputCard(inp, i)));
+    if (!(d.inputs || []).length) inputs.append(el("p", { class: "muted" }, "No array inputs."));
+
+    const fields = this.root.querySelector("#setup-fields");
+    clear(fields);
+    (d.fields || []).forEach((f) => fields.append(this.fieldControl(f)));
+    this.root.querySelector("#setup-fields-title").hidden = !(d.fields || []).length;
+    this.showErrors([]);
+  }
+
+  inputCard(inp, i) {
+    const path = inp.path || `inputs.args[${i}]`;
+    const shape = inp.shape || [];
+    const unknown = (inp.unknown || []).map(String);
+    const shapeText = shape.map((x) => (typeof x === "number" ? String(x) : "")).join(", ");
+    const card = el("div", { class: "input-card", "data-input": inp.name || String(i), "data-path": path });
+    card.append(el("div", { class: "input-name" }, inp.name || `argument ${i}`, inp.annotation ? el("span", { class: "muted" }, `: ${inp.annotation}`) : null));
+    const shapeInput = el("input", {
+      name: "shape", value: shapeText, "data-path": path + ".shape", placeholder: shape.map(String).join(", ") || "e.g. 2, 3", inputmode: "numeric",
+    });
+    const missing = shape.some((x) => typeof x !== "number") || unknown.length;
+    if (missing) shapeInput.setAttribute("aria-invalid", "true");
+    card.append(el("label", {}, missing ? `shape (needed: ${shape.filter((x) => typeof x !== "number").concat(unknown).join(", ") || "dimensions"})` : "shape", shapeInput));
+    const dtype = el("select", { name: "dtype", "data-path": path + ".dtype" }, DTYPES.map((t) => el("option", { value: t, selected: t === (inp.dtype || "float32") }, t)));
+    if (inp.dtype && !DTYPES.includes(inp.dtype)) dtype.prepend(el("option", { value: inp.dtype, selected: true }, inp.dtype));
+    card.append(el("label", {}, "dtype", dtype));
+    const gen = inp.generator || { kind: "normal" };
+    const genSel = el("select", { name: "generator", "data-path": path + ".generator" }, GENERATORS.map((g) => el("option", { value: g, selected: g === gen.kind }, g)));
+    if (gen.kind && !GENERATORS.includes(gen.kind)) genSel.prepend(el("option", { value: gen.kind, selected: true }, gen.kind));
+    card.append(el("label", {}, "generator", genSel));
+    const genValue = el("input", { name: "generator-value", value: gen.value !== undefined ? String(gen.value) : "", "data-path": path + ".generator.value", placeholder: "value (full)" });
+    card.append(el("label", {}, "value", genValue));
+    card.append(el("div", { class: "field-error", hidden: true }));
+    card._inp = inp;
+    return card;
+  }
+
+  fieldControl(f) {
+    const path = f.path || `init.kwargs.${f.name}`;
+    const type = (f.type || f.annotation || "str").toLowerCase();
+    const value = f.value !== undefined ? f.value : f.default;
+    let input;
+    if (type === "bool" || typeof value === "boolean") {
+      input = el("select", { name: f.name, "data-path": path, "data-type": "bool" },
+        el("option", { value: "true", selected: value === true }, "True"), el("option", { value: "false", selected: value !== true }, "False"));
+    } else if (f.choices && f.choices.length) {
+      input = el("select", { name: f.name, "data-path": path, "data-type": type }, f.choices.map((c) => el("option", { value: String(c), selected: c === value }, String(c))));
+    } else {
+      input = el("input", {
+        name: f.name, "data-path": path, "data-type": type,
+        value: value === undefined || value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value),
+        inputmode: type === "int" || type === "float" ? "decimal" : undefined,
+        placeholder: f.required ? "required" : "",
+      });
+      if (f.required && (value === undefined || value === null)) input.setAttribute("aria-invalid", "true");
+    }
+    const label = el("label", { class: "field", "data-field": f.name },
+      el("span", {}, f.name, f.annotation ? el("code", { class: "muted" }, `  ${f.annotation}`) : null),
+      input,
+      f.help ? el("small", {}, f.help) : null,
+      el("div", { class: "field-error", hidden: true }));
+    return label;
+  }
+
+  // The recipe to save: the server's recipe with the form's inputs and fields in it.
+  collect() {
+    const recipe = structuredClone(this.data.recipe || {});
+    const args = [];
+    const kwargs = {};
+    const problems = [];
+    this.root.querySelectorAll(".input-card").forEach((card, i) => {
+      const inp = card._inp || {};
+      const shapeInput = card.querySelector("[name=shape]");
+      const text = shapeInput.value.trim();
+      const shape = text === "" ? [] : text.split(/[\s,x×]+/).filter(Boolean).map((t) => (/^\d+$/.test(t) ? Number(t) : t));
+      if (shape.some((x) => typeof x !== "number")) problems.push({ path: shapeInput.dataset.path, message: "every dimension must be a whole number" });
+      const genKind = card.querySelector("[name=generator]").value;
+      const genValue = card.querySelector("[name=generator-value]").value.trim();
+      const generator = { ...(inp.generator && inp.generator.kind === genKind ? inp.generator : {}), kind: genKind };
+      if (genValue !== "") generator.value = Number.isNaN(Number(genValue)) ? genValue : Number(genValue);
+      else delete generator.value;
+      const desc = {
+        ...(inp.description || {}),
+        kind: inp.kind || "tensor",
+        shape,
+        dtype: card.querySelector("[name=dtype]").value,
+        requires_grad: false,
+        generator,
+      };
+      if (inp.kwarg || (inp.path && inp.path.includes("kwargs"))) kwargs[inp.name] = desc;
+      else args.push(desc);
+    });
+    if (this.data.inputs && this.data.inputs.length) {
+      recipe.inputs = { ...(recipe.inputs || {}), args, kwargs: { ...((recipe.inputs && recipe.inputs.kwargs) || {}), ...kwargs } };
+      delete recipe.inputs.factory;
+    }
+    const fields = this.root.querySelectorAll("[data-field] [data-path]");
+    if (fields.length) {
+      recipe.init = recipe.init || { args: [], kwargs: {} };
+      recipe.init.kwargs = { ...(recipe.init.kwargs || {}) };
+      fields.forEach((input) => {
+        const name = input.name;
+        const raw = input.value.trim();
+        const type = input.dataset.type;
+        let v = raw;
+        if (type === "bool") v = raw === "true";
+        else if (type === "int") v = /^-?\d+$/.test(raw) ? Number(raw) : raw;
+        else if (type === "float") v = raw !== "" && !Number.isNaN(Number(raw)) ? Number(raw) : raw;
+        else if (raw === "") return;
+        else if (/^[[{]/.test(raw)) {
+          try {
+            v = JSON.parse(raw);
+          } catch (e) {
+            v = raw;
+          }
+        }
+        if (raw === "" && type !== "bool") return;
+        recipe.init.kwargs[name] = v;
+      });
+    }
+    return { recipe, problems };
+  }
+
+  showErrors(errors) {
+    const list = this.root.querySelector("#setup-errors");
+    clear(list);
+    list.hidden = !errors.length;
+    this.root.querySelectorAll(".field-error").forEach((n) => {
+      n.hidden = true;
+      n.textContent = "";
+    });
+    this.root.querySelectorAll("[data-path][aria-invalid]").forEach((n) => n.removeAttribute("aria-invalid"));
+    for (const e of errors) {
+      list.append(el("li", {}, e.path ? el("code", {}, e.path) : null, e.path ? ": " : "", e.message));
+      const control = this.controlFor(e.path || "");
+      if (control) {
+        control.setAttribute("aria-invalid", "true");
+        const holder = control.closest(".input-card, .field");
+        const slot = holder && holder.querySelector(".field-error");
+        if (slot) {
+          slot.hidden = false;
+          slot.textContent = (slot.textContent ? slot.textContent + " " : "") + e.message;
+        }
+      }
+    }
+  }
+
+  controlFor(path) {
+    if (!path) return null;
+    const norm = (p) => String(p).replace(/\[(\w+)\]/g, ".$1").replace(/^\./, "");
+    const want = norm(path);
+    let best = null;
+    let bestLen = -1;
+    this.root.querySelectorAll("[data-path]").forEach((n) => {
+      if (n.classList.contains("input-card")) return;
+      const p = norm(n.dataset.path);
+      if ((want === p || want.startsWith(p + ".") || p.startsWith(want + ".")) && p.length > bestLen) {
+        best = n;
+        bestLen = p.length;
+      }
+    });
+    return best;
+  }
+
+  setStatus(text) {
+    this.root.querySelector("#setup-status").textContent = text;
+  }
+
+  async save() {
+    const nameInput = this.root.querySelector("#setup-name");
+    const name = nameInput.value.trim();
+    if (!/^[A-Za-z0-9_.-]+$/.test(name)) {
+      this.showErrors([{ path: "name", message: "a profile name uses letters, digits, '_', '.' or '-'" }]);
+      nameInput.setAttribute("aria-invalid", "true");
+      return false;
+    }
+    const { recipe, problems } = this.collect();
+    if (problems.length) {
+      this.showErrors(problems);
+      return false;
+    }
+    this.setStatus("Saving…");
+    let res;
+    try {
+      res = await this.api.saveProfile(name, recipe);
+    } catch (err) {
+      res = err.body && err.body.errors ? err.body : { ok: false, errors: [{ path: "", message: err.message || String(err) }] };
+    }
+    if (!res || !res.ok) {
+      this.setStatus("");
+      this.showErrors((res && res.errors) || [{ path: "", message: "the profile was not saved" }]);
+      return false;
+    }
+    this.showErrors([]);
+    this.data.profile = name;
+    this.setStatus("Saved. Starting capture…");
+    return this.capture(name);
+  }
+
+  async capture(name = this.profile) {
+    try {
+      const res = await this.api.startCapture(name);
+      if (res && res.started === false) throw new Error(res.message || "capture was not started");
+      this.setStatus("Capture started.");
+      this.onCaptureStarted(name);
+      return true;
+    } catch (err) {
+      this.setStatus(`Could not start the capture: ${err.message || err}`);
+      return false;
+    }
+  }
+}
+
+function suggestName(recipe) {
+  const model = (recipe && recipe.model) || "profile";
+  return model.split(":").pop().replace(/[^A-Za-z0-9_.-]+/g, "_").toLowerCase() || "profile";
+}
