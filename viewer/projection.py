@@ -79,6 +79,12 @@ def group_wording(kind: str) -> tuple[str, str]:
     return _KIND_WORDING.get(kind, ("group", f"group of kind {kind!r}"))
 
 
+def group_sublabel(kind: str) -> str:
+    """``jit · tracing scope``, ``module instance``: what a group card says under its name."""
+    short = group_wording(kind)[0]
+    return short if kind in short else f"{kind} · {short}"
+
+
 def frame_json(f: Frame | None) -> dict | None:
     if f is None:
         return None
@@ -517,12 +523,11 @@ class Projection:
             }
         c = ~ref
         grp = self.capture.groups[c]
-        outs = list(self.bout[c + 1] or ())
-        short, _ = group_wording(grp.kind)
+        outs = sorted(self.bout[c + 1] or ())
         return {
             "type": "group", "id": c, "key": f"g{c}", "label": grp.name,
-            "sublabel": short if short == grp.kind else f"{grp.kind} · {short}",
-            "kind": grp.kind, "honest": short, "opaque": False,
+            "sublabel": group_sublabel(grp.kind),
+            "kind": grp.kind, "honest": group_wording(grp.kind)[0], "opaque": False,
             "opaque_count": self.opaque_count[c + 1],
             "child_count": len(self.direct_nodes[c + 1]) + len(self.child_groups[c + 1]),
             "node_count": self.node_count[c + 1],
@@ -677,7 +682,7 @@ class Projection:
         self._check_group(g)
         grp = self.capture.groups[g]
         short, long = group_wording(grp.kind)
-        bin_, bout = list(self.bin[g + 1] or ()), list(self.bout[g + 1] or ())
+        bin_, bout = sorted(self.bin[g + 1] or ()), sorted(self.bout[g + 1] or ())
         return {
             "id": g, "kind": grp.kind, "name": grp.name, "attrs": grp.attrs,
             "honest": long, "honest_short": short,
@@ -829,7 +834,10 @@ class Projection:
             else:
                 shapes = (tuple(v.shape) for v in values)
             for v, s in enumerate(shapes):
-                index.setdefault(tuple(str(d) for d in s), []).append(v)
+                lst = index.get(s)
+                if lst is None:
+                    lst = index[s] = []
+                lst.append(v)
             self._shapes_index = index
         return self._shapes_index
 
@@ -862,11 +870,10 @@ class Projection:
 
     def _group_result(self, g: int, why: str) -> dict:
         grp = self.capture.groups[g]
-        short, _ = group_wording(grp.kind)
         path = [x["id"] for x in self.group_path(g)]
         return {
             "type": "group", "id": g, "key": f"g{g}", "label": grp.name,
-            "sublabel": f"{grp.kind} · {short}" if short != grp.kind else short,
+            "sublabel": group_sublabel(grp.kind),
             "path": path[:-1], "item_path": self._group_item_path(g), "why": why,
         }
 
@@ -915,11 +922,15 @@ def _parse_shape(q: str) -> tuple[tuple, str | None] | None:
             dtype = short_dtype(dtype.lower())
         if inner and not _DIMS_RE.match(inner):
             return None
-        dims = tuple(x.strip() for x in inner.split(",") if x.strip())
-        return dims, dtype
+        return _dims(inner), dtype
     if "," in q and _DIMS_RE.match(q):
-        return tuple(x.strip() for x in q.split(",") if x.strip()), None
+        return _dims(q), None
     return None
+
+
+def _dims(text: str) -> tuple:
+    """Dimensions as a capture stores them: sizes are ints, named dimensions strings."""
+    return tuple(int(x) if x.isdigit() else x for x in (p.strip() for p in text.split(",")) if x)
 
 
 def _parse_location(q: str) -> tuple[str, int | None] | None:

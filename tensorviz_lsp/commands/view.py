@@ -1,0 +1,102 @@
+"""``tensorviz view FILE.tvg``: serve a graph file in the browser viewer and print its URL.
+
+The URL is the only thing written to standard output (one line, flushed at once), so a
+script or a test can read it, fetch from it and stop the process (Ctrl-C, SIGTERM, or
+``--timeout``). ``open`` and ``demo`` serve the same way through :func:`serve`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+import webbrowser
+from pathlib import Path
+
+from capture import graphfile
+from capture.model import Capture
+from viewer.server import ViewerServer
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("view", help="serve a .tvg graph file in the browser viewer and print its URL")
+    p.add_argument("file", help="a portable graph file (.tvg)")
+    p.add_argument(
+        "--workspace", metavar="DIR", default=None,
+        help="the folder whose files go-to-source may show (default: the current folder)",
+    )
+    add_serve_options(p)
+    p.set_defaults(func=run)
+
+
+def add_serve_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
+    p.add_argument("--port", type=int, default=0, metavar="N", help="port on 127.0.0.1 (default: a free one)")
+    p.add_argument(
+        "--timeout", type=float, default=None, metavar="SECONDS",
+        help="stop serving after SECONDS (default: run until Ctrl-C)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        capture = graphfile.read(args.file)
+    except graphfile.GraphFileError as exc:
+        print(f"tensorviz view: {exc}", file=sys.stderr)
+        return 1
+    workspace = Path(args.workspace) if args.workspace else Path.cwd()
+    if not workspace.is_dir():
+        print(f"tensorviz view: {workspace}: not a folder", file=sys.stderr)
+        return 1
+    return serve("view", capture, Path(args.file).name, workspace, args)
+
+
+def serve(command: str, capture: Capture, title: str, workspace: Path | None, args: argparse.Namespace) -> int:
+    """Serve ``capture``, print the URL, open a browser unless ``--no-browser``, and block
+    until Ctrl-C, SIGTERM or ``--timeout``. Returns the exit status."""
+    if not 0 <= args.port <= 65535:
+        print(f"tensorviz {command}: --port must be between 0 and 65535", file=sys.stderr)
+        return 2
+    server = ViewerServer(workspace=workspace, port=args.port)
+    server.add_capture(capture, title)
+    try:
+        url = server.start()
+    except OSError as exc:
+        print(f"tensorviz {command}: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    print(url, flush=True)
+    print(f"TensorViz viewer for {title} at {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    if not args.no_browser:
+        open_browser(url)
+    try:
+        _wait(args.timeout)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+def open_browser(url: str) -> None:
+    """Open ``url`` in the user's browser when there is a graphical one to use."""
+    graphical = sys.platform in ("darwin", "win32") or os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    if not graphical and not os.environ.get("BROWSER"):
+        print("No graphical browser here: open the URL above in a browser on this machine.", file=sys.stderr)
+        return
+    # webbrowser may wait for the browser process; the server must not.
+    threading.Thread(target=webbrowser.open, args=(url,), name="open-browser", daemon=True).start()
+
+
+def _wait(timeout: float | None) -> None:
+    stop = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
+    deadline = None if timeout is None else time.monotonic() + max(0.0, timeout)
+    # Short waits so that Ctrl-C is seen at once on every platform.
+    while not stop.is_set():
+        if deadline is not None and time.monotonic() >= deadline:
+            return
+        stop.wait(0.2 if deadline is None else min(0.2, max(0.0, deadline - time.monotonic())))
