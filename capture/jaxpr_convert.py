@@ -592,7 +592,7 @@ def is_array_leaf(x: Any) -> bool:
     return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct))
 
 
-def structure_of(tree: Any, counter: list[int] | None = None, *, leaf_is_value=None) -> Any:
+def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: bool = True) -> Any:
     """The canonical structure of a Python PyTree, walked one registered level at a
     time with JAX's own key paths (the container is never rebuilt).
 
@@ -601,28 +601,32 @@ def structure_of(tree: Any, counter: list[int] | None = None, *, leaf_is_value=N
     lists, tuples and dicts keep their kind; every other registered container
     (named tuples, Flax structs, FrozenDicts, custom PyTrees) becomes a dict of its
     registered child keys. Static PyTree metadata (aux data) is not serialised.
+    ``static_leaves=False``: every leaf is a value (a tree JAX traced whole, such as
+    Linen variables or an output tree).
     """
     import jax
 
     counter = counter if counter is not None else [0]
-    leaf_is_value = leaf_is_value or is_array_leaf
-    return _structure(jax.tree_util, tree, counter, leaf_is_value, 0)
+    return _structure(jax.tree_util, tree, counter, static_leaves, 0)
 
 
-def _structure(tu: Any, x: Any, counter: list[int], is_value: Any, depth: int) -> Any:
+def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: int) -> Any:
     if depth > 60:
         raise ValueError("the PyTree is nested more than 60 levels deep")
     if x is None:
         return {"static": None}
-    if is_value(x):
+    if is_array_leaf(x):
         i = counter[0]
         counter[0] += 1
         return {"value": i}
     kids, _ = tu.tree_flatten_with_path(x, is_leaf=lambda n: n is not x)
     if len(kids) == 1 and kids[0][0] == ():
-        return {"static": _static_leaf(x)}
-    children = [(_key_of(path[0]), child) for path, child in kids]
-    subs = [(k, _structure(tu, c, counter, is_value, depth + 1)) for k, c in children]
+        if static_leaves:
+            return {"static": _static_leaf(x)}
+        i = counter[0]
+        counter[0] += 1
+        return {"value": i}
+    subs = [(_key_of(path[0]), _structure(tu, c, counter, static_leaves, depth + 1)) for path, c in kids]
     if type(x) is list:
         return {"list": [s for _, s in subs]}
     if type(x) is tuple:

@@ -1,0 +1,506 @@
+"""JAX and Flax capture: a traced program from ``jax.make_jaxpr``, for the saved input
+shapes, dtypes and static Python values (see ``spec/jax-and-flax-graphs.txt``).
+
+What is opened (``recipe.model``):
+
+* a plain JAX function (``@jax.jit`` or not) with an empty ``init``; an ``init.factory``
+  may return a configured callable instead (``functools.partial``, an NNX bound method…);
+* a Flax Linen class: fields from ``init`` (``args``/``kwargs``), initialised with
+  ``jax.random.key(seed)`` and the saved inputs (fresh state, never trained weights;
+  ``jax.eval_shape`` gives the variables abstractly, so no initializer runs), then
+  ``__call__`` traced through ``apply``; or an ``init.factory`` returning the exact
+  selected class bound with ``model.bind(variables)`` (saved weights);
+* a Flax NNX class, built by an ``init.factory`` (explicit ``nnx.Rngs``, layers,
+  state) or from literal ``init``.
+
+NNX modules, bound methods and partials are split (``nnx.split``) outside the trace and
+merged inside it, so their state wrappers are cloned in the trace context (``nnx.jit``
+may update temporary state without crossing trace levels); the arrays are shared, not
+copied.
+
+Inputs: array leaves of registered PyTrees are traced; every other leaf (Python
+scalars, strings…) stays static, closed over, so a configured boolean can select
+Python control flow. Containers are rebuilt only by JAX's own unflattening, with its
+tracers; the capture's structure comes from JAX's key paths.
+
+Setup runs under the profile's device: ``jax.default_device`` scopes the model import,
+initialisation, input factories and tracing. An unavailable backend or index fails in
+:func:`probe_device`, before any workspace code is imported, without CPU fallback.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import sys
+import warnings
+from typing import Any, Callable
+
+from ..jaxpr_convert import convert, is_array_leaf, structure_of
+from ..model import Capture
+from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
+from ..worker.context import CaptureContext
+from ..worker.errors import CaptureError
+
+NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
+FRESH_STATE_NOTE = "freshly initialised with jax.random.key(seed) and the saved inputs: not trained weights"
+
+_NARROWING_WARNING = "Explicitly requested dtype"
+
+
+# --------------------------------------------------------------------------- device
+
+
+def probe_device(ctx: CaptureContext) -> None:
+    """Check ``ctx.recipe.device`` before anything of the workspace is imported."""
+    _device(_import_jax(), ctx.recipe.device)
+
+
+def _import_jax() -> Any:
+    try:
+        import jax
+    except ImportError as exc:
+        raise CaptureError(
+            "dependencies",
+            f"JAX cannot be imported in the selected interpreter {sys.executable}: {exc}",
+            {"missing": ["jax"], "python": sys.executable},
+        ) from exc
+    return jax
+
+
+def _device(jax: Any, spec: str) -> Any:
+    if spec == "cpu":
+        platform, index = "cpu", 0
+    elif spec.startswith("cuda:") and spec[5:].isdigit():
+        platform, index = "cuda", int(spec[5:])
+    else:
+        raise CaptureError("device", f'unknown device {spec!r} (expected "cpu" or "cuda:N")', {"device": spec})
+    try:
+        devices = jax.devices(platform)
+    except RuntimeError as exc:
+        raise CaptureError(
+            "device",
+            f"device {spec} is unavailable: JAX {jax.__version__} in {sys.executable} has no working CUDA "
+            f"backend ({exc}). Install a CUDA-enabled JAX in the selected interpreter, or save "
+            f'device = "cpu"; TensorViz does not fall back to the CPU.',
+            {"device": spec, "available": [str(d) for d in _safe_devices(jax)], "jax_version": jax.__version__},
+        ) from exc
+    if index >= len(devices):
+        raise CaptureError(
+            "device",
+            f"device {spec} is unavailable: JAX sees {len(devices)} {platform} device(s) "
+            f"({', '.join(str(d) for d in devices) or 'none'}); TensorViz does not fall back to another device.",
+            {"device": spec, "available": [str(d) for d in devices]},
+        )
+    return devices[index]
+
+
+def _safe_devices(jax: Any) -> list:
+    try:
+        return list(jax.devices())
+    except Exception:
+        return []
+
+
+# --------------------------------------------------------------------------- recipe checks
+
+
+def _check_recipe(ctx: CaptureContext, jax: Any) -> None:
+    """Refusals that need no workspace code: run before the model import."""
+    recipe = ctx.recipe
+    base = f"profiles.{recipe.name}"
+    if recipe.kind != "model":
+        raise CaptureError(
+            "recipe",
+            f'kind = "{recipe.kind}" is unavailable for JAX (Jaxpr) captures: express a training step '
+            "(jax.grad, an optimizer update) in the selected callable and open it as a model",
+            {"key_path": f"{base}.kind"},
+        )
+    if recipe.mode != "eval" or recipe.grad_enabled:
+        raise CaptureError(
+            "recipe",
+            'JAX captures use mode = "eval" and grad_enabled = false: JAX has no global train mode or '
+            "grad switch; pass training flags as explicit inputs and express grad in the callable",
+            {"key_path": f"{base}.mode" if recipe.mode != "eval" else f"{base}.grad_enabled"},
+        )
+    leaves = recipe.tensors()
+    grads = [leaf.path for leaf in leaves if leaf.desc.requires_grad]
+    if grads:
+        raise CaptureError("recipe", f"{grads[0]}: requires_grad = true: {NO_REQUIRES_GRAD}", {"paths": grads})
+    needed = recipe.unknown_dims()
+    if needed:
+        first = needed[0]
+        raise CaptureError(
+            "recipe",
+            f"{len(needed)} input dimension(s) unknown, first {first.path} axis {first.axis}"
+            f"{' (' + first.name + ')' if first.name else ''}: enter them in the setup; TensorViz does not guess",
+            {"needed": [n.to_dict() for n in needed]},
+        )
+    if not _x64_enabled(jax):
+        wide = [leaf for leaf in leaves if leaf.desc.dtype in SIXTY_FOUR_BIT_DTYPES]
+        if wide:
+            raise _x64_refusal(wide[0].desc.dtype, wide[0].path, [leaf.path for leaf in wide])
+
+
+def _x64_enabled(jax: Any) -> bool:
+    try:
+        return bool(jax.config.read("jax_enable_x64"))
+    except Exception:
+        return bool(getattr(jax.config, "jax_enable_x64", False))
+
+
+def _x64_refusal(dtype: str, where: str, paths: list[str]) -> CaptureError:
+    return CaptureError(
+        "recipe",
+        f"{where}: {dtype} needs JAX_ENABLE_X64=1 in the capture environment; without it JAX would "
+        "narrow it to 32 bits silently, and TensorViz refuses silent dtype narrowing",
+        {"paths": paths, "dtype": dtype, "environment": {"JAX_ENABLE_X64": "1"}},
+    )
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _tensor_maker(ctx: CaptureContext) -> Callable[[TensorLeaf], Any]:
+    """Arrays from tensor descriptions, deterministic per leaf (``leaf_seed``), made with
+    NumPy and placed by ``jnp.asarray`` on the default device in force."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    seed = ctx.recipe.seed
+
+    def make(leaf: TensorLeaf) -> Any:
+        desc = leaf.desc
+        shape = tuple(int(d) for d in desc.shape)
+        dtype = jnp.dtype(desc.dtype)
+        g = desc.generator
+        rng = np.random.default_rng(leaf_seed(seed, leaf.index))
+        n = math.prod(shape)
+        if g.kind == "zeros":
+            data = np.zeros(shape, dtype)
+        elif g.kind == "ones":
+            data = np.ones(shape, dtype)
+        elif g.kind == "full":
+            data = np.full(shape, g.value, dtype)
+        elif g.kind == "arange":
+            data = np.arange(n).reshape(shape).astype(dtype)
+        elif g.kind == "normal":
+            data = _real_or_complex(lambda: rng.standard_normal(shape) * g.std + g.mean, dtype)
+        elif g.kind == "uniform":
+            data = _real_or_complex(lambda: rng.uniform(g.low, g.high, shape), dtype)
+        elif g.kind == "randint":
+            if desc.dtype == "bool":
+                data = rng.integers(g.low, g.high, shape).astype(bool)
+            else:
+                data = rng.integers(g.low, g.high, shape, dtype=np.dtype(desc.dtype))
+        else:  # the recipe layer admits no other generator
+            raise CaptureError("recipe", f"{leaf.path}: unknown generator {g.kind!r}")
+        return jnp.asarray(data, dtype=dtype)
+
+    return make
+
+
+def _real_or_complex(draw: Callable[[], Any], dtype: Any) -> Any:
+    if dtype.kind == "c":
+        return (draw() + 1j * draw()).astype(dtype)
+    return draw().astype(dtype)
+
+
+def _check_factory_leaves(jax: Any, tree: Any, what: str) -> None:
+    """A factory's NumPy 64-bit arrays would be narrowed silently when x64 is off."""
+    if _x64_enabled(jax):
+        return
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and getattr(dtype, "name", "") in SIXTY_FOUR_BIT_DTYPES and is_array_leaf(leaf):
+            where = what + jax.tree_util.keystr(path)
+            raise _x64_refusal(dtype.name, where, [where])
+
+
+class _NarrowingWatch:
+    """Turns JAX's "Explicitly requested dtype float64 … is not available" warning, raised
+    while workspace code runs with x64 off, into an explicit refusal; other warnings are
+    shown as usual."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> "_NarrowingWatch":
+        self._cm = warnings.catch_warnings(record=True)
+        self.records = self._cm.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._cm.__exit__(exc_type, exc, tb)
+        narrowed = None
+        for w in self.records:
+            text = str(w.message)
+            if narrowed is None and _NARROWING_WARNING in text:
+                narrowed = text
+            else:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        if narrowed is not None and exc_type is None:
+            dtype = next((d for d in SIXTY_FOUR_BIT_DTYPES if d in narrowed), "a 64-bit dtype")
+            raise _x64_refusal(dtype, self.what, [self.what])
+
+
+# --------------------------------------------------------------------------- the callable
+
+
+class _Plan:
+    """How to call the selected object: ``call(state, *args, **kwargs)`` with ``state``
+    a PyTree traced as jaxpr arguments before the inputs (Linen variables, NNX state)."""
+
+    def __init__(self, kind: str, call: Callable[..., Any], state: Any = (), state_key: str | None = None,
+                 state_label: str | None = None, fresh_linen: Any = None) -> None:
+        self.kind = kind
+        self.call = call
+        self.state = state
+        self.state_key = state_key
+        self.state_label = state_label
+        self.fresh_linen = fresh_linen  # an unbound Linen module to initialise abstractly
+
+
+def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+    recipe = ctx.recipe
+    linen = sys.modules.get("flax.linen")
+    nnx = sys.modules.get("flax.nnx")
+    ref = recipe.model
+    factory = recipe.init.factory
+
+    if isinstance(target, type):
+        if linen is not None and issubclass(target, linen.Module):
+            if factory is not None:
+                with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
+                    obj = ctx.call_factory(factory)
+                return _bound_linen(target, obj, factory)
+            args, kwargs = ctx.materialize("init", make_tensor)
+            return _fresh_linen(target(*args, **kwargs))
+        if nnx is not None and issubclass(target, nnx.Module):
+            if factory is not None:
+                with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
+                    obj = ctx.call_factory(factory)
+                if type(obj) is not target:
+                    raise CaptureError(
+                        "recipe",
+                        f"init factory {factory} returned {_describe(obj)}; expected an instance of the "
+                        f"selected NNX class {target.__qualname__}",
+                        {"expected": target.__qualname__, "found": type(obj).__qualname__},
+                    )
+            else:
+                args, kwargs = ctx.materialize("init", make_tensor)
+                obj = target(*args, **kwargs)
+            return _nnx_plan(nnx, obj, "nnx")
+        raise CaptureError(
+            "recipe",
+            f"{ref} is a class but not a flax.linen.Module or flax.nnx.Module subclass; JAX captures "
+            "open functions, Linen modules and NNX modules",
+        )
+
+    if linen is not None and isinstance(target, linen.Module):
+        _require_empty_init(ctx, f"{ref} is a Linen module instance")
+        if target.scope is not None:
+            return _bound_linen(type(target), target, ref)
+        return _fresh_linen(target)
+
+    if factory is not None:
+        with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
+            fn = ctx.call_factory(factory)
+        if not callable(fn):
+            raise CaptureError("recipe", f"init factory {factory} returned {_describe(fn)}, which is not callable")
+        if linen is not None and isinstance(fn, linen.Module) and fn.scope is None:
+            return _fresh_linen(fn)
+    else:
+        _require_empty_init(ctx, f"{ref} is a plain JAX function: it takes its arguments from inputs, with an empty init")
+        if not callable(target):
+            raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a function or a Flax module")
+        fn = target
+    if nnx is not None:
+        return _nnx_plan(nnx, fn, "function")
+    return _Plan("function", lambda state, *a, **k: fn(*a, **k))
+
+
+def _require_empty_init(ctx: CaptureContext, why: str) -> None:
+    if not ctx.recipe.init.is_empty:
+        raise CaptureError(
+            "recipe", f"{why}; use init.factory to return a configured callable",
+            {"key_path": f"profiles.{ctx.recipe.name}.init"},
+        )
+
+
+def _describe(obj: Any) -> str:
+    t = type(obj)
+    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
+
+
+def _fresh_linen(module: Any) -> _Plan:
+    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
+        return module.apply(variables, *args, **kwargs)
+
+    return _Plan("linen", call, state_key="variables", state_label="fresh_init", fresh_linen=module)
+
+
+def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
+    if type(obj) is not target:
+        raise CaptureError(
+            "recipe",
+            f"init factory {factory} returned {_describe(obj)}; expected the selected Linen class "
+            f"{target.__qualname__} bound with model.bind(variables)",
+            {"expected": target.__qualname__, "found": type(obj).__qualname__},
+        )
+    if getattr(obj, "scope", None) is None:
+        raise CaptureError(
+            "recipe",
+            f"init factory {factory} returned an unbound {target.__qualname__}; return "
+            "model.bind(variables) with the saved variables (or use a literal init for fresh state)",
+        )
+    module, variables = obj.unbind()
+
+    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
+        return module.apply(variables, *args, **kwargs)
+
+    return _Plan("linen", call, variables, "variables", "factory_variables")
+
+
+def _nnx_plan(nnx: Any, fn: Any, kind: str) -> _Plan:
+    """Lift the NNX modules a callable carries (the callable itself, a bound method's
+    ``self``, a partial's function and arguments) out as one split state."""
+    modules: list[Any] = []
+    rebuild = _lift(nnx, fn, modules)
+    if not modules:
+        return _Plan(kind, lambda state, *a, **k: fn(*a, **k))
+    graphdef, state = nnx.split(tuple(modules))
+
+    def call(state: Any, *args: Any, **kwargs: Any) -> Any:
+        merged = nnx.merge(graphdef, state)
+        return rebuild(merged)(*args, **kwargs)
+
+    return _Plan("nnx", call, state, "state", "factory_state" if kind == "nnx" else "callable_state")
+
+
+def _lift(nnx: Any, obj: Any, modules: list[Any]) -> Callable[[tuple], Any]:
+    """A function rebuilding ``obj`` from merged modules, recording the modules it holds."""
+    if isinstance(obj, nnx.Module):
+        i = len(modules)
+        modules.append(obj)
+        return lambda ms: ms[i]
+    if inspect.ismethod(obj) and isinstance(obj.__self__, nnx.Module):
+        func = obj.__func__
+        get_self = _lift(nnx, obj.__self__, modules)
+        return lambda ms: func.__get__(get_self(ms))
+    if isinstance(obj, functools.partial):
+        get_func = _lift(nnx, obj.func, modules)
+        args = [_lift(nnx, a, modules) if _carries_module(nnx, a) else _const(a) for a in obj.args]
+        kw = {k: (_lift(nnx, v, modules) if _carries_module(nnx, v) else _const(v)) for k, v in obj.keywords.items()}
+        return lambda ms: functools.partial(get_func(ms), *[a(ms) for a in args], **{k: v(ms) for k, v in kw.items()})
+    return _const(obj)
+
+
+def _carries_module(nnx: Any, obj: Any) -> bool:
+    return isinstance(obj, (nnx.Module, functools.partial)) or (
+        inspect.ismethod(obj) and isinstance(obj.__self__, nnx.Module)
+    )
+
+
+def _const(obj: Any) -> Callable[[tuple], Any]:
+    return lambda ms: obj
+
+
+# --------------------------------------------------------------------------- capture
+
+
+def capture(ctx: CaptureContext) -> Capture:
+    recipe = ctx.recipe
+    jax = _import_jax()
+    _check_recipe(ctx, jax)
+    device = _device(jax, recipe.device)
+    make_tensor = _tensor_maker(ctx)
+    with jax.default_device(device):
+        ctx.progress("importing the model", 0.1)
+        target = ctx.import_object(recipe.model)
+        ctx.progress("building the callable", 0.2)
+        plan = _plan(ctx, target, make_tensor)
+        ctx.progress("building the inputs", 0.3)
+        where = f"profiles.{recipe.name}.inputs"
+        with _NarrowingWatch(where + (".factory" if recipe.inputs.factory else "")):
+            args, kwargs = ctx.inputs_call(make_tensor)
+        if recipe.inputs.factory is not None:
+            _check_factory_leaves(jax, (args, kwargs), where + ".factory")
+        if plan.state_key is not None and plan.state_label != "fresh_init":
+            _check_factory_leaves(jax, plan.state, f"profiles.{recipe.name}.init.factory")
+
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        dynamic = [i for i, leaf in enumerate(leaves) if is_array_leaf(leaf)]
+
+        def rebuild(dyn: list) -> tuple[tuple, dict]:
+            full = list(leaves)
+            for i, v in zip(dynamic, dyn):
+                full[i] = v
+            return jax.tree_util.tree_unflatten(treedef, full)
+
+        dyn = [leaves[i] for i in dynamic]
+        if plan.fresh_linen is not None:
+            ctx.progress("initialising the Linen module abstractly (jax.eval_shape)", 0.4)
+            module = plan.fresh_linen
+
+            def init(key: Any, dyn: list) -> Any:
+                a, k = rebuild(dyn)
+                return module.init(key, *a, **k)
+
+            plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
+
+        def traced(state: Any, dyn: list) -> Any:
+            a, k = rebuild(dyn)
+            return plan.call(state, *a, **k)
+
+        ctx.progress("tracing with jax.make_jaxpr", 0.5)
+        closed, out_shapes = jax.make_jaxpr(traced, return_shape=True)(plan.state, dyn)
+
+    ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
+    counter = [0]
+    state_tree = structure_of(plan.state, counter, static_leaves=False)
+    args_tree = structure_of(args, counter)
+    kwargs_tree = structure_of(kwargs, counter)
+    if counter[0] != len(closed.jaxpr.invars):
+        raise CaptureError(
+            "trace",
+            f"the traced program has {len(closed.jaxpr.invars)} array arguments but the inputs hold "
+            f"{counter[0]} array leaves; TensorViz cannot label them",
+        )
+    pairs = [["args", args_tree], ["kwargs", kwargs_tree]]
+    if plan.state_key is not None:
+        pairs.append([plan.state_key, state_tree])
+    capture = convert(
+        closed,
+        inputs={"dict": pairs},
+        outputs=structure_of(out_shapes, static_leaves=False),
+        workspace=ctx.workspace,
+        limits=ctx.limits,
+        meta=_meta(jax, recipe, plan),
+    )
+    if not capture.nodes:
+        raise CaptureError(
+            "trace",
+            f"tracing {recipe.model} recorded no operations (its outputs are its inputs or constants); "
+            "nothing to show as a graph",
+        )
+    ctx.progress("converted", 0.95)
+    return capture
+
+
+def _meta(jax: Any, recipe: Any, plan: _Plan) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "model_kind": plan.kind,
+        "device": recipe.device,
+        "jax_enable_x64": _x64_enabled(jax),
+    }
+    flax = sys.modules.get("flax")
+    if flax is not None and getattr(flax, "__version__", None):
+        meta["flax_version"] = flax.__version__
+    if plan.state_label is not None:
+        meta["state"] = plan.state_label
+        if plan.state_label == "fresh_init":
+            meta["state_note"] = FRESH_STATE_NOTE
+    return meta
