@@ -1,0 +1,846 @@
+"""PyTorch eager capture: what a forward (or a training step) really executed.
+
+A :class:`TorchTrace` records every ATen operation that reaches the dispatcher while it
+is :meth:`~TorchTrace.recording`, through a ``TorchDispatchMode`` (so it sees the ops
+after autograd and after composite decompositions: ``linear`` arrives as ``aten::t`` +
+``aten::addmm``), and every ``nn.Module`` call through global forward hooks:
+
+* **nodes**: op name as ``func.name()`` (``aten::addmm``, ``aten::add.Tensor``: the
+  schema name, plus the overload when it is not ``default``), operands at their schema
+  argument positions (a tensor list gives one operand per tensor at the same position;
+  scalars, sizes, dtypes are literals), output values, the innermost workspace frame;
+* **values**: one per tensor *version*: a tensor produced by an op is a value; an in-place
+  op (or ``out=``) produces a new value of the same tensor (``measured.version_of``); a
+  tensor first seen as an operand (inputs, parameters, buffers, constants) becomes a value
+  labelled ``input`` / ``param`` / ``buffer`` / ``external``;
+* **groups**: one ``module`` group per module *call* (attribute path, class, call index),
+  nested as the calls nest; ``scope`` lets the caller add ``loss`` / ``backward`` /
+  ``optimizer`` groups. Ops run by autograd inside a ``backward`` scope are placed in
+  ``backward`` groups mirroring the forward module groups that created them;
+* **measured** (Torch-only, per value): device, strides, storage offset, bytes, a dense
+  storage id and the other values sharing that storage (views, in-place versions), the
+  parameter/buffer/input name, and activation statistics of floating outputs.
+
+Statistics are over the finite elements (min, max, mean, population std) plus the NaN
+and Inf counts. On CPU they are read as each op finishes (two cheap reductions; the
+masked slow path only runs when a NaN/Inf is present); on other devices the reductions
+are queued on the device and fetched with one transfer at the end (``stats_mode``).
+
+Torch is imported at module level: this is one of the worker's framework modules,
+imported only by ``capture.frameworks.torch``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import sys
+import weakref
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .model import Capture, Coverage, Frame, Operand
+from .worker.builder import GraphBuilder
+from .worker.errors import LimitExceeded
+from .worker.limits import Limits
+from .worker.workspace_files import WorkspaceFiles
+
+BACKEND = "torch_eager"
+# Per value, at most this many alias ids are listed (``aliases_total`` gives the count).
+MAX_ALIASES_LISTED = 32
+# Module result structures recorded in group attrs are cut at this many leaves.
+MAX_STRUCTURE_LEAVES = 256
+_MAX_DEPTH = 32
+
+_Tensor = torch.Tensor
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"`` (the recipe/JAX spelling)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+_STAT_NATIVE = (torch.float32, torch.float64)
+
+
+def literal(obj: Any) -> Any:
+    """An op argument that is not a tensor, as plain data (msgpack/JSON-able)."""
+    t = type(obj)
+    if obj is None or t is bool or t is int or t is float or t is str:
+        return obj
+    if t is list or t is tuple or t is torch.Size:
+        return [literal(x) for x in obj]
+    if t is torch.dtype:
+        return dtype_name(obj)
+    if t is torch.device:
+        return str(obj)
+    if t is torch.memory_format or t is torch.layout:
+        return str(obj).removeprefix("torch.")
+    if t is complex:
+        return {"complex": [obj.real, obj.imag]}
+    if isinstance(obj, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return str(obj)
+    if isinstance(obj, (int, float, str)):  # subclasses (enums, numpy scalars)
+        return (int if isinstance(obj, int) else float if isinstance(obj, float) else str)(obj)
+    return {"opaque": t.__name__}
+
+
+@dataclasses.dataclass(slots=True)
+class _OpInfo:
+    name: str
+    kwarg_pos: dict[str, int]
+
+
+@dataclasses.dataclass(slots=True)
+class _Storage:
+    sid: int
+    # Weak references to the tensors seen on this storage: while one lives, the storage
+    # lives, so a StorageImpl address seen again is the same storage (not a reuse).
+    refs: list
+
+
+class _Mode(TorchDispatchMode):
+    def __init__(self, trace: "TorchTrace") -> None:
+        super().__init__()
+        self.trace = trace
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.trace._dispatch(func, args, kwargs)
+
+
+class TorchTrace:
+    """Records ATen ops, module calls, values and measurements into a graph builder.
+
+    ``files``: decides which frames are the user's (workspace) code. ``limits``: the
+    worker's limits (ops, values, nested calls; raised as :class:`LimitExceeded` from
+    inside the traced program, so a runaway model stops at the limit). ``stats``:
+    activation statistics on/off. ``stats_mode``: ``"auto"`` (immediate on CPU,
+    deferred elsewhere), ``"immediate"`` or ``"deferred"`` (batched on the device, one
+    transfer per device at :meth:`finish`)."""
+
+    def __init__(
+        self,
+        files: WorkspaceFiles | None,
+        *,
+        limits: Limits | None = None,
+        builder: GraphBuilder | None = None,
+        stats: bool = True,
+        stats_mode: str = "auto",
+    ) -> None:
+        if stats_mode not in ("auto", "immediate", "deferred"):
+            raise ValueError(f"stats_mode must be auto, immediate or deferred, not {stats_mode!r}")
+        self.files = files
+        self.b = builder or GraphBuilder(limits)
+        self.stats = stats
+        self.stats_mode = stats_mode
+        self._ops: dict[Any, _OpInfo] = {}
+        # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
+        self._live: dict[int, tuple[Any, int, int]] = {}
+        self._labels: dict[int, tuple[str, str]] = {}
+        self._label_keep: list[_Tensor] = []
+        self._paths: dict[int, str] = {}
+        self._calls: dict[int, int] = {}
+        # Open groups: (group id, attribute path used to name children, id of the module).
+        self._stack: list[tuple[int, str | None, int | None]] = []
+        # Storages by StorageImpl address; per value: its storage id and the node that made it.
+        self._storages: dict[int, _Storage] = {}
+        self._n_storages = 0
+        self._value_storage: list[int] = []
+        self._storage_writer: dict[int, int] = {}  # storage id -> last node writing in place
+        self._owns_storage: list[bool] = []
+        self._producer: list[int] = []
+        self._pending_stats: list[tuple[int, _Tensor]] = []
+        self._vec_of: dict[int, _Tensor] = {}  # deferred statistics vector per value
+        self.stats_skipped = 0
+        # Frames: per code object, is it workspace code; per (code, lasti), the frame id.
+        self._code_ws: dict[Any, str | None] = {}
+        self._addr_frame: dict[tuple[Any, int], int] = {}
+        self._positions: dict[Any, list] = {}
+        # Autograd: forward op of each grad_fn (by sequence number), backward mirrors.
+        self.track_autograd = False
+        self._needs_gradfn: set[int] = set()
+        self._seq_node: dict[int, int] = {}
+        self._backward_root: int | None = None
+        self._mirror: dict[int, int] = {}
+        self._bw_last: tuple[Any, int, int | None, dict] | None = None
+        self._grad_fn_names: dict[type, str] = {}
+        self._active = False
+
+    # ------------------------------------------------------------------ setup
+
+    def label_module(self, root: torch.nn.Module, prefix: str = "") -> None:
+        """Name ``root``'s submodules (attribute paths for module groups) and label its
+        parameters and buffers (``measured.param`` / ``measured.buffer``)."""
+        for name, mod in root.named_modules(remove_duplicate=False, prefix=prefix):
+            self._paths.setdefault(id(mod), name)
+        for name, p in root.named_parameters(remove_duplicate=False, prefix=prefix):
+            self._label(p, "param", name)
+        for name, buf in root.named_buffers(remove_duplicate=False, prefix=prefix):
+            self._label(buf, "buffer", name)
+
+    def _label(self, t: _Tensor, kind: str, name: str) -> None:
+        if id(t) not in self._labels:
+            self._labels[id(t)] = (kind, name)
+            self._label_keep.append(t)  # ids stay valid while the label exists
+
+    def label(self, t: _Tensor, kind: str, name: str) -> None:
+        """Label an outside tensor before it is first seen (``input`` / ``args[0]`` …)."""
+        self._label(t, kind, name)
+
+    # ------------------------------------------------------------------ values
+
+    def value_of(self, t: _Tensor) -> int:
+        """The value id of the current version of ``t``. A tensor not seen before becomes
+        a new value labelled by its origin; a tensor whose data changed since its value
+        was recorded (an in-place op through a view of it, or a write the trace did not
+        see) becomes a new version (``version_of``, ``written_by`` the node that wrote its
+        storage, or ``changed_outside_trace``)."""
+        entry = self._live.get(id(t))
+        if entry is not None and entry[0]() is t:
+            vid = entry[2]
+            version = entry[1]
+            if version is None or version != t._version:
+                # Versions read inside the dispatcher are not final (autograd shares a
+                # view's counter with its base and bumps in-place results after the
+                # kernel), so a produced value adopts its version at first use, unless
+                # its storage was written after it was produced.
+                writer = self._storage_writer.get(self._value_storage[vid], -1)
+                if writer > self._producer[vid]:
+                    vid = self._new_value(t, None, {"version_of": vid, "written_by": writer})
+                    if self.stats and t.is_floating_point():
+                        self._stats(vid, t)
+                    return vid
+                if version is not None:
+                    return self._new_value(t, None, {"version_of": vid, "changed_outside_trace": True})
+                self._live[id(t)] = (entry[0], t._version, vid)
+            if vid in self._needs_gradfn:
+                self._note_grad_fn(vid, t)
+            return vid
+        label = self._labels.get(id(t))
+        extra: dict[str, Any]
+        if label is not None:
+            extra = {label[0]: label[1]}
+        else:
+            extra = {"external": True}
+        if t.requires_grad:
+            extra["requires_grad"] = True
+        return self._new_value(t, None, extra, version=t._version)
+
+    def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
+                   version: int | None = None) -> int:
+        shape = list(t.shape)
+        measured: dict[str, Any] = {"device": _device_name(t.device)}
+        try:
+            measured["strides"] = list(t.stride())
+            offset = t.storage_offset()
+            if offset:
+                measured["storage_offset"] = offset
+        except RuntimeError:  # sparse / nested layouts have no strides
+            measured["layout"] = str(t.layout).removeprefix("torch.")
+        nbytes = t.numel() * t.element_size()
+        measured["bytes"] = nbytes
+        if extra:
+            measured.update(extra)
+        vid = self.b.value(shape, dtype_name(t.dtype), measured)
+        measured["storage"] = self._storage_of(t, vid)
+        self._producer.append(-1 if producer is None else producer)
+        self._live[id(t)] = (weakref.ref(t), version, vid)
+        return vid
+
+    def _storage_of(self, t: _Tensor, vid: int) -> int:
+        try:
+            key = t.untyped_storage()._cdata
+        except (RuntimeError, NotImplementedError, TypeError):
+            key = None
+        st = self._storages.get(key) if key is not None else None
+        if st is not None:
+            refs = st.refs
+            while refs and refs[0]() is None:
+                refs.pop(0)
+            if refs:
+                refs.append(weakref.ref(t))
+                self._value_storage.append(st.sid)
+                self._owns_storage.append(False)
+                return st.sid
+        sid = self._n_storages
+        self._n_storages += 1
+        if key is not None:
+            self._storages[key] = _Storage(sid, [weakref.ref(t)])
+        self._value_storage.append(sid)
+        self._owns_storage.append(True)
+        return sid
+
+    def structure(self, obj: Any, *, label: str | None = None, _depth: int = 0, _count: list | None = None) -> Any:
+        """The canonical structure of a Python object, tensors as values (``label``
+        names top-level tensors first seen here: ``label(t, "input", path)``)."""
+        count = _count if _count is not None else [0]
+        if isinstance(obj, _Tensor):
+            count[0] += 1
+            if label is not None and id(obj) not in self._labels and self._live.get(id(obj)) is None:
+                self._label(obj, "input", label)
+            return {"value": self.value_of(obj)}
+        if obj is None or type(obj) in (bool, int, float, str):
+            return {"static": obj}
+        if _depth >= _MAX_DEPTH or count[0] >= MAX_STRUCTURE_LEAVES * 64:
+            return {"static": f"<{type(obj).__name__}>"}
+
+        def sub(x: Any, key: Any) -> Any:
+            return self.structure(
+                x, label=None if label is None else f"{label}{key}", _depth=_depth + 1, _count=count
+            )
+
+        if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):
+            return {"dict": [[f, sub(getattr(obj, f), f".{f}")] for f in type(obj)._fields]}
+        if isinstance(obj, list):
+            return {"list": [sub(x, f"[{i}]") for i, x in enumerate(obj)]}
+        if isinstance(obj, tuple):
+            return {"tuple": [sub(x, f"[{i}]") for i, x in enumerate(obj)]}
+        if isinstance(obj, dict):
+            return {"dict": [[_key(k), sub(v, f"[{_key(k)!r}]")] for k, v in obj.items()]}
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return {"dict": [[f.name, sub(getattr(obj, f.name), f".{f.name}")] for f in dataclasses.fields(obj)]}
+        if isinstance(obj, (bool, int, float, str)):
+            return {"static": literal(obj)}
+        return {"static": f"<{type(obj).__name__}>"}
+
+    # ------------------------------------------------------------------ recording
+
+    @contextmanager
+    def recording(self) -> Iterator["TorchTrace"]:
+        """Record ops and module calls inside the block (one recording at a time)."""
+        if self._active:
+            raise RuntimeError("this trace is already recording")
+        mm = torch.nn.modules.module
+        pre = mm.register_module_forward_pre_hook(self._pre_hook)
+        post = mm.register_module_forward_hook(self._post_hook, always_call=True)
+        self._active = True
+        try:
+            with _Mode(self):
+                yield self
+        finally:
+            self._active = False
+            pre.remove()
+            post.remove()
+
+    @contextmanager
+    def scope(self, kind: str, name: str, attrs: dict[str, Any] | None = None) -> Iterator[int]:
+        """A group around the ops of the block (``loss``, ``optimizer`` …)."""
+        gid = self.b.group(kind, name, self.current_group, attrs)
+        self._stack.append((gid, None, None))
+        try:
+            yield gid
+        finally:
+            self._pop_to(gid)
+
+    @contextmanager
+    def backward_scope(self, name: str = "backward", attrs: dict[str, Any] | None = None) -> Iterator[int]:
+        """A ``backward`` group; autograd's ops land in mirrors of their forward groups."""
+        gid = self.b.group("backward", name, self.current_group, attrs)
+        self._stack.append((gid, None, None))
+        self._backward_root = gid
+        self._bw_last = None
+        try:
+            yield gid
+        finally:
+            self._backward_root = None
+            self._bw_last = None
+            self._pop_to(gid)
+
+    @property
+    def current_group(self) -> int | None:
+        return self._stack[-1][0] if self._stack else None
+
+    def _pop_to(self, gid: int) -> None:
+        while self._stack:
+            if self._stack.pop()[0] == gid:
+                return
+
+    def _pre_hook(self, module: Any, args: Any) -> None:
+        key = id(module)
+        path = self._paths.get(key)
+        call = self._calls.get(key, -1) + 1
+        self._calls[key] = call
+        cls = type(module)
+        parent = self.current_group
+        parent_path = self._stack[-1][1] if self._stack else None
+        if not path:
+            name = cls.__name__
+        elif parent_path and path.startswith(parent_path + "."):
+            name = path[len(parent_path) + 1:]
+        else:
+            name = path
+        attrs: dict[str, Any] = {"path": path, "class": cls.__name__, "module": cls.__module__, "call": call}
+        frame = self._frame(sys._getframe(1))
+        if frame is not None:
+            attrs["frame"] = frame
+        gid = self.b.group("module", name, parent, attrs)
+        self._stack.append((gid, parent_path if path is None else path, key))
+
+    def _post_hook(self, module: Any, args: Any, output: Any) -> None:
+        # Close this module's innermost open call, and any group left open inside it.
+        key = id(module)
+        if not any(entry[2] == key for entry in self._stack):
+            return
+        while True:
+            gid, _, owner = self._stack.pop()
+            if owner == key:
+                break
+        if output is None:
+            return
+        try:
+            tree = self.structure(output)
+        except LimitExceeded:
+            raise
+        except Exception:  # an exotic result type: the group simply has no outputs
+            return
+        leaves = list(_tree_values(tree))
+        g = self.b.groups[gid]
+        if len(leaves) <= MAX_STRUCTURE_LEAVES:
+            g.attrs["outputs"] = tree
+        g.attrs["result_bytes"] = sum(self.b.values[v].measured["bytes"] for v in leaves)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
+        info = self._ops.get(func)
+        if info is None:
+            info = self._op_info(func)
+        operands: list[Operand] = []
+        add = operands.append
+        for i, a in enumerate(args):
+            if isinstance(a, _Tensor):
+                add(Operand(i, self.value_of(a)))
+            elif type(a) in (list, tuple) and a and _has_tensor(a):
+                for x in a:
+                    add(Operand(i, self.value_of(x)) if isinstance(x, _Tensor) else Operand(i, None, literal(x)))
+            else:
+                add(Operand(i, None, literal(a)))
+        if kwargs:
+            for k, a in kwargs.items():
+                i = info.kwarg_pos.get(k, len(args))
+                if isinstance(a, _Tensor):
+                    add(Operand(i, self.value_of(a)))
+                elif type(a) in (list, tuple) and a and _has_tensor(a):
+                    for x in a:
+                        add(Operand(i, self.value_of(x)) if isinstance(x, _Tensor) else Operand(i, None, literal(x)))
+                else:
+                    add(Operand(i, None, literal(a)))
+            out = func(*args, **kwargs)
+        else:
+            out = func(*args)
+        self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None)
+        return out
+
+    def _op_info(self, func: Any) -> _OpInfo:
+        try:
+            name = func.name()
+        except Exception:
+            name = str(func)
+        if name.endswith(".default"):
+            name = name[: -len(".default")]
+        try:
+            kwarg_pos = {a.name: i for i, a in enumerate(func._schema.arguments)}
+        except Exception:
+            kwarg_pos = {}
+        info = self._ops[func] = _OpInfo(name, kwarg_pos)
+        return info
+
+    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None) -> None:
+        b = self.b
+        nid = len(b.nodes)
+        if nid >= b.limits.max_ops:  # before creating the outputs' values
+            raise LimitExceeded("max_ops", b.limits.max_ops, nid + 1, "operations")
+        params: dict[str, Any] = {}
+        group = self._stack[-1][0] if self._stack else None
+        frame = None
+        if self._backward_root is not None:
+            group, frame, params = self._backward_placement()
+        if frame is None:
+            frame = self._frame(sys._getframe(3))
+        outputs: list[int] = []
+        if isinstance(out, _Tensor):
+            outputs.append(self._produced(out, nid, first, operands[0].value if first is not None else None))
+        elif type(out) in (tuple, list):
+            for o in out:
+                if isinstance(o, _Tensor):
+                    outputs.append(self._produced(o, nid))
+                elif type(o) in (tuple, list):
+                    for x in o:
+                        if isinstance(x, _Tensor):
+                            outputs.append(self._produced(x, nid))
+        elif out is not None:
+            params = dict(params)
+            params["result"] = literal(out)
+        b.node(info.name, operands, outputs, params=params, group=group, frame=frame)
+
+    def _produced(self, t: _Tensor, nid: int, src: _Tensor | None = None, src_vid: int | None = None) -> int:
+        prev = self._live.get(id(t))
+        extra = None
+        if prev is not None and prev[0]() is t:  # in place, or out=
+            extra = {"version_of": prev[2]}
+        vid = self._new_value(t, nid, extra)
+        if extra is not None:
+            self._storage_writer[self._value_storage[vid]] = nid
+        if self.stats and t.is_floating_point():
+            if extra is None and src is not None and self._same_elements(vid, t, src_vid, src):
+                # A view over exactly the elements of its input (t, transpose, view,
+                # detach …) has the input's statistics: share them, skip the reductions.
+                vec = self._vec_of.get(src_vid)
+                if vec is not None:
+                    self._vec_of[vid] = vec
+                    self._pending_stats.append((vid, vec))
+                else:
+                    self.b.values[vid].measured["stats"] = self.b.values[src_vid].measured["stats"]
+            else:
+                self._stats(vid, t)
+        if self.track_autograd and self._backward_root is None:
+            self._needs_gradfn.add(vid)
+        return vid
+
+    def _same_elements(self, vid: int, t: _Tensor, src_vid: int | None, src: _Tensor) -> bool:
+        if src_vid is None or self._owns_storage[vid] or self._value_storage[vid] != self._value_storage[src_vid]:
+            return False
+        if t.dtype != src.dtype or ("stats" not in self.b.values[src_vid].measured and src_vid not in self._vec_of):
+            return False
+        if t.numel() != src.numel() or t.storage_offset() != src.storage_offset():
+            return False
+        if t.is_contiguous() and src.is_contiguous():
+            return True
+        return _dense_layout(t) == _dense_layout(src)
+
+    # ------------------------------------------------------------------ frames
+
+    def _frame(self, f: Any) -> int | None:
+        """The frame id of the innermost workspace frame at or above ``f``."""
+        code_ws = self._code_ws
+        while f is not None:
+            code = f.f_code
+            rel = code_ws.get(code, 0)
+            if rel == 0:
+                rel = code_ws[code] = self.files.relative(code.co_filename) if self.files is not None else None
+            if rel is not None:
+                key = (code, f.f_lasti)
+                fid = self._addr_frame.get(key)
+                if fid is None:
+                    fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, rel)
+                return fid
+            f = f.f_back
+        return None
+
+    def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str) -> int:
+        positions = self._positions.get(code)
+        if positions is None:
+            try:
+                positions = self._positions[code] = list(code.co_positions())
+            except Exception:
+                positions = self._positions[code] = []
+        line, column = lineno, 0
+        if 0 <= lasti // 2 < len(positions):
+            pline, _, pcol, _ = positions[lasti // 2]
+            line = pline or line
+            column = pcol or 0
+        fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname))
+        assert fid is not None
+        return fid
+
+    # ------------------------------------------------------------------ autograd
+
+    def _note_grad_fn(self, vid: int, t: _Tensor) -> None:
+        self._needs_gradfn.discard(vid)
+        fn = t.grad_fn
+        if fn is not None:
+            producer = self._producer[vid]
+            if producer >= 0:
+                self._seq_node.setdefault(fn._sequence_nr(), producer)
+
+    def note_grad_fns(self, obj: Any) -> None:
+        """Map the grad_fn of every tensor in ``obj`` (results of the forward / loss)."""
+        for t in _tensors_in(obj):
+            entry = self._live.get(id(t))
+            if entry is not None and entry[0]() is t and entry[2] in self._needs_gradfn:
+                self._note_grad_fn(entry[2], t)
+
+    def _backward_placement(self) -> tuple[int | None, int | None, dict]:
+        node = torch._C._current_autograd_node()
+        last = self._bw_last
+        if last is not None and last[0] is node:
+            return last[1], last[2], last[3]
+        root = self._backward_root
+        if node is None:
+            placement = (root, None, {})
+        else:
+            cls = type(node)
+            gname = self._grad_fn_names.get(cls)
+            if gname is None:
+                try:
+                    gname = node.name().rsplit("::", 1)[-1]
+                except Exception:
+                    gname = cls.__name__
+                self._grad_fn_names[cls] = gname
+            params: dict[str, Any] = {"grad_fn": gname}
+            group, frame = root, None
+            fwd = self._seq_node.get(node._sequence_nr())
+            if fwd is not None:
+                fnode = self.b.nodes[fwd]
+                params["forward_node"] = fwd
+                group = self._mirror_group(fnode.group)
+                frame = fnode.frame
+            elif gname == "AccumulateGrad":
+                var = getattr(node, "variable", None)
+                label = self._labels.get(id(var)) if var is not None else None
+                if label is not None:
+                    params[label[0]] = label[1]
+            placement = (group, frame, params)
+        self._bw_last = (node, *placement)
+        return placement
+
+    def _mirror_group(self, fgroup: int | None) -> int | None:
+        root = self._backward_root
+        if fgroup is None or fgroup == root:
+            return root
+        m = self._mirror.get(fgroup)
+        if m is not None:
+            return m
+        g = self.b.groups[fgroup]
+        if g.kind == "backward":
+            return root
+        parent = self._mirror_group(g.parent)
+        attrs = {"forward_group": fgroup}
+        for k in ("path", "class", "call"):
+            if k in g.attrs:
+                attrs[k] = g.attrs[k]
+        m = self._mirror[fgroup] = self.b.group("backward", g.name, parent, attrs)
+        return m
+
+    # ------------------------------------------------------------------ statistics
+
+    def _stats(self, vid: int, t: _Tensor) -> None:
+        n = t.numel()
+        if n == 0:
+            return
+        try:
+            x = t if t.dtype in _STAT_NATIVE else t.float()
+            deferred = self.stats_mode == "deferred" or (self.stats_mode == "auto" and t.device.type != "cpu")
+            if deferred:
+                vec = self._vec_of[vid] = _stats_vector(x)
+                self._pending_stats.append((vid, vec))
+                return
+            self.b.values[vid].measured["stats"] = _stats_now(x, n)
+        except Exception:  # an exotic dtype/device without these reductions
+            self.stats_skipped += 1
+
+    def _flush_stats(self) -> None:
+        if not self._pending_stats:
+            return
+        by_device: dict[Any, list[tuple[int, _Tensor]]] = {}
+        for vid, vec in self._pending_stats:
+            by_device.setdefault(vec.device, []).append((vid, vec))
+        self._pending_stats = []
+        self._vec_of = {}
+        for items in by_device.values():
+            rows = torch.stack([vec for _, vec in items]).cpu().tolist()  # one transfer
+            for (vid, _), row in zip(items, rows):
+                self.b.values[vid].measured["stats"] = _stats_from_vector(row, self.b.values[vid])
+
+    # ------------------------------------------------------------------ finishing
+
+    def finish(self) -> None:
+        """Fetch deferred statistics, list aliases per value, sum output bytes per group.
+        Call once, after the last recording."""
+        self._flush_stats()
+        values = self.b.values
+        by_storage: dict[int, list[int]] = {}
+        for vid, sid in enumerate(self._value_storage):
+            by_storage.setdefault(sid, []).append(vid)
+        for vids in by_storage.values():
+            if len(vids) < 2:
+                continue
+            for vid in vids:
+                others = [v for v in vids if v != vid]
+                m = values[vid].measured
+                m["aliases"] = others[:MAX_ALIASES_LISTED]
+                if len(others) > MAX_ALIASES_LISTED:
+                    m["aliases_total"] = len(others)
+        # Output bytes per group: bytes of new storage allocated by the group's ops
+        # (views and in-place results allocate nothing), summed into every ancestor.
+        groups = self.b.groups
+        direct = [0] * len(groups)
+        for node in self.b.nodes:
+            if node.group is None:
+                continue
+            for vid in node.outputs:
+                if self._owns_storage[vid]:
+                    direct[node.group] += values[vid].measured["bytes"]
+        total = list(direct)
+        for gid in range(len(groups) - 1, -1, -1):  # children come after their parents
+            parent = groups[gid].parent
+            if parent is not None:
+                total[parent] += total[gid]
+        for gid, g in enumerate(groups):
+            g.attrs["output_bytes"] = total[gid]
+
+    def build(self, *, scope: str, inputs: Any, outputs: Any, reasons: list[str] | None = None,
+              meta: dict[str, Any] | None = None) -> Capture:
+        reasons = list(reasons or [])
+        info = {
+            "graph": "eager execution recorded with a TorchDispatchMode: every ATen op that ran, measured",
+            "stats": self.stats,
+            "torch_version": torch.__version__,
+        }
+        if self.stats_skipped:
+            info["stats_skipped_values"] = self.stats_skipped
+        info.update(meta or {})
+        return self.b.build(
+            backend=BACKEND,
+            framework="torch",
+            framework_version=torch.__version__,
+            coverage=Coverage(
+                scope=scope,
+                status="partial" if reasons else "complete",
+                reasons=reasons,
+                effects="none",
+            ),
+            inputs=inputs,
+            outputs=outputs,
+            meta=info,
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+_DEVICE_NAMES: dict[Any, str] = {}
+
+
+def _device_name(device: torch.device) -> str:
+    name = _DEVICE_NAMES.get(device)
+    if name is None:
+        name = _DEVICE_NAMES[device] = str(device)
+    return name
+
+
+def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
+    """(size, stride) of the dimensions that matter, sorted: equal for permutations."""
+    return sorted((n, st) for n, st in zip(t.shape, t.stride()) if n != 1)
+
+
+def _has_tensor(seq: Any) -> bool:
+    for x in seq:
+        if isinstance(x, _Tensor):
+            return True
+    return False
+
+
+def _key(k: Any) -> str | int:
+    if type(k) in (str, int):
+        return k
+    if isinstance(k, bool):
+        return str(k)
+    if isinstance(k, (str, int)):
+        return (str if isinstance(k, str) else int)(k)
+    return str(k)
+
+
+def _tree_values(tree: Any) -> Iterator[int]:
+    if "value" in tree:
+        yield tree["value"]
+    for key in ("list", "tuple"):
+        if key in tree:
+            for t in tree[key]:
+                yield from _tree_values(t)
+    if "dict" in tree:
+        for _, t in tree["dict"]:
+            yield from _tree_values(t)
+
+
+def _tensors_in(obj: Any, depth: int = 0) -> Iterator[_Tensor]:
+    if isinstance(obj, _Tensor):
+        yield obj
+    elif depth < _MAX_DEPTH:
+        if isinstance(obj, (list, tuple)):
+            for x in obj:
+                yield from _tensors_in(x, depth + 1)
+        elif isinstance(obj, dict):
+            for x in obj.values():
+                yield from _tensors_in(x, depth + 1)
+
+
+def _finite(x: float) -> bool:
+    return not (math.isnan(x) or math.isinf(x))
+
+
+def _stats_now(x: _Tensor, n: int) -> dict[str, Any]:
+    """Statistics of a CPU tensor, read now. Fast path: two reductions (aminmax,
+    sum and sum of squares); NaN/Inf propagate through min/max, so finite min and max
+    prove the counts are zero. Otherwise the masked path counts and skips them."""
+    mn_t, mx_t = torch.aminmax(x)
+    mn, mx = mn_t.item(), mx_t.item()
+    if _finite(mn) and _finite(mx):
+        s = x.sum().item()
+        q = torch.linalg.vector_norm(x).item()
+        if not (_finite(s) and _finite(q)):  # float32 overflow: accumulate in float64
+            s = x.sum(dtype=torch.float64).item()
+            q = torch.linalg.vector_norm(x, dtype=torch.float64).item()
+        mean = s / n
+        var = q * q / n - mean * mean
+        if var < 1e-4 * mean * mean:  # cancellation: ask for the exact two-pass value
+            std = torch.std(x.double(), correction=0).item() if n > 1 else 0.0
+        else:
+            std = math.sqrt(var)
+        return {"min": mn, "max": mx, "mean": mean, "std": std, "nan": 0, "inf": 0}
+    nan = int(torch.isnan(x).sum().item())
+    finite = torch.isfinite(x)
+    n_finite = int(finite.sum().item())
+    stats: dict[str, Any] = {"nan": nan, "inf": n - n_finite - nan}
+    if n_finite:
+        xf = x[finite].double()
+        lo, hi = torch.aminmax(xf)
+        stats.update(min=lo.item(), max=hi.item(), mean=xf.mean().item(), std=torch.std(xf, correction=0).item())
+    else:
+        stats.update(min=None, max=None, mean=None, std=None)
+    return stats
+
+
+def _stats_vector(x: _Tensor) -> _Tensor:
+    """Six float64 numbers on ``x``'s device, with no host synchronisation:
+    finite min, finite max, finite sum, finite sum of squares, NaN count, finite count."""
+    finite = torch.isfinite(x)
+    zeroed = torch.where(finite, x, 0)
+    return torch.stack((
+        torch.where(finite, x, math.inf).amin().double(),
+        torch.where(finite, x, -math.inf).amax().double(),
+        zeroed.sum(dtype=torch.float64),
+        torch.square(zeroed.double()).sum(),
+        torch.isnan(x).sum().double(),
+        finite.sum().double(),
+    ))
+
+
+def _stats_from_vector(row: list[float], value: Any) -> dict[str, Any]:
+    mn, mx, s, q, nan, n_finite = row
+    n = 1
+    for d in value.shape:
+        n *= d
+    nan, n_finite = int(nan), int(n_finite)
+    stats: dict[str, Any] = {"nan": nan, "inf": n - n_finite - nan}
+    if n_finite:
+        mean = s / n_finite
+        stats.update(min=mn, max=mx, mean=mean, std=math.sqrt(max(q / n_finite - mean * mean, 0.0)))
+    else:
+        stats.update(min=None, max=None, mean=None, std=None)
+    return stats
+
+
+def tensors_of(obj: Any) -> list[_Tensor]:
+    """Every tensor in a nested list/tuple/dict result, in order."""
+    return list(_tensors_in(obj))
+
+
+__all__ = ["BACKEND", "TorchTrace", "dtype_name", "literal", "tensors_of"]
