@@ -365,8 +365,9 @@ class _Run:
             watch.close()
 
     def _converse(self, proc, watch: "_WorkerWatch", request: dict, action: str) -> Capture | None:
-        watch.send_request(encode_frame(request))
         deadline = self.started + self.limits.max_seconds
+        request["seconds_left"] = deadline - time.monotonic()
+        watch.send_request(encode_frame(request))
         reader = FrameReader(max(self.limits.max_result_bytes + (1 << 20), MAX_CONTROL_FRAME))
         final: dict | None = None
         while final is None:
@@ -376,12 +377,14 @@ class _Run:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 watch.kill_group()
+                elapsed = self._elapsed()
                 return self.fail(
                     "deadline", "DeadlineExceeded",
                     f"the capture did not finish within its {self.limits.max_seconds:g} s deadline; "
-                    f"the worker process group was killed after {self._elapsed()}",
+                    f"the worker process group was killed after {elapsed}",
                     {"limit": "max_seconds", "maximum": self.limits.max_seconds,
                      "elapsed_s": round(time.monotonic() - self.started, 3)},
+                    frames=crash_frames(watch.log_tail(), WorkspaceFiles(self.workspace)),
                 )
             chunk = watch.read(min(remaining, 0.05))
             if chunk is None:

@@ -44,6 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         pass
 
+    # Shortly before the parent's deadline, dump every thread's stack to stderr: the
+    # parent then reports where user code was stuck when it killed the worker.
+    seconds_left = request.get("seconds_left")
+    if type(seconds_left) in (int, float) and seconds_left > 0.5:
+        faulthandler.dump_traceback_later(seconds_left - 0.3 - (time.monotonic() - started), exit=False)
+
     session = _Session(request, started, send)
     try:
         session.run()

@@ -1,0 +1,148 @@
+"""``tensorviz capture``: run a saved setup in the isolated worker and write a ``.tvg``.
+
+    tensorviz capture --workspace DIR --profile NAME [-o OUT.tvg] [--python PATH] [--timeout S]
+    tensorviz capture FILE.py:SYMBOL --input x=float32[2,3] [--init width=8]
+                      [--framework jax] [--device cpu] [--profile NAME] [-o OUT.tvg]
+
+The shorthand form saves (or updates) the profile in ``.tensorviz/recipes.toml`` first,
+then captures it. A failed capture is still written, as a failure capture.
+Exit status: 0 captured, 1 a failure capture was written (why on stderr), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+
+from capture import graphfile
+from capture.model import Capture
+from capture.recipe import FRAMEWORKS, RecipeError
+from capture.runner import run_capture
+from capture.worker.limits import Limits
+
+from ..recipes_store import RecipeStoreError, load_profile, recipes_path, save_profile
+from ..shorthand import ShorthandError, build_recipe, parse_target
+
+CAPTURES_DIR = ".tensorviz/captures"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "capture",
+        help="capture a saved setup (or FILE.py:SYMBOL with --input …) into a .tvg graph file",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("target", nargs="?", metavar="FILE.py:SYMBOL", help="shorthand: the symbol to capture")
+    p.add_argument("--workspace", metavar="DIR", help="workspace root (default: the current folder)")
+    p.add_argument("--profile", metavar="NAME", help="the saved setup to capture (shorthand: the name to save as)")
+    p.add_argument("-o", "--output", metavar="OUT.tvg", help=f"graph file to write (default: {CAPTURES_DIR}/NAME.tvg)")
+    p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace .venv, else this one)")
+    p.add_argument("--timeout", type=float, metavar="S", help=f"deadline in seconds (default {Limits().max_seconds:g})")
+    p.add_argument("--input", action="append", default=[], metavar="[NAME=]VALUE", help="shorthand: an input, e.g. x=float32[2,3]")
+    p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE", help="shorthand: a constructor argument, e.g. width=8")
+    p.add_argument("--framework", choices=FRAMEWORKS, help="shorthand: torch (default) or jax")
+    p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu or cuda:N")
+    p.add_argument("--seed", type=int, help="shorthand: the profile seed")
+    p.add_argument("-v", "--verbose", action="store_true", help="show progress and the worker's output on stderr")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.timeout is not None and not args.timeout > 0:
+        return _usage("--timeout must be a positive number of seconds")
+    if args.target:
+        try:
+            workspace, profile = _save_shorthand(args)
+        except ShorthandError as exc:
+            return _usage(str(exc))
+        except RecipeError as exc:
+            return _usage(f"the shorthand does not make a valid setup: {exc}")
+        except RecipeStoreError as exc:
+            print(f"tensorviz capture: cannot save the setup: {exc}", file=sys.stderr)
+            return 1
+    else:
+        if args.input or args.init or args.framework or args.device or args.seed is not None:
+            return _usage("--input/--init/--framework/--device/--seed need FILE.py:SYMBOL (the shorthand form)")
+        if not args.profile:
+            return _usage("give --profile NAME (a saved setup), or FILE.py:SYMBOL with --input …")
+        workspace = Path(args.workspace or ".").expanduser().resolve()
+        profile = args.profile
+    if not workspace.is_dir():
+        return _usage(f"the workspace {workspace} is not a folder")
+
+    output = Path(args.output) if args.output else workspace / CAPTURES_DIR / f"{profile}.tvg"
+    verbose = args.verbose
+
+    def progress(message: str, fraction: float | None) -> None:
+        if verbose:
+            pct = f" {fraction * 100:3.0f}%" if fraction is not None else ""
+            print(f"tensorviz capture:{pct} {message}", file=sys.stderr)
+
+    def log(line: str) -> None:
+        if verbose:
+            print(f"  worker| {line}", file=sys.stderr)
+
+    cancel = threading.Event()
+    try:
+        capture = run_capture(
+            workspace, profile, python=args.python, timeout=args.timeout, progress=progress, log=log, cancel=cancel,
+        )
+    except KeyboardInterrupt:
+        cancel.set()
+        raise
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        graphfile.write(capture, output)
+    except (OSError, graphfile.GraphFileError) as exc:
+        print(f"tensorviz capture: cannot write {output}: {exc}", file=sys.stderr)
+        return 1
+    print(output)
+    if capture.failure is not None:
+        print(describe_failure(capture), file=sys.stderr, end="")
+        return 1
+    return 0
+
+
+def describe_failure(capture: Capture) -> str:
+    """The failure as a few lines for a terminal."""
+    f = capture.failure
+    assert f is not None
+    lines = [f"tensorviz capture: [{f.stage}] {f.type}: {f.message}"]
+    for fr in f.frames:
+        lines.append(f"    at {fr.file}:{fr.line} in {fr.function}")
+    for need in f.details.get("needs", []) if isinstance(f.details, dict) else []:
+        name = f" ({need['name']})" if need.get("name") else ""
+        lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
+    return "\n".join(lines) + "\n"
+
+
+def _save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
+    target = parse_target(args.target, args.workspace)
+    existing = None
+    name = args.profile
+    if recipes_path(target.workspace).exists():
+        from ..shorthand import default_profile_name
+
+        try:
+            existing = load_profile(target.workspace, name or default_profile_name(target))
+        except RecipeError:
+            existing = None  # absent or invalid: the shorthand writes it afresh
+    recipe = build_recipe(
+        target,
+        inputs=args.input,
+        inits=args.init,
+        framework=args.framework,
+        device=args.device,
+        seed=args.seed,
+        name=name,
+        existing=existing,
+    )
+    save_profile(target.workspace, recipe)
+    return target.workspace, recipe.name
+
+
+def _usage(message: str) -> int:
+    print(f"tensorviz capture: {message}", file=sys.stderr)
+    return 2

@@ -1,0 +1,210 @@
+"""Saving setups to ``.tensorviz/recipes.toml`` without disturbing the user's file.
+
+Writes go through ``tomlkit`` so that comments, blank lines, key order and the other
+profiles survive; only the keys of the saved profile whose values changed are touched.
+A write is atomic (a temporary file in the same folder, then a rename): a failed write
+leaves the previous file exactly as it was. The new text is re-read with the same
+validator the worker uses before it replaces anything.
+
+Reading and validating recipes lives in :mod:`capture.recipe` (standard library only).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
+from capture.recipe import (
+    DEFAULT_FRAMEWORK,
+    RECIPES_FILE,
+    RECIPES_VERSION,
+    Recipe,
+    RecipeError,
+    load_profile as _load_profile,
+    load_recipes_table,
+    parse_recipes_text,
+    profile_from_document,
+    profile_names,
+)
+
+
+class RecipeStoreError(Exception):
+    """A profile could not be saved; the recipes file is unchanged. One line."""
+
+
+def recipes_path(workspace: str | os.PathLike[str]) -> Path:
+    return Path(workspace) / RECIPES_FILE
+
+
+def load_profile(workspace: str | os.PathLike[str], name: str) -> Recipe:
+    """The validated profile (raises :class:`capture.recipe.RecipeError`)."""
+    return _load_profile(recipes_path(workspace), name)
+
+
+def list_profiles(workspace: str | os.PathLike[str]) -> list[str]:
+    """Profile names in file order ([] when there is no recipes file)."""
+    path = recipes_path(workspace)
+    if not path.exists():
+        return []
+    doc, _ = load_recipes_table(path)
+    return profile_names(doc)
+
+
+def save_profile(workspace: str | os.PathLike[str], recipe: Recipe) -> Path:
+    """Insert or update ``[profiles.<recipe.name>]``; returns the file's path.
+
+    Unchanged keys keep their formatting and comments; keys the recipe no longer has
+    are removed; a new profile is appended after the others."""
+    path = recipes_path(workspace)
+    doc = _read_document(path)
+    if "version" not in doc:
+        doc.add("version", RECIPES_VERSION)
+        # ``version`` belongs at the top, before any table.
+        body = doc.body
+        body.insert(0, body.pop())
+    elif doc["version"] != RECIPES_VERSION:
+        raise RecipeStoreError(f"{path}: version is {doc['version']!r}; this TensorViz writes version {RECIPES_VERSION}")
+    if "profiles" not in doc:
+        profiles = tomlkit.table(is_super_table=True)
+        doc.add("profiles", profiles)
+    profiles = doc["profiles"]
+    if not isinstance(profiles, dict):
+        raise RecipeStoreError(f"{path}: profiles is not a table")
+
+    table = recipe.to_table()
+    if recipe.name in profiles:
+        existing = profiles[recipe.name]
+        if not isinstance(existing, dict):
+            raise RecipeStoreError(f"{path}: profiles.{recipe.name} is not a table")
+        # A key the user left out stays out while the recipe keeps its default value.
+        defaults = Recipe(name=recipe.name, model=recipe.model).to_table()
+        defaults["framework"] = DEFAULT_FRAMEWORK
+        for key in [k for k in existing if k not in table]:
+            del existing[key]
+        for key, value in table.items():
+            if key in existing:
+                if _plain(existing[key]) == _plain(_toml_ready(value)):
+                    continue
+            elif key in defaults and defaults[key] == value:
+                continue
+            existing[key] = _item(value)
+    else:
+        new = tomlkit.table()
+        for key, value in table.items():
+            new.add(key, _item(value))
+        profiles.add(recipe.name, new)
+
+    text = tomlkit.dumps(doc)
+    _check_written(text, recipe, path)
+    atomic_write_text(path, text)
+    return path
+
+
+def delete_profile(workspace: str | os.PathLike[str], name: str) -> bool:
+    """Remove a profile; False when there was none."""
+    path = recipes_path(workspace)
+    if not path.exists():
+        return False
+    doc = _read_document(path)
+    profiles = doc.get("profiles")
+    if not isinstance(profiles, dict) or name not in profiles:
+        return False
+    del profiles[name]
+    atomic_write_text(path, tomlkit.dumps(doc))
+    return True
+
+
+def _read_document(path: Path) -> tomlkit.TOMLDocument:
+    if not path.exists():
+        return tomlkit.document()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecipeStoreError(f"{path}: cannot read: {exc}") from None
+    try:
+        return tomlkit.parse(text)
+    except TOMLKitError as exc:
+        raise RecipeStoreError(f"{path}: not valid TOML, so it was left alone: {exc}") from None
+
+
+def _check_written(text: str, recipe: Recipe, path: Path) -> None:
+    """The text we are about to write must read back as the same profile."""
+    try:
+        doc = parse_recipes_text(text, file=str(path))
+        again = profile_from_document(doc, recipe.name, text=text, file=str(path))
+    except RecipeError as exc:
+        raise RecipeStoreError(f"refusing to write a recipes file that would not read back: {exc}") from None
+    if again.to_dict() != _toml_ready(recipe.to_dict()):
+        raise RecipeStoreError(f"refusing to write {path}: profile {recipe.name!r} would not read back unchanged")
+
+
+def _toml_ready(value: Any) -> Any:
+    """TOML has no null: an unknown dimension (None) is written as ``"?"``."""
+    if value is None:
+        return "?"
+    if isinstance(value, dict):
+        return {k: _toml_ready(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_toml_ready(v) for v in value]
+    return value
+
+
+def _item(value: Any) -> Any:
+    """Plain data as tomlkit items: tables inline (as the spec writes them)."""
+    value = _toml_ready(value)
+    if isinstance(value, dict):
+        table = tomlkit.inline_table()
+        for k, v in value.items():
+            table.append(k, _item(v))
+        return table
+    if isinstance(value, list):
+        arr = tomlkit.array()
+        for v in value:
+            arr.append(_item(v))
+        return arr
+    return tomlkit.item(value)
+
+
+def _plain(value: Any) -> Any:
+    if hasattr(value, "unwrap"):
+        value = value.unwrap()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` or leave it exactly as it was."""
+    folder = path.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise RecipeStoreError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            mode = stat.S_IMODE(path.stat().st_mode)
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o644 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise RecipeStoreError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -1,0 +1,244 @@
+"""The command-line shorthand for a saved setup, shared by ``tensorviz capture`` and
+``tensorviz open``::
+
+    tensorviz capture model.py:net --input x=float32[2,3] --input float32[3] \\
+        --init width=8 --framework jax --device cpu
+
+* ``FILE.py:SYMBOL`` — the file (inside the workspace) and the symbol's qualname;
+* ``--input NAME=VALUE`` (a keyword input) or ``--input VALUE`` (the next positional);
+* ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way.
+
+A VALUE is one of::
+
+    float32[2,3]              a tensor (numpy dtype names; [] is a scalar tensor)
+    float32[batch,3]          unknown dimensions: a name or "?" (capture asks for them)
+    int64[4,8]:randint(0,100) with a generator: zeros, ones, arange, full(V),
+                              normal(MEAN,STD), uniform(LOW,HIGH), randint(LOW,HIGH)
+    8   2.5   true   false    static Python values (numbers, booleans)
+    none                      Python None
+    relu   'relu'   "a b"     strings (quotes optional for a single word)
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from capture.recipe import (
+    DTYPES,
+    CallSetup,
+    NoneDesc,
+    Recipe,
+    RecipeError,
+    StaticDesc,
+    ValueDesc,
+    parse_value,
+)
+
+
+class ShorthandError(ValueError):
+    """A shorthand argument that cannot be understood; ``str()`` says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """``file``: absolute path; ``module``: dotted module name relative to ``workspace``;
+    ``qualname``: the symbol. ``ref`` is the recipe's ``model`` string."""
+
+    file: Path
+    workspace: Path
+    module: str
+    qualname: str
+
+    @property
+    def ref(self) -> str:
+        return f"{self.module}:{self.qualname}"
+
+
+_TENSOR = re.compile(r"^(?P<dtype>[A-Za-z0-9_]+)\[(?P<dims>[^\]]*)\](?::(?P<gen>.+))?$")
+_GEN = re.compile(r"^(?P<kind>[a-z]+)(?:\((?P<args>[^)]*)\))?$")
+_GEN_PARAMS = {"full": ("value",), "normal": ("mean", "std"), "uniform": ("low", "high"), "randint": ("low", "high"),
+               "zeros": (), "ones": (), "arange": ()}
+
+
+def parse_target(text: str, workspace: str | os.PathLike[str] | None = None) -> Target:
+    """``path/to/file.py:Qual.Name`` → :class:`Target`.
+
+    ``workspace`` defaults to the current directory when the file is inside it, else
+    the file's own folder."""
+    path_text, sep, qualname = text.rpartition(":")
+    if not sep or not path_text or not qualname:
+        raise ShorthandError(f"{text!r}: expected FILE.py:SYMBOL")
+    if not all(part.isidentifier() for part in qualname.split(".")):
+        raise ShorthandError(f"{text!r}: {qualname!r} is not a Python name (Qual.Name)")
+    file = Path(path_text).expanduser().resolve()
+    if file.suffix != ".py":
+        raise ShorthandError(f"{text!r}: {path_text} is not a .py file")
+    if not file.is_file():
+        raise ShorthandError(f"{text!r}: no file {path_text}")
+    if workspace is None:
+        cwd = Path.cwd().resolve()
+        root = cwd if cwd in file.parents else file.parent
+    else:
+        root = Path(workspace).expanduser().resolve()
+    try:
+        rel = file.relative_to(root)
+    except ValueError:
+        raise ShorthandError(f"{text!r}: {file} is not inside the workspace {root}") from None
+    parts = list(rel.with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    if not parts or not all(p.isidentifier() for p in parts):
+        raise ShorthandError(f"{text!r}: {rel} cannot be imported as a module from {root} (its path is not a dotted name)")
+    return Target(file=file, workspace=root, module=".".join(parts), qualname=qualname)
+
+
+def parse_value_spec(text: str) -> ValueDesc:
+    """One VALUE (see the module docstring) as a value description."""
+    s = text.strip()
+    m = _TENSOR.match(s)
+    if m:
+        return _tensor(s, m)
+    lowered = s.lower()
+    if lowered in ("true", "false"):
+        return StaticDesc(lowered == "true")
+    if lowered == "none":
+        return NoneDesc()
+    if re.fullmatch(r"[+-]?\d+", s):
+        return StaticDesc(int(s))
+    try:
+        number = float(s)
+    except ValueError:
+        pass
+    else:
+        if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|nan)", lowered):
+            return StaticDesc(number)
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        try:
+            value = ast.literal_eval(s)
+        except (ValueError, SyntaxError):
+            raise ShorthandError(f"{text!r}: unterminated or invalid quoted string") from None
+        return _checked(value, text)
+    if re.fullmatch(r"[A-Za-z0-9_]+\[.*", s):
+        raise ShorthandError(f"{text!r}: expected DTYPE[DIMS] such as float32[2,3]")
+    return _checked(s, text)
+
+
+def _checked(value: object, text: str) -> ValueDesc:
+    try:
+        return parse_value(value, at=text)
+    except RecipeError as exc:
+        raise ShorthandError(f"{text!r}: {exc.problem}") from None
+
+
+def _tensor(text: str, m: re.Match) -> ValueDesc:
+    dtype = m.group("dtype")
+    if dtype not in DTYPES:
+        raise ShorthandError(f"{text!r}: unknown dtype {dtype!r} (expected one of {', '.join(DTYPES)})")
+    dims: list[int | str | None] = []
+    inner = m.group("dims").strip()
+    for raw in inner.split(",") if inner else []:
+        d = raw.strip()
+        if re.fullmatch(r"\d+", d):
+            dims.append(int(d))
+        elif d == "?":
+            dims.append(None)
+        elif d.isidentifier():
+            dims.append(d)
+        else:
+            raise ShorthandError(f"{text!r}: dimension {d!r} is not a size, a name or '?'")
+    desc: dict = {"kind": "tensor", "shape": dims, "dtype": dtype}
+    gen = m.group("gen")
+    if gen is not None:
+        g = _GEN.match(gen.strip())
+        if not g or g.group("kind") not in _GEN_PARAMS:
+            raise ShorthandError(
+                f"{text!r}: unknown generator {gen!r} (expected zeros, ones, arange, full(V), normal(MEAN,STD), "
+                "uniform(LOW,HIGH) or randint(LOW,HIGH))"
+            )
+        kind = g.group("kind")
+        params = _GEN_PARAMS[kind]
+        raw_args = [a.strip() for a in (g.group("args") or "").split(",") if a.strip()]
+        if len(raw_args) != len(params):
+            raise ShorthandError(f"{text!r}: {kind} takes {len(params)} argument(s): {', '.join(params) or 'none'}")
+        gdesc: dict = {"kind": kind}
+        for name, a in zip(params, raw_args):
+            try:
+                value = ast.literal_eval(a)
+            except (ValueError, SyntaxError):
+                value = {"true": True, "false": False}.get(a.lower(), a)
+            gdesc[name] = value
+        desc["generator"] = gdesc
+    return _checked(desc, text)
+
+
+def parse_argument(text: str) -> tuple[str | None, ValueDesc]:
+    """``NAME=VALUE`` → ``(NAME, desc)``; ``VALUE`` → ``(None, desc)`` (positional)."""
+    name, sep, rest = text.partition("=")
+    if sep and name.strip().isidentifier():
+        return name.strip(), parse_value_spec(rest)
+    return None, parse_value_spec(text)
+
+
+def call_setup(arguments: list[str], what: str = "--input") -> CallSetup:
+    """Repeated ``--input``/``--init`` arguments as literal ``args``/``kwargs``."""
+    args: list[ValueDesc] = []
+    kwargs: dict[str, ValueDesc] = {}
+    for text in arguments:
+        try:
+            name, desc = parse_argument(text)
+        except ShorthandError as exc:
+            raise ShorthandError(f"{what} {exc}") from None
+        if name is None:
+            args.append(desc)
+        elif name in kwargs:
+            raise ShorthandError(f"{what} {name} is given twice")
+        else:
+            kwargs[name] = desc
+    return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
+
+
+def default_profile_name(target: Target) -> str:
+    """``pkg.model:Net`` → ``pkg_model_Net`` (what the shorthand saves by default)."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{target.module}_{target.qualname}")
+    return name[:128]
+
+
+def build_recipe(
+    target: Target,
+    *,
+    inputs: list[str] | None = None,
+    inits: list[str] | None = None,
+    framework: str | None = None,
+    device: str | None = None,
+    seed: int | None = None,
+    name: str | None = None,
+    existing: Recipe | None = None,
+) -> Recipe:
+    """The profile the shorthand describes. With ``existing`` (the saved profile of the
+    same name), everything the shorthand does not give is kept from it: ``inputs`` only
+    replaces the saved inputs when at least one ``--input`` is given, likewise ``init``.
+    Raises :class:`ShorthandError` (bad argument) or :class:`RecipeError` (the result
+    is not a valid recipe, e.g. too many elements)."""
+    name = name or (existing.name if existing else default_profile_name(target))
+    if existing is not None:
+        base = replace(existing, name=name, model=target.ref)
+    else:
+        base = Recipe(name=name, model=target.ref, framework_explicit=False)
+    data = base.to_dict()
+    if inputs:
+        data["inputs"] = call_setup(inputs, "--input").to_dict()
+    if inits:
+        data["init"] = call_setup(inits, "--init").to_dict()
+    if framework is not None:
+        data["framework"] = framework
+    if device is not None:
+        data["device"] = device
+    if seed is not None:
+        data["seed"] = seed
+    recipe = Recipe.from_dict(data)
+    explicit = framework is not None or (existing is not None and existing.framework_explicit)
+    return replace(recipe, framework_explicit=explicit or recipe.framework != "torch")
