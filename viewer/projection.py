@@ -82,7 +82,7 @@ def group_wording(kind: str) -> tuple[str, str]:
 def group_sublabel(kind: str) -> str:
     """``jit · tracing scope``, ``module instance``: what a group card says under its name."""
     short = group_wording(kind)[0]
-    return short if kind in short else f"{kind} · {short}"
+    return short if short.startswith(kind) else f"{kind} · {short}"
 
 
 def frame_json(f: Frame | None) -> dict | None:
