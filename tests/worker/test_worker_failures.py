@@ -1,0 +1,171 @@
+"""A worker that fails in any way gives a failure capture; the parent never hangs.
+
+Each case runs a real worker process (the fake framework) and checks the failure's
+stage, type, message and the user-code frames it carries.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from capture.model import Capture
+from capture.runner import run_capture
+from fake_workspace import fake_recipe, tensor
+
+
+def capture(workspace, model, *args, **kw) -> Capture:
+    options = {k: kw.pop(k) for k in list(kw) if k in ("timeout", "limits", "cancel", "env", "log", "progress")}
+    return run_capture(workspace, fake_recipe(model, *args or (tensor(2, 3),), **kw), **options)
+
+
+def frames(c: Capture) -> list[tuple[str, int, str]]:
+    return [(f.file, f.line, f.function) for f in c.failure.frames]
+
+
+def test_success_is_a_graph(workspace):
+    c = capture(workspace, "models:net", tensor(2, 3), tensor(3, 4))
+    assert c.failure is None
+    assert [n.op for n in c.nodes] == ["matmul", "relu", "mul", "reduce_sum"]
+    assert [g.name for g in c.groups] == ["net", "block"]
+    assert {f.file for f in c.frames} == {"models.py", "helpers.py"}
+    assert c.recipe["model"] == "models:net"
+
+
+def test_exception_in_model_code_keeps_type_message_and_user_frames(workspace):
+    c = capture(workspace, "crashy:raises")
+    assert c.failed and not c.nodes
+    f = c.failure
+    assert (f.stage, f.type, f.message) == ("trace", "ValueError", "bad shape in helper")
+    assert frames(c) == [("crashy.py", 13, "raises"), ("crashy.py", 9, "helper")]
+
+
+@pytest.mark.parametrize("model", ["crashy:segfault", "crashy:kill_self"])
+def test_segfault_is_a_crash_with_the_user_frame(workspace, model):
+    c = capture(workspace, model)
+    f = c.failure
+    assert (f.stage, f.type) == ("crash", "WorkerCrashed")
+    assert "SIGSEGV" in f.message and "segmentation fault" in f.message
+    assert f.details["signal"] == "SIGSEGV"
+    # faulthandler's dump of the crashed thread names the user's line.
+    assert frames(c)[-1][0] == "crashy.py"
+    assert frames(c)[-1][2] in ("segfault", "kill_self")
+
+
+def test_os_exit_is_a_crash_with_the_status(workspace):
+    c = capture(workspace, "crashy:hard_exit")
+    assert c.failure.stage == "crash"
+    assert "exited with status 7 without reporting a result" in c.failure.message
+    assert c.failure.details["exit_code"] == 7
+
+
+def test_sys_exit_in_user_code_is_reported(workspace):
+    c = capture(workspace, "crashy:exits")
+    assert (c.failure.stage, c.failure.type) == ("trace", "SystemExit")
+    assert "sys.exit(3)" in c.failure.message
+    assert frames(c) == [("crashy.py", 26, "exits")]
+
+
+def test_memory_error_is_reported_with_frames(workspace):
+    c = capture(workspace, "crashy:out_of_memory")
+    assert (c.failure.stage, c.failure.type) == ("trace", "MemoryError")
+    assert "ran out of memory" in c.failure.message
+    assert frames(c) == [("crashy.py", 29, "out_of_memory")]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs POSIX resource limits")
+def test_real_memory_exhaustion_under_an_address_space_limit(workspace, tmp_path):
+    """A real MemoryError (the worker capped with RLIMIT_AS through a wrapper interpreter)."""
+    import sys
+
+    wrapper = tmp_path / "capped-python"
+    wrapper.write_text(f"#!/bin/sh\nulimit -v 1000000\nexec {sys.executable} \"$@\"\n")
+    wrapper.chmod(0o755)
+    c = run_capture(workspace, fake_recipe("crashy:real_out_of_memory", tensor(2)), python=str(wrapper), timeout=60)
+    assert c.failure is not None
+    assert c.failure.type in ("MemoryError", "WorkerCrashed")
+    if c.failure.type == "MemoryError":
+        assert frames(c)[-1][:1] == ("crashy.py",)
+
+
+def test_deadline_kills_the_worker_and_says_how_long(workspace):
+    started = time.monotonic()
+    c = capture(workspace, "crashy:hang", timeout=1.5)
+    elapsed = time.monotonic() - started
+    assert elapsed < 6
+    f = c.failure
+    assert (f.stage, f.type) == ("deadline", "DeadlineExceeded")
+    assert "1.5 s deadline" in f.message and "killed after" in f.message
+    assert f.details["limit"] == "max_seconds" and f.details["elapsed_s"] >= 1.5
+    # The dump taken just before the deadline shows where user code was stuck.
+    assert frames(c)[-1][::2] == ("crashy.py", "hang")
+
+
+def test_deadline_kills_the_whole_process_group(workspace, tmp_path):
+    pid_file = tmp_path / "child.pid"
+    c = capture(workspace, "crashy:hang_with_child", timeout=2, env={"TV_CHILD_PID": str(pid_file)})
+    assert c.failure.stage == "deadline"
+    child = int(pid_file.read_text())
+    for _ in range(100):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        # A killed child of the (dead) worker is reparented and reaped by init.
+        time.sleep(0.02)
+    else:
+        pytest.fail(f"the worker's child {child} survived the deadline")
+
+
+def test_cancel_kills_the_worker(workspace):
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    started = time.monotonic()
+    c = capture(workspace, "crashy:hang", timeout=30, cancel=cancel)
+    assert time.monotonic() - started < 5
+    assert (c.failure.stage, c.failure.type) == ("cancelled", "Cancelled")
+
+
+def test_user_prints_reach_the_log_not_the_protocol(workspace):
+    lines = []
+    c = capture(workspace, "crashy:chatty", log=lines.append)
+    assert c.failure is None, c.failure
+    assert "hello from user code" in lines
+
+
+def test_progress_is_reported_in_order(workspace):
+    seen = []
+    c = capture(workspace, "models:net", tensor(2, 3), tensor(3, 4), progress=lambda m, f: seen.append((m, f)))
+    assert c.failure is None
+    messages = [m for m, _ in seen]
+    assert messages.index("checking device cpu") < messages.index("importing the model") < messages.index("tracing")
+    assert all(f is None or 0.0 <= f <= 1.0 for _, f in seen)
+
+
+def test_a_trace_with_no_operations_is_a_failure_not_an_empty_graph(workspace):
+    c = capture(workspace, "models:nothing")
+    assert c.failed and not c.nodes
+    assert c.failure.stage == "trace"
+    assert "recorded no operations" in c.failure.message
+
+
+def test_missing_module_and_attribute_are_import_failures(workspace):
+    c = capture(workspace, "nosuch:net")
+    assert (c.failure.stage, c.failure.type) == ("import", "ModuleNotFoundError")
+    assert "'nosuch'" in c.failure.message
+    c = capture(workspace, "models:nosuch")
+    assert (c.failure.stage, c.failure.type) == ("import", "AttributeError")
+    assert "has no attribute 'nosuch'" in c.failure.message
+
+
+def test_error_at_import_time_keeps_the_user_frame(workspace):
+    (workspace / "broken.py").write_text("x = 1\nraise RuntimeError('top-level boom')\n")
+    c = capture(workspace, "broken:net")
+    assert (c.failure.stage, c.failure.type) == ("import", "RuntimeError")
+    assert "top-level boom" in c.failure.message
+    assert frames(c) == [("broken.py", 2, "<module>")]
+    # The file that failed to import is still a recorded source (freshness after a fix).
+    assert [s.path for s in c.sources] == ["broken.py"]
