@@ -85,6 +85,7 @@ def _device(jax: Any, spec: str) -> Any:
             f"backend ({exc}). Install a CUDA-enabled JAX in the selected interpreter, or save "
             f'device = "cpu"; TensorViz does not fall back to the CPU.',
             {"device": spec, "available": [str(d) for d in _safe_devices(jax)], "jax_version": jax.__version__},
+            error_type="DeviceUnavailable",
         ) from exc
     if index >= len(devices):
         raise CaptureError(
@@ -92,6 +93,7 @@ def _device(jax: Any, spec: str) -> Any:
             f"device {spec} is unavailable: JAX sees {len(devices)} {platform} device(s) "
             f"({', '.join(str(d) for d in devices) or 'none'}); TensorViz does not fall back to another device.",
             {"device": spec, "available": [str(d) for d in devices]},
+            error_type="DeviceUnavailable",
         )
     return devices[index]
 
@@ -133,9 +135,10 @@ def _check_recipe(ctx: CaptureContext, jax: Any) -> None:
         first = needed[0]
         raise CaptureError(
             "recipe",
-            f"{len(needed)} input dimension(s) unknown, first {first.path} axis {first.axis}"
-            f"{' (' + first.name + ')' if first.name else ''}: enter them in the setup; TensorViz does not guess",
-            {"needed": [n.to_dict() for n in needed]},
+            f"{len(needed)} input dimension(s) unknown, first {first.section} {first.input} axis {first.axis}"
+            f"{' (' + first.name + ')' if first.name else ''}: give them a size to capture; TensorViz does not guess",
+            {"needs": [n.to_dict() for n in needed]},
+            error_type="InputsNeeded",
         )
     if not _x64_enabled(jax):
         wide = [leaf for leaf in leaves if leaf.desc.dtype in SIXTY_FOUR_BIT_DTYPES]
