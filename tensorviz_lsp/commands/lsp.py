@@ -27,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
     level = getattr(logging, args.log_level.upper())
     # stderr is the editor's server log; stdout is the protocol and must stay clean.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="tensorviz: %(levelname)s %(name)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(logging.WARNING)
     server = create_server()
     install(server, level)
     if args.tcp:

@@ -66,7 +66,7 @@ class OpenGraph(Feature):
     def __init__(self, server) -> None:
         super().__init__(server)
         self._running: dict[tuple[str, str], Progress] = {}
-        self._failed: dict[tuple[str, str], tuple[str, types.Diagnostic]] = {}
+        self._failures: dict[tuple[str, str], tuple[str, types.Diagnostic]] = {}
         self.setup: SetupContext | None = None
 
     def commands(self):
@@ -300,7 +300,7 @@ class OpenGraph(Feature):
             code=f"capture-{stage}",
             related_information=self._frames(root, failure) or None,
         )
-        self._failed[(str(root), profile)] = (uri, diag)
+        self._failures[(str(root), profile)] = (uri, diag)
         self._publish_failures(uri)
         self.server.show_message(
             f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}", types.MessageType.Error
@@ -328,12 +328,12 @@ class OpenGraph(Feature):
         return out
 
     def _clear_failure(self, root: Path, profile: str) -> None:
-        old = self._failed.pop((str(root), profile), None)
+        old = self._failures.pop((str(root), profile), None)
         if old is not None:
             self._publish_failures(old[0])
 
     def _publish_failures(self, uri: str) -> None:
-        self.server.diagnostics.set(uri, FAILED_KIND, [d for u, d in self._failed.values() if u == uri])
+        self.server.diagnostics.set(uri, FAILED_KIND, [d for u, d in self._failures.values() if u == uri])
 
     # ------------------------------------------------------------------ setup form
     async def open_setup(

@@ -1,0 +1,232 @@
+"""pytest-lsp helpers: a client per test, with a given editor's recorded capabilities,
+its own trust store (``TENSORVIZ_CONFIG_DIR``) and answers to ``showMessageRequest``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKE_SERVER = [sys.executable, str(Path(__file__).with_name("fake_server.py"))]
+REAL_SERVER = [sys.executable, "-m", "tensorviz_lsp", "lsp"]
+
+EDITORS = {
+    "neovim": "neovim@v0.11.0",
+    "vscode": "visual-studio-code",
+}
+
+
+class Session:
+    """A started server plus the handful of moves a test makes."""
+
+    def __init__(self, client: LanguageClient, workspace: Path, config_dir: Path) -> None:
+        self.client = client
+        self.workspace = workspace
+        self.config_dir = config_dir
+        self.versions: dict[str, int] = {}
+
+    def uri(self, rel: str | Path) -> str:
+        return (self.workspace / rel).as_uri()
+
+    def open(self, rel: str, text: str | None = None) -> str:
+        uri = self.uri(rel)
+        text = text if text is not None else (self.workspace / rel).read_text()
+        self.versions[uri] = 1
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+            )
+        )
+        return uri
+
+    def replace(self, rel: str, text: str) -> None:
+        uri = self.uri(rel)
+        self.versions[uri] = self.versions.get(uri, 1) + 1
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=self.versions[uri]),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+
+    def save(self, rel: str, text: str) -> None:
+        (self.workspace / rel).write_text(text)
+        self.client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=self.uri(rel)))
+        )
+
+    def disk_changed(self, rel: str) -> None:
+        self.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=self.uri(rel), type=types.FileChangeType.Changed)]
+            )
+        )
+
+    async def lenses(self, rel: str) -> list[types.CodeLens]:
+        return await self.client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=self.uri(rel)))
+        )
+
+    async def execute(self, command: str, *arguments: Any, timeout: float = 120) -> Any:
+        return await asyncio.wait_for(
+            self.client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command=command, arguments=list(arguments))
+            ),
+            timeout,
+        )
+
+    def answer(self, *titles: str | None) -> None:
+        """Queue the user's answers to the next showMessageRequest prompts."""
+        self.client.answers.extend(titles)
+
+    async def wait_for(self, predicate, timeout: float = 30, what: str = "condition") -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            value = predicate()
+            if value:
+                return value
+            await asyncio.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def diagnostics(self, rel: str) -> list[types.Diagnostic]:
+        return list(self.client.diagnostics.get(self.uri(rel), []))
+
+    def messages(self) -> list[str]:
+        return [m.message for m in self.client.messages]
+
+    def logs(self) -> str:
+        return "\n".join(m.message for m in self.client.log_messages)
+
+
+def make_client_factory():
+    from pytest_lsp.client import make_test_lsp_client
+
+    def factory() -> LanguageClient:
+        client = make_test_lsp_client()
+        client.answers = []  # type: ignore[attr-defined]
+        client.prompts = []  # type: ignore[attr-defined]
+
+        @client.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+        def show_message_request(params: types.ShowMessageRequestParams):
+            client.prompts.append(params)  # type: ignore[attr-defined]
+            answer = client.answers.pop(0) if client.answers else None  # type: ignore[attr-defined]
+            if answer is None:
+                return None
+            return types.MessageActionItem(title=answer)
+
+        @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def register_capability(params: types.RegistrationParams):
+            return None
+
+        return client
+
+    return factory
+
+
+async def start_session(
+    workspace: Path,
+    config_dir: Path,
+    *,
+    editor: str = "neovim",
+    server: list[str] | None = None,
+    init_options: Any = None,
+    configuration: dict | None = None,
+    env: dict[str, str] | None = None,
+    folders: list[Path] | None = None,
+    capabilities: types.ClientCapabilities | None = None,
+) -> Session:
+    server_env = {
+        **os.environ,
+        "TENSORVIZ_CONFIG_DIR": str(config_dir),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        **(env or {}),
+    }
+    config = ClientServerConfig(server_command=server or FAKE_SERVER, client_factory=make_client_factory(), server_env=server_env)
+    client = await config.start()
+    if configuration:
+        for scope, value in configuration.items():
+            client.set_configuration(value, scope_uri=scope)
+    folders = folders or [workspace]
+    caps = capabilities or client_capabilities(EDITORS.get(editor, editor))
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=caps,
+            root_uri=workspace.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders],
+            initialization_options=init_options,
+        )
+    )
+    return Session(client, workspace, config_dir)
+
+
+async def stop_session(session: Session) -> None:
+    try:
+        await asyncio.wait_for(session.client.shutdown_session(), 30)
+    finally:
+        await session.client.stop()
+
+
+@pytest.fixture
+def config_dir(tmp_path) -> Path:
+    d = tmp_path / "user-config"
+    d.mkdir()
+    return d
+
+
+SPEC_NET = """import jax
+import jax.numpy as jnp
+
+@jax.jit
+def net(x):
+    return jax.nn.relu(x @ jnp.ones((3, 4)))
+"""
+
+SPEC_MLP = """from flax import linen as nn
+
+class MLP(nn.Module):
+    width: int = 8
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(4)(nn.relu(nn.Dense(self.width)(x)))
+"""
+
+SPEC_RECIPE = """version = 1
+
+[profiles.jax_example]
+kind = "model"
+framework = "jax"
+model = "model:net"
+mode = "eval"
+device = "cpu"
+grad_enabled = false
+seed = 0
+init = { args = [], kwargs = {} }
+inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
+"""
+
+
+def make_workspace(root: Path, files: dict[str, str]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return root
+
+
+@pytest.fixture
+def spec_workspace(tmp_path) -> Path:
+    return make_workspace(
+        tmp_path / "ws",
+        {"model.py": SPEC_NET, "mlp.py": SPEC_MLP, ".tensorviz/recipes.toml": SPEC_RECIPE},
+    )

@@ -1,0 +1,207 @@
+"""The real language server with fake backends, for fast tests of the server's logic.
+
+Discovery is a regex, captures follow ``.fake/capture.json`` in the workspace, and
+the viewer only records what it is told (``.fake/viewer-events.jsonl``). Run as
+``python tests/lsp/fake_server.py``; an extra command ``fake.reveal`` plays the
+viewer asking for go-to-source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from capture.model import Capture, Failure, Source  # noqa: E402
+from capture.synthetic import synthetic_capture  # noqa: E402
+from tensorviz_lsp.backends import (  # noqa: E402
+    Candidate,
+    CaptureJob,
+    Discovered,
+    InstallPlan,
+    Pos,
+    RecipeIssue,
+    Span,
+    ViewerHooks,
+)
+from tensorviz_lsp.lsplog import install  # noqa: E402
+from tensorviz_lsp.server import create_server  # noqa: E402
+
+_DEF = re.compile(r"^(?P<indent>\s*)(?:def|class)\s+(?P<name>\w+)")
+
+
+class FakeViewer:
+    def __init__(self, hooks: ViewerHooks, log_path: Path) -> None:
+        self.hooks = hooks
+        self.url = "http://127.0.0.1:9/tok/"
+        self.log_path = log_path
+        self.n = 0
+
+    def _write(self, event: str, data: Any) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("a") as fh:
+            fh.write(json.dumps({"event": event, "data": data}) + "\n")
+
+    def add_capture(self, capture, *, title=None, root=None) -> str:
+        self.n += 1
+        self._write("add", {"id": str(self.n), "title": title, "nodes": len(capture.nodes)})
+        return str(self.n)
+
+    def capture_url(self, capture_id) -> str:
+        return f"{self.url}?capture={capture_id}"
+
+    def setup_url(self) -> str:
+        return f"{self.url}?setup=1"
+
+    def publish(self, event: str, data: dict) -> None:
+        self._write(event, data)
+
+    def stop(self) -> None:
+        self._write("stopped", {})
+
+
+class FakeBackends:
+    def __init__(self) -> None:
+        self.viewer: FakeViewer | None = None
+
+    def discover(self, text: str, path: Path, root: Path | None) -> Discovered:
+        cands = []
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            m = _DEF.match(line)
+            prev = lines[i - 1].strip() if i else ""
+            if not m or m.group("indent"):
+                continue
+            is_model = prev.startswith("@jax.jit") or re.search(r"class \w+\((nn\.Module|Module)\)", line)
+            if not is_model:
+                continue
+            name = m.group("name")
+            start = line.index(name)
+            cands.append(
+                Candidate(
+                    name=name,
+                    qualname=name,
+                    kind="jax_function" if line.lstrip().startswith("def") else "torch_module",
+                    framework="jax" if "def" in line else "torch",
+                    name_range=Span(Pos(i, start), Pos(i, start + len(name))),
+                    range=Span(Pos(i, 0), Pos(i + 1, 0)),
+                    inputs=[{"name": "x", "kind": "positional"}],
+                )
+            )
+        if "SYNTAX ERROR" in text:
+            return Discovered([], ["syntax error"], parsed=False)
+        return Discovered(cands)
+
+    def index_changed(self, root, path, text) -> None:
+        pass
+
+    def recipe_issues(self, root: Path, text: str) -> list[RecipeIssue]:
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            return [RecipeIssue(str(exc), line=1)]
+        issues = []
+        lines = text.splitlines()
+        for name, table in doc.get("profiles", {}).items():
+            if "model" not in table:
+                line = next((i + 1 for i, l in enumerate(lines) if l.strip() == f"[profiles.{name}]"), None)
+                issues.append(RecipeIssue("missing model", line=line, profile=name, path=f"profiles.{name}.model"))
+        return issues
+
+    def save_profile(self, root, name, recipe):
+        return []
+
+    def _behaviour(self, root: Path) -> dict:
+        try:
+            return json.loads((root / ".fake" / "capture.json").read_text())
+        except FileNotFoundError:
+            return {}
+
+    def run_capture(self, job: CaptureJob):
+        b = self._behaviour(job.root)
+        recipes = tomllib.loads((job.root / ".tensorviz" / "recipes.toml").read_text())
+        recipe = recipes["profiles"][job.profile]
+        module = recipe["model"].split(":")[0]
+        rel = module.replace(".", "/") + ".py"
+        sources = [Source(rel, hashlib.sha256((job.root / rel).read_bytes()).hexdigest())]
+        job.on_progress("starting worker", 0.1)
+        if b.get("sleep"):
+            proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+            (job.root / ".fake" / "worker.pid").write_text(str(proc.pid))
+            deadline = time.monotonic() + b["sleep"]
+            while time.monotonic() < deadline and not job.cancel.is_set():
+                time.sleep(0.05)
+            if job.cancel.is_set():
+                os.killpg(proc.pid, 9)
+                proc.wait()
+                return Capture.failed_capture(Failure("Cancelled", "cancelled", stage="cancelled"))
+            proc.kill()
+            proc.wait()
+        missing = b.get("missing")
+        if missing:
+            marker = job.root / ".fake" / "installed"
+            if not marker.exists():
+                return Capture.failed_capture(
+                    Failure(
+                        "MissingDependencies",
+                        f"missing {', '.join(missing)}",
+                        stage="dependencies",
+                        details={"missing": missing, "install_command": [job.python, "-m", "pip", "install", *missing]},
+                    )
+                )
+        if b.get("fail"):
+            return Capture.failed_capture(Failure("ValueError", b["fail"], stage="trace"))
+        cap = synthetic_capture(10)
+        cap.sources = sources
+        return cap
+
+    def changed_sources(self, capture, root: Path, read) -> list[str]:
+        changed = []
+        for s in capture.sources:
+            data = read(root / s.path)
+            if data is None or hashlib.sha256(data).hexdigest() != s.sha256:
+                changed.append(s.path)
+        return changed
+
+    def install_plan(self, failure, python: str):
+        d = failure.details
+        return InstallPlan(python, list(d["missing"]), list(d["install_command"]))
+
+    def start_viewer(self, hooks: ViewerHooks) -> FakeViewer:
+        folders = server.folders()
+        root = folders[0] if folders else Path.cwd()
+        self.viewer = FakeViewer(hooks, root / ".fake" / "viewer-events.jsonl")
+        return self.viewer
+
+
+server = create_server(backends=FakeBackends())
+
+
+@server.command("fake.reveal")
+async def fake_reveal(ls, *args):
+    """Play the viewer: call the reveal hook from another thread, as its HTTP server does."""
+    from tensorviz_lsp.features.viewer_host import ViewerHost
+
+    viewer = await ls.run_blocking(ls.get_feature(ViewerHost).viewer)
+    frame, capture_id = args[0], (args[1] if len(args) > 1 else None)
+    return await ls.run_blocking(viewer.hooks.reveal, frame, capture_id)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(logging.WARNING)
+    install(server, logging.INFO)
+    server.start_io()

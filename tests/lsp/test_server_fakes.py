@@ -1,0 +1,329 @@
+"""The server's own logic over stdio, with fake discovery/worker/viewer (fast).
+
+The same flows run against the real pieces in ``test_e2e_real.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+
+from .conftest import SPEC_RECIPE, start_session, stop_session
+
+pytestmark = pytest.mark.asyncio
+
+EDITORS = ["neovim", "vscode"]
+
+
+def viewer_events(ws: Path) -> list[dict]:
+    p = ws / ".fake" / "viewer-events.jsonl"
+    return [json.loads(line) for line in p.read_text().splitlines()] if p.exists() else []
+
+
+def behave(ws: Path, **behaviour) -> None:
+    (ws / ".fake").mkdir(exist_ok=True)
+    (ws / ".fake" / "capture.json").write_text(json.dumps(behaviour))
+
+
+@pytest_asyncio.fixture(params=EDITORS)
+async def session(request, spec_workspace, config_dir):
+    s = await start_session(spec_workspace, config_dir, editor=request.param)
+    yield s
+    await stop_session(s)
+
+
+async def test_lenses_show_the_saved_profile(session):
+    session.open("model.py")
+    session.open("mlp.py")
+    lenses = await session.lenses("model.py")
+    assert [(l.command.title, l.range.start.line) for l in lenses] == [("Open as Graph (jax_example)", 4)]
+    assert lenses[0].command.command == "tensorviz.openGraph"
+    assert list(lenses[0].command.arguments) == [{"uri": session.uri("model.py"), "symbol": "net", "profile": "jax_example"}]
+    mlp = await session.lenses("mlp.py")
+    assert [l.command.title for l in mlp] == ["Open as Graph"]
+
+
+async def test_code_actions_for_helix(session):
+    session.open("model.py")
+    actions = await session.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=session.uri("model.py")),
+            range=types.Range(types.Position(4, 5), types.Position(4, 5)),
+            context=types.CodeActionContext(diagnostics=[]),
+        )
+    )
+    assert [a.title for a in actions] == ["Open as Graph (jax_example): net"]
+    # lsprotocol's client-side hook structures any object with a "command" key as a
+    # Command, so a CodeAction arrives with its command object as text.
+    command = actions[0].command
+    if isinstance(command, str):
+        import ast
+
+        command = ast.literal_eval(command)
+        assert command["command"] == "tensorviz.openGraph"
+    else:
+        assert command.command == "tensorviz.openGraph"
+
+
+async def test_lenses_follow_typing_and_keep_last_good_result(session):
+    uri = session.open("model.py")
+    text = (session.workspace / "model.py").read_text()
+    session.replace("model.py", "\n\n" + text)
+    lenses = await session.lenses("model.py")
+    assert [l.range.start.line for l in lenses] == [6]
+    session.replace("model.py", "\n\n" + text + "\nSYNTAX ERROR (\n")
+    lenses = await session.lenses("model.py")
+    assert [l.range.start.line for l in lenses] == [6], "mid-edit text keeps the last good lenses"
+    assert uri
+
+
+async def test_untrusted_workspace_runs_nothing_then_trust_and_capture(session):
+    session.open("model.py")
+    session.answer("Cancel")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert result.reason == "untrusted" if hasattr(result, "reason") else result["reason"] == "untrusted"
+    assert viewer_events(session.workspace) == [], "nothing captured, viewer never started"
+    assert any("not trusted" in m for m in session.messages())
+    prompt = session.client.prompts[-1]
+    assert str(session.workspace) in prompt.message and "trust" in prompt.message.lower()
+    assert not (session.config_dir / "trust.json").exists()
+
+    session.answer("Trust Workspace")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is True
+    url = _get(result, "url")
+    assert url.startswith("http://127.0.0.1:")
+    shown = session.client.shown_documents[-1]
+    assert shown.uri == url and shown.external is True
+    stored = json.loads((session.config_dir / "trust.json").read_text())
+    assert stored["workspaces"][str(session.workspace.resolve())]["trusted"] is True
+    assert not list(session.workspace.rglob("trust.json")), "trust is never stored in the workspace"
+    # Second time: no prompt.
+    n = len(session.client.prompts)
+    await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert len(session.client.prompts) == n
+
+
+async def test_trust_command_then_progress_reports(session):
+    await session.execute("tensorviz.trustWorkspace")
+    session.open("model.py")
+    result = await session.execute("tensorviz.openGraph", session.uri("model.py"), "net")
+    assert _get(result, "ok") is True
+    assert session.client.prompts == []
+    reports = [r for rs in session.client.progress_reports.values() for r in rs]
+    assert isinstance(reports[0], types.WorkDoneProgressBegin) and reports[0].cancellable
+    assert "capturing net" in reports[0].title
+    assert isinstance(reports[-1], types.WorkDoneProgressEnd)
+
+
+async def test_dirty_buffer_refuses_capture(session):
+    await session.execute("tensorviz.trustWorkspace")
+    (session.workspace / "helper.py").write_text("SCALE = 2\n")
+    (session.workspace / "model.py").write_text("import helper\n" + (session.workspace / "model.py").read_text())
+    session.open("model.py")
+    session.open("helper.py")
+    session.replace("helper.py", "SCALE = 3\n")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "reason") == "unsaved"
+    assert any("save helper.py first" in m for m in session.messages())
+    assert viewer_events(session.workspace) == []
+
+
+async def test_stale_diagnostic_after_edit_cleared_by_recapture(session):
+    await session.execute("tensorviz.trustWorkspace")
+    session.open("model.py")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is True
+    assert session.diagnostics("model.py") == []
+    text = (session.workspace / "model.py").read_text()
+    session.replace("model.py", text.replace("(3, 4)", "(3, 5)"))
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="stale diagnostic")
+    assert diags[0].code == "stale-graph" and "model.py changed" in diags[0].message
+    assert diags[0].range.start == types.Position(4, 4) and diags[0].range.end == types.Position(4, 7)
+    assert any(e["event"] == "stale" and e["data"]["files"] == ["model.py"] for e in viewer_events(session.workspace))
+    # Undo: fresh again.
+    session.replace("model.py", text)
+    await session.wait_for(lambda: not session.diagnostics("model.py"), what="fresh after undo")
+    assert any(e["event"] == "fresh" for e in viewer_events(session.workspace))
+    # Change on disk (another tool), then recapture: cleared.
+    session.client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=session.uri("model.py")))
+    )
+    (session.workspace / "model.py").write_text(text + "\n# edited elsewhere\n")
+    session.disk_changed("model.py")
+    await session.wait_for(lambda: session.diagnostics("model.py"), what="stale after disk change")
+    session.open("model.py")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is True
+    await session.wait_for(lambda: not session.diagnostics("model.py"), what="cleared by recapture")
+
+
+async def test_recipe_error_diagnostic_with_line(session):
+    bad = SPEC_RECIPE + "\n[profiles.broken]\nkind = \"model\"\n"
+    (session.workspace / ".tensorviz" / "recipes.toml").write_text(bad)
+    session.disk_changed(".tensorviz/recipes.toml")
+    diags = await session.wait_for(lambda: session.diagnostics(".tensorviz/recipes.toml"), what="recipe diagnostic")
+    assert diags[0].range.start.line == bad.splitlines().index("[profiles.broken]")
+    assert "profiles.broken.model" in diags[0].message
+
+
+async def test_failed_capture_diagnostic(session):
+    await session.execute("tensorviz.trustWorkspace")
+    behave(session.workspace, fail="shapes do not match")
+    session.open("model.py")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is False
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="failure diagnostic")
+    assert "shapes do not match" in diags[0].message and diags[0].severity == types.DiagnosticSeverity.Error
+    behave(session.workspace)
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    await session.wait_for(lambda: not session.diagnostics("model.py"), what="failure cleared")
+
+
+async def test_dependency_install_declined_then_accepted(spec_workspace, config_dir):
+    ws = spec_workspace
+    behave(ws, missing=["jax", "flax"])
+    marker = ws / ".fake" / "installed"
+    fake_install = [sys.executable, "-c", f"import sys; print('installing', sys.argv[1:]); open({str(marker)!r}, 'w').write('ok')", "{packages}"]
+    s = await start_session(ws, config_dir, init_options={"tensorviz": {"installCommand": fake_install}})
+    try:
+        await s.execute("tensorviz.trustWorkspace")
+        s.open("model.py")
+        s.answer("Cancel")
+        result = await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"})
+        assert _get(result, "reason") == "dependencies" and _get(result, "installed") is False
+        prompt = s.client.prompts[-1].message
+        assert "jax, flax" in prompt and sys.executable in prompt and "[install]" not in s.logs()
+        assert not marker.exists(), "declined: nothing installed"
+        assert any("nothing was installed" in m for m in s.messages())
+
+        s.answer("Install")
+        result = await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"})
+        assert marker.exists(), "accepted: the reviewed command ran"
+        assert _get(result, "ok") is True, "and the capture was retried"
+        assert "[install] installing ['jax', 'flax']" in s.logs()
+    finally:
+        await stop_session(s)
+
+
+async def test_failed_install_is_reported(spec_workspace, config_dir):
+    behave(spec_workspace, missing=["jax"])
+    failing = [sys.executable, "-c", "import sys; print('no such package'); sys.exit(3)"]
+    s = await start_session(spec_workspace, config_dir, init_options={"installCommand": failing})
+    try:
+        await s.execute("tensorviz.trustWorkspace")
+        s.open("model.py")
+        s.answer("Install")
+        result = await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"})
+        assert _get(result, "ok") is False
+        assert any("failed (exit status 3)" in m for m in s.messages())
+    finally:
+        await stop_session(s)
+
+
+async def test_cancel_kills_the_worker(session):
+    await session.execute("tensorviz.trustWorkspace")
+    behave(session.workspace, sleep=60)
+    session.open("model.py")
+    import asyncio
+
+    task = asyncio.ensure_future(session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"}))
+    pid_file = session.workspace / ".fake" / "worker.pid"
+    await session.wait_for(pid_file.exists, what="worker started")
+    pid = int(pid_file.read_text())
+    token = await session.wait_for(lambda: next(iter(session.client.progress_reports), None), what="progress")
+    session.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(task, 30)
+    assert _get(result, "reason") == "cancelled"
+    await session.wait_for(lambda: not _alive(pid), what="worker killed")
+
+
+async def test_reveal_shows_the_frame_range(session):
+    await session.execute("tensorviz.trustWorkspace")
+    session.open("model.py")
+    await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    result = await session.execute("fake.reveal", {"file": "model.py", "line": 6, "column": 11, "function": "net"}, "1")
+    assert _get(result, "handled") == "editor"
+    shown = session.client.shown_documents[-1]
+    assert shown.uri == session.uri("model.py") and shown.take_focus is True and not shown.external
+    assert shown.selection == types.Range(types.Position(5, 11), types.Position(5, 44))
+
+
+async def test_show_document_fallback_message(spec_workspace, config_dir):
+    s = await start_session(spec_workspace, config_dir, capabilities=types.ClientCapabilities())
+    try:
+        await s.execute("tensorviz.trustWorkspace")
+        s.open("model.py")
+        result = await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"})
+        url = _get(result, "url")
+        assert s.client.shown_documents == []
+        assert any(url in m for m in s.messages())
+        assert url in s.logs()
+    finally:
+        await stop_session(s)
+
+
+async def test_bad_setting_logged_and_default_used(spec_workspace, config_dir):
+    s = await start_session(spec_workspace, config_dir, init_options={"tensorviz": {"captureTimeout": "soon", "python": 42}})
+    try:
+        await s.wait_for(lambda: "captureTimeout" in s.logs(), what="warning")
+        assert "tensorviz.python = 42 ignored" in s.logs()
+        assert f"{sys.executable} (server)" in s.logs()
+    finally:
+        await stop_session(s)
+
+
+async def test_interpreter_from_configuration_per_folder(tmp_path, config_dir):
+    from .conftest import SPEC_NET, make_workspace
+
+    a = make_workspace(tmp_path / "a", {"model.py": SPEC_NET})
+    b = make_workspace(tmp_path / "b", {"model.py": SPEC_NET, ".venv/bin/python": "#!/bin/sh\n"})
+    os.chmod(b / ".venv/bin/python", 0o755)
+    s = await start_session(
+        a, config_dir, folders=[a, b], configuration={a.as_uri(): {"tensorviz": {"python": "/opt/py/bin/python3"}}}
+    )
+    try:
+        await s.wait_for(lambda: "/opt/py/bin/python3 (setting, not found)" in s.logs(), what="setting")
+        assert f"{b}/.venv/bin/python (.venv)" in s.logs()
+        await s.execute("tensorviz.trustWorkspace", {"folder": a.as_uri()})
+        s.open("model.py")
+        (a / ".tensorviz").mkdir()
+        (a / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE)
+        result = await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"})
+        assert _get(result, "reason") == "interpreter"
+        assert any("/opt/py/bin/python3" in m and "does not exist" in m for m in s.messages())
+    finally:
+        await stop_session(s)
+
+
+async def test_shutdown_stops_the_viewer(spec_workspace, config_dir):
+    s = await start_session(spec_workspace, config_dir)
+    await s.execute("tensorviz.trustWorkspace")
+    s.open("model.py")
+    await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"})
+    await stop_session(s)
+    assert viewer_events(spec_workspace)[-1]["event"] == "stopped"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _get(result, key):
+    if isinstance(result, dict):
+        return result.get(key)
+    return getattr(result, key, None)
