@@ -1,0 +1,145 @@
+"""JAX captures through the real worker (``capture.runner.run_capture``, and the
+``tensorviz capture`` command once): the spec's examples verbatim, the x64 environment
+rule, and a CUDA device refused before the model is imported. Each run starts a fresh
+interpreter (JAX import included), so this file keeps to a handful of runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jax")
+pytest.importorskip("flax")
+
+from capture import graphfile  # noqa: E402
+from capture.model import tree_leaves  # noqa: E402
+from capture.runner import run_capture  # noqa: E402
+
+from jax_workspace import SPEC_INPUT, profile, tensor, write  # noqa: E402
+
+pytestmark = pytest.mark.jax
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The spec's "Open a function" example, verbatim: the model and its saved recipe.
+SPEC_MODEL = """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def net(x):
+    return jax.nn.relu(x @ jnp.ones((3, 4)))
+"""
+
+SPEC_RECIPE = """\
+version = 1
+
+[profiles.jax_example]
+kind = "model"
+framework = "jax"
+model = "model:net"
+mode = "eval"
+device = "cpu"
+grad_enabled = false
+seed = 0
+init = { args = [], kwargs = {} }
+inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
+"""
+
+SPEC_MLP = """\
+from flax import linen as nn
+
+class MLP(nn.Module):
+    width: int = 8
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(4)(nn.relu(nn.Dense(self.width)(x)))
+"""
+
+
+def ok(cap):
+    assert cap.failure is None, cap.failure
+    return cap
+
+
+def test_spec_function_example_through_the_cli(tmp_path):
+    write(tmp_path, {"model.py": SPEC_MODEL, ".tensorviz/recipes.toml": SPEC_RECIPE})
+    out = tmp_path / "net.tvg"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tensorviz_lsp", "capture", "--workspace", str(tmp_path), "--profile", "jax_example",
+         "-o", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    cap = ok(graphfile.read(out))
+    assert {"broadcast_in_dim", "dot_general", "max"} <= {cap.nodes[i].op for i in range(len(cap.nodes))}
+    assert [g.name for g in cap.groups if g.kind == "jit" and g.parent is None] == ["net"]
+    assert [g.name for g in cap.groups if g.kind == "custom_jvp"] == ["relu"]
+    (o,) = tree_leaves(cap.outputs)
+    assert (cap.values[o].shape, cap.values[o].dtype) == ([2, 4], "float32")
+    assert cap.backend == "jaxpr" and cap.framework == "jax" and cap.coverage.scope == "traced_program"
+    assert cap.recipe["framework"] == "jax" and cap.recipe["model"] == "model:net"
+    assert [s.path for s in cap.sources] == ["model.py"]
+
+
+def test_spec_flax_example(tmp_path):
+    write(tmp_path, {"model.py": SPEC_MLP})
+    cap = ok(run_capture(tmp_path, {"name": "mlp", **profile("model:MLP", args=[SPEC_INPUT])}, timeout=240))
+    stacks = {g.attrs.get("name_stack") for g in cap.groups if g.kind == "scope"}
+    assert {"MLP", "MLP/Dense_0", "MLP/Dense_1"} <= stacks
+    (o,) = tree_leaves(cap.outputs)
+    assert (cap.values[o].shape, cap.values[o].dtype) == ([2, 4], "float32")
+    assert cap.meta["state"] == "fresh_init" and cap.meta["flax_version"]
+    assert all(cap.values[i].measured is None for i in range(len(cap.values)))
+
+
+X64 = """\
+import jax.numpy as jnp
+
+def f(x):
+    return x * 2.0
+"""
+
+
+def test_x64_accepted_with_the_environment(tmp_path):
+    write(tmp_path, {"wide.py": X64})
+    cap = ok(run_capture(tmp_path, {"name": "wide", **profile("wide:f", args=[tensor([3], "float64")])},
+                         env={"JAX_ENABLE_X64": "1"}, timeout=240))
+    (o,) = tree_leaves(cap.outputs)
+    assert cap.values[o].dtype == "float64" and cap.meta["jax_enable_x64"] is True
+
+
+MARKER = """\
+import pathlib
+pathlib.Path(__file__).with_name("IMPORTED").write_text("the model was imported")
+
+def f(x):
+    return x * 2.0
+"""
+
+
+def test_cuda_refused_before_the_model_is_imported(tmp_path):
+    write(tmp_path, {"mark.py": MARKER})
+    cap = run_capture(tmp_path, {"name": "gpu", **profile("mark:f", args=[SPEC_INPUT], device="cuda:0")}, timeout=240)
+    assert cap.failure is not None and cap.failure.stage == "device", cap.failure
+    assert "cuda:0" in cap.failure.message and len(cap.nodes) == 0
+    assert not (tmp_path / "IMPORTED").exists()
+
+
+BROKEN = """\
+import jax.numpy as jnp
+
+def f(x):
+    return x @ jnp.ones((7, 7))
+"""
+
+
+def test_failed_trace_publishes_a_failure(tmp_path):
+    write(tmp_path, {"bad.py": BROKEN})
+    cap = run_capture(tmp_path, {"name": "bad", **profile("bad:f", args=[SPEC_INPUT])}, timeout=240)
+    assert cap.failure is not None and cap.failure.stage == "trace" and len(cap.nodes) == 0
+    assert any(f.file == "bad.py" and f.line == 4 for f in cap.failure.frames)
