@@ -19,7 +19,7 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict
 from itertools import compress
 from operator import ne
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from capture.model import Capture, Frame, format_shape, tree_leaves
 
@@ -33,6 +33,7 @@ MAX_SEARCH_LIMIT = 1000
 LIST_CAP = 64  # outputs listed on an item card; uses listed per value in details
 USES_CAP = 1000
 _VIEW_CACHE = 64
+_DEPS_CACHE = 32
 
 _OUT = -2  # "group" of a value nobody in the capture produced (inputs, constants)
 _LIT = -3  # "group" of a literal operand
@@ -137,6 +138,20 @@ def _owners(offsets: list[int]) -> list[int] | range:
     return [i for i in range(n) for _ in range(offsets[i + 1] - offsets[i])]
 
 
+class _Deps(NamedTuple):
+    """The flow into the children of one group, positions in program order: entry k is
+    value ``val[k]`` going from child ``src[k]`` (-1: from outside the group) to child
+    ``dst[k]``; ``dst`` is sorted, ``by_src`` orders entries by source. ``outs`` pairs
+    each value leaving the group with the position of the child producing it."""
+
+    src: list[int]
+    dst: list[int]
+    val: list[int]
+    by_src: list[int]
+    sorted_src: list[int]
+    outs: list[tuple[int, int]]
+
+
 # --------------------------------------------------------------------------- projection
 
 
@@ -148,6 +163,7 @@ class Projection:
         self._lock = threading.Lock()
         self._views: OrderedDict[tuple, dict] = OrderedDict()
         self._orders: dict[int, tuple] = {}
+        self._deps_cache: OrderedDict[int, _Deps] = OrderedDict()
         self._ops_index: dict[str, list[int]] | None = None
         self._frames_index: dict[int, list[int]] | None = None
         self._shapes_index: dict[tuple, list[int]] | None = None
@@ -351,10 +367,6 @@ class Projection:
         c = self.cols
         return c.out_ids[c.out_off[i]:c.out_off[i + 1]]
 
-    def _operand_values(self, i: int) -> list[int]:
-        c = self.cols
-        return list(dict.fromkeys(r for r in c.in_ref[c.in_off[i]:c.in_off[i + 1]] if r >= 0))
-
     # ------------------------------------------------------------------ children
 
     def children(self, group: int, chunk: int | str | None = None) -> dict:
@@ -400,44 +412,36 @@ class Projection:
         edges: dict[tuple, list[int]] = {}
         in_vals: dict[int, int] = {}  # value -> producer (-1 for none)
         out_vals: dict[int, None] = {}
-        item_outs: dict[int, dict[int, None]] = {}
-        producer, grp = self.producer, self.cols.group
-        bout_g = self.bout[g + 1] or {}
+        item_outs: dict[int, dict[int, None]] = {}  # chunk item -> what it hands on
+        producer = self.producer
         outputs = self._output_set
-        position = self._position
+        deps = self._deps(g)
+        src, dst, val = deps.src, deps.dst, deps.val
 
-        for pos in range(lo, hi):
-            ref = refs[pos]
-            it = (pos - lo) // span
-            if ref >= 0:
-                incoming = self._operand_values(ref)
-                outgoing = self._outputs_of(ref)
+        # what enters each item: from another item of the view, or across the boundary
+        for k in range(bisect_left(dst, lo), bisect_left(dst, hi)):
+            s, v = src[k], val[k]
+            ti = (dst[k] - lo) // span
+            if lo <= s < hi:
+                si = (s - lo) // span
+                if si != ti:
+                    edges.setdefault((si, ti), []).append(v)
+                    if span > 1:
+                        item_outs.setdefault(si, {})[v] = None
             else:
-                incoming = self.bin[~ref + 1] or ()
-                outgoing = self.bout[~ref + 1] or ()
-            for v in incoming:
-                p = producer[v]
-                src = -1
-                if p >= 0:
-                    if grp[p] == g:
-                        src = bisect_left(keys, p)
-                    else:
-                        src = position(p, g)
-                if lo <= src < hi:
-                    si = (src - lo) // span
-                    if si != it:
-                        edges.setdefault((si, it), []).append(v)
-                else:
-                    in_vals[v] = p
-                    edges.setdefault((("in", v), it), []).append(v)
-            for v in outgoing:
-                leaves = v in bout_g if whole else self._leaves(v, g, lo, hi)
-                if leaves:
-                    out_vals[v] = None
-                    edges.setdefault((it, ("out", v)), []).append(v)
-                if span > 1 and (leaves or self._leaves(v, g, lo + it * span, min(hi, lo + (it + 1) * span))):
-                    # a chunk item's outputs: what its children hand on past it
-                    item_outs.setdefault(it, {})[v] = None
+                in_vals[v] = producer[v]
+                edges.setdefault((("in", v), ti), []).append(v)
+        # what leaves the view: to later siblings outside it, or out of the group
+        sorted_src = deps.sorted_src
+        leaving = (deps.by_src[j] for j in range(bisect_left(sorted_src, lo), bisect_left(sorted_src, hi)))
+        crossings = [(src[k], val[k]) for k in leaving if not lo <= dst[k] < hi]
+        crossings += [(s, v) for s, v in deps.outs if lo <= s < hi]
+        for s, v in crossings:
+            si = (s - lo) // span
+            out_vals[v] = None
+            edges.setdefault((si, ("out", v)), []).append(v)
+            if span > 1:
+                item_outs.setdefault(si, {})[v] = None
         if g == ROOT and whole:
             for v in self.output_values:
                 if producer[v] < 0:
@@ -498,18 +502,36 @@ class Projection:
             "opaque_count": self.opaque_count[g + 1] if whole else self._range_counts(refs, lo, hi)[1],
         }
 
-    def _leaves(self, v: int, g: int, lo: int, hi: int) -> bool:
-        """Whether value ``v`` (produced inside children ``lo:hi`` of ``g``) is used past them."""
-        if v in self._output_set:
-            return True
-        bout_g = self.bout[g + 1]
-        if bout_g is not None and v in bout_g:
-            return True
-        for u in self.uses(v):
-            pos = self._position(u, g)
-            if not lo <= pos < hi:
-                return True
-        return False
+    def _deps(self, g: int) -> "_Deps":
+        """Every value flowing into a child of ``g``, as positions among its children."""
+        with self._lock:
+            got = self._deps_cache.get(g)
+            if got is not None:
+                self._deps_cache.move_to_end(g)
+                return got
+        keys, refs, _ = self._ordered(g)
+        producer, grp, position = self.producer, self.cols.group, self._position
+        in_off, in_ref = self.cols.in_off, self.cols.in_ref
+        src: list[int] = []
+        dst: list[int] = []
+        val: list[int] = []
+        for pos, ref in enumerate(refs):
+            incoming = in_ref[in_off[ref]:in_off[ref + 1]] if ref >= 0 else (self.bin[~ref + 1] or ())
+            for v in incoming:
+                if v < 0:
+                    continue  # a literal
+                p = producer[v]
+                src.append(-1 if p < 0 else bisect_left(keys, p) if grp[p] == g else position(p, g))
+                dst.append(pos)
+                val.append(v)
+        by_src = sorted(range(len(src)), key=src.__getitem__)
+        outs = [(position(producer[v], g), v) for v in (self.bout[g + 1] or ()) if producer[v] >= 0]
+        got = _Deps(src, dst, val, by_src, [src[k] for k in by_src], outs)
+        with self._lock:
+            self._deps_cache[g] = got
+            while len(self._deps_cache) > _DEPS_CACHE:
+                self._deps_cache.popitem(last=False)
+        return got
 
     def _item(self, ref: int) -> dict:
         if ref >= 0:

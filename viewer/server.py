@@ -170,7 +170,9 @@ class ViewerServer:
         httpd = _HTTPServer(("127.0.0.1", self._requested_port), _Handler)
         httpd.viewer = self
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, name="tensorviz-viewer", daemon=True)
+        # A short poll so that stop() returns promptly (it waits for the next poll).
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="tensorviz-viewer", daemon=True)
         self._thread.start()
         log.info("viewer serving at %s", self.url)
         return self.url

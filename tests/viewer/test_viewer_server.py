@@ -1,0 +1,506 @@
+"""The loopback viewer server: token and Host checks, headers, static and source
+containment, POST checks, every API endpoint and the event stream."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from viewer_fixtures import tiny_capture
+
+from capture import graphfile
+from capture.model import Capture, Failure, Frame, Source
+from capture.synthetic import synthetic_capture
+from viewer.server import CSP, ViewerServer
+
+
+class Client:
+    """Raw HTTP against the server: paths and headers go out exactly as written."""
+
+    def __init__(self, server: ViewerServer) -> None:
+        self.server = server
+        self.prefix = f"/{server.token}/"
+
+    def request(self, method: str, path: str, *, body: bytes | None = None, headers: dict | None = None,
+                host: str | None = None, raw: bool = False) -> tuple[int, dict, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+        try:
+            target = path if raw else self.prefix + path
+            conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+            if host is not False:
+                conn.putheader("Host", f"127.0.0.1:{self.server.port}" if host is None else host)
+            for k, v in (headers or {}).items():
+                conn.putheader(k, v)
+            if body is not None and "Content-Length" not in (headers or {}):
+                conn.putheader("Content-Length", str(len(body)))
+            conn.endheaders(body)
+            res = conn.getresponse()
+            return res.status, {k.lower(): v for k, v in res.getheaders()}, res.read()
+        finally:
+            conn.close()
+
+    def get(self, path: str, **kw) -> tuple[int, dict, bytes]:
+        return self.request("GET", path, **kw)
+
+    def json(self, path: str, expect: int = 200) -> dict:
+        status, headers, body = self.get(path)
+        assert status == expect, (path, status, body)
+        assert headers["content-type"].startswith("application/json")
+        return json.loads(body)
+
+    def post(self, path: str, obj, *, ctype: str = "application/json", expect: int | None = 200, **kw):
+        body = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+        status, headers, data = self.request("POST", path, body=body, headers={"Content-Type": ctype, **kw.pop("headers", {})}, **kw)
+        if expect is not None:
+            assert status == expect, (path, status, data)
+        return status, json.loads(data) if data else None
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "model.py").write_text("".join(f"line {i}\n" for i in range(1, 31)))
+    (tmp_path / "secret.txt").write_text("not for the browser\n")
+    (ws / "escape.py").symlink_to(tmp_path / "secret.txt")
+    return ws
+
+
+@pytest.fixture
+def static(tmp_path: Path) -> Path:
+    st = tmp_path / "static"
+    st.mkdir()
+    (st / "index.html").write_text("<!doctype html><script type=module src=static/app.js></script>")
+    (st / "app.js").write_text("export const x = 1;\n")
+    (st / "sub").mkdir()
+    (st / "sub" / "style.css").write_text("body{}\n")
+    (st / "out.js").symlink_to(tmp_path / "secret.txt")
+    return st
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.revealed: list[Frame] = []
+        self.saved: list[tuple[str, dict]] = []
+        self.started: list[str] = []
+        self.editor = True
+
+    def reveal(self, frame: Frame) -> bool:
+        self.revealed.append(frame)
+        return self.editor
+
+    def setup(self, profile):
+        return {"profile": profile or "jax_example", "recipe": {"kind": "model"}, "fields": [], "inputs": [], "needs": []}
+
+    def save(self, name, recipe):
+        self.saved.append((name, recipe))
+        return [] if recipe.get("kind") == "model" else [{"path": "kind", "message": "kind must be 'model'"}]
+
+    def start(self, profile):
+        if profile == "busy":
+            raise ValueError("a capture is already running")
+        self.started.append(profile)
+
+
+@pytest.fixture
+def hooks() -> Hooks:
+    return Hooks()
+
+
+@pytest.fixture
+def server(workspace, static, hooks):
+    s = ViewerServer([(tiny_capture(), "tiny")], workspace=workspace, static_dir=static,
+                     reveal_handler=hooks.reveal, setup_provider=hooks.setup,
+                     save_profile=hooks.save, start_capture=hooks.start)
+    s.start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def client(server) -> Client:
+    return Client(server)
+
+
+# --------------------------------------------------------------------------- token and Host
+
+
+def test_url_is_loopback_with_a_random_token(server):
+    assert server.url == f"http://127.0.0.1:{server.port}/{server.token}/"
+    assert len(server.token) >= 32
+    other = ViewerServer()
+    assert other.token != server.token
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/", "/api/capture", "/static/app.js", "/index.html", "/x/api/capture", "/%s/api/capture",
+     "/%s-/api/capture", "//api/capture", "http://127.0.0.1/TOKEN/api/capture", "*"],
+)
+def test_requests_without_the_token_get_an_empty_403(client, server, path):
+    if "%s" in path:
+        path = path % server.token[:-1]
+    path = path.replace("TOKEN", server.token) if path.startswith("http") else path
+    for method in ("GET", "POST", "OPTIONS"):
+        status, headers, body = client.request(method, path, raw=True, body=b"{}" if method == "POST" else None)
+        assert (status, body) == (403, b""), (method, path)
+        assert not any(k.startswith("access-control-") for k in headers)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["evil.example:{port}", "127.0.0.1", "localhost", "127.0.0.1:1", "127.0.0.2:{port}",
+     "[::1]:{port}", "127.0.0.1:{port}.evil.example", ""],
+)
+def test_wrong_host_gets_an_empty_403_even_with_the_token(client, server, host):
+    status, _, body = client.get("api/capture", host=host.format(port=server.port))
+    assert (status, body) == (403, b"")
+
+
+def test_missing_or_repeated_host_is_refused(client, server):
+    assert client.get("api/capture", host=False)[0] == 403
+    status, _, _ = client.get("api/capture", headers={"Host": f"127.0.0.1:{server.port}"})
+    assert status == 403  # two Host headers
+
+
+def test_both_loopback_names_are_accepted(client, server):
+    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}"):
+        assert client.get("api/capture", host=host)[0] == 200
+
+
+def test_token_without_slash_redirects_into_the_app(client, server):
+    status, headers, _ = client.request("GET", f"/{server.token}", raw=True)
+    assert status == 308 and headers["location"] == f"/{server.token}/"
+
+
+# --------------------------------------------------------------------------- headers
+
+
+def test_html_carries_the_csp_and_nothing_allows_other_origins(client):
+    status, headers, body = client.get("")
+    assert status == 200 and body.startswith(b"<!doctype html>")
+    assert headers["content-security-policy"] == CSP
+    assert headers["content-type"] == "text/html; charset=utf-8"
+    assert headers["x-content-type-options"] == "nosniff"
+    for path in ("", "index.html", "static/app.js", "api/capture", "api/nope", "static/nope.js"):
+        for origin in ({}, {"Origin": "https://evil.example"}):
+            for method in ("GET", "OPTIONS"):
+                _, h, _ = client.request(method, path, headers={**origin, "Access-Control-Request-Method": "POST"})
+                assert not any(k.startswith("access-control-") for k in h), (method, path, h)
+
+
+def test_static_files_have_types_and_no_csp_needed(client):
+    status, headers, body = client.get("static/app.js")
+    assert status == 200 and headers["content-type"].startswith("text/javascript")
+    assert client.get("static/sub/style.css")[1]["content-type"].startswith("text/css")
+
+
+# --------------------------------------------------------------------------- static containment
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "static/../../secret.txt", "static/..%2f..%2fsecret.txt", "static/%2e%2e/%2e%2e/secret.txt",
+        "static/%2E%2E%2F%2E%2E%2Fsecret.txt", "static/sub/../../secret.txt", "static//etc/passwd",
+        "static/%2fetc%2fpasswd", "static/..\\..\\secret.txt", "static/%5c..%5csecret.txt",
+        "static/out.js", "static/sub", "static/", "static/./app.js", "static/app.js%00.html",
+        "static/%252e%252e/secret.txt", "../secret.txt", "%2e%2e/secret.txt", "static/C:/x",
+    ],
+)
+def test_static_traversal_is_refused(client, path):
+    status, _, body = client.get(path)
+    assert status in (403, 404), path
+    assert b"not for the browser" not in body
+
+
+def test_traversal_cannot_leave_the_token_prefix_either(client, server):
+    status, _, _ = client.request("GET", f"/{server.token}/../{server.token}/api/capture", raw=True)
+    assert status == 404  # the server does not normalise paths; nothing is there
+
+
+# --------------------------------------------------------------------------- sources
+
+
+def test_source_lines_from_the_workspace(client):
+    d = client.json("api/source?file=model.py&line=10&context=2")
+    assert d == {"file": "model.py", "line": 10, "start_line": 8, "lines": ["line 8", "line 9", "line 10", "line 11", "line 12"], "total_lines": 30}
+    assert client.json("api/source?file=model.py&line=1&context=500")["lines"][-1] == "line 30"
+
+
+@pytest.mark.parametrize(
+    "file",
+    ["../secret.txt", "{root}/secret.txt", "/etc/passwd", "escape.py", "%2e%2e/secret.txt", "", ".", "nope.py",
+     "model.py%00"],
+)
+def test_source_outside_the_workspace_is_refused(client, workspace, file):
+    file = file.format(root=workspace.parent)
+    status, _, body = client.get(f"api/source?file={file}&line=1")
+    assert status == 404 and b"not for the browser" not in body
+
+
+def test_recorded_sources_outside_the_workspace_are_served(tmp_path, static):
+    lib = tmp_path / "lib.py"
+    lib.write_text("a = 1\nb = 2\n")
+    cap = tiny_capture()
+    cap.sources.append(Source(str(lib), "0" * 64))
+    with ViewerServer([cap], static_dir=static) as s:
+        c = Client(s)
+        assert c.json(f"api/source?file={lib}&line=2&context=0")["lines"] == ["b = 2"]
+        assert c.get("api/source?file=/etc/passwd&line=1")[0] == 404
+        assert c.get("api/source?file=model.py&line=1")[0] == 404  # no workspace: nothing relative
+
+
+# --------------------------------------------------------------------------- POST checks
+
+
+def test_post_needs_json_content_type(client):
+    assert client.post("api/profile", {"name": "a", "recipe": {}}, ctype="text/plain", expect=415)
+    assert client.post("api/profile", {"name": "a", "recipe": {}}, ctype="application/x-www-form-urlencoded", expect=415)
+    assert client.post("api/reveal", {"frame": {"file": "model.py"}}, ctype="application/json; charset=utf-8")[0] == 200
+
+
+def test_post_body_is_bounded(client, server):
+    big = json.dumps({"name": "a", "recipe": {"pad": "x" * (1 << 20)}}).encode()
+    status, body = client.post("api/profile", big, expect=None)
+    assert status == 413 and "bytes" in body["error"]
+    # a lying Content-Length is refused before anything is read
+    status, _, _ = client.request("POST", "api/profile", body=b"{}", headers={"Content-Type": "application/json", "Content-Length": str(50 << 20)})
+    assert status == 413
+
+
+def test_post_without_length_or_with_bad_json(client):
+    status, _, _ = client.request("POST", "api/reveal", headers={"Content-Type": "application/json", "Transfer-Encoding": "chunked"}, body=b"0\r\n\r\n")
+    assert status == 411
+    assert client.post("api/reveal", b"{nope", expect=400)[1]["error"]
+    assert client.post("api/reveal", b"[1, 2]", expect=400)
+    assert client.post("api/reveal", "\xff".encode("latin-1"), expect=400)
+
+
+def test_post_from_another_origin_is_refused(client):
+    status, body = client.post("api/capture", {"profile": "p"}, headers={"Origin": "https://evil.example"}, expect=None)
+    assert status == 403 and body is None
+
+
+def test_wrong_methods_and_unknown_endpoints(client):
+    assert client.request("DELETE", "api/capture")[0] == 405
+    assert client.request("PUT", "static/app.js")[0] == 405
+    assert client.request("GET", "api/reveal")[0] == 405
+    assert client.json("api/nope", expect=404)["error"]
+    assert client.get("nowhere")[0] == 404
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def test_capture_summary(client):
+    d = client.json("api/capture")
+    assert d["id"] == 1 and d["title"] == "tiny" and d["backend"] == "jaxpr"
+    assert d["counts"]["nodes"] == 5 and d["stale"] is None and d["failure"] is None
+    assert d["coverage"]["scope"] == "traced_program" and d["measured"] is False
+    assert d["sources"] == [{"path": "model.py", "sha256": "0" * 64}]
+    assert client.json("api/captures") == {"captures": [{"id": 1, "title": "tiny", "failed": False, "nodes": 5, "stale": False}]}
+
+
+def test_children_node_value_group_nodes_search(client):
+    root = client.json("api/children?group=-1")
+    assert [it["key"] for it in root["items"]] == ["g0", "n3", "n4"]
+    assert client.json("api/children")["items"] == root["items"]  # group defaults to the root
+    assert [it["key"] for it in client.json("api/children?group=1")["items"]] == ["n0", "n1"]
+    node = client.json("api/node?id=2")
+    assert node["op"] == "add" and node["params"] == {"note": "inf"}  # JSON has no Infinity
+    assert client.json("api/value?id=4")["label"] == "f32[]"
+    assert client.json("api/group?id=1")["honest_short"] == "tracing scope"
+    assert [n["id"] for n in client.json("api/nodes?offset=3&limit=10")["nodes"]] == [3, 4]
+    assert [r["id"] for r in client.json("api/search?q=model.py:5")["results"]] == [0, 1]
+    assert client.json("api/search?q=f32%5B2%2C3%5D&limit=2")["truncated"] is True
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["api/node?id=99", "api/value?id=-1", "api/group?id=7", "api/children?group=9", "api/children?group=0&chunk=1",
+     "api/capture?capture=9", "api/children?capture=x"],
+)
+def test_unknown_things_are_404(client, path):
+    assert client.json(path, expect=404)["error"]
+
+
+@pytest.mark.parametrize("path", ["api/node", "api/node?id=x", "api/nodes?limit=0", "api/children?group=zero",
+                                  "api/nodes?offset=-5"])
+def test_bad_parameters_are_400(client, path):
+    assert client.json(path, expect=400)["error"]
+
+
+def test_several_captures_default_to_the_newest(client, server):
+    cid = server.add_capture(synthetic_capture(300), "second")
+    assert cid == 2
+    assert client.json("api/capture")["title"] == "second"
+    assert client.json("api/capture?capture=1")["title"] == "tiny"
+    assert client.json("api/children?group=-1&capture=1")["items"][0]["label"] == "outer"
+
+
+def test_no_capture_yet(static):
+    with ViewerServer(static_dir=static) as s:
+        c = Client(s)
+        assert c.json("api/capture", expect=404)["error"] == "no capture yet"
+        assert c.json("api/captures") == {"captures": []}
+        assert c.get("api/setup")[0] == 404 and c.post("api/capture", {"profile": "p"}, expect=404)
+        assert c.post("api/profile", {"name": "p", "recipe": {}}, expect=404)
+
+
+def test_failed_capture_is_served_with_its_failure(client, server):
+    failed = Capture.failed_capture(Failure("ModuleNotFoundError", "No module named 'model'", "import",
+                                            [Frame("model.py", 3, 0, "<module>")]), framework="jax")
+    server.add_capture(failed, "broken")
+    d = client.json("api/capture")
+    assert d["failure"]["stage"] == "import" and d["failure"]["frames"][0]["line"] == 3
+    assert client.json("api/children?group=-1")["items"] == []
+
+
+# --------------------------------------------------------------------------- acting
+
+
+def test_reveal_goes_to_the_editor_with_a_checked_absolute_path(client, hooks, workspace):
+    status, body = client.post("api/reveal", {"frame": {"file": "model.py", "line": 12, "column": 4, "function": "net"}})
+    assert body == {"handled": "editor"}
+    assert hooks.revealed == [Frame(str((workspace / "model.py").resolve()), 12, 4, "net")]
+
+
+def test_reveal_without_an_editor_returns_the_lines(client, hooks):
+    hooks.editor = False
+    _, body = client.post("api/reveal", {"frame": {"file": "model.py", "line": 12}})
+    assert body["handled"] == "viewer"
+    assert body["source"]["start_line"] == 2 and body["source"]["lines"][10] == "line 12"
+
+
+def test_reveal_outside_the_workspace_is_refused_before_the_handler(client, hooks, workspace):
+    for file in ("../secret.txt", str(workspace.parent / "secret.txt"), "escape.py", "/etc/passwd"):
+        assert client.post("api/reveal", {"frame": {"file": file, "line": 1}}, expect=404)
+    assert hooks.revealed == []
+    assert client.post("api/reveal", {"frame": {"file": "model.py", "line": "1"}}, expect=400)
+    assert client.post("api/reveal", {"frame": "model.py"}, expect=400)
+
+
+def test_setup_profile_and_capture_hooks(client, hooks):
+    assert client.json("api/setup")["profile"] == "jax_example"
+    assert client.json("api/setup?profile=other")["profile"] == "other"
+    assert client.post("api/profile", {"name": "p", "recipe": {"kind": "model"}})[1] == {"ok": True}
+    _, body = client.post("api/profile", {"name": "p", "recipe": {"kind": "x"}})
+    assert body == {"ok": False, "errors": [{"path": "kind", "message": "kind must be 'model'"}]}
+    assert hooks.saved == [("p", {"kind": "model"}), ("p", {"kind": "x"})]
+    assert client.post("api/profile", {"name": "", "recipe": {}}, expect=400)
+    assert client.post("api/capture", {"profile": "p"})[1] == {"started": True}
+    assert hooks.started == ["p"]
+    _, body = client.post("api/capture", {"profile": "busy"}, expect=409)
+    assert body == {"error": "a capture is already running", "started": False}
+
+
+def test_open_a_dropped_graph_file(client, tmp_path):
+    path = tmp_path / "g.tvg"
+    graphfile.write(synthetic_capture(500), path)
+    status, body = client.post("api/open?name=g.tvg", path.read_bytes(), ctype="application/octet-stream")
+    assert body == {"id": 2}
+    assert client.json("api/capture?capture=2")["counts"]["nodes"] == 500
+    status, body = client.post("api/open", b"\x93garbage", ctype="application/octet-stream", expect=400)
+    assert "not a TensorViz graph file" in body["error"]
+    assert client.post("api/open", path.read_bytes(), ctype="application/json", expect=415)
+
+
+# --------------------------------------------------------------------------- events
+
+
+class EventStream:
+    def __init__(self, server: ViewerServer) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        self.sock.sendall(f"GET /{server.token}/api/events HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+        self.buf = b""
+
+    def read_until(self, marker: bytes) -> bytes:
+        while marker not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise EOFError(self.buf)
+            self.buf += chunk
+        head, _, self.buf = self.buf.partition(marker)
+        return head + marker
+
+    def event(self) -> tuple[str, dict]:
+        while True:
+            block = self.read_until(b"\n\n").decode()
+            lines = [ln for ln in block.splitlines() if ln and not ln.startswith(":")]
+            if any(ln.startswith("event:") for ln in lines):
+                name = next(ln for ln in lines if ln.startswith("event:"))[6:].strip()
+                data = json.loads(next(ln for ln in lines if ln.startswith("data:"))[5:])
+                return name, data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_events_are_pushed_to_open_pages(server, client):
+    a, b = EventStream(server), EventStream(server)
+    try:
+        for stream in (a, b):
+            head = stream.read_until(b"\r\n\r\n").decode()
+            assert head.startswith("HTTP/1.1 200") and "text/event-stream" in head
+            assert "access-control" not in head.lower()
+            stream.read_until(b": connected\n\n")
+        assert server.subscriber_count == 2
+        server.publish("progress", {"message": "tracing", "fraction": 0.5})
+        server.publish("stale", {"files": ["model.py"]})
+        cid = server.add_capture(synthetic_capture(200), "fresh one")
+        server.publish("capture-failed", {"message": "boom"})
+        for stream in (a, b):
+            assert stream.event() == ("progress", {"message": "tracing", "fraction": 0.5})
+            assert stream.event() == ("stale", {"files": ["model.py"]})
+            assert stream.event() == ("capture-ready", {"id": cid, "title": "fresh one"})
+            assert stream.event() == ("capture-failed", {"message": "boom"})
+        assert client.json("api/capture?capture=1")["stale"] == {"files": ["model.py"]}
+        server.publish("fresh", {"capture": 1})
+        assert a.event() == ("fresh", {"capture": 1})
+        assert client.json("api/capture?capture=1")["stale"] is None
+    finally:
+        a.close()
+        b.close()
+    deadline = time.monotonic() + 5
+    server.publish("progress", {"message": "nobody listens"})
+    while server.subscriber_count and time.monotonic() < deadline:
+        server.publish("progress", {"message": "nobody listens"})
+        time.sleep(0.05)
+    assert server.subscriber_count == 0
+
+
+def test_stop_ends_event_streams(workspace, static):
+    s = ViewerServer(static_dir=static)
+    s.start()
+    stream = EventStream(s)
+    stream.read_until(b": connected\n\n")
+    done = threading.Event()
+
+    def drain():
+        try:
+            while stream.sock.recv(1024):
+                pass
+        except OSError:
+            pass
+        done.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    s.stop()
+    assert done.wait(5), "the event stream stayed open after stop()"
+    stream.close()
+    with pytest.raises(ValueError):
+        s.publish("Bad Name", {})
+
+
+def test_real_static_folder_is_the_default():
+    from viewer.server import STATIC_DIR
+
+    s = ViewerServer()
+    assert s.static_dir == STATIC_DIR and STATIC_DIR.name == "static" and os.path.isdir(STATIC_DIR)
