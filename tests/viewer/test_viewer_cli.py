@@ -1,0 +1,117 @@
+"""``tensorviz view``: prints a working URL, serves until stopped, refuses bad files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from capture import graphfile
+from capture.synthetic import synthetic_capture
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start(*args: str, cwd: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DISPLAY": "", "WAYLAND_DISPLAY": "", "BROWSER": ""}
+    return subprocess.Popen(
+        [sys.executable, "-m", "tensorviz_lsp", *args], cwd=cwd, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def read_url(proc: subprocess.Popen) -> str:
+    line = proc.stdout.readline().strip()
+    assert line.startswith("http://127.0.0.1:") and line.endswith("/"), (line, proc.stderr.read() if proc.poll() is not None else "")
+    return line
+
+
+@pytest.fixture
+def tvg(tmp_path: Path) -> Path:
+    path = tmp_path / "graph.tvg"
+    graphfile.write(synthetic_capture(1200, opaque_every=50), path)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "layer0.py").write_text("".join(f"# line {i}\n" for i in range(1, 100)))
+    return path
+
+
+def test_view_prints_a_working_url_and_stops_on_sigterm(tvg, tmp_path):
+    proc = start("view", str(tvg), "--no-browser", cwd=tmp_path)
+    try:
+        url = read_url(proc)
+        with urllib.request.urlopen(url + "api/capture", timeout=10) as res:
+            summary = json.load(res)
+        assert summary["title"] == "graph.tvg" and summary["counts"]["nodes"] == 1200
+        with urllib.request.urlopen(url + "api/children?group=-1", timeout=10) as res:
+            assert json.load(res)["items"][0]["label"] == "main"
+        # the current folder is the workspace: go-to-source reads the capture's files
+        with urllib.request.urlopen(url + "api/source?file=model/layer0.py&line=3&context=0", timeout=10) as res:
+            assert json.load(res)["lines"] == ["# line 3"]
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(url.rsplit("/", 2)[0] + "/wrong/api/capture", timeout=10)
+        assert err.value.code == 403
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=10) == 0
+        assert "Ctrl-C" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_view_ctrl_c_and_timeout(tvg, tmp_path):
+    proc = start("view", str(tvg), "--no-browser", cwd=tmp_path)
+    try:
+        read_url(proc)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) in (0, 130)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    t0 = time.monotonic()
+    proc = start("view", str(tvg), "--no-browser", "--timeout", "0.5", cwd=tmp_path)
+    read_url(proc)
+    assert proc.wait(timeout=20) == 0 and time.monotonic() - t0 < 15
+
+
+def test_view_on_a_fixed_port(tvg, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = start("view", str(tvg), "--no-browser", "--port", str(port), "--timeout", "20", cwd=tmp_path)
+    try:
+        url = read_url(proc)
+        assert url.startswith(f"http://127.0.0.1:{port}/")
+        with urllib.request.urlopen(url + "api/captures", timeout=10) as res:
+            assert json.load(res)["captures"][0]["nodes"] == 1200
+        # a second server cannot take the same port, and says so
+        clash = start("view", str(tvg), "--no-browser", "--port", str(port), "--timeout", "1", cwd=tmp_path)
+        assert clash.wait(timeout=20) == 1
+        assert "cannot listen" in clash.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"", "empty file"), (b"hello", "not a TensorViz graph file"), (None, "cannot read")],
+    ids=["empty", "garbage", "missing"],
+)
+def test_view_refuses_what_is_not_a_graph_file(tmp_path, content, message):
+    path = tmp_path / "bad.tvg"
+    if content is not None:
+        path.write_bytes(content)
+    proc = start("view", str(path), "--no-browser", "--timeout", "1", cwd=tmp_path)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 1 and out == "" and message in err
