@@ -69,11 +69,12 @@ class CaptureJob:
     profile: str
     python: str
     timeout: float
-    # Path -> text of open buffers, so the worker's saved-source check agrees with ours.
-    open_buffers: dict[str, str] = field(default_factory=dict)
+    # Workspace files with unsaved editor changes (the worker refuses to run then).
+    unsaved: list[str] = field(default_factory=list)
+    trusted: bool = True
     cancel: threading.Event = field(default_factory=threading.Event)
     on_progress: Callable[[str, float | None], None] = lambda message, fraction: None
-    trusted: bool = True
+    on_log: Callable[[str], None] = lambda line: None
 
 
 @dataclass
@@ -86,25 +87,32 @@ class InstallPlan:
 
 
 class Viewer(Protocol):
+    """One loopback viewer server (per workspace folder)."""
+
     url: str
 
-    def add_capture(self, capture: Any, *, title: str | None = None, root: Path | None = None) -> str: ...
+    def add_capture(self, capture: Any, title: str | None = None) -> int: ...
 
-    def capture_url(self, capture_id: str | None) -> str: ...
+    def url_for(self, capture_id: int) -> str: ...
 
-    def setup_url(self) -> str: ...
-
-    def publish(self, event: str, data: dict[str, Any]) -> None: ...
+    def publish(self, event: str, data: dict[str, Any] | None = None) -> None: ...
 
     def stop(self) -> None: ...
 
 
 @dataclass
 class ViewerHooks:
-    reveal: Callable[[dict[str, Any], str | None], dict[str, Any] | bool]
-    setup: Callable[[], dict[str, Any] | None]
-    save_profile: Callable[[str, dict[str, Any]], dict[str, Any]]
-    start_capture: Callable[[str], dict[str, Any]]
+    """What the viewer asks of the language server (called on its request threads).
+
+    ``reveal(frame) -> bool``: show ``frame`` (``file`` absolute) in the editor;
+    ``setup(profile) -> dict | None``: the setup form's content;
+    ``save_profile(name, recipe) -> [{path, message}]``: errors, empty when saved;
+    ``start_capture(profile)``: start a capture (``ValueError`` refuses)."""
+
+    reveal: Callable[[dict[str, Any]], bool]
+    setup: Callable[[str | None], dict[str, Any] | None]
+    save_profile: Callable[[str, dict[str, Any]], list[dict[str, Any]]]
+    start_capture: Callable[[str], None]
 
 
 class Backends(Protocol):
@@ -118,11 +126,11 @@ class Backends(Protocol):
 
     def run_capture(self, job: CaptureJob) -> Any: ...
 
-    def changed_sources(self, capture: Any, root: Path, read: Callable[[Path], bytes | None]) -> list[str]: ...
+    def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]: ...
 
     def install_plan(self, failure: Any, python: str) -> InstallPlan | None: ...
 
-    def start_viewer(self, hooks: ViewerHooks) -> Viewer: ...
+    def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer: ...
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -172,3 +180,193 @@ def module_file(root: Path, module: str) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+# ---------------------------------------------------------------------------- the real pieces
+
+
+class RealBackends:
+    """``discovery``, ``capture`` (recipes, runner, freshness), ``recipes_store``, ``viewer``.
+
+    Imports are lazy so that starting the server stays quick and the package
+    boundaries hold (none of these import jax, flax or torch)."""
+
+    def __init__(self) -> None:
+        self._indexes: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    # -- discovery -----------------------------------------------------------
+    def _index(self, root: Path | None) -> Any:
+        if root is None:
+            return None
+        with self._lock:
+            key = str(root)
+            if key not in self._indexes:
+                try:
+                    from discovery import WorkspaceIndex
+                except ImportError:
+                    self._indexes[key] = None
+                else:
+                    self._indexes[key] = WorkspaceIndex(root)
+            return self._indexes[key]
+
+    def discover(self, text: str, path: Path, root: Path | None) -> Discovered:
+        from discovery import discover_source
+
+        index = self._index(root)
+        result = discover_source(text, str(path), index=index) if index is not None else discover_source(text, str(path))
+        return adapt_discovery(result)
+
+    def index_changed(self, root: Path, path: Path, text: str | None) -> None:
+        index = self._index(root)
+        if index is None:
+            return
+        if text is None:
+            index.remove(str(path))
+        else:
+            index.update(str(path), text)
+
+    # -- recipes ---------------------------------------------------------------
+    def recipe_issues(self, root: Path, text: str) -> list[RecipeIssue]:
+        from capture.recipe import RecipeError, parse_profile, parse_recipes_text
+
+        try:
+            doc = parse_recipes_text(text)
+        except RecipeError as exc:
+            return [RecipeIssue(exc.problem, line=exc.line, profile=exc.profile, path=exc.key_path or None)]
+        issues = []
+        for name, table in (doc.get("profiles") or {}).items():
+            try:
+                parse_profile(name, table, text=text)
+            except RecipeError as exc:
+                issues.append(RecipeIssue(exc.problem, line=exc.line, profile=exc.profile or name, path=exc.key_path or None))
+        return issues
+
+    def save_profile(self, root: Path, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
+        from capture.recipe import Recipe, RecipeError
+
+        from .recipes_store import RecipeStoreError, save_profile
+
+        data = {k: v for k, v in recipe.items() if k != "name"}
+        try:
+            r = Recipe.from_dict({"name": name, **data})
+        except RecipeError as exc:
+            path = exc.key_path.replace(f"profiles.{name}.", "", 1) if exc.key_path else ""
+            return [{"path": path, "message": exc.problem}]
+        try:
+            save_profile(root, r)
+        except (RecipeStoreError, RecipeError, OSError) as exc:
+            return [{"path": "", "message": str(exc)}]
+        return []
+
+    # -- captures ----------------------------------------------------------------
+    def run_capture(self, job: CaptureJob) -> Any:
+        from capture.runner import run_capture
+
+        return run_capture(
+            job.root,
+            job.profile,
+            python=job.python,
+            timeout=job.timeout,
+            unsaved=list(job.unsaved),
+            trusted=job.trusted,
+            progress=job.on_progress,
+            log=job.on_log,
+            cancel=job.cancel,
+        )
+
+    def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]:
+        from capture.freshness import stale_sources
+
+        return [c.path for c in stale_sources(capture.sources, root, open_buffers)]
+
+    def install_plan(self, failure: Any, python: str) -> InstallPlan | None:
+        details = getattr(failure, "details", None) or {}
+        missing = [str(m) for m in details.get("missing") or []]
+        command = details.get("install") or details.get("install_command")
+        if not missing:
+            return None
+        if not (isinstance(command, list) and all(isinstance(c, str) for c in command)):
+            command = [python, "-m", "pip", "install", *missing]
+        return InstallPlan(str(details.get("python") or python), missing, list(command))
+
+    # -- viewer ------------------------------------------------------------------
+    def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer:
+        from viewer.server import ViewerServer
+
+        def reveal(frame: Any) -> bool:
+            return hooks.reveal(
+                {"file": frame.file, "line": frame.line, "column": frame.column, "function": frame.function}
+            )
+
+        server = ViewerServer(
+            workspace=root,
+            reveal_handler=reveal,
+            setup_provider=hooks.setup,
+            save_profile=hooks.save_profile,
+            start_capture=hooks.start_capture,
+        )
+        server.start()
+        return server
+
+
+def adapt_discovery(result: Any) -> Discovered:
+    """Discovery's ``FileResult`` (objects or plain dicts) → :class:`Discovered`."""
+    get = _getter(result)
+    candidates = []
+    for c in get("candidates") or []:
+        cg = _getter(c)
+        candidates.append(
+            Candidate(
+                name=str(cg("name")),
+                qualname=str(cg("qualname") or cg("name")),
+                kind=str(cg("kind") or ""),
+                framework=str(cg("framework") or "torch"),
+                name_range=_span(cg("name_range")),
+                range=_span(cg("range") or cg("definition_range") or cg("name_range")),
+                inputs=[_plain(i) for i in (cg("inputs") or cg("call_inputs") or [])],
+                setup_fields=[_plain(f) for f in (cg("setup_fields") or cg("fields") or [])],
+                reason=str(cg("reason") or cg("why") or ""),
+            )
+        )
+    errors = [str(_getter(e)("message") or e) for e in (get("errors") or [])]
+    parsed = get("parsed")
+    if parsed is None:
+        parsed = not any("syntax" in e.lower() or "parse" in e.lower() for e in errors)
+    return Discovered(candidates, errors, parsed=bool(parsed))
+
+
+def _getter(obj: Any) -> Callable[[str], Any]:
+    if isinstance(obj, dict):
+        return obj.get
+    return lambda name: getattr(obj, name, None)
+
+
+def _pos(obj: Any) -> Pos:
+    if isinstance(obj, (tuple, list)):
+        return Pos(int(obj[0]), int(obj[1]))
+    g = _getter(obj)
+    return Pos(int(g("line") or 0), int(g("character") if g("character") is not None else (g("column") or 0)))
+
+
+def _span(obj: Any) -> Span:
+    if obj is None:
+        return Span(Pos(0, 0), Pos(0, 0))
+    if isinstance(obj, (tuple, list)) and len(obj) == 2:
+        return Span(_pos(obj[0]), _pos(obj[1]))
+    g = _getter(obj)
+    return Span(_pos(g("start")), _pos(g("end")))
+
+
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if hasattr(obj, "to_dict"):
+        return _plain(obj.to_dict())
+    if hasattr(obj, "__dataclass_fields__"):
+        import dataclasses
+
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    return obj

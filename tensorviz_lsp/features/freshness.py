@@ -37,7 +37,7 @@ class Record:
     capture: Any
     sources: set[str]
     name_range: Span
-    capture_id: str | None = None
+    capture_id: int | None = None
     stale: list[str] = field(default_factory=list)
 
 
@@ -56,7 +56,7 @@ class Freshness(Feature):
         if old is not None and old.uri != rec.uri:
             self._publish_uri(old.uri)
         if old is not None and old.stale:
-            self.server.get_feature(ViewerHost).publish("fresh", {"capture": old.capture_id})
+            self.server.get_feature(ViewerHost).publish(old.root, "fresh", {"capture": old.capture_id})
 
     def forget(self, root: Path, profile: str) -> None:
         rec = self.records.pop((str(root), profile), None)
@@ -80,9 +80,14 @@ class Freshness(Feature):
                 rel = self._rel(rec.root, path)
                 if rel is None or rel not in rec.sources:
                     continue
+            buffers = {}
+            for rel in rec.sources:
+                doc = self.server.open_document(rec.root / rel)
+                if doc is not None:
+                    buffers[str(rec.root / rel)] = doc.source
             try:
                 changed = await self.server.run_blocking(
-                    self.server.backends.changed_sources, rec.capture, rec.root, self.server.read_bytes
+                    self.server.backends.changed_sources, rec.capture, rec.root, buffers
                 )
             except Exception:
                 log.exception("freshness check failed for %s", rec.profile)
@@ -96,9 +101,9 @@ class Freshness(Feature):
             viewer = self.server.get_feature(ViewerHost)
             if changed:
                 log.info("graph of %s (%s) is stale: %s changed", rec.qualname, rec.profile, ", ".join(changed))
-                viewer.publish("stale", {"files": changed, "capture": rec.capture_id})
+                viewer.publish(rec.root, "stale", {"files": changed, "capture": rec.capture_id})
             elif was_stale:
-                viewer.publish("fresh", {"capture": rec.capture_id})
+                viewer.publish(rec.root, "fresh", {"capture": rec.capture_id})
 
     def _publish_uri(self, uri: str) -> None:
         diags = []

@@ -41,7 +41,6 @@ from .interpreter import InterpreterSelection
 from .lenses import lsp_range
 from .progress import Progress
 from .recipes import Recipes
-from .reveal import Reveal
 from .trust import Trust
 from .viewer_host import ViewerHost
 
@@ -67,7 +66,8 @@ class OpenGraph(Feature):
         super().__init__(server)
         self._running: dict[tuple[str, str], Progress] = {}
         self._failures: dict[tuple[str, str], tuple[str, types.Diagnostic]] = {}
-        self.setup: SetupContext | None = None
+        #: The setup form each folder's viewer shows (the last symbol opened without a profile).
+        self.setups: dict[str, SetupContext] = {}
 
     def commands(self):
         return {
@@ -184,13 +184,15 @@ class OpenGraph(Feature):
             return {"ok": False, "reason": "interpreter"}
         settings = self.server.settings_for(root)
         viewer_host = self.server.get_feature(ViewerHost)
-        open_buffers = {}
-        for doc in list(self.server.workspace.text_documents.values()):
-            p = self.server.path_of(doc.uri)
-            if p is not None:
-                open_buffers[str(p)] = doc.source
+        recipe = self.server.get_feature(Recipes).profiles(root).get(profile, {})
+        model_path = self.server.path_of(uri)
+        unsaved = [
+            str(p)
+            for p in self.sources_to_save(root, model_path if uri.endswith(".py") else None, recipe, profile)
+            if self.server.is_dirty(p)
+        ]
         log.info("capturing %s (profile %s) in %s with %s", qualname, profile, root, interp.describe())
-        viewer_host.publish("progress", {"message": f"Capturing {qualname}…", "fraction": 0.0})
+        viewer_host.publish(root, "progress", {"message": f"Capturing {qualname}…", "fraction": 0.0})
         async with Progress(
             self.server,
             f"TensorViz: capturing {qualname}",
@@ -200,16 +202,17 @@ class OpenGraph(Feature):
 
             def on_progress(message: str, fraction: float | None = None) -> None:
                 progress.report(message, fraction)
-                viewer_host.publish("progress", {"message": message, "fraction": fraction})
+                viewer_host.publish(root, "progress", {"message": message, "fraction": fraction})
 
             job = CaptureJob(
                 root=root,
                 profile=profile,
                 python=interp.path,
                 timeout=settings.capture_timeout,
-                open_buffers=open_buffers,
+                unsaved=unsaved,
                 cancel=progress.cancel_flag,
                 on_progress=on_progress,
+                on_log=lambda line: log.info("[worker] %s", line),
             )
             self._running[key] = progress
             task = asyncio.ensure_future(self.server.run_blocking(self.server.backends.run_capture, job))
@@ -228,7 +231,7 @@ class OpenGraph(Feature):
         if progress.cancel_flag.is_set():
             msg = f"TensorViz: capture of {qualname} cancelled; the worker was stopped."
             self.server.show_message(msg)
-            viewer_host.publish("capture-failed", {"message": "cancelled"})
+            viewer_host.publish(root, "capture-failed", {"message": "cancelled"})
             return {"ok": False, "reason": "cancelled"}
         failure = getattr(capture, "failure", None)
         if failure is not None:
@@ -239,16 +242,16 @@ class OpenGraph(Feature):
         self._clear_failure(root, profile)
         viewer_host = self.server.get_feature(ViewerHost)
         title = f"{qualname} ({profile})"
-        viewer = await self.server.run_blocking(viewer_host.viewer)
-        capture_id = await self.server.run_blocking(lambda: viewer.add_capture(capture, title=title, root=root))
+        viewer = await self.server.run_blocking(viewer_host.viewer, root)
+        # add_capture tells open pages ("capture-ready"), so a page showing the setup
+        # form or an older graph offers the new one.
+        capture_id = await self.server.run_blocking(viewer.add_capture, capture, title)
         saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
-        self.server.get_feature(Reveal).capture_roots[str(capture_id)] = root
         sources = {s.path for s in getattr(capture, "sources", [])}
         self.server.get_feature(Freshness).record(
-            Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=str(capture_id))
+            Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=capture_id)
         )
-        url = viewer.capture_url(capture_id)
-        viewer_host.publish("capture-ready", {"id": capture_id})
+        url = viewer.url_for(capture_id)
         n = len(getattr(capture, "nodes", []))
         log.info("captured %s: %d nodes%s", qualname, n, f", saved to {saved}" if saved else "")
         if show:
@@ -274,7 +277,7 @@ class OpenGraph(Feature):
         stage = getattr(failure, "stage", "trace")
         details = getattr(failure, "details", {}) or {}
         viewer_host = self.server.get_feature(ViewerHost)
-        viewer_host.publish("capture-failed", {"message": failure.message, "stage": stage})
+        viewer_host.publish(root, "capture-failed", {"message": failure.message, "stage": stage})
         if stage in ("dependencies", "dependency"):
             plan = self.server.backends.install_plan(failure, interp.path)
             if plan is not None:
@@ -358,69 +361,58 @@ class OpenGraph(Feature):
             return {"ok": False, "reason": "not-importable"}
         name = profile or _profile_name(cand.qualname, recipes.profiles(root))
         draft = dict(recipe) if recipe else draft_recipe(cand, model)
-        self.setup = SetupContext(root, uri, cand, name, draft, list(needs or []))
+        self.setups[str(root)] = SetupContext(root, uri, cand, name, draft, list(needs or []))
         viewer_host = self.server.get_feature(ViewerHost)
-        viewer = await self.server.run_blocking(viewer_host.viewer)
-        url = viewer.setup_url()
+        viewer = await self.server.run_blocking(viewer_host.viewer, root)
+        url = viewer.url
+        log.info("setup form for %s (profile %s)", cand.qualname, name)
         await viewer_host.show_url(url, f"Set up {cand.qualname}")
         return {"ok": True, "setup": True, "url": url, "profile": name}
 
-    def setup_for_viewer(self) -> dict[str, Any] | None:
+    def setup_for_viewer(self, root: Path | None, profile: str | None = None) -> dict[str, Any] | None:
         """The viewer's setup provider (HTTP thread): the form's content."""
-        ctx = self.setup
+        ctx = self.setups.get(str(root))
         if ctx is None:
             return None
-        return {
-            "profile": ctx.profile,
-            "recipe": ctx.recipe,
-            "fields": list(ctx.candidate.setup_fields),
-            "inputs": list(ctx.candidate.inputs),
-            "needs": list(ctx.needs),
-            "symbol": {"qualname": ctx.candidate.qualname, "kind": ctx.candidate.kind, "framework": ctx.candidate.framework},
-        }
+        return setup_form(ctx)
 
-    def save_profile_from_viewer(self, name: str, recipe: dict[str, Any]) -> dict[str, Any]:
-        """The viewer's save hook (HTTP thread): validate and write the profile."""
-        ctx = self.setup
-        root = ctx.root if ctx is not None else (self.server.folders() or [None])[0]
+    def save_profile_from_viewer(self, root: Path | None, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
+        """The viewer's save hook (HTTP thread): validate and write; errors or []."""
         if root is None:
-            return {"ok": False, "errors": [{"path": "", "message": "no workspace folder"}]}
+            return [{"path": "", "message": "no workspace folder to save the profile in"}]
         errors = self.server.backends.save_profile(root, name, recipe)
         if errors:
-            return {"ok": False, "errors": errors}
+            return errors
+        ctx = self.setups.get(str(root))
         if ctx is not None:
-            ctx.profile, ctx.recipe = name, dict(recipe)
+            ctx.profile, ctx.recipe, ctx.needs = name, dict(recipe), []
         recipes = self.server.get_feature(Recipes)
         self.server.call_soon(lambda: asyncio.ensure_future(recipes.check(root)))
         log.info("saved profile %s in %s", name, root / ".tensorviz" / "recipes.toml")
-        return {"ok": True}
+        return []
 
-    def start_capture_from_viewer(self, profile: str) -> dict[str, Any]:
+    def start_capture_from_viewer(self, root: Path | None, profile: str) -> None:
         """The viewer's capture hook (HTTP thread): run the capture on the loop."""
-        ctx = self.setup
-        if self.server.loop is None:
-            return {"started": False}
-        if ctx is None:
-            roots = self.server.folders()
-            if not roots:
-                return {"started": False}
-            args = [{"profile": profile, "folder": str(roots[0])}]
-            coro = self.capture_profile_command(args)
-        else:
+        if self.server.loop is None or self.server.stopping or root is None:
+            raise ValueError("the language server is not running")
+        ctx = self.setups.get(str(root))
+        if ctx is not None:
             coro = self._capture_from_setup(ctx, profile)
+        else:
+            coro = self.capture_profile_command([{"profile": profile, "folder": str(root)}])
         self.server.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(_logged(coro)))
-        return {"started": True}
 
     async def _capture_from_setup(self, ctx: SetupContext, profile: str) -> dict[str, Any]:
+        viewer_host = self.server.get_feature(ViewerHost)
         interp = self.server.get_feature(InterpreterSelection).for_root(ctx.root)
         if not await self.server.get_feature(Trust).ensure(ctx.root, f"Capturing {ctx.candidate.qualname}", interp.path):
-            self.server.get_feature(ViewerHost).publish("capture-failed", {"message": "workspace not trusted"})
+            viewer_host.publish(ctx.root, "capture-failed", {"message": "the workspace is not trusted"})
             return {"ok": False, "reason": "untrusted"}
         recipes = self.server.get_feature(Recipes)
         recipes.invalidate(ctx.root)
         recipe = recipes.profiles(ctx.root).get(profile, {})
         if not self.refuse_dirty(ctx.root, self.server.path_of(ctx.uri), recipe, profile):
-            self.server.get_feature(ViewerHost).publish("capture-failed", {"message": "unsaved changes in the editor"})
+            viewer_host.publish(ctx.root, "capture-failed", {"message": "unsaved changes in the editor"})
             return {"ok": False, "reason": "unsaved"}
         return await self.capture(ctx.root, profile, ctx.uri, ctx.candidate.qualname, ctx.candidate.name_range, show=False)
 
@@ -456,31 +448,30 @@ def _profile_name(qualname: str, existing: dict[str, Any]) -> str:
     return name
 
 
-def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
-    """A profile prefilled from discovery; unknown input shapes stay unknown (asked)."""
-    args: list[Any] = []
-    kwargs: dict[str, Any] = {}
+_SKIP_KINDS = {"var_positional", "var_keyword", "*args", "**kwargs", "VAR_POSITIONAL", "VAR_KEYWORD"}
+
+
+def _call_inputs(cand: Candidate) -> list[dict[str, Any]]:
+    """The candidate's call inputs a user must describe (no self, *args, **kwargs, defaults)."""
+    out = []
     for inp in cand.inputs:
         name = inp.get("name")
-        kind = inp.get("kind", "positional")
-        if name in ("self", "cls") or kind in ("var_positional", "var_keyword", "*args", "**kwargs"):
+        kind = str(inp.get("kind") or "positional")
+        if not name or name in ("self", "cls") or kind in _SKIP_KINDS or inp.get("bound"):
             continue
-        if inp.get("default") is not None and kind != "positional_only":
-            continue  # a parameter with a default keeps it unless the user sets it
-        desc = {"kind": "tensor", "shape": ["?"], "dtype": "float32", "requires_grad": False, "generator": {"kind": "normal", "mean": 0.0, "std": 1.0}}
-        if kind == "keyword_only":
-            kwargs[name] = desc
-        else:
-            args.append(desc)
-    init_kwargs: dict[str, Any] = {}
-    for f in cand.setup_fields:
-        if f.get("supplied_by_tensorviz") or f.get("supplied"):
+        if name.startswith("*"):
             continue
-        if "default_value" in f and f.get("default_value") is not None:
-            continue
-        if f.get("default") is not None or f.get("has_default"):
-            continue
-    recipe = {
+        has_default = inp.get("default") is not None or inp.get("has_default")
+        if has_default:
+            continue  # keeps its default unless the user sets it (saved recipes may)
+        out.append({**inp, "keyword_only": "keyword" in kind.lower() and "positional" not in kind.lower()})
+    return out
+
+
+def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
+    """A profile prefilled from discovery: framework, model and setup-field defaults.
+    Input shapes are left for the form to ask (never guessed)."""
+    return {
         "kind": "model",
         "framework": cand.framework,
         "model": model,
@@ -488,7 +479,91 @@ def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
         "device": "cpu",
         "grad_enabled": False,
         "seed": 0,
-        "init": {"args": [], "kwargs": init_kwargs},
-        "inputs": {"args": args, "kwargs": kwargs},
+        "init": {"args": [], "kwargs": {}},
+        "inputs": {"args": [], "kwargs": {}},
     }
-    return recipe
+
+
+def _type_of(annotation: str | None, default: Any) -> str:
+    text = (annotation or "").strip().lower()
+    for t in ("bool", "int", "float", "str"):
+        if text == t or text.startswith(t + " ") or text.endswith("| " + t) or text == f"optional[{t}]":
+            return t
+    if isinstance(default, bool):
+        return "bool"
+    if isinstance(default, int):
+        return "int"
+    if isinstance(default, float):
+        return "float"
+    return "str" if isinstance(default, str) else (text or "str")
+
+
+def setup_form(ctx: SetupContext) -> dict[str, Any]:
+    """``api/setup`` content: the viewer's form (inputs, fields, needs) for a context."""
+    recipe = ctx.recipe
+    saved_inputs = recipe.get("inputs") if isinstance(recipe.get("inputs"), dict) else {}
+    saved_args = list(saved_inputs.get("args") or [])
+    saved_kwargs = dict(saved_inputs.get("kwargs") or {})
+    inputs: list[dict[str, Any]] = []
+    needs: list[Any] = list(ctx.needs)
+    call = _call_inputs(ctx.candidate)
+    positional = [c for c in call if not c["keyword_only"]]
+    n_args = max(len(positional), len([a for a in saved_args if isinstance(a, dict) and a.get("kind") == "tensor"]))
+    for i in range(n_args):
+        info = positional[i] if i < len(positional) else {"name": f"args[{i}]"}
+        desc = saved_args[i] if i < len(saved_args) and isinstance(saved_args[i], dict) else None
+        inputs.append(_input_entry(info, desc, f"inputs.args[{i}]", kwarg=False))
+    for info in [c for c in call if c["keyword_only"]]:
+        desc = saved_kwargs.get(info["name"])
+        inputs.append(_input_entry(info, desc if isinstance(desc, dict) else None, f"inputs.kwargs.{info['name']}", kwarg=True))
+    if not ctx.needs:
+        for entry in inputs:
+            if entry["unknown"]:
+                needs.append(f"{entry['name']}: shape ({', '.join(entry['unknown'])})")
+    init_kwargs = (recipe.get("init") or {}).get("kwargs") or {} if isinstance(recipe.get("init"), dict) else {}
+    fields = []
+    for f in ctx.candidate.setup_fields:
+        name = f.get("name")
+        if not name or f.get("supplied_by_tensorviz") or f.get("supplied_by") or f.get("supplied"):
+            continue
+        default = f.get("default_value", f.get("value"))
+        if default is None and isinstance(f.get("default"), (int, float, bool, str)) and not isinstance(f.get("default"), str):
+            default = f.get("default")
+        annotation = f.get("annotation") or f.get("type_text") or f.get("type")
+        has_default = f.get("has_default") or f.get("default") is not None or default is not None
+        fields.append(
+            {
+                "name": name,
+                "annotation": annotation,
+                "type": _type_of(annotation, default),
+                "default": init_kwargs.get(name, default),
+                "required": not has_default and name not in init_kwargs,
+                "path": f"init.kwargs.{name}",
+            }
+        )
+    return {
+        "profile": ctx.profile,
+        "recipe": recipe,
+        "fields": fields,
+        "inputs": inputs,
+        "needs": needs,
+        "symbol": {"qualname": ctx.candidate.qualname, "kind": ctx.candidate.kind, "framework": ctx.candidate.framework},
+    }
+
+
+def _input_entry(info: dict[str, Any], desc: dict[str, Any] | None, path: str, *, kwarg: bool) -> dict[str, Any]:
+    shape = list(desc.get("shape") or []) if desc else []
+    unknown = [str(d) if d not in (None, "?") else f"axis {i}" for i, d in enumerate(shape) if type(d) is not int]
+    if not shape:
+        unknown = ["all dimensions"]
+    return {
+        "name": info.get("name"),
+        "annotation": info.get("annotation"),
+        "path": path,
+        "kwarg": kwarg,
+        "kind": "tensor",
+        "shape": shape,
+        "unknown": unknown,
+        "dtype": (desc or {}).get("dtype", "float32"),
+        "generator": (desc or {}).get("generator", {"kind": "normal"}),
+    }

@@ -22,24 +22,15 @@ log = logging.getLogger(__name__)
 class Reveal(Feature):
     name = "reveal"
 
-    def __init__(self, server) -> None:
-        super().__init__(server)
-        #: capture id (viewer) → workspace folder it came from
-        self.capture_roots: dict[str, Path] = {}
-
-    def resolve(self, file: str, capture_id: str | None) -> Path | None:
+    def resolve(self, file: str, root: Path | None) -> Path | None:
         p = Path(file)
         if p.is_absolute():
             return p if p.exists() else None
-        roots = []
-        if capture_id is not None and capture_id in self.capture_roots:
-            roots.append(self.capture_roots[capture_id])
-        roots += [r for r in self.server.folders() if r not in roots]
-        roots += [r for r in self.capture_roots.values() if r not in roots]
-        for root in roots:
-            candidate = (root / p).resolve()
+        roots = ([root] if root is not None else []) + [r for r in self.server.folders() if r != root]
+        for base in roots:
+            candidate = (base / p).resolve()
             try:
-                candidate.relative_to(root.resolve())
+                candidate.relative_to(base.resolve())
             except ValueError:
                 continue  # "../../etc/passwd" is not a workspace file
             if candidate.exists():
@@ -54,23 +45,23 @@ class Reveal(Feature):
         if text is not None:
             lines = text.splitlines()
             if line0 < len(lines):
-                end = max(col, len(lines[line0]))
                 col = min(col, len(lines[line0]))
+                end = max(col, len(lines[line0]))
         return types.Range(types.Position(line0, col), types.Position(line0, end))
 
-    async def reveal(self, frame: dict[str, Any], capture_id: str | None = None) -> bool:
+    async def reveal(self, frame: dict[str, Any], root: Path | None = None) -> bool:
         file = frame.get("file")
         if not isinstance(file, str) or not file:
             return False
-        path = self.resolve(file, capture_id)
+        path = self.resolve(file, root)
         if path is None:
             log.warning("reveal: %s is not a file in the workspace", file)
             return False
         rng = self.range_for(path, frame.get("line") or 1, frame.get("column") or 0)
-        params = types.ShowDocumentParams(uri=self.server.uri_of(path), take_focus=True, selection=rng, external=False)
         if not self.server.supports_show_document():
             self.server.show_message(f"TensorViz: source at {path}:{rng.start.line + 1}:{rng.start.character + 1}")
             return False
+        params = types.ShowDocumentParams(uri=self.server.uri_of(path), take_focus=True, selection=rng, external=False)
         try:
             result = await self.server.window_show_document_async(params)
         except Exception as exc:
@@ -78,13 +69,12 @@ class Reveal(Feature):
             return False
         return bool(result is not None and getattr(result, "success", False))
 
-    def reveal_from_viewer(self, frame: dict[str, Any], capture_id: str | None = None) -> dict[str, Any]:
-        """The viewer's reveal hook (called on its HTTP thread)."""
+    def reveal_from_viewer(self, frame: dict[str, Any], root: Path | None = None) -> bool:
+        """The viewer's reveal hook (called on its HTTP thread): True when the editor showed it."""
         if self.server.loop is None or self.server.stopping:
-            return {"handled": "viewer"}
+            return False
         try:
-            ok = self.server.run_coroutine(self.reveal(frame, capture_id), timeout=15)
+            return bool(self.server.run_coroutine(self.reveal(frame, root), timeout=15))
         except Exception as exc:
             log.warning("reveal failed: %s", exc)
-            ok = False
-        return {"handled": "editor" if ok else "viewer"}
+            return False

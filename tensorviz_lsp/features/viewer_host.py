@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -24,35 +25,39 @@ class ViewerHost(Feature):
 
     def __init__(self, server) -> None:
         super().__init__(server)
-        self._viewer: Viewer | None = None
+        # One viewer per workspace folder: each may read only its own folder's files.
+        self._viewers: dict[str, Viewer] = {}
         self._lock = threading.Lock()
 
-    def viewer(self) -> Viewer:
-        """The running viewer server (started here on first use; call off the loop)."""
+    def viewer(self, root: Path | None) -> Viewer:
+        """The folder's running viewer server (started on first use; call off the loop)."""
+        key = str(root) if root is not None else ""
         with self._lock:
-            if self._viewer is None:
+            viewer = self._viewers.get(key)
+            if viewer is None:
                 from .open_graph import OpenGraph
                 from .reveal import Reveal
 
                 reveal = self.server.get_feature(Reveal)
                 opener = self.server.get_feature(OpenGraph)
-                self._viewer = self.server.backends.start_viewer(
+                viewer = self.server.backends.start_viewer(
+                    root,
                     ViewerHooks(
-                        reveal=reveal.reveal_from_viewer,
-                        setup=opener.setup_for_viewer,
-                        save_profile=opener.save_profile_from_viewer,
-                        start_capture=opener.start_capture_from_viewer,
-                    )
+                        reveal=lambda frame: reveal.reveal_from_viewer(frame, root),
+                        setup=lambda profile: opener.setup_for_viewer(root, profile),
+                        save_profile=lambda name, recipe: opener.save_profile_from_viewer(root, name, recipe),
+                        start_capture=lambda profile: opener.start_capture_from_viewer(root, profile),
+                    ),
                 )
-                log.info("viewer server listening at %s", _redact(self._viewer.url))
-            return self._viewer
+                self._viewers[key] = viewer
+                log.info("viewer server for %s listening at %s", root or "(no folder)", _redact(viewer.url))
+            return viewer
 
-    @property
-    def running(self) -> Viewer | None:
-        return self._viewer
+    def running(self, root: Path | None) -> Viewer | None:
+        return self._viewers.get(str(root) if root is not None else "")
 
-    def publish(self, event: str, data: dict[str, Any]) -> None:
-        viewer = self._viewer
+    def publish(self, root: Path | None, event: str, data: dict[str, Any]) -> None:
+        viewer = self.running(root)
         if viewer is None:
             return
         try:
@@ -61,7 +66,10 @@ class ViewerHost(Feature):
             log.debug("viewer publish %s failed: %s", event, exc)
 
     async def show_url(self, url: str, what: str) -> bool:
-        """Open ``url`` in the user's browser through the editor; True when it did."""
+        """Open ``url`` in the user's browser through the editor; True when it did.
+
+        The URL is always logged too (esbonio's habit): a client that cannot open
+        it, or a user who closed the tab, can still find it."""
         log.info("%s: %s", what, url)
         if self.server.supports_show_document():
             try:
@@ -78,12 +86,19 @@ class ViewerHost(Feature):
 
     def shutdown(self) -> None:
         with self._lock:
-            viewer, self._viewer = self._viewer, None
-        if viewer is not None:
+            viewers, self._viewers = list(self._viewers.values()), {}
+        for viewer in viewers:
             try:
                 viewer.stop()
             except Exception:
-                log.exception("stopping the viewer server failed")
+                log.exception("stopping a viewer server failed")
+
+    async def folders_changed(self, added: list[str], removed: list[str]) -> None:
+        for folder in removed:
+            with self._lock:
+                viewer = self._viewers.pop(folder, None)
+            if viewer is not None:
+                await self.server.run_blocking(viewer.stop)
 
 
 def _redact(url: str) -> str:

@@ -54,18 +54,15 @@ class FakeViewer:
         with self.log_path.open("a") as fh:
             fh.write(json.dumps({"event": event, "data": data}) + "\n")
 
-    def add_capture(self, capture, *, title=None, root=None) -> str:
+    def add_capture(self, capture, title=None) -> int:
         self.n += 1
-        self._write("add", {"id": str(self.n), "title": title, "nodes": len(capture.nodes)})
-        return str(self.n)
+        self._write("add", {"id": self.n, "title": title, "nodes": len(capture.nodes)})
+        return self.n
 
-    def capture_url(self, capture_id) -> str:
+    def url_for(self, capture_id) -> str:
         return f"{self.url}?capture={capture_id}"
 
-    def setup_url(self) -> str:
-        return f"{self.url}?setup=1"
-
-    def publish(self, event: str, data: dict) -> None:
+    def publish(self, event: str, data: dict | None = None) -> None:
         self._write(event, data)
 
     def stop(self) -> None:
@@ -167,11 +164,12 @@ class FakeBackends:
         cap.sources = sources
         return cap
 
-    def changed_sources(self, capture, root: Path, read) -> list[str]:
+    def changed_sources(self, capture, root: Path, open_buffers: dict) -> list[str]:
         changed = []
         for s in capture.sources:
-            data = read(root / s.path)
-            if data is None or hashlib.sha256(data).hexdigest() != s.sha256:
+            text = open_buffers.get(str(root / s.path))
+            data = text.encode() if text is not None else (root / s.path).read_bytes()
+            if hashlib.sha256(data).hexdigest() != s.sha256:
                 changed.append(s.path)
         return changed
 
@@ -179,9 +177,8 @@ class FakeBackends:
         d = failure.details
         return InstallPlan(python, list(d["missing"]), list(d["install_command"]))
 
-    def start_viewer(self, hooks: ViewerHooks) -> FakeViewer:
-        folders = server.folders()
-        root = folders[0] if folders else Path.cwd()
+    def start_viewer(self, root, hooks: ViewerHooks) -> FakeViewer:
+        root = root or Path.cwd()
         self.viewer = FakeViewer(hooks, root / ".fake" / "viewer-events.jsonl")
         return self.viewer
 
@@ -194,9 +191,9 @@ async def fake_reveal(ls, *args):
     """Play the viewer: call the reveal hook from another thread, as its HTTP server does."""
     from tensorviz_lsp.features.viewer_host import ViewerHost
 
-    viewer = await ls.run_blocking(ls.get_feature(ViewerHost).viewer)
-    frame, capture_id = args[0], (args[1] if len(args) > 1 else None)
-    return await ls.run_blocking(viewer.hooks.reveal, frame, capture_id)
+    root = ls.folders()[0]
+    viewer = await ls.run_blocking(ls.get_feature(ViewerHost).viewer, root)
+    return {"handled": "editor" if await ls.run_blocking(viewer.hooks.reveal, args[0]) else "viewer"}
 
 
 if __name__ == "__main__":

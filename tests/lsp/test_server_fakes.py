@@ -248,7 +248,7 @@ async def test_reveal_shows_the_frame_range(session):
     await session.execute("tensorviz.trustWorkspace")
     session.open("model.py")
     await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
-    result = await session.execute("fake.reveal", {"file": "model.py", "line": 6, "column": 11, "function": "net"}, "1")
+    result = await session.execute("fake.reveal", {"file": "model.py", "line": 6, "column": 11, "function": "net"})
     assert _get(result, "handled") == "editor"
     shown = session.client.shown_documents[-1]
     assert shown.uri == session.uri("model.py") and shown.take_focus is True and not shown.external
