@@ -112,7 +112,12 @@ class _Mode(TorchDispatchMode):
         self.trace = trace
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        return self.trace._dispatch(func, args, kwargs)
+        try:
+            return self.trace._dispatch(func, args, kwargs)
+        except LimitExceeded as exc:
+            if self.trace.limit_error is None:
+                self.trace.limit_error = exc
+            raise
 
 
 class TorchTrace:
@@ -172,6 +177,8 @@ class TorchTrace:
         self._bw_last: tuple[Any, int, int | None, dict] | None = None
         self._grad_fn_names: dict[type, str] = {}
         self._active = False
+        # The first limit reached while recording (kept in case user code swallows it).
+        self.limit_error: LimitExceeded | None = None
 
     # ------------------------------------------------------------------ setup
 
@@ -318,8 +325,8 @@ class TorchTrace:
         if self._active:
             raise RuntimeError("this trace is already recording")
         mm = torch.nn.modules.module
-        pre = mm.register_module_forward_pre_hook(self._pre_hook)
-        post = mm.register_module_forward_hook(self._post_hook, always_call=True)
+        pre = mm.register_module_forward_pre_hook(self._guard(self._pre_hook))
+        post = mm.register_module_forward_hook(self._guard(self._post_hook), always_call=True)
         self._active = True
         try:
             with _Mode(self):
@@ -328,6 +335,17 @@ class TorchTrace:
             self._active = False
             pre.remove()
             post.remove()
+
+    def _guard(self, hook: Callable[..., None]) -> Callable[..., None]:
+        def guarded(*args: Any) -> None:
+            try:
+                hook(*args)
+            except LimitExceeded as exc:
+                if self.limit_error is None:
+                    self.limit_error = exc
+                raise
+
+        return guarded
 
     @contextmanager
     def scope(self, kind: str, name: str, attrs: dict[str, Any] | None = None) -> Iterator[int]:
