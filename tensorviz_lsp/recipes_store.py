@@ -28,6 +28,7 @@ from capture.recipe import (
     RecipeError,
     load_profile as _load_profile,
     load_recipes_table,
+    parse_profile,
     parse_recipes_text,
     profile_from_document,
     profile_names,
@@ -85,11 +86,17 @@ def save_profile(workspace: str | os.PathLike[str], recipe: Recipe) -> Path:
         # A key the user left out stays out while the recipe keeps its default value.
         defaults = Recipe(name=recipe.name, model=recipe.model).to_table()
         defaults["framework"] = DEFAULT_FRAMEWORK
+        # Keys that mean the same (a tensor written without its default generator…)
+        # keep the user's spelling.
+        try:
+            meant = parse_profile(recipe.name, _plain(existing)).to_table()
+        except RecipeError:
+            meant = {}
         for key in [k for k in existing if k not in table]:
             del existing[key]
         for key, value in table.items():
             if key in existing:
-                if _plain(existing[key]) == _plain(_toml_ready(value)):
+                if _plain(existing[key]) == _plain(_toml_ready(value)) or (key in meant and meant[key] == value):
                     continue
             elif key in defaults and defaults[key] == value:
                 continue
