@@ -1,0 +1,84 @@
+"""``tensorviz demo``: the specification's ``net`` example, end to end.
+
+Writes the spec's ``model.py`` and its ``jax_example`` profile (both verbatim) into a
+demo workspace (default ``$XDG_CACHE_HOME/tensorviz/demo``, i.e. ``~/.cache/…``),
+captures it through the real worker (``capture.runner.run_capture``; JAX must be
+installed in the capturing Python) and serves it like ``tensorviz view``: the URL alone
+on standard output, the browser opened when possible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from capture.graphfile import atomic_write_bytes
+from capture.recipe import RECIPES_FILE
+
+from .open import add_capture_options, capture_profile
+from .view import add_serve_options, serve
+
+PROFILE = "jax_example"
+
+# From spec/jax-and-flax-graphs.txt, "Open a function": keep both texts verbatim.
+MODEL_PY = """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def net(x):
+    return jax.nn.relu(x @ jnp.ones((3, 4)))
+"""
+
+RECIPES_TOML = """\
+version = 1
+
+[profiles.jax_example]
+kind = "model"
+framework = "jax"
+model = "model:net"
+mode = "eval"
+device = "cpu"
+grad_enabled = false
+seed = 0
+init = { args = [], kwargs = {} }
+inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="capture and view the specification's JAX `net` example")
+    p.add_argument("--dir", metavar="DIR", help="demo workspace (default: ~/.cache/tensorviz/demo)")
+    add_capture_options(p)
+    add_serve_options(p)
+    p.set_defaults(func=run)
+
+
+def default_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME")
+    root = Path(base).expanduser() if base and os.path.isabs(os.path.expanduser(base)) else Path.home() / ".cache"
+    return root / "tensorviz" / "demo"
+
+
+def write_workspace(folder: Path) -> None:
+    """The spec's files, rewritten on every run so that the demo is always the spec's."""
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(folder / "model.py", MODEL_PY.encode())
+    recipes = folder / RECIPES_FILE
+    recipes.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(recipes, RECIPES_TOML.encode())
+
+
+def run(args: argparse.Namespace) -> int:
+    folder = Path(args.dir).expanduser() if args.dir else default_dir()
+    try:
+        write_workspace(folder)
+    except Exception as exc:  # GraphFileError or OSError: one line either way
+        print(f"tensorviz demo: cannot write the demo workspace {folder}: {exc}", file=sys.stderr)
+        return 1
+    workspace = folder.resolve()
+    capture = capture_profile("demo", workspace, PROFILE, args)
+    status = serve("demo", capture, "net (spec example)", workspace, args)
+    return 1 if capture.failure is not None and status == 0 else status

@@ -1,0 +1,117 @@
+"""``tensorviz open FILE.py:SYMBOL [--input …]``: capture, then view, in one step.
+
+    tensorviz open model.py:net --input x=float32[2,3] --framework jax
+    tensorviz open --profile jax_example            (a setup already saved)
+
+The shorthand saves (or updates) the profile in ``.tensorviz/recipes.toml`` exactly as
+``tensorviz capture`` does, captures it in the isolated worker, writes the graph file to
+``.tensorviz/captures/NAME.tvg`` and serves it like ``tensorviz view`` (the URL alone on
+standard output). A failed capture is shown too: the viewer carries its failure banner.
+Exit status: 0 viewed, 1 the capture failed (after serving it), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+from pathlib import Path
+
+from capture import graphfile
+from capture.model import Capture
+from capture.recipe import FRAMEWORKS, RecipeError
+from capture.runner import run_capture
+
+from ..recipes_store import RecipeStoreError
+from ..shorthand import ShorthandError
+from .capture import CAPTURES_DIR, _save_shorthand, describe_failure
+from .view import add_serve_options, serve
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "open",
+        help="capture FILE.py:SYMBOL (or a saved --profile) and serve it in the viewer",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument("target", nargs="?", metavar="FILE.py:SYMBOL", help="the symbol to open")
+    p.add_argument("--workspace", metavar="DIR", help="workspace root (default: the current folder, or the file's)")
+    p.add_argument("--profile", metavar="NAME", help="the saved setup to open (with FILE.py:SYMBOL: the name to save as)")
+    p.add_argument("--input", action="append", default=[], metavar="[NAME=]VALUE", help="an input, e.g. x=float32[2,3]")
+    p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE", help="a constructor argument, e.g. width=8")
+    p.add_argument("--framework", choices=FRAMEWORKS, help="torch (default) or jax")
+    p.add_argument("--device", metavar="DEVICE", help="cpu or cuda:N")
+    p.add_argument("--seed", type=int, help="the profile seed")
+    add_capture_options(p)
+    add_serve_options(p)
+    p.set_defaults(func=run)
+
+
+def add_capture_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace .venv, else this one)")
+    p.add_argument("--capture-timeout", type=float, metavar="S", help="deadline for the capture, in seconds")
+    p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.target:
+        try:
+            workspace, profile = _save_shorthand(args)
+        except ShorthandError as exc:
+            return _usage(str(exc))
+        except RecipeError as exc:
+            return _usage(f"the shorthand does not make a valid setup: {exc}")
+        except RecipeStoreError as exc:
+            print(f"tensorviz open: cannot save the setup: {exc}", file=sys.stderr)
+            return 1
+    else:
+        if args.input or args.init or args.framework or args.device or args.seed is not None:
+            return _usage("--input/--init/--framework/--device/--seed need FILE.py:SYMBOL")
+        if not args.profile:
+            return _usage("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
+        workspace = Path(args.workspace or ".").expanduser().resolve()
+        profile = args.profile
+    if not workspace.is_dir():
+        return _usage(f"the workspace {workspace} is not a folder")
+    capture = capture_profile("open", workspace, profile, args)
+    status = serve("open", capture, profile, workspace, args)
+    return 1 if capture.failure is not None and status == 0 else status
+
+
+def capture_profile(command: str, workspace: Path, profile: str, args: argparse.Namespace) -> Capture:
+    """Capture ``profile`` with progress on stderr, keep the graph file under
+    ``.tensorviz/captures/`` and say why on stderr when it failed."""
+    verbose = args.verbose
+
+    def progress(message: str, fraction: float | None) -> None:
+        pct = f" {fraction * 100:3.0f}%" if fraction is not None else ""
+        print(f"tensorviz {command}:{pct} {message}", file=sys.stderr, flush=True)
+
+    def log(line: str) -> None:
+        if verbose:
+            print(f"  worker| {line}", file=sys.stderr, flush=True)
+
+    timeout = args.capture_timeout if args.capture_timeout and args.capture_timeout > 0 else None
+    cancel = threading.Event()
+    print(f"tensorviz {command}: capturing {profile} in {workspace}", file=sys.stderr, flush=True)
+    try:
+        capture = run_capture(workspace, profile, python=args.python, timeout=timeout, progress=progress, log=log,
+                              cancel=cancel)
+    except KeyboardInterrupt:
+        cancel.set()
+        raise
+    output = workspace / CAPTURES_DIR / f"{profile}.tvg"
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        graphfile.write(capture, output)
+        print(f"tensorviz {command}: graph file {output}", file=sys.stderr, flush=True)
+    except (OSError, graphfile.GraphFileError) as exc:
+        print(f"tensorviz {command}: cannot keep the graph file {output}: {exc}", file=sys.stderr)
+    if capture.failure is not None:
+        print(describe_failure(capture).replace("tensorviz capture:", f"tensorviz {command}:"), file=sys.stderr, end="")
+    return capture
+
+
+def _usage(message: str) -> int:
+    print(f"tensorviz open: {message}", file=sys.stderr)
+    return 2
