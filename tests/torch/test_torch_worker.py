@@ -1,0 +1,95 @@
+"""The Torch capture end to end: a real worker process (``capture.runner.run_capture``)
+and the ``tensorviz capture`` command, each starting the selected interpreter."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from capture import graphfile  # noqa: E402
+from capture.model import describe_tree  # noqa: E402
+from capture.recipe import parse_profile  # noqa: E402
+from capture.runner import run_capture  # noqa: E402
+
+from torch_workspace import profile, tensor  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def capture(ws, table, **kw):
+    return run_capture(ws, parse_profile("p", table), timeout=120, **kw)
+
+
+def test_forward_through_the_worker(ws):
+    c = capture(ws, profile("models:Block", args=[tensor([2, 5, 16])]))
+    assert c.failure is None, c.failure
+    assert (c.backend, c.framework, c.framework_version) == ("torch_eager", "torch", torch.__version__)
+    assert c.coverage.scope == "eager_forward" and c.coverage.status == "complete"
+    assert [g.name for g in c.groups if g.parent == 0] == ["ln1", "attn", "ln2", "mlp"]
+    assert describe_tree(c.outputs, {v.id: v for v in c.values}) == "float32[2,5,16]"
+    assert [s.path for s in c.sources] == ["models.py"]
+    assert c.recipe["model"] == "models:Block"
+    assert any("stats" in (v.measured or {}) for v in c.values)
+
+
+def test_training_step_through_the_worker_with_statistics_off(ws):
+    table = profile(
+        "models:MLP", args=[tensor([6, 4])], kind="training_step", mode="train", grad_enabled=True,
+        step={"loss": "sum", "optimizer": {"factory": "models:make_sgd"}},
+    )
+    c = capture(ws, table, env={"TENSORVIZ_TORCH_STATS": "0"})
+    assert c.failure is None, c.failure
+    assert c.coverage.scope == "training_step"
+    assert [g.kind for g in c.groups if g.parent is None] == ["module", "loss", "backward", "optimizer"]
+    assert c.meta["stats"] is False and not any("stats" in (v.measured or {}) for v in c.values)
+
+
+def test_cuda_refused_in_the_worker_before_the_model_is_imported(ws):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    c = capture(ws, profile("marked:Marked", args=[tensor([2])], device="cuda:0"))
+    assert c.failed and not c.nodes
+    assert c.failure.stage == "device"
+    assert "cuda:0" in c.failure.message and "fall back" in c.failure.message
+    assert not (ws / "imported.marker").exists()
+
+
+def test_a_raising_model_is_a_failure_with_user_frames(ws):
+    c = capture(ws, profile("models:Raises", args=[tensor([2, 4])]))
+    assert c.failed and not c.nodes
+    assert (c.failure.stage, c.failure.type) == ("trace", "ValueError")
+    assert "broken on purpose" in c.failure.message
+    assert [(f.file, f.function) for f in c.failure.frames][-2:] == [("models.py", "forward"), ("models.py", "helper")]
+
+
+def test_tensorviz_capture_command(ws):
+    (ws / ".tensorviz").mkdir()
+    (ws / ".tensorviz" / "recipes.toml").write_text(
+        "version = 1\n\n[profiles.cnn]\nkind = \"model\"\nmodel = \"models:SmallCNN\"\n"
+        "init = { args = [], kwargs = { classes = 4 } }\n"
+        "inputs = { args = [{ kind = \"tensor\", shape = [1, 3, 16, 16], dtype = \"float32\" }], kwargs = {} }\n"
+    )
+    out = ws / "cnn.tvg"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tensorviz_lsp", "capture", "--workspace", str(ws), "--profile", "cnn", "-o", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=180,
+    )
+    assert proc.returncode == 0, proc.stderr
+    c = graphfile.read(out)
+    assert c.framework == "torch" and c.recipe["framework"] == "torch"
+    assert describe_tree(c.outputs, {v.id: v for v in c.values}) == "float32[1,4]"
+    shown = subprocess.run(
+        [sys.executable, "-m", "tensorviz_lsp", "inspect", str(out), "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["backend"] == "torch_eager"
