@@ -45,6 +45,9 @@ window.tensorviz = {
   get layoutMs() {
     return state.model ? state.model.lastLayoutMs : null;
   },
+  get layoutJobs() {
+    return state.layout ? state.layout.jobCount : 0;
+  },
   get layoutTotalMs() {
     return state.layout ? state.layout.totalMs : null;
   },
@@ -76,6 +79,13 @@ window.tensorviz = {
     const r = state.renderer;
     return r && r.scene ? [...r.scene.byKey.keys()] : [];
   },
+  // Centres an item that is laid out, without selecting it.
+  center(key) {
+    const r = state.renderer;
+    const it = r && r.scene && r.scene.byKey.get(key);
+    if (it) r.centerOn(it);
+    return !!it;
+  },
   fit: () => state.renderer && state.renderer.fit(),
   readable: () => state.renderer && state.renderer.readable(),
   panBy: (dx, dy) => state.renderer && state.renderer.panBy(dx, dy),
@@ -86,6 +96,12 @@ window.tensorviz = {
 
 // ------------------------------------------------------------------ boot
 
+const marks = {};
+function mark(name) {
+  marks[name] = performance.now();
+}
+window.tensorviz.marks = marks;
+
 async function boot() {
   state.inspector = new Inspector($("inspector"), {
     api,
@@ -95,6 +111,8 @@ async function boot() {
   wireToolbar();
   wireDrop();
   listenEvents();
+  // Start the layout worker first: ELK parses while the capture summary is fetched.
+  state.layout = new LayoutClient("static/layout.worker.js");
   let capture;
   try {
     capture = await api.capture();
@@ -102,6 +120,7 @@ async function boot() {
     showLoadError(err);
     return;
   }
+  mark("capture");
   state.capture = capture;
   state.inspector.capture = capture;
   renderTitle(capture);
@@ -116,16 +135,18 @@ async function boot() {
   const canvas = $("graph");
   const minimap = $("minimap");
   state.renderer = new Renderer(canvas, minimap);
-  state.layout = new LayoutClient("static/layout.worker.js");
   state.model = new GraphModel(api, state.layout);
   state.renderer.onDraw = () => updateZoomLabel();
   wireCanvas(canvas, minimap);
   new ResizeObserver(() => state.renderer.resize()).observe($("stage"));
+  window.addEventListener("tv-panels", (e) => (state.renderer.insetRight = e.detail.inset));
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => state.renderer.setPalette());
   setStatus("Laying out…");
   try {
     await state.model.autoExpand();
+    mark("expanded");
     await relayout();
+    mark("laid-out");
   } catch (err) {
     showLoadError(err);
     return;
@@ -277,8 +298,8 @@ function listenEvents() {
   if (typeof EventSource === "undefined") return;
   api.events({
     progress: (d) => showProgress(d),
-    stale: (d) => showStale(d.files),
-    fresh: () => dropBanner("stale"),
+    stale: (d) => aboutThisCapture(d) && showStale(d.files),
+    fresh: (d) => aboutThisCapture(d) && dropBanner("stale"),
     "capture-ready": (d) => {
       dropBanner("progress");
       const open = () => openCapture(d.id);
@@ -290,6 +311,13 @@ function listenEvents() {
       setBanner("capture-failed", "error", "Failed", `Capture failed: ${d.message || "unknown error"}`);
     },
   });
+}
+
+// stale/fresh may name a capture; without one they are about the newest.
+function aboutThisCapture(d) {
+  if (!state.capture) return false;
+  if (d.capture === undefined || d.capture === null) return true;
+  return Number(d.capture) === Number(state.capture.id);
 }
 
 function openCapture(id) {
@@ -556,6 +584,7 @@ async function focusItem(key) {
     }
   }
   if (!it) return;
+  select(key); // opens the inspector first, so that centring accounts for it
   r.centerOn(it, Math.max(r.cam.s, READABLE_SCALE));
   r.flash = key;
   setTimeout(() => {
@@ -564,7 +593,6 @@ async function focusItem(key) {
       r.requestDraw();
     }
   }, 1600);
-  select(key);
 }
 
 // ------------------------------------------------------------------ search

@@ -25,13 +25,13 @@ export class Inspector {
   hide() {
     this.root.hidden = true;
     this.current = null;
-    window.dispatchEvent(new Event("resize"));
+    panelsChanged();
   }
 
   open() {
     if (this.root.hidden) {
       this.root.hidden = false;
-      window.dispatchEvent(new Event("resize"));
+      panelsChanged();
     }
   }
 
@@ -213,7 +213,7 @@ export class Inspector {
     this.body.append(el("p", {}, el("span", { class: "pill kind" }, d.kind), " ", el("span", { class: "muted", "data-honest": "1" }, wording)));
     const facts = el("dl", { class: "facts" });
     const add = (k, v) => v !== undefined && v !== null && v !== "" && facts.append(el("dt", {}, k), el("dd", {}, typeof v === "object" ? JSON.stringify(v) : String(v)));
-    const path = d.parent_path || d.path || [];
+    const path = (d.parent_path || d.path || []).filter((g) => g.id !== d.id);
     if (path.length) add("inside", path.map((g) => `${g.kind} ${g.name}`).join(" › "));
     const counts = d.counts || {};
     for (const [k, v] of Object.entries(counts)) add(k, typeof v === "number" ? v.toLocaleString("en-US") : v);
@@ -259,4 +259,12 @@ export class Inspector {
     this.body.append(row);
     this.measured([v]);
   }
+}
+
+// Panels float over the canvas; the renderer centres things in the part left visible.
+function panelsChanged() {
+  const open = !document.getElementById("inspector").hidden || !document.getElementById("setup").hidden;
+  const ws = document.querySelector(".workspace");
+  ws.classList.toggle("panel-open", open);
+  window.dispatchEvent(new CustomEvent("tv-panels", { detail: { inset: open ? 380 : 0 } }));
 }

@@ -47,6 +47,7 @@ export class Renderer {
     this.onDraw = null;
     this.minimapCache = null;
     this.hatch = null;
+    this.insetRight = 0; // CSS px of the canvas covered by a side panel
     this.resize();
   }
 
@@ -60,8 +61,15 @@ export class Renderer {
   resize() {
     const rect = this.canvas.getBoundingClientRect();
     this.dpr = window.devicePixelRatio || 1;
-    this.width = Math.max(1, rect.width);
-    this.height = Math.max(1, rect.height);
+    const w = Math.max(1, rect.width);
+    const h = Math.max(1, rect.height);
+    // Keep what is at the centre of the view there when a panel opens or closes.
+    if (this.width) {
+      this.cam.tx += (w - this.width) / 2;
+      this.cam.ty += (h - this.height) / 2;
+    }
+    this.width = w;
+    this.height = h;
     this.canvas.width = Math.round(this.width * this.dpr);
     this.canvas.height = Math.round(this.height * this.dpr);
     if (this.minimap) {
@@ -133,7 +141,7 @@ export class Renderer {
   centerOn(item, scale) {
     if (scale !== undefined) this.cam.s = scale;
     const s = this.cam.s;
-    this.cam.tx = this.width / 2 - (item.x + item.w / 2) * s;
+    this.cam.tx = (this.width - this.insetRight) / 2 - (item.x + item.w / 2) * s;
     this.cam.ty = this.height / 2 - (item.y + Math.min(item.h, this.height / s) / 2) * s;
     this.requestDraw();
   }

@@ -46,14 +46,14 @@ export class SetupForm {
   open() {
     document.getElementById("inspector").hidden = true;
     this.root.hidden = false;
-    window.dispatchEvent(new Event("resize"));
+    panelsChanged();
     const first = this.root.querySelector("[aria-invalid=true], input");
     if (first) first.focus();
   }
 
   close() {
     this.root.hidden = true;
-    window.dispatchEvent(new Event("resize"));
+    panelsChanged();
   }
 
   toggle() {
@@ -295,4 +295,12 @@ export class SetupForm {
 function suggestName(recipe) {
   const model = (recipe && recipe.model) || "profile";
   return model.split(":").pop().replace(/[^A-Za-z0-9_.-]+/g, "_").toLowerCase() || "profile";
+}
+
+// Panels float over the canvas; the renderer centres things in the part left visible.
+function panelsChanged() {
+  const open = !document.getElementById("inspector").hidden || !document.getElementById("setup").hidden;
+  const ws = document.querySelector(".workspace");
+  ws.classList.toggle("panel-open", open);
+  window.dispatchEvent(new CustomEvent("tv-panels", { detail: { inset: open ? 380 : 0 } }));
 }

@@ -164,24 +164,22 @@ export class GraphModel {
     return false;
   }
 
-  // Expand the initial levels: follow single-child chains, and open groups while the
-  // number of visible items stays small.
-  async autoExpand(budget = 120) {
-    let visible = 0;
+  // Expand the initial levels: follow single-child chains, and open the next level while
+  // the number of visible items stays small (a first paint must stay cheap at any size).
+  async autoExpand(budget = 60) {
     let frontier = [ROOT];
-    for (let depth = 0; depth < 4 && frontier.length; depth++) {
+    let visible = 0;
+    for (let depth = 0; depth < 6 && frontier.length; depth++) {
       const datas = await Promise.all(frontier.map((k) => this.load(k)));
+      visible = datas.reduce((n, d) => n + d.items.length, 0);
       const next = [];
-      for (const data of datas) {
-        visible += data.items.length;
-        for (const item of data.items) if (item.type !== "node") next.push(itemKey(item));
-      }
+      for (const data of datas) for (const item of data.items) if (item.type !== "node") next.push(itemKey(item));
       if (!next.length) break;
-      const nextDatas = await Promise.all(next.map((k) => this.load(k)));
-      const added = nextDatas.reduce((n, d) => n + d.items.length, 0);
-      if (visible - next.length + added > budget && !(next.length === 1 && depth === 0)) break;
+      const counts = datas.flatMap((d) => d.items.filter((it) => it.type !== "node").map((it) => Number(it.child_count) || 0));
+      const added = counts.reduce((a, b) => a + b, 0);
+      const single = next.length === 1 && visible <= 3;
+      if (!single && visible - next.length + added > budget) break;
       for (const k of next) this.expanded.add(k);
-      visible -= next.length;
       frontier = next;
     }
   }
