@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import gc
 import os
 import sys
 import sysconfig
@@ -84,6 +85,8 @@ _RECORD_TYPES = frozenset(
 
 # Arrays inside params or literals longer than this are summarised, not inlined.
 _MAX_INLINE_ELEMENTS = 64
+_MAX_TRACEBACK_CACHE = 200_000
+_SCALARS = frozenset({bool, int, float, str, type(None)})
 
 
 class _Lit:
@@ -198,6 +201,10 @@ def literal_value(val: Any) -> Any:
         return val
     if t is complex:
         return {"opaque": "complex"}
+    if getattr(val, "ndim", None) == 0 and hasattr(val, "item"):  # numpy scalars, JAX's typed literals
+        item = val.item()
+        if type(item) in (bool, int, float):
+            return item
     return plain(val)
 
 
@@ -239,6 +246,7 @@ class FrameTable:
         self._library = _library_prefixes() if workspace is None else ()
         self._names: dict[str, str | None] = {}  # co_filename -> frame file, None: not user code
         self._by_addr: dict[tuple[Any, int], int] = {}
+        self._by_tb: dict[Any, int | None] = {}
 
     def _name(self, filename: str) -> str | None:
         try:
@@ -257,6 +265,20 @@ class FrameTable:
     def frame_of(self, traceback: Any) -> int | None:
         if traceback is None:
             return None
+        # Tracebacks compare and hash by their (code, offset) frames, in C: equations
+        # traced from the same stack (a layer in a Python loop) share one lookup.
+        try:
+            return self._by_tb[traceback]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable traceback type: no caching
+            return self._frame_of(traceback)
+        idx = self._frame_of(traceback)
+        if len(self._by_tb) < _MAX_TRACEBACK_CACHE:
+            self._by_tb[traceback] = idx
+        return idx
+
+    def _frame_of(self, traceback: Any) -> int | None:
         codes, lastis = traceback.raw_frames()
         for code, lasti in zip(codes, lastis):
             name = self._name(code.co_filename)
@@ -407,6 +429,9 @@ class _Converter:
             opaque = False
             kept: dict[str, Any] = {}
             for k, v in params.items():
+                if type(v) in _SCALARS:
+                    kept[k] = v
+                    continue
                 if _has_subprogram(v):
                     opaque = True
                 kept[k] = plain(v)
@@ -512,11 +537,20 @@ def convert(
     jaxpr = closed_jaxpr.jaxpr
     conv = _Converter(workspace, limits or Limits())
     env: dict = {}
-    for var in jaxpr.invars:
-        env[var] = conv.new_value(var.aval)
-    for var in jaxpr.constvars:
-        env[var] = conv.constant(var.aval, "closure")
-    conv.walk(jaxpr, env, None)
+    # The conversion allocates several small objects per equation and no cycles; the
+    # cyclic collector would otherwise run thousands of times for nothing (and JAX
+    # hooks a callback on every collection).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for var in jaxpr.invars:
+            env[var] = conv.new_value(var.aval)
+        for var in jaxpr.constvars:
+            env[var] = conv.constant(var.aval, "closure")
+        conv.walk(jaxpr, env, None)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
     out_ids: list[int] = []
     for atom in jaxpr.outvars:

@@ -1,0 +1,224 @@
+"""JAX capture cost next to jax.make_jaxpr's own, side by side in one run.
+
+    python benchmarks/bench_jax_capture.py [--layers 12] [--equations 50000] [--repeat 1]
+
+Two programs, each measured in fresh interpreters (``jax.make_jaxpr`` caches traces,
+so only a first call in a process says what a capture pays):
+
+* ``transformer``: a Flax Linen decoder of ``--layers`` blocks (self-attention, MLP,
+  LayerNorm), opened as a class: fresh variables from ``jax.eval_shape(module.init)``;
+* ``program``: a plain function of ``--equations`` equations (a Python loop of
+  primitives inside named scopes), opened as a function.
+
+For each, process A times ``make_jaxpr`` alone (first call), then, on that same jaxpr,
+the conversion to a canonical capture and the ``.tvg`` write. Process B runs the whole
+framework capture the worker runs (import, init, inputs, trace, convert) plus the
+write. Prints figures and ratios; asserts nothing. Target: conversion + writing add
+at most 30% to make_jaxpr's own time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MODELS = '''
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+
+LAYERS = {layers}
+EQUATIONS = {equations}
+
+class Block(nn.Module):
+    dim: int
+    heads: int
+
+    @nn.compact
+    def __call__(self, x):
+        h = nn.LayerNorm()(x)
+        h = nn.MultiHeadDotProductAttention(num_heads=self.heads)(h, h, mask=nn.make_causal_mask(x[..., 0]))
+        x = x + h
+        h = nn.LayerNorm()(x)
+        h = nn.Dense(4 * self.dim)(h)
+        h = nn.gelu(h)
+        return x + nn.Dense(self.dim)(h)
+
+class Transformer(nn.Module):
+    vocab: int = 1000
+    dim: int = 256
+    heads: int = 4
+    layers: int = LAYERS
+
+    @nn.compact
+    def __call__(self, tokens):
+        x = nn.Embed(self.vocab, self.dim)(tokens)
+        for _ in range(self.layers):
+            x = Block(self.dim, self.heads)(x)
+        return nn.Dense(self.vocab)(nn.LayerNorm()(x))
+
+def program(x):
+    # four primitives per step: sin, mul, add, tanh; a named scope every 100 steps
+    for block in range(EQUATIONS // 400):
+        with jax.named_scope(f"block{{block}}"):
+            for _ in range(100):
+                x = jnp.tanh(jnp.sin(x) * 1.5 + 0.25)
+    return x
+'''
+
+SCENARIOS = {
+    "transformer": {
+        "model": "bench_models:Transformer",
+        "input": {"kind": "tensor", "shape": [2, 128], "dtype": "int32", "generator": {"kind": "zeros"}},
+    },
+    "program": {
+        "model": "bench_models:program",
+        "input": {"kind": "tensor", "shape": [8, 128], "dtype": "float32"},
+    },
+}
+
+
+def profile(scenario: str) -> dict:
+    s = SCENARIOS[scenario]
+    return {
+        "kind": "model", "framework": "jax", "model": s["model"], "mode": "eval", "device": "cpu",
+        "grad_enabled": False, "seed": 0, "init": {"args": [], "kwargs": {}},
+        "inputs": {"args": [s["input"]], "kwargs": {}},
+    }
+
+
+# --------------------------------------------------------------------------- children
+
+
+def child_trace_then_convert(workspace: str, scenario: str) -> dict:
+    """Process A: make_jaxpr alone (first call), then convert + write that jaxpr."""
+    import jax
+    import jax.numpy as jnp
+
+    from capture import graphfile
+    from capture.jaxpr_convert import convert, structure_of
+
+    sys.path.insert(0, workspace)
+    import bench_models
+
+    if scenario == "transformer":
+        module = bench_models.Transformer()
+        tokens = jnp.zeros((2, 128), jnp.int32)
+        variables = jax.eval_shape(module.init, jax.random.key(0), tokens)
+        fn, args = module.apply, (variables, tokens)
+    else:
+        fn, args = bench_models.program, (jnp.ones((8, 128), jnp.float32),)
+    t = time.perf_counter()
+    closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*args)
+    trace_s = time.perf_counter() - t
+    t = time.perf_counter()
+    counter = [0]
+    inputs = structure_of(args, counter, static_leaves=False)
+    cap = convert(closed, inputs=inputs, outputs=structure_of(shapes, static_leaves=False), workspace=workspace)
+    convert_s = time.perf_counter() - t
+    out = Path(workspace) / f"{scenario}_a.tvg"
+    t = time.perf_counter()
+    graphfile.write(cap, out)
+    write_s = time.perf_counter() - t
+    return {
+        "make_jaxpr_s": trace_s, "convert_s": convert_s, "write_s": write_s,
+        "equations_top": len(closed.jaxpr.eqns), "nodes": len(cap.nodes), "values": len(cap.values),
+        "groups": len(cap.groups), "frames": len(cap.frames), "bytes": out.stat().st_size,
+    }
+
+
+def child_full_capture(workspace: str, scenario: str) -> dict:
+    """Process B: the framework capture the worker runs, plus the write."""
+    import jax  # noqa: F401  (imported before timing, as the worker has by then)
+    import flax.linen  # noqa: F401
+
+    from capture import graphfile
+    from capture.frameworks import jax as fw
+    from capture.recipe import parse_profile
+    from capture.worker.context import CaptureContext
+
+    ctx = CaptureContext(parse_profile("bench", profile(scenario)), workspace)
+    fw.probe_device(ctx)
+    t = time.perf_counter()
+    cap = fw.capture(ctx)
+    capture_s = time.perf_counter() - t
+    out = Path(workspace) / f"{scenario}_b.tvg"
+    t = time.perf_counter()
+    graphfile.write(cap, out)
+    write_s = time.perf_counter() - t
+    return {"capture_s": capture_s, "write_s": write_s, "nodes": len(cap.nodes), "bytes": out.stat().st_size}
+
+
+def run_child(kind: str, workspace: str, scenario: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", kind, "--workspace", workspace, "--scenario", scenario],
+        capture_output=True, text=True, cwd=workspace,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{kind} {scenario} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--equations", type=int, default=50_000)
+    ap.add_argument("--repeat", type=int, default=1, help="fresh processes per measurement (median reported)")
+    ap.add_argument("--scenario", choices=sorted(SCENARIOS), action="append")
+    ap.add_argument("--child", choices=("a", "b"), help=argparse.SUPPRESS)
+    ap.add_argument("--workspace", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.child:
+        fn = child_trace_then_convert if args.child == "a" else child_full_capture
+        print(json.dumps(fn(args.workspace, args.scenario[0])))
+        return
+
+    scenarios = args.scenario or ["transformer", "program"]
+    with tempfile.TemporaryDirectory() as tmp:
+        Path(tmp, "bench_models.py").write_text(
+            textwrap.dedent(MODELS.format(layers=args.layers, equations=args.equations))
+        )
+        print(f"jax capture benchmark: {args.layers}-layer Linen transformer, {args.equations:,}-equation program; "
+              f"{args.repeat} fresh process(es) per figure, median")
+        for scenario in scenarios:
+            a_runs = [run_child("a", tmp, scenario) for _ in range(args.repeat)]
+            b_runs = [run_child("b", tmp, scenario) for _ in range(args.repeat)]
+
+            def med(runs, key):
+                return statistics.median(r[key] for r in runs)
+
+            a, b = a_runs[0], b_runs[0]
+            trace = med(a_runs, "make_jaxpr_s")
+            conv = med(a_runs, "convert_s")
+            write = med(a_runs, "write_s")
+            full = med(b_runs, "capture_s") + med(b_runs, "write_s")
+            print(f"\n== {scenario}: {a['nodes']:,} nodes, {a['values']:,} values, {a['groups']:,} groups, "
+                  f"{a['frames']:,} frames ({a['equations_top']:,} top-level equations)")
+            print(f"  make_jaxpr alone (first call)      {trace:8.3f} s")
+            print(f"  convert to canonical capture       {conv:8.3f} s   {conv / trace:6.1%} of make_jaxpr")
+            print(f"  write .tvg                         {write:8.3f} s   {write / trace:6.1%} of make_jaxpr")
+            print(f"  convert + write                    {conv + write:8.3f} s   {(conv + write) / trace:6.1%} "
+                  f"of make_jaxpr (target <= 30%)")
+            print(f"  full capture (init+trace+convert+write, fresh process) {full:8.3f} s   "
+                  f"{full / trace:5.2f}x make_jaxpr")
+            print(f"  file size                          {a['bytes'] / 1024:8.1f} KiB "
+                  f"({a['bytes'] / max(a['nodes'], 1):.0f} bytes/node)")
+
+
+if __name__ == "__main__":
+    main()
