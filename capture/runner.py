@@ -269,6 +269,10 @@ class _Run:
                 "interpreter", "InterpreterNotExecutable",
                 f"the selected interpreter {python} is not an executable file", {"python": python},
             )
+        key = _probe_key(python, requires, self.env)
+        cached = _probe_cache.get(key)
+        if cached is not None and cached[1] == _path_stamp(cached[0].get("path")):
+            return cached[0]
         source = (Path(__file__).parent / "worker" / "probe_script.py").read_text(encoding="utf-8")
         try:
             proc = subprocess.run(
@@ -306,6 +310,10 @@ class _Run:
                 f"capture needs Python {'.'.join(map(str, MIN_PYTHON))} or newer",
                 {"python": python, "version": list(version)},
             )
+        with _launcher_lock:
+            if len(_probe_cache) > 64:
+                _probe_cache.clear()
+            _probe_cache[key] = (data, _path_stamp(data.get("path")))
         return data
 
     def _missing_dependencies(self, python: str, missing: list[str], probe: dict) -> Capture:
@@ -575,6 +583,30 @@ def _wait_unreaped(pid: int, timeout: float) -> None:
 
 
 # --------------------------------------------------------------------------- helpers
+
+# Probe answers per interpreter, reused while nothing on that interpreter's path changed
+# (installing or removing a package changes its folder's modification time).
+_probe_cache: dict[tuple, tuple[dict, tuple]] = {}
+
+
+def _probe_key(python: str, requires: tuple[str, ...], env: Mapping[str, str]) -> tuple:
+    try:
+        st = os.stat(python)
+        stamp = (st.st_mtime_ns, st.st_ino)
+    except OSError:
+        stamp = None
+    return (os.path.abspath(python), stamp, tuple(requires), tuple(sorted(env.items())))
+
+
+def _path_stamp(paths: Any) -> tuple:
+    out = []
+    for p in paths if isinstance(paths, list) else ():
+        try:
+            out.append((p, os.stat(p).st_mtime_ns))
+        except (OSError, TypeError, ValueError):
+            out.append((p, None))
+    return tuple(out)
+
 
 
 def install_command(python: str, missing: list[str], modules: Mapping[str, Any], *, device: str = "cpu") -> list[str]:

@@ -1,0 +1,90 @@
+"""Worker start-to-result overhead, beside a bare interpreter start, in one run.
+
+    python benchmarks/bench_worker.py [--runs N] [--python PATH]
+
+Measures, for the same interpreter, interleaved so that machine load affects all alike:
+
+* ``python -c pass``: the floor any isolated worker pays;
+* the dependency probe (``find_spec`` for the worker's packages, no imports);
+* ``run_capture`` of a trivial fake-framework capture: worker start, request, import,
+  trace, encode, decode (everything but a real framework's own import), once with the
+  probe answer cached (as in a running language server) and once cold (probe included).
+
+Prints medians and the ratio of a whole capture to a bare interpreter start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from capture.recipe import Recipe  # noqa: E402
+from capture import runner  # noqa: E402
+from capture.runner import launcher_script, run_capture  # noqa: E402
+
+MODEL = "def net(x, w):\n    return (x @ w).relu()\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--python", default=sys.executable)
+    args = parser.parse_args()
+
+    workspace = Path(tempfile.mkdtemp(prefix="tv-bench-"))
+    (workspace / "model.py").write_text(MODEL)
+    recipe = Recipe.from_dict({
+        "name": "bench", "framework": "fake", "model": "model:net",
+        "inputs": {"args": [{"kind": "tensor", "shape": [2, 3], "dtype": "float32"},
+                            {"kind": "tensor", "shape": [3, 4], "dtype": "float32"}]},
+    })
+    probe_source = (ROOT / "capture" / "worker" / "probe_script.py").read_text()
+    launcher_script()  # created once per process, as in the server
+
+    bare, probe, warm, cold = [], [], [], []
+    for _ in range(args.runs):
+        t = time.perf_counter()
+        subprocess.run([args.python, "-c", "pass"], check=True)
+        bare.append(time.perf_counter() - t)
+
+        t = time.perf_counter()
+        subprocess.run([args.python, "-c", probe_source, '["msgpack"]'], check=True, capture_output=True)
+        probe.append(time.perf_counter() - t)
+
+        runner._probe_cache.clear()
+        t = time.perf_counter()
+        c = run_capture(workspace, recipe, python=args.python)
+        cold.append(time.perf_counter() - t)
+        assert c.failure is None, c.failure
+
+        t = time.perf_counter()
+        c = run_capture(workspace, recipe, python=args.python)
+        warm.append(time.perf_counter() - t)
+        assert c.failure is None, c.failure
+
+    series = {"bare": bare, "probe": probe, "warm": warm, "cold": cold}
+    med = {name: statistics.median(xs) * 1000 for name, xs in series.items()}
+    print(f"interpreter: {args.python} ({args.runs} runs each, interleaved; median [min-max] ms)")
+    for name, label in (
+        ("bare", "python -c pass"),
+        ("probe", "dependency probe alone"),
+        ("warm", "trivial capture (probe cached)"),
+        ("cold", "trivial capture (probe included)"),
+    ):
+        xs = series[name]
+        print(f"  {label:36s} {med[name]:8.1f}   [{min(xs) * 1000:.1f}-{max(xs) * 1000:.1f}]")
+    print(f"  ratio capture (cached) / bare start  {med['warm'] / med['bare']:8.2f}x")
+    print(f"  ratio capture (cold) / bare start    {med['cold'] / med['bare']:8.2f}x")
+    print(f"  worker overhead beyond a bare start  {med['warm'] - med['bare']:8.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
