@@ -226,3 +226,24 @@ def test_worker_sees_only_the_capture_package_of_this_environment(workspace, tmp
     )
     c = run_capture(workspace, fake_recipe("probe_env:net", tensor(2)), python=str(folder / "bin" / "python"))
     assert c.failure is None, c.failure
+
+
+def test_installing_a_missing_package_is_seen_by_the_next_capture(workspace, tmp_path):
+    """The probe's answer is cached per interpreter only until its path changes."""
+    import msgpack
+
+    folder = tmp_path / "venv2"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
+    python = str(folder / "bin" / "python")
+    recipe = fake_recipe("models:net", tensor(2, 3), tensor(3, 4))
+    assert run_capture(workspace, recipe, python=python).failure.details["missing"] == ["msgpack"]
+    site = next(folder.glob("lib/python*/site-packages"))
+    os.symlink(Path(msgpack.__file__).parent, site / "msgpack")  # "pip install msgpack"
+    c = run_capture(workspace, recipe, python=python)
+    assert c.failure is None, c.failure
+
+
+def test_worker_entry_refuses_to_run_by_hand():
+    proc = subprocess.run([sys.executable, "-m", "capture.worker"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "started by TensorViz" in proc.stderr
