@@ -288,7 +288,7 @@ class FrameTable:
                 if idx is None:
                     line, column = _location(code, lasti)
                     idx = self._by_addr[key] = len(self.frames)
-                    self.frames.append(Frame(name, line, column, code.co_qualname))
+                    self.frames.append(Frame(name, line, column, getattr(code, "co_qualname", code.co_name)))
                 return idx
         return None
 
@@ -312,9 +312,7 @@ def _location(code: Any, lasti: int) -> tuple[int, int]:
 
 class _Converter:
     def __init__(self, workspace: Any, limits: Limits) -> None:
-        from jax.extend import core as jcore
-
-        self.Literal = jcore.Literal
+        self.Literal = _literal_type()
         self.values: list[Value] = []
         self.nodes: list[Node] = []
         self.groups: list[Group] = []
@@ -485,6 +483,14 @@ class _Converter:
         attrs["inputs"] = ins
         attrs["outputs"] = outs
         return True
+
+
+def _literal_type() -> type:
+    try:
+        from jax.extend.core import Literal
+    except ImportError:  # JAX releases before jax.extend.core.Literal
+        from jax.core import Literal
+    return Literal
 
 
 def _group_name(params: dict, jaxpr: Any, prim: str) -> str:

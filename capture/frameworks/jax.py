@@ -294,7 +294,16 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
                     )
             else:
                 args, kwargs = ctx.materialize("init", make_tensor)
-                obj = target(*args, **kwargs)
+                try:
+                    obj = target(*args, **kwargs)
+                except TypeError as exc:
+                    if "rngs" not in str(exc):
+                        raise
+                    raise CaptureError(
+                        "recipe",
+                        f"{target.__qualname__} needs explicit nnx.Rngs ({exc}); build the module in an "
+                        f"init factory, e.g. return {target.__qualname__}(rngs=nnx.Rngs(0))",
+                    ) from exc
             return _nnx_plan(nnx, obj, "nnx")
         raise CaptureError(
             "recipe",

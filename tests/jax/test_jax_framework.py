@@ -554,3 +554,40 @@ def test_requires_grad_refusal_without_the_recipe_layer(ws):
         _check_recipe(CaptureContext(recipe, ws), jax)
     assert NO_REQUIRES_GRAD in exc.value.message
     assert NO_REQUIRES_GRAD.startswith("JAX has no per-array requires_grad; express grad in the callable")
+
+
+def test_nnx_class_without_rngs_factory_is_a_clear_error(ws):
+    err = fails(ws, {"nnxm.py": NNX}, profile("nnxm:Net", args=[SPEC_INPUT]), "recipe")
+    assert "nnx.Rngs" in err.message and "init factory" in err.message
+
+
+DEVICE_SCOPE = """
+import jax
+import jax.numpy as jnp
+
+AT_IMPORT = jax.config.jax_default_device
+SEEN = {}
+
+def inputs():
+    SEEN["inputs"] = jax.config.jax_default_device
+    return {"args": (jnp.ones(3),)}
+
+def configured():
+    SEEN["init"] = jax.config.jax_default_device
+    return f
+
+def f(x):
+    SEEN["trace"] = jax.config.jax_default_device
+    return x * 2.0
+"""
+
+
+def test_device_scopes_import_factories_and_tracing(ws):
+    run(ws, {"dev.py": DEVICE_SCOPE},
+        profile("dev:f", init={"factory": "dev:configured"}, inputs={"factory": "dev:inputs"}))
+    import dev
+
+    cpu = jax.devices("cpu")[0]
+    assert dev.AT_IMPORT == cpu
+    assert dev.SEEN == {"init": cpu, "inputs": cpu, "trace": cpu}
+    assert jax.config.jax_default_device is None  # the scope ends with the capture
