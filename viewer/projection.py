@@ -32,7 +32,7 @@ DEFAULT_SEARCH_LIMIT = 50
 MAX_SEARCH_LIMIT = 1000
 LIST_CAP = 64  # outputs listed on an item card; uses listed per value in details
 USES_CAP = 1000
-_VIEW_CACHE = 64
+_VIEW_CACHE = 24
 _DEPS_CACHE = 32
 
 _OUT = -2  # "group" of a value nobody in the capture produced (inputs, constants)
@@ -255,12 +255,11 @@ class Projection:
                 self._add(self.bout, g, v)
         self.output_values = list(dict.fromkeys(tree_leaves(cap.outputs)))
         self._output_set = frozenset(self.output_values)
+        self._input_set = frozenset(tree_leaves(cap.inputs))
         for v in self.output_values:
             p = prod[v]
             if p < 0:
-                self._add(self.bin, ROOT, v)
-                self._add(self.bout, ROOT, v)
-                continue
+                continue  # an input handed straight back: drawn at the root (see _view)
             g = grp[p]
             for x in [ROOT] + (self.chain[g] if g != ROOT else []):
                 self._add(self.bout, x, v)
@@ -304,9 +303,6 @@ class Projection:
         hi = bisect_right(self._use_refs, v, lo)
         owner = self.in_owner
         return list(dict.fromkeys(owner[k] for k in self._use_order[lo:hi]))
-
-    def _use_count(self, v: int) -> int:
-        return bisect_right(self._use_refs, v) - bisect_left(self._use_refs, v)
 
     def _ordered(self, g: int) -> tuple[list[int], list[int], dict[int, int]]:
         """Direct children of ``g`` in program order: (keys, refs, position of each child
@@ -685,13 +681,6 @@ class Projection:
         d["capture_input"] = v in self._input_set
         d["capture_output"] = v in self._output_set
         return d
-
-    @property
-    def _input_set(self) -> frozenset:
-        got = getattr(self, "_inputs_cache", None)
-        if got is None:
-            got = self._inputs_cache = frozenset(tree_leaves(self.capture.inputs))
-        return got
 
     def _positions(self, i: int, v: int) -> list[int]:
         node = self.capture.nodes[i]

@@ -539,7 +539,14 @@ class _Handler(BaseHTTPRequestHandler):
         if n < 0:
             raise _ApiError(400, "bad Content-Length")
         if n > limit:
-            self.close_connection = True  # the unread body must not be taken for a request
+            if n <= 8 * limit:
+                # Read the rest so that the sender sees the answer rather than a reset.
+                while n > 0:
+                    chunk = self.rfile.read(min(1 << 16, n))
+                    if not chunk:
+                        break
+                    n -= len(chunk)
+            self.close_connection = True  # anything unread must not be taken for a request
             raise _ApiError(413, f"the body is over {limit:,} bytes")
         return self.rfile.read(n)
 
