@@ -417,6 +417,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         if html:
             self.send_header("Content-Security-Policy", CSP)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(body)
@@ -424,7 +426,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, obj: Any) -> None:
         self._send(status, _dumps(obj), "application/json; charset=utf-8")
 
+    def _unread_body(self) -> bool:
+        sent = self.headers.get("Content-Length", "0") != "0" or self.headers.get("Transfer-Encoding")
+        return bool(sent) and not self._consumed
+
     def _handle(self, method: str) -> None:
+        self._consumed = False
         try:
             rest = self._authorise()
             if rest is None:
@@ -442,6 +449,8 @@ class _Handler(BaseHTTPRequestHandler):
         except _Refused as r:
             self._empty(r.status)
         except _ApiError as e:
+            if self._unread_body():
+                self.close_connection = True  # its bytes must not be taken for the next request
             self._json(e.status, {"error": e.message, **e.extra})
         except ProjectionError as e:
             self._json(e.status, {"error": str(e)})
@@ -527,7 +536,6 @@ class _Handler(BaseHTTPRequestHandler):
             raise _ApiError(411, "send a Content-Length, not a chunked body")
         mtype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
         if mtype != content_type:
-            self.close_connection = True
             raise _ApiError(415, f"the body must be {content_type}")
         length = self.headers.get("Content-Length")
         if length is None:
@@ -548,6 +556,7 @@ class _Handler(BaseHTTPRequestHandler):
                     n -= len(chunk)
             self.close_connection = True  # anything unread must not be taken for a request
             raise _ApiError(413, f"the body is over {limit:,} bytes")
+        self._consumed = True
         return self.rfile.read(n)
 
     def _json_body(self) -> dict:

@@ -288,6 +288,26 @@ def test_post_from_another_origin_is_refused(client):
     assert status == 403 and body is None
 
 
+def test_refused_bodies_never_leak_into_the_next_request(server):
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    sneaky = b"GET /%s/api/capture HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % (server.token.encode(), server.port)
+    try:
+        for path, ctype in (("api/nope", "application/json"), ("api/children", "application/json"),
+                            ("api/profile", "text/plain")):
+            conn.request("POST", f"/{server.token}/{path}", body=sneaky, headers={"Content-Type": ctype})
+            res = conn.getresponse()
+            res.read()
+            assert res.status in (404, 405, 415) and res.getheader("Connection") == "close"
+            conn.close()
+        conn.request("GET", f"/{server.token}/api/captures")  # keep-alive still works for good requests
+        first = conn.getresponse()
+        first.read()
+        conn.request("GET", f"/{server.token}/api/captures")
+        assert first.status == 200 and conn.getresponse().status == 200
+    finally:
+        conn.close()
+
+
 def test_wrong_methods_and_unknown_endpoints(client):
     assert client.request("DELETE", "api/capture")[0] == 405
     assert client.request("PUT", "static/app.js")[0] == 405
