@@ -69,12 +69,14 @@ EXPANDED = {
     "custom_vjp_call_jaxpr": ("custom_vjp", "fun_jaxpr"),
 }
 
-# Body params of expanded groups are the group itself; these jit params describe
-# placement/compilation of the call, not the program, and are summarised instead.
+# An expanded call's body is the group itself. These params describe the placement or
+# compilation of the call (per-argument shardings, layouts, donation) or are callables
+# (derivative rules); a group lists their names in ``attrs["omitted_params"]`` instead of
+# repeating one opaque marker per argument.
+_GROUP_BODY_PARAMS = frozenset({"jaxpr", "call_jaxpr", "fun_jaxpr"})
 _GROUP_PARAM_SKIP = frozenset(
-    {"jaxpr", "call_jaxpr", "fun_jaxpr", "in_shardings", "out_shardings", "in_layouts",
-     "out_layouts", "donated_invars", "ctx_mesh", "compiler_options_kvs",
-     "jvp_jaxpr_fun", "jvp_jaxpr_thunk", "fwd_jaxpr_thunk", "bwd", "out_trees"}
+    {"in_shardings", "out_shardings", "in_layouts", "out_layouts", "donated_invars", "ctx_mesh",
+     "compiler_options_kvs", "jvp_jaxpr_fun", "jvp_jaxpr_thunk", "fwd_jaxpr_thunk", "bwd", "out_trees"}
 )
 
 # Dataclass records that are JAX op metadata (retained field by field).
@@ -447,9 +449,9 @@ class _Converter:
         with the equation (then it is kept as one opaque node)."""
         inner = getattr(body, "jaxpr", None)
         if inner is not None and hasattr(inner, "eqns"):
-            jaxpr, consts = inner, body.consts
+            jaxpr = inner
         elif hasattr(body, "eqns"):
-            jaxpr, consts = body, ()
+            jaxpr = body
         else:
             return False
         if len(jaxpr.invars) != len(eqn.invars) or len(jaxpr.outvars) != len(eqn.outvars):
@@ -457,16 +459,19 @@ class _Converter:
         name = _group_name(eqn.params, jaxpr, prim)
         gid = self._new_group_id()
         attrs: dict[str, Any] = {"note": SCOPE_NOTE, "primitive": prim}
+        omitted = []
         for k, v in eqn.params.items():
-            if k not in _GROUP_PARAM_SKIP and k != "name":
+            if k in _GROUP_PARAM_SKIP:
+                omitted.append(k)
+            elif k not in _GROUP_BODY_PARAMS and k != "name":
                 attrs[k] = plain(v)
+        if omitted:
+            attrs["omitted_params"] = sorted(omitted)
         if frame is not None:
             attrs["frame"] = frame
         self.groups.append(Group(gid, kind, name, parent, attrs))
         inner_env: dict = {}
-        for var, c in zip(jaxpr.constvars, consts):
-            inner_env[var] = self.constant(var.aval, "closure")
-        for var in jaxpr.constvars[len(consts):]:
+        for var in jaxpr.constvars:  # closed-over arrays of the body: values without a producer
             inner_env[var] = self.constant(var.aval, "closure")
         Literal = self.Literal
         ins: list[int | None] = []

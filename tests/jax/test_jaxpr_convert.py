@@ -208,6 +208,9 @@ def test_net_is_the_spec_example(traced):
     assert [g.name for g in relu] == ["relu"]
     assert relu[0].parent == jit[0].id
     assert "tracing scope" in jit[0].attrs["note"] and "not a recovered" in relu[0].attrs["note"]
+    # placement params of the call are named, not dropped silently
+    assert {"in_shardings", "out_shardings", "donated_invars"} <= set(jit[0].attrs["omitted_params"])
+    assert "jvp_jaxpr_fun" in relu[0].attrs["omitted_params"]
     (out,) = tree_leaves(cap.outputs)
     assert (cap.values[out].shape, cap.values[out].dtype) == ([2, 4], "float32")
     assert cap.coverage.status == "complete" and cap.coverage.effects == "none"
