@@ -393,7 +393,7 @@ class Projection:
         return lo, min(n, lo + span)
 
     def _view(self, g: int, chunk: int | None) -> dict:
-        keys, refs, _ = self._ordered(g)
+        _, refs, _ = self._ordered(g)
         n = len(refs)
         lo, hi = (0, n) if chunk is None else self._chunk_range(n, chunk)
         size = hi - lo
