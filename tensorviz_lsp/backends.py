@@ -329,10 +329,13 @@ def adapt_discovery(result: Any) -> Discovered:
                 reason=str(cg("reason") or cg("why") or ""),
             )
         )
-    errors = [str(_getter(e)("message") or e) for e in (get("errors") or [])]
-    parsed = get("parsed")
+    raw_errors = list(get("errors") or [])
+    errors = [str(_getter(e)("message") or e) for e in raw_errors]
+    parsed = get("ok")
     if parsed is None:
-        parsed = not any("syntax" in e.lower() or "parse" in e.lower() for e in errors)
+        parsed = get("parsed")
+    if parsed is None:
+        parsed = not raw_errors
     return Discovered(candidates, errors, parsed=bool(parsed))
 
 
@@ -363,6 +366,8 @@ def _plain(obj: Any) -> Any:
         return {k: _plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
         return [_plain(v) for v in obj]
+    if hasattr(obj, "to_json"):
+        return _plain(obj.to_json())
     if hasattr(obj, "to_dict"):
         return _plain(obj.to_dict())
     if hasattr(obj, "__dataclass_fields__"):

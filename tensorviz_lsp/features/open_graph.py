@@ -280,6 +280,15 @@ class OpenGraph(Feature):
         viewer_host.publish(root, "capture-failed", {"message": failure.message, "stage": stage})
         if stage in ("dependencies", "dependency"):
             plan = self.server.backends.install_plan(failure, interp.path)
+            if plan is not None and not retry:
+                # Just installed, and still missing: say so instead of asking again.
+                self.server.get_feature(Dependencies).last_plan[str(root)] = plan
+                self.server.show_message(
+                    f"TensorViz: {', '.join(plan.missing)} still missing in {plan.python} after the install; "
+                    f"see the log. {failure.message}",
+                    types.MessageType.Error,
+                )
+                return {"ok": False, "reason": "dependencies", "installed": True, "missing": plan.missing}
             if plan is not None:
                 deps = self.server.get_feature(Dependencies)
                 installed = await deps.offer(root, plan, interp.origin)
@@ -462,8 +471,9 @@ def _call_inputs(cand: Candidate) -> list[dict[str, Any]]:
         if name.startswith("*"):
             continue
         has_default = inp.get("default") is not None or inp.get("has_default")
-        if has_default:
-            continue  # keeps its default unless the user sets it (saved recipes may)
+        if has_default or inp.get("static"):
+            # Keeps its default; a static (non-array) JAX argument is not a tensor input.
+            continue
         out.append({**inp, "keyword_only": "keyword" in kind.lower() and "positional" not in kind.lower()})
     return out
 
@@ -531,13 +541,14 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
             default = f.get("default")
         annotation = f.get("annotation") or f.get("type_text") or f.get("type")
         has_default = f.get("has_default") or f.get("default") is not None or default is not None
+        required = f.get("required") if isinstance(f.get("required"), bool) else not has_default
         fields.append(
             {
                 "name": name,
                 "annotation": annotation,
                 "type": _type_of(annotation, default),
                 "default": init_kwargs.get(name, default),
-                "required": not has_default and name not in init_kwargs,
+                "required": required and name not in init_kwargs,
                 "path": f"init.kwargs.{name}",
             }
         )
