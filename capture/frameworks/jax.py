@@ -322,8 +322,10 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
             fn = ctx.call_factory(factory)
         if not callable(fn):
             raise CaptureError("recipe", f"init factory {factory} returned {_describe(fn)}, which is not callable")
-        if linen is not None and isinstance(fn, linen.Module) and fn.scope is None:
-            return _fresh_linen(fn)
+        if linen is not None and isinstance(fn, linen.Module):
+            # a Linen module as the configured callable: bound ones keep their variables
+            # as traced arguments (not closed-over constants), unbound ones start fresh
+            return _bound_linen(type(fn), fn, factory) if fn.scope is not None else _fresh_linen(fn)
     else:
         _require_empty_init(ctx, f"{ref} is a plain JAX function: it takes its arguments from inputs, with an empty init")
         if not callable(target):
