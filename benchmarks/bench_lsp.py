@@ -1,0 +1,292 @@
+"""Language-server latency, measured side by side in one run (prints; asserts nothing).
+
+1. ``textDocument/codeLens`` on a generated 3,000-line Python file (JAX functions,
+   Flax and PyTorch modules among plain helpers): unchanged (cached per document
+   version), and right after a one-line ``didChange`` (rediscovered at once), beside
+   ``libcst.parse_module`` of the same text and ``ast.parse``.
+2. Open as Graph for the spec's ``net`` (a saved profile, trusted workspace): wall time
+   from ``workspace/executeCommand`` to the viewer URL, first and second time.
+
+Targets (issue 8): unchanged < 5 ms; after an edit <= 1.5x the bare libcst parse.
+
+    python benchmarks/bench_lsp.py [--lines 3000] [--repeat 30] [--no-capture]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import libcst  # noqa: E402
+from lsprotocol import types  # noqa: E402
+from pygls.lsp.client import LanguageClient  # noqa: E402
+
+SPEC_NET = """import jax
+import jax.numpy as jnp
+
+@jax.jit
+def net(x):
+    return jax.nn.relu(x @ jnp.ones((3, 4)))
+"""
+
+SPEC_RECIPE = """version = 1
+
+[profiles.jax_example]
+kind = "model"
+framework = "jax"
+model = "model:net"
+mode = "eval"
+device = "cpu"
+grad_enabled = false
+seed = 0
+init = { args = [], kwargs = {} }
+inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
+"""
+
+HEADER = '''"""A generated model zoo for benchmarking discovery through the language server."""
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import linen as nn
+from flax import nnx
+import torch
+import torch.nn as tnn
+
+'''
+
+
+def generate(lines: int) -> str:
+    blocks = [HEADER]
+    i = 0
+    while sum(b.count("\n") for b in blocks) < lines:
+        kind = i % 6
+        if kind == 0:
+            blocks.append(
+                f"@jax.jit\ndef block_{i}(x, w):\n    h = jnp.dot(x, w)\n    h = jax.nn.gelu(h)\n"
+                f"    return jnp.tanh(h) * {i % 7 + 1}\n\n\n"
+            )
+        elif kind == 1:
+            blocks.append(
+                f"class Dense{i}(nn.Module):\n    width: int = {8 + i % 32}\n    use_bias: bool = True\n\n"
+                f"    @nn.compact\n    def __call__(self, x):\n        x = nn.Dense(self.width, use_bias=self.use_bias)(x)\n"
+                f"        return nn.relu(x)\n\n\n"
+            )
+        elif kind == 2:
+            blocks.append(
+                f"class Torch{i}(tnn.Module):\n    def __init__(self, dim: int = {16 + i % 16}):\n        super().__init__()\n"
+                f"        self.fc = tnn.Linear(dim, dim)\n\n    def forward(self, x):\n        return torch.relu(self.fc(x))\n\n\n"
+            )
+        elif kind == 3:
+            blocks.append(
+                f"class Nnx{i}(nnx.Module):\n    def __init__(self, din: int, dout: int, *, rngs: nnx.Rngs):\n"
+                f"        self.linear = nnx.Linear(din, dout, rngs=rngs)\n\n    def __call__(self, x):\n        return self.linear(x)\n\n\n"
+            )
+        else:
+            blocks.append(
+                f"def helper_{i}(values, scale=1.0):\n    total = 0.0\n    for v in values:\n        total += math.sqrt(abs(v)) * scale\n"
+                f"    return {{'total': total, 'n': len(values), 'tag': 'helper_{i}'}}\n\n\n"
+            )
+        i += 1
+    return "".join(blocks)
+
+
+def median_ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+class Client(LanguageClient):
+    def __init__(self) -> None:
+        super().__init__("bench", "0")
+        self.shown: list[str] = []
+
+        @self.feature(types.WINDOW_SHOW_DOCUMENT)
+        def show_document(params: types.ShowDocumentParams):
+            self.shown.append(params.uri)
+            return types.ShowDocumentResult(success=True)
+
+        @self.feature(types.WINDOW_SHOW_MESSAGE_REQUEST)
+        def ask(params):
+            return None
+
+        @self.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def progress_create(params):
+            return None
+
+        @self.feature(types.PROGRESS)
+        def progress(params):
+            pass
+
+        @self.feature(types.WINDOW_LOG_MESSAGE)
+        def log_message(params):
+            pass
+
+        @self.feature(types.WINDOW_SHOW_MESSAGE)
+        def show_message(params):
+            pass
+
+        @self.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+        def diagnostics(params):
+            pass
+
+        @self.feature(types.WORKSPACE_CONFIGURATION)
+        def configuration(params):
+            return [None for _ in params.items]
+
+        @self.feature(types.CLIENT_REGISTER_CAPABILITY)
+        def register(params):
+            return None
+
+
+async def start(workspace: Path, env: dict[str, str]) -> Client:
+    client = Client()
+    await client.start_io(sys.executable, "-m", "tensorviz_lsp", "lsp", "--log-level", "warning", env=env)
+    caps = types.ClientCapabilities(
+        window=types.WindowClientCapabilities(
+            work_done_progress=True, show_document=types.ShowDocumentClientCapabilities(support=True)
+        ),
+        workspace=types.WorkspaceClientCapabilities(configuration=True),
+    )
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=caps,
+            root_uri=workspace.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
+            process_id=os.getpid(),
+        )
+    )
+    client.initialized(types.InitializedParams())
+    return client
+
+
+async def stop(client: Client) -> None:
+    await client.shutdown_async(None)
+    client.exit(None)
+    await asyncio.sleep(0.2)
+    await client.stop()
+
+
+async def bench_lenses(lines: int, repeat: int, env: dict[str, str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        text = generate(lines)
+        path = ws / "zoo.py"
+        path.write_text(text)
+        n_lines = text.count("\n")
+
+        parse = []
+        for _ in range(max(5, repeat // 3)):
+            t0 = time.perf_counter()
+            libcst.parse_module(text)
+            parse.append(time.perf_counter() - t0)
+        ast_times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            ast.parse(text)
+            ast_times.append(time.perf_counter() - t0)
+
+        client = await start(ws, env)
+        uri = path.as_uri()
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
+        )
+        params = types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        t0 = time.perf_counter()
+        lenses = await client.text_document_code_lens_async(params)
+        first = time.perf_counter() - t0
+
+        unchanged = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            await client.text_document_code_lens_async(params)
+            unchanged.append(time.perf_counter() - t0)
+
+        edited = []
+        lines_list = text.splitlines()
+        helper_lines = [i for i, l in enumerate(lines_list) if l.startswith("    total = 0.0")]
+        version = 1
+        for k in range(max(5, repeat // 3)):
+            version += 1
+            line = helper_lines[k % len(helper_lines)]
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(
+                            range=types.Range(types.Position(line, 16), types.Position(line, 19)),
+                            text=f"{k % 10}.{k % 7}",
+                        )
+                    ],
+                )
+            )
+            t0 = time.perf_counter()
+            got = await client.text_document_code_lens_async(params)
+            edited.append(time.perf_counter() - t0)
+            assert len(got) == len(lenses)
+        await stop(client)
+
+    p, e, u = median_ms(parse), median_ms(edited), median_ms(unchanged)
+    print(f"code lenses on a {n_lines:,}-line file ({len(lenses)} candidates)")
+    print(f"  libcst.parse_module (bare)          {p:8.2f} ms   (median of {len(parse)})")
+    print(f"  ast.parse                           {median_ms(ast_times):8.2f} ms")
+    print(f"  codeLens, first request             {first * 1000:8.2f} ms")
+    print(f"  codeLens, unchanged (cached)        {u:8.2f} ms   target < 5 ms: {'met' if u < 5 else 'MISSED'}")
+    print(f"  codeLens, right after a 1-line edit {e:8.2f} ms   = {e / p:.2f}x bare parse, target <= 1.5x: "
+          f"{'met' if e <= 1.5 * p else 'MISSED'}")
+
+
+async def bench_open_graph(env: dict[str, str]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        (ws / ".tensorviz").mkdir(parents=True)
+        (ws / "model.py").write_text(SPEC_NET)
+        (ws / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE)
+        client = await start(ws, env)
+        uri = (ws / "model.py").as_uri()
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=SPEC_NET))
+        )
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(command="tensorviz.trustWorkspace", arguments=[]))
+        times = []
+        for _ in range(2):
+            t0 = time.perf_counter()
+            result = await client.workspace_execute_command_async(
+                types.ExecuteCommandParams(command="tensorviz.openGraph", arguments=[{"uri": uri, "symbol": "net"}])
+            )
+            times.append(time.perf_counter() - t0)
+            ok = result.get("ok") if isinstance(result, dict) else getattr(result, "ok", None)
+            if not ok:
+                print(f"  open graph failed: {result}")
+                break
+        await stop(client)
+    print("Open as Graph for the spec's net (command -> viewer URL, cold worker each time)")
+    for i, t in enumerate(times):
+        print(f"  {'first (starts the viewer)' if i == 0 else 'second':<36}{t * 1000:8.0f} ms")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lines", type=int, default=3000)
+    ap.add_argument("--repeat", type=int, default=30)
+    ap.add_argument("--no-capture", action="store_true")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as cfg:
+        env = {**os.environ, "TENSORVIZ_CONFIG_DIR": cfg, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+        asyncio.run(bench_lenses(args.lines, args.repeat, env))
+        if not args.no_capture:
+            asyncio.run(bench_open_graph(env))
+
+
+if __name__ == "__main__":
+    main()
