@@ -128,6 +128,13 @@ def nested_out_prog(x):
     return {"pair": Pair(x, x * 2.0), "items": [x.sum(), (x.T,)]}
 
 
+W_CLOSED = jnp.full((3, 3), 2.0)
+
+
+def closure_prog(x):
+    return x @ W_CLOSED
+
+
 f32 = jnp.float32
 PROGRAMS = {
     "net": (net, (jnp.ones((2, 3), f32),)),
@@ -146,6 +153,7 @@ PROGRAMS = {
     "scoped": (scoped_prog, (jnp.ones(3, f32),)),
     "literal_out": (literal_out_prog, (jnp.ones(3, f32),)),
     "nested_out": (nested_out_prog, (jnp.ones((2, 3), f32),)),
+    "closure": (closure_prog, (jnp.ones((2, 3), f32),)),
 }
 
 
@@ -414,6 +422,16 @@ def test_literal_outputs_are_constants(traced):
     assert leaves[0] == 0
     const = [c for c in cap.meta["constants"] if c["value"] == leaves[1]]
     assert const and const[0]["origin"] == "literal" and const[0]["literal"] == 2.0
+
+
+def test_closed_over_arrays_are_constant_values(traced):
+    _, cap = traced["closure"]
+    (dot,) = nodes_of(cap, "dot_general")
+    const = dot.inputs[1].value
+    assert cap.values[const].shape == [3, 3]
+    assert cap.meta["constants"] == [{"value": const, "origin": "closure"}]
+    assert const not in set(tree_leaves(cap.inputs))
+    assert not any(const in n.outputs for n in cap.nodes)
 
 
 def test_nested_output_structure(traced):
