@@ -1,0 +1,203 @@
+"""Unit tests (in process, no editor): settings, trust storage, import closure,
+command arguments, the feature fan-out, setup-form content."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from tensorviz_lsp.backends import Candidate, Pos, Span, adapt_discovery, module_name, profiles_in
+from tensorviz_lsp.feature import Feature
+from tensorviz_lsp.features.args import ArgumentError, OpenGraphArgs
+from tensorviz_lsp.features.dependencies import Dependencies
+from tensorviz_lsp.features.open_graph import SetupContext, setup_form
+from tensorviz_lsp.import_closure import import_closure
+from tensorviz_lsp.server import create_server
+from tensorviz_lsp.settings import Settings, resolve_interpreter
+from tensorviz_lsp.trust import TrustStore
+
+
+@pytest.mark.parametrize(
+    "layers, expected, warned",
+    [
+        pytest.param([{"tensorviz": {"python": "/x/python"}}], {"python": "/x/python"}, False, id="section"),
+        pytest.param([{"python": "/x/python"}], {"python": "/x/python"}, False, id="flat"),
+        pytest.param([{"tensorviz": {"python": 3}}], {"python": None}, True, id="bad-type"),
+        pytest.param([{"tensorviz": {"captureTimeout": -1}}], {"capture_timeout": 120.0}, True, id="bad-timeout"),
+        pytest.param([{"tensorviz": {"captureTimeout": 5}}, {"tensorviz": {"captureTimeout": 9}}], {"capture_timeout": 9.0}, False, id="folder-wins"),
+        pytest.param([{"tensorviz": {"installCommand": "pip"}}], {"install_command": None}, True, id="bad-argv"),
+        pytest.param([None, "junk", {"other": 1}], {}, False, id="ignored"),
+    ],
+)
+def test_settings_merge(layers, expected, warned):
+    warnings: list[str] = []
+    s = Settings.from_config(*layers, warn=warnings.append)
+    for key, value in expected.items():
+        assert getattr(s, key) == value
+    assert bool(warnings) == warned
+
+
+def test_interpreter_order(tmp_path):
+    assert resolve_interpreter(tmp_path, Settings()).origin == "server"
+    venv = tmp_path / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").write_text("#!/bin/sh\n")
+    os.chmod(venv / "python", 0o755)
+    assert resolve_interpreter(tmp_path, Settings()).origin == ".venv"
+    chosen = resolve_interpreter(tmp_path, Settings(python="py/bin/python"))
+    assert chosen.origin == "setting" and chosen.path == str(tmp_path / "py/bin/python") and not chosen.exists
+    assert resolve_interpreter(tmp_path, Settings(python="x"), selected=sys.executable).origin == "selected"
+
+
+def test_trust_store_is_per_root_and_outside_the_workspace(tmp_path):
+    store = TrustStore(tmp_path / "cfg" / "trust.json")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    assert not store.is_trusted(a)
+    store.set_trusted(a)
+    assert store.is_trusted(a) and not store.is_trusted(b)
+    assert not store.is_trusted(a / "sub"), "trust is per root, not inherited by a subfolder opened alone"
+    store.set_trusted(a, False)
+    assert not store.is_trusted(a)
+    # A store inside the workspace cannot vouch for it.
+    inside = TrustStore(b / ".config" / "trust.json")
+    (b / ".config").mkdir()
+    (b / ".config" / "trust.json").write_text(json.dumps({"workspaces": {str(b.resolve()): {"trusted": True}}}))
+    assert not inside.is_trusted(b)
+    with pytest.raises(PermissionError):
+        inside.set_trusted(b)
+
+
+def test_trust_store_tolerates_garbage(tmp_path):
+    p = tmp_path / "trust.json"
+    p.write_text("{not json")
+    store = TrustStore(p)
+    assert not store.is_trusted(tmp_path)
+    store.set_trusted(tmp_path / "w")
+    assert store.is_trusted(tmp_path / "w")
+
+
+def test_import_closure_follows_workspace_imports_only(tmp_path):
+    files = {
+        "model.py": "import os\nimport pkg.layers\nfrom . import nothing\nfrom helpers import scale\n",
+        "helpers.py": "from pkg import util\n",
+        "pkg/__init__.py": "",
+        "pkg/layers.py": "from .base import Base\n",
+        "pkg/base.py": "import numpy\n",
+        "pkg/util.py": "X = 1\n",
+        "unrelated.py": "import model\n",
+    }
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    got = {p.relative_to(tmp_path).as_posix() for p in import_closure(tmp_path, [tmp_path / "model.py"], lambda p: p.read_text())}
+    assert got == {"model.py", "helpers.py", "pkg/__init__.py", "pkg/layers.py", "pkg/base.py", "pkg/util.py"}
+
+
+def test_import_closure_reads_unsaved_text(tmp_path):
+    (tmp_path / "model.py").write_text("x = 1\n")
+    (tmp_path / "extra.py").write_text("")
+    buffers = {tmp_path / "model.py": "import extra\n"}
+    got = import_closure(tmp_path, [tmp_path / "model.py"], lambda p: buffers.get(p) or p.read_text())
+    assert (tmp_path / "extra.py").resolve() in got
+
+
+@pytest.mark.parametrize(
+    "args, ok",
+    [
+        pytest.param([{"uri": "file:///a.py", "symbol": "net"}], True, id="object"),
+        pytest.param(["file:///a.py", "net"], True, id="positional"),
+        pytest.param([], False, id="missing"),
+        pytest.param([{"uri": 3}], False, id="bad-type"),
+        pytest.param([[1, 2]], False, id="list"),
+    ],
+)
+def test_open_graph_args(args, ok):
+    if ok:
+        assert OpenGraphArgs.parse(args).symbol == "net"
+    else:
+        with pytest.raises(ArgumentError):
+            OpenGraphArgs.parse(args)
+
+
+def test_profiles_and_module_names(tmp_path):
+    assert profiles_in("version = 1\n[profiles.a]\nmodel = 'm:f'\n") == {"a": {"model": "m:f"}}
+    assert profiles_in("[[[") == {}
+    assert module_name(tmp_path, tmp_path / "pkg" / "mod.py") == "pkg.mod"
+    assert module_name(tmp_path, tmp_path / "pkg" / "__init__.py") == "pkg"
+    assert module_name(tmp_path, tmp_path / "my-scripts" / "x.py") is None
+
+
+def test_adapt_discovery_plain_json():
+    data = {
+        "path": "m.py",
+        "candidates": [
+            {
+                "name": "net", "qualname": "net", "kind": "jax_function", "framework": "jax",
+                "name_range": {"start": {"line": 4, "character": 4}, "end": {"line": 4, "character": 7}},
+                "range": {"start": {"line": 3, "character": 0}, "end": {"line": 5, "character": 0}},
+                "call_inputs": [{"name": "x", "kind": "positional", "default": None}],
+                "setup_fields": [],
+            }
+        ],
+        "errors": [],
+    }
+    d = adapt_discovery(data)
+    assert d.parsed and d.candidates[0].name_range == Span(Pos(4, 4), Pos(4, 7))
+    assert d.candidates[0].inputs[0]["name"] == "x"
+    bad = adapt_discovery({"candidates": [], "errors": [{"code": "syntax_error", "message": "bad"}]})
+    assert not bad.parsed
+
+
+def test_setup_form_asks_for_unknown_shapes_and_prefills_fields(tmp_path):
+    cand = Candidate(
+        name="MLP", qualname="MLP", kind="linen_module", framework="jax",
+        name_range=Span(Pos(2, 6), Pos(2, 9)), range=Span(Pos(2, 0), Pos(8, 0)),
+        inputs=[{"name": "self", "kind": "positional"}, {"name": "x", "kind": "positional", "default": None, "annotation": None}],
+        setup_fields=[
+            {"name": "width", "annotation": "int", "default": "8", "default_value": 8, "required": False},
+            {"name": "rngs", "annotation": "nnx.Rngs", "supplied_by": "tensorviz"},
+        ],
+    )
+    form = setup_form(SetupContext(tmp_path, "file:///m.py", cand, "MLP", {"model": "mlp:MLP", "framework": "jax"}))
+    assert [i["name"] for i in form["inputs"]] == ["x"] and form["inputs"][0]["unknown"]
+    assert form["needs"] == ["x: shape (all dimensions)"]
+    assert form["fields"] == [
+        {"name": "width", "annotation": "int", "type": "int", "default": 8, "required": False, "path": "init.kwargs.width"}
+    ]
+
+
+def test_install_command_never_replaces_installed_builds():
+    server = create_server(backends=object())
+    deps = server.get_feature(Dependencies)
+    from tensorviz_lsp.backends import InstallPlan
+
+    plan = InstallPlan("/py", ["jax"], ["/py", "-m", "pip", "install", "--upgrade", "jax", "torch==2.13.0"])
+    assert deps.command_for(None, plan) == ["/py", "-m", "pip", "install", "jax", "torch==2.13.0"]
+
+
+def test_a_failing_feature_is_logged_and_the_others_keep_working(caplog):
+    calls = []
+
+    class Broken(Feature):
+        name = "broken"
+
+        def code_lens(self, params):
+            raise RuntimeError("boom")
+
+    class Fine(Feature):
+        name = "fine"
+
+        def code_lens(self, params):
+            calls.append(params)
+            return ["lens"]
+
+    server = create_server(backends=object(), features=lambda s: [Broken(s), Fine(s)])
+    results = asyncio.run(server.fan_out("code_lens", "p"))
+    assert results == [["lens"]] and calls == ["p"]
+    assert "broken.code_lens failed" in caplog.text
