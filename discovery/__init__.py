@@ -1,1 +1,36 @@
-"""Import-free discovery (libcst) of what can be opened as a graph."""
+"""Import-free discovery (libcst) of what can be opened as a graph.
+
+Reads source text only: never imports user code, JAX, Flax, Torch or pygls.
+
+    result = discover_source(text, "model.py")
+    index = WorkspaceIndex(root); index.discover(path)   # follows bases across files
+"""
+
+from .discover import discover_source
+from .positions import Position, Range
+from .results import (
+    CallInput,
+    Candidate,
+    CandidateKind,
+    DiscoveryError,
+    FileResult,
+    Framework,
+    ParameterDefault,
+    SetupField,
+)
+from .workspace import WorkspaceIndex
+
+__all__ = [
+    "CallInput",
+    "Candidate",
+    "CandidateKind",
+    "DiscoveryError",
+    "FileResult",
+    "Framework",
+    "ParameterDefault",
+    "Position",
+    "Range",
+    "SetupField",
+    "WorkspaceIndex",
+    "discover_source",
+]

@@ -1,0 +1,284 @@
+"""Turning an analysed file into candidates: what they are, their inputs and setup."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .analysis import ModuleAnalysis
+from .frameworks import NNX_RNGS, FrameworkBase
+from .inheritance import Ancestry, ClassRef, Lineage, Resolver
+from .jax_usage import JaxEvidence, jax_evidence
+from .locate import AstLocator, CstLocator, DefinitionLocator
+from .namespace import ClassInfo, Namespace, dotted_parts, qualify
+from .parameters import ParameterInfo, describe_default, parameters_of, source_text
+from .positions import LineIndex, Position, Range
+from .results import Candidate, CallInput, ParameterDefault, ParameterKind, SetupField
+
+# Flax fills these in itself on every Linen module; they are not the user's setup.
+_LINEN_MANAGED_FIELDS = frozenset({"parent", "name"})
+_CALL_METHOD = {"linen_module": "__call__", "nnx_module": "__call__", "torch_module": "forward"}
+
+
+def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candidate]:
+    ns, parsed = analysis.namespace, analysis.parsed
+    if ns is None or parsed is None:
+        return []
+    candidates: list[Candidate] = []
+    locator: DefinitionLocator | None = None
+
+    def locate(qualname: str) -> tuple[Range, Range]:
+        nonlocal locator
+        if locator is None:  # built only once there is a candidate to place
+            lines = LineIndex(analysis.text)
+            locator = (
+                AstLocator(parsed.tree, lines)
+                if parsed.tree is not None
+                else CstLocator(parsed.module, lines)
+            )
+        located = locator.locate(qualname)
+        if located is None:
+            origin = Range.at(Position(0, 0))
+            return origin, origin
+        return located
+
+    for info in _all_classes(ns):
+        ref = ClassRef(analysis, info)
+        lineage = resolver.lineage(ref)
+        if lineage is not None:
+            candidates.append(_module_candidate(ref, lineage, resolver, locate))
+
+    if _may_use_jax(analysis.text, ns):
+        for function in ns.top_level_functions():
+            if function.asynchronous is not None:
+                continue  # a coroutine cannot be traced
+            evidence = jax_evidence(function, ns)
+            if evidence is not None:
+                candidates.append(_function_candidate(function, evidence, locate))
+
+    candidates.sort(key=lambda c: (c.range.start.line, c.range.start.character))
+    return candidates
+
+
+def _all_classes(ns: Namespace) -> list[ClassInfo]:
+    classes: list[ClassInfo] = []
+    stack = list(reversed(ns.top_level_classes()))
+    while stack:
+        info = stack.pop()
+        classes.append(info)
+        stack.extend(reversed(list(info.nested.values())))
+    return classes
+
+
+# A file binding one of these may hold JAX functions (NNX brings ``@nnx.jit``).
+_JAX_BINDING_PREFIXES = ("jax", "flax.nnx", "flax.experimental.nnx")
+
+
+def _may_use_jax(text: str, ns: Namespace) -> bool:
+    """Skip the body walk in files that never bind a JAX name (Torch files)."""
+    if "jax" not in text and "flax" not in text:
+        return False
+    for parts in ((name,) for name in ns.symbols):
+        qualified = qualify(ns, parts)
+        if qualified is not None and qualified.startswith(_JAX_BINDING_PREFIXES):
+            return True
+    # ``def f(x): import jax.numpy as jnp`` binds JAX only inside the function.
+    return "import jax" in text or "from jax" in text
+
+
+# --- functions ------------------------------------------------------------------------
+
+
+def _function_candidate(function: cst.FunctionDef, evidence: JaxEvidence, locate) -> Candidate:
+    name = function.name.value
+    name_range, whole = locate(name)
+    params = parameters_of(function, bound=False)
+    positional = [p.name for p in params if p.kind == "positional"]
+    static_names = set(evidence.static_argnames)
+    for index in evidence.static_argnums:
+        if -len(positional) <= index < len(positional):
+            static_names.add(positional[index])
+    inputs = tuple(_call_input(p, static=p.name in static_names) for p in params)
+    return Candidate(
+        name=name,
+        qualname=name,
+        kind="jax_function",
+        name_range=name_range,
+        range=whole,
+        reason=evidence.reason(),
+        call_method=None,
+        call_defined_in=None,
+        call_inputs=inputs,
+        setup_fields=(),
+        setup_fields_complete=True,
+    )
+
+
+def _call_input(param: ParameterInfo, *, static: bool = False) -> CallInput:
+    return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static)
+
+
+# --- module classes -------------------------------------------------------------------
+
+
+def _module_candidate(
+    ref: ClassRef, lineage: Lineage, resolver: Resolver, locate
+) -> Candidate:
+    kind = lineage.base.kind
+    ancestry = resolver.ancestry(ref)
+    # Only the plain Module adds nothing; a framework layer used as a base (nn.Dense,
+    # nn.Sequential) brings its own fields and call signature that source cannot show.
+    opaque = ancestry.has_unknown_base or any(not b.is_root for b in ancestry.framework_bases)
+
+    call_method = _CALL_METHOD[kind]
+    call_inputs: tuple[CallInput, ...] = ()
+    call_defined_in = None
+    definer = _first_defining(ancestry, call_method)
+    if definer is not None:
+        owner, method = definer
+        call_defined_in = owner.info.qualname
+        call_inputs = tuple(_call_input(p) for p in parameters_of(method, bound=True))
+
+    if kind == "linen_module":
+        fields = _linen_fields(ancestry)
+    else:
+        fields = _init_fields(ancestry, nnx=kind == "nnx_module")
+
+    name_range, whole = locate(ref.info.qualname)
+    return Candidate(
+        name=ref.info.name,
+        qualname=ref.info.qualname,
+        kind=kind,
+        name_range=name_range,
+        range=whole,
+        reason=_lineage_reason(ref, lineage),
+        call_method=call_method,
+        call_defined_in=call_defined_in,
+        call_inputs=call_inputs,
+        setup_fields=tuple(fields),
+        setup_fields_complete=not opaque,
+    )
+
+
+def _first_defining(ancestry: Ancestry, method: str) -> tuple[ClassRef, cst.FunctionDef] | None:
+    for ref in ancestry.classes:
+        found = ref.info.methods.get(method)
+        if found is not None:
+            return ref, found
+    return None
+
+
+def _lineage_reason(ref: ClassRef, lineage: Lineage) -> str:
+    base: FrameworkBase = lineage.base
+    described = f"a subclass of {base.public_name}"
+    if not lineage.via:
+        written = lineage.written
+        return described + (f" (written {written})" if written != base.public_name else "")
+    steps = []
+    for step in lineage.via:
+        where = "" if step.module is ref.module else f" in {step.module.path}"
+        steps.append(f"{step.info.qualname}{where}")
+    return f"{described} through {' → '.join(steps)}"
+
+
+def _init_fields(ancestry: Ancestry, *, nnx: bool) -> list[SetupField]:
+    definer = _first_defining(ancestry, "__init__")
+    if definer is None:
+        return []
+    owner, init = definer
+    fields = []
+    for param in parameters_of(init, bound=True):
+        supplied = nnx and _is_rngs(param, owner)
+        fields.append(
+            SetupField(
+                name=param.name,
+                kind=param.kind,
+                origin="init_parameter",
+                declared_in=owner.info.qualname,
+                annotation=param.annotation_text,
+                default=param.default_info(),
+                supplied_by="tensorviz" if supplied else None,
+            )
+        )
+    return fields
+
+
+def _is_rngs(param: ParameterInfo, owner: ClassRef) -> bool:
+    if param.name == "rngs":
+        return True
+    if param.annotation is None or owner.module.namespace is None:
+        return False
+    annotation = param.annotation
+    if isinstance(annotation, cst.Subscript):  # Optional[nnx.Rngs]
+        annotation = annotation.value
+    parts = dotted_parts(annotation)
+    return parts is not None and qualify(owner.module.namespace, parts) in NNX_RNGS
+
+
+def _linen_fields(ancestry: Ancestry) -> list[SetupField]:
+    """Dataclass fields: the farthest ancestor's first, a redefinition keeping its place."""
+    fields: dict[str, SetupField] = {}
+    for ref in reversed(ancestry.classes):
+        keyword_only = False
+        body = ref.info.node.body
+        if not isinstance(body, cst.IndentedBlock):
+            continue
+        ns = ref.module.namespace
+        for stmt in body.body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
+                    continue
+                annotation = small.annotation.annotation
+                marker = _annotation_marker(annotation, ns)
+                if marker == "KW_ONLY":
+                    keyword_only = True
+                    continue
+                name = small.target.value
+                if marker == "ClassVar" or name in _LINEN_MANAGED_FIELDS:
+                    continue
+                kind: ParameterKind = "keyword_only" if keyword_only else "positional"
+                fields[name] = SetupField(
+                    name=name,
+                    kind=kind,
+                    origin="class_annotation",
+                    declared_in=ref.info.qualname,
+                    annotation=source_text(annotation),
+                    default=_field_default(small.value, ns),
+                )
+    return list(fields.values())
+
+
+def _annotation_marker(annotation: cst.BaseExpression, ns: Namespace | None) -> str | None:
+    """"ClassVar" / "KW_ONLY" when the annotation is one of those dataclass markers."""
+    if isinstance(annotation, cst.Subscript):
+        annotation = annotation.value
+    parts = dotted_parts(annotation)
+    if parts is None:
+        return None
+    qualified = (qualify(ns, parts) if ns is not None else None) or ".".join(parts)
+    last = qualified.rsplit(".", 1)[-1]
+    return last if last in ("ClassVar", "KW_ONLY") else None
+
+
+def _field_default(
+    value: cst.BaseExpression | None, ns: Namespace | None
+) -> ParameterDefault | None:
+    """The default of ``x: int = 3`` or ``x: int = dataclasses.field(default=3)``."""
+    if value is None:
+        return None
+    if isinstance(value, cst.Call):
+        parts = dotted_parts(value.func)
+        qualified = (qualify(ns, parts) if ns is not None and parts else None) or (
+            ".".join(parts) if parts else ""
+        )
+        if qualified.rsplit(".", 1)[-1] == "field":
+            keywords = {a.keyword.value: a.value for a in value.args if a.keyword is not None}
+            if "default" in keywords:
+                inner = describe_default(keywords["default"])
+                assert inner is not None
+                return ParameterDefault(source_text(value), inner.value, inner.is_literal)
+            if "default_factory" in keywords:
+                return ParameterDefault(source_text(value))
+            return None  # field(...) without a default: still required
+    return describe_default(value)

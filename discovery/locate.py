@@ -1,0 +1,140 @@
+"""Where definitions are, as LSP ranges, computed only for the candidates.
+
+libcst's ``PositionProvider`` regenerates the whole module and records a position
+for every node (~4x the parse). Discovery needs two ranges per candidate, so:
+
+* :class:`AstLocator` reads them off the ``ast`` tree that the parse gate built
+  anyway (line numbers, UTF-8 byte columns, end positions);
+* :class:`CstLocator`, used only when the running interpreter's grammar rejected
+  the file, counts the lines of the code libcst regenerates for the statements
+  before each candidate.
+
+Both report the same thing: ``range`` from the first decorator to the end of the
+last line of the body, and ``name_range`` around the identifier after ``def``/``class``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Protocol
+
+import libcst as cst
+
+from .positions import LineIndex, Position, Range, utf16_length
+
+# After the indentation: optional ``async``, the keyword, then the name. The gap
+# may hold a backslash-continued line break.
+_DEF_NAME = re.compile(r"(?:async(?:[ \t\f]|\\\r?\n)+)?(?:def|class)(?:[ \t\f]|\\\r?\n)+(\w+)")
+
+
+class DefinitionLocator(Protocol):
+    def locate(self, qualname: str) -> tuple[Range, Range] | None:
+        """(name_range, range) of the definition bound to ``qualname`` last."""
+
+
+def _name_range(lines: LineIndex, def_line: int, column: int, name: str) -> Range:
+    # Join a few lines so that a backslash continuation after ``def`` still matches.
+    window = "\n".join(lines.line(n) for n in range(def_line, def_line + 3))
+    match = _DEF_NAME.match(window, column)
+    if match is None or match.group(1) != name:
+        start = lines.position(def_line, column)
+        return Range(start, start)
+    offset = match.start(1)
+    line = def_line + window.count("\n", 0, offset)
+    line_start = window.rfind("\n", 0, offset) + 1
+    start = lines.position(line, offset - line_start)
+    return Range(start, Position(line, start.character + utf16_length(name)))
+
+
+def _last_code_line(lines: LineIndex, first: int, last: int) -> int:
+    """Back off trailing blank and comment-only lines that libcst keeps with a body."""
+    while last > first:
+        stripped = lines.line(last).strip()
+        if stripped and not stripped.startswith("#"):
+            break
+        last -= 1
+    return last
+
+
+class AstLocator:
+    def __init__(self, tree: ast.Module, lines: LineIndex) -> None:
+        self._lines = lines
+        self._nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = {}
+        self._collect(tree.body, "")
+
+    def _collect(self, body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if not prefix:  # functions are candidates only at top level
+                    self._nodes[node.name] = node
+            elif isinstance(node, ast.ClassDef):
+                qualname = prefix + node.name
+                self._nodes[qualname] = node
+                self._collect(node.body, qualname + ".")
+
+    def locate(self, qualname: str) -> tuple[Range, Range] | None:
+        node = self._nodes.get(qualname)
+        if node is None:
+            return None
+        lines = self._lines
+        def_line = node.lineno - 1
+        first_line = node.decorator_list[0].lineno - 1 if node.decorator_list else def_line
+        column = len(
+            lines.line(def_line).encode("utf-8")[: node.col_offset].decode("utf-8", "replace")
+        )
+        start = lines.position_from_utf8(first_line, node.col_offset)
+        end_line = (node.end_lineno or node.lineno) - 1
+        whole = Range(start, lines.end_of_line(end_line))
+        return _name_range(lines, def_line, column, node.name), whole
+
+
+def _line_breaks(code: str) -> int:
+    return code.count("\n") + code.count("\r") - code.count("\r\n")
+
+
+class CstLocator:
+    def __init__(self, module: cst.Module, lines: LineIndex) -> None:
+        self._module = module
+        self._lines = lines
+        # qualname → (definition, line where its leading blank/comment lines start)
+        self._found: dict[str, tuple[cst.FunctionDef | cst.ClassDef, int]] = {}
+        self._walk(module.body, len(module.header), "")
+
+    def _lines_of(self, node: cst.CSTNode) -> int:
+        return _line_breaks(self._module.code_for_node(node))
+
+    def _walk(self, body: object, line: int, prefix: str) -> None:
+        for stmt in body:  # type: ignore[attr-defined]
+            count = self._lines_of(stmt)
+            if isinstance(stmt, cst.FunctionDef) and not prefix:
+                self._found[stmt.name.value] = (stmt, line)
+            elif isinstance(stmt, cst.ClassDef):
+                qualname = prefix + stmt.name.value
+                self._found[qualname] = (stmt, line)
+                block = stmt.body
+                if isinstance(block, cst.IndentedBlock):
+                    inner = [self._lines_of(s) for s in block.body]
+                    # The block's statements sit between the header and the footer.
+                    body_start = line + count - len(block.footer) - sum(inner)
+                    self._walk(block.body, body_start, qualname + ".")
+            line += count
+
+    def locate(self, qualname: str) -> tuple[Range, Range] | None:
+        found = self._found.get(qualname)
+        if found is None:
+            return None
+        node, line = found
+        lines = self._lines
+        first_line = line + len(node.leading_lines)
+        def_line = first_line
+        if node.decorators:
+            first_line += len(node.decorators[0].leading_lines)
+            def_line += sum(self._lines_of(d) for d in node.decorators)
+        def_line += len(node.lines_after_decorators)
+        end_line = _last_code_line(lines, def_line, line + self._lines_of(node) - 1)
+        text = lines.line(def_line)
+        column = len(text) - len(text.lstrip())
+        start = lines.position(first_line, column)
+        whole = Range(start, lines.end_of_line(end_line))
+        return _name_range(lines, def_line, column, node.name.value), whole

@@ -1,0 +1,28 @@
+"""Rejecting, before any parse, files that cannot contain a candidate.
+
+Most files in a workspace are not models. Parsing is the expensive step, so a
+substring test decides first; it may let through a file that turns out to have
+nothing (a comment mentioning torch), never the reverse.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A class with a base it could inherit from another workspace file.
+_CLASS_WITH_BASE = re.compile(r"^[ \t]*class[ \t]+\w+[ \t]*\([ \t\\\r\n]*[\w.]", re.MULTILINE)
+
+
+def may_contain_candidates(text: str, *, workspace: bool) -> bool:
+    """Could discovery find a candidate in ``text``?
+
+    Every candidate spells its framework somewhere, except a class deriving from a workspace base, which needs an import and a base.
+    """
+    if "jax" in text or "flax" in text or "torch" in text:
+        return True
+    return workspace and "import" in text and _CLASS_WITH_BASE.search(text) is not None
+
+
+def may_provide_bases(text: str) -> bool:
+    """Could other files find a base class here, defined or re-exported?"""
+    return "class" in text or "import" in text

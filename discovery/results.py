@@ -1,0 +1,183 @@
+"""What discovery reports: candidates, their inputs and setup fields, and errors.
+
+Every object here has ``to_json()`` returning plain JSON data; the field names are
+the contract with the language server, the CLI and the setup form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .positions import Range
+
+CandidateKind = Literal["jax_function", "linen_module", "nnx_module", "torch_module"]
+Framework = Literal["jax", "torch"]
+ParameterKind = Literal["positional", "keyword_only", "var_positional", "var_keyword"]
+FieldOrigin = Literal["class_annotation", "init_parameter"]
+ErrorCode = Literal[
+    "syntax_error",  # the text does not parse (often a file mid-edit)
+    "too_complex",  # nesting deeper than Python itself accepts
+    "binary",  # NUL bytes: not source text
+    "not_utf8",  # bytes that do not decode as UTF-8
+    "too_large",  # over the size discovery is willing to parse
+    "unreadable",  # the file could not be read from disk
+    "internal_error",  # a discovery bug; reported rather than raised
+]
+
+FRAMEWORK_OF_KIND: dict[CandidateKind, Framework] = {
+    "jax_function": "jax",
+    "linen_module": "jax",
+    "nnx_module": "jax",
+    "torch_module": "torch",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ParameterDefault:
+    """A default as written in source, and its value when it is a plain literal."""
+
+    text: str
+    value: Any = None
+    is_literal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CallInput:
+    """One parameter of what a capture calls: the function, ``__call__`` or ``forward``."""
+
+    name: str
+    kind: ParameterKind
+    annotation: str | None = None
+    default: ParameterDefault | None = None
+    # JAX: named by the transform's static_argnums/static_argnames, so the value is
+    # a Python constant of the trace rather than a traced array.
+    static: bool = False
+
+    @property
+    def required(self) -> bool:
+        return self.default is None and self.kind in ("positional", "keyword_only")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "annotation": self.annotation,
+            **_default_json(self.default),
+            "required": self.required,
+            "static": self.static,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SetupField:
+    """One value needed to construct the model before it is called."""
+
+    name: str
+    kind: ParameterKind
+    origin: FieldOrigin
+    declared_in: str  # qualname of the class that declares it (inherited fields differ)
+    annotation: str | None = None
+    default: ParameterDefault | None = None
+    # "tensorviz" when the capture provides the value itself (NNX ``rngs``).
+    supplied_by: Literal["tensorviz"] | None = None
+
+    @property
+    def required(self) -> bool:
+        return (
+            self.supplied_by is None
+            and self.default is None
+            and self.kind in ("positional", "keyword_only")
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "origin": self.origin,
+            "declared_in": self.declared_in,
+            "annotation": self.annotation,
+            **_default_json(self.default),
+            "required": self.required,
+            "supplied_by": self.supplied_by,
+        }
+
+
+def _default_json(default: ParameterDefault | None) -> dict[str, Any]:
+    if default is None:
+        return {"default": None, "default_value": None, "default_is_literal": False}
+    return {
+        "default": default.text,
+        "default_value": default.value if default.is_literal else None,
+        "default_is_literal": default.is_literal,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A symbol that can be opened as a graph."""
+
+    name: str
+    qualname: str
+    kind: CandidateKind
+    name_range: Range  # the identifier: where the code lens goes
+    range: Range  # the whole definition, decorators included
+    reason: str  # why it was recognised, for people
+    call_method: str | None  # "__call__" / "forward"; None for a plain function
+    call_defined_in: str | None  # the class whose method supplied call_inputs, if known
+    call_inputs: tuple[CallInput, ...] = ()
+    setup_fields: tuple[SetupField, ...] = ()
+    # False when a base discovery cannot see (a framework layer such as nn.Dense, or a
+    # class from outside the workspace) may add fields or inputs that are not listed.
+    setup_fields_complete: bool = True
+
+    @property
+    def framework(self) -> Framework:
+        return FRAMEWORK_OF_KIND[self.kind]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "qualname": self.qualname,
+            "kind": self.kind,
+            "framework": self.framework,
+            "name_range": self.name_range.to_json(),
+            "range": self.range.to_json(),
+            "reason": self.reason,
+            "call_method": self.call_method,
+            "call_defined_in": self.call_defined_in,
+            "call_inputs": [i.to_json() for i in self.call_inputs],
+            "setup_fields": [f.to_json() for f in self.setup_fields],
+            "setup_fields_complete": self.setup_fields_complete,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryError:
+    """Why a file (or part of it) could not be analysed. Never raised; reported."""
+
+    code: ErrorCode
+    message: str
+    range: Range
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "range": self.range.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class FileResult:
+    path: str
+    candidates: tuple[Candidate, ...] = ()
+    errors: tuple[DiscoveryError, ...] = field(default=())
+
+    @property
+    def ok(self) -> bool:
+        """True when the file was analysed (a server keeps its last good result otherwise)."""
+        return not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "candidates": [c.to_json() for c in self.candidates],
+            "errors": [e.to_json() for e in self.errors],
+        }

@@ -1,0 +1,208 @@
+"""A workspace's files as discovery sees them, for bases that live in other files.
+
+Module names are resolved relative to the workspace root (``pkg/layers.py`` is
+``pkg.layers``, ``pkg/__init__.py`` is ``pkg``), and then, script-style, relative to
+the importing file's own directory. Files are read lazily, only when a base
+points into them, and each analysis is kept per file version: an editor's
+unsaved text (``update``) or the file's modification time and size on disk.
+Every result remembers the versions it consulted, so a repeat call costs a few
+``stat``s and a change anywhere along a chain of bases invalidates it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from dataclasses import dataclass, replace
+from typing import Union
+
+from .analysis import ModuleAnalysis, analyse, unparsed
+from .discover import discover_text, internal_error
+from .inheritance import AnalysedModule, Resolver
+from .prefilter import may_provide_bases
+from .reading import read_source
+from .results import DiscoveryError, FileResult
+
+# ("text", generation) for an in-memory buffer, ("disk", mtime_ns, size) for a
+# file read from disk, None for a file that does not exist.
+Version = Union[tuple[str, int], tuple[str, int, int], None]
+
+_SOURCE_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass(slots=True)
+class _CachedResult:
+    result: FileResult
+    dependencies: dict[str, Version]
+
+
+class _Consultation:
+    """One discovery's view of the index: records every file version it looked at."""
+
+    def __init__(self, index: WorkspaceIndex) -> None:
+        self.index = index
+        self.dependencies: dict[str, Version] = {}
+        self._modules: dict[tuple[str, str], ModuleAnalysis | None] = {}
+
+    def version(self, path: str) -> Version:
+        if path not in self.dependencies:
+            self.dependencies[path] = self.index._version(path)
+        return self.dependencies[path]
+
+    def module(self, name: str, importer: AnalysedModule) -> AnalysedModule | None:
+        importer_dir = os.path.dirname(importer.path)
+        key = (name, importer_dir)
+        if key not in self._modules:
+            self._modules[key] = self._find_module(name, importer_dir)
+        return self._modules[key]
+
+    def _find_module(self, name: str, importer_dir: str) -> ModuleAnalysis | None:
+        if not name or not all(part.isidentifier() for part in name.split(".")):
+            return None
+        relative = os.path.join(*name.split("."))
+        for base in dict.fromkeys((self.index.root, importer_dir)):
+            for candidate in (
+                *(os.path.join(base, relative + s) for s in _SOURCE_SUFFIXES),
+                *(os.path.join(base, relative, "__init__" + s) for s in _SOURCE_SUFFIXES),
+            ):
+                if self.version(candidate) is not None:
+                    return self.index._analysis(candidate, self.version(candidate))
+        return None
+
+
+class WorkspaceIndex:
+    """Discovery across the files of one workspace folder. Thread-safe."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        self._texts: dict[str, str] = {}
+        self._generations: dict[str, int] = {}
+        self._clock = 0
+        self._analyses: dict[str, tuple[Version, ModuleAnalysis]] = {}
+        self._results: dict[str, _CachedResult] = {}
+        self._lock = threading.RLock()
+
+    # --- public API ---------------------------------------------------------------------
+
+    def update(self, path: str | os.PathLike[str], text: str) -> None:
+        """Use ``text`` as the content of ``path`` (an open, maybe unsaved, buffer)."""
+        key = self._key(path)
+        with self._lock:
+            current = self._texts.get(key)
+            if current is not None and (current is text or current == text):
+                return
+            self._clock += 1
+            self._texts[key] = text
+            self._generations[key] = self._clock
+            self._analyses.pop(key, None)
+
+    def remove(self, path: str | os.PathLike[str]) -> None:
+        """Forget the in-memory text of ``path``; the file on disk, if any, counts again."""
+        key = self._key(path)
+        with self._lock:
+            self._texts.pop(key, None)
+            self._generations.pop(key, None)
+            self._analyses.pop(key, None)
+            self._results.pop(key, None)
+
+    def discover(self, path: str | os.PathLike[str], text: str | None = None) -> FileResult:
+        """Candidates of ``path``: ``text`` if given (it also updates the index), else
+        the index's text for it, else the file on disk. Never raises."""
+        shown = os.fspath(path)
+        try:
+            key = self._key(path)
+            with self._lock:
+                if text is not None:
+                    self.update(key, text)
+                cached = self._results.get(key)
+                if cached is not None and self._still_valid(cached):
+                    result = cached.result
+                else:
+                    result = self._discover_fresh(key)
+            return result if result.path == shown else replace(result, path=shown)
+        except Exception as exc:
+            return FileResult(shown, errors=(internal_error(exc),))
+
+    def module_name(self, path: str | os.PathLike[str]) -> str | None:
+        """``pkg.layers`` for ``<root>/pkg/layers.py``; None outside the root or when
+        the path is not an importable name."""
+        name, _ = self._module_of(self._key(path))
+        return name
+
+    # --- internals ----------------------------------------------------------------------
+
+    def _key(self, path: str | os.PathLike[str]) -> str:
+        return os.path.normpath(os.path.abspath(os.fspath(path)))
+
+    def _version(self, path: str) -> Version:
+        generation = self._generations.get(path)
+        if generation is not None:
+            return ("text", generation)
+        try:
+            info = os.stat(path)
+        except (OSError, ValueError):
+            return None
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return ("disk", info.st_mtime_ns, info.st_size)
+
+    def _still_valid(self, cached: _CachedResult) -> bool:
+        return all(self._version(p) == v for p, v in cached.dependencies.items())
+
+    def _module_of(self, path: str) -> tuple[str | None, bool]:
+        relative = os.path.relpath(path, self.root)
+        if relative.startswith(os.pardir + os.sep) or relative == os.pardir or os.path.isabs(relative):
+            return None, False
+        stem, suffix = os.path.splitext(relative)
+        if suffix not in _SOURCE_SUFFIXES:
+            return None, False
+        parts = stem.split(os.sep)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        if not all(part.isidentifier() for part in parts):
+            return None, False
+        return ".".join(parts), is_package
+
+    def _read(self, path: str) -> str | DiscoveryError:
+        text = self._texts.get(path)
+        return text if text is not None else read_source(path)
+
+    def _analysis(
+        self, path: str, version: Version, text: str | DiscoveryError | None = None
+    ) -> ModuleAnalysis | None:
+        """The analysis of ``path`` at ``version``, parsing only when it changed."""
+        cached = self._analyses.get(path)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        if text is None:
+            text = self._read(path)
+        if isinstance(text, DiscoveryError):
+            return None
+        name, is_package = self._module_of(path)
+        if may_provide_bases(text):
+            analysis = analyse(path, text, name, is_package)
+        else:
+            analysis = unparsed(path, text, name)
+        self._analyses[path] = (version, analysis)
+        return analysis
+
+    def _discover_fresh(self, key: str) -> FileResult:
+        consultation = _Consultation(self)
+        version = consultation.version(key)
+        if version is None and key not in self._texts:
+            text: str | DiscoveryError = read_source(key)  # reports why it is missing
+        else:
+            text = self._read(key)
+
+        def analysis_of(known_text: str) -> ModuleAnalysis:
+            analysis = self._analysis(key, version, known_text)
+            assert analysis is not None  # the text was readable just above
+            return analysis
+
+        result = discover_text(
+            key, text, analysis_of, Resolver(consultation), workspace=True
+        )
+        self._results[key] = _CachedResult(result, consultation.dependencies)
+        return result
