@@ -356,8 +356,12 @@ export class Renderer {
     if (s < LOD_TITLE) {
       ctx.fillStyle = ks.fill;
       ctx.fillRect(it.x, it.y, it.w, it.h);
+      ctx.lineWidth = 1 / s;
+      ctx.strokeStyle = ks.stroke;
+      ctx.strokeRect(it.x, it.y, it.w, it.h);
       ctx.fillStyle = ks.stroke;
       ctx.fillRect(it.x, it.y, it.w, Math.min(it.h, 6));
+      this.farLabel(it, it.item.label || it.key, ks.text, 8);
       return;
     }
     // A second sheet behind the card says "there is more inside".
@@ -374,6 +378,24 @@ export class Renderer {
     ctx.stroke();
     this.drawCardText(it, it.item.label || it.key, kind, ks.text, ks.stroke);
     if (s >= LOD_TEXT) this.drawToggle(it.x + it.w - 16, it.y + 14, "+", ks.stroke);
+  }
+
+  // Far away, a group still says what it is: its name at a constant 11px on screen,
+  // when its box is large enough on screen to hold it.
+  farLabel(it, text, color, padTop) {
+    const s = this.cam.s;
+    const sw = it.w * s;
+    if (sw < 48 || it.h * s < 16) return;
+    const ctx = this.ctx;
+    const px = 11 / s;
+    const maxChars = Math.floor((sw - 10) / 6.6);
+    if (maxChars < 3) return;
+    const t = text.length > maxChars ? text.slice(0, maxChars - 1) + "…" : text;
+    ctx.font = `600 ${px}px ${S.fontHeader.split("px ")[1]}`;
+    ctx.textAlign = "left";
+    ctx.textBaseline = "top";
+    ctx.fillStyle = color;
+    ctx.fillText(t, it.x + 5 / s, it.y + padTop / s);
   }
 
   drawToggle(cx, cy, sign, color) {
@@ -448,6 +470,7 @@ export class Renderer {
     ctx.lineWidth = s < LOD_TITLE ? 1 / s : 1.4;
     ctx.strokeStyle = ks.stroke;
     ctx.stroke();
+    if (s < LOD_TITLE) this.farLabel(it, `${kind} ${it.item.label || it.key}`, ks.text, 4);
     // Header band.
     if (s >= LOD_TITLE && this.visible(it.x, it.y, it.w, S.groupHeader)) {
       this.roundRect(it.x, it.y, it.w, S.groupHeader - 4, [9, 9, 0, 0]);
@@ -470,8 +493,8 @@ export class Renderer {
       const maxW = it.w - tw - 48;
       const hk = "_h" + Math.round(maxW);
       if (!it[hk]) {
-        const wording = KIND_WORDING[kind];
-        const full = wording && wording !== kind ? `${name}  ·  ${wording.replace(kind + " · ", "")}` : name;
+        const wording = it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");
+        const full = wording && wording !== kind ? `${name}  ·  ${wording}` : name;
         it[hk] = truncate(ctx, full, maxW);
       }
       ctx.fillText(it[hk], it.x + 18 + tw, y);

@@ -86,7 +86,9 @@ export class SetupForm {
     clear(fields);
     (d.fields || []).forEach((f) => fields.append(this.fieldControl(f)));
     this.root.querySelector("#setup-fields-title").hidden = !(d.fields || []).length;
-    this.showErrors([]);
+    const errors = this.root.querySelector("#setup-errors");
+    clear(errors);
+    errors.hidden = true;
   }
 
   inputCard(inp, i) {

@@ -28,8 +28,8 @@ export const CARD_STYLE = {
 // The zoom at which cards are drawn in full: "Readable detail".
 export const READABLE_SCALE = 1;
 // Below these scales the renderer simplifies (level of detail).
-export const LOD_TEXT = 0.5; // titles and lines
-export const LOD_TITLE = 0.28; // titles only
+export const LOD_TEXT = 0.6; // titles and lines
+export const LOD_TITLE = 0.42; // titles only (13px titles are ~5.5px on screen here)
 export const LOD_EDGE_LABELS = 0.7;
 // Wheel zoom stops here; only Fit may go further out.
 export const MIN_ZOOM = 0.2;
@@ -74,7 +74,7 @@ export function kindStyle(palette, kind) {
 
 // What each group kind honestly is; the inspector shows the server's own wording too.
 export const KIND_WORDING = {
-  jit: "jit · traced subprogram",
+  jit: "jit · tracing scope",
   scope: "tracing scope",
   module: "module instance",
   remat: "remat · checkpointed scope",

@@ -289,17 +289,29 @@ export class GraphModel {
   }
 }
 
-function cardLines(item) {
+export function cardLines(item) {
   if (item.type === "node") {
     const outs = (item.outputs || []).map(formatValue);
     const lines = outs.slice(0, 3);
-    if (outs.length > 3) lines.push(`+${outs.length - 3} more outputs`);
-    if (item.sublabel) lines.unshift(String(item.sublabel));
+    const total = item.outputs_total ?? outs.length;
+    if (total > 3) lines.push(`+${total - 3} more outputs`);
+    if (item.sublabel) lines.push(String(item.sublabel));
     return lines;
   }
   const lines = [];
-  if (item.sublabel) lines.push(String(item.sublabel));
-  if (item.child_count !== undefined && item.child_count !== null) lines.push(`${Number(item.child_count).toLocaleString("en-US")} items`);
+  const count = (n, word) => `${Number(n).toLocaleString("en-US")} ${word}${Number(n) === 1 ? "" : "s"}`;
+  if (item.type === "chunk") {
+    if (item.sublabel) lines.push(String(item.sublabel));
+  } else if (item.honest) {
+    lines.push(String(item.honest));
+  } else if (item.sublabel) {
+    lines.push(String(item.sublabel));
+  }
+  const bits = [];
+  if (item.node_count !== undefined && item.node_count !== null) bits.push(count(item.node_count, "op"));
+  else if (item.child_count !== undefined && item.child_count !== null) bits.push(count(item.child_count, "item"));
+  if (item.opaque_count) bits.push(`${Number(item.opaque_count).toLocaleString("en-US")} opaque`);
+  if (bits.length) lines.push(bits.join(" · "));
   return lines;
 }
 
