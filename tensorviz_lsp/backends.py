@@ -218,6 +218,7 @@ class RealBackends:
         return adapt_discovery(result)
 
     def index_changed(self, root: Path, path: Path, text: str | None) -> None:
+        """``text``: an open buffer's content; None: the file on disk counts (again)."""
         index = self._index(root)
         if index is None:
             return

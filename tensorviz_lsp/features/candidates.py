@@ -133,11 +133,15 @@ class Candidates(Feature):
         if root is not None and path is not None:
             await self.server.run_blocking(self.server.backends.index_changed, root, path, self.server.read_text(uri))
 
-    def document_closed(self, uri: str) -> None:
+    async def document_closed(self, uri: str) -> None:
         handle = self._debounce.pop(uri, None)
         if handle is not None:
             handle.cancel()
         self._cache.pop(uri, None)
+        root, path = self.server.folder_for(uri), self.server.path_of(uri)
+        if root is not None and path is not None and self._is_python(uri):
+            # The buffer is gone: the file on disk is what other files import again.
+            await self.server.run_blocking(self.server.backends.index_changed, root, path, None)
 
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
@@ -145,10 +149,10 @@ class Candidates(Feature):
             root = self.server.folder_for(change.uri)
             if path is None or root is None or path.suffix != ".py":
                 continue
-            text = None if change.type == types.FileChangeType.Deleted else self.server.read_text(path)
-            await self.server.run_blocking(self.server.backends.index_changed, root, path, text)
-            if self.server.open_document(change.uri) is None:
-                self._cache.pop(change.uri, None)
+            if self.server.open_document(change.uri) is not None:
+                continue  # an open buffer wins over the disk until it is closed
+            await self.server.run_blocking(self.server.backends.index_changed, root, path, None)
+            self._cache.pop(change.uri, None)
 
     def shutdown(self) -> None:
         for handle in self._debounce.values():
