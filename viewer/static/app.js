@@ -9,7 +9,7 @@ import { Inspector } from "./inspector.js";
 import { SetupForm } from "./setup.js";
 import { exportPng, exportSvg } from "./export.js";
 import { READABLE_SCALE } from "./theme.js";
-import { el, clear } from "./dom.js";
+import { el, clear, jsonView } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -285,8 +285,8 @@ function showFailure(c) {
   $("failure-frames-title").hidden = !(f.frames && f.frames.length);
   const details = $("failure-details");
   if (f.details && Object.keys(f.details).length) {
-    details.hidden = false;
-    details.textContent = JSON.stringify(f.details, null, 2);
+    $("failure-details-title").hidden = false;
+    details.replaceWith(Object.assign(jsonView(f.details), { id: "failure-details" }));
   }
   setBanner("failure", "error", "Failed", `Capture failed at ${f.stage || "trace"}: ${f.message || f.type}`);
   setStatus("");

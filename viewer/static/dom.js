@@ -23,7 +23,7 @@ export function clear(node) {
 // Pretty JSON as coloured spans (keys, strings, numbers), built without innerHTML.
 export function jsonView(data) {
   const pre = el("pre", { class: "json" });
-  const text = JSON.stringify(data, null, 2) ?? "null";
+  const text = compactJson(data, "") ?? "null";
   const re = /("(?:\\.|[^"\\])*")(\s*:)?|\b(-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null)\b/g;
   let last = 0;
   let m;
@@ -36,4 +36,27 @@ export function jsonView(data) {
   }
   pre.append(text.slice(last));
   return pre;
+}
+
+// JSON.stringify(…, 2), except that short arrays and objects of scalars stay on one line
+// (dimension numbers, shapes, strides read better as [[1], [0]] than as ten lines).
+export function compactJson(data, indent) {
+  const one = JSON.stringify(data);
+  if (one === undefined) return undefined;
+  if (one.length <= 56 || data === null || typeof data !== "object") return oneLine(data);
+  const inner = indent + "  ";
+  if (Array.isArray(data)) {
+    return "[\n" + data.map((v) => inner + (compactJson(v, inner) ?? "null")).join(",\n") + "\n" + indent + "]";
+  }
+  const entries = Object.entries(data).filter(([, v]) => v !== undefined);
+  return "{\n" + entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${compactJson(v, inner)}`).join(",\n") + "\n" + indent + "}";
+}
+
+function oneLine(data) {
+  if (Array.isArray(data)) return "[" + data.map((v) => oneLine(v) ?? "null").join(", ") + "]";
+  if (data && typeof data === "object") {
+    const entries = Object.entries(data).filter(([, v]) => v !== undefined);
+    return "{" + entries.map(([k, v]) => `${JSON.stringify(k)}: ${oneLine(v)}`).join(", ") + "}";
+  }
+  return JSON.stringify(data);
 }

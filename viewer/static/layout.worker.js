@@ -62,9 +62,10 @@ function cardSize(item, style) {
     const w = textWidth(item.title, style.fontMono, 7) + 2 * style.padX;
     return { w: Math.max(80, Math.min(style.maxCardWidth, Math.ceil(w))), h: style.boundaryHeight };
   }
-  let w = textWidth(item.title, style.fontTitle, 7.5);
-  if (item.tag) w += textWidth(item.tag, style.fontTag, 6) + style.tagGap;
-  for (const line of item.lines) w = Math.max(w, textWidth(line, style.fontMono, 7));
+  const toggle = item.kind === "group" || item.kind === "chunk" ? 20 : 0; // the +/- button
+  let w = textWidth(item.title, style.fontTitle, 7.5) + toggle;
+  if (item.tag) w += textWidth(item.tag, style.fontTag, 6) + 10 + style.tagGap;
+  for (const line of item.lines) w = Math.max(w, textWidth(line, style.fontMono, 7) + toggle);
   const h = style.padTop + style.titleHeight + item.lines.length * style.lineHeight + style.padBottom;
   return {
     w: Math.max(style.minCardWidth, Math.min(style.maxCardWidth, Math.ceil(w + 2 * style.padX))),

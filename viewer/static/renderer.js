@@ -361,7 +361,7 @@ export class Renderer {
       ctx.strokeRect(it.x, it.y, it.w, it.h);
       ctx.fillStyle = ks.stroke;
       ctx.fillRect(it.x, it.y, it.w, Math.min(it.h, 6));
-      this.farLabel(it, it.item.label || it.key, ks.text, 8);
+      this.farLabel(it, it.item.label || it.key, ks.text, 7);
       return;
     }
     // A second sheet behind the card says "there is more inside".
@@ -382,20 +382,27 @@ export class Renderer {
 
   // Far away, a group still says what it is: its name at a constant 11px on screen,
   // when its box is large enough on screen to hold it.
-  farLabel(it, text, color, padTop) {
+  farLabel(it, text, color, padTop, bg) {
     const s = this.cam.s;
     const sw = it.w * s;
-    if (sw < 48 || it.h * s < 16) return;
+    if (sw < 34 || it.h * s < 14) return;
     const ctx = this.ctx;
-    const px = 11 / s;
-    const maxChars = Math.floor((sw - 10) / 6.6);
+    const px = 10.5 / s;
+    const maxChars = Math.floor((sw - 8) / 6.2);
     if (maxChars < 3) return;
     const t = text.length > maxChars ? text.slice(0, maxChars - 1) + "…" : text;
     ctx.font = `600 ${px}px ${S.fontHeader.split("px ")[1]}`;
     ctx.textAlign = "left";
     ctx.textBaseline = "top";
+    const x = it.x + 4 / s;
+    const y = it.y + padTop / s;
+    if (bg) {
+      const w = ctx.measureText(t).width;
+      ctx.fillStyle = bg;
+      ctx.fillRect(x - 2 / s, y - 1 / s, w + 4 / s, px + 3 / s);
+    }
     ctx.fillStyle = color;
-    ctx.fillText(t, it.x + 5 / s, it.y + padTop / s);
+    ctx.fillText(t, x, y);
   }
 
   drawToggle(cx, cy, sign, color) {
@@ -470,7 +477,6 @@ export class Renderer {
     ctx.lineWidth = s < LOD_TITLE ? 1 / s : 1.4;
     ctx.strokeStyle = ks.stroke;
     ctx.stroke();
-    if (s < LOD_TITLE) this.farLabel(it, `${kind} ${it.item.label || it.key}`, ks.text, 4);
     // Header band.
     if (s >= LOD_TITLE && this.visible(it.x, it.y, it.w, S.groupHeader)) {
       this.roundRect(it.x, it.y, it.w, S.groupHeader - 4, [9, 9, 0, 0]);
@@ -503,6 +509,8 @@ export class Renderer {
     // An expanded group too small to read is drawn as its frame only.
     if (it.w * s < 24 && it.h * s < 24) return;
     this.drawContainer(it.expanded, depth + 1);
+    // Drawn after the contents, so that edges inside do not run over it.
+    if (s < LOD_TITLE) this.farLabel(it, `${kind} ${it.item.label || it.key}`, ks.text, 3, ks.fill);
   }
 
   drawBoundary(it) {

@@ -95,7 +95,8 @@ export class SetupForm {
     const path = inp.path || `inputs.args[${i}]`;
     const shape = inp.shape || [];
     const unknown = (inp.unknown || []).map(String);
-    const shapeText = shape.map((x) => (typeof x === "number" ? String(x) : "")).join(", ");
+    // Unknown dimensions stay visible by name, to be replaced by a number.
+    const shapeText = shape.map((x) => (x === null || x === undefined ? "?" : String(x))).join(", ");
     const card = el("div", { class: "input-card", "data-input": inp.name || String(i), "data-path": path });
     card.append(el("div", { class: "input-name" }, inp.name || `argument ${i}`, inp.annotation ? el("span", { class: "muted" }, `: ${inp.annotation}`) : null));
     const shapeInput = el("input", {
@@ -103,7 +104,8 @@ export class SetupForm {
     });
     const missing = shape.some((x) => typeof x !== "number") || unknown.length;
     if (missing) shapeInput.setAttribute("aria-invalid", "true");
-    card.append(el("label", {}, missing ? `shape (needed: ${shape.filter((x) => typeof x !== "number").concat(unknown).join(", ") || "dimensions"})` : "shape", shapeInput));
+    const names = [...new Set(shape.filter((x) => typeof x !== "number").map((x) => (x === null || x === undefined ? "?" : String(x))).concat(unknown))];
+    card.append(el("label", {}, missing ? `shape (needed: ${names.join(", ") || "dimensions"})` : "shape", shapeInput));
     const dtype = el("select", { name: "dtype", "data-path": path + ".dtype" }, DTYPES.map((t) => el("option", { value: t, selected: t === (inp.dtype || "float32") }, t)));
     if (inp.dtype && !DTYPES.includes(inp.dtype)) dtype.prepend(el("option", { value: inp.dtype, selected: true }, inp.dtype));
     card.append(el("label", {}, "dtype", dtype));
