@@ -44,7 +44,14 @@ from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
-FRESH_STATE_NOTE = "freshly initialised with jax.random.key(seed) and the saved inputs: not trained weights"
+# meta["state"] labels and what each means (meta["state_note"]).
+STATE_NOTES = {
+    "fresh_init": "freshly initialised with jax.random.key(seed) and the saved inputs: not trained weights",
+    "constructed": "built by the NNX constructor from the literal init: freshly initialised, not trained weights",
+    "factory_variables": "the variables the init factory bound with model.bind(variables)",
+    "factory_state": "the state of the module the init factory built",
+    "callable_state": "the state of the NNX modules the configured callable carries",
+}
 
 _NARROWING_WARNING = "Explicitly requested dtype"
 
@@ -304,7 +311,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
                         f"{target.__qualname__} needs explicit nnx.Rngs ({exc}); build the module in an "
                         f"init factory, e.g. return {target.__qualname__}(rngs=nnx.Rngs(0))",
                     ) from exc
-            return _nnx_plan(nnx, obj, "nnx")
+            return _nnx_plan(nnx, obj, "nnx", "factory_state" if factory is not None else "constructed")
         raise CaptureError(
             "recipe",
             f"{ref} is a class but not a flax.linen.Module or flax.nnx.Module subclass; JAX captures "
@@ -332,7 +339,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
             raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a function or a Flax module")
         fn = target
     if nnx is not None:
-        return _nnx_plan(nnx, fn, "function")
+        return _nnx_plan(nnx, fn, "function", "callable_state")
     return _Plan("function", lambda state, *a, **k: fn(*a, **k))
 
 
@@ -378,7 +385,7 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
     return _Plan("linen", call, variables, "variables", "factory_variables")
 
 
-def _nnx_plan(nnx: Any, fn: Any, kind: str) -> _Plan:
+def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str) -> _Plan:
     """Lift the NNX modules a callable carries (the callable itself, a bound method's
     ``self``, a partial's function and arguments) out as one split state."""
     modules: list[Any] = []
@@ -391,7 +398,7 @@ def _nnx_plan(nnx: Any, fn: Any, kind: str) -> _Plan:
         merged = nnx.merge(graphdef, state)
         return rebuild(merged)(*args, **kwargs)
 
-    return _Plan("nnx", call, state, "state", "factory_state" if kind == "nnx" else "callable_state")
+    return _Plan("nnx", call, state, "state", label)
 
 
 def _lift(nnx: Any, obj: Any, modules: list[Any]) -> Callable[[tuple], Any]:
@@ -515,6 +522,5 @@ def _meta(jax: Any, recipe: Any, plan: _Plan) -> dict[str, Any]:
         meta["flax_version"] = flax.__version__
     if plan.state_label is not None:
         meta["state"] = plan.state_label
-        if plan.state_label == "fresh_init":
-            meta["state_note"] = FRESH_STATE_NOTE
+        meta["state_note"] = STATE_NOTES[plan.state_label]
     return meta

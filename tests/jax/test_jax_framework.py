@@ -263,7 +263,7 @@ def unbound():
 
 def test_bound_linen_factory_traces_saved_variables(ws):
     cap = run(ws, {"bound.py": BOUND}, profile("bound:MLP", args=[SPEC_INPUT], init={"factory": "bound:saved"}))
-    assert cap.meta["state"] == "factory_variables" and "state_note" not in cap.meta
+    assert cap.meta["state"] == "factory_variables" and "bind" in cap.meta["state_note"]
     shapes = [cap.values[v].shape for v in tree_leaves(input_tree(cap, "variables"))]
     assert [3, 5] in shapes and [5, 4] in shapes
     (out,) = tree_leaves(cap.outputs)
@@ -360,7 +360,7 @@ def test_nnx_state_arrays_are_shared_not_copied(ws):
     from capture.frameworks.jax import _nnx_plan
 
     m = nnxm.build()
-    plan = _nnx_plan(nnx, m.head, "function")
+    plan = _nnx_plan(nnx, m.head, "function", "callable_state")
     mine = {id(x) for x in jax.tree_util.tree_leaves(nnx.state(m))}
     assert {id(x) for x in jax.tree_util.tree_leaves(plan.state)} == mine
 
@@ -591,3 +591,23 @@ def test_device_scopes_import_factories_and_tracing(ws):
     assert dev.AT_IMPORT == cpu
     assert dev.SEEN == {"init": cpu, "inputs": cpu, "trace": cpu}
     assert jax.config.jax_default_device is None  # the scope ends with the capture
+
+
+NNX_PLAIN = """
+import jax.numpy as jnp
+from flax import nnx
+
+class Small(nnx.Module):
+    def __init__(self, width, seed=0):
+        self.lin = nnx.Linear(3, width, rngs=nnx.Rngs(seed))
+
+    def __call__(self, x):
+        return self.lin(x)
+"""
+
+
+def test_nnx_class_from_literal_init(ws):
+    cap = run(ws, {"small.py": NNX_PLAIN}, profile("small:Small", args=[SPEC_INPUT], init={"args": [5], "kwargs": {}}))
+    assert cap.meta["model_kind"] == "nnx" and cap.meta["state"] == "constructed"
+    (out,) = tree_leaves(cap.outputs)
+    assert cap.values[out].shape == [2, 5]
