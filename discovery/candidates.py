@@ -6,10 +6,10 @@ import libcst as cst
 
 from .analysis import ModuleAnalysis
 from .frameworks import NNX_RNGS, FrameworkBase
-from .inheritance import Ancestry, ClassRef, Lineage, Resolver
+from .inheritance import ClassRef, Lineage, Resolver
 from .jax_usage import JaxEvidence, jax_evidence
 from .locate import AstLocator, CstLocator, DefinitionLocator
-from .namespace import ClassInfo, Namespace, dotted_parts, qualify
+from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of, source_text
 from .positions import LineIndex, Position, Range
 from .results import Candidate, CallInput, ParameterDefault, ParameterKind, SetupField
@@ -89,7 +89,7 @@ def _may_use_jax(text: str, ns: Namespace) -> bool:
 
 
 def _function_candidate(function: cst.FunctionDef, evidence: JaxEvidence, locate) -> Candidate:
-    name = function.name.value
+    name = identifier(function.name.value)
     name_range, whole = locate(name)
     params = parameters_of(function, bound=False)
     positional = [p.name for p in params if p.kind == "positional"]
@@ -132,16 +132,16 @@ def _module_candidate(
     call_method = _CALL_METHOD[kind]
     call_inputs: tuple[CallInput, ...] = ()
     call_defined_in = None
-    definer = _first_defining(ancestry, call_method)
-    if definer is not None:
-        owner, method = definer
+    owner = ancestry.definers.get(call_method)
+    if owner is not None:
         call_defined_in = owner.info.qualname
+        method = owner.info.methods[call_method]
         call_inputs = tuple(_call_input(p) for p in parameters_of(method, bound=True))
 
     if kind == "linen_module":
-        fields = _linen_fields(ancestry)
+        fields = list(resolver.fold(ref, _combine_linen_fields, resolver.memo("linen")).values())
     else:
-        fields = _init_fields(ancestry, nnx=kind == "nnx_module")
+        fields = _init_fields(ancestry.definers.get("__init__"), nnx=kind == "nnx_module")
 
     name_range, whole = locate(ref.info.qualname)
     return Candidate(
@@ -159,14 +159,6 @@ def _module_candidate(
     )
 
 
-def _first_defining(ancestry: Ancestry, method: str) -> tuple[ClassRef, cst.FunctionDef] | None:
-    for ref in ancestry.classes:
-        found = ref.info.methods.get(method)
-        if found is not None:
-            return ref, found
-    return None
-
-
 def _lineage_reason(ref: ClassRef, lineage: Lineage) -> str:
     base: FrameworkBase = lineage.base
     described = f"a subclass of {base.public_name}"
@@ -174,17 +166,22 @@ def _lineage_reason(ref: ClassRef, lineage: Lineage) -> str:
         written = lineage.written
         return described + (f" (written {written})" if written != base.public_name else "")
     steps = []
-    for step in lineage.via:
+    for step in lineage.via[:_REASON_STEPS]:
         where = "" if step.module is ref.module else f" in {step.module.path}"
         steps.append(f"{step.info.qualname}{where}")
+    hidden = len(lineage.via) - _REASON_STEPS
+    if hidden > 0:
+        steps.append(f"{hidden} more")
     return f"{described} through {' → '.join(steps)}"
 
 
-def _init_fields(ancestry: Ancestry, *, nnx: bool) -> list[SetupField]:
-    definer = _first_defining(ancestry, "__init__")
-    if definer is None:
+_REASON_STEPS = 3
+
+
+def _init_fields(owner: ClassRef | None, *, nnx: bool) -> list[SetupField]:
+    if owner is None:
         return []
-    owner, init = definer
+    init = owner.info.methods["__init__"]
     fields = []
     for param in parameters_of(init, bound=True):
         supplied = nnx and _is_rngs(param, owner)
@@ -214,39 +211,42 @@ def _is_rngs(param: ParameterInfo, owner: ClassRef) -> bool:
     return parts is not None and qualify(owner.module.namespace, parts) in NNX_RNGS
 
 
-def _linen_fields(ancestry: Ancestry) -> list[SetupField]:
+def _combine_linen_fields(
+    ref: ClassRef, inherited: list[dict[str, SetupField]]
+) -> dict[str, SetupField]:
     """Dataclass fields: the farthest ancestor's first, a redefinition keeping its place."""
     fields: dict[str, SetupField] = {}
-    for ref in reversed(ancestry.classes):
-        keyword_only = False
-        body = ref.info.node.body
-        if not isinstance(body, cst.IndentedBlock):
+    for parent in reversed(inherited):
+        fields.update(parent)
+    body = ref.info.node.body
+    if not isinstance(body, cst.IndentedBlock):
+        return fields
+    ns = ref.module.namespace
+    keyword_only = False
+    for stmt in body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
             continue
-        ns = ref.module.namespace
-        for stmt in body.body:
-            if not isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
                 continue
-            for small in stmt.body:
-                if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
-                    continue
-                annotation = small.annotation.annotation
-                marker = _annotation_marker(annotation, ns)
-                if marker == "KW_ONLY":
-                    keyword_only = True
-                    continue
-                name = small.target.value
-                if marker == "ClassVar" or name in _LINEN_MANAGED_FIELDS:
-                    continue
-                kind: ParameterKind = "keyword_only" if keyword_only else "positional"
-                fields[name] = SetupField(
-                    name=name,
-                    kind=kind,
-                    origin="class_annotation",
-                    declared_in=ref.info.qualname,
-                    annotation=source_text(annotation),
-                    default=_field_default(small.value, ns),
-                )
-    return list(fields.values())
+            annotation = small.annotation.annotation
+            marker = _annotation_marker(annotation, ns)
+            if marker == "KW_ONLY":
+                keyword_only = True
+                continue
+            name = identifier(small.target.value)
+            if marker == "ClassVar" or name in _LINEN_MANAGED_FIELDS:
+                continue
+            kind: ParameterKind = "keyword_only" if keyword_only else "positional"
+            fields[name] = SetupField(
+                name=name,
+                kind=kind,
+                origin="class_annotation",
+                declared_in=ref.info.qualname,
+                annotation=source_text(annotation),
+                default=_field_default(small.value, ns),
+            )
+    return fields
 
 
 def _annotation_marker(annotation: cst.BaseExpression, ns: Namespace | None) -> str | None:

@@ -8,8 +8,9 @@ not recursion) and import cycles end the search instead of looping.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, Union
+from typing import Protocol, TypeVar, Union
 
 import libcst as cst
 
@@ -55,12 +56,12 @@ class NoWorkspace:
 class ClassRef:
     """A class defined in an analysed workspace file."""
 
-    module: AnalysedModule
-    info: ClassInfo
+    module: AnalysedModule = field(compare=False)
+    info: ClassInfo = field(compare=False)
+    key: tuple[str, str] = field(init=False)  # (path, qualname): identity across lookups
 
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.module.path, self.info.qualname)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.module.path, self.info.qualname))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,23 +81,27 @@ class Lineage:
     written: str  # the first base as written in the class itself
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Ancestry:
-    """A class and its workspace ancestors in method-resolution order."""
+    """What a class inherits, summed over its workspace ancestors."""
 
-    classes: list[ClassRef] = field(default_factory=list)
-    framework_bases: list[FrameworkBase] = field(default_factory=list)
+    framework_bases: tuple[FrameworkBase, ...]
     # Some base is outside what discovery can read (an unresolved import).
-    has_unknown_base: bool = False
+    has_unknown_base: bool
+    # method name → the nearest class defining it (``forward``, ``__init__``…)
+    definers: dict[str, ClassRef]
 
 
 _MAX_REEXPORT_HOPS = 64
+T = TypeVar("T")
 
 
 class Resolver:
     def __init__(self, source: ModuleSource) -> None:
         self._source = source
         self._bases: dict[tuple[str, str], list[tuple[BaseTarget, str]]] = {}
+        self._lineages: dict[tuple[str, str], Lineage] = {}
+        self._memos: dict[str, dict] = {}
 
     # --- single names ---------------------------------------------------------------
 
@@ -184,9 +189,16 @@ class Resolver:
         """How ``ref`` derives from a framework Module, or None if it does not.
 
         Depth-first through the bases in order, the first framework base found wins
-        (the way Python's MRO would meet it for ordinary hierarchies).
+        (the way Python's MRO would meet it for ordinary hierarchies). Every class on
+        the path to a framework base learns its own lineage at the same time, so a
+        file full of subclasses costs one walk, not one per class.
         """
+        known = self._lineages.get(ref.key)
+        if known is not None:
+            return known
         on_path: set[tuple[str, str]] = {ref.key}
+        # Not remembered across calls: inside a cycle, "leads nowhere" depends on
+        # where the walk entered it.
         dead_ends: set[tuple[str, str]] = set()
         # Each frame: a class on the current path and the index of its next base.
         path: list[list] = [[ref, 0]]
@@ -202,36 +214,80 @@ class Resolver:
             frame[1] += 1
             target, _ = bases[index]
             if isinstance(target, FrameworkBase):
-                via = tuple(f[0] for f in path[1:])
-                return Lineage(target, via, self.bases_of(ref)[path[0][1] - 1][1])
+                return self._learn(path, Lineage(target, (), bases[index][1]))
             if isinstance(target, ClassRef):
+                through = self._lineages.get(target.key)
+                if through is not None:
+                    return self._learn(
+                        path, Lineage(through.base, (target, *through.via), bases[index][1])
+                    )
                 if target.key in on_path or target.key in dead_ends:
                     continue  # a cycle, or already known not to lead anywhere
                 on_path.add(target.key)
                 path.append([target, 0])
         return None
 
-    def ancestry(self, ref: ClassRef) -> Ancestry:
-        """``ref`` and its workspace ancestors, nearest first, each once."""
-        result = Ancestry()
-        seen: set[tuple[str, str]] = set()
-        stack: list[ClassRef] = [ref]
+    def _learn(self, path: list[list], last: Lineage) -> Lineage:
+        """Give every class on ``path`` its lineage, given the last one's."""
+        lineage = last
+        for i in range(len(path) - 1, -1, -1):
+            current, index = path[i]
+            if i < len(path) - 1:
+                written = self.bases_of(current)[index - 1][1]
+                lineage = Lineage(lineage.base, (path[i + 1][0], *lineage.via), written)
+            self._lineages[current.key] = lineage
+        return lineage
+
+    def local_bases(self, ref: ClassRef) -> list[ClassRef]:
+        return [t for t, _ in self.bases_of(ref) if isinstance(t, ClassRef)]
+
+    def fold(self, ref: ClassRef, combine: Callable[[ClassRef, list[T]], T], memo: dict) -> T:
+        """``combine(cls, [results for its workspace bases, in order])``, bases first.
+
+        Iterative (chains may be thousands of classes long) and memoised in ``memo``
+        (so a file of subclasses costs one pass). A base met again on the current
+        path, i.e. a cycle, is left out.
+        """
+        if ref.key in memo:
+            return memo[ref.key]
+        on_path = {ref.key}
+        stack: list[tuple[ClassRef, Iterator[ClassRef]]] = [(ref, iter(self.local_bases(ref)))]
         while stack:
-            current = stack.pop()
-            if current.key in seen:
-                continue
-            seen.add(current.key)
-            result.classes.append(current)
-            local_bases: list[ClassRef] = []
-            for target, _ in self.bases_of(current):
-                if isinstance(target, ClassRef):
-                    local_bases.append(target)
-                elif isinstance(target, FrameworkBase):
-                    result.framework_bases.append(target)
-                elif target.text not in _NEUTRAL_BASES:
-                    result.has_unknown_base = True
-            stack.extend(reversed(local_bases))
-        return result
+            node, pending = stack[-1]
+            for base in pending:
+                if base.key not in memo and base.key not in on_path:
+                    on_path.add(base.key)
+                    stack.append((base, iter(self.local_bases(base))))
+                    break
+            else:
+                stack.pop()
+                on_path.discard(node.key)
+                inherited = [memo[b.key] for b in self.local_bases(node) if b.key in memo]
+                memo[node.key] = combine(node, inherited)
+        return memo[ref.key]
+
+    def memo(self, purpose: str) -> dict:
+        """A memo table for :meth:`fold`, shared by everything this resolver answers."""
+        return self._memos.setdefault(purpose, {})
+
+    def ancestry(self, ref: ClassRef) -> Ancestry:
+        return self.fold(ref, self._combine_ancestry, self.memo("ancestry"))
+
+    def _combine_ancestry(self, ref: ClassRef, inherited: list[Ancestry]) -> Ancestry:
+        framework: dict[FrameworkBase, None] = {}
+        unknown = False
+        for target, _ in self.bases_of(ref):
+            if isinstance(target, FrameworkBase):
+                framework[target] = None
+            elif isinstance(target, Unresolved) and target.text not in _NEUTRAL_BASES:
+                unknown = True
+        definers: dict[str, ClassRef] = {}
+        for parent in reversed(inherited):  # the first base wins, as in the MRO
+            framework.update(dict.fromkeys(parent.framework_bases))
+            unknown = unknown or parent.has_unknown_base
+            definers.update(parent.definers)
+        definers.update(dict.fromkeys(ref.info.methods, ref))
+        return Ancestry(tuple(framework), unknown, definers)
 
 
 def _text(expr: cst.BaseExpression) -> str:

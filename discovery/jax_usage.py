@@ -16,7 +16,7 @@ import libcst as cst
 
 from .frameworks import FUNCTOOLS_PARTIAL, is_jax_operation, is_jax_transform
 from .literals import literal_value
-from .namespace import ImportedName, Namespace, Symbol, dotted_parts, qualify
+from .namespace import ImportedName, Namespace, Symbol, dotted_parts, identifier, qualify
 from .parameters import source_text
 
 
@@ -163,14 +163,14 @@ def _scan(
     it passes and costs ~3x as much, and this runs on every function of a JAX file.
     """
     references: list[tuple[str, ...]] = []
-    local_names: set[str] = {p.name.value for p in _all_params(function.params)}
+    local_names: set[str] = {identifier(p.name.value) for p in _all_params(function.params)}
     local_imports: dict[str, Symbol] = {}
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
         node_type = type(node)
         if node_type is cst.Name:
-            references.append((node.value,))  # type: ignore[attr-defined]
+            references.append((identifier(node.value),))  # type: ignore[attr-defined]
             continue
         if node_type is cst.Attribute:
             parts = dotted_parts(node)  # type: ignore[arg-type]
@@ -231,7 +231,7 @@ def _bound_names(node: cst.CSTNode) -> Iterator[str]:
         if asname is not None:
             yield from _target_names(asname.name)
     elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        yield node.name.value
+        yield identifier(node.name.value)
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:
@@ -239,7 +239,7 @@ def _target_names(target: cst.BaseExpression) -> Iterator[str]:
     while stack:
         node = stack.pop()
         if isinstance(node, cst.Name):
-            yield node.value
+            yield identifier(node.value)
         elif isinstance(node, (cst.Tuple, cst.List)):
             stack.extend(e.value for e in node.elements)
         elif isinstance(node, cst.StarredElement):

@@ -21,6 +21,7 @@ from typing import Protocol
 
 import libcst as cst
 
+from .namespace import identifier
 from .positions import LineIndex, Position, Range, utf16_length
 
 # After the indentation: optional ``async``, the keyword, then the name. The gap
@@ -37,14 +38,14 @@ def _name_range(lines: LineIndex, def_line: int, column: int, name: str) -> Rang
     # Join a few lines so that a backslash continuation after ``def`` still matches.
     window = "\n".join(lines.line(n) for n in range(def_line, def_line + 3))
     match = _DEF_NAME.match(window, column)
-    if match is None or match.group(1) != name:
+    if match is None or identifier(match.group(1)) != identifier(name):
         start = lines.position(def_line, column)
         return Range(start, start)
     offset = match.start(1)
     line = def_line + window.count("\n", 0, offset)
     line_start = window.rfind("\n", 0, offset) + 1
     start = lines.position(line, offset - line_start)
-    return Range(start, Position(line, start.character + utf16_length(name)))
+    return Range(start, Position(line, start.character + utf16_length(match.group(1))))
 
 
 def _last_code_line(lines: LineIndex, first: int, last: int) -> int:
@@ -108,9 +109,9 @@ class CstLocator:
         for stmt in body:  # type: ignore[attr-defined]
             count = self._lines_of(stmt)
             if isinstance(stmt, cst.FunctionDef) and not prefix:
-                self._found[stmt.name.value] = (stmt, line)
+                self._found[identifier(stmt.name.value)] = (stmt, line)
             elif isinstance(stmt, cst.ClassDef):
-                qualname = prefix + stmt.name.value
+                qualname = prefix + identifier(stmt.name.value)
                 self._found[qualname] = (stmt, line)
                 block = stmt.body
                 if isinstance(block, cst.IndentedBlock):

@@ -8,6 +8,7 @@ anything is decided about it.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Union
 
@@ -60,16 +61,21 @@ Symbol = Union[ImportedName, AliasOf, DefinedClass, DefinedFunction, Opaque]
 OPAQUE = Opaque()
 
 
+def identifier(name: str) -> str:
+    """The name Python binds: identifiers are NFKC-normalised (``𝐀`` binds ``A``)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
+
+
 def dotted_parts(expr: cst.BaseExpression) -> tuple[str, ...] | None:
     """``a.b.c`` → ("a", "b", "c"); None for anything that is not a plain dotted name."""
     parts: list[str] = []
     # A loop rather than recursion: attribute chains can be thousands long.
     while isinstance(expr, cst.Attribute):
-        parts.append(expr.attr.value)
+        parts.append(identifier(expr.attr.value))
         expr = expr.value
     if not isinstance(expr, cst.Name):
         return None
-    parts.append(expr.value)
+    parts.append(identifier(expr.value))
     parts.reverse()
     return tuple(parts)
 
@@ -128,7 +134,7 @@ class Namespace:
             for alias in node.names:
                 target = dotted_text(alias.name) or ""
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    into[alias.asname.name.value] = ImportedName(target)
+                    into[identifier(alias.asname.name.value)] = ImportedName(target)
                 else:
                     # ``import a.b.c`` binds ``a``; ``a.b.c.X`` then resolves naturally.
                     head = target.split(".", 1)[0]
@@ -148,7 +154,7 @@ class Namespace:
             name = dotted_text(alias.name) or ""
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
+                local = identifier(alias.asname.name.value)
             joined = f"{module}.{name}" if module and not module.endswith(".") else module + name
             into[local] = ImportedName(joined)
 
@@ -176,15 +182,16 @@ def _bind_statement(ns: Namespace, stmt: cst.BaseStatement, *, conditional: bool
         return
     if isinstance(stmt, cst.ClassDef):
         if not conditional:
-            info = _class_info(stmt, stmt.name.value)
+            info = _class_info(stmt, identifier(stmt.name.value))
             # Re-insert so the dict order follows the latest definition.
             ns.symbols.pop(info.name, None)
             ns.symbols[info.name] = DefinedClass(info)
         return
     if isinstance(stmt, cst.FunctionDef):
         if not conditional:
-            ns.symbols.pop(stmt.name.value, None)
-            ns.symbols[stmt.name.value] = DefinedFunction(stmt)
+            name = identifier(stmt.name.value)
+            ns.symbols.pop(name, None)
+            ns.symbols[name] = DefinedFunction(stmt)
         return
     # ``try: from flax import linen as nn`` / ``if TYPE_CHECKING:``: the imports in a
     # block still tell what a name means; definitions there are not offered.
@@ -198,11 +205,18 @@ def _bind_assignment(
 ) -> None:
     if not isinstance(target, cst.Name):
         return
-    if value is not None:
-        ns.symbols[target.value] = AliasOf(value)
+    name = identifier(target.value)
+    if conditional and isinstance(ns.symbols.get(name), ImportedName):
+        # ``nn = None`` in an ``except ImportError`` branch is the fallback for when
+        # the import fails; the import is what a model file means.
+        return
+    if value is not None and value not in _CONSTANTS:
+        ns.symbols[name] = AliasOf(value)
     elif not conditional:
-        # ``nn = None`` in an ``except ImportError`` branch must not hide the import.
-        ns.symbols[target.value] = OPAQUE
+        ns.symbols[name] = OPAQUE
+
+
+_CONSTANTS = frozenset({("None",), ("True",), ("False",)})
 
 
 def _blocks_of(stmt: cst.BaseStatement) -> list[list[cst.BaseStatement]]:
@@ -235,15 +249,15 @@ def _blocks_of(stmt: cst.BaseStatement) -> list[list[cst.BaseStatement]]:
 
 def _class_info(node: cst.ClassDef, qualname: str) -> ClassInfo:
     bases = tuple(arg.value for arg in node.bases if arg.keyword is None and not arg.star)
-    info = ClassInfo(node.name.value, qualname, node, bases)
+    info = ClassInfo(identifier(node.name.value), qualname, node, bases)
     body = node.body
     if isinstance(body, cst.IndentedBlock):
         for stmt in body.body:
             if isinstance(stmt, cst.FunctionDef):
-                info.methods[stmt.name.value] = stmt
+                info.methods[identifier(stmt.name.value)] = stmt
             elif isinstance(stmt, cst.ClassDef):
                 # Nested classes are reachable as ``module:Outer.Inner``.
-                inner = _class_info(stmt, f"{qualname}.{stmt.name.value}")
+                inner = _class_info(stmt, f"{qualname}.{identifier(stmt.name.value)}")
                 info.nested[inner.name] = inner
     return info
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .literals import literal_value
-from .namespace import dotted_text
+from .namespace import dotted_text, identifier
 from .results import ParameterDefault, ParameterKind
 
 # Renders nodes back to their source text. Expressions print the same whatever
@@ -72,7 +72,7 @@ def parameters_of(function: cst.FunctionDef, *, bound: bool) -> list[ParameterIn
 
 def _info(param: cst.Param, kind: ParameterKind) -> ParameterInfo:
     annotation = param.annotation.annotation if param.annotation is not None else None
-    return ParameterInfo(param.name.value, kind, annotation, param.default)
+    return ParameterInfo(identifier(param.name.value), kind, annotation, param.default)
 
 
 def _is_staticmethod(function: cst.FunctionDef) -> bool:
