@@ -308,7 +308,8 @@ function listenEvents() {
     },
     "capture-failed": (d) => {
       dropBanner("progress");
-      setBanner("capture-failed", "error", "Failed", `Capture failed: ${d.message || "unknown error"}`);
+      const actions = d.id !== undefined && d.id !== null ? [el("button", { type: "button", onclick: () => openCapture(d.id) }, "Show the failure")] : [];
+      setBanner("capture-failed", "error", "Failed", `Capture failed${d.stage ? " at " + d.stage : ""}: ${d.message || "unknown error"}`, actions);
     },
   });
 }

@@ -41,6 +41,8 @@ def served(tmp_path_factory):
         recipe={"kind": "model", "framework": "jax", "model": "model:net"},
     )
     eager = synthetic_capture(300, grouped=True, framework="torch")
+    for v in eager.values[:40]:  # Torch-only measured evidence on some values
+        v.measured = {"device": "cpu", "bytes": 4096, "aliases": [v.id], "stats": {"min": -1.5, "max": 2.0, "mean": 0.1}}
     flat = synthetic_capture(5000, grouped=False)
     server = ViewerServer(workspace=ws, reveal_handler=reveal)
     ids = SimpleNamespace(
@@ -94,6 +96,31 @@ def test_eager_capture_banner_says_eager_execution(browser, served, close_pages)
     close_pages.append(a)
     text = a.page.locator("[data-banner=coverage]").inner_text()
     assert "Eager execution" in text and "Traced program" not in text
+
+
+def test_torch_measured_fields_are_shown_when_present(browser, served, close_pages):
+    a = open_app(browser, served.server.url_for(served.ids.eager))
+    close_pages.append(a)
+    a.js("() => window.tensorviz.jump({type: 'node', id: 2, key: 'n2', item_path: ['g0', 'g1', 'g2', 'n2']})")
+    a.page.wait_for_function("() => document.getElementById('insp-title').textContent === 'max'")
+    measured = a.page.locator("[data-section=measured]").inner_text()
+    assert "4096" in measured and "aliases" in measured and "statistics" in measured and "-1.5" in measured
+    assert "not measured" not in measured
+
+
+def test_a_failed_capture_event_offers_its_failure_page(app, served):
+    for _ in range(100):
+        if served.server.subscriber_count:
+            break
+        app.page.wait_for_timeout(50)
+    served.server.publish("capture-failed", {"id": served.ids.failed, "message": "boom", "stage": "import"})
+    banner = app.page.locator("[data-banner=capture-failed]")
+    banner.wait_for()
+    assert "failed at import: boom" in banner.inner_text()
+    with app.page.expect_navigation():
+        banner.locator("button").click()
+    app.wait_ready()
+    assert app.page.locator("#failure").is_visible()
 
 
 def test_double_click_expands_a_group_in_place_and_enter_collapses_it(app):
