@@ -168,10 +168,11 @@ class _Run:
 
         python = str(python) if python else default_interpreter(self.workspace)
         info = framework_info(self.framework) if self.framework in FRAMEWORKS else FRAMEWORKS["torch"]
-        probe = self._probe_interpreter(python, info.requires)
+        requires = info.requirements(self._model_source(recipe))
+        probe = self._probe_interpreter(python, requires)
         if isinstance(probe, Capture):
             return probe
-        missing = [m for m in info.requires if not probe["modules"].get(m, {}).get("found")]
+        missing = [m for m in requires if not probe["modules"].get(m, {}).get("found")]
         if missing:
             return self._missing_dependencies(python, missing, probe)
 
@@ -226,6 +227,26 @@ class _Run:
         self.recipe_dict = r.to_dict()
         self.framework = r.framework
         return None
+
+    def _model_source(self, recipe) -> str | None:
+        """The text of the model's and factories' workspace modules (read, never
+        imported), to tell which optional model packages the capture needs; ``None``
+        when a module cannot be found on disk."""
+        if self.recipe is None:
+            return None
+        texts = []
+        for ref in [self.recipe.model, *self.recipe.factory_refs()]:
+            parts = ref.split(":", 1)[0].split(".")
+            base = self.workspace.joinpath(*parts)
+            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+                try:
+                    texts.append(candidate.read_text(encoding="utf-8", errors="replace"))
+                    break
+                except OSError:
+                    continue
+            else:
+                return None
+        return "\n".join(texts)
 
     def _device_stand_in(self, recipe) -> Recipe | None:
         """A minimal recipe carrying only the framework and device of an invalid one,
@@ -427,7 +448,9 @@ class _Run:
             capture = graphfile.decode(graph, name="worker result", max_bytes=self.limits.max_result_bytes + (1 << 20))
         except graphfile.GraphFileError as exc:
             return self.fail("crash", "InvalidResult", f"the worker's graph is invalid: {exc.problem}")
-        capture.meta.setdefault("elapsed_s", round(time.monotonic() - self.started, 3))
+        if capture.backend != "jaxpr":
+            # A traced program carries no runtime timings (spec); eager captures may.
+            capture.meta.setdefault("elapsed_s", round(time.monotonic() - self.started, 3))
         return capture
 
     def _worker_failure(self, msg: dict) -> Capture:

@@ -22,13 +22,23 @@ class FrameworkInfo:
     name: str
     module: str
     requires: tuple[str, ...]
+    # Packages needed only by some models: each is required when the model's module
+    # source mentions it (Flax is an optional model dependency; a plain JAX function
+    # must not need it).
+    model_requires: tuple[str, ...] = ()
+
+    def requirements(self, model_source: str | None) -> tuple[str, ...]:
+        """What the selected interpreter must have for a model with this source text
+        (``None``: the source is unknown, so every optional package is required)."""
+        extra = tuple(m for m in self.model_requires if model_source is None or m in model_source)
+        return self.requires + extra
 
 
 # The shared worker requires Torch for every real framework: adding JAX never
 # replaces the selected Torch build (the spec's rule), so JAX recipes need both.
 FRAMEWORKS: dict[str, FrameworkInfo] = {
     "torch": FrameworkInfo("torch", "capture.frameworks.torch", ("msgpack", "torch")),
-    "jax": FrameworkInfo("jax", "capture.frameworks.jax", ("msgpack", "torch", "jax", "flax")),
+    "jax": FrameworkInfo("jax", "capture.frameworks.jax", ("msgpack", "torch", "jax"), ("flax",)),
     # TensorViz's own pure-Python test framework: exercises the runtime without JAX/Torch.
     "fake": FrameworkInfo("fake", "capture.frameworks.fake", ("msgpack",)),
 }

@@ -84,6 +84,9 @@ def test_spec_function_example_through_the_cli(tmp_path):
     assert cap.backend == "jaxpr" and cap.framework == "jax" and cap.coverage.scope == "traced_program"
     assert cap.recipe["framework"] == "jax" and cap.recipe["model"] == "model:net"
     assert [s.path for s in cap.sources] == ["model.py"]
+    # A traced program cannot carry runtime timings or Torch measurements.
+    assert not any("elapsed" in k or "time" in k for k in cap.meta)
+    assert all(cap.values[i].measured is None for i in range(len(cap.values)))
 
 
 def test_spec_flax_example(tmp_path):

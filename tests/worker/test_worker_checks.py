@@ -106,11 +106,19 @@ def bare_venv(tmp_path_factory) -> str:
     [
         pytest.param("fake", ["msgpack"], id="fake"),
         pytest.param("torch", ["msgpack", "torch"], id="torch"),
-        pytest.param("jax", ["msgpack", "torch", "jax", "flax"], id="jax-still-needs-torch"),
+        pytest.param("jax", ["msgpack", "torch", "jax"], id="jax-function-still-needs-torch"),
+        # Flax is an optional model dependency: required only when the model uses it.
+        pytest.param("jax", ["msgpack", "torch", "jax", "flax"], id="flax-model"),
     ],
 )
-def test_missing_dependencies_report_and_install_command(workspace, marker, bare_venv, framework, missing):
-    recipe = Recipe.from_dict({"name": "p", "framework": framework, "model": "models:net"})
+def test_missing_dependencies_report_and_install_command(
+    request, workspace, marker, bare_venv, framework, missing
+):
+    model = "models:net"
+    if request.node.callspec.id == "flax-model":
+        (workspace / "flax_model.py").write_text("from flax import linen as nn\n\nclass MLP(nn.Module):\n    pass\n")
+        model = "flax_model:MLP"
+    recipe = Recipe.from_dict({"name": "p", "framework": framework, "model": model})
     c = run(workspace, recipe, marker, python=bare_venv)
     f = c.failure
     assert (f.stage, f.type) == ("dependencies", "MissingDependencies")
