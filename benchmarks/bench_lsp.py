@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import json
 import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -177,6 +179,67 @@ async def stop(client: Client) -> None:
     await client.stop()
 
 
+class RawClient:
+    """A bare JSON-RPC client over the server's stdio: times the server's answer, not a
+    client library's parsing of it (editors parse JSON natively)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.next_id = 0
+        self.pending: dict[int, asyncio.Future] = {}
+        self.reader = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def start(cls, env: dict[str, str]) -> "RawClient":
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tensorviz_lsp", "lsp", "--log-level", "warning",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env,
+        )
+        return cls(proc)
+
+    def _send(self, msg: dict) -> None:
+        body = json.dumps(msg).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    async def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            length = 0
+            while True:
+                line = await out.readline()
+                if not line:
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            msg = json.loads(await out.readexactly(length))
+            if "method" in msg and "id" in msg:  # a request from the server
+                result = [None] * len(msg["params"]["items"]) if msg["method"] == "workspace/configuration" else None
+                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+            elif "id" in msg and msg["id"] in self.pending:
+                self.pending.pop(msg["id"]).set_result(msg.get("result"))
+
+    async def request(self, method: str, params: Any) -> Any:
+        self.next_id += 1
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[self.next_id] = fut
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return await fut
+
+    def notify(self, method: str, params: Any) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def close(self) -> None:
+        await self.request("shutdown", None)
+        self.notify("exit", None)
+        try:
+            await asyncio.wait_for(self.proc.wait(), 10)
+        except asyncio.TimeoutError:
+            self.proc.kill()
+        self.reader.cancel()
+
+
 async def bench_lenses(lines: int, repeat: int, env: dict[str, str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
@@ -196,20 +259,24 @@ async def bench_lenses(lines: int, repeat: int, env: dict[str, str]) -> None:
             ast.parse(text)
             ast_times.append(time.perf_counter() - t0)
 
-        client = await start(ws, env)
+        client = await RawClient.start(env)
+        await client.request("initialize", {
+            "processId": os.getpid(), "rootUri": ws.as_uri(),
+            "workspaceFolders": [{"uri": ws.as_uri(), "name": ws.name}],
+            "capabilities": {"workspace": {"configuration": True}, "window": {"workDoneProgress": True}},
+        })
+        client.notify("initialized", {})
         uri = path.as_uri()
-        client.text_document_did_open(
-            types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text))
-        )
-        params = types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
+        params = {"textDocument": {"uri": uri}}
         t0 = time.perf_counter()
-        lenses = await client.text_document_code_lens_async(params)
+        lenses = await client.request("textDocument/codeLens", params)
         first = time.perf_counter() - t0
 
         unchanged = []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            await client.text_document_code_lens_async(params)
+            await client.request("textDocument/codeLens", params)
             unchanged.append(time.perf_counter() - t0)
 
         edited = []
@@ -218,23 +285,19 @@ async def bench_lenses(lines: int, repeat: int, env: dict[str, str]) -> None:
         version = 1
         for k in range(max(5, repeat // 3)):
             version += 1
-            line = helper_lines[k % len(helper_lines)]
-            client.text_document_did_change(
-                types.DidChangeTextDocumentParams(
-                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                    content_changes=[
-                        types.TextDocumentContentChangePartial(
-                            range=types.Range(types.Position(line, 16), types.Position(line, 19)),
-                            text=f"{k % 10}.{k % 7}",
-                        )
-                    ],
-                )
-            )
+            line = helper_lines[(k * 7) % len(helper_lines)]
             t0 = time.perf_counter()
-            got = await client.text_document_code_lens_async(params)
+            client.notify("textDocument/didChange", {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{
+                    "range": {"start": {"line": line, "character": 16}, "end": {"line": line, "character": 19}},
+                    "text": f"{k % 10}.{k % 7}",
+                }],
+            })
+            got = await client.request("textDocument/codeLens", params)
             edited.append(time.perf_counter() - t0)
             assert len(got) == len(lenses)
-        await stop(client)
+        await client.close()
 
     p, e, u = median_ms(parse), median_ms(edited), median_ms(unchanged)
     print(f"code lenses on a {n_lines:,}-line file ({len(lenses)} candidates)")

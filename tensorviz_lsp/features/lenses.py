@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..backends import Candidate, Span
+from ..backends import Candidate, Span, module_name
 from ..feature import Feature
 from .candidates import Candidates
 from .recipes import Recipes
@@ -28,22 +28,44 @@ def lsp_range(span: Span) -> types.Range:
 class Lenses(Feature):
     name = "lenses"
 
-    def _command(self, uri: str, cand: Candidate) -> types.Command:
+    def __init__(self, server) -> None:
+        super().__init__(server)
+        # uri -> (candidates list identity, recipes generation, lenses): an unchanged
+        # document with unchanged profiles is answered without any work.
+        self._cache: dict[str, tuple[int, int, list[types.CodeLens], list[Candidate]]] = {}
+
+    def _commands(self, uri: str, candidates: list[Candidate]) -> list[types.Command]:
         root = self.server.folder_for(uri) or self.server.root_for(uri)
         path = self.server.path_of(uri)
-        profile = None
-        if root is not None and path is not None:
-            profile = self.server.get_feature(Recipes).profile_for(root, path, cand.qualname)
-        title = f"Open as Graph ({profile})" if profile else "Open as Graph"
-        arg = {"uri": uri, "symbol": cand.qualname}
-        if profile:
-            arg["profile"] = profile
-        return types.Command(title=title, command=OPEN_GRAPH, arguments=[arg])
+        recipes = self.server.get_feature(Recipes)
+        module = module_name(root, path) if root is not None and path is not None else None
+        out = []
+        for cand in candidates:
+            profile = recipes.profile_for_model(root, f"{module}:{cand.qualname}") if module else None
+            title = f"Open as Graph ({profile})" if profile else "Open as Graph"
+            arg = {"uri": uri, "symbol": cand.qualname}
+            if profile:
+                arg["profile"] = profile
+            out.append(types.Command(title=title, command=OPEN_GRAPH, arguments=[arg]))
+        return out
 
     async def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
         candidates = await self.server.get_feature(Candidates).get(uri)
-        return [types.CodeLens(range=lsp_range(c.name_range), command=self._command(uri, c)) for c in candidates]
+        generation = self.server.get_feature(Recipes).generation
+        cached = self._cache.get(uri)
+        if cached is not None and cached[0] == id(candidates) and cached[1] == generation:
+            return cached[2]
+        lenses = [
+            types.CodeLens(range=lsp_range(c.name_range), command=cmd)
+            for c, cmd in zip(candidates, self._commands(uri, candidates))
+        ]
+        # Kept as plain JSON data: re-serialising hundreds of attrs objects on every
+        # unchanged request would cost more than everything else here.
+        lenses = self.server.protocol._converter.unstructure(lenses)
+        # Holding ``candidates`` keeps its id() from being reused while cached.
+        self._cache[uri] = (id(candidates), generation, lenses, candidates)
+        return lenses
 
     async def code_action(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         only = params.context.only if params.context else None
@@ -51,19 +73,14 @@ class Lenses(Feature):
             return []
         uri = params.text_document.uri
         want = params.range
-        actions = []
-        for cand in await self.server.get_feature(Candidates).get(uri):
-            if not _overlaps(cand.range, want):
-                continue
-            cmd = self._command(uri, cand)
-            actions.append(
-                types.CodeAction(
-                    title=f"{cmd.title}: {cand.qualname}",
-                    kind=types.CodeActionKind.Empty,
-                    command=cmd,
-                )
-            )
-        return actions
+        hits = [c for c in await self.server.get_feature(Candidates).get(uri) if _overlaps(c.range, want)]
+        return [
+            types.CodeAction(title=f"{cmd.title}: {cand.qualname}", kind=types.CodeActionKind.Empty, command=cmd)
+            for cand, cmd in zip(hits, self._commands(uri, hits))
+        ]
+
+    def document_closed(self, uri: str) -> None:
+        self._cache.pop(uri, None)
 
 
 def _overlaps(span: Span, rng: types.Range) -> bool:

@@ -29,6 +29,9 @@ class Recipes(Feature):
     def __init__(self, server) -> None:
         super().__init__(server)
         self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
+        self._by_model: dict[str, dict[str, str]] = {}
+        #: Bumped whenever saved profiles may have changed (lens titles follow).
+        self.generation = 0
 
     # -- queries -----------------------------------------------------------------
     def recipes_file(self, root: Path) -> Path:
@@ -46,17 +49,24 @@ class Recipes(Feature):
 
     def profile_for(self, root: Path, path: Path, qualname: str) -> str | None:
         """The first saved profile whose ``model`` is this symbol."""
-        ref = self.model_ref(root, path, qualname)
-        if ref is None:
-            return None
-        for name, recipe in self.profiles(root).items():
-            if recipe.get("model") == ref:
-                return name
-        return None
+        module = module_name(root, path)
+        return self.profile_for_model(root, f"{module}:{qualname}") if module else None
+
+    def profile_for_model(self, root: Path, model: str) -> str | None:
+        key = str(root)
+        index = self._by_model.get(key)
+        if index is None:
+            index = {}
+            for name, recipe in self.profiles(root).items():
+                ref = recipe.get("model")
+                if isinstance(ref, str):
+                    index.setdefault(ref, name)
+            self._by_model[key] = index
+        return index.get(model)
 
     # -- diagnostics -------------------------------------------------------------
     async def check(self, root: Path) -> None:
-        self._profiles.pop(str(root), None)
+        self.invalidate(root)
         file = self.recipes_file(root)
         text = self.server.read_text(file)
         uri = self.server.uri_of(file)
@@ -120,7 +130,7 @@ class Recipes(Feature):
 
     async def folders_changed(self, added: list[str], removed: list[str]) -> None:
         for p in removed:
-            self._profiles.pop(p, None)
+            self.invalidate(Path(p))
             uri = self.server.uri_of(Path(p) / RECIPES_PATH)
             self.server.diagnostics.set(uri, KIND, [])
         for p in added:
@@ -149,3 +159,5 @@ class Recipes(Feature):
 
     def invalidate(self, root: Path) -> None:
         self._profiles.pop(str(root), None)
+        self._by_model.pop(str(root), None)
+        self.generation += 1
