@@ -247,3 +247,59 @@ def _alive(pid: int) -> bool:
             return fh.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(not HAS_JAX, reason="needs jax and flax")
+async def test_setup_form_for_a_symbol_without_profile(real):
+    """MLP has no saved profile: the viewer's setup form opens, prefilled from discovery
+    (the Linen field ``width``), asks for the input's shape; saving and capturing there
+    writes the profile, updates the lens title and produces the graph."""
+    real.open("mlp.py")
+    real.answer("Trust Workspace")
+    result = await real.execute("tensorviz.openGraph", {"uri": real.uri("mlp.py"), "symbol": "MLP"})
+    assert result["ok"] is True and result["setup"] is True
+    url = result["url"]
+    assert real.client.shown_documents[-1].uri == url and real.client.shown_documents[-1].external
+    origin, token, _ = _split(url)
+    status, body = await asyncio.to_thread(_get, f"{origin}{token}/api/setup")
+    assert status == 200, body
+    form = json.loads(body)
+    assert form["recipe"]["model"] == "mlp:MLP" and form["recipe"]["framework"] == "jax"
+    assert [i["name"] for i in form["inputs"]] == ["x"] and form["inputs"][0]["unknown"]
+    assert form["needs"], "the unknown shape is asked for"
+    assert [(f["name"], f["default"]) for f in form["fields"]] == [("width", 8)]
+
+    recipe = dict(form["recipe"])
+    recipe["inputs"] = {"args": [{"kind": "tensor", "shape": [2, 3], "dtype": "float32", "requires_grad": False,
+                                  "generator": {"kind": "normal"}}], "kwargs": {}}
+    recipe["init"] = {"args": [], "kwargs": {"width": 16}}
+    status, body = await asyncio.to_thread(_get, f"{origin}{token}/api/profile", "POST", {"name": "mlp_example", "recipe": recipe})
+    assert status == 200 and json.loads(body) == {"ok": True}, body
+    assert "[profiles.mlp_example]" in (real.workspace / ".tensorviz" / "recipes.toml").read_text()
+    assert "[profiles.jax_example]" in (real.workspace / ".tensorviz" / "recipes.toml").read_text()
+
+    async def titled():
+        lenses = await real.lenses("mlp.py")
+        return lenses[0].command.title == "Open as Graph (mlp_example)"
+
+    for _ in range(100):
+        if await titled():
+            break
+        await asyncio.sleep(0.1)
+    assert await titled()
+
+    status, body = await asyncio.to_thread(_get, f"{origin}{token}/api/capture", "POST", {"profile": "mlp_example"})
+    assert status == 200 and json.loads(body)["started"] is True
+
+    async def captured():
+        status, body = await asyncio.to_thread(_get, f"{origin}{token}/api/capture")
+        return json.loads(body) if status == 200 else None
+
+    capture = None
+    for _ in range(600):
+        capture = await captured()
+        if capture:
+            break
+        await asyncio.sleep(0.1)
+    assert capture and capture["failure"] is None and capture["counts"]["nodes"] > 0, real.logs()

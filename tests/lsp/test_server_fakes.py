@@ -327,3 +327,34 @@ def _get(result, key):
     if isinstance(result, dict):
         return result.get(key)
     return getattr(result, key, None)
+
+
+async def test_multi_root_trust_and_profiles_are_per_folder(tmp_path, config_dir):
+    from .conftest import SPEC_NET, make_workspace
+
+    a = make_workspace(tmp_path / "a", {"model.py": SPEC_NET, ".tensorviz/recipes.toml": SPEC_RECIPE})
+    b = make_workspace(
+        tmp_path / "b",
+        {"model.py": SPEC_NET, ".tensorviz/recipes.toml": SPEC_RECIPE.replace("jax_example", "b_profile")},
+    )
+    s = await start_session(a, config_dir, folders=[a, b])
+    try:
+        await s.execute("tensorviz.trustWorkspace", {"folder": a.as_uri()})
+        uri_a, uri_b = (a / "model.py").as_uri(), (b / "model.py").as_uri()
+        s.open("model.py")
+        s.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri_b, language_id="python", version=1, text=SPEC_NET)
+            )
+        )
+        lens_b = await s.client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri_b))
+        )
+        assert lens_b[0].command.title == "Open as Graph (b_profile)"
+        s.answer("Cancel")
+        result = await s.execute("tensorviz.openGraph", {"uri": uri_b, "symbol": "net"})
+        assert _get(result, "reason") == "untrusted" and str(b) in s.client.prompts[-1].message
+        result = await s.execute("tensorviz.openGraph", {"uri": uri_a, "symbol": "net"})
+        assert _get(result, "ok") is True and len(s.client.prompts) == 1
+    finally:
+        await stop_session(s)
