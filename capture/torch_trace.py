@@ -111,6 +111,14 @@ class _Mode(TorchDispatchMode):
         super().__init__()
         self.trace = trace
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # By default a mode's __torch_dispatch__ is wrapped in torch._dynamo.disable: that
+        # imports torch._dynamo on the first op (1.5-3 s) and costs every op a few
+        # microseconds, to keep torch.compile out of frames it could never see here
+        # unless the model compiles. _DynamoSafeMode keeps the wrapper for those models.
+        return False
+
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         try:
             return self.trace._dispatch(func, args, kwargs)
@@ -118,6 +126,17 @@ class _Mode(TorchDispatchMode):
             if self.trace.limit_error is None:
                 self.trace.limit_error = exc
             raise
+
+
+class _DynamoSafeMode(_Mode):
+    """The same mode, with PyTorch's default dynamo guard (used once torch._dynamo is loaded)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return _Mode.__torch_dispatch__(self, func, types, args, kwargs)
 
 
 class TorchTrace:
@@ -238,7 +257,11 @@ class TorchTrace:
             extra = {"external": True}
         if t.requires_grad:
             extra["requires_grad"] = True
-        return self._new_value(t, None, extra, version=t._version)
+        vid = self._new_value(t, None, extra, version=t._version)
+        if self.stats and t.is_floating_point():
+            # once per outside tensor: its views (a weight's transpose …) then share them
+            self._stats(vid, t)
+        return vid
 
     def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
                    version: int | None = None) -> int:
@@ -329,7 +352,8 @@ class TorchTrace:
         post = mm.register_module_forward_hook(self._guard(self._post_hook), always_call=True)
         self._active = True
         try:
-            with _Mode(self):
+            mode = _DynamoSafeMode if "torch._dynamo" in sys.modules else _Mode
+            with mode(self):
                 yield self
         finally:
             self._active = False
@@ -643,16 +667,26 @@ class TorchTrace:
         n = t.numel()
         if n == 0:
             return
+        deferred = self.stats_mode == "deferred" or (self.stats_mode == "auto" and t.device.type != "cpu")
+        # CPU reductions run on one thread: each is one memory pass, too short for a
+        # parallel region to pay off, and on a loaded machine a region waits for a
+        # descheduled worker (measured on 2 shared cores: 4-18 ms per output with 2
+        # threads, 0.4-1 ms with 1). The model's own ops keep their threads.
+        threads = torch.get_num_threads() if t.device.type == "cpu" else 1
+        if threads > 1:
+            torch.set_num_threads(1)
         try:
             x = t if t.dtype in _STAT_NATIVE else t.float()
-            deferred = self.stats_mode == "deferred" or (self.stats_mode == "auto" and t.device.type != "cpu")
             if deferred:
                 vec = self._vec_of[vid] = _stats_vector(x)
                 self._pending_stats.append((vid, vec))
-                return
-            self.b.values[vid].measured["stats"] = _stats_now(x, n)
+            else:
+                self.b.values[vid].measured["stats"] = _stats_now(x, n)
         except Exception:  # an exotic dtype/device without these reductions
             self.stats_skipped += 1
+        finally:
+            if threads > 1:
+                torch.set_num_threads(threads)
 
     def _flush_stats(self) -> None:
         if not self._pending_stats:

@@ -1,0 +1,134 @@
+"""PyTorch eager capture vs a plain forward, side by side in one run.
+
+    python benchmarks/bench_torch_capture.py [--layers 12] [--width 256] [--seq 128]
+                                             [--batch 8] [--threads 2] [--repeat 5]
+
+Model: ``torch.nn.TransformerEncoder`` (``--layers`` post-norm layers, ``batch_first``,
+GELU, feed-forward 4x width), eval mode, ``torch.no_grad``. The fused "fast path" of
+``nn.TransformerEncoderLayer`` (one ``_transformer_encoder_layer_fwd`` op per layer) is
+switched off by default so that the capture records the real op-level graph (linear,
+softmax, layer norm… ~30 ops a layer); ``--fastpath`` keeps it on. The plain forward
+runs the same path as the captured one either way.
+
+Measured (best of ``--repeat`` alternating rounds, wall and process CPU time, after a
+warm-up forward and a warm-up capture, whose time is printed too):
+  * plain: ``model(x)``;
+  * capture, stats on / off: a ``TorchTrace`` recording the forward, plus ``finish()``
+    (statistics fetch, aliases, per-group bytes) and ``build()`` into a ``Capture``;
+  * the graph file: encode time and size, stats on and off.
+Targets: capture at most 5x the plain forward with statistics on, at most 2x with
+statistics off. Prints figures and ratios; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from capture import graphfile  # noqa: E402
+from capture.torch_trace import TorchTrace  # noqa: E402
+from capture.worker.workspace_files import WorkspaceFiles  # noqa: E402
+
+
+def build_model(layers: int, width: int, heads: int) -> torch.nn.Module:
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(
+        width, heads, dim_feedforward=4 * width, dropout=0.1, activation="gelu", batch_first=True
+    )
+    return torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False).eval()
+
+
+def capture_once(model: torch.nn.Module, x: torch.Tensor, stats: bool, files: WorkspaceFiles):
+    trace = TorchTrace(files, stats=stats)
+    trace.label_module(model)
+    inputs = {"dict": [["args", {"tuple": [trace.structure(x, label="args[0]")]}], ["kwargs", {"dict": []}]]}
+    with trace.recording():
+        out = model(x)
+    outputs = trace.structure(out)
+    trace.finish()
+    return trace.build(scope="eager_forward", inputs=inputs, outputs=outputs)
+
+
+def best(fn, repeat: int) -> tuple[float, object]:
+    times, result = [], None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t)
+    return min(times), result
+
+
+def interleaved(fns: dict, repeat: int) -> tuple[dict, dict, dict]:
+    """Best wall and process-CPU seconds of each function, measured in alternating
+    rounds so that load from elsewhere on a shared machine hits every variant alike."""
+    wall = {k: [] for k in fns}
+    cpu = {k: [] for k in fns}
+    results = {}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            w, c = time.perf_counter(), time.process_time()
+            results[k] = fn()
+            cpu[k].append(time.process_time() - c)
+            wall[k].append(time.perf_counter() - w)
+    return {k: min(v) for k, v in wall.items()}, {k: min(v) for k, v in cpu.items()}, results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--layers", type=int, default=12)
+    ap.add_argument("--width", type=int, default=256)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--fastpath", action="store_true", help="keep the fused encoder-layer fast path on")
+    args = ap.parse_args()
+
+    torch.set_num_threads(args.threads)
+    torch.backends.mha.set_fastpath_enabled(args.fastpath)
+    model = build_model(args.layers, args.width, args.heads)
+    x = torch.randn(args.batch, args.seq, args.width)
+    files = WorkspaceFiles(Path(__file__).resolve().parent)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); TransformerEncoder: {args.layers} layers, "
+          f"width {args.width}, {args.heads} heads, ff {4 * args.width}, input [{args.batch},{args.seq},{args.width}], "
+          f"fast path {'on' if args.fastpath else 'off'}")
+
+    with torch.no_grad():
+        model(x)  # the first forward in a process pays kernel set-up: not the capture's cost
+        t0 = time.perf_counter()
+        first = capture_once(model, x, True, files)
+        first_s = time.perf_counter() - t0
+        wall, cpu, results = interleaved({
+            "plain": lambda: model(x),
+            "on": lambda: capture_once(model, x, True, files),
+            "off": lambda: capture_once(model, x, False, files),
+        }, args.repeat)
+    plain_s, on_s, off_s = wall["plain"], wall["on"], wall["off"]
+    cap_on, cap_off = results["on"], results["off"]
+
+    enc_on_s, data_on = best(lambda: graphfile.encode(cap_on), args.repeat)
+    enc_off_s, data_off = best(lambda: graphfile.encode(cap_off), args.repeat)
+    n_nodes, n_values, n_groups = len(cap_on.nodes), len(cap_on.values), len(cap_on.groups)
+    per_op_us = (off_s - plain_s) / n_nodes * 1e6
+
+    print(f"graph: {n_nodes:,} ops, {n_values:,} values, {n_groups:,} module groups, {len(cap_on.frames)} frames")
+    print(f"{'':28}{'wall s':>10}{'x plain':>10}{'cpu s':>10}{'x plain':>10}")
+    for label, key, note in (("plain forward", "plain", ""), ("capture, stats on", "on", "   (target <= 5x)"),
+                             ("capture, stats off", "off", "   (target <= 2x)")):
+        print(f"{label:28}{wall[key]:10.4f}{wall[key] / plain_s:10.2f}{cpu[key]:10.4f}{cpu[key] / cpu['plain']:10.2f}{note}")
+    print(f"{'first capture in process':28}{first_s:10.4f}{first_s / plain_s:10.2f}   (first in this process, after one plain forward)")
+    print(f"overhead per op, stats off: {per_op_us:.1f} us; stats cost per op: {(on_s - off_s) / n_nodes * 1e6:.1f} us")
+    print(f"graph file, stats on : {len(data_on):>10,} bytes ({len(data_on) / n_nodes:.0f} B/op), encode {enc_on_s:.4f} s")
+    print(f"graph file, stats off: {len(data_off):>10,} bytes ({len(data_off) / n_nodes:.0f} B/op), encode {enc_off_s:.4f} s")
+    assert len(first.nodes) == n_nodes
+
+
+if __name__ == "__main__":
+    main()
