@@ -113,6 +113,9 @@ async function boot() {
   listenEvents();
   // Start the layout worker first: ELK parses while the capture summary is fetched.
   state.layout = new LayoutClient("static/layout.worker.js");
+  state.model = new GraphModel(api, state.layout);
+  // The root's children are needed for any graph: ask for them alongside the summary.
+  state.model.load(ROOT).catch(() => {});
   let capture;
   try {
     capture = await api.capture();
@@ -135,7 +138,6 @@ async function boot() {
   const canvas = $("graph");
   const minimap = $("minimap");
   state.renderer = new Renderer(canvas, minimap);
-  state.model = new GraphModel(api, state.layout);
   state.renderer.onDraw = () => updateZoomLabel();
   wireCanvas(canvas, minimap);
   new ResizeObserver(() => state.renderer.resize()).observe($("stage"));

@@ -200,20 +200,26 @@ export class Renderer {
 
   drawContainer(c, depth) {
     const s = this.cam.s;
-    this.drawEdges(c);
+    // Below ~1.5px between layers an edge is no longer a line one can follow: skip them.
+    if (s >= 0.035) this.drawEdges(c);
+    let specks = null;
     for (const it of c.items) {
       if (!this.visible(it.x, it.y, it.w, it.h)) continue;
       this.stats.items++;
-      if (it.w * s < 2.5 && it.h * s < 2.5) {
-        // Sub-pixel: a speck is enough.
-        this.ctx.fillStyle = it.expanded || it.type === "group" ? kindStyle(this.palette, it.item.kind).stroke : this.palette.cardStroke;
-        this.ctx.fillRect(it.x, it.y, it.w, it.h);
+      if (it.w * s < 2.5 && it.h * s < 2.5 && !it.expanded) {
+        // Sub-pixel: a speck is enough, all of them in one path.
+        if (!specks) specks = new Path2D();
+        specks.rect(it.x, it.y, Math.max(it.w, 1 / s), Math.max(it.h, 1 / s));
         continue;
       }
       if (it.expanded) this.drawExpandedGroup(it, depth);
       else if (it.type === "node") this.drawNode(it);
       else if (it.type === "group" || it.type === "chunk") this.drawCollapsedGroup(it);
       else this.drawBoundary(it);
+    }
+    if (specks) {
+      this.ctx.fillStyle = this.palette.cardStroke;
+      this.ctx.fill(specks);
     }
   }
 
