@@ -54,6 +54,9 @@ MAX_ALIASES_LISTED = 32
 # Module result structures recorded in group attrs are cut at this many leaves.
 MAX_STRUCTURE_LEAVES = 256
 _MAX_DEPTH = 32
+# Every this many ops: progress and a size estimate of the graph file so far.
+CHECKPOINT_OPS = 8192
+_SAMPLE = 256
 
 _Tensor = torch.Tensor
 
@@ -157,11 +160,13 @@ class TorchTrace:
         builder: GraphBuilder | None = None,
         stats: bool = True,
         stats_mode: str = "auto",
+        progress: Callable[[int], None] | None = None,
     ) -> None:
         if stats_mode not in ("auto", "immediate", "deferred"):
             raise ValueError(f"stats_mode must be auto, immediate or deferred, not {stats_mode!r}")
         self.files = files
         self.b = builder or GraphBuilder(limits)
+        self.progress = progress
         self.stats = stats
         self.stats_mode = stats_mode
         self._ops: dict[Any, _OpInfo] = {}
@@ -521,6 +526,8 @@ class TorchTrace:
             params = dict(params)
             params["result"] = literal(out)
         b.node(info.name, operands, outputs, params=params, group=group, frame=frame)
+        if not (nid + 1) % CHECKPOINT_OPS:
+            self._checkpoint(nid + 1)
 
     def _produced(self, t: _Tensor, nid: int, src: _Tensor | None = None, src_vid: int | None = None) -> int:
         prev = self._live.get(id(t))
@@ -556,6 +563,17 @@ class TorchTrace:
         if t.is_contiguous() and src.is_contiguous():
             return True
         return _dense_layout(t) == _dense_layout(src)
+
+    def _checkpoint(self, n_ops: int) -> None:
+        """Every few thousand ops: report progress, and stop early when the graph file
+        would clearly exceed ``max_result_bytes`` (estimated from the encoded size of
+        the latest values and nodes), instead of failing only after the whole run."""
+        if self.progress is not None:
+            self.progress(n_ops)
+        limit = self.b.limits.max_result_bytes
+        estimate = estimate_encoded_bytes(self.b.values, self.b.nodes)
+        if estimate > limit:
+            raise LimitExceeded("max_result_bytes", limit, estimate, "bytes of result (estimated while recording)")
 
     # ------------------------------------------------------------------ frames
 
@@ -888,6 +906,23 @@ def _stats_from_vector(row: list[float], value: Any) -> dict[str, Any]:
     else:
         stats.update(min=None, max=None, mean=None, std=None)
     return stats
+
+
+def estimate_encoded_bytes(values: list, nodes: list) -> int:
+    """The graph file's size, extrapolated from the msgpack size of the latest
+    ``_SAMPLE`` values and nodes (a lower-ish bound: strings are shared in the file)."""
+    import msgpack
+
+    if not values or not nodes:
+        return 0
+    vs, ns = values[-_SAMPLE:], nodes[-_SAMPLE:]
+    v_bytes = len(msgpack.packb([[v.shape, v.measured] for v in vs], use_bin_type=True)) + 2 * len(vs)
+    rows = [
+        [[[o.position, o.value if o.value is not None else o.literal] for o in n.inputs], n.outputs, n.params or None]
+        for n in ns
+    ]
+    n_bytes = len(msgpack.packb(rows, use_bin_type=True, default=str)) + 4 * len(ns)
+    return int(v_bytes / len(vs) * len(values) + n_bytes / len(ns) * len(nodes))
 
 
 def tensors_of(obj: Any) -> list[_Tensor]:

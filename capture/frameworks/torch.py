@@ -337,7 +337,10 @@ def capture(ctx: CaptureContext) -> Capture:
     ctx.progress("building the inputs", 0.3)
     args, kwargs = ctx.inputs_call(make_tensor)
 
-    trace = TorchTrace(ctx.files, limits=ctx.limits, stats=stats)
+    trace = TorchTrace(
+        ctx.files, limits=ctx.limits, stats=stats,
+        progress=lambda n: ctx.progress(f"recorded {n:,} operations", None),
+    )
     if kind == "module":
         trace.label_module(model)
     inputs = {"dict": [

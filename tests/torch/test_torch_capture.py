@@ -431,3 +431,26 @@ def test_every_value_is_used_or_produced_and_ids_are_dense(ws):
     used = {o.value for n in cap.nodes for o in n.inputs if o.value is not None}
     inputs = set(tree_leaves(cap.inputs))
     assert set(range(len(cap.values))) == set(produced) | used | inputs
+
+
+def test_result_size_limit_stops_the_forward_early(ws, monkeypatch):
+    import capture.torch_trace as tt
+
+    monkeypatch.setattr(tt, "CHECKPOINT_OPS", 16)
+    with pytest.raises(LimitExceeded) as exc:
+        run(ws, profile("models:Block", args=[tensor([2, 5, 16])]), limits=Limits(max_result_bytes=3000))
+    assert exc.value.limit == "max_result_bytes" and "estimated while recording" in exc.value.message
+
+
+def test_progress_while_recording(ws, monkeypatch):
+    import capture.torch_trace as tt
+    from capture.frameworks import torch as fw
+    from capture.recipe import parse_profile
+    from capture.worker.context import CaptureContext
+
+    monkeypatch.setattr(tt, "CHECKPOINT_OPS", 16)
+    seen = []
+    ctx = CaptureContext(parse_profile("p", profile("models:Block", args=[tensor([2, 5, 16])])), ws,
+                         progress_sink=lambda message, fraction: seen.append(message))
+    fw.capture(ctx)
+    assert "recorded 16 operations" in seen and "recorded 32 operations" in seen
