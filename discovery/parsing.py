@@ -114,7 +114,7 @@ def _from_syntax_error(exc: SyntaxError, text: str) -> DiscoveryError:
     column = max((exc.offset or 1) - 1, 0)  # code points, 1-based in SyntaxError
     start = lines.position(line, column)
     return DiscoveryError(
-        "syntax_error", f"{exc.msg} (line {line + 1})", Range(start, _next_char(lines, start))
+        "syntax_error", exc.msg or "invalid syntax", Range(start, _next_char(lines, start))
     )
 
 
