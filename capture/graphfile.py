@@ -21,7 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgpack
 
@@ -531,6 +531,21 @@ def _offsets(obj: Any, where: str, n: int) -> list:
     return off
 
 
+class NodeColumns(NamedTuple):
+    """Nodes as columns. ``group``/``frame`` use -1 for none; operands of node ``i``
+    are ``input_refs[input_offsets[i]:input_offsets[i+1]]`` (a ref ``r < 0`` is a
+    literal), outputs likewise; ``opaque`` is the set of opaque node ids."""
+
+    op: list
+    group: list
+    frame: list
+    input_offsets: list
+    input_refs: list
+    output_offsets: list
+    output_ids: list
+    opaque: frozenset
+
+
 class ValueTable(Sequence[Value]):
     """Values read from a file: validated columns, ``Value`` rows built on access."""
 
@@ -541,6 +556,14 @@ class ValueTable(Sequence[Value]):
 
     def __len__(self) -> int:
         return len(self._dtype)
+
+    def shape_columns(self) -> tuple[list, list]:
+        """``(offsets, dims)``: value ``i``'s shape is ``dims[offsets[i]:offsets[i+1]]``."""
+        return self._off, self._dims
+
+    def measured_column(self) -> list | None:
+        """Per-value measured maps, or ``None`` when no value was measured."""
+        return self._measured
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
@@ -570,6 +593,12 @@ class NodeTable(Sequence[Node]):
     def op(self, i: int) -> str:
         """The op of node ``i`` without building the row (fast scans)."""
         return self._op[i]
+
+    def columns(self) -> NodeColumns:
+        """The validated columns themselves, for whole-graph indexing without rows.
+        Read-only by contract: the rows are built from them."""
+        return NodeColumns(self._op, self._group, self._frame, self._in_off, self._in_ref,
+                           self._out_off, self._out, self._opaque)
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):

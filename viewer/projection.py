@@ -22,6 +22,7 @@ from operator import ne
 from typing import Any, Iterable, NamedTuple
 
 from capture.model import Capture, Frame, format_shape, tree_leaves
+from capture.graphfile import NodeTable, ValueTable
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
 MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
@@ -106,11 +107,9 @@ class _Columns:
     __slots__ = ("op", "group", "frame", "in_off", "in_ref", "out_off", "out_ids", "opaque")
 
     def __init__(self, nodes: Any) -> None:
-        cols = [getattr(nodes, name, None) for name in
-                ("_op", "_group", "_frame", "_in_off", "_in_ref", "_out_off", "_out", "_opaque")]
-        if all(c is not None for c in cols):
+        if isinstance(nodes, NodeTable):
             (self.op, self.group, self.frame, self.in_off, self.in_ref, self.out_off,
-             self.out_ids, self.opaque) = cols
+             self.out_ids, self.opaque) = nodes.columns()
             return
         self.op = [n.op for n in nodes]
         self.group = [-1 if n.group is None else n.group for n in nodes]
@@ -754,8 +753,9 @@ class Projection:
 
     def _measured(self) -> bool:
         values = self.capture.values
-        if hasattr(values, "_measured"):  # a file's ValueTable: one column, maybe absent
-            return values._measured is not None and any(m is not None for m in values._measured)
+        if isinstance(values, ValueTable):  # a file's values: one column, maybe absent
+            column = values.measured_column()
+            return column is not None and any(m is not None for m in column)
         return any(v.measured is not None for v in values)
 
     def _tree(self, tree: Any) -> Any:
@@ -838,9 +838,8 @@ class Projection:
         if self._shapes_index is None:
             index: dict[tuple, list[int]] = {}
             values = self.capture.values
-            off = getattr(values, "_off", None)
-            dims = getattr(values, "_dims", None)
-            if off is not None and dims is not None:
+            if isinstance(values, ValueTable):
+                off, dims = values.shape_columns()
                 shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.n_values))
             else:
                 shapes = (tuple(v.shape) for v in values)
