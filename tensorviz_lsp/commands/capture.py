@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         return _usage("--timeout must be a positive number of seconds")
     if args.target:
         try:
-            workspace, profile = _save_shorthand(args)
+            workspace, profile = save_shorthand(args)
         except ShorthandError as exc:
             return _usage(str(exc))
         except RecipeError as exc:
@@ -118,7 +118,7 @@ def describe_failure(capture: Capture) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
+def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     target = parse_target(args.target, args.workspace)
     existing = None
     name = args.profile

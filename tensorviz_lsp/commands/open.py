@@ -24,7 +24,7 @@ from capture.runner import run_capture
 
 from ..recipes_store import RecipeStoreError
 from ..shorthand import ShorthandError
-from .capture import CAPTURES_DIR, _save_shorthand, describe_failure
+from .capture import CAPTURES_DIR, save_shorthand, describe_failure
 from .view import add_serve_options, serve
 
 
@@ -56,7 +56,7 @@ def add_capture_options(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.target:
         try:
-            workspace, profile = _save_shorthand(args)
+            workspace, profile = save_shorthand(args)
         except ShorthandError as exc:
             return _usage(str(exc))
         except RecipeError as exc:
