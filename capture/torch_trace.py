@@ -99,6 +99,8 @@ def literal(obj: Any) -> Any:
 class _OpInfo:
     name: str
     kwarg_pos: dict[str, int]
+    # Arguments the schema marks as written (``Tensor(a!)``): (position, name).
+    written: tuple[tuple[int, str], ...] = ()
 
 
 @dataclasses.dataclass(slots=True)
@@ -482,7 +484,16 @@ class TorchTrace:
             out = func(*args, **kwargs)
         else:
             out = func(*args)
-        self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None)
+        written = None
+        if info.written:
+            written = []
+            for i, name in info.written:
+                a = args[i] if i < len(args) else (kwargs or {}).get(name)
+                if isinstance(a, _Tensor):
+                    written.append(a)
+                elif type(a) in (list, tuple):
+                    written += [x for x in a if isinstance(x, _Tensor)]
+        self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None, written)
         return out
 
     def _op_info(self, func: Any) -> _OpInfo:
@@ -493,13 +504,18 @@ class TorchTrace:
         if name.endswith(".default"):
             name = name[: -len(".default")]
         try:
-            kwarg_pos = {a.name: i for i, a in enumerate(func._schema.arguments)}
+            arguments = list(func._schema.arguments)
         except Exception:
-            kwarg_pos = {}
-        info = self._ops[func] = _OpInfo(name, kwarg_pos)
+            arguments = []
+        kwarg_pos = {a.name: i for i, a in enumerate(arguments)}
+        written = tuple(
+            (i, a.name) for i, a in enumerate(arguments) if a.alias_info is not None and a.alias_info.is_write
+        )
+        info = self._ops[func] = _OpInfo(name, kwarg_pos, written)
         return info
 
-    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None) -> None:
+    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,
+                written: list[_Tensor] | None = None) -> None:
         b = self.b
         nid = len(b.nodes)
         if nid >= b.limits.max_ops:  # before creating the outputs' values
@@ -525,6 +541,13 @@ class TorchTrace:
         elif out is not None:
             params = dict(params)
             params["result"] = literal(out)
+        if written:
+            # Arguments written in place but not returned (BatchNorm's running stats,
+            # _foreach_*_ lists): their new versions are outputs of this node too.
+            returned = {id(x) for x in _tensors_in(out)}
+            for t in written:
+                if id(t) not in returned:
+                    outputs.append(self._produced(t, nid))
         b.node(info.name, operands, outputs, params=params, group=group, frame=frame)
         if not (nid + 1) % CHECKPOINT_OPS:
             self._checkpoint(nid + 1)

@@ -454,3 +454,22 @@ def test_progress_while_recording(ws, monkeypatch):
                          progress_sink=lambda message, fraction: seen.append(message))
     fw.capture(ctx)
     assert "recorded 16 operations" in seen and "recorded 32 operations" in seen
+
+
+def test_arguments_written_in_place_become_new_versions(ws):
+    """Schema-marked writes that are not returned (``_foreach_add_``) and ``out=``
+    results are new versions of their tensors, produced by the writing node."""
+    trace = TorchTrace(WorkspaceFiles(ws))
+    params = [torch.zeros(2), torch.ones(3)]
+    out = torch.empty(2)
+    with trace.recording():
+        torch._foreach_add_(params, 1.0)
+        torch.add(params[0], 1.0, out=out)
+        params[0].sum()
+    trace.finish()
+    foreach, add_out, total = trace.b.nodes
+    vals = trace.b.values
+    assert [vals[v].measured["version_of"] for v in foreach.outputs] == [o.value for o in foreach.inputs[:2]]
+    assert vals[add_out.outputs[0]].measured["version_of"] == add_out.inputs[-1].value
+    assert total.inputs[0].value == foreach.outputs[0]
+    assert vals[foreach.outputs[1]].measured["stats"]["min"] == 2.0
