@@ -10,21 +10,35 @@ after autograd and after composite decompositions: ``linear`` arrives as ``aten:
   argument positions (a tensor list gives one operand per tensor at the same position;
   scalars, sizes, dtypes are literals), output values, the innermost workspace frame;
 * **values**: one per tensor *version*: a tensor produced by an op is a value; an in-place
-  op (or ``out=``) produces a new value of the same tensor (``measured.version_of``); a
-  tensor first seen as an operand (inputs, parameters, buffers, constants) becomes a value
-  labelled ``input`` / ``param`` / ``buffer`` / ``external``;
-* **groups**: one ``module`` group per module *call* (attribute path, class, call index),
-  nested as the calls nest; ``scope`` lets the caller add ``loss`` / ``backward`` /
-  ``optimizer`` groups. Ops run by autograd inside a ``backward`` scope are placed in
-  ``backward`` groups mirroring the forward module groups that created them;
-* **measured** (Torch-only, per value): device, strides, storage offset, bytes, a dense
-  storage id and the other values sharing that storage (views, in-place versions), the
-  parameter/buffer/input name, and activation statistics of floating outputs.
+  op, an ``out=`` argument, or any argument the schema marks as written (``Tensor(a!)``,
+  e.g. the lists of ``_foreach_add_``) produces a new value of the same tensor
+  (``measured.version_of``); a tensor whose storage was written through another view
+  since it was recorded is a new version when next read (``written_by``: the node). A
+  tensor first seen as an operand (inputs, parameters, buffers, constants) becomes a
+  value labelled ``input`` / ``param`` / ``buffer`` (with its name) or ``external``;
+* **groups**: one ``module`` group per module *call*, nested as the calls nest; attrs:
+  ``path`` (attribute path from the root, ``""`` for the root, None for a module outside
+  it), ``class``, ``module``, ``call`` (0, 1 … per module), ``frame`` (the call site, a
+  frame id), ``outputs`` (the result's structure), ``result_bytes`` (its tensors' bytes)
+  and ``output_bytes`` (bytes of new storage allocated by the ops inside, nested groups
+  included; views and in-place results allocate nothing). ``scope`` adds ``loss`` /
+  ``optimizer`` groups; ops run by autograd inside :meth:`TorchTrace.backward_scope`
+  land in ``backward`` groups mirroring the forward groups whose ops created their
+  autograd nodes (params ``grad_fn``, ``forward_node``; frame: the forward op's);
+* **measured** (Torch-only, per value): ``device``, ``strides``, ``storage_offset`` (when
+  not 0), ``bytes``, ``storage`` (a dense storage id) and ``aliases`` (the other values
+  on that storage), the labels above, ``requires_grad`` on leaves, ``grad_of``, and
+  ``stats`` for floating tensors.
 
-Statistics are over the finite elements (min, max, mean, population std) plus the NaN
-and Inf counts. On CPU they are read as each op finishes (two cheap reductions; the
-masked slow path only runs when a NaN/Inf is present); on other devices the reductions
-are queued on the device and fetched with one transfer at the end (``stats_mode``).
+Statistics (``stats``) are over the finite elements: ``min``, ``max``, ``mean``, ``std``
+(population), plus the ``nan`` and ``inf`` counts (all four None when nothing is
+finite). On CPU they are read as each op finishes, on one thread: ``aminmax``, a sum and
+a norm, since NaN/Inf propagate through min/max, finite min and max prove both counts are
+zero, and only then does a masked path run. On other devices six numbers per value are
+reduced on the device without synchronising and fetched with one transfer per device at
+:meth:`TorchTrace.finish` (``stats_mode``). A view over exactly its input's elements
+(``t``, ``transpose``, ``view``, ``detach`` …) shares its input's statistics; outside
+tensors get theirs once, when first seen.
 
 Torch is imported at module level: this is one of the worker's framework modules,
 imported only by ``capture.frameworks.torch``.
@@ -187,6 +201,8 @@ class TorchTrace:
         self._storage_writer: dict[int, int] = {}  # storage id -> last node writing in place
         self._owns_storage: list[bool] = []
         self._producer: list[int] = []
+        # Per value: the first node id whose in-place writes to its storage post-date it.
+        self._born: list[int] = []
         self._pending_stats: list[tuple[int, _Tensor]] = []
         self._vec_of: dict[int, _Tensor] = {}  # deferred statistics vector per value
         self.stats_skipped = 0
@@ -245,13 +261,15 @@ class TorchTrace:
                 # kernel), so a produced value adopts its version at first use, unless
                 # its storage was written after it was produced.
                 writer = self._storage_writer.get(self._value_storage[vid], -1)
-                if writer > self._producer[vid]:
-                    vid = self._new_value(t, None, {"version_of": vid, "written_by": writer})
+                if writer >= self._born[vid]:
+                    vid = self._new_value(t, None, {"version_of": vid, "written_by": writer}, version=t._version)
                     if self.stats and t.is_floating_point():
                         self._stats(vid, t)
                     return vid
                 if version is not None:
-                    return self._new_value(t, None, {"version_of": vid, "changed_outside_trace": True})
+                    return self._new_value(
+                        t, None, {"version_of": vid, "changed_outside_trace": True}, version=t._version
+                    )
                 self._live[id(t)] = (entry[0], t._version, vid)
             if vid in self._needs_gradfn:
                 self._note_grad_fn(vid, t)
@@ -288,6 +306,7 @@ class TorchTrace:
         vid = self.b.value(shape, dtype_name(t.dtype), measured)
         measured["storage"] = self._storage_of(t, vid)
         self._producer.append(-1 if producer is None else producer)
+        self._born.append(len(self.b.nodes) if producer is None else producer + 1)
         self._live[id(t)] = (weakref.ref(t), version, vid)
         return vid
 

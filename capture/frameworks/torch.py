@@ -95,7 +95,7 @@ def _device(torch: Any, spec: str) -> Any:
         "torch_cuda": torch.version.cuda,
         "python": sys.executable,
     }
-    if torch.version.cuda is None:
+    if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
         raise CaptureError(
             "device",
             f"device {spec} is unavailable: PyTorch {torch.__version__} in {sys.executable} was built without "

@@ -473,3 +473,24 @@ def test_arguments_written_in_place_become_new_versions(ws):
     assert vals[add_out.outputs[0]].measured["version_of"] == add_out.inputs[-1].value
     assert total.inputs[0].value == foreach.outputs[0]
     assert vals[foreach.outputs[1]].measured["stats"]["min"] == 2.0
+
+
+def test_a_write_through_a_view_makes_one_new_version(ws):
+    trace = TorchTrace(WorkspaceFiles(ws))
+    x = torch.zeros(4)
+    with trace.recording():
+        y = x + 1
+        y[:2].mul_(3)
+        a = y * 2
+        b = y * 2
+        x.add_(1)  # an outside tensor written in place, then read again
+        c = x * 2
+    trace.finish()
+    nodes = {n.op: n for n in trace.b.nodes}
+    reads = [n for n in trace.b.nodes if n.op == "aten::mul.Tensor"]
+    y1, y2, x2 = (n.inputs[0].value for n in reads)
+    vals = trace.b.values
+    assert y1 == y2, "read twice after one write: one new version"
+    assert vals[y1].measured["written_by"] == nodes["aten::mul_.Tensor"].id
+    assert x2 == nodes["aten::add_.Tensor"].outputs[0]
+    assert a.shape == b.shape == c.shape
