@@ -663,8 +663,8 @@ function paintResults(error) {
   s.results.forEach((r, i) => {
     const li = el("li", { role: "option", "aria-selected": String(i === s.active), "data-index": String(i) },
       el("span", { class: "pill rtype" + (r.type === "group" ? " kind" : "") }, r.type),
-      el("span", { class: "rlabel" }, r.label || `${r.type} ${r.id}`),
-      el("span", { class: "rwhy" }, r.why || ""));
+      el("span", { class: "rlabel" }, r.label || `${r.type} ${r.id}`, " ", el("span", { class: "rkey" }, r.key || "")),
+      el("span", { class: "rwhy" }, [r.sublabel, r.why].filter(Boolean).join("  ·  ")));
     li.addEventListener("pointerdown", (e) => {
       e.preventDefault();
       jump(r);
