@@ -371,7 +371,7 @@ def capture(ctx: CaptureContext) -> Capture:
                     output = model(*args, **kwargs)
                 else:
                     name = getattr(model, "__qualname__", None) or type(model).__name__
-                    with trace.scope("scope", name, {"function": name}):
+                    with trace.scope("function", name, {"function": name}):
                         output = model(*args, **kwargs)
                 if training:
                     output_tree, grads = _training_step(torch, trace, model, kind, output, args, kwargs,

@@ -274,7 +274,7 @@ def test_seeded_inputs_and_weights_are_deterministic(ws):
 def test_plain_function_with_an_inputs_factory(ws):
     cap = run(ws, profile("models:plain_function", inputs={"factory": "models:pair_inputs"}))
     [root] = cap.groups
-    assert (root.kind, root.name) == ("scope", "plain_function")
+    assert (root.kind, root.name) == ("function", "plain_function")
     assert ops(cap) == ["aten::mm", "aten::tanh", "aten::mul.Tensor"]
     assert cap.nodes[-1].inputs[1].literal == 0.5
     kwargs = dict(dict(cap.inputs["dict"])["kwargs"]["dict"])
