@@ -48,6 +48,9 @@ window.tensorviz = {
   get layoutJobs() {
     return state.layout ? state.layout.jobCount : 0;
   },
+  get layoutSuperseded() {
+    return state.layout ? state.layout.superseded : 0;
+  },
   get layoutTotalMs() {
     return state.layout ? state.layout.totalMs : null;
   },

@@ -14,6 +14,7 @@ export class LayoutClient {
     this.waiting = new Map(); // seq -> {resolve, want:Set, t0}
     this.totalMs = 0; // time spent inside ELK, for the benchmark
     this.jobCount = 0;
+    this.superseded = 0; // requests answered "dropped" because a newer one came
     this.worker.onmessage = (event) => this._onMessage(event.data);
     this.worker.onerror = (event) => {
       for (const [, w] of this.waiting) w.resolve({ error: event.message || "layout worker failed" });
@@ -35,6 +36,7 @@ export class LayoutClient {
     for (const [s, w] of this.waiting) {
       w.resolve(null);
       this.waiting.delete(s);
+      this.superseded += 1;
     }
     const t0 = performance.now();
     if (!jobs.length) return Promise.resolve({ seq, ms: 0 });

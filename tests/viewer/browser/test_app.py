@@ -156,6 +156,16 @@ def test_expanding_one_group_lays_out_only_that_group_and_its_ancestors(app):
     assert jobs == 4
 
 
+def test_the_newest_layout_request_wins(app):
+    # Three expansions in a row, without waiting: older requests are superseded, the
+    # last one lays out everything still missing, and the scene shows all three.
+    app.js("() => { for (const k of ['g2', 'g5', 'g8']) window.tensorviz.toggle(k); }")
+    app.wait("() => ['n0', 'n200', 'n400'].every((k) => window.tensorviz.keys().includes(k))")
+    assert app.js("() => window.tensorviz.layoutSuperseded") >= 1
+    assert {"g2", "g5", "g8"} <= set(app.js("() => window.tensorviz.expanded"))
+    assert app.painted_pixels() > 2000
+
+
 def test_search_jumps_to_a_node_inside_collapsed_groups(app):
     app.page.keyboard.press("/")
     assert app.js("() => document.activeElement.id") == "search"
