@@ -275,6 +275,7 @@ function showFailure(c) {
   const f = c.failure;
   $("failure").hidden = false;
   $("stage").classList.add("failed");
+  document.body.classList.add("capture-failed"); // no graph: the canvas tools go away
   $("failure-title").textContent = f.type || "Capture failed";
   $("failure-message").textContent = f.message || "";
   const facts = $("failure-facts");
