@@ -31,8 +31,8 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
         if locator is None:  # built only once there is a candidate to place
             lines = LineIndex(analysis.text)
             locator = (
-                AstLocator(parsed.tree, lines)
-                if parsed.tree is not None
+                AstLocator(parsed.definitions, lines)
+                if parsed.definitions is not None
                 else CstLocator(parsed.module, lines)
             )
         located = locator.locate(qualname)

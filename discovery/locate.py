@@ -4,7 +4,10 @@ libcst's ``PositionProvider`` regenerates the whole module and records a positio
 for every node (~4x the parse). Discovery needs two ranges per candidate, so:
 
 * :class:`AstLocator` reads them off the ``ast`` tree that the parse gate built
-  anyway (line numbers, UTF-8 byte columns, end positions);
+  anyway (line numbers, UTF-8 byte columns, end positions), copied out by
+  :func:`definition_spans` so that the tree itself can be dropped before libcst
+  parses (a live ``ast`` tree makes the garbage collector slow libcst's parse
+  down by half);
 * :class:`CstLocator`, used only when the running interpreter's grammar rejected
   the file, counts the lines of the code libcst regenerates for the statements
   before each candidate.
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import libcst as cst
 
@@ -58,36 +61,56 @@ def _last_code_line(lines: LineIndex, first: int, last: int) -> int:
     return last
 
 
-class AstLocator:
-    def __init__(self, tree: ast.Module, lines: LineIndex) -> None:
-        self._lines = lines
-        self._nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef] = {}
-        self._collect(tree.body, "")
+class DefinitionSpan(NamedTuple):
+    """Where ``ast`` put a definition: 1-based lines, a UTF-8 byte column."""
 
-    def _collect(self, body: list[ast.stmt], prefix: str) -> None:
+    name: str
+    line: int  # of ``def``/``class``
+    byte_column: int
+    first_line: int  # of the first decorator, else ``line``
+    end_line: int
+
+
+def definition_spans(tree: ast.Module) -> dict[str, DefinitionSpan]:
+    """Top-level functions and classes (classes nested in classes too), by qualname;
+    a later definition of a name replaces the earlier, as at run time."""
+    spans: dict[str, DefinitionSpan] = {}
+    pending: list[tuple[list[ast.stmt], str]] = [(tree.body, "")]
+    while pending:
+        body, prefix = pending.pop()
         for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if not prefix:  # functions are candidates only at top level
-                    self._nodes[node.name] = node
-            elif isinstance(node, ast.ClassDef):
-                qualname = prefix + node.name
-                self._nodes[qualname] = node
-                self._collect(node.body, qualname + ".")
+            is_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if isinstance(node, ast.ClassDef) or (is_function and not prefix):
+                decorators = node.decorator_list
+                spans[prefix + node.name] = DefinitionSpan(
+                    node.name,
+                    node.lineno,
+                    node.col_offset,
+                    decorators[0].lineno if decorators else node.lineno,
+                    node.end_lineno or node.lineno,
+                )
+                if not is_function:
+                    pending.append((node.body, f"{prefix}{node.name}."))
+    return spans
+
+
+class AstLocator:
+    def __init__(self, spans: dict[str, DefinitionSpan], lines: LineIndex) -> None:
+        self._spans = spans
+        self._lines = lines
 
     def locate(self, qualname: str) -> tuple[Range, Range] | None:
-        node = self._nodes.get(qualname)
-        if node is None:
+        span = self._spans.get(qualname)
+        if span is None:
             return None
         lines = self._lines
-        def_line = node.lineno - 1
-        first_line = node.decorator_list[0].lineno - 1 if node.decorator_list else def_line
+        def_line = span.line - 1
         column = len(
-            lines.line(def_line).encode("utf-8")[: node.col_offset].decode("utf-8", "replace")
+            lines.line(def_line).encode("utf-8")[: span.byte_column].decode("utf-8", "replace")
         )
-        start = lines.position_from_utf8(first_line, node.col_offset)
-        end_line = (node.end_lineno or node.lineno) - 1
-        whole = Range(start, lines.end_of_line(end_line))
-        return _name_range(lines, def_line, column, node.name), whole
+        start = lines.position_from_utf8(span.first_line - 1, span.byte_column)
+        whole = Range(start, lines.end_of_line(span.end_line - 1))
+        return _name_range(lines, def_line, column, span.name), whole
 
 
 def _line_breaks(code: str) -> int:

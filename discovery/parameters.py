@@ -17,6 +17,16 @@ _PRINTER = cst.Module(body=[])
 
 
 def source_text(node: cst.CSTNode) -> str:
+    # Most annotations and defaults are a name, a dotted name or a number; their
+    # text is in the node already, without regenerating code.
+    node_type = type(node)
+    if node_type is cst.Name or node_type is cst.Integer or node_type is cst.Float:
+        if not node.lpar:  # type: ignore[attr-defined]
+            return node.value  # type: ignore[attr-defined]
+    elif node_type is cst.Attribute and not node.lpar:  # type: ignore[attr-defined]
+        text = dotted_text(node)  # type: ignore[arg-type]
+        if text is not None and text.isascii():
+            return text
     return _PRINTER.code_for_node(node).strip()
 
 

@@ -6,7 +6,8 @@ levels deep, while ``ast`` refuses such input with an exception well before
 (nesting over 200 brackets, or ~3,000 levels of anything else). ``ast`` is ~8x
 faster than libcst, gives CPython's own syntax-error messages, and its tree
 supplies the positions of definitions (see ``locate.py``), so the gate costs
-little and is not wasted.
+little and is not wasted. Only those positions are kept: the tree is dropped
+before libcst runs.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from .locate import DefinitionSpan, definition_spans
 from .positions import LineIndex, Position, Range, utf16_length
 from .results import DiscoveryError
 
@@ -37,9 +39,10 @@ _BRACKETS = re.compile(r"[()\[\]{}]")
 class ParsedSource:
     text: str
     module: cst.Module
-    # None when this interpreter's grammar rejected text that libcst accepts
-    # (e.g. Python 3.12 syntax read by a 3.11 server); positions then come from libcst.
-    tree: ast.Module | None
+    # From the ``ast`` tree; None when this interpreter's grammar rejected text that
+    # libcst accepts (e.g. Python 3.12 syntax read by a 3.11 server): positions then
+    # come from libcst.
+    definitions: dict[str, DefinitionSpan] | None
 
 
 def check_text(text: str) -> DiscoveryError | None:
@@ -60,18 +63,18 @@ def parse_source(text: str) -> ParsedSource | DiscoveryError:
     problem = check_text(text)
     if problem is not None:
         return problem
-    tree: ast.Module | None
+    definitions: dict[str, DefinitionSpan] | None
     try:
         with warnings.catch_warnings():
             # Invalid escape sequences and the like warn on stderr at parse time;
             # a language server's stderr is its log, not the user's console.
             warnings.simplefilter("ignore")
-            tree = ast.parse(text)
+            definitions = definition_spans(ast.parse(text))
     except SyntaxError as exc:
         error = _from_syntax_error(exc, text)
         if not _safe_for_libcst_alone(text, exc):
             return error
-        tree = None
+        definitions = None
     except (RecursionError, MemoryError):
         return DiscoveryError(
             "too_complex", "expressions nested too deeply for Python to compile", _origin()
@@ -82,14 +85,14 @@ def parse_source(text: str) -> ParsedSource | DiscoveryError:
     try:
         module = cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        if tree is None:
+        if definitions is None:
             return error  # CPython's message reads better than libcst's
         return _from_libcst_error(exc, text)
     except Exception as exc:
-        if tree is None:
+        if definitions is None:
             return error
         return DiscoveryError("syntax_error", f"cannot parse: {exc}", _origin())
-    return ParsedSource(text, module, tree)
+    return ParsedSource(text, module, definitions)
 
 
 def _safe_for_libcst_alone(text: str, exc: SyntaxError) -> bool:

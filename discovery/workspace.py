@@ -95,16 +95,36 @@ class WorkspaceIndex:
             self._clock += 1
             self._texts[key] = text
             self._generations[key] = self._clock
-            self._analyses.pop(key, None)
+            self._carry_over(key, text, ("text", self._clock))
 
     def remove(self, path: str | os.PathLike[str]) -> None:
         """Forget the in-memory text of ``path``; the file on disk, if any, counts again."""
         key = self._key(path)
         with self._lock:
-            self._texts.pop(key, None)
+            if self._texts.pop(key, None) is None:
+                return
             self._generations.pop(key, None)
-            self._analyses.pop(key, None)
-            self._results.pop(key, None)
+            on_disk = read_source(key)
+            if isinstance(on_disk, DiscoveryError):
+                self._analyses.pop(key, None)
+            else:
+                self._carry_over(key, on_disk, self._version(key))
+
+    def _carry_over(self, key: str, text: str, version: Version) -> None:
+        """``key`` now has ``version``. If its content is what was analysed before (an
+        editor opening a file as it is on disk, or closing it after saving), keep the
+        analysis and every result that read it; otherwise drop the analysis."""
+        cached = self._analyses.get(key)
+        if cached is None:
+            return
+        old_version, analysis = cached
+        if analysis.text is not text and analysis.text != text:
+            del self._analyses[key]
+            return
+        self._analyses[key] = (version, analysis)
+        for result in self._results.values():
+            if result.dependencies.get(key) == old_version:
+                result.dependencies[key] = version
 
     def discover(self, path: str | os.PathLike[str], text: str | None = None) -> FileResult:
         """Candidates of ``path``: ``text`` if given (it also updates the index), else

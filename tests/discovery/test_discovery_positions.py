@@ -10,7 +10,7 @@ import libcst as cst
 import pytest
 from discovery_helpers import discover_snippet
 
-from discovery.locate import AstLocator, CstLocator
+from discovery.locate import AstLocator, CstLocator, definition_spans
 from discovery.parsing import ParsedSource, parse_source
 from discovery.positions import LineIndex
 
@@ -141,8 +141,8 @@ def _both_locators(text: str):
     parsed = parse_source(text)
     assert isinstance(parsed, ParsedSource)
     lines = LineIndex(text)
-    tree = parsed.tree if parsed.tree is not None else ast.parse(text)
-    return AstLocator(tree, lines), CstLocator(parsed.module, lines)
+    spans = parsed.definitions if parsed.definitions is not None else definition_spans(ast.parse(text))
+    return AstLocator(spans, lines), CstLocator(parsed.module, lines)
 
 
 LOCATOR_CASES = [
@@ -211,5 +211,5 @@ def test_ast_and_cst_locators_agree(text, defined):
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.12 parses PEP 695 itself")
 def test_newer_syntax_takes_the_cst_locator():
     parsed = parse_source(NEWER_SYNTAX)
-    assert isinstance(parsed, ParsedSource) and parsed.tree is None
+    assert isinstance(parsed, ParsedSource) and parsed.definitions is None
     assert isinstance(parsed.module, cst.Module)

@@ -250,3 +250,20 @@ def test_file_without_framework_mentions_but_with_workspace_base(tmp_path):
     )
     index = WorkspaceIndex(tmp_path)
     assert kinds_by_name(index.discover(tmp_path / "user.py")) == {"Net": "torch_module"}
+
+
+def test_opening_and_closing_an_unchanged_file_keeps_results(workspace, monkeypatch):
+    import discovery.analysis as analysis
+
+    parsed: list[int] = []
+    real = analysis.parse_source
+    monkeypatch.setattr(analysis, "parse_source", lambda text: parsed.append(1) or real(text))
+    index = WorkspaceIndex(workspace)
+    model, layers = workspace / "pkg" / "model.py", workspace / "pkg" / "layers.py"
+    first = index.discover(model)
+    # didOpen with the text on disk, then didClose: nothing needs analysing again.
+    index.update(layers, layers.read_text())
+    assert index.discover(model) is first
+    index.remove(layers)
+    assert index.discover(model) is first
+    assert len(parsed) == 2
