@@ -193,8 +193,10 @@ class TorchTrace:
         self._label_keep: list[_Tensor] = []
         self._paths: dict[int, str] = {}
         self._calls: dict[int, int] = {}
-        # Open groups: (group id, attribute path used to name children, id of the module).
-        self._stack: list[tuple[int, str | None, int | None]] = []
+        # Open groups: (group id, attribute path used to name children, id of the module,
+        # the Python frame that called the innermost open module and that call's frame id).
+        self._stack: list[tuple[int, str | None, int | None, Any, int | None]] = []
+        self._outer_frame: Any = None  # the frame that started recording: walks end there
         # Storages by StorageImpl address; per value: its storage id and the node that made it.
         self._storages: dict[int, _Storage] = {}
         self._n_storages = 0
@@ -383,12 +385,16 @@ class TorchTrace:
         # pass measured here). Frozen, those old objects are skipped; the collector
         # still runs for what the forward and the trace create.
         gc.freeze()
+        # 0: this generator, 1: contextlib's __enter__, 2: the code that opened the block.
+        self._outer_frame = sys._getframe(2)
         try:
             mode = _DynamoSafeMode if "torch._dynamo" in sys.modules else _Mode
             with mode(self):
                 yield self
         finally:
             gc.unfreeze()
+            self._outer_frame = None
+            self._stack = [entry[:3] + (None, None) for entry in self._stack]  # drop frame refs
             self._active = False
             pre.remove()
             post.remove()
@@ -408,7 +414,7 @@ class TorchTrace:
     def scope(self, kind: str, name: str, attrs: dict[str, Any] | None = None) -> Iterator[int]:
         """A group around the ops of the block (``loss``, ``optimizer`` …)."""
         gid = self.b.group(kind, name, self.current_group, attrs)
-        self._stack.append((gid, None, None))
+        self._stack.append((gid, None, None, *self._entry()))
         try:
             yield gid
         finally:
@@ -418,7 +424,7 @@ class TorchTrace:
     def backward_scope(self, name: str = "backward", attrs: dict[str, Any] | None = None) -> Iterator[int]:
         """A ``backward`` group; autograd's ops land in mirrors of their forward groups."""
         gid = self.b.group("backward", name, self.current_group, attrs)
-        self._stack.append((gid, None, None))
+        self._stack.append((gid, None, None, *self._entry()))
         self._backward_root = gid
         self._bw_last = None
         try:
@@ -427,6 +433,9 @@ class TorchTrace:
             self._backward_root = None
             self._bw_last = None
             self._pop_to(gid)
+
+    def _entry(self) -> tuple[Any, int | None]:
+        return (self._stack[-1][3], self._stack[-1][4]) if self._stack else (None, None)
 
     @property
     def current_group(self) -> int | None:
@@ -452,11 +461,14 @@ class TorchTrace:
         else:
             name = path
         attrs: dict[str, Any] = {"path": path, "class": cls.__name__, "module": cls.__module__, "call": call}
-        frame = self._frame(sys._getframe(1))
+        # Frame 2 is torch's module-call frame (above this hook and its guard); the ops of
+        # this call run below it, so a frame walk that reaches it can stop with this answer.
+        entry = sys._getframe(2)
+        frame = self._frame(entry)
         if frame is not None:
             attrs["frame"] = frame
         gid = self.b.group("module", name, parent, attrs)
-        self._stack.append((gid, parent_path if path is None else path, key))
+        self._stack.append((gid, parent_path if path is None else path, key, entry, frame))
 
     def _post_hook(self, module: Any, args: Any, output: Any) -> None:
         # Close this module's innermost open call, and any group left open inside it.
@@ -464,7 +476,7 @@ class TorchTrace:
         if not any(entry[2] == key for entry in self._stack):
             return
         while True:
-            gid, _, owner = self._stack.pop()
+            gid, _, owner, _, _ = self._stack.pop()
             if owner == key:
                 break
         if output is None:
@@ -627,9 +639,17 @@ class TorchTrace:
     # ------------------------------------------------------------------ frames
 
     def _frame(self, f: Any) -> int | None:
-        """The frame id of the innermost workspace frame at or above ``f``."""
+        """The frame id of the innermost workspace frame at or above ``f``. The walk ends
+        early at the innermost open module call (its call site's answer, computed once)
+        and at the frame that started recording (nothing above it is the model's)."""
         code_ws = self._code_ws
+        stop, stop_fid = (self._stack[-1][3], self._stack[-1][4]) if self._stack else (None, None)
+        outer = self._outer_frame
         while f is not None:
+            if f is stop:
+                return stop_fid
+            if f is outer:
+                return None
             code = f.f_code
             rel = code_ws.get(code, 0)
             if rel == 0:
@@ -781,12 +801,12 @@ class TorchTrace:
         for vids in by_storage.values():
             if len(vids) < 2:
                 continue
+            head = vids[: MAX_ALIASES_LISTED + 1]  # a storage rewritten 10,000 times stays linear
             for vid in vids:
-                others = [v for v in vids if v != vid]
                 m = values[vid].measured
-                m["aliases"] = others[:MAX_ALIASES_LISTED]
-                if len(others) > MAX_ALIASES_LISTED:
-                    m["aliases_total"] = len(others)
+                m["aliases"] = [v for v in head if v != vid][:MAX_ALIASES_LISTED]
+                if len(vids) - 1 > MAX_ALIASES_LISTED:
+                    m["aliases_total"] = len(vids) - 1
         # Output bytes per group: bytes of new storage allocated by the group's ops
         # (views and in-place results allocate nothing), summed into every ancestor.
         groups = self.b.groups
