@@ -29,6 +29,8 @@ def discover_source(
     Without, only the file itself is read. Repeat calls with unchanged text are
     answered from a cache.
     """
+    if not isinstance(text, str):
+        return FileResult(path, errors=(_not_text(text),))
     if index is not None:
         return index.discover(path, text)
     return _STANDALONE.discover(path, text)
@@ -46,17 +48,29 @@ def discover_text(
     try:
         if isinstance(text, DiscoveryError):
             return FileResult(path, errors=(text,))
+        if "\x00" in text:
+            return FileResult(path, errors=(check_text(text),))  # type: ignore[arg-type]
+        # Before the size check: a huge generated file that mentions no framework
+        # is simply not a model file, not an error.
+        if not may_contain_candidates(text, workspace=workspace):
+            return FileResult(path)
         problem = check_text(text)
         if problem is not None:
             return FileResult(path, errors=(problem,))
-        if not may_contain_candidates(text, workspace=workspace):
-            return FileResult(path)
         analysis = analysis_of(text)
         if analysis.error is not None:
             return FileResult(path, errors=(analysis.error,))
         return FileResult(path, tuple(find_candidates(analysis, resolver)))
     except Exception as exc:  # a discovery bug must not take the server down with it
         return FileResult(path, errors=(internal_error(exc),))
+
+
+def _not_text(value: object) -> DiscoveryError:
+    return DiscoveryError(
+        "binary",
+        f"expected source text (str), got {type(value).__name__}",
+        Range.at(Position(0, 0)),
+    )
 
 
 def internal_error(exc: BaseException) -> DiscoveryError:
@@ -82,23 +96,9 @@ class _StandaloneCache:
             if entry is not None and (entry[0] is text or entry[0] == text):
                 self._entries.move_to_end(path)
                 return entry[1]
-        if not isinstance(text, str):
-            result = FileResult(
-                path,
-                errors=(
-                    DiscoveryError(
-                        "binary", "expected source text (str)", Range.at(Position(0, 0))
-                    ),
-                ),
-            )
-        else:
-            result = discover_text(
-                path,
-                text,
-                lambda t: analyse(path, t),
-                Resolver(NoWorkspace()),
-                workspace=False,
-            )
+        result = discover_text(
+            path, text, lambda t: analyse(path, t), Resolver(NoWorkspace()), workspace=False
+        )
         with self._lock:
             self._entries[path] = (text, result)
             self._entries.move_to_end(path)

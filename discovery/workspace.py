@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Union
 
 from .analysis import ModuleAnalysis, analyse, unparsed
-from .discover import discover_text, internal_error
+from .discover import discover_source, discover_text, internal_error
 from .inheritance import AnalysedModule, Resolver
 from .prefilter import may_provide_bases
 from .reading import read_source
@@ -130,6 +130,8 @@ class WorkspaceIndex:
         """Candidates of ``path``: ``text`` if given (it also updates the index), else
         the index's text for it, else the file on disk. Never raises."""
         shown = os.fspath(path)
+        if text is not None and not isinstance(text, str):
+            return discover_source(text, shown)  # reports the wrong type
         try:
             key = self._key(path)
             with self._lock:

@@ -67,6 +67,33 @@ def test_huge_text_is_refused_quickly():
     assert error.code == "too_large"
 
 
+def test_huge_text_without_a_framework_is_just_not_a_model():
+    text = "x = 1\n" * (MAX_SOURCE_CHARS // 6 + 1)
+    result = discover_source(text, "data.py")
+    assert result.errors == () and result.candidates == ()
+
+
+def test_a_large_file_is_discovered_whole():
+    blocks = [
+        f"class Block{i}(nn.Module):\n    def forward(self, x, y={i}):\n        return x\n\n"
+        for i in range(2000)
+    ]
+    result = discover_source("import torch.nn as nn\n\n" + "".join(blocks), "large.py")
+    assert len(result.candidates) == 2000
+    assert result.candidates[-1].name_range.start.line == 2 + 4 * 1999
+
+
+@pytest.mark.parametrize("value", [b"import torch", None, 3])
+def test_non_text_input_is_an_error_entry(value):
+    (error,) = discover_source(value, "x.py").errors  # type: ignore[arg-type]
+    assert error.code == "binary"
+
+
+def test_non_text_buffer_in_a_workspace_is_an_error_entry(tmp_path):
+    (error,) = WorkspaceIndex(tmp_path).discover(tmp_path / "x.py", b"import torch").errors  # type: ignore[arg-type]
+    assert error.code == "binary"
+
+
 def test_internal_failures_become_error_entries(monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
