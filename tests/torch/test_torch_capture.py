@@ -494,3 +494,9 @@ def test_a_write_through_a_view_makes_one_new_version(ws):
     assert vals[y1].measured["written_by"] == nodes["aten::mul_.Tensor"].id
     assert x2 == nodes["aten::add_.Tensor"].outputs[0]
     assert a.shape == b.shape == c.shape
+
+
+def test_thread_count_is_restored_after_statistics(ws):
+    torch.set_num_threads(2)
+    run(ws, profile("models:Block", args=[tensor([2, 5, 16])]))
+    assert torch.get_num_threads() == 2

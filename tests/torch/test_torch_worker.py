@@ -93,3 +93,24 @@ def test_tensorviz_capture_command(ws):
     assert shown.returncode == 0, shown.stderr
     data = json.loads(shown.stdout)
     assert data["backend"] == "torch_eager"
+
+
+def test_models_that_load_dynamo_keep_its_guard_on_the_mode():
+    """Once torch._dynamo is imported (a model that compiles), the dispatch mode keeps
+    PyTorch's dynamo guard; the recording itself is the same."""
+    code = (
+        "import torch, torch._dynamo, sys\n"
+        "sys.path.insert(0, '.')\n"
+        "from capture.torch_trace import TorchTrace, _DynamoSafeMode\n"
+        "lin = torch.nn.Linear(3, 2)\n"
+        "x = torch.ones(1, 3)\n"
+        "tr = TorchTrace(None)\n"
+        "with tr.recording():\n"
+        "    mode = torch.utils._python_dispatch._get_current_dispatch_mode()\n"
+        "    lin(x)\n"
+        "print(type(mode).__name__, [n.op for n in tr.b.nodes])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[0] == "_DynamoSafeMode"
+    assert "['aten::t', 'aten::addmm']" in proc.stdout
