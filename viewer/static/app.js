@@ -123,6 +123,12 @@ async function boot() {
   try {
     capture = await api.capture();
   } catch (err) {
+    // No capture yet: Open as Graph for a symbol without a saved profile opens the viewer
+    // on its setup form. That is a first step, not an error.
+    if (err instanceof ApiError && err.status === 404 && params.get("capture") === null && (await initSetup())) {
+      showEmpty();
+      return;
+    }
     showLoadError(err);
     return;
   }
@@ -159,6 +165,29 @@ async function boot() {
   state.renderer.home();
   setStatus("");
   state.ready = true;
+}
+
+// The page before the first capture: what to do next, with the setup form beside it.
+function showEmpty() {
+  const setup = state.setup.data || {};
+  const symbol = (setup.symbol && setup.symbol.qualname) || ((setup.recipe && setup.recipe.model) || "").split(":").pop() || "this model";
+  document.body.classList.add("no-capture"); // no graph: the canvas tools go away
+  $("empty").hidden = false;
+  $("empty-title").textContent = `Set up ${symbol}`;
+  $("empty-open").onclick = () => state.setup.open();
+  const t = $("title");
+  clear(t);
+  t.append(el("strong", {}, symbol), "  ·  " + ["setup", setup.recipe && setup.recipe.framework].filter(Boolean).join(" · "));
+  t.title = `${symbol}: no capture yet`;
+  document.title = `Set up ${symbol} — TensorViz`;
+  setStatus("");
+  state.ready = true;
+}
+
+function emptyCapturing(message, capturing = true) {
+  if ($("empty").hidden) return;
+  $("empty").classList.toggle("capturing", capturing);
+  $("empty-text").textContent = message;
 }
 
 function showLoadError(err) {
@@ -309,11 +338,14 @@ function listenEvents() {
     "capture-ready": (d) => {
       dropBanner("progress");
       const open = () => openCapture(d.id);
-      if (state.captureStartedHere) return open();
+      // Started from this page, or the page has no graph yet: show the new one at once.
+      if (state.captureStartedHere || !state.capture) return open();
       setBanner("ready", "ok", "Ready", "A new capture is ready.", [el("button", { type: "button", onclick: open }, "Open it")]);
     },
     "capture-failed": (d) => {
       dropBanner("progress");
+      if (state.setup && state.captureStartedHere) state.setup.setStatus("The capture failed: see the message above.");
+      emptyCapturing("The capture failed (see the message above). Check the setup and press Save & capture again.", false);
       const actions = d.id !== undefined && d.id !== null ? [el("button", { type: "button", onclick: () => openCapture(d.id) }, "Show the failure")] : [];
       setBanner("capture-failed", "error", "Failed", `Capture failed${d.stage ? " at " + d.stage : ""}: ${d.message || "unknown error"}`, actions);
     },
@@ -342,12 +374,15 @@ async function initSetup() {
     onCaptureStarted: () => {
       state.captureStartedHere = true;
       showProgress({ message: "Capture started…" });
+      emptyCapturing("Capturing… the graph opens here as soon as it is ready.");
     },
   });
   const available = await state.setup.load();
   $("btn-setup").hidden = !available;
-  if (available && state.setup.needsInput) state.setup.open();
-  if (available && state.banners.has("stale")) showStale(state.capture.stale && state.capture.stale.files);
+  // Without a graph the form is the page's content: open it even when nothing is missing.
+  if (available && (state.setup.needsInput || !state.capture)) state.setup.open();
+  if (available && state.capture && state.banners.has("stale")) showStale(state.capture.stale && state.capture.stale.files);
+  return available;
 }
 
 // ------------------------------------------------------------------ interactions

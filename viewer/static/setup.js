@@ -47,7 +47,8 @@ export class SetupForm {
     document.getElementById("inspector").hidden = true;
     this.root.hidden = false;
     panelsChanged();
-    const first = this.root.querySelector("[aria-invalid=true], input");
+    // The cursor goes where something is needed (an unknown shape), else the first field.
+    const first = this.root.querySelector("[aria-invalid=true]") || this.root.querySelector("input");
     if (first) first.focus();
   }
 
@@ -100,12 +101,15 @@ export class SetupForm {
     const card = el("div", { class: "input-card", "data-input": inp.name || String(i), "data-path": path });
     card.append(el("div", { class: "input-name" }, inp.name || `argument ${i}`, inp.annotation ? el("span", { class: "muted" }, `: ${inp.annotation}`) : null));
     const shapeInput = el("input", {
-      name: "shape", value: shapeText, "data-path": path + ".shape", placeholder: shape.map(String).join(", ") || "e.g. 2, 3", inputmode: "numeric",
+      name: "shape", value: shapeText, "data-path": path + ".shape", placeholder: "e.g. 2, 3", autocomplete: "off", spellcheck: "false",
     });
     const missing = shape.some((x) => typeof x !== "number") || unknown.length;
     if (missing) shapeInput.setAttribute("aria-invalid", "true");
-    const names = [...new Set(shape.filter((x) => typeof x !== "number").map((x) => (x === null || x === undefined ? "?" : String(x))).concat(unknown))];
-    card.append(el("label", {}, missing ? `shape (needed: ${names.join(", ") || "dimensions"})` : "shape", shapeInput));
+    // Named unknown dimensions (`batch`) are worth repeating; "all dimensions" is just "needed".
+    const names = [...new Set(shape.filter((x) => typeof x !== "number").map((x) => (x === null || x === undefined ? "?" : String(x))).concat(unknown))]
+      .filter((n) => n !== "?" && n !== "all dimensions");
+    const need = missing ? el("span", { class: "need" }, names.length ? `needed: ${names.join(", ")}` : "needed") : null;
+    card.append(el("label", { class: "wide" }, el("span", { class: "label-row" }, "shape", need), shapeInput));
     const dtype = el("select", { name: "dtype", "data-path": path + ".dtype" }, DTYPES.map((t) => el("option", { value: t, selected: t === (inp.dtype || "float32") }, t)));
     if (inp.dtype && !DTYPES.includes(inp.dtype)) dtype.prepend(el("option", { value: inp.dtype, selected: true }, inp.dtype));
     card.append(el("label", {}, "dtype", dtype));
@@ -113,8 +117,13 @@ export class SetupForm {
     const genSel = el("select", { name: "generator", "data-path": path + ".generator" }, GENERATORS.map((g) => el("option", { value: g, selected: g === gen.kind }, g)));
     if (gen.kind && !GENERATORS.includes(gen.kind)) genSel.prepend(el("option", { value: gen.kind, selected: true }, gen.kind));
     card.append(el("label", {}, "generator", genSel));
-    const genValue = el("input", { name: "generator-value", value: gen.value !== undefined ? String(gen.value) : "", "data-path": path + ".generator.value", placeholder: "value (full)" });
-    card.append(el("label", {}, "value", genValue));
+    // Only `full` takes a value; the other generators need none (or keep the saved ones).
+    const genValue = el("input", { name: "generator-value", value: gen.value !== undefined ? String(gen.value) : "", "data-path": path + ".generator.value", placeholder: "e.g. 1", inputmode: "decimal" });
+    const valueLabel = el("label", { class: "gen-value" }, "fill value", genValue);
+    const showValue = () => (valueLabel.hidden = genSel.value !== "full");
+    genSel.addEventListener("change", showValue);
+    showValue();
+    card.append(valueLabel);
     card.append(el("div", { class: "field-error", hidden: true }));
     card._inp = inp;
     return card;
@@ -160,10 +169,10 @@ export class SetupForm {
       const shape = text === "" ? [] : text.split(/[\s,x×]+/).filter(Boolean).map((t) => (/^\d+$/.test(t) ? Number(t) : t));
       if (shape.some((x) => typeof x !== "number")) problems.push({ path: shapeInput.dataset.path, message: "every dimension must be a whole number" });
       const genKind = card.querySelector("[name=generator]").value;
-      const genValue = card.querySelector("[name=generator-value]").value.trim();
+      const genValue = genKind === "full" ? card.querySelector("[name=generator-value]").value.trim() : "";
       const generator = { ...(inp.generator && inp.generator.kind === genKind ? inp.generator : {}), kind: genKind };
       if (genValue !== "") generator.value = Number.isNaN(Number(genValue)) ? genValue : Number(genValue);
-      else delete generator.value;
+      else if (genKind === "full") delete generator.value;
       const desc = {
         ...(inp.description || {}),
         kind: inp.kind || "tensor",
