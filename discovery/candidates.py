@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from .analysis import ModuleAnalysis
@@ -17,6 +19,11 @@ from .results import Candidate, CallInput, ParameterDefault, ParameterKind, Setu
 # Flax fills these in itself on every Linen module; they are not the user's setup.
 _LINEN_MANAGED_FIELDS = frozenset({"parent", "name"})
 _CALL_METHOD = {"linen_module": "__call__", "nnx_module": "__call__", "torch_module": "forward"}
+# How many intermediate classes a reason names before "and N more".
+_REASON_STEPS = 3
+
+# qualname → (name range, definition range)
+Locate = Callable[[str], tuple[Range, Range]]
 
 
 def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candidate]:
@@ -88,7 +95,9 @@ def _may_use_jax(text: str, ns: Namespace) -> bool:
 # --- functions ------------------------------------------------------------------------
 
 
-def _function_candidate(function: cst.FunctionDef, evidence: JaxEvidence, locate) -> Candidate:
+def _function_candidate(
+    function: cst.FunctionDef, evidence: JaxEvidence, locate: Locate
+) -> Candidate:
     name = identifier(function.name.value)
     name_range, whole = locate(name)
     params = parameters_of(function, bound=False)
@@ -121,7 +130,7 @@ def _call_input(param: ParameterInfo, *, static: bool = False) -> CallInput:
 
 
 def _module_candidate(
-    ref: ClassRef, lineage: Lineage, resolver: Resolver, locate
+    ref: ClassRef, lineage: Lineage, resolver: Resolver, locate: Locate
 ) -> Candidate:
     kind = lineage.base.kind
     ancestry = resolver.ancestry(ref)
@@ -175,9 +184,6 @@ def _lineage_reason(ref: ClassRef, lineage: Lineage) -> str:
     return f"{described} through {' → '.join(steps)}"
 
 
-_REASON_STEPS = 3
-
-
 def _init_fields(owner: ClassRef | None, *, nnx: bool) -> list[SetupField]:
     if owner is None:
         return []
@@ -222,7 +228,7 @@ def _combine_linen_fields(
     if not isinstance(body, cst.IndentedBlock):
         return fields
     ns = ref.module.namespace
-    keyword_only = False
+    keyword_only = _declares_kw_only(ref.info.node)
     for stmt in body.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
@@ -247,6 +253,14 @@ def _combine_linen_fields(
                 default=_field_default(small.value, ns),
             )
     return fields
+
+
+def _declares_kw_only(node: cst.ClassDef) -> bool:
+    """``class Block(nn.Module, kw_only=True)``: every field is keyword-only."""
+    for arg in node.keywords:
+        if arg.keyword is not None and arg.keyword.value == "kw_only":
+            return isinstance(arg.value, cst.Name) and arg.value.value == "True"
+    return False
 
 
 def _annotation_marker(annotation: cst.BaseExpression, ns: Namespace | None) -> str | None:

@@ -8,6 +8,7 @@ not recursion) and import cycles end the search instead of looping.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar, Union
@@ -93,6 +94,8 @@ class Ancestry:
 
 
 _MAX_REEXPORT_HOPS = 64
+# Top-level names whose modules are never looked for in the workspace.
+_NOT_WORKSPACE_ROOTS = frozenset(sys.stdlib_module_names) | {"jax", "jaxlib", "flax", "torch"}
 T = TypeVar("T")
 
 
@@ -162,6 +165,8 @@ class Resolver:
         if qualified.startswith("."):
             return Unresolved(qualified)  # relative import outside any known package
         parts = tuple(qualified.split("."))
+        if parts[0] in _NOT_WORKSPACE_ROOTS:
+            return Unresolved(qualified)  # typing.Generic, abc.ABC, torch.nn.Identity…
         # The longest prefix that is a workspace module; the rest is looked up in it.
         for split in range(len(parts) - 1, 0, -1):
             module = self._source.module(".".join(parts[:split]), importer)

@@ -28,7 +28,6 @@ from .results import DiscoveryError, FileResult
 # file read from disk, None for a file that does not exist.
 Version = Union[tuple[str, int], tuple[str, int, int], None]
 
-_SOURCE_SUFFIXES = (".py", ".pyi")
 
 
 @dataclass(slots=True)
@@ -62,9 +61,10 @@ class _Consultation:
             return None
         relative = os.path.join(*name.split("."))
         for base in dict.fromkeys((self.index.root, importer_dir)):
+            # A package wins over a module of the same name, as in Python's finder.
             for candidate in (
-                *(os.path.join(base, relative + s) for s in _SOURCE_SUFFIXES),
-                *(os.path.join(base, relative, "__init__" + s) for s in _SOURCE_SUFFIXES),
+                os.path.join(base, relative, "__init__.py"),
+                os.path.join(base, relative + ".py"),
             ):
                 if self.version(candidate) is not None:
                     return self.index._analysis(candidate, self.version(candidate))
@@ -177,7 +177,7 @@ class WorkspaceIndex:
         if relative.startswith(os.pardir + os.sep) or relative == os.pardir or os.path.isabs(relative):
             return None, False
         stem, suffix = os.path.splitext(relative)
-        if suffix not in _SOURCE_SUFFIXES:
+        if suffix != ".py":
             return None, False
         parts = stem.split(os.sep)
         is_package = parts[-1] == "__init__"

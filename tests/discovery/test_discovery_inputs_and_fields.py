@@ -130,6 +130,21 @@ def test_linen_fields_are_the_dataclass_annotations():
     assert c.setup_fields_complete is True
 
 
+def test_linen_kw_only_class():
+    c = only(
+        """
+        from flax import linen as nn
+        class Block(nn.Module, kw_only=True):
+            width: int = 8
+            depth: int
+        """
+    )
+    assert [(f.name, f.kind, f.required) for f in c.setup_fields] == [
+        ("width", "keyword_only", False),
+        ("depth", "keyword_only", True),
+    ]
+
+
 def test_linen_fields_are_inherited_and_overridden_in_place():
     source = """
         from flax import linen as nn
