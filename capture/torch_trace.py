@@ -641,15 +641,13 @@ class TorchTrace:
     def _frame(self, f: Any) -> int | None:
         """The frame id of the innermost workspace frame at or above ``f``. The walk ends
         early at the innermost open module call (its call site's answer, computed once)
-        and at the frame that started recording (nothing above it is the model's)."""
+        and at the frame that started recording (nothing above it ran the model)."""
         code_ws = self._code_ws
         stop, stop_fid = (self._stack[-1][3], self._stack[-1][4]) if self._stack else (None, None)
         outer = self._outer_frame
         while f is not None:
             if f is stop:
                 return stop_fid
-            if f is outer:
-                return None
             code = f.f_code
             rel = code_ws.get(code, 0)
             if rel == 0:
@@ -660,6 +658,8 @@ class TorchTrace:
                 if fid is None:
                     fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, rel)
                 return fid
+            if f is outer:
+                return None
             f = f.f_back
         return None
 

@@ -500,3 +500,17 @@ def test_thread_count_is_restored_after_statistics(ws):
     torch.set_num_threads(2)
     run(ws, profile("models:Block", args=[tensor([2, 5, 16])]))
     assert torch.get_num_threads() == 2
+
+
+def test_ops_in_the_block_that_opens_the_recording_have_its_frame(ws):
+    (ws / "direct.py").write_text(
+        "import torch\n\ndef run(trace):\n    with trace.recording():\n        return torch.ones(2) * 3\n"
+    )
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ws))
+    trace = TorchTrace(WorkspaceFiles(ws))
+    importlib.import_module("direct").run(trace)
+    frames = [trace.b.frames[n.frame] for n in trace.b.nodes]
+    assert [(f.file, f.line, f.function) for f in frames] == [("direct.py", 5, "run")] * 2
