@@ -509,13 +509,13 @@ def _type_of(annotation: str | None, default: Any) -> str:
 
 
 def setup_form(ctx: SetupContext) -> dict[str, Any]:
-    """``api/setup`` content: the viewer's form (inputs, fields, needs) for a context."""
+    """``api/setup`` content: the viewer's form (inputs, fields, needs) for a context,
+    in the shape ``viewer/API.md`` (setup) documents and ``viewer/static/setup.js`` reads."""
     recipe = ctx.recipe
     saved_inputs = recipe.get("inputs") if isinstance(recipe.get("inputs"), dict) else {}
     saved_args = list(saved_inputs.get("args") or [])
     saved_kwargs = dict(saved_inputs.get("kwargs") or {})
     inputs: list[dict[str, Any]] = []
-    needs: list[Any] = list(ctx.needs)
     call = _call_inputs(ctx.candidate)
     positional = [c for c in call if not c["keyword_only"]]
     n_args = max(len(positional), len([a for a in saved_args if isinstance(a, dict) and a.get("kind") == "tensor"]))
@@ -526,6 +526,9 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
     for info in [c for c in call if c["keyword_only"]]:
         desc = saved_kwargs.get(info["name"])
         inputs.append(_input_entry(info, desc if isinstance(desc, dict) else None, f"inputs.kwargs.{info['name']}", kwarg=True))
+    # A failed capture's needs are the recipe's unknown dimensions ({section, input, path,
+    # axis, name, ...} with a ``profiles.NAME.`` key path): the form wants {path, message}.
+    needs: list[Any] = [_need_entry(n, inputs) for n in ctx.needs]
     if not ctx.needs:
         for entry in inputs:
             if entry["unknown"]:
@@ -542,16 +545,20 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         annotation = f.get("annotation") or f.get("type_text") or f.get("type")
         has_default = f.get("has_default") or f.get("default") is not None or default is not None
         required = f.get("required") if isinstance(f.get("required"), bool) else not has_default
-        fields.append(
-            {
-                "name": name,
-                "annotation": annotation,
-                "type": _type_of(annotation, default),
-                "default": init_kwargs.get(name, default),
-                "required": required and name not in init_kwargs,
-                "path": f"init.kwargs.{name}",
-            }
-        )
+        choices = _literal_choices(annotation)
+        entry = {
+            "name": name,
+            "annotation": annotation,
+            "type": _type_of(annotation, default) if choices is None else _choices_type(choices),
+            "default": default,
+            "required": required and name not in init_kwargs,
+            "path": f"init.kwargs.{name}",
+        }
+        if choices is not None:
+            entry["choices"] = choices
+        if name in init_kwargs:  # the saved value; ``default`` stays the class's own
+            entry["value"] = init_kwargs[name]
+        fields.append(entry)
     return {
         "profile": ctx.profile,
         "recipe": recipe,
@@ -565,8 +572,8 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
 def _input_entry(info: dict[str, Any], desc: dict[str, Any] | None, path: str, *, kwarg: bool) -> dict[str, Any]:
     shape = list(desc.get("shape") or []) if desc else []
     unknown = [str(d) if d not in (None, "?") else f"axis {i}" for i, d in enumerate(shape) if type(d) is not int]
-    if not shape:
-        unknown = ["all dimensions"]
+    if desc is None or not isinstance(desc.get("shape"), list):
+        unknown = ["all dimensions"]  # nothing described yet (a saved ``shape = []`` is a scalar)
     return {
         "name": info.get("name"),
         "annotation": info.get("annotation"),
@@ -578,3 +585,57 @@ def _input_entry(info: dict[str, Any], desc: dict[str, Any] | None, path: str, *
         "dtype": (desc or {}).get("dtype", "float32"),
         "generator": (desc or {}).get("generator", {"kind": "normal"}),
     }
+
+
+_RECIPE_PATH = re.compile(r"(?:^|\.)((?:inputs|init)(?:\.|\[).*)$")
+
+
+def _need_entry(need: Any, inputs: list[dict[str, Any]]) -> Any:
+    """One of a failure's needed dimensions as the form's ``{path, message}``."""
+    if not isinstance(need, dict):
+        return need
+    if isinstance(need.get("message"), str) and "axis" not in need:
+        return {"path": str(need.get("path") or ""), "message": need["message"]}
+    m = _RECIPE_PATH.search(str(need.get("path") or ""))
+    desc_path = m.group(1) if m else ""
+    name = next((i["name"] for i in inputs if i["path"] == desc_path), None) or need.get("input") or desc_path or "an input"
+    axis, dim = need.get("axis"), need.get("name")
+    what = f"dimension {axis}" if isinstance(axis, int) else "a dimension"
+    if dim:
+        what += f" ({dim})"
+    shape = need.get("shape")
+    shown = f" of shape [{', '.join('?' if d is None else str(d) for d in shape)}]" if isinstance(shape, list) else ""
+    return {"path": f"{desc_path}.shape" if desc_path else "", "message": f"{name}: {what}{shown} is unknown"}
+
+
+_LITERAL = re.compile(r"^\s*(?:typing\.|typing_extensions\.|t\.)?Literal\[(.*)\]\s*$", re.S)
+
+
+def _literal_choices(annotation: Any) -> list[Any] | None:
+    """``Literal["relu", "gelu"]`` → ``["relu", "gelu"]`` (the form's ``choices``)."""
+    if not isinstance(annotation, str):
+        return None
+    m = _LITERAL.match(annotation)
+    if not m:
+        return None
+    import ast
+
+    try:
+        value = ast.literal_eval(f"({m.group(1)},)")
+    except (ValueError, SyntaxError):
+        return None
+    values = list(value)
+    if not values or not all(isinstance(v, (str, int, float, bool)) for v in values):
+        return None
+    return values
+
+
+def _choices_type(choices: list[Any]) -> str:
+    kinds = {type(c) for c in choices}
+    if kinds == {bool}:
+        return "bool"
+    if kinds == {int}:
+        return "int"
+    if kinds <= {int, float}:
+        return "float"
+    return "str"

@@ -173,6 +173,7 @@ function showEmpty() {
   const symbol = (setup.symbol && setup.symbol.qualname) || ((setup.recipe && setup.recipe.model) || "").split(":").pop() || "this model";
   document.body.classList.add("no-capture"); // no graph: the canvas tools go away
   $("empty").hidden = false;
+  state.symbol = symbol;
   $("empty-title").textContent = `Set up ${symbol}`;
   $("empty-open").onclick = () => state.setup.open();
   const t = $("title");
@@ -187,6 +188,7 @@ function showEmpty() {
 function emptyCapturing(message, capturing = true) {
   if ($("empty").hidden) return;
   $("empty").classList.toggle("capturing", capturing);
+  $("empty-title").textContent = `${capturing ? "Capturing" : "Set up"} ${state.symbol}`;
   $("empty-text").textContent = message;
 }
 
@@ -332,7 +334,10 @@ function showFailure(c) {
 function listenEvents() {
   if (typeof EventSource === "undefined") return;
   api.events({
-    progress: (d) => showProgress(d),
+    progress: (d) => {
+      showProgress(d);
+      emptyCapturing("Capturing… the graph opens here as soon as it is ready.");
+    },
     stale: (d) => aboutThisCapture(d) && showStale(d.files),
     fresh: (d) => aboutThisCapture(d) && dropBanner("stale"),
     "capture-ready": (d) => {
@@ -373,7 +378,8 @@ async function initSetup() {
     api,
     onCaptureStarted: () => {
       state.captureStartedHere = true;
-      showProgress({ message: "Capture started…" });
+      // The embedder's own progress may already be here (it is more telling): keep it.
+      if (!state.banners.has("progress")) showProgress({ message: "Capture started…" });
       emptyCapturing("Capturing… the graph opens here as soon as it is ready.");
     },
   });

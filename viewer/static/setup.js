@@ -110,6 +110,16 @@ export class SetupForm {
       .filter((n) => n !== "?" && n !== "all dimensions");
     const need = missing ? el("span", { class: "need" }, names.length ? `needed: ${names.join(", ")}` : "needed") : null;
     card.append(el("label", { class: "wide" }, el("span", { class: "label-row" }, "shape", need), shapeInput));
+    if (missing) {
+      card.dataset.needed = "shape";
+      // Typing a whole shape settles it: the red mark goes as soon as it is not needed.
+      shapeInput.addEventListener("input", () => {
+        const ok = parseShape(shapeInput.value).every((x) => typeof x === "number") && shapeInput.value.trim() !== "";
+        if (ok) shapeInput.removeAttribute("aria-invalid");
+        else shapeInput.setAttribute("aria-invalid", "true");
+        need.hidden = ok;
+      });
+    }
     const dtype = el("select", { name: "dtype", "data-path": path + ".dtype" }, DTYPES.map((t) => el("option", { value: t, selected: t === (inp.dtype || "float32") }, t)));
     if (inp.dtype && !DTYPES.includes(inp.dtype)) dtype.prepend(el("option", { value: inp.dtype, selected: true }, inp.dtype));
     card.append(el("label", {}, "dtype", dtype));
@@ -138,7 +148,8 @@ export class SetupForm {
       input = el("select", { name: f.name, "data-path": path, "data-type": "bool" },
         el("option", { value: "true", selected: value === true }, "True"), el("option", { value: "false", selected: value !== true }, "False"));
     } else if (f.choices && f.choices.length) {
-      input = el("select", { name: f.name, "data-path": path, "data-type": type }, f.choices.map((c) => el("option", { value: String(c), selected: c === value }, String(c))));
+      input = el("select", { name: f.name, "data-path": path, "data-type": type }, f.choices.map((c) => el("option", { value: String(c), selected: c === value }, typeof c === "string" ? c : JSON.stringify(c))));
+      input._choices = f.choices; // saved as the choice itself (a Literal's 1 stays a number)
     } else {
       input = el("input", {
         name: f.name, "data-path": path, "data-type": type,
@@ -165,9 +176,9 @@ export class SetupForm {
     this.root.querySelectorAll(".input-card").forEach((card, i) => {
       const inp = card._inp || {};
       const shapeInput = card.querySelector("[name=shape]");
-      const text = shapeInput.value.trim();
-      const shape = text === "" ? [] : text.split(/[\s,x×]+/).filter(Boolean).map((t) => (/^\d+$/.test(t) ? Number(t) : t));
+      const shape = parseShape(shapeInput.value);
       if (shape.some((x) => typeof x !== "number")) problems.push({ path: shapeInput.dataset.path, message: "every dimension must be a whole number" });
+      else if (!shape.length && card.dataset.needed) problems.push({ path: shapeInput.dataset.path, message: `enter the shape of ${inp.name || "this input"} (whole numbers, e.g. 2, 3)` });
       const genKind = card.querySelector("[name=generator]").value;
       const genValue = genKind === "full" ? card.querySelector("[name=generator-value]").value.trim() : "";
       const generator = { ...(inp.generator && inp.generator.kind === genKind ? inp.generator : {}), kind: genKind };
@@ -197,7 +208,8 @@ export class SetupForm {
         const raw = input.value.trim();
         const type = input.dataset.type;
         let v = raw;
-        if (type === "bool") v = raw === "true";
+        if (input._choices) v = input._choices[input.selectedIndex];
+        else if (type === "bool") v = raw === "true";
         else if (type === "int") v = /^-?\d+$/.test(raw) ? Number(raw) : raw;
         else if (type === "float") v = raw !== "" && !Number.isNaN(Number(raw)) ? Number(raw) : raw;
         else if (raw === "") return;
@@ -287,6 +299,8 @@ export class SetupForm {
     }
     this.showErrors([]);
     this.data.profile = name;
+    this.data.needs = [];
+    this.root.querySelector("#setup-needs").hidden = true; // saved: what was needed is given
     this.setStatus("Saved. Starting capture…");
     return this.capture(name);
   }
@@ -303,6 +317,12 @@ export class SetupForm {
       return false;
     }
   }
+}
+
+// "2, 3", "2 3", "2x3", "[2, 3]" → [2, 3]; anything that is not a whole number stays text.
+function parseShape(text) {
+  const t = String(text).trim().replace(/^[[(]|[\])]$/g, "");
+  return t === "" ? [] : t.split(/[\s,x×]+/).filter(Boolean).map((d) => (/^\d+$/.test(d) ? Number(d) : d));
 }
 
 function suggestName(recipe) {

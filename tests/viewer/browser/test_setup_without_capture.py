@@ -112,7 +112,14 @@ def test_no_capture_yet_shows_the_setup_form_not_an_error(browser, served, close
     page.locator("#empty button").click()
     page.locator("#setup").wait_for(state="visible")
 
+    # An unknown shape left empty is not taken for a scalar.
+    page.click("#setup-save")
+    page.locator("#setup-errors li").first.wait_for()
+    assert "enter the shape of x" in page.locator("[data-input=x] .field-error").inner_text()
+    assert served.saved == [] and served.started == []
     shape.fill("2, 3")
+    assert shape.get_attribute("aria-invalid") is None, "a whole shape settles what was needed"
+    assert page.locator("[data-input=x] .need").is_hidden()
     page.click("#setup-save")
     _shot(page, "no-capture-2-started")
     # The capture becomes ready: the app opens it by itself (this page started it).
