@@ -267,3 +267,26 @@ def test_opening_and_closing_an_unchanged_file_keeps_results(workspace, monkeypa
     index.remove(layers)
     assert index.discover(model) is first
     assert len(parsed) == 2
+
+
+def test_framework_namespace_reexported_by_the_workspace(tmp_path):
+    write_tree(
+        tmp_path,
+        {
+            "common/__init__.py": "from flax import linen as nn\nfrom torch import nn as tnn\n",
+            "model.py": """\
+                from common import nn, tnn
+
+                class A(nn.Module):
+                    pass
+
+                class B(tnn.Module):
+                    pass
+                """,
+        },
+    )
+    index = WorkspaceIndex(tmp_path)
+    assert kinds_by_name(index.discover(tmp_path / "model.py")) == {
+        "A": "linen_module",
+        "B": "torch_module",
+    }
