@@ -374,6 +374,64 @@ def test_no_capture_yet(static):
         assert c.post("api/profile", {"name": "p", "recipe": {}}, expect=404)
 
 
+class _SlowProjection:
+    """Counts index builds (and where they ran); each takes a noticeable moment."""
+
+    builds: list[str] = []
+
+    def __init__(self, capture) -> None:
+        from viewer.projection import Projection
+
+        _SlowProjection.builds.append(threading.current_thread().name)
+        time.sleep(0.4)
+        self._real = Projection(capture)
+
+    def __getattr__(self, name):
+        return getattr(self._real, name)
+
+
+@pytest.fixture
+def slow_index(monkeypatch):
+    import viewer.server as server_module
+
+    _SlowProjection.builds = []
+    monkeypatch.setattr(server_module, "Projection", _SlowProjection)
+    return _SlowProjection.builds
+
+
+def test_warm_builds_the_index_before_the_first_request(static, slow_index):
+    with ViewerServer([(synthetic_capture(300), "a"), (synthetic_capture(200), "b")], static_dir=static) as s:
+        assert slow_index == []  # lazy by default
+        assert s.warm() is None  # the newest, on this thread
+        assert slow_index == [threading.current_thread().name]
+        c = Client(s)
+        t = time.perf_counter()
+        assert c.json("api/capture")["title"] == "b"
+        assert time.perf_counter() - t < 0.3, "the first request found the index built"
+        s.warm(2)  # already built: nothing to do
+        assert len(slow_index) == 1
+        s.warm(1)
+        assert len(slow_index) == 2
+        with pytest.raises(KeyError):
+            s.warm(99)
+
+
+def test_add_capture_warm_builds_in_the_background_and_requests_share_it(static, slow_index):
+    with ViewerServer(static_dir=static) as s:
+        t = time.perf_counter()
+        cid = s.add_capture(synthetic_capture(300), "warm", warm=True)
+        assert time.perf_counter() - t < 0.2, "add_capture returns at once"
+        c = Client(s)
+        assert c.json(f"api/children?group=-1&capture={cid}")["items"]  # waits for the same build
+        assert slow_index == [f"tensorviz-warm-{cid}"]
+        thread = s.warm(cid, wait=False)
+        assert thread is None  # built already
+        cid2 = s.add_capture(synthetic_capture(100), "later")
+        thread = s.warm(cid2, wait=False)
+        thread.join(5)
+        assert slow_index[-1] == f"tensorviz-warm-{cid2}" and len(slow_index) == 2
+
+
 def test_failed_capture_is_served_with_its_failure(client, server):
     failed = Capture.failed_capture(Failure("ModuleNotFoundError", "No module named 'model'", "import",
                                             [Frame("model.py", 3, 0, "<module>")]), framework="jax")

@@ -17,7 +17,7 @@ def server():
     s = ViewerServer([(synthetic_capture(100_000, grouped=True, opaque_every=11), "synthetic 100,000")])
     s.start()
     try:
-        s._entry(None).projection()  # the server's index, built before the page asks
+        s.warm()  # the server's index, built before the page asks
         yield s
     finally:
         s.stop()
