@@ -46,6 +46,10 @@ _KIND_WORDING = {
     "custom_vjp": ("tracing scope", "tracing scope: a custom_vjp call body (not a Flax layer hierarchy)"),
     "scope": ("tracing scope", "tracing scope: a named scope (not a Flax layer hierarchy)"),
     "module": ("module instance", "module instance: one call of a PyTorch module"),
+    "function": ("function call", "function call: the eager run of the captured function"),
+    "loss": ("training step", "training step: the loss computed from the forward's output"),
+    "backward": ("training step", "training step: backward ops recorded while autograd ran"),
+    "optimizer": ("training step", "training step: one optimizer step"),
 }
 
 _SHORT_DTYPES = {

@@ -18,6 +18,8 @@ dependencies start the reviewed install flow, then one retry.
 
 from __future__ import annotations
 
+import functools
+
 import asyncio
 import hashlib
 import logging
@@ -245,7 +247,8 @@ class OpenGraph(Feature):
         viewer = await self.server.run_blocking(viewer_host.viewer, root)
         # add_capture tells open pages ("capture-ready"), so a page showing the setup
         # form or an older graph offers the new one.
-        capture_id = await self.server.run_blocking(viewer.add_capture, capture, title)
+        # warm: the index builds while the browser starts, not on its first request.
+        capture_id = await self.server.run_blocking(functools.partial(viewer.add_capture, capture, title, warm=True))
         saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
         sources = {s.path for s in getattr(capture, "sources", [])}
         self.server.get_feature(Freshness).record(

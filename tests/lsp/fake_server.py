@@ -54,9 +54,9 @@ class FakeViewer:
         with self.log_path.open("a") as fh:
             fh.write(json.dumps({"event": event, "data": data}) + "\n")
 
-    def add_capture(self, capture, title=None) -> int:
+    def add_capture(self, capture, title=None, *, warm=False) -> int:
         self.n += 1
-        self._write("add", {"id": self.n, "title": title, "nodes": len(capture.nodes)})
+        self._write("add", {"id": self.n, "title": title, "nodes": len(capture.nodes), "warm": warm})
         return self.n
 
     def url_for(self, capture_id) -> str:

@@ -225,7 +225,10 @@ def test_value_and_group_details(tiny):
     ("kind", "sublabel"),
     [("jit", "jit · tracing scope"), ("remat", "remat · tracing scope"),
      ("custom_jvp", "custom_jvp · tracing scope"), ("custom_vjp", "custom_vjp · tracing scope"),
-     ("scope", "scope · tracing scope"), ("module", "module instance"), ("other", "other · group")],
+     ("scope", "scope · tracing scope"), ("module", "module instance"),
+     ("function", "function call"), ("loss", "loss · training step"),
+     ("backward", "backward · training step"), ("optimizer", "optimizer · training step"),
+     ("other", "other · group")],
 )
 def test_honest_group_wording(kind, sublabel):
     assert group_sublabel(kind) == sublabel

@@ -81,6 +81,10 @@ export const KIND_WORDING = {
   custom_jvp: "custom_jvp · custom derivative scope",
   custom_vjp: "custom_vjp · custom derivative scope",
   chunk: "chunk · program order",
+  function: "function call",
+  loss: "loss · training step",
+  backward: "backward · training step",
+  optimizer: "optimizer · training step",
 };
 
 const DTYPE_SHORT = {
