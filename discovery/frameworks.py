@@ -155,12 +155,58 @@ JAX_NON_OPERATIONS = frozenset(
 )
 
 
-def is_jax_operation(qualified_name: str) -> bool:
+# ``jax.numpy`` names that are values, not computations: dtypes and scalar types,
+# abstract dtype classes and constants (jax 0.10). Mentioning one (``{"dtype":
+# jnp.float32}``, ``x * jnp.pi``, ``jnp.float32.dtype``) is not an operation; *calling*
+# a scalar type (``jnp.float32(x)``) builds an array and is one.
+JAX_NUMPY_VALUES = frozenset(
+    """
+    bool bool_ int1 int2 int4 int8 int16 int32 int64 int_ uint uint1 uint2 uint4 uint8
+    uint16 uint32 uint64 float16 float32 float64 float_ bfloat16 half single double
+    longdouble complex64 complex128 complex_ csingle cdouble clongdouble intp uintp
+    generic number inexact floating integer signedinteger unsignedinteger
+    complexfloating character flexible object_ dtype ndarray ufunc ComplexWarning
+    pi e inf nan euler_gamma newaxis
+    """.split()
+)
+# Narrow float formats keep being added (float8_e4m3fn, float6_e2m3fn, float4_e2m1fn…).
+_JAX_NUMPY_VALUE_PREFIXES = ("float8_", "float6_", "float4_")
+
+# Questions about dtypes, whether called or not: their answer is a dtype or a number,
+# never a traced value (``jnp.finfo(jnp.float32).eps``).
+JAX_DTYPE_QUERIES = frozenset(
+    """
+    jax.dtypes jax.numpy.finfo jax.numpy.iinfo jax.numpy.issubdtype jax.numpy.isdtype
+    jax.numpy.promote_types jax.numpy.result_type jax.numpy.can_cast
+    """.split()
+)
+
+
+def _is_jax_numpy_value(qualified_name: str) -> bool:
+    if not qualified_name.startswith("jax.numpy."):
+        return False
+    name = qualified_name[len("jax.numpy.") :].split(".", 1)[0]
+    return name in JAX_NUMPY_VALUES or name.startswith(_JAX_NUMPY_VALUE_PREFIXES)
+
+
+def _within(qualified_name: str, roots: frozenset[str]) -> bool:
+    return any(
+        qualified_name == root or qualified_name.startswith(root + ".") for root in roots
+    )
+
+
+def is_jax_operation(qualified_name: str, *, called: bool = True) -> bool:
+    """Does a (qualified) reference to ``qualified_name`` compute with JAX?
+
+    ``called`` says whether the reference is the callee of a call: ``jnp.float32(x)``
+    is an operation, ``dtype=jnp.float32`` is not.
+    """
     if not (qualified_name == JAX_ROOT or qualified_name.startswith("jax.")):
         return False
-    for excluded in JAX_NON_OPERATIONS:
-        if qualified_name == excluded or qualified_name.startswith(excluded + "."):
-            return False
+    if _within(qualified_name, JAX_NON_OPERATIONS) or _within(qualified_name, JAX_DTYPE_QUERIES):
+        return False
+    if not called and _is_jax_numpy_value(qualified_name):
+        return False
     return qualified_name != JAX_ROOT
 
 

@@ -140,7 +140,7 @@ def _child_fields(node_type: type) -> tuple[str, ...]:
 def _operations(function: cst.FunctionDef, ns: Namespace) -> tuple[str, ...]:
     references, local_names, local_imports = _scan(function, ns)
     found: dict[str, None] = {}
-    for parts in references:
+    for parts, called in references:
         head = parts[0]
         symbol = local_imports.get(head)
         if isinstance(symbol, ImportedName):
@@ -149,20 +149,22 @@ def _operations(function: cst.FunctionDef, ns: Namespace) -> tuple[str, ...]:
             continue  # a parameter or local variable, whatever it is called
         else:
             qualified = qualify(ns, parts)
-        if qualified is not None and is_jax_operation(qualified):
+        if qualified is not None and is_jax_operation(qualified, called=called):
             found.setdefault(qualified)
     return tuple(found)
 
 
 def _scan(
     function: cst.FunctionDef, ns: Namespace
-) -> tuple[list[tuple[str, ...]], set[str], dict[str, Symbol]]:
-    """References (dotted), locally bound names and local imports of a function body.
+) -> tuple[list[tuple[tuple[str, ...], bool]], set[str], dict[str, Symbol]]:
+    """References (dotted, and whether each is the callee of a call), locally bound
+    names and local imports of a function body.
 
     A hand-rolled walk over dataclass fields: a libcst visitor rebuilds every node
     it passes and costs ~3x as much, and this runs on every function of a JAX file.
     """
-    references: list[tuple[str, ...]] = []
+    references: list[tuple[tuple[str, ...], bool]] = []
+    callees: set[int] = set()  # id() of nodes that are a Call's func (the tree outlives the walk)
     local_names: set[str] = {identifier(p.name.value) for p in _all_params(function.params)}
     local_imports: dict[str, Symbol] = {}
     stack: list[cst.CSTNode] = [function.body]
@@ -170,12 +172,12 @@ def _scan(
         node = stack.pop()
         node_type = type(node)
         if node_type is cst.Name:
-            references.append((identifier(node.value),))  # type: ignore[attr-defined]
+            references.append(((identifier(node.value),), id(node) in callees))  # type: ignore[attr-defined]
             continue
         if node_type is cst.Attribute:
             parts = dotted_parts(node)  # type: ignore[arg-type]
             if parts is not None:
-                references.append(parts)
+                references.append((parts, id(node) in callees))
             else:
                 stack.append(node.value)  # type: ignore[attr-defined]
             continue
@@ -184,6 +186,8 @@ def _scan(
             continue
         if node_type is cst.Annotation:
             continue
+        if node_type is cst.Call:
+            callees.add(id(node.func))  # type: ignore[attr-defined]
         if node_type in _BINDING_TYPES:
             local_names.update(_bound_names(node))
         children: list[cst.CSTNode] = []
