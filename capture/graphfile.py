@@ -499,12 +499,21 @@ def _build(body: Any, header: dict) -> Capture:
             _opt_map(fr.get("details"), "failure.details"),
         )
         _need(n_nodes == 0, "failure", "a failed capture carries no nodes")
+    backend = _str(b.get("backend"), "backend")
+    if failure is None:
+        # A traced program is abstract: it cannot claim eager execution or carry
+        # measurements, and an eager capture cannot pose as a traced program.
+        traced = coverage.scope == "traced_program"
+        _need(traced or backend != "jaxpr", "coverage.scope",
+              f"{coverage.scope!r} does not match backend 'jaxpr' (a traced program's scope is 'traced_program')")
+        if traced and measured is not None and any(m is not None for m in measured):
+            raise _Invalid("values.measured: a traced program carries no measured evidence")
     counts = header.get("counts")
     if isinstance(counts, dict):
         _need(counts.get("nodes") == n_nodes and counts.get("values") == n_values, "header.counts",
               "do not match the body")
     return Capture(
-        backend=_str(b.get("backend"), "backend"),
+        backend=backend,
         framework=_str(b.get("framework"), "framework"),
         framework_version=_str(b.get("framework_version"), "framework_version"),
         coverage=coverage,

@@ -56,6 +56,10 @@ def summary(capture: Capture) -> str:
         lines.append(f"sources:    {', '.join(s.path for s in capture.sources)}")
     if capture.recipe and capture.recipe.get("model"):
         lines.append(f"model:      {capture.recipe['model']}")
+    if capture.meta.get("state"):
+        # Fresh initialisation is not trained weights: say which one this graph shows.
+        note = capture.meta.get("state_note")
+        lines.append(f"state:      {capture.meta['state']}" + (f" ({note})" if note else ""))
     if capture.nodes:
         ops = Counter(n.op for n in capture.nodes) if len(capture.nodes) < 50_000 else _fast_ops(capture)
         top = ", ".join(f"{op}×{count}" for op, count in ops.most_common(8))

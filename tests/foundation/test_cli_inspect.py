@@ -74,6 +74,15 @@ def test_inspect_json_is_the_capture(good):
     assert sum(n["opaque"] for n in data["nodes"]) == 5
 
 
+def test_inspect_says_when_weights_are_freshly_initialised(tmp_path):
+    cap = synthetic_capture(20)
+    cap.meta.update(state="fresh_init", state_note="freshly initialised with jax.random.key(seed): not trained weights")
+    path = tmp_path / "fresh.tvg"
+    graphfile.write(cap, path)
+    proc = tensorviz("inspect", str(path))
+    assert "state:      fresh_init (freshly initialised with jax.random.key(seed): not trained weights)" in proc.stdout
+
+
 def test_inspect_failed_capture(tmp_path):
     path = tmp_path / "failed.tvg"
     cap = Capture.failed_capture(

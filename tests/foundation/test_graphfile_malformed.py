@@ -112,6 +112,18 @@ def test_field_validation(good_bytes, mutate, expected):
     _reject(_body_mutation(good_bytes, mutate), expected)
 
 
+@pytest.mark.parametrize("mutate, expected", [
+    pytest.param(lambda b: b["coverage"].__setitem__(0, "eager_forward"), "does not match backend 'jaxpr'",
+                 id="traced-program-claims-eager-scope"),
+    pytest.param(lambda b: b["values"].__setitem__("measured", [{"stats": {"min": 0}}] * len(b["values"]["dtype"])),
+                 "carries no measured evidence", id="traced-program-with-measurements"),
+])
+def test_traced_program_and_eager_evidence_stay_distinct(good_bytes, mutate, expected):
+    """Spec: a Jaxpr capture cannot carry runtime evidence or claim PyTorch execution
+    coverage, and portable graph files retain this distinction."""
+    _reject(_body_mutation(good_bytes, mutate), expected)
+
+
 def test_group_cycle(good_bytes):
     def mutate(b):
         b["groups"][0][2] = 2  # 0 -> 2 -> 1 -> 0

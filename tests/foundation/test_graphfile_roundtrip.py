@@ -80,11 +80,18 @@ def captures(draw) -> Capture:
     if failed:
         failure = Failure(draw(names), draw(names), draw(st.sampled_from(["trace", "import", "deadline"])),
                           frames[:], draw(st.dictionaries(names, plain, max_size=2)))
+    backend = draw(st.sampled_from(["jaxpr", "torch_eager"]))
+    scope = "traced_program" if backend == "jaxpr" else draw(st.sampled_from(["eager_forward", "training_step"]))
+    if failed:
+        scope = draw(names)
+    elif scope == "traced_program":
+        for v in values:
+            v.measured = None  # a traced program carries no measurements
     return Capture(
-        backend=draw(st.sampled_from(["jaxpr", "torch_eager"])),
+        backend=backend,
         framework=draw(st.sampled_from(["jax", "torch"])),
         framework_version=draw(names),
-        coverage=Coverage(draw(names), draw(st.sampled_from(["complete", "partial"])),
+        coverage=Coverage(scope, draw(st.sampled_from(["complete", "partial"])),
                           draw(st.lists(names, max_size=2)), draw(st.sampled_from(["none", "incomplete"]))),
         values=values, nodes=nodes, groups=groups, frames=frames,
         inputs=draw(trees(n_values)), outputs=draw(trees(n_values)),
