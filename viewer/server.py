@@ -7,8 +7,11 @@ Contract: ``viewer/API.md``. Security model, in the order checks run on every re
 2. the path must start with the random per-run token (``secrets.token_urlsafe``);
    anything else gets ``403`` with an empty body, the same for every failure;
 3. static files come only from ``viewer/static/`` (resolved, symlinks included, and
-   checked to stay inside it); source files only from the workspace or the
-   captures' recorded sources;
+   checked to stay inside it); source files only from the workspace, or from the
+   recorded sources of captures the embedder marked ``trusted_sources`` (ones its own
+   worker produced). A graph file someone else wrote (``api/open``, ``tensorviz view``)
+   cannot widen that: its recorded sources count only when they resolve inside the
+   workspace and still hash to the recorded sha256;
 4. ``POST`` bodies are JSON (or, for ``api/open``, a graph file), size-bounded and
    must carry the matching ``Content-Type``.
 
@@ -34,6 +37,7 @@ A capture's projection index is built lazily on the first request that needs it;
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import logging
@@ -133,9 +137,10 @@ class _Entry:
 class ViewerServer:
     """One loopback viewer: ``start()``, ``url``, ``add_capture()``, ``publish()``, ``stop()``.
 
-    ``captures`` holds ``Capture`` objects or ``(capture, title)`` pairs. ``workspace``
-    is the folder whose files ``api/source`` and reveal may read (besides the
-    captures' recorded sources). Safe to drive from any thread.
+    ``captures`` holds ``Capture`` objects or ``(capture, title)`` pairs, added with
+    ``trusted_sources=False`` (see :meth:`add_capture`). ``workspace`` is the folder
+    whose files ``api/source`` and reveal may read (besides the recorded sources of
+    trusted captures). Safe to drive from any thread.
     """
 
     def __init__(
@@ -220,29 +225,30 @@ class ViewerServer:
 
     # ------------------------------------------------------------------ captures
 
-    def add_capture(self, capture: Capture, title: str | None = None, *, warm: bool = False) -> int:
+    def add_capture(self, capture: Capture, title: str | None = None, *, warm: bool = False,
+                    trusted_sources: bool = False) -> int:
         """Hold ``capture`` (newest becomes the default); returns its id and tells open
         pages: ``capture-ready {id, title}``, or ``capture-failed {id, message, stage}``.
+
+        ``trusted_sources=True`` says the embedding process produced ``capture`` itself
+        (its own worker ran the recipe): its recorded ``sources`` may then be shown by
+        ``api/source`` and reveal even outside the workspace. Otherwise (the default,
+        and always for ``api/open`` uploads) a recorded source counts only when it
+        resolves, symlinks followed, to a regular file inside the workspace whose
+        current sha256 is the recorded one: a hostile graph file cannot widen what the
+        viewer serves.
 
         The capture's projection index is built on the first request that needs it
         (about 1.2 s for 100,000 nodes). ``warm=True`` starts building it now on a
         background thread, so that a page about to open (the editor's browser, a test,
         a benchmark) does not pay for it; see :meth:`warm`. Returns at once either way."""
+        recorded = self._recordable_sources(capture, trusted=trusted_sources)
         with self._lock:
             cid = self._next_id
             self._next_id += 1
             title = title or (capture.recipe or {}).get("model") or f"capture {cid}"
             self._entries[cid] = _Entry(cid, str(title), capture)
-            for src in capture.sources:
-                p = Path(src.path)
-                if not p.is_absolute():
-                    if self.workspace is None:
-                        continue
-                    p = self.workspace / p
-                try:
-                    self._recorded.add(p.resolve(strict=True))
-                except (OSError, RuntimeError):
-                    pass
+            self._recorded.update(recorded)
         if warm:
             self.warm(cid, wait=False)
         if capture.failure is not None:
@@ -338,9 +344,35 @@ class ViewerServer:
 
     # ------------------------------------------------------------------ sources
 
+    def _recordable_sources(self, capture: Capture, *, trusted: bool) -> list[Path]:
+        """The real paths of ``capture``'s recorded sources that may be served."""
+        out: list[Path] = []
+        digests: dict[Path, str | None] = {}  # each file hashed once, however often it is listed
+        for src in capture.sources:
+            if not isinstance(src.path, str) or not src.path or "\x00" in src.path or len(src.path) > 4096:
+                continue
+            p = Path(src.path)
+            if not p.is_absolute():
+                if self.workspace is None:
+                    continue
+                p = self.workspace / p
+            try:
+                real = p.resolve(strict=True)
+            except (OSError, RuntimeError, ValueError):
+                continue
+            if trusted:
+                out.append(real)
+            elif self.workspace is not None and real.is_relative_to(self.workspace) and real.is_file():
+                if real not in digests:
+                    digests[real] = _sha256_of(real)
+                if digests[real] is not None and digests[real] == str(src.sha256).lower():
+                    out.append(real)
+        return out
+
     def resolve_source(self, file: Any) -> Path | None:
         """The real path of ``file`` when it may be shown: a regular file inside the
-        workspace, or one of the captures' recorded sources. Otherwise ``None``."""
+        workspace, or a recorded source :meth:`add_capture` admitted (any recorded
+        source of a trusted capture). Otherwise ``None``."""
         if not isinstance(file, str) or not file or "\x00" in file or len(file) > 4096:
             return None
         p = Path(file)
@@ -747,8 +779,10 @@ class _Handler(BaseHTTPRequestHandler):
             capture = graphfile.decode(data, name=name)
         except graphfile.GraphFileError as exc:
             raise _ApiError(400, str(exc)) from None
-        # The page opens it right after this answer: start on its index now.
-        cid = self.viewer.add_capture(capture, name, warm=True)
+        # The page opens it right after this answer: start on its index now. Whoever
+        # wrote the file, it is not this process's capture: its recorded sources widen
+        # nothing (see ViewerServer.add_capture).
+        cid = self.viewer.add_capture(capture, name, warm=True, trusted_sources=False)
         self._json(200, {"id": cid})
 
 
@@ -771,6 +805,22 @@ _POSTS: dict[str, Callable[[_Handler, dict], None]] = {
     "capture": _Handler.post_capture,
     "open": _Handler.post_open,
 }
+
+
+def _sha256_of(path: Path) -> str | None:
+    """The file's sha256 (hex), or ``None`` when it cannot be read or is too large to show."""
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 16):
+                size += len(chunk)
+                if size > MAX_SOURCE_BYTES:
+                    return None
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()
 
 
 def _int_param(q: dict, name: str, default: int | None = None) -> int:

@@ -80,5 +80,5 @@ def run(args: argparse.Namespace) -> int:
         return 1
     workspace = folder.resolve()
     capture = capture_profile("demo", workspace, PROFILE, args)
-    status = serve("demo", capture, "net (spec example)", workspace, args)
+    status = serve("demo", capture, "net (spec example)", workspace, args, trusted_sources=True)
     return 1 if capture.failure is not None and status == 0 else status

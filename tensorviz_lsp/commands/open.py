@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if not workspace.is_dir():
         return _usage(f"the workspace {workspace} is not a folder")
     capture = capture_profile("open", workspace, profile, args)
-    status = serve("open", capture, profile, workspace, args)
+    status = serve("open", capture, profile, workspace, args, trusted_sources=True)
     return 1 if capture.failure is not None and status == 0 else status
 
 

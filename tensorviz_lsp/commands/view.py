@@ -51,17 +51,20 @@ def run(args: argparse.Namespace) -> int:
     if not workspace.is_dir():
         print(f"tensorviz view: {workspace}: not a folder", file=sys.stderr)
         return 1
-    return serve("view", capture, Path(args.file).name, workspace, args)
+    # A graph file of unknown origin: its recorded sources must not widen what is served.
+    return serve("view", capture, Path(args.file).name, workspace, args, trusted_sources=False)
 
 
-def serve(command: str, capture: Capture, title: str, workspace: Path | None, args: argparse.Namespace) -> int:
+def serve(command: str, capture: Capture, title: str, workspace: Path | None, args: argparse.Namespace,
+          *, trusted_sources: bool = False) -> int:
     """Serve ``capture``, print the URL, open a browser unless ``--no-browser``, and block
-    until Ctrl-C, SIGTERM or ``--timeout``. Returns the exit status."""
+    until Ctrl-C, SIGTERM or ``--timeout``. Returns the exit status. ``trusted_sources``:
+    this process's own worker produced ``capture`` (see ``ViewerServer.add_capture``)."""
     if not 0 <= args.port <= 65535:
         print(f"tensorviz {command}: --port must be between 0 and 65535", file=sys.stderr)
         return 2
     server = ViewerServer(workspace=workspace, port=args.port)
-    server.add_capture(capture, title)
+    server.add_capture(capture, title, trusted_sources=trusted_sources)
     try:
         url = server.start()
     except OSError as exc:

@@ -115,3 +115,37 @@ def test_view_refuses_what_is_not_a_graph_file(tmp_path, content, message):
     proc = start("view", str(path), "--no-browser", "--timeout", "1", cwd=tmp_path)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 1 and out == "" and message in err
+
+
+def test_view_of_a_foreign_graph_file_serves_no_recorded_source_outside_the_workspace(tmp_path):
+    """``tensorviz view FILE``: the file may come from anywhere, so its recorded sources
+    (absolute, ``../`` or through a symlink, even with the right sha256) reach nothing
+    outside the workspace."""
+    import hashlib
+
+    from capture.model import Frame, Source
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "secret.py"
+    secret.write_text("TOKEN = 'not for the browser'\n")
+    digest = hashlib.sha256(secret.read_bytes()).hexdigest()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "escape.py").symlink_to(secret)
+    cap = synthetic_capture(50)
+    names = [str(secret), "../outside/secret.py", "escape.py"]
+    cap.sources = [Source(n, digest) for n in names]
+    cap.frames += [Frame(n, 1, 0, "steal") for n in names]
+    path = tmp_path / "hostile.tvg"
+    graphfile.write(cap, path)
+    proc = start("view", str(path), "--no-browser", "--timeout", "30", cwd=workspace)
+    try:
+        url = read_url(proc)
+        for name in names:
+            with pytest.raises(urllib.error.HTTPError) as err:
+                urllib.request.urlopen(url + f"api/source?file={name}&line=1", timeout=10)
+            assert err.value.code == 404, name
+    finally:
+        proc.kill()
+        proc.wait()

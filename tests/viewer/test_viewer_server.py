@@ -3,6 +3,7 @@ containment, POST checks, every API endpoint and the event stream."""
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import os
@@ -245,16 +246,85 @@ def test_source_outside_the_workspace_is_refused(client, workspace, file):
     assert status == 404 and b"not for the browser" not in body
 
 
-def test_recorded_sources_outside_the_workspace_are_served(tmp_path, static):
+def test_recorded_sources_outside_the_workspace_are_served_only_for_trusted_captures(tmp_path, static):
+    """A capture this process produced itself (its own worker) may name files outside the
+    workspace; the same sources in a capture of unknown origin widen nothing."""
     lib = tmp_path / "lib.py"
     lib.write_text("a = 1\nb = 2\n")
     cap = tiny_capture()
     cap.sources.append(Source(str(lib), "0" * 64))
-    with ViewerServer([cap], static_dir=static) as s:
+    with ViewerServer(static_dir=static) as s:
         c = Client(s)
+        s.add_capture(cap, "untrusted")  # the default
+        assert c.get(f"api/source?file={lib}&line=2&context=0")[0] == 404
+        s.add_capture(cap, "ours", trusted_sources=True)
         assert c.json(f"api/source?file={lib}&line=2&context=0")["lines"] == ["b = 2"]
         assert c.get("api/source?file=/etc/passwd&line=1")[0] == 404
         assert c.get("api/source?file=model.py&line=1")[0] == 404  # no workspace: nothing relative
+
+
+def test_captures_given_to_the_constructor_are_untrusted(tmp_path, static):
+    lib = tmp_path / "lib.py"
+    lib.write_text("a = 1\n")
+    cap = tiny_capture()
+    cap.sources.append(Source(str(lib), hashlib.sha256(lib.read_bytes()).hexdigest()))
+    with ViewerServer([cap], static_dir=static) as s:
+        assert Client(s).get(f"api/source?file={lib}&line=1")[0] == 404
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _hostile_graph_file(tmp_path: Path, workspace: Path, sources: list[Source]) -> bytes:
+    cap = tiny_capture()
+    cap.sources = list(sources)
+    cap.frames = [Frame(src.path, 1, 0, "steal") for src in sources] or cap.frames
+    for node in cap.nodes:
+        node.frame = 0 if node.frame is not None else None
+    path = tmp_path / "hostile.tvg"
+    graphfile.write(cap, path)
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("kind", ["absolute", "dotdot", "symlink", "absolute-through-workspace"])
+def test_an_uploaded_hostile_graph_file_cannot_widen_what_is_served(client, hooks, workspace, tmp_path, kind):
+    """``api/open`` takes graph files from anywhere (a drop, a URL parameter): their
+    recorded sources, even with the right sha256, never reach files outside the workspace."""
+    secret = workspace.parent / "secret.txt"
+    name = {
+        "absolute": str(secret),
+        "dotdot": "../secret.txt",
+        "symlink": "escape.py",  # ws/escape.py -> ../secret.txt
+        "absolute-through-workspace": str(workspace / ".." / "secret.txt"),
+    }[kind]
+    data = _hostile_graph_file(tmp_path, workspace, [Source(name, _sha(secret))])
+    _, body = client.post("api/open?name=hostile.tvg", data, ctype="application/octet-stream")
+    cid = body["id"]
+    assert client.json(f"api/capture?capture={cid}")["sources"][0]["path"] == name
+    for file in {name, str(secret), str(secret.resolve())}:
+        status, _, text = client.get(f"api/source?file={file}&line=1")
+        assert status == 404 and b"not for the browser" not in text, file
+        status, answer = client.post("api/reveal", {"frame": {"file": file, "line": 1}}, expect=None)
+        assert status == 404 and "not for the browser" not in json.dumps(answer), file
+    assert hooks.revealed == []
+
+
+def test_an_uploaded_graph_file_keeps_workspace_sources_that_still_match(client, server, workspace, tmp_path):
+    """Untrusted recorded sources inside the workspace are admitted only when they still
+    hash to the recorded sha256; either way nothing outside the workspace is reached."""
+    (workspace / "pkg").mkdir()
+    other = workspace / "pkg" / "other.py"
+    other.write_text("x = 1\n")
+    data = _hostile_graph_file(tmp_path, workspace, [Source("pkg/other.py", _sha(other)),
+                                                      Source("model.py", "f" * 64)])
+    client.post("api/open?name=g.tvg", data, ctype="application/octet-stream")
+    assert server.resolve_source("pkg/other.py") == other.resolve()
+    with server._lock:
+        recorded = set(server._recorded)
+    assert other.resolve() in recorded
+    assert (workspace / "model.py").resolve() not in recorded  # stale hash: not recorded
+    assert all(p.is_relative_to(workspace) for p in recorded)
 
 
 # --------------------------------------------------------------------------- POST checks
