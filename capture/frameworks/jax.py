@@ -11,7 +11,9 @@ What is opened (``recipe.model``):
   ``__call__`` traced through ``apply``; or an ``init.factory`` returning the exact
   selected class bound with ``model.bind(variables)`` (saved weights);
 * a Flax NNX class, built by an ``init.factory`` (explicit ``nnx.Rngs``, layers,
-  state) or from literal ``init``.
+  state) or from literal ``init``: a constructor parameter named ``rngs`` or annotated
+  ``nnx.Rngs`` that the init leaves unset (discovery marks it ``supplied_by:
+  "tensorviz"``, so the setup form omits it) receives ``nnx.Rngs(seed)`` (fresh state).
 
 NNX modules, bound methods and partials are split (``nnx.split``) outside the trace and
 merged inside it, so their state wrappers are cloned in the trace context (``nnx.jit``
@@ -34,6 +36,8 @@ import functools
 import inspect
 import math
 import sys
+import types
+import typing
 import warnings
 from typing import Any, Callable
 
@@ -46,12 +50,18 @@ from ..worker.errors import CaptureError
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
 # meta["state"] labels and what each means (meta["state_note"]).
 STATE_NOTES = {
-    "fresh_init": "freshly initialised with jax.random.key(seed) and the saved inputs: not trained weights",
+    "fresh_init": "freshly initialized state, not trained weights: the Linen module's init with "
+    "jax.random.key(seed) and the saved inputs",
     "constructed": "built by the NNX constructor from the literal init: freshly initialised, not trained weights",
     "factory_variables": "the variables the init factory bound with model.bind(variables)",
     "factory_state": "the state of the module the init factory built",
     "callable_state": "the state of the NNX modules the configured callable carries",
 }
+# An NNX module built from the literal init with the rngs TensorViz supplied.
+NNX_FRESH_NOTE = (
+    "freshly initialized state, not trained weights: the NNX constructor ran on the literal init "
+    "with rngs=nnx.Rngs(seed)"
+)
 
 _NARROWING_WARNING = "Explicitly requested dtype"
 
@@ -95,11 +105,13 @@ def _device(jax: Any, spec: str) -> Any:
             error_type="DeviceUnavailable",
         ) from exc
     if index >= len(devices):
+        valid = f"indices 0-{len(devices) - 1}" if devices else "no valid index"
         raise CaptureError(
             "device",
-            f"device {spec} is unavailable: JAX sees {len(devices)} {platform} device(s) "
-            f"({', '.join(str(d) for d in devices) or 'none'}); TensorViz does not fall back to another device.",
-            {"device": spec, "available": [str(d) for d in devices]},
+            f"device {spec} is unavailable: index {index} is out of range, JAX sees {len(devices)} {platform} "
+            f"device(s) ({', '.join(str(d) for d in devices) or 'none'}; {valid}); TensorViz does not fall "
+            "back to another device.",
+            {"device": spec, "index": index, "count": len(devices), "available": [str(d) for d in devices]},
             error_type="DeviceUnavailable",
         )
     return devices[index]
@@ -264,12 +276,13 @@ class _Plan:
     a PyTree traced as jaxpr arguments before the inputs (Linen variables, NNX state)."""
 
     def __init__(self, kind: str, call: Callable[..., Any], state: Any = (), state_key: str | None = None,
-                 state_label: str | None = None, fresh_linen: Any = None) -> None:
+                 state_label: str | None = None, fresh_linen: Any = None, state_note: str | None = None) -> None:
         self.kind = kind
         self.call = call
         self.state = state
         self.state_key = state_key
         self.state_label = state_label
+        self.state_note = state_note or (STATE_NOTES[state_label] if state_label else None)
         self.fresh_linen = fresh_linen  # an unbound Linen module to initialise abstractly
 
 
@@ -299,19 +312,26 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
                         f"selected NNX class {target.__qualname__}",
                         {"expected": target.__qualname__, "found": type(obj).__qualname__},
                     )
-            else:
-                args, kwargs = ctx.materialize("init", make_tensor)
-                try:
+                return _nnx_plan(nnx, obj, "nnx", "factory_state")
+            saved_args, saved_kwargs = ctx.materialize("init", make_tensor)
+            args, kwargs, supplied = _supply_rngs(nnx, target, saved_args, saved_kwargs, recipe.seed)
+            try:
+                with _NarrowingWatch(f"profiles.{recipe.name}.init"):
                     obj = target(*args, **kwargs)
-                except TypeError as exc:
-                    if "rngs" not in str(exc):
-                        raise
-                    raise CaptureError(
-                        "recipe",
-                        f"{target.__qualname__} needs explicit nnx.Rngs ({exc}); build the module in an "
-                        f"init factory, e.g. return {target.__qualname__}(rngs=nnx.Rngs(0))",
-                    ) from exc
-            return _nnx_plan(nnx, obj, "nnx", "factory_state" if factory is not None else "constructed")
+            except TypeError as exc:
+                if "rngs" not in str(exc).lower():
+                    raise
+                example = _call_example(target.__qualname__, saved_args, saved_kwargs, f"rngs=nnx.Rngs({recipe.seed})")
+                raise CaptureError(
+                    "recipe",
+                    f"{target.__qualname__} could not be built from the literal init ({exc}). TensorViz passes "
+                    "rngs=nnx.Rngs(seed) only to a constructor parameter named rngs or annotated nnx.Rngs that "
+                    f"the init leaves unset; build the module in an init factory instead, e.g. return {example}",
+                    {"key_path": f"profiles.{recipe.name}.init"},
+                ) from exc
+            if supplied:
+                return _nnx_plan(nnx, obj, "nnx", "fresh_init", NNX_FRESH_NOTE)
+            return _nnx_plan(nnx, obj, "nnx", "constructed")
         raise CaptureError(
             "recipe",
             f"{ref} is a class but not a flax.linen.Module or flax.nnx.Module subclass; JAX captures "
@@ -341,6 +361,65 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
     if nnx is not None:
         return _nnx_plan(nnx, fn, "function", "callable_state")
     return _Plan("function", lambda state, *a, **k: fn(*a, **k))
+
+
+def _supply_rngs(nnx: Any, target: type, args: tuple, kwargs: dict, seed: int) -> tuple[tuple, dict, list[str]]:
+    """``args``/``kwargs`` for an NNX constructor with ``nnx.Rngs(seed)`` passed to each of its
+    rngs parameters (named ``rngs`` or annotated ``nnx.Rngs``, as discovery marks them
+    ``supplied_by: "tensorviz"``) that the literal init leaves unset. One ``nnx.Rngs`` is
+    shared by all of them. Returns the names of the parameters supplied."""
+    init = target.__init__
+    try:
+        params = list(inspect.signature(init).parameters.values())
+    except (TypeError, ValueError):
+        return args, kwargs, []
+    if inspect.isfunction(init) and params:
+        params = params[1:]  # self
+    try:
+        hints = typing.get_type_hints(init)
+    except Exception:  # an annotation that does not resolve: names still count
+        hints = {}
+    args, kwargs, supplied, rngs = tuple(args), dict(kwargs), [], None
+    for position, p in enumerate(params):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name != "rngs" and not _is_rngs_type(nnx, hints.get(p.name, p.annotation)):
+            continue
+        by_position = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and len(args) > position
+        if by_position or (p.kind != p.POSITIONAL_ONLY and p.name in kwargs):
+            continue  # the recipe sets it: passed as saved
+        if p.kind == p.POSITIONAL_ONLY and len(args) != position:
+            continue  # cannot be reached positionally: the constructor says what is missing
+        rngs = rngs if rngs is not None else nnx.Rngs(seed)
+        if p.kind == p.POSITIONAL_ONLY:
+            args = args + (rngs,)
+        else:
+            kwargs[p.name] = rngs
+        supplied.append(p.name)
+    return args, kwargs, supplied
+
+
+def _is_rngs_type(nnx: Any, annotation: Any) -> bool:
+    if annotation is nnx.Rngs:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # Optional[nnx.Rngs]
+        return any(a is nnx.Rngs for a in typing.get_args(annotation))
+    return False
+
+
+def _call_example(name: str, args: tuple, kwargs: dict, extra: str) -> str:
+    """``name(...)`` with the init's values where they read as literals, ``...`` elsewhere."""
+
+    def show(v: Any) -> str:
+        if v is None or isinstance(v, (bool, int, float, str)):
+            text = repr(v)
+            return text if len(text) <= 40 else "..."
+        return "..."
+
+    parts = [show(a) for a in args]
+    parts += [f"{k}={show(v)}" for k, v in kwargs.items() if k != "rngs"]
+    parts.append(extra)
+    return f"{name}({', '.join(parts)})"
 
 
 def _require_empty_init(ctx: CaptureContext, why: str) -> None:
@@ -385,7 +464,7 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
     return _Plan("linen", call, variables, "variables", "factory_variables")
 
 
-def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str) -> _Plan:
+def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None) -> _Plan:
     """Lift the NNX modules a callable carries (the callable itself, a bound method's
     ``self``, a partial's function and arguments) out as one split state."""
     modules: list[Any] = []
@@ -398,7 +477,7 @@ def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str) -> _Plan:
         merged = nnx.merge(graphdef, state)
         return rebuild(merged)(*args, **kwargs)
 
-    return _Plan("nnx", call, state, "state", label)
+    return _Plan("nnx", call, state, "state", label, state_note=note)
 
 
 def _lift(nnx: Any, obj: Any, modules: list[Any]) -> Callable[[tuple], Any]:
@@ -449,8 +528,9 @@ def capture(ctx: CaptureContext) -> Capture:
             args, kwargs = ctx.inputs_call(make_tensor)
         if recipe.inputs.factory is not None:
             _check_factory_leaves(jax, (args, kwargs), where + ".factory")
-        if plan.state_key is not None and plan.state_label != "fresh_init":
-            _check_factory_leaves(jax, plan.state, f"profiles.{recipe.name}.init.factory")
+        if plan.state_key is not None and plan.fresh_linen is None:
+            where = f"profiles.{recipe.name}.init" + (".factory" if recipe.init.factory else "")
+            _check_factory_leaves(jax, plan.state, where)
 
         leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
         dynamic = [i for i, leaf in enumerate(leaves) if is_array_leaf(leaf)]
@@ -522,5 +602,5 @@ def _meta(jax: Any, recipe: Any, plan: _Plan) -> dict[str, Any]:
         meta["flax_version"] = flax.__version__
     if plan.state_label is not None:
         meta["state"] = plan.state_label
-        meta["state_note"] = STATE_NOTES[plan.state_label]
+        meta["state_note"] = plan.state_note
     return meta

@@ -71,3 +71,23 @@ def forget_workspace_modules(root: Path) -> None:
         if isinstance(f, str) and os.path.realpath(f).startswith(prefix):
             del sys.modules[name]
     sys.path[:] = [p for p in sys.path if not os.path.realpath(p or ".").startswith(prefix.rstrip(os.sep))]
+
+
+def cuda_device_count() -> int:
+    """How many CUDA devices JAX sees in this interpreter (0 without a working CUDA backend)."""
+    import jax
+
+    try:
+        return len(jax.devices("cuda"))
+    except RuntimeError:
+        return 0
+
+
+def skip_if_cuda(why: str) -> None:
+    """Skip a test that needs ``cuda:0`` to be absent, on a machine where JAX sees a GPU.
+    The reason names a machine fact the strict-skip mode of ``tests/conftest.py`` allows."""
+    import pytest
+
+    n = cuda_device_count()
+    if n:
+        pytest.skip(f"this machine has CUDA (JAX sees {n} cuda device(s)): {why}")

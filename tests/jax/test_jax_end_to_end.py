@@ -18,7 +18,7 @@ from capture import graphfile  # noqa: E402
 from capture.model import tree_leaves  # noqa: E402
 from capture.runner import run_capture  # noqa: E402
 
-from jax_workspace import SPEC_INPUT, profile, tensor, write  # noqa: E402
+from jax_workspace import SPEC_INPUT, cuda_device_count, profile, skip_if_cuda, tensor, write  # noqa: E402
 
 pytestmark = pytest.mark.jax
 
@@ -125,12 +125,47 @@ def f(x):
 """
 
 
-def test_cuda_refused_before_the_model_is_imported(tmp_path):
+@pytest.mark.parametrize("device", ["cuda:0", "cuda:9999"])
+def test_cuda_refused_before_the_model_is_imported(tmp_path, device):
+    # cuda:0 is refused only where JAX has no CUDA backend; cuda:9999 is refused on any
+    # machine (missing backend, or an index out of range), before the model is imported.
+    if device == "cuda:0":
+        skip_if_cuda("cuda:0 is available here, so it cannot be refused")
     write(tmp_path, {"mark.py": MARKER})
-    cap = run_capture(tmp_path, {"name": "gpu", **profile("mark:f", args=[SPEC_INPUT], device="cuda:0")}, timeout=240)
+    cap = run_capture(tmp_path, {"name": "gpu", **profile("mark:f", args=[SPEC_INPUT], device=device)}, timeout=240)
     assert cap.failure is not None and cap.failure.stage == "device", cap.failure
-    assert "cuda:0" in cap.failure.message and len(cap.nodes) == 0
+    assert device in cap.failure.message and "does not fall back" in cap.failure.message and len(cap.nodes) == 0
+    n = cuda_device_count()
+    if n:
+        assert f"index {device[5:]}" in cap.failure.message and f"JAX sees {n} cuda device(s)" in cap.failure.message
     assert not (tmp_path / "IMPORTED").exists()
+
+
+# The ordinary NNX pattern, opened from a literal init: TensorViz supplies rngs.
+NNX_RNGS = """\
+from flax import nnx
+
+class N(nnx.Module):
+    def __init__(self, din, dout, *, rngs: nnx.Rngs):
+        self.lin = nnx.Linear(din, dout, rngs=rngs)
+
+    def __call__(self, x):
+        return nnx.relu(self.lin(x))
+"""
+
+
+def test_nnx_module_with_rngs_from_a_literal_init(tmp_path):
+    write(tmp_path, {"model.py": NNX_RNGS})
+    table = profile("model:N", args=[SPEC_INPUT], init={"args": [], "kwargs": {"din": 3, "dout": 4}})
+    cap = ok(run_capture(tmp_path, {"name": "nnx", **table}, timeout=240))
+    assert cap.meta["model_kind"] == "nnx" and cap.meta["state"] == "fresh_init"
+    assert "freshly initialized state, not trained weights" in cap.meta["state_note"]
+    assert {"dot_general", "max"} <= {cap.nodes[i].op for i in range(len(cap.nodes))}
+    (o,) = tree_leaves(cap.outputs)
+    assert (cap.values[o].shape, cap.values[o].dtype) == ([2, 4], "float32")
+    state = dict(cap.inputs["dict"])["state"]
+    kernels = [cap.values[i].shape for i in tree_leaves(state)]
+    assert sorted(kernels) == [[3, 4], [4]]  # nnx.Linear(3, 4): kernel and bias, traced as arguments
 
 
 BROKEN = """\

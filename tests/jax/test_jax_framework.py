@@ -14,7 +14,16 @@ from capture.recipe import RecipeError  # noqa: E402
 from capture.worker.errors import CaptureError, LimitExceeded  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 
-from jax_workspace import SPEC_INPUT, capture_in_process, forget_workspace_modules, profile, tensor, write  # noqa: E402
+from jax_workspace import (  # noqa: E402
+    SPEC_INPUT,
+    capture_in_process,
+    cuda_device_count,
+    forget_workspace_modules,
+    profile,
+    skip_if_cuda,
+    tensor,
+    write,
+)
 from jaxpr_walk import eval_shape_avals, node_counts, output_avals, primitive_counts  # noqa: E402
 
 pytestmark = pytest.mark.jax
@@ -487,9 +496,53 @@ def test_x64_from_factories_is_refused(ws, factory):
 
 
 def test_cuda_device_is_refused_before_the_model_is_imported(ws):
+    skip_if_cuda("cuda:0 is available here, so it cannot be refused")
     err = fails(ws, {"mark.py": MARKER}, profile("mark:f", args=[SPEC_INPUT], device="cuda:0"), "device")
     assert "cuda:0" in err.message and "does not fall back" in err.message
     assert not (ws / "IMPORTED").exists()
+
+
+def test_cuda_index_out_of_range_is_refused_before_the_model_is_imported(ws):
+    # Meaningful with and without CUDA: without it the backend is missing; with it, no
+    # machine has 10,000 GPUs, so the index is out of range. Either way nothing is imported.
+    err = fails(ws, {"mark.py": MARKER}, profile("mark:f", args=[SPEC_INPUT], device="cuda:9999"), "device")
+    assert err.error_type == "DeviceUnavailable" and "cuda:9999" in err.message and "does not fall back" in err.message
+    n = cuda_device_count()
+    if n:
+        assert "index 9999" in err.message and f"JAX sees {n} cuda device(s)" in err.message
+    assert not (ws / "IMPORTED").exists()
+
+
+class _FakeDevice:
+    def __init__(self, i):
+        self.i = i
+
+    def __str__(self):
+        return f"cuda:{self.i}"
+
+
+class _FakeJax:
+    """Just enough of ``jax`` for :func:`_device`: a CUDA backend with two devices."""
+
+    __version__ = "0.0-fake"
+
+    @staticmethod
+    def devices(platform=None):
+        return [_FakeDevice(0), _FakeDevice(1)]
+
+
+def test_device_index_out_of_range_names_the_index_and_the_count():
+    from capture.frameworks.jax import _device
+
+    assert str(_device(_FakeJax, "cuda:1")) == "cuda:1"
+    with pytest.raises(CaptureError) as exc:
+        _device(_FakeJax, "cuda:9999")
+    err = exc.value
+    assert err.stage == "device" and err.error_type == "DeviceUnavailable"
+    assert "cuda:9999" in err.message and "index 9999" in err.message
+    assert "JAX sees 2 cuda device(s)" in err.message and "cuda:0, cuda:1" in err.message
+    assert "does not fall back" in err.message
+    assert err.details["available"] == ["cuda:0", "cuda:1"]
 
 
 @pytest.mark.parametrize("field, value", [("mode", "train"), ("grad_enabled", True)])
@@ -556,9 +609,34 @@ def test_requires_grad_refusal_without_the_recipe_layer(ws):
     assert NO_REQUIRES_GRAD.startswith("JAX has no per-array requires_grad; express grad in the callable")
 
 
-def test_nnx_class_without_rngs_factory_is_a_clear_error(ws):
-    err = fails(ws, {"nnxm.py": NNX}, profile("nnxm:Net", args=[SPEC_INPUT]), "recipe")
-    assert "nnx.Rngs" in err.message and "init factory" in err.message
+def test_nnx_class_taking_rngs_from_an_empty_literal_init(ws):
+    # Net(rngs) with nnx.jit, BatchNorm and Dropout: TensorViz supplies rngs=nnx.Rngs(seed)
+    cap = run(ws, {"nnxm.py": NNX}, profile("nnxm:Net", args=[SPEC_INPUT]))
+    assert cap.meta["model_kind"] == "nnx" and cap.meta["state"] == "fresh_init"
+    assert "freshly initialized state, not trained weights" in cap.meta["state_note"]
+    assert any(g.kind == "jit" for g in cap.groups)
+    (out,) = tree_leaves(cap.outputs)
+    assert cap.values[out].shape == [2, 4]
+
+
+NNX_FORWARDED_RNGS = """
+from flax import nnx
+
+class Fwd(nnx.Module):
+    def __init__(self, din, **layer_options):   # rngs reaches nnx.Linear through **kwargs
+        self.lin = nnx.Linear(din, 4, **layer_options)
+
+    def __call__(self, x):
+        return self.lin(x)
+"""
+
+
+def test_nnx_rngs_that_cannot_be_supplied_is_a_clear_error(ws):
+    err = fails(ws, {"fwd.py": NNX_FORWARDED_RNGS},
+                profile("fwd:Fwd", args=[SPEC_INPUT], init={"args": [], "kwargs": {"din": 3}}), "recipe")
+    assert "init factory" in err.message
+    # the suggested factory keeps the required init arguments
+    assert "return Fwd(din=3, rngs=nnx.Rngs(0))" in err.message
 
 
 DEVICE_SCOPE = """
@@ -611,3 +689,176 @@ def test_nnx_class_from_literal_init(ws):
     assert cap.meta["model_kind"] == "nnx" and cap.meta["state"] == "constructed"
     (out,) = tree_leaves(cap.outputs)
     assert cap.values[out].shape == [2, 5]
+
+
+# The ordinary NNX pattern: TensorViz supplies rngs (discovery marks it supplied_by
+# "tensorviz", so the setup form omits it) unless the recipe sets it.
+NNX_RNGS = """
+import jax
+from flax import nnx
+
+SEEN = []
+
+class N(nnx.Module):
+    def __init__(self, din, dout, *, rngs: nnx.Rngs):
+        SEEN.append(rngs)
+        self.lin = nnx.Linear(din, dout, rngs=rngs)
+
+    def __call__(self, x):
+        return self.lin(x)
+
+class Either(nnx.Module):   # rngs positional-or-keyword, recorded whatever it is
+    def __init__(self, din, dout, rngs):
+        SEEN.append(rngs)
+        self.lin = nnx.Linear(din, dout, rngs=rngs if isinstance(rngs, nnx.Rngs) else nnx.Rngs(rngs))
+
+    def __call__(self, x):
+        return self.lin(x)
+
+class Keyed(nnx.Module):   # an nnx.Rngs parameter under another name
+    def __init__(self, din, dout, key: nnx.Rngs):
+        SEEN.append(key)
+        self.lin = nnx.Linear(din, dout, rngs=key)
+
+    def __call__(self, x):
+        return self.lin(x)
+
+def build():
+    return N(3, 4, rngs=nnx.Rngs(1))
+"""
+
+
+def _supplied_key(rngs):
+    return jax.random.key_data(rngs.params.key[...]).tolist()
+
+
+@pytest.mark.parametrize(
+    "model, init",
+    [
+        ("N", {"args": [], "kwargs": {"din": 3, "dout": 4}}),
+        ("N", {"args": [3], "kwargs": {"dout": 4}}),
+        ("Either", {"args": [], "kwargs": {"din": 3, "dout": 4}}),
+        ("Either", {"args": [3, 4], "kwargs": {}}),
+        ("Keyed", {"args": [3, 4], "kwargs": {}}),
+    ],
+)
+def test_nnx_literal_init_supplies_rngs_from_the_seed(ws, model, init):
+    cap = run(ws, {"nr.py": NNX_RNGS}, profile(f"nr:{model}", args=[SPEC_INPUT], init=init, seed=7))
+    import nr
+
+    (rngs,) = nr.SEEN
+    assert isinstance(rngs, flax.nnx.Rngs)
+    assert _supplied_key(rngs) == _supplied_key(flax.nnx.Rngs(7))  # nnx.Rngs(recipe.seed)
+    assert cap.meta["model_kind"] == "nnx" and cap.meta["state"] == "fresh_init"
+    assert cap.meta["state_note"].startswith("freshly initialized state, not trained weights")
+    assert "nnx.Rngs(seed)" in cap.meta["state_note"]
+    state = input_tree(cap, "state")
+    assert list(state) == ["dict"]
+    (out,) = tree_leaves(cap.outputs)
+    assert cap.values[out].shape == [2, 4]
+
+
+@pytest.mark.parametrize(
+    "init", [{"args": [], "kwargs": {"din": 3, "dout": 4, "rngs": 5}}, {"args": [3, 4, 5], "kwargs": {}}]
+)
+def test_nnx_rngs_set_by_the_recipe_is_passed_as_saved(ws, init):
+    cap = run(ws, {"nr.py": NNX_RNGS}, profile("nr:Either", args=[SPEC_INPUT], init=init))
+    import nr
+
+    assert nr.SEEN == [5]
+    assert cap.meta["state"] == "constructed"
+
+
+def test_nnx_factory_with_rngs_still_traces_its_state(ws):
+    cap = run(ws, {"nr.py": NNX_RNGS}, profile("nr:N", args=[SPEC_INPUT], init={"factory": "nr:build"}))
+    import nr
+
+    (rngs,) = nr.SEEN
+    assert _supplied_key(rngs) == _supplied_key(flax.nnx.Rngs(1))  # the factory's own, untouched
+    assert cap.meta["state"] == "factory_state"
+
+
+# --------------------------------------------------------------------------- placement
+
+PLACED = """
+import jax
+import jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+MADE = {}
+
+def f(x, y):
+    return x @ jnp.ones((3, 4)) + y.sum()
+
+def inputs():
+    cpu = jax.devices("cpu")
+    MADE["default"] = jnp.zeros(()).devices()   # the profile's device, in force here
+    MADE["x"] = jax.device_put(jnp.ones((2, 3)), cpu[1])   # explicitly placed
+    MADE["y"] = jax.device_put(jnp.ones((2, 3)), NamedSharding(Mesh(cpu[:2], ("d",)), P("d")))   # sharded
+    return {"args": (MADE["x"], MADE["y"])}
+"""
+
+# Runs in a fresh interpreter: XLA_FLAGS must be set before JAX starts its CPU backend.
+# The arrays JAX is handed to trace are recorded by wrapping jax.make_jaxpr outside the
+# trace (inside it the callable only sees abstract tracers, which carry no placement).
+PLACEMENT_SCRIPT = """
+import json, sys
+import jax
+
+sys.path.insert(0, sys.argv[2])
+from jax_workspace import capture_in_process, profile
+
+handed = []
+real_make_jaxpr = jax.make_jaxpr
+
+def spy(fun, *a, **k):
+    traced = real_make_jaxpr(fun, *a, **k)
+    def call(*args, **kwargs):
+        handed.extend(jax.tree_util.tree_leaves((args, kwargs)))
+        return traced(*args, **kwargs)
+    return call
+
+jax.make_jaxpr = spy
+cap, _ = capture_in_process(sys.argv[1], profile("placed:f", inputs={"factory": "placed:inputs"}, device="cpu"))
+import placed
+
+x, y = placed.MADE["x"], placed.MADE["y"]
+devs = lambda a: sorted(d.id for d in a.devices())
+print(json.dumps({
+    "cpu_devices": len(jax.devices("cpu")),
+    "default": sorted(d.id for d in placed.MADE["default"]),
+    "failure": None if cap.failure is None else cap.failure.message,
+    "out_shapes": [cap.values[o["value"]].shape for o in [cap.outputs]] if "value" in cap.outputs else None,
+    "handed_x_is_x": any(h is x for h in handed),
+    "handed_y_is_y": any(h is y for h in handed),
+    "handed_devices": [devs(h) for h in handed],
+    "handed_committed": [bool(h.committed) for h in handed],
+    "y_sharding_kept": [h.sharding == y.sharding for h in handed if h is y],
+}))
+"""
+
+
+def test_factory_placed_and_sharded_arrays_keep_their_placement(ws):
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    write(ws, {"placed.py": PLACED})
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(
+        [sys.executable, "-c", PLACEMENT_SCRIPT, str(ws), str(here)],
+        cwd=here.parents[1], env=env, capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["cpu_devices"] == 2
+    assert seen["default"] == [0]  # device = "cpu" is CPU device 0 for the factory...
+    assert seen["failure"] is None and seen["out_shapes"] == [[2, 4]]
+    # ...yet the arrays it placed reach the trace as they were: x on device 1, y on both
+    assert seen["handed_x_is_x"] and seen["handed_y_is_y"]
+    assert seen["handed_devices"] == [[1], [0, 1]]
+    assert seen["handed_committed"] == [True, True]
+    assert seen["y_sharding_kept"] == [True]
