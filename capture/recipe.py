@@ -48,11 +48,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Union
 
+from .frameworks import FRAMEWORK_NAMES
+
 RECIPES_FILE = ".tensorviz/recipes.toml"
 RECIPES_VERSION = 1
 
 KINDS = ("model", "training_step")
-FRAMEWORKS = ("torch", "jax", "fake")  # "fake": TensorViz's own pure-Python test framework
+# The frameworks a recipe may name: "torch" and "jax" (a live sequence: TensorViz's own
+# test framework "fake" is included only when TENSORVIZ_TEST_FRAMEWORKS=1).
+FRAMEWORKS = FRAMEWORK_NAMES
 DEFAULT_FRAMEWORK = "torch"
 MODES = ("eval", "train")
 

@@ -9,7 +9,9 @@ each fails before any user code is imported:
 2. ``source``       - no unsaved editor buffer for workspace Python files or the recipes;
 3. ``interpreter``  - the selected Python exists and runs (3.10+);
 4. ``dependencies`` - the worker's packages are present (probed without importing them),
-   else the exact install command for the selected interpreter;
+   else the exact install command for the selected interpreter (pinning the installed
+   Torch build: torch, ``nvidia-*``, ``triton``…, so that pip refuses rather than
+   replaces it);
 5. ``device``       - the recipe's device backend is available (checked in the worker,
    by the framework, before the model is imported; no CPU fallback);
 6. ``recipe``       - the profile is valid, within the input limits, with every
@@ -338,7 +340,10 @@ class _Run:
         return data
 
     def _missing_dependencies(self, python: str, missing: list[str], probe: dict) -> Capture:
-        command = install_command(python, missing, probe["modules"], device=self.recipe.device if self.recipe else "cpu")
+        command = install_command(
+            python, missing, probe["modules"], device=self.recipe.device if self.recipe else "cpu",
+            torch_build=probe.get("torch_build"),
+        )
         pip = bool(probe["modules"].get("pip", {}).get("found"))
         what = {"jax": "jax", "flax": "flax", "torch": "torch", "msgpack": "msgpack"}
         names = ", ".join(what.get(m, m) for m in missing)
@@ -347,12 +352,15 @@ class _Run:
             f"{self.framework if self.framework in FRAMEWORKS else 'capture'} worker; install with: "
             + " ".join(_shell_quote(a) for a in command)
         )
+        if any("==" in spec for spec in command[4:]):
+            message += " (the installed Torch build is pinned, so pip refuses rather than replaces it)"
         if not pip:
             message += " (pip is not installed in that interpreter: add it first, e.g. python -m ensurepip)"
         return self.fail(
             "dependencies", "MissingDependencies", message,
             {"missing": missing, "install": command, "python": python, "pip_available": pip,
-             "installed": {k: v.get("version") for k, v in probe["modules"].items() if v.get("found")}},
+             "installed": {k: v.get("version") for k, v in probe["modules"].items() if v.get("found")},
+             "pinned": [spec for spec in command[4:] if "==" in spec]},
         )
 
     # ------------------------------------------------------------- the worker
@@ -632,19 +640,49 @@ def _path_stamp(paths: Any) -> tuple:
 
 
 
-def install_command(python: str, missing: list[str], modules: Mapping[str, Any], *, device: str = "cpu") -> list[str]:
-    """``[python, "-m", "pip", "install", …]`` adding ``missing``; when Torch is already
-    installed it is pinned to its installed version so that adding JAX never replaces
-    the selected Torch build."""
+def install_command(
+    python: str,
+    missing: list[str],
+    modules: Mapping[str, Any],
+    *,
+    device: str = "cpu",
+    torch_build: Iterable[Iterable[str]] | None = None,
+) -> list[str]:
+    """``[python, "-m", "pip", "install", …]`` adding ``missing``.
+
+    When Torch is already installed, its build is pinned so that adding JAX never
+    replaces the selected Torch/CUDA build: ``torch==<installed>`` and, from the probe's
+    ``torch_build`` (``[name, version]`` pairs), every installed distribution that build
+    could share with the new packages (``nvidia-*``, ``triton``…), each ``name==version``.
+    pip then refuses an install that would need to change them rather than replacing them."""
     specs = []
     for name in missing:
         if name == "jax" and device.startswith("cuda"):
             specs.append("jax[cuda12]")
         else:
             specs.append(name)
+    if "torch" in missing:
+        return [python, "-m", "pip", "install", *specs]
+    pins: dict[str, str] = {}
     torch = modules.get("torch") or {}
-    if "torch" not in missing and torch.get("found") and torch.get("version"):
-        specs.append(f"torch=={torch['version']}")
+    if torch.get("found") and torch.get("version"):
+        pins["torch"] = str(torch["version"])
+    for entry in torch_build or ():
+        try:
+            name, version = (str(x) for x in entry)
+        except (TypeError, ValueError):
+            continue
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if (
+            not re.fullmatch(r"[a-z0-9][a-z0-9-]*", key)
+            or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*", version)
+            or key in missing
+        ):
+            continue
+        if key == "torch" and not torch.get("found"):
+            continue
+        pins[key] = version
+    specs += [f"{name}=={version}" for name, version in pins.items()]
     return [python, "-m", "pip", "install", *specs]
 
 

@@ -21,7 +21,8 @@ process, in the selected interpreter, with the workspace root as the working dir
     enforces ``max_ops``/``max_values``/``max_nested_calls`` as nodes are added).
 
     The worker fills in ``recipe`` (``ctx.recipe.to_dict()``) and ``sources`` (every
-    workspace file imported, with its sha256), checks the op/value/call counts and the
+    workspace file imported, with the sha256 of the text it was imported from, taken at
+    import time by :meth:`WorkspaceFiles.watch_imports`), checks the op/value/call counts and the
     encoded size against ``ctx.limits``, and sends it. Return a capture with nodes;
     a trace that produced nothing should raise, never return an empty success.
 

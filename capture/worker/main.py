@@ -97,6 +97,10 @@ class _Session:
             started=self.started,
         )
         os.chdir(ctx.workspace)
+        # Before anything can import workspace code: each workspace module's sha256 is
+        # taken from the bytes it was compiled from, so an edit saved while the capture
+        # runs is seen as a change (not recorded as the text the graph came from).
+        ctx.files.watch_imports()
 
         from ..frameworks import load_framework
 

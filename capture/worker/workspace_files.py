@@ -8,6 +8,8 @@ A workspace often holds its own virtual environment (``.venv/``): files there, a
 from __future__ import annotations
 
 import hashlib
+import importlib.abc
+import importlib.machinery
 import os
 import sys
 import traceback
@@ -34,6 +36,9 @@ class WorkspaceFiles:
         excluded.add(_CAPTURE_PACKAGE)
         self._excluded = tuple(sorted(excluded))
         self._cache: dict[str, str | None] = {}
+        # sha256 of the exact bytes each workspace module was compiled from, recorded
+        # when it was imported (see :meth:`watch_imports`); first import wins.
+        self._imported: dict[str, str] = {}
 
     def relative(self, path: str | os.PathLike[str]) -> str | None:
         """Workspace-relative POSIX path of a user file, else None."""
@@ -74,10 +79,26 @@ class WorkspaceFiles:
                 out.append(Frame(file=rel, line=fs.lineno or 0, column=getattr(fs, "colno", None) or 0, function=fs.name))
         return out
 
+    def record_import(self, path: str | os.PathLike[str], data: bytes) -> None:
+        """Record that the workspace file ``path`` was imported from ``data``."""
+        rel = self.relative(path)
+        if rel is not None and rel not in self._imported:
+            self._imported[rel] = hashlib.sha256(data).hexdigest()
+
+    def watch_imports(self) -> "ImportHasher":
+        """From now on, hash every workspace module's source as it is imported (the
+        bytes compiled, not the file read later: an edit saved during the capture then
+        shows as a change). Installs an :class:`ImportHasher` first on ``sys.meta_path``;
+        meant for the worker process (call once)."""
+        hasher = ImportHasher(self)
+        sys.meta_path.insert(0, hasher)
+        return hasher
+
     def imported_sources(self, extra: list[str] = ()) -> list[Source]:
-        """Every workspace file among the loaded modules (plus ``extra`` paths), with its
-        sha256, sorted by path."""
-        found: dict[str, str] = {}
+        """Every workspace file among the loaded modules (plus ``extra`` paths, and every
+        file recorded by :meth:`record_import`, also when its import failed), with its
+        sha256 as imported, else as now on disk, sorted by path."""
+        found: dict[str, str] = dict(self._imported)
         for path in list(extra) + [getattr(m, "__file__", None) for m in list(sys.modules.values())]:
             if not isinstance(path, str):
                 continue
@@ -88,6 +109,53 @@ class WorkspaceFiles:
             if digest is not None:
                 found[rel] = digest
         return [Source(path=p, sha256=h) for p, h in sorted(found.items())]
+
+
+class ImportHasher(importlib.abc.MetaPathFinder):
+    """A ``sys.meta_path`` finder that asks the finders after it, and gives each
+    workspace module they find as a plain source file a loader that reads the source
+    once, records its sha256, and compiles exactly those bytes (no bytecode cache: a
+    ``.pyc`` is validated by mtime and size only, and is not the text)."""
+
+    def __init__(self, files: WorkspaceFiles) -> None:
+        self.files = files
+
+    def find_spec(self, fullname, path=None, target=None):  # type: ignore[override]
+        for finder in list(sys.meta_path):
+            if finder is self:
+                continue
+            find = getattr(finder, "find_spec", None)
+            if find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if (
+            type(loader) is importlib.machinery.SourceFileLoader
+            and spec.origin
+            and spec.origin == loader.path
+            and self.files.contains(spec.origin)
+        ):
+            spec.loader = _HashingLoader(loader.name, loader.path, self.files)
+        return spec
+
+    def invalidate_caches(self) -> None:
+        pass
+
+
+class _HashingLoader(importlib.machinery.SourceFileLoader):
+    def __init__(self, fullname: str, path: str, files: WorkspaceFiles) -> None:
+        super().__init__(fullname, path)
+        self._files = files
+
+    def get_code(self, fullname):  # type: ignore[override]
+        path = self.get_filename(fullname)
+        data = self.get_data(path)
+        self._files.record_import(path, data)
+        return self.source_to_code(data, path)
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str | None:

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from capture.frameworks import TEST_FRAMEWORKS_ENV
 from fake_workspace import make_workspace
+
+
+@pytest.fixture(autouse=True)
+def test_frameworks(monkeypatch):
+    """The fake framework is hidden from users; these tests switch it on (in this
+    process, and so in every worker it starts, which inherits the environment)."""
+    monkeypatch.setenv(TEST_FRAMEWORKS_ENV, "1")
 
 
 @pytest.fixture

@@ -80,3 +80,62 @@ def test_open_buffers_win_over_disk(tmp_path):
     assert stale_sources(sources, tmp_path, {str(tmp_path / "a.py"): "x = 2\n"}) == [
         SourceChange("a.py", "changed", in_buffer=True)
     ]
+
+
+SELF_EDITING = '''\
+from pathlib import Path
+
+def net(x):
+    return x + 1
+
+# Saved while the capture runs: the graph still comes from the text above.
+_here = Path(__file__)
+_here.write_text(_here.read_text().replace("x + 1", "x + 2"))
+'''
+
+
+def test_sources_are_hashed_as_imported_not_as_saved_later(workspace):
+    path = workspace / "self_editing.py"
+    path.write_text(SELF_EDITING)
+    imported = sha(path)
+    c = run_capture(workspace, fake_recipe("self_editing:net", tensor(2)))
+    assert c.failure is None, c.failure
+    assert "x + 2" in path.read_text()  # the edit happened during the capture
+    assert {s.path: s.sha256 for s in c.sources} == {"self_editing.py": imported}
+    assert stale_sources(c.sources, workspace) == [SourceChange("self_editing.py", "changed")]
+    assert not is_fresh(c.sources, workspace)
+
+
+def test_a_module_edited_after_import_by_a_factory_is_stale(workspace):
+    """``models`` imports ``helpers``; the inputs factory then rewrites ``helpers.py``."""
+    (workspace / "editing_factory.py").write_text(
+        "from pathlib import Path\n"
+        "from capture.frameworks import fake\n\n"
+        "def inputs():\n"
+        "    p = Path(__file__).with_name('helpers.py')\n"
+        "    p.write_text('# saved during the capture\\n' + p.read_text())\n"
+        "    return {'args': (fake.array([2, 3]), fake.array([3, 4])), 'kwargs': {}}\n"
+    )
+    before = {name: sha(workspace / name) for name in ("helpers.py", "models.py", "editing_factory.py")}
+    recipe = type(fake_recipe("models:net")).from_dict(
+        {"name": "p", "framework": "fake", "model": "models:net", "inputs": {"factory": "editing_factory:inputs"}}
+    )
+    c = run_capture(workspace, recipe)
+    assert c.failure is None, c.failure
+    assert {s.path: s.sha256 for s in c.sources} == before
+    assert stale_sources(c.sources, workspace) == [SourceChange("helpers.py", "changed")]
+
+
+def test_a_module_whose_import_failed_is_recorded_as_imported(workspace):
+    """The text that failed (here: rewritten, then raising) is the one recorded."""
+    path = workspace / "broken.py"
+    path.write_text(
+        "from pathlib import Path\n"
+        "Path(__file__).write_text('def net(x):\\n    return x\\n')\n"
+        "raise RuntimeError('broken at import')\n"
+    )
+    imported = sha(path)
+    c = run_capture(workspace, fake_recipe("broken:net", tensor(2)))
+    assert c.failure is not None and "broken at import" in c.failure.message
+    assert {s.path: s.sha256 for s in c.sources} == {"broken.py": imported}
+    assert stale_sources(c.sources, workspace) == [SourceChange("broken.py", "changed")]
