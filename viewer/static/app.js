@@ -9,6 +9,7 @@ import { Inspector } from "./inspector.js";
 import { SetupForm } from "./setup.js";
 import { exportPng, exportSvg } from "./export.js";
 import { READABLE_SCALE } from "./theme.js";
+import { describeState } from "./weights.js";
 import { el, clear, jsonView } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
@@ -280,9 +281,29 @@ function renderCoverage(c) {
   if (cov.effects === "incomplete") parts.push("Effects are incomplete.");
   const level = partial || cov.effects === "incomplete" ? "warn" : "info";
   const kind = partial ? "Partial" : cov.scope === "traced_program" ? "Traced program" : "Eager";
-  const b = setBanner("coverage", level, kind, parts.join(" "));
+  const text = el("span", { class: "banner-text" }, parts.join(" "));
+  // Where the parameters came from: fresh initialization is not trained weights.
+  const weights = describeState(c);
+  if (weights) {
+    text.append(" ", el("span", { class: `banner-state ${weights.origin}`, "data-state": weights.label, title: weights.note || "" }, weights.headline));
+  }
+  const about = el("button", { type: "button", title: "What this capture is: framework, recipe, where its parameters came from", onclick: () => showAbout() }, "About this capture");
+  const b = setBanner("coverage", level, kind, text, [about]);
   b.dataset.scope = cov.scope || "";
   b.dataset.status = cov.status || "";
+}
+
+// The capture summary in the inspector (the toolbar title and the coverage banner open it).
+function showAbout() {
+  if (!state.capture) return;
+  if (state.selected) {
+    state.selected = null;
+    if (state.renderer) {
+      state.renderer.selected = null;
+      state.renderer.requestDraw();
+    }
+  }
+  state.inspector.showCapture(state.capture, describeState(state.capture));
 }
 
 function showStale(files) {
@@ -399,6 +420,7 @@ function wireToolbar() {
   $("btn-zoom-in").onclick = () => zoomCentre(1.25);
   $("btn-zoom-out").onclick = () => zoomCentre(0.8);
   $("btn-setup").onclick = () => state.setup.toggle();
+  $("title").onclick = () => showAbout();
   $("btn-open").onclick = () => $("file-input").click();
   $("file-input").onchange = (e) => {
     const f = e.target.files && e.target.files[0];

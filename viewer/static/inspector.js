@@ -204,6 +204,39 @@ export class Inspector {
     if (cur) cur.scrollIntoView({ block: "center" });
   }
 
+  // ---------------------------------------------------------------- the capture itself
+
+  // What this capture is, and where its parameters came from (`weights`: describeState).
+  showCapture(c, weights) {
+    ++this.seq; // a node still loading must not replace this
+    this.current = "capture";
+    this.open();
+    this.head("capture", c.title || "capture");
+    this.root.dataset.kind = "capture";
+    const recipe = c.recipe || {};
+    const cov = c.coverage || {};
+    const counts = c.counts || {};
+    const facts = el("dl", { class: "facts", "data-section": "capture-facts" });
+    const add = (k, v) => v !== undefined && v !== null && v !== "" && facts.append(el("dt", {}, k), el("dd", {}, String(v)));
+    add("model", recipe.model);
+    add("framework", [c.framework, c.framework_version].filter(Boolean).join(" "));
+    add("backend", c.backend);
+    add("coverage", [cov.scope && cov.scope.replace(/_/g, " "), cov.status].filter(Boolean).join(", "));
+    add("device", recipe.device || (c.meta && c.meta.device));
+    add("seed", recipe.seed);
+    if (recipe.init && recipe.init.factory) add("init factory", recipe.init.factory);
+    if (counts.nodes !== undefined) add("nodes", Number(counts.nodes).toLocaleString("en-US"));
+    this.body.append(facts);
+    if (weights) {
+      this.section("Parameters");
+      const box = el("div", { "data-section": "state" });
+      box.append(el("p", {}, el("span", { class: "pill kind", title: "meta.state, as the capture worker recorded it" }, weights.label)));
+      box.append(el("p", { class: `state-headline ${weights.origin}` }, weights.headline));
+      if (weights.note) box.append(el("p", { class: "note", "data-note": "state_note" }, weights.note));
+      this.body.append(box);
+    }
+  }
+
   // ---------------------------------------------------------------- group / chunk / value
 
   showGroup(d, key) {
