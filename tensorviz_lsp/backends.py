@@ -72,6 +72,8 @@ class CaptureJob:
     # Workspace files with unsaved editor changes (the worker refuses to run then).
     unsaved: list[str] = field(default_factory=list)
     trusted: bool = True
+    # Extra environment variables for the worker (``tensorviz.captureEnv``).
+    env: dict[str, str] = field(default_factory=dict)
     cancel: threading.Event = field(default_factory=threading.Event)
     on_progress: Callable[[str, float | None], None] = lambda message, fraction: None
     on_log: Callable[[str], None] = lambda line: None
@@ -274,6 +276,7 @@ class RealBackends:
             progress=job.on_progress,
             log=job.on_log,
             cancel=job.cancel,
+            env=dict(job.env),
         )
 
     def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -50,6 +51,29 @@ def _opt_argv(v: Any) -> list[str] | None:
     raise TypeError("expected a non-empty list of strings")
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_map(v: Any) -> dict[str, str]:
+    """``{"JAX_ENABLE_X64": "1"}``: variable names to string values (integers are
+    written as text); anything else rejects the whole mapping."""
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise TypeError("expected a mapping of environment variable names to string values")
+    out: dict[str, str] = {}
+    for name, value in v.items():
+        if not isinstance(name, str) or not _ENV_NAME.fullmatch(name):
+            raise ValueError(f"{name!r} is not an environment variable name")
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise TypeError(f"{name}: expected a string value such as \"1\", not {value!r}")
+        text = str(value)
+        if "\x00" in text:
+            raise ValueError(f"{name}: the value contains a NUL character")
+        out[name] = text
+    return out
+
+
 @dataclass(frozen=True)
 class Settings:
     """Settings for one workspace folder (camelCase keys in the client's config)."""
@@ -66,6 +90,12 @@ class Settings:
     # still sees and accepts the exact resulting command.
     install_command: list[str] | None = field(
         default=None, metadata={"key": "installCommand", "parse": _opt_argv}
+    )
+    # ``tensorviz.captureEnv``: extra environment variables for the capture worker (on
+    # top of the server's own environment), e.g. ``{"JAX_ENABLE_X64": "1"}``, which
+    # 64-bit JAX input descriptions require.
+    capture_env: dict[str, str] = field(
+        default_factory=dict, metadata={"key": "captureEnv", "parse": _env_map}
     )
 
     @classmethod
@@ -84,9 +114,15 @@ class Settings:
                 try:
                     values[f.name] = f.metadata["parse"](section[key])
                 except (TypeError, ValueError) as exc:
-                    warn(f"{where}: {SECTION}.{key} = {section[key]!r} ignored ({exc}); using the default {getattr(cls, f.name, None)!r}")
+                    warn(f"{where}: {SECTION}.{key} = {section[key]!r} ignored ({exc}); using the default {_default(f)!r}")
                     values.pop(f.name, None)
         return cls(**values)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return f.default_factory()  # type: ignore[misc]
+    return None if f.default is dataclasses.MISSING else f.default
 
 
 def _section(layer: Any) -> dict[str, Any] | None:

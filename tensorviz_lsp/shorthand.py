@@ -6,7 +6,14 @@
 
 * ``FILE.py:SYMBOL`` — the file (inside the workspace) and the symbol's qualname;
 * ``--input NAME=VALUE`` (a keyword input) or ``--input VALUE`` (the next positional);
-* ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way.
+* ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way;
+* ``--framework`` — when absent, the framework is discovery's (import-free) reading of
+  the symbol: a JAX function or a Flax Linen/NNX module saves ``framework = "jax"``, a
+  ``torch.nn.Module`` keeps the omitted (Torch) default. A symbol discovery does not
+  recognise is a usage error listing what it did find, unless the framework is given
+  (``--framework``) or the profile being updated already names one;
+* ``--env NAME=VALUE`` (``tensorviz capture``/``open``) — environment for the worker only,
+  e.g. ``JAX_ENABLE_X64=1`` for 64-bit JAX inputs; never saved in the profile.
 
 A VALUE is one of::
 
@@ -201,6 +208,41 @@ def call_setup(arguments: list[str], what: str = "--input") -> CallSetup:
     return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
 
 
+def discovered_framework(target: Target) -> str:
+    """The framework discovery (import-free) gives ``target``'s symbol: ``"jax"`` for a
+    JAX function or a Flax Linen/NNX module, ``"torch"`` for a ``torch.nn.Module``.
+
+    Raises :class:`ShorthandError` naming the file and the candidates discovery found
+    when the symbol is not one of them (a typo, or something discovery cannot see)."""
+    from discovery import WorkspaceIndex, discover_source
+
+    try:
+        text = target.file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ShorthandError(f"cannot read {target.file}: {exc}") from None
+    result = discover_source(text, str(target.file), index=WorkspaceIndex(target.workspace))
+    for cand in result.candidates:
+        if cand.qualname == target.qualname:
+            return str(cand.framework)
+    shown = _shown(target)
+    found = ", ".join(f"{c.qualname} ({c.kind})" for c in result.candidates)
+    problems = "; ".join(e.message for e in result.errors)
+    lines = [
+        f"{shown}:{target.qualname}: discovery finds no model or function named {target.qualname!r} in {shown}; "
+        + (f"candidates there: {found}" if found else "it finds no candidates in that file")
+        + (f" (it reported: {problems})" if problems else ""),
+        "  check the name, or give --framework torch|jax to save the setup without discovery",
+    ]
+    raise ShorthandError("\n".join(lines))
+
+
+def _shown(target: Target) -> str:
+    try:
+        return target.file.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(target.file)
+
+
 def default_profile_name(target: Target) -> str:
     """``pkg.model:Net`` → ``pkg_model_Net`` (what the shorthand saves by default)."""
     name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{target.module}_{target.qualname}")
@@ -217,10 +259,15 @@ def build_recipe(
     seed: int | None = None,
     name: str | None = None,
     existing: Recipe | None = None,
+    discovered: str | None = None,
 ) -> Recipe:
     """The profile the shorthand describes. With ``existing`` (the saved profile of the
     same name), everything the shorthand does not give is kept from it: ``inputs`` only
     replaces the saved inputs when at least one ``--input`` is given, likewise ``init``.
+
+    ``framework`` (``--framework``) wins; else ``discovered`` (discovery's framework of
+    the symbol: ``"jax"`` is saved explicitly, ``"torch"`` stays the omitted default
+    unless the saved profile wrote it); else the saved profile's; else Torch.
     Raises :class:`ShorthandError` (bad argument) or :class:`RecipeError` (the result
     is not a valid recipe, e.g. too many elements)."""
     name = name or (existing.name if existing else default_profile_name(target))
@@ -235,6 +282,8 @@ def build_recipe(
         data["init"] = call_setup(inits, "--init").to_dict()
     if framework is not None:
         data["framework"] = framework
+    elif discovered is not None:
+        data["framework"] = discovered
     if device is not None:
         data["device"] = device
     if seed is not None:

@@ -1,17 +1,22 @@
 """``tensorviz capture``: run a saved setup in the isolated worker and write a ``.tvg``.
 
     tensorviz capture --workspace DIR --profile NAME [-o OUT.tvg] [--python PATH] [--timeout S]
+                      [--env NAME=VALUE …]
     tensorviz capture FILE.py:SYMBOL --input x=float32[2,3] [--init width=8]
                       [--framework jax] [--device cpu] [--profile NAME] [-o OUT.tvg]
 
 The shorthand form saves (or updates) the profile in ``.tensorviz/recipes.toml`` first,
-then captures it. A failed capture is still written, as a failure capture.
+then captures it; without ``--framework`` the framework is the one discovery finds for
+the symbol (a JAX function or Flax module saves ``framework = "jax"``). ``--env`` sets
+environment variables for the capture worker only (``JAX_ENABLE_X64=1`` for 64-bit JAX
+inputs); they are not saved. A failed capture is still written, as a failure capture.
 Exit status: 0 captured, 1 a failure capture was written (why on stderr), 2 usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import threading
 from pathlib import Path
@@ -23,7 +28,7 @@ from capture.runner import run_capture
 from capture.worker.limits import Limits
 
 from ..recipes_store import RecipeStoreError, load_profile, recipes_path, save_profile
-from ..shorthand import ShorthandError, build_recipe, parse_target
+from ..shorthand import ShorthandError, build_recipe, call_setup, default_profile_name, discovered_framework, parse_target
 
 CAPTURES_DIR = ".tensorviz/captures"
 
@@ -42,16 +47,46 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, metavar="S", help=f"deadline in seconds (default {Limits().max_seconds:g})")
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]VALUE", help="shorthand: an input, e.g. x=float32[2,3]")
     p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE", help="shorthand: a constructor argument, e.g. width=8")
-    p.add_argument("--framework", choices=FRAMEWORKS, help="shorthand: torch (default) or jax")
+    p.add_argument("--framework", choices=FRAMEWORKS,
+                   help="shorthand: torch or jax (default: what discovery finds for the symbol)")
     p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu or cuda:N")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
+    add_env_option(p)
     p.add_argument("-v", "--verbose", action="store_true", help="show progress and the worker's output on stderr")
     p.set_defaults(func=run)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def add_env_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--env", action="append", default=[], metavar="NAME=VALUE",
+        help="an environment variable for the capture worker only (repeatable), e.g. JAX_ENABLE_X64=1 "
+             "for 64-bit JAX inputs; not saved in the profile",
+    )
+
+
+def parse_env(items: list[str]) -> dict[str, str]:
+    """Repeated ``--env NAME=VALUE`` as a mapping (later wins); ShorthandError when malformed."""
+    env: dict[str, str] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not _ENV_NAME.fullmatch(name):
+            raise ShorthandError(f"--env {item!r}: expected NAME=VALUE with NAME a variable name such as JAX_ENABLE_X64")
+        if "\x00" in value:
+            raise ShorthandError(f"--env {name}: the value contains a NUL character")
+        env[name] = value
+    return env
 
 
 def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         return _usage("--timeout must be a positive number of seconds")
+    try:
+        env = parse_env(args.env)
+    except ShorthandError as exc:
+        return _usage(str(exc))
     if args.target:
         try:
             workspace, profile = save_shorthand(args)
@@ -88,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         capture = run_capture(
             workspace, profile, python=args.python, timeout=args.timeout, progress=progress, log=log, cancel=cancel,
+            env=env,
         )
     except KeyboardInterrupt:
         cancel.set()
@@ -115,20 +151,39 @@ def describe_failure(capture: Capture) -> str:
     for need in f.details.get("needs", []) if isinstance(f.details, dict) else []:
         name = f" ({need['name']})" if need.get("name") else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
+    wanted = f.details.get("environment") if isinstance(f.details, dict) else None
+    if isinstance(wanted, dict) and wanted:
+        flags = " ".join(f"--env {k}={v}" for k, v in wanted.items())
+        lines.append(f"    hint: capture again with {flags}")
     return "\n".join(lines) + "\n"
 
 
 def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
+    """Save (or update) the profile the shorthand describes; ``(workspace, name)``.
+
+    Without ``--framework`` the framework comes from discovery (import-free): a JAX
+    function or Flax module is saved with ``framework = "jax"``. A symbol discovery
+    does not know is a usage error, unless the profile being updated names its
+    framework already."""
     target = parse_target(args.target, args.workspace)
+    # Bad --input/--init are reported before anything else is looked at.
+    call_setup(args.input, "--input")
+    call_setup(args.init, "--init")
     existing = None
     name = args.profile
     if recipes_path(target.workspace).exists():
-        from ..shorthand import default_profile_name
-
         try:
             existing = load_profile(target.workspace, name or default_profile_name(target))
         except RecipeError:
             existing = None  # absent or invalid: the shorthand writes it afresh
+    discovered = None
+    if args.framework is None:
+        try:
+            discovered = discovered_framework(target)
+        except ShorthandError:
+            if existing is None or not existing.framework_explicit:
+                raise
+            # The saved profile names its framework: nothing is guessed.
     recipe = build_recipe(
         target,
         inputs=args.input,
@@ -138,6 +193,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
         seed=args.seed,
         name=name,
         existing=existing,
+        discovered=discovered,
     )
     save_profile(target.workspace, recipe)
     return target.workspace, recipe.name

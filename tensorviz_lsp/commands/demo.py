@@ -17,6 +17,8 @@ from pathlib import Path
 from capture.graphfile import atomic_write_bytes
 from capture.recipe import RECIPES_FILE
 
+from ..shorthand import ShorthandError
+from .capture import parse_env
 from .open import add_capture_options, capture_profile
 from .view import add_serve_options, serve
 
@@ -72,6 +74,11 @@ def write_workspace(folder: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        parse_env(args.env)
+    except ShorthandError as exc:
+        print(f"tensorviz demo: {exc}", file=sys.stderr)
+        return 2
     folder = Path(args.dir).expanduser() if args.dir else default_dir()
     try:
         write_workspace(folder)

@@ -1,10 +1,11 @@
 """``tensorviz open FILE.py:SYMBOL [--input …]``: capture, then view, in one step.
 
-    tensorviz open model.py:net --input x=float32[2,3] --framework jax
+    tensorviz open model.py:net --input x=float32[2,3]
     tensorviz open --profile jax_example            (a setup already saved)
+    tensorviz open --profile x64 --env JAX_ENABLE_X64=1
 
 The shorthand saves (or updates) the profile in ``.tensorviz/recipes.toml`` exactly as
-``tensorviz capture`` does, captures it in the isolated worker, writes the graph file to
+``tensorviz capture`` does (the framework, without ``--framework``, is discovery's), captures it in the isolated worker, writes the graph file to
 ``.tensorviz/captures/NAME.tvg`` and serves it like ``tensorviz view`` (the URL alone on
 standard output). A failed capture is shown too: the viewer carries its failure banner.
 Exit status: 0 viewed, 1 the capture failed (after serving it), 2 usage error.
@@ -24,7 +25,7 @@ from capture.runner import run_capture
 
 from ..recipes_store import RecipeStoreError
 from ..shorthand import ShorthandError
-from .capture import CAPTURES_DIR, save_shorthand, describe_failure
+from .capture import CAPTURES_DIR, add_env_option, describe_failure, parse_env, save_shorthand
 from .view import add_serve_options, serve
 
 
@@ -39,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", metavar="NAME", help="the saved setup to open (with FILE.py:SYMBOL: the name to save as)")
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]VALUE", help="an input, e.g. x=float32[2,3]")
     p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE", help="a constructor argument, e.g. width=8")
-    p.add_argument("--framework", choices=FRAMEWORKS, help="torch (default) or jax")
+    p.add_argument("--framework", choices=FRAMEWORKS, help="torch or jax (default: what discovery finds for the symbol)")
     p.add_argument("--device", metavar="DEVICE", help="cpu or cuda:N")
     p.add_argument("--seed", type=int, help="the profile seed")
     add_capture_options(p)
@@ -50,10 +51,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_capture_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace .venv, else this one)")
     p.add_argument("--capture-timeout", type=float, metavar="S", help="deadline for the capture, in seconds")
+    add_env_option(p)
     p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        parse_env(args.env)
+    except ShorthandError as exc:
+        return _usage(str(exc))
     if args.target:
         try:
             workspace, profile = save_shorthand(args)
@@ -92,11 +98,12 @@ def capture_profile(command: str, workspace: Path, profile: str, args: argparse.
             print(f"  worker| {line}", file=sys.stderr, flush=True)
 
     timeout = args.capture_timeout if args.capture_timeout and args.capture_timeout > 0 else None
+    env = parse_env(getattr(args, "env", None) or [])
     cancel = threading.Event()
     print(f"tensorviz {command}: capturing {profile} in {workspace}", file=sys.stderr, flush=True)
     try:
         capture = run_capture(workspace, profile, python=args.python, timeout=timeout, progress=progress, log=log,
-                              cancel=cancel)
+                              cancel=cancel, env=env)
     except KeyboardInterrupt:
         cancel.set()
         raise

@@ -1,14 +1,20 @@
-"""Freshness diagnostics: a graph goes stale when a file it was captured from changes.
+"""Freshness diagnostics: a graph goes stale when what it was captured from changes.
 
-Every successful capture records its ``sources`` (workspace files with sha256).
-When one of them changes in an open buffer (``textDocument/didChange``) or on disk
-(``workspace/didChangeWatchedFiles``, ``didSave``), a warning on the symbol's name
-says the graph is stale and which file changed, and the viewer is told (``stale``);
+Every successful capture records its ``sources`` (workspace files with sha256) and
+its ``recipe`` (the profile as captured, ``Recipe.to_dict()``). When one of the
+sources changes in an open buffer (``textDocument/didChange``) or on disk
+(``workspace/didChangeWatchedFiles``, ``didSave``), or when the profile now in
+``.tensorviz/recipes.toml`` (its open buffer, else the disk) differs from the one
+captured (the spec: changing any saved value requires another trace), a warning on
+the symbol's name says the graph is stale and what changed, and the viewer is told
+(``stale``, naming ``.tensorviz/recipes.toml (profile NAME changed)`` for a profile);
 undoing the change, or recapturing, clears it (``fresh``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +22,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..backends import Span
+from ..backends import RECIPES_PATH, Span
 from ..diagnostics import SOURCE
 from ..feature import Feature
 from .candidates import Candidates
@@ -38,7 +44,52 @@ class Record:
     sources: set[str]
     name_range: Span
     capture_id: int | None = None
+    #: Everything that changed: source files, then the recipe entry (what is shown).
     stale: list[str] = field(default_factory=list)
+    #: Source files (workspace-relative) that changed since the capture.
+    changed_sources: list[str] = field(default_factory=list)
+    #: ``.tensorviz/recipes.toml (profile NAME changed)`` when the profile differs, else None.
+    recipe_change: str | None = None
+    #: Checks started, per aspect: a slower, older check never overwrites a newer one.
+    checks: dict[str, int] = field(default_factory=lambda: {"sources": 0, "recipe": 0})
+
+
+def recipe_label(profile: str, removed: bool = False) -> str:
+    return f"{RECIPES_PATH.as_posix()} (profile {profile} {'removed' if removed else 'changed'})"
+
+
+_UNKNOWN = object()
+
+
+def profile_change(captured: Any, profile: str, text: str | None) -> str | None | object:
+    """How the profile ``profile`` in the recipes text ``text`` compares with
+    ``captured`` (the capture's ``recipe``): None when the same, a
+    :func:`recipe_label` when it changed (edited, now invalid, or removed),
+    ``_UNKNOWN`` when it cannot tell (no captured recipe; the document as a whole
+    does not parse, as mid-edit: the last verdict stands)."""
+    if not isinstance(captured, dict):
+        return _UNKNOWN
+    if text is None:
+        return recipe_label(profile, removed=True)
+    from capture.recipe import RecipeError, parse_recipes_text, profile_from_document
+
+    try:
+        doc = parse_recipes_text(text)
+    except RecipeError:
+        return _UNKNOWN
+    profiles = doc.get("profiles") or {}
+    if profile not in profiles:
+        return recipe_label(profile, removed=True)
+    try:
+        now = profile_from_document(doc, profile, text=text).to_dict()
+    except RecipeError:
+        return recipe_label(profile)  # invalid now (its own diagnostic says why): not what was traced
+    return None if _plain(now) == _plain(captured) else recipe_label(profile)
+
+
+def _plain(data: Any) -> Any:
+    """JSON-shaped (tuples as lists) so that a decoded capture compares with a fresh dict."""
+    return json.loads(json.dumps(data, sort_keys=True, default=str))
 
 
 class Freshness(Feature):
@@ -49,7 +100,8 @@ class Freshness(Feature):
         self.records: dict[tuple[str, str], Record] = {}
 
     def record(self, rec: Record) -> None:
-        """A new capture of ``rec.profile`` replaces the old one: fresh again."""
+        """A new capture of ``rec.profile`` replaces the old one: fresh again. Anything
+        edited while it ran is checked at once."""
         old = self.records.get((str(rec.root), rec.profile))
         self.records[(str(rec.root), rec.profile)] = rec
         self._publish_uri(rec.uri)
@@ -57,6 +109,15 @@ class Freshness(Feature):
             self._publish_uri(old.uri)
         if old is not None and old.stale:
             self.server.get_feature(ViewerHost).publish(old.root, "fresh", {"capture": old.capture_id})
+        if self.server.loop is not None and not self.server.stopping:
+            self.server.call_soon(lambda: asyncio.ensure_future(self._recheck(rec)))
+
+    async def _recheck(self, rec: Record) -> None:
+        try:
+            if self.records.get((str(rec.root), rec.profile)) is rec:
+                await self._check_record(rec, sources=True, recipe=True)
+        except Exception:
+            log.exception("freshness check after the capture of %s failed", rec.profile)
 
     def forget(self, root: Path, profile: str) -> None:
         rec = self.records.pop((str(root), profile), None)
@@ -74,36 +135,76 @@ class Freshness(Feature):
         except ValueError:
             return None
 
+    def _recipes_root(self, path: Path) -> Path | None:
+        """The workspace folder whose ``.tensorviz/recipes.toml`` ``path`` is, else None."""
+        if path.name != RECIPES_PATH.name or path.parent.name != RECIPES_PATH.parent.name:
+            return None
+        return path.parent.parent
+
     async def check(self, path: Path | None = None) -> None:
+        """Recheck the records ``path`` concerns (a source, or a recipes file); all when None."""
+        recipes_root = self._recipes_root(path) if path is not None else None
         for rec in list(self.records.values()):
+            sources = recipe = path is None
             if path is not None:
                 rel = self._rel(rec.root, path)
-                if rel is None or rel not in rec.sources:
-                    continue
+                sources = rel is not None and rel in rec.sources
+                recipe = recipes_root is not None and self._same(recipes_root, rec.root)
+            if sources or recipe:
+                await self._check_record(rec, sources=sources, recipe=recipe)
+
+    @staticmethod
+    def _same(a: Path, b: Path) -> bool:
+        try:
+            return a.resolve() == b.resolve()
+        except OSError:
+            return a == b
+
+    async def _check_record(self, rec: Record, *, sources: bool, recipe: bool) -> None:
+        seq = {aspect: rec.checks[aspect] + 1 for aspect, on in (("sources", sources), ("recipe", recipe)) if on}
+        rec.checks.update(seq)
+        changed = list(rec.changed_sources)
+        if sources:
             buffers = {}
             for rel in rec.sources:
                 doc = self.server.open_document(rec.root / rel)
                 if doc is not None:
                     buffers[str(rec.root / rel)] = doc.source
             try:
-                changed = await self.server.run_blocking(
-                    self.server.backends.changed_sources, rec.capture, rec.root, buffers
+                changed = sorted(
+                    await self.server.run_blocking(self.server.backends.changed_sources, rec.capture, rec.root, buffers)
                 )
             except Exception:
                 log.exception("freshness check failed for %s", rec.profile)
-                continue
-            changed = sorted(changed)
-            if changed == rec.stale:
-                continue
-            was_stale = bool(rec.stale)
-            rec.stale = changed
-            self._publish_uri(rec.uri)
-            viewer = self.server.get_feature(ViewerHost)
-            if changed:
-                log.info("graph of %s (%s) is stale: %s changed", rec.qualname, rec.profile, ", ".join(changed))
-                viewer.publish(rec.root, "stale", {"files": changed, "capture": rec.capture_id})
-            elif was_stale:
-                viewer.publish(rec.root, "fresh", {"capture": rec.capture_id})
+                seq.pop("sources")
+        verdict: Any = _UNKNOWN
+        if recipe:
+            text = self.server.read_text(rec.root / RECIPES_PATH)
+            try:
+                verdict = await self.server.run_blocking(
+                    profile_change, getattr(rec.capture, "recipe", None), rec.profile, text
+                )
+            except Exception:
+                log.exception("comparing the profile %s with its capture failed", rec.profile)
+        # Apply what this check learnt, unless a newer check of the same aspect started.
+        if "sources" in seq and rec.checks["sources"] == seq["sources"]:
+            rec.changed_sources = changed
+        if verdict is not _UNKNOWN and rec.checks["recipe"] == seq.get("recipe"):
+            rec.recipe_change = verdict
+        if self.records.get((str(rec.root), rec.profile)) is not rec:
+            return  # recaptured meanwhile: the new record is checked on its own
+        stale = rec.changed_sources + ([rec.recipe_change] if rec.recipe_change else [])
+        if stale == rec.stale:
+            return
+        was_stale = bool(rec.stale)
+        rec.stale = stale
+        self._publish_uri(rec.uri)
+        viewer = self.server.get_feature(ViewerHost)
+        if stale:
+            log.info("graph of %s (%s) is stale: %s", rec.qualname, rec.profile, ", ".join(stale))
+            viewer.publish(rec.root, "stale", {"files": stale, "capture": rec.capture_id})
+        elif was_stale:
+            viewer.publish(rec.root, "fresh", {"capture": rec.capture_id})
 
     def _publish_uri(self, uri: str) -> None:
         diags = []
@@ -112,14 +213,10 @@ class Freshness(Feature):
             if rec.uri != uri or not rec.stale:
                 continue
             span = next((c.name_range for c in candidates if c.qualname == rec.qualname), rec.name_range)
-            files = ", ".join(rec.stale)
             diags.append(
                 types.Diagnostic(
                     range=lsp_range(span),
-                    message=(
-                        f"The graph of {rec.qualname} is stale: {files} changed since it was captured "
-                        f"(profile {rec.profile}). Open as Graph again to recapture."
-                    ),
+                    message=_stale_message(rec),
                     severity=types.DiagnosticSeverity.Warning,
                     source=SOURCE,
                     code="stale-graph",
@@ -148,3 +245,13 @@ class Freshness(Feature):
         for key in [k for k in self.records if k[0] in removed]:
             rec = self.records.pop(key)
             self._publish_uri(rec.uri)
+
+
+def _stale_message(rec: Record) -> str:
+    parts = []
+    if rec.changed_sources:
+        parts.append(f"{', '.join(rec.changed_sources)} changed since it was captured")
+    if rec.recipe_change:
+        parts.append(f"{rec.recipe_change} since it was captured" if not parts else rec.recipe_change)
+    what = "; and ".join(parts) if parts else ", ".join(rec.stale)
+    return f"The graph of {rec.qualname} is stale: {what} (profile {rec.profile}). Open as Graph again to recapture."

@@ -30,7 +30,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..backends import Candidate, CaptureJob, Pos, Span, factory_modules, module_file
+from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules, module_file
 from ..diagnostics import SOURCE
 from ..feature import Feature
 from ..import_closure import import_closure
@@ -193,7 +193,9 @@ class OpenGraph(Feature):
             for p in self.sources_to_save(root, model_path if uri.endswith(".py") else None, recipe, profile)
             if self.server.is_dirty(p)
         ]
-        log.info("capturing %s (profile %s) in %s with %s", qualname, profile, root, interp.describe())
+        log.info("capturing %s (profile %s) in %s with %s%s", qualname, profile, root, interp.describe(),
+                 f", environment {' '.join(f'{k}={v}' for k, v in settings.capture_env.items())}"
+                 if settings.capture_env else "")
         viewer_host.publish(root, "progress", {"message": f"Capturing {qualname}…", "fraction": 0.0})
         async with Progress(
             self.server,
@@ -212,6 +214,7 @@ class OpenGraph(Feature):
                 python=interp.path,
                 timeout=settings.capture_timeout,
                 unsaved=unsaved,
+                env=dict(settings.capture_env),
                 cancel=progress.cancel_flag,
                 on_progress=on_progress,
                 on_log=lambda line: log.info("[worker] %s", line),
@@ -307,9 +310,10 @@ class OpenGraph(Feature):
                     f"TensorViz: {qualname} needs input dimensions before it can be traced: {failure.message}"
                 )
                 return await self.open_setup(root, uri, cand, profile, recipe=recipe, needs=list(needs))
+        hint = _environment_hint(details, self.server.settings_for(root).capture_env)
         diag = types.Diagnostic(
             range=lsp_range(name_range),
-            message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}",
+            message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}{hint}",
             severity=types.DiagnosticSeverity.Error,
             source=SOURCE,
             code=f"capture-{stage}",
@@ -318,7 +322,7 @@ class OpenGraph(Feature):
         self._failures[(str(root), profile)] = (uri, diag)
         self._publish_failures(uri)
         self.server.show_message(
-            f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}", types.MessageType.Error
+            f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}{hint}", types.MessageType.Error
         )
         return {"ok": False, "reason": stage, "message": failure.message, "details": details}
 
@@ -399,7 +403,11 @@ class OpenGraph(Feature):
         if ctx is not None:
             ctx.profile, ctx.recipe, ctx.needs = name, dict(recipe), []
         recipes = self.server.get_feature(Recipes)
+        freshness = self.server.get_feature(Freshness)
         self.server.call_soon(lambda: asyncio.ensure_future(recipes.check(root)))
+        # A shown graph of this profile is stale now if the form changed it (editors
+        # without file watchers would not say so).
+        self.server.call_soon(lambda: asyncio.ensure_future(freshness.check(root / RECIPES_PATH)))
         log.info("saved profile %s in %s", name, root / ".tensorviz" / "recipes.toml")
         return []
 
@@ -439,6 +447,21 @@ async def _logged(coro) -> None:
         await coro
     except Exception:
         log.exception("capture from the viewer failed")
+
+
+def _environment_hint(details: Any, current: dict[str, str]) -> str:
+    """A failure that names the environment it needs (``details.environment``, e.g.
+    ``{"JAX_ENABLE_X64": "1"}`` for 64-bit JAX inputs): how to give it from the editor."""
+    wanted = details.get("environment") if isinstance(details, dict) else None
+    if not isinstance(wanted, dict) or not wanted:
+        return ""
+    missing = {str(k): str(v) for k, v in wanted.items() if current.get(str(k)) != str(v)}
+    if not missing:
+        return ""
+    import json
+
+    merged = {**current, **missing}
+    return f" Set the tensorviz.captureEnv setting for this folder to {json.dumps(merged)} and capture again."
 
 
 def _rel(root: Path, p: Path) -> str:

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from capture.model import Capture, Failure, Source  # noqa: E402
+from capture.recipe import Recipe, RecipeError  # noqa: E402
 from capture.synthetic import synthetic_capture  # noqa: E402
 from tensorviz_lsp.backends import (  # noqa: E402
     Candidate,
@@ -134,6 +135,8 @@ class FakeBackends:
         rel = module.replace(".", "/") + ".py"
         sources = [Source(rel, hashlib.sha256((job.root / rel).read_bytes()).hexdigest())]
         job.on_progress("starting worker", 0.1)
+        (job.root / ".fake").mkdir(exist_ok=True)
+        (job.root / ".fake" / "last-env.json").write_text(json.dumps(job.env))
         if b.get("sleep"):
             proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
             (job.root / ".fake" / "worker.pid").write_text(str(proc.pid))
@@ -162,6 +165,10 @@ class FakeBackends:
             return Capture.failed_capture(Failure("ValueError", b["fail"], stage="trace"))
         cap = synthetic_capture(10)
         cap.sources = sources
+        try:  # the profile as captured, as the real runner records it
+            cap.recipe = Recipe.from_dict({"name": job.profile, **recipe}).to_dict()
+        except RecipeError:
+            cap.recipe = None
         return cap
 
     def changed_sources(self, capture, root: Path, open_buffers: dict) -> list[str]:

@@ -303,3 +303,58 @@ async def test_setup_form_for_a_symbol_without_profile(real):
             break
         await asyncio.sleep(0.1)
     assert capture and capture["failure"] is None and capture["counts"]["nodes"] > 0, real.logs()
+
+
+X64_RECIPE = SPEC_RECIPE.replace('dtype = "float32"', 'dtype = "float64"')
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(not HAS_JAX, reason="needs jax and flax")
+async def test_capture_env_setting_enables_x64_and_a_changed_profile_is_stale(tmp_path, config_dir, monkeypatch):
+    """A float64 input needs JAX_ENABLE_X64=1 in the capture environment: refused without
+    the per-folder ``tensorviz.captureEnv`` setting, traced with it. Then the saved profile
+    changes on disk: the graph is stale (diagnostic and viewer), and fresh when reverted."""
+    from capture import graphfile
+
+    monkeypatch.delenv("JAX_ENABLE_X64", raising=False)
+    ws = make_workspace(tmp_path / "ws", {"model.py": SPEC_NET, ".tensorviz/recipes.toml": X64_RECIPE})
+    s = await start_session(ws, config_dir, server=REAL_SERVER, configuration={ws.as_uri(): {"tensorviz": {}}})
+    try:
+        await s.execute("tensorviz.trustWorkspace")
+        s.open("model.py")
+        result = await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"}, timeout=180)
+        assert result["ok"] is False and "JAX_ENABLE_X64=1" in result["message"], result
+        diags = await s.wait_for(lambda: s.diagnostics("model.py"), what="failure diagnostic")
+        assert "JAX_ENABLE_X64" in diags[0].message and "tensorviz.captureEnv" in diags[0].message
+
+        s.client.set_configuration({"tensorviz": {"captureEnv": {"JAX_ENABLE_X64": "1"}}}, scope_uri=ws.as_uri())
+        s.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+        result = None
+        for _ in range(10):  # the server pulls the new configuration asynchronously: retry until it applies
+            await asyncio.sleep(0.2)
+            result = await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"}, timeout=180)
+            if result["ok"]:
+                break
+        assert result["ok"] is True, s.logs()
+        await s.wait_for(lambda: not s.diagnostics("model.py"), what="failure cleared")
+        capture = graphfile.read(result["file"])
+        assert capture.failure is None and {v.dtype for v in capture.values} >= {"float64"}
+        assert capture.recipe["inputs"]["args"][0]["dtype"] == "float64"
+
+        # The saved setup changes on disk: the graph is stale; reverting makes it fresh.
+        recipes = ws / ".tensorviz" / "recipes.toml"
+        recipes.write_text(X64_RECIPE.replace("shape = [2, 3]", "shape = [5, 3]"))
+        s.disk_changed(".tensorviz/recipes.toml")
+        label = ".tensorviz/recipes.toml (profile jax_example changed)"
+        diags = await s.wait_for(lambda: s.diagnostics("model.py"), what="stale diagnostic")
+        assert diags[0].code == "stale-graph" and label in diags[0].message
+        origin, token, cid = _split(result["url"])
+        status, body = await asyncio.to_thread(_get, f"{origin}{token}/api/capture?capture={cid}")
+        assert json.loads(body)["stale"] == {"files": [label]}
+        recipes.write_text(X64_RECIPE)
+        s.disk_changed(".tensorviz/recipes.toml")
+        await s.wait_for(lambda: not s.diagnostics("model.py"), what="fresh after revert")
+        status, body = await asyncio.to_thread(_get, f"{origin}{token}/api/capture?capture={cid}")
+        assert json.loads(body)["stale"] is None
+    finally:
+        await stop_session(s)

@@ -358,3 +358,133 @@ async def test_multi_root_trust_and_profiles_are_per_folder(tmp_path, config_dir
         assert _get(result, "ok") is True and len(s.client.prompts) == 1
     finally:
         await stop_session(s)
+
+
+# -- a changed saved setup marks the graph stale (the spec: "Changing any such value
+# requires another trace") ----------------------------------------------------------
+
+RECIPE_LABEL = ".tensorviz/recipes.toml (profile jax_example changed)"
+
+
+def _stale_events(ws: Path) -> list[dict]:
+    return [e for e in viewer_events(ws) if e["event"] in ("stale", "fresh")]
+
+
+async def test_changed_profile_marks_the_graph_stale(session):
+    await session.execute("tensorviz.trustWorkspace")
+    session.open("model.py")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is True
+    ws = session.workspace
+    recipes = ".tensorviz/recipes.toml"
+
+    # Edits that leave the profile as captured change nothing: a comment, another profile.
+    same = "# my setups\n" + SPEC_RECIPE + '\n[profiles.other]\nmodel = "model:net"\n'
+    session.open(recipes, SPEC_RECIPE)
+    session.replace(recipes, same)
+    # A changed shape in the open (unsaved) buffer: stale, naming the profile.
+    changed = same.replace("shape = [2, 3]", "shape = [4, 3]")
+    session.replace(recipes, changed)
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="stale diagnostic")
+    assert diags[0].code == "stale-graph" and RECIPE_LABEL in diags[0].message
+    assert diags[0].range.start == types.Position(4, 4)
+    assert diags[0].data["files"] == [RECIPE_LABEL]
+    assert _stale_events(ws)[-1]["event"] == "stale" and _stale_events(ws)[-1]["data"]["files"] == [RECIPE_LABEL]
+    assert [e["event"] for e in _stale_events(ws)] == ["stale"], "the comment and the other profile did not count"
+
+    # Reverting (in the buffer) clears it.
+    session.replace(recipes, same)
+    await session.wait_for(lambda: not session.diagnostics("model.py"), what="fresh after revert")
+    assert _stale_events(ws)[-1]["event"] == "fresh"
+
+    # Mid-edit text that is not TOML keeps the last verdict (no flicker).
+    session.replace(recipes, same + "\n[profiles.\n")
+    session.replace(recipes, same)
+
+    # Changed on disk (buffer closed), then a model edit too: both named; a recapture clears.
+    session.client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=session.uri(recipes)))
+    )
+    (ws / recipes).write_text(SPEC_RECIPE.replace('device = "cpu"', 'device = "cuda:0"'))
+    session.disk_changed(recipes)
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="stale after a disk change")
+    assert RECIPE_LABEL in diags[0].message
+    text = (ws / "model.py").read_text()
+    session.replace("model.py", text.replace("(3, 4)", "(3, 5)"))
+    await session.wait_for(
+        lambda: _stale_events(ws)[-1]["data"].get("files") == ["model.py", RECIPE_LABEL], what="both named"
+    )
+    message = session.diagnostics("model.py")[0].message
+    assert "model.py changed" in message and RECIPE_LABEL in message
+    session.replace("model.py", text)
+    await session.wait_for(lambda: _stale_events(ws)[-1]["data"].get("files") == [RECIPE_LABEL], what="model undone")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is True
+    await session.wait_for(lambda: not session.diagnostics("model.py"), what="cleared by recapture")
+
+    # didSave of the recipes file counts as well (the buffer is closed: the disk is
+    # read); removing the profile says so.
+    session.save(recipes, "version = 1\n")
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="stale after removal")
+    assert ".tensorviz/recipes.toml (profile jax_example removed)" in diags[0].message
+
+
+async def test_profile_change_in_another_folder_does_not_count(tmp_path, config_dir):
+    from .conftest import SPEC_NET, make_workspace
+
+    a = make_workspace(tmp_path / "a", {"model.py": SPEC_NET, ".tensorviz/recipes.toml": SPEC_RECIPE})
+    b = make_workspace(tmp_path / "b", {"model.py": SPEC_NET, ".tensorviz/recipes.toml": SPEC_RECIPE})
+    s = await start_session(a, config_dir, folders=[a, b])
+    try:
+        await s.execute("tensorviz.trustWorkspace", {"folder": a.as_uri()})
+        s.open("model.py")
+        assert _get(await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"}), "ok") is True
+        (b / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE.replace("seed = 0", "seed = 1"))
+        s.client.workspace_did_change_watched_files(
+            types.DidChangeWatchedFilesParams(
+                changes=[types.FileEvent(uri=(b / ".tensorviz/recipes.toml").as_uri(), type=types.FileChangeType.Changed)]
+            )
+        )
+        (a / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE.replace("seed = 0", "seed = 2"))
+        s.disk_changed(".tensorviz/recipes.toml")
+        diags = await s.wait_for(lambda: s.diagnostics("model.py"), what="stale in a")
+        assert RECIPE_LABEL in diags[0].message
+        assert [e["data"]["files"] for e in _stale_events(a)] == [[RECIPE_LABEL]]
+        assert _stale_events(b) == []
+    finally:
+        await stop_session(s)
+
+
+# -- tensorviz.captureEnv --------------------------------------------------------------
+
+
+async def test_capture_env_setting_reaches_the_worker_per_folder(tmp_path, config_dir):
+    from .conftest import SPEC_NET, make_workspace
+
+    a = make_workspace(tmp_path / "a", {"model.py": SPEC_NET, ".tensorviz/recipes.toml": SPEC_RECIPE})
+    b = make_workspace(tmp_path / "b", {"model.py": SPEC_NET, ".tensorviz/recipes.toml": SPEC_RECIPE})
+    s = await start_session(
+        a, config_dir, folders=[a, b],
+        configuration={
+            a.as_uri(): {"tensorviz": {"captureEnv": {"JAX_ENABLE_X64": "1", "XLA_FLAGS": "--xla_dump_to=/tmp/x"}}},
+            b.as_uri(): {"tensorviz": {"captureEnv": {"JAX_ENABLE_X64": True, "1BAD": "x"}}},
+        },
+    )
+    try:
+        for folder in (a, b):
+            await s.execute("tensorviz.trustWorkspace", {"folder": folder.as_uri()})
+            uri = (folder / "model.py").as_uri()
+            s.client.text_document_did_open(
+                types.DidOpenTextDocumentParams(
+                    text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=SPEC_NET)
+                )
+            )
+            assert _get(await s.execute("tensorviz.openGraph", {"uri": uri, "symbol": "net"}), "ok") is True
+        assert json.loads((a / ".fake" / "last-env.json").read_text()) == {
+            "JAX_ENABLE_X64": "1", "XLA_FLAGS": "--xla_dump_to=/tmp/x"
+        }
+        # b's mapping is invalid: logged, and ignored as a whole.
+        assert json.loads((b / ".fake" / "last-env.json").read_text()) == {}
+        assert "tensorviz.captureEnv" in s.logs() and "ignored" in s.logs()
+    finally:
+        await stop_session(s)

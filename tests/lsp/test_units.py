@@ -32,6 +32,17 @@ from tensorviz_lsp.trust import TrustStore
         pytest.param([{"tensorviz": {"captureTimeout": 5}}, {"tensorviz": {"captureTimeout": 9}}], {"capture_timeout": 9.0}, False, id="folder-wins"),
         pytest.param([{"tensorviz": {"installCommand": "pip"}}], {"install_command": None}, True, id="bad-argv"),
         pytest.param([None, "junk", {"other": 1}], {}, False, id="ignored"),
+        pytest.param([{"tensorviz": {"captureEnv": {"JAX_ENABLE_X64": "1", "N": 2}}}],
+                     {"capture_env": {"JAX_ENABLE_X64": "1", "N": "2"}}, False, id="capture-env"),
+        pytest.param([{"captureEnv": {"JAX_ENABLE_X64": "1"}}], {"capture_env": {"JAX_ENABLE_X64": "1"}}, False,
+                     id="capture-env-flat"),
+        pytest.param([{"tensorviz": {"captureEnv": {"A": "1"}}}, {"tensorviz": {"captureEnv": {"B": "2"}}}],
+                     {"capture_env": {"B": "2"}}, False, id="capture-env-folder-wins"),
+        pytest.param([{"tensorviz": {"captureEnv": None}}], {"capture_env": {}}, False, id="capture-env-unset"),
+        pytest.param([{"tensorviz": {"captureEnv": "JAX_ENABLE_X64=1"}}], {"capture_env": {}}, True, id="capture-env-not-a-map"),
+        pytest.param([{"tensorviz": {"captureEnv": {"JAX_ENABLE_X64": True}}}], {"capture_env": {}}, True, id="capture-env-bool"),
+        pytest.param([{"tensorviz": {"captureEnv": {"A B": "1"}}}], {"capture_env": {}}, True, id="capture-env-bad-name"),
+        pytest.param([{"tensorviz": {"captureEnv": {"A": ["1"]}}}], {"capture_env": {}}, True, id="capture-env-bad-value"),
     ],
 )
 def test_settings_merge(layers, expected, warned):
@@ -40,6 +51,8 @@ def test_settings_merge(layers, expected, warned):
     for key, value in expected.items():
         assert getattr(s, key) == value
     assert bool(warnings) == warned
+    if warned and "capture_env" in expected:
+        assert "tensorviz.captureEnv" in warnings[0] and "using the default {}" in warnings[0]
 
 
 def test_interpreter_order(tmp_path):

@@ -84,8 +84,11 @@ def test_timeout_option(saved, tmp_path, capsys):
         pytest.param(["capture", "models.py:net", "--input", "flaot32[2,3]"], id="bad-dtype"),
         pytest.param(["capture", "models.py:net", "--input", "float32[2,x-y]"], id="bad-dim"),
         pytest.param(["capture", "models.py:net", "--input", "x=float32[2]", "--input", "x=float32[3]"], id="twice"),
-        pytest.param(["capture", "models.py:net", "--device", "gpu"], id="bad-device"),
-        pytest.param(["capture", "models.py:net", "--input", "float32[4096,4096]", "--input", "float32[2]"], id="too-big"),
+        pytest.param(["capture", "models.py:net", "--framework", "fake", "--device", "gpu"], id="bad-device"),
+        pytest.param(["capture", "models.py:net", "--framework", "fake", "--input", "float32[4096,4096]",
+                      "--input", "float32[2]"], id="too-big"),
+        pytest.param(["capture", "models.py:net", "--input", "float32[2,3]"], id="not-discovered"),
+        pytest.param(["capture", "models.py:net", "--env", "JAX_ENABLE_X64"], id="bad-env"),
     ],
 )
 def test_usage_errors_exit_2(workspace, monkeypatch, capsys, argv):
@@ -139,3 +142,23 @@ def test_the_installed_command_runs(saved, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert out.is_file()
+
+
+def test_undiscovered_symbol_without_framework_saves_nothing(workspace, monkeypatch, capsys):
+    """Discovery (import-free) does not recognise the fake framework's functions: without
+    --framework the shorthand refuses instead of saving a Torch profile by default."""
+    monkeypatch.chdir(workspace)
+    assert main(["capture", "models.py:net", "--input", "float32[2,3]", "--input", "float32[3,4]"]) == 2
+    err = capsys.readouterr().err
+    assert "models.py:net: discovery finds no model or function named 'net' in models.py" in err
+    assert "--framework" in err
+    assert not (workspace / ".tensorviz" / "recipes.toml").exists()
+
+
+def test_env_reaches_the_worker(saved, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("TV_IMPORT_MARKER", raising=False)
+    marker = tmp_path / "imported"
+    argv = ["capture", "--workspace", str(saved), "--profile", "ok", "-o", str(tmp_path / "m.tvg")]
+    assert main(argv) == 0 and not marker.exists()
+    assert main([*argv, "--env", f"TV_IMPORT_MARKER={marker}"]) == 0
+    assert marker.exists(), "models.py saw TV_IMPORT_MARKER in its environment"

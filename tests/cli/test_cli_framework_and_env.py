@@ -1,0 +1,180 @@
+"""The CLI shorthand takes the framework from discovery, and ``--env`` gives the capture
+worker its environment (``JAX_ENABLE_X64=1`` for 64-bit JAX inputs); through the real
+command (subprocess), on the specification's own examples."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HAS_JAX = importlib.util.find_spec("jax") is not None and importlib.util.find_spec("flax") is not None
+
+
+def needs_jax(test):
+    return pytest.mark.jax(pytest.mark.skipif(not HAS_JAX, reason="needs jax and flax")(test))
+
+# From spec/jax-and-flax-graphs.txt ("Open a function", "Open Flax"), verbatim.
+SPEC_NET = """\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def net(x):
+    return jax.nn.relu(x @ jnp.ones((3, 4)))
+"""
+
+SPEC_MLP = """\
+from flax import linen as nn
+
+class MLP(nn.Module):
+    width: int = 8
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(4)(nn.relu(nn.Dense(self.width)(x)))
+"""
+
+TORCH_NET = """\
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+
+
+def tensorviz(*args: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    env.update(PYTHONPATH=str(ROOT), DISPLAY="", WAYLAND_DISPLAY="", BROWSER="")
+    return subprocess.run([sys.executable, "-m", "tensorviz_lsp", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def profiles(ws: Path) -> dict:
+    return tomllib.loads((ws / ".tensorviz" / "recipes.toml").read_text())["profiles"]
+
+
+def graph(path: str):
+    from capture import graphfile
+
+    return graphfile.read(path.strip())
+
+
+@needs_jax
+def test_spec_net_is_saved_as_jax_without_framework(tmp_path):
+    (tmp_path / "model.py").write_text(SPEC_NET)
+    proc = tensorviz("capture", "model.py:net", "--input", "x=float32[2,3]", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert profiles(tmp_path)["model_net"]["framework"] == "jax"
+    assert 'framework = "jax"' in (tmp_path / ".tensorviz" / "recipes.toml").read_text()
+    c = graph(proc.stdout)
+    assert c.failure is None and c.backend == "jaxpr" and c.framework == "jax" and c.nodes
+
+
+@needs_jax
+def test_spec_mlp_is_saved_as_jax_with_its_init(tmp_path):
+    (tmp_path / "model.py").write_text(SPEC_MLP)
+    proc = tensorviz("capture", "model.py:MLP", "--input", "x=float32[2,3]", "--init", "width=8", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    saved = profiles(tmp_path)["model_MLP"]
+    assert saved["framework"] == "jax" and saved["init"]["kwargs"] == {"width": 8}
+    c = graph(proc.stdout)
+    assert c.failure is None and c.framework == "jax" and c.nodes
+
+
+def test_unknown_symbol_is_a_usage_error_listing_the_candidates(tmp_path):
+    (tmp_path / "model.py").write_text(SPEC_NET + "\n\n" + SPEC_MLP)
+    proc = tensorviz("capture", "model.py:nett", "--input", "x=float32[2,3]", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith("tensorviz capture: model.py:nett: ")
+    assert "no model or function named 'nett' in model.py" in proc.stderr
+    assert "net (jax_function), MLP (linen_module)" in proc.stderr and "--framework" in proc.stderr
+    assert not (tmp_path / ".tensorviz").exists(), "nothing saved"
+    proc = tensorviz("open", "model.py:nett", "--input", "x=float32[2,3]", "--no-browser", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("tensorviz open: model.py:nett: ")
+
+
+def test_a_file_without_candidates_says_so(tmp_path):
+    (tmp_path / "util.py").write_text("def helper(x):\n    return x\n")
+    proc = tensorviz("capture", "util.py:helper", "--input", "x=float32[2,3]", cwd=tmp_path)
+    assert proc.returncode == 2 and "finds no candidates in that file" in proc.stderr
+
+
+def test_explicit_framework_skips_discovery(tmp_path):
+    (tmp_path / "util.py").write_text("def helper(x):\n    return x\n")
+    proc = tensorviz("capture", "util.py:helper", "--input", "x=float32[2,3]", "--framework", "jax", cwd=tmp_path)
+    assert proc.returncode != 2, proc.stderr
+    assert profiles(tmp_path)["util_helper"]["framework"] == "jax"
+
+
+def test_torch_module_keeps_the_omitted_default(tmp_path):
+    (tmp_path / "model.py").write_text(TORCH_NET)
+    proc = tensorviz("capture", "model.py:Net", "--input", "float32[2,3]", cwd=tmp_path)
+    assert proc.returncode != 2, proc.stderr  # 0 with torch installed; 1 (dependencies) without
+    saved = profiles(tmp_path)["model_Net"]
+    assert "framework" not in saved and saved["model"] == "model:Net"
+
+
+@needs_jax
+def test_x64_input_needs_env_flag(tmp_path):
+    (tmp_path / "model.py").write_text(SPEC_NET)
+    args = ("capture", "model.py:net", "--input", "x=float64[2,3]")
+    proc = tensorviz(*args, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "JAX_ENABLE_X64=1" in proc.stderr and "hint: capture again with --env JAX_ENABLE_X64=1" in proc.stderr
+    assert graph(proc.stdout).failure is not None
+    proc = tensorviz(*args, "--env", "JAX_ENABLE_X64=1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    c = graph(proc.stdout)
+    assert c.failure is None and "float64" in {v.dtype for v in c.values}
+    assert "JAX_ENABLE_X64" not in (tmp_path / ".tensorviz" / "recipes.toml").read_text(), "not saved"
+    # The saved-profile form takes it too.
+    proc = tensorviz("capture", "--profile", "model_net", "--env", "JAX_ENABLE_X64=1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+@needs_jax
+def test_open_discovers_the_framework_and_takes_env(tmp_path):
+    (tmp_path / "model.py").write_text(SPEC_NET)
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    env.update(PYTHONPATH=str(ROOT), DISPLAY="", WAYLAND_DISPLAY="", BROWSER="")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tensorviz_lsp", "open", "model.py:net", "--input", "x=float64[2,3]",
+         "--env", "JAX_ENABLE_X64=1", "--no-browser"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.poll() is not None else url
+        with urllib.request.urlopen(url + "api/capture", timeout=10) as res:
+            capture = json.load(res)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert capture["failure"] is None and capture["framework"] == "jax"
+    assert profiles(tmp_path)["model_net"]["framework"] == "jax"
+
+
+@pytest.mark.parametrize("command", ["capture", "open"])
+@pytest.mark.parametrize("bad", ["JAX_ENABLE_X64", "=1", "1X=1", "A B=1"])
+def test_bad_env_is_a_usage_error(tmp_path, command, bad):
+    proc = tensorviz(command, "--profile", "p", "--env", bad, "--no-browser" if command == "open" else "-v", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"tensorviz {command}: --env ")
