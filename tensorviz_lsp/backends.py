@@ -93,7 +93,9 @@ class Viewer(Protocol):
 
     url: str
 
-    def add_capture(self, capture: Any, title: str | None = None, *, warm: bool = False) -> int: ...
+    def add_capture(
+        self, capture: Any, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False
+    ) -> int: ...
 
     def url_for(self, capture_id: int) -> str: ...
 

@@ -16,6 +16,7 @@ function settings() {
     server: { command: cfg.get("server.command") },
     python: cfg.get("python"),
     captureTimeout: cfg.get("captureTimeout"),
+    captureEnv: cfg.get("captureEnv"),
     lensDebounceMs: cfg.get("lensDebounceMs"),
     installCommand: cfg.get("installCommand"),
   };

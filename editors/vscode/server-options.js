@@ -22,7 +22,7 @@ function serverExecutable(settings, env) {
 /** The settings the server reads (initializationOptions and workspace/configuration). */
 function serverSettings(settings) {
   const out = {};
-  for (const key of ["python", "captureTimeout", "lensDebounceMs", "installCommand"]) {
+  for (const key of ["python", "captureTimeout", "captureEnv", "lensDebounceMs", "installCommand"]) {
     if (settings && settings[key] !== undefined && settings[key] !== null) out[key] = settings[key];
   }
   return out;

@@ -250,8 +250,11 @@ class OpenGraph(Feature):
         viewer = await self.server.run_blocking(viewer_host.viewer, root)
         # add_capture tells open pages ("capture-ready"), so a page showing the setup
         # form or an older graph offers the new one.
-        # warm: the index builds while the browser starts, not on its first request.
-        capture_id = await self.server.run_blocking(functools.partial(viewer.add_capture, capture, title, warm=True))
+        # warm: the index builds while the browser starts, not on its first request;
+        # trusted_sources: this process's own worker recorded them (not a foreign file).
+        capture_id = await self.server.run_blocking(
+            functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True)
+        )
         saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
         sources = {s.path for s in getattr(capture, "sources", [])}
         self.server.get_feature(Freshness).record(

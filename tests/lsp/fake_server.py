@@ -55,9 +55,10 @@ class FakeViewer:
         with self.log_path.open("a") as fh:
             fh.write(json.dumps({"event": event, "data": data}) + "\n")
 
-    def add_capture(self, capture, title=None, *, warm=False) -> int:
+    def add_capture(self, capture, title=None, *, warm=False, trusted_sources=False) -> int:
         self.n += 1
-        self._write("add", {"id": self.n, "title": title, "nodes": len(capture.nodes), "warm": warm})
+        self._write("add", {"id": self.n, "title": title, "nodes": len(capture.nodes), "warm": warm,
+                            "trusted_sources": trusted_sources})
         return self.n
 
     def url_for(self, capture_id) -> str:

@@ -312,7 +312,7 @@ function showStale(files) {
   if (state.setup && state.setup.profile) {
     actions.push(el("button", { type: "button", onclick: () => state.setup.capture() }, "Capture again"));
   }
-  setBanner("stale", "warn", "Stale", `This graph is stale: ${list} changed since it was captured.`, actions);
+  setBanner("stale", "warn", "Stale", `This graph is stale. Changed since it was captured: ${list}.`, actions);
 }
 
 function showProgress(data) {

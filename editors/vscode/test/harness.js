@@ -52,7 +52,10 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (args.selfTest) {
     const exe = serverExecutable({}, {});
-    const ok = exe.command === "tensorviz" && JSON.stringify(launchArgs(exe)) === JSON.stringify(["lsp", "--stdio"]);
+    // Every setting the extension declares reaches the server (captureEnv included).
+    const forwarded = serverSettings({ python: "/p", captureTimeout: 5, captureEnv: { JAX_ENABLE_X64: "1" }, junk: 1 });
+    const ok = exe.command === "tensorviz" && JSON.stringify(launchArgs(exe)) === JSON.stringify(["lsp", "--stdio"])
+      && JSON.stringify(forwarded) === JSON.stringify({ python: "/p", captureTimeout: 5, captureEnv: { JAX_ENABLE_X64: "1" } });
     console.log(JSON.stringify({ selfTest: ok, command: [exe.command, ...launchArgs(exe)] }));
     process.exit(ok ? 0 : 1);
   }
