@@ -80,6 +80,27 @@ def parse_env(items: list[str]) -> dict[str, str]:
     return env
 
 
+def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
+    """The workspace and profile a ``capture``/``open`` invocation names: the shorthand
+    ``FILE.py:SYMBOL`` (saved or updated first) or ``--profile NAME``. Usage problems
+    raise :class:`ShorthandError`; a failed save raises :class:`RecipeStoreError`."""
+    if args.target:
+        try:
+            workspace, profile = save_shorthand(args)
+        except RecipeError as exc:
+            raise ShorthandError(f"the shorthand does not make a valid setup: {exc}") from None
+    else:
+        if args.input or args.init or args.framework or args.device or args.seed is not None:
+            raise ShorthandError("--input/--init/--framework/--device/--seed need FILE.py:SYMBOL (the shorthand form)")
+        if not args.profile:
+            raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
+        workspace = Path(args.workspace or ".").expanduser().resolve()
+        profile = args.profile
+    if not workspace.is_dir():
+        raise ShorthandError(f"the workspace {workspace} is not a folder")
+    return workspace, profile
+
+
 def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         return _usage("--timeout must be a positive number of seconds")
@@ -87,25 +108,13 @@ def run(args: argparse.Namespace) -> int:
         env = parse_env(args.env)
     except ShorthandError as exc:
         return _usage(str(exc))
-    if args.target:
-        try:
-            workspace, profile = save_shorthand(args)
-        except ShorthandError as exc:
-            return _usage(str(exc))
-        except RecipeError as exc:
-            return _usage(f"the shorthand does not make a valid setup: {exc}")
-        except RecipeStoreError as exc:
-            print(f"tensorviz capture: cannot save the setup: {exc}", file=sys.stderr)
-            return 1
-    else:
-        if args.input or args.init or args.framework or args.device or args.seed is not None:
-            return _usage("--input/--init/--framework/--device/--seed need FILE.py:SYMBOL (the shorthand form)")
-        if not args.profile:
-            return _usage("give --profile NAME (a saved setup), or FILE.py:SYMBOL with --input …")
-        workspace = Path(args.workspace or ".").expanduser().resolve()
-        profile = args.profile
-    if not workspace.is_dir():
-        return _usage(f"the workspace {workspace} is not a folder")
+    try:
+        workspace, profile = resolve_profile(args)
+    except ShorthandError as exc:
+        return _usage(str(exc))
+    except RecipeStoreError as exc:
+        print(f"tensorviz capture: cannot save the setup: {exc}", file=sys.stderr)
+        return 1
 
     output = Path(args.output) if args.output else workspace / CAPTURES_DIR / f"{profile}.tvg"
     verbose = args.verbose

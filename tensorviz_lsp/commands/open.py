@@ -20,12 +20,12 @@ from pathlib import Path
 
 from capture import graphfile
 from capture.model import Capture
-from capture.recipe import FRAMEWORKS, RecipeError
+from capture.recipe import FRAMEWORKS
 from capture.runner import run_capture
 
 from ..recipes_store import RecipeStoreError
 from ..shorthand import ShorthandError
-from .capture import CAPTURES_DIR, add_env_option, describe_failure, parse_env, save_shorthand
+from .capture import CAPTURES_DIR, add_env_option, describe_failure, parse_env, resolve_profile
 from .view import add_serve_options, serve
 
 
@@ -60,25 +60,13 @@ def run(args: argparse.Namespace) -> int:
         parse_env(args.env)
     except ShorthandError as exc:
         return _usage(str(exc))
-    if args.target:
-        try:
-            workspace, profile = save_shorthand(args)
-        except ShorthandError as exc:
-            return _usage(str(exc))
-        except RecipeError as exc:
-            return _usage(f"the shorthand does not make a valid setup: {exc}")
-        except RecipeStoreError as exc:
-            print(f"tensorviz open: cannot save the setup: {exc}", file=sys.stderr)
-            return 1
-    else:
-        if args.input or args.init or args.framework or args.device or args.seed is not None:
-            return _usage("--input/--init/--framework/--device/--seed need FILE.py:SYMBOL")
-        if not args.profile:
-            return _usage("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
-        workspace = Path(args.workspace or ".").expanduser().resolve()
-        profile = args.profile
-    if not workspace.is_dir():
-        return _usage(f"the workspace {workspace} is not a folder")
+    try:
+        workspace, profile = resolve_profile(args)
+    except ShorthandError as exc:
+        return _usage(str(exc))
+    except RecipeStoreError as exc:
+        print(f"tensorviz open: cannot save the setup: {exc}", file=sys.stderr)
+        return 1
     capture = capture_profile("open", workspace, profile, args)
     status = serve("open", capture, profile, workspace, args, trusted_sources=True)
     return 1 if capture.failure is not None and status == 0 else status
