@@ -508,7 +508,7 @@ def parse_recipes_text(text: str, *, file: str | None = None) -> dict[str, Any]:
     extra = sorted(set(doc) - {"version", "profiles"})
     if extra:
         raise RecipeError(
-            f"unknown top-level key (expected only version and profiles)",
+            "unknown top-level key (expected only version and profiles)",
             key_path=extra[0],
             line=loc.line([extra[0]]),
             file=file,

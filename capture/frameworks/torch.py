@@ -46,7 +46,7 @@ from typing import Any, Callable
 from ..model import Capture
 from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext
-from ..worker.errors import CaptureError, LimitExceeded
+from ..worker.errors import CaptureError
 
 
 def _distribution_version() -> str:
