@@ -16,7 +16,8 @@ import pytest
 from tensorviz_lsp.commands.demo import MODEL_PY, RECIPES_TOML
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC = Path("/work/shared/spec/jax-and-flax-graphs.txt")
+# The project's shared folder stands beside the checkout (CI lays a copy there too).
+SPEC = ROOT.parent / "shared" / "spec" / "jax-and-flax-graphs.txt"
 needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
 
 
