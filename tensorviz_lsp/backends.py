@@ -86,6 +86,10 @@ class InstallPlan:
     python: str
     missing: list[str]
     command: list[str]
+    # ``name==version`` of the installed Torch build (torch, nvidia-*, triton…): kept in
+    # every command, a user's own install template included, so pip refuses rather
+    # than replaces the selected build.
+    pinned: list[str] = field(default_factory=list)
 
 
 class Viewer(Protocol):
@@ -294,7 +298,8 @@ class RealBackends:
             return None
         if not (isinstance(command, list) and all(isinstance(c, str) for c in command)):
             command = [python, "-m", "pip", "install", *missing]
-        return InstallPlan(str(details.get("python") or python), missing, list(command))
+        pinned = [str(p) for p in details.get("pinned") or [] if isinstance(p, str)]
+        return InstallPlan(str(details.get("python") or python), missing, list(command), pinned)
 
     # -- viewer ------------------------------------------------------------------
     def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer:

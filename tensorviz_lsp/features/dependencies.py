@@ -59,7 +59,7 @@ class Dependencies(Feature):
             cmd = []
             for part in template:
                 if part == "{packages}":
-                    cmd += plan.missing
+                    cmd += plan.missing + plan.pinned
                 else:
                     cmd.append(part.replace("{python}", plan.python))
         return [c for c in cmd if c not in _REPLACING_FLAGS]

@@ -194,6 +194,23 @@ def test_install_command_never_replaces_installed_builds():
     assert deps.command_for(None, plan) == ["/py", "-m", "pip", "install", "jax", "torch==2.13.0"]
 
 
+def test_a_custom_install_template_keeps_the_torch_build_pinned(monkeypatch):
+    server = create_server(backends=object())
+    deps = server.get_feature(Dependencies)
+    from tensorviz_lsp.backends import InstallPlan, RealBackends
+
+    failure = type("F", (), {"details": {
+        "missing": ["jax"], "install": ["/py", "-m", "pip", "install", "jax", "torch==2.13.0", "triton==3.1.0"],
+        "pinned": ["torch==2.13.0", "triton==3.1.0"],
+    }})()
+    plan = RealBackends.install_plan(None, failure, "/py")
+    assert plan == InstallPlan("/py", ["jax"], plan.command, ["torch==2.13.0", "triton==3.1.0"])
+    template = ["uv", "pip", "install", "--python", "{python}", "{packages}"]
+    monkeypatch.setattr(server, "settings_for", lambda root: type("S", (), {"install_command": template})())
+    assert deps.command_for(None, plan) == [
+        "uv", "pip", "install", "--python", "/py", "jax", "torch==2.13.0", "triton==3.1.0"]
+
+
 def test_a_failing_feature_is_logged_and_the_others_keep_working(caplog):
     calls = []
 
