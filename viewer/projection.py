@@ -171,7 +171,10 @@ class Projection:
         self._frames_index: dict[int, list[int]] | None = None
         self._shapes_index: dict[tuple, list[int]] | None = None
         self._paths: dict[int, list[dict]] = {}
+        self._names: dict[int, tuple[str, str]] = {}
+        self._name_aliases: dict[int, str] = {}
         self._build()
+        self._name_values()
 
     # ------------------------------------------------------------------ index
 
@@ -286,6 +289,71 @@ class Projection:
             c += 1
         return a[c:], b[c:]
 
+    # ------------------------------------------------------------------ value names
+
+    def _name_values(self) -> None:
+        """A human name and a role for every value entering the graph from outside.
+
+        Only values no node produced are named (capture inputs, parameters, buffers,
+        variables, constants). Sources, first wins: the Torch tracer's ``measured`` label
+        (``param`` / ``buffer`` / ``input``: what it saw first), the ``capture.inputs``
+        structure path (``x``, ``args[0]``, ``variables.params.Dense_0.kernel``), a new
+        version of a named tensor (``version_of``) keeps its name, then constants
+        (``meta["constants"]`` for JAX, ``external`` tensors for Torch)."""
+        outside = [v for v, p in enumerate(self.producer) if p < 0]
+        if not outside:
+            return
+        names, aliases = self._names, self._name_aliases
+        structural: dict[int, tuple[str, str, str]] = {}
+        for v, name, path, role in _input_names(self.capture.inputs):
+            if 0 <= v < self.n_values and v not in structural:
+                structural[v] = (name, path, role)
+        values = self.capture.values
+        column = values.measured_column() if isinstance(values, ValueTable) else None
+
+        def measured(v: int) -> Any:
+            if isinstance(values, ValueTable):
+                return column[v] if column is not None else None
+            return values[v].measured
+
+        later: dict[int, int] = {}  # a new version of an outside tensor -> the version before
+        constants: set[int] = set()
+        for v in outside:
+            m = measured(v)
+            got = _measured_name(m) if isinstance(m, dict) else None
+            s = structural.get(v)
+            if got is not None:
+                names[v] = got
+                if s is not None and s[1] != got[0]:
+                    aliases[v] = s[1]
+            elif s is not None:
+                names[v] = (s[0], s[2])
+                if s[1] != s[0]:
+                    aliases[v] = s[1]
+            elif isinstance(m, dict) and type(m.get("version_of")) is int:
+                later[v] = m["version_of"]
+            elif isinstance(m, dict) and m.get("external") is True:
+                constants.add(v)
+        for v, origin in later.items():
+            for _ in range(64):  # a chain of versions (some produced in place); a file may loop
+                if origin in names or not 0 <= origin < self.n_values:
+                    break
+                m = measured(origin)
+                if not isinstance(m, dict) or type(m.get("version_of")) is not int:
+                    break
+                origin = m["version_of"]
+            if origin in names:
+                names[v] = names[origin]
+        consts = self.capture.meta.get("constants") if isinstance(self.capture.meta, dict) else None
+        if isinstance(consts, list):
+            for c in consts:
+                v = c.get("value") if isinstance(c, dict) else None
+                if type(v) is int and 0 <= v < self.n_values and self.producer[v] < 0:
+                    constants.add(v)
+        for v in constants:
+            if v not in names:
+                names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
+
     # ------------------------------------------------------------------ lookups
 
     def _check_group(self, g: int) -> None:
@@ -352,6 +420,9 @@ class Projection:
         out = {"id": v, "shape": list(val.shape), "dtype": val.dtype, "label": value_label(val.shape, val.dtype)}
         if val.measured is not None:
             out["measured"] = val.measured
+        named = self._names.get(v)
+        if named is not None:
+            out["name"], out["role"] = named
         return out
 
     def _frame(self, i: int) -> Frame | None:
@@ -805,6 +876,8 @@ class Projection:
             gs = [g for g in self.capture.groups if ql in g.name.lower()]
             gs.sort(key=lambda g: (g.name.lower() != ql, g.id))
             add((self._group_result(g.id, "group name") for g in gs), len(gs))
+            named = self._name_matches(ql)
+            add((self._value_result(v, "value name") for v in named), len(named))
             ops = self._ops()
             matched = sorted((op for op in ops if ql in op.lower()), key=lambda op: (op.lower() != ql, op))
             for op in matched:
@@ -817,6 +890,14 @@ class Projection:
                 ids = sorted(i for fi in fns for i in index.get(fi, ()))
                 add((self._node_result(i, f"source function {frames[self.cols.frame[i]].function}") for i in ids), len(ids))
         return {"results": results, "truncated": total > len(results), "total": total}
+
+    def _name_matches(self, ql: str) -> list[int]:
+        """Named values whose name (or structure path, ``kwargs.x``) holds ``ql``: exact
+        names first, then in value order."""
+        aliases = self._name_aliases
+        hits = [(n.lower() != ql and aliases.get(v, "").lower() != ql, v) for v, (n, _) in self._names.items()
+                if ql in n.lower() or ql in aliases.get(v, "").lower()]
+        return [v for _, v in sorted(hits)]
 
     def _ops(self) -> dict[str, list[int]]:
         if self._ops_index is None:
@@ -913,10 +994,102 @@ class Projection:
             path, item_path = [x["id"] for x in self.group_path(g)], self.item_path(p)
             sub = f"output of {self.cols.op[p]} #{p}"
         else:
-            path, item_path, sub = [], [], "capture input or constant"
-        return {"type": "value", "id": v, "key": f"n{p}" if p >= 0 else f"in:{v}", "label": d["label"],
+            # Drawn as a boundary pill ("in:V") where it is first used: open the way there.
+            uses = self.uses(v)
+            if uses:
+                g = self.cols.group[uses[0]]
+                path, item_path = [x["id"] for x in self.group_path(g)], self.item_path(uses[0])[:-1] + [f"in:{v}"]
+            else:
+                path, item_path = [], []
+            sub = "capture input or constant"
+        label = d["label"]
+        if "name" in d:
+            label, sub = d["name"], f"{label} · {ROLE_WORDS.get(d['role'], d['role'])}"
+        return {"type": "value", "id": v, "key": f"n{p}" if p >= 0 else f"in:{v}", "label": label,
                 "sublabel": sub, "producer": p if p >= 0 else None, "path": path,
                 "item_path": item_path, "why": why}
+
+
+# --------------------------------------------------------------------------- value names
+
+ROLES = ("input", "param", "buffer", "variable", "const")
+ROLE_WORDS = {"input": "capture input", "param": "parameter", "buffer": "buffer",
+              "variable": "variable", "const": "constant"}
+_STATE_KEYS = ("variables", "state")  # JAX: Linen variables, NNX state (capture/frameworks/jax.py)
+_NAME_MAX = 200
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _measured_name(m: dict) -> tuple[str, str] | None:
+    """The Torch tracer's label of a value first seen from outside: ``{"param": NAME}``."""
+    for role in ("param", "buffer", "input"):
+        name = m.get(role)
+        if isinstance(name, str) and name:
+            return name[:_NAME_MAX], role
+    return None
+
+
+def _key_suffix(k: Any) -> str:
+    if isinstance(k, str) and _IDENT_RE.match(k):
+        return "." + k
+    if type(k) is int:
+        return f"[{k}]"
+    return f"[{k!r}]"
+
+
+def _walk_names(tree: Any, name: str, path: str, role: str, out: list) -> None:
+    """Append ``(value, name, path, role)`` for every leaf of ``tree`` (no recursion)."""
+    stack = [(tree, name, path)]
+    while stack:
+        t, n, p = stack.pop()
+        if not isinstance(t, dict):
+            continue
+        if "value" in t:
+            if type(t["value"]) is int:
+                out.append((t["value"], n[:_NAME_MAX], p[:_NAME_MAX], role))
+            continue
+        kids: list = []
+        for kind in ("list", "tuple"):
+            if isinstance(t.get(kind), list):
+                kids = [(c, f"[{i}]") for i, c in enumerate(t[kind])]
+        if isinstance(t.get("dict"), list):
+            kids = [(kv[1], _key_suffix(kv[0])) for kv in t["dict"] if isinstance(kv, (list, tuple)) and len(kv) == 2]
+        for c, suffix in reversed(kids):
+            stack.append((c, n + suffix if n else suffix.lstrip("."), p + suffix if p else suffix.lstrip(".")))
+
+
+def _input_names(tree: Any) -> list[tuple[int, str, str, str]]:
+    """``(value, name, path, role)`` for each leaf of a capture's input structure, in order.
+
+    ``path`` is where the leaf sits (``kwargs.x``); ``name`` is what a person calls it: the
+    argument name for keyword arguments (``x``), ``args[0]`` for positional ones, the
+    variable path for JAX state (``variables.params.Dense_0.kernel``)."""
+    out: list = []
+    if not isinstance(tree, dict):
+        return out
+    pairs = tree.get("dict")
+    if isinstance(pairs, list) and pairs and all(isinstance(kv, (list, tuple)) and len(kv) == 2 for kv in pairs) \
+            and {kv[0] for kv in pairs} & {"args", "kwargs"}:
+        for key, sub in pairs:
+            if key == "kwargs" and isinstance(sub, dict) and isinstance(sub.get("dict"), list):
+                for kv in sub["dict"]:
+                    if isinstance(kv, (list, tuple)) and len(kv) == 2:
+                        n = _key_suffix(kv[0]).lstrip(".")
+                        _walk_names(kv[1], n, "kwargs" + _key_suffix(kv[0]), "input", out)
+            elif key == "args":
+                _walk_names(sub, "args", "args", "input", out)
+            else:
+                role = "variable" if key in _STATE_KEYS else "input"
+                k = _key_suffix(key).lstrip(".")
+                _walk_names(sub, k, k, role, out)
+        return out
+    if "value" in tree:
+        _walk_names(tree, "input", "input", "input", out)
+    elif "list" in tree or "tuple" in tree:
+        _walk_names(tree, "args", "args", "input", out)
+    else:
+        _walk_names(tree, "", "", "input", out)
+    return out
 
 
 # --------------------------------------------------------------------------- query parsing

@@ -262,7 +262,8 @@ def test_unknown_ids_are_not_found(tiny, call):
 def test_summary_and_structures(tiny):
     s = tiny.summary()
     assert s["counts"] == {"nodes": 5, "values": 6, "groups": 2, "frames": 3, "opaque": 0}
-    assert s["inputs"] == {"tuple": [{"value": 0, "shape": [2, 3], "dtype": "float32", "label": "f32[2,3]"}]}
+    assert s["inputs"] == {"tuple": [{"value": 0, "shape": [2, 3], "dtype": "float32", "label": "f32[2,3]",
+                                      "name": "args[0]", "role": "input"}]}
     assert s["outputs"]["tuple"][1]["label"] == "bf16[4]"
     assert s["failure"] is None and s["measured"] is False
     assert s["coverage"] == {"scope": "traced_program", "status": "complete", "reasons": [], "effects": "none"}

@@ -96,6 +96,15 @@ window.tensorviz = {
   zoomAt: (x, y, f) => state.renderer && state.renderer.zoomAt(x, y, f, true),
   toggle: (key) => toggle(key),
   jump: (result) => jump(result),
+  // What a boundary pill ("in:V" / "out:V") draws: its look ("input" | "quiet" | "plain"),
+  // the value's role and name, and its text parts as fitted to the laid-out width.
+  pill(key) {
+    const r = state.renderer;
+    const it = r && r.scene && r.scene.byKey.get(key);
+    if (!it || (it.type !== "in" && it.type !== "out")) return null;
+    const { content, fit } = r.pillText(it);
+    return { look: content.look, role: content.role, name: it.item.name ?? null, texts: [...fit.texts], w: it.w, h: it.h };
+  },
 };
 
 // ------------------------------------------------------------------ boot

@@ -1,7 +1,7 @@
 // Export the current view: PNG from the canvas itself, SVG by re-drawing the visible
 // part of the laid-out scene as SVG elements (vector, searchable text).
 
-import { CARD_STYLE as S, KIND_WORDING, kindStyle } from "./theme.js";
+import { CARD_STYLE as S, KIND_WORDING, boundaryContent, kindStyle } from "./theme.js";
 
 export function exportPng(renderer, stem) {
   renderer.draw(performance.now()); // make sure the canvas holds the current frame
@@ -51,7 +51,7 @@ export function sceneToSvg(renderer) {
       const ys = e.points.map((q) => c.y + q[1]);
       if (!inView(Math.min(...xs), Math.min(...ys), Math.max(...xs) - Math.min(...xs), Math.max(...ys) - Math.min(...ys))) continue;
       out.push(`<polyline points="${pts.join(" ")}" fill="none" stroke="${p.edge}" stroke-width="1.25" marker-end="url(#arrow)"/>`);
-      if (e.label && e.labelAt) text(c.x + e.labelAt[0] + 5, c.y + e.labelAt[1], e.label, S.fontLabel, p.edgeLabel);
+      if (e.label && e.labelAt && !e.source.startsWith("in:") && !e.target.startsWith("out:")) text(c.x + e.labelAt[0] + 5, c.y + e.labelAt[1], e.label, S.fontLabel, p.edgeLabel);
     }
     for (const it of c.items) {
       if (!inView(it.x, it.y, it.w, it.h)) continue;
@@ -75,9 +75,11 @@ export function sceneToSvg(renderer) {
         text(it.x + it.w - S.padX, it.y + S.padTop + S.titleHeight / 2, kind, S.fontTag, ks.stroke, "end");
         (it.lines || []).forEach((l, i) => text(it.x + S.padX, it.y + S.padTop + S.titleHeight + S.lineHeight * (i + 0.5), l, S.fontMono, p.cardMuted));
       } else {
-        out.push(`<rect x="${fmt(it.x)}" y="${fmt(it.y)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="${fmt(it.h / 2)}" fill="${p.boundaryFill}" stroke="${p.boundaryStroke}"/>`);
-        const v = it.item || {};
-        text(it.x + it.w / 2, it.y + it.h / 2, `${it.type} ${v.label || ""}`, S.fontMono, p.boundaryText, "middle");
+        const b = boundaryContent(it.type, it.item || {});
+        const look = b.look === "quiet" ? [p.quietFill, p.quietStroke, p.quietText] : b.look === "input" ? [p.inputFill, p.inputStroke, p.inputText] : [p.boundaryFill, p.boundaryStroke, p.boundaryText];
+        const dash = b.look === "quiet" && (b.role === "buffer" || b.role === "const") ? ' stroke-dasharray="3 2"' : "";
+        out.push(`<rect x="${fmt(it.x)}" y="${fmt(it.y)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="${fmt(it.h / 2)}" fill="${look[0]}" stroke="${look[1]}"${dash}/>`);
+        text(it.x + it.w / 2, it.y + it.h / 2, b.parts.map((q) => q.text).join("  "), S[b.parts[0].font] || S.fontMono, look[2], "middle");
       }
     }
   };

@@ -2,7 +2,7 @@
 // chunk or value, fetched on demand (api/node, api/group, api/value).
 
 import { el, clear, jsonView } from "./dom.js";
-import { KIND_WORDING, formatValue } from "./theme.js";
+import { KIND_WORDING, QUIET_ROLES, ROLE_WORDING, formatValue } from "./theme.js";
 
 const NOT_MEASURED =
   "not measured: traced program. Storage aliases, activation statistics and output bytes exist only for PyTorch eager captures.";
@@ -96,6 +96,7 @@ export class Inspector {
         li.append(el("span", { class: "shape" }, formatValue(v)), " ", el("span", { class: "muted" }, `%${v.id}`));
         const right = el("span", { class: "uses" });
         if (v.producer !== null && v.producer !== undefined) right.append(this.nodeLink(v.producer, `from ${v.producer_op ? v.producer_op + " " : ""}`));
+        else if (v.name) right.append(valueName(v));
         else right.append(el("span", { class: "muted" }, "program input"));
         li.append(right);
       } else {
@@ -152,7 +153,7 @@ export class Inspector {
     } else {
       for (const v of withFields) {
         const m = v.measured;
-        box.append(el("div", { class: "muted" }, `%${v.id} ${formatValue(v)}`));
+        box.append(el("div", { class: "muted" }, `%${v.id} ${v.name ? v.name + " " : ""}${formatValue(v)}`));
         const facts = el("dl", { class: "facts" });
         const pick = (k, label) => {
           if (m[k] !== undefined && m[k] !== null) facts.append(el("dt", {}, label), el("dd", {}, typeof m[k] === "object" ? JSON.stringify(m[k]) : String(m[k])));
@@ -272,15 +273,21 @@ export class Inspector {
   showValue(d, kicker = "value") {
     const v = d.value || d;
     this.open();
-    this.head(`${kicker} · %${v.id}`, formatValue(v));
+    this.head(`${kicker} · %${v.id}`, v.name ? v.name : formatValue(v));
     this.root.dataset.kind = "value";
+    if (v.name) {
+      this.body.append(el("p", { "data-section": "value-name" }, el("span", { class: "pill role role-" + v.role, "data-role": String(v.role || "") }, String(v.role || "value")), " ",
+        el("span", { class: "muted", "data-role-wording": "1" }, ROLE_WORDING[v.role] || "")));
+    }
     const facts = el("dl", { class: "facts" });
+    if (v.name) facts.append(el("dt", {}, "name"), el("dd", { "data-name": v.name }, el("code", {}, v.name)));
     facts.append(el("dt", {}, "dtype"), el("dd", {}, String(v.dtype)), el("dt", {}, "shape"), el("dd", {}, `[${(v.shape || []).join(", ")}]`));
     this.body.append(facts);
     this.section("Produced by");
     let producer = d.producer ?? v.producer;
     if (producer && typeof producer === "object") producer = producer.id;
-    this.body.append(producer !== null && producer !== undefined ? this.nodeLink(producer) : el("span", { class: "muted" }, "program input"));
+    const outside = v.role ? `no node: a ${(ROLE_WORDING[v.role] || v.role).split(":")[0]} entering from outside` : "program input";
+    this.body.append(producer !== null && producer !== undefined ? this.nodeLink(producer) : el("span", { class: "muted" }, outside));
     this.section("Used by");
     const uses = d.uses || v.uses || [];
     const row = el("div", { class: "uses", "data-uses": String(uses.length) });
@@ -292,6 +299,13 @@ export class Inspector {
     this.body.append(row);
     this.measured([v]);
   }
+}
+
+// A named value entering from outside, as a node's operand: `param stem.weight`.
+function valueName(v) {
+  const quiet = QUIET_ROLES.has(v.role);
+  return el("span", { class: "value-name" + (quiet ? " quiet" : ""), title: ROLE_WORDING[v.role] || "", "data-name": v.name },
+    el("span", { class: "muted" }, `${v.role || "input"} `), el("code", {}, v.name));
 }
 
 // Panels float over the canvas; the renderer centres things in the part left visible.

@@ -59,8 +59,18 @@ function cardSize(item, style) {
     }
   }
   if (item.kind === "in" || item.kind === "out") {
-    const w = textWidth(item.title, style.fontMono, 7) + 2 * style.padX;
-    return { w: Math.max(80, Math.min(style.maxCardWidth, Math.ceil(w))), h: style.boundaryHeight };
+    // A pill: its name and shape parts, each in its own font (viewmodel boundaryJob),
+    // or one title. Quiet pills (parameters, buffers, variables, constants) are lower.
+    let w = 0;
+    if (Array.isArray(item.parts) && item.parts.length) {
+      for (const p of item.parts) w += textWidth(p.text, style[p.font] || style.fontMono, 7);
+      w += (item.parts.length - 1) * style.boundaryGap;
+    } else {
+      w = textWidth(item.title, style.fontMono, 7);
+    }
+    w += 2 * style.padX;
+    const h = item.quiet ? style.quietHeight : style.boundaryHeight;
+    return { w: Math.max(item.quiet ? 64 : 80, Math.min(style.maxCardWidth, Math.ceil(w))), h };
   }
   const toggle = item.kind === "group" || item.kind === "chunk" ? 20 : 0; // the +/- button
   let w = textWidth(item.title, style.fontTitle, 7.5) + toggle;

@@ -11,6 +11,7 @@ import {
   MAX_ZOOM,
   MIN_ZOOM,
   READABLE_SCALE,
+  boundaryContent,
   kindStyle,
   readPalette,
 } from "./theme.js";
@@ -251,7 +252,8 @@ export class Renderer {
         ctx.lineTo(ox + pts[pts.length - 1][0], oy + pts[pts.length - 1][1]);
       }
       if (!simple) arrows.push(pts, ox, oy);
-      if (s >= LOD_EDGE_LABELS && e.label && e.labelAt) {
+      // A boundary pill already says its value's shape: its edge needs no label.
+      if (s >= LOD_EDGE_LABELS && e.label && e.labelAt && !e.source.startsWith("in:") && !e.target.startsWith("out:")) {
         const k = e.source + "|" + e.label;
         if (!seenLabel.has(k)) {
           seenLabel.add(k);
@@ -519,23 +521,46 @@ export class Renderer {
     if (s < LOD_TITLE) this.farLabel(it, `${kind} ${it.item.label || it.key}`, ks.text, 3, ks.fill);
   }
 
+  // A boundary pill. A capture input shows its name (`x  f32[2,3,16,16]`) on an accented
+  // pill; parameters, buffers, variables and constants a smaller, lighter one
+  // (`stem.weight  f32[8,3,3,3]`); a value from a node outside the view `in  f32[8]`.
   drawBoundary(it) {
     const ctx = this.ctx;
     const p = this.palette;
     const s = this.cam.s;
+    const { content: c, fit } = this.pillText(it);
+    const look = c.look === "quiet"
+      ? { fill: p.quietFill, stroke: p.quietStroke, name: p.quietText, shape: p.quietMuted, dash: c.role === "buffer" || c.role === "const" }
+      : c.look === "input"
+        ? { fill: p.inputFill, stroke: p.inputStroke, name: p.inputText, shape: p.boundaryMuted, dash: false }
+        : { fill: p.boundaryFill, stroke: p.boundaryStroke, name: p.boundaryText, shape: p.boundaryText, dash: false };
     this.roundRect(it.x, it.y, it.w, it.h, it.h / 2);
-    ctx.fillStyle = p.boundaryFill;
+    ctx.fillStyle = look.fill;
     ctx.fill();
     ctx.lineWidth = 1;
-    ctx.strokeStyle = p.boundaryStroke;
+    ctx.strokeStyle = look.stroke;
+    if (look.dash) ctx.setLineDash([3, 2]);
     ctx.stroke();
+    if (look.dash) ctx.setLineDash([]);
     if (s < LOD_TITLE) return;
-    ctx.font = S.fontMono;
-    ctx.fillStyle = p.boundaryText;
-    ctx.textAlign = "center";
+    ctx.textAlign = "left";
     ctx.textBaseline = "middle";
-    const label = it._bl || (it._bl = (it.type === "in" ? "in  " : "out  ") + shapeText(it.item));
-    ctx.fillText(label, it.x + it.w / 2, it.y + it.h / 2 + 0.5);
+    const { texts, widths, total } = fit;
+    let x = it.x + (it.w - total) / 2;
+    const y = it.y + it.h / 2 + 0.5;
+    c.parts.forEach((part, i) => {
+      ctx.font = S[part.font] || S.fontMono;
+      ctx.fillStyle = part.tone === "shape" ? look.shape : look.name;
+      ctx.fillText(texts[i], x, y);
+      x += widths[i] + S.boundaryGap;
+    });
+  }
+
+  // What a boundary pill says and how its text fits its laid-out width (cached).
+  pillText(it) {
+    if (!it._bc) it._bc = boundaryContent(it.type, it.item);
+    if (!it._bt) it._bt = fitBoundary(this.ctx, it._bc.parts, it.w - 2 * S.padX + 2);
+    return { content: it._bc, fit: it._bt };
   }
 
   drawSelection() {
@@ -640,10 +665,37 @@ function truncate(ctx, text, maxW) {
   return text.slice(0, lo) + "…";
 }
 
-function shapeText(v) {
-  if (!v || !v.shape) return "?";
-  const d = { float32: "f32", float16: "f16", bfloat16: "bf16", int32: "i32", int64: "i64", bool: "bool", float64: "f64" }[v.dtype] || v.dtype;
-  return `${d}[${v.shape.join(",")}]`;
+// A pill's parts within maxW: the shape always stays whole; a long name loses its start
+// (`…norm.running_mean`), where a dotted path repeats what the enclosing groups say.
+function fitBoundary(ctx, parts, maxW) {
+  const widths = parts.map((part) => {
+    ctx.font = S[part.font] || S.fontMono;
+    return ctx.measureText(part.text).width;
+  });
+  const texts = parts.map((part) => part.text);
+  const gap = S.boundaryGap * (parts.length - 1);
+  let total = widths.reduce((a, b) => a + b, 0) + gap;
+  if (total > maxW && parts.length > 1) {
+    ctx.font = S[parts[0].font] || S.fontMono;
+    const room = maxW - gap - widths.slice(1).reduce((a, b) => a + b, 0);
+    const name = parts[0].text;
+    let lo = 0;
+    let hi = name.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (ctx.measureText("…" + name.slice(name.length - mid)).width <= room) lo = mid;
+      else hi = mid - 1;
+    }
+    texts[0] = "…" + name.slice(name.length - lo);
+    widths[0] = ctx.measureText(texts[0]).width;
+    total = widths.reduce((a, b) => a + b, 0) + gap;
+  } else if (total > maxW) {
+    ctx.font = S[parts[0].font] || S.fontMono;
+    texts[0] = truncate(ctx, texts[0], maxW);
+    widths[0] = ctx.measureText(texts[0]).width;
+    total = widths[0];
+  }
+  return { texts, widths, total };
 }
 
 function linesOf(it) {

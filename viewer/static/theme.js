@@ -10,6 +10,8 @@ export const CARD_STYLE = {
   fontMono: `11.5px ${MONO}`,
   fontHeader: `600 12px ${SANS}`,
   fontLabel: `10.5px ${MONO}`,
+  fontBoundaryName: `600 11.5px ${MONO}`, // a capture input's name on its pill
+  fontQuiet: `10.5px ${MONO}`, // parameter / buffer / variable / constant pills
   padX: 11,
   padTop: 8,
   padBottom: 8,
@@ -20,6 +22,8 @@ export const CARD_STYLE = {
   maxCardWidth: 300,
   minGroupWidth: 180,
   boundaryHeight: 24,
+  quietHeight: 19, // the smaller pill of a parameter, buffer, variable or constant
+  boundaryGap: 8, // between a pill's name and its shape
   groupPadX: 14,
   groupHeader: 30,
   groupPadBottom: 14,
@@ -62,6 +66,14 @@ export function readPalette() {
     boundaryFill: v("--boundary-fill"),
     boundaryStroke: v("--boundary-stroke"),
     boundaryText: v("--boundary-text"),
+    boundaryMuted: v("--boundary-muted"),
+    inputFill: v("--input-fill"),
+    inputStroke: v("--input-stroke"),
+    inputText: v("--input-text"),
+    quietFill: v("--quiet-fill"),
+    quietStroke: v("--quiet-stroke"),
+    quietText: v("--quiet-text"),
+    quietMuted: v("--quiet-muted"),
     select: v("--select"),
     highlight: v("--highlight"),
     kinds,
@@ -101,4 +113,36 @@ export function formatValue(v) {
   if (!v) return "?";
   const shape = Array.isArray(v.shape) ? v.shape.join(",") : "";
   return `${shortDtype(v.dtype)}[${shape}]`;
+}
+
+// Values entering the graph from outside (api/children `inputs[].role`): parameters,
+// buffers, variables and constants are drawn quieter than the data a call receives.
+export const QUIET_ROLES = new Set(["param", "buffer", "variable", "const"]);
+
+export const ROLE_WORDING = {
+  input: "capture input: an argument of the captured call",
+  param: "parameter: a module parameter (nn.Parameter)",
+  buffer: "buffer: a registered module buffer (e.g. running statistics)",
+  variable: "variable: JAX state passed to the call (Linen variables, NNX state)",
+  const: "constant: a closed-over or literal array, or a tensor from outside the module",
+};
+
+// What a boundary pill says: its look ("input" | "quiet" | "plain") and its text parts,
+// each with a CARD_STYLE font key and a tone ("name" | "shape" | "plain"). The layout
+// worker measures exactly these parts; the renderer and the SVG export draw them.
+export function boundaryContent(side, v) {
+  const shape = formatValue(v);
+  const name = v && typeof v.name === "string" && v.name ? v.name : null;
+  if (side === "in" && name) {
+    const quiet = QUIET_ROLES.has(v.role);
+    return {
+      look: quiet ? "quiet" : "input",
+      role: v.role || null,
+      parts: [
+        { text: name, font: quiet ? "fontQuiet" : "fontBoundaryName", tone: "name" },
+        { text: shape, font: quiet ? "fontQuiet" : "fontMono", tone: "shape" },
+      ],
+    };
+  }
+  return { look: "plain", role: null, parts: [{ text: `${side}  ${shape}`, font: "fontMono", tone: "plain" }] };
 }

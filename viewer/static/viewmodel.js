@@ -10,7 +10,7 @@
 // of the expanded containers inside it, so a layout is reused until something inside it
 // changes: expanding one group lays out that group and its ancestors only.
 
-import { CARD_STYLE, formatValue } from "./theme.js";
+import { CARD_STYLE, boundaryContent, formatValue } from "./theme.js";
 
 export const ROOT = "g-1";
 
@@ -114,14 +114,14 @@ export class GraphModel {
   job(key, sig, memo) {
     const data = this.containers.get(key);
     const items = [];
-    for (const b of data.inputs || []) items.push({ key: "in:" + b.value, kind: "in", title: "in  " + formatValue(b), lines: [] });
+    for (const b of data.inputs || []) items.push(boundaryJob("in", b));
     for (const item of data.items) {
       const k = itemKey(item);
       const entry = { key: k, kind: item.type, title: item.label || k, lines: cardLines(item), tag: cardTag(item) };
       if (item.type !== "node" && this.expanded.has(k) && this.containers.has(k)) entry.expandedSig = this.signature(k, memo);
       items.push(entry);
     }
-    for (const b of data.outputs || []) items.push({ key: "out:" + b.value, kind: "out", title: "out  " + formatValue(b), lines: [] });
+    for (const b of data.outputs || []) items.push(boundaryJob("out", b));
     const edges = (data.edges || []).map((e) => ({ source: e.source, target: e.target, label: e.label || "", value: e.value }));
     return { sig, key, items, edges };
   }
@@ -313,6 +313,19 @@ export function cardLines(item) {
   if (item.opaque_count) bits.push(`${Number(item.opaque_count).toLocaleString("en-US")} opaque`);
   if (bits.length) lines.push(bits.join(" · "));
   return lines;
+}
+
+// A boundary pill for the layout worker: the exact text parts it will measure.
+function boundaryJob(side, b) {
+  const c = boundaryContent(side, b);
+  return {
+    key: `${side}:${b.value}`,
+    kind: side,
+    title: c.parts.map((p) => p.text).join("  "),
+    parts: c.parts.map((p) => ({ text: p.text, font: p.font })),
+    quiet: c.look === "quiet",
+    lines: [],
+  };
 }
 
 function cardTag(item) {

@@ -1,0 +1,103 @@
+"""Names of the values entering a graph from outside, in the app: boundary pills say
+`x  f32[2,3,16,16]` / `stem.weight  f32[8,3,3,3]`, parameters are drawn quieter, the
+inspector names the value and its role, and search finds a parameter by name."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from viewer.server import ViewerServer
+
+from tv_browser import open_app
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/viewer: viewer_fixtures
+from viewer_fixtures import flax_capture, torch_capture  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def served():
+    server = ViewerServer()
+    ids = SimpleNamespace(
+        torch=server.add_capture(torch_capture(), "named torch"),
+        flax=server.add_capture(flax_capture(), "named flax"),
+    )
+    server.start()
+    try:
+        yield SimpleNamespace(server=server, ids=ids)
+    finally:
+        server.stop()
+
+
+def _open(browser, served, close_pages, which):
+    app = open_app(browser, served.server.url_for(getattr(served.ids, which)))
+    close_pages.append(app)
+    app.wait("() => window.tensorviz.firstPaintMs !== null")
+    app.js("() => window.tensorviz.readable()")
+    return app
+
+
+def _click(app, key):
+    x, y = app.item_point(key, dy=app.item_rect(key)["h"] / 2)
+    app.page.mouse.click(x, y)
+
+
+def test_boundary_pills_name_inputs_and_draw_parameters_quieter(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "torch")
+    x = app.js("() => window.tensorviz.pill('in:0')")
+    w = app.js("() => window.tensorviz.pill('in:1')")
+    buf = app.js("() => window.tensorviz.pill('in:5')")
+    # the whole name and shape fit: the layout sized the pills for them
+    assert (x["look"], x["role"], x["texts"]) == ("input", "input", ["x", "f32[2,3,16,16]"])
+    assert (w["look"], w["role"], w["texts"]) == ("quiet", "param", ["stem.weight", "f32[8,3,3,3]"])
+    assert (buf["look"], buf["role"], buf["texts"]) == ("quiet", "buffer", ["norm.running_mean", "f32[8]"])
+    assert w["h"] < x["h"]  # a parameter's pill is smaller than the data input's
+    assert app.js("() => window.tensorviz.pill('in:8')")["texts"] == ["external", "f32[8]"]
+    # a value from a node outside the view keeps the plain pill
+    keys = app.keys()
+    plain = [k for k in keys if k.startswith("in:") and app.js("(k) => window.tensorviz.pill(k)", k)["look"] == "plain"]
+    assert plain and all(app.js("(k) => window.tensorviz.pill(k)", k)["texts"][0].startswith("in  f32[") for k in plain)
+    assert app.unexpected_errors() == []
+
+
+def test_inspector_shows_a_pills_name_and_role(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "torch")
+    _click(app, "in:1")
+    app.page.wait_for_function("() => document.getElementById('insp-title').textContent === 'stem.weight'")
+    assert app.page.locator("#inspector [data-role]").inner_text() == "param"
+    assert "parameter" in app.page.locator("#inspector [data-role-wording]").inner_text()
+    assert app.page.locator("#inspector dd[data-name]").inner_text() == "stem.weight"
+    # a node's operands say which parameter they are
+    _click(app, "n0")
+    app.page.wait_for_function("() => document.getElementById('insp-title').textContent === 'aten::convolution'")
+    rows = app.page.locator("#inspector [data-section=inputs] li").all_inner_texts()
+    assert "input x" in rows[0] and "param stem.weight" in rows[1] and "param stem.bias" in rows[2]
+
+
+def test_search_finds_a_parameter_by_name_and_opens_its_pill(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "torch")
+    app.page.fill("#search", "stem.weight")
+    app.page.wait_for_selector("#search-results li[role=option]")
+    first = app.page.locator("#search-results li[role=option]").first.inner_text()
+    assert "stem.weight" in first and "parameter" in first
+    app.page.press("#search", "Enter")
+    app.wait("() => window.tensorviz.selected === 'in:1'")
+    app.page.wait_for_function("() => document.getElementById('insp-title').textContent === 'stem.weight'")
+
+
+def test_flax_variables_are_named_on_their_pills(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "flax")
+    k = app.js("() => window.tensorviz.pill('in:3')")
+    assert (k["look"], k["role"], k["texts"]) == ("quiet", "variable", ["variables.params.Dense_0.kernel", "f32[3,8]"])
+    assert app.js("() => window.tensorviz.pill('in:1')")["texts"] == ["mask", "f32[2,8]"]
+    assert app.js("() => window.tensorviz.pill('in:5')")["texts"] == ["const", "f32[8]"]
+    app.page.fill("#search", "Dense_0")
+    app.page.wait_for_function("() => document.querySelectorAll('#search-results li[role=option]').length === 3")
+    texts = app.page.locator("#search-results li[role=option]").all_inner_texts()
+    assert "group" in texts[0] and "variables.params.Dense_0.bias" in texts[1] and "variables.params.Dense_0.kernel" in texts[2]
+    assert app.unexpected_errors() == []
