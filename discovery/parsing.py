@@ -13,6 +13,7 @@ before libcst runs.
 from __future__ import annotations
 
 import ast
+import gc
 import re
 import warnings
 from dataclasses import dataclass
@@ -83,7 +84,7 @@ def parse_source(text: str) -> ParsedSource | DiscoveryError:
         return DiscoveryError("syntax_error", f"cannot parse: {exc}", _origin())
 
     try:
-        module = cst.parse_module(text)
+        module = _parse_without_collector(text)
     except cst.ParserSyntaxError as exc:
         if definitions is None:
             return error  # CPython's message reads better than libcst's
@@ -93,6 +94,19 @@ def parse_source(text: str) -> ParsedSource | DiscoveryError:
             return error
         return DiscoveryError("syntax_error", f"cannot parse: {exc}", _origin())
     return ParsedSource(text, module, definitions)
+
+
+def _parse_without_collector(text: str) -> cst.Module:
+    """libcst builds an acyclic tree of many small objects: a cyclic collection
+    triggered midway frees nothing, and with earlier files' trees kept by the
+    workspace index each one walks all of them. Pause the collector meanwhile."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return cst.parse_module(text)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _safe_for_libcst_alone(text: str, exc: SyntaxError) -> bool:
