@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib import resources
 from pathlib import Path
 
 from capture.graphfile import atomic_write_bytes
@@ -24,30 +25,11 @@ from .view import add_serve_options, serve
 
 PROFILE = "jax_example"
 
-# From spec/jax-and-flax-graphs.txt, "Open a function": keep both texts verbatim.
-MODEL_PY = """\
-import jax
-import jax.numpy as jnp
-
-@jax.jit
-def net(x):
-    return jax.nn.relu(x @ jnp.ones((3, 4)))
-"""
-
-RECIPES_TOML = """\
-version = 1
-
-[profiles.jax_example]
-kind = "model"
-framework = "jax"
-model = "model:net"
-mode = "eval"
-device = "cpu"
-grad_enabled = false
-seed = 0
-init = { args = [], kwargs = {} }
-inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
-"""
+# From spec/jax-and-flax-graphs.txt, "Open a function", both verbatim. Kept as data
+# files: the language server's own code never imports (or even spells) jax.
+_FILES = resources.files("tensorviz_lsp") / "demo_workspace"
+MODEL_PY = (_FILES / "model.py.txt").read_text(encoding="utf-8")
+RECIPES_TOML = (_FILES / "recipes.toml").read_text(encoding="utf-8")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
