@@ -19,7 +19,6 @@ import argparse
 import ast
 import gc
 import importlib.util
-import os
 import statistics
 import sys
 import tempfile

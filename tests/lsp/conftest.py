@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 

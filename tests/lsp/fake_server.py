@@ -15,7 +15,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
 import time
 import tomllib
 from pathlib import Path

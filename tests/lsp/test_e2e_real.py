@@ -12,13 +12,12 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from lsprotocol import types
 
-from .conftest import REAL_SERVER, SPEC_MLP, SPEC_NET, SPEC_RECIPE, make_workspace, start_session, stop_session
+from .conftest import REAL_SERVER, SPEC_NET, SPEC_RECIPE, make_workspace, start_session, stop_session
 
 pytestmark = pytest.mark.asyncio
 

@@ -7,7 +7,6 @@ import asyncio
 import json
 import os
 import sys
-from pathlib import Path
 
 import pytest
 
