@@ -141,6 +141,27 @@ def _owners(offsets: list[int]) -> list[int] | range:
     return [i for i in range(n) for _ in range(offsets[i + 1] - offsets[i])]
 
 
+def _rows_by(keys: Iterable) -> dict[Any, list[int]]:
+    """The rows holding each key, in row order."""
+    index: dict[Any, list[int]] = {}
+    for i, k in enumerate(keys):
+        rows = index.get(k)
+        if rows is None:
+            rows = index[k] = []
+        rows.append(i)
+    return index
+
+
+def _chunk_keys(g: int, n: int, pos: int) -> list[str]:
+    """The chunk items (upper, then leaf) holding child ``pos`` of group ``g``'s ``n``."""
+    keys = []
+    if n > UPPER_CHUNK:
+        keys.append(f"c{g}:{-(pos // UPPER_CHUNK) - 1}")
+    if n > CHUNK:
+        keys.append(f"c{g}:{pos // CHUNK}")
+    return keys
+
+
 class _Deps(NamedTuple):
     """The flow into the children of one group, positions in program order: entry k is
     value ``val[k]`` going from child ``src[k]`` (-1: from outside the group) to child
@@ -266,8 +287,7 @@ class Projection:
             p = prod[v]
             if p < 0:
                 continue  # an input handed straight back: drawn at the root (see _view)
-            g = grp[p]
-            for x in [ROOT] + (self.chain[g] if g != ROOT else []):
+            for x in self._full_chain(grp[p]):
                 self._add(self.bout, x, v)
 
     @staticmethod
@@ -691,22 +711,8 @@ class Projection:
     def item_path(self, i: int) -> list[str]:
         """Item keys from the root to node ``i``, chunks included: what to expand to see it."""
         gi = self.cols.group[i]
-        out: list[str] = []
-        levels = self._full_chain(gi)
-        for depth, g in enumerate(levels):
-            keys, refs, gpos = self._ordered(g)
-            if depth + 1 < len(levels):
-                nxt = levels[depth + 1]
-                pos, key = gpos[nxt], f"g{nxt}"
-            else:
-                pos, key = bisect_left(keys, i), f"n{i}"
-            n = len(refs)
-            if n > UPPER_CHUNK:
-                out.append(f"c{g}:{-(pos // UPPER_CHUNK) - 1}")
-            if n > CHUNK:
-                out.append(f"c{g}:{pos // CHUNK}")
-            out.append(key)
-        return out
+        keys, refs, _ = self._ordered(gi)
+        return self._group_item_path(gi) + _chunk_keys(gi, len(refs), bisect_left(keys, i)) + [f"n{i}"]
 
     # ------------------------------------------------------------------ details
 
@@ -901,39 +907,25 @@ class Projection:
 
     def _ops(self) -> dict[str, list[int]]:
         if self._ops_index is None:
-            index: dict[str, list[int]] = {}
-            for i, op in enumerate(self.cols.op):
-                lst = index.get(op)
-                if lst is None:
-                    lst = index[op] = []
-                lst.append(i)
-            self._ops_index = index
+            self._ops_index = _rows_by(self.cols.op)
         return self._ops_index
 
     def _frames(self) -> dict[int, list[int]]:
         if self._frames_index is None:
-            index: dict[int, list[int]] = {}
-            for i, f in enumerate(self.cols.frame):
-                if f >= 0:
-                    index.setdefault(f, []).append(i)
+            index = _rows_by(self.cols.frame)
+            index.pop(-1, None)  # nodes without a frame
             self._frames_index = index
         return self._frames_index
 
     def _shapes(self) -> dict[tuple, list[int]]:
         if self._shapes_index is None:
-            index: dict[tuple, list[int]] = {}
             values = self.capture.values
             if isinstance(values, ValueTable):
                 off, dims = values.shape_columns()
                 shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.n_values))
             else:
                 shapes = (tuple(v.shape) for v in values)
-            for v, s in enumerate(shapes):
-                lst = index.get(s)
-                if lst is None:
-                    lst = index[s] = []
-                lst.append(v)
-            self._shapes_index = index
+            self._shapes_index = _rows_by(shapes)
         return self._shapes_index
 
     def _shape_matches(self, dims: tuple, dtype: str | None) -> list[int]:
@@ -973,16 +965,13 @@ class Projection:
         }
 
     def _group_item_path(self, g: int) -> list[str]:
+        """Item keys from the root to group ``g`` (chunks included); none for the root."""
         out: list[str] = []
         levels = self._full_chain(g)
         for depth in range(len(levels) - 1):
             parent, child = levels[depth], levels[depth + 1]
             _, refs, gpos = self._ordered(parent)
-            pos = gpos[child]
-            if len(refs) > UPPER_CHUNK:
-                out.append(f"c{parent}:{-(pos // UPPER_CHUNK) - 1}")
-            if len(refs) > CHUNK:
-                out.append(f"c{parent}:{pos // CHUNK}")
+            out += _chunk_keys(parent, len(refs), gpos[child])
             out.append(f"g{child}")
         return out
 
