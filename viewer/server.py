@@ -349,16 +349,8 @@ class ViewerServer:
         out: list[Path] = []
         digests: dict[Path, str | None] = {}  # each file hashed once, however often it is listed
         for src in capture.sources:
-            if not isinstance(src.path, str) or not src.path or "\x00" in src.path or len(src.path) > 4096:
-                continue
-            p = Path(src.path)
-            if not p.is_absolute():
-                if self.workspace is None:
-                    continue
-                p = self.workspace / p
-            try:
-                real = p.resolve(strict=True)
-            except (OSError, RuntimeError, ValueError):
+            real = self._real_path(src.path)
+            if real is None:
                 continue
             if trusted:
                 out.append(real)
@@ -369,10 +361,9 @@ class ViewerServer:
                     out.append(real)
         return out
 
-    def resolve_source(self, file: Any) -> Path | None:
-        """The real path of ``file`` when it may be shown: a regular file inside the
-        workspace, or a recorded source :meth:`add_capture` admitted (any recorded
-        source of a trusted capture). Otherwise ``None``."""
+    def _real_path(self, file: Any) -> Path | None:
+        """The resolved, existing path ``file`` names (relative: to the workspace), or
+        ``None`` for anything that is not a plausible path string or does not exist."""
         if not isinstance(file, str) or not file or "\x00" in file or len(file) > 4096:
             return None
         p = Path(file)
@@ -381,10 +372,16 @@ class ViewerServer:
                 return None
             p = self.workspace / p
         try:
-            real = p.resolve(strict=True)
-        except (OSError, RuntimeError):
+            return p.resolve(strict=True)
+        except (OSError, RuntimeError, ValueError):
             return None
-        if not real.is_file():
+
+    def resolve_source(self, file: Any) -> Path | None:
+        """The real path of ``file`` when it may be shown: a regular file inside the
+        workspace, or a recorded source :meth:`add_capture` admitted (any recorded
+        source of a trusted capture). Otherwise ``None``."""
+        real = self._real_path(file)
+        if real is None or not real.is_file():
             return None
         if self.workspace is not None and real.is_relative_to(self.workspace):
             return real
