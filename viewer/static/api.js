@@ -16,35 +16,32 @@ export class Api {
     this.captureId = captureId; // ?capture=ID of the page, passed on to every read
   }
 
-  url(path, params = {}) {
+  // `forCapture`: whether the page's capture id goes along (reads and events do; a
+  // dropped graph file opens a new capture, so it does not).
+  url(path, params = {}, forCapture = true) {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) q.set(k, String(v));
-    if (this.captureId !== null && !q.has("capture")) q.set("capture", this.captureId);
+    if (forCapture && this.captureId !== null && !q.has("capture")) q.set("capture", this.captureId);
     const s = q.toString();
     return "api/" + path + (s ? "?" + s : "");
   }
 
-  async get(path, params) {
-    const res = await fetch(this.url(path, params), { headers: { Accept: "application/json" } });
-    return this._json(res);
+  get(path, params) {
+    return this._request(this.url(path, params));
   }
 
-  async post(path, body, params) {
-    const res = await fetch(this.url(path, params), {
-      method: "POST",
-      headers: { "Content-Type": "application/json", Accept: "application/json" },
-      body: JSON.stringify(body),
-    });
-    return this._json(res);
+  post(path, body, params) {
+    return this._request(this.url(path, params), { method: "POST", contentType: "application/json", body: JSON.stringify(body) });
   }
 
-  async postBytes(path, bytes, params = {}) {
-    const q = new URLSearchParams(params).toString();
-    const res = await fetch("api/" + path + (q ? "?" + q : ""), {
-      method: "POST",
-      headers: { "Content-Type": "application/octet-stream", Accept: "application/json" },
-      body: bytes,
-    });
+  postBytes(path, bytes, params = {}) {
+    return this._request(this.url(path, params, false), { method: "POST", contentType: "application/octet-stream", body: bytes });
+  }
+
+  async _request(url, { method = "GET", contentType, body } = {}) {
+    const headers = { Accept: "application/json" };
+    if (contentType) headers["Content-Type"] = contentType;
+    const res = await fetch(url, { method, headers, body });
     return this._json(res);
   }
 
@@ -103,8 +100,7 @@ export class Api {
   }
 
   events(handlers) {
-    const q = this.captureId !== null ? "?capture=" + encodeURIComponent(this.captureId) : "";
-    const source = new EventSource("api/events" + q);
+    const source = new EventSource(this.url("events"));
     for (const [name, fn] of Object.entries(handlers)) {
       source.addEventListener(name, (ev) => {
         let data = {};
