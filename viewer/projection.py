@@ -57,6 +57,7 @@ _SHORT_DTYPES = {
     "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "int4": "i4",
     "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "uint4": "u4",
     "complex64": "c64", "complex128": "c128", "bool": "bool",
+    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
 }
 
 

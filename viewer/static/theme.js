@@ -99,20 +99,10 @@ export const KIND_WORDING = {
   optimizer: "optimizer · training step",
 };
 
-const DTYPE_SHORT = {
-  float32: "f32", float16: "f16", bfloat16: "bf16", float64: "f64", float8_e4m3fn: "f8e4m3", float8_e5m2: "f8e5m2",
-  int8: "i8", int16: "i16", int32: "i32", int64: "i64", uint8: "u8", uint16: "u16", uint32: "u32", uint64: "u64",
-  bool: "bool", complex64: "c64", complex128: "c128",
-};
-
-export function shortDtype(dtype) {
-  return DTYPE_SHORT[dtype] || String(dtype ?? "?");
-}
-
+// A value's text (`f32[2,4]`) is the server's `label` (viewer/projection.py value_label):
+// one dtype table, so cards, pills, edges and search all spell a dtype the same way.
 export function formatValue(v) {
-  if (!v) return "?";
-  const shape = Array.isArray(v.shape) ? v.shape.join(",") : "";
-  return `${shortDtype(v.dtype)}[${shape}]`;
+  return v && typeof v.label === "string" ? v.label : "?";
 }
 
 // Values entering the graph from outside (api/children `inputs[].role`): parameters,
