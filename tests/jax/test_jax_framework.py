@@ -803,9 +803,10 @@ def inputs():
 # trace (inside it the callable only sees abstract tracers, which carry no placement).
 PLACEMENT_SCRIPT = """
 import json, sys
+from pathlib import Path
 import jax
 
-sys.path.insert(0, sys.argv[2])
+sys.path[:0] = [sys.argv[2], str(Path(sys.argv[2]).parent)]  # tests/jax and the shared tests/ helpers
 from jax_workspace import capture_in_process, profile
 
 handed = []

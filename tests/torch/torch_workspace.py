@@ -4,17 +4,15 @@ then encode and decode the graph file the worker would send)."""
 
 from __future__ import annotations
 
-import os
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 from capture import graphfile
 from capture.model import Capture
-from capture.recipe import parse_profile
 from capture.worker.context import CaptureContext
 from capture.worker.limits import Limits
+
+from capture_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write  # noqa: F401
 
 MODELS = '''
 import torch
@@ -172,32 +170,9 @@ class Marked(nn.Module):
 '''
 
 
-def tensor(shape, dtype="float32", **extra) -> dict[str, Any]:
-    return {"kind": "tensor", "shape": list(shape), "dtype": dtype, **extra}
-
-
-def profile(model: str, *, args=None, kwargs=None, init=None, inputs=None, **fields) -> dict[str, Any]:
+def profile(model: str, **fields) -> dict[str, Any]:
     """A ``[profiles.p]`` table for the Torch capture (framework omitted: Torch)."""
-    table = {
-        "kind": "model",
-        "model": model,
-        "mode": "eval",
-        "device": "cpu",
-        "grad_enabled": False,
-        "seed": 0,
-        "init": init if init is not None else {"args": [], "kwargs": {}},
-        "inputs": inputs if inputs is not None else {"args": list(args or []), "kwargs": dict(kwargs or {})},
-    }
-    table.update(fields)
-    return table
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text).lstrip())
-    return root
+    return profile_table(model, **fields)
 
 
 def make_workspace(root: Path) -> Path:
@@ -209,19 +184,6 @@ def capture_in_process(root: Path, table: dict[str, Any], *, limits: Limits | No
     The capture returned is the decoded graph file, as a client would read it."""
     from capture.frameworks import torch as fw
 
-    ctx = CaptureContext(parse_profile("p", table), root, limits)
-    fw.probe_device(ctx)
-    cap = fw.capture(ctx)
+    cap, ctx = run_framework(fw, root, table, limits)
     cap.recipe = ctx.recipe.to_dict()
-    decoded = graphfile.decode(graphfile.encode(cap))
-    return decoded, ctx
-
-
-def forget_workspace_modules(root: Path) -> None:
-    """Drop modules imported from ``root`` (each test's workspace reuses module names)."""
-    prefix = os.path.realpath(root) + os.sep
-    for name, mod in list(sys.modules.items()):
-        f = getattr(mod, "__file__", None)
-        if isinstance(f, str) and os.path.realpath(f).startswith(prefix):
-            del sys.modules[name]
-    sys.path[:] = [p for p in sys.path if not os.path.realpath(p or ".").startswith(prefix.rstrip(os.sep))]
+    return graphfile.decode(graphfile.encode(cap)), ctx

@@ -1,0 +1,64 @@
+"""Helpers shared by the JAX and Torch capture tests (``tests/jax/jax_workspace.py``,
+``tests/torch/torch_workspace.py``): recipe tables, a throwaway workspace, and an
+in-process capture that follows the worker's order (probe the device, then capture)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from capture.model import Capture
+from capture.recipe import parse_profile
+from capture.worker.context import CaptureContext
+from capture.worker.limits import Limits
+
+
+def tensor(shape, dtype="float32", **extra) -> dict[str, Any]:
+    return {"kind": "tensor", "shape": list(shape), "dtype": dtype, **extra}
+
+
+def profile_table(model: str, *, args=None, kwargs=None, init=None, inputs=None, **fields) -> dict[str, Any]:
+    """A ``[profiles.p]`` table with the spec's defaults; ``fields`` add or replace keys
+    (``framework`` among them: omitted means Torch)."""
+    table = {
+        "kind": "model",
+        "model": model,
+        "mode": "eval",
+        "device": "cpu",
+        "grad_enabled": False,
+        "seed": 0,
+        "init": init if init is not None else {"args": [], "kwargs": {}},
+        "inputs": inputs if inputs is not None else {"args": list(args or []), "kwargs": dict(kwargs or {})},
+    }
+    table.update(fields)
+    return table
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+def run_framework(fw: ModuleType, root: Path, table: dict[str, Any], limits: Limits | None) -> tuple[Capture, CaptureContext]:
+    """``(capture, ctx)`` for ``table`` captured by framework module ``fw`` in this
+    process, in the worker's order; CaptureError propagates."""
+    ctx = CaptureContext(parse_profile("p", table), root, limits)
+    fw.probe_device(ctx)
+    return fw.capture(ctx), ctx
+
+
+def forget_workspace_modules(root: Path) -> None:
+    """Drop modules imported from ``root`` (each test's workspace reuses module names)."""
+    prefix = os.path.realpath(root) + os.sep
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if isinstance(f, str) and os.path.realpath(f).startswith(prefix):
+            del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if not os.path.realpath(p or ".").startswith(prefix.rstrip(os.sep))]
