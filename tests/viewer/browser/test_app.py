@@ -109,10 +109,7 @@ def test_torch_measured_fields_are_shown_when_present(browser, served, close_pag
 
 
 def test_a_failed_capture_event_offers_its_failure_page(app, served):
-    for _ in range(100):
-        if served.server.subscriber_count:
-            break
-        app.page.wait_for_timeout(50)
+    app.wait_subscribed(served.server)
     served.server.publish("capture-failed", {"id": served.ids.failed, "message": "boom", "stage": "import"})
     banner = app.page.locator("[data-banner=capture-failed]")
     banner.wait_for()
@@ -329,18 +326,15 @@ def test_failed_capture_shows_a_failure_page_not_an_empty_canvas(browser, served
 
 def test_server_events_show_progress_stale_and_new_capture(app, served):
     server = served.server
-    app.wait("() => true")
-    # The page subscribes on load; wait until the server sees it.
-    app.page.wait_for_timeout(50)
-    for _ in range(100):
-        if server.subscriber_count:
-            break
-        app.page.wait_for_timeout(50)
+    app.wait_subscribed(server)
     server.publish("progress", {"message": "Tracing net…", "fraction": 0.4})
     app.page.locator("[data-banner=progress]").wait_for()
     assert "Tracing net" in app.page.locator("[data-banner=progress]").inner_text()
     server.publish("stale", {"files": ["model/layer0.py"], "capture": served.ids.flat})
-    app.page.wait_for_timeout(300)  # about another capture: this page shows no banner
+    # About another capture: this page shows no banner. Events arrive in order, so once
+    # the next progress message shows, the stale event before it has been handled.
+    server.publish("progress", {"message": "Still tracing…", "fraction": 0.6})
+    app.page.wait_for_function("() => document.querySelector('[data-banner=progress]').textContent.includes('Still tracing')")
     assert app.page.locator("[data-banner=stale]").count() == 0
     server.publish("stale", {"files": ["model/layer0.py"], "capture": served.ids.grouped})
     app.page.locator("[data-banner=stale]").wait_for()

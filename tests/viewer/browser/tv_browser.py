@@ -34,6 +34,14 @@ class App:
     def wait_scene_after(self, version: int, timeout: float = 30_000) -> None:
         self.wait("(v) => window.tensorviz.sceneVersion > v", version, timeout=timeout)
 
+    def wait_subscribed(self, server, timeout_ms: int = 5000) -> None:
+        """Wait until ``server`` holds an event stream (the page subscribes on load)."""
+        for _ in range(timeout_ms // 50):
+            if server.subscriber_count:
+                return
+            self.page.wait_for_timeout(50)
+        raise AssertionError("the page never subscribed to api/events")
+
     def keys(self) -> list[str]:
         return self.js("() => window.tensorviz.keys()")
 
