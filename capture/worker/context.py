@@ -59,7 +59,6 @@ from ..recipe import (
     TensorLeaf,
     TupleDesc,
     ValueDesc,
-    _key,
 )
 from .builder import GraphBuilder
 from .errors import CaptureError, LimitExceeded
@@ -190,26 +189,24 @@ class CaptureContext:
         if setup.factory is not None:
             raise CaptureError("recipe", f"{section} uses factory {setup.factory!r}; call ctx.call_factory for it")
         leaves = iter([leaf for leaf in self.recipe.tensors() if leaf.section == section])
-        base = f"profiles.{self.recipe.name}.{section}"
 
-        def build(desc: ValueDesc, path: str) -> Any:
+        def build(desc: ValueDesc) -> Any:
             if isinstance(desc, TensorDesc):
-                leaf = next(leaves)
-                return make_tensor(leaf)
+                return make_tensor(next(leaves))
             if isinstance(desc, StaticDesc):
                 return desc.value
             if isinstance(desc, NoneDesc):
                 return None
             if isinstance(desc, ListDesc):
-                return [build(v, f"{path}.items[{i}]") for i, v in enumerate(desc.items)]
+                return [build(v) for v in desc.items]
             if isinstance(desc, TupleDesc):
-                return tuple(build(v, f"{path}.items[{i}]") for i, v in enumerate(desc.items))
+                return tuple(build(v) for v in desc.items)
             if isinstance(desc, DictDesc):
-                return {k: build(v, f"{path}.items.{_key(k)}") for k, v in desc.items}
+                return {k: build(v) for k, v in desc.items}
             raise TypeError(f"unknown value description {desc!r}")
 
-        args = tuple(build(d, f"{base}.args[{i}]") for i, d in enumerate(setup.args))
-        kwargs = {k: build(d, f"{base}.kwargs.{_key(k)}") for k, d in setup.kwargs}
+        args = tuple(build(d) for d in setup.args)
+        kwargs = {k: build(d) for k, d in setup.kwargs}
         return args, kwargs
 
     def inputs_call(self, make_tensor: MakeTensor) -> tuple[tuple, dict]:
