@@ -161,21 +161,17 @@ class _Session:
                 sources = [[s.path, s.sha256] for s in self.ctx.files.imported_sources(self.ctx.requested_sources)]
             except Exception:
                 sources = []
+
+        def message() -> dict[str, Any]:
+            return {"kind": "failure", "failure": failure_json(failure), "sources": sources,
+                    "framework": self.framework, "framework_version": self.framework_version}
+
         try:
-            self.send(
-                {
-                    "kind": "failure",
-                    "failure": failure_json(failure),
-                    "sources": sources,
-                    "framework": self.framework,
-                    "framework_version": self.framework_version,
-                }
-            )
+            self.send(message())
         except Exception:
             # Details that msgpack cannot carry: send the essentials.
             failure.details = {}
-            self.send({"kind": "failure", "failure": failure_json(failure), "sources": sources,
-                       "framework": self.framework, "framework_version": self.framework_version})
+            self.send(message())
 
 
 def _failure_for(exc: BaseException, ctx: Any):
