@@ -140,16 +140,20 @@ class _Run:
 
     def _guess_sources(self) -> list[Source]:
         """The files the recipe names, for failures before the worker reported any."""
+        out = {}
+        for path in self._recipe_module_files():
+            digest = file_sha256(path) if path is not None else None
+            if digest is not None:
+                out[path.relative_to(self.workspace).as_posix()] = digest
+        return [Source(p, h) for p, h in sorted(out.items())]
+
+    def _recipe_module_files(self) -> list[Path | None]:
+        """The workspace file of each module the recipe names (model, then factories),
+        None where there is none; empty before the recipe resolved."""
         if self.recipe is None:
             return []
-        out = {}
-        for ref in [self.recipe.model, *self.recipe.factory_refs()]:
-            path = module_file(self.workspace, ref.split(":", 1)[0])
-            if path is not None:
-                digest = file_sha256(path)
-                if digest is not None:
-                    out[path.relative_to(self.workspace).as_posix()] = digest
-        return [Source(p, h) for p, h in sorted(out.items())]
+        refs = [self.recipe.model, *self.recipe.factory_refs()]
+        return [module_file(self.workspace, ref.split(":", 1)[0]) for ref in refs]
 
     # ------------------------------------------------------------- checks
 
@@ -170,7 +174,7 @@ class _Run:
 
         python = str(python) if python else default_interpreter(self.workspace)
         info = framework_info(self.framework) if self.framework in FRAMEWORKS else FRAMEWORKS["torch"]
-        requires = info.requirements(self._model_source(recipe))
+        requires = info.requirements(self._model_source())
         probe = self._probe_interpreter(python, requires)
         if isinstance(probe, Capture):
             return probe
@@ -230,23 +234,19 @@ class _Run:
         self.framework = r.framework
         return None
 
-    def _model_source(self, recipe) -> str | None:
+    def _model_source(self) -> str | None:
         """The text of the model's and factories' workspace modules (read, never
         imported), to tell which optional model packages the capture needs; ``None``
-        when a module cannot be found on disk."""
+        when the recipe did not resolve or a module cannot be read from disk."""
         if self.recipe is None:
             return None
         texts = []
-        for ref in [self.recipe.model, *self.recipe.factory_refs()]:
-            parts = ref.split(":", 1)[0].split(".")
-            base = self.workspace.joinpath(*parts)
-            for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-                try:
-                    texts.append(candidate.read_text(encoding="utf-8", errors="replace"))
-                    break
-                except OSError:
-                    continue
-            else:
+        for path in self._recipe_module_files():
+            if path is None:
+                return None
+            try:
+                texts.append(path.read_text(encoding="utf-8", errors="replace"))
+            except OSError:
                 return None
         return "\n".join(texts)
 
