@@ -30,6 +30,7 @@ import json
 import os
 import re
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -185,7 +186,7 @@ class _Run:
         if recipe_error is not None:
             # DESIGN.md checks the device before the recipe; a CUDA device still gets its
             # own check (in a worker) even when something else in the recipe is wrong.
-            stand_in = self._device_stand_in(recipe)
+            stand_in = self._device_stand_in()
             if stand_in is not None and stand_in.device != "cpu":
                 device_failure = self._worker(python, stand_in, action="probe_device")
                 if device_failure is not None and device_failure.failure is not None and device_failure.failure.stage == "device":
@@ -250,7 +251,7 @@ class _Run:
                 return None
         return "\n".join(texts)
 
-    def _device_stand_in(self, recipe) -> Recipe | None:
+    def _device_stand_in(self) -> Recipe | None:
         """A minimal recipe carrying only the framework and device of an invalid one,
         so the worker can check the device (nothing is imported from the workspace)."""
         raw = self._raw_table
@@ -345,12 +346,11 @@ class _Run:
             torch_build=probe.get("torch_build"),
         )
         pip = bool(probe["modules"].get("pip", {}).get("found"))
-        what = {"jax": "jax", "flax": "flax", "torch": "torch", "msgpack": "msgpack"}
-        names = ", ".join(what.get(m, m) for m in missing)
+        names = ", ".join(missing)
         message = (
             f"the selected interpreter {python} is missing {names}, needed by the "
             f"{self.framework if self.framework in FRAMEWORKS else 'capture'} worker; install with: "
-            + " ".join(_shell_quote(a) for a in command)
+            + shlex.join(command)
         )
         if any("==" in spec for spec in command[4:]):
             message += " (the installed Torch build is pinned, so pip refuses rather than replaces it)"
@@ -397,11 +397,11 @@ class _Run:
         os.close(write_fd)
         watch = _WorkerWatch(proc, read_fd, self.log)
         try:
-            return self._converse(proc, watch, request, action)
+            return self._converse(watch, request)
         finally:
             watch.close()
 
-    def _converse(self, proc, watch: "_WorkerWatch", request: dict, action: str) -> Capture | None:
+    def _converse(self, watch: "_WorkerWatch", request: dict) -> Capture | None:
         deadline = self.started + self.limits.max_seconds
         request["seconds_left"] = deadline - time.monotonic()
         watch.send_request(encode_frame(request))
@@ -442,7 +442,7 @@ class _Run:
                 return self.fail("crash", "ProtocolError", f"the worker sent an invalid message: {exc}")
 
         if final is None:
-            return self._crashed(proc, watch)
+            return self._crashed(watch)
         watch.finish()
         kind = final["kind"]
         if kind == "device_ok":
@@ -477,7 +477,7 @@ class _Run:
         )
         return capture
 
-    def _crashed(self, proc, watch: "_WorkerWatch") -> Capture:
+    def _crashed(self, watch: "_WorkerWatch") -> Capture:
         code = watch.wait_exit(EXIT_GRACE_S)
         tail = watch.log_tail()
         frames = crash_frames(tail, WorkspaceFiles(self.workspace))
@@ -736,12 +736,6 @@ def _signal_name(num: int) -> str:
         return signal.Signals(num).name
     except ValueError:
         return f"signal {num}"
-
-
-def _shell_quote(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 # --------------------------------------------------------------------------- launcher
