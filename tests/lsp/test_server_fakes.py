@@ -274,6 +274,8 @@ async def test_bad_setting_logged_and_default_used(spec_workspace, config_dir):
     try:
         await s.wait_for(lambda: "captureTimeout" in s.logs(), what="warning")
         assert "tensorviz.python = 42 ignored" in s.logs()
+        # The interpreter is reported by the `initialized` fan-out, after the settings warnings.
+        await s.wait_for(lambda: f"{sys.executable} (server)" in s.logs(), what="interpreter report")
         assert f"{sys.executable} (server)" in s.logs()
     finally:
         await stop_session(s)
