@@ -19,30 +19,13 @@ from pathlib import Path
 
 import pytest
 
+# The spec's `net` example and its `jax_example` profile, verbatim (the demo's data files,
+# checked against the spec in tests/viewer/test_viewer_open_demo.py).
+from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET
+from tensorviz_lsp.commands.demo import RECIPES_TOML as SPEC_RECIPE
+
 ROOT = Path(__file__).resolve().parents[2]
 LUA = Path(__file__).with_name("neovim_open_graph.lua")
-
-SPEC_NET = """import jax
-import jax.numpy as jnp
-
-@jax.jit
-def net(x):
-    return jax.nn.relu(x @ jnp.ones((3, 4)))
-"""
-
-SPEC_RECIPE = """version = 1
-
-[profiles.jax_example]
-kind = "model"
-framework = "jax"
-model = "model:net"
-mode = "eval"
-device = "cpu"
-grad_enabled = false
-seed = 0
-init = { args = [], kwargs = {} }
-inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
-"""
 
 
 def find_nvim() -> str | None:

@@ -15,16 +15,13 @@ from pathlib import Path
 
 import pytest
 
+# The spec's `net` example, verbatim (the demo's data file, checked against the spec in
+# tests/viewer/test_viewer_open_demo.py).
+from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET
+
 ROOT = Path(__file__).resolve().parents[2]
 EXT = ROOT / "editors" / "vscode"
 
-SPEC_NET = """import jax
-import jax.numpy as jnp
-
-@jax.jit
-def net(x):
-    return jax.nn.relu(x @ jnp.ones((3, 4)))
-"""
 
 pytestmark = pytest.mark.skipif(
     shutil.which("node") is None or not (EXT / "node_modules" / "vscode-jsonrpc").is_dir(),

@@ -14,6 +14,11 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+# The spec's `net` example and its `jax_example` profile, verbatim (the demo's data files,
+# checked against the spec in tests/viewer/test_viewer_open_demo.py).
+from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET
+from tensorviz_lsp.commands.demo import RECIPES_TOML as SPEC_RECIPE
+
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_SERVER = [sys.executable, str(Path(__file__).with_name("fake_server.py"))]
 REAL_SERVER = [sys.executable, "-m", "tensorviz_lsp", "lsp"]
@@ -181,14 +186,6 @@ def config_dir(tmp_path) -> Path:
     return d
 
 
-SPEC_NET = """import jax
-import jax.numpy as jnp
-
-@jax.jit
-def net(x):
-    return jax.nn.relu(x @ jnp.ones((3, 4)))
-"""
-
 SPEC_MLP = """from flax import linen as nn
 
 class MLP(nn.Module):
@@ -197,20 +194,6 @@ class MLP(nn.Module):
     @nn.compact
     def __call__(self, x):
         return nn.Dense(4)(nn.relu(nn.Dense(self.width)(x)))
-"""
-
-SPEC_RECIPE = """version = 1
-
-[profiles.jax_example]
-kind = "model"
-framework = "jax"
-model = "model:net"
-mode = "eval"
-device = "cpu"
-grad_enabled = false
-seed = 0
-init = { args = [], kwargs = {} }
-inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
 """
 
 
