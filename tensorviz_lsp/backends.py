@@ -20,6 +20,13 @@ log = logging.getLogger(__name__)
 RECIPES_PATH = Path(".tensorviz") / "recipes.toml"
 
 
+def recipes_root(path: Path) -> Path | None:
+    """The workspace folder whose ``.tensorviz/recipes.toml`` ``path`` is, else None."""
+    if path.name != RECIPES_PATH.name or path.parent.name != RECIPES_PATH.parent.name:
+        return None
+    return path.parent.parent
+
+
 @dataclass(frozen=True)
 class Pos:
     line: int  # 0-based

@@ -22,7 +22,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..backends import RECIPES_PATH, Span
+from ..backends import RECIPES_PATH, Span, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
 from .candidates import Candidates
@@ -135,21 +135,15 @@ class Freshness(Feature):
         except ValueError:
             return None
 
-    def _recipes_root(self, path: Path) -> Path | None:
-        """The workspace folder whose ``.tensorviz/recipes.toml`` ``path`` is, else None."""
-        if path.name != RECIPES_PATH.name or path.parent.name != RECIPES_PATH.parent.name:
-            return None
-        return path.parent.parent
-
     async def check(self, path: Path | None = None) -> None:
         """Recheck the records ``path`` concerns (a source, or a recipes file); all when None."""
-        recipes_root = self._recipes_root(path) if path is not None else None
+        touched_root = recipes_root(path) if path is not None else None
         for rec in list(self.records.values()):
             sources = recipe = path is None
             if path is not None:
                 rel = self._rel(rec.root, path)
                 sources = rel is not None and rel in rec.sources
-                recipe = recipes_root is not None and self._same(recipes_root, rec.root)
+                recipe = touched_root is not None and self._same(touched_root, rec.root)
             if sources or recipe:
                 await self._check_record(rec, sources=sources, recipe=recipe)
 

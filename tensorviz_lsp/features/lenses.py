@@ -35,7 +35,7 @@ class Lenses(Feature):
         self._cache: dict[str, tuple[int, int, list[types.CodeLens], list[Candidate]]] = {}
 
     def _commands(self, uri: str, candidates: list[Candidate]) -> list[types.Command]:
-        root = self.server.folder_for(uri) or self.server.root_for(uri)
+        root = self.server.root_for(uri)
         path = self.server.path_of(uri)
         recipes = self.server.get_feature(Recipes)
         module = module_name(root, path) if root is not None and path is not None else None

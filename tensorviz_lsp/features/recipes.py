@@ -14,7 +14,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..backends import RECIPES_PATH, RecipeIssue, module_name, profiles_in
+from ..backends import RECIPES_PATH, RecipeIssue, module_name, profiles_in, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
 
@@ -49,8 +49,8 @@ class Recipes(Feature):
 
     def profile_for(self, root: Path, path: Path, qualname: str) -> str | None:
         """The first saved profile whose ``model`` is this symbol."""
-        module = module_name(root, path)
-        return self.profile_for_model(root, f"{module}:{qualname}") if module else None
+        model = self.model_ref(root, path, qualname)
+        return self.profile_for_model(root, model) if model else None
 
     def profile_for_model(self, root: Path, model: str) -> str | None:
         key = str(root)
@@ -97,12 +97,6 @@ class Recipes(Feature):
         if issues:
             log.info("%s: %d invalid recipe entr%s", file, len(issues), "y" if len(issues) == 1 else "ies")
 
-    def _is_recipes(self, uri_or_path: str | Path) -> Path | None:
-        path = self.server.path_of(uri_or_path)
-        if path is None or path.name != "recipes.toml" or path.parent.name != ".tensorviz":
-            return None
-        return path.parent.parent
-
     # -- hooks -------------------------------------------------------------------
     async def initialized(self) -> None:
         for root in self.server.folders():
@@ -137,7 +131,8 @@ class Recipes(Feature):
             await self.check(Path(p))
 
     async def _touched(self, uri: str) -> None:
-        root = self._is_recipes(uri)
+        path = self.server.path_of(uri)
+        root = recipes_root(path) if path is not None else None
         if root is not None:
             await self.check(root)
 
