@@ -44,7 +44,7 @@ from typing import Any, Callable
 from ..jaxpr_convert import convert, is_array_leaf, structure_of
 from ..model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
-from ..worker.context import CaptureContext
+from ..worker.context import CaptureContext, import_framework, parse_device
 from ..worker.errors import CaptureError
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
@@ -75,24 +75,11 @@ def probe_device(ctx: CaptureContext) -> None:
 
 
 def _import_jax() -> Any:
-    try:
-        import jax
-    except ImportError as exc:
-        raise CaptureError(
-            "dependencies",
-            f"JAX cannot be imported in the selected interpreter {sys.executable}: {exc}",
-            {"missing": ["jax"], "python": sys.executable},
-        ) from exc
-    return jax
+    return import_framework("jax", "JAX")
 
 
 def _device(jax: Any, spec: str) -> Any:
-    if spec == "cpu":
-        platform, index = "cpu", 0
-    elif spec.startswith("cuda:") and spec[5:].isdigit():
-        platform, index = "cuda", int(spec[5:])
-    else:
-        raise CaptureError("device", f'unknown device {spec!r} (expected "cpu" or "cuda:N")', {"device": spec})
+    platform, index = parse_device(spec)
     try:
         devices = jax.devices(platform)
     except RuntimeError as exc:

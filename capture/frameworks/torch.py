@@ -45,7 +45,7 @@ from typing import Any, Callable
 
 from ..model import Capture
 from ..recipe import TensorLeaf, leaf_seed
-from ..worker.context import CaptureContext
+from ..worker.context import CaptureContext, import_framework, parse_device
 from ..worker.errors import CaptureError
 
 
@@ -67,15 +67,7 @@ STATS_ENV = "TENSORVIZ_TORCH_STATS"
 
 
 def _import_torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:
-        raise CaptureError(
-            "dependencies",
-            f"PyTorch cannot be imported in the selected interpreter {sys.executable}: {exc}",
-            {"missing": ["torch"], "python": sys.executable},
-        ) from exc
-    return torch
+    return import_framework("torch", "PyTorch")
 
 
 def probe_device(ctx: CaptureContext) -> None:
@@ -84,11 +76,9 @@ def probe_device(ctx: CaptureContext) -> None:
 
 
 def _device(torch: Any, spec: str) -> Any:
-    if spec == "cpu":
+    platform, index = parse_device(spec)
+    if platform == "cpu":
         return torch.device("cpu")
-    if not (spec.startswith("cuda:") and spec[5:].isdigit()):
-        raise CaptureError("device", f'unknown device {spec!r} (expected "cpu" or "cuda:N")', {"device": spec})
-    index = int(spec[5:])
     details: dict[str, Any] = {
         "device": spec,
         "torch_version": torch.__version__,

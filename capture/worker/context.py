@@ -287,4 +287,30 @@ def normalize_inputs(result: Any, ref: str = "inputs factory") -> tuple[tuple, d
     )
 
 
-__all__ = ["CaptureContext", "CaptureError", "LimitExceeded", "Limits", "normalize_inputs", "MakeTensor"]
+def import_framework(module: str, label: str) -> Any:
+    """Import a framework (``module``, named ``label`` in messages) for a capture plug-in:
+    ``CaptureError("dependencies")`` naming the selected interpreter when it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise CaptureError(
+            "dependencies",
+            f"{label} cannot be imported in the selected interpreter {sys.executable}: {exc}",
+            {"missing": [module], "python": sys.executable},
+        ) from exc
+
+
+def parse_device(spec: str) -> tuple[str, int]:
+    """A recipe's ``device`` as ``(platform, index)``: ``"cpu"`` is ``("cpu", 0)``,
+    ``"cuda:N"`` is ``("cuda", N)``; anything else raises ``CaptureError("device")``."""
+    if spec == "cpu":
+        return "cpu", 0
+    if spec.startswith("cuda:") and spec[5:].isdigit():
+        return "cuda", int(spec[5:])
+    raise CaptureError("device", f'unknown device {spec!r} (expected "cpu" or "cuda:N")', {"device": spec})
+
+
+__all__ = [
+    "CaptureContext", "CaptureError", "LimitExceeded", "Limits", "MakeTensor", "import_framework",
+    "normalize_inputs", "parse_device",
+]
