@@ -65,6 +65,7 @@ def test_missing_interpreter(workspace, marker):
     c = run(workspace, fake_recipe("models:net", tensor(2, 3)), marker, python="/nonexistent/python3")
     assert (c.failure.stage, c.failure.type) == ("interpreter", "InterpreterNotFound")
     assert "/nonexistent/python3 does not exist" in c.failure.message
+    assert not marker.exists()
 
 
 def test_interpreter_that_is_not_python(workspace, marker, tmp_path):
@@ -84,6 +85,7 @@ def test_interpreter_too_old(workspace, marker, tmp_path):
     c = run(workspace, fake_recipe("models:net", tensor(2, 3)), marker, python=str(fake))
     assert (c.failure.stage, c.failure.type) == ("interpreter", "InterpreterTooOld")
     assert "Python 3.8.10" in c.failure.message
+    assert not marker.exists()
 
 
 def test_non_executable_interpreter(workspace, marker, tmp_path):
