@@ -20,6 +20,7 @@ import re
 import sys
 import threading
 from pathlib import Path
+from typing import Callable
 
 from capture import graphfile
 from capture.model import Capture
@@ -128,18 +129,9 @@ def run(args: argparse.Namespace) -> int:
         if verbose:
             print(f"  worker| {line}", file=sys.stderr)
 
-    cancel = threading.Event()
+    capture = run_worker(workspace, profile, python=args.python, timeout=args.timeout, env=env, progress=progress, log=log)
     try:
-        capture = run_capture(
-            workspace, profile, python=args.python, timeout=args.timeout, progress=progress, log=log, cancel=cancel,
-            env=env,
-        )
-    except KeyboardInterrupt:
-        cancel.set()
-        raise
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        graphfile.write(capture, output)
+        write_graph(capture, output)
     except (OSError, graphfile.GraphFileError) as exc:
         print(f"tensorviz capture: cannot write {output}: {exc}", file=sys.stderr)
         return 1
@@ -150,11 +142,38 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe_failure(capture: Capture) -> str:
-    """The failure as a few lines for a terminal."""
+def run_worker(
+    workspace: Path,
+    profile: str,
+    *,
+    python: str | None,
+    timeout: float | None,
+    env: dict[str, str],
+    progress: Callable[[str, float | None], None],
+    log: Callable[[str], None],
+) -> Capture:
+    """:func:`run_capture`, ending the worker when the user interrupts (Ctrl-C)."""
+    cancel = threading.Event()
+    try:
+        return run_capture(
+            workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env
+        )
+    except KeyboardInterrupt:
+        cancel.set()
+        raise
+
+
+def write_graph(capture: Capture, output: Path) -> None:
+    """Write the graph file, creating its folder; OSError or GraphFileError when it cannot."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    graphfile.write(capture, output)
+
+
+def describe_failure(capture: Capture, command: str = "capture") -> str:
+    """The failure as a few lines for a terminal, headed ``tensorviz COMMAND:``."""
     f = capture.failure
     assert f is not None
-    lines = [f"tensorviz capture: [{f.stage}] {f.type}: {f.message}"]
+    lines = [f"tensorviz {command}: [{f.stage}] {f.type}: {f.message}"]
     for fr in f.frames:
         lines.append(f"    at {fr.file}:{fr.line} in {fr.function}")
     for need in f.details.get("needs", []) if isinstance(f.details, dict) else []:

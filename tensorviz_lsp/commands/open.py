@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
 from pathlib import Path
 
 from capture import graphfile
 from capture.model import Capture
 from capture.recipe import FRAMEWORKS
-from capture.runner import run_capture
 
 from ..recipes_store import RecipeStoreError
 from ..shorthand import ShorthandError
-from .capture import CAPTURES_DIR, add_env_option, describe_failure, parse_env, resolve_profile
+from .capture import CAPTURES_DIR, add_env_option, describe_failure, parse_env, resolve_profile, run_worker, write_graph
 from .view import add_serve_options, serve
 
 
@@ -87,23 +85,16 @@ def capture_profile(command: str, workspace: Path, profile: str, args: argparse.
 
     timeout = args.capture_timeout if args.capture_timeout and args.capture_timeout > 0 else None
     env = parse_env(getattr(args, "env", None) or [])
-    cancel = threading.Event()
     print(f"tensorviz {command}: capturing {profile} in {workspace}", file=sys.stderr, flush=True)
-    try:
-        capture = run_capture(workspace, profile, python=args.python, timeout=timeout, progress=progress, log=log,
-                              cancel=cancel, env=env)
-    except KeyboardInterrupt:
-        cancel.set()
-        raise
+    capture = run_worker(workspace, profile, python=args.python, timeout=timeout, env=env, progress=progress, log=log)
     output = workspace / CAPTURES_DIR / f"{profile}.tvg"
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        graphfile.write(capture, output)
+        write_graph(capture, output)
         print(f"tensorviz {command}: graph file {output}", file=sys.stderr, flush=True)
     except (OSError, graphfile.GraphFileError) as exc:
         print(f"tensorviz {command}: cannot keep the graph file {output}: {exc}", file=sys.stderr)
     if capture.failure is not None:
-        print(describe_failure(capture).replace("tensorviz capture:", f"tensorviz {command}:"), file=sys.stderr, end="")
+        print(describe_failure(capture, command), file=sys.stderr, end="")
     return capture
 
 
