@@ -347,6 +347,7 @@ def capture(ctx: CaptureContext) -> Capture:
     if kind == "module":
         meta["module_class"] = f"{type(model).__module__}.{type(model).__qualname__}"
 
+    buffers_before = _buffer_snapshot(torch, model) if kind == "module" else {}
     ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
     started = time.perf_counter()
     with torch.set_grad_enabled(recipe.grad_enabled):
@@ -392,12 +393,45 @@ def capture(ctx: CaptureContext) -> Capture:
             meta["optimizer"] = type(optimizer).__name__
         if grads:
             meta["grads"] = len(grads)
+    reasons = []
+    unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
+    if unseen:
+        # e.g. BatchNorm's running statistics in train mode: the kernel writes them in
+        # place without a version bump, so no recorded op shows the write.
+        reasons.append("untracked_buffer_update")
+        meta["untracked_buffer_updates"] = unseen
     return trace.build(
         scope="training_step" if training else "eager_forward",
         inputs=inputs,
         outputs=output_tree,
+        reasons=reasons,
         meta=meta,
     )
+
+
+# Buffers up to this many bytes in all are copied before the forward to tell whether
+# the forward changed them; larger models skip the check (and say nothing).
+_BUFFER_CHECK_BYTES = 64 << 20
+
+
+def _buffer_snapshot(torch: Any, model: Any) -> dict[str, tuple[Any, int, Any]]:
+    """name -> (tensor, version, copy) for every floating/integer buffer, when small."""
+    buffers = [(n, b) for n, b in model.named_buffers() if isinstance(b, torch.Tensor)]
+    if sum(b.numel() * b.element_size() for _, b in buffers) > _BUFFER_CHECK_BYTES:
+        return {}
+    with torch.no_grad():
+        return {n: (b, b._version, b.detach().clone()) for n, b in buffers}
+
+
+def _untracked_buffer_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int, Any]]) -> list[str]:
+    """Buffers whose contents changed although their version counter did not: writes
+    that no recorded op shows."""
+    unseen = []
+    with torch.no_grad():
+        for name, (tensor, version, copy) in before.items():
+            if tensor._version == version and not torch.equal(tensor, copy):
+                unseen.append(name)
+    return unseen
 
 
 def _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, loss_name, optimizer, meta):

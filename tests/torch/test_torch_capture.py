@@ -87,6 +87,16 @@ def test_small_cnn(ws):
     assert output_description(cap) == "float32[2,10]"
 
 
+def test_buffer_writes_no_recorded_op_shows_make_coverage_partial(ws):
+    """BatchNorm in train mode updates its running statistics inside the kernel,
+    without a version bump: the capture must not call itself complete."""
+    cap = run(ws, profile("models:SmallCNN", args=[tensor([2, 3, 16, 16])], mode="train"))
+    assert (cap.coverage.status, cap.coverage.reasons) == ("partial", ["untracked_buffer_update"])
+    assert cap.meta["untracked_buffer_updates"] == ["bn1.running_mean", "bn1.running_var"]
+    # the counter's in-place add_ is a recorded op, so it is not reported as unseen
+    assert "aten::add_.Tensor" in ops(cap)
+
+
 def test_transformer_block_opens_as_nested_modules(ws):
     cap = run(ws, profile("models:Block", args=[tensor([2, 5, 16])]))
     [root] = [g for g in cap.groups if g.parent is None]
