@@ -285,6 +285,10 @@ function renderCoverage(c) {
     if ((cov.reasons || []).includes("opaque_kernel")) {
       why += " Unexpanded subprograms (cond, scan, while…) keep only their boundary and output shapes; no branch or iteration is reported as executed.";
     }
+    if ((cov.reasons || []).includes("untracked_buffer_update")) {
+      const names = (c.meta && c.meta.untracked_buffer_updates) || [];
+      why += ` The run changed buffers that no recorded op shows${names.length ? ": " + names.join(", ") : ""}.`;
+    }
     parts.push(why);
   }
   if (cov.effects === "incomplete") parts.push("Effects are incomplete.");
