@@ -16,33 +16,14 @@ from pathlib import Path
 
 import pytest
 
+from spec_examples import SPEC_MLP, SPEC_NET
+
 ROOT = Path(__file__).resolve().parents[2]
 HAS_JAX = importlib.util.find_spec("jax") is not None and importlib.util.find_spec("flax") is not None
 
 
 def needs_jax(test):
     return pytest.mark.jax(pytest.mark.skipif(not HAS_JAX, reason="needs jax and flax")(test))
-
-# From spec/jax-and-flax-graphs.txt ("Open a function", "Open Flax"), verbatim.
-SPEC_NET = """\
-import jax
-import jax.numpy as jnp
-
-@jax.jit
-def net(x):
-    return jax.nn.relu(x @ jnp.ones((3, 4)))
-"""
-
-SPEC_MLP = """\
-from flax import linen as nn
-
-class MLP(nn.Module):
-    width: int = 8
-
-    @nn.compact
-    def __call__(self, x):
-        return nn.Dense(4)(nn.relu(nn.Dense(self.width)(x)))
-"""
 
 TORCH_NET = """\
 import torch

@@ -4,27 +4,7 @@ from __future__ import annotations
 
 from discovery import discover_source
 
-# "Save this as model.py, choose Open as Graph on net"
-SPEC_NET = """\
-import jax
-import jax.numpy as jnp
-
-@jax.jit
-def net(x):
-    return jax.nn.relu(x @ jnp.ones((3, 4)))
-"""
-
-# "Open Flax"
-SPEC_MLP = """\
-from flax import linen as nn
-
-class MLP(nn.Module):
-    width: int = 8
-
-    @nn.compact
-    def __call__(self, x):
-        return nn.Dense(4)(nn.relu(nn.Dense(self.width)(x)))
-"""
+from spec_examples import SPEC_MLP, SPEC_NET
 
 
 def test_spec_net_is_a_jax_function_with_input_x():

@@ -19,46 +19,12 @@ from capture.model import tree_leaves  # noqa: E402
 from capture.runner import run_capture  # noqa: E402
 
 from jax_workspace import SPEC_INPUT, cuda_device_count, profile, skip_if_cuda, tensor, write  # noqa: E402
+from spec_examples import SPEC_MLP, SPEC_RECIPE  # noqa: E402
+from spec_examples import SPEC_NET as SPEC_MODEL  # noqa: E402
 
 pytestmark = pytest.mark.jax
 
 ROOT = Path(__file__).resolve().parents[2]
-
-# The spec's "Open a function" example, verbatim: the model and its saved recipe.
-SPEC_MODEL = """\
-import jax
-import jax.numpy as jnp
-
-@jax.jit
-def net(x):
-    return jax.nn.relu(x @ jnp.ones((3, 4)))
-"""
-
-SPEC_RECIPE = """\
-version = 1
-
-[profiles.jax_example]
-kind = "model"
-framework = "jax"
-model = "model:net"
-mode = "eval"
-device = "cpu"
-grad_enabled = false
-seed = 0
-init = { args = [], kwargs = {} }
-inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
-"""
-
-SPEC_MLP = """\
-from flax import linen as nn
-
-class MLP(nn.Module):
-    width: int = 8
-
-    @nn.compact
-    def __call__(self, x):
-        return nn.Dense(4)(nn.relu(nn.Dense(self.width)(x)))
-"""
 
 
 def ok(cap):

@@ -14,10 +14,8 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-# The spec's `net` example and its `jax_example` profile, verbatim (the demo's data files,
-# checked against the spec in tests/viewer/test_viewer_open_demo.py).
-from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET
-from tensorviz_lsp.commands.demo import RECIPES_TOML as SPEC_RECIPE
+# The spec's examples, verbatim (checked against the spec in tests/foundation).
+from spec_examples import SPEC_MLP, SPEC_NET, SPEC_RECIPE
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE_SERVER = [sys.executable, str(Path(__file__).with_name("fake_server.py"))]
@@ -185,16 +183,6 @@ def config_dir(tmp_path) -> Path:
     d.mkdir()
     return d
 
-
-SPEC_MLP = """from flax import linen as nn
-
-class MLP(nn.Module):
-    width: int = 8
-
-    @nn.compact
-    def __call__(self, x):
-        return nn.Dense(4)(nn.relu(nn.Dense(self.width)(x)))
-"""
 
 
 def make_workspace(root: Path, files: dict[str, str]) -> Path:

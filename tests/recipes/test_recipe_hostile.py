@@ -18,7 +18,7 @@ from capture.recipe import (
     parse_value,
     profile_from_document,
 )
-from tests_recipes_support import SPEC_EXAMPLE
+from spec_examples import SPEC_RECIPE as SPEC_EXAMPLE
 
 DEEP: list = [1]
 for _ in range(40):
