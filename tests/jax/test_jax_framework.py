@@ -26,27 +26,9 @@ from jax_workspace import (  # noqa: E402
 )
 from jaxpr_walk import eval_shape_avals, node_counts, output_avals, primitive_counts  # noqa: E402
 
+from spec_examples import SPEC_MLP, SPEC_NET  # noqa: E402
+
 pytestmark = pytest.mark.jax
-
-SPEC_NET = """
-import jax
-import jax.numpy as jnp
-
-@jax.jit
-def net(x):
-    return jax.nn.relu(x @ jnp.ones((3, 4)))
-"""
-
-SPEC_MLP = """
-from flax import linen as nn
-
-class MLP(nn.Module):
-    width: int = 8
-
-    @nn.compact
-    def __call__(self, x):
-        return nn.Dense(4)(nn.relu(nn.Dense(self.width)(x)))
-"""
 
 
 @pytest.fixture
