@@ -1,0 +1,155 @@
+"""The checked-in real-model captures (``tests/viewer/real_models/captures/*.tvg``).
+
+They were made by ``tests/viewer/real_models/make_captures.py`` from real library code
+(Hugging Face ``transformers``' ResNet and GPT-2, a Flax Linen ResNet-18 in the style of
+Flax's ImageNet example with bound variables). These tests read them with the project's
+graph-file reader only: no framework is imported, so they are fast. When one fails
+because the format or the capture changed, regenerate the files (see the folder's
+README.md) rather than loosening the test.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from capture import graphfile
+from capture.model import FORMAT_NAME, FORMAT_VERSION, Capture, tree_leaves
+from capture.recipe import RECIPES_FILE, load_recipes_table, profile_from_document
+from capture.worker.workspace_files import file_sha256
+from viewer.projection import Projection
+
+REAL = Path(__file__).resolve().parent / "real_models"
+CAPTURES = REAL / "captures"
+NAMES = ("resnet18_torch", "gpt2_torch", "resnet18_linen")
+REGENERATE = "regenerate with: python tests/viewer/real_models/make_captures.py"
+
+
+def load(name: str) -> Capture:
+    return graphfile.read(CAPTURES / f"{name}.tvg")
+
+
+def module_classes(capture: Capture) -> Counter:
+    return Counter(g.attrs.get("class") for g in capture.groups if g.kind == "module")
+
+
+def ops(capture: Capture) -> Counter:
+    return Counter(n.op for n in capture.nodes)
+
+
+def named_values(capture: Capture) -> dict[str, tuple[str, int]]:
+    """``{name: (role, uses)}`` for every value the viewer names (values entering from outside)."""
+    p = Projection(capture)
+    out = {}
+    for v in range(len(capture.values)):
+        d = p.value(v)
+        if d.get("role"):
+            out[d["name"]] = (d["role"], d["uses_total"])
+    return out
+
+
+# --------------------------------------------------------------------------- the files
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_checked_in_file_has_the_current_format_version(name):
+    data = (CAPTURES / f"{name}.tvg").read_bytes()
+    assert len(data) < 1 << 20, "a checked-in capture should stay well under 1 MB"
+    unpacker = msgpack.Unpacker(raw=False)
+    unpacker.feed(data)
+    head = unpacker.unpack()  # the header: the first of the file's two msgpack objects
+    assert head["format"] == FORMAT_NAME
+    assert head["version"] == FORMAT_VERSION, f"{name}.tvg is format version {head['version']}, the reader's is {FORMAT_VERSION}: {REGENERATE}"
+    capture = load(name)  # the hostile-file reader accepts it whole
+    assert capture.failure is None and len(capture.nodes) > 0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_capture_matches_its_recipe_and_sources(name):
+    """The file was made from the profile and model source that are checked in beside it."""
+    capture = load(name)
+    doc, _ = load_recipes_table(REAL / RECIPES_FILE)
+    recipe = profile_from_document(doc, name)
+    assert capture.recipe == recipe.to_dict(), f"the profile {name} changed since {name}.tvg was made: {REGENERATE}"
+    assert capture.sources, "a capture records the workspace files it came from"
+    for source in capture.sources:
+        path = REAL / source.path
+        assert path.is_file(), f"{name}.tvg depends on {source.path}, which is gone: {REGENERATE}"
+        assert file_sha256(path) == source.sha256, f"{source.path} changed since {name}.tvg was made: {REGENERATE}"
+
+
+# --------------------------------------------------------------------------- each model
+
+
+def test_resnet18_torch():
+    c = load("resnet18_torch")
+    assert (c.framework, c.backend) == ("torch", "torch_eager")
+    assert c.coverage.scope == "eager_forward" and c.coverage.status == "complete"
+    assert 60 <= len(c.nodes) <= 200
+    classes = module_classes(c)
+    assert classes["ResNetModel"] == 1 and classes["ResNetEmbeddings"] == 1
+    assert classes["ResNetStage"] == 4 and classes["ResNetBasicLayer"] == 8  # ResNet-18: 2 basic blocks × 4 stages
+    assert classes["ResNetShortCut"] == 3  # a projection where a stage changes width
+    assert ops(c)["aten::convolution"] == 20
+    stages = sorted(g.attrs["path"] for g in c.groups if g.attrs.get("class") == "ResNetStage")
+    assert stages == [f"encoder.stages.{i}" for i in range(4)]
+    (x,) = [c.values[v] for v in tree_leaves(c.inputs)]
+    assert (x.shape, x.dtype) == ([1, 3, 32, 32], "float32")
+    names = named_values(c)
+    assert names["embedder.embedder.convolution.weight"] == ("param", 1)
+    assert names["encoder.stages.3.layers.1.layer.1.convolution.weight"][0] == "param"
+    assert names["embedder.embedder.normalization.running_mean"][0] == "buffer"
+    roles = Counter(role for role, _ in names.values())
+    assert roles["param"] == 60 and roles["buffer"] == 40 and roles["input"] == 1
+
+
+def test_gpt2_torch():
+    c = load("gpt2_torch")
+    assert (c.framework, c.backend) == ("torch", "torch_eager")
+    assert c.coverage.status == "complete"
+    assert 350 <= len(c.nodes) <= 700
+    classes = module_classes(c)
+    assert classes["GPT2LMHeadModel"] == 1 and classes["GPT2Model"] == 1
+    assert classes["GPT2Block"] == 12 and classes["GPT2Attention"] == 12 and classes["GPT2MLP"] == 12
+    blocks = [g for g in c.groups if g.attrs.get("class") == "GPT2Block"]
+    assert [g.attrs["path"] for g in blocks] == [f"transformer.h.{i}" for i in range(12)]
+    assert len({g.parent for g in blocks}) == 1, "the 12 blocks are siblings"
+    assert ops(c)["aten::native_layer_norm"] == 25  # 2 per block and the final ln_f
+    (ids,) = [c.values[v] for v in tree_leaves(c.inputs)]
+    assert (ids.shape, ids.dtype) == ([1, 8], "int64")
+    (logits,) = [c.values[v] for v in tree_leaves(c.outputs)]
+    assert logits.shape == [1, 8, 128]
+    names = named_values(c)
+    assert names["transformer.h.0.attn.c_attn.weight"][0] == "param"
+    assert names["transformer.h.11.mlp.c_proj.bias"][0] == "param"
+    assert names["transformer.wte.weight"] == ("param", 2)  # tied: the embedding and the LM head
+    roles = Counter(role for role, _ in names.values())
+    assert roles["param"] == 148 and roles["input"] == 1
+
+
+def test_resnet18_linen_with_bound_variables():
+    c = load("resnet18_linen")
+    assert (c.framework, c.backend) == ("jax", "jaxpr")
+    assert c.coverage.scope == "traced_program"
+    assert c.meta["model_kind"] == "linen" and c.meta["state"] == "factory_variables"
+    assert 180 <= len(c.nodes) <= 400
+    scopes = {g.id: g for g in c.groups if g.kind == "scope"}
+    (root,) = [g for g in scopes.values() if g.parent is None]
+    assert root.name == "ResNet"
+    blocks = [g for g in scopes.values() if g.name.startswith("ResNetBlock_")]
+    assert sorted(g.name for g in blocks) == [f"ResNetBlock_{i}" for i in range(8)]
+    assert {g.parent for g in blocks} == {root.id}, "the 8 blocks are siblings under the model's scope"
+    assert ops(c)["conv_general_dilated"] == 20
+    assert {k for k, _ in c.inputs["dict"]} >= {"args", "kwargs", "variables"}
+    names = named_values(c)
+    roles = Counter(role for role, _ in names.values())
+    assert roles["variable"] == 102 and roles["input"] == 1
+    kernel = [n for n in names if n.endswith("params.conv_init.kernel")]
+    stats = [n for n in names if n.endswith("batch_stats.ResNetBlock_7.BatchNorm_1.var")]
+    assert len(kernel) == 1 and len(stats) == 1
+    assert names[kernel[0]][0] == "variable"
+    assert all(f.file == "resnet18_linen.py" for f in c.frames), "frames point into the model file, workspace-relative"
+
