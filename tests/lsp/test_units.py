@@ -203,7 +203,10 @@ def test_a_custom_install_template_keeps_the_torch_build_pinned(monkeypatch):
         "pinned": ["torch==2.13.0", "triton==3.1.0"],
     }})()
     plan = RealBackends.install_plan(None, failure, "/py")
-    assert plan == InstallPlan("/py", ["jax"], plan.command, ["torch==2.13.0", "triton==3.1.0"])
+    assert plan == InstallPlan(
+        "/py", ["jax"], ["/py", "-m", "pip", "install", "jax", "torch==2.13.0", "triton==3.1.0"],
+        ["torch==2.13.0", "triton==3.1.0"],
+    )
     template = ["uv", "pip", "install", "--python", "{python}", "{packages}"]
     monkeypatch.setattr(server, "settings_for", lambda root: type("S", (), {"install_command": template})())
     assert deps.command_for(None, plan) == [
