@@ -36,6 +36,10 @@ USES_CAP = 1000
 _VIEW_CACHE = 24
 _DEPS_CACHE = 32
 
+SUBTREE_ITEMS = 60_000  # items one api/subtree answer may carry (Expand all fetches in one request)
+WEIGHT_ROLES = frozenset({"param", "buffer", "variable", "const"})  # drawn inside their ops
+PARAM_ROLES = frozenset({"param", "variable"})  # what a group card counts as its parameters
+
 _OUT = -2  # "group" of a value nobody in the capture produced (inputs, constants)
 _LIT = -3  # "group" of a literal operand
 
@@ -74,6 +78,14 @@ class NotFound(ProjectionError):
 def short_dtype(dtype: str) -> str:
     d = dtype[6:] if dtype.startswith("torch.") else dtype
     return _SHORT_DTYPES.get(d, d)
+
+
+# Bytes per element, for a group card's parameter bytes ("7.09 M params · 28.4 MB").
+_DTYPE_BITS = {
+    "float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32,
+    "int16": 16, "int8": 8, "int4": 4, "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8,
+    "uint4": 4, "complex64": 64, "complex128": 128, "bool": 8, "float8_e4m3fn": 8, "float8_e5m2": 8,
+}
 
 
 def value_label(shape: list, dtype: str) -> str:
@@ -195,6 +207,8 @@ class Projection:
         self._paths: dict[int, list[dict]] = {}
         self._names: dict[int, tuple[str, str]] = {}
         self._name_aliases: dict[int, str] = {}
+        self._structure: tuple[list[str], list[tuple[int, int]]] | None = None
+        self._group_weights: dict[int, dict] = {}
         self._build()
         self._name_values()
 
@@ -446,6 +460,13 @@ class Projection:
             out["name"], out["role"] = named
         return out
 
+    def _brief(self, v: int) -> dict:
+        """A value as an item card lists it: no measured fields (the inspector asks for
+        them), so a whole subtree stays small on the wire."""
+        d = self._value(v)
+        d.pop("measured", None)
+        return d
+
     def _frame(self, i: int) -> Frame | None:
         f = self.cols.frame[i]
         return self.capture.frames[f] if f >= 0 else None
@@ -571,7 +592,7 @@ class Projection:
                                   "label": text, "count": len(vals)})
 
         def boundary(v: int, extra: dict) -> dict:
-            d = self._value(v)
+            d = self._brief(v)
             d["value"] = d.pop("id")
             d["key"] = ("in:" if "from" in extra else "out:") + str(v)
             d.update(extra)
@@ -579,6 +600,12 @@ class Projection:
 
         inputs = [boundary(v, {"from": {"type": "node", "id": p} if p >= 0 else {"type": "input"}})
                   for v, p in in_vals.items()]
+        for b in inputs:
+            if self.is_weight(b["value"]):
+                b["weight"] = True  # drawn inside its consumers' cards unless pills are asked for
+        for e in edge_list:
+            if e["source"].startswith("in:") and self.is_weight(e["value"]):
+                e["weight"] = True
         outs = [boundary(v, {"capture_output": v in outputs}) for v in out_vals]
         return {
             "group": g,
@@ -628,16 +655,35 @@ class Projection:
         if ref >= 0:
             opaque = ref in self.cols.opaque
             outs = self._outputs_of(ref)
-            return {
+            item = {
                 "type": "node", "id": ref, "key": f"n{ref}", "label": self.cols.op[ref],
                 "sublabel": self._where(ref), "kind": "opaque" if opaque else "op", "opaque": opaque,
-                "child_count": 0, "outputs": [self._value(v) for v in outs[:LIST_CAP]],
+                "child_count": 0, "outputs": [self._brief(v) for v in outs[:LIST_CAP]],
                 "outputs_total": len(outs),
             }
+            weights = self._node_weights(ref)
+            if weights:
+                item["weights"] = weights[:LIST_CAP]
+                item["weights_total"] = len(weights)
+            return item
         c = ~ref
         grp = self.capture.groups[c]
         outs = sorted(self.bout[c + 1] or ())
+        ins = [v for v in sorted(self.bin[c + 1] or ()) if not self.is_weight(v)]
+        sigs, same = self._structure_index()
+        extra: dict[str, Any] = {
+            "inputs": [self._brief(v) for v in ins[:LIST_CAP]], "inputs_total": len(ins),
+            "params": self._group_params(c), "structure": sigs[c],
+        }
+        attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
+        for k in ("class", "path"):
+            if isinstance(attrs.get(k), str) and attrs[k]:
+                extra[k] = attrs[k]
+        count, index = same[c]
+        if count > 1:
+            extra["identical"] = {"count": count, "index": index}
         return {
+            **extra,
             "type": "group", "id": c, "key": f"g{c}", "label": grp.name,
             "sublabel": group_sublabel(grp.kind),
             "kind": grp.kind, "honest": group_wording(grp.kind)[0], "opaque": False,
@@ -646,7 +692,7 @@ class Projection:
             "node_count": self.node_count[c + 1],
             "first": self.first[c + 1] if self.node_count[c + 1] else None,
             "last": self.last[c + 1] if self.node_count[c + 1] else None,
-            "outputs": [self._value(v) for v in outs[:LIST_CAP]], "outputs_total": len(outs),
+            "outputs": [self._brief(v) for v in outs[:LIST_CAP]], "outputs_total": len(outs),
         }
 
     def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict) -> dict:
@@ -666,7 +712,7 @@ class Projection:
             "opaque": False, "opaque_count": opaque, "child_count": (b - a) if span == CHUNK else -(-(b - a) // CHUNK),
             "node_count": nodes, "range": [a, b],
             "first": first if first < self.n_nodes else None, "last": last if last >= 0 else None,
-            "outputs": [self._value(v) for v in out_list[:LIST_CAP]], "outputs_total": len(out_list),
+            "outputs": [self._brief(v) for v in out_list[:LIST_CAP]], "outputs_total": len(out_list),
         }
 
     def _range_counts(self, refs: list[int], a: int, b: int) -> tuple[int, int]:
@@ -696,6 +742,127 @@ class Projection:
         if not a and not b:
             return ""
         return a if a == b or not b else f"{a} … {b}" if a else b
+
+    # ------------------------------------------------------------------ weights and structure
+
+    def is_weight(self, v: int) -> bool:
+        """A value entering from outside that a card shows inside its consumers: a
+        parameter, buffer, variable or constant (capture inputs stay as pills)."""
+        named = self._names.get(v)
+        return named is not None and named[1] in WEIGHT_ROLES and self.producer[v] < 0
+
+    def _node_weights(self, i: int) -> list[dict]:
+        """The weights node ``i`` consumes, each once, in operand order. ``shared``: more
+        than one node uses it (tied embeddings), so it appears on each of them."""
+        c = self.cols
+        out = []
+        for v in dict.fromkeys(c.in_ref[c.in_off[i]:c.in_off[i + 1]]):
+            if v < 0 or not self.is_weight(v):
+                continue
+            d = self._brief(v)
+            d["value"] = d.pop("id")
+            uses = len(self.uses(v))
+            if uses > 1:
+                d["shared"] = uses
+            out.append(d)
+        return out
+
+    def _group_params(self, g: int) -> dict:
+        """Parameters used inside group ``g``: tensors, elements and bytes of the values
+        with a parameter role (Torch parameters, JAX variables) entering its subtree."""
+        got = self._group_weights.get(g)
+        if got is not None:
+            return got
+        tensors = count = bits = 0
+        values = self.capture.values
+        for v in self.bin[g + 1] or ():
+            named = self._names.get(v)
+            if named is None or named[1] not in PARAM_ROLES or self.producer[v] >= 0:
+                continue
+            val = values[v]
+            n = 1
+            for d in val.shape:
+                n *= d if isinstance(d, int) and d > 0 else 0 if d == 0 else 1
+            tensors += 1
+            count += n
+            bits += n * _DTYPE_BITS.get(val.dtype, 32)
+        got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
+        return got
+
+    def _structure_index(self) -> tuple[list[str], list[tuple[int, int]]]:
+        """A structural signature per group (kind, class, the op sequence and child
+        structures in program order, boundary shapes) and, per group, (how many siblings
+        share it, its index among them): "×N identical" blocks (GPT-2's 12 ``h.N``)."""
+        got = self._structure
+        if got is not None:
+            return got
+        import hashlib
+
+        groups = self.capture.groups
+        ng = len(groups)
+        values = self.capture.values
+        ops = self.cols.op
+
+        def shapes(table: dict | None) -> tuple:
+            out = []
+            for v in sorted(table or ()):
+                if self.is_weight(v):
+                    continue  # parameters are listed by shape below, in use order
+                val = values[v]
+                out.append((tuple(val.shape), val.dtype))
+            return tuple(out)
+
+        sigs = [""] * ng
+        for g in sorted(range(ng), key=lambda x: len(self.chain[x]), reverse=True):
+            _, refs, _ = self._ordered(g)
+            body = tuple(ops[r] if r >= 0 else sigs[~r] for r in refs)
+            grp = groups[g]
+            cls = grp.attrs.get("class") if isinstance(grp.attrs, dict) else None
+            weights = tuple((tuple(values[v].shape), values[v].dtype) for v in sorted(self.bin[g + 1] or ()) if self.is_weight(v))
+            text = repr((grp.kind, cls, body, shapes(self.bin[g + 1]), shapes(self.bout[g + 1]), weights))
+            sigs[g] = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+        same: list[tuple[int, int]] = [(1, 0)] * ng
+        for kids in self.child_groups:
+            by_sig: dict[str, list[int]] = {}
+            for c in kids:
+                by_sig.setdefault(sigs[c], []).append(c)
+            for members in by_sig.values():
+                if len(members) > 1:
+                    for k, c in enumerate(members):
+                        same[c] = (len(members), k)
+        got = self._structure = (sigs, same)
+        return got
+
+    def subtree(self, group: int, max_items: int = SUBTREE_ITEMS) -> dict:
+        """The ``children`` views of ``group`` and of every group and chunk below it,
+        breadth first, in one answer (Expand all): ``views`` maps each container's item key
+        (``"g-1"``, ``"g3"``, ``"c3:0"``) to its view. Stops before ``max_items`` items;
+        ``complete`` says whether everything below was included."""
+        group = int(group)
+        self._check_group(group)
+        max_items = max(1, min(int(max_items), SUBTREE_ITEMS))
+        views: dict[str, dict] = {}
+        frontier: list[tuple[str, int, int | None]] = [(f"g{group}", group, None)]
+        total = 0
+        complete = True
+        while frontier:
+            nxt: list[tuple[str, int, int | None]] = []
+            for key, g, chunk in frontier:
+                view = self.children(g, chunk)
+                if total + len(view["items"]) > max_items and views:
+                    complete = False
+                    nxt = []
+                    break
+                views[key] = view
+                total += len(view["items"])
+                for it in view["items"]:
+                    if it["type"] == "group" and it["child_count"]:
+                        nxt.append((it["key"], it["id"], None))
+                    elif it["type"] == "chunk":
+                        cg, ck = it["id"].split(":")
+                        nxt.append((it["key"], int(cg), int(ck)))
+            frontier = nxt
+        return {"group": group, "views": views, "items": total, "complete": complete}
 
     # ------------------------------------------------------------------ paths
 

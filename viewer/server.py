@@ -58,7 +58,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from capture import graphfile
 from capture.model import Capture, Frame
 
-from .projection import Projection, ProjectionError
+from .projection import SUBTREE_ITEMS, Projection, ProjectionError
 
 log = logging.getLogger("tensorviz.viewer")
 
@@ -662,6 +662,10 @@ class _Handler(BaseHTTPRequestHandler):
         group = _int_param(q, "group", -1)
         self._json(200, self._projection(q).children(group, q.get("chunk") or None))
 
+    def get_subtree(self, q: dict) -> None:
+        group = _int_param(q, "group", -1)
+        self._json(200, self._projection(q).subtree(group, _int_param(q, "max_items", SUBTREE_ITEMS)))
+
     def get_node(self, q: dict) -> None:
         self._json(200, self._projection(q).node(_int_param(q, "id")))
 
@@ -787,6 +791,7 @@ _GETS: dict[str, Callable[[_Handler, dict], None]] = {
     "captures": _Handler.get_captures,
     "capture": _Handler.get_capture,
     "children": _Handler.get_children,
+    "subtree": _Handler.get_subtree,
     "node": _Handler.get_node,
     "value": _Handler.get_value,
     "group": _Handler.get_group,

@@ -68,6 +68,10 @@ export class Api {
   children(group, chunk) {
     return this.get("children", { group, chunk });
   }
+  // Every container under `group` in one answer: {views:{key: children view}, complete}.
+  subtree(group) {
+    return this.get("subtree", { group });
+  }
   node(id) {
     return this.get("node", { id });
   }

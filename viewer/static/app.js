@@ -90,6 +90,26 @@ window.tensorviz = {
     if (it) r.centerOn(it);
     return !!it;
   },
+  // What an item is, by meaning, for tests that check layout: kind ("node" | "group" |
+  // "chunk" | "stack" | "in" | "out"), name (op, group name, value name), path (the group
+  // path, "Wrapped/gpt/transformer/h.3"), role (a boundary value's role; a group's class).
+  itemInfo(key) {
+    const m = state.model;
+    const it = m && m.scene && m.scene.byKey.get(key);
+    if (!it) return null;
+    const item = it.item || {};
+    const name = it.type === "in" || it.type === "out" ? item.name ?? null : item.label ?? null;
+    const path = m.paths.get(key) ?? (m.paths.get(it.parentKey) ?? null);
+    const role = it.type === "in" || it.type === "out" ? item.role ?? null : item.class ?? null;
+    return { kind: it.type, name, path, role, weight: !!item.weight, members: item.members ? [...item.members] : null, weights: (item.weights || []).map((w) => w.name) };
+  },
+  expandAll: () => expandAll(),
+  collapseAll: () => collapseAll(),
+  expandToDepth: (n) => expandToDepth(n),
+  setWeightPills: (on) => setWeightPills(on),
+  get weightPills() {
+    return state.model ? state.model.showWeights : false;
+  },
   fit: () => state.renderer && state.renderer.fit(),
   readable: () => state.renderer && state.renderer.readable(),
   panBy: (dx, dy) => state.renderer && state.renderer.panBy(dx, dy),
@@ -164,7 +184,8 @@ async function boot() {
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => state.renderer.setPalette());
   setStatus("Laying out…");
   try {
-    await state.model.autoExpand();
+    const saved = loadExpansion();
+    if (!(saved && (await state.model.restorePaths(saved)))) await state.model.autoExpand();
     mark("expanded");
     await relayout();
     mark("laid-out");
@@ -429,6 +450,14 @@ async function initSetup() {
 
 function wireToolbar() {
   $("btn-fit").onclick = () => state.renderer && state.renderer.fit();
+  $("btn-expand-all").onclick = () => expandAll();
+  $("btn-collapse-all").onclick = () => collapseAll();
+  $("depth").onchange = (e) => {
+    const n = Number(e.target.value);
+    e.target.value = "";
+    if (n > 0) expandToDepth(n);
+  };
+  $("btn-weights").onclick = () => setWeightPills(!(state.model && state.model.showWeights));
   $("btn-readable").onclick = () => readable();
   $("btn-zoom-in").onclick = () => zoomCentre(1.25);
   $("btn-zoom-out").onclick = () => zoomCentre(0.8);
@@ -568,7 +597,9 @@ function wireCanvas(canvas, minimap) {
       const [x, y] = local(e);
       const [wx, wy] = r.toWorld(x, y);
       const hit = state.model.hitTest(wx, wy);
-      select(hit ? hit.key : null);
+      const w = hit ? r.weightAt(hit, wx, wy) : -1;
+      if (w >= 0) selectWeight(hit.key, hit.item.weights[w].value);
+      else select(hit ? hit.key : null);
     }
     drag = null;
     canvas.classList.remove("dragging");
@@ -625,14 +656,106 @@ async function toggle(key) {
   }
   if (!ok) return;
   setStatus("");
-  const after = m.scene.byKey.get(key);
+  const after = m.scene.byKey.get(key) || (key.startsWith("s") ? m.scene.byKey.get(key.slice(1)) : null);
+  saveExpansion();
   if (anchor && after) {
     // Keep the toggled group where it was on screen; the rest moves around it.
     r.cam.tx = anchor[0] - after.x * r.cam.s;
     r.cam.ty = anchor[1] - after.y * r.cam.s;
     r.requestDraw();
   }
-  select(key);
+  select(after ? after.key : key);
+}
+
+// ------------------------------------------------------------------ expand all, depth, weights
+
+async function relayoutWith(status, change) {
+  const m = state.model;
+  const r = state.renderer;
+  if (!m || !r) return false;
+  setStatus(status);
+  const t0 = performance.now();
+  let ok = false;
+  try {
+    await change(m);
+    ok = await relayout();
+  } catch (err) {
+    setBanner("load", "error", "Error", `Could not lay out the graph: ${err.message || err}`);
+    setStatus("");
+    return false;
+  }
+  if (!ok) return false;
+  state.lastActionMs = performance.now() - t0;
+  setStatus("");
+  saveExpansion();
+  if (state.selected && !m.scene.byKey.get(state.selected)) select(null);
+  r.fit();
+  return true;
+}
+
+// Every group opened, every stack unfolded: one api/subtree request, one layout request.
+// Resolves when the scene is laid out (window.tensorviz.expandAll()).
+function expandAll() {
+  return relayoutWith("Expanding everything…", (m) => m.expandAll());
+}
+
+function collapseAll() {
+  return relayoutWith("Collapsing…", (m) => m.collapseAll());
+}
+
+function expandToDepth(n) {
+  return relayoutWith(`Expanding to depth ${n}…`, (m) => m.expandToDepth(n));
+}
+
+async function setWeightPills(on) {
+  const m = state.model;
+  if (!m) return false;
+  m.showWeights = !!on;
+  const b = $("btn-weights");
+  b.setAttribute("aria-pressed", String(m.showWeights));
+  b.classList.toggle("on", m.showWeights);
+  return relayoutWith(on ? "Drawing parameters as nodes…" : "Folding parameters into their ops…", () => {});
+}
+
+// A person's expansions, per profile, by group path: they survive a recapture.
+function expansionKey() {
+  const c = state.capture;
+  if (!c) return null;
+  const name = (c.recipe && (c.recipe.name || c.recipe.model)) || c.title;
+  return name ? `tensorviz.expanded.${name}` : null;
+}
+
+function loadExpansion() {
+  const k = expansionKey();
+  if (!k) return null;
+  try {
+    const raw = localStorage.getItem(k);
+    return raw ? JSON.parse(raw) : null;
+  } catch (err) {
+    return null;
+  }
+}
+
+function saveExpansion() {
+  const k = expansionKey();
+  if (!k || !state.model) return;
+  try {
+    localStorage.setItem(k, JSON.stringify(state.model.expansionPaths()));
+  } catch (err) {
+    // storage full or refused: the expansion is simply not remembered
+  }
+}
+
+// A weight line clicked inside an op's card: the op stays selected, the value is shown.
+function selectWeight(nodeKey, value) {
+  state.selected = nodeKey;
+  const r = state.renderer;
+  if (r) {
+    r.selected = nodeKey;
+    r.requestDraw();
+  }
+  state.selectedValue = value;
+  state.inspector.show(`w:${value}`, null);
 }
 
 function select(key) {

@@ -55,9 +55,18 @@ export class Inspector {
         if (guard()) this.showGroup(d, key);
       } else if (key.startsWith("c")) {
         this.showChunk(key, item || {});
+      } else if (key.startsWith("s")) {
+        // A stack of identical blocks: its first member stands for all of them.
+        const first = (item && item.members && item.members[0]) || key.slice(1);
+        const d = await this.api.group(Number(first.slice(1)));
+        if (guard()) this.showGroup(d, first);
       } else if (key.startsWith("in:") || key.startsWith("out:")) {
         const d = await this.api.value(Number(key.split(":")[1]));
         if (guard()) this.showValue(d, key.startsWith("in:") ? "group input" : "group output");
+      } else if (key.startsWith("w:")) {
+        // A weight line inside an op's card: "w:V".
+        const d = await this.api.value(Number(key.slice(2)));
+        if (guard()) this.showValue(d, "weight");
       }
     } catch (err) {
       if (!guard()) return;

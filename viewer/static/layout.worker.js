@@ -3,14 +3,19 @@
 //
 // Protocol (typed messages, see layout-client.js for the other side):
 //   in:  {type:"layout", seq, style, jobs:[{sig, items, edges}]}   jobs in post-order
-//        (an expanded child's own job comes before its parent's)
-//   out: {type:"result", seq, sig, layout, ms}  one per finished job
+//        (an expanded child's own job comes before its parent's). Items are by position:
+//        {kind, title, lines, tag, parts?, quiet?, expandedSig?, inner?:{w,h}}; edges
+//        {s, t, label} name items by position.
+//   out: {type:"result", seq, sig, layout, ms}  one per finished job; a layout is
+//        {w, h, boxes:[{x,y,w,h}] (by item position), edges:[{e, points, labelAt}]}
+//        (e: the job's edge position)
 //        {type:"done", seq, ms} | {type:"dropped", seq} | {type:"error", seq, sig, message}
 //
 // A newer request wins: between two jobs the worker yields to its event loop, and a
 // batch whose seq is no longer the newest is abandoned ("dropped"). Finished layouts are
-// cached by signature (container + expansion state of everything inside it), so expanding
-// one group only lays out that group and its ancestors, never the whole graph.
+// cached by signature, which is the container's content (viewmodel.js display lists), so
+// expanding one group only lays out that group and its ancestors, and structurally
+// identical groups are laid out once.
 //
 // Classic worker on purpose: ELK ships as a UMD bundle, loaded with importScripts.
 "use strict";
@@ -50,7 +55,7 @@ function textWidth(text, font, fallbackPx) {
 // Size of an item drawn as a card, from the style the renderer uses.
 function cardSize(item, style) {
   if (item.expandedSig) {
-    const inner = cache.get(item.expandedSig);
+    const inner = item.inner || cache.get(item.expandedSig);
     if (inner) {
       return {
         w: Math.max(inner.w + 2 * style.groupPadX, style.minGroupWidth),
@@ -72,10 +77,13 @@ function cardSize(item, style) {
     const h = item.quiet ? style.quietHeight : style.boundaryHeight;
     return { w: Math.max(item.quiet ? 64 : 80, Math.min(style.maxCardWidth, Math.ceil(w))), h };
   }
-  const toggle = item.kind === "group" || item.kind === "chunk" ? 20 : 0; // the +/- button
+  const toggle = item.kind === "group" || item.kind === "chunk" || item.kind === "stack" ? 20 : 0; // the +/- button
   let w = textWidth(item.title, style.fontTitle, 7.5) + toggle;
   if (item.tag) w += textWidth(item.tag, style.fontTag, 6) + 10 + style.tagGap;
-  for (const line of item.lines) w = Math.max(w, textWidth(line, style.fontMono, 7) + toggle);
+  const ws = item.weightStart ?? item.lines.length; // weight lines carry an 8px bullet
+  item.lines.forEach((line, i) => {
+    w = Math.max(w, textWidth(line, style.fontMono, 7) + toggle + (i >= ws ? 8 : 0));
+  });
   const h = style.padTop + style.titleHeight + item.lines.length * style.lineHeight + style.padBottom;
   return {
     w: Math.max(style.minCardWidth, Math.min(style.maxCardWidth, Math.ceil(w + 2 * style.padX))),
@@ -83,21 +91,26 @@ function cardSize(item, style) {
   };
 }
 
-// Tuned for speed on up to ~400 items (the server's chunk bound): one sweep of crossing
-// minimisation, longest-path layering and no greedy switch or post-compaction. On a
-// 400-node chain with skip edges this is about 3x faster than ELK's defaults, and the
-// drawings stay orderly because the items arrive in program order.
+// Chosen by measurement on real models (benchmarks/bench_viewer_readability.py) and on
+// the synthetic layered graphs (benchmarks/bench_viewer_browser.py): network-simplex
+// layering puts a parameter-free source (an input, a constant) next to its first use
+// instead of in the top layer; nodes keep program order (model order), so consecutive
+// blocks stack in one column; Brandes-Köpf placement with a balanced alignment keeps the
+// main path straight, residual edges run beside it. One sweep of crossing minimisation
+// and no greedy switch keep a 400-item container fast.
 const LAYOUT_OPTIONS = {
   "elk.algorithm": "layered",
   "elk.direction": "DOWN",
   "elk.edgeRouting": "ORTHOGONAL",
-  "elk.layered.spacing.nodeNodeBetweenLayers": "44",
-  "elk.layered.spacing.edgeNodeBetweenLayers": "18",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "40",
+  "elk.layered.spacing.edgeNodeBetweenLayers": "16",
   "elk.spacing.nodeNode": "28",
   "elk.spacing.edgeNode": "14",
   "elk.spacing.edgeEdge": "10",
   "elk.layered.nodePlacement.strategy": "BRANDES_KOEPF",
-  "elk.layered.layering.strategy": "LONGEST_PATH",
+  "elk.layered.nodePlacement.bk.fixedAlignment": "BALANCED",
+  "elk.layered.layering.strategy": "NETWORK_SIMPLEX",
+  "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
   "elk.layered.thoroughness": "1",
   "elk.layered.crossingMinimization.greedySwitch.type": "OFF",
   "elk.layered.compaction.postCompaction.strategy": "NONE",
@@ -105,17 +118,12 @@ const LAYOUT_OPTIONS = {
 };
 
 async function layoutJob(job, style) {
-  const sizes = new Map();
-  const children = job.items.map((item) => {
-    const s = cardSize(item, style);
-    sizes.set(item.key, s);
-    return { id: item.key, width: s.w, height: s.h };
-  });
-  const present = new Set(sizes.keys());
+  const sizes = job.items.map((item) => cardSize(item, style));
+  const children = sizes.map((s, i) => ({ id: "i" + i, width: s.w, height: s.h }));
   const edges = [];
   job.edges.forEach((e, i) => {
-    if (e.source === e.target || !present.has(e.source) || !present.has(e.target)) return;
-    edges.push({ id: "e" + i, sources: [e.source], targets: [e.target], _i: i });
+    if (e.s === e.t || !sizes[e.s] || !sizes[e.t]) return;
+    edges.push({ id: "e" + i, sources: ["i" + e.s], targets: ["i" + e.t] });
   });
   let out;
   try {
@@ -126,17 +134,16 @@ async function layoutJob(job, style) {
   } catch (err) {
     return fallbackLayout(job, sizes);
   }
-  const items = {};
+  const boxes = new Array(sizes.length);
   let w = 0;
   let h = 0;
   for (const c of out.children) {
-    items[c.id] = { x: c.x, y: c.y, w: c.width, h: c.height };
+    boxes[Number(c.id.slice(1))] = { x: c.x, y: c.y, w: c.width, h: c.height };
     w = Math.max(w, c.x + c.width);
     h = Math.max(h, c.y + c.height);
   }
   const routed = [];
   for (const e of out.edges || []) {
-    const src = job.edges[Number(e.id.slice(1))];
     const points = [];
     for (const s of e.sections || []) {
       points.push([s.startPoint.x, s.startPoint.y]);
@@ -148,9 +155,9 @@ async function layoutJob(job, style) {
       w = Math.max(w, px);
       h = Math.max(h, py);
     }
-    routed.push({ source: src.source, target: src.target, label: src.label || "", value: src.value, points, labelAt: labelPoint(points) });
+    routed.push({ e: Number(e.id.slice(1)), points, labelAt: labelPoint(points) });
   }
-  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), items, edges: routed };
+  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges: routed };
 }
 
 // Labels sit beside the middle of the longest vertical run, where they do not cover cards.
@@ -171,24 +178,23 @@ function labelPoint(points) {
 
 // Used only if ELK rejects a graph: program order, top to bottom, never an empty view.
 function fallbackLayout(job, sizes) {
-  const items = {};
+  const boxes = [];
   let y = 10;
   let w = 0;
-  for (const item of job.items) {
-    const s = sizes.get(item.key);
-    items[item.key] = { x: 10, y, w: s.w, h: s.h };
+  for (const s of sizes) {
+    boxes.push({ x: 10, y, w: s.w, h: s.h });
     y += s.h + 30;
     w = Math.max(w, s.w + 20);
   }
   const edges = [];
-  for (const e of job.edges) {
-    const a = items[e.source];
-    const b = items[e.target];
-    if (!a || !b || a === b) continue;
+  job.edges.forEach((e, i) => {
+    const a = boxes[e.s];
+    const b = boxes[e.t];
+    if (!a || !b || a === b) return;
     const p = [[a.x + a.w / 2, a.y + a.h], [b.x + b.w / 2, b.y]];
-    edges.push({ source: e.source, target: e.target, label: e.label || "", value: e.value, points: p, labelAt: [(p[0][0] + p[1][0]) / 2, (p[0][1] + p[1][1]) / 2] });
-  }
-  return { w, h: y, items, edges, fallback: true };
+    edges.push({ e: i, points: p, labelAt: [(p[0][0] + p[1][0]) / 2, (p[0][1] + p[1][1]) / 2] });
+  });
+  return { w, h: y, boxes, edges, fallback: true };
 }
 
 function remember(sig, layout) {

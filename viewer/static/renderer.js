@@ -11,6 +11,8 @@ import {
   MAX_ZOOM,
   MIN_ZOOM,
   READABLE_SCALE,
+  LEGIBLE_SCALE,
+  FIRST_SCALE,
   boundaryContent,
   kindStyle,
   readPalette,
@@ -114,10 +116,11 @@ export class Renderer {
     this.requestDraw();
   }
 
+  // Fit never zooms past 100 %: a small graph is shown at readable size, not blown up.
   fitScale() {
     if (!this.scene) return 1;
     const pad = 32;
-    return Math.min((this.width - 2 * pad) / this.scene.w, (this.height - 2 * pad) / this.scene.h, READABLE_SCALE * 1.5);
+    return Math.min((this.width - this.insetRight - 2 * pad) / this.scene.w, (this.height - 2 * pad) / this.scene.h, READABLE_SCALE);
   }
 
   // Fit may go below MIN_ZOOM: the whole graph, however small.
@@ -125,7 +128,7 @@ export class Renderer {
     if (!this.scene) return;
     const s = this.fitScale();
     this.cam.s = s;
-    this.cam.tx = (this.width - this.scene.w * s) / 2;
+    this.cam.tx = (this.width - this.insetRight - this.scene.w * s) / 2;
     this.cam.ty = (this.height - this.scene.h * s) / 2;
     this.requestDraw();
   }
@@ -147,13 +150,27 @@ export class Renderer {
     this.requestDraw();
   }
 
-  // Start of graph at readable detail: top-centre, or Fit when the graph is small.
+  // The first view: at a zoom where titles and lines are legible. The whole graph when it
+  // fits at that zoom; otherwise the top of the graph, centred on its inputs (the capture
+  // inputs' pills, where reading starts).
   home() {
     if (!this.scene) return;
-    if (this.fitScale() >= 0.85) return this.fit();
-    this.cam.s = READABLE_SCALE;
-    this.cam.tx = this.scene.w * this.cam.s <= this.width ? (this.width - this.scene.w) / 2 : 24;
-    this.cam.ty = 24;
+    if (this.fitScale() >= LEGIBLE_SCALE) return this.fit();
+    const s = FIRST_SCALE;
+    const root = this.scene.root;
+    const inputs = root.items.filter((it) => it.type === "in" && !(it.item && it.item.weight));
+    const anchor = inputs.length ? inputs : root.items.slice(0, 1);
+    const x0 = Math.min(...anchor.map((it) => it.x));
+    const x1 = Math.max(...anchor.map((it) => it.x + it.w));
+    const y0 = Math.min(...anchor.map((it) => it.y));
+    const view = this.width - this.insetRight;
+    this.cam.s = s;
+    // Centre the inputs, but never leave the graph's left edge inside the screen for nothing.
+    let tx = view / 2 - ((x0 + x1) / 2) * s;
+    if (this.scene.w * s <= view) tx = (view - this.scene.w * s) / 2;
+    else tx = Math.min(24, Math.max(view - 24 - this.scene.w * s, tx));
+    this.cam.tx = tx;
+    this.cam.ty = 24 - Math.max(0, y0 - 10) * s;
     this.requestDraw();
   }
 
@@ -215,7 +232,7 @@ export class Renderer {
       }
       if (it.expanded) this.drawExpandedGroup(it, depth);
       else if (it.type === "node") this.drawNode(it);
-      else if (it.type === "group" || it.type === "chunk") this.drawCollapsedGroup(it);
+      else if (it.type === "group" || it.type === "chunk" || it.type === "stack") this.drawCollapsedGroup(it);
       else this.drawBoundary(it);
     }
     if (specks) {
@@ -361,6 +378,7 @@ export class Renderer {
     const s = this.cam.s;
     const kind = it.type === "chunk" ? "chunk" : it.item.kind;
     const ks = kindStyle(p, kind);
+    const stack = it.type === "stack";
     if (s < LOD_TITLE) {
       ctx.fillStyle = ks.fill;
       ctx.fillRect(it.x, it.y, it.w, it.h);
@@ -372,19 +390,22 @@ export class Renderer {
       this.farLabel(it, it.item.label || it.key, ks.text, 7);
       return;
     }
-    // A second sheet behind the card says "there is more inside".
-    this.roundRect(it.x + 4, it.y + 4, it.w, it.h, 7);
-    ctx.fillStyle = ks.fill;
-    ctx.fill();
-    ctx.lineWidth = 1;
-    ctx.strokeStyle = ks.stroke;
-    ctx.stroke();
+    // A second sheet behind the card says "there is more inside"; a stack of identical
+    // blocks shows a deeper pile.
+    for (const d of stack ? [8, 4] : [4]) {
+      this.roundRect(it.x + d, it.y + d, it.w, it.h, 7);
+      ctx.fillStyle = ks.fill;
+      ctx.fill();
+      ctx.lineWidth = 1;
+      ctx.strokeStyle = ks.stroke;
+      ctx.stroke();
+    }
     this.roundRect(it.x, it.y, it.w, it.h, 7);
     ctx.fillStyle = ks.fill;
     ctx.fill();
     ctx.lineWidth = 1.4;
     ctx.stroke();
-    this.drawCardText(it, it.item.label || it.key, kind, ks.text, ks.stroke);
+    this.drawCardText(it, it.item.label || it.key, stack ? `×${it.item.stack_count}` : kind, ks.text, ks.stroke);
     if (s >= LOD_TEXT) this.drawToggle(it.x + it.w - 16, it.y + 14, "+", ks.stroke);
   }
 
@@ -437,14 +458,15 @@ export class Renderer {
     const p = this.palette;
     const x = it.x + S.padX;
     let y = it.y + S.padTop + S.titleHeight / 2;
-    const maxW = it.w - 2 * S.padX - (it.type === "group" || it.type === "chunk" ? 14 : 0);
+    const boxed = it.type === "group" || it.type === "chunk" || it.type === "stack";
+    const maxW = it.w - 2 * S.padX - (boxed ? 14 : 0);
     ctx.textAlign = "left";
     ctx.textBaseline = "middle";
     let tagW = 0;
     if (tag && s >= LOD_TEXT) {
       ctx.font = S.fontTag;
       tagW = (it._tagW ||= ctx.measureText(tag).width + 10);
-      const tx = it.x + it.w - S.padX - tagW - (it.type === "group" || it.type === "chunk" ? 18 : 0);
+      const tx = it.x + it.w - S.padX - tagW - (boxed ? 18 : 0);
       this.roundRect(tx, y - 8, tagW, 16, 8);
       ctx.fillStyle = tagColor || p.cardMuted;
       ctx.globalAlpha = 0.14;
@@ -465,10 +487,33 @@ export class Renderer {
     ctx.fillStyle = p.cardMuted;
     y = it.y + S.padTop + S.titleHeight + S.lineHeight / 2;
     if (!it._tl) it._tl = lines.map((l) => truncate(ctx, l, maxW));
-    for (const l of it._tl) {
-      ctx.fillText(l, x, y);
+    const ws = it.weightStart ?? it._tl.length;
+    it._tl.forEach((l, i) => {
+      if (i === ws) {
+        // The weights this op consumes: a rule, then one quiet line each (names in full).
+        ctx.fillStyle = p.quietStroke;
+        ctx.fillRect(x, y - S.lineHeight / 2 - 0.5, maxW, 1);
+        ctx.fillStyle = p.quietText;
+      }
+      if (i >= ws) {
+        ctx.fillStyle = p.quietText;
+        ctx.fillRect(x, y - 2, 4, 4);
+        ctx.fillText(l, x + 8, y);
+      } else {
+        ctx.fillText(l, x, y);
+      }
       y += S.lineHeight;
-    }
+    });
+  }
+
+  // Which weight line of a node card a world point is on: the weight's index, or -1.
+  weightAt(it, wx, wy) {
+    if (it.type !== "node" || it.weightStart === null || it.weightStart === undefined || this.cam.s < LOD_TEXT) return -1;
+    const row = Math.floor((wy - it.y - S.padTop - S.titleHeight) / S.lineHeight);
+    const k = row - it.weightStart;
+    const ws = (it.item && it.item.weights) || [];
+    if (!(k >= 0 && k < ws.length && k < it.lines.length - it.weightStart && wx >= it.x && wx <= it.x + it.w)) return -1;
+    return it.lines[it.weightStart + k].startsWith("+") ? -1 : k; // "+N more" is not a weight
   }
 
   drawExpandedGroup(it, depth) {

@@ -35,6 +35,10 @@ export const READABLE_SCALE = 1;
 export const LOD_TEXT = 0.6; // titles and lines
 export const LOD_TITLE = 0.42; // titles only (13px titles are ~5.5px on screen here)
 export const LOD_EDGE_LABELS = 0.7;
+// The first view opens at a zoom where titles and lines are legible: the whole graph when
+// it fits at LEGIBLE_SCALE or more, else FIRST_SCALE on the graph's inputs.
+export const LEGIBLE_SCALE = 0.6;
+export const FIRST_SCALE = 0.8;
 // Wheel zoom stops here; only Fit may go further out.
 export const MIN_ZOOM = 0.2;
 export const MAX_ZOOM = 4;

@@ -6,9 +6,14 @@
 // absolutely positioned items and routed edges that the renderer draws.
 //
 // Keys: items and containers share the server's item keys ("n12", "g3", "c3:2"); the
-// root container is "g-1". A container's layout signature is its key plus the signatures
-// of the expanded containers inside it, so a layout is reused until something inside it
-// changes: expanding one group lays out that group and its ancestors only.
+// root container is "g-1"; a stack of identical sibling groups is "s" + its first
+// member's key ("sg5"). Each container is turned into a display list (what is drawn in
+// it, in program order: parameters folded into their ops, runs of identical blocks
+// folded into one stack card) whose layout signature is its *content*: the items' kinds,
+// texts and the signatures of the expanded containers inside them, and the edges by
+// position. So a layout is reused until something inside it changes (expanding one
+// group lays out that group and its ancestors only), and structurally identical groups
+// (GPT-2's twelve blocks) share one layout.
 
 import { CARD_STYLE, boundaryContent, formatValue } from "./theme.js";
 
@@ -21,8 +26,24 @@ export function itemKey(item) {
 }
 
 export function isContainerKey(key) {
-  return key.startsWith("g") || key.startsWith("c");
+  return key.startsWith("g") || key.startsWith("c") || key.startsWith("s");
 }
+
+// A short, stable hash of a layout's content (cyrb53): the cache key of its layout.
+function hash(text) {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (h2 >>> 0).toString(36) + (h1 >>> 0).toString(36) + ":" + text.length.toString(36);
+}
+
+const MIN_STACK = 2; // identical consecutive sibling groups that fold into one stack card
 
 function containerParams(key) {
   if (key.startsWith("c")) {
@@ -39,6 +60,11 @@ export class GraphModel {
     this.containers = new Map(); // key -> children response (items, edges, inputs, outputs, chunked)
     this.loading = new Map(); // key -> promise
     this.expanded = new Set([ROOT]);
+    this.unfolded = new Set(); // stack keys ("sg5") the person opened into their members
+    this.showWeights = false; // parameters as separate pills (toolbar toggle) instead of card lines
+    this.paths = new Map([[ROOT, ""]]); // container key -> group path ("Wrapped/gpt/h.3"), for memory
+    this.modulePaths = new Map(); // container key -> the module's attribute path ("gpt.h.3"), chunks inherit
+    this.stackOf = new Map(); // member key -> stack key, for the current display lists
     this.scene = null;
     this.version = 0; // bumped on every new scene
     this.lastLayoutMs = 0;
@@ -49,7 +75,7 @@ export class GraphModel {
     if (!this.loading.has(key)) {
       const [group, chunk] = containerParams(key);
       const p = this.api.children(group, chunk).then((data) => {
-        this.containers.set(key, data);
+        this.adopt(key, data);
         this.loading.delete(key);
         return data;
       }, (err) => {
@@ -59,6 +85,38 @@ export class GraphModel {
       this.loading.set(key, p);
     }
     return this.loading.get(key);
+  }
+
+  adopt(key, data) {
+    this.containers.set(key, data);
+    const base = this.paths.get(key) ?? "";
+    for (const item of data.items) {
+      if (item.type === "node") continue;
+      const within = item.type === "chunk" ? this.modulePaths.get(key) : item.path;
+      if (within) this.modulePaths.set(itemKey(item), within);
+      const name = item.type === "chunk" ? `#${String(item.id).split(":")[1]}` : String(item.label ?? item.id);
+      this.paths.set(itemKey(item), base ? `${base}/${name}` : name);
+    }
+  }
+
+  // Loads every container under `key` in one request (api/subtree), so that Expand all
+  // costs one round trip, not one per group.
+  async loadSubtree(key = ROOT) {
+    const [group] = containerParams(key);
+    const res = await this.api.subtree(group);
+    const views = res.views || {};
+    // Parents before children, so that each container's path is known when it arrives.
+    const order = [];
+    const seen = new Set();
+    const visit = (k) => {
+      if (seen.has(k) || !views[k]) return;
+      seen.add(k);
+      order.push(k);
+      for (const item of views[k].items) if (item.type !== "node") visit(itemKey(item));
+    };
+    visit(key);
+    for (const k of order) if (!this.containers.has(k)) this.adopt(k, views[k]);
+    return res;
   }
 
   // Loads every expanded container reachable from the root (in parallel per level).
@@ -81,6 +139,7 @@ export class GraphModel {
     const data = this.containers.get(key);
     if (!data) return [];
     const out = [];
+    // (a stacked member is never expanded: expanding one unfolds its stack first)
     for (const item of data.items) {
       if (item.type === "node") continue;
       const k = itemKey(item);
@@ -89,41 +148,115 @@ export class GraphModel {
     return out;
   }
 
-  signature(key, memo = new Map()) {
+  // What is drawn in a container, in order, with its edges by position and its content
+  // signature. Memoised per refresh (`memo`); see the header for the rules.
+  display(key, memo) {
     if (memo.has(key)) return memo.get(key);
-    const kids = this.expandedChildren(key);
-    const sig = kids.length ? `${key}{${kids.map((k) => this.signature(k, memo)).join(",")}}` : key;
-    memo.set(key, sig);
-    return sig;
-  }
-
-  // Layout jobs for every container whose layout (for its current signature) is missing,
-  // children before parents.
-  jobs() {
-    const memo = new Map();
-    const jobs = [];
-    const visit = (key) => {
-      for (const k of this.expandedChildren(key)) visit(k);
-      const sig = this.signature(key, memo);
-      if (!this.layout.has(sig)) jobs.push(this.job(key, sig, memo));
-    };
-    visit(ROOT);
-    return jobs;
-  }
-
-  job(key, sig, memo) {
     const data = this.containers.get(key);
     const items = [];
-    for (const b of data.inputs || []) items.push(boundaryJob("in", b));
-    for (const item of data.items) {
-      const k = itemKey(item);
-      const entry = { key: k, kind: item.type, title: item.label || k, lines: cardLines(item), tag: cardTag(item) };
-      if (item.type !== "node" && this.expanded.has(k) && this.containers.has(k)) entry.expandedSig = this.signature(k, memo);
+    const keys = [];
+    const index = new Map();
+    const add = (k, entry) => {
+      index.set(k, items.length);
+      keys.push(k);
       items.push(entry);
+    };
+    const weightPills = this.showWeights;
+    for (const b of data.inputs || []) {
+      if (b.weight && !weightPills) continue;
+      add(`in:${b.value}`, boundaryJob("in", b));
     }
-    for (const b of data.outputs || []) items.push(boundaryJob("out", b));
-    const edges = (data.edges || []).map((e) => ({ source: e.source, target: e.target, label: e.label || "", value: e.value }));
-    return { sig, key, items, edges };
+    const list = data.items;
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i];
+      const k = itemKey(item);
+      const run = this.stackRun(list, i);
+      if (run > 1) {
+        const sk = "s" + k;
+        const members = list.slice(i, i + run);
+        for (const m of members) {
+          this.stackOf.set(itemKey(m), sk);
+          index.set(itemKey(m), items.length);
+        }
+        add(sk, { kind: "stack", title: stackTitle(members), lines: stackLines(members), tag: `×${run}`, members: members.map(itemKey) });
+        i += run - 1;
+        continue;
+      }
+      const entry = { kind: item.type, title: item.label || k, lines: cardLines(item), tag: cardTag(item) };
+      if (item.type === "node" && !weightPills && item.weights && item.weights.length) {
+        entry.weightStart = entry.lines.length;
+        entry.lines = entry.lines.concat(weightLines(item, this.modulePaths.get(key)));
+      }
+      if (item.type !== "node" && this.expanded.has(k) && this.containers.has(k)) entry.expandedSig = this.display(k, memo).sig;
+      add(k, entry);
+    }
+    for (const b of data.outputs || []) add(`out:${b.value}`, boundaryJob("out", b));
+    const edges = [];
+    const seen = new Set();
+    for (const e of data.edges || []) {
+      if (e.weight && !weightPills) continue;
+      const si = index.get(e.source);
+      const ti = index.get(e.target);
+      if (si === undefined || ti === undefined || si === ti) continue;
+      // Into or out of a stack, one edge per (source, target, label) is enough.
+      const stacked = keys[si].startsWith("s") || keys[ti].startsWith("s");
+      const dedupe = stacked ? `${si}>${ti}|${e.label || ""}` : null;
+      if (dedupe) {
+        if (seen.has(dedupe)) continue;
+        seen.add(dedupe);
+      }
+      edges.push({ s: si, t: ti, label: e.label || "", value: e.value, source: keys[si], target: keys[ti] });
+    }
+    const text = JSON.stringify([
+      items.map((it) => [it.kind, it.title, it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.expandedSig || null]),
+      edges.map((e) => [e.s, e.t, e.label]),
+    ]);
+    const d = { key, keys, items, edges, sig: hash(text) };
+    memo.set(key, d);
+    return d;
+  }
+
+  // How many consecutive items from `list[i]` fold into one stack card (1: none): sibling
+  // groups with the same structure (the server's `structure`), none expanded, not opened.
+  stackRun(list, i) {
+    const first = list[i];
+    if (first.type !== "group" || !first.identical || !first.structure) return 1;
+    const sk = "s" + itemKey(first);
+    if (this.unfolded.has(sk)) return 1;
+    let j = i;
+    while (j < list.length && list[j].type === "group" && list[j].structure === first.structure && !this.expanded.has(itemKey(list[j]))) j++;
+    return j - i >= MIN_STACK ? j - i : 1;
+  }
+
+  signature(key, memo = new Map()) {
+    return this.display(key, memo).sig;
+  }
+
+  // Layout jobs for every container whose layout (for its current content) is missing,
+  // children before parents; one job per distinct content.
+  jobs() {
+    const memo = new Map();
+    this.stackOf.clear();
+    const jobs = [];
+    const queued = new Set();
+    const visit = (key) => {
+      for (const k of this.expandedChildren(key)) visit(k);
+      const d = this.display(key, memo);
+      if (!this.layout.has(d.sig) && !queued.has(d.sig)) {
+        queued.add(d.sig);
+        // An expanded child's size, when its layout is known here (the worker's cache is
+        // bounded; this one is not), so the worker never needs to have kept it.
+        const items = d.items.map((it) => {
+          if (!it.expandedSig || !this.layout.has(it.expandedSig)) return it;
+          const inner = this.layout.get(it.expandedSig);
+          return { ...it, inner: { w: inner.w, h: inner.h } };
+        });
+        jobs.push({ sig: d.sig, items, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })) });
+      }
+    };
+    visit(ROOT);
+    this.memo = memo;
+    return jobs;
   }
 
   // Loads, lays out and composes. Resolves true when a new scene is ready, false when a
@@ -145,6 +278,10 @@ export class GraphModel {
 
   toggle(key) {
     if (!isContainerKey(key) || key === ROOT) return false;
+    if (key.startsWith("s")) {
+      this.unfold(key);
+      return true;
+    }
     if (this.expanded.has(key)) {
       // Collapse the subtree too, so that re-expanding shows one level at a time.
       for (const k of [...this.expanded]) if (k !== ROOT && this.isInside(k, key)) this.expanded.delete(k);
@@ -164,60 +301,180 @@ export class GraphModel {
     return false;
   }
 
-  // Expand the initial levels: follow single-child chains, and open the next level while
-  // the number of visible items stays small (a first paint must stay cheap at any size).
-  async autoExpand(budget = 60) {
-    let frontier = [ROOT];
-    let visible = 0;
-    for (let depth = 0; depth < 6 && frontier.length; depth++) {
-      const datas = await Promise.all(frontier.map((k) => this.load(k)));
-      visible = datas.reduce((n, d) => n + d.items.length, 0);
-      const next = [];
-      for (const data of datas) for (const item of data.items) if (item.type !== "node") next.push(itemKey(item));
-      if (!next.length) break;
-      const counts = datas.flatMap((d) => d.items.filter((it) => it.type !== "node").map((it) => Number(it.child_count) || 0));
-      const added = counts.reduce((a, b) => a + b, 0);
-      const single = next.length === 1 && visible <= 3;
-      if (!single && visible - next.length + added > budget) break;
-      for (const k of next) this.expanded.add(k);
-      frontier = next;
+  // The first view: collapsed, then breadth first, open a group only while the number of
+  // drawn items stays within `budget` (a readable first screen, and a first paint that
+  // stays cheap at any size). A program split into chunks opens its first chunk whatever
+  // its size, so a flat program opens on its first ops, not on three chunk cards.
+  async autoExpand(budget = 48) {
+    const root = await this.load(ROOT);
+    let visible = this.drawnCount(root);
+    const queue = this.candidates(root);
+    let opened = 0;
+    while (queue.length && opened < 64) {
+      const { key, item, first } = queue.shift();
+      const estimate = Number(item.child_count) || 0;
+      const force = item.type === "chunk" && first && opened === 0;
+      if (!force && visible + estimate > budget) continue;
+      const data = await this.load(key);
+      this.expanded.add(key);
+      visible += this.drawnCount(data);
+      opened++;
+      queue.push(...this.candidates(data));
     }
+  }
+
+  // Items a container draws, with stacks folded and parameters inside their ops.
+  drawnCount(data) {
+    let n = (data.outputs || []).length;
+    for (const b of data.inputs || []) if (!b.weight || this.showWeights) n++;
+    for (let i = 0; i < data.items.length; i += this.stackRun(data.items, i)) n++;
+    return n;
+  }
+
+  // The groups and chunks of a container that may be opened, in order (not folded ones).
+  candidates(data) {
+    const out = [];
+    let first = true;
+    for (let i = 0; i < data.items.length; ) {
+      const run = this.stackRun(data.items, i);
+      const item = data.items[i];
+      if (run === 1 && item.type !== "node" && Number(item.child_count) > 0) {
+        out.push({ key: itemKey(item), item, first: item.type === "chunk" && first });
+        if (item.type === "chunk") first = false;
+      }
+      i += run;
+    }
+    return out;
   }
 
   // Layouts → absolute scene.
   compose() {
     const byKey = new Map();
-    const memo = new Map();
-    const build = (key, ox, oy, parentKey) => {
-      const sig = this.signature(key, memo);
-      const layout = this.layout.get(sig);
+    const memo = this.memo || new Map();
+    const build = (key, ox, oy) => {
+      const d = this.display(key, memo);
+      const layout = this.layout.get(d.sig);
       const data = this.containers.get(key);
-      const container = { key, sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges: layout.edges, data };
       const byItem = new Map(data.items.map((it) => [itemKey(it), it]));
-      for (const [k, box] of Object.entries(layout.items)) {
+      const edges = layout.edges.map((le) => {
+        const e = d.edges[le.e];
+        return { source: e.source, target: e.target, label: e.label, value: e.value, points: le.points, labelAt: le.labelAt };
+      });
+      const container = { key, sig: d.sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges, data };
+      d.keys.forEach((k, i) => {
+        const box = layout.boxes[i];
         const item = byItem.get(k);
+        const entry = d.items[i];
         const sceneItem = {
           key: k,
-          type: item ? item.type : k.startsWith("in:") ? "in" : "out",
-          item: item || boundaryItem(data, k),
+          type: k.startsWith("s") ? "stack" : item ? item.type : k.startsWith("in:") ? "in" : "out",
+          item: k.startsWith("s") ? stackItem(entry, byItem) : item || boundaryItem(data, k),
           x: ox + box.x,
           y: oy + box.y,
           w: box.w,
           h: box.h,
           parentKey: key,
           expanded: null,
-          lines: item ? cardLines(item) : [],
+          lines: entry.lines || [],
+          weightStart: entry.weightStart ?? null,
         };
-        if (item && item.type !== "node" && this.expanded.has(k) && this.containers.has(k)) {
-          sceneItem.expanded = build(k, sceneItem.x + CARD_STYLE.groupPadX, sceneItem.y + CARD_STYLE.groupHeader, k);
+        if (item && item.type !== "node" && entry.expandedSig) {
+          sceneItem.expanded = build(k, sceneItem.x + CARD_STYLE.groupPadX, sceneItem.y + CARD_STYLE.groupHeader);
         }
         container.items.push(sceneItem);
         byKey.set(k, sceneItem);
-      }
+      });
       return container;
     };
-    const root = build(ROOT, 0, 0, null);
+    const root = build(ROOT, 0, 0);
     return { root, byKey, w: root.w, h: root.h, count: byKey.size };
+  }
+
+  // ------------------------------------------------------------------ expansion actions
+
+  // Opens a stack into its members, the first one expanded.
+  unfold(stackKey) {
+    this.unfolded.add(stackKey);
+    const first = stackKey.slice(1);
+    if (this.containers.has(first) || isContainerKey(first)) this.expanded.add(first);
+  }
+
+  // Every group and chunk, every stack unfolded: one api/subtree request, one layout pass.
+  async expandAll() {
+    const res = await this.loadSubtree(ROOT);
+    for (const [k, data] of this.containers) {
+      this.expanded.add(k);
+      for (const item of data.items) {
+        if (item.type === "node") continue;
+        const ik = itemKey(item);
+        if (item.type === "chunk" || this.containers.has(ik)) this.expanded.add(ik);
+        if (item.identical) this.unfolded.add("s" + ik);
+      }
+    }
+    return res;
+  }
+
+  collapseAll() {
+    this.expanded = new Set([ROOT]);
+    this.unfolded.clear();
+  }
+
+  // Expands every group and chunk down to `depth` levels below the root (stacks stay folded
+  // unless a member is inside the depth and the person opened it).
+  async expandToDepth(depth) {
+    this.collapseAll();
+    let frontier = [ROOT];
+    for (let d = 0; d < depth && frontier.length; d++) {
+      const datas = await Promise.all(frontier.map((k) => this.load(k)));
+      const next = [];
+      for (const data of datas) {
+        for (const item of data.items) {
+          if (item.type === "node" || !(item.child_count > 0)) continue;
+          const k = itemKey(item);
+          this.expanded.add(k);
+          if (item.identical) this.unfolded.add("s" + k);
+          next.push(k);
+        }
+      }
+      frontier = next;
+    }
+  }
+
+  // The expansion as group paths, which survive a recapture (ids do not).
+  expansionPaths() {
+    const open = [];
+    for (const k of this.expanded) if (k !== ROOT && this.paths.has(k)) open.push(this.paths.get(k));
+    const stacks = [];
+    for (const k of this.unfolded) if (this.paths.has(k.slice(1))) stacks.push(this.paths.get(k.slice(1)));
+    return { open, stacks };
+  }
+
+  // Re-opens what `expansionPaths()` recorded, level by level; false when nothing matched.
+  async restorePaths(saved) {
+    const open = new Set(saved.open || []);
+    const stacks = new Set(saved.stacks || []);
+    if (!open.size) return false;
+    let frontier = [ROOT];
+    let matched = 0;
+    while (frontier.length) {
+      const datas = await Promise.all(frontier.map((k) => this.load(k)));
+      const next = [];
+      for (const data of datas) {
+        for (const item of data.items) {
+          if (item.type === "node") continue;
+          const k = itemKey(item);
+          const path = this.paths.get(k);
+          if (stacks.has(path)) this.unfolded.add("s" + k);
+          if (open.has(path) && (item.child_count > 0)) {
+            this.expanded.add(k);
+            matched++;
+            next.push(k);
+          }
+        }
+      }
+      frontier = next;
+    }
+    return matched > 0;
   }
 
   // Makes an item visible. `itemPath` is the server's list of item keys from the root to
@@ -227,6 +484,14 @@ export class GraphModel {
   async revealPath(itemPath) {
     const keys = itemPath.slice(0, -1).filter((k) => isContainerKey(k) && k !== ROOT);
     for (const k of keys) this.expanded.add(k);
+    return this.unstack(itemPath[itemPath.length - 1]);
+  }
+
+  // Refreshes; when `target` ended up folded inside a stack card, opens that stack.
+  async unstack(target) {
+    const ok = await this.refresh();
+    if (!ok || !target || !this.stackOf.has(target) || this.scene.byKey.has(target)) return ok;
+    this.unfolded.add(this.stackOf.get(target));
     return this.refresh();
   }
 
@@ -243,7 +508,7 @@ export class GraphModel {
       this.expanded.add(step);
       container = step;
     }
-    return this.refresh();
+    return this.unstack(target);
   }
 
   // Which container under `container` directly holds item `key`: itself, or one of its
@@ -289,6 +554,8 @@ export class GraphModel {
   }
 }
 
+const WEIGHT_LINES = 4; // weights listed on an op's card before "+N more"
+
 export function cardLines(item) {
   if (item.type === "node") {
     const outs = (item.outputs || []).map(formatValue);
@@ -302,6 +569,14 @@ export function cardLines(item) {
   const count = (n, word) => `${Number(n).toLocaleString("en-US")} ${word}${Number(n) === 1 ? "" : "s"}`;
   if (item.type === "chunk") {
     if (item.sublabel) lines.push(String(item.sublabel));
+  } else if (item.type === "group") {
+    // What is inside: class (or scope kind), parameters, then what goes in and out.
+    const head = [item.class || item.honest || item.sublabel || item.kind];
+    const pc = item.params && item.params.count;
+    if (pc) head.push(`${formatCount(pc)} params`, formatBytes(item.params.bytes));
+    lines.push(head.filter(Boolean).join(" · "));
+    const io = shapesLine(item);
+    if (io) lines.push(io);
   } else if (item.honest) {
     lines.push(String(item.honest));
   } else if (item.sublabel) {
@@ -311,8 +586,71 @@ export function cardLines(item) {
   if (item.node_count !== undefined && item.node_count !== null) bits.push(count(item.node_count, "op"));
   else if (item.child_count !== undefined && item.child_count !== null) bits.push(count(item.child_count, "item"));
   if (item.opaque_count) bits.push(`${Number(item.opaque_count).toLocaleString("en-US")} opaque`);
+  if (item.identical && item.identical.count > 1) bits.push(`×${item.identical.count} identical`);
   if (bits.length) lines.push(bits.join(" · "));
   return lines;
+}
+
+// The lines an op's card lists for the weights it consumes (Netron's habit), after its
+// own lines: `name  f32[768,2304]`, `shared` when several ops use it, "+N more" past a few.
+export function weightLines(item, within) {
+  const ws = item.weights || [];
+  if (!ws.length) return [];
+  // Inside module `gpt.h.0.attn`, `gpt.h.0.attn.c_attn.weight` reads `c_attn.weight`: the
+  // card sits in that module's box already (the inspector gives the full name).
+  const short = (name) => (within && name.startsWith(within + ".") ? name.slice(within.length + 1) : name);
+  const lines = ws.slice(0, WEIGHT_LINES).map((w) => `${short(w.name || "weight")}  ${formatValue(w)}${w.shared ? "  shared" : ""}`);
+  const total = item.weights_total ?? ws.length;
+  if (total > WEIGHT_LINES) lines.push(`+${total - WEIGHT_LINES} more`);
+  return lines;
+}
+
+function shapesLine(item) {
+  const fmt = (list, total) => {
+    if (!list || !list.length) return "";
+    const shown = list.slice(0, 2).map(formatValue).join(", ");
+    return (total ?? list.length) > 2 ? `${shown} +${(total ?? list.length) - 2}` : shown;
+  };
+  const a = fmt(item.inputs, item.inputs_total);
+  const b = fmt(item.outputs, item.outputs_total);
+  if (!a && !b) return "";
+  return `${a || "·"} → ${b || "·"}`;
+}
+
+export function formatCount(n) {
+  n = Number(n);
+  if (n >= 1e9) return (n / 1e9).toFixed(n >= 1e10 ? 1 : 2) + " B";
+  if (n >= 1e6) return (n / 1e6).toFixed(n >= 1e7 ? 1 : 2) + " M";
+  if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 1 : 2) + " k";
+  return String(n);
+}
+
+export function formatBytes(b) {
+  b = Number(b);
+  if (b >= 1e9) return (b / 1e9).toFixed(1) + " GB";
+  if (b >= 1e6) return (b / 1e6).toFixed(1) + " MB";
+  if (b >= 1e3) return (b / 1e3).toFixed(1) + " kB";
+  return `${b} B`;
+}
+
+function stackTitle(members) {
+  const a = members[0].label;
+  const b = members[members.length - 1].label;
+  return a === b ? String(a) : `${a} … ${b}`;
+}
+
+function stackLines(members) {
+  const lines = cardLines(members[0]);
+  const per = members[0].node_count;
+  const total = members.reduce((n, m) => n + (Number(m.node_count) || 0), 0);
+  lines[lines.length - 1] = `${members.length} identical · ${Number(total).toLocaleString("en-US")} ops (${per} each)`;
+  return lines;
+}
+
+function stackItem(entry, byItem) {
+  const members = entry.members.map((k) => byItem.get(k)).filter(Boolean);
+  const first = members[0] || {};
+  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length };
 }
 
 // A boundary pill for the layout worker: the exact text parts it will measure.
