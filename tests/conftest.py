@@ -4,7 +4,10 @@ Tests that need an optional heavy dependency (jax, torch, Chromium, Neovim, Node
 marked and skip with a reason when it is missing, so a partial install still says
 something useful. CI must not pass by skipping: `.ci/run` sets
 ``TENSORVIZ_STRICT_SKIPS=1``, which turns every skip into a failure except those whose
-reason is a fact about the machine that no install can change (listed below).
+reason is a fact about the machine that no install can change (listed below). That
+holds for a skip while a test runs and for a skip at collection (a module-level
+``pytest.importorskip`` skips a whole file, a conftest's skips a whole folder): the
+latter becomes a collection error.
 """
 
 from __future__ import annotations
@@ -13,19 +16,57 @@ import os
 
 import pytest
 
-# Skips that are legitimate on CI's machine: a Python newer than the one a test is
-# about, or a GPU that this CPU-only test expects to be absent.
-_MACHINE_FACTS = ("parses PEP 695", "this machine has CUDA", "needs POSIX")
+# Skips that are legitimate on CI's machine, each a fact no install can change: a Python
+# newer than the one a test is about, a GPU that a CPU-only test expects to be absent (or
+# that a GPU test needs and this machine lacks), a platform without POSIX, and a clone
+# without the project's shared folder beside it (the spec is checked where it is there).
+MACHINE_FACTS = (
+    "parses PEP 695",
+    "this machine has CUDA",
+    "this machine has no CUDA GPU",
+    "needs POSIX",
+    "the specification is not beside this checkout",
+)
+STRICT_ENV = "TENSORVIZ_STRICT_SKIPS"
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    if not report.skipped or os.environ.get("TENSORVIZ_STRICT_SKIPS") != "1":
-        return
-    reason = str(report.longrepr[-1] if isinstance(report.longrepr, tuple) else report.longrepr)
-    if any(fact in reason for fact in _MACHINE_FACTS):
-        return
-    report.outcome = "failed"
-    report.longrepr = f"skipped under TENSORVIZ_STRICT_SKIPS=1 (CI installs everything): {reason}"
+def _strict() -> bool:
+    return os.environ.get(STRICT_ENV) == "1"
+
+
+def _reason(report: pytest.CollectReport | pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[-1] if isinstance(longrepr, tuple) else longrepr)
+
+
+def _refused(reason: str) -> str | None:
+    """The failure text for a skip strict mode refuses, or None for a machine fact."""
+    if any(fact in reason for fact in MACHINE_FACTS):
+        return None
+    return f"skipped under {STRICT_ENV}=1 (CI installs everything): {reason}"
+
+
+class StrictSkips:
+    """A plugin, not conftest hooks: pytest hides a conftest's hooks from a folder whose
+    own conftest has not loaded, and a folder whose conftest skips never loads it."""
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        _fail_if_refused(outcome.get_result())
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        outcome = yield
+        _fail_if_refused(outcome.get_result())
+
+
+def _fail_if_refused(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if report.skipped and _strict() and (message := _refused(_reason(report))):
+        report.outcome = "failed"
+        report.longrepr = message
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin("tensorviz-strict-skips"):
+        config.pluginmanager.register(StrictSkips(), "tensorviz-strict-skips")
