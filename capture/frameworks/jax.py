@@ -23,7 +23,11 @@ copied.
 Inputs: array leaves of registered PyTrees are traced; every other leaf (Python
 scalars, strings…) stays static, closed over, so a configured boolean can select
 Python control flow. Containers are rebuilt only by JAX's own unflattening, with its
-tracers; the capture's structure comes from JAX's key paths.
+tracers; the capture's structure comes from JAX's key paths. ``meta["input_names"]``
+names each traced leaf as a person wrote it: positional arguments after the parameter
+of the callable they bind to (``x``, ``w1``), keyword arguments after their key, Linen
+variables from their collection (``params.Dense_0.kernel``), NNX state by attribute path
+(``lin.kernel``), each continued by its PyTree path.
 
 Setup runs under the profile's device: ``jax.default_device`` scopes the model import,
 initialisation, input factories and tracing. An unavailable backend or index fails in
@@ -35,16 +39,17 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 import sys
 import types
 import typing
 import warnings
 from typing import Any, Callable
 
-from ..jaxpr_convert import convert, is_array_leaf, structure_of
+from ..jaxpr_convert import _key_of, convert, is_array_leaf, structure_of
 from ..model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
-from ..worker.context import CaptureContext, import_framework, parse_device
+from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
@@ -260,12 +265,18 @@ class _NarrowingWatch:
 
 class _Plan:
     """How to call the selected object: ``call(state, *args, **kwargs)`` with ``state``
-    a PyTree traced as jaxpr arguments before the inputs (Linen variables, NNX state)."""
+    a PyTree traced as jaxpr arguments before the inputs (Linen variables, NNX state).
+    ``callee`` receives the inputs (the function, the Linen or NNX module whose
+    ``__call__`` runs): its signature names them. ``module_labels`` names each NNX
+    module of a split state (its top-level key) by where the callable holds it."""
 
     def __init__(self, kind: str, call: Callable[..., Any], state: Any = (), state_key: str | None = None,
-                 state_label: str | None = None, fresh_linen: Any = None, state_note: str | None = None) -> None:
+                 state_label: str | None = None, fresh_linen: Any = None, state_note: str | None = None,
+                 *, callee: Any = None, module_labels: list[str] | None = None) -> None:
         self.kind = kind
         self.call = call
+        self.callee = callee
+        self.module_labels = module_labels or []
         self.state = state
         self.state_key = state_key
         self.state_label = state_label
@@ -347,7 +358,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
         fn = target
     if nnx is not None:
         return _nnx_plan(nnx, fn, "function", "callable_state")
-    return _Plan("function", lambda state, *a, **k: fn(*a, **k))
+    return _Plan("function", lambda state, *a, **k: fn(*a, **k), callee=fn)
 
 
 def _supply_rngs(nnx: Any, target: type, args: tuple, kwargs: dict, seed: int) -> tuple[tuple, dict, list[str]]:
@@ -426,7 +437,7 @@ def _fresh_linen(module: Any) -> _Plan:
     def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
         return module.apply(variables, *args, **kwargs)
 
-    return _Plan("linen", call, state_key="variables", state_label="fresh_init", fresh_linen=module)
+    return _Plan("linen", call, state_key="variables", state_label="fresh_init", fresh_linen=module, callee=module)
 
 
 def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
@@ -448,41 +459,52 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
     def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
         return module.apply(variables, *args, **kwargs)
 
-    return _Plan("linen", call, variables, "variables", "factory_variables")
+    return _Plan("linen", call, variables, "variables", "factory_variables", callee=module)
 
 
 def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None) -> _Plan:
     """Lift the NNX modules a callable carries (the callable itself, a bound method's
     ``self``, a partial's function and arguments) out as one split state."""
     modules: list[Any] = []
-    rebuild = _lift(nnx, fn, modules)
+    labels: list[str] = []
+    rebuild = _lift(nnx, fn, modules, labels)
     if not modules:
-        return _Plan(kind, lambda state, *a, **k: fn(*a, **k))
+        return _Plan(kind, lambda state, *a, **k: fn(*a, **k), callee=fn)
     graphdef, state = nnx.split(tuple(modules))
 
     def call(state: Any, *args: Any, **kwargs: Any) -> Any:
         merged = nnx.merge(graphdef, state)
         return rebuild(merged)(*args, **kwargs)
 
-    return _Plan("nnx", call, state, "state", label, state_note=note)
+    return _Plan("nnx", call, state, "state", label, state_note=note, callee=fn, module_labels=labels)
 
 
-def _lift(nnx: Any, obj: Any, modules: list[Any]) -> Callable[[tuple], Any]:
-    """A function rebuilding ``obj`` from merged modules, recording the modules it holds."""
+def _lift(nnx: Any, obj: Any, modules: list[Any], labels: list[str], label: str = "") -> Callable[[tuple], Any]:
+    """A function rebuilding ``obj`` from merged modules, recording the modules it holds
+    and, in ``labels``, where it holds each: ``""`` for the callable itself or a bound
+    method's ``self``, the parameter a partial binds it to (``encoder``) otherwise."""
     if isinstance(obj, nnx.Module):
         i = len(modules)
         modules.append(obj)
+        labels.append(label)
         return lambda ms: ms[i]
     if inspect.ismethod(obj) and isinstance(obj.__self__, nnx.Module):
         func = obj.__func__
-        get_self = _lift(nnx, obj.__self__, modules)
+        get_self = _lift(nnx, obj.__self__, modules, labels, label)
         return lambda ms: func.__get__(get_self(ms))
     if isinstance(obj, functools.partial):
-        get_func = _lift(nnx, obj.func, modules)
-        args = [_lift(nnx, a, modules) if _carries_module(nnx, a) else _const(a) for a in obj.args]
-        kw = {k: (_lift(nnx, v, modules) if _carries_module(nnx, v) else _const(v)) for k, v in obj.keywords.items()}
+        get_func = _lift(nnx, obj.func, modules, labels, label)
+        names = positional_names(obj.func, len(obj.args))
+        args = [_lift(nnx, a, modules, labels, _dotted(label, names[j] or f"args[{j}]"))
+                if _carries_module(nnx, a) else _const(a) for j, a in enumerate(obj.args)]
+        kw = {k: (_lift(nnx, v, modules, labels, _dotted(label, k)) if _carries_module(nnx, v) else _const(v))
+              for k, v in obj.keywords.items()}
         return lambda ms: functools.partial(get_func(ms), *[a(ms) for a in args], **{k: v(ms) for k, v in kw.items()})
     return _const(obj)
+
+
+def _dotted(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix and not name.startswith("[") else prefix + name
 
 
 def _carries_module(nnx: Any, obj: Any) -> bool:
@@ -560,13 +582,15 @@ def capture(ctx: CaptureContext) -> Capture:
     pairs = [["args", args_tree], ["kwargs", kwargs_tree]]
     if plan.state_key is not None:
         pairs.append([plan.state_key, state_tree])
+    meta = _meta(jax, recipe, plan)
+    meta["input_names"] = _input_names(jax, plan, args_tree, kwargs_tree, state_tree)
     capture = convert(
         closed,
         inputs={"dict": pairs},
         outputs=structure_of(out_shapes, static_leaves=False),
         workspace=ctx.workspace,
         limits=ctx.limits,
-        meta=_meta(jax, recipe, plan),
+        meta=meta,
     )
     if not capture.nodes:
         raise CaptureError(
@@ -591,3 +615,110 @@ def _meta(jax: Any, recipe: Any, plan: _Plan) -> dict[str, Any]:
         meta["state"] = plan.state_label
         meta["state_note"] = plan.state_note
     return meta
+
+
+# --------------------------------------------------------------------------- value names
+
+NAME_MAX = 200  # characters of a recorded input name
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _input_names(jax: Any, plan: _Plan, args_tree: Any, kwargs_tree: Any, state_tree: Any) -> list[list]:
+    """``meta["input_names"]``: ``[value id, name]`` for each array leaf of the inputs, the
+    name a person wrote. A positional argument is named after the callee's parameter
+    it binds to (``x``, ``w1``; ``args[i]`` when it lands in ``*args`` or the callee has
+    no signature), a keyword argument after its key, and a leaf inside either by its
+    PyTree path below it (``params.Dense_0.kernel``, ``batch[0]``). Linen variables are
+    named by their path from the collection (``params.Dense_0.kernel``); NNX state by its
+    attribute path in the module (``linear.kernel``, prefixed by the parameter a
+    partial binds another module to), without the ``.value`` of its ``Variable``."""
+    out: list[list] = []
+    positional = args_tree.get("tuple", []) if isinstance(args_tree, dict) else []
+    for i, (tree, name) in enumerate(zip(positional, positional_names(plan.callee, len(positional)))):
+        _leaf_names(tree, name or f"args[{i}]", out)
+    for key, tree in kwargs_tree.get("dict", []) if isinstance(kwargs_tree, dict) else []:
+        _leaf_names(tree, _name("", [key]), out)
+    if plan.state_key is not None:
+        out += _state_names(jax, plan, state_tree)
+    return out
+
+
+def _leaf_names(tree: Any, name: str, out: list[list]) -> None:
+    """``[value id, name + its path]`` for each value leaf of a canonical structure."""
+    stack = [(tree, name)]
+    while stack:
+        t, n = stack.pop()
+        if "value" in t:
+            out.append([t["value"], n[:NAME_MAX]])
+            continue
+        kids = [(c, f"[{i}]") for i, c in enumerate(t.get("list") or t.get("tuple") or [])]
+        kids += [(c, _key_suffix(k)) for k, c in t.get("dict") or []]
+        stack.extend((c, n + suffix) for c, suffix in reversed(kids))
+
+
+def _state_names(jax: Any, plan: _Plan, state_tree: Any) -> list[list]:
+    """Names of the state leaves in JAX's flattening order (the order their value ids
+    were given in). A Flax ``Variable`` or boxed variable (``nn.Partitioned``) holding
+    one array is named by where it sits, not by its ``value`` attribute. Nothing
+    (structure paths stay the names) when the counts disagree."""
+    ids: list[list] = []
+    _leaf_names(state_tree, "", ids)
+    wrappers = _variable_types()
+
+    def wrapped(x: Any) -> bool:
+        return bool(wrappers) and isinstance(x, wrappers)
+
+    paths: list[list] = []
+    tu = jax.tree_util
+    for path, leaf in tu.tree_flatten_with_path(plan.state, is_leaf=wrapped)[0]:
+        keys = [_key_of(e) for e in path]
+        inner = tu.tree_flatten_with_path(leaf)[0] if wrapped(leaf) else [((), leaf)]
+        if len(inner) == 1:
+            paths.append(keys)
+        else:
+            paths.extend(keys + [_key_of(e) for e in p] for p, _ in inner)
+    if len(paths) != len(ids):
+        return []
+    out = []
+    for (v, _), keys in zip(ids, paths):
+        prefix = ""
+        if plan.state_key == "state" and keys:  # an NNX split of tuple(modules): the module first
+            i, keys = keys[0], keys[1:]
+            labels = plan.module_labels
+            if type(i) is int and 0 <= i < len(labels):
+                # the callable itself (or a bound method's self) needs no prefix, unless
+                # two modules would share it
+                prefix = labels[i] or ("" if labels.count("") == 1 else f"[{i}]")
+        out.append([v, _name(prefix, keys)[:NAME_MAX]])
+    return out
+
+
+def _variable_types() -> tuple[type, ...]:
+    """Flax's one-array containers: NNX ``Variable`` and Linen's boxed metadata."""
+    found = []
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is not None and isinstance(getattr(nnx, "Variable", None), type):
+        found.append(nnx.Variable)
+    meta = sys.modules.get("flax.core.meta")
+    if meta is not None and isinstance(getattr(meta, "AxisMetadata", None), type):
+        found.append(meta.AxisMetadata)
+    return tuple(found)
+
+
+def _key_suffix(k: Any) -> str:
+    """How a key continues a name (``.kernel``, ``[0]``, ``['some key']``): the rule the
+    viewer's value names (``viewer/value_names.py``) use for structure paths."""
+    if isinstance(k, str) and _IDENT_RE.match(k):
+        return "." + k
+    if type(k) is int:
+        return f"[{k}]"
+    return f"[{k!r}]"
+
+
+def _name(prefix: str, keys: list) -> str:
+    """``prefix`` continued by ``keys``: ``params.Dense_0.kernel``, ``layers[0].kernel``."""
+    name = prefix
+    for k in keys:
+        suffix = _key_suffix(k)
+        name = name + suffix if name else suffix.lstrip(".")
+    return name

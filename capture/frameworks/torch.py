@@ -15,6 +15,10 @@ whole capture. Literal inputs are generated on the CPU from a per-leaf
 ``torch.Generator`` seeded with ``leaf_seed(seed, index)`` (deterministic whatever the
 device), moved to the device, and made leaves that require grad when the description
 says ``requires_grad = true``. An inputs factory's tensors are used as returned.
+Input tensors are labelled (``measured["input"]``, also the ``grads`` key of a training
+step) after the ``forward`` parameter a positional argument binds to (``input_ids``;
+``args[i]`` for ``*args``), keyword arguments after their key, nested ones by their path
+below it (``batch[0]``).
 
 ``kind = "model"`` records the forward (``coverage.scope = "eager_forward"``).
 ``kind = "training_step"`` (needs ``grad_enabled = true``) records the forward, a
@@ -45,7 +49,7 @@ from typing import Any, Callable
 
 from ..model import Capture
 from ..recipe import TensorLeaf, leaf_seed
-from ..worker.context import CaptureContext, import_framework, parse_device
+from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
 
 
@@ -333,8 +337,9 @@ def capture(ctx: CaptureContext) -> Capture:
     )
     if kind == "module":
         trace.label_module(model)
+    labels = _arg_labels(model, kind, args)
     inputs = {"dict": [
-        ["args", {"tuple": [trace.structure(a, label=f"args[{i}]") for i, a in enumerate(args)]}],
+        ["args", {"tuple": [trace.structure(a, label=label) for a, label in zip(args, labels)]}],
         ["kwargs", {"dict": [[k, trace.structure(v, label=k)] for k, v in kwargs.items()]}],
     ]}
     meta: dict[str, Any] = {
@@ -366,7 +371,7 @@ def capture(ctx: CaptureContext) -> Capture:
                         output = model(*args, **kwargs)
                 if training:
                     output_tree, grads = _training_step(torch, trace, model, kind, output, args, kwargs,
-                                                        loss_fn, loss_name, optimizer, meta)
+                                                        loss_fn, loss_name, optimizer, meta, labels)
         except Exception:
             if trace.limit_error is not None:  # user code turned the limit into another error
                 raise trace.limit_error from None
@@ -434,7 +439,7 @@ def _untracked_buffer_writes(torch: Any, model: Any, before: dict[str, tuple[Any
     return unseen
 
 
-def _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, loss_name, optimizer, meta):
+def _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, loss_name, optimizer, meta, labels):
     """Loss, backward and (optionally) one optimizer step, each in its own group.
     Returns the capture's output structure and the parameter gradients' value ids."""
     trace.note_grad_fns(output)
@@ -463,7 +468,7 @@ def _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, los
                 vid = trace.value_of(p.grad)
                 trace.b.values[vid].measured.setdefault("grad_of", name)
                 grads.append([name, {"value": vid}])
-    for label, t in _labelled_inputs(torch, args, kwargs):
+    for label, t in _labelled_inputs(torch, args, kwargs, labels):
         if t.requires_grad and t.grad is not None:
             vid = trace.value_of(t.grad)
             trace.b.values[vid].measured.setdefault("grad_of", label)
@@ -475,11 +480,19 @@ def _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, los
     return tree, grads
 
 
-def _labelled_inputs(torch: Any, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+def _arg_labels(model: Any, kind: str, args: tuple) -> list[str]:
+    """The measured ``input`` label of each positional argument: the parameter of
+    ``forward`` (of the function, for a function) it binds to (``input_ids``), or
+    ``args[i]`` where it lands in ``*args`` or there is no signature."""
+    fn = getattr(model, "forward", model) if kind == "module" else model
+    return [name or f"args[{i}]" for i, name in enumerate(positional_names(fn, len(args)))]
+
+
+def _labelled_inputs(torch: Any, args: tuple, kwargs: dict, labels: list[str]) -> list[tuple[str, Any]]:
     out = []
-    for i, a in enumerate(args):
+    for a, label in zip(args, labels):
         if isinstance(a, torch.Tensor):
-            out.append((f"args[{i}]", a))
+            out.append((label, a))
     for k, v in kwargs.items():
         if isinstance(v, torch.Tensor):
             out.append((k, v))

@@ -39,6 +39,7 @@ init before inputs) is generated from ``capture.recipe.leaf_seed(recipe.seed, n)
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 import time
@@ -310,7 +311,25 @@ def parse_device(spec: str) -> tuple[str, int]:
     raise CaptureError("device", f'unknown device {spec!r} (expected "cpu" or "cuda:N")', {"device": spec})
 
 
+def positional_names(fn: Any, n: int) -> list[str | None]:
+    """The parameter each of ``n`` positional arguments of a call to ``fn`` binds to, by
+    ``inspect.signature`` (a function, a bound method without ``self``, a
+    ``functools.partial`` without its bound arguments, a module instance's ``__call__``):
+    ``None`` for an argument that lands in ``*args`` or past the last parameter, and for
+    all of them when ``fn`` has no signature."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except Exception:  # builtins, C callables; naming never fails a capture
+        return [None] * n
+    names: list[str | None] = []
+    for p in params:
+        if len(names) == n or p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        names.append(p.name)
+    return names + [None] * (n - len(names))
+
+
 __all__ = [
     "CaptureContext", "CaptureError", "LimitExceeded", "Limits", "MakeTensor", "import_framework",
-    "normalize_inputs", "parse_device",
+    "normalize_inputs", "parse_device", "positional_names",
 ]

@@ -82,7 +82,7 @@ def test_small_cnn(ws):
     assert [o.position for o in operands[:3]] == [0, 1, 2]
     vals = values(cap)
     assert vals[operands[1].value].measured["param"] == "conv1.weight"
-    assert vals[operands[0].value].measured["input"] == "args[0]"
+    assert vals[operands[0].value].measured["input"] == "x"  # forward(self, x)
     assert [o.literal for o in operands[3:5]] == [[1, 1], [1, 1]]
     assert output_description(cap) == "float32[2,10]"
 
@@ -295,7 +295,7 @@ def test_plain_function_with_an_inputs_factory(ws):
 def test_requires_grad_input_is_recorded(ws):
     cap = run(ws, profile("models:MLP", args=[tensor([2, 4], requires_grad=True)], grad_enabled=True))
     x = dict(cap.inputs["dict"])["args"]["tuple"][0]["value"]
-    assert values(cap)[x].measured == {**values(cap)[x].measured, "input": "args[0]", "requires_grad": True}
+    assert values(cap)[x].measured == {**values(cap)[x].measured, "input": "x", "requires_grad": True}
     assert any(n.op == "aten::addmm" for n in cap.nodes)
 
 
