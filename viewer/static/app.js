@@ -101,7 +101,12 @@ window.tensorviz = {
     const name = it.type === "in" || it.type === "out" ? item.name ?? null : item.label ?? null;
     const path = m.paths.get(key) ?? (m.paths.get(it.parentKey) ?? null);
     const role = it.type === "in" || it.type === "out" ? item.role ?? null : item.class ?? null;
-    return { kind: it.type, name, path, role, weight: !!item.weight, members: item.members ? [...item.members] : null, weights: (item.weights || []).map((w) => w.name) };
+    return {
+      kind: it.type, name, path, role, weight: !!item.weight,
+      members: item.members ? [...item.members] : null,
+      weights: (item.weights || []).map((w) => w.name),
+      lines: [...(it.lines || [])], weightStart: it.weightStart ?? null,
+    };
   },
   expandAll: () => expandAll(),
   collapseAll: () => collapseAll(),
@@ -905,6 +910,19 @@ async function jump(result) {
   state.renderer.setScene(m.scene);
   minimapVisibility();
   setStatus("");
+  if (!m.scene.byKey.get(key) && key.startsWith("in:")) {
+    // A parameter drawn inside its ops: go to the first op that uses it, weight selected.
+    const holder = m.scene.byKey.get(itemPath && itemPath.length > 1 ? itemPath[itemPath.length - 2] : ROOT);
+    const container = holder && holder.expanded ? holder.expanded : m.scene.root;
+    const value = Number(key.slice(3));
+    const op = container.items.find((it) => it.type === "node" && (it.item.weights || []).some((w) => w.value === value));
+    if (op) {
+      await focusItem(op.key);
+      selectWeight(op.key, value);
+      $("graph").focus({ preventScroll: true });
+    }
+    return;
+  }
   if (!m.scene.byKey.get(key)) return;
   await focusItem(key);
   $("graph").focus({ preventScroll: true });

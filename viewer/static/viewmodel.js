@@ -310,15 +310,19 @@ export class GraphModel {
     let visible = this.drawnCount(root);
     const queue = this.candidates(root);
     let opened = 0;
+    let chunkOpened = false;
     while (queue.length && opened < 64) {
-      const { key, item, first } = queue.shift();
+      const { key, item, first, only } = queue.shift();
       const estimate = Number(item.child_count) || 0;
-      const force = item.type === "chunk" && first && opened === 0;
+      // A lone wrapper (a module around the model, a jit around everything) always opens,
+      // and so does the first chunk of the first chunked container.
+      const force = only || (item.type === "chunk" && first && !chunkOpened);
       if (!force && visible + estimate > budget) continue;
       const data = await this.load(key);
       this.expanded.add(key);
       visible += this.drawnCount(data);
       opened++;
+      if (item.type === "chunk") chunkOpened = true;
       queue.push(...this.candidates(data));
     }
   }
@@ -344,6 +348,7 @@ export class GraphModel {
       }
       i += run;
     }
+    if (out.length === 1 && this.drawnCount(data) <= 3 && out[0].item.type === "group") out[0].only = true;
     return out;
   }
 
