@@ -8,7 +8,7 @@ import { Renderer } from "./renderer.js";
 import { Inspector } from "./inspector.js";
 import { SetupForm } from "./setup.js";
 import { exportPng, exportSvg } from "./export.js";
-import { READABLE_SCALE } from "./theme.js";
+import { FIRST_FIT, READABLE_SCALE } from "./theme.js";
 import { describeState } from "./weights.js";
 import { el, clear, jsonView } from "./dom.js";
 
@@ -190,9 +190,16 @@ async function boot() {
   setStatus("Laying out…");
   try {
     const saved = loadExpansion();
-    if (!(saved && (await state.model.restorePaths(saved)))) await state.model.autoExpand();
+    const restored = saved && (await state.model.restorePaths(saved));
+    if (!restored) await state.model.autoExpand();
     mark("expanded");
     await relayout();
+    // The most informative first view that still fits: close the last groups the first
+    // view opened while Fit would have to zoom below FIRST_FIT.
+    while (!restored && state.model.autoOpened.length && state.renderer.fitScale() < FIRST_FIT) {
+      state.model.expanded.delete(state.model.autoOpened.pop());
+      await relayout();
+    }
     mark("laid-out");
   } catch (err) {
     showLoadError(err);

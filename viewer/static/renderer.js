@@ -486,8 +486,9 @@ export class Renderer {
     ctx.font = S.fontMono;
     ctx.fillStyle = p.cardMuted;
     y = it.y + S.padTop + S.titleHeight + S.lineHeight / 2;
-    if (!it._tl) it._tl = lines.map((l) => truncate(ctx, l, maxW));
-    const ws = it.weightStart ?? it._tl.length;
+    const ws = it.weightStart ?? lines.length;
+    // A weight line keeps its shape whole; a long name loses its start (as on pills).
+    if (!it._tl) it._tl = lines.map((l, i) => (i >= ws ? truncateStart(ctx, l, maxW - 8) : truncate(ctx, l, maxW)));
     it._tl.forEach((l, i) => {
       if (i === ws) {
         // The weights this op consumes: a rule, then one quiet line each (names in full).
@@ -708,6 +709,23 @@ function truncate(ctx, text, maxW) {
     else hi = mid - 1;
   }
   return text.slice(0, lo) + "…";
+}
+
+// `name  shape[  shared]` within maxW: the name loses its start, the rest stays whole.
+function truncateStart(ctx, text, maxW) {
+  if (ctx.measureText(text).width <= maxW) return text;
+  const cut = text.indexOf("  ");
+  if (cut < 0) return truncate(ctx, text, maxW);
+  const name = text.slice(0, cut);
+  const rest = text.slice(cut);
+  let lo = 0;
+  let hi = name.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText("…" + name.slice(name.length - mid) + rest).width <= maxW) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo ? "…" + name.slice(name.length - lo) + rest : truncate(ctx, text, maxW);
 }
 
 // A pill's parts within maxW: the shape always stays whole; a long name loses its start

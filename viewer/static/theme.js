@@ -39,6 +39,8 @@ export const LOD_EDGE_LABELS = 0.7;
 // it fits at LEGIBLE_SCALE or more, else FIRST_SCALE on the graph's inputs.
 export const LEGIBLE_SCALE = 0.6;
 export const FIRST_SCALE = 0.8;
+// The first view closes groups it opened while Fit would need a zoom below this.
+export const FIRST_FIT = 0.3;
 // Wheel zoom stops here; only Fit may go further out.
 export const MIN_ZOOM = 0.2;
 export const MAX_ZOOM = 4;

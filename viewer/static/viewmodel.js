@@ -65,6 +65,7 @@ export class GraphModel {
     this.paths = new Map([[ROOT, ""]]); // container key -> group path ("Wrapped/gpt/h.3"), for memory
     this.modulePaths = new Map(); // container key -> the module's attribute path ("gpt.h.3"), chunks inherit
     this.stackOf = new Map(); // member key -> stack key, for the current display lists
+    this.autoOpened = [];
     this.scene = null;
     this.version = 0; // bumped on every new scene
     this.lastLayoutMs = 0;
@@ -306,6 +307,7 @@ export class GraphModel {
   // stays cheap at any size). A program split into chunks opens its first chunk whatever
   // its size, so a flat program opens on its first ops, not on three chunk cards.
   async autoExpand(budget = 48) {
+    this.autoOpened = []; // in the order opened: what the first view may close again to fit
     const root = await this.load(ROOT);
     let visible = this.drawnCount(root);
     const queue = this.candidates(root);
@@ -320,6 +322,7 @@ export class GraphModel {
       if (!force && visible + estimate > budget) continue;
       const data = await this.load(key);
       this.expanded.add(key);
+      if (!force) this.autoOpened.push(key);
       visible += this.drawnCount(data);
       opened++;
       if (item.type === "chunk") chunkOpened = true;
