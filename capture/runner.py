@@ -54,7 +54,7 @@ from .worker.workspace_files import WorkspaceFiles, file_sha256
 Progress = Callable[[str, "float | None"], None]
 Log = Callable[[str], None]
 
-MIN_PYTHON = (3, 10)
+MIN_PYTHON = (3, 11)  # pyproject.toml's requires-python; the worker uses code.co_qualname (3.11+)
 PROBE_TIMEOUT_S = 30.0
 # After the final message the worker exits at once; allow it this long before the
 # process group is killed anyway.

@@ -6,16 +6,19 @@ below must fail without it appearing.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from capture.recipe import Recipe
-from capture.runner import default_interpreter, install_command, run_capture
+from capture.runner import MIN_PYTHON, default_interpreter, install_command, run_capture
 from fake_workspace import fake_recipe, tensor
+from interpreters import make_venv, site_packages
 
 
 @pytest.fixture
@@ -78,14 +81,23 @@ def test_interpreter_that_is_not_python(workspace, marker, tmp_path):
     assert not marker.exists()
 
 
-def test_interpreter_too_old(workspace, marker, tmp_path):
+@pytest.mark.parametrize("version", [[3, 8, 10], [3, 10, 14]], ids=["3.8", "3.10"])
+def test_interpreter_too_old(workspace, marker, tmp_path, version):
     fake = tmp_path / "python"
-    fake.write_text('#!/bin/sh\necho \'{"version": [3, 8, 10], "executable": "x", "prefix": "x", "modules": {}}\'\n')
+    probe = {"version": version, "executable": "x", "prefix": "x", "modules": {}}
+    fake.write_text(f"#!/bin/sh\necho '{json.dumps(probe)}'\n")
     fake.chmod(0o755)
     c = run(workspace, fake_recipe("models:net", tensor(2, 3)), marker, python=str(fake))
     assert (c.failure.stage, c.failure.type) == ("interpreter", "InterpreterTooOld")
-    assert "Python 3.8.10" in c.failure.message
+    assert f"is Python {'.'.join(map(str, version))}; capture needs Python 3.11 or newer" in c.failure.message
     assert not marker.exists()
+
+
+def test_the_oldest_python_is_the_one_the_package_declares():
+    """One floor: the worker refuses what pyproject.toml does not support (3.11+)."""
+    declared = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    assert declared["project"]["requires-python"] == ">=" + ".".join(map(str, MIN_PYTHON))
+    assert MIN_PYTHON == (3, 11)
 
 
 def test_non_executable_interpreter(workspace, marker, tmp_path):
@@ -98,9 +110,7 @@ def test_non_executable_interpreter(workspace, marker, tmp_path):
 @pytest.fixture(scope="module")
 def bare_venv(tmp_path_factory) -> str:
     """A real interpreter without msgpack, torch, jax or flax (and without pip)."""
-    folder = tmp_path_factory.mktemp("bare") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
-    return str(folder / "bin" / "python")
+    return str(make_venv(tmp_path_factory.mktemp("bare") / "venv", see_running_packages=False))
 
 
 @pytest.mark.parametrize(
@@ -224,9 +234,8 @@ def test_worker_sees_only_the_capture_package_of_this_environment(workspace, tmp
     import msgpack
 
     folder = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
-    site = next(folder.glob("lib/python*/site-packages"))
-    os.symlink(Path(msgpack.__file__).parent, site / "msgpack")
+    make_venv(folder, see_running_packages=False)
+    os.symlink(Path(msgpack.__file__).parent, site_packages(folder) / "msgpack")
     (workspace / "probe_env.py").write_text(
         "import importlib.util\n"
         "def net(x):\n"
@@ -243,12 +252,10 @@ def test_installing_a_missing_package_is_seen_by_the_next_capture(workspace, tmp
     import msgpack
 
     folder = tmp_path / "venv2"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
-    python = str(folder / "bin" / "python")
+    python = str(make_venv(folder, see_running_packages=False))
     recipe = fake_recipe("models:net", tensor(2, 3), tensor(3, 4))
     assert run_capture(workspace, recipe, python=python).failure.details["missing"] == ["msgpack"]
-    site = next(folder.glob("lib/python*/site-packages"))
-    os.symlink(Path(msgpack.__file__).parent, site / "msgpack")  # "pip install msgpack"
+    os.symlink(Path(msgpack.__file__).parent, site_packages(folder) / "msgpack")  # "pip install msgpack"
     c = run_capture(workspace, recipe, python=python)
     assert c.failure is None, c.failure
 

@@ -4,13 +4,12 @@ and freshness: which of them changed since."""
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 
 from capture.freshness import SourceChange, is_fresh, stale_sources
 from capture.model import Source
 from capture.runner import run_capture
 from fake_workspace import fake_recipe, tensor
+from interpreters import make_venv, site_packages
 
 
 def sha(path) -> str:
@@ -41,11 +40,11 @@ def test_named_inputs_factory_and_bad_factory(workspace):
 
 
 def test_a_virtualenv_inside_the_workspace_is_not_a_source(workspace):
-    """Library code in ``.venv`` under the workspace is not user code."""
+    """Library code in ``.venv`` under the workspace is not user code. The venv sees the
+    test interpreter's packages (msgpack), also when the tests run in a venv."""
     venv = workspace / ".venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], check=True, timeout=120)
-    site = next(venv.glob("lib/python*/site-packages"))
-    (site / "vendored_lib.py").write_text("def double(x):\n    return x + x\n")
+    make_venv(venv, see_running_packages=True)
+    (site_packages(venv) / "vendored_lib.py").write_text("def double(x):\n    return x + x\n")
     (workspace / "uses_lib.py").write_text("import vendored_lib\n\ndef net(x):\n    return vendored_lib.double(x)\n")
     c = run_capture(workspace, fake_recipe("uses_lib:net", tensor(2)))  # default: the workspace .venv
     assert c.failure is None, c.failure
