@@ -402,6 +402,8 @@ export class GraphModel {
 
   // Opens a stack into its members, the first one expanded.
   unfold(stackKey) {
+    // Every member is unfolded, so the rest of the run does not fold again behind the first.
+    for (const [member, sk] of this.stackOf) if (sk === stackKey) this.unfolded.add("s" + member);
     this.unfolded.add(stackKey);
     const first = stackKey.slice(1);
     if (this.containers.has(first) || isContainerKey(first)) this.expanded.add(first);
