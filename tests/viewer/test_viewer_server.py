@@ -8,8 +8,8 @@ import http.client
 import json
 import os
 import socket
+import struct
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ from viewer_fixtures import tiny_capture
 from capture import graphfile
 from capture.model import Capture, Failure, Frame, Source
 from capture.synthetic import synthetic_capture
-from viewer.server import CSP, ViewerServer
+from viewer.server import CSP, KEEPALIVE_SECONDS, ViewerServer
 
 
 class Client:
@@ -444,16 +444,20 @@ def test_no_capture_yet(static):
         assert c.post("api/profile", {"name": "p", "recipe": {}}, expect=404)
 
 
-class _SlowProjection:
-    """Counts index builds (and where they ran); each takes a noticeable moment."""
+class _GatedProjection:
+    """Counts index builds (and the threads they ran on); a build waits for ``gate``,
+    so a test decides when it ends instead of timing it."""
 
     builds: list[str] = []
+    started = threading.Event()
+    gate = threading.Event()
 
     def __init__(self, capture) -> None:
         from viewer.projection import Projection
 
-        _SlowProjection.builds.append(threading.current_thread().name)
-        time.sleep(0.4)
+        _GatedProjection.builds.append(threading.current_thread().name)
+        _GatedProjection.started.set()
+        assert _GatedProjection.gate.wait(30), "the test never let the build finish"
         self._real = Projection(capture)
 
     def __getattr__(self, name):
@@ -461,45 +465,55 @@ class _SlowProjection:
 
 
 @pytest.fixture
-def slow_index(monkeypatch):
+def gated_index(monkeypatch):
     import viewer.server as server_module
 
-    _SlowProjection.builds = []
-    monkeypatch.setattr(server_module, "Projection", _SlowProjection)
-    return _SlowProjection.builds
+    _GatedProjection.builds = []
+    _GatedProjection.started = threading.Event()
+    _GatedProjection.gate = threading.Event()
+    monkeypatch.setattr(server_module, "Projection", _GatedProjection)
+    yield _GatedProjection
+    _GatedProjection.gate.set()  # never leave a build thread waiting
 
 
-def test_warm_builds_the_index_before_the_first_request(static, slow_index):
+def test_warm_builds_the_index_before_the_first_request(static, gated_index):
+    gated_index.gate.set()
     with ViewerServer([(synthetic_capture(300), "a"), (synthetic_capture(200), "b")], static_dir=static) as s:
-        assert slow_index == []  # lazy by default
+        assert gated_index.builds == []  # lazy by default
         assert s.warm() is None  # the newest, on this thread
-        assert slow_index == [threading.current_thread().name]
+        assert gated_index.builds == [threading.current_thread().name]
         c = Client(s)
-        t = time.perf_counter()
         assert c.json("api/capture")["title"] == "b"
-        assert time.perf_counter() - t < 0.3, "the first request found the index built"
+        assert c.json("api/children?group=-1&capture=2")["items"]
+        assert gated_index.builds == [threading.current_thread().name], "the requests found the index built"
         s.warm(2)  # already built: nothing to do
-        assert len(slow_index) == 1
+        assert len(gated_index.builds) == 1
         s.warm(1)
-        assert len(slow_index) == 2
+        assert len(gated_index.builds) == 2
         with pytest.raises(KeyError):
             s.warm(99)
 
 
-def test_add_capture_warm_builds_in_the_background_and_requests_share_it(static, slow_index):
+def test_add_capture_warm_builds_in_the_background_and_requests_share_it(static, gated_index):
     with ViewerServer(static_dir=static) as s:
-        t = time.perf_counter()
+        # Returns while its build is still held at the gate: it did not wait for it.
         cid = s.add_capture(synthetic_capture(300), "warm", warm=True)
-        assert time.perf_counter() - t < 0.2, "add_capture returns at once"
+        assert gated_index.started.wait(30)
+        assert gated_index.builds == [f"tensorviz-warm-{cid}"]
         c = Client(s)
-        assert c.json(f"api/children?group=-1&capture={cid}")["items"]  # waits for the same build
-        assert slow_index == [f"tensorviz-warm-{cid}"]
+        seen: list[dict] = []
+        request = threading.Thread(target=lambda: seen.append(c.json(f"api/children?group=-1&capture={cid}")))
+        request.start()  # it waits for the same build...
+        gated_index.gate.set()
+        request.join(30)
+        assert seen and seen[0]["items"]
+        assert gated_index.builds == [f"tensorviz-warm-{cid}"], "...and started no second one"
         thread = s.warm(cid, wait=False)
         assert thread is None  # built already
         cid2 = s.add_capture(synthetic_capture(100), "later")
         thread = s.warm(cid2, wait=False)
-        thread.join(5)
-        assert slow_index[-1] == f"tensorviz-warm-{cid2}" and len(slow_index) == 2
+        thread.join(30)
+        assert gated_index.builds == [f"tensorviz-warm-{cid}", f"tensorviz-warm-{cid2}"]
 
 
 def test_failed_capture_is_served_with_its_failure(client, server):
@@ -587,11 +601,14 @@ class EventStream:
                 data = json.loads(next(ln for ln in lines if ln.startswith("data:"))[5:])
                 return name, data
 
-    def close(self) -> None:
+    def close(self, *, reset: bool = False) -> None:
+        """``reset``: abort the connection (RST), as a browser tab killed mid-stream does."""
+        if reset:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self.sock.close()
 
 
-def test_events_are_pushed_to_open_pages(server, client):
+def test_events_are_pushed_to_open_pages(server, client, monkeypatch):
     a, b = EventStream(server), EventStream(server)
     try:
         for stream in (a, b):
@@ -614,13 +631,15 @@ def test_events_are_pushed_to_open_pages(server, client):
         assert a.event() == ("fresh", {"capture": 1})
         assert client.json("api/capture?capture=1")["stale"] is None
     finally:
-        a.close()
-        b.close()
-    deadline = time.monotonic() + 5
+        left = threading.Semaphore(0)
+        unsubscribe = server._unsubscribe
+        monkeypatch.setattr(server, "_unsubscribe", lambda q: (unsubscribe(q), left.release()))
+        a.close(reset=True)
+        b.close(reset=True)
+    # A page that went away is dropped at the next write to it: this event, or at the
+    # latest the keep-alive.
     server.publish("progress", {"message": "nobody listens"})
-    while server.subscriber_count and time.monotonic() < deadline:
-        server.publish("progress", {"message": "nobody listens"})
-        time.sleep(0.05)
+    assert left.acquire(timeout=2 * KEEPALIVE_SECONDS + 10) and left.acquire(timeout=2 * KEEPALIVE_SECONDS + 10)
     assert server.subscriber_count == 0
 
 
