@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -76,10 +75,10 @@ def test_view_ctrl_c_and_timeout(tvg, tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    t0 = time.monotonic()
+    # --timeout: the server stops by itself, no signal sent (20 s only guards a hang).
     proc = start("view", str(tvg), "--no-browser", "--timeout", "0.5", cwd=tmp_path)
     read_url(proc)
-    assert proc.wait(timeout=20) == 0 and time.monotonic() - t0 < 15
+    assert proc.wait(timeout=20) == 0
 
 
 def test_view_on_a_fixed_port(tvg, tmp_path):

@@ -1,12 +1,11 @@
 """A 200,000-node capture: read from its file, indexed and served in small pages.
 
-Wall-time bounds here are deliberately loose (shared CI machines); the benchmark
-``benchmarks/bench_viewer_projection.py`` prints the real figures."""
+What is checked is what a page gets (sizes, counts, paths); how fast is the benchmark's
+(``benchmarks/bench_viewer_projection.py``), never an assertion on a shared machine."""
 
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 
 import pytest
@@ -29,13 +28,8 @@ def big_file(tmp_path_factory):
 
 def test_index_and_children_of_a_200000_node_capture(big_file):
     capture = graphfile.read(big_file)
-    t0 = time.perf_counter()
     p = Projection(capture)
-    build = time.perf_counter() - t0
-    t0 = time.perf_counter()
     root = p.children(-1)
-    first = time.perf_counter() - t0
-    assert build < 10 and first < 2, (build, first)
     assert [it["key"] for it in root["items"]] == ["g0"] and root["items"][0]["node_count"] == N
     layers = p.children(0)
     assert len(layers["items"]) == 48 and all(it["type"] == "group" for it in layers["items"])
