@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from interpreters import make_venv
 from spec_examples import SPEC_MLP, SPEC_NET
 
 ROOT = Path(__file__).resolve().parents[2]
 HAS_JAX = importlib.util.find_spec("jax") is not None and importlib.util.find_spec("flax") is not None
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 def needs_jax(test):
@@ -96,19 +98,38 @@ def test_a_file_without_candidates_says_so(tmp_path):
     assert proc.returncode == 2 and "finds no candidates in that file" in proc.stderr
 
 
+@needs_jax
 def test_explicit_framework_skips_discovery(tmp_path):
-    (tmp_path / "util.py").write_text("def helper(x):\n    return x\n")
+    """Discovery finds nothing in a file that never imports JAX; --framework captures anyway."""
+    (tmp_path / "util.py").write_text("def helper(x):\n    return x * 2\n")
     proc = tensorviz("capture", "util.py:helper", "--input", "x=float32[2,3]", "--framework", "jax", cwd=tmp_path)
-    assert proc.returncode != 2, proc.stderr
+    assert proc.returncode == 0, proc.stderr
     assert profiles(tmp_path)["util_helper"]["framework"] == "jax"
+    c = graph(proc.stdout)
+    assert c.failure is None and c.framework == "jax" and [n.op for n in c.nodes] == ["mul"]
 
 
+@pytest.mark.torch
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 def test_torch_module_keeps_the_omitted_default(tmp_path):
     (tmp_path / "model.py").write_text(TORCH_NET)
     proc = tensorviz("capture", "model.py:Net", "--input", "float32[2,3]", cwd=tmp_path)
-    assert proc.returncode != 2, proc.stderr  # 0 with torch installed; 1 (dependencies) without
+    assert proc.returncode == 0, proc.stderr
     saved = profiles(tmp_path)["model_Net"]
     assert "framework" not in saved and saved["model"] == "model:Net"
+    c = graph(proc.stdout)
+    assert c.failure is None and c.framework == "torch" and c.nodes
+    assert c.recipe["model"] == "model:Net"
+
+
+def test_a_missing_framework_is_a_dependencies_failure_not_a_usage_error(tmp_path):
+    """The capture runs, in an interpreter without torch: exit 1 naming what to install."""
+    (tmp_path / "model.py").write_text(TORCH_NET)
+    bare = make_venv(tmp_path / "bare", see_running_packages=False)
+    proc = tensorviz("capture", "model.py:Net", "--input", "float32[2,3]", "--python", str(bare), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "torch" in proc.stderr and f"{bare} -m pip install" in proc.stderr
+    assert graph(proc.stdout).failure.stage == "dependencies"
 
 
 @needs_jax
