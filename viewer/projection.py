@@ -24,6 +24,8 @@ from typing import Any, Iterable, NamedTuple
 from capture.model import Capture, Frame, format_shape, tree_leaves
 from capture.graphfile import NodeTable, ValueTable
 
+from .value_names import ROLE_WORDS, input_names, measured_name
+
 ROOT = -1  # the pseudo group holding top-level groups and nodes
 MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
 CHUNK = MAX_ITEMS  # children per leaf chunk
@@ -340,7 +342,7 @@ class Projection:
             return
         names, aliases = self._names, self._name_aliases
         structural: dict[int, tuple[str, str, str]] = {}
-        for v, name, path, role in _input_names(self.capture.inputs):
+        for v, name, path, role in input_names(self.capture.inputs, self.capture.meta):
             if 0 <= v < self.n_values and v not in structural:
                 structural[v] = (name, path, role)
         values = self.capture.values
@@ -355,7 +357,7 @@ class Projection:
         constants: set[int] = set()
         for v in outside:
             m = measured(v)
-            got = _measured_name(m) if isinstance(m, dict) else None
+            got = measured_name(m) if isinstance(m, dict) else None
             s = structural.get(v)
             if got is not None:
                 names[v] = got
@@ -1165,88 +1167,6 @@ class Projection:
         return {"type": "value", "id": v, "key": f"n{p}" if p >= 0 else f"in:{v}", "label": label,
                 "sublabel": sub, "producer": p if p >= 0 else None, "path": path,
                 "item_path": item_path, "why": why}
-
-
-# --------------------------------------------------------------------------- value names
-
-ROLES = ("input", "param", "buffer", "variable", "const")
-ROLE_WORDS = {"input": "capture input", "param": "parameter", "buffer": "buffer",
-              "variable": "variable", "const": "constant"}
-_STATE_KEYS = ("variables", "state")  # JAX: Linen variables, NNX state (capture/frameworks/jax.py)
-_NAME_MAX = 200
-_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _measured_name(m: dict) -> tuple[str, str] | None:
-    """The Torch tracer's label of a value first seen from outside: ``{"param": NAME}``."""
-    for role in ("param", "buffer", "input"):
-        name = m.get(role)
-        if isinstance(name, str) and name:
-            return name[:_NAME_MAX], role
-    return None
-
-
-def _key_suffix(k: Any) -> str:
-    if isinstance(k, str) and _IDENT_RE.match(k):
-        return "." + k
-    if type(k) is int:
-        return f"[{k}]"
-    return f"[{k!r}]"
-
-
-def _walk_names(tree: Any, name: str, path: str, role: str, out: list) -> None:
-    """Append ``(value, name, path, role)`` for every leaf of ``tree`` (no recursion)."""
-    stack = [(tree, name, path)]
-    while stack:
-        t, n, p = stack.pop()
-        if not isinstance(t, dict):
-            continue
-        if "value" in t:
-            if type(t["value"]) is int:
-                out.append((t["value"], n[:_NAME_MAX], p[:_NAME_MAX], role))
-            continue
-        kids: list = []
-        for kind in ("list", "tuple"):
-            if isinstance(t.get(kind), list):
-                kids = [(c, f"[{i}]") for i, c in enumerate(t[kind])]
-        if isinstance(t.get("dict"), list):
-            kids = [(kv[1], _key_suffix(kv[0])) for kv in t["dict"] if isinstance(kv, (list, tuple)) and len(kv) == 2]
-        for c, suffix in reversed(kids):
-            stack.append((c, n + suffix if n else suffix.lstrip("."), p + suffix if p else suffix.lstrip(".")))
-
-
-def _input_names(tree: Any) -> list[tuple[int, str, str, str]]:
-    """``(value, name, path, role)`` for each leaf of a capture's input structure, in order.
-
-    ``path`` is where the leaf sits (``kwargs.x``); ``name`` is what a person calls it: the
-    argument name for keyword arguments (``x``), ``args[0]`` for positional ones, the
-    variable path for JAX state (``variables.params.Dense_0.kernel``)."""
-    out: list = []
-    if not isinstance(tree, dict):
-        return out
-    pairs = tree.get("dict")
-    if isinstance(pairs, list) and pairs and all(isinstance(kv, (list, tuple)) and len(kv) == 2 for kv in pairs) \
-            and {kv[0] for kv in pairs} & {"args", "kwargs"}:
-        for key, sub in pairs:
-            if key == "kwargs" and isinstance(sub, dict) and isinstance(sub.get("dict"), list):
-                for kv in sub["dict"]:
-                    if isinstance(kv, (list, tuple)) and len(kv) == 2:
-                        n = _key_suffix(kv[0]).lstrip(".")
-                        _walk_names(kv[1], n, "kwargs" + _key_suffix(kv[0]), "input", out)
-            elif key == "args":
-                _walk_names(sub, "args", "args", "input", out)
-            else:
-                role = "variable" if key in _STATE_KEYS else "input"
-                k = _key_suffix(key).lstrip(".")
-                _walk_names(sub, k, k, role, out)
-        return out
-    if "value" in tree:
-        _walk_names(tree, "input", "input", "input", out)
-    elif "list" in tree or "tuple" in tree:
-        _walk_names(tree, "args", "args", "input", out)
-    else:
-        _walk_names(tree, "", "", "input", out)
-    return out
 
 
 # --------------------------------------------------------------------------- query parsing
