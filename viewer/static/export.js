@@ -67,12 +67,16 @@ export function sceneToSvg(renderer) {
         out.push(`<rect x="${fmt(it.x)}" y="${fmt(it.y)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="6" fill="${opaque ? "url(#hatch)" : p.cardFill}" stroke="${opaque ? p.opaqueStroke : p.cardStroke}"${opaque ? ' stroke-dasharray="5 3" stroke-width="1.6"' : ""}/>`);
         text(it.x + S.padX, it.y + S.padTop + S.titleHeight / 2, it.item.label || it.key, S.fontTitle, p.cardText);
         if (opaque) text(it.x + it.w - S.padX, it.y + S.padTop + S.titleHeight / 2, "opaque", S.fontTag, p.opaqueStroke, "end");
-        (it.lines || []).forEach((l, i) => text(it.x + S.padX, it.y + S.padTop + S.titleHeight + S.lineHeight * (i + 0.5), l, S.fontMono, p.cardMuted));
-      } else if (it.type === "group" || it.type === "chunk") {
+        const ws = it.weightStart ?? (it.lines || []).length; // weight lines: quieter, after a bullet
+        (it.lines || []).forEach((l, i) => text(it.x + S.padX + (i >= ws ? 8 : 0), it.y + S.padTop + S.titleHeight + S.lineHeight * (i + 0.5), l, S.fontMono, i >= ws ? p.quietText : p.cardMuted));
+      } else if (it.type === "group" || it.type === "chunk" || it.type === "stack") {
         const ks = kindStyle(p, kind);
+        if (it.type === "stack") {
+          for (const d of [8, 4]) out.push(`<rect x="${fmt(it.x + d)}" y="${fmt(it.y + d)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="7" fill="${ks.fill}" stroke="${ks.stroke}"/>`);
+        }
         out.push(`<rect x="${fmt(it.x)}" y="${fmt(it.y)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="7" fill="${ks.fill}" stroke="${ks.stroke}" stroke-width="1.4"/>`);
         text(it.x + S.padX, it.y + S.padTop + S.titleHeight / 2, it.item.label || it.key, S.fontTitle, ks.text);
-        text(it.x + it.w - S.padX, it.y + S.padTop + S.titleHeight / 2, kind, S.fontTag, ks.stroke, "end");
+        text(it.x + it.w - S.padX, it.y + S.padTop + S.titleHeight / 2, it.type === "stack" ? `×${it.item.stack_count}` : kind, S.fontTag, ks.stroke, "end");
         (it.lines || []).forEach((l, i) => text(it.x + S.padX, it.y + S.padTop + S.titleHeight + S.lineHeight * (i + 0.5), l, S.fontMono, p.cardMuted));
       } else {
         const b = boundaryContent(it.type, it.item || {});
