@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,10 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from spec_examples import SPEC_MLP, SPEC_NET, SPEC_RECIPE
 
 ROOT = Path(__file__).resolve().parents[2]
+# The server's notifications a test waits on (Session.wait_for's ``on``).
+DIAGNOSTICS = types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS
+LOG = types.WINDOW_LOG_MESSAGE
+PROGRESS = types.PROGRESS
 FAKE_SERVER = [sys.executable, str(Path(__file__).with_name("fake_server.py"))]
 REAL_SERVER = [sys.executable, "-m", "tensorviz_lsp", "lsp"]
 
@@ -90,14 +93,35 @@ class Session:
         """Queue the user's answers to the next showMessageRequest prompts."""
         self.client.answers.extend(titles)
 
-    async def wait_for(self, predicate, timeout: float = 30, what: str = "condition") -> Any:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}")
+    async def wait_for(self, predicate, *, on: str, timeout: float = 30, what: str = "condition") -> Any:
+        """``predicate()``'s first true value, checked now and again after each ``on``
+        notification from the server (``DIAGNOSTICS``, ``LOG``, ``PROGRESS``): the
+        event that can change its answer, never a poll. ``timeout`` only ends a hang."""
+
+        async def until() -> Any:
+            while not (value := predicate()):
+                # Registered in the same step as the check (no notification can slip in
+                # between); shielded, since a timeout must not cancel pytest-lsp's
+                # future, which its client resolves when the notification comes anyway.
+                await asyncio.shield(self.client.protocol.wait_for_notification_async(on))
+            return value
+
+        try:
+            return await asyncio.wait_for(until(), timeout)
+        except TimeoutError:
+            raise AssertionError(f"timed out waiting for {what} (on {on}); log:\n{self.logs()}") from None
+
+    def log_count(self, text: str) -> int:
+        return sum(text in m.message for m in self.client.log_messages)
+
+    async def logged(self, text: str, *, after: int = 0, timeout: float = 30) -> str:
+        """The first ``window/logMessage`` containing ``text`` past ``after`` earlier ones."""
+
+        def found() -> str | None:
+            hits = [m.message for m in self.client.log_messages if text in m.message]
+            return hits[after] if len(hits) > after else None
+
+        return await self.wait_for(found, on=LOG, timeout=timeout, what=repr(text))
 
     def diagnostics(self, rel: str) -> list[types.Diagnostic]:
         return list(self.client.diagnostics.get(self.uri(rel), []))

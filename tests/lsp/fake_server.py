@@ -1,7 +1,7 @@
 """The real language server with fake backends, for fast tests of the server's logic.
 
 Discovery is a regex, captures follow ``.fake/capture.json`` in the workspace, and
-the viewer only records what it is told (``.fake/viewer-events.jsonl``). Run as
+the viewer only records what it is told (``.fake/viewer-events.jsonl``, and the log). Run as
 ``python tests/lsp/fake_server.py``; an extra command ``fake.reveal`` plays the
 viewer asking for go-to-source.
 """
@@ -40,6 +40,9 @@ from tensorviz_lsp.lsplog import install  # noqa: E402
 from tensorviz_lsp.server import create_server  # noqa: E402
 
 _DEF = re.compile(r"^(?P<indent>\s*)(?:def|class)\s+(?P<name>\w+)")
+# Under tensorviz_lsp: the server forwards it to the client (window/logMessage), so a
+# test waits for what the fakes did on that notification instead of polling files.
+log = logging.getLogger("tensorviz_lsp.fakes")
 
 
 class FakeViewer:
@@ -53,6 +56,7 @@ class FakeViewer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with self.log_path.open("a") as fh:
             fh.write(json.dumps({"event": event, "data": data}) + "\n")
+        log.info("fake viewer: %s %s", event, json.dumps(data))
 
     def add_capture(self, capture, title=None, *, warm=False, trusted_sources=False) -> int:
         self.n += 1
@@ -139,7 +143,7 @@ class FakeBackends:
         (job.root / ".fake" / "last-env.json").write_text(json.dumps(job.env))
         if b.get("sleep"):
             proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
-            (job.root / ".fake" / "worker.pid").write_text(str(proc.pid))
+            log.info("fake worker started: pid %d", proc.pid)
             deadline = time.monotonic() + b["sleep"]
             while time.monotonic() < deadline and not job.cancel.is_set():
                 time.sleep(0.05)

@@ -14,7 +14,9 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types
 
-from .conftest import SPEC_RECIPE, start_session, stop_session
+from processes import exited_async
+
+from .conftest import DIAGNOSTICS, LOG, PROGRESS, SPEC_RECIPE, start_session, stop_session
 
 pytestmark = pytest.mark.asyncio
 
@@ -143,32 +145,32 @@ async def test_stale_diagnostic_after_edit_cleared_by_recapture(session):
     assert session.diagnostics("model.py") == []
     text = (session.workspace / "model.py").read_text()
     session.replace("model.py", text.replace("(3, 4)", "(3, 5)"))
-    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="stale diagnostic")
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="stale diagnostic")
     assert diags[0].code == "stale-graph" and "model.py changed" in diags[0].message
     assert diags[0].range.start == types.Position(4, 4) and diags[0].range.end == types.Position(4, 7)
-    assert any(e["event"] == "stale" and e["data"]["files"] == ["model.py"] for e in viewer_events(session.workspace))
+    await session.logged('fake viewer: stale {"files": ["model.py"]')
     # Undo: fresh again.
     session.replace("model.py", text)
-    await session.wait_for(lambda: not session.diagnostics("model.py"), what="fresh after undo")
-    assert any(e["event"] == "fresh" for e in viewer_events(session.workspace))
+    await session.wait_for(lambda: not session.diagnostics("model.py"), on=DIAGNOSTICS, what="fresh after undo")
+    await session.logged("fake viewer: fresh")
     # Change on disk (another tool), then recapture: cleared.
     session.client.text_document_did_close(
         types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=session.uri("model.py")))
     )
     (session.workspace / "model.py").write_text(text + "\n# edited elsewhere\n")
     session.disk_changed("model.py")
-    await session.wait_for(lambda: session.diagnostics("model.py"), what="stale after disk change")
+    await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="stale after disk change")
     session.open("model.py")
     result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
     assert _get(result, "ok") is True
-    await session.wait_for(lambda: not session.diagnostics("model.py"), what="cleared by recapture")
+    await session.wait_for(lambda: not session.diagnostics("model.py"), on=DIAGNOSTICS, what="cleared by recapture")
 
 
 async def test_recipe_error_diagnostic_with_line(session):
     bad = SPEC_RECIPE + "\n[profiles.broken]\nkind = \"model\"\n"
     (session.workspace / ".tensorviz" / "recipes.toml").write_text(bad)
     session.disk_changed(".tensorviz/recipes.toml")
-    diags = await session.wait_for(lambda: session.diagnostics(".tensorviz/recipes.toml"), what="recipe diagnostic")
+    diags = await session.wait_for(lambda: session.diagnostics(".tensorviz/recipes.toml"), on=DIAGNOSTICS, what="recipe diagnostic")
     assert diags[0].range.start.line == bad.splitlines().index("[profiles.broken]")
     assert "profiles.broken.model" in diags[0].message
 
@@ -179,11 +181,11 @@ async def test_failed_capture_diagnostic(session):
     session.open("model.py")
     result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
     assert _get(result, "ok") is False
-    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="failure diagnostic")
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="failure diagnostic")
     assert "shapes do not match" in diags[0].message and diags[0].severity == types.DiagnosticSeverity.Error
     behave(session.workspace)
     result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
-    await session.wait_for(lambda: not session.diagnostics("model.py"), what="failure cleared")
+    await session.wait_for(lambda: not session.diagnostics("model.py"), on=DIAGNOSTICS, what="failure cleared")
 
 
 async def test_dependency_install_declined_then_accepted(spec_workspace, config_dir):
@@ -234,14 +236,13 @@ async def test_cancel_kills_the_worker(session):
     import asyncio
 
     task = asyncio.ensure_future(session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"}))
-    pid_file = session.workspace / ".fake" / "worker.pid"
-    await session.wait_for(pid_file.exists, what="worker started")
-    pid = int(pid_file.read_text())
-    token = await session.wait_for(lambda: next(iter(session.client.progress_reports), None), what="progress")
+    pid = int((await session.logged("fake worker started: pid ")).rsplit(" ", 1)[1])
+    token = await session.wait_for(lambda: next(iter(session.client.progress_reports), None), on=PROGRESS,
+                                   what="progress")
     session.client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
     result = await asyncio.wait_for(task, 30)
     assert _get(result, "reason") == "cancelled"
-    await session.wait_for(lambda: not _alive(pid), what="worker killed")
+    assert await exited_async(pid, timeout=30), "the worker was killed"
 
 
 async def test_reveal_shows_the_frame_range(session):
@@ -272,11 +273,10 @@ async def test_show_document_fallback_message(spec_workspace, config_dir):
 async def test_bad_setting_logged_and_default_used(spec_workspace, config_dir):
     s = await start_session(spec_workspace, config_dir, init_options={"tensorviz": {"captureTimeout": "soon", "python": 42}})
     try:
-        await s.wait_for(lambda: "captureTimeout" in s.logs(), what="warning")
+        await s.logged("captureTimeout")
         assert "tensorviz.python = 42 ignored" in s.logs()
         # The interpreter is reported by the `initialized` fan-out, after the settings warnings.
-        await s.wait_for(lambda: f"{sys.executable} (server)" in s.logs(), what="interpreter report")
-        assert f"{sys.executable} (server)" in s.logs()
+        await s.logged(f"{sys.executable} (server)")
     finally:
         await stop_session(s)
 
@@ -291,7 +291,7 @@ async def test_interpreter_from_configuration_per_folder(tmp_path, config_dir):
         a, config_dir, folders=[a, b], configuration={a.as_uri(): {"tensorviz": {"python": "/opt/py/bin/python3"}}}
     )
     try:
-        await s.wait_for(lambda: "/opt/py/bin/python3 (setting, not found)" in s.logs(), what="setting")
+        await s.logged("/opt/py/bin/python3 (setting, not found)")
         assert f"{b}/.venv/bin/python (.venv)" in s.logs()
         await s.execute("tensorviz.trustWorkspace", {"folder": a.as_uri()})
         s.open("model.py")
@@ -311,18 +311,6 @@ async def test_shutdown_stops_the_viewer(spec_workspace, config_dir):
     await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"})
     await stop_session(s)
     assert viewer_events(spec_workspace)[-1]["event"] == "stopped"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def _get(result, key):
@@ -387,16 +375,18 @@ async def test_changed_profile_marks_the_graph_stale(session):
     # A changed shape in the open (unsaved) buffer: stale, naming the profile.
     changed = same.replace("shape = [2, 3]", "shape = [4, 3]")
     session.replace(recipes, changed)
-    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="stale diagnostic")
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="stale diagnostic")
     assert diags[0].code == "stale-graph" and RECIPE_LABEL in diags[0].message
     assert diags[0].range.start == types.Position(4, 4)
     assert diags[0].data["files"] == [RECIPE_LABEL]
+    await session.logged("fake viewer: stale")
     assert _stale_events(ws)[-1]["event"] == "stale" and _stale_events(ws)[-1]["data"]["files"] == [RECIPE_LABEL]
     assert [e["event"] for e in _stale_events(ws)] == ["stale"], "the comment and the other profile did not count"
 
     # Reverting (in the buffer) clears it.
     session.replace(recipes, same)
-    await session.wait_for(lambda: not session.diagnostics("model.py"), what="fresh after revert")
+    await session.wait_for(lambda: not session.diagnostics("model.py"), on=DIAGNOSTICS, what="fresh after revert")
+    await session.logged("fake viewer: fresh")
     assert _stale_events(ws)[-1]["event"] == "fresh"
 
     # Mid-edit text that is not TOML keeps the last verdict (no flicker).
@@ -409,25 +399,26 @@ async def test_changed_profile_marks_the_graph_stale(session):
     )
     (ws / recipes).write_text(SPEC_RECIPE.replace('device = "cpu"', 'device = "cuda:0"'))
     session.disk_changed(recipes)
-    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="stale after a disk change")
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="stale after a disk change")
     assert RECIPE_LABEL in diags[0].message
     text = (ws / "model.py").read_text()
     session.replace("model.py", text.replace("(3, 4)", "(3, 5)"))
     await session.wait_for(
-        lambda: _stale_events(ws)[-1]["data"].get("files") == ["model.py", RECIPE_LABEL], what="both named"
+        lambda: _stale_events(ws)[-1]["data"].get("files") == ["model.py", RECIPE_LABEL], on=LOG, what="both named"
     )
     message = session.diagnostics("model.py")[0].message
     assert "model.py changed" in message and RECIPE_LABEL in message
     session.replace("model.py", text)
-    await session.wait_for(lambda: _stale_events(ws)[-1]["data"].get("files") == [RECIPE_LABEL], what="model undone")
+    await session.wait_for(lambda: _stale_events(ws)[-1]["data"].get("files") == [RECIPE_LABEL], on=LOG,
+                           what="model undone")
     result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
     assert _get(result, "ok") is True
-    await session.wait_for(lambda: not session.diagnostics("model.py"), what="cleared by recapture")
+    await session.wait_for(lambda: not session.diagnostics("model.py"), on=DIAGNOSTICS, what="cleared by recapture")
 
     # didSave of the recipes file counts as well (the buffer is closed: the disk is
     # read); removing the profile says so.
     session.save(recipes, "version = 1\n")
-    diags = await session.wait_for(lambda: session.diagnostics("model.py"), what="stale after removal")
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="stale after removal")
     assert ".tensorviz/recipes.toml (profile jax_example removed)" in diags[0].message
 
 
@@ -449,8 +440,9 @@ async def test_profile_change_in_another_folder_does_not_count(tmp_path, config_
         )
         (a / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE.replace("seed = 0", "seed = 2"))
         s.disk_changed(".tensorviz/recipes.toml")
-        diags = await s.wait_for(lambda: s.diagnostics("model.py"), what="stale in a")
+        diags = await s.wait_for(lambda: s.diagnostics("model.py"), on=DIAGNOSTICS, what="stale in a")
         assert RECIPE_LABEL in diags[0].message
+        await s.logged("fake viewer: stale")
         assert [e["data"]["files"] for e in _stale_events(a)] == [[RECIPE_LABEL]]
         assert _stale_events(b) == []
     finally:
