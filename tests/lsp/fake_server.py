@@ -1,8 +1,8 @@
 """The real language server with fake backends, for fast tests of the server's logic.
 
 Discovery is a regex, captures follow ``.fake/capture.json`` in the workspace, and
-the viewer only records what it is told (``.fake/viewer-events.jsonl``, and the log). Run as
-``python tests/lsp/fake_server.py``; an extra command ``fake.reveal`` plays the
+the viewer only records what it is told (``.fake/viewer-events.jsonl``, and the log).
+Run as ``python tests/lsp/fake_server.py``; an extra command ``fake.reveal`` plays the
 viewer asking for go-to-source.
 """
 
