@@ -129,3 +129,26 @@ def test_linen_variables_fold_into_their_ops(linen):
     assert roles == {"variable"} or roles == {"variable", "const"}
     names = {w["name"] for w in folded}
     assert any(n.endswith("conv_init.kernel") for n in names) and any("batch_stats" in n for n in names)
+
+
+def test_the_server_answers_api_subtree_with_the_projections_views():
+    import http.client
+    import json
+
+    from viewer.server import ViewerServer
+
+    cap = graphfile.read(CAPTURES / "gpt2_torch.tvg")
+    with ViewerServer([cap]) as server:
+        server.start()
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        try:
+            conn.request("GET", f"/{server.token}/api/subtree?group=-1", headers={"Host": f"127.0.0.1:{server.port}"})
+            res = conn.getresponse()
+            body = json.loads(res.read())
+            assert res.status == 200 and body["complete"] is True
+            assert body["views"]["g-1"]["items"][0]["class"] == "GPT2LMHeadModel"
+            conn.request("GET", f"/{server.token}/api/subtree?group=9999", headers={"Host": f"127.0.0.1:{server.port}"})
+            res = conn.getresponse()
+            assert res.status == 404 and "no group 9999" in json.loads(res.read())["error"]
+        finally:
+            conn.close()
