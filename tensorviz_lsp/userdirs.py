@@ -5,7 +5,9 @@ repository, so that a repository cannot trust itself (a checked-in file would
 otherwise be able to grant its own code permission to run).
 
 ``TENSORVIZ_CONFIG_DIR`` overrides the location (tests isolate trust with it);
-otherwise the XDG base directories are followed.
+otherwise each platform's own convention is followed through ``platformdirs``:
+the XDG base directories on Linux, ``~/Library/Application Support`` on macOS,
+``%LOCALAPPDATA%`` on Windows.
 """
 
 from __future__ import annotations
@@ -13,23 +15,29 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from platformdirs import PlatformDirs
+
+_APP = "tensorviz"
+
+
+def _dirs() -> PlatformDirs:
+    # Built per call: the XDG variables are read when a path is asked for, so a
+    # test (or a user) that changes them is honoured.
+    return PlatformDirs(_APP, appauthor=False)
+
 
 def config_dir() -> Path:
     override = os.environ.get("TENSORVIZ_CONFIG_DIR")
     if override:
         return Path(override).expanduser()
-    base = os.environ.get("XDG_CONFIG_HOME")
-    root = Path(base).expanduser() if base and os.path.isabs(os.path.expanduser(base)) else Path.home() / ".config"
-    return root / "tensorviz"
+    return Path(_dirs().user_config_dir)
 
 
 def state_dir() -> Path:
     override = os.environ.get("TENSORVIZ_STATE_DIR") or os.environ.get("TENSORVIZ_CONFIG_DIR")
     if override:
         return Path(override).expanduser() / "state"
-    base = os.environ.get("XDG_STATE_HOME")
-    root = Path(base).expanduser() if base and os.path.isabs(os.path.expanduser(base)) else Path.home() / ".local" / "state"
-    return root / "tensorviz"
+    return Path(_dirs().user_state_dir)
 
 
 def is_within(path: Path, root: Path) -> bool:
