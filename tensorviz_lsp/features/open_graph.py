@@ -110,7 +110,7 @@ class OpenGraph(Feature):
             return await self.open_setup(root, uri, cand, a.profile)
         return await self.capture(root, profile, uri, cand.qualname, cand.name_range)
 
-    async def capture_profile_command(self, args: list[Any]) -> dict[str, Any]:
+    async def capture_profile_command(self, args: list[Any], *, show: bool = True) -> dict[str, Any]:
         a = CaptureProfileArgs.parse(args)
         root = await self.server.get_feature(Trust).pick_folder(a.folder, "capture a profile in")
         if root is None:
@@ -139,7 +139,7 @@ class OpenGraph(Feature):
             return {"ok": False, "reason": "untrusted"}
         if not self.refuse_dirty(root, model_path, recipe, a.profile):
             return {"ok": False, "reason": "unsaved"}
-        return await self.capture(root, a.profile, uri, qualname or a.profile, name_range)
+        return await self.capture(root, a.profile, uri, qualname or a.profile, name_range, show=show)
 
     # ------------------------------------------------------------------ saved source
     def sources_to_save(self, root: Path, model_path: Path | None, recipe: dict[str, Any], profile: str | None) -> list[Path]:
@@ -389,11 +389,44 @@ class OpenGraph(Feature):
         return {"ok": True, "setup": True, "url": url, "profile": name}
 
     def setup_for_viewer(self, root: Path | None, profile: str | None = None) -> dict[str, Any] | None:
-        """The viewer's setup provider (HTTP thread): the form's content."""
-        ctx = self.setups.get(str(root))
-        if ctx is None:
+        """The viewer's setup provider (HTTP thread): the form's content.
+
+        With ``profile`` (a graph page asks for the profile its capture came from) the
+        form is that profile's, never the folder's last form: "Setup" and "Capture
+        again" act on the graph on screen. Without one, the last form opened here
+        (the page of a symbol that has no profile yet)."""
+        if root is None:
             return None
-        return setup_form(ctx)
+        if profile is None:
+            ctx = self.setups.get(str(root))
+            return setup_form(ctx) if ctx is not None else None
+        if self.server.loop is None or self.server.stopping:
+            return None
+        ctx = self.server.run_coroutine(self.context_for_profile(root, profile), 60)
+        return setup_form(ctx) if ctx is not None else None
+
+    async def context_for_profile(self, root: Path, profile: str) -> SetupContext | None:
+        """The setup form of a saved profile: its saved recipe, and the candidate its
+        ``model`` names (discovered from source); None when there is no such profile."""
+        last = self.setups.get(str(root))
+        recipes = self.server.get_feature(Recipes)
+        recipes.invalidate(root)
+        recipe = recipes.profiles(root).get(profile)
+        if recipe is None:
+            # Not saved yet: only the form being filled in may carry this name.
+            return last if last is not None and last.profile == profile else None
+        if last is not None and last.profile == profile:
+            return SetupContext(root, last.uri, last.candidate, profile, dict(recipe), list(last.needs))
+        model = recipe.get("model") if isinstance(recipe.get("model"), str) else ""
+        module, _, qualname = model.partition(":")
+        model_path = _model_file(root, module) if module else None
+        if model_path is None or not qualname:
+            return None
+        uri = self.server.uri_of(model_path)
+        cand = await self.server.get_feature(Candidates).find(uri, qualname)
+        if cand is None:
+            return None
+        return SetupContext(root, uri, cand, profile, dict(recipe))
 
     def save_profile_from_viewer(self, root: Path | None, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
         """The viewer's save hook (HTTP thread): validate and write; errors or []."""
@@ -403,7 +436,9 @@ class OpenGraph(Feature):
         if errors:
             return errors
         ctx = self.setups.get(str(root))
-        if ctx is not None:
+        # Only the form of the same model: a graph page's form (another profile, another
+        # model) must not turn the folder's last form into itself.
+        if ctx is not None and (ctx.profile == name or ctx.recipe.get("model") == recipe.get("model")):
             ctx.profile, ctx.recipe, ctx.needs = name, dict(recipe), []
         recipes = self.server.get_feature(Recipes)
         freshness = self.server.get_feature(Freshness)
@@ -419,10 +454,11 @@ class OpenGraph(Feature):
         if self.server.loop is None or self.server.stopping or root is None:
             raise ValueError("the language server is not running")
         ctx = self.setups.get(str(root))
-        if ctx is not None:
+        if ctx is not None and ctx.profile == profile:
             coro = self._capture_from_setup(ctx, profile)
-        else:
-            coro = self.capture_profile_command([{"profile": profile, "folder": str(root)}])
+        else:  # another graph's profile: capture that one, by name
+            # The page that asked follows the capture itself ("capture-ready"): no new tab.
+            coro = self.capture_profile_command([{"profile": profile, "folder": str(root)}], show=False)
         self.server.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(_logged(coro)))
 
     async def _capture_from_setup(self, ctx: SetupContext, profile: str) -> dict[str, Any]:
@@ -465,6 +501,15 @@ def _environment_hint(details: Any, current: dict[str, str]) -> str:
 
     merged = {**current, **missing}
     return f" Set the tensorviz.captureEnv setting for this folder to {json.dumps(merged)} and capture again."
+
+
+def _model_file(root: Path, module: str) -> Path | None:
+    """The file of a recipe's ``model`` module: dotted (``pkg.mod``) or a path form
+    (``dir/06_file.py``)."""
+    if module.endswith(".py") or "/" in module:
+        p = root / module
+        return p if p.is_file() else None
+    return module_file(root, module)
 
 
 def _rel(root: Path, p: Path) -> str:

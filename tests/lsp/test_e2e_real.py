@@ -428,3 +428,51 @@ async def test_torch_module_lens_trust_capture_view_and_reveal(tmp_path, config_
         assert (diags[0].range.start.line, diags[0].range.start.character) == (4, 6)
     finally:
         await stop_session(s)
+
+
+@pytest.mark.jax
+@pytest.mark.skipif(not HAS_JAX, reason="needs jax and flax")
+async def test_setup_and_capture_again_act_on_the_profile_asked_for(real):
+    """Two models: ``net`` (saved profile ``jax_example``) and ``MLP`` (no profile, its
+    form opened last). A page showing ``net``'s graph asks ``api/setup?profile=jax_example``
+    and gets ``net``'s form, not the folder's last form; "Capture again" there captures
+    ``net``; saving ``net``'s form leaves the last form (``MLP``) as it was."""
+    real.open("model.py")
+    real.open("mlp.py")
+    real.answer("Trust Workspace")
+    result = await real.execute("tensorviz.openGraph", {"uri": real.uri("mlp.py"), "symbol": "MLP"})
+    assert result["ok"] is True and result["setup"] is True
+    origin, token, _ = _split(result["url"])
+    api = f"{origin}{token}/api"
+
+    status, body = await asyncio.to_thread(_get, f"{api}/setup?profile=jax_example")
+    assert status == 200, body
+    form = json.loads(body)
+    assert form["profile"] == "jax_example" and form["symbol"]["qualname"] == "net", form
+    assert form["recipe"]["model"] == "model:net"
+    assert [i["name"] for i in form["inputs"]] == ["x"] and form["inputs"][0]["shape"] == [2, 3]
+    assert not form["needs"]
+
+    # Without a profile: the last form, as before (the page of a symbol with no graph yet).
+    status, body = await asyncio.to_thread(_get, f"{api}/setup")
+    assert status == 200 and json.loads(body)["symbol"]["qualname"] == "MLP"
+    # A profile nobody saved: no form (the button stays hidden), never another model's.
+    status, _ = await asyncio.to_thread(_get, f"{api}/setup?profile=nope")
+    assert status == 404
+
+    # Saving net's form (from net's page) does not turn the last form into net.
+    status, body = await asyncio.to_thread(_get, f"{api}/profile", "POST", {"name": "jax_example", "recipe": form["recipe"]})
+    assert status == 200 and json.loads(body) == {"ok": True}, body
+    status, body = await asyncio.to_thread(_get, f"{api}/setup")
+    assert json.loads(body)["symbol"]["qualname"] == "MLP"
+
+    # "Capture again" on net's page captures net, and opens no new browser tab.
+    shown = len(real.client.shown_documents)
+    status, body = await asyncio.to_thread(_get, f"{api}/capture", "POST", {"profile": "jax_example"})
+    assert status == 200 and json.loads(body)["started"] is True
+    await real.logged("captured net:", timeout=180)
+    assert "capturing MLP" not in real.logs()
+    assert len(real.client.shown_documents) == shown
+    status, body = await asyncio.to_thread(_get, f"{api}/capture")
+    capture = json.loads(body)
+    assert status == 200 and capture["failure"] is None and capture["recipe"]["name"] == "jax_example", capture.get("recipe")
