@@ -12,8 +12,8 @@ Reading and validating recipes lives in :mod:`capture.recipe` (standard library 
 from __future__ import annotations
 
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -188,26 +188,33 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# A new recipes file is created ``rw-r--r--`` less the process umask, which the kernel
+# applies at ``open``. Reading the umask would mean setting it (``os.umask`` has no
+# read-only form), and the umask is process-wide: in the threaded server another
+# thread's file could be created under the temporary value.
+_NEW_FILE_MODE = 0o644
+
+
 def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` or leave it exactly as it was."""
+    """Replace ``path`` with ``text`` or leave it exactly as it was.
+
+    An existing file keeps its permission bits; a new one gets ``0o644`` less the umask.
+    """
     folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+        fd, tmp = _create_temporary(folder, path.name)
     except OSError as exc:
         raise RecipeStoreError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            try:
+                os.fchmod(fh.fileno(), stat.S_IMODE(path.stat().st_mode))
+            except FileNotFoundError:
+                pass  # a new file: the mode it was created with stands
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        try:
-            mode = stat.S_IMODE(path.stat().st_mode)
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o644 & ~umask
-        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as exc:
         try:
@@ -215,3 +222,15 @@ def atomic_write_text(path: Path, text: str) -> None:
         except OSError:
             pass
         raise RecipeStoreError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _create_temporary(folder: Path, name: str) -> tuple[int, str]:
+    """A fresh file next to the target, created with an explicit mode (``O_EXCL``: never an existing one)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, _NEW_FILE_MODE), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")

@@ -124,6 +124,36 @@ def test_file_mode_is_kept(ws):
     assert path.stat().st_mode & 0o777 == 0o640
 
 
+@pytest.fixture
+def umask_027():
+    set_umask = os.umask  # held here: a test may replace os.umask before this is torn down
+    previous = set_umask(0o027)
+    yield
+    set_umask(previous)
+
+
+@pytest.mark.parametrize("existing", [pytest.param(False, id="new-file"), pytest.param(True, id="existing-file")])
+def test_a_write_never_touches_the_process_umask(tmp_path, monkeypatch, umask_027, existing):
+    # The umask is process-wide; the server is threaded. Setting it even for a moment
+    # would give another thread's files the temporary value.
+    if existing:
+        save_profile(tmp_path, Recipe.from_dict({"name": "p", "model": "m:f"}))
+
+    def forbidden(mask):
+        raise AssertionError("os.umask called while saving a recipe")
+
+    monkeypatch.setattr(recipes_store.os, "umask", forbidden)
+    save_profile(tmp_path, Recipe.from_dict({"name": "q", "model": "m:f"}))
+    monkeypatch.undo()
+    assert list_profiles(tmp_path) == (["p", "q"] if existing else ["q"])
+
+
+def test_a_new_file_is_created_with_0644_less_the_umask(tmp_path, umask_027):
+    path = save_profile(tmp_path, Recipe.from_dict({"name": "p", "model": "m:f"}))
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert os.listdir(path.parent) == ["recipes.toml"]
+
+
 descs = st.one_of(
     st.integers(-5, 5), st.booleans(), st.text("abc", max_size=3), st.just({"kind": "none"}),
     st.builds(lambda shape, dtype: {"kind": "tensor", "shape": shape, "dtype": dtype},
