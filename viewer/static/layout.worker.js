@@ -117,28 +117,25 @@ const LAYOUT_OPTIONS = {
   "elk.padding": "[top=10,left=10,bottom=10,right=10]",
 };
 
-async function layoutJob(job, style) {
+// One container as an ELK graph: items by position ("i0"…), edges by position ("e0"…).
+function elkGraph(job, style, id) {
   const sizes = job.items.map((item) => cardSize(item, style));
-  const children = sizes.map((s, i) => ({ id: "i" + i, width: s.w, height: s.h }));
+  const children = sizes.map((s, i) => ({ id: `${id}i${i}`, width: s.w, height: s.h }));
   const edges = [];
   job.edges.forEach((e, i) => {
     if (e.s === e.t || !sizes[e.s] || !sizes[e.t]) return;
-    edges.push({ id: "e" + i, sources: ["i" + e.s], targets: ["i" + e.t] });
+    edges.push({ id: `${id}e${i}`, sources: [`${id}i${e.s}`], targets: [`${id}i${e.t}`] });
   });
-  let out;
-  try {
-    out = await elk.layout(
-      { id: "root", layoutOptions: LAYOUT_OPTIONS, children, edges },
-      { logging: false, measureExecutionTime: false }
-    );
-  } catch (err) {
-    return fallbackLayout(job, sizes);
-  }
-  const boxes = new Array(sizes.length);
+  return { graph: { id, layoutOptions: LAYOUT_OPTIONS, children, edges }, sizes };
+}
+
+// ELK's answer for one container (coordinates relative to it) → the layout message.
+function readLayout(out, prefix, count) {
+  const boxes = new Array(count);
   let w = 0;
   let h = 0;
   for (const c of out.children) {
-    boxes[Number(c.id.slice(1))] = { x: c.x, y: c.y, w: c.width, h: c.height };
+    boxes[Number(c.id.slice(prefix.length + 1))] = { x: c.x, y: c.y, w: c.width, h: c.height };
     w = Math.max(w, c.x + c.width);
     h = Math.max(h, c.y + c.height);
   }
@@ -155,9 +152,39 @@ async function layoutJob(job, style) {
       w = Math.max(w, px);
       h = Math.max(h, py);
     }
-    routed.push({ e: Number(e.id.slice(1)), points, labelAt: labelPoint(points) });
+    routed.push({ e: Number(e.id.slice(prefix.length + 1)), points, labelAt: labelPoint(points) });
   }
   return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges: routed };
+}
+
+async function layoutJob(job, style) {
+  const { graph, sizes } = elkGraph(job, style, "");
+  let out;
+  try {
+    out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
+  } catch (err) {
+    return fallbackLayout(job, sizes);
+  }
+  return readLayout(out, "", sizes.length);
+}
+
+// Many small containers in one ELK call: each is its own child graph, laid out on its own
+// (SEPARATE_CHILDREN), so a batch costs ELK's fixed overhead once instead of per container
+// (about half the time of separate calls for 12-item graphs). null when ELK refuses the
+// batch: its jobs are then laid out one by one.
+async function layoutBatch(jobs, style) {
+  const built = jobs.map((job, k) => elkGraph(job, style, `b${k}`));
+  let out;
+  try {
+    out = await elk.layout(
+      { id: "batch", layoutOptions: { "elk.algorithm": "fixed", "elk.hierarchyHandling": "SEPARATE_CHILDREN" }, children: built.map((b) => b.graph) },
+      { logging: false, measureExecutionTime: false }
+    );
+  } catch (err) {
+    return null;
+  }
+  const byId = new Map(out.children.map((c) => [c.id, c]));
+  return built.map((b, k) => readLayout(byId.get(`b${k}`), `b${k}`, b.sizes.length));
 }
 
 // Labels sit beside the middle of the longest vertical run, where they do not cover cards.
@@ -205,25 +232,58 @@ function remember(sig, layout) {
 
 const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
 
+const BATCH_ITEMS = 40; // containers up to this many items are batched
+const BATCH_TOTAL = 800; // items in one batch at most
+
+// A job can be laid out once the sizes of the expanded containers inside it are known.
+function ready(job) {
+  return job.items.every((it) => !it.expandedSig || it.inner || cache.has(it.expandedSig));
+}
+
 async function run(request) {
   const t0 = performance.now();
-  for (const job of request.jobs) {
+  const jobs = request.jobs;
+  let i = 0;
+  while (i < jobs.length) {
     if (request.seq !== newestSeq) {
       self.postMessage({ type: "dropped", seq: request.seq });
       return;
     }
-    let layout = cache.get(job.sig);
+    const job = jobs[i];
     const j0 = performance.now();
-    if (!layout) {
+    let layout = cache.get(job.sig);
+    if (layout) {
+      self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: 0 });
+      i++;
+      continue;
+    }
+    // Consecutive small jobs whose children are laid out already go to ELK together.
+    const batch = [];
+    let total = 0;
+    for (let k = i; k < jobs.length && batch.length < 256; k++) {
+      const next = jobs[k];
+      if (next.items.length > BATCH_ITEMS || total + next.items.length > BATCH_TOTAL || cache.has(next.sig) || !ready(next)) break;
+      batch.push(next);
+      total += next.items.length;
+    }
+    const layouts = batch.length > 1 ? await layoutBatch(batch, request.style) : null;
+    if (layouts) {
+      const ms = (performance.now() - j0) / batch.length;
+      batch.forEach((b, k) => {
+        remember(b.sig, layouts[k]);
+        self.postMessage({ type: "result", seq: request.seq, sig: b.sig, layout: layouts[k], ms });
+      });
+      i += batch.length;
+    } else {
       try {
         layout = await layoutJob(job, request.style);
+        remember(job.sig, layout);
+        self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
       } catch (err) {
         self.postMessage({ type: "error", seq: request.seq, sig: job.sig, message: String(err && err.message || err) });
-        continue;
       }
-      remember(job.sig, layout);
+      i++;
     }
-    self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
     await yieldToEvents(); // let a newer request arrive and win
   }
   self.postMessage({ type: "done", seq: request.seq, ms: performance.now() - t0 });
