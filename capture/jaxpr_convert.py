@@ -321,7 +321,7 @@ class _Converter:
         self.frames = FrameTable(workspace)
         self.max_ops = limits.max_ops
         self.max_values = limits.max_values
-        self.max_groups = limits.max_nested_calls
+        self.max_groups = limits.max_groups
         self.opaque_ops: dict[str, int] = {}
         self.constants: list[dict[str, Any]] = []
         # (container group, NameStack) -> scope group; (container, path) -> scope group
@@ -386,7 +386,7 @@ class _Converter:
     def _new_group_id(self) -> int:
         gid = len(self.groups)
         if gid >= self.max_groups:
-            raise LimitExceeded("max_nested_calls", self.max_groups, gid + 1, "nested scopes")
+            raise LimitExceeded("max_groups", self.max_groups, gid + 1, "groups")
         return gid
 
     # walking --------------------------------------------------------------
@@ -541,7 +541,7 @@ def convert(
     *indices* into the jaxpr's ``invars`` / ``outvars`` (see :func:`structure_of`);
     by default a flat list of each. Input values get ids ``0 .. len(invars)-1`` in
     order. Raises :class:`~capture.worker.errors.LimitExceeded` past ``limits``
-    (operations, values, and groups against ``max_nested_calls``).
+    (``max_ops``, ``max_values``, ``max_groups``).
     """
     import jax
 

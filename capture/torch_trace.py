@@ -163,7 +163,7 @@ class TorchTrace:
     """Records ATen ops, module calls, values and measurements into a graph builder.
 
     ``files``: decides which frames are the user's (workspace) code. ``limits``: the
-    worker's limits (ops, values, nested calls; raised as :class:`LimitExceeded` from
+    worker's limits (ops, values, groups; raised as :class:`LimitExceeded` from
     inside the traced program, so a runaway model stops at the limit). ``stats``:
     activation statistics on/off. ``stats_mode``: ``"auto"`` (immediate on CPU,
     deferred elsewhere), ``"immediate"`` or ``"deferred"`` (batched on the device, one

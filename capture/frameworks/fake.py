@@ -13,7 +13,7 @@ Every arithmetic operation on a proxy records a node (``add``, ``mul``, ``matmul
 ``relu``, ``sum``, ``reshape``…) with shapes broadcast like NumPy and the frame of the
 workspace line that did it; Python scalars become literal operands. Every call of a
 workspace function during the trace opens a nested ``scope`` group, so nested user calls
-count against ``max_nested_calls``. ``opaque(x)`` records an opaque boundary (coverage
+count against ``max_groups``. ``opaque(x)`` records an opaque boundary (coverage
 becomes partial with ``opaque_kernel``). Shapes and dtypes only: no numbers are computed.
 
 Only ``device = "cpu"`` exists: ``cuda:N`` fails the device check (no CPU fallback).

@@ -48,10 +48,10 @@ class GraphBuilder:
         return nid
 
     def group(self, kind: str, name: str, parent: int | None = None, attrs: dict[str, Any] | None = None) -> int:
-        """Add a nested call scope; returns its id (counted against ``max_nested_calls``)."""
+        """Add a group of any kind; returns its id (counted against ``max_groups``)."""
         gid = len(self.groups)
-        if gid >= self.limits.max_nested_calls:
-            raise LimitExceeded("max_nested_calls", self.limits.max_nested_calls, gid + 1, "nested calls")
+        if gid >= self.limits.max_groups:
+            raise LimitExceeded("max_groups", self.limits.max_groups, gid + 1, "groups")
         self.groups.append(Group(gid, str(kind), str(name), parent, dict(attrs or {})))
         return gid
 

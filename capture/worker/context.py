@@ -18,7 +18,7 @@ process, in the selected interpreter, with the workspace root as the working dir
     ``init`` through :meth:`CaptureContext.materialize`, or ``ctx.call_factory(ref)``),
     build the inputs (:meth:`CaptureContext.inputs_call`), trace, and return the
     canonical capture, ideally built with :meth:`CaptureContext.new_builder` (which
-    enforces ``max_ops``/``max_values``/``max_nested_calls`` as nodes are added).
+    enforces ``max_ops``/``max_values``/``max_groups`` as nodes are added).
 
     The worker fills in ``recipe`` (``ctx.recipe.to_dict()``) and ``sources`` (every
     workspace file imported, with the sha256 of the text it was imported from, taken at
@@ -255,9 +255,9 @@ class CaptureContext:
         """A :class:`GraphBuilder` enforcing this context's limits."""
         return GraphBuilder(self.limits)
 
-    def check_counts(self, *, ops: int = 0, values: int = 0, nested_calls: int = 0) -> None:
+    def check_counts(self, *, ops: int = 0, values: int = 0, groups: int = 0) -> None:
         """Raise :class:`LimitExceeded` when a count is over its limit."""
-        for name, reached in (("max_ops", ops), ("max_values", values), ("max_nested_calls", nested_calls)):
+        for name, reached in (("max_ops", ops), ("max_values", values), ("max_groups", groups)):
             maximum = getattr(self.limits, name)
             if reached > maximum:
                 raise LimitExceeded(name, maximum, reached)

@@ -38,7 +38,7 @@ class LimitExceeded(CaptureError):
     """A configurable capture limit was hit (``stage = "limit"``).
 
     ``limit`` is the :class:`capture.worker.limits.Limits` field name (``max_ops``,
-    ``max_values``, ``max_nested_calls``, ``max_result_bytes``, ``max_seconds``);
+    ``max_values``, ``max_groups``, ``max_result_bytes``, ``max_seconds``);
     the message and ``details`` give the limit and what was reached."""
 
     def __init__(self, limit: str, maximum: int | float, reached: int | float, what: str | None = None) -> None:

@@ -135,7 +135,7 @@ class _Session:
         if capture.failure is None:
             if not capture.nodes:
                 raise CaptureError("trace", "the trace recorded no operations; nothing to show as a graph")
-            ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), nested_calls=len(capture.groups))
+            ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), groups=len(capture.groups))
         capture.recipe = ctx.recipe.to_dict()
         capture.sources = ctx.files.imported_sources(ctx.requested_sources)
         ctx.progress("encoding the graph", 0.98)

@@ -477,8 +477,8 @@ def test_value_limit(traced):
 def test_group_limit(traced):
     closed, _ = traced["net"]
     with pytest.raises(LimitExceeded) as exc:
-        convert(closed, limits=Limits(max_nested_calls=2))
-    assert exc.value.limit == "max_nested_calls"
+        convert(closed, limits=Limits(max_groups=2))
+    assert exc.value.limit == "max_groups"
 
 
 def test_partial_callables_trace_like_functions():

@@ -407,8 +407,8 @@ def test_value_and_group_limits(ws):
         run(ws, profile("models:Block", args=[tensor([2, 5, 16])]), limits=Limits(max_values=12))
     assert exc.value.limit == "max_values"
     with pytest.raises(LimitExceeded) as exc:
-        run(ws, profile("models:Block", args=[tensor([2, 5, 16])]), limits=Limits(max_nested_calls=3))
-    assert exc.value.limit == "max_nested_calls"
+        run(ws, profile("models:Block", args=[tensor([2, 5, 16])]), limits=Limits(max_groups=3))
+    assert exc.value.limit == "max_groups"
 
 
 def test_a_limit_swallowed_by_user_code_is_still_reported(ws):

@@ -17,7 +17,7 @@ from fake_workspace import fake_recipe, tensor
         pytest.param("models:chain", {"n": 30}, Limits(max_ops=20), "max_ops", 21, id="ops"),
         # Each add makes one value; the input is value 0.
         pytest.param("models:chain", {"n": 30}, Limits(max_values=10), "max_values", 11, id="values"),
-        pytest.param("models:nested", {"depth": 20}, Limits(max_nested_calls=5), "max_nested_calls", 6, id="nested-calls"),
+        pytest.param("models:nested", {"depth": 20}, Limits(max_groups=5), "max_groups", 6, id="groups"),
         pytest.param("models:wide", {"n": 2000}, Limits(max_result_bytes=4096), "max_result_bytes", None, id="result-bytes"),
     ],
 )
@@ -52,7 +52,7 @@ def test_seconds_limit_is_the_deadline(workspace):
 
 
 def test_builder_enforces_limits_directly():
-    b = GraphBuilder(Limits(max_values=1, max_ops=1, max_nested_calls=1))
+    b = GraphBuilder(Limits(max_values=1, max_ops=1, max_groups=1))
     v = b.value([2], "float32")
     with pytest.raises(LimitExceeded) as e:
         b.value([2], "float32")
@@ -68,3 +68,14 @@ def test_builder_enforces_limits_directly():
 def test_limits_from_untrusted_data_keep_defaults():
     assert Limits.from_dict({"max_ops": -1, "max_values": "many", "bogus": 3, "max_seconds": 2}) == Limits(max_seconds=2.0)
     assert Limits.from_dict(Limits(max_ops=7).to_dict()) == Limits(max_ops=7)
+
+
+@pytest.mark.parametrize("kind", ["module", "jit", "remat", "custom_vjp", "scope", "body"])
+def test_max_groups_caps_groups_of_every_kind(kind):
+    # Not only nested calls: an unexecuted control-flow body is a group and counts too.
+    b = GraphBuilder(Limits(max_groups=2))
+    b.group("module", "outer")
+    b.group(kind, "first")
+    with pytest.raises(LimitExceeded) as e:
+        b.group(kind, "second")
+    assert (e.value.limit, e.value.maximum, e.value.reached) == ("max_groups", 2, 3)
