@@ -9,7 +9,9 @@
 //   out: {type:"result", seq, sig, layout, ms}  one per finished job; a layout is
 //        {w, h, boxes:[{x,y,w,h}] (by item position), edges:[{e, points, labelAt}]}
 //        (e: the job's edge position)
-//        {type:"done", seq, ms} | {type:"dropped", seq} | {type:"error", seq, sig, message}
+//        {type:"done", seq, chunk, ms} | {type:"dropped", seq, chunk} | {type:"error", seq, sig, message}
+//        (a request may come as several chunks, one per worker of the pool: see
+//        layout-client.js; `chunk` is echoed)
 //
 // A newer request wins: between two jobs the worker yields to its event loop, and a
 // batch whose seq is no longer the newest is abandoned ("dropped"). Finished layouts are
@@ -246,7 +248,7 @@ async function run(request) {
   let i = 0;
   while (i < jobs.length) {
     if (request.seq !== newestSeq) {
-      self.postMessage({ type: "dropped", seq: request.seq });
+      self.postMessage({ type: "dropped", seq: request.seq, chunk: request.chunk });
       return;
     }
     const job = jobs[i];
@@ -286,7 +288,7 @@ async function run(request) {
     }
     await yieldToEvents(); // let a newer request arrive and win
   }
-  self.postMessage({ type: "done", seq: request.seq, ms: performance.now() - t0 });
+  self.postMessage({ type: "done", seq: request.seq, chunk: request.chunk, ms: performance.now() - t0 });
 }
 
 async function pump() {
@@ -304,7 +306,7 @@ self.onmessage = (event) => {
   const msg = event.data;
   if (msg && msg.type === "layout") {
     newestSeq = Math.max(newestSeq, msg.seq);
-    if (pending) self.postMessage({ type: "dropped", seq: pending.seq });
+    if (pending) self.postMessage({ type: "dropped", seq: pending.seq, chunk: pending.chunk });
     pending = msg;
     pump();
   } else if (msg && msg.type === "forget") {
