@@ -41,6 +41,10 @@ def install(server: "TensorVizServer", level: int = logging.INFO) -> LspLogHandl
     for name in FORWARDED:
         logger = logging.getLogger(name)
         logger.addHandler(handler)
+        # window/logMessage is their one channel: also passing them on to the root's
+        # stderr handler put every warning twice in the editor's log (Neovim's lsp.log
+        # records stderr as well). stderr keeps what nothing else reports (pygls).
+        logger.propagate = False
         if logger.level == logging.NOTSET or logger.level > level:
             logger.setLevel(level)
     return handler

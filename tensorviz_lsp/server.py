@@ -29,6 +29,7 @@ from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__
 from .diagnostics import DiagnosticsHub
+from .features.args import ArgumentError
 from .feature import Feature
 from .settings import Settings
 from .trust import TrustStore
@@ -450,6 +451,13 @@ def _register_command(server: TensorVizServer, feature: Feature, name: str, hand
             return result
         except asyncio.CancelledError:
             raise
+        except ValueError as exc:
+            # A bad argument (ArgumentError) or a refusal ("not a file"): one clear line,
+            # shown and logged once; the traceback only at debug level.
+            log.debug("command %s refused", name, exc_info=True)
+            ls.show_message(f"TensorViz: {name}: {exc}" if not isinstance(exc, ArgumentError) else f"TensorViz: {exc}",
+                            types.MessageType.Error)
+            return {"ok": False, "error": str(exc)}
         except Exception as exc:
             log.exception("TensorViz: command %s failed", name)
             ls.show_message(f"TensorViz: {name} failed: {exc}", types.MessageType.Error)

@@ -7,6 +7,7 @@ where that is what a person would type (``:lsp-workspace-command`` in Helix).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -15,20 +16,32 @@ class ArgumentError(ValueError):
     pass
 
 
-def _obj(args: list[Any], positional: tuple[str, ...]) -> dict[str, Any]:
+def _obj(args: list[Any], positional: tuple[str, ...], command: str) -> dict[str, Any]:
+    # Helix's ``:lsp-workspace-command NAME REST`` sends REST parsed as JSON values:
+    # ``"jax_example"`` → ["jax_example"], ``{"profile": "x"}`` → [{"profile": "x"}],
+    # ``["jax_example"]`` → [["jax_example"]] (one list: its items are the arguments).
+    if len(args) == 1 and isinstance(args[0], list):
+        args = list(args[0])
     if not args:
         return {}
     if len(args) == 1 and isinstance(args[0], dict):
         return dict(args[0])
     if all(isinstance(a, (str, bool, int, float)) or a is None for a in args) and len(args) <= len(positional):
         return {k: v for k, v in zip(positional, args) if v is not None}
-    raise ArgumentError(f"expected one object argument, got {args!r}")
+    forms = " or ".join(
+        [f"one object {{{', '.join(positional)}}}"] + ([f"up to {len(positional)} strings"] if positional else [])
+    )
+    raise ArgumentError(f"{command} takes {forms}; got {json.dumps(args, default=str)[:200]}")
+
+
+#: Other names a person may use for an argument: ``{"path": …}`` for selectInterpreter.
+ALIASES = {"qualname": "symbol", "profile_name": "profile", "path": "python", "interpreter": "python"}
 
 
 def _parse(cls, args: list[Any], positional: tuple[str, ...]):
-    obj = _obj(args, positional)
+    obj = _obj(args, positional, cls.COMMAND)
     names = {f.name: f for f in fields(cls)}
-    aliases = {"qualname": "symbol", "folder": "folder", "profile_name": "profile"}
+    aliases = ALIASES
     values = {}
     for key, value in obj.items():
         name = aliases.get(key, key)
@@ -38,7 +51,7 @@ def _parse(cls, args: list[Any], positional: tuple[str, ...]):
     try:
         inst = cls(**values)
     except TypeError as exc:
-        raise ArgumentError(str(exc)) from None
+        raise ArgumentError(f"{cls.COMMAND}: {exc}") from None
     inst.check()
     return inst
 
@@ -51,6 +64,7 @@ class OpenGraphArgs:
     symbol: str | None = None
     profile: str | None = None
 
+    COMMAND = "tensorviz.openGraph"
     POSITIONAL = ("uri", "symbol", "profile")
 
     def check(self) -> None:
@@ -71,6 +85,7 @@ class CaptureProfileArgs:
     profile: str | None = None
     folder: str | None = None
 
+    COMMAND = "tensorviz.captureProfile"
     POSITIONAL = ("profile", "folder")
 
     def check(self) -> None:
@@ -89,6 +104,7 @@ class FolderArgs:
     folder: str | None = None
     trusted: bool = True
 
+    COMMAND = "tensorviz.trustWorkspace"
     POSITIONAL = ("folder",)
 
     def check(self) -> None:
@@ -109,6 +125,7 @@ class SelectInterpreterArgs:
     python: str | None = None
     folder: str | None = None
 
+    COMMAND = "tensorviz.selectInterpreter"
     POSITIONAL = ("python", "folder")
 
     def check(self) -> None:
@@ -128,6 +145,7 @@ class InstallArgs:
     folder: str | None = None
     packages: list[str] | None = None
 
+    COMMAND = "tensorviz.installDependencies"
     POSITIONAL = ("folder",)
 
     def check(self) -> None:
@@ -138,4 +156,24 @@ class InstallArgs:
 
     @classmethod
     def parse(cls, args: list[Any]) -> "InstallArgs":
+        return _parse(cls, args, cls.POSITIONAL)
+
+
+@dataclass
+class ShowViewerArgs:
+    """``tensorviz.showViewer``: ``{profile?, folder?}`` (no profile: the last graph shown)."""
+
+    profile: str | None = None
+    folder: str | None = None
+
+    COMMAND = "tensorviz.showViewer"
+    POSITIONAL = ("profile", "folder")
+
+    def check(self) -> None:
+        for v in (self.profile, self.folder):
+            if v is not None and not isinstance(v, str):
+                raise ArgumentError("tensorviz.showViewer: profile and folder must be strings")
+
+    @classmethod
+    def parse(cls, args: list[Any]) -> "ShowViewerArgs":
         return _parse(cls, args, cls.POSITIONAL)

@@ -35,7 +35,7 @@ from ..diagnostics import SOURCE
 from ..feature import Feature
 from ..import_closure import import_closure
 from ..userdirs import state_dir
-from .args import CaptureProfileArgs, OpenGraphArgs
+from .args import CaptureProfileArgs, OpenGraphArgs, ShowViewerArgs
 from .candidates import Candidates
 from .dependencies import Dependencies
 from .freshness import Freshness, Record
@@ -70,11 +70,14 @@ class OpenGraph(Feature):
         self._failures: dict[tuple[str, str], tuple[str, types.Diagnostic]] = {}
         #: The setup form each folder's viewer shows (the last symbol opened without a profile).
         self.setups: dict[str, SetupContext] = {}
+        #: The viewer URL of each profile's newest graph, by folder, newest last.
+        self.urls: dict[str, dict[str, str]] = {}
 
     def commands(self):
         return {
             "tensorviz.openGraph": self.open_graph_command,
             "tensorviz.captureProfile": self.capture_profile_command,
+            "tensorviz.showViewer": self.show_viewer_command,
         }
 
     # ------------------------------------------------------------------ commands
@@ -140,6 +143,28 @@ class OpenGraph(Feature):
         if not self.refuse_dirty(root, model_path, recipe, a.profile):
             return {"ok": False, "reason": "unsaved"}
         return await self.capture(root, a.profile, uri, qualname or a.profile, name_range, show=show)
+
+    async def show_viewer_command(self, args: list[Any]) -> dict[str, Any]:
+        """Open (or show) the viewer URL of a profile's newest graph again, without
+        capturing; no profile: the folder's newest graph."""
+        a = ShowViewerArgs.parse(args)
+        root = await self.server.get_feature(Trust).pick_folder(a.folder, "show the viewer of")
+        urls = self.urls.get(str(root), {}) if root is not None else {}
+        if a.profile is None and urls:
+            profile, url = list(urls.items())[-1]
+        else:
+            profile, url = a.profile, urls.get(a.profile or "")
+        if url is None:
+            shown = ", ".join(urls) or "none yet"
+            what = f"profile {a.profile!r}" if a.profile else "this folder"
+            self.server.show_message(
+                f"TensorViz: no graph of {what} in this session (captured: {shown}); "
+                "run tensorviz.captureProfile or Open as Graph first.",
+                types.MessageType.Warning,
+            )
+            return {"ok": False, "reason": "no-graph"}
+        opened = await self.server.get_feature(ViewerHost).show_url(url, f"Graph of profile {profile}")
+        return {"ok": True, "url": url, "profile": profile, "opened": opened}
 
     # ------------------------------------------------------------------ saved source
     def sources_to_save(self, root: Path, model_path: Path | None, recipe: dict[str, Any], profile: str | None) -> list[Path]:
@@ -261,6 +286,9 @@ class OpenGraph(Feature):
             Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=capture_id)
         )
         url = viewer.url_for(capture_id)
+        urls = self.urls.setdefault(str(root), {})
+        urls.pop(profile, None)  # newest last
+        urls[profile] = url
         n = len(getattr(capture, "nodes", []))
         log.info("captured %s: %d nodes%s", qualname, n, f", saved to {saved}" if saved else "")
         if show:

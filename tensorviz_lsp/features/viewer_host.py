@@ -69,8 +69,15 @@ class ViewerHost(Feature):
         """Open ``url`` in the user's browser through the editor; True when it did.
 
         The URL is always logged too (esbonio's habit): a client that cannot open
-        it, or a user who closed the tab, can still find it."""
-        log.info("%s: %s", what, url)
+        it, or a user who closed the tab, can still find it. ``tensorviz.showViewer``
+        shows it again.
+
+        Token policy: the token-bearing URL goes to the user only: this one
+        ``window/logMessage`` per URL opened, of type Warning because that is the
+        least Neovim keeps by default (it drops Info), the message of clients that
+        cannot open it, and the command results. The token only works on loopback
+        while this server runs; every other log line redacts it (:func:`_redact`)."""
+        self.server.log_message(f"TensorViz: {what}: {url}", types.MessageType.Warning)
         if self.server.supports_show_document():
             try:
                 result = await self.server.window_show_document_async(

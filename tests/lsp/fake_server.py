@@ -25,7 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 from capture.model import Capture, Failure, Source  # noqa: E402
 from capture.recipe import Recipe, RecipeError  # noqa: E402
-from capture.synthetic import synthetic_capture  # noqa: E402
+try:
+    from capture.synthetic import synthetic_capture  # noqa: E402
+except ModuleNotFoundError:  # moved to tests/synthetic.py (test-only code)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from synthetic import synthetic_capture  # noqa: E402
 from tensorviz_lsp.backends import (  # noqa: E402
     Candidate,
     CaptureJob,

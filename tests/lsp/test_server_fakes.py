@@ -482,3 +482,96 @@ async def test_capture_env_setting_reaches_the_worker_per_folder(tmp_path, confi
         assert "tensorviz.captureEnv" in s.logs() and "ignored" in s.logs()
     finally:
         await stop_session(s)
+
+
+# ------------------------------------------------------------------ Helix's :lsp-workspace-command
+
+
+def helix_arguments(rest: str) -> list:
+    """What Helix sends for ``:lsp-workspace-command NAME REST``: REST read as a stream of
+    JSON values (serde_json's StreamDeserializer); anything else is refused and the
+    command is never sent."""
+    decoder, out, i = json.JSONDecoder(), [], 0
+    while i < len(rest):
+        if rest[i].isspace():
+            i += 1
+            continue
+        value, i = decoder.raw_decode(rest, i)  # ValueError: Helix refuses the line
+        out.append(value)
+    return out
+
+
+async def test_an_unquoted_word_is_not_sent_by_helix():
+    with pytest.raises(ValueError):
+        helix_arguments("jax_example")
+    assert helix_arguments('"jax_example"') == ["jax_example"]
+    assert helix_arguments('{"profile": "jax_example"}') == [{"profile": "jax_example"}]
+
+
+async def test_every_helix_command_line_in_the_docs_is_json():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "editors.md").read_text()
+    lines = [l.strip() for l in docs.splitlines() if l.strip().startswith(":lsp-workspace-command tensorviz.")]
+    assert len(lines) >= 5
+    for line in lines:
+        _, name, *rest = line.split(None, 2)
+        helix_arguments(rest[0] if rest else "")  # raises for what Helix would refuse
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [
+        pytest.param('"jax_example"', id="string"),
+        pytest.param('{"profile": "jax_example"}', id="object"),
+        pytest.param('["jax_example"]', id="list"),
+    ],
+)
+async def test_helix_capture_profile_forms(session, rest):
+    await session.execute("tensorviz.trustWorkspace")
+    result = await session.execute("tensorviz.captureProfile", *helix_arguments(rest))
+    assert _get(result, "ok") is True, session.logs()
+
+
+@pytest.mark.parametrize(
+    "rest",
+    [
+        pytest.param('"/opt/py/bin/python3"', id="string"),
+        pytest.param('{"path": "/opt/py/bin/python3"}', id="path"),
+        pytest.param('{"python": "/opt/py/bin/python3"}', id="python"),
+    ],
+)
+async def test_helix_select_interpreter_forms(session, rest):
+    result = await session.execute("tensorviz.selectInterpreter", *helix_arguments(rest))
+    assert _get(result, "python") == "/opt/py/bin/python3", session.logs()
+
+
+# ------------------------------------------------------------------ what the log says
+
+
+async def test_a_bad_argument_is_one_clear_line_without_a_traceback(session):
+    result = await session.execute("tensorviz.captureProfile", {"profile": 5})
+    assert _get(result, "ok") is False
+    assert [m for m in session.messages() if "captureProfile" in m] == ["TensorViz: tensorviz.captureProfile needs a profile name"]
+    result = await session.execute("tensorviz.captureProfile", 1, 2, 3)
+    assert "tensorviz.captureProfile takes" in _get(result, "error")
+    assert "Traceback" not in session.logs()
+    assert session.log_count("needs a profile name") == 1
+
+
+async def test_the_viewer_url_reaches_a_default_neovim_log_and_show_viewer_reopens_it(session):
+    await session.execute("tensorviz.trustWorkspace")
+    result = await session.execute("tensorviz.captureProfile", "jax_example")
+    url = _get(result, "url")
+    # Neovim keeps window/logMessage from Warning up by default: the URL is there, once.
+    logged = [m for m in session.client.log_messages if url in m.message]
+    assert len(logged) == 1 and logged[0].type <= types.MessageType.Warning, logged
+    n = len(session.client.shown_documents)
+    again = await session.execute("tensorviz.showViewer", "jax_example")
+    assert _get(again, "ok") is True and _get(again, "url") == url
+    assert len(session.client.shown_documents) == n + 1 and session.client.shown_documents[-1].uri == url
+    last = await session.execute("tensorviz.showViewer")
+    assert _get(last, "url") == url
+    missing = await session.execute("tensorviz.showViewer", {"profile": "nope"})
+    assert _get(missing, "ok") is False
+    assert any("no graph of profile 'nope'" in m for m in session.messages())
+    # Nothing was captured again.
+    assert sum(e.get("event") == "add" for e in viewer_events(session.workspace)) == 1

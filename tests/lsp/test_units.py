@@ -233,3 +233,34 @@ def test_a_failing_feature_is_logged_and_the_others_keep_working(caplog):
     results = asyncio.run(server.fan_out("code_lens", "p"))
     assert results == [["lens"]] and calls == ["p"]
     assert "broken.code_lens failed" in caplog.text
+
+
+def test_a_forwarded_warning_reaches_the_editor_log_once():
+    """window/logMessage is the forwarded loggers' one channel: the root's stderr
+    handler (which Neovim's lsp.log also records) does not get them a second time."""
+    import io
+    import logging
+
+    from tensorviz_lsp import lsplog
+
+    class _Server:
+        def __init__(self):
+            self.sent = []
+
+        def log_message(self, message, kind):
+            self.sent.append((message, kind))
+
+    server, stderr = _Server(), io.StringIO()
+    root_handler = logging.StreamHandler(stderr)
+    logging.getLogger().addHandler(root_handler)
+    logger = logging.getLogger("tensorviz_lsp.test_once")
+    handler = lsplog.install(server)
+    try:
+        logger.warning("the editor could not open the URL itself")
+        assert [m for m, _ in server.sent] == ["the editor could not open the URL itself"]
+        assert stderr.getvalue() == ""
+    finally:
+        logging.getLogger().removeHandler(root_handler)
+        for name in lsplog.FORWARDED:
+            logging.getLogger(name).removeHandler(handler)
+            logging.getLogger(name).propagate = True
