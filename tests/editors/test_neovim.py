@@ -119,3 +119,27 @@ def test_neovim_runs_the_lens_and_the_url_serves_the_graph(tmp_path):
             proc.kill()
             stdout, stderr = proc.communicate()
     assert proc.returncode == 0, stderr[-3000:]
+
+
+def test_the_docs_neovim_lua_loads_and_calls_exec_cmd_only_on_0_11(tmp_path):
+    """docs/editors.md's Lua blocks are valid Lua, and ``client:exec_cmd`` (public only
+    from Neovim 0.11) is called only behind ``has("nvim-0.11")``: 0.10 users get a block
+    that sends workspace/executeCommand itself."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "editors.md").read_text()
+    blocks = re.findall(r"```lua\n(.*?)```", docs, re.S)
+    assert blocks
+    for block in blocks:
+        for m in re.finditer(r"client:exec_cmd\(", block):
+            guard = block.rfind('vim.fn.has("nvim-0.11") == 1', 0, m.start())
+            assert guard != -1 and "\n  end" not in block[guard:m.start()], block
+    assert any('client.request("workspace/executeCommand"' in b for b in blocks)
+    nvim = find_nvim()
+    if nvim is None:
+        return
+    for i, block in enumerate(blocks):
+        f = tmp_path / f"block{i}.lua"
+        f.write_text(block)
+        r = subprocess.run([nvim, "--headless", "--clean", "-c",
+                            f'lua local f, e = loadfile("{f}"); if not f then io.stderr:write(e) vim.cmd("cq") end',
+                            "-c", "qa"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
