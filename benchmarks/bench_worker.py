@@ -26,9 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-# The fake framework is TensorViz's own test framework, hidden from users without this
-# switch (the worker inherits it).
-os.environ.setdefault("TENSORVIZ_TEST_FRAMEWORKS", "1")
+# The fake framework is TensorViz's own test framework (tests/fake_framework.py, not
+# shipped): named here as a test plug-in, which the worker inherits.
+os.environ.setdefault("TENSORVIZ_TEST_PLUGINS", f"fake={ROOT / 'tests' / 'fake_framework.py'}")
 
 from capture.recipe import Recipe  # noqa: E402
 from capture import runner  # noqa: E402

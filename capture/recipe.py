@@ -48,14 +48,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Union
 
-from .frameworks import FRAMEWORK_NAMES
+from .frameworks import FRAMEWORK_NAMES, framework_names
 
 RECIPES_FILE = ".tensorviz/recipes.toml"
 RECIPES_VERSION = 1
 
 KINDS = ("model", "training_step")
-# The frameworks a recipe may name: "torch" and "jax" (a live sequence: TensorViz's own
-# test framework "fake" is included only when TENSORVIZ_TEST_FRAMEWORKS=1).
+# The frameworks a user may name. A recipe is checked against framework_names(), which
+# adds the plug-ins of TensorViz's own tests when their setting is present.
 FRAMEWORKS = FRAMEWORK_NAMES
 DEFAULT_FRAMEWORK = "torch"
 MODES = ("eval", "train")
@@ -584,7 +584,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
 
     kind = _choice(cx, table, base, "kind", KINDS, "model")
     framework_explicit = "framework" in table
-    framework = _choice(cx, table, base, "framework", FRAMEWORKS, DEFAULT_FRAMEWORK)
+    framework = _choice(cx, table, base, "framework", framework_names(), DEFAULT_FRAMEWORK)
     if "model" not in table:
         raise cx.error(base + ["model"], 'missing model (expected "pkg.module:qualname")')
     model = _ref(cx, table["model"], base + ["model"])

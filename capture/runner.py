@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from . import graphfile
-from .frameworks import FRAMEWORKS, framework_info
+from .frameworks import framework_info, framework_names
 from .model import Capture, Failure, Frame, Source, failure_from_json
 from .recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, profile_from_document
 from .worker.limits import Limits
@@ -174,7 +174,7 @@ class _Run:
             )
 
         python = str(python) if python else default_interpreter(self.workspace)
-        info = framework_info(self.framework) if self.framework in FRAMEWORKS else FRAMEWORKS["torch"]
+        info = framework_info(self.framework if self.framework in framework_names() else "torch")
         requires = info.requirements(self._model_source())
         probe = self._probe_interpreter(python, requires)
         if isinstance(probe, Capture):
@@ -227,7 +227,7 @@ class _Run:
                 r = Recipe.from_dict(recipe)
         except RecipeError as exc:
             raw = self._raw_table
-            if isinstance(raw, Mapping) and raw.get("framework", "torch") in FRAMEWORKS:
+            if isinstance(raw, Mapping) and raw.get("framework", "torch") in framework_names():
                 self.framework = raw.get("framework", "torch")
             return exc
         self.recipe = r
@@ -349,7 +349,7 @@ class _Run:
         names = ", ".join(missing)
         message = (
             f"the selected interpreter {python} is missing {names}, needed by the "
-            f"{self.framework if self.framework in FRAMEWORKS else 'capture'} worker; install with: "
+            f"{self.framework if self.framework in framework_names() else 'capture'} worker; install with: "
             + shlex.join(command)
         )
         if any("==" in spec for spec in command[4:]):

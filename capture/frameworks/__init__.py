@@ -10,10 +10,13 @@ parent uses to know which packages a framework needs in the selected interpreter
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
-from collections.abc import Iterator, Mapping, Sequence
+import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
-from types import ModuleType
+from pathlib import Path
+from types import MappingProxyType, ModuleType
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,8 @@ class FrameworkInfo:
     # source mentions it (Flax is an optional model dependency; a plain JAX function
     # must not need it).
     model_requires: tuple[str, ...] = ()
+    # Set only for a test plug-in: the file it is loaded from (it is not in a package).
+    path: str | None = None
 
     def requirements(self, model_source: str | None) -> tuple[str, ...]:
         """What the selected interpreter must have for a model with this source text
@@ -38,89 +43,64 @@ class FrameworkInfo:
 
 # The shared worker requires Torch for every real framework: adding JAX never
 # replaces the selected Torch build (the spec's rule), so JAX recipes need both.
-_REGISTRY: dict[str, FrameworkInfo] = {
+FRAMEWORKS: Mapping[str, FrameworkInfo] = MappingProxyType({
     "torch": FrameworkInfo("torch", "capture.frameworks.torch", ("msgpack", "torch")),
     "jax": FrameworkInfo("jax", "capture.frameworks.jax", ("msgpack", "torch", "jax"), ("flax",)),
-    # TensorViz's own pure-Python test framework: exercises the runtime without JAX/Torch.
-    # Hidden from users (recipes, messages, the CLI) unless the test switch is set.
-    "fake": FrameworkInfo("fake", "capture.frameworks.fake", ("msgpack",)),
-}
-
+})
 # The frameworks a user can name, in the order messages list them.
-USER_FRAMEWORKS: tuple[str, ...] = ("torch", "jax")
-# Frameworks that exist only for TensorViz's own tests and benchmarks.
-TEST_FRAMEWORKS: tuple[str, ...] = ("fake",)
-# Set to "1" (tests, benchmarks) to make the test frameworks visible. The worker
-# inherits the environment, so a parent with the switch gets a worker with it.
-TEST_FRAMEWORKS_ENV = "TENSORVIZ_TEST_FRAMEWORKS"
+FRAMEWORK_NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
+
+# TensorViz's own tests add capture plug-ins that do not ship (a pure-Python framework
+# that exercises the runtime without JAX or Torch). They name them here, as
+# ``NAME=/abs/path/plugin.py`` entries separated by ``os.pathsep``. The worker inherits
+# the environment, so a parent that sets it gets a worker that loads them.
+TEST_PLUGINS_ENV = "TENSORVIZ_TEST_PLUGINS"
 
 
-def show_test_frameworks() -> bool:
-    """True when ``TENSORVIZ_TEST_FRAMEWORKS=1`` is set in this process's environment."""
-    return os.environ.get(TEST_FRAMEWORKS_ENV) == "1"
+def plugins_for_tests() -> dict[str, FrameworkInfo]:
+    """The plug-ins named by ``TENSORVIZ_TEST_PLUGINS`` (read on every call). Each needs
+    only ``msgpack`` and is imported from its file under the file's stem as module name."""
+    plugins: dict[str, FrameworkInfo] = {}
+    for entry in filter(None, os.environ.get(TEST_PLUGINS_ENV, "").split(os.pathsep)):
+        name, sep, path = entry.partition("=")
+        if not sep or not name.isidentifier() or name in FRAMEWORKS or not os.path.isabs(path):
+            raise ValueError(f"{TEST_PLUGINS_ENV}: expected NAME=/absolute/path.py, found {entry!r}")
+        plugins[name] = FrameworkInfo(name, Path(path).stem, ("msgpack",), path=path)
+    return plugins
 
 
 def framework_names() -> tuple[str, ...]:
-    """The frameworks a recipe may name now: torch and jax, plus the test frameworks
-    when ``TENSORVIZ_TEST_FRAMEWORKS=1``."""
-    return USER_FRAMEWORKS + (TEST_FRAMEWORKS if show_test_frameworks() else ())
-
-
-class _Names(Sequence):
-    """:func:`framework_names` as a live sequence (checked on every use, so that
-    ``choices=`` in an argument parser built at import time follows the switch)."""
-
-    def __getitem__(self, index):  # type: ignore[override]
-        return framework_names()[index]
-
-    def __len__(self) -> int:
-        return len(framework_names())
-
-    def __contains__(self, name: object) -> bool:
-        return name in framework_names()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(framework_names())
-
-    def __eq__(self, other: object) -> bool:
-        return tuple(self) == (tuple(other) if isinstance(other, Sequence) and not isinstance(other, str) else other)
-
-    def __hash__(self) -> int:
-        return hash(framework_names())
-
-    def __repr__(self) -> str:
-        return repr(framework_names())
-
-
-class _Registry(Mapping):
-    """The registry as users see it: test frameworks only behind the switch."""
-
-    def __getitem__(self, name: str) -> FrameworkInfo:
-        if name not in framework_names():
-            raise KeyError(name)
-        return _REGISTRY[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(framework_names())
-
-    def __len__(self) -> int:
-        return len(framework_names())
-
-    def __repr__(self) -> str:
-        return repr(dict(self))
-
-
-FRAMEWORK_NAMES: Sequence[str] = _Names()
-FRAMEWORKS: Mapping[str, FrameworkInfo] = _Registry()
+    """The frameworks a recipe may name now: torch and jax, then any test plug-ins."""
+    return FRAMEWORK_NAMES + tuple(plugins_for_tests())
 
 
 def framework_info(name: str) -> FrameworkInfo:
-    try:
-        return FRAMEWORKS[name]
-    except KeyError:
-        raise KeyError(f"unknown framework {name!r} (known: {', '.join(FRAMEWORKS)})") from None
+    info = FRAMEWORKS.get(name) or plugins_for_tests().get(name)
+    if info is None:
+        raise KeyError(f"unknown framework {name!r} (known: {', '.join(framework_names())})")
+    return info
 
 
 def load_framework(name: str) -> ModuleType:
     """Import a framework's capture module (it imports the framework itself lazily)."""
-    return importlib.import_module(framework_info(name).module)
+    info = framework_info(name)
+    if info.path is None:
+        return importlib.import_module(info.module)
+    loaded = sys.modules.get(info.module)
+    if loaded is not None:
+        if Path(getattr(loaded, "__file__", "") or "").resolve() != Path(info.path).resolve():
+            raise ImportError(f"the test plug-in {name!r}: a module {info.module!r} from elsewhere is already imported")
+        return loaded
+    spec = importlib.util.spec_from_file_location(info.module, info.path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the test plug-in {name!r} from {info.path}")
+    module = importlib.util.module_from_spec(spec)
+    # Registered before it runs, as an import would: workspace code of a test imports
+    # it by this name (its input factories build the plug-in's arrays).
+    sys.modules[info.module] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[info.module]
+        raise
+    return module

@@ -12,7 +12,7 @@ import pytest
 
 from capture import graphfile
 from capture.model import Capture, Failure, Frame
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from tensorviz_lsp import __version__
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from capture import graphfile
 from capture.model import FORMAT_NAME, Capture, Coverage, Failure, Node, Operand, Value
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 
 
 @pytest.fixture(scope="module")

@@ -1,13 +1,14 @@
-"""The recipe tests may name TensorViz's own test framework ("fake"), hidden from users
-unless ``TENSORVIZ_TEST_FRAMEWORKS=1``: switched on here for every test."""
+"""The recipe tests may name TensorViz's own test framework ("fake"), which does not ship:
+it is a framework only where ``TENSORVIZ_TEST_PLUGINS`` names it, as here for every test."""
 
 from __future__ import annotations
 
 import pytest
 
-from capture.frameworks import TEST_FRAMEWORKS_ENV
+import fake_framework
+from capture.frameworks import TEST_PLUGINS_ENV
 
 
 @pytest.fixture(autouse=True)
 def test_frameworks(monkeypatch):
-    monkeypatch.setenv(TEST_FRAMEWORKS_ENV, "1")
+    monkeypatch.setenv(TEST_PLUGINS_ENV, fake_framework.PLUGIN)

@@ -1,12 +1,18 @@
-"""TensorViz's own test framework ("fake") is hidden from users: recipes naming it are
-invalid and messages list only torch and jax, unless ``TENSORVIZ_TEST_FRAMEWORKS=1``."""
+"""TensorViz's own test framework ("fake") lives in the tests, not in the package: recipes
+naming it are invalid and messages list only torch and jax, unless
+``TENSORVIZ_TEST_PLUGINS`` names its file."""
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
+
 import pytest
 
+import capture
+import fake_framework
 from capture.frameworks import FRAMEWORKS as REGISTRY
-from capture.frameworks import TEST_FRAMEWORKS_ENV, framework_info, framework_names
+from capture.frameworks import TEST_PLUGINS_ENV, framework_info, framework_names, load_framework
 from capture.recipe import FRAMEWORKS, Recipe, RecipeError, parse_profile
 
 USERS_SEE = "expected one of 'torch', 'jax', found 'fake'"
@@ -14,7 +20,7 @@ USERS_SEE = "expected one of 'torch', 'jax', found 'fake'"
 
 @pytest.fixture
 def user_env(monkeypatch):
-    monkeypatch.delenv(TEST_FRAMEWORKS_ENV, raising=False)
+    monkeypatch.delenv(TEST_PLUGINS_ENV, raising=False)
 
 
 def test_users_see_only_torch_and_jax(user_env):
@@ -25,10 +31,26 @@ def test_users_see_only_torch_and_jax(user_env):
         framework_info("fake")
 
 
-@pytest.mark.parametrize("value", ["0", "", "true", "yes"])
-def test_only_the_exact_switch_shows_it(monkeypatch, value):
-    monkeypatch.setenv(TEST_FRAMEWORKS_ENV, value)
-    assert "fake" not in FRAMEWORKS
+def test_test_helpers_do_not_ship():
+    package = Path(capture.__file__).parent
+    assert not (package / "frameworks" / "fake.py").exists() and not (package / "synthetic.py").exists()
+    assert importlib.util.find_spec("capture.frameworks.fake") is None
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("1", id="old-switch"),
+        pytest.param("fake", id="no-path"),
+        pytest.param("fake=relative/fake_framework.py", id="relative-path"),
+        pytest.param("torch=/abs/plugin.py", id="shadows-torch"),
+        pytest.param("not-a-name=/abs/plugin.py", id="bad-name"),
+    ],
+)
+def test_a_malformed_plugin_setting_is_refused_by_name(monkeypatch, value):
+    monkeypatch.setenv(TEST_PLUGINS_ENV, value)
+    with pytest.raises(ValueError, match=TEST_PLUGINS_ENV):
+        framework_names()
 
 
 def test_a_recipe_naming_fake_is_invalid_for_users(user_env):
@@ -46,8 +68,10 @@ def test_an_unknown_framework_message_lists_only_user_frameworks(user_env):
     assert "expected one of 'torch', 'jax', found 'tensorflow'" in str(info.value)
 
 
-def test_the_switch_shows_it(monkeypatch):
-    monkeypatch.setenv(TEST_FRAMEWORKS_ENV, "1")
-    assert tuple(FRAMEWORKS) == ("torch", "jax", "fake")
+def test_the_setting_adds_the_plugin(monkeypatch):
+    monkeypatch.setenv(TEST_PLUGINS_ENV, fake_framework.PLUGIN)
+    assert framework_names() == ("torch", "jax", "fake")
+    assert FRAMEWORKS == ("torch", "jax")  # what a user may name (the CLI's choices)
     assert Recipe.from_dict({"name": "p", "framework": "fake", "model": "m:f"}).framework == "fake"
     assert framework_info("fake").requires == ("msgpack",)
+    assert load_framework("fake").VERSION == fake_framework.VERSION

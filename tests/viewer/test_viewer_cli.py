@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from capture import graphfile
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ from viewer_fixtures import flat_capture, tiny_capture
 
 from capture import graphfile
 from capture.model import Capture, Failure, Group
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from viewer.projection import MAX_ITEMS, NotFound, Projection, ProjectionError, group_sublabel
 
 

@@ -11,7 +11,7 @@ import urllib.request
 import pytest
 
 from capture import graphfile
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from viewer.projection import MAX_ITEMS, Projection
 from viewer.server import ViewerServer
 

@@ -17,7 +17,7 @@ from viewer_fixtures import tiny_capture
 
 from capture import graphfile
 from capture.model import Capture, Failure, Frame, Source
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from viewer.server import CSP, KEEPALIVE_SECONDS, ViewerServer
 
 

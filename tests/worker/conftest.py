@@ -6,15 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from capture.frameworks import TEST_FRAMEWORKS_ENV
+import fake_framework
+from capture.frameworks import TEST_PLUGINS_ENV
 from fake_workspace import make_workspace
 
 
 @pytest.fixture(autouse=True)
 def test_frameworks(monkeypatch):
-    """The fake framework is hidden from users; these tests switch it on (in this
-    process, and so in every worker it starts, which inherits the environment)."""
-    monkeypatch.setenv(TEST_FRAMEWORKS_ENV, "1")
+    """The fake framework lives in the tests, not in the package; these tests name it as
+    a plug-in (in this process, and so in every worker it starts, which inherits the
+    environment)."""
+    monkeypatch.setenv(TEST_PLUGINS_ENV, fake_framework.PLUGIN)
 
 
 @pytest.fixture

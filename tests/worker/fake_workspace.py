@@ -104,7 +104,7 @@ MODELS = {
             return x.relu()
     """,
     "factories.py": """
-        from capture.frameworks import fake
+        import fake_framework as fake
         from models import Scaled
 
         def make_model():

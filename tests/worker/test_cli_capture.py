@@ -84,8 +84,8 @@ def test_timeout_option(saved, tmp_path, capsys):
         pytest.param(["capture", "models.py:net", "--input", "flaot32[2,3]"], id="bad-dtype"),
         pytest.param(["capture", "models.py:net", "--input", "float32[2,x-y]"], id="bad-dim"),
         pytest.param(["capture", "models.py:net", "--input", "x=float32[2]", "--input", "x=float32[3]"], id="twice"),
-        pytest.param(["capture", "models.py:net", "--framework", "fake", "--device", "gpu"], id="bad-device"),
-        pytest.param(["capture", "models.py:net", "--framework", "fake", "--input", "float32[4096,4096]",
+        pytest.param(["capture", "models.py:net", "--framework", "torch", "--device", "gpu"], id="bad-device"),
+        pytest.param(["capture", "models.py:net", "--framework", "torch", "--input", "float32[4096,4096]",
                       "--input", "float32[2]"], id="too-big"),
         pytest.param(["capture", "models.py:net", "--input", "float32[2,3]"], id="not-discovered"),
         pytest.param(["capture", "models.py:net", "--env", "JAX_ENABLE_X64"], id="bad-env"),
@@ -103,10 +103,20 @@ def test_argparse_errors_exit_2(capsys):
     assert e.value.code == 2
 
 
+def fake_profile(workspace, name="models_net"):
+    """The CLI offers only torch and jax; the test framework enters through a saved
+    profile that names it, which the shorthand then keeps."""
+    (workspace / ".tensorviz").mkdir(exist_ok=True)
+    (workspace / ".tensorviz" / "recipes.toml").write_text(
+        f'version = 1\n[profiles.{name}]\nframework = "fake"\nmodel = "models:net"\n'
+    )
+
+
 def test_shorthand_saves_then_captures(workspace, monkeypatch, capsys):
     monkeypatch.chdir(workspace)
+    fake_profile(workspace)
     argv = ["capture", "models.py:net", "--input", "float32[2,3]", "--input", "w=float32[3,4]:ones",
-            "--input", "scale=3", "--framework", "fake", "--device", "cpu"]
+            "--input", "scale=3", "--device", "cpu"]
     assert main(argv) == 0
     out = capsys.readouterr().out.strip()
     assert out.endswith(".tensorviz/captures/models_net.tvg")
@@ -129,7 +139,8 @@ def test_shorthand_updates_a_saved_profile_and_keeps_comments(saved, monkeypatch
 
 def test_shorthand_unknown_dimension_is_saved_then_requested(workspace, monkeypatch, capsys):
     monkeypatch.chdir(workspace)
-    assert main(["capture", "models.py:net", "--framework", "fake", "--input", "float32[batch,3]"]) == 1
+    fake_profile(workspace)
+    assert main(["capture", "models.py:net", "--input", "float32[batch,3]"]) == 1
     err = capsys.readouterr().err
     assert "[recipe] InputsNeeded" in err and "needs: inputs args[0] axis 0 (batch)" in err
 

@@ -1,6 +1,7 @@
-"""The fake framework is for TensorViz's own tests: without ``TENSORVIZ_TEST_FRAMEWORKS=1``
-a capture, the CLI and the worker refuse it and name only torch and jax; with it (this
-folder's conftest), the worker started by the runner inherits the switch."""
+"""The fake framework is for TensorViz's own tests and does not ship: without
+``TENSORVIZ_TEST_PLUGINS`` naming it, a capture and the worker refuse it and name only
+torch and jax; with it (this folder's conftest), the worker started by the runner
+inherits the setting and loads the plug-in from its file. The CLI never offers it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import os
 import subprocess
 import sys
 
-from capture.frameworks import TEST_FRAMEWORKS_ENV
+import pytest
+
+from capture.frameworks import TEST_PLUGINS_ENV
 from capture.runner import launcher_script, run_capture
 from capture.worker.protocol import encode_frame, read_frame
 from fake_workspace import tensor
@@ -19,7 +22,7 @@ FAKE = {"name": "p", "framework": "fake", "model": "models:net",
 
 
 def test_a_user_capture_of_fake_is_a_recipe_error(workspace, monkeypatch):
-    monkeypatch.delenv(TEST_FRAMEWORKS_ENV)
+    monkeypatch.delenv(TEST_PLUGINS_ENV)
     c = run_capture(workspace, FAKE)
     assert (c.failure.stage, c.failure.type) == ("recipe", "RecipeError")
     assert "expected one of 'torch', 'jax', found 'fake'" in c.failure.message
@@ -30,8 +33,10 @@ def test_a_user_capture_of_fake_is_a_recipe_error(workspace, monkeypatch):
     assert c.framework != "fake"
 
 
-def test_the_cli_offers_only_torch_and_jax(workspace, monkeypatch, capsys):
-    monkeypatch.delenv(TEST_FRAMEWORKS_ENV)
+@pytest.mark.parametrize("plugins", [pytest.param(False, id="user"), pytest.param(True, id="tests")])
+def test_the_cli_offers_only_torch_and_jax(workspace, monkeypatch, capsys, plugins):
+    if not plugins:
+        monkeypatch.delenv(TEST_PLUGINS_ENV)
     monkeypatch.chdir(workspace)
     try:
         code = main(["capture", "models.py:net", "--framework", "fake", "--input", "float32[2,3]"])
@@ -42,7 +47,7 @@ def test_the_cli_offers_only_torch_and_jax(workspace, monkeypatch, capsys):
     assert "invalid choice: 'fake'" in err and "'torch', 'jax')" in err
 
 
-def test_the_worker_inherits_the_switch(workspace):
+def test_the_worker_inherits_the_setting(workspace):
     c = run_capture(workspace, FAKE)
     assert c.failure is None, c.failure
     assert c.framework == "fake"
@@ -50,7 +55,7 @@ def test_the_worker_inherits_the_switch(workspace):
 
 def test_a_worker_without_the_switch_refuses_fake(workspace, monkeypatch):
     """Even a request that reached a worker directly: the worker validates it again."""
-    monkeypatch.delenv(TEST_FRAMEWORKS_ENV)
+    monkeypatch.delenv(TEST_PLUGINS_ENV)
     read_fd, write_fd = os.pipe()
     request = {"protocol": 1, "action": "capture", "workspace": str(workspace), "recipe": FAKE,
                "limits": {}, "seconds_left": 30}

@@ -109,7 +109,7 @@ def test_a_module_edited_after_import_by_a_factory_is_stale(workspace):
     """``models`` imports ``helpers``; the inputs factory then rewrites ``helpers.py``."""
     (workspace / "editing_factory.py").write_text(
         "from pathlib import Path\n"
-        "from capture.frameworks import fake\n\n"
+        "import fake_framework as fake\n\n"
         "def inputs():\n"
         "    p = Path(__file__).with_name('helpers.py')\n"
         "    p.write_text('# saved during the capture\\n' + p.read_text())\n"

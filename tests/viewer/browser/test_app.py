@@ -9,7 +9,7 @@ import pytest
 
 from capture import graphfile
 from capture.model import Capture, Failure, Frame
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from viewer.server import CSP, ViewerServer
 
 from tv_browser import make_workspace, open_app

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from capture.model import Coverage
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from viewer.server import ViewerServer
 
 from tv_browser import make_workspace, open_app

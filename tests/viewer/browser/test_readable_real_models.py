@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from capture import graphfile
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from viewer.projection import Projection
 from viewer.server import ViewerServer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from viewer.server import ViewerServer
 
 from tv_browser import open_app

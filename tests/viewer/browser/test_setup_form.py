@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from viewer.server import ViewerServer
 
 from tv_browser import open_app

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from capture.synthetic import synthetic_capture
+from synthetic import synthetic_capture
 from viewer.server import ViewerServer
 
 from tv_browser import make_workspace, open_app

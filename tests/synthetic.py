@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from .model import Capture, Coverage, Frame, Group, Node, Operand, Source, Value
+from capture.model import Capture, Coverage, Frame, Group, Node, Operand, Source, Value
 
 _OPS = ("dot_general", "add", "max", "mul", "reshape", "transpose", "exp", "reduce_sum", "div", "tanh")
 

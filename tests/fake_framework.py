@@ -17,20 +17,27 @@ count against ``max_groups``. ``opaque(x)`` records an opaque boundary (coverage
 becomes partial with ``opaque_kernel``). Shapes and dtypes only: no numbers are computed.
 
 Only ``device = "cpu"`` exists: ``cuda:N`` fails the device check (no CPU fallback).
-Input factories may build proxies with :func:`array` (only during a fake capture).
+Input factories may build proxies with :func:`array` (only during a fake capture), after
+``import fake_framework``.
+
+It does not ship: a test (or benchmark) makes it a framework by setting
+``TENSORVIZ_TEST_PLUGINS`` to :data:`PLUGIN`; the worker inherits that and loads this file.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
-from ..model import Capture, Coverage, Operand
-from ..worker.builder import GraphBuilder
-from ..worker.context import CaptureContext
-from ..worker.errors import CaptureError
+from capture.model import Capture, Coverage, Operand
+from capture.worker.builder import GraphBuilder
+from capture.worker.context import CaptureContext
+from capture.worker.errors import CaptureError
 
 VERSION = "1"
+# The value of ``capture.frameworks.TEST_PLUGINS_ENV`` that makes this file the "fake" framework.
+PLUGIN = f"fake={Path(__file__).resolve()}"
 
 _active: "_Tracer | None" = None
 
