@@ -90,8 +90,9 @@ export class Api {
   reveal(frame) {
     return this.post("reveal", { frame });
   }
-  setup() {
-    return this.get("setup");
+  // The form of `profile` (the graph on screen); without one, the embedder's current form.
+  setup(profile) {
+    return this.get("setup", { profile });
   }
   saveProfile(name, recipe) {
     return this.post("profile", { name, recipe });

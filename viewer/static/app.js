@@ -450,7 +450,8 @@ async function initSetup() {
       emptyCapturing("Capturing… the graph opens here as soon as it is ready.");
     },
   });
-  const available = await state.setup.load();
+  // Setup and "Capture again" act on the graph on screen: ask for its own profile's form.
+  const available = await state.setup.load(state.capture && state.capture.recipe ? state.capture.recipe.name : undefined);
   $("btn-setup").hidden = !available;
   // Without a graph the form is the page's content: open it even when nothing is missing.
   if (available && (state.setup.needsInput || !state.capture)) state.setup.open();

@@ -31,9 +31,9 @@ export class SetupForm {
   }
 
   // False when the server has no setup provider (404): the form stays hidden.
-  async load() {
+  async load(profile) {
     try {
-      this.data = await this.api.setup();
+      this.data = await this.api.setup(profile);
     } catch (err) {
       this.data = null;
       return false;
