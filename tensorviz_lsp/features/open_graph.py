@@ -24,6 +24,7 @@ import asyncio
 import hashlib
 import logging
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,9 @@ class OpenGraph(Feature):
         super().__init__(server)
         self._running: dict[tuple[str, str], Progress] = {}
         self._failures: dict[tuple[str, str], tuple[str, types.Diagnostic]] = {}
+        #: A failure's files (what the capture would import, and the recipes file) and
+        #: when it failed: once one changes, its diagnostic says it is from then.
+        self._failure_files: dict[tuple[str, str], tuple[set[Path], str]] = {}
         #: The setup form each folder's viewer shows (the last symbol opened without a profile).
         self.setups: dict[str, SetupContext] = {}
         #: The viewer URL of each profile's newest graph, by folder, newest last.
@@ -351,6 +355,15 @@ class OpenGraph(Feature):
             related_information=self._frames(root, failure) or None,
         )
         self._failures[(str(root), profile)] = (uri, diag)
+        files = {(root / RECIPES_PATH).resolve()}
+        try:
+            recipe = self.server.get_feature(Recipes).profiles(root).get(profile, {})
+            model_path = self.server.path_of(uri) if uri.endswith(".py") else None
+            files |= {p.resolve() for p in self.sources_to_save(root, model_path, recipe, profile)}
+            files |= {(root / src.path).resolve() for src in getattr(capture, "sources", None) or []}
+        except Exception as exc:  # the diagnostic matters more than knowing when it ages
+            log.debug("could not list the failed capture's files: %s", exc)
+        self._failure_files[(str(root), profile)] = (files, time.strftime("%H:%M"))
         self._publish_failures(uri)
         self.server.show_message(
             f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}{hint}", types.MessageType.Error
@@ -377,7 +390,44 @@ class OpenGraph(Feature):
             )
         return out
 
+    def _mark_failures_changed(self, path: Path | None) -> None:
+        """A file a failed capture read changed: its diagnostic may no longer hold, so
+        it says which capture it is from (and is a warning now) until the next one."""
+        if path is None:
+            return
+        path = path.resolve()
+        touched: set[str] = set()
+        for key, (files, when) in list(self._failure_files.items()):
+            if path not in files or key not in self._failures:
+                continue
+            uri, diag = self._failures[key]
+            root = Path(key[0])
+            diag = types.Diagnostic(
+                range=diag.range,
+                message=f"From the last capture at {when}; {_rel(root, path)} changed since: {diag.message}",
+                severity=types.DiagnosticSeverity.Warning,
+                source=diag.source,
+                code=diag.code,
+                related_information=diag.related_information,
+            )
+            self._failures[key] = (uri, diag)
+            del self._failure_files[key]  # marked once
+            touched.add(uri)
+        for uri in touched:
+            self._publish_failures(uri)
+
+    def document_changed(self, uri: str) -> None:
+        self._mark_failures_changed(self.server.path_of(uri))
+
+    def document_saved(self, uri: str) -> None:
+        self._mark_failures_changed(self.server.path_of(uri))
+
+    def files_changed(self, changes: list[types.FileEvent]) -> None:
+        for change in changes:
+            self._mark_failures_changed(self.server.path_of(change.uri))
+
     def _clear_failure(self, root: Path, profile: str) -> None:
+        self._failure_files.pop((str(root), profile), None)
         old = self._failures.pop((str(root), profile), None)
         if old is not None:
             self._publish_failures(old[0])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -575,3 +576,22 @@ async def test_the_viewer_url_reaches_a_default_neovim_log_and_show_viewer_reope
     assert any("no graph of profile 'nope'" in m for m in session.messages())
     # Nothing was captured again.
     assert sum(e.get("event") == "add" for e in viewer_events(session.workspace)) == 1
+
+
+async def test_a_failed_capture_diagnostic_says_it_is_old_once_its_source_changes(session):
+    await session.execute("tensorviz.trustWorkspace")
+    behave(session.workspace, fail="shapes do not match")
+    session.open("model.py")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is False
+    (diag,) = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="failure diagnostic")
+    assert diag.severity == types.DiagnosticSeverity.Error and not diag.message.startswith("From the last capture")
+    text = (session.workspace / "model.py").read_text()
+    session.replace("model.py", text + "\n# fixed\n")
+    (marked,) = await session.wait_for(
+        lambda: [d for d in session.diagnostics("model.py") if d.message.startswith("From the last capture at ")],
+        on=DIAGNOSTICS, what="the failure marked as from the last capture",
+    )
+    assert re.match(r"From the last capture at \d\d:\d\d; model\.py changed since: .*shapes do not match", marked.message)
+    assert marked.severity == types.DiagnosticSeverity.Warning
+    assert len(session.diagnostics("model.py")) == 1
