@@ -2,7 +2,8 @@
 
 Deterministic for a given size and seed; shaped like a real traced program: a
 stack of layer groups, each a chain of matmul/add/activation nodes with literal
-operands, repeated uses of values, params and source frames.
+operands, repeated uses of values, params and source frames. Shapes are consistent:
+each op's operands have the shapes that op accepts.
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ import random
 
 from capture.model import Capture, Coverage, Frame, Group, Node, Operand, Source, Value
 
-_OPS = ("dot_general", "add", "max", "mul", "reshape", "transpose", "exp", "reduce_sum", "div", "tanh")
+# Every value is [N, N] (so dot_general, transpose and the binary ops always agree) except
+# a reduce_sum's [N], which only broadcast_in_dim (or an opaque ``while`` standing in its
+# place) reads, to bring it back to [N, N].
+N = 128
+_SQUARE = [N, N]
+_OPS = ("dot_general", "add", "max", "mul", "reshape", "transpose", "exp", "reduce_sum", "broadcast_in_dim", "div")
+_BINARY = ("add", "mul", "div", "dot_general", "max")
 
 
 def synthetic_capture(
@@ -48,9 +55,10 @@ def synthetic_capture(
         values.append(Value(len(values), shape, dtype))
         return len(values) - 1
 
-    x = new_value([8, 128])
+    x = new_value(_SQUARE)
     first = x
-    recent = [x]
+    recent = [x]  # the last few [N, N] values
+    reduced: int | None = None  # a reduce_sum's [N] result not yet broadcast back
     for i in range(n_nodes):
         op = _OPS[i % len(_OPS)]
         is_opaque = bool(opaque_every) and i % opaque_every == opaque_every - 1
@@ -58,20 +66,41 @@ def synthetic_capture(
             op = "while"
         a = recent[-1]
         b = recent[rng.randrange(len(recent))]
-        inputs = [Operand(0, a), Operand(1, b)] if op in ("add", "mul", "div", "dot_general", "max") else [Operand(0, a)]
-        if op == "max":
-            inputs[1] = Operand(1, None, 0.0)
-        out = new_value([8, 128] if op != "reduce_sum" else [8])
-        params = {"dimension_numbers": [[[1], [0]], [[], []]], "precision": None} if op == "dot_general" else {}
+        params: dict = {}
+        if op in _BINARY:
+            inputs = [Operand(0, a), Operand(1, b)]
+            if op == "max":
+                inputs[1] = Operand(1, None, 0.0)
+            if op == "dot_general":
+                params = {"dimension_numbers": [[[1], [0]], [[], []]], "precision": None}
+        elif op == "broadcast_in_dim" and reduced is not None:
+            inputs = [Operand(0, reduced)]
+            params = {"shape": _SQUARE, "broadcast_dimensions": [0]}
+        elif op == "broadcast_in_dim":
+            inputs = [Operand(0, a)]
+            params = {"shape": _SQUARE, "broadcast_dimensions": [0, 1]}
+        elif op == "while":
+            # A loop carrying the last value (and a pending reduction, whose broadcast it replaces).
+            inputs = [Operand(0, a)] + ([Operand(1, reduced)] if reduced is not None else [])
+        else:
+            inputs = [Operand(0, a)]
+            if op == "reduce_sum":
+                params = {"axes": [1]}
+        if op in ("broadcast_in_dim", "while"):
+            reduced = None
+        out = new_value([N] if op == "reduce_sum" else _SQUARE)
         if grouped:
             layer = min(i // per_layer, layers - 1)
             group = 1 + layer * 3 + (1 if (i % per_layer) < per_layer // 2 else 2)
         else:
             group = 0
         nodes.append(Node(i, op, inputs, [out], params, group, rng.randrange(len(frames)), is_opaque))
-        recent.append(out)
-        if len(recent) > 8:
-            recent.pop(0)
+        if op == "reduce_sum":
+            reduced = out
+        else:
+            recent.append(out)
+            if len(recent) > 8:
+                recent.pop(0)
     reasons = ["opaque_kernel"] if opaque_every else []
     return Capture(
         backend="jaxpr" if framework == "jax" else "torch_eager",

@@ -53,8 +53,8 @@ def test_inspect_summary(good):
     assert "framework:  jax 0.0-synthetic" in out
     assert "traced_program, partial (opaque_kernel), effects incomplete" in out
     assert "500 nodes, 501 values, " in out
-    assert "inputs:     (float32[8,128],)" in out
-    assert "outputs:    float32[8,128]" in out
+    assert "inputs:     (float32[128,128],)" in out
+    assert "outputs:    float32[128,128]" in out
     assert "FAILED" not in out
 
 

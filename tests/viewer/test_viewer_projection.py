@@ -72,7 +72,7 @@ def test_boundary_input_names_its_producer_outside():
     assert froms == {"node"}
     for b in view["inputs"]:
         assert p.cols.group[b["from"]["id"]] in (1, 2, 3)  # produced in layer_0
-        assert b["label"] in ("f32[8,128]", "f32[8]")  # the synthetic program's two shapes
+        assert b["label"] in ("f32[128,128]", "f32[128]")  # the synthetic program's two shapes
 
 
 def test_node_items_carry_op_outputs_and_source(tiny):
@@ -127,7 +127,7 @@ def test_flat_5000_node_jit_becomes_13_sequential_chunks():
     chain = {(e["source"], e["target"]) for e in view["edges"]}
     assert {(f"c0:{k}", f"c0:{k + 1}") for k in range(12)} <= chain
     e = next(e for e in view["edges"] if (e["source"], e["target"]) == ("c0:0", "c0:1"))
-    assert e["count"] >= 1 and e["label"].startswith("f32[8,128]")
+    assert e["count"] >= 1 and e["label"].startswith("f32[128,128]")
     assert view["items"][0]["outputs"], "a chunk lists what it hands on"
     inner = p.children(0, "3")
     assert keys(inner) == [f"n{i}" for i in range(1200, 1600)]
@@ -283,7 +283,7 @@ def test_file_read_and_in_memory_captures_project_alike(tmp_path):
     for g in (-1, 0, 1, 2):
         assert json.dumps(a.children(g)) == json.dumps(b.children(g))
     assert a.node(77) == b.node(77) and a.value(300) == b.value(300)
-    assert a.search("dot") == b.search("dot") and a.search("f32[8]") == b.search("f32[8]")
+    assert a.search("dot") == b.search("dot") and a.search("f32[128]") == b.search("f32[128]")
 
 
 # --------------------------------------------------------------------------- search
@@ -338,4 +338,4 @@ def test_search_is_bounded_and_says_so():
     r = p.search("add", limit=7)
     assert len(r["results"]) == 7 and r["truncated"] is True and r["total"] == 500
     assert r["results"][0]["item_path"] == ["g0", "c0:0", "n1"]
-    assert len(p.search("f32[8,128]", limit=5000)["results"]) == 1000
+    assert len(p.search("f32[128,128]", limit=5000)["results"]) == 1000

@@ -190,7 +190,7 @@ def test_search_finds_groups_and_shapes(app):
     assert "layer_5" in app.page.locator("#search-results li[role=option]").first.inner_text()
     app.page.keyboard.press("Enter")
     app.wait("() => window.tensorviz.selected === 'g16'")
-    app.page.fill("#search", "f32[8]")
+    app.page.fill("#search", "f32[128]")
     app.page.wait_for_function("() => document.querySelector('#search-results li[role=option] .rtype')?.textContent === 'value'")
 
 
@@ -208,7 +208,7 @@ def test_inspector_shows_params_positions_uses_and_no_measurements_for_jax(app):
     assert inputs.count() == 2
     assert inputs.nth(0).locator(".pos").inner_text() == "#0"
     assert inputs.nth(1).locator(".pos").inner_text() == "#1"
-    assert "f32[8,128]" in inputs.nth(0).inner_text()
+    assert "f32[128,128]" in inputs.nth(0).inner_text()
     params = body.locator("pre.json").first.inner_text()
     assert json.loads(params) == {"dimension_numbers": [[[1], [0]], [[], []]], "precision": None}
     outs = body.locator("[data-section=outputs] li")
