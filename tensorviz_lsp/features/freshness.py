@@ -107,8 +107,8 @@ class Freshness(Feature):
         self._publish_uri(rec.uri)
         if old is not None and old.uri != rec.uri:
             self._publish_uri(old.uri)
-        if old is not None and old.stale:
-            self.server.get_feature(ViewerHost).publish(old.root, "fresh", {"capture": old.capture_id})
+        # No "fresh" for the old capture: a tab still showing it shows a stale graph, and
+        # keeps its banner ("capture-ready" offers it the new one).
         if self.server.loop is not None and not self.server.stopping:
             self.server.call_soon(lambda: asyncio.ensure_future(self._recheck(rec)))
 

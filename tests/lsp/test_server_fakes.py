@@ -595,3 +595,24 @@ async def test_a_failed_capture_diagnostic_says_it_is_old_once_its_source_change
     assert re.match(r"From the last capture at \d\d:\d\d; model\.py changed since: .*shapes do not match", marked.message)
     assert marked.severity == types.DiagnosticSeverity.Warning
     assert len(session.diagnostics("model.py")) == 1
+
+
+async def test_a_recapture_leaves_the_old_tab_stale(session):
+    """The old capture's tab still shows the old graph: it keeps its STALE banner (no
+    "fresh" for it); the new capture is announced to it instead."""
+    await session.execute("tensorviz.trustWorkspace")
+    session.open("model.py")
+    first = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(first, "ok") is True
+    ws = session.workspace
+    text = (ws / "model.py").read_text()
+    session.replace("model.py", text.replace("(3, 4)", "(3, 5)"))
+    session.save("model.py", text.replace("(3, 4)", "(3, 5)"))
+    await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="stale diagnostic")
+    await session.logged("fake viewer: stale")
+    old_id = _stale_events(ws)[-1]["data"]["capture"]
+    second = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(second, "ok") is True and _get(second, "capture") != old_id
+    await session.wait_for(lambda: not session.diagnostics("model.py"), on=DIAGNOSTICS, what="cleared by recapture")
+    fresh_for_old = [e for e in _stale_events(ws) if e["event"] == "fresh" and e["data"].get("capture") == old_id]
+    assert fresh_for_old == [], viewer_events(ws)
