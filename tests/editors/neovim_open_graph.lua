@@ -26,7 +26,9 @@ end
 
 local ok, err = pcall(function()
   vim.ui.open = function(url)
-    result.url = url
+    result.opened = (result.opened or 0) + 1
+    result.url = result.url or url
+    result.last_opened = url
     return { wait = function() return { code = 0 } end }, nil
   end
   local show_message = vim.lsp.handlers["window/showMessage"]
@@ -64,5 +66,13 @@ local ok, err = pcall(function()
   vim.api.nvim_win_set_cursor(0, { lenses[1].range.start.line + 1, 0 })
   vim.lsp.codelens.run()
   assert(vim.wait(100000, function() return result.url ~= nil end, 100), "the viewer URL never came")
+
+  -- The graph again, without capturing (`tensorviz.showViewer PROFILE`).
+  local shown = false
+  client:exec_cmd({ title = "Show viewer", command = "tensorviz.showViewer", arguments = { "jax_example" } },
+    { bufnr = bufnr }, function(e) shown = (e == nil) end)
+  assert(vim.wait(30000, function() return shown and (result.opened or 0) >= 2 end, 50), "showViewer opened nothing")
+  result.log_level = vim.lsp.log.get_level()
+  result.log_path = vim.lsp.get_log_path()
 end)
 finish(not ok and tostring(err) or nil)

@@ -111,6 +111,13 @@ def test_neovim_runs_the_lens_and_the_url_serves_the_graph(tmp_path):
         assert capture["backend"] == "jaxpr" and capture["failure"] is None and capture["counts"]["nodes"] > 0
         assert _get(f"{m.group(1)}api/capture")[0] == 403
         assert _get(f"{m.group(1)}{'x' * len(m.group(2))}/?capture={m.group(3)}")[0] == 403
+
+        # showViewer opened the same graph again, without a capture; and Neovim's own log,
+        # at its default level (WARN, which drops Info), has the URL.
+        assert result["opened"] == 2 and result["last_opened"] == url
+        assert result["log_level"] == 3  # vim.log.levels.WARN, the default
+        nvim_log = Path(result["log_path"]).read_text(errors="replace")
+        assert nvim_log.count(url) == 2, nvim_log[-3000:]  # once per open, not twice
     finally:
         (tmp_path / "result.json.done").write_text("done")
         try:
