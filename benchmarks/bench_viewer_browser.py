@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # synthetic.py: test-only, not shipped
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # synthetic.py: test-only, not shipped
 
 from synthetic import synthetic_capture  # noqa: E402
 from viewer.server import ViewerServer  # noqa: E402

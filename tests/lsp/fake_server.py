@@ -22,14 +22,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.append(str(ROOT / "tests"))  # synthetic.py: test-only, not shipped
 
 from capture.model import Capture, Failure, Source  # noqa: E402
 from capture.recipe import Recipe, RecipeError  # noqa: E402
-try:
-    from capture.synthetic import synthetic_capture  # noqa: E402
-except ModuleNotFoundError:  # moved to tests/synthetic.py (test-only code)
-    sys.path.insert(0, str(ROOT / "tests"))
-    from synthetic import synthetic_capture  # noqa: E402
+from synthetic import synthetic_capture  # noqa: E402
 from tensorviz_lsp.backends import (  # noqa: E402
     Candidate,
     CaptureJob,
