@@ -247,13 +247,6 @@ async def test_open_as_graph_without_a_profile_in_a_real_browser(session, tmp_pa
 
 # ------------------------------------------------------------------ two models: the page's own profile
 
-# The viewer still asks ``api/setup`` without the page's profile (viewer/server.py's
-# get_setup reads only ``?profile=``; the page sends ``?capture=ID``). The language
-# server answers the profile asked for (test_e2e_real.py checks that over HTTP); this
-# test passes once the viewer asks with the page's ``recipe.name``: then drop its xfail.
-# TENSORVIZ_EMULATE_VIEWER_FIX=1 patches the page's scripts in the browser to do so.
-EMULATE_VIEWER_FIX = os.environ.get("TENSORVIZ_EMULATE_VIEWER_FIX") == "1"
-
 
 @pytest_asyncio.fixture
 async def two_models(tmp_path, config_dir):
@@ -265,30 +258,11 @@ async def two_models(tmp_path, config_dir):
     await stop_session(s)
 
 
-async def _route_page_profile(page) -> None:
-    """Emulate the viewer asking ``api/setup?profile=<the page's recipe.name>`` (only
-    with TENSORVIZ_EMULATE_VIEWER_FIX=1, to check this test before the viewer has it)."""
-
-    async def patch(route, old: str, new: str) -> None:
-        response = await route.fetch()
-        body = (await response.text()).replace(old, new)
-        await route.fulfill(response=response, body=body)
-
-    await page.route("**/api.js", lambda r: patch(r, 'setup() {\n    return this.get("setup");',
-                                                   'setup(profile) {\n    return this.get("setup", { profile });'))
-    await page.route("**/setup.js", lambda r: patch(r, "async load() {\n    try {\n      this.data = await this.api.setup();",
-                                                     "async load(profile) {\n    try {\n      this.data = await this.api.setup(profile);"))
-    await page.route("**/app.js", lambda r: patch(r, "const available = await state.setup.load();",
-                                                   "const available = await state.setup.load(state.capture && state.capture.recipe && state.capture.recipe.name);"))
-
-
 @pytest.mark.asyncio
 @pytest.mark.browser
 @pytest.mark.jax
 @pytest.mark.skipif(not HAS_JAX, reason="needs jax and flax")
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian's Chromium is not installed (apt-get install chromium)")
-@pytest.mark.xfail(not EMULATE_VIEWER_FIX, strict=True,
-                   reason="the viewer does not yet ask api/setup for the page's own profile (issue 15, item 1)")
 async def test_setup_and_capture_again_on_a_graph_page_act_on_that_graph(two_models, tmp_path):
     """``MLP``'s form was opened last; on ``net``'s graph page (profile ``jax_example``),
     Setup shows ``net``'s form and Save & capture captures ``net``, not ``MLP``."""
@@ -306,8 +280,6 @@ async def test_setup_and_capture_again_on_a_graph_page_act_on_that_graph(two_mod
         browser = await p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             page = await browser.new_page(viewport={"width": 1400, "height": 900})
-            if EMULATE_VIEWER_FIX:
-                await _route_page_profile(page)
             await page.goto(net["url"])
             await page.wait_for_function("() => window.tensorviz && window.tensorviz.ready", timeout=60_000)
             assert "net" in await page.locator("#title").inner_text()
