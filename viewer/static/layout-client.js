@@ -15,13 +15,12 @@ const CHUNK_ITEMS = 1600; // items handed to one worker at a time (it batches sm
 
 export class LayoutClient {
   constructor(workerUrl, size = defaultPoolSize()) {
+    this.workerUrl = workerUrl;
+    this.size = size;
     this.workers = [];
-    for (let i = 0; i < size; i++) {
-      const w = new Worker(workerUrl);
-      w.onmessage = (event) => this._onMessage(w, event.data);
-      w.onerror = (event) => this._fail(event.message || "layout worker failed");
-      this.workers.push(w);
-    }
+    // One worker starts now (ELK parses while the page loads); the others only when a
+    // request has independent work for them, so a first paint never pays for them.
+    this._spawn();
     this.seq = 0;
     this.layouts = new Map(); // sig -> layout, shared with the view model
     this.failed = new Set(); // sigs the worker could not lay out (their parents use plain sizes)
@@ -33,6 +32,14 @@ export class LayoutClient {
 
   get worker() {
     return this.workers[0];
+  }
+
+  _spawn() {
+    const w = new Worker(this.workerUrl);
+    w.onmessage = (event) => this._onMessage(w, event.data);
+    w.onerror = (event) => this._fail(event.message || "layout worker failed");
+    this.workers.push(w);
+    return w;
   }
 
   has(sig) {
@@ -68,8 +75,11 @@ export class LayoutClient {
     const cur = this.current;
     if (!cur) return;
     cur.queue = cur.queue.filter((j) => !this.layouts.has(j.sig));
-    for (const w of this.workers) {
+    for (let n = 0; n < this.size; n++) {
       if (!cur.queue.length) break;
+      // Every started worker busy and ready work left over: start another, up to `size`.
+      if (n === this.workers.length && !cur.queue.some((j) => this._ready(j) && !this._inFlight(j.sig))) break;
+      const w = n < this.workers.length ? this.workers[n] : this._spawn();
       if (this._busy(w)) continue;
       const chunk = [];
       let items = 0;
