@@ -4,23 +4,37 @@ Not an LSP method itself: lenses, code actions, freshness and Open as Graph read
 from here. After ``textDocument/didChange`` discovery reruns once the user pauses
 (``tensorviz.lensDebounceMs``), off the event loop, and then asks the client to
 refresh its lenses (``workspace/codeLens/refresh``) when it can. A request that
-arrives before then computes the current version at once. A document that does
-not parse (mid-edit) keeps its last good candidates.
+arrives before then computes the current version at once.
+
+A document that does not parse (mid-edit) keeps the last good candidates of the
+lines that did not change (moved with them when lines were added or removed
+above), or, when it never parsed, the candidates above the statement that does
+not; and an open document gets a ``discovery`` diagnostic at the parse error,
+cleared once it parses again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from lsprotocol import types
 
-from ..backends import Candidate, Discovered
+from ..backends import Candidate, Discovered, Pos, Span
+from ..diagnostics import SOURCE
 from ..feature import Feature
 
 log = logging.getLogger(__name__)
+
+#: The diagnostics kind of a document discovery cannot read.
+KIND = "discovery"
+# The line breaks LSP counts (``str.splitlines`` also splits on form feeds).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE_WITH_BREAK = re.compile(r".*?(?:\r\n|\r|\n)|.+\Z", re.S)
 
 
 @dataclass
@@ -28,6 +42,18 @@ class _Entry:
     version: int | None
     candidates: list[Candidate]
     errors: list[str]
+    # The last text that parsed and its candidates: what an unparsable version's
+    # candidates are carried over from.
+    good_text: str | None = None
+    good_candidates: list[Candidate] = dataclasses.field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """Where and why discovery cannot read a text."""
+
+    message: str
+    span: Span
 
 
 class Candidates(Feature):
@@ -90,11 +116,56 @@ class Candidates(Feature):
             log.exception("discovery failed for %s", path)
             result = Discovered([], ["discovery failed"], parsed=False)
         previous = self._cache.get(uri)
-        candidates = result.candidates
-        if not result.parsed and previous is not None:
-            candidates = previous.candidates  # keep the last good result while the user types
-        self._cache[uri] = _Entry(version, candidates, result.errors)
+        if result.parsed:
+            self._cache[uri] = _Entry(version, result.candidates, result.errors, text, result.candidates)
+            self._report(uri, version, None)
+            return result.candidates
+        problem = await self.server.run_blocking(unreadable, text, result.errors)
+        if previous is not None and previous.good_text is not None:
+            # Keep the last good result while the user types, for the lines they did not touch.
+            candidates = carry_over(previous.good_candidates, previous.good_text, text)
+            good = (previous.good_text, previous.good_candidates)
+        else:
+            candidates = await self._discover_above(text, path, root, problem)
+            good = (None, [])
+        self._cache[uri] = _Entry(version, candidates, result.errors, *good)
+        self._report(uri, version, problem)
         return candidates
+
+    async def _discover_above(self, text: str, path: Path, root: Path | None, problem: Unreadable) -> list[Candidate]:
+        """Candidates in the statements above the one that does not parse."""
+        above = text_above(text, problem.span.start.line)
+        if not above.strip():
+            return []
+        try:
+            result = await self.server.run_blocking(self.server.backends.discover, above, path, root)
+        except Exception:
+            log.exception("discovery failed for %s", path)
+            return []
+        return result.candidates if result.parsed else []
+
+    def _report(self, uri: str, version: int | None, problem: Unreadable | None) -> None:
+        doc = self.server.open_document(uri)
+        if doc is None or doc.version != version:
+            return  # closed, or a newer version has been (or will be) reported
+        diags = []
+        if problem is not None:
+            start, end = problem.span.start, problem.span.end
+            diags.append(
+                types.Diagnostic(
+                    range=types.Range(types.Position(start.line, start.character), types.Position(end.line, end.character)),
+                    message=(
+                        f"TensorViz discovery cannot read this file: {problem.message} "
+                        f"(line {start.line + 1}, column {start.character + 1}). "
+                        "Open as Graph lenses are those of the last version that could be read, "
+                        "for the lines not changed since."
+                    ),
+                    severity=types.DiagnosticSeverity.Warning,
+                    source=SOURCE,
+                    code="unreadable-source",
+                )
+            )
+        self.server.diagnostics.set(uri, KIND, diags)
 
     # -- document hooks --------------------------------------------------------
     def _is_python(self, uri: str) -> bool:
@@ -138,6 +209,7 @@ class Candidates(Feature):
         if handle is not None:
             handle.cancel()
         self._cache.pop(uri, None)
+        self.server.diagnostics.set(uri, KIND, [])
         root, path = self.server.folder_for(uri), self.server.path_of(uri)
         if root is not None and path is not None and self._is_python(uri):
             # The buffer is gone: the file on disk is what other files import again.
@@ -158,3 +230,71 @@ class Candidates(Feature):
         for handle in self._debounce.values():
             handle.cancel()
         self._debounce.clear()
+
+
+# -- documents that do not parse ------------------------------------------------
+
+
+def unreadable(text: str, errors: list[str]) -> Unreadable:
+    """Where discovery's parser stops in ``text`` (discovery's own position: CPython's
+    syntax error, or libcst's ``ParserSyntaxError`` where only libcst rejects it)."""
+    try:
+        from discovery.parsing import parse_source
+        from discovery.results import DiscoveryError
+    except ImportError:  # pragma: no cover - discovery ships with the server
+        parsed = None
+    else:
+        parsed = parse_source(text)
+    if parsed is not None and isinstance(parsed, DiscoveryError):
+        r = parsed.range
+        return Unreadable(parsed.message, Span(Pos(r.start.line, r.start.character), Pos(r.end.line, r.end.character)))
+    return Unreadable(errors[0] if errors else "cannot parse", Span(Pos(0, 0), Pos(0, 0)))
+
+
+def _lines(text: str) -> list[str]:
+    return _LINE_BREAK.split(text)
+
+
+def carry_over(candidates: list[Candidate], old: str, new: str) -> list[Candidate]:
+    """``candidates`` of ``old`` whose definitions are unchanged in ``new``, at their
+    lines there: those before the first changed line stay, those after the last one
+    move by the number of lines added or removed; the others are dropped."""
+    a, b = _lines(old), _lines(new)
+    common = min(len(a), len(b))
+    head = 0
+    while head < common and a[head] == b[head]:
+        head += 1
+    tail = 0
+    while tail < common - head and a[-1 - tail] == b[-1 - tail]:
+        tail += 1
+    delta = len(b) - len(a)
+    out = []
+    for cand in candidates:
+        first = cand.range.start.line
+        end = cand.range.end
+        last = end.line if end.character > 0 or end.line == first else end.line - 1
+        if last < head:
+            out.append(cand)
+        elif first >= len(a) - tail:
+            out.append(dataclasses.replace(cand, name_range=_shift(cand.name_range, delta), range=_shift(cand.range, delta)))
+    return out
+
+
+def _shift(span: Span, lines: int) -> Span:
+    return Span(Pos(span.start.line + lines, span.start.character), Pos(span.end.line + lines, span.end.character))
+
+
+def text_above(text: str, line: int) -> str:
+    """The lines of ``text`` before the top-level statement (with its decorators) that
+    holds 0-based ``line``."""
+    lines = _LINE_WITH_BREAK.findall(text)
+    start = min(line, len(lines))
+    while start > 0 and not _starts_statement(lines[start] if start < len(lines) else ""):
+        start -= 1
+    while start > 0 and lines[start - 1].startswith("@"):
+        start -= 1
+    return "".join(lines[:start])
+
+
+def _starts_statement(line: str) -> bool:
+    return bool(line) and not line[0].isspace() and not line.startswith(("#", ")", "]", "}"))

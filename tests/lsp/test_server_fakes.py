@@ -616,3 +616,40 @@ async def test_a_recapture_leaves_the_old_tab_stale(session):
     await session.wait_for(lambda: not session.diagnostics("model.py"), on=DIAGNOSTICS, what="cleared by recapture")
     fresh_for_old = [e for e in _stale_events(ws) if e["event"] == "fresh" and e["data"].get("capture") == old_id]
     assert fresh_for_old == [], viewer_events(ws)
+
+
+def _unreadable(session, rel: str) -> list[types.Diagnostic]:
+    return [d for d in session.diagnostics(rel) if d.code == "unreadable-source"]
+
+
+async def test_a_file_opened_with_a_syntax_error_has_lenses_above_it_and_a_diagnostic_there(session):
+    text = (session.workspace / "model.py").read_text()
+    broken = text + "\n\ndef later(:\n    SYNTAX ERROR\n"
+    session.open("model.py", broken)
+    lenses = await session.lenses("model.py")
+    assert [l.range.start.line for l in lenses] == [4], "the definition above the error keeps its lens"
+    diags = await session.wait_for(lambda: _unreadable(session, "model.py"), on=DIAGNOSTICS, what="unreadable diagnostic")
+    where = diags[0].range.start
+    lines = broken.splitlines()
+    assert (where.line, where.character) == (lines.index("def later(:"), len("def later(")), diags[0]
+    assert f"line {where.line + 1}, column {where.character + 1}" in diags[0].message
+    assert "cannot read" in diags[0].message and diags[0].severity == types.DiagnosticSeverity.Warning
+
+
+async def test_a_syntax_error_keeps_the_unchanged_lenses_moved_with_their_lines_until_fixed(session):
+    text = (session.workspace / "model.py").read_text()
+    session.open("model.py", text + "\n@jax.jit\ndef second(x):\n    return x\n")
+    assert [l.range.start.line for l in await session.lenses("model.py")] == [4, 8]
+    # Two lines added above (net moves), an error inside net: only `second`, unchanged, keeps its lens.
+    lines = text.splitlines()
+    body = lines.index("    return jax.nn.relu(x @ jnp.ones((3, 4)))")
+    lines[body] = "    return jax.nn.relu(x @ SYNTAX ERROR ((3, 4)))"
+    broken = "\n".join(["# one", "# two", *lines]) + "\n\n@jax.jit\ndef second(x):\n    return x\n"
+    session.replace("model.py", broken)
+    lenses = await session.lenses("model.py")
+    assert [(l.command.arguments[0]["symbol"], l.range.start.line) for l in lenses] == [("second", broken.splitlines().index("def second(x):"))]
+    diags = await session.wait_for(lambda: _unreadable(session, "model.py"), on=DIAGNOSTICS, what="unreadable diagnostic")
+    assert diags[0].range.start.line == body + 2
+    session.replace("model.py", text)
+    assert [l.range.start.line for l in await session.lenses("model.py")] == [4]
+    await session.wait_for(lambda: not _unreadable(session, "model.py"), on=DIAGNOSTICS, what="cleared once it parses")
