@@ -106,6 +106,25 @@ def group_sublabel(kind: str) -> str:
     return short if short.startswith(kind) else f"{kind} · {short}"
 
 
+# What a value role means, in one sentence (the inspector and the pill tooltips).
+ROLE_SENTENCES = {
+    "input": "capture input: an argument of the captured call",
+    "param": "parameter: a module parameter (nn.Parameter)",
+    "buffer": "buffer: a registered module buffer (e.g. running statistics)",
+    "variable": "variable: JAX state passed to the call (Linen variables, NNX state)",
+    "const": "constant: a closed-over or literal array, or a tensor from outside the module",
+}
+CHUNK_WORDING = ("program order", "sequential chunk (a viewer split, not a program scope)")
+
+
+def vocabulary() -> dict:
+    """The words the browser app uses for group kinds and value roles, sent with
+    ``api/capture`` so that they are defined once, here (the app keeps no copy)."""
+    kinds = {k: {"short": short, "long": long, "sublabel": group_sublabel(k)} for k, (short, long) in _KIND_WORDING.items()}
+    kinds["chunk"] = {"short": CHUNK_WORDING[0], "long": CHUNK_WORDING[1], "sublabel": f"chunk · {CHUNK_WORDING[0]}"}
+    return {"kinds": kinds, "roles": dict(ROLE_SENTENCES), "weight_roles": sorted(WEIGHT_ROLES)}
+
+
 def frame_json(f: Frame | None) -> dict | None:
     if f is None:
         return None
@@ -710,7 +729,7 @@ class Projection:
             "type": "chunk", "id": f"{g}:{chunk_id}", "key": f"c{g}:{chunk_id}",
             "label": f"{a + 1:,}–{b:,} of {len(refs):,}",
             "sublabel": self._span_text(first_ref, last_ref),
-            "kind": "chunk", "honest": "sequential chunk (a viewer split, not a program scope)",
+            "kind": "chunk", "honest": CHUNK_WORDING[1],
             "opaque": False, "opaque_count": opaque, "child_count": (b - a) if span == CHUNK else -(-(b - a) // CHUNK),
             "node_count": nodes, "range": [a, b],
             "first": first if first < self.n_nodes else None, "last": last if last >= 0 else None,
@@ -999,7 +1018,7 @@ class Projection:
             "inputs": self._tree(cap.inputs), "outputs": self._tree(cap.outputs),
             "sources": [{"path": s.path, "sha256": s.sha256} for s in cap.sources],
             "recipe": cap.recipe, "failure": failure, "meta": cap.meta,
-            "measured": self._measured(),
+            "measured": self._measured(), "vocabulary": vocabulary(),
         }
 
     def _measured(self) -> bool:

@@ -58,6 +58,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from capture import graphfile
 from capture.model import Capture, Frame
 
+from capture.recipe import DTYPES, GENERATORS, PROFILE_NAME
+
 from .projection import SUBTREE_ITEMS, Projection, ProjectionError
 
 log = logging.getLogger("tensorviz.viewer")
@@ -691,7 +693,7 @@ class _Handler(BaseHTTPRequestHandler):
         setup = provider(q.get("profile") or None) if provider is not None else None
         if setup is None:
             raise _ApiError(404, "no setup form here")
-        self._json(200, setup)
+        self._json(200, {**setup, "schema": form_schema()})
 
     def get_events(self, q: dict) -> None:
         viewer = self.viewer
@@ -785,6 +787,17 @@ class _Handler(BaseHTTPRequestHandler):
         # nothing (see ViewerServer.add_capture).
         cid = self.viewer.add_capture(capture, name, warm=True, trusted_sources=False)
         self._json(200, {"id": cid})
+
+
+def form_schema() -> dict:
+    """What the setup form may offer, from the recipe's own definitions (capture.recipe):
+    the browser keeps no copy of the dtype or generator lists or the profile-name rule."""
+    return {
+        "dtypes": list(DTYPES),
+        "generators": list(GENERATORS),
+        "default_dtype": "float32",
+        "profile_name": PROFILE_NAME.pattern,
+    }
 
 
 _GETS: dict[str, Callable[[_Handler, dict], None]] = {

@@ -8,7 +8,7 @@ import { Renderer } from "./renderer.js";
 import { Inspector } from "./inspector.js";
 import { SetupForm } from "./setup.js";
 import { exportPng, exportSvg } from "./export.js";
-import { FIRST_FIT, READABLE_SCALE } from "./theme.js";
+import { FIRST_FIT, READABLE_SCALE, setVocabulary } from "./theme.js";
 import { describeState } from "./weights.js";
 import { el, clear, jsonView } from "./dom.js";
 
@@ -168,6 +168,7 @@ async function boot() {
     return;
   }
   mark("capture");
+  setVocabulary(capture.vocabulary);
   state.capture = capture;
   state.inspector.capture = capture;
   renderTitle(capture);

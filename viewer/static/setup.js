@@ -5,8 +5,8 @@
 
 import { el, clear } from "./dom.js";
 
-const DTYPES = ["float32", "float16", "bfloat16", "float64", "int32", "int64", "int16", "int8", "uint8", "bool", "complex64"];
-const GENERATORS = ["full", "zeros", "ones", "normal", "uniform", "arange", "randint"];
+// The dtype and generator lists and the profile-name rule come with the form (`api/setup`
+// `schema`, from capture.recipe): the recipe's own definitions, never a copy here.
 
 export class SetupForm {
   constructor(root, { api, onCaptureStarted }) {
@@ -24,6 +24,12 @@ export class SetupForm {
 
   get profile() {
     return this.data ? this.data.profile : null;
+  }
+
+  // The server's schema, sent with every form (viewer/server.py form_schema).
+  get schema() {
+    const s = (this.data && this.data.schema) || {};
+    return { dtypes: s.dtypes || [], generators: s.generators || [], default_dtype: s.default_dtype, profile_name: s.profile_name || null };
   }
 
   get needsInput() {
@@ -120,12 +126,13 @@ export class SetupForm {
         need.hidden = ok;
       });
     }
-    const dtype = el("select", { name: "dtype", "data-path": path + ".dtype" }, DTYPES.map((t) => el("option", { value: t, selected: t === (inp.dtype || "float32") }, t)));
-    if (inp.dtype && !DTYPES.includes(inp.dtype)) dtype.prepend(el("option", { value: inp.dtype, selected: true }, inp.dtype));
+    const { dtypes, generators, default_dtype: fallback } = this.schema;
+    const dtype = el("select", { name: "dtype", "data-path": path + ".dtype" }, dtypes.map((t) => el("option", { value: t, selected: t === (inp.dtype || fallback) }, t)));
+    if (inp.dtype && !dtypes.includes(inp.dtype)) dtype.prepend(el("option", { value: inp.dtype, selected: true }, inp.dtype));
     card.append(el("label", {}, "dtype", dtype));
     const gen = inp.generator || { kind: "normal" };
-    const genSel = el("select", { name: "generator", "data-path": path + ".generator" }, GENERATORS.map((g) => el("option", { value: g, selected: g === gen.kind }, g)));
-    if (gen.kind && !GENERATORS.includes(gen.kind)) genSel.prepend(el("option", { value: gen.kind, selected: true }, gen.kind));
+    const genSel = el("select", { name: "generator", "data-path": path + ".generator" }, generators.map((g) => el("option", { value: g, selected: g === gen.kind }, g)));
+    if (gen.kind && !generators.includes(gen.kind)) genSel.prepend(el("option", { value: gen.kind, selected: true }, gen.kind));
     card.append(el("label", {}, "generator", genSel));
     // Only `full` takes a value; the other generators need none (or keep the saved ones).
     const genValue = el("input", { name: "generator-value", value: gen.value !== undefined ? String(gen.value) : "", "data-path": path + ".generator.value", placeholder: "e.g. 1", inputmode: "decimal" });
@@ -275,8 +282,9 @@ export class SetupForm {
   async save() {
     const nameInput = this.root.querySelector("#setup-name");
     const name = nameInput.value.trim();
-    if (!/^[A-Za-z0-9_.-]+$/.test(name)) {
-      this.showErrors([{ path: "name", message: "a profile name uses letters, digits, '_', '.' or '-'" }]);
+    const rule = this.schema.profile_name;
+    if (!name || (rule && !new RegExp(rule).test(name))) {
+      this.showErrors([{ path: "name", message: "a profile name uses letters, digits, '_' or '-' (at most 128)" }]);
       nameInput.setAttribute("aria-invalid", "true");
       return false;
     }
@@ -327,7 +335,7 @@ function parseShape(text) {
 
 function suggestName(recipe) {
   const model = (recipe && recipe.model) || "profile";
-  return model.split(":").pop().replace(/[^A-Za-z0-9_.-]+/g, "_").toLowerCase() || "profile";
+  return model.split(":").pop().replace(/[^A-Za-z0-9_-]+/g, "_").toLowerCase().slice(0, 128) || "profile";
 }
 
 // Panels float over the canvas; the renderer centres things in the part left visible.

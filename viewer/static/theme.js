@@ -90,38 +90,26 @@ export function kindStyle(palette, kind) {
   return palette.kinds[kind] || palette.kinds.other;
 }
 
-// What each group kind honestly is; the inspector shows the server's own wording too.
-export const KIND_WORDING = {
-  jit: "jit · tracing scope",
-  scope: "tracing scope",
-  module: "module instance",
-  remat: "remat · checkpointed scope",
-  custom_jvp: "custom_jvp · custom derivative scope",
-  custom_vjp: "custom_vjp · custom derivative scope",
-  chunk: "chunk · program order",
-  function: "function call",
-  loss: "loss · training step",
-  backward: "backward · training step",
-  optimizer: "optimizer · training step",
-};
+// What each group kind honestly is (e.g. a jit scope), what a value role means, and
+// which roles are parameters drawn quietly: the server's words (`api/capture`
+// `vocabulary`, viewer/projection.py), filled in once by setVocabulary() before anything
+// is drawn. The app keeps no copy of them.
+export const KIND_WORDING = {};
+export const ROLE_WORDING = {};
+export const QUIET_ROLES = new Set();
+
+export function setVocabulary(v) {
+  if (!v) return;
+  for (const [kind, w] of Object.entries(v.kinds || {})) KIND_WORDING[kind] = w.sublabel;
+  Object.assign(ROLE_WORDING, v.roles || {});
+  for (const role of v.weight_roles || []) QUIET_ROLES.add(role);
+}
 
 // A value's text (`f32[2,4]`) is the server's `label` (viewer/projection.py value_label):
 // one dtype table, so cards, pills, edges and search all spell a dtype the same way.
 export function formatValue(v) {
   return v && typeof v.label === "string" ? v.label : "?";
 }
-
-// Values entering the graph from outside (api/children `inputs[].role`): parameters,
-// buffers, variables and constants are drawn quieter than the data a call receives.
-export const QUIET_ROLES = new Set(["param", "buffer", "variable", "const"]);
-
-export const ROLE_WORDING = {
-  input: "capture input: an argument of the captured call",
-  param: "parameter: a module parameter (nn.Parameter)",
-  buffer: "buffer: a registered module buffer (e.g. running statistics)",
-  variable: "variable: JAX state passed to the call (Linen variables, NNX state)",
-  const: "constant: a closed-over or literal array, or a tensor from outside the module",
-};
 
 // What a boundary pill says: its look ("input" | "quiet" | "plain") and its text parts,
 // each with a CARD_STYLE font key and a tone ("name" | "shape" | "plain"). The layout

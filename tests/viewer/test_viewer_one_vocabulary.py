@@ -1,0 +1,45 @@
+"""One definition per contract: the browser app receives the words for group kinds and
+value roles (``api/capture`` ``vocabulary``) and the setup form's dtype and generator
+lists and profile-name rule (``api/setup`` ``schema``, from ``capture.recipe``) from the
+server, and keeps no copy of them."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from capture import recipe
+from viewer import projection
+from viewer.projection import Projection, vocabulary
+from viewer.server import form_schema
+
+from viewer_fixtures import tiny_capture
+
+STATIC = Path(projection.__file__).resolve().parent / "static"
+
+
+def test_api_capture_carries_the_vocabulary_of_kinds_and_roles():
+    v = Projection(tiny_capture()).summary()["vocabulary"]
+    assert v == vocabulary()
+    assert v["kinds"]["jit"]["sublabel"] == "jit · tracing scope"
+    assert v["kinds"]["module"]["sublabel"] == "module instance"
+    assert v["kinds"]["chunk"]["long"] == projection.CHUNK_WORDING[1]
+    assert set(v["roles"]) == {"input", "param", "buffer", "variable", "const"}
+    assert v["weight_roles"] == sorted(projection.WEIGHT_ROLES)
+
+
+def test_the_setup_schema_is_the_recipes_own():
+    s = form_schema()
+    assert s["dtypes"] == list(recipe.DTYPES) and {"uint16", "uint32", "uint64", "complex128"} <= set(s["dtypes"])
+    assert s["generators"] == list(recipe.GENERATORS)
+    rule = re.compile(s["profile_name"])
+    assert rule.match("jax_example") and not rule.match("has.dot") and not rule.match("x" * 129)
+    assert s["profile_name"] == recipe.PROFILE_NAME.pattern
+
+
+def test_the_browser_app_keeps_no_copy_of_them():
+    app = {p.name: p.read_text() for p in STATIC.glob("*.js")}
+    for name, text in app.items():
+        assert "tracing scope" not in text, name  # group-kind wording comes from the server
+        assert "module parameter (nn.Parameter)" not in text, name  # role sentences too
+    assert "bfloat16" not in app["setup.js"] and "randint" not in app["setup.js"]
