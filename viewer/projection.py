@@ -230,6 +230,7 @@ class Projection:
         self._name_aliases: dict[int, str] = {}
         self._structure: tuple[list[str], list[tuple[int, int]]] | None = None
         self._group_weights: dict[int, dict] = {}
+        self._labels: dict[int, str] = {}
         self._build()
         self._name_values()
 
@@ -471,9 +472,16 @@ class Projection:
         c = self._child_under(gi, g)
         return -1 if c is None else gpos[c]
 
+    def _label(self, v: int, val: Any) -> str:
+        """``f32[2,4]`` for value ``v``, made once per value (a whole subtree asks often)."""
+        got = self._labels.get(v)
+        if got is None:
+            got = self._labels[v] = value_label(val.shape, val.dtype)
+        return got
+
     def _value(self, v: int) -> dict:
         val = self.capture.values[v]
-        out = {"id": v, "shape": list(val.shape), "dtype": val.dtype, "label": value_label(val.shape, val.dtype)}
+        out = {"id": v, "shape": list(val.shape), "dtype": val.dtype, "label": self._label(v, val)}
         if val.measured is not None:
             out["measured"] = val.measured
         named = self._names.get(v)
@@ -594,8 +602,7 @@ class Projection:
         def label(v: int) -> str:
             s = labels.get(v)
             if s is None:
-                val = self.capture.values[v]
-                s = labels[v] = value_label(val.shape, val.dtype)
+                s = labels[v] = self._label(v, self.capture.values[v])
             return s
 
         def endpoint(e) -> str:
