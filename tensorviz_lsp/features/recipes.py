@@ -1,6 +1,11 @@
 """Saved setups (``.tensorviz/recipes.toml``): which profile opens which symbol,
 and diagnostics for invalid entries, with their line.
 
+Every problem of a profile is reported, not only the first: after each one the
+offending value is set aside and the profile checked again. A ``model`` whose
+module is a workspace file is checked against discovery (source only, nothing is
+imported): a name the module does not define is an error on the ``model`` line.
+
 Reacts to ``textDocument/did*`` on the recipes file (an edit in the editor is
 checked as typed) and to ``workspace/didChangeWatchedFiles`` (an edit elsewhere).
 Registers a file watcher dynamically where the client allows it.
@@ -8,13 +13,16 @@ Registers a file watcher dynamically where the client allows it.
 
 from __future__ import annotations
 
+import ast
+import copy
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
-from ..backends import RECIPES_PATH, RecipeIssue, module_name, profiles_in, recipes_root
+from ..backends import RECIPES_PATH, RecipeIssue, module_file, module_name, profiles_in, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
 
@@ -75,6 +83,8 @@ class Recipes(Feature):
             return
         try:
             issues: list[RecipeIssue] = await self.server.run_blocking(self.server.backends.recipe_issues, root, text)
+            issues = _merge(issues, await self.server.run_blocking(every_problem, text))
+            issues = _merge(issues, await self._model_issues(root, text, issues))
         except Exception as exc:
             log.exception("checking %s failed", file)
             issues = [RecipeIssue(f"could not check recipes: {exc}")]
@@ -96,6 +106,35 @@ class Recipes(Feature):
         self.server.diagnostics.set(uri, KIND, diags)
         if issues:
             log.info("%s: %d invalid recipe entr%s", file, len(issues), "y" if len(issues) == 1 else "ies")
+
+    async def _model_issues(self, root: Path, text: str, known: list[RecipeIssue]) -> list[RecipeIssue]:
+        """``model`` names that their (workspace) module does not define."""
+        bad_model = {i.profile for i in known if i.path and i.path.endswith(".model")}
+        out = []
+        for name, recipe in profiles_in(text).items():
+            ref = recipe.get("model")
+            if name in bad_model or not isinstance(ref, str) or ref.count(":") != 1:
+                continue
+            module, qualname = ref.split(":")
+            path = _model_file(root, module)
+            source = self.server.read_text(path) if path is not None else None
+            if source is None:
+                continue  # not a workspace file (an installed package): nothing to read
+            found = await self.server.run_blocking(self.server.backends.discover, source, path, root)
+            if not found.parsed:
+                continue  # the file's own diagnostic says why
+            if any(qualname in (c.qualname, c.name) for c in found.candidates) or _defines(source, qualname):
+                continue
+            names = ", ".join(c.qualname for c in found.candidates) or "no model discovery recognises"
+            out.append(
+                RecipeIssue(
+                    f"profiles.{name}.model: {module} has no {qualname!r} (it defines {names})",
+                    line=_key_line(text, name, "model"),
+                    profile=name,
+                    path=f"profiles.{name}.model",
+                )
+            )
+        return out
 
     # -- hooks -------------------------------------------------------------------
     async def initialized(self) -> None:
@@ -156,3 +195,142 @@ class Recipes(Feature):
         self._profiles.pop(str(root), None)
         self._by_model.pop(str(root), None)
         self.generation += 1
+
+
+# -- every problem of a profile -------------------------------------------------
+
+_MAX_PROBLEMS = 50
+_UNSET_MODEL = "tensorviz_unset:Unset"
+
+
+def every_problem(text: str) -> list[RecipeIssue]:
+    """All the problems of every profile (the validator stops at the first: each one
+    found is set aside, the profile checked again, with ``text`` still giving lines)."""
+    from capture.recipe import RecipeError, parse_profile, parse_recipes_text
+
+    try:
+        doc = parse_recipes_text(text)
+    except RecipeError as exc:
+        return [RecipeIssue(exc.problem, line=exc.line, profile=exc.profile, path=exc.key_path or None)]
+    issues = []
+    for name, table in (doc.get("profiles") or {}).items():
+        if not isinstance(table, dict):
+            continue  # the first pass reports it
+        table = copy.deepcopy(table)
+        seen: set[str] = set()
+        for _ in range(_MAX_PROBLEMS):
+            try:
+                parse_profile(name, table, text=text)
+                break
+            except RecipeError as exc:
+                if exc.key_path in seen:
+                    break
+                seen.add(exc.key_path)
+                issues.append(RecipeIssue(exc.problem, line=exc.line, profile=exc.profile or name, path=exc.key_path or None))
+                if not _set_aside(table, _segments(exc.key_path, name)):
+                    break
+    return issues
+
+
+def _segments(key_path: str, profile: str) -> list[str | int] | None:
+    from capture.recipe import _split_path
+
+    try:
+        segs = _split_path(key_path)
+    except Exception:
+        return None
+    if segs[:2] != ["profiles", profile]:
+        return None
+    return segs[2:]
+
+
+def _set_aside(table: dict[str, Any], segs: list[str | int] | None) -> bool:
+    """Take the problem at ``segs`` out of ``table``; False when that cannot be done."""
+    if not segs:
+        return False
+    if segs == ["model"]:
+        table["model"] = _UNSET_MODEL
+        return True
+    if len(segs) >= 3 and segs[0] in ("init", "inputs") and segs[1] in ("args", "kwargs"):
+        container = table.get(segs[0], {}).get(segs[1])
+        try:
+            container[segs[2]] = 0  # a valid (static) description in place of the bad one
+        except (TypeError, IndexError, KeyError):
+            return False
+        return True
+    node: Any = table
+    for seg in segs[:-1]:
+        try:
+            node = node[seg]
+        except (TypeError, IndexError, KeyError):
+            return False
+    if isinstance(node, dict) and segs[-1] in node:
+        del node[segs[-1]]
+        return True
+    return False
+
+
+def _merge(first: list[RecipeIssue], more: list[RecipeIssue]) -> list[RecipeIssue]:
+    """``first`` and what ``more`` adds: one problem per key (the first check's wording)."""
+    seen = {i.path or i.message for i in first}
+    return first + [i for i in more if (i.path or i.message) not in seen]
+
+
+def _model_file(root: Path, module: str) -> Path | None:
+    if "/" in module or module.endswith(".py"):
+        path = root / module
+        return path if path.is_file() else None
+    return module_file(root, module)
+
+
+def _defines(source: str, qualname: str) -> bool:
+    """Whether ``source`` binds ``qualname`` (a class's nested names followed), from
+    its text alone: a name discovery does not offer may still be a model (built by a
+    factory, or with a base it cannot see)."""
+    try:
+        body = ast.parse(source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return True  # unreadable: do not claim it is missing
+    *outer, last = qualname.split(".")
+    for part in outer:
+        cls = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == part), None)
+        if cls is None:
+            return False
+        body = cls.body
+    return last in _bound_names(body)
+
+
+def _bound_names(body: list[ast.stmt]) -> set[str]:
+    names = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            if any(a.name == "*" for a in node.names):
+                names.add("*")
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []) or []:
+                    names |= _bound_names(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return names
+
+
+def _key_line(text: str, profile: str, key: str) -> int | None:
+    """1-based line of ``key`` in ``[profiles.PROFILE]`` (else the table's header)."""
+    lines = text.splitlines()
+    header = re.compile(r"\s*\[\s*profiles\s*\.\s*[\"']?" + re.escape(profile) + r"[\"']?\s*\]")
+    assign = re.compile(r"\s*" + re.escape(key) + r"\s*=")
+    start = next((i for i, line in enumerate(lines) if header.match(line)), None)
+    if start is None:
+        return None
+    for i in range(start + 1, len(lines)):
+        if lines[i].lstrip().startswith("["):
+            break
+        if assign.match(lines[i]):
+            return i + 1
+    return start + 1

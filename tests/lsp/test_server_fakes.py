@@ -653,3 +653,20 @@ async def test_a_syntax_error_keeps_the_unchanged_lenses_moved_with_their_lines_
     session.replace("model.py", text)
     assert [l.range.start.line for l in await session.lenses("model.py")] == [4]
     await session.wait_for(lambda: not _unreadable(session, "model.py"), on=DIAGNOSTICS, what="cleared once it parses")
+
+
+async def test_recipe_diagnostics_report_every_problem_and_a_model_its_module_lacks(session):
+    bad = SPEC_RECIPE + (
+        '\n[profiles.two]\nmodel = "model:nett"\nseed = -1\nmode = "bogus"\n'
+        '\n[profiles.fine]\nmodel = "mlp:MLP"\n'
+    )
+    (session.workspace / ".tensorviz" / "recipes.toml").write_text(bad)
+    session.disk_changed(".tensorviz/recipes.toml")
+    diags = await session.wait_for(lambda: session.diagnostics(".tensorviz/recipes.toml"), on=DIAGNOSTICS, what="recipe diagnostics")
+    lines = bad.splitlines()
+    found = sorted((d.range.start.line, d.message) for d in diags)
+    assert [line for line, _ in found] == [
+        lines.index('model = "model:nett"'), lines.index("seed = -1"), lines.index('mode = "bogus"')
+    ], found
+    assert "no 'nett'" in found[0][1] and "net" in found[0][1].split("defines", 1)[1]
+    assert "profiles.two.seed" in found[1][1] and "profiles.two.mode" in found[2][1]
