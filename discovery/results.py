@@ -7,7 +7,7 @@ the contract with the language server, the CLI and the setup form.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from .positions import Range
 
@@ -31,6 +31,34 @@ FRAMEWORK_OF_KIND: dict[CandidateKind, Framework] = {
     "nnx_module": "jax",
     "torch_module": "torch",
 }
+
+
+class CallInputJson(TypedDict):
+    """:meth:`CallInput.to_json`: one call input as the language server and CLI read it."""
+
+    name: str
+    kind: ParameterKind
+    annotation: str | None
+    default: str | None  # the source text
+    default_value: Any  # the value when ``default_is_literal``, else None
+    default_is_literal: bool
+    required: bool
+    static: bool
+
+
+class SetupFieldJson(TypedDict):
+    """:meth:`SetupField.to_json`: one setup field as the language server and CLI read it."""
+
+    name: str
+    kind: ParameterKind
+    origin: FieldOrigin
+    declared_in: str
+    annotation: str | None
+    default: str | None
+    default_value: Any
+    default_is_literal: bool
+    required: bool
+    supplied_by: Literal["tensorviz"] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +86,12 @@ class CallInput:
     def required(self) -> bool:
         return self.default is None and self.kind in ("positional", "keyword_only")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CallInputJson:
         return {
             "name": self.name,
             "kind": self.kind,
             "annotation": self.annotation,
-            **_default_json(self.default),
+            **_default_json(self.default),  # type: ignore[typeddict-item]
             "required": self.required,
             "static": self.static,
         }
@@ -90,14 +118,14 @@ class SetupField:
             and self.kind in ("positional", "keyword_only")
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SetupFieldJson:
         return {
             "name": self.name,
             "kind": self.kind,
             "origin": self.origin,
             "declared_in": self.declared_in,
             "annotation": self.annotation,
-            **_default_json(self.default),
+            **_default_json(self.default),  # type: ignore[typeddict-item]
             "required": self.required,
             "supplied_by": self.supplied_by,
         }

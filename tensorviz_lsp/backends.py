@@ -13,7 +13,11 @@ import threading
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol
+
+if TYPE_CHECKING:  # discovery imports libcst: loaded when the first file is discovered
+    from discovery.positions import Range
+    from discovery.results import CallInputJson, CandidateKind, FileResult, Framework, SetupFieldJson
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +45,18 @@ class Span:
 
 @dataclass
 class Candidate:
-    """One symbol that can be opened as a graph (from discovery)."""
+    """One symbol that can be opened as a graph: ``discovery.results.Candidate`` with
+    positions the server can shift while a file does not parse, and its call inputs and
+    setup fields in their JSON contract (what the setup form is built from)."""
 
     name: str
     qualname: str
-    kind: str  # jax_function | linen_module | nnx_module | torch_module
-    framework: str  # jax | torch
+    kind: CandidateKind
+    framework: Framework
     name_range: Span
     range: Span
-    inputs: list[dict[str, Any]] = field(default_factory=list)
-    setup_fields: list[dict[str, Any]] = field(default_factory=list)
+    inputs: list[CallInputJson] = field(default_factory=list)
+    setup_fields: list[SetupFieldJson] = field(default_factory=list)
     reason: str = ""
 
 
@@ -328,68 +334,24 @@ class RealBackends:
         return server
 
 
-def adapt_discovery(result: Any) -> Discovered:
-    """Discovery's ``FileResult`` (objects or plain dicts) → :class:`Discovered`."""
-    get = _getter(result)
-    candidates = []
-    for c in get("candidates") or []:
-        cg = _getter(c)
-        candidates.append(
-            Candidate(
-                name=str(cg("name")),
-                qualname=str(cg("qualname") or cg("name")),
-                kind=str(cg("kind") or ""),
-                framework=str(cg("framework") or "torch"),
-                name_range=_span(cg("name_range")),
-                range=_span(cg("range") or cg("definition_range") or cg("name_range")),
-                inputs=[_plain(i) for i in (cg("inputs") or cg("call_inputs") or [])],
-                setup_fields=[_plain(f) for f in (cg("setup_fields") or cg("fields") or [])],
-                reason=str(cg("reason") or cg("why") or ""),
-            )
+def adapt_discovery(result: FileResult) -> Discovered:
+    """Discovery's :class:`~discovery.results.FileResult` → :class:`Discovered`."""
+    candidates = [
+        Candidate(
+            name=c.name,
+            qualname=c.qualname,
+            kind=c.kind,
+            framework=c.framework,
+            name_range=_span(c.name_range),
+            range=_span(c.range),
+            inputs=[i.to_json() for i in c.call_inputs],
+            setup_fields=[f.to_json() for f in c.setup_fields],
+            reason=c.reason,
         )
-    raw_errors = list(get("errors") or [])
-    errors = [str(_getter(e)("message") or e) for e in raw_errors]
-    parsed = get("ok")
-    if parsed is None:
-        parsed = get("parsed")
-    if parsed is None:
-        parsed = not raw_errors
-    return Discovered(candidates, errors, parsed=bool(parsed))
+        for c in result.candidates
+    ]
+    return Discovered(candidates, [e.message for e in result.errors], parsed=result.ok)
 
 
-def _getter(obj: Any) -> Callable[[str], Any]:
-    if isinstance(obj, dict):
-        return obj.get
-    return lambda name: getattr(obj, name, None)
-
-
-def _pos(obj: Any) -> Pos:
-    if isinstance(obj, (tuple, list)):
-        return Pos(int(obj[0]), int(obj[1]))
-    g = _getter(obj)
-    return Pos(int(g("line") or 0), int(g("character") if g("character") is not None else (g("column") or 0)))
-
-
-def _span(obj: Any) -> Span:
-    if obj is None:
-        return Span(Pos(0, 0), Pos(0, 0))
-    if isinstance(obj, (tuple, list)) and len(obj) == 2:
-        return Span(_pos(obj[0]), _pos(obj[1]))
-    g = _getter(obj)
-    return Span(_pos(g("start")), _pos(g("end")))
-
-
-def _plain(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _plain(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_plain(v) for v in obj]
-    if hasattr(obj, "to_json"):
-        return _plain(obj.to_json())
-    if hasattr(obj, "to_dict"):
-        return _plain(obj.to_dict())
-    if hasattr(obj, "__dataclass_fields__"):
-        import dataclasses
-
-        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    return obj
+def _span(r: Range) -> Span:
+    return Span(Pos(r.start.line, r.start.character), Pos(r.end.line, r.end.character))

@@ -609,25 +609,17 @@ def _profile_name(qualname: str, existing: dict[str, Any]) -> str:
     return name
 
 
-_SKIP_KINDS = {"var_positional", "var_keyword", "*args", "**kwargs", "VAR_POSITIONAL", "VAR_KEYWORD"}
+_VARIADIC = ("var_positional", "var_keyword")
 
 
 def _call_inputs(cand: Candidate) -> list[dict[str, Any]]:
-    """The candidate's call inputs a user must describe (no self, *args, **kwargs, defaults)."""
-    out = []
-    for inp in cand.inputs:
-        name = inp.get("name")
-        kind = str(inp.get("kind") or "positional")
-        if not name or name in ("self", "cls") or kind in _SKIP_KINDS or inp.get("bound"):
-            continue
-        if name.startswith("*"):
-            continue
-        has_default = inp.get("default") is not None or inp.get("has_default")
-        if has_default or inp.get("static"):
-            # Keeps its default; a static (non-array) JAX argument is not a tensor input.
-            continue
-        out.append({**inp, "keyword_only": "keyword" in kind.lower() and "positional" not in kind.lower()})
-    return out
+    """The candidate's call inputs a user must describe (no ``*args``/``**kwargs``, no
+    defaults, no static JAX arguments: those keep their value)."""
+    return [
+        {**inp, "keyword_only": inp["kind"] == "keyword_only"}
+        for inp in cand.inputs
+        if inp["kind"] not in _VARIADIC and inp.get("default") is None and not inp.get("static")
+    ]
 
 
 def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
@@ -688,15 +680,10 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
     init_kwargs = (recipe.get("init") or {}).get("kwargs") or {} if isinstance(recipe.get("init"), dict) else {}
     fields = []
     for f in ctx.candidate.setup_fields:
-        name = f.get("name")
-        if not name or f.get("supplied_by_tensorviz") or f.get("supplied_by") or f.get("supplied"):
-            continue
-        default = f.get("default_value", f.get("value"))
-        if default is None and isinstance(f.get("default"), (int, float, bool, str)) and not isinstance(f.get("default"), str):
-            default = f.get("default")
-        annotation = f.get("annotation") or f.get("type_text") or f.get("type")
-        has_default = f.get("has_default") or f.get("default") is not None or default is not None
-        required = f.get("required") if isinstance(f.get("required"), bool) else not has_default
+        if f.get("supplied_by") or f.get("kind") in _VARIADIC:
+            continue  # the capture gives it (NNX ``rngs``), or no keyword can name it
+        name, default, annotation = f["name"], f.get("default_value"), f.get("annotation")
+        required = f["required"]
         choices = _literal_choices(annotation)
         entry = {
             "name": name,

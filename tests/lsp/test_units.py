@@ -14,7 +14,7 @@ from tensorviz_lsp.backends import Candidate, Pos, Span, adapt_discovery, module
 from tensorviz_lsp.feature import Feature
 from tensorviz_lsp.features.args import ArgumentError, OpenGraphArgs
 from tensorviz_lsp.features.dependencies import Dependencies
-from tensorviz_lsp.features.open_graph import SetupContext, setup_form
+from tensorviz_lsp.features.open_graph import SetupContext, draft_recipe, setup_form
 from tensorviz_lsp.import_closure import import_closure
 from tensorviz_lsp.server import create_server
 from tensorviz_lsp.settings import Settings, resolve_interpreter
@@ -145,32 +145,58 @@ def test_profiles_and_module_names(tmp_path):
     assert module_name(tmp_path, tmp_path / "my-scripts" / "x.py") is None
 
 
-def test_adapt_discovery_plain_json():
-    data = {
-        "path": "m.py",
-        "candidates": [
-            {
-                "name": "net", "qualname": "net", "kind": "jax_function", "framework": "jax",
-                "name_range": {"start": {"line": 4, "character": 4}, "end": {"line": 4, "character": 7}},
-                "range": {"start": {"line": 3, "character": 0}, "end": {"line": 5, "character": 0}},
-                "call_inputs": [{"name": "x", "kind": "positional", "default": None}],
-                "setup_fields": [],
-            }
-        ],
-        "errors": [],
-    }
-    d = adapt_discovery(data)
-    assert d.parsed and d.candidates[0].name_range == Span(Pos(4, 4), Pos(4, 7))
-    assert d.candidates[0].inputs[0]["name"] == "x"
-    bad = adapt_discovery({"candidates": [], "errors": [{"code": "syntax_error", "message": "bad"}]})
-    assert not bad.parsed
+def test_adapt_discovery_reads_what_discovery_emits(tmp_path):
+    from discovery import discover_source
+
+    text = (
+        "import flax.linen as nn\n"
+        "class MLP(nn.Module):\n"
+        "    width: int = 8\n"
+        "    @nn.compact\n"
+        "    def __call__(self, x, *rest, scale=2.0, **kw):\n"
+        "        return x\n"
+    )
+    d = adapt_discovery(discover_source(text, "m.py"))
+    (cand,) = d.candidates
+    assert d.parsed and d.errors == []
+    assert (cand.qualname, cand.kind, cand.framework) == ("MLP", "linen_module", "jax")
+    assert cand.name_range == Span(Pos(1, 6), Pos(1, 9)) and cand.range.start == Pos(1, 0)
+    assert cand.reason
+    assert [(i["name"], i["kind"]) for i in cand.inputs] == [
+        ("x", "positional"), ("rest", "var_positional"), ("scale", "keyword_only"), ("kw", "var_keyword")
+    ]
+    assert [(f["name"], f["default_value"], f["required"]) for f in cand.setup_fields] == [("width", 8, False)]
+    # The form asks for what has no default, and offers the field with its literal default.
+    form = setup_form(SetupContext(tmp_path, "file:///m.py", cand, "MLP", draft_recipe(cand, "m:MLP")))
+    assert [(i["name"], i["kwarg"]) for i in form["inputs"]] == [("x", False)]
+    assert [(f["name"], f["type"], f["default"], f["required"]) for f in form["fields"]] == [("width", "int", 8, False)]
+
+    bad = adapt_discovery(discover_source("import jax\n@jax.jit\ndef broken(:\n", "m.py"))
+    assert not bad.parsed and bad.candidates == [] and bad.errors
+
+
+def test_variadic_init_parameters_are_not_setup_fields(tmp_path):
+    from discovery import discover_source
+
+    text = (
+        "import torch.nn as nn\n"
+        "class M(nn.Module):\n"
+        "    def __init__(self, width: int, *layers, **options):\n"
+        "        super().__init__()\n"
+        "    def forward(self, x, *, mask):\n"
+        "        return x\n"
+    )
+    (cand,) = adapt_discovery(discover_source(text, "m.py")).candidates
+    form = setup_form(SetupContext(tmp_path, "file:///m.py", cand, "M", draft_recipe(cand, "m:M")))
+    assert [(f["name"], f["required"]) for f in form["fields"]] == [("width", True)]
+    assert [(i["name"], i["path"]) for i in form["inputs"]] == [("x", "inputs.args[0]"), ("mask", "inputs.kwargs.mask")]
 
 
 def test_setup_form_asks_for_unknown_shapes_and_prefills_fields(tmp_path):
     cand = Candidate(
         name="MLP", qualname="MLP", kind="linen_module", framework="jax",
         name_range=Span(Pos(2, 6), Pos(2, 9)), range=Span(Pos(2, 0), Pos(8, 0)),
-        inputs=[{"name": "self", "kind": "positional"}, {"name": "x", "kind": "positional", "default": None, "annotation": None}],
+        inputs=[{"name": "x", "kind": "positional", "default": None, "annotation": None}],
         setup_fields=[
             {"name": "width", "annotation": "int", "default": "8", "default_value": 8, "required": False},
             {"name": "rngs", "annotation": "nnx.Rngs", "supplied_by": "tensorviz"},
