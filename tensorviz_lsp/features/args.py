@@ -1,19 +1,80 @@
-"""Command arguments: small typed classes read leniently from JSON.
+"""Command arguments: small ``attrs`` classes structured by pygls' converter.
 
 Editors pass ``workspace/executeCommand`` arguments as a list; TensorViz commands
 take one object (``[{"uri": …, "symbol": …}]``) and also accept positional strings
 where that is what a person would type (``:lsp-workspace-command`` in Helix).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations``: cattrs structures on the real field types.
 import json
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, ClassVar, TypeVar
+
+import attrs
+import cattrs
+from attrs.validators import min_len
+from pygls.protocol import default_converter
 
 
 class ArgumentError(ValueError):
     pass
+
+
+def _exactly(kind: type):
+    def structure(value: Any, _type: Any) -> Any:
+        # cattrs would turn 5 into "5" and "ab" into ["a", "b"]: an editor that sends
+        # those made a mistake the person should hear about.
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise TypeError(f"expected {kind.__name__}, got {json.dumps(value, default=str)[:80]}")
+        return value
+
+    return structure
+
+
+def _converter() -> cattrs.Converter:
+    """A converter made as pygls makes the server's (not a ``copy()``: lsprotocol's hooks
+    close over the converter they were registered on), strict about JSON's own types."""
+    converter = default_converter()
+    strict = {str: _exactly(str), bool: _exactly(bool)}
+    strict_list = _exactly(list)
+    strict[list[str]] = lambda value, t: [converter.structure(v, str) for v in strict_list(value, t)]
+    # Hooks registered later win over lsprotocol's own, which coerce (``str(5)``).
+    for kind, hook in strict.items():
+        if isinstance(kind, type):
+            converter.register_structure_hook(kind, hook)
+        else:
+            converter.register_structure_hook_func(lambda t, kind=kind: t == kind, hook)
+        converter.register_structure_hook_func(
+            lambda t, kind=kind: t == kind | None,
+            lambda value, t, kind=kind: None if value is None else converter.structure(value, kind),
+        )
+    return converter
+
+
+CONVERTER = _converter()
+
+#: Other names a person may use for an argument: ``{"path": …}`` for selectInterpreter.
+ALIASES = {"qualname": "symbol", "profile_name": "profile", "path": "python", "interpreter": "python"}
+
+T = TypeVar("T", bound="CommandArgs")
+
+
+class CommandArgs:
+    """What every command's arguments share: how a list from the editor becomes one."""
+
+    COMMAND: ClassVar[str]
+    #: The order of positional strings (Helix), also named in the usage line.
+    POSITIONAL: ClassVar[tuple[str, ...]]
+    #: The one line for arguments that do not structure; None: what cattrs found.
+    USAGE: ClassVar[str | None] = None
+
+    @classmethod
+    def parse(cls: type[T], args: list[Any]) -> T:
+        obj = {ALIASES.get(k, k): v for k, v in _obj(args, cls.POSITIONAL, cls.COMMAND).items()}
+        try:
+            return CONVERTER.structure(obj, cls)  # keys it does not know are left out
+        except cattrs.BaseValidationError as exc:
+            problems = cattrs.transform_error(exc, format_exception=lambda e, _type: str(e) or "invalid value")
+            raise ArgumentError(cls.USAGE or f"{cls.COMMAND}: {'; '.join(problems)}") from None
 
 
 def _obj(args: list[Any], positional: tuple[str, ...], command: str) -> dict[str, Any]:
@@ -34,72 +95,34 @@ def _obj(args: list[Any], positional: tuple[str, ...], command: str) -> dict[str
     raise ArgumentError(f"{command} takes {forms}; got {json.dumps(args, default=str)[:200]}")
 
 
-#: Other names a person may use for an argument: ``{"path": …}`` for selectInterpreter.
-ALIASES = {"qualname": "symbol", "profile_name": "profile", "path": "python", "interpreter": "python"}
+@attrs.define
+class OpenGraphArgs(CommandArgs):
+    """``tensorviz.openGraph``: ``{uri, symbol?, profile?}``."""
 
-
-def _parse(cls, args: list[Any], positional: tuple[str, ...]):
-    obj = _obj(args, positional, cls.COMMAND)
-    names = {f.name: f for f in fields(cls)}
-    aliases = ALIASES
-    values = {}
-    for key, value in obj.items():
-        name = aliases.get(key, key)
-        if name not in names:
-            continue
-        values[name] = value
-    try:
-        inst = cls(**values)
-    except TypeError as exc:
-        raise ArgumentError(f"{cls.COMMAND}: {exc}") from None
-    inst.check()
-    return inst
-
-
-@dataclass
-class OpenGraphArgs:
-    """``tensorviz.openGraph``: ``{uri, symbol, profile?}``."""
-
-    uri: str | None = None
+    uri: str = attrs.field(validator=min_len(1))
     symbol: str | None = None
     profile: str | None = None
 
     COMMAND = "tensorviz.openGraph"
     POSITIONAL = ("uri", "symbol", "profile")
-
-    def check(self) -> None:
-        if not self.uri or not isinstance(self.uri, str):
-            raise ArgumentError("tensorviz.openGraph needs {uri, symbol}")
-        if self.symbol is not None and not isinstance(self.symbol, str):
-            raise ArgumentError("symbol must be a string")
-
-    @classmethod
-    def parse(cls, args: list[Any]) -> "OpenGraphArgs":
-        return _parse(cls, args, cls.POSITIONAL)
+    USAGE = "tensorviz.openGraph needs {uri, symbol}"
 
 
-@dataclass
-class CaptureProfileArgs:
+@attrs.define
+class CaptureProfileArgs(CommandArgs):
     """``tensorviz.captureProfile``: ``{profile, folder?}``."""
 
-    profile: str | None = None
+    profile: str = attrs.field(validator=min_len(1))
     folder: str | None = None
 
     COMMAND = "tensorviz.captureProfile"
     POSITIONAL = ("profile", "folder")
-
-    def check(self) -> None:
-        if not self.profile or not isinstance(self.profile, str):
-            raise ArgumentError("tensorviz.captureProfile needs a profile name")
-
-    @classmethod
-    def parse(cls, args: list[Any]) -> "CaptureProfileArgs":
-        return _parse(cls, args, cls.POSITIONAL)
+    USAGE = "tensorviz.captureProfile needs a profile name"
 
 
-@dataclass
-class FolderArgs:
-    """Commands about one workspace folder: ``{folder?}`` (URI or path)."""
+@attrs.define
+class FolderArgs(CommandArgs):
+    """Commands about one workspace folder: ``{folder?, trusted?}`` (URI or path)."""
 
     folder: str | None = None
     trusted: bool = True
@@ -107,19 +130,9 @@ class FolderArgs:
     COMMAND = "tensorviz.trustWorkspace"
     POSITIONAL = ("folder",)
 
-    def check(self) -> None:
-        if self.folder is not None and not isinstance(self.folder, str):
-            raise ArgumentError("folder must be a URI or a path")
-        if not isinstance(self.trusted, bool):
-            raise ArgumentError("trusted must be true or false")
 
-    @classmethod
-    def parse(cls, args: list[Any]) -> "FolderArgs":
-        return _parse(cls, args, cls.POSITIONAL)
-
-
-@dataclass
-class SelectInterpreterArgs:
+@attrs.define
+class SelectInterpreterArgs(CommandArgs):
     """``tensorviz.selectInterpreter``: ``{python?, folder?}`` (no python: choose)."""
 
     python: str | None = None
@@ -128,39 +141,22 @@ class SelectInterpreterArgs:
     COMMAND = "tensorviz.selectInterpreter"
     POSITIONAL = ("python", "folder")
 
-    def check(self) -> None:
-        for v in (self.python, self.folder):
-            if v is not None and not isinstance(v, str):
-                raise ArgumentError("python and folder must be strings")
 
-    @classmethod
-    def parse(cls, args: list[Any]) -> "SelectInterpreterArgs":
-        return _parse(cls, args, cls.POSITIONAL)
-
-
-@dataclass
-class InstallArgs:
+@attrs.define
+class InstallArgs(CommandArgs):
     """``tensorviz.installDependencies``: ``{folder?, packages?}``."""
 
     folder: str | None = None
-    packages: list[str] | None = None
+    packages: list[str] | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.deep_iterable(min_len(1)))
+    )
 
     COMMAND = "tensorviz.installDependencies"
     POSITIONAL = ("folder",)
 
-    def check(self) -> None:
-        if self.packages is not None and not (
-            isinstance(self.packages, list) and all(isinstance(p, str) and p for p in self.packages)
-        ):
-            raise ArgumentError("packages must be a list of package names")
 
-    @classmethod
-    def parse(cls, args: list[Any]) -> "InstallArgs":
-        return _parse(cls, args, cls.POSITIONAL)
-
-
-@dataclass
-class ShowViewerArgs:
+@attrs.define
+class ShowViewerArgs(CommandArgs):
     """``tensorviz.showViewer``: ``{profile?, folder?}`` (no profile: the last graph shown)."""
 
     profile: str | None = None
@@ -168,12 +164,3 @@ class ShowViewerArgs:
 
     COMMAND = "tensorviz.showViewer"
     POSITIONAL = ("profile", "folder")
-
-    def check(self) -> None:
-        for v in (self.profile, self.folder):
-            if v is not None and not isinstance(v, str):
-                raise ArgumentError("tensorviz.showViewer: profile and folder must be strings")
-
-    @classmethod
-    def parse(cls, args: list[Any]) -> "ShowViewerArgs":
-        return _parse(cls, args, cls.POSITIONAL)

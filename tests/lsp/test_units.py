@@ -12,7 +12,15 @@ import pytest
 
 from tensorviz_lsp.backends import Candidate, Pos, Span, adapt_discovery, module_name, profiles_in
 from tensorviz_lsp.feature import Feature
-from tensorviz_lsp.features.args import ArgumentError, OpenGraphArgs
+from tensorviz_lsp.features.args import (
+    ArgumentError,
+    CaptureProfileArgs,
+    FolderArgs,
+    InstallArgs,
+    OpenGraphArgs,
+    SelectInterpreterArgs,
+    ShowViewerArgs,
+)
 from tensorviz_lsp.features.dependencies import Dependencies
 from tensorviz_lsp.features.open_graph import SetupContext, draft_recipe, setup_form
 from tensorviz_lsp.import_closure import import_closure
@@ -135,6 +143,43 @@ def test_open_graph_args(args, ok):
     else:
         with pytest.raises(ArgumentError):
             OpenGraphArgs.parse(args)
+
+
+@pytest.mark.parametrize(
+    "cls, args, want",
+    [
+        # The forms editors send: one object, Helix's strings, Helix's one list, aliases.
+        pytest.param(CaptureProfileArgs, [{"profile": "p", "folder": "/w"}], CaptureProfileArgs("p", "/w"), id="object"),
+        pytest.param(CaptureProfileArgs, ["p"], CaptureProfileArgs("p"), id="helix-string"),
+        pytest.param(CaptureProfileArgs, [["p", "/w"]], CaptureProfileArgs("p", "/w"), id="helix-list"),
+        pytest.param(CaptureProfileArgs, [{"profile_name": "p", "extra": 1}], CaptureProfileArgs("p"), id="alias"),
+        pytest.param(SelectInterpreterArgs, [{"path": "/py"}], SelectInterpreterArgs("/py"), id="path-alias"),
+        pytest.param(OpenGraphArgs, [{"uri": "file:///a.py", "qualname": "M.f"}], OpenGraphArgs("file:///a.py", "M.f"), id="qualname"),
+        pytest.param(FolderArgs, [{"folder": "/w", "trusted": False}], FolderArgs("/w", False), id="bool"),
+        pytest.param(FolderArgs, [], FolderArgs(), id="defaults"),
+        pytest.param(InstallArgs, [{"packages": ["jax"]}], InstallArgs(None, ["jax"]), id="list"),
+        pytest.param(ShowViewerArgs, ["p", None], ShowViewerArgs("p"), id="null"),
+        # Bad values get one line; none is coerced (5 is not the profile "5").
+        pytest.param(CaptureProfileArgs, [{"profile": 5}], "tensorviz.captureProfile needs a profile name", id="int-name"),
+        pytest.param(CaptureProfileArgs, [{"profile": ""}], "tensorviz.captureProfile needs a profile name", id="empty"),
+        pytest.param(CaptureProfileArgs, [1, 2, 3], "tensorviz.captureProfile takes one object {profile, folder} "
+                     "or up to 2 strings; got [1, 2, 3]", id="too-many"),
+        pytest.param(OpenGraphArgs, [{"uri": "file:///a.py", "symbol": 4}], "tensorviz.openGraph needs {uri, symbol}", id="int-symbol"),
+        pytest.param(FolderArgs, [{"trusted": "no"}], 'tensorviz.trustWorkspace: expected bool, got "no" @ $.trusted', id="str-bool"),
+        pytest.param(InstallArgs, [{"packages": "jax"}], 'tensorviz.installDependencies: expected list, got "jax" @ $.packages',
+                     id="str-list"),
+        pytest.param(InstallArgs, [{"packages": ["jax", 1]}], "tensorviz.installDependencies: expected str, got 1 @ $.packages",
+                     id="int-item"),
+        pytest.param(ShowViewerArgs, [{"profile": 1}], "tensorviz.showViewer: expected str, got 1 @ $.profile", id="optional"),
+    ],
+)
+def test_command_arguments(cls, args, want):
+    if isinstance(want, str):
+        with pytest.raises(ArgumentError) as info:
+            cls.parse(args)
+        assert str(info.value) == want
+    else:
+        assert cls.parse(args) == want
 
 
 def test_profiles_and_module_names(tmp_path):
