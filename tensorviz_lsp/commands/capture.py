@@ -24,7 +24,8 @@ from typing import Callable
 
 from capture import graphfile
 from capture.model import Capture
-from capture.recipe import FRAMEWORKS, RecipeError
+from capture.frameworks import framework_names
+from capture.recipe import RecipeError
 from capture.runner import run_capture
 from capture.worker.limits import Limits
 
@@ -40,21 +41,36 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="capture a saved setup (or FILE.py:SYMBOL with --input …) into a .tvg graph file",
         description=__doc__.split("\n\n")[0],
     )
-    p.add_argument("target", nargs="?", metavar="FILE.py:SYMBOL", help="shorthand: the symbol to capture")
-    p.add_argument("--workspace", metavar="DIR", help="workspace root (default: the current folder)")
-    p.add_argument("--profile", metavar="NAME", help="the saved setup to capture (shorthand: the name to save as)")
+    add_setup_options(p)
     p.add_argument("-o", "--output", metavar="OUT.tvg", help=f"graph file to write (default: {CAPTURES_DIR}/NAME.tvg)")
-    p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace .venv, else this one)")
-    p.add_argument("--timeout", type=float, metavar="S", help=f"deadline in seconds (default {Limits().max_seconds:g})")
+    add_worker_options(p, timeout_flag="--timeout")
+    p.set_defaults(func=run)
+
+
+def add_setup_options(p: argparse.ArgumentParser) -> None:
+    """What to capture, for ``capture`` and ``open``: ``--profile NAME``, or the shorthand
+    ``FILE.py:SYMBOL`` with what its setup needs (read by :func:`resolve_profile`)."""
+    p.add_argument("target", nargs="?", metavar="FILE.py:SYMBOL", help="shorthand: the symbol to capture")
+    p.add_argument("--workspace", metavar="DIR", help="workspace root (default: the current folder, or the file's)")
+    p.add_argument("--profile", metavar="NAME", help="the saved setup to capture (shorthand: the name to save as)")
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]VALUE", help="shorthand: an input, e.g. x=float32[2,3]")
     p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE", help="shorthand: a constructor argument, e.g. width=8")
-    p.add_argument("--framework", choices=FRAMEWORKS,
-                   help="shorthand: torch or jax (default: what discovery finds for the symbol)")
+    # Read when the parser is built, so a test plug-in (TENSORVIZ_TEST_PLUGINS) is a choice too.
+    names = framework_names()
+    p.add_argument("--framework", choices=names,
+                   help=f"shorthand: {' or '.join(names)} (default: what discovery finds for the symbol)")
     p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu or cuda:N")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
+
+
+def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None:
+    """How to run the capture worker, for ``capture``, ``open`` and ``demo``. ``timeout_flag``:
+    ``--timeout``, or ``--capture-timeout`` where ``--timeout`` is the viewer's."""
+    p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace .venv, else this one)")
+    p.add_argument(timeout_flag, type=float, metavar="S",
+                   help=f"deadline for the capture, in seconds (default {Limits().max_seconds:g})")
     add_env_option(p)
-    p.add_argument("-v", "--verbose", action="store_true", help="show progress and the worker's output on stderr")
-    p.set_defaults(func=run)
+    p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output (and progress) on stderr")
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -19,8 +19,8 @@ from capture.graphfile import atomic_write_bytes
 from capture.recipe import RECIPES_FILE
 
 from ..shorthand import ShorthandError
-from .capture import parse_env
-from .open import add_capture_options, capture_profile
+from .capture import add_worker_options, parse_env
+from .open import capture_profile
 from .view import add_serve_options, serve
 
 PROFILE = "jax_example"
@@ -35,7 +35,7 @@ RECIPES_TOML = (_FILES / "recipes.toml").read_text(encoding="utf-8")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="capture and view the specification's JAX `net` example")
     p.add_argument("--dir", metavar="DIR", help="demo workspace (default: ~/.cache/tensorviz/demo)")
-    add_capture_options(p)
+    add_worker_options(p, timeout_flag="--capture-timeout")
     add_serve_options(p)
     p.set_defaults(func=run)
 

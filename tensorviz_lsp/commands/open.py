@@ -19,11 +19,19 @@ from pathlib import Path
 
 from capture import graphfile
 from capture.model import Capture
-from capture.recipe import FRAMEWORKS
 
 from ..recipes_store import RecipeStoreError
 from ..shorthand import ShorthandError
-from .capture import CAPTURES_DIR, add_env_option, describe_failure, parse_env, resolve_profile, run_worker, write_graph
+from .capture import (
+    CAPTURES_DIR,
+    add_setup_options,
+    add_worker_options,
+    describe_failure,
+    parse_env,
+    resolve_profile,
+    run_worker,
+    write_graph,
+)
 from .view import add_serve_options, serve
 
 
@@ -33,24 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="capture FILE.py:SYMBOL (or a saved --profile) and serve it in the viewer",
         description=__doc__.split("\n\n")[0],
     )
-    p.add_argument("target", nargs="?", metavar="FILE.py:SYMBOL", help="the symbol to open")
-    p.add_argument("--workspace", metavar="DIR", help="workspace root (default: the current folder, or the file's)")
-    p.add_argument("--profile", metavar="NAME", help="the saved setup to open (with FILE.py:SYMBOL: the name to save as)")
-    p.add_argument("--input", action="append", default=[], metavar="[NAME=]VALUE", help="an input, e.g. x=float32[2,3]")
-    p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE", help="a constructor argument, e.g. width=8")
-    p.add_argument("--framework", choices=FRAMEWORKS, help="torch or jax (default: what discovery finds for the symbol)")
-    p.add_argument("--device", metavar="DEVICE", help="cpu or cuda:N")
-    p.add_argument("--seed", type=int, help="the profile seed")
-    add_capture_options(p)
+    add_setup_options(p)
+    add_worker_options(p, timeout_flag="--capture-timeout")
     add_serve_options(p)
     p.set_defaults(func=run)
-
-
-def add_capture_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace .venv, else this one)")
-    p.add_argument("--capture-timeout", type=float, metavar="S", help="deadline for the capture, in seconds")
-    add_env_option(p)
-    p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
