@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import gc
 import os
-import tempfile
+import secrets
+import stat
 from pathlib import Path
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -173,28 +174,49 @@ def write(capture: Capture, path: str | os.PathLike[str]) -> None:
         data = encode(capture)
     except ValueError as exc:
         raise GraphFileError(target, str(exc)) from None
-    atomic_write_bytes(target, data)
-
-
-def atomic_write_bytes(target: Path, data: bytes) -> None:
-    """Replace ``target`` with ``data`` or leave it as it was."""
-    folder = target.parent if str(target.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+        atomic_write(target, data)
     except OSError as exc:
         raise GraphFileError(target, f"cannot write: {exc.strerror or exc}") from None
+
+
+def atomic_write(target: Path, data: bytes, *, new_mode: int = 0o644) -> None:
+    """Replace ``target`` with ``data`` or leave it exactly as it was (a fresh file in the
+    same folder, flushed to disk, then renamed over it). Raises ``OSError``.
+
+    TensorViz's one atomic write (graph files, recipes, JSON state). An existing file keeps
+    its permission bits; a new one gets ``new_mode`` less the umask, applied by the kernel
+    at ``open`` (reading the umask would mean setting it, process-wide, under the
+    language server's threads)."""
+    fd, tmp = _create_temporary(target.parent if str(target.parent) else Path("."), target.name, new_mode)
     try:
         with os.fdopen(fd, "wb") as fh:
+            try:
+                os.fchmod(fh.fileno(), stat.S_IMODE(target.stat().st_mode))
+            except FileNotFoundError:
+                pass  # a new file: the mode it was created with stands
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, target)
-    except OSError as exc:
+    except BaseException:
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        raise GraphFileError(target, f"cannot write: {exc.strerror or exc}") from None
+        raise
+
+
+def _create_temporary(folder: Path, name: str, mode: int) -> tuple[int, str]:
+    """A fresh file next to the target, created with ``mode`` (``O_EXCL``: never an existing one)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
 
 
 def _check_dense(capture: Capture) -> None:

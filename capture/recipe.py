@@ -458,6 +458,16 @@ class Recipe:
 # --------------------------------------------------------------------------- reading files
 
 
+def module_file(workspace: Path, module: str) -> Path | None:
+    """The workspace file that defines the dotted ``module`` of a ref (``pkg/mod.py`` or
+    ``pkg/mod/__init__.py``), None when the workspace has none."""
+    base = workspace.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def load_recipes_table(path: str | Path) -> tuple[dict[str, Any], str]:
     """Read and check the top level of a recipes file: ``(document, text)``.
 

@@ -46,7 +46,7 @@ from typing import Any
 from . import graphfile
 from .frameworks import framework_info, framework_names
 from .model import Capture, Failure, Frame, Source, failure_from_json
-from .recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, profile_from_document
+from .recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, module_file, profile_from_document
 from .worker.limits import Limits
 from .worker.protocol import MAX_CONTROL_FRAME, PROTOCOL_VERSION, FrameReader, ProtocolError, encode_frame
 from .worker.workspace_files import WorkspaceFiles, file_sha256
@@ -684,15 +684,6 @@ def install_command(
         pins[key] = version
     specs += [f"{name}=={version}" for name, version in pins.items()]
     return [python, "-m", "pip", "install", *specs]
-
-
-def module_file(workspace: Path, module: str) -> Path | None:
-    """The workspace file that defines ``module`` (``pkg/mod.py`` or ``pkg/mod/__init__.py``)."""
-    base = workspace.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 _FAULT_FRAME = re.compile(r'^\s*File "(?P<file>.+)", line (?P<line>\d+) in (?P<func>.+?)\s*$')

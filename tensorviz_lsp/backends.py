@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
+# Where a recipe's dotted module lives: one definition, in capture (the worker's side
+# needs it too). Re-exported for the features that look files up through this module.
+from capture.recipe import module_file  # noqa: F401
+
 if TYPE_CHECKING:  # discovery imports libcst: loaded when the first file is discovered
     from discovery.positions import Range
     from discovery.results import CallInputJson, CandidateKind, FileResult, Framework, SetupFieldJson
@@ -193,14 +197,6 @@ def factory_modules(recipe: dict[str, Any]) -> list[str]:
         if isinstance(section, dict) and isinstance(section.get("factory"), str):
             out.append(section["factory"].split(":", 1)[0])
     return out
-
-
-def module_file(root: Path, module: str) -> Path | None:
-    base = root.joinpath(*module.split("."))
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
-            return candidate
-    return None
 
 
 # ---------------------------------------------------------------------------- the real pieces

@@ -15,7 +15,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from capture.graphfile import atomic_write_bytes
+from capture.graphfile import atomic_write
 from capture.recipe import RECIPES_FILE
 
 from ..shorthand import ShorthandError
@@ -49,10 +49,10 @@ def default_dir() -> Path:
 def write_workspace(folder: Path) -> None:
     """The spec's files, rewritten on every run so that the demo is always the spec's."""
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(folder / "model.py", MODEL_PY.encode())
+    atomic_write(folder / "model.py", MODEL_PY.encode())
     recipes = folder / RECIPES_FILE
     recipes.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(recipes, RECIPES_TOML.encode())
+    atomic_write(recipes, RECIPES_TOML.encode())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.dir).expanduser() if args.dir else default_dir()
     try:
         write_workspace(folder)
-    except Exception as exc:  # GraphFileError or OSError: one line either way
+    except OSError as exc:
         print(f"tensorviz demo: cannot write the demo workspace {folder}: {exc}", file=sys.stderr)
         return 1
     workspace = folder.resolve()

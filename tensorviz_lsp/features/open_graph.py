@@ -31,7 +31,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules, module_file
+from capture.recipe import module_file
+
+from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules
 from ..diagnostics import SOURCE
 from ..feature import Feature
 from ..import_closure import import_closure
