@@ -12,14 +12,13 @@ Reading and validating recipes lives in :mod:`capture.recipe` (standard library 
 from __future__ import annotations
 
 import os
-import secrets
-import stat
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
+from capture.graphfile import atomic_write
 from capture.recipe import (
     DEFAULT_FRAMEWORK,
     RECIPES_FILE,
@@ -196,41 +195,11 @@ _NEW_FILE_MODE = 0o644
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` or leave it exactly as it was.
-
-    An existing file keeps its permission bits; a new one gets ``0o644`` less the umask.
-    """
-    folder = path.parent
+    """Replace ``path`` with ``text`` or leave it exactly as it was (TensorViz's one
+    atomic write, :func:`capture.graphfile.atomic_write`). An existing file keeps its
+    permission bits; a new one gets ``0o644`` less the umask."""
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = _create_temporary(folder, path.name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, text.encode("utf-8"), new_mode=_NEW_FILE_MODE)
     except OSError as exc:
         raise RecipeStoreError(f"{path}: cannot write: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            try:
-                os.fchmod(fh.fileno(), stat.S_IMODE(path.stat().st_mode))
-            except FileNotFoundError:
-                pass  # a new file: the mode it was created with stands
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise RecipeStoreError(f"{path}: cannot write: {exc.strerror or exc}") from None
-
-
-def _create_temporary(folder: Path, name: str) -> tuple[int, str]:
-    """A fresh file next to the target, created with an explicit mode (``O_EXCL``: never an existing one)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
-        try:
-            return os.open(tmp, flags, _NEW_FILE_MODE), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary name in {folder}")
