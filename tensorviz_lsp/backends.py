@@ -8,6 +8,7 @@ except ``profiles_in`` (a pure TOML read) and viewer publishing.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import tomllib
@@ -246,19 +247,7 @@ class RealBackends:
 
     # -- recipes ---------------------------------------------------------------
     def recipe_issues(self, root: Path, text: str) -> list[RecipeIssue]:
-        from capture.recipe import RecipeError, parse_profile, parse_recipes_text
-
-        try:
-            doc = parse_recipes_text(text)
-        except RecipeError as exc:
-            return [RecipeIssue(exc.problem, line=exc.line, profile=exc.profile, path=exc.key_path or None)]
-        issues = []
-        for name, table in (doc.get("profiles") or {}).items():
-            try:
-                parse_profile(name, table, text=text)
-            except RecipeError as exc:
-                issues.append(RecipeIssue(exc.problem, line=exc.line, profile=exc.profile or name, path=exc.key_path or None))
-        return issues
+        return every_problem(text)
 
     def save_profile(self, root: Path, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
         from capture.recipe import Recipe, RecipeError
@@ -351,3 +340,80 @@ def adapt_discovery(result: FileResult) -> Discovered:
 
 def _span(r: Range) -> Span:
     return Span(Pos(r.start.line, r.start.character), Pos(r.end.line, r.end.character))
+
+
+# -- every problem of a profile -------------------------------------------------
+
+_MAX_PROBLEMS = 50
+_UNSET_MODEL = "tensorviz_unset:Unset"
+
+
+def every_problem(text: str) -> list[RecipeIssue]:
+    """All the problems of every profile (the validator stops at the first: each one
+    found is set aside, the profile checked again, with ``text`` still giving lines)."""
+    from capture.recipe import RecipeError, parse_profile, parse_recipes_text
+
+    try:
+        doc = parse_recipes_text(text)
+    except RecipeError as exc:
+        return [RecipeIssue(exc.problem, line=exc.line, profile=exc.profile, path=exc.key_path or None)]
+    issues = []
+    for name, table in (doc.get("profiles") or {}).items():
+        if not isinstance(table, dict):
+            try:
+                parse_profile(name, table, text=text)
+            except RecipeError as exc:
+                issues.append(RecipeIssue(exc.problem, line=exc.line, profile=exc.profile or name, path=exc.key_path or None))
+            continue
+        table = copy.deepcopy(table)
+        seen: set[str] = set()
+        for _ in range(_MAX_PROBLEMS):
+            try:
+                parse_profile(name, table, text=text)
+                break
+            except RecipeError as exc:
+                if exc.key_path in seen:
+                    break
+                seen.add(exc.key_path)
+                issues.append(RecipeIssue(exc.problem, line=exc.line, profile=exc.profile or name, path=exc.key_path or None))
+                if not _set_aside(table, _segments(exc.key_path, name)):
+                    break
+    return issues
+
+
+def _segments(key_path: str, profile: str) -> list[str | int] | None:
+    from capture.recipe import _split_path
+
+    try:
+        segs = _split_path(key_path)
+    except Exception:
+        return None
+    if segs[:2] != ["profiles", profile]:
+        return None
+    return segs[2:]
+
+
+def _set_aside(table: dict[str, Any], segs: list[str | int] | None) -> bool:
+    """Take the problem at ``segs`` out of ``table``; False when that cannot be done."""
+    if not segs:
+        return False
+    if segs == ["model"]:
+        table["model"] = _UNSET_MODEL
+        return True
+    if len(segs) >= 3 and segs[0] in ("init", "inputs") and segs[1] in ("args", "kwargs"):
+        container = table.get(segs[0], {}).get(segs[1])
+        try:
+            container[segs[2]] = 0  # a valid (static) description in place of the bad one
+        except (TypeError, IndexError, KeyError):
+            return False
+        return True
+    node: Any = table
+    for seg in segs[:-1]:
+        try:
+            node = node[seg]
+        except (TypeError, IndexError, KeyError):
+            return False
+    if isinstance(node, dict) and segs[-1] in node:
+        del node[segs[-1]]
+        return True
+    return False
