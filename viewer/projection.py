@@ -13,6 +13,7 @@ Only the standard library and :mod:`capture` are imported (DESIGN.md boundaries)
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 from bisect import bisect_left, bisect_right
@@ -810,7 +811,8 @@ class Projection:
             val = values[v]
             n = 1
             for d in val.shape:
-                n *= d if isinstance(d, int) and d > 0 else 0 if d == 0 else 1
+                if isinstance(d, int):  # a symbolic dimension counts as 1
+                    n *= d
             tensors += 1
             count += n
             bits += n * _DTYPE_BITS.get(val.dtype, 32)
@@ -824,8 +826,6 @@ class Projection:
         got = self._structure
         if got is not None:
             return got
-        import hashlib
-
         groups = self.capture.groups
         ng = len(groups)
         values = self.capture.values
