@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 # Where a recipe's dotted module lives: one definition, in capture (the worker's side
 # needs it too). Re-exported for the features that look files up through this module.
-from capture.recipe import module_file  # noqa: F401
+from capture.recipe import RECIPES_FILE, module_file  # noqa: F401
 
 if TYPE_CHECKING:  # discovery imports libcst: loaded when the first file is discovered
     from discovery.positions import Range
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # discovery imports libcst: loaded when the first file is dis
 
 log = logging.getLogger(__name__)
 
-RECIPES_PATH = Path(".tensorviz") / "recipes.toml"
+RECIPES_PATH = Path(RECIPES_FILE)
 
 
 def recipes_root(path: Path) -> Path | None:

@@ -40,6 +40,12 @@ def state_dir() -> Path:
     return Path(_dirs().user_state_dir)
 
 
+def cache_dir() -> Path:
+    """Disposable files (the demo workspace): ``~/.cache/tensorviz`` on Linux (honouring
+    ``XDG_CACHE_HOME``), ``~/Library/Caches/tensorviz`` on macOS, ``%LOCALAPPDATA%`` on Windows."""
+    return Path(_dirs().user_cache_dir)
+
+
 def is_within(path: Path, root: Path) -> bool:
     """True when ``path`` is ``root`` or lies under it (both resolved)."""
     try:

@@ -1,7 +1,7 @@
 """``tensorviz demo``: the specification's ``net`` example, end to end.
 
 Writes the spec's ``model.py`` and its ``jax_example`` profile (both verbatim) into a
-demo workspace (default ``$XDG_CACHE_HOME/tensorviz/demo``, i.e. ``~/.cache/…``),
+demo workspace (default: ``demo`` in the user cache folder, ``userdirs.cache_dir()``),
 captures it through the real worker (``capture.runner.run_capture``; JAX must be
 installed in the capturing Python) and serves it like ``tensorviz view``: the URL alone
 on standard output, the browser opened when possible.
@@ -10,7 +10,6 @@ on standard output, the browser opened when possible.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from importlib import resources
 from pathlib import Path
@@ -19,6 +18,7 @@ from capture.graphfile import atomic_write
 from capture.recipe import RECIPES_FILE
 
 from ..shorthand import ShorthandError
+from ..userdirs import cache_dir
 from .capture import add_worker_options, parse_env
 from .open import capture_profile
 from .view import add_serve_options, serve
@@ -34,16 +34,14 @@ RECIPES_TOML = (_FILES / "recipes.toml").read_text(encoding="utf-8")
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="capture and view the specification's JAX `net` example")
-    p.add_argument("--dir", metavar="DIR", help="demo workspace (default: ~/.cache/tensorviz/demo)")
+    p.add_argument("--dir", metavar="DIR", help="demo workspace (default: the user cache folder, e.g. ~/.cache/tensorviz/demo on Linux)")
     add_worker_options(p, timeout_flag="--capture-timeout")
     add_serve_options(p)
     p.set_defaults(func=run)
 
 
 def default_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME")
-    root = Path(base).expanduser() if base and os.path.isabs(os.path.expanduser(base)) else Path.home() / ".cache"
-    return root / "tensorviz" / "demo"
+    return cache_dir() / "demo"
 
 
 def write_workspace(folder: Path) -> None:

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from tensorviz_lsp.userdirs import config_dir, state_dir
+from tensorviz_lsp.commands.demo import default_dir
+from tensorviz_lsp.userdirs import cache_dir, config_dir, state_dir
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="the XDG layout is Linux's convention")
 
-_VARS = ("TENSORVIZ_CONFIG_DIR", "TENSORVIZ_STATE_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
+_VARS = ("TENSORVIZ_CONFIG_DIR", "TENSORVIZ_STATE_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME")
 
 
 @pytest.fixture
@@ -27,14 +28,18 @@ def test_linux_defaults_are_the_xdg_fallbacks(env, tmp_path):
     home = tmp_path / "home"
     assert config_dir() == home / ".config" / "tensorviz"
     assert state_dir() == home / ".local" / "state" / "tensorviz"
+    assert cache_dir() == home / ".cache" / "tensorviz"
+    assert default_dir() == home / ".cache" / "tensorviz" / "demo"
 
 
 @linux_only
 def test_linux_follows_absolute_xdg_variables(env, tmp_path):
     env.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     env.setenv("XDG_STATE_HOME", str(tmp_path / "st"))
+    env.setenv("XDG_CACHE_HOME", str(tmp_path / "ca"))
     assert config_dir() == tmp_path / "cfg" / "tensorviz"
     assert state_dir() == tmp_path / "st" / "tensorviz"
+    assert default_dir() == tmp_path / "ca" / "tensorviz" / "demo"
 
 
 @linux_only
@@ -42,9 +47,11 @@ def test_linux_ignores_relative_xdg_variables(env, tmp_path):
     # The XDG spec: a relative value is invalid and must be ignored.
     env.setenv("XDG_CONFIG_HOME", "relative/cfg")
     env.setenv("XDG_STATE_HOME", "relative/st")
+    env.setenv("XDG_CACHE_HOME", "relative/ca")
     home = tmp_path / "home"
     assert config_dir() == home / ".config" / "tensorviz"
     assert state_dir() == home / ".local" / "state" / "tensorviz"
+    assert default_dir() == home / ".cache" / "tensorviz" / "demo"
 
 
 @pytest.mark.parametrize(
@@ -65,3 +72,4 @@ def test_tensorviz_overrides_win_on_every_platform(env, tmp_path, variables, con
 def test_paths_are_absolute(env):
     assert Path(config_dir()).is_absolute()
     assert Path(state_dir()).is_absolute()
+    assert Path(cache_dir()).is_absolute()
