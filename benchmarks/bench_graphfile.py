@@ -5,13 +5,14 @@
 Builds one synthetic capture (grouped, with params, literals, frames and opaque
 nodes), then measures for the same content:
   * .tvg: size, write (encode + atomic file write), read (file read + full
-    validation into a Capture);
+    validation into a Capture) and every Node row built from it;
   * JSON: size, json.dumps + write, read + json.loads (the row-form content of
-    `tensorviz inspect --json`).
-JSON reading is measured twice: as `json.loads` runs by default, and with the
-cyclic garbage collector paused like the .tvg reader pauses it, so the ratio is
-not won by a GC setting alone. Prints figures and ratios; asserts nothing.
-Targets: .tvg at most half the JSON's size, read at least 2x faster.
+    `tensorviz inspect --json`; its rows are dicts, built by the parse).
+The headline compares like with like: the cyclic garbage collector paused on both
+sides (the .tvg reader pauses it itself) and every row built on both sides. The
+figures as a reader without those care would see them are printed below it.
+Prints figures and ratios; asserts nothing.
+Targets: .tvg at most half the JSON's size, read (like for like) at least 2x faster.
 """
 
 from __future__ import annotations
@@ -67,23 +68,35 @@ def main() -> None:
         t_json_read_nogc = best(json_read_no_gc, args.repeat)
 
         cap = graphfile.read(tvg)
-        t_rows = best(lambda: sum(1 for _ in cap.nodes), args.repeat)
+
+        def rows_no_gc():
+            gc.disable()
+            try:
+                for _ in cap.nodes:
+                    pass
+            finally:
+                gc.enable()
+
+        t_rows = best(rows_no_gc, args.repeat)
         size_tvg, size_json = tvg.stat().st_size, js.stat().st_size
 
     n = len(capture.nodes)
+    t_tvg_full = t_tvg_read + t_rows
     print(f"synthetic capture: {n:,} nodes, {len(capture.values):,} values, {len(capture.groups)} groups")
-    print(f"{'':22}{'.tvg':>12}{'JSON':>12}{'ratio':>10}")
-    print(f"{'size (MB)':22}{size_tvg / 1e6:12.2f}{size_json / 1e6:12.2f}{size_json / size_tvg:9.1f}x smaller")
-    print(f"{'write (s)':22}{t_tvg_write:12.3f}{t_json_write:12.3f}{t_json_write / t_tvg_write:9.1f}x faster")
-    print(f"{'read (s)':22}{t_tvg_read:12.3f}{t_json_read:12.3f}{t_json_read / t_tvg_read:9.1f}x faster")
-    print(f"{'read, JSON GC paused':22}{t_tvg_read:12.3f}{t_json_read_nogc:12.3f}{t_json_read_nogc / t_tvg_read:9.1f}x faster")
-    print(f"(building every Node row after a .tvg read, on access: {t_rows:.3f} s; "
-          f"read + all rows {t_tvg_read + t_rows:.3f} s)")
+    print(f"{'':34}{'.tvg':>10}{'JSON':>10}{'ratio':>10}")
+    print(f"{'size (MB)':34}{size_tvg / 1e6:10.2f}{size_json / 1e6:10.2f}{size_json / size_tvg:9.1f}x smaller")
+    print(f"{'write (s)':34}{t_tvg_write:10.3f}{t_json_write:10.3f}{t_json_write / t_tvg_write:9.1f}x faster")
+    print(f"{'read, like for like (s)':34}{t_tvg_full:10.3f}{t_json_read_nogc:10.3f}"
+          f"{t_json_read_nogc / t_tvg_full:9.1f}x faster   <- headline")
+    print("  (GC paused on both sides; every row built on both sides)")
+    print(f"{'read, .tvg rows on access (s)':34}{t_tvg_read:10.3f}{t_json_read_nogc:10.3f}"
+          f"{t_json_read_nogc / t_tvg_read:9.1f}x faster")
+    print(f"{'read, JSON with GC on (s)':34}{t_tvg_full:10.3f}{t_json_read:10.3f}"
+          f"{t_json_read / t_tvg_full:9.1f}x faster")
     ok_size = size_tvg * 2 <= size_json
-    ok_read = t_tvg_read * 2 <= t_json_read_nogc
+    ok_read = t_tvg_full * 2 <= t_json_read_nogc
     print(f"targets: size <= 1/2 JSON: {'met' if ok_size else 'MISSED'}; "
-          f"read >= 2x JSON (GC paused for both): {'met' if ok_read else 'MISSED'}")
-
+          f"read >= 2x JSON, like for like: {'met' if ok_read else 'MISSED'}")
 
 if __name__ == "__main__":
     main()

@@ -21,7 +21,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import msgpack
@@ -630,6 +630,25 @@ class NodeTable(Sequence[Node]):
         Read-only by contract: the rows are built from them."""
         return NodeColumns(self._op, self._group, self._frame, self._in_off, self._in_ref,
                            self._out_off, self._out, self._opaque)
+
+    def __iter__(self) -> Iterator[Node]:
+        """Every row in order: the same rows as indexing, built in one tight loop
+        (whole-graph readers iterate; this is about twice as fast as ``self[i]``)."""
+        op, in_off, in_pos, in_ref, lit = self._op, self._in_off, self._in_pos, self._in_ref, self._lit
+        out_off, out, params_of = self._out_off, self._out, self._params.get
+        group, frame, opaque = self._group, self._frame, self._opaque
+        a = in_off[0] if in_off else 0
+        o = out_off[0] if out_off else 0
+        for i in range(len(op)):
+            b, p = in_off[i + 1], out_off[i + 1]
+            operands = [
+                Operand(q, r, None) if r >= 0 else Operand(q, None, lit[-1 - r])
+                for q, r in zip(in_pos[a:b], in_ref[a:b])
+            ]
+            g, f = group[i], frame[i]
+            yield Node(i, op[i], operands, out[o:p], params_of(i, {}),
+                       None if g < 0 else g, None if f < 0 else f, i in opaque)
+            a, o = b, p
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):

@@ -107,6 +107,8 @@ def captures(draw) -> Capture:
 def test_roundtrip_bytes(capture: Capture) -> None:
     decoded = graphfile.decode(graphfile.encode(capture))
     assert to_json(decoded) == to_json(capture)
+    # Iterating builds the same rows as indexing, and as the original's.
+    assert list(decoded.nodes) == [decoded.nodes[i] for i in range(len(decoded.nodes))] == list(capture.nodes)
     # Reading is stable: the decoded capture encodes to the same bytes.
     assert graphfile.encode(decoded) == graphfile.encode(capture)
 
