@@ -165,7 +165,7 @@ def resolve_interpreter(
     """The selected capture interpreter for a folder (never imports or runs it)."""
     for origin, value in (("selected", selected), ("setting", settings.python)):
         if value:
-            path = _resolve_path(value, root)
+            path = resolve_path(value, root)
             return Interpreter(str(path), origin, _is_executable(path))
     if root is not None:
         venv = venv_python(root)
@@ -176,7 +176,7 @@ def resolve_interpreter(
     return Interpreter(sys.executable, "server", True)
 
 
-def _resolve_path(value: str, root: Path | None) -> Path:
+def resolve_path(value: str, root: Path | None) -> Path:
     expanded = Path(os.path.expanduser(value))
     if expanded.is_absolute():
         return expanded

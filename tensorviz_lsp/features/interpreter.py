@@ -8,6 +8,7 @@ interpreter running this server. Serves ``workspace/executeCommand``.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -17,12 +18,14 @@ from lsprotocol import types
 
 from ..feature import Feature
 from ..jsonstore import read_json, write_json
-from ..settings import Interpreter, resolve_interpreter, venv_python
+from ..settings import Interpreter, resolve_interpreter, resolve_path, venv_python
 from ..userdirs import state_dir
 from .args import SelectInterpreterArgs
 from .trust import Trust
 
 log = logging.getLogger(__name__)
+
+DEFAULT_CHOICE = "default"
 
 
 class InterpreterSelection(Feature):
@@ -51,17 +54,25 @@ class InterpreterSelection(Feature):
     async def settings_changed(self) -> None:
         await self.initialized()
 
-    def _choices(self, root: Path | None) -> list[str]:
-        seen: list[str] = []
+    def _choices(self, root: Path | None) -> dict[str, str | None]:
+        """What the picker offers, ``{title: value}``: ``default`` first (forget this
+        folder's choice: the setting, then ``.venv``, then this server's Python, said in
+        its title), then each interpreter once. Two spellings of one path are one entry
+        (absolute and normalised, ``~`` and bare names expanded), but symlinks are not
+        followed: a venv's ``python`` links to its base interpreter and is still a
+        different environment."""
         settings = self.server.settings_for(root)
+        fallback = resolve_interpreter(root, settings, None)
+        choices: dict[str, str | None] = {f"{DEFAULT_CHOICE} ({fallback.describe()})": None}
         cands = [self._selected(root), settings.python]
         if root is not None and (venv := venv_python(root)) is not None:
             cands.append(str(venv))
         cands += [sys.executable, shutil.which("python3"), shutil.which("python")]
         for c in cands:
-            if c and c not in seen:
-                seen.append(c)
-        return seen
+            if c:
+                path = os.path.normpath(os.path.abspath(resolve_path(c, root)))
+                choices.setdefault(path, path)
+        return choices
 
     async def select_command(self, args: list[Any]) -> dict[str, Any]:
         parsed = SelectInterpreterArgs.parse(args)
@@ -70,15 +81,17 @@ class InterpreterSelection(Feature):
         python = parsed.python
         if not python:
             current = self.for_root(root)
-            python = await self.server.ask(
+            choices = self._choices(root)
+            title = await self.server.ask(
                 f"TensorViz: captures in {root or 'this workspace'} use {current.describe()}. Choose the interpreter:",
-                self._choices(root),
+                list(choices),
             )
-            if not python:
+            if not title or title not in choices:
                 return {"ok": False}
+            python = choices[title] or DEFAULT_CHOICE
         data = read_json(self.store)
         key = str((root or Path.cwd()).resolve())
-        if python in ("default", "reset"):
+        if python in (DEFAULT_CHOICE, "reset"):
             data.pop(key, None)
         else:
             data[key] = python

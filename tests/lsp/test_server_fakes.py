@@ -670,3 +670,26 @@ async def test_recipe_diagnostics_report_every_problem_and_a_model_its_module_la
     ], found
     assert "no 'nett'" in found[0][1] and "net" in found[0][1].split("defines", 1)[1]
     assert "profiles.two.seed" in found[1][1] and "profiles.two.mode" in found[2][1]
+
+
+async def test_the_interpreter_picker_lists_each_interpreter_once_after_a_default_entry(session):
+    venv = session.workspace / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)  # a venv's python links to its base interpreter
+    venv_path = str(venv / "python")
+    # A choice spelled differently from the .venv path the picker finds.
+    chosen = await session.execute("tensorviz.selectInterpreter", "./.venv/bin/../bin/python")
+    assert _get(chosen, "ok") is True, session.logs()
+    session.answer(None)
+    assert _get(await session.execute("tensorviz.selectInterpreter"), "ok") is False
+    titles = [a.title for a in session.client.prompts[-1].actions]
+    assert titles[0] == f"default ({venv_path} (.venv))", titles
+    assert titles.count(venv_path) == 1, titles
+    # Not merged with the interpreter it links to: a different environment.
+    assert os.path.normpath(sys.executable) in titles and len(titles) == len(set(titles))
+    session.answer(titles[0])
+    reset = await session.execute("tensorviz.selectInterpreter")
+    assert (_get(reset, "python"), _get(reset, "origin")) == (venv_path, ".venv")
+    session.answer(os.path.normpath(sys.executable))
+    picked = await session.execute("tensorviz.selectInterpreter")
+    assert (_get(picked, "python"), _get(picked, "origin")) == (os.path.normpath(sys.executable), "selected")
