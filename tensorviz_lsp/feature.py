@@ -60,6 +60,13 @@ class Feature:
     def code_action(self, params: "types.CodeActionParams") -> Any:
         return None
 
+    def hover(self, params: "types.HoverParams") -> Any:
+        """The first feature with an answer wins."""
+        return None
+
+    def document_symbol(self, params: "types.DocumentSymbolParams") -> Any:
+        return None
+
     # -- commands -------------------------------------------------------------
     def commands(self) -> dict[str, CommandHandler]:
         """``workspace/executeCommand`` names this feature handles."""

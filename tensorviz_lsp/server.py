@@ -333,6 +333,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
     from .features.candidates import Candidates
     from .features.dependencies import Dependencies
     from .features.freshness import Freshness
+    from .features.hover import CandidateInfo
     from .features.interpreter import InterpreterSelection
     from .features.lenses import Lenses
     from .features.open_graph import OpenGraph
@@ -349,6 +350,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
             Candidates,
             Recipes,
             Lenses,
+            CandidateInfo,
             ViewerHost,
             Reveal,
             Freshness,
@@ -435,6 +437,14 @@ def register(server: TensorVizServer) -> None:
     )
     async def on_code_action(ls: TensorVizServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return [a for result in await ls.fan_out("code_action", params) if result for a in result]
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def on_hover(ls: TensorVizServer, params: types.HoverParams) -> types.Hover | None:
+        return next((r for r in await ls.fan_out("hover", params) if r is not None), None)
+
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+    async def on_document_symbol(ls: TensorVizServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
+        return [s for result in await ls.fan_out("document_symbol", params) if result for s in result]
 
     for feature in server.features:
         for name, handler in feature.commands().items():

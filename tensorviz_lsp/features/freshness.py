@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ class Record:
     sources: set[str]
     name_range: Span
     capture_id: int | None = None
+    #: When the capture landed (``time.time()``): what a hover says.
+    captured_at: float = field(default_factory=time.time)
     #: Everything that changed: source files, then the recipe entry (what is shown).
     stale: list[str] = field(default_factory=list)
     #: Source files (workspace-relative) that changed since the capture.

@@ -8,6 +8,8 @@ editors without lenses (Helix: ``space a`` on the definition). Both run
 
 from __future__ import annotations
 
+from typing import Any
+
 from lsprotocol import types
 
 from ..backends import Candidate, Span, module_name
@@ -25,6 +27,16 @@ def lsp_range(span: Span) -> types.Range:
     )
 
 
+def profile_of(server: Any, uri: str, cand: Candidate) -> str | None:
+    """The saved profile that opens ``cand`` (the first whose ``model`` names it), or None."""
+    root = server.root_for(uri)
+    path = server.path_of(uri)
+    module = module_name(root, path) if root is not None and path is not None else None
+    if module is None:
+        return None
+    return server.get_feature(Recipes).profile_for_model(root, f"{module}:{cand.qualname}")
+
+
 class Lenses(Feature):
     name = "lenses"
 
@@ -35,13 +47,9 @@ class Lenses(Feature):
         self._cache: dict[str, tuple[int, int, list[types.CodeLens], list[Candidate]]] = {}
 
     def _commands(self, uri: str, candidates: list[Candidate]) -> list[types.Command]:
-        root = self.server.root_for(uri)
-        path = self.server.path_of(uri)
-        recipes = self.server.get_feature(Recipes)
-        module = module_name(root, path) if root is not None and path is not None else None
         out = []
         for cand in candidates:
-            profile = recipes.profile_for_model(root, f"{module}:{cand.qualname}") if module else None
+            profile = profile_of(self.server, uri, cand)
             title = f"Open as Graph ({profile})" if profile else "Open as Graph"
             arg = {"uri": uri, "symbol": cand.qualname}
             if profile:

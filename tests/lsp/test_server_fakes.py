@@ -693,3 +693,41 @@ async def test_the_interpreter_picker_lists_each_interpreter_once_after_a_defaul
     session.answer(os.path.normpath(sys.executable))
     picked = await session.execute("tensorviz.selectInterpreter")
     assert (_get(picked, "python"), _get(picked, "origin")) == (os.path.normpath(sys.executable), "selected")
+
+
+async def _hover(session, rel: str, line: int, character: int) -> str | None:
+    result = await session.client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=session.uri(rel)),
+                          position=types.Position(line, character))
+    )
+    return None if result is None else result.contents.value
+
+
+async def test_hover_says_what_tensorviz_knows_and_symbols_list_the_candidates(session):
+    session.open("model.py")
+    session.open("mlp.py")
+    before = await _hover(session, "model.py", 4, 5)
+    assert before.startswith("**TensorViz** · `net`: JAX function (jax)"), before
+    assert "Profile `jax_example`" in before and "Not captured in this session yet." in before
+    assert await _hover(session, "model.py", 0, 0) is None  # not on a candidate
+    mlp = await _hover(session, "mlp.py", 2, 7)  # this fake's discovery: every class is a Torch module
+    assert mlp.startswith("**TensorViz** · `MLP`: PyTorch module (torch)") and "Inputs: `x`" in mlp, mlp
+    assert "No saved profile" in mlp
+
+    await session.execute("tensorviz.trustWorkspace")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is True, session.logs()
+    nodes = _get(result, "nodes")
+    after = await _hover(session, "model.py", 4, 5)
+    assert re.search(rf"Last capture at \d\d:\d\d: {nodes:,} ops?\b.*; fresh$", after), after
+    text = (session.workspace / "model.py").read_text()
+    session.replace("model.py", text.replace("(3, 4)", "(3, 5)"))
+    await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="stale diagnostic")
+    assert (await _hover(session, "model.py", 4, 5)).endswith("stale: model.py changed since")
+
+    symbols = await session.client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=session.uri("mlp.py")))
+    )
+    assert [(s.name, s.kind, s.detail, s.selection_range.start.line) for s in symbols] == [
+        ("MLP", types.SymbolKind.Class, "PyTorch module", 2)
+    ]

@@ -335,3 +335,19 @@ def test_a_forwarded_warning_reaches_the_editor_log_once():
         for name in lsplog.FORWARDED:
             logging.getLogger(name).removeHandler(handler)
             logging.getLogger(name).propagate = True
+
+
+def test_a_hover_lists_real_setup_fields_and_inputs(tmp_path):
+    from spec_examples import SPEC_MLP
+    from tensorviz_lsp.backends import RealBackends
+    from tensorviz_lsp.features.hover import KIND_WORDS, _listing
+
+    path = tmp_path / "mlp.py"
+    path.write_text(SPEC_MLP)
+    (cand,) = RealBackends().discover(SPEC_MLP, path, tmp_path).candidates
+    assert KIND_WORDS[cand.kind] == "Flax Linen module"
+    assert _listing("Setup fields", cand.setup_fields) == "Setup fields: `width: int = 8`"
+    assert _listing("Inputs", cand.inputs) == "Inputs: `x` (required)"
+    many = [{"name": f"f{i}", "annotation": "int", "default": str(i)} for i in range(11)]
+    assert _listing("Setup fields", many).endswith("`f7: int = 7`, and 3 more")
+    assert _listing("Inputs", []) is None
