@@ -68,8 +68,11 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 CSP = (
     "default-src 'none'; script-src 'self'; worker-src 'self'; style-src 'self'; "
     "img-src 'self' data: blob:; connect-src 'self'; base-uri 'none'; "
-    "form-action 'none'; frame-ancestors 'none'"
+    "form-action 'none'; frame-ancestors vscode-webview:"
 )
+# frame-ancestors: no web page may frame the viewer; VS Code's editor tab may (a webview,
+# editors/vscode/viewer-panel.js). Other extensions' webviews are code the user installed,
+# and still need the per-session token to load anything.
 MAX_JSON_BODY = 1 << 20
 MAX_GRAPH_UPLOAD = 256 << 20
 MAX_SOURCE_BYTES = 8 << 20
@@ -471,7 +474,6 @@ class _Handler(BaseHTTPRequestHandler):
     def _common_headers(self) -> None:
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
-        self.send_header("X-Frame-Options", "DENY")
         self.send_header("Cross-Origin-Resource-Policy", "same-origin")
         self.send_header("Cross-Origin-Opener-Policy", "same-origin")
         self.send_header("Cache-Control", "no-store")

@@ -1,14 +1,18 @@
 // TensorViz for VS Code: a thin client for `tensorviz lsp`. Everything (code lenses,
-// commands, trust prompts, progress, diagnostics, opening the graph viewer) is the
-// language server's; this file only starts it with the user's settings.
+// commands, trust prompts, progress, diagnostics, the graph viewer's server) is the
+// language server's; this file starts it with the user's settings and shows the viewer
+// in an editor tab (viewer-panel.js) unless the user asks for the browser.
 "use strict";
 
 const vscode = require("vscode");
 const { LanguageClient, TransportKind } = require("vscode-languageclient/node");
 const { serverExecutable, serverSettings } = require("./server-options");
+const { ViewerPanels } = require("./viewer-panel");
 
 /** @type {LanguageClient | undefined} */
 let client;
+/** @type {ViewerPanels | undefined} */
+let panels;
 
 function settings() {
   const cfg = vscode.workspace.getConfiguration("tensorviz");
@@ -22,11 +26,9 @@ function settings() {
   };
 }
 
-function createClient(context) {
+function createClient(watcher) {
   const exe = serverExecutable(settings(), process.env);
   const serverOptions = { ...exe, transport: TransportKind.stdio };
-  const watcher = vscode.workspace.createFileSystemWatcher("**/{*.py,.tensorviz/recipes.toml}");
-  context.subscriptions.push(watcher);
   const clientOptions = {
     documentSelector: [
       { scheme: "file", language: "python" },
@@ -35,18 +37,24 @@ function createClient(context) {
     synchronize: { fileEvents: watcher, configurationSection: "tensorviz" },
     initializationOptions: { tensorviz: serverSettings(settings()) },
     outputChannelName: "TensorViz",
+    middleware: { window: { showDocument: (params, next) => panels.showDocument(params, next) } },
   };
   return new LanguageClient("tensorviz", "TensorViz", serverOptions, clientOptions);
 }
 
 async function activate(context) {
-  client = createClient(context);
+  // One watcher for the extension's lifetime: a restarted client reuses it.
+  const watcher = vscode.workspace.createFileSystemWatcher("**/{*.py,.tensorviz/recipes.toml}");
+  panels = new ViewerPanels(vscode);
+  context.subscriptions.push(watcher, { dispose: () => panels && panels.dispose() });
+  client = createClient(watcher);
   context.subscriptions.push(
     vscode.commands.registerCommand("tensorviz.restartServer", async () => {
       if (client) await client.stop();
-      client = createClient(context);
+      client = createClient(watcher);
       await client.start();
     }),
+    vscode.commands.registerCommand("tensorviz.openViewerInBrowser", () => panels.openInBrowser()),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (e.affectsConfiguration("tensorviz.server.command")) {
         await vscode.commands.executeCommand("tensorviz.restartServer");

@@ -189,6 +189,9 @@ def test_html_carries_the_csp_and_nothing_allows_other_origins(client):
     assert headers["content-security-policy"] == CSP
     assert headers["content-type"] == "text/html; charset=utf-8"
     assert headers["x-content-type-options"] == "nosniff"
+    # Framed only by VS Code's editor tab (a vscode-webview: page), never by a web page;
+    # X-Frame-Options would forbid that tab too, and frame-ancestors supersedes it.
+    assert "frame-ancestors vscode-webview:" in CSP.split("; ") and "x-frame-options" not in headers
     for path in ("", "index.html", "static/app.js", "api/capture", "api/nope", "static/nope.js"):
         for origin in ({}, {"Origin": "https://evil.example"}):
             for method in ("GET", "OPTIONS"):
