@@ -14,6 +14,7 @@ Registers a file watcher dynamically where the client allows it.
 from __future__ import annotations
 
 import ast
+import asyncio
 import logging
 import re
 from pathlib import Path
@@ -60,6 +61,10 @@ class Recipes(Feature):
         return self.profile_for_model(root, model) if model else None
 
     def profile_for_model(self, root: Path, model: str) -> str | None:
+        return self._model_index(root).get(model)
+
+    def _model_index(self, root: Path) -> dict[str, str]:
+        """``{model reference: first profile naming it}``: what lens titles show."""
         key = str(root)
         index = self._by_model.get(key)
         if index is None:
@@ -69,7 +74,7 @@ class Recipes(Feature):
                 if isinstance(ref, str):
                     index.setdefault(ref, name)
             self._by_model[key] = index
-        return index.get(model)
+        return index
 
     # -- diagnostics -------------------------------------------------------------
     async def check(self, root: Path) -> None:
@@ -191,8 +196,21 @@ class Recipes(Feature):
 
     def invalidate(self, root: Path) -> None:
         self._profiles.pop(str(root), None)
-        self._by_model.pop(str(root), None)
+        before = self._by_model.pop(str(root), None)
         self.generation += 1
+        # Lens titles name the saved profile: when the profiles a lens could show changed,
+        # ask the client to fetch lenses again (workspace/codeLens/refresh). Neovim does not
+        # advertise it by itself; docs/editors.md's setup does, and handles the request.
+        if before is not None and self.server.supports_lens_refresh() and self.server.loop is not None \
+                and not self.server.stopping:
+            self.server.call_soon(lambda: asyncio.ensure_future(self._refresh_lenses(root, before)))
+
+    async def _refresh_lenses(self, root: Path, before: dict[str, str]) -> None:
+        try:
+            if self._model_index(root) != before:
+                await self.server.workspace_code_lens_refresh_async(None)
+        except Exception as exc:
+            log.debug("codeLens refresh after a profile change failed: %s", exc)
 
 
 def _merge(first: list[RecipeIssue], more: list[RecipeIssue]) -> list[RecipeIssue]:

@@ -39,7 +39,20 @@ local ok, err = pcall(function()
 
   vim.cmd.edit(ws .. "/model.py")
   local bufnr = vim.api.nvim_get_current_buf()
-  local id = assert(vim.lsp.start({ name = "tensorviz", cmd = cmd, root_dir = ws }))
+  -- As docs/editors.md sets it up: Neovim has no handler for workspace/codeLens/refresh,
+  -- so the config advertises it and handles it (lens titles follow saved profiles).
+  result.lens_refreshes = 0
+  local id = assert(vim.lsp.start({
+    name = "tensorviz", cmd = cmd, root_dir = ws,
+    capabilities = { workspace = { codeLens = { refreshSupport = true } } },
+    handlers = {
+      ["workspace/codeLens/refresh"] = function()
+        result.lens_refreshes = result.lens_refreshes + 1
+        vim.lsp.codelens.refresh()
+        return vim.NIL
+      end,
+    },
+  }))
   local client = assert(vim.lsp.get_client_by_id(id))
   assert(vim.wait(60000, function() return client.initialized end, 50), "server did not initialize")
   result.server = client.server_info
@@ -72,6 +85,21 @@ local ok, err = pcall(function()
   client:exec_cmd({ title = "Show viewer", command = "tensorviz.showViewer", arguments = { "jax_example" } },
     { bufnr = bufnr }, function(e) shown = (e == nil) end)
   assert(vim.wait(30000, function() return shown and (result.opened or 0) >= 2 end, 50), "showViewer opened nothing")
+
+  -- The profile renamed in recipes.toml, edited and written in Neovim: the lens on
+  -- model.py follows without any edit of model.py (the server's codeLens refresh).
+  vim.cmd.edit(ws .. "/.tensorviz/recipes.toml")
+  local tbuf = vim.api.nvim_get_current_buf()
+  vim.lsp.buf_attach_client(tbuf, id)
+  local lines = vim.api.nvim_buf_get_lines(tbuf, 0, -1, false)
+  for i, l in ipairs(lines) do lines[i] = (l:gsub("%[profiles%.jax_example", "[profiles.renamed")) end
+  vim.api.nvim_buf_set_lines(tbuf, 0, -1, false, lines)
+  vim.cmd("write")
+  assert(vim.wait(30000, function()
+    local ls = vim.lsp.codelens.get(bufnr)
+    return ls[1] ~= nil and ls[1].command ~= nil and ls[1].command.title == "Open as Graph (renamed)"
+  end, 100), "the lens title did not follow the renamed profile")
+  result.renamed_title = vim.lsp.codelens.get(bufnr)[1].command.title
   result.log_level = vim.lsp.log.get_level()
   result.log_path = vim.lsp.get_log_path()
 end)

@@ -116,6 +116,9 @@ def test_neovim_runs_the_lens_and_the_url_serves_the_graph(tmp_path):
         # at its default level (WARN, which drops Info), has the URL.
         assert result["opened"] == 2 and result["last_opened"] == url
         assert result["log_level"] == 3  # vim.log.levels.WARN, the default
+        # A profile renamed (and written) in Neovim: the lens title followed through the
+        # server's workspace/codeLens/refresh, which the documented setup handles.
+        assert result["renamed_title"] == "Open as Graph (renamed)" and result["lens_refreshes"] >= 1
         nvim_log = Path(result["log_path"]).read_text(errors="replace")
         assert nvim_log.count(url) == 2, nvim_log[-3000:]  # once per open, not twice
     finally:
@@ -140,6 +143,11 @@ def test_the_docs_neovim_lua_loads_and_calls_exec_cmd_only_on_0_11(tmp_path):
             guard = block.rfind('vim.fn.has("nvim-0.11") == 1', 0, m.start())
             assert guard != -1 and "\n  end" not in block[guard:m.start()], block
     assert any('client.request("workspace/executeCommand"' in b for b in blocks)
+    # Lens titles follow saved profiles: every server setup advertises and handles refresh.
+    starts = [b for b in blocks if "vim.lsp.config(" in b or "vim.lsp.start(" in b]
+    assert len(starts) == 2 and all(
+        "codeLens = { refreshSupport = true }" in b and '["workspace/codeLens/refresh"]' in b for b in starts
+    ), starts
     nvim = find_nvim()
     if nvim is None:
         return

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import sys
 from pathlib import Path
 from typing import Any
@@ -148,6 +149,15 @@ def make_client_factory():
             if answer is None:
                 return None
             return types.MessageActionItem(title=answer)
+
+        client.lens_refreshes = []  # type: ignore[attr-defined]
+        client.lens_refreshed = asyncio.Event()  # type: ignore[attr-defined]
+
+        @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+        def code_lens_refresh(params: None):
+            client.lens_refreshes.append(time.monotonic())  # type: ignore[attr-defined]
+            client.lens_refreshed.set()  # type: ignore[attr-defined]
+            return None
 
         @client.feature(types.CLIENT_REGISTER_CAPABILITY)
         def register_capability(params: types.RegistrationParams):

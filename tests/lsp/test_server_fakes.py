@@ -5,6 +5,7 @@ The same flows run against the real pieces in ``test_e2e_real.py``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -731,3 +732,27 @@ async def test_hover_says_what_tensorviz_knows_and_symbols_list_the_candidates(s
     assert [(s.name, s.kind, s.detail, s.selection_range.start.line) for s in symbols] == [
         ("MLP", types.SymbolKind.Class, "PyTorch module", 2)
     ]
+
+
+async def test_a_saved_profile_refreshes_lens_titles_where_the_client_takes_refreshes(session, request):
+    session.open("mlp.py")
+    assert [l.command.title for l in await session.lenses("mlp.py")] == ["Open as Graph"]
+    refreshes = len(session.client.lens_refreshes)
+    session.client.lens_refreshed.clear()
+    recipes = session.workspace / ".tensorviz" / "recipes.toml"
+    recipes.write_text(recipes.read_text() + '\n[profiles.mlp_setup]\nmodel = "mlp:MLP"\nframework = "jax"\n'
+                       '[profiles.mlp_setup.inputs]\nargs = [{ dtype = "float32", shape = [2, 3] }]\n')
+    session.disk_changed(".tensorviz/recipes.toml")
+    if "vscode" in request.node.name:  # advertises workspace.codeLens.refreshSupport
+        await asyncio.wait_for(session.client.lens_refreshed.wait(), 30)
+        assert [l.command.title for l in await session.lenses("mlp.py")] == ["Open as Graph (mlp_setup)"]
+        return
+    # Neovim 0.11 does not advertise it: nothing is sent, and a lens request (what the
+    # documented autocommands make) gets the new title once the change is handled.
+    for _ in range(200):
+        if [l.command.title for l in await session.lenses("mlp.py")] == ["Open as Graph (mlp_setup)"]:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise AssertionError("the lens title never named the new profile")
+    assert len(session.client.lens_refreshes) == refreshes
