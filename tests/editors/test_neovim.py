@@ -158,3 +158,76 @@ def test_the_docs_neovim_lua_loads_and_calls_exec_cmd_only_on_0_11(tmp_path):
                             f'lua local f, e = loadfile("{f}"); if not f then io.stderr:write(e) vim.cmd("cq") end',
                             "-c", "qa"], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
+
+
+HALF = '''\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def good(x):
+    return jax.nn.relu(x @ jnp.ones((3, 4)))
+
+def half(x:
+'''
+
+BROKEN = '''\
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def fails(x):
+    return x @ jnp.ones((5, 2))
+'''
+
+FAILS_RECIPE = '''\
+version = 1
+
+[profiles.fails]
+framework = "jax"
+model = "broken:fails"
+inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32" }] }
+'''
+
+
+def test_neovim_shows_unreadable_files_and_failed_captures_as_they_change(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / ".tensorviz").mkdir(parents=True)
+    (ws / "half.py").write_text(HALF)
+    (ws / "broken.py").write_text(BROKEN)
+    (ws / ".tensorviz" / "recipes.toml").write_text(FAILS_RECIPE)
+    out = tmp_path / "result.json"
+    env = {
+        **os.environ,
+        "TV_OUT": str(out),
+        "TV_WS": str(ws),
+        "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
+        "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    lua = Path(__file__).with_name("neovim_diagnostics.lua")
+    proc = subprocess.run(
+        ["timeout", "200", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {lua}"],
+        cwd=ws, env=env, capture_output=True, text=True, timeout=230,
+    )
+    assert out.exists(), f"Neovim wrote no result (exit {proc.returncode}): {proc.stderr[-2000:]}"
+    result = json.loads(out.read_text())
+    assert result.get("error") is None, result
+
+    # Item 7: the lens above the error stays, and the error is said, where it is.
+    assert result["half_lenses"] == [{"title": "Open as Graph", "line": 4}]
+    (warning,) = result["half_diagnostics"]
+    assert warning["code"] == "unreadable-source" and warning["line"] == 7 and warning["severity"] == 2
+    assert warning["message"].startswith("TensorViz discovery cannot read this file") and "(line 8," in warning["message"]
+
+    # Item 6: the failure on the model's name, then marked as old once its file changed.
+    assert result["capture"]["ok"] is False
+    (failed,) = result["failed"]
+    assert failed["severity"] == 1 and failed["line"] == 4 and not failed["message"].startswith("From the last")
+    assert "dot_general" in failed["message"] or "shape" in failed["message"].lower(), failed
+    (marked,) = result["marked"]
+    assert re.match(r"From the last capture at \d\d:\d\d; broken\.py changed since: ", marked["message"]), marked
+    assert marked["severity"] == 2 and marked["line"] == 4
+    assert proc.returncode == 0, proc.stderr[-3000:]
