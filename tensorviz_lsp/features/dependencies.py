@@ -68,6 +68,13 @@ class Dependencies(Feature):
         """Ask, then install; True only when the command ran and succeeded."""
         if root is not None:
             self.last_plan[str(root)] = plan
+            # An interpreter inside the workspace is the workspace's code: running it (pip
+            # runs it, and its site hooks) needs the same trust as a capture.
+            if inside(plan.python, root) and not await self.server.get_feature(Trust).ensure(
+                root, "installing capture dependencies", python=plan.python,
+                runs="(an interpreter that lives inside the workspace)",
+            ):
+                return False
         cmd = self.command_for(root, plan)
         where = f" ({origin})" if origin else ""
         answer = await self.server.ask(
@@ -158,6 +165,17 @@ class Dependencies(Feature):
     def shutdown(self) -> None:
         for proc in list(self._procs):
             _kill(proc)
+
+
+def inside(python: str, root: Path) -> bool:
+    """True when ``python`` lies in ``root``: its folder resolved (symlinked folders
+    followed), the file itself not (a venv's python links to its base interpreter)."""
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(os.path.expanduser(python))))
+    try:
+        Path(folder).relative_to(root.resolve())
+        return True
+    except ValueError:
+        return False
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:

@@ -31,13 +31,16 @@ class Trust(Feature):
     def is_trusted(self, root: Path) -> bool:
         return self.server.trust_store.is_trusted(root)
 
-    async def ensure(self, root: Path, purpose: str, python: str | None = None) -> bool:
+    async def ensure(
+        self, root: Path, purpose: str, python: str | None = None,
+        runs: str = "(model setup, input factories and tracing)",
+    ) -> bool:
         if self.is_trusted(root):
             return True
         where = f" with {python}" if python else ""
         answer = await self.server.ask(
             f"TensorViz: {purpose} runs code from the workspace {root}{where} "
-            "(model setup, input factories and tracing). Do you trust this workspace? "
+            f"{runs}. Do you trust this workspace? "
             f"The decision is stored outside it, in {self.server.trust_store.path}.",
             [TRUST, CANCEL],
             types.MessageType.Warning,

@@ -756,3 +756,24 @@ async def test_a_saved_profile_refreshes_lens_titles_where_the_client_takes_refr
     else:
         raise AssertionError("the lens title never named the new profile")
     assert len(session.client.lens_refreshes) == refreshes
+
+
+async def test_installing_into_the_workspaces_own_interpreter_needs_trust_first(session):
+    venv = session.workspace / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    session.answer("Cancel")  # the trust prompt
+    result = await session.execute("tensorviz.installDependencies", {"packages": ["tensorviz-no-such-package"]})
+    assert _get(result, "ok") is False
+    (prompt,) = session.client.prompts
+    assert "Do you trust this workspace?" in prompt.message and str(venv / "python") in prompt.message
+    assert "inside the workspace" in prompt.message
+    trust_file = session.config_dir / "trust.json"
+    assert not trust_file.exists() or '"trusted": true' not in trust_file.read_text()
+    # Trusted, it goes on to the reviewed install prompt (declined here: nothing runs).
+    session.answer("Trust Workspace", "Cancel")
+    result = await session.execute("tensorviz.installDependencies", {"packages": ["tensorviz-no-such-package"]})
+    assert _get(result, "ok") is False
+    trust_prompt, install_prompt = session.client.prompts[1:]
+    assert "Do you trust this workspace?" in trust_prompt.message
+    assert "pip install tensorviz-no-such-package" in install_prompt.message
