@@ -26,7 +26,7 @@ from capture import graphfile
 from capture.model import Capture
 from capture.frameworks import framework_names
 from capture.recipe import RecipeError
-from capture.runner import run_capture
+from capture.runner import default_interpreter, run_capture
 from capture.worker.limits import Limits
 
 from ..recipes_store import RecipeStoreError, load_profile, recipes_path, save_profile
@@ -167,8 +167,12 @@ def run_worker(
     env: dict[str, str],
     progress: Callable[[str, float | None], None],
     log: Callable[[str], None],
+    command: str = "capture",
 ) -> Capture:
-    """:func:`run_capture`, ending the worker when the user interrupts (Ctrl-C)."""
+    """:func:`run_capture`, ending the worker when the user interrupts (Ctrl-C). Says on
+    stderr which interpreter runs the model's code, and why that one: the CLI is a
+    command the user typed, so it asks no trust question, but it never runs code silently."""
+    print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, python)}", file=sys.stderr)
     cancel = threading.Event()
     try:
         return run_capture(
@@ -177,6 +181,16 @@ def run_worker(
     except KeyboardInterrupt:
         cancel.set()
         raise
+
+
+def interpreter_note(workspace: Path, python: str | None) -> str:
+    """The interpreter a CLI capture runs, and why that one."""
+    if python:
+        return f"{python} (--python)"
+    chosen = default_interpreter(workspace)
+    if chosen != sys.executable:
+        return f"{chosen} (the workspace's .venv; --python PATH chooses another)"
+    return f"{chosen} (the Python running TensorViz: the workspace has no .venv; --python PATH chooses another)"
 
 
 def write_graph(capture: Capture, output: Path) -> None:

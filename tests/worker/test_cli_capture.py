@@ -46,6 +46,19 @@ def test_profile_success_writes_the_graph(saved, tmp_path, capsys):
 def test_default_output_under_the_workspace(saved, capsys):
     assert main(["capture", "--workspace", str(saved), "--profile", "ok"]) == 0
     assert (saved / ".tensorviz" / "captures" / "ok.tvg").is_file()
+    # Which interpreter ran the model's code, and why, is said every time.
+    assert f"tensorviz capture: the model's code runs in {sys.executable} (the Python running TensorViz: " \
+        "the workspace has no .venv" in capsys.readouterr().err
+
+
+def test_the_workspace_venv_runs_the_model_and_stderr_says_so(saved, capsys):
+    venv = saved / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to(sys.executable)
+    assert main(["capture", "--workspace", str(saved), "--profile", "ok"]) == 0
+    assert f"runs in {venv / 'python'} (the workspace's .venv; --python PATH chooses another)" in capsys.readouterr().err
+    assert main(["capture", "--workspace", str(saved), "--profile", "ok", "--python", sys.executable]) == 0
+    assert f"runs in {sys.executable} (--python)" in capsys.readouterr().err
 
 
 def test_failure_capture_is_written_and_exit_1(saved, tmp_path, capsys):
