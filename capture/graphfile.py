@@ -233,10 +233,17 @@ def read(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_FILE_BYTE
     """Read and validate a graph file. Raises :class:`GraphFileError` on any problem."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > max_bytes:
-            raise GraphFileError(p, f"file is {size:,} bytes, over the {max_bytes:,}-byte limit")
-        with p.open("rb") as fh:
+        # Non-blocking open, then the open file's own type: a FIFO or a device named as a
+        # graph file (or swapped in after a check) is refused, never waited on or read.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise GraphFileError(p, "is a directory, not a graph file")
+            if not stat.S_ISREG(st.st_mode):
+                raise GraphFileError(p, "is not a regular file (a pipe, socket or device), not a graph file")
+            if st.st_size > max_bytes:
+                raise GraphFileError(p, f"file is {st.st_size:,} bytes, over the {max_bytes:,}-byte limit")
             data = fh.read(max_bytes + 1)
     except GraphFileError:
         raise
@@ -385,6 +392,18 @@ def _plain(obj: Any, where: str, depth: int = 0) -> Any:
     raise _Invalid(f"{where}: unsupported {t.__name__} value")
 
 
+def _shallow(obj: Any, where: str, depth: int = 1) -> Any:
+    """``obj`` (a map or list of decoded msgpack, so plain types only) when its nesting is
+    within ``_MAX_DEPTH``: every reader (``inspect --json``, the viewer's JSON) recurses.
+    Scalars are skipped without a call, so flat data costs one pass over its values."""
+    for x in (obj.values() if type(obj) is dict else obj):
+        t = type(x)
+        if t is dict or t is list:
+            _need(depth < _MAX_DEPTH, where, "nested too deeply")
+            _shallow(x, where, depth + 1)
+    return obj
+
+
 def _opt_map(obj: Any, where: str) -> dict:
     if obj is None:
         return {}
@@ -442,7 +461,7 @@ def _build(body: Any, header: dict) -> Capture:
         _list(measured, "values.measured", n_values)
         for i, m in enumerate(measured):
             if m is not None:
-                _map(m, f"values.measured[{i}]")
+                _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
     values = ValueTable(shape_off, dims, [strings[d] for d in dtypes], measured)
 
     # groups and frames (nodes refer to them)
@@ -471,7 +490,7 @@ def _build(body: Any, header: dict) -> Capture:
     ops = _list(nd.get("op"), "nodes.op")
     n_nodes = len(ops)
     _all_ints(ops, "nodes.op", 0, n_str)
-    literals = _list(b.get("literals"), "literals")
+    literals = _shallow(_list(b.get("literals"), "literals"), "literals")
     in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes)
     in_pos = _list(nd.get("input_positions"), "nodes.input_positions", in_off[-1])
     _all_ints(in_pos, "nodes.input_positions", 0, 1 << 31)
@@ -485,6 +504,8 @@ def _build(body: Any, header: dict) -> Capture:
     param_maps = _list(nd.get("param_maps"), "nodes.param_maps", len(param_nodes))
     if not all(type(p) is dict for p in param_maps):
         raise _Invalid("nodes.param_maps: expected maps")
+    for i, pm in enumerate(param_maps):
+        _shallow(pm, f"nodes.param_maps[{i}]")
     grp = _list(nd.get("group"), "nodes.group", n_nodes)
     _all_ints(grp, "nodes.group", -1, n_groups)
     frm = _list(nd.get("frame"), "nodes.frame", n_nodes)

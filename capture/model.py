@@ -18,6 +18,7 @@ that they serialise unchanged:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -214,6 +215,20 @@ def format_value(value: Value) -> str:
 
 
 # --------------------------------------------------------------------------- JSON
+
+
+def finite(obj: Any) -> Any:
+    """``obj`` with every non-finite float spelled as a string (``"nan"``, ``"inf"``,
+    ``"-inf"``): JSON has no spelling for them, and ``NaN`` is not JSON. For the rare
+    document that holds one (params, literals, measured statistics); a caller dumps
+    with ``allow_nan=False`` first and converts only when that fails."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "nan" if obj != obj else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite(v) for v in obj]
+    return obj
 
 
 def to_json(capture: Capture) -> dict[str, Any]:

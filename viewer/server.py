@@ -41,7 +41,6 @@ import hashlib
 import hmac
 import json
 import logging
-import math
 import mimetypes
 import queue
 import re
@@ -56,7 +55,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from capture import graphfile
-from capture.model import Capture, Frame
+from capture.model import Capture, Frame, finite
 
 from capture.recipe import DTYPES, GENERATORS, PROFILE_NAME
 
@@ -856,7 +855,7 @@ def _dumps(obj: Any) -> bytes:
     try:
         text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_default)
     except ValueError:  # NaN/inf in params or literals: JSON has no spelling for them
-        text = json.dumps(_finite(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+        text = json.dumps(finite(obj), separators=(",", ":"), ensure_ascii=False, allow_nan=False,
                           default=_default)
     return text.encode("utf-8")
 
@@ -869,16 +868,6 @@ def _default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return "nan" if obj != obj else ("inf" if obj > 0 else "-inf")
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 __all__ = ["ViewerServer", "CSP", "STATIC_DIR"]

@@ -8,7 +8,7 @@ import sys
 from collections import Counter
 
 from capture import graphfile
-from capture.model import Capture, describe_tree, format_value, to_json
+from capture.model import Capture, describe_tree, finite, format_value, to_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,8 +25,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"tensorviz inspect: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        json.dump(to_json(capture), sys.stdout, default=_jsonable)
-        sys.stdout.write("\n")
+        data = to_json(capture)
+        try:
+            text = json.dumps(data, default=_jsonable, allow_nan=False)
+        except ValueError:  # a non-finite float: NaN is not JSON, so it is spelled "nan"
+            text = json.dumps(finite(data), default=_jsonable, allow_nan=False)
+        sys.stdout.write(text + "\n")
     else:
         sys.stdout.write(summary(capture))
     return 0

@@ -114,3 +114,15 @@ def test_inspect_bad_files(tmp_path, good, make, expected):
     assert "\n" not in err, err  # one line, never a traceback
     assert err.startswith(f"tensorviz inspect: {path}: ")
     assert expected in err
+
+
+def test_inspect_json_spells_non_finite_floats_as_strings(tmp_path):
+    cap = synthetic_capture(10)
+    cap.nodes[2].params = {"lo": float("-inf"), "hi": float("inf"), "fill": float("nan"), "ok": 0.5}
+    path = tmp_path / "nan.tvg"
+    graphfile.write(cap, path)
+    proc = tensorviz("inspect", str(path), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "NaN" not in proc.stdout and "Infinity" not in proc.stdout
+    data = json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
+    assert data["nodes"][2]["params"] == {"lo": "-inf", "hi": "inf", "fill": "nan", "ok": 0.5}

@@ -101,6 +101,13 @@ def test_ext_types_refused():
     _reject(_header() + msgpack.packb(body), "corrupt graph body")
 
 
+def _deep(levels: int) -> list:
+    x: list = []
+    for _ in range(levels):
+        x = [x]
+    return x
+
+
 def _body_mutation(good: bytes, mutate) -> bytes:
     unpacker = msgpack.Unpacker(raw=False)
     unpacker.feed(good)
@@ -124,6 +131,10 @@ def _body_mutation(good: bytes, mutate) -> bytes:
     pytest.param(lambda b: b.__setitem__("strings", [1]), "strings", id="string-table"),
     pytest.param(lambda b: b.__setitem__("frames", [[0, 1, 2]]), "frames[0]", id="frame-arity"),
     pytest.param(lambda b: b["nodes"].__setitem__("param_maps", [1] * len(b["nodes"]["param_maps"])), "param_maps", id="params-not-map"),
+    # Every nested field is bounded: a reader (inspect --json, the viewer) recurses.
+    pytest.param(lambda b: b["nodes"]["param_maps"].__setitem__(0, {"p": _deep(200)}),
+                 "nodes.param_maps[0]: nested too deeply", id="params-deep"),
+    pytest.param(lambda b: b.__setitem__("literals", [_deep(200)]), "literals: nested too deeply", id="literal-deep"),
 ])
 def test_field_validation(good_bytes, mutate, expected):
     _reject(_body_mutation(good_bytes, mutate), expected)
@@ -195,3 +206,30 @@ def test_lazy_tables_behave_like_sequences(good_bytes):
     assert cap.values[3] == original.values[3]
     with pytest.raises(IndexError):
         cap.nodes[300]
+
+
+def test_deeply_nested_measured_evidence_is_refused():
+    cap = synthetic_capture(20)
+    cap.backend = "torch_eager"
+    cap.coverage.scope = "eager_forward"
+    cap.values[0].measured = {"stats": {"min": 0.0}}
+    good = graphfile.encode(cap)
+
+    def mutate(b):
+        b["values"]["measured"][0] = {"stats": _deep(200)}
+
+    _reject(_body_mutation(good, mutate), "values.measured[0]: nested too deeply")
+
+
+def test_a_fifo_or_a_device_named_as_a_graph_file_is_refused_without_blocking(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe.tvg"
+    os.mkfifo(fifo)
+    for path in (fifo, "/dev/zero"):
+        with pytest.raises(graphfile.GraphFileError) as info:
+            graphfile.read(path)
+        assert "is not a regular file" in str(info.value)
+    with pytest.raises(graphfile.GraphFileError) as info:
+        graphfile.read(tmp_path)
+    assert "is a directory" in str(info.value)
