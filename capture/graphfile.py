@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import secrets
 import stat
+import time
 from pathlib import Path
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
@@ -205,6 +207,29 @@ def atomic_write(target: Path, data: bytes, *, new_mode: int = 0o644) -> None:
         except OSError:
             pass
         raise
+    _remove_stale_temporaries(Path(tmp).parent, target.name)
+
+
+#: A temporary of the same target older than this was left by a writer that was killed;
+#: a younger one may belong to a write still running in another process.
+STALE_TEMPORARY_SECONDS = 600
+
+
+def _remove_stale_temporaries(folder: Path, name: str) -> None:
+    """Delete ``.NAME.<hex>.tmp`` files that killed writes left beside ``NAME``."""
+    pattern = re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{12}}\.tmp$")
+    cutoff = time.time() - STALE_TEMPORARY_SECONDS
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if pattern.match(entry.name) and entry.is_file(follow_symlinks=False) \
+                    and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+        except OSError:
+            continue
 
 
 def _create_temporary(folder: Path, name: str, mode: int) -> tuple[int, str]:

@@ -233,3 +233,31 @@ def test_a_fifo_or_a_device_named_as_a_graph_file_is_refused_without_blocking(tm
     with pytest.raises(graphfile.GraphFileError) as info:
         graphfile.read(tmp_path)
     assert "is a directory" in str(info.value)
+
+
+def test_temporaries_left_by_killed_writes_are_removed_by_the_next_write(tmp_path):
+    import os
+    import time
+
+    path = tmp_path / "recipes.toml"
+    stale = tmp_path / ".recipes.toml.0123456789ab.tmp"  # a writer killed an hour ago
+    young = tmp_path / ".recipes.toml.ba9876543210.tmp"  # a write running elsewhere now
+    other = tmp_path / ".other.toml.0123456789ab.tmp"  # another file's: not ours to judge
+    for p in (stale, young, other):
+        p.write_text("partial")
+    hour_ago = time.time() - 3600
+    os.utime(stale, (hour_ago, hour_ago))
+    os.utime(other, (hour_ago, hour_ago))
+    graphfile.atomic_write(path, b"version = 1\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, young.name, other.name])
+
+
+def test_overwriting_keeps_the_existing_files_mode(tmp_path):
+    import os
+    import stat
+
+    path = tmp_path / "g.tvg"
+    graphfile.write(synthetic_capture(10), path)
+    os.chmod(path, 0o640)
+    graphfile.write(synthetic_capture(12), path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
