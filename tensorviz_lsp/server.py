@@ -44,7 +44,9 @@ F = TypeVar("F", bound=Feature)
 
 class TensorVizServer(LanguageServer):
     def __init__(self, backends: "Backends | None" = None, trust_store: TrustStore | None = None) -> None:
-        super().__init__("tensorviz", __version__)
+        from .framing import Protocol
+
+        super().__init__("tensorviz", __version__, protocol_cls=Protocol)
         if backends is None:
             from .backends import RealBackends
 

@@ -34,5 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tcp:
         server.start_tcp("127.0.0.1", args.tcp)
     else:
-        server.start_io()
+        from ..framing import serve_stdio
+
+        serve_stdio(server)
     return 0
