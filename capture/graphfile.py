@@ -284,32 +284,63 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
         raise GraphFileError(name, f"file is {len(data):,} bytes, over the {max_bytes:,}-byte limit")
     if not data:
         raise GraphFileError(name, "empty file, not a TensorViz graph file")
-    bound = min(len(data), _MAX_CONTAINER)
-    unpacker = msgpack.Unpacker(
-        raw=False,
-        use_list=True,
-        strict_map_key=True,
-        max_buffer_size=max(len(data), 1),
-        max_str_len=min(len(data), _MAX_STR),
-        max_bin_len=0,  # graph files hold no binary blobs
-        max_array_len=bound,
-        max_map_len=bound,
-        max_ext_len=0,
-        ext_hook=_refuse_ext,
-    )
+    unpacker = _unpacker(len(data))
     unpacker.feed(data)
     # Decoding allocates millions of small containers and no cycles; the cyclic
     # collector would otherwise run hundreds of times for nothing (5-10x slower).
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _decode_body(unpacker, name, data[:64])
+        return _decode_body(unpacker, name, data)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _decode_body(unpacker: msgpack.Unpacker, name: str, prefix: bytes) -> Capture:
+def _unpacker(size: int, **hooks: Any) -> msgpack.Unpacker:
+    bound = min(size, _MAX_CONTAINER)
+    return msgpack.Unpacker(
+        raw=False,
+        use_list=True,
+        strict_map_key=True,
+        max_buffer_size=max(size, 1),
+        max_str_len=min(size, _MAX_STR),
+        max_bin_len=0,  # graph files hold no binary blobs
+        max_array_len=bound,
+        max_map_len=bound,
+        max_ext_len=0,
+        ext_hook=_refuse_ext,
+        **hooks,
+    )
+
+
+#: Lists and maps a body may hold: a graph file TensorViz writes has about two per value,
+#: node, group and frame (real models: 2.0-2.4), and at least 26 bytes per container.
+#: A hostile file of empty lists (1 byte each, 64 in memory) would otherwise decode to
+#: about 75 times its size before any field is checked.
+CONTAINERS_BASE = 4096
+CONTAINERS_PER_ITEM = 16
+MIN_BYTES_PER_CONTAINER = 4
+
+
+def container_budget(header: dict, size: int) -> int:
+    """How many lists and maps a body of ``size`` bytes with ``header``'s counts may hold."""
+    counts = header.get("counts")
+    items = 0
+    if isinstance(counts, dict):
+        for key in ("values", "nodes", "groups", "frames"):
+            n = counts.get(key)
+            if type(n) is int and n > 0:
+                items += n
+    return min(CONTAINERS_BASE + CONTAINERS_PER_ITEM * items, max(CONTAINERS_BASE, size // MIN_BYTES_PER_CONTAINER))
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
+    prefix = data[:64]
     try:
         header = unpacker.unpack()
     except msgpack.OutOfData:
@@ -328,14 +359,32 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, prefix: bytes) -> Captur
         raise GraphFileError(
             name, f"graph file version {version} is {newer} than this TensorViz reads (version {FORMAT_VERSION})"
         )
+    # The body is decoded with every list and map counted against a budget from the
+    # header's counts: memory stays proportional to the graph the header declares.
+    start = unpacker.tell()
+    budget = container_budget(header, len(data) - start)
+    left = [budget]
+
+    def counted(obj: Any) -> Any:
+        left[0] -= 1
+        if left[0] < 0:
+            raise _OverBudget
+        return obj
+
+    body_unpacker = _unpacker(len(data), list_hook=counted, object_hook=counted)
+    body_unpacker.feed(memoryview(data)[start:])
     try:
-        body = unpacker.unpack()
+        body = body_unpacker.unpack()
+    except _OverBudget:
+        raise GraphFileError(
+            name, f"the body holds more than {budget:,} lists and maps, more than a graph of the size its header "
+            "declares can (a hostile or corrupt file)") from None
     except msgpack.OutOfData:
         raise GraphFileError(name, "truncated: the graph body is incomplete") from None
     except Exception as exc:
         raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
     try:
-        unpacker.unpack()
+        body_unpacker.unpack()
     except msgpack.OutOfData:
         pass
     except Exception:

@@ -261,3 +261,22 @@ def test_overwriting_keeps_the_existing_files_mode(tmp_path):
     os.chmod(path, 0o640)
     graphfile.write(synthetic_capture(12), path)
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def _empty_lists_bomb(n: int, nodes: int) -> bytes:
+    header = msgpack.packb({"format": FORMAT_NAME, "version": 1, "counts": {"nodes": nodes, "values": nodes}})
+    return header + b"\x81" + msgpack.packb("literals") + b"\xdd" + n.to_bytes(4, "big") + b"\x90" * n
+
+
+@pytest.mark.parametrize("declared", [10, 10**9], ids=["honest-small-header", "header-claims-a-billion-nodes"])
+def test_a_file_of_empty_lists_is_refused_with_memory_bounded_by_its_size(declared):
+    data = _empty_lists_bomb(4_000_000, declared)  # 4 MB; each empty list is 64 bytes decoded
+    tracemalloc.start()
+    try:
+        _reject(data, "lists and maps, more than a graph of the size its header declares can")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Unbounded, this decodes to about 75x the file (300 MB); with the budget it stays
+    # within the copy of the bytes plus a quarter of them as containers.
+    assert peak < 20 * len(data), f"peak {peak:,} bytes for a {len(data):,}-byte file"
