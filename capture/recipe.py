@@ -476,14 +476,15 @@ class Recipe:
 
 def is_path_ref(ref: str) -> bool:
     """Whether ``ref`` (a model or factory string) names its module by a file path:
-    the part before ``:`` ends in ``.py``, holds a ``/`` or ``\\``, or is no dotted name
-    (``train-model.txt``); a dotted module name otherwise."""
+    the part before ``:`` ends in ``.py``, holds a ``/`` or ``\\``, or is a file name no
+    dotted module could have (``train-model.txt``); a dotted module name otherwise."""
     if _DRIVE.match(ref):
         return True
     module = ref.partition(":")[0]
     if module.endswith(".py") or "/" in module or "\\" in module:
         return True
-    return bool(module) and not re.match(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$", module)
+    # a file name no dotted module could have, with a suffix (train-model.txt)
+    return bool(re.match(r"^[\w-]*-[\w.-]*\.\w+$", module))
 
 
 def split_ref(ref: str) -> tuple[str, str]:

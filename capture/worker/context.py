@@ -39,6 +39,7 @@ init before inputs) is generated from ``capture.recipe.leaf_seed(recipe.seed, n)
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import sys
@@ -176,8 +177,6 @@ class CaptureContext:
         if folder not in sys.path:
             sys.path.insert(sys.path.index(str(self.workspace)) + 1 if str(self.workspace) in sys.path else 0, folder)
             importlib.invalidate_caches()
-        import importlib.util
-
         loader = _HashingLoader(stem, real, self.files)
         spec = importlib.util.spec_from_file_location(stem, real, loader=loader)
         if spec is None:  # pragma: no cover - a .py file always has a spec
