@@ -9,7 +9,10 @@ What is opened (``recipe.model``):
   ``jax.random.key(seed)`` and the saved inputs (fresh state, never trained weights;
   ``jax.eval_shape`` gives the variables abstractly, so no initializer runs), then
   ``__call__`` traced through ``apply``; or an ``init.factory`` returning the exact
-  selected class bound with ``model.bind(variables)`` (saved weights);
+  selected class bound with ``model.bind(variables)`` (saved weights). The RNG streams a
+  factory bound (``model.bind(variables, rngs={"lstm": key})``) are kept; a stream the
+  module asks for that nothing gave (dropout, custom names) gets a key derived from the
+  seed per stream name; ``meta["rng_streams"]`` says which and where from (``jax_rngs``);
 * a Flax NNX class, built by an ``init.factory`` (explicit ``nnx.Rngs``, layers,
   state) or from literal ``init``: a constructor parameter named ``rngs`` or annotated
   ``nnx.Rngs`` that the init leaves unset (discovery marks it ``supplied_by:

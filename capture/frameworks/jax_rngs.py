@@ -57,7 +57,7 @@ class LinenStreams:
     def __init__(self, bound: dict[str, Any] | None = None, bound_by: str | None = None) -> None:
         self.keys: dict[str, Any] = dict(bound or {})
         self.entries: dict[str, dict[str, str]] = {
-            name: {"name": name, "origin": "bound", "where": f"model.bind(variables, rngs=...) by {bound_by}",
+            name: {"name": name, "origin": "bound", "where": "model.bind(variables, rngs=...)",
                    "note": f"bound by {bound_by} with model.bind(variables, rngs=...)"}
             for name in self.keys
         }

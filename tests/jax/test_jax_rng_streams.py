@@ -145,7 +145,7 @@ def test_linen_seq2seq_bound_with_rngs_keeps_its_stream(ws):
     cap, _ = capture_in_process(ws, profile("seq2seq:Seq2seq", args=args, init={"factory": "seq2seq:bound_model"}))
     assert cap.meta["state"] == "factory_variables"
     assert cap.meta["rng_streams"] == [{
-        "name": "lstm", "origin": "bound", "where": "model.bind(variables, rngs=...) by seq2seq:bound_model",
+        "name": "lstm", "origin": "bound", "where": "model.bind(variables, rngs=...)",
         "note": "bound by seq2seq:bound_model with model.bind(variables, rngs=...)",
     }]
     # the decoder's per-step keys are split from the bound key before the scan
