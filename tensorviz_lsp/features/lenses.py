@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from ..backends import Candidate, Span, module_name
+from ..backends import Candidate, Span
 from ..feature import Feature
 from .candidates import Candidates
 from .recipes import Recipes
@@ -38,10 +38,11 @@ class Lenses(Feature):
         root = self.server.root_for(uri)
         path = self.server.path_of(uri)
         recipes = self.server.get_feature(Recipes)
-        module = module_name(root, path) if root is not None and path is not None else None
         out = []
         for cand in candidates:
-            profile = recipes.profile_for_model(root, f"{module}:{cand.qualname}") if module else None
+            # dotted where that import works, else the path form (scripts/06_scan.py:Net)
+            model = recipes.model_ref(root, path, cand.qualname) if root is not None and path is not None else None
+            profile = recipes.profile_for_model(root, model) if model else None
             title = f"Open as Graph ({profile})" if profile else "Open as Graph"
             arg = {"uri": uri, "symbol": cand.qualname}
             if profile:
