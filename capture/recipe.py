@@ -14,6 +14,7 @@ A workspace keeps its recipes in ``.tensorviz/recipes.toml``::
     grad_enabled = false
     seed = 0
     init = { args = [], kwargs = {} }                 # or { factory = "pkg.mod:function" }
+                                                      # (or "path/to/file.py:function")
     inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32",
                          requires_grad = false, generator = { kind = "full", value = 1 } }],
                kwargs = {} }                          # or { factory = "pkg.mod:function" }
@@ -258,7 +259,8 @@ ValueDesc = Union[TensorDesc, StaticDesc, NoneDesc, ListDesc, TupleDesc, DictDes
 @dataclass(frozen=True, slots=True)
 class CallSetup:
     """How to call something: literal ``args``/``kwargs`` descriptions, or a
-    ``factory = "pkg.mod:function"`` (then ``args``/``kwargs`` are empty).
+    ``factory = "pkg.mod:function"`` or ``"path/to/file.py:function"`` (then
+    ``args``/``kwargs`` are empty).
 
     ``init`` factories return the model object itself (Torch: the module; Linen: the
     bound module; NNX: the module; plain JAX: a configured callable). ``inputs``
