@@ -157,25 +157,36 @@ def nnx_streams(jax: Any, plan: Any, seed: int, factory: str | None, model: str)
 
 
 def input_streams(jax: Any, args: tuple, kwargs: dict, names: list[str | None]) -> list[dict[str, str]]:
-    """RNG streams among the inputs: ``nnx.Rngs``/``RngStream`` objects and typed key arrays."""
+    """RNG streams among the inputs: ``nnx.Rngs`` (each of its streams), ``nnx.RngStream``
+    and typed key arrays, named by where they sit (``rngs.sample``, ``key``)."""
     nnx = sys.modules.get("flax.nnx")
-    kinds = tuple(t for t in (getattr(nnx, "Rngs", None), getattr(nnx, "RngStream", None)) if isinstance(t, type))
+    rngs_type = getattr(nnx, "Rngs", None)
+    stream_type = getattr(nnx, "RngStream", None)
+    kinds = tuple(t for t in (rngs_type, stream_type) if isinstance(t, type))
+
+    def is_rng_object(x: Any) -> bool:
+        return bool(kinds) and isinstance(x, kinds)
+
     out: list[dict[str, str]] = []
-    tops = [(n or f"args[{i}]", a) for i, (a, n) in enumerate(zip(args, names))] + [(k, v) for k, v in kwargs.items()]
+    tops = [(n or f"args[{i}]", a) for i, (a, n) in enumerate(zip(args, names))] + list(kwargs.items())
     for top, value in tops:
-        flat = jax.tree_util.tree_flatten_with_path(value, is_leaf=lambda x: bool(kinds) and isinstance(x, kinds))[0]
-        for path, leaf in flat:
-            where = top + "".join(f".{_key(e)}" if isinstance(_key(e), str) else f"[{_key(e)}]" for e in path)
-            if kinds and isinstance(leaf, kinds):
-                streams = [(k, v) for k, v in vars(leaf).items() if isinstance(v, getattr(nnx, "RngStream", ()))] \
-                    if isinstance(leaf, getattr(nnx, "Rngs", ())) else [(getattr(leaf, "tag", None) or "default", leaf)]
-                for k, stream in streams:
-                    tag = getattr(stream, "tag", None) or k
-                    out.append({"name": str(tag), "origin": "input", "where": f"{where}.{k}" if stream is not leaf else where,
-                                "note": "given as input"})
+        for path, leaf in jax.tree_util.tree_flatten_with_path(value, is_leaf=is_rng_object)[0]:
+            where = top + "".join(_suffix(_key(e)) for e in path)
+            if isinstance(rngs_type, type) and isinstance(leaf, rngs_type):
+                for attr, stream in vars(leaf).items():
+                    if isinstance(stream_type, type) and isinstance(stream, stream_type):
+                        out.append({"name": str(getattr(stream, "tag", None) or attr), "origin": "input",
+                                    "where": f"{where}.{attr}", "note": "given as input"})
+            elif is_rng_object(leaf):
+                out.append({"name": str(getattr(leaf, "tag", None) or where), "origin": "input", "where": where,
+                            "note": "given as input"})
             elif _is_typed_key(jax, leaf):
                 out.append({"name": where, "origin": "input", "where": where, "note": "a key given as input"})
     return out
+
+
+def _suffix(k: Any) -> str:
+    return f".{k}" if isinstance(k, str) and k.isidentifier() else f"[{k!r}]"
 
 
 def _is_typed_key(jax: Any, x: Any) -> bool:

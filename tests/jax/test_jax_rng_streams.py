@@ -217,3 +217,21 @@ def test_nnx_rngs_given_as_input(ws):
     assert cap.meta["rng_streams"] == [{"name": "sample", "origin": "input", "where": "rngs.sample",
                                         "note": "given as input"}]
     assert "random_bits" in ops(cap)
+
+
+def test_a_plain_function_with_a_key_input(ws):
+    write(ws, {"noise.py": (
+        "import jax\nimport jax.numpy as jnp\n\n"
+        "def add_noise(x, key):\n    return x + jax.random.normal(key, x.shape)\n\n"
+        "def inputs():\n    return {'args': (jnp.ones((2, 3)), jax.random.key(4))}\n")})
+    cap, _ = capture_in_process(ws, profile("noise:add_noise", inputs={"factory": "noise:inputs"}))
+    assert cap.meta["rng_streams"] == [{"name": "key", "origin": "input", "where": "key", "note": "a key given as input"}]
+    assert "random_bits" in ops(cap)
+
+
+def test_a_program_without_randomness_records_no_streams(ws):
+    cap, _ = capture_in_process(ws, profile("seq2seq:Noisy", args=[tensor([2, 4])]))
+    assert cap.meta["rng_streams"]  # (Noisy draws)
+    write(ws, {"plain.py": "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x)\n"})
+    cap, _ = capture_in_process(ws, profile("plain:f", args=[tensor([2])]))
+    assert "rng_streams" not in cap.meta
