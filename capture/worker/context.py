@@ -62,6 +62,7 @@ from ..recipe import (
     TupleDesc,
     ValueDesc,
     is_path_ref,
+    model_ref_for,
     path_ref_file,
     path_ref_problem,
     path_ref_stem,
@@ -118,6 +119,10 @@ class CaptureContext:
             return _walk(self._import_path(ref), module_name, qualname)
         if not module_name or not qualname:
             raise CaptureError("recipe", f'{ref!r} is not "pkg.module:qualname" or "path/to/file.py:qualname"')
+        return _walk(self._import_module(module_name), module_name, qualname)
+
+    def _import_module(self, module_name: str) -> Any:
+        """Import the dotted ``module_name`` from the workspace root (see :meth:`import_object`)."""
         self.ensure_workspace_on_path()
         self._note_module_file(module_name)
         try:
@@ -140,7 +145,7 @@ class CaptureContext:
         file = getattr(module, "__file__", None)
         if file:
             self._note(file)
-        return _walk(module, module_name, qualname)
+        return module
 
     def _import_path(self, ref: str) -> Any:
         """The module of a path-form ref (``"dir/06_file.py:Qualname"``), loaded the way
@@ -148,7 +153,9 @@ class CaptureContext:
         in ``sys.modules`` before it runs (so a factory importing ``06_file`` gets this
         module and its classes), with its folder on ``sys.path`` (so its sibling imports
         work) after the workspace root. A module already loaded from the same file is
-        reused. Its source is hashed as it is compiled, like any workspace import."""
+        reused. Its source is hashed as it is compiled, like any workspace import. A file
+        that is a module of a package (``pkg/__init__.py`` beside it, all the way up) is
+        imported by its dotted name instead, so that its relative imports work."""
         path, _, _ = ref.partition(":")
         problem = path_ref_problem(ref)
         if problem is not None:
@@ -159,6 +166,11 @@ class CaptureContext:
             raise CaptureError(stage, problem or f"cannot open {path!r}", {"file": path})
         real = os.path.realpath(file)
         self._note(real)
+        dotted = model_ref_for(self.workspace, file, "_")
+        if dotted is not None and not is_path_ref(dotted):
+            # A module of a package (pkg/__init__.py beside it, all the way up): imported by
+            # its dotted name, so its relative imports work and every import shares it.
+            return self._import_module(dotted.rpartition(":")[0])
         stem = path_ref_stem(ref)
         loaded = sys.modules.get(stem)
         if loaded is not None:

@@ -133,3 +133,16 @@ def test_clear_failures(tmp_path):
     c = run_capture(ws, recipe("broken-model.py:net", tensor(2)))
     assert c.failure.stage == "import" and "ValueError: bad config" in c.failure.message
     assert [f.file for f in c.failure.frames] == ["broken-model.py"]
+
+
+def test_a_path_form_naming_a_package_module_imports_it_as_the_package_does(tmp_path):
+    ws = workspace(tmp_path)
+    (ws / "pkg").mkdir()
+    (ws / "pkg" / "__init__.py").write_text("")
+    (ws / "pkg" / "layers.py").write_text("def double(x):\n    return x + x\n")
+    (ws / "pkg" / "model.py").write_text("from .layers import double\n\ndef net(x):\n    return double(x).relu()\n")
+    c = run_capture(ws, recipe("pkg/model.py:net", tensor(2)))
+    # relative imports work: loaded as pkg.model, not as a top-level "model"
+    assert c.failure is None, c.failure
+    assert [n.op for n in c.nodes] == ["add", "relu"]
+    assert [s.path for s in c.sources] == ["pkg/__init__.py", "pkg/layers.py", "pkg/model.py"]
