@@ -235,3 +235,16 @@ def test_a_program_without_randomness_records_no_streams(ws):
     write(ws, {"plain.py": "import jax.numpy as jnp\n\ndef f(x):\n    return jnp.sin(x)\n"})
     cap, _ = capture_in_process(ws, profile("plain:f", args=[tensor([2])]))
     assert "rng_streams" not in cap.meta
+
+
+def test_the_issue_case_through_the_worker(ws):
+    """The report: a seq2seq factory returning model.bind(variables, rngs={"lstm": key})
+    failed with InvalidRngError ("needs PRNG for lstm"); through the real worker now."""
+    from capture.runner import run_capture
+
+    args = [tensor([2, 5, 12]), tensor([2, 4, 12])]
+    table = profile("seq2seq:Seq2seq", args=args, init={"factory": "seq2seq:bound_model"})
+    cap = run_capture(ws, {"name": "seq2seq", **table}, timeout=240)
+    assert cap.failure is None, cap.failure
+    assert [(e["name"], e["origin"]) for e in cap.meta["rng_streams"]] == [("lstm", "bound")]
+    assert "random_split" in ops(cap)
