@@ -95,3 +95,20 @@ async def test_a_missing_path_form_file_is_a_recipe_diagnostic(session):
     got = sorted((d.range.start.line, d.message) for d in session.diagnostics(".tensorviz/recipes.toml"))
     assert got[0][0] == 4 and "no file 'scripts/gone.py' in the workspace" in got[0][1]
     assert got[1][0] == 8 and "leaves the workspace ('..')" in got[1][1]
+
+
+async def test_a_profile_saved_in_the_other_form_still_names_the_lens(tmp_path, config_dir):
+    """A script-folder file is written in the path form now; a profile saved earlier with
+    its dotted (namespace-package) name is still the lens's profile, and vice versa."""
+    recipes = ('version = 1\n\n[profiles.old]\nframework = "jax"\nmodel = "scripts.mlp:MLP"\n\n'
+               '[profiles.bypath]\nframework = "jax"\nmodel = "pkg/mlp.py:MLP"\n')
+    ws = make_workspace(tmp_path / "ws2", {"scripts/mlp.py": SPEC_MLP, "pkg/__init__.py": "", "pkg/mlp.py": SPEC_MLP,
+                                           ".tensorviz/recipes.toml": recipes})
+    s = await start_session(ws, config_dir, editor="neovim", server=REAL_SERVER)
+    try:
+        s.open("scripts/mlp.py")
+        s.open("pkg/mlp.py")
+        assert [lens.command.title for lens in await s.lenses("scripts/mlp.py")] == ["Open as Graph (old)"]
+        assert [lens.command.title for lens in await s.lenses("pkg/mlp.py")] == ["Open as Graph (bypath)"]
+    finally:
+        await stop_session(s)
