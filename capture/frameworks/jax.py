@@ -54,7 +54,7 @@ from ..model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
-from .jax_rngs import LinenStreams, bound_streams, input_streams, nnx_streams, trace_with_streams
+from .jax_rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams, trace_with_streams
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
 # meta["state"] labels and what each means (meta["state_note"]).
@@ -571,7 +571,7 @@ def capture(ctx: CaptureContext) -> Capture:
 
             def init(key: Any, dyn: list) -> Any:
                 a, k = rebuild(dyn)
-                return module.init(key, *a, **k)
+                return module.init(init_rngs(key, k), *a, **k)
 
             plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
 

@@ -111,6 +111,18 @@ def bound_streams(obj: Any) -> dict[str, Any]:
     return out
 
 
+def init_rngs(key: Any, kwargs: dict[str, Any]) -> Any:
+    """What a fresh Linen module's ``init`` receives: ``key`` (``jax.random.key(seed)``),
+    or, when the inputs give an ``rngs`` mapping (popped from ``kwargs``), those streams
+    with ``key`` as ``"params"``."""
+    given = kwargs.pop("rngs", None)
+    if isinstance(given, dict):
+        return {**given, "params": key}
+    if given is not None:
+        kwargs["rngs"] = given  # not a mapping: Linen's own error says what it wants
+    return key
+
+
 def trace_with_streams(jax: Any, traced: Any, plan: Any, seed: int, *args: Any) -> Any:
     """``jax.make_jaxpr(traced, return_shape=True)(*args)``, tracing again with a derived
     key each time a Linen module asks for a stream it was not given (see the module

@@ -87,6 +87,10 @@ class Noisy(nn.Module):
         return x + 0.01 * jax.random.normal(self.make_rng("noise"), x.shape)
 
 
+def noisy_inputs_with_rngs():
+    return {"args": (jnp.ones((2, 4)),), "kwargs": {"rngs": {"noise": jax.random.key(9)}}}
+
+
 def inputs_with_rngs():
     return {"args": (jnp.ones((2, 5, 12)), jnp.ones((2, 4, 12))), "kwargs": {"rngs": {"lstm": jax.random.key(9)}}}
 '''
@@ -190,6 +194,14 @@ def test_linen_rngs_given_as_input_win_over_bound_ones(ws):
     # the key is a traced input of the program, named as given
     assert "rngs.lstm" in {name for _, name in cap.meta["input_names"]}
     assert "random_split" in ops(cap)
+
+
+def test_fresh_linen_with_rngs_given_as_input(ws):
+    table = profile("seq2seq:Noisy", inputs={"factory": "seq2seq:noisy_inputs_with_rngs"})
+    cap, _ = capture_in_process(ws, table)
+    got = {e["name"]: (e["origin"], e["where"]) for e in cap.meta["rng_streams"]}
+    assert got == {"noise": ("input", "rngs.noise"), "dropout": ("seed", "seed 0")}
+    assert cap.meta["state"] == "fresh_init"
 
 
 def test_nnx_rngs_built_by_a_factory(ws):
