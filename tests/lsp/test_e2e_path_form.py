@@ -90,8 +90,9 @@ async def test_a_missing_path_form_file_is_a_recipe_diagnostic(session):
     text = ('version = 1\n\n[profiles.gone]\nframework = "jax"\nmodel = "scripts/gone.py:Net"\n\n'
             '[profiles.out]\nframework = "jax"\nmodel = "../outside.py:Net"\n')
     session.open(".tensorviz/recipes.toml", text)
-    diags = await session.wait_for(lambda: len(session.diagnostics(".tensorviz/recipes.toml")) >= 2 or None,
-                                   on=DIAGNOSTICS, what="recipe diagnostics")
+    await session.wait_for(lambda: len(session.diagnostics(".tensorviz/recipes.toml")) >= 2 or None,
+                           on=DIAGNOSTICS, what="recipe diagnostics")
+    assert len(session.diagnostics(".tensorviz/recipes.toml")) == 2
     got = sorted((d.range.start.line, d.message) for d in session.diagnostics(".tensorviz/recipes.toml"))
     assert got[0][0] == 4 and "no file 'scripts/gone.py' in the workspace" in got[0][1]
     assert got[1][0] == 8 and "leaves the workspace ('..')" in got[1][1]
