@@ -47,10 +47,19 @@ def _targets(tree: ast.AST, package: list[str]) -> list[str]:
 def import_closure(
     root: Path, start: list[Path], read: Callable[[Path], str | None], limit: int = 2000
 ) -> list[Path]:
-    """Workspace files reachable by imports from ``start`` (``start`` included)."""
+    """Workspace files reachable by imports from ``start`` (``start`` included).
+
+    A start file in a folder that is not a package (a script folder, named by a recipe's
+    path form) has that folder on the worker's ``sys.path``: its sibling imports are
+    followed from there too."""
     root = root.resolve()
     seen: dict[Path, None] = {}
     queue = [p.resolve() for p in start]
+    roots = [root]
+    for p in queue:
+        folder = p.parent
+        if folder != root and root in folder.parents and not (folder / "__init__.py").is_file() and folder not in roots:
+            roots.append(folder)
     while queue and len(seen) < limit:
         path = queue.pop()
         if path in seen:
@@ -72,7 +81,9 @@ def import_closure(
             parts = name.split(".")
             # Importing a.b.c runs a/__init__.py and a/b/__init__.py too.
             for i in range(1, len(parts) + 1):
-                found = module_file(root, ".".join(parts[:i]))
-                if found is not None and found.resolve() not in seen:
-                    queue.append(found.resolve())
+                for base in roots:
+                    found = module_file(base, ".".join(parts[:i]))
+                    if found is not None and found.resolve() not in seen:
+                        queue.append(found.resolve())
+                        break
     return list(seen)

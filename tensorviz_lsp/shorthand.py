@@ -4,7 +4,10 @@
     tensorviz capture model.py:net --input x=float32[2,3] --input float32[3] \\
         --init width=8 --framework jax --device cpu
 
-* ``FILE.py:SYMBOL`` — the file (inside the workspace) and the symbol's qualname;
+* ``FILE.py:SYMBOL`` — the file (inside the workspace) and the symbol's qualname; the
+  profile saves the dotted form (``pkg.model:Net``) where that import works, else the path
+  form (``scripts/06_scan_over_layers.py:ScanMLP``: a file no dotted module can name, or a
+  script in a folder without ``__init__.py``);
 * ``--input NAME=VALUE`` (a keyword input) or ``--input VALUE`` (the next positional);
 * ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way;
 * ``--framework`` — when absent, the framework is discovery's (import-free) reading of
@@ -42,6 +45,7 @@ from capture.recipe import (
     RecipeError,
     StaticDesc,
     ValueDesc,
+    model_ref_for,
     parse_value,
 )
 
@@ -52,8 +56,10 @@ class ShorthandError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """``file``: absolute path; ``module``: dotted module name relative to ``workspace``;
-    ``qualname``: the symbol. ``ref`` is the recipe's ``model`` string."""
+    """``file``: absolute path; ``module``: the dotted module name relative to
+    ``workspace``, or the workspace-relative path of the path form
+    (``scripts/06_scan_over_layers.py``); ``qualname``: the symbol. ``ref`` is the
+    recipe's ``model`` string."""
 
     file: Path
     workspace: Path
@@ -95,12 +101,13 @@ def parse_target(text: str, workspace: str | os.PathLike[str] | None = None) -> 
         rel = file.relative_to(root)
     except ValueError:
         raise ShorthandError(f"{text!r}: {file} is not inside the workspace {root}") from None
-    parts = list(rel.with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts = parts[:-1]
-    if not parts or not all(p.isidentifier() for p in parts):
-        raise ShorthandError(f"{text!r}: {rel} cannot be imported as a module from {root} (its path is not a dotted name)")
-    return Target(file=file, workspace=root, module=".".join(parts), qualname=qualname)
+    ref = model_ref_for(root, file, qualname)
+    if ref is None:
+        raise ShorthandError(
+            f"{text!r}: {rel} cannot be named in a recipe: its file name holds a '.' before .py, and no module "
+            "can have that name; rename the file"
+        )
+    return Target(file=file, workspace=root, module=ref.rpartition(":")[0], qualname=qualname)
 
 
 def parse_value_spec(text: str) -> ValueDesc:
@@ -244,8 +251,10 @@ def _shown(target: Target) -> str:
 
 
 def default_profile_name(target: Target) -> str:
-    """``pkg.model:Net`` → ``pkg_model_Net`` (what the shorthand saves by default)."""
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{target.module}_{target.qualname}")
+    """``pkg.model:Net`` → ``pkg_model_Net``, ``scripts/06_scan.py:Net`` →
+    ``scripts_06_scan_Net`` (what the shorthand saves by default)."""
+    module = target.module[: -len(".py")] if target.module.endswith(".py") else target.module
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{module}_{target.qualname}")
     return name[:128]
 
 

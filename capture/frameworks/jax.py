@@ -9,7 +9,10 @@ What is opened (``recipe.model``):
   ``jax.random.key(seed)`` and the saved inputs (fresh state, never trained weights;
   ``jax.eval_shape`` gives the variables abstractly, so no initializer runs), then
   ``__call__`` traced through ``apply``; or an ``init.factory`` returning the exact
-  selected class bound with ``model.bind(variables)`` (saved weights);
+  selected class bound with ``model.bind(variables)`` (saved weights). The RNG streams a
+  factory bound (``model.bind(variables, rngs={"lstm": key})``) are kept; a stream the
+  module asks for that nothing gave (dropout, custom names) gets a key derived from the
+  seed per stream name; ``meta["rng_streams"]`` says which and where from (``jax_rngs``);
 * a Flax NNX class, built by an ``init.factory`` (explicit ``nnx.Rngs``, layers,
   state) or from literal ``init``: a constructor parameter named ``rngs`` or annotated
   ``nnx.Rngs`` that the init leaves unset (discovery marks it ``supplied_by:
@@ -51,6 +54,7 @@ from ..model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
+from .jax_rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams, trace_with_streams
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
 # meta["state"] labels and what each means (meta["state_note"]).
@@ -434,10 +438,16 @@ def _describe(obj: Any) -> str:
 
 
 def _fresh_linen(module: Any) -> _Plan:
-    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
-        return module.apply(variables, *args, **kwargs)
+    # Streams other than "params" (dropout, custom names) get keys derived from the seed
+    # as the module asks for them (capture.frameworks.jax_rngs).
+    streams = LinenStreams()
 
-    return _Plan("linen", call, state_key="variables", state_label="fresh_init", fresh_linen=module, callee=module)
+    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
+        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
+
+    plan = _Plan("linen", call, state_key="variables", state_label="fresh_init", fresh_linen=module, callee=module)
+    plan.rng_streams = streams
+    return plan
 
 
 def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
@@ -454,12 +464,16 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
             f"init factory {factory} returned an unbound {target.__qualname__}; return "
             "model.bind(variables) with the saved variables (or use a literal init for fresh state)",
         )
+    # unbind() drops the RNG streams bind(variables, rngs=...) gave: keep them for apply
+    streams = LinenStreams(bound_streams(obj), factory)
     module, variables = obj.unbind()
 
     def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
-        return module.apply(variables, *args, **kwargs)
+        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
 
-    return _Plan("linen", call, variables, "variables", "factory_variables", callee=module)
+    plan = _Plan("linen", call, variables, "variables", "factory_variables", callee=module)
+    plan.rng_streams = streams
+    return plan
 
 
 def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None) -> _Plan:
@@ -557,7 +571,7 @@ def capture(ctx: CaptureContext) -> Capture:
 
             def init(key: Any, dyn: list) -> Any:
                 a, k = rebuild(dyn)
-                return module.init(key, *a, **k)
+                return module.init(init_rngs(key, k), *a, **k)
 
             plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
 
@@ -566,7 +580,7 @@ def capture(ctx: CaptureContext) -> Capture:
             return plan.call(state, *a, **k)
 
         ctx.progress("tracing with jax.make_jaxpr", 0.5)
-        closed, out_shapes = jax.make_jaxpr(traced, return_shape=True)(plan.state, dyn)
+        closed, out_shapes = trace_with_streams(jax, traced, plan, recipe.seed, plan.state, dyn)
 
     ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
     counter = [0]
@@ -582,7 +596,7 @@ def capture(ctx: CaptureContext) -> Capture:
     pairs = [["args", args_tree], ["kwargs", kwargs_tree]]
     if plan.state_key is not None:
         pairs.append([plan.state_key, state_tree])
-    meta = _meta(jax, recipe, plan)
+    meta = _meta(jax, recipe, plan, args, kwargs)
     meta["input_names"] = _input_names(jax, plan, args_tree, kwargs_tree, state_tree)
     capture = convert(
         closed,
@@ -602,7 +616,7 @@ def capture(ctx: CaptureContext) -> Capture:
     return capture
 
 
-def _meta(jax: Any, recipe: Any, plan: _Plan) -> dict[str, Any]:
+def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "model_kind": plan.kind,
         "device": recipe.device,
@@ -614,6 +628,17 @@ def _meta(jax: Any, recipe: Any, plan: _Plan) -> dict[str, Any]:
     if plan.state_label is not None:
         meta["state"] = plan.state_label
         meta["state_note"] = plan.state_note
+    # The RNG streams the program draws from and where each came from (jax_rngs).
+    linen_streams = getattr(plan, "rng_streams", None)
+    if linen_streams is not None:
+        streams = linen_streams.meta()
+    else:
+        streams = nnx_streams(jax, plan, recipe.seed, recipe.init.factory, recipe.model)
+    # (a Linen apply's rngs keyword among the inputs is counted by its plan already)
+    kw = {k: v for k, v in (kwargs or {}).items() if not (linen_streams is not None and k == "rngs")}
+    streams += input_streams(jax, tuple(args), kw, positional_names(plan.callee, len(args)))
+    if streams:
+        meta["rng_streams"] = streams
     return meta
 
 

@@ -39,6 +39,7 @@ init before inputs) is generated from ``capture.recipe.leaf_seed(recipe.seed, n)
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import os
 import sys
@@ -60,11 +61,16 @@ from ..recipe import (
     TensorLeaf,
     TupleDesc,
     ValueDesc,
+    is_path_ref,
+    model_ref_for,
+    path_ref_file,
+    path_ref_problem,
+    path_ref_stem,
 )
 from .builder import GraphBuilder
 from .errors import CaptureError, LimitExceeded
 from .limits import Limits
-from .workspace_files import WorkspaceFiles
+from .workspace_files import WorkspaceFiles, _HashingLoader
 
 MakeTensor = Callable[[TensorLeaf], Any]
 ProgressSink = Callable[[str, "float | None"], None]
@@ -102,14 +108,21 @@ class CaptureContext:
     # ------------------------------------------------------------------ imports
 
     def import_object(self, ref: str) -> Any:
-        """Import ``"pkg.mod:qual.name"`` relative to the workspace root and return the
+        """Import ``"pkg.mod:qual.name"`` relative to the workspace root, or load the
+        path form ``"dir/06_file.py:qual.name"`` (see :meth:`_import_path`), and return the
         object. The module's file becomes a recorded source. Raises
         ``CaptureError("import", …)`` chained to the original exception when the module
         cannot be imported or has no such attribute; exceptions raised by the module's
         own top-level code keep their type and traceback frames."""
         module_name, _, qualname = ref.partition(":")
+        if is_path_ref(ref):
+            return _walk(self._import_path(ref), module_name, qualname)
         if not module_name or not qualname:
-            raise CaptureError("recipe", f'{ref!r} is not "pkg.module:qualname"')
+            raise CaptureError("recipe", f'{ref!r} is not "pkg.module:qualname" or "path/to/file.py:qualname"')
+        return _walk(self._import_module(module_name), module_name, qualname)
+
+    def _import_module(self, module_name: str) -> Any:
+        """Import the dotted ``module_name`` from the workspace root (see :meth:`import_object`)."""
         self.ensure_workspace_on_path()
         self._note_module_file(module_name)
         try:
@@ -132,19 +145,67 @@ class CaptureContext:
         file = getattr(module, "__file__", None)
         if file:
             self._note(file)
-        obj: Any = module
-        walked = []
-        for part in qualname.split("."):
-            walked.append(part)
-            try:
-                obj = getattr(obj, part)
-            except AttributeError as exc:
-                raise CaptureError(
-                    "import",
-                    f"{module_name!r} has no attribute {'.'.join(walked)!r}",
-                    {"module": module_name, "qualname": qualname},
-                ) from exc
-        return obj
+        return module
+
+    def _import_path(self, ref: str) -> Any:
+        """The module of a path-form ref (``"dir/06_file.py:Qualname"``), loaded the way
+        ``python dir/06_file.py`` would find it: under its stem (``06_file``), registered
+        in ``sys.modules`` before it runs (so a factory importing ``06_file`` gets this
+        module and its classes), with its folder on ``sys.path`` (so its sibling imports
+        work) after the workspace root. A module already loaded from the same file is
+        reused. Its source is hashed as it is compiled, like any workspace import. A file
+        that is a module of a package (``pkg/__init__.py`` beside it, all the way up) is
+        imported by its dotted name instead, so that its relative imports work."""
+        path, _, _ = ref.partition(":")
+        problem = path_ref_problem(ref)
+        if problem is not None:
+            raise CaptureError("recipe", problem, {"file": path})
+        file, problem = path_ref_file(self.workspace, path)
+        if file is None:
+            stage = "import" if problem and problem.startswith("no file") else "recipe"
+            raise CaptureError(stage, problem or f"cannot open {path!r}", {"file": path})
+        real = os.path.realpath(file)
+        self._note(real)
+        dotted = model_ref_for(self.workspace, file, "_")
+        if dotted is not None and not is_path_ref(dotted):
+            # A module of a package (pkg/__init__.py beside it, all the way up): imported by
+            # its dotted name, so its relative imports work and every import shares it.
+            return self._import_module(dotted.rpartition(":")[0])
+        stem = path_ref_stem(ref)
+        loaded = sys.modules.get(stem)
+        if loaded is not None:
+            loaded_file = getattr(loaded, "__file__", None)
+            if isinstance(loaded_file, str) and os.path.realpath(loaded_file) == real:
+                return loaded
+            where = f"from {loaded_file}" if isinstance(loaded_file, str) else "(built in)"
+            raise CaptureError(
+                "import",
+                f"cannot load {path!r} as module {stem!r}: a module of that name is already imported {where}; "
+                "rename the file",
+                {"file": path, "module": stem},
+            )
+        self.ensure_workspace_on_path()
+        folder = os.path.dirname(real)
+        if folder not in sys.path:
+            sys.path.insert(sys.path.index(str(self.workspace)) + 1 if str(self.workspace) in sys.path else 0, folder)
+            importlib.invalidate_caches()
+        loader = _HashingLoader(stem, real, self.files)
+        spec = importlib.util.spec_from_file_location(stem, real, loader=loader)
+        if spec is None:  # pragma: no cover - a .py file always has a spec
+            raise CaptureError("import", f"cannot load {path!r}", {"file": path})
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[stem] = module
+        try:
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except BaseException as exc:
+            if sys.modules.get(stem) is module:
+                del sys.modules[stem]
+            if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
+                raise
+            raise CaptureError(
+                "import", f"loading {path!r} failed: {type(exc).__name__}: {exc}", {"file": path, "module": stem}
+            ) from exc
+        return module
 
     def call_factory(self, ref: str) -> Any:
         """Import ``ref`` and call it with no arguments; its file becomes a source.
@@ -261,6 +322,22 @@ class CaptureContext:
             maximum = getattr(self.limits, name)
             if reached > maximum:
                 raise LimitExceeded(name, maximum, reached)
+
+
+def _walk(module: Any, module_name: str, qualname: str) -> Any:
+    obj: Any = module
+    walked = []
+    for part in qualname.split("."):
+        walked.append(part)
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as exc:
+            raise CaptureError(
+                "import",
+                f"{module_name!r} has no attribute {'.'.join(walked)!r}",
+                {"module": module_name, "qualname": qualname},
+            ) from exc
+    return obj
 
 
 def normalize_inputs(result: Any, ref: str = "inputs factory") -> tuple[tuple, dict]:

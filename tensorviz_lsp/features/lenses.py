@@ -12,7 +12,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..backends import Candidate, Span, module_name
+from ..backends import Candidate, Span
 from ..feature import Feature
 from .candidates import Candidates
 from .recipes import Recipes
@@ -31,10 +31,12 @@ def profile_of(server: Any, uri: str, cand: Candidate) -> str | None:
     """The saved profile that opens ``cand`` (the first whose ``model`` names it), or None."""
     root = server.root_for(uri)
     path = server.path_of(uri)
-    module = module_name(root, path) if root is not None and path is not None else None
-    if module is None:
+    if root is None or path is None:
         return None
-    return server.get_feature(Recipes).profile_for_model(root, f"{module}:{cand.qualname}")
+    recipes = server.get_feature(Recipes)
+    # dotted where that import works, else the path form (scripts/06_scan.py:Net)
+    model = recipes.model_ref(root, path, cand.qualname)
+    return recipes.profile_for_model(root, model) if model else None
 
 
 class Lenses(Feature):

@@ -453,8 +453,9 @@ class OpenGraph(Feature):
         model = recipes.model_ref(root, path, cand.qualname) if path else None
         if model is None:
             self.server.show_message(
-                f"TensorViz: {path} is not importable from the workspace root {root}; "
-                "open the folder that contains its package.",
+                f"TensorViz: {path} cannot be named from the workspace root {root}: it is outside it, or its "
+                "file name holds a '.' before .py (no module can have that name); open the folder that "
+                "contains it, or rename the file.",
                 types.MessageType.Error,
             )
             return {"ok": False, "reason": "not-importable"}
@@ -585,10 +586,7 @@ def _environment_hint(details: Any, current: dict[str, str]) -> str:
 
 def _model_file(root: Path, module: str) -> Path | None:
     """The file of a recipe's ``model`` module: dotted (``pkg.mod``) or a path form
-    (``dir/06_file.py``)."""
-    if module.endswith(".py") or "/" in module:
-        p = root / module
-        return p if p.is_file() else None
+    (``dir/06_file.py``, inside the workspace once links are followed)."""
     return module_file(root, module)
 
 

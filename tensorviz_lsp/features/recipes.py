@@ -22,7 +22,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..backends import RECIPES_PATH, RecipeIssue, module_file, module_name, profiles_in, recipes_root
+from capture.recipe import is_path_ref, model_ref_for, path_ref_file, split_ref
+
+from ..backends import RECIPES_PATH, RecipeIssue, module_file, profiles_in, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
 
@@ -52,8 +54,9 @@ class Recipes(Feature):
         return self._profiles[key]
 
     def model_ref(self, root: Path, path: Path, qualname: str) -> str | None:
-        module = module_name(root, path)
-        return f"{module}:{qualname}" if module else None
+        """The ``model`` a new profile of ``qualname`` in ``path`` saves: dotted where
+        that import works, else the path form (``capture.recipe.model_ref_for``)."""
+        return model_ref_for(root, path, qualname)
 
     def profile_for(self, root: Path, path: Path, qualname: str) -> str | None:
         """The first saved profile whose ``model`` is this symbol."""
@@ -61,10 +64,19 @@ class Recipes(Feature):
         return self.profile_for_model(root, model) if model else None
 
     def profile_for_model(self, root: Path, model: str) -> str | None:
-        return self._model_index(root).get(model)
+        """The first saved profile whose ``model`` names the same object as ``model``:
+        the same text, or the same file and qualname in the other form (a profile
+        saved as ``scripts.model:Net`` still opens ``scripts/model.py:Net``)."""
+        index = self._model_index(root)
+        found = index.get(model)
+        if found is None:
+            canonical = _canonical(root, model)
+            found = index.get(canonical) if canonical is not None else None
+        return found
 
     def _model_index(self, root: Path) -> dict[str, str]:
-        """``{model reference: first profile naming it}``: what lens titles show."""
+        """``{model reference (as saved, and canonical): first profile naming it}``:
+        what lens titles show."""
         key = str(root)
         index = self._by_model.get(key)
         if index is None:
@@ -73,6 +85,9 @@ class Recipes(Feature):
                 ref = recipe.get("model")
                 if isinstance(ref, str):
                     index.setdefault(ref, name)
+                    canonical = _canonical(root, ref)
+                    if canonical is not None:
+                        index.setdefault(canonical, name)
             self._by_model[key] = index
         return index
 
@@ -120,6 +135,12 @@ class Recipes(Feature):
                 continue
             module, qualname = ref.split(":")
             path = _model_file(root, module)
+            if path is None and is_path_ref(ref):
+                # A file named by path is always a workspace file: say why it cannot be used.
+                problem = path_ref_file(root, module)[1] or f"no file {module!r} in the workspace"
+                out.append(RecipeIssue(f"profiles.{name}.model: {problem}", line=_key_line(text, name, "model"),
+                                       profile=name, path=f"profiles.{name}.model"))
+                continue
             source = self.server.read_text(path) if path is not None else None
             if source is None:
                 continue  # not a workspace file (an installed package): nothing to read
@@ -220,10 +241,21 @@ def _merge(first: list[RecipeIssue], more: list[RecipeIssue]) -> list[RecipeIssu
 
 
 def _model_file(root: Path, module: str) -> Path | None:
-    if "/" in module or module.endswith(".py"):
-        path = root / module
-        return path if path.is_file() else None
+    """The workspace file of a ref's module, dotted or a path form (inside the workspace)."""
     return module_file(root, module)
+
+
+def _canonical(root: Path, ref: str) -> str | None:
+    """``FILE:qualname`` with the resolved file a ref's module names, None when the
+    workspace has no such file."""
+    module, qualname = split_ref(ref)
+    if not module or not qualname:
+        return None
+    try:
+        path = module_file(root, module)
+        return f"{path.resolve()}:{qualname}" if path is not None else None
+    except (OSError, ValueError):
+        return None
 
 
 def _defines(source: str, qualname: str) -> bool:

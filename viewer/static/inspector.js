@@ -245,6 +245,19 @@ export class Inspector {
       if (weights.note) box.append(el("p", { class: "note", "data-note": "state_note" }, weights.note));
       this.body.append(box);
     }
+    // The RNG streams the program draws from, and where each key came from
+    // (meta.rng_streams: bound by the factory, derived from the seed, given as input…).
+    const streams = Array.isArray(c.meta && c.meta.rng_streams) ? c.meta.rng_streams : [];
+    if (streams.length) {
+      this.section("Random streams");
+      const list = el("dl", { class: "facts", "data-section": "rng-streams" });
+      for (const s of streams) {
+        const note = String(s.note || s.origin || "");
+        const where = s.where && !note.includes(s.where) ? ` (${s.where})` : "";
+        list.append(el("dt", { "data-origin": String(s.origin || "") }, String(s.name)), el("dd", {}, note + where));
+      }
+      this.body.append(list);
+    }
   }
 
   // ---------------------------------------------------------------- group / chunk / value
