@@ -64,6 +64,8 @@ class GroupChange:
     changes: dict[str, Any] = field(default_factory=dict)
     nodes: dict[str, int] = field(default_factory=dict)  # changed: direct nodes added/removed/changed
     groups: dict[str, int] = field(default_factory=dict)  # changed: child groups added/removed
+    # removed: the id in B of the group that lost it (-1: the top level), where to show it.
+    holder: int | None = None
 
 
 @dataclass(slots=True)
@@ -413,7 +415,8 @@ def diff(a: Capture, b: Capture, *, label_a: str = "A", label_b: str = "B") -> C
             if path in sb.by_path:
                 continue  # moved under another parent: matched where B has it
             ga = a.groups[c]
-            groups.append(GroupChange(path, "removed", ga.kind, ga.name, _cls(ga), c, None, sa.subtree(c)))
+            groups.append(GroupChange(path, "removed", ga.kind, ga.name, _cls(ga), c, None, sa.subtree(c),
+                                      holder=g_b))
             removed_here += 1
         own: dict[str, Any] = {}
         if g_b >= 0:

@@ -9,7 +9,7 @@ import sys
 from . import __version__
 
 # Each names a module of tensorviz_lsp.commands with a ``register(subparsers)``.
-COMMANDS = ("inspect", "lsp", "view", "capture", "open", "demo", "discover")
+COMMANDS = ("inspect", "lsp", "view", "capture", "open", "demo", "discover", "diff")
 
 
 def build_parser() -> argparse.ArgumentParser:

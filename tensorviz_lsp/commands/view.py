@@ -56,15 +56,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def serve(command: str, capture: Capture, title: str, workspace: Path | None, args: argparse.Namespace,
-          *, trusted_sources: bool = False) -> int:
+          *, trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None) -> int:
     """Serve ``capture``, print the URL, open a browser unless ``--no-browser``, and block
     until Ctrl-C, SIGTERM or ``--timeout``. Returns the exit status. ``trusted_sources``:
-    this process's own worker produced ``capture`` (see ``ViewerServer.add_capture``)."""
+    this process's own worker produced ``capture`` (see ``ViewerServer.add_capture``).
+    ``baseline=(capture, label)``: the page offers a diff against it (diff mode)."""
     if not 0 <= args.port <= 65535:
         print(f"tensorviz {command}: --port must be between 0 and 65535", file=sys.stderr)
         return 2
     server = ViewerServer(workspace=workspace, port=args.port)
-    server.add_capture(capture, title, trusted_sources=trusted_sources)
+    server.add_capture(capture, title, trusted_sources=trusted_sources, baseline=baseline)
     try:
         url = server.start()
     except OSError as exc:
