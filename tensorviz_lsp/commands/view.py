@@ -65,9 +65,11 @@ def serve(command: str, capture: Capture, title: str, workspace: Path | None, ar
         print(f"tensorviz {command}: --port must be between 0 and 65535", file=sys.stderr)
         return 2
     server = ViewerServer(workspace=workspace, port=args.port)
-    server.add_capture(capture, title, trusted_sources=trusted_sources, baseline=baseline)
+    cid = server.add_capture(capture, title, trusted_sources=trusted_sources, baseline=baseline)
     try:
         url = server.start()
+        if baseline is not None and command == "diff":
+            url = server.url_for(cid) + "&diff=previous"  # the page opens in diff mode
     except OSError as exc:
         print(f"tensorviz {command}: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1
