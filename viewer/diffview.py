@@ -189,7 +189,7 @@ def _group_detail(g) -> str:
             bits.append(f"{s['parameters']} parameter tensors")
         return f"{g.status}: " + ", ".join(bits)
     bits = [f"{k} {v['a']} → {v['b']}" for k, v in g.changes.items()]
-    bits += [f"{c} {s}" for s, c in g.nodes.items() if c]
+    bits += [f"{c} node{'' if c == 1 else 's'} {s}" for s, c in g.nodes.items() if c]
     return "changed: " + (", ".join(bits) if bits else "its nodes")
 
 
