@@ -27,6 +27,7 @@ Stdlib only (the worker's side of the package boundary): callers read the two fi
 from __future__ import annotations
 
 import difflib
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -202,6 +203,7 @@ class _Side:
         self._index_groups()
         self._index_nodes()
         self.weights = _weight_names(capture, self.n_values)
+        self._signatures: list[tuple] | None = None
 
     # -- groups
 
@@ -279,16 +281,38 @@ class _Side:
                 out[name] = (self.dtypes[r], self.shapes[r])
         return out
 
-    def signature(self, i: int) -> tuple:
-        """Everything compared about a node, in one hashable-enough tuple for a fast
-        equality test (details are only worked out for pairs that differ)."""
-        a, b = self.in_off[i], self.in_off[i + 1]
-        refs = self.in_ref[a:b]
-        lits = [self._lit[-1 - r] for r in refs if r < 0] if refs and min(refs) < 0 else None
-        names = self.weights
-        ws = [(names[r], self.dtypes[r], self.shapes[r]) for r in refs if r in names] if names else None
-        outs = [(self.dtypes[v], self.shapes[v]) for v in self.out_ids[self.out_off[i]:self.out_off[i + 1]]]
-        return (self.op[i], outs, self._params.get(i), lits, ws)
+    def signatures(self) -> list[tuple]:
+        """Per node, everything compared about it (op, outputs' dtypes and shapes, params,
+        literal operands, parameter tensors consumed) as one tuple, so that a matched pair
+        is one equality test; details are only worked out for pairs that differ. Built
+        once, in one loop (a 50,000-node capture: tens of milliseconds)."""
+        if self._signatures is not None:
+            return self._signatures
+        n = len(self.op)
+        in_off, in_ref, out_off, out_ids = self.in_off, self.in_ref, self.out_off, self.out_ids
+        lit, names, dtypes, shapes = self._lit, self.weights, self.dtypes, self.shapes
+        # Column at a time: the sparse parts (params, literals, weights) are placed by owner.
+        params: list = [None] * n
+        for i, p in self._params.items():
+            params[i] = p
+        lits: list = [None] * n
+        ws: list = [None] * n
+        for pos, r in enumerate(in_ref):
+            if r < 0 or (names and r in names):
+                i = bisect_right(in_off, pos) - 1
+                while in_off[i + 1] == in_off[i]:  # nodes without operands share an offset
+                    i += 1
+                column, item = (lits, lit[-1 - r]) if r < 0 else (ws, (names[r], dtypes[r], shapes[r]))
+                if column[i] is None:
+                    column[i] = []
+                column[i].append(item)
+        if out_off[-1] == n and out_off == list(range(n + 1)):
+            outs: list = [(dtypes[v], shapes[v]) for v in out_ids]  # one output each: the common case
+        else:
+            outs = [[(dtypes[v], shapes[v]) for v in out_ids[out_off[i]:out_off[i + 1]]] for i in range(n)]
+        out = list(zip(self.op, outs, params, lits, ws))
+        self._signatures = out
+        return out
 
     def subtree(self, g: int) -> dict[str, int]:
         """Groups, nodes and parameter tensors under ``g`` (itself included)."""
@@ -459,38 +483,100 @@ def _diff_nodes(sa: _Side, sb: _Side, g_a: int, g_b: int) -> list[NodeChange]:
         return out
     ops_a = [sa.op[i] for i in na]
     ops_b = [sb.op[i] for i in nb]
+    pairs, removed, added = align(ops_a, ops_b)
+    for k in removed:
+        out.append(NodeChange(path, "removed", sa.op[na[k]], k, None, na[k], None))
+    for k in added:
+        out.append(NodeChange(path, "added", sb.op[nb[k]], None, k, None, nb[k]))
+    sig_a, sig_b = sa.signatures(), sb.signatures()
+    for ka, kb in pairs:
+        ia, ib = na[ka], nb[kb]
+        if sig_a[ia] == sig_b[ib]:
+            continue
+        out.append(NodeChange(path, "changed", sb.op[ib], ka, kb, ia, ib, _node_changes(sa, sb, ia, ib)))
+    out.sort(key=lambda n: n.index_b if n.index_b is not None else n.index_a)
+    return out
+
+
+# Above this many cells (len(a) * len(b) of the part that differs), difflib's alignment
+# is replaced by a bounded look-ahead walk (linear time): a flat group of 50,000 ops.
+_MATCHER_CELLS = 4_000_000
+_LOOKAHEAD = 64
+_RUN = 3  # ops that must match in a row to resynchronise the walk
+
+
+def align(a: list[str], b: list[str]) -> tuple[list[tuple[int, int]], list[int], list[int]]:
+    """Pair the positions of two op sequences: ``(pairs, removed from a, added in b)``.
+
+    The common prefix and suffix pair first. A middle of the same length that mostly
+    agrees position by position (ops replaced, nothing inserted: a changed hidden size, an
+    activation swapped) pairs position by position: on repetitive programs an alignment
+    would slide a period over and report runs of additions and removals. Otherwise the
+    middle is aligned with :class:`difflib.SequenceMatcher` (a ``replace`` pairs its
+    first positions as changed ops), or, when it is very large, with a look-ahead walk."""
     pairs: list[tuple[int, int]] = []
-    # The common prefix and suffix first: cheap, and an edit is usually local.
-    lo, hi_a, hi_b = 0, len(ops_a), len(ops_b)
-    while lo < hi_a and lo < hi_b and ops_a[lo] == ops_b[lo]:
+    removed: list[int] = []
+    added: list[int] = []
+    lo, hi_a, hi_b = 0, len(a), len(b)
+    while lo < hi_a and lo < hi_b and a[lo] == b[lo]:
         lo += 1
-    while hi_a > lo and hi_b > lo and ops_a[hi_a - 1] == ops_b[hi_b - 1]:
+    while hi_a > lo and hi_b > lo and a[hi_a - 1] == b[hi_b - 1]:
         hi_a -= 1
         hi_b -= 1
     pairs.extend((k, k) for k in range(lo))
-    if lo < hi_a or lo < hi_b:
-        matcher = difflib.SequenceMatcher(None, ops_a[lo:hi_a], ops_b[lo:hi_b], autojunk=False)
+    n_a, n_b = hi_a - lo, hi_b - lo
+    if n_a == n_b and sum(x != y for x, y in zip(a[lo:hi_a], b[lo:hi_b])) <= max(1, n_a // 4):
+        pairs.extend((lo + k, lo + k) for k in range(n_a))
+    elif n_a and n_b and n_a * n_b <= _MATCHER_CELLS:
+        matcher = difflib.SequenceMatcher(None, a[lo:hi_a], b[lo:hi_b], autojunk=False)
         for tag, a0, a1, b0, b1 in matcher.get_opcodes():
             a0, a1, b0, b1 = a0 + lo, a1 + lo, b0 + lo, b1 + lo
-            if tag == "equal":
-                pairs.extend(zip(range(a0, a1), range(b0, b1)))
-                continue
-            common = min(a1 - a0, b1 - b0) if tag == "replace" else 0
-            for k in range(common):  # a different op in the same place: changed
-                pairs.append((a0 + k, b0 + k))
-            for k in range(a0 + common, a1):
-                out.append(NodeChange(path, "removed", sa.op[na[k]], k, None, na[k], None))
-            for k in range(b0 + common, b1):
-                out.append(NodeChange(path, "added", sb.op[nb[k]], None, k, None, nb[k]))
-    shift = len(ops_a) - hi_a
-    pairs.extend((hi_a + k, hi_b + k) for k in range(shift))
-    for ka, kb in pairs:
-        ia, ib = na[ka], nb[kb]
-        if sa.signature(ia) == sb.signature(ib):
+            common = (a1 - a0) if tag == "equal" else min(a1 - a0, b1 - b0) if tag == "replace" else 0
+            pairs.extend((a0 + k, b0 + k) for k in range(common))
+            removed.extend(range(a0 + common, a1))
+            added.extend(range(b0 + common, b1))
+    else:
+        _walk(a, b, lo, hi_a, hi_b, pairs, removed, added)
+    pairs.extend((hi_a + k, hi_b + k) for k in range(len(a) - hi_a))
+    return pairs, removed, added
+
+
+def _walk(a, b, i, end_a, end_b, pairs, removed, added) -> None:
+    """Linear-time alignment: pair equal ops; at a difference, skip the fewest ops on one
+    side that brings ``_RUN`` equal ops back in step (within ``_LOOKAHEAD``), else pair
+    the two as one changed op."""
+    j = i
+
+    def in_step(x: int, y: int) -> bool:
+        n = min(_RUN, end_a - x, end_b - y)
+        return n > 0 and all(a[x + t] == b[y + t] for t in range(n))
+
+    while i < end_a and j < end_b:
+        if a[i] == b[j]:
+            pairs.append((i, j))
+            i += 1
+            j += 1
             continue
-        out.append(NodeChange(path, "changed", sb.op[ib], ka, kb, ia, ib, _node_changes(sa, sb, ia, ib)))
-    out.sort(key=lambda n: (n.index_b if n.index_b is not None else n.index_a + 0.5 if n.index_a is not None else 0))
-    return out
+        skip = None
+        for d in range(1, _LOOKAHEAD + 1):
+            if j + d <= end_b and in_step(i, j + d):
+                skip = ("b", d)
+                break
+            if i + d <= end_a and in_step(i + d, j):
+                skip = ("a", d)
+                break
+        if skip is None:
+            pairs.append((i, j))
+            i += 1
+            j += 1
+        elif skip[0] == "b":
+            added.extend(range(j, j + skip[1]))
+            j += skip[1]
+        else:
+            removed.extend(range(i, i + skip[1]))
+            i += skip[1]
+    removed.extend(range(i, end_a))
+    added.extend(range(j, end_b))
 
 
 def _node_changes(sa: _Side, sb: _Side, ia: int, ib: int) -> dict[str, Any]:

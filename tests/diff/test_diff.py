@@ -221,3 +221,31 @@ def test_the_diff_module_imports_nothing_but_the_standard_library_and_capture():
             "('torch', 'jax', 'viewer', 'tensorviz_lsp', 'pygls', 'libcst', 'numpy')]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
+# --------------------------------------------------------------------------- alignment
+
+
+def test_a_repetitive_program_with_replaced_ops_pairs_in_place():
+    from capture.diff import align
+
+    a = ["dot", "add", "max", "mul"] * 300
+    b = list(a)
+    for k in range(7, len(b), 97):
+        b[k] = "while"
+    pairs, removed, added = align(a, b)
+    # Sliding the period over would report runs of additions and removals instead.
+    assert removed == [] and added == [] and pairs == [(k, k) for k in range(len(a))]
+
+
+@pytest.mark.parametrize("cells", [None, 1], ids=["sequence-matcher", "look-ahead-walk"])
+def test_an_insertion_and_a_deletion_in_a_long_flat_group(monkeypatch, cells):
+    import capture.diff as cd
+
+    if cells is not None:
+        monkeypatch.setattr(cd, "_MATCHER_CELLS", cells)  # the linear walk, as for 50,000 ops
+    a = [f"op{k % 13}" for k in range(3000)]
+    b = a[:1000] + ["relu"] + a[1000:2000] + a[2003:]
+    pairs, removed, added = cd.align(a, b)
+    assert added == [1000] and removed == [2000, 2001, 2002]
+    assert all(a[i] == b[j] for i, j in pairs) and len(pairs) == 2997
