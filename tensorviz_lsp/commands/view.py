@@ -18,7 +18,6 @@ from pathlib import Path
 
 from capture import graphfile
 from capture.model import Capture
-from viewer.server import ViewerServer
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -64,6 +63,8 @@ def serve(command: str, capture: Capture, title: str, workspace: Path | None, ar
     if not 0 <= args.port <= 65535:
         print(f"tensorviz {command}: --port must be between 0 and 65535", file=sys.stderr)
         return 2
+    from viewer.server import ViewerServer  # not at import: `tensorviz diff` without --view never serves
+
     server = ViewerServer(workspace=workspace, port=args.port)
     cid = server.add_capture(capture, title, trusted_sources=trusted_sources, baseline=baseline)
     try:
