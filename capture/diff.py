@@ -750,13 +750,13 @@ def _node_lines(changes: list[NodeChange], limit: int) -> list[str]:
         elif n.status == "removed":
             out.append(f"    - {n.op} {where}")
         else:
-            out.append(f"    ~ {n.op} {where}: {_change_text(n.changes)}")
+            out.append(f"    ~ {n.op} {where}: {change_text(n.changes)}")
     if len(changes) > limit:
         out.append(f"    … {len(changes) - limit} more (--json lists every one)")
     return out
 
 
-def _change_text(ch: dict) -> str:
+def change_text(ch: dict) -> str:
     bits = []
     if "op" in ch:
         bits.append(f"op {ch['op']['a']} → {ch['op']['b']}")
@@ -796,4 +796,4 @@ def _show_path(path: str | None, name: str) -> str:
     return path if path else f"(root {name})"
 
 
-__all__ = ["CaptureDiff", "DiffError", "GroupChange", "NodeChange", "diff", "summary", "to_json"]
+__all__ = ["CaptureDiff", "DiffError", "GroupChange", "NodeChange", "align", "change_text", "diff", "summary", "to_json"]

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from capture.diff import CaptureDiff, DiffError, diff, summary, to_json
-from capture.diff import _change_text as change_text  # one wording for the CLI and the page
+from capture.diff import change_text  # one wording for the CLI and the page
 from capture.model import Capture
 
 from .projection import Projection

@@ -289,7 +289,8 @@ class OpenGraph(Feature):
         history = CaptureHistory(root, self._history_limits(root))
         baseline = await self.server.run_blocking(_history_call, history.baseline, profile)
         capture_id = await self.server.run_blocking(
-            functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True, baseline=baseline)
+            functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True,
+                              **({"baseline": baseline} if baseline is not None else {}))
         )
         saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
         await self.server.run_blocking(_history_call, history.record, profile, capture)
