@@ -153,6 +153,14 @@ async function go(i) {
     m.unfolded.add(sk);
     await jump({ key: c.key, item_path: c.item_path, type: c.type });
   }
+  // Something removed is shown on the group that lost it: fit that whole group, so that
+  // its "removed here" outline is on screen even when the group is larger than the view.
+  const it = renderer.scene && renderer.scene.byKey.get(c.key);
+  if (c.status === "removed" && it && it.expanded) {
+    const pad = 40;
+    const fit = Math.min((renderer.width - renderer.insetRight - 360) / (it.w + pad), renderer.height / (it.h + pad));
+    if (fit < renderer.cam.s) renderer.centerOn(it, Math.max(fit, 0.02));
+  }
 }
 
 // ------------------------------------------------------------------ panel
@@ -172,7 +180,8 @@ function renderPanel() {
   d.changes.forEach((c, i) => {
     const li = el(
       "li",
-      { class: `diff-item ${c.status}`, role: "option", "data-index": String(i), "aria-selected": "false", title: c.path || "" },
+      { class: `diff-item ${c.status}`, role: "option", "data-index": String(i), "aria-selected": "false",
+        title: [c.path, c.detail].filter(Boolean).join("\n") },
       el("span", { class: `diff-badge ${c.status}` }, MARK[c.status] || "~"),
       el("span", { class: "diff-title" }, c.title),
       el("span", { class: "diff-detail" }, [c.type === "node" && c.path ? c.path : null, c.detail].filter(Boolean).join(" · ")),
