@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from capture import graphfile
 from capture.diff import DiffError, diff, summary, to_json
@@ -249,3 +250,30 @@ def test_an_insertion_and_a_deletion_in_a_long_flat_group(monkeypatch, cells):
     pairs, removed, added = cd.align(a, b)
     assert added == [1000] and removed == [2000, 2001, 2002]
     assert all(a[i] == b[j] for i, j in pairs) and len(pairs) == 2997
+
+
+def _check_alignment(a, b, pairs, removed, added):
+    ia = [i for i, _ in pairs]
+    ib = [j for _, j in pairs]
+    assert ia == sorted(set(ia)) and ib == sorted(set(ib))  # in order, each position once
+    assert sorted(ia + removed) == list(range(len(a)))
+    assert sorted(ib + added) == list(range(len(b)))
+
+
+_OPS = st.lists(st.sampled_from(["add", "mul", "dot", "tanh", "exp"]), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_OPS, _OPS, st.booleans())
+def test_alignment_pairs_every_position_once_in_order(a, b, walk):
+    import capture.diff as cd
+
+    old = cd._MATCHER_CELLS
+    cd._MATCHER_CELLS = 0 if walk else old
+    try:
+        pairs, removed, added = cd.align(a, b)
+    finally:
+        cd._MATCHER_CELLS = old
+    _check_alignment(a, b, pairs, removed, added)
+    if a == b:
+        assert removed == [] and added == [] and pairs == [(k, k) for k in range(len(a))]
