@@ -277,3 +277,16 @@ def test_alignment_pairs_every_position_once_in_order(a, b, walk):
     _check_alignment(a, b, pairs, removed, added)
     if a == b:
         assert removed == [] and added == [] and pairs == [(k, k) for k in range(len(a))]
+
+
+@pytest.mark.parametrize("name", ["gpt2_2_layers", "gpt2_3_layers", "gpt2_wider", "mlp", "mlp_edited",
+                                  "flax_mlp_16", "flax_mlp_32"])
+def test_the_fixture_captures_match_their_model_files(name):
+    import hashlib
+
+    capture = _read(name)
+    assert capture.failure is None and capture.recipe["name"] == name
+    for src in capture.sources:
+        digest = hashlib.sha256((CAPTURES.parent / src.path).read_bytes()).hexdigest()
+        assert digest == src.sha256, f"{src.path} changed since captures/{name}.tvg was made: " \
+                                     "run python tests/diff/models/make_captures.py"
