@@ -117,3 +117,31 @@ def test_diff_is_a_listed_command(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "diff" in capsys.readouterr().out
+
+
+def test_capture_keeps_history_that_diff_profile_reads(tmp_path):
+    import fake_framework
+    from capture.frameworks import TEST_PLUGINS_ENV
+
+    env = {**os.environ, TEST_PLUGINS_ENV: fake_framework.PLUGIN, "PYTHONPATH": str(ROOT)}
+
+    def cli(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "tensorviz_lsp", *argv], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=180)
+
+    (tmp_path / "model.py").write_text("def net(x):\n    return (x * 2.0).relu()\n")
+    for _ in range(2):
+        done = cli("capture", "model.py:net", "--framework", "fake", "--input", "x=float32[2,3]", "--profile", "net")
+        assert done.returncode == 0, done.stderr
+    kept = sorted((tmp_path / ".tensorviz" / "captures" / "history" / "net").glob("*.tvg"))
+    assert len(kept) == 2
+    same = cli("diff", "--profile", "net")
+    assert same.returncode == 0 and "no differences" in same.stdout, same.stderr
+    # The model changes: one op more.
+    (tmp_path / "model.py").write_text("def net(x):\n    return (-(x * 2.0)).relu()\n")
+    done = cli("capture", "model.py:net", "--framework", "fake", "--input", "x=float32[2,3]", "--profile", "net")
+    assert done.returncode == 0, done.stderr
+    changed = cli("diff", "--profile", "net", "--json")
+    assert changed.returncode == 1, changed.stderr
+    d = json.loads(changed.stdout)
+    assert [(n["status"], n["op"]) for n in d["nodes"]] == [("added", "neg")]
