@@ -211,6 +211,7 @@ function renderPanel() {
       total > d.changes.length ? el("span", {}, `showing ${d.changes.length} of ${total}`) : null,
     ),
     list,
+    el("div", { class: "diff-current", id: "diff-current", hidden: true }),
     el("div", { class: "diff-legend" },
       el("span", { class: "diff-badge added" }, "+"), " added ",
       el("span", { class: "diff-badge changed" }, "~"), " changed ",
@@ -227,6 +228,15 @@ function paintActive() {
     li.setAttribute("aria-selected", String(on));
     if (on) li.scrollIntoView({ block: "nearest" });
   }
+  // The whole of the active change, one fact a line (the list row is cut to one line).
+  const box = diff.panel.querySelector("#diff-current");
+  const c = diff.data.changes[diff.index];
+  box.replaceChildren();
+  box.hidden = !c;
+  if (!c) return;
+  box.append(el("div", { class: "diff-current-title" }, `${diff.index + 1} of ${diff.data.changes.length}: ${c.title}`));
+  if (c.path && c.type === "node") box.append(el("div", { class: "diff-current-path" }, c.path));
+  for (const part of String(c.detail || "").split("; ")) box.append(el("div", {}, part));
 }
 
 // ------------------------------------------------------------------ drawing

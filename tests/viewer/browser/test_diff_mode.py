@@ -121,6 +121,10 @@ def test_stepping_through_changed_shapes_with_the_keyboard(browser, served, clos
     app.wait("(k) => window.tensorviz.selected === k", target["key"])
     assert app.js("() => window.tensorviz.diff.drawn()")[target["key"]] == "changed"
     assert _colour_near(app, target["key"], CHANGED) >= 4
+    # The active change in full, under the list.
+    current = app.page.locator("#diff-current").inner_text()
+    assert current.startswith(f"4 of {len(changes)}: {target['title']}")
+    assert target["detail"].split("; ")[0] in current
     app.page.keyboard.press("p")
     app.wait("() => window.tensorviz.diff.index === 2")
     _shot(app, "diff-wider-step")
