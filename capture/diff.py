@@ -27,6 +27,7 @@ Stdlib only (the worker's side of the package boundary): callers read the two fi
 from __future__ import annotations
 
 import difflib
+import json
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -493,7 +494,9 @@ def _diff_nodes(sa: _Side, sb: _Side, g_a: int, g_b: int) -> list[NodeChange]:
         ia, ib = na[ka], nb[kb]
         if sig_a[ia] == sig_b[ib]:
             continue
-        out.append(NodeChange(path, "changed", sb.op[ib], ka, kb, ia, ib, _node_changes(sa, sb, ia, ib)))
+        changes = _node_changes(sa, sb, ia, ib)
+        if changes:  # empty: the signatures differed only by NaN != NaN
+            out.append(NodeChange(path, "changed", sb.op[ib], ka, kb, ia, ib, changes))
     out.sort(key=lambda n: n.index_b if n.index_b is not None else n.index_a)
     return out
 
@@ -589,11 +592,11 @@ def _node_changes(sa: _Side, sb: _Side, ia: int, ib: int) -> dict[str, Any]:
     if [d for d, _ in oa] != [d for d, _ in ob]:
         ch["dtypes"] = {"a": [d for d, _ in oa], "b": [d for d, _ in ob]}
     pa, pb = sa.params(ia), sb.params(ib)
-    if pa != pb:
+    if pa != pb and _canon(pa) != _canon(pb):
         ch["params"] = {k: {"a": pa.get(k), "b": pb.get(k)} for k in sorted(set(pa) | set(pb), key=str)
-                        if pa.get(k) != pb.get(k) or (k in pa) != (k in pb)}
+                        if (k in pa) != (k in pb) or _canon(pa.get(k)) != _canon(pb.get(k))}
     la, lb = sa.literals(ia), sb.literals(ib)
-    if la != lb:
+    if la != lb and _canon(la) != _canon(lb):
         ch["literals"] = {"a": la, "b": lb}
     wa, wb = sa.node_weights(ia), sb.node_weights(ib)
     if wa != wb:
@@ -603,6 +606,12 @@ def _node_changes(sa: _Side, sb: _Side, ia: int, ib: int) -> dict[str, Any]:
             if wa.get(name) != wb.get(name)
         ]
     return ch
+
+
+def _canon(x: Any) -> str:
+    """Plain data as comparable text: NaN equals NaN here (a NaN literal or param is the
+    same in both captures), and map key order does not count."""
+    return json.dumps(x, sort_keys=True, default=repr)
 
 
 def _tensor(t: tuple | None) -> dict | None:

@@ -290,3 +290,17 @@ def test_the_fixture_captures_match_their_model_files(name):
         digest = hashlib.sha256((CAPTURES.parent / src.path).read_bytes()).hexdigest()
         assert digest == src.sha256, f"{src.path} changed since captures/{name}.tvg was made: " \
                                      "run python tests/diff/models/make_captures.py"
+
+
+def test_a_nan_literal_or_param_is_the_same_in_both():
+    def make():
+        c = _cap([Group(0, "jit", "main")], [("max", 0, [2, 3]), ("clamp", 0, [2, 3])])
+        c.nodes[0].inputs.append(Operand(1, None, float("nan")))
+        c.nodes[1].params = {"max": float("nan"), "min": 0.0}
+        return c
+
+    assert diff(make(), make()).same
+    other = make()
+    other.nodes[1].params = {"min": 0.0, "max": float("inf")}
+    (n,) = to_json(diff(make(), other))["nodes"]
+    assert list(n["changes"]) == ["params"] and list(n["changes"]["params"]) == ["max"]
