@@ -62,7 +62,15 @@ function exposeHooks() {
   };
 }
 
+// Call again when the page shows another capture in place (a recapture): the previous
+// capture's diff is dropped and the new capture's offer, if any, is shown.
 export function initDiff(deps) {
+  if (diff.panel) diff.panel.remove();
+  diff.panel = null;
+  diff.data = null;
+  diff.index = -1;
+  diff.error = null;
+  if (diff.deps) diff.deps.dropBanner("diff");
   diff.deps = deps;
   exposeHooks();
   deps.renderer.overlay = (ctx, r) => drawOverlay(ctx, r);
