@@ -116,7 +116,8 @@ class Viewer(Protocol):
     url: str
 
     def add_capture(
-        self, capture: Any, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False
+        self, capture: Any, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
+        baseline: tuple[Any, str] | None = None,
     ) -> int: ...
 
     def url_for(self, capture_id: int) -> str: ...

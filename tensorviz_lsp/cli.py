@@ -9,10 +9,12 @@ import sys
 from . import __version__
 
 # Each names a module of tensorviz_lsp.commands with a ``register(subparsers)``.
-COMMANDS = ("inspect", "lsp", "view", "capture", "open", "demo", "discover")
+COMMANDS = ("inspect", "lsp", "view", "capture", "open", "demo", "discover", "diff")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI, or (``only``) the top level and that one command: a command then
+    imports only what it needs (``tensorviz diff`` does not load discovery's libcst)."""
     parser = argparse.ArgumentParser(
         prog="tensorviz",
         description="Open PyTorch modules, JAX functions and Flax modules as graphs.",
@@ -20,13 +22,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tensorviz {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"tensorviz_lsp.commands.{name}").register(sub)
+        if only is None or name == only:
+            importlib.import_module(f"tensorviz_lsp.commands.{name}").register(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args_in = sys.argv[1:] if argv is None else argv
+    first = args_in[0] if args_in else None
+    parser = build_parser(first if first in COMMANDS else None)
+    args = parser.parse_args(args_in)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

@@ -43,6 +43,12 @@ def _nonneg_int(v: Any) -> int:
     return v
 
 
+def _pos_int(v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise TypeError("expected a positive integer")
+    return v
+
+
 def _opt_argv(v: Any) -> list[str] | None:
     if v is None:
         return None
@@ -97,6 +103,11 @@ class Settings:
     capture_env: dict[str, str] = field(
         default_factory=dict, metadata={"key": "captureEnv", "parse": _env_map}
     )
+    # ``tensorviz.historyCaptures`` / ``tensorviz.historyBytes``: how many captures of each
+    # profile ``.tensorviz/captures/history/`` keeps, and how many bytes at most (the newest
+    # two are always kept, so a diff against the previous capture has something to compare).
+    history_captures: int = field(default=10, metadata={"key": "historyCaptures", "parse": _pos_int})
+    history_bytes: int = field(default=256 << 20, metadata={"key": "historyBytes", "parse": _nonneg_int})
 
     @classmethod
     def from_config(cls, *layers: Any, where: str = "settings", warn: Callable[[str], None] | None = None) -> "Settings":

@@ -59,6 +59,7 @@ from capture.model import Capture, Frame, finite
 
 from capture.recipe import DTYPES, GENERATORS, PROFILE_NAME
 
+from .diffview import DiffStore, DiffUnavailable
 from .projection import SUBTREE_ITEMS, Projection, ProjectionError
 
 log = logging.getLogger("tensorviz.viewer")
@@ -172,6 +173,7 @@ class ViewerServer:
         self._next_id = 1
         self._recorded: set[Path] = set()
         self._subscribers: set[queue.Queue] = set()
+        self.diffs = DiffStore()  # diff mode: each capture's baseline (viewer/diffview.py)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         for item in captures:
@@ -230,7 +232,7 @@ class ViewerServer:
     # ------------------------------------------------------------------ captures
 
     def add_capture(self, capture: Capture, title: str | None = None, *, warm: bool = False,
-                    trusted_sources: bool = False) -> int:
+                    trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None) -> int:
         """Hold ``capture`` (newest becomes the default); returns its id and tells open
         pages: ``capture-ready {id, title}``, or ``capture-failed {id, message, stage}``.
 
@@ -245,7 +247,10 @@ class ViewerServer:
         The capture's projection index is built on the first request that needs it
         (about 1.2 s for 100,000 nodes). ``warm=True`` starts building it now on a
         background thread, so that a page about to open (the editor's browser, a test,
-        a benchmark) does not pay for it; see :meth:`warm`. Returns at once either way."""
+        a benchmark) does not pay for it; see :meth:`warm`. Returns at once either way.
+
+        ``baseline=(capture, label)``: the capture to offer a diff against (the previous
+        capture of the same profile), set before open pages hear of the new one."""
         recorded = self._recordable_sources(capture, trusted=trusted_sources)
         with self._lock:
             cid = self._next_id
@@ -253,6 +258,8 @@ class ViewerServer:
             title = title or (capture.recipe or {}).get("model") or f"capture {cid}"
             self._entries[cid] = _Entry(cid, str(title), capture)
             self._recorded.update(recorded)
+        if baseline is not None:
+            self.diffs.set_baseline(cid, *baseline)
         if warm:
             self.warm(cid, wait=False)
         if capture.failure is not None:
@@ -659,6 +666,7 @@ class _Handler(BaseHTTPRequestHandler):
         out = {"id": entry.id, "title": entry.title}
         out.update(entry.projection().summary())
         out["stale"] = None if entry.stale is None else {"files": entry.stale}
+        out["diff"] = self.viewer.diffs.offer(entry.id)
         self._json(200, out)
 
     def get_children(self, q: dict) -> None:
@@ -688,6 +696,20 @@ class _Handler(BaseHTTPRequestHandler):
         line = _int_param(q, "line", 1)
         context = min(max(_int_param(q, "context", 6), 0), MAX_SOURCE_CONTEXT)
         self._json(200, self.viewer.source_lines(q.get("file", ""), line, context))
+
+    def get_diff(self, q: dict) -> None:
+        entry = self.viewer._entry(q.get("capture"))
+
+        def resolve(ref: str) -> tuple[int, Capture, str]:
+            other = self.viewer._entry(ref)
+            return other.id, other.capture, other.title
+
+        try:
+            answer = self.viewer.diffs.answer(entry.id, entry.capture, entry.projection,
+                                              q.get("against", "previous"), resolve)
+        except DiffUnavailable as exc:
+            raise _ApiError(exc.status, str(exc)) from None
+        self._json(200, answer)
 
     def get_setup(self, q: dict) -> None:
         provider = self.viewer.setup_provider
@@ -813,6 +835,7 @@ _GETS: dict[str, Callable[[_Handler, dict], None]] = {
     "search": _Handler.get_search,
     "source": _Handler.get_source,
     "setup": _Handler.get_setup,
+    "diff": _Handler.get_diff,
     "events": _Handler.get_events,
 }
 _POSTS: dict[str, Callable[[_Handler, dict], None]] = {

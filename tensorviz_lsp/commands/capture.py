@@ -10,6 +10,8 @@ then captures it; without ``--framework`` the framework is the one discovery fin
 the symbol (a JAX function or Flax module saves ``framework = "jax"``). ``--env`` sets
 environment variables for the capture worker only (``JAX_ENABLE_X64=1`` for 64-bit JAX
 inputs); they are not saved. A failed capture is still written, as a failure capture.
+A successful one is also kept in the workspace's capture history
+(``.tensorviz/captures/history/NAME/``, the last 10: ``tensorviz diff --profile NAME``).
 Exit status: 0 captured, 1 a failure capture was written (why on stderr), 2 usage error.
 """
 
@@ -29,6 +31,7 @@ from capture.recipe import RecipeError
 from capture.runner import default_interpreter, run_capture
 from capture.worker.limits import Limits
 
+from ..history import CaptureHistory, HistoryError
 from ..recipes_store import RecipeStoreError, load_profile, recipes_path, save_profile
 from ..shorthand import ShorthandError, build_recipe, call_setup, default_profile_name, discovered_framework, parse_target
 
@@ -155,7 +158,22 @@ def run(args: argparse.Namespace) -> int:
     if capture.failure is not None:
         print(describe_failure(capture), file=sys.stderr, end="")
         return 1
+    keep_in_history(workspace, profile, capture, "capture")
     return 0
+
+
+def keep_in_history(workspace: Path, profile: str, capture: Capture, command: str):
+    """Keep a successful capture in the workspace's history (``tensorviz diff --profile``);
+    returns the baseline the viewer offers a diff against (the capture kept before), or
+    ``None``. A history that cannot be written is said on stderr; the capture stands."""
+    history = CaptureHistory(workspace)
+    try:
+        baseline = history.baseline(profile)
+        history.record(profile, capture)
+    except HistoryError as exc:
+        print(f"tensorviz {command}: not kept in the capture history: {exc}", file=sys.stderr)
+        return None
+    return baseline
 
 
 def run_worker(

@@ -27,6 +27,7 @@ from .capture import (
     add_setup_options,
     add_worker_options,
     describe_failure,
+    keep_in_history,
     parse_env,
     resolve_profile,
     run_worker,
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"tensorviz open: cannot save the setup: {exc}", file=sys.stderr)
         return 1
     capture = capture_profile("open", workspace, profile, args)
-    status = serve("open", capture, profile, workspace, args, trusted_sources=True)
+    baseline = keep_in_history(workspace, profile, capture, "open") if capture.failure is None else None
+    status = serve("open", capture, profile, workspace, args, trusted_sources=True, baseline=baseline)
     return 1 if capture.failure is not None and status == 0 else status
 
 

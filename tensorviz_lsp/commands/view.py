@@ -18,7 +18,6 @@ from pathlib import Path
 
 from capture import graphfile
 from capture.model import Capture
-from viewer.server import ViewerServer
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,17 +55,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def serve(command: str, capture: Capture, title: str, workspace: Path | None, args: argparse.Namespace,
-          *, trusted_sources: bool = False) -> int:
+          *, trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None) -> int:
     """Serve ``capture``, print the URL, open a browser unless ``--no-browser``, and block
     until Ctrl-C, SIGTERM or ``--timeout``. Returns the exit status. ``trusted_sources``:
-    this process's own worker produced ``capture`` (see ``ViewerServer.add_capture``)."""
+    this process's own worker produced ``capture`` (see ``ViewerServer.add_capture``).
+    ``baseline=(capture, label)``: the page offers a diff against it (diff mode)."""
     if not 0 <= args.port <= 65535:
         print(f"tensorviz {command}: --port must be between 0 and 65535", file=sys.stderr)
         return 2
+    from viewer.server import ViewerServer  # not at import: `tensorviz diff` without --view never serves
+
     server = ViewerServer(workspace=workspace, port=args.port)
-    server.add_capture(capture, title, trusted_sources=trusted_sources)
+    cid = server.add_capture(capture, title, trusted_sources=trusted_sources, baseline=baseline)
     try:
         url = server.start()
+        if baseline is not None and command == "diff":
+            url = server.url_for(cid) + "&diff=previous"  # the page opens in diff mode
     except OSError as exc:
         print(f"tensorviz {command}: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 1

@@ -36,6 +36,7 @@ from capture.recipe import module_file
 from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules
 from ..diagnostics import SOURCE
 from ..feature import Feature
+from ..history import CaptureHistory, HistoryError, HistoryLimits
 from ..import_closure import import_closure
 from ..userdirs import state_dir
 from .args import CaptureProfileArgs, OpenGraphArgs, ShowViewerArgs
@@ -283,10 +284,16 @@ class OpenGraph(Feature):
         # form or an older graph offers the new one.
         # warm: the index builds while the browser starts, not on its first request;
         # trusted_sources: this process's own worker recorded them (not a foreign file).
+        # The history's newest capture of this profile (before this one is kept): the page
+        # offers the diff against it (read on the first diff, not now).
+        history = CaptureHistory(root, self._history_limits(root))
+        baseline = await self.server.run_blocking(_history_call, history.baseline, profile)
         capture_id = await self.server.run_blocking(
-            functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True)
+            functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True,
+                              **({"baseline": baseline} if baseline is not None else {}))
         )
         saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
+        await self.server.run_blocking(_history_call, history.record, profile, capture)
         sources = {s.path for s in getattr(capture, "sources", [])}
         self.server.get_feature(Freshness).record(
             Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=capture_id)
@@ -300,6 +307,10 @@ class OpenGraph(Feature):
         if show:
             await viewer_host.show_url(url, f"Graph of {qualname}")
         return {"ok": True, "url": url, "capture": capture_id, "nodes": n, "file": str(saved) if saved else None}
+
+    def _history_limits(self, root: Path) -> HistoryLimits:
+        settings = self.server.settings_for(root)
+        return HistoryLimits(settings.history_captures, settings.history_bytes)
 
     def _save_graph_file(self, root: Path, profile: str, capture: Any) -> Path | None:
         """Keep the newest graph of each profile as a portable .tvg (outside the workspace)."""
@@ -595,6 +606,15 @@ def _rel(root: Path, p: Path) -> str:
         return p.resolve().relative_to(root.resolve()).as_posix()
     except ValueError:
         return str(p)
+
+
+def _history_call(fn: Any, *args: Any) -> Any:
+    """A capture-history step that must never fail the capture: logged, ``None`` instead."""
+    try:
+        return fn(*args)
+    except HistoryError as exc:
+        log.warning("capture history: %s", exc)
+        return None
 
 
 def _safe(name: str) -> str:

@@ -59,10 +59,13 @@ class FakeViewer:
             fh.write(json.dumps({"event": event, "data": data}) + "\n")
         log.info("fake viewer: %s %s", event, json.dumps(data))
 
-    def add_capture(self, capture, title=None, *, warm=False, trusted_sources=False) -> int:
+    def add_capture(self, capture, title=None, *, warm=False, trusted_sources=False, baseline=None) -> int:
         self.n += 1
-        self._write("add", {"id": self.n, "title": title, "nodes": len(capture.nodes), "warm": warm,
-                            "trusted_sources": trusted_sources})
+        data = {"id": self.n, "title": title, "nodes": len(capture.nodes), "warm": warm,
+                "trusted_sources": trusted_sources}
+        if baseline is not None:  # the diff offered: its label, and what reading it gives
+            data["baseline"] = {"label": baseline[1], "nodes": len(baseline[0]().nodes)}
+        self._write("add", data)
         return self.n
 
     def url_for(self, capture_id) -> str:

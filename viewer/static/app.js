@@ -11,6 +11,7 @@ import { exportPng, exportSvg } from "./export.js";
 import { FIRST_FIT, READABLE_SCALE, setVocabulary } from "./theme.js";
 import { describeState } from "./weights.js";
 import { el, clear, jsonView } from "./dom.js";
+import { initDiff } from "./diff.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -208,6 +209,8 @@ async function boot() {
   }
   state.renderer.home();
   setStatus("");
+  // Diff mode (diff.js): offered when the server holds a baseline, or asked by ?diff=.
+  initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump, setBanner, dropBanner });
   state.ready = true;
 }
 

@@ -51,6 +51,7 @@ export class Renderer {
     this.minimapCache = null;
     this.hatch = null;
     this.insetRight = 0; // CSS px of the canvas covered by a side panel
+    this.overlay = null; // (ctx, renderer) => draws over the items, under the selection (diff.js)
     this.resize();
   }
 
@@ -201,6 +202,7 @@ export class Renderer {
       this.view = { x0, y0, x1, y1 };
       this.stats = { items: 0, edges: 0 };
       this.drawContainer(this.scene.root, 0);
+      if (this.overlay) this.overlay(ctx, this);
       this.drawSelection();
       if (this.firstPaintAt === null && this.stats.items > 0) this.firstPaintAt = performance.now();
     }
