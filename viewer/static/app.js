@@ -550,7 +550,7 @@ function onKey(e) {
       if (r) r.panBy(0, -80);
       break;
     case "Enter":
-      if (state.selected && isContainerKey(state.selected)) toggle(state.selected);
+      if (state.selected && canOpen(state.selected)) toggle(state.selected);
       break;
     default:
       return;
@@ -624,7 +624,7 @@ function wireCanvas(canvas, minimap) {
     const [x, y] = local(e);
     const [wx, wy] = r.toWorld(x, y);
     const hit = state.model.hitTest(wx, wy);
-    if (hit && isContainerKey(hit.key)) toggle(hit.key);
+    if (hit && canOpen(hit.key)) toggle(hit.key);
   });
   canvas.addEventListener("wheel", (e) => {
     e.preventDefault();
@@ -654,10 +654,15 @@ function wireCanvas(canvas, minimap) {
   minimap.addEventListener("pointerup", () => (mmDrag = false));
 }
 
+// Groups, chunks, stacks, and control-flow boundary nodes with bodies open.
+function canOpen(key) {
+  return isContainerKey(key) || !!(state.model && state.model.bodyHolders.has(key));
+}
+
 async function toggle(key) {
   const m = state.model;
   const r = state.renderer;
-  if (!m || !isContainerKey(key) || key === ROOT) return;
+  if (!m || !canOpen(key) || key === ROOT) return;
   const before = m.scene && m.scene.byKey.get(key);
   const anchor = before ? r.toScreen(before.x, before.y) : null;
   m.toggle(key);

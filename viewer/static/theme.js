@@ -45,7 +45,7 @@ export const FIRST_FIT = 0.3;
 export const MIN_ZOOM = 0.2;
 export const MAX_ZOOM = 4;
 
-const KIND_VARS = ["jit", "scope", "module", "remat", "custom_jvp", "custom_vjp", "chunk", "cond", "other"];
+const KIND_VARS = ["jit", "scope", "module", "remat", "custom_jvp", "custom_vjp", "chunk", "cond", "body", "other"];
 
 export function readPalette() {
   const css = getComputedStyle(document.documentElement);

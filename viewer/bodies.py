@@ -1,0 +1,90 @@
+"""Unexecuted control-flow bodies in the projection (see capture/jaxpr_bodies.py).
+
+A ``body`` group holds the template of a ``scan``/``while``/``cond`` body under its
+opaque boundary node (``attrs.node``). The projection does not list it among the
+children of its parent group: it is not part of the executed program, its nodes do
+not count in its ancestors' op counts, and it is never opened by the first view. The
+boundary node's card carries ``bodies`` instead, and opening the node (container key
+``n<id>``, the node's own item key) shows its bodies side by side, each labelled as a
+template ("one iteration, as traced; not executed").
+
+Only the standard library is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BODY_KIND = "body"
+LOOP_TEMPLATE = "one iteration, as traced; not executed"
+BRANCH_TEMPLATE = "one branch, as traced; not executed"
+BODY_WORDING = ("not executed", "unexecuted body: a control-flow body as traced once (a template); "
+                "nothing says that it ran, nor how often")
+BODY_ROLE = ("body parameter: what a control-flow body receives in one traced iteration "
+             "(it stands for a boundary operand or carry; it was never computed)")
+
+
+def body_groups(groups: Any, n_nodes: int) -> dict[int, int]:
+    """Body group id -> its boundary node id, for well-formed body groups."""
+    out: dict[int, int] = {}
+    for g, grp in enumerate(groups):
+        if grp.kind != BODY_KIND or not isinstance(grp.attrs, dict):
+            continue
+        node = grp.attrs.get("node")
+        if type(node) is int and 0 <= node < n_nodes:
+            out[g] = node
+    return out
+
+
+def template_label(attrs: dict) -> str:
+    role = attrs.get("role")
+    return BRANCH_TEMPLATE if isinstance(role, str) and role.startswith("branch") else LOOP_TEMPLATE
+
+
+def body_summary(g: int, attrs: dict, name: str) -> dict:
+    """What a boundary node's card and a body card say about one body."""
+    d: dict[str, Any] = {"id": g, "key": f"g{g}", "name": name, "role": attrs.get("role"),
+                         "template": template_label(attrs), "executed": False}
+    if "iterations" in attrs:
+        d["iterations"] = attrs.get("iterations") if type(attrs.get("iterations")) is int else None
+    for k in ("selected", "closed", "trip_count"):
+        if isinstance(attrs.get(k), str):
+            d[k] = attrs[k]
+    return d
+
+
+def template_line(summary: dict) -> str:
+    """The line a body card shows first: ``template · 5 iterations · one iteration, as
+    traced; not executed``."""
+    bits = [summary["template"]]
+    it = summary.get("iterations", "absent")
+    if type(it) is int:
+        bits.insert(0, f"{it:,} iteration{'s' if it != 1 else ''} (static)")
+    elif it is None:
+        bits.insert(0, "trip count decided at run time")
+    if summary.get("selected"):
+        bits.append(str(summary["selected"]))
+    return " · ".join(bits)
+
+
+def parameter_names(groups: Any, bodies: dict[int, int], name_of: Any) -> dict[int, str]:
+    """A name for each body parameter value: what it stands for, and the outer value's
+    name when it has one (``xs 1 (one slice) ← params.layers.Dense_0.kernel``)."""
+    out: dict[int, str] = {}
+    for g in bodies:
+        params = groups[g].attrs.get("parameters")
+        if not isinstance(params, list):
+            continue
+        for p in params:
+            if not isinstance(p, dict) or type(p.get("value")) is not int:
+                continue
+            text = str(p.get("stands_for") or "body input")
+            outer = p.get("outer")
+            if type(outer) is int:
+                outer_name = name_of(outer)
+                if outer_name:
+                    text += f" ← {outer_name}"
+            elif "literal" in p:
+                text += f" ← {p['literal']!r}"
+            out[p["value"]] = text
+    return out
