@@ -1071,7 +1071,9 @@ class Projection:
                          "effects": cov.effects},
             "counts": {"nodes": self.n_nodes, "values": self.n_values, "groups": len(cap.groups),
                        "frames": len(cap.frames), "opaque": len(self.cols.opaque),
-                       "template_nodes": sum(self.node_count[b + 1] for b in self.body_node)},
+                       # nodes of unexecuted control-flow bodies, when there are any
+                       **({"template_nodes": sum(self.node_count[b + 1] for b in self.body_node)}
+                          if self.body_node else {})},
             "inputs": self._tree(cap.inputs), "outputs": self._tree(cap.outputs),
             "sources": [{"path": s.path, "sha256": s.sha256} for s in cap.sources],
             "recipe": cap.recipe, "failure": failure, "meta": cap.meta,

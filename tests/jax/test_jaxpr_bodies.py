@@ -411,3 +411,13 @@ def test_nnx_scan_over_vmapped_layer_stack():
     assert cap.values[res["value"]].shape == [2, 8]
     assert node_counts(cap) == primitive_counts(closed)
     assert node_counts(cap, executed=False) == primitive_counts(closed, bodies=True)
+
+
+def test_inspect_summary_counts_templates_apart(traced):
+    from tensorviz_lsp.commands.inspect import summary
+
+    _, cap = traced["switch"]
+    text = summary(cap)
+    assert "bodies:     3 control-flow bodies as templates (3 of the nodes; not executed)" in text
+    closed = convert(jax.make_jaxpr(scan_prog)(*PROGRAMS["scan"][1]), limits=Limits(max_body_ops=1))
+    assert "1 left closed (max_body_ops)" in summary(closed)
