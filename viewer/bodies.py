@@ -54,14 +54,14 @@ def body_summary(g: int, attrs: dict, name: str) -> dict:
 
 
 def template_line(summary: dict) -> str:
-    """The line a body card shows first: ``template · 5 iterations · one iteration, as
-    traced; not executed``."""
+    """What an opened body's header says: ``one iteration, as traced; not executed ·
+    5 iterations (static)``."""
     bits = [summary["template"]]
     it = summary.get("iterations", "absent")
     if type(it) is int:
-        bits.insert(0, f"{it:,} iteration{'s' if it != 1 else ''} (static)")
+        bits.append(f"{it:,} iteration{'s' if it != 1 else ''} (static)")
     elif it is None:
-        bits.insert(0, "trip count decided at run time")
+        bits.append("trip count decided at run time")
     if summary.get("selected"):
         bits.append(str(summary["selected"]))
     return " · ".join(bits)

@@ -67,7 +67,7 @@ def test_opening_a_scan_shows_its_template(proj):
     (body,) = view["items"]
     assert view["node"] == scan["id"] and view["edges"] == [] and view["side_by_side"]
     assert body["type"] == "group" and body["kind"] == "body" and body["honest"] == "not executed"
-    assert body["template"] == "5 iterations (static) · " + LOOP_TEMPLATE
+    assert body["template"] == LOOP_TEMPLATE + " · 5 iterations (static)"
     inside = proj.children(body["id"])
     ops = [it["label"] for it in inside["items"]]
     assert {"dot_general", "tanh", "scan"} <= set(ops)

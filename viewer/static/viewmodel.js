@@ -223,8 +223,9 @@ export class GraphModel {
     const text = JSON.stringify([
       items.map((it) => [it.kind, it.title, it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.expandedSig || null]),
       edges.map((e) => [e.s, e.t, e.label]),
+      data.side_by_side ? "row" : "",
     ]);
-    const d = { key, keys, items, edges, sig: hash(text) };
+    const d = { key, keys, items, edges, sig: hash(text), row: !!data.side_by_side };
     memo.set(key, d);
     return d;
   }
@@ -264,7 +265,7 @@ export class GraphModel {
           const inner = this.layout.get(it.expandedSig);
           return { ...it, inner: { w: inner.w, h: inner.h } };
         });
-        jobs.push({ sig: d.sig, items, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })) });
+        jobs.push({ sig: d.sig, items, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })), row: d.row });
       }
     };
     visit(ROOT);
@@ -596,13 +597,19 @@ export function cardLines(item) {
     if (item.sublabel) lines.push(String(item.sublabel));
   } else if (item.type === "group") {
     // An unexecuted body says so first: a template, how often it would run, which case.
-    if (item.template) lines.push(String(item.template));
-    if (item.body && item.body.closed) lines.push(String(item.body.closed));
+    const body = item.body;
+    if (body) {
+      lines.push(String(body.template));
+      if (typeof body.iterations === "number") lines.push(`${body.iterations.toLocaleString("en-US")} iterations (static)`);
+      else if (body.iterations === null) lines.push("trip count decided at run time");
+      if (body.selected) lines.push(String(body.selected));
+      if (body.closed) lines.push(String(body.closed));
+    }
     // What is inside: class (or scope kind), parameters, then what goes in and out.
-    const head = [item.class || item.honest || item.sublabel || item.kind];
+    const head = [item.class || (body ? "" : item.honest || item.sublabel || item.kind)];
     const pc = item.params && item.params.count;
     if (pc) head.push(`${formatCount(pc)} params`, formatBytes(item.params.bytes));
-    lines.push(head.filter(Boolean).join(" · "));
+    if (head.some(Boolean)) lines.push(head.filter(Boolean).join(" · "));
     const io = shapesLine(item);
     if (io) lines.push(io);
   } else if (item.honest) {
