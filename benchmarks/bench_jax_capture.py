@@ -12,8 +12,8 @@ so only a first call in a process says what a capture pays):
 * ``scan_transformer``: the same decoder with its blocks under ``nn.scan`` (one
   ``scan`` boundary whose body, one block, converts as an unexecuted template).
 
-"of which bodies" is the conversion time spent on control-flow body templates: the
-conversion timed again with bodies left closed (``Limits(max_body_ops=0)``), subtracted.
+"of which bodies" is the part of the conversion spent on control-flow body templates
+(``capture.jaxpr_bodies.convert_bodies``, timed inside the same conversion).
 
 For each, process A times ``make_jaxpr`` alone (first call), then, on that same jaxpr,
 the conversion to a canonical capture and the ``.tvg`` write. Process B runs the whole
@@ -148,17 +148,25 @@ def child_trace_then_convert(workspace: str, scenario: str) -> dict:
     t = time.perf_counter()
     closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*args)
     trace_s = time.perf_counter() - t
+    import capture.jaxpr_convert as jaxpr_convert
+
+    bodies = [0.0]
+    convert_bodies = jaxpr_convert.convert_bodies
+
+    def timed_bodies(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return convert_bodies(*a, **k)
+        finally:
+            bodies[0] += time.perf_counter() - t0
+
+    jaxpr_convert.convert_bodies = timed_bodies
     t = time.perf_counter()
     counter = [0]
     inputs = structure_of(args, counter, static_leaves=False)
     cap = convert(closed, inputs=inputs, outputs=structure_of(shapes, static_leaves=False), workspace=workspace)
     convert_s = time.perf_counter() - t
-    from capture.worker.limits import Limits
-
-    t = time.perf_counter()
-    convert(closed, inputs=inputs, outputs=structure_of(shapes, static_leaves=False), workspace=workspace,
-            limits=Limits(max_body_ops=0))
-    bodies_s = max(convert_s - (time.perf_counter() - t), 0.0)
+    bodies_s = bodies[0]
     out = Path(workspace) / f"{scenario}_a.tvg"
     t = time.perf_counter()
     graphfile.write(cap, out)
