@@ -22,6 +22,8 @@ BODY_WORDING = ("not executed", "unexecuted body: a control-flow body as traced 
                 "nothing says that it ran, nor how often")
 BODY_ROLE = ("body parameter: what a control-flow body receives in one traced iteration "
              "(it stands for a boundary operand or carry; it was never computed)")
+BODY_RESULT_ROLE = ("body result: what one traced iteration of a control-flow body hands on "
+                    "(the next carry, one slice of ys, a branch's output); never computed")
 
 
 def body_groups(groups: Any, n_nodes: int) -> dict[int, int]:
@@ -65,6 +67,16 @@ def template_line(summary: dict) -> str:
     if summary.get("selected"):
         bits.append(str(summary["selected"]))
     return " · ".join(bits)
+
+
+def result_names(groups: Any, bodies: dict[int, int]) -> dict[int, str]:
+    """A name for each body result value: what it stands for (``carry 0 (next iteration)``)."""
+    out: dict[int, str] = {}
+    for g in bodies:
+        for r in groups[g].attrs.get("results") or ():
+            if isinstance(r, dict) and type(r.get("value")) is int and isinstance(r.get("stands_for"), str):
+                out.setdefault(r["value"], r["stands_for"])
+    return out
 
 
 def parameter_names(groups: Any, bodies: dict[int, int], name_of: Any) -> dict[int, str]:

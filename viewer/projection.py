@@ -25,7 +25,8 @@ from typing import Any, Iterable, NamedTuple
 from capture.model import Capture, Frame, format_shape, tree_leaves
 from capture.graphfile import NodeTable, ValueTable
 
-from .bodies import BODY_KIND, BODY_ROLE, BODY_WORDING, body_groups, body_summary, parameter_names, template_line
+from .bodies import (BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, body_groups, body_summary,
+                     parameter_names, result_names, template_line)
 from .value_names import ROLE_WORDS, input_names, measured_name
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
@@ -117,6 +118,7 @@ ROLE_SENTENCES = {
     "variable": "variable: JAX state passed to the call (Linen variables, NNX state)",
     "const": "constant: a closed-over or literal array, or a tensor from outside the module",
     "body": BODY_ROLE,
+    "body_result": BODY_RESULT_ROLE,
 }
 CHUNK_WORDING = ("program order", "sequential chunk (a viewer split, not a program scope)")
 
@@ -434,6 +436,9 @@ class Projection:
                                            lambda o: names.get(o, ("",))[0]).items():
                 if 0 <= v < self.n_values and self.producer[v] < 0:
                     names[v] = (text, "body")
+            for v, text in result_names(self.capture.groups, self.body_node).items():
+                if 0 <= v < self.n_values and v not in names:  # (a parameter handed on keeps its name)
+                    names[v] = (text, "body_result")
 
     # ------------------------------------------------------------------ lookups
 

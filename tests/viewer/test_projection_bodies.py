@@ -75,8 +75,9 @@ def test_opening_a_scan_shows_its_template(proj):
     names = {b["name"] for b in inside["inputs"]}
     assert {"const 0 ← args[0]", "carry 0", "xs 0 (one slice) ← args[1]"} <= names
     assert {b["role"] for b in inside["inputs"]} == {"body"}
-    # the results leave the template as out pills
-    assert len(inside["outputs"]) == 2
+    # the results leave the template as out pills, named by what they stand for
+    assert [(b["name"], b["role"]) for b in inside["outputs"]] == [
+        ("carry 0 (next iteration)", "body_result"), ("ys 0 (one slice)", "body_result")]
     # the inner scan is a boundary with its own body, inside the template
     (inner,) = [it for it in inside["items"] if it["label"] == "scan"]
     (inner_body,) = proj.bodies(inner["id"])["items"]

@@ -317,7 +317,9 @@ function renderCoverage(c) {
     const reasons = (cov.reasons || []).join(", ") || "unspecified";
     let why = `Partial coverage (${reasons}).`;
     if ((cov.reasons || []).includes("opaque_kernel")) {
-      why += " Unexpanded subprograms (cond, scan, while…) keep only their boundary and output shapes; no branch or iteration is reported as executed.";
+      why += " Unexpanded subprograms (cond, scan, while…) keep their boundary and output shapes; no branch or iteration is reported as executed.";
+      const tb = c.meta && c.meta.bodies;
+      if (tb && tb.converted) why += " Their bodies open as templates, as traced, not executed.";
     }
     if ((cov.reasons || []).includes("untracked_buffer_update")) {
       const names = (c.meta && c.meta.untracked_buffer_updates) || [];

@@ -128,5 +128,16 @@ export function boundaryContent(side, v) {
       ],
     };
   }
+  if (side === "out" && name && v.role === "body_result") {
+    // What one iteration of an unexecuted body hands on: `out carry 0 (next iteration)  f32[3]`.
+    return {
+      look: "plain",
+      role: v.role,
+      parts: [
+        { text: `out  ${name}`, font: "fontMono", tone: "name" },
+        { text: shape, font: "fontMono", tone: "shape" },
+      ],
+    };
+  }
   return { look: "plain", role: null, parts: [{ text: `${side}  ${shape}`, font: "fontMono", tone: "plain" }] };
 }

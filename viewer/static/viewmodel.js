@@ -588,7 +588,7 @@ export function cardLines(item) {
     if (total > 3) lines.push(`+${total - 3} more outputs`);
     if (item.sublabel) lines.push(String(item.sublabel));
     const nb = (item.bodies || []).length;
-    if (nb) lines.push(`${nb} ${nb === 1 ? "body" : "bodies"} (not executed) · double-click to open`);
+    if (nb) lines.push(`${nb} ${nb === 1 ? "body" : "bodies"} · not executed`);
     return lines;
   }
   const lines = [];

@@ -62,7 +62,10 @@ def test_double_click_opens_a_scan_into_its_template(browser, served, close_page
     assert f"n{scan}" in keys and f"g{body}" not in keys
     assert not any(k.startswith("g") for k in keys if k != "g-1")
     info = app.js("(k) => window.tensorviz.itemInfo(k)", f"n{scan}")
-    assert any("1 body (not executed)" in line for line in info["lines"])
+    assert "1 body · not executed" in info["lines"]
+    banner = app.page.locator("[data-banner=coverage]").inner_text()
+    assert "no branch or iteration is reported as executed" in banner
+    assert "Their bodies open as templates, as traced, not executed." in banner
     _shot(app, "bodies-0-closed.png")
 
     before = app.scene_version
@@ -85,6 +88,8 @@ def test_double_click_opens_a_scan_into_its_template(browser, served, close_page
     assert {"dot_general", "tanh", "reduce_sum"} <= ops
     pills = [app.js("(k) => window.tensorviz.pill(k)", k) for k in keys if k.startswith("in:")]
     assert any(p and p["name"] == "xs 0 (one slice) ← args[1]" for p in pills)
+    outs = [app.js("(k) => window.tensorviz.pill(k)", k) for k in keys if k.startswith("out:")]
+    assert any(p and p["texts"][0] == "out  carry 0 (next iteration)" for p in outs)
     # the inspector of the boundary lists its bodies as not executed
     app.js("(k) => window.tensorviz.center(k)", f"n{scan}")
     app.page.wait_for_timeout(100)
@@ -121,3 +126,16 @@ def test_inspector_of_a_boundary_lists_its_bodies(browser, served, close_pages):
     app.wait_scene_after(before)
     assert f"n{scan}" in app.js("() => window.tensorviz.expanded")
     _shot(app, "bodies-4-inspector.png")
+
+
+def test_expand_all_does_not_open_bodies_as_if_they_ran(browser, served, close_pages):
+    server, cid, cap = served
+    app = open_app(browser, server.url_for(cid))
+    close_pages.append(app)
+    before = app.scene_version
+    app.js("() => window.tensorviz.expandAll()")
+    app.wait_scene_after(before)
+    expanded = app.js("() => window.tensorviz.expanded")
+    assert not any(k.startswith("n") for k in expanded)
+    bodies = {f"g{g.id}" for g in cap.groups if g.kind == "body"}
+    assert not bodies & set(app.keys())
