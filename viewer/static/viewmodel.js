@@ -183,7 +183,8 @@ export class GraphModel {
     for (let i = 0; i < list.length; i++) {
       const item = list[i];
       const k = itemKey(item);
-      const run = this.stackRun(list, i);
+      // The bodies of a boundary (branches) stay side by side, never folded into a stack.
+      const run = data.side_by_side ? 1 : this.stackRun(list, i);
       if (run > 1) {
         const sk = "s" + k;
         const members = list.slice(i, i + run);
