@@ -111,3 +111,16 @@ def test_a_node_without_bodies_cannot_be_opened(proj):
     tanh_free = [it for it in proj.children(ROOT)["items"] if it["type"] == "node" and not it.get("bodies")]
     with pytest.raises(NotFound):
         proj.bodies(tanh_free[0]["id"])
+
+
+def test_a_closed_body_says_why_on_its_card():
+    from capture.worker.limits import Limits
+
+    cap = convert(jax.make_jaxpr(prog)(jnp.ones((3, 3), f32), jnp.ones((5, 3), f32)), limits=Limits(max_body_ops=3))
+    proj = Projection(cap)
+    scan = node_of(proj, "scan")
+    (body,) = proj.bodies(scan["id"])["items"]
+    assert "max_body_ops" in body["body"]["closed"] and body["child_count"] == 0
+    assert proj.children(body["id"])["items"] == []
+    cond = node_of(proj, "cond")
+    assert all("closed" not in b for b in cond["bodies"])  # small branches still convert
