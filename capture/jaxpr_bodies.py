@@ -30,8 +30,14 @@ its own bodies. A body converts only when it fits: at most ``Limits.max_body_ops
 equations of its own (expanded ``jit``/``remat``/custom-derivative calls included,
 nested control-flow bodies not), and within what ``max_ops`` / ``max_values`` /
 ``max_groups`` leave after everything converted before it. A body that does not fit
-stays closed: its group exists, empty, with ``attrs.closed`` saying why, so a large
-template never turns a capture that fits into a failure.
+stays closed: its group exists, empty, with ``attrs.closed`` saying why and
+``attrs.closed_limit`` naming the limit, so a large template never turns a capture that
+fits into a failure. (Nodes and values are counted exactly beforehand, groups with an
+upper bound; a limit passed anyway while walking undoes the body and closes it.) When
+even the body group cannot be added (``max_groups`` reached), ``meta["bodies"]
+["closed_without_group"]`` lists it. ``meta["bodies"]`` sums it all up: converted,
+closed, template nodes, opaque primitives inside templates (not counted in
+``meta["opaque_primitives"]``, which describes the executed program).
 
 Other subprograms (scatter reducers, ``reduce``, ``reduce_window``, ``sort``,
 ``custom_linear_solve``, ``shard_map``…) stay opaque boundaries without bodies.
@@ -44,6 +50,7 @@ from __future__ import annotations
 from typing import Any
 
 from .model import Group
+from .worker.errors import LimitExceeded
 
 BODY_NOTE = "one iteration, as traced; not executed"
 BRANCH_NOTE = "one branch, as traced; not executed (which branch runs is decided at run time)"
@@ -249,6 +256,38 @@ def _convert_one(conv: Any, eqn: Any, nid: int, parent: int | None, frame: int |
 
     operands = conv.nodes[nid].inputs  # the boundary's operands, in argument order
     Literal = conv.Literal
+    mark = (len(conv.nodes), len(conv.values), len(conv.groups), len(conv.constants), len(conv.pending_bodies))
+    try:
+        return _fill(conv, eqn, nid, gid, frame, role, jaxpr, attrs, operands, Literal, literal_value)
+    except LimitExceeded as exc:
+        # The estimate above is exact for nodes and values and an upper bound for the
+        # groups this converter opens; anything else that adds groups while walking
+        # (module-call interception) may still pass a limit. Then the body is undone
+        # and stays closed, as one over the estimate would.
+        _undo(conv, mark)
+        attrs.pop("parameters", None)
+        limit = str(exc.details.get("limit", "a"))
+        attrs["closed"] = f"not converted: converting it passed the capture's {limit} limit"
+        attrs["closed_limit"] = limit
+        return None
+
+
+def _undo(conv: Any, mark: tuple) -> None:
+    n_nodes, n_values, n_groups, n_consts, n_pending = mark
+    del conv.nodes[n_nodes:]
+    del conv.values[n_values:]
+    del conv.groups[n_groups:]
+    del conv.constants[n_consts:]
+    del conv.pending_bodies[n_pending:]
+    # Scope caches must not point at the groups just removed (their ids will be reused).
+    for cache in (conv._scope_by_stack, conv._scope_by_path):
+        for key in [k for k, g in cache.items() if (g is not None and g >= n_groups)
+                    or (type(k[0]) is int and k[0] >= n_groups)]:
+            del cache[key]
+
+
+def _fill(conv: Any, eqn: Any, nid: int, gid: int, frame: int | None, role: _Role, jaxpr: Any,
+          attrs: dict, operands: list, Literal: Any, literal_value: Any) -> int:
     env: dict = {}
     for var in jaxpr.constvars:
         env[var] = conv.constant(var.aval, "closure")

@@ -421,3 +421,33 @@ def test_inspect_summary_counts_templates_apart(traced):
     assert "bodies:     3 control-flow bodies as templates (3 of the nodes; not executed)" in text
     closed = convert(jax.make_jaxpr(scan_prog)(*PROGRAMS["scan"][1]), limits=Limits(max_body_ops=1))
     assert "1 left closed (max_body_ops)" in summary(closed)
+
+
+def test_a_limit_passed_while_converting_undoes_the_body(monkeypatch):
+    """The group estimate is an upper bound for the converter's own scopes; a limit passed
+    anyway (groups opened by something the estimate does not see) closes the body and
+    leaves no trace of it, instead of failing the capture."""
+    nn = pytest.importorskip("flax.linen")
+    import capture.jaxpr_bodies as jb
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x, _):
+            return nn.Dense(4)(nn.LayerNorm()(x)), None
+
+    class Stack(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            return nn.scan(Block, variable_axes={"params": 0}, split_rngs={"params": True}, length=3)(name="layers")(x, None)[0]
+
+    x = jnp.ones((2, 4), f32)
+    closed = jax.make_jaxpr(Stack().apply)(jax.eval_shape(Stack().init, jax.random.key(0), x), x)
+    full = convert(closed)
+    n_exec_groups = sum(1 for g in full.groups if not in_body(full, g.id))
+    monkeypatch.setattr(jb, "_scope_estimate", lambda jaxpr: 0)
+    cap = convert(closed, limits=Limits(max_groups=n_exec_groups + 2))
+    (body,) = bodies(cap)
+    assert body.attrs["closed_limit"] == "max_groups" and "max_groups" in body.attrs["closed"]
+    assert "parameters" not in body.attrs and len(cap.groups) == n_exec_groups + 1
+    assert node_counts(cap, executed=False) == primitive_counts(closed)
+    assert len(cap.values) == len(convert(closed, limits=Limits(max_body_ops=0)).values)
