@@ -997,6 +997,7 @@ class Projection:
             "frame": frame_json(self._frame(i)),
             "measured": any("measured" in o for o in outputs),
             **({"bodies": self._body_summaries(i)} if i in self.bodies_of else {}),
+            **({"template": self.body_node[self.chain[g][0]]} if g != ROOT and self.chain[g][0] in self.body_node else {}),
         }
 
     def value(self, v: int) -> dict:
@@ -1202,6 +1203,8 @@ class Projection:
         outs = self._outputs_of(i)
         sub = ", ".join(self._value(v)["label"] for v in outs[:3])
         where = self._where(i)
+        if g != ROOT and self.chain[g][0] in self.body_node:
+            where = f"{where} · in a body, not executed".lstrip(" ·")
         return {
             "type": "node", "id": i, "key": f"n{i}", "label": self.cols.op[i],
             "sublabel": f"{sub}  {where}".strip(),

@@ -99,7 +99,12 @@ def test_search_and_paths_reach_template_nodes_through_the_boundary(proj):
     found = proj.search("tanh")["results"]
     (hit,) = [r for r in found if r["type"] == "node"]
     assert hit["item_path"] == [scan["key"], body["key"], hit["key"]]
+    assert hit["sublabel"].endswith("in a body, not executed")
+    (executed,) = [r for r in proj.search("reduce_sum")["results"] if r["type"] == "node" and r["path"] == []]
+    assert "not executed" not in executed["sublabel"]
+    assert proj.node(hit["id"])["template"] == scan["id"]
     node = proj.node(scan["id"])
+    assert "template" not in node
     assert [b["role"] for b in node["bodies"]] == ["scan body"]
     g = proj.group(body["id"])
     assert g["attrs"]["executed"] is False and g["honest"].startswith("unexecuted body")

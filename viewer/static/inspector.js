@@ -83,6 +83,9 @@ export class Inspector {
     const tags = el("p", {}, el("span", { class: "pill" }, `n${d.id}`), " ");
     if (d.opaque) tags.append(el("span", { class: "pill opaque", title: "An unexpanded subprogram boundary: its body was not traced into the graph" }, "opaque"), " ");
     this.body.append(tags);
+    if (d.template !== undefined && d.template !== null) {
+      this.body.append(el("p", { class: "note", "data-note": "template" }, `Inside an unexecuted body of n${d.template}: one iteration (or branch) as traced. Nothing says that this op ran.`));
+    }
     if (d.opaque && d.bodies && d.bodies.length) {
       this.body.append(el("p", { class: "note", "data-note": "bodies" }, "Control-flow boundary: opaque as a whole (output shapes retained). Its bodies are templates, one iteration as traced: nothing says that a branch or an iteration ran."));
       this.section("Bodies (not executed)");
