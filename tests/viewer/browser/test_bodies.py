@@ -90,7 +90,13 @@ def test_double_click_opens_a_scan_into_its_template(browser, served, close_page
     assert any(p and p["name"] == "xs 0 (one slice) ← args[1]" for p in pills)
     outs = [app.js("(k) => window.tensorviz.pill(k)", k) for k in keys if k.startswith("out:")]
     assert any(p and p["texts"][0] == "out  carry 0 (next iteration)" for p in outs)
-    # the inspector of the boundary lists its bodies as not executed
+    # a template op says so in the inspector
+    tanh = next(k for k in keys if k.startswith("n") and app.js("(k) => window.tensorviz.itemInfo(k)", k)["name"] == "tanh")
+    x, y = app.item_point(tanh)
+    app.page.mouse.click(x, y)
+    note = app.page.locator("[data-note=template]")
+    note.wait_for()
+    assert f"unexecuted body of n{scan}" in note.inner_text()
     app.js("(k) => window.tensorviz.center(k)", f"n{scan}")
     app.page.wait_for_timeout(100)
     _shot(app, "bodies-2-template-open.png")
