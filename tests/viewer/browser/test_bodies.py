@@ -57,6 +57,8 @@ def test_double_click_opens_a_scan_into_its_template(browser, served, close_page
     scan = next(n.id for n in cap.nodes if n.op == "scan" and n.group is None)
     cond = next(n.id for n in cap.nodes if n.op == "cond" and n.group is None)
     body = next(g.id for g in cap.groups if g.kind == "body" and g.attrs["node"] == scan)
+    n_templates = sum(1 for n in cap.nodes if n.group is not None)
+    assert f"{len(cap.nodes)} nodes · {n_templates} in unexecuted bodies" in app.page.locator("#title").inner_text()
     keys = app.keys()
     # the first view shows the boundaries closed: no body is opened as if it ran
     assert f"n{scan}" in keys and f"g{body}" not in keys
