@@ -25,7 +25,9 @@ What stays opaque:
   ``custom_linear_solve``, ``shard_map``, the reducer ``update_jaxpr`` of
   ``scatter-add``/``scatter-mul``/…, ``reduce``, ``reduce_window``…) is one node with
   ``opaque=True`` and its output shapes; coverage becomes ``partial`` with the reason
-  ``opaque_kernel``. Nothing says a branch or an iteration ran.
+  ``opaque_kernel``. Nothing says a branch or an iteration ran. The bodies of ``cond``,
+  ``scan`` and ``while`` are *also* converted, after the executed program, as
+  unexecuted templates in ``body`` groups (:mod:`capture.jaxpr_bodies`).
 * a param value that is not plain data (a sharding, a callable, a tree definition) is
   kept as ``{"opaque": "<TypeName>"}``: named, never dropped, never a ``repr``.
   Dimension-number records (convolution, gather, scatter, ragged dot) become dicts,
