@@ -79,10 +79,16 @@ def result_names(groups: Any, bodies: dict[int, int]) -> dict[int, str]:
     return out
 
 
-def parameter_names(groups: Any, bodies: dict[int, int], name_of: Any) -> dict[int, str]:
-    """A name for each body parameter value: what it stands for, and the outer value's
-    name when it has one (``xs 1 (one slice) ← params.layers.Dense_0.kernel``)."""
-    out: dict[int, str] = {}
+def parameter_names(groups: Any, bodies: dict[int, int], name_of: Any,
+                    weight_roles: Any = ()) -> dict[int, tuple[str, str]]:
+    """A (name, role) for each body parameter value: what it stands for, and the outer
+    value's name when it has one (``xs 1 (one slice) ← args[1]``, role ``body``).
+
+    A constant or an ``xs`` slice of a weight (a parameter or variable the executed
+    program receives: a scanned layer stack's kernels) keeps the weight's role and is
+    named after it (``params.layers.Dense_0.kernel (one slice)``), so that the template
+    draws it inside the ops that use it, as the executed program does."""
+    out: dict[int, tuple[str, str]] = {}
     for g in bodies:
         params = groups[g].attrs.get("parameters")
         if not isinstance(params, list):
@@ -90,13 +96,18 @@ def parameter_names(groups: Any, bodies: dict[int, int], name_of: Any) -> dict[i
         for p in params:
             if not isinstance(p, dict) or type(p.get("value")) is not int:
                 continue
-            text = str(p.get("stands_for") or "body input")
+            stands = str(p.get("stands_for") or "body input")
+            text = stands
             outer = p.get("outer")
             if type(outer) is int:
-                outer_name = name_of(outer)
+                outer_name, outer_role = name_of(outer)
+                if outer_name and outer_role in weight_roles and stands.startswith(("const ", "xs ")):
+                    suffix = " (one slice)" if stands.startswith("xs ") else ""
+                    out[p["value"]] = (outer_name + suffix, outer_role)
+                    continue
                 if outer_name:
                     text += f" ← {outer_name}"
             elif "literal" in p:
                 text += f" ← {p['literal']!r}"
-            out[p["value"]] = text
+            out[p["value"]] = (text, "body")
     return out

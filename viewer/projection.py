@@ -432,10 +432,10 @@ class Projection:
             if v not in names:
                 names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
         if self.body_node:
-            for v, text in parameter_names(self.capture.groups, self.body_node,
-                                           lambda o: names.get(o, ("",))[0]).items():
+            for v, named in parameter_names(self.capture.groups, self.body_node,
+                                            lambda o: names.get(o, ("", "")), WEIGHT_ROLES).items():
                 if 0 <= v < self.n_values and self.producer[v] < 0:
-                    names[v] = (text, "body")
+                    names[v] = named
             for v, text in result_names(self.capture.groups, self.body_node).items():
                 if 0 <= v < self.n_values and v not in names:  # (a parameter handed on keeps its name)
                     names[v] = (text, "body_result")

@@ -129,3 +129,39 @@ def test_a_closed_body_says_why_on_its_card():
     assert proj.children(body["id"])["items"] == []
     cond = node_of(proj, "cond")
     assert all("closed" not in b for b in cond["bodies"])  # small branches still convert
+
+
+def test_scanned_layer_weights_are_drawn_inside_the_template_ops():
+    nn = pytest.importorskip("flax.linen")
+    from capture.jaxpr_convert import structure_of
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x, _):
+            return x + nn.Dense(8)(nn.LayerNorm()(x)), None
+
+    class Stack(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            stack = nn.scan(Block, variable_axes={"params": 0}, split_rngs={"params": True}, length=6)
+            return stack(name="layers")(x, None)[0]
+
+    x = jnp.ones((2, 8), f32)
+    variables = jax.eval_shape(Stack().init, jax.random.key(0), x)
+    closed, shapes = jax.make_jaxpr(Stack().apply, return_shape=True)(variables, x)
+    n = len(jax.tree_util.tree_leaves(variables))
+    inputs = {"dict": [["variables", structure_of(variables, static_leaves=False)],
+                       ["args", {"tuple": [{"value": n}]}]]}
+    proj = Projection(convert(closed, inputs=inputs, outputs=structure_of(shapes, static_leaves=False)))
+    scan = next(i.id for i in proj.capture.nodes if i.op == "scan")
+    (body,) = proj.bodies(scan)["items"]
+    # only the carry enters the template as a pill; the kernel slices are card lines
+    layers = proj.children(body["id"])
+    assert [(b["name"], b["role"]) for b in layers["inputs"] if not b.get("weight")] == [("carry 0 ← args[0]", "body")]
+    dense = next(it for it in layers["items"] if it["label"] == "layers")
+    inner = proj.children(dense["id"])
+    dense_group = next(it for it in inner["items"] if it["label"] == "Dense_0")
+    (dot,) = [it for it in proj.children(dense_group["id"])["items"] if it["label"] == "dot_general"]
+    (w,) = dot["weights"]
+    assert w["name"] == "variables.params.layers.Dense_0.kernel (one slice)" and w["role"] == "variable"
+    assert w["shape"] == [8, 8]
