@@ -55,6 +55,10 @@ from .worker.errors import LimitExceeded
 BODY_NOTE = "one iteration, as traced; not executed"
 BRANCH_NOTE = "one branch, as traced; not executed (which branch runs is decided at run time)"
 BODY_KIND = "body"
+WIRING_NOTE = ("a body's inputs are values of its own (a template's inputs are not the boundary's "
+               "operands: a carry changes every iteration, xs enter one slice at a time); each body "
+               "group's attrs.parameters says which boundary operand each stands for (operand, outer), "
+               "attrs.results which boundary output each feeds")
 
 # Primitives whose bodies are converted as templates.
 BODY_PRIMITIVES = frozenset({"scan", "while", "cond"})
@@ -206,7 +210,7 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, A
     conv.opaque_ops.clear()
     conv.opaque_ops.update(executed_opaque)
     summary: dict[str, Any] = {"converted": converted, "closed": closed, "template_nodes": template_nodes,
-                               "note": BODY_NOTE}
+                               "note": BODY_NOTE, "wiring": WIRING_NOTE}
     if body_opaque:
         summary["opaque_primitives"] = dict(sorted(body_opaque.items()))
     if reasons:

@@ -181,6 +181,7 @@ def test_scan_body_is_a_template_with_wired_parameters(traced):
     frame = cap.frames[dot.frame]
     assert frame.function.endswith("step") and "carry @ w" in (HERE / "test_jaxpr_bodies.py").read_text().splitlines()[frame.line - 1]
     assert cap.meta["bodies"]["converted"] == 1 and cap.meta["bodies"]["closed"] == 0
+    assert "values of its own" in cap.meta["bodies"]["wiring"]
 
 
 def test_fori_loop_with_static_bounds_is_a_scan_with_its_trip_count(traced):
