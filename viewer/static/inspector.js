@@ -253,6 +253,13 @@ export class Inspector {
     add("seed", recipe.seed);
     if (recipe.init && recipe.init.factory) add("init factory", recipe.init.factory);
     if (counts.nodes !== undefined) add("nodes", Number(counts.nodes).toLocaleString("en-US"));
+    const tb = c.meta && c.meta.bodies;
+    if (tb && typeof tb === "object") {
+      // Unexecuted control-flow bodies: templates, counted apart from the executed program.
+      const parts = [`${Number(tb.converted || 0).toLocaleString("en-US")} as templates (${Number(tb.template_nodes || 0).toLocaleString("en-US")} nodes, not executed)`];
+      if (tb.closed) parts.push(`${Number(tb.closed).toLocaleString("en-US")} left closed (${Object.keys(tb.closed_reasons || {}).join(", ")})`);
+      add("control-flow bodies", parts.join("; "));
+    }
     this.body.append(facts);
     if (weights) {
       this.section("Parameters");

@@ -134,6 +134,11 @@ def test_inspector_of_a_boundary_lists_its_bodies(browser, served, close_pages):
     app.wait_scene_after(before)
     assert f"n{scan}" in app.js("() => window.tensorviz.expanded")
     _shot(app, "bodies-4-inspector.png")
+    app.page.get_by_role("button", name="About this capture").click()
+    about = app.page.locator("#inspector dl.facts")
+    about.first.wait_for()
+    text = app.page.locator("#inspector").inner_text()
+    assert "control-flow bodies" in text and "3 as templates (" in text and "not executed)" in text
 
 
 def test_expand_all_does_not_open_bodies_as_if_they_ran(browser, served, close_pages):
