@@ -8,7 +8,12 @@ so only a first call in a process says what a capture pays):
 * ``transformer``: a Flax Linen decoder of ``--layers`` blocks (self-attention, MLP,
   LayerNorm), opened as a class: fresh variables from ``jax.eval_shape(module.init)``;
 * ``program``: a plain function of ``--equations`` equations (a Python loop of
-  primitives inside named scopes), opened as a function.
+  primitives inside named scopes), opened as a function;
+* ``scan_transformer``: the same decoder with its blocks under ``nn.scan`` (one
+  ``scan`` boundary whose body, one block, converts as an unexecuted template).
+
+"of which bodies" is the part of the conversion spent on control-flow body templates
+(``capture.jaxpr_bodies.convert_bodies``, timed inside the same conversion).
 
 For each, process A times ``make_jaxpr`` alone (first call), then, on that same jaxpr,
 the conversion to a canonical capture and the ``.tvg`` write. Process B runs the whole
@@ -69,6 +74,22 @@ class Transformer(nn.Module):
             x = Block(self.dim, self.heads)(x)
         return nn.Dense(self.vocab)(nn.LayerNorm()(x))
 
+class ScanBlock(nn.Module):
+    dim: int
+    heads: int
+
+    @nn.compact
+    def __call__(self, x, _):
+        return Block(self.dim, self.heads)(x), None
+
+class ScanTransformer(Transformer):
+    @nn.compact
+    def __call__(self, tokens):
+        x = nn.Embed(self.vocab, self.dim)(tokens)
+        stack = nn.scan(ScanBlock, variable_axes={{"params": 0}}, split_rngs={{"params": True}}, length=self.layers)
+        x, _ = stack(self.dim, self.heads, name="layers")(x, None)
+        return nn.Dense(self.vocab)(nn.LayerNorm()(x))
+
 def program(x):
     # four primitives per step: sin, mul, add, tanh; a named scope every 100 steps
     for block in range(EQUATIONS // 400):
@@ -81,6 +102,10 @@ def program(x):
 SCENARIOS = {
     "transformer": {
         "model": "bench_models:Transformer",
+        "input": {"kind": "tensor", "shape": [2, 128], "dtype": "int32", "generator": {"kind": "zeros"}},
+    },
+    "scan_transformer": {
+        "model": "bench_models:ScanTransformer",
         "input": {"kind": "tensor", "shape": [2, 128], "dtype": "int32", "generator": {"kind": "zeros"}},
     },
     "program": {
@@ -113,8 +138,8 @@ def child_trace_then_convert(workspace: str, scenario: str) -> dict:
     sys.path.insert(0, workspace)
     import bench_models
 
-    if scenario == "transformer":
-        module = bench_models.Transformer()
+    if scenario in ("transformer", "scan_transformer"):
+        module = bench_models.Transformer() if scenario == "transformer" else bench_models.ScanTransformer()
         tokens = jnp.zeros((2, 128), jnp.int32)
         variables = jax.eval_shape(module.init, jax.random.key(0), tokens)
         fn, args = module.apply, (variables, tokens)
@@ -123,17 +148,32 @@ def child_trace_then_convert(workspace: str, scenario: str) -> dict:
     t = time.perf_counter()
     closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*args)
     trace_s = time.perf_counter() - t
+    import capture.jaxpr_convert as jaxpr_convert
+
+    bodies = [0.0]
+    convert_bodies = jaxpr_convert.convert_bodies
+
+    def timed_bodies(*a, **k):
+        t0 = time.perf_counter()
+        try:
+            return convert_bodies(*a, **k)
+        finally:
+            bodies[0] += time.perf_counter() - t0
+
+    jaxpr_convert.convert_bodies = timed_bodies
     t = time.perf_counter()
     counter = [0]
     inputs = structure_of(args, counter, static_leaves=False)
     cap = convert(closed, inputs=inputs, outputs=structure_of(shapes, static_leaves=False), workspace=workspace)
     convert_s = time.perf_counter() - t
+    bodies_s = bodies[0]
     out = Path(workspace) / f"{scenario}_a.tvg"
     t = time.perf_counter()
     graphfile.write(cap, out)
     write_s = time.perf_counter() - t
     return {
-        "make_jaxpr_s": trace_s, "convert_s": convert_s, "write_s": write_s,
+        "make_jaxpr_s": trace_s, "convert_s": convert_s, "write_s": write_s, "bodies_s": bodies_s,
+        "template_nodes": (cap.meta.get("bodies") or {}).get("template_nodes", 0),
         "equations_top": len(closed.jaxpr.eqns), "nodes": len(cap.nodes), "values": len(cap.values),
         "groups": len(cap.groups), "frames": len(cap.frames), "bytes": out.stat().st_size,
     }
@@ -201,7 +241,7 @@ def main() -> None:
         print(json.dumps(fn(args.workspace, args.scenario[0])))
         return
 
-    scenarios = args.scenario or ["transformer", "program"]
+    scenarios = args.scenario or ["transformer", "scan_transformer", "program"]
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "bench_models.py").write_text(
             textwrap.dedent(MODELS.format(layers=args.layers, equations=args.equations))
@@ -227,6 +267,9 @@ def main() -> None:
                   f"{a['frames']:,} frames ({a['equations_top']:,} top-level equations)")
             print(f"  make_jaxpr alone (first call)      {trace:8.3f} s")
             print(f"  convert to canonical capture       {conv:8.3f} s   {conv / trace:6.1%} of make_jaxpr")
+            bodies = med(a_runs, "bodies_s")
+            print(f"    of which bodies ({a['template_nodes']:,} template nodes) {bodies:8.3f} s   "
+                  f"{bodies / trace:6.1%} of make_jaxpr")
             print(f"  write .tvg                         {write:8.3f} s   {write / trace:6.1%} of make_jaxpr")
             print(f"  convert + write                    {conv + write:8.3f} s   {(conv + write) / trace:6.1%} "
                   f"of make_jaxpr (target <= 30%)")

@@ -25,7 +25,9 @@ What stays opaque:
   ``custom_linear_solve``, ``shard_map``, the reducer ``update_jaxpr`` of
   ``scatter-add``/``scatter-mul``/…, ``reduce``, ``reduce_window``…) is one node with
   ``opaque=True`` and its output shapes; coverage becomes ``partial`` with the reason
-  ``opaque_kernel``. Nothing says a branch or an iteration ran.
+  ``opaque_kernel``. Nothing says a branch or an iteration ran. The bodies of ``cond``,
+  ``scan`` and ``while`` are *also* converted, after the executed program, as
+  unexecuted templates in ``body`` groups (:mod:`capture.jaxpr_bodies`).
 * a param value that is not plain data (a sharding, a callable, a tree definition) is
   kept as ``{"opaque": "<TypeName>"}``: named, never dropped, never a ``repr``.
   Dimension-number records (convolution, gather, scatter, ragged dot) become dicts,
@@ -50,6 +52,7 @@ import sys
 import sysconfig
 from typing import Any
 
+from .jaxpr_bodies import BODY_PRIMITIVES, convert_bodies
 from .model import Capture, Coverage, Frame, Group, Node, Operand, Value
 from .worker.errors import LimitExceeded
 from .worker.limits import Limits
@@ -322,6 +325,11 @@ class _Converter:
         self.max_ops = limits.max_ops
         self.max_values = limits.max_values
         self.max_groups = limits.max_groups
+        self.max_body_ops = limits.max_body_ops
+        # control-flow boundaries whose bodies convert after the executed program
+        # (capture/jaxpr_bodies.py): (eqn, boundary node id, its group, its frame)
+        self.pending_bodies: list[tuple[Any, int, int | None, int | None]] = []
+        self.closed_without_group: list[dict[str, Any]] = []
         self.opaque_ops: dict[str, int] = {}
         self.constants: list[dict[str, Any]] = []
         # (container group, NameStack) -> scope group; (container, path) -> scope group
@@ -440,6 +448,8 @@ class _Converter:
                 raise LimitExceeded("max_ops", self.max_ops, nid + 1, "operations")
             if opaque:
                 self.opaque_ops[prim] = self.opaque_ops.get(prim, 0) + 1
+                if prim in BODY_PRIMITIVES:
+                    self.pending_bodies.append((eqn, nid, group, frame))
             nodes.append(Node(nid, prim, operands, outs, kept, group, frame, opaque))
 
     def expand(
@@ -559,6 +569,7 @@ def convert(
         for var in jaxpr.constvars:
             env[var] = conv.constant(var.aval, "closure")
         conv.walk(jaxpr, env, None)
+        bodies = convert_bodies(conv, EXPANDED, literal_value) if conv.pending_bodies else None
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -596,6 +607,8 @@ def convert(
         info["opaque_primitives"] = dict(sorted(conv.opaque_ops.items()))
     if conv.constants:
         info["constants"] = conv.constants
+    if bodies is not None:
+        info["bodies"] = bodies
     info.update(meta or {})
     return Capture(
         backend="jaxpr",

@@ -71,8 +71,11 @@ class Node:
 
 @dataclass(slots=True)
 class Group:
-    """A nesting scope: jit/remat/custom_jvp/custom_vjp/scope (JAX tracing scopes)
-    or module (PyTorch module instances). ``attrs`` holds kind-specific detail."""
+    """A nesting scope: jit/remat/custom_jvp/custom_vjp/scope (JAX tracing scopes),
+    module (module calls), or body: an unexecuted control-flow body (a scan/while/cond
+    template) under its opaque boundary node, ``attrs.node``, with ``role``,
+    ``iterations`` and ``executed: False`` (see :mod:`capture.jaxpr_bodies`).
+    ``attrs`` holds kind-specific detail."""
 
     id: int
     kind: str

@@ -25,6 +25,8 @@ from typing import Any, Iterable, NamedTuple
 from capture.model import Capture, Frame, format_shape, tree_leaves
 from capture.graphfile import NodeTable, ValueTable
 
+from .bodies import (BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, body_groups, body_summary,
+                     parameter_names, result_names, template_line)
 from .value_names import ROLE_WORDS, input_names, measured_name
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
@@ -57,6 +59,7 @@ _KIND_WORDING = {
     "loss": ("training step", "training step: the loss computed from the forward's output"),
     "backward": ("training step", "training step: backward ops recorded while autograd ran"),
     "optimizer": ("training step", "training step: one optimizer step"),
+    BODY_KIND: BODY_WORDING,
 }
 
 _SHORT_DTYPES = {
@@ -114,6 +117,8 @@ ROLE_SENTENCES = {
     "buffer": "buffer: a registered module buffer (e.g. running statistics)",
     "variable": "variable: JAX state passed to the call (Linen variables, NNX state)",
     "const": "constant: a closed-over or literal array, or a tensor from outside the module",
+    "body": BODY_ROLE,
+    "body_result": BODY_RESULT_ROLE,
 }
 CHUNK_WORDING = ("program order", "sequential chunk (a viewer split, not a program scope)")
 
@@ -246,8 +251,14 @@ class Projection:
         ng = len(groups)
         grp = cols.group
 
-        # group tree: parent, ancestor chain (top-level first, self last), children
-        self.parent = [ROOT if g.parent is None else g.parent for g in groups]
+        # group tree: parent, ancestor chain (top-level first, self last), children.
+        # An unexecuted body (viewer/bodies.py) is a tree of its own, opened from its
+        # boundary node: not a child of its parent group, not in its ancestors' counts.
+        self.body_node = body_groups(groups, n)
+        self.bodies_of: dict[int, list[int]] = {}
+        for g, i in self.body_node.items():
+            self.bodies_of.setdefault(i, []).append(g)
+        self.parent = [ROOT if g.parent is None or i in self.body_node else g.parent for i, g in enumerate(groups)]
         chains: list[list[int] | None] = [None] * ng
         for g in range(ng):
             stack = []
@@ -262,7 +273,8 @@ class Projection:
         self.chain: list[list[int]] = chains  # type: ignore[assignment]
         self.child_groups: list[list[int]] = [[] for _ in range(ng + 1)]
         for g in range(ng):
-            self.child_groups[self.parent[g] + 1].append(g)
+            if g not in self.body_node:
+                self.child_groups[self.parent[g] + 1].append(g)
         self.direct_nodes: list[list[int]] = [[] for _ in range(ng + 1)]
         for i, g in enumerate(grp):
             self.direct_nodes[g + 1].append(i)
@@ -275,6 +287,8 @@ class Projection:
         first = [d[0] if d else n + j for j, d in enumerate(self.direct_nodes)]
         last = [d[-1] if d else -1 for d in self.direct_nodes]
         for g in sorted(range(ng), key=lambda g: len(chains[g]), reverse=True):
+            if g in self.body_node:
+                continue
             p = self.parent[g] + 1
             count[p] += count[g + 1]
             opaque[p] += opaque[g + 1]
@@ -327,6 +341,12 @@ class Projection:
                 continue  # an input handed straight back: drawn at the root (see _view)
             for x in self._full_chain(grp[p]):
                 self._add(self.bout, x, v)
+        for b in self.body_node:  # a body's results leave it, as a capture's outputs do
+            for r in groups[b].attrs.get("results") or ():
+                v = r.get("value") if isinstance(r, dict) else None
+                if type(v) is int and 0 <= v < n_values and prod[v] >= 0:
+                    for x in self.chain[grp[prod[v]]]:
+                        self._add(self.bout, x, v)
 
     @staticmethod
     def _add(table: list, g: int, v: int) -> None:
@@ -411,6 +431,14 @@ class Projection:
         for v in constants:
             if v not in names:
                 names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
+        if self.body_node:
+            for v, named in parameter_names(self.capture.groups, self.body_node,
+                                            lambda o: names.get(o, ("", "")), WEIGHT_ROLES).items():
+                if 0 <= v < self.n_values and self.producer[v] < 0:
+                    names[v] = named
+            for v, text in result_names(self.capture.groups, self.body_node).items():
+                if 0 <= v < self.n_values and v not in names:  # (a parameter handed on keeps its name)
+                    names[v] = (text, "body_result")
 
     # ------------------------------------------------------------------ lookups
 
@@ -528,6 +556,26 @@ class Projection:
             while len(self._views) > _VIEW_CACHE:
                 self._views.popitem(last=False)
         return view
+
+    def bodies(self, node: int) -> dict:
+        """The unexecuted bodies of boundary node ``node``, side by side (a view like
+        :meth:`children`; container key ``n<node>``): one template card per body, no
+        edges (a template's inputs are its own parameters, not the boundary's operands)."""
+        node = int(node)
+        self._check_node(node)
+        if node not in self.bodies_of:
+            raise NotFound(f"node {node} has no control-flow bodies")
+        items = [self._item(~b) for b in self.bodies_of[node]]
+        return {
+            "group": None, "node": node, "chunk": None, "items": items, "edges": [],
+            "inputs": [], "outputs": [], "chunked": False, "child_count": len(items),
+            "range": [0, len(items)], "opaque_count": sum(it["opaque_count"] for it in items),
+            "bodies": self._body_summaries(node), "side_by_side": True,
+        }
+
+    def _body_summaries(self, node: int) -> list[dict]:
+        gs = self.capture.groups
+        return [body_summary(b, gs[b].attrs, gs[b].name) for b in self.bodies_of[node]]
 
     def _chunk_range(self, n: int, chunk: int) -> tuple[int, int]:
         if chunk >= 0:
@@ -694,6 +742,8 @@ class Projection:
             if weights:
                 item["weights"] = weights[:LIST_CAP]
                 item["weights_total"] = len(weights)
+            if ref in self.bodies_of:
+                item["bodies"] = self._body_summaries(ref)
             return item
         c = ~ref
         grp = self.capture.groups[c]
@@ -711,6 +761,9 @@ class Projection:
         count, index = same[c]
         if count > 1:
             extra["identical"] = {"count": count, "index": index}
+        if c in self.body_node:
+            extra["body"] = body_summary(c, attrs, grp.name)
+            extra["template"] = template_line(extra["body"])
         return {
             **extra,
             "type": "group", "id": c, "key": f"g{c}", "label": grp.name,
@@ -943,6 +996,8 @@ class Projection:
             "item_path": self.item_path(i), "inputs": inputs, "outputs": outputs,
             "frame": frame_json(self._frame(i)),
             "measured": any("measured" in o for o in outputs),
+            **({"bodies": self._body_summaries(i)} if i in self.bodies_of else {}),
+            **({"template": self.body_node[self.chain[g][0]]} if g != ROOT and self.chain[g][0] in self.body_node else {}),
         }
 
     def value(self, v: int) -> dict:
@@ -1021,7 +1076,10 @@ class Projection:
             "coverage": {"scope": cov.scope, "status": cov.status, "reasons": list(cov.reasons),
                          "effects": cov.effects},
             "counts": {"nodes": self.n_nodes, "values": self.n_values, "groups": len(cap.groups),
-                       "frames": len(cap.frames), "opaque": len(self.cols.opaque)},
+                       "frames": len(cap.frames), "opaque": len(self.cols.opaque),
+                       # nodes of unexecuted control-flow bodies, when there are any
+                       **({"template_nodes": sum(self.node_count[b + 1] for b in self.body_node)}
+                          if self.body_node else {})},
             "inputs": self._tree(cap.inputs), "outputs": self._tree(cap.outputs),
             "sources": [{"path": s.path, "sha256": s.sha256} for s in cap.sources],
             "recipe": cap.recipe, "failure": failure, "meta": cap.meta,
@@ -1145,6 +1203,8 @@ class Projection:
         outs = self._outputs_of(i)
         sub = ", ".join(self._value(v)["label"] for v in outs[:3])
         where = self._where(i)
+        if g != ROOT and self.chain[g][0] in self.body_node:
+            where = f"{where} · in a body, not executed".lstrip(" ·")
         return {
             "type": "node", "id": i, "key": f"n{i}", "label": self.cols.op[i],
             "sublabel": f"{sub}  {where}".strip(),
@@ -1164,7 +1224,11 @@ class Projection:
         """Item keys from the root to group ``g`` (chunks included); none for the root."""
         out: list[str] = []
         levels = self._full_chain(g)
-        for depth in range(len(levels) - 1):
+        first = 0
+        if len(levels) > 1 and levels[1] in self.body_node:  # through its boundary node
+            out = self.item_path(self.body_node[levels[1]]) + [f"g{levels[1]}"]
+            first = 1
+        for depth in range(first, len(levels) - 1):
             parent, child = levels[depth], levels[depth + 1]
             _, refs, gpos = self._ordered(parent)
             out += _chunk_keys(parent, len(refs), gpos[child])

@@ -673,6 +673,9 @@ class _Handler(BaseHTTPRequestHandler):
         group = _int_param(q, "group", -1)
         self._json(200, self._projection(q).children(group, q.get("chunk") or None))
 
+    def get_bodies(self, q: dict) -> None:
+        self._json(200, self._projection(q).bodies(_int_param(q, "node")))
+
     def get_subtree(self, q: dict) -> None:
         group = _int_param(q, "group", -1)
         self._json(200, self._projection(q).subtree(group, _int_param(q, "max_items", SUBTREE_ITEMS)))
@@ -828,6 +831,7 @@ _GETS: dict[str, Callable[[_Handler, dict], None]] = {
     "capture": _Handler.get_capture,
     "children": _Handler.get_children,
     "subtree": _Handler.get_subtree,
+    "bodies": _Handler.get_bodies,
     "node": _Handler.get_node,
     "value": _Handler.get_value,
     "group": _Handler.get_group,

@@ -11,13 +11,15 @@ from typing import Any, Mapping
 class Limits:
     """``max_ops``: nodes in the graph. ``max_values``: values. ``max_groups``:
     groups of every kind (module calls, jit/remat/custom-derivative scopes, unexecuted
-    control-flow bodies).
+    control-flow bodies). ``max_body_ops``: the equations one unexecuted control-flow
+    body (a scan/while/cond template) may have; a larger one stays closed, and says why.
     ``max_result_bytes``: the encoded graph the worker sends back. ``max_seconds``: the
     parent's deadline for the whole worker run (start, imports, tracing, result)."""
 
     max_ops: int = 1_000_000
     max_values: int = 2_000_000
     max_groups: int = 100_000
+    max_body_ops: int = 20_000
     max_result_bytes: int = 256 * 1024 * 1024
     max_seconds: float = 120.0
 

@@ -64,6 +64,14 @@ def summary(capture: Capture) -> str:
         # Fresh initialisation is not trained weights: say which one this graph shows.
         note = capture.meta.get("state_note")
         lines.append(f"state:      {capture.meta['state']}" + (f" ({note})" if note else ""))
+    bodies = capture.meta.get("bodies")
+    if isinstance(bodies, dict):
+        # Control-flow bodies are templates under their opaque boundary: counted apart.
+        line = (f"bodies:     {bodies.get('converted', 0):,} control-flow bodies as templates "
+                f"({bodies.get('template_nodes', 0):,} of the nodes; not executed)")
+        if bodies.get("closed"):
+            line += f", {bodies['closed']:,} left closed ({', '.join(sorted(bodies.get('closed_reasons') or {}))})"
+        lines.append(line)
     if capture.nodes:
         ops = Counter(n.op for n in capture.nodes) if len(capture.nodes) < 50_000 else _fast_ops(capture)
         top = ", ".join(f"{op}×{count}" for op, count in ops.most_common(8))

@@ -2,8 +2,10 @@
 
 ``primitive_counts`` is an independent recursive walk of a jaxpr (it does not use the
 converter): equations of the expanded call primitives are entered, every other
-equation is counted under its primitive name. A converted capture must have exactly
-these counts.
+equation is counted under its primitive name. A converted capture's executed nodes
+(those outside ``body`` groups) must have exactly these counts; with ``bodies=True``
+the walk also counts the equations of scan/while/cond bodies (each boundary stays
+counted too), which every node of the capture must match.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ def _body(param):
     return param.jaxpr if hasattr(param, "consts") else param
 
 
-def primitive_counts(closed) -> Counter:
+BODIES = {"scan": ("jaxpr",), "while": ("cond_jaxpr", "body_jaxpr"), "cond": ("branches",)}
+
+
+def primitive_counts(closed, bodies: bool = False) -> Counter:
     counts: Counter = Counter()
     stack = [closed.jaxpr]
     while stack:
@@ -35,13 +40,28 @@ def primitive_counts(closed) -> Counter:
             name = eqn.primitive.name
             if name in CALLS and eqn.params.get(CALLS[name]) is not None:
                 stack.append(_body(eqn.params[CALLS[name]]))
-            else:
-                counts[name] += 1
+                continue
+            counts[name] += 1
+            if bodies and name in BODIES:
+                for key in BODIES[name]:
+                    p = eqn.params[key]
+                    stack.extend(_body(b) for b in (p if isinstance(p, tuple) else (p,)))
     return counts
 
 
-def node_counts(capture) -> Counter:
-    return Counter(n.op for n in capture.nodes)
+def in_body(capture, group) -> bool:
+    """Whether ``group`` (a group id or None) lies inside a ``body`` group."""
+    while group is not None:
+        g = capture.groups[group]
+        if g.kind == "body":
+            return True
+        group = g.parent
+    return False
+
+
+def node_counts(capture, executed: bool = True) -> Counter:
+    """Ops of the executed program (nodes outside body templates), or of every node."""
+    return Counter(n.op for n in capture.nodes if not (executed and in_body(capture, n.group)))
 
 
 def output_avals(capture) -> list[tuple[tuple, str]]:

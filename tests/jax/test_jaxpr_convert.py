@@ -22,7 +22,7 @@ from capture.worker.errors import LimitExceeded  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 from capture.model import to_json, tree_leaves  # noqa: E402
 
-from jaxpr_walk import eval_shape_avals, node_counts, output_avals, primitive_counts  # noqa: E402
+from jaxpr_walk import eval_shape_avals, in_body, node_counts, output_avals, primitive_counts  # noqa: E402
 
 pytestmark = pytest.mark.jax
 
@@ -179,6 +179,7 @@ def nodes_of(capture, op):
 def test_counts_match_an_independent_walk(traced, name):
     closed, cap = traced[name]
     assert node_counts(cap) == primitive_counts(closed)
+    assert node_counts(cap, executed=False) == primitive_counts(closed, bodies=True)
 
 
 @pytest.mark.parametrize("name", list(PROGRAMS))
@@ -261,7 +262,11 @@ def test_control_flow_is_one_opaque_node(traced, name, op):
     # the boundary keeps its output shapes, and nothing from inside the body leaks out
     eqn = next(e for e in closed.jaxpr.eqns if e.primitive.name == op)
     assert [cap.values[v].shape for v in node.outputs] == [list(o.aval.shape) for o in eqn.outvars]
-    assert not any(n.op == "add" and n.group is not None for n in cap.nodes)
+    # (the body's equations are templates in body groups: see test_jaxpr_bodies.py)
+    assert all(in_body(cap, n.group) for n in cap.nodes if n.op in ("add", "mul", "lt"))
+    made_in_body = {v for n in cap.nodes if in_body(cap, n.group) for v in n.outputs}
+    assert not any(o.value in made_in_body for n in cap.nodes if not in_body(cap, n.group) for o in n.inputs)
+    assert not made_in_body & set(tree_leaves(cap.outputs))
 
 
 def test_cond_branches_stay_named_and_counted(traced):

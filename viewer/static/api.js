@@ -68,6 +68,11 @@ export class Api {
   children(group, chunk) {
     return this.get("children", { group, chunk });
   }
+
+  // The unexecuted control-flow bodies of a boundary node, side by side (a children view).
+  bodies(node) {
+    return this.get("bodies", { node });
+  }
   // Every container under `group` in one answer: {views:{key: children view}, complete}.
   subtree(group) {
     return this.get("subtree", { group });

@@ -280,6 +280,8 @@ function renderTitle(c) {
   t.append(el("strong", {}, c.title || "capture"));
   const counts = c.counts || {};
   const bits = [c.framework, c.backend, counts.nodes !== undefined ? `${Number(counts.nodes).toLocaleString("en-US")} nodes` : null].filter(Boolean);
+  // Template nodes of unexecuted control-flow bodies are counted apart from the program.
+  if (counts.template_nodes) bits.push(`${Number(counts.template_nodes).toLocaleString("en-US")} in unexecuted bodies`);
   t.append("  ·  " + bits.join(" · "));
   t.title = `${c.title || ""} (${bits.join(", ")})`;
   document.title = `${c.title || "capture"} — TensorViz`;
@@ -320,7 +322,9 @@ function renderCoverage(c) {
     const reasons = (cov.reasons || []).join(", ") || "unspecified";
     let why = `Partial coverage (${reasons}).`;
     if ((cov.reasons || []).includes("opaque_kernel")) {
-      why += " Unexpanded subprograms (cond, scan, while…) keep only their boundary and output shapes; no branch or iteration is reported as executed.";
+      why += " Unexpanded subprograms (cond, scan, while…) keep their boundary and output shapes; no branch or iteration is reported as executed.";
+      const tb = c.meta && c.meta.bodies;
+      if (tb && tb.converted) why += " Their bodies open as templates, as traced, not executed.";
     }
     if ((cov.reasons || []).includes("untracked_buffer_update")) {
       const names = (c.meta && c.meta.untracked_buffer_updates) || [];
@@ -553,7 +557,7 @@ function onKey(e) {
       if (r) r.panBy(0, -80);
       break;
     case "Enter":
-      if (state.selected && isContainerKey(state.selected)) toggle(state.selected);
+      if (state.selected && canOpen(state.selected)) toggle(state.selected);
       break;
     default:
       return;
@@ -627,7 +631,7 @@ function wireCanvas(canvas, minimap) {
     const [x, y] = local(e);
     const [wx, wy] = r.toWorld(x, y);
     const hit = state.model.hitTest(wx, wy);
-    if (hit && isContainerKey(hit.key)) toggle(hit.key);
+    if (hit && canOpen(hit.key)) toggle(hit.key);
   });
   canvas.addEventListener("wheel", (e) => {
     e.preventDefault();
@@ -657,10 +661,15 @@ function wireCanvas(canvas, minimap) {
   minimap.addEventListener("pointerup", () => (mmDrag = false));
 }
 
+// Groups, chunks, stacks, and control-flow boundary nodes with bodies open.
+function canOpen(key) {
+  return isContainerKey(key) || !!(state.model && state.model.bodyHolders.has(key));
+}
+
 async function toggle(key) {
   const m = state.model;
   const r = state.renderer;
-  if (!m || !isContainerKey(key) || key === ROOT) return;
+  if (!m || !canOpen(key) || key === ROOT) return;
   const before = m.scene && m.scene.byKey.get(key);
   const anchor = before ? r.toScreen(before.x, before.y) : null;
   m.toggle(key);

@@ -83,7 +83,24 @@ export class Inspector {
     const tags = el("p", {}, el("span", { class: "pill" }, `n${d.id}`), " ");
     if (d.opaque) tags.append(el("span", { class: "pill opaque", title: "An unexpanded subprogram boundary: its body was not traced into the graph" }, "opaque"), " ");
     this.body.append(tags);
-    if (d.opaque) {
+    if (d.template !== undefined && d.template !== null) {
+      this.body.append(el("p", { class: "note", "data-note": "template" }, `Inside an unexecuted body of n${d.template}: one iteration (or branch) as traced. Nothing says that this op ran.`));
+    }
+    if (d.opaque && d.bodies && d.bodies.length) {
+      this.body.append(el("p", { class: "note", "data-note": "bodies" }, "Control-flow boundary: opaque as a whole (output shapes retained). Its bodies are templates, one iteration as traced: nothing says that a branch or an iteration ran."));
+      this.section("Bodies (not executed)");
+      const list = el("ul", { class: "rows", "data-section": "bodies" });
+      for (const b of d.bodies) {
+        const bits = [b.role];
+        if (typeof b.iterations === "number") bits.push(`${b.iterations.toLocaleString("en-US")} iterations (static)`);
+        else if (b.iterations === null) bits.push("trip count decided at run time");
+        if (b.selected) bits.push(b.selected);
+        if (b.closed) bits.push(b.closed);
+        list.append(el("li", {}, el("code", { "data-body": b.key }, b.name), " ", el("span", { class: "muted" }, bits.join(" · "))));
+      }
+      this.body.append(list);
+      this.body.append(el("div", { class: "actions" }, el("button", { type: "button", "data-action": "open-bodies", onclick: () => window.tensorviz.toggle("n" + d.id) }, "Open bodies / close")));
+    } else if (d.opaque) {
       this.body.append(el("p", { class: "note" }, "Opaque boundary: the subprogram inside was not expanded. Its output shapes are retained; nothing inside it is reported as executed."));
     }
     if (d.group_path && d.group_path.length) {
@@ -236,6 +253,13 @@ export class Inspector {
     add("seed", recipe.seed);
     if (recipe.init && recipe.init.factory) add("init factory", recipe.init.factory);
     if (counts.nodes !== undefined) add("nodes", Number(counts.nodes).toLocaleString("en-US"));
+    const tb = c.meta && c.meta.bodies;
+    if (tb && typeof tb === "object") {
+      // Unexecuted control-flow bodies: templates, counted apart from the executed program.
+      const parts = [`${Number(tb.converted || 0).toLocaleString("en-US")} as templates (${Number(tb.template_nodes || 0).toLocaleString("en-US")} nodes, not executed)`];
+      if (tb.closed) parts.push(`${Number(tb.closed).toLocaleString("en-US")} left closed (${Object.keys(tb.closed_reasons || {}).join(", ")})`);
+      add("control-flow bodies", parts.join("; "));
+    }
     this.body.append(facts);
     if (weights) {
       this.section("Parameters");

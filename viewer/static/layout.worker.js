@@ -119,6 +119,8 @@ const LAYOUT_OPTIONS = {
   "elk.padding": "[top=10,left=10,bottom=10,right=10]",
 };
 
+const ROW_OPTIONS = { ...LAYOUT_OPTIONS, "elk.separateConnectedComponents": "false" };
+
 // One container as an ELK graph: items by position ("i0"…), edges by position ("e0"…).
 function elkGraph(job, style, id) {
   const sizes = job.items.map((item) => cardSize(item, style));
@@ -128,7 +130,10 @@ function elkGraph(job, style, id) {
     if (e.s === e.t || !sizes[e.s] || !sizes[e.t]) return;
     edges.push({ id: `${id}e${i}`, sources: [`${id}i${e.s}`], targets: [`${id}i${e.t}`] });
   });
-  return { graph: { id, layoutOptions: LAYOUT_OPTIONS, children, edges }, sizes };
+  // A row job (the bodies of a control-flow boundary: branches side by side) keeps its
+  // unconnected items in one layer instead of packing them as separate components.
+  const layoutOptions = job.row ? ROW_OPTIONS : LAYOUT_OPTIONS;
+  return { graph: { id, layoutOptions, children, edges }, sizes };
 }
 
 // ELK's answer for one container (coordinates relative to it) → the layout message.

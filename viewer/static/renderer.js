@@ -372,6 +372,7 @@ export class Renderer {
     this.roundRect(it.x, it.y, 4, it.h, [6, 0, 0, 6]);
     ctx.fill();
     this.drawCardText(it, n.label || it.key, opaque ? "opaque" : null, p.cardText, opaque ? p.opaqueStroke : null);
+    if (n.bodies && n.bodies.length && s >= LOD_TEXT) this.drawToggle(it.x + it.w - 16, it.y + it.h - 14, "+", p.opaqueStroke);
   }
 
   drawCollapsedGroup(it) {
@@ -406,7 +407,9 @@ export class Renderer {
     ctx.fillStyle = ks.fill;
     ctx.fill();
     ctx.lineWidth = 1.4;
+    if (kind === "body") ctx.setLineDash([6, 4]); // a template, not executed
     ctx.stroke();
+    ctx.setLineDash([]);
     this.drawCardText(it, it.item.label || it.key, stack ? `×${it.item.stack_count}` : kind, ks.text, ks.stroke);
     if (s >= LOD_TEXT) this.drawToggle(it.x + it.w - 16, it.y + 14, "+", ks.stroke);
   }
@@ -523,8 +526,11 @@ export class Renderer {
     const ctx = this.ctx;
     const p = this.palette;
     const s = this.cam.s;
-    const kind = it.type === "chunk" ? "chunk" : it.item.kind;
-    const ks = kindStyle(p, kind);
+    // An opened control-flow boundary node holds its unexecuted bodies: drawn in the
+    // control-flow colour, tagged "opaque"; templates (kind body) have a dashed frame.
+    const boundary = it.type === "node";
+    const kind = it.type === "chunk" ? "chunk" : boundary ? "opaque" : it.item.kind;
+    const ks = kindStyle(p, boundary ? "cond" : kind);
     this.roundRect(it.x, it.y, it.w, it.h, 9);
     ctx.fillStyle = ks.fill;
     ctx.globalAlpha = 0.55;
@@ -532,7 +538,9 @@ export class Renderer {
     ctx.globalAlpha = 1;
     ctx.lineWidth = s < LOD_TITLE ? 1 / s : 1.4;
     ctx.strokeStyle = ks.stroke;
+    if (kind === "body" || boundary) ctx.setLineDash([6, 4]);
     ctx.stroke();
+    ctx.setLineDash([]);
     // Header band.
     if (s >= LOD_TITLE && this.visible(it.x, it.y, it.w, S.groupHeader)) {
       this.roundRect(it.x, it.y, it.w, S.groupHeader - 4, [9, 9, 0, 0]);
@@ -555,7 +563,9 @@ export class Renderer {
       const maxW = it.w - tw - 48;
       const hk = "_h" + Math.round(maxW);
       if (!it[hk]) {
-        const wording = it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");
+        const nb = boundary ? (it.item.bodies || []).length : 0;
+        const wording = boundary ? `${nb} ${nb === 1 ? "body" : "bodies"}: templates, not executed`
+          : it.item.template || it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");
         const full = wording && wording !== kind ? `${name}  ·  ${wording}` : name;
         it[hk] = truncate(ctx, full, maxW);
       }

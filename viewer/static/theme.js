@@ -45,7 +45,7 @@ export const FIRST_FIT = 0.3;
 export const MIN_ZOOM = 0.2;
 export const MAX_ZOOM = 4;
 
-const KIND_VARS = ["jit", "scope", "module", "remat", "custom_jvp", "custom_vjp", "chunk", "cond", "other"];
+const KIND_VARS = ["jit", "scope", "module", "remat", "custom_jvp", "custom_vjp", "chunk", "cond", "body", "other"];
 
 export function readPalette() {
   const css = getComputedStyle(document.documentElement);
@@ -125,6 +125,17 @@ export function boundaryContent(side, v) {
       parts: [
         { text: name, font: quiet ? "fontQuiet" : "fontBoundaryName", tone: "name" },
         { text: shape, font: quiet ? "fontQuiet" : "fontMono", tone: "shape" },
+      ],
+    };
+  }
+  if (side === "out" && name && v.role === "body_result") {
+    // What one iteration of an unexecuted body hands on: `out carry 0 (next iteration)  f32[3]`.
+    return {
+      look: "plain",
+      role: v.role,
+      parts: [
+        { text: `out  ${name}`, font: "fontMono", tone: "name" },
+        { text: shape, font: "fontMono", tone: "shape" },
       ],
     };
   }

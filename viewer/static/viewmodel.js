@@ -29,6 +29,13 @@ export function isContainerKey(key) {
   return key.startsWith("g") || key.startsWith("c") || key.startsWith("s");
 }
 
+// Whether an item opens into a container: a group or chunk, or a control-flow boundary
+// node with unexecuted bodies (its container, under the node's own key "n12", shows the
+// body templates side by side; it is opened only on request, never by the first view).
+export function opens(item) {
+  return item.type !== "node" || !!(item.bodies && item.bodies.length);
+}
+
 // A short, stable hash of a layout's content (cyrb53): the cache key of its layout.
 function hash(text) {
   let h1 = 0xdeadbeef;
@@ -65,6 +72,7 @@ export class GraphModel {
     this.paths = new Map([[ROOT, ""]]); // container key -> group path ("Wrapped/gpt/h.3"), for memory
     this.modulePaths = new Map(); // container key -> the module's attribute path ("gpt.h.3"), chunks inherit
     this.stackOf = new Map(); // member key -> stack key, for the current display lists
+    this.bodyHolders = new Set(); // node keys with control-flow bodies (openable nodes)
     this.autoOpened = [];
     this.scene = null;
     this.version = 0; // bumped on every new scene
@@ -75,7 +83,8 @@ export class GraphModel {
     if (this.containers.has(key)) return this.containers.get(key);
     if (!this.loading.has(key)) {
       const [group, chunk] = containerParams(key);
-      const p = this.api.children(group, chunk).then((data) => {
+      const ask = key.startsWith("n") ? this.api.bodies(Number(key.slice(1))) : this.api.children(group, chunk);
+      const p = ask.then((data) => {
         this.adopt(key, data);
         this.loading.delete(key);
         return data;
@@ -92,7 +101,10 @@ export class GraphModel {
     this.containers.set(key, data);
     const base = this.paths.get(key) ?? "";
     for (const item of data.items) {
-      if (item.type === "node") continue;
+      if (item.type === "node") {
+        if (opens(item)) this.bodyHolders.add(itemKey(item));
+        continue;
+      }
       const within = item.type === "chunk" ? this.modulePaths.get(key) : item.path;
       if (within) this.modulePaths.set(itemKey(item), within);
       const name = item.type === "chunk" ? `#${String(item.id).split(":")[1]}` : String(item.label ?? item.id);
@@ -129,7 +141,7 @@ export class GraphModel {
       datas.forEach((data) => {
         for (const item of data.items) {
           const k = itemKey(item);
-          if (item.type !== "node" && this.expanded.has(k)) next.push(k);
+          if (opens(item) && this.expanded.has(k)) next.push(k);
         }
       });
       frontier = next;
@@ -142,7 +154,7 @@ export class GraphModel {
     const out = [];
     // (a stacked member is never expanded: expanding one unfolds its stack first)
     for (const item of data.items) {
-      if (item.type === "node") continue;
+      if (!opens(item)) continue;
       const k = itemKey(item);
       if (this.expanded.has(k) && this.containers.has(k)) out.push(k);
     }
@@ -171,7 +183,8 @@ export class GraphModel {
     for (let i = 0; i < list.length; i++) {
       const item = list[i];
       const k = itemKey(item);
-      const run = this.stackRun(list, i);
+      // The bodies of a boundary (branches) stay side by side, never folded into a stack.
+      const run = data.side_by_side ? 1 : this.stackRun(list, i);
       if (run > 1) {
         const sk = "s" + k;
         const members = list.slice(i, i + run);
@@ -188,7 +201,7 @@ export class GraphModel {
         entry.weightStart = entry.lines.length;
         entry.lines = entry.lines.concat(weightLines(item, this.modulePaths.get(key)));
       }
-      if (item.type !== "node" && this.expanded.has(k) && this.containers.has(k)) entry.expandedSig = this.display(k, memo).sig;
+      if (opens(item) && this.expanded.has(k) && this.containers.has(k)) entry.expandedSig = this.display(k, memo).sig;
       add(k, entry);
     }
     for (const b of data.outputs || []) add(`out:${b.value}`, boundaryJob("out", b));
@@ -211,8 +224,9 @@ export class GraphModel {
     const text = JSON.stringify([
       items.map((it) => [it.kind, it.title, it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.expandedSig || null]),
       edges.map((e) => [e.s, e.t, e.label]),
+      data.side_by_side ? "row" : "",
     ]);
-    const d = { key, keys, items, edges, sig: hash(text) };
+    const d = { key, keys, items, edges, sig: hash(text), row: !!data.side_by_side };
     memo.set(key, d);
     return d;
   }
@@ -252,7 +266,7 @@ export class GraphModel {
           const inner = this.layout.get(it.expandedSig);
           return { ...it, inner: { w: inner.w, h: inner.h } };
         });
-        jobs.push({ sig: d.sig, items, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })) });
+        jobs.push({ sig: d.sig, items, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })), row: d.row });
       }
     };
     visit(ROOT);
@@ -278,7 +292,7 @@ export class GraphModel {
   }
 
   toggle(key) {
-    if (!isContainerKey(key) || key === ROOT) return false;
+    if ((!isContainerKey(key) && !this.bodyHolders.has(key)) || key === ROOT) return false;
     if (key.startsWith("s")) {
       this.unfold(key);
       return true;
@@ -386,7 +400,7 @@ export class GraphModel {
           lines: entry.lines || [],
           weightStart: entry.weightStart ?? null,
         };
-        if (item && item.type !== "node" && entry.expandedSig) {
+        if (item && opens(item) && entry.expandedSig) {
           sceneItem.expanded = build(k, sceneItem.x + CARD_STYLE.groupPadX, sceneItem.y + CARD_STYLE.groupHeader);
         }
         container.items.push(sceneItem);
@@ -492,7 +506,8 @@ export class GraphModel {
   // before the target is expanded. Without one, the group path is followed and chunks
   // are searched.
   async revealPath(itemPath) {
-    const keys = itemPath.slice(0, -1).filter((k) => isContainerKey(k) && k !== ROOT);
+    // A node key inside a path is a control-flow boundary opened into its bodies.
+    const keys = itemPath.slice(0, -1).filter((k) => (isContainerKey(k) || k.startsWith("n")) && k !== ROOT);
     for (const k of keys) this.expanded.add(k);
     return this.unstack(itemPath[itemPath.length - 1]);
   }
@@ -573,6 +588,8 @@ export function cardLines(item) {
     const total = item.outputs_total ?? outs.length;
     if (total > 3) lines.push(`+${total - 3} more outputs`);
     if (item.sublabel) lines.push(String(item.sublabel));
+    const nb = (item.bodies || []).length;
+    if (nb) lines.push(`${nb} ${nb === 1 ? "body" : "bodies"} · not executed`);
     return lines;
   }
   const lines = [];
@@ -580,11 +597,20 @@ export function cardLines(item) {
   if (item.type === "chunk") {
     if (item.sublabel) lines.push(String(item.sublabel));
   } else if (item.type === "group") {
+    // An unexecuted body says so first: a template, how often it would run, which case.
+    const body = item.body;
+    if (body) {
+      lines.push(String(body.template));
+      if (typeof body.iterations === "number") lines.push(`${body.iterations.toLocaleString("en-US")} iterations (static)`);
+      else if (body.iterations === null) lines.push("trip count decided at run time");
+      if (body.selected) lines.push(String(body.selected));
+      if (body.closed) lines.push(String(body.closed));
+    }
     // What is inside: class (or scope kind), parameters, then what goes in and out.
-    const head = [item.class || item.honest || item.sublabel || item.kind];
+    const head = [item.class || (body ? "" : item.honest || item.sublabel || item.kind)];
     const pc = item.params && item.params.count;
     if (pc) head.push(`${formatCount(pc)} params`, formatBytes(item.params.bytes));
-    lines.push(head.filter(Boolean).join(" · "));
+    if (head.some(Boolean)) lines.push(head.filter(Boolean).join(" · "));
     const io = shapesLine(item);
     if (io) lines.push(io);
   } else if (item.honest) {
