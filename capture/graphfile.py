@@ -151,6 +151,9 @@ def encode(capture: Capture) -> bytes:
         "meta": capture.meta,
         "strings": list(strings),
     }
+    library = [i for i, f in enumerate(capture.frames) if f.library]
+    if library:  # the frames that name an installed library file (absolute path)
+        body["library_frames"] = library
     header = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -465,6 +468,12 @@ def _build(body: Any, header: dict) -> Capture:
         _all_ints(f, f"frames[{i}]", 0, 1 << 62)
         _need(f[0] < n_str and f[3] < n_str, f"frames[{i}]", "string index out of range")
         frames.append(Frame(strings[f[0]], f[1], f[2], strings[f[3]]))
+    library = b.get("library_frames")
+    if library is not None:
+        _all_ints(_list(library, "library_frames"), "library_frames", 0, len(frames))
+        for i in library:
+            _need(os.path.isabs(frames[i].file), f"library_frames[{i}]", "a library frame's file is an absolute path")
+            frames[i].library = True
 
     # nodes: whole columns are checked here; rows are built on access
     nd = _map(b.get("nodes"), "nodes")
