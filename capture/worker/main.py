@@ -137,6 +137,11 @@ class _Session:
                 raise CaptureError("trace", "the trace recorded no operations; nothing to show as a graph")
             ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), groups=len(capture.groups))
         capture.recipe = ctx.recipe.to_dict()
+        # Where this interpreter's installed libraries live: the only folders a viewer
+        # shows library frames' source lines from (capture.libframes).
+        from ..libframes import environment
+
+        capture.meta["environment"] = environment()
         capture.sources = ctx.files.imported_sources(ctx.requested_sources)
         ctx.progress("encoding the graph", 0.98)
         try:
