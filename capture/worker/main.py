@@ -114,6 +114,14 @@ class _Session:
                 {"python": sys.executable},
             ) from exc
         self.framework_version = getattr(fw, "VERSION", "") or ""
+        if recipe.framework == "torch":
+            # The person's own Torch: refused clearly when older than the tested floor.
+            from ..frameworks.supported import check_torch
+            from .context import import_framework
+
+            torch = import_framework("torch", "PyTorch")
+            self.framework_version = str(getattr(torch, "__version__", "") or self.framework_version)
+            check_torch(torch)
         ctx.progress(f"checking device {recipe.device}", 0.02)
         fw.probe_device(ctx)
         if req.get("action") == "probe_device":
