@@ -161,3 +161,43 @@ def test_through_the_worker_library_files_are_not_sources(lib_ws):
     assert library and all(f.startswith(TRANSFORMERS_DIR) or "site-packages" in f for f in library)
     env = cap.meta["environment"]
     assert env["prefix"] and any(TRANSFORMERS_DIR.startswith(d + os.sep) for d in env["site_packages"])
+
+
+VENDORED = {
+    "uses_lib.py": (
+        "import os, sys\n"
+        "sys.path.insert(0, os.path.join(os.path.dirname(__file__), 'env', 'site-packages'))\n"
+        "from fakelib.layers import Scale\n\n\n"
+        "def build():\n"
+        "    return Scale()\n"
+    ),
+    "env/site-packages/fakelib/__init__.py": "",
+    "env/site-packages/fakelib/layers.py": (
+        "import torch\n\n\n"
+        "class Scale(torch.nn.Module):\n"
+        "    def forward(self, x):\n"
+        "        return x * 2.0 + 1.0\n"
+    ),
+}
+
+
+def test_library_files_are_never_hashed_for_freshness(ws):
+    """An installed library (here a site-packages folder inside the workspace, as a
+    workspace .venv is) gives library frames, is not among the sources, and editing it
+    leaves the graph fresh; editing the workspace file that uses it makes it stale."""
+    from capture.freshness import stale_sources
+
+    for rel, text in VENDORED.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    cap, ctx = capture_in_process(ws, profile("uses_lib:Scale", args=[tensor([2, 3])], init={"factory": "uses_lib:build"}))
+    layer = (ws / "env/site-packages/fakelib/layers.py").resolve()
+    framed = [cap.frames[n.frame] for n in cap.nodes if n.frame is not None]
+    assert framed and all(f.library and f.file == str(layer) for f in framed)
+    assert {f.line for f in framed} == {6}
+    sources = ctx.files.imported_sources(ctx.requested_sources)
+    assert [s.path for s in sources] == ["uses_lib.py"]
+    layer.write_text(layer.read_text().replace("2.0", "3.0"))
+    assert stale_sources(sources, ws) == []
+    (ws / "uses_lib.py").write_text(VENDORED["uses_lib.py"] + "# edited\n")
+    assert [c.path for c in stale_sources(sources, ws)] == ["uses_lib.py"]
