@@ -128,3 +128,22 @@ def test_a_library_frame_with_a_relative_path_is_a_malformed_file():
     cap.frames[0].library = True  # "model.py": not absolute
     with pytest.raises(graphfile.GraphFileError, match="library_frames"):
         graphfile.decode(graphfile.encode(cap), name="bad.tvg")
+
+
+def test_go_to_source_hands_a_library_file_to_the_editor(site, static):
+    """With an editor attached (the language server's reveal hook), a library frame's
+    reveal reaches it with the file's absolute real path."""
+    lib = site / "somelib" / "models" / "layers.py"
+    seen: list[Frame] = []
+
+    def reveal(frame: Frame) -> bool:
+        seen.append(frame)
+        return True
+
+    with ViewerServer(static_dir=static, reveal_handler=reveal) as s:
+        s.add_capture(library_capture([str(lib)], [str(site)]), trusted_sources=True)
+        _, answer = Client(s).post("api/reveal", {"frame": {"file": str(lib), "line": 7, "column": 4, "function": "f"}})
+        assert answer == {"handled": "editor"}
+        assert [(f.file, f.line, f.column) for f in seen] == [(str(lib.resolve()), 7, 4)]
+        status, _ = Client(s).post("api/reveal", {"frame": {"file": "/etc/passwd", "line": 1, "column": 0, "function": ""}}, expect=None)
+        assert status == 404 and len(seen) == 1
