@@ -17,7 +17,9 @@ write leaves the previous file untouched.
 from __future__ import annotations
 
 import gc
+import ntpath
 import os
+import posixpath
 import secrets
 import stat
 from pathlib import Path
@@ -472,7 +474,10 @@ def _build(body: Any, header: dict) -> Capture:
     if library is not None:
         _all_ints(_list(library, "library_frames"), "library_frames", 0, len(frames))
         for i in library:
-            _need(os.path.isabs(frames[i].file), f"library_frames[{i}]", "a library frame's file is an absolute path")
+            # Navigation only: an absolute path (POSIX or Windows: the file may come from
+            # another machine); the viewer decides separately whether it may show it.
+            _need(posixpath.isabs(frames[i].file) or ntpath.isabs(frames[i].file),
+                  f"library_frames: frame {i}", "a library frame's file is an absolute path")
             frames[i].library = True
 
     # nodes: whole columns are checked here; rows are built on access

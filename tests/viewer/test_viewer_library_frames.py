@@ -147,3 +147,10 @@ def test_go_to_source_hands_a_library_file_to_the_editor(site, static):
         assert [(f.file, f.line, f.column) for f in seen] == [(str(lib.resolve()), 7, 4)]
         status, _ = Client(s).post("api/reveal", {"frame": {"file": "/etc/passwd", "line": 1, "column": 0, "function": ""}}, expect=None)
         assert status == 404 and len(seen) == 1
+
+
+def test_a_library_frame_from_a_windows_machine_still_opens(static):
+    cap = library_capture([r"C:\Python311\Lib\site-packages\somelib\layers.py"], [r"C:\Python311\Lib\site-packages"])
+    back = graphfile.decode(graphfile.encode(cap), name="windows.tvg")
+    assert back.frames[-1].library and back.frames[-1].file.startswith("C:\\")
+    assert library_files(back) == []  # not a file here: nothing to show, nothing refused loudly
