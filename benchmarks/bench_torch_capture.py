@@ -16,6 +16,10 @@ warm-up forward and a warm-up capture, whose time is printed too):
   * capture, stats on / off: a ``TorchTrace`` recording the forward, plus ``finish()``
     (statistics fetch, aliases, per-group bytes) and ``build()`` into a ``Capture``;
   * the graph file: encode time and size, stats on and off.
+``--model gpt2``: a ``transformers`` ``GPT2Model`` built from a config of the same size
+(input ids ``[batch, seq]``), captured with an empty workspace as the worker does for a
+library model: no workspace frame exists, so every op walks to a *library frame*
+(``capture.libframes``), the costliest frame case.
 Targets: capture at most 5x the plain forward with statistics on, at most 2x with
 statistics off. Prints figures and ratios; asserts nothing.
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,6 +47,15 @@ def build_model(layers: int, width: int, heads: int) -> torch.nn.Module:
         width, heads, dim_feedforward=4 * width, dropout=0.1, activation="gelu", batch_first=True
     )
     return torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False).eval()
+
+
+def build_gpt2(layers: int, width: int, heads: int, seq: int) -> torch.nn.Module:
+    from transformers import GPT2Config, GPT2Model
+
+    torch.manual_seed(0)
+    config = GPT2Config(n_layer=layers, n_embd=width, n_head=heads, n_positions=max(seq, 16),
+                        vocab_size=1024, use_cache=False)
+    return GPT2Model(config).eval()
 
 
 def capture_once(model: torch.nn.Module, x: torch.Tensor, stats: bool, files: WorkspaceFiles):
@@ -89,16 +103,25 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--fastpath", action="store_true", help="keep the fused encoder-layer fast path on")
+    ap.add_argument("--model", choices=("encoder", "gpt2"), default="encoder",
+                    help="gpt2: transformers' GPT2Model from a config (library frames on every op)")
     args = ap.parse_args()
 
     torch.set_num_threads(args.threads)
     torch.backends.mha.set_fastpath_enabled(args.fastpath)
-    model = build_model(args.layers, args.width, args.heads)
-    x = torch.randn(args.batch, args.seq, args.width)
-    files = WorkspaceFiles(Path(__file__).resolve().parent)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); TransformerEncoder: {args.layers} layers, "
-          f"width {args.width}, {args.heads} heads, ff {4 * args.width}, input [{args.batch},{args.seq},{args.width}], "
-          f"fast path {'on' if args.fastpath else 'off'}")
+    if args.model == "gpt2":
+        model = build_gpt2(args.layers, args.width, args.heads, args.seq)
+        x = torch.randint(0, 1024, (args.batch, args.seq))
+        files = WorkspaceFiles(tempfile.mkdtemp(prefix="tv-bench-ws-"))  # no workspace code runs
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); transformers GPT2Model: {args.layers} layers, "
+              f"width {args.width}, {args.heads} heads, input ids [{args.batch},{args.seq}]")
+    else:
+        model = build_model(args.layers, args.width, args.heads)
+        x = torch.randn(args.batch, args.seq, args.width)
+        files = WorkspaceFiles(Path(__file__).resolve().parent)
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); TransformerEncoder: {args.layers} layers, "
+              f"width {args.width}, {args.heads} heads, ff {4 * args.width}, input [{args.batch},{args.seq},{args.width}], "
+              f"fast path {'on' if args.fastpath else 'off'}")
 
     with torch.no_grad():
         model(x)  # the first forward in a process pays kernel set-up: not the capture's cost
@@ -118,7 +141,9 @@ def main() -> None:
     n_nodes, n_values, n_groups = len(cap_on.nodes), len(cap_on.values), len(cap_on.groups)
     per_op_us = (off_s - plain_s) / n_nodes * 1e6
 
-    print(f"graph: {n_nodes:,} ops, {n_values:,} values, {n_groups:,} module groups, {len(cap_on.frames)} frames")
+    n_library = sum(f.library for f in cap_on.frames)
+    print(f"graph: {n_nodes:,} ops, {n_values:,} values, {n_groups:,} module groups, {len(cap_on.frames)} frames "
+          f"({n_library} library), {sum(n.frame is not None for n in cap_on.nodes):,} ops with a frame")
     print(f"{'':28}{'wall s':>10}{'x plain':>10}{'cpu s':>10}{'x plain':>10}")
     for label, key, note in (("plain forward", "plain", ""), ("capture, stats on", "on", "   (target <= 5x)"),
                              ("capture, stats off", "off", "   (target <= 2x)")):

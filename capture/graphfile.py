@@ -17,8 +17,10 @@ write leaves the previous file untouched.
 from __future__ import annotations
 
 import gc
+import ntpath
 import os
 import re
+import posixpath
 import secrets
 import stat
 import time
@@ -153,6 +155,9 @@ def encode(capture: Capture) -> bytes:
         "meta": capture.meta,
         "strings": list(strings),
     }
+    library = [i for i, f in enumerate(capture.frames) if f.library]
+    if library:  # the frames that name an installed library file (absolute path)
+        body["library_frames"] = library
     header = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
@@ -558,6 +563,15 @@ def _build(body: Any, header: dict) -> Capture:
         _all_ints(f, f"frames[{i}]", 0, 1 << 62)
         _need(f[0] < n_str and f[3] < n_str, f"frames[{i}]", "string index out of range")
         frames.append(Frame(strings[f[0]], f[1], f[2], strings[f[3]]))
+    library = b.get("library_frames")
+    if library is not None:
+        _all_ints(_list(library, "library_frames"), "library_frames", 0, len(frames))
+        for i in library:
+            # Navigation only: an absolute path (POSIX or Windows: the file may come from
+            # another machine); the viewer decides separately whether it may show it.
+            _need(posixpath.isabs(frames[i].file) or ntpath.isabs(frames[i].file),
+                  f"library_frames: frame {i}", "a library frame's file is an absolute path")
+            frames[i].library = True
 
     # nodes: whole columns are checked here; rows are built on access
     nd = _map(b.get("nodes"), "nodes")

@@ -53,6 +53,7 @@ import sysconfig
 from typing import Any
 
 from .jaxpr_bodies import BODY_PRIMITIVES, convert_bodies
+from .libframes import LibraryFiles
 from .model import Capture, Coverage, Frame, Group, Node, Operand, Value
 from .worker.errors import LimitExceeded
 from .worker.limits import Limits
@@ -241,9 +242,11 @@ class FrameTable:
 
     With a workspace: the innermost frame in a workspace file (the user's own code, not
     a virtual environment inside it nor TensorViz itself), written relative to the
-    workspace root; library frames never count. Without one (a standalone conversion):
-    the innermost frame outside the standard library and installed packages, with its
-    path as Python reports it."""
+    workspace root. Without one (a standalone conversion): the innermost frame outside
+    the standard library and installed packages, with its path as Python reports it.
+    When neither exists: the innermost library frame (``capture.libframes``: e.g. a
+    Flax layer's ``__call__``), ``library=True`` with the file's absolute path; the
+    search for one ends at TensorViz's own frames (what called the capture)."""
 
     def __init__(self, workspace: str | os.PathLike[str] | None) -> None:
         self.frames: list[Frame] = []
@@ -252,6 +255,7 @@ class FrameTable:
         self._names: dict[str, str | None] = {}  # co_filename -> frame file, None: not user code
         self._by_addr: dict[tuple[Any, int], int] = {}
         self._by_tb: dict[Any, int | None] = {}
+        self._lib = LibraryFiles()
 
     def _name(self, filename: str) -> str | None:
         try:
@@ -285,17 +289,28 @@ class FrameTable:
 
     def _frame_of(self, traceback: Any) -> int | None:
         codes, lastis = traceback.raw_frames()
+        lib_at, lib_path, searching = None, None, True
         for code, lasti in zip(codes, lastis):
             name = self._name(code.co_filename)
             if name is not None:
-                key = (code, lasti)
-                idx = self._by_addr.get(key)
-                if idx is None:
-                    line, column = _location(code, lasti)
-                    idx = self._by_addr[key] = len(self.frames)
-                    self.frames.append(Frame(name, line, column, getattr(code, "co_qualname", code.co_name)))
-                return idx
-        return None
+                return self._intern(code, lasti, name, False)
+            if searching:
+                if self._lib.is_capture(code.co_filename):
+                    searching = False
+                elif lib_at is None:
+                    lib_path = self._lib.path(code.co_filename)
+                    if lib_path is not None:
+                        lib_at = (code, lasti)
+        return None if lib_at is None else self._intern(lib_at[0], lib_at[1], lib_path, True)
+
+    def _intern(self, code: Any, lasti: int, name: str, library: bool) -> int:
+        key = (code, lasti)
+        idx = self._by_addr.get(key)
+        if idx is None:
+            line, column = _location(code, lasti)
+            idx = self._by_addr[key] = len(self.frames)
+            self.frames.append(Frame(name, line, column, getattr(code, "co_qualname", code.co_name), library))
+        return idx
 
 
 def _location(code: Any, lasti: int) -> tuple[int, int]:

@@ -86,10 +86,16 @@ class Group:
 
 @dataclass(slots=True)
 class Frame:
+    """A source location. ``file`` is workspace-relative for the user's own code; with
+    ``library=True`` it is the absolute path of an installed library file (the innermost
+    frame outside the frameworks' internals, recorded when no workspace frame exists:
+    navigation only, never hashed for freshness)."""
+
     file: str
     line: int
     column: int
     function: str
+    library: bool = False
 
 
 @dataclass(slots=True)
@@ -290,7 +296,10 @@ def _node_json(n: Node) -> dict[str, Any]:
 
 
 def _frame_json(f: Frame) -> dict[str, Any]:
-    return {"file": f.file, "line": f.line, "column": f.column, "function": f.function}
+    out: dict[str, Any] = {"file": f.file, "line": f.line, "column": f.column, "function": f.function}
+    if f.library:
+        out["library"] = True
+    return out
 
 
 def failure_json(f: Failure) -> dict[str, Any]:

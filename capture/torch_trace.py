@@ -57,6 +57,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .libframes import LibraryFiles, class_location
 from .model import Capture, Coverage, Frame, Operand
 from .worker.builder import GraphBuilder
 from .worker.errors import LimitExceeded
@@ -211,6 +212,11 @@ class TorchTrace:
         self.stats_skipped = 0
         # Frames: per code object, is it workspace code; per (code, lasti), the frame id.
         self._code_ws: dict[Any, str | None] = {}
+        # Library frames (used when no workspace frame exists): per code object, the
+        # installed file's absolute path or None; per class, its definition's frame id.
+        self._lib = LibraryFiles()
+        self._code_lib: dict[Any, str | None] = {}
+        self._class_frames: dict[type, int | None] = {}
         self._addr_frame: dict[tuple[Any, int], int] = {}
         self._positions: dict[Any, list] = {}
         # Autograd: forward op of each grad_fn (by sequence number), backward mirrors.
@@ -461,6 +467,11 @@ class TorchTrace:
         else:
             name = path
         attrs: dict[str, Any] = {"path": path, "class": cls.__name__, "module": cls.__module__, "call": call}
+        class_frame = self._class_frames.get(cls, -1)
+        if class_frame == -1:
+            class_frame = self._class_frames[cls] = self._class_frame(cls)
+        if class_frame is not None:
+            attrs["class_frame"] = class_frame
         # Frame 2 is torch's module-call frame (above this hook and its guard); the ops of
         # this call run below it, so a frame walk that reaches it can stop with this answer.
         entry = sys._getframe(2)
@@ -639,14 +650,18 @@ class TorchTrace:
     # ------------------------------------------------------------------ frames
 
     def _frame(self, f: Any) -> int | None:
-        """The frame id of the innermost workspace frame at or above ``f``. The walk ends
-        early at the innermost open module call (its call site's answer, computed once)
-        and at the frame that started recording (nothing above it ran the model)."""
+        """The frame id of the innermost workspace frame at or above ``f``; when there is
+        none, of the innermost library frame (``capture.libframes``). The walk ends early
+        at the innermost open module call (its call site's answer, computed once) and at
+        the frame that started recording (nothing above it ran the model)."""
         code_ws = self._code_ws
         stop, stop_fid = (self._stack[-1][3], self._stack[-1][4]) if self._stack else (None, None)
         outer = self._outer_frame
+        lib_fid = None
         while f is not None:
             if f is stop:
+                if lib_fid is not None and (stop_fid is None or self.b.frames[stop_fid].library):
+                    return lib_fid
                 return stop_fid
             code = f.f_code
             rel = code_ws.get(code, 0)
@@ -658,12 +673,33 @@ class TorchTrace:
                 if fid is None:
                     fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, rel)
                 return fid
-            if f is outer:
-                return None
+            if f is outer:  # the code that started recording is not the model's
+                return lib_fid
+            if lib_fid is None:
+                lib = self._code_lib.get(code, 0)
+                if lib == 0:
+                    lib = self._code_lib[code] = self._lib.path(code.co_filename)
+                if lib is not None:
+                    key = (code, f.f_lasti)
+                    lib_fid = self._addr_frame.get(key)
+                    if lib_fid is None:
+                        lib_fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, lib, True)
             f = f.f_back
-        return None
+        return lib_fid
 
-    def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str) -> int:
+    def _class_frame(self, cls: type) -> int | None:
+        """The frame id of ``cls``'s definition (workspace-relative, else a library frame
+        with the file's absolute path), or None when its source file is unknown."""
+        loc = class_location(cls)
+        if loc is None:
+            return None
+        path, line = loc
+        rel = self.files.relative(path) if self.files is not None else None
+        if rel is not None:
+            return self.b.frame(Frame(rel, line, 0, cls.__qualname__))
+        return self.b.frame(Frame(path, line, 0, cls.__qualname__, True))
+
+    def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str, library: bool = False) -> int:
         positions = self._positions.get(code)
         if positions is None:
             try:
@@ -675,7 +711,7 @@ class TorchTrace:
             pline, _, pcol, _ = positions[lasti // 2]
             line = pline or line
             column = pcol or 0
-        fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname))
+        fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname, library))
         assert fid is not None
         return fid
 

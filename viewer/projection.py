@@ -28,6 +28,7 @@ from capture.graphfile import NodeTable, ValueTable
 from .bodies import (BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, body_groups, body_summary,
                      parameter_names, result_names, template_line)
 from .value_names import ROLE_WORDS, input_names, measured_name
+from .library_sources import short_path
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
 MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
@@ -134,7 +135,16 @@ def vocabulary() -> dict:
 def frame_json(f: Frame | None) -> dict | None:
     if f is None:
         return None
-    return {"file": f.file, "line": f.line, "column": f.column, "function": f.function}
+    out = {"file": f.file, "line": f.line, "column": f.column, "function": f.function}
+    if f.library:  # an installed file by absolute path; ``label`` is the short form shown
+        out["library"] = True
+        out["label"] = f"{short_path(f.file)}:{f.line} (library)"
+    return out
+
+
+def frame_label(f: Frame) -> str:
+    """``file:line``; a library frame as ``transformers/…/modeling_gpt2.py:312 (library)``."""
+    return f"{short_path(f.file)}:{f.line} (library)" if f.library else f"{f.file}:{f.line}"
 
 
 # --------------------------------------------------------------------------- columns
@@ -1027,6 +1037,7 @@ class Projection:
         bin_, bout = sorted(self.bin[g + 1] or ()), sorted(self.bout[g + 1] or ())
         return {
             "id": g, "kind": grp.kind, "name": grp.name, "attrs": grp.attrs,
+            "frame": self._group_frame(grp.attrs, "frame"), "class_frame": self._group_frame(grp.attrs, "class_frame"),
             "honest": long, "honest_short": short,
             "parent": grp.parent, "path": self.group_path(g),
             "counts": {
@@ -1039,6 +1050,12 @@ class Projection:
             "inputs": [self._value(v) for v in bin_[:USES_CAP]], "inputs_total": len(bin_),
             "outputs": [self._value(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
         }
+
+    def _group_frame(self, attrs: Any, key: str) -> dict | None:
+        """A module group's call-site (``frame``) or class-definition (``class_frame``) frame."""
+        f = attrs.get(key) if isinstance(attrs, dict) else None
+        frames = self.capture.frames
+        return frame_json(frames[f]) if type(f) is int and 0 <= f < len(frames) else None
 
     def nodes_page(self, offset: int = 0, limit: int = 100) -> dict:
         offset, limit = int(offset), int(limit)
@@ -1058,7 +1075,7 @@ class Projection:
             "id": i, "op": self.cols.op[i], "group": None if g == ROOT else g,
             "opaque": i in self.cols.opaque,
             "outputs": [self._value(v) for v in self._outputs_of(i)[:LIST_CAP]],
-            "frame": None if f is None else f"{f.file}:{f.line}",
+            "frame": None if f is None else frame_label(f),
         }
 
     def summary(self) -> dict:

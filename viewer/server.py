@@ -11,7 +11,9 @@ Contract: ``viewer/API.md``. Security model, in the order checks run on every re
    recorded sources of captures the embedder marked ``trusted_sources`` (ones its own
    worker produced). A graph file someone else wrote (``api/open``, ``tensorviz view``)
    cannot widen that: its recorded sources count only when they resolve inside the
-   workspace and still hash to the recorded sha256;
+   workspace and still hash to the recorded sha256. A capture's library frames
+   (installed files, by absolute path) are shown only for ``.py`` files inside the
+   ``site-packages`` folders its worker recorded (``viewer/library_sources.py``);
 4. ``POST`` bodies are JSON (or, for ``api/open``, a graph file), size-bounded and
    must carry the matching ``Content-Type``.
 
@@ -60,6 +62,7 @@ from capture.model import Capture, Frame, finite
 from capture.recipe import DTYPES, GENERATORS, PROFILE_NAME
 
 from .diffview import DiffStore, DiffUnavailable
+from .library_sources import library_files
 from .projection import SUBTREE_ITEMS, Projection, ProjectionError
 
 log = logging.getLogger("tensorviz.viewer")
@@ -251,7 +254,7 @@ class ViewerServer:
 
         ``baseline=(capture, label)``: the capture to offer a diff against (the previous
         capture of the same profile), set before open pages hear of the new one."""
-        recorded = self._recordable_sources(capture, trusted=trusted_sources)
+        recorded = self._recordable_sources(capture, trusted=trusted_sources) + library_files(capture)
         with self._lock:
             cid = self._next_id
             self._next_id += 1

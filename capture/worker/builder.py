@@ -59,7 +59,7 @@ class GraphBuilder:
         """The id of ``frame`` (interned); None stays None."""
         if frame is None:
             return None
-        key = (frame.file, frame.line, frame.column, frame.function)
+        key = (frame.file, frame.line, frame.column, frame.function, frame.library)
         fid = self._frame_ids.get(key)
         if fid is None:
             fid = self._frame_ids[key] = len(self.frames)

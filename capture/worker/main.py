@@ -114,6 +114,14 @@ class _Session:
                 {"python": sys.executable},
             ) from exc
         self.framework_version = getattr(fw, "VERSION", "") or ""
+        if recipe.framework == "torch":
+            # The person's own Torch: refused clearly when older than the tested floor.
+            from ..frameworks.supported import check_torch
+            from .context import import_framework
+
+            torch = import_framework("torch", "PyTorch")
+            self.framework_version = str(getattr(torch, "__version__", "") or self.framework_version)
+            check_torch(torch)
         ctx.progress(f"checking device {recipe.device}", 0.02)
         fw.probe_device(ctx)
         if req.get("action") == "probe_device":
@@ -137,6 +145,11 @@ class _Session:
                 raise CaptureError("trace", "the trace recorded no operations; nothing to show as a graph")
             ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), groups=len(capture.groups))
         capture.recipe = ctx.recipe.to_dict()
+        # Where this interpreter's installed libraries live: the only folders a viewer
+        # shows library frames' source lines from (capture.libframes).
+        from ..libframes import environment
+
+        capture.meta["environment"] = environment()
         capture.sources = ctx.files.imported_sources(ctx.requested_sources)
         ctx.progress("encoding the graph", 0.98)
         try:

@@ -258,6 +258,23 @@ async def test_reveal_shows_the_frame_range(session):
     assert shown.selection == types.Range(types.Position(5, 11), types.Position(5, 44))
 
 
+async def test_reveal_opens_a_library_file_by_its_absolute_path(session, tmp_path):
+    """Go-to-source on a library frame (installed code, absolute path) opens that file in
+    the editor (window/showDocument with its file URI); read-only is the editor's business."""
+    lib = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "somelib" / "layers.py"
+    lib.parent.mkdir(parents=True)
+    lib.write_text("class Layer:\n    def forward(self, x):\n        return x * 2\n")
+    await session.execute("tensorviz.trustWorkspace")
+    session.open("model.py")
+    await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    frame = {"file": str(lib), "line": 3, "column": 8, "function": "Layer.forward", "library": True}
+    result = await session.execute("fake.reveal", frame)
+    assert _get(result, "handled") == "editor"
+    shown = session.client.shown_documents[-1]
+    assert shown.uri == lib.resolve().as_uri() and not shown.external
+    assert shown.selection == types.Range(types.Position(2, 8), types.Position(2, 20))
+
+
 async def test_show_document_fallback_message(spec_workspace, config_dir):
     s = await start_session(spec_workspace, config_dir, capabilities=types.ClientCapabilities())
     try:

@@ -153,3 +153,41 @@ def test_resnet18_linen_with_bound_variables():
     assert names[kernel[0]][0] == "variable"
     assert all(f.file == "resnet18_linen.py" for f in c.frames), "frames point into the model file, workspace-relative"
 
+
+
+# --------------------------------------------------------------------------- library frames
+
+
+@pytest.mark.parametrize("name, file", [
+    ("gpt2_torch", "transformers/models/gpt2/modeling_gpt2.py"),
+    ("resnet18_torch", "transformers/models/resnet/modeling_resnet.py"),
+])
+def test_library_models_link_every_node_to_library_code(name, file):
+    """Models built from ``transformers`` run no workspace code in their forward: every
+    node links to the innermost line of library code (absolute path, ``library``), and
+    every module group to its class definition (issue 14)."""
+    from viewer.library_sources import short_path
+
+    capture = load(name)
+    framed = [capture.frames[n.frame] for n in capture.nodes if n.frame is not None]
+    assert len(framed) >= 0.9 * len(capture.nodes), REGENERATE
+    assert all(f.library and f.file.startswith("/") for f in framed)
+    assert all(short_path(f.file).startswith("transformers/") for f in framed)
+    assert Counter(short_path(f.file) for f in framed).most_common(1)[0][0] == file
+    # Deduplicated by code location: node frames repeat across blocks (class frames add one per class).
+    assert len({n.frame for n in capture.nodes}) < len(capture.nodes) / 4
+    modules = [g for g in capture.groups if g.kind == "module"]
+    assert modules and all(type(g.attrs.get("class_frame")) is int for g in modules)
+    top = next(g for g in modules if g.parent is None)
+    defined = capture.frames[top.attrs["class_frame"]]
+    assert defined.library and short_path(defined.file).startswith("transformers/models/")
+    assert defined.function == top.attrs["class"]
+    assert capture.meta["environment"]["site_packages"]
+    assert not any(s.path.startswith("/") for s in capture.sources)  # library files are not sources
+
+
+def test_a_workspace_linen_model_keeps_workspace_frames():
+    capture = load("resnet18_linen")
+    framed = [capture.frames[n.frame] for n in capture.nodes if n.frame is not None]
+    assert framed and not any(f.library for f in framed)
+    assert {f.file for f in framed} == {"resnet18_linen.py"}

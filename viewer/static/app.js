@@ -960,7 +960,7 @@ async function revealFrame(frame, target) {
     return;
   }
   if (res && res.handled === "viewer" && res.source) state.inspector.showSource(target, res.source, null, frame);
-  else state.inspector.showSource(target, null, `Opened ${frame.file}:${frame.line} in the editor.`);
+  else state.inspector.showSource(target, null, `Opened ${frame.library && frame.label ? frame.label : frame.file + ":" + frame.line} in the editor.`);
 }
 
 // ------------------------------------------------------------------ open .tvg (drop or file picker)

@@ -203,9 +203,19 @@ export class Inspector {
       this.body.append(el("p", { class: "muted" }, "No source frame recorded."));
       return;
     }
-    const btn = el("button", { type: "button", class: "frame-link", "data-reveal": "1", title: "Go to source", onclick: () => this.onReveal(frame, target) },
-      `${frame.file}:${frame.line}${frame.column ? ":" + frame.column : ""}`, el("span", { class: "fn" }, frame.function ? `in ${frame.function}` : ""));
-    this.body.append(btn, el("div", { class: "source-view", id: "source-view" }));
+    this.body.append(this.frameButton(frame, target), el("div", { class: "source-view", id: "source-view" }));
+  }
+
+  // A go-to-source link. A library frame (installed code, absolute path) reads as its
+  // path below site-packages with "(library)"; the full path is in its title.
+  frameButton(frame, target) {
+    const where = frame.library
+      ? (frame.label || `${frame.file}:${frame.line} (library)`)
+      : `${frame.file}:${frame.line}${frame.column ? ":" + frame.column : ""}`;
+    const attrs = { type: "button", class: "frame-link" + (frame.library ? " library" : ""), "data-reveal": "1",
+      title: frame.library ? `Go to source (installed library file ${frame.file})` : "Go to source", onclick: () => this.onReveal(frame, target) };
+    if (frame.library) attrs["data-library"] = "1";
+    return el("button", attrs, where, el("span", { class: "fn" }, frame.function ? `in ${frame.function}` : ""));
   }
 
   showSource(target, source, message, frame) {
@@ -298,6 +308,14 @@ export class Inspector {
     const counts = d.counts || {};
     for (const [k, v] of Object.entries(counts)) add(k, typeof v === "number" ? v.toLocaleString("en-US") : v);
     this.body.append(facts);
+    if (d.frame || d.class_frame) {
+      this.section("Source");
+      const target = this.current;
+      const rows = el("dl", { class: "facts", "data-section": "group-frames" });
+      if (d.frame) rows.append(el("dt", {}, "called at"), el("dd", {}, this.frameButton(d.frame, target)));
+      if (d.class_frame) rows.append(el("dt", {}, "class defined at"), el("dd", {}, this.frameButton(d.class_frame, target)));
+      this.body.append(rows, el("div", { class: "source-view", id: "source-view" }));
+    }
     if (d.attrs && Object.keys(d.attrs).length) {
       this.section("Attributes");
       this.body.append(jsonView(d.attrs));

@@ -1,0 +1,51 @@
+"""The framework versions TensorViz supports: the tested floors.
+
+``pyproject.toml``'s extras name the same floors (``torch>=2.13``); CI installs the exact
+versions it tests with from ``.ci/constraints.txt``. The worker checks the selected
+interpreter's Torch against its floor at run time (:func:`check_torch`), because the
+worker runs the person's own interpreter, whatever Torch it holds: an older one is a
+``dependencies`` failure naming the version found and the one needed, never a capture
+that breaks halfway through with an obscure error.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+# The lowest versions the test suite has been run against (CI: .ci/constraints.txt).
+MIN_VERSIONS: dict[str, str] = {"torch": "2.13", "jax": "0.10.2", "flax": "0.12.8"}
+
+
+def version_tuple(text: str) -> tuple[int, ...] | None:
+    """The leading release numbers of a version string (``"2.13.0+cpu"`` → (2, 13, 0),
+    ``"2.14.0.dev20260101"`` → (2, 14, 0)); None when it starts with no number."""
+    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(text))
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def is_supported(package: str, found: str) -> bool:
+    need, have = version_tuple(MIN_VERSIONS[package]), version_tuple(found)
+    if have is None or need is None:
+        return False
+    width = max(len(need), len(have))
+    return have + (0,) * (width - len(have)) >= need + (0,) * (width - len(need))
+
+
+def check_torch(torch: Any) -> None:
+    """Raise a ``dependencies`` :class:`~capture.worker.errors.CaptureError` when the
+    imported ``torch`` is older than the supported floor."""
+    found = str(getattr(torch, "__version__", "") or "unknown")
+    if is_supported("torch", found):
+        return
+    from ..worker.errors import CaptureError
+
+    need = MIN_VERSIONS["torch"]
+    raise CaptureError(
+        "dependencies",
+        f"PyTorch {found} in {sys.executable} is not supported: TensorViz needs torch>={need}. "
+        f"Upgrade it in the selected interpreter (e.g. {sys.executable} -m pip install 'torch>={need}') "
+        "or select an interpreter with a supported Torch.",
+        {"package": "torch", "found": found, "needed": f">={need}", "python": sys.executable},
+    )
