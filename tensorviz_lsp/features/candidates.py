@@ -48,6 +48,19 @@ class _Entry:
     good_candidates: list[Candidate] = dataclasses.field(default_factory=list)
 
 
+def discovery_python(server, root: Path | None) -> str | None:
+    """The capture interpreter chosen for ``root``, whose installed packages discovery
+    follows library bases into (read, never run); None when captures fall back to the
+    server's own interpreter."""
+    from .interpreter import InterpreterSelection
+
+    try:
+        interpreter = server.get_feature(InterpreterSelection).for_root(root)
+    except Exception:  # no such feature (a trimmed server), or an unreadable store
+        return None
+    return None if interpreter.origin == "server" else interpreter.path
+
+
 @dataclass(frozen=True)
 class Unreadable:
     """Where and why discovery cannot read a text."""
@@ -111,7 +124,7 @@ class Candidates(Feature):
     async def _discover(self, uri: str, version: int | None, text: str, path: Path) -> list[Candidate]:
         root = self.server.folder_for(uri)
         try:
-            result: Discovered = await self.server.run_blocking(self.server.backends.discover, text, path, root)
+            result: Discovered = await self.server.run_blocking(self.server.backends.discover, text, path, root, self._python(root))
         except Exception:
             log.exception("discovery failed for %s", path)
             result = Discovered([], ["discovery failed"], parsed=False)
@@ -138,11 +151,14 @@ class Candidates(Feature):
         if not above.strip():
             return []
         try:
-            result = await self.server.run_blocking(self.server.backends.discover, above, path, root)
+            result = await self.server.run_blocking(self.server.backends.discover, above, path, root, self._python(root))
         except Exception:
             log.exception("discovery failed for %s", path)
             return []
         return result.candidates if result.parsed else []
+
+    def _python(self, root: Path | None) -> str | None:
+        return discovery_python(self.server, root)
 
     def _report(self, uri: str, version: int | None, problem: Unreadable | None) -> None:
         doc = self.server.open_document(uri)
