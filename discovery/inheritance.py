@@ -185,8 +185,9 @@ class Resolver:
                 module = self._source.module(".".join(parts[:split]), importer)
                 if module is not None:
                     return module, parts[split:]
-        if parts[0] not in _NOT_LIBRARY_ROOTS and not _in_framework_table(qualified):
-            # Then the installed packages: ``transformers.BertModel``.
+        if parts[0] not in _NOT_LIBRARY_ROOTS:
+            # Then the installed packages: ``transformers.BertModel``, and framework
+            # classes the tables do not list (``flax.nnx.bridge.ToNNX``).
             for split in range(len(parts) - 1, 0, -1):
                 module = self._source.library(".".join(parts[:split]), parts[split])
                 if module is not None:
