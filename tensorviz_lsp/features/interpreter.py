@@ -83,6 +83,9 @@ class InterpreterSelection(Feature):
         else:
             data[key] = python
         write_json(self.store, data)
+        from .candidates import Candidates
+
+        await self.server.get_feature(Candidates).interpreter_changed()
         chosen = self.for_root(root)
         kind = types.MessageType.Info if chosen.exists else types.MessageType.Warning
         self.server.show_message(f"TensorViz: captures in {root} will use {chosen.describe()}.", kind)
