@@ -9,6 +9,7 @@ Most tests use fake ``site-packages`` trees shaped like the real packages
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -531,3 +532,24 @@ def test_real_flax(tmp_path):
     # The bridge classes are in no table: only flax's own files say what they are.
     assert found["Wrapped"].reason == "a subclass of flax.nnx.Module through ToNNX in flax.nnx.bridge.wrappers"
     assert sorted(by_name(discover(tmp_path, text, None))) == ["MyDense", "MyLinear"]
+
+
+# --- the command line ------------------------------------------------------------------
+
+
+def test_cli_discover_reads_the_workspace_venv_or_the_given_python(workspace, tmp_path, capsys):
+    from tensorviz_lsp.cli import main
+
+    (workspace / "model.py").write_text("from flaxformer.components.dense import MlpBlock\n\nclass Encoder(MlpBlock):\n    pass\n")
+    assert main(["discover", str(workspace / "model.py"), "--workspace", str(workspace), "--json"]) == 0
+    (found,) = json.loads(capsys.readouterr().out)["files"][0]["candidates"]
+    assert (found["qualname"], found["kind"]) == ("Encoder", "linen_module")
+    # Elsewhere, with an interpreter named: that interpreter's packages.
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "model.py").write_text((workspace / "model.py").read_text())
+    assert main(["discover", str(plain / "model.py"), "--workspace", str(plain), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["files"][0]["candidates"] == []
+    python = str(workspace / ".venv" / "bin" / "python")
+    assert main(["discover", str(plain / "model.py"), "--workspace", str(plain), "--python", python]) == 0
+    assert "Encoder (linen_module, jax): a subclass of flax.linen.Module through MlpBlock in flaxformer.components.dense" in capsys.readouterr().out
