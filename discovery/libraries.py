@@ -57,6 +57,9 @@ MAX_STAR_DEPTH = 6
 MAX_LIBRARY_CLASS_DEPTH = 32
 # Environments kept at once (each holds the analyses of the files it read).
 _MAX_ENVIRONMENTS = 8
+# Analyses an environment keeps (least recently used dropped first): a parsed
+# skeleton costs ~20-50x its text in memory; one transformers model needs ~15.
+MAX_CACHED_LIBRARY_FILES = 1024
 
 Version = Union[tuple[str, int], tuple[str, int, int], None]
 _LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+\Z", re.S)
@@ -81,7 +84,7 @@ class LibraryEnvironment:
 
     def __init__(self, paths: tuple[str, ...]) -> None:
         self.paths = tuple(paths)
-        self._analyses: dict[str, tuple[Version, ModuleAnalysis | None]] = {}
+        self._analyses: OrderedDict[str, tuple[Version, ModuleAnalysis | None]] = OrderedDict()
         # path → (version, names the file's text cannot provide)
         self._lacking: dict[str, tuple[Version, set[str]]] = {}
         self._lock = threading.Lock()
@@ -123,6 +126,7 @@ class LibraryEnvironment:
         with self._lock:
             cached = self._analyses.get(path)
             if cached is not None and cached[0] == version:
+                self._analyses.move_to_end(path)
                 return cached[1]
             if wanted is not None:
                 lacking = self._lacking.get(path)
@@ -149,6 +153,9 @@ class LibraryEnvironment:
                 analysis.library = True
             with self._lock:
                 self._analyses[path] = (version, analysis)
+                self._analyses.move_to_end(path)
+                while len(self._analyses) > MAX_CACHED_LIBRARY_FILES:
+                    self._analyses.popitem(last=False)
             return analysis
         finally:
             budget.seconds += time.thread_time() - started

@@ -559,3 +559,10 @@ def test_cli_discover_reads_the_workspace_venv_or_the_given_python(workspace, tm
     python = str(workspace / ".venv" / "bin" / "python")
     assert main(["discover", str(plain / "model.py"), "--workspace", str(plain), "--python", python]) == 0
     assert "Encoder (linen_module, jax): a subclass of flax.linen.Module through MlpBlock in flaxformer.components.dense" in capsys.readouterr().out
+
+
+def test_an_environment_keeps_a_bounded_number_of_files(workspace, monkeypatch):
+    monkeypatch.setattr(libraries, "MAX_CACHED_LIBRARY_FILES", 2)
+    env = LibraryEnvironment(find_environment(workspace).paths)
+    assert len(discover(workspace, MODEL, env).candidates) == 4  # read again when dropped
+    assert env.cached_files() <= 2
