@@ -4,6 +4,12 @@
 another workspace file (``from .layers import Base``), or re-exported through a
 package ``__init__.py``. Chains may be any length (walked with an explicit stack,
 not recursion) and import cycles end the search instead of looping.
+
+A base imported from an installed package (``from transformers import BertModel``)
+is followed into that package's source files when the workspace index has a
+library environment (``libraries.py``): the workspace first, as Python's path has
+it, then the installed packages, through the same re-exports plus nested
+``import *`` (limited by ``__all__``) and lazy-import tables.
 """
 
 from __future__ import annotations
@@ -361,7 +367,8 @@ def _is_library(module: AnalysedModule) -> bool:
 
 def _in_framework_table(qualified: str) -> bool:
     """Under ``torch.nn``/``flax.linen``/``flax.nnx``, whose Module classes are listed
-    (``frameworks.py``): a name the table lacks is known not to be one."""
+    (``frameworks.py``): ``from flax.linen import *`` is answered by those tables
+    (``star_import_provides``), so such a module is never searched for other names."""
     return any(qualified.startswith(ns.root + ".") for ns in FRAMEWORK_NAMESPACES)
 
 
