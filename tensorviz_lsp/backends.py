@@ -253,6 +253,9 @@ class RealBackends:
         env = find_environment(root, python) if python else (find_environment(root) or find_environment(python=sys.executable))
         with self._lock:
             self._environments[key] = (now, env)
+        if known is None or known[1] is not env:
+            where = ", ".join(env.paths) if env is not None else f"nowhere (no site-packages found for {python or sys.executable})"
+            log.info("discovery reads library bases for %s from %s", root, where)
         return env
 
     def discover(self, text: str, path: Path, root: Path | None, python: str | None = None) -> Discovered:

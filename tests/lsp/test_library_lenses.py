@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from lsprotocol import types
 
-from library_trees import fake_venv
+from library_trees import PYTHON_VERSION, fake_venv
 
 from .conftest import REAL_SERVER, make_workspace, start_session, stop_session
 
@@ -52,6 +52,8 @@ async def test_lens_on_a_subclass_of_a_library_model_in_a_workspace_with_a_venv(
         lenses = await s.lenses("model.py")
         assert lens_symbols(lenses) == [("MyGPT", 4, "Open as Graph"), ("MyQwen", 8, "Open as Graph")]
         assert lenses[0].command.command == "tensorviz.openGraph"
+        where = await s.logged("discovery reads library bases for")
+        assert where.endswith(str(ws / ".venv" / "lib" / f"python{PYTHON_VERSION}" / "site-packages")), where
     finally:
         await stop_session(s)
 
