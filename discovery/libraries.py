@@ -201,6 +201,13 @@ def skeleton(text: str) -> str:
         for node in pending.pop():
             if isinstance(node, ast.ClassDef):
                 pending.append(node.body)
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                # ``if TYPE_CHECKING:``, ``try: … except ImportError:``: still top level.
+                pending.append(node.body)
+                pending.append(getattr(node, "orelse", []))
+                pending.append(getattr(node, "finalbody", []))
+                for handler in getattr(node, "handlers", []):
+                    pending.append(handler.body)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 if node.body[0].lineno > node.lineno:  # not ``def f(): return 1``
                     cut(node.body[0], node.body[-1])

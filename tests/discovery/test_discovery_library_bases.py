@@ -297,10 +297,18 @@ def test_skeleton_keeps_what_discovery_reads():
             if a:
                 return b
             return a
+
+
+        try:
+            from fast import kernel
+        except ImportError:
+            def kernel(x):
+                return fallback_body(x)
         '''
     )
     out = skeleton(text)
     assert "self.dim = dim" not in out and "y = x + 1" not in out and "if a:" not in out
+    assert "fallback_body" not in out and "from fast import kernel" in out
     for kept in ("class Block(nn.Module):", "width: int = 4", 'def __init__(self, dim: int, *, act="relu"):',
                  "def forward(self, x):  # comment", "def short(self): return 1", "def helper(a, b=2):"):
         assert kept in out
