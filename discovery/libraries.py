@@ -14,7 +14,7 @@ are dropped (found with ``ast``, which is ~8x faster than libcst) before libcst
 parses what is left, since discovery needs only imports, classes, their bases,
 class-level fields and method signatures. ``modeling_utils.py`` of transformers
 shrinks ~10x; without skeletons the first resolution of three transformers models
-takes ~5x longer.
+takes ~3x the CPU time (benchmarks/bench_discovery.py).
 
 Bounds, per discovery of one workspace file (a lookup that runs out leaves the base
 unresolved, and the result is not cached, so the next discovery carries on with the
