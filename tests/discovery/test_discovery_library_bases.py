@@ -574,3 +574,23 @@ def test_an_environment_keeps_a_bounded_number_of_files(workspace, monkeypatch):
     env = LibraryEnvironment(find_environment(workspace).paths)
     assert len(discover(workspace, MODEL, env).candidates) == 4  # read again when dropped
     assert env.cached_files() <= 2
+
+
+def test_the_capture_shorthand_knows_library_subclasses(workspace, tmp_path):
+    """``tensorviz capture model.py:Encoder`` saves the framework discovery finds."""
+    from tensorviz_lsp.shorthand import ShorthandError, discovered_framework, parse_target
+
+    (workspace / "model.py").write_text(
+        "from flaxformer.components.dense import MlpBlock\nfrom transformers import BertModel\n\n"
+        "class Encoder(MlpBlock):\n    pass\n\nclass TinyBert(BertModel):\n    pass\n"
+    )
+    assert discovered_framework(parse_target(f"{workspace / 'model.py'}:Encoder", workspace)) == "jax"
+    assert discovered_framework(parse_target(f"{workspace / 'model.py'}:TinyBert", workspace)) == "torch"
+    # Outside the workspace's .venv, with the interpreter given (``--python``).
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "model.py").write_text((workspace / "model.py").read_text())
+    target = parse_target(f"{plain / 'model.py'}:Encoder", plain)
+    with pytest.raises(ShorthandError):
+        discovered_framework(target)  # this interpreter has no flaxformer
+    assert discovered_framework(target, str(workspace / ".venv" / "bin" / "python")) == "jax"
