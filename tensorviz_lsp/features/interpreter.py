@@ -85,7 +85,12 @@ class InterpreterSelection(Feature):
         write_json(self.store, data)
         from .candidates import Candidates
 
-        await self.server.get_feature(Candidates).interpreter_changed()
+        try:  # lenses on library subclasses depend on the interpreter's packages
+            candidates = self.server.get_feature(Candidates)
+        except LookupError:
+            pass
+        else:
+            await candidates.interpreter_changed()
         chosen = self.for_root(root)
         kind = types.MessageType.Info if chosen.exists else types.MessageType.Warning
         self.server.show_message(f"TensorViz: captures in {root} will use {chosen.describe()}.", kind)

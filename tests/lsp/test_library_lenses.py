@@ -106,3 +106,24 @@ async def test_a_changed_setting_recomputes_lenses(tmp_path, config_dir):
         assert lens_symbols(await s.lenses("model.py")) == [("Encoder", 3, "Open as Graph")]
     finally:
         await stop_session(s)
+
+
+async def test_selecting_an_interpreter_recomputes_lenses(tmp_path, config_dir):
+    ws = make_workspace(tmp_path / "ws", {"model.py": LINEN})
+    venv = tmp_path / "envs" / "jaxenv"
+    fake_venv(venv, transformers=False, torchvision=False)
+    s = await start_session(ws, config_dir, server=REAL_SERVER)
+    try:
+        await s.logged("(server)")
+        s.open("model.py")
+        assert list(await s.lenses("model.py")) == []
+        result = await s.execute(
+            "tensorviz.selectInterpreter", {"python": str(venv / "bin" / "python"), "folder": ws.as_uri()}
+        )
+        assert result["origin"] == "selected", result
+        assert lens_symbols(await s.lenses("model.py")) == [("Encoder", 3, "Open as Graph")]
+        # Back to the default: the server's interpreter, without flaxformer.
+        await s.execute("tensorviz.selectInterpreter", {"python": "default", "folder": ws.as_uri()})
+        assert list(await s.lenses("model.py")) == []
+    finally:
+        await stop_session(s)
