@@ -144,6 +144,8 @@ class LibraryEnvironment:
                 with self._lock:
                     entry = self._lacking.get(path)
                     if entry is None or entry[0] != version:
+                        if len(self._lacking) >= 8 * MAX_CACHED_LIBRARY_FILES:
+                            self._lacking.clear()  # only saves peeks: start over
                         entry = (version, set())
                         self._lacking[path] = entry
                     entry[1].add(wanted)
