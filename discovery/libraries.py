@@ -191,7 +191,14 @@ def skeleton(text: str) -> str:
     def cut(first: ast.stmt, last: ast.stmt) -> None:
         """Drop ``first``…``last`` when they own their lines (nothing else shares them)."""
         start, end = first.lineno - 1, (last.end_lineno or last.lineno) - 1
-        if end >= len(lines) or lines[start].encode("utf-8")[: first.col_offset].strip():
+        column = first.col_offset
+        decorators = getattr(first, "decorator_list", None)
+        if decorators:  # a decorated definition starts at its first ``@``
+            start = decorators[0].lineno - 1
+            column = lines[start].find("@") if start < len(lines) else -1
+            if column < 0:
+                return
+        if end >= len(lines) or lines[start].encode("utf-8")[:column].strip():
             return
         rest = lines[end].encode("utf-8")[last.end_col_offset or 0 :].strip()
         if rest and not rest.startswith(b"#"):

@@ -8,6 +8,7 @@ Most tests use fake ``site-packages`` trees shaped like the real packages
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -594,3 +595,58 @@ def test_the_capture_shorthand_knows_library_subclasses(workspace, tmp_path):
     with pytest.raises(ShorthandError):
         discovered_framework(target)  # this interpreter has no flaxformer
     assert discovered_framework(target, str(workspace / ".venv" / "bin" / "python")) == "jax"
+
+
+def _outline(tree: ast.Module) -> list:
+    """Every class (at any depth outside functions) with its bases, keywords, and its
+    methods' signatures; and every top-level import: what discovery reads of a file."""
+    out: list = []
+    pending = [tree.body]
+    while pending:
+        for node in pending.pop():
+            if isinstance(node, ast.ClassDef):
+                methods = [
+                    (m.name, ast.unparse(m.args), [ast.unparse(d) for d in m.decorator_list])
+                    for m in node.body
+                    if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                ]
+                fields = [ast.unparse(s) for s in node.body if isinstance(s, (ast.AnnAssign, ast.Assign))]
+                out.append((node.name, [ast.unparse(b) for b in node.bases], methods, fields))
+                pending.append(node.body)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                out.append(ast.unparse(node))
+            elif isinstance(node, (ast.If, ast.Try, ast.With)):
+                pending.extend([node.body, getattr(node, "orelse", []), getattr(node, "finalbody", [])])
+                pending.extend(h.body for h in getattr(node, "handlers", []))
+    return out
+
+
+def _real_package_files(limit: int = 120) -> list[Path]:
+    files: list[Path] = []
+    for package in ("libcst", "transformers", "flax", "torch"):
+        spec = importlib.util.find_spec(package)  # finds, does not import a top-level package
+        if spec is None or not spec.submodule_search_locations:
+            continue
+        root = Path(next(iter(spec.submodule_search_locations)))
+        found = sorted(p for p in root.rglob("*.py") if p.stat().st_size < 400_000)
+        files += found[:: max(1, len(found) // (limit // 4))][: limit // 4]
+    return files
+
+
+def test_skeletons_of_real_package_files_keep_their_outline():
+    """On real files (libcst is always installed; transformers, flax and torch when they
+    are): the skeleton is valid Python, much smaller, and declares the same classes,
+    bases, fields, method signatures and imports."""
+    files = _real_package_files()
+    assert len(files) >= 25
+    before = after = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        out = skeleton(text)
+        assert _outline(ast.parse(out)) == _outline(tree), path
+        before, after = before + len(text), after + len(out)
+    assert after < before / 2, (before, after)
