@@ -650,3 +650,22 @@ def test_skeletons_of_real_package_files_keep_their_outline():
         assert _outline(ast.parse(out)) == _outline(tree), path
         before, after = before + len(text), after + len(out)
     assert after < before / 2, (before, after)
+
+
+@pytest.mark.parametrize(
+    "source, exports",
+    [
+        pytest.param("__all__ = ['A', 'B']\n", {"A", "B"}, id="list"),
+        pytest.param("__all__ = ('A',)\n__all__ += ['B']\n", {"A", "B"}, id="augmented"),
+        pytest.param("__all__ = ['A']\n__all__.extend(['B'])\n__all__.append('C')\n", {"A", "B", "C"}, id="extend-append"),
+        pytest.param("__all__: list[str] = ['A']\n", {"A"}, id="annotated"),
+        pytest.param("__all__ = [n for n in dir() if n[0] != '_']\n", None, id="computed: every public name"),
+        pytest.param("__all__ = ['A']\n__all__ += other.__all__\n", None, id="extended by another module"),
+        pytest.param("A = 1\n", None, id="undeclared"),
+    ],
+)
+def test_dunder_all_forms(source, exports):
+    from discovery.analysis import analyse
+
+    ns = analyse("m.py", source, "m").namespace
+    assert ns is not None and ns.exports == exports
