@@ -105,6 +105,7 @@ class WorkspaceIndex:
         self._clock = 0
         self._analyses: dict[str, tuple[Version, ModuleAnalysis]] = {}
         self._results: dict[str, _CachedResult] = {}
+        self._incomplete: set[str] = set()
         self._lock = threading.RLock()
 
     # --- public API ---------------------------------------------------------------------
@@ -176,6 +177,13 @@ class WorkspaceIndex:
             return result if result.path == shown else replace(result, path=shown)
         except Exception as exc:
             return FileResult(shown, errors=(internal_error(exc),))
+
+    def is_complete(self, path: str | os.PathLike[str]) -> bool:
+        """False when the last discovery of ``path`` ran out of its library budget
+        (``libraries.py``): some library bases were left unread, and discovering it
+        again reads on."""
+        with self._lock:
+            return self._key(path) not in self._incomplete
 
     def module_name(self, path: str | os.PathLike[str]) -> str | None:
         """``pkg.layers`` for ``<root>/pkg/layers.py``; None outside the root or when
@@ -258,7 +266,11 @@ class WorkspaceIndex:
             key, text, analysis_of, Resolver(consultation), workspace=True
         )
         if not consultation.budget.exhausted:
-            # A result cut short by the library budget is not final: the next
-            # discovery carries on, with the library files read so far cached.
             self._results[key] = _CachedResult(result, consultation.dependencies)
+            self._incomplete.discard(key)
+        else:
+            # Cut short by the library budget: not final. The next discovery carries
+            # on, with the library files read so far cached.
+            self._results.pop(key, None)
+            self._incomplete.add(key)
         return result

@@ -71,6 +71,9 @@ class Discovered:
     errors: list[str] = field(default_factory=list)
     # False when the text could not be parsed (a user mid-edit): keep the last good result.
     parsed: bool = True
+    # False when discovery ran out of its budget for reading library bases: the next
+    # request discovers again (and reads on) instead of answering from the cache.
+    complete: bool = True
 
 
 @dataclass
@@ -265,7 +268,10 @@ class RealBackends:
         if index is not None and root is not None:
             index.set_libraries(self._libraries(root, python))
         result = discover_source(text, str(path), index=index) if index is not None else discover_source(text, str(path))
-        return adapt_discovery(result)
+        discovered = adapt_discovery(result)
+        if index is not None and not index.is_complete(str(path)):
+            discovered.complete = False
+        return discovered
 
     def index_changed(self, root: Path, path: Path, text: str | None) -> None:
         """``text``: an open buffer's content; None: the file on disk counts (again)."""

@@ -48,6 +48,8 @@ class _Entry:
     good_candidates: list[Candidate] = dataclasses.field(default_factory=list)
     # The interpreter whose packages library bases were read from (None: the server's).
     python: str | None = None
+    # False: the library budget ran out; the next request discovers again.
+    complete: bool = True
 
 
 def discovery_python(server, root: Path | None) -> str | None:
@@ -86,8 +88,9 @@ class Candidates(Feature):
         doc = self.server.open_document(uri)
         if entry is None or (doc is not None and entry.version != doc.version):
             return None
-        if entry.python != self._python(self.server.folder_for(uri)):
-            return None  # another interpreter selected since: its packages may differ
+        if not entry.complete or entry.python != self._python(self.server.folder_for(uri)):
+            # Library bases left unread, or another interpreter selected since.
+            return None
         return entry.candidates
 
     def last_known(self, uri: str) -> list[Candidate]:
@@ -135,7 +138,9 @@ class Candidates(Feature):
             result = Discovered([], ["discovery failed"], parsed=False)
         previous = self._cache.get(uri)
         if result.parsed:
-            self._cache[uri] = _Entry(version, result.candidates, result.errors, text, result.candidates, python)
+            self._cache[uri] = _Entry(
+                version, result.candidates, result.errors, text, result.candidates, python, getattr(result, "complete", True)
+            )
             self._report(uri, version, None)
             return result.candidates
         problem = await self.server.run_blocking(unreadable, text, result.errors)

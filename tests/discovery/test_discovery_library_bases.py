@@ -329,11 +329,33 @@ def test_the_file_budget_cuts_a_search_short_and_the_next_discovery_carries_on(w
     first = index.discover(path)
     assert first.candidates == ()
     assert env.cached_files() <= 3
+    assert not index.is_complete(path)
     # Not cached as final: each later discovery reads three more files, and gets there.
     for _ in range(10):
-        if index.discover(path).candidates:
+        last = index.discover(path)
+        if index.is_complete(path):
             break
-    assert [c.qualname for c in index.discover(path).candidates] == ["TinyBert"]
+    assert [c.qualname for c in last.candidates] == ["TinyBert"]
+    assert last.candidates[0].setup_fields_complete  # every base of the chain read
+    assert index.discover(path) is last  # now cached
+
+
+def test_the_language_server_hears_of_an_incomplete_result(workspace, monkeypatch):
+    from tensorviz_lsp.backends import RealBackends
+
+    monkeypatch.setattr(libraries, "MAX_LIBRARY_FILES", 3)
+    backends = RealBackends()
+    python = str(workspace / ".venv" / "bin" / "python")
+    text = "from transformers import BertModel\n\nclass TinyBert(BertModel):\n    pass\n"
+    path = workspace / "model.py"
+    path.write_text(text)
+    first = backends.discover(text, path, workspace, python)
+    assert (first.candidates, first.complete) == ([], False)
+    for _ in range(10):
+        last = backends.discover(text, path, workspace, python)
+        if last.complete:
+            break
+    assert [c.qualname for c in last.candidates] == ["TinyBert"] and last.complete
 
 
 def test_the_time_budget(workspace, monkeypatch):
