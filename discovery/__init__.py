@@ -4,9 +4,11 @@ Reads source text only: never imports user code, JAX, Flax, Torch or pygls.
 
     result = discover_source(text, "model.py")
     index = WorkspaceIndex(root); index.discover(path)   # follows bases across files
+    index = WorkspaceIndex(root, find_environment(root, python))  # …and into installed packages
 """
 
 from .discover import discover_source
+from .libraries import LibraryEnvironment, find_environment
 from .positions import Position, Range
 from .results import (
     CallInput,
@@ -27,10 +29,12 @@ __all__ = [
     "DiscoveryError",
     "FileResult",
     "Framework",
+    "LibraryEnvironment",
     "ParameterDefault",
     "Position",
     "Range",
     "SetupField",
     "WorkspaceIndex",
     "discover_source",
+    "find_environment",
 ]

@@ -22,6 +22,8 @@ class ModuleAnalysis:
     parsed: ParsedSource | None = None
     namespace: Namespace | None = None
     error: DiscoveryError | None = None
+    # Read from an installed package (see ``libraries.py``), not from the workspace.
+    library: bool = False
 
 
 def analyse(

@@ -176,12 +176,20 @@ def _lineage_reason(ref: ClassRef, lineage: Lineage) -> str:
         return described + (f" (written {written})" if written != base.public_name else "")
     steps = []
     for step in lineage.via[:_REASON_STEPS]:
-        where = "" if step.module is ref.module else f" in {step.module.path}"
+        where = "" if step.module is ref.module else f" in {_where(step)}"
         steps.append(f"{step.info.qualname}{where}")
     hidden = len(lineage.via) - _REASON_STEPS
     if hidden > 0:
         steps.append(f"{hidden} more")
     return f"{described} through {' → '.join(steps)}"
+
+
+def _where(step: ClassRef) -> str:
+    """An installed package's module by its dotted name, a workspace file by its path."""
+    module = step.module
+    if getattr(module, "library", False) and getattr(module, "module_name", None):
+        return module.module_name  # type: ignore[no-any-return]
+    return module.path
 
 
 def _init_fields(owner: ClassRef | None, *, nnx: bool) -> list[SetupField]:

@@ -4,10 +4,17 @@
 another workspace file (``from .layers import Base``), or re-exported through a
 package ``__init__.py``. Chains may be any length (walked with an explicit stack,
 not recursion) and import cycles end the search instead of looping.
+
+A base imported from an installed package (``from transformers import BertModel``)
+is followed into that package's source files when the workspace index has a
+library environment (``libraries.py``): the workspace first, as Python's path has
+it, then the installed packages, through the same re-exports plus nested
+``import *`` (limited by ``__all__``) and lazy-import tables.
 """
 
 from __future__ import annotations
 
+import builtins
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,7 +22,8 @@ from typing import Protocol, TypeVar, Union
 
 import libcst as cst
 
-from .frameworks import FrameworkBase, framework_base
+from .frameworks import FRAMEWORK_NAMESPACES, FrameworkBase, framework_base
+from .libraries import MAX_LIBRARY_CLASS_DEPTH, MAX_STAR_DEPTH
 from .namespace import (
     AliasOf,
     ClassInfo,
@@ -45,11 +53,18 @@ class ModuleSource(Protocol):
     def module(self, name: str, importer: AnalysedModule) -> AnalysedModule | None:
         """The workspace file that ``import name`` means for ``importer``."""
 
+    def library(self, name: str, wanted: str | None = None) -> AnalysedModule | None:
+        """The installed module ``name`` (see ``libraries.py``); with ``wanted``, None
+        also when its text cannot provide that name."""
+
 
 class NoWorkspace:
     """Without a workspace index only the file itself is known."""
 
     def module(self, name: str, importer: AnalysedModule) -> AnalysedModule | None:
+        return None
+
+    def library(self, name: str, wanted: str | None = None) -> AnalysedModule | None:
         return None
 
 
@@ -94,8 +109,13 @@ class Ancestry:
 
 
 _MAX_REEXPORT_HOPS = 64
+_STDLIB = frozenset(sys.stdlib_module_names)
 # Top-level names whose modules are never looked for in the workspace.
-_NOT_WORKSPACE_ROOTS = frozenset(sys.stdlib_module_names) | {"jax", "jaxlib", "flax", "torch"}
+_NOT_WORKSPACE_ROOTS = _STDLIB | {"jax", "jaxlib", "flax", "torch"}
+# Never followed into installed files: the standard library, and JAX (no Modules).
+_NOT_LIBRARY_ROOTS = _STDLIB | {"jax", "jaxlib"}
+# Names a module has without binding them: never looked for behind ``import *``.
+_BUILTIN_NAMES = frozenset(dir(builtins))
 T = TypeVar("T")
 
 
@@ -165,27 +185,63 @@ class Resolver:
         if qualified.startswith("."):
             return Unresolved(qualified)  # relative import outside any known package
         parts = tuple(qualified.split("."))
-        if parts[0] in _NOT_WORKSPACE_ROOTS:
-            return Unresolved(qualified)  # typing.Generic, abc.ABC, torch.nn.Identity…
-        # The longest prefix that is a workspace module; the rest is looked up in it.
-        for split in range(len(parts) - 1, 0, -1):
-            module = self._source.module(".".join(parts[:split]), importer)
+        if not _is_library(importer) and parts[0] not in _NOT_WORKSPACE_ROOTS:
+            # The longest prefix that is a workspace module; the rest is looked up in it.
+            for split in range(len(parts) - 1, 0, -1):
+                module = self._source.module(".".join(parts[:split]), importer)
+                if module is not None:
+                    return module, parts[split:]
+        if parts[0] not in _NOT_LIBRARY_ROOTS:
+            # Then the installed packages: ``transformers.BertModel``, and framework
+            # classes the tables do not list (``flax.nnx.bridge.ToNNX``).
+            for split in range(len(parts) - 1, 0, -1):
+                module = self._source.library(".".join(parts[:split]), parts[split])
+                if module is not None:
+                    return module, parts[split:]
+        return Unresolved(qualified)  # typing.Generic, abc.ABC, torch.nn.Identity…
+
+    def _module_for(
+        self, name: str, importer: AnalysedModule, wanted: str
+    ) -> AnalysedModule | None:
+        """The module ``from name import *`` in ``importer`` reads."""
+        if name.startswith("."):
+            return None
+        root = name.split(".", 1)[0]
+        if not _is_library(importer) and root not in _NOT_WORKSPACE_ROOTS:
+            module = self._source.module(name, importer)
             if module is not None:
-                return module, parts[split:]
-        return Unresolved(qualified)
+                return module
+        if root in _NOT_LIBRARY_ROOTS or _in_framework_table(name + "."):
+            return None  # the framework tables already say what these provide
+        return self._source.library(name, wanted)
 
     def _star_provider(
         self, ns: Namespace, name: str, importer: AnalysedModule
     ) -> AnalysedModule | None:
-        if name.startswith("_"):
-            return None  # ``import *`` skips private names
-        for star in reversed(ns.star_imports):
-            if star.startswith("."):
-                continue
-            module = self._source.module(star, importer)
-            if module is not None and module.namespace is not None:
-                if name in module.namespace.symbols:
+        """The module that binds ``name`` which ``ns``'s ``import *`` lines bring in,
+        through nested ``import *`` re-exports (``transformers`` → ``.models`` →
+        ``.bert`` → ``.modeling_bert``), each limited by its ``__all__``."""
+        if name.startswith("_") or name in _BUILTIN_NAMES:
+            return None  # ``import *`` skips private names; builtins are no import
+        visited = {importer.path}
+        stack = [(importer, iter(_star_order(ns, name, importer)))]
+        while stack:
+            current, pending = stack[-1]
+            for star in pending:
+                module = self._module_for(star, current, name)
+                if module is None or module.namespace is None or module.path in visited:
+                    continue
+                visited.add(module.path)
+                provided = module.namespace
+                if not provided.exports_name(name):
+                    continue
+                if name in provided.symbols:
                     return module
+                if provided.star_imports and len(stack) < MAX_STAR_DEPTH:
+                    stack.append((module, iter(_star_order(provided, name, module))))
+                    break
+            else:
+                stack.pop()
         return None
 
     # --- whole chains -----------------------------------------------------------------
@@ -207,6 +263,7 @@ class Resolver:
         dead_ends: set[tuple[str, str]] = set()
         # Each frame: a class on the current path and the index of its next base.
         path: list[list] = [[ref, 0]]
+        library_depth = int(_is_library(ref.module))  # library classes on the path
         while path:
             frame = path[-1]
             current, index = frame
@@ -215,6 +272,7 @@ class Resolver:
                 dead_ends.add(current.key)
                 on_path.discard(current.key)
                 path.pop()
+                library_depth -= int(_is_library(current.module))
                 continue
             frame[1] += 1
             target, _ = bases[index]
@@ -228,6 +286,10 @@ class Resolver:
                     )
                 if target.key in on_path or target.key in dead_ends:
                     continue  # a cycle, or already known not to lead anywhere
+                if _is_library(target.module):
+                    if library_depth >= MAX_LIBRARY_CLASS_DEPTH:
+                        continue
+                    library_depth += 1
                 on_path.add(target.key)
                 path.append([target, 0])
         return None
@@ -297,3 +359,37 @@ class Resolver:
 
 def _text(expr: cst.BaseExpression) -> str:
     return source_text(expr)
+
+
+def _is_library(module: AnalysedModule) -> bool:
+    return getattr(module, "library", False)
+
+
+def _in_framework_table(qualified: str) -> bool:
+    """Under ``torch.nn``/``flax.linen``/``flax.nnx``, whose Module classes are listed
+    (``frameworks.py``): ``from flax.linen import *`` is answered by those tables
+    (``star_import_provides``), so such a module is never searched for other names."""
+    return any(qualified.startswith(ns.root + ".") for ns in FRAMEWORK_NAMESPACES)
+
+
+def _normalised(name: str) -> str:
+    return name.replace("_", "").lower()
+
+
+def _star_order(ns: Namespace, name: str, importer: AnalysedModule) -> list[str]:
+    """The ``import *`` modules of ``ns`` in the order to look for ``name`` in.
+
+    The last one wins at run time, so they are tried last first. In installed
+    packages (hundreds of ``from .x import *`` lines in ``transformers/models``), a
+    module whose name begins ``name`` goes first, the longest such first:
+    ``GPT2LMHeadModel`` is looked for in ``.gpt2`` before the other 400."""
+    stars = list(reversed(ns.star_imports))
+    if not _is_library(importer) or len(stars) < 2:
+        return stars
+    wanted = _normalised(name)
+
+    def score(star: str) -> int:
+        last = _normalised(star.rsplit(".", 1)[-1])
+        return len(last) if len(last) >= 2 and wanted.startswith(last) else 0
+
+    return sorted(stars, key=score, reverse=True)  # stable: ties keep run-time order

@@ -114,6 +114,19 @@ class Namespace:
     is_package: bool
     symbols: dict[str, Symbol] = field(default_factory=dict)
     star_imports: list[str] = field(default_factory=list)
+    # ``__all__`` when the file spells it as literal strings: what ``import *`` takes.
+    # None: not declared, or not readable as literals (every public name counts).
+    exports: set[str] | None = None
+    # A lazy-import table (``_import_structure = {"models.bert": ["BertModel"]}``, the
+    # ``_LazyModule`` convention of transformers, diffusers…): name → submodule.
+    lazy: dict[str, str] = field(default_factory=dict)
+    _exports_unreadable: bool = field(default=False, repr=False)
+
+    def exports_name(self, name: str) -> bool:
+        """Would ``from <this module> import *`` bind ``name``?"""
+        if self.exports is not None:
+            return name in self.exports
+        return not name.startswith("_")
 
     def top_level_classes(self) -> list[ClassInfo]:
         """Classes still bound at the end of the file (a later rebinding hides one)."""
@@ -165,6 +178,13 @@ def build_namespace(
     ns = Namespace(module_name, is_package)
     for stmt in module.body:
         _bind_statement(ns, stmt, conditional=False)
+    if ns._exports_unreadable:
+        ns.exports = None
+    if ns.lazy and module_name is not None and is_package:
+        # The table is what the package serves at run time; a name it also binds
+        # (``if TYPE_CHECKING: from .x import Name``) already says the same.
+        for name, submodule in ns.lazy.items():
+            ns.symbols.setdefault(name, ImportedName(f"{module_name}.{submodule}.{name}"))
     return ns
 
 
@@ -176,9 +196,15 @@ def _bind_statement(ns: Namespace, stmt: cst.BaseStatement, *, conditional: bool
             elif isinstance(small, cst.Assign):
                 parts = dotted_parts(small.value)
                 for target in small.targets:
-                    _bind_assignment(ns, target.target, parts, conditional)
+                    if not _bind_table(ns, target.target, small.value, "="):
+                        _bind_assignment(ns, target.target, parts, conditional)
             elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                _bind_assignment(ns, small.target, dotted_parts(small.value), conditional)
+                if not _bind_table(ns, small.target, small.value, "="):
+                    _bind_assignment(ns, small.target, dotted_parts(small.value), conditional)
+            elif isinstance(small, cst.AugAssign):
+                _bind_table(ns, small.target, small.value, "+=")
+            elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                _bind_table_call(ns, small.value)
         return
     if isinstance(stmt, cst.ClassDef):
         if not conditional:
@@ -217,6 +243,95 @@ def _bind_assignment(
 
 
 _CONSTANTS = frozenset({("None",), ("True",), ("False",)})
+_LAZY_TABLE = "_import_structure"
+
+
+def _strings(value: cst.BaseExpression) -> list[str] | None:
+    """``["a", "b"]`` / ``("a",)`` → the strings; None for anything else."""
+    if not isinstance(value, (cst.List, cst.Tuple)):
+        return None
+    out = []
+    for element in value.elements:
+        if not isinstance(element, cst.Element) or not isinstance(element.value, cst.SimpleString):
+            return None
+        evaluated = element.value.evaluated_value
+        if not isinstance(evaluated, str):
+            return None
+        out.append(evaluated)
+    return out
+
+
+def _table_key(target: cst.BaseExpression) -> str | None:
+    """``_import_structure["models.bert"]`` → "models.bert"."""
+    if not (
+        isinstance(target, cst.Subscript)
+        and isinstance(target.value, cst.Name)
+        and target.value.value == _LAZY_TABLE
+        and len(target.slice) == 1
+        and isinstance(target.slice[0].slice, cst.Index)
+        and isinstance(target.slice[0].slice.value, cst.SimpleString)
+    ):
+        return None
+    key = target.slice[0].slice.value.evaluated_value
+    return key if isinstance(key, str) else None
+
+
+def _add_lazy(ns: Namespace, submodule: str, names: list[str] | None) -> None:
+    if names is None or not all(part.isidentifier() for part in submodule.split(".")):
+        return
+    for name in names:
+        if name.isidentifier():
+            ns.lazy[name] = submodule
+
+
+def _bind_table(
+    ns: Namespace, target: cst.BaseExpression, value: cst.BaseExpression, op: str
+) -> bool:
+    """``__all__`` and lazy-import tables; True when the statement was one of them."""
+    if isinstance(target, cst.Name) and target.value == "__all__":
+        names = _strings(value)
+        if names is None:
+            ns._exports_unreadable = True
+        elif op == "=" or ns.exports is None:
+            ns.exports = set(names)
+        else:
+            ns.exports.update(names)
+        return True
+    if isinstance(target, cst.Name) and target.value == _LAZY_TABLE and op == "=":
+        if isinstance(value, cst.Dict):
+            for element in value.elements:
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+                    key = element.key.evaluated_value
+                    if isinstance(key, str):
+                        _add_lazy(ns, key, _strings(element.value))
+        return True
+    key = _table_key(target)
+    if key is not None:
+        _add_lazy(ns, key, _strings(value))
+        return True
+    return False
+
+
+def _bind_table_call(ns: Namespace, call: cst.Call) -> None:
+    """``__all__.extend([...])``, ``_import_structure["x"].extend([...])`` / ``.append("N")``."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("extend", "append"):
+        return
+    if len(call.args) != 1 or call.args[0].keyword is not None:
+        return
+    arg = call.args[0].value
+    if func.attr.value == "append":
+        arg = cst.List([cst.Element(arg)]) if isinstance(arg, cst.SimpleString) else arg
+    names = _strings(arg)
+    if isinstance(func.value, cst.Name) and func.value.value == "__all__":
+        if names is None:
+            ns._exports_unreadable = True
+        else:
+            ns.exports = (ns.exports or set()) | set(names)
+        return
+    key = _table_key(func.value)
+    if key is not None:
+        _add_lazy(ns, key, names)
 
 
 def _blocks_of(stmt: cst.BaseStatement) -> list[list[cst.BaseStatement]]:

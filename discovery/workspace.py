@@ -20,6 +20,7 @@ from typing import Union
 from .analysis import ModuleAnalysis, analyse, unparsed
 from .discover import discover_source, discover_text, internal_error
 from .inheritance import AnalysedModule, Resolver
+from .libraries import LibraryBudget, LibraryEnvironment
 from .prefilter import may_provide_bases
 from .reading import read_source
 from .results import DiscoveryError, FileResult
@@ -41,8 +42,26 @@ class _Consultation:
 
     def __init__(self, index: WorkspaceIndex) -> None:
         self.index = index
+        self.libraries = index.libraries
+        self.budget = LibraryBudget()
         self.dependencies: dict[str, Version] = {}
         self._modules: dict[tuple[str, str], ModuleAnalysis | None] = {}
+        self._library_modules: dict[tuple[str, str | None], ModuleAnalysis | None] = {}
+
+    def library(self, name: str, wanted: str | None = None) -> ModuleAnalysis | None:
+        """An installed module, read from the index's library environment."""
+        if self.libraries is None:
+            return None
+        key = (name, wanted)
+        if key not in self._library_modules:
+            found = None
+            path = self.libraries.locate(name, self.version)
+            if path is not None:
+                found = self.libraries.analysis(
+                    path, name, self.version(path), self.budget, wanted
+                )
+            self._library_modules[key] = found
+        return self._library_modules[key]
 
     def version(self, path: str) -> Version:
         if path not in self.dependencies:
@@ -74,13 +93,19 @@ class _Consultation:
 class WorkspaceIndex:
     """Discovery across the files of one workspace folder. Thread-safe."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], libraries: LibraryEnvironment | None = None
+    ) -> None:
+        """``libraries``: the installed packages bases are followed into (see
+        ``libraries.find_environment``); None: the workspace's files only."""
         self.root = os.path.abspath(os.fspath(root))
+        self.libraries = libraries
         self._texts: dict[str, str] = {}
         self._generations: dict[str, int] = {}
         self._clock = 0
         self._analyses: dict[str, tuple[Version, ModuleAnalysis]] = {}
         self._results: dict[str, _CachedResult] = {}
+        self._incomplete: set[str] = set()
         self._lock = threading.RLock()
 
     # --- public API ---------------------------------------------------------------------
@@ -96,6 +121,13 @@ class WorkspaceIndex:
             self._texts[key] = text
             self._generations[key] = self._clock
             self._carry_over(key, text, ("text", self._clock))
+
+    def set_libraries(self, libraries: LibraryEnvironment | None) -> None:
+        """Follow bases into ``libraries`` from now on (the selected interpreter changed)."""
+        with self._lock:
+            if libraries is not self.libraries:
+                self.libraries = libraries
+                self._results.clear()
 
     def remove(self, path: str | os.PathLike[str]) -> None:
         """Forget the in-memory text of ``path``; the file on disk, if any, counts again."""
@@ -145,6 +177,13 @@ class WorkspaceIndex:
             return result if result.path == shown else replace(result, path=shown)
         except Exception as exc:
             return FileResult(shown, errors=(internal_error(exc),))
+
+    def is_complete(self, path: str | os.PathLike[str]) -> bool:
+        """False when the last discovery of ``path`` ran out of its library budget
+        (``libraries.py``): some library bases were left unread, and discovering it
+        again reads on."""
+        with self._lock:
+            return self._key(path) not in self._incomplete
 
     def module_name(self, path: str | os.PathLike[str]) -> str | None:
         """``pkg.layers`` for ``<root>/pkg/layers.py``; None outside the root or when
@@ -226,5 +265,12 @@ class WorkspaceIndex:
         result = discover_text(
             key, text, analysis_of, Resolver(consultation), workspace=True
         )
-        self._results[key] = _CachedResult(result, consultation.dependencies)
+        if not consultation.budget.exhausted:
+            self._results[key] = _CachedResult(result, consultation.dependencies)
+            self._incomplete.discard(key)
+        else:
+            # Cut short by the library budget: not final. The next discovery carries
+            # on, with the library files read so far cached.
+            self._results.pop(key, None)
+            self._incomplete.add(key)
         return result

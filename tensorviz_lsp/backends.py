@@ -71,6 +71,9 @@ class Discovered:
     errors: list[str] = field(default_factory=list)
     # False when the text could not be parsed (a user mid-edit): keep the last good result.
     parsed: bool = True
+    # False when discovery ran out of its budget for reading library bases: the next
+    # request discovers again (and reads on) instead of answering from the cache.
+    complete: bool = True
 
 
 @dataclass
@@ -143,7 +146,9 @@ class ViewerHooks:
 
 
 class Backends(Protocol):
-    def discover(self, text: str, path: Path, root: Path | None) -> Discovered: ...
+    # ``python``: the selected capture interpreter when one was chosen (a setting, the
+    # command, the folder's ``.venv``); discovery follows bases into its packages.
+    def discover(self, text: str, path: Path, root: Path | None, python: str | None = None) -> Discovered: ...
 
     def index_changed(self, root: Path, path: Path, text: str | None) -> None: ...
 
@@ -210,8 +215,13 @@ class RealBackends:
     Imports are lazy so that starting the server stays quick and the package
     boundaries hold (none of these import jax, flax or torch)."""
 
+    # How long a found library environment is trusted before the disk is read again
+    # (a ``.venv`` created, an interpreter upgraded).
+    ENVIRONMENT_RECHECK_S = 10.0
+
     def __init__(self) -> None:
         self._indexes: dict[str, Any] = {}
+        self._environments: dict[tuple[str, str | None], tuple[float, Any]] = {}
         self._lock = threading.Lock()
 
     # -- discovery -----------------------------------------------------------
@@ -229,12 +239,40 @@ class RealBackends:
                     self._indexes[key] = WorkspaceIndex(root)
             return self._indexes[key]
 
-    def discover(self, text: str, path: Path, root: Path | None) -> Discovered:
+    def _libraries(self, root: Path, python: str | None) -> Any:
+        """The installed packages discovery reads (never imports or runs): the chosen
+        interpreter's, else the folder's ``.venv``/``venv``, else this server's (which
+        then runs captures)."""
+        import sys
+        import time
+
+        from discovery import find_environment
+
+        key = (str(root), python)
+        now = time.monotonic()
+        with self._lock:
+            known = self._environments.get(key)
+        if known is not None and now - known[0] < self.ENVIRONMENT_RECHECK_S:
+            return known[1]
+        env = find_environment(root, python) if python else (find_environment(root) or find_environment(python=sys.executable))
+        with self._lock:
+            self._environments[key] = (now, env)
+        if known is None or known[1] is not env:
+            where = ", ".join(env.paths) if env is not None else f"nowhere (no site-packages found for {python or sys.executable})"
+            log.info("discovery reads library bases for %s from %s", root, where)
+        return env
+
+    def discover(self, text: str, path: Path, root: Path | None, python: str | None = None) -> Discovered:
         from discovery import discover_source
 
         index = self._index(root)
+        if index is not None and root is not None:
+            index.set_libraries(self._libraries(root, python))
         result = discover_source(text, str(path), index=index) if index is not None else discover_source(text, str(path))
-        return adapt_discovery(result)
+        discovered = adapt_discovery(result)
+        if index is not None and not index.is_complete(str(path)):
+            discovered.complete = False
+        return discovered
 
     def index_changed(self, root: Path, path: Path, text: str | None) -> None:
         """``text``: an open buffer's content; None: the file on disk counts (again)."""

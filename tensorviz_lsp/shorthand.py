@@ -215,19 +215,25 @@ def call_setup(arguments: list[str], what: str = "--input") -> CallSetup:
     return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
 
 
-def discovered_framework(target: Target) -> str:
+def discovered_framework(target: Target, python: str | None = None) -> str:
     """The framework discovery (import-free) gives ``target``'s symbol: ``"jax"`` for a
     JAX function or a Flax Linen/NNX module, ``"torch"`` for a ``torch.nn.Module``.
 
     Raises :class:`ShorthandError` naming the file and the candidates discovery found
     when the symbol is not one of them (a typo, or something discovery cannot see)."""
-    from discovery import WorkspaceIndex, discover_source
+    import sys
+
+    from discovery import WorkspaceIndex, discover_source, find_environment
 
     try:
         text = target.file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ShorthandError(f"cannot read {target.file}: {exc}") from None
-    result = discover_source(text, str(target.file), index=WorkspaceIndex(target.workspace))
+    # Bases from installed packages are read from the interpreter that will capture.
+    libraries = find_environment(target.workspace, python) if python else (
+        find_environment(target.workspace) or find_environment(python=sys.executable)
+    )
+    result = discover_source(text, str(target.file), index=WorkspaceIndex(target.workspace, libraries))
     for cand in result.candidates:
         if cand.qualname == target.qualname:
             return str(cand.framework)

@@ -255,7 +255,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     discovered = None
     if args.framework is None:
         try:
-            discovered = discovered_framework(target)
+            discovered = discovered_framework(target, getattr(args, "python", None))
         except ShorthandError:
             if existing is None or not existing.framework_explicit:
                 raise

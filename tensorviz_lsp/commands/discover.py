@@ -1,7 +1,11 @@
-"""``tensorviz discover FILE… [--workspace DIR] [--json]``: what can be opened as a graph.
+"""``tensorviz discover FILE… [--workspace DIR] [--python PATH] [--json]``: what can be
+opened as a graph.
 
-Reads source only (nothing is imported). Bases imported from other files are
-followed inside the workspace (default: the current directory).
+Reads source only (nothing is imported or run). Bases imported from other files are
+followed inside the workspace (default: the current directory), and bases imported
+from installed packages (``class TinyBert(BertModel)``) into the source files of the
+interpreter's packages (``--python``; default: the workspace's ``.venv``/``venv``,
+else the Python running this command).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import json
 import os
 import sys
 
-from discovery import Candidate, FileResult, WorkspaceIndex
+from discovery import Candidate, FileResult, WorkspaceIndex, find_environment
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,12 +30,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="root that module paths resolve against (default: the current directory)",
     )
+    p.add_argument(
+        "--python",
+        metavar="PATH",
+        default=None,
+        help="interpreter whose installed packages library bases are read from, never run "
+        "(default: the workspace's .venv or venv, else this one)",
+    )
     p.add_argument("--json", action="store_true", help='print {"files": [...]} as JSON')
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    index = WorkspaceIndex(args.workspace or os.getcwd())
+    root = args.workspace or os.getcwd()
+    python = getattr(args, "python", None)
+    libraries = find_environment(root, python) if python else (
+        find_environment(root) or find_environment(python=sys.executable)
+    )
+    index = WorkspaceIndex(root, libraries)
     results = [index.discover(path) for path in args.files]
     if args.json:
         json.dump({"files": [r.to_json() for r in results]}, sys.stdout)

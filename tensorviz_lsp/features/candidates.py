@@ -46,6 +46,23 @@ class _Entry:
     # candidates are carried over from.
     good_text: str | None = None
     good_candidates: list[Candidate] = dataclasses.field(default_factory=list)
+    # The interpreter whose packages library bases were read from (None: the server's).
+    python: str | None = None
+    # False: the library budget ran out; the next request discovers again.
+    complete: bool = True
+
+
+def discovery_python(server, root: Path | None) -> str | None:
+    """The capture interpreter chosen for ``root``, whose installed packages discovery
+    follows library bases into (read, never run); None when captures fall back to the
+    server's own interpreter."""
+    from .interpreter import InterpreterSelection
+
+    try:
+        interpreter = server.get_feature(InterpreterSelection).for_root(root)
+    except Exception:  # no such feature (a trimmed server), or an unreadable store
+        return None
+    return None if interpreter.origin == "server" else interpreter.path
 
 
 @dataclass(frozen=True)
@@ -70,6 +87,9 @@ class Candidates(Feature):
         entry = self._cache.get(uri)
         doc = self.server.open_document(uri)
         if entry is None or (doc is not None and entry.version != doc.version):
+            return None
+        if not entry.complete or entry.python != self._python(self.server.folder_for(uri)):
+            # Library bases left unread, or another interpreter selected since.
             return None
         return entry.candidates
 
@@ -110,14 +130,17 @@ class Candidates(Feature):
     # -- computing -------------------------------------------------------------
     async def _discover(self, uri: str, version: int | None, text: str, path: Path) -> list[Candidate]:
         root = self.server.folder_for(uri)
+        python = self._python(root)
         try:
-            result: Discovered = await self.server.run_blocking(self.server.backends.discover, text, path, root)
+            result: Discovered = await self.server.run_blocking(self.server.backends.discover, text, path, root, python)
         except Exception:
             log.exception("discovery failed for %s", path)
             result = Discovered([], ["discovery failed"], parsed=False)
         previous = self._cache.get(uri)
         if result.parsed:
-            self._cache[uri] = _Entry(version, result.candidates, result.errors, text, result.candidates)
+            self._cache[uri] = _Entry(
+                version, result.candidates, result.errors, text, result.candidates, python, getattr(result, "complete", True)
+            )
             self._report(uri, version, None)
             return result.candidates
         problem = await self.server.run_blocking(unreadable, text, result.errors)
@@ -128,7 +151,7 @@ class Candidates(Feature):
         else:
             candidates = await self._discover_above(text, path, root, problem)
             good = (None, [])
-        self._cache[uri] = _Entry(version, candidates, result.errors, *good)
+        self._cache[uri] = _Entry(version, candidates, result.errors, *good, python)
         self._report(uri, version, problem)
         return candidates
 
@@ -138,11 +161,32 @@ class Candidates(Feature):
         if not above.strip():
             return []
         try:
-            result = await self.server.run_blocking(self.server.backends.discover, above, path, root)
+            result = await self.server.run_blocking(self.server.backends.discover, above, path, root, self._python(root))
         except Exception:
             log.exception("discovery failed for %s", path)
             return []
         return result.candidates if result.parsed else []
+
+    def _python(self, root: Path | None) -> str | None:
+        return discovery_python(self.server, root)
+
+    async def interpreter_changed(self) -> None:
+        """Rediscover the documents whose library bases came from another interpreter's
+        packages than the one now selected (settings loaded or changed, a new choice)."""
+        for uri, entry in list(self._cache.items()):
+            if entry.python == self._python(self.server.folder_for(uri)):
+                continue
+            if self.server.open_document(uri) is None:
+                self._cache.pop(uri, None)
+                continue
+            entry.version = -1  # stale (no document version is negative); lenses diff against it
+            await self._refresh(uri)
+
+    async def initialized(self) -> None:
+        await self.interpreter_changed()
+
+    async def settings_changed(self) -> None:
+        await self.interpreter_changed()
 
     def _report(self, uri: str, version: int | None, problem: Unreadable | None) -> None:
         doc = self.server.open_document(uri)

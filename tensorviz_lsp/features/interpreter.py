@@ -96,6 +96,14 @@ class InterpreterSelection(Feature):
         else:
             data[key] = python
         write_json(self.store, data)
+        from .candidates import Candidates
+
+        try:  # lenses on library subclasses depend on the interpreter's packages
+            candidates = self.server.get_feature(Candidates)
+        except LookupError:
+            pass
+        else:
+            await candidates.interpreter_changed()
         chosen = self.for_root(root)
         kind = types.MessageType.Info if chosen.exists else types.MessageType.Warning
         self.server.show_message(f"TensorViz: captures in {root} will use {chosen.describe()}.", kind)

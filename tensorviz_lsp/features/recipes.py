@@ -27,6 +27,7 @@ from capture.recipe import is_path_ref, model_ref_for, path_ref_file, split_ref
 from ..backends import RECIPES_PATH, RecipeIssue, module_file, profiles_in, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
+from .candidates import discovery_python
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +145,7 @@ class Recipes(Feature):
             source = self.server.read_text(path) if path is not None else None
             if source is None:
                 continue  # not a workspace file (an installed package): nothing to read
-            found = await self.server.run_blocking(self.server.backends.discover, source, path, root)
+            found = await self.server.run_blocking(self.server.backends.discover, source, path, root, discovery_python(self.server, root))
             if not found.parsed:
                 continue  # the file's own diagnostic says why
             if any(qualname in (c.qualname, c.name) for c in found.candidates) or _defines(source, qualname):

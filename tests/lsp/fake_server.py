@@ -82,7 +82,7 @@ class FakeBackends:
     def __init__(self) -> None:
         self.viewer: FakeViewer | None = None
 
-    def discover(self, text: str, path: Path, root: Path | None) -> Discovered:
+    def discover(self, text: str, path: Path, root: Path | None, python: str | None = None) -> Discovered:
         cands = []
         lines = text.splitlines()
         for i, line in enumerate(lines):
