@@ -277,7 +277,9 @@ async def bench_lenses(lines: int, repeat: int, env: dict[str, str]) -> None:
             client.notify("textDocument/didChange", {
                 "textDocument": {"uri": uri, "version": version},
                 "contentChanges": [{
-                    "range": {"start": {"line": line, "character": 16}, "end": {"line": line, "character": 19}},
+                    # "    total = 0.0": the literal is characters 12-15 (16-19 lies past the end
+                    # of the line, so the edit appended "k.k" and broke the syntax).
+                    "range": {"start": {"line": line, "character": 12}, "end": {"line": line, "character": 15}},
                     "text": f"{k % 10}.{k % 7}",
                 }],
             })
