@@ -64,6 +64,13 @@ class DiffStore:
         with self._lock:
             self._baselines[capture_id] = (baseline, label)
 
+    def forget(self, capture_id: int) -> None:
+        """A released capture: drop its baseline and every cached answer that involves it."""
+        with self._lock:
+            self._baselines.pop(capture_id, None)
+            for key in [k for k in self._answers if capture_id in k[:2]]:
+                del self._answers[key]
+
     def _baseline(self, capture_id: int) -> tuple[Capture, str] | None:
         with self._lock:
             got = self._baselines.get(capture_id)

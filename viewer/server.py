@@ -77,7 +77,8 @@ CSP = (
 # editors/vscode/viewer-panel.js). Other extensions' webviews are code the user installed,
 # and still need the per-session token to load anything.
 MAX_JSON_BODY = 1 << 20
-MAX_GRAPH_UPLOAD = 256 << 20
+MAX_GRAPH_UPLOAD = 64 << 20  # a 1M-node graph file is about 45 MB
+MAX_UPLOADS = 4  # api/open captures held at once; older ones are released
 MAX_SOURCE_BYTES = 8 << 20
 MAX_SOURCE_CONTEXT = 200
 KEEPALIVE_SECONDS = 15.0
@@ -176,6 +177,7 @@ class ViewerServer:
         self._next_id = 1
         self._recorded: set[Path] = set()
         self._subscribers: set[queue.Queue] = set()
+        self._uploads: list[int] = []  # api/open captures, oldest first (keep_upload)
         self.diffs = DiffStore()  # diff mode: each capture's baseline (viewer/diffview.py)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -271,6 +273,21 @@ class ViewerServer:
         else:
             self.publish("capture-ready", {"id": cid, "title": str(title)})
         return cid
+
+    def keep_upload(self, capture_id: int) -> None:
+        """``capture_id`` came through ``api/open``: hold the newest :data:`MAX_UPLOADS`
+        uploads and release older ones (their pages get 404 and say so), so that uploads
+        cannot grow this process without bound."""
+        with self._lock:
+            self._uploads.append(capture_id)
+            released = []
+            while len(self._uploads) > MAX_UPLOADS:
+                old = self._uploads.pop(0)
+                if self._entries.pop(old, None) is not None:
+                    released.append(old)
+        for old in released:
+            self.diffs.forget(old)
+            log.info("released uploaded capture %d (only the newest %d uploads are held)", old, MAX_UPLOADS)
 
     def warm(self, capture_id: int | None = None, *, wait: bool = True) -> threading.Thread | None:
         """Build a held capture's projection index now (default: the newest capture).
@@ -426,6 +443,9 @@ class ViewerServer:
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # The kernel's queue of connections not yet accepted: socketserver's default of 5
+    # refused (or stalled for the clients' retry backoff) most of a burst of 200.
+    request_queue_size = 1024
     viewer: ViewerServer
 
     def server_bind(self) -> None:
@@ -579,7 +599,10 @@ class _Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------------ static files
 
     def _static(self, encoded: str) -> None:
-        rel = unquote(encoded, errors="strict") if encoded else ""
+        try:
+            rel = unquote(encoded, errors="strict") if encoded else ""
+        except UnicodeDecodeError:  # %ff%fe: no file of ours has such a name
+            raise _Refused(404) from None
         parts = rel.split("/")
         if (not rel or rel.startswith("/") or "\\" in rel or "\x00" in rel or ":" in rel
                 or any(p in ("", ".", "..") for p in parts)):
@@ -645,15 +668,19 @@ class _Handler(BaseHTTPRequestHandler):
         self._consumed = True
         return self.rfile.read(n)
 
-    def _json_body(self) -> dict:
+    def _check_origin(self) -> None:
+        """Every POST: a browser's request from another page carries that page's Origin."""
         origin = self.headers.get("Origin")
         port = self.server.server_address[1]
         if origin is not None and origin not in (f"http://127.0.0.1:{port}", f"http://localhost:{port}"):
             raise _Refused(403)
+
+    def _json_body(self) -> dict:
+        self._check_origin()
         data = self._body("application/json", MAX_JSON_BODY)
         try:
             obj = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nested too deeply
             raise _ApiError(400, "the body is not valid JSON") from None
         if not isinstance(obj, dict):
             raise _ApiError(400, "the body must be a JSON object")
@@ -805,6 +832,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"started": True})
 
     def post_open(self, q: dict) -> None:
+        self._check_origin()
         data = self._body("application/octet-stream", MAX_GRAPH_UPLOAD)
         name = q.get("name") or "dropped graph file"
         try:
@@ -815,6 +843,7 @@ class _Handler(BaseHTTPRequestHandler):
         # wrote the file, it is not this process's capture: its recorded sources widen
         # nothing (see ViewerServer.add_capture).
         cid = self.viewer.add_capture(capture, name, warm=True, trusted_sources=False)
+        self.viewer.keep_upload(cid)
         self._json(200, {"id": cid})
 
 

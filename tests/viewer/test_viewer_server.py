@@ -674,3 +674,46 @@ def test_real_static_folder_is_the_default():
 
     s = ViewerServer()
     assert s.static_dir == STATIC_DIR and STATIC_DIR.name == "static" and os.path.isdir(STATIC_DIR)
+
+
+# --------------------------------------------------------------------------- hostile clients (issue 17)
+
+
+def test_a_burst_of_200_concurrent_requests_is_all_answered(client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int) -> int:
+        return client.get("static/app.js" if i % 2 else "api/capture")[0]
+
+    with ThreadPoolExecutor(max_workers=200) as pool:
+        statuses = list(pool.map(one, range(200)))
+    assert statuses == [200] * 200
+
+
+def test_every_post_checks_the_origin_the_upload_too(client, tmp_path):
+    path = tmp_path / "g.tvg"
+    graphfile.write(synthetic_capture(50), path)
+    evil = {"Origin": "https://evil.example"}
+    status, _, _ = client.request("POST", "api/open?name=g.tvg", body=path.read_bytes(),
+                                  headers={"Content-Type": "application/octet-stream", **evil})
+    assert status == 403
+    assert [c["id"] for c in client.json("api/captures")["captures"]] == [1]
+
+
+def test_undecodable_paths_are_404_and_deep_json_is_400(client):
+    assert client.get("static/%ff%fe")[0] == 404
+    deep = b"[" * 100_000 + b"]" * 100_000
+    status, _, body = client.request("POST", "api/reveal", body=deep, headers={"Content-Type": "application/json"})
+    assert status == 400 and b"not valid JSON" in body
+
+
+def test_only_the_newest_uploads_are_held(client, server, tmp_path):
+    from viewer.server import MAX_UPLOADS
+
+    path = tmp_path / "g.tvg"
+    graphfile.write(synthetic_capture(50), path)
+    ids = [client.post("api/open?name=g.tvg", path.read_bytes(), ctype="application/octet-stream")[1]["id"]
+           for _ in range(MAX_UPLOADS + 2)]
+    held = [c["id"] for c in client.json("api/captures")["captures"]]
+    assert held == [1] + ids[2:]  # the capture the server was given stays; two oldest uploads released
+    assert client.json(f"api/capture?capture={ids[0]}", expect=404)
