@@ -163,8 +163,13 @@ class ViewerServer:
         start_capture: StartCapture | None = None,
         port: int = 0,
         static_dir: str | Path | None = None,
+        browse_workspace: bool = True,
     ) -> None:
         self.workspace = Path(workspace).resolve() if workspace is not None else None
+        #: False: the workspace only anchors relative recorded sources (which must still
+        #: match their sha256); its other files are not served. ``tensorviz view`` without
+        #: ``--workspace`` (the current folder may be a home directory).
+        self.browse_workspace = browse_workspace
         self.reveal_handler = reveal_handler
         self.setup_provider = setup_provider
         self.save_profile = save_profile
@@ -414,7 +419,7 @@ class ViewerServer:
         real = self._real_path(file)
         if real is None or not real.is_file():
             return None
-        if self.workspace is not None and real.is_relative_to(self.workspace):
+        if self.browse_workspace and self.workspace is not None and real.is_relative_to(self.workspace):
             return real
         with self._lock:
             if real in self._recorded:

@@ -25,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", help="a portable graph file (.tvg)")
     p.add_argument(
         "--workspace", metavar="DIR", default=None,
-        help="the folder whose files go-to-source may show (default: the current folder)",
+        help="the folder whose files go-to-source may show (default: none; the graph's own recorded "
+             "sources are shown when the current folder holds them unchanged)",
     )
     add_serve_options(p)
     p.set_defaults(func=run)
@@ -50,12 +51,15 @@ def run(args: argparse.Namespace) -> int:
     if not workspace.is_dir():
         print(f"tensorviz view: {workspace}: not a folder", file=sys.stderr)
         return 1
-    # A graph file of unknown origin: its recorded sources must not widen what is served.
-    return serve("view", capture, Path(args.file).name, workspace, args, trusted_sources=False)
+    # A graph file of unknown origin: its recorded sources must not widen what is served,
+    # and without --workspace the current folder (a home directory?) is not browsable.
+    return serve("view", capture, Path(args.file).name, workspace, args, trusted_sources=False,
+                 browse_workspace=args.workspace is not None)
 
 
 def serve(command: str, capture: Capture, title: str, workspace: Path | None, args: argparse.Namespace,
-          *, trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None) -> int:
+          *, trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None,
+          browse_workspace: bool = True) -> int:
     """Serve ``capture``, print the URL, open a browser unless ``--no-browser``, and block
     until Ctrl-C, SIGTERM or ``--timeout``. Returns the exit status. ``trusted_sources``:
     this process's own worker produced ``capture`` (see ``ViewerServer.add_capture``).
@@ -65,7 +69,7 @@ def serve(command: str, capture: Capture, title: str, workspace: Path | None, ar
         return 2
     from viewer.server import ViewerServer  # not at import: `tensorviz diff` without --view never serves
 
-    server = ViewerServer(workspace=workspace, port=args.port)
+    server = ViewerServer(workspace=workspace, port=args.port, browse_workspace=browse_workspace)
     cid = server.add_capture(capture, title, trusted_sources=trusted_sources, baseline=baseline)
     try:
         url = server.start()

@@ -51,9 +51,11 @@ def test_view_prints_a_working_url_and_stops_on_sigterm(tvg, tmp_path):
         assert summary["title"] == "graph.tvg" and summary["counts"]["nodes"] == 1200
         with urllib.request.urlopen(url + "api/children?group=-1", timeout=10) as res:
             assert json.load(res)["items"][0]["label"] == "main"
-        # the current folder is the workspace: go-to-source reads the capture's files
-        with urllib.request.urlopen(url + "api/source?file=model/layer0.py&line=3&context=0", timeout=10) as res:
-            assert json.load(res)["lines"] == ["# line 3"]
+        # Without --workspace the current folder is not browsable (it may be a home folder):
+        # a file the graph does not record as a source (with its sha256) is not shown.
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(url + "api/source?file=model/layer0.py&line=3&context=0", timeout=10)
+        assert err.value.code == 404
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(url.rsplit("/", 2)[0] + "/wrong/api/capture", timeout=10)
         assert err.value.code == 403
@@ -148,3 +150,38 @@ def test_view_of_a_foreign_graph_file_serves_no_recorded_source_outside_the_work
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_view_without_workspace_shows_only_the_graphs_unchanged_recorded_sources(tmp_path):
+    """``tensorviz view FILE`` in a home folder: ``api/source?file=.ssh/id_rsa`` must not
+    answer. The graph's own recorded sources, unchanged in the current folder, are shown;
+    ``--workspace DIR`` makes DIR's files browsable, as before."""
+    import hashlib
+
+    from capture.model import Source
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (home / "model.py").write_text("import torch\n")
+    cap = synthetic_capture(20)
+    cap.sources = [Source("model.py", hashlib.sha256(b"import torch\n").hexdigest())]
+    path = home / "g.tvg"
+    graphfile.write(cap, path)
+
+    def status(url: str, file: str) -> int:
+        try:
+            with urllib.request.urlopen(url + f"api/source?file={file}&line=1", timeout=10) as res:
+                return res.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    for extra, key_status in (((), 404), (("--workspace", str(home)), 200)):
+        proc = start("view", str(path), "--no-browser", "--timeout", "30", *extra, cwd=home)
+        try:
+            url = read_url(proc)
+            assert status(url, ".ssh/id_rsa") == key_status, extra
+            assert status(url, "model.py") == 200
+        finally:
+            proc.kill()
+            proc.wait()
