@@ -16,8 +16,11 @@ The conversion reads the jaxpr; it executes nothing. What it keeps:
   ``MLP/Dense_0``) becomes nested groups of kind ``scope``;
 * the innermost user frame of each equation, for navigation.
 
-Every group is a *tracing* scope, not a recovered layer hierarchy, and says so in its
-``attrs``.
+These groups are *tracing* scopes, not a recovered layer hierarchy, and say so in
+their ``attrs``. The one exception is a Flax module call the capture intercepted while
+tracing (``module_calls``; ``capture/frameworks/jax_modules.py``): its name-stack marker
+becomes a group of kind ``module`` with the module's ``path``, ``class``, Python
+``module``, ``call`` index and call-site ``frame``, inside whatever group holds it.
 
 What stays opaque:
 
@@ -46,6 +49,7 @@ import dataclasses
 import enum
 import gc
 import os
+import re
 import sys
 import sysconfig
 from typing import Any
@@ -56,6 +60,11 @@ from .worker.limits import Limits
 from .worker.workspace_files import WorkspaceFiles
 
 SCOPE_NOTE = "tracing scope, not a recovered layer hierarchy"
+MODULE_NOTE = "one call of a Flax module, recorded while tracing"
+# A name-stack part naming intercepted module call i (capture/frameworks/jax_modules.py).
+MODULE_MARKER = "tv_module#"
+_MODULE_RE = re.compile(r"tv_module#(\d+)")
+_TRANSFORMED_RE = re.compile(r"^\w+\((.*)\)$")  # a name-stack part inside a transform: vmap(Dense_0)
 
 # Call-like primitives whose body always runs exactly once: expanded into a group.
 # name -> (group kind, param holding the body)
@@ -281,7 +290,10 @@ class FrameTable:
         return idx
 
     def _frame_of(self, traceback: Any) -> int | None:
-        codes, lastis = traceback.raw_frames()
+        return self.frame_of_raw(*traceback.raw_frames())
+
+    def frame_of_raw(self, codes: Any, lastis: Any) -> int | None:
+        """The innermost user frame of ``(code, byte offset)`` pairs, innermost first."""
         for code, lasti in zip(codes, lastis):
             name = self._name(code.co_filename)
             if name is not None:
@@ -313,7 +325,10 @@ def _location(code: Any, lasti: int) -> tuple[int, int]:
 
 
 class _Converter:
-    def __init__(self, workspace: Any, limits: Limits) -> None:
+    def __init__(self, workspace: Any, limits: Limits, module_calls: list | None = None) -> None:
+        self.module_calls = module_calls or []  # intercepted module calls, by marker index
+        self._module_call_no: dict[int, int] = {}  # marker index -> the call's number for its module
+        self._module_calls_seen: dict[tuple, int] = {}  # (path, class) -> calls numbered so far
         self.Literal = _literal_type()
         self.values: list[Value] = []
         self.nodes: list[Node] = []
@@ -367,21 +382,58 @@ class _Converter:
         text = str(name_stack) if name_stack is not None else ""
         gid = container
         if text:
-            parts = tuple(p for p in text.split("/") if p)
+            parts: tuple = tuple(p for p in text.split("/") if p)
+            if self.module_calls and MODULE_MARKER in text:
+                parts = self._module_parts(parts)
             for depth in range(1, len(parts) + 1):
                 pkey = (container, parts[:depth])
                 g = self._scope_by_path.get(pkey)
                 if g is None:
                     g = self._new_group_id()
-                    self.groups.append(
-                        Group(g, "scope", parts[depth - 1], gid,
-                              {"note": SCOPE_NOTE, "name_stack": "/".join(parts[:depth])})
-                    )
+                    part = parts[depth - 1]
+                    if type(part) is int:
+                        self.groups.append(self._module_group(g, part, gid))
+                    else:
+                        stack = "/".join(p if type(p) is str else self.module_calls[p].name for p in parts[:depth])
+                        self.groups.append(Group(g, "scope", part, gid, {"note": SCOPE_NOTE, "name_stack": stack}))
                     self._scope_by_path[pkey] = g
                 gid = g
         if key is not None:
             self._scope_by_stack[key] = gid
         return gid
+
+    def _module_parts(self, parts: tuple) -> tuple:
+        """Name-stack parts with each module-call marker as its record index; a Linen
+        call's own name scope (``Dense_0``, just before its marker) becomes that call."""
+        out: list = []
+        for p in parts:
+            m = _MODULE_RE.search(p)
+            i = int(m.group(1)) if m else -1
+            if not 0 <= i < len(self.module_calls):
+                out.append(p)
+                continue
+            scope = self.module_calls[i].scope
+            if scope is not None and out and type(out[-1]) is str:
+                t = _TRANSFORMED_RE.match(out[-1])
+                if out[-1] == scope or (t is not None and t.group(1) == scope):
+                    out.pop()
+            out.append(i)
+        return tuple(out)
+
+    def _module_group(self, gid: int, i: int, parent: int | None) -> Group:
+        rec = self.module_calls[i]
+        call = self._module_call_no.get(i)
+        if call is None:
+            key = (rec.path, rec.module, rec.cls)
+            call = self._module_call_no[i] = self._module_calls_seen.get(key, 0)
+            self._module_calls_seen[key] = call + 1
+        attrs = rec.attrs()
+        attrs["call"] = call
+        frame = self.frames.frame_of_raw(rec.codes, rec.lastis)
+        if frame is not None:
+            attrs["frame"] = frame
+        attrs["note"] = MODULE_NOTE
+        return Group(gid, "module", rec.name, parent, attrs)
 
     def _new_group_id(self) -> int:
         gid = len(self.groups)
@@ -534,6 +586,7 @@ def convert(
     workspace: str | os.PathLike[str] | None = None,
     limits: Limits | None = None,
     meta: dict[str, Any] | None = None,
+    module_calls: list | None = None,
 ) -> Capture:
     """The canonical capture of ``closed_jaxpr``.
 
@@ -541,12 +594,14 @@ def convert(
     *indices* into the jaxpr's ``invars`` / ``outvars`` (see :func:`structure_of`);
     by default a flat list of each. Input values get ids ``0 .. len(invars)-1`` in
     order. Raises :class:`~capture.worker.errors.LimitExceeded` past ``limits``
-    (``max_ops``, ``max_values``, ``max_groups``).
+    (``max_ops``, ``max_values``, ``max_groups``). ``module_calls``: the records of
+    the module calls intercepted while tracing (:mod:`capture.frameworks.jax_modules`),
+    whose name-stack markers become groups of kind ``module``.
     """
     import jax
 
     jaxpr = closed_jaxpr.jaxpr
-    conv = _Converter(workspace, limits or Limits())
+    conv = _Converter(workspace, limits or Limits(), module_calls)
     env: dict = {}
     # The conversion allocates several small objects per equation and no cycles; the
     # cyclic collector would otherwise run thousands of times for nothing (and JAX

@@ -51,6 +51,7 @@ from ..model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
+from . import jax_modules
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
 # meta["state"] labels and what each means (meta["state_note"]).
@@ -272,8 +273,10 @@ class _Plan:
 
     def __init__(self, kind: str, call: Callable[..., Any], state: Any = (), state_key: str | None = None,
                  state_label: str | None = None, fresh_linen: Any = None, state_note: str | None = None,
-                 *, callee: Any = None, module_labels: list[str] | None = None) -> None:
+                 *, callee: Any = None, module_labels: list[str] | None = None,
+                 modules: list[Any] | None = None) -> None:
         self.kind = kind
+        self.modules = modules or []  # the NNX modules the callable carries (module_labels names each)
         self.call = call
         self.callee = callee
         self.module_labels = module_labels or []
@@ -474,9 +477,11 @@ def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None)
 
     def call(state: Any, *args: Any, **kwargs: Any) -> Any:
         merged = nnx.merge(graphdef, state)
+        jax_modules.register_merged(merged, labels)
         return rebuild(merged)(*args, **kwargs)
 
-    return _Plan("nnx", call, state, "state", label, state_note=note, callee=fn, module_labels=labels)
+    return _Plan("nnx", call, state, "state", label, state_note=note, callee=fn, module_labels=labels,
+                 modules=modules)
 
 
 def _lift(nnx: Any, obj: Any, modules: list[Any], labels: list[str], label: str = "") -> Callable[[tuple], Any]:
@@ -566,7 +571,8 @@ def capture(ctx: CaptureContext) -> Capture:
             return plan.call(state, *a, **k)
 
         ctx.progress("tracing with jax.make_jaxpr", 0.5)
-        closed, out_shapes = jax.make_jaxpr(traced, return_shape=True)(plan.state, dyn)
+        with jax_modules.intercept(jax, list(zip(plan.modules, plan.module_labels))) as module_calls:
+            closed, out_shapes = jax.make_jaxpr(traced, return_shape=True)(plan.state, dyn)
 
     ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
     counter = [0]
@@ -591,6 +597,7 @@ def capture(ctx: CaptureContext) -> Capture:
         workspace=ctx.workspace,
         limits=ctx.limits,
         meta=meta,
+        module_calls=module_calls.records,
     )
     if not capture.nodes:
         raise CaptureError(
