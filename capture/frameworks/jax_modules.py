@@ -140,20 +140,20 @@ class ModuleCalls:
     def nnx_path(self, obj: Any, frame: Any) -> str | None:
         path = self._paths.get(id(obj))
         if path is None:
-            path = self._find(obj, frame, 0)
+            path = self._find(obj, frame, {id(obj)})
             if path is not None:
                 self.register(obj, path)
         return path
 
-    def _find(self, target: Any, frame: Any, depth: int) -> str | None:
-        """The path of an NNX module made inside a transform: see the module docstring."""
-        if depth > 8:
+    def _find(self, target: Any, frame: Any, busy: set[int]) -> str | None:
+        """The path of an NNX module made inside a transform: see the module docstring.
+        ``busy``: the modules being placed (never an answer for one another)."""
+        if len(busy) > 8:
             return None
-        nnx = self._nnx
         f, walked = frame, 0
         while f is not None and walked < _MAX_SEARCH_FRAMES:
-            for v in _module_locals(nnx, f):
-                if v is target:
+            for v in _module_locals(self._nnx, f):
+                if id(v) in busy:
                     continue
                 known = self._paths.get(id(v))
                 if known is not None:
@@ -161,11 +161,14 @@ class ModuleCalls:
                         return known
                     continue
                 rel = self._graph_of(v).get(id(target))
-                if rel:  # an unregistered clone holding the callee: place the clone first
-                    base = self._find(v, f.f_back, depth + 1)
-                    if base is not None:
-                        self.register(v, base)
-                        return _join(base, rel.split("."))
+                if rel is None and type(v) is not type(target):
+                    continue
+                # an unregistered module holding the callee, or a clone of the same class
+                # (the transform's argument, itself a clone): place it first
+                base = self._find(v, f, busy | {id(v)})
+                if base is not None:
+                    self.register(v, base)
+                    return _join(base, rel.split(".")) if rel else base
             f = f.f_back
             walked += 1
         return None
@@ -217,7 +220,9 @@ class ModuleCalls:
 
         def interceptor(next_fun: Callable[..., Any], args: tuple, kwargs: dict, context: Any) -> Any:
             method = context.method_name
-            if method == "setup" or (method.startswith("_") and method != "__call__"):
+            # setup, private helpers, and the <lambda> of Linen's lifted transforms (nn.remat,
+            # nn.scan wrap the module class; the wrapped module's own call is recorded)
+            if method == "setup" or not method.isidentifier() or (method.startswith("_") and method != "__call__"):
                 return next_fun(*args, **kwargs)
             module = context.module
             try:
