@@ -38,6 +38,7 @@ MODELS = '''
 import jax
 import jax.numpy as jnp
 from flax import linen as nn
+from flax import nnx
 
 LAYERS = {layers}
 EQUATIONS = {equations}
@@ -69,6 +70,32 @@ class Transformer(nn.Module):
             x = Block(self.dim, self.heads)(x)
         return nn.Dense(self.vocab)(nn.LayerNorm()(x))
 
+class NnxBlock(nnx.Module):
+    def __init__(self, dim, heads, *, rngs):
+        self.norm1 = nnx.LayerNorm(dim, rngs=rngs)
+        self.attn = nnx.MultiHeadAttention(heads, dim, decode=False, rngs=rngs)
+        self.norm2 = nnx.LayerNorm(dim, rngs=rngs)
+        self.up = nnx.Linear(dim, 4 * dim, rngs=rngs)
+        self.down = nnx.Linear(4 * dim, dim, rngs=rngs)
+
+    def __call__(self, x):
+        h = self.norm1(x)
+        x = x + self.attn(h, h, mask=nnx.make_causal_mask(x[..., 0]))
+        return x + self.down(nnx.gelu(self.up(self.norm2(x))))
+
+class NnxTransformer(nnx.Module):
+    def __init__(self, vocab=1000, dim=256, heads=4, layers=LAYERS, *, rngs: nnx.Rngs):
+        self.embed = nnx.Embed(vocab, dim, rngs=rngs)
+        self.layers = nnx.List([NnxBlock(dim, heads, rngs=rngs) for _ in range(layers)])
+        self.norm = nnx.LayerNorm(dim, rngs=rngs)
+        self.head = nnx.Linear(dim, vocab, rngs=rngs)
+
+    def __call__(self, tokens):
+        x = self.embed(tokens)
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.norm(x))
+
 def program(x):
     # four primitives per step: sin, mul, add, tanh; a named scope every 100 steps
     for block in range(EQUATIONS // 400):
@@ -81,6 +108,10 @@ def program(x):
 SCENARIOS = {
     "transformer": {
         "model": "bench_models:Transformer",
+        "input": {"kind": "tensor", "shape": [2, 128], "dtype": "int32", "generator": {"kind": "zeros"}},
+    },
+    "nnx_transformer": {
+        "model": "bench_models:NnxTransformer",
         "input": {"kind": "tensor", "shape": [2, 128], "dtype": "int32", "generator": {"kind": "zeros"}},
     },
     "program": {
@@ -102,33 +133,57 @@ def profile(scenario: str) -> dict:
 # --------------------------------------------------------------------------- children
 
 
-def child_trace_then_convert(workspace: str, scenario: str) -> dict:
-    """Process A: make_jaxpr alone (first call), then convert + write that jaxpr."""
+def child_trace_then_convert(workspace: str, scenario: str, intercepted: bool = False) -> dict:
+    """Process A: make_jaxpr alone (first call), then convert + write that jaxpr.
+    Process C (``intercepted``): the same with the Flax module-call interception the
+    capture runs (``capture/frameworks/jax_modules.py``) around make_jaxpr."""
+    import contextlib
+
     import jax
     import jax.numpy as jnp
 
     from capture import graphfile
+    from capture.frameworks import jax_modules
     from capture.jaxpr_convert import convert, structure_of
 
     sys.path.insert(0, workspace)
     import bench_models
 
+    roots: list = []
     if scenario == "transformer":
         module = bench_models.Transformer()
         tokens = jnp.zeros((2, 128), jnp.int32)
         variables = jax.eval_shape(module.init, jax.random.key(0), tokens)
         fn, args = module.apply, (variables, tokens)
+    elif scenario == "nnx_transformer":
+        from flax import nnx
+
+        model = bench_models.NnxTransformer(rngs=nnx.Rngs(0))
+        graphdef, state = nnx.split(model)
+        roots = [(model, "")]
+
+        def fn(state, tokens):  # the capture's own split/merge (capture/frameworks/jax.py)
+            merged = nnx.merge(graphdef, state)
+            jax_modules.register_merged([merged], [""])
+            return merged(tokens)
+
+        args = (state, jnp.zeros((2, 128), jnp.int32))
     else:
         fn, args = bench_models.program, (jnp.ones((8, 128), jnp.float32),)
+    records = None
     t = time.perf_counter()
-    closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*args)
+    with jax_modules.intercept(jax, roots) if intercepted else contextlib.nullcontext() as calls:
+        closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*args)
     trace_s = time.perf_counter() - t
+    if intercepted:
+        records = calls.records
     t = time.perf_counter()
     counter = [0]
     inputs = structure_of(args, counter, static_leaves=False)
-    cap = convert(closed, inputs=inputs, outputs=structure_of(shapes, static_leaves=False), workspace=workspace)
+    cap = convert(closed, inputs=inputs, outputs=structure_of(shapes, static_leaves=False), workspace=workspace,
+                  module_calls=records)
     convert_s = time.perf_counter() - t
-    out = Path(workspace) / f"{scenario}_a.tvg"
+    out = Path(workspace) / f"{scenario}_{'c' if intercepted else 'a'}.tvg"
     t = time.perf_counter()
     graphfile.write(cap, out)
     write_s = time.perf_counter() - t
@@ -136,6 +191,7 @@ def child_trace_then_convert(workspace: str, scenario: str) -> dict:
         "make_jaxpr_s": trace_s, "convert_s": convert_s, "write_s": write_s,
         "equations_top": len(closed.jaxpr.eqns), "nodes": len(cap.nodes), "values": len(cap.values),
         "groups": len(cap.groups), "frames": len(cap.frames), "bytes": out.stat().st_size,
+        "module_groups": sum(g.kind == "module" for g in cap.groups), "module_calls": len(records or ()),
     }
 
 
@@ -143,6 +199,7 @@ def child_full_capture(workspace: str, scenario: str) -> dict:
     """Process B: the framework capture the worker runs, plus the write."""
     import jax  # noqa: F401  (imported before timing, as the worker has by then)
     import flax.linen  # noqa: F401
+    import flax.nnx  # noqa: F401
 
     from capture import graphfile
     from capture.frameworks import jax as fw
@@ -192,26 +249,30 @@ def main() -> None:
     ap.add_argument("--equations", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=1, help="fresh processes per measurement (median reported)")
     ap.add_argument("--scenario", choices=sorted(SCENARIOS), action="append")
-    ap.add_argument("--child", choices=("a", "b"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("a", "b", "c"), help=argparse.SUPPRESS)
     ap.add_argument("--workspace", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.child:
-        fn = child_trace_then_convert if args.child == "a" else child_full_capture
-        print(json.dumps(fn(args.workspace, args.scenario[0])))
+        if args.child == "b":
+            result = child_full_capture(args.workspace, args.scenario[0])
+        else:
+            result = child_trace_then_convert(args.workspace, args.scenario[0], intercepted=args.child == "c")
+        print(json.dumps(result))
         return
 
-    scenarios = args.scenario or ["transformer", "program"]
+    scenarios = args.scenario or ["transformer", "nnx_transformer", "program"]
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "bench_models.py").write_text(
             textwrap.dedent(MODELS.format(layers=args.layers, equations=args.equations))
         )
-        print(f"jax capture benchmark: {args.layers}-layer Linen transformer, {args.equations:,}-equation program; "
+        print(f"jax capture benchmark: {args.layers}-layer Linen and NNX transformers, {args.equations:,}-equation program; "
               f"{args.repeat} fresh process(es) per figure, median")
         for scenario in scenarios:
-            a_runs, b_runs = [], []
-            for _ in range(args.repeat):  # interleaved, so machine load drifts over both alike
+            a_runs, b_runs, c_runs = [], [], []
+            for _ in range(args.repeat):  # interleaved, so machine load drifts over all alike
                 a_runs.append(run_child("a", tmp, scenario))
+                c_runs.append(run_child("c", tmp, scenario))
                 b_runs.append(run_child("b", tmp, scenario))
 
             def med(runs, key):
@@ -230,6 +291,14 @@ def main() -> None:
             print(f"  write .tvg                         {write:8.3f} s   {write / trace:6.1%} of make_jaxpr")
             print(f"  convert + write                    {conv + write:8.3f} s   {(conv + write) / trace:6.1%} "
                   f"of make_jaxpr (target <= 30%)")
+            c = c_runs[0]
+            c_trace, c_conv, c_write = (med(c_runs, k) for k in ("make_jaxpr_s", "convert_s", "write_s"))
+            print(f"  with Flax module interception (fresh process; {c['module_calls']:,} calls recorded, "
+                  f"{c['module_groups']:,} module groups, {c['groups']:,} groups):")
+            print(f"    make_jaxpr + interception        {c_trace:8.3f} s   {c_trace / trace:5.2f}x make_jaxpr alone")
+            print(f"    convert + write                  {c_conv + c_write:8.3f} s")
+            print(f"    trace + convert + write          {c_trace + c_conv + c_write:8.3f} s   "
+                  f"{(c_trace + c_conv + c_write) / trace:5.2f}x make_jaxpr alone (target <= 1.30x)")
             print("  the whole framework capture, fresh process (what the worker runs):")
             print(f"    import + init + inputs           {b_setup:8.3f} s")
             print(f"    make_jaxpr                       {b_trace:8.3f} s")
