@@ -510,3 +510,29 @@ def test_linen_counts_match_the_traced_program(ws):
     cap = capture(ws, "linen_models:Encoder", [2, 8])
     closed, _ = CASES["linen_scan_remat"](False)
     assert node_counts(cap) == primitive_counts(closed)
+
+
+# --------------------------------------------------------------------------- the viewer
+
+
+def test_viewer_shows_nnx_blocks_as_module_cards_that_stack(ws):
+    from viewer.projection import Projection
+
+    cap = capture(ws, "gemma:Transformer", [2, 8], "int32")
+    p = Projection(cap)
+    (top,) = p.children(-1)["items"]
+    assert (top["type"], top["label"], top["class"], top["sublabel"]) == ("group", "Transformer", "Transformer",
+                                                                          "module instance")
+    items = p.children(top["id"])["items"]
+    assert [it["label"] for it in items] == ["embedder.encode", "layers.0", "layers.1", "layers.2", "final_norm",
+                                             "embedder.decode"]
+    blocks = [it for it in items if it.get("class") == "Block"]
+    assert [it["path"] for it in blocks] == ["layers.0", "layers.1", "layers.2"]
+    assert [it["identical"] for it in blocks] == [{"count": 3, "index": k} for k in range(3)]
+    assert all("identical" not in it for it in items if it.get("class") != "Block")
+    # a block's card counts its parameters: 2 norms (16) + q, kv, out (16·16, 16·32, 16·16)
+    # + gate, up (16·32+32 each), down (32·16+16)
+    assert blocks[0]["params"]["count"] == 2 * 16 + 16 * 16 + 16 * 32 + 16 * 16 + 2 * (16 * 32 + 32) + 32 * 16 + 16
+    detail = p.group(blocks[0]["id"])
+    assert detail["kind"] == "module" and "Flax module" in detail["honest"]
+    assert detail["attrs"]["path"] == "layers.0" and detail["attrs"]["class"] == "Block"
