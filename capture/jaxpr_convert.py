@@ -327,8 +327,9 @@ def _location(code: Any, lasti: int) -> tuple[int, int]:
 class _Converter:
     def __init__(self, workspace: Any, limits: Limits, module_calls: list | None = None) -> None:
         self.module_calls = module_calls or []  # intercepted module calls, by marker index
-        self._module_call_no: dict[int, int] = {}  # marker index -> the call's number for its module
+        self._module_call_no: dict[tuple, int] = {}  # (parent group, marker index) -> call number
         self._module_calls_seen: dict[tuple, int] = {}  # (path, class) -> calls numbered so far
+        self._module_rec: dict[int, int] = {}  # module group -> its marker index
         self.Literal = _literal_type()
         self.values: list[Value] = []
         self.nodes: list[Node] = []
@@ -422,18 +423,36 @@ class _Converter:
 
     def _module_group(self, gid: int, i: int, parent: int | None) -> Group:
         rec = self.module_calls[i]
-        call = self._module_call_no.get(i)
-        if call is None:
-            key = (rec.path, rec.module, rec.cls)
-            call = self._module_call_no[i] = self._module_calls_seen.get(key, 0)
-            self._module_calls_seen[key] = call + 1
         attrs = rec.attrs()
+        path = attrs["path"] = self._module_path(rec, parent)
+        call = self._module_call_no.get((parent, i))
+        if call is None:
+            key = (path, rec.module, rec.cls)
+            call = self._module_call_no[(parent, i)] = self._module_calls_seen.get(key, 0)
+            self._module_calls_seen[key] = call + 1
+        self._module_rec[gid] = i
         attrs["call"] = call
         frame = self.frames.frame_of_raw(rec.codes, rec.lastis)
         if frame is not None:
             attrs["frame"] = frame
         attrs["note"] = MODULE_NOTE
         return Group(gid, "module", rec.name, parent, attrs)
+
+    def _module_path(self, rec: Any, parent: int | None) -> str | None:
+        """``rec.path``, re-based when the call sits in another module call than the one
+        it was traced in (a jit body JAX reused from its cache for a second layer)."""
+        g = parent
+        while g is not None and self.groups[g].kind != "module":
+            g = self.groups[g].parent
+        if g is None or rec.parent is None or self._module_rec.get(g) == rec.parent:
+            return rec.path
+        old, new = self.module_calls[rec.parent].path, self.groups[g].attrs.get("path")
+        if rec.path is None or old is None or new is None or old == new:
+            return rec.path
+        if rec.path == old or rec.path.startswith(old + "." if old else ""):
+            rest = rec.path[len(old):].lstrip(".")
+            return f"{new}.{rest}" if new and rest else new or rest
+        return rec.path
 
     def _new_group_id(self) -> int:
         gid = len(self.groups)

@@ -48,12 +48,16 @@ _NNX_API = frozenset({"sow", "perturb", "iter_modules", "iter_children", "set_at
 class CallRecord:
     """One intercepted module call (``records[i]`` for marker ``i``)."""
 
-    __slots__ = ("name", "path", "cls", "module", "method", "framework", "scope", "codes", "lastis")
+    __slots__ = ("name", "path", "parent", "cls", "module", "method", "framework", "scope", "codes", "lastis")
 
-    def __init__(self, name: str, path: str | None, cls: type, method: str, framework: str,
+    def __init__(self, name: str, path: str | None, parent: int | None, cls: type, method: str, framework: str,
                  scope: str | None, frame: Any) -> None:
         self.name = name
         self.path = path
+        # The record of the call this one was traced inside (None at the top): a jit body
+        # JAX reuses from its cache carries the first call's records, which the converter
+        # re-bases onto the call it actually sits in.
+        self.parent = parent
         self.cls = cls.__qualname__
         self.module = cls.__module__
         self.method = method
@@ -82,7 +86,7 @@ class ModuleCalls:
 
     def __init__(self) -> None:
         self.records: list[CallRecord] = []
-        self._stack: list[str | None] = []  # paths of the calls being traced, innermost last
+        self._stack: list[tuple[str | None, int]] = []  # (path, record) of the calls being traced
         self._paths: dict[int, str] = {}  # id(NNX module) -> attribute path
         self._keep: list[Any] = []  # the registered objects, so their ids stay theirs
         self._graphs: dict[int, dict[int, str]] = {}  # id(unregistered module) -> {id(node): relative path}
@@ -92,7 +96,7 @@ class ModuleCalls:
 
     def _enter(self, path: str | None, cls: type, method: str, framework: str, scope: str | None,
                frame: Any) -> str:
-        parent = self._stack[-1] if self._stack else None
+        parent, parent_rec = self._stack[-1] if self._stack else (None, None)
         if path is None:
             name = cls.__name__
         elif path == parent:  # a module calling another method of itself
@@ -104,12 +108,12 @@ class ModuleCalls:
         if method != "__call__" and path != parent:
             name = f"{name}.{method}"
         i = len(self.records)
-        self.records.append(CallRecord(name, path, cls, method, framework, scope, frame))
+        self.records.append(CallRecord(name, path, parent_rec, cls, method, framework, scope, frame))
         return f"{MARKER}{i}"
 
     @contextmanager
     def _scope(self, jax: Any, marker: str, path: str | None) -> Iterator[None]:
-        self._stack.append(path)
+        self._stack.append((path, int(marker[len(MARKER):])))
         try:
             with jax.named_scope(marker):
                 yield
@@ -177,11 +181,15 @@ class ModuleCalls:
         calls = self
 
         def call(self_: Any, *args: Any, **kwargs: Any) -> Any:
-            caller = sys._getframe(1)
-            path = calls.nnx_path(self_, caller)
-            marker = calls._enter(path, type(self_), method, "flax.nnx", None, caller)
+            bound = orig.__get__(self_, type(self_))
+            try:
+                caller = sys._getframe(1)
+                path = calls.nnx_path(self_, caller)
+                marker = calls._enter(path, type(self_), method, "flax.nnx", None, caller)
+            except Exception:  # recording must never break the trace: this call stays unnamed
+                return bound(*args, **kwargs)
             with calls._scope(jax, marker, path):
-                return orig.__get__(self_, type(self_))(*args, **kwargs)
+                return bound(*args, **kwargs)
 
         call.__wrapped__ = orig  # type: ignore[attr-defined]
         call.__name__ = getattr(orig, "__name__", method)
@@ -229,9 +237,12 @@ class ModuleCalls:
                 path: str | None = ".".join(str(p) for p in module.path)
             except Exception:  # an unbound module (no scope): no path
                 path = None
-            scope = (module.name or type(module).__name__) + ("" if method == "__call__" else f".{method}")
-            caller = _linen_call_site(sys._getframe(1))
-            marker = calls._enter(path, type(module), method, "flax.linen", scope, caller)
+            try:
+                scope = (module.name or type(module).__name__) + ("" if method == "__call__" else f".{method}")
+                caller = _linen_call_site(sys._getframe(1))
+                marker = calls._enter(path, type(module), method, "flax.linen", scope, caller)
+            except Exception:  # recording must never break the trace: this call stays unnamed
+                return next_fun(*args, **kwargs)
             with calls._scope(jax, marker, path):
                 return next_fun(*args, **kwargs)
 

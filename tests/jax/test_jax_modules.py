@@ -158,6 +158,30 @@ class Model(nnx.Module):
         return self.head(x)
 """
 
+JIT_BLOCKS = """
+import jax
+from flax import nnx
+
+
+class Block(nnx.Module):
+    def __init__(self, dim, *, rngs):
+        self.linear = nnx.Linear(dim, dim, rngs=rngs)
+
+    @nnx.jit
+    def __call__(self, x):
+        return nnx.relu(self.linear(x))
+
+
+class Model(nnx.Module):
+    def __init__(self, dim=8, *, rngs: nnx.Rngs):
+        self.layers = nnx.List([Block(dim, rngs=rngs) for _ in range(3)])
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+"""
+
 LINEN = """
 import jax
 import jax.numpy as jnp
@@ -194,7 +218,7 @@ class Encoder(nn.Module):
 
 @pytest.fixture
 def ws(tmp_path):
-    write(tmp_path, {"gemma.py": GEMMA, "transforms.py": TRANSFORMS, "linen_models.py": LINEN})
+    write(tmp_path, {"gemma.py": GEMMA, "transforms.py": TRANSFORMS, "linen_models.py": LINEN, "jit_blocks.py": JIT_BLOCKS})
     sys.path.insert(0, str(tmp_path))
     yield tmp_path
     forget_workspace_modules(tmp_path)
@@ -413,6 +437,19 @@ def test_nnx_transforms_keep_their_tracing_scopes_and_find_module_paths(ws):
     assert {n.op for n in cap.nodes if n.opaque} == {"scan", "cond"}
     assert not set(paths) & {"stack", "blocks.first", "blocks.second"}
     assert "note" in jit.attrs and "not a recovered layer hierarchy" in jit.attrs["note"]
+
+
+def test_a_jit_body_reused_from_the_cache_is_named_for_each_layer(ws):
+    """``@nnx.jit`` on a block's ``__call__``: JAX traces layer 0's body once and reuses it
+    (the same jaxpr, with layer 0's markers) for layers 1 and 2."""
+    cap = capture(ws, "jit_blocks:Model", [3, 8])
+    paths = by_path(cap)
+    for i in range(3):
+        (block,) = paths[f"layers.{i}"]
+        (jit,) = [g for g in cap.groups if g.parent == block.id]
+        assert jit.kind == "jit"
+        (linear,) = paths[f"layers.{i}.linear"]
+        assert (linear.parent, linear.attrs["call"], linear.attrs["class"]) == (jit.id, 0, "Linear")
 
 
 def body_of(closed, prim, param):
