@@ -36,7 +36,9 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from ..jaxpr_convert import MODULE_MARKER as MARKER
-_MAX_CALL_FRAMES = 64  # Python frames kept per call site (the converter picks the user's)
+from ..jaxpr_convert import _library_prefixes
+
+_MAX_CALL_FRAMES = 200  # Python frames kept per call site at most
 _MAX_SEARCH_FRAMES = 200  # frames walked to find where a transform's clone came from
 _SHALLOW_ITEMS = 64  # items of a tuple/list/dict local looked at for modules
 
@@ -51,7 +53,7 @@ class CallRecord:
     __slots__ = ("name", "path", "parent", "cls", "module", "method", "framework", "scope", "codes", "lastis")
 
     def __init__(self, name: str, path: str | None, parent: int | None, cls: type, method: str, framework: str,
-                 scope: str | None, frame: Any) -> None:
+                 scope: str | None, codes: list, lastis: list) -> None:
         self.name = name
         self.path = path
         # The record of the call this one was traced inside (None at the top): a jit body
@@ -64,12 +66,8 @@ class CallRecord:
         self.framework = framework
         # Linen's own name scope around this call (``Dense_0``): the module group takes its place.
         self.scope = scope
-        codes, lastis = [], []
-        f = frame
-        while f is not None and len(codes) < _MAX_CALL_FRAMES:
-            codes.append(f.f_code)
-            lastis.append(f.f_lasti)
-            f = f.f_back
+        # The call's Python frames, innermost first, up to the first outside the standard
+        # library, installed packages and TensorViz: the converter picks the user's frame.
         self.codes = codes
         self.lastis = lastis
 
@@ -91,11 +89,12 @@ class ModuleCalls:
         self._keep: list[Any] = []  # the registered objects, so their ids stay theirs
         self._graphs: dict[int, dict[int, str]] = {}  # id(unregistered module) -> {id(node): relative path}
         self._nnx: Any = None
+        self._library: dict[Any, bool] = {}  # code -> in a library (not a call site)
+        self._prefixes = tuple(_library_prefixes())
 
     # ------------------------------------------------------------------ the call
 
-    def _enter(self, path: str | None, cls: type, method: str, framework: str, scope: str | None,
-               frame: Any) -> str:
+    def _enter(self, path: str | None, cls: type, method: str, framework: str, scope: str | None) -> int:
         parent, parent_rec = self._stack[-1] if self._stack else (None, None)
         if path is None:
             name = cls.__name__
@@ -108,19 +107,28 @@ class ModuleCalls:
         if method != "__call__" and path != parent:
             name = f"{name}.{method}"
         i = len(self.records)
-        self.records.append(CallRecord(name, path, parent_rec, cls, method, framework, scope, frame))
-        return f"{MARKER}{i}"
-
-    @contextmanager
-    def _scope(self, jax: Any, marker: str, path: str | None) -> Iterator[None]:
-        self._stack.append((path, int(marker[len(MARKER):])))
-        try:
-            with jax.named_scope(marker):
-                yield
-        finally:
-            self._stack.pop()
+        codes, lastis = self._call_site()
+        self.records.append(CallRecord(name, path, parent_rec, cls, method, framework, scope, codes, lastis))
+        self._stack.append((path, i))
+        return i
 
     # ------------------------------------------------------------------ NNX
+
+    def _call_site(self) -> tuple[list, list]:
+        codes, lastis = [], []
+        library = self._library
+        f = sys._getframe(3)  # above _call_site, _enter and the interceptor
+        while f is not None and len(codes) < _MAX_CALL_FRAMES:
+            code = f.f_code
+            codes.append(code)
+            lastis.append(f.f_lasti)
+            lib = library.get(code)
+            if lib is None:
+                lib = library[code] = code.co_filename.startswith(self._prefixes) or code.co_filename.startswith("<")
+            if not lib:
+                break
+            f = f.f_back
+        return codes, lastis
 
     def register(self, obj: Any, prefix: str = "") -> None:
         """Record the attribute path of every NNX module in ``obj``'s graph."""
@@ -179,17 +187,20 @@ class ModuleCalls:
 
     def _wrap_nnx(self, jax: Any, orig: Any, method: str) -> Callable[..., Any]:
         calls = self
+        named_scope = jax.named_scope
 
         def call(self_: Any, *args: Any, **kwargs: Any) -> Any:
             bound = orig.__get__(self_, type(self_))
             try:
-                caller = sys._getframe(1)
-                path = calls.nnx_path(self_, caller)
-                marker = calls._enter(path, type(self_), method, "flax.nnx", None, caller)
+                path = calls.nnx_path(self_, sys._getframe(1))
+                i = calls._enter(path, type(self_), method, "flax.nnx", None)
             except Exception:  # recording must never break the trace: this call stays unnamed
                 return bound(*args, **kwargs)
-            with calls._scope(jax, marker, path):
-                return bound(*args, **kwargs)
+            try:
+                with named_scope(MARKER + str(i)):
+                    return bound(*args, **kwargs)
+            finally:
+                calls._stack.pop()
 
         call.__wrapped__ = orig  # type: ignore[attr-defined]
         call.__name__ = getattr(orig, "__name__", method)
@@ -225,6 +236,7 @@ class ModuleCalls:
 
     def linen_interceptor(self, jax: Any) -> Callable[..., Any]:
         calls = self
+        named_scope = jax.named_scope
 
         def interceptor(next_fun: Callable[..., Any], args: tuple, kwargs: dict, context: Any) -> Any:
             method = context.method_name
@@ -239,12 +251,14 @@ class ModuleCalls:
                 path = None
             try:
                 scope = (module.name or type(module).__name__) + ("" if method == "__call__" else f".{method}")
-                caller = _linen_call_site(sys._getframe(1))
-                marker = calls._enter(path, type(module), method, "flax.linen", scope, caller)
+                i = calls._enter(path, type(module), method, "flax.linen", scope)
             except Exception:  # recording must never break the trace: this call stays unnamed
                 return next_fun(*args, **kwargs)
-            with calls._scope(jax, marker, path):
-                return next_fun(*args, **kwargs)
+            try:
+                with named_scope(MARKER + str(i)):
+                    return next_fun(*args, **kwargs)
+            finally:
+                calls._stack.pop()
 
         return interceptor
 
@@ -291,14 +305,6 @@ def _module_locals(nnx: Any, frame: Any) -> Iterator[Any]:
             stack.extend((x, d + 1) for x in v[:_SHALLOW_ITEMS])
         elif d < 2 and type(v) is dict:
             stack.extend((x, d + 1) for x in list(v.values())[:_SHALLOW_ITEMS])
-
-
-def _linen_call_site(frame: Any) -> Any:
-    """The frame outside Flax's method wrapping (interceptors run inside it)."""
-    f = frame
-    while f is not None and (f.f_globals.get("__name__") or "").startswith("flax.linen"):
-        f = f.f_back
-    return f if f is not None else frame
 
 
 _ACTIVE: list[ModuleCalls] = []
