@@ -89,6 +89,7 @@ class ModuleCalls:
         self._keep: list[Any] = []  # the registered objects, so their ids stay theirs
         self._graphs: dict[int, dict[int, str]] = {}  # id(unregistered module) -> {id(node): relative path}
         self._nnx: Any = None
+        self._nnx_top: tuple[int, str] | None = None  # (id, method) of the innermost NNX call
         self._library: dict[Any, bool] = {}  # code -> in a library (not a call site)
         self._prefixes = tuple(_library_prefixes())
 
@@ -191,16 +192,20 @@ class ModuleCalls:
 
         def call(self_: Any, *args: Any, **kwargs: Any) -> Any:
             bound = orig.__get__(self_, type(self_))
+            if calls._nnx_top == (id(self_), method):  # super().__call__(x): the same call continues
+                return bound(*args, **kwargs)
             try:
                 path = calls.nnx_path(self_, sys._getframe(1))
                 i = calls._enter(path, type(self_), method, "flax.nnx", None)
             except Exception:  # recording must never break the trace: this call stays unnamed
                 return bound(*args, **kwargs)
+            outer, calls._nnx_top = calls._nnx_top, (id(self_), method)
             try:
                 with named_scope(MARKER + str(i)):
                     return bound(*args, **kwargs)
             finally:
                 calls._stack.pop()
+                calls._nnx_top = outer
 
         call.__wrapped__ = orig  # type: ignore[attr-defined]
         call.__name__ = getattr(orig, "__name__", method)

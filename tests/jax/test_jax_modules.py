@@ -103,11 +103,18 @@ class Transformer(nnx.Module):
         return self.embedder.decode(self.final_norm(x))
 
 
+class NormedBlock(Block):
+    \"\"\"A subclass extending its parent's call (super().__call__: one call, not two).\"\"\"
+
+    def __call__(self, x):
+        return super().__call__(x) * 0.5
+
+
 class DictModel(nnx.Module):
     \"\"\"Blocks in an nnx.Dict, one of them called twice.\"\"\"
 
     def __init__(self, dim=16, *, rngs: nnx.Rngs):
-        self.blocks = nnx.Dict({"enc": Block(dim, 2, rngs=rngs), "dec": Block(dim, 2, rngs=rngs)})
+        self.blocks = nnx.Dict({"enc": Block(dim, 2, rngs=rngs), "dec": NormedBlock(dim, 2, rngs=rngs)})
 
     def __call__(self, x):
         for name in ("enc", "dec", "enc"):
@@ -411,7 +418,10 @@ def test_nnx_dict_blocks_and_repeated_calls(ws):
     paths = by_path(cap)
     enc = paths["blocks.enc"]
     assert [g.attrs["call"] for g in enc] == [0, 1] and [g.name for g in enc] == ["blocks.enc"] * 2
-    assert [g.attrs["call"] for g in paths["blocks.dec"]] == [0]
+    (dec,) = paths["blocks.dec"]  # super().__call__ continues the subclass's call
+    assert (dec.attrs["call"], dec.attrs["class"]) == (0, "NormedBlock")
+    assert [g.attrs["path"] for g in modules(cap) if g.parent == dec.id][:2] == [
+        "blocks.dec.pre_attention_norm", "blocks.dec.attn"]
     assert [g.attrs["call"] for g in paths["blocks.enc.attn.q_proj"]] == [0, 1]
     order = [g.attrs["path"] for g in modules(cap) if g.parent == paths[""][0].id]
     assert order == ["blocks.enc", "blocks.dec", "blocks.enc"]
