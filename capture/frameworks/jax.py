@@ -20,6 +20,10 @@ merged inside it, so their state wrappers are cloned in the trace context (``nnx
 may update temporary state without crossing trace levels); the arrays are shared, not
 copied.
 
+While ``jax.make_jaxpr`` traces, Flax module calls (NNX methods of the modules the
+callable carries, every Linen method call) are recorded as ``module`` groups
+(``jax_modules``); the recording only adds name scopes, never equations.
+
 Inputs: array leaves of registered PyTrees are traced; every other leaf (Python
 scalars, strings…) stays static, closed over, so a configured boolean can select
 Python control flow. Containers are rebuilt only by JAX's own unflattening, with its
