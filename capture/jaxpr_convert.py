@@ -49,22 +49,17 @@ import dataclasses
 import enum
 import gc
 import os
-import re
 import sys
 import sysconfig
 from typing import Any
 
+from .jaxpr_modules import MODULE_MARKER, ModuleGroups
 from .model import Capture, Coverage, Frame, Group, Node, Operand, Value
 from .worker.errors import LimitExceeded
 from .worker.limits import Limits
 from .worker.workspace_files import WorkspaceFiles
 
 SCOPE_NOTE = "tracing scope, not a recovered layer hierarchy"
-MODULE_NOTE = "one call of a Flax module, recorded while tracing"
-# A name-stack part naming intercepted module call i (capture/frameworks/jax_modules.py).
-MODULE_MARKER = "tv_module#"
-_MODULE_RE = re.compile(r"tv_module#(\d+)")
-_TRANSFORMED_RE = re.compile(r"^\w+\((.*)\)$")  # a name-stack part inside a transform: vmap(Dense_0)
 
 # Call-like primitives whose body always runs exactly once: expanded into a group.
 # name -> (group kind, param holding the body)
@@ -326,10 +321,7 @@ def _location(code: Any, lasti: int) -> tuple[int, int]:
 
 class _Converter:
     def __init__(self, workspace: Any, limits: Limits, module_calls: list | None = None) -> None:
-        self.module_calls = module_calls or []  # intercepted module calls, by marker index
-        self._module_call_no: dict[tuple, int] = {}  # (parent group, marker index) -> call number
-        self._module_calls_seen: dict[tuple, int] = {}  # (path, class) -> calls numbered so far
-        self._module_rec: dict[int, int] = {}  # module group -> its marker index
+        self.modules = ModuleGroups(module_calls, self) if module_calls else None  # intercepted Flax calls
         self.Literal = _literal_type()
         self.values: list[Value] = []
         self.nodes: list[Node] = []
@@ -384,75 +376,24 @@ class _Converter:
         gid = container
         if text:
             parts: tuple = tuple(p for p in text.split("/") if p)
-            if self.module_calls and MODULE_MARKER in text:
-                parts = self._module_parts(parts)
+            if self.modules is not None and MODULE_MARKER in text:
+                parts = self.modules.parts(parts)
             for depth in range(1, len(parts) + 1):
                 pkey = (container, parts[:depth])
                 g = self._scope_by_path.get(pkey)
                 if g is None:
                     g = self._new_group_id()
                     part = parts[depth - 1]
-                    if type(part) is int:
-                        self.groups.append(self._module_group(g, part, gid))
+                    if type(part) is int:  # an intercepted module call (capture/jaxpr_modules.py)
+                        self.groups.append(self.modules.group(g, part, gid))
                     else:
-                        stack = "/".join(p if type(p) is str else self.module_calls[p].name for p in parts[:depth])
+                        stack = "/".join(p if type(p) is str else self.modules.name(p) for p in parts[:depth])
                         self.groups.append(Group(g, "scope", part, gid, {"note": SCOPE_NOTE, "name_stack": stack}))
                     self._scope_by_path[pkey] = g
                 gid = g
         if key is not None:
             self._scope_by_stack[key] = gid
         return gid
-
-    def _module_parts(self, parts: tuple) -> tuple:
-        """Name-stack parts with each module-call marker as its record index; a Linen
-        call's own name scope (``Dense_0``, just before its marker) becomes that call."""
-        out: list = []
-        for p in parts:
-            m = _MODULE_RE.search(p)
-            i = int(m.group(1)) if m else -1
-            if not 0 <= i < len(self.module_calls):
-                out.append(p)
-                continue
-            scope = self.module_calls[i].scope
-            if scope is not None and out and type(out[-1]) is str:
-                t = _TRANSFORMED_RE.match(out[-1])
-                if out[-1] == scope or (t is not None and t.group(1) == scope):
-                    out.pop()
-            out.append(i)
-        return tuple(out)
-
-    def _module_group(self, gid: int, i: int, parent: int | None) -> Group:
-        rec = self.module_calls[i]
-        attrs = rec.attrs()
-        path = attrs["path"] = self._module_path(rec, parent)
-        call = self._module_call_no.get((parent, i))
-        if call is None:
-            key = (path, rec.module, rec.cls)
-            call = self._module_call_no[(parent, i)] = self._module_calls_seen.get(key, 0)
-            self._module_calls_seen[key] = call + 1
-        self._module_rec[gid] = i
-        attrs["call"] = call
-        frame = self.frames.frame_of_raw(rec.codes, rec.lastis)
-        if frame is not None:
-            attrs["frame"] = frame
-        attrs["note"] = MODULE_NOTE
-        return Group(gid, "module", rec.name, parent, attrs)
-
-    def _module_path(self, rec: Any, parent: int | None) -> str | None:
-        """``rec.path``, re-based when the call sits in another module call than the one
-        it was traced in (a jit body JAX reused from its cache for a second layer)."""
-        g = parent
-        while g is not None and self.groups[g].kind != "module":
-            g = self.groups[g].parent
-        if g is None or rec.parent is None or self._module_rec.get(g) == rec.parent:
-            return rec.path
-        old, new = self.module_calls[rec.parent].path, self.groups[g].attrs.get("path")
-        if rec.path is None or old is None or new is None or old == new:
-            return rec.path
-        if rec.path == old or rec.path.startswith(old + "." if old else ""):
-            rest = rec.path[len(old):].lstrip(".")
-            return f"{new}.{rest}" if new and rest else new or rest
-        return rec.path
 
     def _new_group_id(self) -> int:
         gid = len(self.groups)

@@ -35,7 +35,7 @@ import types
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
-from ..jaxpr_convert import MODULE_MARKER as MARKER
+from ..jaxpr_modules import MODULE_MARKER as MARKER
 from ..jaxpr_convert import _library_prefixes
 
 _MAX_CALL_FRAMES = 200  # Python frames kept per call site at most
