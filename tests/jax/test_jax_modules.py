@@ -165,6 +165,43 @@ class Model(nnx.Module):
         return self.head(x)
 """
 
+# In the style of Flax's NNX scan-over-layers example (examples/nnx_toy_examples/06_scan_over_layers.py)
+SCAN_MLP = """
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+class Block(nnx.Module):
+    def __init__(self, dim: int, *, rngs: nnx.Rngs):
+        self.linear = nnx.Linear(dim, dim, rngs=rngs)
+        self.bn = nnx.BatchNorm(dim, rngs=rngs)
+        self.dropout = nnx.Dropout(0.5, rngs=rngs)
+
+    def __call__(self, x: jax.Array):
+        return nnx.gelu(self.dropout(self.bn(self.linear(x))))
+
+
+class ScanMLP(nnx.Module):
+    def __init__(self, dim: int = 10, *, n_layers: int = 5, rngs: nnx.Rngs):
+        self.n_layers = n_layers
+
+        @nnx.split_rngs(splits=n_layers)
+        @nnx.vmap(in_axes=(0,), out_axes=0, axis_size=n_layers)
+        def create_block(rngs: nnx.Rngs):
+            return Block(dim, rngs=rngs)
+
+        self.layers = create_block(rngs)
+
+    def __call__(self, x: jax.Array) -> jax.Array:
+        @nnx.scan(in_axes=(nnx.Carry, 0), out_axes=nnx.Carry)
+        def forward(x, model):
+            x = model(x)
+            return x
+
+        return forward(x, self.layers)
+"""
+
 JIT_BLOCKS = """
 import jax
 from flax import nnx
@@ -225,7 +262,8 @@ class Encoder(nn.Module):
 
 @pytest.fixture
 def ws(tmp_path):
-    write(tmp_path, {"gemma.py": GEMMA, "transforms.py": TRANSFORMS, "linen_models.py": LINEN, "jit_blocks.py": JIT_BLOCKS})
+    write(tmp_path, {"gemma.py": GEMMA, "transforms.py": TRANSFORMS, "linen_models.py": LINEN, "jit_blocks.py": JIT_BLOCKS,
+                     "scan_over_layers.py": SCAN_MLP})
     sys.path.insert(0, str(tmp_path))
     yield tmp_path
     forget_workspace_modules(tmp_path)
@@ -337,6 +375,7 @@ CASES = {
     "gemma": lambda on: nnx_trace("gemma", "Transformer", jnp.zeros((2, 8), jnp.int32), on),
     "nnx_dict": lambda on: nnx_trace("gemma", "DictModel", jnp.ones((2, 4, 16)), on),
     "nnx_transforms": lambda on: nnx_trace("transforms", "Model", jnp.ones((3, 8)), on),
+    "nnx_scan_over_layers": lambda on: nnx_trace("scan_over_layers", "ScanMLP", jnp.ones((3, 10)), on),
     "linen_scan_remat": lambda on: linen_trace(jnp.ones((2, 8)), on),
 }
 
@@ -513,6 +552,22 @@ def test_module_calls_inside_scan_and_cond_bodies_form_under_any_container(ws):
 
 
 # --------------------------------------------------------------------------- Linen
+
+
+def test_nnx_scan_over_a_vmap_made_stack(ws):
+    """The scan-over-layers MLP: one scan node at the top level, the root's call
+    around it, and the stacked block's calls (with their dropout's RNG use) inside the
+    scan body, at the stack's attribute path."""
+    cap = capture(ws, "scan_over_layers:ScanMLP", [3, 10])
+    (root,) = modules(cap)
+    assert (root.attrs["path"], root.attrs["class"]) == ("", "ScanMLP")
+    (scan,) = [n for n in cap.nodes if n.opaque]
+    assert scan.op == "scan" and scan.group == root.id
+    closed, records = CASES["nnx_scan_over_layers"](True)
+    (body,) = body_of(closed, "scan", "jaxpr")
+    assert tree(convert_body(records, body), 0) == [
+        ("module", "layers", [("module", "layers.linear", []), ("module", "layers.bn", []),
+                              ("module", "layers.dropout", [])])]
 
 
 def test_linen_modules_are_module_groups_through_remat_and_methods(ws):
