@@ -15,8 +15,8 @@ A name scope changes equation metadata only: the traced program (primitives, par
 their order) is the same with and without the interception (``tests/jax`` proves it).
 
 NNX paths: the modules the traced callable carries are registered, by object identity,
-under their attribute paths (``nnx.iter_graph``: ``nnx.List``/``nnx.Dict`` entries
-included) when they are merged inside the trace. NNX transforms (``nnx.jit``,
+under their attribute paths (``nnx.List``/``nnx.Dict`` entries included) when they are
+merged inside the trace. NNX transforms (``nnx.jit``,
 ``nnx.vmap``, ``nnx.scan``, ``nnx.remat``, ``nnx.cond``) call the function with clones
 made inside their own trace; a clone is found by walking the Python frames from the
 call site outwards: the nearest local that is an unregistered module holding the callee
@@ -113,8 +113,6 @@ class ModuleCalls:
         self._stack.append((path, i))
         return i
 
-    # ------------------------------------------------------------------ NNX
-
     def _call_site(self) -> tuple[list, list]:
         codes, lastis = [], []
         library = self._library
@@ -130,6 +128,8 @@ class ModuleCalls:
                 break
             f = f.f_back
         return codes, lastis
+
+    # ------------------------------------------------------------------ NNX
 
     def register(self, obj: Any, prefix: str = "") -> None:
         """Record the attribute path of every NNX module in ``obj``'s graph."""
