@@ -288,6 +288,8 @@ def _undo(conv: Any, mark: tuple) -> None:
         for key in [k for k, g in cache.items() if (g is not None and g >= n_groups)
                     or (type(k[0]) is int and k[0] >= n_groups)]:
             del cache[key]
+    if getattr(conv, "modules", None) is not None:
+        conv.modules.forget_groups(n_groups)
 
 
 def _fill(conv: Any, eqn: Any, nid: int, gid: int, frame: int | None, role: _Role, jaxpr: Any,

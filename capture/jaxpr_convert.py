@@ -16,8 +16,11 @@ The conversion reads the jaxpr; it executes nothing. What it keeps:
   ``MLP/Dense_0``) becomes nested groups of kind ``scope``;
 * the innermost user frame of each equation, for navigation.
 
-Every group is a *tracing* scope, not a recovered layer hierarchy, and says so in its
-``attrs``.
+These groups are *tracing* scopes, not a recovered layer hierarchy, and say so in
+their ``attrs``. The one exception is a Flax module call the capture intercepted while
+tracing (``module_calls``; ``capture/frameworks/jax_modules.py``): its name-stack marker
+becomes a group of kind ``module`` with the module's ``path``, ``class``, Python
+``module``, ``call`` index and call-site ``frame``, inside whatever group holds it.
 
 What stays opaque:
 
@@ -53,6 +56,7 @@ import sysconfig
 from typing import Any
 
 from .jaxpr_bodies import BODY_PRIMITIVES, convert_bodies
+from .jaxpr_modules import MODULE_MARKER, ModuleGroups
 from .libframes import LibraryFiles
 from .model import Capture, Coverage, Frame, Group, Node, Operand, Value
 from .worker.errors import LimitExceeded
@@ -288,7 +292,11 @@ class FrameTable:
         return idx
 
     def _frame_of(self, traceback: Any) -> int | None:
-        codes, lastis = traceback.raw_frames()
+        return self.frame_of_raw(*traceback.raw_frames())
+
+    def frame_of_raw(self, codes: Any, lastis: Any) -> int | None:
+        """The innermost workspace frame of ``(code, byte offset)`` pairs, innermost
+        first; else the innermost library frame (not the frameworks' own internals)."""
         lib_at, lib_path, searching = None, None, True
         for code, lasti in zip(codes, lastis):
             name = self._name(code.co_filename)
@@ -331,7 +339,8 @@ def _location(code: Any, lasti: int) -> tuple[int, int]:
 
 
 class _Converter:
-    def __init__(self, workspace: Any, limits: Limits) -> None:
+    def __init__(self, workspace: Any, limits: Limits, module_calls: list | None = None) -> None:
+        self.modules = ModuleGroups(module_calls, self) if module_calls else None  # intercepted Flax calls
         self.Literal = _literal_type()
         self.values: list[Value] = []
         self.nodes: list[Node] = []
@@ -390,16 +399,20 @@ class _Converter:
         text = str(name_stack) if name_stack is not None else ""
         gid = container
         if text:
-            parts = tuple(p for p in text.split("/") if p)
+            parts: tuple = tuple(p for p in text.split("/") if p)
+            if self.modules is not None and MODULE_MARKER in text:
+                parts = self.modules.parts(parts)
             for depth in range(1, len(parts) + 1):
                 pkey = (container, parts[:depth])
                 g = self._scope_by_path.get(pkey)
                 if g is None:
                     g = self._new_group_id()
-                    self.groups.append(
-                        Group(g, "scope", parts[depth - 1], gid,
-                              {"note": SCOPE_NOTE, "name_stack": "/".join(parts[:depth])})
-                    )
+                    part = parts[depth - 1]
+                    if type(part) is int:  # an intercepted module call (capture/jaxpr_modules.py)
+                        self.groups.append(self.modules.group(g, part, gid))
+                    else:
+                        stack = "/".join(p if type(p) is str else self.modules.name(p) for p in parts[:depth])
+                        self.groups.append(Group(g, "scope", part, gid, {"note": SCOPE_NOTE, "name_stack": stack}))
                     self._scope_by_path[pkey] = g
                 gid = g
         if key is not None:
@@ -559,6 +572,7 @@ def convert(
     workspace: str | os.PathLike[str] | None = None,
     limits: Limits | None = None,
     meta: dict[str, Any] | None = None,
+    module_calls: list | None = None,
 ) -> Capture:
     """The canonical capture of ``closed_jaxpr``.
 
@@ -566,12 +580,14 @@ def convert(
     *indices* into the jaxpr's ``invars`` / ``outvars`` (see :func:`structure_of`);
     by default a flat list of each. Input values get ids ``0 .. len(invars)-1`` in
     order. Raises :class:`~capture.worker.errors.LimitExceeded` past ``limits``
-    (``max_ops``, ``max_values``, ``max_groups``).
+    (``max_ops``, ``max_values``, ``max_groups``). ``module_calls``: the records of
+    the module calls intercepted while tracing (:mod:`capture.frameworks.jax_modules`),
+    whose name-stack markers become groups of kind ``module``.
     """
     import jax
 
     jaxpr = closed_jaxpr.jaxpr
-    conv = _Converter(workspace, limits or Limits())
+    conv = _Converter(workspace, limits or Limits(), module_calls)
     env: dict = {}
     # The conversion allocates several small objects per equation and no cycles; the
     # cyclic collector would otherwise run thousands of times for nothing (and JAX

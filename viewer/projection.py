@@ -55,7 +55,7 @@ _KIND_WORDING = {
     "custom_jvp": ("tracing scope", "tracing scope: a custom_jvp call body (not a Flax layer hierarchy)"),
     "custom_vjp": ("tracing scope", "tracing scope: a custom_vjp call body (not a Flax layer hierarchy)"),
     "scope": ("tracing scope", "tracing scope: a named scope (not a Flax layer hierarchy)"),
-    "module": ("module instance", "module instance: one call of a PyTorch module"),
+    "module": ("module instance", "module instance: one call of a module (a PyTorch nn.Module, or a Flax module recorded while tracing)"),
     "function": ("function call", "function call: the eager run of the captured function"),
     "loss": ("training step", "training step: the loss computed from the forward's output"),
     "backward": ("training step", "training step: backward ops recorded while autograd ran"),

@@ -23,6 +23,10 @@ merged inside it, so their state wrappers are cloned in the trace context (``nnx
 may update temporary state without crossing trace levels); the arrays are shared, not
 copied.
 
+While ``jax.make_jaxpr`` traces, Flax module calls (NNX methods of the modules the
+callable carries, every Linen method call) are recorded as ``module`` groups
+(``jax_modules``); the recording only adds name scopes, never equations.
+
 Inputs: array leaves of registered PyTrees are traced; every other leaf (Python
 scalars, strings…) stays static, closed over, so a configured boolean can select
 Python control flow. Containers are rebuilt only by JAX's own unflattening, with its
@@ -54,6 +58,7 @@ from ..model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
+from . import jax_modules
 from .jax_rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams, trace_with_streams
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
@@ -276,8 +281,10 @@ class _Plan:
 
     def __init__(self, kind: str, call: Callable[..., Any], state: Any = (), state_key: str | None = None,
                  state_label: str | None = None, fresh_linen: Any = None, state_note: str | None = None,
-                 *, callee: Any = None, module_labels: list[str] | None = None) -> None:
+                 *, callee: Any = None, module_labels: list[str] | None = None,
+                 modules: list[Any] | None = None) -> None:
         self.kind = kind
+        self.modules = modules or []  # the NNX modules the callable carries (module_labels names each)
         self.call = call
         self.callee = callee
         self.module_labels = module_labels or []
@@ -488,9 +495,11 @@ def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None)
 
     def call(state: Any, *args: Any, **kwargs: Any) -> Any:
         merged = nnx.merge(graphdef, state)
+        jax_modules.register_merged(merged, labels)
         return rebuild(merged)(*args, **kwargs)
 
-    return _Plan("nnx", call, state, "state", label, state_note=note, callee=fn, module_labels=labels)
+    return _Plan("nnx", call, state, "state", label, state_note=note, callee=fn, module_labels=labels,
+                 modules=modules)
 
 
 def _lift(nnx: Any, obj: Any, modules: list[Any], labels: list[str], label: str = "") -> Callable[[tuple], Any]:
@@ -580,7 +589,8 @@ def capture(ctx: CaptureContext) -> Capture:
             return plan.call(state, *a, **k)
 
         ctx.progress("tracing with jax.make_jaxpr", 0.5)
-        closed, out_shapes = trace_with_streams(jax, traced, plan, recipe.seed, plan.state, dyn)
+        with jax_modules.intercept(jax, list(zip(plan.modules, plan.module_labels))) as module_calls:
+            closed, out_shapes = trace_with_streams(jax, traced, plan, recipe.seed, plan.state, dyn)
 
     ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
     counter = [0]
@@ -605,6 +615,7 @@ def capture(ctx: CaptureContext) -> Capture:
         workspace=ctx.workspace,
         limits=ctx.limits,
         meta=meta,
+        module_calls=module_calls.records,
     )
     if not capture.nodes:
         raise CaptureError(

@@ -58,8 +58,11 @@ def test_spec_function_example_through_the_cli(tmp_path):
 def test_spec_flax_example(tmp_path):
     write(tmp_path, {"model.py": SPEC_MLP})
     cap = ok(run_capture(tmp_path, {"name": "mlp", **profile("model:MLP", args=[SPEC_INPUT])}, timeout=240))
-    stacks = {g.attrs.get("name_stack") for g in cap.groups if g.kind == "scope"}
-    assert {"MLP", "MLP/Dense_0", "MLP/Dense_1"} <= stacks
+    # Linen's module calls are module groups (recorded by nn.intercept_methods), not scopes
+    modules = {g.attrs["path"]: g for g in cap.groups if g.kind == "module"}
+    assert set(modules) == {"", "Dense_0", "Dense_1"}
+    assert modules["Dense_0"].parent == modules[""].id and modules[""].attrs["class"] == "MLP"
+    assert not [g for g in cap.groups if g.kind == "scope"]
     (o,) = tree_leaves(cap.outputs)
     assert (cap.values[o].shape, cap.values[o].dtype) == ([2, 4], "float32")
     assert cap.meta["state"] == "fresh_init" and cap.meta["flax_version"]

@@ -90,10 +90,13 @@ def test_spec_net(ws):
 
 def test_spec_mlp(ws):
     cap = run(ws, {"mlp.py": SPEC_MLP}, profile("mlp:MLP", args=[SPEC_INPUT]))
-    scopes = {g.attrs["name_stack"]: g for g in groups_named(cap, "scope")}
-    assert {"MLP", "MLP/Dense_0", "MLP/Dense_1"} <= set(scopes)
-    assert scopes["MLP/Dense_0"].parent == scopes["MLP"].id
-    assert all("not a recovered layer hierarchy" in g.attrs["note"] for g in cap.groups)
+    # Linen's module calls (nn.intercept_methods) are module groups in place of its name scopes
+    modules = {g.attrs["path"]: g for g in groups_named(cap, "module")}
+    assert set(modules) == {"", "Dense_0", "Dense_1"} and not groups_named(cap, "scope")
+    assert [modules[p].name for p in ("", "Dense_0", "Dense_1")] == ["MLP", "Dense_0", "Dense_1"]
+    assert modules["Dense_0"].parent == modules[""].id and modules["Dense_0"].attrs["class"] == "Dense"
+    assert all("recorded while tracing" in g.attrs["note"] for g in modules.values())
+    assert all("not a recovered layer hierarchy" in g.attrs["note"] for g in cap.groups if g.kind != "module")
     (out,) = tree_leaves(cap.outputs)
     assert (cap.values[out].shape, cap.values[out].dtype) == ([2, 4], "float32")
     assert cap.meta["state"] == "fresh_init" and "not trained" in cap.meta["state_note"]

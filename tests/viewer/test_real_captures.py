@@ -136,12 +136,15 @@ def test_resnet18_linen_with_bound_variables():
     assert c.coverage.scope == "traced_program"
     assert c.meta["model_kind"] == "linen" and c.meta["state"] == "factory_variables"
     assert 180 <= len(c.nodes) <= 400
-    scopes = {g.id: g for g in c.groups if g.kind == "scope"}
-    (root,) = [g for g in scopes.values() if g.parent is None]
-    assert root.name == "ResNet"
-    blocks = [g for g in scopes.values() if g.name.startswith("ResNetBlock_")]
-    assert sorted(g.name for g in blocks) == [f"ResNetBlock_{i}" for i in range(8)]
-    assert {g.parent for g in blocks} == {root.id}, "the 8 blocks are siblings under the model's scope"
+    # Linen module calls (recorded through nn.intercept_methods) are module groups, as in Torch
+    modules = {g.id: g for g in c.groups if g.kind == "module"}
+    assert not [g for g in c.groups if g.kind == "scope"]
+    (root,) = [g for g in modules.values() if g.parent is None]
+    assert (root.name, root.attrs["class"], root.attrs["path"]) == ("ResNet", "ResNet", "")
+    blocks = [g for g in modules.values() if g.attrs["class"] == "ResNetBlock"]
+    assert [(g.name, g.attrs["path"]) for g in blocks] == [(f"ResNetBlock_{i}", f"ResNetBlock_{i}") for i in range(8)]
+    assert {g.parent for g in blocks} == {root.id}, "the 8 blocks are siblings under the model's call"
+    assert module_classes(c)["Conv"] == 20 and module_classes(c)["BatchNorm"] == 20
     assert ops(c)["conv_general_dilated"] == 20
     assert {k for k, _ in c.inputs["dict"]} >= {"args", "kwargs", "variables"}
     names = named_values(c)
