@@ -93,6 +93,9 @@ class CaptureJob:
     # Extra environment variables for the worker (``tensorviz.captureEnv``).
     env: dict[str, str] = field(default_factory=dict)
     cancel: threading.Event = field(default_factory=threading.Event)
+    # Run on the folder's warm worker (``tensorviz.warmWorkerIdleSeconds`` > 0), which
+    # stops after this many idle seconds; 0: a one-shot worker.
+    warm_idle_seconds: float = 0.0
     on_progress: Callable[[str, float | None], None] = lambda message, fraction: None
     on_log: Callable[[str], None] = lambda line: None
 
@@ -212,6 +215,7 @@ class RealBackends:
     def __init__(self) -> None:
         self._indexes: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._warm: Any = None  # capture.warm.WarmPool, started with the first warm capture
 
     # -- discovery -----------------------------------------------------------
     def _index(self, root: Path | None) -> Any:
@@ -281,7 +285,28 @@ class RealBackends:
             log=job.on_log,
             cancel=job.cancel,
             env=dict(job.env),
+            warm=self.warm_pool(job.warm_idle_seconds),
         )
+
+    def warm_pool(self, idle_seconds: float) -> Any:
+        """The warm workers (one per folder), None when ``idle_seconds`` is 0."""
+        if idle_seconds <= 0:
+            return None
+        from capture.warm import WarmPool
+
+        with self._lock:
+            if self._warm is None:
+                self._warm = WarmPool(idle_seconds)
+            elif self._warm.idle_seconds != idle_seconds:
+                self._warm.set_idle_seconds(idle_seconds)
+            return self._warm
+
+    def shutdown(self) -> None:
+        """Stop the warm workers (the server is stopping)."""
+        with self._lock:
+            pool, self._warm = self._warm, None
+        if pool is not None:
+            pool.close()
 
     def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]:
         from capture.freshness import stale_sources
