@@ -133,19 +133,24 @@ def _prepare_jax() -> None:
             print(f"tensorviz warm worker: registering JAX plugins failed: {exc}", file=sys.stderr)
 
 
+# Each loaded module file's modification time, taken right after the preload that
+# loaded it and never refreshed: a later change must show as a change.
+_seen_files: dict[str, int] = {}
+
+
 def _module_files() -> list[list[Any]]:
-    """Every loaded module's file and its modification time: the parent compares them
-    before each capture (a changed dependency discards this process)."""
-    out = []
+    """Every loaded module's file and its modification time when it was loaded: the
+    parent compares them before each capture (a changed dependency discards this
+    process)."""
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
-        if not isinstance(path, str):
+        if not isinstance(path, str) or path in _seen_files:
             continue
         try:
-            out.append([path, os.stat(path).st_mtime_ns])
+            _seen_files[path] = os.stat(path).st_mtime_ns
         except OSError:
             continue
-    return out
+    return [[p, m] for p, m in _seen_files.items()]
 
 
 def _is_workspace(module: Any, files: Any) -> bool:

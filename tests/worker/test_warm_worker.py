@@ -164,7 +164,7 @@ def test_a_changed_dependency_discards_the_resident(workspace, pool, tmp_path):
     (lib / "tvdep.py").write_text("SCALE = 3.0\n")
     os.utime(lib / "tvdep.py", ns=(time.time_ns(), time.time_ns() + 10**9))
     assert capture(workspace, pool, "usesdep:net", env=env).failure is None
-    assert exited(pid, 10)
+    assert exited(pid, 10), (pool.discarded, pool.workers(), [f for f in next(iter(pool._workers.values())).files if "tvdep" in f[0]])
     assert "tvdep.py" in pool.discarded[-1][1] or "dependency" in pool.discarded[-1][1]
 
 
