@@ -135,3 +135,15 @@ async def test_off_by_default(spec_workspace, config_dir):
         assert len(events(spec_workspace, "add")) == 1
     finally:
         await stop_session(s)
+
+
+async def test_the_settings_parse_and_fall_back():
+    from tensorviz_lsp.settings import Settings
+
+    s = Settings.from_config({"tensorviz": {"recaptureOnSave": True, "warmWorkerIdleSeconds": 0}})
+    assert s.recapture_on_save is True and s.warm_worker_idle_seconds == 0.0
+    assert Settings().recapture_on_save is False and Settings().warm_worker_idle_seconds == 600.0
+    warned = []
+    s = Settings.from_config({"tensorviz": {"recaptureOnSave": "yes", "warmWorkerIdleSeconds": -1}}, warn=warned.append)
+    assert (s.recapture_on_save, s.warm_worker_idle_seconds) == (False, 600.0)
+    assert any("recaptureOnSave" in w for w in warned) and any("warmWorkerIdleSeconds" in w for w in warned)

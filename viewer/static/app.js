@@ -425,6 +425,9 @@ function listenEvents() {
       setBanner("ready", "ok", "Ready", "A new capture is ready.", [el("button", { type: "button", onclick: open }, "Open it")]);
     },
     "capture-failed": (d) => {
+      // Another profile's capture (e.g. its recapture on save) is not about this graph.
+      const mine = state.capture && state.capture.recipe && state.capture.recipe.name;
+      if (d.profile && mine && d.profile !== mine && !state.captureStartedHere) return;
       dropBanner("progress");
       if (state.setup && state.captureStartedHere) state.setup.setStatus("The capture failed: see the message above.");
       emptyCapturing("The capture failed (see the message above). Check the setup and press Save & capture again.", false);
