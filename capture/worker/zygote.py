@@ -203,14 +203,7 @@ def _fork_capture(request: dict[str, Any], fd: int, send) -> None:
         _child(request, fd, send, before)
     # Wait for the child without reaping it, clear its process group (stray children
     # of user code), then reap: its group id cannot be reused meanwhile.
-    while True:
-        try:
-            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-            break
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            break
+    _wait_child(pid)
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -221,6 +214,43 @@ def _fork_capture(request: dict[str, Any], fd: int, send) -> None:
     except ChildProcessError:
         code = -1
     send({"kind": "exited", "pid": pid, "code": code})
+
+
+def _wait_child(pid: int) -> None:
+    """Until ``pid`` exits (not reaped). Should the parent go away meanwhile (its end of
+    stdin closes), kill the child's group and exit: a capture never outlives the
+    language server that asked for it."""
+    import select
+
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    if pidfd is not None:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        poller.register(0, 0)  # hang-up and errors are always reported
+        try:
+            while True:
+                for fd, events in poller.poll():
+                    if fd == pidfd:
+                        return
+                    if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+                        try:
+                            os.killpg(pid, signal.SIGKILL)
+                        except (ProcessLookupError, PermissionError):
+                            pass
+                        _flush_exit(0)
+        finally:
+            os.close(pidfd)
+    while True:
+        try:
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+            return
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return
 
 
 def _child(request: dict[str, Any], fd: int, send, before: set[str]) -> None:

@@ -201,3 +201,27 @@ def test_the_checks_stay_as_strict(workspace, pool, tmp_path):
     assert c.failure.stage == "source"
     c = capture(workspace, pool, "models:net", python=str(tmp_path / "nope" / "python"))
     assert c.failure.stage == "interpreter"
+
+
+def test_a_capture_does_not_outlive_the_parent(workspace, pool, tmp_path):
+    """The resident process watches its parent's end of the pipe while a child runs:
+    when it closes (the language server died), the child's group is killed and the
+    resident exits."""
+    child_pid = tmp_path / "child.pid"
+    done = threading.Event()
+
+    def run() -> None:
+        capture(workspace, pool, "crashy:hang", tensor(2, 3), timeout=60, env={"TV_WORKER_PID": str(child_pid)})
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while not child_pid.exists() or not child_pid.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    child = int(child_pid.read_text())
+    resident = next(iter(pool._workers.values()))
+    resident.proc.stdin.close()  # as when the parent process dies
+    assert exited(child, 10), "the child was killed"
+    assert exited(resident.proc.pid, 10), "the resident exited"
+    assert done.wait(20)  # and the parent's capture ended (a crash report)
