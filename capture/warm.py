@@ -111,6 +111,20 @@ class WarmPool:
         with self._lock:
             return self._discard_locked(str(workspace), reason)
 
+    def retain(self, workspace: str | Path, python: str, env: Mapping[str, str]) -> bool:
+        """Discard the folder's idle warm worker unless it runs ``python`` with the
+        capture environment ``env`` (the folder's settings changed); True if discarded."""
+        key = os.path.realpath(os.path.abspath(workspace))
+        with self._lock:
+            r = self._workers.get(key)
+            if r is None or r.busy:
+                return False
+            if r.python != os.path.abspath(python):
+                return self._discard_locked(key, f"the folder's interpreter is now {python}")
+            if len(r.identity) == 3 and r.identity[1] != tuple(sorted(env.items())):
+                return self._discard_locked(key, "the folder's capture environment setting changed")
+            return False
+
     def set_idle_seconds(self, seconds: float) -> None:
         self.idle_seconds = float(seconds)
         self._wake.set()

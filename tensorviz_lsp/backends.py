@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import threading
 import tomllib
 from dataclasses import dataclass, field
@@ -300,6 +301,18 @@ class RealBackends:
             elif self._warm.idle_seconds != idle_seconds:
                 self._warm.set_idle_seconds(idle_seconds)
             return self._warm
+
+    def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
+        """The folder's settings changed: its warm worker goes unless it still matches
+        (``python`` None: the warm worker is off for the folder now)."""
+        with self._lock:
+            pool = self._warm
+        if pool is None:
+            return
+        if python is None:
+            pool.discard(os.path.realpath(root), "the warm worker was turned off for the folder")
+        else:
+            pool.retain(root, python, env)
 
     def shutdown(self) -> None:
         """Stop the warm workers (the server is stopping)."""

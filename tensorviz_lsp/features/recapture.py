@@ -28,6 +28,7 @@ from lsprotocol import types
 from ..backends import RECIPES_PATH, recipes_root
 from ..feature import Feature
 from .freshness import Freshness, Record, profile_change
+from .interpreter import InterpreterSelection
 from .open_graph import OpenGraph
 from .trust import Trust
 
@@ -55,6 +56,26 @@ class RecaptureOnSave(Feature):
         for change in changes:
             if change.type != types.FileChangeType.Deleted:
                 await self._saved(self.server.path_of(change.uri))
+
+    def settings_changed(self) -> None:
+        """A folder's interpreter or capture environment setting changed: its warm
+        worker goes now rather than at the next capture."""
+        retain = getattr(self.server.backends, "warm_retain", None)
+        if not callable(retain):
+            return
+        for root in self.server.folders():
+            settings = self.server.settings_for(root)
+            interp = self.server.get_feature(InterpreterSelection).for_root(root)
+            python = interp.path if settings.warm_worker_idle_seconds > 0 else None
+            try:
+                retain(root, python, dict(settings.capture_env))
+            except Exception:
+                log.exception("checking the warm worker of %s failed", root)
+
+    def folders_changed(self, added: list[str], removed: list[str]) -> None:
+        retain = getattr(self.server.backends, "warm_retain", None)
+        for folder in removed if callable(retain) else ():
+            retain(Path(folder), None, {})
 
     def shutdown(self) -> None:
         for task in self._tasks.values():

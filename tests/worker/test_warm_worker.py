@@ -225,3 +225,18 @@ def test_a_capture_does_not_outlive_the_parent(workspace, pool, tmp_path):
     assert exited(child, 10), "the child was killed"
     assert exited(resident.proc.pid, 10), "the resident exited"
     assert done.wait(20)  # and the parent's capture ended (a crash report)
+
+
+def test_retain_discards_when_the_folders_settings_no_longer_match(workspace, pool):
+    import sys
+
+    assert capture(workspace, pool, "models:net", env={"A": "1"}).failure is None
+    pid = resident_pid(pool, workspace)
+    assert pool.retain(workspace, sys.executable, {"A": "1"}) is False  # still matches
+    assert resident_pid(pool, workspace) == pid
+    assert pool.retain(workspace, sys.executable, {"A": "2"}) is True
+    assert exited(pid, 10) and "environment" in pool.discarded[-1][1]
+    assert capture(workspace, pool, "models:net").failure is None
+    pid = resident_pid(pool, workspace)
+    assert pool.retain(workspace, "/other/python", {}) is True
+    assert exited(pid, 10) and "interpreter" in pool.discarded[-1][1]
