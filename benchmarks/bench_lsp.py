@@ -390,9 +390,9 @@ async def bench_open_graph(env: dict[str, str]) -> None:
                 print(f"  open graph failed: {result}")
                 break
         await stop(client)
-    print("Open as Graph for the spec's net (command -> viewer URL, cold worker each time)")
+    print("Open as Graph for the spec's net (command -> viewer URL)")
     for i, t in enumerate(times):
-        print(f"  {'first (starts the viewer)' if i == 0 else 'second':<36}{t * 1000:8.0f} ms")
+        print(f"  {'first (starts the viewer and worker)' if i == 0 else 'second (warm worker)':<36}{t * 1000:8.0f} ms")
 
 
 def main() -> None:

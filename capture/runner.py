@@ -84,6 +84,7 @@ def run_capture(
     log: Log | None = None,
     cancel: threading.Event | None = None,
     env: Mapping[str, str] | None = None,
+    warm: Any = None,
 ) -> Capture:
     """Capture ``recipe`` (a :class:`Recipe`, a profile name saved in the workspace's
     ``.tensorviz/recipes.toml``, or ``Recipe.to_dict()`` data) in a worker running
@@ -95,12 +96,16 @@ def run_capture(
     stderr, line by line) are called from this thread and a reader thread respectively.
     ``cancel``: set it to stop the capture (the worker's group is killed).
     ``env``: extra environment variables for the worker (e.g. ``JAX_ENABLE_X64``).
+    ``warm``: a :class:`capture.warm.WarmPool` to run the capture on the folder's warm
+    worker (the language server); None (the CLI): a one-shot worker. The checks are
+    the same either way.
     Never raises for a capture problem; returns a failure capture instead."""
     started = time.monotonic()
     limits = limits or Limits()
     if timeout is not None and timeout > 0:
         limits = Limits(**{**limits.to_dict(), "max_seconds": float(timeout)})
     run = _Run(Path(workspace), limits, progress, log, cancel, started, env)
+    run.warm = warm
     try:
         return run.execute(recipe, python, unsaved, trusted)
     except Exception as exc:  # a bug here must still give the caller a failure capture
@@ -127,6 +132,8 @@ class _Run:
         self.recipe_dict: dict[str, Any] | None = None
         self.framework = "unknown"
         self._raw_table: Any = None
+        self.warm: Any = None
+        self.path_stamp: tuple = ()
 
     # ------------------------------------------------------------- failures
 
@@ -179,6 +186,7 @@ class _Run:
         probe = self._probe_interpreter(python, requires)
         if isinstance(probe, Capture):
             return probe
+        self.path_stamp = _path_stamp(probe.get("path"))
         missing = [m for m in requires if not probe["modules"].get(m, {}).get("found")]
         if missing:
             return self._missing_dependencies(python, missing, probe)
@@ -382,6 +390,12 @@ class _Run:
             "recipe": recipe.to_dict(),
             "limits": self.limits.to_dict(),
         }
+        if self.warm is not None and action == "capture":
+            from .warm import NOT_RUN, run_warm
+
+            result = run_warm(self, self.warm, python, request, self.path_stamp)
+            if result is not NOT_RUN:
+                return result
         read_fd, write_fd = os.pipe()
         try:
             proc = subprocess.Popen(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import threading
 import tomllib
 from dataclasses import dataclass, field
@@ -96,6 +97,9 @@ class CaptureJob:
     # Extra environment variables for the worker (``tensorviz.captureEnv``).
     env: dict[str, str] = field(default_factory=dict)
     cancel: threading.Event = field(default_factory=threading.Event)
+    # Run on the folder's warm worker (``tensorviz.warmWorkerIdleSeconds`` > 0), which
+    # stops after this many idle seconds; 0: a one-shot worker.
+    warm_idle_seconds: float = 0.0
     on_progress: Callable[[str, float | None], None] = lambda message, fraction: None
     on_log: Callable[[str], None] = lambda line: None
 
@@ -223,6 +227,7 @@ class RealBackends:
         self._indexes: dict[str, Any] = {}
         self._environments: dict[tuple[str, str | None], tuple[float, Any]] = {}
         self._lock = threading.Lock()
+        self._warm: Any = None  # capture.warm.WarmPool, started with the first warm capture
 
     # -- discovery -----------------------------------------------------------
     def _index(self, root: Path | None) -> Any:
@@ -320,7 +325,40 @@ class RealBackends:
             log=job.on_log,
             cancel=job.cancel,
             env=dict(job.env),
+            warm=self.warm_pool(job.warm_idle_seconds),
         )
+
+    def warm_pool(self, idle_seconds: float) -> Any:
+        """The warm workers (one per folder), None when ``idle_seconds`` is 0."""
+        if idle_seconds <= 0:
+            return None
+        from capture.warm import WarmPool
+
+        with self._lock:
+            if self._warm is None:
+                self._warm = WarmPool(idle_seconds)
+            elif self._warm.idle_seconds != idle_seconds:
+                self._warm.set_idle_seconds(idle_seconds)
+            return self._warm
+
+    def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
+        """The folder's settings changed: its warm worker goes unless it still matches
+        (``python`` None: the warm worker is off for the folder now)."""
+        with self._lock:
+            pool = self._warm
+        if pool is None:
+            return
+        if python is None:
+            pool.discard(os.path.realpath(root), "the warm worker was turned off for the folder")
+        else:
+            pool.retain(root, python, env)
+
+    def shutdown(self) -> None:
+        """Stop the warm workers (the server is stopping)."""
+        with self._lock:
+            pool, self._warm = self._warm, None
+        if pool is not None:
+            pool.close()
 
     def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]:
         from capture.freshness import stale_sources

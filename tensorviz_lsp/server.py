@@ -339,6 +339,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
     from .features.interpreter import InterpreterSelection
     from .features.lenses import Lenses
     from .features.open_graph import OpenGraph
+    from .features.recapture import RecaptureOnSave
     from .features.recipes import Recipes
     from .features.reveal import Reveal
     from .features.trust import Trust
@@ -358,6 +359,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
             Freshness,
             Dependencies,
             OpenGraph,
+            RecaptureOnSave,
         )
     ]
 

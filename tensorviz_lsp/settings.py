@@ -49,6 +49,18 @@ def _pos_int(v: Any) -> int:
     return v
 
 
+def _bool(v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise TypeError("expected true or false")
+    return v
+
+
+def _nonneg_float(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        raise TypeError("expected a non-negative number")
+    return float(v)
+
+
 def _opt_argv(v: Any) -> list[str] | None:
     if v is None:
         return None
@@ -108,6 +120,16 @@ class Settings:
     # two are always kept, so a diff against the previous capture has something to compare).
     history_captures: int = field(default=10, metadata={"key": "historyCaptures", "parse": _pos_int})
     history_bytes: int = field(default=256 << 20, metadata={"key": "historyBytes", "parse": _nonneg_int})
+    # ``tensorviz.recaptureOnSave``: when a saved file is a source of a graph captured in
+    # this session (or the recipes file changes its profile), capture it again in the
+    # background; the viewer tab updates in place.
+    recapture_on_save: bool = field(default=False, metadata={"key": "recaptureOnSave", "parse": _bool})
+    # ``tensorviz.warmWorkerIdleSeconds``: how long the folder's warm capture worker
+    # (frameworks already imported) waits for the next capture before it is stopped;
+    # 0: no warm worker (every capture starts a new one).
+    warm_worker_idle_seconds: float = field(
+        default=600.0, metadata={"key": "warmWorkerIdleSeconds", "parse": _nonneg_float}
+    )
 
     @classmethod
     def from_config(cls, *layers: Any, where: str = "settings", warn: Callable[[str], None] | None = None) -> "Settings":

@@ -242,9 +242,13 @@ class ViewerServer:
     # ------------------------------------------------------------------ captures
 
     def add_capture(self, capture: Capture, title: str | None = None, *, warm: bool = False,
-                    trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None) -> int:
+                    trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None,
+                    replaces: int | None = None) -> int:
         """Hold ``capture`` (newest becomes the default); returns its id and tells open
         pages: ``capture-ready {id, title}``, or ``capture-failed {id, message, stage}``.
+        ``replaces``: the id of the capture this one recaptures in the background
+        (recapture on save): ``capture-ready`` then carries ``replaces``, and a page
+        showing that capture updates in place, keeping its camera and expansion.
 
         ``trusted_sources=True`` says the embedding process produced ``capture`` itself
         (its own worker ran the recipe): its recorded ``sources`` may then be shown by
@@ -276,7 +280,10 @@ class ViewerServer:
             self.publish("capture-failed", {"id": cid, "message": capture.failure.message,
                                             "stage": capture.failure.stage})
         else:
-            self.publish("capture-ready", {"id": cid, "title": str(title)})
+            ready = {"id": cid, "title": str(title)}
+            if replaces is not None:
+                ready["replaces"] = int(replaces)
+            self.publish("capture-ready", ready)
         return cid
 
     def keep_upload(self, capture_id: int) -> None:

@@ -21,6 +21,10 @@ from typing import Any
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
+    if len(argv) == 3 and argv[0] == "--zygote" and argv[1] == "--fd" and argv[2].isdigit():
+        from .zygote import serve  # the warm worker (capture.warm): one forked child per capture
+
+        return serve(int(argv[2]))
     if len(argv) != 2 or argv[0] != "--fd" or not argv[1].isdigit():
         print("usage: capture.worker --fd N (started by TensorViz, not by hand)", file=sys.stderr)
         return 2
@@ -43,7 +47,15 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdin.close()
     except OSError:
         pass
+    run_request(request, started, send, reserve)
+    return _exit(0)
 
+
+def run_request(request: dict[str, Any], started: float, send: Any, reserve: bytearray | None = None) -> None:
+    """Run one request and send its messages; ends the process (``os._exit``). Used by
+    the one-shot worker and by each child of the warm worker (:mod:`.zygote`)."""
+    if reserve is None:
+        reserve = bytearray(1 << 20)
     # Shortly before the parent's deadline, dump every thread's stack to stderr: the
     # parent then reports where user code was stuck when it killed the worker.
     seconds_left = request.get("seconds_left")

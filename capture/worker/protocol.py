@@ -16,6 +16,14 @@ Worker -> parent (a dedicated pipe, never stdout, which user code may print to):
     {"kind": "device_ok"}                     # answer to "probe_device"
 
 Exactly one of result / failure / device_ok ends the stream.
+
+The warm worker (:mod:`capture.worker.zygote`, parent side :mod:`capture.warm`) reads
+such requests one after another on its stdin, plus ``{"action": "preload", ...}``, and
+answers each capture through a forked child with the same messages, framed by
+``{"kind": "forked", "pid"}`` first and, from the resident process after the child
+ended, ``{"kind": "exited", "pid", "code"}``; a successful child also sends
+``{"kind": "modules", "names"}`` before its result. The parent ignores kinds it does not
+know, so the one-shot conversation code serves both.
 """
 
 from __future__ import annotations

@@ -20,6 +20,15 @@ from ..model import Frame, Source
 
 _LIBRARY_DIRS = ("site-packages", "dist-packages", "__pycache__")
 _CAPTURE_PACKAGE = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Files of modules the warm worker's resident process loaded and found to be outside
+# the workspace (root -> paths): a capture forked from it need not resolve them again.
+_KNOWN_LIBRARY_FILES: dict[str, frozenset[str]] = {}
+
+
+def remember_library_files(root: str | os.PathLike[str], paths: list[str]) -> None:
+    """Record ``paths`` (checked here) as library files for captures of ``root``."""
+    files = WorkspaceFiles(root)
+    _KNOWN_LIBRARY_FILES[files._root_text] = frozenset(p for p in paths if files._relative(p) is None)
 
 
 class WorkspaceFiles:
@@ -35,7 +44,7 @@ class WorkspaceFiles:
                 excluded.add(real)
         excluded.add(_CAPTURE_PACKAGE)
         self._excluded = tuple(sorted(excluded))
-        self._cache: dict[str, str | None] = {}
+        self._cache: dict[str, str | None] = dict.fromkeys(_KNOWN_LIBRARY_FILES.get(self._root_text, ()))
         # sha256 of the exact bytes each workspace module was compiled from, recorded
         # when it was imported (see :meth:`watch_imports`); first import wins.
         self._imported: dict[str, str] = {}

@@ -202,8 +202,13 @@ class OpenGraph(Feature):
 
     # ------------------------------------------------------------------ capture
     async def capture(
-        self, root: Path, profile: str, uri: str, qualname: str, name_range: Span, *, show: bool = True, retry: bool = True
+        self, root: Path, profile: str, uri: str, qualname: str, name_range: Span, *, show: bool = True, retry: bool = True,
+        background: bool = False, trusted: bool = True,
     ) -> dict[str, Any]:
+        """``background``: a recapture on save (features/recapture.py): no prompts or
+        pop-ups (a failure is the diagnostic and the viewer's banner), silent when
+        cancelled by a newer save, and the viewer tab of the graph it replaces updates
+        in place. ``trusted``: the caller's trust check (False fails at "trust")."""
         key = (str(root), profile)
         if key in self._running:
             self.server.show_message(f"TensorViz: profile {profile} is already being captured.")
@@ -231,7 +236,7 @@ class OpenGraph(Feature):
         viewer_host.publish(root, "progress", {"message": f"Capturing {qualname}…", "fraction": 0.0})
         async with Progress(
             self.server,
-            f"TensorViz: capturing {qualname}",
+            f"TensorViz: {'recapturing' if background else 'capturing'} {qualname}",
             cancellable=True,
             message=f"profile {profile}, {interp.describe()}",
         ) as progress:
@@ -246,6 +251,8 @@ class OpenGraph(Feature):
                 python=interp.path,
                 timeout=settings.capture_timeout,
                 unsaved=unsaved,
+                trusted=trusted,
+                warm_idle_seconds=settings.warm_worker_idle_seconds,
                 env=dict(settings.capture_env),
                 cancel=progress.cancel_flag,
                 on_progress=on_progress,
@@ -265,6 +272,9 @@ class OpenGraph(Feature):
                 raise
             finally:
                 self._running.pop(key, None)
+        if progress.cancel_flag.is_set() and background:
+            log.info("recapture of %s (profile %s) cancelled: a newer save supersedes it", qualname, profile)
+            return {"ok": False, "reason": "cancelled"}
         if progress.cancel_flag.is_set():
             msg = f"TensorViz: capture of {qualname} cancelled; the worker was stopped."
             self.server.show_message(msg)
@@ -272,10 +282,14 @@ class OpenGraph(Feature):
             return {"ok": False, "reason": "cancelled"}
         failure = getattr(capture, "failure", None)
         if failure is not None:
-            return await self._failed(root, profile, uri, qualname, name_range, capture, interp, show=show, retry=retry)
-        return await self._succeeded(root, profile, uri, qualname, name_range, capture, show=show)
+            return await self._failed(
+                root, profile, uri, qualname, name_range, capture, interp, show=show, retry=retry, background=background
+            )
+        return await self._succeeded(root, profile, uri, qualname, name_range, capture, show=show, background=background)
 
-    async def _succeeded(self, root, profile, uri, qualname, name_range, capture, *, show: bool) -> dict[str, Any]:
+    async def _succeeded(
+        self, root, profile, uri, qualname, name_range, capture, *, show: bool, background: bool = False
+    ) -> dict[str, Any]:
         self._clear_failure(root, profile)
         viewer_host = self.server.get_feature(ViewerHost)
         title = f"{qualname} ({profile})"
@@ -288,9 +302,14 @@ class OpenGraph(Feature):
         # offers the diff against it (read on the first diff, not now).
         history = CaptureHistory(root, self._history_limits(root))
         baseline = await self.server.run_blocking(_history_call, history.baseline, profile)
+        extra: dict[str, Any] = {}
+        if baseline is not None:
+            extra["baseline"] = baseline
+        old = self.server.get_feature(Freshness).records.get((str(root), profile))
+        if background and old is not None and old.capture_id is not None:
+            extra["replaces"] = old.capture_id  # its tab updates in place
         capture_id = await self.server.run_blocking(
-            functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True,
-                              **({"baseline": baseline} if baseline is not None else {}))
+            functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True, **extra)
         )
         saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
         await self.server.run_blocking(_history_call, history.record, profile, capture)
@@ -326,13 +345,15 @@ class OpenGraph(Feature):
             log.debug("could not save the graph file: %s", exc)
             return None
 
-    async def _failed(self, root, profile, uri, qualname, name_range, capture, interp, *, show: bool, retry: bool):
+    async def _failed(
+        self, root, profile, uri, qualname, name_range, capture, interp, *, show: bool, retry: bool, background: bool = False
+    ):
         failure = capture.failure
         stage = getattr(failure, "stage", "trace")
         details = getattr(failure, "details", {}) or {}
         viewer_host = self.server.get_feature(ViewerHost)
-        viewer_host.publish(root, "capture-failed", {"message": failure.message, "stage": stage})
-        if stage in ("dependencies", "dependency"):
+        viewer_host.publish(root, "capture-failed", {"message": failure.message, "stage": stage, "profile": profile})
+        if stage in ("dependencies", "dependency") and not background:
             plan = self.server.backends.install_plan(failure, interp.path)
             if plan is not None and not retry:
                 # Just installed, and still missing: say so instead of asking again.
@@ -350,7 +371,7 @@ class OpenGraph(Feature):
                     return await self.capture(root, profile, uri, qualname, name_range, show=show, retry=False)
                 return {"ok": False, "reason": "dependencies", "installed": installed, "missing": plan.missing}
         needs = details.get("needs") or details.get("needed") or []
-        if needs and self.setup_possible(uri):
+        if needs and self.setup_possible(uri) and not background:
             cand = await self.server.get_feature(Candidates).find(uri, qualname)
             if cand is not None:
                 recipe = self.server.get_feature(Recipes).profiles(root).get(profile, {})
@@ -378,9 +399,12 @@ class OpenGraph(Feature):
             log.debug("could not list the failed capture's files: %s", exc)
         self._failure_files[(str(root), profile)] = (files, time.strftime("%H:%M"))
         self._publish_failures(uri)
-        self.server.show_message(
-            f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}{hint}", types.MessageType.Error
-        )
+        if background:  # the diagnostic and the viewer's banner say it; no pop-up per save
+            log.warning("recapture of %s failed (%s): %s", qualname, stage, failure.message)
+        else:
+            self.server.show_message(
+                f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}{hint}", types.MessageType.Error
+            )
         return {"ok": False, "reason": stage, "message": failure.message, "details": details}
 
     def setup_possible(self, uri: str) -> bool:

@@ -59,10 +59,12 @@ class FakeViewer:
             fh.write(json.dumps({"event": event, "data": data}) + "\n")
         log.info("fake viewer: %s %s", event, json.dumps(data))
 
-    def add_capture(self, capture, title=None, *, warm=False, trusted_sources=False, baseline=None) -> int:
+    def add_capture(self, capture, title=None, *, warm=False, trusted_sources=False, baseline=None,
+                    replaces=None) -> int:
         self.n += 1
         data = {"id": self.n, "title": title, "nodes": len(capture.nodes), "warm": warm,
-                "trusted_sources": trusted_sources}
+                "trusted_sources": trusted_sources, "replaces": replaces,
+                "marker": capture.meta.get("fake_marker")}
         if baseline is not None:  # the diff offered: its label, and what reading it gives
             data["baseline"] = {"label": baseline[1], "nodes": len(baseline[0]().nodes)}
         self._write("add", data)
@@ -138,6 +140,11 @@ class FakeBackends:
         job.on_progress("starting worker", 0.1)
         (job.root / ".fake").mkdir(exist_ok=True)
         (job.root / ".fake" / "last-env.json").write_text(json.dumps(job.env))
+        (job.root / ".fake" / "last-job.json").write_text(
+            json.dumps({"warm_idle_seconds": job.warm_idle_seconds, "trusted": job.trusted})
+        )
+        # What the model file said when this capture read it (tells runs apart).
+        tag = re.search(r"# marker (\w+)", (job.root / rel).read_text())
         if b.get("sleep"):
             proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
             log.info("fake worker started: pid %d", proc.pid)
@@ -166,6 +173,7 @@ class FakeBackends:
             return Capture.failed_capture(Failure("ValueError", b["fail"], stage="trace"))
         cap = synthetic_capture(10)
         cap.sources = sources
+        cap.meta["fake_marker"] = tag.group(1) if tag else None
         try:  # the profile as captured, as the real runner records it
             cap.recipe = Recipe.from_dict({"name": job.profile, **recipe}).to_dict()
         except RecipeError:

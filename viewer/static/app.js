@@ -65,6 +65,13 @@ window.tensorviz = {
   get expanded() {
     return state.model ? [...state.model.expanded] : [];
   },
+  // How many times the graph on screen was replaced in place by its recapture.
+  get liveUpdates() {
+    return state.liveUpdates || 0;
+  },
+  get captureId() {
+    return state.capture ? state.capture.id : null;
+  },
   get sceneVersion() {
     return state.model ? state.model.version : 0;
   },
@@ -417,12 +424,17 @@ function listenEvents() {
     fresh: (d) => aboutThisCapture(d) && dropBanner("stale"),
     "capture-ready": (d) => {
       dropBanner("progress");
+      // A background recapture of the graph on screen (recapture on save): update in place.
+      if (state.capture && d.replaces !== undefined && Number(d.replaces) === Number(state.capture.id)) return liveUpdate(d.id);
       const open = () => openCapture(d.id);
       // Started from this page, or the page has no graph yet: show the new one at once.
       if (state.captureStartedHere || !state.capture) return open();
       setBanner("ready", "ok", "Ready", "A new capture is ready.", [el("button", { type: "button", onclick: open }, "Open it")]);
     },
     "capture-failed": (d) => {
+      // Another profile's capture (e.g. its recapture on save) is not about this graph.
+      const mine = state.capture && state.capture.recipe && state.capture.recipe.name;
+      if (d.profile && mine && d.profile !== mine && !state.captureStartedHere) return;
       dropBanner("progress");
       if (state.setup && state.captureStartedHere) state.setup.setStatus("The capture failed: see the message above.");
       emptyCapturing("The capture failed (see the message above). Check the setup and press Save & capture again.", false);
@@ -430,6 +442,45 @@ function listenEvents() {
       setBanner("capture-failed", "error", "Failed", `Capture failed${d.stage ? " at " + d.stage : ""}: ${d.message || "unknown error"}`, actions);
     },
   });
+}
+
+// The graph on screen replaced by its recapture, without a reload: the camera, the
+// expansion (by group path) and the weight-pill choice stay; stale and failure banners go.
+async function liveUpdate(id) {
+  if (!state.renderer || !state.model || (state.capture && state.capture.failure)) return openCapture(id);
+  const paths = state.model.expansionPaths();
+  const weights = state.model.showWeights;
+  const previous = api.captureId;
+  api.captureId = String(id);
+  let capture;
+  try {
+    capture = await api.capture();
+  } catch (err) {
+    api.captureId = previous;
+    return openCapture(id);
+  }
+  if (capture.failure) return openCapture(id);
+  const q = new URLSearchParams(location.search);
+  q.set("capture", id);
+  history.replaceState(null, "", "?" + q.toString());
+  setVocabulary(capture.vocabulary);
+  state.capture = capture;
+  state.inspector.capture = capture;
+  renderTitle(capture);
+  renderCoverage(capture);
+  for (const b of ["stale", "capture-failed", "ready", "progress", "load"]) dropBanner(b);
+  const model = new GraphModel(api, state.layout);
+  model.showWeights = weights;
+  await model.load(ROOT);
+  await model.restorePaths(paths);
+  state.model = model;
+  state.selected = null;
+  state.renderer.selected = null;
+  state.renderer.hover = null;
+  await relayout(); // a new scene keeps the renderer's camera as it is
+  // The new capture's diff offer: "Show changes" against the graph it replaced.
+  initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump, setBanner, dropBanner });
+  state.liveUpdates = (state.liveUpdates || 0) + 1;
 }
 
 // stale/fresh may name a capture; without one they are about the newest.
