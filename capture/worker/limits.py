@@ -13,13 +13,16 @@ class Limits:
     groups of every kind (module calls, jit/remat/custom-derivative scopes, unexecuted
     control-flow bodies).
     ``max_result_bytes``: the encoded graph the worker sends back. ``max_seconds``: the
-    parent's deadline for the whole worker run (start, imports, tracing, result)."""
+    parent's deadline for the whole worker run (start, imports, tracing, result).
+    ``max_saved_file_bytes``: the size of each file a recipe loads (a Torch
+    ``init.checkpoint`` or ``inputs.fixture``), checked before it is read."""
 
     max_ops: int = 1_000_000
     max_values: int = 2_000_000
     max_groups: int = 100_000
     max_result_bytes: int = 256 * 1024 * 1024
     max_seconds: float = 120.0
+    max_saved_file_bytes: int = 4 * 1024 * 1024 * 1024
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
