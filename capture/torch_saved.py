@@ -175,6 +175,9 @@ def _load(torch: Any, data: bytes, rel: str, what: str, device: Any, key_path: s
         if "Weights only load failed" in text:
             why = next((ln.strip() for ln in text.splitlines() if "WeightsUnpickler error" in ln), "")
             why = re.sub(r"\s*Please use `torch\.serialization.*", "", why).removeprefix("WeightsUnpickler error: ")
+            named = re.search(r"GLOBAL (\S+) was not an allowed global", why)
+            if named:
+                why = f"it refers to {named.group(1)}, which weights-only loading does not allow"
             raise CaptureError(
                 what,
                 f"{key_path}: refused to load {rel}: it needs arbitrary unpickling"
@@ -480,9 +483,26 @@ def load_fixture(ctx: CaptureContext, torch: Any, fn: Any, literal_kwargs: dict[
 
 
 def _signature_text(params: Mapping[str, inspect.Parameter]) -> str:
-    shown = [str(p) for p in params.values()]
-    text = ", ".join(shown[:_SHOWN]) + (", …" if len(shown) > _SHOWN else "")
-    return f"({text})"
+    """Every parameter's name, with ``/``, ``*``, ``*args`` and ``**kwargs`` markers
+    (no annotations or defaults: library signatures are long)."""
+    shown: list[str] = []
+    star = False
+    for p in params.values():
+        if p.kind == p.VAR_POSITIONAL:
+            shown.append(f"*{p.name}")
+            star = True
+        elif p.kind == p.VAR_KEYWORD:
+            shown.append(f"**{p.name}")
+        else:
+            if p.kind == p.KEYWORD_ONLY and not star:
+                shown.append("*")
+                star = True
+            shown.append(p.name)
+        if p.kind == p.POSITIONAL_ONLY and not any(
+            q.kind == q.POSITIONAL_ONLY for q in list(params.values())[list(params).index(p.name) + 1:]
+        ):
+            shown.append("/")
+    return f"({', '.join(shown)})"
 
 
 def _list(names: list[str]) -> str:
