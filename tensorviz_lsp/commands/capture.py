@@ -30,7 +30,15 @@ from capture.runner import run_capture
 from capture.worker.limits import Limits
 
 from ..recipes_store import RecipeStoreError, load_profile, recipes_path, save_profile
-from ..shorthand import ShorthandError, build_recipe, call_setup, default_profile_name, discovered_framework, parse_target
+from ..shorthand import (
+    ShorthandError,
+    build_recipe,
+    call_setup,
+    default_profile_name,
+    discovered_framework,
+    parse_target,
+    workspace_file,
+)
 
 CAPTURES_DIR = ".tensorviz/captures"
 
@@ -61,6 +69,13 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
                    help=f"shorthand: {' or '.join(names)} (default: what discovery finds for the symbol)")
     p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu or cuda:N")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
+    p.add_argument("--checkpoint", metavar="PATH",
+                   help="shorthand (Torch): a state dict to load, .pt/.pth/.bin (weights-only) or .safetensors")
+    p.add_argument("--no-strict", dest="strict", action="store_false", default=None,
+                   help="shorthand: load the checkpoint without strict key checking")
+    p.add_argument("--fixture", metavar="PATH", help="shorthand (Torch): a saved batch as the inputs, .pt, .safetensors or .npz")
+    p.add_argument("--fixture-key", action="append", default=[], metavar="KEY=PARAM",
+                   help="shorthand: map a fixture key to a forward parameter, e.g. ids=input_ids")
 
 
 def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None:
@@ -107,8 +122,10 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
         except RecipeError as exc:
             raise ShorthandError(f"the shorthand does not make a valid setup: {exc}") from None
     else:
-        if args.input or args.init or args.framework or args.device or args.seed is not None:
-            raise ShorthandError("--input/--init/--framework/--device/--seed need FILE.py:SYMBOL (the shorthand form)")
+        if (args.input or args.init or args.framework or args.device or args.seed is not None
+                or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None):
+            raise ShorthandError(
+                "--input/--init/--framework/--device/--seed/--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
         workspace = Path(args.workspace or ".").expanduser().resolve()
@@ -213,6 +230,8 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     # Bad --input/--init are reported before anything else is looked at.
     call_setup(args.input, "--input")
     call_setup(args.init, "--init")
+    checkpoint = workspace_file(args.checkpoint, target.workspace, "--checkpoint") if args.checkpoint else None
+    fixture = workspace_file(args.fixture, target.workspace, "--fixture") if args.fixture else None
     existing = None
     name = args.profile
     if recipes_path(target.workspace).exists():
@@ -238,6 +257,10 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
         name=name,
         existing=existing,
         discovered=discovered,
+        checkpoint=checkpoint,
+        strict=args.strict,
+        fixture=fixture,
+        fixture_key=args.fixture_key,
     )
     save_profile(target.workspace, recipe)
     return target.workspace, recipe.name

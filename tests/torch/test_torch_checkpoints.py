@@ -531,3 +531,28 @@ def test_transformers_gpt2_with_tied_weights_and_mapped_fixture_keys(ws):
     stats = {v.id: v for v in cap.values}[first].measured["stats"]
     assert stats["mean"] == pytest.approx(logits.mean().item(), rel=1e-4)
     assert stats["std"] == pytest.approx(logits.std(correction=0).item(), rel=1e-4)
+
+
+def test_the_cli_shorthand_captures_trained_weights_and_a_fixture(ws):
+    import subprocess
+
+    from capture import graphfile
+
+    root = Path(__file__).resolve().parents[2]
+    model = trained_mlp()
+    torch.save(model.state_dict(), ws / "runs" / "best.pt")
+    torch.save({"x": BATCH}, ws / "batch.pt")
+    out = ws / "mlp.tvg"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tensorviz_lsp", "capture", "models.py:MLP", "--checkpoint", "runs/best.pt",
+         "--fixture", "batch.pt", "-o", str(out)],
+        cwd=ws, capture_output=True, text=True, timeout=180,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])},
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = (ws / ".tensorviz" / "recipes.toml").read_text()
+    assert 'checkpoint = "runs/best.pt"' in text and 'fixture = "batch.pt"' in text
+    c = graphfile.read(out)
+    assert c.meta["state"] == "checkpoint" and c.meta["checkpoint"] == "runs/best.pt"
+    with torch.no_grad():
+        assert output_stats(c)["mean"] == pytest.approx(model(BATCH).mean().item(), rel=1e-5)
