@@ -243,6 +243,13 @@ export class Inspector {
       box.append(el("p", {}, el("span", { class: "pill kind", title: "meta.state, as the capture worker recorded it" }, weights.label)));
       box.append(el("p", { class: `state-headline ${weights.origin}` }, weights.headline));
       if (weights.note) box.append(el("p", { class: "note", "data-note": "state_note" }, weights.note));
+      // A checkpoint loaded with strict = false: the keys that did not match, by name.
+      for (const [which, title] of [["missing", "Missing keys (kept at initialization)"], ["unexpected", "Unexpected keys (ignored)"]]) {
+        const names = (weights.keys && weights.keys[which]) || [];
+        if (!names.length) continue;
+        box.append(el("p", { class: "muted" }, `${title}: ${names.length}`));
+        box.append(el("ul", { class: "state-lists", "data-keys": which }, names.map((n) => el("li", {}, n))));
+      }
       this.body.append(box);
     }
   }
