@@ -106,7 +106,8 @@ def _too_large(what: str, rel: str, size: int, limit: int, key_path: str) -> Cap
     return CaptureError(
         "limit",
         f"{key_path}: the {what} {rel} is {_bytes(size)} ({size:,} bytes), over the limit of {_bytes(limit)} "
-        f"({limit:,} bytes); raise max_saved_file_bytes to load it",
+        f"({limit:,} bytes); raise the limit to load it (max_saved_file_bytes: the tensorviz.maxSavedFileMB setting, "
+        "or --max-saved-file-mb)",
         {"limit": "max_saved_file_bytes", "maximum": limit, "reached": size, "path": rel, "key_path": key_path},
         error_type="LimitExceeded",
     )

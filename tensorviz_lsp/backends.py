@@ -92,6 +92,8 @@ class CaptureJob:
     trusted: bool = True
     # Extra environment variables for the worker (``tensorviz.captureEnv``).
     env: dict[str, str] = field(default_factory=dict)
+    # ``tensorviz.maxSavedFileMB``: the largest checkpoint/fixture file, in MiB (None: the default).
+    max_saved_file_mb: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     on_progress: Callable[[str, float | None], None] = lambda message, fraction: None
     on_log: Callable[[str], None] = lambda line: None
@@ -281,6 +283,7 @@ class RealBackends:
             log=job.on_log,
             cancel=job.cancel,
             env=dict(job.env),
+            limits=_saved_file_limits(job.max_saved_file_mb),
         )
 
     def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]:
@@ -417,3 +420,12 @@ def _set_aside(table: dict[str, Any], segs: list[str | int] | None) -> bool:
         del node[segs[-1]]
         return True
     return False
+
+
+def _saved_file_limits(max_saved_file_mb: float | None) -> Any:
+    """The worker's limits with ``max_saved_file_bytes`` from ``tensorviz.maxSavedFileMB``."""
+    if max_saved_file_mb is None:
+        return None
+    from capture.worker.limits import Limits
+
+    return Limits(max_saved_file_bytes=max(1, int(max_saved_file_mb * (1 << 20))))

@@ -85,7 +85,20 @@ def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None
     p.add_argument(timeout_flag, type=float, metavar="S",
                    help=f"deadline for the capture, in seconds (default {Limits().max_seconds:g})")
     add_env_option(p)
+    p.add_argument("--max-saved-file-mb", type=_positive_mb, metavar="MB",
+                   help="largest checkpoint or fixture file a capture loads, in MiB "
+                        f"(default {Limits().max_saved_file_bytes >> 20})")
     p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output (and progress) on stderr")
+
+
+def _positive_mb(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of MiB") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of MiB")
+    return value
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -162,7 +175,8 @@ def run(args: argparse.Namespace) -> int:
         if verbose:
             print(f"  worker| {line}", file=sys.stderr)
 
-    capture = run_worker(workspace, profile, python=args.python, timeout=args.timeout, env=env, progress=progress, log=log)
+    capture = run_worker(workspace, profile, python=args.python, timeout=args.timeout, env=env, progress=progress, log=log,
+                         max_saved_file_mb=args.max_saved_file_mb)
     try:
         write_graph(capture, output)
     except (OSError, graphfile.GraphFileError) as exc:
@@ -184,16 +198,26 @@ def run_worker(
     env: dict[str, str],
     progress: Callable[[str, float | None], None],
     log: Callable[[str], None],
+    max_saved_file_mb: float | None = None,
 ) -> Capture:
     """:func:`run_capture`, ending the worker when the user interrupts (Ctrl-C)."""
     cancel = threading.Event()
+    limits = saved_file_limits(max_saved_file_mb)
     try:
         return run_capture(
-            workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env
+            workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env,
+            limits=limits,
         )
     except KeyboardInterrupt:
         cancel.set()
         raise
+
+
+def saved_file_limits(max_saved_file_mb: float | None) -> Limits | None:
+    """The worker's limits with ``max_saved_file_bytes`` from a size in MiB (None: defaults)."""
+    if max_saved_file_mb is None:
+        return None
+    return Limits(max_saved_file_bytes=max(1, int(max_saved_file_mb * (1 << 20))))
 
 
 def write_graph(capture: Capture, output: Path) -> None:

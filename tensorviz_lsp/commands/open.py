@@ -80,7 +80,8 @@ def capture_profile(command: str, workspace: Path, profile: str, args: argparse.
     timeout = args.capture_timeout if args.capture_timeout and args.capture_timeout > 0 else None
     env = parse_env(getattr(args, "env", None) or [])
     print(f"tensorviz {command}: capturing {profile} in {workspace}", file=sys.stderr, flush=True)
-    capture = run_worker(workspace, profile, python=args.python, timeout=timeout, env=env, progress=progress, log=log)
+    capture = run_worker(workspace, profile, python=args.python, timeout=timeout, env=env, progress=progress, log=log,
+                         max_saved_file_mb=getattr(args, "max_saved_file_mb", None))
     output = workspace / CAPTURES_DIR / f"{profile}.tvg"
     try:
         write_graph(capture, output)

@@ -246,6 +246,7 @@ class OpenGraph(Feature):
                 timeout=settings.capture_timeout,
                 unsaved=unsaved,
                 env=dict(settings.capture_env),
+                max_saved_file_mb=settings.max_saved_file_mb,
                 cancel=progress.cancel_flag,
                 on_progress=on_progress,
                 on_log=lambda line: log.info("[worker] %s", line),

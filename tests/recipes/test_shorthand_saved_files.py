@@ -68,3 +68,29 @@ def test_the_options_parse():
     assert (args.checkpoint, args.strict, args.fixture, args.fixture_key) == (
         "runs/best.pt", False, "batch.pt", ["ids=input_ids"])
     assert build_parser().parse_args(["capture", "m.py:Net"]).strict is None
+
+
+def test_the_size_limit_is_configurable():
+    from tensorviz_lsp.backends import CaptureJob, _saved_file_limits
+    from tensorviz_lsp.commands.capture import saved_file_limits
+    from tensorviz_lsp.settings import Settings
+
+    assert Settings.from_config({}).max_saved_file_mb == 4096.0
+    assert Settings.from_config({"tensorviz": {"maxSavedFileMB": 512}}).max_saved_file_mb == 512.0
+    warnings = []
+    assert Settings.from_config({"tensorviz": {"maxSavedFileMB": -1}}, warn=warnings.append).max_saved_file_mb == 4096.0
+    assert "maxSavedFileMB" in warnings[0]
+    assert _saved_file_limits(512).max_saved_file_bytes == 512 << 20
+    assert _saved_file_limits(None) is None
+    assert CaptureJob.__dataclass_fields__["max_saved_file_mb"].default is None
+    assert saved_file_limits(0.5).max_saved_file_bytes == 1 << 19
+    args = build_parser().parse_args(["capture", "m.py:Net", "--max-saved-file-mb", "100"])
+    assert args.max_saved_file_mb == 100.0
+    assert build_parser().parse_args(["open", "--profile", "p", "--max-saved-file-mb", "1"]).max_saved_file_mb == 1.0
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "lots", "nan"])
+def test_a_bad_size_limit_is_a_usage_error(bad, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["capture", "m.py:Net", "--max-saved-file-mb", bad])
+    assert exit_.value.code == 2 and "--max-saved-file-mb" in capsys.readouterr().err

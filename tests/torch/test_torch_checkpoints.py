@@ -556,3 +556,14 @@ def test_the_cli_shorthand_captures_trained_weights_and_a_fixture(ws):
     assert c.meta["state"] == "checkpoint" and c.meta["checkpoint"] == "runs/best.pt"
     with torch.no_grad():
         assert output_stats(c)["mean"] == pytest.approx(model(BATCH).mean().item(), rel=1e-5)
+
+    # The size limit, lowered from the command line, stops the load with both figures.
+    proc = subprocess.run(
+        [sys.executable, "-m", "tensorviz_lsp", "capture", "--profile", "models_MLP", "--max-saved-file-mb", "0.001",
+         "-o", str(out)],
+        cwd=ws, capture_output=True, text=True, timeout=180,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])},
+    )
+    assert proc.returncode == 1
+    assert "[limit] LimitExceeded" in proc.stderr and "over the limit of 1.0 KiB (1,048 bytes)" in proc.stderr
+    assert "tensorviz.maxSavedFileMB" in proc.stderr
