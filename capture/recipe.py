@@ -17,6 +17,17 @@ A workspace keeps its recipes in ``.tensorviz/recipes.toml``::
                          requires_grad = false, generator = { kind = "full", value = 1 } }],
                kwargs = {} }                          # or { factory = "pkg.mod:function" }
 
+Torch recipes may also load saved files (workspace-relative paths; read, bounded and
+hashed in the worker by :mod:`capture.torch_saved`)::
+
+    init = { args = [], kwargs = {}, checkpoint = "runs/best.pt", strict = true }
+    inputs = { fixture = "data/batch.pt", fixture_keys = { ids = "input_ids" }, kwargs = {} }
+
+``init.checkpoint`` (``.pt``/``.pth``/``.bin``/``.safetensors``) joins literal ``args``/``kwargs``
+or a ``factory``; ``inputs.fixture`` (``.pt``/``.pth``/``.safetensors``/``.npz``) replaces
+``args`` and a factory (literal ``kwargs`` may join it). A JAX recipe naming either fails:
+JAX uses workspace factories.
+
 Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
 
 * a bare TOML boolean, integer, float or string: a static Python value;
