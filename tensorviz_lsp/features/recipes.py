@@ -30,6 +30,17 @@ log = logging.getLogger(__name__)
 KIND = "recipes"
 
 
+def _saved_files_glob() -> str:
+    """``**/*.{pt,pth,…}``: the file types a recipe's checkpoint or fixture can be."""
+    from capture.recipe import CHECKPOINT_SUFFIXES, FIXTURE_SUFFIXES
+
+    suffixes = sorted({s.lstrip(".") for s in CHECKPOINT_SUFFIXES + FIXTURE_SUFFIXES})
+    return "**/*.{" + ",".join(suffixes) + "}"
+
+
+SAVED_FILES_GLOB = _saved_files_glob()
+
+
 class Recipes(Feature):
     name = "recipes"
 
@@ -150,6 +161,8 @@ class Recipes(Feature):
                                     watchers=[
                                         types.FileSystemWatcher(glob_pattern="**/*.py"),
                                         types.FileSystemWatcher(glob_pattern="**/.tensorviz/recipes.toml"),
+                                        # Torch checkpoints and fixtures are capture sources too.
+                                        types.FileSystemWatcher(glob_pattern=SAVED_FILES_GLOB),
                                     ]
                                 ),
                             )
