@@ -1,12 +1,13 @@
 """A Torch checkpoint named by a profile is a capture source: replacing it on disk (a
-watched-file event) marks the graph stale, naming the file."""
+watched-file event) marks the graph stale, naming the file. A checkpoint or fixture the
+worker would refuse (absent, a symlink leading out) is a diagnostic on its recipe line."""
 
 from __future__ import annotations
 
 import pytest
 import pytest_asyncio
 
-from tensorviz_lsp.features.recipes import SAVED_FILES_GLOB
+from tensorviz_lsp.features.recipes import SAVED_FILES_GLOB, saved_file_issues
 
 from .conftest import DIAGNOSTICS, make_workspace, start_session, stop_session
 
@@ -62,3 +63,47 @@ async def test_a_replaced_checkpoint_makes_the_graph_stale(session):
     (session.workspace / "runs" / "best.pt").write_bytes(b"epoch 1 weights")
     session.disk_changed("runs/best.pt")
     await session.wait_for(lambda: not session.diagnostics("tmodel.py"), on=DIAGNOSTICS, what="fresh again")
+
+
+def _issues(root, text):
+    return [(i.path, i.line, i.message) for i in saved_file_issues(root, text)]
+
+
+async def test_saved_file_issues(tmp_path, tmp_path_factory):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "best.pt").write_bytes(b"x")
+    outside = tmp_path_factory.mktemp("elsewhere") / "batch.npz"
+    outside.write_bytes(b"x")
+    (tmp_path / "batch.npz").symlink_to(outside)
+    (tmp_path / "dir.pt").mkdir()
+    text = (
+        'version = 1\n[profiles.ok]\nmodel = "m:N"\ninit = { checkpoint = "runs/best.pt" }\n'
+        '[profiles.gone]\nmodel = "m:N"\ninit = { checkpoint = "runs/last.pt" }\n'
+        '[profiles.out]\nmodel = "m:N"\n\n[profiles.out.inputs]\nfixture = "batch.npz"\n'
+        '[profiles.dir]\nmodel = "m:N"\ninit = { checkpoint = "dir.pt" }\n'
+        '[profiles.jax]\nframework = "jax"\nmodel = "m:N"\ninit = { checkpoint = "nope.pt" }\n'
+    )
+    assert _issues(tmp_path, text) == [
+        ("profiles.gone.init.checkpoint", 7,
+         "profiles.gone.init.checkpoint: no checkpoint file runs/last.pt in the workspace (capture needs it)"),
+        ("profiles.out.inputs.fixture", 12,
+         f"profiles.out.inputs.fixture: batch.npz leads outside the workspace (to {outside}); fixture files must "
+         "live inside it"),
+        ("profiles.dir.init.checkpoint", 15, "profiles.dir.init.checkpoint: dir.pt is not a regular file"),
+    ]  # the JAX profile is invalid as a recipe: its own diagnostic says so
+
+
+async def test_a_missing_checkpoint_is_a_diagnostic_until_it_appears(tmp_path, config_dir):
+    ws = make_workspace(tmp_path / "ws", {"tmodel.py": MODEL, ".tensorviz/recipes.toml": RECIPES})
+    s = await start_session(ws, config_dir)
+    try:
+        recipes = ".tensorviz/recipes.toml"
+        diags = await s.wait_for(lambda: s.diagnostics(recipes), on=DIAGNOSTICS, what="missing checkpoint")
+        assert diags[0].code == "invalid-recipe" and diags[0].range.start.line == 4
+        assert "no checkpoint file runs/best.pt in the workspace" in diags[0].message
+        (ws / "runs").mkdir()
+        (ws / "runs" / "best.pt").write_bytes(b"weights")
+        s.disk_changed("runs/best.pt")
+        await s.wait_for(lambda: not s.diagnostics(recipes), on=DIAGNOSTICS, what="cleared once the file exists")
+    finally:
+        await stop_session(s)
