@@ -567,3 +567,19 @@ def test_the_cli_shorthand_captures_trained_weights_and_a_fixture(ws):
     assert proc.returncode == 1
     assert "[limit] LimitExceeded" in proc.stderr and "over the limit of 1.0 KiB (1,048 bytes)" in proc.stderr
     assert "tensorviz.maxSavedFileMB" in proc.stderr
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="this machine has no CUDA GPU (torch sees none)")
+def test_checkpoint_and_fixture_load_onto_the_cuda_device(ws):
+    """map_location is the profile's device: the weights and the batch arrive on cuda:0."""
+    from safetensors.torch import save_file
+
+    model = trained_mlp()
+    torch.save(model.state_dict(), ws / "runs" / "best.pt")
+    save_file({"x": BATCH}, str(ws / "batch.safetensors"))
+    cap = run(ws, profile("models:MLP", init={"checkpoint": "runs/best.pt"}, inputs={"fixture": "batch.safetensors"},
+                          device="cuda:0"))
+    assert cap.meta["state"] == "checkpoint" and cap.meta["device"] == "cuda:0"
+    with torch.no_grad():
+        assert output_stats(cap)["mean"] == pytest.approx(model(BATCH).mean().item(), rel=1e-4)
