@@ -221,7 +221,8 @@ def load_checkpoint(ctx: CaptureContext, torch: Any, model: Any, device: Any) ->
     mismatched = [
         (k, list(state[k].shape), list(v.shape))
         for k, v in expected.items()
-        if k in state and isinstance(v, torch.Tensor) and tuple(state[k].shape) != tuple(v.shape)
+        if k in state and isinstance(v, torch.Tensor) and isinstance(state[k], torch.Tensor)
+        and tuple(state[k].shape) != tuple(v.shape)
     ]
     if mismatched:
         shown = "; ".join(f"{k}: checkpoint {s}, model {m}" for k, s, m in mismatched[:_SHOWN])

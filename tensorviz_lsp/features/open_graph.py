@@ -676,7 +676,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
     # A failed capture's needs are the recipe's unknown dimensions ({section, input, path,
     # axis, name, ...} with a ``profiles.NAME.`` key path): the form wants {path, message}.
     needs: list[Any] = [_need_entry(n, inputs) for n in ctx.needs]
-    if not ctx.needs:
+    if not ctx.needs and not saved_inputs.get("fixture"):  # a Torch fixture gives the inputs
         for entry in inputs:
             if entry["unknown"]:
                 needs.append(f"{entry['name']}: shape ({', '.join(entry['unknown'])})")

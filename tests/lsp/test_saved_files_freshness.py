@@ -107,3 +107,23 @@ async def test_a_missing_checkpoint_is_a_diagnostic_until_it_appears(tmp_path, c
         await s.wait_for(lambda: not s.diagnostics(recipes), on=DIAGNOSTICS, what="cleared once the file exists")
     finally:
         await stop_session(s)
+
+
+async def test_a_fixture_asks_for_no_input_shapes_in_the_setup_form(tmp_path):
+    from tensorviz_lsp.backends import Candidate, Pos, Span
+    from tensorviz_lsp.features.open_graph import SetupContext, setup_form
+
+    cand = Candidate(
+        name="Net", qualname="Net", kind="torch_module", framework="torch",
+        name_range=Span(Pos(4, 6), Pos(4, 9)), range=Span(Pos(4, 0), Pos(11, 0)),
+        inputs=[{"name": "x", "kind": "positional", "annotation": None, "default": None, "required": True}],
+        setup_fields=[],
+    )
+    recipe = {"name": "trained", "model": "tmodel:Net", "framework": "torch",
+              "init": {"args": [], "kwargs": {}, "checkpoint": "runs/best.pt", "strict": True},
+              "inputs": {"fixture": "data/batch.pt"}}
+    form = setup_form(SetupContext(tmp_path, "file:///ws/tmodel.py", cand, "trained", recipe))
+    assert form["needs"] == []
+    assert form["recipe"]["inputs"] == {"fixture": "data/batch.pt"}
+    literal = {**recipe, "inputs": {"args": [], "kwargs": {}}}
+    assert setup_form(SetupContext(tmp_path, "file:///ws/tmodel.py", cand, "trained", literal))["needs"]

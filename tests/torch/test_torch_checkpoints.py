@@ -82,7 +82,7 @@ def build():
 
 @pytest.fixture
 def ws(ws):
-    write(ws, {"fixture_models.py": FIXTURE_MODELS})
+    write(ws, {"fixture_models.py": FIXTURE_MODELS, "instance_model.py": "from torch import nn\n\ninstance = nn.Linear(4, 3)\n"})
     (ws / "runs").mkdir()
     sys.path.insert(0, str(ws))
     try:
@@ -251,6 +251,18 @@ def test_something_else_than_a_state_dict_is_refused(ws):
     err = failure(ws, profile("models:MLP", init={"checkpoint": "runs/meta.pt"}, args=[tensor([2, 4])]))
     assert err.error_type == "NotAStateDict"
     assert "a dict with keys epoch, lr" in err.message and "'state_dict'" in err.message
+
+
+def test_a_module_instance_takes_a_checkpoint(ws):
+    torch.manual_seed(4)
+    trained = torch.nn.Linear(4, 3)
+    torch.save(trained.state_dict(), ws / "runs" / "linear.pt")
+    cap = run(ws, profile("instance_model:instance", init={"checkpoint": "runs/linear.pt"},
+                          args=[tensor([2, 4], generator={"kind": "full", "value": 1})]))
+    with torch.no_grad():
+        assert output_stats(cap)["mean"] == pytest.approx(trained(torch.ones(2, 4)).mean().item(), rel=1e-5)
+    fresh = run(ws, profile("instance_model:instance", args=[tensor([2, 4])]))
+    assert fresh.meta["state"] == "module_instance"
 
 
 def test_a_checkpoint_needs_a_module(ws):
