@@ -21,6 +21,7 @@ weights-only into the module once it is built and on its device (``meta["state"]
 "checkpoint"``; otherwise ``meta["state"]`` says the weights are a fresh initialisation,
 a factory's or a module instance's); ``inputs.fixture`` is a saved batch bound to
 ``forward``'s parameters. Their files join the capture's sources.
+
 Input tensors are labelled (``measured["input"]``, also the ``grads`` key of a training
 step) after the ``forward`` parameter a positional argument binds to (``input_ids``;
 ``args[i]`` for ``*args``), keyword arguments after their key, nested ones by their path
