@@ -125,3 +125,22 @@ def test_saving_a_profile_with_saved_files_round_trips(tmp_path):
     assert again == r
     text = path.read_text()
     assert 'checkpoint = "runs/best.pt"' in text and 'fixture = "data/batch.npz"' in text
+
+
+def test_a_jax_capture_naming_a_checkpoint_fails_before_anything_runs(tmp_path):
+    """Through the runner: a failure at the recipe stage, pointing to workspace factories,
+    and the model module is never imported."""
+    from capture.runner import run_capture
+
+    (tmp_path / "model.py").write_text("from pathlib import Path\nPath(__file__).with_name('imported').write_text('x')\n")
+    (tmp_path / ".tensorviz").mkdir()
+    (tmp_path / ".tensorviz" / "recipes.toml").write_text(
+        'version = 1\n\n[profiles.p]\nframework = "jax"\nmodel = "model:net"\n'
+        'init = { args = [], kwargs = {}, checkpoint = "runs/best.pt" }\n'
+    )
+    c = run_capture(tmp_path, "p", timeout=60)
+    assert c.failed and not c.nodes
+    assert (c.failure.stage, c.failure.details["key_path"]) == ("recipe", "profiles.p.init.checkpoint")
+    assert "use an explicit workspace factory instead" in c.failure.message
+    assert c.failure.details["line"] == 6
+    assert not (tmp_path / "imported").exists()
