@@ -235,6 +235,10 @@ export class Inspector {
     add("device", recipe.device || (c.meta && c.meta.device));
     add("seed", recipe.seed);
     if (recipe.init && recipe.init.factory) add("init factory", recipe.init.factory);
+    const meta = c.meta || {};
+    // Torch saved files: what the weights and the batch were loaded from.
+    if (typeof meta.checkpoint === "string") add("checkpoint", meta.checkpoint + (meta.checkpoint_strict === false ? " (strict = false)" : ""));
+    if (typeof meta.fixture === "string") add("fixture", meta.fixture);
     if (counts.nodes !== undefined) add("nodes", Number(counts.nodes).toLocaleString("en-US"));
     this.body.append(facts);
     if (weights) {

@@ -122,6 +122,8 @@ def test_a_non_strict_load_lists_missing_and_unexpected_keys_in_the_summary(brow
         "2 unexpected keys ignored).")
     app.page.locator("[data-banner=coverage]").get_by_role("button", name="About this capture").click()
     app.page.wait_for_function("() => document.getElementById('inspector').dataset.kind === 'capture'")
+    facts = app.page.locator("#inspector [data-section=capture-facts]").inner_text()
+    assert "runs/best.pt (strict = false)" in facts
     section = app.page.locator("#inspector [data-section=state]")
     assert section.locator("[data-keys=missing] li").all_inner_texts() == ["fc2.bias"]
     assert section.locator("[data-keys=unexpected] li").all_inner_texts() == ["head.weight", "head.bias"]
