@@ -94,3 +94,18 @@ def test_a_bad_size_limit_is_a_usage_error(bad, capsys):
     with pytest.raises(SystemExit) as exit_:
         build_parser().parse_args(["capture", "m.py:Net", "--max-saved-file-mb", bad])
     assert exit_.value.code == 2 and "--max-saved-file-mb" in capsys.readouterr().err
+
+
+def test_inspect_names_the_checkpoint_keys_and_the_fixture():
+    from synthetic import synthetic_capture
+    from tensorviz_lsp.commands.inspect import summary
+
+    cap = synthetic_capture(20)
+    cap.meta = {"state": "checkpoint", "state_note": "trained weights from runs/best.pt (3 tensors, …)",
+                "checkpoint": "runs/best.pt", "checkpoint_strict": False, "checkpoint_missing": ["fc2.bias"],
+                "checkpoint_unexpected": ["head.weight"], "fixture": "data/batch.pt"}
+    text = summary(cap)
+    assert "state:      checkpoint (trained weights from runs/best.pt" in text
+    assert "missing:    fc2.bias (strict = false)" in text
+    assert "unexpected: head.weight (strict = false)" in text
+    assert "fixture:    data/batch.pt" in text
