@@ -15,13 +15,19 @@ warm-up forward and a warm-up capture, whose time is printed too):
   * plain: ``model(x)``;
   * capture, stats on / off: a ``TorchTrace`` recording the forward, plus ``finish()``
     (statistics fetch, aliases, per-group bytes) and ``build()`` into a ``Capture``;
-  * the graph file: encode time and size, stats on and off.
+  * the graph file: encode time and size, stats on and off;
+  * a checkpoint-loaded run: the model's state dict, perturbed as training would, saved
+    as ``.pt`` and ``.safetensors``; loading (``init.checkpoint`` through
+    ``capture.torch_saved.load_checkpoint``: read, sha256, weights-only load, key and
+    shape checks, ``load_state_dict``) is timed on its own, then a fresh model with the
+    loaded weights is captured beside its own plain forward (stats on and off).
 ``--model gpt2``: a ``transformers`` ``GPT2Model`` built from a config of the same size
 (input ids ``[batch, seq]``), captured with an empty workspace as the worker does for a
 library model: no workspace frame exists, so every op walks to a *library frame*
 (``capture.libframes``), the costliest frame case.
 Targets: capture at most 5x the plain forward with statistics on, at most 2x with
-statistics off. Prints figures and ratios; asserts nothing.
+statistics off, for the checkpoint-loaded model too (loading is a one-time set-up cost,
+reported separately). Prints figures and ratios; asserts nothing.
 """
 
 from __future__ import annotations
@@ -37,7 +43,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from capture import graphfile  # noqa: E402
+from capture.recipe import parse_profile  # noqa: E402
+from capture.torch_saved import load_checkpoint  # noqa: E402
 from capture.torch_trace import TorchTrace  # noqa: E402
+from capture.worker.context import CaptureContext  # noqa: E402
 from capture.worker.workspace_files import WorkspaceFiles  # noqa: E402
 
 
@@ -153,6 +162,54 @@ def main() -> None:
     print(f"graph file, stats on : {len(data_on):>10,} bytes ({len(data_on) / n_nodes:.0f} B/op), encode {enc_on_s:.4f} s")
     print(f"graph file, stats off: {len(data_off):>10,} bytes ({len(data_off) / n_nodes:.0f} B/op), encode {enc_off_s:.4f} s")
     assert len(first.nodes) == n_nodes
+    checkpoint_run(model, x, args.layers, args.width, args.heads, args.repeat)
+
+
+def checkpoint_run(model: torch.nn.Module, x: torch.Tensor, layers: int, width: int, heads: int, repeat: int) -> None:
+    """Load a saved state dict into a fresh model (timed alone), then capture it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "runs").mkdir()
+        with torch.no_grad():
+            trained = {k: v + 0.01 * torch.randn_like(v) if v.is_floating_point() else v
+                       for k, v in model.state_dict().items()}
+        torch.save(trained, root / "runs" / "best.pt")
+        formats = ["runs/best.pt"]
+        try:
+            from safetensors.torch import save_file
+
+            save_file({k: v.contiguous() for k, v in trained.items()}, str(root / "runs" / "best.safetensors"))
+            formats.append("runs/best.safetensors")
+        except ImportError:
+            print("safetensors is not installed: .safetensors loading not measured")
+        size = (root / "runs" / "best.pt").stat().st_size
+        print(f"checkpoint-loaded run: state dict of {len(trained)} tensors, {size / (1 << 20):.1f} MiB")
+        loaded = build_model(layers, width, heads)
+        for rel in formats:
+            recipe = parse_profile("bench", {"model": "bench:Model", "init": {"checkpoint": rel}})
+
+            def load(rel=rel, recipe=recipe):
+                ctx = CaptureContext(recipe, root)
+                return load_checkpoint(ctx, torch, loaded, torch.device("cpu"))
+
+            load_s, meta = best(load, repeat)
+            print(f"  load {rel:24} {load_s:10.4f} s   ({size / load_s / (1 << 30):.2f} GiB/s; "
+                  f"{meta['checkpoint_tensors']} tensors, strict)")
+        with torch.no_grad():
+            assert torch.equal(loaded.layers[0].linear1.weight, trained["layers.0.linear1.weight"])
+            loaded(x)
+            files = WorkspaceFiles(root)
+            wall, cpu, results = interleaved({
+                "plain": lambda: loaded(x),
+                "on": lambda: capture_once(loaded, x, True, files),
+                "off": lambda: capture_once(loaded, x, False, files),
+            }, repeat)
+        print(f"{'  (checkpoint-loaded model)':28}{'wall s':>10}{'x plain':>10}{'cpu s':>10}{'x plain':>10}")
+        for label, key, note in (("  plain forward", "plain", ""), ("  capture, stats on", "on", "   (target <= 5x)"),
+                                 ("  capture, stats off", "off", "   (target <= 2x)")):
+            print(f"{label:28}{wall[key]:10.4f}{wall[key] / wall['plain']:10.2f}{cpu[key]:10.4f}"
+                  f"{cpu[key] / cpu['plain']:10.2f}{note}")
+        assert len(results["on"].nodes) > 0
 
 
 if __name__ == "__main__":

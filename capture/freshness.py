@@ -49,7 +49,7 @@ def stale_sources(
         if not os.path.isfile(full):
             changes.append(SourceChange(src.path, "missing"))
             continue
-        digest = file_sha256(full)
+        digest = _large_file_sha256(full)
         if digest is None:
             changes.append(SourceChange(src.path, "missing"))
         elif digest != src.sha256:
@@ -59,3 +59,31 @@ def stale_sources(
 
 def is_fresh(sources: Iterable[Source], workspace: str | os.PathLike[str], open_buffers: Mapping[str, str] | None = None) -> bool:
     return not stale_sources(sources, workspace, open_buffers)
+
+
+# Large sources (a Torch checkpoint of gigabytes) are hashed again only when their size,
+# modification time or inode changed: a freshness check runs on every edit of any source
+# of a graph, and rehashing a checkpoint each time would cost seconds. Small files (source
+# code) are always hashed, so an edit within the clock's resolution is never missed.
+_LARGE = 1 << 20
+_digests: dict[str, tuple[tuple[int, int, int], str]] = {}
+_MAX_CACHED = 256
+
+
+def _large_file_sha256(path: str) -> str | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if st.st_size < _LARGE:
+        return file_sha256(path)
+    key = (st.st_size, st.st_mtime_ns, st.st_ino)
+    cached = _digests.get(path)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    digest = file_sha256(path)
+    if digest is not None:
+        if len(_digests) >= _MAX_CACHED:
+            _digests.pop(next(iter(_digests)))
+        _digests[path] = (key, digest)
+    return digest

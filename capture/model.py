@@ -115,8 +115,8 @@ class Source:
 @dataclass(slots=True)
 class Failure:
     """Why a capture failed. ``stage`` names the check or phase that failed
-    (trust, source, interpreter, dependencies, device, recipe, import, trace,
-    deadline, limit, crash); ``details`` carries machine-readable specifics
+    (trust, source, interpreter, dependencies, device, recipe, import, checkpoint,
+    fixture, trace, deadline, limit, crash); ``details`` carries machine-readable specifics
     (missing packages and the install command, the dimensions still needed…)."""
 
     type: str

@@ -19,6 +19,17 @@ A workspace keeps its recipes in ``.tensorviz/recipes.toml``::
                          requires_grad = false, generator = { kind = "full", value = 1 } }],
                kwargs = {} }                          # or { factory = "pkg.mod:function" }
 
+Torch recipes may also load saved files (workspace-relative paths; read, bounded and
+hashed in the worker by :mod:`capture.torch_saved`)::
+
+    init = { args = [], kwargs = {}, checkpoint = "runs/best.pt", strict = true }
+    inputs = { fixture = "data/batch.pt", fixture_keys = { ids = "input_ids" }, kwargs = {} }
+
+``init.checkpoint`` (``.pt``/``.pth``/``.bin``/``.safetensors``) joins literal ``args``/``kwargs``
+or a ``factory``; ``inputs.fixture`` (``.pt``/``.pth``/``.safetensors``/``.npz``) replaces
+``args`` and a factory (literal ``kwargs`` may join it). A JAX recipe naming either fails:
+JAX uses workspace factories.
+
 Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
 
 * a bare TOML boolean, integer, float or string: a static Python value;
@@ -271,15 +282,35 @@ class CallSetup:
     args: tuple[ValueDesc, ...] = ()
     kwargs: tuple[tuple[str, ValueDesc], ...] = ()
     factory: str | None = None
+    # Torch saved files (see capture.saved_setup): ``init.checkpoint`` (a state dict
+    # loaded into the built module, ``strict`` key checking) and ``inputs.fixture`` (a
+    # saved batch; ``fixture_keys`` maps its keys to forward's parameters, in order).
+    checkpoint: str | None = None
+    strict: bool = True
+    fixture: str | None = None
+    fixture_keys: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_empty(self) -> bool:
+        """No constructor arguments and no factory (a checkpoint may still be loaded)."""
         return self.factory is None and not self.args and not self.kwargs
 
     def to_dict(self) -> dict[str, Any]:
         if self.factory is not None:
-            return {"factory": self.factory}
-        return {"args": [v.to_dict() for v in self.args], "kwargs": {k: v.to_dict() for k, v in self.kwargs}}
+            out: dict[str, Any] = {"factory": self.factory}
+        elif self.fixture is not None:
+            out = {"fixture": self.fixture}
+            if self.fixture_keys:
+                out["fixture_keys"] = dict(self.fixture_keys)
+            if self.kwargs:
+                out["kwargs"] = {k: v.to_dict() for k, v in self.kwargs}
+            return out
+        else:
+            out = {"args": [v.to_dict() for v in self.args], "kwargs": {k: v.to_dict() for k, v in self.kwargs}}
+        if self.checkpoint is not None:
+            out["checkpoint"] = self.checkpoint
+            out["strict"] = self.strict
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +415,16 @@ class Recipe:
     @property
     def device_index(self) -> int | None:
         return int(self.device.split(":", 1)[1]) if self.device.startswith("cuda:") else None
+
+    def saved_files(self) -> list[tuple[str, str]]:
+        """``(key path, workspace-relative path)`` of the checkpoint and fixture files."""
+        base = f"profiles.{self.name}"
+        out = []
+        if self.init.checkpoint is not None:
+            out.append((f"{base}.init.checkpoint", self.init.checkpoint))
+        if self.inputs.fixture is not None:
+            out.append((f"{base}.inputs.fixture", self.inputs.fixture))
+        return out
 
     def factory_refs(self) -> list[str]:
         """Every ``pkg.mod:fn`` the recipe names besides the model."""
@@ -773,6 +814,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
 
 def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     """What the spec rules out for a framework, found before anything is imported."""
+    _check_saved_files_framework(cx, r, base)
     if r.framework != "jax":
         return
     if r.kind == "training_step":
@@ -831,13 +873,16 @@ def _ref(cx: _Ctx, value: Any, at: list) -> str:
 def _call_setup(cx: _Ctx, value: Any, at: list) -> CallSetup:
     if not isinstance(value, Mapping):
         raise cx.error(at, "expected a table with args and kwargs, or with factory")
+    section = at[-1]
+    allowed = ("args", "kwargs", "factory") + _SAVED_KEYS.get(section, ())
     for key in value:
-        if key not in ("args", "kwargs", "factory"):
-            raise cx.error(at + [str(key)], "unknown key (expected args, kwargs or factory)")
+        if key not in allowed:
+            raise cx.error(at + [str(key)], f"unknown key (expected {', '.join(allowed[:-1])} or {allowed[-1]})")
+    saved = _saved_setup(cx, value, at, section)
     if "factory" in value:
         if "args" in value or "kwargs" in value:
             raise cx.error(at + ["factory"], "use either factory or args/kwargs, not both")
-        return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]))
+        return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), **saved)
     args = value.get("args", [])
     if not isinstance(args, (list, tuple)):
         raise cx.error(at + ["args"], f"expected an array of value descriptions, found {_show(args)}")
@@ -850,7 +895,97 @@ def _call_setup(cx: _Ctx, value: Any, at: list) -> CallSetup:
         if not isinstance(k, str) or not k.isidentifier():
             raise cx.error(at + ["kwargs", str(k)], "keyword names must be Python identifiers")
         parsed_kwargs.append((k, _value(cx, v, at + ["kwargs", k], 0)))
-    return CallSetup(args=parsed_args, kwargs=tuple(parsed_kwargs))
+    return CallSetup(args=parsed_args, kwargs=tuple(parsed_kwargs), **saved)
+
+
+# --------------------------------------------------------------------------- saved files (Torch)
+
+# Which saved-file keys each section takes, and the file types each accepts.
+_SAVED_KEYS = {"init": ("checkpoint", "strict"), "inputs": ("fixture", "fixture_keys")}
+CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors")
+FIXTURE_SUFFIXES = (".pt", ".pth", ".safetensors", ".npz")
+_POSITION = re.compile(r"^args\[(0|[1-9][0-9]{0,3})\]$")
+
+
+def _saved_setup(cx: _Ctx, value: Mapping, at: list, section: str) -> dict[str, Any]:
+    """The checkpoint/fixture keys of an ``init``/``inputs`` table, checked (no file is
+    read here: existence, symlinks and size are the worker's, :mod:`capture.saved_setup`)."""
+    out: dict[str, Any] = {}
+    if section == "init":
+        if "checkpoint" in value:
+            out["checkpoint"] = _saved_path(cx, value["checkpoint"], at + ["checkpoint"], CHECKPOINT_SUFFIXES, "checkpoint")
+        if "strict" in value:
+            if "checkpoint" not in value:
+                raise cx.error(at + ["strict"], "strict applies to a checkpoint; add init.checkpoint or remove strict")
+            if type(value["strict"]) is not bool:
+                raise cx.error(at + ["strict"], f"expected true or false, found {_show(value['strict'])}")
+            out["strict"] = value["strict"]
+    elif section == "inputs" and ("fixture" in value or "fixture_keys" in value):
+        if "fixture" not in value:
+            raise cx.error(at + ["fixture_keys"], "fixture_keys maps the keys of a fixture; add inputs.fixture")
+        for other in ("factory", "args"):
+            if other in value and not (other == "args" and value["args"] == []):
+                raise cx.error(
+                    at + [other],
+                    f"use either fixture or {other}, not both (literal kwargs may join a fixture)",
+                )
+        out["fixture"] = _saved_path(cx, value["fixture"], at + ["fixture"], FIXTURE_SUFFIXES, "fixture")
+        keys = value.get("fixture_keys", {})
+        if not isinstance(keys, Mapping):
+            raise cx.error(at + ["fixture_keys"], f"expected a table of fixture key = parameter name, found {_show(keys)}")
+        pairs: list[tuple[str, str]] = []
+        seen: dict[str, str] = {}
+        for k, v in keys.items():
+            if not isinstance(k, str) or not k or len(k) > MAX_STRING:
+                raise cx.error(at + ["fixture_keys"], "fixture keys are non-empty strings")
+            if not isinstance(v, str) or not (v.isidentifier() or _POSITION.match(v)):
+                raise cx.error(
+                    at + ["fixture_keys", k],
+                    f'expected a parameter name of forward (or "args[N]" for a position), found {_show(v)}',
+                )
+            if v in seen:
+                raise cx.error(at + ["fixture_keys", k], f"{v!r} is already given by fixture key {seen[v]!r}")
+            seen[v] = k
+            pairs.append((k, v))
+        out["fixture_keys"] = tuple(pairs)
+    return out
+
+
+def _saved_path(cx: _Ctx, value: Any, at: list, suffixes: tuple[str, ...], what: str) -> str:
+    """A workspace-relative POSIX path, without ``..``, with an accepted suffix."""
+    if not isinstance(value, str) or not value.strip():
+        raise cx.error(at, f'expected a workspace-relative path such as "runs/best.pt", found {_show(value)}')
+    if len(value) > MAX_STRING or "\x00" in value:
+        raise cx.error(at, f"the {what} path is too long or holds a NUL character")
+    if value.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", value) or value.startswith("\\"):
+        raise cx.error(at, f"{_show(value)} is not workspace-relative; name the {what} relative to the workspace root")
+    parts = re.split(r"[\\/]", value)
+    if ".." in parts:
+        raise cx.error(at, f"{_show(value)} leaves the workspace through '..'; {what} files live inside the workspace")
+    if not value.lower().endswith(suffixes):
+        raise cx.error(at, f"{_show(value)}: a {what} is one of {', '.join(suffixes)}")
+    return "/".join(p for p in parts if p not in ("", "."))
+
+
+def _check_saved_files_framework(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """Checkpoints and fixtures are the Torch loader's: JAX uses workspace factories."""
+    if r.framework == "torch":
+        return
+    for section, key, setup in (("init", "checkpoint", r.init), ("inputs", "fixture", r.inputs)):
+        if getattr(setup, key) is None:
+            continue
+        if r.framework == "jax":
+            how = (
+                "an init.factory returning the module bound with model.bind(variables) (Linen), or the NNX module "
+                "built with its state"
+                if section == "init"
+                else "an inputs.factory returning the inputs (it may load a JAX-specific fixture)"
+            )
+            raise cx.error(
+                base + [section, key],
+                f"no Torch {key} loader is used for JAX: use an explicit workspace factory instead, {how}",
+            )
+        raise cx.error(base + [section, key], f"{section}.{key} is loaded by the Torch capture only, not {r.framework}")
 
 
 def _step(cx: _Ctx, value: Any, at: list) -> StepSetup:

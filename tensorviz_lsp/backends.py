@@ -96,6 +96,8 @@ class CaptureJob:
     trusted: bool = True
     # Extra environment variables for the worker (``tensorviz.captureEnv``).
     env: dict[str, str] = field(default_factory=dict)
+    # ``tensorviz.maxSavedFileMB``: the largest checkpoint/fixture file, in MiB (None: the default).
+    max_saved_file_mb: float | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     # Run on the folder's warm worker (``tensorviz.warmWorkerIdleSeconds`` > 0), which
     # stops after this many idle seconds; 0: a one-shot worker.
@@ -326,6 +328,7 @@ class RealBackends:
             cancel=job.cancel,
             env=dict(job.env),
             warm=self.warm_pool(job.warm_idle_seconds),
+            limits=_saved_file_limits(job.max_saved_file_mb),
         )
 
     def warm_pool(self, idle_seconds: float) -> Any:
@@ -494,3 +497,12 @@ def _set_aside(table: dict[str, Any], segs: list[str | int] | None) -> bool:
         del node[segs[-1]]
         return True
     return False
+
+
+def _saved_file_limits(max_saved_file_mb: float | None) -> Any:
+    """The worker's limits with ``max_saved_file_bytes`` from ``tensorviz.maxSavedFileMB``."""
+    if max_saved_file_mb is None:
+        return None
+    from capture.worker.limits import Limits
+
+    return Limits(max_saved_file_bytes=max(1, int(max_saved_file_mb * (1 << 20))))

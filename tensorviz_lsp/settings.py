@@ -101,6 +101,9 @@ class Settings:
     python: str | None = field(default=None, metadata={"key": "python", "parse": _opt_str})
     # ``tensorviz.captureTimeout``: seconds before the worker's process group is killed.
     capture_timeout: float = field(default=120.0, metadata={"key": "captureTimeout", "parse": _pos_float})
+    # ``tensorviz.maxSavedFileMB``: the largest checkpoint or fixture file (Torch
+    # ``init.checkpoint`` / ``inputs.fixture``) a capture loads, in MiB.
+    max_saved_file_mb: float = field(default=4096.0, metadata={"key": "maxSavedFileMB", "parse": _pos_float})
     # ``tensorviz.lensDebounceMs``: quiet time after typing before lenses are recomputed.
     lens_debounce_ms: int = field(default=150, metadata={"key": "lensDebounceMs", "parse": _nonneg_int})
     # ``tensorviz.installCommand``: replaces the reviewed install command; ``{python}``

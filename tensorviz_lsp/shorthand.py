@@ -15,6 +15,14 @@
   ``torch.nn.Module`` keeps the omitted (Torch) default. A symbol discovery does not
   recognise is a usage error listing what it did find, unless the framework is given
   (``--framework``) or the profile being updated already names one;
+* ``--checkpoint PATH`` (Torch) — a state dict to load into the built module
+  (``init.checkpoint``; ``.pt``/``.pth``/``.bin`` weights-only, or ``.safetensors``);
+  ``--no-strict`` loads it without strict key checking (``init.strict = false``);
+* ``--fixture PATH`` (Torch) — a saved batch as the inputs (``inputs.fixture``; ``.pt``,
+  ``.safetensors`` or ``.npz``); ``--fixture-key KEY=PARAM`` maps one of its keys to a
+  ``forward`` parameter (``inputs.fixture_keys``); keyword ``--input``s join it. PATHs
+  are relative to the current folder (or absolute) and must lie inside the workspace;
+  they are saved workspace-relative;
 * ``--env NAME=VALUE`` (``tensorviz capture``/``open``) — environment for the worker only,
   e.g. ``JAX_ENABLE_X64=1`` for 64-bit JAX inputs; never saved in the profile.
 
@@ -215,6 +223,35 @@ def call_setup(arguments: list[str], what: str = "--input") -> CallSetup:
     return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
 
 
+def workspace_file(text: str, workspace: Path, what: str) -> str:
+    """``--checkpoint``/``--fixture`` PATH (relative to the current folder, or absolute)
+    as the workspace-relative POSIX path a recipe saves; ShorthandError outside it."""
+    if not text.strip():
+        raise ShorthandError(f"{what}: expected a file path")
+    full = Path(os.path.abspath(os.path.expanduser(text)))
+    root = Path(os.path.abspath(workspace))
+    try:
+        rel = full.relative_to(root)
+    except ValueError:
+        raise ShorthandError(f"{what} {text}: {full} is not inside the workspace {root}") from None
+    if not full.is_file():
+        raise ShorthandError(f"{what} {text}: no file {full}")
+    return rel.as_posix()
+
+
+def fixture_keys(items: list[str]) -> dict[str, str]:
+    """Repeated ``--fixture-key KEY=PARAM`` as a mapping, in order."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, param = item.partition("=")
+        if not sep or not key or not param:
+            raise ShorthandError(f"--fixture-key {item!r}: expected KEY=PARAM, e.g. ids=input_ids")
+        if key in out:
+            raise ShorthandError(f"--fixture-key {key} is given twice")
+        out[key] = param
+    return out
+
+
 def discovered_framework(target: Target, python: str | None = None) -> str:
     """The framework discovery (import-free) gives ``target``'s symbol: ``"jax"`` for a
     JAX function or a Flax Linen/NNX module, ``"torch"`` for a ``torch.nn.Module``.
@@ -275,6 +312,10 @@ def build_recipe(
     name: str | None = None,
     existing: Recipe | None = None,
     discovered: str | None = None,
+    checkpoint: str | None = None,
+    strict: bool | None = None,
+    fixture: str | None = None,
+    fixture_key: list[str] | None = None,
 ) -> Recipe:
     """The profile the shorthand describes. With ``existing`` (the saved profile of the
     same name), everything the shorthand does not give is kept from it: ``inputs`` only
@@ -284,17 +325,39 @@ def build_recipe(
     the symbol: ``"jax"`` is saved explicitly, ``"torch"`` stays the omitted default
     unless the saved profile wrote it); else the saved profile's; else Torch.
     Raises :class:`ShorthandError` (bad argument) or :class:`RecipeError` (the result
-    is not a valid recipe, e.g. too many elements)."""
+    is not a valid recipe, e.g. too many elements).
+
+    ``checkpoint``/``fixture`` are workspace-relative paths (see :func:`workspace_file`);
+    ``strict = False`` is ``--no-strict``; ``fixture_key`` the ``--fixture-key`` items.
+    A ``--fixture`` takes keyword ``--input``s as literal kwargs beside it."""
     name = name or (existing.name if existing else default_profile_name(target))
     if existing is not None:
         base = replace(existing, name=name, model=target.ref)
     else:
         base = Recipe(name=name, model=target.ref, framework_explicit=False)
     data = base.to_dict()
-    if inputs:
+    saved_init = {k: data["init"][k] for k in ("checkpoint", "strict") if k in data["init"]}
+    if fixture is not None:
+        literal = call_setup(inputs or [], "--input")
+        if literal.args:
+            raise ShorthandError("--fixture gives the inputs: a positional --input cannot join it (keyword ones can)")
+        data["inputs"] = {"fixture": fixture, **({"kwargs": literal.to_dict()["kwargs"]} if literal.kwargs else {})}
+        if fixture_key:
+            data["inputs"]["fixture_keys"] = fixture_keys(fixture_key)
+    elif fixture_key:
+        if not data["inputs"].get("fixture"):
+            raise ShorthandError("--fixture-key maps the keys of a fixture: give --fixture too")
+        data["inputs"]["fixture_keys"] = fixture_keys(fixture_key)
+    elif inputs:
         data["inputs"] = call_setup(inputs, "--input").to_dict()
     if inits:
-        data["init"] = call_setup(inits, "--init").to_dict()
+        data["init"] = {**call_setup(inits, "--init").to_dict(), **saved_init}
+    if checkpoint is not None:
+        data["init"] = {**data["init"], "checkpoint": checkpoint}
+    if strict is not None:
+        if "checkpoint" not in data["init"]:
+            raise ShorthandError("--no-strict applies to a checkpoint: give --checkpoint too")
+        data["init"] = {**data["init"], "strict": strict}
     if framework is not None:
         data["framework"] = framework
     elif discovered is not None:

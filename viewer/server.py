@@ -59,7 +59,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from capture import graphfile
 from capture.model import Capture, Frame, finite
 
-from capture.recipe import DTYPES, GENERATORS, PROFILE_NAME
+from capture.recipe import CHECKPOINT_SUFFIXES, DTYPES, FIXTURE_SUFFIXES, GENERATORS, PROFILE_NAME
 
 from .diffview import DiffStore, DiffUnavailable
 from .library_sources import library_files
@@ -867,6 +867,9 @@ def form_schema() -> dict:
         "generators": list(GENERATORS),
         "default_dtype": "float32",
         "profile_name": PROFILE_NAME.pattern,
+        # Torch loads saved files: init.checkpoint and inputs.fixture (capture.torch_saved).
+        "saved_files": {"frameworks": ["torch"], "checkpoint": list(CHECKPOINT_SUFFIXES),
+                        "fixture": list(FIXTURE_SUFFIXES)},
     }
 
 

@@ -3,8 +3,8 @@
 What is opened (``recipe.model``):
 
 * an ``nn.Module`` subclass, constructed from the literal ``init`` (``args``/``kwargs``),
-  or by an ``init.factory`` returning a ready instance of that class (the only place a
-  checkpoint is loaded: the user's own code, under the user's control);
+  or by an ``init.factory`` returning a ready instance of that class (the user's own
+  code may load weights there);
 * an ``nn.Module`` instance defined at module level (empty ``init``);
 * a plain callable taking tensors (empty ``init``, or a factory returning a callable).
 
@@ -15,6 +15,13 @@ whole capture. Literal inputs are generated on the CPU from a per-leaf
 ``torch.Generator`` seeded with ``leaf_seed(seed, index)`` (deterministic whatever the
 device), moved to the device, and made leaves that require grad when the description
 says ``requires_grad = true``. An inputs factory's tensors are used as returned.
+
+Saved files (:mod:`capture.torch_saved`): ``init.checkpoint`` is a state dict loaded
+weights-only into the module once it is built and on its device (``meta["state"] =
+"checkpoint"``; otherwise ``meta["state"]`` says the weights are a fresh initialisation,
+a factory's or a module instance's); ``inputs.fixture`` is a saved batch bound to
+``forward``'s parameters. Their files join the capture's sources.
+
 Input tensors are labelled (``measured["input"]``, also the ``grads`` key of a training
 step) after the ``forward`` parameter a positional argument binds to (``input_ids``;
 ``args[i]`` for ``*args``), keyword arguments after their key, nested ones by their path
@@ -227,6 +234,36 @@ def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Call
     return target, "function"
 
 
+# meta["state"] labels of a Torch module's weights and what each means (meta["state_note"]).
+STATE_NOTES = {
+    "fresh_init": "freshly initialized by the module's constructor after torch.manual_seed(seed), not trained weights",
+    "factory_state": "the state of the module the init factory built",
+    "module_instance": "the state of the module-level instance as its module's import left it",
+}
+
+
+def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str, device: Any) -> dict[str, Any]:
+    """Load ``init.checkpoint`` when there is one; the meta saying where the weights came from."""
+    recipe = ctx.recipe
+    if recipe.init.checkpoint is not None:
+        if kind != "module":
+            raise CaptureError(
+                "recipe",
+                f"init.checkpoint loads a state dict into a torch.nn.Module; {recipe.model} is "
+                f"{_describe(model)}, which has none",
+                {"key_path": f"profiles.{recipe.name}.init.checkpoint"},
+            )
+        from ..torch_saved import load_checkpoint
+
+        ctx.progress(f"loading the checkpoint {recipe.init.checkpoint}", 0.25)
+        return load_checkpoint(ctx, torch, model, device)
+    if kind != "module":
+        return {}
+    label = "module_instance" if isinstance(target, torch.nn.Module) else (
+        "factory_state" if recipe.init.factory is not None else "fresh_init")
+    return {"state": label, "state_note": STATE_NOTES[label]}
+
+
 # --------------------------------------------------------------------------- training step
 
 
@@ -326,10 +363,20 @@ def capture(ctx: CaptureContext) -> Capture:
     if kind == "module":
         model.to(device)
         model.train(recipe.mode == "train")
+    saved_meta = _weights(ctx, torch, target, model, kind, device)
     loss_fn, loss_name = _loss_fn(ctx, torch) if training else (None, None)
     optimizer = _optimizer(ctx, torch, model, kind) if training else None
     ctx.progress("building the inputs", 0.3)
-    args, kwargs = ctx.inputs_call(make_tensor)
+    if recipe.inputs.fixture is not None:
+        from ..torch_saved import load_fixture
+
+        ctx.progress(f"loading the fixture {recipe.inputs.fixture}", 0.3)
+        _, literal_kwargs = ctx.materialize("inputs", make_tensor)
+        fn = getattr(model, "forward", model) if kind == "module" else model
+        args, kwargs, fixture_meta = load_fixture(ctx, torch, fn, literal_kwargs, device)
+        saved_meta.update(fixture_meta)
+    else:
+        args, kwargs = ctx.inputs_call(make_tensor)
 
     trace = TorchTrace(
         ctx.files, limits=ctx.limits, stats=stats,
@@ -351,6 +398,7 @@ def capture(ctx: CaptureContext) -> Capture:
     }
     if kind == "module":
         meta["module_class"] = f"{type(model).__module__}.{type(model).__qualname__}"
+    meta.update(saved_meta)
 
     buffers_before = _buffer_snapshot(torch, model) if kind == "module" else {}
     ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)

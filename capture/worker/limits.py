@@ -14,7 +14,9 @@ class Limits:
     control-flow bodies). ``max_body_ops``: the equations one unexecuted control-flow
     body (a scan/while/cond template) may have; a larger one stays closed, and says why.
     ``max_result_bytes``: the encoded graph the worker sends back. ``max_seconds``: the
-    parent's deadline for the whole worker run (start, imports, tracing, result)."""
+    parent's deadline for the whole worker run (start, imports, tracing, result).
+    ``max_saved_file_bytes``: the size of each file a recipe loads (a Torch
+    ``init.checkpoint`` or ``inputs.fixture``), checked before it is read."""
 
     max_ops: int = 1_000_000
     max_values: int = 2_000_000
@@ -22,6 +24,7 @@ class Limits:
     max_body_ops: int = 20_000
     max_result_bytes: int = 256 * 1024 * 1024
     max_seconds: float = 120.0
+    max_saved_file_bytes: int = 4 * 1024 * 1024 * 1024
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -94,6 +94,11 @@ class WorkspaceFiles:
         if rel is not None and rel not in self._imported:
             self._imported[rel] = hashlib.sha256(data).hexdigest()
 
+    def record_saved_file(self, rel: str, digest: str) -> None:
+        """Record the sha256 of a data file the capture loaded (a checkpoint or a
+        fixture, at its workspace-relative ``rel``): it joins the capture's sources."""
+        self._imported.setdefault(rel, digest)
+
     def watch_imports(self) -> "ImportHasher":
         """From now on, hash every workspace module's source as it is imported (the
         bytes compiled, not the file read later: an edit saved during the capture then

@@ -33,7 +33,15 @@ from capture.worker.limits import Limits
 
 from ..history import CaptureHistory, HistoryError
 from ..recipes_store import RecipeStoreError, load_profile, recipes_path, save_profile
-from ..shorthand import ShorthandError, build_recipe, call_setup, default_profile_name, discovered_framework, parse_target
+from ..shorthand import (
+    ShorthandError,
+    build_recipe,
+    call_setup,
+    default_profile_name,
+    discovered_framework,
+    parse_target,
+    workspace_file,
+)
 
 CAPTURES_DIR = ".tensorviz/captures"
 
@@ -64,6 +72,13 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
                    help=f"shorthand: {' or '.join(names)} (default: what discovery finds for the symbol)")
     p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu or cuda:N")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
+    p.add_argument("--checkpoint", metavar="PATH",
+                   help="shorthand (Torch): a state dict to load, .pt/.pth/.bin (weights-only) or .safetensors")
+    p.add_argument("--no-strict", dest="strict", action="store_false", default=None,
+                   help="shorthand: load the checkpoint without strict key checking")
+    p.add_argument("--fixture", metavar="PATH", help="shorthand (Torch): a saved batch as the inputs, .pt, .safetensors or .npz")
+    p.add_argument("--fixture-key", action="append", default=[], metavar="KEY=PARAM",
+                   help="shorthand: map a fixture key to a forward parameter, e.g. ids=input_ids")
 
 
 def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None:
@@ -73,7 +88,20 @@ def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None
     p.add_argument(timeout_flag, type=float, metavar="S",
                    help=f"deadline for the capture, in seconds (default {Limits().max_seconds:g})")
     add_env_option(p)
+    p.add_argument("--max-saved-file-mb", type=_positive_mb, metavar="MB",
+                   help="largest checkpoint or fixture file a capture loads, in MiB "
+                        f"(default {Limits().max_saved_file_bytes >> 20})")
     p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output (and progress) on stderr")
+
+
+def _positive_mb(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of MiB") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of MiB")
+    return value
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -110,8 +138,10 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
         except RecipeError as exc:
             raise ShorthandError(f"the shorthand does not make a valid setup: {exc}") from None
     else:
-        if args.input or args.init or args.framework or args.device or args.seed is not None:
-            raise ShorthandError("--input/--init/--framework/--device/--seed need FILE.py:SYMBOL (the shorthand form)")
+        if (args.input or args.init or args.framework or args.device or args.seed is not None
+                or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None):
+            raise ShorthandError(
+                "--input/--init/--framework/--device/--seed/--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
         workspace = Path(args.workspace or ".").expanduser().resolve()
@@ -148,7 +178,8 @@ def run(args: argparse.Namespace) -> int:
         if verbose:
             print(f"  worker| {line}", file=sys.stderr)
 
-    capture = run_worker(workspace, profile, python=args.python, timeout=args.timeout, env=env, progress=progress, log=log)
+    capture = run_worker(workspace, profile, python=args.python, timeout=args.timeout, env=env, progress=progress, log=log,
+                         max_saved_file_mb=args.max_saved_file_mb)
     try:
         write_graph(capture, output)
     except (OSError, graphfile.GraphFileError) as exc:
@@ -186,15 +217,18 @@ def run_worker(
     progress: Callable[[str, float | None], None],
     log: Callable[[str], None],
     command: str = "capture",
+    max_saved_file_mb: float | None = None,
 ) -> Capture:
     """:func:`run_capture`, ending the worker when the user interrupts (Ctrl-C). Says on
     stderr which interpreter runs the model's code, and why that one: the CLI is a
     command the user typed, so it asks no trust question, but it never runs code silently."""
     print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, python)}", file=sys.stderr)
     cancel = threading.Event()
+    limits = saved_file_limits(max_saved_file_mb)
     try:
         return run_capture(
-            workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env
+            workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env,
+            limits=limits,
         )
     except KeyboardInterrupt:
         cancel.set()
@@ -209,6 +243,13 @@ def interpreter_note(workspace: Path, python: str | None) -> str:
     if chosen != sys.executable:
         return f"{chosen} (the workspace's .venv; --python PATH chooses another)"
     return f"{chosen} (the Python running TensorViz: the workspace has no .venv; --python PATH chooses another)"
+
+
+def saved_file_limits(max_saved_file_mb: float | None) -> Limits | None:
+    """The worker's limits with ``max_saved_file_bytes`` from a size in MiB (None: defaults)."""
+    if max_saved_file_mb is None:
+        return None
+    return Limits(max_saved_file_bytes=max(1, int(max_saved_file_mb * (1 << 20))))
 
 
 def write_graph(capture: Capture, output: Path) -> None:
@@ -245,6 +286,8 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     # Bad --input/--init are reported before anything else is looked at.
     call_setup(args.input, "--input")
     call_setup(args.init, "--init")
+    checkpoint = workspace_file(args.checkpoint, target.workspace, "--checkpoint") if args.checkpoint else None
+    fixture = workspace_file(args.fixture, target.workspace, "--fixture") if args.fixture else None
     existing = None
     name = args.profile
     if recipes_path(target.workspace).exists():
@@ -270,6 +313,10 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
         name=name,
         existing=existing,
         discovered=discovered,
+        checkpoint=checkpoint,
+        strict=args.strict,
+        fixture=fixture,
+        fixture_key=args.fixture_key,
     )
     save_profile(target.workspace, recipe)
     return target.workspace, recipe.name

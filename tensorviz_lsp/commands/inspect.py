@@ -72,6 +72,13 @@ def summary(capture: Capture) -> str:
         if bodies.get("closed"):
             line += f", {bodies['closed']:,} left closed ({', '.join(sorted(bodies.get('closed_reasons') or {}))})"
         lines.append(line)
+    for key in ("checkpoint_missing", "checkpoint_unexpected"):
+        names = capture.meta.get(key)
+        if isinstance(names, list) and names:
+            shown = ", ".join(map(str, names[:12])) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+            lines.append(f"{key.removeprefix('checkpoint_') + ':':12}{shown} (strict = false)")
+    if isinstance(capture.meta.get("fixture"), str):
+        lines.append(f"fixture:    {capture.meta['fixture']}")
     if capture.nodes:
         ops = Counter(n.op for n in capture.nodes) if len(capture.nodes) < 50_000 else _fast_ops(capture)
         top = ", ".join(f"{op}×{count}" for op, count in ops.most_common(8))

@@ -254,6 +254,7 @@ class OpenGraph(Feature):
                 trusted=trusted,
                 warm_idle_seconds=settings.warm_worker_idle_seconds,
                 env=dict(settings.capture_env),
+                max_saved_file_mb=settings.max_saved_file_mb,
                 cancel=progress.cancel_flag,
                 on_progress=on_progress,
                 on_log=lambda line: log.info("[worker] %s", line),
@@ -717,7 +718,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
     # A failed capture's needs are the recipe's unknown dimensions ({section, input, path,
     # axis, name, ...} with a ``profiles.NAME.`` key path): the form wants {path, message}.
     needs: list[Any] = [_need_entry(n, inputs) for n in ctx.needs]
-    if not ctx.needs:
+    if not ctx.needs and not saved_inputs.get("fixture"):  # a Torch fixture gives the inputs
         for entry in inputs:
             if entry["unknown"]:
                 needs.append(f"{entry['name']}: shape ({', '.join(entry['unknown'])})")

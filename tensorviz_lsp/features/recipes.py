@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import logging
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,18 @@ from .candidates import discovery_python
 log = logging.getLogger(__name__)
 
 KIND = "recipes"
+
+
+def _saved_suffixes() -> tuple[str, ...]:
+    """The file types a recipe's checkpoint or fixture can be (``.pt``, …)."""
+    from capture.recipe import CHECKPOINT_SUFFIXES, FIXTURE_SUFFIXES
+
+    return tuple(sorted(set(CHECKPOINT_SUFFIXES + FIXTURE_SUFFIXES)))
+
+
+_SAVED_SUFFIXES = _saved_suffixes()
+# Watched: a replaced checkpoint makes its graph stale and its profile's diagnostic current.
+SAVED_FILES_GLOB = "**/*.{" + ",".join(s.lstrip(".") for s in _SAVED_SUFFIXES) + "}"
 
 
 class Recipes(Feature):
@@ -104,6 +117,7 @@ class Recipes(Feature):
         try:
             issues: list[RecipeIssue] = await self.server.run_blocking(self.server.backends.recipe_issues, root, text)
             issues = _merge(issues, await self._model_issues(root, text, issues))
+            issues = _merge(issues, await self.server.run_blocking(saved_file_issues, root, text))
         except Exception as exc:
             log.exception("checking %s failed", file)
             issues = [RecipeIssue(f"could not check recipes: {exc}")]
@@ -177,6 +191,8 @@ class Recipes(Feature):
                                     watchers=[
                                         types.FileSystemWatcher(glob_pattern="**/*.py"),
                                         types.FileSystemWatcher(glob_pattern="**/.tensorviz/recipes.toml"),
+                                        # Torch checkpoints and fixtures are capture sources too.
+                                        types.FileSystemWatcher(glob_pattern=SAVED_FILES_GLOB),
                                     ]
                                 ),
                             )
@@ -197,6 +213,11 @@ class Recipes(Feature):
     async def _touched(self, uri: str) -> None:
         path = self.server.path_of(uri)
         root = recipes_root(path) if path is not None else None
+        if root is None and path is not None and path.suffix.lower() in _SAVED_SUFFIXES:
+            # A checkpoint or fixture appeared, went or changed: its profiles' diagnostics follow.
+            root = self.server.folder_for(uri)
+            if root is not None and self.server.read_text(self.recipes_file(root)) is None:
+                root = None
         if root is not None:
             await self.check(root)
 
@@ -239,6 +260,40 @@ def _merge(first: list[RecipeIssue], more: list[RecipeIssue]) -> list[RecipeIssu
     """``first`` and what ``more`` adds: one problem per key (the first check's wording)."""
     seen = {i.path or i.message for i in first}
     return first + [i for i in more if (i.path or i.message) not in seen]
+
+
+def saved_file_issues(root: Path, text: str) -> list[RecipeIssue]:
+    """Checkpoints and fixtures (``init.checkpoint``, ``inputs.fixture``) of the valid
+    profiles that the worker would refuse: absent, not a file, or (through a symlink)
+    outside the workspace. Only the file system is asked; nothing is read or run."""
+    from capture.recipe import RecipeError, _Locator, _split_path, parse_recipes_text, profile_from_document
+
+    try:
+        doc = parse_recipes_text(text)
+    except RecipeError:
+        return []
+    locator = _Locator(text)
+    real_root = os.path.realpath(root)
+    out = []
+    for name in list(doc.get("profiles") or {}):
+        try:
+            recipe = profile_from_document(doc, name, text=text)
+        except RecipeError:
+            continue  # its own diagnostic says why
+        for key_path, rel in recipe.saved_files():
+            what = key_path.rsplit(".", 1)[-1]
+            real = os.path.realpath(os.path.join(real_root, *rel.split("/")))
+            if real != real_root and not real.startswith(real_root + os.sep):
+                problem = f"{rel} leads outside the workspace (to {real}); {what} files must live inside it"
+            elif not os.path.exists(real):
+                problem = f"no {what} file {rel} in the workspace (capture needs it)"
+            elif not os.path.isfile(real):
+                problem = f"{rel} is not a regular file"
+            else:
+                continue
+            out.append(RecipeIssue(f"{key_path}: {problem}", line=locator.line(_split_path(key_path)),
+                                   profile=name, path=key_path))
+    return out
 
 
 def _model_file(root: Path, module: str) -> Path | None:

@@ -137,6 +137,11 @@ class FakeBackends:
         module = recipe["model"].split(":")[0]
         rel = module.replace(".", "/") + ".py"
         sources = [Source(rel, hashlib.sha256((job.root / rel).read_bytes()).hexdigest())]
+        # A Torch checkpoint or fixture is a source too, as the real worker records it.
+        for section, key in (("init", "checkpoint"), ("inputs", "fixture")):
+            saved = (recipe.get(section) or {}).get(key)
+            if isinstance(saved, str) and (job.root / saved).is_file():
+                sources.append(Source(saved, hashlib.sha256((job.root / saved).read_bytes()).hexdigest()))
         job.on_progress("starting worker", 0.1)
         (job.root / ".fake").mkdir(exist_ok=True)
         (job.root / ".fake" / "last-env.json").write_text(json.dumps(job.env))

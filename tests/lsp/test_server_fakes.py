@@ -425,8 +425,12 @@ async def test_changed_profile_marks_the_graph_stale(session):
     await session.wait_for(
         lambda: _stale_events(ws)[-1]["data"].get("files") == ["model.py", RECIPE_LABEL], on=LOG, what="both named"
     )
-    message = session.diagnostics("model.py")[0].message
-    assert "model.py changed" in message and RECIPE_LABEL in message
+    # The viewer event is written before the diagnostic is sent: wait for the diagnostic too.
+    diags = await session.wait_for(
+        lambda: [d for d in session.diagnostics("model.py") if "model.py changed" in d.message],
+        on=DIAGNOSTICS, what="both in the diagnostic",
+    )
+    assert RECIPE_LABEL in diags[0].message
     session.replace("model.py", text)
     await session.wait_for(lambda: _stale_events(ws)[-1]["data"].get("files") == [RECIPE_LABEL], on=LOG,
                            what="model undone")

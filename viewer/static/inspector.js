@@ -262,6 +262,10 @@ export class Inspector {
     add("device", recipe.device || (c.meta && c.meta.device));
     add("seed", recipe.seed);
     if (recipe.init && recipe.init.factory) add("init factory", recipe.init.factory);
+    const meta = c.meta || {};
+    // Torch saved files: what the weights and the batch were loaded from.
+    if (typeof meta.checkpoint === "string") add("checkpoint", meta.checkpoint + (meta.checkpoint_strict === false ? " (strict = false)" : ""));
+    if (typeof meta.fixture === "string") add("fixture", meta.fixture);
     if (counts.nodes !== undefined) add("nodes", Number(counts.nodes).toLocaleString("en-US"));
     const tb = c.meta && c.meta.bodies;
     if (tb && typeof tb === "object") {
@@ -277,6 +281,13 @@ export class Inspector {
       box.append(el("p", {}, el("span", { class: "pill kind", title: "meta.state, as the capture worker recorded it" }, weights.label)));
       box.append(el("p", { class: `state-headline ${weights.origin}` }, weights.headline));
       if (weights.note) box.append(el("p", { class: "note", "data-note": "state_note" }, weights.note));
+      // A checkpoint loaded with strict = false: the keys that did not match, by name.
+      for (const [which, title] of [["missing", "Missing keys (kept at initialization)"], ["unexpected", "Unexpected keys (ignored)"]]) {
+        const names = (weights.keys && weights.keys[which]) || [];
+        if (!names.length) continue;
+        box.append(el("p", { class: "muted" }, `${title}: ${names.length}`));
+        box.append(el("ul", { class: "state-lists", "data-keys": which }, names.map((n) => el("li", {}, n))));
+      }
       this.body.append(box);
     }
     // The RNG streams the program draws from, and where each key came from

@@ -29,7 +29,16 @@ export class SetupForm {
   // The server's schema, sent with every form (viewer/server.py form_schema).
   get schema() {
     const s = (this.data && this.data.schema) || {};
-    return { dtypes: s.dtypes || [], generators: s.generators || [], default_dtype: s.default_dtype, profile_name: s.profile_name || null };
+    return {
+      dtypes: s.dtypes || [], generators: s.generators || [], default_dtype: s.default_dtype, profile_name: s.profile_name || null,
+      saved_files: s.saved_files || null,
+    };
+  }
+
+  // The recipe's framework: the saved one, else discovery's reading of the symbol (Torch when neither says).
+  get framework() {
+    const d = this.data || {};
+    return (d.recipe && d.recipe.framework) || (d.symbol && d.symbol.framework) || "torch";
   }
 
   get needsInput() {
@@ -93,6 +102,7 @@ export class SetupForm {
     clear(fields);
     (d.fields || []).forEach((f) => fields.append(this.fieldControl(f)));
     this.root.querySelector("#setup-fields-title").hidden = !(d.fields || []).length;
+    this.renderSaved(recipe);
     const errors = this.root.querySelector("#setup-errors");
     clear(errors);
     errors.hidden = true;
@@ -146,6 +156,68 @@ export class SetupForm {
     return card;
   }
 
+  // Trained weights and a saved batch (Torch): init.checkpoint / init.strict and
+  // inputs.fixture / inputs.fixture_keys. Empty paths: fresh initialisation, the inputs above.
+  renderSaved(recipe) {
+    const box = this.root.querySelector("#setup-saved");
+    const holder = this.root.querySelector("#setup-saved-fields");
+    if (!box || !holder) return;
+    clear(holder);
+    const spec = this.schema.saved_files;
+    box.hidden = !spec || !(spec.frameworks || []).includes(this.framework);
+    if (box.hidden) return;
+    const init = recipe.init && typeof recipe.init === "object" ? recipe.init : {};
+    const inputs = recipe.inputs && typeof recipe.inputs === "object" ? recipe.inputs : {};
+    const text = (name, path, value, placeholder, help) => {
+      const input = el("input", { name, "data-path": path, value: value || "", placeholder, autocomplete: "off", spellcheck: "false" });
+      return [input, el("label", { class: "field saved-file", "data-saved": name }, el("span", {}, name.replace("_", " ")), input,
+        el("small", {}, help), el("div", { class: "field-error", hidden: true }))];
+    };
+    const [ckpt, ckptLabel] = text("checkpoint", "init.checkpoint", init.checkpoint, "runs/best.pt",
+      `A state dict to load into the model (${(spec.checkpoint || []).join(", ")}; .pt weights-only), relative to the workspace. Empty: fresh initialisation.`);
+    const strict = el("input", { type: "checkbox", name: "strict", "data-path": "init.strict", checked: init.strict !== false });
+    const strictLabel = el("label", { class: "field saved-file check", "data-saved": "strict" },
+      el("span", {}, "strict key checking"), strict,
+      el("small", {}, "Missing or unexpected keys fail the capture; off, they are listed in About this capture."),
+      el("div", { class: "field-error", hidden: true }));
+    const [fixture, fixtureLabel] = text("fixture", "inputs.fixture", inputs.fixture, "data/batch.pt",
+      `A saved batch (${(spec.fixture || []).join(", ")}): its names bind to forward's parameters. It replaces the inputs above.`);
+    const keys = inputs.fixture_keys && typeof inputs.fixture_keys === "object"
+      ? Object.entries(inputs.fixture_keys).map(([k, v]) => `${k}=${v}`).join(", ") : "";
+    const [keysInput, keysLabel] = text("fixture_keys", "inputs.fixture_keys", keys, "ids=input_ids, mask=attention_mask",
+      "Optional: which fixture key is which parameter (KEY=PARAM, or KEY=args[N]); only these keys are used.");
+    const sync = () => {
+      strict.disabled = !ckpt.value.trim();
+      strictLabel.classList.toggle("muted", strict.disabled);
+      keysInput.disabled = !fixture.value.trim();
+      const inputsBox = this.root.querySelector("#setup-inputs");
+      inputsBox.classList.toggle("replaced", !!fixture.value.trim());
+      inputsBox.title = fixture.value.trim() ? "The fixture gives the inputs" : "";
+    };
+    ckpt.addEventListener("input", sync);
+    fixture.addEventListener("input", sync);
+    holder.append(ckptLabel, strictLabel, fixtureLabel, keysLabel);
+    sync();
+  }
+
+  // {checkpoint, strict, fixture, fixture_keys} from the form, or null without that section.
+  savedFiles(problems) {
+    const box = this.root.querySelector("#setup-saved");
+    if (!box || box.hidden) return null;
+    const value = (name) => box.querySelector(`[name=${name}]`).value.trim();
+    const keysInput = box.querySelector("[name=fixture_keys]");
+    const keys = {};
+    for (const part of value("fixture_keys").split(",").map((p) => p.trim()).filter(Boolean)) {
+      const m = /^([^=]+)=(.+)$/.exec(part);
+      if (!m) {
+        problems.push({ path: keysInput.dataset.path, message: `"${part}" is not KEY=PARAM` });
+        continue;
+      }
+      keys[m[1].trim()] = m[2].trim();
+    }
+    return { checkpoint: value("checkpoint"), strict: box.querySelector("[name=strict]").checked, fixture: value("fixture"), fixture_keys: keys };
+  }
+
   fieldControl(f) {
     const path = f.path || `init.kwargs.${f.name}`;
     const type = (f.type || f.annotation || "str").toLowerCase();
@@ -180,7 +252,10 @@ export class SetupForm {
     const args = [];
     const kwargs = {};
     const problems = [];
+    const saved = this.savedFiles(problems);
+    const fromFixture = !!(saved && saved.fixture);
     this.root.querySelectorAll(".input-card").forEach((card, i) => {
+      if (fromFixture) return; // the fixture gives the inputs
       const inp = card._inp || {};
       const shapeInput = card.querySelector("[name=shape]");
       const shape = parseShape(shapeInput.value);
@@ -202,9 +277,29 @@ export class SetupForm {
       if (inp.kwarg || (inp.path && inp.path.includes("kwargs"))) kwargs[inp.name] = desc;
       else args.push(desc);
     });
-    if (this.data.inputs && this.data.inputs.length) {
-      recipe.inputs = { ...(recipe.inputs || {}), args, kwargs: { ...((recipe.inputs && recipe.inputs.kwargs) || {}), ...kwargs } };
+    const savedFixture = recipe.inputs && recipe.inputs.fixture;
+    if (fromFixture) {
+      // Literal kwargs saved beside a fixture stay; the cards' tensors do not join it.
+      const prior = savedFixture && recipe.inputs.kwargs ? recipe.inputs.kwargs : null;
+      recipe.inputs = { fixture: saved.fixture };
+      if (Object.keys(saved.fixture_keys).length) recipe.inputs.fixture_keys = saved.fixture_keys;
+      if (prior && Object.keys(prior).length) recipe.inputs.kwargs = prior;
+    } else if (this.data.inputs && this.data.inputs.length) {
+      const base = savedFixture ? { kwargs: recipe.inputs.kwargs || {} } : recipe.inputs || {};
+      recipe.inputs = { ...base, args, kwargs: { ...(base.kwargs || {}), ...kwargs } };
       delete recipe.inputs.factory;
+    } else if (saved && savedFixture) {
+      recipe.inputs = { args: [], kwargs: recipe.inputs.kwargs || {} };
+    }
+    if (saved) {
+      const init = { ...(recipe.init || { args: [], kwargs: {} }) };
+      delete init.checkpoint;
+      delete init.strict;
+      if (saved.checkpoint) {
+        init.checkpoint = saved.checkpoint;
+        init.strict = saved.strict;
+      }
+      recipe.init = init;
     }
     const fields = this.root.querySelectorAll("[data-field] [data-path]");
     if (fields.length) {

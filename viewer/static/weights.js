@@ -1,6 +1,8 @@
-// Where a JAX graph's parameters came from, in words (spec, Linen: "This is freshly
+// Where a graph's parameters came from, in words (spec, Linen: "This is freshly
 // initialized state, not trained weights"). The worker records meta.state (a label) and
 // meta.state_note (its own sentence); the recipe says the seed and any init factory.
+// A Torch checkpoint (meta.state "checkpoint") also records meta.checkpoint (its
+// workspace path) and, loaded with strict = false, meta.checkpoint_missing/_unexpected.
 
 const FACTORY_DETAIL = {
   factory_variables: "bound with model.bind(variables)",
@@ -8,8 +10,9 @@ const FACTORY_DETAIL = {
   callable_state: "the state of the NNX modules its callable carries",
 };
 
-// {label, origin: "fresh"|"factory"|"carried"|"other", headline, note} or null when the
-// capture records no state (Torch captures, plain functions without NNX state).
+// {label, origin: "fresh"|"factory"|"carried"|"checkpoint"|"other", headline, note, keys?}
+// or null when the capture records no state (plain functions, older captures). `keys`
+// ({missing, unexpected}) lists what a non-strict checkpoint load did not match.
 export function describeState(capture) {
   const meta = (capture && capture.meta) || {};
   const label = typeof meta.state === "string" ? meta.state : "";
@@ -20,7 +23,27 @@ export function describeState(capture) {
   const note = typeof meta.state_note === "string" && meta.state_note ? sentence(meta.state_note) : null;
   let origin = "other";
   let headline;
-  if (label === "fresh_init") {
+  let keys;
+  if (label === "checkpoint") {
+    origin = "checkpoint";
+    const file = typeof meta.checkpoint === "string" && meta.checkpoint ? meta.checkpoint : "a checkpoint";
+    const missing = Array.isArray(meta.checkpoint_missing) ? meta.checkpoint_missing.map(String) : [];
+    const unexpected = Array.isArray(meta.checkpoint_unexpected) ? meta.checkpoint_unexpected.map(String) : [];
+    const counts = meta.checkpoint_counts && typeof meta.checkpoint_counts === "object" ? meta.checkpoint_counts : {};
+    const nMissing = Number.isInteger(counts.missing) ? counts.missing : missing.length;
+    const nUnexpected = Number.isInteger(counts.unexpected) ? counts.unexpected : unexpected.length;
+    headline = `Trained weights from ${file}, not TensorViz's initialization.`;
+    if (meta.checkpoint_strict === false && (nMissing || nUnexpected)) {
+      const parts = [];
+      if (nMissing) parts.push(`${nMissing} ${nMissing === 1 ? "key" : "keys"} missing (kept at initialization)`);
+      if (nUnexpected) parts.push(`${nUnexpected} unexpected ${nUnexpected === 1 ? "key" : "keys"} ignored`);
+      headline = `Trained weights from ${file} (strict = false: ${parts.join("; ")}).`;
+      keys = { missing, unexpected };
+    }
+  } else if (label === "module_instance") {
+    origin = "carried";
+    headline = "Weights: the state of the module-level instance, as importing its module left it.";
+  } else if (label === "fresh_init") {
     origin = "fresh";
     const seed = Number.isInteger(recipe.seed) ? `seed ${recipe.seed}` : "the profile seed";
     headline = `Freshly initialized parameters (${seed}), not trained weights.`;
@@ -37,7 +60,7 @@ export function describeState(capture) {
   } else {
     headline = `Parameter state: ${label.replace(/_/g, " ")}.`;
   }
-  return { label, origin, headline, note };
+  return keys ? { label, origin, headline, note, keys } : { label, origin, headline, note };
 }
 
 function sentence(text) {
