@@ -24,7 +24,8 @@ def test_api_capture_carries_the_vocabulary_of_kinds_and_roles():
     assert v["kinds"]["jit"]["sublabel"] == "jit · tracing scope"
     assert v["kinds"]["module"]["sublabel"] == "module instance"
     assert v["kinds"]["chunk"]["long"] == projection.CHUNK_WORDING[1]
-    assert set(v["roles"]) == {"input", "param", "buffer", "variable", "const"}
+    # body / body_result: the parameters and results of an unexecuted control-flow body
+    assert set(v["roles"]) == {"input", "param", "buffer", "variable", "const", "body", "body_result"}
     assert v["weight_roles"] == sorted(projection.WEIGHT_ROLES)
 
 
