@@ -245,6 +245,15 @@ class Tiny(nn.Module):
         return nn.Dense(self.features)(x)
 '''
 
+# Keeps the page's EventSource (api/events) where the test can see that it is open.
+SSE_PROBE = """(() => {
+  const ES = window.EventSource;
+  if (!ES) return;
+  window.EventSource = class extends ES {
+    constructor(...args) { super(...args); (window.__tvEvents = window.__tvEvents || []).push(this); }
+  };
+})();"""
+
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 
@@ -262,7 +271,7 @@ def test_neovim_two_models_the_viewer_acts_on_the_graph_on_screen_and_keeps_stal
     if importlib.util.find_spec("flax") is None:
         pytest.skip("needs flax in the capture interpreter")
     sys.path.insert(0, str(ROOT / "tests" / "viewer" / "browser"))
-    from tv_browser import open_app
+    from tv_browser import VIEWPORT, App
 
     ws = tmp_path / "ws"
     (ws / ".tensorviz").mkdir(parents=True)
@@ -314,6 +323,24 @@ def test_neovim_two_models_the_viewer_acts_on_the_graph_on_screen_and_keeps_stal
                 out.append((m.group(1), (p["message"] or "").split(",")[0]))
         return out
 
+    def open_tab(browser, url: str) -> App:
+        """A page of the viewer, ready, and subscribed to its events (the server holds
+        the stream before it answers: an open EventSource cannot miss the next event)."""
+        context = browser.new_context(viewport=VIEWPORT)
+        context.add_init_script(SSE_PROBE)
+        page = context.new_page()
+        page.set_default_timeout(120_000)  # only ends hangs: the machine may be busy
+        app = App(page)
+        page.on("console", lambda m: m.type == "error" and app.console.append(m.text))
+        page.on("pageerror", lambda e: app.errors.append(str(e)))
+        page.goto(url)
+        app.wait_ready(timeout=120_000)
+        subscribed(app)
+        return app
+
+    def subscribed(app: App) -> None:
+        app.wait("() => (window.__tvEvents || []).some((s) => s.readyState === 1)", timeout=120_000)
+
     try:
         r1 = wait_step(1)
         assert r1["net"]["ok"] is True and r1["tiny_lens"] == "Open as Graph", r1
@@ -327,21 +354,21 @@ def test_neovim_two_models_the_viewer_acts_on_the_graph_on_screen_and_keeps_stal
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
             try:
                 # Tiny is set up through its form (the folder's last form) and captured.
-                form = open_app(browser, r1["tiny"]["url"])
+                form = open_tab(browser, r1["tiny"]["url"])
                 page = form.page
                 page.locator("#setup").wait_for(state="visible")
                 assert page.locator("#setup-title").inner_text() == "tiny:Tiny"
                 shape = page.locator("[data-input=x] input[name=shape]")
                 shape.fill("2, 3")
                 page.click("#setup-save")
-                page.wait_for_url(re.compile(r"[?&]capture=\d+"), timeout=150_000)
-                form.wait_ready(timeout=60_000)
+                page.wait_for_url(re.compile(r"[?&]capture=\d+"), timeout=240_000)
+                form.wait_ready(timeout=120_000)
                 assert "Tiny (Tiny)" in page.title()
                 assert 'model = "tiny:Tiny"' in (ws / ".tensorviz" / "recipes.toml").read_text()
 
                 # Two tabs on net's graph. Setup shows net's form, not Tiny's.
-                a = open_app(browser, net_url)
-                b = open_app(browser, net_url)
+                a = open_tab(browser, net_url)
+                b = open_tab(browser, net_url)
                 assert "net (jax_example)" in a.page.title()
                 a.page.locator("#btn-setup").wait_for(state="visible")
                 a.page.click("#btn-setup")
@@ -356,25 +383,26 @@ def test_neovim_two_models_the_viewer_acts_on_the_graph_on_screen_and_keeps_stal
                 # net's file edited and saved in Neovim: both tabs say STALE, with "Capture again".
                 wait_step(2)
                 for tab in (a, b):
-                    tab.page.locator("[data-banner=stale]").wait_for(timeout=60_000)
+                    tab.page.locator("[data-banner=stale]").wait_for(timeout=120_000)
                     assert "model.py" in tab.page.locator("[data-banner=stale]").inner_text()
                 a.page.locator("[data-banner=stale] button", has_text="Capture again").click()
                 # The page follows the capture it started: net's, not Tiny's.
-                a.page.wait_for_url(lambda u: capture_of(u) != c1, timeout=150_000)
-                a.wait_ready(timeout=60_000)
+                a.page.wait_for_url(lambda u: capture_of(u) != c1, timeout=240_000)
+                a.wait_ready(timeout=120_000)
+                subscribed(a)
                 c2 = a.js("() => Number(window.tensorviz.captureId)")
                 assert "net (jax_example)" in a.page.title() and "Tiny" not in a.page.title()
                 assert a.js("() => window.tensorviz.keys().length") > 0
                 assert a.page.locator("[data-banner=stale]").count() == 0
                 # The other tab on the old graph: still STALE, offered the new capture.
-                b.page.locator("[data-banner=ready]").wait_for(timeout=60_000)
+                b.page.locator("[data-banner=ready]").wait_for(timeout=120_000)
                 assert b.page.locator("[data-banner=stale]").is_visible()
                 assert b.js("() => Number(window.tensorviz.captureId)") == c1
                 go(2)
 
                 # Edited and saved again: tab A's graph (c2) is stale; then Neovim recaptures.
                 wait_step(3)
-                a.page.locator("[data-banner=stale]").wait_for(timeout=60_000)
+                a.page.locator("[data-banner=stale]").wait_for(timeout=120_000)
                 go(3)
                 r4 = wait_step(4)
                 assert r4["recapture"]["ok"] is True, r4
@@ -389,16 +417,16 @@ def test_neovim_two_models_the_viewer_acts_on_the_graph_on_screen_and_keeps_stal
 
                 # Item 5: the old tab keeps the old graph and its STALE banner, and offers
                 # the new capture; "Open it" shows the new graph, fresh.
-                a.page.locator("[data-banner=ready]").wait_for(timeout=60_000)
+                a.page.locator("[data-banner=ready]").wait_for(timeout=120_000)
                 assert a.page.locator("[data-banner=stale]").is_visible()
                 assert "stale" in a.page.locator("[data-banner=stale]").inner_text().lower()
                 assert a.js("() => Number(window.tensorviz.captureId)") == c2
                 # A reload of the old graph still says STALE (the server keeps it).
-                again = open_app(browser, a.page.url)
-                again.page.locator("[data-banner=stale]").wait_for(timeout=30_000)
+                again = open_tab(browser, a.page.url)
+                again.page.locator("[data-banner=stale]").wait_for(timeout=120_000)
                 a.page.locator("[data-banner=ready] button", has_text="Open it").click()
-                a.page.wait_for_url(lambda u: capture_of(u) == c3, timeout=60_000)
-                a.wait_ready(timeout=60_000)
+                a.page.wait_for_url(lambda u: capture_of(u) == c3)
+                a.wait_ready(timeout=120_000)
                 assert a.page.locator("[data-banner=stale]").count() == 0
                 ops = a.js("() => window.tensorviz.keys().map((k) => (window.tensorviz.itemInfo(k) || {}).name || '')")
                 assert any("exp" in str(o) for o in ops), ops
