@@ -258,88 +258,117 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]
 
 
+class Choreography:
+    """Neovim running a step-driven Lua script (``stepN.json`` out, ``goN`` in, through
+    ``$TV_DIR``) and Chromium on the URLs it was asked to open."""
+
+    def __init__(self, tmp_path: Path, ws: Path, lua: str):
+        self.steps = tmp_path / "steps"
+        self.steps.mkdir()
+        env = {
+            **os.environ,
+            "TV_DIR": str(self.steps),
+            "TV_WS": str(ws),
+            "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
+            "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+            "XDG_STATE_HOME": str(tmp_path / "state"),
+            "XDG_DATA_HOME": str(tmp_path / "data"),
+        }
+        script = Path(__file__).with_name(lua)
+        self.proc = subprocess.Popen(
+            ["timeout", "600", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"],
+            cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+
+    def wait_step(self, n: int) -> dict:
+        """Neovim's results after its step ``n`` (it then waits for ``go{n}``)."""
+        deadline = time.monotonic() + 240
+        path, error = self.steps / f"step{n}.json", self.steps / "error.json"
+        while not path.exists() and not error.exists() and self.proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not error.exists(), error.read_text()
+        assert path.exists(), f"Neovim did not finish step {n} (exit {self.proc.poll()})"
+        return json.loads(path.read_text())
+
+    def go(self, n: int) -> None:
+        (self.steps / f"go{n}").write_text("go")
+
+    def close(self, last: int) -> int:
+        for n in range(1, last + 1):
+            self.go(n)
+        try:
+            _, self.stderr = self.proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            _, self.stderr = self.proc.communicate()
+        return self.proc.returncode
+
+
+def capture_of(url: str) -> int:
+    m = re.search(r"[?&]capture=(\d+)", url)
+    assert m, url
+    return int(m.group(1))
+
+
+def captures(progress: list[dict]) -> list[tuple[str, str]]:
+    """(title, profile) of each capture Neovim was shown progress for."""
+    out = []
+    for p in progress:
+        m = re.match(r"TensorViz: (?:re)?capturing (\S+)$", p["title"] or "")
+        if m:
+            out.append((m.group(1), (p["message"] or "").split(",")[0]))
+    return out
+
+
+def _browser_or_skip():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if not Path("/usr/bin/chromium").exists():
+        pytest.skip("Debian's Chromium is not installed")
+    sys.path.insert(0, str(ROOT / "tests" / "viewer" / "browser"))
+    return sync_api
+
+
+def open_tab(browser, url: str):
+    """A page of the viewer, ready, and subscribed to its events (the server holds
+    the stream before it answers: an open EventSource cannot miss the next event)."""
+    from tv_browser import VIEWPORT, App
+
+    context = browser.new_context(viewport=VIEWPORT)
+    context.add_init_script(SSE_PROBE)
+    page = context.new_page()
+    page.set_default_timeout(120_000)  # only ends hangs: the machine may be busy
+    app = App(page)
+    page.on("console", lambda m: m.type == "error" and app.console.append(m.text))
+    page.on("pageerror", lambda e: app.errors.append(str(e)))
+    page.goto(url)
+    app.wait_ready(timeout=120_000)
+    subscribed(app)
+    return app
+
+
+def subscribed(app) -> None:
+    app.wait("() => (window.__tvEvents || []).some((s) => s.readyState === 1)", timeout=120_000)
+
+
 @pytest.mark.browser
 def test_neovim_two_models_the_viewer_acts_on_the_graph_on_screen_and_keeps_stale(tmp_path):
     """Issue 15, items 1 and 5, in Neovim and Chromium together: with two models, a graph
     page's Setup and "Capture again" act on that page's model (not on the model last set
     up through the form), and after a recapture from Neovim the old tab keeps its STALE
     banner and offers the new capture (recapture on save is off by default; with it on
-    the tab updates in place, tests/viewer/browser/test_live_update.py)."""
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    if not Path("/usr/bin/chromium").exists():
-        pytest.skip("Debian's Chromium is not installed")
+    the tab updates in place: the next test)."""
+    sync_api = _browser_or_skip()
     if importlib.util.find_spec("flax") is None:
         pytest.skip("needs flax in the capture interpreter")
-    sys.path.insert(0, str(ROOT / "tests" / "viewer" / "browser"))
-    from tv_browser import VIEWPORT, App
 
     ws = tmp_path / "ws"
     (ws / ".tensorviz").mkdir(parents=True)
     (ws / "model.py").write_text(SPEC_NET)
     (ws / "tiny.py").write_text(TINY)
     (ws / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE)
-    steps = tmp_path / "steps"
-    steps.mkdir()
-    env = {
-        **os.environ,
-        "TV_DIR": str(steps),
-        "TV_WS": str(ws),
-        "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
-        "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-    }
-    lua = Path(__file__).with_name("neovim_two_models.lua")
-    proc = subprocess.Popen(
-        ["timeout", "600", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {lua}"],
-        cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-
-    def wait_step(n: int) -> dict:
-        """Neovim's results after its step ``n`` (it then waits for ``go{n}``)."""
-        deadline = time.monotonic() + 240
-        path, error = steps / f"step{n}.json", steps / "error.json"
-        while not path.exists() and not error.exists() and proc.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not error.exists(), error.read_text()
-        assert path.exists(), f"Neovim did not finish step {n} (exit {proc.poll()})"
-        return json.loads(path.read_text())
-
-    def go(n: int) -> None:
-        (steps / f"go{n}").write_text("go")
-
-    def capture_of(url: str) -> int:
-        m = re.search(r"[?&]capture=(\d+)", url)
-        assert m, url
-        return int(m.group(1))
-
-    def captures(progress: list[dict]) -> list[tuple[str, str]]:
-        """(title, profile) of each capture Neovim was shown progress for."""
-        out = []
-        for p in progress:
-            m = re.match(r"TensorViz: (?:re)?capturing (\S+)$", p["title"] or "")
-            if m:
-                out.append((m.group(1), (p["message"] or "").split(",")[0]))
-        return out
-
-    def open_tab(browser, url: str) -> App:
-        """A page of the viewer, ready, and subscribed to its events (the server holds
-        the stream before it answers: an open EventSource cannot miss the next event)."""
-        context = browser.new_context(viewport=VIEWPORT)
-        context.add_init_script(SSE_PROBE)
-        page = context.new_page()
-        page.set_default_timeout(120_000)  # only ends hangs: the machine may be busy
-        app = App(page)
-        page.on("console", lambda m: m.type == "error" and app.console.append(m.text))
-        page.on("pageerror", lambda e: app.errors.append(str(e)))
-        page.goto(url)
-        app.wait_ready(timeout=120_000)
-        subscribed(app)
-        return app
-
-    def subscribed(app: App) -> None:
-        app.wait("() => (window.__tvEvents || []).some((s) => s.readyState === 1)", timeout=120_000)
+    nv = Choreography(tmp_path, ws, "neovim_two_models.lua")
+    wait_step, go = nv.wait_step, nv.go
 
     try:
         r1 = wait_step(1)
@@ -434,13 +463,55 @@ def test_neovim_two_models_the_viewer_acts_on_the_graph_on_screen_and_keeps_stal
                     assert app.unexpected_errors() == [], app.unexpected_errors()
             finally:
                 browser.close()
-        go(4)
     finally:
-        for n in range(1, 5):
-            (steps / f"go{n}").write_text("go")
-        try:
-            stdout, stderr = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            stdout, stderr = proc.communicate()
-    assert proc.returncode == 0, stderr[-3000:]
+        code = nv.close(4)
+    assert code == 0, nv.stderr[-3000:]
+
+
+@pytest.mark.browser
+def test_neovim_recapture_on_save_updates_the_open_tab_in_place(tmp_path):
+    """Issue 15, item 5, with ``tensorviz.recaptureOnSave = true`` set in Neovim: saving
+    the model's file recaptures it in the background and the open tab shows the new graph
+    in place (no reload, no new tab, no STALE banner left over a graph that is fresh)."""
+    sync_api = _browser_or_skip()
+    ws = tmp_path / "ws"
+    (ws / ".tensorviz").mkdir(parents=True)
+    (ws / "model.py").write_text(SPEC_NET)
+    (ws / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE)
+    nv = Choreography(tmp_path, ws, "neovim_recapture_on_save.lua")
+    try:
+        r1 = nv.wait_step(1)
+        assert r1["net"]["ok"] is True, r1
+        url = r1["net"]["url"]
+        assert r1["opened"] == [url]
+        c1 = capture_of(url)
+        with sync_api.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+            try:
+                tab = open_tab(browser, url)
+                assert "net (jax_example)" in tab.page.title()
+                names = "() => window.tensorviz.keys().map((k) => (window.tensorviz.itemInfo(k) || {}).name || '')"
+                assert not any("exp" in str(n) for n in tab.js(names))
+                tab.js("() => { window.__same_page = true; }")
+                nv.go(1)
+
+                # Saved in Neovim: the tab updates in place to the recaptured graph.
+                nv.wait_step(2)
+                tab.wait("() => window.tensorviz.liveUpdates === 1", timeout=240_000)
+                c2 = tab.js("() => Number(window.tensorviz.captureId)")
+                assert c2 != c1 and capture_of(tab.page.url) == c2
+                assert tab.js("() => window.__same_page") is True  # no reload
+                assert tab.page.locator("[data-banner=stale]").count() == 0
+                tab.wait(f"() => ({names})().some((n) => String(n).includes('exp'))", timeout=120_000)
+                assert tab.unexpected_errors() == [], tab.unexpected_errors()
+            finally:
+                browser.close()
+        nv.go(2)
+        r3 = nv.wait_step(3)
+        # Neovim showed the background recapture, and was asked to open nothing new.
+        assert captures(r3["progress"]) == [("net", "profile jax_example")] * 2, r3["progress"]
+        assert r3["progress"][1]["title"] == "TensorViz: recapturing net"
+        assert r3["opened"] == [url]
+    finally:
+        code = nv.close(3)
+    assert code == 0, nv.stderr[-3000:]
