@@ -459,12 +459,6 @@ async function liveUpdate(id) {
   const weights = state.model.showWeights;
   const previous = api.captureId;
   api.captureId = String(id);
-  // A setup form's own page (Open as Graph for a symbol without a profile): the form, even
-  // when this viewer already holds other graphs (the newest one is another model's).
-  if (params.get("setup") !== null && params.get("capture") === null && (await initSetup(params.get("setup")))) {
-    showEmpty();
-    return;
-  }
   let capture;
   try {
     capture = await api.capture();
