@@ -25,6 +25,7 @@ import hashlib
 import logging
 import re
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -500,7 +501,9 @@ class OpenGraph(Feature):
         self.setups[str(root)] = SetupContext(root, uri, cand, name, draft, list(needs or []))
         viewer_host = self.server.get_feature(ViewerHost)
         viewer = await self.server.run_blocking(viewer_host.viewer, root)
-        url = viewer.url
+        # The page of this form, even when the folder's viewer already holds another
+        # model's graph (its plain URL would show that newest graph and its form).
+        url = f"{viewer.url}?setup={urllib.parse.quote(name, safe='')}"
         log.info("setup form for %s (profile %s)", cand.qualname, name)
         await viewer_host.show_url(url, f"Set up {cand.qualname}")
         return {"ok": True, "setup": True, "url": url, "profile": name}

@@ -162,6 +162,12 @@ async function boot() {
   state.model = new GraphModel(api, state.layout);
   // The root's children are needed for any graph: ask for them alongside the summary.
   state.model.load(ROOT).catch(() => {});
+  // A setup form's own page (Open as Graph for a symbol without a profile): the form, even
+  // when this viewer already holds other graphs (the newest one is another model's).
+  if (params.get("setup") !== null && params.get("capture") === null && (await initSetup(params.get("setup")))) {
+    showEmpty();
+    return;
+  }
   let capture;
   try {
     capture = await api.capture();
@@ -427,8 +433,9 @@ function listenEvents() {
       // A background recapture of the graph on screen (recapture on save): update in place.
       if (state.capture && d.replaces !== undefined && Number(d.replaces) === Number(state.capture.id)) return liveUpdate(d.id);
       const open = () => openCapture(d.id);
-      // Started from this page, or the page has no graph yet: show the new one at once.
-      if (state.captureStartedHere || !state.capture) return open();
+      // Started from this page, or the page has no graph yet: show the new one at once (a
+      // setup form's page only follows its own capture, not another model's).
+      if (state.captureStartedHere || (!state.capture && params.get("setup") === null)) return open();
       setBanner("ready", "ok", "Ready", "A new capture is ready.", [el("button", { type: "button", onclick: open }, "Open it")]);
     },
     "capture-failed": (d) => {
@@ -492,6 +499,7 @@ function aboutThisCapture(d) {
 
 function openCapture(id) {
   const q = new URLSearchParams(location.search);
+  q.delete("setup"); // a graph's page now, no longer the form's
   if (id === undefined || id === null) q.delete("capture");
   else q.set("capture", id);
   location.search = q.toString();
@@ -499,7 +507,7 @@ function openCapture(id) {
 
 // ------------------------------------------------------------------ setup form
 
-async function initSetup() {
+async function initSetup(profile) {
   state.setup = new SetupForm($("setup"), {
     api,
     onCaptureStarted: () => {
@@ -510,7 +518,7 @@ async function initSetup() {
     },
   });
   // Setup and "Capture again" act on the graph on screen: ask for its own profile's form.
-  const available = await state.setup.load(state.capture && state.capture.recipe ? state.capture.recipe.name : undefined);
+  const available = await state.setup.load(profile || (state.capture && state.capture.recipe ? state.capture.recipe.name : undefined));
   $("btn-setup").hidden = !available;
   // Without a graph the form is the page's content: open it even when nothing is missing.
   if (available && (state.setup.needsInput || !state.capture)) state.setup.open();
