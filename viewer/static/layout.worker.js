@@ -10,6 +10,8 @@
 //        {w, h, boxes:[{x,y,w,h}] (by item position), edges:[{e, points, labelAt}]}
 //        (e: the job's edge position)
 //        {type:"done", seq, chunk, ms} | {type:"dropped", seq, chunk} | {type:"error", seq, sig, message}
+//   in:  {type:"version"} -> out: {type:"version", elk, ownHandler} (which ELK is loaded, and
+//        that this file's message handler, not ELK's, answers)
 //        (a request may come as several chunks, one per worker of the pool: see
 //        layout-client.js; `chunk` is echoed)
 //
@@ -22,13 +24,12 @@
 // Classic worker on purpose: ELK ships as a UMD bundle, loaded with importScripts.
 "use strict";
 
-// ELK's bundle registers itself as a worker message handler when it sees a worker global
-// (no `document`). We want it as a library, in-thread, so it must see a `document` while
-// it initialises; the stub is removed right after.
-self.document = {};
-importScripts("vendor/elk.bundled-0.9.3.js");
+// ELK as a library, in this thread: `new ELK()` without a workerUrl runs ELK's own
+// in-thread "fake worker". (Seeing a worker global, the bundle also sets `self.onmessage`
+// to a dispatcher of its own; this file's handler, assigned below, replaces it.)
+importScripts("vendor/elk.bundled-0.12.1.js");
 const elk = new self.ELK();
-delete self.document;
+const ELK_VERSION = "0.12.1";
 
 // Warm ELK's code paths once, off the critical path of the first real request.
 elk.layout({ id: "warm", layoutOptions: { "elk.algorithm": "layered" }, children: [{ id: "a", width: 10, height: 10 }, { id: "b", width: 10, height: 10 }], edges: [{ id: "e", sources: ["a"], targets: ["b"] }] }).catch(() => {});
@@ -316,5 +317,9 @@ self.onmessage = (event) => {
     pump();
   } else if (msg && msg.type === "forget") {
     cache.clear();
+  } else if (msg && msg.type === "version") {
+    // Which ELK answered: the test that an upgrade did not break the worker reads it.
+    self.postMessage({ type: "version", elk: ELK_VERSION, ownHandler: self.onmessage === handler });
   }
 };
+const handler = self.onmessage;

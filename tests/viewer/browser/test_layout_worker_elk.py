@@ -1,0 +1,52 @@
+"""The vendored ELK inside the layout worker: the version the worker loads is the one
+vendored, this file's message handler (not the one ELK's bundle installs in a worker
+global) answers, and a layout comes back. An ELK upgrade that changes how the bundle
+behaves in a worker fails here first."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from synthetic import synthetic_capture
+from viewer.server import STATIC_DIR, ViewerServer
+
+from tv_browser import open_app
+
+pytestmark = pytest.mark.browser
+
+
+def test_the_layout_worker_runs_the_vendored_elk_with_its_own_handler(browser, close_pages):
+    (vendored,) = sorted((STATIC_DIR / "vendor").glob("elk.bundled-*.js"))
+    version = re.match(r"elk\.bundled-(.+)\.js$", vendored.name).group(1)
+    worker = (STATIC_DIR / "layout.worker.js").read_text()
+    assert f'importScripts("vendor/{vendored.name}")' in worker and f'ELK_VERSION = "{version}"' in worker
+    assert "self.document" not in worker  # no stub hiding the worker global from ELK
+    server = ViewerServer([synthetic_capture(30)])
+    server.start()
+    try:
+        app = open_app(browser, server.url)
+        close_pages.append(app)
+        answer = app.js("""() => new Promise((resolve, reject) => {
+            const w = new Worker("static/layout.worker.js");
+            const seen = [];
+            w.onerror = (e) => reject(String(e.message || e));
+            w.onmessage = (e) => {
+              seen.push(e.data);
+              if (e.data.type === "version") {
+                w.postMessage({type: "layout", seq: 1, style: {}, jobs: [{sig: "t", items: [
+                  {kind: "node", title: "a", lines: []}, {kind: "node", title: "b", lines: []}],
+                  edges: [{s: 0, t: 1, label: ""}]}]});
+              }
+              if (e.data.type === "done" || e.data.type === "error") { w.terminate(); resolve(seen); }
+            };
+            w.postMessage({type: "version"});
+          })""")
+        assert answer[0] == {"type": "version", "elk": version, "ownHandler": True}
+        (result,) = [m for m in answer if m["type"] == "result"]
+        boxes = result["layout"]["boxes"]
+        assert len(boxes) == 2 and boxes[0]["y"] < boxes[1]["y"]  # b laid out below a (layered, downwards)
+        assert answer[-1]["type"] == "done"
+    finally:
+        server.stop()
