@@ -200,6 +200,18 @@ class _Session:
 
 
 def _failure_for(exc: BaseException, ctx: Any):
+    """The failure record for ``exc``, its repeated frames (deep recursion) collapsed."""
+    from ..frame_repeats import collapse
+
+    failure = _failure_of(exc, ctx)
+    frames, repeats = collapse(failure.frames)
+    if repeats:
+        failure.frames = frames
+        failure.details = {**failure.details, "repeated_frames": repeats}
+    return failure
+
+
+def _failure_of(exc: BaseException, ctx: Any):
     from ..model import Failure
     from .errors import CaptureError
 

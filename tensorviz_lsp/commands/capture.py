@@ -27,6 +27,7 @@ from typing import Callable
 from capture import graphfile
 from capture.model import Capture
 from capture.frameworks import framework_names
+from capture.frame_repeats import frame_lines
 from capture.recipe import RecipeError
 from capture.runner import default_interpreter, run_capture
 from capture.worker.limits import Limits
@@ -263,8 +264,7 @@ def describe_failure(capture: Capture, command: str = "capture") -> str:
     f = capture.failure
     assert f is not None
     lines = [f"tensorviz {command}: [{f.stage}] {f.type}: {f.message}"]
-    for fr in f.frames:
-        lines.append(f"    at {fr.file}:{fr.line} in {fr.function}")
+    lines += [f"    {line}" for line in frame_lines(f)]
     for need in f.details.get("needs", []) if isinstance(f.details, dict) else []:
         name = f" ({need['name']})" if need.get("name") else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")

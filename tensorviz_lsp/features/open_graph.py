@@ -31,6 +31,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from capture import frame_repeats
 from capture.recipe import module_file
 
 from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules
@@ -383,7 +384,8 @@ class OpenGraph(Feature):
         hint = _environment_hint(details, self.server.settings_for(root).capture_env)
         diag = types.Diagnostic(
             range=lsp_range(name_range),
-            message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}{hint}",
+            message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}{hint}"
+            + (f" ({recursion})" if (recursion := frame_repeats.summary(failure)) else ""),
             severity=types.DiagnosticSeverity.Error,
             source=SOURCE,
             code=f"capture-{stage}",
@@ -413,7 +415,9 @@ class OpenGraph(Feature):
 
     def _frames(self, root: Path, failure: Any) -> list[types.DiagnosticRelatedInformation]:
         out = []
-        for fr in list(getattr(failure, "frames", []) or [])[-5:]:
+        frames = list(getattr(failure, "frames", []) or [])
+        marks = frame_repeats.repeated(getattr(failure, "details", None))
+        for index, fr in list(enumerate(frames))[-5:]:
             p = Path(fr.file)
             p = p if p.is_absolute() else root / p
             line = max(0, int(fr.line or 1) - 1)
@@ -423,7 +427,7 @@ class OpenGraph(Feature):
                         uri=self.server.uri_of(p),
                         range=types.Range(types.Position(line, 0), types.Position(line, 0)),
                     ),
-                    message=f"in {fr.function}",
+                    message=f"in {fr.function}" + (f" {frame_repeats.marker(*marks[index])}" if index in marks else ""),
                 )
             )
         return out
