@@ -32,7 +32,7 @@ from typing import Any
 from lsprotocol import types
 
 from capture import frame_repeats
-from capture.recipe import module_file
+from capture.recipe import module_file, profile_name
 
 from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules
 from ..diagnostics import SOURCE
@@ -647,15 +647,12 @@ def _history_call(fn: Any, *args: Any) -> Any:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100] or "profile"
+    """A profile name as a file name (a valid one is already safe; see profile_name)."""
+    return profile_name(name)
 
 
 def _profile_name(qualname: str, existing: dict[str, Any]) -> str:
-    base = re.sub(r"[^A-Za-z0-9_-]", "_", qualname)[:100] or "profile"
-    name, i = base, 2
-    while name in existing:
-        name, i = f"{base}_{i}", i + 1
-    return name
+    return profile_name(qualname, existing)
 
 
 _VARIADIC = ("var_positional", "var_keyword")
