@@ -61,6 +61,17 @@ def collapse(frames: Sequence[Any]) -> tuple[list[Any], list[dict[str, int]]]:
     return out, repeats
 
 
+def collapse_failure(failure: Any) -> Any:
+    """Collapse ``failure.frames`` in place (see :func:`collapse`), recording the repeats
+    in ``failure.details["repeated_frames"]``; returns ``failure``. What the worker does
+    to every failure it reports."""
+    frames, repeats = collapse(failure.frames)
+    if repeats:
+        failure.frames = frames
+        failure.details = {**(failure.details or {}), "repeated_frames": repeats}
+    return failure
+
+
 def repeated(details: Any) -> dict[int, tuple[int, int]]:
     """``failure.details["repeated_frames"]`` as ``{after: (frames, times)}``; entries
     that are not well-formed are ignored (the graph file is outside input)."""

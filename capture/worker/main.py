@@ -201,14 +201,9 @@ class _Session:
 
 def _failure_for(exc: BaseException, ctx: Any):
     """The failure record for ``exc``, its repeated frames (deep recursion) collapsed."""
-    from ..frame_repeats import collapse
+    from ..frame_repeats import collapse_failure
 
-    failure = _failure_of(exc, ctx)
-    frames, repeats = collapse(failure.frames)
-    if repeats:
-        failure.frames = frames
-        failure.details = {**failure.details, "repeated_frames": repeats}
-    return failure
+    return collapse_failure(_failure_of(exc, ctx))
 
 
 def _failure_of(exc: BaseException, ctx: Any):
