@@ -12,6 +12,7 @@ import pytest
 from capture.frame_repeats import collapse, frame_lines, summary
 from capture.model import Failure, Frame
 from capture.runner import run_capture
+from capture.worker.limits import Limits
 from fake_workspace import fake_recipe, tensor
 from tensorviz_lsp.cli import main
 
@@ -126,3 +127,25 @@ def test_summary_and_bad_details():
     for details in ({}, {"repeated_frames": "x"}, {"repeated_frames": [{"after": "1"}, 3, {"after": -1, "frames": 1, "times": 2}]}):
         g = Failure(type="E", message="m", frames=[fr("a")], details=details)
         assert frame_lines(g) == ["at m.py:1 in a"] and summary(g) == ""
+
+
+def test_recursion_stopped_by_a_limit_is_collapsed_too(recursive):
+    # Each recursive call is a group here: the capture stops at the group limit, and the
+    # failure's frames (those of the call that went over it) are collapsed alike.
+    (recursive / "overflow.py").write_text(textwrap.dedent("""\
+        import sys
+
+        def deeper(x):
+            return deeper(x)
+
+        def overflow(x):
+            sys.setrecursionlimit(100_000)
+            return deeper(x)
+        """))
+    c = run_capture(recursive, fake_recipe("overflow:overflow", tensor(2)), limits=Limits(max_groups=5000))
+    f = c.failure
+    assert (f.stage, f.details["limit"]) == ("limit", "max_groups")
+    # (the innermost call is recorded at its def line, as it enters)
+    assert [(fr.function, fr.line) for fr in f.frames] == [("overflow", 8)] + [("deeper", 4)] * 3 + [("deeper", 3)]
+    (rep,) = f.details["repeated_frames"]
+    assert rep["after"] == 3 and rep["frames"] == 1 and rep["times"] > 4000
