@@ -32,12 +32,10 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .model import Capture, describe_tree, format_shape, tree_leaves
+from .model import Capture, describe_tree, format_shape, state_keys, tree_leaves
 
 DIFF_FORMAT = "tensorviz-diff"
 DIFF_VERSION = 1
-# Value roles whose tensors count as a node's parameter tensors.
-STATE_KEYS = ("variables", "state")  # JAX: Linen variables, NNX state
 _TOP = None  # the key of the pseudo group holding nodes outside every group
 _ROOT_NAME = "(top level)"
 
@@ -372,8 +370,9 @@ def _weight_names(capture: Capture, n_values: int) -> dict[int, str]:
         for e in entries if isinstance(entries, list) else ():
             if isinstance(e, (list, tuple)) and len(e) == 2 and type(e[0]) is int and isinstance(e[1], str):
                 recorded.setdefault(e[0], e[1])
+        keys = state_keys(capture.meta)
         for kv in pairs:
-            if isinstance(kv, (list, tuple)) and len(kv) == 2 and kv[0] in STATE_KEYS:
+            if isinstance(kv, (list, tuple)) and len(kv) == 2 and kv[0] in keys:
                 for v, path in _leaf_paths(kv[1], str(kv[0])):
                     if 0 <= v < n_values:
                         out.setdefault(v, recorded.get(v, path))
@@ -672,7 +671,7 @@ def _capture_changes(a: Capture, b: Capture, sa: _Side, sb: _Side) -> dict[str, 
         if getattr(a, key) != getattr(b, key):
             out[key] = {"a": getattr(a, key), "b": getattr(b, key)}
     for key in ("inputs", "outputs"):
-        ta, tb = _tree_text(getattr(a, key), sa), _tree_text(getattr(b, key), sb)
+        ta, tb = _tree_text(getattr(a, key), sa, key), _tree_text(getattr(b, key), sb, key)
         if ta != tb:
             out[key] = {"a": ta, "b": tb}
     return out
@@ -685,11 +684,13 @@ class _Leaf:
         self.shape, self.dtype = list(shape), dtype
 
 
-def _tree_text(tree: Any, side: _Side) -> str:
-    """The structure with leaf shapes, leaving out JAX state (reported as parameters)."""
+def _tree_text(tree: Any, side: _Side, which: str = "inputs") -> str:
+    """The structure with leaf shapes, leaving out the inputs' JAX state (reported as
+    parameters)."""
     pairs = tree.get("dict") if isinstance(tree, dict) else None
-    if isinstance(pairs, list):
-        tree = {"dict": [kv for kv in pairs if not (isinstance(kv, (list, tuple)) and kv and kv[0] in STATE_KEYS)]}
+    keys = state_keys(side.capture.meta) if which == "inputs" else ()
+    if isinstance(pairs, list) and keys:
+        tree = {"dict": [kv for kv in pairs if not (isinstance(kv, (list, tuple)) and kv and kv[0] in keys)]}
     values = {v: _Leaf(side.shapes[v], side.dtypes[v]) for v in tree_leaves(tree) if 0 <= v < side.n_values}
     return describe_tree(tree, values)  # type: ignore[arg-type]
 

@@ -184,6 +184,22 @@ class Capture:
 
 # --------------------------------------------------------------------------- structures
 
+# The keys of ``capture.inputs`` that held the model's state (Linen ``variables``, NNX
+# ``state``) before the JAX worker recorded which one it is (``meta["state_key"]``):
+# the fallback for graph files written without it, nothing else.
+LEGACY_STATE_KEYS = ("variables", "state")
+
+
+def state_keys(meta: Any) -> tuple[str, ...]:
+    """The top-level keys of ``capture.inputs`` (beside ``args``/``kwargs``) whose leaves
+    are the model's state: the one the JAX worker recorded in ``meta["state_key"]`` (none
+    when it recorded ``None``: a function), else, for a file written before it recorded
+    one, :data:`LEGACY_STATE_KEYS`. ``meta`` is outside input: a bad value names none."""
+    if isinstance(meta, dict) and "state_key" in meta:
+        key = meta["state_key"]
+        return (key,) if isinstance(key, str) and key not in ("args", "kwargs") else ()
+    return LEGACY_STATE_KEYS
+
 
 def tree_leaves(tree: Any) -> Iterator[int]:
     """Value ids of a structure, in order."""

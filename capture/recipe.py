@@ -109,7 +109,27 @@ _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_]
 _DRIVE = re.compile(r"^[A-Za-z]:[/\\]")  # a Windows absolute path
 _QUALNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 _DEVICE = re.compile(r"^(cpu|cuda:(0|[1-9][0-9]{0,3}))$")
-PROFILE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+# The one profile-name rule: the recipe, the shorthand, the language server and the
+# setup form (through viewer.server.form_schema) all use these and profile_name().
+PROFILE_NAME_MAX = 128
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % PROFILE_NAME_MAX)
+#: One character a profile name cannot hold (profile_name() writes ``_`` instead).
+PROFILE_NAME_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+#: The rule in words, for errors.
+PROFILE_NAME_RULE = f"1-{PROFILE_NAME_MAX} letters, digits, '_' or '-'"
+
+
+def profile_name(text: str, taken: Any = ()) -> str:
+    """The profile name TensorViz makes from ``text`` (``pkg_model_Net``, a qualname…):
+    each character a name cannot hold becomes ``_``, cut to :data:`PROFILE_NAME_MAX`
+    (``"profile"`` when nothing is left). A valid name comes back unchanged unless it is
+    in ``taken``: then ``_2``, ``_3``… is appended (within the length)."""
+    base = PROFILE_NAME_INVALID.sub("_", text)[:PROFILE_NAME_MAX] or "profile"
+    name, i = base, 2
+    while name in taken:
+        suffix = f"_{i}"
+        name, i = base[: PROFILE_NAME_MAX - len(suffix)] + suffix, i + 1
+    return name
 
 
 # --------------------------------------------------------------------------- errors
@@ -753,7 +773,7 @@ def parse_profile(name: str, table: Any, *, text: str | None = None, file: str |
 def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) -> Recipe:
     if not isinstance(name, str) or not PROFILE_NAME.match(name):
         raise RecipeError(
-            f"profile name {name!r} must be 1-128 letters, digits, '_' or '-'",
+            f"profile name {name!r} must be {PROFILE_NAME_RULE}",
             key_path=f"profiles.{_key(str(name))}",
             profile=str(name),
             file=file,

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from . import graphfile
+from .frame_repeats import collapse_failure
 from .frameworks import framework_info, framework_names
 from .model import Capture, Failure, Frame, Source, failure_from_json
 from .recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, module_file, profile_from_document
@@ -139,7 +140,9 @@ class _Run:
 
     def fail(self, stage: str, type_name: str, message: str, details: dict | None = None, frames=None, sources=None) -> Capture:
         return Capture.failed_capture(
-            Failure(type=type_name, message=message, stage=stage, frames=list(frames or []), details=dict(details or {})),
+            # A crash dump's frames (faulthandler) repeat as a traceback's do: collapsed alike.
+            collapse_failure(Failure(type=type_name, message=message, stage=stage, frames=list(frames or []),
+                                     details=dict(details or {}))),
             framework=self.framework,
             recipe=self.recipe_dict,
             sources=sources if sources is not None else self._guess_sources(),

@@ -62,7 +62,7 @@ def save_profile(workspace: str | os.PathLike[str], recipe: Recipe) -> Path:
     Unchanged keys keep their formatting and comments; keys the recipe no longer has
     are removed; a new profile is appended after the others."""
     path = recipes_path(workspace)
-    doc = _read_document(path)
+    doc, original = _read_document(path)
     if "version" not in doc:
         doc.add("version", RECIPES_VERSION)
         # ``version`` belongs at the top, before any table.
@@ -86,11 +86,10 @@ def save_profile(workspace: str | os.PathLike[str], recipe: Recipe) -> Path:
         defaults = Recipe(name=recipe.name, model=recipe.model).to_table()
         defaults["framework"] = DEFAULT_FRAMEWORK
         # Keys that mean the same (a tensor written without its default generator…)
-        # keep the user's spelling.
-        try:
-            meant = parse_profile(recipe.name, _plain(existing)).to_table()
-        except RecipeError:
-            meant = {}
+        # keep the user's spelling. A profile that does not validate is never rewritten:
+        # what the writer does not understand (an unknown key, a misspelt one, and the
+        # comments beside it) would be dropped without a word.
+        meant = _valid_existing(recipe.name, existing, original, path).to_table()
         for key in [k for k in existing if k not in table]:
             del existing[key]
         for key, value in table.items():
@@ -117,7 +116,7 @@ def delete_profile(workspace: str | os.PathLike[str], name: str) -> bool:
     path = recipes_path(workspace)
     if not path.exists():
         return False
-    doc = _read_document(path)
+    doc, _ = _read_document(path)
     profiles = doc.get("profiles")
     if not isinstance(profiles, dict) or name not in profiles:
         return False
@@ -126,15 +125,45 @@ def delete_profile(workspace: str | os.PathLike[str], name: str) -> bool:
     return True
 
 
-def _read_document(path: Path) -> tomlkit.TOMLDocument:
+def existing_profile(workspace: str | os.PathLike[str], name: str) -> Recipe | None:
+    """The saved profile ``name`` that a save would update, or ``None`` when there is no
+    recipes file or no such profile in it.
+
+    Raises :class:`RecipeStoreError` when the file or the profile does not validate:
+    such a profile is left alone rather than written afresh (see :func:`save_profile`)."""
+    path = recipes_path(workspace)
     if not path.exists():
-        return tomlkit.document()
+        return None
+    doc, original = _read_document(path)
+    profiles = doc.get("profiles")
+    if not isinstance(profiles, dict) or name not in profiles:
+        return None
+    return _valid_existing(name, profiles[name], original, path)
+
+
+def _valid_existing(name: str, table: Any, text: str, path: Path) -> Recipe:
+    if not isinstance(table, dict):
+        raise RecipeStoreError(f"{path}: profiles.{name} is not a table, so it was left alone")
+    try:
+        return parse_profile(name, _plain(table), text=text, file=str(path))
+    except RecipeError as exc:
+        raise RecipeStoreError(
+            f"{exc}\n  profile {name!r} is not valid, so it was left alone (saving over it would drop what "
+            "TensorViz does not understand, and the comments beside it): fix or remove that key, or save "
+            "under another profile name"
+        ) from None
+
+
+def _read_document(path: Path) -> tuple[tomlkit.TOMLDocument, str]:
+    """The file as a tomlkit document and its text (an empty document when absent)."""
+    if not path.exists():
+        return tomlkit.document(), ""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RecipeStoreError(f"{path}: cannot read: {exc}") from None
     try:
-        return tomlkit.parse(text)
+        return tomlkit.parse(text), text
     except TOMLKitError as exc:
         raise RecipeStoreError(f"{path}: not valid TOML, so it was left alone: {exc}") from None
 

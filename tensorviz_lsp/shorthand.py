@@ -55,6 +55,7 @@ from capture.recipe import (
     ValueDesc,
     model_ref_for,
     parse_value,
+    profile_name,
 )
 
 
@@ -297,8 +298,7 @@ def default_profile_name(target: Target) -> str:
     """``pkg.model:Net`` → ``pkg_model_Net``, ``scripts/06_scan.py:Net`` →
     ``scripts_06_scan_Net`` (what the shorthand saves by default)."""
     module = target.module[: -len(".py")] if target.module.endswith(".py") else target.module
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{module}_{target.qualname}")
-    return name[:128]
+    return profile_name(f"{module}_{target.qualname}")
 
 
 def build_recipe(

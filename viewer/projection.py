@@ -22,6 +22,7 @@ from itertools import compress
 from operator import ne
 from typing import Any, Iterable, NamedTuple
 
+from capture import frame_repeats
 from capture.model import Capture, Frame, format_shape, tree_leaves
 from capture.graphfile import NodeTable, ValueTable
 
@@ -1086,7 +1087,10 @@ class Projection:
         if cap.failure is not None:
             f = cap.failure
             failure = {"type": f.type, "message": f.message, "stage": f.stage,
-                       "frames": [frame_json(fr) for fr in f.frames], "details": f.details}
+                       "frames": [frame_json(fr) for fr in f.frames], "details": f.details,
+                       # Deep recursion's collapsed frames, worded as Python's traceback words them.
+                       "repeated_frames": [{"after": after, "text": frame_repeats.marker(k, times)}
+                                           for after, (k, times) in sorted(frame_repeats.repeated(f.details).items())]}
         return {
             "backend": cap.backend, "framework": cap.framework,
             "framework_version": cap.framework_version,

@@ -59,7 +59,10 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from capture import graphfile
 from capture.model import Capture, Frame, finite
 
-from capture.recipe import CHECKPOINT_SUFFIXES, DTYPES, FIXTURE_SUFFIXES, GENERATORS, PROFILE_NAME
+from capture.recipe import (
+    CHECKPOINT_SUFFIXES, DTYPES, FIXTURE_SUFFIXES, GENERATORS, PROFILE_NAME, PROFILE_NAME_INVALID, PROFILE_NAME_MAX,
+    PROFILE_NAME_RULE,
+)
 
 from .diffview import DiffStore, DiffUnavailable
 from .library_sources import library_files
@@ -866,7 +869,12 @@ def form_schema() -> dict:
         "dtypes": list(DTYPES),
         "generators": list(GENERATORS),
         "default_dtype": "float32",
+        # The profile-name rule (capture.recipe.profile_name): the pattern a name must
+        # match, the characters the suggested name turns into "_", its length and wording.
         "profile_name": PROFILE_NAME.pattern,
+        "profile_name_invalid": PROFILE_NAME_INVALID.pattern,
+        "profile_name_max": PROFILE_NAME_MAX,
+        "profile_name_rule": PROFILE_NAME_RULE,
         # Torch loads saved files: init.checkpoint and inputs.fixture (capture.torch_saved).
         "saved_files": {"frameworks": ["torch"], "checkpoint": list(CHECKPOINT_SUFFIXES),
                         "fixture": list(FIXTURE_SUFFIXES)},

@@ -21,10 +21,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from capture.model import state_keys
+
 ROLES = ("input", "param", "buffer", "variable", "const")
 ROLE_WORDS = {"input": "capture input", "param": "parameter", "buffer": "buffer",
               "variable": "variable", "const": "constant"}
-STATE_KEYS = ("variables", "state")  # JAX: Linen variables, NNX state (capture/frameworks/jax.py)
 NAME_MAX = 200
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -90,11 +91,15 @@ def input_names(tree: Any, meta: Any = None) -> list[tuple[int, str, str, str]]:
     capture recorded for it in ``meta["input_names"]`` (``x``, ``w1``,
     ``params.Dense_0.kernel``), else the argument name for keyword arguments (``x``),
     ``args[i]`` for positional ones, the state path for JAX state
-    (``variables.params.Dense_0.kernel``). ``role`` is ``"variable"`` under a JAX state
-    key (``variables``, ``state``), ``"input"`` elsewhere."""
+    (``variables.params.Dense_0.kernel``). ``role`` is ``"variable"`` under the key the
+    JAX worker recorded as holding the state (``meta["state_key"]``; in a file written
+    without it, ``variables`` or ``state``), ``"input"`` elsewhere."""
     out: list = []
     if not isinstance(tree, dict):
         return out
+    # The worker records which key holds the state (capture.model.state_keys: the key
+    # names are guessed only for files written before it did).
+    keys = state_keys(meta)
     pairs = tree.get("dict")
     if isinstance(pairs, list) and pairs and all(isinstance(kv, (list, tuple)) and len(kv) == 2 for kv in pairs) \
             and {kv[0] for kv in pairs if isinstance(kv[0], (str, int))} & {"args", "kwargs"}:
@@ -107,7 +112,7 @@ def input_names(tree: Any, meta: Any = None) -> list[tuple[int, str, str, str]]:
             elif key == "args":
                 walk_names(sub, "args", "args", "input", out)
             else:
-                role = "variable" if key in STATE_KEYS else "input"
+                role = "variable" if key in keys else "input"
                 k = key_suffix(key).lstrip(".")
                 walk_names(sub, k, k, role, out)
     elif "value" in tree:

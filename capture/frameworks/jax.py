@@ -636,6 +636,9 @@ def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | N
     flax = sys.modules.get("flax")
     if flax is not None and getattr(flax, "__version__", None):
         meta["flax_version"] = flax.__version__
+    # Which top-level key of ``capture.inputs`` (beside args/kwargs) holds the model's
+    # state ("variables": Linen, "state": NNX; None: a function): the viewer's value roles.
+    meta["state_key"] = plan.state_key
     if plan.state_label is not None:
         meta["state"] = plan.state_label
         meta["state_note"] = plan.state_note

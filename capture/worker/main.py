@@ -200,6 +200,13 @@ class _Session:
 
 
 def _failure_for(exc: BaseException, ctx: Any):
+    """The failure record for ``exc``, its repeated frames (deep recursion) collapsed."""
+    from ..frame_repeats import collapse_failure
+
+    return collapse_failure(_failure_of(exc, ctx))
+
+
+def _failure_of(exc: BaseException, ctx: Any):
     from ..model import Failure
     from .errors import CaptureError
 

@@ -27,12 +27,13 @@ from typing import Callable
 from capture import graphfile
 from capture.model import Capture
 from capture.frameworks import framework_names
+from capture.frame_repeats import frame_lines
 from capture.recipe import RecipeError
 from capture.runner import default_interpreter, run_capture
 from capture.worker.limits import Limits
 
 from ..history import CaptureHistory, HistoryError
-from ..recipes_store import RecipeStoreError, load_profile, recipes_path, save_profile
+from ..recipes_store import RecipeStoreError, existing_profile, save_profile
 from ..shorthand import (
     ShorthandError,
     build_recipe,
@@ -263,8 +264,7 @@ def describe_failure(capture: Capture, command: str = "capture") -> str:
     f = capture.failure
     assert f is not None
     lines = [f"tensorviz {command}: [{f.stage}] {f.type}: {f.message}"]
-    for fr in f.frames:
-        lines.append(f"    at {fr.file}:{fr.line} in {fr.function}")
+    lines += [f"    {line}" for line in frame_lines(f)]
     for need in f.details.get("needs", []) if isinstance(f.details, dict) else []:
         name = f" ({need['name']})" if need.get("name") else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
@@ -288,13 +288,10 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     call_setup(args.init, "--init")
     checkpoint = workspace_file(args.checkpoint, target.workspace, "--checkpoint") if args.checkpoint else None
     fixture = workspace_file(args.fixture, target.workspace, "--fixture") if args.fixture else None
-    existing = None
     name = args.profile
-    if recipes_path(target.workspace).exists():
-        try:
-            existing = load_profile(target.workspace, name or default_profile_name(target))
-        except RecipeError:
-            existing = None  # absent or invalid: the shorthand writes it afresh
+    # An absent profile is written afresh; an invalid one (a hand edit TensorViz does not
+    # understand) is left alone with the error naming the key and line (RecipeStoreError).
+    existing = existing_profile(target.workspace, name or default_profile_name(target))
     discovered = None
     if args.framework is None:
         try:

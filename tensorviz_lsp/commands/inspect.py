@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 
 from capture import graphfile
+from capture.frame_repeats import frame_lines
 from capture.model import Capture, describe_tree, finite, format_value, to_json
 
 
@@ -86,8 +87,7 @@ def summary(capture: Capture) -> str:
     if capture.failure is not None:
         f = capture.failure
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")
-        for fr in f.frames:
-            lines.append(f"            at {fr.file}:{fr.line} in {fr.function}")
+        lines += [f"            {line}" for line in frame_lines(f)]
     return "\n".join(lines) + "\n"
 
 

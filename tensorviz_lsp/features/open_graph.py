@@ -32,7 +32,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from capture.recipe import module_file
+from capture import frame_repeats
+from capture.recipe import module_file, profile_name
 
 from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules
 from ..diagnostics import SOURCE
@@ -384,7 +385,8 @@ class OpenGraph(Feature):
         hint = _environment_hint(details, self.server.settings_for(root).capture_env)
         diag = types.Diagnostic(
             range=lsp_range(name_range),
-            message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}{hint}",
+            message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}{hint}"
+            + (f" ({recursion})" if (recursion := frame_repeats.summary(failure)) else ""),
             severity=types.DiagnosticSeverity.Error,
             source=SOURCE,
             code=f"capture-{stage}",
@@ -414,7 +416,9 @@ class OpenGraph(Feature):
 
     def _frames(self, root: Path, failure: Any) -> list[types.DiagnosticRelatedInformation]:
         out = []
-        for fr in list(getattr(failure, "frames", []) or [])[-5:]:
+        frames = list(getattr(failure, "frames", []) or [])
+        marks = frame_repeats.repeated(getattr(failure, "details", None))
+        for index, fr in list(enumerate(frames))[-5:]:
             p = Path(fr.file)
             p = p if p.is_absolute() else root / p
             line = max(0, int(fr.line or 1) - 1)
@@ -424,7 +428,7 @@ class OpenGraph(Feature):
                         uri=self.server.uri_of(p),
                         range=types.Range(types.Position(line, 0), types.Position(line, 0)),
                     ),
-                    message=f"in {fr.function}",
+                    message=f"in {fr.function}" + (f" {frame_repeats.marker(*marks[index])}" if index in marks else ""),
                 )
             )
         return out
@@ -646,15 +650,12 @@ def _history_call(fn: Any, *args: Any) -> Any:
 
 
 def _safe(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100] or "profile"
+    """A profile name as a file name (a valid one is already safe; see profile_name)."""
+    return profile_name(name)
 
 
 def _profile_name(qualname: str, existing: dict[str, Any]) -> str:
-    base = re.sub(r"[^A-Za-z0-9_-]", "_", qualname)[:100] or "profile"
-    name, i = base, 2
-    while name in existing:
-        name, i = f"{base}_{i}", i + 1
-    return name
+    return profile_name(qualname, existing)
 
 
 _VARIADIC = ("var_positional", "var_keyword")

@@ -80,6 +80,7 @@ def test_spec_net(ws):
     assert input_tree(cap, "args") == {"tuple": [{"value": 0}]}
     assert cap.backend == "jaxpr" and cap.coverage.scope == "traced_program"
     assert cap.meta["model_kind"] == "function" and "state" not in cap.meta
+    assert cap.meta["state_key"] is None  # no input key holds model state
     assert {f.file for f in cap.frames} == {"model.py"}
     # independent checks: the same callable traced here
     from model import net  # noqa: PLC0415  (the workspace module, on sys.path for this test)
@@ -100,6 +101,7 @@ def test_spec_mlp(ws):
     (out,) = tree_leaves(cap.outputs)
     assert (cap.values[out].shape, cap.values[out].dtype) == ([2, 4], "float32")
     assert cap.meta["state"] == "fresh_init" and "not trained" in cap.meta["state_note"]
+    assert cap.meta["state_key"] == "variables"  # the input key holding the Linen variables
     assert cap.meta["flax_version"] == flax.__version__
     variables = input_tree(cap, "variables")
     kernels = sorted(cap.values[v].shape for v in tree_leaves(variables) if len(cap.values[v].shape) == 2)
@@ -321,6 +323,7 @@ def partial_forward():
 def test_nnx_factory_with_nnx_jit(ws):
     cap = run(ws, {"nnxm.py": NNX}, profile("nnxm:Net", args=[SPEC_INPUT], init={"factory": "nnxm:build"}))
     assert cap.meta["model_kind"] == "nnx" and cap.meta["state"] == "factory_state"
+    assert cap.meta["state_key"] == "state"
     state = input_tree(cap, "state")
     assert list(state) == ["dict"]
     assert any(g.kind == "jit" for g in cap.groups)  # nnx.jit's body expanded

@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "tests"))  # synthetic.py: test-only, not shipped
 
-from capture.model import Capture, Failure, Source  # noqa: E402
+from capture.frame_repeats import collapse_failure  # noqa: E402
+from capture.model import Capture, Failure, Frame, Source  # noqa: E402
 from capture.recipe import Recipe, RecipeError  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
 from tensorviz_lsp.backends import (  # noqa: E402
@@ -174,6 +175,10 @@ class FakeBackends:
                         details={"missing": missing, "install_command": [job.python, "-m", "pip", "install", *missing]},
                     )
                 )
+        if b.get("recursion"):  # deep recursion in user code, as the worker reports it
+            frames = [Frame("model.py", 3, 0, "net")] + [Frame("model.py", 6, 0, "deep")] * b["recursion"]
+            return Capture.failed_capture(collapse_failure(Failure(
+                "RecursionError", "maximum recursion depth exceeded", stage="trace", frames=frames)))
         if b.get("fail"):
             return Capture.failed_capture(Failure("ValueError", b["fail"], stage="trace"))
         cap = synthetic_capture(10)

@@ -190,6 +190,22 @@ async def test_failed_capture_diagnostic(session):
     await session.wait_for(lambda: not session.diagnostics("model.py"), on=DIAGNOSTICS, what="failure cleared")
 
 
+async def test_deep_recursion_diagnostic_says_how_many_repeats(session):
+    """A RecursionError's thousand frames: the diagnostic says the count (as Python's
+    traceback does) and its related locations are the distinct frames, not 5 copies."""
+    await session.execute("tensorviz.trustWorkspace")
+    behave(session.workspace, recursion=990)
+    session.open("model.py")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is False
+    (diag,) = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="failure diagnostic")
+    assert diag.message.endswith("RecursionError: maximum recursion depth exceeded "
+                                 "(recursion: line repeated 987 more times after model.py:6 in deep)"), diag.message
+    related = [(r.location.range.start.line, r.message) for r in diag.related_information]
+    assert related == [(2, "in net"), (5, "in deep"), (5, "in deep"),
+                       (5, "in deep [Previous line repeated 987 more times]")]
+
+
 async def test_dependency_install_declined_then_accepted(spec_workspace, config_dir):
     ws = spec_workspace
     behave(ws, missing=["jax", "flax"])

@@ -222,3 +222,19 @@ def test_measured_name(m, expected):
                                              ("0a", "['0a']")])
 def test_key_suffix(key, suffix):
     assert key_suffix(key) == suffix
+
+
+def test_the_recorded_state_key_gives_the_variable_role():
+    """The JAX worker records which input key holds the state (``meta["state_key"]``);
+    the key names are guessed only for files written before it did."""
+    tree = {"dict": [["args", {"tuple": [{"value": 0}]}], ["kwargs", {"dict": []}],
+                     ["state", {"dict": [["w", {"value": 1}]]}], ["variables", {"dict": [["b", {"value": 2}]]}]]}
+    roles = lambda meta: [(n, r) for _, n, _, r in input_names(tree, meta)]  # noqa: E731
+    assert roles({"state_key": "variables"}) == [("args[0]", "input"), ("state.w", "input"), ("variables.b", "variable")]
+    assert roles({"state_key": "state"}) == [("args[0]", "input"), ("state.w", "variable"), ("variables.b", "input")]
+    # A function: nothing is state, whatever its keys are called.
+    assert roles({"state_key": None}) == [("args[0]", "input"), ("state.w", "input"), ("variables.b", "input")]
+    # Hostile values name no key; "args"/"kwargs" are never state.
+    assert roles({"state_key": 7}) == roles({"state_key": "args"}) == roles({"state_key": None})
+    # Written before state_key: both legacy keys.
+    assert roles({}) == [("args[0]", "input"), ("state.w", "variable"), ("variables.b", "variable")]

@@ -36,6 +36,10 @@ def test_the_setup_schema_is_the_recipes_own():
     rule = re.compile(s["profile_name"])
     assert rule.match("jax_example") and not rule.match("has.dot") and not rule.match("x" * 129)
     assert s["profile_name"] == recipe.PROFILE_NAME.pattern
+    # The suggested name is made by the same rule: what profile_name() turns into "_".
+    assert re.sub(s["profile_name_invalid"], "_", "pkg.model:Net")[: s["profile_name_max"]] == \
+        recipe.profile_name("pkg.model:Net") == "pkg_model_Net"
+    assert s["profile_name_rule"] == recipe.PROFILE_NAME_RULE
 
 
 def test_the_browser_app_keeps_no_copy_of_them():
@@ -44,3 +48,6 @@ def test_the_browser_app_keeps_no_copy_of_them():
         assert "tracing scope" not in text, name  # group-kind wording comes from the server
         assert "module parameter (nn.Parameter)" not in text, name  # role sentences too
     assert "bfloat16" not in app["setup.js"] and "randint" not in app["setup.js"]
+    # No profile-name rule of its own (a character class, a length, the wording).
+    assert "A-Za-z0-9" not in app["setup.js"] and "128" not in app["setup.js"]
+    assert "letters, digits" not in app["setup.js"]

@@ -403,10 +403,13 @@ function showFailure(c) {
   for (const [k, v] of rows) if (v) facts.append(el("dt", {}, k), el("dd", {}, String(v)));
   const frames = $("failure-frames");
   clear(frames);
-  for (const fr of f.frames || []) {
+  // Deep recursion: after a frame, how many more times the frames before it repeat (server's words).
+  const repeats = new Map((f.repeated_frames || []).map((r) => [r.after, r.text]));
+  (f.frames || []).forEach((fr, i) => {
     frames.append(el("li", {}, el("button", { type: "button", class: "frame-link", onclick: () => revealFrame(fr, null) },
       `${fr.file}:${fr.line}${fr.column ? ":" + fr.column : ""}`, el("span", { class: "fn" }, fr.function || ""))));
-  }
+    if (repeats.has(i)) frames.append(el("li", { class: "frame-repeat" }, repeats.get(i)));
+  });
   $("failure-frames-title").hidden = !(f.frames && f.frames.length);
   const details = $("failure-details");
   if (f.details && Object.keys(f.details).length) {

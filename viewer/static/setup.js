@@ -31,6 +31,8 @@ export class SetupForm {
     const s = (this.data && this.data.schema) || {};
     return {
       dtypes: s.dtypes || [], generators: s.generators || [], default_dtype: s.default_dtype, profile_name: s.profile_name || null,
+      profile_name_invalid: s.profile_name_invalid || null, profile_name_max: s.profile_name_max || null,
+      profile_name_rule: s.profile_name_rule || null,
       saved_files: s.saved_files || null,
     };
   }
@@ -81,7 +83,7 @@ export class SetupForm {
     const d = this.data;
     const recipe = d.recipe || {};
     this.root.querySelector("#setup-title").textContent = recipe.model || d.profile || "New profile";
-    this.root.querySelector("#setup-name").value = d.profile || suggestName(recipe);
+    this.root.querySelector("#setup-name").value = d.profile || suggestName(recipe, this.schema);
 
     const needs = this.root.querySelector("#setup-needs");
     clear(needs);
@@ -379,7 +381,8 @@ export class SetupForm {
     const name = nameInput.value.trim();
     const rule = this.schema.profile_name;
     if (!name || (rule && !new RegExp(rule).test(name))) {
-      this.showErrors([{ path: "name", message: "a profile name uses letters, digits, '_' or '-' (at most 128)" }]);
+      const words = this.schema.profile_name_rule;
+      this.showErrors([{ path: "name", message: words ? `a profile name is ${words}` : "this profile name is not allowed" }]);
       nameInput.setAttribute("aria-invalid", "true");
       return false;
     }
@@ -428,9 +431,12 @@ function parseShape(text) {
   return t === "" ? [] : t.split(/[\s,x×]+/).filter(Boolean).map((d) => (/^\d+$/.test(d) ? Number(d) : d));
 }
 
-function suggestName(recipe) {
-  const model = (recipe && recipe.model) || "profile";
-  return model.split(":").pop().replace(/[^A-Za-z0-9_-]+/g, "_").toLowerCase().slice(0, 128) || "profile";
+// The symbol's name made a profile name by the recipe's own rule (capture.recipe.profile_name,
+// sent in the schema): each character a name cannot hold becomes "_", cut to the length.
+function suggestName(recipe, schema) {
+  const symbol = ((recipe && recipe.model) || "").split(":").pop();
+  if (!symbol || !schema.profile_name_invalid) return "profile";
+  return symbol.replace(new RegExp(schema.profile_name_invalid, "g"), "_").slice(0, schema.profile_name_max || undefined) || "profile";
 }
 
 // Panels float over the canvas; the renderer centres things in the part left visible.

@@ -130,3 +130,23 @@ def test_a_shape_that_is_not_numbers_is_refused_before_saving(browser, served, c
     page.keyboard.press("Escape")
     form_hidden = page.locator("#setup").is_hidden()
     assert form_hidden
+
+
+def test_the_profile_name_follows_the_recipes_one_rule(browser, served, close_pages):
+    """The suggested name and the check on a typed one come from capture.recipe (the
+    schema): the symbol's own spelling, and a dot refused as the recipe refuses it."""
+    from capture.recipe import PROFILE_NAME_RULE, profile_name
+
+    app = open_app(browser, served.server.url)
+    close_pages.append(app)
+    page = app.page
+    page.locator("#setup").wait_for(state="visible")
+    assert page.locator("#setup-name").input_value() == profile_name("MLP") == "MLP"
+    before = len(served.saved)
+    page.fill("[data-input=x] input[name=shape]", "2, 3")
+    page.fill("#setup-name", "mlp.small")
+    page.click("#setup-save")
+    page.locator("#setup-errors li").first.wait_for()
+    assert f"a profile name is {PROFILE_NAME_RULE}" in page.locator("#setup-errors").inner_text()
+    assert page.locator("#setup-name").get_attribute("aria-invalid") == "true"
+    assert len(served.saved) == before
