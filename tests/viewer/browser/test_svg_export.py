@@ -1,0 +1,191 @@
+"""The SVG export draws what the canvas draws: both come from one display list
+(viewer/static/drawlist.js). On a real capture (the 12-block GPT-2 of
+``tests/viewer/real_models``), every text the canvas draws is in the exported SVG, same
+string (truncated once, with the canvas's measureText) and same position; every card on
+screen (its box from the renderer, through ``itemRect``) is in the SVG as a box of the same
+size and place, with its title; and the SVG, rendered by Chromium, looks like the canvas."""
+
+from __future__ import annotations
+
+import base64
+import re
+import xml.etree.ElementTree as ET
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from capture import graphfile
+from viewer.server import ViewerServer
+
+from tv_browser import open_app
+
+pytestmark = pytest.mark.browser
+
+CAPTURE = Path(__file__).resolve().parents[1] / "real_models" / "captures" / "gpt2_torch.tvg"
+VIEW = {"width": 1400, "height": 900}
+SVG_NS = "{http://www.w3.org/2000/svg}"
+PAD_X, PAD_TOP, TITLE_H = 11, 8, 18  # CARD_STYLE (theme.js)
+
+# Records every fillText of the graph canvas (world coordinates: the renderer draws the
+# scene under its camera transform) over one forced frame.
+RECORD_CANVAS_TEXT = """async () => {
+  const ctx = document.getElementById('graph').getContext('2d');
+  const orig = ctx.fillText;
+  const got = [];
+  ctx.fillText = function (t, x, y) { got.push([String(t), x, y]); return orig.call(this, t, x, y); };
+  window.tensorviz.panBy(0, 0);
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  delete ctx.fillText;
+  return got;
+}"""
+
+# Each laid-out item fully on screen: its world box (from the renderer's screen rectangle
+# and camera), what it is, and whether it is open.
+VISIBLE_CARDS = """() => {
+  const tv = window.tensorviz;
+  const cam = tv.camera;
+  const c = document.getElementById('graph').getBoundingClientRect();
+  const open = new Set(tv.expanded);
+  const out = [];
+  for (const k of tv.keys()) {
+    const r = tv.itemRect(k);
+    if (!r || r.x < 0 || r.y < 0 || r.x + r.w > c.width || r.y + r.h > c.height) continue;
+    const info = tv.itemInfo(k);
+    out.push({ key: k, kind: info.kind, name: info.name, open: open.has(k),
+               x: (r.x - cam.tx) / cam.s, y: (r.y - cam.ty) / cam.s, w: r.w / cam.s, h: r.h / cam.s });
+  }
+  return { cards: out, s: cam.s };
+}"""
+
+# Mean absolute difference (0..255, over RGB) between two PNGs of the same size, compared
+# on 4×4 blocks (so that a glyph's antialiasing does not count, a missing card does).
+IMAGE_DIFF = """async ([a, b]) => {
+  const load = async (b64) => createImageBitmap(await (await fetch('data:image/png;base64,' + b64)).blob());
+  const [ia, ib] = [await load(a), await load(b)];
+  const w = Math.floor(Math.min(ia.width, ib.width) / 4);
+  const h = Math.floor(Math.min(ia.height, ib.height) / 4);
+  const px = (img) => {
+    const c = new OffscreenCanvas(w, h);
+    const g = c.getContext('2d');
+    g.imageSmoothingQuality = 'high';
+    g.drawImage(img, 0, 0, w * 4, h * 4, 0, 0, w, h);
+    return g.getImageData(0, 0, w, h).data;
+  };
+  const [pa, pb] = [px(ia), px(ib)];
+  let sum = 0;
+  for (let i = 0; i < pa.length; i += 4) sum += Math.abs(pa[i] - pb[i]) + Math.abs(pa[i + 1] - pb[i + 1]) + Math.abs(pa[i + 2] - pb[i + 2]);
+  return { diff: sum / (3 * w * h), w, h };
+}"""
+
+
+@pytest.fixture(scope="module")
+def served():
+    server = ViewerServer()
+    cid = server.add_capture(graphfile.read(CAPTURE), "gpt2")
+    server.start()
+    try:
+        yield server, cid
+    finally:
+        server.stop()
+
+
+def _export_svg(app) -> str:
+    with app.page.expect_download() as d:
+        app.page.click("#btn-svg")
+    return open(d.value.path(), encoding="utf-8").read()
+
+
+def _svg_texts(root) -> list[tuple[str, float, float]]:
+    return [(t.text or "", float(t.get("x")), float(t.get("y"))) for t in root.iter(f"{SVG_NS}text")]
+
+
+def _key(t) -> tuple[str, float, float]:
+    return (t[0], round(t[1], 1), round(t[2], 1))
+
+
+def _check_view(app, tmp_path: Path, name: str) -> dict:
+    canvas_texts = app.js(RECORD_CANVAS_TEXT)
+    view = app.js(VISIBLE_CARDS)
+    svg = _export_svg(app)
+    (tmp_path / f"{name}.svg").write_text(svg, encoding="utf-8")
+    root = ET.fromstring(svg)
+    svg_texts = _svg_texts(root)
+
+    # Every text on the canvas is in the SVG, same string, same place (and nothing else).
+    assert canvas_texts, "the canvas drew no text"
+    missing = Counter(map(_key, canvas_texts)) - Counter(map(_key, svg_texts))
+    extra = Counter(map(_key, svg_texts)) - Counter(map(_key, canvas_texts))
+    assert not missing, f"drawn on the canvas, not in the SVG: {list(missing)[:8]}"
+    assert not extra, f"in the SVG, not on the canvas: {list(extra)[:8]}"
+
+    # Every card on screen is a box of the same place and size in the SVG, with its title.
+    boxes = [(float(r.get("x")), float(r.get("y")), float(r.get("width")), float(r.get("height")))
+             for r in root.iter(f"{SVG_NS}rect") if r.get("x") is not None]
+    specks = [(float(x), float(y)) for p in root.iter(f"{SVG_NS}path")
+              for x, y in re.findall(r"M(-?[\d.]+),(-?[\d.]+)h", p.get("d", ""))]
+    cards = view["cards"]
+    assert len(cards) >= 5, f"too few cards on screen to compare: {len(cards)}"
+    titled = 0
+    for c in cards:
+        if c["w"] * view["s"] < 2.5 and c["h"] * view["s"] < 2.5 and not c["open"]:
+            # Sub-pixel on the canvas: a speck, in the SVG too.
+            assert any(abs(x - c["x"]) < 0.05 and abs(y - c["y"]) < 0.05 for x, y in specks), f"no speck for {c['key']}"
+            continue
+        assert any(abs(b[0] - c["x"]) < 0.05 and abs(b[1] - c["y"]) < 0.05 and abs(b[2] - c["w"]) < 0.05
+                   and abs(b[3] - c["h"]) < 0.05 for b in boxes), f"no box for {c['key']} ({c['kind']}) in the SVG"
+        if view["s"] < 0.42 or c["kind"] not in ("node", "group", "stack", "chunk") or not c["name"]:
+            continue
+        # The title row: at the card's padding, or in the header band of an open group.
+        row = [t for t in svg_texts if c["x"] < t[1] < c["x"] + c["w"]
+               and (abs(t[2] - (c["y"] + PAD_TOP + TITLE_H / 2)) < 0.01 if not c["open"] else c["y"] < t[2] < c["y"] + 30)]
+        ok = any(t[0] == c["name"] or t[0].startswith(c["name"] + "  ·  ")
+                 or (t[0].endswith("…") and len(t[0]) > 1 and c["name"].startswith(t[0][:-1])) for t in row)
+        assert ok, f"{c['key']}: title {c['name']!r} not in its title row in the SVG: {row}"
+        if not c["open"]:
+            assert abs(min(t[1] for t in row if t[0].rstrip("…") and c["name"].startswith(t[0].rstrip("…"))) - (c["x"] + PAD_X)) < 0.01
+        titled += 1
+    return {"svg": svg, "titled": titled, "cards": len(cards), "texts": len(canvas_texts)}
+
+
+def _looks_alike(app, browser, svg: str, tmp_path: Path, name: str) -> float:
+    canvas_png = app.page.locator("#graph").screenshot()
+    page = browser.new_page(viewport=VIEW)
+    try:
+        page.set_content(f"<html><body style='margin:0'>{svg}</body></html>")
+        svg_png = page.locator("svg").screenshot()
+        (tmp_path / f"{name}-canvas.png").write_bytes(canvas_png)
+        (tmp_path / f"{name}-svg.png").write_bytes(svg_png)
+        got = page.evaluate(IMAGE_DIFF, [base64.b64encode(canvas_png).decode(), base64.b64encode(svg_png).decode()])
+    finally:
+        page.close()
+    assert got["w"] > 100 and got["h"] > 100
+    return got["diff"]
+
+
+def test_every_card_on_the_canvas_is_in_the_svg_with_the_same_title_and_place(browser, served, close_pages, tmp_path):
+    server, cid = served
+    app = open_app(browser, server.url_for(cid), viewport=VIEW)
+    close_pages.append(app)
+    assert app.js("() => window.tensorviz.camera.s") >= 0.6  # full cards: titles, tags, lines
+
+    first = _check_view(app, tmp_path, "first")
+    assert first["titled"] >= 3
+    diff = _looks_alike(app, browser, first["svg"], tmp_path, "first")
+    assert diff < 6, f"the SVG does not look like the canvas: mean block difference {diff:.1f}/255"
+
+    # Opened: the stack's first block, with expanded group headers and weight lines.
+    version = app.scene_version
+    app.js("() => window.tensorviz.expandToDepth(3)")
+    app.wait_scene_after(version)
+    app.js("() => window.tensorviz.readable()")
+    opened = _check_view(app, tmp_path, "opened")
+    assert opened["titled"] >= 3
+
+    # Far: Fit, below the titles' level of detail (boxes and far labels only).
+    app.js("() => window.tensorviz.fit()")
+    far = _check_view(app, tmp_path, "fit")
+    assert far["cards"] >= 5
+    diff = _looks_alike(app, browser, far["svg"], tmp_path, "fit")
+    assert diff < 6, f"the SVG does not look like the canvas at Fit: mean block difference {diff:.1f}/255"
+    assert app.unexpected_errors() == []
