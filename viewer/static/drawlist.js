@@ -150,15 +150,14 @@ export function cardList(it, env) {
 function node(out, it, ctx, p, band) {
   const n = it.item;
   const opaque = !!n.opaque;
-  const accent = opaque ? p.opaqueStroke : accentFor(n.label || "");
   if (band === 0) {
     out.push(rect(it.x, it.y, it.w, it.h, 0, opaque ? p.opaqueStroke : p.cardFill));
-    out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, accent));
+    out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, accentFor(n.label || "")));
     return;
   }
   out.push(rect(it.x, it.y, it.w, it.h, 6, opaque ? HATCH : p.cardFill, opaque ? p.opaqueStroke : p.cardStroke, opaque ? 1.6 : 1, opaque ? [5, 3] : null));
   // Category accent on the left edge.
-  out.push(rect(it.x, it.y, 4, it.h, [6, 0, 0, 6], accent));
+  out.push(rect(it.x, it.y, 4, it.h, [6, 0, 0, 6], opaque ? p.opaqueStroke : accentFor(n.label || "")));
   cardText(out, it, ctx, p, band, n.label || it.key, opaque ? "opaque" : null, p.cardText, opaque ? p.opaqueStroke : null);
   if (n.bodies && n.bodies.length && band === 2) out.push({ t: "toggle", cx: it.x + it.w - 16, cy: it.y + it.h - 14, sign: "+", color: p.opaqueStroke });
 }
