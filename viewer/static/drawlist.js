@@ -1,4 +1,4 @@
-// The display list: what the visible part of a laid-out scene looks like at a zoom, as
+// The draw list: what the visible part of a laid-out scene looks like at a zoom, as
 // plain primitives in world coordinates. One builder holds the card rules (shapes, text
 // positions, truncation, level of detail); the canvas renderer executes the list with a
 // 2D context (renderer.js) and the SVG export serializes the same list (export.js), so
@@ -15,7 +15,8 @@
 //           out for the zoom by farLabel() (both executors call it)
 //   edges   {ox, oy, list, simple, labels, stroke, labelFill, labelBg}  one container's
 //           visible edges: a point list per edge relative to (ox, oy), arrows unless
-//           simple (far: hairlines); labels {text, x, y, w} on a background
+//           simple (far: hairlines); labels {text, x, y, w} (x, y relative to (ox, oy)) on a
+//           background
 //   specks  {rects, fill}  sub-pixel items, x/y/w/h flattened
 // A list may hold a nested list (a card's cached primitives): executors recurse.
 //
@@ -106,11 +107,11 @@ function edges(out, c, env) {
       if (!seen) seen = new Set();
       if (seen.has(k)) continue;
       seen.add(k);
-      if (e._lw === undefined) {
+      if (!e._lab) {
         env.ctx.font = S.fontLabel;
-        e._lw = env.ctx.measureText(e.label).width;
+        e._lab = { text: e.label, x: e.labelAt[0] + 5, y: e.labelAt[1], w: env.ctx.measureText(e.label).width }; // relative to (ox, oy)
       }
-      labels.push({ text: e.label, x: c.x + e.labelAt[0] + 5, y: c.y + e.labelAt[1], w: e._lw });
+      labels.push(e._lab);
     }
   }
   const p = env.palette;
@@ -355,13 +356,13 @@ function fitBoundary(ctx, parts, maxW) {
 
 // ---------------------------------------------------------------- canvas executor
 
-// Draws a display list on a 2D context already transformed to world coordinates at zoom s.
+// Paints a draw list on a 2D context already transformed to world coordinates at zoom s.
 // hatch: () => the opaque hatch CanvasPattern.
-export function drawList(ctx, list, s, hatch) {
+export function paintList(ctx, list, s, hatch) {
   for (let i = 0; i < list.length; i++) {
     const q = list[i];
     if (Array.isArray(q)) {
-      drawList(ctx, q, s, hatch);
+      paintList(ctx, q, s, hatch);
       continue;
     }
     switch (q.t) {
@@ -487,10 +488,12 @@ function drawEdges(ctx, q, s) {
     ctx.textBaseline = "middle";
     ctx.textAlign = "left";
     for (const l of q.labels) {
+      const x = ox + l.x;
+      const y = oy + l.y;
       ctx.fillStyle = q.labelBg;
-      ctx.fillRect(l.x - 2, l.y - 7, l.w + 4, 14);
+      ctx.fillRect(x - 2, y - 7, l.w + 4, 14);
       ctx.fillStyle = q.labelFill;
-      ctx.fillText(l.text, l.x, l.y);
+      ctx.fillText(l.text, x, y);
     }
   }
 }

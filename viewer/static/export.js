@@ -1,4 +1,4 @@
-// Export the current view: PNG from the canvas itself, SVG by serializing the display list
+// Export the current view: PNG from the canvas itself, SVG by serializing the draw list
 // the canvas draws (drawlist.js) as SVG elements: vector, searchable text, the same cards,
 // positions, level of detail and truncated strings as on screen.
 
@@ -41,13 +41,13 @@ export function sceneToSvg(renderer) {
   const s = renderer.cam.s;
   const [x0, y0] = renderer.toWorld(0, 0);
   const [x1, y1] = renderer.toWorld(renderer.width, renderer.height);
-  const list = renderer.displayList({ x0, y0, x1, y1 }, s, []);
+  const list = renderer.drawListFor({ x0, y0, x1, y1 }, s, []);
   const out = [];
   serialize(out, list, s, renderer.ctx);
   const w = x1 - x0;
   const h = y1 - y0;
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="${fmt(x0)} ${fmt(y0)} ${fmt(w)} ${fmt(h)}" width="${fmt(renderer.width)}" height="${fmt(renderer.height)}">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" xml:space="preserve" viewBox="${fmt(x0)} ${fmt(y0)} ${fmt(w)} ${fmt(h)}" width="${fmt(renderer.width)}" height="${fmt(renderer.height)}">`,
     `<defs><pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse">${hatchTile(p)}</pattern></defs>`,
     `<rect x="${fmt(x0)}" y="${fmt(y0)}" width="${fmt(w)}" height="${fmt(h)}" fill="${p.background}"/>`,
     ...out,
@@ -61,7 +61,7 @@ function hatchTile(p) {
   return `<rect width="8" height="8" fill="${p.opaqueFill}"/><path d="${d}" stroke="${p.opaqueHatch}" stroke-width="1.5"/>`;
 }
 
-// A display list (drawlist.js) as SVG elements, in drawing order.
+// A draw list (drawlist.js) as SVG elements, in drawing order.
 export function serialize(out, list, s, ctx) {
   for (const q of list) {
     if (Array.isArray(q)) {
@@ -137,8 +137,10 @@ function edgesSvg(out, q, s) {
     out.push(`<path d="M${fmt(x)},${fmt(y)} L${fmt(x - L * Math.cos(ang - 0.42))},${fmt(y - L * Math.sin(ang - 0.42))} L${fmt(x - L * Math.cos(ang + 0.42))},${fmt(y - L * Math.sin(ang + 0.42))} Z" fill="${q.stroke}"/>`);
   }
   for (const l of q.labels) {
-    out.push(`<rect x="${fmt(l.x - 2)}" y="${fmt(l.y - 7)}" width="${fmt(l.w + 4)}" height="14" fill="${q.labelBg}"/>`);
-    out.push(textSvg(l.x, l.y, l.text, S.fontLabel, q.labelFill, "central"));
+    const x = ox + l.x;
+    const y = oy + l.y;
+    out.push(`<rect x="${fmt(x - 2)}" y="${fmt(y - 7)}" width="${fmt(l.w + 4)}" height="14" fill="${q.labelBg}"/>`);
+    out.push(textSvg(x, y, l.text, S.fontLabel, q.labelFill, "central"));
   }
 }
 

@@ -2,7 +2,7 @@
 // of detail, plus the minimap. It knows nothing about the API; it draws what the view
 // model composed (viewmodel.js) and reports what is under the pointer.
 
-import { accentFor, buildDrawList, drawList } from "./drawlist.js";
+import { accentFor, buildDrawList, paintList } from "./drawlist.js";
 import {
   CARD_STYLE as S,
   LOD_TEXT,
@@ -37,7 +37,7 @@ export class Renderer {
     this.hatch = null;
     this.insetRight = 0; // CSS px of the canvas covered by a side panel
     this.overlay = null; // (ctx, renderer) => draws over the items, under the selection (diff.js)
-    this.dl = []; // the frame's display list, reused
+    this.dl = []; // the frame's draw list, reused
     this.env = { ctx: this.ctx, palette: this.palette, s: 1, view: null, stats: null };
     this.hatchFn = () => this.hatchPattern();
     this.resize();
@@ -189,9 +189,9 @@ export class Renderer {
       const [x1, y1] = this.toWorld(this.width, this.height);
       this.view = { x0, y0, x1, y1 };
       this.stats = { items: 0, edges: 0 };
-      // The cards come from the display list (drawlist.js), which the SVG export shares.
-      const list = this.displayList(this.view, s, this.dl, this.stats);
-      drawList(ctx, list, s, this.hatchFn);
+      // The scene comes from the draw list (drawlist.js), which the SVG export shares.
+      const list = this.drawListFor(this.view, s, this.dl, this.stats);
+      paintList(ctx, list, s, this.hatchFn);
       if (this.overlay) this.overlay(ctx, this);
       this.drawSelection();
       if (this.firstPaintAt === null && this.stats.items > 0) this.firstPaintAt = performance.now();
@@ -203,9 +203,9 @@ export class Renderer {
     if (this.onDraw) this.onDraw(ms, frameTime);
   }
 
-  // The display list of what a view (world rectangle) shows at zoom s: the canvas draws
+  // The draw list of what a view (world rectangle) shows at zoom s: the canvas draws
   // it each frame (into a reused array), the SVG export serializes it (export.js).
-  displayList(view, s, out = this.dl, stats = { items: 0, edges: 0 }) {
+  drawListFor(view, s, out = this.dl, stats = { items: 0, edges: 0 }) {
     out.length = 0;
     const env = this.env;
     env.palette = this.palette;

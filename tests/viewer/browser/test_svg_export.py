@@ -1,4 +1,4 @@
-"""The SVG export draws what the canvas draws: both come from one display list
+"""The SVG export draws what the canvas draws: both come from one draw list
 (viewer/static/drawlist.js). On a real capture (the 12-block GPT-2 of
 ``tests/viewer/real_models``), every text the canvas draws is in the exported SVG, same
 string (truncated once, with the canvas's measureText) and same position; every card on
@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from capture import graphfile
+from synthetic import synthetic_capture
 from viewer.server import ViewerServer
 
 from tv_browser import open_app
@@ -83,9 +84,10 @@ IMAGE_DIFF = """async ([a, b]) => {
 def served():
     server = ViewerServer()
     cid = server.add_capture(graphfile.read(CAPTURE), "gpt2")
+    flat = server.add_capture(synthetic_capture(300, grouped=False, opaque_every=7), "flat 300")
     server.start()
     try:
-        yield server, cid
+        yield server, cid, flat
     finally:
         server.stop()
 
@@ -170,7 +172,7 @@ def _looks_alike(app, browser, svg: str, tmp_path: Path, name: str) -> float:
 
 
 def test_every_card_on_the_canvas_is_in_the_svg_with_the_same_title_and_place(browser, served, close_pages, tmp_path):
-    server, cid = served
+    server, cid, _ = served
     app = open_app(browser, server.url_for(cid), viewport=VIEW)
     close_pages.append(app)
     assert app.js("() => window.tensorviz.camera.s") >= 0.6  # full cards: titles, tags, lines
@@ -185,8 +187,18 @@ def test_every_card_on_the_canvas_is_in_the_svg_with_the_same_title_and_place(br
     app.js("() => window.tensorviz.expandToDepth(3)")
     app.wait_scene_after(version)
     app.js("() => window.tensorviz.readable()")
+    key = app.js("() => window.tensorviz.keys().find((k) => window.tensorviz.itemInfo(k).weights.length > 0)")
+    assert key, "no op card lists its weights"
+    app.js("(k) => window.tensorviz.center(k)", key)
     opened = _check_view(app, tmp_path, "opened")
     assert opened["titled"] >= 3
+    # The weight lines of the op in the middle (a name that loses its start, its shape whole).
+    info = app.js("(k) => window.tensorviz.itemInfo(k)", key)
+    texts = [t[0] for t in _svg_texts(ET.fromstring(opened["svg"]))]
+    for line in info["lines"][info["weightStart"]:]:
+        name, _, rest = line.partition("  ")
+        assert any(t == line or (t.startswith("…") and t.endswith("  " + rest) and name.endswith(t[1:-len(rest) - 2]))
+                   for t in texts), f"weight line {line!r} of {key} not in the SVG"
 
     # Far: Fit, below the titles' level of detail (boxes and far labels only).
     app.js("() => window.tensorviz.fit()")
@@ -194,4 +206,24 @@ def test_every_card_on_the_canvas_is_in_the_svg_with_the_same_title_and_place(br
     assert far["cards"] >= 5
     diff = _looks_alike(app, browser, far["svg"], tmp_path, "fit")
     assert diff < 6, f"the SVG does not look like the canvas at Fit: mean block difference {diff:.1f}/255"
+    assert app.unexpected_errors() == []
+
+
+def test_opaque_nodes_are_hatched_dashed_and_tagged_in_the_svg_as_on_the_canvas(browser, served, close_pages, tmp_path):
+    server, _, flat = served
+    app = open_app(browser, server.url_for(flat), viewport=VIEW)
+    close_pages.append(app)
+    app.js("() => window.tensorviz.readable()")
+    assert app.js("() => window.tensorviz.center('n6')")  # every 7th synthetic node is an opaque `while`
+    view = _check_view(app, tmp_path, "opaque")
+    root = ET.fromstring(view["svg"])
+    box = app.js("""() => { const r = window.tensorviz.itemRect('n6'); const c = window.tensorviz.camera;
+                          return { x: (r.x - c.tx) / c.s, y: (r.y - c.ty) / c.s }; }""")
+    card = [r for r in root.iter(f"{SVG_NS}rect") if r.get("x") is not None
+            and abs(float(r.get("x")) - box["x"]) < 0.05 and abs(float(r.get("y")) - box["y"]) < 0.05]
+    assert any(r.get("fill") == "url(#hatch)" and r.get("stroke-dasharray") == "5 3" for r in card), [r.attrib for r in card]
+    assert root.find(f"{SVG_NS}defs/{SVG_NS}pattern[@id='hatch']") is not None
+    assert any(t[0] == "opaque" for t in _svg_texts(root))
+    diff = _looks_alike(app, browser, view["svg"], tmp_path, "opaque")
+    assert diff < 6, f"the SVG does not look like the canvas: mean block difference {diff:.1f}/255"
     assert app.unexpected_errors() == []
