@@ -69,7 +69,7 @@ export function serialize(out, list, s, ctx) {
       continue;
     }
     if (q.t === "rect") out.push(rectSvg(q, s));
-    else if (q.t === "text") out.push(textSvg(q.x, q.y, q.text, q.font, q.fill, "central"));
+    else if (q.t === "text") out.push(textSvg(ctx, q.x, q.y, q.text, q.font, q.fill, "middle"));
     else if (q.t === "toggle") {
       const { cx, cy } = q;
       const plus = q.sign === "+" ? ` M${fmt(cx)},${fmt(cy - 3.5)} L${fmt(cx)},${fmt(cy + 3.5)}` : "";
@@ -79,18 +79,39 @@ export function serialize(out, list, s, ctx) {
       const f = farLabel(q, s, ctx);
       if (!f) continue;
       if (f.bg) out.push(`<rect x="${fmt(f.bg.x)}" y="${fmt(f.bg.y)}" width="${fmt(f.bg.w)}" height="${fmt(f.bg.h)}" fill="${q.bg}"/>`);
-      out.push(textSvg(f.x, f.y, f.text, f.font, q.color, "text-before-edge"));
+      out.push(textSvg(ctx, f.x, f.y, f.text, f.font, q.color, "top"));
     } else if (q.t === "specks") {
       const r = q.rects;
       let d = "";
       for (let k = 0; k < r.length; k += 4) d += `M${fmt(r[k])},${fmt(r[k + 1])}h${fmt(r[k + 2])}v${fmt(r[k + 3])}h${fmt(-r[k + 2])}z`;
       out.push(`<path d="${d}" fill="${q.fill}"/>`);
-    } else if (q.t === "edges") edgesSvg(out, q, s);
+    } else if (q.t === "edges") edgesSvg(out, q, s, ctx);
   }
 }
 
-function textSvg(x, y, text, font, fill, baseline) {
-  return `<text x="${fmt(x)}" y="${fmt(y)}" fill="${fill}" style="font:${esc(font)};white-space:pre" dominant-baseline="${baseline}">${esc(text)}</text>`;
+// A text at the canvas's (x, y) for its textBaseline: SVG's alphabetic baseline placed
+// where the canvas puts it (dy from the canvas's own metrics for that font), so the text
+// sits on the same pixels as on screen.
+function textSvg(ctx, x, y, text, font, fill, baseline) {
+  return `<text x="${fmt(x)}" y="${fmt(y)}" dy="${fmt(baselineShift(ctx, font, baseline))}" fill="${fill}" style="font:${esc(font)};white-space:pre">${esc(text)}</text>`;
+}
+
+const shifts = new Map();
+
+function baselineShift(ctx, font, baseline) {
+  const k = baseline + "|" + font;
+  let d = shifts.get(k);
+  if (d === undefined) {
+    // How far the alphabetic baseline lies below the canvas's baseline line: the font's
+    // ascent measured from each (fontBoundingBoxAscent: from the textBaseline line, up).
+    ctx.font = font;
+    ctx.textBaseline = "alphabetic";
+    const a0 = ctx.measureText("Hg").fontBoundingBoxAscent;
+    ctx.textBaseline = baseline;
+    d = a0 - ctx.measureText("Hg").fontBoundingBoxAscent || 0;
+    shifts.set(k, d);
+  }
+  return d;
 }
 
 function rectSvg(q, s) {
@@ -118,7 +139,7 @@ function cornerPath(x, y, w, h, [tl, tr, br, bl]) {
 
 // One container's edges: rounded polylines with arrowheads (as the canvas draws them),
 // hairlines when far; labels on their background.
-function edgesSvg(out, q, s) {
+function edgesSvg(out, q, s, ctx) {
   const { ox, oy } = q;
   const width = q.simple ? fmt(1 / s) : "1.25";
   for (const pts of q.list) {
@@ -140,7 +161,7 @@ function edgesSvg(out, q, s) {
     const x = ox + l.x;
     const y = oy + l.y;
     out.push(`<rect x="${fmt(x - 2)}" y="${fmt(y - 7)}" width="${fmt(l.w + 4)}" height="14" fill="${q.labelBg}"/>`);
-    out.push(textSvg(x, y, l.text, S.fontLabel, q.labelFill, "central"));
+    out.push(textSvg(ctx, x, y, l.text, S.fontLabel, q.labelFill, "middle"));
   }
 }
 
