@@ -254,7 +254,7 @@ function expandedGroup(dl, it, ctx, p, band) {
 // pill; parameters, buffers, variables and constants a smaller, lighter one
 // (`stem.weight  f32[8,3,3,3]`); a value from a node outside the view `in  f32[8]`.
 function boundary(out, it, ctx, p, band) {
-  const c = boundaryContent(it.type, it.item);
+  const { content: c, fit } = pillText(it, ctx);
   const look = c.look === "quiet"
     ? { fill: p.quietFill, stroke: p.quietStroke, name: p.quietText, shape: p.quietMuted, dash: c.role === "buffer" || c.role === "const" }
     : c.look === "input"
@@ -262,13 +262,20 @@ function boundary(out, it, ctx, p, band) {
       : { fill: p.boundaryFill, stroke: p.boundaryStroke, name: p.boundaryText, shape: p.boundaryText, dash: false };
   out.push(rect(it.x, it.y, it.w, it.h, it.h / 2, look.fill, look.stroke, 1, look.dash ? [3, 2] : null));
   if (band === 0) return;
-  const { texts, widths, total } = fitBoundary(ctx, c.parts, it.w - 2 * S.padX + 2);
+  const { texts, widths, total } = fit;
   let x = it.x + (it.w - total) / 2;
   const y = it.y + it.h / 2 + 0.5;
   c.parts.forEach((part, i) => {
     out.push(text(x, y, texts[i], S[part.font] || S.fontMono, part.tone === "shape" ? look.shape : look.name));
     x += widths[i] + S.boundaryGap;
   });
+}
+
+// What a boundary pill says and how its text fits its laid-out width (cached on the item).
+export function pillText(it, ctx) {
+  if (!it._bc) it._bc = boundaryContent(it.type, it.item);
+  if (!it._bt) it._bt = fitBoundary(ctx, it._bc.parts, it.w - 2 * S.padX + 2);
+  return { content: it._bc, fit: it._bt };
 }
 
 // Far away, a group still says what it is: its name at a constant 10.5px on screen, when

@@ -2,7 +2,7 @@
 // of detail, plus the minimap. It knows nothing about the API; it draws what the view
 // model composed (viewmodel.js) and reports what is under the pointer.
 
-import { accentFor, buildDrawList, paintList } from "./drawlist.js";
+import { accentFor, buildDrawList, paintList, pillText } from "./drawlist.js";
 import {
   CARD_STYLE as S,
   LOD_TEXT,
@@ -245,6 +245,11 @@ export class Renderer {
     g.stroke();
     this.hatch = this.ctx.createPattern(c, "repeat");
     return this.hatch;
+  }
+
+  // What a boundary pill says and how its text fits its laid-out width (drawlist.js).
+  pillText(it) {
+    return pillText(it, this.ctx);
   }
 
   // Which weight line of a node card a world point is on: the weight's index, or -1.
