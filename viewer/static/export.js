@@ -69,7 +69,7 @@ export function serialize(out, list, s, ctx) {
       continue;
     }
     if (q.t === "rect") out.push(rectSvg(q, s));
-    else if (q.t === "text") out.push(textSvg(ctx, q.x, q.y, q.text, q.font, q.fill, "middle"));
+    else if (q.t === "text") out.push(textSvg(ctx, q.x, q.y, q.text, q.font, q.fill, q.baseline, q.align));
     else if (q.t === "toggle") {
       const { cx, cy } = q;
       const plus = q.sign === "+" ? ` M${fmt(cx)},${fmt(cy - 3.5)} L${fmt(cx)},${fmt(cy + 3.5)}` : "";
@@ -92,8 +92,9 @@ export function serialize(out, list, s, ctx) {
 // A text at the canvas's (x, y) for its textBaseline: SVG's alphabetic baseline placed
 // where the canvas puts it (dy from the canvas's own metrics for that font), so the text
 // sits on the same pixels as on screen.
-function textSvg(ctx, x, y, text, font, fill, baseline) {
-  return `<text x="${fmt(x)}" y="${fmt(y)}" dy="${fmt(baselineShift(ctx, font, baseline))}" fill="${fill}" style="font:${esc(font)};white-space:pre">${esc(text)}</text>`;
+function textSvg(ctx, x, y, text, font, fill, baseline, align = "left") {
+  const anchor = align === "center" ? ' text-anchor="middle"' : align === "right" || align === "end" ? ' text-anchor="end"' : "";
+  return `<text x="${fmt(x)}" y="${fmt(y)}"${anchor} dy="${fmt(baselineShift(ctx, font, baseline))}" fill="${fill}" style="font:${esc(font)};white-space:pre">${esc(text)}</text>`;
 }
 
 const shifts = new Map();
