@@ -157,7 +157,8 @@ def _check_view(app, tmp_path: Path, name: str) -> dict:
                  or (t[0].endswith("…") and len(t[0]) > 1 and c["name"].startswith(t[0][:-1])) for t in row)
         assert ok, f"{c['key']}: title {c['name']!r} not in its title row in the SVG: {row}"
         if not c["open"]:
-            assert abs(min(t[1] for t in row if t[0].rstrip("…") and c["name"].startswith(t[0].rstrip("…"))) - (c["x"] + PAD_X)) < 0.01
+            title_x = min(t[1] for t in row if t[0].rstrip("…") and c["name"].startswith(t[0].rstrip("…")))
+            assert abs(title_x - (c["x"] + PAD_X)) < 0.01, f"{c['key']}: title at x={title_x}, card at {c['x']}"
         titled += 1
     return {"svg": svg, "titled": titled, "cards": len(cards), "texts": len(canvas_texts)}
 
