@@ -1,7 +1,9 @@
-// Export the current view: PNG from the canvas itself, SVG by re-drawing the visible
-// part of the laid-out scene as SVG elements (vector, searchable text).
+// Export the current view: PNG from the canvas itself, SVG by serializing the draw list
+// the canvas draws (drawlist.js) as SVG elements: vector, searchable text, the same cards,
+// positions, level of detail and truncated strings as on screen.
 
-import { CARD_STYLE as S, KIND_WORDING, boundaryContent, kindStyle } from "./theme.js";
+import { CARD_STYLE as S, HATCH_TILE } from "./theme.js";
+import { HATCH, farLabel } from "./drawlist.js";
 
 export function exportPng(renderer, stem) {
   renderer.draw(performance.now()); // make sure the canvas holds the current frame
@@ -36,66 +38,154 @@ const fmt = (n) => (Math.round(n * 100) / 100).toString();
 
 export function sceneToSvg(renderer) {
   const p = renderer.palette;
-  const scene = renderer.scene;
+  const s = renderer.cam.s;
   const [x0, y0] = renderer.toWorld(0, 0);
   const [x1, y1] = renderer.toWorld(renderer.width, renderer.height);
+  const list = renderer.drawListFor({ x0, y0, x1, y1 }, s, []);
   const out = [];
-  const inView = (x, y, w, h) => x + w >= x0 && y + h >= y0 && x <= x1 && y <= y1;
-  const text = (x, y, s, font, fill, anchor = "start") =>
-    out.push(`<text x="${fmt(x)}" y="${fmt(y)}" fill="${fill}" style="font:${esc(font)}" text-anchor="${anchor}" dominant-baseline="middle">${esc(s)}</text>`);
-
-  const visit = (c) => {
-    for (const e of c.edges) {
-      const pts = e.points.map(([x, y]) => `${fmt(c.x + x)},${fmt(c.y + y)}`);
-      const xs = e.points.map((q) => c.x + q[0]);
-      const ys = e.points.map((q) => c.y + q[1]);
-      if (!inView(Math.min(...xs), Math.min(...ys), Math.max(...xs) - Math.min(...xs), Math.max(...ys) - Math.min(...ys))) continue;
-      out.push(`<polyline points="${pts.join(" ")}" fill="none" stroke="${p.edge}" stroke-width="1.25" marker-end="url(#arrow)"/>`);
-      if (e.label && e.labelAt && !e.source.startsWith("in:") && !e.target.startsWith("out:")) text(c.x + e.labelAt[0] + 5, c.y + e.labelAt[1], e.label, S.fontLabel, p.edgeLabel);
-    }
-    for (const it of c.items) {
-      if (!inView(it.x, it.y, it.w, it.h)) continue;
-      const kind = it.type === "chunk" ? "chunk" : it.item && it.item.kind;
-      if (it.expanded) {
-        const ks = kindStyle(p, kind);
-        out.push(`<rect x="${fmt(it.x)}" y="${fmt(it.y)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="9" fill="${ks.fill}" fill-opacity="0.55" stroke="${ks.stroke}" stroke-width="1.4"/>`);
-        const wording = KIND_WORDING[kind] ? KIND_WORDING[kind].replace(kind + " · ", "") : "";
-        text(it.x + 12, it.y + 13, `${kind}  ${it.item.label || it.key}${wording && wording !== kind ? "  ·  " + wording : ""}`, S.fontHeader, ks.text);
-        visit(it.expanded);
-      } else if (it.type === "node") {
-        const opaque = !!it.item.opaque;
-        out.push(`<rect x="${fmt(it.x)}" y="${fmt(it.y)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="6" fill="${opaque ? "url(#hatch)" : p.cardFill}" stroke="${opaque ? p.opaqueStroke : p.cardStroke}"${opaque ? ' stroke-dasharray="5 3" stroke-width="1.6"' : ""}/>`);
-        text(it.x + S.padX, it.y + S.padTop + S.titleHeight / 2, it.item.label || it.key, S.fontTitle, p.cardText);
-        if (opaque) text(it.x + it.w - S.padX, it.y + S.padTop + S.titleHeight / 2, "opaque", S.fontTag, p.opaqueStroke, "end");
-        const ws = it.weightStart ?? (it.lines || []).length; // weight lines: quieter, after a bullet
-        (it.lines || []).forEach((l, i) => text(it.x + S.padX + (i >= ws ? 8 : 0), it.y + S.padTop + S.titleHeight + S.lineHeight * (i + 0.5), l, S.fontMono, i >= ws ? p.quietText : p.cardMuted));
-      } else if (it.type === "group" || it.type === "chunk" || it.type === "stack") {
-        const ks = kindStyle(p, kind);
-        if (it.type === "stack") {
-          for (const d of [8, 4]) out.push(`<rect x="${fmt(it.x + d)}" y="${fmt(it.y + d)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="7" fill="${ks.fill}" stroke="${ks.stroke}"/>`);
-        }
-        out.push(`<rect x="${fmt(it.x)}" y="${fmt(it.y)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="7" fill="${ks.fill}" stroke="${ks.stroke}" stroke-width="1.4"/>`);
-        text(it.x + S.padX, it.y + S.padTop + S.titleHeight / 2, it.item.label || it.key, S.fontTitle, ks.text);
-        text(it.x + it.w - S.padX, it.y + S.padTop + S.titleHeight / 2, it.type === "stack" ? `×${it.item.stack_count}` : kind, S.fontTag, ks.stroke, "end");
-        (it.lines || []).forEach((l, i) => text(it.x + S.padX, it.y + S.padTop + S.titleHeight + S.lineHeight * (i + 0.5), l, S.fontMono, p.cardMuted));
-      } else {
-        const b = boundaryContent(it.type, it.item || {});
-        const look = b.look === "quiet" ? [p.quietFill, p.quietStroke, p.quietText] : b.look === "input" ? [p.inputFill, p.inputStroke, p.inputText] : [p.boundaryFill, p.boundaryStroke, p.boundaryText];
-        const dash = b.look === "quiet" && (b.role === "buffer" || b.role === "const") ? ' stroke-dasharray="3 2"' : "";
-        out.push(`<rect x="${fmt(it.x)}" y="${fmt(it.y)}" width="${fmt(it.w)}" height="${fmt(it.h)}" rx="${fmt(it.h / 2)}" fill="${look[0]}" stroke="${look[1]}"${dash}/>`);
-        text(it.x + it.w / 2, it.y + it.h / 2, b.parts.map((q) => q.text).join("  "), S[b.parts[0].font] || S.fontMono, look[2], "middle");
-      }
-    }
-  };
-  if (scene) visit(scene.root);
+  serialize(out, list, s, renderer.ctx);
   const w = x1 - x0;
   const h = y1 - y0;
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="${fmt(x0)} ${fmt(y0)} ${fmt(w)} ${fmt(h)}" width="${fmt(renderer.width)}" height="${fmt(renderer.height)}">`,
-    `<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="${p.edge}"/></marker>`,
-    `<pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="8" height="8" fill="${p.opaqueFill}"/><line x1="0" y1="0" x2="0" y2="8" stroke="${p.opaqueHatch}" stroke-width="3"/></pattern></defs>`,
+    `<svg xmlns="http://www.w3.org/2000/svg" xml:space="preserve" viewBox="${fmt(x0)} ${fmt(y0)} ${fmt(w)} ${fmt(h)}" width="${fmt(renderer.width)}" height="${fmt(renderer.height)}">`,
+    `<defs><pattern id="hatch" width="8" height="8" patternUnits="userSpaceOnUse">${hatchTile(p)}</pattern></defs>`,
     `<rect x="${fmt(x0)}" y="${fmt(y0)}" width="${fmt(w)}" height="${fmt(h)}" fill="${p.background}"/>`,
     ...out,
     "</svg>",
   ].join("\n");
+}
+
+// The opaque hatch tile: the same 8×8 strokes as the canvas pattern (renderer.hatchPattern).
+function hatchTile(p) {
+  const d = HATCH_TILE.map(([ax, ay, bx, by]) => `M${ax},${ay} L${bx},${by}`).join(" ");
+  return `<rect width="8" height="8" fill="${p.opaqueFill}"/><path d="${d}" stroke="${p.opaqueHatch}" stroke-width="1.5"/>`;
+}
+
+// A draw list (drawlist.js) as SVG elements, in drawing order.
+export function serialize(out, list, s, ctx) {
+  for (const q of list) {
+    if (Array.isArray(q)) {
+      serialize(out, q, s, ctx);
+      continue;
+    }
+    if (q.t === "rect") out.push(rectSvg(q, s));
+    else if (q.t === "text") out.push(textSvg(ctx, q.x, q.y, q.text, q.font, q.fill, q.baseline, q.align));
+    else if (q.t === "toggle") {
+      const { cx, cy } = q;
+      const plus = q.sign === "+" ? ` M${fmt(cx)},${fmt(cy - 3.5)} L${fmt(cx)},${fmt(cy + 3.5)}` : "";
+      out.push(`<circle cx="${fmt(cx)}" cy="${fmt(cy)}" r="7" fill="none" stroke="${q.color}" stroke-width="1.2"/>`
+        + `<path d="M${fmt(cx - 3.5)},${fmt(cy)} L${fmt(cx + 3.5)},${fmt(cy)}${plus}" stroke="${q.color}" stroke-width="1.2"/>`);
+    } else if (q.t === "far") {
+      const f = farLabel(q, s, ctx);
+      if (!f) continue;
+      if (f.bg) out.push(`<rect x="${fmt(f.bg.x)}" y="${fmt(f.bg.y)}" width="${fmt(f.bg.w)}" height="${fmt(f.bg.h)}" fill="${q.bg}"/>`);
+      out.push(textSvg(ctx, f.x, f.y, f.text, f.font, q.color, "top"));
+    } else if (q.t === "specks") {
+      const r = q.rects;
+      let d = "";
+      for (let k = 0; k < r.length; k += 4) d += `M${fmt(r[k])},${fmt(r[k + 1])}h${fmt(r[k + 2])}v${fmt(r[k + 3])}h${fmt(-r[k + 2])}z`;
+      out.push(`<path d="${d}" fill="${q.fill}"/>`);
+    } else if (q.t === "edges") edgesSvg(out, q, s, ctx);
+  }
+}
+
+// A text at the canvas's (x, y) for its textBaseline: SVG's alphabetic baseline placed
+// where the canvas puts it (dy from the canvas's own metrics for that font), so the text
+// sits on the same pixels as on screen.
+function textSvg(ctx, x, y, text, font, fill, baseline, align = "left") {
+  const anchor = align === "center" ? ' text-anchor="middle"' : align === "right" || align === "end" ? ' text-anchor="end"' : "";
+  return `<text x="${fmt(x)}" y="${fmt(y)}"${anchor} dy="${fmt(baselineShift(ctx, font, baseline))}" fill="${fill}" style="font:${esc(font)};white-space:pre">${esc(text)}</text>`;
+}
+
+const shifts = new Map();
+
+function baselineShift(ctx, font, baseline) {
+  const k = baseline + "|" + font;
+  let d = shifts.get(k);
+  if (d === undefined) {
+    // How far the alphabetic baseline lies below the canvas's baseline line: the font's
+    // ascent measured from each (fontBoundingBoxAscent: from the textBaseline line, up).
+    ctx.font = font;
+    ctx.textBaseline = "alphabetic";
+    const a0 = ctx.measureText("Hg").fontBoundingBoxAscent;
+    ctx.textBaseline = baseline;
+    d = a0 - ctx.measureText("Hg").fontBoundingBoxAscent || 0;
+    shifts.set(k, d);
+  }
+  return d;
+}
+
+function rectSvg(q, s) {
+  const fill = q.fill ? (q.fill === HATCH ? HATCH : q.fill) : "none";
+  let paint = ` fill="${fill}"`;
+  if (q.fa !== 1) paint += ` fill-opacity="${q.fa}"`;
+  if (q.stroke) {
+    paint += ` stroke="${q.stroke}" stroke-width="${fmt(q.hair ? 1 / s : q.lw)}"`;
+    if (q.dash) paint += ` stroke-dasharray="${q.dash.join(" ")}"`;
+  }
+  if (Array.isArray(q.r)) return `<path d="${cornerPath(q.x, q.y, q.w, q.h, q.r)}"${paint}/>`;
+  const r = q.r ? ` rx="${fmt(Math.min(q.r, q.w / 2, q.h / 2))}"` : "";
+  return `<rect x="${fmt(q.x)}" y="${fmt(q.y)}" width="${fmt(q.w)}" height="${fmt(q.h)}"${r}${paint}/>`;
+}
+
+// A rectangle with its own radius per corner [top-left, top-right, bottom-right,
+// bottom-left], scaled down as the canvas's roundRect does when they do not fit.
+function cornerPath(x, y, w, h, [tl, tr, br, bl]) {
+  const f = Math.min(1, w / (tl + tr || 1), w / (bl + br || 1), h / (tl + bl || 1), h / (tr + br || 1));
+  [tl, tr, br, bl] = [tl * f, tr * f, br * f, bl * f];
+  const a = (r, ex, ey) => (r ? ` A${fmt(r)},${fmt(r)} 0 0 1 ${fmt(ex)},${fmt(ey)}` : "");
+  return `M${fmt(x + tl)},${fmt(y)} L${fmt(x + w - tr)},${fmt(y)}${a(tr, x + w, y + tr)} L${fmt(x + w)},${fmt(y + h - br)}`
+    + `${a(br, x + w - br, y + h)} L${fmt(x + bl)},${fmt(y + h)}${a(bl, x, y + h - bl)} L${fmt(x)},${fmt(y + tl)}${a(tl, x + tl, y)} Z`;
+}
+
+// One container's edges: rounded polylines with arrowheads (as the canvas draws them),
+// hairlines when far; labels on their background.
+function edgesSvg(out, q, s, ctx) {
+  const { ox, oy } = q;
+  const width = q.simple ? fmt(1 / s) : "1.25";
+  for (const pts of q.list) {
+    if (q.simple || pts.length === 2) {
+      out.push(`<polyline points="${pts.map(([x, y]) => `${fmt(ox + x)},${fmt(oy + y)}`).join(" ")}" fill="none" stroke="${q.stroke}" stroke-width="${width}"/>`);
+    } else {
+      out.push(`<path d="${roundedPath(pts, ox, oy)}" fill="none" stroke="${q.stroke}" stroke-width="${width}"/>`);
+    }
+    if (q.simple) continue;
+    const [ax, ay] = pts[pts.length - 2];
+    const [bx, by] = pts[pts.length - 1];
+    const ang = Math.atan2(by - ay, bx - ax);
+    const x = ox + bx;
+    const y = oy + by;
+    const L = 7;
+    out.push(`<path d="M${fmt(x)},${fmt(y)} L${fmt(x - L * Math.cos(ang - 0.42))},${fmt(y - L * Math.sin(ang - 0.42))} L${fmt(x - L * Math.cos(ang + 0.42))},${fmt(y - L * Math.sin(ang + 0.42))} Z" fill="${q.stroke}"/>`);
+  }
+  for (const l of q.labels) {
+    const x = ox + l.x;
+    const y = oy + l.y;
+    out.push(`<rect x="${fmt(x - 2)}" y="${fmt(y - 7)}" width="${fmt(l.w + 4)}" height="14" fill="${q.labelBg}"/>`);
+    out.push(textSvg(ctx, x, y, l.text, S.fontLabel, q.labelFill, "middle"));
+  }
+}
+
+// The canvas's arcTo corners (radius 7, clamped to the segments) as an SVG path.
+function roundedPath(pts, ox, oy) {
+  let d = `M${fmt(ox + pts[0][0])},${fmt(oy + pts[0][1])}`;
+  for (let i = 1; i < pts.length - 1; i++) {
+    const [px, py] = pts[i - 1];
+    const [cx, cy] = pts[i];
+    const [nx, ny] = pts[i + 1];
+    const l1 = Math.hypot(cx - px, cy - py);
+    const l2 = Math.hypot(nx - cx, ny - cy);
+    const r = Math.min(7, l1 / 2, l2 / 2);
+    if (!r || !l1 || !l2) {
+      d += ` L${fmt(ox + cx)},${fmt(oy + cy)}`;
+      continue;
+    }
+    const ax = cx - ((cx - px) / l1) * r;
+    const ay = cy - ((cy - py) / l1) * r;
+    const bx = cx + ((nx - cx) / l2) * r;
+    const by = cy + ((ny - cy) / l2) * r;
+    d += ` L${fmt(ox + ax)},${fmt(oy + ay)} Q${fmt(ox + cx)},${fmt(oy + cy)} ${fmt(ox + bx)},${fmt(oy + by)}`;
+  }
+  const last = pts[pts.length - 1];
+  return d + ` L${fmt(ox + last[0])},${fmt(oy + last[1])}`;
 }

@@ -86,6 +86,10 @@ export function readPalette() {
   };
 }
 
+// The opaque hatch's 8×8 tile: strokes [x0, y0, x1, y1] over opaqueFill, drawn in
+// opaqueHatch, 1.5 wide (the canvas pattern and the SVG export's <pattern>).
+export const HATCH_TILE = [[-2, 10, 10, -2], [-2, 2, 2, -2], [6, 10, 10, 6]];
+
 export function kindStyle(palette, kind) {
   return palette.kinds[kind] || palette.kinds.other;
 }
