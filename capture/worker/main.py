@@ -22,12 +22,20 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
     if len(argv) == 3 and argv[0] == "--zygote" and argv[1] == "--fd" and argv[2].isdigit():
-        from .zygote import serve  # the warm worker (capture.warm): one forked child per capture
+        from ..procs import become_subreaper, die_with_parent
+        from .zygote import serve
+
+        die_with_parent()
+        become_subreaper()  # the warm worker (capture.warm): one forked child per capture
 
         return serve(int(argv[2]))
     if len(argv) != 2 or argv[0] != "--fd" or not argv[1].isdigit():
         print("usage: capture.worker --fd N (started by TensorViz, not by hand)", file=sys.stderr)
         return 2
+    from ..procs import become_subreaper, die_with_parent
+
+    die_with_parent()  # the CLI or server killed (even SIGKILL): so is this worker
+    become_subreaper()  # orphans of its children stay findable (the parent kills them)
     out = os.fdopen(int(argv[1]), "wb", buffering=0)
     faulthandler.enable(file=sys.stderr, all_threads=True)
     # Kept so that a MemoryError can still be reported: freed before building the failure.
