@@ -18,9 +18,12 @@ Exit status: 0 captured, 1 a failure capture was written (why on stderr), 2 usag
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
+import signal
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
@@ -225,14 +228,48 @@ def run_worker(
     print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, python)}", file=sys.stderr)
     cancel = threading.Event()
     limits = saved_file_limits(max_saved_file_mb)
+    with terminate_like_interrupt():
+        try:
+            return run_capture(
+                workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env,
+                limits=limits,
+            )
+        except KeyboardInterrupt:
+            cancel.set()
+            raise
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a capture: handled like Ctrl-C (the worker and every
+    process it started are killed on the way out); the CLI exits with 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def terminate_like_interrupt() -> Iterator[None]:
+    """While the worker runs: SIGTERM and SIGHUP raise :class:`Terminated` in the main
+    thread, as SIGINT raises KeyboardInterrupt. (A SIGKILL cannot be caught: the worker
+    then dies with this process, by ``PR_SET_PDEATHSIG``; see capture.procs.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            previous[sig] = signal.signal(sig, handler)
     try:
-        return run_capture(
-            workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env,
-            limits=limits,
-        )
-    except KeyboardInterrupt:
-        cancel.set()
-        raise
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def interpreter_note(workspace: Path, python: str | None) -> str:
