@@ -261,6 +261,12 @@ def _wait_child(pid: int) -> None:
                             os.killpg(pid, signal.SIGKILL)
                         except (ProcessLookupError, PermissionError):
                             pass
+                        try:
+                            from ..procs import kill_descendants
+
+                            kill_descendants(exclude=pid)  # what the capture started elsewhere
+                        except Exception:
+                            pass
                         _flush_exit(0)
         finally:
             os.close(pidfd)
