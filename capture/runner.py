@@ -525,6 +525,10 @@ class _Run:
             details = {"exit_code": code}
         last = _last_error_line(tail)
         details["log_tail"] = _bounded_tail(tail)
+        if self.limits.max_memory_bytes and (code is None or code != 0):
+            # Native code that cannot allocate under the limit aborts rather than raising.
+            details["memory_limit"] = self.limits.max_memory_bytes
+            how += f" (the capture memory limit was {self.limits.max_memory_bytes / (1 << 20):g} MB)"
         escaped = list(getattr(watch, "escaped", []))
         if escaped:
             details["escaped_processes"] = escaped

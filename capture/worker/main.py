@@ -64,6 +64,7 @@ def run_request(request: dict[str, Any], started: float, send: Any, reserve: byt
     the one-shot worker and by each child of the warm worker (:mod:`.zygote`)."""
     if reserve is None:
         reserve = bytearray(1 << 20)
+    _apply_memory_limit(request)
     # Shortly before the parent's deadline, dump every thread's stack to stderr: the
     # parent then reports where user code was stuck when it killed the worker.
     seconds_left = request.get("seconds_left")
@@ -77,6 +78,32 @@ def run_request(request: dict[str, Any], started: float, send: Any, reserve: byt
         del reserve
         session.send_failure_for(exc)
     return _exit(0)
+
+
+# The worker's memory limit in bytes (0: none), set by _apply_memory_limit.
+_memory_limit = 0
+
+
+def _apply_memory_limit(request: dict[str, Any]) -> None:
+    """``limits.max_memory_bytes`` as this process's ``RLIMIT_DATA`` (heap and private
+    writable mappings; unlike ``RLIMIT_AS`` it does not count the address space that
+    JAX/XLA and CUDA reserve without using). An allocation past it fails: a MemoryError
+    in Python, reported with the limit."""
+    global _memory_limit
+    limits = request.get("limits") if isinstance(request.get("limits"), dict) else {}
+    want = limits.get("max_memory_bytes")
+    if type(want) is not int or want <= 0:
+        return
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (want, hard))
+        _memory_limit = want
+    except (ImportError, ValueError, OSError) as exc:
+        print(f"tensorviz worker: the memory limit could not be set: {exc}", file=sys.stderr)
 
 
 def _exit(code: int) -> int:
@@ -188,6 +215,10 @@ class _Session:
         if isinstance(exc, RecipeError):
             failure.stage = "recipe"
             failure.details = exc.to_dict()
+        if failure.type == "MemoryError" and _memory_limit:
+            mb = _memory_limit / (1 << 20)
+            failure.message += f" (the capture memory limit is {mb:g} MB: tensorviz.captureMemoryMB, --memory)"
+            failure.details = {**(failure.details or {}), "limit": "max_memory_bytes", "maximum": _memory_limit}
         sources = []
         if self.ctx is not None:
             try:

@@ -94,6 +94,9 @@ def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None
     p.add_argument("--max-saved-file-mb", type=_positive_mb, metavar="MB",
                    help="largest checkpoint or fixture file a capture loads, in MiB "
                         f"(default {Limits().max_saved_file_bytes >> 20})")
+    p.add_argument("--memory", type=_positive_mb, metavar="MB",
+                   help="memory limit for the capture worker, in MiB (default: none); running out is "
+                        "reported as a MemoryError failure")
     p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output (and progress) on stderr")
 
 
@@ -182,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  worker| {line}", file=sys.stderr)
 
     capture = run_worker(workspace, profile, python=args.python, timeout=args.timeout, env=env, progress=progress, log=log,
-                         max_saved_file_mb=args.max_saved_file_mb)
+                         max_saved_file_mb=args.max_saved_file_mb, memory_mb=args.memory)
     try:
         write_graph(capture, output)
     except (OSError, graphfile.GraphFileError) as exc:
@@ -221,13 +224,14 @@ def run_worker(
     log: Callable[[str], None],
     command: str = "capture",
     max_saved_file_mb: float | None = None,
+    memory_mb: float | None = None,
 ) -> Capture:
     """:func:`run_capture`, ending the worker when the user interrupts (Ctrl-C). Says on
     stderr which interpreter runs the model's code, and why that one: the CLI is a
     command the user typed, so it asks no trust question, but it never runs code silently."""
     print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, python)}", file=sys.stderr)
     cancel = threading.Event()
-    limits = saved_file_limits(max_saved_file_mb)
+    limits = saved_file_limits(max_saved_file_mb, memory_mb)
     with terminate_like_interrupt():
         try:
             return run_capture(
@@ -282,11 +286,17 @@ def interpreter_note(workspace: Path, python: str | None) -> str:
     return f"{chosen} (the Python running TensorViz: the workspace has no .venv; --python PATH chooses another)"
 
 
-def saved_file_limits(max_saved_file_mb: float | None) -> Limits | None:
-    """The worker's limits with ``max_saved_file_bytes`` from a size in MiB (None: defaults)."""
-    if max_saved_file_mb is None:
+def saved_file_limits(max_saved_file_mb: float | None, memory_mb: float | None = None) -> Limits | None:
+    """The worker's limits with ``max_saved_file_bytes`` and ``max_memory_bytes`` from
+    sizes in MiB (None: defaults, no memory limit)."""
+    if max_saved_file_mb is None and not memory_mb:
         return None
-    return Limits(max_saved_file_bytes=max(1, int(max_saved_file_mb * (1 << 20))))
+    out: dict = {}
+    if max_saved_file_mb is not None:
+        out["max_saved_file_bytes"] = max(1, int(max_saved_file_mb * (1 << 20)))
+    if memory_mb:
+        out["max_memory_bytes"] = max(1, int(memory_mb * (1 << 20)))
+    return Limits(**out)
 
 
 def write_graph(capture: Capture, output: Path) -> None:
