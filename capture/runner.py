@@ -59,6 +59,9 @@ PROBE_TIMEOUT_S = 30.0
 # After the final message the worker exits at once; allow it this long before the
 # process group is killed anyway.
 EXIT_GRACE_S = 2.0
+# A worker's failure message longer than this is cut (any file TensorViz writes stays
+# readable by it: the graph file reader refuses strings over 16 MiB).
+_MAX_MESSAGE_CHARS = 64 * 1024
 
 
 def default_interpreter(workspace: str | os.PathLike[str]) -> str:
@@ -496,6 +499,10 @@ class _Run:
             sources = [Source(str(p), str(h)) for p, h in msg.get("sources") or []]
         except Exception:
             return self.fail("crash", "ProtocolError", "the worker sent a malformed failure")
+        if len(failure.message) > _MAX_MESSAGE_CHARS:
+            # An exception's message may be any size; the failure file must stay readable.
+            cut = len(failure.message) - _MAX_MESSAGE_CHARS
+            failure.message = failure.message[:_MAX_MESSAGE_CHARS] + f" … [{cut:,} more characters cut]"
         capture = Capture.failed_capture(
             failure,
             framework=str(msg.get("framework") or self.framework),

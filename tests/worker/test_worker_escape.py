@@ -6,7 +6,6 @@ server)."""
 
 from __future__ import annotations
 
-import os
 import textwrap
 import time
 import tracemalloc
@@ -85,6 +84,10 @@ def fork_then_exit(x):
     while not open(os.environ["TV_ESCAPED_PID"]).read():
         time.sleep(0.01)
     os._exit(3)
+
+
+def huge_message(x):
+    raise ValueError("m" * (20 << 20))
 
 
 def huge_line_then_crash(x):
@@ -180,3 +183,13 @@ def test_a_huge_output_line_is_cut_and_the_failure_file_reads_back(ws, pool, tmp
     back = graphfile.read(out)
     assert back.failure.details["log_tail"] == tail
     assert TAIL_LINES * (MAX_LINE_CHARS + 100) < 16 << 20  # any tail fits the reader's string limit
+
+
+def test_a_huge_exception_message_is_cut_and_the_failure_file_reads_back(ws, pool, tmp_path):
+    c, _, _ = capture(ws, pool, "escape:huge_message", tmp_path, timeout=120)
+    f = c.failure
+    assert (f.stage, f.type) == ("trace", "ValueError")
+    assert f.message.startswith("m" * 1000) and len(f.message) < 70_000
+    out = tmp_path / "failed.tvg"
+    graphfile.write(c, out)
+    assert graphfile.read(out).failure.message == f.message
