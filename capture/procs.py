@@ -14,7 +14,10 @@ Used by both sides (stdlib only; the worker imports it too):
   children). It returns the escaped processes (outside the worker's group) for the
   failure record.
 - :func:`die_with_parent` (in the worker): ``PR_SET_PDEATHSIG`` on Linux, then a check
-  that the parent did not already go.
+  that the parent did not already go. The kernel sends the signal when the *thread*
+  that started the worker exits, so callers start workers from long-lived threads (the
+  CLI's main thread, the language server's executor). A SIGKILLed parent leaves nobody
+  to kill what the worker itself started; every other end of the parent does.
 """
 
 from __future__ import annotations
