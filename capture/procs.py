@@ -305,11 +305,11 @@ def become_subreaper() -> bool:
     return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
-def die_with_parent(expected_parent: int | None = None) -> bool:
+def die_with_parent(expected_parent: int | None = None, sig: int = signal.SIGKILL) -> bool:
     """Be killed when the parent process dies (Linux ``PR_SET_PDEATHSIG``); exit at once
     if it already died (or ``expected_parent`` is not the parent any more). True when
     the kernel will do it."""
-    ok = _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    ok = _prctl(_PR_SET_PDEATHSIG, int(sig))
     if expected_parent is None:
         raw = os.environ.get(PARENT_ENV, "")
         expected_parent = int(raw) if raw.isdigit() else None

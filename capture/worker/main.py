@@ -22,11 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
     if len(argv) == 3 and argv[0] == "--zygote" and argv[1] == "--fd" and argv[2].isdigit():
-        from ..procs import become_subreaper, die_with_parent
         from .zygote import serve
-
-        die_with_parent()
-        become_subreaper()  # the warm worker (capture.warm): one forked child per capture
+  # the warm worker (capture.warm): one forked child per capture
 
         return serve(int(argv[2]))
     if len(argv) != 2 or argv[0] != "--fd" or not argv[1].isdigit():

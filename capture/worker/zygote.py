@@ -39,6 +39,19 @@ _SKIP = ("__main__", "__mp_main__")
 def serve(fd: int) -> int:
     from .protocol import ProtocolError, encode_frame, read_frame
 
+    from ..procs import become_subreaper, die_with_parent, kill_descendants
+
+    def parent_gone(signum: int, frame: Any) -> None:
+        # The language server died (PR_SET_PDEATHSIG): take the capture child and every
+        # process it started (this process is their subreaper) along.
+        try:
+            kill_descendants()
+        finally:
+            _flush_exit(0)
+
+    signal.signal(signal.SIGTERM, parent_gone)
+    die_with_parent(sig=signal.SIGTERM)
+    become_subreaper()
     out = os.fdopen(fd, "wb", buffering=0)
     faulthandler.enable(file=sys.stderr, all_threads=True)
     stdin = sys.stdin.buffer
@@ -284,6 +297,7 @@ def _child(request: dict[str, Any], fd: int, send, before: set[str], parent: int
     started = time.monotonic()
     try:
         os.setpgid(0, 0)  # its own group: the parent's deadline kills it and its strays
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the resident's handler is not the capture's
         from ..procs import die_with_parent
 
         die_with_parent(parent)  # the warm worker killed: so is this capture

@@ -156,6 +156,9 @@ def test_a_killed_language_server_takes_its_workers_with_it(ws, tmp_path, mode):
         server.wait()
         for pid in [capture_pid, *started]:
             assert exited(pid, 5), f"{pid} outlived the killed server ({mode})"
+        if mode == "warm":
+            # The resident is told (SIGTERM) and clears what the capture started, too.
+            assert exited(detached, 5), f"the capture's detached process {detached} outlived the killed server"
     finally:
         if server.poll() is None:
             server.kill()
