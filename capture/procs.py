@@ -16,8 +16,8 @@ Used by both sides (stdlib only; the worker imports it too):
 - :func:`die_with_parent` (in the worker): ``PR_SET_PDEATHSIG`` on Linux, then a check
   that the parent did not already go. The kernel sends the signal when the *thread*
   that started the worker exits, so callers start workers from long-lived threads (the
-  CLI's main thread, the language server's executor). A SIGKILLed parent leaves nobody
-  to kill what the worker itself started; every other end of the parent does.
+  CLI's main thread, the language server's executor). What the worker started is then
+  killed by :func:`start_guardian`'s guardian (the warm resident does it itself).
 """
 
 from __future__ import annotations
@@ -316,3 +316,52 @@ def die_with_parent(expected_parent: int | None = None, sig: int = signal.SIGKIL
     if expected_parent is not None and os.getppid() != expected_parent:
         os._exit(75)  # the parent went before the signal was armed
     return ok
+
+
+def start_guardian(marker: str | None = None) -> int | None:
+    """Fork a small guardian of this worker (before any user code runs): it waits,
+    holding no pipe, and when this worker dies (killed with its parent, crashed, or done)
+    kills every process that carries the worker's marker. So a SIGKILLed CLI, whose
+    worker dies by ``PR_SET_PDEATHSIG``, still takes the processes the model started
+    along, also those in sessions of their own. Linux only; the guardian's pid, or None."""
+    marker = marker or os.environ.get(MARKER_ENV)
+    if not marker or not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return None
+    worker = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid:
+        return pid
+    # The guardian: trusted code only, no pipes of the worker held.
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 65536)
+
+        def worker_gone(signum: int, frame: Any) -> None:
+            try:  # not kill_worker_tree: this guardian is in the worker's group itself
+                for _ in range(6):
+                    procs = worker_processes(worker, marker)  # never this process
+                    if not procs:
+                        break
+                    for victim in procs:
+                        try:
+                            os.kill(victim, signal.SIGKILL)
+                        except (ProcessLookupError, PermissionError):
+                            pass
+                    time.sleep(0.01)
+            finally:
+                os._exit(0)
+
+        signal.signal(signal.SIGTERM, worker_gone)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        die_with_parent(worker, sig=signal.SIGTERM)
+        while True:
+            signal.pause()
+    except BaseException:
+        pass
+    os._exit(0)
+

@@ -106,6 +106,8 @@ def test_a_sigkilled_cli_takes_its_worker_with_it(ws, tmp_path):
         cli.kill()
         cli.wait()
         assert exited(worker, 5), f"the worker {worker} outlived the SIGKILLed CLI"
+        # The worker's guardian takes what the model started along.
+        assert exited(detached, 5), f"the worker's detached process {detached} outlived the SIGKILLed CLI"
     finally:
         if cli.poll() is None:
             cli.kill()
@@ -156,9 +158,9 @@ def test_a_killed_language_server_takes_its_workers_with_it(ws, tmp_path, mode):
         server.wait()
         for pid in [capture_pid, *started]:
             assert exited(pid, 5), f"{pid} outlived the killed server ({mode})"
-        if mode == "warm":
-            # The resident is told (SIGTERM) and clears what the capture started, too.
-            assert exited(detached, 5), f"the capture's detached process {detached} outlived the killed server"
+        # What the capture started goes too (one-shot: the worker's guardian; warm: the
+        # resident is told by SIGTERM and clears it).
+        assert exited(detached, 5), f"the capture's detached process {detached} outlived the killed server"
     finally:
         if server.poll() is None:
             server.kill()
