@@ -225,7 +225,7 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
     for attempt in range(rounds):
         live = worker_processes(root, marker)
         if attempt == 0:
-            for group in groups:
+            for group in (root, *own_groups):  # the worker first: it cannot react to the rest
                 try:
                     os.killpg(group, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError, OSError):

@@ -403,12 +403,14 @@ class _Lease:
 
     def kill_group(self) -> None:
         self.killed = True
+        # The resident first, with the child's group in the same sweep: a resident that
+        # saw its child die would clear the child's strays itself, unreported.
+        self.r.kill((self.child_pid,) if self.child_pid else ())
         if self.child_pid:
             try:
                 os.killpg(self.child_pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        self.r.kill((self.child_pid,) if self.child_pid else ())
         self.escaped = self.escaped + [e for e in self.r.escaped if e not in self.escaped]
 
     def finish(self) -> None:
