@@ -8,6 +8,10 @@
   ratio.
 * A 40 MB graph file of empty msgpack lists (the memory bomb): time to refusal and peak
   traced memory, as a multiple of the file's size (unbounded decoding reached ~75x).
+* A capture with an 8 s deadline whose model starts a detached process (its own
+  session, holding the worker's output pipe), one-shot and warm worker: the time from
+  the deadline to the failure (target < 3 s; it was 34 s, or forever with a long-lived
+  child), and whether the detached process was killed.
 
 Prints figures; asserts nothing (these machines are noisy).
 """
@@ -26,6 +30,7 @@ import msgpack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests" / "worker"))
 
 from capture import graphfile  # noqa: E402
 from capture.model import FORMAT_NAME  # noqa: E402
@@ -91,5 +96,55 @@ def main() -> None:
           f"(unbounded: ~75x); {outcome}")
 
 
+DETACHED = """
+import subprocess, sys, time
+
+def detached_hang(x):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    while True:
+        time.sleep(0.05)
+
+def double_fork_hang(x):
+    import os
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(60)
+        os._exit(0)
+    while True:
+        time.sleep(0.05)
+"""
+
+
+def detached_deadline(deadline: float = 8.0) -> None:
+    """Deadline to failure with a detached grandchild (issue 17 item 5)."""
+    import os
+    import tempfile
+
+    import fake_framework
+    from capture.frameworks import TEST_PLUGINS_ENV
+    from capture.runner import run_capture
+    from capture.warm import WarmPool
+    from fake_workspace import fake_recipe, make_workspace, tensor
+
+    os.environ[TEST_PLUGINS_ENV] = fake_framework.PLUGIN
+    print(f"a capture with a {deadline:g} s deadline whose model leaves a detached process")
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = make_workspace(Path(tmp))
+        (ws / "detach.py").write_text(DETACHED, encoding="utf-8")
+        for model in ("detach:detached_hang", "detach:double_fork_hang"):
+            for label, pool in (("one-shot worker", None), ("warm worker", WarmPool())):
+                t = time.monotonic()
+                c = run_capture(ws, fake_recipe(model, tensor(2, 3)), timeout=deadline, warm=pool)
+                took = time.monotonic() - t
+                if pool is not None:
+                    pool.close()
+                escaped = len((c.failure.details if c.failure else {}).get("escaped_processes", []))
+                stage = c.failure.stage if c.failure else "no failure (!)"
+                print(f"  {model.split(':')[1]:17} {label:16} {stage}: deadline to failure {took - deadline:5.2f} s "
+                      f"(target < 3 s: {'met' if took - deadline < 3 else 'MISSED'}); escaped processes killed: {escaped}")
+
+
 if __name__ == "__main__":
     main()
+    detached_deadline()

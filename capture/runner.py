@@ -38,7 +38,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from . import graphfile
 from .frame_repeats import collapse_failure
 from .frameworks import framework_info, framework_names
 from .model import Capture, Failure, Frame, Source, failure_from_json
+from .procs import MARKER_ENV, PARENT_ENV, LogPump, describe_escaped, kill_worker_tree, new_marker
 from .recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, module_file, profile_from_document
 from .worker.limits import Limits
 from .worker.protocol import MAX_CONTROL_FRAME, PROTOCOL_VERSION, FrameReader, ProtocolError, encode_frame
@@ -60,7 +60,9 @@ PROBE_TIMEOUT_S = 30.0
 # After the final message the worker exits at once; allow it this long before the
 # process group is killed anyway.
 EXIT_GRACE_S = 2.0
-_STDERR_TAIL_LINES = 200
+# A worker's failure message longer than this is cut (any file TensorViz writes stays
+# readable by it: the graph file reader refuses strings over 16 MiB).
+_MAX_MESSAGE_CHARS = 64 * 1024
 
 
 def default_interpreter(workspace: str | os.PathLike[str]) -> str:
@@ -380,6 +382,10 @@ class _Run:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT")}
         env["PYTHONUNBUFFERED"] = "1"
         env.update(self.env)
+        # Every process of this worker inherits the marker (capture.procs finds and kills
+        # them, also in sessions of their own); the worker dies with this process.
+        env[MARKER_ENV] = new_marker()
+        env[PARENT_ENV] = str(os.getpid())
         return env
 
     def _worker(self, python: str, recipe: Recipe, *, action: str) -> Capture | None:
@@ -400,19 +406,22 @@ class _Run:
             if result is not NOT_RUN:
                 return result
         read_fd, write_fd = os.pipe()
+        log_r, log_w = os.pipe()
+        env = self._worker_env()
         try:
             proc = subprocess.Popen(
                 [python, launcher, "--fd", str(write_fd)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                pass_fds=(write_fd,), cwd=str(self.workspace), env=self._worker_env(),
+                stdin=subprocess.PIPE, stdout=log_w, stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,), cwd=str(self.workspace), env=env,
                 start_new_session=True,
             )
         except OSError as exc:
-            os.close(read_fd)
-            os.close(write_fd)
+            for fd in (read_fd, write_fd, log_r, log_w):
+                os.close(fd)
             return self.fail("interpreter", "InterpreterNotRunnable", f"cannot start {python}: {exc.strerror or exc}")
         os.close(write_fd)
-        watch = _WorkerWatch(proc, read_fd, self.log)
+        os.close(log_w)
+        watch = _WorkerWatch(proc, read_fd, log_r, self.log, env[MARKER_ENV])
         try:
             return self._converse(watch, request)
         finally:
@@ -424,6 +433,7 @@ class _Run:
         watch.send_request(encode_frame(request))
         reader = FrameReader(max(self.limits.max_result_bytes + (1 << 20), MAX_CONTROL_FRAME))
         final: dict | None = None
+        exited_since: float | None = None
         while final is None:
             if self.cancel is not None and self.cancel.is_set():
                 watch.kill_group()
@@ -432,16 +442,24 @@ class _Run:
             if remaining <= 0:
                 watch.kill_group()
                 elapsed = self._elapsed()
+                escaped = list(getattr(watch, "escaped", []))
+                details: dict[str, Any] = {"limit": "max_seconds", "maximum": self.limits.max_seconds,
+                                           "elapsed_s": round(time.monotonic() - self.started, 3)}
+                if escaped:
+                    details["escaped_processes"] = escaped
                 return self.fail(
                     "deadline", "DeadlineExceeded",
                     f"the capture did not finish within its {self.limits.max_seconds:g} s deadline; "
-                    f"the worker process group was killed after {elapsed}",
-                    {"limit": "max_seconds", "maximum": self.limits.max_seconds,
-                     "elapsed_s": round(time.monotonic() - self.started, 3)},
+                    f"the worker process group was killed after {elapsed}" + describe_escaped(escaped),
+                    details,
                     frames=crash_frames(watch.log_tail(), WorkspaceFiles(self.workspace)),
                 )
             chunk = watch.read(min(remaining, 0.05))
             if chunk is None:
+                if exited_since is None and _exited(watch):
+                    exited_since = time.monotonic()
+                elif exited_since is not None and time.monotonic() - exited_since > 0.5:
+                    break  # the worker is gone; a process it left holds the result pipe
                 continue
             if chunk == b"":
                 break
@@ -484,6 +502,10 @@ class _Run:
             sources = [Source(str(p), str(h)) for p, h in msg.get("sources") or []]
         except Exception:
             return self.fail("crash", "ProtocolError", "the worker sent a malformed failure")
+        if len(failure.message) > _MAX_MESSAGE_CHARS:
+            # An exception's message may be any size; the failure file must stay readable.
+            cut = len(failure.message) - _MAX_MESSAGE_CHARS
+            failure.message = failure.message[:_MAX_MESSAGE_CHARS] + f" … [{cut:,} more characters cut]"
         capture = Capture.failed_capture(
             failure,
             framework=str(msg.get("framework") or self.framework),
@@ -497,6 +519,7 @@ class _Run:
     def _crashed(self, watch: "_WorkerWatch") -> Capture:
         code = watch.wait_exit(EXIT_GRACE_S)
         tail = watch.log_tail()
+        watch.kill_group()  # what it left behind (also in sessions of their own)
         frames = crash_frames(tail, WorkspaceFiles(self.workspace))
         if code is None:
             how = "closed its result pipe without a result and did not exit"
@@ -511,10 +534,17 @@ class _Run:
             how = f"exited with status {code} without reporting a result"
             details = {"exit_code": code}
         last = _last_error_line(tail)
-        details["log_tail"] = "\n".join(tail.splitlines()[-40:])
+        details["log_tail"] = _bounded_tail(tail)
+        if self.limits.max_memory_bytes and (code is None or code != 0):
+            # Native code that cannot allocate under the limit aborts rather than raising.
+            details["memory_limit"] = self.limits.max_memory_bytes
+            how += f" (the capture memory limit was {self.limits.max_memory_bytes / (1 << 20):g} MB)"
+        escaped = list(getattr(watch, "escaped", []))
+        if escaped:
+            details["escaped_processes"] = escaped
         return self.fail(
             "crash", "WorkerCrashed",
-            f"the capture worker {how} after {self._elapsed()}" + (f": {last}" if last else ""),
+            f"the capture worker {how} after {self._elapsed()}" + (f": {last}" if last else "") + describe_escaped(escaped),
             details, frames=frames,
         )
 
@@ -523,16 +553,18 @@ class _Run:
 
 
 class _WorkerWatch:
-    """The running worker: its result pipe, a thread collecting its log, and the kill."""
+    """The running worker: its result pipe, a thread collecting its log (bounded), and
+    the kill (its group and every process that came from it, see :mod:`capture.procs`).
+    Nothing here blocks on a pipe that a process the worker left behind may hold."""
 
-    def __init__(self, proc: subprocess.Popen, read_fd: int, log: Log) -> None:
+    def __init__(self, proc: subprocess.Popen, read_fd: int, log_fd: int, log: Log, marker: str | None = None) -> None:
         self.proc = proc
         self.read_fd = read_fd
-        self._log = log
-        self._tail: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
-        self._log_thread = threading.Thread(target=self._pump_log, name="tensorviz-worker-log", daemon=True)
-        self._log_thread.start()
+        self.marker = marker
+        self._pump = LogPump(log_fd, log)
         self._killed = False
+        #: Processes the worker started outside its group, found and killed (for the failure).
+        self.escaped: list[dict[str, Any]] = []
 
     def send_request(self, data: bytes) -> None:
         def write() -> None:
@@ -554,22 +586,15 @@ class _WorkerWatch:
         except OSError:
             return b""
 
-    def _pump_log(self) -> None:
-        stream = self.proc.stdout
+    def exited(self) -> bool:
+        """Whether the worker process has terminated (it is not reaped)."""
         try:
-            for raw in iter(stream.readline, b""):
-                line = raw.decode("utf-8", "replace").rstrip("\n")
-                self._tail.append(line)
-                try:
-                    self._log(line)
-                except Exception:
-                    pass
-        except (OSError, ValueError):
-            pass
+            return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+        except (ChildProcessError, AttributeError, OSError):
+            return self.proc.returncode is not None
 
     def log_tail(self) -> str:
-        self._log_thread.join(timeout=1.0)
-        return "\n".join(self._tail)
+        return self._pump.text(wait=0.5)
 
     def wait_exit(self, timeout: float) -> int | None:
         try:
@@ -589,9 +614,12 @@ class _WorkerWatch:
         if not self._killed:
             self._killed = True
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+                self.escaped = kill_worker_tree(self.proc.pid, self.marker)
+            except Exception:  # never let the search stop the kill
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
 
     def close(self) -> None:
         self.kill_group()
@@ -599,20 +627,27 @@ class _WorkerWatch:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL'd processes exit
             pass
-        for f in (self.proc.stdin,):
-            try:
-                f.close()
-            except (OSError, ValueError):
-                pass
-        self._log_thread.join(timeout=1.0)
         try:
-            self.proc.stdout.close()
+            self.proc.stdin.close()
         except (OSError, ValueError):
             pass
+        self._pump.close()
         try:
             os.close(self.read_fd)
         except OSError:
             pass
+
+
+def _exited(watch: Any) -> bool:
+    check = getattr(watch, "exited", None)
+    return bool(check()) if callable(check) else False
+
+
+def _bounded_tail(tail: str, lines: int = 40, chars: int = 64 * 1024) -> str:
+    """The last ``lines`` lines of a log tail, at most ``chars`` characters (each line is
+    already cut by :class:`capture.procs.LogPump`): a failure file stays small."""
+    text = "\n".join(tail.splitlines()[-lines:])
+    return text if len(text) <= chars else "… " + text[-chars:]
 
 
 def _wait_unreaped(pid: int, timeout: float) -> None:

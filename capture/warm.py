@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .procs import MARKER_ENV, LogPump, kill_worker_tree
 from .worker.protocol import MAX_CONTROL_FRAME, PROTOCOL_VERSION, FrameReader, ProtocolError, encode_frame
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,6 @@ DEFAULT_IDLE_SECONDS = 600.0
 #: After a capture's final message, how long the resident process may take to say
 #: its child exited before it is discarded.
 EXIT_GRACE_S = 2.0
-_TAIL_LINES = 200
 
 #: What :func:`run_warm` returns when it did not run the capture (the caller runs a
 #: one-shot worker instead): the folder's warm worker is busy, or could not start.
@@ -181,8 +181,10 @@ class WarmPool:
 class _Resident:
     """One resident process (the zygote), its result pipe and its log."""
 
-    def __init__(self, proc: subprocess.Popen, read_fd: int, python: str, identity: tuple, workspace: str) -> None:
+    def __init__(self, proc: subprocess.Popen, read_fd: int, python: str, identity: tuple, workspace: str,
+                 log_fd: int, marker: str | None = None) -> None:
         self.proc = proc
+        self.marker = marker
         self.workspace = workspace
         self.read_fd = read_fd
         self.python = python
@@ -196,11 +198,11 @@ class _Resident:
         self.reader = FrameReader(MAX_CONTROL_FRAME)
         self.pending: deque[dict[str, Any]] = deque()  # messages read before a lease wanted them
         self.preloads_pending = 0
-        self.tail: deque[str] = deque(maxlen=_TAIL_LINES)
         self.sink: Callable[[str], None] = lambda line: None
         self.dead = False
-        self._log_thread = threading.Thread(target=self._pump_log, name="tensorviz-warm-log", daemon=True)
-        self._log_thread.start()
+        self._pump = LogPump(log_fd, lambda line: self.sink(line), name="tensorviz-warm-log")
+        self.tail = self._pump.tail  # bounded lines, each cut (capture.procs)
+        self.escaped: list[dict[str, Any]] = []
 
     @classmethod
     def start(cls, workspace: Path, python: str, env: Mapping[str, str], identity: tuple) -> "_Resident":
@@ -208,19 +210,21 @@ class _Resident:
 
         launcher = launcher_script()
         read_fd, write_fd = os.pipe()
+        log_r, log_w = os.pipe()
         try:
             proc = subprocess.Popen(
                 [python, launcher, "--zygote", "--fd", str(write_fd)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                stdin=subprocess.PIPE, stdout=log_w, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), cwd=str(workspace), env=dict(env), start_new_session=True,
             )
         except OSError:
-            os.close(read_fd)
-            os.close(write_fd)
+            for fd in (read_fd, write_fd, log_r, log_w):
+                os.close(fd)
             raise
         os.close(write_fd)
+        os.close(log_w)
         log.info("warm worker started for %s: %s (pid %d)", workspace, python, proc.pid)
-        return cls(proc, read_fd, python, identity, str(workspace))
+        return cls(proc, read_fd, python, identity, str(workspace), log_r, env.get(MARKER_ENV))
 
     def unusable(self, python: str, identity: tuple) -> str | None:
         if self.dead or self.proc.poll() is not None:
@@ -296,33 +300,28 @@ class _Resident:
             if not self.preloads_pending and timeout > 0:
                 return
 
-    def _pump_log(self) -> None:
-        try:
-            for raw in iter(self.proc.stdout.readline, b""):
-                line = raw.decode("utf-8", "replace").rstrip("\n")
-                self.tail.append(line)
-                try:
-                    self.sink(line)
-                except Exception:
-                    pass
-        except (OSError, ValueError):
-            pass
-
-    def kill(self) -> None:
+    def kill(self, own_groups: tuple[int, ...] = ()) -> None:
+        """Kill it, its capture child's group and every process that came from them
+        (also in sessions of their own: :mod:`capture.procs`); never blocks on a pipe."""
+        if self.dead and self.proc.returncode is not None:
+            return
         self.dead = True
         try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+            self.escaped = kill_worker_tree(self.proc.pid, self.marker, own_groups)
+        except Exception:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:  # pragma: no cover
             pass
-        for f in (self.proc.stdin, self.proc.stdout):
-            try:
-                f.close()
-            except (OSError, ValueError):
-                pass
+        try:
+            self.proc.stdin.close()
+        except (OSError, ValueError):
+            pass
+        self._pump.close()
         try:
             os.close(self.read_fd)
         except OSError:
@@ -344,6 +343,8 @@ class _Lease:
         self.final_seen = False
         self.killed = False
         self._eof_next = False
+        #: Processes the capture started outside its group, found and killed.
+        self.escaped: list[dict[str, Any]] = []
         resident.tail.clear()
         resident.sink = log_line
 
@@ -396,17 +397,21 @@ class _Lease:
                 self.final_seen = True
             elif kind == "exited":
                 self.child_code = m.get("code") if type(m.get("code")) is int else -1
+                self.escaped += [e for e in m.get("escaped") or [] if isinstance(e, dict)]
                 if not self.final_seen:
                     self._eof_next = True  # the child died without a result: a crash
 
     def kill_group(self) -> None:
         self.killed = True
+        # The resident first, with the child's group in the same sweep: a resident that
+        # saw its child die would clear the child's strays itself, unreported.
+        self.r.kill((self.child_pid,) if self.child_pid else ())
         if self.child_pid:
             try:
                 os.killpg(self.child_pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        self.r.kill()
+        self.escaped = self.escaped + [e for e in self.r.escaped if e not in self.escaped]
 
     def finish(self) -> None:
         """After the final message: the resident reports the child's exit (it clears the
@@ -436,7 +441,7 @@ class _Lease:
 
     def log_tail(self) -> str:
         time.sleep(0.05)  # the log thread may still be reading the last lines
-        return "\n".join(self.r.tail)
+        return "\n".join(list(self.r.tail))
 
     # -- the end ----------------------------------------------------------------
     def release(self, ok: bool, reason: str) -> None:

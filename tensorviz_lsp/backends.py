@@ -98,6 +98,8 @@ class CaptureJob:
     env: dict[str, str] = field(default_factory=dict)
     # ``tensorviz.maxSavedFileMB``: the largest checkpoint/fixture file, in MiB (None: the default).
     max_saved_file_mb: float | None = None
+    # ``tensorviz.captureMemoryMB``: the worker's memory limit in MiB (0: none).
+    memory_mb: float = 0.0
     cancel: threading.Event = field(default_factory=threading.Event)
     # Run on the folder's warm worker (``tensorviz.warmWorkerIdleSeconds`` > 0), which
     # stops after this many idle seconds; 0: a one-shot worker.
@@ -328,7 +330,7 @@ class RealBackends:
             cancel=job.cancel,
             env=dict(job.env),
             warm=self.warm_pool(job.warm_idle_seconds),
-            limits=_saved_file_limits(job.max_saved_file_mb),
+            limits=_saved_file_limits(job.max_saved_file_mb, job.memory_mb),
         )
 
     def warm_pool(self, idle_seconds: float) -> Any:
@@ -499,10 +501,16 @@ def _set_aside(table: dict[str, Any], segs: list[str | int] | None) -> bool:
     return False
 
 
-def _saved_file_limits(max_saved_file_mb: float | None) -> Any:
-    """The worker's limits with ``max_saved_file_bytes`` from ``tensorviz.maxSavedFileMB``."""
-    if max_saved_file_mb is None:
+def _saved_file_limits(max_saved_file_mb: float | None, memory_mb: float = 0.0) -> Any:
+    """The worker's limits with ``max_saved_file_bytes`` from ``tensorviz.maxSavedFileMB``
+    and ``max_memory_bytes`` from ``tensorviz.captureMemoryMB`` (0: no limit)."""
+    if max_saved_file_mb is None and not memory_mb:
         return None
     from capture.worker.limits import Limits
 
-    return Limits(max_saved_file_bytes=max(1, int(max_saved_file_mb * (1 << 20))))
+    out: dict[str, int] = {}
+    if max_saved_file_mb is not None:
+        out["max_saved_file_bytes"] = max(1, int(max_saved_file_mb * (1 << 20)))
+    if memory_mb:
+        out["max_memory_bytes"] = max(1, int(memory_mb * (1 << 20)))
+    return Limits(**out)

@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as exc:
+        return 128 + int(getattr(exc, "signum", 2))  # Ctrl-C: 130; SIGTERM/SIGHUP in a capture: 143/129
     except BrokenPipeError:
         # `tensorviz inspect … | head`: the reader left; that is not an error.
         sys.stderr.close()

@@ -104,6 +104,9 @@ class Settings:
     # ``tensorviz.maxSavedFileMB``: the largest checkpoint or fixture file (Torch
     # ``init.checkpoint`` / ``inputs.fixture``) a capture loads, in MiB.
     max_saved_file_mb: float = field(default=4096.0, metadata={"key": "maxSavedFileMB", "parse": _pos_float})
+    # ``tensorviz.captureMemoryMB``: the capture worker's memory limit in MiB; 0 (the
+    # default): none. Running out is reported as a MemoryError failure naming the limit.
+    capture_memory_mb: float = field(default=0.0, metadata={"key": "captureMemoryMB", "parse": _nonneg_float})
     # ``tensorviz.lensDebounceMs``: quiet time after typing before lenses are recomputed.
     lens_debounce_ms: int = field(default=150, metadata={"key": "lensDebounceMs", "parse": _nonneg_int})
     # ``tensorviz.installCommand``: replaces the reviewed install command; ``{python}``

@@ -16,7 +16,10 @@ class Limits:
     ``max_result_bytes``: the encoded graph the worker sends back. ``max_seconds``: the
     parent's deadline for the whole worker run (start, imports, tracing, result).
     ``max_saved_file_bytes``: the size of each file a recipe loads (a Torch
-    ``init.checkpoint`` or ``inputs.fixture``), checked before it is read."""
+    ``init.checkpoint`` or ``inputs.fixture``), checked before it is read.
+    ``max_memory_bytes``: the worker's memory (``RLIMIT_DATA``: heap and private
+    mappings); 0, the default: no limit. Running out is a ``MemoryError`` failure that
+    names the limit."""
 
     max_ops: int = 1_000_000
     max_values: int = 2_000_000
@@ -25,6 +28,7 @@ class Limits:
     max_result_bytes: int = 256 * 1024 * 1024
     max_seconds: float = 120.0
     max_saved_file_bytes: int = 4 * 1024 * 1024 * 1024
+    max_memory_bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -22,12 +22,18 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
     if len(argv) == 3 and argv[0] == "--zygote" and argv[1] == "--fd" and argv[2].isdigit():
-        from .zygote import serve  # the warm worker (capture.warm): one forked child per capture
+        from .zygote import serve
+  # the warm worker (capture.warm): one forked child per capture
 
         return serve(int(argv[2]))
     if len(argv) != 2 or argv[0] != "--fd" or not argv[1].isdigit():
         print("usage: capture.worker --fd N (started by TensorViz, not by hand)", file=sys.stderr)
         return 2
+    from ..procs import become_subreaper, die_with_parent, start_guardian
+
+    die_with_parent()  # the CLI or server killed (even SIGKILL): so is this worker
+    become_subreaper()  # orphans of its children stay findable (the parent kills them)
+    start_guardian()  # and when it dies so, what the model started goes with it
     out = os.fdopen(int(argv[1]), "wb", buffering=0)
     faulthandler.enable(file=sys.stderr, all_threads=True)
     # Kept so that a MemoryError can still be reported: freed before building the failure.
@@ -56,6 +62,7 @@ def run_request(request: dict[str, Any], started: float, send: Any, reserve: byt
     the one-shot worker and by each child of the warm worker (:mod:`.zygote`)."""
     if reserve is None:
         reserve = bytearray(1 << 20)
+    _apply_memory_limit(request)
     # Shortly before the parent's deadline, dump every thread's stack to stderr: the
     # parent then reports where user code was stuck when it killed the worker.
     seconds_left = request.get("seconds_left")
@@ -69,6 +76,32 @@ def run_request(request: dict[str, Any], started: float, send: Any, reserve: byt
         del reserve
         session.send_failure_for(exc)
     return _exit(0)
+
+
+# The worker's memory limit in bytes (0: none), set by _apply_memory_limit.
+_memory_limit = 0
+
+
+def _apply_memory_limit(request: dict[str, Any]) -> None:
+    """``limits.max_memory_bytes`` as this process's ``RLIMIT_DATA`` (heap and private
+    writable mappings; unlike ``RLIMIT_AS`` it does not count the address space that
+    JAX/XLA and CUDA reserve without using). An allocation past it fails: a MemoryError
+    in Python, reported with the limit."""
+    global _memory_limit
+    limits = request.get("limits") if isinstance(request.get("limits"), dict) else {}
+    want = limits.get("max_memory_bytes")
+    if type(want) is not int or want <= 0:
+        return
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            want = min(want, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (want, hard))
+        _memory_limit = want
+    except (ImportError, ValueError, OSError) as exc:
+        print(f"tensorviz worker: the memory limit could not be set: {exc}", file=sys.stderr)
 
 
 def _exit(code: int) -> int:
@@ -180,6 +213,10 @@ class _Session:
         if isinstance(exc, RecipeError):
             failure.stage = "recipe"
             failure.details = exc.to_dict()
+        if failure.type == "MemoryError" and _memory_limit:
+            mb = _memory_limit / (1 << 20)
+            failure.message += f" (the capture memory limit is {mb:g} MB: tensorviz.captureMemoryMB, --memory)"
+            failure.details = {**(failure.details or {}), "limit": "max_memory_bytes", "maximum": _memory_limit}
         sources = []
         if self.ctx is not None:
             try:

@@ -39,6 +39,19 @@ _SKIP = ("__main__", "__mp_main__")
 def serve(fd: int) -> int:
     from .protocol import ProtocolError, encode_frame, read_frame
 
+    from ..procs import become_subreaper, die_with_parent, kill_descendants
+
+    def parent_gone(signum: int, frame: Any) -> None:
+        # The language server died (PR_SET_PDEATHSIG): take the capture child and every
+        # process it started (this process is their subreaper) along.
+        try:
+            kill_descendants()
+        finally:
+            _flush_exit(0)
+
+    signal.signal(signal.SIGTERM, parent_gone)
+    die_with_parent(sig=signal.SIGTERM)
+    become_subreaper()
     out = os.fdopen(fd, "wb", buffering=0)
     faulthandler.enable(file=sys.stderr, all_threads=True)
     stdin = sys.stdin.buffer
@@ -198,9 +211,10 @@ def _fork_capture(request: dict[str, Any], fd: int, send) -> None:
     gc.freeze()
     sys.stdout.flush()
     sys.stderr.flush()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _child(request, fd, send, before)
+        _child(request, fd, send, before, parent)
     # Wait for the child without reaping it, clear its process group (stray children
     # of user code), then reap: its group id cannot be reused meanwhile.
     _wait_child(pid)
@@ -208,12 +222,32 @@ def _fork_capture(request: dict[str, Any], fd: int, send) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    # Processes the child started in sessions of their own: this process is a subreaper,
+    # so orphans are its children now; all of them are strays of that capture.
+    from ..procs import kill_descendants
+
+    try:
+        escaped = kill_descendants(exclude=pid)
+    except Exception:
+        escaped = []
     try:
         _, status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(status)
     except ChildProcessError:
         code = -1
-    send({"kind": "exited", "pid": pid, "code": code})
+    _reap_all()
+    send({"kind": "exited", "pid": pid, "code": code, "escaped": escaped})
+
+
+def _reap_all() -> None:
+    """Reap killed strays (zombies reparented to this subreaper)."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _wait_child(pid: int) -> None:
@@ -240,6 +274,12 @@ def _wait_child(pid: int) -> None:
                             os.killpg(pid, signal.SIGKILL)
                         except (ProcessLookupError, PermissionError):
                             pass
+                        try:
+                            from ..procs import kill_descendants
+
+                            kill_descendants(exclude=pid)  # what the capture started elsewhere
+                        except Exception:
+                            pass
                         _flush_exit(0)
         finally:
             os.close(pidfd)
@@ -253,10 +293,14 @@ def _wait_child(pid: int) -> None:
             return
 
 
-def _child(request: dict[str, Any], fd: int, send, before: set[str]) -> None:
+def _child(request: dict[str, Any], fd: int, send, before: set[str], parent: int) -> None:
     started = time.monotonic()
     try:
         os.setpgid(0, 0)  # its own group: the parent's deadline kills it and its strays
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the resident's handler is not the capture's
+        from ..procs import die_with_parent
+
+        die_with_parent(parent)  # the warm worker killed: so is this capture
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)

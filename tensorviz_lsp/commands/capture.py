@@ -18,9 +18,12 @@ Exit status: 0 captured, 1 a failure capture was written (why on stderr), 2 usag
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
+import signal
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
@@ -92,6 +95,9 @@ def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None
     p.add_argument("--max-saved-file-mb", type=_positive_mb, metavar="MB",
                    help="largest checkpoint or fixture file a capture loads, in MiB "
                         f"(default {Limits().max_saved_file_bytes >> 20})")
+    p.add_argument("--memory", type=_positive_mb, metavar="MB",
+                   help="memory limit for the capture worker, in MiB (default: none); running out is "
+                        "reported as a MemoryError failure")
     p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output (and progress) on stderr")
 
 
@@ -180,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"  worker| {line}", file=sys.stderr)
 
     capture = run_worker(workspace, profile, python=args.python, timeout=args.timeout, env=env, progress=progress, log=log,
-                         max_saved_file_mb=args.max_saved_file_mb)
+                         max_saved_file_mb=args.max_saved_file_mb, memory_mb=args.memory)
     try:
         write_graph(capture, output)
     except (OSError, graphfile.GraphFileError) as exc:
@@ -219,21 +225,56 @@ def run_worker(
     log: Callable[[str], None],
     command: str = "capture",
     max_saved_file_mb: float | None = None,
+    memory_mb: float | None = None,
 ) -> Capture:
     """:func:`run_capture`, ending the worker when the user interrupts (Ctrl-C). Says on
     stderr which interpreter runs the model's code, and why that one: the CLI is a
     command the user typed, so it asks no trust question, but it never runs code silently."""
     print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, python)}", file=sys.stderr)
     cancel = threading.Event()
-    limits = saved_file_limits(max_saved_file_mb)
+    limits = saved_file_limits(max_saved_file_mb, memory_mb)
+    with terminate_like_interrupt():
+        try:
+            return run_capture(
+                workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env,
+                limits=limits,
+            )
+        except KeyboardInterrupt:
+            cancel.set()
+            raise
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a capture: handled like Ctrl-C (the worker and every
+    process it started are killed on the way out); the CLI exits with 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def terminate_like_interrupt() -> Iterator[None]:
+    """While the worker runs: SIGTERM and SIGHUP raise :class:`Terminated` in the main
+    thread, as SIGINT raises KeyboardInterrupt. (A SIGKILL cannot be caught: the worker
+    then dies with this process, by ``PR_SET_PDEATHSIG``; see capture.procs.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            previous[sig] = signal.signal(sig, handler)
     try:
-        return run_capture(
-            workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env,
-            limits=limits,
-        )
-    except KeyboardInterrupt:
-        cancel.set()
-        raise
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def interpreter_note(workspace: Path, python: str | None) -> str:
@@ -246,11 +287,17 @@ def interpreter_note(workspace: Path, python: str | None) -> str:
     return f"{chosen} (the Python running TensorViz: the workspace has no .venv; --python PATH chooses another)"
 
 
-def saved_file_limits(max_saved_file_mb: float | None) -> Limits | None:
-    """The worker's limits with ``max_saved_file_bytes`` from a size in MiB (None: defaults)."""
-    if max_saved_file_mb is None:
+def saved_file_limits(max_saved_file_mb: float | None, memory_mb: float | None = None) -> Limits | None:
+    """The worker's limits with ``max_saved_file_bytes`` and ``max_memory_bytes`` from
+    sizes in MiB (None: defaults, no memory limit)."""
+    if max_saved_file_mb is None and not memory_mb:
         return None
-    return Limits(max_saved_file_bytes=max(1, int(max_saved_file_mb * (1 << 20))))
+    out: dict = {}
+    if max_saved_file_mb is not None:
+        out["max_saved_file_bytes"] = max(1, int(max_saved_file_mb * (1 << 20)))
+    if memory_mb:
+        out["max_memory_bytes"] = max(1, int(memory_mb * (1 << 20)))
+    return Limits(**out)
 
 
 def write_graph(capture: Capture, output: Path) -> None:

@@ -83,7 +83,8 @@ def capture_profile(command: str, workspace: Path, profile: str, args: argparse.
     env = parse_env(getattr(args, "env", None) or [])
     print(f"tensorviz {command}: capturing {profile} in {workspace}", file=sys.stderr, flush=True)
     capture = run_worker(workspace, profile, python=args.python, timeout=timeout, env=env, progress=progress, log=log,
-                         command=command, max_saved_file_mb=getattr(args, "max_saved_file_mb", None))
+                         command=command, max_saved_file_mb=getattr(args, "max_saved_file_mb", None),
+                         memory_mb=getattr(args, "memory", None))
     output = workspace / CAPTURES_DIR / f"{profile}.tvg"
     try:
         write_graph(capture, output)

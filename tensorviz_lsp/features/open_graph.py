@@ -257,6 +257,7 @@ class OpenGraph(Feature):
                 warm_idle_seconds=settings.warm_worker_idle_seconds,
                 env=dict(settings.capture_env),
                 max_saved_file_mb=settings.max_saved_file_mb,
+                memory_mb=settings.capture_memory_mb,
                 cancel=progress.cancel_flag,
                 on_progress=on_progress,
                 on_log=lambda line: log.info("[worker] %s", line),

@@ -1,0 +1,367 @@
+"""Worker processes that cannot escape: their log read in bounded pieces, every process
+they started found and killed, and death with their parent.
+
+Used by both sides (stdlib only; the worker imports it too):
+
+- :class:`LogPump` reads a worker's stdout+stderr pipe in bounded chunks on a thread,
+  cuts long lines and keeps a bounded tail; closing it never blocks, even while a
+  detached grandchild still holds the pipe's write end.
+- :func:`kill_worker_tree` kills a worker's process group and every process that came
+  from it, also those in a session of their own (``start_new_session=True``, a double
+  fork with ``setsid``): found through ``/proc`` by the worker's marker variable (each
+  worker gets a fresh :data:`MARKER_ENV` value that its descendants inherit) and by
+  parent links (the worker is a child subreaper, so orphans of its children stay its
+  children). It returns the escaped processes (outside the worker's group) for the
+  failure record.
+- :func:`die_with_parent` (in the worker): ``PR_SET_PDEATHSIG`` on Linux, then a check
+  that the parent did not already go. The kernel sends the signal when the *thread*
+  that started the worker exits, so callers start workers from long-lived threads (the
+  CLI's main thread, the language server's executor). What the worker started is then
+  killed by :func:`start_guardian`'s guardian (the warm resident does it itself).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+#: Every worker's environment carries a fresh value of this; its processes inherit it.
+MARKER_ENV = "TENSORVIZ_WORKER_ID"
+#: The pid of the process that started the worker (checked by :func:`die_with_parent`).
+PARENT_ENV = "TENSORVIZ_PARENT_PID"
+
+#: A log line longer than this is cut (its length is said in the cut line).
+MAX_LINE_CHARS = 4096
+#: Lines kept in a worker's log tail (so a tail holds at most about 800 KiB).
+TAIL_LINES = 200
+_CHUNK = 1 << 16
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def new_marker() -> str:
+    return os.urandom(12).hex()
+
+
+# --------------------------------------------------------------------------- the log
+
+
+class LogPump:
+    """A thread reading ``fd`` (the worker's stdout and stderr) in chunks of 64 KiB:
+    complete lines, each cut to :data:`MAX_LINE_CHARS`, go to ``sink`` and to a tail of
+    :data:`TAIL_LINES` lines. Memory stays bounded whatever the worker prints (a line
+    of any length is never held whole). It owns ``fd`` and closes it when it stops."""
+
+    def __init__(self, fd: int, sink: Callable[[str], None], name: str = "tensorviz-worker-log") -> None:
+        self.fd = fd
+        self.sink = sink
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._stop = threading.Event()
+        self._eof = threading.Event()
+        self._part = bytearray()
+        self._cut = 0  # bytes of the current line dropped past the limit
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.is_set():
+                try:
+                    ready, _, _ = select.select([self.fd], [], [], 0.05)
+                except (OSError, ValueError):
+                    break
+                if not ready:
+                    continue
+                try:
+                    chunk = os.read(self.fd, _CHUNK)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                self._feed(chunk)
+            self._flush_part()
+        finally:
+            self._eof.set()
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+
+    def _feed(self, chunk: bytes) -> None:
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            piece = chunk[start:] if nl < 0 else chunk[start:nl]
+            room = MAX_LINE_CHARS - len(self._part)
+            if len(piece) > room:
+                self._part += piece[:max(room, 0)]
+                self._cut += len(piece) - max(room, 0)
+            else:
+                self._part += piece
+            if nl < 0:
+                return
+            self._emit()
+            start = nl + 1
+
+    def _emit(self) -> None:
+        line = self._part.decode("utf-8", "replace").rstrip("\r")
+        if self._cut:
+            line += f" … [line cut: {self._cut + len(self._part):,} bytes in all]"
+        self._part = bytearray()
+        self._cut = 0
+        self.tail.append(line)
+        try:
+            self.sink(line)
+        except Exception:
+            pass
+
+    def _flush_part(self) -> None:
+        if self._part or self._cut:
+            self._emit()
+
+    def wait_eof(self, timeout: float) -> bool:
+        """Until the pipe ended (every writer gone), at most ``timeout`` seconds."""
+        return self._eof.wait(timeout)
+
+    def text(self, wait: float = 0.2) -> str:
+        """The tail (after waiting up to ``wait`` s for the writers to finish)."""
+        self._eof.wait(wait)
+        return "\n".join(list(self.tail))
+
+    def close(self) -> None:
+        """Stop reading (never blocks on the pipe: a detached process may hold it)."""
+        self._stop.set()
+        self._thread.join(timeout=1.0)
+
+
+# --------------------------------------------------------------------------- /proc
+
+
+def _stat(pid: int) -> tuple[int, int, int] | None:
+    """(ppid, pgid, sid) of ``pid`` from /proc, None when gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    try:
+        fields = data[data.rindex(b")") + 2:].split()
+        if fields[0] == b"Z":
+            return None  # a zombie holds nothing
+        return int(fields[1]), int(fields[2]), int(fields[3])
+    except (ValueError, IndexError):
+        return None
+
+
+def _pids() -> list[int]:
+    try:
+        return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return []
+
+
+def _has_marker(pid: int, needle: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            data = fh.read(1 << 20)
+    except OSError:
+        return False
+    return needle in data
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            raw = fh.read(600)
+    except OSError:
+        return "?"
+    return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:200] or "?"
+
+
+def worker_processes(root: int, marker: str | None) -> dict[int, tuple[int, int, int]]:
+    """The live processes that came from worker ``root`` (itself included when alive):
+    its descendants by parent link, and every process carrying its ``marker``."""
+    if not os.path.isdir("/proc"):
+        return {}
+    me = os.getpid()
+    table: dict[int, tuple[int, int, int]] = {}
+    for pid in _pids():
+        st = _stat(pid)
+        if st is not None:
+            table[pid] = st
+    found: set[int] = set()
+    if root in table:
+        found.add(root)
+    needle = f"{MARKER_ENV}={marker}\0".encode() if marker else None
+    if needle is not None:
+        for pid in table:
+            if pid != me and _has_marker(pid, needle):
+                found.add(pid)
+    # Descendants (also of processes found by marker), by parent links.
+    changed = True
+    while changed:
+        changed = False
+        for pid, (ppid, _, _) in table.items():
+            if ppid in found and pid not in found and pid != me:
+                found.add(pid)
+                changed = True
+    return {pid: table[pid] for pid in found}
+
+
+def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (), rounds: int = 6) -> list[dict[str, Any]]:
+    """Kill worker ``root``'s group and every process that came from it; the ones that
+    had left the worker's process groups (``root`` and ``own_groups``: escaped), as
+    ``{pid, session, command}``."""
+    escaped: dict[int, dict[str, Any]] = {}
+    groups = {root, *own_groups}
+    for attempt in range(rounds):
+        live = worker_processes(root, marker)
+        if attempt == 0:
+            for group in (root, *own_groups):  # the worker first: it cannot react to the rest
+                try:
+                    os.killpg(group, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError, OSError):
+                    pass
+        if not live:
+            break
+        for pid, (_, pgid, sid) in live.items():
+            if pgid not in groups and pid not in escaped:
+                escaped[pid] = {"pid": pid, "session": sid, "command": _cmdline(pid)}
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            if pgid not in groups and pgid == pid:
+                try:
+                    os.killpg(pgid, signal.SIGKILL)  # a group (session) it leads
+                except (ProcessLookupError, PermissionError, OSError):
+                    pass
+        time.sleep(0.01)
+    return sorted(escaped.values(), key=lambda e: e["pid"])
+
+
+def kill_descendants(exclude: int | None = None) -> list[dict[str, Any]]:
+    """Kill every descendant of this process; report those outside process group
+    ``exclude`` (the capture child's, killed already): the warm worker's strays after
+    its capture child exited. A subreaper sees them all."""
+    me = os.getpid()
+    escaped: dict[int, dict[str, Any]] = {}
+    for _ in range(6):
+        table = {pid: st for pid in _pids() if (st := _stat(pid)) is not None}
+        found: set[int] = set()
+        changed = True
+        while changed:
+            changed = False
+            for pid, (ppid, _, _) in table.items():
+                if (ppid == me or ppid in found) and pid not in found:
+                    found.add(pid)
+                    changed = True
+        if not found:
+            break
+        for pid in found:
+            if table[pid][1] != exclude:  # not of the excluded (already killed) group
+                escaped.setdefault(pid, {"pid": pid, "session": table[pid][2], "command": _cmdline(pid)})
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+    return sorted(escaped.values(), key=lambda e: e["pid"])
+
+
+def describe_escaped(escaped: list[dict[str, Any]]) -> str:
+    if not escaped:
+        return ""
+    shown = ", ".join(f"{e['pid']} ({e['command'][:60]})" for e in escaped[:5])
+    more = f" and {len(escaped) - 5} more" if len(escaped) > 5 else ""
+    return f"; {len(escaped)} process(es) it started outside its process group were killed: {shown}{more}"
+
+
+# --------------------------------------------------------------------------- in the worker
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, value, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
+def become_subreaper() -> bool:
+    """Orphaned descendants (a double fork) become this process's children (Linux)."""
+    return _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def die_with_parent(expected_parent: int | None = None, sig: int = signal.SIGKILL) -> bool:
+    """Be killed when the parent process dies (Linux ``PR_SET_PDEATHSIG``); exit at once
+    if it already died (or ``expected_parent`` is not the parent any more). True when
+    the kernel will do it."""
+    ok = _prctl(_PR_SET_PDEATHSIG, int(sig))
+    if expected_parent is None:
+        raw = os.environ.get(PARENT_ENV, "")
+        expected_parent = int(raw) if raw.isdigit() else None
+    if expected_parent is not None and os.getppid() != expected_parent:
+        os._exit(75)  # the parent went before the signal was armed
+    return ok
+
+
+def start_guardian(marker: str | None = None) -> int | None:
+    """Fork a small guardian of this worker (before any user code runs): it waits,
+    holding no pipe, and when this worker dies (killed with its parent, crashed, or done)
+    kills every process that carries the worker's marker. So a SIGKILLed CLI, whose
+    worker dies by ``PR_SET_PDEATHSIG``, still takes the processes the model started
+    along, also those in sessions of their own. Linux only; the guardian's pid, or None."""
+    marker = marker or os.environ.get(MARKER_ENV)
+    if not marker or not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return None
+    worker = os.getpid()
+    try:
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid:
+        return pid
+    # The guardian: trusted code only, no pipes of the worker held.
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 65536)
+
+        def worker_gone(signum: int, frame: Any) -> None:
+            try:  # not kill_worker_tree: this guardian is in the worker's group itself
+                for _ in range(6):
+                    procs = worker_processes(worker, marker)  # never this process
+                    if not procs:
+                        break
+                    for victim in procs:
+                        try:
+                            os.kill(victim, signal.SIGKILL)
+                        except (ProcessLookupError, PermissionError):
+                            pass
+                    time.sleep(0.01)
+            finally:
+                os._exit(0)
+
+        signal.signal(signal.SIGTERM, worker_gone)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        die_with_parent(worker, sig=signal.SIGTERM)
+        while True:
+            signal.pause()
+    except BaseException:
+        pass
+    os._exit(0)
+

@@ -1,0 +1,195 @@
+"""Processes that model code starts cannot hold a capture past its deadline or outlive
+it, and a worker's output cannot grow the parent without bound (issue 17 items 5, 7).
+
+Both paths: the one-shot worker (CLI) and the warm worker's forked child (language
+server)."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+import tracemalloc
+
+import pytest
+
+from capture import graphfile
+from capture.model import Capture
+from capture.procs import MAX_LINE_CHARS, TAIL_LINES
+from capture.runner import run_capture
+from capture.warm import WarmPool
+from fake_workspace import fake_recipe, tensor
+from processes import exited
+
+ESCAPE = '''
+import os
+import subprocess
+import sys
+import time
+
+
+def _note(pid):
+    with open(os.environ["TV_ESCAPED_PID"], "w") as fh:
+        fh.write(str(pid))
+
+
+def _detached():
+    # Inherits the worker's stdout and stderr (the parent's log pipe), in its own session.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    _note(child.pid)
+
+
+def _double_fork():
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        if os.fork() == 0:
+            _note(os.getpid())
+            time.sleep(120)
+            os._exit(0)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    while not os.path.exists(os.environ["TV_ESCAPED_PID"]) or not open(os.environ["TV_ESCAPED_PID"]).read():
+        time.sleep(0.01)
+
+
+def detached_hang(x):
+    _detached()
+    while True:
+        time.sleep(0.05)
+
+
+def double_fork_hang(x):
+    _double_fork()
+    while True:
+        time.sleep(0.05)
+
+
+def detached_ok(x):
+    _detached()
+    return x.relu()
+
+
+def double_fork_ok(x):
+    _double_fork()
+    return x.relu()
+
+
+def fork_then_exit(x):
+    # A plain forked child holds every descriptor of the worker, the result pipe too.
+    if os.fork() == 0:
+        os.setsid()
+        _note(os.getpid())
+        time.sleep(120)
+        os._exit(0)
+    while not open(os.environ["TV_ESCAPED_PID"]).read():
+        time.sleep(0.01)
+    os._exit(3)
+
+
+def huge_message(x):
+    raise ValueError("m" * (20 << 20))
+
+
+def huge_line_then_crash(x):
+    sys.stdout.write("x" * (50 << 20) + "\\n")
+    sys.stdout.flush()
+    for i in range(300):
+        print(f"line {i}: " + "y" * (1 << 16), flush=True)
+    print("RuntimeError: the last words", flush=True)
+    os._exit(3)
+'''
+
+
+@pytest.fixture
+def ws(workspace):
+    (workspace / "escape.py").write_text(textwrap.dedent(ESCAPE), encoding="utf-8")
+    return workspace
+
+
+@pytest.fixture(params=["one-shot", "warm"])
+def pool(request):
+    if request.param == "one-shot":
+        yield None
+        return
+    p = WarmPool(idle_seconds=600)
+    yield p
+    p.close()
+
+
+def capture(ws, pool, model, tmp_path, **kw) -> tuple[Capture, float, int | None]:
+    pid_file = tmp_path / "escaped.pid"
+    pid_file.write_text("")
+    started = time.monotonic()
+    c = run_capture(ws, fake_recipe(model, tensor(2, 3)), warm=pool,
+                    env={"TV_ESCAPED_PID": str(pid_file)}, **kw)
+    took = time.monotonic() - started
+    text = pid_file.read_text()
+    return c, took, int(text) if text else None
+
+
+@pytest.mark.parametrize("model", ["escape:detached_hang", "escape:double_fork_hang"])
+def test_a_detached_process_does_not_hold_the_deadline(ws, pool, tmp_path, model):
+    c, took, escaped = capture(ws, pool, model, tmp_path, timeout=3)
+    assert (c.failure.stage, c.failure.type) == ("deadline", "DeadlineExceeded")
+    # Before the fix: blocked on the log pipe until the 120 s child died.
+    assert took < 3 + 10, took
+    assert escaped is not None
+    assert exited(escaped, 5), f"the detached process {escaped} survived the deadline"
+    listed = [e["pid"] for e in c.failure.details.get("escaped_processes", [])]
+    assert escaped in listed, c.failure.details
+    assert "outside its process group were killed" in c.failure.message
+
+
+@pytest.mark.parametrize("model", ["escape:detached_ok", "escape:double_fork_ok"])
+def test_a_detached_process_is_killed_after_a_result(ws, pool, tmp_path, model):
+    c, took, escaped = capture(ws, pool, model, tmp_path, timeout=60)
+    assert c.failure is None, c.failure
+    assert took < 20, took
+    assert escaped is not None and exited(escaped, 5), f"the detached process {escaped} outlived the capture"
+
+
+def test_a_forked_process_holding_the_result_pipe_does_not_hide_a_crash(ws, pool, tmp_path):
+    c, took, escaped = capture(ws, pool, "escape:fork_then_exit", tmp_path, timeout=60)
+    assert (c.failure.stage, c.failure.type) == ("crash", "WorkerCrashed")
+    assert "status 3" in c.failure.message
+    assert took < 15, took  # not the 60 s deadline
+    assert escaped is not None and exited(escaped, 5)
+
+
+def test_a_huge_output_line_is_cut_and_the_failure_file_reads_back(ws, pool, tmp_path):
+    lines: list[str] = []
+    tracemalloc.start()
+    try:
+        c, _, _ = capture(ws, pool, "escape:huge_line_then_crash", tmp_path, timeout=120, log=lines.append)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (c.failure.stage, c.failure.type) == ("crash", "WorkerCrashed")
+    assert c.failure.message.endswith("RuntimeError: the last words")
+    # The 50 MiB line reached the log cut, with its length said.
+    first = lines[0]
+    assert first.startswith("x" * 100) and len(first) < MAX_LINE_CHARS + 100
+    assert f"{(50 << 20) + 0:,} bytes in all" in first
+    assert all(len(line) < MAX_LINE_CHARS + 100 for line in lines)
+    assert len(lines) == 302
+    tail = c.failure.details["log_tail"]
+    assert tail.endswith("RuntimeError: the last words")
+    assert len(tail) <= 64 * 1024 + 2
+    # The parent never held the line (Python-level allocations while capturing).
+    assert peak < 16 << 20, peak
+    out = tmp_path / "failed.tvg"
+    graphfile.write(c, out)
+    assert out.stat().st_size < 1 << 20
+    back = graphfile.read(out)
+    assert back.failure.details["log_tail"] == tail
+    assert TAIL_LINES * (MAX_LINE_CHARS + 100) < 16 << 20  # any tail fits the reader's string limit
+
+
+def test_a_huge_exception_message_is_cut_and_the_failure_file_reads_back(ws, pool, tmp_path):
+    c, _, _ = capture(ws, pool, "escape:huge_message", tmp_path, timeout=120)
+    f = c.failure
+    assert (f.stage, f.type) == ("trace", "ValueError")
+    assert f.message.startswith("m" * 1000) and len(f.message) < 70_000
+    out = tmp_path / "failed.tvg"
+    graphfile.write(c, out)
+    assert graphfile.read(out).failure.message == f.message
