@@ -277,6 +277,26 @@ def kill_descendants(exclude: int | None = None) -> list[dict[str, Any]]:
     return sorted(escaped.values(), key=lambda e: e["pid"])
 
 
+def release_worker(proc: Any, pump: "LogPump", read_fd: int) -> None:
+    """After its process tree was killed: reap ``proc`` (bounded), close its stdin, stop
+    its log pump and close the result pipe. Never blocks on a pipe."""
+    import subprocess
+
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL'd processes exit
+        pass
+    try:
+        proc.stdin.close()
+    except (OSError, ValueError):
+        pass
+    pump.close()
+    try:
+        os.close(read_fd)
+    except OSError:
+        pass
+
+
 def describe_escaped(escaped: list[dict[str, Any]]) -> str:
     if not escaped:
         return ""

@@ -46,7 +46,7 @@ from . import graphfile
 from .frame_repeats import collapse_failure
 from .frameworks import framework_info, framework_names
 from .model import Capture, Failure, Frame, Source, failure_from_json
-from .procs import MARKER_ENV, PARENT_ENV, LogPump, describe_escaped, kill_worker_tree, new_marker
+from .procs import MARKER_ENV, PARENT_ENV, LogPump, describe_escaped, kill_worker_tree, new_marker, release_worker
 from .recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, module_file, profile_from_document
 from .worker.limits import Limits
 from .worker.protocol import MAX_CONTROL_FRAME, PROTOCOL_VERSION, FrameReader, ProtocolError, encode_frame
@@ -623,19 +623,7 @@ class _WorkerWatch:
 
     def close(self) -> None:
         self.kill_group()
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL'd processes exit
-            pass
-        try:
-            self.proc.stdin.close()
-        except (OSError, ValueError):
-            pass
-        self._pump.close()
-        try:
-            os.close(self.read_fd)
-        except OSError:
-            pass
+        release_worker(self.proc, self._pump, self.read_fd)
 
 
 def _exited(watch: Any) -> bool:

@@ -39,8 +39,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .procs import MARKER_ENV, LogPump, kill_worker_tree
-from .worker.protocol import MAX_CONTROL_FRAME, PROTOCOL_VERSION, FrameReader, ProtocolError, encode_frame
+from .procs import MARKER_ENV, LogPump, kill_worker_tree, release_worker
+from .worker.protocol import MAX_CONTROL_FRAME, FrameReader, ProtocolError, encode_frame
 
 log = logging.getLogger(__name__)
 
@@ -313,19 +313,7 @@ class _Resident:
                 os.killpg(self.proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            pass
-        try:
-            self.proc.stdin.close()
-        except (OSError, ValueError):
-            pass
-        self._pump.close()
-        try:
-            os.close(self.read_fd)
-        except OSError:
-            pass
+        release_worker(self.proc, self._pump, self.read_fd)
 
 
 class _Lease:
