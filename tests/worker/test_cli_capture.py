@@ -52,11 +52,11 @@ def test_default_output_under_the_workspace(saved, capsys):
 
 
 def test_the_workspace_venv_runs_the_model_and_stderr_says_so(saved, capsys):
-    venv = saved / ".venv" / "bin"
-    venv.mkdir(parents=True)
-    (venv / "python").symlink_to(sys.executable)
+    from interpreters import make_venv
+
+    python = make_venv(saved / ".venv", see_running_packages=True)
     assert main(["capture", "--workspace", str(saved), "--profile", "ok"]) == 0
-    assert f"runs in {venv / 'python'} (the workspace's .venv; --python PATH chooses another)" in capsys.readouterr().err
+    assert f"runs in {python} (the workspace's .venv; --python PATH chooses another)" in capsys.readouterr().err
     assert main(["capture", "--workspace", str(saved), "--profile", "ok", "--python", sys.executable]) == 0
     assert f"runs in {sys.executable} (--python)" in capsys.readouterr().err
 

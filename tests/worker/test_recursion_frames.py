@@ -51,9 +51,11 @@ def test_self_recursion_keeps_three_frames_and_counts_the_rest(recursive):
     c = run_capture(recursive, fake_recipe("recursive:entry", tensor(2)))
     f = c.failure
     assert f.type == "RecursionError"
-    # The innermost call fails on entry (its ``def`` line), as in Python's own traceback.
-    assert [(fr.file, fr.line, fr.function) for fr in f.frames] == [("recursive.py", 6, "entry")] + [
-        ("recursive.py", 2, "deep")] * 3 + [("recursive.py", 1, "deep")]
+    # Three occurrences kept, then the innermost call(s): failing on entry (the ``def``
+    # line); how many of those a traceback shows differs between CPython 3.11 releases.
+    got = [(fr.file, fr.line, fr.function) for fr in f.frames]
+    assert got[:4] == [("recursive.py", 6, "entry")] + [("recursive.py", 2, "deep")] * 3
+    assert 1 <= len(got[4:]) <= 2 and set(got[4:]) == {("recursive.py", 1, "deep")}, got
     (rep,) = f.details["repeated_frames"]
     assert rep["after"] == 3 and rep["frames"] == 1
     assert rep["times"] > 500  # the rest of ~1000 recursive calls, counted not listed
@@ -85,8 +87,8 @@ def test_the_cli_prints_a_short_error_with_the_count(recursive, tmp_path, capsys
     err = capsys.readouterr().err.splitlines()
     start = next(i for i, line in enumerate(err) if "[trace] RecursionError" in line)
     printed = err[start:]
-    assert printed[1:] == ["    at recursive.py:6 in entry"] + ["    at recursive.py:2 in deep"] * 3 + [
-        printed[5], "    at recursive.py:1 in deep"]
+    assert printed[1:6] == ["    at recursive.py:6 in entry"] + ["    at recursive.py:2 in deep"] * 3 + [printed[5]]
+    assert 1 <= len(printed[6:]) <= 2 and set(printed[6:]) == {"    at recursive.py:1 in deep"}, printed
     assert printed[5].startswith("    [Previous line repeated ") and printed[5].endswith(" more times]")
     # ``tensorviz inspect`` reads the collapse back from the graph file.
     assert main(["inspect", str(tmp_path / "d.tvg")]) == 0
@@ -146,6 +148,8 @@ def test_recursion_stopped_by_a_limit_is_collapsed_too(recursive):
     f = c.failure
     assert (f.stage, f.details["limit"]) == ("limit", "max_groups")
     # (the innermost call is recorded at its def line, as it enters)
-    assert [(fr.function, fr.line) for fr in f.frames] == [("overflow", 8)] + [("deeper", 4)] * 3 + [("deeper", 3)]
+    got = [(fr.function, fr.line) for fr in f.frames]
+    assert got[:4] == [("overflow", 8)] + [("deeper", 4)] * 3
+    assert 1 <= len(got[4:]) <= 2 and set(got[4:]) == {("deeper", 3)}, got  # CPython 3.11 releases differ
     (rep,) = f.details["repeated_frames"]
     assert rep["after"] == 3 and rep["frames"] == 1 and rep["times"] > 4000

@@ -132,16 +132,17 @@ def test_cancel_kills_and_discards(workspace, pool, tmp_path):
 
 
 def test_another_environment_or_interpreter_replaces_the_resident(workspace, pool, tmp_path):
-    import sys
+    from interpreters import make_venv
 
     assert capture(workspace, pool, "models:net").failure is None
     pid = resident_pid(pool, workspace)
     assert capture(workspace, pool, "models:net", env={"SOME_SETTING": "1"}).failure is None
     assert exited(pid, 10) and "environment" in pool.discarded[-1][1]
     pid = resident_pid(pool, workspace)
-    link = tmp_path / "python-link"
-    link.symlink_to(sys.executable)
-    assert capture(workspace, pool, "models:net", env={"SOME_SETTING": "1"}, python=str(link)).failure is None
+    # Another interpreter with the same packages (a bare symlink to a venv's python
+    # would lose the venv: it finds pyvenv.cfg beside the link, not the target).
+    other = make_venv(tmp_path / "other-venv", see_running_packages=True)
+    assert capture(workspace, pool, "models:net", env={"SOME_SETTING": "1"}, python=str(other)).failure is None
     assert exited(pid, 10) and "interpreter" in pool.discarded[-1][1]
     assert len(pool.workers()) == 1
 
