@@ -61,7 +61,7 @@ def test_self_recursion_keeps_three_frames_and_counts_the_rest(recursive):
     assert rep["times"] > 500  # the rest of ~1000 recursive calls, counted not listed
     lines = frame_lines(f)
     assert lines[4] == f"[Previous line repeated {rep['times']:,} more times]"
-    assert len(lines) == 6
+    assert len(lines) == 5 + len(got[4:])  # a short error: 6 or 7 lines, never ~1000
 
 
 @pytest.mark.parametrize(("model", "cycle"), [("recursive:even", ["even", "odd"]),
