@@ -135,6 +135,10 @@ class Viewer(Protocol):
 
     def publish(self, event: str, data: dict[str, Any] | None = None) -> None: ...
 
+    def lines(self, capture_id: int) -> Any:
+        """The capture's :class:`viewer.lines.LineIndex` (None when not held or failed)."""
+        ...
+
     def stop(self) -> None: ...
 
 

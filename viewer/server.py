@@ -66,6 +66,7 @@ from capture.recipe import (
 
 from .diffview import DiffStore, DiffUnavailable
 from .library_sources import library_files
+from .lines import LineIndex
 from .projection import SUBTREE_ITEMS, Projection, ProjectionError
 
 log = logging.getLogger("tensorviz.viewer")
@@ -130,6 +131,7 @@ class _Entry:
     capture: Capture
     stale: list[str] | None = None
     _projection: Projection | None = None
+    _lines: LineIndex | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def projection(self) -> Projection:
@@ -140,6 +142,14 @@ class _Entry:
             if self._projection is None:
                 self._projection = Projection(self.capture)
             return self._projection
+
+    def lines(self) -> LineIndex:
+        """The capture's line → nodes/values index (built once, after the projection)."""
+        proj = self.projection()
+        with self._lock:
+            if self._lines is None:
+                self._lines = LineIndex.build(proj)
+            return self._lines
 
     @property
     def built(self) -> bool:
@@ -332,6 +342,15 @@ class ViewerServer:
         thread = threading.Thread(target=build, name=f"tensorviz-warm-{entry.id}", daemon=True)
         thread.start()
         return thread
+
+    def lines(self, capture_id: int) -> LineIndex | None:
+        """Capture ``capture_id``'s line index (see :mod:`viewer.lines`), built on first
+        use: None for a capture this server does not hold, or one that failed."""
+        with self._lock:
+            entry = self._entries.get(int(capture_id))
+        if entry is None or entry.capture.failure is not None:
+            return None
+        return entry.lines()
 
     def captures(self) -> list[dict]:
         with self._lock:

@@ -53,6 +53,8 @@ class FakeViewer:
         self.url = "http://127.0.0.1:9/tok/"
         self.log_path = log_path
         self.n = 0
+        self.held: dict[int, Any] = {}
+        self._lines: dict[int, Any] = {}
 
     def _write(self, event: str, data: Any) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,7 +71,20 @@ class FakeViewer:
         if baseline is not None:  # the diff offered: its label, and what reading it gives
             data["baseline"] = {"label": baseline[1], "nodes": len(baseline[0]().nodes)}
         self._write("add", data)
+        self.held[self.n] = capture
         return self.n
+
+    def lines(self, capture_id):
+        """The real line index of a held capture (viewer/lines.py), as the viewer builds it."""
+        from viewer.lines import LineIndex
+        from viewer.projection import Projection
+
+        cap = self.held.get(int(capture_id))
+        if cap is None or cap.failure is not None:
+            return None
+        if int(capture_id) not in self._lines:
+            self._lines[int(capture_id)] = LineIndex.build(Projection(cap))
+        return self._lines[int(capture_id)]
 
     def url_for(self, capture_id) -> str:
         return f"{self.url}?capture={capture_id}"

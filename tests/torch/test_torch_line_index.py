@@ -1,0 +1,91 @@
+"""The line index (``viewer/lines.py``) of a real eager Torch capture: a conv stem and a
+stack of 12 identical blocks, written the way GPT-style code writes them."""
+
+from __future__ import annotations
+
+from capture import graphfile
+from capture.frameworks import torch as fw
+from viewer.lines import LineIndex
+from viewer.projection import Projection, value_label
+
+from torch_workspace import profile_table, run_framework, tensor, write
+
+MODEL = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        h = F.gelu(self.fc(self.ln1(x)))
+        x = x + h
+        return x + self.mlp(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.blocks = nn.ModuleList([Block() for _ in range(12)])
+        self.proj = nn.Linear(8 * 8 * 8, 16)
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x))
+        z = self.proj(torch.flatten(h, 1))
+        for blk in self.blocks:
+            z = blk(z)
+        a, b = z.chunk(2, dim=-1)
+        return a * b
+'''
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_torch_lines(tmp_path):
+    root = write(tmp_path, {"stack.py": MODEL})
+    cap, _ = run_framework(fw, root, profile_table("stack:Net", args=[tensor([2, 3, 8, 8])]), None)
+    cap = graphfile.decode(graphfile.encode(cap))  # what the language server holds
+    idx = LineIndex.build(Projection(cap))
+    text = (root / "stack.py").read_text()
+    lines = idx.file("stack.py")
+
+    def shown(needle):
+        e = lines[line_of(text, needle)]
+        return [value_label(cap.values[v].shape, cap.values[v].dtype) for v in e.first.results], e
+
+    # conv then relu on one line: the relu's output, the conv's consumed inside the line
+    vals, e = shown("h = torch.relu(self.conv(x))")
+    assert vals == ["f32[2,8,8,8]"] and len(e.calls) == 1 and e.ops == 2
+    assert len(e.first.groups) == 1 and cap.groups[e.first.groups[0]].attrs["path"] == "conv"
+    stats = cap.values[e.first.results[0]].measured["stats"]
+    assert stats["min"] >= 0.0  # measured after the relu, not the conv's
+    # the loop over blocks: 12 calls, one block group each, in order
+    vals, e = shown("z = blk(z)")
+    assert vals == ["f32[2,16]"] and len(e.calls) == 12
+    assert [cap.groups[c.groups[0]].attrs["path"] for c in e.calls] == [f"blocks.{i}" for i in range(12)]
+    assert e.ops == sum(1 for n in cap.nodes if _inside(cap, n.group, e.first.groups[0]))
+    # a line inside the block ran once per block
+    vals, e = shown("h = F.gelu(self.fc(self.ln1(x)))")
+    assert vals == ["f32[2,16]"] and len(e.calls) == 12
+    # two values out of one line
+    vals, e = shown("a, b = z.chunk(2, dim=-1)")
+    assert vals == ["f32[2,8]", "f32[2,8]"]
+    # nothing from torch's own files
+    assert list(idx.files) == ["stack.py"]
+
+
+def _inside(cap, g, top) -> bool:
+    while g is not None:
+        if g == top:
+            return True
+        g = cap.groups[g].parent
+    return False
