@@ -333,6 +333,7 @@ _LOG_LEVEL = {
 
 def _default_features(server: TensorVizServer) -> list[Feature]:
     from .features.candidates import Candidates
+    from .features.captured_lines import CapturedLines
     from .features.dependencies import Dependencies
     from .features.freshness import Freshness
     from .features.hover import CandidateInfo
@@ -357,6 +358,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
             ViewerHost,
             Reveal,
             Freshness,
+            CapturedLines,
             Dependencies,
             OpenGraph,
             RecaptureOnSave,

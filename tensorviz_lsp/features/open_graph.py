@@ -44,6 +44,7 @@ from ..userdirs import state_dir
 from .args import CaptureProfileArgs, OpenGraphArgs, ShowViewerArgs
 from .candidates import Candidates
 from .dependencies import Dependencies
+from .captured_lines import CapturedLines
 from .freshness import Freshness, Record
 from .interpreter import InterpreterSelection
 from .lenses import lsp_range
@@ -318,9 +319,10 @@ class OpenGraph(Feature):
         saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
         await self.server.run_blocking(_history_call, history.record, profile, capture)
         sources = {s.path for s in getattr(capture, "sources", [])}
-        self.server.get_feature(Freshness).record(
-            Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=capture_id)
-        )
+        record = Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=capture_id)
+        self.server.get_feature(Freshness).record(record)
+        # The text each source had when captured: where its lines' data goes after edits.
+        await self.server.run_blocking(self.server.get_feature(CapturedLines).remember, record)
         url = viewer.url_for(capture_id)
         urls = self.urls.setdefault(str(root), {})
         urls.pop(profile, None)  # newest last
