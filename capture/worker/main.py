@@ -48,13 +48,13 @@ def main(argv: list[str] | None = None) -> int:
         request = read_frame(sys.stdin.buffer)
     except Exception as exc:
         print(f"tensorviz worker: bad request: {exc}", file=sys.stderr)
-        return _exit(3)
+        return flush_and_exit(3)
     try:
         sys.stdin.close()
     except OSError:
         pass
     run_request(request, started, send, reserve)
-    return _exit(0)
+    return flush_and_exit(0)
 
 
 def run_request(request: dict[str, Any], started: float, send: Any, reserve: bytearray | None = None) -> None:
@@ -75,7 +75,7 @@ def run_request(request: dict[str, Any], started: float, send: Any, reserve: byt
     except BaseException as exc:  # everything is reported; nothing escapes as a traceback only
         del reserve
         session.send_failure_for(exc)
-    return _exit(0)
+    return flush_and_exit(0)
 
 
 # The worker's memory limit in bytes (0: none), set by _apply_memory_limit.
@@ -104,7 +104,8 @@ def _apply_memory_limit(request: dict[str, Any]) -> None:
         print(f"tensorviz worker: the memory limit could not be set: {exc}", file=sys.stderr)
 
 
-def _exit(code: int) -> int:
+def flush_and_exit(code: int) -> int:
+    """Flush stdout and stderr (what the parent's log still needs), then ``os._exit``."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

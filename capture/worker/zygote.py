@@ -33,6 +33,8 @@ import sys
 import time
 from typing import Any
 
+from .main import flush_and_exit
+
 _SKIP = ("__main__", "__mp_main__")
 
 
@@ -47,7 +49,7 @@ def serve(fd: int) -> int:
         try:
             kill_descendants()
         finally:
-            _flush_exit(0)
+            flush_and_exit(0)
 
     signal.signal(signal.SIGTERM, parent_gone)
     die_with_parent(sig=signal.SIGTERM)
@@ -63,7 +65,7 @@ def serve(fd: int) -> int:
         try:
             request = read_frame(stdin)
         except (ProtocolError, OSError):
-            _flush_exit(0)  # the parent went away (or sent garbage): never outlive it
+            flush_and_exit(0)  # the parent went away (or sent garbage): never outlive it
         action = request.get("action")
         if action == "preload":
             send(_preload(request))
@@ -71,7 +73,7 @@ def serve(fd: int) -> int:
             _fork_capture(request, fd, send)
         else:
             print(f"tensorviz warm worker: unknown action {action!r}", file=sys.stderr)
-            _flush_exit(3)
+            flush_and_exit(3)
 
 
 def fork_safety() -> tuple[bool, str]:
@@ -280,7 +282,7 @@ def _wait_child(pid: int) -> None:
                             kill_descendants(exclude=pid)  # what the capture started elsewhere
                         except Exception:
                             pass
-                        _flush_exit(0)
+                        flush_and_exit(0)
         finally:
             os.close(pidfd)
     while True:
@@ -320,12 +322,3 @@ def _child(request: dict[str, Any], fd: int, send, before: set[str], parent: int
         send(message)
 
     run_request(request, started, send_with_modules)
-
-
-def _flush_exit(code: int) -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    os._exit(code)
