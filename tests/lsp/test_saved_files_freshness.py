@@ -111,7 +111,7 @@ async def test_a_missing_checkpoint_is_a_diagnostic_until_it_appears(tmp_path, c
 
 async def test_a_fixture_asks_for_no_input_shapes_in_the_setup_form(tmp_path):
     from tensorviz_lsp.backends import Candidate, Pos, Span
-    from tensorviz_lsp.features.open_graph import SetupContext, setup_form
+    from tensorviz_lsp.features.setup_form import SetupContext, setup_form
 
     cand = Candidate(
         name="Net", qualname="Net", kind="torch_module", framework="torch",

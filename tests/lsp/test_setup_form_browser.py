@@ -24,7 +24,7 @@ import pytest
 import pytest_asyncio
 
 from tensorviz_lsp.backends import Candidate, Pos, RealBackends, Span
-from tensorviz_lsp.features.open_graph import SetupContext, draft_recipe, setup_form
+from tensorviz_lsp.features.setup_form import SetupContext, draft_recipe, setup_form
 
 from .conftest import REAL_SERVER, SPEC_MLP, make_workspace, start_session, stop_session
 

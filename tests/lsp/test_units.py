@@ -22,7 +22,7 @@ from tensorviz_lsp.features.args import (
     ShowViewerArgs,
 )
 from tensorviz_lsp.features.dependencies import Dependencies
-from tensorviz_lsp.features.open_graph import SetupContext, draft_recipe, setup_form
+from tensorviz_lsp.features.setup_form import SetupContext, draft_recipe, setup_form
 from tensorviz_lsp.import_closure import import_closure
 from tensorviz_lsp.server import create_server
 from tensorviz_lsp.settings import Settings, resolve_interpreter
