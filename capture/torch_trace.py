@@ -30,15 +30,8 @@ after autograd and after composite decompositions: ``linear`` arrives as ``aten:
   on that storage), the labels above, ``requires_grad`` on leaves, ``grad_of``, and
   ``stats`` for floating tensors.
 
-Statistics (``stats``) are over the finite elements: ``min``, ``max``, ``mean``, ``std``
-(population), plus the ``nan`` and ``inf`` counts (all four None when nothing is
-finite). On CPU they are read as each op finishes, on one thread: ``aminmax``, a sum and
-a norm, since NaN/Inf propagate through min/max, finite min and max prove both counts are
-zero, and only then does a masked path run. On other devices six numbers per value are
-reduced on the device without synchronising and fetched with one transfer per device at
-:meth:`TorchTrace.finish` (``stats_mode``). A view over exactly its input's elements
-(``t``, ``transpose``, ``view``, ``detach`` …) shares its input's statistics; outside
-tensors get theirs once, when first seen.
+Statistics (``stats``) are computed by :mod:`capture.torch_stats`; backward groups by
+:mod:`capture.torch_backward`.
 
 Torch is imported at module level: this is one of the worker's framework modules,
 imported only by ``capture.frameworks.torch``.
@@ -48,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 import gc
-import math
 import sys
 import weakref
 from contextlib import contextmanager
@@ -59,6 +51,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .libframes import LibraryFiles, class_location
 from .model import Capture, Coverage, Frame, Operand
+from .torch_backward import BackwardMirrorMixin
+from .torch_stats import StatisticsMixin
 from .worker.builder import GraphBuilder
 from .worker.errors import LimitExceeded
 from .worker.limits import Limits
@@ -86,7 +80,6 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
-_STAT_NATIVE = (torch.float32, torch.float64)
 
 
 def literal(obj: Any) -> Any:
@@ -160,7 +153,7 @@ class _DynamoSafeMode(_Mode):
         return _Mode.__torch_dispatch__(self, func, types, args, kwargs)
 
 
-class TorchTrace:
+class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
     """Records ATen ops, module calls, values and measurements into a graph builder.
 
     ``files``: decides which frames are the user's (workspace) code. ``limits``: the
@@ -424,20 +417,6 @@ class TorchTrace:
         try:
             yield gid
         finally:
-            self._pop_to(gid)
-
-    @contextmanager
-    def backward_scope(self, name: str = "backward", attrs: dict[str, Any] | None = None) -> Iterator[int]:
-        """A ``backward`` group; autograd's ops land in mirrors of their forward groups."""
-        gid = self.b.group("backward", name, self.current_group, attrs)
-        self._stack.append((gid, None, None, *self._entry()))
-        self._backward_root = gid
-        self._bw_last = None
-        try:
-            yield gid
-        finally:
-            self._backward_root = None
-            self._bw_last = None
             self._pop_to(gid)
 
     def _entry(self) -> tuple[Any, int | None]:
@@ -715,115 +694,6 @@ class TorchTrace:
         assert fid is not None
         return fid
 
-    # ------------------------------------------------------------------ autograd
-
-    def _note_grad_fn(self, vid: int, t: _Tensor) -> None:
-        self._needs_gradfn.discard(vid)
-        fn = t.grad_fn
-        if fn is not None:
-            producer = self._producer[vid]
-            if producer >= 0:
-                self._seq_node.setdefault(fn._sequence_nr(), producer)
-
-    def note_grad_fns(self, obj: Any) -> None:
-        """Map the grad_fn of every tensor in ``obj`` (results of the forward / loss)."""
-        for t in _tensors_in(obj):
-            entry = self._live.get(id(t))
-            if entry is not None and entry[0]() is t and entry[2] in self._needs_gradfn:
-                self._note_grad_fn(entry[2], t)
-
-    def _backward_placement(self) -> tuple[int | None, int | None, dict]:
-        node = torch._C._current_autograd_node()
-        last = self._bw_last
-        if last is not None and last[0] is node:
-            return last[1], last[2], last[3]
-        root = self._backward_root
-        if node is None:
-            placement = (root, None, {})
-        else:
-            cls = type(node)
-            gname = self._grad_fn_names.get(cls)
-            if gname is None:
-                try:
-                    gname = node.name().rsplit("::", 1)[-1]
-                except Exception:
-                    gname = cls.__name__
-                self._grad_fn_names[cls] = gname
-            params: dict[str, Any] = {"grad_fn": gname}
-            group, frame = root, None
-            fwd = self._seq_node.get(node._sequence_nr())
-            if fwd is not None:
-                fnode = self.b.nodes[fwd]
-                params["forward_node"] = fwd
-                group = self._mirror_group(fnode.group)
-                frame = fnode.frame
-            elif gname == "AccumulateGrad":
-                var = getattr(node, "variable", None)
-                label = self._labels.get(id(var)) if var is not None else None
-                if label is not None:
-                    params[label[0]] = label[1]
-            placement = (group, frame, params)
-        self._bw_last = (node, *placement)
-        return placement
-
-    def _mirror_group(self, fgroup: int | None) -> int | None:
-        root = self._backward_root
-        if fgroup is None or fgroup == root:
-            return root
-        m = self._mirror.get(fgroup)
-        if m is not None:
-            return m
-        g = self.b.groups[fgroup]
-        if g.kind == "backward":
-            return root
-        parent = self._mirror_group(g.parent)
-        attrs = {"forward_group": fgroup}
-        for k in ("path", "class", "call"):
-            if k in g.attrs:
-                attrs[k] = g.attrs[k]
-        m = self._mirror[fgroup] = self.b.group("backward", g.name, parent, attrs)
-        return m
-
-    # ------------------------------------------------------------------ statistics
-
-    def _stats(self, vid: int, t: _Tensor) -> None:
-        n = t.numel()
-        if n == 0:
-            return
-        deferred = self.stats_mode == "deferred" or (self.stats_mode == "auto" and t.device.type != "cpu")
-        # CPU reductions run on one thread: each is one memory pass, too short for a
-        # parallel region to pay off, and on a loaded machine a region waits for a
-        # descheduled worker (measured on 2 shared cores: 4-18 ms per output with 2
-        # threads, 0.4-1 ms with 1). The model's own ops keep their threads.
-        threads = torch.get_num_threads() if t.device.type == "cpu" else 1
-        if threads > 1:
-            torch.set_num_threads(1)
-        try:
-            x = t if t.dtype in _STAT_NATIVE else t.float()
-            if deferred:
-                vec = self._vec_of[vid] = _stats_vector(x)
-                self._pending_stats.append((vid, vec))
-            else:
-                self.b.values[vid].measured["stats"] = _stats_now(x, n)
-        except Exception:  # an exotic dtype/device without these reductions
-            self.stats_skipped += 1
-        finally:
-            if threads > 1:
-                torch.set_num_threads(threads)
-
-    def _flush_stats(self) -> None:
-        if not self._pending_stats:
-            return
-        by_device: dict[Any, list[tuple[int, _Tensor]]] = {}
-        for vid, vec in self._pending_stats:
-            by_device.setdefault(vec.device, []).append((vid, vec))
-        self._pending_stats = []
-        self._vec_of = {}
-        for items in by_device.values():
-            rows = torch.stack([vec for _, vec in items]).cpu().tolist()  # one transfer
-            for (vid, _), row in zip(items, rows):
-                self.b.values[vid].measured["stats"] = _stats_from_vector(row, self.b.values[vid])
-
     # ------------------------------------------------------------------ finishing
 
     def finish(self) -> None:
@@ -945,72 +815,6 @@ def _tensors_in(obj: Any, depth: int = 0) -> Iterator[_Tensor]:
         elif isinstance(obj, dict):
             for x in obj.values():
                 yield from _tensors_in(x, depth + 1)
-
-
-def _finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))
-
-
-def _stats_now(x: _Tensor, n: int) -> dict[str, Any]:
-    """Statistics of a CPU tensor, read now. Fast path: two reductions (aminmax,
-    sum and sum of squares); NaN/Inf propagate through min/max, so finite min and max
-    prove the counts are zero. Otherwise the masked path counts and skips them."""
-    mn_t, mx_t = torch.aminmax(x)
-    mn, mx = mn_t.item(), mx_t.item()
-    if _finite(mn) and _finite(mx):
-        s = x.sum().item()
-        q = torch.linalg.vector_norm(x).item()
-        if not (_finite(s) and _finite(q)):  # float32 overflow: accumulate in float64
-            s = x.sum(dtype=torch.float64).item()
-            q = torch.linalg.vector_norm(x, dtype=torch.float64).item()
-        mean = s / n
-        var = q * q / n - mean * mean
-        if var < 1e-4 * mean * mean:  # cancellation: ask for the exact two-pass value
-            std = torch.std(x.double(), correction=0).item() if n > 1 else 0.0
-        else:
-            std = math.sqrt(var)
-        return {"min": mn, "max": mx, "mean": mean, "std": std, "nan": 0, "inf": 0}
-    nan = int(torch.isnan(x).sum().item())
-    finite = torch.isfinite(x)
-    n_finite = int(finite.sum().item())
-    stats: dict[str, Any] = {"nan": nan, "inf": n - n_finite - nan}
-    if n_finite:
-        xf = x[finite].double()
-        lo, hi = torch.aminmax(xf)
-        stats.update(min=lo.item(), max=hi.item(), mean=xf.mean().item(), std=torch.std(xf, correction=0).item())
-    else:
-        stats.update(min=None, max=None, mean=None, std=None)
-    return stats
-
-
-def _stats_vector(x: _Tensor) -> _Tensor:
-    """Six float64 numbers on ``x``'s device, with no host synchronisation:
-    finite min, finite max, finite sum, finite sum of squares, NaN count, finite count."""
-    finite = torch.isfinite(x)
-    zeroed = torch.where(finite, x, 0)
-    return torch.stack((
-        torch.where(finite, x, math.inf).amin().double(),
-        torch.where(finite, x, -math.inf).amax().double(),
-        zeroed.sum(dtype=torch.float64),
-        torch.square(zeroed.double()).sum(),
-        torch.isnan(x).sum().double(),
-        finite.sum().double(),
-    ))
-
-
-def _stats_from_vector(row: list[float], value: Any) -> dict[str, Any]:
-    mn, mx, s, q, nan, n_finite = row
-    n = 1
-    for d in value.shape:
-        n *= d
-    nan, n_finite = int(nan), int(n_finite)
-    stats: dict[str, Any] = {"nan": nan, "inf": n - n_finite - nan}
-    if n_finite:
-        mean = s / n_finite
-        stats.update(min=mn, max=mx, mean=mean, std=math.sqrt(max(q / n_finite - mean * mean, 0.0)))
-    else:
-        stats.update(min=None, max=None, mean=None, std=None)
-    return stats
 
 
 def estimate_encoded_bytes(values: list, nodes: list) -> int:

@@ -8,69 +8,43 @@ chunk of a large group) with the edges between them, one node, one value, one gr
 a page of node summaries, or a bounded list of search results. Nothing here ever
 returns the whole graph.
 
+The index is built by :mod:`viewer.projection_index`, values are named (and group kinds
+and roles worded) by :mod:`viewer.projection_names`, and search lives in
+:mod:`viewer.projection_search`; :class:`Projection` combines them, and the names other
+modules import are re-exported here.
+
 Only the standard library and :mod:`capture` are imported (DESIGN.md boundaries).
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import threading
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections import OrderedDict
-from itertools import compress
-from operator import ne
-from typing import Any, Iterable, NamedTuple
+from typing import Any, NamedTuple
 
 from capture import frame_repeats
-from capture.model import Capture, Frame, format_shape, tree_leaves
-from capture.graphfile import NodeTable, ValueTable
+from capture.model import Capture, Frame
+from capture.graphfile import ValueTable
 
-from .bodies import (BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, body_groups, body_summary,
-                     parameter_names, result_names, template_line)
-from .value_names import ROLE_WORDS, input_names, measured_name
+from .bodies import body_summary, template_line
 from .library_sources import short_path
+from .projection_index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, IndexMixin, _chunk_keys  # noqa: F401
+from .projection_names import (  # noqa: F401
+    CHUNK_WORDING, ROLE_SENTENCES, WEIGHT_ROLES, ValueNamingMixin, group_sublabel, group_wording, short_dtype,
+    value_label, vocabulary,
+)
+from .projection_search import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SearchMixin  # noqa: F401
 
-ROOT = -1  # the pseudo group holding top-level groups and nodes
-MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
-CHUNK = MAX_ITEMS  # children per leaf chunk
-UPPER_CHUNK = MAX_ITEMS * MAX_ITEMS  # children per upper chunk (groups over 160,000 children)
 MAX_PAGE = 1000
-DEFAULT_SEARCH_LIMIT = 50
-MAX_SEARCH_LIMIT = 1000
 LIST_CAP = 64  # outputs listed on an item card; uses listed per value in details
 USES_CAP = 1000
 _VIEW_CACHE = 24
 _DEPS_CACHE = 32
 
 SUBTREE_ITEMS = 60_000  # items one api/subtree answer may carry (Expand all fetches in one request)
-WEIGHT_ROLES = frozenset({"param", "buffer", "variable", "const"})  # drawn inside their ops
 PARAM_ROLES = frozenset({"param", "variable"})  # what a group card counts as its parameters
-
-_OUT = -2  # "group" of a value nobody in the capture produced (inputs, constants)
-_LIT = -3  # "group" of a literal operand
-
-_KIND_WORDING = {
-    "jit": ("tracing scope", "tracing scope: the body of a jit call (not a Flax layer hierarchy)"),
-    "remat": ("tracing scope", "tracing scope: a checkpoint (remat) body (not a Flax layer hierarchy)"),
-    "custom_jvp": ("tracing scope", "tracing scope: a custom_jvp call body (not a Flax layer hierarchy)"),
-    "custom_vjp": ("tracing scope", "tracing scope: a custom_vjp call body (not a Flax layer hierarchy)"),
-    "scope": ("tracing scope", "tracing scope: a named scope (not a Flax layer hierarchy)"),
-    "module": ("module instance", "module instance: one call of a module (a PyTorch nn.Module, or a Flax module recorded while tracing)"),
-    "function": ("function call", "function call: the eager run of the captured function"),
-    "loss": ("training step", "training step: the loss computed from the forward's output"),
-    "backward": ("training step", "training step: backward ops recorded while autograd ran"),
-    "optimizer": ("training step", "training step: one optimizer step"),
-    BODY_KIND: BODY_WORDING,
-}
-
-_SHORT_DTYPES = {
-    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
-    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "int4": "i4",
-    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "uint4": "u4",
-    "complex64": "c64", "complex128": "c128", "bool": "bool",
-    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
-}
 
 
 class ProjectionError(Exception):
@@ -83,54 +57,12 @@ class NotFound(ProjectionError):
     status = 404
 
 
-def short_dtype(dtype: str) -> str:
-    d = dtype[6:] if dtype.startswith("torch.") else dtype
-    return _SHORT_DTYPES.get(d, d)
-
-
 # Bytes per element, for a group card's parameter bytes ("7.09 M params · 28.4 MB").
 _DTYPE_BITS = {
     "float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32,
     "int16": 16, "int8": 8, "int4": 4, "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8,
     "uint4": 4, "complex64": 64, "complex128": 128, "bool": 8, "float8_e4m3fn": 8, "float8_e5m2": 8,
 }
-
-
-def value_label(shape: list, dtype: str) -> str:
-    """``f32[2,4]``: the text of an edge label."""
-    return short_dtype(dtype) + format_shape(shape)
-
-
-def group_wording(kind: str) -> tuple[str, str]:
-    """(short, long) honest wording for a group kind."""
-    return _KIND_WORDING.get(kind, ("group", f"group of kind {kind!r}"))
-
-
-def group_sublabel(kind: str) -> str:
-    """``jit · tracing scope``, ``module instance``: what a group card says under its name."""
-    short = group_wording(kind)[0]
-    return short if short.startswith(kind) else f"{kind} · {short}"
-
-
-# What a value role means, in one sentence (the inspector and the pill tooltips).
-ROLE_SENTENCES = {
-    "input": "capture input: an argument of the captured call",
-    "param": "parameter: a module parameter (nn.Parameter)",
-    "buffer": "buffer: a registered module buffer (e.g. running statistics)",
-    "variable": "variable: JAX state passed to the call (Linen variables, NNX state)",
-    "const": "constant: a closed-over or literal array, or a tensor from outside the module",
-    "body": BODY_ROLE,
-    "body_result": BODY_RESULT_ROLE,
-}
-CHUNK_WORDING = ("program order", "sequential chunk (a viewer split, not a program scope)")
-
-
-def vocabulary() -> dict:
-    """The words the browser app uses for group kinds and value roles, sent with
-    ``api/capture`` so that they are defined once, here (the app keeps no copy)."""
-    kinds = {k: {"short": short, "long": long, "sublabel": group_sublabel(k)} for k, (short, long) in _KIND_WORDING.items()}
-    kinds["chunk"] = {"short": CHUNK_WORDING[0], "long": CHUNK_WORDING[1], "sublabel": f"chunk · {CHUNK_WORDING[0]}"}
-    return {"kinds": kinds, "roles": dict(ROLE_SENTENCES), "weight_roles": sorted(WEIGHT_ROLES)}
 
 
 def frame_json(f: Frame | None) -> dict | None:
@@ -146,71 +78,6 @@ def frame_json(f: Frame | None) -> dict | None:
 def frame_label(f: Frame) -> str:
     """``file:line``; a library frame as ``transformers/…/modeling_gpt2.py:312 (library)``."""
     return f"{short_path(f.file)}:{f.line} (library)" if f.library else f"{f.file}:{f.line}"
-
-
-# --------------------------------------------------------------------------- columns
-
-
-class _Columns:
-    """The node columns the index is built from.
-
-    Files read by :mod:`capture.graphfile` already hold nodes as columns (``NodeTable``);
-    those are used as they are. Captures built in memory (lists of ``Node``) are
-    turned into the same columns once.
-    """
-
-    __slots__ = ("op", "group", "frame", "in_off", "in_ref", "out_off", "out_ids", "opaque")
-
-    def __init__(self, nodes: Any) -> None:
-        if isinstance(nodes, NodeTable):
-            (self.op, self.group, self.frame, self.in_off, self.in_ref, self.out_off,
-             self.out_ids, self.opaque) = nodes.columns()
-            return
-        self.op = [n.op for n in nodes]
-        self.group = [-1 if n.group is None else n.group for n in nodes]
-        self.frame = [-1 if n.frame is None else n.frame for n in nodes]
-        self.in_off, self.in_ref, self.out_off, self.out_ids = [0], [], [0], []
-        lit = 0
-        for n in nodes:
-            for o in n.inputs:
-                if o.value is None:
-                    lit += 1
-                    self.in_ref.append(-lit)
-                else:
-                    self.in_ref.append(o.value)
-            self.in_off.append(len(self.in_ref))
-            self.out_ids += n.outputs
-            self.out_off.append(len(self.out_ids))
-        self.opaque = frozenset(n.id for n in nodes if n.opaque)
-
-
-def _owners(offsets: list[int]) -> list[int] | range:
-    """For CSR offsets, the row of every entry."""
-    n = len(offsets) - 1
-    if offsets[-1] == n and offsets == list(range(n + 1)):
-        return range(n)  # one entry per row: the common case for outputs
-    return [i for i in range(n) for _ in range(offsets[i + 1] - offsets[i])]
-
-
-def _rows_by(keys: Iterable) -> dict[Any, list[int]]:
-    """The rows holding each key, in row order."""
-    index: dict[Any, list[int]] = {}
-    for i, k in enumerate(keys):
-        rows = index.get(k)
-        if rows is None:
-            rows = index[k] = []
-        rows.append(i)
-    return index
-
-
-def _chunk_keys(g: int, n: int, pos: int) -> list[str]:
-    """The chunk items (upper, then leaf) holding child ``pos`` of group ``g``'s ``n``."""
-    keys = []
-    if n > UPPER_CHUNK:
-        keys.append(f"c{g}:{-(pos // UPPER_CHUNK) - 1}")
-    if n > CHUNK:
-        keys.append(f"c{g}:{pos // CHUNK}")
-    return keys
 
 
 class _Deps(NamedTuple):
@@ -230,7 +97,7 @@ class _Deps(NamedTuple):
 # --------------------------------------------------------------------------- projection
 
 
-class Projection:
+class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
     """The index of one capture and the pages computed from it (thread-safe reads)."""
 
     def __init__(self, capture: Capture) -> None:
@@ -251,206 +118,6 @@ class Projection:
         self._build()
         self._name_values()
 
-    # ------------------------------------------------------------------ index
-
-    def _build(self) -> None:
-        cap = self.capture
-        cols = self.cols = _Columns(cap.nodes)
-        n = self.n_nodes = len(cols.op)
-        n_values = self.n_values = len(cap.values)
-        groups = cap.groups
-        ng = len(groups)
-        grp = cols.group
-
-        # group tree: parent, ancestor chain (top-level first, self last), children.
-        # An unexecuted body (viewer/bodies.py) is a tree of its own, opened from its
-        # boundary node: not a child of its parent group, not in its ancestors' counts.
-        self.body_node = body_groups(groups, n)
-        self.bodies_of: dict[int, list[int]] = {}
-        for g, i in self.body_node.items():
-            self.bodies_of.setdefault(i, []).append(g)
-        self.parent = [ROOT if g.parent is None or i in self.body_node else g.parent for i, g in enumerate(groups)]
-        chains: list[list[int] | None] = [None] * ng
-        for g in range(ng):
-            stack = []
-            x = g
-            while x != ROOT and chains[x] is None:
-                stack.append(x)
-                x = self.parent[x]
-            base = [] if x == ROOT else chains[x]
-            for y in reversed(stack):
-                base = base + [y]
-                chains[y] = base
-        self.chain: list[list[int]] = chains  # type: ignore[assignment]
-        self.child_groups: list[list[int]] = [[] for _ in range(ng + 1)]
-        for g in range(ng):
-            if g not in self.body_node:
-                self.child_groups[self.parent[g] + 1].append(g)
-        self.direct_nodes: list[list[int]] = [[] for _ in range(ng + 1)]
-        for i, g in enumerate(grp):
-            self.direct_nodes[g + 1].append(i)
-
-        # per group (slot g+1, slot 0 = root): subtree node count, opaque count, first/last node
-        count = [len(d) for d in self.direct_nodes]
-        opaque = [0] * (ng + 1)
-        for i in cols.opaque:
-            opaque[grp[i] + 1] += 1
-        first = [d[0] if d else n + j for j, d in enumerate(self.direct_nodes)]
-        last = [d[-1] if d else -1 for d in self.direct_nodes]
-        for g in sorted(range(ng), key=lambda g: len(chains[g]), reverse=True):
-            if g in self.body_node:
-                continue
-            p = self.parent[g] + 1
-            count[p] += count[g + 1]
-            opaque[p] += opaque[g + 1]
-            if first[g + 1] < n and (first[p] >= n or first[g + 1] < first[p]):
-                first[p] = first[g + 1]
-            if last[g + 1] > last[p]:
-                last[p] = last[g + 1]
-        # empty groups sort after every node, in id order
-        self.first = [f if f < n else n + j for j, f in enumerate(first)]
-        self.last, self.node_count, self.opaque_count = last, count, opaque
-
-        # values: producer of each value; uses (sorted CSR by value id)
-        prod = self.producer = [-1] * n_values
-        out_owner = _owners(cols.out_off)
-        for v, i in zip(cols.out_ids, out_owner):
-            prod[v] = i
-        in_ref = cols.in_ref
-        in_owner = self.in_owner = _owners(cols.in_off)
-        order = sorted(range(len(in_ref)), key=in_ref.__getitem__)
-        self._use_refs = [in_ref[k] for k in order]
-        self._use_order = order
-
-        # boundaries: values entering / leaving each group (ordered sets, slot g+1)
-        self.bin: list[dict[int, None] | None] = [None] * (ng + 1)
-        self.bout: list[dict[int, None] | None] = [None] * (ng + 1)
-        n_lit = -min(in_ref, default=0) if in_ref else 0
-        gprod = [grp[p] if p >= 0 else _OUT for p in prod] + [_LIT] * max(n_lit, 0)
-        gval = list(map(gprod.__getitem__, in_ref))
-        gin = list(map(grp.__getitem__, in_owner))
-        paths: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
-        for k in compress(range(len(in_ref)), map(ne, gin, gval)):
-            gv = gval[k]
-            if gv == _LIT:
-                continue
-            key = (gin[k], gv)
-            enter_leave = paths.get(key)
-            if enter_leave is None:
-                enter_leave = paths[key] = self._crossing(*key)
-            v = in_ref[k]
-            for g in enter_leave[0]:
-                self._add(self.bin, g, v)
-            for g in enter_leave[1]:
-                self._add(self.bout, g, v)
-        self.output_values = list(dict.fromkeys(tree_leaves(cap.outputs)))
-        self._output_set = frozenset(self.output_values)
-        self._input_set = frozenset(tree_leaves(cap.inputs))
-        for v in self.output_values:
-            p = prod[v]
-            if p < 0:
-                continue  # an input handed straight back: drawn at the root (see _view)
-            for x in self._full_chain(grp[p]):
-                self._add(self.bout, x, v)
-        for b in self.body_node:  # a body's results leave it, as a capture's outputs do
-            for r in groups[b].attrs.get("results") or ():
-                v = r.get("value") if isinstance(r, dict) else None
-                if type(v) is int and 0 <= v < n_values and prod[v] >= 0:
-                    for x in self.chain[grp[prod[v]]]:
-                        self._add(self.bout, x, v)
-
-    @staticmethod
-    def _add(table: list, g: int, v: int) -> None:
-        d = table[g + 1]
-        if d is None:
-            d = table[g + 1] = {}
-        d[v] = None
-
-    def _full_chain(self, g: int) -> list[int]:
-        return [ROOT] + (self.chain[g] if g != ROOT else [])
-
-    def _crossing(self, g_use: int, g_prod: int) -> tuple[list[int], list[int]]:
-        """Groups a value enters (from its producer's group to its user's) and leaves."""
-        a = self._full_chain(g_use)
-        b = [] if g_prod == _OUT else self._full_chain(g_prod)
-        c = 0
-        while c < len(a) and c < len(b) and a[c] == b[c]:
-            c += 1
-        return a[c:], b[c:]
-
-    # ------------------------------------------------------------------ value names
-
-    def _name_values(self) -> None:
-        """A human name and a role for every value entering the graph from outside.
-
-        Only values no node produced are named (capture inputs, parameters, buffers,
-        variables, constants). Sources, first wins: the Torch tracer's ``measured`` label
-        (``param`` / ``buffer`` / ``input``: what it saw first), the ``capture.inputs``
-        structure path (``x``, ``args[0]``, ``variables.params.Dense_0.kernel``), a new
-        version of a named tensor (``version_of``) keeps its name, then constants
-        (``meta["constants"]`` for JAX, ``external`` tensors for Torch)."""
-        outside = [v for v, p in enumerate(self.producer) if p < 0]
-        if not outside:
-            return
-        names, aliases = self._names, self._name_aliases
-        structural: dict[int, tuple[str, str, str]] = {}
-        for v, name, path, role in input_names(self.capture.inputs, self.capture.meta):
-            if 0 <= v < self.n_values and v not in structural:
-                structural[v] = (name, path, role)
-        values = self.capture.values
-        column = values.measured_column() if isinstance(values, ValueTable) else None
-
-        def measured(v: int) -> Any:
-            if isinstance(values, ValueTable):
-                return column[v] if column is not None else None
-            return values[v].measured
-
-        later: dict[int, int] = {}  # a new version of an outside tensor -> the version before
-        constants: set[int] = set()
-        for v in outside:
-            m = measured(v)
-            got = measured_name(m) if isinstance(m, dict) else None
-            s = structural.get(v)
-            if got is not None:
-                names[v] = got
-                if s is not None and s[1] != got[0]:
-                    aliases[v] = s[1]
-            elif s is not None:
-                names[v] = (s[0], s[2])
-                if s[1] != s[0]:
-                    aliases[v] = s[1]
-            elif isinstance(m, dict) and type(m.get("version_of")) is int:
-                later[v] = m["version_of"]
-            elif isinstance(m, dict) and m.get("external") is True:
-                constants.add(v)
-        for v, origin in later.items():
-            for _ in range(64):  # a chain of versions (some produced in place); a file may loop
-                if origin in names or not 0 <= origin < self.n_values:
-                    break
-                m = measured(origin)
-                if not isinstance(m, dict) or type(m.get("version_of")) is not int:
-                    break
-                origin = m["version_of"]
-            if origin in names:
-                names[v] = names[origin]
-        consts = self.capture.meta.get("constants") if isinstance(self.capture.meta, dict) else None
-        if isinstance(consts, list):
-            for c in consts:
-                v = c.get("value") if isinstance(c, dict) else None
-                if type(v) is int and 0 <= v < self.n_values and self.producer[v] < 0:
-                    constants.add(v)
-        for v in constants:
-            if v not in names:
-                names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
-        if self.body_node:
-            for v, named in parameter_names(self.capture.groups, self.body_node,
-                                            lambda o: names.get(o, ("", "")), WEIGHT_ROLES).items():
-                if 0 <= v < self.n_values and self.producer[v] < 0:
-                    names[v] = named
-            for v, text in result_names(self.capture.groups, self.body_node).items():
-                if 0 <= v < self.n_values and v not in names:  # (a parameter handed on keeps its name)
-                    names[v] = (text, "body_result")
-
     # ------------------------------------------------------------------ lookups
 
     def _check_group(self, g: int) -> None:
@@ -464,53 +131,6 @@ class Projection:
     def _check_value(self, v: int) -> None:
         if not 0 <= v < self.n_values:
             raise NotFound(f"no value {v}")
-
-    def uses(self, v: int) -> list[int]:
-        """Nodes using value ``v`` as an operand, in program order, each once."""
-        lo = bisect_left(self._use_refs, v)
-        hi = bisect_right(self._use_refs, v, lo)
-        owner = self.in_owner
-        return list(dict.fromkeys(owner[k] for k in self._use_order[lo:hi]))
-
-    def _ordered(self, g: int) -> tuple[list[int], list[int], dict[int, int]]:
-        """Direct children of ``g`` in program order: (keys, refs, position of each child
-        group). A ref is a node id, or ``~c`` for child group ``c``; a key is the node id or
-        the first node id of the child group's subtree, so node positions are bisections."""
-        got = self._orders.get(g)
-        if got is not None:
-            return got
-        nodes = self.direct_nodes[g + 1]
-        subs = self.child_groups[g + 1]
-        if not subs:
-            keys = refs = nodes
-            gpos: dict[int, int] = {}
-        else:
-            pairs = sorted([(k, k) for k in nodes] + [(self.first[c + 1], ~c) for c in subs])
-            keys = [k for k, _ in pairs]
-            refs = [r for _, r in pairs]
-            gpos = {~r: i for i, r in enumerate(refs) if r < 0}
-        got = self._orders[g] = (keys, refs, gpos)
-        return got
-
-    def _child_under(self, g: int, parent: int) -> int | None:
-        """The direct child group of ``parent`` whose subtree holds group ``g``."""
-        if g == ROOT:
-            return None
-        chain = self.chain[g]
-        d = len(self.chain[parent]) if parent != ROOT else 0
-        if len(chain) > d and (d == 0 or chain[d - 1] == parent):
-            return chain[d]
-        return None
-
-    def _position(self, i: int, g: int) -> int:
-        """Position, among the ordered children of ``g``, of the child holding node ``i``
-        (-1 when node ``i`` lies outside ``g``)."""
-        gi = self.cols.group[i]
-        keys, _, gpos = self._ordered(g)
-        if gi == g:
-            return bisect_left(keys, i)
-        c = self._child_under(gi, g)
-        return -1 if c is None else gpos[c]
 
     def _label(self, v: int, val: Any) -> str:
         """``f32[2,4]`` for value ``v``, made once per value (a whole subtree asks often)."""
@@ -974,6 +594,21 @@ class Projection:
         keys, refs, _ = self._ordered(gi)
         return self._group_item_path(gi) + _chunk_keys(gi, len(refs), bisect_left(keys, i)) + [f"n{i}"]
 
+    def _group_item_path(self, g: int) -> list[str]:
+        """Item keys from the root to group ``g`` (chunks included); none for the root."""
+        out: list[str] = []
+        levels = self._full_chain(g)
+        first = 0
+        if len(levels) > 1 and levels[1] in self.body_node:  # through its boundary node
+            out = self.item_path(self.body_node[levels[1]]) + [f"g{levels[1]}"]
+            first = 1
+        for depth in range(first, len(levels) - 1):
+            parent, child = levels[depth], levels[depth + 1]
+            _, refs, gpos = self._ordered(parent)
+            out += _chunk_keys(parent, len(refs), gpos[child])
+            out.append(f"g{child}")
+        return out
+
     # ------------------------------------------------------------------ details
 
     def node(self, i: int) -> dict:
@@ -1124,199 +759,6 @@ class Projection:
         if "dict" in tree:
             return {"dict": [[k, self._tree(t)] for k, t in tree["dict"]]}
         return tree
-
-    # ------------------------------------------------------------------ search
-
-    def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT) -> dict:
-        """Op names, group names, value shapes and source locations matching ``q``."""
-        q = (q or "").strip()
-        limit = max(1, min(int(limit), MAX_SEARCH_LIMIT))
-        if not q:
-            return {"results": [], "truncated": False, "total": 0}
-        results: list[dict] = []
-        total = 0
-
-        def add(found: Iterable[dict], count: int) -> None:
-            nonlocal total
-            total += count
-            for r in found:
-                if len(results) >= limit:
-                    return
-                results.append(r)
-
-        shape = _parse_shape(q)
-        if shape is not None:
-            ids = self._shape_matches(*shape)
-            add((self._value_result(v, "value shape") for v in ids), len(ids))
-        loc = _parse_location(q)
-        if loc is not None:
-            nodes = self._location_matches(*loc)
-            add((self._node_result(i, f"source {q}") for i in nodes), len(nodes))
-        if shape is None and loc is None:
-            ql = q.lower()
-            gs = [g for g in self.capture.groups if ql in g.name.lower()]
-            gs.sort(key=lambda g: (g.name.lower() != ql, g.id))
-            add((self._group_result(g.id, "group name") for g in gs), len(gs))
-            named = self._name_matches(ql)
-            add((self._value_result(v, "value name") for v in named), len(named))
-            ops = self._ops()
-            matched = sorted((op for op in ops if ql in op.lower()), key=lambda op: (op.lower() != ql, op))
-            for op in matched:
-                ids = ops[op]
-                add((self._node_result(i, "op name" if op.lower() == ql else f"op name ({op})") for i in ids), len(ids))
-            frames = self.capture.frames
-            fns = [fi for fi, f in enumerate(frames) if ql in f.function.lower()]
-            if fns:
-                index = self._frames()
-                ids = sorted(i for fi in fns for i in index.get(fi, ()))
-                add((self._node_result(i, f"source function {frames[self.cols.frame[i]].function}") for i in ids), len(ids))
-        return {"results": results, "truncated": total > len(results), "total": total}
-
-    def _name_matches(self, ql: str) -> list[int]:
-        """Named values whose name (or structure path, ``kwargs.x``) holds ``ql``: exact
-        names first, then in value order."""
-        aliases = self._name_aliases
-        hits = [(n.lower() != ql and aliases.get(v, "").lower() != ql, v) for v, (n, _) in self._names.items()
-                if ql in n.lower() or ql in aliases.get(v, "").lower()]
-        return [v for _, v in sorted(hits)]
-
-    def _ops(self) -> dict[str, list[int]]:
-        if self._ops_index is None:
-            self._ops_index = _rows_by(self.cols.op)
-        return self._ops_index
-
-    def _frames(self) -> dict[int, list[int]]:
-        if self._frames_index is None:
-            index = _rows_by(self.cols.frame)
-            index.pop(-1, None)  # nodes without a frame
-            self._frames_index = index
-        return self._frames_index
-
-    def _shapes(self) -> dict[tuple, list[int]]:
-        if self._shapes_index is None:
-            values = self.capture.values
-            if isinstance(values, ValueTable):
-                off, dims = values.shape_columns()
-                shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.n_values))
-            else:
-                shapes = (tuple(v.shape) for v in values)
-            self._shapes_index = _rows_by(shapes)
-        return self._shapes_index
-
-    def _shape_matches(self, dims: tuple, dtype: str | None) -> list[int]:
-        ids = self._shapes().get(dims, [])
-        if dtype is None:
-            return ids
-        values = self.capture.values
-        return [v for v in ids if short_dtype(values[v].dtype) == dtype]
-
-    def _location_matches(self, file: str, line: int | None) -> list[int]:
-        f = file.replace("\\", "/").lstrip("./") if not file.startswith("/") else file
-        hits = [fi for fi, fr in enumerate(self.capture.frames)
-                if (fr.file == f or fr.file.endswith("/" + f)) and (line is None or fr.line == line)]
-        if not hits:
-            return []
-        index = self._frames()
-        return sorted(i for fi in hits for i in index.get(fi, ()))
-
-    def _node_result(self, i: int, why: str) -> dict:
-        g = self.cols.group[i]
-        outs = self._outputs_of(i)
-        sub = ", ".join(self._value(v)["label"] for v in outs[:3])
-        where = self._where(i)
-        if g != ROOT and self.chain[g][0] in self.body_node:
-            where = f"{where} · in a body, not executed".lstrip(" ·")
-        return {
-            "type": "node", "id": i, "key": f"n{i}", "label": self.cols.op[i],
-            "sublabel": f"{sub}  {where}".strip(),
-            "path": [x["id"] for x in self.group_path(g)], "item_path": self.item_path(i), "why": why,
-        }
-
-    def _group_result(self, g: int, why: str) -> dict:
-        grp = self.capture.groups[g]
-        path = [x["id"] for x in self.group_path(g)]
-        return {
-            "type": "group", "id": g, "key": f"g{g}", "label": grp.name,
-            "sublabel": group_sublabel(grp.kind),
-            "path": path[:-1], "item_path": self._group_item_path(g), "why": why,
-        }
-
-    def _group_item_path(self, g: int) -> list[str]:
-        """Item keys from the root to group ``g`` (chunks included); none for the root."""
-        out: list[str] = []
-        levels = self._full_chain(g)
-        first = 0
-        if len(levels) > 1 and levels[1] in self.body_node:  # through its boundary node
-            out = self.item_path(self.body_node[levels[1]]) + [f"g{levels[1]}"]
-            first = 1
-        for depth in range(first, len(levels) - 1):
-            parent, child = levels[depth], levels[depth + 1]
-            _, refs, gpos = self._ordered(parent)
-            out += _chunk_keys(parent, len(refs), gpos[child])
-            out.append(f"g{child}")
-        return out
-
-    def _value_result(self, v: int, why: str) -> dict:
-        d = self._value(v)
-        p = self.producer[v]
-        if p >= 0:
-            g = self.cols.group[p]
-            path, item_path = [x["id"] for x in self.group_path(g)], self.item_path(p)
-            sub = f"output of {self.cols.op[p]} #{p}"
-        else:
-            # Drawn as a boundary pill ("in:V") where it is first used: open the way there.
-            uses = self.uses(v)
-            if uses:
-                g = self.cols.group[uses[0]]
-                path, item_path = [x["id"] for x in self.group_path(g)], self.item_path(uses[0])[:-1] + [f"in:{v}"]
-            else:
-                path, item_path = [], []
-            sub = "capture input or constant"
-        label = d["label"]
-        if "name" in d:
-            label, sub = d["name"], f"{label} · {ROLE_WORDS.get(d['role'], d['role'])}"
-        return {"type": "value", "id": v, "key": f"n{p}" if p >= 0 else f"in:{v}", "label": label,
-                "sublabel": sub, "producer": p if p >= 0 else None, "path": path,
-                "item_path": item_path, "why": why}
-
-
-# --------------------------------------------------------------------------- query parsing
-
-_SHAPE_RE = re.compile(r"^(?:([A-Za-z][A-Za-z0-9_]*)\s*)?[\[(]\s*([^\])]*)[\])]$")
-_DIMS_RE = re.compile(r"^\s*[\w?]+(\s*,\s*[\w?]+)*\s*,?\s*$")
-_LOC_RE = re.compile(r"^(.+?\.py)(?::(\d+))?$")
-_LINE_RE = re.compile(r"^(.+?):(\d+)$")
-
-
-def _parse_shape(q: str) -> tuple[tuple, str | None] | None:
-    """``2,4`` / ``[2,4]`` / ``(2, 4)`` / ``f32[2,4]`` / ``float32[2,4]`` / ``f32[]``."""
-    m = _SHAPE_RE.match(q)
-    if m:
-        dtype, inner = m.group(1), m.group(2).strip()
-        if dtype is not None:
-            dtype = short_dtype(dtype.lower())
-        if inner and not _DIMS_RE.match(inner):
-            return None
-        return _dims(inner), dtype
-    if "," in q and _DIMS_RE.match(q):
-        return _dims(q), None
-    return None
-
-
-def _dims(text: str) -> tuple:
-    """Dimensions as a capture stores them: sizes are ints, named dimensions strings."""
-    return tuple(int(x) if x.isdigit() else x for x in (p.strip() for p in text.split(",")) if x)
-
-
-def _parse_location(q: str) -> tuple[str, int | None] | None:
-    """``model.py:12`` / ``model.py`` / ``pkg/model.py:12`` / ``anything:12``."""
-    m = _LOC_RE.match(q)
-    if m:
-        return m.group(1), int(m.group(2)) if m.group(2) else None
-    m = _LINE_RE.match(q)
-    if m and ("/" in m.group(1) or "." in m.group(1)):
-        return m.group(1), int(m.group(2))
-    return None
 
 
 def _int(text: Any, name: str) -> int:
