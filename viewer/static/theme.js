@@ -96,7 +96,7 @@ export function kindStyle(palette, kind) {
 
 // What each group kind honestly is (e.g. a jit scope), what a value role means, and
 // which roles are parameters drawn quietly: the server's words (`api/capture`
-// `vocabulary`, viewer/projection.py), filled in once by setVocabulary() before anything
+// `vocabulary`, viewer/projection_names.py), filled in once by setVocabulary() before anything
 // is drawn. The app keeps no copy of them.
 export const KIND_WORDING = {};
 export const ROLE_WORDING = {};
@@ -109,7 +109,7 @@ export function setVocabulary(v) {
   for (const role of v.weight_roles || []) QUIET_ROLES.add(role);
 }
 
-// A value's text (`f32[2,4]`) is the server's `label` (viewer/projection.py value_label):
+// A value's text (`f32[2,4]`) is the server's `label` (viewer/projection_names.py value_label):
 // one dtype table, so cards, pills, edges and search all spell a dtype the same way.
 export function formatValue(v) {
   return v && typeof v.label === "string" ? v.label : "?";
