@@ -249,7 +249,7 @@ class CallSetup:
     args: tuple[ValueDesc, ...] = ()
     kwargs: tuple[tuple[str, ValueDesc], ...] = ()
     factory: str | None = None
-    # Torch saved files (see capture.saved_setup): ``init.checkpoint`` (a state dict
+    # Torch saved files (see capture.torch_saved): ``init.checkpoint`` (a state dict
     # loaded into the built module, ``strict`` key checking) and ``inputs.fixture`` (a
     # saved batch; ``fixture_keys`` maps its keys to forward's parameters, in order).
     checkpoint: str | None = None

@@ -327,7 +327,7 @@ _POSITION = re.compile(r"^args\[(0|[1-9][0-9]{0,3})\]$")
 
 def _saved_setup(cx: _Ctx, value: Mapping, at: list, section: str) -> dict[str, Any]:
     """The checkpoint/fixture keys of an ``init``/``inputs`` table, checked (no file is
-    read here: existence, symlinks and size are the worker's, :mod:`capture.saved_setup`)."""
+    read here: existence, symlinks and size are the worker's, :mod:`capture.torch_saved`)."""
     out: dict[str, Any] = {}
     if section == "init":
         if "checkpoint" in value:
