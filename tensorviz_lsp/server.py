@@ -343,6 +343,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
     from .features.recapture import RecaptureOnSave
     from .features.recipes import Recipes
     from .features.reveal import Reveal
+    from .features.show_in_graph import ShowInGraph
     from .features.trust import Trust
     from .features.viewer_host import ViewerHost
 
@@ -361,6 +362,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
             CapturedLines,
             Dependencies,
             OpenGraph,
+            ShowInGraph,
             RecaptureOnSave,
         )
     ]
@@ -447,6 +449,11 @@ def register(server: TensorVizServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: TensorVizServer, params: types.HoverParams) -> types.Hover | None:
         return next((r for r in await ls.fan_out("hover", params) if r is not None), None)
+
+    # The editor's cursor (LSP has no cursor notification): tensorviz.followCursor.
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    async def on_document_highlight(ls: TensorVizServer, params: types.DocumentHighlightParams) -> list[types.DocumentHighlight]:
+        return [h for result in await ls.fan_out("document_highlight", params) if result for h in result]
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def on_document_symbol(ls: TensorVizServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
