@@ -14,7 +14,9 @@ opened first).
 **Follow the cursor** (``tensorviz.followCursor``, off by default): LSP has no cursor
 notification, so the cursor is read from ``textDocument/documentHighlight``, which VS Code
 sends on every cursor move and Neovim/Helix send when configured to (docs/editors.md).
-The answer is always "no highlights"; when the line changed, a debounced (latest wins)
+The VS Code extension also sends ``tensorviz/cursor {uri, line}`` on every selection
+change (VS Code asks for highlights only while the cursor is on a word). The answer is
+always "no highlights"; when the line changed, a debounced (latest wins)
 ``cursor {capture, file, line, keys}`` event goes to the open pages of captures that ran
 the file. Never a capture, never a new tab; a page with nothing to outline gets
 ``keys: []``.
@@ -221,6 +223,15 @@ class ShowInGraph(Feature):
     async def document_highlight(self, params: types.DocumentHighlightParams) -> list[types.DocumentHighlight]:
         self.cursor_moved(params.text_document.uri, params.position.line)
         return []
+
+    def cursor_notified(self, params: Any) -> None:
+        """``tensorviz/cursor {uri, line}`` (the VS Code extension's own cursor report)."""
+        get = params.get if isinstance(params, dict) else lambda k: getattr(params, k, None)
+        uri, line = get("uri"), get("line")
+        if isinstance(uri, str) and type(line) is int and line >= 0:
+            self.cursor_moved(uri, line)
+        else:
+            log.debug("tensorviz/cursor ignored: needs {uri, line}, got %r", params)
 
     def cursor_moved(self, uri: str, line0: int) -> None:
         """The editor's cursor is on ``line0`` of ``uri`` (on the loop thread)."""

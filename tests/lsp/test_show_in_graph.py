@@ -193,3 +193,24 @@ async def test_follow_cursor_debounces_to_the_latest_line(spec_workspace, config
         assert events(s.workspace, "add") and len(events(s.workspace, "add")) == 1, "never a recapture"
     finally:
         await stop_session(s)
+
+
+async def test_follow_cursor_from_the_clients_own_notification(spec_workspace, config_dir):
+    """``tensorviz/cursor {uri, line}``, which the VS Code extension sends on every selection
+    change, goes through the same debounce; malformed ones are ignored."""
+    s = await start_session(spec_workspace, config_dir, editor="vscode",
+                            init_options={"tensorviz": {"followCursor": True}})
+    try:
+        await captured(s)
+        pages(s.workspace, c1=1)
+        uri = s.uri("model.py")
+        s.client.protocol.notify("tensorviz/cursor", {"uri": uri, "line": "five"})
+        s.client.protocol.notify("tensorviz/cursor", {"line": BODY0})
+        for line in (DEF0, BODY0, DEF0, BODY0):
+            s.client.protocol.notify("tensorviz/cursor", {"uri": uri, "line": line})
+        await highlight(s, BODY0)  # a round trip: the notifications before it were handled
+        await asyncio.sleep(0.6)
+        got = events(s.workspace, "cursor")
+        assert [(e["line"], len(e["keys"])) for e in got] == [(6, 5)]
+    finally:
+        await stop_session(s)

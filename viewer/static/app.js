@@ -510,6 +510,8 @@ async function liveUpdate(id) {
   state.selected = null;
   state.renderer.selected = null;
   state.renderer.hover = null;
+  state.renderer.multi = state.renderer.cursor = state.line = null; // another capture's items
+  dropBanner("line");
   await relayout(); // a new scene keeps the renderer's camera as it is
   // The new capture's diff offer: "Show changes" against the graph it replaced.
   initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump, setBanner, dropBanner });
