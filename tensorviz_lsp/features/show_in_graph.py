@@ -289,6 +289,15 @@ class ShowInGraph(Feature):
         for key in [k for k in self._outlined if k not in told]:
             host.publish(self._outlined.pop(key), "cursor", {"capture": key[1], "file": None, "line": None, "keys": []})
 
+    def settings_changed(self) -> None:
+        """followCursor turned off: the outlines it left go, and the next move starts afresh."""
+        host = self.server.get_feature(ViewerHost)
+        for key, root in list(self._outlined.items()):
+            if not self.server.settings_for(root).follow_cursor:
+                del self._outlined[key]
+                host.publish(root, "cursor", {"capture": key[1], "file": None, "line": None, "keys": []})
+        self._cursor_line.clear()
+
     def document_closed(self, uri: str) -> None:
         self._cursor_line.pop(uri, None)
 

@@ -214,3 +214,24 @@ async def test_follow_cursor_from_the_clients_own_notification(spec_workspace, c
         assert [(e["line"], len(e["keys"])) for e in got] == [(6, 5)]
     finally:
         await stop_session(s)
+
+
+async def test_turning_follow_cursor_off_clears_the_outline(spec_workspace, config_dir):
+    s = await start_session(spec_workspace, config_dir, init_options={"tensorviz": {"followCursor": True}})
+    try:
+        await captured(s)
+        pages(s.workspace, c1=1)
+        await highlight(s, BODY0)
+        await asyncio.sleep(0.5)
+        assert [len(e["keys"]) for e in events(s.workspace, "cursor")] == [5]
+        s.client.set_configuration({"tensorviz": {"followCursor": False}})
+        s.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+        await s.wait_for(lambda: len(events(s.workspace, "cursor")) == 2, on="window/logMessage", timeout=10,
+                         what="the outline cleared")
+        assert events(s.workspace, "cursor")[1]["keys"] == []
+        await highlight(s, DEF0)
+        await highlight(s, BODY0)
+        await asyncio.sleep(0.5)
+        assert len(events(s.workspace, "cursor")) == 2, "off: nothing more"
+    finally:
+        await stop_session(s)
