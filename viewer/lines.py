@@ -246,7 +246,18 @@ def line_answer(proj: "Projection", index: LineIndex, file: str, line: int) -> d
         for key in keys:
             i = int(key[1:])
             paths[key] = proj._group_item_path(i) if key[0] == "g" else proj.item_path(i)
+        # ops of its own: the block it ran in; only module calls: the first one called
+        where = call.container if call.nodes and call.container >= 0 or not call.groups else call.groups[0]
         calls.append({"keys": keys, "paths": paths, "ops": call.ops, "results": call.results[:16],
-                      "container": call.container})
+                      "container": call.container, "where": _group_label(proj, where)})
     return {"file": entry.file, "line": entry.line, "traced_body": entry.traced_body,
             "calls": calls, "calls_total": len(entry.calls)}
+
+
+def _group_label(proj: "Projection", g: int) -> str | None:
+    """A group as a person names it: its module path (``blocks.3``), else its name."""
+    if g < 0:
+        return None
+    grp = proj.capture.groups[g]
+    path = grp.attrs.get("path") if isinstance(grp.attrs, dict) else None
+    return str(path) if isinstance(path, str) and path else str(grp.name)

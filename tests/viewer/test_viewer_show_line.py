@@ -56,12 +56,17 @@ def test_api_line_answers_every_call_with_keys_and_paths(server):
         # a group's path ends with the group: its ancestors are what to open
         key = call["keys"][0]
         assert call["paths"][key][-1] == key
-    # the blocks are different groups, in program order
+    # the blocks are different groups, in program order, named as the model names them
     assert len({c["keys"][0] for c in body["calls"]}) == 8
+    assert [c["where"] for c in body["calls"]] == [f"ResNetBlock_{i}" for i in range(8)]
     # an op line: node keys whose paths are api/node's item_path
     conv = line_no("y = self.conv(self.filters, (3, 3), self.strides)")
     status, body = get(server, f"api/line?file=/any/where/resnet18_linen.py&line={conv}")
     assert status == 200 and body["calls_total"] == 8
+    assert body["calls"][2]["where"] == "ResNetBlock_2.Conv_0"  # the module the line called
+    ret = line_no("return self.act(residual + y)")
+    _, body_ret = get(server, f"api/line?file=resnet18_linen.py&line={ret}")
+    assert body_ret["calls"][1]["where"] == "ResNetBlock_1"  # ops of its own: the block it ran in
     for key, path in body["calls"][0]["paths"].items():
         if key.startswith("n"):
             _, node = get(server, f"api/node?id={key[1:]}")

@@ -975,7 +975,7 @@ function lineBanner() {
   const c = l.answer.calls[l.call];
   const name = l.file.split("/").pop();
   const ops = `${Number(c.ops).toLocaleString("en-US")} op${c.ops === 1 ? "" : "s"}`;
-  const text = `${name}:${l.line} · ${ops}` + (l.calls > 1 ? ` · call ${l.call + 1} of ${l.calls}` : "");
+  const text = `${name}:${l.line} · ${ops}` + (l.calls > 1 ? ` · call ${l.call + 1} of ${l.calls}` : "") + (c.where ? ` (${c.where})` : "");
   const step = (d) => () => showLine(l.file, l.line, l.call + d);
   const actions = [];
   if (l.calls > 1) {

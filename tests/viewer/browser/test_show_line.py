@@ -83,7 +83,7 @@ def test_show_url_selects_the_lines_items_in_view_and_steps_through_calls(browse
         assert in_view(app, keys) == keys, "every item of the call is inside the viewport"
         banner = app.page.locator("[data-banner=line]").inner_text()
         assert f"resnet18_linen.py:{CONV}" in banner and f"call {call + 1} of 8" in banner
-        assert f"{want[call]['ops']} op" in banner
+        assert f"{want[call]['ops']} op" in banner and f"(ResNetBlock_{call}.Conv_0)" in banner
     # each call is another block's conv: different items
     assert not set(want[0]["keys"]) & set(want[1]["keys"])
     if os.environ.get("TV_SCREENSHOTS"):
