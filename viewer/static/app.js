@@ -237,7 +237,7 @@ async function boot() {
   // Diff mode (diff.js): offered when the server holds a baseline, or asked by ?diff=.
   initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump, setBanner, dropBanner });
   // Show in Graph opened this page: ?show=FILE:LINE[:CALL] (the editor's line, as captured).
-  const show = /^(.+):(\d+)(?::(\d+))?$/.exec(params.get("show") || "");
+  const show = /^(.+?):(\d+)(?::(\d+))?$/.exec(params.get("show") || "");
   if (show) await showLine(show[1], Number(show[2]), Number(show[3] || 0));
   state.ready = true;
 }

@@ -86,6 +86,12 @@ def test_show_url_selects_the_lines_items_in_view_and_steps_through_calls(browse
         assert f"{want[call]['ops']} op" in banner and f"(ResNetBlock_{call}.Conv_0)" in banner
     # each call is another block's conv: different items
     assert not set(want[0]["keys"]) & set(want[1]["keys"])
+    # the URL names a later call: FILE:LINE:CALL
+    later = open_app(browser, f"{served.url_for(1)}&show=resnet18_linen.py:{LOOP}:5", viewport=VIEW)
+    close_pages.append(later)
+    got = shown(later, LOOP, 5)
+    assert got["keys"] == calls(served, LOOP)[5]["keys"] and in_view(later, got["keys"]) == got["keys"]
+    assert "call 6 of 8 (ResNetBlock_5)" in later.page.locator("[data-banner=line]").inner_text()
     if os.environ.get("TV_SCREENSHOTS"):
         app.page.screenshot(path=str(Path(os.environ["TV_SCREENSHOTS"]) / "show-in-graph.png"))
 
