@@ -195,8 +195,9 @@ class ViewerServer:
         self._next_id = 1
         self._recorded: set[Path] = set()
         self._subscribers: set[queue.Queue] = set()
-        # The capture each open page shows (its ``api/events?capture=`` parameter; None:
-        # the newest), so that the editor can tell whether a capture has a page to focus.
+        # The capture each open page shows (its ``api/events?capture=`` parameter, else the
+        # newest when it subscribed; None: no capture yet), so that the editor can tell
+        # whether a capture has a page to focus.
         self._page_capture: dict[queue.Queue, int | None] = {}
         self._uploads: list[int] = []  # api/open captures, oldest first (keep_upload)
         self.diffs = DiffStore()  # diff mode: each capture's baseline (viewer/diffview.py)
@@ -406,6 +407,8 @@ class ViewerServer:
         q: queue.Queue = queue.Queue()
         with self._lock:
             self._subscribers.add(q)
+            if capture_id is None and self._entries:
+                capture_id = max(self._entries)  # a page without ?capture= shows the newest
             self._page_capture[q] = capture_id
         return q
 
@@ -416,12 +419,11 @@ class ViewerServer:
 
     def pages(self, capture_id: int) -> int:
         """How many open pages show capture ``capture_id``: their event channel named it
-        (``api/events?capture=ID``, or a page without one while it is the newest). A page
-        that updated in place to a recapture counts for the recapture."""
+        (``api/events?capture=ID``; a page without one shows the capture that was the newest
+        when it opened). A page that updated in place to a recapture counts for the recapture."""
         cid = int(capture_id)
         with self._lock:
-            newest = max(self._entries) if self._entries else None
-            return sum(1 for shown in self._page_capture.values() if shown == cid or (shown is None and newest == cid))
+            return sum(1 for shown in self._page_capture.values() if shown == cid)
 
     @property
     def subscriber_count(self) -> int:

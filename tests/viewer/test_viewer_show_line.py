@@ -115,15 +115,17 @@ def test_pages_are_counted_per_capture(server):
     newest = Page(server, None)
     assert server.pages(1) == 2  # capture 1 is the newest: the page without one shows it
     two = server.add_capture(cap, "again")
-    assert server.pages(1) == 1 and server.pages(two) == 1
-    # a background recapture of capture 1: its page now shows the new capture
+    # the page without ?capture= still shows what it loaded (it offers the new one)
+    assert server.pages(1) == 2 and server.pages(two) == 0
+    later = Page(server, None)
+    assert server.pages(two) == 1
+    # a background recapture of capture 1: its pages now show the new capture
     three = server.add_capture(cap, "recaptured", replaces=1)
-    assert server.pages(1) == 0 and server.pages(three) == 2  # the page of 1, and the newest's
-    assert server.pages(two) == 0
-    one.close()
-    newest.close()
+    assert server.pages(1) == 0 and server.pages(three) == 2 and server.pages(two) == 1
+    for page in (one, newest, later):
+        page.close()
     server.publish("progress", {"message": "anyone?"})  # a closed page is dropped at its next write
-    assert wait(lambda: server.pages(three) == 0), server.pages(three)
+    assert wait(lambda: server.pages(three) == 0 and server.pages(two) == 0), (server.pages(three), server.pages(two))
     bad = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
     bad.request("GET", f"/{server.token}/api/events?capture=x", headers={"Host": f"127.0.0.1:{server.port}"})
     assert bad.getresponse().status == 400
