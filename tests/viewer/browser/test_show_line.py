@@ -139,6 +139,19 @@ def test_a_cursor_event_outlines_lightly_without_the_inspector(browser, served, 
     assert app.page.locator("#inspector").is_hidden(), "the cursor never opens the inspector"
     assert app.js("() => window.tensorviz.expanded") == expanded, "the cursor never opens a group"
     assert app.js("() => window.tensorviz.multiSelected") == []
+    # on screen already: the view stays where the person left it
+    camera = app.js("() => window.tensorviz.camera")
+    seq = app.js("() => window.tensorviz.cursorShown.seq")
+    served.publish("cursor", {"capture": 1, "file": "resnet18_linen.py", "line": LOOP, "keys": want})
+    app.wait("(s) => window.tensorviz.cursorShown.seq > s", seq)
+    assert app.js("() => window.tensorviz.camera") == camera
+    # off screen: panned there, at the same zoom
+    app.js("() => window.tensorviz.panBy(0, -20000)")
+    seq = app.js("() => window.tensorviz.cursorShown.seq")
+    served.publish("cursor", {"capture": 1, "file": "resnet18_linen.py", "line": LOOP, "keys": want})
+    app.wait("(s) => window.tensorviz.cursorShown.seq > s", seq)
+    assert app.js("() => window.tensorviz.camera")["s"] == camera["s"]
+    assert in_view(app, app.js("() => window.tensorviz.cursorShown.keys"))
     # an op line inside closed blocks: the nearest item on screen holding its ops
     conv = calls(served, CONV)[0]["keys"]
     served.publish("cursor", {"capture": 1, "file": "resnet18_linen.py", "line": CONV, "keys": conv})
