@@ -646,6 +646,11 @@ function onKey(e) {
     case "Enter":
       if (state.selected && canOpen(state.selected)) toggle(state.selected);
       break;
+    case "[":
+    case "]": // the shown source line's previous / next call (Show in Graph's banner)
+      if (!state.line || !state.banners.has("line")) return;
+      showLine(state.line.file, state.line.line, state.line.call + (e.key === "]" ? 1 : -1));
+      break;
     default:
       return;
   }
@@ -979,8 +984,8 @@ function lineBanner() {
   const step = (d) => () => showLine(l.file, l.line, l.call + d);
   const actions = [];
   if (l.calls > 1) {
-    actions.push(el("button", { type: "button", "data-call": "previous", disabled: l.call === 0 ? "" : null, onclick: step(-1) }, "◀ Previous call"));
-    actions.push(el("button", { type: "button", "data-call": "next", disabled: l.call >= l.answer.calls.length - 1 ? "" : null, onclick: step(1) }, "Next call ▶"));
+    actions.push(el("button", { type: "button", "data-call": "previous", title: "Previous call ([)", disabled: l.call === 0 ? "" : null, onclick: step(-1) }, "◀ Previous call"));
+    actions.push(el("button", { type: "button", "data-call": "next", title: "Next call (])", disabled: l.call >= l.answer.calls.length - 1 ? "" : null, onclick: step(1) }, "Next call ▶"));
   }
   actions.push(el("button", { type: "button", "aria-label": "Close", onclick: () => dropBanner("line") }, "×"));
   setBanner("line", "info", "Line", text, actions);

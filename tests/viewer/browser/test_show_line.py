@@ -86,6 +86,12 @@ def test_show_url_selects_the_lines_items_in_view_and_steps_through_calls(browse
         banner = app.page.locator("[data-banner=line]").inner_text()
         assert f"resnet18_linen.py:{CONV}" in banner and f"call {call + 1} of 8" in banner
         assert f"{want[call]['ops']} op" in banner and f"(ResNetBlock_{call}.Conv_0)" in banner
+    # the keys step too: ] next, [ previous (the banner is up)
+    app.page.locator("#graph").focus()
+    app.page.keyboard.press("]")
+    assert shown(app, CONV, 2)["keys"] == want[2]["keys"]
+    app.page.keyboard.press("[")
+    shown(app, CONV, 1)
     # each call is another block's conv: different items
     assert not set(want[0]["keys"]) & set(want[1]["keys"])
     # the URL names a later call: FILE:LINE:CALL
