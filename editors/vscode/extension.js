@@ -37,7 +37,16 @@ function createClient(watcher) {
     synchronize: { fileEvents: watcher, configurationSection: "tensorviz" },
     initializationOptions: { tensorviz: serverSettings(settings()) },
     outputChannelName: "TensorViz",
-    middleware: { window: { showDocument: (params, next) => panels.showDocument(params, next) } },
+    middleware: {
+      window: { showDocument: (params, next) => panels.showDocument(params, next) },
+      // Show in Graph on a graph already open in a tab: the page focused the line; the
+      // tab comes forward (it may be hidden behind another).
+      executeCommand: async (command, args, next) => {
+        const result = await next(command, args);
+        if (command === "tensorviz.showInGraph" && result && result.shown === "page") panels.revealCapture(result.capture);
+        return result;
+      },
+    },
   };
   return new LanguageClient("tensorviz", "TensorViz", serverOptions, clientOptions);
 }

@@ -8,6 +8,7 @@
 //     and other URLs go on to the client's own handler (the browser);
 //   - go-to-source while the graph is visible lands in an editor column beside it;
 //   - "Open Viewer in Browser" opens the last graph's URL externally;
+//   - Show in Graph answered by an open page reveals that page's tab;
 //   - with tensorviz.followCursor, a selection change in a Python file sends
 //     `tensorviz/cursor {uri, line}` once per line; nothing when the setting is off.
 // Prints one JSON object of what it saw; exits 1 when a check fails.
@@ -134,6 +135,18 @@ async function main() {
   config["viewer.openIn"] = undefined;
   await showDocument({ uri: "https://example.com/docs", external: true }, next);
   check(passed.includes("https://example.com/docs") && seen.panels.length === 1, "other URLs are not framed");
+
+  // Show in Graph on the open graph: its tab comes forward (no new panel); other commands
+  // and a URL opened instead change nothing here.
+  const execute = lastClient.clientOptions.middleware.executeCommand;
+  const revealed = seen.panels[0].revealed;
+  let answer = await execute("tensorviz.showInGraph", [{ uri: "file:///ws/model.py", line: 5 }],
+    async () => ({ ok: true, shown: "page", capture: 3 }));
+  check(answer.shown === "page" && seen.panels[0].revealed === revealed + 1 && seen.panels.length === 1,
+    "Show in Graph on an open graph reveals its tab");
+  await execute("tensorviz.showInGraph", [], async () => ({ ok: true, shown: "url", capture: 3 }));
+  await execute("tensorviz.showViewer", [], async () => ({ ok: true, shown: "page", capture: 3 }));
+  check(seen.panels[0].revealed === revealed + 1, "only Show in Graph's page answer reveals a tab");
 
   // Follow the cursor: off by default, then one notification per line moved to.
   const move = (line, languageId = "python", scheme = "file") => selectionListeners.forEach((fn) => fn({
