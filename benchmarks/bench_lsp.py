@@ -9,6 +9,9 @@
    (the package's files read), unchanged, and after a one-line edit.
 2. Open as Graph for the spec's ``net`` (a saved profile, trusted workspace): wall time
    from ``workspace/executeCommand`` to the viewer URL, first and second time.
+3. Show in Graph (issue 18): from ``tensorviz.showInGraph`` to the open viewer page (real
+   Chromium) showing the line's items selected and in view, on a real Torch capture; and
+   follow-cursor, ``textDocument/documentHighlight`` to the page's outline.
 
 Targets (issue 8): unchanged < 5 ms; after an edit <= 1.5x the bare libcst parse.
 
@@ -40,6 +43,7 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 # checked against the spec in tests/viewer/test_viewer_open_demo.py).
 from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET  # noqa: E402
 from tensorviz_lsp.commands.demo import RECIPES_TOML as SPEC_RECIPE  # noqa: E402
+from tensorviz_lsp.features.show_in_graph import CURSOR_DEBOUNCE_S  # noqa: E402
 
 
 HEADER = '''"""A generated model zoo for benchmarking discovery through the language server."""
@@ -395,6 +399,157 @@ async def bench_open_graph(env: dict[str, str]) -> None:
         print(f"  {'first (starts the viewer and worker)' if i == 0 else 'second (warm worker)':<36}{t * 1000:8.0f} ms")
 
 
+# --------------------------------------------------------------------------- Show in Graph
+
+STACK_PY = """import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
+
+    def forward(self, x):
+        h = F.gelu(self.fc(self.ln1(x)))
+        x = x + h
+        return x + self.mlp(x)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.blocks = nn.ModuleList([Block() for _ in range(12)])
+        self.proj = nn.Linear(8 * 8 * 8, 16)
+
+    def forward(self, x):
+        h = torch.relu(self.conv(x))
+        z = self.proj(torch.flatten(h, 1))
+        for blk in self.blocks:
+            z = blk(z)
+        a, b = z.chunk(2, dim=-1)
+        return a * b
+"""
+
+STACK_RECIPE = """version = 1
+
+[profiles.stack]
+kind = "model"
+framework = "torch"
+model = "stack:Net"
+mode = "eval"
+device = "cpu"
+grad_enabled = false
+seed = 0
+init = { args = [], kwargs = {} }
+inputs = { args = [{ kind = "tensor", shape = [2, 3, 8, 8], dtype = "float32" }], kwargs = {} }
+"""
+
+# The page shows the line: its items selected (lineShown past `seq`) and all inside the canvas.
+_SHOWN_JS = """(seq) => {
+  const l = window.tensorviz.lineShown;
+  if (!l || l.shown <= seq || !l.keys.length) return false;
+  const c = document.getElementById('graph').getBoundingClientRect();
+  return l.keys.every((k) => { const r = window.tensorviz.itemRect(k);
+    return r && r.x >= -1 && r.y >= -1 && r.x + r.w <= c.width + 1 && r.y + r.h <= c.height + 1; });
+}"""
+_CURSOR_JS = """([seq, line]) => { const c = window.tensorviz.cursorShown;
+  return c && c.seq > seq && c.line === line && c.keys.length > 0; }"""
+
+
+async def bench_show_in_graph(env: dict[str, str], repeat: int) -> None:
+    """Show in Graph from ``workspace/executeCommand`` to the open viewer page showing the
+    line's items selected and in view (Playwright, Chromium headless), on a real Torch
+    capture of a conv stem and 12 identical blocks; and the cursor → outline latency
+    (``textDocument/documentHighlight`` → the page's outline, debounce included)."""
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        print("Show in Graph: skipped (playwright is not installed)")
+        return
+    chromium = "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        print("Show in Graph: skipped (no /usr/bin/chromium)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp) / "ws"
+        (ws / ".tensorviz").mkdir(parents=True)
+        (ws / "stack.py").write_text(STACK_PY)
+        (ws / ".tensorviz" / "recipes.toml").write_text(STACK_RECIPE)
+        client = Client()
+        await client.start_io(sys.executable, "-m", "tensorviz_lsp", "lsp", "--log-level", "warning", env=env)
+        caps = types.ClientCapabilities(
+            window=types.WindowClientCapabilities(show_document=types.ShowDocumentClientCapabilities(support=True)),
+            workspace=types.WorkspaceClientCapabilities(configuration=False),
+        )
+        await client.initialize_async(types.InitializeParams(
+            capabilities=caps, root_uri=ws.as_uri(), process_id=os.getpid(),
+            workspace_folders=[types.WorkspaceFolder(uri=ws.as_uri(), name=ws.name)],
+            initialization_options={"tensorviz": {"followCursor": True}},
+        ))
+        client.initialized(types.InitializedParams())
+        uri = (ws / "stack.py").as_uri()
+        client.text_document_did_open(types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=STACK_PY)))
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(command="tensorviz.trustWorkspace", arguments=[]))
+        opened = await client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command="tensorviz.openGraph", arguments=[{"uri": uri, "symbol": "Net"}]))
+        url = opened.get("url") if isinstance(opened, dict) else getattr(opened, "url", None)
+        if not url:
+            print(f"Show in Graph: the capture failed: {opened}")
+            await stop(client)
+            return
+        src = STACK_PY.splitlines()
+        line0 = {text: next(i for i, l in enumerate(src) if text in l) for text in (
+            "h = torch.relu(self.conv(x))", "z = blk(z)", "h = F.gelu(self.fc(self.ln1(x)))")}
+        results: dict[str, list[float]] = {}
+        answered: list[float] = []  # the command's own answer (the event published)
+        cursor: list[float] = []
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=chromium, headless=True, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                "--disable-sync", "--no-first-run"])
+            page = await browser.new_page(viewport={"width": 1400, "height": 900})
+            await page.goto(url)
+            await page.wait_for_function("() => window.tensorviz && window.tensorviz.ready", timeout=60_000)
+            for k in range(repeat):
+                for text, l0 in line0.items():
+                    seq = await page.evaluate("() => (window.tensorviz.lineShown || {}).shown || 0")
+                    t0 = time.perf_counter()
+                    r = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+                        command="tensorviz.showInGraph", arguments=[{"uri": uri, "line": l0, "call": 0 if text.startswith("h = torch") else k % 12}]))
+                    answered.append(time.perf_counter() - t0)
+                    await page.wait_for_function(_SHOWN_JS, arg=seq, polling="raf", timeout=30_000)
+                    results.setdefault(text, []).append(time.perf_counter() - t0)
+                    shown = r.get("shown") if isinstance(r, dict) else getattr(r, "shown", None)
+                    if shown != "page":
+                        print(f"  warning: Show in Graph did not focus the open page: {r}")
+            await page.evaluate("() => window.tensorviz.fit()")
+            for k in range(repeat):
+                text = "z = blk(z)" if k % 2 else "h = torch.relu(self.conv(x))"
+                seq = await page.evaluate("() => (window.tensorviz.cursorShown || {}).seq || 0")
+                t0 = time.perf_counter()
+                await client.text_document_document_highlight_async(types.DocumentHighlightParams(
+                    text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line0[text], 8)))
+                await page.wait_for_function(_CURSOR_JS, arg=[seq, line0[text] + 1], polling="raf", timeout=30_000)
+                cursor.append(time.perf_counter() - t0)
+            await browser.close()
+        await stop(client)
+    print(f"Show in Graph (Torch conv stem + 12 blocks, real capture; command -> the open page shows the "
+          f"line's items selected and in view; median of {repeat})")
+    for text, samples in results.items():
+        print(f"  {text:<38}{median_ms(samples):8.1f} ms   (first {samples[0] * 1000:.1f} ms, max {max(samples) * 1000:.1f} ms)")
+    print(f"  {'(the command answered: event sent)':<38}{median_ms(answered):8.1f} ms; the rest is the page "
+          "(api/line, opening groups, layout, fit)")
+    print(f"Follow the cursor (documentHighlight -> the page outlines the line; includes the "
+          f"{int(CURSOR_DEBOUNCE_S * 1000)} ms debounce; median of {repeat})")
+    print(f"  {'cursor -> outline':<38}{median_ms(cursor):8.1f} ms   (max {max(cursor) * 1000:.1f} ms)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lines", type=int, default=3000)
@@ -407,6 +562,7 @@ def main() -> None:
         asyncio.run(bench_lenses(args.lines, args.repeat, env))
         if not args.no_capture:
             asyncio.run(bench_open_graph(env))
+            asyncio.run(bench_show_in_graph(env, max(3, min(args.repeat, 12))))
 
 
 if __name__ == "__main__":

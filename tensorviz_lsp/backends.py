@@ -139,6 +139,10 @@ class Viewer(Protocol):
         """The capture's :class:`viewer.lines.LineIndex` (None when not held or failed)."""
         ...
 
+    def pages(self, capture_id: int) -> int:
+        """How many open viewer pages show the capture (Show in Graph focuses one)."""
+        ...
+
     def stop(self) -> None: ...
 
 

@@ -67,6 +67,10 @@ class Feature:
     def document_symbol(self, params: "types.DocumentSymbolParams") -> Any:
         return None
 
+    def document_highlight(self, params: "types.DocumentHighlightParams") -> Any:
+        """Highlights of every feature are concatenated (also: where the cursor is)."""
+        return None
+
     # -- commands -------------------------------------------------------------
     def commands(self) -> dict[str, CommandHandler]:
         """``workspace/executeCommand`` names this feature handles."""

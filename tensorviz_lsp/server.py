@@ -323,6 +323,9 @@ class TensorVizServer(LanguageServer):
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
+#: A client's own cursor notification (``tensorviz.followCursor``): ``{uri, line}``, line 0-based.
+CURSOR_NOTIFICATION = "tensorviz/cursor"
+
 _LOG_LEVEL = {
     types.MessageType.Error: logging.ERROR,
     types.MessageType.Warning: logging.WARNING,
@@ -343,6 +346,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
     from .features.recapture import RecaptureOnSave
     from .features.recipes import Recipes
     from .features.reveal import Reveal
+    from .features.show_in_graph import ShowInGraph
     from .features.trust import Trust
     from .features.viewer_host import ViewerHost
 
@@ -361,6 +365,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
             CapturedLines,
             Dependencies,
             OpenGraph,
+            ShowInGraph,
             RecaptureOnSave,
         )
     ]
@@ -447,6 +452,17 @@ def register(server: TensorVizServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: TensorVizServer, params: types.HoverParams) -> types.Hover | None:
         return next((r for r in await ls.fan_out("hover", params) if r is not None), None)
+
+    # The editor's cursor (LSP has no cursor notification): tensorviz.followCursor.
+    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    async def on_document_highlight(ls: TensorVizServer, params: types.DocumentHighlightParams) -> list[types.DocumentHighlight]:
+        return [h for result in await ls.fan_out("document_highlight", params) if result for h in result]
+
+    # The same from a client that reports the cursor itself (the VS Code extension sends it
+    # on every selection change: VS Code asks for highlights only on a word): {uri, line}.
+    @server.feature(CURSOR_NOTIFICATION)
+    async def on_cursor(ls: TensorVizServer, params: Any) -> None:
+        await ls.fan_out("cursor_notified", params)
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def on_document_symbol(ls: TensorVizServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:

@@ -130,6 +130,10 @@ class Settings:
     # this session (or the recipes file changes its profile), capture it again in the
     # background; the viewer tab updates in place.
     recapture_on_save: bool = field(default=False, metadata={"key": "recaptureOnSave", "parse": _bool})
+    # ``tensorviz.followCursor``: the open viewer page outlines the nodes of the line the
+    # editor's cursor is on (read from ``textDocument/documentHighlight``; debounced, never
+    # a capture, never a new tab).
+    follow_cursor: bool = field(default=False, metadata={"key": "followCursor", "parse": _bool})
     # ``tensorviz.warmWorkerIdleSeconds``: how long the folder's warm capture worker
     # (frameworks already imported) waits for the next capture before it is stopped;
     # 0: no warm worker (every capture starts a new one).

@@ -221,3 +221,43 @@ def _groups_in_bodies(proj: "Projection") -> set[int]:
             p = proj.capture.groups[x].parent
             x = p
     return out
+
+
+#: ``api/line``'s bounds: calls answered, and items per call (a line inside a loop of
+#: thousands of iterations still answers at once; ``calls_total`` says how many ran).
+MAX_LINE_CALLS = 2000
+MAX_CALL_KEYS = 500
+
+
+def line_answer(proj: "Projection", index: LineIndex, file: str, line: int) -> dict:
+    """``api/line``: one source line's calls in this capture, each with its item keys and
+    the item path (what to expand) of every key; see ``viewer/API.md``.
+
+    Raises :class:`~viewer.projection.NotFound` (404) when the capture ran no such line."""
+    from .projection import NotFound
+
+    entry = index.at(file, line) if file else None
+    if entry is None or not entry.calls:
+        raise NotFound(f"{file or '(no file)'}:{line} produced nothing in this capture")
+    calls = []
+    for call in entry.calls[:MAX_LINE_CALLS]:
+        keys = call.keys()[:MAX_CALL_KEYS]
+        paths = {}
+        for key in keys:
+            i = int(key[1:])
+            paths[key] = proj._group_item_path(i) if key[0] == "g" else proj.item_path(i)
+        # ops of its own: the block it ran in; only module calls: the first one called
+        where = call.container if call.nodes and call.container >= 0 or not call.groups else call.groups[0]
+        calls.append({"keys": keys, "paths": paths, "ops": call.ops, "results": call.results[:16],
+                      "container": call.container, "where": _group_label(proj, where)})
+    return {"file": entry.file, "line": entry.line, "traced_body": entry.traced_body,
+            "calls": calls, "calls_total": len(entry.calls)}
+
+
+def _group_label(proj: "Projection", g: int) -> str | None:
+    """A group as a person names it: its module path (``blocks.3``), else its name."""
+    if g < 0:
+        return None
+    grp = proj.capture.groups[g]
+    path = grp.attrs.get("path") if isinstance(grp.attrs, dict) else None
+    return str(path) if isinstance(path, str) and path else str(grp.name)

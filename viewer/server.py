@@ -66,7 +66,7 @@ from capture.recipe import (
 
 from .diffview import DiffStore, DiffUnavailable
 from .library_sources import library_files
-from .lines import LineIndex
+from .lines import LineIndex, line_answer
 from .projection import SUBTREE_ITEMS, Projection, ProjectionError
 
 log = logging.getLogger("tensorviz.viewer")
@@ -195,6 +195,10 @@ class ViewerServer:
         self._next_id = 1
         self._recorded: set[Path] = set()
         self._subscribers: set[queue.Queue] = set()
+        # The capture each open page shows (its ``api/events?capture=`` parameter, else the
+        # newest when it subscribed; None: no capture yet), so that the editor can tell
+        # whether a capture has a page to focus.
+        self._page_capture: dict[queue.Queue, int | None] = {}
         self._uploads: list[int] = []  # api/open captures, oldest first (keep_upload)
         self.diffs = DiffStore()  # diff mode: each capture's baseline (viewer/diffview.py)
         self._httpd: _HTTPServer | None = None
@@ -289,6 +293,13 @@ class ViewerServer:
             self.diffs.set_baseline(cid, *baseline)
         if warm:
             self.warm(cid, wait=False)
+        if replaces is not None:
+            # A page showing the capture this one replaces updates in place (capture-ready
+            # with ``replaces``): it now shows this one.
+            with self._lock:
+                for q, shown in self._page_capture.items():
+                    if shown == int(replaces):
+                        self._page_capture[q] = cid
         if capture.failure is not None:
             self.publish("capture-failed", {"id": cid, "message": capture.failure.message,
                                             "stage": capture.failure.stage})
@@ -392,15 +403,27 @@ class ViewerServer:
             if q.qsize() < MAX_QUEUED_EVENTS:  # a page that stopped reading loses events, not memory
                 q.put(message)
 
-    def _subscribe(self) -> queue.Queue:
+    def _subscribe(self, capture_id: int | None = None) -> queue.Queue:
         q: queue.Queue = queue.Queue()
         with self._lock:
             self._subscribers.add(q)
+            if capture_id is None and self._entries:
+                capture_id = max(self._entries)  # a page without ?capture= shows the newest
+            self._page_capture[q] = capture_id
         return q
 
     def _unsubscribe(self, q: queue.Queue) -> None:
         with self._lock:
             self._subscribers.discard(q)
+            self._page_capture.pop(q, None)
+
+    def pages(self, capture_id: int) -> int:
+        """How many open pages show capture ``capture_id``: their event channel named it
+        (``api/events?capture=ID``; a page without one shows the capture that was the newest
+        when it opened). A page that updated in place to a recapture counts for the recapture."""
+        cid = int(capture_id)
+        with self._lock:
+            return sum(1 for shown in self._page_capture.values() if shown == cid)
 
     @property
     def subscriber_count(self) -> int:
@@ -787,7 +810,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def get_events(self, q: dict) -> None:
         viewer = self.viewer
-        sub = viewer._subscribe()
+        raw = q.get("capture")
+        try:
+            shown = int(raw) if raw not in (None, "") else None
+        except ValueError:
+            raise _ApiError(400, "capture must be an integer") from None
+        sub = viewer._subscribe(shown)
         try:
             self.send_response(200)
             self._common_headers()
@@ -809,6 +837,12 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         finally:
             viewer._unsubscribe(sub)
+
+    def get_line(self, q: dict) -> None:
+        entry = self.viewer._entry(q.get("capture"))
+        if entry.capture.failure is not None:
+            raise _ApiError(404, f"capture {entry.id} failed: it ran no lines")
+        self._json(200, line_answer(entry.projection(), entry.lines(), q.get("file", ""), _int_param(q, "line")))
 
     def _projection(self, q: dict) -> Projection:
         return self.viewer._entry(q.get("capture")).projection()
@@ -914,6 +948,7 @@ _GETS: dict[str, Callable[[_Handler, dict], None]] = {
     "source": _Handler.get_source,
     "setup": _Handler.get_setup,
     "diff": _Handler.get_diff,
+    "line": _Handler.get_line,
     "events": _Handler.get_events,
 }
 _POSTS: dict[str, Callable[[_Handler, dict], None]] = {

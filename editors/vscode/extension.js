@@ -37,9 +37,35 @@ function createClient(watcher) {
     synchronize: { fileEvents: watcher, configurationSection: "tensorviz" },
     initializationOptions: { tensorviz: serverSettings(settings()) },
     outputChannelName: "TensorViz",
-    middleware: { window: { showDocument: (params, next) => panels.showDocument(params, next) } },
+    middleware: {
+      window: { showDocument: (params, next) => panels.showDocument(params, next) },
+      // Show in Graph on a graph already open in a tab: the page focused the line; the
+      // tab comes forward (it may be hidden behind another).
+      executeCommand: async (command, args, next) => {
+        const result = await next(command, args);
+        if (command === "tensorviz.showInGraph" && result && result.shown === "page") panels.revealCapture(result.capture);
+        return result;
+      },
+    },
   };
   return new LanguageClient("tensorviz", "TensorViz", serverOptions, clientOptions);
+}
+
+// tensorviz.followCursor: the cursor's line, on every selection change, as the server's
+// `tensorviz/cursor {uri, line}` notification (VS Code asks for document highlights as the
+// cursor moves too, but only while it is on a word). Only when the line changed.
+function cursorFollower() {
+  let last = "";
+  return (e) => {
+    const doc = e.textEditor && e.textEditor.document;
+    if (!client || !doc || doc.uri.scheme !== "file" || doc.languageId !== "python" || !e.selections.length) return;
+    if (!vscode.workspace.getConfiguration("tensorviz", doc.uri).get("followCursor")) return;
+    const uri = doc.uri.toString();
+    const line = e.selections[0].active.line;
+    if (`${uri}:${line}` === last) return;
+    last = `${uri}:${line}`;
+    Promise.resolve(client.sendNotification("tensorviz/cursor", { uri, line })).catch(() => {});
+  };
 }
 
 async function activate(context) {
@@ -55,6 +81,7 @@ async function activate(context) {
       await client.start();
     }),
     vscode.commands.registerCommand("tensorviz.openViewerInBrowser", () => panels.openInBrowser()),
+    vscode.window.onDidChangeTextEditorSelection(cursorFollower()),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (e.affectsConfiguration("tensorviz.server.command")) {
         await vscode.commands.executeCommand("tensorviz.restartServer");

@@ -96,6 +96,24 @@ class ViewerPanels {
     return panel;
   }
 
+  /** Show in Graph focused a graph that is already open (the command answered
+   *  `{shown: "page", capture}`): bring its tab forward, keeping the cursor in the source.
+   *  A tab that followed a recapture in place still has its first URL: when no tab names
+   *  the capture, the only tab open is the one. */
+  revealCapture(capture) {
+    let match;
+    for (const [url, panel] of this.panels) {
+      try {
+        if (new URL(url).searchParams.get("capture") === String(capture)) match = panel;
+      } catch {
+        // not a URL: no capture to compare
+      }
+    }
+    if (!match && this.panels.size === 1) match = [...this.panels.values()][0];
+    if (match) match.reveal(undefined, true);
+    return !!match;
+  }
+
   /** Go-to-source while the graph is on screen: the file opens in a column beside the
    *  graph, so that clicking a node never hides the graph behind the source. */
   async revealSource(params) {

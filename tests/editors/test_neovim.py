@@ -515,3 +515,121 @@ def test_neovim_recapture_on_save_updates_the_open_tab_in_place(tmp_path):
     finally:
         code = nv.close(3)
     assert code == 0, nv.stderr[-3000:]
+
+
+SHOW_LUA = Path(__file__).with_name("neovim_show_in_graph.lua")
+
+
+class _Events:
+    """A viewer page's event channel (``api/events?capture=ID``), read on a thread."""
+
+    def __init__(self, base: str, capture: str) -> None:
+        import socket
+        import threading
+        from urllib.parse import urlsplit
+
+        u = urlsplit(base)
+        self.sock = socket.create_connection((u.hostname, u.port), timeout=60)
+        self.sock.sendall(f"GET {u.path}api/events?capture={capture} HTTP/1.1\r\nHost: {u.netloc}\r\n\r\n".encode())
+        self.events: list[tuple[str, dict]] = []
+        self.connected = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        buf = b""
+        try:
+            while True:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    return
+                buf += chunk
+                if b": connected" in buf:
+                    self.connected.set()
+                while b"\n\n" in buf:
+                    block, buf = buf.split(b"\n\n", 1)
+                    lines = block.decode().splitlines()
+                    name = next((ln[6:].strip() for ln in lines if ln.startswith("event:")), None)
+                    data = next((ln[5:] for ln in lines if ln.startswith("data:")), None)
+                    if name and data:
+                        self.events.append((name, json.loads(data)))
+        except OSError:
+            return
+
+    def named(self, name: str) -> list[dict]:
+        return [d for n, d in self.events if n == name]
+
+
+def _wait_file(path: Path, proc, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while not path.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert path.exists(), f"Neovim wrote no {path.name} (exit {proc.poll()})"
+    return json.loads(path.read_text())
+
+
+def test_neovim_show_in_graph_opens_the_line_then_focuses_the_open_page(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / ".tensorviz").mkdir(parents=True)
+    (ws / "model.py").write_text(SPEC_NET)
+    (ws / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE)
+    out = tmp_path / "result.json"
+    env = {
+        **os.environ,
+        "TV_OUT": str(out),
+        "TV_WS": str(ws),
+        "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
+        "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+    proc = subprocess.Popen(
+        ["timeout", "200", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {SHOW_LUA}"],
+        cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    page = None
+    try:
+        step1 = _wait_file(Path(f"{out}.step1"), proc, 150)
+        line = next(i for i, l in enumerate(SPEC_NET.splitlines(), 1) if "return jax.nn.relu" in l)
+        url = step1["url"]
+        m = re.match(r"^(http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]{20,}/)\?capture=(\d+)&show=model\.py:(\d+)$", url)
+        assert m, url
+        assert int(m.group(3)) == line
+        # The line the URL names is one the viewer knows: its ops, selected on load.
+        status, body = _get(f"{m.group(1)}api/line?capture={m.group(2)}&file=model.py&line={line}")
+        assert status == 200, body
+        answer = json.loads(body)
+        assert answer["calls_total"] == 1 and answer["calls"][0]["keys"]
+        status, body = _get(url)
+        assert status == 200 and b"<html" in body.lower()
+
+        page = _Events(m.group(1), m.group(2))
+        assert page.connected.wait(30)
+        Path(f"{out}.page").write_text("open")
+        step2 = _wait_file(Path(f"{out}.step2"), proc, 60)
+        assert step2["opened"] == 2, "an open page is focused: no new URL"
+        shows = page.named("show")
+        assert len(shows) == 1, page.events
+        assert shows[0]["capture"] == int(m.group(2)) and shows[0]["file"] == "model.py" and shows[0]["line"] == line
+        assert shows[0]["keys"] == answer["calls"][0]["keys"]
+
+        Path(f"{out}.moved").write_text("go")
+        result = _wait_file(out, proc, 60)
+        assert result.get("error") is None, result
+        assert [a for a in result["actions"] if a.startswith("Show in Graph")] == [
+            f"Show in Graph (profile jax_example: {answer['calls'][0]['ops']} op{'s' if answer['calls'][0]['ops'] != 1 else ''})"]
+        assert not any(a.startswith("Show in Graph") for a in result["def_actions"])
+        cursors = page.named("cursor")
+        # the moves of step 3 end on the relu line: one debounced event for it
+        assert cursors and cursors[-1]["line"] == line and cursors[-1]["keys"] == answer["calls"][0]["keys"], cursors
+        assert len(result["opened"]) == 2, "following the cursor never opens a tab"
+    finally:
+        Path(f"{out}.done").write_text("done")
+        if page is not None:
+            page.sock.close()
+        try:
+            stdout, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+    assert proc.returncode == 0, stderr[-3000:]

@@ -86,6 +86,14 @@ class FakeViewer:
             self._lines[int(capture_id)] = LineIndex.build(Projection(cap))
         return self._lines[int(capture_id)]
 
+    def pages(self, capture_id) -> int:
+        """Open pages per capture, as a test sets them (``.fake/pages.json``: ``{"1": 1}``)."""
+        try:
+            pages = json.loads((self.log_path.parent / "pages.json").read_text())
+        except FileNotFoundError:
+            return 0
+        return int(pages.get(str(capture_id), 0))
+
     def url_for(self, capture_id) -> str:
         return f"{self.url}?capture={capture_id}"
 
@@ -197,6 +205,10 @@ class FakeBackends:
         if b.get("fail"):
             return Capture.failed_capture(Failure("ValueError", b["fail"], stage="trace"))
         cap = synthetic_capture(10)
+        if b.get("lines"):  # the ops ran these lines of the model file, in turn (node i: lines[i % n])
+            cap.frames = [Frame(rel, int(n), 4, "net") for n in b["lines"]]
+            for node in cap.nodes:
+                node.frame = node.id % len(cap.frames)
         cap.sources = sources
         cap.meta["fake_marker"] = tag.group(1) if tag else None
         try:  # the profile as captured, as the real runner records it

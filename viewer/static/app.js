@@ -116,6 +116,18 @@ window.tensorviz = {
       lines: [...(it.lines || [])], weightStart: it.weightStart ?? null,
     };
   },
+  // Show in Graph (a source line's items selected, in view) and the editor's cursor line.
+  get lineShown() {
+    const l = state.line;
+    return l ? { file: l.file, line: l.line, call: l.call, calls: l.calls, keys: [...l.keys], shown: l.shown } : null;
+  },
+  get multiSelected() {
+    return state.renderer && state.renderer.multi ? [...state.renderer.multi] : [];
+  },
+  get cursorShown() {
+    return state.cursorShown ? { ...state.cursorShown, keys: [...state.cursorShown.keys] } : null;
+  },
+  showLine: (file, line, call) => showLine(file, line, call),
   expandAll: () => expandAll(),
   collapseAll: () => collapseAll(),
   expandToDepth: (n) => expandToDepth(n),
@@ -224,6 +236,9 @@ async function boot() {
   setStatus("");
   // Diff mode (diff.js): offered when the server holds a baseline, or asked by ?diff=.
   initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump, setBanner, dropBanner });
+  // Show in Graph opened this page: ?show=FILE:LINE[:CALL] (the editor's line, as captured).
+  const show = /^(.+?):(\d+)(?::(\d+))?$/.exec(params.get("show") || "");
+  if (show) await showLine(show[1], Number(show[2]), Number(show[3] || 0));
   state.ready = true;
 }
 
@@ -431,6 +446,14 @@ function listenEvents() {
     },
     stale: (d) => aboutThisCapture(d) && showStale(d.files),
     fresh: (d) => aboutThisCapture(d) && dropBanner("stale"),
+    // Show in Graph from the editor: this page focuses the line (no new tab was opened).
+    show: (d) => {
+      if (!aboutThisCapture(d) || !state.renderer) return;
+      window.focus();
+      showLine(d.file, d.line, d.call || 0);
+    },
+    // The editor's cursor moved to a line (tensorviz.followCursor): a light outline.
+    cursor: (d) => aboutThisCapture(d) && state.renderer && cursorLine(d),
     "capture-ready": (d) => {
       dropBanner("progress");
       // A background recapture of the graph on screen (recapture on save): update in place.
@@ -487,6 +510,8 @@ async function liveUpdate(id) {
   state.selected = null;
   state.renderer.selected = null;
   state.renderer.hover = null;
+  state.renderer.multi = state.renderer.cursor = state.line = null; // another capture's items
+  dropBanner("line");
   await relayout(); // a new scene keeps the renderer's camera as it is
   // The new capture's diff offer: "Show changes" against the graph it replaced.
   initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump, setBanner, dropBanner });
@@ -620,6 +645,11 @@ function onKey(e) {
       break;
     case "Enter":
       if (state.selected && canOpen(state.selected)) toggle(state.selected);
+      break;
+    case "[":
+    case "]": // the shown source line's previous / next call (Show in Graph's banner)
+      if (!state.line || !state.banners.has("line")) return;
+      showLine(state.line.file, state.line.line, state.line.call + (e.key === "]" ? 1 : -1));
       break;
     default:
       return;
@@ -846,11 +876,12 @@ function selectWeight(nodeKey, value) {
   state.inspector.show(`w:${value}`, null);
 }
 
-function select(key) {
+function select(key, keepLine = false) {
   state.selected = key;
   const r = state.renderer;
   if (r) {
     r.selected = key;
+    if (!keepLine) r.multi = null; // a click elsewhere ends the line's selection
     r.requestDraw();
   }
   if (!key) {
@@ -887,6 +918,119 @@ async function focusItem(key) {
       r.requestDraw();
     }
   }, 1600);
+}
+
+// ------------------------------------------------------------------ a source line (Show in Graph, cursor)
+
+// The items of call `call` of source line `file:line` (the capture's numbering) selected
+// together, the groups holding them opened (a module the line called stays closed: the
+// call, not its insides), all of them in view, and a banner to step through the calls.
+async function showLine(file, line, call = 0) {
+  const m = state.model;
+  const r = state.renderer;
+  if (!m || !r) return false;
+  const seq = (state.lineSeq = (state.lineSeq || 0) + 1);
+  let answer = state.line && state.line.file === file && state.line.line === line ? state.line.answer : null;
+  if (!answer) {
+    try {
+      answer = await api.get("line", { file, line });
+    } catch (err) {
+      setBanner("line", "error", "Line", `Could not show ${file}:${line}: ${err.message || err}`);
+      return false;
+    }
+  }
+  if (seq !== state.lineSeq) return false;
+  call = Math.max(0, Math.min(Number(call) || 0, answer.calls.length - 1));
+  const c = answer.calls[call];
+  setStatus("Opening the line…");
+  try {
+    for (const key of c.keys) {
+      for (const k of (c.paths[key] || []).slice(0, -1)) {
+        if (k !== ROOT && (isContainerKey(k) || k.startsWith("n"))) m.expanded.add(k);
+      }
+    }
+    let ok = await m.refresh();
+    // A module call folded into a stack of identical ones: open the stack.
+    const folded = c.keys.filter((k) => !m.scene.byKey.has(k) && m.stackOf.has(k));
+    for (const k of folded) m.unfolded.add(m.stackOf.get(k));
+    if (folded.length || !ok) ok = await m.refresh();
+    if (!ok || seq !== state.lineSeq) return false;
+  } catch (err) {
+    setBanner("line", "error", "Line", `Could not open ${file}:${line}: ${err.message || err}`);
+    setStatus("");
+    return false;
+  }
+  r.setScene(m.scene);
+  minimapVisibility();
+  setStatus("");
+  saveExpansion();
+  const keys = c.keys.filter((k) => m.scene.byKey.has(k));
+  state.line = { file: answer.file, line: answer.line, call, calls: answer.calls_total, keys, answer, shown: seq };
+  select(keys[0] || null, true); // the inspector (on the first item) opens before the fit
+  r.multi = new Set(keys);
+  const b = r.boundsOf(keys);
+  if (b) r.fitRect(b);
+  lineBanner();
+  return true;
+}
+
+function lineBanner() {
+  const l = state.line;
+  if (!l) return;
+  const c = l.answer.calls[l.call];
+  const name = l.file.split("/").pop();
+  const ops = `${Number(c.ops).toLocaleString("en-US")} op${c.ops === 1 ? "" : "s"}`;
+  const text = `${name}:${l.line} · ${ops}` + (l.calls > 1 ? ` · call ${l.call + 1} of ${l.calls}` : "") + (c.where ? ` (${c.where})` : "");
+  const step = (d) => () => showLine(l.file, l.line, l.call + d);
+  const actions = [];
+  if (l.calls > 1) {
+    actions.push(el("button", { type: "button", "data-call": "previous", title: "Previous call ([)", disabled: l.call === 0 ? "" : null, onclick: step(-1) }, "◀ Previous call"));
+    actions.push(el("button", { type: "button", "data-call": "next", title: "Next call (])", disabled: l.call >= l.answer.calls.length - 1 ? "" : null, onclick: step(1) }, "Next call ▶"));
+  }
+  actions.push(el("button", { type: "button", "aria-label": "Close", onclick: () => dropBanner("line") }, "×"));
+  setBanner("line", "info", "Line", text, actions);
+}
+
+// The editor's cursor line: its items outlined lightly, nothing selected, nothing opened.
+// An item not on screen (inside a closed group, a folded stack or chunk) outlines the
+// nearest item on screen that holds it; the view pans only when none is on screen.
+async function cursorLine(d) {
+  const m = state.model;
+  const r = state.renderer;
+  if (!m || !m.scene) return;
+  const seq = (state.cursorSeq = (state.cursorSeq || 0) + 1);
+  const keys = d.keys || [];
+  const shown = new Set(keys.filter((k) => m.scene.byKey.has(k)));
+  if (shown.size < keys.length && d.file) {
+    let answer = null;
+    try {
+      answer = await api.get("line", { file: d.file, line: d.line });
+    } catch (err) {
+      answer = null; // the outline keeps what is on screen
+    }
+    if (seq !== state.cursorSeq) return;
+    const c = answer && (answer.calls.find((x) => x.keys[0] === keys[0]) || answer.calls[0]);
+    for (const k of keys) {
+      if (shown.has(k) || !c) continue;
+      const path = c.paths[k] || [];
+      for (let i = path.length - 1; i >= 0; i--) {
+        const pk = path[i];
+        const holder = m.scene.byKey.has(pk) ? pk : m.stackOf.has(pk) && m.scene.byKey.has(m.stackOf.get(pk)) ? m.stackOf.get(pk) : null;
+        if (holder) {
+          shown.add(holder);
+          break;
+        }
+      }
+    }
+  }
+  r.cursor = shown.size ? shown : null;
+  const b = r.boundsOf(shown);
+  if (b && !r.onScreen(b)) {
+    r.cam.tx = (r.width - r.insetRight) / 2 - (b.x + b.w / 2) * r.cam.s;
+    r.cam.ty = r.height / 2 - (b.y + b.h / 2) * r.cam.s;
+  }
+  r.requestDraw();
+  state.cursorShown = { file: d.file, line: d.line, keys: [...shown], seq };
 }
 
 // ------------------------------------------------------------------ search

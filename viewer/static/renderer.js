@@ -27,6 +27,8 @@ export class Renderer {
     this.selected = null;
     this.hover = null;
     this.flash = null;
+    this.multi = null; // Set of keys selected together (Show in Graph: a source line's items)
+    this.cursor = null; // Set of keys outlined lightly (the editor's cursor line)
     this.palette = readPalette();
     this.dpr = window.devicePixelRatio || 1;
     this.frameQueued = false;
@@ -129,6 +131,39 @@ export class Renderer {
     this.cam.tx = this.width / 2 - wx * this.cam.s;
     this.cam.ty = this.height / 2 - wy * this.cam.s;
     this.requestDraw();
+  }
+
+  // The smallest world rectangle around `keys` laid out in the scene (null: none is).
+  boundsOf(keys) {
+    if (!this.scene) return null;
+    let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    for (const k of keys) {
+      const it = this.scene.byKey.get(k);
+      if (!it) continue;
+      x0 = Math.min(x0, it.x);
+      y0 = Math.min(y0, it.y);
+      x1 = Math.max(x1, it.x + it.w);
+      y1 = Math.max(y1, it.y + it.h);
+    }
+    return x0 === Infinity ? null : { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
+  }
+
+  // Everything in world rectangle `b` in view, centred, at most at readable size.
+  fitRect(b) {
+    const pad = 48;
+    const view = this.width - this.insetRight;
+    const s = Math.max(1e-4, Math.min((view - 2 * pad) / Math.max(b.w, 1), (this.height - 2 * pad) / Math.max(b.h, 1), READABLE_SCALE));
+    this.cam.s = s;
+    this.cam.tx = view / 2 - (b.x + b.w / 2) * s;
+    this.cam.ty = this.height / 2 - (b.y + b.h / 2) * s;
+    this.requestDraw();
+  }
+
+  // Whether any part of world rectangle `b` is on screen (beside the side panel).
+  onScreen(b) {
+    const [x0, y0] = this.toScreen(b.x, b.y);
+    const [x1, y1] = this.toScreen(b.x + b.w, b.y + b.h);
+    return x1 > 0 && y1 > 0 && x0 < this.width - this.insetRight && y0 < this.height;
   }
 
   centerOn(item, scale) {
@@ -265,6 +300,31 @@ export class Renderer {
   drawSelection() {
     const ctx = this.ctx;
     const s = this.cam.s;
+    // The cursor's line: a light dashed outline; a line shown in the graph: the selection's.
+    if (this.scene && this.cursor && this.cursor.size) {
+      ctx.save();
+      ctx.globalAlpha = 0.6;
+      ctx.setLineDash([6 / Math.min(1, s), 4 / Math.min(1, s)]);
+      ctx.lineWidth = Math.max(2, 2 / s);
+      ctx.strokeStyle = this.palette.highlight;
+      for (const key of this.cursor) {
+        const it = this.scene.byKey.get(key);
+        if (!it) continue;
+        this.roundRect(it.x - 5, it.y - 5, it.w + 10, it.h + 10, 10);
+        ctx.stroke();
+      }
+      ctx.restore();
+    }
+    if (this.scene && this.multi && this.multi.size) {
+      ctx.lineWidth = Math.max(2.5, 2.5 / s);
+      ctx.strokeStyle = this.palette.select;
+      for (const key of this.multi) {
+        const it = key !== this.selected && this.scene.byKey.get(key);
+        if (!it) continue;
+        this.roundRect(it.x - 3, it.y - 3, it.w + 6, it.h + 6, 9);
+        ctx.stroke();
+      }
+    }
     for (const [key, color, width] of [[this.flash, this.palette.highlight, 4], [this.selected, this.palette.select, 2.5]]) {
       if (!key || !this.scene) continue;
       const it = this.scene.byKey.get(key);

@@ -7,14 +7,18 @@
 //     framing asExternalUri(url), once per URL; `tensorviz.viewer.openIn = "browser"`
 //     and other URLs go on to the client's own handler (the browser);
 //   - go-to-source while the graph is visible lands in an editor column beside it;
-//   - "Open Viewer in Browser" opens the last graph's URL externally.
+//   - "Open Viewer in Browser" opens the last graph's URL externally;
+//   - Show in Graph answered by an open page reveals that page's tab;
+//   - with tensorviz.followCursor, a selection change in a Python file sends
+//     `tensorviz/cursor {uri, line}` once per line; nothing when the setting is off.
 // Prints one JSON object of what it saw; exits 1 when a check fails.
 "use strict";
 
 const Module = require("module");
 const path = require("path");
 
-const seen = { watchers: 0, clients: 0, started: 0, stopped: 0, panels: [], external: [], shown: [], failures: [] };
+const seen = { watchers: 0, clients: 0, started: 0, stopped: 0, panels: [], external: [], shown: [], notifications: [], failures: [] };
+const selectionListeners = [];
 const config = { "viewer.openIn": undefined };
 const commands = new Map();
 
@@ -60,6 +64,7 @@ const vscode = {
     },
     showTextDocument: async (uri, options) => { seen.shown.push({ uri: uri.toString(), ...options }); },
     showInformationMessage: () => undefined,
+    onDidChangeTextEditorSelection: (fn) => { selectionListeners.push(fn); return { dispose() {} }; },
   },
 };
 
@@ -72,6 +77,7 @@ class LanguageClient {
   }
   async start() { seen.started += 1; }
   async stop() { seen.stopped += 1; }
+  async sendNotification(method, params) { seen.notifications.push({ method, params }); }
 }
 
 const realLoad = Module._load;
@@ -129,6 +135,37 @@ async function main() {
   config["viewer.openIn"] = undefined;
   await showDocument({ uri: "https://example.com/docs", external: true }, next);
   check(passed.includes("https://example.com/docs") && seen.panels.length === 1, "other URLs are not framed");
+
+  // Show in Graph on the open graph: its tab comes forward (no new panel); other commands
+  // and a URL opened instead change nothing here.
+  const execute = lastClient.clientOptions.middleware.executeCommand;
+  const revealed = seen.panels[0].revealed;
+  let answer = await execute("tensorviz.showInGraph", [{ uri: "file:///ws/model.py", line: 5 }],
+    async () => ({ ok: true, shown: "page", capture: 3 }));
+  check(answer.shown === "page" && seen.panels[0].revealed === revealed + 1 && seen.panels.length === 1,
+    "Show in Graph on an open graph reveals its tab");
+  await execute("tensorviz.showInGraph", [], async () => ({ ok: true, shown: "url", capture: 3 }));
+  await execute("tensorviz.showViewer", [], async () => ({ ok: true, shown: "page", capture: 3 }));
+  check(seen.panels[0].revealed === revealed + 1, "only Show in Graph's page answer reveals a tab");
+
+  // Follow the cursor: off by default, then one notification per line moved to.
+  const move = (line, languageId = "python", scheme = "file") => selectionListeners.forEach((fn) => fn({
+    textEditor: { document: { languageId, uri: { scheme, toString: () => `${scheme}:///ws/model.py` } } },
+    selections: [{ active: { line, character: 4 } }],
+  }));
+  move(5);
+  check(seen.notifications.length === 0, "followCursor off: no cursor notification");
+  config.followCursor = true;
+  move(5);
+  move(5);
+  move(4);
+  move(7, "toml");
+  move(8, "python", "untitled");
+  check(JSON.stringify(seen.notifications) === JSON.stringify([
+    { method: "tensorviz/cursor", params: { uri: "file:///ws/model.py", line: 5 } },
+    { method: "tensorviz/cursor", params: { uri: "file:///ws/model.py", line: 4 } },
+  ]), `one tensorviz/cursor per line moved to, Python files only (saw ${JSON.stringify(seen.notifications)})`);
+  config.followCursor = undefined;
 
   seen.panels[0].dispose();
   await showDocument({ uri: "file:///ws/other.py", external: false }, next);
