@@ -8,7 +8,7 @@ from capture.frameworks import torch as fw
 from viewer.lines import LineIndex
 from viewer.projection import Projection, value_label
 
-from torch_workspace import profile_table, run_framework, tensor, write
+from torch_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
 
 MODEL = '''
 import torch
@@ -52,7 +52,10 @@ def line_of(text: str, needle: str) -> int:
 
 def test_torch_lines(tmp_path):
     root = write(tmp_path, {"stack.py": MODEL})
-    cap, _ = run_framework(fw, root, profile_table("stack:Net", args=[tensor([2, 3, 8, 8])]), None)
+    try:
+        cap, _ = run_framework(fw, root, profile_table("stack:Net", args=[tensor([2, 3, 8, 8])]), None)
+    finally:
+        forget_workspace_modules(root)  # another test's workspace may have its own "stack"
     cap = graphfile.decode(graphfile.encode(cap))  # what the language server holds
     idx = LineIndex.build(Projection(cap))
     text = (root / "stack.py").read_text()
