@@ -39,7 +39,6 @@ A capture's projection index is built lazily on the first request that needs it;
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
@@ -65,8 +64,9 @@ from capture.recipe import (
 )
 
 from .diffview import DiffStore, DiffUnavailable
-from .library_sources import library_files
+from .events import EventHub
 from .lines import LineIndex, line_answer
+from .sources import MAX_SOURCE_BYTES, SourcePolicy
 from .projection import SUBTREE_ITEMS, Projection, ProjectionError
 
 log = logging.getLogger("tensorviz.viewer")
@@ -83,10 +83,8 @@ CSP = (
 MAX_JSON_BODY = 1 << 20
 MAX_GRAPH_UPLOAD = 64 << 20  # a 1M-node graph file is about 45 MB
 MAX_UPLOADS = 4  # api/open captures held at once; older ones are released
-MAX_SOURCE_BYTES = 8 << 20
 MAX_SOURCE_CONTEXT = 200
 KEEPALIVE_SECONDS = 15.0
-MAX_QUEUED_EVENTS = 1000
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 
 _TYPES = {
@@ -179,10 +177,11 @@ class ViewerServer:
         browse_workspace: bool = True,
     ) -> None:
         self.workspace = Path(workspace).resolve() if workspace is not None else None
-        #: False: the workspace only anchors relative recorded sources (which must still
-        #: match their sha256); its other files are not served. ``tensorviz view`` without
-        #: ``--workspace`` (the current folder may be a home directory).
-        self.browse_workspace = browse_workspace
+        #: What ``api/source`` and reveal may read. ``browse_workspace=False``: the workspace
+        #: only anchors relative recorded sources (which must still match their sha256);
+        #: its other files are not served (``tensorviz view`` without ``--workspace``: the
+        #: current folder may be a home directory).
+        self.sources = SourcePolicy(self.workspace, browse_workspace)
         self.reveal_handler = reveal_handler
         self.setup_provider = setup_provider
         self.save_profile = save_profile
@@ -193,12 +192,7 @@ class ViewerServer:
         self._lock = threading.Lock()
         self._entries: dict[int, _Entry] = {}
         self._next_id = 1
-        self._recorded: set[Path] = set()
-        self._subscribers: set[queue.Queue] = set()
-        # The capture each open page shows (its ``api/events?capture=`` parameter, else the
-        # newest when it subscribed; None: no capture yet), so that the editor can tell
-        # whether a capture has a page to focus.
-        self._page_capture: dict[queue.Queue, int | None] = {}
+        self.events = EventHub()  # the open pages' streams (viewer/events.py)
         self._uploads: list[int] = []  # api/open captures, oldest first (keep_upload)
         self.diffs = DiffStore()  # diff mode: each capture's baseline (viewer/diffview.py)
         self._httpd: _HTTPServer | None = None
@@ -240,10 +234,7 @@ class ViewerServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
-        with self._lock:
-            subscribers = list(self._subscribers)
-        for q in subscribers:
-            q.put(None)
+        self.events.send(None)
         httpd.shutdown()
         httpd.server_close()
         if self._thread is not None:
@@ -282,13 +273,12 @@ class ViewerServer:
 
         ``baseline=(capture, label)``: the capture to offer a diff against (the previous
         capture of the same profile), set before open pages hear of the new one."""
-        recorded = self._recordable_sources(capture, trusted=trusted_sources) + library_files(capture)
+        self.sources.admit(capture, trusted=trusted_sources)
         with self._lock:
             cid = self._next_id
             self._next_id += 1
             title = title or (capture.recipe or {}).get("model") or f"capture {cid}"
             self._entries[cid] = _Entry(cid, str(title), capture)
-            self._recorded.update(recorded)
         if baseline is not None:
             self.diffs.set_baseline(cid, *baseline)
         if warm:
@@ -296,10 +286,7 @@ class ViewerServer:
         if replaces is not None:
             # A page showing the capture this one replaces updates in place (capture-ready
             # with ``replaces``): it now shows this one.
-            with self._lock:
-                for q, shown in self._page_capture.items():
-                    if shown == int(replaces):
-                        self._page_capture[q] = cid
+            self.events.moved(int(replaces), cid)
         if capture.failure is not None:
             self.publish("capture-failed", {"id": cid, "message": capture.failure.message,
                                             "stage": capture.failure.stage})
@@ -396,87 +383,32 @@ class ViewerServer:
                 entry = self._entries.get(cid) if cid is not None else None
                 if entry is not None:
                     entry.stale = [str(f) for f in data.get("files", [])] if event == "stale" else None
-        message = f"event: {event}\ndata: {_dumps(data).decode('utf-8')}\n\n".encode("utf-8")
-        with self._lock:
-            subscribers = list(self._subscribers)
-        for q in subscribers:
-            if q.qsize() < MAX_QUEUED_EVENTS:  # a page that stopped reading loses events, not memory
-                q.put(message)
+        self.events.send(f"event: {event}\ndata: {_dumps(data).decode('utf-8')}\n\n".encode("utf-8"))
 
     def _subscribe(self, capture_id: int | None = None) -> queue.Queue:
-        q: queue.Queue = queue.Queue()
-        with self._lock:
-            self._subscribers.add(q)
-            if capture_id is None and self._entries:
-                capture_id = max(self._entries)  # a page without ?capture= shows the newest
-            self._page_capture[q] = capture_id
-        return q
+        if capture_id is None:
+            with self._lock:
+                capture_id = max(self._entries) if self._entries else None  # a page without ?capture= shows the newest
+        return self.events.subscribe(capture_id)
 
     def _unsubscribe(self, q: queue.Queue) -> None:
-        with self._lock:
-            self._subscribers.discard(q)
-            self._page_capture.pop(q, None)
+        self.events.unsubscribe(q)
 
     def pages(self, capture_id: int) -> int:
         """How many open pages show capture ``capture_id``: their event channel named it
         (``api/events?capture=ID``; a page without one shows the capture that was the newest
         when it opened). A page that updated in place to a recapture counts for the recapture."""
-        cid = int(capture_id)
-        with self._lock:
-            return sum(1 for shown in self._page_capture.values() if shown == cid)
+        return self.events.pages(int(capture_id))
 
     @property
     def subscriber_count(self) -> int:
-        with self._lock:
-            return len(self._subscribers)
+        return len(self.events)
 
     # ------------------------------------------------------------------ sources
 
-    def _recordable_sources(self, capture: Capture, *, trusted: bool) -> list[Path]:
-        """The real paths of ``capture``'s recorded sources that may be served."""
-        out: list[Path] = []
-        digests: dict[Path, str | None] = {}  # each file hashed once, however often it is listed
-        for src in capture.sources:
-            real = self._real_path(src.path)
-            if real is None:
-                continue
-            if trusted:
-                out.append(real)
-            elif self.workspace is not None and real.is_relative_to(self.workspace) and real.is_file():
-                if real not in digests:
-                    digests[real] = _sha256_of(real)
-                if digests[real] is not None and digests[real] == str(src.sha256).lower():
-                    out.append(real)
-        return out
-
-    def _real_path(self, file: Any) -> Path | None:
-        """The resolved, existing path ``file`` names (relative: to the workspace), or
-        ``None`` for anything that is not a plausible path string or does not exist."""
-        if not isinstance(file, str) or not file or "\x00" in file or len(file) > 4096:
-            return None
-        p = Path(file)
-        if not p.is_absolute():
-            if self.workspace is None:
-                return None
-            p = self.workspace / p
-        try:
-            return p.resolve(strict=True)
-        except (OSError, RuntimeError, ValueError):
-            return None
-
     def resolve_source(self, file: Any) -> Path | None:
-        """The real path of ``file`` when it may be shown: a regular file inside the
-        workspace, or a recorded source :meth:`add_capture` admitted (any recorded
-        source of a trusted capture). Otherwise ``None``."""
-        real = self._real_path(file)
-        if real is None or not real.is_file():
-            return None
-        if self.browse_workspace and self.workspace is not None and real.is_relative_to(self.workspace):
-            return real
-        with self._lock:
-            if real in self._recorded:
-                return real
-        return None
+        """The real path of ``file`` when it may be shown (viewer/sources.py), else ``None``."""
+        return self.sources.resolve(file)
 
     def source_lines(self, file: str, line: int, context: int) -> dict:
         real = self.resolve_source(file)
@@ -957,22 +889,6 @@ _POSTS: dict[str, Callable[[_Handler, dict], None]] = {
     "capture": _Handler.post_capture,
     "open": _Handler.post_open,
 }
-
-
-def _sha256_of(path: Path) -> str | None:
-    """The file's sha256 (hex), or ``None`` when it cannot be read or is too large to show."""
-    digest = hashlib.sha256()
-    size = 0
-    try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(1 << 16):
-                size += len(chunk)
-                if size > MAX_SOURCE_BYTES:
-                    return None
-                digest.update(chunk)
-    except OSError:
-        return None
-    return digest.hexdigest()
 
 
 def _int_param(q: dict, name: str, default: int | None = None) -> int:

@@ -323,8 +323,8 @@ def test_an_uploaded_graph_file_keeps_workspace_sources_that_still_match(client,
                                                       Source("model.py", "f" * 64)])
     client.post("api/open?name=g.tvg", data, ctype="application/octet-stream")
     assert server.resolve_source("pkg/other.py") == other.resolve()
-    with server._lock:
-        recorded = set(server._recorded)
+    with server.sources._lock:
+        recorded = set(server.sources.recorded)
     assert other.resolve() in recorded
     assert (workspace / "model.py").resolve() not in recorded  # stale hash: not recorded
     assert all(p.is_relative_to(workspace) for p in recorded)
