@@ -173,6 +173,10 @@ class TensorVizServer(LanguageServer):
         ws = self.caps.workspace
         return bool(ws and ws.code_lens and ws.code_lens.refresh_support)
 
+    def supports_inlay_hint_refresh(self) -> bool:
+        ws = self.caps.workspace
+        return bool(ws and ws.inlay_hint and ws.inlay_hint.refresh_support)
+
     def supports_watch_registration(self) -> bool:
         ws = self.caps.workspace
         return bool(ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration)
@@ -337,6 +341,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
     from .features.dependencies import Dependencies
     from .features.freshness import Freshness
     from .features.hover import CandidateInfo
+    from .features.inlay_hints import ShapeHints
     from .features.interpreter import InterpreterSelection
     from .features.lenses import Lenses
     from .features.open_graph import OpenGraph
@@ -359,6 +364,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
             Reveal,
             Freshness,
             CapturedLines,
+            ShapeHints,
             Dependencies,
             OpenGraph,
             RecaptureOnSave,
@@ -451,6 +457,10 @@ def register(server: TensorVizServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def on_document_symbol(ls: TensorVizServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         return [s for result in await ls.fan_out("document_symbol", params) if result for s in result]
+
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+    async def on_inlay_hint(ls: TensorVizServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+        return [h for result in await ls.fan_out("inlay_hint", params) if result for h in result]
 
     for feature in server.features:
         for name, handler in feature.commands().items():
