@@ -143,18 +143,13 @@ def _visit(node: ast.AST, scope: int, names: Names) -> None:
                 names.on_line.setdefault(line, []).append((col, end, name, None, scope))
 
 
-def byte_column(line_text: str, utf16_col: int) -> int:
-    """An LSP (UTF-16) column on ``line_text`` as ``ast``'s UTF-8 byte offset."""
+def byte_column(line_text: str, index: int) -> int:
+    """A character index on ``line_text`` as ``ast``'s UTF-8 byte offset."""
+    return index if line_text.isascii() else len(line_text[:index].encode("utf-8"))
+
+
+def char_index(line_text: str, byte_col: int) -> int:
+    """``ast``'s UTF-8 byte offset on ``line_text`` as a character index."""
     if line_text.isascii():
-        return utf16_col
-    units = 0
-    for i, ch in enumerate(line_text):
-        if units >= utf16_col:
-            return len(line_text[:i].encode("utf-8"))
-        units += 2 if ord(ch) > 0xFFFF else 1
-    return len(line_text.encode("utf-8"))
-
-
-def utf16_column(line_text: str, byte_col: int) -> int:
-    prefix = line_text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")
-    return len(prefix.encode("utf-16-le")) // 2
+        return byte_col
+    return len(line_text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))

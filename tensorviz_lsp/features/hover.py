@@ -173,16 +173,19 @@ class CandidateInfo(Feature):
         if names is None:
             return None
         line_text = lines[pos.line]
-        hit = names.at(pos.line + 1, assigned_names.byte_column(line_text, pos.character))
+        codec = self.server.workspace.position_codec
+        index = codec.position_from_client_units(lines, pos).character
+        hit = names.at(pos.line + 1, assigned_names.byte_column(line_text, index))
         if hit is None:
             return None
         found = value_of(self.server.get_feature(CapturedLines).file_lines(path, text), hit.target, path, self.server)
         if found is None:
             return None
-        span = types.Range(
-            types.Position(pos.line, assigned_names.utf16_column(line_text, hit.col)),
-            types.Position(pos.line, assigned_names.utf16_column(line_text, hit.end_col)),
-        )
+
+        def units(byte_col: int) -> int:
+            return codec.client_num_units(line_text[:assigned_names.char_index(line_text, byte_col)])
+
+        span = types.Range(types.Position(pos.line, units(hit.col)), types.Position(pos.line, units(hit.end_col)))
         return found, span
 
     async def document_symbol(self, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:

@@ -35,7 +35,7 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lsprotocol import types
 
@@ -58,6 +58,16 @@ def utf16_len(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text.encode("utf-16-le")) // 2
+
+
+def units_of(server: Any) -> Callable[[str], int]:
+    """A text's length in the position unit negotiated with the client (Neovim takes
+    UTF-8, VS Code UTF-16)."""
+    try:
+        count = server.workspace.position_codec.client_num_units
+    except Exception:
+        return utf16_len
+    return lambda text: len(text) if text.isascii() else count(text)
 
 
 class ShapeHints(Feature):
@@ -120,7 +130,7 @@ class ShapeHints(Feature):
             text = self.server.read_text(path)
             if text is None:
                 return []
-        hints = compute_hints(self.server.get_feature(CapturedLines), path, text)
+        hints = compute_hints(self.server.get_feature(CapturedLines), path, text, units_of(self.server))
         with self._lock:
             self._cache[uri] = _Cached(key, hints)
         return hints
@@ -193,8 +203,11 @@ class ShapeHints(Feature):
         await self.refresh()
 
 
-def compute_hints(lines: CapturedLines, path: Path, text: str) -> list[types.InlayHint]:
-    """The hints of ``path`` with text ``text`` (call off the event loop)."""
+def compute_hints(
+    lines: CapturedLines, path: Path, text: str, units: Callable[[str], int] = utf16_len
+) -> list[types.InlayHint]:
+    """The hints of ``path`` with text ``text`` (call off the event loop); ``units``
+    measures a line in the client's position unit."""
     current = text.splitlines()
     shown: dict[int, tuple] = {}  # current 0-based line -> (FileLines, entry, labels)
     also: dict[int, list[tuple]] = {}
@@ -219,7 +232,7 @@ def compute_hints(lines: CapturedLines, path: Path, text: str) -> list[types.Inl
         stale = lv.stale_text(rec, rel, fl.stale)
         hints.append(
             types.InlayHint(
-                position=types.Position(line=line0, character=utf16_len(current[line0])),
+                position=types.Position(line=line0, character=units(current[line0])),
                 label=lv.hint_label(labels, len(entry.calls), stale is not None),
                 kind=types.InlayHintKind.Type,
                 padding_left=True,
