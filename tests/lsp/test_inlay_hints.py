@@ -6,6 +6,7 @@ captured text and on edited text. The same flows over stdio are in
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -235,3 +236,9 @@ def test_assigned_names_tuple_starred_attribute_and_multiline():
     use = names.at(6, text.splitlines()[5].index("cache"))
     assert use.is_use and use.target.first == 3
     assert assigned_names.parse("x = (\n") is None  # mid-edit: no names, no error
+
+
+def test_the_vscode_extension_contributes_the_setting():
+    pkg = json.loads((Path(__file__).resolve().parents[2] / "editors" / "vscode" / "package.json").read_text())
+    prop = pkg["contributes"]["configuration"]["properties"]["tensorviz.inlayHints"]
+    assert prop["type"] == "boolean" and prop["default"] is True and prop["scope"] == "resource"
