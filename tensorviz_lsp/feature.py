@@ -74,6 +74,10 @@ class Feature:
     def inlay_hint(self, params: "types.InlayHintParams") -> Any:
         return None
 
+    def inlay_hint_resolve(self, hint: "types.InlayHint") -> Any:
+        """The first feature that returns the hint (completed) wins."""
+        return None
+
     # -- commands -------------------------------------------------------------
     def commands(self) -> dict[str, CommandHandler]:
         """``workspace/executeCommand`` names this feature handles."""

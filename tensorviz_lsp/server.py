@@ -458,9 +458,13 @@ def register(server: TensorVizServer) -> None:
     async def on_document_symbol(ls: TensorVizServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         return [s for result in await ls.fan_out("document_symbol", params) if result for s in result]
 
-    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=True))
     async def on_inlay_hint(ls: TensorVizServer, params: types.InlayHintParams) -> list[types.InlayHint]:
         return [h for result in await ls.fan_out("inlay_hint", params) if result for h in result]
+
+    @server.feature(types.INLAY_HINT_RESOLVE)
+    async def on_inlay_hint_resolve(ls: TensorVizServer, params: types.InlayHint) -> types.InlayHint:
+        return next((r for r in await ls.fan_out("inlay_hint_resolve", params) if r is not None), params)
 
     for feature in server.features:
         for name, handler in feature.commands().items():

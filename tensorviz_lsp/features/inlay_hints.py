@@ -31,6 +31,8 @@ of the file lands (its hints already computed) and when a capture turns stale or
 from __future__ import annotations
 
 import asyncio
+import functools
+import itertools
 import logging
 import threading
 from dataclasses import dataclass
@@ -51,6 +53,9 @@ log = logging.getLogger(__name__)
 class _Cached:
     key: tuple
     hints: list[types.InlayHint]
+    #: current 0-based line -> its tooltip, made on first use (``inlayHint/resolve``)
+    tooltips: dict[int, Callable[[], str]]
+    token: int
 
 
 def utf16_len(text: str) -> int:
@@ -80,6 +85,7 @@ class ShapeHints(Feature):
         self._pending: dict[tuple, asyncio.Future] = {}
         # What the last refresh was sent for: (root, profile) → (capture id, stale).
         self._freshness: dict[tuple, tuple] = {}
+        self._tokens = itertools.count(1)
 
     # -- the hints of a document ---------------------------------------------------
     def enabled(self, uri: str) -> bool:
@@ -125,15 +131,45 @@ class ShapeHints(Feature):
             fut.add_done_callback(lambda _f: self._pending.pop(pending_key, None))
         return await asyncio.shield(fut)
 
+    def lazy_tooltips(self) -> bool:
+        """The client resolves a hint's tooltip on demand (``inlayHint/resolve``): hints
+        go without one, a third of the bytes, and a tooltip is made when shown."""
+        caps = self.server.caps.text_document
+        hint = caps.inlay_hint if caps else None
+        resolve = hint.resolve_support if hint else None
+        return bool(resolve and "tooltip" in (resolve.properties or ()))
+
     def _compute(self, uri: str, key: tuple, path: Path, text: str | None) -> list[types.InlayHint]:
         if text is None:
             text = self.server.read_text(path)
             if text is None:
                 return []
-        hints = compute_hints(self.server.get_feature(CapturedLines), path, text, units_of(self.server))
+        token = next(self._tokens)
+        lazy = self.lazy_tooltips()
+        placed = place_hints(self.server.get_feature(CapturedLines), path, text, units_of(self.server))
+        hints, tooltips = [], {}
+        for hint, make_tooltip in placed:
+            line = hint.position.line
+            if lazy:
+                hint.data = {"uri": uri, "token": token}
+                tooltips[line] = make_tooltip
+            else:
+                hint.tooltip = types.MarkupContent(kind=types.MarkupKind.Markdown, value=make_tooltip())
+            hints.append(hint)
         with self._lock:
-            self._cache[uri] = _Cached(key, hints)
+            self._cache[uri] = _Cached(key, hints, tooltips, token)
         return hints
+
+    def inlay_hint_resolve(self, hint: types.InlayHint) -> types.InlayHint | None:
+        data = hint.data if isinstance(hint.data, dict) else None
+        if data is None or "token" not in data:
+            return None  # not one of ours
+        with self._lock:
+            cached = self._cache.get(str(data.get("uri")))
+        make = cached.tooltips.get(hint.position.line) if cached is not None and cached.token == data["token"] else None
+        if make is not None:
+            hint.tooltip = types.MarkupContent(kind=types.MarkupKind.Markdown, value=make())
+        return hint
 
     async def inlay_hint(self, params: types.InlayHintParams) -> list[types.InlayHint]:
         uri = params.text_document.uri
@@ -160,6 +196,14 @@ class ShapeHints(Feature):
 
     async def capture_landed(self, record: Any) -> None:
         self._freshness_changed()
+        if not self.server.settings_for(record.root).inlay_hints:
+            return
+        # Build the capture's line index now, off the loop: a file of it opened later
+        # gets its hints without waiting for the index.
+        try:
+            await self.server.run_blocking(self.server.get_feature(CapturedLines).index, record)
+        except Exception:
+            log.exception("building the line index of %s failed", record.profile)
         # Compute the hints of the open documents this capture ran before telling the
         # editor, so its request right after the refresh is answered from the cache.
         for uri in list(self._open_uris()):
@@ -203,11 +247,12 @@ class ShapeHints(Feature):
         await self.refresh()
 
 
-def compute_hints(
+def place_hints(
     lines: CapturedLines, path: Path, text: str, units: Callable[[str], int] = utf16_len
-) -> list[types.InlayHint]:
-    """The hints of ``path`` with text ``text`` (call off the event loop); ``units``
-    measures a line in the client's position unit."""
+) -> list[tuple[types.InlayHint, Callable[[], str]]]:
+    """The hints of ``path`` with text ``text`` (call off the event loop), each without
+    its tooltip and with a function that makes it; ``units`` measures a line in the
+    client's position unit."""
     current = text.splitlines()
     shown: dict[int, tuple] = {}  # current 0-based line -> (FileLines, entry, labels)
     also: dict[int, list[tuple]] = {}
@@ -216,33 +261,41 @@ def compute_hints(
         for line0, entry in fl.placed():
             if not entry.calls or line0 >= len(current):
                 continue
-            labels = lv.labels_of(capture, entry.first.results)
             if line0 in shown:
-                also.setdefault(line0, []).append((fl, entry, labels))
+                also.setdefault(line0, []).append((fl, entry))
             else:
-                shown[line0] = (fl, entry, labels)
-    hints = []
-    rel_cache: dict[int, str] = {}
+                shown[line0] = (fl, entry, _labels(capture, entry))
+    out = []
+    stale_of: dict[int, str | None] = {}
     for line0 in sorted(shown):
         fl, entry, labels = shown[line0]
         rec = fl.record
-        rel = rel_cache.get(id(rec))
-        if rel is None:
-            rel = rel_cache[id(rec)] = _rel(rec.root, path) or path.name
-        stale = lv.stale_text(rec, rel, fl.stale)
-        hints.append(
-            types.InlayHint(
-                position=types.Position(line=line0, character=units(current[line0])),
-                label=lv.hint_label(labels, len(entry.calls), stale is not None),
-                kind=types.InlayHintKind.Type,
-                padding_left=True,
-                tooltip=types.MarkupContent(
-                    kind=types.MarkupKind.Markdown,
-                    value=tooltip(fl, entry, stale, also.get(line0, [])),
-                ),
-            )
+        if id(fl) not in stale_of:
+            stale_of[id(fl)] = lv.stale_text(rec, _rel(rec.root, path) or path.name, fl.stale)
+        stale = stale_of[id(fl)]
+        hint = types.InlayHint(
+            position=types.Position(line=line0, character=units(current[line0])),
+            label=lv.hint_label(labels, len(entry.calls), stale is not None),
+            kind=types.InlayHintKind.Type,
+            padding_left=True,
         )
-    return hints
+        out.append((hint, functools.partial(tooltip, fl, entry, stale, also.get(line0, []))))
+    return out
+
+
+def compute_hints(
+    lines: CapturedLines, path: Path, text: str, units: Callable[[str], int] = utf16_len
+) -> list[types.InlayHint]:
+    """:func:`place_hints` with every tooltip made (clients that do not resolve them)."""
+    out = []
+    for hint, make in place_hints(lines, path, text, units):
+        hint.tooltip = types.MarkupContent(kind=types.MarkupKind.Markdown, value=make())
+        out.append(hint)
+    return out
+
+
+def _labels(capture: Any, entry: Any) -> list[str]:
+    return lv.labels_of(capture, entry.first.results)
 
 
 def tooltip(fl: Any, entry: Any, stale: str | None, others: list[tuple]) -> str:
@@ -252,8 +305,9 @@ def tooltip(fl: Any, entry: Any, stale: str | None, others: list[tuple]) -> str:
     parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
     if stale:
         parts.append(stale)
-    for ofl, oentry, olabels in others:
-        same = olabels == lv.labels_of(capture, entry.first.results)
+    for ofl, oentry in others:
+        olabels = _labels(ofl.record.capture, oentry)
+        same = olabels == _labels(capture, entry)
         what = "the same values" if same else " · ".join(f"`{t}`" for t in olabels[:lv.LABEL_VALUES])
         times = f", {len(oentry.calls)}×" if len(oentry.calls) > 1 else ""
         parts.append(f"Also run by profile `{ofl.record.profile}` (captured at {lv.when(ofl.record.captured_at)}{times}): {what}")

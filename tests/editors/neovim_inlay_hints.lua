@@ -62,6 +62,11 @@ local ok, err = pcall(function()
   result.capture = run("tensorviz.captureProfile", { "cnn" })
   assert(vim.wait(60000, function() return #shown(bufnr) > 0 end, 100), "no inlay hints after the capture")
   result.after = shown(bufnr)
+  -- Neovim resolves tooltips (resolveSupport): the server makes one on inlayHint/resolve.
+  local first = vim.lsp.inlay_hint.get({ bufnr = bufnr })[1].inlay_hint
+  local resolved = client:request_sync("inlayHint/resolve", first, 30000, bufnr)
+  assert(resolved and resolved.result, "inlayHint/resolve failed: " .. vim.inspect(resolved))
+  result.resolved = { line = resolved.result.position.line, tooltip = resolved.result.tooltip.value }
 
   -- A line inserted above CNN.forward: the hints below move down and read "(stale)".
   local lines = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)

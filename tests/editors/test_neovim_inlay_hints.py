@@ -104,7 +104,10 @@ def test_neovim_shows_the_shapes_of_a_captured_torch_cnn_as_inlay_hints(tmp_path
     assert after[block]["label"] == "f32[2,8,8,8] ×3"
     # Neovim negotiates UTF-8 positions: the end of the line, in bytes
     assert after[stem]["character"] == len(src[stem].encode("utf-8"))
-    assert "NaN 0 · Inf 0" in after[stem]["tooltip"]
+    assert after[stem].get("tooltip") is None  # left out: Neovim resolves it on demand
+    resolved = result["resolved"]
+    assert resolved["line"] == block and "the line ran 3×" in resolved["tooltip"]
+    assert "NaN 0 · Inf 0" in resolved["tooltip"] and "Measured by running the model (PyTorch)" in resolved["tooltip"]
     edited = {h["line"]: h["label"] for h in result["edited"]}
     assert edited[stem + 1] == "f32[2,8,8,8] (stale)"  # below the inserted line: moved down
     assert edited[block] == "f32[2,8,8,8] ×3 (stale)"  # above it: in place
