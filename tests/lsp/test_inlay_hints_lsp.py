@@ -206,3 +206,45 @@ async def test_the_setting_turns_hints_off(tmp_path, config_dir):
     finally:
         await stop_session(s)
 
+
+
+async def test_two_profiles_of_one_file_give_one_hint_per_line_naming_the_other(tmp_path, config_dir):
+    ws = fake_workspace(tmp_path)
+    recipes = ws / ".tensorviz" / "recipes.toml"
+    recipes.write_text(recipes.read_text() + FAKE_RECIPE.replace("profiles.layer", "profiles.again"))
+    s = await start_session(ws, config_dir, editor="vscode")
+    try:
+        s.open("model/layer4.py")
+        await s.execute("tensorviz.trustWorkspace")
+        for profile in ("layer", "again"):
+            result = await s.execute("tensorviz.captureProfile", profile)
+            assert result["ok"] is True, s.logs()
+        got = await hints(s, "model/layer4.py")
+        assert sorted(got) == [41, 48, 62]  # once per line, not once per profile
+        tip = got[41].tooltip.value
+        assert tip.startswith("**TensorViz** · profile `again`"), tip  # the newest capture's
+        assert re.search(r"Also run by profile `layer` \(captured at [\d:]+\): the same values", tip), tip
+    finally:
+        await stop_session(s)
+
+
+async def test_hover_on_an_assigned_name_and_on_a_candidate(tmp_path, config_dir):
+    s = await start_session(fake_workspace(tmp_path), config_dir, editor="neovim")
+    try:
+        s.open("model/layer4.py")
+        assert await hover(s, "model/layer4.py", 41, 1) is None, "nothing captured yet"
+        await s.execute("tensorviz.trustWorkspace")
+        result = await s.execute("tensorviz.captureProfile", "layer")
+        assert result["ok"] is True, s.logs()
+        # line 42 of model/layer4.py is `y41 = 41`, where the synthetic capture ran ops
+        said = await hover(s, "model/layer4.py", 41, 1)
+        assert said.startswith("**TensorViz** · profile `layer` (net, JAX), captured at "), said
+        assert "`y41`, assigned on line 42:\n- `y41`: `f32[128" in said, said
+        assert "Traced by JAX, not measured" in said
+        assert await hover(s, "model/layer4.py", 42, 1) is None  # `y42 = 42`: no ops there
+        # the candidate's name: its own hover, unchanged
+        net = await hover(s, "model/layer4.py", 1, 5)
+        assert net.startswith("**TensorViz** · `net`: JAX function (jax)") and "Profile `layer`" in net
+        assert "assigned on line" not in net
+    finally:
+        await stop_session(s)
