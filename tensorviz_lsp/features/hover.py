@@ -178,7 +178,7 @@ class CandidateInfo(Feature):
         hit = names.at(pos.line + 1, assigned_names.byte_column(line_text, index))
         if hit is None:
             return None
-        found = value_of(self.server.get_feature(CapturedLines).file_lines(path, text), hit.target, path, self.server)
+        found = value_of(self.server.get_feature(CapturedLines).file_lines(path, text), hit.target, path)
         if found is None:
             return None
 
@@ -203,8 +203,7 @@ class CandidateInfo(Feature):
         ]
 
 
-
-def value_of(file_lines: list, target: assigned_names.Target, path: Any, server: Any) -> str | None:
+def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str | None:
     """What the hover says about ``target``'s value: the newest capture that ran its
     statement; the value at the target's place when the counts match (``a, b = …``)."""
     from .inlay_hints import _rel
@@ -241,7 +240,7 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any, server:
         picked, names = results, ([label] if len(results) == 1 else None)
     parts = [lv.header(rec, capture)]
     head = f"`{label}`, assigned on line {line}" + (f", result {target.index + 1} of {target.count}" if names and target.count > 1 else "")
-    parts.append(head + ":\n" + "\n".join(lv.value_lines(capture, picked, names)))
+    parts.append(head + ":\n" + "\n".join(lv.value_lines(capture, picked, names, dtype=True)))
     if note:
         parts.append(note)
     parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")

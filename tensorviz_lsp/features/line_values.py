@@ -100,8 +100,10 @@ def measured_text(measured: Any) -> str | None:
     return " · ".join(bits) if bits else None
 
 
-def value_lines(capture: Any, value_ids: list[int], names: list[str] | None = None) -> list[str]:
-    """One markdown line per value: its label (and name) and what was measured."""
+def value_lines(capture: Any, value_ids: list[int], names: list[str] | None = None,
+                dtype: bool = False) -> list[str]:
+    """One markdown line per value: its label (and name; the dtype's full name with
+    ``dtype``) and what was measured."""
     out = []
     values = capture.values
     for k, v in enumerate(value_ids[:TOOLTIP_VALUES]):
@@ -109,6 +111,8 @@ def value_lines(capture: Any, value_ids: list[int], names: list[str] | None = No
         head = f"`{value_label(val.shape, val.dtype)}`"
         if names and k < len(names) and names[k]:
             head = f"`{names[k]}`: " + head
+        if dtype:
+            head += f" · {str(val.dtype).removeprefix('torch.')}"
         m = measured_text(val.measured)
         out.append(f"- {head}" + (f" · {m}" if m else ""))
     if len(value_ids) > TOOLTIP_VALUES:

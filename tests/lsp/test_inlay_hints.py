@@ -175,14 +175,14 @@ def test_hover_on_an_assigned_name_and_on_a_later_use(cnn):
     col = text.splitlines()[ab].index("b =")
     hit = names.at(ab + 1, col)
     assert hit is not None and (hit.target.index, hit.target.count) == (1, 2)
-    said = value_of(fls, hit.target, path, None)
-    assert "`b`, assigned on line %d, result 2 of 2:\n- `b`: `f32[2,4]` · 32 B · min" % (ab + 1) in said, said
+    said = value_of(fls, hit.target, path)
+    assert "`b`, assigned on line %d, result 2 of 2:\n- `b`: `f32[2,4]` · float32 · 32 B · min" % (ab + 1) in said, said
     # `h` used in `pooled = h.mean(...)`: the assignment above it, `h = self.blocks(h)`
     use = line_no(text, "pooled = h.mean")
     hit = names.at(use + 1, text.splitlines()[use].index("h.mean"))
     assert hit.is_use and hit.target.first == line_no(text, "h = self.blocks(h)") + 1
-    said = value_of(fls, hit.target, path, None)
-    assert "`h`, assigned on line %d:\n- `h`: `f32[2,8,8,8]` · 4 KiB" % hit.target.first in said, said
+    said = value_of(fls, hit.target, path)
+    assert "`h`, assigned on line %d:\n- `h`: `f32[2,8,8,8]` · float32 · 4 KiB" % hit.target.first in said, said
     # not a name: nothing
     assert names.at(use + 1, text.splitlines()[use].index("(dim")) is None
 

@@ -119,7 +119,7 @@ async def test_torch_cnn_hints_refresh_stale_and_recapture(tmp_path, config_dir)
         # hover: `b` of `a, b = …`, and `h` where it is used
         ab = line_no(text, "a, b = pooled.chunk")
         said = await hover(s, "cnn.py", ab, src[ab].index("b ="))
-        assert f"`b`, assigned on line {ab + 1}, result 2 of 2:\n- `b`: `f32[2,4]` · 32 B · min" in said, said
+        assert f"`b`, assigned on line {ab + 1}, result 2 of 2:\n- `b`: `f32[2,4]` · float32 · 32 B · min" in said, said
         said = await hover(s, "cnn.py", k, src[k].index("h.mean"))
         assert "`h`, assigned on line %d:\n- `h`: `f32[2,8,8,8]`" % (line_no(text, "h = self.blocks(h)") + 1) in said
 
@@ -239,7 +239,7 @@ async def test_hover_on_an_assigned_name_and_on_a_candidate(tmp_path, config_dir
         # line 42 of model/layer4.py is `y41 = 41`, where the synthetic capture ran ops
         said = await hover(s, "model/layer4.py", 41, 1)
         assert said.startswith("**TensorViz** · profile `layer` (net, JAX), captured at "), said
-        assert "`y41`, assigned on line 42:\n- `y41`: `f32[128" in said, said
+        assert "`y41`, assigned on line 42:\n- `y41`: `f32[128,128]` · float32" in said, said
         assert "Traced by JAX, not measured" in said
         assert await hover(s, "model/layer4.py", 42, 1) is None  # `y42 = 42`: no ops there
         # the candidate's name: its own hover, unchanged
