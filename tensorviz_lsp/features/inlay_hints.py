@@ -21,8 +21,10 @@ the tooltip (this file, another source, or the profile changed). A recapture mak
 them fresh again.
 
 Cost: the hints of a file are computed once per (document version, captures of the
-file, their staleness) off the event loop (the first request after a capture builds the
-capture's line index) and kept; a request then only picks the hints in its range.
+file, their staleness) off the event loop and kept; a request then only picks the hints
+in its range. The capture's line index is built off the loop as the capture lands. A
+client that resolves tooltips (``inlayHint/resolve``, as Neovim 0.11 and VS Code do)
+gets hints without them, a third of the bytes, and each tooltip is made when shown.
 ``workspace/inlayHint/refresh`` is sent, when the client supports it, after a capture
 of the file lands (its hints already computed) and when a capture turns stale or fresh.
 ``tensorviz.inlayHints`` (default true) turns the hints off.
@@ -263,8 +265,10 @@ def place_hints(
                 continue
             if line0 in shown:
                 also.setdefault(line0, []).append((fl, entry))
-            else:
-                shown[line0] = (fl, entry, _labels(capture, entry))
+                continue
+            labels = _labels(capture, entry)
+            if labels:  # (a line whose ops made no value has nothing to show)
+                shown[line0] = (fl, entry, labels)
     out = []
     stale_of: dict[int, str | None] = {}
     for line0 in sorted(shown):
