@@ -3,7 +3,7 @@
 After a capture, every user line that made values shows them at the end of the line:
 ``f32[2,8,8,8]``, ``→ f32[2,8] · f32[2,8]`` for several (``+N`` past three), and
 ``×12`` for a line that ran 12 times (a block's line, a loop body: the first call's
-values are shown). The tooltip (markdown) says where the numbers come from: for PyTorch
+values are shown), and ``⚠ NaN`` (or ``Inf``) when a measured value holds some. The tooltip (markdown) says where the numbers come from: for PyTorch
 the measured min/max/mean/std, NaN/Inf counts and bytes of each value; for JAX that the
 shapes are traced, not measured, and for a line inside a ``scan``/``while``/``cond``
 body that they are one iteration's, as traced, never executed. It also names the
@@ -279,7 +279,8 @@ def place_hints(
         stale = stale_of[id(fl)]
         hint = types.InlayHint(
             position=types.Position(line=line0, character=units(current[line0])),
-            label=lv.hint_label(labels, len(entry.calls), stale is not None),
+            label=lv.hint_label(labels, len(entry.calls), stale is not None,
+                                lv.nonfinite(rec.capture, entry.first.results)),
             kind=types.InlayHintKind.Type,
             padding_left=True,
         )

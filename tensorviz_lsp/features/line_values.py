@@ -37,9 +37,23 @@ def labels_of(capture: Any, value_ids: list[int]) -> list[str]:
     return [value_label(values[v].shape, values[v].dtype) for v in value_ids]
 
 
-def hint_label(labels: list[str], calls: int, stale: bool) -> str:
+def nonfinite(capture: Any, value_ids: list[int]) -> str | None:
+    """``NaN``, ``Inf`` or ``NaN/Inf`` when a measured value holds some, else None."""
+    nan = inf = False
+    values = capture.values
+    for v in value_ids:
+        m = values[v].measured
+        stats = m.get("stats") if isinstance(m, dict) else None
+        if isinstance(stats, dict):
+            nan = nan or bool(stats.get("nan"))
+            inf = inf or bool(stats.get("inf"))
+    return "NaN/Inf" if nan and inf else "NaN" if nan else "Inf" if inf else None
+
+
+def hint_label(labels: list[str], calls: int, stale: bool, bad: str | None = None) -> str:
     """``f32[2,8,8,8]``; ``→ f32[2,8] · f32[2,8]`` for several values, ``+N`` past
     :data:`LABEL_VALUES`; `` ×12`` for a line that ran 12 times (its first call shown);
+    `` ⚠ NaN`` when a shown value holds NaN (``bad``, from :func:`nonfinite`);
     :data:`STALE_SUFFIX` when the file or profile changed since the capture."""
     if not labels:
         text = "(no values)"
@@ -51,6 +65,8 @@ def hint_label(labels: list[str], calls: int, stale: bool) -> str:
             text += f" +{len(labels) - LABEL_VALUES}"
     if calls > 1:
         text += f" ×{calls}"
+    if bad:
+        text += f" ⚠ {bad}"
     return text + (STALE_SUFFIX if stale else "")
 
 

@@ -206,17 +206,48 @@ def test_jax_hints_are_traced_and_a_scan_body_line_is_one_traced_iteration(tmp_p
 
 
 @pytest.mark.parametrize(
-    "labels,calls,stale,want",
+    "labels,calls,stale,bad,want",
     [
-        pytest.param(["f32[2,8]"], 1, False, "f32[2,8]", id="one"),
-        pytest.param(["f32[2,8]", "i32[2]"], 1, False, "→ f32[2,8] · i32[2]", id="two"),
-        pytest.param(["a", "b", "c", "d", "e"], 1, False, "→ a · b · c +2", id="plus-n"),
-        pytest.param(["f32[2,16]"], 12, False, "f32[2,16] ×12", id="repeated"),
-        pytest.param(["f32[2,16]"], 12, True, "f32[2,16] ×12 (stale)", id="repeated-stale"),
+        pytest.param(["f32[2,8]"], 1, False, None, "f32[2,8]", id="one"),
+        pytest.param(["f32[2,8]", "i32[2]"], 1, False, None, "→ f32[2,8] · i32[2]", id="two"),
+        pytest.param(["a", "b", "c", "d", "e"], 1, False, None, "→ a · b · c +2", id="plus-n"),
+        pytest.param(["f32[2,16]"], 12, False, None, "f32[2,16] ×12", id="repeated"),
+        pytest.param(["f32[2,16]"], 12, True, None, "f32[2,16] ×12 (stale)", id="repeated-stale"),
+        pytest.param(["f32[2,3]"], 1, True, "NaN", "f32[2,3] ⚠ NaN (stale)", id="nan-stale"),
     ],
 )
-def test_hint_labels(labels, calls, stale, want):
-    assert hint_label(labels, calls, stale) == want
+def test_hint_labels(labels, calls, stale, bad, want):
+    assert hint_label(labels, calls, stale, bad) == want
+
+
+NAN_MODEL = """
+import torch
+from torch import nn
+
+
+class Logs(nn.Module):
+    def forward(self, x):
+        ok = torch.exp(x)
+        bad = torch.log(x - 1.0)
+        return ok / torch.zeros_like(x), bad
+"""
+
+
+@pytest.mark.torch
+def test_a_line_that_made_nan_or_inf_says_so(tmp_path):
+    if not HAS_TORCH:
+        pytest.skip("needs torch")
+    from capture.frameworks import torch as fw
+
+    table = profile_table("logs:Logs", args=[tensor([2, 3], generator={"kind": "full", "value": 0.5})])
+    lines, text = _capture(fw, tmp_path, "logs.py", NAN_MODEL, table)
+    got = by_line(compute_hints(lines, tmp_path / "logs.py", text))
+    assert got[line_no(text, "ok = torch.exp(x)")][0] == "f32[2,3]"
+    label, tip = got[line_no(text, "bad = torch.log")]
+    assert label == "f32[2,3] ⚠ NaN" and "no finite values · NaN 6 · Inf 0" in tip, tip
+    # `bad` is handed on, not made here: the line made one value, all Inf
+    label, tip = got[line_no(text, "return ok / torch.zeros_like(x)")]
+    assert label == "f32[2,3] ⚠ Inf" and "no finite values · NaN 0 · Inf 6" in tip, tip
 
 
 def test_assigned_names_tuple_starred_attribute_and_multiline():
