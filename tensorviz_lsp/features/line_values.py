@@ -188,15 +188,13 @@ def _container_name(capture: Any, g: int) -> str | None:
 def stale_text(rec: "Record", rel: str, file_changed: bool) -> str | None:
     """Why what is shown is only "as of the last capture" (this file, another source
     or the profile changed since), or None when it is fresh."""
-    reasons = []
+    changed = []
     if file_changed or rel in rec.stale:
-        reasons.append(f"`{rel}` changed")
-    for s in rec.stale:
-        if s != rel:
-            reasons.append(f"`{s}` changed" if s in rec.changed_sources else s)
-    if not reasons:
+        changed.append(f"`{rel}`")
+    changed += [f"`{s}`" if s in rec.changed_sources else s for s in rec.stale if s != rel]
+    if not changed:
         return None
-    return (f"**As of the last capture** ({when(rec.captured_at)}): {'; '.join(reasons)} since. "
+    return (f"**As of the last capture** ({when(rec.captured_at)}). Changed since: {', '.join(changed)}. "
             "Lines edited since have no hint; Open as Graph again to recapture.")
 
 

@@ -158,7 +158,7 @@ def test_torch_hints_after_edits_move_go_stale_and_leave_changed_lines(cnn):
     assert pooled not in got, "an edited line loses its hint"
     stem = next(i for i, s in enumerate(edited) if "self.stem(x))" in s)
     assert got[stem][0] == "f32[2,8,8,8] (stale)"
-    assert "**As of the last capture**" in got[stem][1] and "`cnn.py` changed since" in got[stem][1]
+    assert "**As of the last capture**" in got[stem][1] and "Changed since: `cnn.py`." in got[stem][1]
     # lines above the edit keep their place; below it, they moved down by one
     block = line_no(text, "self.norm(self.conv(x))")
     assert got[block][0] == "f32[2,8,8,8] ×3 (stale)"

@@ -137,7 +137,7 @@ async def test_torch_cnn_hints_refresh_stale_and_recapture(tmp_path, config_dir)
         stem = got[next(i for i, line in enumerate(edited) if "self.stem(x))" in line)]
         assert stem.label == "f32[2,8,8,8] (stale)"
         tip = await tooltip(s, stem)
-        assert "**As of the last capture**" in tip and "`cnn.py` changed since" in tip
+        assert "**As of the last capture**" in tip and "Changed since: `cnn.py`." in tip
         assert got[pooled + 1].label == "→ f32[2,4] · f32[2,4] (stale)"
 
         # saved and captured again: fresh, and the edited line has its hint back
@@ -156,14 +156,24 @@ async def test_torch_cnn_hints_refresh_stale_and_recapture(tmp_path, config_dir)
 # -- fake backends: settings and clients ----------------------------------------------
 
 FAKE_MODEL = "@jax.jit\ndef net(x):\n    return x\n" + "".join(f"y{i} = {i}\n" for i in range(3, 90))
-FAKE_RECIPE = '[profiles.layer]\nmodel = "model.layer4:net"\nframework = "jax"\n' \
-              '[profiles.layer.inputs]\nargs = [{ dtype = "float32", shape = [2, 3] }]\n'
+FAKE_RECIPE = """
+[profiles.layer]
+kind = "model"
+framework = "jax"
+model = "model.layer4:net"
+mode = "eval"
+device = "cpu"
+grad_enabled = false
+seed = 0
+init = { args = [], kwargs = {} }
+inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32", requires_grad = false, generator = { kind = "full", value = 1 } }], kwargs = {} }
+"""
 
 
 def fake_workspace(tmp_path):
     # The fake worker's synthetic capture (10 ops) has frames in model/layer3..6.py; the
     # profile's module, model/layer4.py, is its source, with ops on lines 42, 49 and 63.
-    return make_workspace(tmp_path / "ws", {"model/layer4.py": FAKE_MODEL, ".tensorviz/recipes.toml": FAKE_RECIPE})
+    return make_workspace(tmp_path / "ws", {"model/layer4.py": FAKE_MODEL, ".tensorviz/recipes.toml": "version = 1\n" + FAKE_RECIPE})
 
 
 @pytest.mark.parametrize("editor", ["neovim", "vscode"])
@@ -246,5 +256,28 @@ async def test_hover_on_an_assigned_name_and_on_a_candidate(tmp_path, config_dir
         net = await hover(s, "model/layer4.py", 1, 5)
         assert net.startswith("**TensorViz** · `net`: JAX function (jax)") and "Profile `layer`" in net
         assert "assigned on line" not in net
+    finally:
+        await stop_session(s)
+
+
+async def test_a_changed_profile_marks_the_hints_stale_and_refreshes_them(tmp_path, config_dir):
+    ws = fake_workspace(tmp_path)
+    s = await start_session(ws, config_dir, editor="neovim")
+    try:
+        s.open("model/layer4.py")
+        await s.execute("tensorviz.trustWorkspace")
+        result = await s.execute("tensorviz.captureProfile", "layer")
+        assert result["ok"] is True, s.logs()
+        assert [h.label for h in (await hints(s, "model/layer4.py")).values()] == ["f32[128,128]"] * 3
+        before = len(s.client.inlay_hint_refreshes)
+        recipes = ws / ".tensorviz" / "recipes.toml"
+        recipes.write_text(recipes.read_text().replace("shape = [2, 3]", "shape = [2, 5]"))
+        s.disk_changed(".tensorviz/recipes.toml")
+        await refreshed(s, before)  # the graph turned stale: the editor is told
+        got = await hints(s, "model/layer4.py")
+        assert sorted(got) == [41, 48, 62], "the file itself did not change: every line keeps its hint"
+        assert [h.label for h in got.values()] == ["f32[128,128] (stale)"] * 3
+        tip = await tooltip(s, got[41])
+        assert "Changed since: .tensorviz/recipes.toml (profile layer changed)." in tip, tip
     finally:
         await stop_session(s)
