@@ -88,6 +88,7 @@ class ShapeHints(Feature):
         # What the last refresh was sent for: (root, profile) → (capture id, stale).
         self._freshness: dict[tuple, tuple] = {}
         self._tokens = itertools.count(1)
+        self._tasks: set[asyncio.Task] = set()
 
     # -- the hints of a document ---------------------------------------------------
     def enabled(self, uri: str) -> bool:
@@ -196,7 +197,13 @@ class ShapeHints(Feature):
         self._freshness = now
         return changed
 
-    async def capture_landed(self, record: Any) -> None:
+    def capture_landed(self, record: Any) -> None:
+        # In the background: Open as Graph shows its URL without waiting for the hints.
+        task = asyncio.ensure_future(self._landed(record))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _landed(self, record: Any) -> None:
         self._freshness_changed()
         if not self.server.settings_for(record.root).inlay_hints:
             return
