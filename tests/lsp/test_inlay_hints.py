@@ -273,3 +273,23 @@ def test_the_vscode_extension_contributes_the_setting():
     pkg = json.loads((Path(__file__).resolve().parents[2] / "editors" / "vscode" / "package.json").read_text())
     prop = pkg["contributes"]["configuration"]["properties"]["tensorviz.inlayHints"]
     assert prop["type"] == "boolean" and prop["default"] is True and prop["scope"] == "resource"
+
+
+REAL = Path(__file__).resolve().parents[1] / "viewer" / "real_models"
+
+
+def test_hints_on_the_checked_in_flax_linen_resnet18():
+    """The Flax ImageNet-example-style ResNet-18 (tests/viewer/real_models), as captured:
+    module calls show their outputs, the block loop its 8 blocks, nothing is measured."""
+    cap = graphfile.read(REAL / "captures" / "resnet18_linen.tvg")
+    text = (REAL / "resnet18_linen.py").read_text()
+    rec = Record(REAL, "resnet", (REAL / "resnet18_linen.py").as_uri(), "ResNet", cap, {"resnet18_linen.py"},
+                 Span(Pos(0, 0), Pos(0, 1)), capture_id=1)
+    lines = Lines(rec, LineIndex.build(Projection(cap)), "resnet18_linen.py", text)
+    got = by_line(compute_hints(lines, REAL / "resnet18_linen.py", text))
+    assert got[line_no(text, 'name="conv_init"')][0] == "f32[1,16,16,8]"
+    loop, tip = got[line_no(text, "x = self.block_cls(")]
+    assert loop == "f32[1,8,8,8] ×8"
+    assert "profile `resnet` (ResNet, JAX)" in tip and "Traced by JAX, not measured" in tip and "min" not in tip
+    assert got[line_no(text, "x = jnp.mean(x, axis=(1, 2))")][0] == "f32[1,64]"
+    assert all(" ⚠ " not in label for label, _ in got.values())  # nothing measured, nothing flagged
