@@ -1,7 +1,8 @@
 """Which statement assigned the name under the cursor (for the hover with shapes).
 
 ``h = torch.relu(self.conv(x))``: hovering ``h`` names that statement's lines and the
-target's place (``a, b = z.chunk(2)``: ``b`` is result 1 of 2). Hovering a later *use*
+target's place (``a, b = z.chunk(2)``: ``b`` is result 1 of 2). The ``return`` keyword
+stands for what its statement hands back. Hovering a later *use*
 of a name (``torch.flatten(h, 1)``) finds the assignment of that name in the same
 function that comes last above the use: straight-line model code reads that way (inside
 a loop an earlier iteration may have assigned it; the hover says which line it shows).
@@ -132,6 +133,10 @@ def _visit(node: ast.AST, scope: int, names: Names) -> None:
                     names.on_line.setdefault(line, []).append((col, end, name, target, scope))
                     names.assigned.setdefault((scope, name), []).append(target)
                     stored.add(id(expr))
+        if isinstance(n, ast.Return) and n.value is not None:
+            # the ``return`` keyword stands for what the line hands back
+            target = Target("return", n.lineno, n.end_lineno or n.lineno, n.value.lineno, None, 1)
+            names.on_line.setdefault(n.lineno, []).append((n.col_offset, n.col_offset + 6, "return", target, scope))
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             names.on_line.setdefault(n.lineno, []).append(
                 (n.col_offset, n.end_col_offset or n.col_offset, n.id, None, scope)

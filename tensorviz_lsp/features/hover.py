@@ -239,7 +239,12 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str 
     else:
         picked, names = results, ([label] if len(results) == 1 else None)
     parts = [lv.header(rec, capture)]
-    head = f"`{label}`, assigned on line {line}" + (f", result {target.index + 1} of {target.count}" if names and target.count > 1 else "")
+    if target.name == "return":
+        names = None
+        head = f"`return` on line {line} hands back"
+    else:
+        head = f"`{label}`, assigned on line {line}" + (
+            f", result {target.index + 1} of {target.count}" if names and target.count > 1 else "")
     parts.append(head + ":\n" + "\n".join(lv.value_lines(capture, picked, names, dtype=True)))
     if note:
         parts.append(note)

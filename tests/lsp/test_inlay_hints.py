@@ -183,6 +183,12 @@ def test_hover_on_an_assigned_name_and_on_a_later_use(cnn):
     assert hit.is_use and hit.target.first == line_no(text, "h = self.blocks(h)") + 1
     said = value_of(fls, hit.target, path)
     assert "`h`, assigned on line %d:\n- `h`: `f32[2,8,8,8]` · float32 · 4 KiB" % hit.target.first in said, said
+    # the `return` keyword: what the line hands back
+    ret = line_no(text, "return self.head(pooled), a * b")
+    hit = names.at(ret + 1, text.splitlines()[ret].index("return") + 2)
+    said = value_of(fls, hit.target, path)
+    assert f"`return` on line {ret + 1} hands back:\n- `f32[2,10]` · float32 · 80 B" in said, said
+    assert "\n- `f32[2,4]` · float32 · 32 B" in said
     # not a name: nothing
     assert names.at(use + 1, text.splitlines()[use].index("(dim")) is None
 
