@@ -227,7 +227,7 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str 
         return None
     fl, entry, line = shown
     rec, capture = fl.record, fl.record.capture
-    results = list(entry.first.results)
+    results = list(lv.runs(capture, entry)[0].results)
     label = target.name.lstrip(".")
     note = None
     if target.count > 1 and target.index is not None and len(results) == target.count:

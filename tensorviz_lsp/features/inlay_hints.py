@@ -286,8 +286,8 @@ def place_hints(
         stale = stale_of[id(fl)]
         hint = types.InlayHint(
             position=types.Position(line=line0, character=units(current[line0])),
-            label=lv.hint_label(labels, len(entry.calls), stale is not None,
-                                lv.nonfinite(rec.capture, entry.first.results)),
+            label=lv.hint_label(labels, len(lv.runs(rec.capture, entry)), stale is not None,
+                                lv.nonfinite(rec.capture, lv.runs(rec.capture, entry)[0].results)),
             kind=types.InlayHintKind.Type,
             padding_left=True,
         )
@@ -307,13 +307,13 @@ def compute_hints(
 
 
 def _labels(capture: Any, entry: Any) -> list[str]:
-    return lv.labels_of(capture, entry.first.results)
+    return lv.labels_of(capture, lv.runs(capture, entry)[0].results)
 
 
 def tooltip(fl: Any, entry: Any, stale: str | None, others: list[tuple]) -> str:
     rec, capture = fl.record, fl.record.capture
     parts = [lv.header(rec, capture)]
-    parts.append("\n".join(lv.value_lines(capture, entry.first.results)))
+    parts.append("\n".join(lv.value_lines(capture, lv.runs(capture, entry)[0].results)))
     parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
     if stale:
         parts.append(stale)
@@ -321,7 +321,8 @@ def tooltip(fl: Any, entry: Any, stale: str | None, others: list[tuple]) -> str:
         olabels = _labels(ofl.record.capture, oentry)
         same = olabels == _labels(capture, entry)
         what = "the same values" if same else " · ".join(f"`{t}`" for t in olabels[:lv.LABEL_VALUES])
-        times = f", {len(oentry.calls)}×" if len(oentry.calls) > 1 else ""
+        n = len(lv.runs(ofl.record.capture, oentry))
+        times = f", {n}×" if n > 1 else ""
         parts.append(f"Also run by profile `{ofl.record.profile}` (captured at {lv.when(ofl.record.captured_at)}{times}): {what}")
     return "\n\n".join(parts)
 

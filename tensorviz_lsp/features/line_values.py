@@ -148,6 +148,14 @@ def _body_of(capture: Any, group: int) -> tuple[int, dict] | None:
     return None
 
 
+def runs(capture: Any, entry: "LineEntry") -> list:
+    """The calls of the line that ran: those outside unexecuted control-flow bodies (a
+    ``fori_loop`` line also "calls" the loop's own increment inside the body template,
+    a ``cond`` line its branch lambdas). A line only inside bodies keeps every call."""
+    ran = [c for c in entry.calls if _body_of(capture, c.container) is None]
+    return ran or list(entry.calls)
+
+
 def provenance(capture: Any, entry: "LineEntry") -> str:
     """Where the numbers come from: measured (Torch), traced (JAX), or one traced
     iteration of an unexecuted body."""
@@ -168,12 +176,15 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
 
 
 def calls_text(capture: Any, entry: "LineEntry") -> str:
-    ops = entry.ops
+    ran = runs(capture, entry)
+    ops = ran[0].ops
     text = f"{ops:,} op{'s' * (ops != 1)} behind it"
-    n = len(entry.calls)
+    n = len(ran)
     if n > 1:
-        where = _container_name(capture, entry.first.container)
+        where = _container_name(capture, ran[0].container)
         text += f"; the line ran {n}× (the first call is shown{f', in `{where}`' if where else ''})"
+    if not entry.traced_body and len(entry.calls) > n:
+        text += "; it is also part of an unexecuted control-flow body (a template, as traced)"
     return text
 
 

@@ -70,6 +70,8 @@ def rnn(h0, xs, w):
         return h, h.mean()
 
     h, ys = jax.lax.scan(step, h0, xs)
+    h = jax.lax.fori_loop(0, 3, lambda i, c: c * 0.5, h)
+    h = jax.lax.cond(h.sum() > 0, lambda a: a * 2, lambda a: a - 1, h)
     return jnp.concatenate([h, ys])
 '''
 
@@ -209,6 +211,12 @@ def test_jax_hints_are_traced_and_a_scan_body_line_is_one_traced_iteration(tmp_p
     assert outer[0] == "→ f32[4] · f32[5]"
     assert "Traced by JAX, not measured" in outer[1] and "min" not in outer[1]
     assert got[line_no(text, "return jnp.concatenate")][0] == "f32[9]"
+    # the line ran once: its ops inside the loop's and the branches' templates are no
+    # extra runs, and the loop's dropped counter is not what it produced
+    for needle in ("jax.lax.fori_loop(", "jax.lax.cond("):
+        label, tip = got[line_no(text, needle)]
+        assert label == "f32[4]", (needle, label)
+        assert "also part of an unexecuted control-flow body" in tip, tip
 
 
 @pytest.mark.parametrize(
