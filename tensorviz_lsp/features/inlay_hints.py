@@ -88,6 +88,7 @@ class ShapeHints(Feature):
         # What the last refresh was sent for: (root, profile) → (capture id, stale).
         self._freshness: dict[tuple, tuple] = {}
         self._tokens = itertools.count(1)
+        self._by_token: dict[int, str] = {}  # the current hints' token -> their document
         self._tasks: set[asyncio.Task] = set()
 
     # -- the hints of a document ---------------------------------------------------
@@ -154,22 +155,28 @@ class ShapeHints(Feature):
         for hint, make_tooltip in placed:
             line = hint.position.line
             if lazy:
-                hint.data = {"uri": uri, "token": token}
+                hint.data = token  # small: it is sent with every hint
                 tooltips[line] = make_tooltip
             else:
                 hint.tooltip = types.MarkupContent(kind=types.MarkupKind.Markdown, value=make_tooltip())
             hints.append(hint)
         with self._lock:
+            old = self._cache.get(uri)
+            if old is not None:
+                self._by_token.pop(old.token, None)
             self._cache[uri] = _Cached(key, hints, tooltips, token)
+            self._by_token[token] = uri
         return hints
 
     def inlay_hint_resolve(self, hint: types.InlayHint) -> types.InlayHint | None:
-        data = hint.data if isinstance(hint.data, dict) else None
-        if data is None or "token" not in data:
+        token = hint.data
+        if type(token) is not int:
             return None  # not one of ours
         with self._lock:
-            cached = self._cache.get(str(data.get("uri")))
-        make = cached.tooltips.get(hint.position.line) if cached is not None and cached.token == data["token"] else None
+            uri = self._by_token.get(token)
+            cached = self._cache.get(uri) if uri is not None else None
+        # (hints of an older version of the document: the editor asks for new ones anyway)
+        make = cached.tooltips.get(hint.position.line) if cached is not None and cached.token == token else None
         if make is not None:
             hint.tooltip = types.MarkupContent(kind=types.MarkupKind.Markdown, value=make())
         return hint
@@ -250,7 +257,9 @@ class ShapeHints(Feature):
 
     def document_closed(self, uri: str) -> None:
         with self._lock:
-            self._cache.pop(uri, None)
+            old = self._cache.pop(uri, None)
+            if old is not None:
+                self._by_token.pop(old.token, None)
 
     async def settings_changed(self) -> None:
         await self.refresh()
