@@ -534,7 +534,11 @@ async def bench_inlay_hints(lines: int, repeat: int, env: dict[str, str], op_lin
         # sends the refresh; the editor's request right after it.
         client.refreshed.clear()
         await client.request("workspace/executeCommand", {"command": "tensorviz.captureProfile", "arguments": ["big"]})
+        answered = time.perf_counter()
         await asyncio.wait_for(client.refreshed.wait(), 60)
+        # the server builds the new capture's line index and the file's hints in the
+        # background once the capture lands, then asks for a refresh
+        ready = client.refreshes[-1] - answered
         t0 = time.perf_counter()
         landed_hints = await client.request("textDocument/inlayHint", everything)
         landed = time.perf_counter() - t0
@@ -580,6 +584,7 @@ async def bench_inlay_hints(lines: int, repeat: int, env: dict[str, str], op_lin
           f"capture {capture_s:.1f} s")
     assert landed_hints == hints or len(landed_hints) == n
     c, cs, la, co = median_ms(cached), median_ms(cached_screen), landed * 1000, cold * 1000
+    print(f"  capture answered -> refresh (index + hints built)  {ready * 1000:8.2f} ms   (negative: refresh came first)")
     print(f"  right after a capture lands (refresh -> response) {la:8.2f} ms   = {la / 50:.2f}x the 50 ms target: "
           f"{'met' if la < 50 else 'MISSED'}")
     print(f"  first request, file opened after its capture      {co:8.2f} ms   = {co / 50:.2f}x the 50 ms target: "
