@@ -155,7 +155,8 @@ async def test_torch_cnn_hints_refresh_stale_and_recapture(tmp_path, config_dir)
 
 # -- fake backends: settings and clients ----------------------------------------------
 
-FAKE_MODEL = "@jax.jit\ndef net(x):\n    return x\n" + "".join(f"y{i} = {i}\n" for i in range(3, 90))
+FAKE_MODEL = "@jax.jit\ndef net(x):\n    return x\n" + "".join(
+    f"y{i} = {i}" + ("  # Größe 😀" if i == 41 else "") + "\n" for i in range(3, 90))
 FAKE_RECIPE = """
 [profiles.layer]
 kind = "model"
@@ -187,6 +188,11 @@ async def test_fake_capture_hints_with_and_without_refresh_support(tmp_path, con
         got = await hints(s, "model/layer4.py")
         assert sorted(got) == [41, 48, 62]
         assert all(h.label.startswith("f32[128") for h in got.values())
+        # at the end of the line, in the unit the client negotiated (Neovim: UTF-8 bytes)
+        line = FAKE_MODEL.splitlines()[41]
+        assert line.endswith("😀")
+        width = len(line.encode("utf-8")) if editor == "neovim" else len(line.encode("utf-16-le")) // 2
+        assert got[41].position.character == width and got[48].position.character == len("y48 = 48")
         first = next(iter(got.values()))
         if editor == "neovim":  # advertises workspace.inlayHint.refreshSupport and resolveSupport
             assert len(s.client.inlay_hint_refreshes) == 1
