@@ -89,6 +89,7 @@ class ShapeHints(Feature):
         self._freshness: dict[tuple, tuple] = {}
         self._tokens = itertools.count(1)
         self._by_token: dict[int, str] = {}  # the current hints' token -> their document
+        self._memo: dict[tuple, tuple] = {}  # (capture, line entry) -> what it shows
         self._tasks: set[asyncio.Task] = set()
 
     # -- the hints of a document ---------------------------------------------------
@@ -150,7 +151,7 @@ class ShapeHints(Feature):
                 return []
         token = next(self._tokens)
         lazy = self.lazy_tooltips()
-        placed = place_hints(self.server.get_feature(CapturedLines), path, text, units_of(self.server))
+        placed = place_hints(self.server.get_feature(CapturedLines), path, text, units_of(self.server), self._memo)
         hints, tooltips = [], {}
         for hint, make_tooltip in placed:
             line = hint.position.line
@@ -212,6 +213,7 @@ class ShapeHints(Feature):
 
     async def _landed(self, record: Any) -> None:
         self._freshness_changed()
+        self._memo.clear()  # what the replaced capture's lines showed
         if not self.server.settings_for(record.root).inlay_hints:
             return
         # Build the capture's line index now, off the loop: a file of it opened later
@@ -266,11 +268,13 @@ class ShapeHints(Feature):
 
 
 def place_hints(
-    lines: CapturedLines, path: Path, text: str, units: Callable[[str], int] = utf16_len
+    lines: CapturedLines, path: Path, text: str, units: Callable[[str], int] = utf16_len,
+    memo: dict | None = None,
 ) -> list[tuple[types.InlayHint, Callable[[], str]]]:
     """The hints of ``path`` with text ``text`` (call off the event loop), each without
     its tooltip and with a function that makes it; ``units`` measures a line in the
-    client's position unit."""
+    client's position unit. ``memo`` keeps what each line entry shows (its values do not
+    change with edits), so that hints placed again after an edit only move."""
     current = text.splitlines()
     shown: dict[int, tuple] = {}  # current 0-based line -> (FileLines, entry, labels)
     also: dict[int, list[tuple]] = {}
@@ -282,21 +286,20 @@ def place_hints(
             if line0 in shown:
                 also.setdefault(line0, []).append((fl, entry))
                 continue
-            labels = _labels(capture, entry)
-            if labels:  # (a line whose ops made no value has nothing to show)
-                shown[line0] = (fl, entry, labels)
+            brief = _brief(capture, entry, memo)
+            if brief[0]:  # (a line whose ops made no value has nothing to show)
+                shown[line0] = (fl, entry, brief)
     out = []
     stale_of: dict[int, str | None] = {}
     for line0 in sorted(shown):
-        fl, entry, labels = shown[line0]
+        fl, entry, (labels, n_runs, bad) = shown[line0]
         rec = fl.record
         if id(fl) not in stale_of:
             stale_of[id(fl)] = lv.stale_text(rec, _rel(rec.root, path) or path.name, fl.stale)
         stale = stale_of[id(fl)]
         hint = types.InlayHint(
             position=types.Position(line=line0, character=units(current[line0])),
-            label=lv.hint_label(labels, len(lv.runs(rec.capture, entry)), stale is not None,
-                                lv.nonfinite(rec.capture, lv.runs(rec.capture, entry)[0].results)),
+            label=lv.hint_label(labels, n_runs, stale is not None, bad),
             kind=types.InlayHintKind.Type,
             padding_left=True,
         )
@@ -317,6 +320,21 @@ def compute_hints(
 
 def _labels(capture: Any, entry: Any) -> list[str]:
     return lv.labels_of(capture, lv.runs(capture, entry)[0].results)
+
+
+def _brief(capture: Any, entry: Any, memo: dict | None) -> tuple[list[str], int, str | None]:
+    """``(labels, runs, NaN/Inf)`` of what the line shows."""
+    key = (id(capture), id(entry))
+    got = memo.get(key) if memo is not None else None
+    if got is not None and got[0] is entry:
+        return got[1]
+    ran = lv.runs(capture, entry)
+    brief = (lv.labels_of(capture, ran[0].results), len(ran), lv.nonfinite(capture, ran[0].results))
+    if memo is not None:
+        if len(memo) > 100_000:
+            memo.clear()
+        memo[key] = (entry, brief)  # the entry kept: its id is not reused while here
+    return brief
 
 
 def tooltip(fl: Any, entry: Any, stale: str | None, others: list[tuple]) -> str:
