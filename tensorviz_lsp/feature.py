@@ -53,6 +53,10 @@ class Feature:
     def files_changed(self, changes: "list[types.FileEvent]") -> Awaitable[None] | None:
         """``workspace/didChangeWatchedFiles`` (files changed on disk)."""
 
+    def capture_landed(self, record: Any) -> Awaitable[None] | None:
+        """A capture succeeded and its freshness record (``features.freshness.Record``)
+        is in place, its captured texts snapshotted (called on the loop)."""
+
     # -- requests (results of every feature are concatenated) -------------------
     def code_lens(self, params: "types.CodeLensParams") -> Any:
         return None
@@ -69,6 +73,13 @@ class Feature:
 
     def document_highlight(self, params: "types.DocumentHighlightParams") -> Any:
         """Highlights of every feature are concatenated (also: where the cursor is)."""
+        return None
+
+    def inlay_hint(self, params: "types.InlayHintParams") -> Any:
+        return None
+
+    def inlay_hint_resolve(self, hint: "types.InlayHint") -> Any:
+        """The first feature that returns the hint (completed) wins."""
         return None
 
     # -- commands -------------------------------------------------------------

@@ -173,6 +173,10 @@ class TensorVizServer(LanguageServer):
         ws = self.caps.workspace
         return bool(ws and ws.code_lens and ws.code_lens.refresh_support)
 
+    def supports_inlay_hint_refresh(self) -> bool:
+        ws = self.caps.workspace
+        return bool(ws and ws.inlay_hint and ws.inlay_hint.refresh_support)
+
     def supports_watch_registration(self) -> bool:
         ws = self.caps.workspace
         return bool(ws and ws.did_change_watched_files and ws.did_change_watched_files.dynamic_registration)
@@ -340,6 +344,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
     from .features.dependencies import Dependencies
     from .features.freshness import Freshness
     from .features.hover import CandidateInfo
+    from .features.inlay_hints import ShapeHints
     from .features.interpreter import InterpreterSelection
     from .features.lenses import Lenses
     from .features.open_graph import OpenGraph
@@ -363,6 +368,7 @@ def _default_features(server: TensorVizServer) -> list[Feature]:
             Reveal,
             Freshness,
             CapturedLines,
+            ShapeHints,
             Dependencies,
             OpenGraph,
             ShowInGraph,
@@ -467,6 +473,14 @@ def register(server: TensorVizServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def on_document_symbol(ls: TensorVizServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         return [s for result in await ls.fan_out("document_symbol", params) if result for s in result]
+
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=True))
+    async def on_inlay_hint(ls: TensorVizServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+        return [h for result in await ls.fan_out("inlay_hint", params) if result for h in result]
+
+    @server.feature(types.INLAY_HINT_RESOLVE)
+    async def on_inlay_hint_resolve(ls: TensorVizServer, params: types.InlayHint) -> types.InlayHint:
+        return next((r for r in await ls.fan_out("inlay_hint_resolve", params) if r is not None), params)
 
     for feature in server.features:
         for name, handler in feature.commands().items():

@@ -134,6 +134,10 @@ class Settings:
     # editor's cursor is on (read from ``textDocument/documentHighlight``; debounced, never
     # a capture, never a new tab).
     follow_cursor: bool = field(default=False, metadata={"key": "followCursor", "parse": _bool})
+    # ``tensorviz.inlayHints``: shapes (dtype and dims) of what each captured line produced,
+    # shown at the end of the line (``textDocument/inlayHint``), with measured statistics
+    # (Torch) in their tooltip; the editor's own inlay-hint switch must be on too.
+    inlay_hints: bool = field(default=True, metadata={"key": "inlayHints", "parse": _bool})
     # ``tensorviz.warmWorkerIdleSeconds``: how long the folder's warm capture worker
     # (frameworks already imported) waits for the next capture before it is stopped;
     # 0: no warm worker (every capture starts a new one).

@@ -131,6 +131,7 @@ class LineIndex:
             covered[g + 1] = base | {line_of[f]} if f != _NO_FRAME and line_of[f] not in base else base
 
         in_body = _groups_in_bodies(proj)
+        live = _live_values(proj)
         cols = proj.cols
         in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
         bin_, bout, node_count = proj.bin, proj.bout, proj.node_count
@@ -154,7 +155,7 @@ class LineIndex:
                     continue  # part of the enclosing call made on this line
                 if call is None or key != run or (r < 0 and f in called):
                     if call is not None:
-                        _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout)
+                        _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
                     call, run = None, key
                     called = set()
                     if key is None:
@@ -170,7 +171,7 @@ class LineIndex:
                     call.groups.append(~r)  # type: ignore[union-attr]
                     call.ops += node_count[~r + 1]  # type: ignore[union-attr]
             if call is not None:
-                _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout)
+                _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
 
         files: dict[str, dict[int, LineEntry]] = {}
         for (file, line), calls in by_line.items():
@@ -184,9 +185,22 @@ def _first_item(proj: "Projection", call: LineCall) -> int:
     return min(firsts) if firsts else 1 << 62
 
 
-def _finish(call: LineCall, in_off, in_ref, out_off, out_ids, bin_, bout) -> None:
+def _live_values(proj: "Projection") -> set[int]:
+    """Values something reads: an op's operand, a capture output, a body's result."""
+    live = set(proj._use_refs) | set(proj._output_set)
+    for b in proj.body_node:
+        for r in proj.capture.groups[b].attrs.get("results") or ():
+            v = r.get("value") if isinstance(r, dict) else None
+            if type(v) is int:
+                live.add(v)
+    return live
+
+
+def _finish(call: LineCall, in_off, in_ref, out_off, out_ids, bin_, bout, live: set[int]) -> None:
     """The values that left ``call``: made by its ops or its module calls, not consumed
-    inside it. A line whose every value stays inside (rare) shows the last one made."""
+    inside it, and read somewhere (a ``fori_loop``'s final counter, made by its ``scan``
+    and dropped, is not what the line produced). A line whose every value stays inside
+    (rare) shows the last one made."""
     made: dict[int, None] = {}
     used: set[int] = set()
     for g in call.groups:
@@ -198,6 +212,9 @@ def _finish(call: LineCall, in_off, in_ref, out_off, out_ids, bin_, bout) -> Non
         for k in range(in_off[i], in_off[i + 1]):
             used.add(in_ref[k])
     results = [v for v in made if v not in used]
+    read = [v for v in results if v in live]
+    if read:
+        results = read
     if not results and made:
         results = [next(reversed(made))]
     call.results = results

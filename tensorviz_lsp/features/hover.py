@@ -3,13 +3,18 @@
 Hovering the name of a model that can be opened as a graph says what TensorViz knows
 about it: what kind of model discovery found, the setup fields and call inputs the
 setup form will ask for, the saved profile that opens it, and the last capture of
-that profile (when, how big, fresh or stale, and why). The document symbols list the
+that profile (when, how big, fresh or stale, and why). Hovering a name assigned on a
+line the latest capture ran (``h`` in ``h = torch.relu(self.conv(x))``, or a later use
+of ``h``) shows that value: its shape and dtype, and for PyTorch its measured
+statistics (see :mod:`.assigned_names`, :mod:`.line_values`); on a name that is both,
+the two are shown together. The document symbols list the
 same candidates, so an editor's outline or symbol picker (Neovim's
 ``vim.lsp.buf.document_symbol``, Helix's ``space s``, VS Code's outline) jumps to them.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -17,7 +22,10 @@ from lsprotocol import types
 
 from ..backends import Candidate
 from ..feature import Feature
+from . import assigned_names
+from . import line_values as lv
 from .candidates import Candidates
+from .captured_lines import CapturedLines
 from .freshness import Freshness
 from .lenses import lsp_range, profile_of
 
@@ -80,6 +88,15 @@ def _size(capture: Any) -> str:
 class CandidateInfo(Feature):
     name = "hover"
 
+    def __init__(self, server) -> None:
+        super().__init__(server)
+        self._names_lock = threading.Lock()
+        self._names_cache: dict[str, tuple] = {}
+
+    def document_closed(self, uri: str) -> None:
+        with self._names_lock:
+            self._names_cache.pop(uri, None)
+
     def _at(self, uri: str, pos: types.Position) -> Candidate | None:
         found = None
         for cand in self.server.get_feature(Candidates).last_known(uri):
@@ -114,12 +131,62 @@ class CandidateInfo(Feature):
         uri = params.text_document.uri
         await self.server.get_feature(Candidates).get(uri)
         cand = self._at(uri, params.position)
-        if cand is None:
+        value = await self.value_hover(uri, params.position)
+        if cand is None and value is None:
             return None
+        parts = ([self.describe(uri, cand)] if cand is not None else []) + ([value[0]] if value else [])
+        span = lsp_range(cand.name_range) if cand is not None else value[1]  # type: ignore[index]
         return types.Hover(
-            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=self.describe(uri, cand)),
-            range=lsp_range(cand.name_range),
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value="\n\n---\n\n".join(parts)),
+            range=span,
         )
+
+    # -- the value of an assigned name ---------------------------------------------
+    def _names(self, uri: str, version: Any, text: str) -> assigned_names.Names | None:
+        """The document's assignments, parsed once per version (off the loop)."""
+        key = (uri, version, len(text))
+        with self._names_lock:
+            got = self._names_cache.get(uri)
+            if got is not None and got[0] == key:
+                return got[1]
+        names = assigned_names.parse(text)
+        with self._names_lock:
+            self._names_cache[uri] = (key, names)
+        return names
+
+    async def value_hover(self, uri: str, pos: types.Position) -> tuple[str, types.Range] | None:
+        path = self.server.path_of(uri)
+        if path is None or not self.server.get_feature(CapturedLines).records_for(path):
+            return None
+        doc = self.server.open_document(uri)
+        text = doc.source if doc is not None else self.server.read_text(path)
+        if text is None:
+            return None
+        version = doc.version if doc is not None else "disk"
+        return await self.server.run_blocking(self._value_hover, uri, version, path, text, pos)
+
+    def _value_hover(self, uri: str, version: Any, path: Any, text: str, pos: types.Position) -> tuple[str, types.Range] | None:
+        lines = text.splitlines()
+        if not 0 <= pos.line < len(lines):
+            return None
+        names = self._names(uri, version, text)
+        if names is None:
+            return None
+        line_text = lines[pos.line]
+        codec = self.server.workspace.position_codec
+        index = codec.position_from_client_units(lines, pos).character
+        hit = names.at(pos.line + 1, assigned_names.byte_column(line_text, index))
+        if hit is None:
+            return None
+        found = value_of(self.server.get_feature(CapturedLines).file_lines(path, text), hit.target, path)
+        if found is None:
+            return None
+
+        def units(byte_col: int) -> int:
+            return codec.client_num_units(line_text[:assigned_names.char_index(line_text, byte_col)])
+
+        span = types.Range(types.Position(pos.line, units(hit.col)), types.Position(pos.line, units(hit.end_col)))
+        return found, span
 
     async def document_symbol(self, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         uri = params.text_document.uri
@@ -135,3 +202,56 @@ class CandidateInfo(Feature):
             for cand in candidates
         ]
 
+
+def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str | None:
+    """What the hover says about ``target``'s value: the newest capture that ran its
+    statement; the value at the target's place when the counts match (``a, b = …``)."""
+    from .inlay_hints import _rel
+
+    shown = None
+    others = []
+    for fl in file_lines:
+        entry, line = None, None
+        for ln in [target.value_line] + list(range(target.last, target.first - 1, -1)):
+            entry = fl.at(ln - 1)
+            if entry is not None and entry.calls:
+                line = ln
+                break
+        if entry is None or not entry.calls:
+            continue
+        if shown is None:
+            shown = (fl, entry, line)
+        else:
+            others.append(fl)
+    if shown is None:
+        return None
+    fl, entry, line = shown
+    rec, capture = fl.record, fl.record.capture
+    results = list(lv.runs(capture, entry)[0].results)
+    label = target.name.lstrip(".")
+    note = None
+    if target.count > 1 and target.index is not None and len(results) == target.count:
+        picked, names = [results[target.index]], [label]
+    elif target.count > 1:
+        picked, names = results, None
+        note = (f"The statement assigns {target.count} names and the line produced {len(results)} "
+                f"value{'s' * (len(results) != 1)}: all are shown.")
+    else:
+        picked, names = results, ([label] if len(results) == 1 else None)
+    parts = [lv.header(rec, capture)]
+    if target.name == "return":
+        names = None
+        head = f"`return` on line {line} hands back"
+    else:
+        head = f"`{label}`, assigned on line {line}" + (
+            f", result {target.index + 1} of {target.count}" if names and target.count > 1 else "")
+    parts.append(head + ":\n" + "\n".join(lv.value_lines(capture, picked, names, dtype=True)))
+    if note:
+        parts.append(note)
+    parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
+    stale = lv.stale_text(rec, _rel(rec.root, path) or str(path), fl.stale)
+    if stale:
+        parts.append(stale)
+    for ofl in others:
+        parts.append(f"Also run by profile `{ofl.record.profile}` (captured at {lv.when(ofl.record.captured_at)}).")
+    return "\n\n".join(parts)

@@ -312,6 +312,7 @@ class OpenGraph(Feature):
         self.server.get_feature(Freshness).record(record)
         # The text each source had when captured: where its lines' data goes after edits.
         await self.server.run_blocking(self.server.get_feature(CapturedLines).remember, record)
+        await self.server.fan_out("capture_landed", record)  # inlay hints refresh
         url = viewer.url_for(capture_id)
         urls = self.urls.setdefault(str(root), {})
         urls.pop(profile, None)  # newest last

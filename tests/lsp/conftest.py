@@ -159,6 +159,15 @@ def make_client_factory():
             client.lens_refreshed.set()  # type: ignore[attr-defined]
             return None
 
+        client.inlay_hint_refreshes = []  # type: ignore[attr-defined]
+        client.inlay_hints_refreshed = asyncio.Event()  # type: ignore[attr-defined]
+
+        @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+        def inlay_hint_refresh(params: None):
+            client.inlay_hint_refreshes.append(time.monotonic())  # type: ignore[attr-defined]
+            client.inlay_hints_refreshed.set()  # type: ignore[attr-defined]
+            return None
+
         @client.feature(types.CLIENT_REGISTER_CAPABILITY)
         def register_capability(params: types.RegistrationParams):
             return None

@@ -1,0 +1,214 @@
+"""How a captured line's values read in the editor: hint labels, tooltips, hover text.
+
+One wording for the inlay hints (:mod:`.inlay_hints`) and the hover on an assigned name
+(:mod:`.hover`). Value text comes from :func:`viewer.projection.value_label`, the label
+the graph draws on its edges, so an editor hint and a graph edge never disagree.
+
+Torch values carry what the worker measured (``Value.measured``: ``stats`` with
+min/max/mean/std and NaN/Inf counts, ``bytes``); JAX values are abstract (traced by
+``jax.make_jaxpr``, never computed), so their text says so instead of showing numbers.
+A line inside an unexecuted control-flow body (a JAX ``scan``/``while``/``cond``
+template) shows one iteration's shapes, as traced.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from viewer.bodies import BODY_KIND, body_summary, template_line
+from viewer.projection import value_label
+
+if TYPE_CHECKING:  # pragma: no cover
+    from viewer.lines import LineEntry
+
+    from .freshness import Record
+
+#: Values named in a label before "+N".
+LABEL_VALUES = 3
+#: Values described in a tooltip before "and N more".
+TOOLTIP_VALUES = 8
+STALE_SUFFIX = " (stale)"
+
+
+def labels_of(capture: Any, value_ids: list[int]) -> list[str]:
+    values = capture.values
+    return [value_label(values[v].shape, values[v].dtype) for v in value_ids]
+
+
+def nonfinite(capture: Any, value_ids: list[int]) -> str | None:
+    """``NaN``, ``Inf`` or ``NaN/Inf`` when a measured value holds some, else None."""
+    nan = inf = False
+    values = capture.values
+    for v in value_ids:
+        m = values[v].measured
+        stats = m.get("stats") if isinstance(m, dict) else None
+        if isinstance(stats, dict):
+            nan = nan or bool(stats.get("nan"))
+            inf = inf or bool(stats.get("inf"))
+    return "NaN/Inf" if nan and inf else "NaN" if nan else "Inf" if inf else None
+
+
+def hint_label(labels: list[str], calls: int, stale: bool, bad: str | None = None) -> str:
+    """``f32[2,8,8,8]``; ``→ f32[2,8] · f32[2,8]`` for several values, ``+N`` past
+    :data:`LABEL_VALUES`; `` ×12`` for a line that ran 12 times (its first call shown);
+    `` ⚠ NaN`` when a shown value holds NaN (``bad``, from :func:`nonfinite`);
+    :data:`STALE_SUFFIX` when the file or profile changed since the capture."""
+    if not labels:
+        text = "(no values)"
+    elif len(labels) == 1:
+        text = labels[0]
+    else:
+        text = "→ " + " · ".join(labels[:LABEL_VALUES])
+        if len(labels) > LABEL_VALUES:
+            text += f" +{len(labels) - LABEL_VALUES}"
+    if calls > 1:
+        text += f" ×{calls}"
+    if bad:
+        text += f" ⚠ {bad}"
+    return text + (STALE_SUFFIX if stale else "")
+
+
+def when(ts: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(ts))
+
+
+def human_bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024.0
+        if n < 1024 or unit == "TiB":
+            return f"{n:.3g} {unit}"
+    return f"{n} B"  # pragma: no cover
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "NaN"
+        if math.isinf(x):
+            return "-inf" if x < 0 else "inf"
+        if x == 0:
+            return "0"
+        return f"{x:.4g}"
+    return str(x)
+
+
+def measured_text(measured: Any) -> str | None:
+    """``4 KiB · min 0 · max 2.31 · mean 0.412 · std 0.518 · NaN 0 · Inf 0``, or None
+    when nothing was measured (JAX, or a non-float Torch value without statistics)."""
+    if not isinstance(measured, dict):
+        return None
+    bits = []
+    if type(measured.get("bytes")) is int:
+        bits.append(human_bytes(measured["bytes"]))
+    stats = measured.get("stats")
+    if isinstance(stats, dict):
+        if stats.get("min") is None and stats.get("max") is None and ("nan" in stats or "inf" in stats):
+            bits.append("no finite values")
+        else:
+            bits += [f"{k} {_num(stats.get(k))}" for k in ("min", "max", "mean", "std")]
+        bits += [f"NaN {_num(stats.get('nan', 0))}", f"Inf {_num(stats.get('inf', 0))}"]
+    return " · ".join(bits) if bits else None
+
+
+def value_lines(capture: Any, value_ids: list[int], names: list[str] | None = None,
+                dtype: bool = False) -> list[str]:
+    """One markdown line per value: its label (and name; the dtype's full name with
+    ``dtype``) and what was measured."""
+    out = []
+    values = capture.values
+    for k, v in enumerate(value_ids[:TOOLTIP_VALUES]):
+        val = values[v]
+        head = f"`{value_label(val.shape, val.dtype)}`"
+        if names and k < len(names) and names[k]:
+            head = f"`{names[k]}`: " + head
+        if dtype:
+            head += f" · {str(val.dtype).removeprefix('torch.')}"
+        m = measured_text(val.measured)
+        out.append(f"- {head}" + (f" · {m}" if m else ""))
+    if len(value_ids) > TOOLTIP_VALUES:
+        out.append(f"- and {len(value_ids) - TOOLTIP_VALUES} more")
+    return out
+
+
+def _body_of(capture: Any, group: int) -> tuple[int, dict] | None:
+    groups = capture.groups
+    seen = 0
+    g: Any = group
+    while type(g) is int and 0 <= g < len(groups) and seen < 10_000:
+        grp = groups[g]
+        if grp.kind == BODY_KIND and isinstance(grp.attrs, dict):
+            return g, grp.attrs
+        g, seen = grp.parent, seen + 1
+    return None
+
+
+def runs(capture: Any, entry: "LineEntry") -> list:
+    """The calls of the line that ran: those outside unexecuted control-flow bodies (a
+    ``fori_loop`` line also "calls" the loop's own increment inside the body template,
+    a ``cond`` line its branch lambdas). A line only inside bodies keeps every call."""
+    ran = [c for c in entry.calls if _body_of(capture, c.container) is None]
+    return ran or list(entry.calls)
+
+
+def provenance(capture: Any, entry: "LineEntry") -> str:
+    """Where the numbers come from: measured (Torch), traced (JAX), or one traced
+    iteration of an unexecuted body."""
+    if entry.traced_body:
+        found = _body_of(capture, entry.first.container)
+        if found is not None:
+            g, attrs = found
+            node = attrs.get("node")
+            op = capture.nodes[node].op if type(node) is int and 0 <= node < len(capture.nodes) else "control-flow"
+            summary = body_summary(g, attrs, capture.groups[g].name)
+            return (f"Inside the `{op}` body: {template_line(summary)}. The shapes are one iteration's, "
+                    "as JAX traced it; nothing here was computed.")
+        return ("Inside a control-flow body: one iteration, as traced; not executed. "
+                "The shapes are one iteration's, as JAX traced it; nothing here was computed.")
+    if getattr(capture, "framework", "") == "torch":
+        return "Measured by running the model (PyTorch)."
+    return "Traced by JAX, not measured: shapes and dtypes only (nothing was computed)."
+
+
+def calls_text(capture: Any, entry: "LineEntry") -> str:
+    ran = runs(capture, entry)
+    ops = ran[0].ops
+    text = f"{ops:,} op{'s' * (ops != 1)} behind it"
+    n = len(ran)
+    if n > 1:
+        where = _container_name(capture, ran[0].container)
+        text += f"; the line ran {n}× (the first call is shown{f', in `{where}`' if where else ''})"
+    if not entry.traced_body and len(entry.calls) > n:
+        text += "; it is also part of an unexecuted control-flow body (a template, as traced)"
+    return text
+
+
+def _container_name(capture: Any, g: int) -> str | None:
+    if not (type(g) is int and 0 <= g < len(capture.groups)):
+        return None
+    grp = capture.groups[g]
+    path = grp.attrs.get("path") if isinstance(grp.attrs, dict) else None
+    return str(path) if isinstance(path, str) and path else (grp.name or None)
+
+
+def stale_text(rec: "Record", rel: str, file_changed: bool) -> str | None:
+    """Why what is shown is only "as of the last capture" (this file, another source
+    or the profile changed since), or None when it is fresh."""
+    changed = []
+    if file_changed or rel in rec.stale:
+        changed.append(f"`{rel}`")
+    changed += [f"`{s}`" if s in rec.changed_sources else s for s in rec.stale if s != rel]
+    if not changed:
+        return None
+    return (f"**As of the last capture** ({when(rec.captured_at)}). Changed since: {', '.join(changed)}. "
+            "Lines edited since have no hint; Open as Graph again to recapture.")
+
+
+def header(rec: "Record", capture: Any) -> str:
+    fw = {"torch": "PyTorch", "jax": "JAX"}.get(getattr(capture, "framework", ""), getattr(capture, "framework", ""))
+    return f"**TensorViz** · profile `{rec.profile}` ({rec.qualname}, {fw}), captured at {when(rec.captured_at)}"
