@@ -26,6 +26,7 @@ import stat
 import time
 from pathlib import Path
 from collections.abc import Iterator, Sequence
+from itertools import islice, repeat
 from typing import Any, NamedTuple
 
 import msgpack
@@ -442,14 +443,24 @@ def _int(obj: Any, where: str) -> int:
     return obj
 
 
-def _all_ints(col: list, where: str, lo: int, hi: int) -> None:
-    """Every entry an int in [lo, hi)."""
-    if not all(type(x) is int for x in col):
-        bad = next(i for i, x in enumerate(col) if type(x) is not int)
-        raise _Invalid(f"{where}[{bad}]: expected an integer")
-    if col and (min(col) < lo or max(col) >= hi):
-        bad = next(i for i, x in enumerate(col) if not lo <= x < hi)
-        raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
+def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> None:
+    """Every entry an int (never a bool or a float) in [lo, hi).
+
+    The checks run as C-level passes over the column (its entries' types, then its range;
+    ``few``: the column holds few distinct values, so the range is taken over their set,
+    which is cheaper than ``min`` plus ``max`` over the whole column). Only a column that
+    fails is scanned again in Python, to name the first bad entry."""
+    if not col:
+        return
+    if list(map(type, col)).count(int) == len(col):
+        span = set(col) if few else col
+        if lo <= min(span) and max(span) < hi:
+            return
+    for i, x in enumerate(col):
+        if type(x) is not int:
+            raise _Invalid(f"{where}[{i}]: expected an integer")
+    bad = next(i for i, x in enumerate(col) if not lo <= x < hi)
+    raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
 
 
 def _plain(obj: Any, where: str, depth: int = 0) -> Any:
@@ -483,6 +494,20 @@ def _shallow(obj: Any, where: str, depth: int = 1) -> Any:
     return obj
 
 
+def _within_depth(objs: list) -> bool:
+    """Whether every one of ``objs`` (maps and lists of decoded msgpack) passes
+    :func:`_shallow`. One list comprehension per nesting level over all of them at once,
+    instead of a call per container; a caller that gets ``False`` runs :func:`_shallow` on
+    each, which names the one that is too deep."""
+    level = objs
+    for _ in range(_MAX_DEPTH):  # level k+1 holds the containers nested k deep in objs
+        level = [x for c in level for x in (c.values() if type(c) is dict else c)
+                 if type(x) is dict or type(x) is list]
+        if not level:
+            return True
+    return False
+
+
 def _opt_map(obj: Any, where: str) -> dict:
     if obj is None:
         return {}
@@ -514,7 +539,7 @@ def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
 def _build(body: Any, header: dict) -> Capture:
     b = _map(body, "body")
     strings = _list(b.get("strings"), "strings")
-    if not all(type(x) is str for x in strings):
+    if list(map(type, strings)).count(str) != len(strings):
         raise _Invalid("strings: expected a list of strings")
     n_str = len(strings)
 
@@ -530,18 +555,23 @@ def _build(body: Any, header: dict) -> Capture:
     vals = _map(b.get("values"), "values")
     dtypes = _list(vals.get("dtype"), "values.dtype")
     n_values = len(dtypes)
-    _all_ints(dtypes, "values.dtype", 0, n_str)
+    _all_ints(dtypes, "values.dtype", 0, n_str, few=True)
     shape_off = _offsets(vals.get("shape_offsets"), "values.shape_offsets", n_values)
     dims = _list(vals.get("shape_dims"), "values.shape_dims", shape_off[-1])
-    if not all((type(d) is int and d >= 0) or type(d) is str for d in dims):
+    dim_types = set(map(type, dims))
+    if not (dim_types <= {int, str} and min(
+            set(dims) if dim_types == {int} else [d for d in dims if type(d) is int], default=0) >= 0):
         raise _Invalid("values.shape_dims: dimensions are sizes or names")
     measured = vals.get("measured")
     if measured is not None:
         _list(measured, "values.measured", n_values)
-        for i, m in enumerate(measured):
-            if m is not None:
-                _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
-    values = ValueTable(shape_off, dims, [strings[d] for d in dtypes], measured)
+        present = [m for m in measured if m is not None]
+        if list(map(type, present)).count(dict) != len(present) or not _within_depth(present):
+            for i, m in enumerate(measured):
+                if m is not None:
+                    _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
+            raise _Invalid("values.measured: nested too deeply")  # not reached: _shallow names the entry
+    values = ValueTable(shape_off, dims, list(map(strings.__getitem__, dtypes)), measured)
 
     # groups and frames (nodes refer to them)
     groups_raw = _list(b.get("groups"), "groups")
@@ -577,11 +607,13 @@ def _build(body: Any, header: dict) -> Capture:
     nd = _map(b.get("nodes"), "nodes")
     ops = _list(nd.get("op"), "nodes.op")
     n_nodes = len(ops)
-    _all_ints(ops, "nodes.op", 0, n_str)
-    literals = _shallow(_list(b.get("literals"), "literals"), "literals")
+    _all_ints(ops, "nodes.op", 0, n_str, few=True)
+    literals = _list(b.get("literals"), "literals")
+    if not _within_depth([literals]):
+        _shallow(literals, "literals")
     in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes)
     in_pos = _list(nd.get("input_positions"), "nodes.input_positions", in_off[-1])
-    _all_ints(in_pos, "nodes.input_positions", 0, 1 << 31)
+    _all_ints(in_pos, "nodes.input_positions", 0, 1 << 31, few=True)
     in_ref = _list(nd.get("input_refs"), "nodes.input_refs", in_off[-1])
     _all_ints(in_ref, "nodes.input_refs", -len(literals), n_values)
     out_off = _offsets(nd.get("output_offsets"), "nodes.output_offsets", n_nodes)
@@ -590,18 +622,20 @@ def _build(body: Any, header: dict) -> Capture:
     param_nodes = _list(nd.get("param_nodes"), "nodes.param_nodes")
     _all_ints(param_nodes, "nodes.param_nodes", 0, n_nodes)
     param_maps = _list(nd.get("param_maps"), "nodes.param_maps", len(param_nodes))
-    if not all(type(p) is dict for p in param_maps):
+    if list(map(type, param_maps)).count(dict) != len(param_maps):
         raise _Invalid("nodes.param_maps: expected maps")
-    for i, pm in enumerate(param_maps):
-        _shallow(pm, f"nodes.param_maps[{i}]")
+    if not _within_depth(param_maps):
+        for i, pm in enumerate(param_maps):
+            _shallow(pm, f"nodes.param_maps[{i}]")
+        raise _Invalid("nodes.param_maps: nested too deeply")  # not reached: _shallow names the map
     grp = _list(nd.get("group"), "nodes.group", n_nodes)
-    _all_ints(grp, "nodes.group", -1, n_groups)
+    _all_ints(grp, "nodes.group", -1, n_groups, few=True)
     frm = _list(nd.get("frame"), "nodes.frame", n_nodes)
-    _all_ints(frm, "nodes.frame", -1, len(frames))
+    _all_ints(frm, "nodes.frame", -1, len(frames), few=True)
     opaque_ids = _list(nd.get("opaque"), "nodes.opaque")
     _all_ints(opaque_ids, "nodes.opaque", 0, n_nodes)
     nodes = NodeTable(
-        [strings[o] for o in ops], in_off, in_pos, in_ref, literals, out_off, out_ids,
+        list(map(strings.__getitem__, ops)), in_off, in_pos, in_ref, literals, out_off, out_ids,
         dict(zip(param_nodes, param_maps)), grp, frm, frozenset(opaque_ids),
     )
 
@@ -664,6 +698,10 @@ def _build(body: Any, header: dict) -> Capture:
 def _offsets(obj: Any, where: str, n: int) -> list:
     """CSR offsets: n+1 non-decreasing integers starting at 0."""
     off = _list(obj, where, n + 1)
+    # One C-level pass each: types, then order (sorting a sorted list of ints is a
+    # linear scan). Only a column that fails is checked again entry by entry, for the message.
+    if list(map(type, off)).count(int) == len(off) and off[0] == 0 and off[-1] < 1 << 62 and sorted(off) == off:
+        return off
     _all_ints(off, where, 0, 1 << 62)
     _need(off[0] == 0, where, "must start at 0")
     if any(a > b for a, b in zip(off, off[1:])):
@@ -705,6 +743,17 @@ class ValueTable(Sequence[Value]):
         """Per-value measured maps, or ``None`` when no value was measured."""
         return self._measured
 
+    def __iter__(self) -> Iterator[Value]:
+        """Every row in order, each a fresh object, built by C-level passes over the columns."""
+        off, dims = self._off, self._dims
+        return map(
+            Value,
+            range(len(self._dtype)),
+            [dims[a:b] for a, b in zip(off, islice(off, 1, None))],
+            self._dtype,
+            repeat(None) if self._measured is None else self._measured,
+        )
+
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
@@ -741,23 +790,31 @@ class NodeTable(Sequence[Node]):
                            self._out_off, self._out, self._opaque)
 
     def __iter__(self) -> Iterator[Node]:
-        """Every row in order: the same rows as indexing, built in one tight loop
-        (whole-graph readers iterate; this is about twice as fast as ``self[i]``)."""
-        op, in_off, in_pos, in_ref, lit = self._op, self._in_off, self._in_pos, self._in_ref, self._lit
-        out_off, out, params_of = self._out_off, self._out, self._params.get
-        group, frame, opaque = self._group, self._frame, self._opaque
-        a = in_off[0] if in_off else 0
-        o = out_off[0] if out_off else 0
-        for i in range(len(op)):
-            b, p = in_off[i + 1], out_off[i + 1]
-            operands = [
-                Operand(q, r, None) if r >= 0 else Operand(q, None, lit[-1 - r])
-                for q, r in zip(in_pos[a:b], in_ref[a:b])
-            ]
-            g, f = group[i], frame[i]
-            yield Node(i, op[i], operands, out[o:p], params_of(i, {}),
-                       None if g < 0 else g, None if f < 0 else f, i in opaque)
-            a, o = b, p
+        """Every row in order: the same rows as indexing, each a fresh object. Built by
+        C-level passes over whole columns (``map`` over the columns into the row classes)
+        rather than a Python loop per row: whole-graph readers iterate."""
+        n = len(self._op)
+        in_off, in_ref, lit = self._in_off, self._in_ref, self._lit
+        if lit:  # operand refs -1, -2, ... name literals 0, 1, ...: split into value / literal columns
+            is_value = dict.fromkeys(range(-len(lit), 0)).get
+            refs = map(is_value, in_ref, in_ref)  # the value id, or None for a literal
+            literal_of = dict(zip(range(-1, -len(lit) - 1, -1), lit)).get
+            operands = list(map(Operand, self._in_pos, refs, map(literal_of, in_ref)))
+        else:
+            operands = list(map(Operand, self._in_pos, in_ref))
+        out, out_off, params = self._out, self._out_off, self._params
+        none_for_minus_one = {-1: None}.get
+        return map(
+            Node,
+            range(n),
+            self._op,
+            [operands[a:b] for a, b in zip(in_off, islice(in_off, 1, None))],
+            [out[a:b] for a, b in zip(out_off, islice(out_off, 1, None))],
+            [params.get(i) or {} for i in range(n)] if params else [{} for _ in range(n)],
+            map(none_for_minus_one, self._group, self._group),
+            map(none_for_minus_one, self._frame, self._frame),
+            map(self._opaque.__contains__, range(n)),
+        )
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
