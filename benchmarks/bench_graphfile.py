@@ -5,11 +5,13 @@
 Builds one synthetic capture (grouped, with params, literals, frames and opaque
 nodes), then measures for the same content:
   * .tvg: size, write (encode + atomic file write), read (file read + full
-    validation into a Capture) and every Node row built from it;
+    validation into a Capture) and every Node and Value row built from it; the same
+    read for a version-1 file (the previous format, still read) of the same capture;
   * JSON: size, json.dumps + write, read + json.loads (the row-form content of
     `tensorviz inspect --json`; its rows are dicts, built by the parse).
 The headline compares like with like: the cyclic garbage collector paused on both
-sides (the .tvg reader pauses it itself) and every row built on both sides. The
+sides (the .tvg reader pauses it itself) and every node and value row built on both
+sides (the JSON parse builds them all). The
 figures as a reader without those care would see them are printed below it.
 Prints figures and ratios; asserts nothing.
 Targets: .tvg at most half the JSON's size, read (like for like) at least 2x faster.
@@ -51,11 +53,14 @@ def main() -> None:
     capture = synthetic_capture(args.nodes, opaque_every=97)
     with tempfile.TemporaryDirectory() as tmp:
         tvg = Path(tmp) / "g.tvg"
+        tvg1 = Path(tmp) / "g1.tvg"
         js = Path(tmp) / "g.json"
+        tvg1.write_bytes(graphfile.encode(capture, version=1))
 
         t_tvg_write = best(lambda: graphfile.write(capture, tvg), args.repeat)
         t_json_write = best(lambda: js.write_text(json.dumps(to_json(capture))), args.repeat)
         t_tvg_read = best(lambda: graphfile.read(tvg), args.repeat)
+        t_tvg1_read = best(lambda: graphfile.read(tvg1), args.repeat)
         t_json_read = best(lambda: json.loads(js.read_text()), args.repeat)
 
         def json_read_no_gc():
@@ -67,28 +72,36 @@ def main() -> None:
 
         t_json_read_nogc = best(json_read_no_gc, args.repeat)
 
-        cap = graphfile.read(tvg)
+        def rows_no_gc(cap, table):
+            def run():
+                gc.disable()
+                try:
+                    for _ in getattr(cap, table):
+                        pass
+                finally:
+                    gc.enable()
+            return run
 
-        def rows_no_gc():
-            gc.disable()
-            try:
-                for _ in cap.nodes:
-                    pass
-            finally:
-                gc.enable()
-
-        t_rows = best(rows_no_gc, args.repeat)
-        size_tvg, size_json = tvg.stat().st_size, js.stat().st_size
+        cap, cap1 = graphfile.read(tvg), graphfile.read(tvg1)
+        t_node_rows = best(rows_no_gc(cap, "nodes"), args.repeat)
+        t_value_rows = best(rows_no_gc(cap, "values"), args.repeat)
+        t_rows1 = best(rows_no_gc(cap1, "nodes"), args.repeat) + best(rows_no_gc(cap1, "values"), args.repeat)
+        size_tvg, size_tvg1, size_json = tvg.stat().st_size, tvg1.stat().st_size, js.stat().st_size
 
     n = len(capture.nodes)
+    t_rows = t_node_rows + t_value_rows
     t_tvg_full = t_tvg_read + t_rows
+    t_tvg1_full = t_tvg1_read + t_rows1
     print(f"synthetic capture: {n:,} nodes, {len(capture.values):,} values, {len(capture.groups)} groups")
     print(f"{'':34}{'.tvg':>10}{'JSON':>10}{'ratio':>10}")
     print(f"{'size (MB)':34}{size_tvg / 1e6:10.2f}{size_json / 1e6:10.2f}{size_json / size_tvg:9.1f}x smaller")
     print(f"{'write (s)':34}{t_tvg_write:10.3f}{t_json_write:10.3f}{t_json_write / t_tvg_write:9.1f}x faster")
     print(f"{'read, like for like (s)':34}{t_tvg_full:10.3f}{t_json_read_nogc:10.3f}"
           f"{t_json_read_nogc / t_tvg_full:9.1f}x faster   <- headline")
-    print("  (GC paused on both sides; every row built on both sides)")
+    print(f"  (GC paused on both sides; every row built on both sides: .tvg read {t_tvg_read:.3f} s"
+          f" + node rows {t_node_rows:.3f} s + value rows {t_value_rows:.3f} s)")
+    print(f"{'  the same, version-1 .tvg (s)':34}{t_tvg1_full:10.3f}{t_json_read_nogc:10.3f}"
+          f"{t_json_read_nogc / t_tvg1_full:9.1f}x faster   ({size_tvg1 / 1e6:.2f} MB; the previous format)")
     print(f"{'read, .tvg rows on access (s)':34}{t_tvg_read:10.3f}{t_json_read_nogc:10.3f}"
           f"{t_json_read_nogc / t_tvg_read:9.1f}x faster")
     print(f"{'read, JSON with GC on (s)':34}{t_tvg_full:10.3f}{t_json_read:10.3f}"

@@ -2,9 +2,16 @@
 
 A file is two consecutive msgpack objects:
 
-1. a small header map: ``{"format": "tensorviz-graph", "version": 1, "counts": {...}}``;
+1. a small header map: ``{"format": "tensorviz-graph", "version": 2, "counts": {...}}``;
 2. the body: the capture in columnar form (ids are dense indices, so they are not
    stored; repeated strings such as op names and dtypes go through one string table).
+
+Version 2 (written now) stores every integer column packed: one msgpack ``bin`` whose first
+byte is an :mod:`array` type code (``bBhHiIqQ``: signed or unsigned, 1, 2, 4 or 8 bytes)
+and the rest the entries, little-endian. Nodes' params go through a table of distinct
+maps (``param_table``, ``param_index``). Reading it builds no msgpack integer per entry and
+needs no per-entry type check (a packed entry is an integer by construction). Version 1
+(integer columns as msgpack lists, one params map per node with params) is still read.
 
 The reader treats every file as hostile: the file size, every msgpack container and
 string are bounded, the header is checked before the body is decoded, and every
@@ -18,15 +25,18 @@ from __future__ import annotations
 
 import gc
 import ntpath
+import operator
 import os
 import re
 import posixpath
 import secrets
 import stat
+import sys
 import time
+from array import array
 from pathlib import Path
 from collections.abc import Iterator, Sequence
-from itertools import islice, repeat
+from itertools import compress, islice, repeat
 from typing import Any, NamedTuple
 
 import msgpack
@@ -70,8 +80,11 @@ class _Invalid(Exception):
 # --------------------------------------------------------------------------- writing
 
 
-def encode(capture: Capture) -> bytes:
-    """The file's bytes for ``capture``."""
+def encode(capture: Capture, *, version: int = FORMAT_VERSION) -> bytes:
+    """The file's bytes for ``capture``: format ``version`` 2, or 1 for a reader that
+    predates version 2."""
+    if version not in READ_VERSIONS:
+        raise ValueError(f"graph file version {version} cannot be written (this TensorViz writes {READ_VERSIONS})")
     _check_dense(capture)
     strings: dict[str, int] = {}
 
@@ -103,6 +116,29 @@ def encode(capture: Capture) -> bytes:
         shape_dims += v.shape
         shape_off.append(len(shape_dims))
 
+    packed = version >= 2
+    ints = _pack_ints if packed else list
+    param_nodes = [i for i, n in enumerate(nodes) if n.params]
+    if packed:  # each distinct params map stored once (real programs repeat a few)
+        param_table: list[dict] = []
+        seen: dict[bytes, int] = {}
+        param_index = []
+        for i in param_nodes:
+            params = nodes[i].params
+            try:
+                key = msgpack.packb(params, use_bin_type=True)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+            k = seen.get(key)
+            if k is None:
+                k = seen[key] = len(param_table)
+                param_table.append(params)
+            param_index.append(k)
+        params_columns = {"param_nodes": ints(param_nodes), "param_table": param_table,
+                          "param_index": ints(param_index)}
+    else:
+        params_columns = {"param_nodes": param_nodes, "param_maps": [nodes[i].params for i in param_nodes]}
+    all_int_dims = all(type(d) is int for d in shape_dims)
     body = {
         "backend": capture.backend,
         "framework": capture.framework,
@@ -114,25 +150,25 @@ def encode(capture: Capture) -> bytes:
             capture.coverage.effects,
         ],
         "values": {
-            "shape_offsets": shape_off,
-            "shape_dims": shape_dims,
-            "dtype": [s(v.dtype) for v in values],
+            "shape_offsets": ints(shape_off),
+            # packed when every dimension is a size; a list when some are names
+            "shape_dims": ints(shape_dims) if all_int_dims else shape_dims,
+            "dtype": ints([s(v.dtype) for v in values]),
             "measured": [v.measured for v in values]
             if any(v.measured is not None for v in values)
             else None,
         },
         "nodes": {
-            "op": [s(n.op) for n in nodes],
-            "input_offsets": in_off,
-            "input_positions": in_pos,
-            "input_refs": in_ref,
-            "output_offsets": out_off,
-            "output_ids": out_ids,
-            "param_nodes": [i for i, n in enumerate(nodes) if n.params],
-            "param_maps": [n.params for n in nodes if n.params],
-            "group": [-1 if n.group is None else n.group for n in nodes],
-            "frame": [-1 if n.frame is None else n.frame for n in nodes],
-            "opaque": [i for i, n in enumerate(nodes) if n.opaque],
+            "op": ints([s(n.op) for n in nodes]),
+            "input_offsets": ints(in_off),
+            "input_positions": ints(in_pos),
+            "input_refs": ints(in_ref),
+            "output_offsets": ints(out_off),
+            "output_ids": ints(out_ids),
+            **params_columns,
+            "group": ints([-1 if n.group is None else n.group for n in nodes]),
+            "frame": ints([-1 if n.frame is None else n.frame for n in nodes]),
+            "opaque": ints([i for i, n in enumerate(nodes) if n.opaque]),
         },
         "literals": literals,
         "groups": [
@@ -161,7 +197,7 @@ def encode(capture: Capture) -> bytes:
         body["library_frames"] = library
     header = {
         "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
+        "version": version,
         "counts": {
             "values": len(values),
             "nodes": len(nodes),
@@ -173,6 +209,34 @@ def encode(capture: Capture) -> bytes:
         return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+
+
+#: The file versions this reader reads; it writes the last.
+READ_VERSIONS = (1, FORMAT_VERSION)
+
+#: A packed integer column's type codes (its first byte) and their entry widths.
+_PACKED_WIDTH = {"b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
+#: The :mod:`array` type code with each packed code's width and signedness on this platform.
+_ARRAY_CODE = {
+    code: next(c for c in ((code, "l", "q") if code.islower() else (code, "L", "Q")) if array(c).itemsize == width)
+    for code, width in _PACKED_WIDTH.items()
+}
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+def _pack_ints(col: list[int]) -> bytes:
+    """``col`` as a packed integer column: the narrowest type code that holds every entry,
+    then the entries little-endian."""
+    lo, hi = (min(col), max(col)) if col else (0, 0)
+    for code in ("BHIQ" if lo >= 0 else "bhiq"):
+        bits = 8 * _PACKED_WIDTH[code]
+        if (hi < 1 << bits) if code.isupper() else (-(1 << (bits - 1)) <= lo and hi < 1 << (bits - 1)):
+            packed = array(_ARRAY_CODE[code], col)
+            if _BIG_ENDIAN:
+                packed.byteswap()
+            return code.encode() + packed.tobytes()
+    raise ValueError(f"capture holds a value a graph file cannot store: an integer column holds "
+                     f"{hi if hi >= 1 << 63 else lo}, outside the 64-bit range")
 
 
 def write(capture: Capture, path: str | os.PathLike[str]) -> None:
@@ -303,7 +367,9 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
             gc.enable()
 
 
-def _unpacker(size: int, **hooks: Any) -> msgpack.Unpacker:
+def _unpacker(size: int, *, packed: bool = False, **hooks: Any) -> msgpack.Unpacker:
+    """``packed``: a version-2 body, whose integer columns are binary blobs (version 1
+    files hold none)."""
     bound = min(size, _MAX_CONTAINER)
     return msgpack.Unpacker(
         raw=False,
@@ -311,7 +377,7 @@ def _unpacker(size: int, **hooks: Any) -> msgpack.Unpacker:
         strict_map_key=True,
         max_buffer_size=max(size, 1),
         max_str_len=min(size, _MAX_STR),
-        max_bin_len=0,  # graph files hold no binary blobs
+        max_bin_len=size if packed else 0,
         max_array_len=bound,
         max_map_len=bound,
         max_ext_len=0,
@@ -360,10 +426,11 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
     version = header.get("version")
     if type(version) is not int:
         raise GraphFileError(name, "graph header has no integer version")
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         newer = "newer" if version > FORMAT_VERSION else "older"
         raise GraphFileError(
-            name, f"graph file version {version} is {newer} than this TensorViz reads (version {FORMAT_VERSION})"
+            name, f"graph file version {version} is {newer} than this TensorViz reads "
+            f"(versions {', '.join(map(str, READ_VERSIONS))})"
         )
     # The body is decoded with every list and map counted against a budget from the
     # header's counts: memory stays proportional to the graph the header declares.
@@ -377,7 +444,7 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
             raise _OverBudget
         return obj
 
-    body_unpacker = _unpacker(len(data), list_hook=counted, object_hook=counted)
+    body_unpacker = _unpacker(len(data), packed=version >= 2, list_hook=counted, object_hook=counted)
     body_unpacker.feed(memoryview(data)[start:])
     try:
         body = body_unpacker.unpack()
@@ -398,7 +465,7 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
     else:
         raise GraphFileError(name, "trailing data after the graph body")
     try:
-        return _build(body, header)
+        return _build(body, header, version)
     except _Invalid as exc:
         raise GraphFileError(name, f"invalid field {exc}") from None
 
@@ -461,6 +528,42 @@ def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> 
             raise _Invalid(f"{where}[{i}]: expected an integer")
     bad = next(i for i, x in enumerate(col) if not lo <= x < hi)
     raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
+
+
+def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+    """A version-1 integer column: a list of ``length`` entries (``None``: any number), each
+    an integer in [lo, hi)."""
+    col = _list(obj, where, length)
+    _all_ints(col, where, lo, hi, few=few)
+    return col
+
+
+def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+    """A version-2 (packed) integer column of ``length`` entries (``None``: any number),
+    each in [lo, hi), as a list. Every entry is an integer by construction, and the type
+    code bounds it: only the bounds the code leaves open are checked, by C-level passes."""
+    _need(type(obj) is bytes and len(obj) > 0, where, "expected a packed integer column")
+    code = chr(obj[0])
+    width = _PACKED_WIDTH.get(code)
+    _need(width is not None, where, f"unknown packed integer type {code!r}")
+    n, extra = divmod(len(obj) - 1, width)
+    _need(extra == 0, where, f"{len(obj) - 1} bytes are not a whole number of {width}-byte entries")
+    if length is not None:
+        _need(n == length, where, f"expected {length} entries, found {n}")
+    _need(n <= _MAX_CONTAINER, where, f"{n:,} entries, over the {_MAX_CONTAINER:,}-entry limit")
+    entries = array(_ARRAY_CODE[code])
+    entries.frombytes(memoryview(obj)[1:])
+    if _BIG_ENDIAN:
+        entries.byteswap()
+    col = entries.tolist()
+    bits = 8 * width
+    code_lo, code_hi = (0, 1 << bits) if code.isupper() else (-(1 << (bits - 1)), 1 << (bits - 1))
+    if col and (code_lo < lo or code_hi > hi):
+        span = set(col) if few else col
+        if (code_lo < lo and min(span) < lo) or (code_hi > hi and max(span) >= hi):
+            bad = next(i for i, x in enumerate(col) if not lo <= x < hi)
+            raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
+    return col
 
 
 def _plain(obj: Any, where: str, depth: int = 0) -> Any:
@@ -536,8 +639,10 @@ def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
     return obj
 
 
-def _build(body: Any, header: dict) -> Capture:
+def _build(body: Any, header: dict, version: int = FORMAT_VERSION) -> Capture:
     b = _map(body, "body")
+    packed = version >= 2
+    ints = _packed_ints if packed else _listed_ints
     strings = _list(b.get("strings"), "strings")
     if list(map(type, strings)).count(str) != len(strings):
         raise _Invalid("strings: expected a list of strings")
@@ -553,15 +658,23 @@ def _build(body: Any, header: dict) -> Capture:
 
     # values
     vals = _map(b.get("values"), "values")
-    dtypes = _list(vals.get("dtype"), "values.dtype")
+    dtypes = ints(vals.get("dtype"), "values.dtype", None, 0, n_str, few=True)
     n_values = len(dtypes)
-    _all_ints(dtypes, "values.dtype", 0, n_str, few=True)
-    shape_off = _offsets(vals.get("shape_offsets"), "values.shape_offsets", n_values)
-    dims = _list(vals.get("shape_dims"), "values.shape_dims", shape_off[-1])
-    dim_types = set(map(type, dims))
-    if not (dim_types <= {int, str} and min(
-            set(dims) if dim_types == {int} else [d for d in dims if type(d) is int], default=0) >= 0):
-        raise _Invalid("values.shape_dims: dimensions are sizes or names")
+    shape_off = _offsets(vals.get("shape_offsets"), "values.shape_offsets", n_values, packed)
+    dims = vals.get("shape_dims")
+    if packed and type(dims) is bytes:  # every dimension a size (names make it a list)
+        try:
+            dims = _packed_ints(dims, "values.shape_dims", shape_off[-1], 0, 1 << 64)
+        except _Invalid as exc:
+            if "out of range" not in str(exc):
+                raise
+            raise _Invalid("values.shape_dims: dimensions are sizes or names") from None
+    else:
+        dims = _list(dims, "values.shape_dims", shape_off[-1])
+        dim_types = set(map(type, dims))
+        if not (dim_types <= {int, str} and min(
+                set(dims) if dim_types == {int} else [d for d in dims if type(d) is int], default=0) >= 0):
+            raise _Invalid("values.shape_dims: dimensions are sizes or names")
     measured = vals.get("measured")
     if measured is not None:
         _list(measured, "values.measured", n_values)
@@ -605,35 +718,33 @@ def _build(body: Any, header: dict) -> Capture:
 
     # nodes: whole columns are checked here; rows are built on access
     nd = _map(b.get("nodes"), "nodes")
-    ops = _list(nd.get("op"), "nodes.op")
+    ops = ints(nd.get("op"), "nodes.op", None, 0, n_str, few=True)
     n_nodes = len(ops)
-    _all_ints(ops, "nodes.op", 0, n_str, few=True)
     literals = _list(b.get("literals"), "literals")
     if not _within_depth([literals]):
         _shallow(literals, "literals")
-    in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes)
-    in_pos = _list(nd.get("input_positions"), "nodes.input_positions", in_off[-1])
-    _all_ints(in_pos, "nodes.input_positions", 0, 1 << 31, few=True)
-    in_ref = _list(nd.get("input_refs"), "nodes.input_refs", in_off[-1])
-    _all_ints(in_ref, "nodes.input_refs", -len(literals), n_values)
-    out_off = _offsets(nd.get("output_offsets"), "nodes.output_offsets", n_nodes)
-    out_ids = _list(nd.get("output_ids"), "nodes.output_ids", out_off[-1])
-    _all_ints(out_ids, "nodes.output_ids", 0, n_values)
-    param_nodes = _list(nd.get("param_nodes"), "nodes.param_nodes")
-    _all_ints(param_nodes, "nodes.param_nodes", 0, n_nodes)
-    param_maps = _list(nd.get("param_maps"), "nodes.param_maps", len(param_nodes))
+    in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes, packed)
+    in_pos = ints(nd.get("input_positions"), "nodes.input_positions", in_off[-1], 0, 1 << 31, few=True)
+    in_ref = ints(nd.get("input_refs"), "nodes.input_refs", in_off[-1], -len(literals), n_values)
+    out_off = _offsets(nd.get("output_offsets"), "nodes.output_offsets", n_nodes, packed)
+    out_ids = ints(nd.get("output_ids"), "nodes.output_ids", out_off[-1], 0, n_values)
+    param_nodes = ints(nd.get("param_nodes"), "nodes.param_nodes", None, 0, n_nodes)
+    # version 1: one map per node with params; version 2: a table of distinct maps and,
+    # per node with params, its map's index in the table
+    maps_field = "nodes.param_table" if packed else "nodes.param_maps"
+    param_maps = _list(nd.get(maps_field[6:]), maps_field, None if packed else len(param_nodes))
     if list(map(type, param_maps)).count(dict) != len(param_maps):
-        raise _Invalid("nodes.param_maps: expected maps")
+        raise _Invalid(f"{maps_field}: expected maps")
     if not _within_depth(param_maps):
         for i, pm in enumerate(param_maps):
-            _shallow(pm, f"nodes.param_maps[{i}]")
-        raise _Invalid("nodes.param_maps: nested too deeply")  # not reached: _shallow names the map
-    grp = _list(nd.get("group"), "nodes.group", n_nodes)
-    _all_ints(grp, "nodes.group", -1, n_groups, few=True)
-    frm = _list(nd.get("frame"), "nodes.frame", n_nodes)
-    _all_ints(frm, "nodes.frame", -1, len(frames), few=True)
-    opaque_ids = _list(nd.get("opaque"), "nodes.opaque")
-    _all_ints(opaque_ids, "nodes.opaque", 0, n_nodes)
+            _shallow(pm, f"{maps_field}[{i}]")
+        raise _Invalid(f"{maps_field}: nested too deeply")  # not reached: _shallow names the map
+    if packed:
+        param_index = ints(nd.get("param_index"), "nodes.param_index", len(param_nodes), 0, len(param_maps))
+        param_maps = list(map(param_maps.__getitem__, param_index))
+    grp = ints(nd.get("group"), "nodes.group", n_nodes, -1, n_groups, few=True)
+    frm = ints(nd.get("frame"), "nodes.frame", n_nodes, -1, len(frames), few=True)
+    opaque_ids = ints(nd.get("opaque"), "nodes.opaque", None, 0, n_nodes)
     nodes = NodeTable(
         list(map(strings.__getitem__, ops)), in_off, in_pos, in_ref, literals, out_off, out_ids,
         dict(zip(param_nodes, param_maps)), grp, frm, frozenset(opaque_ids),
@@ -695,8 +806,14 @@ def _build(body: Any, header: dict) -> Capture:
     )
 
 
-def _offsets(obj: Any, where: str, n: int) -> list:
+def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:
     """CSR offsets: n+1 non-decreasing integers starting at 0."""
+    if packed:
+        off = _packed_ints(obj, where, n + 1, 0, 1 << 62)
+        _need(off[0] == 0, where, "must start at 0")
+        if sorted(off) != off:  # sorting a sorted list of ints is one linear pass
+            raise _Invalid(f"{where}: offsets must not decrease")
+        return off
     off = _list(obj, where, n + 1)
     # One C-level pass each: types, then order (sorting a sorted list of ints is a
     # linear scan). Only a column that fails is checked again entry by entry, for the message.
@@ -795,25 +912,27 @@ class NodeTable(Sequence[Node]):
         rather than a Python loop per row: whole-graph readers iterate."""
         n = len(self._op)
         in_off, in_ref, lit = self._in_off, self._in_ref, self._lit
-        if lit:  # operand refs -1, -2, ... name literals 0, 1, ...: split into value / literal columns
-            is_value = dict.fromkeys(range(-len(lit), 0)).get
-            refs = map(is_value, in_ref, in_ref)  # the value id, or None for a literal
-            literal_of = dict(zip(range(-1, -len(lit) - 1, -1), lit)).get
-            operands = list(map(Operand, self._in_pos, refs, map(literal_of, in_ref)))
-        else:
-            operands = list(map(Operand, self._in_pos, in_ref))
-        out, out_off, params = self._out, self._out_off, self._params
-        none_for_minus_one = {-1: None}.get
+        operands = list(map(Operand, self._in_pos, in_ref))
+        if lit:  # a ref -1, -2, ... names literal 0, 1, ...
+            for o in compress(operands, map(operator.lt, in_ref, repeat(0))):
+                o.value, o.literal = None, lit[-1 - o.value]
+        out, out_off = self._out, self._out_off
+        params = [{} for _ in range(n)]  # a fresh map for a node without params, as indexing gives
+        for i, p in self._params.items():
+            params[i] = p
+        opaque = [False] * n
+        for i in self._opaque:
+            opaque[i] = True
         return map(
             Node,
             range(n),
             self._op,
             [operands[a:b] for a, b in zip(in_off, islice(in_off, 1, None))],
             [out[a:b] for a, b in zip(out_off, islice(out_off, 1, None))],
-            [params.get(i) or {} for i in range(n)] if params else [{} for _ in range(n)],
-            map(none_for_minus_one, self._group, self._group),
-            map(none_for_minus_one, self._frame, self._frame),
-            map(self._opaque.__contains__, range(n)),
+            params,
+            [None if g < 0 else g for g in self._group],
+            [None if f < 0 else f for f in self._frame],
+            opaque,
         )
 
     def __getitem__(self, i):  # type: ignore[override]
