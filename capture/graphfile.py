@@ -45,7 +45,6 @@ from .model import (
     COVERAGE_STATUSES,
     EFFECTS,
     FORMAT_NAME,
-    FORMAT_VERSION,
     Capture,
     Coverage,
     Failure,
@@ -62,6 +61,12 @@ DEFAULT_MAX_FILE_BYTES = 1 << 30
 _MAX_CONTAINER = 50_000_000
 _MAX_STR = 16 << 20
 _MAX_DEPTH = 64
+#: The version of the file encoding this module writes (see the module docstring). It is
+#: the encoding's; the capture's own content, what ``to_json`` prints with
+#: ``capture.model.FORMAT_VERSION``, did not change in version 2.
+FILE_VERSION = 2
+#: The versions it reads (and can write, for an older reader).
+READ_VERSIONS = (1, FILE_VERSION)
 
 
 class GraphFileError(Exception):
@@ -80,11 +85,12 @@ class _Invalid(Exception):
 # --------------------------------------------------------------------------- writing
 
 
-def encode(capture: Capture, *, version: int = FORMAT_VERSION) -> bytes:
+def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
     """The file's bytes for ``capture``: format ``version`` 2, or 1 for a reader that
     predates version 2."""
     if version not in READ_VERSIONS:
-        raise ValueError(f"graph file version {version} cannot be written (this TensorViz writes {READ_VERSIONS})")
+        raise ValueError(f"graph file version {version} cannot be written "
+                         f"(versions {', '.join(map(str, READ_VERSIONS))} can)")
     _check_dense(capture)
     strings: dict[str, int] = {}
 
@@ -210,9 +216,6 @@ def encode(capture: Capture, *, version: int = FORMAT_VERSION) -> bytes:
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
 
-
-#: The file versions this reader reads; it writes the last.
-READ_VERSIONS = (1, FORMAT_VERSION)
 
 #: A packed integer column's type codes (its first byte) and their entry widths.
 _PACKED_WIDTH = {"b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
@@ -427,7 +430,7 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
     if type(version) is not int:
         raise GraphFileError(name, "graph header has no integer version")
     if version not in READ_VERSIONS:
-        newer = "newer" if version > FORMAT_VERSION else "older"
+        newer = "newer" if version > FILE_VERSION else "older"
         raise GraphFileError(
             name, f"graph file version {version} is {newer} than this TensorViz reads "
             f"(versions {', '.join(map(str, READ_VERSIONS))})"
@@ -639,7 +642,7 @@ def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
     return obj
 
 
-def _build(body: Any, header: dict, version: int = FORMAT_VERSION) -> Capture:
+def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
     b = _map(body, "body")
     packed = version >= 2
     ints = _packed_ints if packed else _listed_ints

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 FORMAT_NAME = "tensorviz-graph"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 1
 
 COVERAGE_STATUSES = ("complete", "partial")
 EFFECTS = ("none", "incomplete")
