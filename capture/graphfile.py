@@ -6,12 +6,14 @@ A file is two consecutive msgpack objects:
 2. the body: the capture in columnar form (ids are dense indices, so they are not
    stored; repeated strings such as op names and dtypes go through one string table).
 
-Version 2 (written now) stores every integer column packed: one msgpack ``bin`` whose first
-byte is an :mod:`array` type code (``bBhHiIqQ``: signed or unsigned, 1, 2, 4 or 8 bytes)
-and the rest the entries, little-endian. Nodes' params go through a table of distinct
-maps (``param_table``, ``param_index``). Reading it builds no msgpack integer per entry and
-needs no per-entry type check (a packed entry is an integer by construction). Version 1
-(integer columns as msgpack lists, one params map per node with params) is still read.
+Version 2 (written now) stores the node and value columns of integers packed: one msgpack
+``bin`` whose first byte is an :mod:`array` type code (``bBhHiIqQ``: signed or unsigned,
+1, 2, 4 or 8 bytes) and the rest the entries, little-endian (shape dimensions stay a list
+when some are names). Nodes' params go through a table of distinct maps (``param_table``,
+and ``param_index`` per node with params). Reading it decodes no msgpack integer per entry
+and needs no per-entry type check: a packed entry is an integer by construction, and its
+type code already bounds it. Version 1 (those columns as msgpack lists, one params map per
+node with params) is still read, with the same checks it always had.
 
 The reader treats every file as hostile: the file size, every msgpack container and
 string are bounded, the header is checked before the body is decoded, and every
@@ -886,7 +888,9 @@ class ValueTable(Sequence[Value]):
 
 
 class NodeTable(Sequence[Node]):
-    """Nodes read from a file: validated columns, ``Node`` rows built on access."""
+    """Nodes read from a file: validated columns, ``Node`` rows built on access. Each
+    access builds fresh rows (operands, outputs); a node's params map is the table's own
+    (read-only by contract), which nodes with equal params share in a version-2 file."""
 
     __slots__ = ("_op", "_in_off", "_in_pos", "_in_ref", "_lit", "_out_off", "_out", "_params",
                  "_group", "_frame", "_opaque")
