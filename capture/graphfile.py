@@ -131,10 +131,11 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         param_table: list[dict] = []
         seen: dict[bytes, int] = {}
         param_index = []
+        pack = msgpack.Packer(use_bin_type=True).pack  # the stored bytes: equal maps, equal keys
         for i in param_nodes:
             params = nodes[i].params
             try:
-                key = msgpack.packb(params, use_bin_type=True)
+                key = pack(params)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
             k = seen.get(key)
@@ -146,7 +147,7 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
                           "param_index": ints(param_index)}
     else:
         params_columns = {"param_nodes": param_nodes, "param_maps": [nodes[i].params for i in param_nodes]}
-    all_int_dims = all(type(d) is int for d in shape_dims)
+    all_int_dims = list(map(type, shape_dims)).count(int) == len(shape_dims)
     body = {
         "backend": capture.backend,
         "framework": capture.framework,
