@@ -669,12 +669,10 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
     shape_off = _offsets(vals.get("shape_offsets"), "values.shape_offsets", n_values, packed)
     dims = vals.get("shape_dims")
     if packed and type(dims) is bytes:  # every dimension a size (names make it a list)
-        try:
-            dims = _packed_ints(dims, "values.shape_dims", shape_off[-1], 0, 1 << 64)
-        except _Invalid as exc:
-            if "out of range" not in str(exc):
-                raise
-            raise _Invalid("values.shape_dims: dimensions are sizes or names") from None
+        signed = dims[:1].islower()  # an unsigned type code holds no negative size
+        dims = _packed_ints(dims, "values.shape_dims", shape_off[-1], -(1 << 63), 1 << 64)
+        if signed and dims and min(dims) < 0:
+            raise _Invalid("values.shape_dims: dimensions are sizes or names")
     else:
         dims = _list(dims, "values.shape_dims", shape_off[-1])
         dim_types = set(map(type, dims))
@@ -737,8 +735,9 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
     param_nodes = ints(nd.get("param_nodes"), "nodes.param_nodes", None, 0, n_nodes)
     # version 1: one map per node with params; version 2: a table of distinct maps and,
     # per node with params, its map's index in the table
-    maps_field = "nodes.param_table" if packed else "nodes.param_maps"
-    param_maps = _list(nd.get(maps_field[6:]), maps_field, None if packed else len(param_nodes))
+    maps_key = "param_table" if packed else "param_maps"
+    maps_field = f"nodes.{maps_key}"
+    param_maps = _list(nd.get(maps_key), maps_field, None if packed else len(param_nodes))
     if list(map(type, param_maps)).count(dict) != len(param_maps):
         raise _Invalid(f"{maps_field}: expected maps")
     if not _within_depth(param_maps):
@@ -915,9 +914,9 @@ class NodeTable(Sequence[Node]):
                            self._out_off, self._out, self._opaque)
 
     def __iter__(self) -> Iterator[Node]:
-        """Every row in order: the same rows as indexing, each a fresh object. Built by
-        C-level passes over whole columns (``map`` over the columns into the row classes)
-        rather than a Python loop per row: whole-graph readers iterate."""
+        """Every row in order: the same rows as indexing (fresh rows, operands and outputs).
+        Built by C-level passes over whole columns (``map`` over the columns into the row
+        class) rather than a Python loop per row: whole-graph readers iterate."""
         n = len(self._op)
         in_off, in_ref, lit = self._in_off, self._in_ref, self._lit
         operands = list(map(Operand, self._in_pos, in_ref))
