@@ -561,15 +561,16 @@ def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, 
     entries.frombytes(memoryview(obj)[1:])
     if _BIG_ENDIAN:
         entries.byteswap()
-    col = entries.tolist()
+    # Checked on the array, before the list of Python integers exists: a column that is
+    # refused never costs more than its own bytes' worth of memory.
     bits = 8 * width
     code_lo, code_hi = (0, 1 << bits) if code.isupper() else (-(1 << (bits - 1)), 1 << (bits - 1))
-    if col and (code_lo < lo or code_hi > hi):
-        span = set(col) if few else col
+    if n and (code_lo < lo or code_hi > hi):
+        span = set(entries) if few else entries
         if (code_lo < lo and min(span) < lo) or (code_hi > hi and max(span) >= hi):
-            bad = next(i for i, x in enumerate(col) if not lo <= x < hi)
-            raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
-    return col
+            bad = next(i for i, x in enumerate(entries) if not lo <= x < hi)
+            raise _Invalid(f"{where}[{bad}]: {entries[bad]} is out of range")
+    return entries.tolist()
 
 
 def _plain(obj: Any, where: str, depth: int = 0) -> Any:

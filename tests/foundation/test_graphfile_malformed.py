@@ -448,3 +448,20 @@ def test_packed_columns_are_little_endian_with_the_narrowest_type():
     assert graphfile._pack_ints([-(1 << 40)]) == b"q" + (-(1 << 40)).to_bytes(8, "little", signed=True)
     with pytest.raises(ValueError, match="cannot store"):
         graphfile._pack_ints([1 << 64])
+
+
+def test_a_refused_packed_column_never_becomes_a_list():
+    """A packed column is range-checked as packed bytes: 1M two-byte entries of 300 (the
+    list of them would take about 36 MB, 18 times the file) are refused at a few times
+    the file's size."""
+    body = {"strings": ["a"], "coverage": ["traced_program", "complete", [], "none"],
+            "values": {"dtype": b"B", "shape_offsets": b"B\x00", "shape_dims": b"B"},
+            "groups": [], "frames": [], "nodes": {"op": b"H" + (300).to_bytes(2, "little") * 1_000_000}}
+    data = _header(2) + msgpack.packb(body, use_bin_type=True)
+    tracemalloc.start()
+    try:
+        _reject(data, "nodes.op[0]: 300 is out of range")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 6 * len(data), f"peak {peak:,} bytes for a {len(data):,}-byte file"
