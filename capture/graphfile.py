@@ -566,6 +566,10 @@ def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, 
     bits = 8 * width
     code_lo, code_hi = (0, 1 << bits) if code.isupper() else (-(1 << (bits - 1)), 1 << (bits - 1))
     if n and (code_lo < lo or code_hi > hi):
+        if width == 1:  # one byte per entry: delete the bytes of allowed values; none may remain
+            allowed = bytes(v & 0xFF for v in range(max(lo, code_lo), min(hi, code_hi)))
+            if not obj[1:].translate(None, allowed):
+                return entries.tolist()
         span = set(entries) if few else entries
         if (code_lo < lo and min(span) < lo) or (code_hi > hi and max(span) >= hi):
             bad = next(i for i, x in enumerate(entries) if not lo <= x < hi)

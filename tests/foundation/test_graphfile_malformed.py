@@ -196,6 +196,11 @@ def _body_mutation(good: bytes, mutate) -> bytes:
     pytest.param(lambda b: b["nodes"]["input_offsets"].__setitem__(0, 1), "nodes.input_offsets: must start at 0",
                  id="offsets-start"),
     pytest.param(lambda b: b["nodes"]["op"].__setitem__(3, 10**6), "nodes.op[3]", id="op-string-index"),
+    # one byte per entry in a packed column (its bytes are checked at once): still each entry
+    pytest.param(lambda b: b["nodes"]["op"].__setitem__(7, 200), "nodes.op[7]: 200 is out of range",
+                 id="op-string-index-one-byte"),
+    pytest.param(lambda b: b["nodes"]["group"].__setitem__(9, 120), "nodes.group[9]: 120 is out of range",
+                 id="group-one-byte"),
     pytest.param(lambda b: b["nodes"]["group"].pop(), "nodes.group", id="column-length"),
     pytest.param(lambda b: b["values"]["shape_offsets"].__setitem__(2, 0), "offsets must not decrease", id="offsets-decrease"),
     pytest.param(lambda b: b["values"]["shape_dims"].__setitem__(0, -4), "dimensions are sizes or names", id="negative-dim"),
