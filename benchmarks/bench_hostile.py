@@ -6,8 +6,10 @@
   answered, with the latency p50/p90/max (target: all answered, p90 < 0.5 s); and the
   same burst against a server with socketserver's default listen backlog of 5, for the
   ratio.
-* A 40 MB graph file of empty msgpack lists (the memory bomb): time to refusal and peak
-  traced memory, as a multiple of the file's size (unbounded decoding reached ~75x).
+* A 40 MB graph file of empty msgpack lists (the memory bomb), in both file versions,
+  and a 40 MB version-2 file of one out-of-range packed integer column: time to refusal
+  and peak traced memory, as a multiple of the file's size (unbounded decoding reached
+  ~75x for the lists, ~24x for the column).
 * A capture with an 8 s deadline whose model starts a detached process (its own
   session, holding the worker's output pipe), one-shot and warm worker: the time from
   the deadline to the failure (target < 3 s; it was 34 s, or forever with a long-lived
@@ -77,23 +79,45 @@ def main() -> None:
     ours, default = results[1024][1], results[5][1]
     print(f"  p90 target < 0.5 s: {'met' if ours < 0.5 else 'MISSED'}; backlog 5 / ours = {default / ours:.1f}x")
 
-    print("a 40 MB graph file of empty lists")
-    n = 40_000_000
-    header = msgpack.packb({"format": FORMAT_NAME, "version": 1, "counts": {"nodes": 10, "values": 10}})
-    data = header + b"\x81" + msgpack.packb("literals") + b"\xdd" + n.to_bytes(4, "big") + b"\x90" * n
-    tracemalloc.start()
+    memory_bombs()
+
+
+def refusal(label: str, data: bytes, unbounded: str) -> None:
+    """Decode ``data``, expected refused: the time and peak traced memory it took."""
+    print(label)
+
+    def decode() -> str:
+        try:
+            graphfile.decode(data, name="bomb.tvg")
+        except graphfile.GraphFileError as exc:
+            return str(exc).split(": ", 1)[1][:60] + "…"
+        return "accepted (!)"
+
     t = time.perf_counter()
-    try:
-        graphfile.decode(data, name="bomb.tvg")
-    except graphfile.GraphFileError as exc:
-        outcome = str(exc).split(": ", 1)[1][:60] + "…"
-    else:
-        outcome = "accepted (!)"
-    took = time.perf_counter() - t
+    outcome = decode()
+    took = time.perf_counter() - t  # untraced: tracing every allocation slows decoding many times over
+    tracemalloc.start()
+    decode()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(f"  refused in {took:.2f} s; peak traced memory {peak / 1e6:.0f} MB = {peak / len(data):.1f}x the file "
-          f"(unbounded: ~75x); {outcome}")
+          f"(unbounded: {unbounded}); {outcome}")
+
+
+def memory_bombs() -> None:
+    n = 40_000_000
+    for version in (1, 2):  # both graph-file versions the reader reads
+        header = msgpack.packb({"format": FORMAT_NAME, "version": version, "counts": {"nodes": 10, "values": 10}})
+        data = header + b"\x81" + msgpack.packb("literals") + b"\xdd" + n.to_bytes(4, "big") + b"\x90" * n
+        refusal(f"a 40 MB graph file of empty lists (file version {version})", data, "~75x")
+    # A version-2 packed column of 20M two-byte entries, each out of range: as a list of
+    # Python integers it would take ~18x the file (a version-1 list of them: ~18x too).
+    header = msgpack.packb({"format": FORMAT_NAME, "version": 2, "counts": {"nodes": 10, "values": 10}})
+    body = {"strings": ["a"], "coverage": ["traced_program", "complete", [], "none"],
+            "values": {"dtype": b"B", "shape_offsets": b"B\x00", "shape_dims": b"B"},
+            "groups": [], "frames": [], "nodes": {"op": b"H" + (300).to_bytes(2, "little") * 20_000_000}}
+    refusal("a 40 MB version-2 graph file of one packed column, out of range", header + msgpack.packb(body),
+            "~24x")
 
 
 DETACHED = """

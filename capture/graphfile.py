@@ -2,9 +2,18 @@
 
 A file is two consecutive msgpack objects:
 
-1. a small header map: ``{"format": "tensorviz-graph", "version": 1, "counts": {...}}``;
+1. a small header map: ``{"format": "tensorviz-graph", "version": 2, "counts": {...}}``;
 2. the body: the capture in columnar form (ids are dense indices, so they are not
    stored; repeated strings such as op names and dtypes go through one string table).
+
+Version 2 (written now) stores the node and value columns of integers packed: one msgpack
+``bin`` whose first byte is an :mod:`array` type code (``bBhHiIqQ``: signed or unsigned,
+1, 2, 4 or 8 bytes) and the rest the entries, little-endian (shape dimensions stay a list
+when some are names). Nodes' params go through a table of distinct maps (``param_table``,
+and ``param_index`` per node with params). Reading it decodes no msgpack integer per entry
+and needs no per-entry type check: a packed entry is an integer by construction, and its
+type code already bounds it. Version 1 (those columns as msgpack lists, one params map per
+node with params) is still read, with the same checks it always had.
 
 The reader treats every file as hostile: the file size, every msgpack container and
 string are bounded, the header is checked before the body is decoded, and every
@@ -18,14 +27,18 @@ from __future__ import annotations
 
 import gc
 import ntpath
+import operator
 import os
 import re
 import posixpath
 import secrets
 import stat
+import sys
 import time
+from array import array
 from pathlib import Path
 from collections.abc import Iterator, Sequence
+from itertools import compress, islice, repeat
 from typing import Any, NamedTuple
 
 import msgpack
@@ -34,7 +47,6 @@ from .model import (
     COVERAGE_STATUSES,
     EFFECTS,
     FORMAT_NAME,
-    FORMAT_VERSION,
     Capture,
     Coverage,
     Failure,
@@ -51,6 +63,12 @@ DEFAULT_MAX_FILE_BYTES = 1 << 30
 _MAX_CONTAINER = 50_000_000
 _MAX_STR = 16 << 20
 _MAX_DEPTH = 64
+#: The version of the file encoding this module writes (see the module docstring). It is
+#: the encoding's; the capture's own content, what ``to_json`` prints with
+#: ``capture.model.FORMAT_VERSION``, did not change in version 2.
+FILE_VERSION = 2
+#: The versions it reads (and can write, for an older reader).
+READ_VERSIONS = (1, FILE_VERSION)
 
 
 class GraphFileError(Exception):
@@ -69,8 +87,12 @@ class _Invalid(Exception):
 # --------------------------------------------------------------------------- writing
 
 
-def encode(capture: Capture) -> bytes:
-    """The file's bytes for ``capture``."""
+def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
+    """The file's bytes for ``capture``: format ``version`` 2, or 1 for a reader that
+    predates version 2."""
+    if version not in READ_VERSIONS:
+        raise ValueError(f"graph file version {version} cannot be written "
+                         f"(versions {', '.join(map(str, READ_VERSIONS))} can)")
     _check_dense(capture)
     strings: dict[str, int] = {}
 
@@ -102,6 +124,30 @@ def encode(capture: Capture) -> bytes:
         shape_dims += v.shape
         shape_off.append(len(shape_dims))
 
+    packed = version >= 2
+    ints = _pack_ints if packed else list
+    param_nodes = [i for i, n in enumerate(nodes) if n.params]
+    if packed:  # each distinct params map stored once (real programs repeat a few)
+        param_table: list[dict] = []
+        seen: dict[bytes, int] = {}
+        param_index = []
+        pack = msgpack.Packer(use_bin_type=True).pack  # the stored bytes: equal maps, equal keys
+        for i in param_nodes:
+            params = nodes[i].params
+            try:
+                key = pack(params)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+            k = seen.get(key)
+            if k is None:
+                k = seen[key] = len(param_table)
+                param_table.append(params)
+            param_index.append(k)
+        params_columns = {"param_nodes": ints(param_nodes), "param_table": param_table,
+                          "param_index": ints(param_index)}
+    else:
+        params_columns = {"param_nodes": param_nodes, "param_maps": [nodes[i].params for i in param_nodes]}
+    all_int_dims = list(map(type, shape_dims)).count(int) == len(shape_dims)
     body = {
         "backend": capture.backend,
         "framework": capture.framework,
@@ -113,25 +159,25 @@ def encode(capture: Capture) -> bytes:
             capture.coverage.effects,
         ],
         "values": {
-            "shape_offsets": shape_off,
-            "shape_dims": shape_dims,
-            "dtype": [s(v.dtype) for v in values],
+            "shape_offsets": ints(shape_off),
+            # packed when every dimension is a size; a list when some are names
+            "shape_dims": ints(shape_dims) if all_int_dims else shape_dims,
+            "dtype": ints([s(v.dtype) for v in values]),
             "measured": [v.measured for v in values]
             if any(v.measured is not None for v in values)
             else None,
         },
         "nodes": {
-            "op": [s(n.op) for n in nodes],
-            "input_offsets": in_off,
-            "input_positions": in_pos,
-            "input_refs": in_ref,
-            "output_offsets": out_off,
-            "output_ids": out_ids,
-            "param_nodes": [i for i, n in enumerate(nodes) if n.params],
-            "param_maps": [n.params for n in nodes if n.params],
-            "group": [-1 if n.group is None else n.group for n in nodes],
-            "frame": [-1 if n.frame is None else n.frame for n in nodes],
-            "opaque": [i for i, n in enumerate(nodes) if n.opaque],
+            "op": ints([s(n.op) for n in nodes]),
+            "input_offsets": ints(in_off),
+            "input_positions": ints(in_pos),
+            "input_refs": ints(in_ref),
+            "output_offsets": ints(out_off),
+            "output_ids": ints(out_ids),
+            **params_columns,
+            "group": ints([-1 if n.group is None else n.group for n in nodes]),
+            "frame": ints([-1 if n.frame is None else n.frame for n in nodes]),
+            "opaque": ints([i for i, n in enumerate(nodes) if n.opaque]),
         },
         "literals": literals,
         "groups": [
@@ -160,7 +206,7 @@ def encode(capture: Capture) -> bytes:
         body["library_frames"] = library
     header = {
         "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
+        "version": version,
         "counts": {
             "values": len(values),
             "nodes": len(nodes),
@@ -172,6 +218,31 @@ def encode(capture: Capture) -> bytes:
         return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+
+
+#: A packed integer column's type codes (its first byte) and their entry widths.
+_PACKED_WIDTH = {"b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
+#: The :mod:`array` type code with each packed code's width and signedness on this platform.
+_ARRAY_CODE = {
+    code: next(c for c in ((code, "l", "q") if code.islower() else (code, "L", "Q")) if array(c).itemsize == width)
+    for code, width in _PACKED_WIDTH.items()
+}
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+def _pack_ints(col: list[int]) -> bytes:
+    """``col`` as a packed integer column: the narrowest type code that holds every entry,
+    then the entries little-endian."""
+    lo, hi = (min(col), max(col)) if col else (0, 0)
+    for code in ("BHIQ" if lo >= 0 else "bhiq"):
+        bits = 8 * _PACKED_WIDTH[code]
+        if (hi < 1 << bits) if code.isupper() else (-(1 << (bits - 1)) <= lo and hi < 1 << (bits - 1)):
+            packed = array(_ARRAY_CODE[code], col)
+            if _BIG_ENDIAN:
+                packed.byteswap()
+            return code.encode() + packed.tobytes()
+    raise ValueError(f"capture holds a value a graph file cannot store: an integer column holds "
+                     f"{hi if hi >= 1 << 63 else lo}, outside the 64-bit range")
 
 
 def write(capture: Capture, path: str | os.PathLike[str]) -> None:
@@ -302,7 +373,9 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
             gc.enable()
 
 
-def _unpacker(size: int, **hooks: Any) -> msgpack.Unpacker:
+def _unpacker(size: int, *, packed: bool = False, **hooks: Any) -> msgpack.Unpacker:
+    """``packed``: a version-2 body, whose integer columns are binary blobs (version 1
+    files hold none)."""
     bound = min(size, _MAX_CONTAINER)
     return msgpack.Unpacker(
         raw=False,
@@ -310,7 +383,7 @@ def _unpacker(size: int, **hooks: Any) -> msgpack.Unpacker:
         strict_map_key=True,
         max_buffer_size=max(size, 1),
         max_str_len=min(size, _MAX_STR),
-        max_bin_len=0,  # graph files hold no binary blobs
+        max_bin_len=size if packed else 0,
         max_array_len=bound,
         max_map_len=bound,
         max_ext_len=0,
@@ -359,10 +432,11 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
     version = header.get("version")
     if type(version) is not int:
         raise GraphFileError(name, "graph header has no integer version")
-    if version != FORMAT_VERSION:
-        newer = "newer" if version > FORMAT_VERSION else "older"
+    if version not in READ_VERSIONS:
+        newer = "newer" if version > FILE_VERSION else "older"
         raise GraphFileError(
-            name, f"graph file version {version} is {newer} than this TensorViz reads (version {FORMAT_VERSION})"
+            name, f"graph file version {version} is {newer} than this TensorViz reads "
+            f"(versions {', '.join(map(str, READ_VERSIONS))})"
         )
     # The body is decoded with every list and map counted against a budget from the
     # header's counts: memory stays proportional to the graph the header declares.
@@ -376,7 +450,7 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
             raise _OverBudget
         return obj
 
-    body_unpacker = _unpacker(len(data), list_hook=counted, object_hook=counted)
+    body_unpacker = _unpacker(len(data), packed=version >= 2, list_hook=counted, object_hook=counted)
     body_unpacker.feed(memoryview(data)[start:])
     try:
         body = body_unpacker.unpack()
@@ -397,7 +471,7 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
     else:
         raise GraphFileError(name, "trailing data after the graph body")
     try:
-        return _build(body, header)
+        return _build(body, header, version)
     except _Invalid as exc:
         raise GraphFileError(name, f"invalid field {exc}") from None
 
@@ -442,14 +516,65 @@ def _int(obj: Any, where: str) -> int:
     return obj
 
 
-def _all_ints(col: list, where: str, lo: int, hi: int) -> None:
-    """Every entry an int in [lo, hi)."""
-    if not all(type(x) is int for x in col):
-        bad = next(i for i, x in enumerate(col) if type(x) is not int)
-        raise _Invalid(f"{where}[{bad}]: expected an integer")
-    if col and (min(col) < lo or max(col) >= hi):
-        bad = next(i for i, x in enumerate(col) if not lo <= x < hi)
-        raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
+def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> None:
+    """Every entry an int (never a bool or a float) in [lo, hi).
+
+    The checks run as C-level passes over the column (its entries' types, then its range;
+    ``few``: the column holds few distinct values, so the range is taken over their set,
+    which is cheaper than ``min`` plus ``max`` over the whole column). Only a column that
+    fails is scanned again in Python, to name the first bad entry."""
+    if not col:
+        return
+    if list(map(type, col)).count(int) == len(col):
+        span = set(col) if few else col
+        if lo <= min(span) and max(span) < hi:
+            return
+    for i, x in enumerate(col):
+        if type(x) is not int:
+            raise _Invalid(f"{where}[{i}]: expected an integer")
+    bad = next(i for i, x in enumerate(col) if not lo <= x < hi)
+    raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
+
+
+def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+    """A version-1 integer column: a list of ``length`` entries (``None``: any number), each
+    an integer in [lo, hi)."""
+    col = _list(obj, where, length)
+    _all_ints(col, where, lo, hi, few=few)
+    return col
+
+
+def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+    """A version-2 (packed) integer column of ``length`` entries (``None``: any number),
+    each in [lo, hi), as a list. Every entry is an integer by construction, and the type
+    code bounds it: only the bounds the code leaves open are checked, by C-level passes."""
+    _need(type(obj) is bytes and len(obj) > 0, where, "expected a packed integer column")
+    code = chr(obj[0])
+    width = _PACKED_WIDTH.get(code)
+    _need(width is not None, where, f"unknown packed integer type {code!r}")
+    n, extra = divmod(len(obj) - 1, width)
+    _need(extra == 0, where, f"{len(obj) - 1} bytes are not a whole number of {width}-byte entries")
+    if length is not None:
+        _need(n == length, where, f"expected {length} entries, found {n}")
+    _need(n <= _MAX_CONTAINER, where, f"{n:,} entries, over the {_MAX_CONTAINER:,}-entry limit")
+    entries = array(_ARRAY_CODE[code])
+    entries.frombytes(memoryview(obj)[1:])
+    if _BIG_ENDIAN:
+        entries.byteswap()
+    # Checked on the array, before the list of Python integers exists: a column that is
+    # refused never costs more than its own bytes' worth of memory.
+    bits = 8 * width
+    code_lo, code_hi = (0, 1 << bits) if code.isupper() else (-(1 << (bits - 1)), 1 << (bits - 1))
+    if n and (code_lo < lo or code_hi > hi):
+        if width == 1:  # one byte per entry: delete the bytes of allowed values; none may remain
+            allowed = bytes(v & 0xFF for v in range(max(lo, code_lo), min(hi, code_hi)))
+            if not obj[1:].translate(None, allowed):
+                return entries.tolist()
+        span = set(entries) if few else entries
+        if (code_lo < lo and min(span) < lo) or (code_hi > hi and max(span) >= hi):
+            bad = next(i for i, x in enumerate(entries) if not lo <= x < hi)
+            raise _Invalid(f"{where}[{bad}]: {entries[bad]} is out of range")
+    return entries.tolist()
 
 
 def _plain(obj: Any, where: str, depth: int = 0) -> Any:
@@ -483,6 +608,20 @@ def _shallow(obj: Any, where: str, depth: int = 1) -> Any:
     return obj
 
 
+def _within_depth(objs: list) -> bool:
+    """Whether every one of ``objs`` (maps and lists of decoded msgpack) passes
+    :func:`_shallow`. One list comprehension per nesting level over all of them at once,
+    instead of a call per container; a caller that gets ``False`` runs :func:`_shallow` on
+    each, which names the one that is too deep."""
+    level = objs
+    for _ in range(_MAX_DEPTH):  # level k+1 holds the containers nested k deep in objs
+        level = [x for c in level for x in (c.values() if type(c) is dict else c)
+                 if type(x) is dict or type(x) is list]
+        if not level:
+            return True
+    return False
+
+
 def _opt_map(obj: Any, where: str) -> dict:
     if obj is None:
         return {}
@@ -511,10 +650,12 @@ def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
     return obj
 
 
-def _build(body: Any, header: dict) -> Capture:
+def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
     b = _map(body, "body")
+    packed = version >= 2
+    ints = _packed_ints if packed else _listed_ints
     strings = _list(b.get("strings"), "strings")
-    if not all(type(x) is str for x in strings):
+    if list(map(type, strings)).count(str) != len(strings):
         raise _Invalid("strings: expected a list of strings")
     n_str = len(strings)
 
@@ -528,20 +669,31 @@ def _build(body: Any, header: dict) -> Capture:
 
     # values
     vals = _map(b.get("values"), "values")
-    dtypes = _list(vals.get("dtype"), "values.dtype")
+    dtypes = ints(vals.get("dtype"), "values.dtype", None, 0, n_str, few=True)
     n_values = len(dtypes)
-    _all_ints(dtypes, "values.dtype", 0, n_str)
-    shape_off = _offsets(vals.get("shape_offsets"), "values.shape_offsets", n_values)
-    dims = _list(vals.get("shape_dims"), "values.shape_dims", shape_off[-1])
-    if not all((type(d) is int and d >= 0) or type(d) is str for d in dims):
-        raise _Invalid("values.shape_dims: dimensions are sizes or names")
+    shape_off = _offsets(vals.get("shape_offsets"), "values.shape_offsets", n_values, packed)
+    dims = vals.get("shape_dims")
+    if packed and type(dims) is bytes:  # every dimension a size (names make it a list)
+        signed = dims[:1].islower()  # an unsigned type code holds no negative size
+        dims = _packed_ints(dims, "values.shape_dims", shape_off[-1], -(1 << 63), 1 << 64)
+        if signed and dims and min(dims) < 0:
+            raise _Invalid("values.shape_dims: dimensions are sizes or names")
+    else:
+        dims = _list(dims, "values.shape_dims", shape_off[-1])
+        dim_types = set(map(type, dims))
+        if not (dim_types <= {int, str} and min(
+                set(dims) if dim_types == {int} else [d for d in dims if type(d) is int], default=0) >= 0):
+            raise _Invalid("values.shape_dims: dimensions are sizes or names")
     measured = vals.get("measured")
     if measured is not None:
         _list(measured, "values.measured", n_values)
-        for i, m in enumerate(measured):
-            if m is not None:
-                _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
-    values = ValueTable(shape_off, dims, [strings[d] for d in dtypes], measured)
+        present = [m for m in measured if m is not None]
+        if list(map(type, present)).count(dict) != len(present) or not _within_depth(present):
+            for i, m in enumerate(measured):
+                if m is not None:
+                    _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
+            raise _Invalid("values.measured: nested too deeply")  # not reached: _shallow names the entry
+    values = ValueTable(shape_off, dims, list(map(strings.__getitem__, dtypes)), measured)
 
     # groups and frames (nodes refer to them)
     groups_raw = _list(b.get("groups"), "groups")
@@ -575,33 +727,36 @@ def _build(body: Any, header: dict) -> Capture:
 
     # nodes: whole columns are checked here; rows are built on access
     nd = _map(b.get("nodes"), "nodes")
-    ops = _list(nd.get("op"), "nodes.op")
+    ops = ints(nd.get("op"), "nodes.op", None, 0, n_str, few=True)
     n_nodes = len(ops)
-    _all_ints(ops, "nodes.op", 0, n_str)
-    literals = _shallow(_list(b.get("literals"), "literals"), "literals")
-    in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes)
-    in_pos = _list(nd.get("input_positions"), "nodes.input_positions", in_off[-1])
-    _all_ints(in_pos, "nodes.input_positions", 0, 1 << 31)
-    in_ref = _list(nd.get("input_refs"), "nodes.input_refs", in_off[-1])
-    _all_ints(in_ref, "nodes.input_refs", -len(literals), n_values)
-    out_off = _offsets(nd.get("output_offsets"), "nodes.output_offsets", n_nodes)
-    out_ids = _list(nd.get("output_ids"), "nodes.output_ids", out_off[-1])
-    _all_ints(out_ids, "nodes.output_ids", 0, n_values)
-    param_nodes = _list(nd.get("param_nodes"), "nodes.param_nodes")
-    _all_ints(param_nodes, "nodes.param_nodes", 0, n_nodes)
-    param_maps = _list(nd.get("param_maps"), "nodes.param_maps", len(param_nodes))
-    if not all(type(p) is dict for p in param_maps):
-        raise _Invalid("nodes.param_maps: expected maps")
-    for i, pm in enumerate(param_maps):
-        _shallow(pm, f"nodes.param_maps[{i}]")
-    grp = _list(nd.get("group"), "nodes.group", n_nodes)
-    _all_ints(grp, "nodes.group", -1, n_groups)
-    frm = _list(nd.get("frame"), "nodes.frame", n_nodes)
-    _all_ints(frm, "nodes.frame", -1, len(frames))
-    opaque_ids = _list(nd.get("opaque"), "nodes.opaque")
-    _all_ints(opaque_ids, "nodes.opaque", 0, n_nodes)
+    literals = _list(b.get("literals"), "literals")
+    if not _within_depth([literals]):
+        _shallow(literals, "literals")
+    in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes, packed)
+    in_pos = ints(nd.get("input_positions"), "nodes.input_positions", in_off[-1], 0, 1 << 31, few=True)
+    in_ref = ints(nd.get("input_refs"), "nodes.input_refs", in_off[-1], -len(literals), n_values)
+    out_off = _offsets(nd.get("output_offsets"), "nodes.output_offsets", n_nodes, packed)
+    out_ids = ints(nd.get("output_ids"), "nodes.output_ids", out_off[-1], 0, n_values)
+    param_nodes = ints(nd.get("param_nodes"), "nodes.param_nodes", None, 0, n_nodes)
+    # version 1: one map per node with params; version 2: a table of distinct maps and,
+    # per node with params, its map's index in the table
+    maps_key = "param_table" if packed else "param_maps"
+    maps_field = f"nodes.{maps_key}"
+    param_maps = _list(nd.get(maps_key), maps_field, None if packed else len(param_nodes))
+    if list(map(type, param_maps)).count(dict) != len(param_maps):
+        raise _Invalid(f"{maps_field}: expected maps")
+    if not _within_depth(param_maps):
+        for i, pm in enumerate(param_maps):
+            _shallow(pm, f"{maps_field}[{i}]")
+        raise _Invalid(f"{maps_field}: nested too deeply")  # not reached: _shallow names the map
+    if packed:
+        param_index = ints(nd.get("param_index"), "nodes.param_index", len(param_nodes), 0, len(param_maps))
+        param_maps = list(map(param_maps.__getitem__, param_index))
+    grp = ints(nd.get("group"), "nodes.group", n_nodes, -1, n_groups, few=True)
+    frm = ints(nd.get("frame"), "nodes.frame", n_nodes, -1, len(frames), few=True)
+    opaque_ids = ints(nd.get("opaque"), "nodes.opaque", None, 0, n_nodes)
     nodes = NodeTable(
-        [strings[o] for o in ops], in_off, in_pos, in_ref, literals, out_off, out_ids,
+        list(map(strings.__getitem__, ops)), in_off, in_pos, in_ref, literals, out_off, out_ids,
         dict(zip(param_nodes, param_maps)), grp, frm, frozenset(opaque_ids),
     )
 
@@ -661,9 +816,19 @@ def _build(body: Any, header: dict) -> Capture:
     )
 
 
-def _offsets(obj: Any, where: str, n: int) -> list:
+def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:
     """CSR offsets: n+1 non-decreasing integers starting at 0."""
+    if packed:
+        off = _packed_ints(obj, where, n + 1, 0, 1 << 62)
+        _need(off[0] == 0, where, "must start at 0")
+        if sorted(off) != off:  # sorting a sorted list of ints is one linear pass
+            raise _Invalid(f"{where}: offsets must not decrease")
+        return off
     off = _list(obj, where, n + 1)
+    # One C-level pass each: types, then order (sorting a sorted list of ints is a
+    # linear scan). Only a column that fails is checked again entry by entry, for the message.
+    if list(map(type, off)).count(int) == len(off) and off[0] == 0 and off[-1] < 1 << 62 and sorted(off) == off:
+        return off
     _all_ints(off, where, 0, 1 << 62)
     _need(off[0] == 0, where, "must start at 0")
     if any(a > b for a, b in zip(off, off[1:])):
@@ -705,6 +870,17 @@ class ValueTable(Sequence[Value]):
         """Per-value measured maps, or ``None`` when no value was measured."""
         return self._measured
 
+    def __iter__(self) -> Iterator[Value]:
+        """Every row in order, each a fresh object, built by C-level passes over the columns."""
+        off, dims = self._off, self._dims
+        return map(
+            Value,
+            range(len(self._dtype)),
+            [dims[a:b] for a, b in zip(off, islice(off, 1, None))],
+            self._dtype,
+            repeat(None) if self._measured is None else self._measured,
+        )
+
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
@@ -717,7 +893,9 @@ class ValueTable(Sequence[Value]):
 
 
 class NodeTable(Sequence[Node]):
-    """Nodes read from a file: validated columns, ``Node`` rows built on access."""
+    """Nodes read from a file: validated columns, ``Node`` rows built on access. Each
+    access builds fresh rows (operands, outputs); a node's params map is the table's own
+    (read-only by contract), which nodes with equal params share in a version-2 file."""
 
     __slots__ = ("_op", "_in_off", "_in_pos", "_in_ref", "_lit", "_out_off", "_out", "_params",
                  "_group", "_frame", "_opaque")
@@ -741,23 +919,33 @@ class NodeTable(Sequence[Node]):
                            self._out_off, self._out, self._opaque)
 
     def __iter__(self) -> Iterator[Node]:
-        """Every row in order: the same rows as indexing, built in one tight loop
-        (whole-graph readers iterate; this is about twice as fast as ``self[i]``)."""
-        op, in_off, in_pos, in_ref, lit = self._op, self._in_off, self._in_pos, self._in_ref, self._lit
-        out_off, out, params_of = self._out_off, self._out, self._params.get
-        group, frame, opaque = self._group, self._frame, self._opaque
-        a = in_off[0] if in_off else 0
-        o = out_off[0] if out_off else 0
-        for i in range(len(op)):
-            b, p = in_off[i + 1], out_off[i + 1]
-            operands = [
-                Operand(q, r, None) if r >= 0 else Operand(q, None, lit[-1 - r])
-                for q, r in zip(in_pos[a:b], in_ref[a:b])
-            ]
-            g, f = group[i], frame[i]
-            yield Node(i, op[i], operands, out[o:p], params_of(i, {}),
-                       None if g < 0 else g, None if f < 0 else f, i in opaque)
-            a, o = b, p
+        """Every row in order: the same rows as indexing (fresh rows, operands and outputs).
+        Built by C-level passes over whole columns (``map`` over the columns into the row
+        class) rather than a Python loop per row: whole-graph readers iterate."""
+        n = len(self._op)
+        in_off, in_ref, lit = self._in_off, self._in_ref, self._lit
+        operands = list(map(Operand, self._in_pos, in_ref))
+        if lit:  # a ref -1, -2, ... names literal 0, 1, ...
+            for o in compress(operands, map(operator.lt, in_ref, repeat(0))):
+                o.value, o.literal = None, lit[-1 - o.value]
+        out, out_off = self._out, self._out_off
+        params = [{} for _ in range(n)]  # a fresh map for a node without params, as indexing gives
+        for i, p in self._params.items():
+            params[i] = p
+        opaque = [False] * n
+        for i in self._opaque:
+            opaque[i] = True
+        return map(
+            Node,
+            range(n),
+            self._op,
+            [operands[a:b] for a, b in zip(in_off, islice(in_off, 1, None))],
+            [out[a:b] for a, b in zip(out_off, islice(out_off, 1, None))],
+            params,
+            [None if g < 0 else g for g in self._group],
+            [None if f < 0 else f for f in self._frame],
+            opaque,
+        )
 
     def __getitem__(self, i):  # type: ignore[override]
         if isinstance(i, slice):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tracemalloc
+from array import array
 
 import msgpack
 import pytest
@@ -12,9 +13,15 @@ from capture.model import FORMAT_NAME, Capture, Coverage, Failure, Node, Operand
 from synthetic import synthetic_capture
 
 
+@pytest.fixture(scope="module", params=[1, 2], ids=["v1", "v2"])
+def version(request) -> int:
+    """Every file version the reader reads: 1 (integer columns as lists), 2 (packed)."""
+    return request.param
+
+
 @pytest.fixture(scope="module")
-def good_bytes() -> bytes:
-    return graphfile.encode(synthetic_capture(300, opaque_every=40))
+def good_bytes(version) -> bytes:
+    return graphfile.encode(synthetic_capture(300, opaque_every=40), version=version)
 
 
 def _header(version=1, fmt=FORMAT_NAME) -> bytes:
@@ -55,7 +62,11 @@ def test_not_a_graph(data):
 
 
 def test_newer_version(good_bytes):
-    _reject(_header(version=99) + b"\x80", "version 99 is newer")
+    _reject(_header(version=99) + b"\x80", "version 99 is newer than this TensorViz reads (versions 1, 2)")
+
+
+def test_older_version():
+    _reject(_header(version=0) + b"\x80", "version 0 is older")
 
 
 def test_version_not_int():
@@ -78,11 +89,13 @@ def test_oversized_file(tmp_path, good_bytes):
     pytest.param(b"\xc6\x7f\xff\xff\xff", "truncated", id="bin32"),
     pytest.param(b"\x91" * 10 + b"\xdd\x7f\xff\xff\xff", "corrupt graph body", id="nested-array32"),
 ])
-def test_huge_declared_container_is_bounded(body, expected):
+@pytest.mark.parametrize("file_version", [1, 2])
+def test_huge_declared_container_is_bounded(body, expected, file_version):
     """A container header claiming 2**31 entries in a tiny file must not allocate for
     them: the decoder's peak (Python and msgpack's C allocations alike) stays small.
-    For scale, msgpack building a list of 2**20 Nones takes about 8 MB."""
-    data = _header() + body
+    For scale, msgpack building a list of 2**20 Nones takes about 8 MB. Version 2 files
+    may hold binary blobs (packed columns); a claimed 2 GiB one is bounded all the same."""
+    data = _header(file_version) + body
     tracemalloc.start()
     try:
         _reject(data, expected)
@@ -108,18 +121,86 @@ def _deep(levels: int) -> list:
     return x
 
 
+def _unpacked(column: bytes) -> list:
+    """A version-2 packed integer column's entries (a type code byte, then little-endian)."""
+    entries = array(graphfile._ARRAY_CODE[chr(column[0])])
+    entries.frombytes(column[1:])
+    if graphfile._BIG_ENDIAN:
+        entries.byteswap()
+    return entries.tolist()
+
+
+def _repacked(col: list):
+    """A mutated column packed again, or left a list when it holds what no packed column
+    can (the version-2 reader refuses that list)."""
+    if all(type(x) is int for x in col) and all(-(1 << 63) <= x < 1 << 64 for x in col):
+        return graphfile._pack_ints(col)
+    return col
+
+
+_PACKED = {"values": ("shape_offsets", "shape_dims", "dtype"),
+           "nodes": ("op", "input_offsets", "input_positions", "input_refs", "output_offsets", "output_ids",
+                     "param_nodes", "param_index", "group", "frame", "opaque")}
+
+
 def _body_mutation(good: bytes, mutate) -> bytes:
+    """``good`` with its body changed by ``mutate``, which sees the body as version 1 lays
+    it out (integer columns as lists, one params map per node with params). A version-2
+    body is unpacked for it and packed again after."""
     unpacker = msgpack.Unpacker(raw=False)
     unpacker.feed(good)
     header, body = unpacker.unpack(), unpacker.unpack()
+    if header["version"] >= 2:
+        for table, columns in _PACKED.items():
+            for name in columns:
+                if type(body[table][name]) is bytes:
+                    body[table][name] = _unpacked(body[table][name])
+        nodes = body["nodes"]
+        nodes["param_maps"] = [nodes["param_table"][k] for k in nodes.pop("param_index")]
+        del nodes["param_table"]
     mutate(body)
+    if header["version"] >= 2:
+        nodes = body["nodes"]
+        nodes["param_table"] = table = []
+        nodes["param_index"] = index = []
+        for pm in nodes.pop("param_maps"):
+            if pm not in table:
+                table.append(pm)
+            index.append(table.index(pm))
+        for name, columns in _PACKED.items():
+            for column in columns:
+                body[name][column] = _repacked(body[name][column])
     return msgpack.packb(header) + msgpack.packb(body)
 
 
 @pytest.mark.parametrize("mutate, expected", [
     pytest.param(lambda b: b["nodes"]["output_ids"].__setitem__(0, 10**9), "nodes.output_ids[0]", id="value-ref-out-of-range"),
-    pytest.param(lambda b: b["nodes"]["input_refs"].__setitem__(0, "x"), "nodes.input_refs[0]: expected an integer", id="operand-type"),
+    pytest.param(lambda b: b["nodes"]["input_refs"].__setitem__(0, "x"),
+                 {1: "nodes.input_refs[0]: expected an integer", 2: "nodes.input_refs: expected a packed integer column"},
+                 id="operand-type"),
+    pytest.param(lambda b: b["nodes"]["input_refs"].__setitem__(0, True),
+                 {1: "nodes.input_refs[0]: expected an integer", 2: "nodes.input_refs: expected a packed integer column"},
+                 id="operand-bool"),
+    pytest.param(lambda b: b["nodes"]["input_refs"].__setitem__(0, 1.0),
+                 {1: "nodes.input_refs[0]: expected an integer", 2: "nodes.input_refs: expected a packed integer column"},
+                 id="operand-float"),
+    pytest.param(lambda b: b["nodes"]["input_refs"].__setitem__(0, -10**6), "nodes.input_refs[0]: -1000000 is out of range",
+                 id="operand-literal-ref-out-of-range"),
+    pytest.param(lambda b: b["nodes"]["group"].__setitem__(5, -2), "nodes.group[5]: -2 is out of range", id="group-below-none"),
+    pytest.param(lambda b: b["nodes"]["frame"].__setitem__(7, 10**4), "nodes.frame[7]: 10000 is out of range", id="frame-ref"),
+    pytest.param(lambda b: b["values"]["dtype"].__setitem__(1, 999), "values.dtype[1]: 999 is out of range", id="dtype-string-index"),
+    pytest.param(lambda b: b["nodes"]["input_positions"].__setitem__(2, 1 << 40), "nodes.input_positions[2]",
+                 id="operand-position"),
+    pytest.param(lambda b: b["nodes"]["opaque"].__setitem__(0, 10**6), "nodes.opaque[0]", id="opaque-node-ref"),
+    pytest.param(lambda b: b["nodes"]["param_nodes"].__setitem__(0, 10**6), "nodes.param_nodes[0]", id="params-node-ref"),
+    pytest.param(lambda b: b["nodes"]["input_offsets"].__setitem__(0, 1), "nodes.input_offsets: must start at 0",
+                 id="offsets-start"),
     pytest.param(lambda b: b["nodes"]["op"].__setitem__(3, 10**6), "nodes.op[3]", id="op-string-index"),
+    # one byte per entry in a packed column (its bytes are checked at once): still each entry
+    pytest.param(lambda b: b["nodes"]["op"].__setitem__(7, 200), "nodes.op[7]: 200 is out of range",
+                 id="op-string-index-one-byte"),
+    pytest.param(lambda b: b["nodes"]["group"].__setitem__(9, 120), "nodes.group[9]: 120 is out of range",
+                 id="group-one-byte"),
     pytest.param(lambda b: b["nodes"]["group"].pop(), "nodes.group", id="column-length"),
     pytest.param(lambda b: b["values"]["shape_offsets"].__setitem__(2, 0), "offsets must not decrease", id="offsets-decrease"),
     pytest.param(lambda b: b["values"]["shape_dims"].__setitem__(0, -4), "dimensions are sizes or names", id="negative-dim"),
@@ -130,14 +211,18 @@ def _body_mutation(good: bytes, mutate) -> bytes:
     pytest.param(lambda b: b.__setitem__("backend", 7), "backend: expected a string", id="backend-type"),
     pytest.param(lambda b: b.__setitem__("strings", [1]), "strings", id="string-table"),
     pytest.param(lambda b: b.__setitem__("frames", [[0, 1, 2]]), "frames[0]", id="frame-arity"),
-    pytest.param(lambda b: b["nodes"].__setitem__("param_maps", [1] * len(b["nodes"]["param_maps"])), "param_maps", id="params-not-map"),
+    pytest.param(lambda b: b["nodes"].__setitem__("param_maps", [1] * len(b["nodes"]["param_maps"])),
+                 {1: "nodes.param_maps: expected maps", 2: "nodes.param_table: expected maps"}, id="params-not-map"),
     # Every nested field is bounded: a reader (inspect --json, the viewer) recurses.
     pytest.param(lambda b: b["nodes"]["param_maps"].__setitem__(0, {"p": _deep(200)}),
-                 "nodes.param_maps[0]: nested too deeply", id="params-deep"),
+                 {1: "nodes.param_maps[0]: nested too deeply", 2: "nodes.param_table[0]: nested too deeply"},
+                 id="params-deep"),
+    pytest.param(lambda b: b["nodes"]["param_maps"].__setitem__(-1, {"p": _deep(64)}),
+                 {1: "nodes.param_maps[", 2: "nodes.param_table["}, id="params-just-too-deep"),
     pytest.param(lambda b: b.__setitem__("literals", [_deep(200)]), "literals: nested too deeply", id="literal-deep"),
 ])
-def test_field_validation(good_bytes, mutate, expected):
-    _reject(_body_mutation(good_bytes, mutate), expected)
+def test_field_validation(good_bytes, version, mutate, expected):
+    _reject(_body_mutation(good_bytes, mutate), expected[version] if isinstance(expected, dict) else expected)
 
 
 @pytest.mark.parametrize("mutate, expected", [
@@ -280,3 +365,108 @@ def test_a_file_of_empty_lists_is_refused_with_memory_bounded_by_its_size(declar
     # Unbounded, this decodes to about 75x the file (300 MB); with the budget it stays
     # within the copy of the bytes plus a quarter of them as containers.
     assert peak < 20 * len(data), f"peak {peak:,} bytes for a {len(data):,}-byte file"
+
+
+@pytest.mark.parametrize("declared", [10, 10**9], ids=["honest-small-header", "header-claims-a-billion-nodes"])
+def test_a_version_2_file_of_empty_lists_is_refused_the_same(declared):
+    """Version 2 may hold binary blobs, but its lists and maps have the same budget."""
+    data = _empty_lists_bomb(4_000_000, declared)
+    data = data.replace(b"\xa7version\x01", b"\xa7version\x02", 1)
+    assert b"\xa7version\x02" in data
+    tracemalloc.start()
+    try:
+        _reject(data, "lists and maps, more than a graph of the size its header declares can")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * len(data), f"peak {peak:,} bytes for a {len(data):,}-byte file"
+
+
+def _v2_file(**changes) -> bytes:
+    """A valid version-2 file of a 40-node capture, with ``changes`` made to its nodes' columns."""
+    unpacker = msgpack.Unpacker(raw=False)
+    unpacker.feed(graphfile.encode(synthetic_capture(40, opaque_every=9), version=2))
+    header, body = unpacker.unpack(), unpacker.unpack()
+    assert header["version"] == 2
+    body["nodes"].update(changes)
+    return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
+
+
+def _v2_nodes() -> dict:
+    unpacker = msgpack.Unpacker(raw=False)
+    unpacker.feed(graphfile.encode(synthetic_capture(40, opaque_every=9), version=2))
+    unpacker.unpack()
+    return unpacker.unpack()["nodes"]
+
+
+def test_the_version_2_fixture_is_valid_and_packed():
+    nodes = _v2_nodes()
+    assert type(nodes["op"]) is bytes and len(nodes["op"]) == 41 and len(nodes["param_table"]) < len(
+        _unpacked(nodes["param_nodes"]))
+    assert len(graphfile.decode(_v2_file()).nodes) == 40
+
+
+@pytest.mark.parametrize("changes, expected", [
+    pytest.param({"op": b"x" + bytes(40)}, "nodes.op: unknown packed integer type 'x'", id="unknown-type-code"),
+    pytest.param({"op": b""}, "nodes.op: expected a packed integer column", id="empty-blob"),
+    pytest.param({"op": list(range(40))}, "nodes.op: expected a packed integer column", id="a-list-column"),
+    pytest.param({"group": b"H" + bytes(81)}, "nodes.group: 81 bytes are not a whole number of 2-byte entries",
+                 id="ragged-entries"),
+    pytest.param({"group": b"B" + bytes(39)}, "nodes.group: expected 40 entries, found 39", id="short-column"),
+    pytest.param({"frame": b"q" + (-(1 << 62)).to_bytes(8, "little", signed=True) + bytes(8 * 39)},
+                 f"nodes.frame[0]: {-(1 << 62)} is out of range", id="wide-signed-entry"),
+    pytest.param({"output_offsets": b"B" + bytes(41)}, "nodes.output_ids: expected 0 entries",
+                 id="offsets-and-column-disagree"),
+    pytest.param({"param_index": "out-of-range"}, "is out of range", id="param-index-out-of-range"),
+    pytest.param({"param_index": [0]}, "nodes.param_index: expected a packed integer column", id="param-index-a-list"),
+    pytest.param({"param_table": None}, "nodes.param_table: expected a list", id="no-param-table"),
+])
+def test_version_2_packed_columns(changes, expected):
+    if changes.get("param_index") == "out-of-range":
+        n = len(_unpacked(_v2_nodes()["param_nodes"]))
+        changes["param_index"] = b"B" + bytes([200]) * n
+    _reject(_v2_file(**changes), expected)
+
+
+def test_a_version_1_file_holds_no_binary_blobs():
+    """Packed columns belong to version 2: in a file that says version 1 they are corrupt."""
+    good = graphfile.encode(synthetic_capture(40), version=2)
+    assert b"\xa7version\x02" in good
+    _reject(good.replace(b"\xa7version\x02", b"\xa7version\x01", 1), "corrupt graph body")
+
+
+def test_nesting_exactly_at_the_bound_is_accepted(version):
+    """The nesting bound did not move: 64 levels of containers pass, 65 are refused."""
+    cap = synthetic_capture(20)
+    cap.nodes[3].params = {"p": _deep(62)}  # the map, then 63 lists: 64 levels
+    decoded = graphfile.decode(graphfile.encode(cap, version=version))
+    assert decoded.nodes[3].params == {"p": _deep(62)}
+    cap.nodes[3].params = {"p": _deep(63)}
+    _reject(graphfile.encode(cap, version=version), "nested too deeply")
+
+
+def test_packed_columns_are_little_endian_with_the_narrowest_type():
+    assert graphfile._pack_ints([1, 256]) == b"H\x01\x00\x00\x01"
+    assert graphfile._pack_ints([]) == b"B"
+    assert graphfile._pack_ints([-1, 5]) == b"b\xff\x05"
+    assert graphfile._pack_ints([1 << 40]) == b"Q" + (1 << 40).to_bytes(8, "little")
+    assert graphfile._pack_ints([-(1 << 40)]) == b"q" + (-(1 << 40)).to_bytes(8, "little", signed=True)
+    with pytest.raises(ValueError, match="cannot store"):
+        graphfile._pack_ints([1 << 64])
+
+
+def test_a_refused_packed_column_never_becomes_a_list():
+    """A packed column is range-checked as packed bytes: 1M two-byte entries of 300 (the
+    list of them would take about 36 MB, 18 times the file) are refused at a few times
+    the file's size."""
+    body = {"strings": ["a"], "coverage": ["traced_program", "complete", [], "none"],
+            "values": {"dtype": b"B", "shape_offsets": b"B\x00", "shape_dims": b"B"},
+            "groups": [], "frames": [], "nodes": {"op": b"H" + (300).to_bytes(2, "little") * 1_000_000}}
+    data = _header(2) + msgpack.packb(body, use_bin_type=True)
+    tracemalloc.start()
+    try:
+        _reject(data, "nodes.op[0]: 300 is out of range")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 6 * len(data), f"peak {peak:,} bytes for a {len(data):,}-byte file"

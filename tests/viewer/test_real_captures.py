@@ -17,7 +17,7 @@ import msgpack
 import pytest
 
 from capture import graphfile
-from capture.model import FORMAT_NAME, FORMAT_VERSION, Capture, tree_leaves
+from capture.model import FORMAT_NAME, Capture, tree_leaves
 from capture.recipe import RECIPES_FILE, load_recipes_table, profile_from_document
 from capture.worker.workspace_files import file_sha256
 from viewer.projection import Projection
@@ -62,7 +62,8 @@ def test_checked_in_file_has_the_current_format_version(name):
     unpacker.feed(data)
     head = unpacker.unpack()  # the header: the first of the file's two msgpack objects
     assert head["format"] == FORMAT_NAME
-    assert head["version"] == FORMAT_VERSION, f"{name}.tvg is format version {head['version']}, the reader's is {FORMAT_VERSION}: {REGENERATE}"
+    assert head["version"] == graphfile.FILE_VERSION, (
+        f"{name}.tvg is format version {head['version']}, the writer's is {graphfile.FILE_VERSION}: {REGENERATE}")
     capture = load(name)  # the hostile-file reader accepts it whole
     assert capture.failure is None and len(capture.nodes) > 0
 
