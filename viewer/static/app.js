@@ -12,6 +12,8 @@ import { FIRST_FIT, READABLE_SCALE, setVocabulary } from "./theme.js";
 import { describeState } from "./weights.js";
 import { el, clear, jsonView } from "./dom.js";
 import { initDiff } from "./diff.js";
+import { cursorLine, showLine } from "./lines.js";
+import { hideResults, jump, wireSearch } from "./search.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -31,6 +33,11 @@ const state = {
   firstPaintMs: null,
   ready: false,
   error: null,
+};
+
+// What the page's parts (lines.js, search.js) may use: the state, the API and helpers.
+const app = {
+  state, api, setStatus, setBanner, dropBanner, select, selectWeight, focusItem, saveExpansion, minimapVisibility,
 };
 
 // Test and benchmark hooks (read-only views of the state; no behaviour hides here).
@@ -127,7 +134,7 @@ window.tensorviz = {
   get cursorShown() {
     return state.cursorShown ? { ...state.cursorShown, keys: [...state.cursorShown.keys] } : null;
   },
-  showLine: (file, line, call) => showLine(file, line, call),
+  showLine: (file, line, call) => showLine(app, file, line, call),
   expandAll: () => expandAll(),
   collapseAll: () => collapseAll(),
   expandToDepth: (n) => expandToDepth(n),
@@ -140,7 +147,7 @@ window.tensorviz = {
   panBy: (dx, dy) => state.renderer && state.renderer.panBy(dx, dy),
   zoomAt: (x, y, f) => state.renderer && state.renderer.zoomAt(x, y, f, true),
   toggle: (key) => toggle(key),
-  jump: (result) => jump(result),
+  jump: (result) => jump(app, result),
   // What a boundary pill ("in:V" / "out:V") draws: its look ("input" | "quiet" | "plain"),
   // the value's role and name, and its text parts as fitted to the laid-out width.
   pill(key) {
@@ -235,10 +242,10 @@ async function boot() {
   state.renderer.home();
   setStatus("");
   // Diff mode (diff.js): offered when the server holds a baseline, or asked by ?diff=.
-  initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump, setBanner, dropBanner });
+  initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump: (r) => jump(app, r), setBanner, dropBanner });
   // Show in Graph opened this page: ?show=FILE:LINE[:CALL] (the editor's line, as captured).
   const show = /^(.+?):(\d+)(?::(\d+))?$/.exec(params.get("show") || "");
-  if (show) await showLine(show[1], Number(show[2]), Number(show[3] || 0));
+  if (show) await showLine(app, show[1], Number(show[2]), Number(show[3] || 0));
   state.ready = true;
 }
 
@@ -450,10 +457,10 @@ function listenEvents() {
     show: (d) => {
       if (!aboutThisCapture(d) || !state.renderer) return;
       window.focus();
-      showLine(d.file, d.line, d.call || 0);
+      showLine(app, d.file, d.line, d.call || 0);
     },
     // The editor's cursor moved to a line (tensorviz.followCursor): a light outline.
-    cursor: (d) => aboutThisCapture(d) && state.renderer && cursorLine(d),
+    cursor: (d) => aboutThisCapture(d) && state.renderer && cursorLine(app, d),
     "capture-ready": (d) => {
       dropBanner("progress");
       // A background recapture of the graph on screen (recapture on save): update in place.
@@ -514,7 +521,7 @@ async function liveUpdate(id) {
   dropBanner("line");
   await relayout(); // a new scene keeps the renderer's camera as it is
   // The new capture's diff offer: "Show changes" against the graph it replaced.
-  initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump, setBanner, dropBanner });
+  initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump: (r) => jump(app, r), setBanner, dropBanner });
   state.liveUpdates = (state.liveUpdates || 0) + 1;
 }
 
@@ -578,7 +585,7 @@ function wireToolbar() {
   };
   $("btn-png").onclick = () => state.renderer && exportPng(state.renderer, fileStem());
   $("btn-svg").onclick = () => state.renderer && exportSvg(state.renderer, fileStem());
-  wireSearch();
+  wireSearch(app);
   document.addEventListener("keydown", onKey);
 }
 
@@ -604,7 +611,7 @@ function onKey(e) {
   const typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT");
   if (e.key === "Escape") {
     if (typing) target.blur();
-    hideResults();
+    hideResults(app);
     if (!$("setup").hidden) state.setup.close();
     else if (state.selected || !$("inspector").hidden) select(null);
     return;
@@ -649,7 +656,7 @@ function onKey(e) {
     case "[":
     case "]": // the shown source line's previous / next call (Show in Graph's banner)
       if (!state.line || !state.banners.has("line")) return;
-      showLine(state.line.file, state.line.line, state.line.call + (e.key === "]" ? 1 : -1));
+      showLine(app, state.line.file, state.line.line, state.line.call + (e.key === "]" ? 1 : -1));
       break;
     default:
       return;
@@ -918,241 +925,6 @@ async function focusItem(key) {
       r.requestDraw();
     }
   }, 1600);
-}
-
-// ------------------------------------------------------------------ a source line (Show in Graph, cursor)
-
-// The items of call `call` of source line `file:line` (the capture's numbering) selected
-// together, the groups holding them opened (a module the line called stays closed: the
-// call, not its insides), all of them in view, and a banner to step through the calls.
-async function showLine(file, line, call = 0) {
-  const m = state.model;
-  const r = state.renderer;
-  if (!m || !r) return false;
-  const seq = (state.lineSeq = (state.lineSeq || 0) + 1);
-  let answer = state.line && state.line.file === file && state.line.line === line ? state.line.answer : null;
-  if (!answer) {
-    try {
-      answer = await api.get("line", { file, line });
-    } catch (err) {
-      setBanner("line", "error", "Line", `Could not show ${file}:${line}: ${err.message || err}`);
-      return false;
-    }
-  }
-  if (seq !== state.lineSeq) return false;
-  call = Math.max(0, Math.min(Number(call) || 0, answer.calls.length - 1));
-  const c = answer.calls[call];
-  setStatus("Opening the line…");
-  try {
-    for (const key of c.keys) {
-      for (const k of (c.paths[key] || []).slice(0, -1)) {
-        if (k !== ROOT && (isContainerKey(k) || k.startsWith("n"))) m.expanded.add(k);
-      }
-    }
-    let ok = await m.refresh();
-    // A module call folded into a stack of identical ones: open the stack.
-    const folded = c.keys.filter((k) => !m.scene.byKey.has(k) && m.stackOf.has(k));
-    for (const k of folded) m.unfolded.add(m.stackOf.get(k));
-    if (folded.length || !ok) ok = await m.refresh();
-    if (!ok || seq !== state.lineSeq) return false;
-  } catch (err) {
-    setBanner("line", "error", "Line", `Could not open ${file}:${line}: ${err.message || err}`);
-    setStatus("");
-    return false;
-  }
-  r.setScene(m.scene);
-  minimapVisibility();
-  setStatus("");
-  saveExpansion();
-  const keys = c.keys.filter((k) => m.scene.byKey.has(k));
-  state.line = { file: answer.file, line: answer.line, call, calls: answer.calls_total, keys, answer, shown: seq };
-  select(keys[0] || null, true); // the inspector (on the first item) opens before the fit
-  r.multi = new Set(keys);
-  const b = r.boundsOf(keys);
-  if (b) r.fitRect(b);
-  lineBanner();
-  return true;
-}
-
-function lineBanner() {
-  const l = state.line;
-  if (!l) return;
-  const c = l.answer.calls[l.call];
-  const name = l.file.split("/").pop();
-  const ops = `${Number(c.ops).toLocaleString("en-US")} op${c.ops === 1 ? "" : "s"}`;
-  const text = `${name}:${l.line} · ${ops}` + (l.calls > 1 ? ` · call ${l.call + 1} of ${l.calls}` : "") + (c.where ? ` (${c.where})` : "");
-  const step = (d) => () => showLine(l.file, l.line, l.call + d);
-  const actions = [];
-  if (l.calls > 1) {
-    actions.push(el("button", { type: "button", "data-call": "previous", title: "Previous call ([)", disabled: l.call === 0 ? "" : null, onclick: step(-1) }, "◀ Previous call"));
-    actions.push(el("button", { type: "button", "data-call": "next", title: "Next call (])", disabled: l.call >= l.answer.calls.length - 1 ? "" : null, onclick: step(1) }, "Next call ▶"));
-  }
-  actions.push(el("button", { type: "button", "aria-label": "Close", onclick: () => dropBanner("line") }, "×"));
-  setBanner("line", "info", "Line", text, actions);
-}
-
-// The editor's cursor line: its items outlined lightly, nothing selected, nothing opened.
-// An item not on screen (inside a closed group, a folded stack or chunk) outlines the
-// nearest item on screen that holds it; the view pans only when none is on screen.
-async function cursorLine(d) {
-  const m = state.model;
-  const r = state.renderer;
-  if (!m || !m.scene) return;
-  const seq = (state.cursorSeq = (state.cursorSeq || 0) + 1);
-  const keys = d.keys || [];
-  const shown = new Set(keys.filter((k) => m.scene.byKey.has(k)));
-  if (shown.size < keys.length && d.file) {
-    let answer = null;
-    try {
-      answer = await api.get("line", { file: d.file, line: d.line });
-    } catch (err) {
-      answer = null; // the outline keeps what is on screen
-    }
-    if (seq !== state.cursorSeq) return;
-    const c = answer && (answer.calls.find((x) => x.keys[0] === keys[0]) || answer.calls[0]);
-    for (const k of keys) {
-      if (shown.has(k) || !c) continue;
-      const path = c.paths[k] || [];
-      for (let i = path.length - 1; i >= 0; i--) {
-        const pk = path[i];
-        const holder = m.scene.byKey.has(pk) ? pk : m.stackOf.has(pk) && m.scene.byKey.has(m.stackOf.get(pk)) ? m.stackOf.get(pk) : null;
-        if (holder) {
-          shown.add(holder);
-          break;
-        }
-      }
-    }
-  }
-  r.cursor = shown.size ? shown : null;
-  const b = r.boundsOf(shown);
-  if (b && !r.onScreen(b)) {
-    r.cam.tx = (r.width - r.insetRight) / 2 - (b.x + b.w / 2) * r.cam.s;
-    r.cam.ty = r.height / 2 - (b.y + b.h / 2) * r.cam.s;
-  }
-  r.requestDraw();
-  state.cursorShown = { file: d.file, line: d.line, keys: [...shown], seq };
-}
-
-// ------------------------------------------------------------------ search
-
-function wireSearch() {
-  const input = $("search");
-  let timer = null;
-  input.addEventListener("input", () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => runSearch(input.value.trim()), 140);
-  });
-  input.addEventListener("keydown", (e) => {
-    const s = state.search;
-    if (e.key === "ArrowDown" || e.key === "ArrowUp") {
-      e.preventDefault();
-      if (!s.results.length) return;
-      s.active = (s.active + (e.key === "ArrowDown" ? 1 : -1) + s.results.length) % s.results.length;
-      paintResults();
-    } else if (e.key === "Enter") {
-      e.preventDefault();
-      clearTimeout(timer);
-      const pick = async () => {
-        if (!s.results.length || s.query !== input.value.trim()) await runSearch(input.value.trim());
-        const r = s.results[Math.max(0, s.active)];
-        if (r) jump(r);
-      };
-      pick();
-    }
-  });
-  input.addEventListener("focus", () => state.search.results.length && ($("search-results").hidden = false));
-  document.addEventListener("pointerdown", (e) => {
-    if (!e.target.closest(".search")) hideResults();
-  });
-}
-
-async function runSearch(q) {
-  const s = state.search;
-  const seq = ++s.seq;
-  s.query = q;
-  if (!q) {
-    s.results = [];
-    hideResults();
-    return;
-  }
-  let res;
-  try {
-    res = await api.search(q, 50);
-  } catch (err) {
-    res = { results: [], error: err.message };
-  }
-  if (seq !== s.seq) return; // a newer query is on its way
-  s.results = res.results || [];
-  s.truncated = !!res.truncated;
-  s.active = s.results.length ? 0 : -1;
-  paintResults(res.error);
-}
-
-function paintResults(error) {
-  const ul = $("search-results");
-  const s = state.search;
-  clear(ul);
-  if (!s.results.length) {
-    ul.append(el("li", { class: "empty" }, error ? `Search failed: ${error}` : "No matches"));
-  }
-  s.results.forEach((r, i) => {
-    const li = el("li", { role: "option", "aria-selected": String(i === s.active), "data-index": String(i) },
-      el("span", { class: "pill rtype" + (r.type === "group" ? " kind" : "") }, r.type),
-      el("span", { class: "rlabel" }, r.label || `${r.type} ${r.id}`, " ", el("span", { class: "rkey" }, r.key || "")),
-      el("span", { class: "rwhy" }, [r.sublabel, r.why].filter(Boolean).join("  ·  ")));
-    li.addEventListener("pointerdown", (e) => {
-      e.preventDefault();
-      jump(r);
-    });
-    ul.append(li);
-  });
-  if (s.truncated) ul.append(el("li", { class: "empty" }, "More matches: refine the search"));
-  ul.hidden = false;
-}
-
-function hideResults() {
-  $("search-results").hidden = true;
-}
-
-async function jump(result) {
-  hideResults();
-  const m = state.model;
-  if (!m) return;
-  let key = result.key;
-  let itemPath = result.item_path;
-  if (!key) {
-    if (result.type === "node") key = "n" + result.id;
-    else if (result.type === "group") key = "g" + result.id;
-    else if (result.type === "value" && result.producer !== null && result.producer !== undefined) key = "n" + result.producer;
-  }
-  if (!key) return;
-  setStatus("Opening the path…");
-  try {
-    if (itemPath && itemPath.length) await m.revealPath(itemPath);
-    else await m.reveal(key, result.path || []);
-  } catch (err) {
-    setBanner("load", "error", "Error", `Could not open ${key}: ${err.message || err}`);
-    return;
-  }
-  state.renderer.setScene(m.scene);
-  minimapVisibility();
-  setStatus("");
-  if (!m.scene.byKey.get(key) && key.startsWith("in:")) {
-    // A parameter drawn inside its ops: go to the first op that uses it, weight selected.
-    const holder = m.scene.byKey.get(itemPath && itemPath.length > 1 ? itemPath[itemPath.length - 2] : ROOT);
-    const container = holder && holder.expanded ? holder.expanded : m.scene.root;
-    const value = Number(key.slice(3));
-    const op = container.items.find((it) => it.type === "node" && (it.item.weights || []).some((w) => w.value === value));
-    if (op) {
-      await focusItem(op.key);
-      selectWeight(op.key, value);
-      $("graph").focus({ preventScroll: true });
-    }
-    return;
-  }
-  if (!m.scene.byKey.get(key)) return;
-  await focusItem(key);
-  $("graph").focus({ preventScroll: true });
 }
 
 // ------------------------------------------------------------------ reveal (go to source)
