@@ -16,6 +16,8 @@
 // (GPT-2's twelve blocks) share one layout.
 
 import { CARD_STYLE, boundaryContent, formatValue } from "./theme.js";
+import { boxFor, layoutKey } from "./layout-client.js";
+import { MIN_EDGE_SCALE } from "./drawlist.js";
 
 export const ROOT = "g-1";
 
@@ -52,6 +54,40 @@ function hash(text) {
 
 const MIN_STACK = 2; // identical consecutive sibling groups that fold into one stack card
 
+// When a relayout would hand the layout workers more items than this (Expand all on a
+// big graph), only the containers in view are laid out for real; the others get an
+// estimated layout (estimateLayout) until the view shows them (settle).
+export const ESTIMATE_ITEMS = 3000;
+// An expanded container smaller than this on screen is drawn as its frame only
+// (drawlist.js): its inside needs no real layout yet. Nor does any container's while the
+// zoom is below MIN_EDGE_SCALE (only Fit goes there on a big graph): no edge and no text
+// is drawn then, cards are boxes or specks.
+export const SETTLE_PX = 24;
+const TOO_MANY = { tooMany: true }; // thrown by plan() past its limit
+
+// A Set that tells its owner when it changes, so that display lists are rebuilt only then.
+class TrackedSet extends Set {
+  constructor(owner, items) {
+    super(items);
+    this.owner = owner;
+  }
+
+  add(k) {
+    if (this.owner && !this.has(k)) this.owner.changed();
+    return super.add(k);
+  }
+
+  delete(k) {
+    if (this.owner && this.has(k)) this.owner.changed();
+    return super.delete(k);
+  }
+
+  clear() {
+    if (this.owner && this.size) this.owner.changed();
+    super.clear();
+  }
+}
+
 function containerParams(key) {
   if (key.startsWith("c")) {
     const [group, chunk] = key.slice(1).split(":");
@@ -66,9 +102,15 @@ export class GraphModel {
     this.layout = layout;
     this.containers = new Map(); // key -> children response (items, edges, inputs, outputs, chunked)
     this.loading = new Map(); // key -> promise
-    this.expanded = new Set([ROOT]);
-    this.unfolded = new Set(); // stack keys ("sg5") the person opened into their members
-    this.showWeights = false; // parameters as separate pills (toolbar toggle) instead of card lines
+    this.changes = 0; // bumped on every change of what is drawn (display lists are memoised until then)
+    this.expanded = new TrackedSet(this, [ROOT]);
+    this.unfolded = new TrackedSet(this); // stack keys ("sg5") the person opened into their members
+    this._showWeights = false; // parameters as separate pills (toolbar toggle) instead of card lines
+    this.held = new Map(); // container key -> {sig, w, h}: the estimated box a real parent layout reserved for it
+    this.ratios = [{ w: 0, h: 0, n: 0 }, { w: 0, h: 0, n: 0 }]; // learned real/estimate size ratios (leaf containers, containers of containers)
+    this.learned = new Set(); // layout keys already counted in `ratios`
+    this.lastWant = null; // the containers the last settled view laid out for real (null: all)
+    this.refreshing = 0;
     this.paths = new Map([[ROOT, ""]]); // container key -> group path ("Wrapped/gpt/h.3"), for memory
     this.modulePaths = new Map(); // container key -> the module's attribute path ("gpt.h.3"), chunks inherit
     this.stackOf = new Map(); // member key -> stack key, for the current display lists
@@ -77,6 +119,30 @@ export class GraphModel {
     this.scene = null;
     this.version = 0; // bumped on every new scene
     this.lastLayoutMs = 0;
+    this.timings = {}; // ms per phase of the last refresh (and Expand all's fetch), for benchmarks
+    this.timingLog = []; // the same for the last refreshes
+  }
+
+  get showWeights() {
+    return this._showWeights;
+  }
+
+  set showWeights(on) {
+    if (on !== this._showWeights) this.changed();
+    this._showWeights = on;
+  }
+
+  changed() {
+    this.changes += 1;
+  }
+
+  // The display lists of the current state, memoised until something changes.
+  memoNow() {
+    if (!this._memo || this._memo.at !== this.changes) {
+      this.stackOf.clear();
+      this._memo = { at: this.changes, map: new Map() };
+    }
+    return this._memo.map;
   }
 
   async load(key) {
@@ -99,6 +165,7 @@ export class GraphModel {
 
   adopt(key, data) {
     this.containers.set(key, data);
+    this.changed();
     const base = this.paths.get(key) ?? "";
     for (const item of data.items) {
       if (item.type === "node") {
@@ -116,7 +183,9 @@ export class GraphModel {
   // costs one round trip, not one per group.
   async loadSubtree(key = ROOT) {
     const [group] = containerParams(key);
+    const t0 = performance.now();
     const res = await this.api.subtree(group);
+    this._fetchMs = performance.now() - t0;
     const views = res.views || {};
     // Parents before children, so that each container's path is known when it arrives.
     const order = [];
@@ -168,6 +237,7 @@ export class GraphModel {
     const data = this.containers.get(key);
     const items = [];
     const keys = [];
+    const inner = []; // {i, key}: the expanded containers drawn inside, by position
     const index = new Map();
     const add = (k, entry) => {
       index.set(k, items.length);
@@ -196,12 +266,15 @@ export class GraphModel {
         i += run - 1;
         continue;
       }
-      const entry = { kind: item.type, title: item.label || k, lines: cardLines(item), tag: cardTag(item) };
+      const entry = { kind: item.type, title: item.label || k, lines: linesOf(item), tag: cardTag(item) };
       if (item.type === "node" && !weightPills && item.weights && item.weights.length) {
         entry.weightStart = entry.lines.length;
         entry.lines = entry.lines.concat(weightLines(item, this.modulePaths.get(key)));
       }
-      if (opens(item) && this.expanded.has(k) && this.containers.has(k)) entry.expandedSig = this.display(k, memo).sig;
+      if (opens(item) && this.expanded.has(k) && this.containers.has(k)) {
+        entry.expandedSig = this.display(k, memo).sig;
+        inner.push({ i: items.length, key: k });
+      }
       add(k, entry);
     }
     for (const b of data.outputs || []) add(`out:${b.value}`, boundaryJob("out", b));
@@ -226,7 +299,7 @@ export class GraphModel {
       edges.map((e) => [e.s, e.t, e.label]),
       data.side_by_side ? "row" : "",
     ]);
-    const d = { key, keys, items, edges, sig: hash(text), row: !!data.side_by_side };
+    const d = { key, keys, items, edges, inner, sig: hash(text), row: !!data.side_by_side };
     memo.set(key, d);
     return d;
   }
@@ -243,50 +316,179 @@ export class GraphModel {
     return j - i >= MIN_STACK ? j - i : 1;
   }
 
-  signature(key, memo = new Map()) {
+  signature(key, memo = this.memoNow()) {
     return this.display(key, memo).sig;
   }
 
-  // Layout jobs for every container whose layout (for its current content) is missing,
-  // children before parents; one job per distinct content.
-  jobs() {
-    const memo = new Map();
-    this.stackOf.clear();
+  // Bottom-up over the expanded containers: each one's layout and size, and the layout
+  // jobs still missing for the containers in `want` (null: every one). A layout is cached
+  // under its content signature plus the sizes of the expanded containers inside it
+  // (layoutKey), so structurally identical groups share one. A container outside `want`
+  // whose real layout is not known gets an estimated one (estimateLayout). A real layout
+  // that reserved an estimated box for a container inside it holds that box (`held`)
+  // while the container's real layout fits in it, so laying that one out later moves
+  // nothing around it.
+  plan(want, limit = Infinity) {
+    const memo = this.memoNow();
+    const info = new Map();
     const jobs = [];
-    const queued = new Set();
+    const byJid = new Map();
+    let items = 0;
     const visit = (key) => {
-      for (const k of this.expandedChildren(key)) visit(k);
       const d = this.display(key, memo);
-      if (!this.layout.has(d.sig) && !queued.has(d.sig)) {
-        queued.add(d.sig);
-        // An expanded child's size, when its layout is known here (the worker's cache is
-        // bounded; this one is not), so the worker never needs to have kept it.
-        const items = d.items.map((it) => {
-          if (!it.expandedSig || !this.layout.has(it.expandedSig)) return it;
-          const inner = this.layout.get(it.expandedSig);
-          return { ...it, inner: { w: inner.w, h: inner.h } };
-        });
-        jobs.push({ sig: d.sig, items, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })), row: d.row });
+      const boxes = new Array(d.items.length).fill(null);
+      const refs = [];
+      for (const { i, key: ck } of d.inner) {
+        const ci = visit(ck);
+        if (ci.job) refs.push({ i, jid: ci.job.jid, hold: this.heldFor(ck, ci) });
+        else boxes[i] = this.boxOf(ck, ci);
       }
+      const entry = { key, d, boxes };
+      info.set(key, entry);
+      if (!refs.length) {
+        const lk = layoutKey(d.sig, boxes);
+        const real = this.layout.get(lk);
+        if (real) {
+          entry.layout = real;
+          this.learn(lk, d, boxes, real);
+          return entry;
+        }
+        if (this.layout.failed.has(lk)) {
+          entry.layout = this.estimateLayout(d, boxes);
+          return entry;
+        }
+      }
+      if (refs.length || !want || want.has(key)) {
+        const jid = d.sig + "|" + d.inner.map(({ i }) => (boxes[i] ? `${boxes[i].w}x${boxes[i].h}` : "@" + refs.find((r) => r.i === i).jid)).join(",");
+        let job = byJid.get(jid);
+        if (!job) {
+          const list = d.items.slice();
+          for (const { i } of d.inner) if (boxes[i]) list[i] = { ...d.items[i], inner: boxes[i] };
+          for (const r of refs) list[r.i] = { ...d.items[r.i], child: r.jid, hold: r.hold };
+          job = { jid, sig: d.sig, items: list, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })), row: d.row };
+          byJid.set(jid, job);
+          jobs.push(job);
+          items += list.length;
+          if (items > limit) throw TOO_MANY;
+        }
+        // The estimated boxes this real layout reserves are held for their containers.
+        for (const { i, key: ck } of d.inner) {
+          const ci = info.get(ck);
+          if (boxes[i] && ci.est && !this.heldFor(ck, ci)) this.held.set(ck, { sig: ci.d.sig, w: boxes[i].w, h: boxes[i].h });
+        }
+        entry.job = job;
+        return entry;
+      }
+      entry.layout = this.estimateLayout(d, boxes);
+      entry.est = true;
+      return entry;
     };
-    visit(ROOT);
-    this.memo = memo;
-    return jobs;
+    try {
+      visit(ROOT);
+    } catch (err) {
+      if (err === TOO_MANY) return null;
+      throw err;
+    }
+    return { info, jobs, items };
+  }
+
+  heldFor(key, ci) {
+    const h = this.held.get(key);
+    return h && h.sig === ci.d.sig ? h : null;
+  }
+
+  // The box a container takes in its parent's layout: its own size, or the box held for it.
+  boxOf(key, ci) {
+    const h = this.heldFor(key, ci);
+    if (ci.est) return h ? { w: h.w, h: h.h } : { w: ci.layout.w, h: ci.layout.h };
+    return boxFor(ci.layout, h);
+  }
+
+  // A container laid out without ELK, from cheap facts: its cards' sizes (measured by
+  // character counts), the boxes of the containers inside it (real, held or estimated
+  // themselves), in one column in program order, then scaled by how real layouts of
+  // containers of the same kind (leaf or not) compared with their own column so far.
+  // No edges: it is drawn only as a frame until it is in view, and then laid out for real.
+  estimateLayout(d, boxes) {
+    const sizes = d.items.map((it, i) => boxes[i] ? cardBox(boxes[i]) : estimateCard(it));
+    const col = columnLayout(sizes);
+    const r = this.ratios[d.inner.length ? 1 : 0];
+    if (r.n < 1) return col;
+    let maxW = 0;
+    let maxH = 0;
+    for (const b of sizes) {
+      maxW = Math.max(maxW, b.w);
+      maxH = Math.max(maxH, b.h);
+    }
+    const w = Math.max(maxW + 20, Math.ceil(col.w * Math.exp(r.w / r.n)));
+    const h = Math.max(maxH + 20, Math.ceil(col.h * Math.exp(r.h / r.n)));
+    const ky = (h - 20 - maxH) / Math.max(1, col.h - 20 - maxH);
+    const boxesOut = col.boxes.map((b) => ({ x: (w - b.w) / 2, y: 10 + Math.min(h - 20 - b.h, (b.y - 10) * ky), w: b.w, h: b.h }));
+    return { w, h, boxes: boxesOut, edges: [], estimated: true };
+  }
+
+  // How a real layout compared with its own column estimate (log ratios, running mean).
+  learn(lk, d, boxes, real) {
+    if (this.learned.has(lk) || d.items.length < 3) return;
+    this.learned.add(lk);
+    const col = columnLayout(d.items.map((it, i) => boxes[i] ? cardBox(boxes[i]) : estimateCard(it)));
+    const r = this.ratios[d.inner.length ? 1 : 0];
+    r.w += Math.log(Math.max(0.05, real.w / col.w));
+    r.h += Math.log(Math.max(0.05, real.h / col.h));
+    r.n += 1;
   }
 
   // Loads, lays out and composes. Resolves true when a new scene is ready, false when a
-  // newer request superseded this one.
-  async refresh() {
+  // newer request superseded this one. `want`: the containers to lay out for real (the
+  // others keep a real layout when one is known, else get an estimated one); by default
+  // every one, unless that is more than ESTIMATE_ITEMS items of new layout work: then the
+  // containers the last settled view showed.
+  async refresh({ want = null } = {}) {
+    this.refreshing += 1;
+    try {
+      return await this._refresh(want);
+    } finally {
+      this.refreshing -= 1;
+    }
+  }
+
+  async _refresh(want) {
+    const t = { fetch: this._fetchMs };
+    this._fetchMs = undefined;
+    let t0 = performance.now();
     await this.loadExpanded();
-    const jobs = this.jobs();
-    const t0 = performance.now();
-    const res = await this.layout.request(jobs);
+    t.load = performance.now() - t0;
+    t0 = performance.now();
+    let p = this.plan(want, want ? Infinity : ESTIMATE_ITEMS);
+    if (!p) {
+      want = new Set([ROOT]);
+      if (this.lastWant) for (const k of this.lastWant) if (this.expanded.has(k)) want.add(k);
+      p = this.plan(want);
+    }
+    t.jobs = performance.now() - t0;
+    t.jobCount = p.jobs.length;
+    t0 = performance.now();
+    const changes = this.changes;
+    const res = await this.layout.request(p.jobs);
     if (res === null) return false;
     if (res && res.error) throw new Error(res.error);
-    if (jobs.length) this.lastLayoutMs = performance.now() - t0;
+    if (p.jobs.length) this.lastLayoutMs = performance.now() - t0;
+    t.layout = performance.now() - t0;
     // Another refresh may have changed the expansion meanwhile; compose only if complete.
-    if (this.jobs().length) return false;
-    this.scene = this.compose();
+    if (this.changes !== changes) return false;
+    t0 = performance.now();
+    const done = this.plan(want);
+    t.recheck = performance.now() - t0;
+    if (done.jobs.length) return false;
+    t0 = performance.now();
+    this.scene = this.compose(done.info);
+    t.compose = performance.now() - t0;
+    t.estimated = this.scene.estimated;
+    t.at = performance.now();
+    this.timingLog.push(t);
+    if (this.timingLog.length > 50) this.timingLog.shift();
+    this.lastWant = want;
+    this.timings = t;
     this.version += 1;
     return true;
   }
@@ -369,20 +571,23 @@ export class GraphModel {
     return out;
   }
 
-  // Layouts → absolute scene.
-  compose() {
+  // Layouts → absolute scene. A container inside a held box larger than its real
+  // layout sits centred in it. `scene.estimated` counts the estimated containers.
+  compose(info) {
     const byKey = new Map();
-    const memo = this.memo || new Map();
+    let estimated = 0;
     const build = (key, ox, oy) => {
-      const d = this.display(key, memo);
-      const layout = this.layout.get(d.sig);
+      const e = info.get(key);
+      const d = e.d;
+      const layout = e.layout;
+      if (e.est) estimated++;
       const data = this.containers.get(key);
       const byItem = new Map(data.items.map((it) => [itemKey(it), it]));
       const edges = layout.edges.map((le) => {
-        const e = d.edges[le.e];
-        return { source: e.source, target: e.target, label: e.label, value: e.value, points: le.points, labelAt: le.labelAt };
+        const de = d.edges[le.e];
+        return { source: de.source, target: de.target, label: de.label, value: de.value, points: le.points, labelAt: le.labelAt };
       });
-      const container = { key, sig: d.sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges, data };
+      const container = { key, sig: d.sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges, data, estimated: !!e.est };
       d.keys.forEach((k, i) => {
         const box = layout.boxes[i];
         const item = byItem.get(k);
@@ -400,8 +605,11 @@ export class GraphModel {
           lines: entry.lines || [],
           weightStart: entry.weightStart ?? null,
         };
-        if (item && opens(item) && entry.expandedSig) {
-          sceneItem.expanded = build(k, sceneItem.x + CARD_STYLE.groupPadX, sceneItem.y + CARD_STYLE.groupHeader);
+        if (item && opens(item) && entry.expandedSig && info.has(k)) {
+          const inner = info.get(k).layout;
+          const dx = Math.max(0, (box.w - 2 * CARD_STYLE.groupPadX - inner.w) / 2);
+          const held = e.boxes[i] && (e.boxes[i].w > inner.w || e.boxes[i].h > inner.h);
+          sceneItem.expanded = build(k, sceneItem.x + CARD_STYLE.groupPadX + (held ? dx : 0), sceneItem.y + CARD_STYLE.groupHeader);
         }
         container.items.push(sceneItem);
         byKey.set(k, sceneItem);
@@ -409,7 +617,48 @@ export class GraphModel {
       return container;
     };
     const root = build(ROOT, 0, 0);
-    return { root, byKey, w: root.w, h: root.h, count: byKey.size };
+    return { root, byKey, w: root.w, h: root.h, count: byKey.size, estimated };
+  }
+
+  // Lays out for real the estimated containers that `view` ({x0, y0, x1, y1} world, s
+  // zoom) shows large enough for their insides to be drawn, with the containers around
+  // them, and composes again; the rest stays as it is. Resolves true with a new scene,
+  // false when nothing in view was estimated (or a newer request won).
+  async settle(view) {
+    const scene = this.scene;
+    if (!scene || !scene.estimated || this.refreshing) return false;
+    const mx = (view.x1 - view.x0) * 0.5; // half a screen around the view is laid out ahead
+    const my = (view.y1 - view.y0) * 0.5;
+    const x0 = view.x0 - mx;
+    const x1 = view.x1 + mx;
+    const y0 = view.y0 - my;
+    const y1 = view.y1 + my;
+    const want = new Set([ROOT]);
+    let any = scene.root.estimated;
+    const visit = (c) => {
+      if (view.s < MIN_EDGE_SCALE) return;
+      for (const it of c.items) {
+        if (!it.expanded || it.x > x1 || it.y > y1 || it.x + it.w < x0 || it.y + it.h < y0) continue;
+        if (Math.max(it.w, it.h) * view.s < SETTLE_PX) continue;
+        want.add(it.key);
+        if (it.expanded.estimated) any = true;
+        visit(it.expanded);
+      }
+    };
+    visit(scene.root);
+    if (!any) return false;
+    return this.refresh({ want });
+  }
+
+  // Keys of the containers whose layout is estimated in the current scene.
+  estimatedKeys() {
+    const out = [];
+    const visit = (c) => {
+      if (c.estimated) out.push(c.key);
+      for (const it of c.items) if (it.expanded) visit(it.expanded);
+    };
+    if (this.scene) visit(this.scene.root);
+    return out;
   }
 
   // ------------------------------------------------------------------ expansion actions
@@ -439,8 +688,9 @@ export class GraphModel {
   }
 
   collapseAll() {
-    this.expanded = new Set([ROOT]);
+    this.expanded = new TrackedSet(this, [ROOT]);
     this.unfolded.clear();
+    this.changed();
   }
 
   // Expands every group and chunk down to `depth` levels below the root (stacks stay folded
@@ -579,6 +829,56 @@ export class GraphModel {
   }
 }
 
+// An item's card lines, computed once per item object (the server's answers are kept).
+function linesOf(item) {
+  if (!item._lines) Object.defineProperty(item, "_lines", { value: cardLines(item), enumerable: false });
+  return item._lines;
+}
+
+// en-US grouping without Intl (toLocaleString dominated display lists of 50k items).
+function grouped(n) {
+  n = Number(n);
+  if (!Number.isInteger(n)) return n.toLocaleString("en-US");
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
+// What a card measures, from character counts (the layout worker measures text; these
+// sizes only feed estimates): the worker's own fallback widths per font.
+function estimateCard(entry) {
+  const S = CARD_STYLE;
+  if (entry.kind === "in" || entry.kind === "out") {
+    const chars = entry.parts ? entry.parts.reduce((n, p) => n + p.text.length, 0) + 2 * (entry.parts.length - 1) : entry.title.length;
+    const w = chars * 7 + 2 * S.padX;
+    return { w: Math.max(entry.quiet ? 64 : 80, Math.min(S.maxCardWidth, Math.ceil(w))), h: entry.quiet ? S.quietHeight : S.boundaryHeight };
+  }
+  const toggle = entry.kind === "group" || entry.kind === "chunk" || entry.kind === "stack" ? 20 : 0;
+  let w = String(entry.title).length * 7.5 + toggle + (entry.tag ? String(entry.tag).length * 6 + 10 + S.tagGap : 0);
+  for (const line of entry.lines) w = Math.max(w, line.length * 7 + toggle + 8);
+  return {
+    w: Math.max(S.minCardWidth, Math.min(S.maxCardWidth, Math.ceil(w + 2 * S.padX))),
+    h: Math.ceil(S.padTop + S.titleHeight + entry.lines.length * S.lineHeight + S.padBottom),
+  };
+}
+
+// The card of an expanded container whose inside measures `inner` (the worker's cardSize).
+function cardBox(inner) {
+  const S = CARD_STYLE;
+  return { w: Math.max(inner.w + 2 * S.groupPadX, S.minGroupWidth), h: inner.h + S.groupHeader + S.groupPadBottom };
+}
+
+// Cards in one column, in program order, with ELK's spacing between layers and padding.
+function columnLayout(sizes) {
+  let w = 0;
+  for (const b of sizes) w = Math.max(w, b.w);
+  const boxes = [];
+  let y = 10;
+  for (const b of sizes) {
+    boxes.push({ x: 10 + (w - b.w) / 2, y, w: b.w, h: b.h });
+    y += b.h + 40;
+  }
+  return { w: Math.ceil(w + 20), h: Math.ceil(Math.max(y - 40, 10) + 10), boxes, edges: [], estimated: true };
+}
+
 const WEIGHT_LINES = 4; // weights listed on an op's card before "+N more"
 
 export function cardLines(item) {
@@ -593,7 +893,7 @@ export function cardLines(item) {
     return lines;
   }
   const lines = [];
-  const count = (n, word) => `${Number(n).toLocaleString("en-US")} ${word}${Number(n) === 1 ? "" : "s"}`;
+  const count = (n, word) => `${grouped(n)} ${word}${Number(n) === 1 ? "" : "s"}`;
   if (item.type === "chunk") {
     if (item.sublabel) lines.push(String(item.sublabel));
   } else if (item.type === "group") {
@@ -621,7 +921,7 @@ export function cardLines(item) {
   const bits = [];
   if (item.node_count !== undefined && item.node_count !== null) bits.push(count(item.node_count, "op"));
   else if (item.child_count !== undefined && item.child_count !== null) bits.push(count(item.child_count, "item"));
-  if (item.opaque_count) bits.push(`${Number(item.opaque_count).toLocaleString("en-US")} opaque`);
+  if (item.opaque_count) bits.push(`${grouped(item.opaque_count)} opaque`);
   if (item.identical && item.identical.count > 1) bits.push(`×${item.identical.count} identical`);
   if (bits.length) lines.push(bits.join(" · "));
   return lines;
