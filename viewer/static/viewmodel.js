@@ -107,7 +107,9 @@ export class GraphModel {
     this.unfolded = new TrackedSet(this); // stack keys ("sg5") the person opened into their members
     this._showWeights = false; // parameters as separate pills (toolbar toggle) instead of card lines
     this.held = new Map(); // container key -> {sig, w, h}: the estimated box a real parent layout reserved for it
-    this.ratios = [{ w: 0, h: 0, n: 0 }, { w: 0, h: 0, n: 0 }]; // learned real/estimate size ratios (leaf containers, containers of containers)
+    // How real layouts compared with their column estimates so far (log ratios: sums and
+    // sums of squares), for leaf containers and for containers of containers.
+    this.ratios = [{ w: 0, w2: 0, h: 0, h2: 0, n: 0 }, { w: 0, w2: 0, h: 0, h2: 0, n: 0 }];
     this.learned = new Set(); // layout keys already counted in `ratios`
     this.lastWant = null; // the containers the last settled view laid out for real (null: all)
     this.refreshing = 0;
@@ -359,6 +361,16 @@ export class GraphModel {
         }
       }
       if (refs.length || !want || want.has(key)) {
+        // Laid out again for certain (its layout key is new, not only waiting for a
+        // container inside): the estimated containers inside take their current estimate
+        // (which learned from the real layouts so far), not an older held box.
+        if (!refs.length) for (const { i, key: ck } of d.inner) {
+          const ci = info.get(ck);
+          if (boxes[i] && ci.est) {
+            boxes[i] = { w: ci.layout.w, h: ci.layout.h };
+            this.held.delete(ck);
+          }
+        }
         const jid = d.sig + "|" + d.inner.map(({ i }) => (boxes[i] ? `${boxes[i].w}x${boxes[i].h}` : "@" + refs.find((r) => r.i === i).jid)).join(",");
         let job = byJid.get(jid);
         if (!job) {
@@ -368,9 +380,11 @@ export class GraphModel {
           job = { jid, sig: d.sig, items: list, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })), row: d.row };
           byJid.set(jid, job);
           jobs.push(job);
-          items += list.length;
-          if (items > limit) throw TOO_MANY;
         }
+        // Counted per container, shared jobs too: what a full layout of this state costs
+        // the first time (identical blocks are cheap to lay out, not to compose and draw).
+        items += d.items.length;
+        if (items > limit) throw TOO_MANY;
         // The estimated boxes this real layout reserves are held for their containers.
         for (const { i, key: ck } of d.inner) {
           const ci = info.get(ck);
@@ -414,14 +428,21 @@ export class GraphModel {
     const col = columnLayout(sizes);
     const r = this.ratios[d.inner.length ? 1 : 0];
     if (r.n < 1) return col;
+    // One standard deviation above the mean ratio: most real layouts then fit the box
+    // held for them, and laying them out moves nothing around them.
+    const up = (sum, sum2) => {
+      const mean = sum / r.n;
+      const sd = r.n > 1 ? Math.sqrt(Math.max(0, sum2 / r.n - mean * mean)) : 0.1;
+      return Math.exp(mean + sd);
+    };
     let maxW = 0;
     let maxH = 0;
     for (const b of sizes) {
       maxW = Math.max(maxW, b.w);
       maxH = Math.max(maxH, b.h);
     }
-    const w = Math.max(maxW + 20, Math.ceil(col.w * Math.exp(r.w / r.n)));
-    const h = Math.max(maxH + 20, Math.ceil(col.h * Math.exp(r.h / r.n)));
+    const w = Math.max(maxW + 20, Math.ceil(col.w * up(r.w, r.w2)));
+    const h = Math.max(maxH + 20, Math.ceil(col.h * up(r.h, r.h2)));
     const ky = (h - 20 - maxH) / Math.max(1, col.h - 20 - maxH);
     const boxesOut = col.boxes.map((b) => ({ x: (w - b.w) / 2, y: 10 + Math.min(h - 20 - b.h, (b.y - 10) * ky), w: b.w, h: b.h }));
     return { w, h, boxes: boxesOut, edges: [], estimated: true };
@@ -433,8 +454,12 @@ export class GraphModel {
     this.learned.add(lk);
     const col = columnLayout(d.items.map((it, i) => boxes[i] ? cardBox(boxes[i]) : estimateCard(it)));
     const r = this.ratios[d.inner.length ? 1 : 0];
-    r.w += Math.log(Math.max(0.05, real.w / col.w));
-    r.h += Math.log(Math.max(0.05, real.h / col.h));
+    const lw = Math.log(Math.max(0.05, real.w / col.w));
+    const lh = Math.log(Math.max(0.05, real.h / col.h));
+    r.w += lw;
+    r.w2 += lw * lw;
+    r.h += lh;
+    r.h2 += lh * lh;
     r.n += 1;
   }
 
