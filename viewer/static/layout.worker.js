@@ -289,7 +289,15 @@ async function run(request) {
         remember(job.sig, layout);
         self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
       } catch (err) {
-        self.postMessage({ type: "error", seq: request.seq, sig: job.sig, message: String(err && err.message || err) });
+        // Never leave a container without a layout (its parent waits for its size): the
+        // plain one, unless even that fails.
+        try {
+          layout = fallbackLayout(job, job.items.map((item) => cardSize(item, request.style)));
+          remember(job.sig, layout);
+          self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
+        } catch (again) {
+          self.postMessage({ type: "error", seq: request.seq, sig: job.sig, message: String(err && err.message || err) });
+        }
       }
       i++;
     }

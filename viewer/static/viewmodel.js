@@ -63,6 +63,9 @@ export const ESTIMATE_ITEMS = 3000;
 // zoom is below MIN_EDGE_SCALE (only Fit goes there on a big graph): no edge and no text
 // is drawn then, cards are boxes or specks.
 export const SETTLE_PX = 24;
+// Expand all fetches the containers breadth first up to this many items in one request;
+// the deeper ones open too but are fetched (and laid out) once the view shows them.
+export const EXPAND_FETCH_ITEMS = 3000;
 const TOO_MANY = { tooMany: true }; // thrown by plan() past its limit
 
 // A Set that tells its owner when it changes, so that display lists are rebuilt only then.
@@ -112,6 +115,14 @@ export class GraphModel {
     this.ratios = [{ w: 0, w2: 0, h: 0, h2: 0, n: 0 }, { w: 0, w2: 0, h: 0, h2: 0, n: 0 }];
     this.learned = new Set(); // layout keys already counted in `ratios`
     this.lastWant = null; // the containers the last settled view laid out for real (null: all)
+    this.estimates = new Map(); // container key -> {lk, layout}: an estimate stays until its parent is laid out again
+    this.openAll = false; // Expand all is on: a container fetched from now on opens its groups and chunks too
+    this.deferred = new Set(); // expanded containers not fetched yet (Expand all fetches them once in view)
+    this.itemOf = new Map(); // container key -> its item (in its parent's answer)
+    this.structSizes = new Map(); // a group's `structure` -> the size of a real layout of one such group
+    this.perOp = { w: 0, h: 0, n: 0 }; // log width and log height per op of real group layouts, for unfetched ones
+    this.built = new Map(); // container key -> {stamp, x, y, container, estimated}: scene parts reused by compose
+    this.layoutIds = new WeakMap(); // layout object -> a number (compose's stamps)
     this.refreshing = 0;
     this.paths = new Map([[ROOT, ""]]); // container key -> group path ("Wrapped/gpt/h.3"), for memory
     this.modulePaths = new Map(); // container key -> the module's attribute path ("gpt.h.3"), chunks inherit
@@ -167,6 +178,7 @@ export class GraphModel {
 
   adopt(key, data) {
     this.containers.set(key, data);
+    this.deferred.delete(key);
     this.changed();
     const base = this.paths.get(key) ?? "";
     for (const item of data.items) {
@@ -174,19 +186,41 @@ export class GraphModel {
         if (opens(item)) this.bodyHolders.add(itemKey(item));
         continue;
       }
+      this.itemOf.set(itemKey(item), item);
       const within = item.type === "chunk" ? this.modulePaths.get(key) : item.path;
       if (within) this.modulePaths.set(itemKey(item), within);
       const name = item.type === "chunk" ? `#${String(item.id).split(":")[1]}` : String(item.label ?? item.id);
       this.paths.set(itemKey(item), base ? `${base}/${name}` : name);
     }
+    if (this.openAll && (key === ROOT || this.expanded.has(key))) this.openInside(data);
+  }
+
+  // Expand all, inside one fetched container: its groups and chunks open (the ones not
+  // fetched yet are deferred), its stacks unfold.
+  openInside(data) {
+    for (const item of data.items) {
+      if (item.type === "node") continue;
+      const ik = itemKey(item);
+      if (item.type === "chunk" || Number(item.child_count) > 0) {
+        this.expanded.add(ik);
+        if (!this.containers.has(ik)) this.deferred.add(ik);
+      }
+      if (item.identical) this.unfolded.add("s" + ik);
+    }
+  }
+
+  // Fetches deferred containers (Expand all, once in view): a group with what is below it
+  // up to EXPAND_FETCH_ITEMS items in one request, a chunk on its own.
+  async loadDeferred(keys) {
+    await Promise.all(keys.map((k) => (k.startsWith("g") ? this.loadSubtree(k, EXPAND_FETCH_ITEMS) : this.load(k))));
   }
 
   // Loads every container under `key` in one request (api/subtree), so that Expand all
   // costs one round trip, not one per group.
-  async loadSubtree(key = ROOT) {
+  async loadSubtree(key = ROOT, maxItems = null) {
     const [group] = containerParams(key);
     const t0 = performance.now();
-    const res = await this.api.subtree(group);
+    const res = await (maxItems ? this.api.get("subtree", { group, max_items: maxItems }) : this.api.subtree(group));
     this._fetchMs = performance.now() - t0;
     const views = res.views || {};
     // Parents before children, so that each container's path is known when it arrives.
@@ -212,7 +246,7 @@ export class GraphModel {
       datas.forEach((data) => {
         for (const item of data.items) {
           const k = itemKey(item);
-          if (opens(item) && this.expanded.has(k)) next.push(k);
+          if (opens(item) && this.expanded.has(k) && !this.deferred.has(k)) next.push(k);
         }
       });
       frontier = next;
@@ -276,6 +310,9 @@ export class GraphModel {
       if (opens(item) && this.expanded.has(k) && this.containers.has(k)) {
         entry.expandedSig = this.display(k, memo).sig;
         inner.push({ i: items.length, key: k });
+      } else if (opens(item) && this.expanded.has(k) && this.deferred.has(k)) {
+        entry.expandedSig = pendingSig(item, k);
+        inner.push({ i: items.length, key: k });
       }
       add(k, entry);
     }
@@ -337,6 +374,13 @@ export class GraphModel {
     const byJid = new Map();
     let items = 0;
     const visit = (key) => {
+      if (!this.containers.has(key)) {
+        // Deferred (Expand all, not fetched yet): a box estimated from its item's facts.
+        const d = { key, sig: pendingSig(this.itemOf.get(key) || {}, key), items: [], keys: [], edges: [], inner: [], pending: true };
+        const entry = { key, d, boxes: [], est: true, layout: this.estimateFor(key, d, []) };
+        info.set(key, entry);
+        return entry;
+      }
       const d = this.display(key, memo);
       const boxes = new Array(d.items.length).fill(null);
       const refs = [];
@@ -352,11 +396,11 @@ export class GraphModel {
         const real = this.layout.get(lk);
         if (real) {
           entry.layout = real;
-          this.learn(lk, d, boxes, real);
+          this.learn(lk, d, boxes, real, key);
           return entry;
         }
         if (this.layout.failed.has(lk)) {
-          entry.layout = this.estimateLayout(d, boxes);
+          entry.layout = this.estimateFor(key, d, boxes);
           return entry;
         }
       }
@@ -367,11 +411,13 @@ export class GraphModel {
         if (!refs.length) for (const { i, key: ck } of d.inner) {
           const ci = info.get(ck);
           if (boxes[i] && ci.est) {
+            ci.layout = this.estimateFor(ck, ci.d, ci.boxes, true);
             boxes[i] = { w: ci.layout.w, h: ci.layout.h };
             this.held.delete(ck);
           }
         }
-        const jid = d.sig + "|" + d.inner.map(({ i }) => (boxes[i] ? `${boxes[i].w}x${boxes[i].h}` : "@" + refs.find((r) => r.i === i).jid)).join(",");
+        const refAt = new Map(refs.map((r) => [r.i, r.jid]));
+        const jid = d.sig + "|" + d.inner.map(({ i }) => (boxes[i] ? `${boxes[i].w}x${boxes[i].h}` : "@" + refAt.get(i))).join(",");
         let job = byJid.get(jid);
         if (!job) {
           const list = d.items.slice();
@@ -393,7 +439,7 @@ export class GraphModel {
         entry.job = job;
         return entry;
       }
-      entry.layout = this.estimateLayout(d, boxes);
+      entry.layout = this.estimateFor(key, d, boxes);
       entry.est = true;
       return entry;
     };
@@ -416,6 +462,18 @@ export class GraphModel {
     const h = this.heldFor(key, ci);
     if (ci.est) return h ? { w: h.w, h: h.h } : { w: ci.layout.w, h: ci.layout.h };
     return boxFor(ci.layout, h);
+  }
+
+  // A container's estimated layout: the one it has for the same content and inner boxes
+  // (an estimate stays put while it is out of view), or a new one (`fresh`: its parent is
+  // laid out again, so the estimate may learn from what was laid out since).
+  estimateFor(key, d, boxes, fresh = false) {
+    const lk = layoutKey(d.sig, boxes);
+    const had = this.estimates.get(key);
+    if (!fresh && had && had.lk === lk) return had.layout;
+    const layout = d.pending ? this.estimateUnfetched(key) : this.estimateLayout(d, boxes);
+    this.estimates.set(key, { lk, layout });
+    return layout;
   }
 
   // A container laid out without ELK, from cheap facts: its cards' sizes (measured by
@@ -448,9 +506,32 @@ export class GraphModel {
     return { w, h, boxes: boxesOut, edges: [], estimated: true };
   }
 
-  // How a real layout compared with its own column estimate (log ratios, running mean).
-  learn(lk, d, boxes, real) {
-    if (this.learned.has(lk) || d.items.length < 3) return;
+  // A container not fetched yet: the size of a real layout of a group with the same
+  // structure, else its op count times the height per op of the real group layouts so far
+  // (and their width), a tenth over.
+  estimateUnfetched(key) {
+    const item = this.itemOf.get(key) || {};
+    const same = item.structure && this.structSizes.get(item.structure);
+    if (same) return { w: same.w, h: same.h, boxes: [], edges: [], estimated: true };
+    const ops = Math.max(1, Number(item.node_count) || Number(item.child_count) || 1);
+    const p = this.perOp;
+    const perOp = p.n ? Math.exp(p.h / p.n) : 100;
+    const w = p.n ? Math.exp(p.w / p.n) : 240;
+    return { w: Math.ceil(w * 1.1), h: Math.ceil(Math.max(60, ops * perOp * 1.1)), boxes: [], edges: [], estimated: true };
+  }
+
+  // How a real layout compared with its own column estimate (log ratios, running mean),
+  // and, for a group, how big it is per op and for its structure.
+  learn(lk, d, boxes, real, key) {
+    if (this.learned.has(lk)) return;
+    const item = key && this.itemOf.get(key);
+    if (item && item.type === "group" && Number(item.node_count) > 0) {
+      if (item.structure) this.structSizes.set(item.structure, { w: real.w, h: real.h });
+      this.perOp.w += Math.log(real.w);
+      this.perOp.h += Math.log(real.h / Number(item.node_count));
+      this.perOp.n += 1;
+    }
+    if (d.items.length < 3) return;
     this.learned.add(lk);
     const col = columnLayout(d.items.map((it, i) => boxes[i] ? cardBox(boxes[i]) : estimateCard(it)));
     const r = this.ratios[d.inner.length ? 1 : 0];
@@ -477,6 +558,12 @@ export class GraphModel {
     }
   }
 
+  // Why the last refresh composed no scene (for tests and benchmarks).
+  gaveUp(why) {
+    this.lastGiveUp = why;
+    return false;
+  }
+
   async _refresh(want) {
     const t = { fetch: this._fetchMs };
     this._fetchMs = undefined;
@@ -492,19 +579,27 @@ export class GraphModel {
     }
     t.jobs = performance.now() - t0;
     t.jobCount = p.jobs.length;
-    t0 = performance.now();
-    const changes = this.changes;
-    const res = await this.layout.request(p.jobs);
-    if (res === null) return false;
-    if (res && res.error) throw new Error(res.error);
-    if (p.jobs.length) this.lastLayoutMs = performance.now() - t0;
-    t.layout = performance.now() - t0;
-    // Another refresh may have changed the expansion meanwhile; compose only if complete.
-    if (this.changes !== changes) return false;
-    t0 = performance.now();
-    const done = this.plan(want);
-    t.recheck = performance.now() - t0;
-    if (done.jobs.length) return false;
+    t.layout = 0;
+    t.recheck = 0;
+    // Laying out what was asked may make more containers real (a structurally identical
+    // one was laid out) and so change their boxes in the containers around them: a few
+    // rounds, each one waiting for the layouts the last one made possible.
+    for (let round = 0; p.jobs.length; round++) {
+      if (round >= 4) return this.gaveUp("incomplete");
+      t0 = performance.now();
+      const changes = this.changes;
+      const res = await this.layout.request(p.jobs);
+      if (res === null) return this.gaveUp("superseded");
+      if (res && res.error) throw new Error(res.error);
+      this.lastLayoutMs = performance.now() - t0;
+      t.layout += performance.now() - t0;
+      // Another refresh may have changed the expansion meanwhile; compose only if complete.
+      if (this.changes !== changes) return this.gaveUp("changed");
+      t0 = performance.now();
+      p = this.plan(want);
+      t.recheck += performance.now() - t0;
+    }
+    const done = p;
     t0 = performance.now();
     this.scene = this.compose(done.info);
     t.compose = performance.now() - t0;
@@ -529,6 +624,7 @@ export class GraphModel {
       for (const k of [...this.expanded]) if (k !== ROOT && this.isInside(k, key)) this.expanded.delete(k);
       this.expanded.delete(key);
     } else {
+      this.deferred.delete(key);
       this.expanded.add(key);
     }
     return true;
@@ -601,12 +697,57 @@ export class GraphModel {
   compose(info) {
     const byKey = new Map();
     let estimated = 0;
+    // A container's stamp: its layout and the stamps of the containers inside it. A part of
+    // the last scene with the same stamp at the same place is reused as it is (with the
+    // draw caches on its items), so settling a few containers rebuilds only their way up.
+    const stamps = new Map();
+    let nextId = this.nextLayoutId || 1;
+    const stamp = (key) => {
+      const e = info.get(key);
+      let id = this.layoutIds.get(e.layout);
+      if (!id) this.layoutIds.set(e.layout, (id = nextId++));
+      let text = String(id);
+      for (const { key: ck } of e.d.inner) if (info.has(ck)) text += "," + stamp(ck);
+      const st = text.length > 24 ? hash(text) : text;
+      stamps.set(key, st);
+      return st;
+    };
+    stamp(ROOT);
+    this.nextLayoutId = nextId;
+    const adopt = (c) => {
+      for (const it of c.items) {
+        byKey.set(it.key, it);
+        if (it.expanded) adopt(it.expanded);
+      }
+    };
+    const built = new Map();
     const build = (key, ox, oy) => {
+      const prev = this.built.get(key);
+      if (prev && prev.stamp === stamps.get(key) && prev.x === ox && prev.y === oy) {
+        adopt(prev.container);
+        estimated += prev.estimated;
+        built.set(key, prev);
+        const keep = (c) => {
+          for (const it of c.items) if (it.expanded) {
+            built.set(it.key, this.built.get(it.key));
+            keep(it.expanded);
+          }
+        };
+        keep(prev.container);
+        return prev.container;
+      }
+      const before = estimated;
+      const container = buildNew(key, ox, oy);
+      built.set(key, { stamp: stamps.get(key), x: ox, y: oy, container, estimated: estimated - before });
+      return container;
+    };
+    const buildNew = (key, ox, oy) => {
       const e = info.get(key);
       const d = e.d;
       const layout = e.layout;
       if (e.est) estimated++;
       const data = this.containers.get(key);
+      if (!data) return { key, sig: d.sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges: [], data: null, estimated: true };
       const byItem = new Map(data.items.map((it) => [itemKey(it), it]));
       const edges = layout.edges.map((le) => {
         const de = d.edges[le.e];
@@ -642,6 +783,7 @@ export class GraphModel {
       return container;
     };
     const root = build(ROOT, 0, 0);
+    this.built = built;
     return { root, byKey, w: root.w, h: root.h, count: byKey.size, estimated };
   }
 
@@ -659,6 +801,7 @@ export class GraphModel {
     const y0 = view.y0 - my;
     const y1 = view.y1 + my;
     const want = new Set([ROOT]);
+    const fetch = [];
     let any = scene.root.estimated;
     const visit = (c) => {
       if (view.s < MIN_EDGE_SCALE) return;
@@ -667,11 +810,21 @@ export class GraphModel {
         if (Math.max(it.w, it.h) * view.s < SETTLE_PX) continue;
         want.add(it.key);
         if (it.expanded.estimated) any = true;
+        if (this.deferred.has(it.key)) fetch.push(it.key);
         visit(it.expanded);
       }
     };
     visit(scene.root);
     if (!any) return false;
+    if (fetch.length) {
+      this.refreshing += 1; // a user's relayout meanwhile wins; this one then gives up
+      try {
+        await this.loadDeferred(fetch);
+      } finally {
+        this.refreshing -= 1;
+      }
+      if (this.scene !== scene) return false;
+    }
     return this.refresh({ want });
   }
 
@@ -698,21 +851,26 @@ export class GraphModel {
   }
 
   // Every group and chunk, every stack unfolded: one api/subtree request, one layout pass.
+  // Every group and chunk opens, every stack unfolds: the containers are fetched breadth
+  // first in one api/subtree request up to EXPAND_FETCH_ITEMS items; deeper ones open as
+  // well (`deferred`) and are fetched once the view shows them (settle).
   async expandAll() {
-    const res = await this.loadSubtree(ROOT);
-    for (const [k, data] of this.containers) {
-      this.expanded.add(k);
-      for (const item of data.items) {
-        if (item.type === "node") continue;
-        const ik = itemKey(item);
-        if (item.type === "chunk" || this.containers.has(ik)) this.expanded.add(ik);
-        if (item.identical) this.unfolded.add("s" + ik);
-      }
-    }
+    this.openAll = true;
+    const res = await this.loadSubtree(ROOT, EXPAND_FETCH_ITEMS);
+    // The containers fetched before (the first view's) open inside too, top down.
+    const visit = (k) => {
+      const data = this.containers.get(k);
+      if (!data) return;
+      this.openInside(data);
+      for (const item of data.items) if (item.type !== "node" && this.expanded.has(itemKey(item))) visit(itemKey(item));
+    };
+    visit(ROOT);
     return res;
   }
 
   collapseAll() {
+    this.openAll = false;
+    this.deferred.clear();
     this.expanded = new TrackedSet(this, [ROOT]);
     this.unfolded.clear();
     this.changed();
@@ -855,6 +1013,12 @@ export class GraphModel {
 }
 
 // An item's card lines, computed once per item object (the server's answers are kept).
+// The content signature of a container not fetched yet (its layout is an estimate):
+// groups with the same structure share it.
+function pendingSig(item, key) {
+  return `p:${item.structure || key}:${item.node_count ?? ""}`;
+}
+
 function linesOf(item) {
   if (!item._lines) Object.defineProperty(item, "_lines", { value: cardLines(item), enumerable: false });
   return item._lines;
