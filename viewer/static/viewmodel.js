@@ -338,7 +338,10 @@ export class GraphModel {
       edges.map((e) => [e.s, e.t, e.label]),
       data.side_by_side ? "row" : "",
     ]);
-    const d = { key, keys, items, edges, inner, sig: hash(text), row: !!data.side_by_side };
+    // Groups, chunks and stacks drawn closed: a layout with none (and real inside) shows
+    // how big the container's ops are when all of it is open.
+    const collapsed = items.filter((it) => (it.kind === "group" || it.kind === "chunk" || it.kind === "stack") && !it.expandedSig).length;
+    const d = { key, keys, items, edges, inner, collapsed, sig: hash(text), row: !!data.side_by_side };
     memo.set(key, d);
     return d;
   }
@@ -396,7 +399,8 @@ export class GraphModel {
         const real = this.layout.get(lk);
         if (real) {
           entry.layout = real;
-          this.learn(lk, d, boxes, real, key);
+          entry.open = !d.collapsed && d.inner.every(({ key: ck }) => info.get(ck).open);
+          this.learn(lk, d, boxes, real, key, entry.open);
           return entry;
         }
         if (this.layout.failed.has(lk)) {
@@ -522,17 +526,17 @@ export class GraphModel {
 
   // How a real layout compared with its own column estimate (log ratios, running mean),
   // and, for a group, how big it is per op and for its structure.
-  learn(lk, d, boxes, real, key) {
+  learn(lk, d, boxes, real, key, open) {
     if (this.learned.has(lk)) return;
+    this.learned.add(lk);
     const item = key && this.itemOf.get(key);
-    if (item && item.type === "group" && Number(item.node_count) > 0) {
+    if (open && item && item.type === "group" && Number(item.node_count) > 0) {
       if (item.structure) this.structSizes.set(item.structure, { w: real.w, h: real.h });
       this.perOp.w += Math.log(real.w);
       this.perOp.h += Math.log(real.h / Number(item.node_count));
       this.perOp.n += 1;
     }
     if (d.items.length < 3) return;
-    this.learned.add(lk);
     const col = columnLayout(d.items.map((it, i) => boxes[i] ? cardBox(boxes[i]) : estimateCard(it)));
     const r = this.ratios[d.inner.length ? 1 : 0];
     const lw = Math.log(Math.max(0.05, real.w / col.w));
