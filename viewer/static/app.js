@@ -55,9 +55,6 @@ window.tensorviz = {
     return state.layout ? state.layout.superseded : 0;
   },
   // Where the last relayout's time went (viewmodel.js timings: fetch, jobs, layout, compose…).
-  get giveUp() {
-    return state.model ? state.model.lastGiveUp : null;
-  },
   get timings() {
     return state.model ? { ...state.model.timings, log: state.model.timingLog.slice(), jobs: state.layout.recent.slice(-20) } : null;
   },
