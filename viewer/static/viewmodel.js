@@ -253,19 +253,6 @@ export class GraphModel {
     }
   }
 
-  expandedChildren(key) {
-    const data = this.containers.get(key);
-    if (!data) return [];
-    const out = [];
-    // (a stacked member is never expanded: expanding one unfolds its stack first)
-    for (const item of data.items) {
-      if (!opens(item)) continue;
-      const k = itemKey(item);
-      if (this.expanded.has(k) && this.containers.has(k)) out.push(k);
-    }
-    return out;
-  }
-
   // What is drawn in a container, in order, with its edges by position and its content
   // signature. Memoised per refresh (`memo`); see the header for the rules.
   display(key, memo) {
@@ -370,7 +357,7 @@ export class GraphModel {
   // that reserved an estimated box for a container inside it holds that box (`held`)
   // while the container's real layout fits in it, so laying that one out later moves
   // nothing around it.
-  plan(want, limit = Infinity) {
+  plan(want, limit = Infinity, frozen = null) {
     const memo = this.memoNow();
     const info = new Map();
     const jobs = [];
@@ -394,6 +381,14 @@ export class GraphModel {
       }
       const entry = { key, d, boxes };
       info.set(key, entry);
+      if (frozen && frozen.has(key)) {
+        // Estimated when this refresh began and still not asked for: it stays so until the
+        // next one, even where a structurally identical container was laid out meanwhile
+        // (its new size would only make the containers around it be laid out again now).
+        entry.layout = frozen.get(key);
+        entry.est = true;
+        return entry;
+      }
       if (!refs.length) {
         const lk = layoutKey(d.sig, boxes);
         const real = this.layout.get(lk);
@@ -583,6 +578,8 @@ export class GraphModel {
     }
     t.jobs = performance.now() - t0;
     t.jobCount = p.jobs.length;
+    const frozen = new Map();
+    if (want) for (const [k, e] of p.info) if (e.est && !want.has(k)) frozen.set(k, e.layout);
     t.layout = 0;
     t.recheck = 0;
     // Laying out what was asked may make more containers real (a structurally identical
@@ -600,7 +597,7 @@ export class GraphModel {
       // Another refresh may have changed the expansion meanwhile; compose only if complete.
       if (this.changes !== changes) return this.gaveUp("changed");
       t0 = performance.now();
-      p = this.plan(want);
+      p = this.plan(want, Infinity, frozen);
       t.recheck += performance.now() - t0;
     }
     const done = p;
@@ -798,8 +795,8 @@ export class GraphModel {
   async settle(view) {
     const scene = this.scene;
     if (!scene || !scene.estimated || this.refreshing) return false;
-    const mx = (view.x1 - view.x0) * 0.5; // half a screen around the view is laid out ahead
-    const my = (view.y1 - view.y0) * 0.5;
+    const mx = view.x1 - view.x0; // a screen around the view is laid out ahead
+    const my = view.y1 - view.y0;
     const x0 = view.x0 - mx;
     const x1 = view.x1 + mx;
     const y0 = view.y0 - my;
@@ -945,7 +942,10 @@ export class GraphModel {
   async revealPath(itemPath) {
     // A node key inside a path is a control-flow boundary opened into its bodies.
     const keys = itemPath.slice(0, -1).filter((k) => (isContainerKey(k) || k.startsWith("n")) && k !== ROOT);
-    for (const k of keys) this.expanded.add(k);
+    for (const k of keys) {
+      this.deferred.delete(k); // on the way to a search result: fetched now, not once in view
+      this.expanded.add(k);
+    }
     return this.unstack(itemPath[itemPath.length - 1]);
   }
 
@@ -965,8 +965,12 @@ export class GraphModel {
     for (const step of steps) {
       const holder = await this.findHolder(container, step);
       if (!holder) break;
-      for (const k of holder.chain) this.expanded.add(k);
+      for (const k of holder.chain) {
+        this.deferred.delete(k);
+        this.expanded.add(k);
+      }
       if (step === target) break;
+      this.deferred.delete(step);
       this.expanded.add(step);
       container = step;
     }

@@ -36,7 +36,8 @@ def served():
     )
     server.start()
     try:
-        yield SimpleNamespace(server=server, ids=ids, views=Projection(big).subtree(-1)["views"])
+        proj = Projection(big)
+        yield SimpleNamespace(server=server, ids=ids, views=proj.subtree(-1)["views"], projection=proj)
     finally:
         server.stop()
 
@@ -110,6 +111,24 @@ def test_expand_all_estimates_what_is_out_of_view_and_lays_out_what_comes_into_v
     # What was at the centre of the screen stayed there: the block still covers the centre.
     centre = {"x": VIEW["width"] / 2, "y": VIEW["height"] / 2, "w": 0, "h": 0}
     assert _inside(centre, rects[layer], slack=0), rects[layer]
+    assert app.unexpected_errors() == []
+
+
+def test_a_search_result_inside_a_container_not_fetched_yet_is_shown(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "big")
+    app.js("async () => { await window.tensorviz.expandAll(); }")
+    _, _, leaves = _layer_keys(served.views, f"layer_{BLOCKS - 2}")
+    node = next(n for ns in leaves.values() for n in ns if n.startswith("n"))
+    assert node not in set(app.keys())  # deferred: not fetched by Expand all
+    path = served.projection.item_path(int(node[1:]))
+    app.js("async (r) => { await window.tensorviz.jump(r); }", {"type": "node", "id": int(node[1:]), "item_path": path})
+    app.wait("(k) => window.tensorviz.keys().includes(k) && window.tensorviz.selected === k", node)
+    app.js("async () => { await window.tensorviz.settle(); }")
+    assert app.js("(k) => window.tensorviz.itemInfo(k).kind", node) == "node"
+    holder = path[-2]
+    assert holder not in app.js("() => window.tensorviz.estimatedKeys()")
+    rects = _rects(app, [node, holder])
+    assert _inside(rects[node], rects[holder])
     assert app.unexpected_errors() == []
 
 
