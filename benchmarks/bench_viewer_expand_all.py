@@ -43,7 +43,6 @@ ROOT = Path(os.environ.get("TV_BENCH_ROOT") or HERE)  # the version measured
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(HERE / "tests"))  # synthetic.py: test-only, not shipped
 
-from capture.model import Frame  # noqa: E402,F401
 from synthetic import synthetic_capture  # noqa: E402
 from viewer.server import ViewerServer  # noqa: E402
 
