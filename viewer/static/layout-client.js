@@ -39,11 +39,15 @@ export function layoutKey(sig, inners) {
   return text ? `${sig}~${hash(text)}` : sig;
 }
 
-// The box a container takes in its parent: the box held for it while its real layout
-// fits in it and fills most of it (so that laying it out moves nothing around it),
-// else its own size.
+// The box a container takes in its parent: the box held for it, grown where its real
+// layout is wider or taller (so that laying it out moves nothing around it, or only makes
+// room: viewmodel.js grownLayout), while the real layout fills a fair part of it; else
+// its own size.
 export function boxFor(size, hold) {
-  if (hold && size.w <= hold.w && size.h <= hold.h && size.w * size.h >= 0.45 * hold.w * hold.h) return { w: hold.w, h: hold.h };
+  if (!hold) return { w: size.w, h: size.h };
+  const w = Math.max(size.w, hold.w);
+  const h = Math.max(size.h, hold.h);
+  if (size.w * size.h >= 0.45 * w * h) return { w, h };
   return { w: size.w, h: size.h };
 }
 

@@ -64,12 +64,31 @@ function viewOf(r) {
   return { x0, y0, x1, y1, s: r.cam.s };
 }
 
-// The innermost item at the centre of the screen, and where it is on screen.
+// The innermost item at the centre of the screen (in the empty space of an open
+// container, the item of it nearest the centre), and where it is on screen.
 function anchorOf(m, r) {
   const cx = (r.width - (r.insetRight || 0)) / 2;
   const cy = r.height / 2;
   const [wx, wy] = r.toWorld(cx, cy);
-  const it = m.hitTest(wx, wy);
+  let it = m.hitTest(wx, wy);
+  while (it && it.expanded && it.expanded.items.length) {
+    let best = null;
+    let bestD = Infinity;
+    for (const c of it.expanded.items) {
+      const dx = Math.max(c.x - wx, 0, wx - (c.x + c.w));
+      const dy = Math.max(c.y - wy, 0, wy - (c.y + c.h));
+      const d = dx * dx + dy * dy;
+      if (d < bestD) {
+        bestD = d;
+        best = c;
+      }
+    }
+    if (!best || bestD > 0) {
+      it = best; // nearest, not under the centre: as deep as it goes
+      break;
+    }
+    it = best;
+  }
   if (!it) return null;
   const [sx, sy] = r.toScreen(it.x, it.y);
   return { key: it.key, sx, sy };

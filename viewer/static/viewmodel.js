@@ -123,6 +123,7 @@ export class GraphModel {
     this.perOp = { w: 0, h: 0, n: 0 }; // log width and log height per op of real group layouts, for unfetched ones
     this.built = new Map(); // container key -> {stamp, x, y, container, estimated}: scene parts reused by compose
     this.layoutIds = new WeakMap(); // layout object -> a number (compose's stamps)
+    this.lastReal = new Map(); // container key -> {sig, layout, boxes}: its last real layout, which settling may grow
     this.refreshing = 0;
     this.paths = new Map([[ROOT, ""]]); // container key -> group path ("Wrapped/gpt/h.3"), for memory
     this.modulePaths = new Map(); // container key -> the module's attribute path ("gpt.h.3"), chunks inherit
@@ -321,7 +322,7 @@ export class GraphModel {
       edges.push({ s: si, t: ti, label: e.label || "", value: e.value, source: keys[si], target: keys[ti] });
     }
     const text = JSON.stringify([
-      items.map((it) => [it.kind, it.title, it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.expandedSig || null]),
+      items.map((it) => [it.kind, it.title, it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.expandedSig ? 1 : 0]),
       edges.map((e) => [e.s, e.t, e.label]),
       data.side_by_side ? "row" : "",
     ]);
@@ -389,13 +390,29 @@ export class GraphModel {
         entry.est = true;
         return entry;
       }
+      const prev = want ? this.lastReal.get(key) : null;
+      if (refs.length && prev && prev.sig === d.sig) {
+        // Settling: this container was laid out for real already and only containers
+        // inside it are laid out now. It waits for them (the next round grows it).
+        entry.layout = prev.layout;
+        entry.waits = true;
+        return entry;
+      }
       if (!refs.length) {
         const lk = layoutKey(d.sig, boxes);
-        const real = this.layout.get(lk);
+        let real = this.layout.get(lk);
+        if (!real && prev && prev.sig === d.sig) {
+          // Only boxes inside it grew: make room for them in its real layout (what is right
+          // of a grown box moves right, what is below it moves down) instead of laying it
+          // out again, so nothing around them jumps.
+          real = grownLayout(prev.layout, prev.boxes, boxes);
+          if (real) this.layout.layouts.set(lk, real);
+        }
         if (real) {
           entry.layout = real;
           entry.open = !d.collapsed && d.inner.every(({ key: ck }) => info.get(ck).open);
           this.learn(lk, d, boxes, real, key, entry.open);
+          this.lastReal.set(key, { sig: d.sig, layout: real, boxes });
           return entry;
         }
         if (this.layout.failed.has(lk)) {
@@ -1021,6 +1038,63 @@ export class GraphModel {
 }
 
 // An item's card lines, computed once per item object (the server's answers are kept).
+// A real layout with room for the grown boxes of the containers inside it: for each box
+// that grew by (dw, dh), everything whose left edge is right of its old right edge moves
+// right by dw and everything below its old bottom moves down by dh (boxes, edge points,
+// label points). Such a shift keeps boxes apart and edges orthogonal, but it widens the
+// container by what runs beside a grown box (residual edges): past a third wider than its
+// last layout from ELK, it is laid out again. Null then, when a box shrank (that needs a
+// new layout too) or when nothing changed.
+function grownLayout(layout, oldBoxes, newBoxes) {
+  if (!layout || layout.fallback || layout.estimated || oldBoxes.length !== newBoxes.length) return null;
+  const grow = [];
+  for (let i = 0; i < newBoxes.length; i++) {
+    const a = oldBoxes[i];
+    const b = newBoxes[i];
+    if (!a && !b) continue;
+    if (!a || !b) return null;
+    if (b.w < a.w || b.h < a.h) return null;
+    if (b.w > a.w || b.h > a.h) grow.push([i, cardBox(b).w - cardBox(a).w, b.h - a.h]);
+  }
+  if (!grow.length) return null;
+  const boxes = layout.boxes.map((b) => ({ ...b }));
+  const edges = layout.edges.map((e) => ({ ...e, points: e.points.map((p) => [p[0], p[1]]), labelAt: e.labelAt ? [e.labelAt[0], e.labelAt[1]] : e.labelAt }));
+  for (const [i, dw, dh] of grow) {
+    const g = boxes[i];
+    const xr = g.x + g.w;
+    const yb = g.y + g.h;
+    for (const b of boxes) {
+      if (b === g) continue;
+      if (b.x >= xr) b.x += dw;
+      if (b.y >= yb) b.y += dh;
+    }
+    const move = (p) => {
+      if (p[0] >= xr) p[0] += dw;
+      if (p[1] >= yb) p[1] += dh;
+    };
+    for (const e of edges) {
+      e.points.forEach(move);
+      if (e.labelAt) move(e.labelAt);
+    }
+    g.w += dw;
+    g.h += dh;
+  }
+  // The size as the worker reads it from ELK's answer (readLayout): the far corner, padded.
+  let w = 0;
+  let h = 0;
+  for (const b of boxes) {
+    w = Math.max(w, b.x + b.w);
+    h = Math.max(h, b.y + b.h);
+  }
+  for (const e of edges) for (const [px, py] of e.points) {
+    w = Math.max(w, px);
+    h = Math.max(h, py);
+  }
+  const base = layout.baseW || layout.w;
+  if (w + 10 > Math.max(1.35 * base, base + 300)) return null;
+  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges, grown: true, baseW: base };
+}
+
 // The content signature of a container not fetched yet (its layout is an estimate):
 // groups with the same structure share it.
 function pendingSig(item, key) {

@@ -114,6 +114,28 @@ def test_expand_all_estimates_what_is_out_of_view_and_lays_out_what_comes_into_v
     assert app.unexpected_errors() == []
 
 
+def test_scrolling_through_estimated_blocks_lays_them_out_without_overlaps(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "big")
+    app.js("async () => { await window.tensorviz.expandAll(); }")
+    start = BLOCKS // 2
+    first, _, _ = _layer_keys(served.views, f"layer_{start}")
+    app.js("(k) => { window.tensorviz.center(k); window.tensorviz.readable(); }", first)
+    app.js("async () => { await window.tensorviz.settle(); }")
+    for _ in range(10):  # down, about a screen at a time, as a person reads
+        app.js("async () => { window.tensorviz.panBy(0, -900); await window.tensorviz.settle(); }")
+    blocks = [_layer_keys(served.views, f"layer_{k}") for k in range(start, start + 3)]
+    estimated = set(app.js("() => window.tensorviz.estimatedKeys()"))
+    assert not {b[0] for b in blocks} & estimated  # laid out for real on the way
+    keys = [b[0] for b in blocks]
+    rects = _rects(app, keys + [p for b in blocks for p in b[1]])
+    for a, b in zip(keys, keys[1:]):
+        assert not _overlap(rects[a], rects[b]) and rects[a]["y"] < rects[b]["y"], (a, b)  # one column, in order
+    for layer, parts, _ in blocks:
+        for part in parts:
+            assert _inside(rects[part], rects[layer]), (part, layer)
+    assert app.unexpected_errors() == []
+
+
 def test_a_search_result_inside_a_container_not_fetched_yet_is_shown(browser, served, close_pages):
     app = _open(browser, served, close_pages, "big")
     app.js("async () => { await window.tensorviz.expandAll(); }")
