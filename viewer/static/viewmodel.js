@@ -599,11 +599,11 @@ export class GraphModel {
     if (want) for (const [k, e] of p.info) if (e.est && !want.has(k)) frozen.set(k, e.layout);
     t.layout = 0;
     t.recheck = 0;
-    // Laying out what was asked may make more containers real (a structurally identical
-    // one was laid out) and so change their boxes in the containers around them: a few
-    // rounds, each one waiting for the layouts the last one made possible.
+    // Rounds, each one waiting for the layouts the last one made possible: a real parent
+    // that waited for containers laid out inside it grows (or is laid out again) in the
+    // next one, and so on up; a level at most per round.
     for (let round = 0; p.jobs.length; round++) {
-      if (round >= 4) return this.gaveUp("incomplete");
+      if (round >= 8) return this.gaveUp("incomplete");
       t0 = performance.now();
       const changes = this.changes;
       const res = await this.layout.request(p.jobs);
