@@ -5,6 +5,7 @@ import { Api, ApiError } from "./api.js";
 import { LayoutClient } from "./layout-client.js";
 import { GraphModel, ROOT, isContainerKey } from "./viewmodel.js";
 import { Renderer } from "./renderer.js";
+import { Settler } from "./settle.js";
 import { Inspector } from "./inspector.js";
 import { SetupForm } from "./setup.js";
 import { exportPng, exportSvg } from "./export.js";
@@ -59,6 +60,10 @@ window.tensorviz = {
   },
   get layoutSuperseded() {
     return state.layout ? state.layout.superseded : 0;
+  },
+  // Where the last relayout's time went (viewmodel.js timings: fetch, jobs, layout, compose…).
+  get timings() {
+    return state.model ? { ...state.model.timings, log: state.model.timingLog.slice(), jobs: state.layout.recent.slice(-20) } : null;
   },
   get layoutTotalMs() {
     return state.layout ? state.layout.totalMs : null;
@@ -136,6 +141,10 @@ window.tensorviz = {
   },
   showLine: (file, line, call) => showLine(app, file, line, call),
   expandAll: () => expandAll(),
+  // Containers whose layout is still an estimate (out of view after Expand all), and a
+  // promise that resolves once the view shows none.
+  estimatedKeys: () => (state.model ? state.model.estimatedKeys() : []),
+  settle: () => (state.settler ? state.settler.now() : Promise.resolve()),
   collapseAll: () => collapseAll(),
   expandToDepth: (n) => expandToDepth(n),
   setWeightPills: (on) => setWeightPills(on),
@@ -216,7 +225,12 @@ async function boot() {
   const canvas = $("graph");
   const minimap = $("minimap");
   state.renderer = new Renderer(canvas, minimap);
-  state.renderer.onDraw = () => updateZoomLabel();
+  // Estimated containers (Expand all on a big graph) are laid out once they come into view.
+  state.settler = new Settler(() => state.model, state.renderer, () => minimapVisibility());
+  state.renderer.onDraw = () => {
+    updateZoomLabel();
+    state.settler.soon();
+  };
   wireCanvas(canvas, minimap);
   new ResizeObserver(() => state.renderer.resize()).observe($("stage"));
   window.addEventListener("tv-panels", (e) => (state.renderer.insetRight = e.detail.inset));
@@ -815,6 +829,7 @@ async function relayoutWith(status, change) {
   saveExpansion();
   if (state.selected && !m.scene.byKey.get(state.selected)) select(null);
   r.fit();
+  await state.settler.now({ refit: true });
   return true;
 }
 

@@ -4,7 +4,8 @@
 // Protocol (typed messages, see layout-client.js for the other side):
 //   in:  {type:"layout", seq, style, jobs:[{sig, items, edges}]}   jobs in post-order
 //        (an expanded child's own job comes before its parent's). Items are by position:
-//        {kind, title, lines, tag, parts?, quiet?, expandedSig?, inner?:{w,h}}; edges
+//        {kind, title, lines, tag, parts?, quiet?, inner?:{w,h}} (inner: the size of an
+//        expanded container's inside, filled in by layout-client.js); edges
 //        {s, t, label} name items by position.
 //   out: {type:"result", seq, sig, layout, ms}  one per finished job; a layout is
 //        {w, h, boxes:[{x,y,w,h}] (by item position), edges:[{e, points, labelAt}]}
@@ -57,7 +58,7 @@ function textWidth(text, font, fallbackPx) {
 
 // Size of an item drawn as a card, from the style the renderer uses.
 function cardSize(item, style) {
-  if (item.expandedSig) {
+  if (item.inner || item.expandedSig) {
     const inner = item.inner || cache.get(item.expandedSig);
     if (inner) {
       return {
@@ -288,7 +289,15 @@ async function run(request) {
         remember(job.sig, layout);
         self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
       } catch (err) {
-        self.postMessage({ type: "error", seq: request.seq, sig: job.sig, message: String(err && err.message || err) });
+        // Never leave a container without a layout (its parent waits for its size): the
+        // plain one, unless even that fails.
+        try {
+          layout = fallbackLayout(job, job.items.map((item) => cardSize(item, request.style)));
+          remember(job.sig, layout);
+          self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
+        } catch (again) {
+          self.postMessage({ type: "error", seq: request.seq, sig: job.sig, message: String(err && err.message || err) });
+        }
       }
       i++;
     }
