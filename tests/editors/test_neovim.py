@@ -50,6 +50,27 @@ def find_nvim() -> str | None:
 
 NVIM = find_nvim()
 
+
+def nvim_env(tmp_path: Path, ws: Path, **extra: str) -> dict[str, str]:
+    """The environment of a headless Neovim test: the workspace, the server command (this
+    interpreter, this checkout first), and config/state folders of its own; ``extra``
+    adds the script's own variables (``TV_OUT``, ``TV_DIR``)."""
+    return {
+        **os.environ,
+        **extra,
+        "TV_WS": str(ws),
+        "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
+        "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+    }
+
+
+def nvim_argv(lua: Path, seconds: int) -> list[str]:
+    """Headless Neovim without user config running ``lua``, killed after ``seconds``."""
+    return ["timeout", str(seconds), NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {lua}"]
+
 pytestmark = [
     pytest.mark.editor,
     pytest.mark.jax,
@@ -72,18 +93,9 @@ def test_neovim_runs_the_lens_and_the_url_serves_the_graph(tmp_path):
     (ws / "model.py").write_text(SPEC_NET)
     (ws / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE)
     out = tmp_path / "result.json"
-    env = {
-        **os.environ,
-        "TV_OUT": str(out),
-        "TV_WS": str(ws),
-        "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
-        "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-    }
+    env = nvim_env(tmp_path, ws, TV_OUT=str(out))
     proc = subprocess.Popen(
-        ["timeout", "150", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {LUA}"],
+        nvim_argv(LUA, 150),
         cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -197,19 +209,10 @@ def test_neovim_shows_unreadable_files_and_failed_captures_as_they_change(tmp_pa
     (ws / "broken.py").write_text(BROKEN)
     (ws / ".tensorviz" / "recipes.toml").write_text(FAILS_RECIPE)
     out = tmp_path / "result.json"
-    env = {
-        **os.environ,
-        "TV_OUT": str(out),
-        "TV_WS": str(ws),
-        "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
-        "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-    }
+    env = nvim_env(tmp_path, ws, TV_OUT=str(out))
     lua = Path(__file__).with_name("neovim_diagnostics.lua")
     proc = subprocess.run(
-        ["timeout", "200", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {lua}"],
+        nvim_argv(lua, 200),
         cwd=ws, env=env, capture_output=True, text=True, timeout=230,
     )
     assert out.exists(), f"Neovim wrote no result (exit {proc.returncode}): {proc.stderr[-2000:]}"
@@ -265,19 +268,10 @@ class Choreography:
     def __init__(self, tmp_path: Path, ws: Path, lua: str):
         self.steps = tmp_path / "steps"
         self.steps.mkdir()
-        env = {
-            **os.environ,
-            "TV_DIR": str(self.steps),
-            "TV_WS": str(ws),
-            "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
-            "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-            "XDG_STATE_HOME": str(tmp_path / "state"),
-            "XDG_DATA_HOME": str(tmp_path / "data"),
-        }
+        env = nvim_env(tmp_path, ws, TV_DIR=str(self.steps))
         script = Path(__file__).with_name(lua)
         self.proc = subprocess.Popen(
-            ["timeout", "600", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {script}"],
+            nvim_argv(script, 600),
             cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
 
@@ -573,18 +567,9 @@ def test_neovim_show_in_graph_opens_the_line_then_focuses_the_open_page(tmp_path
     (ws / "model.py").write_text(SPEC_NET)
     (ws / ".tensorviz" / "recipes.toml").write_text(SPEC_RECIPE)
     out = tmp_path / "result.json"
-    env = {
-        **os.environ,
-        "TV_OUT": str(out),
-        "TV_WS": str(ws),
-        "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
-        "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-    }
+    env = nvim_env(tmp_path, ws, TV_OUT=str(out))
     proc = subprocess.Popen(
-        ["timeout", "200", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {SHOW_LUA}"],
+        nvim_argv(SHOW_LUA, 200),
         cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     page = None

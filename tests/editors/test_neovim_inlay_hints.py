@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from test_neovim import find_nvim
+from test_neovim import find_nvim, nvim_argv, nvim_env
 
-ROOT = Path(__file__).resolve().parents[2]
 LUA = Path(__file__).with_name("neovim_inlay_hints.lua")
 NVIM = find_nvim()
 
@@ -77,18 +74,9 @@ def test_neovim_shows_the_shapes_of_a_captured_torch_cnn_as_inlay_hints(tmp_path
     (ws / "cnn.py").write_text(text)
     (ws / ".tensorviz" / "recipes.toml").write_text(CNN_RECIPE)
     out = tmp_path / "result.json"
-    env = {
-        **os.environ,
-        "TV_OUT": str(out),
-        "TV_WS": str(ws),
-        "TV_CMD": json.dumps([sys.executable, "-m", "tensorviz_lsp", "lsp"]),
-        "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "XDG_DATA_HOME": str(tmp_path / "data"),
-    }
+    env = nvim_env(tmp_path, ws, TV_OUT=str(out))
     proc = subprocess.run(
-        ["timeout", "240", NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {LUA}"],
+        nvim_argv(LUA, 240),
         cwd=ws, env=env, capture_output=True, text=True, timeout=300,
     )
     assert out.exists(), f"Neovim wrote no result (exit {proc.returncode}): {proc.stderr[-3000:]}"
