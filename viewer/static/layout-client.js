@@ -17,8 +17,9 @@ import { CARD_STYLE } from "./theme.js";
 
 const CHUNK_ITEMS = 1600; // items handed to one worker at a time (it batches small ones for ELK)
 
-// A short, stable hash (cyrb53).
-function hash(text) {
+// A short, stable hash of a text (cyrb53, plus its length): layout cache keys, here and in
+// viewmodel.js.
+export function hash(text) {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
   for (let i = 0; i < text.length; i++) {
@@ -28,7 +29,7 @@ function hash(text) {
   }
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return (h2 >>> 0).toString(36) + (h1 >>> 0).toString(36);
+  return (h2 >>> 0).toString(36) + (h1 >>> 0).toString(36) + ":" + text.length.toString(36);
 }
 
 // The cache key of a container's layout: its content signature and the sizes of the

@@ -16,7 +16,7 @@
 // (GPT-2's twelve blocks) share one layout.
 
 import { CARD_STYLE, boundaryContent, formatValue } from "./theme.js";
-import { boxFor, layoutKey } from "./layout-client.js";
+import { boxFor, hash, layoutKey } from "./layout-client.js";
 import { MIN_EDGE_SCALE } from "./drawlist.js";
 
 export const ROOT = "g-1";
@@ -36,20 +36,6 @@ export function isContainerKey(key) {
 // body templates side by side; it is opened only on request, never by the first view).
 export function opens(item) {
   return item.type !== "node" || !!(item.bodies && item.bodies.length);
-}
-
-// A short, stable hash of a layout's content (cyrb53): the cache key of its layout.
-function hash(text) {
-  let h1 = 0xdeadbeef;
-  let h2 = 0x41c6ce57;
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ ch, 2654435761);
-    h2 = Math.imul(h2 ^ ch, 1597334677);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return (h2 >>> 0).toString(36) + (h1 >>> 0).toString(36) + ":" + text.length.toString(36);
 }
 
 const MIN_STACK = 2; // identical consecutive sibling groups that fold into one stack card
