@@ -407,39 +407,10 @@ async def bench_open_graph(env: dict[str, str]) -> None:
 
 # --------------------------------------------------------------------------- Show in Graph
 
-STACK_PY = """import torch
-from torch import nn
-import torch.nn.functional as F
+# The 12-block Torch stack of the line-index tests (tests/hint_models.py).
+sys.path.append(str(ROOT / "tests"))
+from hint_models import STACK as STACK_PY  # noqa: E402  (test-only sources, not shipped)
 
-
-class Block(nn.Module):
-    def __init__(self, dim=16):
-        super().__init__()
-        self.ln1 = nn.LayerNorm(dim)
-        self.fc = nn.Linear(dim, dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
-
-    def forward(self, x):
-        h = F.gelu(self.fc(self.ln1(x)))
-        x = x + h
-        return x + self.mlp(x)
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.blocks = nn.ModuleList([Block() for _ in range(12)])
-        self.proj = nn.Linear(8 * 8 * 8, 16)
-
-    def forward(self, x):
-        h = torch.relu(self.conv(x))
-        z = self.proj(torch.flatten(h, 1))
-        for blk in self.blocks:
-            z = blk(z)
-        a, b = z.chunk(2, dim=-1)
-        return a * b
-"""
 
 STACK_RECIPE = """version = 1
 

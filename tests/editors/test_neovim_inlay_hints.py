@@ -13,51 +13,10 @@ from pathlib import Path
 import pytest
 
 from test_neovim import find_nvim, nvim_argv, nvim_env
+from hint_models import CNN, CNN_RECIPE
 
 LUA = Path(__file__).with_name("neovim_inlay_hints.lua")
 NVIM = find_nvim()
-
-# tests/lsp/test_inlay_hints.py's CNN, small enough for one Neovim run
-CNN = """\
-import torch
-from torch import nn
-import torch.nn.functional as F
-
-
-class Block(nn.Module):
-    def __init__(self, ch):
-        super().__init__()
-        self.conv = nn.Conv2d(ch, ch, 3, padding=1)
-        self.norm = nn.BatchNorm2d(ch)
-
-    def forward(self, x):
-        h = F.relu(self.norm(self.conv(x)))
-        return x + h
-
-
-class CNN(nn.Module):
-    def __init__(self, blocks: int = 3):
-        super().__init__()
-        self.stem = nn.Conv2d(3, 8, 3, padding=1)
-        self.blocks = nn.Sequential(*[Block(8) for _ in range(blocks)])
-
-    def forward(self, x):
-        h = torch.relu(self.stem(x))
-        return self.blocks(h).mean(dim=(2, 3))
-"""
-CNN_RECIPE = """\
-version = 1
-
-[profiles.cnn]
-kind = "model"
-model = "cnn:CNN"
-mode = "eval"
-device = "cpu"
-grad_enabled = false
-seed = 0
-init = { args = [], kwargs = { blocks = 3 } }
-inputs = { args = [{ kind = "tensor", shape = [2, 3, 8, 8], dtype = "float32", generator = { kind = "normal" } }], kwargs = {} }
-"""
 
 pytestmark = [
     pytest.mark.editor,

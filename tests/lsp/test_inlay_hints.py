@@ -14,6 +14,7 @@ import pytest
 
 from capture import graphfile
 from capture_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
+from hint_models import CNN
 from tensorviz_lsp.backends import Pos, Span
 from tensorviz_lsp.features import assigned_names
 from tensorviz_lsp.features.captured_lines import FileLines, line_map
@@ -26,38 +27,6 @@ from viewer.projection import Projection
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_JAX = importlib.util.find_spec("jax") is not None
-
-CNN = '''
-import torch
-from torch import nn
-import torch.nn.functional as F
-
-
-class Block(nn.Module):
-    def __init__(self, ch):
-        super().__init__()
-        self.conv = nn.Conv2d(ch, ch, 3, padding=1)
-        self.norm = nn.BatchNorm2d(ch)
-
-    def forward(self, x):
-        h = F.relu(self.norm(self.conv(x)))
-        return x + h
-
-
-class CNN(nn.Module):
-    def __init__(self, blocks: int = 3):
-        super().__init__()
-        self.stem = nn.Conv2d(3, 8, 3, padding=1)
-        self.blocks = nn.Sequential(*[Block(8) for _ in range(blocks)])
-        self.head = nn.Linear(8, 10)
-
-    def forward(self, x):
-        h = torch.relu(self.stem(x))
-        h = self.blocks(h)
-        pooled = h.mean(dim=(2, 3))
-        a, b = pooled.chunk(2, dim=1)
-        return self.head(pooled), a * b
-'''
 
 RNN = '''
 import jax

@@ -14,26 +14,13 @@ import pytest
 from lsprotocol import types
 
 from .conftest import REAL_SERVER, make_workspace, start_session, stop_session
-from .test_inlay_hints import CNN, line_no
+from hint_models import CNN, CNN_RECIPE
+
+from .test_inlay_hints import line_no
 
 pytestmark = pytest.mark.asyncio
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
-
-CNN_RECIPE = """\
-version = 1
-
-[profiles.cnn]
-kind = "model"
-model = "cnn:CNN"
-mode = "eval"
-device = "cpu"
-grad_enabled = false
-seed = 0
-init = { args = [], kwargs = { blocks = 3 } }
-inputs = { args = [{ kind = "tensor", shape = [2, 3, 8, 8], dtype = "float32", requires_grad = false, generator = { kind = "normal" } }], kwargs = {} }
-"""
-
 
 async def hints(s, rel: str, lines: int = 10_000) -> dict[int, types.InlayHint]:
     got = await s.client.text_document_inlay_hint_async(

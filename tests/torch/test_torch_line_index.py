@@ -9,49 +9,14 @@ from viewer.lines import LineIndex
 from viewer.projection import Projection, value_label
 
 from torch_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
-
-MODEL = '''
-import torch
-from torch import nn
-import torch.nn.functional as F
-
-
-class Block(nn.Module):
-    def __init__(self, dim=16):
-        super().__init__()
-        self.ln1 = nn.LayerNorm(dim)
-        self.fc = nn.Linear(dim, dim)
-        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim))
-
-    def forward(self, x):
-        h = F.gelu(self.fc(self.ln1(x)))
-        x = x + h
-        return x + self.mlp(x)
-
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.blocks = nn.ModuleList([Block() for _ in range(12)])
-        self.proj = nn.Linear(8 * 8 * 8, 16)
-
-    def forward(self, x):
-        h = torch.relu(self.conv(x))
-        z = self.proj(torch.flatten(h, 1))
-        for blk in self.blocks:
-            z = blk(z)
-        a, b = z.chunk(2, dim=-1)
-        return a * b
-'''
-
+from hint_models import STACK
 
 def line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
 
 
 def test_torch_lines(tmp_path):
-    root = write(tmp_path, {"stack.py": MODEL})
+    root = write(tmp_path, {"stack.py": STACK})
     try:
         cap, _ = run_framework(fw, root, profile_table("stack:Net", args=[tensor([2, 3, 8, 8])]), None)
     finally:
