@@ -9,12 +9,13 @@ from capture.frameworks import torch as fw
 from viewer.lines import LineIndex, line_answer
 from viewer.projection import Projection
 
-from test_torch_line_index import MODEL, line_of
+from hint_models import STACK as MODEL
+from test_torch_line_index import line_of
 from torch_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
 
 
 def test_torch_lines_name_their_blocks_and_paths_reach_every_item(tmp_path):
-    # its own module name: test_torch_line_index imports the same model as `stack`
+    # its own module name: test_torch_line_index writes the same model as `stack`
     root = write(tmp_path, {"stack12.py": MODEL})
     try:
         cap, _ = run_framework(fw, root, profile_table("stack12:Net", args=[tensor([2, 3, 8, 8])]), None)
