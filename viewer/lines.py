@@ -24,7 +24,7 @@ are indexed with ``traced_body`` set: their shapes are one iteration's, never ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:  # pragma: no cover
     from .projection import Projection
@@ -44,6 +44,9 @@ class LineCall:
     results: list[int] = field(default_factory=list)
     #: The group holding this call (-1: the capture's top level).
     container: int = -1
+    #: The unexecuted control-flow body holding the call (a JAX ``scan``/``while``/``cond``
+    #: template, traced once, never run), or -1.
+    body: int = -1
 
     def keys(self) -> list[str]:
         """The viewer item keys of this call: groups called, then ops."""
@@ -63,6 +66,14 @@ class LineEntry:
     @property
     def first(self) -> LineCall:
         return self.calls[0]
+
+    @property
+    def ran(self) -> list[LineCall]:
+        """The calls that ran: those outside unexecuted bodies (a ``fori_loop`` line also
+        "calls" the loop's own increment inside its body template, a ``cond`` line its
+        branch lambdas). A line only inside bodies keeps every call."""
+        outside = [c for c in self.calls if c.body < 0]
+        return outside or self.calls
 
     @property
     def ops(self) -> int:
@@ -130,7 +141,7 @@ class LineIndex:
             f = call_frame[g]
             covered[g + 1] = base | {line_of[f]} if f != _NO_FRAME and line_of[f] not in base else base
 
-        in_body = _groups_in_bodies(proj)
+        body_of = _bodies_holding(proj)
         live = _live_values(proj)
         cols = proj.cols
         in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
@@ -143,7 +154,7 @@ class LineIndex:
             if not proj.direct_nodes[slot] and not proj.child_groups[slot]:
                 continue
             skip = covered[slot]
-            body = g in in_body
+            body = body_of.get(g, -1)
             _, refs, _ = proj._ordered(g)
             run: tuple | None = None
             call: LineCall | None = None
@@ -160,9 +171,9 @@ class LineIndex:
                     called = set()
                     if key is None:
                         continue  # an op of no user line ends the run
-                    call = LineCall(container=g)
+                    call = LineCall(container=g, body=body)
                     by_line.setdefault(key, []).append(call)
-                    body_only[key] = body_only.get(key, True) and body
+                    body_only[key] = body_only.get(key, True) and body >= 0
                 if r >= 0:
                     call.nodes.append(r)  # type: ignore[union-attr]
                     call.ops += 1  # type: ignore[union-attr]
@@ -220,23 +231,22 @@ def _finish(call: LineCall, in_off, in_ref, out_off, out_ids, bin_, bout, live: 
     call.results = results
 
 
-def _groups_in_bodies(proj: "Projection") -> set[int]:
-    """Groups that are unexecuted bodies or lie inside one."""
-    out: set[int] = set()
+def _bodies_holding(proj: "Projection") -> dict[int, int]:
+    """For every group that is an unexecuted body or lies inside one, the innermost body."""
     bodies = proj.body_node
+    out: dict[int, int] = {}
     if not bodies:
         return out
-    for g in range(len(proj.capture.groups)):
-        x = g
-        seen = []
-        while x is not None and x >= 0:
-            if x in bodies or x in out:
-                out.update(seen)
-                out.add(g)
-                break
-            seen.append(x)
-            p = proj.capture.groups[x].parent
-            x = p
+    groups = proj.capture.groups
+    for g in range(len(groups)):
+        x, chain = g, []
+        while type(x) is int and 0 <= x < len(groups) and x not in out and x not in bodies:
+            chain.append(x)
+            x = groups[x].parent
+        body = out.get(x, x if x in bodies else None) if type(x) is int else None
+        if body is not None:
+            out.update(dict.fromkeys(chain, body))
+            out.setdefault(x, x if x in bodies else body)
     return out
 
 
@@ -266,15 +276,15 @@ def line_answer(proj: "Projection", index: LineIndex, file: str, line: int) -> d
         # ops of its own: the block it ran in; only module calls: the first one called
         where = call.container if call.nodes and call.container >= 0 or not call.groups else call.groups[0]
         calls.append({"keys": keys, "paths": paths, "ops": call.ops, "results": call.results[:16],
-                      "container": call.container, "where": _group_label(proj, where)})
+                      "container": call.container, "where": group_label(proj.capture, where)})
     return {"file": entry.file, "line": entry.line, "traced_body": entry.traced_body,
             "calls": calls, "calls_total": len(entry.calls)}
 
 
-def _group_label(proj: "Projection", g: int) -> str | None:
+def group_label(capture: Any, g: int) -> str | None:
     """A group as a person names it: its module path (``blocks.3``), else its name."""
-    if g < 0:
+    if not (type(g) is int and 0 <= g < len(capture.groups)):
         return None
-    grp = proj.capture.groups[g]
+    grp = capture.groups[g]
     path = grp.attrs.get("path") if isinstance(grp.attrs, dict) else None
     return str(path) if isinstance(path, str) and path else str(grp.name)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..feature import Feature
-from .freshness import Freshness, Record
+from .freshness import Freshness, Record, rel_path
 from .viewer_host import ViewerHost
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,7 +131,7 @@ class CapturedLines(Feature):
         for rec in list(freshness.records.values()):
             if rec.capture_id is None or getattr(rec.capture, "failure", None) is not None:
                 continue
-            rel = _rel(rec.root, path)
+            rel = rel_path(rec.root, path)
             if rel is not None and rel in rec.sources:
                 out.append((rec, rel))
         out.sort(key=lambda p: p[0].captured_at, reverse=True)
@@ -199,13 +199,6 @@ class CapturedLines(Feature):
             live = {(r.capture_id, str(r.root)) for r in self.server.get_feature(Freshness).records.values()}
             for key in [k for k in self._texts if (k[0], k[1]) not in live]:
                 del self._texts[key]
-
-
-def _rel(root: Path, path: Path) -> str | None:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return None
 
 
 def _read_if_same(rec: Record, rel: str) -> list[str] | None:

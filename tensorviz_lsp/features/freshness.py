@@ -132,19 +132,13 @@ class Freshness(Feature):
         return list(rec.stale) if rec else []
 
     # -- checking ---------------------------------------------------------------
-    def _rel(self, root: Path, path: Path) -> str | None:
-        try:
-            return path.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            return None
-
     async def check(self, path: Path | None = None) -> None:
         """Recheck the records ``path`` concerns (a source, or a recipes file); all when None."""
         touched_root = recipes_root(path) if path is not None else None
         for rec in list(self.records.values()):
             sources = recipe = path is None
             if path is not None:
-                rel = self._rel(rec.root, path)
+                rel = rel_path(rec.root, path)
                 sources = rel is not None and rel in rec.sources
                 recipe = touched_root is not None and self._same(touched_root, rec.root)
             if sources or recipe:
@@ -242,6 +236,15 @@ class Freshness(Feature):
         for key in [k for k in self.records if k[0] in removed]:
             rec = self.records.pop(key)
             self._publish_uri(rec.uri)
+
+
+def rel_path(root: Path, path: Path) -> str | None:
+    """``path`` relative to the workspace folder ``root`` (posix), as a capture's sources
+    name it; None when it lies outside."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return None
 
 
 def _stale_message(rec: Record) -> str:

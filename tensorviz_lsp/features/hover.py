@@ -26,7 +26,7 @@ from . import assigned_names
 from . import line_values as lv
 from .candidates import Candidates
 from .captured_lines import CapturedLines
-from .freshness import Freshness
+from .freshness import Freshness, rel_path
 from .lenses import lsp_range, profile_of
 
 KIND_WORDS = {
@@ -206,8 +206,6 @@ class CandidateInfo(Feature):
 def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str | None:
     """What the hover says about ``target``'s value: the newest capture that ran its
     statement; the value at the target's place when the counts match (``a, b = …``)."""
-    from .inlay_hints import _rel
-
     shown = None
     others = []
     for fl in file_lines:
@@ -227,7 +225,7 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str 
         return None
     fl, entry, line = shown
     rec, capture = fl.record, fl.record.capture
-    results = list(lv.runs(capture, entry)[0].results)
+    results = list(entry.ran[0].results)
     label = target.name.lstrip(".")
     note = None
     if target.count > 1 and target.index is not None and len(results) == target.count:
@@ -249,7 +247,7 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str 
     if note:
         parts.append(note)
     parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
-    stale = lv.stale_text(rec, _rel(rec.root, path) or str(path), fl.stale)
+    stale = lv.stale_text(rec, rel_path(rec.root, path) or str(path), fl.stale)
     if stale:
         parts.append(stale)
     for ofl in others:

@@ -46,7 +46,7 @@ from lsprotocol import types
 from ..feature import Feature
 from . import line_values as lv
 from .captured_lines import CapturedLines
-from .freshness import Freshness
+from .freshness import Freshness, rel_path
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +228,7 @@ class ShapeHints(Feature):
             path = self.server.path_of(uri)
             if path is None or not self.enabled(uri):
                 continue
-            rel = _rel(record.root, path)
+            rel = rel_path(record.root, path)
             if rel is None or rel not in record.sources:
                 continue
             try:
@@ -295,7 +295,7 @@ def place_hints(
         fl, entry, (labels, n_runs, bad) = shown[line0]
         rec = fl.record
         if id(fl) not in stale_of:
-            stale_of[id(fl)] = lv.stale_text(rec, _rel(rec.root, path) or path.name, fl.stale)
+            stale_of[id(fl)] = lv.stale_text(rec, rel_path(rec.root, path) or path.name, fl.stale)
         stale = stale_of[id(fl)]
         hint = types.InlayHint(
             position=types.Position(line=line0, character=units(current[line0])),
@@ -319,7 +319,7 @@ def compute_hints(
 
 
 def _labels(capture: Any, entry: Any) -> list[str]:
-    return lv.labels_of(capture, lv.runs(capture, entry)[0].results)
+    return lv.labels_of(capture, entry.ran[0].results)
 
 
 def _brief(capture: Any, entry: Any, memo: dict | None) -> tuple[list[str], int, str | None]:
@@ -328,7 +328,7 @@ def _brief(capture: Any, entry: Any, memo: dict | None) -> tuple[list[str], int,
     got = memo.get(key) if memo is not None else None
     if got is not None and got[0] is entry:
         return got[1]
-    ran = lv.runs(capture, entry)
+    ran = entry.ran
     brief = (lv.labels_of(capture, ran[0].results), len(ran), lv.nonfinite(capture, ran[0].results))
     if memo is not None:
         if len(memo) > 100_000:
@@ -340,7 +340,7 @@ def _brief(capture: Any, entry: Any, memo: dict | None) -> tuple[list[str], int,
 def tooltip(fl: Any, entry: Any, stale: str | None, others: list[tuple]) -> str:
     rec, capture = fl.record, fl.record.capture
     parts = [lv.header(rec, capture)]
-    parts.append("\n".join(lv.value_lines(capture, lv.runs(capture, entry)[0].results)))
+    parts.append("\n".join(lv.value_lines(capture, entry.ran[0].results)))
     parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
     if stale:
         parts.append(stale)
@@ -348,14 +348,7 @@ def tooltip(fl: Any, entry: Any, stale: str | None, others: list[tuple]) -> str:
         olabels = _labels(ofl.record.capture, oentry)
         same = olabels == _labels(capture, entry)
         what = "the same values" if same else " · ".join(f"`{t}`" for t in olabels[:lv.LABEL_VALUES])
-        n = len(lv.runs(ofl.record.capture, oentry))
+        n = len(oentry.ran)
         times = f", {n}×" if n > 1 else ""
         parts.append(f"Also run by profile `{ofl.record.profile}` (captured at {lv.when(ofl.record.captured_at)}{times}): {what}")
     return "\n\n".join(parts)
-
-
-def _rel(root: Path, path: Path) -> str | None:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return None

@@ -17,7 +17,8 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from viewer.bodies import BODY_KIND, body_summary, template_line
+from viewer.bodies import body_summary, template_line
+from viewer.lines import group_label
 from viewer.projection import value_label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -136,33 +137,13 @@ def value_lines(capture: Any, value_ids: list[int], names: list[str] | None = No
     return out
 
 
-def _body_of(capture: Any, group: int) -> tuple[int, dict] | None:
-    groups = capture.groups
-    seen = 0
-    g: Any = group
-    while type(g) is int and 0 <= g < len(groups) and seen < 10_000:
-        grp = groups[g]
-        if grp.kind == BODY_KIND and isinstance(grp.attrs, dict):
-            return g, grp.attrs
-        g, seen = grp.parent, seen + 1
-    return None
-
-
-def runs(capture: Any, entry: "LineEntry") -> list:
-    """The calls of the line that ran: those outside unexecuted control-flow bodies (a
-    ``fori_loop`` line also "calls" the loop's own increment inside the body template,
-    a ``cond`` line its branch lambdas). A line only inside bodies keeps every call."""
-    ran = [c for c in entry.calls if _body_of(capture, c.container) is None]
-    return ran or list(entry.calls)
-
-
 def provenance(capture: Any, entry: "LineEntry") -> str:
     """Where the numbers come from: measured (Torch), traced (JAX), or one traced
     iteration of an unexecuted body."""
+    g = entry.first.body
     if entry.traced_body:
-        found = _body_of(capture, entry.first.container)
-        if found is not None:
-            g, attrs = found
+        if 0 <= g < len(capture.groups) and isinstance(capture.groups[g].attrs, dict):
+            attrs = capture.groups[g].attrs
             node = attrs.get("node")
             op = capture.nodes[node].op if type(node) is int and 0 <= node < len(capture.nodes) else "control-flow"
             summary = body_summary(g, attrs, capture.groups[g].name)
@@ -176,24 +157,16 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
 
 
 def calls_text(capture: Any, entry: "LineEntry") -> str:
-    ran = runs(capture, entry)
+    ran = entry.ran
     ops = ran[0].ops
     text = f"{ops:,} op{'s' * (ops != 1)} behind it"
     n = len(ran)
     if n > 1:
-        where = _container_name(capture, ran[0].container)
+        where = group_label(capture, ran[0].container)
         text += f"; the line ran {n}× (the first call is shown{f', in `{where}`' if where else ''})"
     if not entry.traced_body and len(entry.calls) > n:
         text += "; it is also part of an unexecuted control-flow body (a template, as traced)"
     return text
-
-
-def _container_name(capture: Any, g: int) -> str | None:
-    if not (type(g) is int and 0 <= g < len(capture.groups)):
-        return None
-    grp = capture.groups[g]
-    path = grp.attrs.get("path") if isinstance(grp.attrs, dict) else None
-    return str(path) if isinstance(path, str) and path else (grp.name or None)
 
 
 def stale_text(rec: "Record", rel: str, file_changed: bool) -> str | None:

@@ -38,6 +38,7 @@ from lsprotocol import types
 from ..feature import Feature
 from .args import ArgumentError, CommandArgs
 from .captured_lines import CapturedLines, FileLines
+from .freshness import rel_path
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
@@ -277,7 +278,7 @@ class ShowInGraph(Feature):
             key = (str(rec.root), cid)
             if entry is None or not entry.calls:
                 if key in self._outlined:
-                    host.publish(rec.root, "cursor", {"capture": cid, "file": _rel(rec.root, path), "line": None,
+                    host.publish(rec.root, "cursor", {"capture": cid, "file": rel_path(rec.root, path) or path.as_posix(), "line": None,
                                                        "keys": []})
                     self._outlined.pop(key, None)
                 continue
@@ -305,10 +306,3 @@ class ShowInGraph(Feature):
         if self._cursor_timer is not None:
             self._cursor_timer.cancel()
             self._cursor_timer = None
-
-
-def _rel(root: Path, path: Path) -> str:
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return path.as_posix()
