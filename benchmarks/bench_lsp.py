@@ -212,10 +212,13 @@ class RawClient:
                     length = int(line.split(b":")[1])
             msg = json.loads(await out.readexactly(length))
             if "method" in msg and "id" in msg:  # a request from the server
-                result = [None] * len(msg["params"]["items"]) if msg["method"] == "workspace/configuration" else None
-                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": self._server_request(msg)})
             elif "id" in msg and msg["id"] in self.pending:
                 self.pending.pop(msg["id"]).set_result(msg.get("result"))
+
+    def _server_request(self, msg: dict) -> Any:
+        """The answer to a request the server sent (no settings: every one default)."""
+        return [None] * len(msg["params"]["items"]) if msg["method"] == "workspace/configuration" else None
 
     async def request(self, method: str, params: Any) -> Any:
         self.next_id += 1
@@ -587,27 +590,11 @@ class _HintsClient(RawClient):
         self.refreshed = asyncio.Event()
         super().__init__(proc)
 
-    async def _read(self) -> None:
-        out = self.proc.stdout
-        while True:
-            length = 0
-            while True:
-                line = await out.readline()
-                if not line:
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            msg = json.loads(await out.readexactly(length))
-            if "method" in msg and "id" in msg:
-                if msg["method"] == "workspace/inlayHint/refresh":
-                    self.refreshes.append(time.perf_counter())
-                    self.refreshed.set()
-                result = [None] * len(msg["params"]["items"]) if msg["method"] == "workspace/configuration" else None
-                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
-            elif "id" in msg and msg["id"] in self.pending:
-                self.pending.pop(msg["id"]).set_result(msg.get("result"))
+    def _server_request(self, msg: dict) -> Any:
+        if msg["method"] == "workspace/inlayHint/refresh":
+            self.refreshes.append(time.perf_counter())
+            self.refreshed.set()
+        return super()._server_request(msg)
 
 
 async def bench_inlay_hints(lines: int, repeat: int, env: dict[str, str], op_lines: int = 245) -> None:
