@@ -33,9 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "tests"))  # synthetic.py: test-only, not shipped
 
-from capture import graphfile  # noqa: E402
-from capture.diff import diff, to_json  # noqa: E402
-from capture.model import Capture, Group, Node, Operand, Value  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.graph.diff import diff, to_json  # noqa: E402
+from capture.graph.model import Capture, Group, Node, Operand, Value  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
 
 

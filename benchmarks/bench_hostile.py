@@ -34,10 +34,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests" / "worker"))
 
-from capture import graphfile  # noqa: E402
-from capture.model import FORMAT_NAME  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.graph.model import FORMAT_NAME  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
-from viewer import server as viewer_server  # noqa: E402
+from viewer.server import app as viewer_server  # noqa: E402
 
 
 def burst(port: int, token: str, n: int = 200) -> list[float]:
@@ -147,8 +147,8 @@ def detached_deadline(deadline: float = 8.0) -> None:
 
     import fake_framework
     from capture.frameworks import TEST_PLUGINS_ENV
-    from capture.runner import run_capture
-    from capture.warm import WarmPool
+    from capture.session.runner import run_capture
+    from capture.session.warm import WarmPool
     from fake_workspace import fake_recipe, make_workspace, tensor
 
     os.environ[TEST_PLUGINS_ENV] = fake_framework.PLUGIN

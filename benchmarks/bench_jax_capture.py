@@ -13,7 +13,7 @@ so only a first call in a process says what a capture pays):
   ``scan`` boundary whose body, one block, converts as an unexecuted template).
 
 "of which bodies" is the part of the conversion spent on control-flow body templates
-(``capture.jaxpr_bodies.convert_bodies``, timed inside the same conversion).
+(``capture.jax.bodies.convert_bodies``, timed inside the same conversion).
 
 * ``nnx_transformer``: the same decoder written with Flax NNX (``nnx.List`` of blocks),
   traced the way the capture traces NNX modules (split outside, merged inside).
@@ -21,7 +21,7 @@ so only a first call in a process says what a capture pays):
 For each, process A times ``make_jaxpr`` alone (first call), then, on that same jaxpr,
 the conversion to a canonical capture and the ``.tvg`` write. Process C does the same
 with the Flax module-call interception the capture runs around ``make_jaxpr``
-(``capture/frameworks/jax_modules.py``: named-scope markers, call records, ``module``
+(``capture/jax/modules.py``: named-scope markers, call records, ``module``
 groups). Process B runs the whole framework capture the worker runs (import, init,
 inputs, trace with interception, convert) plus the write, timing its phases. A, C and
 B alternate, so load on a shared machine drifts over all alike; CPU time (this
@@ -169,15 +169,15 @@ def profile(scenario: str) -> dict:
 def child_trace_then_convert(workspace: str, scenario: str, intercepted: bool = False) -> dict:
     """Process A: make_jaxpr alone (first call), then convert + write that jaxpr.
     Process C (``intercepted``): the same with the Flax module-call interception the
-    capture runs (``capture/frameworks/jax_modules.py``) around make_jaxpr."""
+    capture runs (``capture/jax/modules.py``) around make_jaxpr."""
     import contextlib
 
     import jax
     import jax.numpy as jnp
 
-    from capture import graphfile
-    from capture.frameworks import jax_modules
-    from capture.jaxpr_convert import convert, structure_of
+    from capture.graph import graphfile
+    from capture.jax import modules as jax_modules
+    from capture.jax.convert import convert, structure_of
 
     sys.path.insert(0, workspace)
     import bench_models
@@ -195,7 +195,7 @@ def child_trace_then_convert(workspace: str, scenario: str, intercepted: bool = 
         graphdef, state = nnx.split(model)
         roots = [(model, "")]
 
-        def fn(state, tokens):  # the capture's own split/merge (capture/frameworks/jax.py)
+        def fn(state, tokens):  # the capture's own split/merge (capture/jax/framework.py)
             merged = nnx.merge(graphdef, state)
             jax_modules.register_merged([merged], [""])
             return merged(tokens)
@@ -210,7 +210,7 @@ def child_trace_then_convert(workspace: str, scenario: str, intercepted: bool = 
     trace_s, trace_cpu = time.perf_counter() - t, time.process_time() - c
     if intercepted:
         records = calls.records
-    import capture.jaxpr_convert as jaxpr_convert
+    import capture.jax.convert as jaxpr_convert
 
     bodies = [0.0]
     convert_bodies = jaxpr_convert.convert_bodies
@@ -250,8 +250,8 @@ def child_full_capture(workspace: str, scenario: str) -> dict:
     import flax.linen  # noqa: F401
     import flax.nnx  # noqa: F401
 
-    from capture import graphfile
-    from capture.frameworks import jax as fw
+    from capture.graph import graphfile
+    from capture.jax import framework as fw
     from capture.recipe import parse_profile
     from capture.worker.context import CaptureContext
 

@@ -18,13 +18,13 @@ warm-up forward and a warm-up capture, whose time is printed too):
   * the graph file: encode time and size, stats on and off;
   * a checkpoint-loaded run: the model's state dict, perturbed as training would, saved
     as ``.pt`` and ``.safetensors``; loading (``init.checkpoint`` through
-    ``capture.torch_saved.load_checkpoint``: read, sha256, weights-only load, key and
+    ``capture.torch.saved.load_checkpoint``: read, sha256, weights-only load, key and
     shape checks, ``load_state_dict``) is timed on its own, then a fresh model with the
     loaded weights is captured beside its own plain forward (stats on and off).
 ``--model gpt2``: a ``transformers`` ``GPT2Model`` built from a config of the same size
 (input ids ``[batch, seq]``), captured with an empty workspace as the worker does for a
 library model: no workspace frame exists, so every op walks to a *library frame*
-(``capture.libframes``), the costliest frame case.
+(``capture.worker.libframes``), the costliest frame case.
 Targets: capture at most 5x the plain forward with statistics on, at most 2x with
 statistics off, for the checkpoint-loaded model too (loading is a one-time set-up cost,
 reported separately). Prints figures and ratios; asserts nothing.
@@ -42,10 +42,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from capture import graphfile  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
 from capture.recipe import parse_profile  # noqa: E402
-from capture.torch_saved import load_checkpoint  # noqa: E402
-from capture.torch_trace import TorchTrace  # noqa: E402
+from capture.torch.saved import load_checkpoint  # noqa: E402
+from capture.torch.trace import TorchTrace  # noqa: E402
 from capture.worker.context import CaptureContext  # noqa: E402
 from capture.worker.workspace_files import WorkspaceFiles  # noqa: E402
 

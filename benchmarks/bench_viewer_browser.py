@@ -4,7 +4,7 @@
 
 For synthetic captures of 1,000 / 10,000 / 100,000 nodes (grouped: a jit holding layer
 scopes, each with attention/mlp scopes) and one flat 5,000-node jit, served by the real
-`viewer.server` (its index built before the page asks, as a language server would have
+`viewer.server.app` (its index built before the page asks, as a language server would have
 it by the time a person opens the page):
 
 * first paint: navigation start → the first canvas frame with graph items on it;
@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # synthetic.py: test-only, not shipped
 
 from synthetic import synthetic_capture  # noqa: E402
-from viewer.server import ViewerServer  # noqa: E402
+from viewer.server.app import ViewerServer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -7,7 +7,7 @@ For synthetic layered captures of 20 ops per block (a jit holding N layer scopes
 with an attention and an mlp scope of 10 ops): 500 blocks (10,000 nodes) and 2,500 blocks
 (50,000 nodes), once as the synthetic generator makes them (the blocks' wiring differs) and
 once with every block identical (the same ops, wiring, shapes and source lines, as in a
-real transformer), served by the real `viewer.server`:
+real transformer), served by the real `viewer.server.app`:
 
 * expand all: `window.tensorviz.expandAll()` from the collapsed first view until the scene
   is laid out at Fit, where the action leaves the camera (one `api/subtree` request; the
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.append(str(HERE / "tests"))  # synthetic.py: test-only, not shipped
 
 from synthetic import synthetic_capture  # noqa: E402
-from viewer.server import ViewerServer  # noqa: E402
+from viewer.server.app import ViewerServer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -28,10 +28,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # synthetic.py: test-only, not shipped
 
-from capture import graphfile  # noqa: E402
-from capture.model import to_json  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.graph.model import to_json  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
-from viewer.projection import Projection  # noqa: E402
+from viewer.projection.projection import Projection  # noqa: E402
 
 
 def timed(fn):

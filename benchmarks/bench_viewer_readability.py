@@ -4,7 +4,7 @@
 
 Serves each checked-in real capture (``tests/viewer/real_models/captures/*.tvg``: a
 ``transformers`` ResNet-18 layout and 12-block GPT-2, a Flax Linen ResNet-18 with bound
-variables) with the real ``viewer.server.ViewerServer`` in a 1600 × 1000 headless page
+variables) with the real ``viewer.server.app.ViewerServer`` in a 1600 × 1000 headless page
 and prints, per model:
 
 * the scene's width and height in the default view (what opens, before anyone clicks),
@@ -42,9 +42,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from capture import graphfile  # noqa: E402
-from capture.model import Capture  # noqa: E402
-from viewer.server import ViewerServer  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.graph.model import Capture  # noqa: E402
+from viewer.server.app import ViewerServer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TENSORVIZ_TEST_PLUGINS", f"fake={ROOT / 'tests' / 'fake_framework.py'}")
 
 from capture.recipe import Recipe  # noqa: E402
-from capture import runner  # noqa: E402
-from capture.runner import launcher_script, run_capture  # noqa: E402
+from capture.session import runner  # noqa: E402
+from capture.session.runner import launcher_script, run_capture  # noqa: E402
 
 MODEL = "def net(x, w):\n    return (x @ w).relu()\n"
 

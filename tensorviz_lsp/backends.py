@@ -136,7 +136,7 @@ class Viewer(Protocol):
     def publish(self, event: str, data: dict[str, Any] | None = None) -> None: ...
 
     def lines(self, capture_id: int) -> Any:
-        """The capture's :class:`viewer.lines.LineIndex` (None when not held or failed)."""
+        """The capture's :class:`viewer.projection.lines.LineIndex` (None when not held or failed)."""
         ...
 
     def pages(self, capture_id: int) -> int:
@@ -239,7 +239,7 @@ class RealBackends:
         self._indexes: dict[str, Any] = {}
         self._environments: dict[tuple[str, str | None], tuple[float, Any]] = {}
         self._lock = threading.Lock()
-        self._warm: Any = None  # capture.warm.WarmPool, started with the first warm capture
+        self._warm: Any = None  # capture.session.warm.WarmPool, started with the first warm capture
 
     # -- discovery -----------------------------------------------------------
     def _index(self, root: Path | None) -> Any:
@@ -324,7 +324,7 @@ class RealBackends:
 
     # -- captures ----------------------------------------------------------------
     def run_capture(self, job: CaptureJob) -> Any:
-        from capture.runner import run_capture
+        from capture.session.runner import run_capture
 
         return run_capture(
             job.root,
@@ -345,7 +345,7 @@ class RealBackends:
         """The warm workers (one per folder), None when ``idle_seconds`` is 0."""
         if idle_seconds <= 0:
             return None
-        from capture.warm import WarmPool
+        from capture.session.warm import WarmPool
 
         with self._lock:
             if self._warm is None:
@@ -374,7 +374,7 @@ class RealBackends:
             pool.close()
 
     def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]:
-        from capture.freshness import stale_sources
+        from capture.graph.freshness import stale_sources
 
         return [c.path for c in stale_sources(capture.sources, root, open_buffers)]
 
@@ -391,7 +391,7 @@ class RealBackends:
 
     # -- viewer ------------------------------------------------------------------
     def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer:
-        from viewer.server import ViewerServer
+        from viewer.server.app import ViewerServer
 
         def reveal(frame: Any) -> bool:
             return hooks.reveal(

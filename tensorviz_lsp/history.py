@@ -11,7 +11,7 @@ Bounds, per profile (:class:`HistoryLimits`): at most ``max_captures`` files (de
 and at most ``max_bytes`` bytes (default 256 MiB), except that the newest two are always
 kept, so the previous capture survives a bound in bytes smaller than two graphs.
 
-Every write is atomic (:func:`capture.graphfile.atomic_write`: a temporary file in the same
+Every write is atomic (:func:`capture.graph.graphfile.atomic_write`: a temporary file in the same
 folder, then a rename), and pruning starts only after the new file is in place, one
 ``unlink`` per old file: an interrupted or failed write leaves the history exactly as it
 was, never a half-written graph file. Temporary files left by a process that was killed
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from capture import graphfile
-from capture.model import Capture
+from capture.graph import graphfile
+from capture.graph.model import Capture
 from capture.recipe import PROFILE_NAME
 
 HISTORY_DIR = Path(".tensorviz") / "captures" / "history"
@@ -122,7 +122,7 @@ class CaptureHistory:
         return got[1] if len(got) > 1 else None
 
     def load(self, entry: Entry) -> Capture:
-        """The capture of ``entry``; :class:`capture.graphfile.GraphFileError` when it cannot be read."""
+        """The capture of ``entry``; :class:`capture.graph.graphfile.GraphFileError` when it cannot be read."""
         return graphfile.read(entry.path)
 
     def previous_capture(self, profile: str) -> tuple[Capture, Entry] | None:

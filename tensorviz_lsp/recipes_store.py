@@ -18,7 +18,7 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from capture.graphfile import atomic_write
+from capture.graph.graphfile import atomic_write
 from capture.recipe import (
     DEFAULT_FRAMEWORK,
     RECIPES_FILE,
@@ -225,7 +225,7 @@ _NEW_FILE_MODE = 0o644
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` or leave it exactly as it was (TensorViz's one
-    atomic write, :func:`capture.graphfile.atomic_write`). An existing file keeps its
+    atomic write, :func:`capture.graph.graphfile.atomic_write`). An existing file keeps its
     permission bits; a new one gets ``0o644`` less the umask."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from capture.model import Capture
+from capture.graph.model import Capture
 from capture.recipe import parse_profile
 from capture.worker.context import CaptureContext
 from capture.worker.limits import Limits

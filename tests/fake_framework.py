@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from capture.model import Capture, Coverage, Operand
+from capture.graph.model import Capture, Coverage, Operand
 from capture.worker.builder import GraphBuilder
 from capture.worker.context import CaptureContext
 from capture.worker.errors import CaptureError

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 
-from capture.model import Capture, Coverage, Frame, Group, Node, Operand, Source, Value
+from capture.graph.model import Capture, Coverage, Frame, Group, Node, Operand, Source, Value
 
 # Every value is [N, N] (so dot_general, transpose and the binary ops always agree) except
 # a reduce_sum's [N], which only broadcast_in_dim (or an opaque ``while`` standing in its

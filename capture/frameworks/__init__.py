@@ -44,8 +44,8 @@ class FrameworkInfo:
 # The shared worker requires Torch for every real framework: adding JAX never
 # replaces the selected Torch build (the spec's rule), so JAX recipes need both.
 FRAMEWORKS: Mapping[str, FrameworkInfo] = MappingProxyType({
-    "torch": FrameworkInfo("torch", "capture.frameworks.torch", ("msgpack", "torch")),
-    "jax": FrameworkInfo("jax", "capture.frameworks.jax", ("msgpack", "torch", "jax"), ("flax",)),
+    "torch": FrameworkInfo("torch", "capture.torch.framework", ("msgpack", "torch")),
+    "jax": FrameworkInfo("jax", "capture.jax.framework", ("msgpack", "torch", "jax"), ("flax",)),
 })
 # The frameworks a user can name, in the order messages list them.
 FRAMEWORK_NAMES: tuple[str, ...] = tuple(FRAMEWORKS)

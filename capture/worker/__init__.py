@@ -2,7 +2,7 @@
 
 The worker runs as its own process (``python -m capture.worker``, or the launcher
 script the parent writes) in the user's selected interpreter, with only the ``capture``
-package added to its path. :mod:`capture.runner` starts it and reads its messages
+package added to its path. :mod:`capture.session.runner` starts it and reads its messages
 (:mod:`capture.worker.protocol`); :mod:`capture.worker.main` is the worker side.
 Framework modules receive a :class:`~capture.worker.context.CaptureContext`; see that
 module for the plug-in contract.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..model import Capture, Coverage, Frame, Group, Node, Operand, Value
+from ..graph.model import Capture, Coverage, Frame, Group, Node, Operand, Value
 from .errors import LimitExceeded
 from .limits import Limits
 

@@ -13,7 +13,7 @@ process, in the selected interpreter, with the workspace root as the working dir
     available. Raise ``CaptureError("device", message, details)`` when the backend or the
     index is not; never fall back to CPU.
 
-``capture(ctx: CaptureContext) -> capture.model.Capture``
+``capture(ctx: CaptureContext) -> capture.graph.model.Capture``
     Import the model (``ctx.import_object(ctx.recipe.model)``), build it (literal
     ``init`` through :meth:`CaptureContext.materialize`, or ``ctx.call_factory(ref)``),
     build the inputs (:meth:`CaptureContext.inputs_call`), trace, and return the
@@ -49,7 +49,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Callable
 
-from ..model import Frame
+from ..graph.model import Frame
 from ..recipe import (
     CallSetup,
     DictDesc,

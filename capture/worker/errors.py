@@ -13,7 +13,7 @@ from typing import Any
 class CaptureError(Exception):
     """End the capture with ``Failure(stage=stage, message=message, details=details)``.
 
-    ``stage`` is one of the failure stages of ``capture.model.Failure`` (``device``,
+    ``stage`` is one of the failure stages of ``capture.graph.model.Failure`` (``device``,
     ``recipe``, ``import``, ``trace``, ``limit`` …). ``error_type`` overrides the
     reported type name; when omitted it is the type of ``__cause__`` (``raise
     CaptureError(...) from exc``) or ``"CaptureError"``. The failure's frames come from

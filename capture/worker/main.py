@@ -1,7 +1,7 @@
 """The worker process: read one request, run one framework capture, send the result.
 
 Runs in the user's selected interpreter as ``launcher.py --fd N`` (see
-:mod:`capture.runner`) or ``python -m capture.worker --fd N``. Messages go to the
+:mod:`capture.session.runner`) or ``python -m capture.worker --fd N``. Messages go to the
 inherited pipe ``N``, never to stdout, so user code that prints cannot corrupt them;
 stdout and stderr both reach the parent's log. ``faulthandler`` writes the Python
 stack of a hard crash (segfault, abort) to stderr, where the parent finds the user
@@ -23,13 +23,13 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     if len(argv) == 3 and argv[0] == "--zygote" and argv[1] == "--fd" and argv[2].isdigit():
         from .zygote import serve
-  # the warm worker (capture.warm): one forked child per capture
+  # the warm worker (capture.session.warm): one forked child per capture
 
         return serve(int(argv[2]))
     if len(argv) != 2 or argv[0] != "--fd" or not argv[1].isdigit():
         print("usage: capture.worker --fd N (started by TensorViz, not by hand)", file=sys.stderr)
         return 2
-    from ..procs import become_subreaper, die_with_parent, start_guardian
+    from .procs import become_subreaper, die_with_parent, start_guardian
 
     die_with_parent()  # the CLI or server killed (even SIGKILL): so is this worker
     become_subreaper()  # orphans of its children stay findable (the parent kills them)
@@ -178,8 +178,8 @@ class _Session:
         self.finish(capture)
 
     def finish(self, capture: Any) -> None:
-        from .. import graphfile
-        from ..model import Capture
+        from ..graph import graphfile
+        from ..graph.model import Capture
         from .errors import CaptureError, LimitExceeded
 
         ctx = self.ctx
@@ -192,8 +192,8 @@ class _Session:
             ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), groups=len(capture.groups))
         capture.recipe = ctx.recipe.to_dict()
         # Where this interpreter's installed libraries live: the only folders a viewer
-        # shows library frames' source lines from (capture.libframes).
-        from ..libframes import environment
+        # shows library frames' source lines from (capture.worker.libframes).
+        from .libframes import environment
 
         capture.meta["environment"] = environment()
         capture.sources = ctx.files.imported_sources(ctx.requested_sources)
@@ -207,7 +207,7 @@ class _Session:
         self.send({"kind": "result", "graph": data})
 
     def send_failure_for(self, exc: BaseException) -> None:
-        from ..model import failure_json
+        from ..graph.model import failure_json
         from ..recipe import RecipeError
 
         failure = _failure_for(exc, self.ctx)
@@ -239,13 +239,13 @@ class _Session:
 
 def _failure_for(exc: BaseException, ctx: Any):
     """The failure record for ``exc``, its repeated frames (deep recursion) collapsed."""
-    from ..frame_repeats import collapse_failure
+    from ..graph.frame_repeats import collapse_failure
 
     return collapse_failure(_failure_of(exc, ctx))
 
 
 def _failure_of(exc: BaseException, ctx: Any):
-    from ..model import Failure
+    from ..graph.model import Failure
     from .errors import CaptureError
 
     files = ctx.files if ctx is not None else None

@@ -10,14 +10,14 @@ Parent -> worker (stdin, one frame)::
 Worker -> parent (a dedicated pipe, never stdout, which user code may print to)::
 
     {"kind": "progress", "message": str, "fraction": float | None}     # any number
-    {"kind": "result", "graph": bytes}        # a capture.graphfile-encoded Capture
+    {"kind": "result", "graph": bytes}        # a capture.graph.graphfile-encoded Capture
     {"kind": "failure", "failure": failure_json(...), "sources": [[path, sha256], ...],
      "framework": str, "framework_version": str}
     {"kind": "device_ok"}                     # answer to "probe_device"
 
 Exactly one of result / failure / device_ok ends the stream.
 
-The warm worker (:mod:`capture.worker.zygote`, parent side :mod:`capture.warm`) reads
+The warm worker (:mod:`capture.worker.zygote`, parent side :mod:`capture.session.warm`) reads
 such requests one after another on its stdin, plus ``{"action": "preload", ...}``, and
 answers each capture through a forked child with the same messages, framed by
 ``{"kind": "forked", "pid"}`` first and, from the resident process after the child

@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from types import TracebackType
 
-from ..model import Frame, Source
+from ..graph.model import Frame, Source
 
 _LIBRARY_DIRS = ("site-packages", "dist-packages", "__pycache__")
 _CAPTURE_PACKAGE = os.path.realpath(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

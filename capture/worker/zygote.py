@@ -1,5 +1,5 @@
 """The warm worker's resident side: a pre-imported parent (a "zygote") that forks one
-child per capture. Parent side: :mod:`capture.warm`.
+child per capture. Parent side: :mod:`capture.session.warm`.
 
 Runs in the selected interpreter as ``launcher.py --zygote --fd N``. It never imports
 workspace code and never runs a framework operation: it only imports libraries (the
@@ -41,7 +41,7 @@ _SKIP = ("__main__", "__mp_main__")
 def serve(fd: int) -> int:
     from .protocol import ProtocolError, encode_frame, read_frame
 
-    from ..procs import become_subreaper, die_with_parent, kill_descendants
+    from .procs import become_subreaper, die_with_parent, kill_descendants
 
     def parent_gone(signum: int, frame: Any) -> None:
         # The language server died (PR_SET_PDEATHSIG): take the capture child and every
@@ -199,7 +199,7 @@ def library_modules(workspace: str, before: set[str]) -> list[str]:
 def _fork_capture(request: dict[str, Any], fd: int, send) -> None:
     safe, reason = fork_safety()
     if not safe:
-        from ..model import Failure, failure_json
+        from ..graph.model import Failure, failure_json
 
         failure = Failure(type="WarmWorkerUnsafe", stage="crash",
                           message=f"the warm worker cannot fork a capture: {reason}; the next capture starts a new worker")
@@ -226,7 +226,7 @@ def _fork_capture(request: dict[str, Any], fd: int, send) -> None:
         pass
     # Processes the child started in sessions of their own: this process is a subreaper,
     # so orphans are its children now; all of them are strays of that capture.
-    from ..procs import kill_descendants
+    from .procs import kill_descendants
 
     try:
         escaped = kill_descendants(exclude=pid)
@@ -277,7 +277,7 @@ def _wait_child(pid: int) -> None:
                         except (ProcessLookupError, PermissionError):
                             pass
                         try:
-                            from ..procs import kill_descendants
+                            from .procs import kill_descendants
 
                             kill_descendants(exclude=pid)  # what the capture started elsewhere
                         except Exception:
@@ -300,7 +300,7 @@ def _child(request: dict[str, Any], fd: int, send, before: set[str], parent: int
     try:
         os.setpgid(0, 0)  # its own group: the parent's deadline kills it and its strays
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the resident's handler is not the capture's
-        from ..procs import die_with_parent
+        from .procs import die_with_parent
 
         die_with_parent(parent)  # the warm worker killed: so is this capture
         null = os.open(os.devnull, os.O_RDONLY)

@@ -27,12 +27,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
-from capture import graphfile
-from capture.model import Capture
+from capture.graph import graphfile
+from capture.graph.model import Capture
 from capture.frameworks import framework_names
-from capture.frame_repeats import frame_lines
+from capture.graph.frame_repeats import frame_lines
 from capture.recipe import RecipeError
-from capture.runner import default_interpreter, run_capture
+from capture.session.runner import default_interpreter, run_capture
 from capture.worker.limits import Limits
 
 from ..history import CaptureHistory, HistoryError
@@ -257,7 +257,7 @@ class Terminated(KeyboardInterrupt):
 def terminate_like_interrupt() -> Iterator[None]:
     """While the worker runs: SIGTERM and SIGHUP raise :class:`Terminated` in the main
     thread, as SIGINT raises KeyboardInterrupt. (A SIGKILL cannot be caught: the worker
-    then dies with this process, by ``PR_SET_PDEATHSIG``; see capture.procs.)"""
+    then dies with this process, by ``PR_SET_PDEATHSIG``; see capture.worker.procs.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

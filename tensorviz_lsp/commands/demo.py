@@ -2,7 +2,7 @@
 
 Writes the spec's ``model.py`` and its ``jax_example`` profile (both verbatim) into a
 demo workspace (default: ``demo`` in the user cache folder, ``userdirs.cache_dir()``),
-captures it through the real worker (``capture.runner.run_capture``; JAX must be
+captures it through the real worker (``capture.session.runner.run_capture``; JAX must be
 installed in the capturing Python) and serves it like ``tensorviz view``: the URL alone
 on standard output, the browser opened when possible.
 """
@@ -14,7 +14,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from capture.graphfile import atomic_write
+from capture.graph.graphfile import atomic_write
 from capture.recipe import RECIPES_FILE
 
 from ..shorthand import ShorthandError

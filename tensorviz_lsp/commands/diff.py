@@ -6,7 +6,7 @@
     tensorviz diff --profile NAME [--workspace D]  the previous capture of NAME against its newest
 
 Groups are matched by path (``lm.transformer.h.2``) and nodes by their place in their group,
-never by id (``capture/diff.py``). ``--profile`` compares the two newest captures the
+never by id (``capture/graph/diff.py``). ``--profile`` compares the two newest captures the
 workspace's history keeps (``.tensorviz/captures/history/NAME/``).
 Exit status, as diff(1): 0 no differences, 1 differences, 2 trouble (a file that cannot be
 read, a failed capture, which has no graph to compare, or a usage error).
@@ -19,9 +19,9 @@ import json
 import sys
 from pathlib import Path
 
-from capture import graphfile
-from capture.diff import DiffError, diff, summary, to_json
-from capture.model import Capture
+from capture.graph import graphfile
+from capture.graph.diff import DiffError, diff, summary, to_json
+from capture.graph.model import Capture
 
 from ..history import CaptureHistory, HistoryError
 from .view import add_serve_options, serve

@@ -7,9 +7,9 @@ import json
 import sys
 from collections import Counter
 
-from capture import graphfile
-from capture.frame_repeats import frame_lines
-from capture.model import Capture, describe_tree, finite, format_value, to_json
+from capture.graph import graphfile
+from capture.graph.frame_repeats import frame_lines
+from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -99,7 +99,7 @@ def _fast_ops(capture: Capture) -> Counter:
 
 
 def _leaf_values(capture: Capture):
-    from capture.model import tree_leaves
+    from capture.graph.model import tree_leaves
 
     for tree in (capture.inputs, capture.outputs):
         for vid in tree_leaves(tree):

@@ -17,8 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from capture import graphfile
-from capture.model import Capture
+from capture.graph import graphfile
+from capture.graph.model import Capture
 
 from ..recipes_store import RecipeStoreError
 from ..shorthand import ShorthandError

@@ -16,8 +16,8 @@ import time
 import webbrowser
 from pathlib import Path
 
-from capture import graphfile
-from capture.model import Capture
+from capture.graph import graphfile
+from capture.graph.model import Capture
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +67,7 @@ def serve(command: str, capture: Capture, title: str, workspace: Path | None, ar
     if not 0 <= args.port <= 65535:
         print(f"tensorviz {command}: --port must be between 0 and 65535", file=sys.stderr)
         return 2
-    from viewer.server import ViewerServer  # not at import: `tensorviz diff` without --view never serves
+    from viewer.server.app import ViewerServer  # not at import: `tensorviz diff` without --view never serves
 
     server = ViewerServer(workspace=workspace, port=args.port, browse_workspace=browse_workspace)
     cid = server.add_capture(capture, title, trusted_sources=trusted_sources, baseline=baseline)

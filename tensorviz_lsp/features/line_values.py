@@ -1,7 +1,7 @@
 """How a captured line's values read in the editor: hint labels, tooltips, hover text.
 
 One wording for the inlay hints (:mod:`.inlay_hints`) and the hover on an assigned name
-(:mod:`.hover`). Value text comes from :func:`viewer.projection.value_label`, the label
+(:mod:`.hover`). Value text comes from :func:`viewer.projection.projection.value_label`, the label
 the graph draws on its edges, so an editor hint and a graph edge never disagree.
 
 Torch values carry what the worker measured (``Value.measured``: ``stats`` with
@@ -17,12 +17,12 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from viewer.bodies import body_summary, template_line
-from viewer.lines import group_label
-from viewer.projection import value_label
+from viewer.projection.bodies import body_summary, template_line
+from viewer.projection.lines import group_label
+from viewer.projection.projection import value_label
 
 if TYPE_CHECKING:  # pragma: no cover
-    from viewer.lines import LineEntry
+    from viewer.projection.lines import LineEntry
 
     from .freshness import Record
 

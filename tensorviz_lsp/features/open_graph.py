@@ -30,7 +30,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from capture import frame_repeats
+from capture.graph import frame_repeats
 from capture.recipe import module_file, profile_name
 
 from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules
@@ -330,7 +330,7 @@ class OpenGraph(Feature):
     def _save_graph_file(self, root: Path, profile: str, capture: Any) -> Path | None:
         """Keep the newest graph of each profile as a portable .tvg (outside the workspace)."""
         try:
-            from capture import graphfile
+            from capture.graph import graphfile
 
             digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
             target = state_dir() / "captures" / f"{root.name}-{digest}" / f"{_safe(profile)}.tvg"

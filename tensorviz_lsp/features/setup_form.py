@@ -71,7 +71,7 @@ def _type_of(annotation: str | None, default: Any) -> str:
 
 def setup_form(ctx: SetupContext) -> dict[str, Any]:
     """``api/setup`` content: the viewer's form (inputs, fields, needs) for a context,
-    in the shape ``viewer/API.md`` (setup) documents and ``viewer/static/setup.js`` reads."""
+    in the shape ``viewer/API.md`` (setup) documents and ``viewer/static/panels/setup.js`` reads."""
     recipe = ctx.recipe
     saved_inputs = recipe.get("inputs") if isinstance(recipe.get("inputs"), dict) else {}
     saved_args = list(saved_inputs.get("args") or [])

@@ -70,7 +70,7 @@ class Hit:
     """A capture that ran the line: its lines of the file and the line's entry."""
 
     lines: FileLines
-    entry: Any  # viewer.lines.LineEntry
+    entry: Any  # viewer.projection.lines.LineEntry
 
     @property
     def profile(self) -> str:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from capture import graphfile
-from capture.model import Capture, Failure
+from capture.graph import graphfile
+from capture.graph.model import Capture, Failure
 from tensorviz_lsp.cli import main
 from tensorviz_lsp.history import CaptureHistory
 

@@ -53,7 +53,7 @@ def profiles(ws: Path) -> dict:
 
 
 def graph(path: str):
-    from capture import graphfile
+    from capture.graph import graphfile
 
     return graphfile.read(path.strip())
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import fake_framework
-from capture import graphfile
+from capture.graph import graphfile
 from capture.frameworks import TEST_PLUGINS_ENV
 from tensorviz_lsp.cli import build_parser
 

@@ -1,4 +1,4 @@
-"""``capture.diff`` on real captures (``models/captures``, made by ``models/make_captures.py``
+"""``capture.graph.diff`` on real captures (``models/captures``, made by ``models/make_captures.py``
 from a GPT-2 built from a ``transformers`` config, a Torch MLP and its edit, a Flax Linen
 MLP at two widths) and on small built-in-memory captures for the matching rules: groups by
 path, nodes by their place in their group, never by id."""
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from capture import graphfile
-from capture.diff import DiffError, diff, summary, to_json
-from capture.model import Capture, Coverage, Failure, Group, Node, Operand, Value
+from capture.graph import graphfile
+from capture.graph.diff import DiffError, diff, summary, to_json
+from capture.graph.model import Capture, Coverage, Failure, Group, Node, Operand, Value
 
 CAPTURES = Path(__file__).resolve().parent / "models" / "captures"
 ROOT = Path(__file__).resolve().parents[2]
@@ -218,7 +218,7 @@ def test_a_capture_built_in_memory_and_its_file_diff_the_same(tmp_path):
 
 
 def test_the_diff_module_imports_nothing_but_the_standard_library_and_capture():
-    code = ("import sys, capture.diff; bad = [m for m in sys.modules if m.split('.')[0] in "
+    code = ("import sys, capture.graph.diff; bad = [m for m in sys.modules if m.split('.')[0] in "
             "('torch', 'jax', 'viewer', 'tensorviz_lsp', 'pygls', 'libcst', 'numpy')]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
@@ -228,7 +228,7 @@ def test_the_diff_module_imports_nothing_but_the_standard_library_and_capture():
 
 
 def test_a_repetitive_program_with_replaced_ops_pairs_in_place():
-    from capture.diff import align
+    from capture.graph.diff import align
 
     a = ["dot", "add", "max", "mul"] * 300
     b = list(a)
@@ -241,7 +241,7 @@ def test_a_repetitive_program_with_replaced_ops_pairs_in_place():
 
 @pytest.mark.parametrize("cells", [None, 1], ids=["sequence-matcher", "look-ahead-walk"])
 def test_an_insertion_and_a_deletion_in_a_long_flat_group(monkeypatch, cells):
-    import capture.diff as cd
+    import capture.graph.diff as cd
 
     if cells is not None:
         monkeypatch.setattr(cd, "_MATCHER_CELLS", cells)  # the linear walk, as for 50,000 ops
@@ -266,7 +266,7 @@ _OPS = st.lists(st.sampled_from(["add", "mul", "dot", "tanh", "exp"]), max_size=
 @settings(max_examples=200, deadline=None)
 @given(_OPS, _OPS, st.booleans())
 def test_alignment_pairs_every_position_once_in_order(a, b, walk):
-    import capture.diff as cd
+    import capture.graph.diff as cd
 
     old = cd._MATCHER_CELLS
     cd._MATCHER_CELLS = 0 if walk else old

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from capture import graphfile
-from capture.model import Capture, Failure
+from capture.graph import graphfile
+from capture.graph.model import Capture, Failure
 from synthetic import synthetic_capture
 from tensorviz_lsp.history import HISTORY_DIR, CaptureHistory, HistoryError, HistoryLimits
 

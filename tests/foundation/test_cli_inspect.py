@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from capture import graphfile
-from capture.model import Capture, Failure, Frame
+from capture.graph import graphfile
+from capture.graph.model import Capture, Failure, Frame
 from synthetic import synthetic_capture
 from tensorviz_lsp import __version__
 

@@ -8,8 +8,8 @@ from array import array
 import msgpack
 import pytest
 
-from capture import graphfile
-from capture.model import FORMAT_NAME, Capture, Coverage, Failure, Node, Operand, Value
+from capture.graph import graphfile
+from capture.graph.model import FORMAT_NAME, Capture, Coverage, Failure, Node, Operand, Value
 from synthetic import synthetic_capture
 
 

@@ -9,8 +9,8 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from capture import graphfile
-from capture.model import (
+from capture.graph import graphfile
+from capture.graph.model import (
     Capture, Coverage, Failure, Frame, Group, Node, Operand, Source, Value, to_json,
 )
 

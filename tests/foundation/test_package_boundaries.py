@@ -27,10 +27,13 @@ FORBIDDEN = {
 }
 
 
+# The folders of ``capture/`` that hold a framework's capture (run inside the worker):
+# the only place jax/flax/torch may be imported.
+FRAMEWORK_FOLDERS = ("jax", "torch")
+
+
 def _is_framework_module(path: Path) -> bool:
-    """The worker's framework modules: the only place jax/flax/torch may be imported."""
-    rel = path.relative_to(ROOT / "capture").as_posix()
-    return rel.startswith("frameworks/") or rel.startswith("torch_") or rel.startswith("jax")
+    return path.relative_to(ROOT / "capture").parts[0] in FRAMEWORK_FOLDERS
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from capture.recipe import Recipe
-from capture.runner import run_capture
+from capture.session.runner import run_capture
 
 pytestmark = pytest.mark.gpu
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from capture import graphfile
-from capture.model import Capture
+from capture.graph import graphfile
+from capture.graph.model import Capture
 from capture.worker.context import CaptureContext
 from capture.worker.limits import Limits
 
@@ -29,7 +29,7 @@ def profile(model: str, **fields) -> dict[str, Any]:
 
 def capture_in_process(root: Path, table: dict[str, Any], *, limits: Limits | None = None) -> tuple[Capture, CaptureContext]:
     """``(capture, ctx)`` for ``table`` run in this process; CaptureError propagates."""
-    from capture.frameworks import jax as fw
+    from capture.jax import framework as fw
 
     cap, ctx = run_framework(fw, root, table, limits)
     graphfile.decode(graphfile.encode(cap))  # what the worker sends must be a valid file

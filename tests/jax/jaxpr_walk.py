@@ -65,7 +65,7 @@ def node_counts(capture, executed: bool = True) -> Counter:
 
 
 def output_avals(capture) -> list[tuple[tuple, str]]:
-    from capture.model import tree_leaves
+    from capture.graph.model import tree_leaves
 
     return [(tuple(capture.values[i].shape), capture.values[i].dtype) for i in tree_leaves(capture.outputs)]
 

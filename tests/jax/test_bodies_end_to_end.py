@@ -8,7 +8,7 @@ import pytest
 jax = pytest.importorskip("jax")
 flax = pytest.importorskip("flax")
 
-from capture import graphfile  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 
 from jax_workspace import SPEC_INPUT, capture_in_process, forget_workspace_modules, profile, tensor, write  # noqa: E402

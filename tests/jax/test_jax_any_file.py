@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("jax")
 pytest.importorskip("flax")
 
-from capture.runner import run_capture  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 
 from jax_workspace import profile, tensor, write  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""JAX captures through the real worker (``capture.runner.run_capture``, and the
+"""JAX captures through the real worker (``capture.session.runner.run_capture``, and the
 ``tensorviz capture`` command once): the spec's examples verbatim, the x64 environment
 rule, and a CUDA device refused before the model is imported. Each run starts a fresh
 interpreter (JAX import included), so this file keeps to a handful of runs."""
@@ -14,9 +14,9 @@ import pytest
 pytest.importorskip("jax")
 pytest.importorskip("flax")
 
-from capture import graphfile  # noqa: E402
-from capture.model import tree_leaves  # noqa: E402
-from capture.runner import run_capture  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.graph.model import tree_leaves  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 
 from jax_workspace import SPEC_INPUT, cuda_device_count, profile, skip_if_cuda, tensor, write  # noqa: E402
 from spec_examples import SPEC_MLP, SPEC_RECIPE  # noqa: E402

@@ -1,4 +1,4 @@
-"""The JAX framework capture (``capture.frameworks.jax``) in this process, following the
+"""The JAX framework capture (``capture.jax.framework``) in this process, following the
 worker's order: one small workspace model per rule of the spec."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 flax = pytest.importorskip("flax")
 
-from capture.model import tree_leaves  # noqa: E402
+from capture.graph.model import tree_leaves  # noqa: E402
 from capture.recipe import RecipeError  # noqa: E402
 from capture.worker.errors import CaptureError, LimitExceeded  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
@@ -354,7 +354,7 @@ def test_nnx_state_arrays_are_shared_not_copied(ws):
     import nnxm
     from flax import nnx
 
-    from capture.frameworks.jax import _nnx_plan
+    from capture.jax.framework import _nnx_plan
 
     m = nnxm.build()
     plan = _nnx_plan(nnx, m.head, "function", "callable_state")
@@ -520,7 +520,7 @@ class _FakeJax:
 
 
 def test_device_index_out_of_range_names_the_index_and_the_count():
-    from capture.frameworks.jax import _device
+    from capture.jax.framework import _device
 
     assert str(_device(_FakeJax, "cuda:1")) == "cuda:1"
     with pytest.raises(CaptureError) as exc:
@@ -547,7 +547,7 @@ def test_limits_apply(ws):
 
 
 def test_inputs_are_deterministic_from_the_seed(ws):
-    from capture.frameworks.jax import _tensor_maker
+    from capture.jax.framework import _tensor_maker
     from capture.recipe import parse_profile
     from capture.worker.context import CaptureContext
 
@@ -571,7 +571,7 @@ def test_framework_refusals_hold_without_the_recipe_layer(ws, change, words):
     """Recipes built in code skip parse-time checks; the capture still refuses."""
     import dataclasses
 
-    from capture.frameworks.jax import _check_recipe
+    from capture.jax.framework import _check_recipe
     from capture.recipe import parse_profile
     from capture.worker.context import CaptureContext
 
@@ -584,7 +584,7 @@ def test_framework_refusals_hold_without_the_recipe_layer(ws, change, words):
 def test_requires_grad_refusal_without_the_recipe_layer(ws):
     import dataclasses
 
-    from capture.frameworks.jax import NO_REQUIRES_GRAD, _check_recipe
+    from capture.jax.framework import NO_REQUIRES_GRAD, _check_recipe
     from capture.recipe import parse_profile
     from capture.worker.context import CaptureContext
 

@@ -10,7 +10,7 @@ import pytest
 jax = pytest.importorskip("jax")
 flax = pytest.importorskip("flax")
 
-from capture.model import tree_leaves  # noqa: E402
+from capture.graph.model import tree_leaves  # noqa: E402
 
 from jax_workspace import capture_in_process, forget_workspace_modules, profile, tensor, write  # noqa: E402
 

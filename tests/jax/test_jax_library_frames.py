@@ -20,9 +20,9 @@ jnp = pytest.importorskip("jax.numpy")
 import flax.linen as nn  # noqa: E402
 from flax import nnx  # noqa: E402
 
-from capture import graphfile  # noqa: E402
-from capture.jaxpr_convert import convert  # noqa: E402
-from capture.libframes import LibraryFiles, class_location  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.jax.convert import convert  # noqa: E402
+from capture.worker.libframes import LibraryFiles, class_location  # noqa: E402
 from jax_workspace import capture_in_process, profile, tensor, write  # noqa: E402
 
 pytestmark = pytest.mark.jax
@@ -107,7 +107,7 @@ def test_which_files_are_library_code():
         assert lib.path(flax_file(internal)) is None, internal
     assert lib.path(str(JAX_DIR / "_src" / "lax" / "lax.py")) is None
     assert lib.path(os.path.join(sysconfig.get_path("stdlib"), "functools.py")) is None
-    import capture.libframes as mod
+    import capture.worker.libframes as mod
 
     assert lib.path(mod.__file__) is None and lib.is_capture(mod.__file__)
     assert lib.path("<string>") is None and lib.path("/no/such/site-packages/pkg/x.py") is None

@@ -1,4 +1,4 @@
-"""Flax module calls as ``module`` groups in JAX captures (``capture/frameworks/jax_modules.py``
+"""Flax module calls as ``module`` groups in JAX captures (``capture/jax/modules.py``
 and the converter's marker handling): NNX models written the way Flax's examples and
 Gemma-style codebases write them (``nnx.List``/``nnx.Dict`` of blocks, ``nnx.jit``,
 ``nnx.remat``, ``nnx.scan`` over an ``nnx.vmap``-made stack, ``nnx.cond``, ``nnx.vmap``),
@@ -17,9 +17,9 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 flax = pytest.importorskip("flax")
 
-from capture.frameworks import jax_modules  # noqa: E402
-from capture.jaxpr_convert import _Converter  # noqa: E402
-from capture.model import Group  # noqa: E402
+from capture.jax import modules as jax_modules  # noqa: E402
+from capture.jax.convert import _Converter  # noqa: E402
+from capture.graph.model import Group  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 
 from jax_workspace import capture_in_process, forget_workspace_modules, profile, tensor, write  # noqa: E402
@@ -491,7 +491,7 @@ def test_nnx_transforms_keep_their_tracing_scopes_and_find_module_paths(ws):
     assert (vmapped.attrs["call"], vmapped.parent) == (1, jit.id)
     assert paths["head"][0].parent == jit.id
     # the scan and the cond stay opaque boundaries at this level; the module calls inside
-    # them sit only in their unexecuted bodies (capture/jaxpr_bodies.py)
+    # them sit only in their unexecuted bodies (capture/jax/bodies.py)
     assert {n.op for n in cap.nodes if n.opaque and n.group is not None and not _in_body(cap, n.group)} \
         == {"scan", "cond"}
     inside = [g for p in ("blocks.first", "blocks.second") for g in paths[p]]
@@ -637,7 +637,7 @@ def test_linen_counts_match_the_traced_program(ws):
 
 
 def test_viewer_shows_nnx_blocks_as_module_cards_that_stack(ws):
-    from viewer.projection import Projection
+    from viewer.projection.projection import Projection
 
     cap = capture(ws, "gemma:Transformer", [2, 8], "int32")
     p = Projection(cap)

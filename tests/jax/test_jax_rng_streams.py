@@ -12,7 +12,7 @@ import pytest
 jax = pytest.importorskip("jax")
 pytest.importorskip("flax")
 
-from capture.frameworks.jax_rngs import derivation, derived_key  # noqa: E402
+from capture.jax.rngs import derivation, derived_key  # noqa: E402
 
 from jax_workspace import capture_in_process, forget_workspace_modules, profile, tensor, write  # noqa: E402
 
@@ -252,7 +252,7 @@ def test_a_program_without_randomness_records_no_streams(ws):
 def test_the_issue_case_through_the_worker(ws):
     """The report: a seq2seq factory returning model.bind(variables, rngs={"lstm": key})
     failed with InvalidRngError ("needs PRNG for lstm"); through the real worker now."""
-    from capture.runner import run_capture
+    from capture.session.runner import run_capture
 
     args = [tensor([2, 5, 12]), tensor([2, 4, 12])]
     table = profile("seq2seq:Seq2seq", args=args, init={"factory": "seq2seq:bound_model"})

@@ -16,10 +16,10 @@ jnp = pytest.importorskip("jax.numpy")
 
 from jax import lax  # noqa: E402
 
-from capture import graphfile  # noqa: E402
-from capture.jaxpr_bodies import BODY_NOTE, BRANCH_NOTE  # noqa: E402
-from capture.jaxpr_convert import convert, structure_of  # noqa: E402
-from capture.model import to_json, tree_leaves  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.jax.bodies import BODY_NOTE, BRANCH_NOTE  # noqa: E402
+from capture.jax.convert import convert, structure_of  # noqa: E402
+from capture.graph.model import to_json, tree_leaves  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 
 from jaxpr_walk import eval_shape_avals, in_body, node_counts, output_avals, primitive_counts  # noqa: E402
@@ -429,7 +429,7 @@ def test_a_limit_passed_while_converting_undoes_the_body(monkeypatch):
     anyway (groups opened by something the estimate does not see) closes the body and
     leaves no trace of it, instead of failing the capture."""
     nn = pytest.importorskip("flax.linen")
-    import capture.jaxpr_bodies as jb
+    import capture.jax.bodies as jb
 
     class Block(nn.Module):
         @nn.compact

@@ -16,11 +16,11 @@ jnp = pytest.importorskip("jax.numpy")
 
 from jax import lax  # noqa: E402
 
-from capture import graphfile  # noqa: E402
-from capture.jaxpr_convert import convert, structure_of  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.jax.convert import convert, structure_of  # noqa: E402
 from capture.worker.errors import LimitExceeded  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
-from capture.model import to_json, tree_leaves  # noqa: E402
+from capture.graph.model import to_json, tree_leaves  # noqa: E402
 
 from jaxpr_walk import eval_shape_avals, in_body, node_counts, output_avals, primitive_counts  # noqa: E402
 

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.append(str(ROOT / "tests"))  # synthetic.py: test-only, not shipped
 
-from capture.frame_repeats import collapse_failure  # noqa: E402
-from capture.model import Capture, Failure, Frame, Source  # noqa: E402
+from capture.graph.frame_repeats import collapse_failure  # noqa: E402
+from capture.graph.model import Capture, Failure, Frame, Source  # noqa: E402
 from capture.recipe import Recipe, RecipeError  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
 from tensorviz_lsp.backends import (  # noqa: E402
@@ -75,9 +75,9 @@ class FakeViewer:
         return self.n
 
     def lines(self, capture_id):
-        """The real line index of a held capture (viewer/lines.py), as the viewer builds it."""
-        from viewer.lines import LineIndex
-        from viewer.projection import Projection
+        """The real line index of a held capture (viewer/projection/lines.py), as the viewer builds it."""
+        from viewer.projection.lines import LineIndex
+        from viewer.projection.projection import Projection
 
         cap = self.held.get(int(capture_id))
         if cap is None or cap.failure is not None:

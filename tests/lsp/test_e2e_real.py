@@ -289,7 +289,7 @@ async def test_capture_env_setting_enables_x64_and_a_changed_profile_is_stale(tm
     """A float64 input needs JAX_ENABLE_X64=1 in the capture environment: refused without
     the per-folder ``tensorviz.captureEnv`` setting, traced with it. Then the saved profile
     changes on disk: the graph is stale (diagnostic and viewer), and fresh when reverted."""
-    from capture import graphfile
+    from capture.graph import graphfile
 
     monkeypatch.delenv("JAX_ENABLE_X64", raising=False)
     ws = make_workspace(tmp_path / "ws", {"model.py": SPEC_NET, ".tensorviz/recipes.toml": X64_RECIPE})

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from capture import graphfile
+from capture.graph import graphfile
 from capture_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
 from hint_models import CNN
 from tensorviz_lsp.backends import Pos, Span
@@ -22,8 +22,8 @@ from tensorviz_lsp.features.freshness import Record
 from tensorviz_lsp.features.hover import value_of
 from tensorviz_lsp.features.inlay_hints import compute_hints
 from tensorviz_lsp.features.line_values import hint_label
-from viewer.lines import LineIndex
-from viewer.projection import Projection
+from viewer.projection.lines import LineIndex
+from viewer.projection.projection import Projection
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_JAX = importlib.util.find_spec("jax") is not None
@@ -80,7 +80,7 @@ def by_line(hints) -> dict[int, tuple[str, str]]:
 def cnn(tmp_path_factory):
     if not HAS_TORCH:
         pytest.skip("needs torch")
-    from capture.frameworks import torch as fw
+    from capture.torch import framework as fw
 
     root = tmp_path_factory.mktemp("cnn")
     return _capture(fw, root, "cnn.py", CNN, profile_table("cnn:CNN", args=[tensor([2, 3, 8, 8])]))
@@ -167,7 +167,7 @@ def test_hover_on_an_assigned_name_and_on_a_later_use(cnn):
 @pytest.mark.jax
 @pytest.mark.skipif(not HAS_JAX, reason="needs jax")
 def test_jax_hints_are_traced_and_a_scan_body_line_is_one_traced_iteration(tmp_path):
-    from capture.frameworks import jax as fw
+    from capture.jax import framework as fw
 
     table = profile_table("rnn:rnn", framework="jax", args=[tensor([4]), tensor([5, 4]), tensor([4, 4])])
     lines, text = _capture(fw, tmp_path, "rnn.py", RNN, table)
@@ -220,7 +220,7 @@ class Logs(nn.Module):
 def test_a_line_that_made_nan_or_inf_says_so(tmp_path):
     if not HAS_TORCH:
         pytest.skip("needs torch")
-    from capture.frameworks import torch as fw
+    from capture.torch import framework as fw
 
     table = profile_table("logs:Logs", args=[tensor([2, 3], generator={"kind": "full", "value": 0.5})])
     lines, text = _capture(fw, tmp_path, "logs.py", NAN_MODEL, table)

@@ -95,7 +95,7 @@ def test_a_failed_captures_needed_dimensions_become_path_and_message(tmp_path):
     cand = _mlp()
     recipe = draft_recipe(cand, "model:MLP")
     recipe["inputs"]["args"] = [{"kind": "tensor", "shape": [2, "batch"], "dtype": "float32", "generator": {"kind": "normal"}}]
-    # What capture/runner.py puts in failure.details["needs"] (NeededDim.to_dict()).
+    # What capture/session/runner.py puts in failure.details["needs"] (NeededDim.to_dict()).
     needed = [{"section": "inputs", "input": "args[0]", "path": "profiles.my.prof.inputs.args[0]", "axis": 1,
                "name": "batch", "shape": [2, "batch"], "dtype": "float32"}]
     form = setup_form(SetupContext(tmp_path, "file:///ws/model.py", cand, "my.prof", recipe, needed))

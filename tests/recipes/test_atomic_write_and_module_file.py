@@ -1,4 +1,4 @@
-"""The one atomic write (``capture.graphfile.atomic_write``: graph files, JSON state, the
+"""The one atomic write (``capture.graph.graphfile.atomic_write``: graph files, JSON state, the
 demo's files) and the one ``module_file`` (``capture.recipe``), which the runner and the
 language server share."""
 
@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from capture import graphfile
+from capture.graph import graphfile
 from capture.recipe import module_file
 from synthetic import synthetic_capture
 from tensorviz_lsp import backends, jsonstore

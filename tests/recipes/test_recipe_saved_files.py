@@ -130,7 +130,7 @@ def test_saving_a_profile_with_saved_files_round_trips(tmp_path):
 def test_a_jax_capture_naming_a_checkpoint_fails_before_anything_runs(tmp_path):
     """Through the runner: a failure at the recipe stage, pointing to workspace factories,
     and the model module is never imported."""
-    from capture.runner import run_capture
+    from capture.session.runner import run_capture
 
     (tmp_path / "model.py").write_text("from pathlib import Path\nPath(__file__).with_name('imported').write_text('x')\n")
     (tmp_path / ".tensorviz").mkdir()

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from capture.recipe import parse_profile  # noqa: E402
-from capture.runner import run_capture  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 
 from torch_workspace import profile, tensor, write  # noqa: E402
 

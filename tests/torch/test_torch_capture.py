@@ -1,4 +1,4 @@
-"""The PyTorch eager capture (``capture.frameworks.torch`` + ``capture.torch_trace``) in
+"""The PyTorch eager capture (``capture.torch.framework`` + ``capture.torch.trace``) in
 this process, following the worker's order: one small workspace model per rule."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from capture.model import describe_tree, tree_leaves  # noqa: E402
-from capture.torch_trace import TorchTrace  # noqa: E402
+from capture.graph.model import describe_tree, tree_leaves  # noqa: E402
+from capture.torch.trace import TorchTrace  # noqa: E402
 from capture.worker.errors import CaptureError, LimitExceeded  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 from capture.worker.workspace_files import WorkspaceFiles  # noqa: E402
@@ -253,7 +253,7 @@ def test_factory_must_return_the_selected_class(ws):
 def test_cuda_is_refused_before_the_model_is_imported(ws):
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    from capture.frameworks import torch as fw
+    from capture.torch import framework as fw
     from capture.recipe import parse_profile
     from capture.worker.context import CaptureContext
 
@@ -444,7 +444,7 @@ def test_every_value_is_used_or_produced_and_ids_are_dense(ws):
 
 
 def test_result_size_limit_stops_the_forward_early(ws, monkeypatch):
-    import capture.torch_trace as tt
+    import capture.torch.trace as tt
 
     monkeypatch.setattr(tt, "CHECKPOINT_OPS", 16)
     with pytest.raises(LimitExceeded) as exc:
@@ -453,8 +453,8 @@ def test_result_size_limit_stops_the_forward_early(ws, monkeypatch):
 
 
 def test_progress_while_recording(ws, monkeypatch):
-    import capture.torch_trace as tt
-    from capture.frameworks import torch as fw
+    import capture.torch.trace as tt
+    from capture.torch import framework as fw
     from capture.recipe import parse_profile
     from capture.worker.context import CaptureContext
 

@@ -4,7 +4,7 @@ limits, binding a saved batch to ``forward``, and freshness of the loaded files.
 
 Most captures run in this process (the worker's order); the ones about what the worker
 process does (refusing a malicious pickle, sources and freshness, a ``transformers``
-model) go through ``capture.runner.run_capture``."""
+model) go through ``capture.session.runner.run_capture``."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from capture.freshness import stale_sources  # noqa: E402
+from capture.graph.freshness import stale_sources  # noqa: E402
 from capture.recipe import parse_profile  # noqa: E402
-from capture.runner import run_capture  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 from capture.worker.errors import CaptureError  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 
@@ -548,7 +548,7 @@ def test_transformers_gpt2_with_tied_weights_and_mapped_fixture_keys(ws):
 def test_the_cli_shorthand_captures_trained_weights_and_a_fixture(ws):
     import subprocess
 
-    from capture import graphfile
+    from capture.graph import graphfile
 
     root = Path(__file__).resolve().parents[2]
     model = trained_mlp()

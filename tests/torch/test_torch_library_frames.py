@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from capture.recipe import parse_profile  # noqa: E402
-from capture.runner import run_capture  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 from torch_workspace import capture_in_process, profile, tensor  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -185,7 +185,7 @@ def test_library_files_are_never_hashed_for_freshness(ws):
     """An installed library (here a site-packages folder inside the workspace, as a
     workspace .venv is) gives library frames, is not among the sources, and editing it
     leaves the graph fresh; editing the workspace file that uses it makes it stale."""
-    from capture.freshness import stale_sources
+    from capture.graph.freshness import stale_sources
 
     for rel, text in VENDORED.items():
         (ws / rel).parent.mkdir(parents=True, exist_ok=True)

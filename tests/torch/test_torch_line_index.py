@@ -1,12 +1,12 @@
-"""The line index (``viewer/lines.py``) of a real eager Torch capture: a conv stem and a
+"""The line index (``viewer/projection/lines.py``) of a real eager Torch capture: a conv stem and a
 stack of 12 identical blocks, written the way GPT-style code writes them."""
 
 from __future__ import annotations
 
-from capture import graphfile
-from capture.frameworks import torch as fw
-from viewer.lines import LineIndex
-from viewer.projection import Projection, value_label
+from capture.graph import graphfile
+from capture.torch import framework as fw
+from viewer.projection.lines import LineIndex
+from viewer.projection.projection import Projection, value_label
 
 from torch_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
 from hint_models import STACK

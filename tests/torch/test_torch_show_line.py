@@ -4,10 +4,10 @@ key's item path is what the viewer opens to reach it."""
 
 from __future__ import annotations
 
-from capture import graphfile
-from capture.frameworks import torch as fw
-from viewer.lines import LineIndex, line_answer
-from viewer.projection import Projection
+from capture.graph import graphfile
+from capture.torch import framework as fw
+from viewer.projection.lines import LineIndex, line_answer
+from viewer.projection.projection import Projection
 
 from hint_models import STACK as MODEL
 from test_torch_line_index import line_of

@@ -15,7 +15,7 @@ torch = pytest.importorskip("torch")
 
 from capture.frameworks.supported import MIN_VERSIONS, is_supported, version_tuple  # noqa: E402
 from capture.recipe import parse_profile  # noqa: E402
-from capture.runner import run_capture  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 from torch_workspace import profile, tensor  # noqa: E402
 
 pytestmark = pytest.mark.torch

@@ -1,4 +1,4 @@
-"""The Torch capture end to end: a real worker process (``capture.runner.run_capture``)
+"""The Torch capture end to end: a real worker process (``capture.session.runner.run_capture``)
 and the ``tensorviz capture`` command, each starting the selected interpreter."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from capture import graphfile  # noqa: E402
-from capture.model import describe_tree  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.graph.model import describe_tree  # noqa: E402
 from capture.recipe import parse_profile  # noqa: E402
-from capture.runner import run_capture  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 
 from torch_workspace import profile, tensor  # noqa: E402
 
@@ -101,7 +101,7 @@ def test_models_that_load_dynamo_keep_its_guard_on_the_mode():
     code = (
         "import torch, torch._dynamo, sys\n"
         "sys.path.insert(0, '.')\n"
-        "from capture.torch_trace import TorchTrace, _DynamoSafeMode\n"
+        "from capture.torch.trace import TorchTrace, _DynamoSafeMode\n"
         "lin = torch.nn.Linear(3, 2)\n"
         "x = torch.ones(1, 3)\n"
         "tr = TorchTrace(None)\n"

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from capture import graphfile
-from capture.model import Capture
+from capture.graph import graphfile
+from capture.graph.model import Capture
 from capture.worker.context import CaptureContext
 from capture.worker.limits import Limits
 
@@ -182,7 +182,7 @@ def make_workspace(root: Path) -> Path:
 def capture_in_process(root: Path, table: dict[str, Any], *, limits: Limits | None = None) -> tuple[Capture, CaptureContext]:
     """``(capture, ctx)`` for ``table`` run in this process; CaptureError propagates.
     The capture returned is the decoded graph file, as a client would read it."""
-    from capture.frameworks import torch as fw
+    from capture.torch import framework as fw
 
     cap, ctx = run_framework(fw, root, table, limits)
     cap.recipe = ctx.recipe.to_dict()

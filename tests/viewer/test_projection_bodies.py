@@ -11,10 +11,10 @@ jnp = pytest.importorskip("jax.numpy")
 
 from jax import lax  # noqa: E402
 
-from capture import graphfile  # noqa: E402
-from capture.jaxpr_convert import convert  # noqa: E402
-from viewer.bodies import BRANCH_TEMPLATE, LOOP_TEMPLATE  # noqa: E402
-from viewer.projection import ROOT, NotFound, Projection  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.jax.convert import convert  # noqa: E402
+from viewer.projection.bodies import BRANCH_TEMPLATE, LOOP_TEMPLATE  # noqa: E402
+from viewer.projection.projection import ROOT, NotFound, Projection  # noqa: E402
 
 f32 = jnp.float32
 
@@ -133,7 +133,7 @@ def test_a_closed_body_says_why_on_its_card():
 
 def test_scanned_layer_weights_are_drawn_inside_the_template_ops():
     nn = pytest.importorskip("flax.linen")
-    from capture.jaxpr_convert import structure_of
+    from capture.jax.convert import structure_of
 
     class Block(nn.Module):
         @nn.compact

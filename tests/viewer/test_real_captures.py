@@ -16,11 +16,11 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from capture import graphfile
-from capture.model import FORMAT_NAME, Capture, tree_leaves
+from capture.graph import graphfile
+from capture.graph.model import FORMAT_NAME, Capture, tree_leaves
 from capture.recipe import RECIPES_FILE, load_recipes_table, profile_from_document
 from capture.worker.workspace_files import file_sha256
-from viewer.projection import Projection
+from viewer.projection.projection import Projection
 
 REAL = Path(__file__).resolve().parent / "real_models"
 CAPTURES = REAL / "captures"
@@ -170,7 +170,7 @@ def test_library_models_link_every_node_to_library_code(name, file):
     """Models built from ``transformers`` run no workspace code in their forward: every
     node links to the innermost line of library code (absolute path, ``library``), and
     every module group to its class definition (issue 14)."""
-    from viewer.library_sources import short_path
+    from viewer.projection.library_sources import short_path
 
     capture = load(name)
     framed = [capture.frames[n.frame] for n in capture.nodes if n.frame is not None]

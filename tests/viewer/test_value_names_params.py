@@ -1,4 +1,4 @@
-"""Names people wrote (issue 11, item 7) as the viewer reads them (``viewer.value_names``):
+"""Names people wrote (issue 11, item 7) as the viewer reads them (``viewer.projection.value_names``):
 real JAX and Torch captures name their inputs after the callable's parameters and their
 PyTree paths (``x``, ``w1``, ``params.Dense_0.kernel``), keep the structure path
 (``args[0]``, ``variables.params.Dense_0.kernel``) as the searchable path, and a capture
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from capture import graphfile
+from capture.graph import graphfile
 from capture_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
-from viewer.value_names import input_names, key_suffix, measured_name, recorded_names
+from viewer.projection.value_names import input_names, key_suffix, measured_name, recorded_names
 
 JAX_MODELS = """
 import functools
@@ -68,7 +68,7 @@ def ws(tmp_path):
 def jax_capture(ws, model, **fields):
     pytest.importorskip("jax")
     pytest.importorskip("flax")
-    from capture.frameworks import jax as fw
+    from capture.jax import framework as fw
 
     write(ws, {"models.py": JAX_MODELS})
     cap, _ = run_framework(fw, ws, profile_table(model, framework="jax", **fields), None)
@@ -77,7 +77,7 @@ def jax_capture(ws, model, **fields):
 
 def torch_capture(ws, model, **fields):
     pytest.importorskip("torch")
-    from capture.frameworks import torch as fw
+    from capture.torch import framework as fw
 
     write(ws, {"tmodels.py": TORCH_MODELS})
     cap, _ = run_framework(fw, ws, profile_table(model, **fields), None)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from capture import graphfile
+from capture.graph import graphfile
 from synthetic import synthetic_capture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,7 +124,7 @@ def test_view_of_a_foreign_graph_file_serves_no_recorded_source_outside_the_work
     outside the workspace."""
     import hashlib
 
-    from capture.model import Frame, Source
+    from capture.graph.model import Frame, Source
 
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -158,7 +158,7 @@ def test_view_without_workspace_shows_only_the_graphs_unchanged_recorded_sources
     ``--workspace DIR`` makes DIR's files browsable, as before."""
     import hashlib
 
-    from capture.model import Source
+    from capture.graph.model import Source
 
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""The viewer's diff API (``GET api/diff``, ``viewer/diffview.py``): against another held
+"""The viewer's diff API (``GET api/diff``, ``viewer/server/diffview.py``): against another held
 capture or the baseline the embedder set (the previous capture of the profile), with the
 items the page highlights and the paths it opens."""
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from capture import graphfile
-from capture.model import Capture, Failure
-from viewer.projection import Projection
-from viewer.server import ViewerServer
+from capture.graph import graphfile
+from capture.graph.model import Capture, Failure
+from viewer.projection.projection import Projection
+from viewer.server.app import ViewerServer
 
 CAPTURES = Path(__file__).resolve().parents[1] / "diff" / "models" / "captures"
 

@@ -11,11 +11,11 @@ import pytest
 from test_viewer_server import Client, static  # noqa: F401  (the static fixture)
 from viewer_fixtures import tiny_capture
 
-from capture import graphfile
-from capture.model import Frame, to_json
-from viewer.library_sources import environment_dirs, library_files, short_path
-from viewer.projection import Projection
-from viewer.server import ViewerServer
+from capture.graph import graphfile
+from capture.graph.model import Frame, to_json
+from viewer.projection.library_sources import environment_dirs, library_files, short_path
+from viewer.projection.projection import Projection
+from viewer.server.app import ViewerServer
 
 LIB_TEXT = "".join(f"lib line {i}\n" for i in range(1, 21))
 

@@ -7,10 +7,10 @@ import json
 import pytest
 from viewer_fixtures import flat_capture, tiny_capture
 
-from capture import graphfile
-from capture.model import Capture, Failure, Group
+from capture.graph import graphfile
+from capture.graph.model import Capture, Failure, Group
 from synthetic import synthetic_capture
-from viewer.projection import MAX_ITEMS, NotFound, Projection, ProjectionError, group_sublabel
+from viewer.projection.projection import MAX_ITEMS, NotFound, Projection, ProjectionError, group_sublabel
 
 
 def edges(view: dict) -> set[tuple[str, str, str]]:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from capture import graphfile
-from viewer.projection import SUBTREE_ITEMS, WEIGHT_ROLES, Projection
+from capture.graph import graphfile
+from viewer.projection.projection import SUBTREE_ITEMS, WEIGHT_ROLES, Projection
 
 CAPTURES = Path(__file__).resolve().parent / "real_models" / "captures"
 
@@ -135,7 +135,7 @@ def test_the_server_answers_api_subtree_with_the_projections_views():
     import http.client
     import json
 
-    from viewer.server import ViewerServer
+    from viewer.server.app import ViewerServer
 
     cap = graphfile.read(CAPTURES / "gpt2_torch.tvg")
     with ViewerServer([cap]) as server:

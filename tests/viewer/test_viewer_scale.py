@@ -10,10 +10,10 @@ import urllib.request
 
 import pytest
 
-from capture import graphfile
+from capture.graph import graphfile
 from synthetic import synthetic_capture
-from viewer.projection import MAX_ITEMS, Projection
-from viewer.server import ViewerServer
+from viewer.projection.projection import MAX_ITEMS, Projection
+from viewer.server.app import ViewerServer
 
 N = 200_000
 MAX_RESPONSE = 1 << 20  # no page comes near a megabyte

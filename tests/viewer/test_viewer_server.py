@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from viewer_fixtures import tiny_capture
 
-from capture import graphfile
-from capture.model import Capture, Failure, Frame, Source
+from capture.graph import graphfile
+from capture.graph.model import Capture, Failure, Frame, Source
 from synthetic import synthetic_capture
-from viewer.server import CSP, KEEPALIVE_SECONDS, ViewerServer
+from viewer.server.app import CSP, KEEPALIVE_SECONDS, ViewerServer
 
 
 class Client:
@@ -456,7 +456,7 @@ class _GatedProjection:
     gate = threading.Event()
 
     def __init__(self, capture) -> None:
-        from viewer.projection import Projection
+        from viewer.projection.projection import Projection
 
         _GatedProjection.builds.append(threading.current_thread().name)
         _GatedProjection.started.set()
@@ -469,7 +469,7 @@ class _GatedProjection:
 
 @pytest.fixture
 def gated_index(monkeypatch):
-    import viewer.server as server_module
+    import viewer.server.app as server_module
 
     _GatedProjection.builds = []
     _GatedProjection.started = threading.Event()
@@ -670,7 +670,7 @@ def test_stop_ends_event_streams(workspace, static):
 
 
 def test_real_static_folder_is_the_default():
-    from viewer.server import STATIC_DIR
+    from viewer.server.app import STATIC_DIR
 
     s = ViewerServer()
     assert s.static_dir == STATIC_DIR and STATIC_DIR.name == "static" and os.path.isdir(STATIC_DIR)
@@ -708,7 +708,7 @@ def test_undecodable_paths_are_404_and_deep_json_is_400(client):
 
 
 def test_only_the_newest_uploads_are_held(client, server, tmp_path):
-    from viewer.server import MAX_UPLOADS
+    from viewer.server.app import MAX_UPLOADS
 
     path = tmp_path / "g.tvg"
     graphfile.write(synthetic_capture(50), path)

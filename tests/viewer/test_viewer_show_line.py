@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from capture import graphfile
-from capture.model import Capture, Failure
-from viewer.server import ViewerServer
+from capture.graph import graphfile
+from capture.graph.model import Capture, Failure
+from viewer.server.app import ViewerServer
 
 REAL = Path(__file__).resolve().parent / "real_models"
 

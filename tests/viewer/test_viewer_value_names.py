@@ -10,9 +10,9 @@ import pytest
 
 from viewer_fixtures import flax_capture, torch_capture
 
-from capture import graphfile
-from capture.model import Capture, Coverage, Node, Operand, Value
-from viewer.projection import Projection
+from capture.graph import graphfile
+from capture.graph.model import Capture, Coverage, Node, Operand, Value
+from viewer.projection.projection import Projection
 
 
 def names(p: Projection, view: dict) -> list[tuple]:

@@ -3,7 +3,7 @@ test files put their own folder on ``sys.path``)."""
 
 from __future__ import annotations
 
-from capture.model import Capture, Coverage, Frame, Group, Node, Operand, Source, Value
+from capture.graph.model import Capture, Coverage, Frame, Group, Node, Operand, Source, Value
 
 
 def tiny_capture() -> Capture:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 import textwrap
 
-from capture.freshness import SourceChange, stale_sources
+from capture.graph.freshness import SourceChange, stale_sources
 from capture.recipe import Recipe
-from capture.runner import run_capture
+from capture.session.runner import run_capture
 from fake_workspace import tensor
 
 FILES = {

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from capture import graphfile
+from capture.graph import graphfile
 from capture.recipe import load_profile
 from tensorviz_lsp.cli import main
 

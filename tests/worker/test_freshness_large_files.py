@@ -7,9 +7,9 @@ from __future__ import annotations
 import hashlib
 import os
 
-from capture import freshness
-from capture.freshness import stale_sources
-from capture.model import Source
+from capture.graph import freshness
+from capture.graph.freshness import stale_sources
+from capture.graph.model import Source
 
 
 def test_a_large_source_is_hashed_once_until_it_changes(tmp_path, monkeypatch):

@@ -9,9 +9,9 @@ import textwrap
 
 import pytest
 
-from capture.frame_repeats import collapse, frame_lines, summary
-from capture.model import Failure, Frame
-from capture.runner import run_capture
+from capture.graph.frame_repeats import collapse, frame_lines, summary
+from capture.graph.model import Failure, Frame
+from capture.session.runner import run_capture
 from capture.worker.limits import Limits
 from fake_workspace import fake_recipe, tensor
 from tensorviz_lsp.cli import main

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from capture.recipe import parse_profile
-from capture.runner import run_capture
-from capture.warm import WarmPool
+from capture.session.runner import run_capture
+from capture.session.warm import WarmPool
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from capture_workspace import profile_table, tensor, write  # noqa: E402

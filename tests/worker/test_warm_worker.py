@@ -1,4 +1,4 @@
-"""The warm worker (capture.warm): one resident process per folder that forks a child
+"""The warm worker (capture.session.warm): one resident process per folder that forks a child
 per capture. Fake framework here (fast); the framework state kinds (Torch RNG, default
 device, grad mode, JAX x64) are in tests/worker/test_warm_isolation.py."""
 
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from capture.model import Capture
-from capture.runner import run_capture
-from capture.warm import WarmPool
+from capture.graph.model import Capture
+from capture.session.runner import run_capture
+from capture.session.warm import WarmPool
 from fake_workspace import fake_recipe, tensor
 from processes import exited
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from capture.recipe import Recipe
-from capture.runner import MIN_PYTHON, default_interpreter, install_command, run_capture
+from capture.session.runner import MIN_PYTHON, default_interpreter, install_command, run_capture
 from fake_workspace import fake_recipe, tensor
 from interpreters import make_venv, site_packages
 

@@ -12,11 +12,11 @@ import tracemalloc
 
 import pytest
 
-from capture import graphfile
-from capture.model import Capture
-from capture.procs import MAX_LINE_CHARS, TAIL_LINES
-from capture.runner import run_capture
-from capture.warm import WarmPool
+from capture.graph import graphfile
+from capture.graph.model import Capture
+from capture.worker.procs import MAX_LINE_CHARS, TAIL_LINES
+from capture.session.runner import run_capture
+from capture.session.warm import WarmPool
 from fake_workspace import fake_recipe, tensor
 from processes import exited
 

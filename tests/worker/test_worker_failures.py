@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from capture.model import Capture
-from capture.runner import run_capture
+from capture.graph.model import Capture
+from capture.session.runner import run_capture
 from fake_workspace import fake_recipe, tensor
 from processes import exited
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from capture.frameworks import TEST_PLUGINS_ENV
-from capture.runner import launcher_script, run_capture
+from capture.session.runner import launcher_script, run_capture
 from capture.worker.protocol import encode_frame, read_frame
 from fake_workspace import tensor
 from tensorviz_lsp.cli import main

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from capture.recipe import Recipe
-from capture.runner import install_command, run_capture
+from capture.session.runner import install_command, run_capture
 
 PROBE = Path(__file__).resolve().parents[2] / "capture" / "worker" / "probe_script.py"
 

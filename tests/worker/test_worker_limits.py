@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capture.runner import run_capture
+from capture.session.runner import run_capture
 from capture.worker.builder import GraphBuilder
 from capture.worker.errors import LimitExceeded
 from capture.worker.limits import Limits

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from capture import graphfile
-from capture.runner import run_capture
-from capture.warm import WarmPool
+from capture.graph import graphfile
+from capture.session.runner import run_capture
+from capture.session.warm import WarmPool
 from capture.worker.limits import Limits
 from fake_workspace import fake_recipe, tensor
 from tensorviz_lsp.cli import main

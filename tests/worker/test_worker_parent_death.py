@@ -116,8 +116,8 @@ def test_a_sigkilled_cli_takes_its_worker_with_it(ws, tmp_path):
 
 SERVER = """
 import sys
-from capture.runner import run_capture
-from capture.warm import WarmPool
+from capture.session.runner import run_capture
+from capture.session.warm import WarmPool
 from fake_workspace import fake_recipe, tensor
 
 pool = WarmPool() if sys.argv[2] == "warm" else None

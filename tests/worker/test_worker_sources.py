@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import hashlib
 
-from capture.freshness import SourceChange, is_fresh, stale_sources
-from capture.model import Source
-from capture.runner import run_capture
+from capture.graph.freshness import SourceChange, is_fresh, stale_sources
+from capture.graph.model import Source
+from capture.session.runner import run_capture
 from fake_workspace import fake_recipe, tensor
 from interpreters import make_venv, site_packages
 

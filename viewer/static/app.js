@@ -2,19 +2,19 @@
 // panels. What the graph means lives in viewmodel.js; how it is drawn in renderer.js.
 
 import { Api, ApiError } from "./api.js";
-import { LayoutClient } from "./layout-client.js";
-import { GraphModel, ROOT, isContainerKey } from "./viewmodel.js";
-import { Renderer } from "./renderer.js";
-import { Settler } from "./settle.js";
-import { Inspector } from "./inspector.js";
-import { SetupForm } from "./setup.js";
-import { exportPng, exportSvg } from "./export.js";
-import { FIRST_FIT, READABLE_SCALE, setVocabulary } from "./theme.js";
-import { describeState } from "./weights.js";
+import { LayoutClient } from "./layout/layout-client.js";
+import { GraphModel, ROOT, isContainerKey } from "./model/viewmodel.js";
+import { Renderer } from "./draw/renderer.js";
+import { Settler } from "./layout/settle.js";
+import { Inspector } from "./panels/inspector.js";
+import { SetupForm } from "./panels/setup.js";
+import { exportPng, exportSvg } from "./draw/export.js";
+import { FIRST_FIT, READABLE_SCALE, setVocabulary } from "./draw/theme.js";
+import { describeState } from "./model/weights.js";
 import { el, clear, jsonView } from "./dom.js";
-import { initDiff } from "./diff.js";
-import { cursorLine, showLine } from "./lines.js";
-import { hideResults, jump, wireSearch } from "./search.js";
+import { initDiff } from "./panels/diff.js";
+import { cursorLine, showLine } from "./panels/lines.js";
+import { hideResults, jump, wireSearch } from "./panels/search.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -186,7 +186,7 @@ async function boot() {
   wireDrop();
   listenEvents();
   // Start the layout worker first: ELK parses while the capture summary is fetched.
-  state.layout = new LayoutClient("static/layout.worker.js");
+  state.layout = new LayoutClient("static/layout/layout.worker.js");
   state.model = new GraphModel(api, state.layout);
   // The root's children are needed for any graph: ask for them alongside the summary.
   state.model.load(ROOT).catch(() => {});

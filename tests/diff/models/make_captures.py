@@ -20,8 +20,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))
 
-from capture import graphfile  # noqa: E402
-from capture.runner import run_capture  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 
 PROFILES = ("gpt2_2_layers", "gpt2_3_layers", "gpt2_wider", "mlp", "mlp_edited", "flax_mlp_16", "flax_mlp_32")
 CAPTURES = HERE / "captures"

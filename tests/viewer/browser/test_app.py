@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from capture import graphfile
-from capture.model import Capture, Failure, Frame
+from capture.graph import graphfile
+from capture.graph.model import Capture, Failure, Frame
 from synthetic import synthetic_capture
-from viewer.server import CSP, ViewerServer
+from viewer.server.app import CSP, ViewerServer
 
 from tv_browser import make_workspace, open_app
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 
@@ -20,7 +20,7 @@ def _capture():
     jnp = jax.numpy
     from jax import lax
 
-    from capture.jaxpr_convert import convert
+    from capture.jax.convert import convert
 
     def rnn(w, xs):
         def step(h, x):

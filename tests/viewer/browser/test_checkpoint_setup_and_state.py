@@ -14,7 +14,7 @@ import pytest
 
 from capture.recipe import Recipe, RecipeError
 from synthetic import synthetic_capture
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 

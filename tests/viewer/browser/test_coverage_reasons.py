@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from capture.model import Coverage
+from capture.graph.model import Coverage
 from synthetic import synthetic_capture
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 

@@ -1,4 +1,4 @@
-"""Diff mode in the app (``viewer/static/diff.js``): a capture with a baseline offers the
+"""Diff mode in the app (``viewer/static/panels/diff.js``): a capture with a baseline offers the
 diff; the change list steps through the changes, opening each one's group and centring it;
 added / changed items are outlined in their colours on the canvas, and the groups on the way
 down to a change say "a change is inside". Real captures: GPT-2 from ``transformers``
@@ -12,8 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from capture import graphfile
-from viewer.server import ViewerServer
+from capture.graph import graphfile
+from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from capture import graphfile
+from capture.graph import graphfile
 from synthetic import synthetic_capture
-from viewer.projection import Projection
-from viewer.server import ViewerServer
+from viewer.projection.projection import Projection
+from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from capture.frame_repeats import collapse_failure
-from capture.model import Capture, Failure, Frame
-from viewer.projection import Projection
-from viewer.server import ViewerServer
+from capture.graph.frame_repeats import collapse_failure
+from capture.graph.model import Capture, Failure, Frame
+from viewer.projection.projection import Projection
+from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from synthetic import synthetic_capture
-from viewer.server import STATIC_DIR, ViewerServer
+from viewer.server.app import STATIC_DIR, ViewerServer
 
 from tv_browser import open_app
 
@@ -20,8 +20,8 @@ pytestmark = pytest.mark.browser
 def test_the_layout_worker_runs_the_vendored_elk_with_its_own_handler(browser, close_pages):
     (vendored,) = sorted((STATIC_DIR / "vendor").glob("elk.bundled-*.js"))
     version = re.match(r"elk\.bundled-(.+)\.js$", vendored.name).group(1)
-    worker = (STATIC_DIR / "layout.worker.js").read_text()
-    assert f'importScripts("vendor/{vendored.name}")' in worker and f'ELK_VERSION = "{version}"' in worker
+    worker = (STATIC_DIR / "layout" / "layout.worker.js").read_text()
+    assert f'importScripts("../vendor/{vendored.name}")' in worker and f'ELK_VERSION = "{version}"' in worker
     assert "self.document" not in worker  # no stub hiding the worker global from ELK
     server = ViewerServer([synthetic_capture(30)])
     server.start()
@@ -29,7 +29,7 @@ def test_the_layout_worker_runs_the_vendored_elk_with_its_own_handler(browser, c
         app = open_app(browser, server.url)
         close_pages.append(app)
         answer = app.js("""() => new Promise((resolve, reject) => {
-            const w = new Worker("static/layout.worker.js");
+            const w = new Worker("static/layout/layout.worker.js");
             const seen = [];
             w.onerror = (e) => reject(String(e.message || e));
             w.onmessage = (e) => {

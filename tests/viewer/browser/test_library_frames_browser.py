@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from capture.model import Frame
+from capture.graph.model import Frame
 from synthetic import synthetic_capture
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from synthetic import synthetic_capture
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 

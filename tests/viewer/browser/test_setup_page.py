@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from synthetic import synthetic_capture
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 

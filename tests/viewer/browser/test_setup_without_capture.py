@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from synthetic import synthetic_capture
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from capture import graphfile
-from viewer.server import ViewerServer
+from capture.graph import graphfile
+from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 
@@ -41,7 +41,7 @@ def served():
 
 
 def calls(server, line: int) -> list[dict]:
-    from viewer.lines import line_answer
+    from viewer.projection.lines import line_answer
 
     return line_answer(server._entry("1").projection(), server.lines(1), "resnet18_linen.py", line)["calls"]
 

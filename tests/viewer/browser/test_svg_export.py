@@ -1,5 +1,5 @@
 """The SVG export draws what the canvas draws: both come from one draw list
-(viewer/static/drawlist.js). On a real capture (the 12-block GPT-2 of
+(viewer/static/draw/drawlist.js). On a real capture (the 12-block GPT-2 of
 ``tests/viewer/real_models``), every text the canvas draws is in the exported SVG, same
 string (truncated once, with the canvas's measureText) and same position; every card on
 screen (its box from the renderer, through ``itemRect``) is in the SVG as a box of the same
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from capture import graphfile
+from capture.graph import graphfile
 from synthetic import synthetic_capture
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 

@@ -11,13 +11,13 @@ from types import SimpleNamespace
 import pytest
 
 from synthetic import synthetic_capture
-from viewer.server import ViewerServer
+from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 
 pytestmark = pytest.mark.browser
 
-# The notes exactly as capture/frameworks/jax.py records them (STATE_NOTES).
+# The notes exactly as capture/jax/framework.py records them (STATE_NOTES).
 FRESH_NOTE = ("freshly initialized state, not trained weights: the Linen module's init with "
               "jax.random.key(seed) and the saved inputs")
 CONSTRUCTED_NOTE = "built by the NNX constructor from the literal init: freshly initialised, not trained weights"

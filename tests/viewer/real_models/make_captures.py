@@ -27,9 +27,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 sys.path.insert(0, str(REPO))
 
-from capture import graphfile  # noqa: E402
-from capture.model import Capture  # noqa: E402
-from capture.runner import run_capture  # noqa: E402
+from capture.graph import graphfile  # noqa: E402
+from capture.graph.model import Capture  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 
 PROFILES = ("resnet18_torch", "gpt2_torch", "resnet18_linen")
 CAPTURES = HERE / "captures"

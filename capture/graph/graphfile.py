@@ -1,0 +1,982 @@
+"""Portable graph files (``.tvg``): msgpack, columnar, safe to read from anywhere.
+
+A file is two consecutive msgpack objects:
+
+1. a small header map: ``{"format": "tensorviz-graph", "version": 2, "counts": {...}}``;
+2. the body: the capture in columnar form (ids are dense indices, so they are not
+   stored; repeated strings such as op names and dtypes go through one string table).
+
+Version 2 (written now) stores the node and value columns of integers packed: one msgpack
+``bin`` whose first byte is an :mod:`array` type code (``bBhHiIqQ``: signed or unsigned,
+1, 2, 4 or 8 bytes) and the rest the entries, little-endian (shape dimensions stay a list
+when some are names). Nodes' params go through a table of distinct maps (``param_table``,
+and ``param_index`` per node with params). Reading it decodes no msgpack integer per entry
+and needs no per-entry type check: a packed entry is an integer by construction, and its
+type code already bounds it. Version 1 (those columns as msgpack lists, one params map per
+node with params) is still read, with the same checks it always had.
+
+The reader treats every file as hostile: the file size, every msgpack container and
+string are bounded, the header is checked before the body is decoded, and every
+field is type-checked and every reference range-checked. Any problem raises
+:class:`GraphFileError`, whose text is one line naming the file and the problem.
+Writes are atomic: a temporary file in the same folder, then a rename, so a failed
+write leaves the previous file untouched.
+"""
+
+from __future__ import annotations
+
+import gc
+import ntpath
+import operator
+import os
+import re
+import posixpath
+import secrets
+import stat
+import sys
+import time
+from array import array
+from pathlib import Path
+from collections.abc import Iterator, Sequence
+from itertools import compress, islice, repeat
+from typing import Any, NamedTuple
+
+import msgpack
+
+from .model import (
+    COVERAGE_STATUSES,
+    EFFECTS,
+    FORMAT_NAME,
+    Capture,
+    Coverage,
+    Failure,
+    Frame,
+    Group,
+    Node,
+    Operand,
+    Source,
+    Value,
+)
+
+# Generous for real models, small enough that a hostile file cannot exhaust memory.
+DEFAULT_MAX_FILE_BYTES = 1 << 30
+_MAX_CONTAINER = 50_000_000
+_MAX_STR = 16 << 20
+_MAX_DEPTH = 64
+#: The version of the file encoding this module writes (see the module docstring). It is
+#: the encoding's; the capture's own content, what ``to_json`` prints with
+#: ``capture.graph.model.FORMAT_VERSION``, did not change in version 2.
+FILE_VERSION = 2
+#: The versions it reads (and can write, for an older reader).
+READ_VERSIONS = (1, FILE_VERSION)
+
+
+class GraphFileError(Exception):
+    """A graph file could not be read or written; ``str()`` is one line."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class _Invalid(Exception):
+    """Internal: a field failed validation; carries the field path."""
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
+    """The file's bytes for ``capture``: format ``version`` 2, or 1 for a reader that
+    predates version 2."""
+    if version not in READ_VERSIONS:
+        raise ValueError(f"graph file version {version} cannot be written "
+                         f"(versions {', '.join(map(str, READ_VERSIONS))} can)")
+    _check_dense(capture)
+    strings: dict[str, int] = {}
+
+    def s(text: str) -> int:
+        idx = strings.get(text)
+        if idx is None:
+            idx = strings[text] = len(strings)
+        return idx
+
+    literals: list[Any] = []
+    values = capture.values
+    nodes = capture.nodes
+    # Operands and outputs in CSR form: flat columns plus per-node offsets, so the
+    # reader checks whole columns at once instead of 200,000 little lists.
+    in_off, in_pos, in_ref, out_off, out_ids = [0], [], [], [0], []
+    for n in nodes:
+        for o in n.inputs:
+            in_pos.append(o.position)
+            if o.value is None:
+                in_ref.append(-1 - len(literals))
+                literals.append(o.literal)
+            else:
+                in_ref.append(o.value)
+        in_off.append(len(in_pos))
+        out_ids += n.outputs
+        out_off.append(len(out_ids))
+    shape_off, shape_dims = [0], []
+    for v in values:
+        shape_dims += v.shape
+        shape_off.append(len(shape_dims))
+
+    packed = version >= 2
+    ints = _pack_ints if packed else list
+    param_nodes = [i for i, n in enumerate(nodes) if n.params]
+    if packed:  # each distinct params map stored once (real programs repeat a few)
+        param_table: list[dict] = []
+        seen: dict[bytes, int] = {}
+        param_index = []
+        pack = msgpack.Packer(use_bin_type=True).pack  # the stored bytes: equal maps, equal keys
+        for i in param_nodes:
+            params = nodes[i].params
+            try:
+                key = pack(params)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+            k = seen.get(key)
+            if k is None:
+                k = seen[key] = len(param_table)
+                param_table.append(params)
+            param_index.append(k)
+        params_columns = {"param_nodes": ints(param_nodes), "param_table": param_table,
+                          "param_index": ints(param_index)}
+    else:
+        params_columns = {"param_nodes": param_nodes, "param_maps": [nodes[i].params for i in param_nodes]}
+    all_int_dims = list(map(type, shape_dims)).count(int) == len(shape_dims)
+    body = {
+        "backend": capture.backend,
+        "framework": capture.framework,
+        "framework_version": capture.framework_version,
+        "coverage": [
+            capture.coverage.scope,
+            capture.coverage.status,
+            list(capture.coverage.reasons),
+            capture.coverage.effects,
+        ],
+        "values": {
+            "shape_offsets": ints(shape_off),
+            # packed when every dimension is a size; a list when some are names
+            "shape_dims": ints(shape_dims) if all_int_dims else shape_dims,
+            "dtype": ints([s(v.dtype) for v in values]),
+            "measured": [v.measured for v in values]
+            if any(v.measured is not None for v in values)
+            else None,
+        },
+        "nodes": {
+            "op": ints([s(n.op) for n in nodes]),
+            "input_offsets": ints(in_off),
+            "input_positions": ints(in_pos),
+            "input_refs": ints(in_ref),
+            "output_offsets": ints(out_off),
+            "output_ids": ints(out_ids),
+            **params_columns,
+            "group": ints([-1 if n.group is None else n.group for n in nodes]),
+            "frame": ints([-1 if n.frame is None else n.frame for n in nodes]),
+            "opaque": ints([i for i, n in enumerate(nodes) if n.opaque]),
+        },
+        "literals": literals,
+        "groups": [
+            [g.kind, g.name, -1 if g.parent is None else g.parent, g.attrs or None]
+            for g in capture.groups
+        ],
+        "frames": [[s(f.file), f.line, f.column, s(f.function)] for f in capture.frames],
+        "inputs": capture.inputs,
+        "outputs": capture.outputs,
+        "sources": [[src.path, src.sha256] for src in capture.sources],
+        "recipe": capture.recipe,
+        "failure": None
+        if capture.failure is None
+        else {
+            "type": capture.failure.type,
+            "message": capture.failure.message,
+            "stage": capture.failure.stage,
+            "frames": [[f.file, f.line, f.column, f.function] for f in capture.failure.frames],
+            "details": capture.failure.details,
+        },
+        "meta": capture.meta,
+        "strings": list(strings),
+    }
+    library = [i for i, f in enumerate(capture.frames) if f.library]
+    if library:  # the frames that name an installed library file (absolute path)
+        body["library_frames"] = library
+    header = {
+        "format": FORMAT_NAME,
+        "version": version,
+        "counts": {
+            "values": len(values),
+            "nodes": len(nodes),
+            "groups": len(capture.groups),
+            "frames": len(capture.frames),
+        },
+    }
+    try:
+        return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+
+
+#: A packed integer column's type codes (its first byte) and their entry widths.
+_PACKED_WIDTH = {"b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
+#: The :mod:`array` type code with each packed code's width and signedness on this platform.
+_ARRAY_CODE = {
+    code: next(c for c in ((code, "l", "q") if code.islower() else (code, "L", "Q")) if array(c).itemsize == width)
+    for code, width in _PACKED_WIDTH.items()
+}
+_BIG_ENDIAN = sys.byteorder == "big"
+
+
+def _pack_ints(col: list[int]) -> bytes:
+    """``col`` as a packed integer column: the narrowest type code that holds every entry,
+    then the entries little-endian."""
+    lo, hi = (min(col), max(col)) if col else (0, 0)
+    for code in ("BHIQ" if lo >= 0 else "bhiq"):
+        bits = 8 * _PACKED_WIDTH[code]
+        if (hi < 1 << bits) if code.isupper() else (-(1 << (bits - 1)) <= lo and hi < 1 << (bits - 1)):
+            packed = array(_ARRAY_CODE[code], col)
+            if _BIG_ENDIAN:
+                packed.byteswap()
+            return code.encode() + packed.tobytes()
+    raise ValueError(f"capture holds a value a graph file cannot store: an integer column holds "
+                     f"{hi if hi >= 1 << 63 else lo}, outside the 64-bit range")
+
+
+def write(capture: Capture, path: str | os.PathLike[str]) -> None:
+    """Write ``capture`` to ``path`` atomically (temp file in the same folder + rename)."""
+    target = Path(path)
+    try:
+        data = encode(capture)
+    except ValueError as exc:
+        raise GraphFileError(target, str(exc)) from None
+    try:
+        atomic_write(target, data)
+    except OSError as exc:
+        raise GraphFileError(target, f"cannot write: {exc.strerror or exc}") from None
+
+
+def atomic_write(target: Path, data: bytes, *, new_mode: int = 0o644) -> None:
+    """Replace ``target`` with ``data`` or leave it exactly as it was (a fresh file in the
+    same folder, flushed to disk, then renamed over it). Raises ``OSError``.
+
+    TensorViz's one atomic write (graph files, recipes, JSON state). An existing file keeps
+    its permission bits; a new one gets ``new_mode`` less the umask, applied by the kernel
+    at ``open`` (reading the umask would mean setting it, process-wide, under the
+    language server's threads)."""
+    fd, tmp = _create_temporary(target.parent if str(target.parent) else Path("."), target.name, new_mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            try:
+                os.fchmod(fh.fileno(), stat.S_IMODE(target.stat().st_mode))
+            except FileNotFoundError:
+                pass  # a new file: the mode it was created with stands
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _remove_stale_temporaries(Path(tmp).parent, target.name)
+
+
+#: A temporary of the same target older than this was left by a writer that was killed;
+#: a younger one may belong to a write still running in another process.
+STALE_TEMPORARY_SECONDS = 600
+
+
+def _remove_stale_temporaries(folder: Path, name: str) -> None:
+    """Delete ``.NAME.<hex>.tmp`` files that killed writes left beside ``NAME``."""
+    pattern = re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{12}}\.tmp$")
+    cutoff = time.time() - STALE_TEMPORARY_SECONDS
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if pattern.match(entry.name) and entry.is_file(follow_symlinks=False) \
+                    and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+
+
+def _create_temporary(folder: Path, name: str, mode: int) -> tuple[int, str]:
+    """A fresh file next to the target, created with ``mode`` (``O_EXCL``: never an existing one)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = os.path.join(folder, f".{name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder}")
+
+
+def _check_dense(capture: Capture) -> None:
+    for label, items in (("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups)):
+        for i, item in enumerate(items):
+            if item.id != i:
+                raise ValueError(f"{label}[{i}] has id {item.id}; ids must be dense indices")
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read(path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Capture:
+    """Read and validate a graph file. Raises :class:`GraphFileError` on any problem."""
+    p = Path(path)
+    try:
+        # Non-blocking open, then the open file's own type: a FIFO or a device named as a
+        # graph file (or swapped in after a check) is refused, never waited on or read.
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise GraphFileError(p, "is a directory, not a graph file")
+            if not stat.S_ISREG(st.st_mode):
+                raise GraphFileError(p, "is not a regular file (a pipe, socket or device), not a graph file")
+            if st.st_size > max_bytes:
+                raise GraphFileError(p, f"file is {st.st_size:,} bytes, over the {max_bytes:,}-byte limit")
+            data = fh.read(max_bytes + 1)
+    except GraphFileError:
+        raise
+    except IsADirectoryError:
+        raise GraphFileError(p, "is a directory, not a graph file") from None
+    except OSError as exc:
+        raise GraphFileError(p, f"cannot read: {exc.strerror or exc}") from None
+    return decode(data, name=str(p), max_bytes=max_bytes)
+
+
+def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> Capture:
+    if len(data) > max_bytes:
+        raise GraphFileError(name, f"file is {len(data):,} bytes, over the {max_bytes:,}-byte limit")
+    if not data:
+        raise GraphFileError(name, "empty file, not a TensorViz graph file")
+    unpacker = _unpacker(len(data))
+    unpacker.feed(data)
+    # Decoding allocates millions of small containers and no cycles; the cyclic
+    # collector would otherwise run hundreds of times for nothing (5-10x slower).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _decode_body(unpacker, name, data)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _unpacker(size: int, *, packed: bool = False, **hooks: Any) -> msgpack.Unpacker:
+    """``packed``: a version-2 body, whose integer columns are binary blobs (version 1
+    files hold none)."""
+    bound = min(size, _MAX_CONTAINER)
+    return msgpack.Unpacker(
+        raw=False,
+        use_list=True,
+        strict_map_key=True,
+        max_buffer_size=max(size, 1),
+        max_str_len=min(size, _MAX_STR),
+        max_bin_len=size if packed else 0,
+        max_array_len=bound,
+        max_map_len=bound,
+        max_ext_len=0,
+        ext_hook=_refuse_ext,
+        **hooks,
+    )
+
+
+#: Lists and maps a body may hold: a graph file TensorViz writes has about two per value,
+#: node, group and frame (real models: 2.0-2.4), and at least 26 bytes per container.
+#: A hostile file of empty lists (1 byte each, 64 in memory) would otherwise decode to
+#: about 75 times its size before any field is checked.
+CONTAINERS_BASE = 4096
+CONTAINERS_PER_ITEM = 16
+MIN_BYTES_PER_CONTAINER = 4
+
+
+def container_budget(header: dict, size: int) -> int:
+    """How many lists and maps a body of ``size`` bytes with ``header``'s counts may hold."""
+    counts = header.get("counts")
+    items = 0
+    if isinstance(counts, dict):
+        for key in ("values", "nodes", "groups", "frames"):
+            n = counts.get(key)
+            if type(n) is int and n > 0:
+                items += n
+    return min(CONTAINERS_BASE + CONTAINERS_PER_ITEM * items, max(CONTAINERS_BASE, size // MIN_BYTES_PER_CONTAINER))
+
+
+class _OverBudget(Exception):
+    pass
+
+
+def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
+    prefix = data[:64]
+    try:
+        header = unpacker.unpack()
+    except msgpack.OutOfData:
+        if _HEADER_MARK in prefix or (b"\x83" + _HEADER_MARK).startswith(prefix):
+            raise GraphFileError(name, "truncated before the end of the header") from None
+        raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
+    except Exception:  # msgpack raises several types for garbage bytes
+        raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise GraphFileError(name, "not a TensorViz graph file (no graph header)")
+    version = header.get("version")
+    if type(version) is not int:
+        raise GraphFileError(name, "graph header has no integer version")
+    if version not in READ_VERSIONS:
+        newer = "newer" if version > FILE_VERSION else "older"
+        raise GraphFileError(
+            name, f"graph file version {version} is {newer} than this TensorViz reads "
+            f"(versions {', '.join(map(str, READ_VERSIONS))})"
+        )
+    # The body is decoded with every list and map counted against a budget from the
+    # header's counts: memory stays proportional to the graph the header declares.
+    start = unpacker.tell()
+    budget = container_budget(header, len(data) - start)
+    left = [budget]
+
+    def counted(obj: Any) -> Any:
+        left[0] -= 1
+        if left[0] < 0:
+            raise _OverBudget
+        return obj
+
+    body_unpacker = _unpacker(len(data), packed=version >= 2, list_hook=counted, object_hook=counted)
+    body_unpacker.feed(memoryview(data)[start:])
+    try:
+        body = body_unpacker.unpack()
+    except _OverBudget:
+        raise GraphFileError(
+            name, f"the body holds more than {budget:,} lists and maps, more than a graph of the size its header "
+            "declares can (a hostile or corrupt file)") from None
+    except msgpack.OutOfData:
+        raise GraphFileError(name, "truncated: the graph body is incomplete") from None
+    except Exception as exc:
+        raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
+    try:
+        body_unpacker.unpack()
+    except msgpack.OutOfData:
+        pass
+    except Exception:
+        raise GraphFileError(name, "trailing bytes after the graph body") from None
+    else:
+        raise GraphFileError(name, "trailing data after the graph body")
+    try:
+        return _build(body, header, version)
+    except _Invalid as exc:
+        raise GraphFileError(name, f"invalid field {exc}") from None
+
+
+# How every header begins on disk; tells a cut-short graph file from other bytes.
+_HEADER_MARK = msgpack.packb("format") + msgpack.packb(FORMAT_NAME)
+
+
+def _refuse_ext(code: int, data: bytes) -> Any:
+    raise ValueError("msgpack extension types are not used by graph files")
+
+
+# --------------------------------------------------------------------------- validation
+
+_PLAIN_SCALARS = (type(None), bool, int, float, str)
+
+
+def _need(cond: bool, where: str, what: str) -> None:
+    if not cond:
+        raise _Invalid(f"{where}: {what}")
+
+
+def _map(obj: Any, where: str) -> dict:
+    _need(type(obj) is dict, where, "expected a map")
+    return obj
+
+
+def _list(obj: Any, where: str, length: int | None = None) -> list:
+    _need(type(obj) is list, where, "expected a list")
+    if length is not None:
+        _need(len(obj) == length, where, f"expected {length} entries, found {len(obj)}")
+    return obj
+
+
+def _str(obj: Any, where: str) -> str:
+    _need(type(obj) is str, where, "expected a string")
+    return obj
+
+
+def _int(obj: Any, where: str) -> int:
+    _need(type(obj) is int, where, "expected an integer")
+    return obj
+
+
+def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> None:
+    """Every entry an int (never a bool or a float) in [lo, hi).
+
+    The checks run as C-level passes over the column (its entries' types, then its range;
+    ``few``: the column holds few distinct values, so the range is taken over their set,
+    which is cheaper than ``min`` plus ``max`` over the whole column). Only a column that
+    fails is scanned again in Python, to name the first bad entry."""
+    if not col:
+        return
+    if list(map(type, col)).count(int) == len(col):
+        span = set(col) if few else col
+        if lo <= min(span) and max(span) < hi:
+            return
+    for i, x in enumerate(col):
+        if type(x) is not int:
+            raise _Invalid(f"{where}[{i}]: expected an integer")
+    bad = next(i for i, x in enumerate(col) if not lo <= x < hi)
+    raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
+
+
+def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+    """A version-1 integer column: a list of ``length`` entries (``None``: any number), each
+    an integer in [lo, hi)."""
+    col = _list(obj, where, length)
+    _all_ints(col, where, lo, hi, few=few)
+    return col
+
+
+def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+    """A version-2 (packed) integer column of ``length`` entries (``None``: any number),
+    each in [lo, hi), as a list. Every entry is an integer by construction, and the type
+    code bounds it: only the bounds the code leaves open are checked, by C-level passes."""
+    _need(type(obj) is bytes and len(obj) > 0, where, "expected a packed integer column")
+    code = chr(obj[0])
+    width = _PACKED_WIDTH.get(code)
+    _need(width is not None, where, f"unknown packed integer type {code!r}")
+    n, extra = divmod(len(obj) - 1, width)
+    _need(extra == 0, where, f"{len(obj) - 1} bytes are not a whole number of {width}-byte entries")
+    if length is not None:
+        _need(n == length, where, f"expected {length} entries, found {n}")
+    _need(n <= _MAX_CONTAINER, where, f"{n:,} entries, over the {_MAX_CONTAINER:,}-entry limit")
+    entries = array(_ARRAY_CODE[code])
+    entries.frombytes(memoryview(obj)[1:])
+    if _BIG_ENDIAN:
+        entries.byteswap()
+    # Checked on the array, before the list of Python integers exists: a column that is
+    # refused never costs more than its own bytes' worth of memory.
+    bits = 8 * width
+    code_lo, code_hi = (0, 1 << bits) if code.isupper() else (-(1 << (bits - 1)), 1 << (bits - 1))
+    if n and (code_lo < lo or code_hi > hi):
+        if width == 1:  # one byte per entry: delete the bytes of allowed values; none may remain
+            allowed = bytes(v & 0xFF for v in range(max(lo, code_lo), min(hi, code_hi)))
+            if not obj[1:].translate(None, allowed):
+                return entries.tolist()
+        span = set(entries) if few else entries
+        if (code_lo < lo and min(span) < lo) or (code_hi > hi and max(span) >= hi):
+            bad = next(i for i, x in enumerate(entries) if not lo <= x < hi)
+            raise _Invalid(f"{where}[{bad}]: {entries[bad]} is out of range")
+    return entries.tolist()
+
+
+def _plain(obj: Any, where: str, depth: int = 0) -> Any:
+    """Accept only msgpack/JSON-compatible plain data."""
+    t = type(obj)
+    if t in _PLAIN_SCALARS:
+        return obj
+    _need(depth < _MAX_DEPTH, where, "nested too deeply")
+    if t is list:
+        for i, x in enumerate(obj):
+            if type(x) not in _PLAIN_SCALARS:
+                _plain(x, f"{where}[{i}]", depth + 1)
+        return obj
+    if t is dict:
+        for k, x in obj.items():
+            if type(x) not in _PLAIN_SCALARS:
+                _plain(x, f"{where}.{k}", depth + 1)
+        return obj
+    raise _Invalid(f"{where}: unsupported {t.__name__} value")
+
+
+def _shallow(obj: Any, where: str, depth: int = 1) -> Any:
+    """``obj`` (a map or list of decoded msgpack, so plain types only) when its nesting is
+    within ``_MAX_DEPTH``: every reader (``inspect --json``, the viewer's JSON) recurses.
+    Scalars are skipped without a call, so flat data costs one pass over its values."""
+    for x in (obj.values() if type(obj) is dict else obj):
+        t = type(x)
+        if t is dict or t is list:
+            _need(depth < _MAX_DEPTH, where, "nested too deeply")
+            _shallow(x, where, depth + 1)
+    return obj
+
+
+def _within_depth(objs: list) -> bool:
+    """Whether every one of ``objs`` (maps and lists of decoded msgpack) passes
+    :func:`_shallow`. One list comprehension per nesting level over all of them at once,
+    instead of a call per container; a caller that gets ``False`` runs :func:`_shallow` on
+    each, which names the one that is too deep."""
+    level = objs
+    for _ in range(_MAX_DEPTH):  # level k+1 holds the containers nested k deep in objs
+        level = [x for c in level for x in (c.values() if type(c) is dict else c)
+                 if type(x) is dict or type(x) is list]
+        if not level:
+            return True
+    return False
+
+
+def _opt_map(obj: Any, where: str) -> dict:
+    if obj is None:
+        return {}
+    return _plain(_map(obj, where), where)
+
+
+def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
+    _need(depth < _MAX_DEPTH, where, "structure nested too deeply")
+    _map(obj, where)
+    _need(len(obj) == 1, where, "a structure entry has exactly one key")
+    (key, inner), = obj.items()
+    if key == "value":
+        _need(type(inner) is int and 0 <= inner < n_values, where, "value id out of range")
+    elif key in ("list", "tuple"):
+        for i, child in enumerate(_list(inner, f"{where}.{key}")):
+            _tree(child, f"{where}.{key}[{i}]", n_values, depth + 1)
+    elif key == "dict":
+        for i, pair in enumerate(_list(inner, f"{where}.dict")):
+            _list(pair, f"{where}.dict[{i}]", 2)
+            _need(type(pair[0]) in (str, int), f"{where}.dict[{i}]", "keys are strings or integers")
+            _tree(pair[1], f"{where}.dict[{i}]", n_values, depth + 1)
+    elif key == "static":
+        _need(type(inner) in _PLAIN_SCALARS, where, "static leaves are scalars, strings or null")
+    else:
+        raise _Invalid(f"{where}: unknown structure kind {key!r}")
+    return obj
+
+
+def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
+    b = _map(body, "body")
+    packed = version >= 2
+    ints = _packed_ints if packed else _listed_ints
+    strings = _list(b.get("strings"), "strings")
+    if list(map(type, strings)).count(str) != len(strings):
+        raise _Invalid("strings: expected a list of strings")
+    n_str = len(strings)
+
+    cov = _list(b.get("coverage"), "coverage", 4)
+    reasons = _list(cov[2], "coverage.reasons")
+    for i, r in enumerate(reasons):
+        _str(r, f"coverage.reasons[{i}]")
+    _need(cov[1] in COVERAGE_STATUSES, "coverage.status", f"one of {', '.join(COVERAGE_STATUSES)}")
+    _need(cov[3] in EFFECTS, "coverage.effects", f"one of {', '.join(EFFECTS)}")
+    coverage = Coverage(scope=_str(cov[0], "coverage.scope"), status=cov[1], reasons=reasons, effects=cov[3])
+
+    # values
+    vals = _map(b.get("values"), "values")
+    dtypes = ints(vals.get("dtype"), "values.dtype", None, 0, n_str, few=True)
+    n_values = len(dtypes)
+    shape_off = _offsets(vals.get("shape_offsets"), "values.shape_offsets", n_values, packed)
+    dims = vals.get("shape_dims")
+    if packed and type(dims) is bytes:  # every dimension a size (names make it a list)
+        signed = dims[:1].islower()  # an unsigned type code holds no negative size
+        dims = _packed_ints(dims, "values.shape_dims", shape_off[-1], -(1 << 63), 1 << 64)
+        if signed and dims and min(dims) < 0:
+            raise _Invalid("values.shape_dims: dimensions are sizes or names")
+    else:
+        dims = _list(dims, "values.shape_dims", shape_off[-1])
+        dim_types = set(map(type, dims))
+        if not (dim_types <= {int, str} and min(
+                set(dims) if dim_types == {int} else [d for d in dims if type(d) is int], default=0) >= 0):
+            raise _Invalid("values.shape_dims: dimensions are sizes or names")
+    measured = vals.get("measured")
+    if measured is not None:
+        _list(measured, "values.measured", n_values)
+        present = [m for m in measured if m is not None]
+        if list(map(type, present)).count(dict) != len(present) or not _within_depth(present):
+            for i, m in enumerate(measured):
+                if m is not None:
+                    _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
+            raise _Invalid("values.measured: nested too deeply")  # not reached: _shallow names the entry
+    values = ValueTable(shape_off, dims, list(map(strings.__getitem__, dtypes)), measured)
+
+    # groups and frames (nodes refer to them)
+    groups_raw = _list(b.get("groups"), "groups")
+    n_groups = len(groups_raw)
+    groups = []
+    for i, g in enumerate(groups_raw):
+        _list(g, f"groups[{i}]", 4)
+        parent = _int(g[2], f"groups[{i}].parent")
+        _need(-1 <= parent < n_groups and parent != i, f"groups[{i}].parent", "out of range")
+        groups.append(
+            Group(i, _str(g[0], f"groups[{i}].kind"), _str(g[1], f"groups[{i}].name"),
+                  None if parent < 0 else parent, _opt_map(g[3], f"groups[{i}].attrs"))
+        )
+    _check_acyclic(groups)
+    frames_raw = _list(b.get("frames"), "frames")
+    frames = []
+    for i, f in enumerate(frames_raw):
+        _list(f, f"frames[{i}]", 4)
+        _all_ints(f, f"frames[{i}]", 0, 1 << 62)
+        _need(f[0] < n_str and f[3] < n_str, f"frames[{i}]", "string index out of range")
+        frames.append(Frame(strings[f[0]], f[1], f[2], strings[f[3]]))
+    library = b.get("library_frames")
+    if library is not None:
+        _all_ints(_list(library, "library_frames"), "library_frames", 0, len(frames))
+        for i in library:
+            # Navigation only: an absolute path (POSIX or Windows: the file may come from
+            # another machine); the viewer decides separately whether it may show it.
+            _need(posixpath.isabs(frames[i].file) or ntpath.isabs(frames[i].file),
+                  f"library_frames: frame {i}", "a library frame's file is an absolute path")
+            frames[i].library = True
+
+    # nodes: whole columns are checked here; rows are built on access
+    nd = _map(b.get("nodes"), "nodes")
+    ops = ints(nd.get("op"), "nodes.op", None, 0, n_str, few=True)
+    n_nodes = len(ops)
+    literals = _list(b.get("literals"), "literals")
+    if not _within_depth([literals]):
+        _shallow(literals, "literals")
+    in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes, packed)
+    in_pos = ints(nd.get("input_positions"), "nodes.input_positions", in_off[-1], 0, 1 << 31, few=True)
+    in_ref = ints(nd.get("input_refs"), "nodes.input_refs", in_off[-1], -len(literals), n_values)
+    out_off = _offsets(nd.get("output_offsets"), "nodes.output_offsets", n_nodes, packed)
+    out_ids = ints(nd.get("output_ids"), "nodes.output_ids", out_off[-1], 0, n_values)
+    param_nodes = ints(nd.get("param_nodes"), "nodes.param_nodes", None, 0, n_nodes)
+    # version 1: one map per node with params; version 2: a table of distinct maps and,
+    # per node with params, its map's index in the table
+    maps_key = "param_table" if packed else "param_maps"
+    maps_field = f"nodes.{maps_key}"
+    param_maps = _list(nd.get(maps_key), maps_field, None if packed else len(param_nodes))
+    if list(map(type, param_maps)).count(dict) != len(param_maps):
+        raise _Invalid(f"{maps_field}: expected maps")
+    if not _within_depth(param_maps):
+        for i, pm in enumerate(param_maps):
+            _shallow(pm, f"{maps_field}[{i}]")
+        raise _Invalid(f"{maps_field}: nested too deeply")  # not reached: _shallow names the map
+    if packed:
+        param_index = ints(nd.get("param_index"), "nodes.param_index", len(param_nodes), 0, len(param_maps))
+        param_maps = list(map(param_maps.__getitem__, param_index))
+    grp = ints(nd.get("group"), "nodes.group", n_nodes, -1, n_groups, few=True)
+    frm = ints(nd.get("frame"), "nodes.frame", n_nodes, -1, len(frames), few=True)
+    opaque_ids = ints(nd.get("opaque"), "nodes.opaque", None, 0, n_nodes)
+    nodes = NodeTable(
+        list(map(strings.__getitem__, ops)), in_off, in_pos, in_ref, literals, out_off, out_ids,
+        dict(zip(param_nodes, param_maps)), grp, frm, frozenset(opaque_ids),
+    )
+
+    inputs = _tree(b.get("inputs"), "inputs", n_values)
+    outputs = _tree(b.get("outputs"), "outputs", n_values)
+    sources = []
+    for i, src in enumerate(_list(b.get("sources"), "sources")):
+        _list(src, f"sources[{i}]", 2)
+        sources.append(Source(_str(src[0], f"sources[{i}].path"), _str(src[1], f"sources[{i}].sha256")))
+    recipe = b.get("recipe")
+    if recipe is not None:
+        _plain(_map(recipe, "recipe"), "recipe")
+    failure = None
+    if b.get("failure") is not None:
+        fr = _map(b["failure"], "failure")
+        fframes = []
+        for i, f in enumerate(_list(fr.get("frames"), "failure.frames")):
+            _list(f, f"failure.frames[{i}]", 4)
+            fframes.append(Frame(_str(f[0], "failure.frames.file"), _int(f[1], "failure.frames.line"),
+                                 _int(f[2], "failure.frames.column"), _str(f[3], "failure.frames.function")))
+        failure = Failure(
+            _str(fr.get("type"), "failure.type"),
+            _str(fr.get("message"), "failure.message"),
+            _str(fr.get("stage"), "failure.stage"),
+            fframes,
+            _opt_map(fr.get("details"), "failure.details"),
+        )
+        _need(n_nodes == 0, "failure", "a failed capture carries no nodes")
+    backend = _str(b.get("backend"), "backend")
+    if failure is None:
+        # A traced program is abstract: it cannot claim eager execution or carry
+        # measurements, and an eager capture cannot pose as a traced program.
+        traced = coverage.scope == "traced_program"
+        _need(traced or backend != "jaxpr", "coverage.scope",
+              f"{coverage.scope!r} does not match backend 'jaxpr' (a traced program's scope is 'traced_program')")
+        if traced and measured is not None and any(m is not None for m in measured):
+            raise _Invalid("values.measured: a traced program carries no measured evidence")
+    counts = header.get("counts")
+    if isinstance(counts, dict):
+        _need(counts.get("nodes") == n_nodes and counts.get("values") == n_values, "header.counts",
+              "do not match the body")
+    return Capture(
+        backend=backend,
+        framework=_str(b.get("framework"), "framework"),
+        framework_version=_str(b.get("framework_version"), "framework_version"),
+        coverage=coverage,
+        values=values,
+        nodes=nodes,
+        groups=groups,
+        frames=frames,
+        inputs=inputs,
+        outputs=outputs,
+        sources=sources,
+        recipe=recipe,
+        failure=failure,
+        meta=_opt_map(b.get("meta"), "meta"),
+    )
+
+
+def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:
+    """CSR offsets: n+1 non-decreasing integers starting at 0."""
+    if packed:
+        off = _packed_ints(obj, where, n + 1, 0, 1 << 62)
+        _need(off[0] == 0, where, "must start at 0")
+        if sorted(off) != off:  # sorting a sorted list of ints is one linear pass
+            raise _Invalid(f"{where}: offsets must not decrease")
+        return off
+    off = _list(obj, where, n + 1)
+    # One C-level pass each: types, then order (sorting a sorted list of ints is a
+    # linear scan). Only a column that fails is checked again entry by entry, for the message.
+    if list(map(type, off)).count(int) == len(off) and off[0] == 0 and off[-1] < 1 << 62 and sorted(off) == off:
+        return off
+    _all_ints(off, where, 0, 1 << 62)
+    _need(off[0] == 0, where, "must start at 0")
+    if any(a > b for a, b in zip(off, off[1:])):
+        raise _Invalid(f"{where}: offsets must not decrease")
+    return off
+
+
+class NodeColumns(NamedTuple):
+    """Nodes as columns. ``group``/``frame`` use -1 for none; operands of node ``i``
+    are ``input_refs[input_offsets[i]:input_offsets[i+1]]`` (a ref ``r < 0`` is a
+    literal), outputs likewise; ``opaque`` is the set of opaque node ids."""
+
+    op: list
+    group: list
+    frame: list
+    input_offsets: list
+    input_refs: list
+    output_offsets: list
+    output_ids: list
+    opaque: frozenset
+
+
+class ValueTable(Sequence[Value]):
+    """Values read from a file: validated columns, ``Value`` rows built on access."""
+
+    __slots__ = ("_off", "_dims", "_dtype", "_measured")
+
+    def __init__(self, off: list, dims: list, dtype: list, measured: list | None) -> None:
+        self._off, self._dims, self._dtype, self._measured = off, dims, dtype, measured
+
+    def __len__(self) -> int:
+        return len(self._dtype)
+
+    def shape_columns(self) -> tuple[list, list]:
+        """``(offsets, dims)``: value ``i``'s shape is ``dims[offsets[i]:offsets[i+1]]``."""
+        return self._off, self._dims
+
+    def measured_column(self) -> list | None:
+        """Per-value measured maps, or ``None`` when no value was measured."""
+        return self._measured
+
+    def __iter__(self) -> Iterator[Value]:
+        """Every row in order, each a fresh object, built by C-level passes over the columns."""
+        off, dims = self._off, self._dims
+        return map(
+            Value,
+            range(len(self._dtype)),
+            [dims[a:b] for a, b in zip(off, islice(off, 1, None))],
+            self._dtype,
+            repeat(None) if self._measured is None else self._measured,
+        )
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        m = self._measured[i] if self._measured is not None else None
+        return Value(i, self._dims[self._off[i]:self._off[i + 1]], self._dtype[i], m)
+
+
+class NodeTable(Sequence[Node]):
+    """Nodes read from a file: validated columns, ``Node`` rows built on access. Each
+    access builds fresh rows (operands, outputs); a node's params map is the table's own
+    (read-only by contract), which nodes with equal params share in a version-2 file."""
+
+    __slots__ = ("_op", "_in_off", "_in_pos", "_in_ref", "_lit", "_out_off", "_out", "_params",
+                 "_group", "_frame", "_opaque")
+
+    def __init__(self, op, in_off, in_pos, in_ref, lit, out_off, out, params, group, frame, opaque):
+        self._op, self._in_off, self._in_pos, self._in_ref, self._lit = op, in_off, in_pos, in_ref, lit
+        self._out_off, self._out, self._params = out_off, out, params
+        self._group, self._frame, self._opaque = group, frame, opaque
+
+    def __len__(self) -> int:
+        return len(self._op)
+
+    def op(self, i: int) -> str:
+        """The op of node ``i`` without building the row (fast scans)."""
+        return self._op[i]
+
+    def columns(self) -> NodeColumns:
+        """The validated columns themselves, for whole-graph indexing without rows.
+        Read-only by contract: the rows are built from them."""
+        return NodeColumns(self._op, self._group, self._frame, self._in_off, self._in_ref,
+                           self._out_off, self._out, self._opaque)
+
+    def __iter__(self) -> Iterator[Node]:
+        """Every row in order: the same rows as indexing (fresh rows, operands and outputs).
+        Built by C-level passes over whole columns (``map`` over the columns into the row
+        class) rather than a Python loop per row: whole-graph readers iterate."""
+        n = len(self._op)
+        in_off, in_ref, lit = self._in_off, self._in_ref, self._lit
+        operands = list(map(Operand, self._in_pos, in_ref))
+        if lit:  # a ref -1, -2, ... names literal 0, 1, ...
+            for o in compress(operands, map(operator.lt, in_ref, repeat(0))):
+                o.value, o.literal = None, lit[-1 - o.value]
+        out, out_off = self._out, self._out_off
+        params = [{} for _ in range(n)]  # a fresh map for a node without params, as indexing gives
+        for i, p in self._params.items():
+            params[i] = p
+        opaque = [False] * n
+        for i in self._opaque:
+            opaque[i] = True
+        return map(
+            Node,
+            range(n),
+            self._op,
+            [operands[a:b] for a, b in zip(in_off, islice(in_off, 1, None))],
+            [out[a:b] for a, b in zip(out_off, islice(out_off, 1, None))],
+            params,
+            [None if g < 0 else g for g in self._group],
+            [None if f < 0 else f for f in self._frame],
+            opaque,
+        )
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        a, b = self._in_off[i], self._in_off[i + 1]
+        operands = [
+            Operand(p, r, None) if r >= 0 else Operand(p, None, self._lit[-1 - r])
+            for p, r in zip(self._in_pos[a:b], self._in_ref[a:b])
+        ]
+        g, f = self._group[i], self._frame[i]
+        return Node(
+            i, self._op[i], operands, self._out[self._out_off[i]:self._out_off[i + 1]],
+            self._params.get(i, {}), None if g < 0 else g, None if f < 0 else f, i in self._opaque,
+        )
+
+
+def _check_acyclic(groups: list[Group]) -> None:
+    state = [0] * len(groups)  # 0 unknown, 1 on path, 2 fine
+    for start in range(len(groups)):
+        path = []
+        g = start
+        while g is not None and state[g] == 0:
+            state[g] = 1
+            path.append(g)
+            g = groups[g].parent
+        if g is not None and state[g] == 1:
+            raise _Invalid(f"groups[{g}].parent: groups form a cycle")
+        for x in path:
+            state[x] = 2
+

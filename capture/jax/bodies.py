@@ -1,0 +1,335 @@
+"""Unexecuted control-flow bodies: the subprograms of ``scan``, ``while`` and ``cond``
+converted as *templates* under their opaque boundary node.
+
+The boundary stays what the spec says it is: one opaque node at its level, with its
+output shapes, and coverage ``partial`` with ``opaque_kernel``. In addition, each of
+its bodies becomes a group of kind ``body`` whose nodes are the body's equations, as
+traced once. Nothing here says that a branch was taken or that an iteration ran:
+
+* ``attrs.executed`` is always ``False``; ``attrs.note`` says "one iteration, as
+  traced; not executed";
+* ``attrs.node``: the boundary node; ``attrs.role``: ``scan body``, ``while cond``,
+  ``while body``, ``branch 0``, …; ``attrs.iterations``: the trip count where it is
+  static (a ``scan``'s ``length``), ``None`` for a ``while`` (decided at run time);
+  a branch has none (it runs at most once, and which one is decided at run time).
+
+Wiring. A body is a template: its inputs are not the boundary's operands (a scan body
+sees one slice of ``xs`` and a carry that changes every iteration). So every body
+input gets a value of its own, with no producer, and ``attrs.parameters`` says what
+each stands for: ``{"value": id, "stands_for": "carry 0", "operand": 1, "outer": 7}``
+(``operand``: the boundary operand position it comes from, ``outer``: that operand's
+value id, or ``None`` for a literal). ``attrs.results`` likewise names each body
+output (``"carry 0 (next iteration)"``, ``"ys 0 (one slice)"``, ``"output 0"``) with
+the boundary output position it feeds. No edge joins a template to the executed
+program; the two are linked only through these attrs and ``attrs.node``.
+
+Ordering and limits. Bodies are converted after the whole executed program (node,
+value and group ids of the executed program do not depend on them), breadth first, so
+a nested ``scan`` inside a body is itself a boundary node inside the body group, with
+its own bodies. A body converts only when it fits: at most ``Limits.max_body_ops``
+equations of its own (expanded ``jit``/``remat``/custom-derivative calls included,
+nested control-flow bodies not), and within what ``max_ops`` / ``max_values`` /
+``max_groups`` leave after everything converted before it. A body that does not fit
+stays closed: its group exists, empty, with ``attrs.closed`` saying why and
+``attrs.closed_limit`` naming the limit, so a large template never turns a capture that
+fits into a failure. (Nodes and values are counted exactly beforehand, groups with an
+upper bound; a limit passed anyway while walking undoes the body and closes it.) When
+even the body group cannot be added (``max_groups`` reached), ``meta["bodies"]
+["closed_without_group"]`` lists it. ``meta["bodies"]`` sums it all up: converted,
+closed, template nodes, opaque primitives inside templates (not counted in
+``meta["opaque_primitives"]``, which describes the executed program).
+
+Other subprograms (scatter reducers, ``reduce``, ``reduce_window``, ``sort``,
+``custom_linear_solve``, ``shard_map``…) stay opaque boundaries without bodies.
+
+JAX is not imported here: the module reads the jaxpr objects it is handed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..graph.model import Group
+from ..worker.errors import LimitExceeded
+
+BODY_NOTE = "one iteration, as traced; not executed"
+BRANCH_NOTE = "one branch, as traced; not executed (which branch runs is decided at run time)"
+BODY_KIND = "body"
+WIRING_NOTE = ("a body's inputs are values of its own (a template's inputs are not the boundary's "
+               "operands: a carry changes every iteration, xs enter one slice at a time); each body "
+               "group's attrs.parameters says which boundary operand each stands for (operand, outer), "
+               "attrs.results which boundary output each feeds")
+
+# Primitives whose bodies are converted as templates.
+BODY_PRIMITIVES = frozenset({"scan", "while", "cond"})
+
+
+class _Role:
+    """One body of a boundary: its role, jaxpr, and what each input/output stands for."""
+
+    __slots__ = ("role", "closed", "params", "results", "iterations", "extra")
+
+    def __init__(self, role: str, closed: Any, params: list, results: list,
+                 iterations: Any = "absent", extra: dict | None = None) -> None:
+        self.role = role
+        self.closed = closed
+        self.params = params  # [(stands_for, operand position or None)] per body invar
+        self.results = results  # [(stands_for, boundary output position or None)] per outvar
+        self.iterations = iterations
+        self.extra = extra or {}
+
+
+def _jaxpr_of(body: Any) -> Any:
+    inner = getattr(body, "jaxpr", None)
+    if inner is not None and hasattr(inner, "eqns"):
+        return inner
+    return body if hasattr(body, "eqns") else None
+
+
+def roles_of(prim: str, params: dict, n_operands: int, n_outputs: int) -> list[_Role]:
+    """The bodies of one boundary equation, or [] when its params do not line up."""
+    if prim == "scan":
+        body = params.get("jaxpr")
+        nc, nk = params.get("num_consts"), params.get("num_carry")
+        if body is None or type(nc) is not int or type(nk) is not int:
+            return []
+        n_xs = n_operands - nc - nk
+        n_ys = n_outputs - nk
+        if n_xs < 0 or n_ys < 0:
+            return []
+        ins = ([(f"const {j}", j) for j in range(nc)]
+               + [(f"carry {j}", nc + j) for j in range(nk)]
+               + [(f"xs {j} (one slice)", nc + nk + j) for j in range(n_xs)])
+        outs = ([(f"carry {j} (next iteration)", j) for j in range(nk)]
+                + [(f"ys {j} (one slice)", nk + j) for j in range(n_ys)])
+        length = params.get("length")
+        extra = {"reverse": bool(params.get("reverse", False))}
+        return [_Role("scan body", body, ins, outs, length if type(length) is int else None, extra)]
+    if prim == "while":
+        cond, body = params.get("cond_jaxpr"), params.get("body_jaxpr")
+        cn, bn = params.get("cond_nconsts"), params.get("body_nconsts")
+        if cond is None or body is None or type(cn) is not int or type(bn) is not int:
+            return []
+        n_carry = n_operands - cn - bn
+        if n_carry < 0 or n_carry != n_outputs:
+            return []
+        carry = [(f"carry {j}", cn + bn + j) for j in range(n_carry)]
+        cond_ins = [(f"const {j}", j) for j in range(cn)] + carry
+        body_ins = [(f"const {j}", cn + j) for j in range(bn)] + carry
+        body_outs = [(f"carry {j} (next iteration)", j) for j in range(n_carry)]
+        extra = {"trip_count": "decided at run time by the while cond"}
+        return [
+            _Role("while cond", cond, cond_ins, [("predicate: another iteration runs while true", None)], None, extra),
+            _Role("while body", body, body_ins, body_outs, None, extra),
+        ]
+    if prim == "cond":
+        branches = params.get("branches")
+        if type(branches) not in (tuple, list) or not branches:
+            return []
+        ins = [(f"operand {j}", 1 + j) for j in range(n_operands - 1)]  # operand 0: the index
+        outs = [(f"output {j}", j) for j in range(n_outputs)]
+        when = ("runs when the index operand is {k}" + (" (lax.cond: {tf})" if len(branches) == 2 else ""))
+        return [
+            _Role(f"branch {k}", b, ins, outs, extra={
+                "case": k, "selected": when.format(k=k, tf="false" if k == 0 else "true"), "note": BRANCH_NOTE})
+            for k, b in enumerate(branches)
+        ]
+    return []
+
+
+def body_size(jaxpr: Any, expanded: dict) -> tuple[int, int, int]:
+    """(equations, values, expanded call groups) this body adds when converted: its own
+    equations and those of the calls it expands in place, not nested control-flow
+    bodies (each of those is a body of its own)."""
+    eqns = values = groups = 0
+    values += len(jaxpr.invars) + len(jaxpr.constvars)
+    stack = [jaxpr]
+    while stack:
+        j = stack.pop()
+        for eqn in j.eqns:
+            exp = expanded.get(eqn.primitive.name)
+            if exp is not None:
+                inner = _jaxpr_of(eqn.params.get(exp[1]))
+                if inner is not None:
+                    groups += 1
+                    values += len(inner.constvars)
+                    stack.append(inner)
+                    continue
+            eqns += 1
+            values += len(eqn.outvars)
+    return eqns, values, groups
+
+
+def _scope_estimate(jaxpr: Any) -> int:
+    """An upper bound on the name-stack scope groups a body's equations open."""
+    seen: set = set()
+    n = 0
+    for eqn in jaxpr.eqns:
+        ns = eqn.source_info.name_stack
+        try:
+            if ns in seen:
+                continue
+            seen.add(ns)
+        except TypeError:
+            pass
+        text = str(ns) if ns is not None else ""
+        n += text.count("/") + 1 if text else 0
+    return n
+
+
+def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, Any]:
+    """Convert the bodies queued in ``conv.pending_bodies`` (and those of boundaries
+    found inside them), breadth first. Returns the summary kept in ``meta["bodies"]``."""
+    queue = conv.pending_bodies
+    executed_opaque = dict(conv.opaque_ops)
+    converted = closed = template_nodes = 0
+    reasons: dict[str, int] = {}
+    i = 0
+    while i < len(queue):
+        eqn, nid, parent, frame = queue[i]
+        i += 1
+        roles = roles_of(eqn.primitive.name, eqn.params, len(eqn.invars), len(eqn.outvars))
+        for role in roles:
+            if len(conv.groups) >= conv.max_groups:
+                reasons["max_groups"] = reasons.get("max_groups", 0) + 1
+                closed += 1
+                conv.closed_without_group.append({"node": nid, "role": role.role,
+                                                  "reason": "the capture's max_groups limit is reached"})
+                continue
+            n = _convert_one(conv, eqn, nid, parent, frame, role, expanded, literal_value)
+            if n is None:
+                closed += 1
+                why = conv.groups[-1].attrs["closed_limit"]
+                reasons[why] = reasons.get(why, 0) + 1
+            else:
+                converted += 1
+                template_nodes += n
+    body_opaque = {k: v - executed_opaque.get(k, 0) for k, v in conv.opaque_ops.items()
+                   if v - executed_opaque.get(k, 0)}
+    # Opaque nodes inside templates are not part of the executed program's count.
+    conv.opaque_ops.clear()
+    conv.opaque_ops.update(executed_opaque)
+    summary: dict[str, Any] = {"converted": converted, "closed": closed, "template_nodes": template_nodes,
+                               "note": BODY_NOTE, "wiring": WIRING_NOTE}
+    if body_opaque:
+        summary["opaque_primitives"] = dict(sorted(body_opaque.items()))
+    if reasons:
+        summary["closed_reasons"] = dict(sorted(reasons.items()))
+    if conv.closed_without_group:
+        summary["closed_without_group"] = conv.closed_without_group
+    return summary
+
+
+def _convert_one(conv: Any, eqn: Any, nid: int, parent: int | None, frame: int | None,
+                 role: _Role, expanded: dict, literal_value: Any) -> int | None:
+    """One body as a group; the number of template nodes, or None when it stays closed."""
+    jaxpr = _jaxpr_of(role.closed)
+    gid = len(conv.groups)
+    attrs: dict[str, Any] = {
+        "node": nid, "primitive": eqn.primitive.name, "role": role.role, "executed": False,
+        "note": BODY_NOTE,
+    }
+    if role.iterations != "absent":
+        attrs["iterations"] = role.iterations
+    attrs.update(role.extra)
+    if frame is not None:
+        attrs["frame"] = frame
+    name = _body_name(jaxpr, role.role)
+    group = Group(gid, BODY_KIND, name, parent, attrs)
+    conv.groups.append(group)
+
+    why = None
+    if jaxpr is None or len(jaxpr.invars) != len(role.params) or len(jaxpr.outvars) != len(role.results):
+        why = ("signature", "the body's inputs and outputs do not line up with the boundary's operands")
+    else:
+        eqns, values, groups = body_size(jaxpr, expanded)
+        groups += _scope_estimate(jaxpr)
+        if eqns > conv.max_body_ops:
+            why = ("max_body_ops", f"{eqns:,} equations, over the per-body budget of {conv.max_body_ops:,} (max_body_ops)")
+        elif len(conv.nodes) + eqns > conv.max_ops:
+            why = ("max_ops", f"{eqns:,} equations would pass the capture's max_ops limit ({conv.max_ops:,})")
+        elif len(conv.values) + values > conv.max_values:
+            why = ("max_values", f"{values:,} values would pass the capture's max_values limit ({conv.max_values:,})")
+        elif len(conv.groups) + groups > conv.max_groups:
+            why = ("max_groups", f"its groups would pass the capture's max_groups limit ({conv.max_groups:,})")
+        attrs["equations"] = eqns
+    if why is not None:
+        attrs["closed"] = f"not converted: {why[1]}"
+        attrs["closed_limit"] = why[0]
+        return None
+
+    operands = conv.nodes[nid].inputs  # the boundary's operands, in argument order
+    Literal = conv.Literal
+    mark = (len(conv.nodes), len(conv.values), len(conv.groups), len(conv.constants), len(conv.pending_bodies))
+    try:
+        return _fill(conv, eqn, nid, gid, frame, role, jaxpr, attrs, operands, Literal, literal_value)
+    except LimitExceeded as exc:
+        # The estimate above is exact for nodes and values and an upper bound for the
+        # groups this converter opens; anything else that adds groups while walking
+        # (module-call interception) may still pass a limit. Then the body is undone
+        # and stays closed, as one over the estimate would.
+        _undo(conv, mark)
+        attrs.pop("parameters", None)
+        limit = str(exc.details.get("limit", "a"))
+        attrs["closed"] = f"not converted: converting it passed the capture's {limit} limit"
+        attrs["closed_limit"] = limit
+        return None
+
+
+def _undo(conv: Any, mark: tuple) -> None:
+    n_nodes, n_values, n_groups, n_consts, n_pending = mark
+    del conv.nodes[n_nodes:]
+    del conv.values[n_values:]
+    del conv.groups[n_groups:]
+    del conv.constants[n_consts:]
+    del conv.pending_bodies[n_pending:]
+    # Scope caches must not point at the groups just removed (their ids will be reused).
+    for cache in (conv._scope_by_stack, conv._scope_by_path):
+        for key in [k for k, g in cache.items() if (g is not None and g >= n_groups)
+                    or (type(k[0]) is int and k[0] >= n_groups)]:
+            del cache[key]
+    if getattr(conv, "modules", None) is not None:
+        conv.modules.forget_groups(n_groups)
+
+
+def _fill(conv: Any, eqn: Any, nid: int, gid: int, frame: int | None, role: _Role, jaxpr: Any,
+          attrs: dict, operands: list, Literal: Any, literal_value: Any) -> int:
+    env: dict = {}
+    for var in jaxpr.constvars:
+        env[var] = conv.constant(var.aval, "closure")
+    parameters = []
+    for var, (stands_for, pos) in zip(jaxpr.invars, role.params):
+        vid = conv.new_value(var.aval)
+        env[var] = vid
+        entry: dict[str, Any] = {"value": vid, "stands_for": stands_for, "operand": pos}
+        if pos is not None and pos < len(operands):
+            op = operands[pos]
+            entry["outer"] = op.value
+            if op.value is None:
+                entry["literal"] = op.literal
+        parameters.append(entry)
+    attrs["parameters"] = parameters
+    before = len(conv.nodes)
+    conv.walk(jaxpr, env, gid, frame)
+    results = []
+    for atom, (stands_for, pos) in zip(jaxpr.outvars, role.results):
+        entry = {"stands_for": stands_for, "output": pos}
+        if type(atom) is Literal:
+            entry["value"], entry["literal"] = None, literal_value(atom.val)
+        else:
+            ref = env[atom]
+            if type(ref) is int:
+                entry["value"] = ref
+            else:  # a literal bound through an expanded call
+                entry["value"], entry["literal"] = None, literal_value(ref.val)
+        results.append(entry)
+    attrs["results"] = results
+    return len(conv.nodes) - before
+
+
+def _body_name(jaxpr: Any, role: str) -> str:
+    info = getattr(jaxpr, "debug_info", None) if jaxpr is not None else None
+    func = getattr(info, "func_name", None) if info is not None else None
+    if isinstance(func, str) and func and func != "<unknown>" and func != "<lambda>":
+        return f"{role}: {func}"
+    return role

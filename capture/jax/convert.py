@@ -1,0 +1,745 @@
+"""A traced JAX program (a ``ClosedJaxpr`` from ``jax.make_jaxpr``) as a canonical capture.
+
+The conversion reads the jaxpr; it executes nothing. What it keeps:
+
+* one :class:`~capture.graph.model.Value` per jaxpr variable (shape, dtype), so a value used
+  by many equations is one value with many consumers; values carry no ``measured``
+  evidence (a traced program measures nothing);
+* one :class:`~capture.graph.model.Node` per primitive equation: the primitive name, its
+  operands with their argument positions (jaxpr literals become operand literals),
+  its outputs and its params as plain data;
+* ``jit``/``pjit``, ``checkpoint`` (``remat2``) and the bodies of ``custom_jvp_call`` /
+  ``custom_vjp_call`` (always evaluated, so unconditional) are expanded in place into
+  groups of kind ``jit``/``remat``/``custom_jvp``/``custom_vjp``; the body's variables
+  are bound to the caller's values, so no copy of a value appears at a boundary;
+* each equation's ``source_info.name_stack`` (Flax Linen writes module paths there,
+  ``MLP/Dense_0``) becomes nested groups of kind ``scope``;
+* the innermost user frame of each equation, for navigation.
+
+These groups are *tracing* scopes, not a recovered layer hierarchy, and say so in
+their ``attrs``. The one exception is a Flax module call the capture intercepted while
+tracing (``module_calls``; ``capture/jax/modules.py``): its name-stack marker
+becomes a group of kind ``module`` with the module's ``path``, ``class``, Python
+``module``, ``call`` index and call-site ``frame``, inside whatever group holds it.
+
+What stays opaque:
+
+* any other primitive that carries a subprogram (``cond``, ``scan``, ``while``,
+  ``custom_linear_solve``, ``shard_map``, the reducer ``update_jaxpr`` of
+  ``scatter-add``/``scatter-mul``/…, ``reduce``, ``reduce_window``…) is one node with
+  ``opaque=True`` and its output shapes; coverage becomes ``partial`` with the reason
+  ``opaque_kernel``. Nothing says a branch or an iteration ran. The bodies of ``cond``,
+  ``scan`` and ``while`` are *also* converted, after the executed program, as
+  unexecuted templates in ``body`` groups (:mod:`capture.jax.bodies`).
+* a param value that is not plain data (a sharding, a callable, a tree definition) is
+  kept as ``{"opaque": "<TypeName>"}``: named, never dropped, never a ``repr``.
+  Dimension-number records (convolution, gather, scatter, ragged dot) become dicts,
+  enums (precision, gather/scatter mode, …) their names, dtypes their names.
+
+Effects rule: ``coverage.effects`` is ``"incomplete"`` when the program carries any
+JAX effect (``ClosedJaxpr.effects``: debug callbacks, ordered IO, state…) *or* holds
+an opaque subprogram boundary, whose inside is not inspected; otherwise ``"none"``.
+The effect type names are listed in ``meta["effects"]``.
+
+JAX is imported only inside functions: importing this module needs the standard
+library alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import gc
+import os
+import sys
+import sysconfig
+from typing import Any
+
+from .bodies import BODY_PRIMITIVES, convert_bodies
+from .module_groups import MODULE_MARKER, ModuleGroups
+from ..worker.libframes import LibraryFiles
+from ..graph.model import Capture, Coverage, Frame, Group, Node, Operand, Value
+from ..worker.errors import LimitExceeded
+from ..worker.limits import Limits
+from ..worker.workspace_files import WorkspaceFiles
+
+SCOPE_NOTE = "tracing scope, not a recovered layer hierarchy"
+
+# Call-like primitives whose body always runs exactly once: expanded into a group.
+# name -> (group kind, param holding the body)
+EXPANDED = {
+    "jit": ("jit", "jaxpr"),
+    "pjit": ("jit", "jaxpr"),
+    "checkpoint": ("remat", "jaxpr"),
+    "remat2": ("remat", "jaxpr"),
+    "custom_jvp_call": ("custom_jvp", "call_jaxpr"),
+    "custom_vjp_call": ("custom_vjp", "call_jaxpr"),
+    "custom_vjp_call_jaxpr": ("custom_vjp", "fun_jaxpr"),
+}
+
+# An expanded call's body is the group itself. These params describe the placement or
+# compilation of the call (per-argument shardings, layouts, donation) or are callables
+# (derivative rules); a group lists their names in ``attrs["omitted_params"]`` instead of
+# repeating one opaque marker per argument.
+_GROUP_BODY_PARAMS = frozenset({"jaxpr", "call_jaxpr", "fun_jaxpr"})
+_GROUP_PARAM_SKIP = frozenset(
+    {"in_shardings", "out_shardings", "in_layouts", "out_layouts", "donated_invars", "ctx_mesh",
+     "compiler_options_kvs", "jvp_jaxpr_fun", "jvp_jaxpr_thunk", "fwd_jaxpr_thunk", "bwd", "out_trees"}
+)
+
+# Dataclass records that are JAX op metadata (retained field by field).
+_RECORD_TYPES = frozenset(
+    {"RaggedDotDimensionNumbers", "GatherDimensionNumbers", "ScatterDimensionNumbers",
+     "ConvDimensionNumbers", "DotDimensionNumbers"}
+)
+
+# Arrays inside params or literals longer than this are summarised, not inlined.
+_MAX_INLINE_ELEMENTS = 64
+_MAX_TRACEBACK_CACHE = 200_000
+_SCALARS = frozenset({bool, int, float, str, type(None)})
+
+
+class _Lit:
+    """A jaxpr literal bound to a variable (through an expanded call boundary)."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: Any) -> None:
+        self.val = val
+        self.aval = aval
+
+
+# --------------------------------------------------------------------------- plain data
+
+
+def plain(obj: Any) -> Any:
+    """``obj`` as msgpack/JSON-compatible data; non-plain objects become
+    ``{"opaque": TypeName}`` (subprograms add their equation count)."""
+    t = type(obj)
+    if obj is None or t is bool or t is int or t is float or t is str:
+        return obj
+    if t is tuple or t is list:
+        return [plain(x) for x in obj]
+    if isinstance(obj, tuple) and hasattr(t, "_fields"):  # NamedTuple records
+        return {f: plain(getattr(obj, f)) for f in t._fields}
+    if isinstance(obj, enum.Enum):
+        return obj.name
+    if isinstance(obj, (int, float, str)):  # subclasses (np.float64, str mixins)
+        return (int if isinstance(obj, int) else float if isinstance(obj, float) else str)(obj)
+    if t is dict:
+        if all(type(k) is str for k in obj):
+            return {k: plain(v) for k, v in obj.items()}
+        return {"opaque": "dict"}
+    if dataclasses.is_dataclass(obj) and t.__name__ in _RECORD_TYPES:
+        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    np = _numpy()
+    if isinstance(obj, (np.ndarray, np.generic, np.dtype)):
+        return _numpy_plain(obj, t)
+    if _is_dtype(obj):
+        return _dtype_name(obj)
+    sub = _subprogram_size(obj)
+    if sub is not None:
+        return {"opaque": t.__name__, "equations": sub}
+    return {"opaque": t.__name__}
+
+
+_NP: Any = None
+
+
+def _numpy() -> Any:
+    global _NP
+    if _NP is None:
+        import numpy
+
+        _NP = numpy
+    return _NP
+
+
+def _numpy_plain(obj: Any, t: type) -> Any:
+    np = _numpy()
+    if isinstance(obj, np.dtype):
+        return _dtype_name(obj)
+    if isinstance(obj, np.generic):
+        return obj.item() if obj.dtype.kind in "biuf" else {"opaque": t.__name__}
+    if isinstance(obj, np.ndarray):
+        if obj.size <= _MAX_INLINE_ELEMENTS and obj.dtype.kind in "biuf":
+            return np.asarray(obj).tolist()
+        return {"opaque": "ndarray", "shape": list(obj.shape), "dtype": _dtype_name(obj.dtype)}
+    return {"opaque": t.__name__}
+
+
+def _is_dtype(obj: Any) -> bool:
+    # numpy dtypes are handled above; JAX extended dtypes (PRNG keys) come here.
+    return type(obj).__name__.endswith("DType") or type(obj).__name__ == "KeyTy"
+
+
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
+def _dtype_name(dt: Any) -> str:
+    try:
+        return _DTYPE_NAMES[dt]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable
+        return str(dt)
+    name = _DTYPE_NAMES[dt] = str(getattr(dt, "name", None) or dt)
+    return name
+
+
+def _subprogram_size(obj: Any) -> int | None:
+    """Equation count when ``obj`` is a Jaxpr or ClosedJaxpr, else None."""
+    eqns = getattr(obj, "eqns", None)
+    if eqns is None:
+        inner = getattr(obj, "jaxpr", None)
+        eqns = getattr(inner, "eqns", None) if inner is not None else None
+    if isinstance(eqns, list):
+        return len(eqns)
+    return None
+
+
+def _has_subprogram(v: Any) -> bool:
+    if type(v) in (tuple, list):
+        return any(_has_subprogram(x) for x in v)
+    return _subprogram_size(v) is not None
+
+
+def literal_value(val: Any) -> Any:
+    """A jaxpr literal's value as a plain scalar (or a small list)."""
+    t = type(val)
+    if t is bool or t is int or t is float:
+        return val
+    if t is complex:
+        return {"opaque": "complex"}
+    if getattr(val, "ndim", None) == 0 and hasattr(val, "item"):  # numpy scalars, JAX's typed literals
+        item = val.item()
+        if type(item) in (bool, int, float):
+            return item
+    return plain(val)
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    """Folders whose files are never the user's frame: the standard library, installed
+    packages, and TensorViz's own capture package."""
+    prefixes: set[str] = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        p = sysconfig.get_path(key)
+        if p:
+            prefixes.add(os.path.realpath(p))
+    for p in sys.path:
+        if p and os.path.basename(p.rstrip(os.sep)) in ("site-packages", "dist-packages"):
+            prefixes.add(os.path.realpath(p))
+    prefixes.add(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    for mod in ("jax", "jaxlib", "flax", "numpy", "optax", "chex", "ml_dtypes"):
+        m = sys.modules.get(mod)
+        f = getattr(m, "__file__", None)
+        if f:
+            prefixes.add(os.path.dirname(os.path.realpath(f)))
+    return tuple(sorted(p.rstrip(os.sep) + os.sep for p in prefixes))
+
+
+class FrameTable:
+    """Picks the innermost user frame of each equation's traceback, deduplicated.
+
+    With a workspace: the innermost frame in a workspace file (the user's own code, not
+    a virtual environment inside it nor TensorViz itself), written relative to the
+    workspace root. Without one (a standalone conversion): the innermost frame outside
+    the standard library and installed packages, with its path as Python reports it.
+    When neither exists: the innermost library frame (``capture.worker.libframes``: e.g. a
+    Flax layer's ``__call__``), ``library=True`` with the file's absolute path; the
+    search for one ends at TensorViz's own frames (what called the capture)."""
+
+    def __init__(self, workspace: str | os.PathLike[str] | None) -> None:
+        self.frames: list[Frame] = []
+        self._files = WorkspaceFiles(workspace) if workspace is not None else None
+        self._library = _library_prefixes() if workspace is None else ()
+        self._names: dict[str, str | None] = {}  # co_filename -> frame file, None: not user code
+        self._by_addr: dict[tuple[Any, int], int] = {}
+        self._by_tb: dict[Any, int | None] = {}
+        self._lib = LibraryFiles()
+
+    def _name(self, filename: str) -> str | None:
+        try:
+            return self._names[filename]
+        except KeyError:
+            pass
+        if self._files is not None:
+            name = self._files.relative(filename)
+        elif not filename or filename.startswith("<"):
+            name = None
+        else:
+            name = None if os.path.realpath(filename).startswith(self._library) else filename
+        self._names[filename] = name
+        return name
+
+    def frame_of(self, traceback: Any) -> int | None:
+        if traceback is None:
+            return None
+        # Tracebacks compare and hash by their (code, offset) frames, in C: equations
+        # traced from the same stack (a layer in a Python loop) share one lookup.
+        try:
+            return self._by_tb[traceback]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable traceback type: no caching
+            return self._frame_of(traceback)
+        idx = self._frame_of(traceback)
+        if len(self._by_tb) < _MAX_TRACEBACK_CACHE:
+            self._by_tb[traceback] = idx
+        return idx
+
+    def _frame_of(self, traceback: Any) -> int | None:
+        return self.frame_of_raw(*traceback.raw_frames())
+
+    def frame_of_raw(self, codes: Any, lastis: Any) -> int | None:
+        """The innermost workspace frame of ``(code, byte offset)`` pairs, innermost
+        first; else the innermost library frame (not the frameworks' own internals)."""
+        lib_at, lib_path, searching = None, None, True
+        for code, lasti in zip(codes, lastis):
+            name = self._name(code.co_filename)
+            if name is not None:
+                return self._intern(code, lasti, name, False)
+            if searching:
+                if self._lib.is_capture(code.co_filename):
+                    searching = False
+                elif lib_at is None:
+                    lib_path = self._lib.path(code.co_filename)
+                    if lib_path is not None:
+                        lib_at = (code, lasti)
+        return None if lib_at is None else self._intern(lib_at[0], lib_at[1], lib_path, True)
+
+    def _intern(self, code: Any, lasti: int, name: str, library: bool) -> int:
+        key = (code, lasti)
+        idx = self._by_addr.get(key)
+        if idx is None:
+            line, column = _location(code, lasti)
+            idx = self._by_addr[key] = len(self.frames)
+            self.frames.append(Frame(name, line, column, getattr(code, "co_qualname", code.co_name), library))
+        return idx
+
+
+def _location(code: Any, lasti: int) -> tuple[int, int]:
+    """(line, 0-based column) of the instruction at byte offset ``lasti``."""
+    try:
+        from jax._src.lib import xla_client
+
+        line, column, _, _ = xla_client.Traceback.code_addr2location(code, lasti)
+        return max(int(line), 0), max(int(column), 0)
+    except Exception:  # older/newer JAX without the helper: CPython's own table
+        for start, end, ln in code.co_lines():
+            if start <= lasti < end and ln is not None:
+                return ln, 0
+        return code.co_firstlineno, 0
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+class _Converter:
+    def __init__(self, workspace: Any, limits: Limits, module_calls: list | None = None) -> None:
+        self.modules = ModuleGroups(module_calls, self) if module_calls else None  # intercepted Flax calls
+        self.Literal = _literal_type()
+        self.values: list[Value] = []
+        self.nodes: list[Node] = []
+        self.groups: list[Group] = []
+        self.frames = FrameTable(workspace)
+        self.max_ops = limits.max_ops
+        self.max_values = limits.max_values
+        self.max_groups = limits.max_groups
+        self.max_body_ops = limits.max_body_ops
+        # control-flow boundaries whose bodies convert after the executed program
+        # (capture/jax/bodies.py): (eqn, boundary node id, its group, its frame)
+        self.pending_bodies: list[tuple[Any, int, int | None, int | None]] = []
+        self.closed_without_group: list[dict[str, Any]] = []
+        self.opaque_ops: dict[str, int] = {}
+        self.constants: list[dict[str, Any]] = []
+        # (container group, NameStack) -> scope group; (container, path) -> scope group
+        self._scope_by_stack: dict[tuple[Any, Any], int | None] = {}
+        self._scope_by_path: dict[tuple[Any, tuple[str, ...]], int] = {}
+        self._aval_cache: dict[Any, tuple[list, str]] = {}
+
+    # values ---------------------------------------------------------------
+
+    def new_value(self, aval: Any) -> int:
+        vid = len(self.values)
+        if vid >= self.max_values:
+            raise LimitExceeded("max_values", self.max_values, vid + 1)
+        try:
+            shape, dtype = self._aval_cache[aval]
+        except (KeyError, TypeError):
+            shape, dtype = _describe_aval(aval)
+            try:
+                self._aval_cache[aval] = (shape, dtype)
+            except TypeError:
+                pass
+        self.values.append(Value(vid, list(shape), dtype))
+        return vid
+
+    def constant(self, aval: Any, origin: str, literal: Any = None) -> int:
+        vid = self.new_value(aval)
+        entry: dict[str, Any] = {"value": vid, "origin": origin}
+        if origin == "literal":
+            entry["literal"] = literal
+        self.constants.append(entry)
+        return vid
+
+    # groups ---------------------------------------------------------------
+
+    def scope_group(self, container: int | None, name_stack: Any) -> int | None:
+        key = (container, name_stack)
+        try:
+            return self._scope_by_stack[key]
+        except KeyError:
+            pass
+        except TypeError:
+            key = None  # unhashable name stack (not expected): no caching
+        text = str(name_stack) if name_stack is not None else ""
+        gid = container
+        if text:
+            parts: tuple = tuple(p for p in text.split("/") if p)
+            if self.modules is not None and MODULE_MARKER in text:
+                parts = self.modules.parts(parts)
+            for depth in range(1, len(parts) + 1):
+                pkey = (container, parts[:depth])
+                g = self._scope_by_path.get(pkey)
+                if g is None:
+                    g = self._new_group_id()
+                    part = parts[depth - 1]
+                    if type(part) is int:  # an intercepted module call (capture/jax/module_groups.py)
+                        self.groups.append(self.modules.group(g, part, gid))
+                    else:
+                        stack = "/".join(p if type(p) is str else self.modules.name(p) for p in parts[:depth])
+                        self.groups.append(Group(g, "scope", part, gid, {"note": SCOPE_NOTE, "name_stack": stack}))
+                    self._scope_by_path[pkey] = g
+                gid = g
+        if key is not None:
+            self._scope_by_stack[key] = gid
+        return gid
+
+    def _new_group_id(self) -> int:
+        gid = len(self.groups)
+        if gid >= self.max_groups:
+            raise LimitExceeded("max_groups", self.max_groups, gid + 1, "groups")
+        return gid
+
+    # walking --------------------------------------------------------------
+
+    def walk(self, jaxpr: Any, env: dict, container: int | None, call_frame: int | None = None) -> None:
+        """Convert ``jaxpr``'s equations. ``call_frame``: the frame of the enclosing
+        expanded call, used when an equation's own traceback has no user frame (JAX
+        records library-internal stacks for bodies such as ``jax.nn.relu``)."""
+        Literal = self.Literal
+        nodes = self.nodes
+        frames = self.frames
+        for eqn in jaxpr.eqns:
+            prim = eqn.primitive.name
+            params = eqn.params
+            si = eqn.source_info
+            group = self.scope_group(container, si.name_stack)
+            frame = frames.frame_of(si.traceback)
+            if frame is None:
+                frame = call_frame
+            expansion = EXPANDED.get(prim)
+            if expansion is not None:
+                body = params.get(expansion[1])
+                if body is not None and self.expand(eqn, prim, expansion[0], body, env, group, frame):
+                    continue
+            operands = []
+            for pos, atom in enumerate(eqn.invars):
+                if type(atom) is Literal:
+                    operands.append(Operand(pos, None, literal_value(atom.val)))
+                else:
+                    ref = env[atom]
+                    if type(ref) is int:
+                        operands.append(Operand(pos, ref))
+                    else:
+                        operands.append(Operand(pos, None, literal_value(ref.val)))
+            outs = []
+            for var in eqn.outvars:
+                vid = self.new_value(var.aval)
+                env[var] = vid
+                outs.append(vid)
+            opaque = False
+            kept: dict[str, Any] = {}
+            for k, v in params.items():
+                if type(v) in _SCALARS:
+                    kept[k] = v
+                    continue
+                if _has_subprogram(v):
+                    opaque = True
+                kept[k] = plain(v)
+            nid = len(nodes)
+            if nid >= self.max_ops:
+                raise LimitExceeded("max_ops", self.max_ops, nid + 1, "operations")
+            if opaque:
+                self.opaque_ops[prim] = self.opaque_ops.get(prim, 0) + 1
+                if prim in BODY_PRIMITIVES:
+                    self.pending_bodies.append((eqn, nid, group, frame))
+            nodes.append(Node(nid, prim, operands, outs, kept, group, frame, opaque))
+
+    def expand(
+        self, eqn: Any, prim: str, kind: str, body: Any, env: dict, parent: int | None, frame: int | None
+    ) -> bool:
+        """Inline a call body as a group; False when its signature does not line up
+        with the equation (then it is kept as one opaque node)."""
+        inner = getattr(body, "jaxpr", None)
+        if inner is not None and hasattr(inner, "eqns"):
+            jaxpr = inner
+        elif hasattr(body, "eqns"):
+            jaxpr = body
+        else:
+            return False
+        if len(jaxpr.invars) != len(eqn.invars) or len(jaxpr.outvars) != len(eqn.outvars):
+            return False
+        name = _group_name(eqn.params, jaxpr, prim)
+        gid = self._new_group_id()
+        attrs: dict[str, Any] = {"note": SCOPE_NOTE, "primitive": prim}
+        omitted = []
+        for k, v in eqn.params.items():
+            if k in _GROUP_PARAM_SKIP:
+                omitted.append(k)
+            elif k not in _GROUP_BODY_PARAMS and k != "name":
+                attrs[k] = plain(v)
+        if omitted:
+            attrs["omitted_params"] = sorted(omitted)
+        if frame is not None:
+            attrs["frame"] = frame
+        self.groups.append(Group(gid, kind, name, parent, attrs))
+        inner_env: dict = {}
+        for var in jaxpr.constvars:  # closed-over arrays of the body: values without a producer
+            inner_env[var] = self.constant(var.aval, "closure")
+        Literal = self.Literal
+        ins: list[int | None] = []
+        for var, atom in zip(jaxpr.invars, eqn.invars):
+            ref = _Lit(atom.val, atom.aval) if type(atom) is Literal else env[atom]
+            inner_env[var] = ref
+            ins.append(ref if type(ref) is int else None)
+        self.walk(jaxpr, inner_env, gid, frame)
+        outs: list[int | None] = []
+        for outer, atom in zip(eqn.outvars, jaxpr.outvars):
+            ref = _Lit(atom.val, atom.aval) if type(atom) is Literal else inner_env[atom]
+            env[outer] = ref
+            outs.append(ref if type(ref) is int else None)
+        attrs["inputs"] = ins
+        attrs["outputs"] = outs
+        return True
+
+
+def _literal_type() -> type:
+    try:
+        from jax.extend.core import Literal
+    except ImportError:  # JAX releases before jax.extend.core.Literal
+        from jax.core import Literal
+    return Literal
+
+
+def _group_name(params: dict, jaxpr: Any, prim: str) -> str:
+    name = params.get("name")
+    if isinstance(name, str) and name:
+        return name
+    info = getattr(jaxpr, "debug_info", None)
+    func = getattr(info, "func_name", None) if info is not None else None
+    if isinstance(func, str) and func and func != "<unknown>":
+        return func
+    return prim
+
+
+def _describe_aval(aval: Any) -> tuple[list, str]:
+    shape = getattr(aval, "shape", None)
+    dtype = getattr(aval, "dtype", None)
+    if shape is None or dtype is None:
+        # tokens, refs and other abstract values without an array type
+        inner = getattr(aval, "inner_aval", None)
+        if inner is not None:
+            s, d = _describe_aval(inner)
+            return s, f"ref<{d}>"
+        return [], type(aval).__name__.removeprefix("Abstract").lower() or "opaque"
+    dims = [d if type(d) is int else (int(d) if isinstance(d, int) else str(d)) for d in shape]
+    return dims, _dtype_name(dtype)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def convert(
+    closed_jaxpr: Any,
+    *,
+    inputs: Any = None,
+    outputs: Any = None,
+    workspace: str | os.PathLike[str] | None = None,
+    limits: Limits | None = None,
+    meta: dict[str, Any] | None = None,
+    module_calls: list | None = None,
+) -> Capture:
+    """The canonical capture of ``closed_jaxpr``.
+
+    ``inputs`` / ``outputs`` are canonical structures whose ``{"value": i}`` leaves are
+    *indices* into the jaxpr's ``invars`` / ``outvars`` (see :func:`structure_of`);
+    by default a flat list of each. Input values get ids ``0 .. len(invars)-1`` in
+    order. Raises :class:`~capture.worker.errors.LimitExceeded` past ``limits``
+    (``max_ops``, ``max_values``, ``max_groups``). ``module_calls``: the records of
+    the module calls intercepted while tracing (:mod:`capture.jax.modules`),
+    whose name-stack markers become groups of kind ``module``.
+    """
+    import jax
+
+    jaxpr = closed_jaxpr.jaxpr
+    conv = _Converter(workspace, limits or Limits(), module_calls)
+    env: dict = {}
+    # The conversion allocates several small objects per equation and no cycles; the
+    # cyclic collector would otherwise run thousands of times for nothing (and JAX
+    # hooks a callback on every collection).
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for var in jaxpr.invars:
+            env[var] = conv.new_value(var.aval)
+        for var in jaxpr.constvars:
+            env[var] = conv.constant(var.aval, "closure")
+        conv.walk(jaxpr, env, None)
+        bodies = convert_bodies(conv, EXPANDED, literal_value) if conv.pending_bodies else None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+    out_ids: list[int] = []
+    for atom in jaxpr.outvars:
+        if type(atom) is conv.Literal:
+            out_ids.append(conv.constant(atom.aval, "literal", literal_value(atom.val)))
+            continue
+        ref = env[atom]
+        if type(ref) is not int:
+            ref = conv.constant(ref.aval, "literal", literal_value(ref.val))
+        out_ids.append(ref)
+
+    n_in = len(jaxpr.invars)
+    in_tree = inputs if inputs is not None else {"list": [{"value": i} for i in range(n_in)]}
+    out_tree = outputs if outputs is not None else {"list": [{"value": i} for i in range(len(out_ids))]}
+    out_tree = remap_structure(out_tree, out_ids)
+
+    effects = sorted({type(e).__name__ for e in getattr(closed_jaxpr, "effects", ()) or ()})
+    opaque = bool(conv.opaque_ops)
+    coverage = Coverage(
+        scope="traced_program",
+        status="partial" if opaque else "complete",
+        reasons=["opaque_kernel"] if opaque else [],
+        effects="incomplete" if (effects or opaque) else "none",
+    )
+    info: dict[str, Any] = {
+        "graph": "traced program from jax.make_jaxpr; shapes are inferred, not measured",
+        "source_frames": "navigation only",
+    }
+    if effects:
+        info["effects"] = effects
+    if conv.opaque_ops:
+        info["opaque_primitives"] = dict(sorted(conv.opaque_ops.items()))
+    if conv.constants:
+        info["constants"] = conv.constants
+    if bodies is not None:
+        info["bodies"] = bodies
+    info.update(meta or {})
+    return Capture(
+        backend="jaxpr",
+        framework="jax",
+        framework_version=jax.__version__,
+        coverage=coverage,
+        values=conv.values,
+        nodes=conv.nodes,
+        groups=conv.groups,
+        frames=conv.frames.frames,
+        inputs=in_tree,
+        outputs=out_tree,
+        meta=info,
+    )
+
+
+def remap_structure(tree: Any, ids: list[int]) -> Any:
+    """``tree`` with each ``{"value": i}`` replaced by ``{"value": ids[i]}``."""
+    if "value" in tree:
+        return {"value": ids[tree["value"]]}
+    if "list" in tree:
+        return {"list": [remap_structure(t, ids) for t in tree["list"]]}
+    if "tuple" in tree:
+        return {"tuple": [remap_structure(t, ids) for t in tree["tuple"]]}
+    if "dict" in tree:
+        return {"dict": [[k, remap_structure(t, ids)] for k, t in tree["dict"]]}
+    return tree
+
+
+# --------------------------------------------------------------------------- PyTree structures
+
+
+def is_array_leaf(x: Any) -> bool:
+    """An array JAX traces as an argument (jax/numpy arrays, numpy scalars, abstract
+    ``ShapeDtypeStruct`` descriptions); Python scalars are not (they stay static)."""
+    import jax
+    import numpy as np
+
+    return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct))
+
+
+def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: bool = True) -> Any:
+    """The canonical structure of a Python PyTree, walked one registered level at a
+    time with JAX's own key paths (the container is never rebuilt).
+
+    Array leaves become ``{"value": i}`` numbered in JAX's flattening order (``counter``
+    holds the next index); Python scalars, strings and None become ``{"static": x}``;
+    lists, tuples and dicts keep their kind; every other registered container
+    (named tuples, Flax structs, FrozenDicts, custom PyTrees) becomes a dict of its
+    registered child keys. Static PyTree metadata (aux data) is not serialised.
+    ``static_leaves=False``: every leaf is a value (a tree JAX traced whole, such as
+    Linen variables or an output tree).
+    """
+    import jax
+
+    counter = counter if counter is not None else [0]
+    return _structure(jax.tree_util, tree, counter, static_leaves, 0)
+
+
+def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: int) -> Any:
+    if depth > 60:
+        raise ValueError("the PyTree is nested more than 60 levels deep")
+    if x is None:
+        return {"static": None}
+    if is_array_leaf(x):
+        i = counter[0]
+        counter[0] += 1
+        return {"value": i}
+    kids, _ = tu.tree_flatten_with_path(x, is_leaf=lambda n: n is not x)
+    if len(kids) == 1 and kids[0][0] == ():
+        if static_leaves:
+            return {"static": _static_leaf(x)}
+        i = counter[0]
+        counter[0] += 1
+        return {"value": i}
+    subs = [(_key_of(path[0]), _structure(tu, c, counter, static_leaves, depth + 1)) for path, c in kids]
+    if type(x) is list:
+        return {"list": [s for _, s in subs]}
+    if type(x) is tuple:
+        return {"tuple": [s for _, s in subs]}
+    return {"dict": [[k, s] for k, s in subs]}
+
+
+def _key_of(entry: Any) -> str | int:
+    for attr in ("key", "name", "idx"):
+        if hasattr(entry, attr):
+            k = getattr(entry, attr)
+            if type(k) in (str, int):
+                return k
+            if isinstance(k, enum.Enum):
+                return k.name
+            if isinstance(k, (str, int)) and not isinstance(k, bool):
+                return k.__class__.__mro__[-2](k)
+            return str(k) if isinstance(k, (bool, float)) else f"<{type(k).__name__}>"
+    return f"<{type(entry).__name__}>"
+
+
+def _static_leaf(x: Any) -> Any:
+    if x is None or type(x) in (bool, int, float, str):
+        return x
+    if isinstance(x, enum.Enum):
+        return x.name
+    return f"<{type(x).__name__}>"

@@ -1,0 +1,763 @@
+"""JAX and Flax capture: a traced program from ``jax.make_jaxpr``, for the saved input
+shapes, dtypes and static Python values (see ``spec/jax-and-flax-graphs.txt``).
+
+What is opened (``recipe.model``):
+
+* a plain JAX function (``@jax.jit`` or not) with an empty ``init``; an ``init.factory``
+  may return a configured callable instead (``functools.partial``, an NNX bound method…);
+* a Flax Linen class: fields from ``init`` (``args``/``kwargs``), initialised with
+  ``jax.random.key(seed)`` and the saved inputs (fresh state, never trained weights;
+  ``jax.eval_shape`` gives the variables abstractly, so no initializer runs), then
+  ``__call__`` traced through ``apply``; or an ``init.factory`` returning the exact
+  selected class bound with ``model.bind(variables)`` (saved weights). The RNG streams a
+  factory bound (``model.bind(variables, rngs={"lstm": key})``) are kept; a stream the
+  module asks for that nothing gave (dropout, custom names) gets a key derived from the
+  seed per stream name; ``meta["rng_streams"]`` says which and where from (``jax_rngs``);
+* a Flax NNX class, built by an ``init.factory`` (explicit ``nnx.Rngs``, layers,
+  state) or from literal ``init``: a constructor parameter named ``rngs`` or annotated
+  ``nnx.Rngs`` that the init leaves unset (discovery marks it ``supplied_by:
+  "tensorviz"``, so the setup form omits it) receives ``nnx.Rngs(seed)`` (fresh state).
+
+NNX modules, bound methods and partials are split (``nnx.split``) outside the trace and
+merged inside it, so their state wrappers are cloned in the trace context (``nnx.jit``
+may update temporary state without crossing trace levels); the arrays are shared, not
+copied.
+
+While ``jax.make_jaxpr`` traces, Flax module calls (NNX methods of the modules the
+callable carries, every Linen method call) are recorded as ``module`` groups
+(``jax_modules``); the recording only adds name scopes, never equations.
+
+Inputs: array leaves of registered PyTrees are traced; every other leaf (Python
+scalars, strings…) stays static, closed over, so a configured boolean can select
+Python control flow. Containers are rebuilt only by JAX's own unflattening, with its
+tracers; the capture's structure comes from JAX's key paths. ``meta["input_names"]``
+names each traced leaf as a person wrote it: positional arguments after the parameter
+of the callable they bind to (``x``, ``w1``), keyword arguments after their key, Linen
+variables from their collection (``params.Dense_0.kernel``), NNX state by attribute path
+(``lin.kernel``), each continued by its PyTree path.
+
+Setup runs under the profile's device: ``jax.default_device`` scopes the model import,
+initialisation, input factories and tracing. An unavailable backend or index fails in
+:func:`probe_device`, before any workspace code is imported, without CPU fallback.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import re
+import sys
+import types
+import typing
+import warnings
+from typing import Any, Callable
+
+from .convert import _key_of, convert, is_array_leaf, structure_of
+from ..graph.model import Capture
+from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
+from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
+from ..worker.errors import CaptureError
+from . import modules as jax_modules
+from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams, trace_with_streams
+
+NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
+# meta["state"] labels and what each means (meta["state_note"]).
+STATE_NOTES = {
+    "fresh_init": "freshly initialized state, not trained weights: the Linen module's init with "
+    "jax.random.key(seed) and the saved inputs",
+    "constructed": "built by the NNX constructor from the literal init: freshly initialised, not trained weights",
+    "factory_variables": "the variables the init factory bound with model.bind(variables)",
+    "factory_state": "the state of the module the init factory built",
+    "callable_state": "the state of the NNX modules the configured callable carries",
+}
+# An NNX module built from the literal init with the rngs TensorViz supplied.
+NNX_FRESH_NOTE = (
+    "freshly initialized state, not trained weights: the NNX constructor ran on the literal init "
+    "with rngs=nnx.Rngs(seed)"
+)
+
+_NARROWING_WARNING = "Explicitly requested dtype"
+
+
+# --------------------------------------------------------------------------- device
+
+
+def probe_device(ctx: CaptureContext) -> None:
+    """Check ``ctx.recipe.device`` before anything of the workspace is imported."""
+    _device(_import_jax(), ctx.recipe.device)
+
+
+def _import_jax() -> Any:
+    return import_framework("jax", "JAX")
+
+
+def _device(jax: Any, spec: str) -> Any:
+    platform, index = parse_device(spec)
+    try:
+        devices = jax.devices(platform)
+    except RuntimeError as exc:
+        raise CaptureError(
+            "device",
+            f"device {spec} is unavailable: JAX {jax.__version__} in {sys.executable} has no working CUDA "
+            f"backend ({exc}). Install a CUDA-enabled JAX in the selected interpreter, or save "
+            f'device = "cpu"; TensorViz does not fall back to the CPU.',
+            {"device": spec, "available": [str(d) for d in _safe_devices(jax)], "jax_version": jax.__version__},
+            error_type="DeviceUnavailable",
+        ) from exc
+    if index >= len(devices):
+        valid = f"indices 0-{len(devices) - 1}" if devices else "no valid index"
+        raise CaptureError(
+            "device",
+            f"device {spec} is unavailable: index {index} is out of range, JAX sees {len(devices)} {platform} "
+            f"device(s) ({', '.join(str(d) for d in devices) or 'none'}; {valid}); TensorViz does not fall "
+            "back to another device.",
+            {"device": spec, "index": index, "count": len(devices), "available": [str(d) for d in devices]},
+            error_type="DeviceUnavailable",
+        )
+    return devices[index]
+
+
+def _safe_devices(jax: Any) -> list:
+    try:
+        return list(jax.devices())
+    except Exception:
+        return []
+
+
+# --------------------------------------------------------------------------- recipe checks
+
+
+def _check_recipe(ctx: CaptureContext, jax: Any) -> None:
+    """Refusals that need no workspace code: run before the model import."""
+    recipe = ctx.recipe
+    base = f"profiles.{recipe.name}"
+    if recipe.kind != "model":
+        raise CaptureError(
+            "recipe",
+            f'kind = "{recipe.kind}" is unavailable for JAX (Jaxpr) captures: express a training step '
+            "(jax.grad, an optimizer update) in the selected callable and open it as a model",
+            {"key_path": f"{base}.kind"},
+        )
+    if recipe.mode != "eval" or recipe.grad_enabled:
+        raise CaptureError(
+            "recipe",
+            'JAX captures use mode = "eval" and grad_enabled = false: JAX has no global train mode or '
+            "grad switch; pass training flags as explicit inputs and express grad in the callable",
+            {"key_path": f"{base}.mode" if recipe.mode != "eval" else f"{base}.grad_enabled"},
+        )
+    leaves = recipe.tensors()
+    grads = [leaf.path for leaf in leaves if leaf.desc.requires_grad]
+    if grads:
+        raise CaptureError("recipe", f"{grads[0]}: requires_grad = true: {NO_REQUIRES_GRAD}", {"paths": grads})
+    needed = recipe.unknown_dims()
+    if needed:
+        first = needed[0]
+        raise CaptureError(
+            "recipe",
+            f"{len(needed)} input dimension(s) unknown, first {first.section} {first.input} axis {first.axis}"
+            f"{' (' + first.name + ')' if first.name else ''}: give them a size to capture; TensorViz does not guess",
+            {"needs": [n.to_dict() for n in needed]},
+            error_type="InputsNeeded",
+        )
+    if not _x64_enabled(jax):
+        wide = [leaf for leaf in leaves if leaf.desc.dtype in SIXTY_FOUR_BIT_DTYPES]
+        if wide:
+            raise _x64_refusal(wide[0].desc.dtype, wide[0].path, [leaf.path for leaf in wide])
+
+
+def _x64_enabled(jax: Any) -> bool:
+    try:
+        return bool(jax.config.read("jax_enable_x64"))
+    except Exception:
+        return bool(getattr(jax.config, "jax_enable_x64", False))
+
+
+def _x64_refusal(dtype: str, where: str, paths: list[str]) -> CaptureError:
+    return CaptureError(
+        "recipe",
+        f"{where}: {dtype} needs JAX_ENABLE_X64=1 in the capture environment; without it JAX would "
+        "narrow it to 32 bits silently, and TensorViz refuses silent dtype narrowing",
+        {"paths": paths, "dtype": dtype, "environment": {"JAX_ENABLE_X64": "1"}},
+    )
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _tensor_maker(ctx: CaptureContext) -> Callable[[TensorLeaf], Any]:
+    """Arrays from tensor descriptions, deterministic per leaf (``leaf_seed``), made with
+    NumPy and placed by ``jnp.asarray`` on the default device in force."""
+    import jax.numpy as jnp
+    import numpy as np
+
+    seed = ctx.recipe.seed
+
+    def make(leaf: TensorLeaf) -> Any:
+        desc = leaf.desc
+        shape = tuple(int(d) for d in desc.shape)
+        dtype = jnp.dtype(desc.dtype)
+        g = desc.generator
+        rng = np.random.default_rng(leaf_seed(seed, leaf.index))
+        n = math.prod(shape)
+        if g.kind == "zeros":
+            data = np.zeros(shape, dtype)
+        elif g.kind == "ones":
+            data = np.ones(shape, dtype)
+        elif g.kind == "full":
+            data = np.full(shape, g.value, dtype)
+        elif g.kind == "arange":
+            data = np.arange(n).reshape(shape).astype(dtype)
+        elif g.kind == "normal":
+            data = _real_or_complex(lambda: rng.standard_normal(shape) * g.std + g.mean, dtype)
+        elif g.kind == "uniform":
+            data = _real_or_complex(lambda: rng.uniform(g.low, g.high, shape), dtype)
+        elif g.kind == "randint":
+            if desc.dtype == "bool":
+                data = rng.integers(g.low, g.high, shape).astype(bool)
+            else:
+                data = rng.integers(g.low, g.high, shape, dtype=np.dtype(desc.dtype))
+        else:  # the recipe layer admits no other generator
+            raise CaptureError("recipe", f"{leaf.path}: unknown generator {g.kind!r}")
+        return jnp.asarray(data, dtype=dtype)
+
+    return make
+
+
+def _real_or_complex(draw: Callable[[], Any], dtype: Any) -> Any:
+    if dtype.kind == "c":
+        return (draw() + 1j * draw()).astype(dtype)
+    return draw().astype(dtype)
+
+
+def _check_factory_leaves(jax: Any, tree: Any, what: str) -> None:
+    """A factory's NumPy 64-bit arrays would be narrowed silently when x64 is off."""
+    if _x64_enabled(jax):
+        return
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        dtype = getattr(leaf, "dtype", None)
+        if dtype is not None and getattr(dtype, "name", "") in SIXTY_FOUR_BIT_DTYPES and is_array_leaf(leaf):
+            where = what + jax.tree_util.keystr(path)
+            raise _x64_refusal(dtype.name, where, [where])
+
+
+class _NarrowingWatch:
+    """Turns JAX's "Explicitly requested dtype float64 … is not available" warning, raised
+    while workspace code runs with x64 off, into an explicit refusal; other warnings are
+    shown as usual."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> "_NarrowingWatch":
+        self._cm = warnings.catch_warnings(record=True)
+        self.records = self._cm.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._cm.__exit__(exc_type, exc, tb)
+        narrowed = None
+        for w in self.records:
+            text = str(w.message)
+            if narrowed is None and _NARROWING_WARNING in text:
+                narrowed = text
+            else:
+                warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        if narrowed is not None and exc_type is None:
+            dtype = next((d for d in SIXTY_FOUR_BIT_DTYPES if d in narrowed), "a 64-bit dtype")
+            raise _x64_refusal(dtype, self.what, [self.what])
+
+
+# --------------------------------------------------------------------------- the callable
+
+
+class _Plan:
+    """How to call the selected object: ``call(state, *args, **kwargs)`` with ``state``
+    a PyTree traced as jaxpr arguments before the inputs (Linen variables, NNX state).
+    ``callee`` receives the inputs (the function, the Linen or NNX module whose
+    ``__call__`` runs): its signature names them. ``module_labels`` names each NNX
+    module of a split state (its top-level key) by where the callable holds it."""
+
+    def __init__(self, kind: str, call: Callable[..., Any], state: Any = (), state_key: str | None = None,
+                 state_label: str | None = None, fresh_linen: Any = None, state_note: str | None = None,
+                 *, callee: Any = None, module_labels: list[str] | None = None,
+                 modules: list[Any] | None = None) -> None:
+        self.kind = kind
+        self.modules = modules or []  # the NNX modules the callable carries (module_labels names each)
+        self.call = call
+        self.callee = callee
+        self.module_labels = module_labels or []
+        self.state = state
+        self.state_key = state_key
+        self.state_label = state_label
+        self.state_note = state_note or (STATE_NOTES[state_label] if state_label else None)
+        self.fresh_linen = fresh_linen  # an unbound Linen module to initialise abstractly
+
+
+def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+    recipe = ctx.recipe
+    linen = sys.modules.get("flax.linen")
+    nnx = sys.modules.get("flax.nnx")
+    ref = recipe.model
+    factory = recipe.init.factory
+
+    if isinstance(target, type):
+        if linen is not None and issubclass(target, linen.Module):
+            if factory is not None:
+                with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
+                    obj = ctx.call_factory(factory)
+                return _bound_linen(target, obj, factory)
+            args, kwargs = ctx.materialize("init", make_tensor)
+            return _fresh_linen(target(*args, **kwargs))
+        if nnx is not None and issubclass(target, nnx.Module):
+            if factory is not None:
+                with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
+                    obj = ctx.call_factory(factory)
+                if type(obj) is not target:
+                    raise CaptureError(
+                        "recipe",
+                        f"init factory {factory} returned {_describe(obj)}; expected an instance of the "
+                        f"selected NNX class {target.__qualname__}",
+                        {"expected": target.__qualname__, "found": type(obj).__qualname__},
+                    )
+                return _nnx_plan(nnx, obj, "nnx", "factory_state")
+            saved_args, saved_kwargs = ctx.materialize("init", make_tensor)
+            args, kwargs, supplied = _supply_rngs(nnx, target, saved_args, saved_kwargs, recipe.seed)
+            try:
+                with _NarrowingWatch(f"profiles.{recipe.name}.init"):
+                    obj = target(*args, **kwargs)
+            except TypeError as exc:
+                if "rngs" not in str(exc).lower():
+                    raise
+                example = _call_example(target.__qualname__, saved_args, saved_kwargs, f"rngs=nnx.Rngs({recipe.seed})")
+                raise CaptureError(
+                    "recipe",
+                    f"{target.__qualname__} could not be built from the literal init ({exc}). TensorViz passes "
+                    "rngs=nnx.Rngs(seed) only to a constructor parameter named rngs or annotated nnx.Rngs that "
+                    f"the init leaves unset; build the module in an init factory instead, e.g. return {example}",
+                    {"key_path": f"profiles.{recipe.name}.init"},
+                ) from exc
+            if supplied:
+                return _nnx_plan(nnx, obj, "nnx", "fresh_init", NNX_FRESH_NOTE)
+            return _nnx_plan(nnx, obj, "nnx", "constructed")
+        raise CaptureError(
+            "recipe",
+            f"{ref} is a class but not a flax.linen.Module or flax.nnx.Module subclass; JAX captures "
+            "open functions, Linen modules and NNX modules",
+        )
+
+    if linen is not None and isinstance(target, linen.Module):
+        _require_empty_init(ctx, f"{ref} is a Linen module instance")
+        if target.scope is not None:
+            return _bound_linen(type(target), target, ref)
+        return _fresh_linen(target)
+
+    if factory is not None:
+        with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
+            fn = ctx.call_factory(factory)
+        if not callable(fn):
+            raise CaptureError("recipe", f"init factory {factory} returned {_describe(fn)}, which is not callable")
+        if linen is not None and isinstance(fn, linen.Module):
+            # a Linen module as the configured callable: bound ones keep their variables
+            # as traced arguments (not closed-over constants), unbound ones start fresh
+            return _bound_linen(type(fn), fn, factory) if fn.scope is not None else _fresh_linen(fn)
+    else:
+        _require_empty_init(ctx, f"{ref} is a plain JAX function: it takes its arguments from inputs, with an empty init")
+        if not callable(target):
+            raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a function or a Flax module")
+        fn = target
+    if nnx is not None:
+        return _nnx_plan(nnx, fn, "function", "callable_state")
+    return _Plan("function", lambda state, *a, **k: fn(*a, **k), callee=fn)
+
+
+def _supply_rngs(nnx: Any, target: type, args: tuple, kwargs: dict, seed: int) -> tuple[tuple, dict, list[str]]:
+    """``args``/``kwargs`` for an NNX constructor with ``nnx.Rngs(seed)`` passed to each of its
+    rngs parameters (named ``rngs`` or annotated ``nnx.Rngs``, as discovery marks them
+    ``supplied_by: "tensorviz"``) that the literal init leaves unset. One ``nnx.Rngs`` is
+    shared by all of them. Returns the names of the parameters supplied."""
+    init = target.__init__
+    try:
+        params = list(inspect.signature(init).parameters.values())
+    except (TypeError, ValueError):
+        return args, kwargs, []
+    if inspect.isfunction(init) and params:
+        params = params[1:]  # self
+    try:
+        hints = typing.get_type_hints(init)
+    except Exception:  # an annotation that does not resolve: names still count
+        hints = {}
+    args, kwargs, supplied, rngs = tuple(args), dict(kwargs), [], None
+    for position, p in enumerate(params):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name != "rngs" and not _is_rngs_type(nnx, hints.get(p.name, p.annotation)):
+            continue
+        by_position = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and len(args) > position
+        if by_position or (p.kind != p.POSITIONAL_ONLY and p.name in kwargs):
+            continue  # the recipe sets it: passed as saved
+        if p.kind == p.POSITIONAL_ONLY and len(args) != position:
+            continue  # cannot be reached positionally: the constructor says what is missing
+        rngs = rngs if rngs is not None else nnx.Rngs(seed)
+        if p.kind == p.POSITIONAL_ONLY:
+            args = args + (rngs,)
+        else:
+            kwargs[p.name] = rngs
+        supplied.append(p.name)
+    return args, kwargs, supplied
+
+
+def _is_rngs_type(nnx: Any, annotation: Any) -> bool:
+    if annotation is nnx.Rngs:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # Optional[nnx.Rngs]
+        return any(a is nnx.Rngs for a in typing.get_args(annotation))
+    return False
+
+
+def _call_example(name: str, args: tuple, kwargs: dict, extra: str) -> str:
+    """``name(...)`` with the init's values where they read as literals, ``...`` elsewhere."""
+
+    def show(v: Any) -> str:
+        if v is None or isinstance(v, (bool, int, float, str)):
+            text = repr(v)
+            return text if len(text) <= 40 else "..."
+        return "..."
+
+    parts = [show(a) for a in args]
+    parts += [f"{k}={show(v)}" for k, v in kwargs.items() if k != "rngs"]
+    parts.append(extra)
+    return f"{name}({', '.join(parts)})"
+
+
+def _require_empty_init(ctx: CaptureContext, why: str) -> None:
+    if not ctx.recipe.init.is_empty:
+        raise CaptureError(
+            "recipe", f"{why}; use init.factory to return a configured callable",
+            {"key_path": f"profiles.{ctx.recipe.name}.init"},
+        )
+
+
+def _describe(obj: Any) -> str:
+    t = type(obj)
+    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
+
+
+def _fresh_linen(module: Any) -> _Plan:
+    # Streams other than "params" (dropout, custom names) get keys derived from the seed
+    # as the module asks for them (capture.jax.rngs).
+    streams = LinenStreams()
+
+    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
+        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
+
+    plan = _Plan("linen", call, state_key="variables", state_label="fresh_init", fresh_linen=module, callee=module)
+    plan.rng_streams = streams
+    return plan
+
+
+def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
+    if type(obj) is not target:
+        raise CaptureError(
+            "recipe",
+            f"init factory {factory} returned {_describe(obj)}; expected the selected Linen class "
+            f"{target.__qualname__} bound with model.bind(variables)",
+            {"expected": target.__qualname__, "found": type(obj).__qualname__},
+        )
+    if getattr(obj, "scope", None) is None:
+        raise CaptureError(
+            "recipe",
+            f"init factory {factory} returned an unbound {target.__qualname__}; return "
+            "model.bind(variables) with the saved variables (or use a literal init for fresh state)",
+        )
+    # unbind() drops the RNG streams bind(variables, rngs=...) gave: keep them for apply
+    streams = LinenStreams(bound_streams(obj), factory)
+    module, variables = obj.unbind()
+
+    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
+        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
+
+    plan = _Plan("linen", call, variables, "variables", "factory_variables", callee=module)
+    plan.rng_streams = streams
+    return plan
+
+
+def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None) -> _Plan:
+    """Lift the NNX modules a callable carries (the callable itself, a bound method's
+    ``self``, a partial's function and arguments) out as one split state."""
+    modules: list[Any] = []
+    labels: list[str] = []
+    rebuild = _lift(nnx, fn, modules, labels)
+    if not modules:
+        return _Plan(kind, lambda state, *a, **k: fn(*a, **k), callee=fn)
+    graphdef, state = nnx.split(tuple(modules))
+
+    def call(state: Any, *args: Any, **kwargs: Any) -> Any:
+        merged = nnx.merge(graphdef, state)
+        jax_modules.register_merged(merged, labels)
+        return rebuild(merged)(*args, **kwargs)
+
+    return _Plan("nnx", call, state, "state", label, state_note=note, callee=fn, module_labels=labels,
+                 modules=modules)
+
+
+def _lift(nnx: Any, obj: Any, modules: list[Any], labels: list[str], label: str = "") -> Callable[[tuple], Any]:
+    """A function rebuilding ``obj`` from merged modules, recording the modules it holds
+    and, in ``labels``, where it holds each: ``""`` for the callable itself or a bound
+    method's ``self``, the parameter a partial binds it to (``encoder``) otherwise."""
+    if isinstance(obj, nnx.Module):
+        i = len(modules)
+        modules.append(obj)
+        labels.append(label)
+        return lambda ms: ms[i]
+    if inspect.ismethod(obj) and isinstance(obj.__self__, nnx.Module):
+        func = obj.__func__
+        get_self = _lift(nnx, obj.__self__, modules, labels, label)
+        return lambda ms: func.__get__(get_self(ms))
+    if isinstance(obj, functools.partial):
+        get_func = _lift(nnx, obj.func, modules, labels, label)
+        names = positional_names(obj.func, len(obj.args))
+        args = [_lift(nnx, a, modules, labels, _dotted(label, names[j] or f"args[{j}]"))
+                if _carries_module(nnx, a) else _const(a) for j, a in enumerate(obj.args)]
+        kw = {k: (_lift(nnx, v, modules, labels, _dotted(label, k)) if _carries_module(nnx, v) else _const(v))
+              for k, v in obj.keywords.items()}
+        return lambda ms: functools.partial(get_func(ms), *[a(ms) for a in args], **{k: v(ms) for k, v in kw.items()})
+    return _const(obj)
+
+
+def _dotted(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix and not name.startswith("[") else prefix + name
+
+
+def _carries_module(nnx: Any, obj: Any) -> bool:
+    return isinstance(obj, (nnx.Module, functools.partial)) or (
+        inspect.ismethod(obj) and isinstance(obj.__self__, nnx.Module)
+    )
+
+
+def _const(obj: Any) -> Callable[[tuple], Any]:
+    return lambda ms: obj
+
+
+# --------------------------------------------------------------------------- capture
+
+
+def capture(ctx: CaptureContext) -> Capture:
+    recipe = ctx.recipe
+    jax = _import_jax()
+    _check_recipe(ctx, jax)
+    device = _device(jax, recipe.device)
+    make_tensor = _tensor_maker(ctx)
+    with jax.default_device(device):
+        ctx.progress("importing the model", 0.1)
+        target = ctx.import_object(recipe.model)
+        ctx.progress("building the callable", 0.2)
+        plan = _plan(ctx, target, make_tensor)
+        ctx.progress("building the inputs", 0.3)
+        where = f"profiles.{recipe.name}.inputs"
+        with _NarrowingWatch(where + (".factory" if recipe.inputs.factory else "")):
+            args, kwargs = ctx.inputs_call(make_tensor)
+        if recipe.inputs.factory is not None:
+            _check_factory_leaves(jax, (args, kwargs), where + ".factory")
+        if plan.state_key is not None and plan.fresh_linen is None:
+            where = f"profiles.{recipe.name}.init" + (".factory" if recipe.init.factory else "")
+            _check_factory_leaves(jax, plan.state, where)
+
+        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        dynamic = [i for i, leaf in enumerate(leaves) if is_array_leaf(leaf)]
+
+        def rebuild(dyn: list) -> tuple[tuple, dict]:
+            full = list(leaves)
+            for i, v in zip(dynamic, dyn):
+                full[i] = v
+            return jax.tree_util.tree_unflatten(treedef, full)
+
+        dyn = [leaves[i] for i in dynamic]
+        if plan.fresh_linen is not None:
+            ctx.progress("initialising the Linen module abstractly (jax.eval_shape)", 0.4)
+            module = plan.fresh_linen
+
+            def init(key: Any, dyn: list) -> Any:
+                a, k = rebuild(dyn)
+                return module.init(init_rngs(key, k), *a, **k)
+
+            plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
+
+        def traced(state: Any, dyn: list) -> Any:
+            a, k = rebuild(dyn)
+            return plan.call(state, *a, **k)
+
+        ctx.progress("tracing with jax.make_jaxpr", 0.5)
+        with jax_modules.intercept(jax, list(zip(plan.modules, plan.module_labels))) as module_calls:
+            closed, out_shapes = trace_with_streams(jax, traced, plan, recipe.seed, plan.state, dyn)
+
+    ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
+    counter = [0]
+    state_tree = structure_of(plan.state, counter, static_leaves=False)
+    args_tree = structure_of(args, counter)
+    kwargs_tree = structure_of(kwargs, counter)
+    if counter[0] != len(closed.jaxpr.invars):
+        raise CaptureError(
+            "trace",
+            f"the traced program has {len(closed.jaxpr.invars)} array arguments but the inputs hold "
+            f"{counter[0]} array leaves; TensorViz cannot label them",
+        )
+    pairs = [["args", args_tree], ["kwargs", kwargs_tree]]
+    if plan.state_key is not None:
+        pairs.append([plan.state_key, state_tree])
+    meta = _meta(jax, recipe, plan, args, kwargs)
+    meta["input_names"] = _input_names(jax, plan, args_tree, kwargs_tree, state_tree)
+    capture = convert(
+        closed,
+        inputs={"dict": pairs},
+        outputs=structure_of(out_shapes, static_leaves=False),
+        workspace=ctx.workspace,
+        limits=ctx.limits,
+        meta=meta,
+        module_calls=module_calls.records,
+    )
+    if not capture.nodes:
+        raise CaptureError(
+            "trace",
+            f"tracing {recipe.model} recorded no operations (its outputs are its inputs or constants); "
+            "nothing to show as a graph",
+        )
+    ctx.progress("converted", 0.95)
+    return capture
+
+
+def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "model_kind": plan.kind,
+        "device": recipe.device,
+        "jax_enable_x64": _x64_enabled(jax),
+    }
+    flax = sys.modules.get("flax")
+    if flax is not None and getattr(flax, "__version__", None):
+        meta["flax_version"] = flax.__version__
+    # Which top-level key of ``capture.inputs`` (beside args/kwargs) holds the model's
+    # state ("variables": Linen, "state": NNX; None: a function): the viewer's value roles.
+    meta["state_key"] = plan.state_key
+    if plan.state_label is not None:
+        meta["state"] = plan.state_label
+        meta["state_note"] = plan.state_note
+    # The RNG streams the program draws from and where each came from (jax_rngs).
+    linen_streams = getattr(plan, "rng_streams", None)
+    if linen_streams is not None:
+        streams = linen_streams.meta()
+    else:
+        streams = nnx_streams(jax, plan, recipe.seed, recipe.init.factory, recipe.model)
+    # (a Linen apply's rngs keyword among the inputs is counted by its plan already)
+    kw = {k: v for k, v in (kwargs or {}).items() if not (linen_streams is not None and k == "rngs")}
+    streams += input_streams(jax, tuple(args), kw, positional_names(plan.callee, len(args)))
+    if streams:
+        meta["rng_streams"] = streams
+    return meta
+
+
+# --------------------------------------------------------------------------- value names
+
+NAME_MAX = 200  # characters of a recorded input name
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _input_names(jax: Any, plan: _Plan, args_tree: Any, kwargs_tree: Any, state_tree: Any) -> list[list]:
+    """``meta["input_names"]``: ``[value id, name]`` for each array leaf of the inputs, the
+    name a person wrote. A positional argument is named after the callee's parameter
+    it binds to (``x``, ``w1``; ``args[i]`` when it lands in ``*args`` or the callee has
+    no signature), a keyword argument after its key, and a leaf inside either by its
+    PyTree path below it (``params.Dense_0.kernel``, ``batch[0]``). Linen variables are
+    named by their path from the collection (``params.Dense_0.kernel``); NNX state by its
+    attribute path in the module (``linear.kernel``, prefixed by the parameter a
+    partial binds another module to), without the ``.value`` of its ``Variable``."""
+    out: list[list] = []
+    positional = args_tree.get("tuple", []) if isinstance(args_tree, dict) else []
+    for i, (tree, name) in enumerate(zip(positional, positional_names(plan.callee, len(positional)))):
+        _leaf_names(tree, name or f"args[{i}]", out)
+    for key, tree in kwargs_tree.get("dict", []) if isinstance(kwargs_tree, dict) else []:
+        _leaf_names(tree, _name("", [key]), out)
+    if plan.state_key is not None:
+        out += _state_names(jax, plan, state_tree)
+    return out
+
+
+def _leaf_names(tree: Any, name: str, out: list[list]) -> None:
+    """``[value id, name + its path]`` for each value leaf of a canonical structure."""
+    stack = [(tree, name)]
+    while stack:
+        t, n = stack.pop()
+        if "value" in t:
+            out.append([t["value"], n[:NAME_MAX]])
+            continue
+        kids = [(c, f"[{i}]") for i, c in enumerate(t.get("list") or t.get("tuple") or [])]
+        kids += [(c, _key_suffix(k)) for k, c in t.get("dict") or []]
+        stack.extend((c, n + suffix) for c, suffix in reversed(kids))
+
+
+def _state_names(jax: Any, plan: _Plan, state_tree: Any) -> list[list]:
+    """Names of the state leaves in JAX's flattening order (the order their value ids
+    were given in). A Flax ``Variable`` or boxed variable (``nn.Partitioned``) holding
+    one array is named by where it sits, not by its ``value`` attribute. Nothing
+    (structure paths stay the names) when the counts disagree."""
+    ids: list[list] = []
+    _leaf_names(state_tree, "", ids)
+    wrappers = _variable_types()
+
+    def wrapped(x: Any) -> bool:
+        return bool(wrappers) and isinstance(x, wrappers)
+
+    paths: list[list] = []
+    tu = jax.tree_util
+    for path, leaf in tu.tree_flatten_with_path(plan.state, is_leaf=wrapped)[0]:
+        keys = [_key_of(e) for e in path]
+        inner = tu.tree_flatten_with_path(leaf)[0] if wrapped(leaf) else [((), leaf)]
+        if len(inner) == 1:
+            paths.append(keys)
+        else:
+            paths.extend(keys + [_key_of(e) for e in p] for p, _ in inner)
+    if len(paths) != len(ids):
+        return []
+    out = []
+    for (v, _), keys in zip(ids, paths):
+        prefix = ""
+        if plan.state_key == "state" and keys:  # an NNX split of tuple(modules): the module first
+            i, keys = keys[0], keys[1:]
+            labels = plan.module_labels
+            if type(i) is int and 0 <= i < len(labels):
+                # the callable itself (or a bound method's self) needs no prefix, unless
+                # two modules would share it
+                prefix = labels[i] or ("" if labels.count("") == 1 else f"[{i}]")
+        out.append([v, _name(prefix, keys)[:NAME_MAX]])
+    return out
+
+
+def _variable_types() -> tuple[type, ...]:
+    """Flax's one-array containers: NNX ``Variable`` and Linen's boxed metadata."""
+    found = []
+    nnx = sys.modules.get("flax.nnx")
+    if nnx is not None and isinstance(getattr(nnx, "Variable", None), type):
+        found.append(nnx.Variable)
+    meta = sys.modules.get("flax.core.meta")
+    if meta is not None and isinstance(getattr(meta, "AxisMetadata", None), type):
+        found.append(meta.AxisMetadata)
+    return tuple(found)
+
+
+def _key_suffix(k: Any) -> str:
+    """How a key continues a name (``.kernel``, ``[0]``, ``['some key']``): the rule the
+    viewer's value names (``viewer/projection/value_names.py``) use for structure paths."""
+    if isinstance(k, str) and _IDENT_RE.match(k):
+        return "." + k
+    if type(k) is int:
+        return f"[{k}]"
+    return f"[{k!r}]"
+
+
+def _name(prefix: str, keys: list) -> str:
+    """``prefix`` continued by ``keys``: ``params.Dense_0.kernel``, ``layers[0].kernel``."""
+    name = prefix
+    for k in keys:
+        suffix = _key_suffix(k)
+        name = name + suffix if name else suffix.lstrip(".")
+    return name

@@ -1,0 +1,129 @@
+"""Saved setups (recipes): the typed model of one ``[profiles.NAME]`` table.
+
+A workspace keeps its recipes in ``.tensorviz/recipes.toml``::
+
+    version = 1
+
+    [profiles.jax_example]
+    kind = "model"
+    framework = "jax"                 # omitted -> "torch"
+    model = "model:net"               # "pkg.module:qualname", relative to the workspace root,
+                                      # or "dir/06_file.py:Qualname" (a workspace-relative path)
+    mode = "eval"                     # "eval" | "train"
+    device = "cpu"                    # "cpu" | "cuda:N"
+    grad_enabled = false
+    seed = 0
+    init = { args = [], kwargs = {} }                 # or { factory = "pkg.mod:function" }
+                                                      # (or "path/to/file.py:function")
+    inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32",
+                         requires_grad = false, generator = { kind = "full", value = 1 } }],
+               kwargs = {} }                          # or { factory = "pkg.mod:function" }
+
+Torch recipes may also load saved files (workspace-relative paths; read, bounded and
+hashed in the worker by :mod:`capture.torch.saved`)::
+
+    init = { args = [], kwargs = {}, checkpoint = "runs/best.pt", strict = true }
+    inputs = { fixture = "data/batch.pt", fixture_keys = { ids = "input_ids" }, kwargs = {} }
+
+``init.checkpoint`` (``.pt``/``.pth``/``.bin``/``.safetensors``) joins literal ``args``/``kwargs``
+or a ``factory``; ``inputs.fixture`` (``.pt``/``.pth``/``.safetensors``/``.npz``) replaces
+``args`` and a factory (literal ``kwargs`` may join it). A JAX recipe naming either fails:
+JAX uses workspace factories.
+
+Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
+
+* a bare TOML boolean, integer, float or string: a static Python value;
+* a bare TOML array: a ``list`` of descriptions;
+* ``{ kind = "tensor", shape = [...], dtype = "float32", requires_grad = false,
+  generator = {...} }``: an array leaf (:class:`TensorDesc`);
+* ``{ kind = "none" }``: Python ``None`` (TOML has no null);
+* ``{ kind = "list" | "tuple", items = [...] }``, ``{ kind = "dict", items = { k = ... } }``;
+* ``{ kind = "static", value = X }``: the explicit spelling of a static scalar/string.
+
+Shape entries are non-negative integers, or unknown: ``null`` (from JSON/dicts; TOML has
+no null), ``"?"``, or a named dimension such as ``"batch"``. Unknown dimensions are never
+guessed: :meth:`Recipe.unknown_dims` lists them and capture stops before importing
+anything (:class:`NeededDim`).
+
+Errors are :class:`RecipeError`: one line naming the file, the TOML line where it could
+be found, the key path (``profiles.jax_example.inputs.args[0].dtype``) and the problem.
+
+Standard library only (``tomllib`` for reading): the worker imports this module inside
+the user's selected interpreter. Writing recipes (comment-preserving) lives in
+``tensorviz_lsp.recipes_store``.
+The recipe lives in three modules, all re-exported here (import from ``capture.recipe``):
+:mod:`capture.recipe.model` (the vocabulary, :class:`RecipeError`, the value descriptions,
+:class:`Recipe`, key paths), :mod:`capture.recipe.parse` (reading files, validating
+profiles and values, TOML lines for errors) and :mod:`capture.recipe.refs` (model and
+factory refs, and the workspace files they name).
+"""
+
+from __future__ import annotations
+
+from ..frameworks import FRAMEWORK_NAMES, framework_names  # noqa: F401
+from .model import (  # noqa: F401
+    COMPLEX_DTYPES,
+    DEFAULT_FRAMEWORK,
+    DTYPES,
+    FLOAT_DTYPES,
+    FRAMEWORKS,
+    GENERATORS,
+    INT_DTYPES,
+    INT_RANGES,
+    KINDS,
+    MAX_DEPTH,
+    MAX_DESCRIPTIONS,
+    MAX_INPUT_ARRAYS,
+    MAX_INPUT_ELEMENTS,
+    MAX_RANK,
+    MAX_SEED,
+    MAX_STRING,
+    MODES,
+    PROFILE_NAME,
+    PROFILE_NAME_INVALID,
+    PROFILE_NAME_MAX,
+    PROFILE_NAME_RULE,
+    RECIPES_FILE,
+    RECIPES_VERSION,
+    SIXTY_FOUR_BIT_DTYPES,
+    CallSetup,
+    DictDesc,
+    Dim,
+    Generator,
+    ListDesc,
+    NeededDim,
+    NoneDesc,
+    Recipe,
+    RecipeError,
+    StaticDesc,
+    StepSetup,
+    TensorDesc,
+    TensorLeaf,
+    TupleDesc,
+    ValueDesc,
+    _split_path,
+    leaf_seed,
+    profile_name,
+)
+from .parse import (  # noqa: F401
+    CHECKPOINT_SUFFIXES,
+    FIXTURE_SUFFIXES,
+    _Locator,
+    default_generator,
+    load_profile,
+    load_recipes_table,
+    parse_profile,
+    parse_recipes_text,
+    parse_value,
+    profile_from_document,
+    profile_names,
+)
+from .refs import (  # noqa: F401
+    is_path_ref,
+    model_ref_for,
+    module_file,
+    path_ref_file,
+    path_ref_problem,
+    path_ref_stem,
+    split_ref,
+)

@@ -1,0 +1,514 @@
+"""The typed model of one recipe (a ``[profiles.NAME]`` table), see :mod:`capture.recipe`.
+
+The vocabulary a recipe may use (kinds, frameworks, modes, dtypes, generators, the input
+bounds and the one profile-name rule), :class:`RecipeError`, the value descriptions,
+:class:`Recipe` itself, and the key paths (``profiles.p.inputs.args[0]``) that name a
+place in it. Validation lives in :mod:`capture.recipe.parse`; model and factory refs in
+:mod:`capture.recipe.refs`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Union
+
+from ..frameworks import FRAMEWORK_NAMES
+
+RECIPES_FILE = ".tensorviz/recipes.toml"
+RECIPES_VERSION = 1
+
+KINDS = ("model", "training_step")
+# The frameworks a user may name. A recipe is checked against framework_names(), which
+# adds the plug-ins of TensorViz's own tests when their setting is present.
+FRAMEWORKS = FRAMEWORK_NAMES
+DEFAULT_FRAMEWORK = "torch"
+MODES = ("eval", "train")
+
+# numpy-style dtype names, the only spelling recipes accept.
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+COMPLEX_DTYPES = ("complex64", "complex128")
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+DTYPES = ("bool", *INT_DTYPES, *FLOAT_DTYPES, *COMPLEX_DTYPES)
+# Inclusive integer ranges, to refuse a ``full``/``randint`` value the dtype cannot hold.
+INT_RANGES = {
+    "bool": (0, 1),
+    "int8": (-(1 << 7), (1 << 7) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint8": (0, (1 << 8) - 1),
+    "uint16": (0, (1 << 16) - 1),
+    "uint32": (0, (1 << 32) - 1),
+    "uint64": (0, (1 << 64) - 1),
+}
+SIXTY_FOUR_BIT_DTYPES = ("int64", "uint64", "float64", "complex128")
+
+GENERATORS = ("full", "zeros", "ones", "normal", "uniform", "arange", "randint")
+
+# The spec's bounds on explicit inputs (init and inputs together).
+MAX_INPUT_ARRAYS = 256
+MAX_INPUT_ELEMENTS = 4_194_304
+# Bounds that keep a hostile description from exhausting the parser.
+MAX_RANK = 32
+MAX_DEPTH = 32
+MAX_DESCRIPTIONS = 10_000
+MAX_STRING = 4096
+MAX_SEED = (1 << 32) - 1
+
+# The one profile-name rule: the recipe, the shorthand, the language server and the
+# setup form (through viewer.server.app.form_schema) all use these and profile_name().
+PROFILE_NAME_MAX = 128
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9_-]{1,%d}$" % PROFILE_NAME_MAX)
+#: One character a profile name cannot hold (profile_name() writes ``_`` instead).
+PROFILE_NAME_INVALID = re.compile(r"[^A-Za-z0-9_-]")
+#: The rule in words, for errors.
+PROFILE_NAME_RULE = f"1-{PROFILE_NAME_MAX} letters, digits, '_' or '-'"
+
+
+def profile_name(text: str, taken: Any = ()) -> str:
+    """The profile name TensorViz makes from ``text`` (``pkg_model_Net``, a qualname…):
+    each character a name cannot hold becomes ``_``, cut to :data:`PROFILE_NAME_MAX`
+    (``"profile"`` when nothing is left). A valid name comes back unchanged unless it is
+    in ``taken``: then ``_2``, ``_3``… is appended (within the length)."""
+    base = PROFILE_NAME_INVALID.sub("_", text)[:PROFILE_NAME_MAX] or "profile"
+    name, i = base, 2
+    while name in taken:
+        suffix = f"_{i}"
+        name, i = base[: PROFILE_NAME_MAX - len(suffix)] + suffix, i + 1
+    return name
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class RecipeError(ValueError):
+    """An invalid or unreadable recipe. ``str()`` is one line:
+    ``FILE:LINE: KEY.PATH: problem`` (file and line when known).
+
+    ``profile`` is the profile name when the problem is inside one, ``key_path`` the
+    dotted path (``profiles.p.inputs.args[0].dtype``), ``line`` the 1-based TOML line
+    where that key can be found (None when unknown), ``problem`` the bare message."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        key_path: str = "",
+        profile: str | None = None,
+        line: int | None = None,
+        file: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.key_path = key_path
+        self.profile = profile
+        self.line = line
+        self.file = file
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file + (f":{self.line}" if self.line else "") + ": "
+        elif self.line:
+            where = f"line {self.line}: "
+        key = f"{self.key_path}: " if self.key_path else ""
+        return f"{where}{key}{self.problem}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "problem": self.problem,
+            "key_path": self.key_path,
+            "profile": self.profile,
+            "line": self.line,
+            "file": self.file,
+        }
+
+
+# --------------------------------------------------------------------------- value descriptions
+
+
+@dataclass(frozen=True, slots=True)
+class Generator:
+    """How an array's contents are made, deterministically from the profile seed.
+
+    ``full`` uses ``value``; ``normal`` uses ``mean``/``std``; ``uniform`` samples
+    [``low``, ``high``); ``randint`` samples integers in [``low``, ``high``);
+    ``arange`` is ``0, 1, 2, …`` over the flattened array (row-major) cast to the dtype;
+    ``zeros``/``ones`` take no parameters. Parameters not used by ``kind`` are None.
+    """
+
+    kind: str
+    value: bool | int | float | None = None
+    mean: float | None = None
+    std: float | None = None
+    low: int | float | None = None
+    high: int | float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        for key in ("value", "mean", "std", "low", "high"):
+            v = getattr(self, key)
+            if v is not None:
+                out[key] = v
+        return out
+
+
+Dim = Union[int, str, None]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorDesc:
+    """An array leaf. ``shape`` entries are ints, or unknown (None / ``"?"`` / a name)."""
+
+    shape: tuple[Dim, ...]
+    dtype: str
+    requires_grad: bool = False
+    generator: Generator = field(default_factory=lambda: Generator("zeros"))
+
+    @property
+    def known(self) -> bool:
+        return all(type(d) is int for d in self.shape)
+
+    @property
+    def numel(self) -> int:
+        """Element count (unknown dims count as 1, for an early lower bound)."""
+        n = 1
+        for d in self.shape:
+            if type(d) is int:
+                n *= d
+        return n
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "tensor",
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "requires_grad": self.requires_grad,
+            "generator": self.generator.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StaticDesc:
+    """A static Python scalar or string (a bool selects Python control flow, …)."""
+
+    value: bool | int | float | str
+
+    def to_dict(self) -> Any:
+        return self.value
+
+
+@dataclass(frozen=True, slots=True)
+class NoneDesc:
+    def to_dict(self) -> Any:
+        return {"kind": "none"}
+
+
+@dataclass(frozen=True, slots=True)
+class ListDesc:
+    items: tuple["ValueDesc", ...]
+
+    def to_dict(self) -> Any:
+        return {"kind": "list", "items": [v.to_dict() for v in self.items]}
+
+
+@dataclass(frozen=True, slots=True)
+class TupleDesc:
+    items: tuple["ValueDesc", ...]
+
+    def to_dict(self) -> Any:
+        return {"kind": "tuple", "items": [v.to_dict() for v in self.items]}
+
+
+@dataclass(frozen=True, slots=True)
+class DictDesc:
+    """Insertion-ordered string keys."""
+
+    items: tuple[tuple[str, "ValueDesc"], ...]
+
+    def to_dict(self) -> Any:
+        return {"kind": "dict", "items": {k: v.to_dict() for k, v in self.items}}
+
+
+ValueDesc = Union[TensorDesc, StaticDesc, NoneDesc, ListDesc, TupleDesc, DictDesc]
+
+
+@dataclass(frozen=True, slots=True)
+class CallSetup:
+    """How to call something: literal ``args``/``kwargs`` descriptions, or a
+    ``factory = "pkg.mod:function"`` or ``"path/to/file.py:function"`` (then
+    ``args``/``kwargs`` are empty).
+
+    ``init`` factories return the model object itself (Torch: the module; Linen: the
+    bound module; NNX: the module; plain JAX: a configured callable). ``inputs``
+    factories return ``{"args": (...), "kwargs": {...}}`` or a mapping of named inputs
+    (see ``capture.worker.context.normalize_inputs``). Factories are called with no
+    arguments, inside the worker, under the profile's device and seed."""
+
+    args: tuple[ValueDesc, ...] = ()
+    kwargs: tuple[tuple[str, ValueDesc], ...] = ()
+    factory: str | None = None
+    # Torch saved files (see capture.torch.saved): ``init.checkpoint`` (a state dict
+    # loaded into the built module, ``strict`` key checking) and ``inputs.fixture`` (a
+    # saved batch; ``fixture_keys`` maps its keys to forward's parameters, in order).
+    checkpoint: str | None = None
+    strict: bool = True
+    fixture: str | None = None
+    fixture_keys: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        """No constructor arguments and no factory (a checkpoint may still be loaded)."""
+        return self.factory is None and not self.args and not self.kwargs
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.factory is not None:
+            out: dict[str, Any] = {"factory": self.factory}
+        elif self.fixture is not None:
+            out = {"fixture": self.fixture}
+            if self.fixture_keys:
+                out["fixture_keys"] = dict(self.fixture_keys)
+            if self.kwargs:
+                out["kwargs"] = {k: v.to_dict() for k, v in self.kwargs}
+            return out
+        else:
+            out = {"args": [v.to_dict() for v in self.args], "kwargs": {k: v.to_dict() for k, v in self.kwargs}}
+        if self.checkpoint is not None:
+            out["checkpoint"] = self.checkpoint
+            out["strict"] = self.strict
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class StepSetup:
+    """Torch training-step capture: forward, ``loss``, backward and (optionally) one
+    optimizer step. ``loss`` is ``"sum"`` / ``"mean"`` (reduce the output) or a
+    ``"pkg.mod:fn"`` factory returning ``loss_fn(output, *args, **kwargs) -> scalar``;
+    ``optimizer`` is None (no optimizer step) or a ``"pkg.mod:fn"`` factory called as
+    ``fn(model.parameters())`` returning a ``torch.optim.Optimizer``."""
+
+    loss: str = "sum"
+    loss_factory: str | None = None
+    optimizer_factory: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"loss": {"factory": self.loss_factory} if self.loss_factory else self.loss}
+        if self.optimizer_factory:
+            out["optimizer"] = {"factory": self.optimizer_factory}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class NeededDim:
+    """An unknown input dimension the user must supply.
+
+    ``section``: ``"init"`` or ``"inputs"``; ``input``: the top-level argument
+    (``"x"`` for a keyword, ``"args[0]"`` for a positional); ``path``: the key path of
+    the tensor description (``profiles.p.inputs.kwargs.x`` …); ``axis``: the index in
+    ``shape``; ``name``: the dimension's name (``"batch"``) or None."""
+
+    section: str
+    input: str
+    path: str
+    axis: int
+    name: str | None
+    shape: tuple[Dim, ...]
+    dtype: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "section": self.section,
+            "input": self.input,
+            "path": self.path,
+            "axis": self.axis,
+            "name": self.name,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TensorLeaf:
+    """One array leaf of a recipe, in the canonical order (init args, init kwargs,
+    inputs args, inputs kwargs; depth-first). ``index`` is its position in that order:
+    frameworks seed leaf ``index`` with :func:`leaf_seed` so that every framework
+    generates the same leaf from the same recipe deterministically."""
+
+    index: int
+    section: str
+    input: str
+    path: str
+    desc: TensorDesc
+
+
+def leaf_seed(seed: int, index: int) -> int:
+    """The seed for array leaf ``index`` of a recipe with profile ``seed`` (< 2**63)."""
+    return (seed * 1_000_003 + index) % (1 << 63)
+
+
+
+# --------------------------------------------------------------------------- the recipe
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """One validated profile. Build with :func:`parse_profile`, :func:`load_profile`
+    or :meth:`from_dict`; :meth:`to_dict` is the plain data stored in ``Capture.recipe``
+    (and what the worker request carries)."""
+
+    name: str
+    model: str
+    kind: str = "model"
+    framework: str = DEFAULT_FRAMEWORK
+    mode: str = "eval"
+    device: str = "cpu"
+    grad_enabled: bool = False
+    seed: int = 0
+    init: CallSetup = field(default_factory=CallSetup)
+    inputs: CallSetup = field(default_factory=CallSetup)
+    step: StepSetup | None = None
+    # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
+    framework_explicit: bool = field(default=True, compare=False)
+
+    @property
+    def model_module(self) -> str:
+        """The dotted module, or the workspace-relative path of the path form."""
+        return self.model.split(":", 1)[0]
+
+    @property
+    def model_qualname(self) -> str:
+        return self.model.split(":", 1)[1]
+
+    @property
+    def device_index(self) -> int | None:
+        return int(self.device.split(":", 1)[1]) if self.device.startswith("cuda:") else None
+
+    def saved_files(self) -> list[tuple[str, str]]:
+        """``(key path, workspace-relative path)`` of the checkpoint and fixture files."""
+        base = f"profiles.{self.name}"
+        out = []
+        if self.init.checkpoint is not None:
+            out.append((f"{base}.init.checkpoint", self.init.checkpoint))
+        if self.inputs.fixture is not None:
+            out.append((f"{base}.inputs.fixture", self.inputs.fixture))
+        return out
+
+    def factory_refs(self) -> list[str]:
+        """Every ``pkg.mod:fn`` the recipe names besides the model."""
+        refs = [s.factory for s in (self.init, self.inputs) if s.factory]
+        if self.step is not None:
+            refs += [r for r in (self.step.loss_factory, self.step.optimizer_factory) if r]
+        return refs
+
+    def tensors(self) -> list[TensorLeaf]:
+        """Every array leaf of the literal descriptions, in canonical (seeding) order."""
+        out: list[TensorLeaf] = []
+        base = f"profiles.{self.name}"
+        for section, setup in (("init", self.init), ("inputs", self.inputs)):
+            for i, desc in enumerate(setup.args):
+                for path, t in _tensor_leaves(desc, f"{base}.{section}.args[{i}]"):
+                    out.append(TensorLeaf(len(out), section, f"args[{i}]", path, t))
+            for key, desc in setup.kwargs:
+                for path, t in _tensor_leaves(desc, f"{base}.{section}.kwargs.{_key(key)}"):
+                    out.append(TensorLeaf(len(out), section, key, path, t))
+        return out
+
+    def unknown_dims(self) -> list[NeededDim]:
+        """The dimensions still to be supplied, in order; empty when the shapes are known."""
+        needs = []
+        for leaf in self.tensors():
+            for axis, d in enumerate(leaf.desc.shape):
+                if type(d) is not int:
+                    needs.append(
+                        NeededDim(
+                            section=leaf.section,
+                            input=leaf.input,
+                            path=leaf.path,
+                            axis=axis,
+                            name=None if d is None or d == "?" else d,
+                            shape=leaf.desc.shape,
+                            dtype=leaf.desc.dtype,
+                        )
+                    )
+        return needs
+
+    def to_table(self) -> dict[str, Any]:
+        """The ``[profiles.NAME]`` table as plain data (without the name)."""
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.framework_explicit or self.framework != DEFAULT_FRAMEWORK:
+            out["framework"] = self.framework
+        out.update(
+            model=self.model,
+            mode=self.mode,
+            device=self.device,
+            grad_enabled=self.grad_enabled,
+            seed=self.seed,
+            init=self.init.to_dict(),
+            inputs=self.inputs.to_dict(),
+        )
+        if self.step is not None:
+            out["step"] = self.step.to_dict()
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (msgpack/JSON-able): ``{"name": NAME, **table}``, ``framework``
+        always present. Inverse: :meth:`from_dict`."""
+        table = self.to_table()
+        table["framework"] = self.framework
+        return {"name": self.name, **table}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Recipe":
+        """Validate plain data (``to_dict`` output, or a setup form's JSON)."""
+        if not isinstance(data, Mapping):
+            raise RecipeError("a recipe is a table")
+        name = data.get("name")
+        if not isinstance(name, str):
+            raise RecipeError("a recipe needs a string name", key_path="name")
+        table = {k: v for k, v in data.items() if k != "name"}
+        from .parse import parse_profile  # (the validation imports this module)
+
+        return parse_profile(name, table)
+
+
+
+def _tensor_leaves(desc: ValueDesc, path: str) -> Iterator[tuple[str, TensorDesc]]:
+    if isinstance(desc, TensorDesc):
+        yield path, desc
+    elif isinstance(desc, (ListDesc, TupleDesc)):
+        for i, item in enumerate(desc.items):
+            yield from _tensor_leaves(item, f"{path}.items[{i}]")
+    elif isinstance(desc, DictDesc):
+        for k, item in desc.items:
+            yield from _tensor_leaves(item, f"{path}.items.{_key(k)}")
+
+
+# --------------------------------------------------------------------------- key paths
+
+
+def _key(k: str) -> str:
+    return k if re.match(r"^[A-Za-z0-9_-]+$", k) else '"' + k.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _path_text(segments: list[str | int]) -> str:
+    out = ""
+    for s in segments:
+        if isinstance(s, int):
+            out += f"[{s}]"
+        else:
+            out += ("." if out else "") + _key(s)
+    return out
+
+
+def _split_path(path: str) -> list[str | int]:
+    """Inverse of :func:`_path_text` for the paths this module builds."""
+    out: list[str | int] = []
+    for m in re.finditer(r'\[(\d+)\]|"((?:[^"\\]|\\.)*)"|([A-Za-z0-9_-]+)', path):
+        if m.group(1) is not None:
+            out.append(int(m.group(1)))
+        elif m.group(2) is not None:
+            out.append(m.group(2).replace('\\"', '"').replace("\\\\", "\\"))
+        else:
+            out.append(m.group(3))
+    return out

@@ -1,0 +1,712 @@
+"""Reading recipes files and validating profiles into :class:`capture.recipe.model.Recipe`.
+
+:func:`load_recipes_table` / :func:`parse_recipes_text` read a recipes file and check its
+top level; :func:`parse_profile` (and :func:`parse_value`) validate one table into the
+typed model, raising :class:`RecipeError` with the key path and, from the TOML text
+(:class:`_Locator`), the line. Part of :mod:`capture.recipe`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from ..frameworks import framework_names
+from .model import (
+    COMPLEX_DTYPES,
+    DEFAULT_FRAMEWORK,
+    DTYPES,
+    FLOAT_DTYPES,
+    GENERATORS,
+    INT_RANGES,
+    KINDS,
+    MAX_DEPTH,
+    MAX_DESCRIPTIONS,
+    MAX_INPUT_ARRAYS,
+    MAX_INPUT_ELEMENTS,
+    MAX_RANK,
+    MAX_SEED,
+    MAX_STRING,
+    MODES,
+    PROFILE_NAME,
+    PROFILE_NAME_RULE,
+    RECIPES_VERSION,
+    CallSetup,
+    DictDesc,
+    Dim,
+    Generator,
+    ListDesc,
+    NoneDesc,
+    Recipe,
+    RecipeError,
+    StaticDesc,
+    StepSetup,
+    TensorDesc,
+    TupleDesc,
+    ValueDesc,
+    _key,
+    _path_text,
+    _split_path,
+)
+from .refs import is_path_ref, path_ref_problem
+
+_DIM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_DEVICE = re.compile(r"^(cpu|cuda:(0|[1-9][0-9]{0,3}))$")
+
+
+# --------------------------------------------------------------------------- reading files
+
+
+def load_recipes_table(path: str | Path) -> tuple[dict[str, Any], str]:
+    """Read and check the top level of a recipes file: ``(document, text)``.
+
+    Raises :class:`RecipeError` for a missing/unreadable file, TOML syntax errors (with
+    the line), a wrong ``version`` or a ``profiles`` key that is not a table."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise RecipeError("no recipes file (save a setup first)", file=str(p)) from None
+    except OSError as exc:
+        raise RecipeError(f"cannot read: {exc.strerror or exc}", file=str(p)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecipeError(f"not UTF-8 text (byte {exc.start})", file=str(p)) from None
+    return parse_recipes_text(text, file=str(p)), text
+
+
+def parse_recipes_text(text: str, *, file: str | None = None) -> dict[str, Any]:
+    """Parse a recipes document and check ``version`` and ``profiles``."""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+        line = int(m.group(1)) if m else None
+        problem = re.sub(r"\s*\(at line \d+, column \d+\)", "", msg) or "invalid TOML"
+        raise RecipeError(f"invalid TOML: {problem}", line=line, file=file) from None
+    except RecursionError:
+        raise RecipeError("invalid TOML: nested too deeply", file=file) from None
+    loc = _Locator(text)
+    version = doc.get("version")
+    if version is None:
+        raise RecipeError(f"missing version (expected version = {RECIPES_VERSION})", key_path="version", line=1, file=file)
+    if type(version) is not int or version != RECIPES_VERSION:
+        raise RecipeError(
+            f"unsupported recipes version {version!r}; this TensorViz reads version {RECIPES_VERSION}",
+            key_path="version",
+            line=loc.line(["version"]),
+            file=file,
+        )
+    profiles = doc.get("profiles", {})
+    if not isinstance(profiles, dict):
+        raise RecipeError("profiles must be a table", key_path="profiles", line=loc.line(["profiles"]), file=file)
+    extra = sorted(set(doc) - {"version", "profiles"})
+    if extra:
+        raise RecipeError(
+            "unknown top-level key (expected only version and profiles)",
+            key_path=extra[0],
+            line=loc.line([extra[0]]),
+            file=file,
+        )
+    return doc
+
+
+def load_profile(path: str | Path, name: str) -> Recipe:
+    """The validated profile ``name`` of a recipes file (other profiles may be invalid)."""
+    doc, text = load_recipes_table(path)
+    return profile_from_document(doc, name, text=text, file=str(path))
+
+
+def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None = None, file: str | None = None) -> Recipe:
+    profiles = doc.get("profiles", {})
+    if name not in profiles:
+        known = ", ".join(sorted(profiles)) or "none saved"
+        raise RecipeError(f"no profile named {name!r} (profiles: {known})", key_path=f"profiles.{_key(name)}", profile=name, file=file)
+    return parse_profile(name, profiles[name], text=text, file=file)
+
+
+def profile_names(doc: Mapping[str, Any]) -> list[str]:
+    profiles = doc.get("profiles", {})
+    return list(profiles) if isinstance(profiles, dict) else []
+
+
+# --------------------------------------------------------------------------- validation
+
+
+_PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step")
+
+
+class _Ctx:
+    """Carries the profile name, the TOML text (for lines) and the description budget."""
+
+    def __init__(self, profile: str, text: str | None, file: str | None) -> None:
+        self.profile = profile
+        self.file = file
+        self.locator = _Locator(text) if text is not None else None
+        self.budget = MAX_DESCRIPTIONS
+
+    def error(self, segments: list[str | int], problem: str) -> RecipeError:
+        line = self.locator.line(segments) if self.locator is not None else None
+        return RecipeError(problem, key_path=_path_text(segments), profile=self.profile, line=line, file=self.file)
+
+
+def parse_profile(name: str, table: Any, *, text: str | None = None, file: str | None = None) -> Recipe:
+    """Validate one profile table (TOML-shaped plain data) into a :class:`Recipe`.
+
+    ``text``: the TOML document, so that errors carry the line. Never raises anything
+    but :class:`RecipeError` for any input."""
+    try:
+        return _parse_profile(name, table, text, file)
+    except RecursionError:
+        raise RecipeError("nested too deeply", key_path=f"profiles.{_key(str(name))}", profile=str(name), file=file) from None
+
+
+def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) -> Recipe:
+    if not isinstance(name, str) or not PROFILE_NAME.match(name):
+        raise RecipeError(
+            f"profile name {name!r} must be {PROFILE_NAME_RULE}",
+            key_path=f"profiles.{_key(str(name))}",
+            profile=str(name),
+            file=file,
+        )
+    cx = _Ctx(name, text, file)
+    base: list[str | int] = ["profiles", name]
+    if not isinstance(table, Mapping):
+        raise cx.error(base, "a profile is a table")
+    for key in table:
+        if key not in _PROFILE_KEYS:
+            raise cx.error(base + [str(key)], f"unknown key (expected one of {', '.join(_PROFILE_KEYS)})")
+
+    kind = _choice(cx, table, base, "kind", KINDS, "model")
+    framework_explicit = "framework" in table
+    framework = _choice(cx, table, base, "framework", framework_names(), DEFAULT_FRAMEWORK)
+    if "model" not in table:
+        raise cx.error(base + ["model"], 'missing model (expected "pkg.module:qualname" or "path/to/file.py:qualname")')
+    model = _ref(cx, table["model"], base + ["model"])
+    mode = _choice(cx, table, base, "mode", MODES, "eval")
+    device = table.get("device", "cpu")
+    if not isinstance(device, str) or not _DEVICE.match(device):
+        raise cx.error(base + ["device"], f'expected "cpu" or "cuda:N", found {_show(device)}')
+    grad_enabled = table.get("grad_enabled", False)
+    if type(grad_enabled) is not bool:
+        raise cx.error(base + ["grad_enabled"], f"expected true or false, found {_show(grad_enabled)}")
+    seed = table.get("seed", 0)
+    if type(seed) is not int or not 0 <= seed <= MAX_SEED:
+        raise cx.error(base + ["seed"], f"expected an integer from 0 to {MAX_SEED}, found {_show(seed)}")
+    init = _call_setup(cx, table.get("init", {}), base + ["init"])
+    inputs = _call_setup(cx, table.get("inputs", {}), base + ["inputs"])
+
+    step = None
+    if "step" in table:
+        if kind != "training_step":
+            raise cx.error(base + ["step"], 'a step table needs kind = "training_step"')
+        step = _step(cx, table["step"], base + ["step"])
+    elif kind == "training_step":
+        step = StepSetup()
+
+    recipe = Recipe(
+        name=name,
+        model=model,
+        kind=kind,
+        framework=framework,
+        mode=mode,
+        device=device,
+        grad_enabled=grad_enabled,
+        seed=seed,
+        init=init,
+        inputs=inputs,
+        step=step,
+        framework_explicit=framework_explicit,
+    )
+    _check_framework_rules(cx, recipe, base)
+    _check_input_limits(cx, recipe)
+    return recipe
+
+
+def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """What the spec rules out for a framework, found before anything is imported."""
+    _check_saved_files_framework(cx, r, base)
+    if r.framework != "jax":
+        return
+    if r.kind == "training_step":
+        raise cx.error(base + ["kind"], "training-step capture is unavailable for JAX; express grad in the selected callable")
+    if r.mode != "eval":
+        raise cx.error(base + ["mode"], 'JAX capture uses mode = "eval"')
+    if r.grad_enabled:
+        raise cx.error(base + ["grad_enabled"], "JAX capture uses grad_enabled = false; express grad in the selected callable")
+    for leaf in r.tensors():
+        if leaf.desc.requires_grad:
+            raise cx.error(
+                _split_path(leaf.path) + ["requires_grad"],
+                "JAX has no per-array requires_grad flag; express grad in the selected callable",
+            )
+
+
+def _check_input_limits(cx: _Ctx, r: Recipe) -> None:
+    leaves = r.tensors()
+    if len(leaves) > MAX_INPUT_ARRAYS:
+        raise cx.error(
+            ["profiles", r.name],
+            f"explicit inputs describe {len(leaves):,} arrays; at most {MAX_INPUT_ARRAYS:,} are allowed",
+        )
+    total = 0
+    for leaf in leaves:
+        total += leaf.desc.numel
+        if total > MAX_INPUT_ELEMENTS:
+            # Sum the rest too so the message gives the real total.
+            total = sum(x.desc.numel for x in leaves)
+            largest = max(leaves, key=lambda x: x.desc.numel)
+            raise cx.error(
+                ["profiles", r.name],
+                f"explicit inputs describe {total:,} elements in total; at most {MAX_INPUT_ELEMENTS:,} are allowed "
+                f"(largest: {largest.path} with {largest.desc.numel:,})",
+            )
+
+
+def _choice(cx: _Ctx, table: Mapping, base: list, key: str, allowed: tuple[str, ...], default: str) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str) or value not in allowed:
+        raise cx.error(base + [key], f"expected one of {', '.join(map(repr, allowed))}, found {_show(value)}")
+    return value
+
+
+def _ref(cx: _Ctx, value: Any, at: list) -> str:
+    if isinstance(value, str) and len(value) <= MAX_STRING and is_path_ref(value):
+        problem = path_ref_problem(value)
+        if problem is not None:
+            raise cx.error(at, problem)
+        return value
+    if not isinstance(value, str) or len(value) > MAX_STRING or not _REF.match(value):
+        raise cx.error(at, f'expected "pkg.module:qualname" or "path/to/file.py:qualname", found {_show(value)}')
+    return value
+
+
+def _call_setup(cx: _Ctx, value: Any, at: list) -> CallSetup:
+    if not isinstance(value, Mapping):
+        raise cx.error(at, "expected a table with args and kwargs, or with factory")
+    section = at[-1]
+    allowed = ("args", "kwargs", "factory") + _SAVED_KEYS.get(section, ())
+    for key in value:
+        if key not in allowed:
+            raise cx.error(at + [str(key)], f"unknown key (expected {', '.join(allowed[:-1])} or {allowed[-1]})")
+    saved = _saved_setup(cx, value, at, section)
+    if "factory" in value:
+        if "args" in value or "kwargs" in value:
+            raise cx.error(at + ["factory"], "use either factory or args/kwargs, not both")
+        return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), **saved)
+    args = value.get("args", [])
+    if not isinstance(args, (list, tuple)):
+        raise cx.error(at + ["args"], f"expected an array of value descriptions, found {_show(args)}")
+    kwargs = value.get("kwargs", {})
+    if not isinstance(kwargs, Mapping):
+        raise cx.error(at + ["kwargs"], f"expected a table of value descriptions, found {_show(kwargs)}")
+    parsed_args = tuple(_value(cx, v, at + ["args", i], 0) for i, v in enumerate(args))
+    parsed_kwargs = []
+    for k, v in kwargs.items():
+        if not isinstance(k, str) or not k.isidentifier():
+            raise cx.error(at + ["kwargs", str(k)], "keyword names must be Python identifiers")
+        parsed_kwargs.append((k, _value(cx, v, at + ["kwargs", k], 0)))
+    return CallSetup(args=parsed_args, kwargs=tuple(parsed_kwargs), **saved)
+
+
+# --------------------------------------------------------------------------- saved files (Torch)
+
+# Which saved-file keys each section takes, and the file types each accepts.
+_SAVED_KEYS = {"init": ("checkpoint", "strict"), "inputs": ("fixture", "fixture_keys")}
+CHECKPOINT_SUFFIXES = (".pt", ".pth", ".bin", ".safetensors")
+FIXTURE_SUFFIXES = (".pt", ".pth", ".safetensors", ".npz")
+_POSITION = re.compile(r"^args\[(0|[1-9][0-9]{0,3})\]$")
+
+
+def _saved_setup(cx: _Ctx, value: Mapping, at: list, section: str) -> dict[str, Any]:
+    """The checkpoint/fixture keys of an ``init``/``inputs`` table, checked (no file is
+    read here: existence, symlinks and size are the worker's, :mod:`capture.torch.saved`)."""
+    out: dict[str, Any] = {}
+    if section == "init":
+        if "checkpoint" in value:
+            out["checkpoint"] = _saved_path(cx, value["checkpoint"], at + ["checkpoint"], CHECKPOINT_SUFFIXES, "checkpoint")
+        if "strict" in value:
+            if "checkpoint" not in value:
+                raise cx.error(at + ["strict"], "strict applies to a checkpoint; add init.checkpoint or remove strict")
+            if type(value["strict"]) is not bool:
+                raise cx.error(at + ["strict"], f"expected true or false, found {_show(value['strict'])}")
+            out["strict"] = value["strict"]
+    elif section == "inputs" and ("fixture" in value or "fixture_keys" in value):
+        if "fixture" not in value:
+            raise cx.error(at + ["fixture_keys"], "fixture_keys maps the keys of a fixture; add inputs.fixture")
+        for other in ("factory", "args"):
+            if other in value and not (other == "args" and value["args"] == []):
+                raise cx.error(
+                    at + [other],
+                    f"use either fixture or {other}, not both (literal kwargs may join a fixture)",
+                )
+        out["fixture"] = _saved_path(cx, value["fixture"], at + ["fixture"], FIXTURE_SUFFIXES, "fixture")
+        keys = value.get("fixture_keys", {})
+        if not isinstance(keys, Mapping):
+            raise cx.error(at + ["fixture_keys"], f"expected a table of fixture key = parameter name, found {_show(keys)}")
+        pairs: list[tuple[str, str]] = []
+        seen: dict[str, str] = {}
+        for k, v in keys.items():
+            if not isinstance(k, str) or not k or len(k) > MAX_STRING:
+                raise cx.error(at + ["fixture_keys"], "fixture keys are non-empty strings")
+            if not isinstance(v, str) or not (v.isidentifier() or _POSITION.match(v)):
+                raise cx.error(
+                    at + ["fixture_keys", k],
+                    f'expected a parameter name of forward (or "args[N]" for a position), found {_show(v)}',
+                )
+            if v in seen:
+                raise cx.error(at + ["fixture_keys", k], f"{v!r} is already given by fixture key {seen[v]!r}")
+            seen[v] = k
+            pairs.append((k, v))
+        out["fixture_keys"] = tuple(pairs)
+    return out
+
+
+def _saved_path(cx: _Ctx, value: Any, at: list, suffixes: tuple[str, ...], what: str) -> str:
+    """A workspace-relative POSIX path, without ``..``, with an accepted suffix."""
+    if not isinstance(value, str) or not value.strip():
+        raise cx.error(at, f'expected a workspace-relative path such as "runs/best.pt", found {_show(value)}')
+    if len(value) > MAX_STRING or "\x00" in value:
+        raise cx.error(at, f"the {what} path is too long or holds a NUL character")
+    if value.startswith(("/", "~")) or re.match(r"^[A-Za-z]:[\\/]", value) or value.startswith("\\"):
+        raise cx.error(at, f"{_show(value)} is not workspace-relative; name the {what} relative to the workspace root")
+    parts = re.split(r"[\\/]", value)
+    if ".." in parts:
+        raise cx.error(at, f"{_show(value)} leaves the workspace through '..'; {what} files live inside the workspace")
+    if not value.lower().endswith(suffixes):
+        raise cx.error(at, f"{_show(value)}: a {what} is one of {', '.join(suffixes)}")
+    return "/".join(p for p in parts if p not in ("", "."))
+
+
+def _check_saved_files_framework(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """Checkpoints and fixtures are the Torch loader's: JAX uses workspace factories."""
+    if r.framework == "torch":
+        return
+    for section, key, setup in (("init", "checkpoint", r.init), ("inputs", "fixture", r.inputs)):
+        if getattr(setup, key) is None:
+            continue
+        if r.framework == "jax":
+            how = (
+                "an init.factory returning the module bound with model.bind(variables) (Linen), or the NNX module "
+                "built with its state"
+                if section == "init"
+                else "an inputs.factory returning the inputs (it may load a JAX-specific fixture)"
+            )
+            raise cx.error(
+                base + [section, key],
+                f"no Torch {key} loader is used for JAX: use an explicit workspace factory instead, {how}",
+            )
+        raise cx.error(base + [section, key], f"{section}.{key} is loaded by the Torch capture only, not {r.framework}")
+
+
+def _step(cx: _Ctx, value: Any, at: list) -> StepSetup:
+    if not isinstance(value, Mapping):
+        raise cx.error(at, "expected a table with loss and optionally optimizer")
+    for key in value:
+        if key not in ("loss", "optimizer"):
+            raise cx.error(at + [str(key)], "unknown key (expected loss or optimizer)")
+    loss = value.get("loss", "sum")
+    loss_name, loss_factory = "sum", None
+    if isinstance(loss, str):
+        if loss not in ("sum", "mean"):
+            raise cx.error(at + ["loss"], f'expected "sum", "mean" or {{ factory = "pkg.mod:fn" }}, found {_show(loss)}')
+        loss_name = loss
+    elif isinstance(loss, Mapping):
+        if set(loss) != {"factory"}:
+            raise cx.error(at + ["loss"], 'expected { factory = "pkg.mod:fn" }')
+        loss_name, loss_factory = "factory", _ref(cx, loss["factory"], at + ["loss", "factory"])
+    else:
+        raise cx.error(at + ["loss"], f'expected "sum", "mean" or {{ factory = "pkg.mod:fn" }}, found {_show(loss)}')
+    optimizer = None
+    if "optimizer" in value:
+        opt = value["optimizer"]
+        if not isinstance(opt, Mapping) or set(opt) != {"factory"}:
+            raise cx.error(at + ["optimizer"], 'expected { factory = "pkg.mod:fn" }')
+        optimizer = _ref(cx, opt["factory"], at + ["optimizer", "factory"])
+    return StepSetup(loss=loss_name, loss_factory=loss_factory, optimizer_factory=optimizer)
+
+
+def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDesc:
+    """Validate one value description (plain data) on its own; errors name ``at``."""
+    cx = _Ctx(profile, None, None)
+    try:
+        return _value(cx, value, [at], 0)
+    except RecursionError:
+        raise RecipeError("nested too deeply", key_path=at, profile=profile) from None
+
+
+def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
+    cx.budget -= 1
+    if cx.budget < 0:
+        raise cx.error(at, f"more than {MAX_DESCRIPTIONS:,} value descriptions")
+    if depth > MAX_DEPTH:
+        raise cx.error(at, f"value descriptions nested more than {MAX_DEPTH} deep")
+    if type(value) in (bool, int, float, str):
+        return _static(cx, value, at)
+    if isinstance(value, (list, tuple)):
+        return ListDesc(tuple(_value(cx, v, at + [i], depth + 1) for i, v in enumerate(value)))
+    if not isinstance(value, Mapping):
+        raise cx.error(at, f"expected a value description, found {_show(value)}")
+    if "kind" not in value:
+        raise cx.error(at, 'a described value needs a kind ("tensor", "none", "list", "tuple", "dict" or "static")')
+    kind = value["kind"]
+    if kind == "tensor":
+        return _tensor(cx, value, at)
+    if kind == "none":
+        _only(cx, value, at, ("kind",))
+        return NoneDesc()
+    if kind == "static":
+        _only(cx, value, at, ("kind", "value"))
+        if "value" not in value:
+            raise cx.error(at + ["value"], "missing value")
+        v = value["value"]
+        if type(v) not in (bool, int, float, str):
+            raise cx.error(at + ["value"], f"a static value is a boolean, number or string, found {_show(v)}")
+        return _static(cx, v, at + ["value"])
+    if kind in ("list", "tuple"):
+        _only(cx, value, at, ("kind", "items"))
+        items = value.get("items", [])
+        if not isinstance(items, (list, tuple)):
+            raise cx.error(at + ["items"], f"expected an array, found {_show(items)}")
+        parsed = tuple(_value(cx, v, at + ["items", i], depth + 1) for i, v in enumerate(items))
+        return ListDesc(parsed) if kind == "list" else TupleDesc(parsed)
+    if kind == "dict":
+        _only(cx, value, at, ("kind", "items"))
+        items = value.get("items", {})
+        if not isinstance(items, Mapping):
+            raise cx.error(at + ["items"], f"expected a table, found {_show(items)}")
+        pairs = []
+        for k, v in items.items():
+            if not isinstance(k, str) or len(k) > MAX_STRING:
+                raise cx.error(at + ["items"], "dictionary keys are strings")
+            pairs.append((k, _value(cx, v, at + ["items", k], depth + 1)))
+        return DictDesc(tuple(pairs))
+    raise cx.error(at + ["kind"], f'expected one of "tensor", "none", "list", "tuple", "dict", "static", found {_show(kind)}')
+
+
+def _static(cx: _Ctx, value: Any, at: list) -> StaticDesc:
+    if type(value) is str and len(value) > MAX_STRING:
+        raise cx.error(at, f"strings are at most {MAX_STRING} characters")
+    if type(value) is int and not -(1 << 63) <= value < (1 << 64):
+        raise cx.error(at, "integers must fit in 64 bits")
+    return StaticDesc(value)
+
+
+def _only(cx: _Ctx, value: Mapping, at: list, keys: tuple[str, ...]) -> None:
+    for k in value:
+        if k not in keys:
+            raise cx.error(at + [str(k)], f"unknown key (expected {', '.join(keys)})")
+
+
+_TENSOR_KEYS = ("kind", "shape", "dtype", "requires_grad", "generator")
+
+
+def _tensor(cx: _Ctx, value: Mapping, at: list) -> TensorDesc:
+    _only(cx, value, at, _TENSOR_KEYS)
+    if "shape" not in value:
+        raise cx.error(at + ["shape"], "missing shape (an array of dimensions, [] for a scalar)")
+    shape = value["shape"]
+    if not isinstance(shape, (list, tuple)):
+        raise cx.error(at + ["shape"], f"expected an array of dimensions, found {_show(shape)}")
+    if len(shape) > MAX_RANK:
+        raise cx.error(at + ["shape"], f"at most {MAX_RANK} dimensions, found {len(shape)}")
+    dims: list[Dim] = []
+    for i, d in enumerate(shape):
+        if type(d) is int:
+            if d < 0:
+                raise cx.error(at + ["shape", i], f"dimensions are non-negative, found {d}")
+            if d > MAX_INPUT_ELEMENTS:
+                raise cx.error(
+                    at + ["shape", i],
+                    f"dimension {d:,} alone exceeds the {MAX_INPUT_ELEMENTS:,}-element input limit",
+                )
+            dims.append(d)
+        elif d is None or (type(d) is str and (d == "?" or _DIM_NAME.match(d) and len(d) <= 64)):
+            dims.append(d)
+        else:
+            raise cx.error(at + ["shape", i], f'expected a non-negative integer, "?" or a dimension name, found {_show(d)}')
+    if "dtype" not in value:
+        raise cx.error(at + ["dtype"], 'missing dtype (e.g. "float32")')
+    dtype = value["dtype"]
+    if not isinstance(dtype, str) or dtype not in DTYPES:
+        raise cx.error(at + ["dtype"], f"unknown dtype {_show(dtype)} (expected one of {', '.join(DTYPES)})")
+    requires_grad = value.get("requires_grad", False)
+    if type(requires_grad) is not bool:
+        raise cx.error(at + ["requires_grad"], f"expected true or false, found {_show(requires_grad)}")
+    if requires_grad and dtype not in FLOAT_DTYPES + COMPLEX_DTYPES:
+        raise cx.error(at + ["requires_grad"], f"only floating-point and complex tensors can require grad, not {dtype}")
+    if "generator" in value:
+        generator = _generator(cx, value["generator"], at + ["generator"], dtype)
+    else:
+        generator = default_generator(dtype)
+    return TensorDesc(tuple(dims), dtype, requires_grad, generator)
+
+
+def default_generator(dtype: str) -> Generator:
+    """Standard normal for floating-point/complex dtypes, zeros otherwise (always valid
+    indices and masks)."""
+    if dtype in FLOAT_DTYPES + COMPLEX_DTYPES:
+        return Generator("normal", mean=0.0, std=1.0)
+    return Generator("zeros")
+
+
+def _number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def _generator(cx: _Ctx, value: Any, at: list, dtype: str) -> Generator:
+    if isinstance(value, str):
+        value = {"kind": value}
+    if not isinstance(value, Mapping):
+        raise cx.error(at, f"expected a generator table such as {{ kind = \"zeros\" }}, found {_show(value)}")
+    kind = value.get("kind")
+    if kind not in GENERATORS:
+        raise cx.error(at + ["kind"], f"expected one of {', '.join(GENERATORS)}, found {_show(kind)}")
+    floating = dtype in FLOAT_DTYPES + COMPLEX_DTYPES
+    integral = dtype in INT_RANGES
+    if kind in ("zeros", "ones", "arange"):
+        _only(cx, value, at, ("kind",))
+        if kind == "arange" and dtype == "bool":
+            raise cx.error(at + ["kind"], "arange needs a numeric dtype, not bool")
+        return Generator(kind)
+    if kind == "full":
+        _only(cx, value, at, ("kind", "value"))
+        if "value" not in value:
+            raise cx.error(at + ["value"], "missing value")
+        v = value["value"]
+        if dtype == "bool":
+            if type(v) is bool or (type(v) is int and v in (0, 1)):
+                return Generator("full", value=bool(v))
+            raise cx.error(at + ["value"], f"a bool tensor is filled with true or false, found {_show(v)}")
+        if type(v) is bool or not _number(v):
+            raise cx.error(at + ["value"], f"expected a number, found {_show(v)}")
+        if integral:
+            if type(v) is float:
+                if not v.is_integer():
+                    raise cx.error(at + ["value"], f"{dtype} cannot hold {v!r}")
+                v = int(v)
+            lo, hi = INT_RANGES[dtype]
+            if not lo <= v <= hi:
+                raise cx.error(at + ["value"], f"{dtype} holds {lo} to {hi}, not {v}")
+        return Generator("full", value=v)
+    if kind == "normal":
+        if not floating:
+            raise cx.error(at + ["kind"], f"normal needs a floating-point dtype, not {dtype}")
+        _only(cx, value, at, ("kind", "mean", "std"))
+        mean = value.get("mean", 0.0)
+        std = value.get("std", 1.0)
+        if type(mean) is bool or not _number(mean) or not math.isfinite(mean):
+            raise cx.error(at + ["mean"], f"expected a finite number, found {_show(mean)}")
+        if type(std) is bool or not _number(std) or not math.isfinite(std) or std < 0:
+            raise cx.error(at + ["std"], f"expected a finite number >= 0, found {_show(std)}")
+        return Generator("normal", mean=float(mean), std=float(std))
+    if kind == "uniform":
+        if not floating:
+            raise cx.error(at + ["kind"], f"uniform needs a floating-point dtype, not {dtype} (use randint)")
+        _only(cx, value, at, ("kind", "low", "high"))
+        low = value.get("low", 0.0)
+        high = value.get("high", 1.0)
+        for key, v in (("low", low), ("high", high)):
+            if type(v) is bool or not _number(v) or not math.isfinite(v):
+                raise cx.error(at + [key], f"expected a finite number, found {_show(v)}")
+        if not low < high:
+            raise cx.error(at + ["high"], f"high must be greater than low ({low!r})")
+        return Generator("uniform", low=float(low), high=float(high))
+    # randint
+    if not integral:
+        raise cx.error(at + ["kind"], f"randint needs an integer or bool dtype, not {dtype}")
+    _only(cx, value, at, ("kind", "low", "high"))
+    lo_d, hi_d = INT_RANGES[dtype]
+    if "high" not in value:
+        raise cx.error(at + ["high"], "missing high (exclusive upper bound)")
+    low = value.get("low", 0)
+    high = value["high"]
+    for key, v in (("low", low), ("high", high)):
+        if type(v) is not int:
+            raise cx.error(at + [key], f"expected an integer, found {_show(v)}")
+    if not low < high:
+        raise cx.error(at + ["high"], f"high must be greater than low ({low})")
+    if low < lo_d or high - 1 > hi_d:
+        raise cx.error(at + ["high"] if high - 1 > hi_d else at + ["low"], f"{dtype} holds {lo_d} to {hi_d}")
+    return Generator("randint", low=low, high=high)
+
+
+# --------------------------------------------------------------------------- TOML lines
+
+
+class _Locator:
+    """Finds the TOML line where a key path can be found, without a position-aware parser.
+
+    The longest table header (``[profiles.p]``, ``[profiles.p.inputs]``) that prefixes the
+    path is found first; the remaining keys are then searched for, in order, from that
+    header to the next one. Inline tables on one line resolve to that line. Returns the
+    best line found (the header when no key matches), or None when even the profile's
+    table is absent from the text."""
+
+    _HEADER = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+        self.headers: list[tuple[int, list[str]]] = []
+        for i, line in enumerate(self.lines):
+            m = self._HEADER.match(line)
+            if m:
+                self.headers.append((i, _split_header(m.group(1))))
+
+    def line(self, segments: list[str | int]) -> int | None:
+        keys = [s for s in segments if isinstance(s, str)]
+        best_i, best_len = -1, 0
+        for i, hdr in self.headers:
+            if len(hdr) > best_len and keys[: len(hdr)] == hdr:
+                best_i, best_len = i, len(hdr)
+        if best_i < 0:
+            start, end = 0, self.headers[0][0] if self.headers else len(self.lines)
+            # Top-level keys only live before the first header; a dotted top-level key
+            # (``profiles.p.model = …``) is rare enough to be searched there too.
+        else:
+            start = best_i + 1
+            later = [i for i, _ in self.headers if i > best_i]
+            end = later[0] if later else len(self.lines)
+        rest = keys[best_len:]
+        found = best_i if best_i >= 0 else None
+        pos = start
+        for key in rest:
+            pattern = re.compile(r'(^|[\s{,.])("?)' + re.escape(key) + r'\2\s*[=.]')
+            for j in range(pos, end):
+                if pattern.search(self.lines[j]):
+                    found, pos = j, j
+                    break
+            else:
+                break
+        return None if found is None else found + 1
+
+
+def _split_header(text: str) -> list[str]:
+    out = []
+    for m in re.finditer(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'|([A-Za-z0-9_-]+)', text):
+        out.append(m.group(1) if m.group(1) is not None else m.group(2) if m.group(2) is not None else m.group(3))
+    return out
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value[:60] + ("…" if len(value) > 60 else ""))
+    if isinstance(value, (int, float)):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:40] + "…"
+    if isinstance(value, Mapping):
+        return "a table"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    return f"a {type(value).__name__}"

@@ -1,0 +1,473 @@
+"""The warm worker: one resident capture process per workspace folder, kept between
+captures by the language server, so that a recapture does not import the frameworks
+and heavy libraries again. The resident side is :mod:`capture.worker.zygote`.
+
+Isolation (chosen by measurement, see README "Warm worker"): the resident process is a
+*pre-imported parent* that never runs workspace code or a framework operation; each
+capture runs in a child forked from it, in its own process group, and exits after
+its result. So:
+
+- every workspace module is imported fresh, from the saved file, in the child (the
+  resident process never imports one: libraries that resolve into the workspace are
+  refused);
+- no state of one capture reaches the next (RNG, default device and dtype, Torch grad
+  mode, JAX config such as x64, monkey-patches): each child starts from the same
+  untouched resident state, and its own changes die with it;
+- the parent's deadline kills the child's group and the resident process; the
+  resident process is discarded after any failure, crash, deadline or cancellation,
+  when the interpreter (path or file), the capture environment or a dependency
+  (an entry of the interpreter's ``sys.path``, or any loaded library file) changes,
+  when forking stops being safe (a JAX backend or CUDA initialised in it), after
+  ``idle_seconds`` without a capture, and when the pool closes (server shutdown).
+
+The checks before the worker (trust, saved source, interpreter, dependencies) run in
+:mod:`capture.session.runner` exactly as for a one-shot worker; only the last step (start a
+process, send the request) differs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..worker.procs import MARKER_ENV, LogPump, kill_worker_tree, release_worker
+from ..worker.protocol import MAX_CONTROL_FRAME, FrameReader, ProtocolError, encode_frame
+
+log = logging.getLogger(__name__)
+
+DEFAULT_IDLE_SECONDS = 600.0
+#: After a capture's final message, how long the resident process may take to say
+#: its child exited before it is discarded.
+EXIT_GRACE_S = 2.0
+
+#: What :func:`run_warm` returns when it did not run the capture (the caller runs a
+#: one-shot worker instead): the folder's warm worker is busy, or could not start.
+NOT_RUN = object()
+
+
+class WarmPool:
+    """The warm workers of one language server, one per workspace folder (identified
+    by folder, interpreter and capture environment: another interpreter or
+    environment for the folder replaces the old worker)."""
+
+    def __init__(self, idle_seconds: float = DEFAULT_IDLE_SECONDS) -> None:
+        self.idle_seconds = float(idle_seconds)
+        self._workers: dict[str, _Resident] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+        self._wake = threading.Event()
+        self._reaper = threading.Thread(target=self._reap_idle, name="tensorviz-warm-idle", daemon=True)
+        self._reaper.start()
+        #: Why each folder's last worker was discarded (newest reason), for logs and tests.
+        self.discarded: list[tuple[str, str]] = []
+
+    # -------------------------------------------------------------- public
+    def lease(self, workspace: Path, python: str, env: Mapping[str, str], identity: tuple, *,
+              log_line: Callable[[str], None]) -> "_Lease | None":
+        """The folder's warm worker for one capture, started if needed; None when it is
+        busy (another capture of the folder runs) or the pool is closed."""
+        key = str(workspace)
+        with self._lock:
+            if self._closed:
+                return None
+            resident = self._workers.get(key)
+            if resident is not None and resident.busy:
+                return None
+            if resident is not None:
+                reason = resident.unusable(python, identity)
+                if reason is not None:
+                    self._discard_locked(key, reason)
+                    resident = None
+            if resident is None:
+                try:
+                    resident = _Resident.start(workspace, python, env, identity)
+                except OSError as exc:
+                    log.info("warm worker for %s could not start: %s", workspace, exc)
+                    return None
+                self._workers[key] = resident
+            resident.busy = True
+        return _Lease(self, key, resident, log_line)
+
+    def workers(self) -> dict[str, dict[str, Any]]:
+        """What is alive: folder → {pid, python, captures, idle_s, preloaded}."""
+        with self._lock:
+            now = time.monotonic()
+            return {
+                k: {"pid": r.proc.pid, "python": r.python, "captures": r.captures, "busy": r.busy,
+                    "idle_s": round(now - r.last_used, 3), "preloaded": len(r.files)}
+                for k, r in self._workers.items()
+            }
+
+    def discard(self, workspace: str | Path, reason: str = "discarded") -> bool:
+        with self._lock:
+            return self._discard_locked(str(workspace), reason)
+
+    def retain(self, workspace: str | Path, python: str, env: Mapping[str, str]) -> bool:
+        """Discard the folder's idle warm worker unless it runs ``python`` with the
+        capture environment ``env`` (the folder's settings changed); True if discarded."""
+        key = os.path.realpath(os.path.abspath(workspace))
+        with self._lock:
+            r = self._workers.get(key)
+            if r is None or r.busy:
+                return False
+            if r.python != os.path.abspath(python):
+                return self._discard_locked(key, f"the folder's interpreter is now {python}")
+            if len(r.identity) == 3 and r.identity[1] != tuple(sorted(env.items())):
+                return self._discard_locked(key, "the folder's capture environment setting changed")
+            return False
+
+    def set_idle_seconds(self, seconds: float) -> None:
+        self.idle_seconds = float(seconds)
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stop every warm worker (the server is shutting down)."""
+        with self._lock:
+            self._closed = True
+            for key in list(self._workers):
+                self._discard_locked(key, "the language server stopped")
+        self._wake.set()
+
+    # -------------------------------------------------------------- inside
+    def _discard_locked(self, key: str, reason: str) -> bool:
+        resident = self._workers.pop(key, None)
+        if resident is None:
+            return False
+        log.info("warm worker for %s discarded: %s", key, reason)
+        self.discarded.append((key, reason))
+        del self.discarded[:-50]
+        resident.kill()
+        return True
+
+    def _release(self, key: str, resident: "_Resident", keep: bool, reason: str, modules: list[str] | None) -> None:
+        with self._lock:
+            resident.busy = False
+            resident.last_used = time.monotonic()
+            if self._workers.get(key) is not resident:
+                resident.kill()
+                return
+            if not keep or self._closed:
+                self._discard_locked(key, reason)
+                return
+            resident.captures += 1
+            if modules:
+                resident.preload(modules)
+        self._wake.set()
+
+    def _reap_idle(self) -> None:
+        while True:
+            self._wake.wait(timeout=max(0.05, min(5.0, self.idle_seconds / 4)))
+            self._wake.clear()
+            with self._lock:
+                if self._closed and not self._workers:
+                    return
+                now = time.monotonic()
+                for key, r in list(self._workers.items()):
+                    if not r.busy and now - r.last_used >= self.idle_seconds:
+                        self._discard_locked(key, f"idle for {self.idle_seconds:g} s")
+                    elif r.proc.poll() is not None:
+                        self._discard_locked(key, f"it exited (status {r.proc.returncode})")
+
+
+class _Resident:
+    """One resident process (the zygote), its result pipe and its log."""
+
+    def __init__(self, proc: subprocess.Popen, read_fd: int, python: str, identity: tuple, workspace: str,
+                 log_fd: int, marker: str | None = None) -> None:
+        self.proc = proc
+        self.marker = marker
+        self.workspace = workspace
+        self.read_fd = read_fd
+        self.python = python
+        self.identity = identity
+        self.busy = False
+        self.captures = 0
+        self.last_used = time.monotonic()
+        self.files: list[list[Any]] = []
+        self.fork_safe = True
+        self.unsafe_reason = ""
+        self.reader = FrameReader(MAX_CONTROL_FRAME)
+        self.pending: deque[dict[str, Any]] = deque()  # messages read before a lease wanted them
+        self.preloads_pending = 0
+        self.sink: Callable[[str], None] = lambda line: None
+        self.dead = False
+        self._pump = LogPump(log_fd, lambda line: self.sink(line), name="tensorviz-warm-log")
+        self.tail = self._pump.tail  # bounded lines, each cut (capture.worker.procs)
+        self.escaped: list[dict[str, Any]] = []
+
+    @classmethod
+    def start(cls, workspace: Path, python: str, env: Mapping[str, str], identity: tuple) -> "_Resident":
+        from .runner import launcher_script
+
+        launcher = launcher_script()
+        read_fd, write_fd = os.pipe()
+        log_r, log_w = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                [python, launcher, "--zygote", "--fd", str(write_fd)],
+                stdin=subprocess.PIPE, stdout=log_w, stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,), cwd=str(workspace), env=dict(env), start_new_session=True,
+            )
+        except OSError:
+            for fd in (read_fd, write_fd, log_r, log_w):
+                os.close(fd)
+            raise
+        os.close(write_fd)
+        os.close(log_w)
+        log.info("warm worker started for %s: %s (pid %d)", workspace, python, proc.pid)
+        return cls(proc, read_fd, python, identity, str(workspace), log_r, env.get(MARKER_ENV))
+
+    def unusable(self, python: str, identity: tuple) -> str | None:
+        if self.dead or self.proc.poll() is not None:
+            return "it is no longer running"
+        if python != self.python:
+            return f"the interpreter changed ({self.python} → {python})"
+        if identity != self.identity:
+            old, new = self.identity, identity
+            if len(old) == 3 and len(new) == 3:
+                if old[0] != new[0]:
+                    return f"the interpreter {python} changed on disk"
+                if old[1] != new[1]:
+                    return "the capture environment changed"
+                return "a package folder on the interpreter's path changed (a dependency was installed or removed)"
+            return "the interpreter or its environment changed"
+        self._drain(0.0)
+        if self.preloads_pending:
+            # Libraries still loading: a capture would wait for them anyway; see them first.
+            self._drain(30.0)
+        if not self.fork_safe:
+            return f"forking is no longer safe: {self.unsafe_reason}"
+        for path, mtime in self.files:
+            try:
+                if os.stat(path).st_mtime_ns != mtime:
+                    return f"a loaded library file changed: {path}"
+            except OSError:
+                return f"a loaded library file was removed: {path}"
+        return None
+
+    def preload(self, modules: list[str]) -> None:
+        try:
+            self.proc.stdin.write(encode_frame({"action": "preload", "modules": modules,
+                                                "workspace": self.workspace}))
+            self.proc.stdin.flush()
+            self.preloads_pending += 1
+        except (OSError, ValueError):
+            self.dead = True
+
+    def note(self, msg: dict[str, Any]) -> None:
+        """A message of the resident process itself (not of a capture)."""
+        if msg.get("kind") == "preloaded":
+            self.preloads_pending = max(0, self.preloads_pending - 1)
+            self.files = [list(f) for f in msg.get("files") or [] if isinstance(f, (list, tuple)) and len(f) == 2]
+            if not msg.get("fork_safe", True):
+                self.fork_safe = False
+                self.unsafe_reason = str(msg.get("reason") or "unknown")
+            log.info("warm worker preloaded %s modules in %s s", msg.get("imported"), msg.get("seconds"))
+
+    def _drain(self, timeout: float) -> None:
+        """Read the resident's own messages (preload answers) for up to ``timeout``."""
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            ready, _, _ = select.select([self.read_fd], [], [], max(0.0, left))
+            if not ready:
+                return
+            try:
+                chunk = os.read(self.read_fd, 1 << 20)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.dead = True
+                return
+            try:
+                for msg in self.reader.feed(chunk):
+                    if msg.get("kind") == "preloaded":
+                        self.note(msg)
+                    else:
+                        self.pending.append(msg)
+            except ProtocolError:
+                self.dead = True
+                return
+            if not self.preloads_pending and timeout > 0:
+                return
+
+    def kill(self, own_groups: tuple[int, ...] = ()) -> None:
+        """Kill it, its capture child's group and every process that came from them
+        (also in sessions of their own: :mod:`capture.worker.procs`); never blocks on a pipe."""
+        if self.dead and self.proc.returncode is not None:
+            return
+        self.dead = True
+        try:
+            self.escaped = kill_worker_tree(self.proc.pid, self.marker, own_groups)
+        except Exception:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        release_worker(self.proc, self._pump, self.read_fd)
+
+
+class _Lease:
+    """One capture on a resident process. Quacks like the runner's one-shot worker
+    watch (send_request, read, kill_group, finish, wait_exit, log_tail), so the runner
+    converses with it through the same code, deadline and cancellation included."""
+
+    def __init__(self, pool: WarmPool, key: str, resident: _Resident, log_line: Callable[[str], None]) -> None:
+        self.pool = pool
+        self.key = key
+        self.r = resident
+        self.child_pid: int | None = None
+        self.child_code: int | None = None
+        self.modules: list[str] | None = None
+        self.final_seen = False
+        self.killed = False
+        self._eof_next = False
+        #: Processes the capture started outside its group, found and killed.
+        self.escaped: list[dict[str, Any]] = []
+        resident.tail.clear()
+        resident.sink = log_line
+
+    # -- the watch interface --------------------------------------------------
+    def send_request(self, data: bytes) -> None:
+        try:
+            self.r.proc.stdin.write(data)
+            self.r.proc.stdin.flush()
+        except (OSError, ValueError):
+            self._eof_next = True  # it died first; reported as a crash
+
+    def read(self, timeout: float) -> bytes | None:
+        if self.r.pending:
+            # Messages read while checking the resident (a preload answer came with them).
+            msgs, self.r.pending = list(self.r.pending), deque()
+            data = b"".join(encode_frame(m) for m in msgs)
+            self._sniff(msgs)
+            return data
+        if self._eof_next:
+            return b""
+        ready, _, _ = select.select([self.r.read_fd], [], [], max(0.0, timeout))
+        if not ready:
+            return None
+        try:
+            chunk = os.read(self.r.read_fd, 1 << 20)
+        except OSError:
+            return b""
+        if not chunk:
+            return b""
+        try:
+            msgs = list(self.r.reader.feed(chunk))
+        except ProtocolError:
+            return chunk  # the runner's own reader reports it
+        self._sniff(msgs)
+        # Pass on the capture's messages only (the runner ignores unknown kinds, but a
+        # preload answer must not be counted twice). Nothing whole yet: None, not EOF.
+        data = b"".join(encode_frame(m) for m in msgs if m.get("kind") != "preloaded")
+        return data or (b"" if self._eof_next else None)
+
+    def _sniff(self, msgs: list[dict[str, Any]]) -> None:
+        for m in msgs:
+            kind = m.get("kind")
+            if kind == "forked" and type(m.get("pid")) is int:
+                self.child_pid = m["pid"]
+            elif kind == "modules":
+                self.modules = [n for n in m.get("names") or [] if isinstance(n, str)]
+            elif kind == "preloaded":
+                self.r.note(m)
+            elif kind in ("result", "failure", "device_ok"):
+                self.final_seen = True
+            elif kind == "exited":
+                self.child_code = m.get("code") if type(m.get("code")) is int else -1
+                self.escaped += [e for e in m.get("escaped") or [] if isinstance(e, dict)]
+                if not self.final_seen:
+                    self._eof_next = True  # the child died without a result: a crash
+
+    def kill_group(self) -> None:
+        self.killed = True
+        # The resident first, with the child's group in the same sweep: a resident that
+        # saw its child die would clear the child's strays itself, unreported.
+        self.r.kill((self.child_pid,) if self.child_pid else ())
+        if self.child_pid:
+            try:
+                os.killpg(self.child_pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.escaped = self.escaped + [e for e in self.r.escaped if e not in self.escaped]
+
+    def finish(self) -> None:
+        """After the final message: the resident reports the child's exit (it clears the
+        child's process group first); without that report in time, discard it."""
+        end = time.monotonic() + EXIT_GRACE_S
+        while self.child_code is None and not self.killed:
+            left = end - time.monotonic()
+            if left <= 0:
+                self.kill_group()
+                return
+            if self.read(min(left, 0.05)) == b"":
+                self.kill_group()
+                return
+
+    def wait_exit(self, timeout: float) -> int | None:
+        end = time.monotonic() + timeout
+        while self.child_code is None:
+            left = end - time.monotonic()
+            if left <= 0 or self.r.proc.poll() is not None:
+                break
+            self.read(min(left, 0.05))
+        if self.child_code is not None:
+            return self.child_code
+        code = self.r.proc.poll()
+        self.kill_group()
+        return code
+
+    def log_tail(self) -> str:
+        time.sleep(0.05)  # the log thread may still be reading the last lines
+        return "\n".join(list(self.r.tail))
+
+    # -- the end ----------------------------------------------------------------
+    def release(self, ok: bool, reason: str) -> None:
+        keep = ok and not self.killed and self.child_code is not None and not self.r.dead
+        self.r.sink = lambda line: None
+        self.pool._release(self.key, self.r, keep, reason, self.modules if keep else None)
+
+
+def identity_for(python: str, env: Mapping[str, str], path_stamp: tuple) -> tuple:
+    """What a warm worker is bound to: the interpreter file, the capture environment,
+    and the stamp of the interpreter's ``sys.path`` folders (installs change them)."""
+    try:
+        st = os.stat(python)
+        stamp = (st.st_mtime_ns, st.st_ino, st.st_size)
+    except OSError:
+        stamp = None
+    return (stamp, tuple(sorted(env.items())), path_stamp)
+
+
+def run_warm(run: Any, pool: WarmPool, python: str, request: dict[str, Any], path_stamp: tuple) -> Any:
+    """Run ``request`` on the folder's warm worker through ``run`` (the runner's
+    ``_Run``): its capture, or a failure capture; :data:`NOT_RUN` when the warm worker
+    is not available (the caller then starts a one-shot worker)."""
+    env = run._worker_env()
+    lease = pool.lease(run.workspace, os.path.abspath(python), env, identity_for(python, run.env, path_stamp),
+                       log_line=run.log)
+    if lease is None:
+        return NOT_RUN
+    result = None
+    try:
+        result = run._converse(lease, request)
+    finally:
+        failure = getattr(result, "failure", None) if result is not None else None
+        if result is None:
+            reason = "the capture did not finish"
+        elif failure is not None:
+            reason = f"the capture failed ({failure.stage}: {failure.type})"
+        else:
+            reason = ""
+        lease.release(result is not None and failure is None, reason)
+    return result

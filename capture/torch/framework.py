@@ -1,0 +1,547 @@
+"""PyTorch capture: run the model eagerly and record what really happened.
+
+What is opened (``recipe.model``):
+
+* an ``nn.Module`` subclass, constructed from the literal ``init`` (``args``/``kwargs``),
+  or by an ``init.factory`` returning a ready instance of that class (the user's own
+  code may load weights there);
+* an ``nn.Module`` instance defined at module level (empty ``init``);
+* a plain callable taking tensors (empty ``init``, or a factory returning a callable).
+
+Setup: Python's ``random``, NumPy (when importable) and Torch are seeded with the
+profile's ``seed`` before the model module is imported; the module is moved to
+``device`` and put in ``mode`` (``eval``/``train``); ``grad_enabled`` is honoured for the
+whole capture. Literal inputs are generated on the CPU from a per-leaf
+``torch.Generator`` seeded with ``leaf_seed(seed, index)`` (deterministic whatever the
+device), moved to the device, and made leaves that require grad when the description
+says ``requires_grad = true``. An inputs factory's tensors are used as returned.
+
+Saved files (:mod:`capture.torch.saved`): ``init.checkpoint`` is a state dict loaded
+weights-only into the module once it is built and on its device (``meta["state"] =
+"checkpoint"``; otherwise ``meta["state"]`` says the weights are a fresh initialisation,
+a factory's or a module instance's); ``inputs.fixture`` is a saved batch bound to
+``forward``'s parameters. Their files join the capture's sources.
+
+Input tensors are labelled (``measured["input"]``, also the ``grads`` key of a training
+step) after the ``forward`` parameter a positional argument binds to (``input_ids``;
+``args[i]`` for ``*args``), keyword arguments after their key, nested ones by their path
+below it (``batch[0]``).
+
+``kind = "model"`` records the forward (``coverage.scope = "eager_forward"``).
+``kind = "training_step"`` (needs ``grad_enabled = true``) records the forward, a
+``loss`` group (``step.loss``: ``"sum"``/``"mean"`` of the output's floating tensors, or
+a workspace function called as ``fn(output, *args, **kwargs)``; a function taking no
+arguments is a factory that returns that loss function), a ``backward`` group (autograd's
+ops, nested in mirrors of the forward's module groups) and, when ``step.optimizer``
+names a factory (``fn(model.parameters()) -> torch.optim.Optimizer``), one
+``optimizer`` group for ``optimizer.step()`` (``coverage.scope = "training_step"``).
+
+Activation statistics are on by default; the worker environment variable
+``TENSORVIZ_TORCH_STATS=0`` turns them off (``run_capture(env=...)``).
+
+A model that raises ends the capture with a failure carrying the workspace frames of
+the exception (the worker reports it); a limit reached mid-forward ends it with a
+``limit`` failure. A partial graph is never returned as complete.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import random
+import sys
+import time
+from typing import Any, Callable
+
+from ..graph.model import Capture
+from ..recipe import TensorLeaf, leaf_seed
+from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
+from ..worker.errors import CaptureError
+
+
+def _distribution_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("torch")
+    except Exception:
+        return ""
+
+
+# Reported on failures before torch is imported; the capture records torch.__version__.
+VERSION = _distribution_version()
+STATS_ENV = "TENSORVIZ_TORCH_STATS"
+
+
+# --------------------------------------------------------------------------- device
+
+
+def _import_torch() -> Any:
+    return import_framework("torch", "PyTorch")
+
+
+def probe_device(ctx: CaptureContext) -> None:
+    """Check ``ctx.recipe.device`` before anything of the workspace is imported."""
+    _device(_import_torch(), ctx.recipe.device)
+
+
+def _device(torch: Any, spec: str) -> Any:
+    platform, index = parse_device(spec)
+    if platform == "cpu":
+        return torch.device("cpu")
+    details: dict[str, Any] = {
+        "device": spec,
+        "torch_version": torch.__version__,
+        "torch_cuda": torch.version.cuda,
+        "python": sys.executable,
+    }
+    if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+        raise CaptureError(
+            "device",
+            f"device {spec} is unavailable: PyTorch {torch.__version__} in {sys.executable} was built without "
+            'CUDA. Install a CUDA build of PyTorch in the selected interpreter, or save device = "cpu"; '
+            "TensorViz does not fall back to the CPU.",
+            {**details, "available": ["cpu"]},
+        )
+    try:
+        available = torch.cuda.is_available()
+        count = torch.cuda.device_count() if available else 0
+    except Exception as exc:  # a broken driver raises here
+        raise CaptureError(
+            "device",
+            f"device {spec} is unavailable: CUDA initialisation failed ({exc}); TensorViz does not fall back to the CPU.",
+            {**details, "available": ["cpu"]},
+        ) from exc
+    if index >= count:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        raise CaptureError(
+            "device",
+            f"device {spec} is unavailable: PyTorch sees {count} CUDA device(s)"
+            + (f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else "")
+            + "; TensorViz does not fall back to another device.",
+            {**details, "available": ["cpu"] + [f"cuda:{i}" for i in range(count)]},
+        )
+    return torch.device(spec)
+
+
+# --------------------------------------------------------------------------- setup
+
+
+def _seed_everything(torch: Any, seed: int) -> None:
+    random.seed(seed)
+    try:
+        import numpy
+    except Exception:  # NumPy is optional in the selected interpreter
+        numpy = None
+    if numpy is not None:
+        numpy.random.seed(seed % (1 << 32))
+    torch.manual_seed(seed)  # every device's generator
+
+
+def _tensor_maker(torch: Any, seed: int, device: Any) -> Callable[[TensorLeaf], Any]:
+    """Tensors from descriptions: generated on the CPU from a generator seeded per leaf
+    (so a leaf is the same on every device), then moved to ``device``."""
+
+    def make(leaf: TensorLeaf) -> Any:
+        desc = leaf.desc
+        shape = tuple(int(d) for d in desc.shape)
+        dtype = getattr(torch, desc.dtype)
+        g = desc.generator
+        gen = torch.Generator().manual_seed(leaf_seed(seed, leaf.index))
+        floating = dtype.is_floating_point or dtype.is_complex
+        # Draw in a precise dtype, then cast: bfloat16/float16 draws go through float32.
+        wide = dtype if dtype in (torch.float32, torch.float64, torch.complex64, torch.complex128) else torch.float32
+        if g.kind == "zeros":
+            t = torch.zeros(shape, dtype=dtype)
+        elif g.kind == "ones":
+            t = torch.ones(shape, dtype=dtype)
+        elif g.kind == "full":
+            t = torch.full(shape, g.value, dtype=dtype)
+        elif g.kind == "arange":
+            t = torch.arange(math.prod(shape), dtype=torch.float64 if floating else torch.int64).reshape(shape).to(dtype)
+        elif g.kind == "normal":
+            t = (torch.randn(shape, generator=gen, dtype=wide) * g.std + g.mean).to(dtype)
+        elif g.kind == "uniform":
+            t = (torch.rand(shape, generator=gen, dtype=wide) * (g.high - g.low) + g.low).to(dtype)
+        elif g.kind == "randint":
+            if g.high - 1 > (1 << 63) - 1:
+                raise CaptureError("recipe", f"{leaf.path}: randint above 2**63 is not supported by the Torch capture")
+            t = torch.randint(g.low, g.high, shape, generator=gen, dtype=torch.int64).to(dtype)
+        else:  # the recipe layer admits no other generator
+            raise CaptureError("recipe", f"{leaf.path}: unknown generator {g.kind!r}")
+        t = t.to(device)
+        if desc.requires_grad:
+            t.requires_grad_(True)
+        return t
+
+    return make
+
+
+def _stats_enabled() -> bool:
+    return os.environ.get(STATS_ENV, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+def _describe(obj: Any) -> str:
+    t = type(obj)
+    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
+
+
+def _require_empty_init(ctx: CaptureContext, why: str) -> None:
+    if not ctx.recipe.init.is_empty:
+        raise CaptureError(
+            "recipe", f"{why}; use init.factory to return a configured module or callable",
+            {"key_path": f"profiles.{ctx.recipe.name}.init"},
+        )
+
+
+def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str]:
+    """The object to call and its kind (``module`` or ``function``)."""
+    recipe = ctx.recipe
+    ref = recipe.model
+    factory = recipe.init.factory
+    Module = torch.nn.Module
+    if isinstance(target, type):
+        if not issubclass(target, Module):
+            raise CaptureError(
+                "recipe",
+                f"{ref} is a class but not a torch.nn.Module subclass; PyTorch captures open modules and functions",
+            )
+        if factory is not None:
+            model = ctx.call_factory(factory)
+            if not isinstance(model, target):
+                raise CaptureError(
+                    "recipe",
+                    f"init factory {factory} returned {_describe(model)}; expected an instance of the selected "
+                    f"module class {target.__qualname__}",
+                    {"expected": target.__qualname__, "found": type(model).__qualname__},
+                )
+        else:
+            args, kwargs = ctx.materialize("init", make_tensor)
+            model = target(*args, **kwargs)
+        return model, "module"
+    if isinstance(target, Module):
+        _require_empty_init(ctx, f"{ref} is a module instance")
+        return target, "module"
+    if factory is not None:
+        obj = ctx.call_factory(factory)
+        if not callable(obj):
+            raise CaptureError("recipe", f"init factory {factory} returned {_describe(obj)}, which is not callable")
+        return obj, "module" if isinstance(obj, Module) else "function"
+    _require_empty_init(ctx, f"{ref} is a plain function: it takes its arguments from inputs, with an empty init")
+    if not callable(target):
+        raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a torch.nn.Module or a function")
+    return target, "function"
+
+
+# meta["state"] labels of a Torch module's weights and what each means (meta["state_note"]).
+STATE_NOTES = {
+    "fresh_init": "freshly initialized by the module's constructor after torch.manual_seed(seed), not trained weights",
+    "factory_state": "the state of the module the init factory built",
+    "module_instance": "the state of the module-level instance as its module's import left it",
+}
+
+
+def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str, device: Any) -> dict[str, Any]:
+    """Load ``init.checkpoint`` when there is one; the meta saying where the weights came from."""
+    recipe = ctx.recipe
+    if recipe.init.checkpoint is not None:
+        if kind != "module":
+            raise CaptureError(
+                "recipe",
+                f"init.checkpoint loads a state dict into a torch.nn.Module; {recipe.model} is "
+                f"{_describe(model)}, which has none",
+                {"key_path": f"profiles.{recipe.name}.init.checkpoint"},
+            )
+        from .saved import load_checkpoint
+
+        ctx.progress(f"loading the checkpoint {recipe.init.checkpoint}", 0.25)
+        return load_checkpoint(ctx, torch, model, device)
+    if kind != "module":
+        return {}
+    label = "module_instance" if isinstance(target, torch.nn.Module) else (
+        "factory_state" if recipe.init.factory is not None else "fresh_init")
+    return {"state": label, "state_note": STATE_NOTES[label]}
+
+
+# --------------------------------------------------------------------------- training step
+
+
+def _loss_fn(ctx: CaptureContext, torch: Any) -> tuple[Callable[..., Any], str]:
+    step = ctx.recipe.step
+    assert step is not None
+    if step.loss_factory is None:
+        reduce = step.loss
+
+        def reduce_output(output: Any, *args: Any, **kwargs: Any) -> Any:
+            from .trace import tensors_of
+
+            parts = [t for t in tensors_of(output) if t.is_floating_point() or t.is_complex()]
+            if not parts:
+                raise CaptureError(
+                    "trace", f'step.loss = "{reduce}" needs a floating-point tensor in the output; the model returned none'
+                )
+            total = None
+            for t in parts:
+                r = t.sum() if reduce == "sum" else t.mean()
+                total = r if total is None else total + r
+            return total
+
+        return reduce_output, reduce
+    fn = ctx.import_object(step.loss_factory)
+    if not callable(fn):
+        raise CaptureError("recipe", f"loss factory {step.loss_factory} is {_describe(fn)}, not callable")
+    if _takes_no_arguments(fn):
+        fn = fn()
+        if not callable(fn):
+            raise CaptureError("recipe", f"loss factory {step.loss_factory}() returned {_describe(fn)}, not a loss function")
+    return fn, step.loss_factory
+
+
+def _takes_no_arguments(fn: Any) -> bool:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    return not any(
+        p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in sig.parameters.values()
+    )
+
+
+def _optimizer(ctx: CaptureContext, torch: Any, model: Any, kind: str) -> Any:
+    step = ctx.recipe.step
+    if step is None or step.optimizer_factory is None:
+        return None
+    if kind != "module":
+        raise CaptureError("recipe", "step.optimizer needs a torch.nn.Module (its parameters); the model is a function")
+    fn = ctx.import_object(step.optimizer_factory)
+    if not callable(fn):
+        raise CaptureError("recipe", f"optimizer factory {step.optimizer_factory} is {_describe(fn)}, not callable")
+    opt = fn(model.parameters())
+    if not isinstance(opt, torch.optim.Optimizer):
+        raise CaptureError(
+            "recipe",
+            f"optimizer factory {step.optimizer_factory} returned {_describe(opt)}; expected a torch.optim.Optimizer",
+        )
+    return opt
+
+
+# --------------------------------------------------------------------------- capture
+
+
+def capture(ctx: CaptureContext) -> Capture:
+    torch = _import_torch()
+    from .trace import TorchTrace
+
+    recipe = ctx.recipe
+    training = recipe.kind == "training_step"
+    if recipe.framework not in ("torch",):
+        raise CaptureError("recipe", f"the Torch capture cannot open framework = {recipe.framework!r}")
+    if training and not recipe.grad_enabled:
+        raise CaptureError(
+            "recipe",
+            'kind = "training_step" needs grad_enabled = true (the backward pass is part of the capture)',
+            {"key_path": f"profiles.{recipe.name}.grad_enabled"},
+        )
+    needed = recipe.unknown_dims()
+    if needed:
+        raise CaptureError(
+            "recipe",
+            f"{len(needed)} input dimension(s) unknown; give them a size to capture (TensorViz does not guess)",
+            {"needs": [n.to_dict() for n in needed]},
+            error_type="InputsNeeded",
+        )
+    device = _device(torch, recipe.device)
+    stats = _stats_enabled()
+    _seed_everything(torch, recipe.seed)
+    make_tensor = _tensor_maker(torch, recipe.seed, device)
+
+    ctx.progress("importing the model", 0.1)
+    target = ctx.import_object(recipe.model)
+    ctx.progress("building the model", 0.2)
+    model, kind = _build_model(ctx, torch, target, make_tensor)
+    if kind == "module":
+        model.to(device)
+        model.train(recipe.mode == "train")
+    saved_meta = _weights(ctx, torch, target, model, kind, device)
+    loss_fn, loss_name = _loss_fn(ctx, torch) if training else (None, None)
+    optimizer = _optimizer(ctx, torch, model, kind) if training else None
+    ctx.progress("building the inputs", 0.3)
+    if recipe.inputs.fixture is not None:
+        from .saved import load_fixture
+
+        ctx.progress(f"loading the fixture {recipe.inputs.fixture}", 0.3)
+        _, literal_kwargs = ctx.materialize("inputs", make_tensor)
+        fn = getattr(model, "forward", model) if kind == "module" else model
+        args, kwargs, fixture_meta = load_fixture(ctx, torch, fn, literal_kwargs, device)
+        saved_meta.update(fixture_meta)
+    else:
+        args, kwargs = ctx.inputs_call(make_tensor)
+
+    trace = TorchTrace(
+        ctx.files, limits=ctx.limits, stats=stats,
+        progress=lambda n: ctx.progress(f"recorded {n:,} operations", None),
+    )
+    if kind == "module":
+        trace.label_module(model)
+    labels = _arg_labels(model, kind, args)
+    inputs = {"dict": [
+        ["args", {"tuple": [trace.structure(a, label=label) for a, label in zip(args, labels)]}],
+        ["kwargs", {"dict": [[k, trace.structure(v, label=k)] for k, v in kwargs.items()]}],
+    ]}
+    meta: dict[str, Any] = {
+        "model_kind": kind,
+        "device": recipe.device,
+        "mode": recipe.mode,
+        "grad_enabled": recipe.grad_enabled,
+        "seed": recipe.seed,
+    }
+    if kind == "module":
+        meta["module_class"] = f"{type(model).__module__}.{type(model).__qualname__}"
+    meta.update(saved_meta)
+
+    buffers_before = _buffer_snapshot(torch, model) if kind == "module" else {}
+    ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
+    started = time.perf_counter()
+    with torch.set_grad_enabled(recipe.grad_enabled):
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+        elif training and kind == "module":
+            model.zero_grad(set_to_none=True)
+        try:
+            with trace.recording():
+                trace.track_autograd = training
+                if kind == "module":
+                    output = model(*args, **kwargs)
+                else:
+                    name = getattr(model, "__qualname__", None) or type(model).__name__
+                    with trace.scope("function", name, {"function": name}):
+                        output = model(*args, **kwargs)
+                if training:
+                    output_tree, grads = _training_step(torch, trace, model, kind, output, args, kwargs,
+                                                        loss_fn, loss_name, optimizer, meta, labels)
+        except Exception:
+            if trace.limit_error is not None:  # user code turned the limit into another error
+                raise trace.limit_error from None
+            raise
+        finally:
+            trace.track_autograd = False
+    if trace.limit_error is not None:  # reached, then swallowed by user code
+        raise trace.limit_error
+    elapsed = time.perf_counter() - started
+    if not training:
+        output_tree = trace.structure(output)
+    if not trace.b.nodes:
+        raise CaptureError(
+            "trace",
+            f"running {recipe.model} executed no PyTorch operations (its outputs are its inputs or constants); "
+            "nothing to show as a graph",
+        )
+    ctx.progress(f"recorded {len(trace.b.nodes):,} operations; measuring", 0.9)
+    trace.finish()
+    meta["capture_s"] = round(elapsed, 4)
+    if training:
+        meta["loss"] = loss_name
+        if optimizer is not None:
+            meta["optimizer"] = type(optimizer).__name__
+        if grads:
+            meta["grads"] = len(grads)
+    reasons = []
+    unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
+    if unseen:
+        # e.g. BatchNorm's running statistics in train mode: the kernel writes them in
+        # place without a version bump, so no recorded op shows the write.
+        reasons.append("untracked_buffer_update")
+        meta["untracked_buffer_updates"] = unseen
+    return trace.build(
+        scope="training_step" if training else "eager_forward",
+        inputs=inputs,
+        outputs=output_tree,
+        reasons=reasons,
+        meta=meta,
+    )
+
+
+# Buffers up to this many bytes in all are copied before the forward to tell whether
+# the forward changed them; larger models skip the check (and say nothing).
+_BUFFER_CHECK_BYTES = 64 << 20
+
+
+def _buffer_snapshot(torch: Any, model: Any) -> dict[str, tuple[Any, int, Any]]:
+    """name -> (tensor, version, copy) for every floating/integer buffer, when small."""
+    buffers = [(n, b) for n, b in model.named_buffers() if isinstance(b, torch.Tensor)]
+    if sum(b.numel() * b.element_size() for _, b in buffers) > _BUFFER_CHECK_BYTES:
+        return {}
+    with torch.no_grad():
+        return {n: (b, b._version, b.detach().clone()) for n, b in buffers}
+
+
+def _untracked_buffer_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int, Any]]) -> list[str]:
+    """Buffers whose contents changed although their version counter did not: writes
+    that no recorded op shows."""
+    unseen = []
+    with torch.no_grad():
+        for name, (tensor, version, copy) in before.items():
+            if tensor._version == version and not torch.equal(tensor, copy):
+                unseen.append(name)
+    return unseen
+
+
+def _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, loss_name, optimizer, meta, labels):
+    """Loss, backward and (optionally) one optimizer step, each in its own group.
+    Returns the capture's output structure and the parameter gradients' value ids."""
+    trace.note_grad_fns(output)
+    with trace.scope("loss", "loss", {"loss": loss_name}):
+        loss = loss_fn(output, *args, **kwargs)
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise CaptureError(
+            "trace",
+            f"the loss ({loss_name}) returned {_describe(loss) if not isinstance(loss, torch.Tensor) else 'a tensor of shape ' + str(list(loss.shape))}; "
+            "a training step needs a scalar tensor",
+        )
+    if not loss.requires_grad:
+        raise CaptureError(
+            "trace",
+            "the loss does not require grad: no parameter or input of the forward requires grad "
+            "(check grad_enabled, requires_grad on inputs, and frozen parameters)",
+        )
+    trace.note_grad_fns(loss)
+    loss_tree = trace.structure(loss)
+    with trace.backward_scope():
+        loss.backward()
+    grads: list[list[Any]] = []
+    if kind == "module":
+        for name, p in model.named_parameters():
+            if p.grad is not None:
+                vid = trace.value_of(p.grad)
+                trace.b.values[vid].measured.setdefault("grad_of", name)
+                grads.append([name, {"value": vid}])
+    for label, t in _labelled_inputs(torch, args, kwargs, labels):
+        if t.requires_grad and t.grad is not None:
+            vid = trace.value_of(t.grad)
+            trace.b.values[vid].measured.setdefault("grad_of", label)
+            grads.append([label, {"value": vid}])
+    if optimizer is not None:
+        with trace.scope("optimizer", type(optimizer).__name__, {"class": type(optimizer).__name__}):
+            optimizer.step()
+    tree = {"dict": [["output", trace.structure(output)], ["loss", loss_tree], ["grads", {"dict": grads}]]}
+    return tree, grads
+
+
+def _arg_labels(model: Any, kind: str, args: tuple) -> list[str]:
+    """The measured ``input`` label of each positional argument: the parameter of
+    ``forward`` (of the function, for a function) it binds to (``input_ids``), or
+    ``args[i]`` where it lands in ``*args`` or there is no signature."""
+    fn = getattr(model, "forward", model) if kind == "module" else model
+    return [name or f"args[{i}]" for i, name in enumerate(positional_names(fn, len(args)))]
+
+
+def _labelled_inputs(torch: Any, args: tuple, kwargs: dict, labels: list[str]) -> list[tuple[str, Any]]:
+    out = []
+    for a, label in zip(args, labels):
+        if isinstance(a, torch.Tensor):
+            out.append((label, a))
+    for k, v in kwargs.items():
+        if isinstance(v, torch.Tensor):
+            out.append((k, v))
+    return out

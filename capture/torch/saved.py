@@ -1,0 +1,522 @@
+"""Torch checkpoints and fixtures: ``init.checkpoint`` and ``inputs.fixture`` of a recipe.
+
+Runs inside the worker (the Torch capture calls it); ``torch``, ``safetensors`` and
+``numpy`` are imported lazily, only when a file needs them.
+
+Files
+-----
+Both paths are workspace-relative (the recipe refuses absolute paths and ``..``); here
+the file must exist, be a regular file, and resolve (symlinks followed) inside the
+workspace. Its size is checked against ``Limits.max_saved_file_bytes`` before it is
+read; it is then read once, its sha256 recorded as a capture source (so replacing
+``runs/best.pt`` makes the graph stale) and loaded from exactly those bytes.
+
+Checkpoints (``init.checkpoint``)
+---------------------------------
+``.pt`` / ``.pth`` / ``.bin``: ``torch.load(..., weights_only=True, map_location=device)``
+only. A file that needs arbitrary unpickling (a pickled class, a function) is refused
+and none of its code runs. ``.safetensors``: the ``safetensors`` package.
+
+Accepted contents: a state dict (parameter and buffer names to tensors), or a dict that
+holds one under ``"state_dict"``, ``"model_state_dict"`` or ``"model"`` (training
+scripts' ``torch.save({"epoch": …, "model_state_dict": …})``). When every key starts
+with ``module.`` (saved from ``DataParallel``/``DistributedDataParallel``) and the
+model's keys do not, that prefix is removed. Keys of the model's state dict that share
+their tensor with a key the checkpoint gives (tied weights) are not missing.
+
+Key checking is strict by default: missing or unexpected keys fail listing both;
+``strict = false`` loads what matches and records the lists in the capture's ``meta``
+(``checkpoint_missing`` / ``checkpoint_unexpected``). A shape mismatch always fails,
+naming the parameter and both shapes.
+
+Fixtures (``inputs.fixture``)
+-----------------------------
+``.pt``/``.pth`` (weights-only), ``.safetensors`` or ``.npz`` (``allow_pickle=False``).
+A mapping of names to tensors binds by ``forward``'s parameter names (a function's, for
+a function): positional where the leading parameters are all given, keyword otherwise
+(keyword too for a ``**kwargs`` forward). A list or tuple (``.pt``) is positional, a
+single tensor is the first argument, ``.npz`` keys ``arr_0``, ``arr_1`` … (``np.savez``
+without names) are positions. ``inputs.fixture_keys`` maps keys explicitly (a key to a
+parameter name, or to ``"args[N]"``); only the mapped keys are used then. Literal
+``inputs.kwargs`` join the fixture's. NumPy arrays become tensors; every tensor moves
+to the profile's device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import io
+import os
+import re
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..worker.context import CaptureContext
+from ..worker.errors import CaptureError
+
+# Lists in messages show this many names, then a count.
+_SHOWN = 12
+# meta keeps at most this many missing/unexpected names.
+_META_KEYS = 1000
+_WRAPPER_KEYS = ("state_dict", "model_state_dict", "model")
+_NPZ_POSITION = re.compile(r"^arr_(0|[1-9][0-9]*)$")
+_POSITION = re.compile(r"^args\[(0|[1-9][0-9]*)\]$")
+
+
+# --------------------------------------------------------------------------- files
+
+
+def read_saved_file(ctx: CaptureContext, rel: str, what: str, key_path: str) -> bytes:
+    """The bytes of the workspace file ``rel`` (checked, size-bounded), its sha256
+    recorded as a capture source before anything is parsed."""
+    root = str(ctx.workspace)
+    full = os.path.join(root, *rel.split("/"))
+    real = os.path.realpath(full)
+    details = {"key_path": key_path, "path": rel}
+    if real != root and not real.startswith(root + os.sep):
+        raise CaptureError(
+            what,
+            f"{key_path}: {rel} leads outside the workspace (a symlink to {real}); {what} files must live "
+            f"inside the workspace {root}",
+            {**details, "resolved": real},
+            error_type="PathOutsideWorkspace",
+        )
+    if not os.path.exists(real):
+        raise CaptureError(
+            what, f"{key_path}: no {what} file {rel} in the workspace {root}", details, error_type="FileNotFoundError"
+        )
+    if not os.path.isfile(real):
+        raise CaptureError(what, f"{key_path}: {rel} is not a regular file", details, error_type="NotAFile")
+    limit = ctx.limits.max_saved_file_bytes
+    size = os.path.getsize(real)
+    if size > limit:
+        raise _too_large(what, rel, size, limit, key_path)
+    with open(real, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:  # grew since it was measured
+        raise _too_large(what, rel, len(data), limit, key_path)
+    ctx.files.record_saved_file(rel, hashlib.sha256(data).hexdigest())
+    return data
+
+
+def _too_large(what: str, rel: str, size: int, limit: int, key_path: str) -> CaptureError:
+    return CaptureError(
+        "limit",
+        f"{key_path}: the {what} {rel} is {_bytes(size)} ({size:,} bytes), over the limit of {_bytes(limit)} "
+        f"({limit:,} bytes); raise the limit to load it (max_saved_file_bytes: the tensorviz.maxSavedFileMB setting, "
+        "or --max-saved-file-mb)",
+        {"limit": "max_saved_file_bytes", "maximum": limit, "reached": size, "path": rel, "key_path": key_path},
+        error_type="LimitExceeded",
+    )
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _load(torch: Any, data: bytes, rel: str, what: str, device: Any, key_path: str) -> Any:
+    """The object saved in ``data`` (by the file's suffix), tensors on ``device``."""
+    suffix = os.path.splitext(rel)[1].lower()
+    details = {"key_path": key_path, "path": rel}
+    if suffix == ".safetensors":
+        try:
+            from safetensors.torch import load as load_safetensors
+        except ImportError as exc:
+            raise CaptureError(
+                "dependencies",
+                f"{key_path}: reading {rel} needs the safetensors package, which the selected interpreter "
+                f"{sys.executable} cannot import ({exc})",
+                {**details, "missing": ["safetensors"], "python": sys.executable},
+            ) from exc
+        try:
+            loaded = load_safetensors(data)
+        except Exception as exc:
+            raise CaptureError(what, f"{key_path}: {rel} is not a readable safetensors file: {exc}", details,
+                               error_type=type(exc).__name__) from None
+        return {k: v.to(device) for k, v in loaded.items()}
+    if suffix == ".npz":
+        try:
+            import numpy
+        except ImportError as exc:
+            raise CaptureError(
+                "dependencies",
+                f"{key_path}: reading {rel} needs NumPy, which the selected interpreter {sys.executable} cannot import",
+                {**details, "missing": ["numpy"], "python": sys.executable},
+            ) from exc
+        try:
+            with numpy.load(io.BytesIO(data), allow_pickle=False) as npz:
+                arrays = {k: npz[k] for k in npz.files}
+        except ValueError as exc:
+            if "allow_pickle" in str(exc) or "pickle" in str(exc).lower():
+                raise CaptureError(
+                    what,
+                    f"{key_path}: {rel} holds Python objects (arrays of dtype object), which would need unpickling; "
+                    "TensorViz loads .npz files without pickle. Save numeric arrays only.",
+                    details, error_type="UnsafeFile",
+                ) from None
+            raise CaptureError(what, f"{key_path}: {rel} is not a readable .npz file: {exc}", details,
+                               error_type="ValueError") from None
+        except Exception as exc:
+            raise CaptureError(what, f"{key_path}: {rel} is not a readable .npz file: {exc}", details,
+                               error_type=type(exc).__name__) from None
+        return {k: torch.from_numpy(numpy.ascontiguousarray(a)).to(device) for k, a in arrays.items()}
+    # .pt / .pth / .bin: weights-only, never arbitrary unpickling.
+    import pickle
+
+    try:
+        return torch.load(io.BytesIO(data), map_location=device, weights_only=True)
+    except pickle.UnpicklingError as exc:
+        text = str(exc)
+        if "Weights only load failed" in text:
+            why = next((ln.strip() for ln in text.splitlines() if "WeightsUnpickler error" in ln), "")
+            why = re.sub(r"\s*Please use `torch\.serialization.*", "", why).removeprefix("WeightsUnpickler error: ")
+            named = re.search(r"GLOBAL (\S+) was not an allowed global", why)
+            if named:
+                why = f"it refers to {named.group(1)}, which weights-only loading does not allow"
+            raise CaptureError(
+                what,
+                f"{key_path}: refused to load {rel}: it needs arbitrary unpickling"
+                + (f" ({why})" if why else "")
+                + ", and TensorViz loads Torch files weights-only (torch.load(weights_only=True)); none of its code ran. "
+                + ("Save a plain state dict (torch.save(model.state_dict(), path)) or a .safetensors file."
+                   if what == "checkpoint" else "Save tensors (a dict, list or tuple of tensors) or a .safetensors/.npz file."),
+                {**details, "reason": why},
+                error_type="UnsafeCheckpoint" if what == "checkpoint" else "UnsafeFixture",
+            ) from None
+        raise CaptureError(what, f"{key_path}: {rel} is not a readable PyTorch file: {text.splitlines()[0] if text else exc}",
+                           details, error_type="UnpicklingError") from None
+    except Exception as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise CaptureError(what, f"{key_path}: {rel} is not a readable PyTorch file: {first}", details,
+                           error_type=type(exc).__name__) from None
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def load_checkpoint(ctx: CaptureContext, torch: Any, model: Any, device: Any) -> dict[str, Any]:
+    """Load ``init.checkpoint`` into ``model``; returns what the capture's meta records."""
+    recipe = ctx.recipe
+    rel = recipe.init.checkpoint
+    assert rel is not None
+    key_path = f"profiles.{recipe.name}.init.checkpoint"
+    started = time.perf_counter()
+    data = read_saved_file(ctx, rel, "checkpoint", key_path)
+    obj = _load(torch, data, rel, "checkpoint", device, key_path)
+    del data
+    state, wrapper = _state_dict_of(torch, obj, rel, key_path)
+    expected = model.state_dict()
+    prefix = None
+    if state and all(k.startswith("module.") for k in state) and not any(k.startswith("module.") for k in expected):
+        prefix = "module."
+        state = {k[len(prefix):]: v for k, v in state.items()}
+    details = {"key_path": key_path, "path": rel}
+
+    mismatched = [
+        (k, list(state[k].shape), list(v.shape))
+        for k, v in expected.items()
+        if k in state and isinstance(v, torch.Tensor) and isinstance(state[k], torch.Tensor)
+        and tuple(state[k].shape) != tuple(v.shape)
+    ]
+    if mismatched:
+        shown = "; ".join(f"{k}: checkpoint {s}, model {m}" for k, s, m in mismatched[:_SHOWN])
+        raise CaptureError(
+            "checkpoint",
+            f"{key_path}: {rel} does not fit {type(model).__qualname__}: {len(mismatched)} shape mismatch(es): "
+            f"{shown}{_more(mismatched)}",
+            {**details, "shape_mismatches": [[k, s, m] for k, s, m in mismatched[:_META_KEYS]]},
+            error_type="ShapeMismatch",
+        )
+    missing = _missing_keys(torch, expected, state)
+    unexpected = [k for k in state if k not in expected]
+    if recipe.init.strict and (missing or unexpected):
+        raise CaptureError(
+            "checkpoint",
+            f"{key_path}: {rel} does not match {type(model).__qualname__}'s state dict (strict): "
+            f"missing {len(missing)} key(s): {_list(missing)}; unexpected {len(unexpected)} key(s): {_list(unexpected)}. "
+            "Set init.strict = false to load the keys that match.",
+            {**details, "missing": missing[:_META_KEYS], "unexpected": unexpected[:_META_KEYS]},
+            error_type="StateDictMismatch",
+        )
+    with torch.no_grad():
+        model.load_state_dict(state, strict=False)
+    meta: dict[str, Any] = {
+        "state": "checkpoint",
+        "state_note": f"trained weights from {rel} ({len(state):,} tensors, loaded weights-only "
+        + ("with strict key checking" if recipe.init.strict else "without strict key checking")
+        + ") into the module the init built",
+        "checkpoint": rel,
+        "checkpoint_strict": recipe.init.strict,
+        "checkpoint_tensors": len(state),
+        "checkpoint_load_s": round(time.perf_counter() - started, 4),
+    }
+    if wrapper is not None:
+        meta["checkpoint_key"] = wrapper
+    if prefix is not None:
+        meta["checkpoint_prefix_removed"] = prefix
+    if not recipe.init.strict:
+        meta["checkpoint_missing"] = missing[:_META_KEYS]
+        meta["checkpoint_unexpected"] = unexpected[:_META_KEYS]
+        if len(missing) > _META_KEYS or len(unexpected) > _META_KEYS:
+            meta["checkpoint_counts"] = {"missing": len(missing), "unexpected": len(unexpected)}
+    return meta
+
+
+def _state_dict_of(torch: Any, obj: Any, rel: str, key_path: str) -> tuple[dict[str, Any], str | None]:
+    def is_state(x: Any) -> bool:
+        return (
+            isinstance(x, Mapping)
+            and len(x) > 0
+            and all(isinstance(k, str) for k in x)
+            and all(isinstance(v, torch.Tensor) or k.endswith("_extra_state") for k, v in x.items())
+        )
+
+    if is_state(obj):
+        return dict(obj), None
+    if isinstance(obj, Mapping):
+        for key in _WRAPPER_KEYS:
+            if is_state(obj.get(key)):
+                return dict(obj[key]), key
+        keys = [str(k) for k in list(obj)[:_SHOWN]]
+        found = f"a dict with keys {', '.join(keys)}{_more(list(obj))}" if obj else "an empty dict"
+    else:
+        found = _describe(obj)
+    raise CaptureError(
+        "checkpoint",
+        f"{key_path}: {rel} holds {found}; expected a state dict (parameter names to tensors), or a dict holding "
+        f"one under {', '.join(repr(k) for k in _WRAPPER_KEYS)}",
+        {"key_path": key_path, "path": rel},
+        error_type="NotAStateDict",
+    )
+
+
+def _missing_keys(torch: Any, expected: Mapping[str, Any], state: Mapping[str, Any]) -> list[str]:
+    """Keys of the model the checkpoint does not give, tied duplicates of given ones aside."""
+    given = set()
+    for k, v in expected.items():
+        if k in state and isinstance(v, torch.Tensor):
+            given.add(_identity(v))
+    out = []
+    for k, v in expected.items():
+        if k in state:
+            continue
+        if isinstance(v, torch.Tensor) and _identity(v) in given:
+            continue  # tied to a key the checkpoint gives (lm_head.weight and wte.weight)
+        out.append(k)
+    return out
+
+
+def _identity(t: Any) -> tuple:
+    try:
+        return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), str(t.device))
+    except Exception:
+        return (id(t),)
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+def load_fixture(ctx: CaptureContext, torch: Any, fn: Any, literal_kwargs: dict[str, Any], device: Any) -> tuple[tuple, dict, dict]:
+    """``(args, kwargs, meta)`` for calling ``fn`` (``forward``, or the function) with
+    ``inputs.fixture`` (and the literal ``inputs.kwargs``)."""
+    recipe = ctx.recipe
+    rel = recipe.inputs.fixture
+    assert rel is not None
+    base = f"profiles.{recipe.name}.inputs"
+    key_path = f"{base}.fixture"
+    started = time.perf_counter()
+    data = read_saved_file(ctx, rel, "fixture", key_path)
+    obj = _load(torch, data, rel, "fixture", device, key_path)
+    del data
+    npz = rel.lower().endswith(".npz")
+    details = {"key_path": key_path, "path": rel}
+
+    if isinstance(obj, Mapping):
+        if not all(isinstance(k, str) for k in obj):
+            raise CaptureError("fixture", f"{key_path}: {rel} holds a dict with non-string keys; name inputs with strings",
+                               details, error_type="BadFixture")
+        entries = list(obj.items())
+    elif isinstance(obj, (list, tuple)):
+        entries = [(f"args[{i}]", v) for i, v in enumerate(obj)]
+    elif isinstance(obj, torch.Tensor):
+        entries = [("args[0]", obj)]
+    else:
+        raise CaptureError(
+            "fixture",
+            f"{key_path}: {rel} holds {_describe(obj)}; expected a mapping of input names to tensors, a list/tuple "
+            "of positional inputs, or one tensor",
+            details, error_type="BadFixture",
+        )
+    try:
+        sig: inspect.Signature | None = inspect.signature(fn)
+    except (TypeError, ValueError):
+        sig = None
+    params = dict(sig.parameters) if sig is not None else {}
+    fn_name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+
+    # (fixture key, target) pairs: a parameter name or "args[N]".
+    if recipe.inputs.fixture_keys:
+        available = dict(entries)
+        pairs = []
+        for key, target in recipe.inputs.fixture_keys:
+            if key not in available:
+                raise CaptureError(
+                    "fixture",
+                    f"{base}.fixture_keys.{key}: {rel} has no key {key!r} (its keys: {_list([k for k, _ in entries])})",
+                    {**details, "fixture_keys": [k for k, _ in entries][:_META_KEYS]},
+                    error_type="UnknownFixtureKey",
+                )
+            pairs.append((key, target, available[key]))
+        unused = [k for k, _ in entries if k not in dict(recipe.inputs.fixture_keys)]
+    else:
+        pairs = []
+        for key, value in entries:
+            m = _NPZ_POSITION.match(key) if npz else None
+            target = f"args[{m.group(1)}]" if m and key not in params else key
+            pairs.append((key, target, value))
+        unused = []
+
+    positional: dict[int, tuple[str, Any]] = {}
+    by_name: dict[str, tuple[str, Any]] = {}
+    keyword: dict[str, tuple[str, Any]] = {}
+    pos_params = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    var_pos = any(p.kind == p.VAR_POSITIONAL for p in params.values())
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    signature_text = _signature_text(params) if sig is not None else "(signature unknown)"
+
+    def unknown(key: str, target: str) -> CaptureError:
+        where = f"{base}.fixture_keys.{key}" if recipe.inputs.fixture_keys else key_path
+        hint = "" if recipe.inputs.fixture_keys else "; map fixture keys to parameters with inputs.fixture_keys"
+        return CaptureError(
+            "fixture",
+            f"{where}: fixture key {key!r} names no parameter of {fn_name}{signature_text}{hint}",
+            {**details, "key": key, "target": target, "parameters": list(params)},
+            error_type="UnknownInputName",
+        )
+
+    for key, target, value in pairs:
+        m = _POSITION.match(target)
+        if m:
+            i = int(m.group(1))
+            if sig is not None and i >= len(pos_params) and not var_pos:
+                raise CaptureError(
+                    "fixture",
+                    f"{key_path}: fixture entry {key!r} is positional argument {i}, but {fn_name}{signature_text} "
+                    f"takes {len(pos_params)} positional argument(s)",
+                    {**details, "key": key, "parameters": list(params)}, error_type="UnknownInputName",
+                )
+            positional[i] = (key, value)
+            continue
+        p = params.get(target)
+        if p is None:
+            if sig is None or var_kw:
+                keyword[target] = (key, value)
+                continue
+            raise unknown(key, target)
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise unknown(key, target)
+        if p.kind == p.POSITIONAL_ONLY:
+            positional[pos_params.index(p)] = (key, value)
+        elif p.kind == p.POSITIONAL_OR_KEYWORD:
+            by_name[target] = (key, value)
+        else:
+            keyword[target] = (key, value)
+
+    # Positional where the leading parameters are all given; keyword from the first gap.
+    args: list[Any] = []
+    i = 0
+    while True:
+        if i in positional:
+            if i < len(pos_params) and pos_params[i].name in by_name:
+                raise CaptureError(
+                    "fixture",
+                    f"{key_path}: {pos_params[i].name!r} is given twice by the fixture "
+                    f"({positional[i][0]!r} and {by_name[pos_params[i].name][0]!r})",
+                    details, error_type="DuplicateInput",
+                )
+            args.append(positional.pop(i)[1])
+        elif i < len(pos_params) and pos_params[i].name in by_name:
+            args.append(by_name.pop(pos_params[i].name)[1])
+        else:
+            break
+        i += 1
+    if positional:
+        first = min(positional)
+        raise CaptureError(
+            "fixture",
+            f"{key_path}: fixture entry {positional[first][0]!r} is positional argument {first}, but argument {i} "
+            "is not given",
+            details, error_type="MissingInput",
+        )
+    kwargs = {name: v for name, (_, v) in by_name.items()}
+    kwargs.update({name: v for name, (_, v) in keyword.items()})
+    for name, value in literal_kwargs.items():
+        if name in kwargs or (name in params and pos_params and any(p.name == name for p in pos_params[: len(args)])):
+            raise CaptureError(
+                "fixture",
+                f"{base}.kwargs.{name}: {name!r} is given by the fixture {rel} too; remove one of them",
+                details, error_type="DuplicateInput",
+            )
+        kwargs[name] = value
+    if sig is not None:
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise CaptureError(
+                "fixture",
+                f"{key_path}: the inputs from {rel} do not fit {fn_name}{signature_text}: {exc} "
+                f"(fixture keys: {_list([k for k, _ in entries])})",
+                {**details, "parameters": list(params)}, error_type="MissingInput",
+            ) from None
+    meta: dict[str, Any] = {
+        "fixture": rel,
+        "fixture_keys": [k for k, _, _ in pairs][:_META_KEYS],
+        "fixture_load_s": round(time.perf_counter() - started, 4),
+    }
+    if unused:
+        meta["fixture_unused"] = unused[:_META_KEYS]
+    return tuple(args), kwargs, meta
+
+
+def _signature_text(params: Mapping[str, inspect.Parameter]) -> str:
+    """Every parameter's name, with ``/``, ``*``, ``*args`` and ``**kwargs`` markers
+    (no annotations or defaults: library signatures are long)."""
+    shown: list[str] = []
+    star = False
+    for p in params.values():
+        if p.kind == p.VAR_POSITIONAL:
+            shown.append(f"*{p.name}")
+            star = True
+        elif p.kind == p.VAR_KEYWORD:
+            shown.append(f"**{p.name}")
+        else:
+            if p.kind == p.KEYWORD_ONLY and not star:
+                shown.append("*")
+                star = True
+            shown.append(p.name)
+        if p.kind == p.POSITIONAL_ONLY and not any(
+            q.kind == q.POSITIONAL_ONLY for q in list(params.values())[list(params).index(p.name) + 1:]
+        ):
+            shown.append("/")
+    return f"({', '.join(shown)})"
+
+
+def _list(names: list[str]) -> str:
+    if not names:
+        return "none"
+    return ", ".join(names[:_SHOWN]) + _more(names)
+
+
+def _more(items: list) -> str:
+    return f" and {len(items) - _SHOWN} more" if len(items) > _SHOWN else ""
+
+
+def _describe(obj: Any) -> str:
+    t = type(obj)
+    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"

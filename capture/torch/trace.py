@@ -1,0 +1,842 @@
+"""PyTorch eager capture: what a forward (or a training step) really executed.
+
+A :class:`TorchTrace` records every ATen operation that reaches the dispatcher while it
+is :meth:`~TorchTrace.recording`, through a ``TorchDispatchMode`` (so it sees the ops
+after autograd and after composite decompositions: ``linear`` arrives as ``aten::t`` +
+``aten::addmm``), and every ``nn.Module`` call through global forward hooks:
+
+* **nodes**: op name as ``func.name()`` (``aten::addmm``, ``aten::add.Tensor``: the
+  schema name, plus the overload when it is not ``default``), operands at their schema
+  argument positions (a tensor list gives one operand per tensor at the same position;
+  scalars, sizes, dtypes are literals), output values, the innermost workspace frame;
+* **values**: one per tensor *version*: a tensor produced by an op is a value; an in-place
+  op, an ``out=`` argument, or any argument the schema marks as written (``Tensor(a!)``,
+  e.g. the lists of ``_foreach_add_``) produces a new value of the same tensor
+  (``measured.version_of``); a tensor whose storage was written through another view
+  since it was recorded is a new version when next read (``written_by``: the node). A
+  tensor first seen as an operand (inputs, parameters, buffers, constants) becomes a
+  value labelled ``input`` / ``param`` / ``buffer`` (with its name) or ``external``;
+* **groups**: one ``module`` group per module *call*, nested as the calls nest; attrs:
+  ``path`` (attribute path from the root, ``""`` for the root, None for a module outside
+  it), ``class``, ``module``, ``call`` (0, 1 … per module), ``frame`` (the call site, a
+  frame id), ``outputs`` (the result's structure), ``result_bytes`` (its tensors' bytes)
+  and ``output_bytes`` (bytes of new storage allocated by the ops inside, nested groups
+  included; views and in-place results allocate nothing). ``scope`` adds ``loss`` /
+  ``optimizer`` groups; ops run by autograd inside :meth:`TorchTrace.backward_scope`
+  land in ``backward`` groups mirroring the forward groups whose ops created their
+  autograd nodes (params ``grad_fn``, ``forward_node``; frame: the forward op's);
+* **measured** (Torch-only, per value): ``device``, ``strides``, ``storage_offset`` (when
+  not 0), ``bytes``, ``storage`` (a dense storage id) and ``aliases`` (the other values
+  on that storage), the labels above, ``requires_grad`` on leaves, ``grad_of``, and
+  ``stats`` for floating tensors.
+
+Statistics (``stats``) are computed by :mod:`capture.torch.stats`; backward groups by
+:mod:`capture.torch.backward`.
+
+Torch is imported at module level: this is one of the worker's framework modules,
+imported only by ``capture.torch.framework``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import sys
+import weakref
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ..worker.libframes import LibraryFiles, class_location
+from ..graph.model import Capture, Coverage, Frame, Operand
+from .backward import BackwardMirrorMixin
+from .stats import StatisticsMixin
+from ..worker.builder import GraphBuilder
+from ..worker.errors import LimitExceeded
+from ..worker.limits import Limits
+from ..worker.workspace_files import WorkspaceFiles
+
+BACKEND = "torch_eager"
+# Per value, at most this many alias ids are listed (``aliases_total`` gives the count).
+MAX_ALIASES_LISTED = 32
+# Module result structures recorded in group attrs are cut at this many leaves.
+MAX_STRUCTURE_LEAVES = 256
+_MAX_DEPTH = 32
+# Every this many ops: progress and a size estimate of the graph file so far.
+CHECKPOINT_OPS = 8192
+_SAMPLE = 256
+
+_Tensor = torch.Tensor
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"`` (the recipe/JAX spelling)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).removeprefix("torch.")
+    return name
+
+
+_DTYPE_NAMES: dict[torch.dtype, str] = {}
+
+
+def literal(obj: Any) -> Any:
+    """An op argument that is not a tensor, as plain data (msgpack/JSON-able)."""
+    t = type(obj)
+    if obj is None or t is bool or t is int or t is float or t is str:
+        return obj
+    if t is list or t is tuple or t is torch.Size:
+        return [literal(x) for x in obj]
+    if t is torch.dtype:
+        return dtype_name(obj)
+    if t is torch.device:
+        return str(obj)
+    if t is torch.memory_format or t is torch.layout:
+        return str(obj).removeprefix("torch.")
+    if t is complex:
+        return {"complex": [obj.real, obj.imag]}
+    if isinstance(obj, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+        return str(obj)
+    if isinstance(obj, (int, float, str)):  # subclasses (enums, numpy scalars)
+        return (int if isinstance(obj, int) else float if isinstance(obj, float) else str)(obj)
+    return {"opaque": t.__name__}
+
+
+@dataclasses.dataclass(slots=True)
+class _OpInfo:
+    name: str
+    kwarg_pos: dict[str, int]
+    # Arguments the schema marks as written (``Tensor(a!)``): (position, name).
+    written: tuple[tuple[int, str], ...] = ()
+
+
+@dataclasses.dataclass(slots=True)
+class _Storage:
+    sid: int
+    # Weak references to the tensors seen on this storage: while one lives, the storage
+    # lives, so a StorageImpl address seen again is the same storage (not a reuse).
+    refs: list
+
+
+class _Mode(TorchDispatchMode):
+    def __init__(self, trace: "TorchTrace") -> None:
+        super().__init__()
+        self.trace = trace
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # By default a mode's __torch_dispatch__ is wrapped in torch._dynamo.disable: that
+        # imports torch._dynamo on the first op (1.5-3 s) and costs every op a few
+        # microseconds, to keep torch.compile out of frames it could never see here
+        # unless the model compiles. _DynamoSafeMode keeps the wrapper for those models.
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        try:
+            return self.trace._dispatch(func, args, kwargs)
+        except LimitExceeded as exc:
+            if self.trace.limit_error is None:
+                self.trace.limit_error = exc
+            raise
+
+
+class _DynamoSafeMode(_Mode):
+    """The same mode, with PyTorch's default dynamo guard (used once torch._dynamo is loaded)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return _Mode.__torch_dispatch__(self, func, types, args, kwargs)
+
+
+class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
+    """Records ATen ops, module calls, values and measurements into a graph builder.
+
+    ``files``: decides which frames are the user's (workspace) code. ``limits``: the
+    worker's limits (ops, values, groups; raised as :class:`LimitExceeded` from
+    inside the traced program, so a runaway model stops at the limit). ``stats``:
+    activation statistics on/off. ``stats_mode``: ``"auto"`` (immediate on CPU,
+    deferred elsewhere), ``"immediate"`` or ``"deferred"`` (batched on the device, one
+    transfer per device at :meth:`finish`)."""
+
+    def __init__(
+        self,
+        files: WorkspaceFiles | None,
+        *,
+        limits: Limits | None = None,
+        builder: GraphBuilder | None = None,
+        stats: bool = True,
+        stats_mode: str = "auto",
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        if stats_mode not in ("auto", "immediate", "deferred"):
+            raise ValueError(f"stats_mode must be auto, immediate or deferred, not {stats_mode!r}")
+        self.files = files
+        self.b = builder or GraphBuilder(limits)
+        self.progress = progress
+        self.stats = stats
+        self.stats_mode = stats_mode
+        self._ops: dict[Any, _OpInfo] = {}
+        # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
+        self._live: dict[int, tuple[Any, int, int]] = {}
+        self._labels: dict[int, tuple[str, str]] = {}
+        self._label_keep: list[_Tensor] = []
+        self._paths: dict[int, str] = {}
+        self._calls: dict[int, int] = {}
+        # Open groups: (group id, attribute path used to name children, id of the module,
+        # the Python frame that called the innermost open module and that call's frame id).
+        self._stack: list[tuple[int, str | None, int | None, Any, int | None]] = []
+        self._outer_frame: Any = None  # the frame that started recording: walks end there
+        # Storages by StorageImpl address; per value: its storage id and the node that made it.
+        self._storages: dict[int, _Storage] = {}
+        self._n_storages = 0
+        self._value_storage: list[int] = []
+        self._storage_writer: dict[int, int] = {}  # storage id -> last node writing in place
+        self._owns_storage: list[bool] = []
+        self._producer: list[int] = []
+        # Per value: the first node id whose in-place writes to its storage post-date it.
+        self._born: list[int] = []
+        self._pending_stats: list[tuple[int, _Tensor]] = []
+        self._vec_of: dict[int, _Tensor] = {}  # deferred statistics vector per value
+        self.stats_skipped = 0
+        # Frames: per code object, is it workspace code; per (code, lasti), the frame id.
+        self._code_ws: dict[Any, str | None] = {}
+        # Library frames (used when no workspace frame exists): per code object, the
+        # installed file's absolute path or None; per class, its definition's frame id.
+        self._lib = LibraryFiles()
+        self._code_lib: dict[Any, str | None] = {}
+        self._class_frames: dict[type, int | None] = {}
+        self._addr_frame: dict[tuple[Any, int], int] = {}
+        self._positions: dict[Any, list] = {}
+        # Autograd: forward op of each grad_fn (by sequence number), backward mirrors.
+        self.track_autograd = False
+        self._needs_gradfn: set[int] = set()
+        self._seq_node: dict[int, int] = {}
+        self._backward_root: int | None = None
+        self._mirror: dict[int, int] = {}
+        self._bw_last: tuple[Any, int, int | None, dict] | None = None
+        self._grad_fn_names: dict[type, str] = {}
+        self._active = False
+        # The first limit reached while recording (kept in case user code swallows it).
+        self.limit_error: LimitExceeded | None = None
+
+    # ------------------------------------------------------------------ setup
+
+    def label_module(self, root: torch.nn.Module, prefix: str = "") -> None:
+        """Name ``root``'s submodules (attribute paths for module groups) and label its
+        parameters and buffers (``measured.param`` / ``measured.buffer``)."""
+        for name, mod in root.named_modules(remove_duplicate=False, prefix=prefix):
+            self._paths.setdefault(id(mod), name)
+        for name, p in root.named_parameters(remove_duplicate=False, prefix=prefix):
+            self._label(p, "param", name)
+        for name, buf in root.named_buffers(remove_duplicate=False, prefix=prefix):
+            self._label(buf, "buffer", name)
+
+    def _label(self, t: _Tensor, kind: str, name: str) -> None:
+        if id(t) not in self._labels:
+            self._labels[id(t)] = (kind, name)
+            self._label_keep.append(t)  # ids stay valid while the label exists
+
+    def label(self, t: _Tensor, kind: str, name: str) -> None:
+        """Label an outside tensor before it is first seen (``input`` / ``args[0]`` …)."""
+        self._label(t, kind, name)
+
+    # ------------------------------------------------------------------ values
+
+    def value_of(self, t: _Tensor) -> int:
+        """The value id of the current version of ``t``. A tensor not seen before becomes
+        a new value labelled by its origin; a tensor whose data changed since its value
+        was recorded (an in-place op through a view of it, or a write the trace did not
+        see) becomes a new version (``version_of``, ``written_by`` the node that wrote its
+        storage, or ``changed_outside_trace``)."""
+        entry = self._live.get(id(t))
+        if entry is not None and entry[0]() is t:
+            vid = entry[2]
+            version = entry[1]
+            if version is None or version != t._version:
+                # Versions read inside the dispatcher are not final (autograd shares a
+                # view's counter with its base and bumps in-place results after the
+                # kernel), so a produced value adopts its version at first use, unless
+                # its storage was written after it was produced.
+                writer = self._storage_writer.get(self._value_storage[vid], -1)
+                if writer >= self._born[vid]:
+                    vid = self._new_value(t, None, {"version_of": vid, "written_by": writer}, version=t._version)
+                    if self.stats and t.is_floating_point():
+                        self._stats(vid, t)
+                    return vid
+                if version is not None:
+                    return self._new_value(
+                        t, None, {"version_of": vid, "changed_outside_trace": True}, version=t._version
+                    )
+                self._live[id(t)] = (entry[0], t._version, vid)
+            if vid in self._needs_gradfn:
+                self._note_grad_fn(vid, t)
+            return vid
+        label = self._labels.get(id(t))
+        extra: dict[str, Any]
+        if label is not None:
+            extra = {label[0]: label[1]}
+        else:
+            extra = {"external": True}
+        if t.requires_grad:
+            extra["requires_grad"] = True
+        vid = self._new_value(t, None, extra, version=t._version)
+        if self.stats and t.is_floating_point():
+            # once per outside tensor: its views (a weight's transpose …) then share them
+            self._stats(vid, t)
+        return vid
+
+    def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
+                   version: int | None = None) -> int:
+        shape = list(t.shape)
+        measured: dict[str, Any] = {"device": _device_name(t.device)}
+        try:
+            measured["strides"] = list(t.stride())
+            offset = t.storage_offset()
+            if offset:
+                measured["storage_offset"] = offset
+        except RuntimeError:  # sparse / nested layouts have no strides
+            measured["layout"] = str(t.layout).removeprefix("torch.")
+        nbytes = t.numel() * t.element_size()
+        measured["bytes"] = nbytes
+        if extra:
+            measured.update(extra)
+        vid = self.b.value(shape, dtype_name(t.dtype), measured)
+        measured["storage"] = self._storage_of(t, vid)
+        self._producer.append(-1 if producer is None else producer)
+        self._born.append(len(self.b.nodes) if producer is None else producer + 1)
+        self._live[id(t)] = (weakref.ref(t), version, vid)
+        return vid
+
+    def _storage_of(self, t: _Tensor, vid: int) -> int:
+        try:
+            key = t.untyped_storage()._cdata
+        except (RuntimeError, NotImplementedError, TypeError):
+            key = None
+        st = self._storages.get(key) if key is not None else None
+        if st is not None:
+            refs = st.refs
+            while refs and refs[0]() is None:
+                refs.pop(0)
+            if refs:
+                refs.append(weakref.ref(t))
+                self._value_storage.append(st.sid)
+                self._owns_storage.append(False)
+                return st.sid
+        sid = self._n_storages
+        self._n_storages += 1
+        if key is not None:
+            self._storages[key] = _Storage(sid, [weakref.ref(t)])
+        self._value_storage.append(sid)
+        self._owns_storage.append(True)
+        return sid
+
+    def structure(self, obj: Any, *, label: str | None = None, _depth: int = 0, _count: list | None = None) -> Any:
+        """The canonical structure of a Python object, tensors as values (``label``
+        names top-level tensors first seen here: ``label(t, "input", path)``)."""
+        count = _count if _count is not None else [0]
+        if isinstance(obj, _Tensor):
+            count[0] += 1
+            if label is not None and id(obj) not in self._labels and self._live.get(id(obj)) is None:
+                self._label(obj, "input", label)
+            return {"value": self.value_of(obj)}
+        if obj is None or type(obj) in (bool, int, float, str):
+            return {"static": obj}
+        if _depth >= _MAX_DEPTH or count[0] >= MAX_STRUCTURE_LEAVES * 64:
+            return {"static": f"<{type(obj).__name__}>"}
+
+        def sub(x: Any, key: Any) -> Any:
+            return self.structure(
+                x, label=None if label is None else f"{label}{key}", _depth=_depth + 1, _count=count
+            )
+
+        if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):
+            return {"dict": [[f, sub(getattr(obj, f), f".{f}")] for f in type(obj)._fields]}
+        if isinstance(obj, list):
+            return {"list": [sub(x, f"[{i}]") for i, x in enumerate(obj)]}
+        if isinstance(obj, tuple):
+            return {"tuple": [sub(x, f"[{i}]") for i, x in enumerate(obj)]}
+        if isinstance(obj, dict):
+            return {"dict": [[_key(k), sub(v, f"[{_key(k)!r}]")] for k, v in obj.items()]}
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return {"dict": [[f.name, sub(getattr(obj, f.name), f".{f.name}")] for f in dataclasses.fields(obj)]}
+        if isinstance(obj, (bool, int, float, str)):
+            return {"static": literal(obj)}
+        return {"static": f"<{type(obj).__name__}>"}
+
+    # ------------------------------------------------------------------ recording
+
+    @contextmanager
+    def recording(self) -> Iterator["TorchTrace"]:
+        """Record ops and module calls inside the block (one recording at a time)."""
+        if self._active:
+            raise RuntimeError("this trace is already recording")
+        mm = torch.nn.modules.module
+        pre = mm.register_module_forward_pre_hook(self._guard(self._pre_hook))
+        post = mm.register_module_forward_hook(self._guard(self._post_hook), always_call=True)
+        self._active = True
+        # The trace allocates ~10 small objects per op: enough to trigger full cyclic
+        # collections, each walking every object of torch and the model (~0.1 s per
+        # pass measured here). Frozen, those old objects are skipped; the collector
+        # still runs for what the forward and the trace create.
+        gc.freeze()
+        # 0: this generator, 1: contextlib's __enter__, 2: the code that opened the block.
+        self._outer_frame = sys._getframe(2)
+        try:
+            mode = _DynamoSafeMode if "torch._dynamo" in sys.modules else _Mode
+            with mode(self):
+                yield self
+        finally:
+            gc.unfreeze()
+            self._outer_frame = None
+            self._stack = [entry[:3] + (None, None) for entry in self._stack]  # drop frame refs
+            self._active = False
+            pre.remove()
+            post.remove()
+
+    def _guard(self, hook: Callable[..., None]) -> Callable[..., None]:
+        def guarded(*args: Any) -> None:
+            try:
+                hook(*args)
+            except LimitExceeded as exc:
+                if self.limit_error is None:
+                    self.limit_error = exc
+                raise
+
+        return guarded
+
+    @contextmanager
+    def scope(self, kind: str, name: str, attrs: dict[str, Any] | None = None) -> Iterator[int]:
+        """A group around the ops of the block (``loss``, ``optimizer`` …)."""
+        gid = self.b.group(kind, name, self.current_group, attrs)
+        self._stack.append((gid, None, None, *self._entry()))
+        try:
+            yield gid
+        finally:
+            self._pop_to(gid)
+
+    def _entry(self) -> tuple[Any, int | None]:
+        return (self._stack[-1][3], self._stack[-1][4]) if self._stack else (None, None)
+
+    @property
+    def current_group(self) -> int | None:
+        return self._stack[-1][0] if self._stack else None
+
+    def _pop_to(self, gid: int) -> None:
+        while self._stack:
+            if self._stack.pop()[0] == gid:
+                return
+
+    def _pre_hook(self, module: Any, args: Any) -> None:
+        key = id(module)
+        path = self._paths.get(key)
+        call = self._calls.get(key, -1) + 1
+        self._calls[key] = call
+        cls = type(module)
+        parent = self.current_group
+        parent_path = self._stack[-1][1] if self._stack else None
+        if not path:
+            name = cls.__name__
+        elif parent_path and path.startswith(parent_path + "."):
+            name = path[len(parent_path) + 1:]
+        else:
+            name = path
+        attrs: dict[str, Any] = {"path": path, "class": cls.__name__, "module": cls.__module__, "call": call}
+        class_frame = self._class_frames.get(cls, -1)
+        if class_frame == -1:
+            class_frame = self._class_frames[cls] = self._class_frame(cls)
+        if class_frame is not None:
+            attrs["class_frame"] = class_frame
+        # Frame 2 is torch's module-call frame (above this hook and its guard); the ops of
+        # this call run below it, so a frame walk that reaches it can stop with this answer.
+        entry = sys._getframe(2)
+        frame = self._frame(entry)
+        if frame is not None:
+            attrs["frame"] = frame
+        gid = self.b.group("module", name, parent, attrs)
+        self._stack.append((gid, parent_path if path is None else path, key, entry, frame))
+
+    def _post_hook(self, module: Any, args: Any, output: Any) -> None:
+        # Close this module's innermost open call, and any group left open inside it.
+        key = id(module)
+        if not any(entry[2] == key for entry in self._stack):
+            return
+        while True:
+            gid, _, owner, _, _ = self._stack.pop()
+            if owner == key:
+                break
+        if output is None:
+            return
+        try:
+            tree = self.structure(output)
+        except LimitExceeded:
+            raise
+        except Exception:  # an exotic result type: the group simply has no outputs
+            return
+        leaves = list(_tree_values(tree))
+        g = self.b.groups[gid]
+        if len(leaves) <= MAX_STRUCTURE_LEAVES:
+            g.attrs["outputs"] = tree
+        g.attrs["result_bytes"] = sum(self.b.values[v].measured["bytes"] for v in leaves)
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
+        info = self._ops.get(func)
+        if info is None:
+            info = self._op_info(func)
+        operands: list[Operand] = []
+        add = operands.append
+        for i, a in enumerate(args):
+            if isinstance(a, _Tensor):
+                add(Operand(i, self.value_of(a)))
+            elif type(a) in (list, tuple) and a and _has_tensor(a):
+                for x in a:
+                    add(Operand(i, self.value_of(x)) if isinstance(x, _Tensor) else Operand(i, None, literal(x)))
+            else:
+                add(Operand(i, None, literal(a)))
+        if kwargs:
+            for k, a in kwargs.items():
+                i = info.kwarg_pos.get(k, len(args))
+                if isinstance(a, _Tensor):
+                    add(Operand(i, self.value_of(a)))
+                elif type(a) in (list, tuple) and a and _has_tensor(a):
+                    for x in a:
+                        add(Operand(i, self.value_of(x)) if isinstance(x, _Tensor) else Operand(i, None, literal(x)))
+                else:
+                    add(Operand(i, None, literal(a)))
+            out = func(*args, **kwargs)
+        else:
+            out = func(*args)
+        written = None
+        if info.written:
+            written = []
+            for i, name in info.written:
+                a = args[i] if i < len(args) else (kwargs or {}).get(name)
+                if isinstance(a, _Tensor):
+                    written.append(a)
+                elif type(a) in (list, tuple):
+                    written += [x for x in a if isinstance(x, _Tensor)]
+        self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None, written)
+        return out
+
+    def _op_info(self, func: Any) -> _OpInfo:
+        try:
+            name = func.name()
+        except Exception:
+            name = str(func)
+        if name.endswith(".default"):
+            name = name[: -len(".default")]
+        try:
+            arguments = list(func._schema.arguments)
+        except Exception:
+            arguments = []
+        kwarg_pos = {a.name: i for i, a in enumerate(arguments)}
+        written = tuple(
+            (i, a.name) for i, a in enumerate(arguments) if a.alias_info is not None and a.alias_info.is_write
+        )
+        info = self._ops[func] = _OpInfo(name, kwarg_pos, written)
+        return info
+
+    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,
+                written: list[_Tensor] | None = None) -> None:
+        b = self.b
+        nid = len(b.nodes)
+        if nid >= b.limits.max_ops:  # before creating the outputs' values
+            raise LimitExceeded("max_ops", b.limits.max_ops, nid + 1, "operations")
+        params: dict[str, Any] = {}
+        group = self._stack[-1][0] if self._stack else None
+        frame = None
+        if self._backward_root is not None:
+            group, frame, params = self._backward_placement()
+        if frame is None:
+            frame = self._frame(sys._getframe(3))
+        outputs: list[int] = []
+        if isinstance(out, _Tensor):
+            outputs.append(self._produced(out, nid, first, operands[0].value if first is not None else None))
+        elif type(out) in (tuple, list):
+            for o in out:
+                if isinstance(o, _Tensor):
+                    outputs.append(self._produced(o, nid))
+                elif type(o) in (tuple, list):
+                    for x in o:
+                        if isinstance(x, _Tensor):
+                            outputs.append(self._produced(x, nid))
+        elif out is not None:
+            params = dict(params)
+            params["result"] = literal(out)
+        if written:
+            # Arguments written in place but not returned (BatchNorm's running stats,
+            # _foreach_*_ lists): their new versions are outputs of this node too.
+            returned = {id(x) for x in _tensors_in(out)}
+            for t in written:
+                if id(t) not in returned:
+                    outputs.append(self._produced(t, nid))
+        b.node(info.name, operands, outputs, params=params, group=group, frame=frame)
+        if not (nid + 1) % CHECKPOINT_OPS:
+            self._checkpoint(nid + 1)
+
+    def _produced(self, t: _Tensor, nid: int, src: _Tensor | None = None, src_vid: int | None = None) -> int:
+        prev = self._live.get(id(t))
+        extra = None
+        if prev is not None and prev[0]() is t:  # in place, or out=
+            extra = {"version_of": prev[2]}
+        vid = self._new_value(t, nid, extra)
+        if extra is not None:
+            self._storage_writer[self._value_storage[vid]] = nid
+        if self.stats and t.is_floating_point():
+            if extra is None and src is not None and self._same_elements(vid, t, src_vid, src):
+                # A view over exactly the elements of its input (t, transpose, view,
+                # detach …) has the input's statistics: share them, skip the reductions.
+                vec = self._vec_of.get(src_vid)
+                if vec is not None:
+                    self._vec_of[vid] = vec
+                    self._pending_stats.append((vid, vec))
+                else:
+                    self.b.values[vid].measured["stats"] = self.b.values[src_vid].measured["stats"]
+            else:
+                self._stats(vid, t)
+        if self.track_autograd and self._backward_root is None:
+            self._needs_gradfn.add(vid)
+        return vid
+
+    def _same_elements(self, vid: int, t: _Tensor, src_vid: int | None, src: _Tensor) -> bool:
+        if src_vid is None or self._owns_storage[vid] or self._value_storage[vid] != self._value_storage[src_vid]:
+            return False
+        if t.dtype != src.dtype or ("stats" not in self.b.values[src_vid].measured and src_vid not in self._vec_of):
+            return False
+        if t.numel() != src.numel() or t.storage_offset() != src.storage_offset():
+            return False
+        if t.is_contiguous() and src.is_contiguous():
+            return True
+        return _dense_layout(t) == _dense_layout(src)
+
+    def _checkpoint(self, n_ops: int) -> None:
+        """Every few thousand ops: report progress, and stop early when the graph file
+        would clearly exceed ``max_result_bytes`` (estimated from the encoded size of
+        the latest values and nodes), instead of failing only after the whole run."""
+        if self.progress is not None:
+            self.progress(n_ops)
+        limit = self.b.limits.max_result_bytes
+        estimate = estimate_encoded_bytes(self.b.values, self.b.nodes)
+        if estimate > limit:
+            raise LimitExceeded("max_result_bytes", limit, estimate, "bytes of result (estimated while recording)")
+
+    # ------------------------------------------------------------------ frames
+
+    def _frame(self, f: Any) -> int | None:
+        """The frame id of the innermost workspace frame at or above ``f``; when there is
+        none, of the innermost library frame (``capture.worker.libframes``). The walk ends early
+        at the innermost open module call (its call site's answer, computed once) and at
+        the frame that started recording (nothing above it ran the model)."""
+        code_ws = self._code_ws
+        stop, stop_fid = (self._stack[-1][3], self._stack[-1][4]) if self._stack else (None, None)
+        outer = self._outer_frame
+        lib_fid = None
+        while f is not None:
+            if f is stop:
+                if lib_fid is not None and (stop_fid is None or self.b.frames[stop_fid].library):
+                    return lib_fid
+                return stop_fid
+            code = f.f_code
+            rel = code_ws.get(code, 0)
+            if rel == 0:
+                rel = code_ws[code] = self.files.relative(code.co_filename) if self.files is not None else None
+            if rel is not None:
+                key = (code, f.f_lasti)
+                fid = self._addr_frame.get(key)
+                if fid is None:
+                    fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, rel)
+                return fid
+            if f is outer:  # the code that started recording is not the model's
+                return lib_fid
+            if lib_fid is None:
+                lib = self._code_lib.get(code, 0)
+                if lib == 0:
+                    lib = self._code_lib[code] = self._lib.path(code.co_filename)
+                if lib is not None:
+                    key = (code, f.f_lasti)
+                    lib_fid = self._addr_frame.get(key)
+                    if lib_fid is None:
+                        lib_fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, lib, True)
+            f = f.f_back
+        return lib_fid
+
+    def _class_frame(self, cls: type) -> int | None:
+        """The frame id of ``cls``'s definition (workspace-relative, else a library frame
+        with the file's absolute path), or None when its source file is unknown."""
+        loc = class_location(cls)
+        if loc is None:
+            return None
+        path, line = loc
+        rel = self.files.relative(path) if self.files is not None else None
+        if rel is not None:
+            return self.b.frame(Frame(rel, line, 0, cls.__qualname__))
+        return self.b.frame(Frame(path, line, 0, cls.__qualname__, True))
+
+    def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str, library: bool = False) -> int:
+        positions = self._positions.get(code)
+        if positions is None:
+            try:
+                positions = self._positions[code] = list(code.co_positions())
+            except Exception:
+                positions = self._positions[code] = []
+        line, column = lineno, 0
+        if 0 <= lasti // 2 < len(positions):
+            pline, _, pcol, _ = positions[lasti // 2]
+            line = pline or line
+            column = pcol or 0
+        fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname, library))
+        assert fid is not None
+        return fid
+
+    # ------------------------------------------------------------------ finishing
+
+    def finish(self) -> None:
+        """Fetch deferred statistics, list aliases per value, sum output bytes per group.
+        Call once, after the last recording."""
+        self._flush_stats()
+        values = self.b.values
+        by_storage: dict[int, list[int]] = {}
+        for vid, sid in enumerate(self._value_storage):
+            by_storage.setdefault(sid, []).append(vid)
+        for vids in by_storage.values():
+            if len(vids) < 2:
+                continue
+            head = vids[: MAX_ALIASES_LISTED + 1]  # a storage rewritten 10,000 times stays linear
+            for vid in vids:
+                m = values[vid].measured
+                m["aliases"] = [v for v in head if v != vid][:MAX_ALIASES_LISTED]
+                if len(vids) - 1 > MAX_ALIASES_LISTED:
+                    m["aliases_total"] = len(vids) - 1
+        # Output bytes per group: bytes of new storage allocated by the group's ops
+        # (views and in-place results allocate nothing), summed into every ancestor.
+        groups = self.b.groups
+        direct = [0] * len(groups)
+        for node in self.b.nodes:
+            if node.group is None:
+                continue
+            for vid in node.outputs:
+                if self._owns_storage[vid]:
+                    direct[node.group] += values[vid].measured["bytes"]
+        total = list(direct)
+        for gid in range(len(groups) - 1, -1, -1):  # children come after their parents
+            parent = groups[gid].parent
+            if parent is not None:
+                total[parent] += total[gid]
+        for gid, g in enumerate(groups):
+            g.attrs["output_bytes"] = total[gid]
+
+    def build(self, *, scope: str, inputs: Any, outputs: Any, reasons: list[str] | None = None,
+              meta: dict[str, Any] | None = None) -> Capture:
+        reasons = list(reasons or [])
+        info = {
+            "graph": "eager execution recorded with a TorchDispatchMode: every ATen op that ran, measured",
+            "stats": self.stats,
+            "torch_version": torch.__version__,
+        }
+        if self.stats_skipped:
+            info["stats_skipped_values"] = self.stats_skipped
+        info.update(meta or {})
+        return self.b.build(
+            backend=BACKEND,
+            framework="torch",
+            framework_version=torch.__version__,
+            coverage=Coverage(
+                scope=scope,
+                status="partial" if reasons else "complete",
+                reasons=reasons,
+                effects="none",
+            ),
+            inputs=inputs,
+            outputs=outputs,
+            meta=info,
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+_DEVICE_NAMES: dict[Any, str] = {}
+
+
+def _device_name(device: torch.device) -> str:
+    name = _DEVICE_NAMES.get(device)
+    if name is None:
+        name = _DEVICE_NAMES[device] = str(device)
+    return name
+
+
+def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
+    """(size, stride) of the dimensions that matter, sorted: equal for permutations."""
+    return sorted((n, st) for n, st in zip(t.shape, t.stride()) if n != 1)
+
+
+def _has_tensor(seq: Any) -> bool:
+    for x in seq:
+        if isinstance(x, _Tensor):
+            return True
+    return False
+
+
+def _key(k: Any) -> str | int:
+    if type(k) in (str, int):
+        return k
+    if isinstance(k, bool):
+        return str(k)
+    if isinstance(k, (str, int)):
+        return (str if isinstance(k, str) else int)(k)
+    return str(k)
+
+
+def _tree_values(tree: Any) -> Iterator[int]:
+    if "value" in tree:
+        yield tree["value"]
+    for key in ("list", "tuple"):
+        if key in tree:
+            for t in tree[key]:
+                yield from _tree_values(t)
+    if "dict" in tree:
+        for _, t in tree["dict"]:
+            yield from _tree_values(t)
+
+
+def _tensors_in(obj: Any, depth: int = 0) -> Iterator[_Tensor]:
+    if isinstance(obj, _Tensor):
+        yield obj
+    elif depth < _MAX_DEPTH:
+        if isinstance(obj, (list, tuple)):
+            for x in obj:
+                yield from _tensors_in(x, depth + 1)
+        elif isinstance(obj, dict):
+            for x in obj.values():
+                yield from _tensors_in(x, depth + 1)
+
+
+def estimate_encoded_bytes(values: list, nodes: list) -> int:
+    """The graph file's size, extrapolated from the msgpack size of the latest
+    ``_SAMPLE`` values and nodes (a lower-ish bound: strings are shared in the file)."""
+    import msgpack
+
+    if not values or not nodes:
+        return 0
+    vs, ns = values[-_SAMPLE:], nodes[-_SAMPLE:]
+    v_bytes = len(msgpack.packb([[v.shape, v.measured] for v in vs], use_bin_type=True)) + 2 * len(vs)
+    rows = [
+        [[[o.position, o.value if o.value is not None else o.literal] for o in n.inputs], n.outputs, n.params or None]
+        for n in ns
+    ]
+    n_bytes = len(msgpack.packb(rows, use_bin_type=True, default=str)) + 4 * len(ns)
+    return int(v_bytes / len(vs) * len(values) + n_bytes / len(ns) * len(nodes))
+
+
+def tensors_of(obj: Any) -> list[_Tensor]:
+    """Every tensor in a nested list/tuple/dict result, in order."""
+    return list(_tensors_in(obj))
+
+
+__all__ = ["BACKEND", "TorchTrace", "dtype_name", "literal", "tensors_of"]

@@ -1,0 +1,113 @@
+"""Unexecuted control-flow bodies in the projection (see capture/jax/bodies.py).
+
+A ``body`` group holds the template of a ``scan``/``while``/``cond`` body under its
+opaque boundary node (``attrs.node``). The projection does not list it among the
+children of its parent group: it is not part of the executed program, its nodes do
+not count in its ancestors' op counts, and it is never opened by the first view. The
+boundary node's card carries ``bodies`` instead, and opening the node (container key
+``n<id>``, the node's own item key) shows its bodies side by side, each labelled as a
+template ("one iteration, as traced; not executed").
+
+Only the standard library is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+BODY_KIND = "body"
+LOOP_TEMPLATE = "one iteration, as traced; not executed"
+BRANCH_TEMPLATE = "one branch, as traced; not executed"
+BODY_WORDING = ("not executed", "unexecuted body: a control-flow body as traced once (a template); "
+                "nothing says that it ran, nor how often")
+BODY_ROLE = ("body parameter: what a control-flow body receives in one traced iteration "
+             "(it stands for a boundary operand or carry; it was never computed)")
+BODY_RESULT_ROLE = ("body result: what one traced iteration of a control-flow body hands on "
+                    "(the next carry, one slice of ys, a branch's output); never computed")
+
+
+def body_groups(groups: Any, n_nodes: int) -> dict[int, int]:
+    """Body group id -> its boundary node id, for well-formed body groups."""
+    out: dict[int, int] = {}
+    for g, grp in enumerate(groups):
+        if grp.kind != BODY_KIND or not isinstance(grp.attrs, dict):
+            continue
+        node = grp.attrs.get("node")
+        if type(node) is int and 0 <= node < n_nodes:
+            out[g] = node
+    return out
+
+
+def template_label(attrs: dict) -> str:
+    role = attrs.get("role")
+    return BRANCH_TEMPLATE if isinstance(role, str) and role.startswith("branch") else LOOP_TEMPLATE
+
+
+def body_summary(g: int, attrs: dict, name: str) -> dict:
+    """What a boundary node's card and a body card say about one body."""
+    d: dict[str, Any] = {"id": g, "key": f"g{g}", "name": name, "role": attrs.get("role"),
+                         "template": template_label(attrs), "executed": False}
+    if "iterations" in attrs:
+        d["iterations"] = attrs.get("iterations") if type(attrs.get("iterations")) is int else None
+    for k in ("selected", "closed", "trip_count"):
+        if isinstance(attrs.get(k), str):
+            d[k] = attrs[k]
+    return d
+
+
+def template_line(summary: dict) -> str:
+    """What an opened body's header says: ``one iteration, as traced; not executed ·
+    5 iterations (static)``."""
+    bits = [summary["template"]]
+    it = summary.get("iterations", "absent")
+    if type(it) is int:
+        bits.append(f"{it:,} iteration{'s' if it != 1 else ''} (static)")
+    elif it is None:
+        bits.append("trip count decided at run time")
+    if summary.get("selected"):
+        bits.append(str(summary["selected"]))
+    return " · ".join(bits)
+
+
+def result_names(groups: Any, bodies: dict[int, int]) -> dict[int, str]:
+    """A name for each body result value: what it stands for (``carry 0 (next iteration)``)."""
+    out: dict[int, str] = {}
+    for g in bodies:
+        for r in groups[g].attrs.get("results") or ():
+            if isinstance(r, dict) and type(r.get("value")) is int and isinstance(r.get("stands_for"), str):
+                out.setdefault(r["value"], r["stands_for"])
+    return out
+
+
+def parameter_names(groups: Any, bodies: dict[int, int], name_of: Any,
+                    weight_roles: Any = ()) -> dict[int, tuple[str, str]]:
+    """A (name, role) for each body parameter value: what it stands for, and the outer
+    value's name when it has one (``xs 1 (one slice) ← args[1]``, role ``body``).
+
+    A constant or an ``xs`` slice of a weight (a parameter or variable the executed
+    program receives: a scanned layer stack's kernels) keeps the weight's role and is
+    named after it (``params.layers.Dense_0.kernel (one slice)``), so that the template
+    draws it inside the ops that use it, as the executed program does."""
+    out: dict[int, tuple[str, str]] = {}
+    for g in bodies:
+        params = groups[g].attrs.get("parameters")
+        if not isinstance(params, list):
+            continue
+        for p in params:
+            if not isinstance(p, dict) or type(p.get("value")) is not int:
+                continue
+            stands = str(p.get("stands_for") or "body input")
+            text = stands
+            outer = p.get("outer")
+            if type(outer) is int:
+                outer_name, outer_role = name_of(outer)
+                if outer_name and outer_role in weight_roles and stands.startswith(("const ", "xs ")):
+                    suffix = " (one slice)" if stands.startswith("xs ") else ""
+                    out[p["value"]] = (outer_name + suffix, outer_role)
+                    continue
+                if outer_name:
+                    text += f" ← {outer_name}"
+            elif "literal" in p:
+                text += f" ← {p['literal']!r}"
+            out[p["value"]] = (text, "body")
+    return out

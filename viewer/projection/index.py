@@ -1,0 +1,260 @@
+"""The index of a :class:`viewer.projection.projection.Projection`: flat integer columns built once.
+
+The group tree (parent, ancestor chain, children, node counts, first/last node), the
+producer and the uses of every value, and the boundary (values entering / leaving) of
+every group, with the lookups that read them (:meth:`IndexMixin.uses`, the ordered
+children of a group, the position of a node among them) and the chunk keys of large
+groups. :class:`IndexMixin` holds these methods of the projection.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from itertools import compress
+from operator import ne
+from typing import Any
+
+from capture.graph.graphfile import NodeTable
+from capture.graph.model import tree_leaves
+
+from .bodies import body_groups
+
+ROOT = -1  # the pseudo group holding top-level groups and nodes
+MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
+CHUNK = MAX_ITEMS  # children per leaf chunk
+UPPER_CHUNK = MAX_ITEMS * MAX_ITEMS  # children per upper chunk (groups over 160,000 children)
+
+_OUT = -2  # "group" of a value nobody in the capture produced (inputs, constants)
+_LIT = -3  # "group" of a literal operand
+
+
+# --------------------------------------------------------------------------- columns
+
+
+class _Columns:
+    """The node columns the index is built from.
+
+    Files read by :mod:`capture.graph.graphfile` already hold nodes as columns (``NodeTable``);
+    those are used as they are. Captures built in memory (lists of ``Node``) are
+    turned into the same columns once.
+    """
+
+    __slots__ = ("op", "group", "frame", "in_off", "in_ref", "out_off", "out_ids", "opaque")
+
+    def __init__(self, nodes: Any) -> None:
+        if isinstance(nodes, NodeTable):
+            (self.op, self.group, self.frame, self.in_off, self.in_ref, self.out_off,
+             self.out_ids, self.opaque) = nodes.columns()
+            return
+        self.op = [n.op for n in nodes]
+        self.group = [-1 if n.group is None else n.group for n in nodes]
+        self.frame = [-1 if n.frame is None else n.frame for n in nodes]
+        self.in_off, self.in_ref, self.out_off, self.out_ids = [0], [], [0], []
+        lit = 0
+        for n in nodes:
+            for o in n.inputs:
+                if o.value is None:
+                    lit += 1
+                    self.in_ref.append(-lit)
+                else:
+                    self.in_ref.append(o.value)
+            self.in_off.append(len(self.in_ref))
+            self.out_ids += n.outputs
+            self.out_off.append(len(self.out_ids))
+        self.opaque = frozenset(n.id for n in nodes if n.opaque)
+
+
+def _owners(offsets: list[int]) -> list[int] | range:
+    """For CSR offsets, the row of every entry."""
+    n = len(offsets) - 1
+    if offsets[-1] == n and offsets == list(range(n + 1)):
+        return range(n)  # one entry per row: the common case for outputs
+    return [i for i in range(n) for _ in range(offsets[i + 1] - offsets[i])]
+
+
+def _chunk_keys(g: int, n: int, pos: int) -> list[str]:
+    """The chunk items (upper, then leaf) holding child ``pos`` of group ``g``'s ``n``."""
+    keys = []
+    if n > UPPER_CHUNK:
+        keys.append(f"c{g}:{-(pos // UPPER_CHUNK) - 1}")
+    if n > CHUNK:
+        keys.append(f"c{g}:{pos // CHUNK}")
+    return keys
+
+
+class IndexMixin:
+    """The index part of :class:`viewer.projection.projection.Projection`."""
+
+    def _build(self) -> None:
+        cap = self.capture
+        cols = self.cols = _Columns(cap.nodes)
+        n = self.n_nodes = len(cols.op)
+        n_values = self.n_values = len(cap.values)
+        groups = cap.groups
+        ng = len(groups)
+        grp = cols.group
+
+        # group tree: parent, ancestor chain (top-level first, self last), children.
+        # An unexecuted body (viewer/projection/bodies.py) is a tree of its own, opened from its
+        # boundary node: not a child of its parent group, not in its ancestors' counts.
+        self.body_node = body_groups(groups, n)
+        self.bodies_of: dict[int, list[int]] = {}
+        for g, i in self.body_node.items():
+            self.bodies_of.setdefault(i, []).append(g)
+        self.parent = [ROOT if g.parent is None or i in self.body_node else g.parent for i, g in enumerate(groups)]
+        chains: list[list[int] | None] = [None] * ng
+        for g in range(ng):
+            stack = []
+            x = g
+            while x != ROOT and chains[x] is None:
+                stack.append(x)
+                x = self.parent[x]
+            base = [] if x == ROOT else chains[x]
+            for y in reversed(stack):
+                base = base + [y]
+                chains[y] = base
+        self.chain: list[list[int]] = chains  # type: ignore[assignment]
+        self.child_groups: list[list[int]] = [[] for _ in range(ng + 1)]
+        for g in range(ng):
+            if g not in self.body_node:
+                self.child_groups[self.parent[g] + 1].append(g)
+        self.direct_nodes: list[list[int]] = [[] for _ in range(ng + 1)]
+        for i, g in enumerate(grp):
+            self.direct_nodes[g + 1].append(i)
+
+        # per group (slot g+1, slot 0 = root): subtree node count, opaque count, first/last node
+        count = [len(d) for d in self.direct_nodes]
+        opaque = [0] * (ng + 1)
+        for i in cols.opaque:
+            opaque[grp[i] + 1] += 1
+        first = [d[0] if d else n + j for j, d in enumerate(self.direct_nodes)]
+        last = [d[-1] if d else -1 for d in self.direct_nodes]
+        for g in sorted(range(ng), key=lambda g: len(chains[g]), reverse=True):
+            if g in self.body_node:
+                continue
+            p = self.parent[g] + 1
+            count[p] += count[g + 1]
+            opaque[p] += opaque[g + 1]
+            if first[g + 1] < n and (first[p] >= n or first[g + 1] < first[p]):
+                first[p] = first[g + 1]
+            if last[g + 1] > last[p]:
+                last[p] = last[g + 1]
+        # empty groups sort after every node, in id order
+        self.first = [f if f < n else n + j for j, f in enumerate(first)]
+        self.last, self.node_count, self.opaque_count = last, count, opaque
+
+        # values: producer of each value; uses (sorted CSR by value id)
+        prod = self.producer = [-1] * n_values
+        out_owner = _owners(cols.out_off)
+        for v, i in zip(cols.out_ids, out_owner):
+            prod[v] = i
+        in_ref = cols.in_ref
+        in_owner = self.in_owner = _owners(cols.in_off)
+        order = sorted(range(len(in_ref)), key=in_ref.__getitem__)
+        self._use_refs = [in_ref[k] for k in order]
+        self._use_order = order
+
+        # boundaries: values entering / leaving each group (ordered sets, slot g+1)
+        self.bin: list[dict[int, None] | None] = [None] * (ng + 1)
+        self.bout: list[dict[int, None] | None] = [None] * (ng + 1)
+        n_lit = -min(in_ref, default=0) if in_ref else 0
+        gprod = [grp[p] if p >= 0 else _OUT for p in prod] + [_LIT] * max(n_lit, 0)
+        gval = list(map(gprod.__getitem__, in_ref))
+        gin = list(map(grp.__getitem__, in_owner))
+        paths: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+        for k in compress(range(len(in_ref)), map(ne, gin, gval)):
+            gv = gval[k]
+            if gv == _LIT:
+                continue
+            key = (gin[k], gv)
+            enter_leave = paths.get(key)
+            if enter_leave is None:
+                enter_leave = paths[key] = self._crossing(*key)
+            v = in_ref[k]
+            for g in enter_leave[0]:
+                self._add(self.bin, g, v)
+            for g in enter_leave[1]:
+                self._add(self.bout, g, v)
+        self.output_values = list(dict.fromkeys(tree_leaves(cap.outputs)))
+        self._output_set = frozenset(self.output_values)
+        self._input_set = frozenset(tree_leaves(cap.inputs))
+        for v in self.output_values:
+            p = prod[v]
+            if p < 0:
+                continue  # an input handed straight back: drawn at the root (see _view)
+            for x in self._full_chain(grp[p]):
+                self._add(self.bout, x, v)
+        for b in self.body_node:  # a body's results leave it, as a capture's outputs do
+            for r in groups[b].attrs.get("results") or ():
+                v = r.get("value") if isinstance(r, dict) else None
+                if type(v) is int and 0 <= v < n_values and prod[v] >= 0:
+                    for x in self.chain[grp[prod[v]]]:
+                        self._add(self.bout, x, v)
+
+    @staticmethod
+    def _add(table: list, g: int, v: int) -> None:
+        d = table[g + 1]
+        if d is None:
+            d = table[g + 1] = {}
+        d[v] = None
+
+    def _full_chain(self, g: int) -> list[int]:
+        return [ROOT] + (self.chain[g] if g != ROOT else [])
+
+    def _crossing(self, g_use: int, g_prod: int) -> tuple[list[int], list[int]]:
+        """Groups a value enters (from its producer's group to its user's) and leaves."""
+        a = self._full_chain(g_use)
+        b = [] if g_prod == _OUT else self._full_chain(g_prod)
+        c = 0
+        while c < len(a) and c < len(b) and a[c] == b[c]:
+            c += 1
+        return a[c:], b[c:]
+
+    # ------------------------------------------------------------------ lookups
+
+    def uses(self, v: int) -> list[int]:
+        """Nodes using value ``v`` as an operand, in program order, each once."""
+        lo = bisect_left(self._use_refs, v)
+        hi = bisect_right(self._use_refs, v, lo)
+        owner = self.in_owner
+        return list(dict.fromkeys(owner[k] for k in self._use_order[lo:hi]))
+
+    def _ordered(self, g: int) -> tuple[list[int], list[int], dict[int, int]]:
+        """Direct children of ``g`` in program order: (keys, refs, position of each child
+        group). A ref is a node id, or ``~c`` for child group ``c``; a key is the node id or
+        the first node id of the child group's subtree, so node positions are bisections."""
+        got = self._orders.get(g)
+        if got is not None:
+            return got
+        nodes = self.direct_nodes[g + 1]
+        subs = self.child_groups[g + 1]
+        if not subs:
+            keys = refs = nodes
+            gpos: dict[int, int] = {}
+        else:
+            pairs = sorted([(k, k) for k in nodes] + [(self.first[c + 1], ~c) for c in subs])
+            keys = [k for k, _ in pairs]
+            refs = [r for _, r in pairs]
+            gpos = {~r: i for i, r in enumerate(refs) if r < 0}
+        got = self._orders[g] = (keys, refs, gpos)
+        return got
+
+    def _child_under(self, g: int, parent: int) -> int | None:
+        """The direct child group of ``parent`` whose subtree holds group ``g``."""
+        if g == ROOT:
+            return None
+        chain = self.chain[g]
+        d = len(self.chain[parent]) if parent != ROOT else 0
+        if len(chain) > d and (d == 0 or chain[d - 1] == parent):
+            return chain[d]
+        return None
+
+    def _position(self, i: int, g: int) -> int:
+        """Position, among the ordered children of ``g``, of the child holding node ``i``
+        (-1 when node ``i`` lies outside ``g``)."""
+        gi = self.cols.group[i]
+        keys, _, gpos = self._ordered(g)
+        if gi == g:
+            return bisect_left(keys, i)
+        c = self._child_under(gi, g)
+        return -1 if c is None else gpos[c]

@@ -1,0 +1,290 @@
+"""Which values each source line produced: the capture's line → nodes/values index.
+
+Built once per capture from its :class:`~viewer.projection.projection.Projection` (the group
+tree, producers and group boundaries are already there), then read many times: the
+language server's inlay hints and hovers take a per-file slice (:meth:`LineIndex.file`),
+"Show in Graph" and the cursor-following viewer take one line's calls.
+
+What a line *produced* is read the way a person reads ``h = torch.relu(self.conv(x))``:
+the values its ops made that leave the line (used by another line or returned), not the
+intermediate ``conv`` result the ``relu`` consumed. A line that calls a module
+(``x = self.layer1(x)``) produced that module call's outputs, and its ops are every op
+inside the call.
+
+A *call* of a line is one maximal run of consecutive items (ops, and module calls made on
+that line) in one container group: a block used 12 times gives its lines 12 calls, one
+per block group; a loop whose body alternates lines gives one call per iteration. The
+first call is what a hint shows, with "×N" for the rest.
+
+Library frames (``Frame.library``) are not indexed: a hint belongs in the user's code.
+Lines inside unexecuted control-flow bodies (JAX ``scan``/``while``/``cond`` templates)
+are indexed with ``traced_body`` set: their shapes are one iteration's, never run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .projection import Projection
+
+# A group not called from a user line.
+_NO_FRAME = -1
+
+
+@dataclass(slots=True)
+class LineCall:
+    """One call of a line: its direct ops, the module/scope groups it called, how many
+    ops all of them hold, and the values that left the call (value ids, in order)."""
+
+    nodes: list[int] = field(default_factory=list)
+    groups: list[int] = field(default_factory=list)
+    ops: int = 0
+    results: list[int] = field(default_factory=list)
+    #: The group holding this call (-1: the capture's top level).
+    container: int = -1
+    #: The unexecuted control-flow body holding the call (a JAX ``scan``/``while``/``cond``
+    #: template, traced once, never run), or -1.
+    body: int = -1
+
+    def keys(self) -> list[str]:
+        """The viewer item keys of this call: groups called, then ops."""
+        return [f"g{g}" for g in self.groups] + [f"n{i}" for i in self.nodes]
+
+
+@dataclass(slots=True)
+class LineEntry:
+    """Everything one source line produced in one capture."""
+
+    file: str
+    line: int
+    calls: list[LineCall] = field(default_factory=list)
+    #: True when every call lies inside an unexecuted control-flow body.
+    traced_body: bool = False
+
+    @property
+    def first(self) -> LineCall:
+        return self.calls[0]
+
+    @property
+    def ran(self) -> list[LineCall]:
+        """The calls that ran: those outside unexecuted bodies (a ``fori_loop`` line also
+        "calls" the loop's own increment inside its body template, a ``cond`` line its
+        branch lambdas). A line only inside bodies keeps every call."""
+        outside = [c for c in self.calls if c.body < 0]
+        return outside or self.calls
+
+    @property
+    def ops(self) -> int:
+        """Ops behind the first call."""
+        return self.calls[0].ops if self.calls else 0
+
+
+class LineIndex:
+    """Line entries by file (as the capture's frames name it: workspace-relative for
+    workspace files) and 1-based line."""
+
+    def __init__(self, files: dict[str, dict[int, LineEntry]]) -> None:
+        self.files = files
+
+    def __len__(self) -> int:
+        return sum(len(lines) for lines in self.files.values())
+
+    def __iter__(self) -> Iterator[LineEntry]:
+        for lines in self.files.values():
+            yield from lines.values()
+
+    def file(self, path: str) -> dict[int, LineEntry]:
+        """The lines of ``path``: exact match, else the one capture file that ends with
+        ``/path`` (or that ``path`` ends with: an absolute path asked for a relative
+        frame). Empty when the capture never ran a line of it."""
+        got = self.files.get(path)
+        if got is not None:
+            return got
+        p = path.replace("\\", "/")
+        for name, lines in self.files.items():
+            if p.endswith("/" + name) or name.endswith("/" + p.lstrip("./")):
+                return lines
+        return {}
+
+    def at(self, path: str, line: int) -> LineEntry | None:
+        return self.file(path).get(int(line))
+
+    @classmethod
+    def build(cls, proj: "Projection") -> "LineIndex":
+        capture = proj.capture
+        frames = capture.frames
+        groups = capture.groups
+        user = [not f.library for f in frames]
+        frame_of_node = proj.cols.frame
+        n_groups = len(groups)
+
+        # The frame a child group was called from (its call site), when a user line.
+        call_frame = [_NO_FRAME] * n_groups
+        for g, grp in enumerate(groups):
+            if g in proj.body_node:
+                continue  # a body is opened from its boundary op, not called on a line
+            f = grp.attrs.get("frame") if isinstance(grp.attrs, dict) else None
+            if type(f) is int and 0 <= f < len(frames) and user[f]:
+                call_frame[g] = f
+
+        # A library module called from a user line runs its ops "on" that line too (their
+        # innermost user frame is the call site): they belong to the call, not to a call
+        # of their own. So each group knows the lines its own and its ancestors' calls
+        # were made on, and items on those lines inside it are skipped.
+        line_of = [(fr.file, fr.line) for fr in frames]
+        covered: list[frozenset] = [frozenset()] * (n_groups + 1)
+        for g in sorted(range(n_groups), key=lambda g: len(proj.chain[g])):
+            parent = groups[g].parent
+            base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
+            f = call_frame[g]
+            covered[g + 1] = base | {line_of[f]} if f != _NO_FRAME and line_of[f] not in base else base
+
+        body_of = _bodies_holding(proj)
+        live = _live_values(proj)
+        cols = proj.cols
+        in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
+        bin_, bout, node_count = proj.bin, proj.bout, proj.node_count
+
+        by_line: dict[tuple, list[LineCall]] = {}
+        body_only: dict[tuple, bool] = {}
+        for slot in range(n_groups + 1):
+            g = slot - 1
+            if not proj.direct_nodes[slot] and not proj.child_groups[slot]:
+                continue
+            skip = covered[slot]
+            body = body_of.get(g, -1)
+            _, refs, _ = proj._ordered(g)
+            run: tuple | None = None
+            call: LineCall | None = None
+            called: set[int] = set()  # call-site frames of the groups the current call made
+            for r in refs:
+                f = (frame_of_node[r] if r >= 0 else call_frame[~r])
+                key = line_of[f] if f >= 0 and user[f] else None
+                if key is not None and key in skip:
+                    continue  # part of the enclosing call made on this line
+                if call is None or key != run or (r < 0 and f in called):
+                    if call is not None:
+                        _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
+                    call, run = None, key
+                    called = set()
+                    if key is None:
+                        continue  # an op of no user line ends the run
+                    call = LineCall(container=g, body=body)
+                    by_line.setdefault(key, []).append(call)
+                    body_only[key] = body_only.get(key, True) and body >= 0
+                if r >= 0:
+                    call.nodes.append(r)  # type: ignore[union-attr]
+                    call.ops += 1  # type: ignore[union-attr]
+                else:
+                    called.add(f)
+                    call.groups.append(~r)  # type: ignore[union-attr]
+                    call.ops += node_count[~r + 1]  # type: ignore[union-attr]
+            if call is not None:
+                _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
+
+        files: dict[str, dict[int, LineEntry]] = {}
+        for (file, line), calls in by_line.items():
+            calls.sort(key=lambda c: _first_item(proj, c))  # program order: the first ran first
+            files.setdefault(file, {})[line] = LineEntry(file, line, calls, body_only[(file, line)])
+        return cls(files)
+
+
+def _first_item(proj: "Projection", call: LineCall) -> int:
+    firsts = [proj.first[g + 1] for g in call.groups] + call.nodes[:1]
+    return min(firsts) if firsts else 1 << 62
+
+
+def _live_values(proj: "Projection") -> set[int]:
+    """Values something reads: an op's operand, a capture output, a body's result."""
+    live = set(proj._use_refs) | set(proj._output_set)
+    for b in proj.body_node:
+        for r in proj.capture.groups[b].attrs.get("results") or ():
+            v = r.get("value") if isinstance(r, dict) else None
+            if type(v) is int:
+                live.add(v)
+    return live
+
+
+def _finish(call: LineCall, in_off, in_ref, out_off, out_ids, bin_, bout, live: set[int]) -> None:
+    """The values that left ``call``: made by its ops or its module calls, not consumed
+    inside it, and read somewhere (a ``fori_loop``'s final counter, made by its ``scan``
+    and dropped, is not what the line produced). A line whose every value stays inside
+    (rare) shows the last one made."""
+    made: dict[int, None] = {}
+    used: set[int] = set()
+    for g in call.groups:
+        made.update(bout[g + 1] or {})
+        used.update(bin_[g + 1] or ())
+    for i in call.nodes:
+        for k in range(out_off[i], out_off[i + 1]):
+            made[out_ids[k]] = None
+        for k in range(in_off[i], in_off[i + 1]):
+            used.add(in_ref[k])
+    results = [v for v in made if v not in used]
+    read = [v for v in results if v in live]
+    if read:
+        results = read
+    if not results and made:
+        results = [next(reversed(made))]
+    call.results = results
+
+
+def _bodies_holding(proj: "Projection") -> dict[int, int]:
+    """For every group that is an unexecuted body or lies inside one, the innermost body."""
+    bodies = proj.body_node
+    out: dict[int, int] = {}
+    if not bodies:
+        return out
+    groups = proj.capture.groups
+    for g in range(len(groups)):
+        x, chain = g, []
+        while type(x) is int and 0 <= x < len(groups) and x not in out and x not in bodies:
+            chain.append(x)
+            x = groups[x].parent
+        body = out.get(x, x if x in bodies else None) if type(x) is int else None
+        if body is not None:
+            out.update(dict.fromkeys(chain, body))
+            out.setdefault(x, x if x in bodies else body)
+    return out
+
+
+#: ``api/line``'s bounds: calls answered, and items per call (a line inside a loop of
+#: thousands of iterations still answers at once; ``calls_total`` says how many ran).
+MAX_LINE_CALLS = 2000
+MAX_CALL_KEYS = 500
+
+
+def line_answer(proj: "Projection", index: LineIndex, file: str, line: int) -> dict:
+    """``api/line``: one source line's calls in this capture, each with its item keys and
+    the item path (what to expand) of every key; see ``viewer/API.md``.
+
+    Raises :class:`~viewer.projection.projection.NotFound` (404) when the capture ran no such line."""
+    from .projection import NotFound
+
+    entry = index.at(file, line) if file else None
+    if entry is None or not entry.calls:
+        raise NotFound(f"{file or '(no file)'}:{line} produced nothing in this capture")
+    calls = []
+    for call in entry.calls[:MAX_LINE_CALLS]:
+        keys = call.keys()[:MAX_CALL_KEYS]
+        paths = {}
+        for key in keys:
+            i = int(key[1:])
+            paths[key] = proj._group_item_path(i) if key[0] == "g" else proj.item_path(i)
+        # ops of its own: the block it ran in; only module calls: the first one called
+        where = call.container if call.nodes and call.container >= 0 or not call.groups else call.groups[0]
+        calls.append({"keys": keys, "paths": paths, "ops": call.ops, "results": call.results[:16],
+                      "container": call.container, "where": group_label(proj.capture, where)})
+    return {"file": entry.file, "line": entry.line, "traced_body": entry.traced_body,
+            "calls": calls, "calls_total": len(entry.calls)}
+
+
+def group_label(capture: Any, g: int) -> str | None:
+    """A group as a person names it: its module path (``blocks.3``), else its name."""
+    if not (type(g) is int and 0 <= g < len(capture.groups)):
+        return None
+    grp = capture.groups[g]
+    path = grp.attrs.get("path") if isinstance(grp.attrs, dict) else None
+    return str(path) if isinstance(path, str) and path else str(grp.name)

@@ -1,0 +1,158 @@
+"""What a :class:`viewer.projection.projection.Projection` calls things.
+
+The short dtype spelling and value labels (``f32[2,4]``), the honest wording of group
+kinds and value roles sent to the browser (:func:`vocabulary`), and the names of values
+entering the graph from outside (:class:`ValueNamingMixin`, which reads the sources
+:mod:`viewer.projection.value_names` knows).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capture.graph.graphfile import ValueTable
+from capture.graph.model import format_shape
+
+from .bodies import BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, parameter_names, result_names
+from .value_names import input_names, measured_name
+
+WEIGHT_ROLES = frozenset({"param", "buffer", "variable", "const"})  # drawn inside their ops
+
+_KIND_WORDING = {
+    "jit": ("tracing scope", "tracing scope: the body of a jit call (not a Flax layer hierarchy)"),
+    "remat": ("tracing scope", "tracing scope: a checkpoint (remat) body (not a Flax layer hierarchy)"),
+    "custom_jvp": ("tracing scope", "tracing scope: a custom_jvp call body (not a Flax layer hierarchy)"),
+    "custom_vjp": ("tracing scope", "tracing scope: a custom_vjp call body (not a Flax layer hierarchy)"),
+    "scope": ("tracing scope", "tracing scope: a named scope (not a Flax layer hierarchy)"),
+    "module": ("module instance", "module instance: one call of a module (a PyTorch nn.Module, or a Flax module recorded while tracing)"),
+    "function": ("function call", "function call: the eager run of the captured function"),
+    "loss": ("training step", "training step: the loss computed from the forward's output"),
+    "backward": ("training step", "training step: backward ops recorded while autograd ran"),
+    "optimizer": ("training step", "training step: one optimizer step"),
+    BODY_KIND: BODY_WORDING,
+}
+
+_SHORT_DTYPES = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "int4": "i4",
+    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "uint4": "u4",
+    "complex64": "c64", "complex128": "c128", "bool": "bool",
+    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+
+
+def short_dtype(dtype: str) -> str:
+    d = dtype[6:] if dtype.startswith("torch.") else dtype
+    return _SHORT_DTYPES.get(d, d)
+
+
+def value_label(shape: list, dtype: str) -> str:
+    """``f32[2,4]``: the text of an edge label."""
+    return short_dtype(dtype) + format_shape(shape)
+
+
+def group_wording(kind: str) -> tuple[str, str]:
+    """(short, long) honest wording for a group kind."""
+    return _KIND_WORDING.get(kind, ("group", f"group of kind {kind!r}"))
+
+
+def group_sublabel(kind: str) -> str:
+    """``jit · tracing scope``, ``module instance``: what a group card says under its name."""
+    short = group_wording(kind)[0]
+    return short if short.startswith(kind) else f"{kind} · {short}"
+
+
+# What a value role means, in one sentence (the inspector and the pill tooltips).
+ROLE_SENTENCES = {
+    "input": "capture input: an argument of the captured call",
+    "param": "parameter: a module parameter (nn.Parameter)",
+    "buffer": "buffer: a registered module buffer (e.g. running statistics)",
+    "variable": "variable: JAX state passed to the call (Linen variables, NNX state)",
+    "const": "constant: a closed-over or literal array, or a tensor from outside the module",
+    "body": BODY_ROLE,
+    "body_result": BODY_RESULT_ROLE,
+}
+CHUNK_WORDING = ("program order", "sequential chunk (a viewer split, not a program scope)")
+
+
+def vocabulary() -> dict:
+    """The words the browser app uses for group kinds and value roles, sent with
+    ``api/capture`` so that they are defined once, here (the app keeps no copy)."""
+    kinds = {k: {"short": short, "long": long, "sublabel": group_sublabel(k)} for k, (short, long) in _KIND_WORDING.items()}
+    kinds["chunk"] = {"short": CHUNK_WORDING[0], "long": CHUNK_WORDING[1], "sublabel": f"chunk · {CHUNK_WORDING[0]}"}
+    return {"kinds": kinds, "roles": dict(ROLE_SENTENCES), "weight_roles": sorted(WEIGHT_ROLES)}
+
+
+class ValueNamingMixin:
+    """The value-naming part of :class:`viewer.projection.projection.Projection`."""
+
+    def _name_values(self) -> None:
+        """A human name and a role for every value entering the graph from outside.
+
+        Only values no node produced are named (capture inputs, parameters, buffers,
+        variables, constants). Sources, first wins: the Torch tracer's ``measured`` label
+        (``param`` / ``buffer`` / ``input``: what it saw first), the ``capture.inputs``
+        structure path (``x``, ``args[0]``, ``variables.params.Dense_0.kernel``), a new
+        version of a named tensor (``version_of``) keeps its name, then constants
+        (``meta["constants"]`` for JAX, ``external`` tensors for Torch)."""
+        outside = [v for v, p in enumerate(self.producer) if p < 0]
+        if not outside:
+            return
+        names, aliases = self._names, self._name_aliases
+        structural: dict[int, tuple[str, str, str]] = {}
+        for v, name, path, role in input_names(self.capture.inputs, self.capture.meta):
+            if 0 <= v < self.n_values and v not in structural:
+                structural[v] = (name, path, role)
+        values = self.capture.values
+        column = values.measured_column() if isinstance(values, ValueTable) else None
+
+        def measured(v: int) -> Any:
+            if isinstance(values, ValueTable):
+                return column[v] if column is not None else None
+            return values[v].measured
+
+        later: dict[int, int] = {}  # a new version of an outside tensor -> the version before
+        constants: set[int] = set()
+        for v in outside:
+            m = measured(v)
+            got = measured_name(m) if isinstance(m, dict) else None
+            s = structural.get(v)
+            if got is not None:
+                names[v] = got
+                if s is not None and s[1] != got[0]:
+                    aliases[v] = s[1]
+            elif s is not None:
+                names[v] = (s[0], s[2])
+                if s[1] != s[0]:
+                    aliases[v] = s[1]
+            elif isinstance(m, dict) and type(m.get("version_of")) is int:
+                later[v] = m["version_of"]
+            elif isinstance(m, dict) and m.get("external") is True:
+                constants.add(v)
+        for v, origin in later.items():
+            for _ in range(64):  # a chain of versions (some produced in place); a file may loop
+                if origin in names or not 0 <= origin < self.n_values:
+                    break
+                m = measured(origin)
+                if not isinstance(m, dict) or type(m.get("version_of")) is not int:
+                    break
+                origin = m["version_of"]
+            if origin in names:
+                names[v] = names[origin]
+        consts = self.capture.meta.get("constants") if isinstance(self.capture.meta, dict) else None
+        if isinstance(consts, list):
+            for c in consts:
+                v = c.get("value") if isinstance(c, dict) else None
+                if type(v) is int and 0 <= v < self.n_values and self.producer[v] < 0:
+                    constants.add(v)
+        for v in constants:
+            if v not in names:
+                names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
+        if self.body_node:
+            for v, named in parameter_names(self.capture.groups, self.body_node,
+                                            lambda o: names.get(o, ("", "")), WEIGHT_ROLES).items():
+                if 0 <= v < self.n_values and self.producer[v] < 0:
+                    names[v] = named
+            for v, text in result_names(self.capture.groups, self.body_node).items():
+                if 0 <= v < self.n_values and v not in names:  # (a parameter handed on keeps its name)
+                    names[v] = (text, "body_result")

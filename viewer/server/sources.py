@@ -1,0 +1,96 @@
+"""Which source files the viewer may show (``api/source``, reveal): the policy.
+
+A file may be shown when it is a regular file inside the workspace (unless the server
+was started not to browse it), or a source a capture recorded and :meth:`admit` let in:
+any recorded source of a capture the embedding process made itself (``trusted``), else
+only one that resolves, symlinks followed, to a regular file inside the workspace whose
+current sha256 is the recorded one, so a hostile graph file cannot widen what is served;
+plus the library files a capture's frames name (:mod:`viewer.projection.library_sources`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+from typing import Any
+
+from capture.graph.model import Capture
+
+from ..projection.library_sources import library_files
+
+#: The largest source file shown (and hashed).
+MAX_SOURCE_BYTES = 8 << 20
+
+
+class SourcePolicy:
+    def __init__(self, workspace: Path | None, browse_workspace: bool) -> None:
+        self.workspace = workspace
+        self.browse_workspace = browse_workspace
+        self._lock = threading.Lock()
+        self.recorded: set[Path] = set()
+
+    def admit(self, capture: Capture, *, trusted: bool) -> None:
+        """Let in what ``capture`` recorded (see the module's policy)."""
+        found = self._recordable(capture, trusted=trusted) + library_files(capture)
+        with self._lock:
+            self.recorded.update(found)
+
+    def _recordable(self, capture: Capture, *, trusted: bool) -> list[Path]:
+        out: list[Path] = []
+        digests: dict[Path, str | None] = {}  # each file hashed once, however often it is listed
+        for src in capture.sources:
+            real = self.real_path(src.path)
+            if real is None:
+                continue
+            if trusted:
+                out.append(real)
+            elif self.workspace is not None and real.is_relative_to(self.workspace) and real.is_file():
+                if real not in digests:
+                    digests[real] = sha256_of(real)
+                if digests[real] is not None and digests[real] == str(src.sha256).lower():
+                    out.append(real)
+        return out
+
+    def real_path(self, file: Any) -> Path | None:
+        """The resolved, existing path ``file`` names (relative: to the workspace), or
+        ``None`` for anything that is not a plausible path string or does not exist."""
+        if not isinstance(file, str) or not file or "\x00" in file or len(file) > 4096:
+            return None
+        p = Path(file)
+        if not p.is_absolute():
+            if self.workspace is None:
+                return None
+            p = self.workspace / p
+        try:
+            return p.resolve(strict=True)
+        except (OSError, RuntimeError, ValueError):
+            return None
+
+    def resolve(self, file: Any) -> Path | None:
+        """The real path of ``file`` when it may be shown, else ``None``."""
+        real = self.real_path(file)
+        if real is None or not real.is_file():
+            return None
+        if self.browse_workspace and self.workspace is not None and real.is_relative_to(self.workspace):
+            return real
+        with self._lock:
+            if real in self.recorded:
+                return real
+        return None
+
+
+def sha256_of(path: Path) -> str | None:
+    """The file's sha256 (hex), or ``None`` when it cannot be read or is too large to show."""
+    digest = hashlib.sha256()
+    size = 0
+    try:
+        with path.open("rb") as fh:
+            while chunk := fh.read(1 << 16):
+                size += len(chunk)
+                if size > MAX_SOURCE_BYTES:
+                    return None
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()

@@ -1,0 +1,243 @@
+// Main-thread side of the layout workers: a small pool of Web Workers, numbered requests,
+// the newest one wins.
+//
+// `request(jobs)` resolves with {seq, ms} when every job of that request is laid out, or
+// with null when a newer request superseded it. A job is one container:
+// {jid, sig, items, edges, row}; an item that is an expanded container carries either the
+// size of its inside (`inner` {w, h}, known when the job was made) or `child`, the jid of
+// the job of the same request that lays that inside out (and `hold`, a box held for it:
+// boxFor). The client hands each idle worker the next run of jobs that are *ready* (every
+// `child` laid out), filling in those sizes itself, so independent containers are laid
+// out in parallel where the machine has cores. A finished layout is kept under
+// layoutKey(sig, inner sizes): the view model finds it there. Jobs whose key is laid out
+// already (structurally identical containers) cost nothing. Results of a superseded
+// request that did finish are still kept (they are valid for their key).
+
+import { CARD_STYLE } from "../draw/theme.js";
+
+const CHUNK_ITEMS = 1600; // items handed to one worker at a time (it batches small ones for ELK)
+
+// A short, stable hash of a text (cyrb53, plus its length): layout cache keys, here and in
+// viewmodel.js.
+export function hash(text) {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ ch, 2654435761);
+    h2 = Math.imul(h2 ^ ch, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (h2 >>> 0).toString(36) + (h1 >>> 0).toString(36) + ":" + text.length.toString(36);
+}
+
+// The cache key of a container's layout: its content signature and the sizes of the
+// expanded containers inside it (`inners`, by item position; null for other items).
+export function layoutKey(sig, inners) {
+  let text = "";
+  for (const b of inners) if (b) text += `${b.w}x${b.h},`;
+  return text ? `${sig}~${hash(text)}` : sig;
+}
+
+// The box a container takes in its parent: the box held for it, grown where its real
+// layout is wider or taller (so that laying it out moves nothing around it, or only makes
+// room: viewmodel.js grownLayout), while the real layout fills a fair part of it; else
+// its own size.
+export function boxFor(size, hold) {
+  if (!hold) return { w: size.w, h: size.h };
+  const w = Math.max(size.w, hold.w);
+  const h = Math.max(size.h, hold.h);
+  if (size.w * size.h >= 0.45 * w * h) return { w, h };
+  return { w: size.w, h: size.h };
+}
+
+export class LayoutClient {
+  constructor(workerUrl, size = defaultPoolSize()) {
+    this.workerUrl = workerUrl;
+    this.size = size;
+    this.workers = [];
+    // One worker starts now (ELK parses while the page loads); the others only when a
+    // request has independent work for them, so a first paint never pays for them.
+    this._spawn();
+    this.seq = 0;
+    this.layouts = new Map(); // sig -> layout, shared with the view model
+    this.failed = new Set(); // sigs the worker could not lay out (their parents use plain sizes)
+    this.current = null; // {seq, resolve, t0, queue:[jobs], busy:Map(worker -> chunk), chunks}
+    this.totalMs = 0; // time spent inside ELK, for the benchmark
+    this.jobCount = 0;
+    this.recent = []; // the last jobs laid out: {items, edges, ms}, for the benchmark
+    this.sizes = new Map(); // layout key in a worker -> [items, edges]
+    this.superseded = 0; // requests answered "dropped" because a newer one came
+  }
+
+  get worker() {
+    return this.workers[0];
+  }
+
+  _spawn() {
+    const w = new Worker(this.workerUrl);
+    w.onmessage = (event) => this._onMessage(w, event.data);
+    w.onerror = (event) => this._fail(event.message || "layout worker failed");
+    this.workers.push(w);
+    return w;
+  }
+
+  has(sig) {
+    return this.layouts.has(sig);
+  }
+
+  get(sig) {
+    return this.layouts.get(sig);
+  }
+
+  request(jobs) {
+    const seq = ++this.seq;
+    // An older request is superseded: resolve it as dropped now; its workers finish the
+    // job they are on and skip the rest.
+    if (this.current) {
+      this.current.resolve(null);
+      this.superseded += 1;
+      this.current = null;
+    }
+    if (!jobs.length) return Promise.resolve({ seq, ms: 0 });
+    return new Promise((resolve) => {
+      this.current = {
+        seq, resolve, t0: performance.now(), queue: jobs.slice(), ready: [], busy: new Map(), chunks: 0,
+        done: new Map(), // jid -> layout (null: failed)
+        waiting: new Map(), // layout key in a worker -> jids waiting for it
+      };
+      this._dispatch();
+    });
+  }
+
+  // Moves every job whose children are laid out to `ready`, with its sizes filled in;
+  // one whose layout is known (or in a worker already) needs no worker of its own.
+  _promote() {
+    const cur = this.current;
+    let moved = true;
+    while (moved) {
+      moved = false;
+      const rest = [];
+      for (const job of cur.queue) {
+        if (!job.items.every((it) => !it.child || cur.done.has(it.child))) {
+          rest.push(job);
+          continue;
+        }
+        const fin = this._withInner(job);
+        if (this.layouts.has(fin.sig) || this.failed.has(fin.sig)) {
+          cur.done.set(job.jid, this.layouts.get(fin.sig) || null);
+          moved = true;
+        } else if (cur.waiting.has(fin.sig)) {
+          cur.waiting.get(fin.sig).push(job.jid);
+        } else if (cur.ready.some((r) => r.sig === fin.sig)) {
+          cur.ready.find((r) => r.sig === fin.sig).jids.push(job.jid);
+        } else {
+          fin.jids = [job.jid];
+          cur.ready.push(fin);
+        }
+      }
+      cur.queue = rest;
+    }
+  }
+
+  // Hands each idle worker the next ready run of jobs; resolves when nothing is left.
+  _dispatch() {
+    const cur = this.current;
+    if (!cur) return;
+    this._promote();
+    for (let n = 0; n < this.size && cur.ready.length; n++) {
+      // Every started worker busy and ready work left over: start another, up to `size`.
+      if (n === this.workers.length && !cur.ready.length) break;
+      const w = n < this.workers.length ? this.workers[n] : this._spawn();
+      if (this._busy(w)) continue;
+      // An even share of the ready work per worker of the pool, so that it runs in parallel.
+      const readyItems = cur.ready.reduce((k, j) => k + j.items.length, 0);
+      const share = Math.min(CHUNK_ITEMS, Math.ceil(readyItems / this.size));
+      const chunk = [];
+      let items = 0;
+      while (cur.ready.length && (items < share || !chunk.length)) {
+        const job = cur.ready.shift();
+        chunk.push({ sig: job.sig, items: job.items, edges: job.edges, row: job.row });
+        cur.waiting.set(job.sig, job.jids);
+        this.sizes.set(job.sig, [job.items.length, job.edges.length]);
+        items += job.items.length;
+      }
+      const id = ++cur.chunks;
+      cur.busy.set(w, { id, sigs: new Set(chunk.map((j) => j.sig)) });
+      w.postMessage({ type: "layout", seq: cur.seq, chunk: id, style: CARD_STYLE, jobs: chunk });
+    }
+    if (!cur.busy.size && (cur.queue.length || cur.ready.length)) {
+      // Nothing runs and nothing is ready: a child's job is missing from the request.
+      this._fail("layout jobs wait for a container that no job lays out");
+      return;
+    }
+    if (!cur.queue.length && !cur.ready.length && !cur.busy.size) {
+      this.current = null;
+      cur.resolve({ seq: cur.seq, ms: performance.now() - cur.t0 });
+    }
+  }
+
+  _busy(w) {
+    return this.current && this.current.busy.has(w);
+  }
+
+  // The job with the sizes of its `child` containers filled in (box held for them or
+  // their own), under its layout key.
+  _withInner(job) {
+    const cur = this.current;
+    const items = job.items.map((it) => {
+      if (!it.child) return it;
+      const layout = cur.done.get(it.child);
+      const { child, hold, ...rest } = it;
+      return { ...rest, inner: layout ? boxFor(layout, hold) : (hold ? { w: hold.w, h: hold.h } : { w: 160, h: 40 }) };
+    });
+    return { sig: layoutKey(job.sig, items.map((it) => it.inner || null)), items, edges: job.edges, row: job.row };
+  }
+
+  _fail(message) {
+    const cur = this.current;
+    if (!cur) return;
+    this.current = null;
+    cur.resolve({ error: message });
+  }
+
+  _onMessage(w, msg) {
+    if (msg.type === "result" || msg.type === "error") {
+      if (msg.type === "result") {
+        this.layouts.set(msg.sig, msg.layout);
+        this.totalMs += msg.ms;
+        this.jobCount += 1;
+        const [items, edges] = this.sizes.get(msg.sig) || [0, 0];
+        this.recent.push({ items, edges, ms: msg.ms });
+        if (this.recent.length > 200) this.recent.splice(0, 100);
+      } else {
+        this.failed.add(msg.sig);
+        console.warn("layout failed for", msg.sig, msg.message);
+      }
+      this.sizes.delete(msg.sig);
+      const cur = this.current;
+      if (cur && msg.seq === cur.seq && cur.waiting.has(msg.sig)) {
+        for (const jid of cur.waiting.get(msg.sig)) cur.done.set(jid, msg.type === "result" ? msg.layout : null);
+        cur.waiting.delete(msg.sig);
+      }
+      return;
+    }
+    const cur = this.current;
+    if (!cur || msg.seq !== cur.seq) return; // a superseded request's worker is idle again
+    const chunk = cur.busy.get(w);
+    if (!chunk || chunk.id !== msg.chunk) return;
+    cur.busy.delete(w);
+    if (msg.type === "dropped") {
+      // Only a newer request drops a chunk, and that request replaced `current` already.
+      return;
+    }
+    this._dispatch();
+  }
+}
+
+// One worker per core, up to four: the page's own thread is idle while layouts run.
+function defaultPoolSize() {
+  const cores = (typeof navigator !== "undefined" && navigator.hardwareConcurrency) || 2;
+  return Math.max(1, Math.min(4, cores));
+}

@@ -1,0 +1,334 @@
+// Layout Web Worker: lays out one container (the root, a group or a chunk) at a time
+// with ELK's layered algorithm, off the main thread.
+//
+// Protocol (typed messages, see layout-client.js for the other side):
+//   in:  {type:"layout", seq, style, jobs:[{sig, items, edges}]}   jobs in post-order
+//        (an expanded child's own job comes before its parent's). Items are by position:
+//        {kind, title, lines, tag, parts?, quiet?, inner?:{w,h}} (inner: the size of an
+//        expanded container's inside, filled in by layout-client.js); edges
+//        {s, t, label} name items by position.
+//   out: {type:"result", seq, sig, layout, ms}  one per finished job; a layout is
+//        {w, h, boxes:[{x,y,w,h}] (by item position), edges:[{e, points, labelAt}]}
+//        (e: the job's edge position)
+//        {type:"done", seq, chunk, ms} | {type:"dropped", seq, chunk} | {type:"error", seq, sig, message}
+//   in:  {type:"version"} -> out: {type:"version", elk, ownHandler} (which ELK is loaded, and
+//        that this file's message handler, not ELK's, answers)
+//        (a request may come as several chunks, one per worker of the pool: see
+//        layout-client.js; `chunk` is echoed)
+//
+// A newer request wins: between two jobs the worker yields to its event loop, and a
+// batch whose seq is no longer the newest is abandoned ("dropped"). Finished layouts are
+// cached by signature, which is the container's content (viewmodel.js display lists), so
+// expanding one group only lays out that group and its ancestors, and structurally
+// identical groups are laid out once.
+//
+// Classic worker on purpose: ELK ships as a UMD bundle, loaded with importScripts.
+"use strict";
+
+// ELK as a library, in this thread: `new ELK()` without a workerUrl runs ELK's own
+// in-thread "fake worker". (Seeing a worker global, the bundle also sets `self.onmessage`
+// to a dispatcher of its own; this file's handler, assigned below, replaces it.)
+importScripts("../vendor/elk.bundled-0.12.1.js");
+const elk = new self.ELK();
+const ELK_VERSION = "0.12.1";
+
+// Warm ELK's code paths once, off the critical path of the first real request.
+elk.layout({ id: "warm", layoutOptions: { "elk.algorithm": "layered" }, children: [{ id: "a", width: 10, height: 10 }, { id: "b", width: 10, height: 10 }], edges: [{ id: "e", sources: ["a"], targets: ["b"] }] }).catch(() => {});
+
+const cache = new Map(); // sig -> layout (bounded, oldest evicted)
+const CACHE_MAX = 4000;
+let newestSeq = -1;
+let running = false;
+let pending = null;
+
+let measureCtx = null;
+try {
+  measureCtx = new OffscreenCanvas(8, 8).getContext("2d");
+} catch (e) {
+  measureCtx = null;
+}
+
+function textWidth(text, font, fallbackPx) {
+  if (measureCtx) {
+    measureCtx.font = font;
+    return measureCtx.measureText(text).width;
+  }
+  return text.length * fallbackPx;
+}
+
+// Size of an item drawn as a card, from the style the renderer uses.
+function cardSize(item, style) {
+  if (item.inner || item.expandedSig) {
+    const inner = item.inner || cache.get(item.expandedSig);
+    if (inner) {
+      return {
+        w: Math.max(inner.w + 2 * style.groupPadX, style.minGroupWidth),
+        h: inner.h + style.groupHeader + style.groupPadBottom,
+      };
+    }
+  }
+  if (item.kind === "in" || item.kind === "out") {
+    // A pill: its name and shape parts, each in its own font (viewmodel boundaryJob),
+    // or one title. Quiet pills (parameters, buffers, variables, constants) are lower.
+    let w = 0;
+    if (Array.isArray(item.parts) && item.parts.length) {
+      for (const p of item.parts) w += textWidth(p.text, style[p.font] || style.fontMono, 7);
+      w += (item.parts.length - 1) * style.boundaryGap;
+    } else {
+      w = textWidth(item.title, style.fontMono, 7);
+    }
+    w += 2 * style.padX;
+    const h = item.quiet ? style.quietHeight : style.boundaryHeight;
+    return { w: Math.max(item.quiet ? 64 : 80, Math.min(style.maxCardWidth, Math.ceil(w))), h };
+  }
+  const toggle = item.kind === "group" || item.kind === "chunk" || item.kind === "stack" ? 20 : 0; // the +/- button
+  let w = textWidth(item.title, style.fontTitle, 7.5) + toggle;
+  if (item.tag) w += textWidth(item.tag, style.fontTag, 6) + 10 + style.tagGap;
+  const ws = item.weightStart ?? item.lines.length; // weight lines carry an 8px bullet
+  item.lines.forEach((line, i) => {
+    w = Math.max(w, textWidth(line, style.fontMono, 7) + toggle + (i >= ws ? 8 : 0));
+  });
+  const h = style.padTop + style.titleHeight + item.lines.length * style.lineHeight + style.padBottom;
+  return {
+    w: Math.max(style.minCardWidth, Math.min(style.maxCardWidth, Math.ceil(w + 2 * style.padX))),
+    h: Math.ceil(h),
+  };
+}
+
+// Chosen by measurement on real models (benchmarks/bench_viewer_readability.py) and on
+// the synthetic layered graphs (benchmarks/bench_viewer_browser.py): network-simplex
+// layering puts a parameter-free source (an input, a constant) next to its first use
+// instead of in the top layer; nodes keep program order (model order), so consecutive
+// blocks stack in one column; Brandes-Köpf placement with a balanced alignment keeps the
+// main path straight, residual edges run beside it. One sweep of crossing minimisation
+// and no greedy switch keep a 400-item container fast.
+const LAYOUT_OPTIONS = {
+  "elk.algorithm": "layered",
+  "elk.direction": "DOWN",
+  "elk.edgeRouting": "ORTHOGONAL",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "40",
+  "elk.layered.spacing.edgeNodeBetweenLayers": "16",
+  "elk.spacing.nodeNode": "28",
+  "elk.spacing.edgeNode": "14",
+  "elk.spacing.edgeEdge": "10",
+  "elk.layered.nodePlacement.strategy": "BRANDES_KOEPF",
+  "elk.layered.nodePlacement.bk.fixedAlignment": "BALANCED",
+  "elk.layered.layering.strategy": "NETWORK_SIMPLEX",
+  "elk.layered.considerModelOrder.strategy": "NODES_AND_EDGES",
+  "elk.layered.thoroughness": "1",
+  "elk.layered.crossingMinimization.greedySwitch.type": "OFF",
+  "elk.layered.compaction.postCompaction.strategy": "NONE",
+  "elk.padding": "[top=10,left=10,bottom=10,right=10]",
+};
+
+const ROW_OPTIONS = { ...LAYOUT_OPTIONS, "elk.separateConnectedComponents": "false" };
+
+// One container as an ELK graph: items by position ("i0"…), edges by position ("e0"…).
+function elkGraph(job, style, id) {
+  const sizes = job.items.map((item) => cardSize(item, style));
+  const children = sizes.map((s, i) => ({ id: `${id}i${i}`, width: s.w, height: s.h }));
+  const edges = [];
+  job.edges.forEach((e, i) => {
+    if (e.s === e.t || !sizes[e.s] || !sizes[e.t]) return;
+    edges.push({ id: `${id}e${i}`, sources: [`${id}i${e.s}`], targets: [`${id}i${e.t}`] });
+  });
+  // A row job (the bodies of a control-flow boundary: branches side by side) keeps its
+  // unconnected items in one layer instead of packing them as separate components.
+  const layoutOptions = job.row ? ROW_OPTIONS : LAYOUT_OPTIONS;
+  return { graph: { id, layoutOptions, children, edges }, sizes };
+}
+
+// ELK's answer for one container (coordinates relative to it) → the layout message.
+function readLayout(out, prefix, count) {
+  const boxes = new Array(count);
+  let w = 0;
+  let h = 0;
+  for (const c of out.children) {
+    boxes[Number(c.id.slice(prefix.length + 1))] = { x: c.x, y: c.y, w: c.width, h: c.height };
+    w = Math.max(w, c.x + c.width);
+    h = Math.max(h, c.y + c.height);
+  }
+  const routed = [];
+  for (const e of out.edges || []) {
+    const points = [];
+    for (const s of e.sections || []) {
+      points.push([s.startPoint.x, s.startPoint.y]);
+      for (const b of s.bendPoints || []) points.push([b.x, b.y]);
+      points.push([s.endPoint.x, s.endPoint.y]);
+    }
+    if (points.length < 2) continue;
+    for (const [px, py] of points) {
+      w = Math.max(w, px);
+      h = Math.max(h, py);
+    }
+    routed.push({ e: Number(e.id.slice(prefix.length + 1)), points, labelAt: labelPoint(points) });
+  }
+  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges: routed };
+}
+
+async function layoutJob(job, style) {
+  const { graph, sizes } = elkGraph(job, style, "");
+  let out;
+  try {
+    out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
+  } catch (err) {
+    return fallbackLayout(job, sizes);
+  }
+  return readLayout(out, "", sizes.length);
+}
+
+// Many small containers in one ELK call: each is its own child graph, laid out on its own
+// (SEPARATE_CHILDREN), so a batch costs ELK's fixed overhead once instead of per container
+// (about half the time of separate calls for 12-item graphs). null when ELK refuses the
+// batch: its jobs are then laid out one by one.
+async function layoutBatch(jobs, style) {
+  const built = jobs.map((job, k) => elkGraph(job, style, `b${k}`));
+  let out;
+  try {
+    out = await elk.layout(
+      { id: "batch", layoutOptions: { "elk.algorithm": "fixed", "elk.hierarchyHandling": "SEPARATE_CHILDREN" }, children: built.map((b) => b.graph) },
+      { logging: false, measureExecutionTime: false }
+    );
+  } catch (err) {
+    return null;
+  }
+  const byId = new Map(out.children.map((c) => [c.id, c]));
+  return built.map((b, k) => readLayout(byId.get(`b${k}`), `b${k}`, b.sizes.length));
+}
+
+// Labels sit beside the middle of the longest vertical run, where they do not cover cards.
+function labelPoint(points) {
+  let best = null;
+  let bestLen = -1;
+  for (let i = 0; i + 1 < points.length; i++) {
+    const [x1, y1] = points[i];
+    const [x2, y2] = points[i + 1];
+    const len = Math.abs(y2 - y1) + (x1 === x2 ? 0 : -1000);
+    if (len > bestLen) {
+      bestLen = len;
+      best = [(x1 + x2) / 2, (y1 + y2) / 2];
+    }
+  }
+  return best;
+}
+
+// Used only if ELK rejects a graph: program order, top to bottom, never an empty view.
+function fallbackLayout(job, sizes) {
+  const boxes = [];
+  let y = 10;
+  let w = 0;
+  for (const s of sizes) {
+    boxes.push({ x: 10, y, w: s.w, h: s.h });
+    y += s.h + 30;
+    w = Math.max(w, s.w + 20);
+  }
+  const edges = [];
+  job.edges.forEach((e, i) => {
+    const a = boxes[e.s];
+    const b = boxes[e.t];
+    if (!a || !b || a === b) return;
+    const p = [[a.x + a.w / 2, a.y + a.h], [b.x + b.w / 2, b.y]];
+    edges.push({ e: i, points: p, labelAt: [(p[0][0] + p[1][0]) / 2, (p[0][1] + p[1][1]) / 2] });
+  });
+  return { w, h: y, boxes, edges, fallback: true };
+}
+
+function remember(sig, layout) {
+  if (cache.has(sig)) cache.delete(sig);
+  cache.set(sig, layout);
+  if (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value);
+}
+
+const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+const BATCH_ITEMS = 40; // containers up to this many items are batched
+const BATCH_TOTAL = 800; // items in one batch at most
+
+// A job can be laid out once the sizes of the expanded containers inside it are known.
+function ready(job) {
+  return job.items.every((it) => !it.expandedSig || it.inner || cache.has(it.expandedSig));
+}
+
+async function run(request) {
+  const t0 = performance.now();
+  const jobs = request.jobs;
+  let i = 0;
+  while (i < jobs.length) {
+    if (request.seq !== newestSeq) {
+      self.postMessage({ type: "dropped", seq: request.seq, chunk: request.chunk });
+      return;
+    }
+    const job = jobs[i];
+    const j0 = performance.now();
+    let layout = cache.get(job.sig);
+    if (layout) {
+      self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: 0 });
+      i++;
+      continue;
+    }
+    // Consecutive small jobs whose children are laid out already go to ELK together.
+    const batch = [];
+    let total = 0;
+    for (let k = i; k < jobs.length && batch.length < 256; k++) {
+      const next = jobs[k];
+      if (next.items.length > BATCH_ITEMS || total + next.items.length > BATCH_TOTAL || cache.has(next.sig) || !ready(next)) break;
+      batch.push(next);
+      total += next.items.length;
+    }
+    const layouts = batch.length > 1 ? await layoutBatch(batch, request.style) : null;
+    if (layouts) {
+      const ms = (performance.now() - j0) / batch.length;
+      batch.forEach((b, k) => {
+        remember(b.sig, layouts[k]);
+        self.postMessage({ type: "result", seq: request.seq, sig: b.sig, layout: layouts[k], ms });
+      });
+      i += batch.length;
+    } else {
+      try {
+        layout = await layoutJob(job, request.style);
+        remember(job.sig, layout);
+        self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
+      } catch (err) {
+        // Never leave a container without a layout (its parent waits for its size): the
+        // plain one, unless even that fails.
+        try {
+          layout = fallbackLayout(job, job.items.map((item) => cardSize(item, request.style)));
+          remember(job.sig, layout);
+          self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
+        } catch (again) {
+          self.postMessage({ type: "error", seq: request.seq, sig: job.sig, message: String(err && err.message || err) });
+        }
+      }
+      i++;
+    }
+    await yieldToEvents(); // let a newer request arrive and win
+  }
+  self.postMessage({ type: "done", seq: request.seq, chunk: request.chunk, ms: performance.now() - t0 });
+}
+
+async function pump() {
+  if (running) return;
+  running = true;
+  while (pending) {
+    const request = pending;
+    pending = null;
+    await run(request);
+  }
+  running = false;
+}
+
+self.onmessage = (event) => {
+  const msg = event.data;
+  if (msg && msg.type === "layout") {
+    newestSeq = Math.max(newestSeq, msg.seq);
+    if (pending) self.postMessage({ type: "dropped", seq: pending.seq, chunk: pending.chunk });
+    pending = msg;
+    pump();
+  } else if (msg && msg.type === "forget") {
+    cache.clear();
+  } else if (msg && msg.type === "version") {
+    // Which ELK answered: the test that an upgrade did not break the worker reads it.
+    self.postMessage({ type: "version", elk: ELK_VERSION, ownHandler: self.onmessage === handler });
+  }
+};
+const handler = self.onmessage;

@@ -1,0 +1,1284 @@
+// What the graph means on screen, independent of how it is drawn.
+//
+// The capture is never held whole: the model loads the children of each *expanded*
+// container (the root, a group, or a chunk of a large group) from `api/children`, asks the
+// layout worker for one layout per container, and composes those layouts into a scene of
+// absolutely positioned items and routed edges that the renderer draws.
+//
+// Keys: items and containers share the server's item keys ("n12", "g3", "c3:2"); the
+// root container is "g-1"; a stack of identical sibling groups is "s" + its first
+// member's key ("sg5"). Each container is turned into a display list (what is drawn in
+// it, in program order: parameters folded into their ops, runs of identical blocks
+// folded into one stack card) whose layout signature is its *content*: the items' kinds,
+// texts and the signatures of the expanded containers inside them, and the edges by
+// position. So a layout is reused until something inside it changes (expanding one
+// group lays out that group and its ancestors only), and structurally identical groups
+// (GPT-2's twelve blocks) share one layout.
+
+import { CARD_STYLE, boundaryContent, formatValue } from "../draw/theme.js";
+import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
+import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
+
+export const ROOT = "g-1";
+
+export function itemKey(item) {
+  if (item.type === "node") return "n" + item.id;
+  if (item.type === "group") return "g" + item.id;
+  return "c" + item.id;
+}
+
+export function isContainerKey(key) {
+  return key.startsWith("g") || key.startsWith("c") || key.startsWith("s");
+}
+
+// Whether an item opens into a container: a group or chunk, or a control-flow boundary
+// node with unexecuted bodies (its container, under the node's own key "n12", shows the
+// body templates side by side; it is opened only on request, never by the first view).
+export function opens(item) {
+  return item.type !== "node" || !!(item.bodies && item.bodies.length);
+}
+
+const MIN_STACK = 2; // identical consecutive sibling groups that fold into one stack card
+
+// When a relayout would hand the layout workers more items than this (Expand all on a
+// big graph), only the containers in view are laid out for real; the others get an
+// estimated layout (estimateLayout) until the view shows them (settle).
+export const ESTIMATE_ITEMS = 3000;
+// An expanded container smaller than this on screen is drawn as its frame only
+// (drawlist.js): its inside needs no real layout yet. Nor does any container's while the
+// zoom is below MIN_EDGE_SCALE (only Fit goes there on a big graph): no edge and no text
+// is drawn then, cards are boxes or specks.
+export const SETTLE_PX = 24;
+// Expand all fetches the containers breadth first up to this many items in one request;
+// the deeper ones open too but are fetched (and laid out) once the view shows them.
+export const EXPAND_FETCH_ITEMS = 3000;
+const TOO_MANY = { tooMany: true }; // thrown by plan() past its limit
+
+// A Set that tells its owner when it changes, so that display lists are rebuilt only then.
+class TrackedSet extends Set {
+  constructor(owner, items) {
+    super(items);
+    this.owner = owner;
+  }
+
+  add(k) {
+    if (this.owner && !this.has(k)) this.owner.changed();
+    return super.add(k);
+  }
+
+  delete(k) {
+    if (this.owner && this.has(k)) this.owner.changed();
+    return super.delete(k);
+  }
+
+  clear() {
+    if (this.owner && this.size) this.owner.changed();
+    super.clear();
+  }
+}
+
+function containerParams(key) {
+  if (key.startsWith("c")) {
+    const [group, chunk] = key.slice(1).split(":");
+    return [Number(group), Number(chunk)];
+  }
+  return [Number(key.slice(1)), undefined];
+}
+
+export class GraphModel {
+  constructor(api, layout) {
+    this.api = api;
+    this.layout = layout;
+    this.containers = new Map(); // key -> children response (items, edges, inputs, outputs, chunked)
+    this.loading = new Map(); // key -> promise
+    this.changes = 0; // bumped on every change of what is drawn (display lists are memoised until then)
+    this.expanded = new TrackedSet(this, [ROOT]);
+    this.unfolded = new TrackedSet(this); // stack keys ("sg5") the person opened into their members
+    this._showWeights = false; // parameters as separate pills (toolbar toggle) instead of card lines
+    this.held = new Map(); // container key -> {sig, w, h}: the estimated box a real parent layout reserved for it
+    // How real layouts compared with their column estimates so far (log ratios: sums and
+    // sums of squares), for leaf containers and for containers of containers.
+    this.ratios = [{ w: 0, w2: 0, h: 0, h2: 0, n: 0 }, { w: 0, w2: 0, h: 0, h2: 0, n: 0 }];
+    this.learned = new Set(); // layout keys already counted in `ratios`
+    this.lastWant = null; // the containers the last settled view laid out for real (null: all)
+    this.estimates = new Map(); // container key -> {lk, layout}: an estimate stays until its parent is laid out again
+    this.openAll = false; // Expand all is on: a container fetched from now on opens its groups and chunks too
+    this.deferred = new Set(); // expanded containers not fetched yet (Expand all fetches them once in view)
+    this.itemOf = new Map(); // container key -> its item (in its parent's answer)
+    this.structSizes = new Map(); // a group's `structure` -> the size of a real layout of one such group
+    this.perOp = { w: 0, h: 0, n: 0 }; // log width and log height per op of real group layouts, for unfetched ones
+    this.built = new Map(); // container key -> {stamp, x, y, container, estimated}: scene parts reused by compose
+    this.layoutIds = new WeakMap(); // layout object -> a number (compose's stamps)
+    this.lastReal = new Map(); // container key -> {sig, layout, boxes}: its last real layout, which settling may grow
+    this.refreshing = 0;
+    this.paths = new Map([[ROOT, ""]]); // container key -> group path ("Wrapped/gpt/h.3"), for memory
+    this.modulePaths = new Map(); // container key -> the module's attribute path ("gpt.h.3"), chunks inherit
+    this.stackOf = new Map(); // member key -> stack key, for the current display lists
+    this.bodyHolders = new Set(); // node keys with control-flow bodies (openable nodes)
+    this.autoOpened = [];
+    this.scene = null;
+    this.version = 0; // bumped on every new scene
+    this.lastLayoutMs = 0;
+    this.timings = {}; // ms per phase of the last refresh (and Expand all's fetch), for benchmarks
+    this.timingLog = []; // the same for the last refreshes
+  }
+
+  get showWeights() {
+    return this._showWeights;
+  }
+
+  set showWeights(on) {
+    if (on !== this._showWeights) this.changed();
+    this._showWeights = on;
+  }
+
+  changed() {
+    this.changes += 1;
+  }
+
+  // The display lists of the current state, memoised until something changes.
+  memoNow() {
+    if (!this._memo || this._memo.at !== this.changes) {
+      this.stackOf.clear();
+      this._memo = { at: this.changes, map: new Map() };
+    }
+    return this._memo.map;
+  }
+
+  async load(key) {
+    if (this.containers.has(key)) return this.containers.get(key);
+    if (!this.loading.has(key)) {
+      const [group, chunk] = containerParams(key);
+      const ask = key.startsWith("n") ? this.api.bodies(Number(key.slice(1))) : this.api.children(group, chunk);
+      const p = ask.then((data) => {
+        this.adopt(key, data);
+        this.loading.delete(key);
+        return data;
+      }, (err) => {
+        this.loading.delete(key);
+        throw err;
+      });
+      this.loading.set(key, p);
+    }
+    return this.loading.get(key);
+  }
+
+  adopt(key, data) {
+    this.containers.set(key, data);
+    this.deferred.delete(key);
+    this.changed();
+    const base = this.paths.get(key) ?? "";
+    for (const item of data.items) {
+      if (item.type === "node") {
+        if (opens(item)) this.bodyHolders.add(itemKey(item));
+        continue;
+      }
+      this.itemOf.set(itemKey(item), item);
+      const within = item.type === "chunk" ? this.modulePaths.get(key) : item.path;
+      if (within) this.modulePaths.set(itemKey(item), within);
+      const name = item.type === "chunk" ? `#${String(item.id).split(":")[1]}` : String(item.label ?? item.id);
+      this.paths.set(itemKey(item), base ? `${base}/${name}` : name);
+    }
+    if (this.openAll && (key === ROOT || this.expanded.has(key))) this.openInside(data);
+  }
+
+  // Expand all, inside one fetched container: its groups and chunks open (the ones not
+  // fetched yet are deferred), its stacks unfold.
+  openInside(data) {
+    for (const item of data.items) {
+      if (item.type === "node") continue;
+      const ik = itemKey(item);
+      if (item.type === "chunk" || Number(item.child_count) > 0) {
+        this.expanded.add(ik);
+        if (!this.containers.has(ik)) this.deferred.add(ik);
+      }
+      if (item.identical) this.unfolded.add("s" + ik);
+    }
+  }
+
+  // Fetches deferred containers (Expand all, once in view): a group with what is below it
+  // up to EXPAND_FETCH_ITEMS items in one request, a chunk on its own.
+  async loadDeferred(keys) {
+    await Promise.all(keys.map((k) => (k.startsWith("g") ? this.loadSubtree(k, EXPAND_FETCH_ITEMS) : this.load(k))));
+  }
+
+  // Loads every container under `key` in one request (api/subtree), so that Expand all
+  // costs one round trip, not one per group.
+  async loadSubtree(key = ROOT, maxItems = null) {
+    const [group] = containerParams(key);
+    const t0 = performance.now();
+    const res = await (maxItems ? this.api.get("subtree", { group, max_items: maxItems }) : this.api.subtree(group));
+    this._fetchMs = performance.now() - t0;
+    const views = res.views || {};
+    // Parents before children, so that each container's path is known when it arrives.
+    const order = [];
+    const seen = new Set();
+    const visit = (k) => {
+      if (seen.has(k) || !views[k]) return;
+      seen.add(k);
+      order.push(k);
+      for (const item of views[k].items) if (item.type !== "node") visit(itemKey(item));
+    };
+    visit(key);
+    for (const k of order) if (!this.containers.has(k)) this.adopt(k, views[k]);
+    return res;
+  }
+
+  // Loads every expanded container reachable from the root (in parallel per level).
+  async loadExpanded() {
+    let frontier = [ROOT];
+    while (frontier.length) {
+      const datas = await Promise.all(frontier.map((k) => this.load(k)));
+      const next = [];
+      datas.forEach((data) => {
+        for (const item of data.items) {
+          const k = itemKey(item);
+          if (opens(item) && this.expanded.has(k) && !this.deferred.has(k)) next.push(k);
+        }
+      });
+      frontier = next;
+    }
+  }
+
+  // What is drawn in a container, in order, with its edges by position and its content
+  // signature. Memoised per refresh (`memo`); see the header for the rules.
+  display(key, memo) {
+    if (memo.has(key)) return memo.get(key);
+    const data = this.containers.get(key);
+    const items = [];
+    const keys = [];
+    const inner = []; // {i, key}: the expanded containers drawn inside, by position
+    const index = new Map();
+    const add = (k, entry) => {
+      index.set(k, items.length);
+      keys.push(k);
+      items.push(entry);
+    };
+    const weightPills = this.showWeights;
+    for (const b of data.inputs || []) {
+      if (b.weight && !weightPills) continue;
+      add(`in:${b.value}`, boundaryJob("in", b));
+    }
+    const list = data.items;
+    for (let i = 0; i < list.length; i++) {
+      const item = list[i];
+      const k = itemKey(item);
+      // The bodies of a boundary (branches) stay side by side, never folded into a stack.
+      const run = data.side_by_side ? 1 : this.stackRun(list, i);
+      if (run > 1) {
+        const sk = "s" + k;
+        const members = list.slice(i, i + run);
+        for (const m of members) {
+          this.stackOf.set(itemKey(m), sk);
+          index.set(itemKey(m), items.length);
+        }
+        add(sk, { kind: "stack", title: stackTitle(members), lines: stackLines(members), tag: `×${run}`, members: members.map(itemKey) });
+        i += run - 1;
+        continue;
+      }
+      const entry = { kind: item.type, title: item.label || k, lines: linesOf(item), tag: cardTag(item) };
+      if (item.type === "node" && !weightPills && item.weights && item.weights.length) {
+        entry.weightStart = entry.lines.length;
+        entry.lines = entry.lines.concat(weightLines(item, this.modulePaths.get(key)));
+      }
+      if (opens(item) && this.expanded.has(k) && this.containers.has(k)) {
+        entry.expandedSig = this.display(k, memo).sig;
+        inner.push({ i: items.length, key: k });
+      } else if (opens(item) && this.expanded.has(k) && this.deferred.has(k)) {
+        entry.expandedSig = pendingSig(item, k);
+        inner.push({ i: items.length, key: k });
+      }
+      add(k, entry);
+    }
+    for (const b of data.outputs || []) add(`out:${b.value}`, boundaryJob("out", b));
+    const edges = [];
+    const seen = new Set();
+    for (const e of data.edges || []) {
+      if (e.weight && !weightPills) continue;
+      const si = index.get(e.source);
+      const ti = index.get(e.target);
+      if (si === undefined || ti === undefined || si === ti) continue;
+      // Into or out of a stack, one edge per (source, target, label) is enough.
+      const stacked = keys[si].startsWith("s") || keys[ti].startsWith("s");
+      const dedupe = stacked ? `${si}>${ti}|${e.label || ""}` : null;
+      if (dedupe) {
+        if (seen.has(dedupe)) continue;
+        seen.add(dedupe);
+      }
+      edges.push({ s: si, t: ti, label: e.label || "", value: e.value, source: keys[si], target: keys[ti] });
+    }
+    const text = JSON.stringify([
+      items.map((it) => [it.kind, it.title, it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.expandedSig ? 1 : 0]),
+      edges.map((e) => [e.s, e.t, e.label]),
+      data.side_by_side ? "row" : "",
+    ]);
+    // Groups, chunks and stacks drawn closed: a layout with none (and real inside) shows
+    // how big the container's ops are when all of it is open.
+    const collapsed = items.filter((it) => (it.kind === "group" || it.kind === "chunk" || it.kind === "stack") && !it.expandedSig).length;
+    const d = { key, keys, items, edges, inner, collapsed, sig: hash(text), row: !!data.side_by_side };
+    memo.set(key, d);
+    return d;
+  }
+
+  // How many consecutive items from `list[i]` fold into one stack card (1: none): sibling
+  // groups with the same structure (the server's `structure`), none expanded, not opened.
+  stackRun(list, i) {
+    const first = list[i];
+    if (first.type !== "group" || !first.identical || !first.structure) return 1;
+    const sk = "s" + itemKey(first);
+    if (this.unfolded.has(sk)) return 1;
+    let j = i;
+    while (j < list.length && list[j].type === "group" && list[j].structure === first.structure && !this.expanded.has(itemKey(list[j]))) j++;
+    return j - i >= MIN_STACK ? j - i : 1;
+  }
+
+  signature(key, memo = this.memoNow()) {
+    return this.display(key, memo).sig;
+  }
+
+  // Bottom-up over the expanded containers: each one's layout and size, and the layout
+  // jobs still missing for the containers in `want` (null: every one). A layout is cached
+  // under its content signature plus the sizes of the expanded containers inside it
+  // (layoutKey), so structurally identical groups share one. A container outside `want`
+  // whose real layout is not known gets an estimated one (estimateLayout). A real layout
+  // that reserved an estimated box for a container inside it holds that box (`held`)
+  // while the container's real layout fits in it, so laying that one out later moves
+  // nothing around it.
+  plan(want, limit = Infinity, frozen = null) {
+    const memo = this.memoNow();
+    const info = new Map();
+    const jobs = [];
+    const byJid = new Map();
+    let items = 0;
+    const visit = (key) => {
+      if (!this.containers.has(key)) {
+        // Deferred (Expand all, not fetched yet): a box estimated from its item's facts.
+        const d = { key, sig: pendingSig(this.itemOf.get(key) || {}, key), items: [], keys: [], edges: [], inner: [], pending: true };
+        const entry = { key, d, boxes: [], est: true, layout: this.estimateFor(key, d, []) };
+        info.set(key, entry);
+        return entry;
+      }
+      const d = this.display(key, memo);
+      const boxes = new Array(d.items.length).fill(null);
+      const refs = [];
+      for (const { i, key: ck } of d.inner) {
+        const ci = visit(ck);
+        if (ci.job) refs.push({ i, jid: ci.job.jid, hold: this.heldFor(ck, ci) });
+        else boxes[i] = this.boxOf(ck, ci);
+      }
+      const entry = { key, d, boxes };
+      info.set(key, entry);
+      if (frozen && frozen.has(key)) {
+        // Estimated when this refresh began and still not asked for: it stays so until the
+        // next one, even where a structurally identical container was laid out meanwhile
+        // (its new size would only make the containers around it be laid out again now).
+        entry.layout = frozen.get(key);
+        entry.est = true;
+        return entry;
+      }
+      const prev = want ? this.lastReal.get(key) : null;
+      if (refs.length && prev && prev.sig === d.sig) {
+        // Settling: this container was laid out for real already and only containers
+        // inside it are laid out now. It waits for them (the next round grows it).
+        entry.layout = prev.layout;
+        entry.waits = true;
+        return entry;
+      }
+      if (!refs.length) {
+        const lk = layoutKey(d.sig, boxes);
+        let real = this.layout.get(lk);
+        if (!real && prev && prev.sig === d.sig) {
+          // Only boxes inside it grew: make room for them in its real layout (what is right
+          // of a grown box moves right, what is below it moves down) instead of laying it
+          // out again, so nothing around them jumps.
+          real = grownLayout(prev.layout, prev.boxes, boxes);
+          if (real) this.layout.layouts.set(lk, real);
+        }
+        if (real) {
+          entry.layout = real;
+          entry.open = !d.collapsed && d.inner.every(({ key: ck }) => info.get(ck).open);
+          this.learn(lk, d, boxes, real, key, entry.open);
+          this.lastReal.set(key, { sig: d.sig, layout: real, boxes });
+          return entry;
+        }
+        if (this.layout.failed.has(lk)) {
+          entry.layout = this.estimateFor(key, d, boxes);
+          return entry;
+        }
+      }
+      if (refs.length || !want || want.has(key)) {
+        // Laid out again for certain (its layout key is new, not only waiting for a
+        // container inside): the estimated containers inside take their current estimate
+        // (which learned from the real layouts so far), not an older held box.
+        if (!refs.length) for (const { i, key: ck } of d.inner) {
+          const ci = info.get(ck);
+          if (boxes[i] && ci.est) {
+            ci.layout = this.estimateFor(ck, ci.d, ci.boxes, true);
+            boxes[i] = { w: ci.layout.w, h: ci.layout.h };
+            this.held.delete(ck);
+          }
+        }
+        const refAt = new Map(refs.map((r) => [r.i, r.jid]));
+        const jid = d.sig + "|" + d.inner.map(({ i }) => (boxes[i] ? `${boxes[i].w}x${boxes[i].h}` : "@" + refAt.get(i))).join(",");
+        let job = byJid.get(jid);
+        if (!job) {
+          const list = d.items.slice();
+          for (const { i } of d.inner) if (boxes[i]) list[i] = { ...d.items[i], inner: boxes[i] };
+          for (const r of refs) list[r.i] = { ...d.items[r.i], child: r.jid, hold: r.hold };
+          job = { jid, sig: d.sig, items: list, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })), row: d.row };
+          byJid.set(jid, job);
+          jobs.push(job);
+        }
+        // Counted per container, shared jobs too: what a full layout of this state costs
+        // the first time (identical blocks are cheap to lay out, not to compose and draw).
+        items += d.items.length;
+        if (items > limit) throw TOO_MANY;
+        // The estimated boxes this real layout reserves are held for their containers.
+        for (const { i, key: ck } of d.inner) {
+          const ci = info.get(ck);
+          if (boxes[i] && ci.est && !this.heldFor(ck, ci)) this.held.set(ck, { sig: ci.d.sig, w: boxes[i].w, h: boxes[i].h });
+        }
+        entry.job = job;
+        return entry;
+      }
+      entry.layout = this.estimateFor(key, d, boxes);
+      entry.est = true;
+      return entry;
+    };
+    try {
+      visit(ROOT);
+    } catch (err) {
+      if (err === TOO_MANY) return null;
+      throw err;
+    }
+    return { info, jobs, items };
+  }
+
+  heldFor(key, ci) {
+    const h = this.held.get(key);
+    return h && h.sig === ci.d.sig ? h : null;
+  }
+
+  // The box a container takes in its parent's layout: its own size, or the box held for it.
+  boxOf(key, ci) {
+    const h = this.heldFor(key, ci);
+    if (ci.est) return h ? { w: h.w, h: h.h } : { w: ci.layout.w, h: ci.layout.h };
+    return boxFor(ci.layout, h);
+  }
+
+  // A container's estimated layout: the one it has for the same content and inner boxes
+  // (an estimate stays put while it is out of view), or a new one (`fresh`: its parent is
+  // laid out again, so the estimate may learn from what was laid out since).
+  estimateFor(key, d, boxes, fresh = false) {
+    const lk = layoutKey(d.sig, boxes);
+    const had = this.estimates.get(key);
+    if (!fresh && had && had.lk === lk) return had.layout;
+    const layout = d.pending ? this.estimateUnfetched(key) : this.estimateLayout(d, boxes);
+    this.estimates.set(key, { lk, layout });
+    return layout;
+  }
+
+  // A container laid out without ELK, from cheap facts: its cards' sizes (measured by
+  // character counts), the boxes of the containers inside it (real, held or estimated
+  // themselves), in one column in program order, then scaled by how real layouts of
+  // containers of the same kind (leaf or not) compared with their own column so far.
+  // No edges: it is drawn only as a frame until it is in view, and then laid out for real.
+  estimateLayout(d, boxes) {
+    const sizes = d.items.map((it, i) => boxes[i] ? cardBox(boxes[i]) : estimateCard(it));
+    const col = columnLayout(sizes);
+    const r = this.ratios[d.inner.length ? 1 : 0];
+    if (r.n < 1) return col;
+    // One standard deviation above the mean ratio: most real layouts then fit the box
+    // held for them, and laying them out moves nothing around them.
+    const up = (sum, sum2) => {
+      const mean = sum / r.n;
+      const sd = r.n > 1 ? Math.sqrt(Math.max(0, sum2 / r.n - mean * mean)) : 0.1;
+      return Math.exp(mean + sd);
+    };
+    let maxW = 0;
+    let maxH = 0;
+    for (const b of sizes) {
+      maxW = Math.max(maxW, b.w);
+      maxH = Math.max(maxH, b.h);
+    }
+    const w = Math.max(maxW + 20, Math.ceil(col.w * up(r.w, r.w2)));
+    const h = Math.max(maxH + 20, Math.ceil(col.h * up(r.h, r.h2)));
+    const ky = (h - 20 - maxH) / Math.max(1, col.h - 20 - maxH);
+    const boxesOut = col.boxes.map((b) => ({ x: (w - b.w) / 2, y: 10 + Math.min(h - 20 - b.h, (b.y - 10) * ky), w: b.w, h: b.h }));
+    return { w, h, boxes: boxesOut, edges: [], estimated: true };
+  }
+
+  // A container not fetched yet: the size of a real layout of a group with the same
+  // structure, else its op count times the height per op of the real group layouts so far
+  // (and their width), a tenth over.
+  estimateUnfetched(key) {
+    const item = this.itemOf.get(key) || {};
+    const same = item.structure && this.structSizes.get(item.structure);
+    if (same) return { w: same.w, h: same.h, boxes: [], edges: [], estimated: true };
+    const ops = Math.max(1, Number(item.node_count) || Number(item.child_count) || 1);
+    const p = this.perOp;
+    const perOp = p.n ? Math.exp(p.h / p.n) : 100;
+    const w = p.n ? Math.exp(p.w / p.n) : 240;
+    return { w: Math.ceil(w * 1.1), h: Math.ceil(Math.max(60, ops * perOp * 1.1)), boxes: [], edges: [], estimated: true };
+  }
+
+  // How a real layout compared with its own column estimate (log ratios, running mean),
+  // and, for a group, how big it is per op and for its structure.
+  learn(lk, d, boxes, real, key, open) {
+    if (this.learned.has(lk)) return;
+    this.learned.add(lk);
+    const item = key && this.itemOf.get(key);
+    if (open && item && item.type === "group" && Number(item.node_count) > 0) {
+      if (item.structure) this.structSizes.set(item.structure, { w: real.w, h: real.h });
+      this.perOp.w += Math.log(real.w);
+      this.perOp.h += Math.log(real.h / Number(item.node_count));
+      this.perOp.n += 1;
+    }
+    if (d.items.length < 3) return;
+    const col = columnLayout(d.items.map((it, i) => boxes[i] ? cardBox(boxes[i]) : estimateCard(it)));
+    const r = this.ratios[d.inner.length ? 1 : 0];
+    const lw = Math.log(Math.max(0.05, real.w / col.w));
+    const lh = Math.log(Math.max(0.05, real.h / col.h));
+    r.w += lw;
+    r.w2 += lw * lw;
+    r.h += lh;
+    r.h2 += lh * lh;
+    r.n += 1;
+  }
+
+  // Loads, lays out and composes. Resolves true when a new scene is ready, false when a
+  // newer request superseded this one. `want`: the containers to lay out for real (the
+  // others keep a real layout when one is known, else get an estimated one); by default
+  // every one, unless that is more than ESTIMATE_ITEMS items of new layout work: then the
+  // containers the last settled view showed.
+  async refresh({ want = null } = {}) {
+    this.refreshing += 1;
+    try {
+      return await this._refresh(want);
+    } finally {
+      this.refreshing -= 1;
+    }
+  }
+
+  // Why the last refresh composed no scene (for tests and benchmarks).
+  gaveUp(why) {
+    this.lastGiveUp = why;
+    return false;
+  }
+
+  async _refresh(want) {
+    const t = { fetch: this._fetchMs };
+    this._fetchMs = undefined;
+    let t0 = performance.now();
+    await this.loadExpanded();
+    t.load = performance.now() - t0;
+    t0 = performance.now();
+    let p = this.plan(want, want ? Infinity : ESTIMATE_ITEMS);
+    if (!p) {
+      want = new Set([ROOT]);
+      if (this.lastWant) for (const k of this.lastWant) if (this.expanded.has(k)) want.add(k);
+      p = this.plan(want);
+    }
+    t.jobs = performance.now() - t0;
+    t.jobCount = p.jobs.length;
+    const frozen = new Map();
+    if (want) for (const [k, e] of p.info) if (e.est && !want.has(k)) frozen.set(k, e.layout);
+    t.layout = 0;
+    t.recheck = 0;
+    // Rounds, each one waiting for the layouts the last one made possible: a real parent
+    // that waited for containers laid out inside it grows (or is laid out again) in the
+    // next one, and so on up; a level at most per round.
+    for (let round = 0; p.jobs.length; round++) {
+      if (round >= 8) return this.gaveUp("incomplete");
+      t0 = performance.now();
+      const changes = this.changes;
+      const res = await this.layout.request(p.jobs);
+      if (res === null) return this.gaveUp("superseded");
+      if (res && res.error) throw new Error(res.error);
+      this.lastLayoutMs = performance.now() - t0;
+      t.layout += performance.now() - t0;
+      // Another refresh may have changed the expansion meanwhile; compose only if complete.
+      if (this.changes !== changes) return this.gaveUp("changed");
+      t0 = performance.now();
+      p = this.plan(want, Infinity, frozen);
+      t.recheck += performance.now() - t0;
+    }
+    const done = p;
+    t0 = performance.now();
+    this.scene = this.compose(done.info);
+    t.compose = performance.now() - t0;
+    t.estimated = this.scene.estimated;
+    t.at = performance.now();
+    this.timingLog.push(t);
+    if (this.timingLog.length > 50) this.timingLog.shift();
+    this.lastWant = want;
+    this.timings = t;
+    this.version += 1;
+    return true;
+  }
+
+  toggle(key) {
+    if ((!isContainerKey(key) && !this.bodyHolders.has(key)) || key === ROOT) return false;
+    if (key.startsWith("s")) {
+      this.unfold(key);
+      return true;
+    }
+    if (this.expanded.has(key)) {
+      // Collapse the subtree too, so that re-expanding shows one level at a time.
+      for (const k of [...this.expanded]) if (k !== ROOT && this.isInside(k, key)) this.expanded.delete(k);
+      this.expanded.delete(key);
+    } else {
+      this.deferred.delete(key);
+      this.expanded.add(key);
+    }
+    return true;
+  }
+
+  isInside(candidate, ancestor) {
+    let item = this.scene && this.scene.byKey.get(candidate);
+    while (item) {
+      if (item.parentKey === ancestor) return true;
+      item = this.scene.byKey.get(item.parentKey);
+    }
+    return false;
+  }
+
+  // The first view: collapsed, then breadth first, open a group only while the number of
+  // drawn items stays within `budget` (a readable first screen, and a first paint that
+  // stays cheap at any size). A program split into chunks opens its first chunk whatever
+  // its size, so a flat program opens on its first ops, not on three chunk cards.
+  async autoExpand(budget = 48) {
+    this.autoOpened = []; // in the order opened: what the first view may close again to fit
+    const root = await this.load(ROOT);
+    let visible = this.drawnCount(root);
+    const queue = this.candidates(root);
+    let opened = 0;
+    let chunkOpened = false;
+    while (queue.length && opened < 64) {
+      const { key, item, first, only } = queue.shift();
+      const estimate = Number(item.child_count) || 0;
+      // A lone wrapper (a module around the model, a jit around everything) always opens,
+      // and so does the first chunk of the first chunked container.
+      const force = only || (item.type === "chunk" && first && !chunkOpened);
+      if (!force && visible + estimate > budget) continue;
+      const data = await this.load(key);
+      this.expanded.add(key);
+      if (!force) this.autoOpened.push(key);
+      visible += this.drawnCount(data);
+      opened++;
+      if (item.type === "chunk") chunkOpened = true;
+      queue.push(...this.candidates(data));
+    }
+  }
+
+  // Items a container draws, with stacks folded and parameters inside their ops.
+  drawnCount(data) {
+    let n = (data.outputs || []).length;
+    for (const b of data.inputs || []) if (!b.weight || this.showWeights) n++;
+    for (let i = 0; i < data.items.length; i += this.stackRun(data.items, i)) n++;
+    return n;
+  }
+
+  // The groups and chunks of a container that may be opened, in order (not folded ones).
+  candidates(data) {
+    const out = [];
+    let first = true;
+    for (let i = 0; i < data.items.length; ) {
+      const run = this.stackRun(data.items, i);
+      const item = data.items[i];
+      if (run === 1 && item.type !== "node" && Number(item.child_count) > 0) {
+        out.push({ key: itemKey(item), item, first: item.type === "chunk" && first });
+        if (item.type === "chunk") first = false;
+      }
+      i += run;
+    }
+    if (out.length === 1 && this.drawnCount(data) <= 3 && out[0].item.type === "group") out[0].only = true;
+    return out;
+  }
+
+  // Layouts → absolute scene. A container inside a held box larger than its real
+  // layout sits centred in it. `scene.estimated` counts the estimated containers.
+  compose(info) {
+    const byKey = new Map();
+    let estimated = 0;
+    // A container's stamp: its layout and the stamps of the containers inside it. A part of
+    // the last scene with the same stamp at the same place is reused as it is (with the
+    // draw caches on its items), so settling a few containers rebuilds only their way up.
+    const stamps = new Map();
+    let nextId = this.nextLayoutId || 1;
+    const stamp = (key) => {
+      const e = info.get(key);
+      let id = this.layoutIds.get(e.layout);
+      if (!id) this.layoutIds.set(e.layout, (id = nextId++));
+      let text = String(id);
+      for (const { key: ck } of e.d.inner) if (info.has(ck)) text += "," + stamp(ck);
+      const st = text.length > 24 ? hash(text) : text;
+      stamps.set(key, st);
+      return st;
+    };
+    stamp(ROOT);
+    this.nextLayoutId = nextId;
+    const adopt = (c) => {
+      for (const it of c.items) {
+        byKey.set(it.key, it);
+        if (it.expanded) adopt(it.expanded);
+      }
+    };
+    const built = new Map();
+    const build = (key, ox, oy) => {
+      const prev = this.built.get(key);
+      if (prev && prev.stamp === stamps.get(key) && prev.x === ox && prev.y === oy) {
+        adopt(prev.container);
+        estimated += prev.estimated;
+        built.set(key, prev);
+        const keep = (c) => {
+          for (const it of c.items) if (it.expanded) {
+            built.set(it.key, this.built.get(it.key));
+            keep(it.expanded);
+          }
+        };
+        keep(prev.container);
+        return prev.container;
+      }
+      const before = estimated;
+      const container = buildNew(key, ox, oy);
+      built.set(key, { stamp: stamps.get(key), x: ox, y: oy, container, estimated: estimated - before });
+      return container;
+    };
+    const buildNew = (key, ox, oy) => {
+      const e = info.get(key);
+      const d = e.d;
+      const layout = e.layout;
+      if (e.est) estimated++;
+      const data = this.containers.get(key);
+      if (!data) return { key, sig: d.sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges: [], data: null, estimated: true };
+      const byItem = new Map(data.items.map((it) => [itemKey(it), it]));
+      const edges = layout.edges.map((le) => {
+        const de = d.edges[le.e];
+        return { source: de.source, target: de.target, label: de.label, value: de.value, points: le.points, labelAt: le.labelAt };
+      });
+      const container = { key, sig: d.sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges, data, estimated: !!e.est };
+      d.keys.forEach((k, i) => {
+        const box = layout.boxes[i];
+        const item = byItem.get(k);
+        const entry = d.items[i];
+        const sceneItem = {
+          key: k,
+          type: k.startsWith("s") ? "stack" : item ? item.type : k.startsWith("in:") ? "in" : "out",
+          item: k.startsWith("s") ? stackItem(entry, byItem) : item || boundaryItem(data, k),
+          x: ox + box.x,
+          y: oy + box.y,
+          w: box.w,
+          h: box.h,
+          parentKey: key,
+          expanded: null,
+          lines: entry.lines || [],
+          weightStart: entry.weightStart ?? null,
+        };
+        if (item && opens(item) && entry.expandedSig && info.has(k)) {
+          const inner = info.get(k).layout;
+          const dx = Math.max(0, (box.w - 2 * CARD_STYLE.groupPadX - inner.w) / 2);
+          const held = e.boxes[i] && (e.boxes[i].w > inner.w || e.boxes[i].h > inner.h);
+          sceneItem.expanded = build(k, sceneItem.x + CARD_STYLE.groupPadX + (held ? dx : 0), sceneItem.y + CARD_STYLE.groupHeader);
+        }
+        container.items.push(sceneItem);
+        byKey.set(k, sceneItem);
+      });
+      return container;
+    };
+    const root = build(ROOT, 0, 0);
+    this.built = built;
+    return { root, byKey, w: root.w, h: root.h, count: byKey.size, estimated };
+  }
+
+  // Lays out for real the estimated containers that `view` ({x0, y0, x1, y1} world, s
+  // zoom) shows large enough for their insides to be drawn, with the containers around
+  // them, and composes again; the rest stays as it is. Resolves true with a new scene,
+  // false when nothing in view was estimated (or a newer request won).
+  async settle(view) {
+    const scene = this.scene;
+    if (!scene || !scene.estimated || this.refreshing) return false;
+    const mx = view.x1 - view.x0; // a screen around the view is laid out ahead
+    const my = view.y1 - view.y0;
+    const x0 = view.x0 - mx;
+    const x1 = view.x1 + mx;
+    const y0 = view.y0 - my;
+    const y1 = view.y1 + my;
+    const want = new Set([ROOT]);
+    const fetch = [];
+    let any = scene.root.estimated;
+    const visit = (c) => {
+      if (view.s < MIN_EDGE_SCALE) return;
+      for (const it of c.items) {
+        if (!it.expanded || it.x > x1 || it.y > y1 || it.x + it.w < x0 || it.y + it.h < y0) continue;
+        if (Math.max(it.w, it.h) * view.s < SETTLE_PX) continue;
+        want.add(it.key);
+        if (it.expanded.estimated) any = true;
+        if (this.deferred.has(it.key)) fetch.push(it.key);
+        visit(it.expanded);
+      }
+    };
+    visit(scene.root);
+    if (!any) return false;
+    if (fetch.length) {
+      this.refreshing += 1; // a user's relayout meanwhile wins; this one then gives up
+      try {
+        await this.loadDeferred(fetch);
+      } finally {
+        this.refreshing -= 1;
+      }
+      if (this.scene !== scene) return false;
+    }
+    return this.refresh({ want });
+  }
+
+  // Keys of the containers whose layout is estimated in the current scene.
+  estimatedKeys() {
+    const out = [];
+    const visit = (c) => {
+      if (c.estimated) out.push(c.key);
+      for (const it of c.items) if (it.expanded) visit(it.expanded);
+    };
+    if (this.scene) visit(this.scene.root);
+    return out;
+  }
+
+  // ------------------------------------------------------------------ expansion actions
+
+  // Opens a stack into its members, the first one expanded.
+  unfold(stackKey) {
+    // Every member is unfolded, so the rest of the run does not fold again behind the first.
+    for (const [member, sk] of this.stackOf) if (sk === stackKey) this.unfolded.add("s" + member);
+    this.unfolded.add(stackKey);
+    const first = stackKey.slice(1);
+    if (this.containers.has(first) || isContainerKey(first)) this.expanded.add(first);
+  }
+
+  // Every group and chunk, every stack unfolded: one api/subtree request, one layout pass.
+  // Every group and chunk opens, every stack unfolds: the containers are fetched breadth
+  // first in one api/subtree request up to EXPAND_FETCH_ITEMS items; deeper ones open as
+  // well (`deferred`) and are fetched once the view shows them (settle).
+  async expandAll() {
+    this.openAll = true;
+    const res = await this.loadSubtree(ROOT, EXPAND_FETCH_ITEMS);
+    // The containers fetched before (the first view's) open inside too, top down.
+    const visit = (k) => {
+      const data = this.containers.get(k);
+      if (!data) return;
+      this.openInside(data);
+      for (const item of data.items) if (item.type !== "node" && this.expanded.has(itemKey(item))) visit(itemKey(item));
+    };
+    visit(ROOT);
+    return res;
+  }
+
+  collapseAll() {
+    this.openAll = false;
+    this.deferred.clear();
+    this.expanded = new TrackedSet(this, [ROOT]);
+    this.unfolded.clear();
+    this.changed();
+  }
+
+  // Expands every group and chunk down to `depth` levels below the root (stacks stay folded
+  // unless a member is inside the depth and the person opened it).
+  async expandToDepth(depth) {
+    this.collapseAll();
+    let frontier = [ROOT];
+    for (let d = 0; d < depth && frontier.length; d++) {
+      const datas = await Promise.all(frontier.map((k) => this.load(k)));
+      const next = [];
+      for (const data of datas) {
+        for (const item of data.items) {
+          if (item.type === "node" || !(item.child_count > 0)) continue;
+          const k = itemKey(item);
+          this.expanded.add(k);
+          if (item.identical) this.unfolded.add("s" + k);
+          next.push(k);
+        }
+      }
+      frontier = next;
+    }
+  }
+
+  // The expansion as group paths, which survive a recapture (ids do not).
+  expansionPaths() {
+    const open = [];
+    for (const k of this.expanded) if (k !== ROOT && this.paths.has(k)) open.push(this.paths.get(k));
+    const stacks = [];
+    for (const k of this.unfolded) if (this.paths.has(k.slice(1))) stacks.push(this.paths.get(k.slice(1)));
+    return { open, stacks };
+  }
+
+  // Re-opens what `expansionPaths()` recorded, level by level; false when nothing matched.
+  async restorePaths(saved) {
+    const open = new Set(saved.open || []);
+    const stacks = new Set(saved.stacks || []);
+    if (!open.size) return false;
+    let frontier = [ROOT];
+    let matched = 0;
+    while (frontier.length) {
+      const datas = await Promise.all(frontier.map((k) => this.load(k)));
+      const next = [];
+      for (const data of datas) {
+        for (const item of data.items) {
+          if (item.type === "node") continue;
+          const k = itemKey(item);
+          const path = this.paths.get(k);
+          if (stacks.has(path)) this.unfolded.add("s" + k);
+          if (open.has(path) && (item.child_count > 0)) {
+            this.expanded.add(k);
+            matched++;
+            next.push(k);
+          }
+        }
+      }
+      frontier = next;
+    }
+    return matched > 0;
+  }
+
+  // Makes an item visible. `itemPath` is the server's list of item keys from the root to
+  // the target, chunks included (search results and node details carry it); every key
+  // before the target is expanded. Without one, the group path is followed and chunks
+  // are searched.
+  async revealPath(itemPath) {
+    // A node key inside a path is a control-flow boundary opened into its bodies.
+    const keys = itemPath.slice(0, -1).filter((k) => (isContainerKey(k) || k.startsWith("n")) && k !== ROOT);
+    for (const k of keys) {
+      this.deferred.delete(k); // on the way to a search result: fetched now, not once in view
+      this.expanded.add(k);
+    }
+    return this.unstack(itemPath[itemPath.length - 1]);
+  }
+
+  // Refreshes; when `target` ended up folded inside a stack card, opens that stack.
+  async unstack(target) {
+    const ok = await this.refresh();
+    if (!ok || !target || !this.stackOf.has(target) || this.scene.byKey.has(target)) return ok;
+    this.unfolded.add(this.stackOf.get(target));
+    return this.refresh();
+  }
+
+  async reveal(target, pathGroupIds) {
+    let container = ROOT;
+    await this.load(ROOT);
+    const steps = (pathGroupIds || []).map((g) => "g" + g).filter((k) => k !== ROOT && k !== target);
+    steps.push(target);
+    for (const step of steps) {
+      const holder = await this.findHolder(container, step);
+      if (!holder) break;
+      for (const k of holder.chain) {
+        this.deferred.delete(k);
+        this.expanded.add(k);
+      }
+      if (step === target) break;
+      this.deferred.delete(step);
+      this.expanded.add(step);
+      container = step;
+    }
+    return this.unstack(target);
+  }
+
+  // Which container under `container` directly holds item `key`: itself, or one of its
+  // chunks (chunks hold items in program order; nested chunks are followed).
+  async findHolder(container, key) {
+    const data = await this.load(container);
+    if (data.items.some((it) => itemKey(it) === key)) return { chain: [] };
+    if (!data.chunked) return null;
+    const chunks = data.items.filter((it) => it.type === "chunk");
+    const hinted = chunks.filter((c) => chunkMayHold(c, key));
+    for (const c of hinted.length ? hinted : chunks) {
+      const ck = itemKey(c);
+      const found = await this.findHolder(ck, key);
+      if (found) return { chain: [ck, ...found.chain] };
+    }
+    return null;
+  }
+
+  hitTest(x, y) {
+    if (!this.scene) return null;
+    let hit = null;
+    const visit = (container) => {
+      for (const it of container.items) {
+        if (x < it.x || y < it.y || x > it.x + it.w || y > it.y + it.h) continue;
+        hit = it;
+        if (it.expanded && y > it.y + CARD_STYLE.groupHeader) visit(it.expanded);
+        return;
+      }
+    };
+    visit(this.scene.root);
+    return hit;
+  }
+
+  // Absolute points of every drawn edge touching `key`, for highlighting.
+  edgesOf(key) {
+    const out = [];
+    const visit = (c) => {
+      for (const e of c.edges) if (e.source === key || e.target === key) out.push({ c, e });
+      for (const it of c.items) if (it.expanded) visit(it.expanded);
+    };
+    if (this.scene) visit(this.scene.root);
+    return out;
+  }
+}
+
+// An item's card lines, computed once per item object (the server's answers are kept).
+// A real layout with room for the grown boxes of the containers inside it: for each box
+// that grew by (dw, dh), everything whose left edge is right of its old right edge moves
+// right by dw and everything below its old bottom moves down by dh (boxes, edge points,
+// label points). Such a shift keeps boxes apart and edges orthogonal, but it widens the
+// container by what runs beside a grown box (residual edges): past a third wider than its
+// last layout from ELK, it is laid out again. Null then, when a box shrank (that needs a
+// new layout too) or when nothing changed.
+function grownLayout(layout, oldBoxes, newBoxes) {
+  if (!layout || layout.fallback || layout.estimated || oldBoxes.length !== newBoxes.length) return null;
+  const grow = [];
+  for (let i = 0; i < newBoxes.length; i++) {
+    const a = oldBoxes[i];
+    const b = newBoxes[i];
+    if (!a && !b) continue;
+    if (!a || !b) return null;
+    if (b.w < a.w || b.h < a.h) return null;
+    if (b.w > a.w || b.h > a.h) grow.push([i, cardBox(b).w - cardBox(a).w, b.h - a.h]);
+  }
+  if (!grow.length) return null;
+  const boxes = layout.boxes.map((b) => ({ ...b }));
+  const edges = layout.edges.map((e) => ({ ...e, points: e.points.map((p) => [p[0], p[1]]), labelAt: e.labelAt ? [e.labelAt[0], e.labelAt[1]] : e.labelAt }));
+  for (const [i, dw, dh] of grow) {
+    const g = boxes[i];
+    const xr = g.x + g.w;
+    const yb = g.y + g.h;
+    for (const b of boxes) {
+      if (b === g) continue;
+      if (b.x >= xr) b.x += dw;
+      if (b.y >= yb) b.y += dh;
+    }
+    const move = (p) => {
+      if (p[0] >= xr) p[0] += dw;
+      if (p[1] >= yb) p[1] += dh;
+    };
+    for (const e of edges) {
+      e.points.forEach(move);
+      if (e.labelAt) move(e.labelAt);
+    }
+    g.w += dw;
+    g.h += dh;
+  }
+  // The size as the worker reads it from ELK's answer (readLayout): the far corner, padded.
+  let w = 0;
+  let h = 0;
+  for (const b of boxes) {
+    w = Math.max(w, b.x + b.w);
+    h = Math.max(h, b.y + b.h);
+  }
+  for (const e of edges) for (const [px, py] of e.points) {
+    w = Math.max(w, px);
+    h = Math.max(h, py);
+  }
+  const base = layout.baseW || layout.w;
+  if (w + 10 > Math.max(1.35 * base, base + 300)) return null;
+  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges, grown: true, baseW: base };
+}
+
+// The content signature of a container not fetched yet (its layout is an estimate):
+// groups with the same structure share it.
+function pendingSig(item, key) {
+  return `p:${item.structure || key}:${item.node_count ?? ""}`;
+}
+
+function linesOf(item) {
+  if (!item._lines) Object.defineProperty(item, "_lines", { value: cardLines(item), enumerable: false });
+  return item._lines;
+}
+
+// en-US grouping without Intl (toLocaleString dominated display lists of 50k items).
+function grouped(n) {
+  n = Number(n);
+  if (!Number.isInteger(n)) return n.toLocaleString("en-US");
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
+// What a card measures, from character counts (the layout worker measures text; these
+// sizes only feed estimates): the worker's own fallback widths per font.
+function estimateCard(entry) {
+  const S = CARD_STYLE;
+  if (entry.kind === "in" || entry.kind === "out") {
+    const chars = entry.parts ? entry.parts.reduce((n, p) => n + p.text.length, 0) + 2 * (entry.parts.length - 1) : entry.title.length;
+    const w = chars * 7 + 2 * S.padX;
+    return { w: Math.max(entry.quiet ? 64 : 80, Math.min(S.maxCardWidth, Math.ceil(w))), h: entry.quiet ? S.quietHeight : S.boundaryHeight };
+  }
+  const toggle = entry.kind === "group" || entry.kind === "chunk" || entry.kind === "stack" ? 20 : 0;
+  let w = String(entry.title).length * 7.5 + toggle + (entry.tag ? String(entry.tag).length * 6 + 10 + S.tagGap : 0);
+  for (const line of entry.lines) w = Math.max(w, line.length * 7 + toggle + 8);
+  return {
+    w: Math.max(S.minCardWidth, Math.min(S.maxCardWidth, Math.ceil(w + 2 * S.padX))),
+    h: Math.ceil(S.padTop + S.titleHeight + entry.lines.length * S.lineHeight + S.padBottom),
+  };
+}
+
+// The card of an expanded container whose inside measures `inner` (the worker's cardSize).
+function cardBox(inner) {
+  const S = CARD_STYLE;
+  return { w: Math.max(inner.w + 2 * S.groupPadX, S.minGroupWidth), h: inner.h + S.groupHeader + S.groupPadBottom };
+}
+
+// Cards in one column, in program order, with ELK's spacing between layers and padding.
+function columnLayout(sizes) {
+  let w = 0;
+  for (const b of sizes) w = Math.max(w, b.w);
+  const boxes = [];
+  let y = 10;
+  for (const b of sizes) {
+    boxes.push({ x: 10 + (w - b.w) / 2, y, w: b.w, h: b.h });
+    y += b.h + 40;
+  }
+  return { w: Math.ceil(w + 20), h: Math.ceil(Math.max(y - 40, 10) + 10), boxes, edges: [], estimated: true };
+}
+
+const WEIGHT_LINES = 4; // weights listed on an op's card before "+N more"
+
+export function cardLines(item) {
+  if (item.type === "node") {
+    const outs = (item.outputs || []).map(formatValue);
+    const lines = outs.slice(0, 3);
+    const total = item.outputs_total ?? outs.length;
+    if (total > 3) lines.push(`+${total - 3} more outputs`);
+    if (item.sublabel) lines.push(String(item.sublabel));
+    const nb = (item.bodies || []).length;
+    if (nb) lines.push(`${nb} ${nb === 1 ? "body" : "bodies"} · not executed`);
+    return lines;
+  }
+  const lines = [];
+  const count = (n, word) => `${grouped(n)} ${word}${Number(n) === 1 ? "" : "s"}`;
+  if (item.type === "chunk") {
+    if (item.sublabel) lines.push(String(item.sublabel));
+  } else if (item.type === "group") {
+    // An unexecuted body says so first: a template, how often it would run, which case.
+    const body = item.body;
+    if (body) {
+      lines.push(String(body.template));
+      if (typeof body.iterations === "number") lines.push(`${body.iterations.toLocaleString("en-US")} iterations (static)`);
+      else if (body.iterations === null) lines.push("trip count decided at run time");
+      if (body.selected) lines.push(String(body.selected));
+      if (body.closed) lines.push(String(body.closed));
+    }
+    // What is inside: class (or scope kind), parameters, then what goes in and out.
+    const head = [item.class || (body ? "" : item.honest || item.sublabel || item.kind)];
+    const pc = item.params && item.params.count;
+    if (pc) head.push(`${formatCount(pc)} params`, formatBytes(item.params.bytes));
+    if (head.some(Boolean)) lines.push(head.filter(Boolean).join(" · "));
+    const io = shapesLine(item);
+    if (io) lines.push(io);
+  } else if (item.honest) {
+    lines.push(String(item.honest));
+  } else if (item.sublabel) {
+    lines.push(String(item.sublabel));
+  }
+  const bits = [];
+  if (item.node_count !== undefined && item.node_count !== null) bits.push(count(item.node_count, "op"));
+  else if (item.child_count !== undefined && item.child_count !== null) bits.push(count(item.child_count, "item"));
+  if (item.opaque_count) bits.push(`${grouped(item.opaque_count)} opaque`);
+  if (item.identical && item.identical.count > 1) bits.push(`×${item.identical.count} identical`);
+  if (bits.length) lines.push(bits.join(" · "));
+  return lines;
+}
+
+// The lines an op's card lists for the weights it consumes (Netron's habit), after its
+// own lines: `name  f32[768,2304]`, `shared` when several ops use it, "+N more" past a few.
+export function weightLines(item, within) {
+  const ws = item.weights || [];
+  if (!ws.length) return [];
+  // Inside module `gpt.h.0.attn`, `gpt.h.0.attn.c_attn.weight` reads `c_attn.weight`: the
+  // card sits in that module's box already (the inspector gives the full name).
+  const short = (name) => (within && name.startsWith(within + ".") ? name.slice(within.length + 1) : name);
+  const lines = ws.slice(0, WEIGHT_LINES).map((w) => `${short(w.name || "weight")}  ${formatValue(w)}${w.shared ? "  shared" : ""}`);
+  const total = item.weights_total ?? ws.length;
+  if (total > WEIGHT_LINES) lines.push(`+${total - WEIGHT_LINES} more`);
+  return lines;
+}
+
+function shapesLine(item) {
+  const fmt = (list, total) => {
+    if (!list || !list.length) return "";
+    const shown = list.slice(0, 2).map(formatValue).join(", ");
+    return (total ?? list.length) > 2 ? `${shown} +${(total ?? list.length) - 2}` : shown;
+  };
+  const a = fmt(item.inputs, item.inputs_total);
+  const b = fmt(item.outputs, item.outputs_total);
+  if (!a && !b) return "";
+  return `${a || "·"} → ${b || "·"}`;
+}
+
+export function formatCount(n) {
+  n = Number(n);
+  if (n >= 1e9) return (n / 1e9).toFixed(n >= 1e10 ? 1 : 2) + " B";
+  if (n >= 1e6) return (n / 1e6).toFixed(n >= 1e7 ? 1 : 2) + " M";
+  if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 1 : 2) + " k";
+  return String(n);
+}
+
+export function formatBytes(b) {
+  b = Number(b);
+  if (b >= 1e9) return (b / 1e9).toFixed(1) + " GB";
+  if (b >= 1e6) return (b / 1e6).toFixed(1) + " MB";
+  if (b >= 1e3) return (b / 1e3).toFixed(1) + " kB";
+  return `${b} B`;
+}
+
+function stackTitle(members) {
+  const a = members[0].label;
+  const b = members[members.length - 1].label;
+  return a === b ? String(a) : `${a} … ${b}`;
+}
+
+function stackLines(members) {
+  const lines = cardLines(members[0]);
+  const per = members[0].node_count;
+  const total = members.reduce((n, m) => n + (Number(m.node_count) || 0), 0);
+  lines[lines.length - 1] = `${members.length} identical · ${Number(total).toLocaleString("en-US")} ops (${per} each)`;
+  return lines;
+}
+
+function stackItem(entry, byItem) {
+  const members = entry.members.map((k) => byItem.get(k)).filter(Boolean);
+  const first = members[0] || {};
+  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length };
+}
+
+// A boundary pill for the layout worker: the exact text parts it will measure.
+function boundaryJob(side, b) {
+  const c = boundaryContent(side, b);
+  return {
+    key: `${side}:${b.value}`,
+    kind: side,
+    title: c.parts.map((p) => p.text).join("  "),
+    parts: c.parts.map((p) => ({ text: p.text, font: p.font })),
+    quiet: c.look === "quiet",
+    lines: [],
+  };
+}
+
+function cardTag(item) {
+  if (item.type === "node") return item.opaque ? "opaque" : null;
+  if (item.type === "chunk") return "chunk";
+  return item.kind || "group";
+}
+
+function boundaryItem(data, key) {
+  const [side, v] = key.split(":");
+  const list = side === "in" ? data.inputs : data.outputs;
+  const b = (list || []).find((x) => String(x.value) === v);
+  return b ? { ...b, type: side } : { type: side, value: Number(v) };
+}
+
+// A chunk item may carry its node id range ({first,last} or range:[a,b]); when it does,
+// search only the chunks whose range can hold the node.
+function chunkMayHold(chunk, key) {
+  if (!key.startsWith("n")) return false;
+  const id = Number(key.slice(1));
+  const lo = chunk.first ?? (chunk.range ? chunk.range[0] : undefined);
+  const hi = chunk.last ?? (chunk.range ? chunk.range[1] : undefined);
+  if (lo === undefined || hi === undefined) return false;
+  return id >= lo && id <= hi;
+}

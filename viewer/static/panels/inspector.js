@@ -1,0 +1,392 @@
+// The inspector panel: everything the capture retains about the selected node, group,
+// chunk or value, fetched on demand (api/node, api/group, api/value).
+
+import { el, clear, jsonView } from "../dom.js";
+import { KIND_WORDING, QUIET_ROLES, ROLE_WORDING, formatValue } from "../draw/theme.js";
+
+const NOT_MEASURED =
+  "not measured: traced program. Storage aliases, activation statistics and output bytes exist only for PyTorch eager captures.";
+
+export class Inspector {
+  constructor(root, { api, onJump, onReveal }) {
+    this.root = root;
+    this.api = api;
+    this.onJump = onJump;
+    this.onReveal = onReveal;
+    this.capture = null;
+    this.body = root.querySelector("#insp-body");
+    this.kicker = root.querySelector("#insp-kicker");
+    this.title = root.querySelector("#insp-title");
+    this.seq = 0;
+    this.current = null;
+    root.querySelector("#insp-close").addEventListener("click", () => this.hide());
+  }
+
+  hide() {
+    this.root.hidden = true;
+    this.current = null;
+    panelsChanged();
+  }
+
+  open() {
+    if (this.root.hidden) {
+      this.root.hidden = false;
+      panelsChanged();
+    }
+  }
+
+  head(kicker, title) {
+    this.kicker.textContent = kicker;
+    this.title.textContent = title;
+    clear(this.body);
+  }
+
+  async show(key, item) {
+    const seq = ++this.seq;
+    this.current = key;
+    this.open();
+    const guard = () => seq === this.seq;
+    try {
+      if (key.startsWith("n")) {
+        const d = await this.api.node(Number(key.slice(1)));
+        if (guard()) this.showNode(d);
+      } else if (key.startsWith("g")) {
+        const d = await this.api.group(Number(key.slice(1)));
+        if (guard()) this.showGroup(d, key);
+      } else if (key.startsWith("c")) {
+        this.showChunk(key, item || {});
+      } else if (key.startsWith("s")) {
+        // A stack of identical blocks: its first member stands for all of them.
+        const first = (item && item.members && item.members[0]) || key.slice(1);
+        const d = await this.api.group(Number(first.slice(1)));
+        if (guard()) this.showGroup(d, first);
+      } else if (key.startsWith("in:") || key.startsWith("out:")) {
+        const d = await this.api.value(Number(key.split(":")[1]));
+        if (guard()) this.showValue(d, key.startsWith("in:") ? "group input" : "group output");
+      } else if (key.startsWith("w:")) {
+        // A weight line inside an op's card: "w:V".
+        const d = await this.api.value(Number(key.slice(2)));
+        if (guard()) this.showValue(d, "weight");
+      }
+    } catch (err) {
+      if (!guard()) return;
+      this.head("error", key);
+      this.body.append(el("p", { class: "note" }, `Could not load details: ${err.message || err}`));
+    }
+  }
+
+  // ---------------------------------------------------------------- node
+
+  showNode(d) {
+    this.head(`node · n${d.id}`, d.op);
+    this.root.dataset.kind = "node";
+    const tags = el("p", {}, el("span", { class: "pill" }, `n${d.id}`), " ");
+    if (d.opaque) tags.append(el("span", { class: "pill opaque", title: "An unexpanded subprogram boundary: its body was not traced into the graph" }, "opaque"), " ");
+    this.body.append(tags);
+    if (d.template !== undefined && d.template !== null) {
+      this.body.append(el("p", { class: "note", "data-note": "template" }, `Inside an unexecuted body of n${d.template}: one iteration (or branch) as traced. Nothing says that this op ran.`));
+    }
+    if (d.opaque && d.bodies && d.bodies.length) {
+      this.body.append(el("p", { class: "note", "data-note": "bodies" }, "Control-flow boundary: opaque as a whole (output shapes retained). Its bodies are templates, one iteration as traced: nothing says that a branch or an iteration ran."));
+      this.section("Bodies (not executed)");
+      const list = el("ul", { class: "rows", "data-section": "bodies" });
+      for (const b of d.bodies) {
+        const bits = [b.role];
+        if (typeof b.iterations === "number") bits.push(`${b.iterations.toLocaleString("en-US")} iterations (static)`);
+        else if (b.iterations === null) bits.push("trip count decided at run time");
+        if (b.selected) bits.push(b.selected);
+        if (b.closed) bits.push(b.closed);
+        list.append(el("li", {}, el("code", { "data-body": b.key }, b.name), " ", el("span", { class: "muted" }, bits.join(" · "))));
+      }
+      this.body.append(list);
+      this.body.append(el("div", { class: "actions" }, el("button", { type: "button", "data-action": "open-bodies", onclick: () => window.tensorviz.toggle("n" + d.id) }, "Open bodies / close")));
+    } else if (d.opaque) {
+      this.body.append(el("p", { class: "note" }, "Opaque boundary: the subprogram inside was not expanded. Its output shapes are retained; nothing inside it is reported as executed."));
+    }
+    if (d.group_path && d.group_path.length) {
+      this.section("Scope");
+      const crumbs = el("div", { class: "crumbs" });
+      d.group_path.forEach((g, i) => {
+        if (i) crumbs.append(el("span", { class: "muted" }, " › "));
+        crumbs.append(el("button", { type: "button", class: "link-button", title: KIND_WORDING[g.kind] || g.kind, onclick: () => this.onJump("g" + g.id) }, `${g.kind} ${g.name}`));
+      });
+      this.body.append(crumbs);
+    }
+
+    this.section("Inputs");
+    const ins = el("ul", { class: "rows", "data-section": "inputs" });
+    for (const op of d.inputs || []) {
+      const li = el("li", {}, el("span", { class: "pos", title: "argument position" }, `#${op.position}`));
+      if (op.value) {
+        const v = op.value;
+        li.append(el("span", { class: "shape" }, formatValue(v)), " ", el("span", { class: "muted" }, `%${v.id}`));
+        const right = el("span", { class: "uses" });
+        if (v.producer !== null && v.producer !== undefined) right.append(this.nodeLink(v.producer, `from ${v.producer_op ? v.producer_op + " " : ""}`));
+        else if (v.name) right.append(valueName(v));
+        else right.append(el("span", { class: "muted" }, "program input"));
+        li.append(right);
+      } else {
+        li.append(el("span", { class: "muted" }, "literal"), " ", el("code", {}, JSON.stringify(op.literal)));
+      }
+      ins.append(li);
+    }
+    if (!(d.inputs || []).length) ins.append(el("li", { class: "muted" }, "no inputs"));
+    this.body.append(ins);
+
+    this.section("Outputs");
+    const outs = el("ul", { class: "rows", "data-section": "outputs" });
+    (d.outputs || []).forEach((v, i) => {
+      const li = el("li", {}, el("span", { class: "pos", title: "output index" }, `${i}`), el("span", { class: "shape" }, formatValue(v)), " ", el("span", { class: "muted" }, `%${v.id}`));
+      const uses = v.uses || [];
+      const right = el("span", { class: "uses", "data-uses": String(uses.length) });
+      if (!uses.length) right.append(el("span", { class: "muted" }, "unused"));
+      else {
+        const total = v.uses_total ?? uses.length;
+        if (total > 1) right.append(el("span", { class: "muted" }, `used ${total}×: `));
+        for (const u of uses.slice(0, 24)) right.append(this.nodeLink(u));
+        if (uses.length > 24) right.append(el("span", { class: "muted" }, `+${uses.length - 24}`));
+      }
+      li.append(right);
+      outs.append(li);
+    });
+    this.body.append(outs);
+
+    this.section("Params");
+    const params = d.params || {};
+    if (Object.keys(params).length) this.body.append(jsonView(params));
+    else this.body.append(el("p", { class: "muted" }, "No params retained."));
+
+    this.measured([...(d.inputs || []).map((o) => o.value).filter(Boolean), ...(d.outputs || [])]);
+    this.frame(d.frame, `n${d.id}`);
+  }
+
+  nodeLink(id, prefix = "") {
+    return el("button", { type: "button", class: "link-button", "data-node": String(id), onclick: () => this.onJump("n" + id) }, `${prefix}n${id}`);
+  }
+
+  section(title) {
+    this.body.append(el("h3", {}, title));
+  }
+
+  measured(values) {
+    this.section("Measured");
+    const box = el("div", { "data-section": "measured" });
+    const isMeasured = this.capture && this.capture.measured;
+    const withFields = values.filter((v) => v && v.measured);
+    if (!isMeasured || !withFields.length) {
+      const jax = !this.capture || this.capture.backend === "jaxpr" || (this.capture.coverage && this.capture.coverage.scope === "traced_program");
+      box.append(el("p", { class: "note" }, jax ? NOT_MEASURED : "not measured for these values."));
+    } else {
+      for (const v of withFields) {
+        const m = v.measured;
+        box.append(el("div", { class: "muted" }, `%${v.id} ${v.name ? v.name + " " : ""}${formatValue(v)}`));
+        const facts = el("dl", { class: "facts" });
+        const pick = (k, label) => {
+          if (m[k] !== undefined && m[k] !== null) facts.append(el("dt", {}, label), el("dd", {}, typeof m[k] === "object" ? JSON.stringify(m[k]) : String(m[k])));
+        };
+        pick("device", "device");
+        pick("bytes", "bytes");
+        pick("aliases", "aliases");
+        pick("stats", "statistics");
+        pick("statistics", "statistics");
+        pick("strides", "strides");
+        pick("storage", "storage");
+        box.append(facts);
+      }
+    }
+    this.body.append(box);
+  }
+
+  frame(frame, target) {
+    this.section("Source");
+    if (!frame) {
+      this.body.append(el("p", { class: "muted" }, "No source frame recorded."));
+      return;
+    }
+    this.body.append(this.frameButton(frame, target), el("div", { class: "source-view", id: "source-view" }));
+  }
+
+  // A go-to-source link. A library frame (installed code, absolute path) reads as its
+  // path below site-packages with "(library)"; the full path is in its title.
+  frameButton(frame, target) {
+    const where = frame.library
+      ? (frame.label || `${frame.file}:${frame.line} (library)`)
+      : `${frame.file}:${frame.line}${frame.column ? ":" + frame.column : ""}`;
+    const attrs = { type: "button", class: "frame-link" + (frame.library ? " library" : ""), "data-reveal": "1",
+      title: frame.library ? `Go to source (installed library file ${frame.file})` : "Go to source", onclick: () => this.onReveal(frame, target) };
+    if (frame.library) attrs["data-library"] = "1";
+    return el("button", attrs, where, el("span", { class: "fn" }, frame.function ? `in ${frame.function}` : ""));
+  }
+
+  showSource(target, source, message, frame) {
+    if (target && this.current !== target) return;
+    let box = this.body.querySelector("#source-view");
+    if (!box) {
+      this.open();
+      if (!target) this.head("source", source ? source.file : "source");
+      box = el("div", { class: "source-view", id: "source-view" });
+      this.body.append(box);
+    }
+    clear(box);
+    if (message) box.append(el("p", { class: "note" }, message));
+    if (!source) return;
+    const pre = el("pre", { class: "json source", "data-file": source.file });
+    const start = source.start_line || 1;
+    (source.lines || []).forEach((line, i) => {
+      const n = start + i;
+      pre.append(el("span", { class: "line" + (frame && n === frame.line ? " current" : "") }, el("span", { class: "ln" }, String(n)), line));
+    });
+    box.append(el("div", { class: "muted" }, source.file), pre);
+    const cur = pre.querySelector(".current");
+    if (cur) cur.scrollIntoView({ block: "center" });
+  }
+
+  // ---------------------------------------------------------------- the capture itself
+
+  // What this capture is, and where its parameters came from (`weights`: describeState).
+  showCapture(c, weights) {
+    ++this.seq; // a node still loading must not replace this
+    this.current = "capture";
+    this.open();
+    this.head("capture", c.title || "capture");
+    this.root.dataset.kind = "capture";
+    const recipe = c.recipe || {};
+    const cov = c.coverage || {};
+    const counts = c.counts || {};
+    const facts = el("dl", { class: "facts", "data-section": "capture-facts" });
+    const add = (k, v) => v !== undefined && v !== null && v !== "" && facts.append(el("dt", {}, k), el("dd", {}, String(v)));
+    add("model", recipe.model);
+    add("framework", [c.framework, c.framework_version].filter(Boolean).join(" "));
+    add("backend", c.backend);
+    add("coverage", [cov.scope && cov.scope.replace(/_/g, " "), cov.status].filter(Boolean).join(", "));
+    add("device", recipe.device || (c.meta && c.meta.device));
+    add("seed", recipe.seed);
+    if (recipe.init && recipe.init.factory) add("init factory", recipe.init.factory);
+    const meta = c.meta || {};
+    // Torch saved files: what the weights and the batch were loaded from.
+    if (typeof meta.checkpoint === "string") add("checkpoint", meta.checkpoint + (meta.checkpoint_strict === false ? " (strict = false)" : ""));
+    if (typeof meta.fixture === "string") add("fixture", meta.fixture);
+    if (counts.nodes !== undefined) add("nodes", Number(counts.nodes).toLocaleString("en-US"));
+    const tb = c.meta && c.meta.bodies;
+    if (tb && typeof tb === "object") {
+      // Unexecuted control-flow bodies: templates, counted apart from the executed program.
+      const parts = [`${Number(tb.converted || 0).toLocaleString("en-US")} as templates (${Number(tb.template_nodes || 0).toLocaleString("en-US")} nodes, not executed)`];
+      if (tb.closed) parts.push(`${Number(tb.closed).toLocaleString("en-US")} left closed (${Object.keys(tb.closed_reasons || {}).join(", ")})`);
+      add("control-flow bodies", parts.join("; "));
+    }
+    this.body.append(facts);
+    if (weights) {
+      this.section("Parameters");
+      const box = el("div", { "data-section": "state" });
+      box.append(el("p", {}, el("span", { class: "pill kind", title: "meta.state, as the capture worker recorded it" }, weights.label)));
+      box.append(el("p", { class: `state-headline ${weights.origin}` }, weights.headline));
+      if (weights.note) box.append(el("p", { class: "note", "data-note": "state_note" }, weights.note));
+      // A checkpoint loaded with strict = false: the keys that did not match, by name.
+      for (const [which, title] of [["missing", "Missing keys (kept at initialization)"], ["unexpected", "Unexpected keys (ignored)"]]) {
+        const names = (weights.keys && weights.keys[which]) || [];
+        if (!names.length) continue;
+        box.append(el("p", { class: "muted" }, `${title}: ${names.length}`));
+        box.append(el("ul", { class: "state-lists", "data-keys": which }, names.map((n) => el("li", {}, n))));
+      }
+      this.body.append(box);
+    }
+    // The RNG streams the program draws from, and where each key came from
+    // (meta.rng_streams: bound by the factory, derived from the seed, given as input…).
+    const streams = Array.isArray(c.meta && c.meta.rng_streams) ? c.meta.rng_streams : [];
+    if (streams.length) {
+      this.section("Random streams");
+      const list = el("dl", { class: "facts", "data-section": "rng-streams" });
+      for (const s of streams) {
+        const note = String(s.note || s.origin || "");
+        const where = s.where && !note.includes(s.where) ? ` (${s.where})` : "";
+        list.append(el("dt", { "data-origin": String(s.origin || "") }, String(s.name)), el("dd", {}, note + where));
+      }
+      this.body.append(list);
+    }
+  }
+
+  // ---------------------------------------------------------------- group / chunk / value
+
+  showGroup(d, key) {
+    this.head(`group · g${d.id}`, d.name || `g${d.id}`);
+    this.root.dataset.kind = "group";
+    const wording = d.honest || KIND_WORDING[d.kind] || d.kind;
+    this.body.append(el("p", {}, el("span", { class: "pill kind" }, d.kind), " ", el("span", { class: "muted", "data-honest": "1" }, wording)));
+    const facts = el("dl", { class: "facts" });
+    const add = (k, v) => v !== undefined && v !== null && v !== "" && facts.append(el("dt", {}, k), el("dd", {}, typeof v === "object" ? JSON.stringify(v) : String(v)));
+    const path = (d.parent_path || d.path || []).filter((g) => g.id !== d.id);
+    if (path.length) add("inside", path.map((g) => `${g.kind} ${g.name}`).join(" › "));
+    const counts = d.counts || {};
+    for (const [k, v] of Object.entries(counts)) add(k, typeof v === "number" ? v.toLocaleString("en-US") : v);
+    this.body.append(facts);
+    if (d.frame || d.class_frame) {
+      this.section("Source");
+      const target = this.current;
+      const rows = el("dl", { class: "facts", "data-section": "group-frames" });
+      if (d.frame) rows.append(el("dt", {}, "called at"), el("dd", {}, this.frameButton(d.frame, target)));
+      if (d.class_frame) rows.append(el("dt", {}, "class defined at"), el("dd", {}, this.frameButton(d.class_frame, target)));
+      this.body.append(rows, el("div", { class: "source-view", id: "source-view" }));
+    }
+    if (d.attrs && Object.keys(d.attrs).length) {
+      this.section("Attributes");
+      this.body.append(jsonView(d.attrs));
+    }
+    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => window.tensorviz.toggle(key) }, "Expand / collapse")));
+  }
+
+  showChunk(key, item) {
+    this.head("chunk", item.label || key);
+    this.root.dataset.kind = "chunk";
+    this.body.append(el("p", { class: "note" }, "A chunk of a large group, in program order. Groups with many direct children are split into chunks so that each layout stays small; it is not a scope of the program."));
+    const facts = el("dl", { class: "facts" });
+    if (item.child_count !== undefined) facts.append(el("dt", {}, "items"), el("dd", {}, String(item.child_count)));
+    if (item.sublabel) facts.append(el("dt", {}, "range"), el("dd", {}, String(item.sublabel)));
+    this.body.append(facts);
+    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => window.tensorviz.toggle(key) }, "Expand / collapse")));
+  }
+
+  showValue(d, kicker = "value") {
+    const v = d.value || d;
+    this.open();
+    this.head(`${kicker} · %${v.id}`, v.name ? v.name : formatValue(v));
+    this.root.dataset.kind = "value";
+    if (v.name) {
+      this.body.append(el("p", { "data-section": "value-name" }, el("span", { class: "pill role role-" + v.role, "data-role": String(v.role || "") }, String(v.role || "value")), " ",
+        el("span", { class: "muted", "data-role-wording": "1" }, ROLE_WORDING[v.role] || "")));
+    }
+    const facts = el("dl", { class: "facts" });
+    if (v.name) facts.append(el("dt", {}, "name"), el("dd", { "data-name": v.name }, el("code", {}, v.name)));
+    facts.append(el("dt", {}, "dtype"), el("dd", {}, String(v.dtype)), el("dt", {}, "shape"), el("dd", {}, `[${(v.shape || []).join(", ")}]`));
+    this.body.append(facts);
+    this.section("Produced by");
+    let producer = d.producer ?? v.producer;
+    if (producer && typeof producer === "object") producer = producer.id;
+    const outside = v.role ? `no node: a ${(ROLE_WORDING[v.role] || v.role).split(":")[0]} entering from outside` : "program input";
+    this.body.append(producer !== null && producer !== undefined ? this.nodeLink(producer) : el("span", { class: "muted" }, outside));
+    this.section("Used by");
+    const uses = d.uses || v.uses || [];
+    const row = el("div", { class: "uses", "data-uses": String(uses.length) });
+    for (const u of uses.slice(0, 60)) {
+      if (u && typeof u === "object") row.append(this.nodeLink(u.id, (u.op ? u.op + " " : "") + (u.positions && u.positions.length ? `#${u.positions.join(",")} ` : "")));
+      else row.append(this.nodeLink(u));
+    }
+    if (!uses.length) row.append(el("span", { class: "muted" }, "no uses"));
+    this.body.append(row);
+    this.measured([v]);
+  }
+}
+
+// A named value entering from outside, as a node's operand: `param stem.weight`.
+function valueName(v) {
+  const quiet = QUIET_ROLES.has(v.role);
+  return el("span", { class: "value-name" + (quiet ? " quiet" : ""), title: ROLE_WORDING[v.role] || "", "data-name": v.name },
+    el("span", { class: "muted" }, `${v.role || "input"} `), el("code", {}, v.name));
+}
+
+// Panels float over the canvas; the renderer centres things in the part left visible.
+function panelsChanged() {
+  const open = !document.getElementById("inspector").hidden || !document.getElementById("setup").hidden;
+  const ws = document.querySelector(".workspace");
+  ws.classList.toggle("panel-open", open);
+  window.dispatchEvent(new CustomEvent("tv-panels", { detail: { inset: open ? 380 : 0 } }));
+}
