@@ -51,11 +51,13 @@ be found, the key path (``profiles.jax_example.inputs.args[0].dtype``) and the p
 Standard library only (``tomllib`` for reading): the worker imports this module inside
 the user's selected interpreter. Writing recipes (comment-preserving) lives in
 ``tensorviz_lsp.recipes_store``.
-The recipe lives in three modules, all re-exported here (import from ``capture.recipe``):
-:mod:`capture.recipe.model` (the vocabulary, :class:`RecipeError`, the value descriptions,
-:class:`Recipe`, key paths), :mod:`capture.recipe.parse` (reading files, validating
-profiles and values, TOML lines for errors) and :mod:`capture.recipe.refs` (model and
-factory refs, and the workspace files they name).
+The recipe lives in four modules, all re-exported here (import from ``capture.recipe``),
+each importing only those listed before it: :mod:`capture.recipe.refs` (model and
+factory refs, and the workspace files they name), :mod:`capture.recipe.model` (the
+vocabulary, :class:`RecipeError`, the value descriptions, key paths),
+:mod:`capture.recipe.parse` (reading files, validating values and sections, TOML lines
+for errors) and :mod:`capture.recipe.profile` (:class:`Recipe` and the validation of a
+whole profile).
 """
 
 from __future__ import annotations
@@ -93,7 +95,6 @@ from .model import (  # noqa: F401
     ListDesc,
     NeededDim,
     NoneDesc,
-    Recipe,
     RecipeError,
     StaticDesc,
     StepSetup,
@@ -110,14 +111,12 @@ from .parse import (  # noqa: F401
     FIXTURE_SUFFIXES,
     _Locator,
     default_generator,
-    load_profile,
     load_recipes_table,
-    parse_profile,
     parse_recipes_text,
     parse_value,
-    profile_from_document,
     profile_names,
 )
+from .profile import Recipe, load_profile, parse_profile, profile_from_document  # noqa: F401
 from .refs import (  # noqa: F401
     is_path_ref,
     model_ref_for,
