@@ -88,6 +88,7 @@ from .model import (  # noqa: F401
     RECIPES_FILE,
     RECIPES_VERSION,
     SIXTY_FOUR_BIT_DTYPES,
+    CallDesc,
     CallSetup,
     DictDesc,
     Dim,
@@ -103,6 +104,7 @@ from .model import (  # noqa: F401
     TupleDesc,
     ValueDesc,
     _split_path,
+    key_segment,
     leaf_seed,
     profile_name,
 )

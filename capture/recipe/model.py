@@ -232,7 +232,32 @@ class DictDesc:
         return {"kind": "dict", "items": {k: v.to_dict() for k, v in self.items}}
 
 
-ValueDesc = Union[TensorDesc, StaticDesc, NoneDesc, ListDesc, TupleDesc, DictDesc]
+@dataclass(frozen=True, slots=True)
+class CallDesc:
+    """An object built by calling ``target`` with described arguments:
+    ``{ kind = "call", target = "model:GPTConfig", args = [...], kwargs = { n_layer = 4 } }``.
+
+    ``target`` takes the ``model`` reference forms (``"pkg.module:Qual.name"`` relative to
+    the workspace root, ``"dir/file.py:Qual.name"``) and also names an installed
+    package's class or function (``"transformers:LlamaConfig"``,
+    ``"transformers:AutoConfig.from_pretrained"``). ``args``/``kwargs`` are any value
+    descriptions, further calls included. Built only in the worker
+    (:mod:`capture.worker.values`): a call runs code, gated by trust like a factory."""
+
+    target: str
+    args: tuple["ValueDesc", ...] = ()
+    kwargs: tuple[tuple[str, "ValueDesc"], ...] = ()
+
+    def to_dict(self) -> Any:
+        out: dict[str, Any] = {"kind": "call", "target": self.target}
+        if self.args:
+            out["args"] = [v.to_dict() for v in self.args]
+        if self.kwargs:
+            out["kwargs"] = {k: v.to_dict() for k, v in self.kwargs}
+        return out
+
+
+ValueDesc = Union[TensorDesc, StaticDesc, NoneDesc, ListDesc, TupleDesc, DictDesc, CallDesc]
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,7 +377,8 @@ def leaf_seed(seed: int, index: int) -> int:
 # --------------------------------------------------------------------------- key paths
 
 
-def _key(k: str) -> str:
+def key_segment(k: str) -> str:
+    """A key as a key path writes it: bare when TOML could write it bare, else quoted."""
     return k if re.match(r"^[A-Za-z0-9_-]+$", k) else '"' + k.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -362,7 +388,7 @@ def _path_text(segments: list[str | int]) -> str:
         if isinstance(s, int):
             out += f"[{s}]"
         else:
-            out += ("." if out else "") + _key(s)
+            out += ("." if out else "") + key_segment(s)
     return out
 
 

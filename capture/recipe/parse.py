@@ -27,6 +27,7 @@ from .model import (
     MAX_RANK,
     MAX_STRING,
     RECIPES_VERSION,
+    CallDesc,
     CallSetup,
     DictDesc,
     Dim,
@@ -154,19 +155,27 @@ def _call_setup(cx: _Ctx, value: Any, at: list) -> CallSetup:
         if "args" in value or "kwargs" in value:
             raise cx.error(at + ["factory"], "use either factory or args/kwargs, not both")
         return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), **saved)
+    args, kwargs = _arguments(cx, value, at, 0)
+    return CallSetup(args=args, kwargs=kwargs, **saved)
+
+
+def _arguments(
+    cx: _Ctx, value: Mapping, at: list, depth: int
+) -> tuple[tuple[ValueDesc, ...], tuple[tuple[str, ValueDesc], ...]]:
+    """The ``args`` array and ``kwargs`` table of a section or a call, validated."""
     args = value.get("args", [])
     if not isinstance(args, (list, tuple)):
         raise cx.error(at + ["args"], f"expected an array of value descriptions, found {_show(args)}")
     kwargs = value.get("kwargs", {})
     if not isinstance(kwargs, Mapping):
         raise cx.error(at + ["kwargs"], f"expected a table of value descriptions, found {_show(kwargs)}")
-    parsed_args = tuple(_value(cx, v, at + ["args", i], 0) for i, v in enumerate(args))
+    parsed_args = tuple(_value(cx, v, at + ["args", i], depth) for i, v in enumerate(args))
     parsed_kwargs = []
     for k, v in kwargs.items():
         if not isinstance(k, str) or not k.isidentifier():
             raise cx.error(at + ["kwargs", str(k)], "keyword names must be Python identifiers")
-        parsed_kwargs.append((k, _value(cx, v, at + ["kwargs", k], 0)))
-    return CallSetup(args=parsed_args, kwargs=tuple(parsed_kwargs), **saved)
+        parsed_kwargs.append((k, _value(cx, v, at + ["kwargs", k], depth)))
+    return parsed_args, tuple(parsed_kwargs)
 
 
 # --------------------------------------------------------------------------- saved files (Torch)
@@ -287,10 +296,12 @@ def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
     if not isinstance(value, Mapping):
         raise cx.error(at, f"expected a value description, found {_show(value)}")
     if "kind" not in value:
-        raise cx.error(at, 'a described value needs a kind ("tensor", "none", "list", "tuple", "dict" or "static")')
+        raise cx.error(at, 'a described value needs a kind ("tensor", "none", "list", "tuple", "dict", "static" or "call")')
     kind = value["kind"]
     if kind == "tensor":
         return _tensor(cx, value, at)
+    if kind == "call":
+        return _call(cx, value, at, depth)
     if kind == "none":
         _only(cx, value, at, ("kind",))
         return NoneDesc()
@@ -320,7 +331,22 @@ def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
                 raise cx.error(at + ["items"], "dictionary keys are strings")
             pairs.append((k, _value(cx, v, at + ["items", k], depth + 1)))
         return DictDesc(tuple(pairs))
-    raise cx.error(at + ["kind"], f'expected one of "tensor", "none", "list", "tuple", "dict", "static", found {_show(kind)}')
+    raise cx.error(
+        at + ["kind"], f'expected one of "tensor", "none", "list", "tuple", "dict", "static", "call", found {_show(kind)}'
+    )
+
+
+def _call(cx: _Ctx, value: Mapping, at: list, depth: int) -> CallDesc:
+    _only(cx, value, at, ("kind", "target", "args", "kwargs"))
+    if "target" not in value:
+        raise cx.error(
+            at + ["target"],
+            'missing target: the class or function to call ("pkg.module:Name", "path/to/file.py:Name", '
+            'or an installed package\'s "transformers:LlamaConfig")',
+        )
+    target = _ref(cx, value["target"], at + ["target"])
+    args, kwargs = _arguments(cx, value, at, depth + 1)
+    return CallDesc(target, args, kwargs)
 
 
 def _static(cx: _Ctx, value: Any, at: list) -> StaticDesc:

@@ -25,6 +25,7 @@ from .model import (
     MODES,
     PROFILE_NAME,
     PROFILE_NAME_RULE,
+    CallDesc,
     CallSetup,
     DictDesc,
     ListDesc,
@@ -35,7 +36,7 @@ from .model import (
     TensorLeaf,
     TupleDesc,
     ValueDesc,
-    _key,
+    key_segment,
     _split_path,
 )
 from .parse import _call_setup, _Ctx, _ref, _show, _step, load_recipes_table
@@ -92,24 +93,38 @@ class Recipe:
         return out
 
     def factory_refs(self) -> list[str]:
-        """Every ``pkg.mod:fn`` the recipe names besides the model."""
+        """Every ``pkg.mod:fn`` the recipe imports besides the model: its factories, then
+        the targets of its ``call`` descriptions (installed packages' among them)."""
         refs = [s.factory for s in (self.init, self.inputs) if s.factory]
         if self.step is not None:
             refs += [r for r in (self.step.loss_factory, self.step.optimizer_factory) if r]
-        return refs
+        return refs + list(dict.fromkeys(call.target for _, call in self.calls()))
+
+    def calls(self) -> list[tuple[str, CallDesc]]:
+        """``(key path, description)`` of every ``call`` description, outer calls first,
+        in the order they are written (init before inputs)."""
+        return [(path, d) for _, _, path, d in self._descriptions() if isinstance(d, CallDesc)]
 
     def tensors(self) -> list[TensorLeaf]:
         """Every array leaf of the literal descriptions, in canonical (seeding) order."""
         out: list[TensorLeaf] = []
+        for section, top, path, desc in self._descriptions():
+            if isinstance(desc, TensorDesc):
+                out.append(TensorLeaf(len(out), section, top, path, desc))
+        return out
+
+    def _descriptions(self) -> Iterator[tuple[str, str, str, ValueDesc]]:
+        """``(section, top-level argument, key path, description)`` of every value
+        description of the literal ``init`` and ``inputs``, depth-first, each before
+        what it holds."""
         base = f"profiles.{self.name}"
         for section, setup in (("init", self.init), ("inputs", self.inputs)):
             for i, desc in enumerate(setup.args):
-                for path, t in _tensor_leaves(desc, f"{base}.{section}.args[{i}]"):
-                    out.append(TensorLeaf(len(out), section, f"args[{i}]", path, t))
+                for path, d in _walk(desc, f"{base}.{section}.args[{i}]"):
+                    yield section, f"args[{i}]", path, d
             for key, desc in setup.kwargs:
-                for path, t in _tensor_leaves(desc, f"{base}.{section}.kwargs.{_key(key)}"):
-                    out.append(TensorLeaf(len(out), section, key, path, t))
-        return out
+                for path, d in _walk(desc, f"{base}.{section}.kwargs.{key_segment(key)}"):
+                    yield section, key, path, d
 
     def unknown_dims(self) -> list[NeededDim]:
         """The dimensions still to be supplied, in order; empty when the shapes are known."""
@@ -168,15 +183,20 @@ class Recipe:
 
 
 
-def _tensor_leaves(desc: ValueDesc, path: str) -> Iterator[tuple[str, TensorDesc]]:
-    if isinstance(desc, TensorDesc):
-        yield path, desc
-    elif isinstance(desc, (ListDesc, TupleDesc)):
+def _walk(desc: ValueDesc, path: str) -> Iterator[tuple[str, ValueDesc]]:
+    """``(key path, description)`` of ``desc`` and of everything it holds, depth-first."""
+    yield path, desc
+    if isinstance(desc, (ListDesc, TupleDesc)):
         for i, item in enumerate(desc.items):
-            yield from _tensor_leaves(item, f"{path}.items[{i}]")
+            yield from _walk(item, f"{path}.items[{i}]")
     elif isinstance(desc, DictDesc):
         for k, item in desc.items:
-            yield from _tensor_leaves(item, f"{path}.items.{_key(k)}")
+            yield from _walk(item, f"{path}.items.{key_segment(k)}")
+    elif isinstance(desc, CallDesc):
+        for i, item in enumerate(desc.args):
+            yield from _walk(item, f"{path}.args[{i}]")
+        for k, item in desc.kwargs:
+            yield from _walk(item, f"{path}.kwargs.{key_segment(k)}")
 
 
 # --------------------------------------------------------------------------- validation
@@ -192,7 +212,7 @@ def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None
     profiles = doc.get("profiles", {})
     if name not in profiles:
         known = ", ".join(sorted(profiles)) or "none saved"
-        raise RecipeError(f"no profile named {name!r} (profiles: {known})", key_path=f"profiles.{_key(name)}", profile=name, file=file)
+        raise RecipeError(f"no profile named {name!r} (profiles: {known})", key_path=f"profiles.{key_segment(name)}", profile=name, file=file)
     return parse_profile(name, profiles[name], text=text, file=file)
 
 
@@ -207,14 +227,14 @@ def parse_profile(name: str, table: Any, *, text: str | None = None, file: str |
     try:
         return _parse_profile(name, table, text, file)
     except RecursionError:
-        raise RecipeError("nested too deeply", key_path=f"profiles.{_key(str(name))}", profile=str(name), file=file) from None
+        raise RecipeError("nested too deeply", key_path=f"profiles.{key_segment(str(name))}", profile=str(name), file=file) from None
 
 
 def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) -> Recipe:
     if not isinstance(name, str) or not PROFILE_NAME.match(name):
         raise RecipeError(
             f"profile name {name!r} must be {PROFILE_NAME_RULE}",
-            key_path=f"profiles.{_key(str(name))}",
+            key_path=f"profiles.{key_segment(str(name))}",
             profile=str(name),
             file=file,
         )
