@@ -8,6 +8,7 @@ from dataclasses import replace
 import libcst as cst
 
 from .analysis import ModuleAnalysis
+from .bodies import Bodies
 from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only, init_fields
 from .frameworks import NNX_RNGS, FrameworkBase
 from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
@@ -35,7 +36,8 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
         return []
     candidates: list[Candidate] = []
     locator: DefinitionLocator | None = None
-    configs = ConfigReader(resolver)
+    bodies = Bodies()
+    configs = ConfigReader(resolver, bodies)
 
     def locate(qualname: str) -> tuple[Range, Range]:
         nonlocal locator
@@ -56,7 +58,7 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
         ref = ClassRef(analysis, info)
         lineage = resolver.lineage(ref)
         if lineage is not None:
-            candidates.append(_module_candidate(ref, lineage, resolver, configs, locate))
+            candidates.append(_module_candidate(ref, lineage, resolver, configs, bodies, analysis.text, locate))
 
     if _may_use_jax(analysis.text, ns):
         for function in ns.top_level_functions():
@@ -119,7 +121,7 @@ def _function_candidate(
             p,
             static=p.name in static_names,
             config=configs.annotated(p.annotation, module) if p.annotation is not None else None,
-            token=token_input(p, function, (), module.namespace, (), ()),
+            token=token_input(p, None, (), module.namespace, (), (), configs.bodies),
         )
         for p in params
     )
@@ -146,7 +148,13 @@ def _call_input(param: ParameterInfo, *, static: bool = False, config=None, toke
 
 
 def _module_candidate(
-    ref: ClassRef, lineage: Lineage, resolver: Resolver, configs: ConfigReader, locate: Locate
+    ref: ClassRef,
+    lineage: Lineage,
+    resolver: Resolver,
+    configs: ConfigReader,
+    bodies: Bodies,
+    text: str,
+    locate: Locate,
 ) -> Candidate:
     kind = lineage.base.kind
     ancestry = resolver.ancestry(ref)
@@ -175,8 +183,10 @@ def _module_candidate(
             for name in ("__init__", "setup")
             if (d := ancestry.definers.get(name)) is not None
         ]
+        # Embedding layers are looked for only where the file can name one.
+        scanned = method if "Embed" in text or owner.module is not ref.module else None
         call_inputs = tuple(
-            _call_input(p, token=token_input(p, method, builders, owner.module.namespace, fields, init_params))
+            _call_input(p, token=token_input(p, scanned, builders, owner.module.namespace, fields, init_params, bodies))
             for p in parameters_of(method, bound=True)
         )
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
+from .bodies import Bodies, BodyFacts
 from .inheritance import AnalysedModule, ClassRef, Resolver, Unresolved
 from .namespace import ImportedName, Namespace, dotted_parts, identifier, qualified_text, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of, source_text
@@ -98,8 +99,9 @@ class _Layout:
 class ConfigReader:
     """Answers for one discovery (the resolver's lifetime); memoised per class."""
 
-    def __init__(self, resolver: Resolver) -> None:
+    def __init__(self, resolver: Resolver, bodies: Bodies) -> None:
         self.resolver = resolver
+        self.bodies = bodies
         self._shapes: dict[tuple[str, str], _Shape | None] = {}
         self._nearby: dict[str, list[ClassRef]] = {}
 
@@ -187,7 +189,7 @@ class ConfigReader:
 
     def _through_base(self, name: str, owner: ClassRef, init: cst.FunctionDef, hops: int) -> ConfigClass | None:
         """``super().__init__(config)``: the class the base constructor's parameter names."""
-        passed = _passed_to_base_init(init, name)
+        passed = _passed_to_base_init(self.bodies.of(init), name)
         if passed is None or hops >= _MAX_BASE_HOPS:
             return None
         definer = None
@@ -212,7 +214,7 @@ class ConfigReader:
         return self._through_base(target.name, definer, base_init, hops + 1)
 
     def _evident(self, name: str, owner: ClassRef, init: cst.FunctionDef) -> ConfigClass | None:
-        reads = _attributes_read(init, name)
+        reads = self.bodies.of(init).attribute_reads.get(name, set())
         if reads:
             matches = []
             for ref in self._nearby_classes(owner.module):
@@ -497,63 +499,31 @@ def _class_names(node: cst.ClassDef) -> set[str]:
 # --- reading a constructor ---------------------------------------------------------------
 
 
-class _AttributeReads(cst.CSTVisitor):
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.found: set[str] = set()
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if isinstance(node.value, cst.Name) and identifier(node.value.value) == self.name:
-            self.found.add(identifier(node.attr.value))
-
-
-def _attributes_read(function: cst.FunctionDef, name: str) -> set[str]:
-    """The attributes ``function``'s body reads from its parameter ``name``."""
-    visitor = _AttributeReads(name)
-    function.body.visit(visitor)
-    return visitor.found
-
-
-class _BaseInitCall(cst.CSTVisitor):
-    """``super().__init__(..., name, ...)`` or ``Base.__init__(self, ..., name=name)``."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.passed: int | str | None = None
-
-    def visit_Call(self, node: cst.Call) -> bool:
-        if self.passed is not None:
-            return False
-        func = node.func
-        if not (isinstance(func, cst.Attribute) and func.attr.value == "__init__"):
-            return True
-        args = list(node.args)
+def _passed_to_base_init(facts: BodyFacts, name: str) -> int | str | None:
+    """Where a constructor passes its parameter ``name`` to the base constructor
+    (``super().__init__(..., name, ...)``, ``Base.__init__(self, name=name)``): a position
+    among the base's parameters, or a keyword; None when it does not."""
+    for call in facts.init_calls:
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        args = list(call.args)
         through_super = (
             isinstance(func.value, cst.Call) and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
         )
         if not through_super:
             if dotted_parts(func.value) is None or not args:
-                return True
+                continue
             args = args[1:]  # Base.__init__(self, ...): self is not the base's parameter
         position = 0
         for arg in args:
             if arg.star:
-                return True  # *args / **kwargs: positions no longer line up
+                break  # *args / **kwargs: positions no longer line up
             value = arg.value
-            if isinstance(value, cst.Name) and identifier(value.value) == self.name:
-                self.passed = arg.keyword.value if arg.keyword is not None else position
-                return False
+            if isinstance(value, cst.Name) and identifier(value.value) == name:
+                return arg.keyword.value if arg.keyword is not None else position
             if arg.keyword is None:
                 position += 1
-        return True
-
-
-def _passed_to_base_init(function: cst.FunctionDef, name: str) -> int | str | None:
-    """Where ``function`` passes its parameter ``name`` to the base constructor: a
-    position among the base's parameters, or a keyword; None when it does not."""
-    visitor = _BaseInitCall(name)
-    function.body.visit(visitor)
-    return visitor.passed
+    return None
 
 
 # --- small helpers -----------------------------------------------------------------------

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from .namespace import Namespace, dotted_parts, dotted_text, identifier, qualified_text
+from .bodies import Bodies, self_path
+from .namespace import Namespace, dotted_parts, dotted_text, qualified_text
 from .parameters import ParameterInfo
 from .results import SetupField, TokenInput
 
@@ -42,15 +43,17 @@ def token_input(
     ns: Namespace | None,
     setup: Sequence[SetupField],
     init_params: Sequence[str],
+    bodies: Bodies,
 ) -> TokenInput | None:
     """Whether ``param`` of the call method ``call`` holds token ids, and its bound.
 
-    ``ns``: the namespace ``call`` is written in; ``builders``: the methods that make
-    the submodules (``__init__``, ``setup``), each with its namespace; ``setup``: the
-    setup fields; ``init_params``: the constructor's parameter names."""
+    ``call`` None: by name only. ``ns``: the namespace ``call`` is written in;
+    ``builders``: the methods that make the submodules (``__init__``, ``setup``), each
+    with its namespace; ``setup``: the setup fields; ``init_params``: the constructor's
+    parameter names."""
     if param.kind in ("var_positional", "var_keyword"):
         return None
-    embedding = _embedding_of(param.name, call, builders, ns) if call is not None else None
+    embedding = _embedding_of(param.name, call, builders, ns, bodies) if call is not None else None
     if embedding is not None:
         where, rows = embedding
         high_from, high = _bound(rows, init_params, setup)
@@ -62,82 +65,51 @@ def token_input(
 
 
 def _embedding_of(
-    name: str, call: cst.FunctionDef, builders: Sequence[Builder], ns: Namespace | None
+    name: str, call: cst.FunctionDef, builders: Sequence[Builder], ns: Namespace | None, bodies: Bodies
 ) -> tuple[str, cst.BaseExpression | None] | None:
     """``(where, row count expression)`` of the embedding ``call`` passes ``name`` to."""
-    finder = _CallsWith(name)
-    call.body.visit(finder)
-    if not finder.callees:
+    callees = bodies.of(call).first_argument_of.get(name)
+    if not callees:
         return None
     submodules: dict[str, cst.Call] | None = None
-    for callee in finder.callees:
+    for callee in callees:
         if isinstance(callee, cst.Call) and qualified_text(callee.func, ns) in EMBEDDINGS:
             return f"{dotted_text(callee.func) or 'an embedding'}(...)", _rows(callee)
-        path = _self_path(callee)
+        path = self_path(callee)
         if path is None:
             continue
         if submodules is None:
-            submodules = _submodules(builders)
+            submodules = {}
+            for builder, builder_ns in builders:
+                for made_path, value in bodies.of(builder).self_assignments:
+                    _record(submodules, made_path, value, builder_ns)
         made = submodules.get(path)
         if made is not None:
             return f"self.{path}", _rows(made)
     return None
 
 
-class _CallsWith(cst.CSTVisitor):
-    """The callees of calls whose first positional argument is the name ``name``."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.callees: list[cst.BaseExpression] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        first = next((a for a in node.args if a.keyword is None and not a.star), None)
-        if first is not None and isinstance(first.value, cst.Name) and identifier(first.value.value) == self.name:
-            self.callees.append(node.func)
-
-
-class _Assignments(cst.CSTVisitor):
-    """``self.x = nn.Embedding(...)`` and the entries of ``self.x = nn.ModuleDict(dict(y=...))``."""
-
-    def __init__(self, ns: Namespace | None) -> None:
-        self.ns = ns
-        self.made: dict[str, cst.Call] = {}
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            path = _self_path(target.target)
-            if path is not None:
-                self._record(path, node.value)
-
-    def _record(self, path: str, value: cst.BaseExpression) -> None:
-        if isinstance(value, cst.Dict):
-            for element in value.elements:
-                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
-                    key = element.key.evaluated_value
-                    if isinstance(key, str):
-                        self._record(f"{path}.{key}", element.value)
-            return
-        if not isinstance(value, cst.Call):
-            return
-        qualified = qualified_text(value.func, self.ns)
-        if qualified in EMBEDDINGS:
-            self.made[path] = value
-        elif qualified in _CONTAINERS:
-            for arg in value.args:
-                if arg.keyword is not None:
-                    self._record(f"{path}.{arg.keyword.value}", arg.value)
-                elif not arg.star:
-                    self._record(path, arg.value)
-
-
-def _submodules(builders: Sequence[Builder]) -> dict[str, cst.Call]:
-    made: dict[str, cst.Call] = {}
-    for builder, ns in builders:
-        visitor = _Assignments(ns)
-        builder.body.visit(visitor)
-        made.update(visitor.made)
-    return made
+def _record(made: dict[str, cst.Call], path: str, value: cst.BaseExpression, ns: Namespace | None) -> None:
+    """The embeddings ``self.<path> = value`` makes: the value itself, or the entries of
+    a ``nn.ModuleDict(dict(tok=...))``/``{"tok": ...}`` container, at their paths."""
+    if isinstance(value, cst.Dict):
+        for element in value.elements:
+            if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+                key = element.key.evaluated_value
+                if isinstance(key, str):
+                    _record(made, f"{path}.{key}", element.value, ns)
+        return
+    if not isinstance(value, cst.Call):
+        return
+    qualified = qualified_text(value.func, ns)
+    if qualified in EMBEDDINGS:
+        made[path] = value
+    elif qualified in _CONTAINERS:
+        for arg in value.args:
+            if arg.keyword is not None:
+                _record(made, f"{path}.{arg.keyword.value}", arg.value, ns)
+            elif not arg.star:
+                _record(made, path, arg.value, ns)
 
 
 def _rows(embedding: cst.Call) -> cst.BaseExpression | None:
@@ -196,28 +168,3 @@ def _default_at(setup: Sequence[SetupField], path: str | None) -> int | None:
     if default is None or not default.is_literal or type(default.value) is not int:
         return None
     return default.value
-
-
-def _self_path(expr: cst.BaseExpression) -> str | None:
-    """``self.body.tok`` → "body.tok"; ``self.body["tok"]`` too."""
-    parts: list[str] = []
-    while True:
-        if isinstance(expr, cst.Attribute):
-            parts.append(identifier(expr.attr.value))
-            expr = expr.value
-        elif (
-            isinstance(expr, cst.Subscript)
-            and len(expr.slice) == 1
-            and isinstance(expr.slice[0].slice, cst.Index)
-            and isinstance(expr.slice[0].slice.value, cst.SimpleString)
-            and isinstance(expr.slice[0].slice.value.evaluated_value, str)
-        ):
-            parts.append(expr.slice[0].slice.value.evaluated_value)
-            expr = expr.value
-        else:
-            break
-    if not parts or not (isinstance(expr, cst.Name) and expr.value == "self"):
-        return None
-    return ".".join(reversed(parts))
-
-
