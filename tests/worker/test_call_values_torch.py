@@ -149,3 +149,52 @@ def test_a_transformers_subclass_from_a_library_config_call(ws):
     assert "model.layers.2" not in module_paths(cap)
     logits = dict(cap.outputs["dict"])["logits"]
     assert describe_tree(logits, values) == "float32[1,8,100]"
+
+
+TINY_GPT2 = '''
+from transformers import GPT2LMHeadModel
+
+
+class TinyGPT(GPT2LMHeadModel):
+    pass
+'''
+
+
+def test_from_pretrained_reads_the_local_cache_and_fails_with_the_librarys_message(ws, tmp_path):
+    """``transformers:AutoConfig.from_pretrained`` with ``args = [name]``, in a real
+    worker: offline (HF_HUB_OFFLINE=1 in the capture environment) it reads the local
+    cache; a name the cache lacks fails with transformers' own message, at the key path."""
+    transformers = pytest.importorskip("transformers")
+    from capture.recipe import Recipe
+    from capture.session.runner import run_capture
+
+    hub = tmp_path / "hf" / "hub" / "models--tiny-org--tiny-gpt"
+    (hub / "refs").mkdir(parents=True)
+    (hub / "refs" / "main").write_text("0123abcd")
+    (hub / "snapshots" / "0123abcd").mkdir(parents=True)
+    transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100, n_positions=64,
+                            bos_token_id=0, eos_token_id=0).to_json_file(hub / "snapshots" / "0123abcd" / "config.json")
+    write(ws, {"gpt.py": TINY_GPT2})
+    env = {"HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1"}
+
+    def recipe(name):
+        return Recipe.from_dict({
+            "name": "p", "model": "gpt:TinyGPT",
+            "init": {"kwargs": {"config": {"kind": "call", "target": "transformers:AutoConfig.from_pretrained",
+                                           "args": [name]}}},
+            "inputs": {"kwargs": {"input_ids": tensor([1, 8], "int64", generator={"kind": "randint", "high": 100})}},
+        })
+
+    cap = run_capture(ws, recipe("tiny-org/tiny-gpt"), env=env)
+    assert cap.failure is None, cap.failure
+    assert {"transformer.h.0", "transformer.h.1"} <= module_paths(cap) and "transformer.h.2" not in module_paths(cap)
+    logits = dict(cap.outputs["dict"])["logits"]
+    assert describe_tree(logits, {v.id: v for v in cap.values}) == "float32[1,8,100]"
+
+    missing = run_capture(ws, recipe("tiny-org/absent"), env=env).failure
+    assert (missing.stage, missing.type) == ("trace", "OSError")
+    assert missing.message.startswith(
+        "profiles.p.init.kwargs.config: calling transformers:AutoConfig.from_pretrained raised OSError: "
+    )
+    assert "couldn't find them in the cached files" in missing.message
+    assert missing.details["key_path"] == "profiles.p.init.kwargs.config"
