@@ -38,7 +38,11 @@ Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
   generator = {...} }``: an array leaf (:class:`TensorDesc`);
 * ``{ kind = "none" }``: Python ``None`` (TOML has no null);
 * ``{ kind = "list" | "tuple", items = [...] }``, ``{ kind = "dict", items = { k = ... } }``;
-* ``{ kind = "static", value = X }``: the explicit spelling of a static scalar/string.
+* ``{ kind = "static", value = X }``: the explicit spelling of a static scalar/string;
+* ``{ kind = "call", target = "model:GPTConfig", args = [...], kwargs = {...} }``: an object
+  built by calling ``target`` (the ``model`` reference forms, or an installed package's
+  ``"transformers:LlamaConfig"``) with described arguments, nested to any depth
+  (:class:`CallDesc`; built only in the worker, :mod:`capture.worker.values`).
 
 Shape entries are non-negative integers, or unknown: ``null`` (from JSON/dicts; TOML has
 no null), ``"?"``, or a named dimension such as ``"batch"``. Unknown dimensions are never
