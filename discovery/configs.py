@@ -218,8 +218,6 @@ class ConfigReader:
         if reads:
             matches = []
             for ref in self._nearby_classes(owner.module):
-                if ref.key == owner.key:
-                    continue
                 shape = self._shape(ref)
                 if shape is None or not _config_like(shape):
                     continue
@@ -259,6 +257,8 @@ class ConfigReader:
                 target = self.resolver.resolve(module, (local,))
                 if isinstance(target, ClassRef) and not getattr(target.module, "library", False):
                     found.append(target)
+        # Model classes (modules of a framework) are what takes a config, never one.
+        found = [ref for ref in found if self.resolver.lineage(ref) is None]
         self._nearby[module.path] = found
         return found
 

@@ -392,6 +392,22 @@ class Net(nn.Module):
     assert (found.qualname if found else None) == expected
 
 
+def test_a_model_class_is_never_the_evident_config():
+    source = """
+    from torch import nn
+
+    class Wide(nn.Module):
+        def __init__(self, width=8):
+            super().__init__()
+
+    class Net(nn.Module):
+        def __init__(self, opts):
+            super().__init__()
+            self.w = opts.width
+    """
+    assert setup_field(candidate(discover_snippet(source), "Net"), "opts").config is None
+
+
 def test_a_config_imported_from_another_workspace_file(tmp_path):
     write_tree(tmp_path, {
         "pkg/__init__.py": "",

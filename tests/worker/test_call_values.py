@@ -93,6 +93,17 @@ def test_a_workspace_config_object_builds_the_model(ws):
     }
 
 
+def test_a_target_named_by_path(ws):
+    """A file no dotted module can name (``06_scales.py``) is a target by its path."""
+    (ws / "setup").mkdir()
+    (ws / "setup" / "06_scales.py").write_text("def triple():\n    return 3.0\n")
+    c = run_capture(ws, recipe("holders:Configured", {"kwargs": {"config": config(
+        factor=config("setup/06_scales.py:triple"))}}, tensor(2)))
+    assert c.failure is None, c.failure
+    assert c.nodes[0].inputs[1].literal == 3.0
+    assert "setup/06_scales.py" in {s.path for s in c.sources}
+
+
 def test_nested_calls_take_tensors_and_installed_targets(ws):
     table = config("configs:table", w=tensor(3, 4), scale=config("math:sqrt", 4.0))
     c = run_capture(ws, recipe("holders:WithTable", {"kwargs": {"table": table}}, tensor(2, 3)))
