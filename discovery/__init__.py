@@ -14,11 +14,13 @@ from .results import (
     CallInput,
     Candidate,
     CandidateKind,
+    ConfigClass,
     DiscoveryError,
     FileResult,
     Framework,
     ParameterDefault,
     SetupField,
+    TokenInput,
 )
 from .workspace import WorkspaceIndex
 
@@ -26,6 +28,7 @@ __all__ = [
     "CallInput",
     "Candidate",
     "CandidateKind",
+    "ConfigClass",
     "DiscoveryError",
     "FileResult",
     "Framework",
@@ -34,6 +37,7 @@ __all__ = [
     "Position",
     "Range",
     "SetupField",
+    "TokenInput",
     "WorkspaceIndex",
     "discover_source",
     "find_environment",

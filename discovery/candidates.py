@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import libcst as cst
 
 from .analysis import ModuleAnalysis
+from .bodies import Bodies
+from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only, init_fields
 from .frameworks import NNX_RNGS, FrameworkBase
-from .inheritance import ClassRef, Lineage, Resolver
+from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
 from .jax_usage import JaxEvidence, jax_evidence
 from .locate import AstLocator, CstLocator, DefinitionLocator
 from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
-from .parameters import ParameterInfo, describe_default, parameters_of, source_text
+from .parameters import ParameterInfo, parameters_of
 from .positions import LineIndex, Position, Range
-from .results import Candidate, CallInput, ParameterDefault, ParameterKind, SetupField
+from .results import Candidate, CallInput, SetupField
+from .tokens import Builder, token_input
 
 # Flax fills these in itself on every Linen module; they are not the user's setup.
 _LINEN_MANAGED_FIELDS = frozenset({"parent", "name"})
@@ -32,6 +36,8 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
         return []
     candidates: list[Candidate] = []
     locator: DefinitionLocator | None = None
+    bodies = Bodies()
+    configs = ConfigReader(resolver, bodies)
 
     def locate(qualname: str) -> tuple[Range, Range]:
         nonlocal locator
@@ -52,7 +58,7 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
         ref = ClassRef(analysis, info)
         lineage = resolver.lineage(ref)
         if lineage is not None:
-            candidates.append(_module_candidate(ref, lineage, resolver, locate))
+            candidates.append(_module_candidate(ref, lineage, resolver, configs, bodies, analysis.text, locate))
 
     if _may_use_jax(analysis.text, ns):
         for function in ns.top_level_functions():
@@ -60,7 +66,7 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
                 continue  # a coroutine cannot be traced
             evidence = jax_evidence(function, ns)
             if evidence is not None:
-                candidates.append(_function_candidate(function, evidence, locate))
+                candidates.append(_function_candidate(function, evidence, analysis, configs, locate))
 
     candidates.sort(key=lambda c: (c.range.start.line, c.range.start.character))
     return candidates
@@ -96,7 +102,11 @@ def _may_use_jax(text: str, ns: Namespace) -> bool:
 
 
 def _function_candidate(
-    function: cst.FunctionDef, evidence: JaxEvidence, locate: Locate
+    function: cst.FunctionDef,
+    evidence: JaxEvidence,
+    module: AnalysedModule,
+    configs: ConfigReader,
+    locate: Locate,
 ) -> Candidate:
     name = identifier(function.name.value)
     name_range, whole = locate(name)
@@ -106,7 +116,15 @@ def _function_candidate(
     for index in evidence.static_argnums:
         if -len(positional) <= index < len(positional):
             static_names.add(positional[index])
-    inputs = tuple(_call_input(p, static=p.name in static_names) for p in params)
+    inputs = tuple(
+        _call_input(
+            p,
+            static=p.name in static_names,
+            config=configs.annotated(p.annotation, module) if p.annotation is not None else None,
+            token=token_input(p, None, (), module.namespace, (), (), configs.bodies),
+        )
+        for p in params
+    )
     return Candidate(
         name=name,
         qualname=name,
@@ -122,21 +140,36 @@ def _function_candidate(
     )
 
 
-def _call_input(param: ParameterInfo, *, static: bool = False) -> CallInput:
-    return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static)
+def _call_input(param: ParameterInfo, *, static: bool = False, config=None, token=None) -> CallInput:
+    return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static, config, token)
 
 
 # --- module classes -------------------------------------------------------------------
 
 
 def _module_candidate(
-    ref: ClassRef, lineage: Lineage, resolver: Resolver, locate: Locate
+    ref: ClassRef,
+    lineage: Lineage,
+    resolver: Resolver,
+    configs: ConfigReader,
+    bodies: Bodies,
+    text: str,
+    locate: Locate,
 ) -> Candidate:
     kind = lineage.base.kind
     ancestry = resolver.ancestry(ref)
     # Only the plain Module adds nothing; a framework layer used as a base (nn.Dense,
     # nn.Sequential) brings its own fields and call signature that source cannot show.
     opaque = ancestry.has_unknown_base or any(not b.is_root for b in ancestry.framework_bases)
+
+    init_owner = ancestry.definers.get("__init__")
+    if kind == "linen_module":
+        declared = resolver.fold(ref, _combine_linen_fields, resolver.memo("linen"))
+        fields = [_with_config(d, configs) for d in declared.values()]
+        init_params: list[str] = []
+    else:
+        fields = _init_fields(init_owner, configs, nnx=kind == "nnx_module")
+        init_params = [f.name for f in fields]
 
     call_method = _CALL_METHOD[kind]
     call_inputs: tuple[CallInput, ...] = ()
@@ -145,12 +178,17 @@ def _module_candidate(
     if owner is not None:
         call_defined_in = owner.info.qualname
         method = owner.info.methods[call_method]
-        call_inputs = tuple(_call_input(p) for p in parameters_of(method, bound=True))
-
-    if kind == "linen_module":
-        fields = list(resolver.fold(ref, _combine_linen_fields, resolver.memo("linen")).values())
-    else:
-        fields = _init_fields(ancestry.definers.get("__init__"), nnx=kind == "nnx_module")
+        builders: list[Builder] = [
+            (d.info.methods[name], d.module.namespace)
+            for name in ("__init__", "setup")
+            if (d := ancestry.definers.get(name)) is not None
+        ]
+        # Embedding layers are looked for only where the file can name one.
+        scanned = method if "Embed" in text or owner.module is not ref.module else None
+        call_inputs = tuple(
+            _call_input(p, token=token_input(p, scanned, builders, owner.module.namespace, fields, init_params, bodies))
+            for p in parameters_of(method, bound=True)
+        )
 
     name_range, whole = locate(ref.info.qualname)
     return Candidate(
@@ -192,25 +230,29 @@ def _where(step: ClassRef) -> str:
     return module.path
 
 
-def _init_fields(owner: ClassRef | None, *, nnx: bool) -> list[SetupField]:
+def _init_fields(owner: ClassRef | None, configs: ConfigReader, *, nnx: bool) -> list[SetupField]:
     if owner is None:
         return []
     init = owner.info.methods["__init__"]
     fields = []
-    for param in parameters_of(init, bound=True):
+    for param, declared in zip(parameters_of(init, bound=True), init_fields(owner, init)):
         supplied = nnx and _is_rngs(param, owner)
         fields.append(
-            SetupField(
-                name=param.name,
-                kind=param.kind,
-                origin="init_parameter",
-                declared_in=owner.info.qualname,
-                annotation=param.annotation_text,
-                default=param.default_info(),
+            replace(
+                declared.field,
                 supplied_by="tensorviz" if supplied else None,
+                config=None if supplied else configs.for_parameter(param, owner),
             )
         )
     return fields
+
+
+def _with_config(declared: DeclaredField, configs: ConfigReader) -> SetupField:
+    """A Linen field, with the configuration class its annotation names."""
+    if declared.annotation is None:
+        return declared.field
+    config = configs.annotated(declared.annotation, declared.module)
+    return declared.field if config is None else replace(declared.field, config=config)
 
 
 def _is_rngs(param: ParameterInfo, owner: ClassRef) -> bool:
@@ -226,81 +268,12 @@ def _is_rngs(param: ParameterInfo, owner: ClassRef) -> bool:
 
 
 def _combine_linen_fields(
-    ref: ClassRef, inherited: list[dict[str, SetupField]]
-) -> dict[str, SetupField]:
+    ref: ClassRef, inherited: list[dict[str, DeclaredField]]
+) -> dict[str, DeclaredField]:
     """Dataclass fields: the farthest ancestor's first, a redefinition keeping its place."""
-    fields: dict[str, SetupField] = {}
+    fields: dict[str, DeclaredField] = {}
     for parent in reversed(inherited):
         fields.update(parent)
-    body = ref.info.node.body
-    if not isinstance(body, cst.IndentedBlock):
-        return fields
-    ns = ref.module.namespace
-    keyword_only = _declares_kw_only(ref.info.node)
-    for stmt in body.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
-                continue
-            annotation = small.annotation.annotation
-            marker = _annotation_marker(annotation, ns)
-            if marker == "KW_ONLY":
-                keyword_only = True
-                continue
-            name = identifier(small.target.value)
-            if marker == "ClassVar" or name in _LINEN_MANAGED_FIELDS:
-                continue
-            kind: ParameterKind = "keyword_only" if keyword_only else "positional"
-            fields[name] = SetupField(
-                name=name,
-                kind=kind,
-                origin="class_annotation",
-                declared_in=ref.info.qualname,
-                annotation=source_text(annotation),
-                default=_field_default(small.value, ns),
-            )
+    fields.update(class_fields(ref, declares_kw_only(ref.info.node), skip=_LINEN_MANAGED_FIELDS))
     return fields
 
-
-def _declares_kw_only(node: cst.ClassDef) -> bool:
-    """``class Block(nn.Module, kw_only=True)``: every field is keyword-only."""
-    for arg in node.keywords:
-        if arg.keyword is not None and arg.keyword.value == "kw_only":
-            return isinstance(arg.value, cst.Name) and arg.value.value == "True"
-    return False
-
-
-def _annotation_marker(annotation: cst.BaseExpression, ns: Namespace | None) -> str | None:
-    """"ClassVar" / "KW_ONLY" when the annotation is one of those dataclass markers."""
-    if isinstance(annotation, cst.Subscript):
-        annotation = annotation.value
-    parts = dotted_parts(annotation)
-    if parts is None:
-        return None
-    qualified = (qualify(ns, parts) if ns is not None else None) or ".".join(parts)
-    last = qualified.rsplit(".", 1)[-1]
-    return last if last in ("ClassVar", "KW_ONLY") else None
-
-
-def _field_default(
-    value: cst.BaseExpression | None, ns: Namespace | None
-) -> ParameterDefault | None:
-    """The default of ``x: int = 3`` or ``x: int = dataclasses.field(default=3)``."""
-    if value is None:
-        return None
-    if isinstance(value, cst.Call):
-        parts = dotted_parts(value.func)
-        qualified = (qualify(ns, parts) if ns is not None and parts else None) or (
-            ".".join(parts) if parts else ""
-        )
-        if qualified.rsplit(".", 1)[-1] == "field":
-            keywords = {a.keyword.value: a.value for a in value.args if a.keyword is not None}
-            if "default" in keywords:
-                inner = describe_default(keywords["default"])
-                assert inner is not None
-                return ParameterDefault(source_text(value), inner.value, inner.is_literal)
-            if "default_factory" in keywords:
-                return ParameterDefault(source_text(value))
-            return None  # field(...) without a default: still required
-    return describe_default(value)

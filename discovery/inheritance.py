@@ -176,6 +176,15 @@ class Resolver:
             break
         return Unresolved(".".join(parts))
 
+    def resolve_qualified(self, qualified: str, importer: AnalysedModule) -> BaseTarget:
+        """What the fully qualified name ``qualified`` means, as seen from ``importer``
+        (``transformers.LlamaConfig``: through the package's re-exports)."""
+        found = self._resolve_qualified(qualified, importer)
+        if isinstance(found, tuple):
+            module, parts = found
+            return self.resolve(module, parts)
+        return found
+
     def _resolve_qualified(
         self, qualified: str, importer: AnalysedModule
     ) -> BaseTarget | tuple[AnalysedModule, tuple[str, ...]]:

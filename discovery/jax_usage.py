@@ -8,12 +8,12 @@ imports JAX is not enough: a config loader next to the model is not a graph.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import libcst as cst
 
+from .bodies import child_fields
 from .frameworks import FUNCTOOLS_PARTIAL, is_jax_operation, is_jax_transform
 from .literals import literal_value
 from .namespace import ImportedName, Namespace, Symbol, dotted_parts, identifier, qualify
@@ -102,41 +102,6 @@ def _strs(value: object) -> tuple[str, ...]:
 
 # --- operations in the body -------------------------------------------------------------
 
-# Fields that hold only layout (whitespace, brackets, commas) or names that are not
-# references (``x.attr``'s attr, ``f(key=…)``'s key, a parameter's own name).
-_LAYOUT_FIELDS = frozenset(
-    """
-    lpar rpar leading_lines lines_after_decorators header footer comma semicolon colon
-    first_colon second_colon equal newline trailing_whitespace trailing_comma lbracket
-    rbracket lbrace rbrace first_line empty_lines last_line dot operator asynchronous
-    star posonly_ind separator relative default_indent default_newline encoding
-    has_trailing_newline comment indent annotation returns type_parameters
-    """.split()
-)
-_NOT_REFERENCES: dict[type, frozenset[str]] = {
-    cst.Arg: frozenset({"keyword"}),
-    cst.Param: frozenset({"name"}),
-    cst.FunctionDef: frozenset({"name"}),
-    cst.ClassDef: frozenset({"name"}),
-}
-_child_fields_cache: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(node_type: type) -> tuple[str, ...]:
-    fields = _child_fields_cache.get(node_type)
-    if fields is None:
-        skip = _NOT_REFERENCES.get(node_type, frozenset())
-        fields = tuple(
-            f.name
-            for f in dataclasses.fields(node_type)
-            if f.name not in _LAYOUT_FIELDS
-            and not f.name.startswith("whitespace")
-            and f.name not in skip
-        )
-        _child_fields_cache[node_type] = fields
-    return fields
-
-
 def _operations(function: cst.FunctionDef, ns: Namespace) -> tuple[str, ...]:
     references, local_names, local_imports = _scan(function, ns)
     found: dict[str, None] = {}
@@ -191,7 +156,7 @@ def _scan(
         if node_type in _BINDING_TYPES:
             local_names.update(_bound_names(node))
         children: list[cst.CSTNode] = []
-        for name in _child_fields(node_type):
+        for name in child_fields(node_type):
             value = getattr(node, name)
             if isinstance(value, cst.CSTNode):
                 children.append(value)

@@ -85,6 +85,15 @@ def dotted_text(expr: cst.BaseExpression) -> str | None:
     return ".".join(parts) if parts is not None else None
 
 
+def qualified_text(expr: cst.BaseExpression, ns: Namespace | None) -> str | None:
+    """The fully qualified name a dotted expression denotes in ``ns`` (through its
+    imports), else the expression as written; None for anything not a dotted name."""
+    parts = dotted_parts(expr)
+    if parts is None:
+        return None
+    return (qualify(ns, parts) if ns is not None else None) or ".".join(parts)
+
+
 def absolute_module(
     relative_dots: int, module: str | None, importer: str | None, importer_is_package: bool
 ) -> str:

@@ -15,6 +15,15 @@ CandidateKind = Literal["jax_function", "linen_module", "nnx_module", "torch_mod
 Framework = Literal["jax", "torch"]
 ParameterKind = Literal["positional", "keyword_only", "var_positional", "var_keyword"]
 FieldOrigin = Literal["class_annotation", "init_parameter"]
+# How a configuration class declares its fields: a dataclass (``@dataclass``, or a
+# subclass of a ``dataclass_transform`` base such as transformers' ``PreTrainedConfig``),
+# ``flax.struct``, a ``NamedTuple``, attrs, or the keyword parameters of ``__init__``.
+ConfigStyle = Literal["dataclass", "flax_struct", "namedtuple", "attrs", "init_keywords"]
+# Why discovery says a parameter expects that class: its annotation; the annotation of
+# the base constructor's parameter it is passed on to (``super().__init__(config)``);
+# the attributes the constructor reads from it (``config.n_layer``); or the one
+# ``*Config`` class of the module, for a parameter named like a config.
+ConfigEvidence = Literal["annotation", "base_parameter", "attributes_read", "module_config"]
 ErrorCode = Literal[
     "syntax_error",  # the text does not parse (often a file mid-edit)
     "too_complex",  # nesting deeper than Python itself accepts
@@ -44,6 +53,8 @@ class CallInputJson(TypedDict):
     default_is_literal: bool
     required: bool
     static: bool
+    config_class: ConfigClassJson | None
+    token: TokenInputJson | None
 
 
 class SetupFieldJson(TypedDict):
@@ -59,6 +70,31 @@ class SetupFieldJson(TypedDict):
     default_is_literal: bool
     required: bool
     supplied_by: Literal["tensorviz"] | None
+    config_class: ConfigClassJson | None
+
+
+class ConfigClassJson(TypedDict):
+    """:meth:`ConfigClass.to_json`: the configuration class a parameter expects."""
+
+    name: str
+    qualname: str
+    module: str | None
+    file: str
+    library: bool
+    target: str | None
+    style: ConfigStyle
+    evidence: ConfigEvidence
+    fields: list[SetupFieldJson]
+    fields_complete: bool
+
+
+class TokenInputJson(TypedDict):
+    """:meth:`TokenInput.to_json`: why a call input holds integer token ids."""
+
+    dtype: Literal["int64"]
+    reason: str
+    high_from: str | None
+    high: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +104,24 @@ class ParameterDefault:
     text: str
     value: Any = None
     is_literal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInput:
+    """A call input that holds integer token ids: named like them (``idx``,
+    ``input_ids``, ``tokens``) or passed to an embedding layer (``nn.Embedding``,
+    ``nn.Embed``). The setup form defaults it to ``int64`` drawn by ``randint`` below
+    ``high``: the value of the setup field ``high_from`` (``"config.vocab_size"``, a
+    dotted path into the setup fields and their config classes) when the code shows one,
+    else ``high``, the literal bound the code shows (an embedding's row count, or that
+    field's default); both None when nothing bounds it."""
+
+    reason: str
+    high_from: str | None = None
+    high: int | None = None
+
+    def to_json(self) -> TokenInputJson:
+        return {"dtype": "int64", "reason": self.reason, "high_from": self.high_from, "high": self.high}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +135,10 @@ class CallInput:
     # JAX: named by the transform's static_argnums/static_argnames, so the value is
     # a Python constant of the trace rather than a traced array.
     static: bool = False
+    # The configuration class the parameter is annotated with (a JAX function taking a
+    # config), whose fields the form offers as a nested group.
+    config: ConfigClass | None = None
+    token: TokenInput | None = None
 
     @property
     def required(self) -> bool:
@@ -94,6 +152,8 @@ class CallInput:
             **_default_json(self.default),  # type: ignore[typeddict-item]
             "required": self.required,
             "static": self.static,
+            "config_class": self.config.to_json() if self.config is not None else None,
+            "token": self.token.to_json() if self.token is not None else None,
         }
 
 
@@ -109,6 +169,9 @@ class SetupField:
     default: ParameterDefault | None = None
     # "tensorviz" when the capture provides the value itself (NNX ``rngs``).
     supplied_by: Literal["tensorviz"] | None = None
+    # The configuration class the value is an instance of, when discovery can tell
+    # (see ConfigClass); its fields are the form's nested group.
+    config: ConfigClass | None = None
 
     @property
     def required(self) -> bool:
@@ -128,6 +191,47 @@ class SetupField:
             **_default_json(self.default),  # type: ignore[typeddict-item]
             "required": self.required,
             "supplied_by": self.supplied_by,
+            "config_class": self.config.to_json() if self.config is not None else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigClass:
+    """The configuration class a constructor parameter (or a JAX function's input)
+    expects, read from source: its fields in constructor order, each a
+    :class:`SetupField` (default as source text, and its value when a literal; a field
+    annotated with another configuration class carries that one too).
+
+    ``file`` is the file that defines it; ``module`` its dotted module when known;
+    ``library`` whether it is an installed package's. ``target`` is the reference a
+    ``call`` description names it by (``"transformers:LlamaConfig"``) for a library
+    class; for a workspace class it is None: the reference depends on how the workspace
+    imports the file (``capture.recipe.model_ref_for(workspace, file, qualname)``).
+    ``fields_complete`` is False when a base discovery cannot read may add fields."""
+
+    name: str
+    qualname: str
+    module: str | None
+    file: str
+    library: bool
+    target: str | None
+    style: ConfigStyle
+    evidence: ConfigEvidence
+    fields: tuple[SetupField, ...] = ()
+    fields_complete: bool = True
+
+    def to_json(self) -> ConfigClassJson:
+        return {
+            "name": self.name,
+            "qualname": self.qualname,
+            "module": self.module,
+            "file": self.file,
+            "library": self.library,
+            "target": self.target,
+            "style": self.style,
+            "evidence": self.evidence,
+            "fields": [f.to_json() for f in self.fields],
+            "fields_complete": self.fields_complete,
         }
 
 

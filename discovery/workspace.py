@@ -18,9 +18,9 @@ from dataclasses import dataclass, replace
 from typing import Union
 
 from .analysis import ModuleAnalysis, analyse, unparsed
-from .discover import discover_source, discover_text, internal_error
 from .inheritance import AnalysedModule, Resolver
 from .libraries import LibraryBudget, LibraryEnvironment
+from .pipeline import discover_text, internal_error, not_text
 from .prefilter import may_provide_bases
 from .reading import read_source
 from .results import DiscoveryError, FileResult
@@ -163,7 +163,7 @@ class WorkspaceIndex:
         the index's text for it, else the file on disk. Never raises."""
         shown = os.fspath(path)
         if text is not None and not isinstance(text, str):
-            return discover_source(text, shown)  # reports the wrong type
+            return FileResult(shown, errors=(not_text(text),))
         try:
             key = self._key(path)
             with self._lock:

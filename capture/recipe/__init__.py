@@ -38,7 +38,11 @@ Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
   generator = {...} }``: an array leaf (:class:`TensorDesc`);
 * ``{ kind = "none" }``: Python ``None`` (TOML has no null);
 * ``{ kind = "list" | "tuple", items = [...] }``, ``{ kind = "dict", items = { k = ... } }``;
-* ``{ kind = "static", value = X }``: the explicit spelling of a static scalar/string.
+* ``{ kind = "static", value = X }``: the explicit spelling of a static scalar/string;
+* ``{ kind = "call", target = "model:GPTConfig", args = [...], kwargs = {...} }``: an object
+  built by calling ``target`` (the ``model`` reference forms, or an installed package's
+  ``"transformers:LlamaConfig"``) with described arguments, nested to any depth
+  (:class:`CallDesc`; built only in the worker, :mod:`capture.worker.values`).
 
 Shape entries are non-negative integers, or unknown: ``null`` (from JSON/dicts; TOML has
 no null), ``"?"``, or a named dimension such as ``"batch"``. Unknown dimensions are never
@@ -51,11 +55,13 @@ be found, the key path (``profiles.jax_example.inputs.args[0].dtype``) and the p
 Standard library only (``tomllib`` for reading): the worker imports this module inside
 the user's selected interpreter. Writing recipes (comment-preserving) lives in
 ``tensorviz_lsp.recipes_store``.
-The recipe lives in three modules, all re-exported here (import from ``capture.recipe``):
-:mod:`capture.recipe.model` (the vocabulary, :class:`RecipeError`, the value descriptions,
-:class:`Recipe`, key paths), :mod:`capture.recipe.parse` (reading files, validating
-profiles and values, TOML lines for errors) and :mod:`capture.recipe.refs` (model and
-factory refs, and the workspace files they name).
+The recipe lives in four modules, all re-exported here (import from ``capture.recipe``),
+each importing only those listed before it: :mod:`capture.recipe.refs` (model and
+factory refs, and the workspace files they name), :mod:`capture.recipe.model` (the
+vocabulary, :class:`RecipeError`, the value descriptions, key paths),
+:mod:`capture.recipe.parse` (reading files, validating values and sections, TOML lines
+for errors) and :mod:`capture.recipe.profile` (:class:`Recipe` and the validation of a
+whole profile).
 """
 
 from __future__ import annotations
@@ -86,6 +92,7 @@ from .model import (  # noqa: F401
     RECIPES_FILE,
     RECIPES_VERSION,
     SIXTY_FOUR_BIT_DTYPES,
+    CallDesc,
     CallSetup,
     DictDesc,
     Dim,
@@ -93,7 +100,6 @@ from .model import (  # noqa: F401
     ListDesc,
     NeededDim,
     NoneDesc,
-    Recipe,
     RecipeError,
     StaticDesc,
     StepSetup,
@@ -102,6 +108,7 @@ from .model import (  # noqa: F401
     TupleDesc,
     ValueDesc,
     _split_path,
+    key_segment,
     leaf_seed,
     profile_name,
 )
@@ -110,14 +117,12 @@ from .parse import (  # noqa: F401
     FIXTURE_SUFFIXES,
     _Locator,
     default_generator,
-    load_profile,
     load_recipes_table,
-    parse_profile,
     parse_recipes_text,
     parse_value,
-    profile_from_document,
     profile_names,
 )
+from .profile import Recipe, load_profile, parse_profile, profile_from_document  # noqa: F401
 from .refs import (  # noqa: F401
     is_path_ref,
     model_ref_for,

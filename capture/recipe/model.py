@@ -1,17 +1,18 @@
-"""The typed model of one recipe (a ``[profiles.NAME]`` table), see :mod:`capture.recipe`.
+"""The typed vocabulary of a recipe (a ``[profiles.NAME]`` table), see :mod:`capture.recipe`.
 
-The vocabulary a recipe may use (kinds, frameworks, modes, dtypes, generators, the input
-bounds and the one profile-name rule), :class:`RecipeError`, the value descriptions,
-:class:`Recipe` itself, and the key paths (``profiles.p.inputs.args[0]``) that name a
-place in it. Validation lives in :mod:`capture.recipe.parse`; model and factory refs in
-:mod:`capture.recipe.refs`.
+The words a recipe may use (kinds, frameworks, modes, dtypes, generators, the input
+bounds and the one profile-name rule), :class:`RecipeError`, the value descriptions, the
+``init``/``inputs``/``step`` sections, and the key paths (``profiles.p.inputs.args[0]``)
+that name a place in a recipe. Validating plain data into these is
+:mod:`capture.recipe.parse`; the whole profile, :class:`~capture.recipe.profile.Recipe`,
+is :mod:`capture.recipe.profile`; model and factory refs are :mod:`capture.recipe.refs`.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Union
+from typing import Any, Union
 
 from ..frameworks import FRAMEWORK_NAMES
 
@@ -231,7 +232,32 @@ class DictDesc:
         return {"kind": "dict", "items": {k: v.to_dict() for k, v in self.items}}
 
 
-ValueDesc = Union[TensorDesc, StaticDesc, NoneDesc, ListDesc, TupleDesc, DictDesc]
+@dataclass(frozen=True, slots=True)
+class CallDesc:
+    """An object built by calling ``target`` with described arguments:
+    ``{ kind = "call", target = "model:GPTConfig", args = [...], kwargs = { n_layer = 4 } }``.
+
+    ``target`` takes the ``model`` reference forms (``"pkg.module:Qual.name"`` relative to
+    the workspace root, ``"dir/file.py:Qual.name"``) and also names an installed
+    package's class or function (``"transformers:LlamaConfig"``,
+    ``"transformers:AutoConfig.from_pretrained"``). ``args``/``kwargs`` are any value
+    descriptions, further calls included. Built only in the worker
+    (:mod:`capture.worker.values`): a call runs code, gated by trust like a factory."""
+
+    target: str
+    args: tuple["ValueDesc", ...] = ()
+    kwargs: tuple[tuple[str, "ValueDesc"], ...] = ()
+
+    def to_dict(self) -> Any:
+        out: dict[str, Any] = {"kind": "call", "target": self.target}
+        if self.args:
+            out["args"] = [v.to_dict() for v in self.args]
+        if self.kwargs:
+            out["kwargs"] = {k: v.to_dict() for k, v in self.kwargs}
+        return out
+
+
+ValueDesc = Union[TensorDesc, StaticDesc, NoneDesc, ListDesc, TupleDesc, DictDesc, CallDesc]
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,146 +374,11 @@ def leaf_seed(seed: int, index: int) -> int:
 
 
 
-# --------------------------------------------------------------------------- the recipe
-
-
-@dataclass(frozen=True, slots=True)
-class Recipe:
-    """One validated profile. Build with :func:`parse_profile`, :func:`load_profile`
-    or :meth:`from_dict`; :meth:`to_dict` is the plain data stored in ``Capture.recipe``
-    (and what the worker request carries)."""
-
-    name: str
-    model: str
-    kind: str = "model"
-    framework: str = DEFAULT_FRAMEWORK
-    mode: str = "eval"
-    device: str = "cpu"
-    grad_enabled: bool = False
-    seed: int = 0
-    init: CallSetup = field(default_factory=CallSetup)
-    inputs: CallSetup = field(default_factory=CallSetup)
-    step: StepSetup | None = None
-    # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
-    framework_explicit: bool = field(default=True, compare=False)
-
-    @property
-    def model_module(self) -> str:
-        """The dotted module, or the workspace-relative path of the path form."""
-        return self.model.split(":", 1)[0]
-
-    @property
-    def model_qualname(self) -> str:
-        return self.model.split(":", 1)[1]
-
-    @property
-    def device_index(self) -> int | None:
-        return int(self.device.split(":", 1)[1]) if self.device.startswith("cuda:") else None
-
-    def saved_files(self) -> list[tuple[str, str]]:
-        """``(key path, workspace-relative path)`` of the checkpoint and fixture files."""
-        base = f"profiles.{self.name}"
-        out = []
-        if self.init.checkpoint is not None:
-            out.append((f"{base}.init.checkpoint", self.init.checkpoint))
-        if self.inputs.fixture is not None:
-            out.append((f"{base}.inputs.fixture", self.inputs.fixture))
-        return out
-
-    def factory_refs(self) -> list[str]:
-        """Every ``pkg.mod:fn`` the recipe names besides the model."""
-        refs = [s.factory for s in (self.init, self.inputs) if s.factory]
-        if self.step is not None:
-            refs += [r for r in (self.step.loss_factory, self.step.optimizer_factory) if r]
-        return refs
-
-    def tensors(self) -> list[TensorLeaf]:
-        """Every array leaf of the literal descriptions, in canonical (seeding) order."""
-        out: list[TensorLeaf] = []
-        base = f"profiles.{self.name}"
-        for section, setup in (("init", self.init), ("inputs", self.inputs)):
-            for i, desc in enumerate(setup.args):
-                for path, t in _tensor_leaves(desc, f"{base}.{section}.args[{i}]"):
-                    out.append(TensorLeaf(len(out), section, f"args[{i}]", path, t))
-            for key, desc in setup.kwargs:
-                for path, t in _tensor_leaves(desc, f"{base}.{section}.kwargs.{_key(key)}"):
-                    out.append(TensorLeaf(len(out), section, key, path, t))
-        return out
-
-    def unknown_dims(self) -> list[NeededDim]:
-        """The dimensions still to be supplied, in order; empty when the shapes are known."""
-        needs = []
-        for leaf in self.tensors():
-            for axis, d in enumerate(leaf.desc.shape):
-                if type(d) is not int:
-                    needs.append(
-                        NeededDim(
-                            section=leaf.section,
-                            input=leaf.input,
-                            path=leaf.path,
-                            axis=axis,
-                            name=None if d is None or d == "?" else d,
-                            shape=leaf.desc.shape,
-                            dtype=leaf.desc.dtype,
-                        )
-                    )
-        return needs
-
-    def to_table(self) -> dict[str, Any]:
-        """The ``[profiles.NAME]`` table as plain data (without the name)."""
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.framework_explicit or self.framework != DEFAULT_FRAMEWORK:
-            out["framework"] = self.framework
-        out.update(
-            model=self.model,
-            mode=self.mode,
-            device=self.device,
-            grad_enabled=self.grad_enabled,
-            seed=self.seed,
-            init=self.init.to_dict(),
-            inputs=self.inputs.to_dict(),
-        )
-        if self.step is not None:
-            out["step"] = self.step.to_dict()
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain data (msgpack/JSON-able): ``{"name": NAME, **table}``, ``framework``
-        always present. Inverse: :meth:`from_dict`."""
-        table = self.to_table()
-        table["framework"] = self.framework
-        return {"name": self.name, **table}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Recipe":
-        """Validate plain data (``to_dict`` output, or a setup form's JSON)."""
-        if not isinstance(data, Mapping):
-            raise RecipeError("a recipe is a table")
-        name = data.get("name")
-        if not isinstance(name, str):
-            raise RecipeError("a recipe needs a string name", key_path="name")
-        table = {k: v for k, v in data.items() if k != "name"}
-        from .parse import parse_profile  # (the validation imports this module)
-
-        return parse_profile(name, table)
-
-
-
-def _tensor_leaves(desc: ValueDesc, path: str) -> Iterator[tuple[str, TensorDesc]]:
-    if isinstance(desc, TensorDesc):
-        yield path, desc
-    elif isinstance(desc, (ListDesc, TupleDesc)):
-        for i, item in enumerate(desc.items):
-            yield from _tensor_leaves(item, f"{path}.items[{i}]")
-    elif isinstance(desc, DictDesc):
-        for k, item in desc.items:
-            yield from _tensor_leaves(item, f"{path}.items.{_key(k)}")
-
-
 # --------------------------------------------------------------------------- key paths
 
 
-def _key(k: str) -> str:
+def key_segment(k: str) -> str:
+    """A key as a key path writes it: bare when TOML could write it bare, else quoted."""
     return k if re.match(r"^[A-Za-z0-9_-]+$", k) else '"' + k.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -497,7 +388,7 @@ def _path_text(segments: list[str | int]) -> str:
         if isinstance(s, int):
             out += f"[{s}]"
         else:
-            out += ("." if out else "") + _key(s)
+            out += ("." if out else "") + key_segment(s)
     return out
 
 

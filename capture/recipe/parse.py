@@ -1,9 +1,11 @@
-"""Reading recipes files and validating profiles into :class:`capture.recipe.model.Recipe`.
+"""Reading recipes files and validating the pieces of a profile.
 
 :func:`load_recipes_table` / :func:`parse_recipes_text` read a recipes file and check its
-top level; :func:`parse_profile` (and :func:`parse_value`) validate one table into the
-typed model, raising :class:`RecipeError` with the key path and, from the TOML text
-(:class:`_Locator`), the line. Part of :mod:`capture.recipe`.
+top level; :func:`parse_value` and the section validators (``init``/``inputs``, ``step``)
+turn plain data into the typed descriptions of :mod:`capture.recipe.model`, raising
+:class:`RecipeError` with the key path and, from the TOML text (:class:`_Locator`), the
+line. A whole profile is validated by :mod:`capture.recipe.profile`, which builds the
+:class:`~capture.recipe.profile.Recipe` from these pieces. Part of :mod:`capture.recipe`.
 """
 
 from __future__ import annotations
@@ -13,48 +15,37 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..frameworks import framework_names
 from .model import (
     COMPLEX_DTYPES,
-    DEFAULT_FRAMEWORK,
     DTYPES,
     FLOAT_DTYPES,
     GENERATORS,
     INT_RANGES,
-    KINDS,
     MAX_DEPTH,
     MAX_DESCRIPTIONS,
-    MAX_INPUT_ARRAYS,
     MAX_INPUT_ELEMENTS,
     MAX_RANK,
-    MAX_SEED,
     MAX_STRING,
-    MODES,
-    PROFILE_NAME,
-    PROFILE_NAME_RULE,
     RECIPES_VERSION,
+    CallDesc,
     CallSetup,
     DictDesc,
     Dim,
     Generator,
     ListDesc,
     NoneDesc,
-    Recipe,
     RecipeError,
     StaticDesc,
     StepSetup,
     TensorDesc,
     TupleDesc,
     ValueDesc,
-    _key,
     _path_text,
-    _split_path,
 )
 from .refs import is_path_ref, path_ref_problem
 
 _DIM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
-_DEVICE = re.compile(r"^(cpu|cuda:(0|[1-9][0-9]{0,3}))$")
 
 
 # --------------------------------------------------------------------------- reading files
@@ -118,29 +109,12 @@ def parse_recipes_text(text: str, *, file: str | None = None) -> dict[str, Any]:
     return doc
 
 
-def load_profile(path: str | Path, name: str) -> Recipe:
-    """The validated profile ``name`` of a recipes file (other profiles may be invalid)."""
-    doc, text = load_recipes_table(path)
-    return profile_from_document(doc, name, text=text, file=str(path))
-
-
-def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None = None, file: str | None = None) -> Recipe:
-    profiles = doc.get("profiles", {})
-    if name not in profiles:
-        known = ", ".join(sorted(profiles)) or "none saved"
-        raise RecipeError(f"no profile named {name!r} (profiles: {known})", key_path=f"profiles.{_key(name)}", profile=name, file=file)
-    return parse_profile(name, profiles[name], text=text, file=file)
-
-
 def profile_names(doc: Mapping[str, Any]) -> list[str]:
     profiles = doc.get("profiles", {})
     return list(profiles) if isinstance(profiles, dict) else []
 
 
 # --------------------------------------------------------------------------- validation
-
-
-_PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step")
 
 
 class _Ctx:
@@ -155,126 +129,6 @@ class _Ctx:
     def error(self, segments: list[str | int], problem: str) -> RecipeError:
         line = self.locator.line(segments) if self.locator is not None else None
         return RecipeError(problem, key_path=_path_text(segments), profile=self.profile, line=line, file=self.file)
-
-
-def parse_profile(name: str, table: Any, *, text: str | None = None, file: str | None = None) -> Recipe:
-    """Validate one profile table (TOML-shaped plain data) into a :class:`Recipe`.
-
-    ``text``: the TOML document, so that errors carry the line. Never raises anything
-    but :class:`RecipeError` for any input."""
-    try:
-        return _parse_profile(name, table, text, file)
-    except RecursionError:
-        raise RecipeError("nested too deeply", key_path=f"profiles.{_key(str(name))}", profile=str(name), file=file) from None
-
-
-def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) -> Recipe:
-    if not isinstance(name, str) or not PROFILE_NAME.match(name):
-        raise RecipeError(
-            f"profile name {name!r} must be {PROFILE_NAME_RULE}",
-            key_path=f"profiles.{_key(str(name))}",
-            profile=str(name),
-            file=file,
-        )
-    cx = _Ctx(name, text, file)
-    base: list[str | int] = ["profiles", name]
-    if not isinstance(table, Mapping):
-        raise cx.error(base, "a profile is a table")
-    for key in table:
-        if key not in _PROFILE_KEYS:
-            raise cx.error(base + [str(key)], f"unknown key (expected one of {', '.join(_PROFILE_KEYS)})")
-
-    kind = _choice(cx, table, base, "kind", KINDS, "model")
-    framework_explicit = "framework" in table
-    framework = _choice(cx, table, base, "framework", framework_names(), DEFAULT_FRAMEWORK)
-    if "model" not in table:
-        raise cx.error(base + ["model"], 'missing model (expected "pkg.module:qualname" or "path/to/file.py:qualname")')
-    model = _ref(cx, table["model"], base + ["model"])
-    mode = _choice(cx, table, base, "mode", MODES, "eval")
-    device = table.get("device", "cpu")
-    if not isinstance(device, str) or not _DEVICE.match(device):
-        raise cx.error(base + ["device"], f'expected "cpu" or "cuda:N", found {_show(device)}')
-    grad_enabled = table.get("grad_enabled", False)
-    if type(grad_enabled) is not bool:
-        raise cx.error(base + ["grad_enabled"], f"expected true or false, found {_show(grad_enabled)}")
-    seed = table.get("seed", 0)
-    if type(seed) is not int or not 0 <= seed <= MAX_SEED:
-        raise cx.error(base + ["seed"], f"expected an integer from 0 to {MAX_SEED}, found {_show(seed)}")
-    init = _call_setup(cx, table.get("init", {}), base + ["init"])
-    inputs = _call_setup(cx, table.get("inputs", {}), base + ["inputs"])
-
-    step = None
-    if "step" in table:
-        if kind != "training_step":
-            raise cx.error(base + ["step"], 'a step table needs kind = "training_step"')
-        step = _step(cx, table["step"], base + ["step"])
-    elif kind == "training_step":
-        step = StepSetup()
-
-    recipe = Recipe(
-        name=name,
-        model=model,
-        kind=kind,
-        framework=framework,
-        mode=mode,
-        device=device,
-        grad_enabled=grad_enabled,
-        seed=seed,
-        init=init,
-        inputs=inputs,
-        step=step,
-        framework_explicit=framework_explicit,
-    )
-    _check_framework_rules(cx, recipe, base)
-    _check_input_limits(cx, recipe)
-    return recipe
-
-
-def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
-    """What the spec rules out for a framework, found before anything is imported."""
-    _check_saved_files_framework(cx, r, base)
-    if r.framework != "jax":
-        return
-    if r.kind == "training_step":
-        raise cx.error(base + ["kind"], "training-step capture is unavailable for JAX; express grad in the selected callable")
-    if r.mode != "eval":
-        raise cx.error(base + ["mode"], 'JAX capture uses mode = "eval"')
-    if r.grad_enabled:
-        raise cx.error(base + ["grad_enabled"], "JAX capture uses grad_enabled = false; express grad in the selected callable")
-    for leaf in r.tensors():
-        if leaf.desc.requires_grad:
-            raise cx.error(
-                _split_path(leaf.path) + ["requires_grad"],
-                "JAX has no per-array requires_grad flag; express grad in the selected callable",
-            )
-
-
-def _check_input_limits(cx: _Ctx, r: Recipe) -> None:
-    leaves = r.tensors()
-    if len(leaves) > MAX_INPUT_ARRAYS:
-        raise cx.error(
-            ["profiles", r.name],
-            f"explicit inputs describe {len(leaves):,} arrays; at most {MAX_INPUT_ARRAYS:,} are allowed",
-        )
-    total = 0
-    for leaf in leaves:
-        total += leaf.desc.numel
-        if total > MAX_INPUT_ELEMENTS:
-            # Sum the rest too so the message gives the real total.
-            total = sum(x.desc.numel for x in leaves)
-            largest = max(leaves, key=lambda x: x.desc.numel)
-            raise cx.error(
-                ["profiles", r.name],
-                f"explicit inputs describe {total:,} elements in total; at most {MAX_INPUT_ELEMENTS:,} are allowed "
-                f"(largest: {largest.path} with {largest.desc.numel:,})",
-            )
-
-
-def _choice(cx: _Ctx, table: Mapping, base: list, key: str, allowed: tuple[str, ...], default: str) -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str) or value not in allowed:
-        raise cx.error(base + [key], f"expected one of {', '.join(map(repr, allowed))}, found {_show(value)}")
-    return value
 
 
 def _ref(cx: _Ctx, value: Any, at: list) -> str:
@@ -301,19 +155,27 @@ def _call_setup(cx: _Ctx, value: Any, at: list) -> CallSetup:
         if "args" in value or "kwargs" in value:
             raise cx.error(at + ["factory"], "use either factory or args/kwargs, not both")
         return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), **saved)
+    args, kwargs = _arguments(cx, value, at, 0)
+    return CallSetup(args=args, kwargs=kwargs, **saved)
+
+
+def _arguments(
+    cx: _Ctx, value: Mapping, at: list, depth: int
+) -> tuple[tuple[ValueDesc, ...], tuple[tuple[str, ValueDesc], ...]]:
+    """The ``args`` array and ``kwargs`` table of a section or a call, validated."""
     args = value.get("args", [])
     if not isinstance(args, (list, tuple)):
         raise cx.error(at + ["args"], f"expected an array of value descriptions, found {_show(args)}")
     kwargs = value.get("kwargs", {})
     if not isinstance(kwargs, Mapping):
         raise cx.error(at + ["kwargs"], f"expected a table of value descriptions, found {_show(kwargs)}")
-    parsed_args = tuple(_value(cx, v, at + ["args", i], 0) for i, v in enumerate(args))
+    parsed_args = tuple(_value(cx, v, at + ["args", i], depth) for i, v in enumerate(args))
     parsed_kwargs = []
     for k, v in kwargs.items():
         if not isinstance(k, str) or not k.isidentifier():
             raise cx.error(at + ["kwargs", str(k)], "keyword names must be Python identifiers")
-        parsed_kwargs.append((k, _value(cx, v, at + ["kwargs", k], 0)))
-    return CallSetup(args=parsed_args, kwargs=tuple(parsed_kwargs), **saved)
+        parsed_kwargs.append((k, _value(cx, v, at + ["kwargs", k], depth)))
+    return parsed_args, tuple(parsed_kwargs)
 
 
 # --------------------------------------------------------------------------- saved files (Torch)
@@ -385,27 +247,6 @@ def _saved_path(cx: _Ctx, value: Any, at: list, suffixes: tuple[str, ...], what:
     return "/".join(p for p in parts if p not in ("", "."))
 
 
-def _check_saved_files_framework(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
-    """Checkpoints and fixtures are the Torch loader's: JAX uses workspace factories."""
-    if r.framework == "torch":
-        return
-    for section, key, setup in (("init", "checkpoint", r.init), ("inputs", "fixture", r.inputs)):
-        if getattr(setup, key) is None:
-            continue
-        if r.framework == "jax":
-            how = (
-                "an init.factory returning the module bound with model.bind(variables) (Linen), or the NNX module "
-                "built with its state"
-                if section == "init"
-                else "an inputs.factory returning the inputs (it may load a JAX-specific fixture)"
-            )
-            raise cx.error(
-                base + [section, key],
-                f"no Torch {key} loader is used for JAX: use an explicit workspace factory instead, {how}",
-            )
-        raise cx.error(base + [section, key], f"{section}.{key} is loaded by the Torch capture only, not {r.framework}")
-
-
 def _step(cx: _Ctx, value: Any, at: list) -> StepSetup:
     if not isinstance(value, Mapping):
         raise cx.error(at, "expected a table with loss and optionally optimizer")
@@ -455,10 +296,12 @@ def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
     if not isinstance(value, Mapping):
         raise cx.error(at, f"expected a value description, found {_show(value)}")
     if "kind" not in value:
-        raise cx.error(at, 'a described value needs a kind ("tensor", "none", "list", "tuple", "dict" or "static")')
+        raise cx.error(at, 'a described value needs a kind ("tensor", "none", "list", "tuple", "dict", "static" or "call")')
     kind = value["kind"]
     if kind == "tensor":
         return _tensor(cx, value, at)
+    if kind == "call":
+        return _call(cx, value, at, depth)
     if kind == "none":
         _only(cx, value, at, ("kind",))
         return NoneDesc()
@@ -488,7 +331,22 @@ def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
                 raise cx.error(at + ["items"], "dictionary keys are strings")
             pairs.append((k, _value(cx, v, at + ["items", k], depth + 1)))
         return DictDesc(tuple(pairs))
-    raise cx.error(at + ["kind"], f'expected one of "tensor", "none", "list", "tuple", "dict", "static", found {_show(kind)}')
+    raise cx.error(
+        at + ["kind"], f'expected one of "tensor", "none", "list", "tuple", "dict", "static", "call", found {_show(kind)}'
+    )
+
+
+def _call(cx: _Ctx, value: Mapping, at: list, depth: int) -> CallDesc:
+    _only(cx, value, at, ("kind", "target", "args", "kwargs"))
+    if "target" not in value:
+        raise cx.error(
+            at + ["target"],
+            'missing target: the class or function to call ("pkg.module:Name", "path/to/file.py:Name", '
+            'or an installed package\'s "transformers:LlamaConfig")',
+        )
+    target = _ref(cx, value["target"], at + ["target"])
+    args, kwargs = _arguments(cx, value, at, depth + 1)
+    return CallDesc(target, args, kwargs)
 
 
 def _static(cx: _Ctx, value: Any, at: list) -> StaticDesc:

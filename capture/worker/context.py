@@ -15,7 +15,8 @@ process, in the selected interpreter, with the workspace root as the working dir
 
 ``capture(ctx: CaptureContext) -> capture.graph.model.Capture``
     Import the model (``ctx.import_object(ctx.recipe.model)``), build it (literal
-    ``init`` through :meth:`CaptureContext.materialize`, or ``ctx.call_factory(ref)``),
+    ``init`` through :meth:`CaptureContext.materialize`, ``call`` descriptions included,
+    or ``ctx.call_factory(ref)``),
     build the inputs (:meth:`CaptureContext.inputs_call`), trace, and return the
     canonical capture, ideally built with :meth:`CaptureContext.new_builder` (which
     enforces ``max_ops``/``max_values``/``max_groups`` as nodes are added).
@@ -52,15 +53,7 @@ from typing import Any, Callable
 from ..graph.model import Frame
 from ..recipe import (
     CallSetup,
-    DictDesc,
-    ListDesc,
-    NoneDesc,
     Recipe,
-    StaticDesc,
-    TensorDesc,
-    TensorLeaf,
-    TupleDesc,
-    ValueDesc,
     is_path_ref,
     model_ref_for,
     path_ref_file,
@@ -70,9 +63,9 @@ from ..recipe import (
 from .builder import GraphBuilder
 from .errors import CaptureError, LimitExceeded
 from .limits import Limits
+from .values import MakeTensor, build_section
 from .workspace_files import WorkspaceFiles, _HashingLoader
 
-MakeTensor = Callable[[TensorLeaf], Any]
 ProgressSink = Callable[[str, "float | None"], None]
 
 
@@ -243,33 +236,16 @@ class CaptureContext:
 
     def materialize(self, section: str, make_tensor: MakeTensor) -> tuple[tuple, dict]:
         """The literal ``args``/``kwargs`` of ``recipe.init`` (``section="init"``) or
-        ``recipe.inputs`` (``"inputs"``) as Python objects: statics stay Python values,
-        ``none`` is None, containers are list/tuple/dict, and each array leaf is
-        ``make_tensor(leaf)`` with its :class:`TensorLeaf` (index for seeding, path,
-        description). Raises ``CaptureError("recipe")`` if that section is a factory."""
+        ``recipe.inputs`` (``"inputs"``) as Python objects, built by
+        :func:`capture.worker.values.build_section`: statics stay Python values, ``none``
+        is None, containers are list/tuple/dict, each array leaf is ``make_tensor(leaf)``
+        with its :class:`capture.recipe.TensorLeaf` (index for seeding, path, description), and each
+        ``call`` is its target (imported by :meth:`import_object`) called with its built
+        arguments. Raises ``CaptureError("recipe")`` if that section is a factory."""
         setup: CallSetup = getattr(self.recipe, section)
         if setup.factory is not None:
             raise CaptureError("recipe", f"{section} uses factory {setup.factory!r}; call ctx.call_factory for it")
-        leaves = iter([leaf for leaf in self.recipe.tensors() if leaf.section == section])
-
-        def build(desc: ValueDesc) -> Any:
-            if isinstance(desc, TensorDesc):
-                return make_tensor(next(leaves))
-            if isinstance(desc, StaticDesc):
-                return desc.value
-            if isinstance(desc, NoneDesc):
-                return None
-            if isinstance(desc, ListDesc):
-                return [build(v) for v in desc.items]
-            if isinstance(desc, TupleDesc):
-                return tuple(build(v) for v in desc.items)
-            if isinstance(desc, DictDesc):
-                return {k: build(v) for k, v in desc.items}
-            raise TypeError(f"unknown value description {desc!r}")
-
-        args = tuple(build(d) for d in setup.args)
-        kwargs = {k: build(d) for k, d in setup.kwargs}
-        return args, kwargs
+        return build_section(self.recipe, section, make_tensor, self.import_object)
 
     def inputs_call(self, make_tensor: MakeTensor) -> tuple[tuple, dict]:
         """The model's call arguments: the literal ``inputs`` materialized, or the

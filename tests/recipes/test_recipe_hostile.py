@@ -70,6 +70,15 @@ descriptions = st.recursive(
         st.lists(inner, max_size=3),
         st.fixed_dictionaries({"kind": st.sampled_from(["list", "tuple"]), "items": st.lists(inner, max_size=3)}),
         st.fixed_dictionaries({"kind": st.just("dict"), "items": st.dictionaries(st.text(max_size=5), inner, max_size=3)}),
+        st.fixed_dictionaries(
+            {"kind": st.just("call")},
+            optional={
+                "target": st.one_of(st.sampled_from(["m:F", "pkg.m:F.g", "d/06_f.py:F", "F", "../x.py:F", ""]), scalars),
+                "args": st.one_of(st.lists(inner, max_size=3), scalars),
+                "kwargs": st.one_of(st.dictionaries(st.text(max_size=5), inner, max_size=3), scalars),
+                "junk": scalars,
+            },
+        ),
     ),
     max_leaves=12,
 )

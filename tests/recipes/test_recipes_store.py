@@ -154,11 +154,20 @@ def test_a_new_file_is_created_with_0644_less_the_umask(tmp_path, umask_027):
     assert os.listdir(path.parent) == ["recipes.toml"]
 
 
-descs = st.one_of(
-    st.integers(-5, 5), st.booleans(), st.text("abc", max_size=3), st.just({"kind": "none"}),
-    st.builds(lambda shape, dtype: {"kind": "tensor", "shape": shape, "dtype": dtype},
-              st.lists(st.one_of(st.integers(0, 4), st.none(), st.just("batch")), max_size=3),
-              st.sampled_from(["float32", "int64", "bool"])),
+descs = st.recursive(
+    st.one_of(
+        st.integers(-5, 5), st.booleans(), st.text("abc", max_size=3), st.just({"kind": "none"}),
+        st.builds(lambda shape, dtype: {"kind": "tensor", "shape": shape, "dtype": dtype},
+                  st.lists(st.one_of(st.integers(0, 4), st.none(), st.just("batch")), max_size=3),
+                  st.sampled_from(["float32", "int64", "bool"])),
+    ),
+    # Objects built by a call, nested (issue 24): they must survive the file too.
+    lambda inner: st.builds(
+        lambda target, args, kwargs: {"kind": "call", "target": target, "args": args, "kwargs": kwargs},
+        st.sampled_from(["model:GPTConfig", "transformers:AutoConfig.from_pretrained", "cfg/06_c.py:C"]),
+        st.lists(inner, max_size=2), st.dictionaries(st.sampled_from(["n_layer", "bias"]), inner, max_size=2),
+    ),
+    max_leaves=6,
 )
 
 

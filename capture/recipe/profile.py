@@ -1,0 +1,360 @@
+"""One profile: :class:`Recipe`, the validated ``[profiles.NAME]`` table, and how a table
+becomes one (:func:`parse_profile`, :func:`load_profile`, :meth:`Recipe.from_dict`).
+
+The vocabulary and the value descriptions a recipe is made of are
+:mod:`capture.recipe.model`; validating those pieces (values, ``init``/``inputs``,
+``step``) and reading the file is :mod:`capture.recipe.parse`. This module sits above
+both, so the typed recipe and its validation live together without an import circle.
+Part of :mod:`capture.recipe`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from ..frameworks import framework_names
+from .model import (
+    DEFAULT_FRAMEWORK,
+    KINDS,
+    MAX_INPUT_ARRAYS,
+    MAX_INPUT_ELEMENTS,
+    MAX_SEED,
+    MODES,
+    PROFILE_NAME,
+    PROFILE_NAME_RULE,
+    CallDesc,
+    CallSetup,
+    DictDesc,
+    ListDesc,
+    NeededDim,
+    RecipeError,
+    StepSetup,
+    TensorDesc,
+    TensorLeaf,
+    TupleDesc,
+    ValueDesc,
+    key_segment,
+    _split_path,
+)
+from .parse import _call_setup, _Ctx, _ref, _show, _step, load_recipes_table
+
+_DEVICE = re.compile(r"^(cpu|cuda:(0|[1-9][0-9]{0,3}))$")
+
+
+# --------------------------------------------------------------------------- the recipe
+
+
+
+
+@dataclass(frozen=True, slots=True)
+class Recipe:
+    """One validated profile. Build with :func:`parse_profile`, :func:`load_profile`
+    or :meth:`from_dict`; :meth:`to_dict` is the plain data stored in ``Capture.recipe``
+    (and what the worker request carries)."""
+
+    name: str
+    model: str
+    kind: str = "model"
+    framework: str = DEFAULT_FRAMEWORK
+    mode: str = "eval"
+    device: str = "cpu"
+    grad_enabled: bool = False
+    seed: int = 0
+    init: CallSetup = field(default_factory=CallSetup)
+    inputs: CallSetup = field(default_factory=CallSetup)
+    step: StepSetup | None = None
+    # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
+    framework_explicit: bool = field(default=True, compare=False)
+
+    @property
+    def model_module(self) -> str:
+        """The dotted module, or the workspace-relative path of the path form."""
+        return self.model.split(":", 1)[0]
+
+    @property
+    def model_qualname(self) -> str:
+        return self.model.split(":", 1)[1]
+
+    @property
+    def device_index(self) -> int | None:
+        return int(self.device.split(":", 1)[1]) if self.device.startswith("cuda:") else None
+
+    def saved_files(self) -> list[tuple[str, str]]:
+        """``(key path, workspace-relative path)`` of the checkpoint and fixture files."""
+        base = f"profiles.{self.name}"
+        out = []
+        if self.init.checkpoint is not None:
+            out.append((f"{base}.init.checkpoint", self.init.checkpoint))
+        if self.inputs.fixture is not None:
+            out.append((f"{base}.inputs.fixture", self.inputs.fixture))
+        return out
+
+    def factory_refs(self) -> list[str]:
+        """Every ``pkg.mod:fn`` the recipe imports besides the model: its factories, then
+        the targets of its ``call`` descriptions (installed packages' among them)."""
+        refs = [s.factory for s in (self.init, self.inputs) if s.factory]
+        if self.step is not None:
+            refs += [r for r in (self.step.loss_factory, self.step.optimizer_factory) if r]
+        return refs + list(dict.fromkeys(call.target for _, call in self.calls()))
+
+    def calls(self) -> list[tuple[str, CallDesc]]:
+        """``(key path, description)`` of every ``call`` description, outer calls first,
+        in the order they are written (init before inputs)."""
+        return [(path, d) for _, _, path, d in self._descriptions() if isinstance(d, CallDesc)]
+
+    def tensors(self) -> list[TensorLeaf]:
+        """Every array leaf of the literal descriptions, in canonical (seeding) order."""
+        out: list[TensorLeaf] = []
+        for section, top, path, desc in self._descriptions():
+            if isinstance(desc, TensorDesc):
+                out.append(TensorLeaf(len(out), section, top, path, desc))
+        return out
+
+    def _descriptions(self) -> Iterator[tuple[str, str, str, ValueDesc]]:
+        """``(section, top-level argument, key path, description)`` of every value
+        description of the literal ``init`` and ``inputs``, depth-first, each before
+        what it holds."""
+        base = f"profiles.{self.name}"
+        for section, setup in (("init", self.init), ("inputs", self.inputs)):
+            for i, desc in enumerate(setup.args):
+                for path, d in _walk(desc, f"{base}.{section}.args[{i}]"):
+                    yield section, f"args[{i}]", path, d
+            for key, desc in setup.kwargs:
+                for path, d in _walk(desc, f"{base}.{section}.kwargs.{key_segment(key)}"):
+                    yield section, key, path, d
+
+    def unknown_dims(self) -> list[NeededDim]:
+        """The dimensions still to be supplied, in order; empty when the shapes are known."""
+        needs = []
+        for leaf in self.tensors():
+            for axis, d in enumerate(leaf.desc.shape):
+                if type(d) is not int:
+                    needs.append(
+                        NeededDim(
+                            section=leaf.section,
+                            input=leaf.input,
+                            path=leaf.path,
+                            axis=axis,
+                            name=None if d is None or d == "?" else d,
+                            shape=leaf.desc.shape,
+                            dtype=leaf.desc.dtype,
+                        )
+                    )
+        return needs
+
+    def to_table(self) -> dict[str, Any]:
+        """The ``[profiles.NAME]`` table as plain data (without the name)."""
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.framework_explicit or self.framework != DEFAULT_FRAMEWORK:
+            out["framework"] = self.framework
+        out.update(
+            model=self.model,
+            mode=self.mode,
+            device=self.device,
+            grad_enabled=self.grad_enabled,
+            seed=self.seed,
+            init=self.init.to_dict(),
+            inputs=self.inputs.to_dict(),
+        )
+        if self.step is not None:
+            out["step"] = self.step.to_dict()
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (msgpack/JSON-able): ``{"name": NAME, **table}``, ``framework``
+        always present. Inverse: :meth:`from_dict`."""
+        table = self.to_table()
+        table["framework"] = self.framework
+        return {"name": self.name, **table}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Recipe":
+        """Validate plain data (``to_dict`` output, or a setup form's JSON)."""
+        if not isinstance(data, Mapping):
+            raise RecipeError("a recipe is a table")
+        name = data.get("name")
+        if not isinstance(name, str):
+            raise RecipeError("a recipe needs a string name", key_path="name")
+        table = {k: v for k, v in data.items() if k != "name"}
+        return parse_profile(name, table)
+
+
+
+def _walk(desc: ValueDesc, path: str) -> Iterator[tuple[str, ValueDesc]]:
+    """``(key path, description)`` of ``desc`` and of everything it holds, depth-first."""
+    yield path, desc
+    if isinstance(desc, (ListDesc, TupleDesc)):
+        for i, item in enumerate(desc.items):
+            yield from _walk(item, f"{path}.items[{i}]")
+    elif isinstance(desc, DictDesc):
+        for k, item in desc.items:
+            yield from _walk(item, f"{path}.items.{key_segment(k)}")
+    elif isinstance(desc, CallDesc):
+        for i, item in enumerate(desc.args):
+            yield from _walk(item, f"{path}.args[{i}]")
+        for k, item in desc.kwargs:
+            yield from _walk(item, f"{path}.kwargs.{key_segment(k)}")
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def load_profile(path: str | Path, name: str) -> Recipe:
+    """The validated profile ``name`` of a recipes file (other profiles may be invalid)."""
+    doc, text = load_recipes_table(path)
+    return profile_from_document(doc, name, text=text, file=str(path))
+
+
+def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None = None, file: str | None = None) -> Recipe:
+    profiles = doc.get("profiles", {})
+    if name not in profiles:
+        known = ", ".join(sorted(profiles)) or "none saved"
+        raise RecipeError(f"no profile named {name!r} (profiles: {known})", key_path=f"profiles.{key_segment(name)}", profile=name, file=file)
+    return parse_profile(name, profiles[name], text=text, file=file)
+
+
+_PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step")
+
+
+def parse_profile(name: str, table: Any, *, text: str | None = None, file: str | None = None) -> Recipe:
+    """Validate one profile table (TOML-shaped plain data) into a :class:`Recipe`.
+
+    ``text``: the TOML document, so that errors carry the line. Never raises anything
+    but :class:`RecipeError` for any input."""
+    try:
+        return _parse_profile(name, table, text, file)
+    except RecursionError:
+        raise RecipeError("nested too deeply", key_path=f"profiles.{key_segment(str(name))}", profile=str(name), file=file) from None
+
+
+def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) -> Recipe:
+    if not isinstance(name, str) or not PROFILE_NAME.match(name):
+        raise RecipeError(
+            f"profile name {name!r} must be {PROFILE_NAME_RULE}",
+            key_path=f"profiles.{key_segment(str(name))}",
+            profile=str(name),
+            file=file,
+        )
+    cx = _Ctx(name, text, file)
+    base: list[str | int] = ["profiles", name]
+    if not isinstance(table, Mapping):
+        raise cx.error(base, "a profile is a table")
+    for key in table:
+        if key not in _PROFILE_KEYS:
+            raise cx.error(base + [str(key)], f"unknown key (expected one of {', '.join(_PROFILE_KEYS)})")
+
+    kind = _choice(cx, table, base, "kind", KINDS, "model")
+    framework_explicit = "framework" in table
+    framework = _choice(cx, table, base, "framework", framework_names(), DEFAULT_FRAMEWORK)
+    if "model" not in table:
+        raise cx.error(base + ["model"], 'missing model (expected "pkg.module:qualname" or "path/to/file.py:qualname")')
+    model = _ref(cx, table["model"], base + ["model"])
+    mode = _choice(cx, table, base, "mode", MODES, "eval")
+    device = table.get("device", "cpu")
+    if not isinstance(device, str) or not _DEVICE.match(device):
+        raise cx.error(base + ["device"], f'expected "cpu" or "cuda:N", found {_show(device)}')
+    grad_enabled = table.get("grad_enabled", False)
+    if type(grad_enabled) is not bool:
+        raise cx.error(base + ["grad_enabled"], f"expected true or false, found {_show(grad_enabled)}")
+    seed = table.get("seed", 0)
+    if type(seed) is not int or not 0 <= seed <= MAX_SEED:
+        raise cx.error(base + ["seed"], f"expected an integer from 0 to {MAX_SEED}, found {_show(seed)}")
+    init = _call_setup(cx, table.get("init", {}), base + ["init"])
+    inputs = _call_setup(cx, table.get("inputs", {}), base + ["inputs"])
+
+    step = None
+    if "step" in table:
+        if kind != "training_step":
+            raise cx.error(base + ["step"], 'a step table needs kind = "training_step"')
+        step = _step(cx, table["step"], base + ["step"])
+    elif kind == "training_step":
+        step = StepSetup()
+
+    recipe = Recipe(
+        name=name,
+        model=model,
+        kind=kind,
+        framework=framework,
+        mode=mode,
+        device=device,
+        grad_enabled=grad_enabled,
+        seed=seed,
+        init=init,
+        inputs=inputs,
+        step=step,
+        framework_explicit=framework_explicit,
+    )
+    _check_framework_rules(cx, recipe, base)
+    _check_input_limits(cx, recipe)
+    return recipe
+
+
+def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """What the spec rules out for a framework, found before anything is imported."""
+    _check_saved_files_framework(cx, r, base)
+    if r.framework != "jax":
+        return
+    if r.kind == "training_step":
+        raise cx.error(base + ["kind"], "training-step capture is unavailable for JAX; express grad in the selected callable")
+    if r.mode != "eval":
+        raise cx.error(base + ["mode"], 'JAX capture uses mode = "eval"')
+    if r.grad_enabled:
+        raise cx.error(base + ["grad_enabled"], "JAX capture uses grad_enabled = false; express grad in the selected callable")
+    for leaf in r.tensors():
+        if leaf.desc.requires_grad:
+            raise cx.error(
+                _split_path(leaf.path) + ["requires_grad"],
+                "JAX has no per-array requires_grad flag; express grad in the selected callable",
+            )
+
+
+def _check_input_limits(cx: _Ctx, r: Recipe) -> None:
+    leaves = r.tensors()
+    if len(leaves) > MAX_INPUT_ARRAYS:
+        raise cx.error(
+            ["profiles", r.name],
+            f"explicit inputs describe {len(leaves):,} arrays; at most {MAX_INPUT_ARRAYS:,} are allowed",
+        )
+    total = 0
+    for leaf in leaves:
+        total += leaf.desc.numel
+        if total > MAX_INPUT_ELEMENTS:
+            # Sum the rest too so the message gives the real total.
+            total = sum(x.desc.numel for x in leaves)
+            largest = max(leaves, key=lambda x: x.desc.numel)
+            raise cx.error(
+                ["profiles", r.name],
+                f"explicit inputs describe {total:,} elements in total; at most {MAX_INPUT_ELEMENTS:,} are allowed "
+                f"(largest: {largest.path} with {largest.desc.numel:,})",
+            )
+
+
+def _choice(cx: _Ctx, table: Mapping, base: list, key: str, allowed: tuple[str, ...], default: str) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str) or value not in allowed:
+        raise cx.error(base + [key], f"expected one of {', '.join(map(repr, allowed))}, found {_show(value)}")
+    return value
+
+
+def _check_saved_files_framework(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """Checkpoints and fixtures are the Torch loader's: JAX uses workspace factories."""
+    if r.framework == "torch":
+        return
+    for section, key, setup in (("init", "checkpoint", r.init), ("inputs", "fixture", r.inputs)):
+        if getattr(setup, key) is None:
+            continue
+        if r.framework == "jax":
+            how = (
+                "an init.factory returning the module bound with model.bind(variables) (Linen), or the NNX module "
+                "built with its state"
+                if section == "init"
+                else "an inputs.factory returning the inputs (it may load a JAX-specific fixture)"
+            )
+            raise cx.error(
+                base + [section, key],
+                f"no Torch {key} loader is used for JAX: use an explicit workspace factory instead, {how}",
+            )
+        raise cx.error(base + [section, key], f"{section}.{key} is loaded by the Torch capture only, not {r.framework}")
