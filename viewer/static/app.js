@@ -9,6 +9,7 @@ import { Settler } from "./layout/settle.js";
 import { Inspector } from "./panels/inspector.js";
 import { SetupForm } from "./panels/setup.js";
 import { exportPng, exportSvg } from "./draw/export.js";
+import { CARD_STYLE, canvasMeasurer, drawCard, measureCard } from "./draw/card.js";
 import { FIRST_FIT, READABLE_SCALE, setVocabulary } from "./draw/theme.js";
 import { describeState } from "./model/weights.js";
 import { el, clear, jsonView } from "./dom.js";
@@ -125,7 +126,34 @@ window.tensorviz = {
       kind: it.type, name, path, role, weight: !!item.weight,
       members: item.members ? [...item.members] : null,
       weights: (item.weights || []).map((w) => w.name),
-      lines: [...(it.lines || [])], weightStart: it.weightStart ?? null,
+      lines: [...it.card.lines], weightStart: it.card.weightStart ?? null,
+    };
+  },
+  // A laid-out card's geometry (draw/card.js): the box the layout worker gave it, the size
+  // the page measures for the same content (a frame: for its inside), what it draws at
+  // readable detail (its texts, with their measured widths, and toggles, in world units)
+  // and the texts its content says in full.
+  card(key) {
+    const r = state.renderer;
+    const it = r && r.scene && r.scene.byKey.get(key);
+    if (!it) return null;
+    const m = canvasMeasurer(r.ctx);
+    const measured = measureCard(it.expanded ? { inner: { w: it.expanded.w, h: it.expanded.h } } : it.card, m);
+    const dl = { card: [], header: null, far: null };
+    drawCard(dl, it, r.ctx, r.palette, 2);
+    const texts = [];
+    const toggles = [];
+    for (const q of [...dl.card, ...(dl.header || [])]) {
+      if (q.t === "text") {
+        r.ctx.font = q.font;
+        texts.push({ text: q.text, x: q.x, y: q.y, w: r.ctx.measureText(q.text).width });
+      } else if (q.t === "toggle") toggles.push({ cx: q.cx, cy: q.cy, r: q.r });
+    }
+    const c = it.card;
+    return {
+      kind: it.type, open: !!it.expanded, box: { x: it.x, y: it.y, w: it.w, h: it.h }, measured, texts, toggles,
+      says: [c.title, c.tag, ...c.lines, ...(c.parts || []).map((p) => p.text)].filter(Boolean),
+      padX: CARD_STYLE.padX, maxWidth: CARD_STYLE.maxCardWidth, header: CARD_STYLE.groupHeader,
     };
   },
   // Show in Graph (a source line's items selected, in view) and the editor's cursor line.
@@ -163,8 +191,8 @@ window.tensorviz = {
     const r = state.renderer;
     const it = r && r.scene && r.scene.byKey.get(key);
     if (!it || (it.type !== "in" && it.type !== "out")) return null;
-    const { content, fit } = r.pillText(it);
-    return { look: content.look, role: content.role, name: it.item.name ?? null, texts: [...fit.texts], w: it.w, h: it.h };
+    const fit = r.pillFit(it);
+    return { look: it.card.look, role: it.card.role, name: it.item.name ?? null, texts: [...fit.texts], w: it.w, h: it.h };
   },
 };
 
@@ -244,10 +272,7 @@ async function boot() {
     await relayout();
     // The most informative first view that still fits: close the last groups the first
     // view opened while Fit would have to zoom below FIRST_FIT.
-    while (!restored && state.model.autoOpened.length && state.renderer.fitScale() < FIRST_FIT) {
-      state.model.expanded.delete(state.model.autoOpened.pop());
-      await relayout();
-    }
+    while (!restored && state.renderer.fitScale() < FIRST_FIT && state.model.closeLastOpened()) await relayout();
     mark("laid-out");
   } catch (err) {
     showLoadError(err);

@@ -13,8 +13,6 @@
 // already (structurally identical containers) cost nothing. Results of a superseded
 // request that did finish are still kept (they are valid for their key).
 
-import { CARD_STYLE } from "../draw/theme.js";
-
 const CHUNK_ITEMS = 1600; // items handed to one worker at a time (it batches small ones for ELK)
 
 // A short, stable hash of a text (cyrb53, plus its length): layout cache keys, here and in
@@ -76,7 +74,8 @@ export class LayoutClient {
   }
 
   _spawn() {
-    const w = new Worker(this.workerUrl);
+    // A module worker: it imports the card geometry the page draws with (draw/card.js).
+    const w = new Worker(this.workerUrl, { type: "module" });
     w.onmessage = (event) => this._onMessage(w, event.data);
     w.onerror = (event) => this._fail(event.message || "layout worker failed");
     this.workers.push(w);
@@ -165,7 +164,7 @@ export class LayoutClient {
       }
       const id = ++cur.chunks;
       cur.busy.set(w, { id, sigs: new Set(chunk.map((j) => j.sig)) });
-      w.postMessage({ type: "layout", seq: cur.seq, chunk: id, style: CARD_STYLE, jobs: chunk });
+      w.postMessage({ type: "layout", seq: cur.seq, chunk: id, jobs: chunk });
     }
     if (!cur.busy.size && (cur.queue.length || cur.ready.length)) {
       // Nothing runs and nothing is ready: a child's job is missing from the request.
