@@ -32,25 +32,44 @@ def test_the_layout_worker_runs_the_vendored_elk_with_its_own_handler(browser, c
     try:
         app = open_app(browser, server.url)
         close_pages.append(app)
-        answer = app.js("""() => new Promise((resolve, reject) => {
+        # The page's side of the protocol (layout/protocol.js) talks to a fresh worker.
+        answer = app.js("""async () => {
+          const p = await import("./static/layout/protocol.js");
+          return new Promise((resolve, reject) => {
             const w = new Worker("static/layout/layout.worker.js", {type: "module"});
             const seen = [];
             w.onerror = (e) => reject(String(e.message || e));
             w.onmessage = (e) => {
               seen.push(e.data);
-              if (e.data.type === "version") {
-                w.postMessage({type: "layout", seq: 1, chunk: 1, jobs: [{sig: "t", items: [
+              if (e.data.type === p.FromWorker.VERSION) {
+                w.postMessage(p.layoutRequest(1, 1, [{sig: "t", items: [
                   {kind: "node", title: "a", lines: []}, {kind: "node", title: "b", lines: []}],
-                  edges: [{s: 0, t: 1, label: ""}]}]});
+                  edges: [{s: 0, t: 1, label: ""}]}]));
               }
-              if (e.data.type === "done" || e.data.type === "error") { w.terminate(); resolve(seen); }
+              if (e.data.type === p.FromWorker.DONE || e.data.type === p.FromWorker.ERROR) {
+                w.terminate();
+                resolve({seen, kinds: Object.values(p.FromWorker)});
+              }
             };
-            w.postMessage({type: "version"});
-          })""")
+            w.postMessage(p.versionRequest());
+          });
+        }""")
+        kinds, answer = answer["kinds"], answer["seen"]
+        assert {m["type"] for m in answer} <= set(kinds)
         assert answer[0] == {"type": "version", "elk": version, "ownHandler": True}
         (result,) = [m for m in answer if m["type"] == "result"]
         boxes = result["layout"]["boxes"]
         assert len(boxes) == 2 and boxes[0]["y"] < boxes[1]["y"]  # b laid out below a (layered, downwards)
-        assert answer[-1]["type"] == "done"
+        assert answer[-1] == {"type": "done", "seq": 1, "chunk": 1, "ms": answer[-1]["ms"]}
     finally:
         server.stop()
+
+
+def test_both_sides_of_the_layout_worker_speak_through_its_protocol_module():
+    """Every message to and from the layout worker is made by layout/protocol.js: neither
+    side writes a message literal of its own."""
+    for name in ("layout.worker.js", "layout-client.js"):
+        text = (STATIC_DIR / "layout" / name).read_text()
+        assert 'from "./protocol.js"' in text, name
+        assert not re.search(r"postMessage\(\s*\{", text), f"{name} posts a message literal"
+        assert not re.search(r"""msg\.type === ["']""", text), f"{name} compares a message kind with a literal"

@@ -1,20 +1,10 @@
 // Layout Web Worker: lays out one container (the root, a group or a chunk) at a time
 // with ELK's layered algorithm, off the main thread.
 //
-// Protocol (typed messages, see layout-client.js for the other side):
-//   in:  {type:"layout", seq, jobs:[{sig, items, edges, row?}]}   jobs in post-order
-//        (an expanded child's own job comes before its parent's). Items are cards by
-//        position (draw/card.js content: kind, title, lines, tag, parts?, quiet?, toggle?,
-//        and inner:{w,h} for an expanded container, filled in by layout-client.js); edges
-//        {s, t, label} name items by position.
-//   out: {type:"result", seq, sig, layout, ms}  one per finished job; a layout is
-//        {w, h, boxes:[{x,y,w,h}] (by item position), edges:[{e, points, labelAt}]}
-//        (e: the job's edge position)
-//        {type:"done", seq, chunk, ms} | {type:"dropped", seq, chunk} | {type:"error", seq, sig, message}
-//   in:  {type:"version"} -> out: {type:"version", elk, ownHandler} (which ELK is loaded, and
-//        that this file's message handler, not ELK's, answers)
-//        (a request may come as several chunks, one per worker of the pool: see
-//        layout-client.js; `chunk` is echoed)
+// Its messages are typed in protocol.js, which layout-client.js (the page's side) imports
+// too. A request's jobs come in post-order (an expanded child's own job before its
+// parent's); each job's items are cards by position (draw/card.js content, with `inner`
+// for an expanded container), its edges name items by position.
 //
 // A newer request wins: between two jobs the worker yields to its event loop, and a
 // batch whose seq is no longer the newest is abandoned ("dropped"). Finished layouts are
@@ -27,6 +17,7 @@
 
 import ELK, { ELK_VERSION } from "../vendor/elk.js";
 import { canvasMeasurer, charMeasurer, measureCard } from "../draw/card.js";
+import { ToWorker, done, dropped, layoutError, result, version } from "./protocol.js";
 
 // ELK as a library, in this thread: `new ELK()` without a workerUrl runs ELK's own
 // in-thread "fake worker". (Seeing a worker global, the bundle also sets `self.onmessage`
@@ -205,14 +196,14 @@ async function run(request) {
   let i = 0;
   while (i < jobs.length) {
     if (request.seq !== newestSeq) {
-      self.postMessage({ type: "dropped", seq: request.seq, chunk: request.chunk });
+      self.postMessage(dropped(request.seq, request.chunk));
       return;
     }
     const job = jobs[i];
     const j0 = performance.now();
     let layout = cache.get(job.sig);
     if (layout) {
-      self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: 0 });
+      self.postMessage(result(request.seq, job.sig, layout, 0));
       i++;
       continue;
     }
@@ -230,30 +221,30 @@ async function run(request) {
       const ms = (performance.now() - j0) / batch.length;
       batch.forEach((b, k) => {
         remember(b.sig, layouts[k]);
-        self.postMessage({ type: "result", seq: request.seq, sig: b.sig, layout: layouts[k], ms });
+        self.postMessage(result(request.seq, b.sig, layouts[k], ms));
       });
       i += batch.length;
     } else {
       try {
         layout = await layoutJob(job);
         remember(job.sig, layout);
-        self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
+        self.postMessage(result(request.seq, job.sig, layout, performance.now() - j0));
       } catch (err) {
         // Never leave a container without a layout (its parent waits for its size): the
         // plain one, unless even that fails.
         try {
           layout = fallbackLayout(job, job.items.map((item) => measureCard(item, measure)));
           remember(job.sig, layout);
-          self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
+          self.postMessage(result(request.seq, job.sig, layout, performance.now() - j0));
         } catch (again) {
-          self.postMessage({ type: "error", seq: request.seq, sig: job.sig, message: String(err && err.message || err) });
+          self.postMessage(layoutError(request.seq, job.sig, String(err && err.message || err)));
         }
       }
       i++;
     }
     await yieldToEvents(); // let a newer request arrive and win
   }
-  self.postMessage({ type: "done", seq: request.seq, chunk: request.chunk, ms: performance.now() - t0 });
+  self.postMessage(done(request.seq, request.chunk, performance.now() - t0));
 }
 
 async function pump() {
@@ -269,14 +260,14 @@ async function pump() {
 
 self.onmessage = (event) => {
   const msg = event.data;
-  if (msg && msg.type === "layout") {
+  if (msg && msg.type === ToWorker.LAYOUT) {
     newestSeq = Math.max(newestSeq, msg.seq);
-    if (pending) self.postMessage({ type: "dropped", seq: pending.seq, chunk: pending.chunk });
+    if (pending) self.postMessage(dropped(pending.seq, pending.chunk));
     pending = msg;
     pump();
-  } else if (msg && msg.type === "version") {
+  } else if (msg && msg.type === ToWorker.VERSION) {
     // Which ELK answered: the test that an upgrade did not break the worker reads it.
-    self.postMessage({ type: "version", elk: ELK_VERSION, ownHandler: self.onmessage === handler });
+    self.postMessage(version(ELK_VERSION, self.onmessage === handler));
   }
 };
 const handler = self.onmessage;
