@@ -1,38 +1,41 @@
 // The inspector panel: everything the capture retains about the selected node, group,
-// chunk or value, fetched on demand (api/node, api/group, api/value).
+// chunk or value, fetched on demand (api/node, api/group, api/value), and the capture
+// summary. It follows the store's selection: an item selected opens it on that item,
+// nothing selected closes it.
 
 import { el, clear, jsonView } from "../dom.js";
 import { KIND_WORDING, QUIET_ROLES, ROLE_WORDING, formatValue } from "../draw/theme.js";
+import { Panel } from "./panel.js";
 
 const NOT_MEASURED =
   "not measured: traced program. Storage aliases, activation statistics and output bytes exist only for PyTorch eager captures.";
 
-export class Inspector {
-  constructor(root, { api, onJump, onReveal }) {
-    this.root = root;
+export class Inspector extends Panel {
+  // onJump(key): select and show an item; onReveal(frame, target): go to source;
+  // onToggle(key): open or close a container.
+  constructor(store, root, { api, onJump, onReveal, onToggle }) {
+    super(store, "inspector", root, { side: true });
     this.api = api;
     this.onJump = onJump;
     this.onReveal = onReveal;
+    this.onToggle = onToggle;
     this.capture = null;
     this.body = root.querySelector("#insp-body");
     this.kicker = root.querySelector("#insp-kicker");
     this.title = root.querySelector("#insp-title");
     this.seq = 0;
     this.current = null;
-    root.querySelector("#insp-close").addEventListener("click", () => this.hide());
+    root.querySelector("#insp-close").addEventListener("click", () => this.close());
+    store.on("capture", ({ capture }) => (this.capture = capture));
+    store.on("selection", ({ key, value }) => {
+      if (value !== null && value !== undefined) this.show(`w:${value}`, null);
+      else if (key) this.show(key, store.itemOf(key)?.item || null);
+      else this.close();
+    });
   }
 
-  hide() {
-    this.root.hidden = true;
+  hidden() {
     this.current = null;
-    panelsChanged();
-  }
-
-  open() {
-    if (this.root.hidden) {
-      this.root.hidden = false;
-      panelsChanged();
-    }
   }
 
   head(kicker, title) {
@@ -99,7 +102,7 @@ export class Inspector {
         list.append(el("li", {}, el("code", { "data-body": b.key }, b.name), " ", el("span", { class: "muted" }, bits.join(" · "))));
       }
       this.body.append(list);
-      this.body.append(el("div", { class: "actions" }, el("button", { type: "button", "data-action": "open-bodies", onclick: () => window.tensorviz.toggle("n" + d.id) }, "Open bodies / close")));
+      this.body.append(el("div", { class: "actions" }, el("button", { type: "button", "data-action": "open-bodies", onclick: () => this.onToggle("n" + d.id) }, "Open bodies / close")));
     } else if (d.opaque) {
       this.body.append(el("p", { class: "note" }, "Opaque boundary: the subprogram inside was not expanded. Its output shapes are retained; nothing inside it is reported as executed."));
     }
@@ -331,7 +334,7 @@ export class Inspector {
       this.section("Attributes");
       this.body.append(jsonView(d.attrs));
     }
-    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => window.tensorviz.toggle(key) }, "Expand / collapse")));
+    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => this.onToggle(key) }, "Expand / collapse")));
   }
 
   showChunk(key, item) {
@@ -342,7 +345,7 @@ export class Inspector {
     if (item.child_count !== undefined) facts.append(el("dt", {}, "items"), el("dd", {}, String(item.child_count)));
     if (item.sublabel) facts.append(el("dt", {}, "range"), el("dd", {}, String(item.sublabel)));
     this.body.append(facts);
-    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => window.tensorviz.toggle(key) }, "Expand / collapse")));
+    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => this.onToggle(key) }, "Expand / collapse")));
   }
 
   showValue(d, kicker = "value") {
@@ -381,12 +384,4 @@ function valueName(v) {
   const quiet = QUIET_ROLES.has(v.role);
   return el("span", { class: "value-name" + (quiet ? " quiet" : ""), title: ROLE_WORDING[v.role] || "", "data-name": v.name },
     el("span", { class: "muted" }, `${v.role || "input"} `), el("code", {}, v.name));
-}
-
-// Panels float over the canvas; the renderer centres things in the part left visible.
-function panelsChanged() {
-  const open = !document.getElementById("inspector").hidden || !document.getElementById("setup").hidden;
-  const ws = document.querySelector(".workspace");
-  ws.classList.toggle("panel-open", open);
-  window.dispatchEvent(new CustomEvent("tv-panels", { detail: { inset: open ? 380 : 0 } }));
 }
