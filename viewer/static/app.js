@@ -422,8 +422,14 @@ function openCapture(id) {
 // ------------------------------------------------------------------ setup form
 
 async function initSetup(profile) {
-  // Setup and "Capture again" act on the graph on screen: ask for its own profile's form.
   const capture = store.capture;
+  // A server that says it has no setup form (api/capture `setup: false`) is not asked for
+  // one: a page without a setup logs no failed request.
+  if (capture && capture.setup === false) {
+    $("btn-setup").hidden = true;
+    return false;
+  }
+  // Setup and "Capture again" act on the graph on screen: ask for its own profile's form.
   const available = await setup.load(profile || (capture && capture.recipe ? capture.recipe.name : undefined));
   $("btn-setup").hidden = !available;
   // Without a graph the form is the page's content: open it even when nothing is missing.

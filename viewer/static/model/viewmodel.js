@@ -17,6 +17,7 @@
 
 import { FRAME, charMeasurer, measureCard, onFrameHeader, pillContent } from "../draw/card.js";
 import { formatValue } from "../draw/theme.js";
+import { formatBytes, formatCount, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
 import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
 
@@ -1109,13 +1110,6 @@ function linesOf(item) {
   return item._lines;
 }
 
-// en-US grouping without Intl (toLocaleString dominated display lists of 50k items).
-function grouped(n) {
-  n = Number(n);
-  if (!Number.isInteger(n)) return n.toLocaleString("en-US");
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-}
-
 // Cards in one column, in program order, with ELK's spacing between layers and padding.
 function columnLayout(sizes) {
   let w = 0;
@@ -1201,22 +1195,6 @@ function shapesLine(item) {
   const b = fmt(item.outputs, item.outputs_total);
   if (!a && !b) return "";
   return `${a || "·"} → ${b || "·"}`;
-}
-
-export function formatCount(n) {
-  n = Number(n);
-  if (n >= 1e9) return (n / 1e9).toFixed(n >= 1e10 ? 1 : 2) + " B";
-  if (n >= 1e6) return (n / 1e6).toFixed(n >= 1e7 ? 1 : 2) + " M";
-  if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 1 : 2) + " k";
-  return String(n);
-}
-
-export function formatBytes(b) {
-  b = Number(b);
-  if (b >= 1e9) return (b / 1e9).toFixed(1) + " GB";
-  if (b >= 1e6) return (b / 1e6).toFixed(1) + " MB";
-  if (b >= 1e3) return (b / 1e3).toFixed(1) + " kB";
-  return `${b} B`;
 }
 
 function stackTitle(members) {
