@@ -25,7 +25,6 @@ export class Renderer {
     this.scene = null;
     this.cam = { tx: 0, ty: 0, s: 1 };
     this.selected = null;
-    this.hover = null;
     this.flash = null;
     this.multi = null; // Set of keys selected together (Show in Graph: a source line's items)
     this.cursor = null; // Set of keys outlined lightly (the editor's cursor line)

@@ -87,10 +87,6 @@ export class Store {
     return this.#selection.key;
   }
 
-  get selectedValue() {
-    return this.#selection.value;
-  }
-
   get multi() {
     return this.#selection.multi;
   }
