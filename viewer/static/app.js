@@ -1,195 +1,120 @@
-// The viewer app: state, wiring between the API, the view model, the renderer and the
-// panels. What the graph means lives in viewmodel.js; how it is drawn in renderer.js.
+// The viewer app: boot and wiring between the API, the store (the viewer's state and its
+// named actions), the view model, the renderer and the panels. What the graph means lives
+// in viewmodel.js, the state in store.js, how it is drawn in renderer.js; each panel
+// (panels/) follows the store.
 
 import { Api, ApiError } from "./api.js";
 import { LayoutClient } from "./layout/layout-client.js";
-import { GraphModel, ROOT, isContainerKey } from "./model/viewmodel.js";
+import { ROOT } from "./model/viewmodel.js";
+import { Store } from "./model/store.js";
 import { Renderer } from "./draw/renderer.js";
 import { Settler } from "./layout/settle.js";
 import { Inspector } from "./panels/inspector.js";
 import { SetupForm } from "./panels/setup.js";
+import { Banners } from "./panels/banners.js";
 import { exportPng, exportSvg } from "./draw/export.js";
 import { FIRST_FIT, READABLE_SCALE, setVocabulary } from "./draw/theme.js";
 import { describeState } from "./model/weights.js";
 import { el, clear, jsonView } from "./dom.js";
-import { initDiff } from "./panels/diff.js";
-import { cursorLine, showLine } from "./panels/lines.js";
-import { hideResults, jump, wireSearch } from "./panels/search.js";
+import { DiffPanel } from "./panels/diff.js";
+import { LinesPanel } from "./panels/lines.js";
+import { SearchPanel } from "./panels/search.js";
+import { installHooks } from "./hooks.js";
 
 const $ = (id) => document.getElementById(id);
 
 const params = new URLSearchParams(location.search);
 const api = new Api(params.get("capture"));
+// Start the layout worker first: ELK parses while the capture summary is fetched.
+const layout = new LayoutClient("static/layout/layout.worker.js");
+const store = new Store(api, layout);
+const banners = new Banners($("banners"));
+const SIDE_PANEL_WIDTH = 380; // CSS px the inspector and the setup form cover (style.css)
 
-const state = {
-  capture: null,
-  model: null,
-  renderer: null,
-  inspector: null,
-  setup: null,
-  banners: new Map(),
-  selected: null,
-  search: { results: [], active: -1, seq: 0 },
-  captureStartedHere: false,
-  firstPaintMs: null,
-  ready: false,
-  error: null,
-};
+// The page's parts. The renderer, the settler and the diff panel exist once a graph can be
+// drawn (not on a failure or setup page).
+let renderer = null;
+let settler = null;
+let diff = null;
+const inspector = new Inspector(store, $("inspector"), {
+  api,
+  onJump: (key) => focusItem(key),
+  onReveal: (frame, target) => revealFrame(frame, target),
+  onToggle: (key) => toggle(key),
+});
+const setup = new SetupForm(store, $("setup"), {
+  api,
+  onCaptureStarted: () => {
+    captureStartedHere = true;
+    // The embedder's own progress may already be here (it is more telling): keep it.
+    if (!banners.has("progress")) showProgress({ message: "Capture started…" });
+    emptyCapturing("Capturing… the graph opens here as soon as it is ready.");
+  },
+});
+const search = new SearchPanel(store, $("search"), $("search-results"), { api, focus: (key) => focusItem(key), setStatus, banners });
+const lines = new LinesPanel(store, { api, banners, renderer: () => renderer, setStatus });
 
-// What the page's parts (lines.js, search.js) may use: the state, the API and helpers.
-const app = {
-  state, api, setStatus, setBanner, dropBanner, select, selectWeight, focusItem, saveExpansion, minimapVisibility,
-};
-
-// Test and benchmark hooks (read-only views of the state; no behaviour hides here).
-window.tensorviz = {
-  get ready() {
-    return state.ready;
-  },
-  get error() {
-    return state.error;
-  },
-  get firstPaintMs() {
-    return state.renderer ? state.renderer.firstPaintAt : null;
-  },
-  get layoutMs() {
-    return state.model ? state.model.lastLayoutMs : null;
-  },
-  get layoutJobs() {
-    return state.layout ? state.layout.jobCount : 0;
-  },
-  get layoutSuperseded() {
-    return state.layout ? state.layout.superseded : 0;
-  },
-  // Where the last relayout's time went (viewmodel.js timings: fetch, jobs, layout, compose…).
-  get timings() {
-    return state.model ? { ...state.model.timings, log: state.model.timingLog.slice(), jobs: state.layout.recent.slice(-20) } : null;
-  },
-  get layoutTotalMs() {
-    return state.layout ? state.layout.totalMs : null;
-  },
-  get camera() {
-    return state.renderer ? { ...state.renderer.cam } : null;
-  },
-  get selected() {
-    return state.selected;
-  },
-  get expanded() {
-    return state.model ? [...state.model.expanded] : [];
-  },
-  // How many times the graph on screen was replaced in place by its recapture.
-  get liveUpdates() {
-    return state.liveUpdates || 0;
-  },
-  get captureId() {
-    return state.capture ? state.capture.id : null;
-  },
-  get sceneVersion() {
-    return state.model ? state.model.version : 0;
-  },
-  sceneStats() {
-    const r = state.renderer;
-    return r && r.scene ? { items: r.scene.count, w: r.scene.w, h: r.scene.h, drawn: r.stats, drawMs: r.drawMs.slice(-120) } : null;
-  },
-  // The on-screen rectangle (CSS px, relative to the canvas) of an item, if laid out.
-  itemRect(key) {
-    const r = state.renderer;
-    const it = r && r.scene && r.scene.byKey.get(key);
-    if (!it) return null;
-    const [x, y] = r.toScreen(it.x, it.y);
-    return { x, y, w: it.w * r.cam.s, h: it.h * r.cam.s };
-  },
-  keys() {
-    const r = state.renderer;
-    return r && r.scene ? [...r.scene.byKey.keys()] : [];
-  },
-  // Centres an item that is laid out, without selecting it.
-  center(key) {
-    const r = state.renderer;
-    const it = r && r.scene && r.scene.byKey.get(key);
-    if (it) r.centerOn(it);
-    return !!it;
-  },
-  // What an item is, by meaning, for tests that check layout: kind ("node" | "group" |
-  // "chunk" | "stack" | "in" | "out"), name (op, group name, value name), path (the group
-  // path, "Wrapped/gpt/transformer/h.3"), role (a boundary value's role; a group's class).
-  itemInfo(key) {
-    const m = state.model;
-    const it = m && m.scene && m.scene.byKey.get(key);
-    if (!it) return null;
-    const item = it.item || {};
-    const name = it.type === "in" || it.type === "out" ? item.name ?? null : item.label ?? null;
-    const path = m.paths.get(key) ?? (m.paths.get(it.parentKey) ?? null);
-    const role = it.type === "in" || it.type === "out" ? item.role ?? null : item.class ?? null;
-    return {
-      kind: it.type, name, path, role, weight: !!item.weight,
-      members: item.members ? [...item.members] : null,
-      weights: (item.weights || []).map((w) => w.name),
-      lines: [...(it.lines || [])], weightStart: it.weightStart ?? null,
-    };
-  },
-  // Show in Graph (a source line's items selected, in view) and the editor's cursor line.
-  get lineShown() {
-    const l = state.line;
-    return l ? { file: l.file, line: l.line, call: l.call, calls: l.calls, keys: [...l.keys], shown: l.shown } : null;
-  },
-  get multiSelected() {
-    return state.renderer && state.renderer.multi ? [...state.renderer.multi] : [];
-  },
-  get cursorShown() {
-    return state.cursorShown ? { ...state.cursorShown, keys: [...state.cursorShown.keys] } : null;
-  },
-  showLine: (file, line, call) => showLine(app, file, line, call),
-  expandAll: () => expandAll(),
-  // Containers whose layout is still an estimate (out of view after Expand all), and a
-  // promise that resolves once the view shows none.
-  estimatedKeys: () => (state.model ? state.model.estimatedKeys() : []),
-  settle: () => (state.settler ? state.settler.now() : Promise.resolve()),
-  collapseAll: () => collapseAll(),
-  expandToDepth: (n) => expandToDepth(n),
-  setWeightPills: (on) => setWeightPills(on),
-  get weightPills() {
-    return state.model ? state.model.showWeights : false;
-  },
-  fit: () => state.renderer && state.renderer.fit(),
-  readable: () => state.renderer && state.renderer.readable(),
-  panBy: (dx, dy) => state.renderer && state.renderer.panBy(dx, dy),
-  zoomAt: (x, y, f) => state.renderer && state.renderer.zoomAt(x, y, f, true),
-  toggle: (key) => toggle(key),
-  jump: (result) => jump(app, result),
-  // What a boundary pill ("in:V" / "out:V") draws: its look ("input" | "quiet" | "plain"),
-  // the value's role and name, and its text parts as fitted to the laid-out width.
-  pill(key) {
-    const r = state.renderer;
-    const it = r && r.scene && r.scene.byKey.get(key);
-    if (!it || (it.type !== "in" && it.type !== "out")) return null;
-    const { content, fit } = r.pillText(it);
-    return { look: content.look, role: content.role, name: it.item.name ?? null, texts: [...fit.texts], w: it.w, h: it.h };
-  },
-};
-
-// ------------------------------------------------------------------ boot
+let captureStartedHere = false; // a capture started from this page: its result opens here
+let symbol = null; // what the setup page sets up (no capture yet)
 
 const marks = {};
 function mark(name) {
   marks[name] = performance.now();
 }
-window.tensorviz.marks = marks;
+
+installHooks({
+  store, layout, lines, search, marks,
+  renderer: () => renderer,
+  settler: () => settler,
+  diff: () => diff,
+  actions: { toggle, expandAll, collapseAll, expandToDepth, setWeightPills },
+});
+
+// ------------------------------------------------------------------ the store's events
+
+// Side panels float over the canvas: the renderer centres things in the part left visible.
+store.on("panels", ({ side }) => {
+  document.querySelector(".workspace").classList.toggle("panel-open", !!side);
+  if (renderer) renderer.insetRight = side ? SIDE_PANEL_WIDTH : 0;
+});
+store.on("capture", ({ capture }) => {
+  setVocabulary(capture.vocabulary);
+  renderTitle(capture);
+  renderCoverage(capture);
+});
+store.on("expansion", () => saveExpansion());
+store.on("options", ({ weightPills }) => {
+  const b = $("btn-weights");
+  b.setAttribute("aria-pressed", String(weightPills));
+  b.classList.toggle("on", weightPills);
+});
+
+// The renderer draws what the store says: the scene, the selection, the cursor's outline.
+function followStore(r) {
+  store.on("scene", ({ scene }) => {
+    r.setScene(scene);
+    minimapVisibility();
+  });
+  store.on("selection", ({ key, multi }) => {
+    r.selected = key;
+    r.multi = multi;
+    r.requestDraw();
+  });
+  store.on("outline", ({ keys }) => {
+    r.cursor = keys;
+    r.requestDraw();
+  });
+  r.insetRight = store.sidePanel ? SIDE_PANEL_WIDTH : 0;
+}
+
+// ------------------------------------------------------------------ boot
 
 async function boot() {
-  state.inspector = new Inspector($("inspector"), {
-    api,
-    onJump: (key) => focusItem(key),
-    onReveal: (frame, target) => revealFrame(frame, target),
-  });
   wireToolbar();
   wireDrop();
   listenEvents();
-  // Start the layout worker first: ELK parses while the capture summary is fetched.
-  state.layout = new LayoutClient("static/layout/layout.worker.js");
-  state.model = new GraphModel(api, state.layout);
   // The root's children are needed for any graph: ask for them alongside the summary.
-  state.model.load(ROOT).catch(() => {});
+  store.model.load(ROOT).catch(() => {});
   // A setup form's own page (Open as Graph for a symbol without a profile): the form, even
   // when this viewer already holds other graphs (the newest one is another model's).
   if (params.get("setup") !== null && params.get("capture") === null && (await initSetup(params.get("setup")))) {
@@ -210,101 +135,81 @@ async function boot() {
     return;
   }
   mark("capture");
-  setVocabulary(capture.vocabulary);
-  state.capture = capture;
-  state.inspector.capture = capture;
-  renderTitle(capture);
-  renderCoverage(capture);
+  store.adoptCapture(capture);
   if (capture.stale && capture.stale.files && capture.stale.files.length) showStale(capture.stale.files);
   initSetup();
   if (capture.failure) {
     showFailure(capture);
-    state.ready = true;
+    store.markReady();
     return;
   }
   const canvas = $("graph");
   const minimap = $("minimap");
-  state.renderer = new Renderer(canvas, minimap);
+  renderer = new Renderer(canvas, minimap);
+  followStore(renderer);
   // Estimated containers (Expand all on a big graph) are laid out once they come into view.
-  state.settler = new Settler(() => state.model, state.renderer, () => minimapVisibility());
-  state.renderer.onDraw = () => {
+  settler = new Settler(store, renderer);
+  renderer.onDraw = () => {
     updateZoomLabel();
-    state.settler.soon();
+    settler.soon();
   };
   wireCanvas(canvas, minimap);
-  new ResizeObserver(() => state.renderer.resize()).observe($("stage"));
-  window.addEventListener("tv-panels", (e) => (state.renderer.insetRight = e.detail.inset));
-  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => state.renderer.setPalette());
+  new ResizeObserver(() => renderer.resize()).observe($("stage"));
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => renderer.setPalette());
   setStatus("Laying out…");
   try {
-    const saved = loadExpansion();
-    const restored = saved && (await state.model.restorePaths(saved));
-    if (!restored) await state.model.autoExpand();
-    mark("expanded");
-    await relayout();
-    // The most informative first view that still fits: close the last groups the first
-    // view opened while Fit would have to zoom below FIRST_FIT.
-    while (!restored && state.model.autoOpened.length && state.renderer.fitScale() < FIRST_FIT) {
-      state.model.expanded.delete(state.model.autoOpened.pop());
-      await relayout();
-    }
+    // The most informative first view that still fits: the first view closes the last
+    // groups it opened while Fit would have to zoom below FIRST_FIT.
+    await store.firstView({ saved: loadExpansion(), fitScale: () => renderer.fitScale(), minFit: FIRST_FIT });
     mark("laid-out");
   } catch (err) {
     showLoadError(err);
     return;
   }
-  state.renderer.home();
+  renderer.home();
   setStatus("");
-  // Diff mode (diff.js): offered when the server holds a baseline, or asked by ?diff=.
-  initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump: (r) => jump(app, r), setBanner, dropBanner });
+  // Diff mode: offered when the server holds a baseline, or asked by ?diff=.
+  diff = new DiffPanel(store, $("stage"), { api, renderer, jump: (r) => search.jump(r), banners });
+  diff.start();
   // Show in Graph opened this page: ?show=FILE:LINE[:CALL] (the editor's line, as captured).
   const show = /^(.+?):(\d+)(?::(\d+))?$/.exec(params.get("show") || "");
-  if (show) await showLine(app, show[1], Number(show[2]), Number(show[3] || 0));
-  state.ready = true;
+  if (show) await lines.show(show[1], Number(show[2]), Number(show[3] || 0));
+  store.markReady();
 }
 
 // The page before the first capture: what to do next, with the setup form beside it.
 function showEmpty() {
-  const setup = state.setup.data || {};
-  const symbol = (setup.symbol && setup.symbol.qualname) || ((setup.recipe && setup.recipe.model) || "").split(":").pop() || "this model";
+  const data = setup.data || {};
+  symbol = (data.symbol && data.symbol.qualname) || ((data.recipe && data.recipe.model) || "").split(":").pop() || "this model";
   document.body.classList.add("no-capture"); // no graph: the canvas tools go away
   $("empty").hidden = false;
-  state.symbol = symbol;
   $("empty-title").textContent = `Set up ${symbol}`;
-  $("empty-open").onclick = () => state.setup.open();
+  $("empty-open").onclick = () => setup.open();
   const t = $("title");
   clear(t);
-  t.append(el("strong", {}, symbol), "  ·  " + ["setup", setup.recipe && setup.recipe.framework].filter(Boolean).join(" · "));
+  t.append(el("strong", {}, symbol), "  ·  " + ["setup", data.recipe && data.recipe.framework].filter(Boolean).join(" · "));
   t.title = `${symbol}: no capture yet`;
   document.title = `Set up ${symbol} — TensorViz`;
   setStatus("");
-  state.ready = true;
+  store.markReady();
 }
 
 function emptyCapturing(message, capturing = true) {
   if ($("empty").hidden) return;
   $("empty").classList.toggle("capturing", capturing);
-  $("empty-title").textContent = `${capturing ? "Capturing" : "Set up"} ${state.symbol}`;
+  $("empty-title").textContent = `${capturing ? "Capturing" : "Set up"} ${symbol}`;
   $("empty-text").textContent = message;
 }
 
 function showLoadError(err) {
-  state.error = String(err && err.message || err);
-  setBanner("load", "error", "Error", `Could not load the graph: ${state.error}`);
+  const message = String(err && err.message || err);
+  banners.set("load", "error", "Error", `Could not load the graph: ${message}`);
   setStatus("");
-  state.ready = true;
-}
-
-async function relayout() {
-  const ok = await state.model.refresh();
-  if (!ok) return false;
-  state.renderer.setScene(state.model.scene);
-  minimapVisibility();
-  return true;
+  store.fail(message);
 }
 
 function minimapVisibility() {
-  const r = state.renderer;
+  const r = renderer;
   // The overview helps only when the graph does not fit at readable detail.
   $("minimap").hidden = !(r.scene && (r.scene.w * READABLE_SCALE > r.width * 1.1 || r.scene.h * READABLE_SCALE > r.height * 1.1));
   if (!$("minimap").hidden) r.resize();
@@ -315,7 +220,7 @@ function setStatus(text) {
 }
 
 function updateZoomLabel() {
-  const s = state.renderer.cam.s;
+  const s = renderer.cam.s;
   const pct = s >= 0.1 ? Math.round(s * 100) + "%" : (s * 100).toFixed(s >= 0.01 ? 1 : 2) + "%";
   const z = $("zoom");
   if (z.textContent !== pct) z.textContent = pct;
@@ -334,27 +239,6 @@ function renderTitle(c) {
   t.append("  ·  " + bits.join(" · "));
   t.title = `${c.title || ""} (${bits.join(", ")})`;
   document.title = `${c.title || "capture"} — TensorViz`;
-}
-
-function setBanner(id, level, kind, text, actions = []) {
-  let b = state.banners.get(id);
-  if (!b) {
-    b = el("div", { class: "banner", "data-banner": id, role: level === "error" ? "alert" : "status" });
-    state.banners.set(id, b);
-    $("banners").append(b);
-  }
-  b.className = `banner ${level}`;
-  clear(b);
-  b.append(el("span", { class: "banner-kind" }, kind));
-  b.append(typeof text === "string" ? el("span", { class: "banner-text" }, text) : text);
-  for (const a of actions) b.append(a);
-  return b;
-}
-
-function dropBanner(id) {
-  const b = state.banners.get(id);
-  if (b) b.remove();
-  state.banners.delete(id);
 }
 
 function renderCoverage(c) {
@@ -391,31 +275,25 @@ function renderCoverage(c) {
     text.append(" ", el("span", { class: `banner-state ${weights.origin}`, "data-state": weights.label, title: weights.note || "" }, weights.headline));
   }
   const about = el("button", { type: "button", title: "What this capture is: framework, recipe, where its parameters came from", onclick: () => showAbout() }, "About this capture");
-  const b = setBanner("coverage", level, kind, text, [about]);
+  const b = banners.set("coverage", level, kind, text, [about]);
   b.dataset.scope = cov.scope || "";
   b.dataset.status = cov.status || "";
 }
 
 // The capture summary in the inspector (the toolbar title and the coverage banner open it).
 function showAbout() {
-  if (!state.capture) return;
-  if (state.selected) {
-    state.selected = null;
-    if (state.renderer) {
-      state.renderer.selected = null;
-      state.renderer.requestDraw();
-    }
-  }
-  state.inspector.showCapture(state.capture, describeState(state.capture));
+  if (!store.capture) return;
+  store.select(null);
+  inspector.showCapture(store.capture, describeState(store.capture));
 }
 
 function showStale(files) {
   const list = (files || []).join(", ") || "a source file";
   const actions = [];
-  if (state.setup && state.setup.profile) {
-    actions.push(el("button", { type: "button", onclick: () => state.setup.capture() }, "Capture again"));
+  if (setup.profile) {
+    actions.push(el("button", { type: "button", onclick: () => setup.capture() }, "Capture again"));
   }
-  setBanner("stale", "warn", "Stale", `This graph is stale. Changed since it was captured: ${list}.`, actions);
+  banners.set("stale", "warn", "Stale", `This graph is stale. Changed since it was captured: ${list}.`, actions);
 }
 
 function showProgress(data) {
@@ -423,7 +301,7 @@ function showProgress(data) {
   if (typeof data.fraction === "number") bar.firstChild.style.width = Math.round(Math.max(0, Math.min(1, data.fraction)) * 100) + "%";
   else bar.hidden = true;
   const text = el("span", { class: "banner-text" }, data.message || "Capturing…");
-  setBanner("progress", "info", "Capturing", text, [bar]);
+  banners.set("progress", "info", "Capturing", text, [bar]);
 }
 
 function showFailure(c) {
@@ -452,7 +330,7 @@ function showFailure(c) {
     $("failure-details-title").hidden = false;
     details.replaceWith(Object.assign(jsonView(f.details), { id: "failure-details" }));
   }
-  setBanner("failure", "error", "Failed", `Capture failed at ${f.stage || "trace"}: ${f.message || f.type}`);
+  banners.set("failure", "error", "Failed", `Capture failed at ${f.stage || "trace"}: ${f.message || f.type}`);
   setStatus("");
 }
 
@@ -466,34 +344,34 @@ function listenEvents() {
       emptyCapturing("Capturing… the graph opens here as soon as it is ready.");
     },
     stale: (d) => aboutThisCapture(d) && showStale(d.files),
-    fresh: (d) => aboutThisCapture(d) && dropBanner("stale"),
+    fresh: (d) => aboutThisCapture(d) && banners.drop("stale"),
     // Show in Graph from the editor: this page focuses the line (no new tab was opened).
     show: (d) => {
-      if (!aboutThisCapture(d) || !state.renderer) return;
+      if (!aboutThisCapture(d) || !renderer) return;
       window.focus();
-      showLine(app, d.file, d.line, d.call || 0);
+      lines.show(d.file, d.line, d.call || 0);
     },
     // The editor's cursor moved to a line (tensorviz.followCursor): a light outline.
-    cursor: (d) => aboutThisCapture(d) && state.renderer && cursorLine(app, d),
+    cursor: (d) => aboutThisCapture(d) && renderer && lines.cursor(d),
     "capture-ready": (d) => {
-      dropBanner("progress");
+      banners.drop("progress");
       // A background recapture of the graph on screen (recapture on save): update in place.
-      if (state.capture && d.replaces !== undefined && Number(d.replaces) === Number(state.capture.id)) return liveUpdate(d.id);
+      if (store.capture && d.replaces !== undefined && Number(d.replaces) === Number(store.capture.id)) return liveUpdate(d.id);
       const open = () => openCapture(d.id);
       // Started from this page, or the page has no graph yet: show the new one at once (a
       // setup form's page only follows its own capture, not another model's).
-      if (state.captureStartedHere || (!state.capture && params.get("setup") === null)) return open();
-      setBanner("ready", "ok", "Ready", "A new capture is ready.", [el("button", { type: "button", onclick: open }, "Open it")]);
+      if (captureStartedHere || (!store.capture && params.get("setup") === null)) return open();
+      banners.set("ready", "ok", "Ready", "A new capture is ready.", [el("button", { type: "button", onclick: open }, "Open it")]);
     },
     "capture-failed": (d) => {
       // Another profile's capture (e.g. its recapture on save) is not about this graph.
-      const mine = state.capture && state.capture.recipe && state.capture.recipe.name;
-      if (d.profile && mine && d.profile !== mine && !state.captureStartedHere) return;
-      dropBanner("progress");
-      if (state.setup && state.captureStartedHere) state.setup.setStatus("The capture failed: see the message above.");
+      const mine = store.capture && store.capture.recipe && store.capture.recipe.name;
+      if (d.profile && mine && d.profile !== mine && !captureStartedHere) return;
+      banners.drop("progress");
+      if (captureStartedHere) setup.setStatus("The capture failed: see the message above.");
       emptyCapturing("The capture failed (see the message above). Check the setup and press Save & capture again.", false);
       const actions = d.id !== undefined && d.id !== null ? [el("button", { type: "button", onclick: () => openCapture(d.id) }, "Show the failure")] : [];
-      setBanner("capture-failed", "error", "Failed", `Capture failed${d.stage ? " at " + d.stage : ""}: ${d.message || "unknown error"}`, actions);
+      banners.set("capture-failed", "error", "Failed", `Capture failed${d.stage ? " at " + d.stage : ""}: ${d.message || "unknown error"}`, actions);
     },
   });
 }
@@ -501,9 +379,9 @@ function listenEvents() {
 // The graph on screen replaced by its recapture, without a reload: the camera, the
 // expansion (by group path) and the weight-pill choice stay; stale and failure banners go.
 async function liveUpdate(id) {
-  if (!state.renderer || !state.model || (state.capture && state.capture.failure)) return openCapture(id);
-  const paths = state.model.expansionPaths();
-  const weights = state.model.showWeights;
+  const current = store.capture;
+  if (!renderer || !current || current.failure) return openCapture(id);
+  const paths = store.model.expansionPaths();
   const previous = api.captureId;
   api.captureId = String(id);
   let capture;
@@ -517,33 +395,20 @@ async function liveUpdate(id) {
   const q = new URLSearchParams(location.search);
   q.set("capture", id);
   history.replaceState(null, "", "?" + q.toString());
-  setVocabulary(capture.vocabulary);
-  state.capture = capture;
-  state.inspector.capture = capture;
-  renderTitle(capture);
-  renderCoverage(capture);
-  for (const b of ["stale", "capture-failed", "ready", "progress", "load"]) dropBanner(b);
-  const model = new GraphModel(api, state.layout);
-  model.showWeights = weights;
+  for (const b of ["stale", "capture-failed", "ready", "progress", "load"]) banners.drop(b);
+  const model = store.newModel({ weightPills: store.weightPills });
   await model.load(ROOT);
   await model.restorePaths(paths);
-  state.model = model;
-  state.selected = null;
-  state.renderer.selected = null;
-  state.renderer.hover = null;
-  state.renderer.multi = state.renderer.cursor = state.line = null; // another capture's items
-  dropBanner("line");
-  await relayout(); // a new scene keeps the renderer's camera as it is
-  // The new capture's diff offer: "Show changes" against the graph it replaced.
-  initDiff({ api, capture, renderer: state.renderer, model: () => state.model, jump: (r) => jump(app, r), setBanner, dropBanner });
-  state.liveUpdates = (state.liveUpdates || 0) + 1;
+  // A new scene keeps the renderer's camera as it is; the diff panel offers "Show changes"
+  // against the graph it replaced.
+  await store.replaceCapture(capture, model);
 }
 
 // stale/fresh may name a capture; without one they are about the newest.
 function aboutThisCapture(d) {
-  if (!state.capture) return false;
+  if (!store.capture) return false;
   if (d.capture === undefined || d.capture === null) return true;
-  return Number(d.capture) === Number(state.capture.id);
+  return Number(d.capture) === Number(store.capture.id);
 }
 
 function openCapture(id) {
@@ -557,28 +422,26 @@ function openCapture(id) {
 // ------------------------------------------------------------------ setup form
 
 async function initSetup(profile) {
-  state.setup = new SetupForm($("setup"), {
-    api,
-    onCaptureStarted: () => {
-      state.captureStartedHere = true;
-      // The embedder's own progress may already be here (it is more telling): keep it.
-      if (!state.banners.has("progress")) showProgress({ message: "Capture started…" });
-      emptyCapturing("Capturing… the graph opens here as soon as it is ready.");
-    },
-  });
+  const capture = store.capture;
+  // A server that says it has no setup form (api/capture `setup: false`) is not asked for
+  // one: a page without a setup logs no failed request.
+  if (capture && capture.setup === false) {
+    $("btn-setup").hidden = true;
+    return false;
+  }
   // Setup and "Capture again" act on the graph on screen: ask for its own profile's form.
-  const available = await state.setup.load(profile || (state.capture && state.capture.recipe ? state.capture.recipe.name : undefined));
+  const available = await setup.load(profile || (capture && capture.recipe ? capture.recipe.name : undefined));
   $("btn-setup").hidden = !available;
   // Without a graph the form is the page's content: open it even when nothing is missing.
-  if (available && (state.setup.needsInput || !state.capture)) state.setup.open();
-  if (available && state.capture && state.banners.has("stale")) showStale(state.capture.stale && state.capture.stale.files);
+  if (available && (setup.needsInput || !store.capture)) setup.open();
+  if (available && store.capture && banners.has("stale")) showStale(store.capture.stale && store.capture.stale.files);
   return available;
 }
 
 // ------------------------------------------------------------------ interactions
 
 function wireToolbar() {
-  $("btn-fit").onclick = () => state.renderer && state.renderer.fit();
+  $("btn-fit").onclick = () => renderer && renderer.fit();
   $("btn-expand-all").onclick = () => expandAll();
   $("btn-collapse-all").onclick = () => collapseAll();
   $("depth").onchange = (e) => {
@@ -586,37 +449,36 @@ function wireToolbar() {
     e.target.value = "";
     if (n > 0) expandToDepth(n);
   };
-  $("btn-weights").onclick = () => setWeightPills(!(state.model && state.model.showWeights));
+  $("btn-weights").onclick = () => setWeightPills(!store.weightPills);
   $("btn-readable").onclick = () => readable();
   $("btn-zoom-in").onclick = () => zoomCentre(1.25);
   $("btn-zoom-out").onclick = () => zoomCentre(0.8);
-  $("btn-setup").onclick = () => state.setup.toggle();
+  $("btn-setup").onclick = () => setup.toggle();
   $("title").onclick = () => showAbout();
   $("btn-open").onclick = () => $("file-input").click();
   $("file-input").onchange = (e) => {
     const f = e.target.files && e.target.files[0];
     if (f) openFile(f);
   };
-  $("btn-png").onclick = () => state.renderer && exportPng(state.renderer, fileStem());
-  $("btn-svg").onclick = () => state.renderer && exportSvg(state.renderer, fileStem());
-  wireSearch(app);
+  $("btn-png").onclick = () => renderer && exportPng(renderer, fileStem());
+  $("btn-svg").onclick = () => renderer && exportSvg(renderer, fileStem());
   document.addEventListener("keydown", onKey);
 }
 
 function fileStem() {
-  return (state.capture && state.capture.title ? state.capture.title : "tensorviz").replace(/[^A-Za-z0-9_.-]+/g, "_");
+  return (store.capture && store.capture.title ? store.capture.title : "tensorviz").replace(/[^A-Za-z0-9_.-]+/g, "_");
 }
 
 function readable() {
-  const r = state.renderer;
+  const r = renderer;
   if (!r) return;
-  const it = state.selected && r.scene && r.scene.byKey.get(state.selected);
+  const it = store.selected && r.scene && r.scene.byKey.get(store.selected);
   if (it) r.readable(it.x + it.w / 2, it.y + it.h / 2);
   else r.readable();
 }
 
 function zoomCentre(f) {
-  const r = state.renderer;
+  const r = renderer;
   if (r) r.zoomAt(r.width / 2, r.height / 2, f);
 }
 
@@ -625,13 +487,13 @@ function onKey(e) {
   const typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT");
   if (e.key === "Escape") {
     if (typing) target.blur();
-    hideResults(app);
-    if (!$("setup").hidden) state.setup.close();
-    else if (state.selected || !$("inspector").hidden) select(null);
+    search.close();
+    if (setup.isOpen) setup.close();
+    else if (store.selected || inspector.isOpen) store.select(null);
     return;
   }
   if (typing || e.ctrlKey || e.metaKey || e.altKey) return;
-  const r = state.renderer;
+  const r = renderer;
   switch (e.key) {
     case "/":
       e.preventDefault();
@@ -665,12 +527,11 @@ function onKey(e) {
       if (r) r.panBy(0, -80);
       break;
     case "Enter":
-      if (state.selected && canOpen(state.selected)) toggle(state.selected);
+      if (store.canOpen(store.selected)) toggle(store.selected);
       break;
     case "[":
     case "]": // the shown source line's previous / next call (Show in Graph's banner)
-      if (!state.line || !state.banners.has("line")) return;
-      showLine(app, state.line.file, state.line.line, state.line.call + (e.key === "]" ? 1 : -1));
+      if (!lines.step(e.key === "]" ? 1 : -1)) return;
       break;
     default:
       return;
@@ -679,7 +540,7 @@ function onKey(e) {
 }
 
 function wireCanvas(canvas, minimap) {
-  const r = state.renderer;
+  const r = renderer;
   const pointers = new Map();
   let drag = null;
   let pinch = null;
@@ -721,7 +582,7 @@ function wireCanvas(canvas, minimap) {
       return;
     }
     const [wx, wy] = r.toWorld(x, y);
-    const hit = state.model.hitTest(wx, wy);
+    const hit = store.model.hitTest(wx, wy);
     canvas.classList.toggle("pointing", !!hit && hit.type !== "in" && hit.type !== "out");
   });
   const end = (e) => {
@@ -730,10 +591,10 @@ function wireCanvas(canvas, minimap) {
     if (drag && e.type === "pointerup" && drag.moved <= 3) {
       const [x, y] = local(e);
       const [wx, wy] = r.toWorld(x, y);
-      const hit = state.model.hitTest(wx, wy);
+      const hit = store.model.hitTest(wx, wy);
       const w = hit ? r.weightAt(hit, wx, wy) : -1;
-      if (w >= 0) selectWeight(hit.key, hit.item.weights[w].value);
-      else select(hit ? hit.key : null);
+      if (w >= 0) store.selectWeight(hit.key, hit.item.weights[w].value);
+      else store.select(hit ? hit.key : null);
     }
     drag = null;
     canvas.classList.remove("dragging");
@@ -743,8 +604,8 @@ function wireCanvas(canvas, minimap) {
   canvas.addEventListener("dblclick", (e) => {
     const [x, y] = local(e);
     const [wx, wy] = r.toWorld(x, y);
-    const hit = state.model.hitTest(wx, wy);
-    if (hit && canOpen(hit.key)) toggle(hit.key);
+    const hit = store.model.hitTest(wx, wy);
+    if (hit && store.canOpen(hit.key)) toggle(hit.key);
   });
   canvas.addEventListener("wheel", (e) => {
     e.preventDefault();
@@ -774,92 +635,76 @@ function wireCanvas(canvas, minimap) {
   minimap.addEventListener("pointerup", () => (mmDrag = false));
 }
 
-// Groups, chunks, stacks, and control-flow boundary nodes with bodies open.
-function canOpen(key) {
-  return isContainerKey(key) || !!(state.model && state.model.bodyHolders.has(key));
-}
-
+// Opens or closes a group, chunk, stack or control-flow boundary, keeping it where it was
+// on screen (the rest moves around it), and selects it.
 async function toggle(key) {
-  const m = state.model;
-  const r = state.renderer;
-  if (!m || !canOpen(key) || key === ROOT) return;
-  const before = m.scene && m.scene.byKey.get(key);
+  const r = renderer;
+  if (!r || !store.canOpen(key)) return;
+  const before = store.itemOf(key);
   const anchor = before ? r.toScreen(before.x, before.y) : null;
-  m.toggle(key);
-  setStatus(m.expanded.has(key) ? "Expanding…" : "Collapsing…");
+  setStatus(store.isExpanded(key) ? "Collapsing…" : "Expanding…");
   let ok = false;
   try {
-    ok = await relayout();
+    ok = await store.toggle(key);
   } catch (err) {
-    setBanner("load", "error", "Error", `Could not expand: ${err.message || err}`);
+    banners.set("load", "error", "Error", `Could not expand: ${err.message || err}`);
   }
   if (!ok) return;
   setStatus("");
-  const after = m.scene.byKey.get(key) || (key.startsWith("s") ? m.scene.byKey.get(key.slice(1)) : null);
-  saveExpansion();
+  const after = store.itemOf(key) || (key.startsWith("s") ? store.itemOf(key.slice(1)) : null);
   if (anchor && after) {
-    // Keep the toggled group where it was on screen; the rest moves around it.
     r.cam.tx = anchor[0] - after.x * r.cam.s;
     r.cam.ty = anchor[1] - after.y * r.cam.s;
     r.requestDraw();
   }
-  select(after ? after.key : key);
+  store.select(after ? after.key : key);
 }
 
 // ------------------------------------------------------------------ expand all, depth, weights
 
-async function relayoutWith(status, change) {
-  const m = state.model;
-  const r = state.renderer;
-  if (!m || !r) return false;
+// An action on the whole graph, then Fit on its result (and the estimated containers Fit
+// shows laid out for real). Resolves true once that is on screen.
+async function relayoutWith(status, action) {
+  const r = renderer;
+  if (!r) return false;
   setStatus(status);
-  const t0 = performance.now();
   let ok = false;
   try {
-    await change(m);
-    ok = await relayout();
+    ok = await action();
   } catch (err) {
-    setBanner("load", "error", "Error", `Could not lay out the graph: ${err.message || err}`);
+    banners.set("load", "error", "Error", `Could not lay out the graph: ${err.message || err}`);
     setStatus("");
     return false;
   }
   if (!ok) return false;
-  state.lastActionMs = performance.now() - t0;
   setStatus("");
-  saveExpansion();
-  if (state.selected && !m.scene.byKey.get(state.selected)) select(null);
+  if (store.selected && !store.itemOf(store.selected)) store.select(null);
   r.fit();
-  await state.settler.now({ refit: true });
+  await settler.now({ refit: true });
   return true;
 }
 
 // Every group opened, every stack unfolded: one api/subtree request, one layout request.
 // Resolves when the scene is laid out (window.tensorviz.expandAll()).
 function expandAll() {
-  return relayoutWith("Expanding everything…", (m) => m.expandAll());
+  return relayoutWith("Expanding everything…", () => store.expandAll());
 }
 
 function collapseAll() {
-  return relayoutWith("Collapsing…", (m) => m.collapseAll());
+  return relayoutWith("Collapsing…", () => store.collapseAll());
 }
 
 function expandToDepth(n) {
-  return relayoutWith(`Expanding to depth ${n}…`, (m) => m.expandToDepth(n));
+  return relayoutWith(`Expanding to depth ${n}…`, () => store.setDepth(n));
 }
 
-async function setWeightPills(on) {
-  const m = state.model;
-  if (!m) return false;
-  m.showWeights = !!on;
-  const b = $("btn-weights");
-  b.setAttribute("aria-pressed", String(m.showWeights));
-  b.classList.toggle("on", m.showWeights);
-  return relayoutWith(on ? "Drawing parameters as nodes…" : "Folding parameters into their ops…", () => {});
+function setWeightPills(on) {
+  return relayoutWith(on ? "Drawing parameters as nodes…" : "Folding parameters into their ops…", () => store.setWeightPills(on));
 }
 
 // A person's expansions, per profile, by group path: they survive a recapture.
 function expansionKey() {
-  const c = state.capture;
+  const c = store.capture;
   if (!c) return null;
   const name = (c.recipe && (c.recipe.name || c.recipe.model)) || c.title;
   return name ? `tensorviz.expanded.${name}` : null;
@@ -878,60 +723,31 @@ function loadExpansion() {
 
 function saveExpansion() {
   const k = expansionKey();
-  if (!k || !state.model) return;
+  if (!k) return;
   try {
-    localStorage.setItem(k, JSON.stringify(state.model.expansionPaths()));
+    localStorage.setItem(k, JSON.stringify(store.model.expansionPaths()));
   } catch (err) {
     // storage full or refused: the expansion is simply not remembered
   }
 }
 
-// A weight line clicked inside an op's card: the op stays selected, the value is shown.
-function selectWeight(nodeKey, value) {
-  state.selected = nodeKey;
-  const r = state.renderer;
-  if (r) {
-    r.selected = nodeKey;
-    r.requestDraw();
-  }
-  state.selectedValue = value;
-  state.inspector.show(`w:${value}`, null);
-}
-
-function select(key, keepLine = false) {
-  state.selected = key;
-  const r = state.renderer;
-  if (r) {
-    r.selected = key;
-    if (!keepLine) r.multi = null; // a click elsewhere ends the line's selection
-    r.requestDraw();
-  }
-  if (!key) {
-    state.inspector.hide();
-    return;
-  }
-  const it = r && r.scene && r.scene.byKey.get(key);
-  state.inspector.show(key, it ? it.item : null);
-}
-
 // Selects and centres an item already in the scene (or expands the way to a node).
 async function focusItem(key) {
-  const r = state.renderer;
-  let it = r.scene && r.scene.byKey.get(key);
+  const r = renderer;
+  if (!r) return;
+  let it = store.itemOf(key);
   if (!it && key.startsWith("n")) {
     try {
       const node = await api.node(Number(key.slice(1)));
-      if (node.item_path && node.item_path.length) await state.model.revealPath(node.item_path);
-      else await state.model.reveal(key, (node.group_path || []).map((g) => g.id));
-      r.setScene(state.model.scene);
-      it = r.scene.byKey.get(key);
+      await store.reveal(key, { itemPath: node.item_path, groupIds: (node.group_path || []).map((g) => g.id) });
+      it = store.itemOf(key);
     } catch (err) {
-      setBanner("load", "error", "Error", `Could not show ${key}: ${err.message || err}`);
+      banners.set("load", "error", "Error", `Could not show ${key}: ${err.message || err}`);
       return;
     }
   }
   if (!it) return;
-  select(key); // opens the inspector first, so that centring accounts for it
+  store.select(key); // opens the inspector first, so that centring accounts for it
   r.centerOn(it, Math.max(r.cam.s, READABLE_SCALE));
   r.flash = key;
   setTimeout(() => {
@@ -949,11 +765,11 @@ async function revealFrame(frame, target) {
   try {
     res = await api.reveal(frame);
   } catch (err) {
-    state.inspector.showSource(target, null, `Could not reveal: ${err.message || err}`);
+    inspector.showSource(target, null, `Could not reveal: ${err.message || err}`);
     return;
   }
-  if (res && res.handled === "viewer" && res.source) state.inspector.showSource(target, res.source, null, frame);
-  else state.inspector.showSource(target, null, `Opened ${frame.library && frame.label ? frame.label : frame.file + ":" + frame.line} in the editor.`);
+  if (res && res.handled === "viewer" && res.source) inspector.showSource(target, res.source, null, frame);
+  else inspector.showSource(target, null, `Opened ${frame.library && frame.label ? frame.label : frame.file + ":" + frame.line} in the editor.`);
 }
 
 // ------------------------------------------------------------------ open .tvg (drop or file picker)
@@ -985,15 +801,15 @@ function wireDrop() {
 }
 
 async function openFile(file) {
-  setBanner("open", "info", "Opening", `Opening ${file.name}…`);
+  banners.set("open", "info", "Opening", `Opening ${file.name}…`);
   try {
     const bytes = await file.arrayBuffer();
     const res = await api.open(bytes, file.name);
-    dropBanner("open");
+    banners.drop("open");
     openCapture(res.id);
   } catch (err) {
     const msg = err instanceof ApiError && err.status === 404 ? "this viewer server does not accept uploaded files" : err.message || String(err);
-    setBanner("open", "error", "Open", `Could not open ${file.name}: ${msg}`);
+    banners.set("open", "error", "Open", `Could not open ${file.name}: ${msg}`);
   }
 }
 

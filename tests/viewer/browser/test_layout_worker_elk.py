@@ -1,7 +1,9 @@
 """The vendored ELK inside the layout worker: the version the worker loads is the one
 vendored, this file's message handler (not the one ELK's bundle installs in a worker
-global) answers, and a layout comes back. An ELK upgrade that changes how the bundle
-behaves in a worker fails here first."""
+global) answers, and a layout comes back. The worker is a module worker and imports the
+UMD bundle through its ES-module face (vendor/elk.js), so the bundle runs parsed as a
+module, in strict mode. An ELK upgrade that changes how the bundle behaves in a worker
+fails here first."""
 
 from __future__ import annotations
 
@@ -21,32 +23,53 @@ def test_the_layout_worker_runs_the_vendored_elk_with_its_own_handler(browser, c
     (vendored,) = sorted((STATIC_DIR / "vendor").glob("elk.bundled-*.js"))
     version = re.match(r"elk\.bundled-(.+)\.js$", vendored.name).group(1)
     worker = (STATIC_DIR / "layout" / "layout.worker.js").read_text()
-    assert f'importScripts("../vendor/{vendored.name}")' in worker and f'ELK_VERSION = "{version}"' in worker
-    assert "self.document" not in worker  # no stub hiding the worker global from ELK
+    face = (STATIC_DIR / "vendor" / "elk.js").read_text()
+    assert 'from "../vendor/elk.js"' in worker and "importScripts" not in worker
+    assert f'import "./{vendored.name}";' in face and f'ELK_VERSION = "{version}"' in face
+    assert "self.document" not in worker + face  # no stub hiding the worker global from ELK
     server = ViewerServer([synthetic_capture(30)])
     server.start()
     try:
         app = open_app(browser, server.url)
         close_pages.append(app)
-        answer = app.js("""() => new Promise((resolve, reject) => {
-            const w = new Worker("static/layout/layout.worker.js");
+        # The page's side of the protocol (layout/protocol.js) talks to a fresh worker.
+        answer = app.js("""async () => {
+          const p = await import("./static/layout/protocol.js");
+          return new Promise((resolve, reject) => {
+            const w = new Worker("static/layout/layout.worker.js", {type: "module"});
             const seen = [];
             w.onerror = (e) => reject(String(e.message || e));
             w.onmessage = (e) => {
               seen.push(e.data);
-              if (e.data.type === "version") {
-                w.postMessage({type: "layout", seq: 1, style: {}, jobs: [{sig: "t", items: [
+              if (e.data.type === p.FromWorker.VERSION) {
+                w.postMessage(p.layoutRequest(1, 1, [{sig: "t", items: [
                   {kind: "node", title: "a", lines: []}, {kind: "node", title: "b", lines: []}],
-                  edges: [{s: 0, t: 1, label: ""}]}]});
+                  edges: [{s: 0, t: 1, label: ""}]}]));
               }
-              if (e.data.type === "done" || e.data.type === "error") { w.terminate(); resolve(seen); }
+              if (e.data.type === p.FromWorker.DONE || e.data.type === p.FromWorker.ERROR) {
+                w.terminate();
+                resolve({seen, kinds: Object.values(p.FromWorker)});
+              }
             };
-            w.postMessage({type: "version"});
-          })""")
+            w.postMessage(p.versionRequest());
+          });
+        }""")
+        kinds, answer = answer["kinds"], answer["seen"]
+        assert {m["type"] for m in answer} <= set(kinds)
         assert answer[0] == {"type": "version", "elk": version, "ownHandler": True}
         (result,) = [m for m in answer if m["type"] == "result"]
         boxes = result["layout"]["boxes"]
         assert len(boxes) == 2 and boxes[0]["y"] < boxes[1]["y"]  # b laid out below a (layered, downwards)
-        assert answer[-1]["type"] == "done"
+        assert answer[-1] == {"type": "done", "seq": 1, "chunk": 1, "ms": answer[-1]["ms"]}
     finally:
         server.stop()
+
+
+def test_both_sides_of_the_layout_worker_speak_through_its_protocol_module():
+    """Every message to and from the layout worker is made by layout/protocol.js: neither
+    side writes a message literal of its own."""
+    for name in ("layout.worker.js", "layout-client.js"):
+        text = (STATIC_DIR / "layout" / name).read_text()
+        assert 'from "./protocol.js"' in text, name
+        assert not re.search(r"postMessage\(\s*\{", text), f"{name} posts a message literal"
+        assert not re.search(r"""msg\.type === ["']""", text), f"{name} compares a message kind with a literal"

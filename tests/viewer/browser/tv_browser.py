@@ -81,8 +81,11 @@ class App:
         return [e for e in self.errors + self.console if "404" not in e]
 
 
-def open_app(browser, url: str, *, ready: bool = True, viewport: dict | None = None) -> App:
+def open_app(browser, url: str, *, ready: bool = True, viewport: dict | None = None, prepare=None) -> App:
+    """``prepare(context)`` runs before the page loads (say, to route a request)."""
     context = browser.new_context(viewport=viewport or VIEWPORT, accept_downloads=True)
+    if prepare is not None:
+        prepare(context)
     page = context.new_page()
     app = App(page)
     page.on("console", lambda m: m.type == "error" and app.console.append(m.text))

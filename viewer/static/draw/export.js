@@ -2,8 +2,9 @@
 // the canvas draws (drawlist.js) as SVG elements: vector, searchable text, the same cards,
 // positions, level of detail and truncated strings as on screen.
 
-import { CARD_STYLE as S, HATCH_TILE } from "./theme.js";
-import { HATCH, farLabel } from "./drawlist.js";
+import { CARD_STYLE as S } from "./card.js";
+import { HATCH, HATCH_TILE } from "./theme.js";
+import { farLabel } from "./drawlist.js";
 
 export function exportPng(renderer, stem) {
   renderer.draw(performance.now()); // make sure the canvas holds the current frame
@@ -71,10 +72,10 @@ export function serialize(out, list, s, ctx) {
     if (q.t === "rect") out.push(rectSvg(q, s));
     else if (q.t === "text") out.push(textSvg(ctx, q.x, q.y, q.text, q.font, q.fill, q.baseline, q.align));
     else if (q.t === "toggle") {
-      const { cx, cy } = q;
-      const plus = q.sign === "+" ? ` M${fmt(cx)},${fmt(cy - 3.5)} L${fmt(cx)},${fmt(cy + 3.5)}` : "";
-      out.push(`<circle cx="${fmt(cx)}" cy="${fmt(cy)}" r="7" fill="none" stroke="${q.color}" stroke-width="1.2"/>`
-        + `<path d="M${fmt(cx - 3.5)},${fmt(cy)} L${fmt(cx + 3.5)},${fmt(cy)}${plus}" stroke="${q.color}" stroke-width="1.2"/>`);
+      const { cx, cy, r } = q;
+      const plus = q.sign === "+" ? ` M${fmt(cx)},${fmt(cy - r / 2)} L${fmt(cx)},${fmt(cy + r / 2)}` : "";
+      out.push(`<circle cx="${fmt(cx)}" cy="${fmt(cy)}" r="${fmt(r)}" fill="none" stroke="${q.color}" stroke-width="1.2"/>`
+        + `<path d="M${fmt(cx - r / 2)},${fmt(cy)} L${fmt(cx + r / 2)},${fmt(cy)}${plus}" stroke="${q.color}" stroke-width="1.2"/>`);
     } else if (q.t === "far") {
       const f = farLabel(q, s, ctx);
       if (!f) continue;

@@ -2,9 +2,9 @@
 // of detail, plus the minimap. It knows nothing about the API; it draws what the view
 // model composed (viewmodel.js) and reports what is under the pointer.
 
-import { accentFor, buildDrawList, paintList, pillText } from "./drawlist.js";
+import { accentFor, pillFit, weightAt } from "./card.js";
+import { buildDrawList, paintList } from "./drawlist.js";
 import {
-  CARD_STYLE as S,
   LOD_TEXT,
   MAX_ZOOM,
   MIN_ZOOM,
@@ -25,7 +25,6 @@ export class Renderer {
     this.scene = null;
     this.cam = { tx: 0, ty: 0, s: 1 };
     this.selected = null;
-    this.hover = null;
     this.flash = null;
     this.multi = null; // Set of keys selected together (Show in Graph: a source line's items)
     this.cursor = null; // Set of keys outlined lightly (the editor's cursor line)
@@ -282,19 +281,15 @@ export class Renderer {
     return this.hatch;
   }
 
-  // What a boundary pill says and how its text fits its laid-out width (drawlist.js).
-  pillText(it) {
-    return pillText(it, this.ctx);
+  // How a boundary pill's texts fit its laid-out width (card.js).
+  pillFit(it) {
+    return pillFit(it, this.ctx);
   }
 
-  // Which weight line of a node card a world point is on: the weight's index, or -1.
+  // Which weight line of a node card a world point is on: the weight's index, or -1
+  // (none is readable below LOD_TEXT).
   weightAt(it, wx, wy) {
-    if (it.type !== "node" || it.weightStart === null || it.weightStart === undefined || this.cam.s < LOD_TEXT) return -1;
-    const row = Math.floor((wy - it.y - S.padTop - S.titleHeight) / S.lineHeight);
-    const k = row - it.weightStart;
-    const ws = (it.item && it.item.weights) || [];
-    if (!(k >= 0 && k < ws.length && k < it.lines.length - it.weightStart && wx >= it.x && wx <= it.x + it.w)) return -1;
-    return it.lines[it.weightStart + k].startsWith("+") ? -1 : k; // "+N more" is not a weight
+    return this.cam.s < LOD_TEXT ? -1 : weightAt(it, wx, wy);
   }
 
   drawSelection() {

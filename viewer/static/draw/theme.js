@@ -1,33 +1,6 @@
-// Card metrics shared by the layout worker (which measures text) and the renderer
-// (which draws it), and the colour palette read from the stylesheet's custom properties.
-
-const SANS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif';
-const MONO = 'ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace';
-
-export const CARD_STYLE = {
-  fontTitle: `600 13px ${SANS}`,
-  fontTag: `600 10px ${SANS}`,
-  fontMono: `11.5px ${MONO}`,
-  fontHeader: `600 12px ${SANS}`,
-  fontLabel: `10.5px ${MONO}`,
-  fontBoundaryName: `600 11.5px ${MONO}`, // a capture input's name on its pill
-  fontQuiet: `10.5px ${MONO}`, // parameter / buffer / variable / constant pills
-  padX: 11,
-  padTop: 8,
-  padBottom: 8,
-  titleHeight: 18,
-  lineHeight: 15,
-  tagGap: 10,
-  minCardWidth: 104,
-  maxCardWidth: 300,
-  minGroupWidth: 180,
-  boundaryHeight: 24,
-  quietHeight: 19, // the smaller pill of a parameter, buffer, variable or constant
-  boundaryGap: 8, // between a pill's name and its shape
-  groupPadX: 14,
-  groupHeader: 30,
-  groupPadBottom: 14,
-};
+// The look shared by the renderer and the SVG export: zoom levels of detail, the colour
+// palette read from the stylesheet's custom properties, and the server's words for group
+// kinds and value roles. Card fonts and metrics live with the cards (card.js).
 
 // The zoom at which cards are drawn in full: "Readable detail".
 export const READABLE_SCALE = 1;
@@ -86,6 +59,9 @@ export function readPalette() {
   };
 }
 
+// The fill of an opaque node: the hatch pattern (the canvas's pattern, the SVG's <pattern>).
+export const HATCH = "url(#hatch)";
+
 // The opaque hatch's 8×8 tile: strokes [x0, y0, x1, y1] over opaqueFill, drawn in
 // opaqueHatch, 1.5 wide (the canvas pattern and the SVG export's <pattern>).
 export const HATCH_TILE = [[-2, 10, 10, -2], [-2, 2, 2, -2], [6, 10, 10, 6]];
@@ -113,35 +89,4 @@ export function setVocabulary(v) {
 // one dtype table, so cards, pills, edges and search all spell a dtype the same way.
 export function formatValue(v) {
   return v && typeof v.label === "string" ? v.label : "?";
-}
-
-// What a boundary pill says: its look ("input" | "quiet" | "plain") and its text parts,
-// each with a CARD_STYLE font key and a tone ("name" | "shape" | "plain"). The layout
-// worker measures exactly these parts; the renderer and the SVG export draw them.
-export function boundaryContent(side, v) {
-  const shape = formatValue(v);
-  const name = v && typeof v.name === "string" && v.name ? v.name : null;
-  if (side === "in" && name) {
-    const quiet = QUIET_ROLES.has(v.role);
-    return {
-      look: quiet ? "quiet" : "input",
-      role: v.role || null,
-      parts: [
-        { text: name, font: quiet ? "fontQuiet" : "fontBoundaryName", tone: "name" },
-        { text: shape, font: quiet ? "fontQuiet" : "fontMono", tone: "shape" },
-      ],
-    };
-  }
-  if (side === "out" && name && v.role === "body_result") {
-    // What one iteration of an unexecuted body hands on: `out carry 0 (next iteration)  f32[3]`.
-    return {
-      look: "plain",
-      role: v.role,
-      parts: [
-        { text: `out  ${name}`, font: "fontMono", tone: "name" },
-        { text: shape, font: "fontMono", tone: "shape" },
-      ],
-    };
-  }
-  return { look: "plain", role: null, parts: [{ text: `${side}  ${shape}`, font: "fontMono", tone: "plain" }] };
 }

@@ -11,9 +11,10 @@
 // out in parallel where the machine has cores. A finished layout is kept under
 // layoutKey(sig, inner sizes): the view model finds it there. Jobs whose key is laid out
 // already (structurally identical containers) cost nothing. Results of a superseded
-// request that did finish are still kept (they are valid for their key).
+// request that did finish are still kept (they are valid for their key). The messages to
+// and from the workers are made and named by protocol.js, which the worker imports too.
 
-import { CARD_STYLE } from "../draw/theme.js";
+import { FromWorker, layoutRequest } from "./protocol.js";
 
 const CHUNK_ITEMS = 1600; // items handed to one worker at a time (it batches small ones for ELK)
 
@@ -76,7 +77,8 @@ export class LayoutClient {
   }
 
   _spawn() {
-    const w = new Worker(this.workerUrl);
+    // A module worker: it imports the card geometry the page draws with (draw/card.js).
+    const w = new Worker(this.workerUrl, { type: "module" });
     w.onmessage = (event) => this._onMessage(w, event.data);
     w.onerror = (event) => this._fail(event.message || "layout worker failed");
     this.workers.push(w);
@@ -165,7 +167,7 @@ export class LayoutClient {
       }
       const id = ++cur.chunks;
       cur.busy.set(w, { id, sigs: new Set(chunk.map((j) => j.sig)) });
-      w.postMessage({ type: "layout", seq: cur.seq, chunk: id, style: CARD_STYLE, jobs: chunk });
+      w.postMessage(layoutRequest(cur.seq, id, chunk));
     }
     if (!cur.busy.size && (cur.queue.length || cur.ready.length)) {
       // Nothing runs and nothing is ready: a child's job is missing from the request.
@@ -203,8 +205,9 @@ export class LayoutClient {
   }
 
   _onMessage(w, msg) {
-    if (msg.type === "result" || msg.type === "error") {
-      if (msg.type === "result") {
+    const laidOut = msg.type === FromWorker.RESULT;
+    if (laidOut || msg.type === FromWorker.ERROR) {
+      if (laidOut) {
         this.layouts.set(msg.sig, msg.layout);
         this.totalMs += msg.ms;
         this.jobCount += 1;
@@ -218,7 +221,7 @@ export class LayoutClient {
       this.sizes.delete(msg.sig);
       const cur = this.current;
       if (cur && msg.seq === cur.seq && cur.waiting.has(msg.sig)) {
-        for (const jid of cur.waiting.get(msg.sig)) cur.done.set(jid, msg.type === "result" ? msg.layout : null);
+        for (const jid of cur.waiting.get(msg.sig)) cur.done.set(jid, laidOut ? msg.layout : null);
         cur.waiting.delete(msg.sig);
       }
       return;
@@ -228,7 +231,7 @@ export class LayoutClient {
     const chunk = cur.busy.get(w);
     if (!chunk || chunk.id !== msg.chunk) return;
     cur.busy.delete(w);
-    if (msg.type === "dropped") {
+    if (msg.type === FromWorker.DROPPED) {
       // Only a newer request drops a chunk, and that request replaced `current` already.
       return;
     }

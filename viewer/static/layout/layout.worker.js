@@ -1,20 +1,10 @@
 // Layout Web Worker: lays out one container (the root, a group or a chunk) at a time
 // with ELK's layered algorithm, off the main thread.
 //
-// Protocol (typed messages, see layout-client.js for the other side):
-//   in:  {type:"layout", seq, style, jobs:[{sig, items, edges}]}   jobs in post-order
-//        (an expanded child's own job comes before its parent's). Items are by position:
-//        {kind, title, lines, tag, parts?, quiet?, inner?:{w,h}} (inner: the size of an
-//        expanded container's inside, filled in by layout-client.js); edges
-//        {s, t, label} name items by position.
-//   out: {type:"result", seq, sig, layout, ms}  one per finished job; a layout is
-//        {w, h, boxes:[{x,y,w,h}] (by item position), edges:[{e, points, labelAt}]}
-//        (e: the job's edge position)
-//        {type:"done", seq, chunk, ms} | {type:"dropped", seq, chunk} | {type:"error", seq, sig, message}
-//   in:  {type:"version"} -> out: {type:"version", elk, ownHandler} (which ELK is loaded, and
-//        that this file's message handler, not ELK's, answers)
-//        (a request may come as several chunks, one per worker of the pool: see
-//        layout-client.js; `chunk` is echoed)
+// Its messages are typed in protocol.js, which layout-client.js (the page's side) imports
+// too. A request's jobs come in post-order (an expanded child's own job before its
+// parent's); each job's items are cards by position (draw/card.js content, with `inner`
+// for an expanded container), its edges name items by position.
 //
 // A newer request wins: between two jobs the worker yields to its event loop, and a
 // batch whose seq is no longer the newest is abandoned ("dropped"). Finished layouts are
@@ -22,15 +12,17 @@
 // expanding one group only lays out that group and its ancestors, and structurally
 // identical groups are laid out once.
 //
-// Classic worker on purpose: ELK ships as a UMD bundle, loaded with importScripts.
-"use strict";
+// A module worker (layout-client.js starts it with {type: "module"}): cards are sized by
+// the same module that draws them (draw/card.js); ELK comes through its ES-module face.
+
+import ELK, { ELK_VERSION } from "../vendor/elk.js";
+import { canvasMeasurer, charMeasurer, measureCard } from "../draw/card.js";
+import { ToWorker, done, dropped, layoutError, result, version } from "./protocol.js";
 
 // ELK as a library, in this thread: `new ELK()` without a workerUrl runs ELK's own
 // in-thread "fake worker". (Seeing a worker global, the bundle also sets `self.onmessage`
 // to a dispatcher of its own; this file's handler, assigned below, replaces it.)
-importScripts("../vendor/elk.bundled-0.12.1.js");
-const elk = new self.ELK();
-const ELK_VERSION = "0.12.1";
+const elk = new ELK();
 
 // Warm ELK's code paths once, off the critical path of the first real request.
 elk.layout({ id: "warm", layoutOptions: { "elk.algorithm": "layered" }, children: [{ id: "a", width: 10, height: 10 }, { id: "b", width: 10, height: 10 }], edges: [{ id: "e", sources: ["a"], targets: ["b"] }] }).catch(() => {});
@@ -41,58 +33,12 @@ let newestSeq = -1;
 let running = false;
 let pending = null;
 
-let measureCtx = null;
+// Text is measured in this thread's own canvas, in the fonts the page draws with.
+let measure = charMeasurer;
 try {
-  measureCtx = new OffscreenCanvas(8, 8).getContext("2d");
+  measure = canvasMeasurer(new OffscreenCanvas(8, 8).getContext("2d"));
 } catch (e) {
-  measureCtx = null;
-}
-
-function textWidth(text, font, fallbackPx) {
-  if (measureCtx) {
-    measureCtx.font = font;
-    return measureCtx.measureText(text).width;
-  }
-  return text.length * fallbackPx;
-}
-
-// Size of an item drawn as a card, from the style the renderer uses.
-function cardSize(item, style) {
-  if (item.inner || item.expandedSig) {
-    const inner = item.inner || cache.get(item.expandedSig);
-    if (inner) {
-      return {
-        w: Math.max(inner.w + 2 * style.groupPadX, style.minGroupWidth),
-        h: inner.h + style.groupHeader + style.groupPadBottom,
-      };
-    }
-  }
-  if (item.kind === "in" || item.kind === "out") {
-    // A pill: its name and shape parts, each in its own font (viewmodel boundaryJob),
-    // or one title. Quiet pills (parameters, buffers, variables, constants) are lower.
-    let w = 0;
-    if (Array.isArray(item.parts) && item.parts.length) {
-      for (const p of item.parts) w += textWidth(p.text, style[p.font] || style.fontMono, 7);
-      w += (item.parts.length - 1) * style.boundaryGap;
-    } else {
-      w = textWidth(item.title, style.fontMono, 7);
-    }
-    w += 2 * style.padX;
-    const h = item.quiet ? style.quietHeight : style.boundaryHeight;
-    return { w: Math.max(item.quiet ? 64 : 80, Math.min(style.maxCardWidth, Math.ceil(w))), h };
-  }
-  const toggle = item.kind === "group" || item.kind === "chunk" || item.kind === "stack" ? 20 : 0; // the +/- button
-  let w = textWidth(item.title, style.fontTitle, 7.5) + toggle;
-  if (item.tag) w += textWidth(item.tag, style.fontTag, 6) + 10 + style.tagGap;
-  const ws = item.weightStart ?? item.lines.length; // weight lines carry an 8px bullet
-  item.lines.forEach((line, i) => {
-    w = Math.max(w, textWidth(line, style.fontMono, 7) + toggle + (i >= ws ? 8 : 0));
-  });
-  const h = style.padTop + style.titleHeight + item.lines.length * style.lineHeight + style.padBottom;
-  return {
-    w: Math.max(style.minCardWidth, Math.min(style.maxCardWidth, Math.ceil(w + 2 * style.padX))),
-    h: Math.ceil(h),
-  };
+  measure = charMeasurer;
 }
 
 // Chosen by measurement on real models (benchmarks/bench_viewer_readability.py) and on
@@ -124,8 +70,8 @@ const LAYOUT_OPTIONS = {
 const ROW_OPTIONS = { ...LAYOUT_OPTIONS, "elk.separateConnectedComponents": "false" };
 
 // One container as an ELK graph: items by position ("i0"…), edges by position ("e0"…).
-function elkGraph(job, style, id) {
-  const sizes = job.items.map((item) => cardSize(item, style));
+function elkGraph(job, id) {
+  const sizes = job.items.map((item) => measureCard(item, measure));
   const children = sizes.map((s, i) => ({ id: `${id}i${i}`, width: s.w, height: s.h }));
   const edges = [];
   job.edges.forEach((e, i) => {
@@ -166,8 +112,8 @@ function readLayout(out, prefix, count) {
   return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges: routed };
 }
 
-async function layoutJob(job, style) {
-  const { graph, sizes } = elkGraph(job, style, "");
+async function layoutJob(job) {
+  const { graph, sizes } = elkGraph(job, "");
   let out;
   try {
     out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
@@ -181,8 +127,8 @@ async function layoutJob(job, style) {
 // (SEPARATE_CHILDREN), so a batch costs ELK's fixed overhead once instead of per container
 // (about half the time of separate calls for 12-item graphs). null when ELK refuses the
 // batch: its jobs are then laid out one by one.
-async function layoutBatch(jobs, style) {
-  const built = jobs.map((job, k) => elkGraph(job, style, `b${k}`));
+async function layoutBatch(jobs) {
+  const built = jobs.map((job, k) => elkGraph(job, `b${k}`));
   let out;
   try {
     out = await elk.layout(
@@ -244,25 +190,20 @@ const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
 const BATCH_ITEMS = 40; // containers up to this many items are batched
 const BATCH_TOTAL = 800; // items in one batch at most
 
-// A job can be laid out once the sizes of the expanded containers inside it are known.
-function ready(job) {
-  return job.items.every((it) => !it.expandedSig || it.inner || cache.has(it.expandedSig));
-}
-
 async function run(request) {
   const t0 = performance.now();
   const jobs = request.jobs;
   let i = 0;
   while (i < jobs.length) {
     if (request.seq !== newestSeq) {
-      self.postMessage({ type: "dropped", seq: request.seq, chunk: request.chunk });
+      self.postMessage(dropped(request.seq, request.chunk));
       return;
     }
     const job = jobs[i];
     const j0 = performance.now();
     let layout = cache.get(job.sig);
     if (layout) {
-      self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: 0 });
+      self.postMessage(result(request.seq, job.sig, layout, 0));
       i++;
       continue;
     }
@@ -271,39 +212,39 @@ async function run(request) {
     let total = 0;
     for (let k = i; k < jobs.length && batch.length < 256; k++) {
       const next = jobs[k];
-      if (next.items.length > BATCH_ITEMS || total + next.items.length > BATCH_TOTAL || cache.has(next.sig) || !ready(next)) break;
+      if (next.items.length > BATCH_ITEMS || total + next.items.length > BATCH_TOTAL || cache.has(next.sig)) break;
       batch.push(next);
       total += next.items.length;
     }
-    const layouts = batch.length > 1 ? await layoutBatch(batch, request.style) : null;
+    const layouts = batch.length > 1 ? await layoutBatch(batch) : null;
     if (layouts) {
       const ms = (performance.now() - j0) / batch.length;
       batch.forEach((b, k) => {
         remember(b.sig, layouts[k]);
-        self.postMessage({ type: "result", seq: request.seq, sig: b.sig, layout: layouts[k], ms });
+        self.postMessage(result(request.seq, b.sig, layouts[k], ms));
       });
       i += batch.length;
     } else {
       try {
-        layout = await layoutJob(job, request.style);
+        layout = await layoutJob(job);
         remember(job.sig, layout);
-        self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
+        self.postMessage(result(request.seq, job.sig, layout, performance.now() - j0));
       } catch (err) {
         // Never leave a container without a layout (its parent waits for its size): the
         // plain one, unless even that fails.
         try {
-          layout = fallbackLayout(job, job.items.map((item) => cardSize(item, request.style)));
+          layout = fallbackLayout(job, job.items.map((item) => measureCard(item, measure)));
           remember(job.sig, layout);
-          self.postMessage({ type: "result", seq: request.seq, sig: job.sig, layout, ms: performance.now() - j0 });
+          self.postMessage(result(request.seq, job.sig, layout, performance.now() - j0));
         } catch (again) {
-          self.postMessage({ type: "error", seq: request.seq, sig: job.sig, message: String(err && err.message || err) });
+          self.postMessage(layoutError(request.seq, job.sig, String(err && err.message || err)));
         }
       }
       i++;
     }
     await yieldToEvents(); // let a newer request arrive and win
   }
-  self.postMessage({ type: "done", seq: request.seq, chunk: request.chunk, ms: performance.now() - t0 });
+  self.postMessage(done(request.seq, request.chunk, performance.now() - t0));
 }
 
 async function pump() {
@@ -319,16 +260,14 @@ async function pump() {
 
 self.onmessage = (event) => {
   const msg = event.data;
-  if (msg && msg.type === "layout") {
+  if (msg && msg.type === ToWorker.LAYOUT) {
     newestSeq = Math.max(newestSeq, msg.seq);
-    if (pending) self.postMessage({ type: "dropped", seq: pending.seq, chunk: pending.chunk });
+    if (pending) self.postMessage(dropped(pending.seq, pending.chunk));
     pending = msg;
     pump();
-  } else if (msg && msg.type === "forget") {
-    cache.clear();
-  } else if (msg && msg.type === "version") {
+  } else if (msg && msg.type === ToWorker.VERSION) {
     // Which ELK answered: the test that an upgrade did not break the worker reads it.
-    self.postMessage({ type: "version", elk: ELK_VERSION, ownHandler: self.onmessage === handler });
+    self.postMessage(version(ELK_VERSION, self.onmessage === handler));
   }
 };
 const handler = self.onmessage;

@@ -7,12 +7,11 @@
 // the centre of the screen where it was, so that what a person looks at does not jump.
 
 export class Settler {
-  // model: () => the current GraphModel; renderer: the Renderer; onScene: called after a
-  // new scene is shown.
-  constructor(model, renderer, onScene = () => {}) {
-    this.model = model;
+  // store: the viewer's store (its model, and its settle action, which shows the new
+  // scene); renderer: the Renderer.
+  constructor(store, renderer) {
+    this.store = store;
     this.renderer = renderer;
-    this.onScene = onScene;
     this.timer = null;
     this.running = null;
     this.rounds = 0; // scenes replaced so far (for tests)
@@ -20,7 +19,7 @@ export class Settler {
 
   // After the camera moved: settle once it has been still for a moment.
   soon() {
-    const m = this.model();
+    const m = this.store.model;
     if (!m || !m.scene || !m.scene.estimated) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.now(), 80);
@@ -42,17 +41,14 @@ export class Settler {
   async _run(refit) {
     const r = this.renderer;
     for (let round = 0; round < 6; round++) {
-      const m = this.model();
+      const m = this.store.model;
       if (!m || !m.scene || !m.scene.estimated) return;
       const view = viewOf(r);
       const anchor = refit ? null : anchorOf(m, r);
-      const ok = await m.settle(view);
-      if (!ok || m !== this.model()) return;
-      r.setScene(m.scene);
+      if (!(await this.store.settle(view))) return;
       this.rounds += 1;
       if (refit) r.fit();
       else if (anchor) keep(anchor, m, r);
-      this.onScene();
     }
   }
 }

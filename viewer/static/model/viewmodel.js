@@ -15,7 +15,9 @@
 // group lays out that group and its ancestors only), and structurally identical groups
 // (GPT-2's twelve blocks) share one layout.
 
-import { CARD_STYLE, boundaryContent, formatValue } from "../draw/theme.js";
+import { FRAME, charMeasurer, measureCard, onFrameHeader, pillContent } from "../draw/card.js";
+import { formatValue } from "../draw/theme.js";
+import { formatBytes, formatCount, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
 import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
 
@@ -277,6 +279,7 @@ export class GraphModel {
         continue;
       }
       const entry = { kind: item.type, title: item.label || k, lines: linesOf(item), tag: cardTag(item) };
+      if (item.type === "node" && opens(item)) entry.toggle = true; // its bodies open from its card
       if (item.type === "node" && !weightPills && item.weights && item.weights.length) {
         entry.weightStart = entry.lines.length;
         entry.lines = entry.lines.concat(weightLines(item, this.modulePaths.get(key)));
@@ -308,7 +311,7 @@ export class GraphModel {
       edges.push({ s: si, t: ti, label: e.label || "", value: e.value, source: keys[si], target: keys[ti] });
     }
     const text = JSON.stringify([
-      items.map((it) => [it.kind, it.title, it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.expandedSig ? 1 : 0]),
+      items.map((it) => [it.kind, it.title, it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.toggle ? 1 : 0, it.expandedSig ? 1 : 0]),
       edges.map((e) => [e.s, e.t, e.label]),
       data.side_by_side ? "row" : "",
     ]);
@@ -484,7 +487,7 @@ export class GraphModel {
   // containers of the same kind (leaf or not) compared with their own column so far.
   // No edges: it is drawn only as a frame until it is in view, and then laid out for real.
   estimateLayout(d, boxes) {
-    const sizes = d.items.map((it, i) => boxes[i] ? cardBox(boxes[i]) : estimateCard(it));
+    const sizes = d.items.map((it, i) => boxes[i] ? FRAME.measure(boxes[i]) : measureCard(it, charMeasurer));
     const col = columnLayout(sizes);
     const r = this.ratios[d.inner.length ? 1 : 0];
     if (r.n < 1) return col;
@@ -535,7 +538,7 @@ export class GraphModel {
       this.perOp.n += 1;
     }
     if (d.items.length < 3) return;
-    const col = columnLayout(d.items.map((it, i) => boxes[i] ? cardBox(boxes[i]) : estimateCard(it)));
+    const col = columnLayout(d.items.map((it, i) => boxes[i] ? FRAME.measure(boxes[i]) : measureCard(it, charMeasurer)));
     const r = this.ratios[d.inner.length ? 1 : 0];
     const lw = Math.log(Math.max(0.05, real.w / col.w));
     const lh = Math.log(Math.max(0.05, real.h / col.h));
@@ -671,6 +674,13 @@ export class GraphModel {
     }
   }
 
+  // The first view closes again the group it opened last (to fit); false when it opened none.
+  closeLastOpened() {
+    if (!this.autoOpened.length) return false;
+    this.expanded.delete(this.autoOpened.pop());
+    return true;
+  }
+
   // Items a container draws, with stacks folded and parameters inside their ops.
   drawnCount(data) {
     let n = (data.outputs || []).length;
@@ -772,14 +782,13 @@ export class GraphModel {
           h: box.h,
           parentKey: key,
           expanded: null,
-          lines: entry.lines || [],
-          weightStart: entry.weightStart ?? null,
+          card: entry, // what the card says: the content the layout worker measured (card.js)
         };
         if (item && opens(item) && entry.expandedSig && info.has(k)) {
           const inner = info.get(k).layout;
-          const dx = Math.max(0, (box.w - 2 * CARD_STYLE.groupPadX - inner.w) / 2);
+          const dx = Math.max(0, (box.w - 2 * FRAME.inset.x - inner.w) / 2);
           const held = e.boxes[i] && (e.boxes[i].w > inner.w || e.boxes[i].h > inner.h);
-          sceneItem.expanded = build(k, sceneItem.x + CARD_STYLE.groupPadX + (held ? dx : 0), sceneItem.y + CARD_STYLE.groupHeader);
+          sceneItem.expanded = build(k, sceneItem.x + FRAME.inset.x + (held ? dx : 0), sceneItem.y + FRAME.inset.y);
         }
         container.items.push(sceneItem);
         byKey.set(k, sceneItem);
@@ -941,22 +950,31 @@ export class GraphModel {
   // Makes an item visible. `itemPath` is the server's list of item keys from the root to
   // the target, chunks included (search results and node details carry it); every key
   // before the target is expanded. Without one, the group path is followed and chunks
-  // are searched.
-  async revealPath(itemPath) {
-    // A node key inside a path is a control-flow boundary opened into its bodies.
-    const keys = itemPath.slice(0, -1).filter((k) => (isContainerKey(k) || k.startsWith("n")) && k !== ROOT);
-    for (const k of keys) {
-      this.deferred.delete(k); // on the way to a search result: fetched now, not once in view
-      this.expanded.add(k);
-    }
-    return this.unstack(itemPath[itemPath.length - 1]);
+  // are searched (reveal).
+  revealPath(itemPath) {
+    return this.revealPaths([itemPath]);
   }
 
-  // Refreshes; when `target` ended up folded inside a stack card, opens that stack.
-  async unstack(target) {
+  // Makes several items visible at once (a source line's items).
+  async revealPaths(itemPaths) {
+    for (const path of itemPaths) {
+      // A node key inside a path is a control-flow boundary opened into its bodies.
+      for (const k of path.slice(0, -1)) {
+        if (k === ROOT || !(isContainerKey(k) || k.startsWith("n"))) continue;
+        this.deferred.delete(k); // on the way to a search result: fetched now, not once in view
+        this.expanded.add(k);
+      }
+    }
+    return this.unstack(itemPaths.map((p) => p[p.length - 1]));
+  }
+
+  // Refreshes; when targets ended up folded inside stack cards, opens those stacks.
+  async unstack(targets) {
     const ok = await this.refresh();
-    if (!ok || !target || !this.stackOf.has(target) || this.scene.byKey.has(target)) return ok;
-    this.unfolded.add(this.stackOf.get(target));
+    if (!ok) return ok;
+    const folded = targets.filter((k) => k && this.stackOf.has(k) && !this.scene.byKey.has(k));
+    if (!folded.length) return ok;
+    for (const k of folded) this.unfolded.add(this.stackOf.get(k));
     return this.refresh();
   }
 
@@ -977,7 +995,7 @@ export class GraphModel {
       this.expanded.add(step);
       container = step;
     }
-    return this.unstack(target);
+    return this.unstack([target]);
   }
 
   // Which container under `container` directly holds item `key`: itself, or one of its
@@ -1003,7 +1021,7 @@ export class GraphModel {
       for (const it of container.items) {
         if (x < it.x || y < it.y || x > it.x + it.w || y > it.y + it.h) continue;
         hit = it;
-        if (it.expanded && y > it.y + CARD_STYLE.groupHeader) visit(it.expanded);
+        if (it.expanded && !onFrameHeader(it, y)) visit(it.expanded);
         return;
       }
     };
@@ -1040,7 +1058,7 @@ function grownLayout(layout, oldBoxes, newBoxes) {
     if (!a && !b) continue;
     if (!a || !b) return null;
     if (b.w < a.w || b.h < a.h) return null;
-    if (b.w > a.w || b.h > a.h) grow.push([i, cardBox(b).w - cardBox(a).w, b.h - a.h]);
+    if (b.w > a.w || b.h > a.h) grow.push([i, FRAME.measure(b).w - FRAME.measure(a).w, b.h - a.h]);
   }
   if (!grow.length) return null;
   const boxes = layout.boxes.map((b) => ({ ...b }));
@@ -1090,37 +1108,6 @@ function pendingSig(item, key) {
 function linesOf(item) {
   if (!item._lines) Object.defineProperty(item, "_lines", { value: cardLines(item), enumerable: false });
   return item._lines;
-}
-
-// en-US grouping without Intl (toLocaleString dominated display lists of 50k items).
-function grouped(n) {
-  n = Number(n);
-  if (!Number.isInteger(n)) return n.toLocaleString("en-US");
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-}
-
-// What a card measures, from character counts (the layout worker measures text; these
-// sizes only feed estimates): the worker's own fallback widths per font.
-function estimateCard(entry) {
-  const S = CARD_STYLE;
-  if (entry.kind === "in" || entry.kind === "out") {
-    const chars = entry.parts ? entry.parts.reduce((n, p) => n + p.text.length, 0) + 2 * (entry.parts.length - 1) : entry.title.length;
-    const w = chars * 7 + 2 * S.padX;
-    return { w: Math.max(entry.quiet ? 64 : 80, Math.min(S.maxCardWidth, Math.ceil(w))), h: entry.quiet ? S.quietHeight : S.boundaryHeight };
-  }
-  const toggle = entry.kind === "group" || entry.kind === "chunk" || entry.kind === "stack" ? 20 : 0;
-  let w = String(entry.title).length * 7.5 + toggle + (entry.tag ? String(entry.tag).length * 6 + 10 + S.tagGap : 0);
-  for (const line of entry.lines) w = Math.max(w, line.length * 7 + toggle + 8);
-  return {
-    w: Math.max(S.minCardWidth, Math.min(S.maxCardWidth, Math.ceil(w + 2 * S.padX))),
-    h: Math.ceil(S.padTop + S.titleHeight + entry.lines.length * S.lineHeight + S.padBottom),
-  };
-}
-
-// The card of an expanded container whose inside measures `inner` (the worker's cardSize).
-function cardBox(inner) {
-  const S = CARD_STYLE;
-  return { w: Math.max(inner.w + 2 * S.groupPadX, S.minGroupWidth), h: inner.h + S.groupHeader + S.groupPadBottom };
 }
 
 // Cards in one column, in program order, with ELK's spacing between layers and padding.
@@ -1210,22 +1197,6 @@ function shapesLine(item) {
   return `${a || "·"} → ${b || "·"}`;
 }
 
-export function formatCount(n) {
-  n = Number(n);
-  if (n >= 1e9) return (n / 1e9).toFixed(n >= 1e10 ? 1 : 2) + " B";
-  if (n >= 1e6) return (n / 1e6).toFixed(n >= 1e7 ? 1 : 2) + " M";
-  if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 1 : 2) + " k";
-  return String(n);
-}
-
-export function formatBytes(b) {
-  b = Number(b);
-  if (b >= 1e9) return (b / 1e9).toFixed(1) + " GB";
-  if (b >= 1e6) return (b / 1e6).toFixed(1) + " MB";
-  if (b >= 1e3) return (b / 1e3).toFixed(1) + " kB";
-  return `${b} B`;
-}
-
 function stackTitle(members) {
   const a = members[0].label;
   const b = members[members.length - 1].label;
@@ -1246,17 +1217,9 @@ function stackItem(entry, byItem) {
   return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length };
 }
 
-// A boundary pill for the layout worker: the exact text parts it will measure.
+// A boundary pill: the exact text parts the layout worker measures and the renderer draws.
 function boundaryJob(side, b) {
-  const c = boundaryContent(side, b);
-  return {
-    key: `${side}:${b.value}`,
-    kind: side,
-    title: c.parts.map((p) => p.text).join("  "),
-    parts: c.parts.map((p) => ({ text: p.text, font: p.font })),
-    quiet: c.look === "quiet",
-    lines: [],
-  };
+  return { key: `${side}:${b.value}`, ...pillContent(side, b) };
 }
 
 function cardTag(item) {

@@ -1,38 +1,42 @@
 // The inspector panel: everything the capture retains about the selected node, group,
-// chunk or value, fetched on demand (api/node, api/group, api/value).
+// chunk or value, fetched on demand (api/node, api/group, api/value), and the capture
+// summary. It follows the store's selection: an item selected opens it on that item,
+// nothing selected closes it.
 
 import { el, clear, jsonView } from "../dom.js";
 import { KIND_WORDING, QUIET_ROLES, ROLE_WORDING, formatValue } from "../draw/theme.js";
+import { formatBytes, formatStat } from "../format.js";
+import { Panel } from "./panel.js";
 
 const NOT_MEASURED =
   "not measured: traced program. Storage aliases, activation statistics and output bytes exist only for PyTorch eager captures.";
 
-export class Inspector {
-  constructor(root, { api, onJump, onReveal }) {
-    this.root = root;
+export class Inspector extends Panel {
+  // onJump(key): select and show an item; onReveal(frame, target): go to source;
+  // onToggle(key): open or close a container.
+  constructor(store, root, { api, onJump, onReveal, onToggle }) {
+    super(store, "inspector", root, { side: true });
     this.api = api;
     this.onJump = onJump;
     this.onReveal = onReveal;
+    this.onToggle = onToggle;
     this.capture = null;
     this.body = root.querySelector("#insp-body");
     this.kicker = root.querySelector("#insp-kicker");
     this.title = root.querySelector("#insp-title");
     this.seq = 0;
     this.current = null;
-    root.querySelector("#insp-close").addEventListener("click", () => this.hide());
+    root.querySelector("#insp-close").addEventListener("click", () => this.close());
+    store.on("capture", ({ capture }) => (this.capture = capture));
+    store.on("selection", ({ key, value }) => {
+      if (value !== null && value !== undefined) this.show(`w:${value}`, null);
+      else if (key) this.show(key, store.itemOf(key)?.item || null);
+      else this.close();
+    });
   }
 
-  hide() {
-    this.root.hidden = true;
+  hidden() {
     this.current = null;
-    panelsChanged();
-  }
-
-  open() {
-    if (this.root.hidden) {
-      this.root.hidden = false;
-      panelsChanged();
-    }
   }
 
   head(kicker, title) {
@@ -99,10 +103,12 @@ export class Inspector {
         list.append(el("li", {}, el("code", { "data-body": b.key }, b.name), " ", el("span", { class: "muted" }, bits.join(" · "))));
       }
       this.body.append(list);
-      this.body.append(el("div", { class: "actions" }, el("button", { type: "button", "data-action": "open-bodies", onclick: () => window.tensorviz.toggle("n" + d.id) }, "Open bodies / close")));
+      this.body.append(el("div", { class: "actions" }, el("button", { type: "button", "data-action": "open-bodies", onclick: () => this.onToggle("n" + d.id) }, "Open bodies / close")));
     } else if (d.opaque) {
       this.body.append(el("p", { class: "note" }, "Opaque boundary: the subprogram inside was not expanded. Its output shapes are retained; nothing inside it is reported as executed."));
     }
+    // Where it came from first; the values it read and wrote below.
+    this.frame(d.frame, `n${d.id}`);
     if (d.group_path && d.group_path.length) {
       this.section("Scope");
       const crumbs = el("div", { class: "crumbs" });
@@ -156,8 +162,10 @@ export class Inspector {
     if (Object.keys(params).length) this.body.append(jsonView(params));
     else this.body.append(el("p", { class: "muted" }, "No params retained."));
 
-    this.measured([...(d.inputs || []).map((o) => o.value).filter(Boolean), ...(d.outputs || [])]);
-    this.frame(d.frame, `n${d.id}`);
+    this.measured([
+      ...(d.inputs || []).filter((o) => o.value).map((o) => ({ label: `in #${o.position}`, value: o.value })),
+      ...(d.outputs || []).map((v, i) => ({ label: `out ${i}`, value: v })),
+    ]);
   }
 
   nodeLink(id, prefix = "") {
@@ -168,32 +176,52 @@ export class Inspector {
     this.body.append(el("h3", {}, title));
   }
 
-  measured(values) {
+  // What an eager run measured of each value (entries: {label, value}): a small table of
+  // statistics to 4 significant digits (full precision in each cell's title), NaN and Inf
+  // counts and bytes, and under each value where it lived (device, strides, storage, aliases).
+  measured(entries) {
     this.section("Measured");
     const box = el("div", { "data-section": "measured" });
     const isMeasured = this.capture && this.capture.measured;
-    const withFields = values.filter((v) => v && v.measured);
-    if (!isMeasured || !withFields.length) {
+    const rows = entries.filter((e) => e.value && e.value.measured);
+    if (!isMeasured || !rows.length) {
       const jax = !this.capture || this.capture.backend === "jaxpr" || (this.capture.coverage && this.capture.coverage.scope === "traced_program");
       box.append(el("p", { class: "note" }, jax ? NOT_MEASURED : "not measured for these values."));
-    } else {
-      for (const v of withFields) {
-        const m = v.measured;
-        box.append(el("div", { class: "muted" }, `%${v.id} ${v.name ? v.name + " " : ""}${formatValue(v)}`));
-        const facts = el("dl", { class: "facts" });
-        const pick = (k, label) => {
-          if (m[k] !== undefined && m[k] !== null) facts.append(el("dt", {}, label), el("dd", {}, typeof m[k] === "object" ? JSON.stringify(m[k]) : String(m[k])));
-        };
-        pick("device", "device");
-        pick("bytes", "bytes");
-        pick("aliases", "aliases");
-        pick("stats", "statistics");
-        pick("statistics", "statistics");
-        pick("strides", "strides");
-        pick("storage", "storage");
-        box.append(facts);
-      }
+      this.body.append(box);
+      return;
     }
+    const cols = ["min", "max", "mean", "std"];
+    const table = el("table", { class: "stats", "data-table": "statistics" },
+      el("caption", {}, "statistics"),
+      el("thead", {}, el("tr", {}, ...cols.map((c) => el("th", { scope: "col" }, c)), el("th", { scope: "col", title: "elements that are NaN / ±Inf" }, "NaN/Inf"), el("th", { scope: "col" }, "bytes"))));
+    const tbody = el("tbody");
+    for (const { label, value: v } of rows) {
+      const m = v.measured;
+      const s = m.stats || m.statistics || null;
+      tbody.append(el("tr", { class: "stats-value", "data-value": String(v.id) },
+        el("th", { colspan: String(cols.length + 2), scope: "rowgroup" }, el("span", { class: "stats-label" }, label), ` %${v.id} `, v.name ? el("code", {}, v.name) : null, " ", el("span", { class: "muted" }, formatValue(v)))));
+      const cells = cols.map((c) => {
+        const x = s ? s[c] : undefined;
+        return el("td", { "data-stat": c, title: x === undefined || x === null ? "" : String(x) }, s ? formatStat(x) : "—");
+      });
+      const bad = s && (Number(s.nan) > 0 || Number(s.inf) > 0);
+      cells.push(el("td", { "data-stat": "nonfinite", class: bad ? "warn" : null }, s && s.nan !== undefined ? `${s.nan} / ${s.inf}` : "—"));
+      cells.push(el("td", { "data-stat": "bytes", title: m.bytes !== undefined ? formatBytes(m.bytes) : "" }, m.bytes !== undefined && m.bytes !== null ? String(m.bytes) : "—"));
+      tbody.append(el("tr", { class: "stats-numbers" }, ...cells));
+      const where = [];
+      if (m.device) where.push(String(m.device));
+      if (m.strides) where.push(`strides [${m.strides.join(", ")}]`);
+      if (m.storage_offset) where.push(`offset ${m.storage_offset}`);
+      if (m.layout) where.push(String(m.layout));
+      if (m.storage !== undefined && m.storage !== null) where.push(`storage ${m.storage}`);
+      if (m.aliases && m.aliases.length) {
+        const more = m.aliases_total && m.aliases_total > m.aliases.length ? ` +${m.aliases_total - m.aliases.length}` : "";
+        where.push(`aliases ${m.aliases.map((a) => "%" + a).join(" ")}${more}`);
+      }
+      if (where.length) tbody.append(el("tr", { class: "stats-where" }, el("td", { colspan: String(cols.length + 2) }, where.join(" · "))));
+    }
+    table.append(tbody);
+    box.append(table);
     this.body.append(box);
   }
 
@@ -331,7 +359,7 @@ export class Inspector {
       this.section("Attributes");
       this.body.append(jsonView(d.attrs));
     }
-    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => window.tensorviz.toggle(key) }, "Expand / collapse")));
+    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => this.onToggle(key) }, "Expand / collapse")));
   }
 
   showChunk(key, item) {
@@ -342,7 +370,7 @@ export class Inspector {
     if (item.child_count !== undefined) facts.append(el("dt", {}, "items"), el("dd", {}, String(item.child_count)));
     if (item.sublabel) facts.append(el("dt", {}, "range"), el("dd", {}, String(item.sublabel)));
     this.body.append(facts);
-    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => window.tensorviz.toggle(key) }, "Expand / collapse")));
+    this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => this.onToggle(key) }, "Expand / collapse")));
   }
 
   showValue(d, kicker = "value") {
@@ -372,7 +400,7 @@ export class Inspector {
     }
     if (!uses.length) row.append(el("span", { class: "muted" }, "no uses"));
     this.body.append(row);
-    this.measured([v]);
+    this.measured([{ label: "value", value: v }]);
   }
 }
 
@@ -381,12 +409,4 @@ function valueName(v) {
   const quiet = QUIET_ROLES.has(v.role);
   return el("span", { class: "value-name" + (quiet ? " quiet" : ""), title: ROLE_WORDING[v.role] || "", "data-name": v.name },
     el("span", { class: "muted" }, `${v.role || "input"} `), el("code", {}, v.name));
-}
-
-// Panels float over the canvas; the renderer centres things in the part left visible.
-function panelsChanged() {
-  const open = !document.getElementById("inspector").hidden || !document.getElementById("setup").hidden;
-  const ws = document.querySelector(".workspace");
-  ws.classList.toggle("panel-open", open);
-  window.dispatchEvent(new CustomEvent("tv-panels", { detail: { inset: open ? 380 : 0 } }));
 }

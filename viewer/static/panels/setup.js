@@ -4,13 +4,14 @@
 // control whose path matches and in a list.
 
 import { el, clear } from "../dom.js";
+import { Panel } from "./panel.js";
 
 // The dtype and generator lists and the profile-name rule come with the form (`api/setup`
 // `schema`, from capture.recipe): the recipe's own definitions, never a copy here.
 
-export class SetupForm {
-  constructor(root, { api, onCaptureStarted }) {
-    this.root = root;
+export class SetupForm extends Panel {
+  constructor(store, root, { api, onCaptureStarted }) {
+    super(store, "setup", root, { side: true });
     this.api = api;
     this.onCaptureStarted = onCaptureStarted;
     this.data = null;
@@ -60,23 +61,10 @@ export class SetupForm {
     return true;
   }
 
-  open() {
-    document.getElementById("inspector").hidden = true;
-    this.root.hidden = false;
-    panelsChanged();
-    // The cursor goes where something is needed (an unknown shape), else the first field.
+  // The cursor goes where something is needed (an unknown shape), else the first field.
+  shown() {
     const first = this.root.querySelector("[aria-invalid=true]") || this.root.querySelector("input");
     if (first) first.focus();
-  }
-
-  close() {
-    this.root.hidden = true;
-    panelsChanged();
-  }
-
-  toggle() {
-    if (this.root.hidden) this.open();
-    else this.close();
   }
 
   render() {
@@ -437,12 +425,4 @@ function suggestName(recipe, schema) {
   const symbol = ((recipe && recipe.model) || "").split(":").pop();
   if (!symbol || !schema.profile_name_invalid) return "profile";
   return symbol.replace(new RegExp(schema.profile_name_invalid, "g"), "_").slice(0, schema.profile_name_max || undefined) || "profile";
-}
-
-// Panels float over the canvas; the renderer centres things in the part left visible.
-function panelsChanged() {
-  const open = !document.getElementById("inspector").hidden || !document.getElementById("setup").hidden;
-  const ws = document.querySelector(".workspace");
-  ws.classList.toggle("panel-open", open);
-  window.dispatchEvent(new CustomEvent("tv-panels", { detail: { inset: open ? 380 : 0 } }));
 }

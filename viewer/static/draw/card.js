@@ -1,0 +1,401 @@
+// Card geometry: how big each kind of card is and how it is drawn, one object per kind
+// (Netron's grapher blocks own `measure` and `update`). The layout worker imports this
+// file (a module worker) to size the cards it lays out; the renderer and the SVG export
+// draw the same content in the boxes the layout gave them (drawlist.js). Measuring and
+// drawing walk the same rows and slots with the same fonts, so a card's size and its
+// drawing cannot drift apart.
+//
+// A card's *content* is the view model's display entry for an item (viewmodel.js display):
+//   {kind: "node" | "group" | "chunk" | "stack" | "in" | "out", title, lines: [string],
+//    tag: string | null, weightStart?: number (lines from here on are weights), toggle?: bool
+//    (a node that opens: the +/- button; groups, chunks and stacks always have one),
+//    parts?: [{text, font, tone}] (a pill's texts, each in a CARD_STYLE font), look?, role?,
+//    quiet?: bool (a parameter's smaller pill)}
+// and `inner` {w, h} on an expanded container: its frame is sized from its inside.
+//
+// A box card (an op, a closed group, chunk or stack), top to bottom:
+//   padTop | title row: title … tag chip, toggle room | one row per line | padBottom
+// left and right padX; weight lines carry a bullet. A pill: its parts side by side, centred.
+// A frame (an expanded container): a header band, then its inside at (groupPadX, groupHeader).
+
+import { HATCH, KIND_WORDING, QUIET_ROLES, formatValue, kindStyle } from "./theme.js";
+
+const SANS = 'system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", sans-serif';
+const MONO = 'ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace';
+
+// Fonts and metrics of every card, in world pixels (100 % zoom).
+export const CARD_STYLE = Object.freeze({
+  fontTitle: `600 13px ${SANS}`,
+  fontTag: `600 10px ${SANS}`,
+  fontMono: `11.5px ${MONO}`,
+  fontHeader: `600 12px ${SANS}`,
+  fontLabel: `10.5px ${MONO}`,
+  fontBoundaryName: `600 11.5px ${MONO}`, // a capture input's name on its pill
+  fontQuiet: `10.5px ${MONO}`, // parameter / buffer / variable / constant pills
+  padX: 11,
+  padTop: 8,
+  padBottom: 8,
+  titleHeight: 18,
+  lineHeight: 15,
+  tagGap: 10, // between the title and the tag chip
+  tagPad: 10, // a tag chip is this much wider than its text
+  toggleRoom: 20, // right of the title and lines, for the +/- button
+  toggleInset: 16, // the +/- button's centre, from the card's right edge
+  toggleRadius: 7,
+  bullet: 8, // a weight line's bullet and the space after it
+  accent: 4, // an op card's category strip on its left edge
+  minCardWidth: 104,
+  maxCardWidth: 300,
+  minGroupWidth: 180,
+  boundaryHeight: 24,
+  quietHeight: 19, // the smaller pill of a parameter, buffer, variable or constant
+  minPillWidth: 80,
+  minQuietPillWidth: 64,
+  boundaryGap: 8, // between a pill's name and its shape
+  groupPadX: 14,
+  groupHeader: 30,
+  groupPadBottom: 14,
+});
+const S = CARD_STYLE;
+
+// ---------------------------------------------------------------- measuring text
+
+// Text widths in a CARD_STYLE font: from a 2D context (the renderer's canvas, the
+// worker's OffscreenCanvas), or from character counts (charMeasurer: estimates, and a
+// worker without OffscreenCanvas).
+export function canvasMeasurer(ctx) {
+  return {
+    width(text, font) {
+      ctx.font = S[font] || S.fontMono;
+      return ctx.measureText(text).width;
+    },
+  };
+}
+
+const CHAR_WIDTH = { fontTitle: 7.5, fontTag: 6 };
+export const charMeasurer = { width: (text, font) => String(text).length * (CHAR_WIDTH[font] || 7) };
+
+// ---------------------------------------------------------------- content
+
+// What a boundary pill says: its look ("input" | "quiet" | "plain") and its text parts, each
+// with a CARD_STYLE font key and a tone ("name" | "shape" | "plain"). A capture input shows
+// its name (`x  f32[2,3,16,16]`), parameters, buffers, variables and constants a smaller,
+// lighter pill (`stem.weight  f32[8,3,3,3]`), a value from outside the view `in  f32[8]`.
+export function pillContent(side, v) {
+  const shape = formatValue(v);
+  const name = v && typeof v.name === "string" && v.name ? v.name : null;
+  let look = "plain";
+  let role = null;
+  let parts = [{ text: `${side}  ${shape}`, font: "fontMono", tone: "plain" }];
+  if (side === "in" && name) {
+    const quiet = QUIET_ROLES.has(v.role);
+    look = quiet ? "quiet" : "input";
+    role = v.role || null;
+    parts = [
+      { text: name, font: quiet ? "fontQuiet" : "fontBoundaryName", tone: "name" },
+      { text: shape, font: quiet ? "fontQuiet" : "fontMono", tone: "shape" },
+    ];
+  } else if (side === "out" && name && v.role === "body_result") {
+    // What one iteration of an unexecuted body hands on: `out carry 0 (next iteration)  f32[3]`.
+    look = "plain";
+    role = v.role;
+    parts = [
+      { text: `out  ${name}`, font: "fontMono", tone: "name" },
+      { text: shape, font: "fontMono", tone: "shape" },
+    ];
+  }
+  return { kind: side, title: parts.map((p) => p.text).join("  "), lines: [], tag: null, parts, look, role, quiet: look === "quiet" };
+}
+
+const boxed = (kind) => kind === "group" || kind === "chunk" || kind === "stack";
+const hasToggle = (c) => boxed(c.kind) || !!c.toggle;
+
+// ---------------------------------------------------------------- the cards
+
+// An op, or a group, chunk or stack drawn closed.
+const BOX = {
+  measure(c, m) {
+    const toggle = hasToggle(c) ? S.toggleRoom : 0;
+    let w = m.width(c.title, "fontTitle") + toggle;
+    if (c.tag) w += m.width(c.tag, "fontTag") + S.tagPad + S.tagGap;
+    const ws = c.weightStart ?? c.lines.length;
+    c.lines.forEach((line, i) => {
+      w = Math.max(w, m.width(line, "fontMono") + toggle + (i >= ws ? S.bullet : 0));
+    });
+    return {
+      w: Math.max(S.minCardWidth, Math.min(S.maxCardWidth, Math.ceil(w + 2 * S.padX))),
+      h: Math.ceil(S.padTop + S.titleHeight + c.lines.length * S.lineHeight + S.padBottom),
+    };
+  },
+};
+
+// A boundary pill: its parts, in their fonts, side by side.
+const PILL = {
+  measure(c, m) {
+    const parts = c.parts && c.parts.length ? c.parts : [{ text: c.title, font: "fontMono" }];
+    let w = (parts.length - 1) * S.boundaryGap + 2 * S.padX;
+    for (const p of parts) w += m.width(p.text, p.font);
+    return {
+      w: Math.max(c.quiet ? S.minQuietPillWidth : S.minPillWidth, Math.min(S.maxCardWidth, Math.ceil(w))),
+      h: c.quiet ? S.quietHeight : S.boundaryHeight,
+    };
+  },
+};
+
+// An expanded container: its inside, plus the header band and the padding around it.
+export const FRAME = {
+  inset: { x: S.groupPadX, y: S.groupHeader },
+  measure(inner) {
+    return { w: Math.max(inner.w + 2 * S.groupPadX, S.minGroupWidth), h: inner.h + S.groupHeader + S.groupPadBottom };
+  },
+};
+
+// The size of a card with this content: a frame when it has an inside.
+export function measureCard(c, m) {
+  if (c.inner) return FRAME.measure(c.inner);
+  return c.kind === "in" || c.kind === "out" ? PILL.measure(c, m) : BOX.measure(c, m);
+}
+
+// ---------------------------------------------------------------- drawing
+// Primitives as drawlist.js documents them; `it` is a scene item: its box (x, y, w, h), its
+// content (`card`) and the server's item (`item`, for its look: kind, opaque, wording).
+
+export const rect = (x, y, w, h, r, fill, stroke = null, lw = 1, dash = null, fa = 1, hair = false) =>
+  ({ t: "rect", x, y, w, h, r, fill, fa, stroke, lw, hair, dash });
+export const text = (x, y, s, font, fill, align = "left") => ({ t: "text", x, y, text: s, font, fill, align, baseline: "middle" });
+
+const OP_ACCENT = [
+  [/^(dot_general|conv|matmul|mm|bmm|linear|addmm|einsum|ragged_dot)/, "#3b82f6"],
+  [/^(exp|log|tanh|logistic|relu|gelu|silu|softmax|erf|sigmoid|max$|min$)/, "#ef6c4a"],
+  [/^(reshape|transpose|broadcast|squeeze|expand_dims|concatenate|slice|dynamic_slice|gather|scatter|pad|view|permute|select_n|convert_element_type)/, "#16a34a"],
+  [/^(reduce_|argmax|argmin|cumsum|sum|mean)/, "#9333ea"],
+  [/^(while|cond|scan|pjit|custom_|call|remat|checkpoint)/, "#d97706"],
+];
+
+export function accentFor(op) {
+  for (const [re, color] of OP_ACCENT) if (re.test(op)) return color;
+  return "#94a3b8";
+}
+
+// Where a box card's parts go inside its box: the title row's and the lines' centres, the
+// room the texts may take, and where the tag chip and the toggle sit (world coordinates).
+function boxSlots(it) {
+  const c = it.card;
+  const toggle = hasToggle(c) ? S.toggleRoom : 0;
+  const room = it.w - 2 * S.padX - toggle;
+  return {
+    x: it.x + S.padX,
+    room,
+    titleY: it.y + S.padTop + S.titleHeight / 2,
+    lineY: (i) => it.y + S.padTop + S.titleHeight + (i + 0.5) * S.lineHeight,
+    tagRight: it.x + it.w - S.padX - toggle,
+    toggleX: toggle ? it.x + it.w - S.toggleInset : null,
+  };
+}
+
+// The primitives of a card at a level of detail (band: 0 far, 1 titles, 2 everything) into
+// `dl` {card, header, far}; header and far only for a frame.
+export function drawCard(dl, it, ctx, p, band) {
+  if (it.expanded) drawFrame(dl, it, ctx, p, band);
+  else if (it.type === "node") drawOp(dl.card, it, ctx, p, band);
+  else if (boxed(it.type)) drawClosedGroup(dl.card, it, ctx, p, band);
+  else drawPill(dl.card, it, ctx, p, band);
+}
+
+function drawOp(out, it, ctx, p, band) {
+  const n = it.item;
+  const opaque = !!n.opaque;
+  const accent = opaque ? p.opaqueStroke : accentFor(n.label || "");
+  if (band === 0) {
+    out.push(rect(it.x, it.y, it.w, it.h, 0, opaque ? p.opaqueStroke : p.cardFill));
+    out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, accent));
+    return;
+  }
+  out.push(rect(it.x, it.y, it.w, it.h, 6, opaque ? HATCH : p.cardFill, opaque ? p.opaqueStroke : p.cardStroke, opaque ? 1.6 : 1, opaque ? [5, 3] : null));
+  out.push(rect(it.x, it.y, S.accent, it.h, [6, 0, 0, 6], accent));
+  boxTexts(out, it, ctx, p, band, p.cardText, opaque ? p.opaqueStroke : null, opaque ? p.opaqueStroke : null);
+}
+
+function drawClosedGroup(out, it, ctx, p, band) {
+  const kind = it.type === "chunk" ? "chunk" : it.item.kind;
+  const ks = kindStyle(p, kind);
+  if (band === 0) {
+    out.push(rect(it.x, it.y, it.w, it.h, 0, ks.fill, ks.stroke, 1, null, 1, true));
+    out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, ks.stroke));
+    out.push({ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: it.card.title, color: ks.text, padTop: 7, bg: null });
+    return;
+  }
+  // A second sheet behind the card says "there is more inside"; a stack of identical
+  // blocks shows a deeper pile.
+  for (const d of it.type === "stack" ? [8, 4] : [4]) out.push(rect(it.x + d, it.y + d, it.w, it.h, 7, ks.fill, ks.stroke, 1));
+  out.push(rect(it.x, it.y, it.w, it.h, 7, ks.fill, ks.stroke, 1.4, kind === "body" ? [6, 4] : null)); // body: a template, not executed
+  boxTexts(out, it, ctx, p, band, ks.text, ks.stroke, ks.stroke);
+}
+
+// A box card's texts: the title row (title, tag chip, toggle), then its lines, the
+// weights last (a rule, then one quiet line each: a long name loses its start).
+function boxTexts(out, it, ctx, p, band, color, tagColor, toggleColor) {
+  const c = it.card;
+  const at = boxSlots(it);
+  let titleRoom = at.room;
+  if (c.tag && band === 2) {
+    ctx.font = S.fontTag;
+    const tagW = ctx.measureText(c.tag).width + S.tagPad;
+    const tx = at.tagRight - tagW;
+    out.push(rect(tx, at.titleY - 8, tagW, 16, 8, tagColor || p.cardMuted, null, 1, null, 0.14));
+    out.push(text(tx + S.tagPad / 2, at.titleY + 0.5, c.tag, S.fontTag, tagColor || p.cardMuted));
+    titleRoom -= tagW + S.tagGap;
+  }
+  ctx.font = S.fontTitle;
+  out.push(text(at.x, at.titleY, truncate(ctx, c.title, titleRoom), S.fontTitle, color));
+  if (band === 2 && at.toggleX !== null) out.push({ t: "toggle", cx: at.toggleX, cy: at.titleY, r: S.toggleRadius, sign: "+", color: toggleColor || color });
+  if (band < 2 || !c.lines.length) return;
+  ctx.font = S.fontMono;
+  const ws = c.weightStart ?? c.lines.length;
+  c.lines.forEach((l, i) => {
+    const y = at.lineY(i);
+    if (i === ws) out.push(rect(at.x, y - S.lineHeight / 2 - 0.5, at.room, 1, 0, p.quietStroke));
+    if (i >= ws) {
+      out.push(rect(at.x, y - 2, 4, 4, 0, p.quietText));
+      out.push(text(at.x + S.bullet, y, truncateStart(ctx, l, at.room - S.bullet), S.fontMono, p.quietText));
+    } else {
+      out.push(text(at.x, y, truncate(ctx, l, at.room), S.fontMono, p.cardMuted));
+    }
+  });
+}
+
+function drawFrame(dl, it, ctx, p, band) {
+  // An opened control-flow boundary node holds its unexecuted bodies: drawn in the
+  // control-flow colour, tagged "opaque"; templates (kind body) have a dashed frame.
+  const isBoundary = it.type === "node";
+  const kind = it.type === "chunk" ? "chunk" : isBoundary ? "opaque" : it.item.kind;
+  const ks = kindStyle(p, isBoundary ? "cond" : kind);
+  const name = it.item.label || it.key;
+  dl.card.push(rect(it.x, it.y, it.w, it.h, 9, ks.fill, ks.stroke, 1.4, kind === "body" || isBoundary ? [6, 4] : null, 0.55, band === 0));
+  if (band === 0) {
+    dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: `${kind} ${name}`, color: ks.text, padTop: 3, bg: ks.fill }];
+    return;
+  }
+  const h = [];
+  h.push(rect(it.x, it.y, it.w, S.groupHeader - 4, [9, 9, 0, 0], ks.fill));
+  const y = it.y + (S.groupHeader - 4) / 2;
+  ctx.font = S.fontTag;
+  const chipX = it.x + 10;
+  const tw = ctx.measureText(kind).width + S.tagPad;
+  h.push(rect(chipX, y - 8, tw, 16, 8, ks.stroke));
+  h.push(text(chipX + S.tagPad / 2, y + 0.5, kind, S.fontTag, p.background));
+  const nb = isBoundary ? (it.item.bodies || []).length : 0;
+  const wording = isBoundary ? `${nb} ${nb === 1 ? "body" : "bodies"}: templates, not executed`
+    : it.item.template || it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");
+  const full = wording && wording !== kind ? `${name}  ·  ${wording}` : name;
+  const textX = chipX + tw + 8;
+  ctx.font = S.fontHeader;
+  h.push(text(textX, y, truncate(ctx, full, it.x + it.w - S.padX - S.toggleRoom - textX), S.fontHeader, ks.text));
+  if (band === 2) h.push({ t: "toggle", cx: it.x + it.w - S.toggleInset, cy: y, r: S.toggleRadius, sign: "-", color: ks.stroke });
+  dl.header = h;
+}
+
+function drawPill(out, it, ctx, p, band) {
+  const c = it.card;
+  const look = c.look === "quiet"
+    ? { fill: p.quietFill, stroke: p.quietStroke, name: p.quietText, shape: p.quietMuted, dash: c.role === "buffer" || c.role === "const" }
+    : c.look === "input"
+      ? { fill: p.inputFill, stroke: p.inputStroke, name: p.inputText, shape: p.boundaryMuted, dash: false }
+      : { fill: p.boundaryFill, stroke: p.boundaryStroke, name: p.boundaryText, shape: p.boundaryText, dash: false };
+  out.push(rect(it.x, it.y, it.w, it.h, it.h / 2, look.fill, look.stroke, 1, look.dash ? [3, 2] : null));
+  if (band === 0) return;
+  const { texts, widths, total } = pillFit(it, ctx);
+  let x = it.x + (it.w - total) / 2;
+  const y = it.y + it.h / 2 + 0.5;
+  c.parts.forEach((part, i) => {
+    out.push(text(x, y, texts[i], S[part.font] || S.fontMono, part.tone === "shape" ? look.shape : look.name));
+    x += widths[i] + S.boundaryGap;
+  });
+}
+
+// How a pill's texts fit its laid-out width (cached on the scene item): the shape always
+// stays whole; a long name loses its start (`…norm.running_mean`), where a dotted path
+// repeats what the enclosing groups say.
+export function pillFit(it, ctx) {
+  if (!it._fit) it._fit = fitParts(ctx, it.card.parts, it.w - 2 * S.padX);
+  return it._fit;
+}
+
+function fitParts(ctx, parts, maxW) {
+  const widths = parts.map((part) => {
+    ctx.font = S[part.font] || S.fontMono;
+    return ctx.measureText(part.text).width;
+  });
+  const texts = parts.map((part) => part.text);
+  const gap = S.boundaryGap * (parts.length - 1);
+  let total = widths.reduce((a, b) => a + b, 0) + gap;
+  if (total > maxW && parts.length > 1) {
+    ctx.font = S[parts[0].font] || S.fontMono;
+    const room = maxW - gap - widths.slice(1).reduce((a, b) => a + b, 0);
+    const name = parts[0].text;
+    let lo = 0;
+    let hi = name.length;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (ctx.measureText("…" + name.slice(name.length - mid)).width <= room) lo = mid;
+      else hi = mid - 1;
+    }
+    texts[0] = "…" + name.slice(name.length - lo);
+    widths[0] = ctx.measureText(texts[0]).width;
+    total = widths.reduce((a, b) => a + b, 0) + gap;
+  } else if (total > maxW) {
+    ctx.font = S[parts[0].font] || S.fontMono;
+    texts[0] = truncate(ctx, texts[0], maxW);
+    widths[0] = ctx.measureText(texts[0]).width;
+    total = widths[0];
+  }
+  return { texts, widths, total };
+}
+
+export function truncate(ctx, s, maxW) {
+  s = String(s);
+  if (ctx.measureText(s).width <= maxW) return s;
+  let lo = 0;
+  let hi = s.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(s.slice(0, mid) + "…").width <= maxW) lo = mid;
+    else hi = mid - 1;
+  }
+  return s.slice(0, lo) + "…";
+}
+
+// `name  shape[  shared]` within maxW: the name loses its start, the rest stays whole.
+function truncateStart(ctx, s, maxW) {
+  if (ctx.measureText(s).width <= maxW) return s;
+  const cut = s.indexOf("  ");
+  if (cut < 0) return truncate(ctx, s, maxW);
+  const name = s.slice(0, cut);
+  const rest = s.slice(cut);
+  let lo = 0;
+  let hi = name.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText("…" + name.slice(name.length - mid) + rest).width <= maxW) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo ? "…" + name.slice(name.length - lo) + rest : truncate(ctx, s, maxW);
+}
+
+// ---------------------------------------------------------------- hit geometry
+
+// Which weight line of an op card a world point is on: the weight's index, or -1.
+export function weightAt(it, wx, wy) {
+  const c = it.card;
+  if (it.type !== "node" || c.weightStart === undefined || c.weightStart === null) return -1;
+  const row = Math.floor((wy - it.y - S.padTop - S.titleHeight) / S.lineHeight);
+  const k = row - c.weightStart;
+  const ws = (it.item && it.item.weights) || [];
+  if (!(k >= 0 && k < ws.length && k < c.lines.length - c.weightStart && wx >= it.x && wx <= it.x + it.w)) return -1;
+  return c.lines[c.weightStart + k].startsWith("+") ? -1 : k; // "+N more" is not a weight
+}
+
+// Whether a world point on an expanded container is on its header (else: on its inside).
+export function onFrameHeader(it, wy) {
+  return wy <= it.y + S.groupHeader;
+}
