@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 # needs it too). Re-exported for the features that look files up through this module.
 from capture.recipe import RECIPES_FILE, module_file  # noqa: F401
 
+from capture.graph.model import Capture
+from capture.session.job import CaptureJob
+
 if TYPE_CHECKING:  # discovery imports libcst: loaded when the first file is discovered
     from discovery.positions import Range
     from discovery.results import CallInputJson, CandidateKind, FileResult, Framework, SetupFieldJson
@@ -83,29 +86,6 @@ class RecipeIssue:
     line: int | None = None  # 1-based, as TOML reports it
     profile: str | None = None
     path: str | None = None  # key path such as profiles.x.inputs.args[0].dtype
-
-
-@dataclass
-class CaptureJob:
-    root: Path
-    profile: str
-    python: str
-    timeout: float
-    # Workspace files with unsaved editor changes (the worker refuses to run then).
-    unsaved: list[str] = field(default_factory=list)
-    trusted: bool = True
-    # Extra environment variables for the worker (``tensorviz.captureEnv``).
-    env: dict[str, str] = field(default_factory=dict)
-    # ``tensorviz.maxSavedFileMB``: the largest checkpoint/fixture file, in MiB (None: the default).
-    max_saved_file_mb: float | None = None
-    # ``tensorviz.captureMemoryMB``: the worker's memory limit in MiB (0: none).
-    memory_mb: float = 0.0
-    cancel: threading.Event = field(default_factory=threading.Event)
-    # Run on the folder's warm worker (``tensorviz.warmWorkerIdleSeconds`` > 0), which
-    # stops after this many idle seconds; 0: a one-shot worker.
-    warm_idle_seconds: float = 0.0
-    on_progress: Callable[[str, float | None], None] = lambda message, fraction: None
-    on_log: Callable[[str], None] = lambda line: None
 
 
 @dataclass
@@ -172,7 +152,9 @@ class Backends(Protocol):
 
     def save_profile(self, root: Path, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]: ...
 
-    def run_capture(self, job: CaptureJob) -> Any: ...
+    # The capture session's worker step (capture.session.run_session calls it after the
+    # checks that need no interpreter passed).
+    def run_capture(self, job: CaptureJob) -> Capture: ...
 
     def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]: ...
 
@@ -323,23 +305,12 @@ class RealBackends:
         return []
 
     # -- captures ----------------------------------------------------------------
-    def run_capture(self, job: CaptureJob) -> Any:
-        from capture.session.runner import run_capture
+    def run_capture(self, job: CaptureJob) -> Capture:
+        """The capture session's worker step, on the folder's warm worker when the
+        job asks for one."""
+        from capture.session.runner import run_worker
 
-        return run_capture(
-            job.root,
-            job.profile,
-            python=job.python,
-            timeout=job.timeout,
-            unsaved=list(job.unsaved),
-            trusted=job.trusted,
-            progress=job.on_progress,
-            log=job.on_log,
-            cancel=job.cancel,
-            env=dict(job.env),
-            warm=self.warm_pool(job.warm_idle_seconds),
-            limits=_saved_file_limits(job.max_saved_file_mb, job.memory_mb),
-        )
+        return run_worker(job, self.warm_pool(job.warm_idle_seconds))
 
     def warm_pool(self, idle_seconds: float) -> Any:
         """The warm workers (one per folder), None when ``idle_seconds`` is 0."""
@@ -507,18 +478,3 @@ def _set_aside(table: dict[str, Any], segs: list[str | int] | None) -> bool:
         del node[segs[-1]]
         return True
     return False
-
-
-def _saved_file_limits(max_saved_file_mb: float | None, memory_mb: float = 0.0) -> Any:
-    """The worker's limits with ``max_saved_file_bytes`` from ``tensorviz.maxSavedFileMB``
-    and ``max_memory_bytes`` from ``tensorviz.captureMemoryMB`` (0: no limit)."""
-    if max_saved_file_mb is None and not memory_mb:
-        return None
-    from capture.worker.limits import Limits
-
-    out: dict[str, int] = {}
-    if max_saved_file_mb is not None:
-        out["max_saved_file_bytes"] = max(1, int(max_saved_file_mb * (1 << 20)))
-    if memory_mb:
-        out["max_memory_bytes"] = max(1, int(memory_mb * (1 << 20)))
-    return Limits(**out)

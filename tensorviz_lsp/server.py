@@ -28,6 +28,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from . import __version__
+from .buffers import Buffers
 from .diagnostics import DiagnosticsHub
 from .features.args import ArgumentError
 from .feature import Feature
@@ -262,27 +263,18 @@ class TensorVizServer(LanguageServer):
         except (OSError, UnicodeDecodeError):
             return None
 
-    def read_bytes(self, path: str | Path) -> bytes | None:
-        """What a capture would hash now: the open buffer, else the disk."""
-        doc = self.open_document(path)
-        if doc is not None:
-            return doc.source.encode("utf-8")
+    def buffers(self) -> Buffers:
+        """The open documents' texts now, for a capture on a worker thread."""
         try:
-            return Path(path).read_bytes()
-        except OSError:
-            return None
-
-    def is_dirty(self, path: str | Path) -> bool:
-        """An open buffer whose text differs from the saved file (LSP has no dirty flag)."""
-        doc = self.open_document(path)
-        if doc is None:
-            return False
-        try:
-            disk = Path(path).read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            return True
-        text = doc.source
-        return text != disk and text.replace("\r\n", "\n") != disk.replace("\r\n", "\n")
+            docs = list(self.workspace.text_documents.values())
+        except Exception:
+            return Buffers({})
+        texts = {}
+        for doc in docs:
+            p = to_fs_path(doc.uri)
+            if p:
+                texts[Path(p).resolve()] = doc.source
+        return Buffers(texts)
 
     # ------------------------------------------------------------------ settings
     def settings_for(self, root: Path | None) -> Settings:

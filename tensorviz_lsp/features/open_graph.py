@@ -1,27 +1,27 @@
 """Open as Graph: ``tensorviz.openGraph`` and ``tensorviz.captureProfile``.
 
-Serves ``workspace/executeCommand``. The flow, in DESIGN.md's order, each step
-failing with a clear message and nothing run:
+Serves ``workspace/executeCommand``. A thin adapter over the capture session
+(:func:`capture.session.run_session`), which runs the checks in DESIGN.md's order with
+their one wording (trusted, source saved, interpreter found, dependencies, device,
+recipe, import and trace), the worker (the folder's warm one when on), the graph file
+and the history. What only the editor knows goes in as values: whether the workspace is
+trusted (asked with a prompt first, once per workspace root), which buffers are dirty
+and what they hold, the previous capture's sources. Around it, the editor's part:
 
-1. workspace trust (:class:`~.trust.Trust`, asks once per workspace root);
-2. saved source: a dirty buffer of any file the capture would import
-   (the model's static import closure, factory modules, last capture's sources);
-3. the profile: the saved one for this symbol, else the viewer's setup form,
+1. the profile: the saved one for this symbol, else the viewer's setup form,
    prefilled from discovery (unknown dimensions are asked there);
-4. the capture, in the selected interpreter, with cancellable work-done progress
-   (cancelling kills the worker's process group);
-5. ``window/showDocument`` (external) with the viewer URL.
+2. cancellable work-done progress (cancelling kills the worker's process group);
+3. ``window/showDocument`` (external) with the viewer URL.
 
-A failed capture becomes a diagnostic on the symbol's name; missing capture
-dependencies start the reviewed install flow, then one retry.
+A refusal (untrusted, unsaved) is a message; a failed capture becomes a diagnostic on
+the symbol's name; missing capture dependencies start the reviewed install flow, then
+one retry.
 """
 
 from __future__ import annotations
 
-import functools
-
 import asyncio
-import hashlib
+import functools
 import logging
 import time
 import urllib.parse
@@ -31,19 +31,18 @@ from typing import Any
 from lsprotocol import types
 
 from capture.graph import frame_repeats
+from capture.graph.model import Failure
 from capture.recipe import module_file, profile_name
+from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits_for, run_session
 
-from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules
+from ..backends import RECIPES_PATH, Candidate, Pos, Span
 from ..diagnostics import SOURCE
 from ..feature import Feature
-from ..history import CaptureHistory, HistoryError, HistoryLimits
-from ..import_closure import import_closure
-from ..userdirs import state_dir
 from .args import CaptureProfileArgs, OpenGraphArgs, ShowViewerArgs
 from .candidates import Candidates
 from .dependencies import Dependencies
 from .captured_lines import CapturedLines
-from .freshness import Freshness, Record
+from .freshness import Freshness, Record, rel_path
 from .interpreter import InterpreterSelection
 from .lenses import lsp_range
 from .progress import Progress
@@ -55,6 +54,17 @@ from .viewer_host import ViewerHost
 log = logging.getLogger(__name__)
 
 FAILED_KIND = "capture"
+
+#: Failure stages at which the session refused before anything ran: the command's result
+#: reason, and how to go on from the editor (after the session's own words).
+REFUSALS = {
+    "trust": ("untrusted", " Run the command 'tensorviz.trustWorkspace' (or answer the prompt) to allow captures."),
+    "source": ("unsaved", ""),
+}
+#: How to fix a failure of these stages from the editor.
+REMEDIES = {
+    "interpreter": " Set tensorviz.python or run the command 'tensorviz.selectInterpreter'.",
+}
 
 
 class OpenGraph(Feature):
@@ -98,19 +108,14 @@ class OpenGraph(Feature):
                 types.MessageType.Error,
             )
             return {"ok": False, "reason": "no-candidate"}
-        interp = self.server.get_feature(InterpreterSelection).for_root(root)
-        if not await self.server.get_feature(Trust).ensure(root, f"Opening {cand.qualname} as a graph", interp.path):
-            return {"ok": False, "reason": "untrusted"}
         recipes = self.server.get_feature(Recipes)
         recipes.invalidate(root)
         profile = a.profile if a.profile and a.profile in recipes.profiles(root) else None
         profile = profile or recipes.profile_for(root, path, cand.qualname)
-        recipe = recipes.profiles(root).get(profile, {}) if profile else {}
-        if not self.refuse_dirty(root, path, recipe, profile):
-            return {"ok": False, "reason": "unsaved"}
-        if profile is None:
+        if profile is None:  # the form runs nothing: trust is asked when it captures
             return await self.open_setup(root, uri, cand, a.profile)
-        return await self.capture(root, profile, uri, cand.qualname, cand.name_range)
+        return await self.capture(root, profile, uri, cand.qualname, cand.name_range,
+                                  purpose=f"Opening {cand.qualname} as a graph")
 
     async def capture_profile_command(self, args: list[Any], *, show: bool = True) -> dict[str, Any]:
         a = CaptureProfileArgs.parse(args)
@@ -136,12 +141,8 @@ class OpenGraph(Feature):
             cand = await self.server.get_feature(Candidates).find(uri, qualname)
             if cand is not None:
                 name_range = cand.name_range
-        interp = self.server.get_feature(InterpreterSelection).for_root(root)
-        if not await self.server.get_feature(Trust).ensure(root, f"Capturing profile {a.profile}", interp.path):
-            return {"ok": False, "reason": "untrusted"}
-        if not self.refuse_dirty(root, model_path, recipe, a.profile):
-            return {"ok": False, "reason": "unsaved"}
-        return await self.capture(root, a.profile, uri, qualname or a.profile, name_range, show=show)
+        return await self.capture(root, a.profile, uri, qualname or a.profile, name_range, show=show,
+                                  purpose=f"Capturing profile {a.profile}")
 
     async def show_viewer_command(self, args: list[Any]) -> dict[str, Any]:
         """Open (or show) the viewer URL of a profile's newest graph again, without
@@ -165,63 +166,32 @@ class OpenGraph(Feature):
         opened = await self.server.get_feature(ViewerHost).show_url(url, f"Graph of profile {profile}")
         return {"ok": True, "url": url, "profile": profile, "opened": opened}
 
-    # ------------------------------------------------------------------ saved source
-    def sources_to_save(self, root: Path, model_path: Path | None, recipe: dict[str, Any], profile: str | None) -> list[Path]:
-        starts = [model_path] if model_path is not None else []
-        for module in factory_modules(recipe):
-            f = module_file(root, module)
-            if f is not None:
-                starts.append(f)
-        files = set(import_closure(root, starts, self.server.read_text))
-        if profile is not None:
-            rec = self.server.get_feature(Freshness).records.get((str(root), profile))
-            if rec is not None:
-                files |= {(root / s).resolve() for s in rec.sources}
-        return sorted(files)
-
-    def refuse_dirty(self, root: Path, model_path: Path | None, recipe: dict[str, Any], profile: str | None) -> bool:
-        """True when every source the capture would import is saved; else say so."""
-        dirty = [p for p in self.sources_to_save(root, model_path, recipe, profile) if self.server.is_dirty(p)]
-        if not dirty:
-            return True
-        names = ", ".join(_rel(root, p) for p in dirty)
-        self.server.show_message(
-            f"TensorViz: save {names} first. The capture imports the saved file{'s' if len(dirty) > 1 else ''} "
-            "from disk, and the editor has unsaved changes; nothing was run.",
-            types.MessageType.Warning,
-        )
-        return False
-
     # ------------------------------------------------------------------ capture
     async def capture(
         self, root: Path, profile: str, uri: str, qualname: str, name_range: Span, *, show: bool = True, retry: bool = True,
-        background: bool = False, trusted: bool = True,
+        background: bool = False, purpose: str | None = None,
     ) -> dict[str, Any]:
-        """``background``: a recapture on save (features/recapture.py): no prompts or
-        pop-ups (a failure is the diagnostic and the viewer's banner), silent when
-        cancelled by a newer save, and the viewer tab of the graph it replaces updates
-        in place. ``trusted``: the caller's trust check (False fails at "trust")."""
+        """Run the capture session (:func:`capture.session.run_session`) for ``profile``.
+
+        ``purpose``: what the trust prompt says runs, when the workspace is not trusted
+        yet (the answer is the session's ``trusted``). ``background``: a recapture on
+        save (features/recapture.py): no prompts or pop-ups (a failure is the diagnostic
+        and the viewer's banner), silent when cancelled by a newer save, and the viewer
+        tab of the graph it replaces updates in place."""
         key = (str(root), profile)
         if key in self._running:
             self.server.show_message(f"TensorViz: profile {profile} is already being captured.")
             return {"ok": False, "reason": "busy"}
         interp = self.server.get_feature(InterpreterSelection).for_root(root)
-        if not interp.exists:
-            self.server.show_message(
-                f"TensorViz: the capture interpreter {interp.describe()} does not exist. "
-                "Set tensorviz.python or run the command 'tensorviz.selectInterpreter'.",
-                types.MessageType.Error,
-            )
-            return {"ok": False, "reason": "interpreter"}
+        trust = self.server.get_feature(Trust)
+        if background:
+            trusted = trust.is_trusted(root)
+        else:
+            trusted = await trust.ask(root, purpose or f"Capturing {qualname}", interp.path)
         settings = self.server.settings_for(root)
         viewer_host = self.server.get_feature(ViewerHost)
-        recipe = self.server.get_feature(Recipes).profiles(root).get(profile, {})
-        model_path = self.server.path_of(uri)
-        unsaved = [
-            str(p)
-            for p in self.sources_to_save(root, model_path if uri.endswith(".py") else None, recipe, profile)
-            if self.server.is_dirty(p)
-        ]
+        previous = self.server.get_feature(Freshness).records.get(key)
+        buffers = self.server.buffers()
         log.info("capturing %s (profile %s) in %s with %s%s", qualname, profile, root, interp.describe(),
                  f", environment {' '.join(f'{k}={v}' for k, v in settings.capture_env.items())}"
                  if settings.capture_env else "")
@@ -237,25 +207,21 @@ class OpenGraph(Feature):
                 progress.report(message, fraction)
                 viewer_host.publish(root, "progress", {"message": message, "fraction": fraction})
 
-            job = CaptureJob(
-                root=root,
-                profile=profile,
-                python=interp.path,
-                timeout=settings.capture_timeout,
-                unsaved=unsaved,
-                trusted=trusted,
-                warm_idle_seconds=settings.warm_worker_idle_seconds,
+            request = CaptureRequest(
+                root, profile, python=interp.path, trusted=trusted,
+                limits=limits_for(settings.capture_timeout, settings.max_saved_file_mb, settings.capture_memory_mb),
                 env=dict(settings.capture_env),
-                max_saved_file_mb=settings.max_saved_file_mb,
-                memory_mb=settings.capture_memory_mb,
-                cancel=progress.cancel_flag,
-                on_progress=on_progress,
-                on_log=lambda line: log.info("[worker] %s", line),
+                is_dirty=buffers.is_dirty, read_text=buffers.read_text,
+                known_sources=sorted(previous.sources) if previous is not None else (),
+                history=HistoryLimits(settings.history_captures, settings.history_bytes),
+                warm_idle_seconds=settings.warm_worker_idle_seconds,
+                cancel=progress.cancel_flag, progress=on_progress,
+                log=lambda line: log.info("[worker] %s", line),
             )
             self._running[key] = progress
-            task = asyncio.ensure_future(self.server.run_blocking(self.server.backends.run_capture, job))
+            task = asyncio.ensure_future(self.server.run_blocking(run_session, request, self.server.backends.run_capture))
             try:
-                capture = await asyncio.shield(task)
+                result: SessionResult = await asyncio.shield(task)
             except asyncio.CancelledError:
                 # The request itself was cancelled ($/cancelRequest): stop the worker too.
                 progress.cancel()
@@ -266,6 +232,8 @@ class OpenGraph(Feature):
                 raise
             finally:
                 self._running.pop(key, None)
+        for problem in result.problems:
+            log.warning("capture of %s (profile %s): %s", qualname, profile, problem)
         if progress.cancel_flag.is_set() and background:
             log.info("recapture of %s (profile %s) cancelled: a newer save supersedes it", qualname, profile)
             return {"ok": False, "reason": "cancelled"}
@@ -274,16 +242,30 @@ class OpenGraph(Feature):
             self.server.show_message(msg)
             viewer_host.publish(root, "capture-failed", {"message": "cancelled"})
             return {"ok": False, "reason": "cancelled"}
-        failure = getattr(capture, "failure", None)
+        failure = result.capture.failure
+        if failure is not None and failure.stage in REFUSALS:
+            return self._refused(root, failure, background=background)
         if failure is not None:
             return await self._failed(
-                root, profile, uri, qualname, name_range, capture, interp, show=show, retry=retry, background=background
+                root, profile, uri, qualname, name_range, result, interp, show=show, retry=retry, background=background
             )
-        return await self._succeeded(root, profile, uri, qualname, name_range, capture, show=show, background=background)
+        return await self._succeeded(root, profile, uri, qualname, name_range, result, show=show, background=background)
+
+    def _refused(self, root: Path, failure: Failure, *, background: bool) -> dict[str, Any]:
+        """The session refused before anything ran (trust, unsaved buffers): said once,
+        in the session's words and how to go on from the editor; no diagnostic."""
+        reason, remedy = REFUSALS[failure.stage]
+        self.server.get_feature(ViewerHost).publish(root, "capture-failed", {"message": failure.message, "stage": failure.stage})
+        if background:
+            log.warning("recapture refused (%s): %s", failure.stage, failure.message)
+        else:
+            self.server.show_message(f"TensorViz: {failure.message}.{remedy}", types.MessageType.Warning)
+        return {"ok": False, "reason": reason, "message": failure.message}
 
     async def _succeeded(
-        self, root, profile, uri, qualname, name_range, capture, *, show: bool, background: bool = False
+        self, root, profile, uri, qualname, name_range, result: SessionResult, *, show: bool, background: bool = False
     ) -> dict[str, Any]:
+        capture = result.capture
         self._clear_failure(root, profile)
         viewer_host = self.server.get_feature(ViewerHost)
         title = f"{qualname} ({profile})"
@@ -292,21 +274,18 @@ class OpenGraph(Feature):
         # form or an older graph offers the new one.
         # warm: the index builds while the browser starts, not on its first request;
         # trusted_sources: this process's own worker recorded them (not a foreign file).
-        # The history's newest capture of this profile (before this one is kept): the page
-        # offers the diff against it (read on the first diff, not now).
-        history = CaptureHistory(root, self._history_limits(root))
-        baseline = await self.server.run_blocking(_history_call, history.baseline, profile)
+        # The history's newest capture of this profile before this one: the page offers
+        # the diff against it (read on the first diff, not now).
         extra: dict[str, Any] = {}
-        if baseline is not None:
-            extra["baseline"] = baseline
+        if result.baseline is not None:
+            extra["baseline"] = result.baseline
         old = self.server.get_feature(Freshness).records.get((str(root), profile))
         if background and old is not None and old.capture_id is not None:
             extra["replaces"] = old.capture_id  # its tab updates in place
         capture_id = await self.server.run_blocking(
             functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True, **extra)
         )
-        saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
-        await self.server.run_blocking(_history_call, history.record, profile, capture)
+        saved = result.graph_file
         sources = {s.path for s in getattr(capture, "sources", [])}
         record = Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=capture_id)
         self.server.get_feature(Freshness).record(record)
@@ -323,27 +302,11 @@ class OpenGraph(Feature):
             await viewer_host.show_url(url, f"Graph of {qualname}")
         return {"ok": True, "url": url, "capture": capture_id, "nodes": n, "file": str(saved) if saved else None}
 
-    def _history_limits(self, root: Path) -> HistoryLimits:
-        settings = self.server.settings_for(root)
-        return HistoryLimits(settings.history_captures, settings.history_bytes)
-
-    def _save_graph_file(self, root: Path, profile: str, capture: Any) -> Path | None:
-        """Keep the newest graph of each profile as a portable .tvg (outside the workspace)."""
-        try:
-            from capture.graph import graphfile
-
-            digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
-            target = state_dir() / "captures" / f"{root.name}-{digest}" / f"{_safe(profile)}.tvg"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            graphfile.write(capture, target)
-            return target
-        except Exception as exc:
-            log.debug("could not save the graph file: %s", exc)
-            return None
-
     async def _failed(
-        self, root, profile, uri, qualname, name_range, capture, interp, *, show: bool, retry: bool, background: bool = False
+        self, root, profile, uri, qualname, name_range, result: SessionResult, interp, *, show: bool, retry: bool,
+        background: bool = False,
     ):
+        capture = result.capture
         failure = capture.failure
         stage = getattr(failure, "stage", "trace")
         details = getattr(failure, "details", {}) or {}
@@ -375,7 +338,7 @@ class OpenGraph(Feature):
                     f"TensorViz: {qualname} needs input dimensions before it can be traced: {failure.message}"
                 )
                 return await self.open_setup(root, uri, cand, profile, recipe=recipe, needs=list(needs))
-        hint = _environment_hint(details, self.server.settings_for(root).capture_env)
+        hint = REMEDIES.get(stage, "") + _environment_hint(details, self.server.settings_for(root).capture_env)
         diag = types.Diagnostic(
             range=lsp_range(name_range),
             message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}{hint}"
@@ -386,14 +349,8 @@ class OpenGraph(Feature):
             related_information=self._frames(root, failure) or None,
         )
         self._failures[(str(root), profile)] = (uri, diag)
-        files = {(root / RECIPES_PATH).resolve()}
-        try:
-            recipe = self.server.get_feature(Recipes).profiles(root).get(profile, {})
-            model_path = self.server.path_of(uri) if uri.endswith(".py") else None
-            files |= {p.resolve() for p in self.sources_to_save(root, model_path, recipe, profile)}
-            files |= {(root / src.path).resolve() for src in getattr(capture, "sources", None) or []}
-        except Exception as exc:  # the diagnostic matters more than knowing when it ages
-            log.debug("could not list the failed capture's files: %s", exc)
+        files = {(root / RECIPES_PATH).resolve(), *result.files}
+        files |= {(root / src.path).resolve() for src in capture.sources}
         self._failure_files[(str(root), profile)] = (files, time.strftime("%H:%M"))
         self._publish_failures(uri)
         if background:  # the diagnostic and the viewer's banner say it; no pop-up per save
@@ -440,7 +397,7 @@ class OpenGraph(Feature):
             root = Path(key[0])
             diag = types.Diagnostic(
                 range=diag.range,
-                message=f"From the last capture at {when}; {_rel(root, path)} changed since: {diag.message}",
+                message=f"From the last capture at {when}; {rel_path(root, path) or path} changed since: {diag.message}",
                 severity=types.DiagnosticSeverity.Warning,
                 source=diag.source,
                 code=diag.code,
@@ -493,7 +450,7 @@ class OpenGraph(Feature):
                 types.MessageType.Error,
             )
             return {"ok": False, "reason": "not-importable"}
-        name = profile or _profile_name(cand.qualname, recipes.profiles(root))
+        name = profile or profile_name(cand.qualname, recipes.profiles(root))
         draft = dict(recipe) if recipe else draft_recipe(cand, model)
         self.setups[str(root)] = SetupContext(root, uri, cand, name, draft, list(needs or []))
         viewer_host = self.server.get_feature(ViewerHost)
@@ -536,7 +493,7 @@ class OpenGraph(Feature):
             return SetupContext(root, last.uri, last.candidate, profile, dict(recipe), list(last.needs))
         model = recipe.get("model") if isinstance(recipe.get("model"), str) else ""
         module, _, qualname = model.partition(":")
-        model_path = _model_file(root, module) if module else None
+        model_path = module_file(root, module) if module else None
         if model_path is None or not qualname:
             return None
         uri = self.server.uri_of(model_path)
@@ -579,17 +536,7 @@ class OpenGraph(Feature):
         self.server.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(_logged(coro)))
 
     async def _capture_from_setup(self, ctx: SetupContext, profile: str) -> dict[str, Any]:
-        viewer_host = self.server.get_feature(ViewerHost)
-        interp = self.server.get_feature(InterpreterSelection).for_root(ctx.root)
-        if not await self.server.get_feature(Trust).ensure(ctx.root, f"Capturing {ctx.candidate.qualname}", interp.path):
-            viewer_host.publish(ctx.root, "capture-failed", {"message": "the workspace is not trusted"})
-            return {"ok": False, "reason": "untrusted"}
-        recipes = self.server.get_feature(Recipes)
-        recipes.invalidate(ctx.root)
-        recipe = recipes.profiles(ctx.root).get(profile, {})
-        if not self.refuse_dirty(ctx.root, self.server.path_of(ctx.uri), recipe, profile):
-            viewer_host.publish(ctx.root, "capture-failed", {"message": "unsaved changes in the editor"})
-            return {"ok": False, "reason": "unsaved"}
+        self.server.get_feature(Recipes).invalidate(ctx.root)
         return await self.capture(ctx.root, profile, ctx.uri, ctx.candidate.qualname, ctx.candidate.name_range, show=False)
 
     # ------------------------------------------------------------------ lifecycle
@@ -618,34 +565,3 @@ def _environment_hint(details: Any, current: dict[str, str]) -> str:
 
     merged = {**current, **missing}
     return f" Set the tensorviz.captureEnv setting for this folder to {json.dumps(merged)} and capture again."
-
-
-def _model_file(root: Path, module: str) -> Path | None:
-    """The file of a recipe's ``model`` module: dotted (``pkg.mod``) or a path form
-    (``dir/06_file.py``, inside the workspace once links are followed)."""
-    return module_file(root, module)
-
-
-def _rel(root: Path, p: Path) -> str:
-    try:
-        return p.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(p)
-
-
-def _history_call(fn: Any, *args: Any) -> Any:
-    """A capture-history step that must never fail the capture: logged, ``None`` instead."""
-    try:
-        return fn(*args)
-    except HistoryError as exc:
-        log.warning("capture history: %s", exc)
-        return None
-
-
-def _safe(name: str) -> str:
-    """A profile name as a file name (a valid one is already safe; see profile_name)."""
-    return profile_name(name)
-
-
-def _profile_name(qualname: str, existing: dict[str, Any]) -> str:
-    return profile_name(qualname, existing)

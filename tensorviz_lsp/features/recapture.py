@@ -30,7 +30,6 @@ from ..feature import Feature
 from .freshness import Freshness, Record, profile_change
 from .interpreter import InterpreterSelection
 from .open_graph import OpenGraph
-from .trust import Trust
 
 log = logging.getLogger(__name__)
 
@@ -152,12 +151,11 @@ class RecaptureOnSave(Feature):
         rec = self.server.get_feature(Freshness).records.get(key)
         if rec is None:
             return {"ok": False, "reason": "no-graph"}
-        trusted = self.server.get_feature(Trust).is_trusted(rec.root)
         log.info("recapturing %s (profile %s) after a save", rec.qualname, rec.profile)
         try:
             return await open_graph.capture(
                 rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range,
-                show=False, retry=False, background=True, trusted=trusted,
+                show=False, retry=False, background=True,
             )
         except Exception:
             log.exception("recapture of %s failed", rec.profile)

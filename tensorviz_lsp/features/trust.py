@@ -2,7 +2,8 @@
 
 Serves ``workspace/executeCommand`` (``tensorviz.trustWorkspace``) and asks with
 ``window/showMessageRequest``. Discovery and code lenses never need trust: they
-import nothing. Everything that runs user code calls :meth:`Trust.ensure` first.
+import nothing. Everything that runs user code asks first: a capture with :meth:`Trust.ask`
+(the answer is the capture session's ``trusted``), an install with :meth:`Trust.ensure`.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ class Trust(Feature):
     def is_trusted(self, root: Path) -> bool:
         return self.server.trust_store.is_trusted(root)
 
-    async def ensure(
+    async def ask(
         self, root: Path, purpose: str, python: str | None = None,
         runs: str = "(model setup, input factories and tracing)",
     ) -> bool:
+        """Whether ``root`` is trusted, asking the user when it is not yet (the answer
+        is stored). Says nothing on a refusal: a capture's refusal is the session's."""
         if self.is_trusted(root):
             return True
         where = f" with {python}" if python else ""
@@ -48,6 +51,15 @@ class Trust(Feature):
         if answer == TRUST:
             self.server.trust_store.set_trusted(root, True)
             log.info("workspace trusted: %s", root)
+            return True
+        return False
+
+    async def ensure(
+        self, root: Path, purpose: str, python: str | None = None,
+        runs: str = "(model setup, input factories and tracing)",
+    ) -> bool:
+        """:meth:`ask`, saying on a refusal that nothing was run (for what is not a capture)."""
+        if await self.ask(root, purpose, python, runs):
             return True
         self.server.show_message(
             f"TensorViz: {root} is not trusted, so nothing was run. "

@@ -28,9 +28,9 @@ from capture.graph.frame_repeats import collapse_failure  # noqa: E402
 from capture.graph.model import Capture, Failure, Frame, Source  # noqa: E402
 from capture.recipe import Recipe, RecipeError  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
+from capture.session import CaptureJob  # noqa: E402
 from tensorviz_lsp.backends import (  # noqa: E402
     Candidate,
-    CaptureJob,
     Discovered,
     InstallPlan,
     Pos,
@@ -154,26 +154,29 @@ class FakeBackends:
         except FileNotFoundError:
             return {}
 
-    def run_capture(self, job: CaptureJob):
-        b = self._behaviour(job.root)
-        recipes = tomllib.loads((job.root / ".tensorviz" / "recipes.toml").read_text())
+    def run_capture(self, job: CaptureJob) -> Capture:
+        """The worker step: the session's own checks (trust, saved source, interpreter)
+        ran before; what the fake does follows ``.fake/capture.json``."""
+        root = job.workspace
+        b = self._behaviour(root)
+        recipes = tomllib.loads((root / ".tensorviz" / "recipes.toml").read_text())
         recipe = recipes["profiles"][job.profile]
         module = recipe["model"].split(":")[0]
         rel = module.replace(".", "/") + ".py"
-        sources = [Source(rel, hashlib.sha256((job.root / rel).read_bytes()).hexdigest())]
+        sources = [Source(rel, hashlib.sha256((root / rel).read_bytes()).hexdigest())]
         # A Torch checkpoint or fixture is a source too, as the real worker records it.
         for section, key in (("init", "checkpoint"), ("inputs", "fixture")):
             saved = (recipe.get(section) or {}).get(key)
-            if isinstance(saved, str) and (job.root / saved).is_file():
-                sources.append(Source(saved, hashlib.sha256((job.root / saved).read_bytes()).hexdigest()))
-        job.on_progress("starting worker", 0.1)
-        (job.root / ".fake").mkdir(exist_ok=True)
-        (job.root / ".fake" / "last-env.json").write_text(json.dumps(job.env))
-        (job.root / ".fake" / "last-job.json").write_text(
-            json.dumps({"warm_idle_seconds": job.warm_idle_seconds, "trusted": job.trusted})
+            if isinstance(saved, str) and (root / saved).is_file():
+                sources.append(Source(saved, hashlib.sha256((root / saved).read_bytes()).hexdigest()))
+        job.progress("starting worker", 0.1)
+        (root / ".fake").mkdir(exist_ok=True)
+        (root / ".fake" / "last-env.json").write_text(json.dumps(job.env))
+        (root / ".fake" / "last-job.json").write_text(
+            json.dumps({"warm_idle_seconds": job.warm_idle_seconds})
         )
         # What the model file said when this capture read it (tells runs apart).
-        tag = re.search(r"# marker (\w+)", (job.root / rel).read_text())
+        tag = re.search(r"# marker (\w+)", (root / rel).read_text())
         if b.get("sleep"):
             proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
             log.info("fake worker started: pid %d", proc.pid)
@@ -188,7 +191,7 @@ class FakeBackends:
             proc.wait()
         missing = b.get("missing")
         if missing:
-            marker = job.root / ".fake" / "installed"
+            marker = root / ".fake" / "installed"
             if not marker.exists():
                 return Capture.failed_capture(
                     Failure(

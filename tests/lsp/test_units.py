@@ -23,7 +23,7 @@ from tensorviz_lsp.features.args import (
 )
 from tensorviz_lsp.features.dependencies import Dependencies
 from tensorviz_lsp.features.setup_form import SetupContext, draft_recipe, setup_form
-from tensorviz_lsp.import_closure import import_closure
+from capture.session.import_closure import import_closure
 from tensorviz_lsp.server import create_server
 from tensorviz_lsp.settings import Settings, resolve_interpreter
 from tensorviz_lsp.trust import TrustStore
