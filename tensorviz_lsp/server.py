@@ -148,7 +148,7 @@ class TensorVizServer(LanguageServer):
         except Exception as exc:
             log.warning("showMessageRequest failed: %s", exc)
             return None
-        title = getattr(choice, "title", None) if choice is not None else None
+        title = choice.title if choice is not None else None
         log.info("answer: %s", title if title is not None else "(dismissed)")
         return title
 

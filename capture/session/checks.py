@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlparse
 
 from ..graph.model import Capture
 from ..recipe import RECIPES_FILE
+from ..worker.protocol import InterpreterDetails, SourceDetails
 from ..worker.workspace_files import WorkspaceFiles
 from .import_closure import import_closure
 from .job import CaptureJob
@@ -53,7 +54,7 @@ def preflight(job: CaptureJob, *, trusted: bool, unsaved: Unsaved = ()) -> Captu
             "source", "UnsavedSource",
             f"save {', '.join(dirty)} first: the capture imports the saved file{'s' if len(dirty) > 1 else ''} "
             "from disk, and the editor has unsaved changes; nothing was run",
-            {"unsaved": dirty},
+            SourceDetails(unsaved=dirty),
         )
     return interpreter_missing(job)
 
@@ -63,12 +64,12 @@ def interpreter_missing(job: CaptureJob) -> Capture | None:
     if not os.path.exists(python):
         return job.fail(
             "interpreter", "InterpreterNotFound",
-            f"the selected interpreter {python} does not exist; select another Python", {"python": python},
+            f"the selected interpreter {python} does not exist; select another Python", InterpreterDetails(python=python),
         )
     if not os.access(python, os.X_OK) or os.path.isdir(python):
         return job.fail(
             "interpreter", "InterpreterNotExecutable",
-            f"the selected interpreter {python} is not an executable file", {"python": python},
+            f"the selected interpreter {python} is not an executable file", InterpreterDetails(python=python),
         )
     return None
 

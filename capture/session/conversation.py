@@ -17,12 +17,25 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from ..graph import graphfile
 from ..graph.model import Capture, Frame, Source, failure_from_json
 from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, release_worker
-from ..worker.protocol import MAX_CONTROL_FRAME, FrameReader, ProtocolError, encode_frame
+from ..worker.protocol import (
+    FINAL_KINDS,
+    MAX_CONTROL_FRAME,
+    CrashDetails,
+    DeadlineDetails,
+    DeviceOkMessage,
+    FailureMessage,
+    FrameReader,
+    ProtocolError,
+    ResultMessage,
+    WorkerRequest,
+    check_message,
+    encode_frame,
+)
 from ..worker.workspace_files import WorkspaceFiles
 from .job import CaptureJob, Log
 
@@ -60,14 +73,14 @@ class WorkerChannel(Protocol):
     def log_tail(self) -> str: ...
 
 
-def converse(job: CaptureJob, channel: WorkerChannel, request: dict[str, Any]) -> Capture | None:
+def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) -> Capture | None:
     """Run ``request`` on ``channel``: the capture (or its failure capture); None when a
     ``probe_device`` request found the device fine."""
     deadline = job.started + job.limits.max_seconds
     request["seconds_left"] = deadline - time.monotonic()
     channel.send_request(encode_frame(request))
     reader = FrameReader(max(job.limits.max_result_bytes + (1 << 20), MAX_CONTROL_FRAME))
-    final: dict[str, Any] | None = None
+    final: ResultMessage | FailureMessage | DeviceOkMessage | None = None
     exited_since: float | None = None
     while final is None:
         if job.cancel.is_set():
@@ -77,8 +90,7 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: dict[str, Any]) -
         if remaining <= 0:
             channel.kill_group()
             escaped = list(channel.escaped)
-            details: dict[str, Any] = {"limit": "max_seconds", "maximum": job.limits.max_seconds,
-                                       "elapsed_s": job.elapsed_s()}
+            details = DeadlineDetails(limit="max_seconds", maximum=job.limits.max_seconds, elapsed_s=job.elapsed_s())
             if escaped:
                 details["escaped_processes"] = escaped
             return job.fail(
@@ -98,13 +110,14 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: dict[str, Any]) -
         if chunk == b"":
             break
         try:
-            for msg in reader.feed(chunk):
-                kind = msg.get("kind")
-                if kind == "progress":
-                    fraction = msg.get("fraction")
-                    job.progress(str(msg.get("message", "")), fraction if type(fraction) in (int, float) else None)
-                elif kind in ("result", "failure", "device_ok"):
-                    final = msg
+            for raw in reader.feed(chunk):
+                msg = check_message(raw)
+                if msg is None:
+                    continue  # a kind this side does not know (the warm worker's own)
+                if msg["kind"] == "progress":
+                    job.progress(msg["message"], msg["fraction"])
+                elif msg["kind"] in FINAL_KINDS:
+                    final = cast("ResultMessage | FailureMessage | DeviceOkMessage", msg)
                     break
         except ProtocolError as exc:
             channel.kill_group()
@@ -113,16 +126,13 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: dict[str, Any]) -
     if final is None:
         return _crashed(job, channel)
     channel.finish()
-    kind = final["kind"]
-    if kind == "device_ok":
+    if final["kind"] == "device_ok":
         return None
-    if kind == "failure":
+    if final["kind"] == "failure":
         return _worker_failure(job, final)
-    graph = final.get("graph")
-    if not isinstance(graph, bytes):
-        return job.fail("crash", "ProtocolError", "the worker's result carried no graph")
+    assert final["kind"] == "result"
     try:
-        capture = graphfile.decode(graph, name="worker result", max_bytes=job.limits.max_result_bytes + (1 << 20))
+        capture = graphfile.decode(final["graph"], name="worker result", max_bytes=job.limits.max_result_bytes + (1 << 20))
     except graphfile.GraphFileError as exc:
         return job.fail("crash", "InvalidResult", f"the worker's graph is invalid: {exc.problem}")
     if capture.backend != "jaxpr":
@@ -131,11 +141,11 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: dict[str, Any]) -
     return capture
 
 
-def _worker_failure(job: CaptureJob, msg: dict[str, Any]) -> Capture:
+def _worker_failure(job: CaptureJob, msg: FailureMessage) -> Capture:
     try:
-        failure = failure_from_json(msg["failure"])
-        sources = [Source(str(p), str(h)) for p, h in msg.get("sources") or []]
-    except Exception:
+        failure = failure_from_json(dict(msg["failure"]))
+        sources = [Source(str(p), str(h)) for p, h in msg["sources"]]
+    except (TypeError, ValueError):
         return job.fail("crash", "ProtocolError", "the worker sent a malformed failure")
     if len(failure.message) > _MAX_MESSAGE_CHARS:
         # An exception's message may be any size; the failure file must stay readable.
@@ -143,8 +153,8 @@ def _worker_failure(job: CaptureJob, msg: dict[str, Any]) -> Capture:
         failure.message = failure.message[:_MAX_MESSAGE_CHARS] + f" … [{cut:,} more characters cut]"
     return Capture.failed_capture(
         failure,
-        framework=str(msg.get("framework") or job.framework),
-        framework_version=str(msg.get("framework_version") or ""),
+        framework=msg["framework"] or job.framework,
+        framework_version=msg["framework_version"],
         recipe=job.recipe.as_dict,
         sources=sources or job.named_sources(),
         meta={"elapsed_s": job.elapsed_s()},
@@ -156,19 +166,18 @@ def _crashed(job: CaptureJob, channel: WorkerChannel) -> Capture:
     tail = channel.log_tail()
     channel.kill_group()  # what it left behind (also in sessions of their own)
     frames = crash_frames(tail, WorkspaceFiles(job.workspace))
-    details: dict[str, Any]
+    details = CrashDetails()
     if code is None:
         how = "closed its result pipe without a result and did not exit"
-        details = {}
     elif code < 0:
         sig = _signal_name(-code)
         hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (possibly out of memory)",
                 "SIGABRT": " (aborted)", "SIGBUS": " (bus error)"}.get(sig, "")
         how = f"was killed by signal {sig}{hint}"
-        details = {"signal": sig, "exit_code": code}
+        details.update(signal=sig, exit_code=code)
     else:
         how = f"exited with status {code} without reporting a result"
-        details = {"exit_code": code}
+        details.update(exit_code=code)
     last = _last_error_line(tail)
     details["log_tail"] = _bounded_tail(tail)
     memory = job.limits.max_memory_bytes

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..frameworks import framework_names
 from ..graph.model import Capture
+from ..worker.protocol import InterpreterDetails, MissingDependenciesDetails
 from .job import CaptureJob
 from .launcher import launcher_script, worker_env
 
@@ -49,12 +50,12 @@ def probe_interpreter(job: CaptureJob, requires: tuple[str, ...]) -> dict[str, A
         return job.fail(
             "interpreter", "InterpreterTimeout",
             f"the selected interpreter {python} did not answer a version probe in {PROBE_TIMEOUT_S:.0f} s",
-            {"python": python},
+            InterpreterDetails(python=python),
         )
     except OSError as exc:
         return job.fail(
             "interpreter", "InterpreterNotRunnable",
-            f"the selected interpreter {python} cannot run: {exc.strerror or exc}", {"python": python},
+            f"the selected interpreter {python} cannot run: {exc.strerror or exc}", InterpreterDetails(python=python),
         )
     try:
         data = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
@@ -66,14 +67,14 @@ def probe_interpreter(job: CaptureJob, requires: tuple[str, ...]) -> dict[str, A
             "interpreter", "InterpreterNotRunnable",
             f"the selected interpreter {python} did not run a Python probe (exit status {proc.returncode})"
             + (f": {tail}" if tail else ""),
-            {"python": python, "exit_code": proc.returncode},
+            InterpreterDetails(python=python, exit_code=proc.returncode),
         )
     if version < MIN_PYTHON:
         return job.fail(
             "interpreter", "InterpreterTooOld",
             f"the selected interpreter {python} is Python {'.'.join(map(str, version))}; "
             f"capture needs Python {'.'.join(map(str, MIN_PYTHON))} or newer",
-            {"python": python, "version": list(version)},
+            InterpreterDetails(python=python, version=list(version)),
         )
     with _probe_lock:
         if len(_probe_cache) > 64:
@@ -109,9 +110,11 @@ def missing_dependencies(job: CaptureJob, missing: list[str], probe: Mapping[str
         message += " (pip is not installed in that interpreter: add it first, e.g. python -m ensurepip)"
     return job.fail(
         "dependencies", "MissingDependencies", message,
-        {"missing": missing, "install": command, "python": python, "pip_available": pip,
-         "installed": {k: v.get("version") for k, v in probe["modules"].items() if v.get("found")},
-         "pinned": [spec for spec in command[4:] if "==" in spec]},
+        MissingDependenciesDetails(
+            missing=missing, install=command, python=python, pip_available=pip,
+            installed={k: v.get("version") for k, v in probe["modules"].items() if v.get("found")},
+            pinned=[spec for spec in command[4:] if "==" in spec],
+        ),
     )
 
 

@@ -27,14 +27,14 @@ import os
 import subprocess
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from ..frameworks import framework_info, framework_names
 from ..graph.model import Capture
 from ..recipe import Recipe, RecipeError
 from ..worker.limits import Limits
 from ..worker.procs import MARKER_ENV
-from ..worker.protocol import PROTOCOL_VERSION
+from ..worker.protocol import PROTOCOL_VERSION, InputsNeededDetails, NeededDim, WorkerRequest
 from .checks import Unsaved, default_interpreter, preflight
 from .conversation import OneShotWorker, converse
 from .job import CaptureJob, Log, Progress, resolve_recipe, workspace_path
@@ -156,7 +156,7 @@ class _WorkerStep:
             return job.fail(
                 "recipe", "InputsNeeded",
                 f"profile {recipe.name!r} has unknown input dimensions: {listed}; give them a size to capture",
-                {"needs": [n.to_dict() for n in needs]},
+                InputsNeededDetails(needs=[NeededDim(**n.to_dict()) for n in needs]),
             )
         result = self._start(recipe, action="capture")
         assert result is not None
@@ -192,17 +192,17 @@ class _WorkerStep:
         except RecipeError:
             return None
 
-    def _start(self, recipe: Recipe, *, action: str) -> Capture | None:
+    def _start(self, recipe: Recipe, *, action: Literal["capture", "probe_device"]) -> Capture | None:
         """Run the worker once. ``capture``: returns the capture (or a failure).
         ``probe_device``: returns a failure capture, or None when the device is fine."""
         job = self.job
-        request = {
-            "protocol": PROTOCOL_VERSION,
-            "action": action,
-            "workspace": str(job.workspace),
-            "recipe": recipe.to_dict(),
-            "limits": job.limits.to_dict(),
-        }
+        request = WorkerRequest(
+            protocol=PROTOCOL_VERSION,
+            action=action,
+            workspace=str(job.workspace),
+            recipe=recipe.to_dict(),
+            limits=job.limits.to_dict(),
+        )
         if self.warm is not None and action == "capture":
             lease = self.warm.lease(job.workspace, os.path.abspath(job.python), worker_env(job.env),
                                     identity_for(job.python, job.env, self.path_stamp), log_line=job.log)

@@ -43,7 +43,7 @@ from typing import Any
 
 from ..graph.model import Capture
 from ..worker.procs import MARKER_ENV, LogPump, kill_worker_tree, release_worker
-from ..worker.protocol import MAX_CONTROL_FRAME, FrameReader, ProtocolError, encode_frame
+from ..worker.protocol import FINAL_KINDS, MAX_CONTROL_FRAME, FrameReader, PreloadRequest, ProtocolError, encode_frame
 from .launcher import launcher_script
 
 log = logging.getLogger(__name__)
@@ -254,8 +254,8 @@ class _Resident:
 
     def preload(self, modules: list[str]) -> None:
         try:
-            self.proc.stdin.write(encode_frame({"action": "preload", "modules": modules,
-                                                "workspace": self.workspace}))
+            self.proc.stdin.write(encode_frame(PreloadRequest(action="preload", modules=modules,
+                                                              workspace=self.workspace)))
             self.proc.stdin.flush()
             self.preloads_pending += 1
         except (OSError, ValueError):
@@ -380,7 +380,7 @@ class Lease:
                 self.modules = [n for n in m.get("names") or [] if isinstance(n, str)]
             elif kind == "preloaded":
                 self.r.note(m)
-            elif kind in ("result", "failure", "device_ok"):
+            elif kind in FINAL_KINDS:
                 self.final_seen = True
             elif kind == "exited":
                 self.child_code = m.get("code") if type(m.get("code")) is int else -1

@@ -15,7 +15,18 @@ import faulthandler
 import os
 import sys
 import time
-from typing import Any
+from typing import Any, Callable, cast
+
+from .protocol import (
+    DeviceOkMessage,
+    FailureMessage,
+    FrameworkNotLoadedDetails,
+    ProgressMessage,
+    ResultMessage,
+    TraceDetails,
+    WorkerMessage,
+    WorkerRequest,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from .protocol import encode_frame, read_frame
 
-    def send(message: dict[str, Any]) -> None:
+    def send(message: WorkerMessage) -> None:
         out.write(encode_frame(message))
 
     try:
@@ -53,11 +64,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdin.close()
     except OSError:
         pass
-    run_request(request, started, send, reserve)
+    run_request(cast(WorkerRequest, request), started, send, reserve)
     return flush_and_exit(0)
 
 
-def run_request(request: dict[str, Any], started: float, send: Any, reserve: bytearray | None = None) -> None:
+Send = Callable[[WorkerMessage], None]
+
+
+def run_request(request: WorkerRequest, started: float, send: Send, reserve: bytearray | None = None) -> None:
     """Run one request and send its messages; ends the process (``os._exit``). Used by
     the one-shot worker and by each child of the warm worker (:mod:`.zygote`)."""
     if reserve is None:
@@ -82,7 +96,7 @@ def run_request(request: dict[str, Any], started: float, send: Any, reserve: byt
 _memory_limit = 0
 
 
-def _apply_memory_limit(request: dict[str, Any]) -> None:
+def _apply_memory_limit(request: WorkerRequest) -> None:
     """``limits.max_memory_bytes`` as this process's ``RLIMIT_DATA`` (heap and private
     writable mappings; unlike ``RLIMIT_AS`` it does not count the address space that
     JAX/XLA and CUDA reserve without using). An allocation past it fails: a MemoryError
@@ -115,7 +129,7 @@ def flush_and_exit(code: int) -> int:
 
 
 class _Session:
-    def __init__(self, request: dict[str, Any], started: float, send: Any) -> None:
+    def __init__(self, request: WorkerRequest, started: float, send: Send) -> None:
         self.request = request
         self.started = started
         self.send = send
@@ -139,7 +153,8 @@ class _Session:
             recipe,
             req["workspace"],
             limits,
-            progress_sink=lambda message, fraction: self.send({"kind": "progress", "message": message, "fraction": fraction}),
+            progress_sink=lambda message, fraction: self.send(
+                ProgressMessage(kind="progress", message=message, fraction=fraction)),
             started=self.started,
         )
         os.chdir(ctx.workspace)
@@ -157,7 +172,7 @@ class _Session:
             raise CaptureError(
                 "dependencies",
                 f"the {recipe.framework} capture could not be loaded in {sys.executable}: {exc}",
-                {"python": sys.executable},
+                FrameworkNotLoadedDetails(python=sys.executable),
             ) from exc
         self.framework_version = getattr(fw, "VERSION", "") or ""
         if recipe.framework == "torch":
@@ -171,7 +186,7 @@ class _Session:
         ctx.progress(f"checking device {recipe.device}", 0.02)
         fw.probe_device(ctx)
         if req.get("action") == "probe_device":
-            self.send({"kind": "device_ok"})
+            self.send(DeviceOkMessage(kind="device_ok"))
             return
 
         capture = fw.capture(ctx)
@@ -204,7 +219,7 @@ class _Session:
             raise CaptureError("trace", f"the capture cannot be written as a graph file: {exc}") from None
         if len(data) > ctx.limits.max_result_bytes:
             raise LimitExceeded("max_result_bytes", ctx.limits.max_result_bytes, len(data), "bytes of result")
-        self.send({"kind": "result", "graph": data})
+        self.send(ResultMessage(kind="result", graph=data))
 
     def send_failure_for(self, exc: BaseException) -> None:
         from ..graph.model import failure_json
@@ -217,7 +232,7 @@ class _Session:
         if failure.type == "MemoryError" and _memory_limit:
             mb = _memory_limit / (1 << 20)
             failure.message += f" (the capture memory limit is {mb:g} MB: tensorviz.captureMemoryMB, --memory)"
-            failure.details = {**(failure.details or {}), "limit": "max_memory_bytes", "maximum": _memory_limit}
+            failure.details = {**(failure.details or {}), **TraceDetails(limit="max_memory_bytes", maximum=_memory_limit)}
         sources = []
         if self.ctx is not None:
             try:
@@ -225,9 +240,9 @@ class _Session:
             except Exception:
                 sources = []
 
-        def message() -> dict[str, Any]:
-            return {"kind": "failure", "failure": failure_json(failure), "sources": sources,
-                    "framework": self.framework, "framework_version": self.framework_version}
+        def message() -> FailureMessage:
+            return FailureMessage(kind="failure", failure=failure_json(failure), sources=sources,  # type: ignore[typeddict-item]
+                                  framework=self.framework, framework_version=self.framework_version)
 
         try:
             self.send(message())

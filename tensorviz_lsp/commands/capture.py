@@ -36,6 +36,7 @@ from capture.recipe import RecipeError
 from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
 from capture.session.checks import default_interpreter
 from capture.worker.limits import Limits
+from capture.worker.protocol import environment_needed, inputs_needed
 
 from ..recipes_store import RecipeStoreError, existing_profile, save_profile
 from ..shorthand import (
@@ -275,11 +276,11 @@ def describe_failure(capture: Capture, command: str = "capture") -> str:
     assert f is not None
     lines = [f"tensorviz {command}: [{f.stage}] {f.type}: {f.message}"]
     lines += [f"    {line}" for line in frame_lines(f)]
-    for need in f.details.get("needs", []) if isinstance(f.details, dict) else []:
-        name = f" ({need['name']})" if need.get("name") else ""
+    for need in inputs_needed(f):
+        name = f" ({need['name']})" if need["name"] else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
-    wanted = f.details.get("environment") if isinstance(f.details, dict) else None
-    if isinstance(wanted, dict) and wanted:
+    wanted = environment_needed(f)
+    if wanted:
         flags = " ".join(f"--env {k}={v}" for k, v in wanted.items())
         lines.append(f"    hint: capture again with {flags}")
     return "\n".join(lines) + "\n"

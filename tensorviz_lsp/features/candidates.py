@@ -139,7 +139,7 @@ class Candidates(Feature):
         previous = self._cache.get(uri)
         if result.parsed:
             self._cache[uri] = _Entry(
-                version, result.candidates, result.errors, text, result.candidates, python, getattr(result, "complete", True)
+                version, result.candidates, result.errors, text, result.candidates, python, result.complete
             )
             self._report(uri, version, None)
             return result.candidates

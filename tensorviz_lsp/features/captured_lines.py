@@ -129,7 +129,7 @@ class CapturedLines(Feature):
         out = []
         freshness = self.server.get_feature(Freshness)
         for rec in list(freshness.records.values()):
-            if rec.capture_id is None or getattr(rec.capture, "failure", None) is not None:
+            if rec.capture_id is None or rec.capture.failure is not None:
                 continue
             rel = rel_path(rec.root, path)
             if rel is not None and rel in rec.sources:
@@ -202,7 +202,7 @@ class CapturedLines(Feature):
 
 
 def _read_if_same(rec: Record, rel: str) -> list[str] | None:
-    want = next((s.sha256 for s in getattr(rec.capture, "sources", []) if s.path == rel), None)
+    want = next((s.sha256 for s in rec.capture.sources if s.path == rel), None)
     if not want:
         return None
     try:

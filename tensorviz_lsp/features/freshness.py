@@ -23,6 +23,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from capture.graph.model import Capture
+
 from ..backends import RECIPES_PATH, Span, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
@@ -41,7 +43,7 @@ class Record:
     profile: str
     uri: str
     qualname: str
-    capture: Any
+    capture: Capture
     sources: set[str]
     name_range: Span
     capture_id: int | None = None
@@ -173,7 +175,7 @@ class Freshness(Feature):
             text = self.server.read_text(rec.root / RECIPES_PATH)
             try:
                 verdict = await self.server.run_blocking(
-                    profile_change, getattr(rec.capture, "recipe", None), rec.profile, text
+                    profile_change, rec.capture.recipe, rec.profile, text
                 )
             except Exception:
                 log.exception("comparing the profile %s with its capture failed", rec.profile)

@@ -20,6 +20,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from capture.graph.model import Capture
+
 from ..backends import Candidate
 from ..feature import Feature
 from . import assigned_names
@@ -72,15 +74,14 @@ def _listing(label: str, items: list[dict[str, Any]]) -> str | None:
     return f"{label}: {shown}" + (f", and {more} more" if more > 0 else "")
 
 
-def _size(capture: Any) -> str:
-    nodes = len(getattr(capture, "nodes", ()))
-    groups = len(getattr(capture, "groups", ()))
+def _size(capture: Capture) -> str:
+    nodes = len(capture.nodes)
+    groups = len(capture.groups)
     text = f"{nodes:,} op{'s' * (nodes != 1)}"
     if groups:
         text += f" in {groups:,} group{'s' * (groups != 1)}"
-    coverage = getattr(capture, "coverage", None)
-    if getattr(coverage, "status", "complete") != "complete":
-        reasons = ", ".join(getattr(coverage, "reasons", []) or [])
+    if capture.coverage.status != "complete":
+        reasons = ", ".join(capture.coverage.reasons)
         text += f", coverage partial ({reasons})" if reasons else ", coverage partial"
     return text
 

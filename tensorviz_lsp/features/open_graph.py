@@ -34,8 +34,9 @@ from capture.graph import frame_repeats
 from capture.graph.model import Failure
 from capture.recipe import module_file, profile_name
 from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits_for, run_session
+from capture.worker.protocol import NeededDim, environment_needed, inputs_needed
 
-from ..backends import RECIPES_PATH, Candidate, Pos, Span
+from ..backends import RECIPES_PATH, Candidate, Pos, Span, install_plan
 from ..diagnostics import SOURCE
 from ..feature import Feature
 from .args import CaptureProfileArgs, OpenGraphArgs, ShowViewerArgs
@@ -286,7 +287,7 @@ class OpenGraph(Feature):
             functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True, **extra)
         )
         saved = result.graph_file
-        sources = {s.path for s in getattr(capture, "sources", [])}
+        sources = {s.path for s in capture.sources}
         record = Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=capture_id)
         self.server.get_feature(Freshness).record(record)
         # The text each source had when captured: where its lines' data goes after edits.
@@ -296,7 +297,7 @@ class OpenGraph(Feature):
         urls = self.urls.setdefault(str(root), {})
         urls.pop(profile, None)  # newest last
         urls[profile] = url
-        n = len(getattr(capture, "nodes", []))
+        n = len(capture.nodes)
         log.info("captured %s: %d nodes%s", qualname, n, f", saved to {saved}" if saved else "")
         if show:
             await viewer_host.show_url(url, f"Graph of {qualname}")
@@ -308,12 +309,12 @@ class OpenGraph(Feature):
     ):
         capture = result.capture
         failure = capture.failure
-        stage = getattr(failure, "stage", "trace")
-        details = getattr(failure, "details", {}) or {}
+        assert failure is not None
+        stage = failure.stage
         viewer_host = self.server.get_feature(ViewerHost)
         viewer_host.publish(root, "capture-failed", {"message": failure.message, "stage": stage, "profile": profile})
-        if stage in ("dependencies", "dependency") and not background:
-            plan = self.server.backends.install_plan(failure, interp.path)
+        if stage == "dependencies" and not background:
+            plan = install_plan(failure, interp.path)
             if plan is not None and not retry:
                 # Just installed, and still missing: say so instead of asking again.
                 self.server.get_feature(Dependencies).last_plan[str(root)] = plan
@@ -329,7 +330,7 @@ class OpenGraph(Feature):
                 if installed and retry:
                     return await self.capture(root, profile, uri, qualname, name_range, show=show, retry=False)
                 return {"ok": False, "reason": "dependencies", "installed": installed, "missing": plan.missing}
-        needs = details.get("needs") or details.get("needed") or []
+        needs = inputs_needed(failure)
         if needs and self.setup_possible(uri) and not background:
             cand = await self.server.get_feature(Candidates).find(uri, qualname)
             if cand is not None:
@@ -338,7 +339,7 @@ class OpenGraph(Feature):
                     f"TensorViz: {qualname} needs input dimensions before it can be traced: {failure.message}"
                 )
                 return await self.open_setup(root, uri, cand, profile, recipe=recipe, needs=list(needs))
-        hint = REMEDIES.get(stage, "") + _environment_hint(details, self.server.settings_for(root).capture_env)
+        hint = REMEDIES.get(stage, "") + _environment_hint(failure, self.server.settings_for(root).capture_env)
         diag = types.Diagnostic(
             range=lsp_range(name_range),
             message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}{hint}"
@@ -359,15 +360,15 @@ class OpenGraph(Feature):
             self.server.show_message(
                 f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}{hint}", types.MessageType.Error
             )
-        return {"ok": False, "reason": stage, "message": failure.message, "details": details}
+        return {"ok": False, "reason": stage, "message": failure.message, "details": failure.details}
 
     def setup_possible(self, uri: str) -> bool:
         return uri.endswith(".py")
 
-    def _frames(self, root: Path, failure: Any) -> list[types.DiagnosticRelatedInformation]:
+    def _frames(self, root: Path, failure: Failure) -> list[types.DiagnosticRelatedInformation]:
         out = []
-        frames = list(getattr(failure, "frames", []) or [])
-        marks = frame_repeats.repeated(getattr(failure, "details", None))
+        frames = list(failure.frames)
+        marks = frame_repeats.repeated(failure.details)
         for index, fr in list(enumerate(frames))[-5:]:
             p = Path(fr.file)
             p = p if p.is_absolute() else root / p
@@ -437,7 +438,7 @@ class OpenGraph(Feature):
         profile: str | None,
         *,
         recipe: dict[str, Any] | None = None,
-        needs: list[dict[str, Any]] | None = None,
+        needs: list[NeededDim] | None = None,
     ) -> dict[str, Any]:
         recipes = self.server.get_feature(Recipes)
         path = self.server.path_of(uri)
@@ -552,13 +553,10 @@ async def _logged(coro) -> None:
         log.exception("capture from the viewer failed")
 
 
-def _environment_hint(details: Any, current: dict[str, str]) -> str:
+def _environment_hint(failure: Failure, current: dict[str, str]) -> str:
     """A failure that names the environment it needs (``details.environment``, e.g.
     ``{"JAX_ENABLE_X64": "1"}`` for 64-bit JAX inputs): how to give it from the editor."""
-    wanted = details.get("environment") if isinstance(details, dict) else None
-    if not isinstance(wanted, dict) or not wanted:
-        return ""
-    missing = {str(k): str(v) for k, v in wanted.items() if current.get(str(k)) != str(v)}
+    missing = {k: v for k, v in environment_needed(failure).items() if current.get(k) != v}
     if not missing:
         return ""
     import json

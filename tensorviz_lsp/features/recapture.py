@@ -59,32 +59,26 @@ class RecaptureOnSave(Feature):
     def settings_changed(self) -> None:
         """A folder's interpreter or capture environment setting changed: its warm
         worker goes now rather than at the next capture."""
-        retain = getattr(self.server.backends, "warm_retain", None)
-        if not callable(retain):
-            return
         for root in self.server.folders():
             settings = self.server.settings_for(root)
             interp = self.server.get_feature(InterpreterSelection).for_root(root)
             python = interp.path if settings.warm_worker_idle_seconds > 0 else None
             try:
-                retain(root, python, dict(settings.capture_env))
+                self.server.backends.warm_retain(root, python, dict(settings.capture_env))
             except Exception:
                 log.exception("checking the warm worker of %s failed", root)
 
     def folders_changed(self, added: list[str], removed: list[str]) -> None:
-        retain = getattr(self.server.backends, "warm_retain", None)
-        for folder in removed if callable(retain) else ():
-            retain(Path(folder), None, {})
+        for folder in removed:
+            self.server.backends.warm_retain(Path(folder), None, {})
 
     def shutdown(self) -> None:
         for task in self._tasks.values():
             task.cancel()
-        stop = getattr(self.server.backends, "shutdown", None)
-        if callable(stop):
-            try:
-                stop()  # the warm workers go with the server
-            except Exception:
-                log.exception("stopping the warm workers failed")
+        try:
+            self.server.backends.shutdown()  # the warm workers go with the server
+        except Exception:
+            log.exception("stopping the warm workers failed")
 
     # -- which graphs a save concerns ----------------------------------------------
     async def _saved(self, path: Path | None) -> None:
@@ -107,7 +101,7 @@ class RecaptureOnSave(Feature):
         if root is not None and _same(root, rec.root):
             text = self.server.read_text(rec.root / RECIPES_PATH)
             verdict = await self.server.run_blocking(
-                profile_change, getattr(rec.capture, "recipe", None), rec.profile, text
+                profile_change, rec.capture.recipe, rec.profile, text
             )
             return isinstance(verdict, str) and not verdict.endswith("removed)")
         try:

@@ -25,7 +25,7 @@ from lsprotocol import types
 
 from capture.recipe import is_path_ref, model_ref_for, path_ref_file, split_ref
 
-from ..backends import RECIPES_PATH, RecipeIssue, module_file, profiles_in, recipes_root
+from ..backends import RECIPES_PATH, RecipeIssue, every_problem, module_file, profiles_in, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
 from .candidates import discovery_python
@@ -115,7 +115,7 @@ class Recipes(Feature):
             self.server.diagnostics.set(uri, KIND, [])
             return
         try:
-            issues: list[RecipeIssue] = await self.server.run_blocking(self.server.backends.recipe_issues, root, text)
+            issues: list[RecipeIssue] = await self.server.run_blocking(every_problem, text)
             issues = _merge(issues, await self._model_issues(root, text, issues))
             issues = _merge(issues, await self.server.run_blocking(saved_file_issues, root, text))
         except Exception as exc:

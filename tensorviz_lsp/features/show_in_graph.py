@@ -124,9 +124,8 @@ class ShowInGraph(Feature):
 
     def _pages(self, root: Path, capture_id: int) -> int:
         viewer = self.server.get_feature(ViewerHost).running(root)
-        pages = getattr(viewer, "pages", None) if viewer is not None else None
         try:
-            return int(pages(capture_id)) if pages is not None else 0
+            return viewer.pages(capture_id) if viewer is not None else 0
         except Exception as exc:
             log.debug("counting the pages of capture %s failed: %s", capture_id, exc)
             return 0

@@ -83,7 +83,7 @@ class ViewerHost(Feature):
                 result = await self.server.window_show_document_async(
                     types.ShowDocumentParams(uri=url, external=True)
                 )
-                if result is not None and getattr(result, "success", False):
+                if result is not None and result.success:
                     return True
                 log.warning("the editor could not open the URL itself")
             except Exception as exc:

@@ -267,13 +267,16 @@ def test_install_command_never_replaces_installed_builds():
 def test_a_custom_install_template_keeps_the_torch_build_pinned(monkeypatch):
     server = create_server(backends=object())
     deps = server.get_feature(Dependencies)
-    from tensorviz_lsp.backends import InstallPlan, RealBackends
+    from capture.graph.model import Failure
+    from tensorviz_lsp.backends import InstallPlan, install_plan
 
-    failure = type("F", (), {"details": {
+    # A dependencies failure as the session's probe reports it (its details typed by
+    # capture.worker.protocol.MissingDependenciesDetails).
+    failure = Failure("MissingDependencies", "missing jax", stage="dependencies", details={
         "missing": ["jax"], "install": ["/py", "-m", "pip", "install", "jax", "torch==2.13.0", "triton==3.1.0"],
         "pinned": ["torch==2.13.0", "triton==3.1.0"],
-    }})()
-    plan = RealBackends.install_plan(None, failure, "/py")
+    })
+    plan = install_plan(failure, "/py")
     assert plan == InstallPlan(
         "/py", ["jax"], ["/py", "-m", "pip", "install", "jax", "torch==2.13.0", "triton==3.1.0"],
         ["torch==2.13.0", "triton==3.1.0"],
