@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Any, cast
 
-from .main import Send, flush_and_exit
+from .request import Send, flush_and_exit
 from .protocol import (
     ExitedMessage,
     FailureMessage,
@@ -320,7 +320,7 @@ def _child(request: WorkerRequest, fd: int, send: Send, before: set[str], parent
         send(ForkedMessage(kind="forked", pid=os.getpid()))
     except BaseException:
         os._exit(70)
-    from .main import run_request
+    from .request import run_request
 
     workspace = str(request.get("workspace") or "")
 

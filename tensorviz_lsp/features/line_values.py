@@ -24,7 +24,7 @@ from viewer.projection.projection import value_label
 if TYPE_CHECKING:  # pragma: no cover
     from viewer.projection.lines import LineEntry
 
-    from .freshness import Record
+    from .records import Record
 
 #: Values named in a label before "+N".
 LABEL_VALUES = 3

@@ -15,6 +15,8 @@ from typing import Any
 from lsprotocol import types
 
 from ..feature import Feature
+from ..host import Host
+from ..trust import TrustStore
 from .args import FolderArgs
 
 log = logging.getLogger(__name__)
@@ -26,11 +28,15 @@ CANCEL = "Cancel"
 class Trust(Feature):
     name = "trust"
 
+    def __init__(self, server: Host, store: TrustStore) -> None:
+        super().__init__(server)
+        self.store = store
+
     def commands(self):
         return {"tensorviz.trustWorkspace": self.trust_command}
 
     def is_trusted(self, root: Path) -> bool:
-        return self.server.trust_store.is_trusted(root)
+        return self.store.is_trusted(root)
 
     async def ask(
         self, root: Path, purpose: str, python: str | None = None,
@@ -44,12 +50,12 @@ class Trust(Feature):
         answer = await self.server.ask(
             f"TensorViz: {purpose} runs code from the workspace {root}{where} "
             f"{runs}. Do you trust this workspace? "
-            f"The decision is stored outside it, in {self.server.trust_store.path}.",
+            f"The decision is stored outside it, in {self.store.path}.",
             [TRUST, CANCEL],
             types.MessageType.Warning,
         )
         if answer == TRUST:
-            self.server.trust_store.set_trusted(root, True)
+            self.store.set_trusted(root, True)
             log.info("workspace trusted: %s", root)
             return True
         return False
@@ -91,7 +97,7 @@ class Trust(Feature):
         if root is None:
             self.server.show_message("TensorViz: no workspace folder to trust.", types.MessageType.Warning)
             return {"ok": False}
-        self.server.trust_store.set_trusted(root, parsed.trusted)
+        self.store.set_trusted(root, parsed.trusted)
         state = "trusted" if parsed.trusted else "no longer trusted"
         self.server.show_message(f"TensorViz: workspace {root} is {state}.")
         return {"ok": True, "folder": str(root), "trusted": parsed.trusted}

@@ -43,7 +43,7 @@ from tensorviz_lsp.backends import (  # noqa: E402
 )
 from tensorviz_lsp.lsplog import install  # noqa: E402
 from viewer.projection.lines import LineIndex  # noqa: E402
-from tensorviz_lsp.server import create_server  # noqa: E402
+from tensorviz_lsp.setup import create_server  # noqa: E402
 
 _DEF = re.compile(r"^(?P<indent>\s*)(?:def|class)\s+(?P<name>\w+)")
 # Under tensorviz_lsp: the server forwards it to the client (window/logMessage), so a
@@ -110,6 +110,10 @@ class FakeViewer:
 
 
 class FakeBackends:
+    def __init__(self) -> None:
+        #: The viewer started for each folder (what fake.reveal plays).
+        self.viewers: dict[Path, FakeViewer] = {}
+
     def discover(self, text: str, path: Path, root: Path | None, python: str | None = None) -> Discovered:
         cands = []
         lines = text.splitlines()
@@ -234,7 +238,8 @@ class FakeBackends:
 
     def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer:
         folder = root or Path.cwd()
-        return FakeViewer(hooks, folder / ".fake" / "viewer-events.jsonl")
+        viewer = self.viewers[folder] = FakeViewer(hooks, folder / ".fake" / "viewer-events.jsonl")
+        return viewer
 
     def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
         log.info("fake warm worker of %s: retained for %s", root, python)
@@ -243,16 +248,15 @@ class FakeBackends:
         log.info("fake backends: shut down")
 
 
-server = create_server(backends=FakeBackends())
+backends = FakeBackends()
+server = create_server(backends=backends)
 
 
 @server.command("fake.reveal")
 async def fake_reveal(ls, *args):
-    """Play the viewer: call the reveal hook from another thread, as its HTTP server does."""
-    from tensorviz_lsp.features.viewer_host import ViewerHost
-
-    root = ls.folders()[0]
-    viewer = await ls.run_blocking(ls.get_feature(ViewerHost).viewer, root)
+    """Play the viewer of the first folder (started by a capture): call its reveal hook
+    from another thread, as its HTTP server does."""
+    viewer = backends.viewers[ls.folders()[0]]
     return {"handled": "editor" if await ls.run_blocking(viewer.hooks.reveal, args[0]) else "viewer"}
 
 
