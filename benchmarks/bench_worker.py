@@ -31,8 +31,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("TENSORVIZ_TEST_PLUGINS", f"fake={ROOT / 'tests' / 'fake_framework.py'}")
 
 from capture.recipe import Recipe  # noqa: E402
-from capture.session import runner  # noqa: E402
-from capture.session.runner import launcher_script, run_capture  # noqa: E402
+from capture.session.probe import forget_probes  # noqa: E402
+from capture.session.launcher import launcher_script  # noqa: E402
+from capture.session.runner import run_capture  # noqa: E402
 
 MODEL = "def net(x, w):\n    return (x @ w).relu()\n"
 
@@ -63,7 +64,7 @@ def main() -> None:
         subprocess.run([args.python, "-c", probe_source, '["msgpack"]'], check=True, capture_output=True)
         probe.append(time.perf_counter() - t)
 
-        runner._probe_cache.clear()
+        forget_probes()
         t = time.perf_counter()
         c = run_capture(workspace, recipe, python=args.python)
         cold.append(time.perf_counter() - t)

@@ -15,15 +15,20 @@ import threading
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 
 # Where a recipe's dotted module lives: one definition, in capture (the worker's side
 # needs it too). Re-exported for the features that look files up through this module.
 from capture.recipe import RECIPES_FILE, module_file  # noqa: F401
 
+from capture.graph.model import Capture, Failure
+from capture.session import Baseline, CaptureJob
+from capture.worker.protocol import missing_dependencies
+
 if TYPE_CHECKING:  # discovery imports libcst: loaded when the first file is discovered
     from discovery.positions import Range
     from discovery.results import CallInputJson, CandidateKind, FileResult, Framework, SetupFieldJson
+    from viewer.projection.lines import LineIndex
 
 log = logging.getLogger(__name__)
 
@@ -86,29 +91,6 @@ class RecipeIssue:
 
 
 @dataclass
-class CaptureJob:
-    root: Path
-    profile: str
-    python: str
-    timeout: float
-    # Workspace files with unsaved editor changes (the worker refuses to run then).
-    unsaved: list[str] = field(default_factory=list)
-    trusted: bool = True
-    # Extra environment variables for the worker (``tensorviz.captureEnv``).
-    env: dict[str, str] = field(default_factory=dict)
-    # ``tensorviz.maxSavedFileMB``: the largest checkpoint/fixture file, in MiB (None: the default).
-    max_saved_file_mb: float | None = None
-    # ``tensorviz.captureMemoryMB``: the worker's memory limit in MiB (0: none).
-    memory_mb: float = 0.0
-    cancel: threading.Event = field(default_factory=threading.Event)
-    # Run on the folder's warm worker (``tensorviz.warmWorkerIdleSeconds`` > 0), which
-    # stops after this many idle seconds; 0: a one-shot worker.
-    warm_idle_seconds: float = 0.0
-    on_progress: Callable[[str, float | None], None] = lambda message, fraction: None
-    on_log: Callable[[str], None] = lambda line: None
-
-
-@dataclass
 class InstallPlan:
     """The reviewed command that would add missing capture dependencies."""
 
@@ -121,22 +103,27 @@ class InstallPlan:
     pinned: list[str] = field(default_factory=list)
 
 
+@runtime_checkable
 class Viewer(Protocol):
-    """One loopback viewer server (per workspace folder)."""
+    """One loopback viewer server (per workspace folder): ``viewer.server.app.ViewerServer``."""
 
     url: str
 
     def add_capture(
-        self, capture: Any, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
-        baseline: tuple[Any, str] | None = None,
-    ) -> int: ...
+        self, capture: Capture, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
+        baseline: Baseline | None = None, replaces: int | None = None,
+    ) -> int:
+        """Hold ``capture`` (the newest becomes the default) and tell open pages; its id.
+        ``baseline``: what the page offers a diff against; ``replaces``: the id of the
+        capture whose tab updates in place (a recapture)."""
+        ...
 
     def url_for(self, capture_id: int) -> str: ...
 
     def publish(self, event: str, data: dict[str, Any] | None = None) -> None: ...
 
-    def lines(self, capture_id: int) -> Any:
-        """The capture's :class:`viewer.projection.lines.LineIndex` (None when not held or failed)."""
+    def lines(self, capture_id: int) -> LineIndex | None:
+        """The capture's line index (None when not held or failed)."""
         ...
 
     def pages(self, capture_id: int) -> int:
@@ -161,24 +148,45 @@ class ViewerHooks:
     start_capture: Callable[[str], None]
 
 
+@runtime_checkable
 class Backends(Protocol):
-    # ``python``: the selected capture interpreter when one was chosen (a setting, the
-    # command, the folder's ``.venv``); discovery follows bases into its packages.
-    def discover(self, text: str, path: Path, root: Path | None, python: str | None = None) -> Discovered: ...
+    """The language server's seam to what reads the disk, runs processes or serves:
+    :class:`RealBackends`, and the tests' ``FakeBackends`` (``tests/lsp/fake_server.py``).
+    Everything else the features need from ``capture``/``discovery`` is pure and
+    called directly (recipe problems, failure details, install plans)."""
 
-    def index_changed(self, root: Path, path: Path, text: str | None) -> None: ...
+    def discover(self, text: str, path: Path, root: Path | None, python: str | None = None) -> Discovered:
+        """``python``: the selected capture interpreter when one was chosen (a setting,
+        the command, the folder's ``.venv``); discovery follows bases into its packages."""
+        ...
 
-    def recipe_issues(self, root: Path, text: str) -> list[RecipeIssue]: ...
+    def index_changed(self, root: Path, path: Path, text: str | None) -> None:
+        """``text``: an open buffer's content; None: the file on disk counts (again)."""
+        ...
 
-    def save_profile(self, root: Path, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]: ...
+    def save_profile(self, root: Path, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
+        """Validate and write a profile; its problems as ``[{path, message}]``, [] when saved."""
+        ...
 
-    def run_capture(self, job: CaptureJob) -> Any: ...
+    def run_capture(self, job: CaptureJob) -> Capture:
+        """The capture session's worker step (``capture.session.run_session`` calls it
+        once the checks that need no interpreter passed); a failure capture, never a raise."""
+        ...
 
-    def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]: ...
-
-    def install_plan(self, failure: Any, python: str) -> InstallPlan | None: ...
+    def changed_sources(self, capture: Capture, root: Path, open_buffers: dict[str, str]) -> list[str]:
+        """The capture's sources whose bytes now (an open buffer, else the disk) differ."""
+        ...
 
     def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer: ...
+
+    def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
+        """The folder's settings changed: its warm worker goes unless it still matches
+        (``python`` None: the warm worker is off for the folder now)."""
+        ...
+
+    def shutdown(self) -> None:
+        """The server is stopping: stop the warm workers."""
+        ...
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -210,16 +218,6 @@ def module_name(root: Path, path: Path) -> str | None:
     if not parts or not all(p.isidentifier() for p in parts):
         return None
     return ".".join(parts)
-
-
-def factory_modules(recipe: dict[str, Any]) -> list[str]:
-    """Modules named by ``init.factory`` / ``inputs.factory`` (``mod:fn`` → ``mod``)."""
-    out = []
-    for key in ("init", "inputs"):
-        section = recipe.get(key)
-        if isinstance(section, dict) and isinstance(section.get("factory"), str):
-            out.append(section["factory"].split(":", 1)[0])
-    return out
 
 
 # ---------------------------------------------------------------------------- the real pieces
@@ -302,9 +300,6 @@ class RealBackends:
             index.update(str(path), text)
 
     # -- recipes ---------------------------------------------------------------
-    def recipe_issues(self, root: Path, text: str) -> list[RecipeIssue]:
-        return every_problem(text)
-
     def save_profile(self, root: Path, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
         from capture.recipe import Recipe, RecipeError
 
@@ -323,23 +318,12 @@ class RealBackends:
         return []
 
     # -- captures ----------------------------------------------------------------
-    def run_capture(self, job: CaptureJob) -> Any:
-        from capture.session.runner import run_capture
+    def run_capture(self, job: CaptureJob) -> Capture:
+        """The capture session's worker step, on the folder's warm worker when the
+        job asks for one."""
+        from capture.session.runner import run_worker
 
-        return run_capture(
-            job.root,
-            job.profile,
-            python=job.python,
-            timeout=job.timeout,
-            unsaved=list(job.unsaved),
-            trusted=job.trusted,
-            progress=job.on_progress,
-            log=job.on_log,
-            cancel=job.cancel,
-            env=dict(job.env),
-            warm=self.warm_pool(job.warm_idle_seconds),
-            limits=_saved_file_limits(job.max_saved_file_mb, job.memory_mb),
-        )
+        return run_worker(job, self.warm_pool(job.warm_idle_seconds))
 
     def warm_pool(self, idle_seconds: float) -> Any:
         """The warm workers (one per folder), None when ``idle_seconds`` is 0."""
@@ -373,21 +357,10 @@ class RealBackends:
         if pool is not None:
             pool.close()
 
-    def changed_sources(self, capture: Any, root: Path, open_buffers: dict[str, str]) -> list[str]:
+    def changed_sources(self, capture: Capture, root: Path, open_buffers: dict[str, str]) -> list[str]:
         from capture.graph.freshness import stale_sources
 
         return [c.path for c in stale_sources(capture.sources, root, open_buffers)]
-
-    def install_plan(self, failure: Any, python: str) -> InstallPlan | None:
-        details = getattr(failure, "details", None) or {}
-        missing = [str(m) for m in details.get("missing") or []]
-        command = details.get("install") or details.get("install_command")
-        if not missing:
-            return None
-        if not (isinstance(command, list) and all(isinstance(c, str) for c in command)):
-            command = [python, "-m", "pip", "install", *missing]
-        pinned = [str(p) for p in details.get("pinned") or [] if isinstance(p, str)]
-        return InstallPlan(str(details.get("python") or python), missing, list(command), pinned)
 
     # -- viewer ------------------------------------------------------------------
     def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer:
@@ -407,6 +380,19 @@ class RealBackends:
         )
         server.start()
         return server
+
+
+def install_plan(failure: Failure, python: str) -> InstallPlan | None:
+    """The reviewed install of a ``dependencies`` failure's missing packages (the
+    parent's command when it made one, pinning the installed Torch build); None for any
+    other failure, an unsupported version included (nothing to add: an upgrade is the
+    user's call)."""
+    details = missing_dependencies(failure)
+    if details is None:
+        return None
+    missing = details["missing"]
+    command = details.get("install") or [python, "-m", "pip", "install", *missing]
+    return InstallPlan(details["python"] or python, missing, command, details.get("pinned", []))
 
 
 def adapt_discovery(result: FileResult) -> Discovered:
@@ -507,18 +493,3 @@ def _set_aside(table: dict[str, Any], segs: list[str | int] | None) -> bool:
         del node[segs[-1]]
         return True
     return False
-
-
-def _saved_file_limits(max_saved_file_mb: float | None, memory_mb: float = 0.0) -> Any:
-    """The worker's limits with ``max_saved_file_bytes`` from ``tensorviz.maxSavedFileMB``
-    and ``max_memory_bytes`` from ``tensorviz.captureMemoryMB`` (0: no limit)."""
-    if max_saved_file_mb is None and not memory_mb:
-        return None
-    from capture.worker.limits import Limits
-
-    out: dict[str, int] = {}
-    if max_saved_file_mb is not None:
-        out["max_saved_file_bytes"] = max(1, int(max_saved_file_mb * (1 << 20)))
-    if memory_mb:
-        out["max_memory_bytes"] = max(1, int(memory_mb * (1 << 20)))
-    return Limits(**out)

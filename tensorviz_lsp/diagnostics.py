@@ -7,20 +7,19 @@ kind for a URI never drops another kind's diagnostics on the same URI.
 from __future__ import annotations
 
 import threading
-import typing
 from collections import defaultdict
+from typing import Callable
 
 from lsprotocol import types
-
-if typing.TYPE_CHECKING:  # pragma: no cover
-    from .server import TensorVizServer
 
 SOURCE = "tensorviz"
 
 
 class DiagnosticsHub:
-    def __init__(self, server: "TensorVizServer") -> None:
-        self.server = server
+    """``publish(params)``: sends ``textDocument/publishDiagnostics`` (from any thread)."""
+
+    def __init__(self, publish: Callable[[types.PublishDiagnosticsParams], None]) -> None:
+        self._publish = publish
         self._by_uri: dict[str, dict[str, list[types.Diagnostic]]] = defaultdict(dict)
         self._lock = threading.Lock()
 
@@ -34,16 +33,7 @@ class DiagnosticsHub:
             else:
                 kinds.pop(kind, None)
             merged = [d for k in sorted(kinds) for d in kinds[k]]
-        self.server.call_soon(
-            self.server.text_document_publish_diagnostics,
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=merged),
-        )
-
-    def clear_kind(self, kind: str, *, only: typing.Callable[[str], bool] | None = None) -> None:
-        with self._lock:
-            uris = [u for u, kinds in self._by_uri.items() if kind in kinds and (only is None or only(u))]
-        for uri in uris:
-            self.set(uri, kind, [])
+        self._publish(types.PublishDiagnosticsParams(uri=uri, diagnostics=merged))
 
     def get(self, uri: str, kind: str) -> list[types.Diagnostic]:
         with self._lock:

@@ -1,20 +1,22 @@
 """The shape every language-server feature has (esbonio's pattern).
 
-A feature is a class with lifecycle and document hooks. The server registers
-each LSP method once and fans the call out to every feature that defines the
-hook; an exception in one feature is logged and the others keep working.
-Hooks may be plain functions or coroutines.
+A feature is a class with lifecycle and document hooks. ``tensorviz_lsp/setup.py``
+makes each feature with what it needs (the :class:`~tensorviz_lsp.host.Host`, the
+backends, the other features it calls) passed to its constructor, registers each LSP
+method once and fans the call out to every feature that defines the hook; an exception
+in one feature is logged and the others keep working. Hooks may be plain functions or
+coroutines. A feature that tells the others something raises a hook through
+``Host.fan_out`` (``capture_landed``, ``interpreter_changed``).
 """
 
 from __future__ import annotations
 
-import typing
 from typing import Any, Awaitable, Callable
 
-if typing.TYPE_CHECKING:  # pragma: no cover
-    from lsprotocol import types
+from lsprotocol import types
 
-    from .server import TensorVizServer
+from .features.records import Record
+from .host import Host
 
 CommandHandler = Callable[[list[Any]], Awaitable[Any] | Any]
 
@@ -25,7 +27,7 @@ class Feature:
     #: Shown in logs when a hook fails.
     name: str = "feature"
 
-    def __init__(self, server: "TensorVizServer") -> None:
+    def __init__(self, server: Host) -> None:
         self.server = server
 
     # -- lifecycle ------------------------------------------------------------
@@ -50,35 +52,39 @@ class Feature:
 
     def document_closed(self, uri: str) -> Awaitable[None] | None: ...
 
-    def files_changed(self, changes: "list[types.FileEvent]") -> Awaitable[None] | None:
+    def files_changed(self, changes: list[types.FileEvent]) -> Awaitable[None] | None:
         """``workspace/didChangeWatchedFiles`` (files changed on disk)."""
 
-    def capture_landed(self, record: Any) -> Awaitable[None] | None:
-        """A capture succeeded and its freshness record (``features.freshness.Record``)
-        is in place, its captured texts snapshotted (called on the loop)."""
+    # -- events features raise for each other (Host.fan_out) ----------------------
+    def capture_landed(self, record: Record) -> Awaitable[None] | None:
+        """A capture succeeded and its freshness record is in place, its captured texts
+        snapshotted (called on the loop)."""
+
+    def interpreter_changed(self) -> Awaitable[None] | None:
+        """A folder's capture interpreter was chosen again (``tensorviz.selectInterpreter``)."""
 
     # -- requests (results of every feature are concatenated) -------------------
-    def code_lens(self, params: "types.CodeLensParams") -> Any:
+    def code_lens(self, params: types.CodeLensParams) -> Any:
         return None
 
-    def code_action(self, params: "types.CodeActionParams") -> Any:
+    def code_action(self, params: types.CodeActionParams) -> Any:
         return None
 
-    def hover(self, params: "types.HoverParams") -> Any:
+    def hover(self, params: types.HoverParams) -> Any:
         """The first feature with an answer wins."""
         return None
 
-    def document_symbol(self, params: "types.DocumentSymbolParams") -> Any:
+    def document_symbol(self, params: types.DocumentSymbolParams) -> Any:
         return None
 
-    def document_highlight(self, params: "types.DocumentHighlightParams") -> Any:
+    def document_highlight(self, params: types.DocumentHighlightParams) -> Any:
         """Highlights of every feature are concatenated (also: where the cursor is)."""
         return None
 
-    def inlay_hint(self, params: "types.InlayHintParams") -> Any:
+    def inlay_hint(self, params: types.InlayHintParams) -> Any:
         return None
 
-    def inlay_hint_resolve(self, hint: "types.InlayHint") -> Any:
+    def inlay_hint_resolve(self, hint: types.InlayHint) -> Any:
         """The first feature that returns the hint (completed) wins."""
         return None
 

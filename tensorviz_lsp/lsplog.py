@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import logging
-import typing
 
 from lsprotocol import types
 
-if typing.TYPE_CHECKING:  # pragma: no cover
-    from .server import TensorVizServer
+from .host import Host
 
 #: Loggers whose records reach the editor's log.
 FORWARDED = ("tensorviz_lsp", "discovery", "capture", "viewer")
@@ -22,7 +20,7 @@ _LEVELS = (
 
 
 class LspLogHandler(logging.Handler):
-    def __init__(self, server: "TensorVizServer", level: int = logging.INFO) -> None:
+    def __init__(self, server: Host, level: int = logging.INFO) -> None:
         super().__init__(level)
         self.server = server
         self.setFormatter(logging.Formatter("%(message)s"))
@@ -36,7 +34,7 @@ class LspLogHandler(logging.Handler):
             self.handleError(record)
 
 
-def install(server: "TensorVizServer", level: int = logging.INFO) -> LspLogHandler:
+def install(server: Host, level: int = logging.INFO) -> LspLogHandler:
     handler = LspLogHandler(server, level)
     for name in FORWARDED:
         logger = logging.getLogger(name)

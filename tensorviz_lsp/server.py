@@ -1,14 +1,14 @@
-"""The TensorViz language server (pygls).
+"""The TensorViz language server (pygls): the client, the threads, the workspace and the
+settings every feature shares (the :class:`~tensorviz_lsp.host.Host` protocol).
 
-``create_server()`` builds a :class:`TensorVizServer` with every feature and
-registers each LSP method exactly once; the registered handler fans the call out
-to the features (see :mod:`tensorviz_lsp.feature`). Features find each other
-through :meth:`TensorVizServer.get_feature`.
+It knows no feature: ``tensorviz_lsp/setup.py`` builds the features, each with what it
+needs passed to its constructor, registers each LSP method once and fans the call out
+to them (see :mod:`tensorviz_lsp.feature`).
 
 Threading: LSP messages are handled on the asyncio loop. Discovery, captures and
-installs run on :attr:`TensorVizServer.executor`; anything they send to the
-client goes back through :meth:`TensorVizServer.call_soon`, because pygls writes
-to stdout from the loop thread only.
+installs run on :attr:`TensorVizServer.executor`; anything they send to the client goes
+back through :meth:`TensorVizServer.call_soon`, because pygls writes to stdout from the
+loop thread only.
 """
 
 from __future__ import annotations
@@ -21,40 +21,30 @@ import os
 import threading
 import typing
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
+from pygls.workspace import TextDocument
 
 from . import __version__
+from .buffers import Buffers
 from .diagnostics import DiagnosticsHub
-from .features.args import ArgumentError
 from .feature import Feature
+from .framing import Protocol
 from .settings import Settings
-from .trust import TrustStore
-
-if typing.TYPE_CHECKING:  # pragma: no cover
-    from .backends import Backends
 
 log = logging.getLogger(__name__)
 
-F = TypeVar("F", bound=Feature)
-
 
 class TensorVizServer(LanguageServer):
-    def __init__(self, backends: "Backends | None" = None, trust_store: TrustStore | None = None) -> None:
-        from .framing import Protocol
-
+    def __init__(self) -> None:
         super().__init__("tensorviz", __version__, protocol_cls=Protocol)
-        if backends is None:
-            from .backends import RealBackends
-
-            backends = RealBackends()
-        self.backends = backends
-        self.trust_store = trust_store or TrustStore()
+        #: In fan-out order (set by ``setup.create_server``).
         self.features: list[Feature] = []
-        self.diagnostics = DiagnosticsHub(self)
+        self.diagnostics = DiagnosticsHub(
+            lambda params: self.call_soon(self.text_document_publish_diagnostics, params))
         # Long work (discovery, captures, installs) runs here, never on the loop and
         # never on pygls' own pool (which reads stdin).
         self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=6, thread_name_prefix="tensorviz")
@@ -64,17 +54,6 @@ class TensorVizServer(LanguageServer):
         self._folder_settings: dict[str, Settings] = {}
         self._global_settings = Settings()
         self.stopping = False
-
-    # ------------------------------------------------------------------ features
-    def add_feature(self, feature: Feature) -> Feature:
-        self.features.append(feature)
-        return feature
-
-    def get_feature(self, cls: type[F]) -> F:
-        for f in self.features:
-            if isinstance(f, cls):
-                return f
-        raise LookupError(cls.__name__)
 
     async def fan_out(self, hook: str, *args: Any) -> list[Any]:
         """Call ``hook`` on every feature that overrides it; failures are logged."""
@@ -147,7 +126,7 @@ class TensorVizServer(LanguageServer):
         except Exception as exc:
             log.warning("showMessageRequest failed: %s", exc)
             return None
-        title = getattr(choice, "title", None) if choice is not None else None
+        title = choice.title if choice is not None else None
         log.info("answer: %s", title if title is not None else "(dismissed)")
         return title
 
@@ -231,7 +210,7 @@ class TensorVizServer(LanguageServer):
     def uri_of(path: str | Path) -> str:
         return from_fs_path(str(path)) or f"file://{path}"
 
-    def open_document(self, uri_or_path: str | Path):
+    def open_document(self, uri_or_path: str | Path) -> TextDocument | None:
         """The open text document for a URI or path, or None."""
         try:
             docs = self.workspace.text_documents
@@ -262,27 +241,18 @@ class TensorVizServer(LanguageServer):
         except (OSError, UnicodeDecodeError):
             return None
 
-    def read_bytes(self, path: str | Path) -> bytes | None:
-        """What a capture would hash now: the open buffer, else the disk."""
-        doc = self.open_document(path)
-        if doc is not None:
-            return doc.source.encode("utf-8")
+    def buffers(self) -> Buffers:
+        """The open documents' texts now, for a capture on a worker thread."""
         try:
-            return Path(path).read_bytes()
-        except OSError:
-            return None
-
-    def is_dirty(self, path: str | Path) -> bool:
-        """An open buffer whose text differs from the saved file (LSP has no dirty flag)."""
-        doc = self.open_document(path)
-        if doc is None:
-            return False
-        try:
-            disk = Path(path).read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            return True
-        text = doc.source
-        return text != disk and text.replace("\r\n", "\n") != disk.replace("\r\n", "\n")
+            docs = list(self.workspace.text_documents.values())
+        except Exception:
+            return Buffers({})
+        texts = {}
+        for doc in docs:
+            p = to_fs_path(doc.uri)
+            if p:
+                texts[Path(p).resolve()] = doc.source
+        return Buffers(texts)
 
     # ------------------------------------------------------------------ settings
     def settings_for(self, root: Path | None) -> Settings:
@@ -327,187 +297,9 @@ class TensorVizServer(LanguageServer):
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
-#: A client's own cursor notification (``tensorviz.followCursor``): ``{uri, line}``, line 0-based.
-CURSOR_NOTIFICATION = "tensorviz/cursor"
-
 _LOG_LEVEL = {
     types.MessageType.Error: logging.ERROR,
     types.MessageType.Warning: logging.WARNING,
     types.MessageType.Info: logging.INFO,
     types.MessageType.Log: logging.DEBUG,
 }
-
-
-def _default_features(server: TensorVizServer) -> list[Feature]:
-    from .features.candidates import Candidates
-    from .features.captured_lines import CapturedLines
-    from .features.dependencies import Dependencies
-    from .features.freshness import Freshness
-    from .features.hover import CandidateInfo
-    from .features.inlay_hints import ShapeHints
-    from .features.interpreter import InterpreterSelection
-    from .features.lenses import Lenses
-    from .features.open_graph import OpenGraph
-    from .features.recapture import RecaptureOnSave
-    from .features.recipes import Recipes
-    from .features.reveal import Reveal
-    from .features.show_in_graph import ShowInGraph
-    from .features.trust import Trust
-    from .features.viewer_host import ViewerHost
-
-    return [
-        cls(server)
-        for cls in (
-            Trust,
-            InterpreterSelection,
-            Candidates,
-            Recipes,
-            Lenses,
-            CandidateInfo,
-            ViewerHost,
-            Reveal,
-            Freshness,
-            CapturedLines,
-            ShapeHints,
-            Dependencies,
-            OpenGraph,
-            ShowInGraph,
-            RecaptureOnSave,
-        )
-    ]
-
-
-def create_server(
-    backends: "Backends | None" = None,
-    trust_store: TrustStore | None = None,
-    features: Callable[[TensorVizServer], list[Feature]] | None = None,
-) -> TensorVizServer:
-    server = TensorVizServer(backends, trust_store)
-    for feature in (features or _default_features)(server):
-        server.add_feature(feature)
-    register(server)
-    return server
-
-
-def register(server: TensorVizServer) -> None:
-    """One registration per LSP method, each fanning out to the features."""
-
-    @server.feature(types.INITIALIZE)
-    def on_initialize(ls: TensorVizServer, params: types.InitializeParams) -> None:
-        ls.bind_loop()
-        ls.init_options = params.initialization_options
-
-    @server.feature(types.INITIALIZED)
-    async def on_initialized(ls: TensorVizServer, params: types.InitializedParams) -> None:
-        ls.bind_loop()
-        await ls.reload_settings()
-        roots = ", ".join(str(r) for r in ls.folders()) or "(no folder)"
-        log.info("TensorViz %s ready; workspace folders: %s", __version__, roots)
-        await ls.fan_out("initialized")
-
-    @server.feature(types.SHUTDOWN)
-    async def on_shutdown(ls: TensorVizServer, params: None) -> None:
-        await ls.stop_features()
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    async def on_configuration(ls: TensorVizServer, params: types.DidChangeConfigurationParams) -> None:
-        settings = params.settings
-        if isinstance(settings, dict) and not ls.supports_configuration():
-            ls.init_options = settings
-        await ls.reload_settings()
-        await ls.fan_out("settings_changed")
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
-    async def on_folders(ls: TensorVizServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
-        await ls.reload_settings()
-        added = [to_fs_path(f.uri) or f.uri for f in params.event.added]
-        removed = [to_fs_path(f.uri) or f.uri for f in params.event.removed]
-        await ls.fan_out("folders_changed", added, removed)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    async def on_open(ls: TensorVizServer, params: types.DidOpenTextDocumentParams) -> None:
-        await ls.fan_out("document_opened", params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    async def on_change(ls: TensorVizServer, params: types.DidChangeTextDocumentParams) -> None:
-        await ls.fan_out("document_changed", params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    async def on_save(ls: TensorVizServer, params: types.DidSaveTextDocumentParams) -> None:
-        await ls.fan_out("document_saved", params.text_document.uri)
-
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    async def on_close(ls: TensorVizServer, params: types.DidCloseTextDocumentParams) -> None:
-        await ls.fan_out("document_closed", params.text_document.uri)
-
-    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-    async def on_watched(ls: TensorVizServer, params: types.DidChangeWatchedFilesParams) -> None:
-        await ls.fan_out("files_changed", list(params.changes))
-
-    @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
-    async def on_code_lens(ls: TensorVizServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-        return [lens for result in await ls.fan_out("code_lens", params) if result for lens in result]
-
-    @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.Empty], resolve_provider=False),
-    )
-    async def on_code_action(ls: TensorVizServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        return [a for result in await ls.fan_out("code_action", params) if result for a in result]
-
-    @server.feature(types.TEXT_DOCUMENT_HOVER)
-    async def on_hover(ls: TensorVizServer, params: types.HoverParams) -> types.Hover | None:
-        return next((r for r in await ls.fan_out("hover", params) if r is not None), None)
-
-    # The editor's cursor (LSP has no cursor notification): tensorviz.followCursor.
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
-    async def on_document_highlight(ls: TensorVizServer, params: types.DocumentHighlightParams) -> list[types.DocumentHighlight]:
-        return [h for result in await ls.fan_out("document_highlight", params) if result for h in result]
-
-    # The same from a client that reports the cursor itself (the VS Code extension sends it
-    # on every selection change: VS Code asks for highlights only on a word): {uri, line}.
-    @server.feature(CURSOR_NOTIFICATION)
-    async def on_cursor(ls: TensorVizServer, params: Any) -> None:
-        await ls.fan_out("cursor_notified", params)
-
-    @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    async def on_document_symbol(ls: TensorVizServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
-        return [s for result in await ls.fan_out("document_symbol", params) if result for s in result]
-
-    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=True))
-    async def on_inlay_hint(ls: TensorVizServer, params: types.InlayHintParams) -> list[types.InlayHint]:
-        return [h for result in await ls.fan_out("inlay_hint", params) if result for h in result]
-
-    @server.feature(types.INLAY_HINT_RESOLVE)
-    async def on_inlay_hint_resolve(ls: TensorVizServer, params: types.InlayHint) -> types.InlayHint:
-        return next((r for r in await ls.fan_out("inlay_hint_resolve", params) if r is not None), params)
-
-    for feature in server.features:
-        for name, handler in feature.commands().items():
-            _register_command(server, feature, name, handler)
-
-
-def _register_command(server: TensorVizServer, feature: Feature, name: str, handler: Callable[[list[Any]], Any]) -> None:
-    async def run_command(ls: TensorVizServer, *args: Any) -> Any:
-        ls.bind_loop()
-        try:
-            result = handler(list(args))
-            if inspect.isawaitable(result):
-                result = await result
-            return result
-        except asyncio.CancelledError:
-            raise
-        except ValueError as exc:
-            # A bad argument (ArgumentError) or a refusal ("not a file"): one clear line,
-            # shown and logged once; the traceback only at debug level.
-            log.debug("command %s refused", name, exc_info=True)
-            ls.show_message(f"TensorViz: {name}: {exc}" if not isinstance(exc, ArgumentError) else f"TensorViz: {exc}",
-                            types.MessageType.Error)
-            return {"ok": False, "error": str(exc)}
-        except Exception as exc:
-            log.exception("TensorViz: command %s failed", name)
-            ls.show_message(f"TensorViz: {name} failed: {exc}", types.MessageType.Error)
-            return {"ok": False, "error": str(exc)}
-
-    run_command.__name__ = f"command_{name.replace('.', '_')}"
-    server.command(name)(run_command)

@@ -40,6 +40,7 @@ def check_torch(torch: Any) -> None:
     if is_supported("torch", found):
         return
     from ..worker.errors import CaptureError
+    from ..worker.protocol import UnsupportedVersionDetails
 
     need = MIN_VERSIONS["torch"]
     raise CaptureError(
@@ -47,5 +48,6 @@ def check_torch(torch: Any) -> None:
         f"PyTorch {found} in {sys.executable} is not supported: TensorViz needs torch>={need}. "
         f"Upgrade it in the selected interpreter (e.g. {sys.executable} -m pip install 'torch>={need}') "
         "or select an interpreter with a supported Torch.",
-        {"package": "torch", "found": found, "needed": f">={need}", "python": sys.executable},
+        UnsupportedVersionDetails(package="torch", found=found, needed=f">={need}", python=sys.executable),
+        error_type="UnsupportedVersion",
     )

@@ -20,9 +20,11 @@ its result. So:
   when forking stops being safe (a JAX backend or CUDA initialised in it), after
   ``idle_seconds`` without a capture, and when the pool closes (server shutdown).
 
-The checks before the worker (trust, saved source, interpreter, dependencies) run in
-:mod:`capture.session.runner` exactly as for a one-shot worker; only the last step (start a
-process, send the request) differs.
+The checks before the worker (trust, saved source, interpreter, dependencies) run
+exactly as for a one-shot worker (:mod:`capture.session.checks`,
+:mod:`capture.session.runner`); only the last step differs: the request goes to a
+:class:`Lease` on the folder's resident process instead of a new process, and
+:func:`capture.session.conversation.converse` reads the answer the same way.
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..graph.model import Capture
 from ..worker.procs import MARKER_ENV, LogPump, kill_worker_tree, release_worker
-from ..worker.protocol import MAX_CONTROL_FRAME, FrameReader, ProtocolError, encode_frame
+from ..worker.protocol import FINAL_KINDS, MAX_CONTROL_FRAME, FrameReader, PreloadRequest, ProtocolError, encode_frame
+from .launcher import launcher_script
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +52,6 @@ DEFAULT_IDLE_SECONDS = 600.0
 #: After a capture's final message, how long the resident process may take to say
 #: its child exited before it is discarded.
 EXIT_GRACE_S = 2.0
-
-#: What :func:`run_warm` returns when it did not run the capture (the caller runs a
-#: one-shot worker instead): the folder's warm worker is busy, or could not start.
-NOT_RUN = object()
 
 
 class WarmPool:
@@ -72,7 +72,7 @@ class WarmPool:
 
     # -------------------------------------------------------------- public
     def lease(self, workspace: Path, python: str, env: Mapping[str, str], identity: tuple, *,
-              log_line: Callable[[str], None]) -> "_Lease | None":
+              log_line: Callable[[str], None]) -> "Lease | None":
         """The folder's warm worker for one capture, started if needed; None when it is
         busy (another capture of the folder runs) or the pool is closed."""
         key = str(workspace)
@@ -95,7 +95,7 @@ class WarmPool:
                     return None
                 self._workers[key] = resident
             resident.busy = True
-        return _Lease(self, key, resident, log_line)
+        return Lease(self, key, resident, log_line)
 
     def workers(self) -> dict[str, dict[str, Any]]:
         """What is alive: folder → {pid, python, captures, idle_s, preloaded}."""
@@ -206,8 +206,6 @@ class _Resident:
 
     @classmethod
     def start(cls, workspace: Path, python: str, env: Mapping[str, str], identity: tuple) -> "_Resident":
-        from .runner import launcher_script
-
         launcher = launcher_script()
         read_fd, write_fd = os.pipe()
         log_r, log_w = os.pipe()
@@ -256,8 +254,8 @@ class _Resident:
 
     def preload(self, modules: list[str]) -> None:
         try:
-            self.proc.stdin.write(encode_frame({"action": "preload", "modules": modules,
-                                                "workspace": self.workspace}))
+            self.proc.stdin.write(encode_frame(PreloadRequest(action="preload", modules=modules,
+                                                              workspace=self.workspace)))
             self.proc.stdin.flush()
             self.preloads_pending += 1
         except (OSError, ValueError):
@@ -316,10 +314,11 @@ class _Resident:
         release_worker(self.proc, self._pump, self.read_fd)
 
 
-class _Lease:
-    """One capture on a resident process. Quacks like the runner's one-shot worker
-    watch (send_request, read, kill_group, finish, wait_exit, log_tail), so the runner
-    converses with it through the same code, deadline and cancellation included."""
+class Lease:
+    """One capture on a resident process: a
+    :class:`~capture.session.conversation.WorkerChannel`, so the runner converses with
+    it through the same code as with a one-shot worker, deadline and cancellation
+    included. :meth:`release` gives the resident back (or discards it)."""
 
     def __init__(self, pool: WarmPool, key: str, resident: _Resident, log_line: Callable[[str], None]) -> None:
         self.pool = pool
@@ -381,13 +380,16 @@ class _Lease:
                 self.modules = [n for n in m.get("names") or [] if isinstance(n, str)]
             elif kind == "preloaded":
                 self.r.note(m)
-            elif kind in ("result", "failure", "device_ok"):
+            elif kind in FINAL_KINDS:
                 self.final_seen = True
             elif kind == "exited":
                 self.child_code = m.get("code") if type(m.get("code")) is int else -1
                 self.escaped += [e for e in m.get("escaped") or [] if isinstance(e, dict)]
                 if not self.final_seen:
                     self._eof_next = True  # the child died without a result: a crash
+
+    def exited(self) -> bool:
+        return self.child_code is not None
 
     def kill_group(self) -> None:
         self.killed = True
@@ -432,8 +434,17 @@ class _Lease:
         return "\n".join(list(self.r.tail))
 
     # -- the end ----------------------------------------------------------------
-    def release(self, ok: bool, reason: str) -> None:
-        keep = ok and not self.killed and self.child_code is not None and not self.r.dead
+    def release(self, result: Capture | None) -> None:
+        """After the conversation: keep the resident for the next capture only when this
+        one succeeded and its child exited as it should."""
+        failure = result.failure if result is not None else None
+        if result is None:
+            reason = "the capture did not finish"
+        elif failure is not None:
+            reason = f"the capture failed ({failure.stage}: {failure.type})"
+        else:
+            reason = ""
+        keep = result is not None and failure is None and not self.killed and self.child_code is not None and not self.r.dead
         self.r.sink = lambda line: None
         self.pool._release(self.key, self.r, keep, reason, self.modules if keep else None)
 
@@ -447,27 +458,3 @@ def identity_for(python: str, env: Mapping[str, str], path_stamp: tuple) -> tupl
     except OSError:
         stamp = None
     return (stamp, tuple(sorted(env.items())), path_stamp)
-
-
-def run_warm(run: Any, pool: WarmPool, python: str, request: dict[str, Any], path_stamp: tuple) -> Any:
-    """Run ``request`` on the folder's warm worker through ``run`` (the runner's
-    ``_Run``): its capture, or a failure capture; :data:`NOT_RUN` when the warm worker
-    is not available (the caller then starts a one-shot worker)."""
-    env = run._worker_env()
-    lease = pool.lease(run.workspace, os.path.abspath(python), env, identity_for(python, run.env, path_stamp),
-                       log_line=run.log)
-    if lease is None:
-        return NOT_RUN
-    result = None
-    try:
-        result = run._converse(lease, request)
-    finally:
-        failure = getattr(result, "failure", None) if result is not None else None
-        if result is None:
-            reason = "the capture did not finish"
-        elif failure is not None:
-            reason = f"the capture failed ({failure.stage}: {failure.type})"
-        else:
-            reason = ""
-        lease.release(result is not None and failure is None, reason)
-    return result

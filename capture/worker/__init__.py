@@ -3,7 +3,9 @@
 The worker runs as its own process (``python -m capture.worker``, or the launcher
 script the parent writes) in the user's selected interpreter, with only the ``capture``
 package added to its path. :mod:`capture.session.runner` starts it and reads its messages
-(:mod:`capture.worker.protocol`); :mod:`capture.worker.main` is the worker side.
+(:mod:`capture.worker.protocol`); :mod:`capture.worker.main` is the worker's entry and
+:mod:`capture.worker.request` runs one request (also in each warm-worker child,
+:mod:`capture.worker.zygote`).
 Framework modules receive a :class:`~capture.worker.context.CaptureContext`; see that
 module for the plug-in contract.
 

@@ -63,6 +63,7 @@ from ..recipe import (
 from .builder import GraphBuilder
 from .errors import CaptureError, LimitExceeded
 from .limits import Limits
+from .protocol import DeviceDetails, MissingDependenciesDetails
 from .values import MakeTensor, build_section
 from .workspace_files import WorkspaceFiles, _HashingLoader
 
@@ -350,7 +351,7 @@ def import_framework(module: str, label: str) -> Any:
         raise CaptureError(
             "dependencies",
             f"{label} cannot be imported in the selected interpreter {sys.executable}: {exc}",
-            {"missing": [module], "python": sys.executable},
+            MissingDependenciesDetails(missing=[module], python=sys.executable),
         ) from exc
 
 
@@ -361,7 +362,7 @@ def parse_device(spec: str) -> tuple[str, int]:
         return "cpu", 0
     if spec.startswith("cuda:") and spec[5:].isdigit():
         return "cuda", int(spec[5:])
-    raise CaptureError("device", f'unknown device {spec!r} (expected "cpu" or "cuda:N")', {"device": spec})
+    raise CaptureError("device", f'unknown device {spec!r} (expected "cpu" or "cuda:N")', DeviceDetails(device=spec))
 
 
 def positional_names(fn: Any, n: int) -> list[str | None]:

@@ -1,12 +1,12 @@
 """The worker process: read one request, run one framework capture, send the result.
 
 Runs in the user's selected interpreter as ``launcher.py --fd N`` (see
-:mod:`capture.session.runner`) or ``python -m capture.worker --fd N``. Messages go to the
-inherited pipe ``N``, never to stdout, so user code that prints cannot corrupt them;
-stdout and stderr both reach the parent's log. ``faulthandler`` writes the Python
-stack of a hard crash (segfault, abort) to stderr, where the parent finds the user
-frames. The process exits with ``os._exit`` right after its last message: no
-interpreter teardown (framework atexit hooks, stuck threads) can delay or hang it.
+:mod:`capture.session.launcher`) or ``python -m capture.worker --fd N``; with
+``--zygote`` it is the warm worker's resident process instead (:mod:`.zygote`).
+Messages go to the inherited pipe ``N``, never to stdout, so user code that prints
+cannot corrupt them; stdout and stderr both reach the parent's log. ``faulthandler``
+writes the Python stack of a hard crash (segfault, abort) to stderr, where the parent
+finds the user frames.
 """
 
 from __future__ import annotations
@@ -15,15 +15,17 @@ import faulthandler
 import os
 import sys
 import time
-from typing import Any
+from typing import cast
+
+from .protocol import WorkerMessage, WorkerRequest, encode_frame, read_frame
+from .request import flush_and_exit, run_request
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     started = time.monotonic()
     if len(argv) == 3 and argv[0] == "--zygote" and argv[1] == "--fd" and argv[2].isdigit():
-        from .zygote import serve
-  # the warm worker (capture.session.warm): one forked child per capture
+        from .zygote import serve  # the warm worker (capture.session.warm): one forked child per capture
 
         return serve(int(argv[2]))
     if len(argv) != 2 or argv[0] != "--fd" or not argv[1].isdigit():
@@ -39,9 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     # Kept so that a MemoryError can still be reported: freed before building the failure.
     reserve = bytearray(1 << 20)
 
-    from .protocol import encode_frame, read_frame
-
-    def send(message: dict[str, Any]) -> None:
+    def send(message: WorkerMessage) -> None:
         out.write(encode_frame(message))
 
     try:
@@ -53,255 +53,5 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdin.close()
     except OSError:
         pass
-    run_request(request, started, send, reserve)
+    run_request(cast(WorkerRequest, request), started, send, reserve)
     return flush_and_exit(0)
-
-
-def run_request(request: dict[str, Any], started: float, send: Any, reserve: bytearray | None = None) -> None:
-    """Run one request and send its messages; ends the process (``os._exit``). Used by
-    the one-shot worker and by each child of the warm worker (:mod:`.zygote`)."""
-    if reserve is None:
-        reserve = bytearray(1 << 20)
-    _apply_memory_limit(request)
-    # Shortly before the parent's deadline, dump every thread's stack to stderr: the
-    # parent then reports where user code was stuck when it killed the worker.
-    seconds_left = request.get("seconds_left")
-    if type(seconds_left) in (int, float) and seconds_left > 0.5:
-        faulthandler.dump_traceback_later(seconds_left - 0.3 - (time.monotonic() - started), exit=False)
-
-    session = _Session(request, started, send)
-    try:
-        session.run()
-    except BaseException as exc:  # everything is reported; nothing escapes as a traceback only
-        del reserve
-        session.send_failure_for(exc)
-    return flush_and_exit(0)
-
-
-# The worker's memory limit in bytes (0: none), set by _apply_memory_limit.
-_memory_limit = 0
-
-
-def _apply_memory_limit(request: dict[str, Any]) -> None:
-    """``limits.max_memory_bytes`` as this process's ``RLIMIT_DATA`` (heap and private
-    writable mappings; unlike ``RLIMIT_AS`` it does not count the address space that
-    JAX/XLA and CUDA reserve without using). An allocation past it fails: a MemoryError
-    in Python, reported with the limit."""
-    global _memory_limit
-    limits = request.get("limits") if isinstance(request.get("limits"), dict) else {}
-    want = limits.get("max_memory_bytes")
-    if type(want) is not int or want <= 0:
-        return
-    try:
-        import resource
-
-        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        if hard != resource.RLIM_INFINITY:
-            want = min(want, hard)
-        resource.setrlimit(resource.RLIMIT_DATA, (want, hard))
-        _memory_limit = want
-    except (ImportError, ValueError, OSError) as exc:
-        print(f"tensorviz worker: the memory limit could not be set: {exc}", file=sys.stderr)
-
-
-def flush_and_exit(code: int) -> int:
-    """Flush stdout and stderr (what the parent's log still needs), then ``os._exit``."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except Exception:
-            pass
-    os._exit(code)
-
-
-class _Session:
-    def __init__(self, request: dict[str, Any], started: float, send: Any) -> None:
-        self.request = request
-        self.started = started
-        self.send = send
-        self.ctx = None
-        self.framework = ""
-        self.framework_version = ""
-
-    def run(self) -> None:
-        from ..recipe import Recipe
-        from .context import CaptureContext
-        from .errors import CaptureError
-        from .limits import Limits
-
-        req = self.request
-        if req.get("protocol") != 1:
-            raise CaptureError("crash", f"worker protocol mismatch: parent speaks {req.get('protocol')!r}, worker speaks 1")
-        recipe = Recipe.from_dict(req["recipe"])
-        self.framework = recipe.framework
-        limits = Limits.from_dict(req.get("limits"))
-        self.ctx = ctx = CaptureContext(
-            recipe,
-            req["workspace"],
-            limits,
-            progress_sink=lambda message, fraction: self.send({"kind": "progress", "message": message, "fraction": fraction}),
-            started=self.started,
-        )
-        os.chdir(ctx.workspace)
-        # Before anything can import workspace code: each workspace module's sha256 is
-        # taken from the bytes it was compiled from, so an edit saved while the capture
-        # runs is seen as a change (not recorded as the text the graph came from).
-        ctx.files.watch_imports()
-
-        from ..frameworks import load_framework
-
-        ctx.progress(f"loading the {recipe.framework} capture", 0.0)
-        try:
-            fw = load_framework(recipe.framework)
-        except ImportError as exc:
-            raise CaptureError(
-                "dependencies",
-                f"the {recipe.framework} capture could not be loaded in {sys.executable}: {exc}",
-                {"python": sys.executable},
-            ) from exc
-        self.framework_version = getattr(fw, "VERSION", "") or ""
-        if recipe.framework == "torch":
-            # The person's own Torch: refused clearly when older than the tested floor.
-            from ..frameworks.supported import check_torch
-            from .context import import_framework
-
-            torch = import_framework("torch", "PyTorch")
-            self.framework_version = str(getattr(torch, "__version__", "") or self.framework_version)
-            check_torch(torch)
-        ctx.progress(f"checking device {recipe.device}", 0.02)
-        fw.probe_device(ctx)
-        if req.get("action") == "probe_device":
-            self.send({"kind": "device_ok"})
-            return
-
-        capture = fw.capture(ctx)
-        self.finish(capture)
-
-    def finish(self, capture: Any) -> None:
-        from ..graph import graphfile
-        from ..graph.model import Capture
-        from .errors import CaptureError, LimitExceeded
-
-        ctx = self.ctx
-        if not isinstance(capture, Capture):
-            raise CaptureError("trace", f"the {self.framework} capture returned {type(capture).__name__}, not a Capture")
-        self.framework_version = capture.framework_version or self.framework_version
-        if capture.failure is None:
-            if not capture.nodes:
-                raise CaptureError("trace", "the trace recorded no operations; nothing to show as a graph")
-            ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), groups=len(capture.groups))
-        capture.recipe = ctx.recipe.to_dict()
-        # Where this interpreter's installed libraries live: the only folders a viewer
-        # shows library frames' source lines from (capture.worker.libframes).
-        from .libframes import environment
-
-        capture.meta["environment"] = environment()
-        capture.sources = ctx.files.imported_sources(ctx.requested_sources)
-        ctx.progress("encoding the graph", 0.98)
-        try:
-            data = graphfile.encode(capture)
-        except ValueError as exc:
-            raise CaptureError("trace", f"the capture cannot be written as a graph file: {exc}") from None
-        if len(data) > ctx.limits.max_result_bytes:
-            raise LimitExceeded("max_result_bytes", ctx.limits.max_result_bytes, len(data), "bytes of result")
-        self.send({"kind": "result", "graph": data})
-
-    def send_failure_for(self, exc: BaseException) -> None:
-        from ..graph.model import failure_json
-        from ..recipe import RecipeError
-
-        failure = _failure_for(exc, self.ctx)
-        if isinstance(exc, RecipeError):
-            failure.stage = "recipe"
-            failure.details = exc.to_dict()
-        if failure.type == "MemoryError" and _memory_limit:
-            mb = _memory_limit / (1 << 20)
-            failure.message += f" (the capture memory limit is {mb:g} MB: tensorviz.captureMemoryMB, --memory)"
-            failure.details = {**(failure.details or {}), "limit": "max_memory_bytes", "maximum": _memory_limit}
-        sources = []
-        if self.ctx is not None:
-            try:
-                sources = [[s.path, s.sha256] for s in self.ctx.files.imported_sources(self.ctx.requested_sources)]
-            except Exception:
-                sources = []
-
-        def message() -> dict[str, Any]:
-            return {"kind": "failure", "failure": failure_json(failure), "sources": sources,
-                    "framework": self.framework, "framework_version": self.framework_version}
-
-        try:
-            self.send(message())
-        except Exception:
-            # Details that msgpack cannot carry: send the essentials.
-            failure.details = {}
-            self.send(message())
-
-
-def _failure_for(exc: BaseException, ctx: Any):
-    """The failure record for ``exc``, its repeated frames (deep recursion) collapsed."""
-    from ..graph.frame_repeats import collapse_failure
-
-    return collapse_failure(_failure_of(exc, ctx))
-
-
-def _failure_of(exc: BaseException, ctx: Any):
-    from ..graph.model import Failure
-    from .errors import CaptureError
-
-    files = ctx.files if ctx is not None else None
-
-    def frames_of(e: BaseException):
-        if files is None:
-            return []
-        return files.traceback_frames(e.__traceback__)
-
-    if isinstance(exc, CaptureError):
-        cause = exc.__cause__
-        type_name = exc.error_type or (_type_name(cause) if cause is not None else "CaptureError")
-        frames = frames_of(cause) if cause is not None else frames_of(exc)
-        return Failure(type=type_name, message=exc.message, stage=exc.stage, frames=frames, details=_plain(exc.details))
-    if isinstance(exc, MemoryError):
-        return Failure(
-            type="MemoryError",
-            message=f"the capture ran out of memory{': ' + str(exc) if str(exc) else ''}",
-            stage="trace",
-            frames=frames_of(exc),
-        )
-    if isinstance(exc, SystemExit):
-        return Failure(
-            type="SystemExit",
-            message=f"user code called sys.exit({exc.code!r}) during the capture",
-            stage="trace",
-            frames=frames_of(exc),
-        )
-    if isinstance(exc, KeyboardInterrupt):
-        return Failure(type="KeyboardInterrupt", message="the capture was interrupted", stage="cancelled", frames=frames_of(exc))
-    message = _safe_str(exc)
-    return Failure(type=_type_name(exc), message=message, stage="trace", frames=frames_of(exc))
-
-
-def _type_name(exc: BaseException) -> str:
-    t = type(exc)
-    module = t.__module__
-    return t.__qualname__ if module in ("builtins", "__main__") else f"{module}.{t.__qualname__}"
-
-
-def _safe_str(exc: BaseException) -> str:
-    try:
-        text = str(exc)
-    except Exception:
-        text = f"<unprintable {type(exc).__name__}>"
-    return text[:20_000] or type(exc).__name__
-
-
-def _plain(data: Any, depth: int = 0) -> Any:
-    """Details as plain msgpack data (stringify the rest)."""
-    if data is None or type(data) in (bool, int, float, str):
-        return data
-    if depth > 16:
-        return repr(data)[:200]
-    if isinstance(data, (list, tuple)):
-        return [_plain(x, depth + 1) for x in data]
-    if isinstance(data, dict):
-        return {str(k): _plain(v, depth + 1) for k, v in data.items()}
-    return repr(data)[:2000]

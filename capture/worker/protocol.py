@@ -1,35 +1,36 @@
-"""Worker messages: length-prefixed msgpack frames over pipes.
+"""The worker protocol: the one module the parent (CLI, language server) and the worker
+share, importable with the standard library and msgpack alone. It types every message
+and every failure kind's ``details`` once; both sides build and read them through these
+types.
 
-A frame is a 4-byte big-endian length, then that many bytes of one msgpack map.
+Framing: a 4-byte big-endian length, then that many bytes of one msgpack map.
 
-Parent -> worker (stdin, one frame)::
-
-    {"protocol": 1, "action": "capture" | "probe_device",
-     "workspace": "/abs/root", "recipe": Recipe.to_dict(), "limits": Limits.to_dict()}
-
-Worker -> parent (a dedicated pipe, never stdout, which user code may print to)::
-
-    {"kind": "progress", "message": str, "fraction": float | None}     # any number
-    {"kind": "result", "graph": bytes}        # a capture.graph.graphfile-encoded Capture
-    {"kind": "failure", "failure": failure_json(...), "sources": [[path, sha256], ...],
-     "framework": str, "framework_version": str}
-    {"kind": "device_ok"}                     # answer to "probe_device"
-
-Exactly one of result / failure / device_ok ends the stream.
+Parent -> worker (stdin, one frame): :class:`WorkerRequest` (``capture`` or
+``probe_device``). Worker -> parent (a dedicated pipe, never stdout, which user code may
+print to): any number of :class:`ProgressMessage`, then exactly one of
+:class:`ResultMessage`, :class:`FailureMessage` or :class:`DeviceOkMessage`.
 
 The warm worker (:mod:`capture.worker.zygote`, parent side :mod:`capture.session.warm`) reads
-such requests one after another on its stdin, plus ``{"action": "preload", ...}``, and
-answers each capture through a forked child with the same messages, framed by
-``{"kind": "forked", "pid"}`` first and, from the resident process after the child
-ended, ``{"kind": "exited", "pid", "code"}``; a successful child also sends
-``{"kind": "modules", "names"}`` before its result. The parent ignores kinds it does not
-know, so the one-shot conversation code serves both.
+such requests one after another on its stdin, plus :class:`PreloadRequest` (answered by
+:class:`PreloadedMessage`), and answers each capture through a forked child with the
+same messages, framed by :class:`ForkedMessage` first and, from the resident process
+after the child ended, :class:`ExitedMessage`; a successful child also sends
+:class:`ModulesMessage` before its result. The parent ignores kinds it does not know,
+so the one-shot conversation code serves both.
+
+A failure's ``details`` (:class:`FailureJson`) depend on its stage, the failure kind:
+:data:`DETAILS` names the type of each, and the ``*_details`` readers below return a
+kind's details only when the failure is of that kind and they have its shape (a graph
+file is outside input), so a reader can never take one kind's field for another's.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: TypedDict reads ``NotRequired`` from
+# evaluated annotations only (before Python 3.12), and :func:`check_message` needs it.
 import struct
-from typing import Any, BinaryIO, Iterator
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, BinaryIO, Iterator, Literal, NotRequired, TypedDict, Union
 
 import msgpack
 
@@ -38,11 +39,443 @@ _HEADER = struct.Struct(">I")
 MAX_CONTROL_FRAME = 16 * 1024 * 1024  # request, progress, failure
 
 
+# ----------------------------------------------------------------------------- messages
+
+
+class WorkerRequest(TypedDict):
+    """Parent -> worker: run one capture, or only check the recipe's device."""
+
+    protocol: int
+    action: Literal["capture", "probe_device"]
+    workspace: str  # absolute, links resolved
+    recipe: dict[str, Any]  # Recipe.to_dict()
+    limits: dict[str, Any]  # Limits.to_dict()
+    seconds_left: NotRequired[float]  # until the parent's deadline, when sent
+
+
+class PreloadRequest(TypedDict):
+    """Parent -> resident warm worker: import these libraries (never workspace code)."""
+
+    action: Literal["preload"]
+    workspace: str
+    modules: list[str]
+
+
+class ProgressMessage(TypedDict):
+    kind: Literal["progress"]
+    message: str
+    fraction: float | None
+
+
+class ResultMessage(TypedDict):
+    kind: Literal["result"]
+    graph: bytes  # a capture.graph.graphfile-encoded Capture
+
+
+class FrameJson(TypedDict):
+    file: str
+    line: int
+    column: int
+    function: str
+    library: NotRequired[bool]
+
+
+class FailureJson(TypedDict):
+    """``capture.graph.model.failure_json``: what a failure carries across the pipe."""
+
+    type: str
+    message: str
+    stage: str
+    frames: list[FrameJson]
+    details: dict[str, Any]  # the stage's details type, see DETAILS
+
+
+class FailureMessage(TypedDict):
+    kind: Literal["failure"]
+    failure: FailureJson
+    sources: list[list[str]]  # [path, sha256] of the workspace files the capture read
+    framework: str
+    framework_version: str
+
+
+class DeviceOkMessage(TypedDict):
+    kind: Literal["device_ok"]
+
+
+class ForkedMessage(TypedDict):
+    kind: Literal["forked"]
+    pid: int
+
+
+class ModulesMessage(TypedDict):
+    kind: Literal["modules"]
+    names: list[str]  # libraries the capture loaded: what the next child should find loaded
+
+
+class EscapedProcess(TypedDict):
+    """A process the capture started outside its group, found and killed
+    (:func:`capture.worker.procs.kill_worker_tree`)."""
+
+    pid: int
+    session: int
+    command: str
+
+
+class ExitedMessage(TypedDict):
+    kind: Literal["exited"]
+    pid: int
+    code: int
+    escaped: NotRequired[list[EscapedProcess]]
+
+
+class PreloadedMessage(TypedDict):
+    kind: Literal["preloaded"]
+    imported: int
+    failed: int
+    seconds: float
+    files: list[list[Any]]  # [path, mtime_ns] of every loaded module file
+    fork_safe: bool
+    reason: str
+
+
+WorkerMessage = Union[
+    ProgressMessage, ResultMessage, FailureMessage, DeviceOkMessage,
+    ForkedMessage, ModulesMessage, ExitedMessage, PreloadedMessage,
+]
+#: The kinds that end a capture's stream.
+FINAL_KINDS = frozenset({"result", "failure", "device_ok"})
+
+#: Each message kind's type.
+MESSAGES: Mapping[str, Any] = {
+    "progress": ProgressMessage,
+    "result": ResultMessage,
+    "failure": FailureMessage,
+    "device_ok": DeviceOkMessage,
+    "forked": ForkedMessage,
+    "modules": ModulesMessage,
+    "exited": ExitedMessage,
+    "preloaded": PreloadedMessage,
+}
+
+
+def check_message(msg: dict[str, Any]) -> WorkerMessage | None:
+    """``msg`` (a decoded frame) as the message its ``kind`` names: every field its type
+    requires, of the right type, else :class:`ProtocolError` naming the field. None for
+    a kind this side does not know (the reader ignores it)."""
+    kind = msg.get("kind")
+    cls = MESSAGES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        return None
+    problem = _shape_problem(msg, cls, kind)
+    if problem:
+        raise ProtocolError(f"a {kind!r} message {problem}")
+    return msg  # type: ignore[return-value]
+
+
+def _shape_problem(value: Any, cls: Any, where: str) -> str | None:
+    hints = typing.get_type_hints(cls)
+    for key in cls.__required_keys__:
+        if key not in value:
+            return f"lacks {key!r}"
+    for key, hint in hints.items():
+        if key in value and not _fits(value[key], hint):
+            return f"has a {type(value[key]).__name__} for {key!r}"
+    return None
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Whether a decoded value fits ``hint`` (the types these messages use)."""
+    if hint is Any:
+        return True
+    if hint is None or hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    if origin is Literal:
+        return value in typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, h) for h in typing.get_args(hint))
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict or hint is dict:
+        return isinstance(value, dict)
+    if typing.is_typeddict(hint):
+        return isinstance(value, dict) and _shape_problem(value, hint, "") is None
+    if hint is float:
+        return type(value) in (int, float)
+    if hint is int:
+        return type(value) is int
+    return isinstance(value, hint)
+
+
+# ----------------------------------------------------------------------------- failure details
+#
+# One type per failure kind (``Failure.stage``). Every kind may also carry the fields of
+# :class:`CommonDetails`. Fields a kind has only sometimes are ``NotRequired``.
+
+
+class RepeatedFrames(TypedDict):
+    after: int  # index of the last frame kept before the cut
+    frames: int  # length of the repeated cycle
+    times: int  # how many more times it ran
+
+
+class CommonDetails(TypedDict, total=False):
+    repeated_frames: list[RepeatedFrames]  # deep recursion, collapsed (capture.graph.frame_repeats)
+    escaped_processes: list[EscapedProcess]
+
+
+class TrustDetails(CommonDetails):
+    """``trust``: the workspace is not trusted (nothing ran)."""
+
+
+class SourceDetails(CommonDetails):
+    """``source``: editor buffers with unsaved changes (nothing ran)."""
+
+    unsaved: list[str]  # workspace-relative
+
+
+class InterpreterDetails(CommonDetails):
+    """``interpreter``: the selected Python is missing, not runnable or too old."""
+
+    python: str
+    version: NotRequired[list[int]]
+    exit_code: NotRequired[int]
+
+
+class MissingDependenciesDetails(CommonDetails):
+    """``dependencies`` (type ``MissingDependencies``): packages to add, and the reviewed
+    command that adds them (the installed Torch build pinned in ``pinned``)."""
+
+    missing: list[str]
+    python: str
+    install: NotRequired[list[str]]
+    pip_available: NotRequired[bool]
+    installed: NotRequired[dict[str, str | None]]
+    pinned: NotRequired[list[str]]
+
+
+class UnsupportedVersionDetails(CommonDetails):
+    """``dependencies`` (type ``UnsupportedVersion``): a package older than the floor."""
+
+    package: str
+    found: str
+    needed: str  # a requirement such as ">=2.13", never input dimensions
+    python: str
+
+
+class FrameworkNotLoadedDetails(CommonDetails):
+    """``dependencies`` (the type of the ImportError): the worker could not load the
+    recipe's framework capture in the selected interpreter."""
+
+    python: str
+
+
+DependenciesDetails = Union[MissingDependenciesDetails, UnsupportedVersionDetails, FrameworkNotLoadedDetails]
+
+
+class DeviceDetails(CommonDetails):
+    """``device``: the recipe's device is unavailable (no fallback)."""
+
+    device: str
+    available: NotRequired[list[str]]
+
+
+class NeededDim(TypedDict):
+    """One input dimension the recipe leaves unknown (``capture.recipe.NeededDim.to_dict``)."""
+
+    section: str  # "inputs" or "init"
+    input: str  # "args[0]", a keyword name
+    path: str  # the key path of the description
+    axis: int
+    name: str | None  # a named dimension ("batch"), else None
+    shape: list[Any]
+    dtype: str
+
+
+class InputsNeededDetails(CommonDetails):
+    """``recipe`` (type ``InputsNeeded``): dimensions to ask for before anything runs."""
+
+    needs: list[NeededDim]
+
+
+class RecipeErrorDetails(CommonDetails, total=False):
+    """``recipe`` (a profile that does not validate: ``RecipeError.to_dict()``), or a
+    setting the capture environment must have (``environment``)."""
+
+    problem: str
+    key_path: str
+    profile: str | None
+    line: int | None
+    file: str | None
+    environment: dict[str, str]  # e.g. {"JAX_ENABLE_X64": "1"}: what to add, and capture again
+    paths: list[str]
+    dtype: str
+
+
+RecipeDetails = Union[InputsNeededDetails, RecipeErrorDetails]
+
+
+class ImportDetails(CommonDetails, total=False):
+    """``import``: the workspace module or file that failed to import."""
+
+    module: str
+    file: str
+    qualname: str
+
+
+class SavedFileDetails(CommonDetails, total=False):
+    """``checkpoint`` / ``fixture``: a saved file the recipe names (capture.torch.saved)."""
+
+    key_path: str
+    path: str
+    resolved: str
+    missing: list[str]
+    unexpected: list[str]
+    limit: str
+    maximum: int
+    reached: int
+
+
+class LimitDetails(CommonDetails):
+    """``limit``: a configurable capture limit was hit (``Limits`` field name)."""
+
+    limit: str
+    maximum: int | float
+    reached: NotRequired[int | float]
+
+
+class DeadlineDetails(CommonDetails):
+    """``deadline``: the parent's deadline passed; the worker's group was killed."""
+
+    limit: Literal["max_seconds"]
+    maximum: float
+    elapsed_s: float
+
+
+class TraceDetails(CommonDetails, total=False):
+    """``trace``: user code or the framework raised while tracing. A ``MemoryError`` under
+    the capture's memory limit names it (``limit``/``maximum``)."""
+
+    limit: str
+    maximum: int
+    expected: str
+    found: str
+
+
+class CrashDetails(CommonDetails, total=False):
+    """``crash``: the worker died, or sent what is not a message."""
+
+    signal: str
+    exit_code: int
+    log_tail: str
+    memory_limit: int
+
+
+class CancelledDetails(CommonDetails):
+    """``cancelled``: the user (or a newer save) stopped the capture."""
+
+
+#: The details type of each failure kind.
+DETAILS: Mapping[str, Any] = {
+    "trust": TrustDetails,
+    "source": SourceDetails,
+    "interpreter": InterpreterDetails,
+    "dependencies": DependenciesDetails,
+    "device": DeviceDetails,
+    "recipe": RecipeDetails,
+    "import": ImportDetails,
+    "checkpoint": SavedFileDetails,
+    "fixture": SavedFileDetails,
+    "trace": TraceDetails,
+    "limit": LimitDetails,
+    "deadline": DeadlineDetails,
+    "crash": CrashDetails,
+    "cancelled": CancelledDetails,
+}
+
+
+def _details(failure: Any, stage: str, type_name: str | None = None) -> dict[str, Any] | None:
+    """The failure's details when it is of ``stage`` (and ``type_name``), else None.
+    ``failure``: a ``capture.graph.model.Failure`` (or anything with those attributes)."""
+    if getattr(failure, "stage", None) != stage:
+        return None
+    if type_name is not None and getattr(failure, "type", None) != type_name:
+        return None
+    details = getattr(failure, "details", None)
+    return details if isinstance(details, dict) else None
+
+
+def _strings(value: Any) -> list[str] | None:
+    return list(value) if isinstance(value, list) and all(isinstance(v, str) for v in value) else None
+
+
+def inputs_needed(failure: Any) -> list[NeededDim]:
+    """The dimensions a ``recipe`` failure of type ``InputsNeeded`` asks for; [] for any
+    other failure (a ``dependencies`` failure's ``needed`` is a version, not dimensions)."""
+    details = _details(failure, "recipe", "InputsNeeded")
+    needs = details.get("needs") if details is not None else None
+    if not isinstance(needs, list):
+        return []
+    out: list[NeededDim] = []
+    for need in needs:
+        if (
+            isinstance(need, dict) and isinstance(need.get("section"), str) and isinstance(need.get("input"), str)
+            and type(need.get("axis")) is int
+        ):
+            out.append(NeededDim(
+                section=need["section"], input=need["input"], path=str(need.get("path") or ""), axis=need["axis"],
+                name=need["name"] if isinstance(need.get("name"), str) else None,
+                shape=list(need["shape"]) if isinstance(need.get("shape"), list) else [],
+                dtype=str(need.get("dtype") or ""),
+            ))
+    return out
+
+
+def missing_dependencies(failure: Any) -> MissingDependenciesDetails | None:
+    """A ``dependencies`` failure's missing packages (with the install command when the
+    parent made one); None for any other failure, an unsupported version included."""
+    details = _details(failure, "dependencies")
+    if details is None:
+        return None
+    missing = _strings(details.get("missing"))
+    if not missing:
+        return None
+    out = MissingDependenciesDetails(missing=missing, python=str(details.get("python") or ""))
+    install = _strings(details.get("install"))
+    if install:
+        out["install"] = install
+    pinned = _strings(details.get("pinned"))
+    if pinned is not None:
+        out["pinned"] = pinned
+    return out
+
+
+def unsupported_version(failure: Any) -> UnsupportedVersionDetails | None:
+    """A ``dependencies`` failure of type ``UnsupportedVersion``: the package, the version
+    found and the requirement; None for any other failure."""
+    details = _details(failure, "dependencies", "UnsupportedVersion")
+    if details is None or not all(isinstance(details.get(k), str) for k in ("package", "found", "needed")):
+        return None
+    return UnsupportedVersionDetails(package=details["package"], found=details["found"], needed=details["needed"],
+                                     python=str(details.get("python") or ""))
+
+
+def environment_needed(failure: Any) -> dict[str, str]:
+    """The environment variables a ``recipe`` failure says the capture needs (64-bit JAX
+    inputs: ``{"JAX_ENABLE_X64": "1"}``); {} for any other failure."""
+    details = _details(failure, "recipe")
+    wanted = details.get("environment") if details is not None else None
+    if not isinstance(wanted, dict):
+        return {}
+    return {str(k): str(v) for k, v in wanted.items()}
+
+
 class ProtocolError(Exception):
     pass
 
 
-def encode_frame(message: dict[str, Any]) -> bytes:
+def encode_frame(message: Mapping[str, Any]) -> bytes:
     body = msgpack.packb(message, use_bin_type=True)
     if len(body) >= 1 << 32:
         raise ProtocolError(f"message of {len(body):,} bytes does not fit a frame")

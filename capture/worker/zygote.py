@@ -31,9 +31,19 @@ import os
 import signal
 import sys
 import time
-from typing import Any
+from typing import Any, cast
 
-from .main import flush_and_exit
+from .request import Send, flush_and_exit
+from .protocol import (
+    ExitedMessage,
+    FailureMessage,
+    ForkedMessage,
+    ModulesMessage,
+    PreloadedMessage,
+    PreloadRequest,
+    WorkerMessage,
+    WorkerRequest,
+)
 
 _SKIP = ("__main__", "__mp_main__")
 
@@ -58,7 +68,7 @@ def serve(fd: int) -> int:
     faulthandler.enable(file=sys.stderr, all_threads=True)
     stdin = sys.stdin.buffer
 
-    def send(message: dict[str, Any]) -> None:
+    def send(message: WorkerMessage) -> None:
         out.write(encode_frame(message))
 
     while True:
@@ -68,9 +78,9 @@ def serve(fd: int) -> int:
             flush_and_exit(0)  # the parent went away (or sent garbage): never outlive it
         action = request.get("action")
         if action == "preload":
-            send(_preload(request))
+            send(_preload(cast(PreloadRequest, request)))
         elif action == "capture":
-            _fork_capture(request, fd, send)
+            _fork_capture(cast(WorkerRequest, request), fd, send)
         else:
             print(f"tensorviz warm worker: unknown action {action!r}", file=sys.stderr)
             flush_and_exit(3)
@@ -93,7 +103,7 @@ def fork_safety() -> tuple[bool, str]:
     return True, ""
 
 
-def _preload(request: dict[str, Any]) -> dict[str, Any]:
+def _preload(request: PreloadRequest) -> PreloadedMessage:
     from .workspace_files import WorkspaceFiles
 
     started = time.monotonic()
@@ -115,23 +125,23 @@ def _preload(request: dict[str, Any]) -> dict[str, Any]:
         if module is not None and _is_workspace(module, files):
             # A library name that resolved into the workspace: that is user code, which
             # this process must never hold. Give up warmth rather than keep it.
-            return {"kind": "preloaded", "imported": imported, "failed": failed, "files": [],
-                    "seconds": round(time.monotonic() - started, 3), "fork_safe": False,
-                    "reason": f"{name} resolved to a workspace file"}
+            return PreloadedMessage(kind="preloaded", imported=imported, failed=failed, files=[],
+                                    seconds=round(time.monotonic() - started, 3), fork_safe=False,
+                                    reason=f"{name} resolved to a workspace file")
     _prepare_jax()
     safe, reason = fork_safety()
     from .workspace_files import remember_library_files
 
     remember_library_files(files.root, [p for p, _ in _module_files()])
-    return {
-        "kind": "preloaded",
-        "imported": imported,
-        "failed": failed,
-        "seconds": round(time.monotonic() - started, 3),
-        "files": _module_files(),
-        "fork_safe": safe,
-        "reason": reason,
-    }
+    return PreloadedMessage(
+        kind="preloaded",
+        imported=imported,
+        failed=failed,
+        seconds=round(time.monotonic() - started, 3),
+        files=_module_files(),
+        fork_safe=safe,
+        reason=reason,
+    )
 
 
 def _prepare_jax() -> None:
@@ -196,15 +206,16 @@ def library_modules(workspace: str, before: set[str]) -> list[str]:
     return out
 
 
-def _fork_capture(request: dict[str, Any], fd: int, send) -> None:
+def _fork_capture(request: WorkerRequest, fd: int, send: Send) -> None:
     safe, reason = fork_safety()
     if not safe:
         from ..graph.model import Failure, failure_json
 
         failure = Failure(type="WarmWorkerUnsafe", stage="crash",
                           message=f"the warm worker cannot fork a capture: {reason}; the next capture starts a new worker")
-        send({"kind": "failure", "failure": failure_json(failure), "sources": [], "framework": "", "framework_version": ""})
-        send({"kind": "exited", "pid": 0, "code": 1})
+        send(FailureMessage(kind="failure", failure=failure_json(failure), sources=[],  # type: ignore[typeddict-item]
+                            framework="", framework_version=""))
+        send(ExitedMessage(kind="exited", pid=0, code=1))
         return
     before = set(sys.modules)
     # The preloaded libraries' objects move to the permanent generation: a collection in
@@ -238,7 +249,7 @@ def _fork_capture(request: dict[str, Any], fd: int, send) -> None:
     except ChildProcessError:
         code = -1
     _reap_all()
-    send({"kind": "exited", "pid": pid, "code": code, "escaped": escaped})
+    send(ExitedMessage(kind="exited", pid=pid, code=code, escaped=escaped))  # type: ignore[typeddict-item]
 
 
 def _reap_all() -> None:
@@ -295,7 +306,7 @@ def _wait_child(pid: int) -> None:
             return
 
 
-def _child(request: dict[str, Any], fd: int, send, before: set[str], parent: int) -> None:
+def _child(request: WorkerRequest, fd: int, send: Send, before: set[str], parent: int) -> None:
     started = time.monotonic()
     try:
         os.setpgid(0, 0)  # its own group: the parent's deadline kills it and its strays
@@ -306,17 +317,17 @@ def _child(request: dict[str, Any], fd: int, send, before: set[str], parent: int
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.close(null)
-        send({"kind": "forked", "pid": os.getpid()})
+        send(ForkedMessage(kind="forked", pid=os.getpid()))
     except BaseException:
         os._exit(70)
-    from .main import run_request
+    from .request import run_request
 
     workspace = str(request.get("workspace") or "")
 
-    def send_with_modules(message: dict[str, Any]) -> None:
+    def send_with_modules(message: WorkerMessage) -> None:
         if message.get("kind") == "result":
             try:
-                send({"kind": "modules", "names": library_modules(workspace, before)})
+                send(ModulesMessage(kind="modules", names=library_modules(workspace, before)))
             except Exception:
                 pass
         send(message)

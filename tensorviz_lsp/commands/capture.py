@@ -9,9 +9,11 @@ The shorthand form saves (or updates) the profile in ``.tensorviz/recipes.toml``
 then captures it; without ``--framework`` the framework is the one discovery finds for
 the symbol (a JAX function or Flax module saves ``framework = "jax"``). ``--env`` sets
 environment variables for the capture worker only (``JAX_ENABLE_X64=1`` for 64-bit JAX
-inputs); they are not saved. A failed capture is still written, as a failure capture.
-A successful one is also kept in the workspace's capture history
-(``.tensorviz/captures/history/NAME/``, the last 10: ``tensorviz diff --profile NAME``).
+inputs); they are not saved. The graph file goes where the editor's go too,
+``.tensorviz/captures/NAME.tvg`` (``-o`` writes another file instead); a failed capture is
+still written, as a failure capture. A successful one is also kept in the workspace's
+capture history (``.tensorviz/captures/history/NAME/``, the last 10: ``tensorviz diff
+--profile NAME``). Both through :func:`capture.session.run_session`, as in the editor.
 Exit status: 0 captured, 1 a failure capture was written (why on stderr), 2 usage error.
 """
 
@@ -27,15 +29,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Callable
 
-from capture.graph import graphfile
-from capture.graph.model import Capture
 from capture.frameworks import framework_names
 from capture.graph.frame_repeats import frame_lines
+from capture.graph.model import Capture
 from capture.recipe import RecipeError
-from capture.session.runner import default_interpreter, run_capture
+from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
+from capture.session.checks import default_interpreter
 from capture.worker.limits import Limits
+from capture.worker.protocol import environment_needed, inputs_needed
 
-from ..history import CaptureHistory, HistoryError
 from ..recipes_store import RecipeStoreError, existing_profile, save_profile
 from ..shorthand import (
     ShorthandError,
@@ -47,9 +49,6 @@ from ..shorthand import (
     workspace_file,
 )
 
-CAPTURES_DIR = ".tensorviz/captures"
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "capture",
@@ -57,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n")[0],
     )
     add_setup_options(p)
-    p.add_argument("-o", "--output", metavar="OUT.tvg", help=f"graph file to write (default: {CAPTURES_DIR}/NAME.tvg)")
+    p.add_argument("-o", "--output", metavar="OUT.tvg", help=f"graph file to write (default: {CAPTURES_DIR.as_posix()}/NAME.tvg)")
     add_worker_options(p, timeout_flag="--timeout")
     p.set_defaults(func=run)
 
@@ -173,7 +172,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"tensorviz capture: cannot save the setup: {exc}", file=sys.stderr)
         return 1
 
-    output = Path(args.output) if args.output else workspace / CAPTURES_DIR / f"{profile}.tvg"
     verbose = args.verbose
 
     def progress(message: str, fraction: float | None) -> None:
@@ -185,62 +183,47 @@ def run(args: argparse.Namespace) -> int:
         if verbose:
             print(f"  worker| {line}", file=sys.stderr)
 
-    capture = run_worker(workspace, profile, python=args.python, timeout=args.timeout, env=env, progress=progress, log=log,
-                         max_saved_file_mb=args.max_saved_file_mb, memory_mb=args.memory)
-    try:
-        write_graph(capture, output)
-    except (OSError, graphfile.GraphFileError) as exc:
-        print(f"tensorviz capture: cannot write {output}: {exc}", file=sys.stderr)
+    result = capture_in_session(
+        "capture", workspace, profile, args, timeout=args.timeout, env=env, progress=progress, log=log,
+        output=Path(args.output) if args.output else None,
+    )
+    if result.graph_file is not None:
+        print(result.graph_file)
+    for problem in result.problems:
+        print(f"tensorviz capture: {problem}", file=sys.stderr)
+    if result.capture.failure is not None:
+        print(describe_failure(result.capture), file=sys.stderr, end="")
         return 1
-    print(output)
-    if capture.failure is not None:
-        print(describe_failure(capture), file=sys.stderr, end="")
-        return 1
-    keep_in_history(workspace, profile, capture, "capture")
-    return 0
+    # A history that could not keep the capture leaves the graph file standing: 0.
+    return 0 if result.graph_file is not None else 1
 
 
-def keep_in_history(workspace: Path, profile: str, capture: Capture, command: str):
-    """Keep a successful capture in the workspace's history (``tensorviz diff --profile``);
-    returns the baseline the viewer offers a diff against (the capture kept before), or
-    ``None``. A history that cannot be written is said on stderr; the capture stands."""
-    history = CaptureHistory(workspace)
-    try:
-        baseline = history.baseline(profile)
-        history.record(profile, capture)
-    except HistoryError as exc:
-        print(f"tensorviz {command}: not kept in the capture history: {exc}", file=sys.stderr)
-        return None
-    return baseline
-
-
-def run_worker(
+def capture_in_session(
+    command: str,
     workspace: Path,
     profile: str,
+    args: argparse.Namespace,
     *,
-    python: str | None,
     timeout: float | None,
     env: dict[str, str],
     progress: Callable[[str, float | None], None],
     log: Callable[[str], None],
-    command: str = "capture",
-    max_saved_file_mb: float | None = None,
-    memory_mb: float | None = None,
-) -> Capture:
-    """:func:`run_capture`, ending the worker when the user interrupts (Ctrl-C). Says on
-    stderr which interpreter runs the model's code, and why that one: the CLI is a
-    command the user typed, so it asks no trust question, but it never runs code silently."""
-    print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, python)}", file=sys.stderr)
-    cancel = threading.Event()
-    limits = saved_file_limits(max_saved_file_mb, memory_mb)
+    output: Path | None = None,
+) -> SessionResult:
+    """:func:`capture.session.run_session` for a command typed in a terminal: trusted (the
+    user typed it), no editor buffers, a one-shot worker, ended when the user interrupts
+    (Ctrl-C, SIGTERM, SIGHUP). Says on stderr which interpreter runs the model's code,
+    and why that one: the CLI asks no trust question, but it never runs code silently."""
+    print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, args.python)}", file=sys.stderr)
+    request = CaptureRequest(
+        workspace, profile, python=args.python, env=env, progress=progress, log=log, output=output,
+        limits=limits_for(timeout, args.max_saved_file_mb, args.memory),
+    )
     with terminate_like_interrupt():
         try:
-            return run_capture(
-                workspace, profile, python=python, timeout=timeout, progress=progress, log=log, cancel=cancel, env=env,
-                limits=limits,
-            )
+            return run_session(request)
         except KeyboardInterrupt:
-            cancel.set()
+            request.cancel.set()
             raise
 
 
@@ -287,36 +270,17 @@ def interpreter_note(workspace: Path, python: str | None) -> str:
     return f"{chosen} (the Python running TensorViz: the workspace has no .venv; --python PATH chooses another)"
 
 
-def saved_file_limits(max_saved_file_mb: float | None, memory_mb: float | None = None) -> Limits | None:
-    """The worker's limits with ``max_saved_file_bytes`` and ``max_memory_bytes`` from
-    sizes in MiB (None: defaults, no memory limit)."""
-    if max_saved_file_mb is None and not memory_mb:
-        return None
-    out: dict = {}
-    if max_saved_file_mb is not None:
-        out["max_saved_file_bytes"] = max(1, int(max_saved_file_mb * (1 << 20)))
-    if memory_mb:
-        out["max_memory_bytes"] = max(1, int(memory_mb * (1 << 20)))
-    return Limits(**out)
-
-
-def write_graph(capture: Capture, output: Path) -> None:
-    """Write the graph file, creating its folder; OSError or GraphFileError when it cannot."""
-    output.parent.mkdir(parents=True, exist_ok=True)
-    graphfile.write(capture, output)
-
-
 def describe_failure(capture: Capture, command: str = "capture") -> str:
     """The failure as a few lines for a terminal, headed ``tensorviz COMMAND:``."""
     f = capture.failure
     assert f is not None
     lines = [f"tensorviz {command}: [{f.stage}] {f.type}: {f.message}"]
     lines += [f"    {line}" for line in frame_lines(f)]
-    for need in f.details.get("needs", []) if isinstance(f.details, dict) else []:
-        name = f" ({need['name']})" if need.get("name") else ""
+    for need in inputs_needed(f):
+        name = f" ({need['name']})" if need["name"] else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
-    wanted = f.details.get("environment") if isinstance(f.details, dict) else None
-    if isinstance(wanted, dict) and wanted:
+    wanted = environment_needed(f)
+    if wanted:
         flags = " ".join(f"--env {k}={v}" for k, v in wanted.items())
         lines.append(f"    hint: capture again with {flags}")
     return "\n".join(lines) + "\n"

@@ -2,7 +2,7 @@
 
 Writes the spec's ``model.py`` and its ``jax_example`` profile (both verbatim) into a
 demo workspace (default: ``demo`` in the user cache folder, ``userdirs.cache_dir()``),
-captures it through the real worker (``capture.session.runner.run_capture``; JAX must be
+captures it through the real worker (``capture.session.run_session``; JAX must be
 installed in the capturing Python) and serves it like ``tensorviz view``: the URL alone
 on standard output, the browser opened when possible.
 """
@@ -66,6 +66,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"tensorviz demo: cannot write the demo workspace {folder}: {exc}", file=sys.stderr)
         return 1
     workspace = folder.resolve()
-    capture = capture_profile("demo", workspace, PROFILE, args)
+    capture = capture_profile("demo", workspace, PROFILE, args).capture
     status = serve("demo", capture, "net (spec example)", workspace, args, trusted_sources=True)
     return 1 if capture.failure is not None and status == 0 else status

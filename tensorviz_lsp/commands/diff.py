@@ -22,8 +22,8 @@ from pathlib import Path
 from capture.graph import graphfile
 from capture.graph.diff import DiffError, diff, summary, to_json
 from capture.graph.model import Capture
+from capture.session.history import CaptureHistory, HistoryError
 
-from ..history import CaptureHistory, HistoryError
 from .view import add_serve_options, serve
 
 

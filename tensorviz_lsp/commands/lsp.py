@@ -22,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..lsplog import install
-    from ..server import create_server
+    from ..setup import create_server
 
     level = getattr(logging, args.log_level.upper())
     # stderr is the editor's server log; stdout is the protocol and must stay clean.

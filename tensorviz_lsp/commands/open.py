@@ -17,21 +17,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from capture.graph import graphfile
-from capture.graph.model import Capture
+from capture.session import SessionResult
 
 from ..recipes_store import RecipeStoreError
 from ..shorthand import ShorthandError
 from .capture import (
-    CAPTURES_DIR,
     add_setup_options,
     add_worker_options,
+    capture_in_session,
     describe_failure,
-    keep_in_history,
     parse_env,
     resolve_profile,
-    run_worker,
-    write_graph,
 )
 from .view import add_serve_options, serve
 
@@ -60,15 +56,15 @@ def run(args: argparse.Namespace) -> int:
     except RecipeStoreError as exc:
         print(f"tensorviz open: cannot save the setup: {exc}", file=sys.stderr)
         return 1
-    capture = capture_profile("open", workspace, profile, args)
-    baseline = keep_in_history(workspace, profile, capture, "open") if capture.failure is None else None
-    status = serve("open", capture, profile, workspace, args, trusted_sources=True, baseline=baseline)
-    return 1 if capture.failure is not None and status == 0 else status
+    result = capture_profile("open", workspace, profile, args)
+    status = serve("open", result.capture, profile, workspace, args, trusted_sources=True, baseline=result.baseline)
+    return 1 if result.capture.failure is not None and status == 0 else status
 
 
-def capture_profile(command: str, workspace: Path, profile: str, args: argparse.Namespace) -> Capture:
-    """Capture ``profile`` with progress on stderr, keep the graph file under
-    ``.tensorviz/captures/`` and say why on stderr when it failed."""
+def capture_profile(command: str, workspace: Path, profile: str, args: argparse.Namespace) -> SessionResult:
+    """Capture ``profile`` with progress on stderr (the graph file and the history kept
+    as for ``tensorviz capture``), saying where the graph file went and, when it failed,
+    why."""
     verbose = args.verbose
 
     def progress(message: str, fraction: float | None) -> None:
@@ -80,20 +76,16 @@ def capture_profile(command: str, workspace: Path, profile: str, args: argparse.
             print(f"  worker| {line}", file=sys.stderr, flush=True)
 
     timeout = args.capture_timeout if args.capture_timeout and args.capture_timeout > 0 else None
-    env = parse_env(getattr(args, "env", None) or [])
     print(f"tensorviz {command}: capturing {profile} in {workspace}", file=sys.stderr, flush=True)
-    capture = run_worker(workspace, profile, python=args.python, timeout=timeout, env=env, progress=progress, log=log,
-                         command=command, max_saved_file_mb=getattr(args, "max_saved_file_mb", None),
-                         memory_mb=getattr(args, "memory", None))
-    output = workspace / CAPTURES_DIR / f"{profile}.tvg"
-    try:
-        write_graph(capture, output)
-        print(f"tensorviz {command}: graph file {output}", file=sys.stderr, flush=True)
-    except (OSError, graphfile.GraphFileError) as exc:
-        print(f"tensorviz {command}: cannot keep the graph file {output}: {exc}", file=sys.stderr)
-    if capture.failure is not None:
-        print(describe_failure(capture, command), file=sys.stderr, end="")
-    return capture
+    result = capture_in_session(command, workspace, profile, args, timeout=timeout, env=parse_env(args.env),
+                                progress=progress, log=log)
+    if result.graph_file is not None:
+        print(f"tensorviz {command}: graph file {result.graph_file}", file=sys.stderr, flush=True)
+    for problem in result.problems:
+        print(f"tensorviz {command}: {problem}", file=sys.stderr)
+    if result.capture.failure is not None:
+        print(describe_failure(result.capture, command), file=sys.stderr, end="")
+    return result
 
 
 def _usage(message: str) -> int:

@@ -24,9 +24,11 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from ..backends import Candidate, Discovered, Pos, Span
+from ..backends import Backends, Candidate, Discovered, Pos, Span
 from ..diagnostics import SOURCE
 from ..feature import Feature
+from ..host import Host
+from .interpreter import InterpreterSelection
 
 log = logging.getLogger(__name__)
 
@@ -52,19 +54,6 @@ class _Entry:
     complete: bool = True
 
 
-def discovery_python(server, root: Path | None) -> str | None:
-    """The capture interpreter chosen for ``root``, whose installed packages discovery
-    follows library bases into (read, never run); None when captures fall back to the
-    server's own interpreter."""
-    from .interpreter import InterpreterSelection
-
-    try:
-        interpreter = server.get_feature(InterpreterSelection).for_root(root)
-    except Exception:  # no such feature (a trimmed server), or an unreadable store
-        return None
-    return None if interpreter.origin == "server" else interpreter.path
-
-
 @dataclass(frozen=True)
 class Unreadable:
     """Where and why discovery cannot read a text."""
@@ -76,8 +65,10 @@ class Unreadable:
 class Candidates(Feature):
     name = "candidates"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, backends: Backends, interpreters: InterpreterSelection) -> None:
         super().__init__(server)
+        self.backends = backends
+        self.interpreters = interpreters
         self._cache: dict[str, _Entry] = {}
         self._inflight: dict[str, tuple[int | None, asyncio.Future]] = {}
         self._debounce: dict[str, asyncio.TimerHandle] = {}
@@ -132,14 +123,14 @@ class Candidates(Feature):
         root = self.server.folder_for(uri)
         python = self._python(root)
         try:
-            result: Discovered = await self.server.run_blocking(self.server.backends.discover, text, path, root, python)
+            result: Discovered = await self.server.run_blocking(self.backends.discover, text, path, root, python)
         except Exception:
             log.exception("discovery failed for %s", path)
             result = Discovered([], ["discovery failed"], parsed=False)
         previous = self._cache.get(uri)
         if result.parsed:
             self._cache[uri] = _Entry(
-                version, result.candidates, result.errors, text, result.candidates, python, getattr(result, "complete", True)
+                version, result.candidates, result.errors, text, result.candidates, python, result.complete
             )
             self._report(uri, version, None)
             return result.candidates
@@ -161,14 +152,14 @@ class Candidates(Feature):
         if not above.strip():
             return []
         try:
-            result = await self.server.run_blocking(self.server.backends.discover, above, path, root, self._python(root))
+            result = await self.server.run_blocking(self.backends.discover, above, path, root, self._python(root))
         except Exception:
             log.exception("discovery failed for %s", path)
             return []
         return result.candidates if result.parsed else []
 
     def _python(self, root: Path | None) -> str | None:
-        return discovery_python(self.server, root)
+        return self.interpreters.discovery_python(root)
 
     async def interpreter_changed(self) -> None:
         """Rediscover the documents whose library bases came from another interpreter's
@@ -246,7 +237,7 @@ class Candidates(Feature):
         root = self.server.folder_for(uri)
         path = self.server.path_of(uri)
         if root is not None and path is not None:
-            await self.server.run_blocking(self.server.backends.index_changed, root, path, self.server.read_text(uri))
+            await self.server.run_blocking(self.backends.index_changed, root, path, self.server.read_text(uri))
 
     async def document_closed(self, uri: str) -> None:
         handle = self._debounce.pop(uri, None)
@@ -257,7 +248,7 @@ class Candidates(Feature):
         root, path = self.server.folder_for(uri), self.server.path_of(uri)
         if root is not None and path is not None and self._is_python(uri):
             # The buffer is gone: the file on disk is what other files import again.
-            await self.server.run_blocking(self.server.backends.index_changed, root, path, None)
+            await self.server.run_blocking(self.backends.index_changed, root, path, None)
 
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
@@ -267,7 +258,7 @@ class Candidates(Feature):
                 continue
             if self.server.open_document(change.uri) is not None:
                 continue  # an open buffer wins over the disk until it is closed
-            await self.server.run_blocking(self.server.backends.index_changed, root, path, None)
+            await self.server.run_blocking(self.backends.index_changed, root, path, None)
             self._cache.pop(change.uri, None)
 
     def shutdown(self) -> None:

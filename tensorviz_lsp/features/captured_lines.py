@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..feature import Feature
-from .freshness import Freshness, Record, rel_path
+from ..host import Host
+from .freshness import Freshness, rel_path
+from .records import Record
 from .viewer_host import ViewerHost
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,8 +116,10 @@ class FileLines:
 class CapturedLines(Feature):
     name = "captured-lines"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, freshness: Freshness, viewers: ViewerHost) -> None:
         super().__init__(server)
+        self.freshness = freshness
+        self.viewers = viewers
         self._lock = threading.Lock()
         # (capture id, root, rel) → the captured text's lines (None: unknown)
         self._texts: dict[tuple, list[str] | None] = {}
@@ -127,9 +131,9 @@ class CapturedLines(Feature):
         """``(record, workspace-relative path)`` of every latest capture whose sources
         include ``path``, newest first."""
         out = []
-        freshness = self.server.get_feature(Freshness)
+        freshness = self.freshness
         for rec in list(freshness.records.values()):
-            if rec.capture_id is None or getattr(rec.capture, "failure", None) is not None:
+            if rec.capture_id is None or rec.capture.failure is not None:
                 continue
             rel = rel_path(rec.root, path)
             if rel is not None and rel in rec.sources:
@@ -139,7 +143,7 @@ class CapturedLines(Feature):
 
     def index(self, rec: Record) -> Any:
         """The capture's line index (built on first use; call off the event loop)."""
-        viewer = self.server.get_feature(ViewerHost).running(rec.root)
+        viewer = self.viewers.running(rec.root)
         if viewer is None or rec.capture_id is None:
             return None
         return viewer.lines(rec.capture_id)
@@ -196,13 +200,13 @@ class CapturedLines(Feature):
         for rel in sorted(rec.sources):
             self.captured_text(rec, rel)
         with self._lock:
-            live = {(r.capture_id, str(r.root)) for r in self.server.get_feature(Freshness).records.values()}
+            live = {(r.capture_id, str(r.root)) for r in self.freshness.records.values()}
             for key in [k for k in self._texts if (k[0], k[1]) not in live]:
                 del self._texts[key]
 
 
 def _read_if_same(rec: Record, rel: str) -> list[str] | None:
-    want = next((s.sha256 for s in getattr(rec.capture, "sources", []) if s.path == rel), None)
+    want = next((s.sha256 for s in rec.capture.sources if s.path == rel), None)
     if not want:
         return None
     try:

@@ -23,7 +23,9 @@ from lsprotocol import types
 
 from ..backends import InstallPlan
 from ..feature import Feature
+from ..host import Host
 from .args import InstallArgs
+from .interpreter import InterpreterSelection
 from .progress import Progress
 from .trust import Trust
 
@@ -43,8 +45,10 @@ def default_command(python: str, packages: list[str]) -> list[str]:
 class Dependencies(Feature):
     name = "dependencies"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, trust: Trust, interpreters: InterpreterSelection) -> None:
         super().__init__(server)
+        self.trust = trust
+        self.interpreters = interpreters
         self.last_plan: dict[str, InstallPlan] = {}
         self._procs: set[asyncio.subprocess.Process] = set()
 
@@ -64,13 +68,14 @@ class Dependencies(Feature):
                     cmd.append(part.replace("{python}", plan.python))
         return [c for c in cmd if c not in _REPLACING_FLAGS]
 
-    async def offer(self, root: Path | None, plan: InstallPlan, origin: str = "") -> bool:
+    async def offer(self, root: Path | None, plan: InstallPlan) -> bool:
         """Ask, then install; True only when the command ran and succeeded."""
+        origin = self.interpreters.for_root(root).origin if root is not None else ""
         if root is not None:
             self.last_plan[str(root)] = plan
             # An interpreter inside the workspace is the workspace's code: running it (pip
             # runs it, and its site hooks) needs the same trust as a capture.
-            if inside(plan.python, root) and not await self.server.get_feature(Trust).ensure(
+            if inside(plan.python, root) and not await self.trust.ensure(
                 root, "installing capture dependencies", python=plan.python,
                 runs="(an interpreter that lives inside the workspace)",
             ):
@@ -145,10 +150,8 @@ class Dependencies(Feature):
 
     async def install_command(self, args: list[Any]) -> dict[str, Any]:
         parsed = InstallArgs.parse(args)
-        root = await self.server.get_feature(Trust).pick_folder(parsed.folder, "install capture dependencies for")
-        from .interpreter import InterpreterSelection
-
-        interp = self.server.get_feature(InterpreterSelection).for_root(root)
+        root = await self.trust.pick_folder(parsed.folder, "install capture dependencies for")
+        interp = self.interpreters.for_root(root)
         if parsed.packages:
             plan = InstallPlan(interp.path, list(parsed.packages), default_command(interp.path, list(parsed.packages)))
         else:
@@ -159,7 +162,7 @@ class Dependencies(Feature):
                     "open a graph first, or pass {\"packages\": [...]}."
                 )
                 return {"ok": False}
-        ok = await self.offer(root, plan, interp.origin)
+        ok = await self.offer(root, plan)
         return {"ok": ok}
 
     def shutdown(self) -> None:

@@ -16,45 +16,23 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
-from ..backends import RECIPES_PATH, Span, recipes_root
+from ..backends import RECIPES_PATH, Backends, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
+from ..host import Host
 from .candidates import Candidates
 from .lenses import lsp_range
+from .records import Record
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
 
 KIND = "stale"
-
-
-@dataclass
-class Record:
-    root: Path
-    profile: str
-    uri: str
-    qualname: str
-    capture: Any
-    sources: set[str]
-    name_range: Span
-    capture_id: int | None = None
-    #: When the capture landed (``time.time()``): what a hover says.
-    captured_at: float = field(default_factory=time.time)
-    #: Everything that changed: source files, then the recipe entry (what is shown).
-    stale: list[str] = field(default_factory=list)
-    #: Source files (workspace-relative) that changed since the capture.
-    changed_sources: list[str] = field(default_factory=list)
-    #: ``.tensorviz/recipes.toml (profile NAME changed)`` when the profile differs, else None.
-    recipe_change: str | None = None
-    #: Checks started, per aspect: a slower, older check never overwrites a newer one.
-    checks: dict[str, int] = field(default_factory=lambda: {"sources": 0, "recipe": 0})
 
 
 def recipe_label(profile: str, removed: bool = False) -> str:
@@ -98,8 +76,11 @@ def _plain(data: Any) -> Any:
 class Freshness(Feature):
     name = "freshness"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, backends: Backends, candidates: Candidates, viewers: ViewerHost) -> None:
         super().__init__(server)
+        self.backends = backends
+        self.candidates = candidates
+        self.viewers = viewers
         self.records: dict[tuple[str, str], Record] = {}
 
     def record(self, rec: Record) -> None:
@@ -163,7 +144,7 @@ class Freshness(Feature):
                     buffers[str(rec.root / rel)] = doc.source
             try:
                 changed = sorted(
-                    await self.server.run_blocking(self.server.backends.changed_sources, rec.capture, rec.root, buffers)
+                    await self.server.run_blocking(self.backends.changed_sources, rec.capture, rec.root, buffers)
                 )
             except Exception:
                 log.exception("freshness check failed for %s", rec.profile)
@@ -173,7 +154,7 @@ class Freshness(Feature):
             text = self.server.read_text(rec.root / RECIPES_PATH)
             try:
                 verdict = await self.server.run_blocking(
-                    profile_change, getattr(rec.capture, "recipe", None), rec.profile, text
+                    profile_change, rec.capture.recipe, rec.profile, text
                 )
             except Exception:
                 log.exception("comparing the profile %s with its capture failed", rec.profile)
@@ -190,7 +171,7 @@ class Freshness(Feature):
         was_stale = bool(rec.stale)
         rec.stale = stale
         self._publish_uri(rec.uri)
-        viewer = self.server.get_feature(ViewerHost)
+        viewer = self.viewers
         if stale:
             log.info("graph of %s (%s) is stale: %s", rec.qualname, rec.profile, ", ".join(stale))
             viewer.publish(rec.root, "stale", {"files": stale, "capture": rec.capture_id})
@@ -199,7 +180,7 @@ class Freshness(Feature):
 
     def _publish_uri(self, uri: str) -> None:
         diags = []
-        candidates = self.server.get_feature(Candidates).last_known(uri)
+        candidates = self.candidates.last_known(uri)
         for rec in self.records.values():
             if rec.uri != uri or not rec.stale:
                 continue

@@ -20,14 +20,18 @@ from typing import Any
 
 from lsprotocol import types
 
+from capture.graph.model import Capture
+
 from ..backends import Candidate
 from ..feature import Feature
+from ..host import Host
 from . import assigned_names
 from . import line_values as lv
 from .candidates import Candidates
 from .captured_lines import CapturedLines
 from .freshness import Freshness, rel_path
-from .lenses import lsp_range, profile_of
+from .lenses import lsp_range
+from .recipes import Recipes
 
 KIND_WORDS = {
     "torch_module": "PyTorch module",
@@ -72,15 +76,14 @@ def _listing(label: str, items: list[dict[str, Any]]) -> str | None:
     return f"{label}: {shown}" + (f", and {more} more" if more > 0 else "")
 
 
-def _size(capture: Any) -> str:
-    nodes = len(getattr(capture, "nodes", ()))
-    groups = len(getattr(capture, "groups", ()))
+def _size(capture: Capture) -> str:
+    nodes = len(capture.nodes)
+    groups = len(capture.groups)
     text = f"{nodes:,} op{'s' * (nodes != 1)}"
     if groups:
         text += f" in {groups:,} group{'s' * (groups != 1)}"
-    coverage = getattr(capture, "coverage", None)
-    if getattr(coverage, "status", "complete") != "complete":
-        reasons = ", ".join(getattr(coverage, "reasons", []) or [])
+    if capture.coverage.status != "complete":
+        reasons = ", ".join(capture.coverage.reasons)
         text += f", coverage partial ({reasons})" if reasons else ", coverage partial"
     return text
 
@@ -88,8 +91,13 @@ def _size(capture: Any) -> str:
 class CandidateInfo(Feature):
     name = "hover"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, candidates: Candidates, recipes: Recipes, freshness: Freshness,
+                 captured_lines: CapturedLines) -> None:
         super().__init__(server)
+        self.candidates = candidates
+        self.recipes = recipes
+        self.freshness = freshness
+        self.captured_lines = captured_lines
         self._names_lock = threading.Lock()
         self._names_cache: dict[str, tuple] = {}
 
@@ -99,7 +107,7 @@ class CandidateInfo(Feature):
 
     def _at(self, uri: str, pos: types.Position) -> Candidate | None:
         found = None
-        for cand in self.server.get_feature(Candidates).last_known(uri):
+        for cand in self.candidates.last_known(uri):
             # The innermost candidate whose definition holds the position (a method's
             # module inside a module): hovering its name, or anywhere in its header.
             if _contains(cand.name_range, pos) or (cand.range.start.line == pos.line and _contains(cand.range, pos)):
@@ -113,12 +121,12 @@ class CandidateInfo(Feature):
             if text:
                 lines.append(text)
         root = self.server.root_for(uri)
-        profile = profile_of(self.server, uri, cand)
+        profile = self.recipes.profile_of(uri, cand)
         if profile is None:
             lines.append("No saved profile: *Open as Graph* asks for the setup and saves one.")
             return "\n\n".join(lines)
         lines.append(f"Profile `{profile}` (`.tensorviz/recipes.toml`)")
-        rec = self.server.get_feature(Freshness).records.get((str(root), profile)) if root else None
+        rec = self.freshness.records.get((str(root), profile)) if root else None
         if rec is None:
             lines.append("Not captured in this session yet.")
             return "\n\n".join(lines)
@@ -129,7 +137,7 @@ class CandidateInfo(Feature):
 
     async def hover(self, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
-        await self.server.get_feature(Candidates).get(uri)
+        await self.candidates.get(uri)
         cand = self._at(uri, params.position)
         value = await self.value_hover(uri, params.position)
         if cand is None and value is None:
@@ -156,7 +164,7 @@ class CandidateInfo(Feature):
 
     async def value_hover(self, uri: str, pos: types.Position) -> tuple[str, types.Range] | None:
         path = self.server.path_of(uri)
-        if path is None or not self.server.get_feature(CapturedLines).records_for(path):
+        if path is None or not self.captured_lines.records_for(path):
             return None
         doc = self.server.open_document(uri)
         text = doc.source if doc is not None else self.server.read_text(path)
@@ -178,7 +186,7 @@ class CandidateInfo(Feature):
         hit = names.at(pos.line + 1, assigned_names.byte_column(line_text, index))
         if hit is None:
             return None
-        found = value_of(self.server.get_feature(CapturedLines).file_lines(path, text), hit.target, path)
+        found = value_of(self.captured_lines.file_lines(path, text), hit.target, path)
         if found is None:
             return None
 
@@ -190,7 +198,7 @@ class CandidateInfo(Feature):
 
     async def document_symbol(self, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         uri = params.text_document.uri
-        candidates = await self.server.get_feature(Candidates).get(uri)
+        candidates = await self.candidates.get(uri)
         return [
             types.DocumentSymbol(
                 name=cand.qualname,

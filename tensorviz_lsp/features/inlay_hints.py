@@ -44,6 +44,7 @@ from typing import Any, Callable
 from lsprotocol import types
 
 from ..feature import Feature
+from ..host import Host
 from . import line_values as lv
 from .captured_lines import CapturedLines
 from .freshness import Freshness, rel_path
@@ -80,8 +81,10 @@ def units_of(server: Any) -> Callable[[str], int]:
 class ShapeHints(Feature):
     name = "inlay-hints"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, captured_lines: CapturedLines, freshness: Freshness) -> None:
         super().__init__(server)
+        self.captured_lines = captured_lines
+        self.freshness = freshness
         self._lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
         self._pending: dict[tuple, asyncio.Future] = {}
@@ -102,7 +105,7 @@ class ShapeHints(Feature):
         path = self.server.path_of(uri)
         if path is None:
             return ("none",), None, None
-        lines = self.server.get_feature(CapturedLines)
+        lines = self.captured_lines
         records = tuple(
             (rec.profile, rec.capture_id, tuple(rec.stale)) for rec, _ in lines.records_for(path)
         )
@@ -151,7 +154,7 @@ class ShapeHints(Feature):
                 return []
         token = next(self._tokens)
         lazy = self.lazy_tooltips()
-        placed = place_hints(self.server.get_feature(CapturedLines), path, text, units_of(self.server), self._memo)
+        placed = place_hints(self.captured_lines, path, text, units_of(self.server), self._memo)
         hints, tooltips = [], {}
         for hint, make_tooltip in placed:
             line = hint.position.line
@@ -200,7 +203,7 @@ class ShapeHints(Feature):
             log.debug("workspace/inlayHint/refresh failed: %s", exc)
 
     def _freshness_changed(self) -> bool:
-        now = {k: (r.capture_id, bool(r.stale)) for k, r in self.server.get_feature(Freshness).records.items()}
+        now = {k: (r.capture_id, bool(r.stale)) for k, r in self.freshness.records.items()}
         changed = now != self._freshness
         self._freshness = now
         return changed
@@ -219,7 +222,7 @@ class ShapeHints(Feature):
         # Build the capture's line index now, off the loop: a file of it opened later
         # gets its hints without waiting for the index.
         try:
-            await self.server.run_blocking(self.server.get_feature(CapturedLines).index, record)
+            await self.server.run_blocking(self.captured_lines.index, record)
         except Exception:
             log.exception("building the line index of %s failed", record.profile)
         # Compute the hints of the open documents this capture ran before telling the

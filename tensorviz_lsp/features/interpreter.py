@@ -17,6 +17,7 @@ from typing import Any
 from lsprotocol import types
 
 from ..feature import Feature
+from ..host import Host
 from ..jsonstore import read_json, write_json
 from ..settings import Interpreter, resolve_interpreter, resolve_path, venv_python
 from ..userdirs import state_dir
@@ -31,8 +32,9 @@ DEFAULT_CHOICE = "default"
 class InterpreterSelection(Feature):
     name = "interpreter"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, trust: Trust) -> None:
         super().__init__(server)
+        self.trust = trust
         self.store = state_dir() / "interpreters.json"
 
     def commands(self):
@@ -46,6 +48,16 @@ class InterpreterSelection(Feature):
 
     def for_root(self, root: Path | None) -> Interpreter:
         return resolve_interpreter(root, self.server.settings_for(root), self._selected(root))
+
+    def discovery_python(self, root: Path | None) -> str | None:
+        """The capture interpreter chosen for ``root``, whose installed packages discovery
+        follows library bases into (read, never run); None when captures fall back to
+        the server's own interpreter."""
+        try:
+            interpreter = self.for_root(root)
+        except OSError:  # an unreadable choices store
+            return None
+        return None if interpreter.origin == "server" else interpreter.path
 
     async def initialized(self) -> None:
         for root in self.server.folders():
@@ -76,8 +88,7 @@ class InterpreterSelection(Feature):
 
     async def select_command(self, args: list[Any]) -> dict[str, Any]:
         parsed = SelectInterpreterArgs.parse(args)
-        trust = self.server.get_feature(Trust)
-        root = await trust.pick_folder(parsed.folder, "select an interpreter for")
+        root = await self.trust.pick_folder(parsed.folder, "select an interpreter for")
         python = parsed.python
         if not python:
             current = self.for_root(root)
@@ -96,14 +107,7 @@ class InterpreterSelection(Feature):
         else:
             data[key] = python
         write_json(self.store, data)
-        from .candidates import Candidates
-
-        try:  # lenses on library subclasses depend on the interpreter's packages
-            candidates = self.server.get_feature(Candidates)
-        except LookupError:
-            pass
-        else:
-            await candidates.interpreter_changed()
+        await self.server.fan_out("interpreter_changed")  # lenses on library subclasses read its packages
         chosen = self.for_root(root)
         kind = types.MessageType.Info if chosen.exists else types.MessageType.Warning
         self.server.show_message(f"TensorViz: captures in {root} will use {chosen.describe()}.", kind)

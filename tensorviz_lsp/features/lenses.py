@@ -8,12 +8,12 @@ editors without lenses (Helix: ``space a`` on the definition). Both run
 
 from __future__ import annotations
 
-from typing import Any
 
 from lsprotocol import types
 
 from ..backends import Candidate, Span
 from ..feature import Feature
+from ..host import Host
 from .candidates import Candidates
 from .recipes import Recipes
 
@@ -27,23 +27,13 @@ def lsp_range(span: Span) -> types.Range:
     )
 
 
-def profile_of(server: Any, uri: str, cand: Candidate) -> str | None:
-    """The saved profile that opens ``cand`` (the first whose ``model`` names it), or None."""
-    root = server.root_for(uri)
-    path = server.path_of(uri)
-    if root is None or path is None:
-        return None
-    recipes = server.get_feature(Recipes)
-    # dotted where that import works, else the path form (scripts/06_scan.py:Net)
-    model = recipes.model_ref(root, path, cand.qualname)
-    return recipes.profile_for_model(root, model) if model else None
-
-
 class Lenses(Feature):
     name = "lenses"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, candidates: Candidates, recipes: Recipes) -> None:
         super().__init__(server)
+        self.candidates = candidates
+        self.recipes = recipes
         # uri -> (candidates list identity, recipes generation, lenses): an unchanged
         # document with unchanged profiles is answered without any work.
         self._cache: dict[str, tuple[int, int, list[types.CodeLens], list[Candidate]]] = {}
@@ -51,7 +41,7 @@ class Lenses(Feature):
     def _commands(self, uri: str, candidates: list[Candidate]) -> list[types.Command]:
         out = []
         for cand in candidates:
-            profile = profile_of(self.server, uri, cand)
+            profile = self.recipes.profile_of(uri, cand)
             title = f"Open as Graph ({profile})" if profile else "Open as Graph"
             arg = {"uri": uri, "symbol": cand.qualname}
             if profile:
@@ -61,8 +51,8 @@ class Lenses(Feature):
 
     async def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
-        candidates = await self.server.get_feature(Candidates).get(uri)
-        generation = self.server.get_feature(Recipes).generation
+        candidates = await self.candidates.get(uri)
+        generation = self.recipes.generation
         cached = self._cache.get(uri)
         if cached is not None and cached[0] == id(candidates) and cached[1] == generation:
             return cached[2]
@@ -83,7 +73,7 @@ class Lenses(Feature):
             return []
         uri = params.text_document.uri
         want = params.range
-        hits = [c for c in await self.server.get_feature(Candidates).get(uri) if _overlaps(c.range, want)]
+        hits = [c for c in await self.candidates.get(uri) if _overlaps(c.range, want)]
         return [
             types.CodeAction(title=f"{cmd.title}: {cand.qualname}", kind=types.CodeActionKind.Empty, command=cmd)
             for cand, cmd in zip(hits, self._commands(uri, hits))

@@ -24,7 +24,7 @@ from viewer.projection.projection import value_label
 if TYPE_CHECKING:  # pragma: no cover
     from viewer.projection.lines import LineEntry
 
-    from .freshness import Record
+    from .records import Record
 
 #: Values named in a label before "+N".
 LABEL_VALUES = 3
@@ -151,7 +151,7 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
                     "as JAX traced it; nothing here was computed.")
         return ("Inside a control-flow body: one iteration, as traced; not executed. "
                 "The shapes are one iteration's, as JAX traced it; nothing here was computed.")
-    if getattr(capture, "framework", "") == "torch":
+    if capture.framework == "torch":
         return "Measured by running the model (PyTorch)."
     return "Traced by JAX, not measured: shapes and dtypes only (nothing was computed)."
 
@@ -183,5 +183,5 @@ def stale_text(rec: "Record", rel: str, file_changed: bool) -> str | None:
 
 
 def header(rec: "Record", capture: Any) -> str:
-    fw = {"torch": "PyTorch", "jax": "JAX"}.get(getattr(capture, "framework", ""), getattr(capture, "framework", ""))
+    fw = {"torch": "PyTorch", "jax": "JAX"}.get(capture.framework, capture.framework)
     return f"**TensorViz** · profile `{rec.profile}` ({rec.qualname}, {fw}), captured at {when(rec.captured_at)}"

@@ -1,76 +1,89 @@
 """Open as Graph: ``tensorviz.openGraph`` and ``tensorviz.captureProfile``.
 
-Serves ``workspace/executeCommand``. The flow, in DESIGN.md's order, each step
-failing with a clear message and nothing run:
+Serves ``workspace/executeCommand``. A thin adapter over the capture session
+(:func:`capture.session.run_session`), which runs the checks in DESIGN.md's order with
+their one wording (trusted, source saved, interpreter found, dependencies, device,
+recipe, import and trace), the worker (the folder's warm one when on), the graph file
+and the history. What only the editor knows goes in as values: whether the workspace is
+trusted (asked with a prompt first, once per workspace root), which buffers are dirty
+and what they hold, the previous capture's sources. Around it, the editor's part:
 
-1. workspace trust (:class:`~.trust.Trust`, asks once per workspace root);
-2. saved source: a dirty buffer of any file the capture would import
-   (the model's static import closure, factory modules, last capture's sources);
-3. the profile: the saved one for this symbol, else the viewer's setup form,
+1. the profile: the saved one for this symbol, else the viewer's setup form,
    prefilled from discovery (unknown dimensions are asked there);
-4. the capture, in the selected interpreter, with cancellable work-done progress
-   (cancelling kills the worker's process group);
-5. ``window/showDocument`` (external) with the viewer URL.
+2. cancellable work-done progress (cancelling kills the worker's process group);
+3. ``window/showDocument`` (external) with the viewer URL.
 
-A failed capture becomes a diagnostic on the symbol's name; missing capture
-dependencies start the reviewed install flow, then one retry.
+A refusal (untrusted, unsaved) is a message; a failed capture becomes a diagnostic on
+the symbol's name; missing capture dependencies start the reviewed install flow, then
+one retry.
+
+The parts, each owning one thing: :class:`~.capturing.CaptureRunner` runs the session,
+:class:`~.landing.GraphLanding` puts a new graph in place,
+:class:`~.capture_failures.FailureDiagnostics` says why one failed,
+:class:`~.setup_forms.SetupForms` asks for a setup; this module decides between them.
 """
 
 from __future__ import annotations
 
-import functools
-
 import asyncio
-import hashlib
+import json
 import logging
-import time
-import urllib.parse
 from pathlib import Path
-from typing import Any
+from typing import Any, Coroutine
 
 from lsprotocol import types
 
-from capture.graph import frame_repeats
-from capture.recipe import module_file, profile_name
+from capture.graph.model import Failure
+from capture.recipe import module_file
+from capture.session import SessionResult
+from capture.worker.protocol import environment_needed, inputs_needed
 
-from ..backends import RECIPES_PATH, Candidate, CaptureJob, Pos, Span, factory_modules
-from ..diagnostics import SOURCE
+from ..backends import RECIPES_PATH, Pos, Span, install_plan
 from ..feature import Feature
-from ..history import CaptureHistory, HistoryError, HistoryLimits
-from ..import_closure import import_closure
-from ..userdirs import state_dir
+from ..host import Host
 from .args import CaptureProfileArgs, OpenGraphArgs, ShowViewerArgs
 from .candidates import Candidates
+from .capture_failures import FailureDiagnostics
+from .capturing import CaptureRunner, CaptureTarget
 from .dependencies import Dependencies
-from .captured_lines import CapturedLines
-from .freshness import Freshness, Record
-from .interpreter import InterpreterSelection
-from .lenses import lsp_range
-from .progress import Progress
+from .landing import GraphLanding
 from .recipes import Recipes
-from .setup_form import SetupContext, draft_recipe, setup_form
+from .setup_forms import SetupForms
 from .trust import Trust
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
 
-FAILED_KIND = "capture"
+#: Failure stages at which the session refused before anything ran: the command's result
+#: reason, and how to go on from the editor (after the session's own words).
+REFUSALS = {
+    "trust": ("untrusted", " Run the command 'tensorviz.trustWorkspace' (or answer the prompt) to allow captures."),
+    "source": ("unsaved", ""),
+}
+#: How to fix a failure of these stages from the editor.
+REMEDIES = {
+    "interpreter": " Set tensorviz.python or run the command 'tensorviz.selectInterpreter'.",
+}
 
 
 class OpenGraph(Feature):
     name = "open-graph"
 
-    def __init__(self, server) -> None:
+    def __init__(
+        self, server: Host, *, trust: Trust, candidates: Candidates, recipes: Recipes, runner: CaptureRunner,
+        landing: GraphLanding, failures: FailureDiagnostics, setups: SetupForms, dependencies: Dependencies,
+        viewers: ViewerHost,
+    ) -> None:
         super().__init__(server)
-        self._running: dict[tuple[str, str], Progress] = {}
-        self._failures: dict[tuple[str, str], tuple[str, types.Diagnostic]] = {}
-        #: A failure's files (what the capture would import, and the recipes file) and
-        #: when it failed: once one changes, its diagnostic says it is from then.
-        self._failure_files: dict[tuple[str, str], tuple[set[Path], str]] = {}
-        #: The setup form each folder's viewer shows (the last symbol opened without a profile).
-        self.setups: dict[str, SetupContext] = {}
-        #: The viewer URL of each profile's newest graph, by folder, newest last.
-        self.urls: dict[str, dict[str, str]] = {}
+        self.trust = trust
+        self.candidates = candidates
+        self.recipes = recipes
+        self.runner = runner
+        self.landing = landing
+        self.failures = failures
+        self.setups = setups
+        self.dependencies = dependencies
+        self.viewers = viewers
 
     def commands(self):
         return {
@@ -87,7 +100,7 @@ class OpenGraph(Feature):
         path = self.server.path_of(uri)
         if root is None or path is None:
             raise ValueError(f"not a file: {a.uri}")
-        candidates = await self.server.get_feature(Candidates).get(uri)
+        candidates = await self.candidates.get(uri)
         cand = next((c for c in candidates if a.symbol in (c.qualname, c.name)), None) if a.symbol else (
             candidates[0] if len(candidates) == 1 else None
         )
@@ -98,57 +111,48 @@ class OpenGraph(Feature):
                 types.MessageType.Error,
             )
             return {"ok": False, "reason": "no-candidate"}
-        interp = self.server.get_feature(InterpreterSelection).for_root(root)
-        if not await self.server.get_feature(Trust).ensure(root, f"Opening {cand.qualname} as a graph", interp.path):
-            return {"ok": False, "reason": "untrusted"}
-        recipes = self.server.get_feature(Recipes)
+        recipes = self.recipes
         recipes.invalidate(root)
         profile = a.profile if a.profile and a.profile in recipes.profiles(root) else None
         profile = profile or recipes.profile_for(root, path, cand.qualname)
-        recipe = recipes.profiles(root).get(profile, {}) if profile else {}
-        if not self.refuse_dirty(root, path, recipe, profile):
-            return {"ok": False, "reason": "unsaved"}
-        if profile is None:
-            return await self.open_setup(root, uri, cand, a.profile)
-        return await self.capture(root, profile, uri, cand.qualname, cand.name_range)
+        if profile is None:  # the form runs nothing: trust is asked when it captures
+            return await self.setups.open(root, uri, cand, a.profile)
+        return await self.capture(CaptureTarget(root, profile, uri, cand.qualname, cand.name_range),
+                                  purpose=f"Opening {cand.qualname} as a graph")
 
     async def capture_profile_command(self, args: list[Any], *, show: bool = True) -> dict[str, Any]:
         a = CaptureProfileArgs.parse(args)
-        root = await self.server.get_feature(Trust).pick_folder(a.folder, "capture a profile in")
+        root = await self.trust.pick_folder(a.folder, "capture a profile in")
         if root is None:
             raise ValueError("no workspace folder")
-        recipes = self.server.get_feature(Recipes)
+        recipes = self.recipes
         recipes.invalidate(root)
         recipe = recipes.profiles(root).get(a.profile)
         if recipe is None:
             known = ", ".join(recipes.profiles(root)) or "none saved"
             self.server.show_message(
-                f"TensorViz: no profile {a.profile!r} in {root / '.tensorviz/recipes.toml'} (profiles: {known}).",
+                f"TensorViz: no profile {a.profile!r} in {root / RECIPES_PATH} (profiles: {known}).",
                 types.MessageType.Error,
             )
             return {"ok": False, "reason": "no-profile"}
         model = recipe.get("model") if isinstance(recipe.get("model"), str) else ""
         module, _, qualname = model.partition(":")
         model_path = module_file(root, module) if module else None
-        uri = self.server.uri_of(model_path) if model_path else self.server.uri_of(root / ".tensorviz" / "recipes.toml")
+        uri = self.server.uri_of(model_path) if model_path else self.server.uri_of(root / RECIPES_PATH)
         name_range = Span(Pos(0, 0), Pos(0, 0))
         if model_path is not None:
-            cand = await self.server.get_feature(Candidates).find(uri, qualname)
+            cand = await self.candidates.find(uri, qualname)
             if cand is not None:
                 name_range = cand.name_range
-        interp = self.server.get_feature(InterpreterSelection).for_root(root)
-        if not await self.server.get_feature(Trust).ensure(root, f"Capturing profile {a.profile}", interp.path):
-            return {"ok": False, "reason": "untrusted"}
-        if not self.refuse_dirty(root, model_path, recipe, a.profile):
-            return {"ok": False, "reason": "unsaved"}
-        return await self.capture(root, a.profile, uri, qualname or a.profile, name_range, show=show)
+        return await self.capture(CaptureTarget(root, a.profile, uri, qualname or a.profile, name_range), show=show,
+                                  purpose=f"Capturing profile {a.profile}")
 
     async def show_viewer_command(self, args: list[Any]) -> dict[str, Any]:
         """Open (or show) the viewer URL of a profile's newest graph again, without
         capturing; no profile: the folder's newest graph."""
         a = ShowViewerArgs.parse(args)
-        root = await self.server.get_feature(Trust).pick_folder(a.folder, "show the viewer of")
-        urls = self.urls.get(str(root), {}) if root is not None else {}
+        root = await self.trust.pick_folder(a.folder, "show the viewer of")
+        urls = self.viewers.urls.get(str(root), {}) if root is not None else {}
         if a.profile is None and urls:
             profile, url = list(urls.items())[-1]
         else:
@@ -162,198 +166,62 @@ class OpenGraph(Feature):
                 types.MessageType.Warning,
             )
             return {"ok": False, "reason": "no-graph"}
-        opened = await self.server.get_feature(ViewerHost).show_url(url, f"Graph of profile {profile}")
+        opened = await self.viewers.show_url(url, f"Graph of profile {profile}")
         return {"ok": True, "url": url, "profile": profile, "opened": opened}
-
-    # ------------------------------------------------------------------ saved source
-    def sources_to_save(self, root: Path, model_path: Path | None, recipe: dict[str, Any], profile: str | None) -> list[Path]:
-        starts = [model_path] if model_path is not None else []
-        for module in factory_modules(recipe):
-            f = module_file(root, module)
-            if f is not None:
-                starts.append(f)
-        files = set(import_closure(root, starts, self.server.read_text))
-        if profile is not None:
-            rec = self.server.get_feature(Freshness).records.get((str(root), profile))
-            if rec is not None:
-                files |= {(root / s).resolve() for s in rec.sources}
-        return sorted(files)
-
-    def refuse_dirty(self, root: Path, model_path: Path | None, recipe: dict[str, Any], profile: str | None) -> bool:
-        """True when every source the capture would import is saved; else say so."""
-        dirty = [p for p in self.sources_to_save(root, model_path, recipe, profile) if self.server.is_dirty(p)]
-        if not dirty:
-            return True
-        names = ", ".join(_rel(root, p) for p in dirty)
-        self.server.show_message(
-            f"TensorViz: save {names} first. The capture imports the saved file{'s' if len(dirty) > 1 else ''} "
-            "from disk, and the editor has unsaved changes; nothing was run.",
-            types.MessageType.Warning,
-        )
-        return False
 
     # ------------------------------------------------------------------ capture
     async def capture(
-        self, root: Path, profile: str, uri: str, qualname: str, name_range: Span, *, show: bool = True, retry: bool = True,
-        background: bool = False, trusted: bool = True,
+        self, target: CaptureTarget, *, show: bool = True, retry: bool = True, background: bool = False,
+        purpose: str | None = None,
     ) -> dict[str, Any]:
-        """``background``: a recapture on save (features/recapture.py): no prompts or
-        pop-ups (a failure is the diagnostic and the viewer's banner), silent when
-        cancelled by a newer save, and the viewer tab of the graph it replaces updates
-        in place. ``trusted``: the caller's trust check (False fails at "trust")."""
-        key = (str(root), profile)
-        if key in self._running:
-            self.server.show_message(f"TensorViz: profile {profile} is already being captured.")
+        """Capture ``target`` (:meth:`CaptureRunner.run`), then land the graph, refuse,
+        offer the install of what is missing (one retry), ask for input dimensions, or
+        put the failure on the symbol. ``background``: a recapture on save
+        (features/recapture.py): no prompts or pop-ups (a failure is the diagnostic and
+        the viewer's banner), silent when cancelled by a newer save, and the viewer tab
+        of the graph it replaces updates in place."""
+        result = await self.runner.run(target, background=background, purpose=purpose)
+        if result is None:
             return {"ok": False, "reason": "busy"}
-        interp = self.server.get_feature(InterpreterSelection).for_root(root)
-        if not interp.exists:
-            self.server.show_message(
-                f"TensorViz: the capture interpreter {interp.describe()} does not exist. "
-                "Set tensorviz.python or run the command 'tensorviz.selectInterpreter'.",
-                types.MessageType.Error,
-            )
-            return {"ok": False, "reason": "interpreter"}
-        settings = self.server.settings_for(root)
-        viewer_host = self.server.get_feature(ViewerHost)
-        recipe = self.server.get_feature(Recipes).profiles(root).get(profile, {})
-        model_path = self.server.path_of(uri)
-        unsaved = [
-            str(p)
-            for p in self.sources_to_save(root, model_path if uri.endswith(".py") else None, recipe, profile)
-            if self.server.is_dirty(p)
-        ]
-        log.info("capturing %s (profile %s) in %s with %s%s", qualname, profile, root, interp.describe(),
-                 f", environment {' '.join(f'{k}={v}' for k, v in settings.capture_env.items())}"
-                 if settings.capture_env else "")
-        viewer_host.publish(root, "progress", {"message": f"Capturing {qualname}…", "fraction": 0.0})
-        async with Progress(
-            self.server,
-            f"TensorViz: {'recapturing' if background else 'capturing'} {qualname}",
-            cancellable=True,
-            message=f"profile {profile}, {interp.describe()}",
-        ) as progress:
-
-            def on_progress(message: str, fraction: float | None = None) -> None:
-                progress.report(message, fraction)
-                viewer_host.publish(root, "progress", {"message": message, "fraction": fraction})
-
-            job = CaptureJob(
-                root=root,
-                profile=profile,
-                python=interp.path,
-                timeout=settings.capture_timeout,
-                unsaved=unsaved,
-                trusted=trusted,
-                warm_idle_seconds=settings.warm_worker_idle_seconds,
-                env=dict(settings.capture_env),
-                max_saved_file_mb=settings.max_saved_file_mb,
-                memory_mb=settings.capture_memory_mb,
-                cancel=progress.cancel_flag,
-                on_progress=on_progress,
-                on_log=lambda line: log.info("[worker] %s", line),
-            )
-            self._running[key] = progress
-            task = asyncio.ensure_future(self.server.run_blocking(self.server.backends.run_capture, job))
-            try:
-                capture = await asyncio.shield(task)
-            except asyncio.CancelledError:
-                # The request itself was cancelled ($/cancelRequest): stop the worker too.
-                progress.cancel()
-                try:
-                    await asyncio.wait_for(asyncio.shield(task), 30)
-                except Exception:
-                    pass
-                raise
-            finally:
-                self._running.pop(key, None)
-        if progress.cancel_flag.is_set() and background:
-            log.info("recapture of %s (profile %s) cancelled: a newer save supersedes it", qualname, profile)
+        qualname = target.qualname
+        if result.job.cancel.is_set() and background:
+            log.info("recapture of %s (profile %s) cancelled: a newer save supersedes it", qualname, target.profile)
             return {"ok": False, "reason": "cancelled"}
-        if progress.cancel_flag.is_set():
-            msg = f"TensorViz: capture of {qualname} cancelled; the worker was stopped."
-            self.server.show_message(msg)
-            viewer_host.publish(root, "capture-failed", {"message": "cancelled"})
+        if result.job.cancel.is_set():
+            self.server.show_message(f"TensorViz: capture of {qualname} cancelled; the worker was stopped.")
+            self.viewers.publish(target.root, "capture-failed", {"message": "cancelled"})
             return {"ok": False, "reason": "cancelled"}
-        failure = getattr(capture, "failure", None)
-        if failure is not None:
-            return await self._failed(
-                root, profile, uri, qualname, name_range, capture, interp, show=show, retry=retry, background=background
-            )
-        return await self._succeeded(root, profile, uri, qualname, name_range, capture, show=show, background=background)
+        failure = result.capture.failure
+        if failure is None:
+            self.failures.clear(target.root, target.profile)
+            return await self.landing.land(target, result, show=show, background=background)
+        if failure.stage in REFUSALS:
+            return self._refused(target, failure, background=background)
+        return await self._failed(target, result, failure, show=show, retry=retry, background=background)
 
-    async def _succeeded(
-        self, root, profile, uri, qualname, name_range, capture, *, show: bool, background: bool = False
-    ) -> dict[str, Any]:
-        self._clear_failure(root, profile)
-        viewer_host = self.server.get_feature(ViewerHost)
-        title = f"{qualname} ({profile})"
-        viewer = await self.server.run_blocking(viewer_host.viewer, root)
-        # add_capture tells open pages ("capture-ready"), so a page showing the setup
-        # form or an older graph offers the new one.
-        # warm: the index builds while the browser starts, not on its first request;
-        # trusted_sources: this process's own worker recorded them (not a foreign file).
-        # The history's newest capture of this profile (before this one is kept): the page
-        # offers the diff against it (read on the first diff, not now).
-        history = CaptureHistory(root, self._history_limits(root))
-        baseline = await self.server.run_blocking(_history_call, history.baseline, profile)
-        extra: dict[str, Any] = {}
-        if baseline is not None:
-            extra["baseline"] = baseline
-        old = self.server.get_feature(Freshness).records.get((str(root), profile))
-        if background and old is not None and old.capture_id is not None:
-            extra["replaces"] = old.capture_id  # its tab updates in place
-        capture_id = await self.server.run_blocking(
-            functools.partial(viewer.add_capture, capture, title, warm=True, trusted_sources=True, **extra)
-        )
-        saved = await self.server.run_blocking(self._save_graph_file, root, profile, capture)
-        await self.server.run_blocking(_history_call, history.record, profile, capture)
-        sources = {s.path for s in getattr(capture, "sources", [])}
-        record = Record(root, profile, uri, qualname, capture, sources, name_range, capture_id=capture_id)
-        self.server.get_feature(Freshness).record(record)
-        # The text each source had when captured: where its lines' data goes after edits.
-        await self.server.run_blocking(self.server.get_feature(CapturedLines).remember, record)
-        await self.server.fan_out("capture_landed", record)  # inlay hints refresh
-        url = viewer.url_for(capture_id)
-        urls = self.urls.setdefault(str(root), {})
-        urls.pop(profile, None)  # newest last
-        urls[profile] = url
-        n = len(getattr(capture, "nodes", []))
-        log.info("captured %s: %d nodes%s", qualname, n, f", saved to {saved}" if saved else "")
-        if show:
-            await viewer_host.show_url(url, f"Graph of {qualname}")
-        return {"ok": True, "url": url, "capture": capture_id, "nodes": n, "file": str(saved) if saved else None}
-
-    def _history_limits(self, root: Path) -> HistoryLimits:
-        settings = self.server.settings_for(root)
-        return HistoryLimits(settings.history_captures, settings.history_bytes)
-
-    def _save_graph_file(self, root: Path, profile: str, capture: Any) -> Path | None:
-        """Keep the newest graph of each profile as a portable .tvg (outside the workspace)."""
-        try:
-            from capture.graph import graphfile
-
-            digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:12]
-            target = state_dir() / "captures" / f"{root.name}-{digest}" / f"{_safe(profile)}.tvg"
-            target.parent.mkdir(parents=True, exist_ok=True)
-            graphfile.write(capture, target)
-            return target
-        except Exception as exc:
-            log.debug("could not save the graph file: %s", exc)
-            return None
+    def _refused(self, target: CaptureTarget, failure: Failure, *, background: bool) -> dict[str, Any]:
+        """The session refused before anything ran (trust, unsaved buffers): said once,
+        in the session's words and how to go on from the editor; no diagnostic."""
+        reason, remedy = REFUSALS[failure.stage]
+        self.viewers.publish(target.root, "capture-failed", {"message": failure.message, "stage": failure.stage})
+        if background:
+            log.warning("recapture refused (%s): %s", failure.stage, failure.message)
+        else:
+            self.server.show_message(f"TensorViz: {failure.message}.{remedy}", types.MessageType.Warning)
+        return {"ok": False, "reason": reason, "message": failure.message}
 
     async def _failed(
-        self, root, profile, uri, qualname, name_range, capture, interp, *, show: bool, retry: bool, background: bool = False
-    ):
-        failure = capture.failure
-        stage = getattr(failure, "stage", "trace")
-        details = getattr(failure, "details", {}) or {}
-        viewer_host = self.server.get_feature(ViewerHost)
-        viewer_host.publish(root, "capture-failed", {"message": failure.message, "stage": stage, "profile": profile})
-        if stage in ("dependencies", "dependency") and not background:
-            plan = self.server.backends.install_plan(failure, interp.path)
+        self, target: CaptureTarget, result: SessionResult, failure: Failure, *, show: bool, retry: bool,
+        background: bool,
+    ) -> dict[str, Any]:
+        root, stage, qualname = target.root, failure.stage, target.qualname
+        self.viewers.publish(root, "capture-failed", {"message": failure.message, "stage": stage, "profile": target.profile})
+        if stage == "dependencies" and not background:
+            python = result.job.python
+            plan = install_plan(failure, python)
             if plan is not None and not retry:
                 # Just installed, and still missing: say so instead of asking again.
-                self.server.get_feature(Dependencies).last_plan[str(root)] = plan
+                self.dependencies.last_plan[str(root)] = plan
                 self.server.show_message(
                     f"TensorViz: {', '.join(plan.missing)} still missing in {plan.python} after the install; "
                     f"see the log. {failure.message}",
@@ -361,291 +229,60 @@ class OpenGraph(Feature):
                 )
                 return {"ok": False, "reason": "dependencies", "installed": True, "missing": plan.missing}
             if plan is not None:
-                deps = self.server.get_feature(Dependencies)
-                installed = await deps.offer(root, plan, interp.origin)
+                installed = await self.dependencies.offer(root, plan)
                 if installed and retry:
-                    return await self.capture(root, profile, uri, qualname, name_range, show=show, retry=False)
+                    return await self.capture(target, show=show, retry=False)
                 return {"ok": False, "reason": "dependencies", "installed": installed, "missing": plan.missing}
-        needs = details.get("needs") or details.get("needed") or []
-        if needs and self.setup_possible(uri) and not background:
-            cand = await self.server.get_feature(Candidates).find(uri, qualname)
+        needs = inputs_needed(failure)
+        if needs and target.uri.endswith(".py") and not background:
+            cand = await self.candidates.find(target.uri, qualname)
             if cand is not None:
-                recipe = self.server.get_feature(Recipes).profiles(root).get(profile, {})
+                recipe = self.recipes.profiles(root).get(target.profile, {})
                 self.server.show_message(
                     f"TensorViz: {qualname} needs input dimensions before it can be traced: {failure.message}"
                 )
-                return await self.open_setup(root, uri, cand, profile, recipe=recipe, needs=list(needs))
-        hint = _environment_hint(details, self.server.settings_for(root).capture_env)
-        diag = types.Diagnostic(
-            range=lsp_range(name_range),
-            message=f"Capture of {qualname} (profile {profile}) failed at {stage}: {failure.type}: {failure.message}{hint}"
-            + (f" ({recursion})" if (recursion := frame_repeats.summary(failure)) else ""),
-            severity=types.DiagnosticSeverity.Error,
-            source=SOURCE,
-            code=f"capture-{stage}",
-            related_information=self._frames(root, failure) or None,
-        )
-        self._failures[(str(root), profile)] = (uri, diag)
-        files = {(root / RECIPES_PATH).resolve()}
-        try:
-            recipe = self.server.get_feature(Recipes).profiles(root).get(profile, {})
-            model_path = self.server.path_of(uri) if uri.endswith(".py") else None
-            files |= {p.resolve() for p in self.sources_to_save(root, model_path, recipe, profile)}
-            files |= {(root / src.path).resolve() for src in getattr(capture, "sources", None) or []}
-        except Exception as exc:  # the diagnostic matters more than knowing when it ages
-            log.debug("could not list the failed capture's files: %s", exc)
-        self._failure_files[(str(root), profile)] = (files, time.strftime("%H:%M"))
-        self._publish_failures(uri)
+                return await self.setups.open(root, target.uri, cand, target.profile, recipe=recipe, needs=needs)
+        hint = REMEDIES.get(stage, "") + _environment_hint(failure, self.server.settings_for(root).capture_env)
+        files = {(root / RECIPES_PATH).resolve(), *result.files}
+        files |= {(root / src.path).resolve() for src in result.capture.sources}
+        self.failures.show(target, failure, files, hint)
         if background:  # the diagnostic and the viewer's banner say it; no pop-up per save
             log.warning("recapture of %s failed (%s): %s", qualname, stage, failure.message)
         else:
             self.server.show_message(
                 f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}{hint}", types.MessageType.Error
             )
-        return {"ok": False, "reason": stage, "message": failure.message, "details": details}
+        return {"ok": False, "reason": stage, "message": failure.message, "details": failure.details}
 
-    def setup_possible(self, uri: str) -> bool:
-        return uri.endswith(".py")
-
-    def _frames(self, root: Path, failure: Any) -> list[types.DiagnosticRelatedInformation]:
-        out = []
-        frames = list(getattr(failure, "frames", []) or [])
-        marks = frame_repeats.repeated(getattr(failure, "details", None))
-        for index, fr in list(enumerate(frames))[-5:]:
-            p = Path(fr.file)
-            p = p if p.is_absolute() else root / p
-            line = max(0, int(fr.line or 1) - 1)
-            out.append(
-                types.DiagnosticRelatedInformation(
-                    location=types.Location(
-                        uri=self.server.uri_of(p),
-                        range=types.Range(types.Position(line, 0), types.Position(line, 0)),
-                    ),
-                    message=f"in {fr.function}" + (f" {frame_repeats.marker(*marks[index])}" if index in marks else ""),
-                )
-            )
-        return out
-
-    def _mark_failures_changed(self, path: Path | None) -> None:
-        """A file a failed capture read changed: its diagnostic may no longer hold, so
-        it says which capture it is from (and is a warning now) until the next one."""
-        if path is None:
-            return
-        path = path.resolve()
-        touched: set[str] = set()
-        for key, (files, when) in list(self._failure_files.items()):
-            if path not in files or key not in self._failures:
-                continue
-            uri, diag = self._failures[key]
-            root = Path(key[0])
-            diag = types.Diagnostic(
-                range=diag.range,
-                message=f"From the last capture at {when}; {_rel(root, path)} changed since: {diag.message}",
-                severity=types.DiagnosticSeverity.Warning,
-                source=diag.source,
-                code=diag.code,
-                related_information=diag.related_information,
-            )
-            self._failures[key] = (uri, diag)
-            del self._failure_files[key]  # marked once
-            touched.add(uri)
-        for uri in touched:
-            self._publish_failures(uri)
-
-    def document_changed(self, uri: str) -> None:
-        self._mark_failures_changed(self.server.path_of(uri))
-
-    def document_saved(self, uri: str) -> None:
-        self._mark_failures_changed(self.server.path_of(uri))
-
-    def files_changed(self, changes: list[types.FileEvent]) -> None:
-        for change in changes:
-            self._mark_failures_changed(self.server.path_of(change.uri))
-
-    def _clear_failure(self, root: Path, profile: str) -> None:
-        self._failure_files.pop((str(root), profile), None)
-        old = self._failures.pop((str(root), profile), None)
-        if old is not None:
-            self._publish_failures(old[0])
-
-    def _publish_failures(self, uri: str) -> None:
-        self.server.diagnostics.set(uri, FAILED_KIND, [d for u, d in self._failures.values() if u == uri])
-
-    # ------------------------------------------------------------------ setup form
-    async def open_setup(
-        self,
-        root: Path,
-        uri: str,
-        cand: Candidate,
-        profile: str | None,
-        *,
-        recipe: dict[str, Any] | None = None,
-        needs: list[dict[str, Any]] | None = None,
-    ) -> dict[str, Any]:
-        recipes = self.server.get_feature(Recipes)
-        path = self.server.path_of(uri)
-        model = recipes.model_ref(root, path, cand.qualname) if path else None
-        if model is None:
-            self.server.show_message(
-                f"TensorViz: {path} cannot be named from the workspace root {root}: it is outside it, or its "
-                "file name holds a '.' before .py (no module can have that name); open the folder that "
-                "contains it, or rename the file.",
-                types.MessageType.Error,
-            )
-            return {"ok": False, "reason": "not-importable"}
-        name = profile or _profile_name(cand.qualname, recipes.profiles(root))
-        draft = dict(recipe) if recipe else draft_recipe(cand, model)
-        self.setups[str(root)] = SetupContext(root, uri, cand, name, draft, list(needs or []))
-        viewer_host = self.server.get_feature(ViewerHost)
-        viewer = await self.server.run_blocking(viewer_host.viewer, root)
-        # The page of this form, even when the folder's viewer already holds another
-        # model's graph (its plain URL would show that newest graph and its form).
-        url = f"{viewer.url}?setup={urllib.parse.quote(name, safe='')}"
-        log.info("setup form for %s (profile %s)", cand.qualname, name)
-        await viewer_host.show_url(url, f"Set up {cand.qualname}")
-        return {"ok": True, "setup": True, "url": url, "profile": name}
-
-    def setup_for_viewer(self, root: Path | None, profile: str | None = None) -> dict[str, Any] | None:
-        """The viewer's setup provider (HTTP thread): the form's content.
-
-        With ``profile`` (a graph page asks for the profile its capture came from) the
-        form is that profile's, never the folder's last form: "Setup" and "Capture
-        again" act on the graph on screen. Without one, the last form opened here
-        (the page of a symbol that has no profile yet)."""
-        if root is None:
-            return None
-        if profile is None:
-            ctx = self.setups.get(str(root))
-            return setup_form(ctx) if ctx is not None else None
-        if self.server.loop is None or self.server.stopping:
-            return None
-        ctx = self.server.run_coroutine(self.context_for_profile(root, profile), 60)
-        return setup_form(ctx) if ctx is not None else None
-
-    async def context_for_profile(self, root: Path, profile: str) -> SetupContext | None:
-        """The setup form of a saved profile: its saved recipe, and the candidate its
-        ``model`` names (discovered from source); None when there is no such profile."""
-        last = self.setups.get(str(root))
-        recipes = self.server.get_feature(Recipes)
-        recipes.invalidate(root)
-        recipe = recipes.profiles(root).get(profile)
-        if recipe is None:
-            # Not saved yet: only the form being filled in may carry this name.
-            return last if last is not None and last.profile == profile else None
-        if last is not None and last.profile == profile:
-            return SetupContext(root, last.uri, last.candidate, profile, dict(recipe), list(last.needs))
-        model = recipe.get("model") if isinstance(recipe.get("model"), str) else ""
-        module, _, qualname = model.partition(":")
-        model_path = _model_file(root, module) if module else None
-        if model_path is None or not qualname:
-            return None
-        uri = self.server.uri_of(model_path)
-        cand = await self.server.get_feature(Candidates).find(uri, qualname)
-        if cand is None:
-            return None
-        return SetupContext(root, uri, cand, profile, dict(recipe))
-
-    def save_profile_from_viewer(self, root: Path | None, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
-        """The viewer's save hook (HTTP thread): validate and write; errors or []."""
-        if root is None:
-            return [{"path": "", "message": "no workspace folder to save the profile in"}]
-        errors = self.server.backends.save_profile(root, name, recipe)
-        if errors:
-            return errors
-        ctx = self.setups.get(str(root))
-        # Only the form of the same model: a graph page's form (another profile, another
-        # model) must not turn the folder's last form into itself.
-        if ctx is not None and (ctx.profile == name or ctx.recipe.get("model") == recipe.get("model")):
-            ctx.profile, ctx.recipe, ctx.needs = name, dict(recipe), []
-        recipes = self.server.get_feature(Recipes)
-        freshness = self.server.get_feature(Freshness)
-        self.server.call_soon(lambda: asyncio.ensure_future(recipes.check(root)))
-        # A shown graph of this profile is stale now if the form changed it (editors
-        # without file watchers would not say so).
-        self.server.call_soon(lambda: asyncio.ensure_future(freshness.check(root / RECIPES_PATH)))
-        log.info("saved profile %s in %s", name, root / ".tensorviz" / "recipes.toml")
-        return []
-
+    # ------------------------------------------------------------------ from the viewer
     def start_capture_from_viewer(self, root: Path | None, profile: str) -> None:
         """The viewer's capture hook (HTTP thread): run the capture on the loop."""
         if self.server.loop is None or self.server.stopping or root is None:
             raise ValueError("the language server is not running")
-        ctx = self.setups.get(str(root))
+        ctx = self.setups.last(root)
+        coro: Coroutine[Any, Any, dict[str, Any]]
         if ctx is not None and ctx.profile == profile:
-            coro = self._capture_from_setup(ctx, profile)
+            self.recipes.invalidate(root)
+            coro = self.capture(CaptureTarget(root, profile, ctx.uri, ctx.candidate.qualname, ctx.candidate.name_range),
+                                show=False)
         else:  # another graph's profile: capture that one, by name
             # The page that asked follows the capture itself ("capture-ready"): no new tab.
             coro = self.capture_profile_command([{"profile": profile, "folder": str(root)}], show=False)
         self.server.loop.call_soon_threadsafe(lambda: asyncio.ensure_future(_logged(coro)))
 
-    async def _capture_from_setup(self, ctx: SetupContext, profile: str) -> dict[str, Any]:
-        viewer_host = self.server.get_feature(ViewerHost)
-        interp = self.server.get_feature(InterpreterSelection).for_root(ctx.root)
-        if not await self.server.get_feature(Trust).ensure(ctx.root, f"Capturing {ctx.candidate.qualname}", interp.path):
-            viewer_host.publish(ctx.root, "capture-failed", {"message": "the workspace is not trusted"})
-            return {"ok": False, "reason": "untrusted"}
-        recipes = self.server.get_feature(Recipes)
-        recipes.invalidate(ctx.root)
-        recipe = recipes.profiles(ctx.root).get(profile, {})
-        if not self.refuse_dirty(ctx.root, self.server.path_of(ctx.uri), recipe, profile):
-            viewer_host.publish(ctx.root, "capture-failed", {"message": "unsaved changes in the editor"})
-            return {"ok": False, "reason": "unsaved"}
-        return await self.capture(ctx.root, profile, ctx.uri, ctx.candidate.qualname, ctx.candidate.name_range, show=False)
 
-    # ------------------------------------------------------------------ lifecycle
-    def shutdown(self) -> None:
-        for progress in list(self._running.values()):
-            progress.cancel()
-
-
-async def _logged(coro) -> None:
+async def _logged(coro: Coroutine[Any, Any, Any]) -> None:
     try:
         await coro
     except Exception:
         log.exception("capture from the viewer failed")
 
 
-def _environment_hint(details: Any, current: dict[str, str]) -> str:
+def _environment_hint(failure: Failure, current: dict[str, str]) -> str:
     """A failure that names the environment it needs (``details.environment``, e.g.
     ``{"JAX_ENABLE_X64": "1"}`` for 64-bit JAX inputs): how to give it from the editor."""
-    wanted = details.get("environment") if isinstance(details, dict) else None
-    if not isinstance(wanted, dict) or not wanted:
-        return ""
-    missing = {str(k): str(v) for k, v in wanted.items() if current.get(str(k)) != str(v)}
+    missing = {k: v for k, v in environment_needed(failure).items() if current.get(k) != v}
     if not missing:
         return ""
-    import json
-
     merged = {**current, **missing}
     return f" Set the tensorviz.captureEnv setting for this folder to {json.dumps(merged)} and capture again."
-
-
-def _model_file(root: Path, module: str) -> Path | None:
-    """The file of a recipe's ``model`` module: dotted (``pkg.mod``) or a path form
-    (``dir/06_file.py``, inside the workspace once links are followed)."""
-    return module_file(root, module)
-
-
-def _rel(root: Path, p: Path) -> str:
-    try:
-        return p.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        return str(p)
-
-
-def _history_call(fn: Any, *args: Any) -> Any:
-    """A capture-history step that must never fail the capture: logged, ``None`` instead."""
-    try:
-        return fn(*args)
-    except HistoryError as exc:
-        log.warning("capture history: %s", exc)
-        return None
-
-
-def _safe(name: str) -> str:
-    """A profile name as a file name (a valid one is already safe; see profile_name)."""
-    return profile_name(name)
-
-
-def _profile_name(qualname: str, existing: dict[str, Any]) -> str:
-    return profile_name(qualname, existing)

@@ -11,20 +11,18 @@ import asyncio
 import itertools
 import logging
 import threading
-import typing
 import uuid
 
 from lsprotocol import types
 
-if typing.TYPE_CHECKING:  # pragma: no cover
-    from ..server import TensorVizServer
+from ..host import Host
 
 log = logging.getLogger(__name__)
 _counter = itertools.count(1)
 
 
 class Progress:
-    def __init__(self, server: "TensorVizServer", title: str, *, cancellable: bool = False, message: str | None = None) -> None:
+    def __init__(self, server: Host, title: str, *, cancellable: bool = False, message: str | None = None) -> None:
         self.server = server
         self.title = title
         self.cancellable = cancellable

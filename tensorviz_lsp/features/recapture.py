@@ -25,12 +25,14 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..backends import RECIPES_PATH, recipes_root
+from ..backends import RECIPES_PATH, Backends, recipes_root
 from ..feature import Feature
-from .freshness import Freshness, Record, profile_change
+from ..host import Host
+from .capturing import CaptureRunner, CaptureTarget
+from .freshness import Freshness, profile_change
 from .interpreter import InterpreterSelection
 from .open_graph import OpenGraph
-from .trust import Trust
+from .records import Record
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +40,14 @@ log = logging.getLogger(__name__)
 class RecaptureOnSave(Feature):
     name = "recapture-on-save"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, backends: Backends, interpreters: InterpreterSelection, freshness: Freshness,
+                 runner: CaptureRunner, open_graph: OpenGraph) -> None:
         super().__init__(server)
+        self.backends = backends
+        self.interpreters = interpreters
+        self.freshness = freshness
+        self.runner = runner
+        self.open_graph = open_graph
         #: The newest save's number per (folder, profile): an older run that sees a newer
         #: number gives way.
         self._generation: dict[tuple[str, str], int] = {}
@@ -60,38 +68,32 @@ class RecaptureOnSave(Feature):
     def settings_changed(self) -> None:
         """A folder's interpreter or capture environment setting changed: its warm
         worker goes now rather than at the next capture."""
-        retain = getattr(self.server.backends, "warm_retain", None)
-        if not callable(retain):
-            return
         for root in self.server.folders():
             settings = self.server.settings_for(root)
-            interp = self.server.get_feature(InterpreterSelection).for_root(root)
+            interp = self.interpreters.for_root(root)
             python = interp.path if settings.warm_worker_idle_seconds > 0 else None
             try:
-                retain(root, python, dict(settings.capture_env))
+                self.backends.warm_retain(root, python, dict(settings.capture_env))
             except Exception:
                 log.exception("checking the warm worker of %s failed", root)
 
     def folders_changed(self, added: list[str], removed: list[str]) -> None:
-        retain = getattr(self.server.backends, "warm_retain", None)
-        for folder in removed if callable(retain) else ():
-            retain(Path(folder), None, {})
+        for folder in removed:
+            self.backends.warm_retain(Path(folder), None, {})
 
     def shutdown(self) -> None:
         for task in self._tasks.values():
             task.cancel()
-        stop = getattr(self.server.backends, "shutdown", None)
-        if callable(stop):
-            try:
-                stop()  # the warm workers go with the server
-            except Exception:
-                log.exception("stopping the warm workers failed")
+        try:
+            self.backends.shutdown()  # the warm workers go with the server
+        except Exception:
+            log.exception("stopping the warm workers failed")
 
     # -- which graphs a save concerns ----------------------------------------------
     async def _saved(self, path: Path | None) -> None:
         if path is None or self.server.stopping:
             return
-        freshness = self.server.get_feature(Freshness)
+        freshness = self.freshness
         for rec in list(freshness.records.values()):
             if not self.server.settings_for(rec.root).recapture_on_save:
                 continue
@@ -108,7 +110,7 @@ class RecaptureOnSave(Feature):
         if root is not None and _same(root, rec.root):
             text = self.server.read_text(rec.root / RECIPES_PATH)
             verdict = await self.server.run_blocking(
-                profile_change, getattr(rec.capture, "recipe", None), rec.profile, text
+                profile_change, rec.capture.recipe, rec.profile, text
             )
             return isinstance(verdict, str) and not verdict.endswith("removed)")
         try:
@@ -118,7 +120,7 @@ class RecaptureOnSave(Feature):
         if rel not in rec.sources:
             return False
         # Saved as captured (a save without edits, or an edit undone): nothing to do.
-        changed = await self.server.run_blocking(self.server.backends.changed_sources, rec.capture, rec.root, {})
+        changed = await self.server.run_blocking(self.backends.changed_sources, rec.capture, rec.root, {})
         return rel in changed
 
     # -- running ---------------------------------------------------------------------
@@ -127,10 +129,8 @@ class RecaptureOnSave(Feature):
         key = (str(rec.root), rec.profile)
         generation = self._generation.get(key, 0) + 1
         self._generation[key] = generation
-        running = self.server.get_feature(OpenGraph)._running.get(key)
-        if running is not None:
+        if self.runner.cancel(key):
             log.info("save while %s is being captured: cancelling that capture, the newest save wins", rec.profile)
-            running.cancel()
         previous = self._tasks.get(key)
         task = asyncio.ensure_future(self._run(key, generation, previous))
         self._tasks[key] = task
@@ -140,24 +140,22 @@ class RecaptureOnSave(Feature):
     async def _run(self, key: tuple[str, str], generation: int, previous: asyncio.Future | None) -> dict[str, Any]:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
-        open_graph = self.server.get_feature(OpenGraph)
         # A capture of the profile started another way (Open as Graph) ends first: it was
         # cancelled above.
         for _ in range(600):
-            if key not in open_graph._running or self._generation.get(key) != generation:
+            if not self.runner.is_running(key) or self._generation.get(key) != generation:
                 break
             await asyncio.sleep(0.05)
         if self._generation.get(key) != generation or self.server.stopping:
             return {"ok": False, "reason": "superseded"}
-        rec = self.server.get_feature(Freshness).records.get(key)
+        rec = self.freshness.records.get(key)
         if rec is None:
             return {"ok": False, "reason": "no-graph"}
-        trusted = self.server.get_feature(Trust).is_trusted(rec.root)
         log.info("recapturing %s (profile %s) after a save", rec.qualname, rec.profile)
         try:
-            return await open_graph.capture(
-                rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range,
-                show=False, retry=False, background=True, trusted=trusted,
+            return await self.open_graph.capture(
+                CaptureTarget(rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range),
+                show=False, retry=False, background=True,
             )
         except Exception:
             log.exception("recapture of %s failed", rec.profile)

@@ -25,10 +25,11 @@ from lsprotocol import types
 
 from capture.recipe import is_path_ref, model_ref_for, path_ref_file, split_ref
 
-from ..backends import RECIPES_PATH, RecipeIssue, module_file, profiles_in, recipes_root
+from ..backends import RECIPES_PATH, Backends, Candidate, RecipeIssue, every_problem, module_file, profiles_in, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
-from .candidates import discovery_python
+from ..host import Host
+from .interpreter import InterpreterSelection
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +51,26 @@ SAVED_FILES_GLOB = "**/*.{" + ",".join(s.lstrip(".") for s in _SAVED_SUFFIXES) +
 class Recipes(Feature):
     name = "recipes"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, backends: Backends, interpreters: InterpreterSelection) -> None:
         super().__init__(server)
+        self.backends = backends
+        self.interpreters = interpreters
         self._profiles: dict[str, dict[str, dict[str, Any]]] = {}
         self._by_model: dict[str, dict[str, str]] = {}
         #: Bumped whenever saved profiles may have changed (lens titles follow).
         self.generation = 0
 
     # -- queries -----------------------------------------------------------------
+    def profile_of(self, uri: str, cand: Candidate) -> str | None:
+        """The saved profile that opens ``cand`` (the first whose ``model`` names it), or None."""
+        root = self.server.root_for(uri)
+        path = self.server.path_of(uri)
+        if root is None or path is None:
+            return None
+        # dotted where that import works, else the path form (scripts/06_scan.py:Net)
+        model = self.model_ref(root, path, cand.qualname)
+        return self.profile_for_model(root, model) if model else None
+
     def recipes_file(self, root: Path) -> Path:
         return root / RECIPES_PATH
 
@@ -115,7 +128,7 @@ class Recipes(Feature):
             self.server.diagnostics.set(uri, KIND, [])
             return
         try:
-            issues: list[RecipeIssue] = await self.server.run_blocking(self.server.backends.recipe_issues, root, text)
+            issues: list[RecipeIssue] = await self.server.run_blocking(every_problem, text)
             issues = _merge(issues, await self._model_issues(root, text, issues))
             issues = _merge(issues, await self.server.run_blocking(saved_file_issues, root, text))
         except Exception as exc:
@@ -159,7 +172,8 @@ class Recipes(Feature):
             source = self.server.read_text(path) if path is not None else None
             if source is None:
                 continue  # not a workspace file (an installed package): nothing to read
-            found = await self.server.run_blocking(self.server.backends.discover, source, path, root, discovery_python(self.server, root))
+            found = await self.server.run_blocking(self.backends.discover, source, path, root,
+                                                   self.interpreters.discovery_python(root))
             if not found.parsed:
                 continue  # the file's own diagnostic says why
             if any(qualname in (c.qualname, c.name) for c in found.candidates) or _defines(source, qualname):

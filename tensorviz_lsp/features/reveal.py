@@ -67,7 +67,7 @@ class Reveal(Feature):
         except Exception as exc:
             log.warning("reveal: window/showDocument failed: %s", exc)
             return False
-        return bool(result is not None and getattr(result, "success", False))
+        return result is not None and result.success
 
     def reveal_from_viewer(self, frame: dict[str, Any], root: Path | None = None) -> bool:
         """The viewer's reveal hook (called on its HTTP thread): True when the editor showed it."""

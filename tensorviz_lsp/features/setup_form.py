@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capture.worker.protocol import NeededDim
+
 from ..backends import Candidate
 
 
@@ -23,7 +25,8 @@ class SetupContext:
     candidate: Candidate
     profile: str
     recipe: dict[str, Any]
-    needs: list[dict[str, Any]] = field(default_factory=list)
+    #: What the last capture said the recipe still needs (a ``recipe`` failure, ``InputsNeeded``).
+    needs: list[NeededDim] = field(default_factory=list)
 
 
 _VARIADIC = ("var_positional", "var_keyword")

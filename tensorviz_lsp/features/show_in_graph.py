@@ -36,6 +36,7 @@ from attrs.validators import ge, min_len
 from lsprotocol import types
 
 from ..feature import Feature
+from ..host import Host
 from .args import ArgumentError, CommandArgs
 from .captured_lines import CapturedLines, FileLines
 from .freshness import rel_path
@@ -97,8 +98,10 @@ def summary(hit: Hit) -> str:
 class ShowInGraph(Feature):
     name = "show-in-graph"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, captured_lines: CapturedLines, viewers: ViewerHost) -> None:
         super().__init__(server)
+        self.captured_lines = captured_lines
+        self.viewers = viewers
         # follow-cursor state (touched on the loop thread only)
         self._cursor_line: dict[str, int] = {}
         self._cursor_want: tuple[str, int] | None = None
@@ -116,26 +119,23 @@ class ShowInGraph(Feature):
         """Every latest capture (newest first) that ran current 0-based line ``line0`` of
         ``path``, placed across edits. Call off the event loop."""
         out = []
-        for fl in self.server.get_feature(CapturedLines).file_lines(path):
+        for fl in self.captured_lines.file_lines(path):
             entry = fl.at(line0)
             if entry is not None and entry.calls:
                 out.append(Hit(fl, entry))
         return out
 
     def _pages(self, root: Path, capture_id: int) -> int:
-        viewer = self.server.get_feature(ViewerHost).running(root)
-        pages = getattr(viewer, "pages", None) if viewer is not None else None
+        viewer = self.viewers.running(root)
         try:
-            return int(pages(capture_id)) if pages is not None else 0
+            return viewer.pages(capture_id) if viewer is not None else 0
         except Exception as exc:
             log.debug("counting the pages of capture %s failed: %s", capture_id, exc)
             return 0
 
     def _opened_rank(self, hit: Hit) -> int:
         """Where the profile's graph is in the folder's opened order (higher: opened later)."""
-        from .open_graph import OpenGraph
-
-        order = list(self.server.get_feature(OpenGraph).urls.get(str(hit.root), {}))
+        order = list(self.viewers.urls.get(str(hit.root), {}))
         return order.index(hit.profile) if hit.profile in order else -1
 
     # ------------------------------------------------------------------ code action
@@ -196,7 +196,7 @@ class ShowInGraph(Feature):
                 "calls": len(calls), "keys": keys[:MAX_EVENT_KEYS]}
         result = {"ok": True, "profile": hit.profile, "capture": hit.capture_id, "file": hit.entry.file,
                   "line": hit.entry.line, "call": a.call, "calls": len(calls), "keys": keys}
-        host = self.server.get_feature(ViewerHost)
+        host = self.viewers
         if self._pages(hit.root, hit.capture_id) > 0:
             host.publish(hit.root, "show", data)
             return {**result, "shown": "page"}
@@ -261,13 +261,13 @@ class ShowInGraph(Feature):
         if path is None:
             return
         try:
-            files = await self.server.run_blocking(self.server.get_feature(CapturedLines).file_lines, path)
+            files = await self.server.run_blocking(self.captured_lines.file_lines, path)
         except Exception:
             log.exception("follow-cursor: reading the captured lines of %s failed", path)
             return
         if seq != self._cursor_seq:
             return  # the cursor moved again meanwhile: that move's push says where
-        host = self.server.get_feature(ViewerHost)
+        host = self.viewers
         told: set[tuple[str, int]] = set()
         for fl in files:
             rec = fl.record
@@ -292,7 +292,7 @@ class ShowInGraph(Feature):
 
     def settings_changed(self) -> None:
         """followCursor turned off: the outlines it left go, and the next move starts afresh."""
-        host = self.server.get_feature(ViewerHost)
+        host = self.viewers
         for key, root in list(self._outlined.items()):
             if not self.server.settings_for(root).follow_cursor:
                 del self._outlined[key]

@@ -2,7 +2,8 @@
 
 Serves ``workspace/executeCommand`` (``tensorviz.trustWorkspace``) and asks with
 ``window/showMessageRequest``. Discovery and code lenses never need trust: they
-import nothing. Everything that runs user code calls :meth:`Trust.ensure` first.
+import nothing. Everything that runs user code asks first: a capture with :meth:`Trust.ask`
+(the answer is the capture session's ``trusted``), an install with :meth:`Trust.ensure`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 from lsprotocol import types
 
 from ..feature import Feature
+from ..host import Host
+from ..trust import TrustStore
 from .args import FolderArgs
 
 log = logging.getLogger(__name__)
@@ -25,29 +28,44 @@ CANCEL = "Cancel"
 class Trust(Feature):
     name = "trust"
 
+    def __init__(self, server: Host, store: TrustStore) -> None:
+        super().__init__(server)
+        self.store = store
+
     def commands(self):
         return {"tensorviz.trustWorkspace": self.trust_command}
 
     def is_trusted(self, root: Path) -> bool:
-        return self.server.trust_store.is_trusted(root)
+        return self.store.is_trusted(root)
 
-    async def ensure(
+    async def ask(
         self, root: Path, purpose: str, python: str | None = None,
         runs: str = "(model setup, input factories and tracing)",
     ) -> bool:
+        """Whether ``root`` is trusted, asking the user when it is not yet (the answer
+        is stored). Says nothing on a refusal: a capture's refusal is the session's."""
         if self.is_trusted(root):
             return True
         where = f" with {python}" if python else ""
         answer = await self.server.ask(
             f"TensorViz: {purpose} runs code from the workspace {root}{where} "
             f"{runs}. Do you trust this workspace? "
-            f"The decision is stored outside it, in {self.server.trust_store.path}.",
+            f"The decision is stored outside it, in {self.store.path}.",
             [TRUST, CANCEL],
             types.MessageType.Warning,
         )
         if answer == TRUST:
-            self.server.trust_store.set_trusted(root, True)
+            self.store.set_trusted(root, True)
             log.info("workspace trusted: %s", root)
+            return True
+        return False
+
+    async def ensure(
+        self, root: Path, purpose: str, python: str | None = None,
+        runs: str = "(model setup, input factories and tracing)",
+    ) -> bool:
+        """:meth:`ask`, saying on a refusal that nothing was run (for what is not a capture)."""
+        if await self.ask(root, purpose, python, runs):
             return True
         self.server.show_message(
             f"TensorViz: {root} is not trusted, so nothing was run. "
@@ -79,7 +97,7 @@ class Trust(Feature):
         if root is None:
             self.server.show_message("TensorViz: no workspace folder to trust.", types.MessageType.Warning)
             return {"ok": False}
-        self.server.trust_store.set_trusted(root, parsed.trusted)
+        self.store.set_trusted(root, parsed.trusted)
         state = "trusted" if parsed.trusted else "no longer trusted"
         self.server.show_message(f"TensorViz: workspace {root} is {state}.")
         return {"ok": True, "folder": str(root), "trusted": parsed.trusted}

@@ -1,8 +1,11 @@
-"""The loopback viewer server this language server hosts, and opening its URLs.
+"""The loopback viewer servers this language server hosts (one per workspace folder),
+opening their URLs, and the URL of each profile's newest graph.
 
 Started on first use, stopped at ``shutdown``. Opening a URL uses
 ``window/showDocument`` with ``external: true`` when the client supports it;
-otherwise (and always, in the log) the URL is shown as a message.
+otherwise (and always, in the log) the URL is shown as a message. What a viewer asks
+of the editor (go to source, the setup form, saving a profile, starting a capture) is
+answered by the hooks ``setup.py`` connects (:meth:`ViewerHost.connect`).
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from lsprotocol import types
 
-from ..backends import Viewer, ViewerHooks
+from ..backends import Backends, Viewer, ViewerHooks
 from ..feature import Feature
+from ..host import Host
 
 log = logging.getLogger(__name__)
 
@@ -23,11 +27,20 @@ log = logging.getLogger(__name__)
 class ViewerHost(Feature):
     name = "viewer"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host, backends: Backends) -> None:
         super().__init__(server)
+        self.backends = backends
         # One viewer per workspace folder: each may read only its own folder's files.
         self._viewers: dict[str, Viewer] = {}
         self._lock = threading.Lock()
+        self._hooks: Callable[[Path | None], ViewerHooks] | None = None
+        #: The viewer URL of each profile's newest graph, by folder, newest last.
+        self.urls: dict[str, dict[str, str]] = {}
+
+    def connect(self, hooks: Callable[[Path | None], ViewerHooks]) -> None:
+        """What a folder's viewer asks of the editor (made by ``setup.py`` once the
+        features that answer exist)."""
+        self._hooks = hooks
 
     def viewer(self, root: Path | None) -> Viewer:
         """The folder's running viewer server (started on first use; call off the loop)."""
@@ -35,26 +48,20 @@ class ViewerHost(Feature):
         with self._lock:
             viewer = self._viewers.get(key)
             if viewer is None:
-                from .open_graph import OpenGraph
-                from .reveal import Reveal
-
-                reveal = self.server.get_feature(Reveal)
-                opener = self.server.get_feature(OpenGraph)
-                viewer = self.server.backends.start_viewer(
-                    root,
-                    ViewerHooks(
-                        reveal=lambda frame: reveal.reveal_from_viewer(frame, root),
-                        setup=lambda profile: opener.setup_for_viewer(root, profile),
-                        save_profile=lambda name, recipe: opener.save_profile_from_viewer(root, name, recipe),
-                        start_capture=lambda profile: opener.start_capture_from_viewer(root, profile),
-                    ),
-                )
+                if self._hooks is None:
+                    raise RuntimeError("the viewer's hooks are not connected")
+                viewer = self.backends.start_viewer(root, self._hooks(root))
                 self._viewers[key] = viewer
                 log.info("viewer server for %s listening at %s", root or "(no folder)", _redact(viewer.url))
             return viewer
 
     def running(self, root: Path | None) -> Viewer | None:
         return self._viewers.get(str(root) if root is not None else "")
+
+    def remember_url(self, root: Path, profile: str, url: str) -> None:
+        urls = self.urls.setdefault(str(root), {})
+        urls.pop(profile, None)  # newest last
+        urls[profile] = url
 
     def publish(self, root: Path | None, event: str, data: dict[str, Any]) -> None:
         viewer = self.running(root)
@@ -83,7 +90,7 @@ class ViewerHost(Feature):
                 result = await self.server.window_show_document_async(
                     types.ShowDocumentParams(uri=url, external=True)
                 )
-                if result is not None and getattr(result, "success", False):
+                if result is not None and result.success:
                     return True
                 log.warning("the editor could not open the URL itself")
             except Exception as exc:

@@ -15,7 +15,7 @@ import pytest
 from capture.graph import graphfile
 from capture.graph.model import Capture, Failure
 from tensorviz_lsp.cli import main
-from tensorviz_lsp.history import CaptureHistory
+from capture.session.history import CaptureHistory
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPTURES = ROOT / "tests" / "diff" / "models" / "captures"

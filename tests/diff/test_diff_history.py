@@ -1,4 +1,4 @@
-"""The capture history (``tensorviz_lsp/history.py``): the last N captures of each profile
+"""The capture history (``capture/session/history.py``): the last N captures of each profile
 under ``.tensorviz/captures/history/``, bounded by count and bytes, written atomically."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from capture.graph import graphfile
 from capture.graph.model import Capture, Failure
 from synthetic import synthetic_capture
-from tensorviz_lsp.history import HISTORY_DIR, CaptureHistory, HistoryError, HistoryLimits
+from capture.session.history import HISTORY_DIR, CaptureHistory, HistoryError, HistoryLimits
 
 CAPTURES = Path(__file__).resolve().parent / "models" / "captures"
 

@@ -65,6 +65,10 @@ class Session:
         )
 
     def save(self, rel: str, text: str) -> None:
+        """Save ``text`` as an editor does: an open buffer gets the text first (didChange
+        comes before didSave), so buffer and disk agree after the save."""
+        if self.uri(rel) in self.versions:
+            self.replace(rel, text)
         (self.workspace / rel).write_text(text)
         self.client.text_document_did_save(
             types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=self.uri(rel)))

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import types
 from pathlib import Path
 from typing import Any
 
@@ -28,18 +29,21 @@ from capture.graph.frame_repeats import collapse_failure  # noqa: E402
 from capture.graph.model import Capture, Failure, Frame, Source  # noqa: E402
 from capture.recipe import Recipe, RecipeError  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
+from capture.frameworks.supported import check_torch  # noqa: E402
+from capture.session import Baseline, CaptureJob  # noqa: E402
+from capture.worker.errors import CaptureError  # noqa: E402
+from capture.worker.protocol import MissingDependenciesDetails  # noqa: E402
 from tensorviz_lsp.backends import (  # noqa: E402
     Candidate,
-    CaptureJob,
     Discovered,
-    InstallPlan,
     Pos,
-    RecipeIssue,
     Span,
+    Viewer,
     ViewerHooks,
 )
 from tensorviz_lsp.lsplog import install  # noqa: E402
-from tensorviz_lsp.server import create_server  # noqa: E402
+from viewer.projection.lines import LineIndex  # noqa: E402
+from tensorviz_lsp.setup import create_server  # noqa: E402
 
 _DEF = re.compile(r"^(?P<indent>\s*)(?:def|class)\s+(?P<name>\w+)")
 # Under tensorviz_lsp: the server forwards it to the client (window/logMessage), so a
@@ -62,8 +66,10 @@ class FakeViewer:
             fh.write(json.dumps({"event": event, "data": data}) + "\n")
         log.info("fake viewer: %s %s", event, json.dumps(data))
 
-    def add_capture(self, capture, title=None, *, warm=False, trusted_sources=False, baseline=None,
-                    replaces=None) -> int:
+    def add_capture(
+        self, capture: Capture, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
+        baseline: Baseline | None = None, replaces: int | None = None,
+    ) -> int:
         self.n += 1
         data = {"id": self.n, "title": title, "nodes": len(capture.nodes), "warm": warm,
                 "trusted_sources": trusted_sources, "replaces": replaces,
@@ -74,9 +80,8 @@ class FakeViewer:
         self.held[self.n] = capture
         return self.n
 
-    def lines(self, capture_id):
+    def lines(self, capture_id: int) -> LineIndex | None:
         """The real line index of a held capture (viewer/projection/lines.py), as the viewer builds it."""
-        from viewer.projection.lines import LineIndex
         from viewer.projection.projection import Projection
 
         cap = self.held.get(int(capture_id))
@@ -86,7 +91,7 @@ class FakeViewer:
             self._lines[int(capture_id)] = LineIndex.build(Projection(cap))
         return self._lines[int(capture_id)]
 
-    def pages(self, capture_id) -> int:
+    def pages(self, capture_id: int) -> int:
         """Open pages per capture, as a test sets them (``.fake/pages.json``: ``{"1": 1}``)."""
         try:
             pages = json.loads((self.log_path.parent / "pages.json").read_text())
@@ -94,10 +99,10 @@ class FakeViewer:
             return 0
         return int(pages.get(str(capture_id), 0))
 
-    def url_for(self, capture_id) -> str:
+    def url_for(self, capture_id: int) -> str:
         return f"{self.url}?capture={capture_id}"
 
-    def publish(self, event: str, data: dict | None = None) -> None:
+    def publish(self, event: str, data: dict[str, Any] | None = None) -> None:
         self._write(event, data)
 
     def stop(self) -> None:
@@ -106,7 +111,8 @@ class FakeViewer:
 
 class FakeBackends:
     def __init__(self) -> None:
-        self.viewer: FakeViewer | None = None
+        #: The viewer started for each folder (what fake.reveal plays).
+        self.viewers: dict[Path, FakeViewer] = {}
 
     def discover(self, text: str, path: Path, root: Path | None, python: str | None = None) -> Discovered:
         cands = []
@@ -136,16 +142,10 @@ class FakeBackends:
             return Discovered([], ["syntax error"], parsed=False)
         return Discovered(cands)
 
-    def index_changed(self, root, path, text) -> None:
+    def index_changed(self, root: Path, path: Path, text: str | None) -> None:
         pass
 
-    def recipe_issues(self, root: Path, text: str) -> list[RecipeIssue]:
-        # The recipe rules are pure (capture.recipe, no worker): the real check.
-        from tensorviz_lsp.backends import every_problem
-
-        return every_problem(text)
-
-    def save_profile(self, root, name, recipe):
+    def save_profile(self, root: Path, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
         return []
 
     def _behaviour(self, root: Path) -> dict:
@@ -154,26 +154,29 @@ class FakeBackends:
         except FileNotFoundError:
             return {}
 
-    def run_capture(self, job: CaptureJob):
-        b = self._behaviour(job.root)
-        recipes = tomllib.loads((job.root / ".tensorviz" / "recipes.toml").read_text())
+    def run_capture(self, job: CaptureJob) -> Capture:
+        """The worker step: the session's own checks (trust, saved source, interpreter)
+        ran before; what the fake does follows ``.fake/capture.json``."""
+        root = job.workspace
+        b = self._behaviour(root)
+        recipes = tomllib.loads((root / ".tensorviz" / "recipes.toml").read_text())
         recipe = recipes["profiles"][job.profile]
         module = recipe["model"].split(":")[0]
         rel = module.replace(".", "/") + ".py"
-        sources = [Source(rel, hashlib.sha256((job.root / rel).read_bytes()).hexdigest())]
+        sources = [Source(rel, hashlib.sha256((root / rel).read_bytes()).hexdigest())]
         # A Torch checkpoint or fixture is a source too, as the real worker records it.
         for section, key in (("init", "checkpoint"), ("inputs", "fixture")):
             saved = (recipe.get(section) or {}).get(key)
-            if isinstance(saved, str) and (job.root / saved).is_file():
-                sources.append(Source(saved, hashlib.sha256((job.root / saved).read_bytes()).hexdigest()))
-        job.on_progress("starting worker", 0.1)
-        (job.root / ".fake").mkdir(exist_ok=True)
-        (job.root / ".fake" / "last-env.json").write_text(json.dumps(job.env))
-        (job.root / ".fake" / "last-job.json").write_text(
-            json.dumps({"warm_idle_seconds": job.warm_idle_seconds, "trusted": job.trusted})
+            if isinstance(saved, str) and (root / saved).is_file():
+                sources.append(Source(saved, hashlib.sha256((root / saved).read_bytes()).hexdigest()))
+        job.progress("starting worker", 0.1)
+        (root / ".fake").mkdir(exist_ok=True)
+        (root / ".fake" / "last-env.json").write_text(json.dumps(job.env))
+        (root / ".fake" / "last-job.json").write_text(
+            json.dumps({"warm_idle_seconds": job.warm_idle_seconds})
         )
         # What the model file said when this capture read it (tells runs apart).
-        tag = re.search(r"# marker (\w+)", (job.root / rel).read_text())
+        tag = re.search(r"# marker (\w+)", (root / rel).read_text())
         if b.get("sleep"):
             proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
             log.info("fake worker started: pid %d", proc.pid)
@@ -188,16 +191,23 @@ class FakeBackends:
             proc.wait()
         missing = b.get("missing")
         if missing:
-            marker = job.root / ".fake" / "installed"
+            marker = root / ".fake" / "installed"
             if not marker.exists():
                 return Capture.failed_capture(
                     Failure(
                         "MissingDependencies",
                         f"missing {', '.join(missing)}",
                         stage="dependencies",
-                        details={"missing": missing, "install_command": [job.python, "-m", "pip", "install", *missing]},
+                        details=MissingDependenciesDetails(
+                            missing=missing, python=job.python, install=[job.python, "-m", "pip", "install", *missing]),
                     )
                 )
+        if b.get("torch_version"):  # the worker's own Torch floor check, on a Torch of that version
+            try:
+                check_torch(types.SimpleNamespace(__version__=b["torch_version"]))
+            except CaptureError as exc:
+                return Capture.failed_capture(Failure(exc.error_type or "CaptureError", exc.message, stage=exc.stage,
+                                                      details=dict(exc.details)))
         if b.get("recursion"):  # deep recursion in user code, as the worker reports it
             frames = [Frame("model.py", 3, 0, "net")] + [Frame("model.py", 6, 0, "deep")] * b["recursion"]
             return Capture.failed_capture(collapse_failure(Failure(
@@ -217,7 +227,7 @@ class FakeBackends:
             cap.recipe = None
         return cap
 
-    def changed_sources(self, capture, root: Path, open_buffers: dict) -> list[str]:
+    def changed_sources(self, capture: Capture, root: Path, open_buffers: dict[str, str]) -> list[str]:
         changed = []
         for s in capture.sources:
             text = open_buffers.get(str(root / s.path))
@@ -226,26 +236,27 @@ class FakeBackends:
                 changed.append(s.path)
         return changed
 
-    def install_plan(self, failure, python: str):
-        d = failure.details
-        return InstallPlan(python, list(d["missing"]), list(d["install_command"]))
+    def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer:
+        folder = root or Path.cwd()
+        viewer = self.viewers[folder] = FakeViewer(hooks, folder / ".fake" / "viewer-events.jsonl")
+        return viewer
 
-    def start_viewer(self, root, hooks: ViewerHooks) -> FakeViewer:
-        root = root or Path.cwd()
-        self.viewer = FakeViewer(hooks, root / ".fake" / "viewer-events.jsonl")
-        return self.viewer
+    def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
+        log.info("fake warm worker of %s: retained for %s", root, python)
+
+    def shutdown(self) -> None:
+        log.info("fake backends: shut down")
 
 
-server = create_server(backends=FakeBackends())
+backends = FakeBackends()
+server = create_server(backends=backends)
 
 
 @server.command("fake.reveal")
 async def fake_reveal(ls, *args):
-    """Play the viewer: call the reveal hook from another thread, as its HTTP server does."""
-    from tensorviz_lsp.features.viewer_host import ViewerHost
-
-    root = ls.folders()[0]
-    viewer = await ls.run_blocking(ls.get_feature(ViewerHost).viewer, root)
+    """Play the viewer of the first folder (started by a capture): call its reveal hook
+    from another thread, as its HTTP server does."""
+    viewer = backends.viewers[ls.folders()[0]]
     return {"handled": "editor" if await ls.run_blocking(viewer.hooks.reveal, args[0]) else "viewer"}
 
 

@@ -3,7 +3,7 @@ as the worker does for a path-form model (its folder is on ``sys.path``)."""
 
 from __future__ import annotations
 
-from tensorviz_lsp.import_closure import import_closure
+from capture.session.import_closure import import_closure
 
 
 def test_sibling_imports_of_a_script_folder_are_followed(tmp_path):

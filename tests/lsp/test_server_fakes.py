@@ -190,6 +190,26 @@ async def test_failed_capture_diagnostic(session):
     await session.wait_for(lambda: not session.diagnostics("model.py"), on=DIAGNOSTICS, what="failure cleared")
 
 
+async def test_an_unsupported_torch_is_a_dependencies_failure_not_a_setup_form(session):
+    """Regression (issue 27): the worker's Torch floor check gives a ``dependencies``
+    failure whose details say ``needed: ">=2.13"``; that is a version, never input
+    dimensions. The user used to get "needs input dimensions" and a setup form whose
+    needs were ['>', '=', '2', ...]."""
+    await session.execute("tensorviz.trustWorkspace")
+    behave(session.workspace, torch_version="2.1.2+cu118")
+    session.open("model.py")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is False and _get(result, "reason") == "dependencies"
+    assert not _get(result, "setup"), "no setup form"
+    assert _get(_get(result, "details"), "needed").startswith(">=")
+    assert session.client.shown_documents == [], "nothing opened: no form, no graph"
+    assert not [m for m in session.messages() if "input dimensions" in m]
+    assert session.client.prompts == [], "nothing to install: an upgrade is the user's call"
+    (diag,) = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="failure diagnostic")
+    assert diag.code == "capture-dependencies"
+    assert "UnsupportedVersion" in diag.message and "2.1.2+cu118" in diag.message and "torch>=" in diag.message
+
+
 async def test_deep_recursion_diagnostic_says_how_many_repeats(session):
     """A RecursionError's thousand frames: the diagnostic says the count (as Python's
     traceback does) and its related locations are the distinct frames, not 5 copies."""

@@ -23,8 +23,8 @@ from tensorviz_lsp.features.args import (
 )
 from tensorviz_lsp.features.dependencies import Dependencies
 from tensorviz_lsp.features.setup_form import SetupContext, draft_recipe, setup_form
-from tensorviz_lsp.import_closure import import_closure
-from tensorviz_lsp.server import create_server
+from capture.session.import_closure import import_closure
+from tensorviz_lsp.setup import create_server
 from tensorviz_lsp.settings import Settings, resolve_interpreter
 from tensorviz_lsp.trust import TrustStore
 
@@ -255,9 +255,13 @@ def test_setup_form_asks_for_unknown_shapes_and_prefills_fields(tmp_path):
     ]
 
 
+def dependencies_feature() -> Dependencies:
+    server = create_server()
+    return next(f for f in server.features if isinstance(f, Dependencies))
+
+
 def test_install_command_never_replaces_installed_builds():
-    server = create_server(backends=object())
-    deps = server.get_feature(Dependencies)
+    deps = dependencies_feature()
     from tensorviz_lsp.backends import InstallPlan
 
     plan = InstallPlan("/py", ["jax"], ["/py", "-m", "pip", "install", "--upgrade", "jax", "torch==2.13.0"])
@@ -265,15 +269,18 @@ def test_install_command_never_replaces_installed_builds():
 
 
 def test_a_custom_install_template_keeps_the_torch_build_pinned(monkeypatch):
-    server = create_server(backends=object())
-    deps = server.get_feature(Dependencies)
-    from tensorviz_lsp.backends import InstallPlan, RealBackends
+    deps = dependencies_feature()
+    server = deps.server
+    from capture.graph.model import Failure
+    from tensorviz_lsp.backends import InstallPlan, install_plan
 
-    failure = type("F", (), {"details": {
+    # A dependencies failure as the session's probe reports it (its details typed by
+    # capture.worker.protocol.MissingDependenciesDetails).
+    failure = Failure("MissingDependencies", "missing jax", stage="dependencies", details={
         "missing": ["jax"], "install": ["/py", "-m", "pip", "install", "jax", "torch==2.13.0", "triton==3.1.0"],
         "pinned": ["torch==2.13.0", "triton==3.1.0"],
-    }})()
-    plan = RealBackends.install_plan(None, failure, "/py")
+    })
+    plan = install_plan(failure, "/py")
     assert plan == InstallPlan(
         "/py", ["jax"], ["/py", "-m", "pip", "install", "jax", "torch==2.13.0", "triton==3.1.0"],
         ["torch==2.13.0", "triton==3.1.0"],
@@ -300,7 +307,7 @@ def test_a_failing_feature_is_logged_and_the_others_keep_working(caplog):
             calls.append(params)
             return ["lens"]
 
-    server = create_server(backends=object(), features=lambda s: [Broken(s), Fine(s)])
+    server = create_server(features=lambda s: [Broken(s), Fine(s)])
     results = asyncio.run(server.fan_out("code_lens", "p"))
     assert results == [["lens"]] and calls == ["p"]
     assert "broken.code_lens failed" in caplog.text

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from capture.recipe import PROFILE_NAME, PROFILE_NAME_MAX, PROFILE_NAME_RULE, RecipeError, parse_profile, profile_name
-from tensorviz_lsp.features import open_graph
+from capture.session.graph_files import GraphFileNameError, graph_file
+from tensorviz_lsp.features import setup_forms
 from tensorviz_lsp.shorthand import default_profile_name, parse_target
 
 
@@ -40,11 +41,14 @@ def test_every_maker_uses_it(tmp_path, monkeypatch):
     (tmp_path / "pkg" / "model.py").write_text("")
     monkeypatch.chdir(tmp_path)
     assert default_profile_name(parse_target("pkg/model.py:Net.Block")) == "pkg_model_Net_Block"
-    # The language server: a qualname with dots, and taken names.
-    assert open_graph._profile_name("Outer.Inner", {"Outer_Inner": {}}) == "Outer_Inner_2"
-    assert open_graph._profile_name("x" * 150, {}) == "x" * PROFILE_NAME_MAX
-    # A capture's file name from a profile name keeps no dot (the recipe has none).
-    assert open_graph._safe("a.b/c") == "a_b_c"
+    # The language server names profiles with the one function (a qualname with dots, taken names).
+    assert setup_forms.profile_name is profile_name
+    assert profile_name("Outer.Inner", {"Outer_Inner": {}}) == "Outer_Inner_2"
+    assert profile_name("x" * 150, {}) == "x" * PROFILE_NAME_MAX
+    # A graph file is named by a valid profile name only (capture/session/graph_files.py).
+    assert graph_file(tmp_path, "a_b_c").name == "a_b_c.tvg"
+    with pytest.raises(GraphFileNameError):
+        graph_file(tmp_path, "a.b/c")
 
 
 def test_the_recipe_says_the_rule():

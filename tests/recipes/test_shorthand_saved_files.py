@@ -71,8 +71,8 @@ def test_the_options_parse():
 
 
 def test_the_size_limit_is_configurable():
-    from tensorviz_lsp.backends import CaptureJob, _saved_file_limits
-    from tensorviz_lsp.commands.capture import saved_file_limits
+    from capture.session import limits_for
+    from capture.worker.limits import Limits
     from tensorviz_lsp.settings import Settings
 
     assert Settings.from_config({}).max_saved_file_mb == 4096.0
@@ -80,10 +80,10 @@ def test_the_size_limit_is_configurable():
     warnings = []
     assert Settings.from_config({"tensorviz": {"maxSavedFileMB": -1}}, warn=warnings.append).max_saved_file_mb == 4096.0
     assert "maxSavedFileMB" in warnings[0]
-    assert _saved_file_limits(512).max_saved_file_bytes == 512 << 20
-    assert _saved_file_limits(None) is None
-    assert CaptureJob.__dataclass_fields__["max_saved_file_mb"].default is None
-    assert saved_file_limits(0.5).max_saved_file_bytes == 1 << 19
+    # One conversion from MiB, for the editor's setting and the CLI's option alike.
+    assert limits_for(max_saved_file_mb=512).max_saved_file_bytes == 512 << 20
+    assert limits_for(max_saved_file_mb=None) == Limits()
+    assert limits_for(max_saved_file_mb=0.5).max_saved_file_bytes == 1 << 19
     args = build_parser().parse_args(["capture", "m.py:Net", "--max-saved-file-mb", "100"])
     assert args.max_saved_file_mb == 100.0
     assert build_parser().parse_args(["open", "--profile", "p", "--max-saved-file-mb", "1"]).max_saved_file_mb == 1.0

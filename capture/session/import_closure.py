@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 from typing import Callable
 
-from .backends import module_file
+from ..recipe import module_file
 
 
 def _module_of(root: Path, path: Path) -> list[str]:

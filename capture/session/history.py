@@ -3,8 +3,9 @@
     WORKSPACE/.tensorviz/captures/history/PROFILE/000042-20261201T023400Z.tvg
 
 Each successful capture of a profile (``tensorviz capture`` / ``open``, Open as Graph and
-recapture in the editor) is kept as a portable graph file, so that "what changed since the
-previous capture" always has something to compare with. A failed capture is not kept: a
+recapture in the editor, all through :func:`capture.session.run_session`) is kept as a
+portable graph file, so that "what changed since the previous capture" always has
+something to compare with. A failed capture is not kept: a
 failure record has no graph to diff.
 
 Bounds, per profile (:class:`HistoryLimits`): at most ``max_captures`` files (default 10)
@@ -29,15 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from capture.graph import graphfile
-from capture.graph.model import Capture
-from capture.recipe import PROFILE_NAME
+from ..graph import graphfile
+from ..graph.model import Capture
+from ..recipe import PROFILE_NAME
 
 HISTORY_DIR = Path(".tensorviz") / "captures" / "history"
 DEFAULT_MAX_CAPTURES = 10
 DEFAULT_MAX_BYTES = 256 << 20
 _NAME = re.compile(r"^(\d{6,})-(\d{8}T\d{6}Z)\.tvg$")
 _STALE_TEMP_SECONDS = 3600
+
+#: A kept capture offered for a diff: how to read it (on the first diff, not before), and
+#: its label (``previous capture of PROFILE (12:03:41 UTC, 1 Dec)``).
+Baseline = tuple[Callable[[], Capture], str]
 
 
 class HistoryError(Exception):
@@ -134,7 +139,7 @@ class CaptureHistory:
                 continue
         return None
 
-    def baseline(self, profile: str) -> tuple[Callable[[], Capture], str] | None:
+    def baseline(self, profile: str) -> Baseline | None:
         """Before a new capture of ``profile`` is recorded: its newest kept capture, as a
         reader and a label, for ``ViewerServer.add_capture(baseline=…)`` (read on the
         first diff, not now). ``None`` when nothing is kept yet."""
@@ -145,8 +150,9 @@ class CaptureHistory:
 
     # -- writing
 
-    def record(self, profile: str, capture: Capture) -> Entry | None:
+    def record(self, profile: str, capture: Capture, encoded: bytes | None = None) -> Entry | None:
         """Keep ``capture`` as the newest of ``profile`` and prune what the limits drop.
+        ``encoded``: the capture's graph file bytes when the caller has them already.
 
         A failed capture is not kept (``None``). Raises :class:`HistoryError` when the
         file cannot be written; the history is then as it was before the call."""
@@ -154,7 +160,7 @@ class CaptureHistory:
             return None
         folder = self.folder(profile)
         try:
-            data = graphfile.encode(capture)
+            data = encoded if encoded is not None else graphfile.encode(capture)
         except ValueError as exc:
             raise HistoryError(f"cannot keep the capture of {profile}: {exc}") from None
         try:
@@ -212,4 +218,4 @@ class CaptureHistory:
                     pass
 
 
-__all__ = ["CaptureHistory", "Entry", "HistoryError", "HistoryLimits", "HISTORY_DIR"]
+__all__ = ["Baseline", "CaptureHistory", "Entry", "HistoryError", "HistoryLimits", "HISTORY_DIR"]

@@ -1,0 +1,41 @@
+"""Where a capture's graph file goes: one place for the CLI and the editor.
+
+    WORKSPACE/.tensorviz/captures/PROFILE.tvg          the newest capture of each profile
+    WORKSPACE/.tensorviz/captures/history/PROFILE/     the last good ones (history.py)
+
+The newest capture is kept whatever it gave, a failure capture included (it says why),
+except a capture refused before anything ran (an untrusted workspace, unsaved editor
+buffers) or cancelled: that leaves the file as it was. ``tensorviz capture -o OUT.tvg``
+writes OUT.tvg instead. Writes are atomic: a failed write leaves the old file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..graph import graphfile
+from ..recipe import PROFILE_NAME
+
+CAPTURES_DIR = Path(".tensorviz") / "captures"
+
+#: Failure stages after which no graph file is written: nothing ran, or the user stopped it.
+NOT_WRITTEN_STAGES = frozenset({"trust", "source", "cancelled"})
+
+
+class GraphFileNameError(ValueError):
+    """A profile name that cannot name a graph file (it would leave the captures folder)."""
+
+
+def graph_file(workspace: str | os.PathLike[str], profile: str) -> Path:
+    """``WORKSPACE/.tensorviz/captures/PROFILE.tvg``."""
+    if not PROFILE_NAME.match(profile):
+        raise GraphFileNameError(f"{profile!r} is not a profile name a graph file can have")
+    return Path(workspace) / CAPTURES_DIR / f"{profile}.tvg"
+
+
+def write_encoded(data: bytes, path: Path) -> None:
+    """Write an encoded graph file, creating its folder; ``OSError`` when it cannot (the
+    old file, if any, is then unchanged)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    graphfile.atomic_write(path, data)

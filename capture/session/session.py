@@ -1,0 +1,155 @@
+"""One capture session, the parent side: the flow the CLI and the language server share.
+
+:func:`run_session` takes a :class:`CaptureRequest` and
+
+1. resolves the recipe (a bad one is reported at the ``recipe`` check, in order);
+2. runs the checks that need no interpreter (:func:`capture.session.checks.preflight`:
+   trust, saved source, interpreter found), each with its one wording;
+3. hands the job to the worker step (``worker``: by default
+   :func:`capture.session.runner.run_worker`, a one-shot worker; the language server
+   passes its ``Backends.run_capture``, which may use the folder's warm worker);
+4. writes the graph file in its one place (:mod:`capture.session.graph_files`), or the
+   request's ``output``;
+5. keeps a successful capture in the history (:mod:`capture.session.history`) and
+   returns the capture kept before it, for a diff.
+
+It never raises for a capture problem: a failure is a failure capture in the result, and
+a file that cannot be written is a line in :attr:`SessionResult.problems`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..graph import graphfile
+from ..graph.model import Capture
+from ..worker.limits import Limits
+from .checks import files_to_save, preflight
+from .graph_files import NOT_WRITTEN_STAGES, GraphFileNameError, graph_file, write_encoded
+from .history import Baseline, CaptureHistory, HistoryError, HistoryLimits
+from .job import CaptureJob, Log, Progress
+from .runner import make_job, run_worker
+
+#: The worker step: checks 4-7 and the capture of a job that passed the first checks.
+Worker = Callable[[CaptureJob], Capture]
+
+
+def limits_for(
+    timeout_s: float | None = None, max_saved_file_mb: float | None = None, memory_mb: float | None = None,
+) -> Limits:
+    """The worker's limits from what a person sets (``--timeout``/``captureTimeout`` in
+    seconds, ``--max-saved-file-mb``/``maxSavedFileMB`` and ``--memory``/
+    ``captureMemoryMB`` in MiB); None or 0 keeps the default (no memory limit)."""
+    values: dict[str, float | int] = {}
+    if timeout_s:
+        values["max_seconds"] = float(timeout_s)
+    if max_saved_file_mb:
+        values["max_saved_file_bytes"] = max(1, int(max_saved_file_mb * (1 << 20)))
+    if memory_mb:
+        values["max_memory_bytes"] = max(1, int(memory_mb * (1 << 20)))
+    return Limits(**values)  # type: ignore[arg-type]
+
+
+def _clean(path: Path) -> bool:
+    return False
+
+
+@dataclass
+class CaptureRequest:
+    """What to capture and how; everything a front end knows that the session cannot.
+
+    ``trusted``: the front end's decision (the language server asks the user first; a
+    command typed in a terminal is trusted). ``is_dirty(path)``: whether an editor
+    buffer of ``path`` has unsaved changes (the CLI has no buffers); ``read_text(path)``:
+    the text an editor holds for ``path``, else None (the disk is read).
+    ``known_sources``: workspace-relative files the profile's last capture read (they
+    must be saved too). ``output``: the graph file to write instead of
+    :func:`~capture.session.graph_files.graph_file`. ``history``: the history's bounds
+    (None: not kept). ``warm_idle_seconds``: for a worker step that keeps warm workers.
+    ``progress``/``log``/``cancel``: see :class:`~capture.session.job.CaptureJob`."""
+
+    workspace: Path
+    profile: str
+    python: str | None = None
+    limits: Limits = field(default_factory=Limits)
+    env: Mapping[str, str] = field(default_factory=dict)
+    trusted: bool = True
+    is_dirty: Callable[[Path], bool] = _clean
+    read_text: Callable[[Path], str | None] | None = None
+    known_sources: Collection[str] = ()
+    output: Path | None = None
+    history: HistoryLimits | None = field(default_factory=HistoryLimits)
+    warm_idle_seconds: float = 0.0
+    cancel: threading.Event = field(default_factory=threading.Event)
+    progress: Progress | None = None
+    log: Log | None = None
+
+
+@dataclass
+class SessionResult:
+    """What one session did. ``graph_file``: where the capture was written (None: not
+    written, see ``problems``, or a refusal). ``baseline``: the history's newest capture
+    before this one, to diff against. ``files``: the workspace files the capture depends
+    on (what the saved-source check covered): a change to one makes a failure old news.
+    ``problems``: one line each for what could not be kept (the graph file, the history);
+    the capture stands."""
+
+    capture: Capture
+    job: CaptureJob
+    graph_file: Path | None = None
+    baseline: Baseline | None = None
+    files: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.capture.failure is None
+
+
+def run_session(request: CaptureRequest, worker: Worker | None = None) -> SessionResult:
+    """Capture ``request.profile`` in ``request.workspace``: see the module docstring."""
+    job = make_job(
+        request.workspace, request.profile, python=request.python, limits=request.limits, env=request.env,
+        cancel=request.cancel, progress=request.progress, log=request.log,
+        warm_idle_seconds=request.warm_idle_seconds,
+    )
+    result = SessionResult(job.fail("crash", "SessionError", "the capture did not run"), job)
+    try:
+        result.files = files_to_save(job, request.known_sources, request.read_text)
+        refused = preflight(job, trusted=request.trusted,
+                            unsaved=lambda: [p for p in result.files if request.is_dirty(p)])
+    except Exception as exc:  # a bug here must still give the caller a failure capture
+        result.capture = job.fail("crash", type(exc).__name__, f"TensorViz could not run the capture: {exc}")
+        return result
+    result.capture = refused if refused is not None else (worker or run_worker)(job)
+    _keep(request, result)
+    return result
+
+
+def _keep(request: CaptureRequest, result: SessionResult) -> None:
+    """The graph file, then (a success only) the history; each problem a line."""
+    capture = result.capture
+    if capture.failure is not None and capture.failure.stage in NOT_WRITTEN_STAGES:
+        return
+    try:
+        target = request.output or graph_file(request.workspace, request.profile)
+        data = graphfile.encode(capture)
+    except (GraphFileNameError, ValueError) as exc:
+        result.problems.append(f"cannot write the graph file: {exc}")
+        return
+    try:
+        write_encoded(data, target)
+        result.graph_file = target
+    except OSError as exc:
+        result.problems.append(f"cannot write {target}: {exc.strerror or exc}")
+    if capture.failure is not None or request.history is None:
+        return
+    history = CaptureHistory(request.workspace, request.history)
+    try:
+        result.baseline = history.baseline(request.profile)
+        history.record(request.profile, capture, data)
+    except HistoryError as exc:
+        result.problems.append(f"not kept in the capture history: {exc}")

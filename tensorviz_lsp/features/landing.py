@@ -1,0 +1,65 @@
+"""A successful capture lands: the folder's viewer holds it (a recapture's tab updates in
+place), its freshness record and captured texts are in place, the other features hear
+of it (``capture_landed``: inlay hints refresh), and its URL is the profile's newest."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from capture.session import SessionResult
+
+from ..host import Host
+from .captured_lines import CapturedLines
+from .capturing import CaptureTarget
+from .freshness import Freshness
+from .records import Record
+from .viewer_host import ViewerHost
+
+log = logging.getLogger(__name__)
+
+
+class GraphLanding:
+    def __init__(self, server: Host, viewers: ViewerHost, freshness: Freshness, captured_lines: CapturedLines) -> None:
+        self.server = server
+        self.viewers = viewers
+        self.freshness = freshness
+        self.captured_lines = captured_lines
+
+    async def land(self, target: CaptureTarget, result: SessionResult, *, show: bool, background: bool) -> dict[str, Any]:
+        """``show``: open the graph's URL in the editor's browser; ``background``: a
+        recapture, whose viewer tab updates in place."""
+        capture = result.capture
+        root, profile, qualname = target.root, target.profile, target.qualname
+        viewer = await self.server.run_blocking(self.viewers.viewer, root)
+        # add_capture tells open pages ("capture-ready"), so a page showing the setup
+        # form or an older graph offers the new one.
+        # warm: the index builds while the browser starts, not on its first request;
+        # trusted_sources: this process's own worker recorded them (not a foreign file).
+        # The history's newest capture of this profile before this one: the page offers
+        # the diff against it (read on the first diff, not now).
+        extra: dict[str, Any] = {}
+        if result.baseline is not None:
+            extra["baseline"] = result.baseline
+        old = self.freshness.records.get(target.key)
+        if background and old is not None and old.capture_id is not None:
+            extra["replaces"] = old.capture_id  # its tab updates in place
+        capture_id = await self.server.run_blocking(
+            functools.partial(viewer.add_capture, capture, f"{qualname} ({profile})", warm=True, trusted_sources=True,
+                              **extra)
+        )
+        record = Record(root, profile, target.uri, qualname, capture, {s.path for s in capture.sources},
+                        target.name_range, capture_id=capture_id)
+        self.freshness.record(record)
+        # The text each source had when captured: where its lines' data goes after edits.
+        await self.server.run_blocking(self.captured_lines.remember, record)
+        await self.server.fan_out("capture_landed", record)  # inlay hints refresh
+        url = viewer.url_for(capture_id)
+        self.viewers.remember_url(root, profile, url)
+        saved = result.graph_file
+        log.info("captured %s: %d nodes%s", qualname, len(capture.nodes), f", saved to {saved}" if saved else "")
+        if show:
+            await self.viewers.show_url(url, f"Graph of {qualname}")
+        return {"ok": True, "url": url, "capture": capture_id, "nodes": len(capture.nodes),
+                "file": str(saved) if saved else None}
