@@ -165,12 +165,16 @@ class _WorkerStep:
     def _model_source(self) -> str | None:
         """The text of the model's and factories' workspace modules (read, never
         imported), to tell which optional model packages the capture needs; ``None``
-        when the recipe did not resolve or a module cannot be read from disk."""
+        when the recipe did not resolve or the model's module cannot be read from disk.
+        A factory or call target that is no workspace file (``transformers:LlamaConfig``)
+        adds nothing: an installed package brings its own imports."""
         if self.job.recipe.recipe is None:
             return None
         texts = []
-        for path in self.job.module_files():
+        for i, path in enumerate(self.job.module_files()):
             if path is None:
+                if i > 0:
+                    continue
                 return None
             try:
                 texts.append(path.read_text(encoding="utf-8", errors="replace"))
