@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("capture", "discovery", "tensorviz_lsp", "viewer")
-CHECKED = ("tensorviz_lsp", "capture.session", "capture.worker", "capture.frameworks")
+CHECKED = ("tensorviz_lsp", "capture.session", "capture.worker", "capture.frameworks", "capture.recipe", "discovery")
 
 
 def module_name(path: Path) -> str:
@@ -85,9 +85,23 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_finder_sees_a_cycle_behind_a_function_level_import(tmp_path):
-    graph = {"a": {"b"}, "b": {"a"}, "c": {"a"}}
-    assert cycles(graph) == [["a", "b"]]
+@pytest.mark.parametrize(
+    "b_text",
+    [
+        pytest.param("def g():\n    from .a import x\n", id="function-level"),
+        pytest.param("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import X\n", id="type-checking"),
+    ],
+)
+def test_the_check_sees_a_hidden_circle(tmp_path, b_text):
+    """The detector itself: a circle closed only by a hidden import is found."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .b import g\n")
+    (pkg / "b.py").write_text(b_text)
+    known = {"pkg": pkg / "__init__.py", "pkg.a": pkg / "a.py", "pkg.b": pkg / "b.py"}
+    graph = {name: imported(name, path, known) for name, path in known.items()}
+    assert cycles(graph) == [["pkg.a", "pkg.b"]]
 
 
 @pytest.mark.parametrize("package", CHECKED)
