@@ -71,7 +71,7 @@ def test_boundary_input_names_its_producer_outside():
     froms = {b["from"]["type"] for b in view["inputs"]}
     assert froms == {"node"}
     for b in view["inputs"]:
-        assert p.cols.group[b["from"]["id"]] in (1, 2, 3)  # produced in layer_0
+        assert p.index.cols.group[b["from"]["id"]] in (1, 2, 3)  # produced in layer_0
         assert b["label"] in ("f32[128,128]", "f32[128]")  # the synthetic program's two shapes
 
 

@@ -2,7 +2,7 @@
 
 The short dtype spelling and value labels (``f32[2,4]``), the honest wording of group
 kinds and value roles sent to the browser (:func:`vocabulary`), and the names of values
-entering the graph from outside (:class:`ValueNamingMixin`, which reads the sources
+entering the graph from outside (:class:`ValueNames`, which reads the sources
 :mod:`viewer.projection.value_names` knows).
 """
 
@@ -83,8 +83,28 @@ def vocabulary() -> dict:
     return {"kinds": kinds, "roles": dict(ROLE_SENTENCES), "weight_roles": sorted(WEIGHT_ROLES)}
 
 
-class ValueNamingMixin:
-    """The value-naming part of :class:`viewer.projection.projection.Projection`."""
+class ValueNames:
+    """A name and a role for every value entering the graph from outside: ``names[v] =
+    (name, role)``; ``aliases[v]`` is the structure path where it differs from the name
+    (searchable too)."""
+
+    def __init__(self, capture: Any, index: Any) -> None:
+        self.capture = capture
+        self.producer = index.producer
+        self.n_values = index.n_values
+        self.body_node = index.body_node
+        self.names: dict[int, tuple[str, str]] = {}
+        self.aliases: dict[int, str] = {}
+        self._name_values()
+
+    def get(self, v: int) -> tuple[str, str] | None:
+        return self.names.get(v)
+
+    def is_weight(self, v: int) -> bool:
+        """A value entering from outside that a card shows inside its consumers: a
+        parameter, buffer, variable or constant (capture inputs stay as pills)."""
+        named = self.names.get(v)
+        return named is not None and named[1] in WEIGHT_ROLES and self.producer[v] < 0
 
     def _name_values(self) -> None:
         """A human name and a role for every value entering the graph from outside.
@@ -98,7 +118,7 @@ class ValueNamingMixin:
         outside = [v for v, p in enumerate(self.producer) if p < 0]
         if not outside:
             return
-        names, aliases = self._names, self._name_aliases
+        names, aliases = self.names, self.aliases
         structural: dict[int, tuple[str, str, str]] = {}
         for v, name, path, role in input_names(self.capture.inputs, self.capture.meta):
             if 0 <= v < self.n_values and v not in structural:

@@ -30,12 +30,13 @@ from capture.graph.graphfile import ValueTable
 
 from .bodies import body_summary, template_line
 from .library_sources import short_path
-from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, IndexMixin, _chunk_keys  # noqa: F401
+from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex, _chunk_keys  # noqa: F401
 from .names import (  # noqa: F401
-    CHUNK_WORDING, ROLE_SENTENCES, WEIGHT_ROLES, ValueNamingMixin, group_sublabel, group_wording, short_dtype,
+    CHUNK_WORDING, ROLE_SENTENCES, WEIGHT_ROLES, ValueNames, group_sublabel, group_wording, short_dtype,
     value_label, vocabulary,
 )
-from .search import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, SearchMixin  # noqa: F401
+from .search import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Search  # noqa: F401
+from .summaries import ValueSummaries
 
 MAX_PAGE = 1000
 LIST_CAP = 64  # outputs listed on an item card; uses listed per value in details
@@ -97,76 +98,52 @@ class _Deps(NamedTuple):
 # --------------------------------------------------------------------------- projection
 
 
-class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
-    """The index of one capture and the pages computed from it (thread-safe reads)."""
+class Projection:
+    """The pages of one capture, computed from its parts (thread-safe reads): the
+    :class:`GraphIndex` (``index``), the value names (``names``), value summaries
+    (``values``) and search (``searcher``)."""
 
     def __init__(self, capture: Capture) -> None:
         self.capture = capture
+        self.index = GraphIndex(capture)
+        self.names = ValueNames(capture, self.index)
+        self.values = ValueSummaries(capture, self.names)
+        self.searcher = Search(capture, self.index, self.names, self.values)
         self._lock = threading.Lock()
         self._views: OrderedDict[tuple, dict] = OrderedDict()
-        self._orders: dict[int, tuple] = {}
         self._deps_cache: OrderedDict[int, _Deps] = OrderedDict()
-        self._ops_index: dict[str, list[int]] | None = None
-        self._frames_index: dict[int, list[int]] | None = None
-        self._shapes_index: dict[tuple, list[int]] | None = None
-        self._paths: dict[int, list[dict]] = {}
-        self._names: dict[int, tuple[str, str]] = {}
-        self._name_aliases: dict[int, str] = {}
         self._structure: tuple[list[str], list[tuple[int, int]]] | None = None
         self._group_weights: dict[int, dict] = {}
-        self._labels: dict[int, str] = {}
-        self._build()
-        self._name_values()
+
+    @property
+    def node_count(self) -> list[int]:
+        """Nodes in each group's subtree (slot ``g + 1``; slot 0: the whole program)."""
+        return self.index.node_count
+
+    def item_path(self, i: int) -> list[str]:
+        """Item keys from the root to node ``i``: what to expand to see it."""
+        return self.index.item_path(i)
+
+    def uses(self, v: int) -> list[int]:
+        """Nodes using value ``v``, in program order."""
+        return self.index.uses(v)
+
+    def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT) -> dict:
+        return self.searcher.search(q, limit)
 
     # ------------------------------------------------------------------ lookups
 
     def _check_group(self, g: int) -> None:
-        if not (g == ROOT or 0 <= g < len(self.parent)):
+        if not (g == ROOT or 0 <= g < len(self.index.parent)):
             raise NotFound(f"no group {g}")
 
     def _check_node(self, i: int) -> None:
-        if not 0 <= i < self.n_nodes:
+        if not 0 <= i < self.index.n_nodes:
             raise NotFound(f"no node {i}")
 
     def _check_value(self, v: int) -> None:
-        if not 0 <= v < self.n_values:
+        if not 0 <= v < self.index.n_values:
             raise NotFound(f"no value {v}")
-
-    def _label(self, v: int, val: Any) -> str:
-        """``f32[2,4]`` for value ``v``, made once per value (a whole subtree asks often)."""
-        got = self._labels.get(v)
-        if got is None:
-            got = self._labels[v] = value_label(val.shape, val.dtype)
-        return got
-
-    def _value(self, v: int) -> dict:
-        val = self.capture.values[v]
-        out = {"id": v, "shape": list(val.shape), "dtype": val.dtype, "label": self._label(v, val)}
-        if val.measured is not None:
-            out["measured"] = val.measured
-        named = self._names.get(v)
-        if named is not None:
-            out["name"], out["role"] = named
-        return out
-
-    def _brief(self, v: int) -> dict:
-        """A value as an item card lists it: no measured fields (the inspector asks for
-        them), so a whole subtree stays small on the wire."""
-        d = self._value(v)
-        d.pop("measured", None)
-        return d
-
-    def _frame(self, i: int) -> Frame | None:
-        f = self.cols.frame[i]
-        return self.capture.frames[f] if f >= 0 else None
-
-    def _where(self, i: int) -> str:
-        f = self._frame(i)
-        return "" if f is None else f"{f.file.rsplit('/', 1)[-1]}:{f.line}"
-
-    def _outputs_of(self, i: int) -> list[int]:
-        c = self.cols
-        return c.out_ids[c.out_off[i]:c.out_off[i + 1]]
 
     # ------------------------------------------------------------------ children
 
@@ -194,9 +171,9 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         edges (a template's inputs are its own parameters, not the boundary's operands)."""
         node = int(node)
         self._check_node(node)
-        if node not in self.bodies_of:
+        if node not in self.index.bodies_of:
             raise NotFound(f"node {node} has no control-flow bodies")
-        items = [self._item(~b) for b in self.bodies_of[node]]
+        items = [self._item(~b) for b in self.index.bodies_of[node]]
         return {
             "group": None, "node": node, "chunk": None, "items": items, "edges": [],
             "inputs": [], "outputs": [], "chunked": False, "child_count": len(items),
@@ -206,7 +183,7 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
 
     def _body_summaries(self, node: int) -> list[dict]:
         gs = self.capture.groups
-        return [body_summary(b, gs[b].attrs, gs[b].name) for b in self.bodies_of[node]]
+        return [body_summary(b, gs[b].attrs, gs[b].name) for b in self.index.bodies_of[node]]
 
     def _chunk_range(self, n: int, chunk: int) -> tuple[int, int]:
         if chunk >= 0:
@@ -218,7 +195,7 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         return lo, min(n, lo + span)
 
     def _view(self, g: int, chunk: int | None) -> dict:
-        _, refs, _ = self._ordered(g)
+        _, refs, _ = self.index.ordered(g)
         n = len(refs)
         lo, hi = (0, n) if chunk is None else self._chunk_range(n, chunk)
         size = hi - lo
@@ -234,8 +211,8 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         in_vals: dict[int, int] = {}  # value -> producer (-1 for none)
         out_vals: dict[int, None] = {}
         item_outs: dict[int, dict[int, None]] = {}  # chunk item -> what it hands on
-        producer = self.producer
-        outputs = self._output_set
+        producer = self.index.producer
+        outputs = self.index.output_set
         deps = self._deps(g)
         src, dst, val = deps.src, deps.dst, deps.val
 
@@ -264,7 +241,7 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
             if span > 1:
                 item_outs.setdefault(si, {})[v] = None
         if g == ROOT and whole:
-            for v in self.output_values:
+            for v in self.index.output_values:
                 if producer[v] < 0:
                     in_vals[v] = -1
                     out_vals[v] = None
@@ -282,7 +259,7 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         def label(v: int) -> str:
             s = labels.get(v)
             if s is None:
-                s = labels[v] = self._label(v, self.capture.values[v])
+                s = labels[v] = self.values.label(v)
             return s
 
         def endpoint(e) -> str:
@@ -300,7 +277,7 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
                                   "label": text, "count": len(vals)})
 
         def boundary(v: int, extra: dict) -> dict:
-            d = self._brief(v)
+            d = self.values.brief(v)
             d["value"] = d.pop("id")
             d["key"] = ("in:" if "from" in extra else "out:") + str(v)
             d.update(extra)
@@ -309,10 +286,10 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         inputs = [boundary(v, {"from": {"type": "node", "id": p} if p >= 0 else {"type": "input"}})
                   for v, p in in_vals.items()]
         for b in inputs:
-            if self.is_weight(b["value"]):
+            if self.names.is_weight(b["value"]):
                 b["weight"] = True  # drawn inside its consumers' cards unless pills are asked for
         for e in edge_list:
-            if e["source"].startswith("in:") and self.is_weight(e["value"]):
+            if e["source"].startswith("in:") and self.names.is_weight(e["value"]):
                 e["weight"] = True
         outs = [boundary(v, {"capture_output": v in outputs}) for v in out_vals]
         return {
@@ -325,7 +302,7 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
             "chunked": span > 1,
             "child_count": n,
             "range": [lo, hi],
-            "opaque_count": self.opaque_count[g + 1] if whole else self._range_counts(refs, lo, hi)[1],
+            "opaque_count": self.index.opaque_count[g + 1] if whole else self._range_counts(refs, lo, hi)[1],
         }
 
     def _deps(self, g: int) -> "_Deps":
@@ -335,14 +312,14 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
             if got is not None:
                 self._deps_cache.move_to_end(g)
                 return got
-        keys, refs, _ = self._ordered(g)
-        producer, grp, position = self.producer, self.cols.group, self._position
-        in_off, in_ref = self.cols.in_off, self.cols.in_ref
+        keys, refs, _ = self.index.ordered(g)
+        producer, grp, position = self.index.producer, self.index.cols.group, self.index.position
+        in_off, in_ref = self.index.cols.in_off, self.index.cols.in_ref
         src: list[int] = []
         dst: list[int] = []
         val: list[int] = []
         for pos, ref in enumerate(refs):
-            incoming = in_ref[in_off[ref]:in_off[ref + 1]] if ref >= 0 else (self.bin[~ref + 1] or ())
+            incoming = in_ref[in_off[ref]:in_off[ref + 1]] if ref >= 0 else (self.index.bin[~ref + 1] or ())
             for v in incoming:
                 if v < 0:
                     continue  # a literal
@@ -351,7 +328,7 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
                 dst.append(pos)
                 val.append(v)
         by_src = sorted(range(len(src)), key=src.__getitem__)
-        outs = [(position(producer[v], g), v) for v in (self.bout[g + 1] or ()) if producer[v] >= 0]
+        outs = [(position(producer[v], g), v) for v in (self.index.bout[g + 1] or ()) if producer[v] >= 0]
         got = _Deps(src, dst, val, by_src, [src[k] for k in by_src], outs)
         with self._lock:
             self._deps_cache[g] = got
@@ -361,28 +338,28 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
 
     def _item(self, ref: int) -> dict:
         if ref >= 0:
-            opaque = ref in self.cols.opaque
-            outs = self._outputs_of(ref)
+            opaque = ref in self.index.cols.opaque
+            outs = self.index.outputs_of(ref)
             item = {
-                "type": "node", "id": ref, "key": f"n{ref}", "label": self.cols.op[ref],
-                "sublabel": self._where(ref), "kind": "opaque" if opaque else "op", "opaque": opaque,
-                "child_count": 0, "outputs": [self._brief(v) for v in outs[:LIST_CAP]],
+                "type": "node", "id": ref, "key": f"n{ref}", "label": self.index.cols.op[ref],
+                "sublabel": self.index.where(ref), "kind": "opaque" if opaque else "op", "opaque": opaque,
+                "child_count": 0, "outputs": [self.values.brief(v) for v in outs[:LIST_CAP]],
                 "outputs_total": len(outs),
             }
             weights = self._node_weights(ref)
             if weights:
                 item["weights"] = weights[:LIST_CAP]
                 item["weights_total"] = len(weights)
-            if ref in self.bodies_of:
+            if ref in self.index.bodies_of:
                 item["bodies"] = self._body_summaries(ref)
             return item
         c = ~ref
         grp = self.capture.groups[c]
-        outs = sorted(self.bout[c + 1] or ())
-        ins = [v for v in sorted(self.bin[c + 1] or ()) if not self.is_weight(v)]
+        outs = sorted(self.index.bout[c + 1] or ())
+        ins = [v for v in sorted(self.index.bin[c + 1] or ()) if not self.names.is_weight(v)]
         sigs, same = self._structure_index()
         extra: dict[str, Any] = {
-            "inputs": [self._brief(v) for v in ins[:LIST_CAP]], "inputs_total": len(ins),
+            "inputs": [self.values.brief(v) for v in ins[:LIST_CAP]], "inputs_total": len(ins),
             "params": self._group_params(c), "structure": sigs[c],
         }
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
@@ -392,7 +369,7 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         count, index = same[c]
         if count > 1:
             extra["identical"] = {"count": count, "index": index}
-        if c in self.body_node:
+        if c in self.index.body_node:
             extra["body"] = body_summary(c, attrs, grp.name)
             extra["template"] = template_line(extra["body"])
         return {
@@ -400,21 +377,21 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
             "type": "group", "id": c, "key": f"g{c}", "label": grp.name,
             "sublabel": group_sublabel(grp.kind),
             "kind": grp.kind, "honest": group_wording(grp.kind)[0], "opaque": False,
-            "opaque_count": self.opaque_count[c + 1],
-            "child_count": len(self.direct_nodes[c + 1]) + len(self.child_groups[c + 1]),
-            "node_count": self.node_count[c + 1],
-            "first": self.first[c + 1] if self.node_count[c + 1] else None,
-            "last": self.last[c + 1] if self.node_count[c + 1] else None,
-            "outputs": [self._brief(v) for v in outs[:LIST_CAP]], "outputs_total": len(outs),
+            "opaque_count": self.index.opaque_count[c + 1],
+            "child_count": len(self.index.direct_nodes[c + 1]) + len(self.index.child_groups[c + 1]),
+            "node_count": self.index.node_count[c + 1],
+            "first": self.index.first[c + 1] if self.index.node_count[c + 1] else None,
+            "last": self.index.last[c + 1] if self.index.node_count[c + 1] else None,
+            "outputs": [self.values.brief(v) for v in outs[:LIST_CAP]], "outputs_total": len(outs),
         }
 
     def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict) -> dict:
         a, b = lo + k * span, min(hi, lo + (k + 1) * span)
-        _, refs, _ = self._ordered(g)
+        _, refs, _ = self.index.ordered(g)
         chunk_id = a // CHUNK if span == CHUNK else -(a // UPPER_CHUNK) - 1
         first_ref, last_ref = refs[a], refs[b - 1]
-        first = first_ref if first_ref >= 0 else self.first[~first_ref + 1]
-        last = last_ref if last_ref >= 0 else self.last[~last_ref + 1]
+        first = first_ref if first_ref >= 0 else self.index.first[~first_ref + 1]
+        last = last_ref if last_ref >= 0 else self.index.last[~last_ref + 1]
         nodes, opaque = self._range_counts(refs, a, b)
         out_list = list(outs)
         return {
@@ -424,14 +401,14 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
             "kind": "chunk", "honest": CHUNK_WORDING[1],
             "opaque": False, "opaque_count": opaque, "child_count": (b - a) if span == CHUNK else -(-(b - a) // CHUNK),
             "node_count": nodes, "range": [a, b],
-            "first": first if first < self.n_nodes else None, "last": last if last >= 0 else None,
-            "outputs": [self._brief(v) for v in out_list[:LIST_CAP]], "outputs_total": len(out_list),
+            "first": first if first < self.index.n_nodes else None, "last": last if last >= 0 else None,
+            "outputs": [self.values.brief(v) for v in out_list[:LIST_CAP]], "outputs_total": len(out_list),
         }
 
     def _range_counts(self, refs: list[int], a: int, b: int) -> tuple[int, int]:
         """(nodes, opaque nodes) under the children ``refs[a:b]``."""
         nodes = opaque = 0
-        op_set, counts, opaques = self.cols.opaque, self.node_count, self.opaque_count
+        op_set, counts, opaques = self.index.cols.opaque, self.index.node_count, self.index.opaque_count
         for r in refs[a:b]:
             if r >= 0:
                 nodes += 1
@@ -446,11 +423,11 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         def where(ref: int, end: bool) -> str:
             if ref < 0:
                 c = ~ref
-                i = self.last[c + 1] if end else self.first[c + 1]
-                if not 0 <= i < self.n_nodes:
+                i = self.index.last[c + 1] if end else self.index.first[c + 1]
+                if not 0 <= i < self.index.n_nodes:
                     return self.capture.groups[c].name
-                return self._where(i) or self.capture.groups[c].name
-            return self._where(ref)
+                return self.index.where(i) or self.capture.groups[c].name
+            return self.index.where(ref)
         a, b = where(first_ref, False), where(last_ref, True)
         if not a and not b:
             return ""
@@ -458,23 +435,17 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
 
     # ------------------------------------------------------------------ weights and structure
 
-    def is_weight(self, v: int) -> bool:
-        """A value entering from outside that a card shows inside its consumers: a
-        parameter, buffer, variable or constant (capture inputs stay as pills)."""
-        named = self._names.get(v)
-        return named is not None and named[1] in WEIGHT_ROLES and self.producer[v] < 0
-
     def _node_weights(self, i: int) -> list[dict]:
         """The weights node ``i`` consumes, each once, in operand order. ``shared``: more
         than one node uses it (tied embeddings), so it appears on each of them."""
-        c = self.cols
+        c = self.index.cols
         out = []
         for v in dict.fromkeys(c.in_ref[c.in_off[i]:c.in_off[i + 1]]):
-            if v < 0 or not self.is_weight(v):
+            if v < 0 or not self.names.is_weight(v):
                 continue
-            d = self._brief(v)
+            d = self.values.brief(v)
             d["value"] = d.pop("id")
-            uses = len(self.uses(v))
+            uses = len(self.index.uses(v))
             if uses > 1:
                 d["shared"] = uses
             out.append(d)
@@ -488,9 +459,9 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
             return got
         tensors = count = bits = 0
         values = self.capture.values
-        for v in self.bin[g + 1] or ():
-            named = self._names.get(v)
-            if named is None or named[1] not in PARAM_ROLES or self.producer[v] >= 0:
+        for v in self.index.bin[g + 1] or ():
+            named = self.names.names.get(v)
+            if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
                 continue
             val = values[v]
             n = 1
@@ -513,28 +484,28 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         groups = self.capture.groups
         ng = len(groups)
         values = self.capture.values
-        ops = self.cols.op
+        ops = self.index.cols.op
 
         def shapes(table: dict | None) -> tuple:
             out = []
             for v in sorted(table or ()):
-                if self.is_weight(v):
+                if self.names.is_weight(v):
                     continue  # parameters are listed by shape below, in use order
                 val = values[v]
                 out.append((tuple(val.shape), val.dtype))
             return tuple(out)
 
         sigs = [""] * ng
-        for g in sorted(range(ng), key=lambda x: len(self.chain[x]), reverse=True):
-            _, refs, _ = self._ordered(g)
+        for g in sorted(range(ng), key=lambda x: len(self.index.chain[x]), reverse=True):
+            _, refs, _ = self.index.ordered(g)
             body = tuple(ops[r] if r >= 0 else sigs[~r] for r in refs)
             grp = groups[g]
             cls = grp.attrs.get("class") if isinstance(grp.attrs, dict) else None
-            weights = tuple((tuple(values[v].shape), values[v].dtype) for v in sorted(self.bin[g + 1] or ()) if self.is_weight(v))
-            text = repr((grp.kind, cls, body, shapes(self.bin[g + 1]), shapes(self.bout[g + 1]), weights))
+            weights = tuple((tuple(values[v].shape), values[v].dtype) for v in sorted(self.index.bin[g + 1] or ()) if self.names.is_weight(v))
+            text = repr((grp.kind, cls, body, shapes(self.index.bin[g + 1]), shapes(self.index.bout[g + 1]), weights))
             sigs[g] = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
         same: list[tuple[int, int]] = [(1, 0)] * ng
-        for kids in self.child_groups:
+        for kids in self.index.child_groups:
             by_sig: dict[str, list[int]] = {}
             for c in kids:
                 by_sig.setdefault(sigs[c], []).append(c)
@@ -576,39 +547,6 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
             frontier = nxt
         return {"group": group, "views": views, "items": total, "complete": complete}
 
-    # ------------------------------------------------------------------ paths
-
-    def group_path(self, g: int) -> list[dict]:
-        """The groups from the top down to ``g`` (inclusive)."""
-        if g == ROOT:
-            return []
-        got = self._paths.get(g)
-        if got is None:
-            gs = self.capture.groups
-            got = self._paths[g] = [{"id": x, "kind": gs[x].kind, "name": gs[x].name} for x in self.chain[g]]
-        return got
-
-    def item_path(self, i: int) -> list[str]:
-        """Item keys from the root to node ``i``, chunks included: what to expand to see it."""
-        gi = self.cols.group[i]
-        keys, refs, _ = self._ordered(gi)
-        return self._group_item_path(gi) + _chunk_keys(gi, len(refs), bisect_left(keys, i)) + [f"n{i}"]
-
-    def _group_item_path(self, g: int) -> list[str]:
-        """Item keys from the root to group ``g`` (chunks included); none for the root."""
-        out: list[str] = []
-        levels = self._full_chain(g)
-        first = 0
-        if len(levels) > 1 and levels[1] in self.body_node:  # through its boundary node
-            out = self.item_path(self.body_node[levels[1]]) + [f"g{levels[1]}"]
-            first = 1
-        for depth in range(first, len(levels) - 1):
-            parent, child = levels[depth], levels[depth + 1]
-            _, refs, gpos = self._ordered(parent)
-            out += _chunk_keys(parent, len(refs), gpos[child])
-            out.append(f"g{child}")
-        return out
-
     # ------------------------------------------------------------------ details
 
     def node(self, i: int) -> dict:
@@ -620,43 +558,43 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
             if o.value is None:
                 inputs.append({"position": o.position, "literal": o.literal})
                 continue
-            d = self._value(o.value)
-            p = self.producer[o.value]
+            d = self.values.full(o.value)
+            p = self.index.producer[o.value]
             d["producer"] = p if p >= 0 else None
             if p >= 0:
-                d["producer_op"] = self.cols.op[p]
-            uses = self.uses(o.value)
+                d["producer_op"] = self.index.cols.op[p]
+            uses = self.index.uses(o.value)
             d["uses"], d["uses_total"] = uses[:USES_CAP], len(uses)
             inputs.append({"position": o.position, "value": d})
         outputs = []
         for v in node.outputs:
-            d = self._value(v)
-            uses = self.uses(v)
+            d = self.values.full(v)
+            uses = self.index.uses(v)
             d["uses"], d["uses_total"] = uses[:USES_CAP], len(uses)
-            d["capture_output"] = v in self._output_set
+            d["capture_output"] = v in self.index.output_set
             outputs.append(d)
         g = ROOT if node.group is None else node.group
         return {
             "id": i, "op": node.op, "params": node.params, "opaque": node.opaque,
-            "group": None if g == ROOT else g, "group_path": self.group_path(g),
-            "item_path": self.item_path(i), "inputs": inputs, "outputs": outputs,
-            "frame": frame_json(self._frame(i)),
+            "group": None if g == ROOT else g, "group_path": self.index.group_path(g),
+            "item_path": self.index.item_path(i), "inputs": inputs, "outputs": outputs,
+            "frame": frame_json(self.index.frame(i)),
             "measured": any("measured" in o for o in outputs),
-            **({"bodies": self._body_summaries(i)} if i in self.bodies_of else {}),
-            **({"template": self.body_node[self.chain[g][0]]} if g != ROOT and self.chain[g][0] in self.body_node else {}),
+            **({"bodies": self._body_summaries(i)} if i in self.index.bodies_of else {}),
+            **({"template": self.index.body_node[self.index.chain[g][0]]} if g != ROOT and self.index.chain[g][0] in self.index.body_node else {}),
         }
 
     def value(self, v: int) -> dict:
         v = int(v)
         self._check_value(v)
-        d = self._value(v)
-        p = self.producer[v]
-        d["producer"] = None if p < 0 else {"id": p, "op": self.cols.op[p], "item_path": self.item_path(p)}
-        uses = self.uses(v)
-        d["uses"] = [{"id": u, "op": self.cols.op[u], "positions": self._positions(u, v)} for u in uses[:USES_CAP]]
+        d = self.values.full(v)
+        p = self.index.producer[v]
+        d["producer"] = None if p < 0 else {"id": p, "op": self.index.cols.op[p], "item_path": self.index.item_path(p)}
+        uses = self.index.uses(v)
+        d["uses"] = [{"id": u, "op": self.index.cols.op[u], "positions": self._positions(u, v)} for u in uses[:USES_CAP]]
         d["uses_total"] = len(uses)
-        d["capture_input"] = v in self._input_set
-        d["capture_output"] = v in self._output_set
+        d["capture_input"] = v in self.index.input_set
+        d["capture_output"] = v in self.index.output_set
         return d
 
     def _positions(self, i: int, v: int) -> list[int]:
@@ -670,21 +608,21 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         self._check_group(g)
         grp = self.capture.groups[g]
         short, long = group_wording(grp.kind)
-        bin_, bout = sorted(self.bin[g + 1] or ()), sorted(self.bout[g + 1] or ())
+        bin_, bout = sorted(self.index.bin[g + 1] or ()), sorted(self.index.bout[g + 1] or ())
         return {
             "id": g, "kind": grp.kind, "name": grp.name, "attrs": grp.attrs,
             "frame": self._group_frame(grp.attrs, "frame"), "class_frame": self._group_frame(grp.attrs, "class_frame"),
             "honest": long, "honest_short": short,
-            "parent": grp.parent, "path": self.group_path(g),
+            "parent": grp.parent, "path": self.index.group_path(g),
             "counts": {
-                "children": len(self.direct_nodes[g + 1]) + len(self.child_groups[g + 1]),
-                "direct_nodes": len(self.direct_nodes[g + 1]),
-                "groups": len(self.child_groups[g + 1]),
-                "nodes": self.node_count[g + 1],
-                "opaque": self.opaque_count[g + 1],
+                "children": len(self.index.direct_nodes[g + 1]) + len(self.index.child_groups[g + 1]),
+                "direct_nodes": len(self.index.direct_nodes[g + 1]),
+                "groups": len(self.index.child_groups[g + 1]),
+                "nodes": self.index.node_count[g + 1],
+                "opaque": self.index.opaque_count[g + 1],
             },
-            "inputs": [self._value(v) for v in bin_[:USES_CAP]], "inputs_total": len(bin_),
-            "outputs": [self._value(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
+            "inputs": [self.values.full(v) for v in bin_[:USES_CAP]], "inputs_total": len(bin_),
+            "outputs": [self.values.full(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
         }
 
     def _group_frame(self, attrs: Any, key: str) -> dict | None:
@@ -698,19 +636,19 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
         if offset < 0 or limit < 1:
             raise ProjectionError("offset must be >= 0 and limit >= 1")
         limit = min(limit, MAX_PAGE)
-        hi = min(self.n_nodes, offset + limit)
+        hi = min(self.index.n_nodes, offset + limit)
         return {
-            "offset": offset, "limit": limit, "total": self.n_nodes,
+            "offset": offset, "limit": limit, "total": self.index.n_nodes,
             "nodes": [self._summary(i) for i in range(offset, hi)],
         }
 
     def _summary(self, i: int) -> dict:
-        g = self.cols.group[i]
-        f = self._frame(i)
+        g = self.index.cols.group[i]
+        f = self.index.frame(i)
         return {
-            "id": i, "op": self.cols.op[i], "group": None if g == ROOT else g,
-            "opaque": i in self.cols.opaque,
-            "outputs": [self._value(v) for v in self._outputs_of(i)[:LIST_CAP]],
+            "id": i, "op": self.index.cols.op[i], "group": None if g == ROOT else g,
+            "opaque": i in self.index.cols.opaque,
+            "outputs": [self.values.full(v) for v in self.index.outputs_of(i)[:LIST_CAP]],
             "frame": None if f is None else frame_label(f),
         }
 
@@ -731,11 +669,11 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
             "framework_version": cap.framework_version,
             "coverage": {"scope": cov.scope, "status": cov.status, "reasons": list(cov.reasons),
                          "effects": cov.effects},
-            "counts": {"nodes": self.n_nodes, "values": self.n_values, "groups": len(cap.groups),
-                       "frames": len(cap.frames), "opaque": len(self.cols.opaque),
+            "counts": {"nodes": self.index.n_nodes, "values": self.index.n_values, "groups": len(cap.groups),
+                       "frames": len(cap.frames), "opaque": len(self.index.cols.opaque),
                        # nodes of unexecuted control-flow bodies, when there are any
-                       **({"template_nodes": sum(self.node_count[b + 1] for b in self.body_node)}
-                          if self.body_node else {})},
+                       **({"template_nodes": sum(self.index.node_count[b + 1] for b in self.index.body_node)}
+                          if self.index.body_node else {})},
             "inputs": self._tree(cap.inputs), "outputs": self._tree(cap.outputs),
             "sources": [{"path": s.path, "sha256": s.sha256} for s in cap.sources],
             "recipe": cap.recipe, "failure": failure, "meta": cap.meta,
@@ -752,7 +690,7 @@ class Projection(IndexMixin, ValueNamingMixin, SearchMixin):
     def _tree(self, tree: Any) -> Any:
         if "value" in tree:
             v = tree["value"]
-            return {"value": v, **{k: x for k, x in self._value(v).items() if k != "id"}} if 0 <= v < self.n_values else tree
+            return {"value": v, **{k: x for k, x in self.values.full(v).items() if k != "id"}} if 0 <= v < self.index.n_values else tree
         for kind in ("list", "tuple"):
             if kind in tree:
                 return {kind: [self._tree(t) for t in tree[kind]]}

@@ -1,7 +1,7 @@
 """Search over a :class:`viewer.projection.projection.Projection`: op names, group names, value
 names, value shapes (``f32[2,4]``) and source locations (``model.py:12``), as a bounded
-list of results, with the query parsing. :class:`SearchMixin` holds these methods of
-the projection.
+list of results, with the query parsing (:class:`Search`, built once per capture; its
+own indexes of ops, frames and shapes are made on the first query that needs them).
 """
 
 from __future__ import annotations
@@ -30,8 +30,14 @@ def _rows_by(keys: Iterable) -> dict[Any, list[int]]:
     return index
 
 
-class SearchMixin:
-    """The search part of :class:`viewer.projection.projection.Projection`."""
+class Search:
+    """Search over one capture's index, names and value summaries."""
+
+    def __init__(self, capture: Any, index: Any, names: Any, values: Any) -> None:
+        self.capture, self.index, self.names, self.values = capture, index, names, values
+        self._ops_index: dict[str, list[int]] | None = None
+        self._frames_index: dict[int, list[int]] | None = None
+        self._shapes_index: dict[tuple, list[int]] | None = None
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT) -> dict:
         """Op names, group names, value shapes and source locations matching ``q``."""
@@ -75,25 +81,25 @@ class SearchMixin:
             if fns:
                 index = self._frames()
                 ids = sorted(i for fi in fns for i in index.get(fi, ()))
-                add((self._node_result(i, f"source function {frames[self.cols.frame[i]].function}") for i in ids), len(ids))
+                add((self._node_result(i, f"source function {frames[self.index.cols.frame[i]].function}") for i in ids), len(ids))
         return {"results": results, "truncated": total > len(results), "total": total}
 
     def _name_matches(self, ql: str) -> list[int]:
         """Named values whose name (or structure path, ``kwargs.x``) holds ``ql``: exact
         names first, then in value order."""
-        aliases = self._name_aliases
-        hits = [(n.lower() != ql and aliases.get(v, "").lower() != ql, v) for v, (n, _) in self._names.items()
+        aliases = self.names.aliases
+        hits = [(n.lower() != ql and aliases.get(v, "").lower() != ql, v) for v, (n, _) in self.names.names.items()
                 if ql in n.lower() or ql in aliases.get(v, "").lower()]
         return [v for _, v in sorted(hits)]
 
     def _ops(self) -> dict[str, list[int]]:
         if self._ops_index is None:
-            self._ops_index = _rows_by(self.cols.op)
+            self._ops_index = _rows_by(self.index.cols.op)
         return self._ops_index
 
     def _frames(self) -> dict[int, list[int]]:
         if self._frames_index is None:
-            index = _rows_by(self.cols.frame)
+            index = _rows_by(self.index.cols.frame)
             index.pop(-1, None)  # nodes without a frame
             self._frames_index = index
         return self._frames_index
@@ -103,7 +109,7 @@ class SearchMixin:
             values = self.capture.values
             if isinstance(values, ValueTable):
                 off, dims = values.shape_columns()
-                shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.n_values))
+                shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.index.n_values))
             else:
                 shapes = (tuple(v.shape) for v in values)
             self._shapes_index = _rows_by(shapes)
@@ -126,40 +132,42 @@ class SearchMixin:
         return sorted(i for fi in hits for i in index.get(fi, ()))
 
     def _node_result(self, i: int, why: str) -> dict:
-        g = self.cols.group[i]
-        outs = self._outputs_of(i)
-        sub = ", ".join(self._value(v)["label"] for v in outs[:3])
-        where = self._where(i)
-        if g != ROOT and self.chain[g][0] in self.body_node:
+        ix = self.index
+        g = ix.cols.group[i]
+        outs = ix.outputs_of(i)
+        sub = ", ".join(self.values.label(v) for v in outs[:3])
+        where = ix.where(i)
+        if g != ROOT and ix.chain[g][0] in ix.body_node:
             where = f"{where} · in a body, not executed".lstrip(" ·")
         return {
-            "type": "node", "id": i, "key": f"n{i}", "label": self.cols.op[i],
+            "type": "node", "id": i, "key": f"n{i}", "label": ix.cols.op[i],
             "sublabel": f"{sub}  {where}".strip(),
-            "path": [x["id"] for x in self.group_path(g)], "item_path": self.item_path(i), "why": why,
+            "path": [x["id"] for x in ix.group_path(g)], "item_path": ix.item_path(i), "why": why,
         }
 
     def _group_result(self, g: int, why: str) -> dict:
         grp = self.capture.groups[g]
-        path = [x["id"] for x in self.group_path(g)]
+        path = [x["id"] for x in self.index.group_path(g)]
         return {
             "type": "group", "id": g, "key": f"g{g}", "label": grp.name,
             "sublabel": group_sublabel(grp.kind),
-            "path": path[:-1], "item_path": self._group_item_path(g), "why": why,
+            "path": path[:-1], "item_path": self.index.group_item_path(g), "why": why,
         }
 
     def _value_result(self, v: int, why: str) -> dict:
-        d = self._value(v)
-        p = self.producer[v]
+        ix = self.index
+        d = self.values.full(v)
+        p = ix.producer[v]
         if p >= 0:
-            g = self.cols.group[p]
-            path, item_path = [x["id"] for x in self.group_path(g)], self.item_path(p)
-            sub = f"output of {self.cols.op[p]} #{p}"
+            g = ix.cols.group[p]
+            path, item_path = [x["id"] for x in ix.group_path(g)], ix.item_path(p)
+            sub = f"output of {ix.cols.op[p]} #{p}"
         else:
             # Drawn as a boundary pill ("in:V") where it is first used: open the way there.
-            uses = self.uses(v)
+            uses = ix.uses(v)
             if uses:
-                g = self.cols.group[uses[0]]
-                path, item_path = [x["id"] for x in self.group_path(g)], self.item_path(uses[0])[:-1] + [f"in:{v}"]
+                g = ix.cols.group[uses[0]]
+                path, item_path = [x["id"] for x in ix.group_path(g)], ix.item_path(uses[0])[:-1] + [f"in:{v}"]
             else:
                 path, item_path = [], []
             sub = "capture input or constant"

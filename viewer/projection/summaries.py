@@ -1,0 +1,44 @@
+"""How a value is summarised in the projection's answers: its label (``f32[2,4]``), its
+name and role when it enters from outside, and its measured fields where details are
+asked for (:class:`ValueSummaries`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .names import ValueNames, value_label
+
+
+class ValueSummaries:
+    """Value summaries of one capture; labels are made once per value (a whole subtree
+    asks for the same ones often)."""
+
+    def __init__(self, capture: Any, names: ValueNames) -> None:
+        self.values = capture.values
+        self.names = names
+        self._labels: dict[int, str] = {}
+
+    def label(self, v: int) -> str:
+        got = self._labels.get(v)
+        if got is None:
+            val = self.values[v]
+            got = self._labels[v] = value_label(val.shape, val.dtype)
+        return got
+
+    def full(self, v: int) -> dict:
+        """``{id, shape, dtype, label, measured?, name?, role?}``: what details show."""
+        val = self.values[v]
+        out = {"id": v, "shape": list(val.shape), "dtype": val.dtype, "label": self.label(v)}
+        if val.measured is not None:
+            out["measured"] = val.measured
+        named = self.names.get(v)
+        if named is not None:
+            out["name"], out["role"] = named
+        return out
+
+    def brief(self, v: int) -> dict:
+        """A value as an item card lists it: no measured fields (the inspector asks for
+        them), so a whole subtree stays small on the wire."""
+        d = self.full(v)
+        d.pop("measured", None)
+        return d
