@@ -81,6 +81,7 @@ def test_node_items_carry_op_outputs_and_source(tiny):
         "type": "node", "id": 0, "key": "n0", "label": "sin", "sublabel": "model.py:5", "kind": "op",
         "opaque": False, "child_count": 0,
         "outputs": [{"id": 1, "shape": [2, 3], "dtype": "float32", "label": "f32[2,3]"}], "outputs_total": 1,
+        "card": "op",
     }
 
 

@@ -102,7 +102,7 @@ def test_identical_blocks_are_recognised_and_different_ones_are_not(gpt2, resnet
     assert all("identical" not in it for it in items if it.get("class") != "GPT2Block")
     # ResNet: a stage's first block downsamples (a shortcut conv), its second does not
     layers = _groups_by_class(resnet, "ResNetBasicLayer")
-    sigs = {resnet._structure_index()[0][g] for g in layers}
+    sigs = {resnet.structure().signature[g] for g in layers}
     assert 1 < len(sigs) < len(layers)
 
 
