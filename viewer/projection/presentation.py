@@ -20,7 +20,7 @@ The capture keeps every kernel; the pages present them the way a person reads a 
   one op or one function card is drawn as that op with the group named on it, not as a
   frame with in/out pills (``single``); wrappers nest (``Sequential(Linear)``).
 * **Idle groups.** A group that ran no op (an eval-mode ``Dropout``) is listed in its
-  parent's answer, not drawn.
+  parent's answer and marked ``idle``: not to be drawn.
 """
 
 from __future__ import annotations
@@ -83,11 +83,14 @@ class Presentation:
         return self.index.node_count[g + 1] == 0 and g not in self.index.body_node
 
     def hidden(self, ref: int, kernels: bool) -> bool:
-        """A child ref not drawn on its container's page: an elided op (unless every
-        kernel is asked for) or an idle group (listed instead)."""
-        if ref >= 0:
-            return not kernels and ref in self.elided
-        return self.is_idle(~ref)
+        """A child ref left out of its container's page: an elided op, unless every
+        kernel is asked for. (An idle group stays among the items, marked, so that pages
+        drawn before it was marked keep their cards; it is listed as idle too.)"""
+        return ref >= 0 and not kernels and ref in self.elided
+
+    def drawn(self, ref: int, kernels: bool) -> bool:
+        """A child ref drawn on its container's page: neither elided nor idle."""
+        return not (self.hidden(ref, kernels) or (ref < 0 and self.is_idle(~ref)))
 
     def passed_on(self, i: int) -> int | None:
         """The value elided op ``i`` passes on (its first operand), or ``None``."""
@@ -144,7 +147,7 @@ class Presentation:
         _, refs, _ = self.index.ordered(g)
         out = []
         for r in refs:
-            if not self.hidden(r, kernels):
+            if self.drawn(r, kernels):
                 out.append(r)
                 if len(out) >= most:
                     break

@@ -26,7 +26,7 @@ def trunk(index: Any, present: Any) -> list[int]:
         kids: list[int] = []
         ops_shown = False
         for r in refs:
-            if present.hidden(r, False):
+            if not present.drawn(r, False):
                 continue
             if r >= 0:
                 ops_shown = True

@@ -212,8 +212,10 @@ class Pages:
             for pos in range(lo, hi):
                 r = refs[pos]
                 if present.hidden(r, kernels):
-                    (elided if r >= 0 else idle).append(pos)
+                    elided.append(pos)
                     continue
+                if r < 0 and present.is_idle(~r):
+                    idle.append(pos)
                 it = self.item(r, kernels)
                 keys_of[pos - lo] = it["key"]
                 items.append(it)
@@ -493,21 +495,23 @@ class Pages:
             return []
         tokens = [("g", it["structure"]) if it["type"] == "group" else
                   ("n", it["label"], tuple(o["label"] for o in it["outputs"])) for _, it in shown]
-        blocks = [it["type"] == "group" and it["card"] != "function" for _, it in shown]
+        # a repetition starts with a frame: op cards (function calls, one-op modules) side
+        # by side are ops, like q/k/v projections reading the same input
+        blocks = [it["card"] == "group" for _, it in shown]
         out = []
         for start, period, count in find_repeats(tokens, blocks):
             members = [[shown[start + r * period + j][1]["key"] for j in range(period)] for r in range(count)]
             first = [it for _, it in shown[start:start + period]]
             last = [it for _, it in shown[start + (count - 1) * period:start + count * period]]
-            block_labels = [it["label"] for it in first if it["type"] == "group"]
-            last_labels = [it["label"] for it in last if it["type"] == "group"]
+            block_labels = [it["label"] for it in first if it["card"] == "group"]
+            last_labels = [it["label"] for it in last if it["card"] == "group"]
             key = "s" + members[0][0]
             inner = [{"start": s, "period": p, "count": c}
                      for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
             out.append({
                 "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
                 "label": f"{block_labels[0]} … {last_labels[-1]}",
-                "pattern": [it.get("class") or it["label"] for it in first if it["type"] == "group"],
+                "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
                 "inner": inner,
             })
             for r, keys in enumerate(members):
