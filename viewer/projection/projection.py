@@ -95,7 +95,7 @@ class Projection:
                 if self._structure is None:
                     present = self.present
                     self._structure = Structure(
-                        self.capture, self.index, self.names.is_weight, self.values.label,
+                        self.capture, self.index, self.names.is_weight, self.values.labels(),
                         lambda g: not present.is_function_card(g) and present.single(g, False) is None)
                 got = self._structure
         return got

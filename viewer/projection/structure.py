@@ -36,15 +36,15 @@ TWIN_MIN_OPS = 2
 class Structure:
     """Signatures, identical siblings and twins of every group of one capture."""
 
-    def __init__(self, capture: Any, index: Any, is_weight: Callable[[int], bool], label: Callable[[int], str],
+    def __init__(self, capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str],
                  can_twin: Callable[[int], bool]) -> None:
         with paused():
-            self.signature = _signatures(capture, index, is_weight, label)
+            self.signature = _signatures(capture, index, is_weight, labels)
             self.siblings = _siblings(index, self.signature)
             self.twins = _twins(index, self.signature, can_twin)
 
 
-def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], label: Callable[[int], str]) -> list[str]:
+def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str]) -> list[str]:
     groups = capture.groups
     ng = len(groups)
     cols = index.cols
@@ -57,27 +57,29 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         _, refs, _ = index.ordered(g)
         made: dict[int, tuple[int, int]] = {}  # value -> (position of the child that made it, its index there)
         first_use: dict[int, int] = {}  # an input -> its number, by first use
-
-        def wire(v: int) -> Hashable:
-            if v < 0:
-                return "lit"
-            got = made.get(v)
-            if got is not None:
-                return got
-            k = first_use.get(v)
-            if k is None:
-                k = first_use[v] = len(first_use)
-            return k
-
         body = []
         for pos, r in enumerate(refs):
             if r >= 0:
+                reads = in_ref[in_off[r]:in_off[r + 1]]
                 outs = out_ids[out_off[r]:out_off[r + 1]]
-                body.append((ops[r], tuple(map(wire, in_ref[in_off[r]:in_off[r + 1]])), tuple(map(label, outs))))
             else:
-                c = ~r
-                outs = hands_on[c]
-                body.append((sigs[c], tuple(map(wire, uses_in[c]))))
+                reads = uses_in[~r]
+                outs = hands_on[~r]
+            wires = []
+            for v in reads:  # each operand: a literal, a sibling's output, or an input by first use
+                if v < 0:
+                    wires.append(-1)
+                    continue
+                got = made.get(v)
+                if got is None:
+                    got = first_use.get(v)
+                    if got is None:
+                        got = first_use[v] = len(first_use)
+                wires.append(got)
+            if r >= 0:
+                body.append((ops[r], wires, [labels[o] for o in outs]))
+            else:
+                body.append((sigs[~r], wires))
             for k, o in enumerate(outs):
                 made[o] = (pos, k)
         leaving = sorted((made[v], v) for v in (index.bout[g + 1] or ()) if v in made)
@@ -85,8 +87,8 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         hands_on[g] = [v for _, v in leaving]
         grp = groups[g]
         cls = grp.attrs.get("class") if isinstance(grp.attrs, dict) else None
-        inputs = tuple((label(v), is_weight(v)) for v in first_use)
-        text = repr((grp.kind, cls, body, inputs, tuple(w for w, _ in leaving)))
+        inputs = [(labels[v], is_weight(v)) for v in first_use]
+        text = repr((grp.kind, cls, body, inputs, [w for w, _ in leaving]))
         sigs[g] = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
     return sigs
 

@@ -17,13 +17,32 @@ class ValueSummaries:
         self.values = capture.values
         self.names = names
         self._labels: dict[int, str] = {}
+        self._all: list[str] | None = None
 
     def label(self, v: int) -> str:
+        if self._all is not None:
+            return self._all[v]
         got = self._labels.get(v)
         if got is None:
             val = self.values[v]
             got = self._labels[v] = value_label(val.shape, val.dtype)
         return got
+
+    def labels(self) -> list[str]:
+        """Every value's label, by value id: made in one pass (a file's rows are built
+        by C-level passes over its columns), each distinct shape formatted once. For
+        whole-capture work such as the structural signatures."""
+        if self._all is None:
+            formatted: dict[tuple, str] = {}
+            out = []
+            for val in self.values:
+                key = (*val.shape, val.dtype)
+                text = formatted.get(key)
+                if text is None:
+                    text = formatted[key] = value_label(val.shape, val.dtype)
+                out.append(text)
+            self._all = out
+        return self._all
 
     def full(self, v: int) -> dict:
         """``{id, shape, dtype, label, measured?, name?, role?}``: what details show."""
