@@ -139,15 +139,10 @@ def collector_running():
     """The index built the way it was before the collector was paused around it."""
     saved = gc_pause.paused
     gc_pause.paused = contextlib.nullcontext
-    import viewer.projection.projection as projection_module
-    import viewer.projection.structure as structure_module
-    saved_p, saved_s = projection_module.paused, structure_module.paused
-    projection_module.paused = structure_module.paused = contextlib.nullcontext
     try:
         yield
     finally:
         gc_pause.paused = saved
-        projection_module.paused, structure_module.paused = saved_p, saved_s
 
 
 def inspect_file(path: Path, pause: bool) -> None:

@@ -19,7 +19,7 @@ from capture.graph.graphfile import NodeTable
 from capture.graph.model import tree_leaves
 
 from .bodies import body_groups
-from .gc_pause import paused
+from . import gc_pause
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
 MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
@@ -93,7 +93,7 @@ class GraphIndex:
         self.capture = capture
         self._orders: dict[int, tuple] = {}
         self._paths: dict[int, list[dict]] = {}
-        with paused():
+        with gc_pause.paused():
             self._build()
 
     def _build(self) -> None:

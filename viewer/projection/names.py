@@ -25,7 +25,8 @@ _KIND_WORDING = {
     "custom_vjp": ("tracing scope", "tracing scope: a custom_vjp call body (not a Flax layer hierarchy)"),
     "scope": ("tracing scope", "tracing scope: a named scope (not a Flax layer hierarchy)"),
     "module": ("module instance", "module instance: one call of a module (a PyTorch nn.Module, or a Flax module recorded while tracing)"),
-    "function": ("function call", "function call: the eager run of the captured function"),
+    "function": ("function call", "function call: one call of a Torch function (torch.nn.functional.linear …) "
+                                  "holding the kernels it ran, or, at the top, the eager run of the captured function"),
     "loss": ("training step", "training step: the loss computed from the forward's output"),
     "backward": ("training step", "training step: backward ops recorded while autograd ran"),
     "optimizer": ("training step", "training step: one optimizer step"),

@@ -25,7 +25,7 @@ from capture.graph import frame_repeats
 from capture.graph.graphfile import ValueTable
 from capture.graph.model import Capture, Frame
 
-from .gc_pause import paused
+from . import gc_pause
 from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
 from .library_sources import short_path
 from .names import (  # noqa: F401
@@ -76,7 +76,7 @@ class Projection:
 
     def __init__(self, capture: Capture) -> None:
         self.capture = capture
-        with paused():
+        with gc_pause.paused():
             self.index = GraphIndex(capture)
             self.names = ValueNames(capture, self.index)
             self.present = Presentation(capture, self.index)
@@ -99,6 +99,13 @@ class Projection:
                         lambda g: not present.is_function_card(g) and present.single(g, False) is None)
                 got = self._structure
         return got
+
+    def prepare(self) -> None:
+        """Make now what the first page would otherwise wait for: every value's label,
+        the structural signatures and the trunk (the server's warm-up calls it)."""
+        self.values.labels()
+        self.structure()
+        self.trunk()
 
     @property
     def node_count(self) -> list[int]:

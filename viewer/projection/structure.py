@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable, Hashable, Sequence
 
-from .gc_pause import paused
+from . import gc_pause
 
 #: The longest period of a repeat (items per repetition) looked for: a Gemma-style
 #: (local × 5, global) block pattern with the residual ops between its blocks fits.
@@ -38,7 +38,7 @@ class Structure:
 
     def __init__(self, capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str],
                  can_twin: Callable[[int], bool]) -> None:
-        with paused():
+        with gc_pause.paused():
             self.signature = _signatures(capture, index, is_weight, labels)
             self.siblings = _siblings(index, self.signature)
             self.twins = _twins(index, self.signature, can_twin)
@@ -53,11 +53,14 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     uses_in: list[list[int]] = [[] for _ in range(ng)]  # a group's inputs, in the order it first uses them
     hands_on: list[list[int]] = [[] for _ in range(ng)]  # what leaves it, in the order it is made
     chains = index.chain
+    label_of = labels.__getitem__
     for g in sorted(range(ng), key=lambda x: len(chains[x]), reverse=True):
         _, refs, _ = index.ordered(g)
         made: dict[int, tuple[int, int]] = {}  # value -> (position of the child that made it, its index there)
         first_use: dict[int, int] = {}  # an input -> its number, by first use
+        made_get, first_get = made.get, first_use.get
         body = []
+        add = body.append
         for pos, r in enumerate(refs):
             if r >= 0:
                 reads = in_ref[in_off[r]:in_off[r + 1]]
@@ -67,19 +70,16 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
                 outs = hands_on[~r]
             wires = []
             for v in reads:  # each operand: a literal, a sibling's output, or an input by first use
-                if v < 0:
-                    wires.append(-1)
-                    continue
-                got = made.get(v)
+                got = made_get(v) if v >= 0 else -1
                 if got is None:
-                    got = first_use.get(v)
+                    got = first_get(v)
                     if got is None:
                         got = first_use[v] = len(first_use)
                 wires.append(got)
             if r >= 0:
-                body.append((ops[r], wires, [labels[o] for o in outs]))
+                add((ops[r], wires, list(map(label_of, outs))))
             else:
-                body.append((sigs[~r], wires))
+                add((sigs[~r], wires))
             for k, o in enumerate(outs):
                 made[o] = (pos, k)
         leaving = sorted((made[v], v) for v in (index.bout[g + 1] or ()) if v in made)

@@ -328,12 +328,12 @@ class ViewerServer:
         if entry.built:
             return None
         if wait:
-            entry.projection()
+            entry.projection().prepare()
             return None
 
         def build() -> None:
             try:
-                entry.projection()
+                entry.projection().prepare()
             except Exception:  # the request that needs it will report the problem
                 log.error("building the projection of capture %s failed:\n%s", entry.id, traceback.format_exc())
 
