@@ -336,3 +336,56 @@ def test_search_queries_are_bounded_and_read_in_linear_time(llama):
     assert _parse_location("a.py" * 60) == ("a.py" * 60, None)
     assert _parse_location("a.py:" + "1" * 200) == ("a.py", int("1" * 200))
     assert _parse_location(":1" * 120) is None
+
+
+# --------------------------------------------------------------------------- the checked-in real captures
+
+REAL = Path(__file__).resolve().parent / "real_models" / "captures"
+
+
+@pytest.fixture(scope="module")
+def real():
+    from capture.graph import graphfile
+
+    return {name: Projection(graphfile.read(REAL / f"{name}.tvg"))
+            for name in ("llama_torch", "vit_torch", "gpt2_torch", "resnet18_torch")}
+
+
+def test_real_llama_stacks_all_four_layers_and_opens_the_decoder(real):
+    p = real["llama_torch"]
+    assert [t["title"] for t in p.summary()["trunk"]] == ["LlamaForCausalLM", "LlamaModel · model"]
+    view = p.children(by_path(p, "model"))
+    (stack,) = view["stacks"]
+    assert (stack["count"], stack["period"], stack["pattern"]) == (4, 1, ["LlamaDecoderLayer"])
+    assert stack["label"] == "layers.0 … layers.3"
+    top = p.children(0)
+    assert top["elided"]["ops"] == {"aten::alias": 1}
+    assert [x["label"] for x in p.search("model.layers.0.mlp")["results"][:1]] == ["model.layers.0.mlp"]
+
+
+def test_real_vit_folds_its_attention_feedforward_pairs(real):
+    p = real["vit_torch"]
+    assert [t["title"] for t in p.summary()["trunk"]] == ["ViT", "Transformer · transformer"]
+    (stack,) = p.children(by_path(p, "transformer"))["stacks"]
+    assert (stack["count"], stack["period"], stack["pattern"]) == (12, 4, ["Attention", "FeedForward"])
+    assert [x["title"] for x in p.children(0)["idle"]] == ["Dropout · dropout"]
+
+
+def test_real_gpt2_lists_its_eval_dropouts_instead_of_drawing_them(real):
+    p = real["gpt2_torch"]
+    dropouts = [g.id for g in p.capture.groups if g.attrs.get("class") == "Dropout"]
+    assert dropouts and all(p.index.node_count[g + 1] == 0 for g in dropouts)
+    listed = [x["id"] for view in (p.children(g) for g in range(len(p.capture.groups))) for x in view["idle"]]
+    listed += [x["id"] for x in p.children(-1)["idle"]]
+    assert sorted(listed) == sorted(dropouts)
+    (stack,) = p.children(p.capture.groups[by_path(p, "transformer.h.0")].parent)["stacks"]
+    assert stack["count"] == 12
+
+
+def test_real_resnet_batch_norms_lose_their_empty_reserves(real):
+    p = real["resnet18_torch"]
+    elided = sum(p.children(g)["elided"]["ops"].get("aten::empty.memory_format", 0) for g in range(len(p.capture.groups)))
+    assert elided == 20
+    norms = [g.id for g in p.capture.groups if g.attrs.get("class") == "BatchNorm2d"]
+    cards = [items_by_key(p.children(p.capture.groups[g].parent))[f"g{g}"] for g in norms]
+    assert cards and all(c["card"] == "op" for c in cards)
