@@ -389,3 +389,17 @@ def test_real_resnet_batch_norms_lose_their_empty_reserves(real):
     norms = [g.id for g in p.capture.groups if g.attrs.get("class") == "BatchNorm2d"]
     cards = [items_by_key(p.children(p.capture.groups[g].parent))[f"g{g}"] for g in norms]
     assert cards and all(c["card"] == "op" for c in cards)
+
+
+def test_blocks_are_alike_by_content_not_by_which_string_objects_name_their_ops():
+    b = Builder()
+    x = b.input("x", [4])
+    with b.module("Net", "", "Net"):
+        for k in range(2):
+            with b.module("Block", f"b{k}"):
+                op = "".join(["aten::", "sin"])  # a new, equal string object for each block
+                x = b.one(op, [x], [4])
+                x = b.one("".join(["aten::", "cos"]), [x], [4])
+    p = Projection(b.capture({"value": 0}, {"value": x}))
+    first, second = p.children(0)["items"]
+    assert first["structure"] == second["structure"] and first["identical"]["count"] == 2
