@@ -14,7 +14,7 @@ written to a .tvg file first, measures side by side:
   * whole: the size of the capture as JSON (`tensorviz inspect --json`), for scale:
     the viewer never sends it.
 Then, for Llama-style Torch captures (tests/viewer/layered_models.py: module groups,
-function groups, measured parameter labels, rotary values every layer reads) from 1k to
+function groups, measured fields on every value, rotary values every layer reads) from 1k to
 200k nodes, how the costs grow: read, index (what the server builds before the first
 page), first view (the summary with its trunk, the root and the trunk's pages: the
 structural signatures of every group are made here), and `tensorviz inspect` (the
@@ -159,7 +159,7 @@ def scaling(sizes: list[int], repeat: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             layers = max(1, round((n - 17) / NODES_PER_LAYER))
-            capture = decoder_capture(layers)
+            capture = decoder_capture(layers, measured=True)
             path = Path(tmp) / f"d{n}.tvg"
             graphfile.write(capture, path)
             del capture

@@ -30,8 +30,11 @@ from capture.graph.model import Capture, Coverage, Frame, Group, Node, Operand, 
 class Builder:
     """A capture built op by op inside nested groups (``with b.group(...)``)."""
 
-    def __init__(self, framework: str = "torch") -> None:
+    def __init__(self, framework: str = "torch", *, measured: bool = False) -> None:
         self.framework = framework
+        #: Give every value an op makes the measured fields an eager Torch capture records
+        #: (device, bytes, strides, statistics): the heap a real capture brings along.
+        self.measured = measured
         self.values: list[Value] = []
         self.nodes: list[Node] = []
         self.groups: list[Group] = []
@@ -82,7 +85,7 @@ class Builder:
         """Node ``op`` reading ``inputs`` (value ids; ``("lit", x)`` for a literal),
         making one value per ``(shape, dtype)`` in ``outs``."""
         operands = [Operand(k, None, x[1]) if isinstance(x, tuple) else Operand(k, x) for k, x in enumerate(inputs)]
-        made = [self.value(shape, dtype) for shape, dtype in outs]
+        made = [self.value(shape, dtype, _measured(shape) if self.measured else None) for shape, dtype in outs]
         frame = self.frame(file, line) if line is not None else None
         self.nodes.append(Node(len(self.nodes), op, operands, made, {}, self._stack[-1] if self._stack else None, frame))
         return made
@@ -96,6 +99,18 @@ class Builder:
             coverage=Coverage(scope="eager_forward"), values=self.values, nodes=self.nodes, groups=self.groups,
             frames=self.frames, inputs=inputs, outputs=outputs,
         )
+
+
+def _measured(shape: list) -> dict:
+    count = 1
+    for d in shape:
+        count *= d
+    strides, step = [], 1
+    for d in reversed(shape):
+        strides.insert(0, step)
+        step *= d
+    return {"device": "cpu", "bytes": 4 * count, "strides": strides,
+            "stats": {"min": -1.5, "max": 2.25, "mean": 0.125, "std": 0.75, "nan": 0, "inf": 0}}
 
 
 def linear(b: Builder, path: str, x: int, shape_in: list, width: int, *, functions: bool = True, line: int = 10) -> int:
@@ -128,9 +143,10 @@ def rms_norm(b: Builder, path: str, x: int, shape: list, line: int = 20) -> int:
 
 
 def decoder_capture(layers: int = 4, *, width: int = 16, seq: int = 8, functions: bool = True,
-                    lift_fresh: bool = False) -> Capture:
-    """A Llama-style causal LM of ``layers`` decoder layers (see the module docstring)."""
-    b = Builder()
+                    lift_fresh: bool = False, measured: bool = False) -> Capture:
+    """A Llama-style causal LM of ``layers`` decoder layers (see the module docstring);
+    ``measured``: every value carries measured fields, as an eager capture's do."""
+    b = Builder(measured=measured)
     ids = b.input("input_ids", [1, seq], "int64")
     shape = [1, seq, width]
     with b.module("CausalLM", "", "CausalLM"):

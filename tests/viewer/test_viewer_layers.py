@@ -403,3 +403,46 @@ def test_blocks_are_alike_by_content_not_by_which_string_objects_name_their_ops(
     p = Projection(b.capture({"value": 0}, {"value": x}))
     first, second = p.children(0)["items"]
     assert first["structure"] == second["structure"] and first["identical"]["count"] == 2
+
+
+# --------------------------------------------------------------------------- over HTTP
+
+
+def test_the_server_takes_kernels_and_search_filters():
+    import http.client
+    import json
+    from urllib.parse import quote
+
+    from viewer.server.app import ViewerServer
+
+    cap = decoder_capture(2)
+    with ViewerServer([cap]) as server:
+        server.start()
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+
+        def get(path: str) -> tuple[int, dict]:
+            conn.request("GET", f"/{server.token}/{path}", headers={"Host": f"127.0.0.1:{server.port}"})
+            res = conn.getresponse()
+            return res.status, json.loads(res.read())
+
+        try:
+            status, top = get("api/children?group=0")
+            assert status == 200 and top["kernels"] is False and top["elided"]["count"] == 1
+            status, every = get("api/children?group=0&kernels=1")
+            assert status == 200 and every["kernels"] is True and every["elided"]["count"] == 0
+            assert len(every["items"]) == len(top["items"]) + 1
+            status, err = get("api/children?group=0&kernels=maybe")
+            assert status == 400 and "kernels must be 1 or 0" in err["error"]
+            status, st = get("api/subtree?group=-1&kernels=1")
+            assert status == 200 and st["kernels"] is True and all(v["kernels"] for v in st["views"].values())
+            status, found = get("api/search?q=mul&class=MLP&limit=500")
+            assert status == 200 and found["filters"]["class"] == "mlp" and found["results"]
+            assert all(".mlp" in r["sublabel"] for r in found["results"])
+            status, found = get("api/search?q=" + quote("op:silu"))
+            assert status == 200 and {r["label"] for r in found["results"]} == {"aten::silu"}
+            status, err = get("api/search?q=" + "x" * 64_000)
+            assert status == 400 and "at most 256 characters" in err["error"]
+            status, capture = get("api/capture")
+            assert [t["title"] for t in capture["trunk"]] == ["CausalLM", "Decoder · model"]
+        finally:
+            conn.close()

@@ -63,6 +63,16 @@ def group_sublabel(kind: str) -> str:
     return short if short.startswith(kind) else f"{kind} · {short}"
 
 
+def group_title(grp: Any) -> str:
+    """What a frame is titled: ``Block · transformer.h.3`` (class and module path), the
+    class alone for the top module, else the group's name (``linear``, a JAX scope)."""
+    attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
+    cls, path = attrs.get("class"), attrs.get("path")
+    if grp.kind != "function" and isinstance(cls, str) and cls:
+        return f"{cls} · {path}" if isinstance(path, str) and path else cls
+    return str(grp.name)
+
+
 # What a value role means, in one sentence (the inspector and the pill tooltips).
 ROLE_SENTENCES = {
     "input": "capture input: an argument of the captured call",

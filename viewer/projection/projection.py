@@ -29,15 +29,15 @@ from . import gc_pause
 from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
 from .library_sources import short_path
 from .names import (  # noqa: F401
-    CHUNK_WORDING, ROLE_SENTENCES, WEIGHT_ROLES, ValueNames, group_sublabel, group_wording, short_dtype,
-    value_label, vocabulary,
+    CHUNK_WORDING, ROLE_SENTENCES, WEIGHT_ROLES, ValueNames, group_sublabel, group_title, group_wording,
+    short_dtype, value_label, vocabulary,
 )
 from .presentation import Presentation
 from .search import DEFAULT_SEARCH_LIMIT, MAX_QUERY, MAX_SEARCH_LIMIT, Search, SearchError  # noqa: F401
 from .structure import Structure
 from .summaries import ValueSummaries
 from .trunk import trunk
-from .views import LIST_CAP, SUBTREE_ITEMS, PageError, Pages, group_title  # noqa: F401
+from .views import LIST_CAP, SUBTREE_ITEMS, PageError, Pages  # noqa: F401
 
 MAX_PAGE = 1000
 USES_CAP = 1000  # uses listed per value in details

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable
 from capture.graph.graphfile import ValueTable
 
 from .index import ROOT
-from .names import group_sublabel, short_dtype
+from .names import group_sublabel, group_title, short_dtype
 from .value_names import ROLE_WORDS
 
 DEFAULT_SEARCH_LIMIT = 50
@@ -242,7 +242,7 @@ class Search:
             entry = out.get(g)
             if entry is None:
                 entry = out[g] = {"key": r["layer"], "id": None if g == ROOT else g,
-                                  "title": "top level" if g == ROOT else _title(gs[g]), "count": 0}
+                                  "title": "top level" if g == ROOT else group_title(gs[g]), "count": 0}
             entry["count"] += 1
         return list(out.values())
 
@@ -284,7 +284,7 @@ class Search:
             "type": "group", "id": g, "key": f"g{g}",
             "label": path if isinstance(path, str) and path else grp.name,
             "sublabel": f"{cls} · {sub}" if isinstance(cls, str) and cls else sub,
-            "title": _title(grp), "path": ids[:-1], "item_path": self.index.group_item_path(g), "why": why,
+            "title": group_title(grp), "path": ids[:-1], "item_path": self.index.group_item_path(g), "why": why,
             "_layer": self._layer(g, False),
         }
 
@@ -353,12 +353,6 @@ class Search:
             return []
         index = self._frames()
         return sorted(i for fi in hits for i in index.get(fi, ()))
-
-
-def _title(grp: Any) -> str:
-    from .views import group_title
-
-    return group_title(grp)
 
 
 # --------------------------------------------------------------------------- query parsing

@@ -17,7 +17,7 @@ from typing import Any, Callable, NamedTuple
 
 from .bodies import body_summary, template_line
 from .index import CHUNK, ROOT, UPPER_CHUNK
-from .names import CHUNK_WORDING, group_sublabel, group_wording
+from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
 from .structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
@@ -268,7 +268,7 @@ class Pages:
             "opaque_count": ix.opaque_count[g + 1] if whole else self._range_counts(refs, lo, hi)[1],
             "kernels": kernels,
             "elided": self._elided(refs, elided, deps.near, lo, keys_of),
-            "idle": [self._idle_entry(~refs[pos]) for pos in idle],
+            "idle": [self._group_ref(~refs[pos]) for pos in idle],
             "stacks": self._stacks(items) if span == 1 else [],
         }
         return view
@@ -421,10 +421,10 @@ class Pages:
             if single is not None:
                 card = "op"
                 extra["single"] = self.item(single, kernels)
-                extra["wrappers"] = [self._wrapper(w) for w in present.wrappers(c, kernels)]
+                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels)]
         idle = [~r for r in ix.ordered(c)[1] if r < 0 and present.is_idle(~r)] if ix.child_groups[c + 1] else []
         if idle:
-            extra["idle"] = [self._idle_entry(x) for x in idle[:LIST_CAP]]
+            extra["idle"] = [self._group_ref(x) for x in idle[:LIST_CAP]]
             extra["idle_total"] = len(idle)
         return {
             **extra,
@@ -461,7 +461,8 @@ class Pages:
             out["weights_total"] = len(weights)
         return out
 
-    def _wrapper(self, g: int) -> dict:
+    def _group_ref(self, g: int) -> dict:
+        """A group named where another item lists it (wrappers, idle groups)."""
         grp = self.capture.groups[g]
         d = {"id": g, "key": f"g{g}", "kind": grp.kind, "name": grp.name, "title": group_title(grp)}
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
@@ -469,9 +470,6 @@ class Pages:
             if isinstance(attrs.get(k), str) and attrs[k]:
                 d[k] = attrs[k]
         return d
-
-    def _idle_entry(self, g: int) -> dict:
-        return self._wrapper(g)
 
     def _elided(self, refs: list[int], positions: list[int], near: dict[int, int], lo: int, keys_of: dict) -> dict:
         ops: dict[str, int] = {}
@@ -620,16 +618,6 @@ class Pages:
             bits += n * _DTYPE_BITS.get(val.dtype, 32)
         got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
         return got
-
-
-def group_title(grp: Any) -> str:
-    """What a frame is titled: ``Block · transformer.h.3`` (class and module path), the
-    class alone for the top module, else the group's name (``linear``, a JAX scope)."""
-    attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
-    cls, path = attrs.get("class"), attrs.get("path")
-    if grp.kind != "function" and isinstance(cls, str) and cls:
-        return f"{cls} · {path}" if isinstance(path, str) and path else cls
-    return str(grp.name)
 
 
 def _ref_key(ref: int) -> str:
