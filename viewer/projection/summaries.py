@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import gc_pause
 from .names import ValueNames, value_label
 
 
@@ -35,12 +36,13 @@ class ValueSummaries:
         if self._all is None:
             formatted: dict[tuple, str] = {}
             out = []
-            for val in self.values:
-                key = (*val.shape, val.dtype)
-                text = formatted.get(key)
-                if text is None:
-                    text = formatted[key] = value_label(val.shape, val.dtype)
-                out.append(text)
+            with gc_pause.paused():
+                for val in self.values:
+                    key = (*val.shape, val.dtype)
+                    text = formatted.get(key)
+                    if text is None:
+                        text = formatted[key] = value_label(val.shape, val.dtype)
+                    out.append(text)
             self._all = out
         return self._all
 

@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
+from . import gc_pause
 from .bodies import body_summary, template_line
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
@@ -80,7 +81,8 @@ class Pages:
             if got is not None:
                 self._views.move_to_end(key)
                 return got
-        view = self._view(g, chunk, kernels)
+        with gc_pause.paused():  # a page of a big group is tens of thousands of small dicts
+            view = self._view(g, chunk, kernels)
         with self._lock:
             self._views[key] = view
             while len(self._views) > _VIEW_CACHE:
@@ -422,7 +424,7 @@ class Pages:
                 card = "op"
                 extra["single"] = self.item(single, kernels)
                 extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels)]
-        idle = [~r for r in ix.ordered(c)[1] if r < 0 and present.is_idle(~r)] if ix.child_groups[c + 1] else []
+        idle = [x for x in ix.child_groups[c + 1] if present.is_idle(x)]  # in the order they were called
         if idle:
             extra["idle"] = [self._group_ref(x) for x in idle[:LIST_CAP]]
             extra["idle_total"] = len(idle)
