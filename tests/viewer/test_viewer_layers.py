@@ -446,3 +446,15 @@ def test_the_server_takes_kernels_and_search_filters():
             assert [t["title"] for t in capture["trunk"]] == ["CausalLM", "Decoder · model"]
         finally:
             conn.close()
+
+
+def test_a_one_kernel_call_is_named_on_its_kernel():
+    b = Builder()
+    x = b.input("x", [4])
+    with b.module("Net", "", "Net"):
+        y = b.one("aten::silu", [x], [4])
+        b.nodes[-1].params["function"] = "torch.nn.functional.silu"
+        y = b.one("aten::neg", [y], [4])
+    p = Projection(b.capture({"value": x}, {"value": y}))
+    silu, neg = p.children(0)["items"]
+    assert silu["function"] == "torch.nn.functional.silu" and "function" not in neg

@@ -65,6 +65,7 @@ class Pages:
     def __init__(self, capture: Any, index: Any, names: Any, values: Any, presentation: Any,
                  structure: Callable[[], Any]) -> None:
         self.capture, self.index, self.names, self.values = capture, index, names, values
+        self.framework = capture.framework
         self.present = presentation
         self.structure = structure
         self._lock = threading.Lock()
@@ -384,6 +385,9 @@ class Pages:
         if weights:
             item["weights"] = weights[:LIST_CAP]
             item["weights_total"] = len(weights)
+        called = self.capture.nodes[i].params.get("function") if self.framework == "torch" else None
+        if isinstance(called, str) and called:
+            item["function"] = called  # a one-kernel Torch call: no group, its name on the kernel
         if i in ix.bodies_of:
             item["bodies"] = self.body_summaries(i)
         return item
