@@ -322,8 +322,7 @@ class Pages:
             for v in incoming:
                 if v < 0:
                     continue  # a literal
-                p = producer[v]
-                s = -1 if p < 0 else bisect_left(keys, p) if grp[p] == g else position(p, g)
+                s = made_at(v)
                 if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
                     near.setdefault(s, pos)
                     got = drawn(v)
@@ -340,7 +339,7 @@ class Pages:
             if producer[v] < 0:
                 continue
             s = made_at(v)
-            if refs[s] >= 0 and hidden(refs[s], kernels):
+            if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
                 got = drawn(v)
                 if got is None:
                     continue
