@@ -25,6 +25,7 @@ The capture keeps every kernel; the pages present them the way a person reads a 
 
 from __future__ import annotations
 
+from itertools import compress
 from typing import Any
 
 FUNCTION_KIND = "function"
@@ -57,7 +58,10 @@ class Presentation:
         values = capture.values
         cards = self.function_cards
         out = []
-        for i, op in enumerate(cols.op):
+        # only ops that may be bookkeeping are looked at, found by C-level passes
+        maybe = {op for op in set(cols.op) if op in BOOKKEEPING_OPS or op.startswith(EMPTY_PREFIXES) or op in RESHAPE_OPS}
+        for i in compress(range(len(cols.op)), map(maybe.__contains__, cols.op)) if maybe else ():
+            op = cols.op[i]
             if op in BOOKKEEPING_OPS:
                 out.append(i)
             elif op.startswith(EMPTY_PREFIXES):
