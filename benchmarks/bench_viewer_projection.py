@@ -1,6 +1,7 @@
 """Viewer projection at scale: what it costs to open a capture in the viewer.
 
     python benchmarks/bench_viewer_projection.py [--sizes 1000,10000,100000,200000] [--repeat 3]
+                                                 [--scaling 1000,3000,10000,30000,100000,200000]
 
 For synthetic captures (grouped like a layer stack, and one flat 5,000-node jit),
 written to a .tvg file first, measures side by side:
@@ -12,6 +13,15 @@ written to a .tvg file first, measures side by side:
   * node / search: one node's details and one op-name search (first call);
   * whole: the size of the capture as JSON (`tensorviz inspect --json`), for scale:
     the viewer never sends it.
+Then, for Llama-style Torch captures (tests/viewer/layered_models.py: module groups,
+function groups, measured fields on every value, rotary values every layer reads) from 1k to
+200k nodes, how the costs grow: read, index (what the server builds before the first
+page), first view (the summary with its trunk, the root and the trunk's pages: the
+structural signatures of every group are made here), and `tensorviz inspect` (the
+command's read and summary, in process); index and inspect also with the cyclic
+collector left running, as before it was paused (the n^1.2-1.3 growth). Each is CPU
+time, best of --repeat; the fitted exponent of time against nodes is printed (1.0:
+linear). Last, the search query parsers on crafted 1k-64k character inputs.
 Prints figures and ratios; asserts nothing. Times are the best of --repeat runs,
 each on a fresh Projection (first calls, no warm caches).
 """
@@ -19,7 +29,10 @@ each on a fresh Projection (first calls, no warm caches).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
+import math
 import sys
 import tempfile
 import time
@@ -27,11 +40,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # synthetic.py: test-only, not shipped
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests" / "viewer"))  # layered_models.py, likewise
 
 from capture.graph import graphfile  # noqa: E402
 from capture.graph.model import to_json  # noqa: E402
+from layered_models import decoder_capture  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
+from tensorviz_lsp.commands import inspect as inspect_command  # noqa: E402
+from viewer.projection import gc_pause, search  # noqa: E402
 from viewer.projection.projection import Projection  # noqa: E402
+
+NODES_PER_LAYER = 51  # a decoder_capture layer; the rest (embedding, rotary, head) is 17 nodes
 
 
 def timed(fn):
@@ -87,12 +106,106 @@ def measure(label: str, capture, repeat: int, whole: bool) -> dict:
         }
 
 
+def cpu(fn, repeat: int) -> tuple[float, object]:
+    """Best CPU seconds of ``repeat`` runs of ``fn`` (the machine is shared: wall time is noise)."""
+    best, out = math.inf, None
+    for _ in range(repeat):
+        t = time.process_time()
+        out = fn()
+        best = min(best, time.process_time() - t)
+    return best, out
+
+
+def exponent(rows: list[dict], key: str) -> float:
+    """The least-squares slope of log(time) against log(nodes)."""
+    xs = [math.log(r["nodes"]) for r in rows]
+    ys = [math.log(max(r[key], 1e-9)) for r in rows]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+
+
+def first_view(p: Projection) -> dict:
+    """What the page loads before its first paint: the summary (with the trunk), the
+    root's page and every trunk group's page."""
+    s = p.summary()
+    p.children(-1)
+    for t in s["trunk"]:
+        p.children(t["id"])
+    return s
+
+
+@contextlib.contextmanager
+def collector_running():
+    """The index built the way it was before the collector was paused around it."""
+    saved = gc_pause.paused
+    gc_pause.paused = contextlib.nullcontext
+    try:
+        yield
+    finally:
+        gc_pause.paused = saved
+
+
+def inspect_file(path: Path, pause: bool) -> None:
+    args = argparse.Namespace(file=str(path), json=False)
+    with contextlib.redirect_stdout(io.StringIO()):
+        if pause:
+            inspect_command.run(args)
+        else:
+            inspect_command._run(args)
+
+
+def scaling(sizes: list[int], repeat: int) -> None:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            layers = max(1, round((n - 17) / NODES_PER_LAYER))
+            capture = decoder_capture(layers, measured=True)
+            path = Path(tmp) / f"d{n}.tvg"
+            graphfile.write(capture, path)
+            del capture
+            t_read, cap = cpu(lambda: graphfile.read(path), repeat)
+            t_index, p = cpu(lambda: Projection(cap), repeat)
+            t_first, _ = cpu(lambda: first_view(Projection(cap)), repeat)
+            t_first -= t_index
+            with collector_running():
+                t_index_gc, _ = cpu(lambda: Projection(cap), repeat)
+            t_inspect, _ = cpu(lambda: inspect_file(path, True), repeat)
+            t_inspect_gc, _ = cpu(lambda: inspect_file(path, False), repeat)
+            rows.append({"nodes": len(cap.nodes), "read": t_read, "index": t_index, "first": t_first,
+                         "index_gc": t_index_gc, "inspect": t_inspect, "inspect_gc": t_inspect_gc})
+            print(f"scaled {len(cap.nodes):,} nodes: index {t_index * 1000:.0f} ms", file=sys.stderr, flush=True)
+    ms = lambda s: f"{s * 1000:9.1f}"  # noqa: E731
+    print("\nLlama-style Torch captures, CPU ms (best of --repeat)")
+    print(f"{'nodes':>9}{'read':>9}{'index':>9}{'first':>9}{'inspect':>9}   {'index*':>9}{'inspect*':>9}"
+          f"{'index*/index':>13}")
+    for r in rows:
+        print(f"{r['nodes']:>9,}{ms(r['read'])}{ms(r['index'])}{ms(r['first'])}{ms(r['inspect'])}   "
+              f"{ms(r['index_gc'])}{ms(r['inspect_gc'])}{r['index_gc'] / r['index']:12.2f}x")
+    print("(* with the cyclic collector running, as before; first = first view beyond the index)")
+    print("fitted exponent (time ~ nodes^k): " + ", ".join(
+        f"{key} {exponent(rows, key):.2f}" for key in ("read", "index", "first", "inspect", "index_gc", "inspect_gc")))
+
+
+def query_parsing() -> None:
+    print("\nsearch query parsing on crafted inputs (the old shape pattern backtracked: 12.5 s at 64k)")
+    rows = []
+    for n in (1_000, 8_000, 64_000):
+        crafted = "1" + " " * (n - 3) + ",x"
+        t, _ = cpu(lambda: (search._parse_shape(crafted), search._parse_location(crafted),
+                            search.split_filters(crafted)), 5)
+        rows.append({"nodes": n, "parse": t})
+        print(f"  {n:>7,} chars  {t * 1e6:9.1f} µs")
+    print(f"  fitted exponent: {exponent(rows, 'parse'):.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1000,10000,100000,200000")
     ap.add_argument("--flat", type=int, default=5000, help="nodes of the flat jit (0: skip)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-whole", action="store_true", help="skip the whole-capture JSON size (slow at 200k)")
+    ap.add_argument("--scaling", default="1000,3000,10000,30000,100000,200000",
+                    help="node counts of the Llama-style scaling series ('' to skip)")
     args = ap.parse_args()
 
     cases = [(f"grouped {n:,}", dict(n_nodes=n, opaque_every=97)) for n in (int(s) for s in args.sizes.split(","))]
@@ -126,6 +239,9 @@ def main() -> None:
               f"index per 1k nodes {r['index'] * 1e6 / r['nodes']:.2f} ms")
     print("\n(page = the largest children() page on the way from the root to the first node card;"
           "\n whole = the capture as JSON, which the viewer never sends)")
+    if args.scaling:
+        scaling([int(x) for x in args.scaling.split(",")], args.repeat)
+    query_parsing()
 
 
 if __name__ == "__main__":

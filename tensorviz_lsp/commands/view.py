@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--workspace", metavar="DIR", default=None,
         help="the folder whose files go-to-source may show (default: none; the graph's own recorded "
-             "sources are shown when the current folder holds them unchanged)",
+             "sources are shown from the folder that holds them unchanged: the current folder, else "
+             "the folder around the graph file, as for WORKSPACE/.tensorviz/captures/NAME.tvg)",
     )
     add_serve_options(p)
     p.set_defaults(func=run)
@@ -47,14 +48,39 @@ def run(args: argparse.Namespace) -> int:
     except graphfile.GraphFileError as exc:
         print(f"tensorviz view: {exc}", file=sys.stderr)
         return 1
-    workspace = Path(args.workspace) if args.workspace else Path.cwd()
+    workspace = Path(args.workspace) if args.workspace else recorded_workspace(capture, Path(args.file), Path.cwd())
     if not workspace.is_dir():
         print(f"tensorviz view: {workspace}: not a folder", file=sys.stderr)
         return 1
+    if not args.workspace and workspace != Path.cwd():
+        print(f"tensorviz view: showing the graph's sources from {workspace} (they match there)", file=sys.stderr)
     # A graph file of unknown origin: its recorded sources must not widen what is served,
     # and without --workspace the current folder (a home directory?) is not browsable.
     return serve("view", capture, Path(args.file).name, workspace, args, trusted_sources=False,
                  browse_workspace=args.workspace is not None)
+
+
+def recorded_workspace(capture: Capture, file: Path, cwd: Path) -> Path:
+    """The folder a graph file's recorded sources are relative to: the current folder,
+    else the nearest folder around the file, where a recorded source exists with its
+    recorded sha256 (a capture written to ``WORKSPACE/.tensorviz/captures/NAME.tvg``
+    and opened from elsewhere). The current folder when no folder holds one: the viewer
+    still checks every file's sha256 before showing it."""
+    from viewer.server.sources import sha256_of  # the viewer's own check, as it will make it
+
+    relative = [s for s in capture.sources if s.path and not Path(s.path).is_absolute()][:16]
+    if not relative:
+        return cwd
+    try:
+        around = file.resolve().parent
+    except (OSError, RuntimeError):
+        return cwd
+    for folder in (cwd, around, *around.parents):
+        for src in relative:
+            path = folder / src.path
+            if path.is_file() and sha256_of(path) == str(src.sha256).lower():
+                return folder
+    return cwd
 
 
 def serve(command: str, capture: Capture, title: str, workspace: Path | None, args: argparse.Namespace,

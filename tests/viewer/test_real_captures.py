@@ -1,8 +1,8 @@
 """The checked-in real-model captures (``tests/viewer/real_models/captures/*.tvg``).
 
 They were made by ``tests/viewer/real_models/make_captures.py`` from real library code
-(Hugging Face ``transformers``' ResNet and GPT-2, a Flax Linen ResNet-18 in the style of
-Flax's ImageNet example with bound variables). These tests read them with the project's
+(Hugging Face ``transformers``' ResNet, GPT-2 and Llama, a Flax Linen ResNet-18 in the style
+of Flax's ImageNet example with bound variables, a ViT written the way vit-pytorch writes it). These tests read them with the project's
 graph-file reader only: no framework is imported, so they are fast. When one fails
 because the format or the capture changed, regenerate the files (see the folder's
 README.md) rather than loosening the test.
@@ -24,7 +24,7 @@ from viewer.projection.projection import Projection
 
 REAL = Path(__file__).resolve().parent / "real_models"
 CAPTURES = REAL / "captures"
-NAMES = ("resnet18_torch", "gpt2_torch", "resnet18_linen")
+NAMES = ("resnet18_torch", "gpt2_torch", "resnet18_linen", "llama_torch", "vit_torch")
 REGENERATE = "regenerate with: python tests/viewer/real_models/make_captures.py"
 
 
@@ -129,6 +129,39 @@ def test_gpt2_torch():
     assert names["transformer.wte.weight"] == ("param", 2)  # tied: the embedding and the LM head
     roles = Counter(role for role, _ in names.values())
     assert roles["param"] == 148 and roles["input"] == 1
+
+
+def test_llama_torch():
+    c = load("llama_torch")
+    assert (c.framework, c.backend) == ("torch", "torch_eager") and c.coverage.status == "complete"
+    assert 250 <= len(c.nodes) <= 500
+    classes = module_classes(c)
+    assert classes["LlamaForCausalLM"] == 1 and classes["LlamaModel"] == 1
+    assert classes["LlamaDecoderLayer"] == 4 and classes["LlamaAttention"] == 4 and classes["LlamaRMSNorm"] == 9
+    layers = [g for g in c.groups if g.attrs.get("class") == "LlamaDecoderLayer"]
+    assert [g.attrs["path"] for g in layers] == [f"model.layers.{i}" for i in range(4)]
+    assert len({g.parent for g in layers}) == 1, "the 4 layers are siblings"
+    # layer 0 receives the hidden states produced before the rotary cos/sin, the later
+    # layers after them: the order a block signature must not depend on
+    p = Projection(c)
+    for k, g in enumerate(layers):
+        made_inside = [v for v in p.index.bin[g.id + 1] if p.index.producer[v] >= 0]
+        first = p.index.first[g.id + 1]
+        hidden = next(o.value for o in c.nodes[first].inputs if o.value is not None)
+        assert hidden == (min(made_inside) if k == 0 else max(made_inside))
+    assert ops(c)["aten::alias"] == 1  # Torch hands the logits back through an alias
+
+
+def test_vit_torch():
+    c = load("vit_torch")
+    assert (c.framework, c.backend) == ("torch", "torch_eager") and c.coverage.status == "complete"
+    classes = module_classes(c)
+    assert classes["Attention"] == 12 and classes["FeedForward"] == 12 and classes["Transformer"] == 1
+    (transformer,) = [g for g in c.groups if g.attrs.get("class") == "Transformer"]
+    pairs = [g for g in c.groups if g.parent == transformer.id and g.kind == "module" and g.attrs.get("class") != "LayerNorm"]
+    assert [g.attrs["class"] for g in pairs] == ["Attention", "FeedForward"] * 12
+    adds = [n for n in c.nodes if n.group == transformer.id and n.op == "aten::add.Tensor"]
+    assert len(adds) == 24, "the residual adds sit in the transformer, between the blocks"
 
 
 def test_resnet18_linen_with_bound_variables():

@@ -185,3 +185,48 @@ def test_view_without_workspace_shows_only_the_graphs_unchanged_recorded_sources
         finally:
             proc.kill()
             proc.wait()
+
+
+def test_view_from_elsewhere_shows_sources_from_the_graphs_own_workspace(tmp_path):
+    """A capture written to ``WORKSPACE/.tensorviz/captures/NAME.tvg`` and opened from
+    another folder: its recorded sources are found around the file (where they still
+    have their sha256) and revealed from there; nothing else of that folder is served."""
+    import hashlib
+
+    from capture.graph.model import Source
+
+    ws = tmp_path / "ws"
+    (ws / ".tensorviz" / "captures").mkdir(parents=True)
+    (ws / "model.py").write_text("import torch\n")
+    (ws / "secret.txt").write_text("not a source\n")
+    cap = synthetic_capture(20)
+    cap.sources = [Source("model.py", hashlib.sha256(b"import torch\n").hexdigest())]
+    path = ws / ".tensorviz" / "captures" / "net.tvg"
+    graphfile.write(cap, path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+
+    def status(url: str, file: str) -> int:
+        try:
+            with urllib.request.urlopen(url + f"api/source?file={file}&line=1", timeout=10) as res:
+                return res.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    proc = start("view", str(path), "--no-browser", "--timeout", "30", cwd=elsewhere)
+    try:
+        url = read_url(proc)
+        assert status(url, "model.py") == 200
+        assert status(url, "secret.txt") == 404
+    finally:
+        proc.kill()
+        _, err = proc.communicate()
+    assert f"sources from {ws}" in err
+    # a source changed since the capture: no folder holds it, nothing is shown
+    (ws / "model.py").write_text("import jax\n")
+    proc = start("view", str(path), "--no-browser", "--timeout", "30", cwd=elsewhere)
+    try:
+        assert status(read_url(proc), "model.py") == 404
+    finally:
+        proc.kill()
+        proc.wait()

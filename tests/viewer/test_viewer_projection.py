@@ -71,7 +71,7 @@ def test_boundary_input_names_its_producer_outside():
     froms = {b["from"]["type"] for b in view["inputs"]}
     assert froms == {"node"}
     for b in view["inputs"]:
-        assert p.cols.group[b["from"]["id"]] in (1, 2, 3)  # produced in layer_0
+        assert p.index.cols.group[b["from"]["id"]] in (1, 2, 3)  # produced in layer_0
         assert b["label"] in ("f32[128,128]", "f32[128]")  # the synthetic program's two shapes
 
 
@@ -81,6 +81,7 @@ def test_node_items_carry_op_outputs_and_source(tiny):
         "type": "node", "id": 0, "key": "n0", "label": "sin", "sublabel": "model.py:5", "kind": "op",
         "opaque": False, "child_count": 0,
         "outputs": [{"id": 1, "shape": [2, 3], "dtype": "float32", "label": "f32[2,3]"}], "outputs_total": 1,
+        "card": "op",
     }
 
 

@@ -54,13 +54,13 @@ def test_every_parameter_is_on_the_ops_that_use_it(gpt2):
             for w in it.get("weights", []):
                 assert w["role"] in WEIGHT_ROLES and w["name"]
                 on_cards.setdefault(w["value"], set()).add(it["id"])
-    params = [v for v, (_, role) in gpt2._names.items() if role == "param"]
+    params = [v for v, (_, role) in gpt2.names.names.items() if role == "param"]
     assert len(params) == 148
     # each parameter appears on exactly the nodes that consume it
     for v in params:
-        assert on_cards.get(v) == set(gpt2.uses(v)), gpt2._names[v]
+        assert on_cards.get(v) == set(gpt2.uses(v)), gpt2.names.names[v]
     # the tied embedding: the token embedding's lookup and the LM head both show it, shared
-    wte = next(v for v in params if gpt2._names[v][0].endswith("wte.weight"))
+    wte = next(v for v in params if gpt2.names.names[v][0].endswith("wte.weight"))
     users = [it for _, view in _walk(gpt2) for it in view["items"] if any(w["value"] == wte for w in it.get("weights", []))]
     assert len(users) == 2 and all(next(w for w in it["weights"] if w["value"] == wte)["shared"] == 2 for it in users)
 
@@ -102,7 +102,7 @@ def test_identical_blocks_are_recognised_and_different_ones_are_not(gpt2, resnet
     assert all("identical" not in it for it in items if it.get("class") != "GPT2Block")
     # ResNet: a stage's first block downsamples (a shortcut conv), its second does not
     layers = _groups_by_class(resnet, "ResNetBasicLayer")
-    sigs = {resnet._structure_index()[0][g] for g in layers}
+    sigs = {resnet.structure().signature[g] for g in layers}
     assert 1 < len(sigs) < len(layers)
 
 

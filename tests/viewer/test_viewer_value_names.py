@@ -100,7 +100,7 @@ def test_file_read_captures_are_named_alike(tmp_path):
     for cap in (torch_capture(), flax_capture()):
         graphfile.write(cap, tmp_path / "c.tvg")
         a, b = Projection(cap), Projection(graphfile.read(tmp_path / "c.tvg"))
-        assert a._names == b._names
+        assert a.names.names == b.names.names
         assert json.dumps(a.children(-1)) == json.dumps(b.children(-1))
         assert a.search("e") == b.search("e")
 
@@ -126,7 +126,7 @@ def test_structure_names(inputs, expected):
     cap = Capture(backend="jaxpr", framework="jax", framework_version="0", coverage=Coverage(scope="traced_program"),
                   values=values, nodes=nodes, inputs=inputs, outputs={"value": 2})
     p = Projection(cap)
-    assert {v: n for v, (n, _) in p._names.items()} == expected
+    assert {v: n for v, (n, _) in p.names.names.items()} == expected
 
 
 def test_hostile_measured_labels_are_ignored():

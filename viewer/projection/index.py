@@ -1,10 +1,11 @@
-"""The index of a :class:`viewer.projection.projection.Projection`: flat integer columns built once.
+"""The index of a capture: flat integer columns built once (:class:`GraphIndex`).
 
 The group tree (parent, ancestor chain, children, node counts, first/last node), the
 producer and the uses of every value, and the boundary (values entering / leaving) of
-every group, with the lookups that read them (:meth:`IndexMixin.uses`, the ordered
-children of a group, the position of a node among them) and the chunk keys of large
-groups. :class:`IndexMixin` holds these methods of the projection.
+every group, with the lookups that read them (:meth:`GraphIndex.uses`, the ordered
+children of a group, the position of a node among them, the item path down to a node or
+group) and the chunk keys of large groups. Built in time linear in the capture (with the
+cyclic collector paused, see :mod:`viewer.projection.gc_pause`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from capture.graph.graphfile import NodeTable
 from capture.graph.model import tree_leaves
 
 from .bodies import body_groups
+from . import gc_pause
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
 MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
@@ -82,8 +84,17 @@ def _chunk_keys(g: int, n: int, pos: int) -> list[str]:
     return keys
 
 
-class IndexMixin:
-    """The index part of :class:`viewer.projection.projection.Projection`."""
+class GraphIndex:
+    """The index of one capture (read-only once built; safe to share between threads
+    except for the lazily filled ``ordered`` cache, whose entries are equal whoever fills
+    them)."""
+
+    def __init__(self, capture: Any) -> None:
+        self.capture = capture
+        self._orders: dict[int, tuple] = {}
+        self._paths: dict[int, list[dict]] = {}
+        with gc_pause.paused():
+            self._build()
 
     def _build(self) -> None:
         cap = self.capture
@@ -151,7 +162,7 @@ class IndexMixin:
         in_ref = cols.in_ref
         in_owner = self.in_owner = _owners(cols.in_off)
         order = sorted(range(len(in_ref)), key=in_ref.__getitem__)
-        self._use_refs = [in_ref[k] for k in order]
+        self.use_refs = [in_ref[k] for k in order]  # operand refs sorted by value (CSR of uses)
         self._use_order = order
 
         # boundaries: values entering / leaving each group (ordered sets, slot g+1)
@@ -176,13 +187,13 @@ class IndexMixin:
             for g in enter_leave[1]:
                 self._add(self.bout, g, v)
         self.output_values = list(dict.fromkeys(tree_leaves(cap.outputs)))
-        self._output_set = frozenset(self.output_values)
-        self._input_set = frozenset(tree_leaves(cap.inputs))
+        self.output_set = frozenset(self.output_values)
+        self.input_set = frozenset(tree_leaves(cap.inputs))
         for v in self.output_values:
             p = prod[v]
             if p < 0:
                 continue  # an input handed straight back: drawn at the root (see _view)
-            for x in self._full_chain(grp[p]):
+            for x in self.full_chain(grp[p]):
                 self._add(self.bout, x, v)
         for b in self.body_node:  # a body's results leave it, as a capture's outputs do
             for r in groups[b].attrs.get("results") or ():
@@ -198,13 +209,14 @@ class IndexMixin:
             d = table[g + 1] = {}
         d[v] = None
 
-    def _full_chain(self, g: int) -> list[int]:
+    def full_chain(self, g: int) -> list[int]:
+        """The root pseudo group, then the groups from the top down to ``g``."""
         return [ROOT] + (self.chain[g] if g != ROOT else [])
 
     def _crossing(self, g_use: int, g_prod: int) -> tuple[list[int], list[int]]:
         """Groups a value enters (from its producer's group to its user's) and leaves."""
-        a = self._full_chain(g_use)
-        b = [] if g_prod == _OUT else self._full_chain(g_prod)
+        a = self.full_chain(g_use)
+        b = [] if g_prod == _OUT else self.full_chain(g_prod)
         c = 0
         while c < len(a) and c < len(b) and a[c] == b[c]:
             c += 1
@@ -214,12 +226,12 @@ class IndexMixin:
 
     def uses(self, v: int) -> list[int]:
         """Nodes using value ``v`` as an operand, in program order, each once."""
-        lo = bisect_left(self._use_refs, v)
-        hi = bisect_right(self._use_refs, v, lo)
+        lo = bisect_left(self.use_refs, v)
+        hi = bisect_right(self.use_refs, v, lo)
         owner = self.in_owner
         return list(dict.fromkeys(owner[k] for k in self._use_order[lo:hi]))
 
-    def _ordered(self, g: int) -> tuple[list[int], list[int], dict[int, int]]:
+    def ordered(self, g: int) -> tuple[list[int], list[int], dict[int, int]]:
         """Direct children of ``g`` in program order: (keys, refs, position of each child
         group). A ref is a node id, or ``~c`` for child group ``c``; a key is the node id or
         the first node id of the child group's subtree, so node positions are bisections."""
@@ -239,7 +251,7 @@ class IndexMixin:
         got = self._orders[g] = (keys, refs, gpos)
         return got
 
-    def _child_under(self, g: int, parent: int) -> int | None:
+    def child_under(self, g: int, parent: int) -> int | None:
         """The direct child group of ``parent`` whose subtree holds group ``g``."""
         if g == ROOT:
             return None
@@ -249,12 +261,66 @@ class IndexMixin:
             return chain[d]
         return None
 
-    def _position(self, i: int, g: int) -> int:
+    def position(self, i: int, g: int) -> int:
         """Position, among the ordered children of ``g``, of the child holding node ``i``
         (-1 when node ``i`` lies outside ``g``)."""
         gi = self.cols.group[i]
-        keys, _, gpos = self._ordered(g)
+        keys, _, gpos = self.ordered(g)
         if gi == g:
             return bisect_left(keys, i)
-        c = self._child_under(gi, g)
+        c = self.child_under(gi, g)
         return -1 if c is None else gpos[c]
+
+    # ------------------------------------------------------------------ paths
+
+    def group_path(self, g: int) -> list[dict]:
+        """The groups from the top down to ``g`` (inclusive), as ``{id, kind, name}``."""
+        if g == ROOT:
+            return []
+        got = self._paths.get(g)
+        if got is None:
+            gs = self.capture.groups
+            got = self._paths[g] = [{"id": x, "kind": gs[x].kind, "name": gs[x].name} for x in self.chain[g]]
+        return got
+
+    def item_path(self, i: int) -> list[str]:
+        """Item keys from the root to node ``i``, chunks included: what to expand to see it."""
+        gi = self.cols.group[i]
+        keys, refs, _ = self.ordered(gi)
+        return self.group_item_path(gi) + _chunk_keys(gi, len(refs), bisect_left(keys, i)) + [f"n{i}"]
+
+    def group_item_path(self, g: int) -> list[str]:
+        """Item keys from the root to group ``g`` (chunks included); none for the root."""
+        out: list[str] = []
+        levels = self.full_chain(g)
+        first = 0
+        if len(levels) > 1 and levels[1] in self.body_node:  # through its boundary node
+            out = self.item_path(self.body_node[levels[1]]) + [f"g{levels[1]}"]
+            first = 1
+        for depth in range(first, len(levels) - 1):
+            parent, child = levels[depth], levels[depth + 1]
+            _, refs, gpos = self.ordered(parent)
+            out += _chunk_keys(parent, len(refs), gpos[child])
+            out.append(f"g{child}")
+        return out
+
+    # ------------------------------------------------------------------ nodes
+
+    def frame(self, i: int) -> Any:
+        """Node ``i``'s source frame, or ``None``."""
+        f = self.cols.frame[i]
+        return self.capture.frames[f] if f >= 0 else None
+
+    def where(self, i: int) -> str:
+        """Node ``i``'s source as a card shows it: ``file.py:LINE`` (basename), or ``""``."""
+        f = self.frame(i)
+        return "" if f is None else f"{f.file.rsplit('/', 1)[-1]}:{f.line}"
+
+    def outputs_of(self, i: int) -> list[int]:
+        c = self.cols
+        return c.out_ids[c.out_off[i]:c.out_off[i + 1]]
+
+    def operands_of(self, i: int) -> list[int]:
+        """Node ``i``'s operand refs in order (a ref below 0 is a literal)."""
+        c = self.cols
+        return c.in_ref[c.in_off[i]:c.in_off[i + 1]]

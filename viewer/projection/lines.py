@@ -117,13 +117,14 @@ class LineIndex:
         frames = capture.frames
         groups = capture.groups
         user = [not f.library for f in frames]
-        frame_of_node = proj.cols.frame
+        ix = proj.index
+        frame_of_node = ix.cols.frame
         n_groups = len(groups)
 
         # The frame a child group was called from (its call site), when a user line.
         call_frame = [_NO_FRAME] * n_groups
         for g, grp in enumerate(groups):
-            if g in proj.body_node:
+            if g in ix.body_node:
                 continue  # a body is opened from its boundary op, not called on a line
             f = grp.attrs.get("frame") if isinstance(grp.attrs, dict) else None
             if type(f) is int and 0 <= f < len(frames) and user[f]:
@@ -135,7 +136,7 @@ class LineIndex:
         # were made on, and items on those lines inside it are skipped.
         line_of = [(fr.file, fr.line) for fr in frames]
         covered: list[frozenset] = [frozenset()] * (n_groups + 1)
-        for g in sorted(range(n_groups), key=lambda g: len(proj.chain[g])):
+        for g in sorted(range(n_groups), key=lambda g: len(ix.chain[g])):
             parent = groups[g].parent
             base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
             f = call_frame[g]
@@ -143,19 +144,19 @@ class LineIndex:
 
         body_of = _bodies_holding(proj)
         live = _live_values(proj)
-        cols = proj.cols
+        cols = ix.cols
         in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
-        bin_, bout, node_count = proj.bin, proj.bout, proj.node_count
+        bin_, bout, node_count = ix.bin, ix.bout, ix.node_count
 
         by_line: dict[tuple, list[LineCall]] = {}
         body_only: dict[tuple, bool] = {}
         for slot in range(n_groups + 1):
             g = slot - 1
-            if not proj.direct_nodes[slot] and not proj.child_groups[slot]:
+            if not ix.direct_nodes[slot] and not ix.child_groups[slot]:
                 continue
             skip = covered[slot]
             body = body_of.get(g, -1)
-            _, refs, _ = proj._ordered(g)
+            _, refs, _ = ix.ordered(g)
             run: tuple | None = None
             call: LineCall | None = None
             called: set[int] = set()  # call-site frames of the groups the current call made
@@ -192,14 +193,14 @@ class LineIndex:
 
 
 def _first_item(proj: "Projection", call: LineCall) -> int:
-    firsts = [proj.first[g + 1] for g in call.groups] + call.nodes[:1]
+    firsts = [proj.index.first[g + 1] for g in call.groups] + call.nodes[:1]
     return min(firsts) if firsts else 1 << 62
 
 
 def _live_values(proj: "Projection") -> set[int]:
     """Values something reads: an op's operand, a capture output, a body's result."""
-    live = set(proj._use_refs) | set(proj._output_set)
-    for b in proj.body_node:
+    live = set(proj.index.use_refs) | set(proj.index.output_set)
+    for b in proj.index.body_node:
         for r in proj.capture.groups[b].attrs.get("results") or ():
             v = r.get("value") if isinstance(r, dict) else None
             if type(v) is int:
@@ -233,7 +234,7 @@ def _finish(call: LineCall, in_off, in_ref, out_off, out_ids, bin_, bout, live: 
 
 def _bodies_holding(proj: "Projection") -> dict[int, int]:
     """For every group that is an unexecuted body or lies inside one, the innermost body."""
-    bodies = proj.body_node
+    bodies = proj.index.body_node
     out: dict[int, int] = {}
     if not bodies:
         return out
@@ -272,7 +273,7 @@ def line_answer(proj: "Projection", index: LineIndex, file: str, line: int) -> d
         paths = {}
         for key in keys:
             i = int(key[1:])
-            paths[key] = proj._group_item_path(i) if key[0] == "g" else proj.item_path(i)
+            paths[key] = proj.index.group_item_path(i) if key[0] == "g" else proj.index.item_path(i)
         # ops of its own: the block it ran in; only module calls: the first one called
         where = call.container if call.nodes and call.container >= 0 or not call.groups else call.groups[0]
         calls.append({"keys": keys, "paths": paths, "ops": call.ops, "results": call.results[:16],

@@ -2,7 +2,7 @@
 
 The short dtype spelling and value labels (``f32[2,4]``), the honest wording of group
 kinds and value roles sent to the browser (:func:`vocabulary`), and the names of values
-entering the graph from outside (:class:`ValueNamingMixin`, which reads the sources
+entering the graph from outside (:class:`ValueNames`, which reads the sources
 :mod:`viewer.projection.value_names` knows).
 """
 
@@ -25,7 +25,8 @@ _KIND_WORDING = {
     "custom_vjp": ("tracing scope", "tracing scope: a custom_vjp call body (not a Flax layer hierarchy)"),
     "scope": ("tracing scope", "tracing scope: a named scope (not a Flax layer hierarchy)"),
     "module": ("module instance", "module instance: one call of a module (a PyTorch nn.Module, or a Flax module recorded while tracing)"),
-    "function": ("function call", "function call: the eager run of the captured function"),
+    "function": ("function call", "function call: one call of a Torch function (torch.nn.functional.linear …) "
+                                  "holding the kernels it ran, or, at the top, the eager run of the captured function"),
     "loss": ("training step", "training step: the loss computed from the forward's output"),
     "backward": ("training step", "training step: backward ops recorded while autograd ran"),
     "optimizer": ("training step", "training step: one optimizer step"),
@@ -62,6 +63,16 @@ def group_sublabel(kind: str) -> str:
     return short if short.startswith(kind) else f"{kind} · {short}"
 
 
+def group_title(grp: Any) -> str:
+    """What a frame is titled: ``Block · transformer.h.3`` (class and module path), the
+    class alone for the top module, else the group's name (``linear``, a JAX scope)."""
+    attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
+    cls, path = attrs.get("class"), attrs.get("path")
+    if grp.kind != "function" and isinstance(cls, str) and cls:
+        return f"{cls} · {path}" if isinstance(path, str) and path else cls
+    return str(grp.name)
+
+
 # What a value role means, in one sentence (the inspector and the pill tooltips).
 ROLE_SENTENCES = {
     "input": "capture input: an argument of the captured call",
@@ -83,8 +94,28 @@ def vocabulary() -> dict:
     return {"kinds": kinds, "roles": dict(ROLE_SENTENCES), "weight_roles": sorted(WEIGHT_ROLES)}
 
 
-class ValueNamingMixin:
-    """The value-naming part of :class:`viewer.projection.projection.Projection`."""
+class ValueNames:
+    """A name and a role for every value entering the graph from outside: ``names[v] =
+    (name, role)``; ``aliases[v]`` is the structure path where it differs from the name
+    (searchable too)."""
+
+    def __init__(self, capture: Any, index: Any) -> None:
+        self.capture = capture
+        self.producer = index.producer
+        self.n_values = index.n_values
+        self.body_node = index.body_node
+        self.names: dict[int, tuple[str, str]] = {}
+        self.aliases: dict[int, str] = {}
+        self._name_values()
+
+    def get(self, v: int) -> tuple[str, str] | None:
+        return self.names.get(v)
+
+    def is_weight(self, v: int) -> bool:
+        """A value entering from outside that a card shows inside its consumers: a
+        parameter, buffer, variable or constant (capture inputs stay as pills)."""
+        named = self.names.get(v)
+        return named is not None and named[1] in WEIGHT_ROLES and self.producer[v] < 0
 
     def _name_values(self) -> None:
         """A human name and a role for every value entering the graph from outside.
@@ -98,7 +129,7 @@ class ValueNamingMixin:
         outside = [v for v, p in enumerate(self.producer) if p < 0]
         if not outside:
             return
-        names, aliases = self._names, self._name_aliases
+        names, aliases = self.names, self.aliases
         structural: dict[int, tuple[str, str, str]] = {}
         for v, name, path, role in input_names(self.capture.inputs, self.capture.meta):
             if 0 <= v < self.n_values and v not in structural:

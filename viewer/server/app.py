@@ -328,12 +328,12 @@ class ViewerServer:
         if entry.built:
             return None
         if wait:
-            entry.projection()
+            entry.projection().prepare()
             return None
 
         def build() -> None:
             try:
-                entry.projection()
+                entry.projection().prepare()
             except Exception:  # the request that needs it will report the problem
                 log.error("building the projection of capture %s failed:\n%s", entry.id, traceback.format_exc())
 
@@ -690,14 +690,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def get_children(self, q: dict) -> None:
         group = _int_param(q, "group", -1)
-        self._json(200, self._projection(q).children(group, q.get("chunk") or None))
+        self._json(200, self._projection(q).children(group, q.get("chunk") or None, kernels=_flag(q, "kernels")))
 
     def get_bodies(self, q: dict) -> None:
         self._json(200, self._projection(q).bodies(_int_param(q, "node")))
 
     def get_subtree(self, q: dict) -> None:
         group = _int_param(q, "group", -1)
-        self._json(200, self._projection(q).subtree(group, _int_param(q, "max_items", SUBTREE_ITEMS)))
+        self._json(200, self._projection(q).subtree(group, _int_param(q, "max_items", SUBTREE_ITEMS),
+                                                    kernels=_flag(q, "kernels")))
 
     def get_node(self, q: dict) -> None:
         self._json(200, self._projection(q).node(_int_param(q, "id")))
@@ -712,7 +713,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, self._projection(q).nodes_page(_int_param(q, "offset", 0), _int_param(q, "limit", 100)))
 
     def get_search(self, q: dict) -> None:
-        self._json(200, self._projection(q).search(q.get("q", ""), _int_param(q, "limit", 50)))
+        self._json(200, self._projection(q).search(q.get("q", ""), _int_param(q, "limit", 50), op=q.get("op") or None,
+                                                   cls=q.get("class") or None, shape=q.get("shape") or None,
+                                                   dtype=q.get("dtype") or None))
 
     def get_source(self, q: dict) -> None:
         line = _int_param(q, "line", 1)
@@ -901,6 +904,16 @@ def _int_param(q: dict, name: str, default: int | None = None) -> int:
         return int(raw)
     except ValueError:
         raise _ApiError(400, f"{name} must be an integer") from None
+
+
+def _flag(q: dict, name: str) -> bool:
+    """A yes/no parameter: ``1``/``true``/``yes`` or ``0``/``false``/``no`` (absent: no)."""
+    raw = (q.get(name) or "").lower()
+    if raw in ("", "0", "false", "no"):
+        return False
+    if raw in ("1", "true", "yes"):
+        return True
+    raise _ApiError(400, f"{name} must be 1 or 0")
 
 
 def _dumps(obj: Any) -> bytes:

@@ -140,7 +140,7 @@ def payload(d: CaptureDiff, proj: Projection) -> dict:
     def group_path_keys(g: int | None) -> tuple[str, list[str]]:
         if g is None or g < 0:
             return "g-1", []
-        return f"g{g}", proj._group_item_path(g)  # noqa: SLF001 - the search's own path
+        return f"g{g}", proj.index.group_item_path(g)
 
     for g in d.groups:
         if g.status == "removed":

@@ -1,6 +1,6 @@
 """Regenerate the checked-in real-model captures (``captures/*.tvg``).
 
-    python tests/viewer/real_models/make_captures.py            # all three
+    python tests/viewer/real_models/make_captures.py            # all of them
     python tests/viewer/real_models/make_captures.py gpt2_torch # some
     python tests/viewer/real_models/make_captures.py --check    # compare, write nothing
 
@@ -31,7 +31,7 @@ from capture.graph import graphfile  # noqa: E402
 from capture.graph.model import Capture  # noqa: E402
 from capture.session.runner import run_capture  # noqa: E402
 
-PROFILES = ("resnet18_torch", "gpt2_torch", "resnet18_linen")
+PROFILES = ("resnet18_torch", "gpt2_torch", "resnet18_linen", "llama_torch", "vit_torch")
 CAPTURES = HERE / "captures"
 # Wall-clock figures differ on every run and say nothing about the graph.
 TIMING_META = ("elapsed_s", "capture_s")

@@ -1,0 +1,162 @@
+"""What a reader sees of each child of a container: layers and function calls, not kernels.
+
+The capture keeps every kernel; the pages present them the way a person reads a model
+(issue 26), unless a page asks for every kernel (``kernels=1``):
+
+* **Function cards.** A Torch function call that ran two or more kernels is a group of
+  kind ``function`` (``linear``, ``layer_norm``, ``scaled_dot_product_attention``,
+  ``conv2d``; ``attrs.function`` its qualified name). It is drawn as one op card with its
+  parameters inside; opening it shows its kernels. A group of kind ``function`` at the
+  top of the tree is not a call but the captured function itself (a plain-function
+  capture's own scope): it stays a frame.
+* **Bookkeeping elided.** Ops that compute nothing are not on the main path:
+  ``aten::alias``, ``aten::lift_fresh`` (and ``lift_fresh_copy``), ``prim::device``, an
+  ``empty`` whose outputs hold no element (BatchNorm's ``u8[0]`` reserve), and inside a
+  function call a reshape (``view``, ``_unsafe_view``, ``reshape``) that flattens what
+  enters the call or restores the shape of what leaves it. Their consumers are wired to
+  what the op copied (its first operand); an op with no operand to copy (``empty``,
+  ``prim::device``) just loses its edges. Each page counts and lists what it elided.
+* **One-op groups.** A group (module or scope) whose content, so presented, is exactly
+  one op or one function card is drawn as that op with the group named on it, not as a
+  frame with in/out pills (``single``); wrappers nest (``Sequential(Linear)``).
+* **Idle groups.** A group that ran no op (an eval-mode ``Dropout``) is listed in its
+  parent's answer and marked ``idle``: not to be drawn.
+"""
+
+from __future__ import annotations
+
+from itertools import compress
+from typing import Any
+
+FUNCTION_KIND = "function"
+#: Ops that copy or describe a tensor without computing anything.
+BOOKKEEPING_OPS = frozenset({"aten::alias", "aten::lift_fresh", "aten::lift_fresh_copy", "prim::device"})
+#: Ops that may allocate nothing: elided when every output holds no element.
+EMPTY_PREFIXES = ("aten::empty", "aten::new_empty")
+#: Reshapes a function call does on its way in and out (``linear`` on a 3-D input).
+RESHAPE_OPS = frozenset({"aten::view", "aten::_unsafe_view", "aten::reshape"})
+#: Ops copied by what they elide into: the first operand is the tensor they pass on.
+_PASS_ON = BOOKKEEPING_OPS - {"prim::device"} | RESHAPE_OPS
+
+
+class Presentation:
+    """The presentation rules above, over one capture's index (built in one linear pass;
+    each group's presented content is worked out when a page first asks)."""
+
+    def __init__(self, capture: Any, index: Any) -> None:
+        self.index = index
+        groups = capture.groups
+        self.function_cards = frozenset(
+            g for g, grp in enumerate(groups)
+            if grp.kind == FUNCTION_KIND and index.parent[g] != -1 and g not in index.body_node
+        )
+        self.elided = self._bookkeeping(capture)
+        self._single: dict[tuple[int, bool], int | None] = {}
+
+    def _bookkeeping(self, capture: Any) -> frozenset[int]:
+        cols, ix = self.index.cols, self.index
+        values = capture.values
+        cards = self.function_cards
+        out = []
+        # only ops that may be bookkeeping are looked at, found by C-level passes
+        maybe = {op for op in set(cols.op) if op in BOOKKEEPING_OPS or op.startswith(EMPTY_PREFIXES) or op in RESHAPE_OPS}
+        for i in compress(range(len(cols.op)), map(maybe.__contains__, cols.op)) if maybe else ():
+            op = cols.op[i]
+            if op in BOOKKEEPING_OPS:
+                out.append(i)
+            elif op.startswith(EMPTY_PREFIXES):
+                outs = ix.outputs_of(i)
+                if outs and all(_empty(values[v].shape) for v in outs):
+                    out.append(i)
+            elif op in RESHAPE_OPS and cols.group[i] in cards:
+                g = cols.group[i]
+                first = next((v for v in ix.operands_of(i) if v >= 0), None)
+                enters = first is not None and (ix.producer[first] < 0 or cols.group[ix.producer[first]] != g)
+                leaves = any(v in (ix.bout[g + 1] or ()) for v in ix.outputs_of(i))
+                if enters or leaves:
+                    out.append(i)
+        return frozenset(out)
+
+    # ------------------------------------------------------------------ questions
+
+    def is_function_card(self, g: int) -> bool:
+        return g in self.function_cards
+
+    def is_idle(self, g: int) -> bool:
+        """Group ``g`` ran no op (executed program; bodies are opened elsewhere)."""
+        return self.index.node_count[g + 1] == 0 and g not in self.index.body_node
+
+    def hidden(self, ref: int, kernels: bool) -> bool:
+        """A child ref left out of its container's page: an elided op, unless every
+        kernel is asked for. (An idle group stays among the items, marked, so that pages
+        drawn before it was marked keep their cards; it is listed as idle too.)"""
+        return ref >= 0 and not kernels and ref in self.elided
+
+    def drawn(self, ref: int, kernels: bool) -> bool:
+        """A child ref drawn on its container's page: neither elided nor idle."""
+        return not (self.hidden(ref, kernels) or (ref < 0 and self.is_idle(~ref)))
+
+    def passed_on(self, i: int) -> int | None:
+        """The value elided op ``i`` passes on (its first operand), or ``None``."""
+        if self.index.cols.op[i] not in _PASS_ON:
+            return None
+        return next((v for v in self.index.operands_of(i) if v >= 0), None)
+
+    def source(self, v: int, kernels: bool) -> int:
+        """The value a consumer of ``v`` is drawn reading: ``v`` itself, or through the
+        elided ops that made it, what they copied (-1: nothing, an ``empty``'s output)."""
+        if kernels:
+            return v
+        producer, elided = self.index.producer, self.elided
+        for _ in range(64):  # a chain of copies; a hostile file may make one long
+            p = producer[v]
+            if p < 0 or p not in elided:
+                return v
+            u = self.passed_on(p)
+            if u is None:
+                return -1
+            v = u
+        return v
+
+    def single(self, g: int, kernels: bool) -> int | None:
+        """The one op (node id, or ``~c`` for function card ``c``) group ``g`` is drawn
+        as, or ``None`` when ``g`` is a frame."""
+        key = (g, kernels)
+        if key in self._single:
+            return self._single[key]
+        got = None
+        if g not in self.index.body_node and (kernels or g not in self.function_cards):
+            shown = self._shown(g, kernels, 2)
+            if len(shown) == 1:
+                r = shown[0]
+                got = r if self._is_op(r, kernels) else self.single(~r, kernels)
+        self._single[key] = got
+        return got
+
+    def wrappers(self, g: int, kernels: bool) -> list[int]:
+        """For a group drawn as its single op, the groups from ``g`` down to that op
+        (``g`` first: ``Sequential`` then its ``Linear``)."""
+        out = [g]
+        while True:
+            (r,) = self._shown(out[-1], kernels, 2)
+            if self._is_op(r, kernels):
+                return out
+            out.append(~r)
+
+    def _is_op(self, ref: int, kernels: bool) -> bool:
+        return ref >= 0 or (not kernels and ~ref in self.function_cards)
+
+    def _shown(self, g: int, kernels: bool, most: int) -> list[int]:
+        """The first ``most`` children of ``g`` its page draws."""
+        _, refs, _ = self.index.ordered(g)
+        out = []
+        for r in refs:
+            if self.drawn(r, kernels):
+                out.append(r)
+                if len(out) >= most:
+                    break
+        return out
+
+
+def _empty(shape: Any) -> bool:
+    return any(type(d) is int and d == 0 for d in shape)

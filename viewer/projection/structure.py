@@ -1,0 +1,166 @@
+"""Which blocks are the same: structural signatures, identical siblings, twins, repeats.
+
+A group's signature (:class:`Structure`) says what it computes, not where its inputs came
+from: its kind and class, the op sequence of its children in program order with the
+wiring between them, the shapes of what enters it (parameters by shape) and which of its
+children hand on what leaves it. An input is named by the order in which the block first
+*uses* it, never by its value id or by the order it was produced in outside the block:
+Llama's layer 0 receives ``[hidden, cos, sin]`` produced in that order, the later layers
+``[cos, sin, hidden]``, and all four run the same 70 ops on them, so all four are alike.
+A child group enters its parent's signature by its own signature and the wiring of its
+inputs, so a signature covers the whole subtree; computing all of them is one pass over
+the index, deepest groups first (linear in the capture).
+
+On top of the signatures: ``siblings[g]`` (how many siblings share ``g``'s signature and
+its index among them: "×N identical"), ``twins[g]`` (every group in the capture with the
+same signature, adjacent or not, under one twin id: Model Explorer's identical groups)
+and :func:`find_repeats`, the period-k runs of a container's items ((Attention,
+FeedForward) × 12, (local × 5, global) × n) that fold into one stack.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+from typing import Any, Callable, Hashable, Sequence
+
+from . import gc_pause
+
+#: The longest period of a repeat (items per repetition) looked for: a Gemma-style
+#: (local × 5, global) block pattern with the residual ops between its blocks fits.
+MAX_PERIOD = 16
+#: A group needs this many ops to have twins: one-op and empty groups are op cards or
+#: not drawn, and marking every ``Linear`` of one width identical says nothing.
+TWIN_MIN_OPS = 2
+
+
+class Structure:
+    """Signatures, identical siblings and twins of every group of one capture."""
+
+    def __init__(self, capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str],
+                 can_twin: Callable[[int], bool]) -> None:
+        with gc_pause.paused():
+            self.signature = _signatures(capture, index, is_weight, labels)
+            self.siblings = _siblings(index, self.signature)
+            self.twins = _twins(index, self.signature, can_twin)
+
+
+def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str]) -> list[str]:
+    groups = capture.groups
+    ng = len(groups)
+    cols = index.cols
+    ops, in_off, in_ref, out_off, out_ids = cols.op, cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
+    sigs = [""] * ng
+    uses_in: list[list[int]] = [[] for _ in range(ng)]  # a group's inputs, in the order it first uses them
+    hands_on: list[list[int]] = [[] for _ in range(ng)]  # what leaves it, in the order it is made
+    chains = index.chain
+    label_of = labels.__getitem__
+    for g in sorted(range(ng), key=lambda x: len(chains[x]), reverse=True):
+        _, refs, _ = index.ordered(g)
+        made: dict[int, tuple[int, int]] = {}  # value -> (position of the child that made it, its index there)
+        first_use: dict[int, int] = {}  # an input -> its number, by first use
+        made_get, first_get = made.get, first_use.get
+        body = []
+        add = body.append
+        for pos, r in enumerate(refs):
+            if r >= 0:
+                reads = in_ref[in_off[r]:in_off[r + 1]]
+                outs = out_ids[out_off[r]:out_off[r + 1]]
+            else:
+                reads = uses_in[~r]
+                outs = hands_on[~r]
+            wires = []
+            for v in reads:  # each operand: a literal, a sibling's output, or an input by first use
+                got = made_get(v) if v >= 0 else -1
+                if got is None:
+                    got = first_get(v)
+                    if got is None:
+                        got = first_use[v] = len(first_use)
+                wires.append(got)
+            if r >= 0:
+                add((ops[r], wires, list(map(label_of, outs))))
+            else:
+                add((sigs[~r], wires))
+            for k, o in enumerate(outs):
+                made[o] = (pos, k)
+        leaving = sorted((made[v], v) for v in (index.bout[g + 1] or ()) if v in made)
+        uses_in[g] = list(first_use)
+        hands_on[g] = [v for _, v in leaving]
+        grp = groups[g]
+        cls = grp.attrs.get("class") if isinstance(grp.attrs, dict) else None
+        inputs = [(labels[v], is_weight(v)) for v in first_use]
+        # marshal format 2 writes every string by content (3 and later write a repeated
+        # object as a reference, so equal blocks built from different string objects
+        # would differ); it is an order of magnitude faster than repr
+        data = marshal.dumps((grp.kind, cls, body, inputs, [w for w, _ in leaving]), 2)
+        sigs[g] = hashlib.blake2b(data, digest_size=8).hexdigest()
+    return sigs
+
+
+def _siblings(index: Any, sigs: list[str]) -> list[tuple[int, int]]:
+    same: list[tuple[int, int]] = [(1, 0)] * len(sigs)
+    for kids in index.child_groups:
+        by_sig: dict[str, list[int]] = {}
+        for c in kids:
+            by_sig.setdefault(sigs[c], []).append(c)
+        for members in by_sig.values():
+            if len(members) > 1:
+                for k, c in enumerate(members):
+                    same[c] = (len(members), k)
+    return same
+
+
+def _twins(index: Any, sigs: list[str], can_twin: Callable[[int], bool]) -> dict[int, tuple[int, int, int]]:
+    """Group -> (twin id: the first group with its signature, how many, its index), for
+    groups of at least :data:`TWIN_MIN_OPS` ops that share a signature with another."""
+    by_sig: dict[str, list[int]] = {}
+    count = index.node_count
+    for g, s in enumerate(sigs):
+        if count[g + 1] >= TWIN_MIN_OPS and g not in index.body_node and can_twin(g):
+            by_sig.setdefault(s, []).append(g)
+    out: dict[int, tuple[int, int, int]] = {}
+    for members in by_sig.values():
+        if len(members) > 1:
+            for k, g in enumerate(members):
+                out[g] = (members[0], len(members), k)
+    return out
+
+
+# --------------------------------------------------------------------------- repeats
+
+
+def find_repeats(tokens: Sequence[Hashable], is_block: Sequence[bool], max_period: int = MAX_PERIOD) -> list[tuple[int, int, int]]:
+    """Runs of a repeating pattern in a container's items: ``(start, period, count)``
+    with ``count >= 2`` repetitions of ``tokens[start:start+period]``.
+
+    Left to right, each run is the one covering the most items from where it starts (a
+    tie goes to the shorter period: ``A A A A`` is ``A × 4``, not ``(A, A) × 2``). A
+    repetition starts with a block (``is_block``: a group, not an op), so ``(block,
+    add) × 12`` folds but a run of ops alone does not. Time ``O(len(tokens) · max_period)``.
+    """
+    n = len(tokens)
+    if n < 2 or not any(is_block):
+        return []
+    top = min(max_period, n // 2)
+    # same[k][j]: how many items from j on equal the item k further on (from the end)
+    same: list[list[int]] = [[]]
+    for k in range(1, top + 1):
+        run = [0] * (n + 1)
+        for j in range(n - k - 1, -1, -1):
+            run[j] = run[j + 1] + 1 if tokens[j] == tokens[j + k] else 0
+        same.append(run)
+    out = []
+    i = 0
+    while i < n - 1:
+        best = None
+        if is_block[i]:
+            for k in range(1, min(top, (n - i) // 2) + 1):
+                reps = 1 + same[k][i] // k
+                if reps >= 2 and (best is None or k * reps > best[0] * best[1]):
+                    best = (k, reps)
+        if best is None:
+            i += 1
+            continue
+        out.append((i, best[0], best[1]))
+        i += best[0] * best[1]
+    return out

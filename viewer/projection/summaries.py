@@ -1,0 +1,65 @@
+"""How a value is summarised in the projection's answers: its label (``f32[2,4]``), its
+name and role when it enters from outside, and its measured fields where details are
+asked for (:class:`ValueSummaries`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import gc_pause
+from .names import ValueNames, value_label
+
+
+class ValueSummaries:
+    """Value summaries of one capture; labels are made once per value (a whole subtree
+    asks for the same ones often)."""
+
+    def __init__(self, capture: Any, names: ValueNames) -> None:
+        self.values = capture.values
+        self.names = names
+        self._labels: dict[int, str] = {}
+        self._all: list[str] | None = None
+
+    def label(self, v: int) -> str:
+        if self._all is not None:
+            return self._all[v]
+        got = self._labels.get(v)
+        if got is None:
+            val = self.values[v]
+            got = self._labels[v] = value_label(val.shape, val.dtype)
+        return got
+
+    def labels(self) -> list[str]:
+        """Every value's label, by value id: made in one pass (a file's rows are built
+        by C-level passes over its columns), each distinct shape formatted once. For
+        whole-capture work such as the structural signatures."""
+        if self._all is None:
+            formatted: dict[tuple, str] = {}
+            out = []
+            with gc_pause.paused():
+                for val in self.values:
+                    key = (*val.shape, val.dtype)
+                    text = formatted.get(key)
+                    if text is None:
+                        text = formatted[key] = value_label(val.shape, val.dtype)
+                    out.append(text)
+            self._all = out
+        return self._all
+
+    def full(self, v: int) -> dict:
+        """``{id, shape, dtype, label, measured?, name?, role?}``: what details show."""
+        val = self.values[v]
+        out = {"id": v, "shape": list(val.shape), "dtype": val.dtype, "label": self.label(v)}
+        if val.measured is not None:
+            out["measured"] = val.measured
+        named = self.names.get(v)
+        if named is not None:
+            out["name"], out["role"] = named
+        return out
+
+    def brief(self, v: int) -> dict:
+        """A value as an item card lists it: no measured fields (the inspector asks for
+        them), so a whole subtree stays small on the wire."""
+        d = self.full(v)
+        d.pop("measured", None)
+        return d

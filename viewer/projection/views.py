@@ -1,0 +1,629 @@
+"""The pages of a container: what ``api/children`` and ``api/subtree`` answer (:class:`Pages`).
+
+A page is the direct children of one group (or of one chunk of a large group) as items
+ready to lay out, with the edges between them and the group's boundary, as
+``viewer/API.md`` describes. Items are presented as :mod:`viewer.projection.presentation`
+decides (function cards, elided bookkeeping, one-op groups, idle groups) unless the page
+is asked for every kernel (``kernels=True``), and each leaf page says which of its
+items repeat (:func:`viewer.projection.structure.find_repeats`).
+"""
+
+from __future__ import annotations
+
+import threading
+from bisect import bisect_left
+from collections import OrderedDict
+from typing import Any, Callable, NamedTuple
+
+from . import gc_pause
+from .bodies import body_summary, template_line
+from .index import CHUNK, ROOT, UPPER_CHUNK
+from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
+from .structure import find_repeats
+
+LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
+KERNELS_LISTED = 16  # op names a function card lists
+SUBTREE_ITEMS = 60_000  # items one api/subtree answer may carry (Expand all fetches in one request)
+PARAM_ROLES = frozenset({"param", "variable"})  # what a group card counts as its parameters
+_VIEW_CACHE = 24
+_DEPS_CACHE = 32
+
+# Bytes per element, for a group card's parameter bytes ("7.09 M params · 28.4 MB").
+_DTYPE_BITS = {
+    "float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32,
+    "int16": 16, "int8": 8, "int4": 4, "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8,
+    "uint4": 4, "complex64": 64, "complex128": 128, "bool": 8, "float8_e4m3fn": 8, "float8_e5m2": 8,
+}
+
+
+class PageError(Exception):
+    """A page that does not exist (an unknown chunk)."""
+
+
+class _Deps(NamedTuple):
+    """The flow into the children of one group, as drawn, positions in program order:
+    entry k is value ``val[k]`` going from child ``src[k]`` (-1: from outside the group)
+    to child ``dst[k]``; ``dst`` is sorted, ``by_src`` orders entries by source. ``outs``
+    pairs each value leaving the group with the position of the child drawn making it.
+    ``through``: ``(position, outer value, value leaving)`` for a value an elided op at
+    ``position`` passes from outside straight out. ``near``: for each elided op's
+    position, the position of the item it is listed with."""
+
+    src: list[int]
+    dst: list[int]
+    val: list[int]
+    by_src: list[int]
+    sorted_src: list[int]
+    outs: list[tuple[int, int]]
+    through: list[tuple[int, int, int]]
+    near: dict[int, int]
+
+
+class Pages:
+    """Pages of one capture (thread-safe; answers are cached, most recent first)."""
+
+    def __init__(self, capture: Any, index: Any, names: Any, values: Any, presentation: Any,
+                 structure: Callable[[], Any]) -> None:
+        self.capture, self.index, self.names, self.values = capture, index, names, values
+        self.framework = capture.framework
+        self.present = presentation
+        self.structure = structure
+        self._lock = threading.Lock()
+        self._views: OrderedDict[tuple, dict] = OrderedDict()
+        self._deps_cache: OrderedDict[tuple, _Deps] = OrderedDict()
+        self._group_weights: dict[int, dict] = {}
+
+    # ------------------------------------------------------------------ pages
+
+    def children(self, g: int, chunk: int | None, kernels: bool) -> dict:
+        key = (g, chunk, kernels)
+        with self._lock:
+            got = self._views.get(key)
+            if got is not None:
+                self._views.move_to_end(key)
+                return got
+        with gc_pause.paused():  # a page of a big group is tens of thousands of small dicts
+            view = self._view(g, chunk, kernels)
+        with self._lock:
+            self._views[key] = view
+            while len(self._views) > _VIEW_CACHE:
+                self._views.popitem(last=False)
+        return view
+
+    def bodies(self, node: int) -> dict:
+        items = [self.item(~b, False) for b in self.index.bodies_of[node]]
+        return {
+            "group": None, "node": node, "chunk": None, "items": items, "edges": [],
+            "inputs": [], "outputs": [], "chunked": False, "child_count": len(items),
+            "range": [0, len(items)], "opaque_count": sum(it["opaque_count"] for it in items),
+            "bodies": self.body_summaries(node), "side_by_side": True,
+        }
+
+    def body_summaries(self, node: int) -> list[dict]:
+        gs = self.capture.groups
+        return [body_summary(b, gs[b].attrs, gs[b].name) for b in self.index.bodies_of[node]]
+
+    def subtree(self, group: int, max_items: int, kernels: bool) -> dict:
+        views: dict[str, dict] = {}
+        frontier: list[tuple[str, int, int | None]] = [(f"g{group}", group, None)]
+        total = 0
+        complete = True
+        while frontier:
+            nxt: list[tuple[str, int, int | None]] = []
+            for key, g, chunk in frontier:
+                view = self.children(g, chunk, kernels)
+                if total + len(view["items"]) > max_items and views:
+                    complete = False
+                    nxt = []
+                    break
+                views[key] = view
+                total += len(view["items"])
+                for it in view["items"]:
+                    if it["type"] == "group" and it["child_count"] and (kernels or it["card"] != "function"):
+                        nxt.append((it["key"], it["id"], None))
+                    elif it["type"] == "chunk":
+                        cg, ck = it["id"].split(":")
+                        nxt.append((it["key"], int(cg), int(ck)))
+            frontier = nxt
+        return {"group": group, "views": views, "items": total, "complete": complete, "kernels": kernels}
+
+    def near(self, i: int) -> str | None:
+        """The key of the item an elided op ``i`` is listed with on its container's
+        page (``None``: it hands nothing to an item there)."""
+        g = self.index.cols.group[i]
+        keys, refs, _ = self.index.ordered(g)
+        got = self._deps(g, False).near.get(bisect_left(keys, i))
+        return None if got is None else _ref_key(refs[got])
+
+    def _chunk_range(self, n: int, chunk: int) -> tuple[int, int]:
+        if chunk >= 0:
+            lo, span = chunk * CHUNK, CHUNK
+        else:
+            lo, span = (-chunk - 1) * UPPER_CHUNK, UPPER_CHUNK
+        if n <= CHUNK or lo >= n or (chunk < 0 and n <= UPPER_CHUNK):
+            raise PageError(f"no chunk {chunk}")
+        return lo, min(n, lo + span)
+
+    def _view(self, g: int, chunk: int | None, kernels: bool) -> dict:
+        ix, present = self.index, self.present
+        _, refs, _ = ix.ordered(g)
+        n = len(refs)
+        lo, hi = (0, n) if chunk is None else self._chunk_range(n, chunk)
+        size = hi - lo
+        # items: the children themselves, or leaf chunks, or upper chunks
+        if size <= CHUNK:
+            span = 1
+        elif size <= UPPER_CHUNK:
+            span = CHUNK
+        else:
+            span = UPPER_CHUNK
+        whole = lo == 0 and hi == n
+        edges: dict[tuple, list[int]] = {}
+        in_vals: dict[int, int] = {}  # value -> producer (-1 for none)
+        out_vals: dict[int, None] = {}
+        item_outs: dict[int, dict[int, None]] = {}  # chunk item -> what it hands on
+        producer = ix.producer
+        outputs = ix.output_set
+        deps = self._deps(g, kernels)
+        src, dst, val = deps.src, deps.dst, deps.val
+
+        def outside(v: int) -> None:
+            # a value entering the view, named by what made it (past elided copies)
+            s = present.source(v, kernels)
+            in_vals[v] = producer[s] if s >= 0 else -1
+
+        # what enters each item: from another item of the view, or across the boundary
+        for k in range(bisect_left(dst, lo), bisect_left(dst, hi)):
+            s, v = src[k], val[k]
+            ti = (dst[k] - lo) // span
+            if lo <= s < hi:
+                si = (s - lo) // span
+                if si != ti:
+                    edges.setdefault((si, ti), []).append(v)
+                    if span > 1:
+                        item_outs.setdefault(si, {})[v] = None
+            else:
+                outside(v)
+                edges.setdefault((("in", v), ti), []).append(v)
+        # what leaves the view: to later siblings outside it, or out of the group
+        sorted_src = deps.sorted_src
+        leaving = (deps.by_src[j] for j in range(bisect_left(sorted_src, lo), bisect_left(sorted_src, hi)))
+        crossings = [(src[k], val[k]) for k in leaving if not lo <= dst[k] < hi]
+        crossings += [(s, v) for s, v in deps.outs if lo <= s < hi]
+        for s, v in crossings:
+            si = (s - lo) // span
+            out_vals[v] = None
+            edges.setdefault((si, ("out", v)), []).append(v)
+            if span > 1:
+                item_outs.setdefault(si, {})[v] = None
+        for h, u, v in deps.through:  # an elided copy of something from outside, handed straight out
+            if lo <= h < hi:
+                outside(u)
+                out_vals[v] = None
+                edges.setdefault((("in", u), ("out", v)), []).append(u)
+        if g == ROOT and whole:
+            for v in ix.output_values:
+                if producer[v] < 0:
+                    in_vals[v] = -1
+                    out_vals[v] = None
+                    edges.setdefault((("in", v), ("out", v)), []).append(v)
+
+        elided: list[int] = []
+        idle: list[int] = []
+        if span == 1:
+            items, keys_of = [], {}
+            for pos in range(lo, hi):
+                r = refs[pos]
+                if present.hidden(r, kernels):
+                    elided.append(pos)
+                    continue
+                if r < 0 and present.is_idle(~r):
+                    idle.append(pos)
+                it = self.item(r, kernels)
+                keys_of[pos - lo] = it["key"]
+                items.append(it)
+        else:
+            items = [self._chunk_item(g, lo, hi, span, k, item_outs.get(k, {})) for k in range((size + span - 1) // span)]
+            keys_of = {k: it["key"] for k, it in enumerate(items)}
+
+        def endpoint(e) -> str:
+            return f"{e[0]}:{e[1]}" if isinstance(e, tuple) else keys_of[e]
+
+        label = self.values.label
+        edge_list = []
+        for (s, t), vals in edges.items():
+            if span == 1:
+                for v in dict.fromkeys(vals):
+                    edge_list.append({"source": endpoint(s), "target": endpoint(t), "value": v, "label": label(v)})
+            else:
+                vals = list(dict.fromkeys(vals))
+                text = label(vals[0]) + (f" +{len(vals) - 1}" if len(vals) > 1 else "")
+                edge_list.append({"source": endpoint(s), "target": endpoint(t), "value": vals[0],
+                                  "label": text, "count": len(vals)})
+
+        def boundary(v: int, extra: dict) -> dict:
+            d = self.values.brief(v)
+            d["value"] = d.pop("id")
+            d["key"] = ("in:" if "from" in extra else "out:") + str(v)
+            d.update(extra)
+            return d
+
+        is_weight = self.names.is_weight
+        inputs = [boundary(v, {"from": {"type": "node", "id": p} if p >= 0 else {"type": "input"}})
+                  for v, p in in_vals.items()]
+        for b in inputs:
+            if is_weight(b["value"]):
+                b["weight"] = True  # drawn inside its consumers' cards unless pills are asked for
+        for e in edge_list:
+            if e["source"].startswith("in:") and is_weight(e["value"]):
+                e["weight"] = True
+        outs = [boundary(v, {"capture_output": v in outputs}) for v in out_vals]
+        view = {
+            "group": g,
+            "chunk": None if chunk is None else f"{g}:{chunk}",
+            "items": items,
+            "edges": edge_list,
+            "inputs": inputs,
+            "outputs": outs,
+            "chunked": span > 1,
+            "child_count": n,
+            "range": [lo, hi],
+            "opaque_count": ix.opaque_count[g + 1] if whole else self._range_counts(refs, lo, hi)[1],
+            "kernels": kernels,
+            "elided": self._elided(refs, elided, deps.near, lo, keys_of),
+            "idle": [self._group_ref(~refs[pos]) for pos in idle],
+            "stacks": self._stacks(items) if span == 1 else [],
+        }
+        return view
+
+    # ------------------------------------------------------------------ flow
+
+    def _deps(self, g: int, kernels: bool) -> _Deps:
+        """Every value flowing into a child of ``g`` as drawn, as positions among its children."""
+        key = (g, kernels)
+        with self._lock:
+            got = self._deps_cache.get(key)
+            if got is not None:
+                self._deps_cache.move_to_end(key)
+                return got
+        ix, present = self.index, self.present
+        keys, refs, _ = ix.ordered(g)
+        producer, grp, position = ix.producer, ix.cols.group, ix.position
+        in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
+        hidden = present.hidden
+
+        def made_at(v: int) -> int:
+            p = producer[v]
+            return -1 if p < 0 else bisect_left(keys, p) if grp[p] == g else position(p, g)
+
+        near: dict[int, int] = {}
+
+        def drawn(v: int) -> tuple[int, int] | None:
+            """(the position drawn making ``v``, the value the edge carries), past elided
+            ops among ``g``'s children; ``None`` when an elided op made it from nothing."""
+            s = made_at(v)
+            u = v
+            copies = []
+            while s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels) and len(copies) < 64:
+                copies.append(s)
+                u = present.passed_on(refs[s])
+                if u is None:
+                    return None
+                s = made_at(u)
+            return (s, v) if s >= 0 or not copies else (s, u)
+
+        src: list[int] = []
+        dst: list[int] = []
+        val: list[int] = []
+        for pos, ref in enumerate(refs):
+            if hidden(ref, kernels):
+                continue
+            incoming = in_ref[in_off[ref]:in_off[ref + 1]] if ref >= 0 else (ix.bin[~ref + 1] or ())
+            for v in incoming:
+                if v < 0:
+                    continue  # a literal
+                s = made_at(v)
+                if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
+                    near.setdefault(s, pos)
+                    got = drawn(v)
+                    if got is None:
+                        continue
+                    s, v = got
+                src.append(s)
+                dst.append(pos)
+                val.append(v)
+        by_src = sorted(range(len(src)), key=src.__getitem__)
+        outs: list[tuple[int, int]] = []
+        through: list[tuple[int, int, int]] = []
+        for v in ix.bout[g + 1] or ():
+            if producer[v] < 0:
+                continue
+            s = made_at(v)
+            if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
+                got = drawn(v)
+                if got is None:
+                    continue
+                if got[0] < 0:
+                    through.append((s, got[1], v))
+                    continue
+                s = got[0]
+            outs.append((s, v))
+        if not kernels:
+            for s, r in enumerate(refs):
+                if r >= 0 and r in present.elided and s not in near:
+                    u = present.passed_on(r)
+                    got = drawn(u) if u is not None else None
+                    if got is not None and got[0] >= 0:
+                        near[s] = got[0]
+        got = _Deps(src, dst, val, by_src, [src[k] for k in by_src], outs, through, near)
+        with self._lock:
+            self._deps_cache[key] = got
+            while len(self._deps_cache) > _DEPS_CACHE:
+                self._deps_cache.popitem(last=False)
+        return got
+
+    # ------------------------------------------------------------------ items
+
+    def item(self, ref: int, kernels: bool) -> dict:
+        """One child as an item card."""
+        if ref >= 0:
+            return self._node_item(ref, kernels)
+        return self._group_item(~ref, kernels)
+
+    def _node_item(self, i: int, kernels: bool) -> dict:
+        ix = self.index
+        opaque = i in ix.cols.opaque
+        outs = ix.outputs_of(i)
+        item = {
+            "type": "node", "id": i, "key": f"n{i}", "label": ix.cols.op[i],
+            "sublabel": ix.where(i), "kind": "opaque" if opaque else "op", "opaque": opaque,
+            "child_count": 0, "outputs": [self.values.brief(v) for v in outs[:LIST_CAP]],
+            "outputs_total": len(outs), "card": "op",
+        }
+        weights = self._weights([i], kernels)
+        if weights:
+            item["weights"] = weights[:LIST_CAP]
+            item["weights_total"] = len(weights)
+        called = self.capture.nodes[i].params.get("function") if self.framework == "torch" else None
+        if isinstance(called, str) and called:
+            item["function"] = called  # a one-kernel Torch call: no group, its name on the kernel
+        if i in ix.bodies_of:
+            item["bodies"] = self.body_summaries(i)
+        return item
+
+    def _group_item(self, c: int, kernels: bool) -> dict:
+        ix, present = self.index, self.present
+        grp = self.capture.groups[c]
+        structure = self.structure()
+        outs = sorted(ix.bout[c + 1] or ())
+        ins = [v for v in sorted(ix.bin[c + 1] or ()) if not self.names.is_weight(v)]
+        extra: dict[str, Any] = {
+            "inputs": [self.values.brief(v) for v in ins[:LIST_CAP]], "inputs_total": len(ins),
+            "params": self._group_params(c), "structure": structure.signature[c],
+        }
+        attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
+        for k in ("class", "path"):
+            if isinstance(attrs.get(k), str) and attrs[k]:
+                extra[k] = attrs[k]
+        extra["title"] = group_title(grp)
+        count, index = structure.siblings[c]
+        if count > 1:
+            extra["identical"] = {"count": count, "index": index}
+        twin = structure.twins.get(c)
+        if twin is not None:
+            extra["twin"] = {"id": twin[0], "count": twin[1], "index": twin[2]}
+        if c in ix.body_node:
+            extra["body"] = body_summary(c, attrs, grp.name)
+            extra["template"] = template_line(extra["body"])
+        card = "group"
+        if present.is_idle(c):
+            card = "idle"
+        elif not kernels and present.is_function_card(c):
+            card = "function"
+            extra.update(self._function_fields(c, attrs, kernels))
+        else:
+            single = present.single(c, kernels)
+            if single is not None:
+                card = "op"
+                extra["single"] = self.item(single, kernels)
+                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels)]
+        idle = [x for x in ix.child_groups[c + 1] if present.is_idle(x)]  # in the order they were called
+        if idle:
+            extra["idle"] = [self._group_ref(x) for x in idle[:LIST_CAP]]
+            extra["idle_total"] = len(idle)
+        return {
+            **extra,
+            "type": "group", "id": c, "key": f"g{c}", "label": grp.name,
+            "sublabel": group_sublabel(grp.kind),
+            "kind": grp.kind, "honest": group_wording(grp.kind)[0], "opaque": False,
+            "opaque_count": ix.opaque_count[c + 1],
+            "child_count": len(ix.direct_nodes[c + 1]) + len(ix.child_groups[c + 1]),
+            "node_count": ix.node_count[c + 1],
+            "first": ix.first[c + 1] if ix.node_count[c + 1] else None,
+            "last": ix.last[c + 1] if ix.node_count[c + 1] else None,
+            "outputs": [self.values.brief(v) for v in outs[:LIST_CAP]], "outputs_total": len(outs),
+            "card": card,
+        }
+
+    def _function_fields(self, c: int, attrs: dict, kernels: bool) -> dict:
+        ix = self.index
+        nodes = ix.direct_nodes[c + 1]
+        qualified = attrs.get("function")
+        frames = self.capture.frames
+        f = attrs.get("frame")
+        if type(f) is int and 0 <= f < len(frames):
+            where = f"{frames[f].file.rsplit('/', 1)[-1]}:{frames[f].line}"
+        else:
+            where = ix.where(nodes[0]) if nodes else ""
+        out: dict[str, Any] = {
+            "function": qualified if isinstance(qualified, str) and qualified else self.capture.groups[c].name,
+            "where": where,
+            "kernels": {"count": ix.node_count[c + 1], "ops": [ix.cols.op[i] for i in nodes[:KERNELS_LISTED]]},
+        }
+        weights = self._weights(nodes, kernels)
+        if weights:
+            out["weights"] = weights[:LIST_CAP]
+            out["weights_total"] = len(weights)
+        return out
+
+    def _group_ref(self, g: int) -> dict:
+        """A group named where another item lists it (wrappers, idle groups)."""
+        grp = self.capture.groups[g]
+        d = {"id": g, "key": f"g{g}", "kind": grp.kind, "name": grp.name, "title": group_title(grp)}
+        attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
+        for k in ("class", "path"):
+            if isinstance(attrs.get(k), str) and attrs[k]:
+                d[k] = attrs[k]
+        return d
+
+    def _elided(self, refs: list[int], positions: list[int], near: dict[int, int], lo: int, keys_of: dict) -> dict:
+        ops: dict[str, int] = {}
+        nodes = []
+        label = self.values.label
+        for pos in positions:
+            i = refs[pos]
+            op = self.index.cols.op[i]
+            ops[op] = ops.get(op, 0) + 1
+            if len(nodes) < LIST_CAP:
+                outs = self.index.outputs_of(i)
+                at = near.get(pos)
+                nodes.append({"id": i, "key": f"n{i}", "op": op, "label": label(outs[0]) if outs else "",
+                              "near": keys_of.get(at - lo) if at is not None else None})
+        return {"count": len(positions), "ops": ops, "nodes": nodes}
+
+    def _stacks(self, items: list[dict]) -> list[dict]:
+        """The runs of items that repeat, each folding into one stack ``× count``."""
+        shown = [(k, it) for k, it in enumerate(items) if it["card"] != "idle"]
+        if len(shown) < 2:
+            return []
+        tokens = [("g", it["structure"]) if it["type"] == "group" else
+                  ("n", it["label"], tuple(o["label"] for o in it["outputs"])) for _, it in shown]
+        # a repetition starts with a frame: op cards (function calls, one-op modules) side
+        # by side are ops, like q/k/v projections reading the same input
+        blocks = [it["card"] == "group" for _, it in shown]
+        out = []
+        for start, period, count in find_repeats(tokens, blocks):
+            members = [[shown[start + r * period + j][1]["key"] for j in range(period)] for r in range(count)]
+            first = [it for _, it in shown[start:start + period]]
+            last = [it for _, it in shown[start + (count - 1) * period:start + count * period]]
+            block_labels = [it["label"] for it in first if it["card"] == "group"]
+            last_labels = [it["label"] for it in last if it["card"] == "group"]
+            key = "s" + members[0][0]
+            inner = [{"start": s, "period": p, "count": c}
+                     for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
+            out.append({
+                "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
+                "label": f"{block_labels[0]} … {last_labels[-1]}",
+                "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
+                "inner": inner,
+            })
+            for r, keys in enumerate(members):
+                for j, _ in enumerate(keys):
+                    shown[start + r * period + j][1]["stack"] = {"key": key, "repetition": r, "offset": j}
+        return out
+
+    # ------------------------------------------------------------------ chunks
+
+    def _chunk_item(self, g: int, lo: int, hi: int, span: int, k: int, outs: dict) -> dict:
+        ix = self.index
+        a, b = lo + k * span, min(hi, lo + (k + 1) * span)
+        _, refs, _ = ix.ordered(g)
+        chunk_id = a // CHUNK if span == CHUNK else -(a // UPPER_CHUNK) - 1
+        first_ref, last_ref = refs[a], refs[b - 1]
+        first = first_ref if first_ref >= 0 else ix.first[~first_ref + 1]
+        last = last_ref if last_ref >= 0 else ix.last[~last_ref + 1]
+        nodes, opaque = self._range_counts(refs, a, b)
+        out_list = list(outs)
+        return {
+            "type": "chunk", "id": f"{g}:{chunk_id}", "key": f"c{g}:{chunk_id}",
+            "label": f"{a + 1:,}–{b:,} of {len(refs):,}",
+            "sublabel": self._span_text(first_ref, last_ref),
+            "kind": "chunk", "honest": CHUNK_WORDING[1],
+            "opaque": False, "opaque_count": opaque, "child_count": (b - a) if span == CHUNK else -(-(b - a) // CHUNK),
+            "node_count": nodes, "range": [a, b],
+            "first": first if first < ix.n_nodes else None, "last": last if last >= 0 else None,
+            "outputs": [self.values.brief(v) for v in out_list[:LIST_CAP]], "outputs_total": len(out_list),
+            "card": "chunk",
+        }
+
+    def _range_counts(self, refs: list[int], a: int, b: int) -> tuple[int, int]:
+        """(nodes, opaque nodes) under the children ``refs[a:b]``."""
+        nodes = opaque = 0
+        ix = self.index
+        op_set, counts, opaques = ix.cols.opaque, ix.node_count, ix.opaque_count
+        for r in refs[a:b]:
+            if r >= 0:
+                nodes += 1
+                opaque += r in op_set
+            else:
+                nodes += counts[~r + 1]
+                opaque += opaques[~r + 1]
+        return nodes, opaque
+
+    def _span_text(self, first_ref: int, last_ref: int) -> str:
+        """Where a chunk's code lives: ``layer0.py:12 … layer3.py:40``."""
+        ix = self.index
+
+        def where(ref: int, end: bool) -> str:
+            if ref < 0:
+                c = ~ref
+                i = ix.last[c + 1] if end else ix.first[c + 1]
+                if not 0 <= i < ix.n_nodes:
+                    return self.capture.groups[c].name
+                return ix.where(i) or self.capture.groups[c].name
+            return ix.where(ref)
+        a, b = where(first_ref, False), where(last_ref, True)
+        if not a and not b:
+            return ""
+        return a if a == b or not b else f"{a} … {b}" if a else b
+
+    # ------------------------------------------------------------------ weights
+
+    def _weights(self, nodes: list[int], kernels: bool) -> list[dict]:
+        """The weights ``nodes`` consume (past elided copies: a ``lift_fresh`` of a
+        constant shows the constant), each once, in operand order. ``shared``: more than
+        one node uses it (tied embeddings), so it appears on each of them."""
+        ix, present, is_weight = self.index, self.present, self.names.is_weight
+        seen: dict[int, None] = {}
+        for i in nodes:
+            for v in ix.operands_of(i):
+                if v >= 0:
+                    s = present.source(v, kernels)
+                    if s >= 0 and is_weight(s):
+                        seen[s] = None
+        out = []
+        for v in seen:
+            d = self.values.brief(v)
+            d["value"] = d.pop("id")
+            uses = len(ix.uses(v))
+            if uses > 1:
+                d["shared"] = uses
+            out.append(d)
+        return out
+
+    def _group_params(self, g: int) -> dict:
+        """Parameters used inside group ``g``: tensors, elements and bytes of the values
+        with a parameter role (Torch parameters, JAX variables) entering its subtree."""
+        got = self._group_weights.get(g)
+        if got is not None:
+            return got
+        tensors = count = bits = 0
+        values = self.capture.values
+        for v in self.index.bin[g + 1] or ():
+            named = self.names.get(v)
+            if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
+                continue
+            val = values[v]
+            n = 1
+            for d in val.shape:
+                if isinstance(d, int):  # a symbolic dimension counts as 1
+                    n *= d
+            tensors += 1
+            count += n
+            bits += n * _DTYPE_BITS.get(val.dtype, 32)
+        got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
+        return got
+
+
+def _ref_key(ref: int) -> str:
+    return f"n{ref}" if ref >= 0 else f"g{~ref}"
