@@ -686,6 +686,7 @@ class _Handler(BaseHTTPRequestHandler):
         out.update(entry.projection().summary())
         out["stale"] = None if entry.stale is None else {"files": entry.stale}
         out["diff"] = self.viewer.diffs.offer(entry.id)
+        out["setup"] = self.viewer.setup_provider is not None
         self._json(200, out)
 
     def get_children(self, q: dict) -> None:

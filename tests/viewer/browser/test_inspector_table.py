@@ -97,21 +97,10 @@ def test_the_source_comes_before_the_values(browser, served, close_pages):
     assert [c["text"] for c in table["rows"][0]] == ["-4.094", "4.101", "-0.00176", "1.002", "0 / 0", "65536"]
 
 
-def _says_no_setup(context) -> None:
-    """api/capture as a server without a setup form answers it (`setup: false`): the real
-    answer with that field added, until viewer/server sends it itself."""
-    def answer(route):
-        response = route.fetch()
-        route.fulfill(response=response, json={**response.json(), "setup": False})
-
-    context.route(re.compile(r".*/api/capture(\?.*)?$"), answer)
-
-
 def test_a_page_without_a_setup_asks_for_none_and_logs_no_failed_request(browser, served, close_pages):
     asked = []
 
     def prepare(context):
-        _says_no_setup(context)
         context.on("request", lambda r: asked.append(r.url))
 
     app = open_app(browser, served.url, prepare=prepare)
