@@ -35,7 +35,9 @@ export class Inspector extends Panel {
     });
   }
 
+  // Closed: a detail still loading must not open it again.
   hidden() {
+    ++this.seq;
     this.current = null;
   }
 
