@@ -24,9 +24,11 @@ becomes a group of kind ``module`` with the module's ``path``, ``class``, Python
 
 What stays opaque:
 
-* any other primitive that carries a subprogram (``cond``, ``scan``, ``while``,
-  ``custom_linear_solve``, ``shard_map``, the reducer ``update_jaxpr`` of
-  ``scatter-add``/``scatter-mul``/…, ``reduce``, ``reduce_window``…) is one node with
+* any other primitive that carries a subprogram anywhere in its params (``cond``,
+  ``scan``, ``while``, ``custom_linear_solve``'s named tuple of matvec/solve jaxprs under
+  ``jnp.linalg.solve`` and ``jax.scipy.sparse.linalg.cg``, ``shard_map``, the reducer
+  ``update_jaxpr`` of ``scatter-add``/``scatter-mul``/…, ``reduce``, ``reduce_window``…;
+  found by walking tuples, mappings and dataclass fields, not by primitive name) is one node with
   ``opaque=True`` and its output shapes; coverage becomes ``partial`` with the reason
   ``opaque_kernel``. Nothing says a branch or an iteration ran. The bodies of ``cond``,
   ``scan`` and ``while`` are *also* converted, after the executed program, as
@@ -53,6 +55,7 @@ import gc
 import os
 import sys
 import sysconfig
+from collections.abc import Mapping
 from typing import Any
 
 from .bodies import BODY_PRIMITIVES, convert_bodies
@@ -198,10 +201,28 @@ def _subprogram_size(obj: Any) -> int | None:
     return None
 
 
-def _has_subprogram(v: Any) -> bool:
-    if type(v) in (tuple, list):
-        return any(_has_subprogram(x) for x in v)
-    return _subprogram_size(v) is not None
+# How deep a param's structure is searched for a subprogram.
+_MAX_PARAM_DEPTH = 32
+
+
+def _has_subprogram(v: Any, depth: int = 0) -> bool:
+    """Whether a Jaxpr or ClosedJaxpr sits anywhere in param value ``v``: inside tuples
+    and lists (named tuples such as ``custom_linear_solve``'s ``_LinearSolveTuple`` of
+    matvec/solve jaxprs included), mappings, sets and dataclass fields, found by
+    structure, not by primitive name, so a primitive added in a later JAX release that
+    carries its subprogram in a record of its own still reads as an opaque boundary."""
+    t = type(v)
+    if t in _SCALARS or depth > _MAX_PARAM_DEPTH:
+        return False
+    if isinstance(v, (tuple, list, set, frozenset)):
+        return any(_has_subprogram(x, depth + 1) for x in v)
+    if isinstance(v, Mapping):
+        return any(_has_subprogram(x, depth + 1) for x in v.values())
+    if _subprogram_size(v) is not None:
+        return True
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return any(_has_subprogram(getattr(v, f.name, None), depth + 1) for f in dataclasses.fields(v))
+    return False
 
 
 def literal_value(val: Any) -> Any:
