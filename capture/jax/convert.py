@@ -702,7 +702,8 @@ def is_array_leaf(x: Any) -> bool:
     return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct))
 
 
-def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: bool = True) -> Any:
+def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: bool = True,
+                 lifted: Any = None) -> Any:
     """The canonical structure of a Python PyTree, walked one registered level at a
     time with JAX's own key paths (the container is never rebuilt).
 
@@ -712,15 +713,17 @@ def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: 
     (named tuples, Flax structs, FrozenDicts, custom PyTrees) becomes a dict of its
     registered child keys. Static PyTree metadata (aux data) is not serialised.
     ``static_leaves=False``: every leaf is a value (a tree JAX traced whole, such as
-    Linen variables or an output tree).
+    Linen variables or an output tree). ``lifted``: a predicate naming the objects
+    whose arrays are traced elsewhere (NNX graph nodes split into the state), each a
+    static ``{"static": "<ClassName>"}`` here.
     """
     import jax
 
     counter = counter if counter is not None else [0]
-    return _structure(jax.tree_util, tree, counter, static_leaves, 0)
+    return _structure(jax.tree_util, tree, counter, static_leaves, 0, lifted)
 
 
-def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: int) -> Any:
+def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: int, lifted: Any = None) -> Any:
     if depth > 60:
         raise ValueError("the PyTree is nested more than 60 levels deep")
     if x is None:
@@ -729,6 +732,8 @@ def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: 
         i = counter[0]
         counter[0] += 1
         return {"value": i}
+    if lifted is not None and lifted(x):
+        return {"static": f"<{type(x).__name__}>"}
     kids, _ = tu.tree_flatten_with_path(x, is_leaf=lambda n: n is not x)
     if len(kids) == 1 and kids[0][0] == ():
         if static_leaves:
@@ -736,7 +741,7 @@ def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: 
         i = counter[0]
         counter[0] += 1
         return {"value": i}
-    subs = [(_key_of(path[0]), _structure(tu, c, counter, static_leaves, depth + 1)) for path, c in kids]
+    subs = [(_key_of(path[0]), _structure(tu, c, counter, static_leaves, depth + 1, lifted)) for path, c in kids]
     if type(x) is list:
         return {"list": [s for _, s in subs]}
     if type(x) is tuple:

@@ -43,13 +43,13 @@ initialisation, input factories and tracing. An unavailable backend or index fai
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import sys
 import types
 import typing
 import warnings
+from contextlib import nullcontext
 from typing import Any, Callable
 
 from .convert import convert, is_array_leaf, structure_of
@@ -59,7 +59,10 @@ from ..worker.context import CaptureContext, import_framework, parse_device, pos
 from ..worker.errors import CaptureError
 from . import modules as jax_modules
 from .names import input_names
-from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams, trace_with_streams
+from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_outputs
+from .nnx_state import NnxLift
+from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams
+from .tracing import trace
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
 # meta["state"] labels and what each means (meta["state_note"]).
@@ -70,6 +73,7 @@ STATE_NOTES = {
     "factory_variables": "the variables the init factory bound with model.bind(variables)",
     "factory_state": "the state of the module the init factory built",
     "callable_state": "the state of the NNX modules the configured callable carries",
+    "input_state": "the state of the NNX objects (modules, optimizers, variables) among the inputs",
 }
 # An NNX module built from the literal init with the rngs TensorViz supplied.
 NNX_FRESH_NOTE = (
@@ -273,26 +277,62 @@ class _NarrowingWatch:
 
 
 class _Plan:
-    """How to call the selected object: ``call(state, *args, **kwargs)`` with ``state``
-    a PyTree traced as jaxpr arguments before the inputs (Linen variables, NNX state).
-    ``callee`` receives the inputs (the function, the Linen or NNX module whose
-    ``__call__`` runs): its signature names them. ``module_labels`` names each NNX
-    module of a split state (its top-level key) by where the callable holds it."""
+    """How to call the selected object. ``state`` is a PyTree traced as jaxpr arguments
+    before the inputs (Linen variables, NNX state); :meth:`invoke` calls the object on it
+    and on the inputs. ``callee`` receives the inputs (the function, the Linen or NNX
+    module whose ``__call__`` runs): its signature names them. ``lift``: the NNX graph
+    nodes split out of the callable and the inputs (``capture.jax.nnx_state``), whose
+    labels name each top-level key of an NNX state. ``mutable``: the Linen collections
+    ``apply`` may update (``capture.jax.linen``)."""
 
     def __init__(self, kind: str, call: Callable[..., Any], state: Any = (), state_key: str | None = None,
                  state_label: str | None = None, fresh_linen: Any = None, state_note: str | None = None,
-                 *, callee: Any = None, module_labels: list[str] | None = None,
-                 modules: list[Any] | None = None) -> None:
+                 *, callee: Any = None, lift: NnxLift | None = None,
+                 rebuild: Callable[[tuple], Any] | None = None) -> None:
         self.kind = kind
-        self.modules = modules or []  # the NNX modules the callable carries (module_labels names each)
         self.call = call
         self.callee = callee
-        self.module_labels = module_labels or []
+        self.lift = lift
+        self.rebuild = rebuild  # NNX: the callable around merged nodes
         self.state = state
         self.state_key = state_key
         self.state_label = state_label
         self.state_note = state_note or (STATE_NOTES[state_label] if state_label else None)
         self.fresh_linen = fresh_linen  # an unbound Linen module to initialise abstractly
+        self.mutable: list[str] = []
+
+    @property
+    def module_labels(self) -> list[str]:
+        return self.lift.labels if self.lift is not None else []
+
+    @property
+    def node_from_inputs(self) -> list[bool]:
+        return self.lift.from_inputs if self.lift is not None else []
+
+    def lift_inputs(self, leaves: list, paths: list, n_args: int) -> list[tuple[int, int]]:
+        """Lift the NNX graph nodes among the inputs' leaves into the state (split again with
+        the callable's own); ``(leaf position, node index)`` per node lifted."""
+        if self.lift is None:
+            return []
+        slots = self.lift.lift_inputs(leaves, paths, self.callee, n_args)
+        if slots:
+            self.lift.split()
+            self.state = self.lift.state
+            if self.state_key is None:
+                self.state_key, self.state_label = "state", "input_state"
+                self.state_note = STATE_NOTES["input_state"]
+        return slots
+
+    def invoke(self, state: Any, make_inputs: Callable[[tuple], tuple[tuple, dict]]) -> Any:
+        """Inside the trace: the object called on ``state`` and on the inputs
+        ``make_inputs(merged NNX nodes)`` builds."""
+        if self.lift is not None and self.lift.nodes:
+            merged = self.lift.merge(state)
+            args, kwargs = make_inputs(merged)
+            fn = self.rebuild(merged) if self.rebuild is not None else self.callee
+            return fn(*args, **kwargs)
+        args, kwargs = make_inputs(())
+        return self.call(state, *args, **kwargs)
 
 
 def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
@@ -448,11 +488,8 @@ def _fresh_linen(module: Any) -> _Plan:
     # Streams other than "params" (dropout, custom names) get keys derived from the seed
     # as the module asks for them (capture.jax.rngs).
     streams = LinenStreams()
-
-    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
-        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
-
-    plan = _Plan("linen", call, state_key="variables", state_label="fresh_init", fresh_linen=module, callee=module)
+    plan = _Plan("linen", _linen_call(module, streams, lambda: plan.mutable), state_key="variables",
+                 state_label="fresh_init", fresh_linen=module, callee=module)
     plan.rng_streams = streams
     return plan
 
@@ -474,70 +511,38 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
     # unbind() drops the RNG streams bind(variables, rngs=...) gave: keep them for apply
     streams = LinenStreams(bound_streams(obj), factory)
     module, variables = obj.unbind()
-
-    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
-        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
-
-    plan = _Plan("linen", call, variables, "variables", "factory_variables", callee=module)
+    plan = _Plan("linen", _linen_call(module, streams, lambda: plan.mutable), variables, "variables",
+                 "factory_variables", callee=module)
     plan.rng_streams = streams
+    plan.mutable = mutable_collections(variables)
     return plan
 
 
+def _linen_call(module: Any, streams: LinenStreams, mutable: Callable[[], list[str]]) -> Callable[..., Any]:
+    """``module.apply`` on the variables; with ``mutable=`` the collections besides
+    ``params`` (``capture.jax.linen``), returning ``(output, updated)`` then."""
+
+    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
+        collections = mutable()
+        if collections:
+            kwargs["mutable"] = collections
+        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
+
+    return call
+
+
 def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None) -> _Plan:
-    """Lift the NNX modules a callable carries (the callable itself, a bound method's
-    ``self``, a partial's function and arguments) out as one split state."""
-    modules: list[Any] = []
-    labels: list[str] = []
-    rebuild = _lift(nnx, fn, modules, labels)
-    if not modules:
-        return _Plan(kind, lambda state, *a, **k: fn(*a, **k), callee=fn)
-    graphdef, state = nnx.split(tuple(modules))
-
-    def call(state: Any, *args: Any, **kwargs: Any) -> Any:
-        merged = nnx.merge(graphdef, state)
-        jax_modules.register_merged(merged, labels)
-        return rebuild(merged)(*args, **kwargs)
-
-    return _Plan("nnx", call, state, "state", label, state_note=note, callee=fn, module_labels=labels,
-                 modules=modules)
-
-
-def _lift(nnx: Any, obj: Any, modules: list[Any], labels: list[str], label: str = "") -> Callable[[tuple], Any]:
-    """A function rebuilding ``obj`` from merged modules, recording the modules it holds
-    and, in ``labels``, where it holds each: ``""`` for the callable itself or a bound
-    method's ``self``, the parameter a partial binds it to (``encoder``) otherwise."""
-    if isinstance(obj, nnx.Module):
-        i = len(modules)
-        modules.append(obj)
-        labels.append(label)
-        return lambda ms: ms[i]
-    if inspect.ismethod(obj) and isinstance(obj.__self__, nnx.Module):
-        func = obj.__func__
-        get_self = _lift(nnx, obj.__self__, modules, labels, label)
-        return lambda ms: func.__get__(get_self(ms))
-    if isinstance(obj, functools.partial):
-        get_func = _lift(nnx, obj.func, modules, labels, label)
-        names = positional_names(obj.func, len(obj.args))
-        args = [_lift(nnx, a, modules, labels, _dotted(label, names[j] or f"args[{j}]"))
-                if _carries_module(nnx, a) else _const(a) for j, a in enumerate(obj.args)]
-        kw = {k: (_lift(nnx, v, modules, labels, _dotted(label, k)) if _carries_module(nnx, v) else _const(v))
-              for k, v in obj.keywords.items()}
-        return lambda ms: functools.partial(get_func(ms), *[a(ms) for a in args], **{k: v(ms) for k, v in kw.items()})
-    return _const(obj)
-
-
-def _dotted(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix and not name.startswith("[") else prefix + name
-
-
-def _carries_module(nnx: Any, obj: Any) -> bool:
-    return isinstance(obj, (nnx.Module, functools.partial)) or (
-        inspect.ismethod(obj) and isinstance(obj.__self__, nnx.Module)
-    )
-
-
-def _const(obj: Any) -> Callable[[tuple], Any]:
-    return lambda ms: obj
+    """Lift the NNX graph nodes a callable carries (the callable itself, a bound method's
+    ``self``, a partial's function and arguments, PyTrees among them) out as one split
+    state (``capture.jax.nnx_state``); nodes among the inputs join it later
+    (:meth:`_Plan.lift_inputs`)."""
+    lift = NnxLift(_import_jax(), nnx)
+    rebuild = lift.lift_callable(fn)
+    if not lift.nodes:
+        return _Plan(kind, lambda state, *a, **k: fn(*a, **k), callee=fn, lift=lift)
+    lift.split()
+    return _Plan("nnx", lambda state, *a, **k: fn(*a, **k), lift.state, "state", label, state_note=note,
+                 callee=fn, lift=lift, rebuild=rebuild)
 
 
 # --------------------------------------------------------------------------- capture
@@ -564,13 +569,20 @@ def capture(ctx: CaptureContext) -> Capture:
             where = f"profiles.{recipe.name}.init" + (".factory" if recipe.init.factory else "")
             _check_factory_leaves(jax, plan.state, where)
 
-        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        # NNX graph nodes among the inputs (forward(model, x)) join the split state; the
+        # other leaves are traced arrays or static values.
+        is_node = plan.lift.is_node if plan.lift is not None else None
+        flat, treedef = jax.tree_util.tree_flatten_with_path((args, kwargs), is_leaf=is_node)
+        leaves = [leaf for _, leaf in flat]
+        node_slots = plan.lift_inputs(leaves, [path for path, _ in flat], len(args))
         dynamic = [i for i, leaf in enumerate(leaves) if is_array_leaf(leaf)]
 
-        def rebuild(dyn: list) -> tuple[tuple, dict]:
+        def make_inputs(dyn: list, merged: tuple) -> tuple[tuple, dict]:
             full = list(leaves)
             for i, v in zip(dynamic, dyn):
                 full[i] = v
+            for i, node in node_slots:
+                full[i] = merged[node]
             return jax.tree_util.tree_unflatten(treedef, full)
 
         dyn = [leaves[i] for i in dynamic]
@@ -579,24 +591,27 @@ def capture(ctx: CaptureContext) -> Capture:
             module = plan.fresh_linen
 
             def init(key: Any, dyn: list) -> Any:
-                a, k = rebuild(dyn)
+                a, k = make_inputs(dyn, ())
                 return module.init(init_rngs(key, k), *a, **k)
 
             plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
+            plan.mutable = mutable_collections(plan.state)
 
         def traced(state: Any, dyn: list) -> Any:
-            a, k = rebuild(dyn)
-            return plan.call(state, *a, **k)
+            return plan.invoke(state, lambda merged: make_inputs(dyn, merged))
 
         ctx.progress("tracing with jax.make_jaxpr", 0.5)
-        with jax_modules.intercept(jax, list(zip(plan.modules, plan.module_labels))) as module_calls:
-            closed, out_shapes = trace_with_streams(jax, traced, plan, recipe.seed, plan.state, dyn)
+        roots = plan.lift.roots() if plan.lift is not None else []
+        with jax_modules.intercept(jax, roots) as module_calls, \
+                (trusted_params() if plan.fresh_linen is not None else nullcontext()):
+            result = trace(jax, traced, plan, recipe.seed, plan.state, dyn)
+    closed = result.closed
 
     ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
     counter = [0]
     state_tree = structure_of(plan.state, counter, static_leaves=False)
-    args_tree = structure_of(args, counter)
-    kwargs_tree = structure_of(kwargs, counter)
+    args_tree = structure_of(args, counter, lifted=is_node)
+    kwargs_tree = structure_of(kwargs, counter, lifted=is_node)
     if counter[0] != len(closed.jaxpr.invars):
         raise CaptureError(
             "trace",
@@ -608,10 +623,18 @@ def capture(ctx: CaptureContext) -> Capture:
         pairs.append([plan.state_key, state_tree])
     meta = _meta(jax, recipe, plan, args, kwargs)
     meta["input_names"] = input_names(jax, plan, args_tree, kwargs_tree, state_tree)
+    outputs = result.outputs
+    if plan.mutable:
+        outputs, updated = updated_outputs(outputs, state_tree, closed, plan.state_key)
+        if updated:
+            meta["updated_collections"] = updated
+            meta["updated_note"] = UPDATED_NOTE
+    if result.axis_env:
+        meta["axis_env"] = result.axis_meta()
     capture = convert(
         closed,
         inputs={"dict": pairs},
-        outputs=structure_of(out_shapes, static_leaves=False),
+        outputs=outputs,
         workspace=ctx.workspace,
         limits=ctx.limits,
         meta=meta,
