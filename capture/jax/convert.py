@@ -212,17 +212,25 @@ def _has_subprogram(v: Any, depth: int = 0) -> bool:
     structure, not by primitive name, so a primitive added in a later JAX release that
     carries its subprogram in a record of its own still reads as an opaque boundary."""
     t = type(v)
-    if t in _SCALARS or depth > _MAX_PARAM_DEPTH:
+    if t in _SCALARS or t in _PLAIN_PARAM_TYPES or depth > _MAX_PARAM_DEPTH:
         return False
     if isinstance(v, (tuple, list, set, frozenset)):
-        return any(_has_subprogram(x, depth + 1) for x in v)
+        # (dimension tuples of ints are most params: no call per scalar)
+        return any(type(x) not in _SCALARS and _has_subprogram(x, depth + 1) for x in v)
     if isinstance(v, Mapping):
         return any(_has_subprogram(x, depth + 1) for x in v.values())
     if _subprogram_size(v) is not None:
         return True
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return any(_has_subprogram(getattr(v, f.name, None), depth + 1) for f in dataclasses.fields(v))
+    if not (hasattr(v, "eqns") or hasattr(v, "jaxpr")):
+        _PLAIN_PARAM_TYPES.add(t)  # dtypes, enums, shardings: no instance of theirs holds one
     return False
+
+
+# Param value types found to hold no subprogram (neither containers nor records nor
+# jaxpr-like): the search stops at them without the ABC checks above.
+_PLAIN_PARAM_TYPES: set[type] = set()
 
 
 def literal_value(val: Any) -> Any:
@@ -700,6 +708,23 @@ def is_array_leaf(x: Any) -> bool:
     import numpy as np
 
     return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct))
+
+
+def type_test(classes: tuple[type, ...]) -> Any:
+    """``isinstance(x, classes)``, decided once per type of ``x``: Flax's ``Module`` and
+    ``Variable`` are ABCs whose ``isinstance`` costs microseconds, asked of every node of a
+    model's state. Only for classes whose instance check is their subclass check (not
+    ``jax.Array``, whose check on a tracer reads its abstract value)."""
+    cache: dict[type, bool] = {}
+
+    def test(x: Any) -> bool:
+        t = type(x)
+        got = cache.get(t)
+        if got is None:
+            got = cache[t] = bool(classes) and issubclass(t, classes)
+        return got
+
+    return test
 
 
 def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: bool = True,

@@ -238,11 +238,17 @@ def _check_factory_leaves(jax: Any, tree: Any, what: str) -> None:
     """A factory's NumPy 64-bit arrays would be narrowed silently when x64 is off."""
     if _x64_enabled(jax):
         return
-    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+
+    def wide(leaf: Any) -> bool:
         dtype = getattr(leaf, "dtype", None)
-        if dtype is not None and getattr(dtype, "name", "") in SIXTY_FOUR_BIT_DTYPES and is_array_leaf(leaf):
+        return dtype is not None and getattr(dtype, "name", "") in SIXTY_FOUR_BIT_DTYPES and is_array_leaf(leaf)
+
+    if not any(map(wide, jax.tree_util.tree_leaves(tree))):  # (paths only to name one)
+        return
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if wide(leaf):
             where = what + jax.tree_util.keystr(path)
-            raise _x64_refusal(dtype.name, where, [where])
+            raise _x64_refusal(leaf.dtype.name, where, [where])
 
 
 class _NarrowingWatch:

@@ -9,7 +9,7 @@ import re
 import sys
 from typing import Any
 
-from .convert import _key_of
+from .convert import _key_of, type_test
 from ..worker.context import positional_names
 
 NAME_MAX = 200  # characters of a recorded input name
@@ -56,10 +56,7 @@ def _state_names(jax: Any, plan: Any, state_tree: Any) -> list[list]:
     (structure paths stay the names) when the counts disagree."""
     ids: list[list] = []
     _leaf_names(state_tree, "", ids)
-    wrappers = _variable_types()
-
-    def wrapped(x: Any) -> bool:
-        return bool(wrappers) and isinstance(x, wrappers)
+    wrapped = type_test(_variable_types())
 
     paths: list[list] = []
     tu = jax.tree_util

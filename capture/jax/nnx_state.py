@@ -44,9 +44,7 @@ class NnxLift:
     def __init__(self, jax: Any, nnx: Any) -> None:
         self.jax = jax
         self.nnx = nnx
-        graph = getattr(nnx, "graph", None)
-        self.is_node: Callable[[Any], bool] = getattr(graph, "is_graph_node", None) or (
-            lambda x: isinstance(x, (nnx.Module, nnx.Variable)))
+        self.is_node = _node_test(nnx)
         self.nodes: list[Any] = []
         self.labels: list[str] = []
         self.from_inputs: list[bool] = []  # per node: reached through the inputs, not the callable
@@ -141,6 +139,23 @@ class NnxLift:
     def roots(self) -> list[tuple[Any, str]]:
         """``(node, label)`` of each lifted node: whose module classes are intercepted."""
         return list(zip(self.nodes, self.labels))
+
+
+def _node_test(nnx: Any) -> Callable[[Any], bool]:
+    """``nnx.graph.is_graph_node``, decided once per type (it is a registry lookup and
+    ``isinstance`` checks against NNX's ABCs, asked of every leaf of the inputs)."""
+    graph = getattr(nnx, "graph", None)
+    is_graph_node = getattr(graph, "is_graph_node", None) or (lambda x: isinstance(x, (nnx.Module, nnx.Variable)))
+    cache: dict[type, bool] = {}
+
+    def test(x: Any) -> bool:
+        t = type(x)
+        got = cache.get(t)
+        if got is None:
+            got = cache[t] = bool(is_graph_node(x))
+        return got
+
+    return test
 
 
 def _dotted(prefix: str, name: str) -> str:

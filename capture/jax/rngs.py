@@ -35,6 +35,7 @@ import sys
 import zlib
 from typing import Any
 
+from .convert import type_test
 from ..worker.errors import CaptureError
 
 MAX_STREAMS = 64
@@ -139,8 +140,9 @@ def nnx_streams(jax: Any, plan: Any, seed: int, factory: str | None, model: str)
     out = []
     labels = list(getattr(plan, "module_labels", []) or [])
     from_inputs = list(getattr(plan, "node_from_inputs", []) or [])
-    for path, leaf in jax.tree_util.tree_flatten_with_path(plan.state, is_leaf=lambda x: isinstance(x, rng_key))[0]:
-        if not isinstance(leaf, rng_key):
+    is_key = type_test((rng_key,))
+    for path, leaf in jax.tree_util.tree_flatten_with_path(plan.state, is_leaf=is_key)[0]:
+        if not is_key(leaf):
             continue
         keys = [_key(e) for e in path]
         if keys and type(keys[0]) is int:
