@@ -91,7 +91,7 @@ def captures(draw) -> Capture:
         for v in values:
             v.measured = None  # a traced program carries no measurements
     meta = draw(st.dictionaries(names, plain, max_size=3))
-    if not failed and scope == "traced_program":  # nor runtime timings
+    if not failed and backend == "jaxpr":  # nor runtime timings
         meta = {k: v for k, v in meta.items() if not graphfile._RUNTIME_TIMING.search(k)}
     return Capture(
         backend=backend,

@@ -1,5 +1,5 @@
-"""A graph file holding a traced program refuses runtime timings, as it refuses
-measured evidence: the reader, not only the writer's habits, keeps the distinction.
+"""A graph file holding a Jaxpr capture refuses runtime timings, as a traced program
+refuses measured evidence: the reader, not only the writer's habits, keeps the distinction.
 
 Spec ("Graph evidence and limits"): "The capture records backend = "jaxpr", its JAX
 version and coverage.scope = "traced_program". It cannot carry runtime timings or claim
@@ -52,7 +52,7 @@ def test_a_traced_program_with_runtime_timings_is_refused(version, key):
 
 
 def test_an_eager_capture_keeps_its_timings():
-    """Only the traced program is refused: an eager capture measures its run."""
+    """Only the Jaxpr capture is refused: an eager capture measures its run."""
     eager = synthetic_capture(20, framework="torch")
     eager.backend, eager.coverage = "torch_eager", Coverage("eager_forward")
     data = _with_meta(graphfile.encode(eager), elapsed_s=1.5, capture_s=0.5)
