@@ -23,7 +23,9 @@ the conversion to a canonical capture and the ``.tvg`` write. Process C does the
 with the Flax module-call interception the capture runs around ``make_jaxpr``
 (``capture/jax/modules.py``: named-scope markers, call records, ``module``
 groups). Process B runs the whole framework capture the worker runs (import, init,
-inputs, trace with interception, convert) plus the write, timing its phases. A, C and
+inputs, trace with interception, convert) plus the write, timing its phases; its CPU
+time from the trace on (NNX state lifting and merging, interception, output structure,
+make_jaxpr, naming, conversion, write) is set beside A's make_jaxpr. A, C and
 B alternate, so load on a shared machine drifts over all alike; CPU time (this
 process's) is printed beside wall time for A and C, steadier where other work shares
 the CPUs. Prints figures and ratios; asserts nothing. Targets: conversion + writing add

@@ -7,8 +7,10 @@ What is opened (``recipe.model``):
   may return a configured callable instead (``functools.partial``, an NNX bound method…);
 * a Flax Linen class: fields from ``init`` (``args``/``kwargs``), initialised with
   ``jax.random.key(seed)`` and the saved inputs (fresh state, never trained weights;
-  ``jax.eval_shape`` gives the variables abstractly, so no initializer runs), then
-  ``__call__`` traced through ``apply``; or an ``init.factory`` returning the exact
+  ``jax.eval_shape`` gives the variables abstractly, each initializer running once, and
+  abstractly), then ``__call__`` traced through ``apply`` (with ``mutable=`` the
+  collections besides ``params``, updated ones among the outputs:
+  ``capture.jax.linen``); or an ``init.factory`` returning the exact
   selected class bound with ``model.bind(variables)`` (saved weights). The RNG streams a
   factory bound (``model.bind(variables, rngs={"lstm": key})``) are kept; a stream the
   module asks for that nothing gave (dropout, custom names) gets a key derived from the
@@ -18,14 +20,18 @@ What is opened (``recipe.model``):
   ``nnx.Rngs`` that the init leaves unset (discovery marks it ``supplied_by:
   "tensorviz"``, so the setup form omits it) receives ``nnx.Rngs(seed)`` (fresh state).
 
-NNX modules, bound methods and partials are split (``nnx.split``) outside the trace and
-merged inside it, so their state wrappers are cloned in the trace context (``nnx.jit``
-may update temporary state without crossing trace levels); the arrays are shared, not
-copied.
+Every NNX graph node the callable carries (itself, a bound method's ``self``, a
+partial's arguments: modules, an ``nnx.Optimizer``, Variables, PyTrees holding them) and
+every one among the inputs (``forward(model, x)``) is split (``nnx.split``) outside the
+trace and merged inside it, so their state wrappers are cloned in the trace context
+(``nnx.jit`` may update temporary state without crossing trace levels); the arrays are
+shared, not copied (``capture.jax.nnx_state``).
 
-While ``jax.make_jaxpr`` traces, Flax module calls (NNX methods of the modules the
-callable carries, every Linen method call) are recorded as ``module`` groups
-(``jax_modules``); the recording only adds name scopes, never equations.
+While ``jax.make_jaxpr`` traces, Flax module calls (NNX methods of the modules among
+those nodes, every Linen method call) are recorded as ``module`` groups
+(``jax_modules``); the recording only adds name scopes, never equations. The output
+structure is read inside the trace, and a collective over an axis nothing binds is
+traced with the axis at size 1 (``capture.jax.tracing``).
 
 Inputs: array leaves of registered PyTrees are traced; every other leaf (Python
 scalars, strings…) stays static, closed over, so a configured boolean can select
