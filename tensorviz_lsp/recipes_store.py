@@ -191,12 +191,18 @@ def _toml_ready(value: Any) -> Any:
 
 
 def _item(value: Any) -> Any:
-    """Plain data as tomlkit items: tables inline (as the spec writes them)."""
+    """Plain data as tomlkit items: tables inline, spaced as the spec writes them
+    (``{ args = [], kwargs = {} }``; an empty one ``{}``)."""
     value = _toml_ready(value)
     if isinstance(value, dict):
         table = tomlkit.inline_table()
-        for k, v in value.items():
-            table.append(k, _item(v))
+        for i, (k, v) in enumerate(value.items()):
+            item = _item(v)
+            if i == 0:
+                item.trivia.indent = " "
+            table.append(k, item)
+        if value:
+            table.add(tomlkit.ws(" "))
         return table
     if isinstance(value, list):
         arr = tomlkit.array()

@@ -487,6 +487,9 @@ def _refuse_ext(code: int, data: bytes) -> Any:
 # --------------------------------------------------------------------------- validation
 
 _PLAIN_SCALARS = (type(None), bool, int, float, str)
+# A meta key naming a runtime timing: captures name durations by their unit
+# (``elapsed_s``, ``capture_s``, ``checkpoint_load_s``), which a Jaxpr capture cannot carry.
+_RUNTIME_TIMING = re.compile(r"(?:_(?:s|ms|us|ns|seconds)|^(?:elapsed|duration|timings?))$")
 
 
 def _need(cond: bool, where: str, what: str) -> None:
@@ -794,6 +797,9 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
               f"{coverage.scope!r} does not match backend 'jaxpr' (a traced program's scope is 'traced_program')")
         if traced and measured is not None and any(m is not None for m in measured):
             raise _Invalid("values.measured: a traced program carries no measured evidence")
+        if backend == "jaxpr" and isinstance(b.get("meta"), dict):
+            timing = next((k for k in b["meta"] if type(k) is str and _RUNTIME_TIMING.search(k)), None)
+            _need(timing is None, f"meta.{timing}", "a traced program carries no runtime timings")
     counts = header.get("counts")
     if isinstance(counts, dict):
         _need(counts.get("nodes") == n_nodes and counts.get("values") == n_values, "header.counts",

@@ -24,9 +24,11 @@ becomes a group of kind ``module`` with the module's ``path``, ``class``, Python
 
 What stays opaque:
 
-* any other primitive that carries a subprogram (``cond``, ``scan``, ``while``,
-  ``custom_linear_solve``, ``shard_map``, the reducer ``update_jaxpr`` of
-  ``scatter-add``/``scatter-mul``/…, ``reduce``, ``reduce_window``…) is one node with
+* any other primitive that carries a subprogram anywhere in its params (``cond``,
+  ``scan``, ``while``, ``custom_linear_solve``'s named tuple of matvec/solve jaxprs under
+  ``jnp.linalg.solve`` and ``jax.scipy.sparse.linalg.cg``, ``shard_map``, the reducer
+  ``update_jaxpr`` of ``scatter-add``/``scatter-mul``/…, ``reduce``, ``reduce_window``…;
+  found by walking tuples, mappings and dataclass fields, not by primitive name) is one node with
   ``opaque=True`` and its output shapes; coverage becomes ``partial`` with the reason
   ``opaque_kernel``. Nothing says a branch or an iteration ran. The bodies of ``cond``,
   ``scan`` and ``while`` are *also* converted, after the executed program, as
@@ -53,6 +55,7 @@ import gc
 import os
 import sys
 import sysconfig
+from collections.abc import Mapping
 from typing import Any
 
 from .bodies import BODY_PRIMITIVES, convert_bodies
@@ -198,10 +201,36 @@ def _subprogram_size(obj: Any) -> int | None:
     return None
 
 
-def _has_subprogram(v: Any) -> bool:
-    if type(v) in (tuple, list):
-        return any(_has_subprogram(x) for x in v)
-    return _subprogram_size(v) is not None
+# How deep a param's structure is searched for a subprogram.
+_MAX_PARAM_DEPTH = 32
+
+
+def _has_subprogram(v: Any, depth: int = 0) -> bool:
+    """Whether a Jaxpr or ClosedJaxpr sits anywhere in param value ``v``: inside tuples
+    and lists (named tuples such as ``custom_linear_solve``'s ``_LinearSolveTuple`` of
+    matvec/solve jaxprs included), mappings, sets and dataclass fields, found by
+    structure, not by primitive name, so a primitive added in a later JAX release that
+    carries its subprogram in a record of its own still reads as an opaque boundary."""
+    t = type(v)
+    if t in _SCALARS or t in _PLAIN_PARAM_TYPES or depth > _MAX_PARAM_DEPTH:
+        return False
+    if isinstance(v, (tuple, list, set, frozenset)):
+        # (dimension tuples of ints are most params: no call per scalar)
+        return any(type(x) not in _SCALARS and _has_subprogram(x, depth + 1) for x in v)
+    if isinstance(v, Mapping):
+        return any(_has_subprogram(x, depth + 1) for x in v.values())
+    if _subprogram_size(v) is not None:
+        return True
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return any(_has_subprogram(getattr(v, f.name, None), depth + 1) for f in dataclasses.fields(v))
+    if not (hasattr(v, "eqns") or hasattr(v, "jaxpr")):
+        _PLAIN_PARAM_TYPES.add(t)  # dtypes, enums, shardings: no instance of theirs holds one
+    return False
+
+
+# Param value types found to hold no subprogram (neither containers nor records nor
+# jaxpr-like): the search stops at them without the ABC checks above.
+_PLAIN_PARAM_TYPES: set[type] = set()
 
 
 def literal_value(val: Any) -> Any:
@@ -681,7 +710,25 @@ def is_array_leaf(x: Any) -> bool:
     return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct))
 
 
-def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: bool = True) -> Any:
+def type_test(classes: tuple[type, ...]) -> Any:
+    """``isinstance(x, classes)``, decided once per type of ``x``: Flax's ``Module`` and
+    ``Variable`` are ABCs whose ``isinstance`` costs microseconds, asked of every node of a
+    model's state. Only for classes whose instance check is their subclass check (not
+    ``jax.Array``, whose check on a tracer reads its abstract value)."""
+    cache: dict[type, bool] = {}
+
+    def test(x: Any) -> bool:
+        t = type(x)
+        got = cache.get(t)
+        if got is None:
+            got = cache[t] = bool(classes) and issubclass(t, classes)
+        return got
+
+    return test
+
+
+def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: bool = True,
+                 lifted: Any = None) -> Any:
     """The canonical structure of a Python PyTree, walked one registered level at a
     time with JAX's own key paths (the container is never rebuilt).
 
@@ -691,15 +738,17 @@ def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: 
     (named tuples, Flax structs, FrozenDicts, custom PyTrees) becomes a dict of its
     registered child keys. Static PyTree metadata (aux data) is not serialised.
     ``static_leaves=False``: every leaf is a value (a tree JAX traced whole, such as
-    Linen variables or an output tree).
+    Linen variables or an output tree). ``lifted``: a predicate naming the objects
+    whose arrays are traced elsewhere (NNX graph nodes split into the state), each a
+    static ``{"static": "<ClassName>"}`` here.
     """
     import jax
 
     counter = counter if counter is not None else [0]
-    return _structure(jax.tree_util, tree, counter, static_leaves, 0)
+    return _structure(jax.tree_util, tree, counter, static_leaves, 0, lifted)
 
 
-def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: int) -> Any:
+def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: int, lifted: Any = None) -> Any:
     if depth > 60:
         raise ValueError("the PyTree is nested more than 60 levels deep")
     if x is None:
@@ -708,6 +757,8 @@ def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: 
         i = counter[0]
         counter[0] += 1
         return {"value": i}
+    if lifted is not None and lifted(x):
+        return {"static": f"<{type(x).__name__}>"}
     kids, _ = tu.tree_flatten_with_path(x, is_leaf=lambda n: n is not x)
     if len(kids) == 1 and kids[0][0] == ():
         if static_leaves:
@@ -715,7 +766,7 @@ def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: 
         i = counter[0]
         counter[0] += 1
         return {"value": i}
-    subs = [(_key_of(path[0]), _structure(tu, c, counter, static_leaves, depth + 1)) for path, c in kids]
+    subs = [(_key_of(path[0]), _structure(tu, c, counter, static_leaves, depth + 1, lifted)) for path, c in kids]
     if type(x) is list:
         return {"list": [s for _, s in subs]}
     if type(x) is tuple:

@@ -7,8 +7,10 @@ What is opened (``recipe.model``):
   may return a configured callable instead (``functools.partial``, an NNX bound method…);
 * a Flax Linen class: fields from ``init`` (``args``/``kwargs``), initialised with
   ``jax.random.key(seed)`` and the saved inputs (fresh state, never trained weights;
-  ``jax.eval_shape`` gives the variables abstractly, so no initializer runs), then
-  ``__call__`` traced through ``apply``; or an ``init.factory`` returning the exact
+  ``jax.eval_shape`` gives the variables abstractly, each initializer running once, and
+  abstractly), then ``__call__`` traced through ``apply`` (with ``mutable=`` the
+  collections besides ``params``, updated ones among the outputs:
+  ``capture.jax.linen``); or an ``init.factory`` returning the exact
   selected class bound with ``model.bind(variables)`` (saved weights). The RNG streams a
   factory bound (``model.bind(variables, rngs={"lstm": key})``) are kept; a stream the
   module asks for that nothing gave (dropout, custom names) gets a key derived from the
@@ -18,14 +20,18 @@ What is opened (``recipe.model``):
   ``nnx.Rngs`` that the init leaves unset (discovery marks it ``supplied_by:
   "tensorviz"``, so the setup form omits it) receives ``nnx.Rngs(seed)`` (fresh state).
 
-NNX modules, bound methods and partials are split (``nnx.split``) outside the trace and
-merged inside it, so their state wrappers are cloned in the trace context (``nnx.jit``
-may update temporary state without crossing trace levels); the arrays are shared, not
-copied.
+Every NNX graph node the callable carries (itself, a bound method's ``self``, a
+partial's arguments: modules, an ``nnx.Optimizer``, Variables, PyTrees holding them) and
+every one among the inputs (``forward(model, x)``) is split (``nnx.split``) outside the
+trace and merged inside it, so their state wrappers are cloned in the trace context
+(``nnx.jit`` may update temporary state without crossing trace levels); the arrays are
+shared, not copied (``capture.jax.nnx_state``).
 
-While ``jax.make_jaxpr`` traces, Flax module calls (NNX methods of the modules the
-callable carries, every Linen method call) are recorded as ``module`` groups
-(``jax_modules``); the recording only adds name scopes, never equations.
+While ``jax.make_jaxpr`` traces, Flax module calls (NNX methods of the modules among
+those nodes, every Linen method call) are recorded as ``module`` groups
+(``jax_modules``); the recording only adds name scopes, never equations. The output
+structure is read inside the trace, and a collective over an axis nothing binds is
+traced with the axis at size 1 (``capture.jax.tracing``).
 
 Inputs: array leaves of registered PyTrees are traced; every other leaf (Python
 scalars, strings…) stays static, closed over, so a configured boolean can select
@@ -43,23 +49,26 @@ initialisation, input factories and tracing. An unavailable backend or index fai
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
-import re
 import sys
 import types
 import typing
 import warnings
+from contextlib import nullcontext
 from typing import Any, Callable
 
-from .convert import _key_of, convert, is_array_leaf, structure_of
+from .convert import convert, is_array_leaf, structure_of
 from ..graph.model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
 from . import modules as jax_modules
-from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams, trace_with_streams
+from .names import input_names
+from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_outputs
+from .nnx_state import NnxLift
+from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams
+from .tracing import trace
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
 # meta["state"] labels and what each means (meta["state_note"]).
@@ -70,6 +79,7 @@ STATE_NOTES = {
     "factory_variables": "the variables the init factory bound with model.bind(variables)",
     "factory_state": "the state of the module the init factory built",
     "callable_state": "the state of the NNX modules the configured callable carries",
+    "input_state": "the state of the NNX objects (modules, optimizers, variables) among the inputs",
 }
 # An NNX module built from the literal init with the rngs TensorViz supplied.
 NNX_FRESH_NOTE = (
@@ -234,11 +244,17 @@ def _check_factory_leaves(jax: Any, tree: Any, what: str) -> None:
     """A factory's NumPy 64-bit arrays would be narrowed silently when x64 is off."""
     if _x64_enabled(jax):
         return
-    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+
+    def wide(leaf: Any) -> bool:
         dtype = getattr(leaf, "dtype", None)
-        if dtype is not None and getattr(dtype, "name", "") in SIXTY_FOUR_BIT_DTYPES and is_array_leaf(leaf):
+        return dtype is not None and getattr(dtype, "name", "") in SIXTY_FOUR_BIT_DTYPES and is_array_leaf(leaf)
+
+    if not any(map(wide, jax.tree_util.tree_leaves(tree))):  # (paths only to name one)
+        return
+    for path, leaf in jax.tree_util.tree_flatten_with_path(tree)[0]:
+        if wide(leaf):
             where = what + jax.tree_util.keystr(path)
-            raise _x64_refusal(dtype.name, where, [where])
+            raise _x64_refusal(leaf.dtype.name, where, [where])
 
 
 class _NarrowingWatch:
@@ -273,26 +289,62 @@ class _NarrowingWatch:
 
 
 class _Plan:
-    """How to call the selected object: ``call(state, *args, **kwargs)`` with ``state``
-    a PyTree traced as jaxpr arguments before the inputs (Linen variables, NNX state).
-    ``callee`` receives the inputs (the function, the Linen or NNX module whose
-    ``__call__`` runs): its signature names them. ``module_labels`` names each NNX
-    module of a split state (its top-level key) by where the callable holds it."""
+    """How to call the selected object. ``state`` is a PyTree traced as jaxpr arguments
+    before the inputs (Linen variables, NNX state); :meth:`invoke` calls the object on it
+    and on the inputs. ``callee`` receives the inputs (the function, the Linen or NNX
+    module whose ``__call__`` runs): its signature names them. ``lift``: the NNX graph
+    nodes split out of the callable and the inputs (``capture.jax.nnx_state``), whose
+    labels name each top-level key of an NNX state. ``mutable``: the Linen collections
+    ``apply`` may update (``capture.jax.linen``)."""
 
     def __init__(self, kind: str, call: Callable[..., Any], state: Any = (), state_key: str | None = None,
                  state_label: str | None = None, fresh_linen: Any = None, state_note: str | None = None,
-                 *, callee: Any = None, module_labels: list[str] | None = None,
-                 modules: list[Any] | None = None) -> None:
+                 *, callee: Any = None, lift: NnxLift | None = None,
+                 rebuild: Callable[[tuple], Any] | None = None) -> None:
         self.kind = kind
-        self.modules = modules or []  # the NNX modules the callable carries (module_labels names each)
         self.call = call
         self.callee = callee
-        self.module_labels = module_labels or []
+        self.lift = lift
+        self.rebuild = rebuild  # NNX: the callable around merged nodes
         self.state = state
         self.state_key = state_key
         self.state_label = state_label
         self.state_note = state_note or (STATE_NOTES[state_label] if state_label else None)
         self.fresh_linen = fresh_linen  # an unbound Linen module to initialise abstractly
+        self.mutable: list[str] = []
+
+    @property
+    def module_labels(self) -> list[str]:
+        return self.lift.labels if self.lift is not None else []
+
+    @property
+    def node_from_inputs(self) -> list[bool]:
+        return self.lift.from_inputs if self.lift is not None else []
+
+    def lift_inputs(self, leaves: list, paths: list, n_args: int) -> list[tuple[int, int]]:
+        """Lift the NNX graph nodes among the inputs' leaves into the state (split again with
+        the callable's own); ``(leaf position, node index)`` per node lifted."""
+        if self.lift is None:
+            return []
+        slots = self.lift.lift_inputs(leaves, paths, self.callee, n_args)
+        if slots:
+            self.lift.split()
+            self.state = self.lift.state
+            if self.state_key is None:
+                self.state_key, self.state_label = "state", "input_state"
+                self.state_note = STATE_NOTES["input_state"]
+        return slots
+
+    def invoke(self, state: Any, make_inputs: Callable[[tuple], tuple[tuple, dict]]) -> Any:
+        """Inside the trace: the object called on ``state`` and on the inputs
+        ``make_inputs(merged NNX nodes)`` builds."""
+        if self.lift is not None and self.lift.nodes:
+            merged = self.lift.merge(state)
+            args, kwargs = make_inputs(merged)
+            fn = self.rebuild(merged) if self.rebuild is not None else self.callee
+            return fn(*args, **kwargs)
+        args, kwargs = make_inputs(())
+        return self.call(state, *args, **kwargs)
 
 
 def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
@@ -448,11 +500,8 @@ def _fresh_linen(module: Any) -> _Plan:
     # Streams other than "params" (dropout, custom names) get keys derived from the seed
     # as the module asks for them (capture.jax.rngs).
     streams = LinenStreams()
-
-    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
-        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
-
-    plan = _Plan("linen", call, state_key="variables", state_label="fresh_init", fresh_linen=module, callee=module)
+    plan = _Plan("linen", _linen_call(module, streams, lambda: plan.mutable), state_key="variables",
+                 state_label="fresh_init", fresh_linen=module, callee=module)
     plan.rng_streams = streams
     return plan
 
@@ -474,70 +523,38 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
     # unbind() drops the RNG streams bind(variables, rngs=...) gave: keep them for apply
     streams = LinenStreams(bound_streams(obj), factory)
     module, variables = obj.unbind()
-
-    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
-        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
-
-    plan = _Plan("linen", call, variables, "variables", "factory_variables", callee=module)
+    plan = _Plan("linen", _linen_call(module, streams, lambda: plan.mutable), variables, "variables",
+                 "factory_variables", callee=module)
     plan.rng_streams = streams
+    plan.mutable = mutable_collections(variables)
     return plan
 
 
+def _linen_call(module: Any, streams: LinenStreams, mutable: Callable[[], list[str]]) -> Callable[..., Any]:
+    """``module.apply`` on the variables; with ``mutable=`` the collections besides
+    ``params`` (``capture.jax.linen``), returning ``(output, updated)`` then."""
+
+    def call(variables: Any, *args: Any, **kwargs: Any) -> Any:
+        collections = mutable()
+        if collections:
+            kwargs["mutable"] = collections
+        return module.apply(variables, *args, rngs=streams.apply_rngs(kwargs), **kwargs)
+
+    return call
+
+
 def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None) -> _Plan:
-    """Lift the NNX modules a callable carries (the callable itself, a bound method's
-    ``self``, a partial's function and arguments) out as one split state."""
-    modules: list[Any] = []
-    labels: list[str] = []
-    rebuild = _lift(nnx, fn, modules, labels)
-    if not modules:
-        return _Plan(kind, lambda state, *a, **k: fn(*a, **k), callee=fn)
-    graphdef, state = nnx.split(tuple(modules))
-
-    def call(state: Any, *args: Any, **kwargs: Any) -> Any:
-        merged = nnx.merge(graphdef, state)
-        jax_modules.register_merged(merged, labels)
-        return rebuild(merged)(*args, **kwargs)
-
-    return _Plan("nnx", call, state, "state", label, state_note=note, callee=fn, module_labels=labels,
-                 modules=modules)
-
-
-def _lift(nnx: Any, obj: Any, modules: list[Any], labels: list[str], label: str = "") -> Callable[[tuple], Any]:
-    """A function rebuilding ``obj`` from merged modules, recording the modules it holds
-    and, in ``labels``, where it holds each: ``""`` for the callable itself or a bound
-    method's ``self``, the parameter a partial binds it to (``encoder``) otherwise."""
-    if isinstance(obj, nnx.Module):
-        i = len(modules)
-        modules.append(obj)
-        labels.append(label)
-        return lambda ms: ms[i]
-    if inspect.ismethod(obj) and isinstance(obj.__self__, nnx.Module):
-        func = obj.__func__
-        get_self = _lift(nnx, obj.__self__, modules, labels, label)
-        return lambda ms: func.__get__(get_self(ms))
-    if isinstance(obj, functools.partial):
-        get_func = _lift(nnx, obj.func, modules, labels, label)
-        names = positional_names(obj.func, len(obj.args))
-        args = [_lift(nnx, a, modules, labels, _dotted(label, names[j] or f"args[{j}]"))
-                if _carries_module(nnx, a) else _const(a) for j, a in enumerate(obj.args)]
-        kw = {k: (_lift(nnx, v, modules, labels, _dotted(label, k)) if _carries_module(nnx, v) else _const(v))
-              for k, v in obj.keywords.items()}
-        return lambda ms: functools.partial(get_func(ms), *[a(ms) for a in args], **{k: v(ms) for k, v in kw.items()})
-    return _const(obj)
-
-
-def _dotted(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix and not name.startswith("[") else prefix + name
-
-
-def _carries_module(nnx: Any, obj: Any) -> bool:
-    return isinstance(obj, (nnx.Module, functools.partial)) or (
-        inspect.ismethod(obj) and isinstance(obj.__self__, nnx.Module)
-    )
-
-
-def _const(obj: Any) -> Callable[[tuple], Any]:
-    return lambda ms: obj
+    """Lift the NNX graph nodes a callable carries (the callable itself, a bound method's
+    ``self``, a partial's function and arguments, PyTrees among them) out as one split
+    state (``capture.jax.nnx_state``); nodes among the inputs join it later
+    (:meth:`_Plan.lift_inputs`)."""
+    lift = NnxLift(_import_jax(), nnx)
+    rebuild = lift.lift_callable(fn)
+    if not lift.nodes:
+        return _Plan(kind, lambda state, *a, **k: fn(*a, **k), callee=fn, lift=lift)
+    lift.split()
+    return _Plan("nnx", lambda state, *a, **k: fn(*a, **k), lift.state, "state", label, state_note=note,
+                 callee=fn, lift=lift, rebuild=rebuild)
 
 
 # --------------------------------------------------------------------------- capture
@@ -564,13 +581,20 @@ def capture(ctx: CaptureContext) -> Capture:
             where = f"profiles.{recipe.name}.init" + (".factory" if recipe.init.factory else "")
             _check_factory_leaves(jax, plan.state, where)
 
-        leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+        # NNX graph nodes among the inputs (forward(model, x)) join the split state; the
+        # other leaves are traced arrays or static values.
+        is_node = plan.lift.is_node if plan.lift is not None else None
+        flat, treedef = jax.tree_util.tree_flatten_with_path((args, kwargs), is_leaf=is_node)
+        leaves = [leaf for _, leaf in flat]
+        node_slots = plan.lift_inputs(leaves, [path for path, _ in flat], len(args))
         dynamic = [i for i, leaf in enumerate(leaves) if is_array_leaf(leaf)]
 
-        def rebuild(dyn: list) -> tuple[tuple, dict]:
+        def make_inputs(dyn: list, merged: tuple) -> tuple[tuple, dict]:
             full = list(leaves)
             for i, v in zip(dynamic, dyn):
                 full[i] = v
+            for i, node in node_slots:
+                full[i] = merged[node]
             return jax.tree_util.tree_unflatten(treedef, full)
 
         dyn = [leaves[i] for i in dynamic]
@@ -579,24 +603,27 @@ def capture(ctx: CaptureContext) -> Capture:
             module = plan.fresh_linen
 
             def init(key: Any, dyn: list) -> Any:
-                a, k = rebuild(dyn)
+                a, k = make_inputs(dyn, ())
                 return module.init(init_rngs(key, k), *a, **k)
 
             plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
+            plan.mutable = mutable_collections(plan.state)
 
         def traced(state: Any, dyn: list) -> Any:
-            a, k = rebuild(dyn)
-            return plan.call(state, *a, **k)
+            return plan.invoke(state, lambda merged: make_inputs(dyn, merged))
 
         ctx.progress("tracing with jax.make_jaxpr", 0.5)
-        with jax_modules.intercept(jax, list(zip(plan.modules, plan.module_labels))) as module_calls:
-            closed, out_shapes = trace_with_streams(jax, traced, plan, recipe.seed, plan.state, dyn)
+        roots = plan.lift.roots() if plan.lift is not None else []
+        with jax_modules.intercept(jax, roots) as module_calls, \
+                (trusted_params() if plan.fresh_linen is not None else nullcontext()):
+            result = trace(jax, traced, plan, recipe.seed, plan.state, dyn)
+    closed = result.closed
 
     ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
     counter = [0]
     state_tree = structure_of(plan.state, counter, static_leaves=False)
-    args_tree = structure_of(args, counter)
-    kwargs_tree = structure_of(kwargs, counter)
+    args_tree = structure_of(args, counter, lifted=is_node)
+    kwargs_tree = structure_of(kwargs, counter, lifted=is_node)
     if counter[0] != len(closed.jaxpr.invars):
         raise CaptureError(
             "trace",
@@ -607,11 +634,19 @@ def capture(ctx: CaptureContext) -> Capture:
     if plan.state_key is not None:
         pairs.append([plan.state_key, state_tree])
     meta = _meta(jax, recipe, plan, args, kwargs)
-    meta["input_names"] = _input_names(jax, plan, args_tree, kwargs_tree, state_tree)
+    meta["input_names"] = input_names(jax, plan, args_tree, kwargs_tree, state_tree)
+    outputs = result.outputs
+    if plan.mutable:
+        outputs, updated = updated_outputs(outputs, state_tree, closed, plan.state_key)
+        if updated:
+            meta["updated_collections"] = updated
+            meta["updated_note"] = UPDATED_NOTE
+    if result.axis_env:
+        meta["axis_env"] = result.axis_meta()
     capture = convert(
         closed,
         inputs={"dict": pairs},
-        outputs=structure_of(out_shapes, static_leaves=False),
+        outputs=outputs,
         workspace=ctx.workspace,
         limits=ctx.limits,
         meta=meta,
@@ -654,110 +689,3 @@ def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | N
     if streams:
         meta["rng_streams"] = streams
     return meta
-
-
-# --------------------------------------------------------------------------- value names
-
-NAME_MAX = 200  # characters of a recorded input name
-_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _input_names(jax: Any, plan: _Plan, args_tree: Any, kwargs_tree: Any, state_tree: Any) -> list[list]:
-    """``meta["input_names"]``: ``[value id, name]`` for each array leaf of the inputs, the
-    name a person wrote. A positional argument is named after the callee's parameter
-    it binds to (``x``, ``w1``; ``args[i]`` when it lands in ``*args`` or the callee has
-    no signature), a keyword argument after its key, and a leaf inside either by its
-    PyTree path below it (``params.Dense_0.kernel``, ``batch[0]``). Linen variables are
-    named by their path from the collection (``params.Dense_0.kernel``); NNX state by its
-    attribute path in the module (``linear.kernel``, prefixed by the parameter a
-    partial binds another module to), without the ``.value`` of its ``Variable``."""
-    out: list[list] = []
-    positional = args_tree.get("tuple", []) if isinstance(args_tree, dict) else []
-    for i, (tree, name) in enumerate(zip(positional, positional_names(plan.callee, len(positional)))):
-        _leaf_names(tree, name or f"args[{i}]", out)
-    for key, tree in kwargs_tree.get("dict", []) if isinstance(kwargs_tree, dict) else []:
-        _leaf_names(tree, _name("", [key]), out)
-    if plan.state_key is not None:
-        out += _state_names(jax, plan, state_tree)
-    return out
-
-
-def _leaf_names(tree: Any, name: str, out: list[list]) -> None:
-    """``[value id, name + its path]`` for each value leaf of a canonical structure."""
-    stack = [(tree, name)]
-    while stack:
-        t, n = stack.pop()
-        if "value" in t:
-            out.append([t["value"], n[:NAME_MAX]])
-            continue
-        kids = [(c, f"[{i}]") for i, c in enumerate(t.get("list") or t.get("tuple") or [])]
-        kids += [(c, _key_suffix(k)) for k, c in t.get("dict") or []]
-        stack.extend((c, n + suffix) for c, suffix in reversed(kids))
-
-
-def _state_names(jax: Any, plan: _Plan, state_tree: Any) -> list[list]:
-    """Names of the state leaves in JAX's flattening order (the order their value ids
-    were given in). A Flax ``Variable`` or boxed variable (``nn.Partitioned``) holding
-    one array is named by where it sits, not by its ``value`` attribute. Nothing
-    (structure paths stay the names) when the counts disagree."""
-    ids: list[list] = []
-    _leaf_names(state_tree, "", ids)
-    wrappers = _variable_types()
-
-    def wrapped(x: Any) -> bool:
-        return bool(wrappers) and isinstance(x, wrappers)
-
-    paths: list[list] = []
-    tu = jax.tree_util
-    for path, leaf in tu.tree_flatten_with_path(plan.state, is_leaf=wrapped)[0]:
-        keys = [_key_of(e) for e in path]
-        inner = tu.tree_flatten_with_path(leaf)[0] if wrapped(leaf) else [((), leaf)]
-        if len(inner) == 1:
-            paths.append(keys)
-        else:
-            paths.extend(keys + [_key_of(e) for e in p] for p, _ in inner)
-    if len(paths) != len(ids):
-        return []
-    out = []
-    for (v, _), keys in zip(ids, paths):
-        prefix = ""
-        if plan.state_key == "state" and keys:  # an NNX split of tuple(modules): the module first
-            i, keys = keys[0], keys[1:]
-            labels = plan.module_labels
-            if type(i) is int and 0 <= i < len(labels):
-                # the callable itself (or a bound method's self) needs no prefix, unless
-                # two modules would share it
-                prefix = labels[i] or ("" if labels.count("") == 1 else f"[{i}]")
-        out.append([v, _name(prefix, keys)[:NAME_MAX]])
-    return out
-
-
-def _variable_types() -> tuple[type, ...]:
-    """Flax's one-array containers: NNX ``Variable`` and Linen's boxed metadata."""
-    found = []
-    nnx = sys.modules.get("flax.nnx")
-    if nnx is not None and isinstance(getattr(nnx, "Variable", None), type):
-        found.append(nnx.Variable)
-    meta = sys.modules.get("flax.core.meta")
-    if meta is not None and isinstance(getattr(meta, "AxisMetadata", None), type):
-        found.append(meta.AxisMetadata)
-    return tuple(found)
-
-
-def _key_suffix(k: Any) -> str:
-    """How a key continues a name (``.kernel``, ``[0]``, ``['some key']``): the rule the
-    viewer's value names (``viewer/projection/value_names.py``) use for structure paths."""
-    if isinstance(k, str) and _IDENT_RE.match(k):
-        return "." + k
-    if type(k) is int:
-        return f"[{k}]"
-    return f"[{k!r}]"
-
-
-def _name(prefix: str, keys: list) -> str:
-    """``prefix`` continued by ``keys``: ``params.Dense_0.kernel``, ``layers[0].kernel``."""
-    name = prefix
-    for k in keys:
-        suffix = _key_suffix(k)
-        name = name + suffix if name else suffix.lstrip(".")
-    return name

@@ -219,11 +219,11 @@ class ModuleCalls:
         attributes, restored on exit)."""
         self._nnx = nnx
         classes: dict[type, None] = {}
-        for root, _ in roots:
-            for _, node in _modules(nnx, root):
-                for c in type(node).__mro__:
-                    if isinstance(c, type) and issubclass(c, nnx.Module) and c is not nnx.Module:
-                        classes.setdefault(c, None)
+        node_types = {type(node): None for root, _ in roots for _, node in _modules(nnx, root)}
+        for t in node_types:
+            for c in t.__mro__:
+                if isinstance(c, type) and c is not nnx.Module and _kind(nnx, c) == _MODULE:
+                    classes.setdefault(c, None)
         patched: list[tuple[type, str, Any]] = []
         try:
             for c in classes:
@@ -267,13 +267,36 @@ class ModuleCalls:
         return interceptor
 
 
+# What a value of a type is to the graph walk: skipped, a module (recorded and walked),
+# another NNX object (walked: an Optimizer holds modules), or a plain container.
+_SKIP, _MODULE, _OBJECT, _CONTAINER = range(4)
+_KINDS: dict[type, int] = {}
+
+
+def _kind(nnx: Any, t: type) -> int:
+    """By type, cached: ``isinstance`` against NNX's ABC-based classes costs microseconds
+    a value, and a transformer's graph has thousands of attributes."""
+    k = _KINDS.get(t)
+    if k is None:
+        objects = tuple(c for c in (getattr(nnx, "Pytree", None), getattr(nnx, "Object", None)) if isinstance(c, type))
+        if issubclass(t, nnx.Module):
+            k = _MODULE
+        elif objects and issubclass(t, objects):
+            k = _OBJECT
+        elif t in (list, tuple, dict):
+            k = _CONTAINER
+        else:
+            k = _SKIP
+        _KINDS[t] = k
+    return k
+
+
 def _modules(nnx: Any, root: Any) -> list[tuple[tuple, Any]]:
     """``(attribute path keys, module)`` for every NNX module in ``root``'s graph, each
-    once, parents first: a walk of module attributes (and the lists, tuples and dicts
-    they hold) that skips the Variables and arrays ``nnx.iter_graph`` also visits
-    (10x faster on a transformer). Falls back to ``nnx.iter_graph`` on a layout it does
-    not know."""
-    Module = nnx.Module
+    once, parents first: a walk of the attributes of modules and other NNX objects (an
+    ``nnx.Optimizer``, any ``nnx.Pytree``) and of the lists, tuples and dicts they hold,
+    skipping the Variables and arrays ``nnx.iter_graph`` also visits (10x faster on a
+    transformer). Falls back to ``nnx.iter_graph`` on a layout it does not know."""
     try:
         out: list[tuple[tuple, Any]] = []
         seen: set[int] = set()
@@ -282,22 +305,24 @@ def _modules(nnx: Any, root: Any) -> list[tuple[tuple, Any]]:
             keys, node = stack.pop()
             if len(keys) > 100:
                 raise RecursionError("graph deeper than 100 levels")
-            if isinstance(node, Module):
+            kind = _kind(nnx, type(node))
+            if kind == _MODULE or kind == _OBJECT:
                 if id(node) in seen:
                     continue
                 seen.add(id(node))
-                out.append((keys, node))
+                if kind == _MODULE:
+                    out.append((keys, node))
                 items = [(k, v) for k, v in vars(node).items() if not k.startswith(("_pytree__", "_object__"))]
-            elif type(node) in (list, tuple):
-                items = list(enumerate(node))
-            else:
-                items = list(node.items())
+            elif kind == _CONTAINER:
+                items = list(node.items()) if type(node) is dict else list(enumerate(node))
+            else:  # a Variable or another leaf of the graph given as a root: no modules
+                continue
             for k, v in reversed(items):
-                if isinstance(v, Module) or type(v) in (list, tuple, dict):
+                if _kind(nnx, type(v)) != _SKIP:
                     stack.append((keys + (k,), v))
         return out
     except Exception:
-        return [(k, n) for k, n in nnx.iter_graph(root) if isinstance(n, Module)]
+        return [(k, n) for k, n in nnx.iter_graph(root) if isinstance(n, nnx.Module)]
 
 
 def _join(prefix: str, keys: Any) -> str:

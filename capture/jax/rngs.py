@@ -35,6 +35,7 @@ import sys
 import zlib
 from typing import Any
 
+from .convert import type_test
 from ..worker.errors import CaptureError
 
 MAX_STREAMS = 64
@@ -61,7 +62,7 @@ class LinenStreams:
                    "note": f"bound by {bound_by} with model.bind(variables, rngs=...)"}
             for name in self.keys
         }
-        self.seed: int | None = None  # set when tracing starts (trace_with_streams)
+        self.seed: int | None = None  # set when tracing starts (capture.jax.tracing.trace)
 
     def apply_rngs(self, kwargs: dict[str, Any]) -> dict[str, Any] | None:
         """The ``rngs`` for ``apply``: the bound and derived keys, overlaid by an ``rngs``
@@ -123,21 +124,6 @@ def init_rngs(key: Any, kwargs: dict[str, Any]) -> Any:
     return key
 
 
-def trace_with_streams(jax: Any, traced: Any, plan: Any, seed: int, *args: Any) -> Any:
-    """``jax.make_jaxpr(traced, return_shape=True)(*args)``, tracing again with a derived
-    key each time a Linen module asks for a stream it was not given (see the module
-    docstring). Other plans are traced once."""
-    streams = getattr(plan, "rng_streams", None)
-    if streams is not None:
-        streams.seed = seed
-    while True:
-        try:
-            return jax.make_jaxpr(traced, return_shape=True)(*args)
-        except Exception as exc:
-            if streams is None or not streams.add_missing(jax, exc):
-                raise
-
-
 def nnx_streams(jax: Any, plan: Any, seed: int, factory: str | None, model: str) -> list[dict[str, str]]:
     """The RNG streams the NNX state of ``plan`` carries (``RngKey`` variables)."""
     nnx = sys.modules.get("flax.nnx")
@@ -153,12 +139,16 @@ def nnx_streams(jax: Any, plan: Any, seed: int, factory: str | None, model: str)
         origin, note = "factory", f"carried by the module{'s' if label == 'callable_state' else ''} that {factory or model} built"
     out = []
     labels = list(getattr(plan, "module_labels", []) or [])
-    for path, leaf in jax.tree_util.tree_flatten_with_path(plan.state, is_leaf=lambda x: isinstance(x, rng_key))[0]:
-        if not isinstance(leaf, rng_key):
+    from_inputs = list(getattr(plan, "node_from_inputs", []) or [])
+    is_key = type_test((rng_key,))
+    for path, leaf in jax.tree_util.tree_flatten_with_path(plan.state, is_leaf=is_key)[0]:
+        if not is_key(leaf):
             continue
         keys = [_key(e) for e in path]
         if keys and type(keys[0]) is int:
             i, keys = keys[0], keys[1:]
+            if 0 <= i < len(from_inputs) and from_inputs[i]:
+                continue  # an input's streams are the inputs' (input_streams)
             prefix = labels[i] if 0 <= i < len(labels) else ""
             keys = ([prefix] if prefix else []) + keys
         if keys and keys[-1] == "key":

@@ -90,6 +90,9 @@ def captures(draw) -> Capture:
     elif scope == "traced_program":
         for v in values:
             v.measured = None  # a traced program carries no measurements
+    meta = draw(st.dictionaries(names, plain, max_size=3))
+    if not failed and backend == "jaxpr":  # nor runtime timings
+        meta = {k: v for k, v in meta.items() if not graphfile._RUNTIME_TIMING.search(k)}
     return Capture(
         backend=backend,
         framework=draw(st.sampled_from(["jax", "torch"])),
@@ -101,7 +104,7 @@ def captures(draw) -> Capture:
         sources=[Source(draw(names), "ab" * 32) for _ in range(draw(st.integers(0, 2)))],
         recipe=draw(st.one_of(st.none(), st.dictionaries(names, plain, max_size=3))),
         failure=failure,
-        meta=draw(st.dictionaries(names, plain, max_size=3)),
+        meta=meta,
     )
 
 
