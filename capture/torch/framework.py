@@ -274,7 +274,7 @@ def _loss_fn(ctx: CaptureContext, torch: Any) -> tuple[Callable[..., Any], str]:
         reduce = step.loss
 
         def reduce_output(output: Any, *args: Any, **kwargs: Any) -> Any:
-            from .trace import tensors_of
+            from .tensors import tensors_of
 
             parts = [t for t in tensors_of(output) if t.is_floating_point() or t.is_complex()]
             if not parts:

@@ -30,8 +30,10 @@ after autograd and after composite decompositions: ``linear`` arrives as ``aten:
   on that storage), the labels above, ``requires_grad`` on leaves, ``grad_of``, and
   ``stats`` for floating tensors.
 
-Statistics (``stats``) are computed by :mod:`capture.torch.stats`; backward groups by
-:mod:`capture.torch.backward`.
+The trace is composed of helpers, each in its own module, each holding its own state
+and reading the trace's graph builder: statistics (``stats``) by an
+:class:`~capture.torch.stats.ActivationStatistics` (``trace.statistics``), backward
+groups by a :class:`~capture.torch.backward.BackwardMirror` (``trace.autograd``).
 
 Torch is imported at module level: this is one of the worker's framework modules,
 imported only by ``capture.torch.framework``.
@@ -51,8 +53,10 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..worker.libframes import LibraryFiles, class_location
 from ..graph.model import Capture, Coverage, Frame, Operand
-from .backward import BackwardMirrorMixin
-from .stats import StatisticsMixin
+from .backward import BackwardMirror
+from .stats import MODES as STATS_MODES
+from .stats import ActivationStatistics
+from .tensors import MAX_DEPTH, tensors_in
 from ..worker.builder import GraphBuilder
 from ..worker.errors import LimitExceeded
 from ..worker.limits import Limits
@@ -63,7 +67,6 @@ BACKEND = "torch_eager"
 MAX_ALIASES_LISTED = 32
 # Module result structures recorded in group attrs are cut at this many leaves.
 MAX_STRUCTURE_LEAVES = 256
-_MAX_DEPTH = 32
 # Every this many ops: progress and a size estimate of the graph file so far.
 CHECKPOINT_OPS = 8192
 _SAMPLE = 256
@@ -153,7 +156,7 @@ class _DynamoSafeMode(_Mode):
         return _Mode.__torch_dispatch__(self, func, types, args, kwargs)
 
 
-class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
+class TorchTrace:
     """Records ATen ops, module calls, values and measurements into a graph builder.
 
     ``files``: decides which frames are the user's (workspace) code. ``limits``: the
@@ -173,13 +176,13 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         stats_mode: str = "auto",
         progress: Callable[[int], None] | None = None,
     ) -> None:
-        if stats_mode not in ("auto", "immediate", "deferred"):
+        if stats_mode not in STATS_MODES:
             raise ValueError(f"stats_mode must be auto, immediate or deferred, not {stats_mode!r}")
         self.files = files
         self.b = builder or GraphBuilder(limits)
         self.progress = progress
         self.stats = stats
-        self.stats_mode = stats_mode
+        self.statistics = ActivationStatistics(self.b.values, stats_mode) if stats else None
         self._ops: dict[Any, _OpInfo] = {}
         # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
         self._live: dict[int, tuple[Any, int, int]] = {}
@@ -200,9 +203,6 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         self._producer: list[int] = []
         # Per value: the first node id whose in-place writes to its storage post-date it.
         self._born: list[int] = []
-        self._pending_stats: list[tuple[int, _Tensor]] = []
-        self._vec_of: dict[int, _Tensor] = {}  # deferred statistics vector per value
-        self.stats_skipped = 0
         # Frames: per code object, is it workspace code; per (code, lasti), the frame id.
         self._code_ws: dict[Any, str | None] = {}
         # Library frames (used when no workspace frame exists): per code object, the
@@ -212,14 +212,9 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         self._class_frames: dict[type, int | None] = {}
         self._addr_frame: dict[tuple[Any, int], int] = {}
         self._positions: dict[Any, list] = {}
-        # Autograd: forward op of each grad_fn (by sequence number), backward mirrors.
+        # Autograd: set track_autograd while the forward of a training step runs.
         self.track_autograd = False
-        self._needs_gradfn: set[int] = set()
-        self._seq_node: dict[int, int] = {}
-        self._backward_root: int | None = None
-        self._mirror: dict[int, int] = {}
-        self._bw_last: tuple[Any, int, int | None, dict] | None = None
-        self._grad_fn_names: dict[type, str] = {}
+        self.autograd = BackwardMirror(self.b, self._labels)
         self._active = False
         # The first limit reached while recording (kept in case user code swallows it).
         self.limit_error: LimitExceeded | None = None
@@ -265,16 +260,16 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
                 writer = self._storage_writer.get(self._value_storage[vid], -1)
                 if writer >= self._born[vid]:
                     vid = self._new_value(t, None, {"version_of": vid, "written_by": writer}, version=t._version)
-                    if self.stats and t.is_floating_point():
-                        self._stats(vid, t)
+                    if self.statistics is not None and t.is_floating_point():
+                        self.statistics.measure(vid, t)
                     return vid
                 if version is not None:
                     return self._new_value(
                         t, None, {"version_of": vid, "changed_outside_trace": True}, version=t._version
                     )
                 self._live[id(t)] = (entry[0], t._version, vid)
-            if vid in self._needs_gradfn:
-                self._note_grad_fn(vid, t)
+            if vid in self.autograd.pending:
+                self.autograd.note(vid, t, self._producer[vid])
             return vid
         label = self._labels.get(id(t))
         extra: dict[str, Any]
@@ -285,9 +280,9 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         if t.requires_grad:
             extra["requires_grad"] = True
         vid = self._new_value(t, None, extra, version=t._version)
-        if self.stats and t.is_floating_point():
+        if self.statistics is not None and t.is_floating_point():
             # once per outside tensor: its views (a weight's transpose …) then share them
-            self._stats(vid, t)
+            self.statistics.measure(vid, t)
         return vid
 
     def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
@@ -346,7 +341,7 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
             return {"value": self.value_of(obj)}
         if obj is None or type(obj) in (bool, int, float, str):
             return {"static": obj}
-        if _depth >= _MAX_DEPTH or count[0] >= MAX_STRUCTURE_LEAVES * 64:
+        if _depth >= MAX_DEPTH or count[0] >= MAX_STRUCTURE_LEAVES * 64:
             return {"static": f"<{type(obj).__name__}>"}
 
         def sub(x: Any, key: Any) -> Any:
@@ -418,6 +413,27 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
             yield gid
         finally:
             self._pop_to(gid)
+
+    @contextmanager
+    def backward_scope(self, name: str = "backward", attrs: dict[str, Any] | None = None) -> Iterator[int]:
+        """A ``backward`` group; autograd's ops land in mirrors of their forward groups
+        (:class:`~capture.torch.backward.BackwardMirror`)."""
+        gid = self.b.group("backward", name, self.current_group, attrs)
+        self._stack.append((gid, None, None, *self._entry()))
+        self.autograd.begin(gid)
+        try:
+            yield gid
+        finally:
+            self.autograd.end()
+            self._pop_to(gid)
+
+    def note_grad_fns(self, obj: Any) -> None:
+        """Map the grad_fn of every tensor in ``obj`` (results of the forward / loss)."""
+        pending = self.autograd.pending
+        for t in tensors_in(obj):
+            entry = self._live.get(id(t))
+            if entry is not None and entry[0]() is t and entry[2] in pending:
+                self.autograd.note(entry[2], t, self._producer[entry[2]])
 
     def _entry(self) -> tuple[Any, int | None]:
         return (self._stack[-1][3], self._stack[-1][4]) if self._stack else (None, None)
@@ -551,8 +567,8 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         params: dict[str, Any] = {}
         group = self._stack[-1][0] if self._stack else None
         frame = None
-        if self._backward_root is not None:
-            group, frame, params = self._backward_placement()
+        if self.autograd.root is not None:
+            group, frame, params = self.autograd.placement()
         if frame is None:
             frame = self._frame(sys._getframe(3))
         outputs: list[int] = []
@@ -572,7 +588,7 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         if written:
             # Arguments written in place but not returned (BatchNorm's running stats,
             # _foreach_*_ lists): their new versions are outputs of this node too.
-            returned = {id(x) for x in _tensors_in(out)}
+            returned = {id(x) for x in tensors_in(out)}
             for t in written:
                 if id(t) not in returned:
                     outputs.append(self._produced(t, nid))
@@ -588,26 +604,22 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         vid = self._new_value(t, nid, extra)
         if extra is not None:
             self._storage_writer[self._value_storage[vid]] = nid
-        if self.stats and t.is_floating_point():
+        statistics = self.statistics
+        if statistics is not None and t.is_floating_point():
             if extra is None and src is not None and self._same_elements(vid, t, src_vid, src):
                 # A view over exactly the elements of its input (t, transpose, view,
                 # detach …) has the input's statistics: share them, skip the reductions.
-                vec = self._vec_of.get(src_vid)
-                if vec is not None:
-                    self._vec_of[vid] = vec
-                    self._pending_stats.append((vid, vec))
-                else:
-                    self.b.values[vid].measured["stats"] = self.b.values[src_vid].measured["stats"]
+                statistics.share(vid, src_vid)
             else:
-                self._stats(vid, t)
-        if self.track_autograd and self._backward_root is None:
-            self._needs_gradfn.add(vid)
+                statistics.measure(vid, t)
+        if self.track_autograd and self.autograd.root is None:
+            self.autograd.pending.add(vid)
         return vid
 
     def _same_elements(self, vid: int, t: _Tensor, src_vid: int | None, src: _Tensor) -> bool:
         if src_vid is None or self._owns_storage[vid] or self._value_storage[vid] != self._value_storage[src_vid]:
             return False
-        if t.dtype != src.dtype or ("stats" not in self.b.values[src_vid].measured and src_vid not in self._vec_of):
+        if t.dtype != src.dtype or not self.statistics.known(src_vid):
             return False
         if t.numel() != src.numel() or t.storage_offset() != src.storage_offset():
             return False
@@ -699,7 +711,8 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
     def finish(self) -> None:
         """Fetch deferred statistics, list aliases per value, sum output bytes per group.
         Call once, after the last recording."""
-        self._flush_stats()
+        if self.statistics is not None:
+            self.statistics.finish()
         values = self.b.values
         by_storage: dict[int, list[int]] = {}
         for vid, sid in enumerate(self._value_storage):
@@ -739,8 +752,8 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
             "stats": self.stats,
             "torch_version": torch.__version__,
         }
-        if self.stats_skipped:
-            info["stats_skipped_values"] = self.stats_skipped
+        if self.statistics is not None and self.statistics.skipped:
+            info["stats_skipped_values"] = self.statistics.skipped
         info.update(meta or {})
         return self.b.build(
             backend=BACKEND,
@@ -805,18 +818,6 @@ def _tree_values(tree: Any) -> Iterator[int]:
             yield from _tree_values(t)
 
 
-def _tensors_in(obj: Any, depth: int = 0) -> Iterator[_Tensor]:
-    if isinstance(obj, _Tensor):
-        yield obj
-    elif depth < _MAX_DEPTH:
-        if isinstance(obj, (list, tuple)):
-            for x in obj:
-                yield from _tensors_in(x, depth + 1)
-        elif isinstance(obj, dict):
-            for x in obj.values():
-                yield from _tensors_in(x, depth + 1)
-
-
 def estimate_encoded_bytes(values: list, nodes: list) -> int:
     """The graph file's size, extrapolated from the msgpack size of the latest
     ``_SAMPLE`` values and nodes (a lower-ish bound: strings are shared in the file)."""
@@ -834,9 +835,4 @@ def estimate_encoded_bytes(values: list, nodes: list) -> int:
     return int(v_bytes / len(vs) * len(values) + n_bytes / len(ns) * len(nodes))
 
 
-def tensors_of(obj: Any) -> list[_Tensor]:
-    """Every tensor in a nested list/tuple/dict result, in order."""
-    return list(_tensors_in(obj))
-
-
-__all__ = ["BACKEND", "TorchTrace", "dtype_name", "literal", "tensors_of"]
+__all__ = ["BACKEND", "TorchTrace", "dtype_name", "literal"]
