@@ -45,7 +45,7 @@ import dataclasses
 import gc
 import sys
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
 import torch
@@ -54,6 +54,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..worker.libframes import LibraryFiles, class_location
 from ..graph.model import Capture, Coverage, Frame, Operand
 from .backward import BackwardMirror
+from .functions import FunctionCalls
 from .stats import MODES as STATS_MODES
 from .stats import ActivationStatistics
 from .tensors import MAX_DEPTH, tensors_in
@@ -72,6 +73,7 @@ CHECKPOINT_OPS = 8192
 _SAMPLE = 256
 
 _Tensor = torch.Tensor
+_NoTorchFunction = torch._C.DisableTorchFunction
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -138,7 +140,10 @@ class _Mode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         try:
-            return self.trace._dispatch(func, args, kwargs)
+            # The trace's own tensor calls (strides, storages, statistics) are not the
+            # model's: they bypass the function mode (FunctionCalls) and run faster.
+            with _NoTorchFunction():
+                return self.trace._dispatch(func, args, kwargs)
         except LimitExceeded as exc:
             if self.trace.limit_error is None:
                 self.trace.limit_error = exc
@@ -164,7 +169,8 @@ class TorchTrace:
     inside the traced program, so a runaway model stops at the limit). ``stats``:
     activation statistics on/off. ``stats_mode``: ``"auto"`` (immediate on CPU,
     deferred elsewhere), ``"immediate"`` or ``"deferred"`` (batched on the device, one
-    transfer per device at :meth:`finish`)."""
+    transfer per device at :meth:`finish`). ``functions``: function groups on/off
+    (:mod:`capture.torch.functions`)."""
 
     def __init__(
         self,
@@ -174,6 +180,7 @@ class TorchTrace:
         builder: GraphBuilder | None = None,
         stats: bool = True,
         stats_mode: str = "auto",
+        functions: bool = True,
         progress: Callable[[int], None] | None = None,
     ) -> None:
         if stats_mode not in STATS_MODES:
@@ -182,6 +189,7 @@ class TorchTrace:
         self.b = builder or GraphBuilder(limits)
         self.progress = progress
         self.stats = stats
+        self.functions = functions
         self.statistics = ActivationStatistics(self.b.values, stats_mode) if stats else None
         self._ops: dict[Any, _OpInfo] = {}
         # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
@@ -383,7 +391,7 @@ class TorchTrace:
         self._outer_frame = sys._getframe(2)
         try:
             mode = _DynamoSafeMode if "torch._dynamo" in sys.modules else _Mode
-            with mode(self):
+            with mode(self), (FunctionCalls(self) if self.functions else nullcontext()):
                 yield self
         finally:
             gc.unfreeze()
@@ -396,7 +404,8 @@ class TorchTrace:
     def _guard(self, hook: Callable[..., None]) -> Callable[..., None]:
         def guarded(*args: Any) -> None:
             try:
-                hook(*args)
+                with _NoTorchFunction():
+                    hook(*args)
             except LimitExceeded as exc:
                 if self.limit_error is None:
                     self.limit_error = exc
@@ -470,7 +479,7 @@ class TorchTrace:
         # Frame 2 is torch's module-call frame (above this hook and its guard); the ops of
         # this call run below it, so a frame walk that reaches it can stop with this answer.
         entry = sys._getframe(2)
-        frame = self._frame(entry)
+        frame = self.frame_of(entry)
         if frame is not None:
             attrs["frame"] = frame
         gid = self.b.group("module", name, parent, attrs)
@@ -570,7 +579,7 @@ class TorchTrace:
         if self.autograd.root is not None:
             group, frame, params = self.autograd.placement()
         if frame is None:
-            frame = self._frame(sys._getframe(3))
+            frame = self.frame_of(sys._getframe(3))
         outputs: list[int] = []
         if isinstance(out, _Tensor):
             outputs.append(self._produced(out, nid, first, operands[0].value if first is not None else None))
@@ -640,7 +649,7 @@ class TorchTrace:
 
     # ------------------------------------------------------------------ frames
 
-    def _frame(self, f: Any) -> int | None:
+    def frame_of(self, f: Any) -> int | None:
         """The frame id of the innermost workspace frame at or above ``f``; when there is
         none, of the innermost library frame (``capture.worker.libframes``). The walk ends early
         at the innermost open module call (its call site's answer, computed once) and at
