@@ -44,6 +44,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from .model import (
+    ABSTRACT_FORWARD_SCOPE,
     COVERAGE_STATUSES,
     EFFECTS,
     FORMAT_NAME,
@@ -794,6 +795,8 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
               f"{coverage.scope!r} does not match backend 'jaxpr' (a traced program's scope is 'traced_program')")
         if traced and measured is not None and any(m is not None for m in measured):
             raise _Invalid("values.measured: a traced program carries no measured evidence")
+        if coverage.scope == ABSTRACT_FORWARD_SCOPE:
+            _refuse_measurements(measured, groups)
     counts = header.get("counts")
     if isinstance(counts, dict):
         _need(counts.get("nodes") == n_nodes and counts.get("values") == n_values, "header.counts",
@@ -814,6 +817,25 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         failure=failure,
         meta=_opt_map(b.get("meta"), "meta"),
     )
+
+
+# What only a run measures: refused in an abstract capture (it ran on fake tensors).
+ABSTRACT_REFUSED_VALUE_KEYS = ("stats", "bytes")
+ABSTRACT_REFUSED_GROUP_KEYS = ("output_bytes", "result_bytes")
+
+
+def _refuse_measurements(measured: list | None, groups: list[Group]) -> None:
+    """An abstract capture keeps what fake tensors know (device, strides, storages and
+    aliases, labels) and nothing measured: no statistics, no bytes."""
+    for i, m in enumerate(measured or ()):
+        if m is not None:
+            for key in ABSTRACT_REFUSED_VALUE_KEYS:
+                if key in m:
+                    raise _Invalid(f"values.measured[{i}].{key}: an abstract capture carries no measured evidence")
+    for g in groups:
+        for key in ABSTRACT_REFUSED_GROUP_KEYS:
+            if key in g.attrs:
+                raise _Invalid(f"groups[{g.id}].attrs.{key}: an abstract capture carries no measured evidence")
 
 
 def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:

@@ -24,6 +24,11 @@ KINDS = ("model", "training_step")
 FRAMEWORKS = FRAMEWORK_NAMES
 DEFAULT_FRAMEWORK = "torch"
 MODES = ("eval", "train")
+# What a Torch capture records: "eager" runs the model (measured evidence); "abstract"
+# builds and runs it on fake tensors (no parameter storage, nothing computed: shapes,
+# dtypes, ops and modules only). Written in a table only when not the default.
+EVIDENCE = ("eager", "abstract")
+DEFAULT_EVIDENCE = "eager"
 
 # numpy-style dtype names, the only spelling recipes accept.
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -368,6 +373,7 @@ class Recipe:
     init: CallSetup = field(default_factory=CallSetup)
     inputs: CallSetup = field(default_factory=CallSetup)
     step: StepSetup | None = None
+    evidence: str = DEFAULT_EVIDENCE
     # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
     framework_explicit: bool = field(default=True, compare=False)
 
@@ -449,6 +455,8 @@ class Recipe:
         )
         if self.step is not None:
             out["step"] = self.step.to_dict()
+        if self.evidence != DEFAULT_EVIDENCE:
+            out["evidence"] = self.evidence
         return out
 
     def to_dict(self) -> dict[str, Any]:

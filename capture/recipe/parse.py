@@ -16,8 +16,10 @@ from typing import Any, Mapping
 from ..frameworks import framework_names
 from .model import (
     COMPLEX_DTYPES,
+    DEFAULT_EVIDENCE,
     DEFAULT_FRAMEWORK,
     DTYPES,
+    EVIDENCE,
     FLOAT_DTYPES,
     GENERATORS,
     INT_RANGES,
@@ -140,7 +142,8 @@ def profile_names(doc: Mapping[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- validation
 
 
-_PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step")
+_PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step",
+                 "evidence")
 
 
 class _Ctx:
@@ -210,6 +213,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         step = _step(cx, table["step"], base + ["step"])
     elif kind == "training_step":
         step = StepSetup()
+    evidence = _choice(cx, table, base, "evidence", EVIDENCE, DEFAULT_EVIDENCE)
 
     recipe = Recipe(
         name=name,
@@ -223,6 +227,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         init=init,
         inputs=inputs,
         step=step,
+        evidence=evidence,
         framework_explicit=framework_explicit,
     )
     _check_framework_rules(cx, recipe, base)
@@ -233,6 +238,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
 def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     """What the spec rules out for a framework, found before anything is imported."""
     _check_saved_files_framework(cx, r, base)
+    _check_evidence(cx, r, base)
     if r.framework != "jax":
         return
     if r.kind == "training_step":
@@ -247,6 +253,18 @@ def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
                 _split_path(leaf.path) + ["requires_grad"],
                 "JAX has no per-array requires_grad flag; express grad in the selected callable",
             )
+
+
+def _check_evidence(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """``evidence`` is a Torch key; abstract evidence records a forward."""
+    if r.evidence == DEFAULT_EVIDENCE:
+        return
+    if r.framework != "torch":
+        raise cx.error(base + ["evidence"], f'evidence is a Torch key; a {r.framework} capture is always traced, '
+                                            "never run (omit evidence)")
+    if r.kind == "training_step":
+        raise cx.error(base + ["evidence"], 'evidence = "abstract" records a forward (kind = "model"); a training '
+                                            'step needs evidence = "eager"')
 
 
 def _check_input_limits(cx: _Ctx, r: Recipe) -> None:

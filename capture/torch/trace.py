@@ -52,18 +52,21 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..worker.libframes import LibraryFiles, class_location
-from ..graph.model import Capture, Coverage, Frame, Operand
+from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Frame, Operand
+from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
 from .functions import FunctionCalls
 from .stats import MODES as STATS_MODES
 from .stats import ActivationStatistics
 from .tensors import MAX_DEPTH, tensors_in
 from ..worker.builder import GraphBuilder
-from ..worker.errors import LimitExceeded
+from ..worker.errors import CaptureError, LimitExceeded
 from ..worker.limits import Limits
 from ..worker.workspace_files import WorkspaceFiles
 
 BACKEND = "torch_eager"
+# An abstract capture (FakeTensorMode, capture.torch.abstract): the same interception.
+BACKEND_ABSTRACT = "torch_abstract"
 # Per value, at most this many alias ids are listed (``aliases_total`` gives the count).
 MAX_ALIASES_LISTED = 32
 # Module result structures recorded in group attrs are cut at this many leaves.
@@ -73,6 +76,9 @@ CHECKPOINT_OPS = 8192
 _SAMPLE = 256
 
 _Tensor = torch.Tensor
+# Queries a tensor subclass answers through the dispatcher (FakeTensor's device) that an
+# eager run does not have: not ops, never recorded.
+_BOOKKEEPING = frozenset({torch.ops.prim.device.default})
 _NoTorchFunction = torch._C.DisableTorchFunction
 
 
@@ -148,6 +154,13 @@ class _Mode(TorchDispatchMode):
             if self.trace.limit_error is None:
                 self.trace.limit_error = exc
             raise
+        except NEEDS_DATA as exc:  # only a fake tensor (an abstract capture) raises these
+            trace = self.trace
+            fid = trace.frame_of(sys._getframe(1))
+            err = data_dependent_failure(exc, op_name(func), trace.b.frames[fid] if fid is not None else None, "forward")
+            if trace.data_error is None:
+                trace.data_error = err
+            raise err from None
 
 
 class _DynamoSafeMode(_Mode):
@@ -167,7 +180,10 @@ class TorchTrace:
     ``files``: decides which frames are the user's (workspace) code. ``limits``: the
     worker's limits (ops, values, groups; raised as :class:`LimitExceeded` from
     inside the traced program, so a runaway model stops at the limit). ``stats``:
-    activation statistics on/off. ``stats_mode``: ``"auto"`` (immediate on CPU,
+    activation statistics on/off (always off when ``abstract``). ``abstract``: the
+    model runs on fake tensors (:mod:`capture.torch.abstract`): nothing is measured, so
+    values carry no ``bytes`` or ``stats`` and groups no ``output_bytes`` /
+    ``result_bytes``. ``stats_mode``: ``"auto"`` (immediate on CPU,
     deferred elsewhere), ``"immediate"`` or ``"deferred"`` (batched on the device, one
     transfer per device at :meth:`finish`). ``functions``: function groups on/off
     (:mod:`capture.torch.functions`)."""
@@ -181,6 +197,7 @@ class TorchTrace:
         stats: bool = True,
         stats_mode: str = "auto",
         functions: bool = True,
+        abstract: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> None:
         if stats_mode not in STATS_MODES:
@@ -188,9 +205,10 @@ class TorchTrace:
         self.files = files
         self.b = builder or GraphBuilder(limits)
         self.progress = progress
-        self.stats = stats
+        self.abstract = abstract
+        self.stats = stats and not abstract
         self.functions = functions
-        self.statistics = ActivationStatistics(self.b.values, stats_mode) if stats else None
+        self.statistics = ActivationStatistics(self.b.values, stats_mode) if self.stats else None
         self._ops: dict[Any, _OpInfo] = {}
         # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
         self._live: dict[int, tuple[Any, int, int]] = {}
@@ -224,8 +242,10 @@ class TorchTrace:
         self.track_autograd = False
         self.autograd = BackwardMirror(self.b, self._labels)
         self._active = False
-        # The first limit reached while recording (kept in case user code swallows it).
+        # The first limit reached while recording, and the first op an abstract run could
+        # not run without data (kept in case user code swallows them).
         self.limit_error: LimitExceeded | None = None
+        self.data_error: CaptureError | None = None
 
     # ------------------------------------------------------------------ setup
 
@@ -304,8 +324,8 @@ class TorchTrace:
                 measured["storage_offset"] = offset
         except RuntimeError:  # sparse / nested layouts have no strides
             measured["layout"] = str(t.layout).removeprefix("torch.")
-        nbytes = t.numel() * t.element_size()
-        measured["bytes"] = nbytes
+        if not self.abstract:
+            measured["bytes"] = t.numel() * t.element_size()
         if extra:
             measured.update(extra)
         vid = self.b.value(shape, dtype_name(t.dtype), measured)
@@ -506,11 +526,14 @@ class TorchTrace:
         g = self.b.groups[gid]
         if len(leaves) <= MAX_STRUCTURE_LEAVES:
             g.attrs["outputs"] = tree
-        g.attrs["result_bytes"] = sum(self.b.values[v].measured["bytes"] for v in leaves)
+        if not self.abstract:
+            g.attrs["result_bytes"] = sum(self.b.values[v].measured["bytes"] for v in leaves)
 
     # ------------------------------------------------------------------ dispatch
 
     def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
+        if func in _BOOKKEEPING:  # asked of a fake tensor, never run as a kernel
+            return func(*args, **(kwargs or {}))
         info = self._ops.get(func)
         if info is None:
             info = self._op_info(func)
@@ -735,6 +758,8 @@ class TorchTrace:
                 m["aliases"] = [v for v in head if v != vid][:MAX_ALIASES_LISTED]
                 if len(vids) - 1 > MAX_ALIASES_LISTED:
                     m["aliases_total"] = len(vids) - 1
+        if self.abstract:
+            return  # nothing was allocated: no bytes to sum
         # Output bytes per group: bytes of new storage allocated by the group's ops
         # (views and in-place results allocate nothing), summed into every ancestor.
         groups = self.b.groups
@@ -757,15 +782,19 @@ class TorchTrace:
               meta: dict[str, Any] | None = None) -> Capture:
         reasons = list(reasons or [])
         info = {
-            "graph": "eager execution recorded with a TorchDispatchMode: every ATen op that ran, measured",
+            "graph": "abstract execution under FakeTensorMode recorded with a TorchDispatchMode: every ATen op "
+                     "the forward runs, with shapes, dtypes, strides and storages; nothing computed or measured"
+            if self.abstract else "eager execution recorded with a TorchDispatchMode: every ATen op that ran, measured",
             "stats": self.stats,
             "torch_version": torch.__version__,
         }
         if self.statistics is not None and self.statistics.skipped:
             info["stats_skipped_values"] = self.statistics.skipped
         info.update(meta or {})
+        if self.abstract and scope != ABSTRACT_FORWARD_SCOPE:
+            raise ValueError(f"an abstract trace records scope {ABSTRACT_FORWARD_SCOPE!r}, not {scope!r}")
         return self.b.build(
-            backend=BACKEND,
+            backend=BACKEND_ABSTRACT if self.abstract else BACKEND,
             framework="torch",
             framework_version=torch.__version__,
             coverage=Coverage(
@@ -844,4 +873,4 @@ def estimate_encoded_bytes(values: list, nodes: list) -> int:
     return int(v_bytes / len(vs) * len(values) + n_bytes / len(ns) * len(nodes))
 
 
-__all__ = ["BACKEND", "TorchTrace", "dtype_name", "literal"]
+__all__ = ["BACKEND", "BACKEND_ABSTRACT", "TorchTrace", "dtype_name", "literal"]
