@@ -224,15 +224,18 @@ class _SmallConstants(TorchDispatchMode):
 # --------------------------------------------------------------------------- libraries
 
 
-# (library, module, function, effect): checks a library makes to see whether a tensor is
-# fake, and what it does differently then. Each is watched during an abstract forward.
-KNOWN_FAKE_CHECKS: tuple[tuple[str, str, str, str], ...] = (
+# (library, module, function, effect, files): checks a library makes to see whether a
+# tensor is fake, what it does differently then, and the files (below the library's
+# folder) whose ops differ from an eager run. Each is watched during an abstract forward.
+KNOWN_FAKE_CHECKS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     (
         "transformers", "transformers.utils.import_utils", "is_fake_tensor",
-        "transformers' is_tracing() is true for a fake tensor, so it cannot read a mask's values: "
-        "masking_utils builds the attention mask explicitly (arange, comparisons, expand) and passes it "
-        "to scaled_dot_product_attention, where an eager run with an all-ones or absent mask skips it "
-        "(is_causal=True); other checks only skip warnings",
+        "transformers' is_tracing() is true for a fake tensor, so it cannot read an attention mask's values to "
+        "skip it: masking_utils builds the mask explicitly (arange, comparisons, expand) and each attention layer "
+        "passes it to scaled_dot_product_attention (repeating the key/value heads and converting the mask in "
+        "integrations/sdpa_attention.py), where an eager run with an all-ones mask skips it (is_causal=True); "
+        "without an attention_mask both runs agree",
+        ("masking_utils.py", "integrations/sdpa_attention.py"),
     ),
 )
 
@@ -248,7 +251,7 @@ class LibraryBranches:
     @contextmanager
     def watching(self) -> Iterator[None]:
         restore: list[tuple[Any, str, Any]] = []
-        for library, module_name, attr, _ in KNOWN_FAKE_CHECKS:
+        for library, module_name, attr, _, _ in KNOWN_FAKE_CHECKS:
             if module_name not in sys.modules:
                 continue  # not imported: the model cannot be using it
             try:
@@ -285,22 +288,26 @@ class LibraryBranches:
 
     def differences(self, frames: list[Frame], node_frames: list[int | None]) -> list[dict[str, Any]]:
         """One entry per check that answered "fake": ``library``, ``check``, ``effect``,
-        ``sites`` (file, line, function, calls) and ``ops``: the recorded ops whose
-        source frame is in a file of those sites (the ops the other path ran)."""
-        effects = {(lib, mod, attr): effect for lib, mod, attr, effect in KNOWN_FAKE_CHECKS}
+        ``sites`` (file, line, function, calls), ``files`` (the library files whose ops
+        differ from an eager run, as recorded frames name them) and ``ops``: how many
+        recorded ops have their source frame in those files."""
+        known = {(lib, mod, attr): (effect, files) for lib, mod, attr, effect, files in KNOWN_FAKE_CHECKS}
         out = []
         for key, sites in self._sites.items():
             if not sites:
                 continue
-            files = {file for file, _, _ in sites}
+            effect, suffixes = known[key]
+            package = f"/{key[0]}/"
+            files = sorted({f.file for f in frames if package in f.file
+                            and any(f.file.endswith(package + s) for s in suffixes)})
             in_files = {i for i, f in enumerate(frames) if f.file in files}
-            ops = sum(1 for fid in node_frames if fid in in_files)
             out.append({
                 "library": key[0],
                 "check": f"{key[1]}.{key[2]}",
-                "effect": effects[key],
+                "effect": effect,
                 "sites": [{"file": file, "line": line, "function": fn, "calls": n}
                           for (file, line, fn), n in sorted(sites.items())],
-                "ops": ops,
+                "files": files,
+                "ops": sum(1 for fid in node_frames if fid in in_files),
             })
         return out

@@ -447,11 +447,17 @@ def _missing_keys(torch: Any, expected: Mapping[str, Any], state: Mapping[str, A
     return out
 
 
+def _is_fake(t: Any) -> bool:
+    from torch._subclasses.fake_tensor import is_fake
+
+    return is_fake(t)
+
+
 def _identity(t: Any) -> tuple:
     try:
         storage = t.untyped_storage()
-        # A fake or meta tensor has no data pointer: its storage object tells ties apart.
-        where = storage.data_ptr() or ("storage", storage._cdata)
+        # A fake or meta tensor has no data: its storage object tells ties apart.
+        where = ("storage", storage._cdata) if t.device.type == "meta" or _is_fake(t) else storage.data_ptr()
         return (where, t.storage_offset(), tuple(t.shape), tuple(t.stride()), str(t.device))
     except Exception:
         return (id(t),)
