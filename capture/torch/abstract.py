@@ -10,6 +10,9 @@ still real (a module-level instance, a tensor built at import) with
 the forward inside :meth:`~AbstractEvidence.running` under the trace's dispatch mode,
 which sits above the fake mode and records the same ops an eager run records.
 
+* **Initialisers are skipped.** ``nn.init.*`` and ``Tensor.normal_``-style value writers
+  called on a fake tensor return it untouched (there are no values to write; the time
+  of each fake dispatch is saved).
 * **Small constants while building.** A constructor may compute Python numbers from
   tensors it creates (``[x.item() for x in torch.linspace(0, p, depth)]``,
   ``torch.round(...).int().tolist()`` for stage widths). While building, an op whose
@@ -40,6 +43,7 @@ from typing import Any, Callable, Iterator
 
 import torch
 from torch._subclasses import fake_tensor as _fake
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves
 
@@ -121,12 +125,18 @@ class AbstractEvidence:
 
     @contextmanager
     def building(self, files: Any) -> Iterator[None]:
-        """Build the model (or its inputs) with fake tensors, small constants real."""
+        """Build the model with fake tensors, small constants real, and
+        ``Module.to``/``half``/``cuda`` able to convert fake parameters (see
+        :func:`_apply_to_fake`)."""
+        original = torch.nn.Module._apply
+        torch.nn.Module._apply = _apply_to_fake(original)
         try:
-            with self.mode, _SmallConstants(self.mode):
+            with self.mode, _SmallConstants(self.mode), _SkipValueWrites():
                 yield
         except NEEDS_DATA as exc:
             raise data_dependent_failure(exc, None, _innermost_frame(files, exc), "build") from None
+        finally:
+            torch.nn.Module._apply = original
 
     @contextmanager
     def inputs(self, files: Any) -> Iterator[None]:
@@ -188,12 +198,64 @@ class AbstractEvidence:
         return obj
 
 
+def _apply_to_fake(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``Module._apply`` (what ``.to(dtype)``, ``.half()``, ``.cuda()`` call) for a module
+    holding fake tensors. PyTorch converts a fake parameter by swapping tensors in place,
+    which fails once the fake mode holds a reference to it; this converts each tensor once
+    (ties stay ties) and puts the result in its place. Modules with no fake tensor keep
+    PyTorch's own conversion."""
+
+    def apply(module: Any, fn: Callable[[Any], Any], recurse: bool = True) -> Any:
+        mods = list(module.modules()) if recurse else [module]
+        tables = [t for m in mods for t in (m._parameters, m._buffers)]
+        if not any(_fake.is_fake(t) for table in tables for t in table.values() if t is not None):
+            return original(module, fn, recurse)
+        done: dict[int, Any] = {}
+        for table in tables:
+            for name, t in list(table.items()):
+                if t is None:
+                    continue
+                new = done.get(id(t))
+                if new is None:
+                    with torch.no_grad():
+                        applied = fn(t)
+                    new = done[id(t)] = (torch.nn.Parameter(applied, requires_grad=t.requires_grad)
+                                         if isinstance(t, torch.nn.Parameter) else applied)
+                table[name] = new
+        return module
+
+    return apply
+
+
 def _innermost_frame(files: Any, exc: BaseException) -> Frame | None:
     """The innermost workspace frame of ``exc``'s traceback (the line that needed data)."""
     if files is None:
         return None
     frames = files.traceback_frames(exc.__traceback__)
     return frames[-1] if frames else None
+
+
+# Functions that only write values into their first argument (initialisers): on a fake
+# tensor there are no values, so skipping them changes nothing but the time they take.
+_VALUE_WRITERS = frozenset(
+    [getattr(torch.nn.init, name) for name in (
+        "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+        "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
+    ) if hasattr(torch.nn.init, name)]
+    + [getattr(torch.Tensor, name) for name in (
+        "normal_", "uniform_", "zero_", "bernoulli_", "exponential_", "random_", "cauchy_", "log_normal_",
+        "geometric_",
+    ) if hasattr(torch.Tensor, name)]
+)
+
+
+class _SkipValueWrites(TorchFunctionMode):
+    """While building: an initialiser called on a fake tensor returns it untouched."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in _VALUE_WRITERS and args and _fake.is_fake(args[0]):
+            return args[0]
+        return func(*args, **(kwargs or {}))
 
 
 class _SmallConstants(TorchDispatchMode):

@@ -139,6 +139,11 @@ def make_tiny():
     return TinyLM(layers=3)
 
 
+def make_tiny_bf16():
+    """Converted after building (Module.to on fake parameters), ties kept."""
+    return TinyLM(d=64, vocab=5000).to(torch.bfloat16)
+
+
 def ids():
     return {"idx": torch.randint(0, 50, (2, 12))}
 '''
@@ -253,6 +258,10 @@ def test_factories_and_module_level_instances(aws):
     eager, abstract = both(aws, "absmodel:MODULE_LEVEL", args=IDS)
     assert op_rows(abstract) == op_rows(eager)
     assert abstract.meta["state"] == "abstract"
+    eager, abstract = both(aws, "absmodel:TinyLM", args=IDS, init={"factory": "absmodel:make_tiny_bf16"})
+    assert op_rows(abstract) == op_rows(eager)
+    weights = {v.measured["param"]: v.dtype for v in abstract.values if v.measured.get("param")}
+    assert weights["emb.weight"] == "bfloat16" and "head.weight" not in weights  # tied: one value
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmRSS from /proc")
