@@ -14,8 +14,9 @@ Models (batch 1, ``--seq`` tokens, bfloat16 as published):
     ``nonzero``: an abstract capture must stop with a failure naming that op.
 
 Measured, for each: the whole command ``tensorviz capture --workspace W --profile P``
-(a fresh CLI and worker each time, median wall time of ``--repeat`` runs and the peak
-RSS of the largest process; targets: 7B < 10 s and < 1.5 GB, 70B < 30 s and < 3 GB),
+(a fresh CLI and worker each time: median wall and CPU time of ``--repeat`` runs, the
+abstract forward's own seconds (``meta.capture_s``), and the peak RSS of the largest
+process; targets: 7B < 10 s and < 1.5 GB, 70B < 30 s and < 3 GB),
 the graph's ops, groups and parameter count, and its equality to an eager capture of
 the same architecture at a small width (same layers, width 64): the same op sequence
 and groups (shapes aside), and for the abstract capture at that small width the same
@@ -215,14 +216,15 @@ MODELS = {
     "mixtral-8x7b-eager-experts": ("mixtral_8x7b_eager_experts", None, "transformers:MixtralForCausalLM", None, None),
 }
 
-# Runs a command and prints its wall time and the peak RSS of its largest process
-# (the children it waited for: the CLI and the worker it started).
+# Runs a command and prints its wall time, its CPU time and the peak RSS of its largest
+# process (the children it waited for: the CLI and the worker it started).
 _WRAPPER = textwrap.dedent('''
     import json, resource, subprocess, sys, time
     t = time.perf_counter()
     rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
     wall = time.perf_counter() - t
-    print(json.dumps({"rc": rc, "wall": wall, "rss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}))
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({"rc": rc, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss * 1024}))
 ''')
 
 
@@ -324,21 +326,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tv-bench-abstract-") as tmp:
         root = Path(tmp)
         write_workspace(root, args.seq)
-        print(f"{'model':28}{'params':>9}{'ops':>7}{'groups':>7}{'wall s':>8}{'target':>8}{'peak GB':>9}{'target':>8}"
-              f"  {'small plain fwd s':>17}  equal to eager at width 64")
+        print(f"{'model':28}{'params':>9}{'ops':>7}{'groups':>7}{'wall s':>8}{'target':>8}{'cpu s':>7}{'fwd s':>7}"
+              f"{'peak GB':>9}{'target':>8}  {'small plain fwd s':>17}  equal to eager at width 64")
         for name in names:
             factory, small, _, target_s, target_gb = MODELS[name]
             profile = name.replace("-", "_")
             out = root / f"{profile}.tvg"
             runs = [cli(root, profile, out, env) for _ in range(args.repeat)]
             wall = statistics.median(r["wall"] for r in runs)
+            cpu = statistics.median(r["cpu"] for r in runs)
             rss = max(r["rss"] for r in runs) / (1 << 30)
             cap = graphfile.read(out)
             plain_s = plain_forward(root, small, args.seq, args.repeat) if small else None
             if cap.failure is not None:
                 f = cap.failure
                 frame = f.details.get("frame") or {}
-                print(f"{name:28}{'':9}{'':7}{'':7}{wall:8.2f}{'':8}{rss:9.2f}{'':8}  {'':>17}  "
+                print(f"{name:28}{'':9}{'':7}{'':7}{wall:8.2f}{'':8}{cpu:7.1f}{'':7}{rss:9.2f}{'':8}  {'':>17}  "
                       f"failed as it must: [{f.type}] {f.details.get('op')} at "
                       f"{str(frame.get('file', '?')).rsplit('/', 1)[-1]}:{frame.get('line')}")
                 continue
@@ -353,7 +356,8 @@ def main() -> None:
                     f"shapes at width 64 {'yes' if same_small else 'NO'}"
                     + (f" (leaving out {len(skip)} reported file(s))" if skip else ""))
             print(f"{name:28}{parameters(cap) / 1e9:8.2f}B{len(cap.nodes):7,}{len(cap.groups):7,}{wall:8.2f}"
-                  f"{('< %d' % target_s) if target_s else '':>8}{rss:9.2f}{('< %.1f' % target_gb) if target_gb else '':>8}"
+                  f"{('< %d' % target_s) if target_s else '':>8}{cpu:7.1f}{cap.meta['capture_s']:7.2f}"
+                  f"{rss:9.2f}{('< %.1f' % target_gb) if target_gb else '':>8}"
                   f"  {plain_s:17.4f}  {note}")
         small_vs_eager(root, args.repeat)
 
