@@ -48,7 +48,6 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from capture.graph import graphfile  # noqa: E402
-from capture.recipe import parse_profile  # noqa: E402
 from capture.torch import framework  # noqa: E402
 from capture.worker.context import CaptureContext  # noqa: E402
 

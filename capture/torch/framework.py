@@ -301,7 +301,7 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
 
     recipe = ctx.recipe
     limit = ctx.limits.max_memory_bytes
-    budget, available = memory_budget(limit)
+    budget, _ = memory_budget(limit)
     if budget is None or isinstance(target, torch.nn.Module):
         model, kind = _build_model(ctx, torch, target, make_tensor)
         return model, kind, {"status": "unchecked", "reason": "a module-level instance, built by its import"

@@ -443,7 +443,7 @@ def unmasked():
 def masked():
     return {"input_ids": torch.randint(0, 64, (1, 8)), "attention_mask": torch.ones(1, 8, dtype=torch.long)}
 '''})
-    table = dict(init={"factory": "hf:llama"})
+    table = {"init": {"factory": "hf:llama"}}
     # Without a mask, transformers asks nothing: the same graph as eager.
     eager, abstract = (run(aws, profile("transformers:LlamaForCausalLM", inputs={"factory": "hf:unmasked"},
                                         **table, **ev)) for ev in ({}, {"evidence": "abstract"}))
