@@ -15,7 +15,14 @@ Nothing is matched by id (ids are dense indices that any change upstream shifts)
 
 A matched pair is compared on its op, output shapes and dtypes, ``params`` (retained
 metadata), literal operands, and the parameter tensors it consumes (Torch parameters and
-buffers, JAX variables: name, shape, dtype). The result lists only the topmost group of
+buffers, JAX variables: name, shape, dtype).
+
+Kernels are what is compared: a Torch *function group* (``kind = "function"``, the
+``torch.*`` call a run of kernels ran under, see ``capture.torch.functions``) is
+transparent here. Its kernels count as direct nodes of the group around it, and a
+node's ``params["function"]`` (the call a single kernel ran under) is not compared, so
+a capture that records function calls and one that does not (an older file) differ
+only where their kernels do. The result lists only the topmost group of
 an added or removed subtree (its node, group and parameter counts say what it holds),
 and a "changed" group is one whose own direct nodes, kind or class changed or that
 gained or lost a child group.
@@ -199,6 +206,8 @@ class _Side:
             self.shapes = [tuple(v.shape) for v in values]
             self.dtypes = [v.dtype for v in values]
         self.n_values = len(self.dtypes)
+        if any("function" in p for p in self._params.values() if isinstance(p, dict)):
+            self._params = {i: q for i, p in self._params.items() if (q := _kernel_params(p))}
         self._index_groups()
         self._index_nodes()
         self.weights = _weight_names(capture, self.n_values)
@@ -209,9 +218,20 @@ class _Side:
     def _index_groups(self) -> None:
         groups = self.capture.groups
         n = len(groups)
+        # Each group's place for the diff: itself, or for a function group the nearest
+        # group around it that is not one (-1: the top level).
+        self.holder: list[int] = list(range(n))
+        for g in groups:  # parents come before their children
+            if is_function_group(g):
+                p = g.parent if g.parent is not None and 0 <= g.parent < g.id else -1
+                self.holder[g.id] = self.holder[p] if p >= 0 else -1
         self.children: list[list[int]] = [[] for _ in range(n + 1)]  # slot 0: top level
         for g in groups:
+            if self.holder[g.id] != g.id:
+                continue
             p = g.parent if g.parent is not None and 0 <= g.parent < n else -1
+            if p >= 0:
+                p = self.holder[p]
             self.children[p + 1].append(g.id)
         self.path: list[str] = [""] * n
         self.by_path: dict[str, int] = {}
@@ -251,8 +271,9 @@ class _Side:
     def _index_nodes(self) -> None:
         self.direct: list[list[int]] = [[] for _ in range(len(self.path) + 1)]
         n_groups = len(self.path)
+        holder = self.holder
         for i, g in enumerate(self.group):
-            self.direct[(g if 0 <= g < n_groups else -1) + 1].append(i)
+            self.direct[(holder[g] if 0 <= g < n_groups else -1) + 1].append(i)
 
     def direct_nodes(self, g: int) -> list[int]:
         return self.direct[g + 1]
@@ -330,6 +351,22 @@ class _Side:
         c = self.capture
         return {"label": label, "framework": c.framework, "framework_version": c.framework_version,
                 "backend": c.backend, "nodes": len(self.op), "groups": len(self.path)}
+
+
+def is_function_group(g: Any) -> bool:
+    """A Torch function group (the ``torch.*`` call its kernels ran under), as opposed
+    to the root group of a captured plain function (``attrs.function`` its own name)."""
+    if g.kind != "function" or not isinstance(g.attrs, dict):
+        return False
+    fn = g.attrs.get("function")
+    return isinstance(fn, str) and fn.startswith("torch.")
+
+
+def _kernel_params(p: Any) -> Any:
+    """A node's params without ``function`` (which call it ran under is grouping)."""
+    if isinstance(p, dict) and "function" in p:
+        return {k: v for k, v in p.items() if k != "function"}
+    return p
 
 
 def _module_path(g: Any) -> str | None:

@@ -44,6 +44,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from .model import (
+    ABSTRACT_FORWARD_SCOPE,
     COVERAGE_STATUSES,
     EFFECTS,
     FORMAT_NAME,
@@ -800,6 +801,8 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         if backend == "jaxpr" and isinstance(b.get("meta"), dict):
             timing = next((k for k in b["meta"] if type(k) is str and _RUNTIME_TIMING.search(k)), None)
             _need(timing is None, f"meta.{timing}", "a traced program carries no runtime timings")
+        if coverage.scope == ABSTRACT_FORWARD_SCOPE:
+            _refuse_measurements(measured, groups)
     counts = header.get("counts")
     if isinstance(counts, dict):
         _need(counts.get("nodes") == n_nodes and counts.get("values") == n_values, "header.counts",
@@ -820,6 +823,25 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         failure=failure,
         meta=_opt_map(b.get("meta"), "meta"),
     )
+
+
+# What only a run measures: refused in an abstract capture (it ran on fake tensors).
+ABSTRACT_REFUSED_VALUE_KEYS = ("stats", "bytes")
+ABSTRACT_REFUSED_GROUP_KEYS = ("output_bytes", "result_bytes")
+
+
+def _refuse_measurements(measured: list | None, groups: list[Group]) -> None:
+    """An abstract capture keeps what fake tensors know (device, strides, storages and
+    aliases, labels) and nothing measured: no statistics, no bytes."""
+    for i, m in enumerate(measured or ()):
+        if m is not None:
+            for key in ABSTRACT_REFUSED_VALUE_KEYS:
+                if key in m:
+                    raise _Invalid(f"values.measured[{i}].{key}: an abstract capture carries no measured evidence")
+    for g in groups:
+        for key in ABSTRACT_REFUSED_GROUP_KEYS:
+            if key in g.attrs:
+                raise _Invalid(f"groups[{g.id}].attrs.{key}: an abstract capture carries no measured evidence")
 
 
 def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:

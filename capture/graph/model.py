@@ -26,6 +26,9 @@ FORMAT_NAME = "tensorviz-graph"
 FORMAT_VERSION = 1
 
 COVERAGE_STATUSES = ("complete", "partial")
+# The coverage scope of an abstract Torch capture (``evidence = "abstract"``): the forward
+# ran on fake tensors, so nothing in it is measured (no statistics, no bytes).
+ABSTRACT_FORWARD_SCOPE = "abstract_forward"
 EFFECTS = ("none", "incomplete")
 
 # Values a literal, a param or a static leaf may hold: what msgpack and JSON both keep.

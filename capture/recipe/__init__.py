@@ -30,6 +30,11 @@ or a ``factory``; ``inputs.fixture`` (``.pt``/``.pth``/``.safetensors``/``.npz``
 ``args`` and a factory (literal ``kwargs`` may join it). A JAX recipe naming either fails:
 JAX uses workspace factories.
 
+A Torch recipe may ask for abstract evidence: ``evidence = "abstract"`` (default
+``"eager"``) builds and runs the model on fake tensors (no parameter storage, nothing
+computed; see :mod:`capture.torch.abstract`), for ``kind = "model"`` only; a checkpoint's
+names and shapes are checked, not loaded.
+
 Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
 
 * a bare TOML boolean, integer, float or string: a static Python value;
@@ -69,8 +74,10 @@ from __future__ import annotations
 from ..frameworks import FRAMEWORK_NAMES, framework_names  # noqa: F401
 from .model import (  # noqa: F401
     COMPLEX_DTYPES,
+    DEFAULT_EVIDENCE,
     DEFAULT_FRAMEWORK,
     DTYPES,
+    EVIDENCE,
     FLOAT_DTYPES,
     FRAMEWORKS,
     GENERATORS,

@@ -25,6 +25,11 @@ KINDS = ("model", "training_step")
 FRAMEWORKS = FRAMEWORK_NAMES
 DEFAULT_FRAMEWORK = "torch"
 MODES = ("eval", "train")
+# What a Torch capture records: "eager" runs the model (measured evidence); "abstract"
+# builds and runs it on fake tensors (no parameter storage, nothing computed: shapes,
+# dtypes, ops and modules only). Written in a table only when not the default.
+EVIDENCE = ("eager", "abstract")
+DEFAULT_EVIDENCE = "eager"
 
 # numpy-style dtype names, the only spelling recipes accept.
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")

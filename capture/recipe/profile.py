@@ -17,7 +17,9 @@ from typing import Any, Iterator, Mapping
 
 from ..frameworks import framework_names
 from .model import (
+    DEFAULT_EVIDENCE,
     DEFAULT_FRAMEWORK,
+    EVIDENCE,
     KINDS,
     MAX_INPUT_ARRAYS,
     MAX_INPUT_ELEMENTS,
@@ -66,6 +68,7 @@ class Recipe:
     init: CallSetup = field(default_factory=CallSetup)
     inputs: CallSetup = field(default_factory=CallSetup)
     step: StepSetup | None = None
+    evidence: str = DEFAULT_EVIDENCE
     # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
     framework_explicit: bool = field(default=True, compare=False)
 
@@ -161,6 +164,8 @@ class Recipe:
         )
         if self.step is not None:
             out["step"] = self.step.to_dict()
+        if self.evidence != DEFAULT_EVIDENCE:
+            out["evidence"] = self.evidence
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -216,7 +221,8 @@ def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None
     return parse_profile(name, profiles[name], text=text, file=file)
 
 
-_PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step")
+_PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step",
+                 "evidence")
 
 
 def parse_profile(name: str, table: Any, *, text: str | None = None, file: str | None = None) -> Recipe:
@@ -272,6 +278,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         step = _step(cx, table["step"], base + ["step"])
     elif kind == "training_step":
         step = StepSetup()
+    evidence = _choice(cx, table, base, "evidence", EVIDENCE, DEFAULT_EVIDENCE)
 
     recipe = Recipe(
         name=name,
@@ -285,6 +292,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         init=init,
         inputs=inputs,
         step=step,
+        evidence=evidence,
         framework_explicit=framework_explicit,
     )
     _check_framework_rules(cx, recipe, base)
@@ -295,6 +303,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
 def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     """What the spec rules out for a framework, found before anything is imported."""
     _check_saved_files_framework(cx, r, base)
+    _check_evidence(cx, r, base)
     if r.framework != "jax":
         return
     if r.kind == "training_step":
@@ -337,6 +346,18 @@ def _choice(cx: _Ctx, table: Mapping, base: list, key: str, allowed: tuple[str, 
     if not isinstance(value, str) or value not in allowed:
         raise cx.error(base + [key], f"expected one of {', '.join(map(repr, allowed))}, found {_show(value)}")
     return value
+
+
+def _check_evidence(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """``evidence`` is a Torch key; abstract evidence records a forward."""
+    if r.evidence == DEFAULT_EVIDENCE:
+        return
+    if r.framework != "torch":
+        raise cx.error(base + ["evidence"], f'evidence is a Torch key; a {r.framework} capture is always traced, '
+                                            "never run (omit evidence)")
+    if r.kind == "training_step":
+        raise cx.error(base + ["evidence"], 'evidence = "abstract" records a forward (kind = "model"); a training '
+                                            'step needs evidence = "eager"')
 
 
 def _check_saved_files_framework(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:

@@ -1,67 +1,77 @@
-"""Backward mirroring of a :class:`capture.torch.trace.TorchTrace`.
+"""Backward mirroring: where the ops autograd runs land in a captured training step.
 
-While autograd runs inside :meth:`BackwardMirrorMixin.backward_scope`, each op lands in a
-``backward`` group mirroring the forward group whose op created its autograd node
-(matched by the grad_fn's sequence number: ``grad_fn`` and ``forward_node`` params, the
-forward op's frame). :class:`BackwardMirrorMixin` holds these methods of the trace; the
-state they use (``_seq_node``, ``_mirror``, ``_backward_root`` …) is set up by
-``TorchTrace.__init__``.
+A :class:`BackwardMirror` belongs to one :class:`capture.torch.trace.TorchTrace`
+(``trace.autograd``). During the forward the trace hands it every produced value whose
+``grad_fn`` must be remembered (:meth:`BackwardMirror.note`: the grad_fn's sequence
+number is mapped to the node that produced the value). While autograd runs inside the
+trace's ``backward_scope`` (:meth:`begin` / :meth:`end`), :meth:`placement` puts each
+op in a ``backward`` group mirroring the forward group whose op created its autograd
+node (params ``grad_fn`` and ``forward_node``; frame: the forward op's), creating the
+mirror groups as they are first needed. Forward ``function`` groups are not mirrored:
+a backward op lands in the mirror of the module (or other group) around the function.
 
-Torch is imported at module level: one of the worker's framework modules.
+It reads the trace's graph builder and its tensor labels, and imports nothing of the
+trace. Torch is imported at module level: one of the worker's framework modules.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
+from ..worker.builder import GraphBuilder
+
 _Tensor = torch.Tensor
+# Forward groups that are not mirrored: their backward ops go to the enclosing mirror.
+_TRANSPARENT_KINDS = ("function",)
 
 
-class BackwardMirrorMixin:
-    """The autograd part of :class:`capture.torch.trace.TorchTrace`."""
+class BackwardMirror:
+    """The autograd part of a trace: ``builder`` is the trace's graph builder,
+    ``labels`` its ``id(tensor) -> (kind, name)`` labels (parameters, buffers, inputs)."""
 
-    @contextmanager
-    def backward_scope(self, name: str = "backward", attrs: dict[str, Any] | None = None) -> Iterator[int]:
-        """A ``backward`` group; autograd's ops land in mirrors of their forward groups."""
-        gid = self.b.group("backward", name, self.current_group, attrs)
-        self._stack.append((gid, None, None, *self._entry()))
-        self._backward_root = gid
-        self._bw_last = None
-        try:
-            yield gid
-        finally:
-            self._backward_root = None
-            self._bw_last = None
-            self._pop_to(gid)
+    def __init__(self, builder: GraphBuilder, labels: dict[int, tuple[str, str]]) -> None:
+        self.b = builder
+        self.labels = labels
+        # Values produced while tracking whose grad_fn is still to be noted (at first use).
+        self.pending: set[int] = set()
+        self.root: int | None = None  # the open backward group, while autograd runs
+        self._seq_node: dict[int, int] = {}
+        self._mirror: dict[int, int] = {}
+        self._last: tuple[Any, int | None, int | None, dict] | None = None
+        self._grad_fn_names: dict[type, str] = {}
 
-    def _note_grad_fn(self, vid: int, t: _Tensor) -> None:
-        self._needs_gradfn.discard(vid)
+    @property
+    def active(self) -> bool:
+        """Is autograd running inside a backward scope (ops placed by :meth:`placement`)?"""
+        return self.root is not None
+
+    def begin(self, gid: int) -> None:
+        self.root = gid
+        self._last = None
+
+    def end(self) -> None:
+        self.root = None
+        self._last = None
+
+    def note(self, vid: int, t: _Tensor, producer: int) -> None:
+        """Remember which node made ``t``'s grad_fn (value ``vid``, produced by node
+        ``producer``, or -1 for an outside tensor)."""
+        self.pending.discard(vid)
         fn = t.grad_fn
-        if fn is not None:
-            producer = self._producer[vid]
-            if producer >= 0:
-                self._seq_node.setdefault(fn._sequence_nr(), producer)
+        if fn is not None and producer >= 0:
+            self._seq_node.setdefault(fn._sequence_nr(), producer)
 
-    def note_grad_fns(self, obj: Any) -> None:
-        """Map the grad_fn of every tensor in ``obj`` (results of the forward / loss)."""
-        from .trace import _tensors_in  # (torch_trace imports this module)
-
-        for t in _tensors_in(obj):
-            entry = self._live.get(id(t))
-            if entry is not None and entry[0]() is t and entry[2] in self._needs_gradfn:
-                self._note_grad_fn(entry[2], t)
-
-    def _backward_placement(self) -> tuple[int | None, int | None, dict]:
+    def placement(self) -> tuple[int | None, int | None, dict]:
+        """``(group, frame, params)`` of the op autograd is running now."""
         node = torch._C._current_autograd_node()
-        last = self._bw_last
+        last = self._last
         if last is not None and last[0] is node:
             return last[1], last[2], last[3]
-        root = self._backward_root
+        root = self.root
         if node is None:
-            placement = (root, None, {})
+            placement: tuple[int | None, int | None, dict] = (root, None, {})
         else:
             cls = type(node)
             gname = self._grad_fn_names.get(cls)
@@ -81,15 +91,15 @@ class BackwardMirrorMixin:
                 frame = fnode.frame
             elif gname == "AccumulateGrad":
                 var = getattr(node, "variable", None)
-                label = self._labels.get(id(var)) if var is not None else None
+                label = self.labels.get(id(var)) if var is not None else None
                 if label is not None:
                     params[label[0]] = label[1]
             placement = (group, frame, params)
-        self._bw_last = (node, *placement)
+        self._last = (node, *placement)
         return placement
 
     def _mirror_group(self, fgroup: int | None) -> int | None:
-        root = self._backward_root
+        root = self.root
         if fgroup is None or fgroup == root:
             return root
         m = self._mirror.get(fgroup)
@@ -99,6 +109,9 @@ class BackwardMirrorMixin:
         if g.kind == "backward":
             return root
         parent = self._mirror_group(g.parent)
+        if g.kind in _TRANSPARENT_KINDS:
+            self._mirror[fgroup] = parent  # type: ignore[assignment]
+            return parent
         attrs = {"forward_group": fgroup}
         for k in ("path", "class", "call"):
             if k in g.attrs:

@@ -39,6 +39,24 @@ names a factory (``fn(model.parameters()) -> torch.optim.Optimizer``), one
 Activation statistics are on by default; the worker environment variable
 ``TENSORVIZ_TORCH_STATS=0`` turns them off (``run_capture(env=...)``).
 
+Every capture records function groups (:mod:`capture.torch.functions`): the
+``torch.*`` / ``torch.nn.functional`` call each kernel ran under.
+
+``evidence = "abstract"`` (:mod:`capture.torch.abstract`): the model is built and run
+on fake tensors, with no parameter storage and nothing computed
+(``coverage.scope = "abstract_forward"``, backend ``torch_abstract``, ``meta["evidence"]
+= "abstract"``): the same ops, module and function groups, shapes, dtypes, strides,
+parameters and frames as an eager capture, without statistics or bytes. A checkpoint's
+names and shapes are checked, not loaded (``meta["state"] = "checkpoint_checked"``);
+a fixture is loaded and made fake. An op that needs values fails the capture
+(``DataDependentOp``); ``meta["abstract_differences"]`` lists where a library took
+another path because it saw fake tensors.
+
+An eager build runs under the memory guard of :mod:`capture.torch.memory`: a model that
+allocates over half the memory available or allowed has its parameter bytes estimated
+from an abstract build (meta device, forked child), and the capture fails with a
+``MemoryError`` (stage ``limit``) when it cannot fit (``meta["memory_estimate"]``).
+
 A model that raises ends the capture with a failure carrying the workspace frames of
 the exception (the worker reports it); a limit reached mid-forward ends it with a
 ``limit`` failure. A partial graph is never returned as complete.
@@ -52,6 +70,7 @@ import os
 import random
 import sys
 import time
+from contextlib import nullcontext
 from typing import Any, Callable
 
 from ..graph.model import Capture
@@ -239,11 +258,15 @@ STATE_NOTES = {
     "fresh_init": "freshly initialized by the module's constructor after torch.manual_seed(seed), not trained weights",
     "factory_state": "the state of the module the init factory built",
     "module_instance": "the state of the module-level instance as its module's import left it",
+    "abstract": "abstract: no weights; the module was built on fake tensors (its parameters have shapes, dtypes "
+                "and strides, and no storage)",
 }
 
 
-def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str, device: Any) -> dict[str, Any]:
-    """Load ``init.checkpoint`` when there is one; the meta saying where the weights came from."""
+def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str, device: Any,
+             abstract: bool = False) -> dict[str, Any]:
+    """Load ``init.checkpoint`` when there is one (check it, for abstract evidence); the
+    meta saying where the weights came from."""
     recipe = ctx.recipe
     if recipe.init.checkpoint is not None:
         if kind != "module":
@@ -253,15 +276,65 @@ def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str
                 f"{_describe(model)}, which has none",
                 {"key_path": f"profiles.{recipe.name}.init.checkpoint"},
             )
+        if abstract:
+            from .saved import check_checkpoint
+
+            ctx.progress(f"checking the checkpoint {recipe.init.checkpoint} (names and shapes)", 0.25)
+            return check_checkpoint(ctx, torch, model)
         from .saved import load_checkpoint
 
         ctx.progress(f"loading the checkpoint {recipe.init.checkpoint}", 0.25)
         return load_checkpoint(ctx, torch, model, device)
     if kind != "module":
         return {}
-    label = "module_instance" if isinstance(target, torch.nn.Module) else (
+    label = "abstract" if abstract else "module_instance" if isinstance(target, torch.nn.Module) else (
         "factory_state" if recipe.init.factory is not None else "fresh_init")
     return {"state": label, "state_note": STATE_NOTES[label]}
+
+
+def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str, dict]:
+    """The eager build under a :class:`~capture.torch.memory.BuildGuard`: a model that
+    allocates over 1 GiB (or half of the memory it may use) is estimated abstractly (in
+    a forked child) and the capture fails when it cannot fit. ``(model, kind, memory meta)``."""
+    from .memory import (CHECK_BYTES, CHECK_FRACTION, ESTIMATE_SECONDS, BuildGuard, check_fits,
+                         estimate_model_bytes, memory_budget, model_bytes)
+
+    recipe = ctx.recipe
+    limit = ctx.limits.max_memory_bytes
+    budget, _ = memory_budget(limit)
+    if budget is None or isinstance(target, torch.nn.Module):
+        model, kind = _build_model(ctx, torch, target, make_tensor)
+        return model, kind, {"status": "unchecked", "reason": "a module-level instance, built by its import"
+                             if budget is not None else "the memory available is unknown here"}
+    checkpoint_bytes = 0
+    if recipe.init.checkpoint is not None:
+        path = os.path.join(str(ctx.workspace), *recipe.init.checkpoint.split("/"))
+        checkpoint_bytes = os.path.getsize(path) if os.path.isfile(path) else 0
+    report: dict[str, Any] = {"status": "not_needed", "budget_bytes": budget}
+
+    def build_abstractly() -> dict[str, int] | None:
+        with torch.device("meta"):
+            model, kind = _build_model(ctx, torch, target, make_tensor)
+        return model_bytes(model) if kind == "module" else None
+
+    def estimate(allocated: int) -> None:
+        ctx.progress("estimating the model's memory (an abstract build)", 0.2)
+        result = estimate_model_bytes(build_abstractly, min(ESTIMATE_SECONDS, max(ctx.time_left(), 0.0) / 4))
+        report.clear()
+        report.update(result, budget_bytes=budget, allocated_before_check=allocated)
+        if result.get("status") == "ok":
+            check_fits(result, checkpoint_bytes=checkpoint_bytes, memory_limit=limit,
+                       evidence_key_path=f"profiles.{recipe.name}.evidence", offer_abstract=recipe.kind == "model")
+
+    threshold = min(CHECK_BYTES, int(budget * CHECK_FRACTION))
+    if 2 * checkpoint_bytes > threshold:
+        estimate(0)
+        threshold = 1 << 62  # checked already
+    guard = BuildGuard(threshold, estimate)
+    with guard:
+        model, kind = _build_model(ctx, torch, target, make_tensor)
+    report["allocated_bytes"] = guard.allocated
+    return model, kind, report
 
 
 # --------------------------------------------------------------------------- training step
@@ -274,7 +347,7 @@ def _loss_fn(ctx: CaptureContext, torch: Any) -> tuple[Callable[..., Any], str]:
         reduce = step.loss
 
         def reduce_output(output: Any, *args: Any, **kwargs: Any) -> Any:
-            from .trace import tensors_of
+            from .tensors import tensors_of
 
             parts = [t for t in tensors_of(output) if t.is_floating_point() or t.is_complex()]
             if not parts:
@@ -331,6 +404,7 @@ def _optimizer(ctx: CaptureContext, torch: Any, model: Any, kind: str) -> Any:
 
 def capture(ctx: CaptureContext) -> Capture:
     torch = _import_torch()
+    from ..graph.model import ABSTRACT_FORWARD_SCOPE
     from .trace import TorchTrace
 
     recipe = ctx.recipe
@@ -351,19 +425,34 @@ def capture(ctx: CaptureContext) -> Capture:
             {"needs": [n.to_dict() for n in needed]},
             error_type="InputsNeeded",
         )
+    abstract = recipe.evidence == "abstract"
     device = _device(torch, recipe.device)
-    stats = _stats_enabled()
+    stats = _stats_enabled() and not abstract
     _seed_everything(torch, recipe.seed)
     make_tensor = _tensor_maker(torch, recipe.seed, device)
 
     ctx.progress("importing the model", 0.1)
     target = ctx.import_object(recipe.model)
-    ctx.progress("building the model", 0.2)
-    model, kind = _build_model(ctx, torch, target, make_tensor)
-    if kind == "module":
-        model.to(device)
-        model.train(recipe.mode == "train")
-    saved_meta = _weights(ctx, torch, target, model, kind, device)
+    evidence = None
+    memory_estimate = None
+    if abstract:
+        from .abstract import AbstractEvidence
+
+        evidence = AbstractEvidence()
+        ctx.progress("building the model abstractly (no parameter storage)", 0.2)
+        with evidence.building(ctx.files):
+            model, kind = _build_model(ctx, torch, target, make_tensor)
+        if kind == "module":
+            # On the device, every tensor fake (a module-level instance, a tensor a factory loaded).
+            evidence.fake_module(model, device)
+            model.train(recipe.mode == "train")
+    else:
+        ctx.progress("building the model", 0.2)
+        model, kind, memory_estimate = _guarded_build(ctx, torch, target, make_tensor)
+        if kind == "module":
+            model.to(device)
+            model.train(recipe.mode == "train")
+    saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)
     loss_fn, loss_name = _loss_fn(ctx, torch) if training else (None, None)
     optimizer = _optimizer(ctx, torch, model, kind) if training else None
     ctx.progress("building the inputs", 0.3)
@@ -375,11 +464,17 @@ def capture(ctx: CaptureContext) -> Capture:
         fn = getattr(model, "forward", model) if kind == "module" else model
         args, kwargs, fixture_meta = load_fixture(ctx, torch, fn, literal_kwargs, device)
         saved_meta.update(fixture_meta)
+        if evidence is not None:
+            args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
+    elif evidence is not None:
+        with evidence.inputs(ctx.files):
+            args, kwargs = ctx.inputs_call(make_tensor)
+        args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
     else:
         args, kwargs = ctx.inputs_call(make_tensor)
 
     trace = TorchTrace(
-        ctx.files, limits=ctx.limits, stats=stats,
+        ctx.files, limits=ctx.limits, stats=stats, abstract=abstract,
         progress=lambda n: ctx.progress(f"recorded {n:,} operations", None),
     )
     if kind == "module":
@@ -399,8 +494,17 @@ def capture(ctx: CaptureContext) -> Capture:
     if kind == "module":
         meta["module_class"] = f"{type(model).__module__}.{type(model).__qualname__}"
     meta.update(saved_meta)
+    if memory_estimate is not None:
+        meta["memory_estimate"] = memory_estimate
+    branches = None
+    if abstract:
+        from .abstract import EVIDENCE_NOTE, LibraryBranches
 
-    buffers_before = _buffer_snapshot(torch, model) if kind == "module" else {}
+        meta["evidence"] = "abstract"
+        meta["evidence_note"] = EVIDENCE_NOTE
+        branches = LibraryBranches()
+
+    buffers_before = _buffer_snapshot(torch, model) if kind == "module" and not abstract else {}
     ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
     started = time.perf_counter()
     with torch.set_grad_enabled(recipe.grad_enabled):
@@ -409,7 +513,8 @@ def capture(ctx: CaptureContext) -> Capture:
         elif training and kind == "module":
             model.zero_grad(set_to_none=True)
         try:
-            with trace.recording():
+            with (evidence.running() if evidence is not None else nullcontext()), \
+                    (branches.watching() if branches is not None else nullcontext()), trace.recording():
                 trace.track_autograd = training
                 if kind == "module":
                     output = model(*args, **kwargs)
@@ -423,11 +528,15 @@ def capture(ctx: CaptureContext) -> Capture:
         except Exception:
             if trace.limit_error is not None:  # user code turned the limit into another error
                 raise trace.limit_error from None
+            if trace.data_error is not None:
+                raise trace.data_error from None
             raise
         finally:
             trace.track_autograd = False
     if trace.limit_error is not None:  # reached, then swallowed by user code
         raise trace.limit_error
+    if trace.data_error is not None:  # an op that needed data, its failure swallowed: the rest is another path
+        raise trace.data_error
     elapsed = time.perf_counter() - started
     if not training:
         output_tree = trace.structure(output)
@@ -453,8 +562,12 @@ def capture(ctx: CaptureContext) -> Capture:
         # place without a version bump, so no recorded op shows the write.
         reasons.append("untracked_buffer_update")
         meta["untracked_buffer_updates"] = unseen
+    if branches is not None:
+        differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
+        if differences:
+            meta["abstract_differences"] = differences
     return trace.build(
-        scope="training_step" if training else "eager_forward",
+        scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
         inputs=inputs,
         outputs=output_tree,
         reasons=reasons,

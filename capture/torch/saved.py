@@ -29,6 +29,15 @@ Key checking is strict by default: missing or unexpected keys fail listing both;
 (``checkpoint_missing`` / ``checkpoint_unexpected``). A shape mismatch always fails,
 naming the parameter and both shapes.
 
+In an abstract capture (``evidence = "abstract"``) nothing is loaded
+(:func:`check_checkpoint`): the names and shapes are read without the tensor data, from
+a ``.safetensors`` header or a ``.pt`` zip archive's pickled index (``torch.load`` to
+the meta device), and checked against the fake model exactly as above (the wrapper
+keys, the ``module.`` prefix, tied weights, ``strict``). The file is hashed in pieces
+for staleness and never read whole, so ``max_saved_file_bytes`` does not apply. A
+``.pt`` file in the legacy (non-zip) format, which cannot be indexed without reading
+it, is refused.
+
 Fixtures (``inputs.fixture``)
 -----------------------------
 ``.pt``/``.pth`` (weights-only), ``.safetensors`` or ``.npz`` (``allow_pickle=False``).
@@ -72,6 +81,21 @@ _POSITION = re.compile(r"^args\[(0|[1-9][0-9]*)\]$")
 def read_saved_file(ctx: CaptureContext, rel: str, what: str, key_path: str) -> bytes:
     """The bytes of the workspace file ``rel`` (checked, size-bounded), its sha256
     recorded as a capture source before anything is parsed."""
+    real = _saved_path(ctx, rel, what, key_path)
+    limit = ctx.limits.max_saved_file_bytes
+    size = os.path.getsize(real)
+    if size > limit:
+        raise _too_large(what, rel, size, limit, key_path)
+    with open(real, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:  # grew since it was measured
+        raise _too_large(what, rel, len(data), limit, key_path)
+    ctx.files.record_saved_file(rel, hashlib.sha256(data).hexdigest())
+    return data
+
+
+def _saved_path(ctx: CaptureContext, rel: str, what: str, key_path: str) -> str:
+    """The real path of the workspace file ``rel``: inside the workspace, a regular file."""
     root = str(ctx.workspace)
     full = os.path.join(root, *rel.split("/"))
     real = os.path.realpath(full)
@@ -90,16 +114,7 @@ def read_saved_file(ctx: CaptureContext, rel: str, what: str, key_path: str) -> 
         )
     if not os.path.isfile(real):
         raise CaptureError(what, f"{key_path}: {rel} is not a regular file", details, error_type="NotAFile")
-    limit = ctx.limits.max_saved_file_bytes
-    size = os.path.getsize(real)
-    if size > limit:
-        raise _too_large(what, rel, size, limit, key_path)
-    with open(real, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:  # grew since it was measured
-        raise _too_large(what, rel, len(data), limit, key_path)
-    ctx.files.record_saved_file(rel, hashlib.sha256(data).hexdigest())
-    return data
+    return real
 
 
 def _too_large(what: str, rel: str, size: int, limit: int, key_path: str) -> CaptureError:
@@ -210,6 +225,147 @@ def load_checkpoint(ctx: CaptureContext, torch: Any, model: Any, device: Any) ->
     data = read_saved_file(ctx, rel, "checkpoint", key_path)
     obj = _load(torch, data, rel, "checkpoint", device, key_path)
     del data
+    state, wrapper, prefix, missing, unexpected = _checked_state(ctx, torch, model, obj, rel, key_path)
+    with torch.no_grad():
+        model.load_state_dict(state, strict=False)
+    meta: dict[str, Any] = {
+        "state": "checkpoint",
+        "state_note": f"trained weights from {rel} ({len(state):,} tensors, loaded weights-only "
+        + ("with strict key checking" if recipe.init.strict else "without strict key checking")
+        + ") into the module the init built",
+        "checkpoint": rel,
+        "checkpoint_strict": recipe.init.strict,
+        "checkpoint_tensors": len(state),
+        "checkpoint_load_s": round(time.perf_counter() - started, 4),
+    }
+    meta.update(_key_meta(recipe.init.strict, wrapper, prefix, missing, unexpected))
+    return meta
+
+
+def check_checkpoint(ctx: CaptureContext, torch: Any, model: Any) -> dict[str, Any]:
+    """Check ``init.checkpoint``'s tensor names and shapes against ``model`` (an abstract
+    capture's fake module) without reading tensor data; returns what the meta records."""
+    recipe = ctx.recipe
+    rel = recipe.init.checkpoint
+    assert rel is not None
+    key_path = f"profiles.{recipe.name}.init.checkpoint"
+    started = time.perf_counter()
+    real = _saved_path(ctx, rel, "checkpoint", key_path)
+    obj = _index(torch, real, rel, key_path)
+    from ..worker.workspace_files import file_sha256
+
+    digest = file_sha256(real)
+    if digest is None:
+        raise CaptureError("checkpoint", f"{key_path}: {rel} cannot be read", {"key_path": key_path, "path": rel},
+                           error_type="OSError")
+    ctx.files.record_saved_file(rel, digest)
+    state, wrapper, prefix, missing, unexpected = _checked_state(ctx, torch, model, obj, rel, key_path)
+    meta: dict[str, Any] = {
+        "state": "checkpoint_checked",
+        "state_note": f"abstract: no weights; the names and shapes of {rel}'s {len(state):,} tensors were checked "
+        + ("with strict key checking" if recipe.init.strict else "without strict key checking")
+        + " against the module the init built, and nothing was loaded",
+        "checkpoint": rel,
+        "checkpoint_strict": recipe.init.strict,
+        "checkpoint_tensors": len(state),
+        "checkpoint_check_s": round(time.perf_counter() - started, 4),
+    }
+    meta.update(_key_meta(recipe.init.strict, wrapper, prefix, missing, unexpected))
+    return meta
+
+
+def _key_meta(strict: bool, wrapper: str | None, prefix: str | None, missing: list[str],
+              unexpected: list[str]) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    if wrapper is not None:
+        meta["checkpoint_key"] = wrapper
+    if prefix is not None:
+        meta["checkpoint_prefix_removed"] = prefix
+    if not strict:
+        meta["checkpoint_missing"] = missing[:_META_KEYS]
+        meta["checkpoint_unexpected"] = unexpected[:_META_KEYS]
+        if len(missing) > _META_KEYS or len(unexpected) > _META_KEYS:
+            meta["checkpoint_counts"] = {"missing": len(missing), "unexpected": len(unexpected)}
+    return meta
+
+
+# safetensors' dtype names (its header spelling) as torch dtype attribute names.
+_SAFETENSORS_DTYPES = {
+    "BOOL": "bool", "U8": "uint8", "I8": "int8", "I16": "int16", "U16": "uint16", "I32": "int32",
+    "U32": "uint32", "I64": "int64", "U64": "uint64", "F16": "float16", "BF16": "bfloat16", "F32": "float32",
+    "F64": "float64", "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2",
+}
+# A safetensors header larger than this is refused (the format's own readers use 100 MB).
+_MAX_SAFETENSORS_HEADER = 100_000_000
+
+
+def _index(torch: Any, real: str, rel: str, key_path: str) -> Any:
+    """The saved object of a checkpoint with its tensors on the meta device (shapes and
+    dtypes, no data), read from the file's index only."""
+    details = {"key_path": key_path, "path": rel}
+    if rel.lower().endswith(".safetensors"):
+        import json
+        import struct
+
+        try:
+            with open(real, "rb") as fh:
+                head = fh.read(8)
+                if len(head) != 8:
+                    raise ValueError("shorter than its 8-byte header length")
+                (n,) = struct.unpack("<Q", head)
+                if n > _MAX_SAFETENSORS_HEADER:
+                    raise ValueError(f"a header of {n:,} bytes (at most {_MAX_SAFETENSORS_HEADER:,})")
+                header = json.loads(fh.read(n))
+            if not isinstance(header, dict):
+                raise ValueError("its header is not a JSON object")
+            out = {}
+            for name, entry in header.items():
+                if name == "__metadata__":
+                    continue
+                if not isinstance(entry, dict) or not isinstance(entry.get("shape"), list) \
+                        or not all(type(d) is int and d >= 0 for d in entry["shape"]):
+                    raise ValueError(f"tensor {name!r} has no valid shape")
+                dtype = getattr(torch, _SAFETENSORS_DTYPES.get(entry.get("dtype"), ""), None)
+                if not isinstance(dtype, torch.dtype):
+                    raise ValueError(f"tensor {name!r} has dtype {entry.get('dtype')!r}")
+                out[name] = torch.empty(entry["shape"], dtype=dtype, device="meta")
+            return out
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise CaptureError("checkpoint", f"{key_path}: {rel} is not a readable safetensors file: {exc}", details,
+                               error_type=type(exc).__name__) from None
+    import zipfile
+
+    if not zipfile.is_zipfile(real):
+        raise CaptureError(
+            "checkpoint",
+            f"{key_path}: {rel} is not a zip archive (a legacy torch.save format): an abstract capture can only "
+            "check a checkpoint whose index it can read without its data. Save it again with torch.save (PyTorch "
+            "1.6 or newer writes zip archives) or as .safetensors, or capture with evidence = \"eager\"",
+            details, error_type="LegacyCheckpoint",
+        )
+    import pickle
+
+    try:
+        return torch.load(real, map_location="meta", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise CaptureError(
+            "checkpoint",
+            f"{key_path}: refused to read {rel}: it needs arbitrary unpickling, and TensorViz reads Torch files "
+            "weights-only; none of its code ran. Save a plain state dict or a .safetensors file.",
+            {**details, "reason": str(exc).splitlines()[0] if str(exc) else ""}, error_type="UnsafeCheckpoint",
+        ) from None
+    except Exception as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise CaptureError("checkpoint", f"{key_path}: {rel} is not a readable PyTorch file: {first}", details,
+                           error_type=type(exc).__name__) from None
+
+
+def _checked_state(ctx: CaptureContext, torch: Any, model: Any, obj: Any, rel: str,
+                   key_path: str) -> tuple[dict[str, Any], str | None, str | None, list[str], list[str]]:
+    """The state dict of a loaded (or indexed) checkpoint checked against ``model``:
+    ``(state, wrapper key, prefix removed, missing, unexpected)``; raises on a shape
+    mismatch, and on missing or unexpected keys when strict."""
+    recipe = ctx.recipe
     state, wrapper = _state_dict_of(torch, obj, rel, key_path)
     expected = model.state_dict()
     prefix = None
@@ -244,28 +400,7 @@ def load_checkpoint(ctx: CaptureContext, torch: Any, model: Any, device: Any) ->
             {**details, "missing": missing[:_META_KEYS], "unexpected": unexpected[:_META_KEYS]},
             error_type="StateDictMismatch",
         )
-    with torch.no_grad():
-        model.load_state_dict(state, strict=False)
-    meta: dict[str, Any] = {
-        "state": "checkpoint",
-        "state_note": f"trained weights from {rel} ({len(state):,} tensors, loaded weights-only "
-        + ("with strict key checking" if recipe.init.strict else "without strict key checking")
-        + ") into the module the init built",
-        "checkpoint": rel,
-        "checkpoint_strict": recipe.init.strict,
-        "checkpoint_tensors": len(state),
-        "checkpoint_load_s": round(time.perf_counter() - started, 4),
-    }
-    if wrapper is not None:
-        meta["checkpoint_key"] = wrapper
-    if prefix is not None:
-        meta["checkpoint_prefix_removed"] = prefix
-    if not recipe.init.strict:
-        meta["checkpoint_missing"] = missing[:_META_KEYS]
-        meta["checkpoint_unexpected"] = unexpected[:_META_KEYS]
-        if len(missing) > _META_KEYS or len(unexpected) > _META_KEYS:
-            meta["checkpoint_counts"] = {"missing": len(missing), "unexpected": len(unexpected)}
-    return meta
+    return state, wrapper, prefix, missing, unexpected
 
 
 def _state_dict_of(torch: Any, obj: Any, rel: str, key_path: str) -> tuple[dict[str, Any], str | None]:
@@ -312,9 +447,18 @@ def _missing_keys(torch: Any, expected: Mapping[str, Any], state: Mapping[str, A
     return out
 
 
+def _is_fake(t: Any) -> bool:
+    from torch._subclasses.fake_tensor import is_fake
+
+    return is_fake(t)
+
+
 def _identity(t: Any) -> tuple:
     try:
-        return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), str(t.device))
+        storage = t.untyped_storage()
+        # A fake or meta tensor has no data: its storage object tells ties apart.
+        where = ("storage", storage._cdata) if t.device.type == "meta" or _is_fake(t) else storage.data_ptr()
+        return (where, t.storage_offset(), tuple(t.shape), tuple(t.stride()), str(t.device))
     except Exception:
         return (id(t),)
 

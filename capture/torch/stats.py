@@ -1,18 +1,29 @@
-"""Activation statistics of a :class:`capture.torch.trace.TorchTrace` (``measured.stats``).
+"""Activation statistics of a trace's values (``measured.stats``).
 
-:class:`StatisticsMixin` holds the trace's statistics methods (it uses the trace's
-builder and its ``stats_mode``, ``_pending_stats`` and ``_vec_of``); the functions below
-it reduce one tensor.
+An :class:`ActivationStatistics` belongs to one :class:`capture.torch.trace.TorchTrace`
+(``trace.statistics``, None with statistics off) and writes into the values of the
+trace's graph builder: the trace calls :meth:`~ActivationStatistics.measure` for each
+floating value it records, :meth:`~ActivationStatistics.share` for a view over exactly
+its input's elements (``t``, ``transpose``, ``view``, ``detach`` …: the input's
+statistics, no reduction), and :meth:`~ActivationStatistics.finish` once at the end.
 
-Statistics (``stats``) are over the finite elements: ``min``, ``max``, ``mean``, ``std``
+Statistics are over the finite elements: ``min``, ``max``, ``mean``, ``std``
 (population), plus the ``nan`` and ``inf`` counts (all four None when nothing is
-finite). On CPU they are read as each op finishes, on one thread: ``aminmax``, a sum and
-a norm, since NaN/Inf propagate through min/max, finite min and max prove both counts are
-zero, and only then does a masked path run. On other devices six numbers per value are
-reduced on the device without synchronising and fetched with one transfer per device at
-:meth:`TorchTrace.finish` (``stats_mode``). A view over exactly its input's elements
-(``t``, ``transpose``, ``view``, ``detach`` …) shares its input's statistics; outside
-tensors get theirs once, when first seen.
+finite).
+
+* On CPU they are read as each op finishes (``immediate``), in one pass over memory: the
+  four moments (min, max, sum, sum of squares) of a large contiguous tensor are reduced
+  chunk by chunk, each chunk small enough to stay in cache while its three reductions
+  read it, and all of them are read back at once. NaN/Inf propagate through min/max, so
+  finite min and max prove both counts are zero; only otherwise does a masked path count
+  and skip them. Sums that overflow float32 are taken again in float64, and a variance
+  lost to cancellation (``var < 1e-4 mean²``) is recomputed exactly (two-pass, float64).
+  The reductions run on one thread: each is one memory pass, too short for a parallel
+  region to pay off, and on a loaded machine a region waits for a descheduled worker
+  (measured on 2 shared cores: 4-18 ms per output with 2 threads, 0.4-1 ms with 1). The
+  model's own ops keep their threads.
+* On other devices (``deferred``) six numbers per value are reduced on the device
+  without synchronising and fetched with one transfer per device at :meth:`finish`.
 
 Torch is imported at module level: one of the worker's framework modules.
 """
@@ -24,75 +35,131 @@ from typing import Any
 
 import torch
 
+from ..graph.model import Value
+
 _STAT_NATIVE = (torch.float32, torch.float64)
 _Tensor = torch.Tensor
+MODES = ("auto", "immediate", "deferred")
+# Elements per chunk of the one-pass reduction: 256 Ki float32 (1 MiB) stays in a
+# core's cache while min/max, sum and sum of squares read it; smaller chunks cost more
+# in per-call overhead than they save (measured on GPT-2's weights and activations).
+CHUNK = 1 << 18
 
 
-class StatisticsMixin:
-    """The statistics part of :class:`capture.torch.trace.TorchTrace`."""
+class ActivationStatistics:
+    """Statistics into ``values`` (the trace's builder values). ``mode``: ``"auto"``
+    (immediate on CPU, deferred elsewhere), ``"immediate"`` or ``"deferred"``."""
 
-    def _stats(self, vid: int, t: _Tensor) -> None:
+    def __init__(self, values: list[Value], mode: str = "auto") -> None:
+        if mode not in MODES:
+            raise ValueError(f"stats_mode must be auto, immediate or deferred, not {mode!r}")
+        self.values = values
+        self.mode = mode
+        self.skipped = 0  # values whose dtype/device has no such reductions
+        self._pending: list[tuple[int, _Tensor]] = []
+        self._vectors: dict[int, _Tensor] = {}  # deferred statistics vector per value
+
+    def known(self, vid: int) -> bool:
+        """Has value ``vid`` statistics (read, or pending on its device)?"""
+        return vid in self._vectors or "stats" in self.values[vid].measured
+
+    def share(self, vid: int, src: int) -> None:
+        """Value ``vid`` holds exactly ``src``'s elements: give it ``src``'s statistics."""
+        vec = self._vectors.get(src)
+        if vec is not None:
+            self._vectors[vid] = vec
+            self._pending.append((vid, vec))
+        else:
+            self.values[vid].measured["stats"] = self.values[src].measured["stats"]
+
+    def measure(self, vid: int, t: _Tensor) -> None:
+        """The statistics of ``t``, the tensor of value ``vid`` (floating point)."""
         n = t.numel()
         if n == 0:
             return
-        deferred = self.stats_mode == "deferred" or (self.stats_mode == "auto" and t.device.type != "cpu")
-        # CPU reductions run on one thread: each is one memory pass, too short for a
-        # parallel region to pay off, and on a loaded machine a region waits for a
-        # descheduled worker (measured on 2 shared cores: 4-18 ms per output with 2
-        # threads, 0.4-1 ms with 1). The model's own ops keep their threads.
-        threads = torch.get_num_threads() if t.device.type == "cpu" else 1
+        cpu = t.device.type == "cpu"
+        deferred = self.mode == "deferred" or (self.mode == "auto" and not cpu)
+        threads = torch.get_num_threads() if cpu else 1
         if threads > 1:
             torch.set_num_threads(1)
         try:
-            x = t if t.dtype in _STAT_NATIVE else t.float()
             if deferred:
-                vec = self._vec_of[vid] = _stats_vector(x)
-                self._pending_stats.append((vid, vec))
+                vec = self._vectors[vid] = _stats_vector(t if t.dtype in _STAT_NATIVE else t.float())
+                self._pending.append((vid, vec))
             else:
-                self.b.values[vid].measured["stats"] = _stats_now(x, n)
+                self.values[vid].measured["stats"] = stats_now(t)
         except Exception:  # an exotic dtype/device without these reductions
-            self.stats_skipped += 1
+            self.skipped += 1
         finally:
             if threads > 1:
                 torch.set_num_threads(threads)
 
-    def _flush_stats(self) -> None:
-        if not self._pending_stats:
+    def finish(self) -> None:
+        """Fetch the deferred statistics: one transfer per device."""
+        if not self._pending:
             return
         by_device: dict[Any, list[tuple[int, _Tensor]]] = {}
-        for vid, vec in self._pending_stats:
+        for vid, vec in self._pending:
             by_device.setdefault(vec.device, []).append((vid, vec))
-        self._pending_stats = []
-        self._vec_of = {}
+        self._pending = []
+        self._vectors = {}
         for items in by_device.values():
             rows = torch.stack([vec for _, vec in items]).cpu().tolist()  # one transfer
             for (vid, _), row in zip(items, rows):
-                self.b.values[vid].measured["stats"] = _stats_from_vector(row, self.b.values[vid])
+                self.values[vid].measured["stats"] = _stats_from_vector(row, self.values[vid])
 
 
 def _finite(x: float) -> bool:
     return not (math.isnan(x) or math.isinf(x))
 
 
-def _stats_now(x: _Tensor, n: int) -> dict[str, Any]:
-    """Statistics of a CPU tensor, read now. Fast path: two reductions (aminmax,
-    sum and sum of squares); NaN/Inf propagate through min/max, so finite min and max
-    prove the counts are zero. Otherwise the masked path counts and skips them."""
-    mn_t, mx_t = torch.aminmax(x)
-    mn, mx = mn_t.item(), mx_t.item()
-    if _finite(mn) and _finite(mx):
-        s = x.sum().item()
-        q = torch.linalg.vector_norm(x).item()
-        if not (_finite(s) and _finite(q)):  # float32 overflow: accumulate in float64
-            s = x.sum(dtype=torch.float64).item()
-            q = torch.linalg.vector_norm(x, dtype=torch.float64).item()
-        mean = s / n
-        var = q * q / n - mean * mean
-        if var < 1e-4 * mean * mean:  # cancellation: ask for the exact two-pass value
-            std = torch.std(x.double(), correction=0).item() if n > 1 else 0.0
-        else:
-            std = math.sqrt(var)
-        return {"min": mn, "max": mx, "mean": mean, "std": std, "nan": 0, "inf": 0}
+def stats_now(t: _Tensor) -> dict[str, Any]:
+    """The statistics of a tensor (read now; see the module docstring)."""
+    n = t.numel()
+    mn, mx, s, q = moments(t)
+    if not (_finite(mn) and _finite(mx)):
+        return _masked_stats(t if t.dtype in _STAT_NATIVE else t.float(), n)
+    if not (_finite(s) and _finite(q)):  # float32 overflow: accumulate in float64
+        mn, mx, s, q = moments(t, torch.float64)
+    mean = s / n
+    var = q / n - mean * mean
+    if var < 1e-4 * mean * mean:  # cancellation: ask for the exact two-pass value
+        std = torch.std(t.double(), correction=0).item() if n > 1 else 0.0
+    else:
+        std = math.sqrt(var)
+    return {"min": mn, "max": mx, "mean": mean, "std": std, "nan": 0, "inf": 0}
+
+
+def moments(t: _Tensor, dtype: torch.dtype | None = None) -> tuple[float, float, float, float]:
+    """``(min, max, sum, sum of squares)`` of ``t``, reduced in ``dtype`` (float32 for
+    narrower floats, the tensor's own float32/float64 otherwise). A contiguous tensor
+    larger than :data:`CHUNK` is reduced chunk by chunk (each chunk converted on its own:
+    a bfloat16 weight is never copied whole); the partial results are combined in
+    Python floats. NaN propagates into min and max, ±inf into min or max."""
+    want = dtype or (t.dtype if t.dtype in _STAT_NATIVE else torch.float32)
+    if t.numel() <= CHUNK or not t.is_contiguous():
+        return tuple(_four(t if t.dtype == want else t.to(want)).tolist())  # type: ignore[return-value]
+    rows = torch.stack([_four(c if c.dtype == want else c.to(want)) for c in t.view(-1).split(CHUNK)]).tolist()
+    if any(math.isnan(r[0]) or math.isnan(r[1]) for r in rows):
+        return math.nan, math.nan, math.nan, math.nan
+    return (min(r[0] for r in rows), max(r[1] for r in rows),
+            math.fsum(r[2] for r in rows), math.fsum(r[3] for r in rows))
+
+
+def _four(x: _Tensor) -> _Tensor:
+    """min, max, sum and sum of squares of ``x``, as one 4-element tensor (a BLAS dot
+    for the squares of a contiguous tensor, a norm squared otherwise)."""
+    lo, hi = torch.aminmax(x)
+    if x.is_contiguous():
+        flat = x.view(-1)
+        squares = torch.dot(flat, flat)
+    else:
+        squares = torch.linalg.vector_norm(x).square()
+    return torch.stack((lo, hi, x.sum(), squares))
+
+
+def _masked_stats(x: _Tensor, n: int) -> dict[str, Any]:
+    """Statistics of a tensor holding NaN or ±inf: counted, then skipped."""
     nan = int(torch.isnan(x).sum().item())
     finite = torch.isfinite(x)
     n_finite = int(finite.sum().item())
@@ -121,7 +188,7 @@ def _stats_vector(x: _Tensor) -> _Tensor:
     ))
 
 
-def _stats_from_vector(row: list[float], value: Any) -> dict[str, Any]:
+def _stats_from_vector(row: list[float], value: Value) -> dict[str, Any]:
     mn, mx, s, q, nan, n_finite = row
     n = 1
     for d in value.shape:
@@ -134,4 +201,3 @@ def _stats_from_vector(row: list[float], value: Any) -> dict[str, Any]:
     else:
         stats.update(min=None, max=None, mean=None, std=None)
     return stats
-

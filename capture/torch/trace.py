@@ -30,8 +30,10 @@ after autograd and after composite decompositions: ``linear`` arrives as ``aten:
   on that storage), the labels above, ``requires_grad`` on leaves, ``grad_of``, and
   ``stats`` for floating tensors.
 
-Statistics (``stats``) are computed by :mod:`capture.torch.stats`; backward groups by
-:mod:`capture.torch.backward`.
+The trace is composed of helpers, each in its own module, each holding its own state
+and reading the trace's graph builder: statistics (``stats``) by an
+:class:`~capture.torch.stats.ActivationStatistics` (``trace.statistics``), backward
+groups by a :class:`~capture.torch.backward.BackwardMirror` (``trace.autograd``).
 
 Torch is imported at module level: this is one of the worker's framework modules,
 imported only by ``capture.torch.framework``.
@@ -43,32 +45,41 @@ import dataclasses
 import gc
 import sys
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..worker.libframes import LibraryFiles, class_location
-from ..graph.model import Capture, Coverage, Frame, Operand
-from .backward import BackwardMirrorMixin
-from .stats import StatisticsMixin
+from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Frame, Operand
+from .abstract import NEEDS_DATA, data_dependent_failure, op_name
+from .backward import BackwardMirror
+from .functions import FunctionCalls
+from .stats import MODES as STATS_MODES
+from .stats import ActivationStatistics
+from .tensors import MAX_DEPTH, tensors_in
 from ..worker.builder import GraphBuilder
-from ..worker.errors import LimitExceeded
+from ..worker.errors import CaptureError, LimitExceeded
 from ..worker.limits import Limits
 from ..worker.workspace_files import WorkspaceFiles
 
 BACKEND = "torch_eager"
+# An abstract capture (FakeTensorMode, capture.torch.abstract): the same interception.
+BACKEND_ABSTRACT = "torch_abstract"
 # Per value, at most this many alias ids are listed (``aliases_total`` gives the count).
 MAX_ALIASES_LISTED = 32
 # Module result structures recorded in group attrs are cut at this many leaves.
 MAX_STRUCTURE_LEAVES = 256
-_MAX_DEPTH = 32
 # Every this many ops: progress and a size estimate of the graph file so far.
 CHECKPOINT_OPS = 8192
 _SAMPLE = 256
 
 _Tensor = torch.Tensor
+# Queries a tensor subclass answers through the dispatcher (FakeTensor's device) that an
+# eager run does not have: not ops, never recorded.
+_BOOKKEEPING = frozenset({torch.ops.prim.device.default})
+_NoTorchFunction = torch._C.DisableTorchFunction
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -135,11 +146,21 @@ class _Mode(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         try:
-            return self.trace._dispatch(func, args, kwargs)
+            # The trace's own tensor calls (strides, storages, statistics) are not the
+            # model's: they bypass the function mode (FunctionCalls) and run faster.
+            with _NoTorchFunction():
+                return self.trace._dispatch(func, args, kwargs)
         except LimitExceeded as exc:
             if self.trace.limit_error is None:
                 self.trace.limit_error = exc
             raise
+        except NEEDS_DATA as exc:  # only a fake tensor (an abstract capture) raises these
+            trace = self.trace
+            fid = trace.frame_of(sys._getframe(1))
+            err = data_dependent_failure(exc, op_name(func), trace.b.frames[fid] if fid is not None else None, "forward")
+            if trace.data_error is None:
+                trace.data_error = err
+            raise err from None
 
 
 class _DynamoSafeMode(_Mode):
@@ -153,15 +174,19 @@ class _DynamoSafeMode(_Mode):
         return _Mode.__torch_dispatch__(self, func, types, args, kwargs)
 
 
-class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
+class TorchTrace:
     """Records ATen ops, module calls, values and measurements into a graph builder.
 
     ``files``: decides which frames are the user's (workspace) code. ``limits``: the
     worker's limits (ops, values, groups; raised as :class:`LimitExceeded` from
     inside the traced program, so a runaway model stops at the limit). ``stats``:
-    activation statistics on/off. ``stats_mode``: ``"auto"`` (immediate on CPU,
+    activation statistics on/off (always off when ``abstract``). ``abstract``: the
+    model runs on fake tensors (:mod:`capture.torch.abstract`): nothing is measured, so
+    values carry no ``bytes`` or ``stats`` and groups no ``output_bytes`` /
+    ``result_bytes``. ``stats_mode``: ``"auto"`` (immediate on CPU,
     deferred elsewhere), ``"immediate"`` or ``"deferred"`` (batched on the device, one
-    transfer per device at :meth:`finish`)."""
+    transfer per device at :meth:`finish`). ``functions``: function groups on/off
+    (:mod:`capture.torch.functions`)."""
 
     def __init__(
         self,
@@ -171,15 +196,19 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         builder: GraphBuilder | None = None,
         stats: bool = True,
         stats_mode: str = "auto",
+        functions: bool = True,
+        abstract: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> None:
-        if stats_mode not in ("auto", "immediate", "deferred"):
+        if stats_mode not in STATS_MODES:
             raise ValueError(f"stats_mode must be auto, immediate or deferred, not {stats_mode!r}")
         self.files = files
         self.b = builder or GraphBuilder(limits)
         self.progress = progress
-        self.stats = stats
-        self.stats_mode = stats_mode
+        self.abstract = abstract
+        self.stats = stats and not abstract
+        self.functions = functions
+        self.statistics = ActivationStatistics(self.b.values, stats_mode) if self.stats else None
         self._ops: dict[Any, _OpInfo] = {}
         # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
         self._live: dict[int, tuple[Any, int, int]] = {}
@@ -200,9 +229,6 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         self._producer: list[int] = []
         # Per value: the first node id whose in-place writes to its storage post-date it.
         self._born: list[int] = []
-        self._pending_stats: list[tuple[int, _Tensor]] = []
-        self._vec_of: dict[int, _Tensor] = {}  # deferred statistics vector per value
-        self.stats_skipped = 0
         # Frames: per code object, is it workspace code; per (code, lasti), the frame id.
         self._code_ws: dict[Any, str | None] = {}
         # Library frames (used when no workspace frame exists): per code object, the
@@ -212,17 +238,14 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         self._class_frames: dict[type, int | None] = {}
         self._addr_frame: dict[tuple[Any, int], int] = {}
         self._positions: dict[Any, list] = {}
-        # Autograd: forward op of each grad_fn (by sequence number), backward mirrors.
+        # Autograd: set track_autograd while the forward of a training step runs.
         self.track_autograd = False
-        self._needs_gradfn: set[int] = set()
-        self._seq_node: dict[int, int] = {}
-        self._backward_root: int | None = None
-        self._mirror: dict[int, int] = {}
-        self._bw_last: tuple[Any, int, int | None, dict] | None = None
-        self._grad_fn_names: dict[type, str] = {}
+        self.autograd = BackwardMirror(self.b, self._labels)
         self._active = False
-        # The first limit reached while recording (kept in case user code swallows it).
+        # The first limit reached while recording, and the first op an abstract run could
+        # not run without data (kept in case user code swallows them).
         self.limit_error: LimitExceeded | None = None
+        self.data_error: CaptureError | None = None
 
     # ------------------------------------------------------------------ setup
 
@@ -265,16 +288,16 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
                 writer = self._storage_writer.get(self._value_storage[vid], -1)
                 if writer >= self._born[vid]:
                     vid = self._new_value(t, None, {"version_of": vid, "written_by": writer}, version=t._version)
-                    if self.stats and t.is_floating_point():
-                        self._stats(vid, t)
+                    if self.statistics is not None and t.is_floating_point():
+                        self.statistics.measure(vid, t)
                     return vid
                 if version is not None:
                     return self._new_value(
                         t, None, {"version_of": vid, "changed_outside_trace": True}, version=t._version
                     )
                 self._live[id(t)] = (entry[0], t._version, vid)
-            if vid in self._needs_gradfn:
-                self._note_grad_fn(vid, t)
+            if vid in self.autograd.pending:
+                self.autograd.note(vid, t, self._producer[vid])
             return vid
         label = self._labels.get(id(t))
         extra: dict[str, Any]
@@ -285,9 +308,9 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         if t.requires_grad:
             extra["requires_grad"] = True
         vid = self._new_value(t, None, extra, version=t._version)
-        if self.stats and t.is_floating_point():
+        if self.statistics is not None and t.is_floating_point():
             # once per outside tensor: its views (a weight's transpose …) then share them
-            self._stats(vid, t)
+            self.statistics.measure(vid, t)
         return vid
 
     def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
@@ -301,8 +324,8 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
                 measured["storage_offset"] = offset
         except RuntimeError:  # sparse / nested layouts have no strides
             measured["layout"] = str(t.layout).removeprefix("torch.")
-        nbytes = t.numel() * t.element_size()
-        measured["bytes"] = nbytes
+        if not self.abstract:
+            measured["bytes"] = t.numel() * t.element_size()
         if extra:
             measured.update(extra)
         vid = self.b.value(shape, dtype_name(t.dtype), measured)
@@ -346,7 +369,7 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
             return {"value": self.value_of(obj)}
         if obj is None or type(obj) in (bool, int, float, str):
             return {"static": obj}
-        if _depth >= _MAX_DEPTH or count[0] >= MAX_STRUCTURE_LEAVES * 64:
+        if _depth >= MAX_DEPTH or count[0] >= MAX_STRUCTURE_LEAVES * 64:
             return {"static": f"<{type(obj).__name__}>"}
 
         def sub(x: Any, key: Any) -> Any:
@@ -388,7 +411,7 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         self._outer_frame = sys._getframe(2)
         try:
             mode = _DynamoSafeMode if "torch._dynamo" in sys.modules else _Mode
-            with mode(self):
+            with mode(self), (FunctionCalls(self) if self.functions else nullcontext()):
                 yield self
         finally:
             gc.unfreeze()
@@ -401,7 +424,8 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
     def _guard(self, hook: Callable[..., None]) -> Callable[..., None]:
         def guarded(*args: Any) -> None:
             try:
-                hook(*args)
+                with _NoTorchFunction():
+                    hook(*args)
             except LimitExceeded as exc:
                 if self.limit_error is None:
                     self.limit_error = exc
@@ -418,6 +442,27 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
             yield gid
         finally:
             self._pop_to(gid)
+
+    @contextmanager
+    def backward_scope(self, name: str = "backward", attrs: dict[str, Any] | None = None) -> Iterator[int]:
+        """A ``backward`` group; autograd's ops land in mirrors of their forward groups
+        (:class:`~capture.torch.backward.BackwardMirror`)."""
+        gid = self.b.group("backward", name, self.current_group, attrs)
+        self._stack.append((gid, None, None, *self._entry()))
+        self.autograd.begin(gid)
+        try:
+            yield gid
+        finally:
+            self.autograd.end()
+            self._pop_to(gid)
+
+    def note_grad_fns(self, obj: Any) -> None:
+        """Map the grad_fn of every tensor in ``obj`` (results of the forward / loss)."""
+        pending = self.autograd.pending
+        for t in tensors_in(obj):
+            entry = self._live.get(id(t))
+            if entry is not None and entry[0]() is t and entry[2] in pending:
+                self.autograd.note(entry[2], t, self._producer[entry[2]])
 
     def _entry(self) -> tuple[Any, int | None]:
         return (self._stack[-1][3], self._stack[-1][4]) if self._stack else (None, None)
@@ -454,7 +499,7 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         # Frame 2 is torch's module-call frame (above this hook and its guard); the ops of
         # this call run below it, so a frame walk that reaches it can stop with this answer.
         entry = sys._getframe(2)
-        frame = self._frame(entry)
+        frame = self.frame_of(entry)
         if frame is not None:
             attrs["frame"] = frame
         gid = self.b.group("module", name, parent, attrs)
@@ -481,11 +526,14 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         g = self.b.groups[gid]
         if len(leaves) <= MAX_STRUCTURE_LEAVES:
             g.attrs["outputs"] = tree
-        g.attrs["result_bytes"] = sum(self.b.values[v].measured["bytes"] for v in leaves)
+        if not self.abstract:
+            g.attrs["result_bytes"] = sum(self.b.values[v].measured["bytes"] for v in leaves)
 
     # ------------------------------------------------------------------ dispatch
 
     def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
+        if func in _BOOKKEEPING:  # asked of a fake tensor, never run as a kernel
+            return func(*args, **(kwargs or {}))
         info = self._ops.get(func)
         if info is None:
             info = self._op_info(func)
@@ -551,10 +599,10 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         params: dict[str, Any] = {}
         group = self._stack[-1][0] if self._stack else None
         frame = None
-        if self._backward_root is not None:
-            group, frame, params = self._backward_placement()
+        if self.autograd.root is not None:
+            group, frame, params = self.autograd.placement()
         if frame is None:
-            frame = self._frame(sys._getframe(3))
+            frame = self.frame_of(sys._getframe(3))
         outputs: list[int] = []
         if isinstance(out, _Tensor):
             outputs.append(self._produced(out, nid, first, operands[0].value if first is not None else None))
@@ -572,7 +620,7 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         if written:
             # Arguments written in place but not returned (BatchNorm's running stats,
             # _foreach_*_ lists): their new versions are outputs of this node too.
-            returned = {id(x) for x in _tensors_in(out)}
+            returned = {id(x) for x in tensors_in(out)}
             for t in written:
                 if id(t) not in returned:
                     outputs.append(self._produced(t, nid))
@@ -588,26 +636,22 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
         vid = self._new_value(t, nid, extra)
         if extra is not None:
             self._storage_writer[self._value_storage[vid]] = nid
-        if self.stats and t.is_floating_point():
+        statistics = self.statistics
+        if statistics is not None and t.is_floating_point():
             if extra is None and src is not None and self._same_elements(vid, t, src_vid, src):
                 # A view over exactly the elements of its input (t, transpose, view,
                 # detach …) has the input's statistics: share them, skip the reductions.
-                vec = self._vec_of.get(src_vid)
-                if vec is not None:
-                    self._vec_of[vid] = vec
-                    self._pending_stats.append((vid, vec))
-                else:
-                    self.b.values[vid].measured["stats"] = self.b.values[src_vid].measured["stats"]
+                statistics.share(vid, src_vid)
             else:
-                self._stats(vid, t)
-        if self.track_autograd and self._backward_root is None:
-            self._needs_gradfn.add(vid)
+                statistics.measure(vid, t)
+        if self.track_autograd and self.autograd.root is None:
+            self.autograd.pending.add(vid)
         return vid
 
     def _same_elements(self, vid: int, t: _Tensor, src_vid: int | None, src: _Tensor) -> bool:
         if src_vid is None or self._owns_storage[vid] or self._value_storage[vid] != self._value_storage[src_vid]:
             return False
-        if t.dtype != src.dtype or ("stats" not in self.b.values[src_vid].measured and src_vid not in self._vec_of):
+        if t.dtype != src.dtype or not self.statistics.known(src_vid):
             return False
         if t.numel() != src.numel() or t.storage_offset() != src.storage_offset():
             return False
@@ -628,7 +672,7 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
 
     # ------------------------------------------------------------------ frames
 
-    def _frame(self, f: Any) -> int | None:
+    def frame_of(self, f: Any) -> int | None:
         """The frame id of the innermost workspace frame at or above ``f``; when there is
         none, of the innermost library frame (``capture.worker.libframes``). The walk ends early
         at the innermost open module call (its call site's answer, computed once) and at
@@ -699,7 +743,8 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
     def finish(self) -> None:
         """Fetch deferred statistics, list aliases per value, sum output bytes per group.
         Call once, after the last recording."""
-        self._flush_stats()
+        if self.statistics is not None:
+            self.statistics.finish()
         values = self.b.values
         by_storage: dict[int, list[int]] = {}
         for vid, sid in enumerate(self._value_storage):
@@ -713,6 +758,8 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
                 m["aliases"] = [v for v in head if v != vid][:MAX_ALIASES_LISTED]
                 if len(vids) - 1 > MAX_ALIASES_LISTED:
                     m["aliases_total"] = len(vids) - 1
+        if self.abstract:
+            return  # nothing was allocated: no bytes to sum
         # Output bytes per group: bytes of new storage allocated by the group's ops
         # (views and in-place results allocate nothing), summed into every ancestor.
         groups = self.b.groups
@@ -735,15 +782,19 @@ class TorchTrace(BackwardMirrorMixin, StatisticsMixin):
               meta: dict[str, Any] | None = None) -> Capture:
         reasons = list(reasons or [])
         info = {
-            "graph": "eager execution recorded with a TorchDispatchMode: every ATen op that ran, measured",
+            "graph": "abstract execution under FakeTensorMode recorded with a TorchDispatchMode: every ATen op "
+                     "the forward runs, with shapes, dtypes, strides and storages; nothing computed or measured"
+            if self.abstract else "eager execution recorded with a TorchDispatchMode: every ATen op that ran, measured",
             "stats": self.stats,
             "torch_version": torch.__version__,
         }
-        if self.stats_skipped:
-            info["stats_skipped_values"] = self.stats_skipped
+        if self.statistics is not None and self.statistics.skipped:
+            info["stats_skipped_values"] = self.statistics.skipped
         info.update(meta or {})
+        if self.abstract and scope != ABSTRACT_FORWARD_SCOPE:
+            raise ValueError(f"an abstract trace records scope {ABSTRACT_FORWARD_SCOPE!r}, not {scope!r}")
         return self.b.build(
-            backend=BACKEND,
+            backend=BACKEND_ABSTRACT if self.abstract else BACKEND,
             framework="torch",
             framework_version=torch.__version__,
             coverage=Coverage(
@@ -805,18 +856,6 @@ def _tree_values(tree: Any) -> Iterator[int]:
             yield from _tree_values(t)
 
 
-def _tensors_in(obj: Any, depth: int = 0) -> Iterator[_Tensor]:
-    if isinstance(obj, _Tensor):
-        yield obj
-    elif depth < _MAX_DEPTH:
-        if isinstance(obj, (list, tuple)):
-            for x in obj:
-                yield from _tensors_in(x, depth + 1)
-        elif isinstance(obj, dict):
-            for x in obj.values():
-                yield from _tensors_in(x, depth + 1)
-
-
 def estimate_encoded_bytes(values: list, nodes: list) -> int:
     """The graph file's size, extrapolated from the msgpack size of the latest
     ``_SAMPLE`` values and nodes (a lower-ish bound: strings are shared in the file)."""
@@ -834,9 +873,4 @@ def estimate_encoded_bytes(values: list, nodes: list) -> int:
     return int(v_bytes / len(vs) * len(values) + n_bytes / len(ns) * len(nodes))
 
 
-def tensors_of(obj: Any) -> list[_Tensor]:
-    """Every tensor in a nested list/tuple/dict result, in order."""
-    return list(_tensors_in(obj))
-
-
-__all__ = ["BACKEND", "TorchTrace", "dtype_name", "literal", "tensors_of"]
+__all__ = ["BACKEND", "BACKEND_ABSTRACT", "TorchTrace", "dtype_name", "literal"]

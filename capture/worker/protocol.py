@@ -337,11 +337,36 @@ class SavedFileDetails(CommonDetails, total=False):
     reached: int
 
 
-class LimitDetails(CommonDetails):
-    """``limit``: a configurable capture limit was hit (``Limits`` field name)."""
+class AbstractOffer(TypedDict):
+    """The way out of a Torch capture that does not fit: the key to set."""
+
+    evidence: Literal["abstract"]
+    key_path: str
+
+
+class MemoryDetails(TypedDict, total=False):
+    """Out of memory, before a build (stage ``limit``, phase ``estimate``) or during the
+    capture (stage ``trace``, phase ``capture``): see ``capture.torch.memory.FAILURE_KEYS``."""
+
+    requested: int | None
+    available_bytes: int | None
+    memory_limit_bytes: int
+    phase: Literal["estimate", "capture"]
+    abstract: AbstractOffer | None
+    allocator: Literal["cpu", "cuda"]
+    parameter_bytes: int
+    buffer_bytes: int
+    checkpoint_bytes: int
+    parameters: int
+    buffers: int
+
+
+class LimitDetails(CommonDetails, MemoryDetails):
+    """``limit``: a configurable capture limit was hit (``Limits`` field name), or a
+    Torch model that cannot fit in memory (``available_memory``, with :class:`MemoryDetails`)."""
 
     limit: str
-    maximum: int | float
+    maximum: int | float | None
     reached: NotRequired[int | float]
 
 
@@ -353,12 +378,13 @@ class DeadlineDetails(CommonDetails):
     elapsed_s: float
 
 
-class TraceDetails(CommonDetails, total=False):
-    """``trace``: user code or the framework raised while tracing. A ``MemoryError`` under
-    the capture's memory limit names it (``limit``/``maximum``)."""
+class TraceDetails(CommonDetails, MemoryDetails, total=False):
+    """``trace``: user code or the framework raised while tracing. A ``MemoryError`` names
+    the limit it ran into (``limit``/``maximum``: the capture's memory limit, or the
+    machine's available memory) and the bytes asked for."""
 
     limit: str
-    maximum: int
+    maximum: int | None
     expected: str
     found: str
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import faulthandler
 import os
+import re
 import sys
 import time
 from typing import Any, Callable
@@ -20,6 +21,7 @@ from .protocol import (
     FrameworkNotLoadedDetails,
     ProgressMessage,
     ResultMessage,
+    AbstractOffer,
     TraceDetails,
     WorkerMessage,
     WorkerRequest,
@@ -187,10 +189,9 @@ class _Session:
         if isinstance(exc, RecipeError):
             failure.stage = "recipe"
             failure.details = exc.to_dict()
-        if failure.type == "MemoryError" and _memory_limit:
-            mb = _memory_limit / (1 << 20)
-            failure.message += f" (the capture memory limit is {mb:g} MB: tensorviz.captureMemoryMB, --memory)"
-            failure.details = {**(failure.details or {}), **TraceDetails(limit="max_memory_bytes", maximum=_memory_limit)}
+        # Ran out (not the estimate before a build, stage limit), also under another error.
+        if (failure.type == "MemoryError" or _allocator_request(exc) is not None) and failure.stage != "limit":
+            _describe_out_of_memory(failure, exc, self.ctx)
         sources = []
         if self.ctx is not None:
             try:
@@ -233,7 +234,7 @@ def _failure_of(exc: BaseException, ctx: Any):
         type_name = exc.error_type or (_type_name(cause) if cause is not None else "CaptureError")
         frames = frames_of(cause) if cause is not None else frames_of(exc)
         return Failure(type=type_name, message=exc.message, stage=exc.stage, frames=frames, details=_plain(exc.details))
-    if isinstance(exc, MemoryError):
+    if isinstance(exc, MemoryError) or _allocator_request(exc) is not None:
         return Failure(
             type="MemoryError",
             message=f"the capture ran out of memory{': ' + str(exc) if str(exc) else ''}",
@@ -251,6 +252,87 @@ def _failure_of(exc: BaseException, ctx: Any):
         return Failure(type="KeyboardInterrupt", message="the capture was interrupted", stage="cancelled", frames=frames_of(exc))
     message = _safe_str(exc)
     return Failure(type=_type_name(exc), message=message, stage="trace", frames=frames_of(exc))
+
+
+# An allocator's own words for running out: PyTorch's CPU allocator (a RuntimeError) and
+# CUDA's (torch.OutOfMemoryError), with the bytes asked for.
+_CPU_ALLOCATOR = re.compile(r"can't allocate memory: you tried to allocate (\d+) bytes")
+_CUDA_ALLOCATOR = re.compile(r"out of memory\. Tried to allocate ([\d.]+) (B|KiB|MiB|GiB|TiB)")
+_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def _allocator_request(exc: BaseException) -> tuple[str, int] | None:
+    """``(allocator, bytes asked for)`` when ``exc`` (or what it was raised from) is an
+    allocator's out-of-memory error."""
+    seen = 0
+    while exc is not None and seen < 8:
+        text = _safe_str(exc)
+        m = _CPU_ALLOCATOR.search(text)
+        if m:
+            return "cpu", int(m.group(1))
+        m = _CUDA_ALLOCATOR.search(text)
+        if m:
+            return "cuda", int(float(m.group(1)) * _UNITS[m.group(2)])
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def _describe_out_of_memory(failure: Any, exc: BaseException, ctx: Any) -> None:
+    """A ``MemoryError`` failure that names the limit and the bytes asked for, with the
+    details of ``capture.torch.memory.FAILURE_KEYS`` (phase ``capture``)."""
+    request = _allocator_request(exc)
+    requested = request[1] if request else None
+    available = _mem_available()
+    recipe = getattr(ctx, "recipe", None)
+    offer = recipe is not None and recipe.framework == "torch" and getattr(recipe, "evidence", "eager") == "eager" \
+        and recipe.kind == "model"
+    asked = f"an allocation of {_size(requested)} ({requested:,} bytes) failed" if requested is not None \
+        else "an allocation failed"
+    if _memory_limit:
+        where = f"the capture memory limit is {_memory_limit / (1 << 20):g} MB (tensorviz.captureMemoryMB, --memory)"
+    else:
+        where = f"the machine had {_size(available)} available" if available is not None else "no memory limit was set"
+    message = f"the capture ran out of memory: {asked}; {where}"
+    if offer:
+        message += ('. To see this model\'s graph without its weights, capture it with evidence = "abstract" '
+                    "(shapes, dtypes, ops and modules; nothing computed)")
+    if request is None and str(exc) and str(exc) not in message:
+        message += f" ({_safe_str(exc)[:500]})"
+    failure.type = "MemoryError"
+    failure.message = message
+    details = TraceDetails(
+        limit="max_memory_bytes" if _memory_limit else "available_memory",
+        maximum=_memory_limit if _memory_limit else available,
+        requested=requested,
+        available_bytes=available,
+        memory_limit_bytes=_memory_limit,
+        phase="capture",
+        abstract=AbstractOffer(evidence="abstract", key_path=f"profiles.{recipe.name}.evidence") if offer else None,
+    )
+    failure.details = {**(failure.details or {}), **details}
+    if request is not None:
+        failure.details["allocator"] = request[0]
+
+
+def _mem_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "an unknown amount"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
 
 
 def _type_name(exc: BaseException) -> str:

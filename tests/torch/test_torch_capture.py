@@ -29,7 +29,10 @@ def groups(cap, kind=None, name=None):
 
 
 def nodes_in(cap, gid):
-    return [n for n in cap.nodes if n.group == gid]
+    """The kernels a group ran itself: its direct nodes and those of the function groups
+    (the torch.* calls, capture.torch.functions) directly inside it, in order."""
+    calls = {g.id for g in cap.groups if g.kind == "function" and g.parent == gid}
+    return [n for n in cap.nodes if n.group == gid or n.group in calls]
 
 
 def ops(cap):
@@ -104,7 +107,7 @@ def test_transformer_block_opens_as_nested_modules(ws):
     top = [g.name for g in cap.groups if g.parent == root.id]
     assert top == ["ln1", "attn", "ln2", "mlp"]
     attn = groups(cap, name="attn")[0]
-    assert [g.name for g in cap.groups if g.parent == attn.id] == ["qkv", "proj"]
+    assert [g.name for g in cap.groups if g.parent == attn.id and g.kind == "module"] == ["qkv", "proj"]
     assert groups(cap, name="qkv")[0].attrs["path"] == "attn.qkv"
     mlp = groups(cap, name="mlp")[0]
     assert [(g.name, g.attrs["path"], g.attrs["class"]) for g in cap.groups if g.parent == mlp.id] == [

@@ -1,0 +1,375 @@
+"""Abstract evidence for Torch (``evidence = "abstract"``): a model built and run with
+no parameter storage, nothing computed.
+
+An :class:`AbstractEvidence` holds one ``FakeTensorMode``. The capture builds the model
+inside :meth:`~AbstractEvidence.building` (the constructor or the init factory, its
+``torch.empty`` and init functions included: every parameter and buffer is a fake
+tensor with a shape, a dtype, strides and a device, and no storage), converts anything
+still real (a module-level instance, a tensor built at import) with
+:meth:`~AbstractEvidence.fake_module` / :meth:`~AbstractEvidence.fake_tree`, and runs
+the forward inside :meth:`~AbstractEvidence.running` under the trace's dispatch mode,
+which sits above the fake mode and records the same ops an eager run records.
+
+* **Initialisers are skipped.** ``nn.init.*`` and ``Tensor.normal_``-style value writers
+  called on a fake tensor return it untouched (there are no values to write; the time
+  of each fake dispatch is saved).
+* **Small constants while building.** A constructor may compute Python numbers from
+  tensors it creates (``[x.item() for x in torch.linspace(0, p, depth)]``,
+  ``torch.round(...).int().tolist()`` for stage widths). While building, an op whose
+  tensor inputs are all real runs for real when its inputs and outputs hold at most
+  :data:`SMALL_CONSTANT_ELEMENTS` elements each (its output size is found by the fake
+  mode first, so a large tensor is never allocated). After the build every parameter
+  and buffer is fake, so the forward reads no values a checkpoint could have changed.
+* **Data-dependent ops stop the capture** (:func:`data_dependent_failure`): a value read
+  into Python (``.item()``, ``bool(t)``, ``.tolist()``), an output shape that depends on
+  the values (``nonzero``, boolean masks, ``unique``, MoE routing written with them), or
+  an op with no shape rule fails the capture naming the op, the source line and the way
+  out; no kernel ever runs on made-up data (``allow_fallback_kernels=False``).
+* **Libraries that branch on fake tensors** (:class:`LibraryBranches`): a library that
+  asks whether a tensor is fake may take another path than in an eager run. The known
+  checks are watched during the forward and each one that answered "fake" is listed in
+  ``meta["abstract_differences"]`` with its call sites and what it changes.
+
+Torch is imported at module level: one of the worker's framework modules, imported only
+by ``capture.torch.framework`` for an abstract capture.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+import torch
+from torch._subclasses import fake_tensor as _fake
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils._pytree import tree_leaves
+
+from ..graph.model import Frame
+from ..worker.errors import CaptureError
+
+# While building, real ops on tensors of at most this many elements run for real.
+SMALL_CONSTANT_ELEMENTS = 4096
+
+EVIDENCE_NOTE = ("abstract: shapes only, nothing was computed; the model was built and run under FakeTensorMode "
+                 "with no parameter storage, so there are no weights, no statistics and no bytes measured")
+
+# What reading values means, by the fake mode's exception.
+_WHY = {
+    "DataDependentOutputException": "it reads a tensor's values into Python (.item(), int(t), float(t), bool(t), "
+                                    "'if t:', .tolist(), torch.equal)",
+    "DynamicOutputShapeException": "its output shape depends on the tensor's values (nonzero, a boolean mask, "
+                                   "unique, masked_select, routing tokens by value)",
+    "UnsupportedOperatorException": "PyTorch has no shape rule (meta or fake kernel) for it",
+}
+
+
+# The fake mode's exceptions that mean "this needs values" (or a kernel it lacks).
+NEEDS_DATA = (_fake.DataDependentOutputException, _fake.DynamicOutputShapeException,
+              _fake.UnsupportedOperatorException)
+
+
+def op_name(func: Any) -> str:
+    """``aten.nonzero.default`` -> ``aten::nonzero`` (the trace's spelling)."""
+    try:
+        name = func.name()
+    except Exception:
+        name = str(func)
+    return name.removesuffix(".default")
+
+
+def data_dependent_failure(exc: BaseException, op: str | None, frame: Frame | None, phase: str) -> CaptureError:
+    """The failure for a fake-mode exception ``exc`` raised while ``phase`` ran (``"forward"``
+    or ``"build"``), at op ``op`` (the op the model called; the fake mode may name an op
+    inside it) and source ``frame`` (the innermost workspace or library frame)."""
+    inner = getattr(exc, "func", None)
+    inner_name = op_name(inner) if inner is not None else None
+    shown = op or inner_name or "an op"
+    kind = type(exc).__name__
+    why = _WHY.get(kind, "it needs the tensor's values")
+    where = f" at {frame.file}:{frame.line} ({frame.function})" if frame is not None else ""
+    inside = f" (through {inner_name})" if inner_name and inner_name != shown else ""
+    what = {"build": "building the model", "inputs": "making the inputs"}.get(phase, "the forward")
+    message = (
+        f"the abstract capture stopped in {what}: {shown}{inside}{where} cannot run without data, because {why}. "
+        "An abstract capture computes nothing, so it cannot know that result; it never guesses one. "
+        "Ways out: capture a smaller concrete configuration of the model with evidence = \"eager\" "
+        "(fewer layers, a narrower width: the same ops and modules), or capture this one eagerly "
+        "if its weights fit in memory."
+    )
+    details: dict[str, Any] = {
+        "evidence": "abstract",
+        "phase": phase,
+        "op": shown,
+        "reason": kind,
+        "ways_out": ["eager_smaller_config", "eager"],
+    }
+    if inner_name and inner_name != shown:
+        details["inner_op"] = inner_name
+    if frame is not None:
+        details["frame"] = {"file": frame.file, "line": frame.line, "column": frame.column,
+                            "function": frame.function, "library": frame.library}
+    return CaptureError("trace", message, details, error_type="DataDependentOp" if kind != "UnsupportedOperatorException"
+                        else "NoShapeRule")
+
+
+class AbstractEvidence:
+    """One fake mode for a capture's build, inputs and forward (see the module docstring)."""
+
+    def __init__(self) -> None:
+        # Real tensors met on the way (globals, constants) are converted, never refused;
+        # an op without a shape rule fails instead of running on zero-filled data.
+        self.mode = _fake.FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False)
+
+    @contextmanager
+    def building(self, files: Any) -> Iterator[None]:
+        """Build the model with fake tensors, small constants real, and
+        ``Module.to``/``half``/``cuda`` able to convert fake parameters (see
+        :func:`_apply_to_fake`)."""
+        original = torch.nn.Module._apply
+        torch.nn.Module._apply = _apply_to_fake(original)
+        try:
+            with self.mode, _SmallConstants(self.mode), _SkipValueWrites():
+                yield
+        except NEEDS_DATA as exc:
+            raise data_dependent_failure(exc, None, _innermost_frame(files, exc), "build") from None
+        finally:
+            torch.nn.Module._apply = original
+
+    @contextmanager
+    def inputs(self, files: Any) -> Iterator[None]:
+        """Make the inputs (literal descriptions or the inputs factory) as fake tensors."""
+        try:
+            with self.mode:
+                yield
+        except NEEDS_DATA as exc:
+            raise data_dependent_failure(exc, None, _innermost_frame(files, exc), "inputs") from None
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Run the forward with fake tensors (the trace records inside, above this mode)."""
+        with self.mode:
+            yield
+
+    @staticmethod
+    def is_fake(t: Any) -> bool:
+        return _fake.is_fake(t)
+
+    def fake_module(self, model: Any, device: Any) -> int:
+        """Make every parameter and buffer of ``model`` a fake tensor on ``device``: real
+        ones converted (same shape, dtype and strides), fake ones elsewhere moved; ties
+        kept. (``Module.to`` cannot move fake parameters: it swaps tensors, which the
+        fake mode's own references forbid.) Returns how many were replaced."""
+        replaced: dict[int, Any] = {}
+
+        def fake(t: Any) -> Any:
+            new = replaced.get(id(t))
+            if new is None:
+                data = t.detach() if isinstance(t, torch.nn.Parameter) else t
+                if not self.is_fake(data):
+                    data = self.mode.from_tensor(data)
+                if data.device != device:
+                    with self.mode:
+                        data = data.to(device)
+                new = torch.nn.Parameter(data, requires_grad=t.requires_grad) if isinstance(t, torch.nn.Parameter) \
+                    else data
+                replaced[id(t)] = new
+            return new
+
+        for mod in model.modules():
+            for table in (mod._parameters, mod._buffers):
+                for name, t in list(table.items()):
+                    if t is not None and (not self.is_fake(t) or t.device != device):
+                        table[name] = fake(t)
+        return len(replaced)
+
+    def fake_tree(self, obj: Any) -> Any:
+        """``obj`` (nested lists/tuples/dicts) with its real tensors converted to fake."""
+        if isinstance(obj, torch.Tensor):
+            return obj if self.is_fake(obj) else self.mode.from_tensor(obj)
+        if isinstance(obj, list):
+            return [self.fake_tree(x) for x in obj]
+        if isinstance(obj, tuple) and not hasattr(type(obj), "_fields"):
+            return tuple(self.fake_tree(x) for x in obj)
+        if isinstance(obj, dict):
+            return {k: self.fake_tree(v) for k, v in obj.items()}
+        return obj
+
+
+def _apply_to_fake(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``Module._apply`` (what ``.to(dtype)``, ``.half()``, ``.cuda()`` call) for a module
+    holding fake tensors. PyTorch converts a fake parameter by swapping tensors in place,
+    which fails once the fake mode holds a reference to it; this converts each tensor once
+    (ties stay ties) and puts the result in its place. Modules with no fake tensor keep
+    PyTorch's own conversion."""
+
+    def apply(module: Any, fn: Callable[[Any], Any], recurse: bool = True) -> Any:
+        mods = list(module.modules()) if recurse else [module]
+        tables = [t for m in mods for t in (m._parameters, m._buffers)]
+        if not any(_fake.is_fake(t) for table in tables for t in table.values() if t is not None):
+            return original(module, fn, recurse)
+        done: dict[int, Any] = {}
+        for table in tables:
+            for name, t in list(table.items()):
+                if t is None:
+                    continue
+                new = done.get(id(t))
+                if new is None:
+                    with torch.no_grad():
+                        applied = fn(t)
+                    new = done[id(t)] = (torch.nn.Parameter(applied, requires_grad=t.requires_grad)
+                                         if isinstance(t, torch.nn.Parameter) else applied)
+                table[name] = new
+        return module
+
+    return apply
+
+
+def _innermost_frame(files: Any, exc: BaseException) -> Frame | None:
+    """The innermost workspace frame of ``exc``'s traceback (the line that needed data)."""
+    if files is None:
+        return None
+    frames = files.traceback_frames(exc.__traceback__)
+    return frames[-1] if frames else None
+
+
+# Functions that only write values into their first argument (initialisers): on a fake
+# tensor there are no values, so skipping them changes nothing but the time they take.
+_VALUE_WRITERS = frozenset(
+    [getattr(torch.nn.init, name) for name in (
+        "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_",
+        "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "orthogonal_", "sparse_",
+    ) if hasattr(torch.nn.init, name)]
+    + [getattr(torch.Tensor, name) for name in (
+        "normal_", "uniform_", "zero_", "bernoulli_", "exponential_", "random_", "cauchy_", "log_normal_",
+        "geometric_",
+    ) if hasattr(torch.Tensor, name)]
+)
+
+
+class _SkipValueWrites(TorchFunctionMode):
+    """While building: an initialiser called on a fake tensor returns it untouched."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in _VALUE_WRITERS and args and _fake.is_fake(args[0]):
+            return args[0]
+        return func(*args, **(kwargs or {}))
+
+
+class _SmallConstants(TorchDispatchMode):
+    """Above the fake mode while building: a real op on small real tensors runs for real
+    (see the module docstring); everything else goes on to the fake mode."""
+
+    def __init__(self, fake_mode: Any) -> None:
+        super().__init__()
+        self.fake_mode = fake_mode
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if any(_fake.is_fake(t) or t.numel() > SMALL_CONSTANT_ELEMENTS for t in inputs):
+            return func(*args, **kwargs)
+        try:
+            shaped = func(*args, **kwargs)  # the fake mode answers the output's size, allocating nothing
+        except NEEDS_DATA:
+            shaped = None  # it reads values: of small real inputs, which exist
+        if shaped is not None:
+            outputs = [t for t in tree_leaves(shaped) if isinstance(t, torch.Tensor)]
+            if any(t.numel() > SMALL_CONSTANT_ELEMENTS for t in outputs) or not outputs:
+                return shaped
+        with _disable_current_modes():
+            return func(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------- libraries
+
+
+# (library, module, function, effect, files): checks a library makes to see whether a
+# tensor is fake, what it does differently then, and the files (below the library's
+# folder) whose ops differ from an eager run. Each is watched during an abstract forward.
+KNOWN_FAKE_CHECKS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
+    (
+        "transformers", "transformers.utils.import_utils", "is_fake_tensor",
+        "transformers' is_tracing() is true for a fake tensor, so it cannot read an attention mask's values to "
+        "skip it: masking_utils builds the mask explicitly (arange, comparisons, expand) and each attention layer "
+        "passes it to scaled_dot_product_attention (repeating the key/value heads and converting the mask in "
+        "integrations/sdpa_attention.py), where an eager run with an all-ones mask skips it (is_causal=True); "
+        "without an attention_mask both runs agree",
+        ("masking_utils.py", "integrations/sdpa_attention.py"),
+    ),
+)
+
+
+class LibraryBranches:
+    """Watch the known fake-tensor checks of the libraries already imported, while an
+    abstract forward runs (``with branches.watching(): ...``); :meth:`differences` lists
+    each check that answered "fake", with its call sites."""
+
+    def __init__(self) -> None:
+        self._sites: dict[tuple[str, str, str], dict[tuple[str, int, str], int]] = {}
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        restore: list[tuple[Any, str, Any]] = []
+        for library, module_name, attr, _, _ in KNOWN_FAKE_CHECKS:
+            if module_name not in sys.modules:
+                continue  # not imported: the model cannot be using it
+            try:
+                module = importlib.import_module(module_name)
+            except Exception:
+                continue
+            original = getattr(module, attr, None)
+            if not callable(original):
+                continue
+            setattr(module, attr, self._watch(original, (library, module_name, attr)))
+            restore.append((module, attr, original))
+        try:
+            yield
+        finally:
+            for module, attr, original in restore:
+                setattr(module, attr, original)
+
+    def _watch(self, original: Callable[..., Any], key: tuple[str, str, str]) -> Callable[..., Any]:
+        sites = self._sites.setdefault(key, {})
+
+        def watched(*args: Any, **kwargs: Any) -> Any:
+            answer = original(*args, **kwargs)
+            if answer:
+                # The caller of the library's own helper (is_tracing) is the branch.
+                f = sys._getframe(1)
+                while f is not None and f.f_code.co_filename == original.__code__.co_filename:
+                    f = f.f_back
+                if f is not None:
+                    site = (f.f_code.co_filename, f.f_lineno, f.f_code.co_qualname)
+                    sites[site] = sites.get(site, 0) + 1
+            return answer
+
+        return watched
+
+    def differences(self, frames: list[Frame], node_frames: list[int | None]) -> list[dict[str, Any]]:
+        """One entry per check that answered "fake": ``library``, ``check``, ``effect``,
+        ``sites`` (file, line, function, calls), ``files`` (the library files whose ops
+        differ from an eager run, as recorded frames name them) and ``ops``: how many
+        recorded ops have their source frame in those files."""
+        known = {(lib, mod, attr): (effect, files) for lib, mod, attr, effect, files in KNOWN_FAKE_CHECKS}
+        out = []
+        for key, sites in self._sites.items():
+            if not sites:
+                continue
+            effect, suffixes = known[key]
+            package = f"/{key[0]}/"
+            files = sorted({f.file for f in frames if package in f.file
+                            and any(f.file.endswith(package + s) for s in suffixes)})
+            in_files = {i for i, f in enumerate(frames) if f.file in files}
+            out.append({
+                "library": key[0],
+                "check": f"{key[1]}.{key[2]}",
+                "effect": effect,
+                "sites": [{"file": file, "line": line, "function": fn, "calls": n}
+                          for (file, line, fn), n in sorted(sites.items())],
+                "files": files,
+                "ops": sum(1 for fid in node_frames if fid in in_files),
+            })
+        return out

@@ -1,0 +1,128 @@
+"""Function groups: the ``torch.*`` / ``torch.nn.functional`` call each kernel ran under.
+
+The dispatch mode of :class:`capture.torch.trace.TorchTrace` sees kernels after
+composite decompositions (``F.linear`` arrives as ``aten::t`` + ``aten::addmm``, with
+``aten::view`` around it for a 3-d input). A :class:`FunctionCalls` mode beside it, a
+``TorchFunctionMode`` active while the trace records, sees the public call those kernels
+ran under, before autograd and dispatch: ``torch.nn.functional.linear``,
+``torch.layer_norm``, ``torch.Tensor.softmax``. It records, for the outermost call only
+(a call inside one, such as ``F.layer_norm`` calling ``torch.layer_norm``, reaches no
+mode: PyTorch pops a function mode while its handler runs):
+
+* a call that ran two or more kernels, all directly in the group that was open when it
+  started: a group of its own, ``kind = "function"``, ``name`` the function's short
+  public name (``linear``, ``layer_norm``, ``scaled_dot_product_attention``),
+  ``attrs.function`` its qualified name (``torch.nn.functional.linear``),
+  ``attrs.frame`` the call site (the frame id of the line that called it); its kernels
+  move into it (the capture keeps every kernel);
+* a call that ran one kernel: no group; the node's ``params["function"]`` is the
+  qualified name;
+* a call that ran no kernel, or one during which another group opened (a module or a
+  scope ran inside it) or whose kernels landed elsewhere (autograd's, in backward
+  groups): nothing.
+
+Names: a function of ``torch.nn.functional`` is named there (``F.conv2d`` is also
+``torch.conv2d``: ``torch.nn.functional.conv2d``), else of ``torch``, else a method or
+property of ``torch.Tensor`` (``torch.Tensor.softmax``, ``torch.Tensor.__getitem__``,
+``torch.Tensor.T``), else its own public ``torch.…`` module (``torch.nn.init.normal_``).
+A function outside the ``torch`` namespace is not named and records nothing.
+
+Torch is imported at module level: one of the worker's framework modules.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from ..worker.errors import LimitExceeded
+
+if TYPE_CHECKING:  # the trace owns this mode; nothing here imports it at run time
+    from .trace import TorchTrace
+
+GROUP_KIND = "function"
+# A call's kernels become a function group from this many; one gets params["function"].
+MIN_GROUP_KERNELS = 2
+
+
+def public_name(func: Any) -> tuple[str, str] | None:
+    """``(qualified, short)`` public name of a function a function mode receives, or
+    None when it has none in the ``torch`` namespace."""
+    name = getattr(func, "__name__", None)
+    if not isinstance(name, str):
+        return None
+    if name == "__get__":  # a Tensor property's getter (x.T, x.mT)
+        prop = getattr(getattr(func, "__self__", None), "__name__", None)
+        return (f"torch.Tensor.{prop}", prop) if isinstance(prop, str) else None
+    functional = torch.nn.functional
+    if getattr(functional, name, None) is func:
+        return f"torch.nn.functional.{name}", name
+    if getattr(torch, name, None) is func:
+        return f"torch.{name}", name
+    if getattr(torch.Tensor, name, None) is func or getattr(torch._C.TensorBase, name, None) is func:
+        return f"torch.Tensor.{name}", name
+    module = getattr(func, "__module__", None)
+    if isinstance(module, str) and module.startswith("torch.") and not any(p.startswith("_") for p in module.split(".")):
+        return f"{module}.{name}", name
+    return None
+
+
+class FunctionCalls(TorchFunctionMode):
+    """The function mode of one trace's recording (see the module docstring)."""
+
+    def __init__(self, trace: "TorchTrace") -> None:
+        super().__init__()
+        self.trace = trace
+        self._names: dict[Any, tuple[str, str] | None] = {}
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        try:
+            names = self._names[func]
+        except (KeyError, TypeError):  # TypeError: an unhashable callable
+            names = public_name(func)
+            try:
+                self._names[func] = names
+            except TypeError:
+                pass
+        trace = self.trace
+        if names is None:
+            return func(*args, **kwargs)
+        b = trace.b
+        start, groups_before, parent = len(b.nodes), len(b.groups), trace.current_group
+        caller = sys._getframe(1)
+        out = func(*args, **kwargs)
+        if len(b.nodes) > start:
+            try:
+                self._ran(names, start, groups_before, parent, caller)
+            except LimitExceeded as exc:
+                if trace.limit_error is None:
+                    trace.limit_error = exc
+                raise
+        return out
+
+    def _ran(self, names: tuple[str, str], start: int, groups_before: int, parent: int | None, caller: Any) -> None:
+        trace = self.trace
+        b = trace.b
+        nodes = b.nodes
+        end = len(nodes)
+        if len(b.groups) != groups_before or trace.current_group != parent:
+            return
+        for i in range(start, end):
+            if nodes[i].group != parent:
+                return
+        qualified, short = names
+        if end - start < MIN_GROUP_KERNELS:
+            nodes[start].params["function"] = qualified
+            return
+        attrs: dict[str, Any] = {"function": qualified}
+        frame = trace.frame_of(caller)
+        if frame is not None:
+            attrs["frame"] = frame
+        gid = b.group(GROUP_KIND, short, parent, attrs)
+        for i in range(start, end):
+            nodes[i].group = gid
