@@ -81,6 +81,19 @@ STATE_NOTES = {
     "callable_state": "the state of the NNX modules the configured callable carries",
     "input_state": "the state of the NNX objects (modules, optimizers, variables) among the inputs",
 }
+# The state a factory (or the callable, or the inputs) brought is abstract: every array of
+# it a jax.ShapeDtypeStruct (nnx.eval_shape, jax.eval_shape). TensorViz's own fresh Linen
+# init is abstract too, but it stands for values the init would compute: not said here.
+ABSTRACT_STATE_NOTE = (
+    "abstract: no weights; {origin} holds shapes and dtypes only (jax.ShapeDtypeStruct, as "
+    "nnx.eval_shape or jax.eval_shape builds them): nothing was computed"
+)
+_ABSTRACT_ORIGINS = {
+    "factory_variables": "the variables the init factory returned",
+    "factory_state": "the module the init factory built",
+    "callable_state": "the NNX modules the configured callable carries",
+    "input_state": "the NNX objects among the inputs",
+}
 # An NNX module built from the literal init with the rngs TensorViz supplied.
 NNX_FRESH_NOTE = (
     "freshly initialized state, not trained weights: the NNX constructor ran on the literal init "
@@ -662,6 +675,12 @@ def capture(ctx: CaptureContext) -> Capture:
     return capture
 
 
+def _all_abstract(jax: Any, state: Any) -> bool:
+    """Every array of ``state`` a shape-and-dtype placeholder, and at least one."""
+    arrays = [leaf for leaf in jax.tree_util.tree_leaves(state) if is_array_leaf(leaf)]
+    return bool(arrays) and all(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in arrays)
+
+
 def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | None = None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "model_kind": plan.kind,
@@ -677,6 +696,9 @@ def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | N
     if plan.state_label is not None:
         meta["state"] = plan.state_label
         meta["state_note"] = plan.state_note
+        if plan.state_label in _ABSTRACT_ORIGINS and _all_abstract(jax, plan.state):
+            meta["state_abstract"] = True
+            meta["state_note"] = ABSTRACT_STATE_NOTE.format(origin=_ABSTRACT_ORIGINS[plan.state_label])
     # The RNG streams the program draws from and where each came from (jax_rngs).
     linen_streams = getattr(plan, "rng_streams", None)
     if linen_streams is not None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import math
 import sys
 from collections import Counter
+from typing import Any
 
 from capture.graph import graphfile
 from capture.graph.frame_repeats import frame_lines
@@ -69,8 +71,8 @@ def summary(capture: Capture) -> str:
         f"{len(capture.groups):,} groups, {len(capture.frames):,} frames",
     ]
     values = {v.id: v for v in _leaf_values(capture)}
-    lines.append(f"inputs:     {describe_tree(capture.inputs, values)}")
-    lines.append(f"outputs:    {describe_tree(capture.outputs, values)}")
+    lines.append(f"inputs:     {brief_tree(capture.inputs, values)}")
+    lines.append(f"outputs:    {brief_tree(capture.outputs, values)}")
     if capture.sources:
         lines.append(f"sources:    {', '.join(s.path for s in capture.sources)}")
     if capture.recipe and capture.recipe.get("model"):
@@ -103,6 +105,38 @@ def summary(capture: Capture) -> str:
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")
         lines += [f"            {line}" for line in frame_lines(f)]
     return "\n".join(lines) + "\n"
+
+
+# A structure with more leaves than this is summarised (a model's state is thousands of
+# arrays: one line of tens of kilobytes says nothing).
+BRIEF_LEAVES = 8
+
+
+def brief_tree(tree: Any, values: dict, depth: int = 0) -> str:
+    """:func:`describe_tree`, with each container of more than :data:`BRIEF_LEAVES`
+    arrays summarised: its keys (up to a few), its array count, elements and dtypes."""
+    from capture.graph.model import tree_leaves
+
+    leaves = list(tree_leaves(tree))
+    if len(leaves) <= BRIEF_LEAVES:
+        return describe_tree(tree, values)
+    if "dict" in tree and len(tree["dict"]) <= BRIEF_LEAVES and depth < 2:
+        return "{" + ", ".join(f"{k!r}: {brief_tree(t, values, depth + 1)}" for k, t in tree["dict"]) + "}"
+    if ("tuple" in tree or "list" in tree) and len(tree.get("tuple", tree.get("list"))) <= BRIEF_LEAVES and depth < 2:
+        items = [brief_tree(t, values, depth + 1) for t in tree.get("tuple", tree.get("list"))]
+        if "list" in tree:
+            return "[" + ", ".join(items) + "]"
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    found = [values[v] for v in leaves if v in values]
+    dtypes = Counter(v.dtype for v in found)
+    elements = sum(math.prod(d for d in v.shape if isinstance(d, int)) for v in found)
+    kind = "dict" if "dict" in tree else "list" if "list" in tree else "tuple" if "tuple" in tree else "tree"
+    keys = ""
+    if "dict" in tree:
+        names = [str(k) for k, _ in tree["dict"]]
+        keys = " " + ", ".join(names[:4]) + (f", … ({len(names)} keys)" if len(names) > 4 else "")
+    mix = ", ".join(f"{dt}×{n:,}" for dt, n in dtypes.most_common())
+    return f"<{kind}{keys}: {len(leaves):,} arrays, {elements:,} elements; {mix}>"
 
 
 def _ops(capture: Capture) -> Counter:

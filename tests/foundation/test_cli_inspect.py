@@ -126,3 +126,18 @@ def test_inspect_json_spells_non_finite_floats_as_strings(tmp_path):
     assert "NaN" not in proc.stdout and "Infinity" not in proc.stdout
     data = json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
     assert data["nodes"][2]["params"] == {"lo": "-inf", "hi": "inf", "fill": "nan", "ok": 0.5}
+
+
+def test_inspect_summarises_a_large_state_tree(tmp_path):
+    """Issue 25 item 3: a model's state (hundreds of arrays among the inputs) is one short
+    summary, not tens of kilobytes on one line; small parts still print in full."""
+    cap = synthetic_capture(400)
+    layers = [(f"layer{i}", {"dict": [("kernel", {"value": 2 * i}), ("bias", {"value": 2 * i + 1})]}) for i in range(150)]
+    cap.inputs = {"dict": [("args", {"tuple": [{"value": 300}]}), ("state", {"dict": layers})]}
+    path = tmp_path / "state.tvg"
+    graphfile.write(cap, path)
+    proc = tensorviz("inspect", str(path))
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("inputs:")]
+    assert len(line) < 300, line
+    assert "'args': (" in line and "'state': <dict layer0, layer1, layer2, layer3, … (150 keys): 300 arrays" in line

@@ -851,3 +851,54 @@ def test_factory_placed_and_sharded_arrays_keep_their_placement(ws):
     assert seen["handed_devices"] == [[1], [0, 1]]
     assert seen["handed_committed"] == [True, True]
     assert seen["y_sharding_kept"] == [True]
+
+
+# --------------------------------------------------------------------------- abstract state
+
+ABSTRACT_FACTORIES = """
+import jax
+import jax.numpy as jnp
+import flax.linen as nn
+from flax import nnx
+
+class Net(nnx.Module):
+    def __init__(self, rngs):
+        self.lin = nnx.Linear(3, 4, rngs=rngs)
+
+    def __call__(self, x):
+        return self.lin(x)
+
+def abstract_nnx():
+    return nnx.eval_shape(lambda: Net(nnx.Rngs(0)))
+
+def concrete_nnx():
+    return Net(nnx.Rngs(0))
+
+class Mlp(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(4)(x)
+
+def abstract_linen():
+    return Mlp().bind(jax.eval_shape(Mlp().init, jax.random.key(0), jnp.ones((2, 3))))
+"""
+
+
+@pytest.mark.parametrize("model, factory, label", [("fa:Net", "fa:abstract_nnx", "factory_state"),
+                                                   ("fa:Mlp", "fa:abstract_linen", "factory_variables")])
+def test_a_factory_state_built_abstractly_is_called_abstract(ws, model, factory, label):
+    """Issue 25 item 3: a JAX capture whose state is abstract (nnx.eval_shape,
+    jax.eval_shape) says so, never "the state of the module it built" as if it had weights."""
+    cap = run(ws, {"fa.py": ABSTRACT_FACTORIES}, profile(model, args=[SPEC_INPUT], init={"factory": factory}))
+    assert cap.meta["state"] == label
+    assert cap.meta["state_abstract"] is True
+    assert cap.meta["state_note"].startswith("abstract: no weights;")
+    assert "nothing was computed" in cap.meta["state_note"]
+    (out,) = tree_leaves(cap.outputs)
+    assert cap.values[out].shape == [2, 4]
+
+
+def test_a_factory_state_with_arrays_is_not_called_abstract(ws):
+    cap = run(ws, {"fa.py": ABSTRACT_FACTORIES}, profile("fa:Net", args=[SPEC_INPUT], init={"factory": "fa:concrete_nnx"}))
+    assert cap.meta["state"] == "factory_state" and "state_abstract" not in cap.meta
+    assert cap.meta["state_note"] == "the state of the module the init factory built"

@@ -26,7 +26,12 @@ FACTORY_STATE_NOTE = "the state of the module the init factory built"
 CALLABLE_NOTE = "the state of the NNX modules the configured callable carries"
 
 
-def _capture(state: str | None, note: str | None, *, seed: int = 0, factory: str | None = None, model="model:MLP"):
+ABSTRACT_NOTE = ("abstract: no weights; the module the init factory built holds shapes and dtypes only "
+                 "(jax.ShapeDtypeStruct, as nnx.eval_shape or jax.eval_shape builds them): nothing was computed")
+
+
+def _capture(state: str | None, note: str | None, *, seed: int = 0, factory: str | None = None, model="model:MLP",
+             **meta):
     cap = synthetic_capture(60, grouped=True)
     init = {"factory": factory} if factory else {"args": [], "kwargs": {}}
     cap.recipe = {"name": "p", "kind": "model", "framework": "jax", "model": model, "mode": "eval",
@@ -34,7 +39,7 @@ def _capture(state: str | None, note: str | None, *, seed: int = 0, factory: str
                   "inputs": {"args": [], "kwargs": {}}}
     cap.meta = {"model_kind": "linen", "device": "cpu"}
     if state is not None:
-        cap.meta.update(state=state, state_note=note)
+        cap.meta.update(state=state, state_note=note, **meta)
     return cap
 
 
@@ -51,6 +56,9 @@ def served(tmp_path_factory):
             _capture("factory_state", FACTORY_STATE_NOTE, factory="weights:build_net", model="model:Net"), "Net (factory)"),
         callable_factory=server.add_capture(
             _capture("callable_state", CALLABLE_NOTE, factory="weights:make_step", model="model:step"), "step"),
+        abstract_state=server.add_capture(
+            _capture("factory_state", ABSTRACT_NOTE, factory="weights:gemma_shapes", model="model:Net",
+                     state_abstract=True), "Net (eval_shape)"),
         plain=server.add_capture(_capture(None, None, model="model:net"), "net"),
     )
     server.start()
@@ -134,6 +142,19 @@ def test_factory_state_says_the_weights_came_from_the_workspace_factory(browser,
     app.page.locator("#title").click()  # the title opens the same summary
     app.page.wait_for_function("() => document.getElementById('inspector').dataset.kind === 'capture'")
     assert expected in app.page.locator("#inspector [data-section=state]").inner_text()
+
+
+def test_a_state_built_by_eval_shape_is_called_abstract_not_weights(browser, served, close_pages):
+    """Issue 25 item 3: state from nnx.eval_shape / jax.eval_shape has no weights."""
+    app = _open(browser, served, close_pages, "abstract_state")
+    state = _state(app)
+    assert state.get_attribute("data-state") == "factory_state"
+    assert state.inner_text() == ("Abstract: no weights. The state built by the workspace factory "
+                                  "weights:gemma_shapes holds shapes and dtypes only (eval_shape): nothing was computed.")
+    assert "Weights from" not in app.page.locator("[data-banner=coverage]").inner_text()
+    app.page.locator("#title").click()
+    app.page.wait_for_function("() => document.getElementById('inspector').dataset.kind === 'capture'")
+    assert "nothing was computed" in app.page.locator("#inspector [data-section=state]").inner_text()
 
 
 def test_a_capture_without_recorded_state_claims_nothing(browser, served, close_pages):

@@ -10,7 +10,10 @@ const FACTORY_DETAIL = {
   callable_state: "the state of the NNX modules its callable carries",
 };
 
-// {label, origin: "fresh"|"factory"|"carried"|"checkpoint"|"other", headline, note, keys?}
+// Abstract state has no values at all: a Torch abstract capture (meta.state "abstract",
+// or "checkpoint_checked": a checkpoint's names and shapes checked, nothing loaded) and a
+// JAX state built by nnx.eval_shape / jax.eval_shape (meta.state_abstract).
+// {label, origin: "fresh"|"factory"|"carried"|"checkpoint"|"abstract"|"other", headline, note, keys?}
 // or null when the capture records no state (plain functions, older captures). `keys`
 // ({missing, unexpected}) lists what a non-strict checkpoint load did not match.
 export function describeState(capture) {
@@ -24,7 +27,18 @@ export function describeState(capture) {
   let origin = "other";
   let headline;
   let keys;
-  if (label === "checkpoint") {
+  if (label === "abstract") {
+    origin = "abstract";
+    headline = "Abstract: no weights. The model was built on fake tensors: shapes, dtypes and strides only, nothing was computed.";
+  } else if (label === "checkpoint_checked") {
+    origin = "abstract";
+    const file = typeof meta.checkpoint === "string" && meta.checkpoint ? meta.checkpoint : "the checkpoint";
+    headline = `Abstract: no weights. The names and shapes of ${file} were checked against the model; nothing was loaded or computed.`;
+  } else if (meta.state_abstract === true) {
+    origin = "abstract";
+    const which = factory ? `the workspace factory ${factory}` : "its own code";
+    headline = `Abstract: no weights. The state built by ${which} holds shapes and dtypes only (eval_shape): nothing was computed.`;
+  } else if (label === "checkpoint") {
     origin = "checkpoint";
     const file = typeof meta.checkpoint === "string" && meta.checkpoint ? meta.checkpoint : "a checkpoint";
     const missing = Array.isArray(meta.checkpoint_missing) ? meta.checkpoint_missing.map(String) : [];
