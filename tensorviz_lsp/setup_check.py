@@ -94,7 +94,8 @@ def _section(
         hint = f"; did you mean {close[0]}?" if close else ""
         if lone_rename and not close:
             hint = f"; did you mean {b.missing[0]}?"
-        out.append(SetupProblem(flag, name, f"{callee} takes no {name} (it takes: {', '.join(b.taken) or 'nothing'}){hint}"))
+        out.append(SetupProblem(flag, name, f"{callee} takes no {name} (it takes: {', '.join(b.taken) or 'nothing'}){hint}",
+                                rename=(name, close[0]) if close else None))
     for name in b.missing:
         p = by_name[name]
         out.append(SetupProblem(flag, name, f"needed by {callee}{_what(p)}", f"{name}={example_value(p, flag)}"))
@@ -208,7 +209,8 @@ def example_value(p: dict[str, Any], flag: str) -> str:
     for word, text in _TYPED.items():
         if annotation == word or annotation.startswith(word + " |") or annotation == f"Optional[{word}]":
             return text
-    return "float32[2,3]" if flag == "--input" else "8"
+    # A static JAX argument is a Python value of the trace, not an array.
+    return "float32[2,3]" if flag == "--input" and not p.get("static") else "8"
 
 
 def _literal(f: dict[str, Any]) -> str:
@@ -247,7 +249,8 @@ def fixed_command(command: str, shown: str, argv: list[tuple[str, str | None]], 
         if not p.example:
             continue
         example = p.example
-        unknown = [q for q in problems if q.flag == p.flag and q.example is None and q.name and "takes no" in q.message]
+        unknown = [q for q in problems if q.flag == p.flag and q.example is None and q.name and not q.rename
+                   and "takes no" in q.message]
         missing = [q for q in problems if q.flag == p.flag and q.example is not None and "needed:" in q.message]
         if len(unknown) == 1 and len(missing) == 1 and p is missing[0]:
             given = next((text for flag, text in argv if flag == p.flag and text and _arg_name(text) == unknown[0].name),

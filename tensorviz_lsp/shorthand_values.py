@@ -102,7 +102,7 @@ def parse_value_spec(text: str, resolve: Resolve | None = None, *, flag: str | N
             flag or "", f"a factory is given with --init-factory {s} or --inputs-factory {s}")
         raise ShorthandError(f"{s} is a reference to a function, not a value; {instead}")
     try:
-        tree = ast.parse(s, mode="eval")
+        tree = ast.parse(_python_tensors(s), mode="eval")
     except SyntaxError as exc:
         if re.fullmatch(r"[A-Za-z0-9_]+\s*\[.*", s):
             raise ShorthandError("expected DTYPE[DIMS] such as float32[2,3]") from None
@@ -114,6 +114,36 @@ def parse_value_spec(text: str, resolve: Resolve | None = None, *, flag: str | N
     except RecursionError:
         raise ShorthandError("nested too deeply") from None
     return _checked(plain)
+
+
+def _python_tensors(text: str) -> str:
+    """``text`` with each tensor's shape in Python syntax, outside quoted strings:
+    ``float32[]`` becomes ``float32[()]`` and a ``?`` dimension ``None``, so that a tensor
+    nested in a call or a container reads like the top-level one."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in "'\"":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+            continue
+        m = _NESTED_TENSOR.match(text, i)
+        if m and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_.")) and m.group(1) in DTYPES:
+            dims = m.group(2)
+            inner = "()" if not dims.strip() else ",".join("None" if d.strip() == "?" else d for d in dims.split(","))
+            out.append(f"{m.group(1)}[{inner}]")
+            i = m.end()
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
+_NESTED_TENSOR = re.compile(r"([A-Za-z][A-Za-z0-9_]*)\s*\[([^\[\]'\"]*)\]")
 
 
 def _checked(value: Any) -> ValueDesc:
@@ -195,6 +225,8 @@ class _Reader:
         for d in elts:
             if isinstance(d, ast.Constant) and type(d.value) is int and d.value >= 0:
                 dims.append(d.value)
+            elif isinstance(d, ast.Constant) and d.value is None:
+                dims.append(None)  # a "?" dimension
             elif isinstance(d, ast.Name):
                 dims.append(d.id)
             else:
