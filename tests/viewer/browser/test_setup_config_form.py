@@ -26,7 +26,7 @@ import pytest
 
 from capture import recipe as recipe_model
 from capture.graph import graphfile
-from config_models import JAX_CONFIGS, NANO_GPT
+from config_models import JAX_CONFIGS, MY_LLAMA, NANO_GPT
 from tensorviz_lsp.backends import RealBackends
 from tensorviz_lsp.features.setup_form import INIT_CONTRACTS, SetupContext, draft_recipe, setup_form, setup_needs
 from viewer.server.app import ViewerServer
@@ -34,6 +34,7 @@ from viewer.server.app import ViewerServer
 from tv_browser import open_app
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
+HAS_TRANSFORMERS = HAS_TORCH and importlib.util.find_spec("transformers") is not None
 REPO = Path(__file__).resolve().parents[3]
 SHOTS = os.environ.get("TENSORVIZ_SCREENSHOTS")
 GPT_FIELDS = ["block_size", "vocab_size", "n_layer", "n_head", "n_embd", "dropout", "bias"]
@@ -54,7 +55,8 @@ def _candidate(root: Path, file: str, text: str, qualname: str):
 
 def _form(root: Path, cand, model: str, recipe=None) -> dict:
     recipe = recipe if recipe is not None else draft_recipe(cand, model)
-    return setup_form(SetupContext(root, (root / "model.py").as_uri(), cand, cand.qualname, recipe))
+    file = model.partition(":")[0] + ".py"
+    return setup_form(SetupContext(root, (root / file).as_uri(), cand, cand.qualname, recipe))
 
 
 # ------------------------------------------------------------------ the provider (no browser)
@@ -247,3 +249,66 @@ def test_filling_only_the_input_shape_captures_nanogpt(browser, served, close_pa
     assert c.failure is None
     paths = {g.attrs.get("path") for g in c.groups if g.kind == "module"}
     assert {"transformer.h.0", "transformer.h.11", "lm_head"} <= paths, "GPTConfig's n_layer = 12"
+
+
+LLAMA_SMALL = {"num_hidden_layers": "2", "hidden_size": "64", "intermediate_size": "128", "num_attention_heads": "4",
+               "num_key_value_heads": "2", "vocab_size": "100"}
+
+
+@pytest.fixture
+def served_llama(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    cand = _candidate(root, "llama.py", MY_LLAMA, "MyLlama")
+    backends = RealBackends()
+    started: list[str] = []
+
+    def provider(profile):
+        return _form(root, cand, "llama:MyLlama")
+
+    server = ViewerServer(setup_provider=provider, save_profile=lambda name, recipe: backends.save_profile(root, name, recipe),
+                          start_capture=started.append)
+    server.start()
+    try:
+        yield SimpleNamespace(server=server, root=root, started=started)
+    finally:
+        server.stop()
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers")
+def test_a_transformers_subclass_opens_with_llamaconfigs_fields(browser, served_llama, close_pages):
+    """``class MyLlama(LlamaForCausalLM)`` with ``__init__(self, config)``: the group is
+    LlamaConfig's fields read from the installed transformers' source, prefilled with its
+    defaults; six edits and a shape save a call of transformers:LlamaConfig that captures."""
+    app = open_app(browser, served_llama.server.url, ready=False)
+    close_pages.append(app)
+    page = app.page
+    page.locator("#setup").wait_for(state="visible")
+    group = page.locator("fieldset[data-field=config]")
+    assert group.locator("summary").inner_text().startswith("LlamaConfig · ")
+    field = lambda name: group.locator(f"[data-config-field={name}] [data-path]")  # noqa: E731
+    assert [field(n).input_value() for n in ("num_hidden_layers", "hidden_size", "vocab_size")] == ["32", "4096", "32000"]
+    assert field("num_key_value_heads").input_value() == "" and field("num_key_value_heads").get_attribute("placeholder") == "None"
+    card = page.locator("[data-input=input_ids]")
+    assert card.locator("[name=dtype]").input_value() == "int64"
+    for name, value in LLAMA_SMALL.items():
+        field(name).fill(value)
+    assert card.locator("[name=generator-high]").input_value() == "100"
+    card.locator("input[name=shape]").fill("1, 8")
+    _shot(page, "config-form-4-llama")
+    page.click("#setup-save")
+    page.wait_for_function("() => !document.querySelector('#setup-errors li')", timeout=10_000)
+    assert served_llama.started == ["MyLlama"]
+    profile = _saved_profile(served_llama.root, "MyLlama")
+    assert profile["init"]["kwargs"]["config"] == {"kind": "call", "target": "transformers:LlamaConfig",
+                                                   "kwargs": {k: int(v) for k, v in LLAMA_SMALL.items()}}
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.run([sys.executable, "-m", "tensorviz_lsp", "capture", "--profile", "MyLlama"],
+                          cwd=served_llama.root, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    c = graphfile.read(proc.stdout.strip())
+    assert c.failure is None
+    paths = {g.attrs.get("path") for g in c.groups if g.kind == "module"}
+    assert {"model.layers.0", "model.layers.1"} <= paths and "model.layers.2" not in paths
+    assert app.unexpected_errors() == []
