@@ -244,14 +244,16 @@ def fixed_command(command: str, shown: str, argv: list[tuple[str, str | None]], 
             if text is not None and flag == p.flag and _arg_name(text) == p.name:
                 text = re.sub(rf"\b{re.escape(p.rename[0])}(\s*=)", rf"{p.rename[1]}\1", text)  # type: ignore[index]
         kept.append((flag, text))
+    renamed_to = {(p.flag, p.rename[1]) for p in renames}  # type: ignore[index]
     fixes = []
     for p in problems:
-        if not p.example:
-            continue
+        if not p.example or (p.flag, p.name) in renamed_to:
+            continue  # nothing to show, or the misspelt argument kept above now gives it
         example = p.example
         unknown = [q for q in problems if q.flag == p.flag and q.example is None and q.name and not q.rename
                    and "takes no" in q.message]
-        missing = [q for q in problems if q.flag == p.flag and q.example is not None and "needed:" in q.message]
+        missing = [q for q in problems if q.flag == p.flag and q.example is not None
+                   and q.message.startswith("needed by")]
         if len(unknown) == 1 and len(missing) == 1 and p is missing[0]:
             given = next((text for flag, text in argv if flag == p.flag and text and _arg_name(text) == unknown[0].name),
                          None)

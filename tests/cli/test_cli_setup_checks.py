@@ -108,6 +108,10 @@ def test_an_input_name_the_forward_does_not_take(ws, capsys):
     assert "--input idx: needed by GPT.forward(idx, targets=None): token ids (int64), e.g. --input idx=int64[1,16]" in err
     # The value given to x is kept, under the name forward takes.
     assert suggested(err) == ["capture", "model.py:GPT", "--init", NANO_GPT_INIT, "--input", "idx=int64[1,16]"]
+    # A near miss is renamed in place, and the name it gives is not asked for a second time.
+    err = refused(ws, capsys, "model.py:GPT", "--init", NANO_GPT_INIT, "--input", "ids=int64[1,8]")
+    assert "--input ids: GPT.forward(idx, targets=None) takes no ids (it takes: idx, targets); did you mean idx?" in err
+    assert suggested(err) == ["capture", "model.py:GPT", "--init", NANO_GPT_INIT, "--input", "idx=int64[1,8]"]
 
 
 def test_nothing_given_lists_what_is_needed_with_a_command(ws, capsys):
