@@ -228,8 +228,8 @@ def _field_entry(root: Path, f: dict[str, Any], path: str, saved: dict[str, Any]
         "required": bool(f.get("required")) and name not in saved,
         "path": path,
     }
-    if f.get("default") is not None and not f.get("default_is_literal"):
-        entry["default_text"] = f["default"]  # shown as such; left unset
+    if f.get("default") is not None and f.get("default_is_literal") is False:
+        entry["default_text"] = f["default"]  # discovery says it is no literal: shown as such, left unset
     if choices is not None:
         entry["choices"] = choices
     if name in saved:  # the saved value; ``default`` stays the class's own

@@ -89,6 +89,35 @@ def test_a_config_parameter_is_a_group_of_the_classes_fields(tmp_path):
     assert ("evidence" in form) == bool(getattr(recipe_model, "EVIDENCE", ()))
 
 
+NON_LITERAL = """\
+from dataclasses import dataclass, field
+
+import torch.nn as nn
+
+
+@dataclass
+class Cfg:
+    sizes: list = field(default_factory=list)
+    width: int = 8
+
+
+class Net(nn.Module):
+    def __init__(self, cfg: Cfg):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+"""
+
+
+def test_a_default_that_is_no_literal_is_shown_as_written_and_left_unset(tmp_path):
+    cand = _candidate(tmp_path, "model.py", NON_LITERAL, "Net")
+    (cfg,) = _form(tmp_path, cand, "model:Net")["fields"]
+    sizes, width = cfg["config"]["fields"]
+    assert (sizes["name"], sizes["default_text"], sizes["default"]) == ("sizes", "field(default_factory=list)", None)
+    assert "default_text" not in width and width["default"] == 8
+
+
 def test_saved_calls_and_factories_come_back_into_the_form(tmp_path):
     cand = _candidate(tmp_path, "model.py", NANO_GPT, "GPT")
     recipe = draft_recipe(cand, "model:GPT")
