@@ -9,7 +9,14 @@
   form (``scripts/06_scan_over_layers.py:ScanMLP``: a file no dotted module can name, or a
   script in a folder without ``__init__.py``);
 * ``--input NAME=VALUE`` (a keyword input) or ``--input VALUE`` (the next positional);
-* ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way;
+* ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way; a
+  VALUE (:mod:`tensorviz_lsp.shorthand_values`) is a tensor, a Python literal or a call
+  (``--init 'config=GPTConfig(n_layer=4, n_embd=128)'``), read without evaluating it;
+* ``--init-factory REF`` / ``--inputs-factory REF`` — a function of yours that builds the
+  model / returns its inputs (``init.factory`` / ``inputs.factory``); REF is
+  ``pkg.module:function`` or ``path/to/file.py:function`` (relative to the current folder);
+* ``--abstract`` / ``--eager`` (Torch) — abstract evidence (``evidence = "abstract"``:
+  shapes only, nothing computed) or back to an eager run;
 * ``--framework`` — when absent, the framework is discovery's (import-free) reading of
   the symbol: a JAX function or a Flax Linen/NNX module saves ``framework = "jax"``, a
   ``torch.nn.Module`` keeps the omitted (Torch) default. A symbol discovery does not
@@ -26,41 +33,37 @@
 * ``--env NAME=VALUE`` (``tensorviz capture``/``open``) — environment for the worker only,
   e.g. ``JAX_ENABLE_X64=1`` for 64-bit JAX inputs; never saved in the profile.
 
-A VALUE is one of::
-
-    float32[2,3]              a tensor (numpy dtype names; [] is a scalar tensor)
-    float32[batch,3]          unknown dimensions: a name or "?" (capture asks for them)
-    int64[4,8]:randint(0,100) with a generator: zeros, ones, arange, full(V),
-                              normal(MEAN,STD), uniform(LOW,HIGH), randint(LOW,HIGH)
-    8   2.5   true   false    static Python values (numbers, booleans)
-    none                      Python None
-    relu   'relu'   "a b"     strings (quotes optional for a single word)
+The profile is the one already saved for the symbol (the first whose ``model`` names
+it, whatever its name), else a new one named like the symbol (``GPT``; ``GPT_2`` when
+that name is taken), as the editor's lens names it. What the setup then still lacks (a
+required constructor field or input, an input name the callable does not take) is
+:mod:`tensorviz_lsp.setup_check`'s to say, before anything is saved or run.
 """
 
 from __future__ import annotations
 
-import ast
 import os
-import re
+import sys
+import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from capture.recipe import (
-    DTYPES,
+    RECIPES_FILE,
     CallSetup,
-    NoneDesc,
     Recipe,
-    RecipeError,
-    StaticDesc,
     ValueDesc,
     model_ref_for,
-    parse_value,
+    module_file,
     profile_name,
+    split_ref,
 )
 
+from .shorthand_values import GRAMMAR_HELP, Names, Resolve, ShorthandError, parse_value_spec  # noqa: F401
 
-class ShorthandError(ValueError):
-    """A shorthand argument that cannot be understood; ``str()`` says which and why."""
+if TYPE_CHECKING:  # discovery (libcst) is imported when a command uses it
+    from discovery import Candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +81,6 @@ class Target:
     @property
     def ref(self) -> str:
         return f"{self.module}:{self.qualname}"
-
-
-_TENSOR = re.compile(r"^(?P<dtype>[A-Za-z0-9_]+)\[(?P<dims>[^\]]*)\](?::(?P<gen>.+))?$")
-_GEN = re.compile(r"^(?P<kind>[a-z]+)(?:\((?P<args>[^)]*)\))?$")
-_GEN_PARAMS = {"full": ("value",), "normal": ("mean", "std"), "uniform": ("low", "high"), "randint": ("low", "high"),
-               "zeros": (), "ones": (), "arange": ()}
 
 
 def parse_target(text: str, workspace: str | os.PathLike[str] | None = None) -> Target:
@@ -119,109 +116,69 @@ def parse_target(text: str, workspace: str | os.PathLike[str] | None = None) -> 
     return Target(file=file, workspace=root, module=ref.rpartition(":")[0], qualname=qualname)
 
 
-def parse_value_spec(text: str) -> ValueDesc:
-    """One VALUE (see the module docstring) as a value description."""
-    s = text.strip()
-    m = _TENSOR.match(s)
-    if m:
-        return _tensor(s, m)
-    lowered = s.lower()
-    if lowered in ("true", "false"):
-        return StaticDesc(lowered == "true")
-    if lowered == "none":
-        return NoneDesc()
-    if re.fullmatch(r"[+-]?\d+", s):
-        return StaticDesc(int(s))
-    try:
-        number = float(s)
-    except ValueError:
-        pass
-    else:
-        if re.fullmatch(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|nan)", lowered):
-            return StaticDesc(number)
-    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
-        try:
-            value = ast.literal_eval(s)
-        except (ValueError, SyntaxError):
-            raise ShorthandError(f"{text!r}: unterminated or invalid quoted string") from None
-        return _checked(value, text)
-    if re.fullmatch(r"[A-Za-z0-9_]+\[.*", s):
-        raise ShorthandError(f"{text!r}: expected DTYPE[DIMS] such as float32[2,3]")
-    return _checked(s, text)
-
-
-def _checked(value: object, text: str) -> ValueDesc:
-    try:
-        return parse_value(value, at=text)
-    except RecipeError as exc:
-        raise ShorthandError(f"{text!r}: {exc.problem}") from None
-
-
-def _tensor(text: str, m: re.Match) -> ValueDesc:
-    dtype = m.group("dtype")
-    if dtype not in DTYPES:
-        raise ShorthandError(f"{text!r}: unknown dtype {dtype!r} (expected one of {', '.join(DTYPES)})")
-    dims: list[int | str | None] = []
-    inner = m.group("dims").strip()
-    for raw in inner.split(",") if inner else []:
-        d = raw.strip()
-        if re.fullmatch(r"\d+", d):
-            dims.append(int(d))
-        elif d == "?":
-            dims.append(None)
-        elif d.isidentifier():
-            dims.append(d)
-        else:
-            raise ShorthandError(f"{text!r}: dimension {d!r} is not a size, a name or '?'")
-    desc: dict = {"kind": "tensor", "shape": dims, "dtype": dtype}
-    gen = m.group("gen")
-    if gen is not None:
-        g = _GEN.match(gen.strip())
-        if not g or g.group("kind") not in _GEN_PARAMS:
-            raise ShorthandError(
-                f"{text!r}: unknown generator {gen!r} (expected zeros, ones, arange, full(V), normal(MEAN,STD), "
-                "uniform(LOW,HIGH) or randint(LOW,HIGH))"
-            )
-        kind = g.group("kind")
-        params = _GEN_PARAMS[kind]
-        raw_args = [a.strip() for a in (g.group("args") or "").split(",") if a.strip()]
-        if len(raw_args) != len(params):
-            raise ShorthandError(f"{text!r}: {kind} takes {len(params)} argument(s): {', '.join(params) or 'none'}")
-        gdesc: dict = {"kind": kind}
-        for name, a in zip(params, raw_args):
-            try:
-                value = ast.literal_eval(a)
-            except (ValueError, SyntaxError):
-                value = {"true": True, "false": False}.get(a.lower(), a)
-            gdesc[name] = value
-        desc["generator"] = gdesc
-    return _checked(desc, text)
-
-
-def parse_argument(text: str) -> tuple[str | None, ValueDesc]:
-    """``NAME=VALUE`` → ``(NAME, desc)``; ``VALUE`` → ``(None, desc)`` (positional)."""
+def parse_argument(
+    text: str, resolve: Resolve | None = None, flag: str | None = None
+) -> tuple[str | None, ValueDesc]:
+    """``NAME=VALUE`` → ``(NAME, desc)``; ``VALUE`` → ``(None, desc)`` (positional).
+    ``resolve``: how a called name becomes a target (:class:`Names`); ``flag``: the
+    option the argument came with, for messages."""
     name, sep, rest = text.partition("=")
-    if sep and name.strip().isidentifier():
-        return name.strip(), parse_value_spec(rest)
-    return None, parse_value_spec(text)
+    if sep and name.strip().isidentifier() and not rest.startswith("="):
+        return name.strip(), parse_value_spec(rest, resolve, flag=flag)
+    return None, parse_value_spec(text, resolve, flag=flag)
 
 
-def call_setup(arguments: list[str], what: str = "--input") -> CallSetup:
+class ArgumentError(ShorthandError):
+    """A ``--input``/``--init`` argument that cannot be read: ``flag``, the argument's
+    ``name`` (None for a positional one), its ``text`` and the ``problem``."""
+
+    def __init__(self, flag: str, name: str | None, text: str, problem: str) -> None:
+        super().__init__(f"{flag} {text}: {problem}")
+        self.flag, self.name, self.text, self.problem = flag, name, text, problem
+
+
+def call_setup(arguments: list[str], what: str = "--input", resolve: Resolve | None = None) -> CallSetup:
     """Repeated ``--input``/``--init`` arguments as literal ``args``/``kwargs``."""
     args: list[ValueDesc] = []
     kwargs: dict[str, ValueDesc] = {}
     for text in arguments:
+        name, sep, _ = text.partition("=")
+        shown_name = name.strip() if sep and name.strip().isidentifier() else None
         try:
-            name, desc = parse_argument(text)
+            name, desc = parse_argument(text, resolve, what)
         except ShorthandError as exc:
-            raise ShorthandError(f"{what} {exc}") from None
+            raise ArgumentError(what, shown_name, text, str(exc)) from None
         if name is None:
             args.append(desc)
         elif name in kwargs:
-            raise ShorthandError(f"{what} {name} is given twice")
+            raise ArgumentError(what, name, text, f"{name} is given twice")
         else:
             kwargs[name] = desc
     return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
+
+
+def factory_ref(text: str, workspace: Path, what: str) -> str:
+    """``--init-factory``/``--inputs-factory`` REF as a recipe's factory reference:
+    ``pkg.module:function`` as given (the workspace's module, or an installed one), or
+    ``path/to/file.py:function`` (relative to the current folder, or absolute) as the
+    workspace reference of that file (dotted where that import works)."""
+    module, sep, qualname = text.strip().rpartition(":")
+    example = f"{what} setup.py:build  (or {what} pkg.setup:build)"
+    if not sep or not module or not qualname:
+        raise ShorthandError(f"{what} {text!r}: expected MODULE:FUNCTION or FILE.py:FUNCTION, e.g. {example}")
+    if not all(p.isidentifier() for p in qualname.split(".")):
+        raise ShorthandError(f"{what} {text!r}: {qualname!r} is not a Python name; e.g. {example}")
+    if module.endswith(".py") or "/" in module or os.sep in module:
+        file = Path(os.path.abspath(os.path.expanduser(module)))
+        if not file.is_file():
+            raise ShorthandError(f"{what} {text!r}: no file {module}")
+        ref = model_ref_for(workspace, file, qualname)
+        if ref is None:
+            raise ShorthandError(f"{what} {text!r}: {file} is not a .py file inside the workspace {workspace}")
+        return ref
+    if not all(p.isidentifier() for p in module.split(".")):
+        raise ShorthandError(f"{what} {text!r}: {module!r} is not a dotted module name; e.g. {example}")
+    return f"{module}:{qualname}"
 
 
 def workspace_file(text: str, workspace: Path, what: str) -> str:
@@ -253,14 +210,28 @@ def fixture_keys(items: list[str]) -> dict[str, str]:
     return out
 
 
-def discovered_framework(target: Target, python: str | None = None) -> str:
-    """The framework discovery (import-free) gives ``target``'s symbol: ``"jax"`` for a
-    JAX function or a Flax Linen/NNX module, ``"torch"`` for a ``torch.nn.Module``.
+# --------------------------------------------------------------------------- discovery
+
+
+@dataclass(frozen=True, slots=True)
+class Discovered:
+    """What discovery (import-free) read for the shorthand's symbol: its ``candidate``,
+    and the capture interpreter's package folders (``installed``) it read bases from."""
+
+    candidate: "Candidate"
+    installed: tuple[str, ...] = ()
+
+    @property
+    def framework(self) -> str:
+        return str(self.candidate.framework)
+
+
+def discover_symbol(target: Target, python: str | None = None) -> Discovered:
+    """Discovery's candidate for ``target``'s symbol, library bases read from ``python``
+    (else the workspace's ``.venv``, else this Python).
 
     Raises :class:`ShorthandError` naming the file and the candidates discovery found
     when the symbol is not one of them (a typo, or something discovery cannot see)."""
-    import sys
-
     from discovery import WorkspaceIndex, discover_source, find_environment
 
     try:
@@ -274,7 +245,7 @@ def discovered_framework(target: Target, python: str | None = None) -> str:
     result = discover_source(text, str(target.file), index=WorkspaceIndex(target.workspace, libraries))
     for cand in result.candidates:
         if cand.qualname == target.qualname:
-            return str(cand.framework)
+            return Discovered(cand, tuple(libraries.paths) if libraries is not None else ())
     shown = _shown(target)
     found = ", ".join(f"{c.qualname} ({c.kind})" for c in result.candidates)
     problems = "; ".join(e.message for e in result.errors)
@@ -287,6 +258,39 @@ def discovered_framework(target: Target, python: str | None = None) -> str:
     raise ShorthandError("\n".join(lines))
 
 
+def discovered_framework(target: Target, python: str | None = None) -> str:
+    """The framework discovery (import-free) gives ``target``'s symbol: ``"jax"`` for a
+    JAX function or a Flax Linen/NNX module, ``"torch"`` for a ``torch.nn.Module``
+    (see :func:`discover_symbol` for the errors)."""
+    return discover_symbol(target, python).framework
+
+
+def names_for(target: Target, discovered: Discovered | None = None) -> Names:
+    """How a called name in ``target``'s shorthand resolves: through the model's module,
+    the config classes discovery read for its parameters, then as a dotted path."""
+    configs: dict[str, str] = {}
+    if discovered is not None:
+        cand = discovered.candidate
+        params = [*cand.setup_fields, *cand.call_inputs]
+        for param in params:
+            for cfg in _configs_in(param.config):
+                ref = cfg.target if cfg.library else model_ref_for(target.workspace, Path(cfg.file), cfg.qualname)
+                if ref:
+                    configs.setdefault(cfg.name, ref)
+    return Names(target.workspace, target.file, target.module, configs=configs,
+                 installed=discovered.installed if discovered is not None else ())
+
+
+def _configs_in(config: Any, depth: int = 0) -> list[Any]:
+    """A config class and those of its fields, nested (bounded)."""
+    if config is None or depth > 8:
+        return []
+    out = [config]
+    for f in config.fields:
+        out += _configs_in(f.config, depth + 1)
+    return out
+
+
 def _shown(target: Target) -> str:
     try:
         return target.file.relative_to(Path.cwd().resolve()).as_posix()
@@ -294,11 +298,47 @@ def _shown(target: Target) -> str:
         return str(target.file)
 
 
-def default_profile_name(target: Target) -> str:
-    """``pkg.model:Net`` → ``pkg_model_Net``, ``scripts/06_scan.py:Net`` →
-    ``scripts_06_scan_Net`` (what the shorthand saves by default)."""
-    module = target.module[: -len(".py")] if target.module.endswith(".py") else target.module
-    return profile_name(f"{module}_{target.qualname}")
+# --------------------------------------------------------------------------- the profile
+
+
+def default_profile_name(target: Target, taken: Any = ()) -> str:
+    """The name a new profile of ``target`` gets: the symbol's, as the editor's lens
+    names it (``GPT``; ``Net_Block`` for ``Net.Block``), with ``_2``… when ``taken``."""
+    return profile_name(target.qualname, taken)
+
+
+def profile_for_target(target: Target) -> tuple[str | None, list[str]]:
+    """``(name, every profile name)``: the first saved profile whose ``model`` names
+    ``target``'s symbol (the same reference, or the same file and qualname in the other
+    form), None when none does. Read without validating, so that a profile TensorViz
+    would refuse to rewrite is still found (and then left alone with its error)."""
+    path = target.workspace / RECIPES_FILE
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None, []
+    profiles = doc.get("profiles")
+    if not isinstance(profiles, dict):
+        return None, []
+    names = list(profiles)
+    for name, table in profiles.items():
+        model = table.get("model") if isinstance(table, dict) else None
+        if isinstance(model, str) and _same_symbol(target, model):
+            return name, names
+    return None, names
+
+
+def _same_symbol(target: Target, model: str) -> bool:
+    if model == target.ref:
+        return True
+    module, qualname = split_ref(model)
+    if qualname != target.qualname or not module:
+        return False
+    try:
+        file = module_file(target.workspace, module)
+        return file is not None and file.resolve() == target.file.resolve()
+    except (OSError, ValueError):
+        return False
 
 
 def build_recipe(
@@ -316,10 +356,15 @@ def build_recipe(
     strict: bool | None = None,
     fixture: str | None = None,
     fixture_key: list[str] | None = None,
+    init_factory: str | None = None,
+    inputs_factory: str | None = None,
+    evidence: str | None = None,
+    resolve: Resolve | None = None,
 ) -> Recipe:
     """The profile the shorthand describes. With ``existing`` (the saved profile of the
     same name), everything the shorthand does not give is kept from it: ``inputs`` only
-    replaces the saved inputs when at least one ``--input`` is given, likewise ``init``.
+    replaces the saved inputs when at least one ``--input`` (or ``--inputs-factory``) is
+    given, likewise ``init``.
 
     ``framework`` (``--framework``) wins; else ``discovered`` (discovery's framework of
     the symbol: ``"jax"`` is saved explicitly, ``"torch"`` stays the omitted default
@@ -329,7 +374,16 @@ def build_recipe(
 
     ``checkpoint``/``fixture`` are workspace-relative paths (see :func:`workspace_file`);
     ``strict = False`` is ``--no-strict``; ``fixture_key`` the ``--fixture-key`` items.
-    A ``--fixture`` takes keyword ``--input``s as literal kwargs beside it."""
+    A ``--fixture`` takes keyword ``--input``s as literal kwargs beside it.
+    ``init_factory``/``inputs_factory`` are factory references (:func:`factory_ref`);
+    ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``);
+    ``resolve`` how a called name in a VALUE becomes a target (:func:`names_for`)."""
+    if init_factory is not None and inits:
+        raise ShorthandError("give either --init (constructor arguments) or --init-factory (a function that builds "
+                             "the model), not both")
+    if inputs_factory is not None and (inputs or fixture is not None):
+        raise ShorthandError("give either --input/--fixture or --inputs-factory (a function that returns the "
+                             "inputs), not both")
     name = name or (existing.name if existing else default_profile_name(target))
     if existing is not None:
         base = replace(existing, name=name, model=target.ref)
@@ -338,7 +392,7 @@ def build_recipe(
     data = base.to_dict()
     saved_init = {k: data["init"][k] for k in ("checkpoint", "strict") if k in data["init"]}
     if fixture is not None:
-        literal = call_setup(inputs or [], "--input")
+        literal = call_setup(inputs or [], "--input", resolve)
         if literal.args:
             raise ShorthandError("--fixture gives the inputs: a positional --input cannot join it (keyword ones can)")
         data["inputs"] = {"fixture": fixture, **({"kwargs": literal.to_dict()["kwargs"]} if literal.kwargs else {})}
@@ -348,10 +402,14 @@ def build_recipe(
         if not data["inputs"].get("fixture"):
             raise ShorthandError("--fixture-key maps the keys of a fixture: give --fixture too")
         data["inputs"]["fixture_keys"] = fixture_keys(fixture_key)
+    elif inputs_factory is not None:
+        data["inputs"] = {"factory": inputs_factory}
     elif inputs:
-        data["inputs"] = call_setup(inputs, "--input").to_dict()
-    if inits:
-        data["init"] = {**call_setup(inits, "--init").to_dict(), **saved_init}
+        data["inputs"] = call_setup(inputs, "--input", resolve).to_dict()
+    if init_factory is not None:
+        data["init"] = {"factory": init_factory, **saved_init}
+    elif inits:
+        data["init"] = {**call_setup(inits, "--init", resolve).to_dict(), **saved_init}
     if checkpoint is not None:
         data["init"] = {**data["init"], "checkpoint": checkpoint}
     if strict is not None:
@@ -366,6 +424,14 @@ def build_recipe(
         data["device"] = device
     if seed is not None:
         data["seed"] = seed
+    if evidence is not None:
+        if data.get("framework") not in (None, "torch"):
+            raise ShorthandError(f"--{evidence} is a Torch choice: a {data['framework']} capture is a traced program "
+                                 "(shapes only, nothing computed) already")
+        if evidence == "eager":
+            data.pop("evidence", None)
+        else:
+            data["evidence"] = evidence
     recipe = Recipe.from_dict(data)
     explicit = framework is not None or (existing is not None and existing.framework_explicit)
     return replace(recipe, framework_explicit=explicit or recipe.framework != "torch")

@@ -5,8 +5,11 @@
 
 The newest capture is kept whatever it gave, a failure capture included (it says why),
 except a capture refused before anything ran (an untrusted workspace, unsaved editor
-buffers) or cancelled: that leaves the file as it was. ``tensorviz capture -o OUT.tvg``
-writes OUT.tvg instead. Writes are atomic: a failed write leaves the old file.
+buffers) or cancelled: that leaves the file as it was. A failure never replaces a good
+graph, though: when ``PROFILE.tvg`` holds a successful capture, the failure is written
+beside it as ``PROFILE.failed.tvg`` (:func:`failure_file`), and the next successful
+capture removes that. ``tensorviz capture -o OUT.tvg`` writes OUT.tvg instead (and
+``OUT.failed.tvg`` by the same rule). Writes are atomic: a failed write leaves the old file.
 """
 
 from __future__ import annotations
@@ -32,6 +35,23 @@ def graph_file(workspace: str | os.PathLike[str], profile: str) -> Path:
     if not PROFILE_NAME.match(profile):
         raise GraphFileNameError(f"{profile!r} is not a profile name a graph file can have")
     return Path(workspace) / CAPTURES_DIR / f"{profile}.tvg"
+
+
+def failure_file(path: Path) -> Path:
+    """Where a failure goes when ``path`` holds a good graph: ``NAME.failed.tvg`` beside it."""
+    stem = path.name[: -len(".tvg")] if path.name.endswith(".tvg") else path.name
+    return path.with_name(f"{stem}.failed.tvg")
+
+
+def holds_good_capture(path: Path) -> bool:
+    """Whether ``path`` is a graph file of a successful capture (read like any file:
+    a broken or failed one is not good, and may be replaced)."""
+    if not path.is_file():
+        return False
+    try:
+        return graphfile.read(path).failure is None
+    except (graphfile.GraphFileError, OSError):
+        return False
 
 
 def write_encoded(data: bytes, path: Path) -> None:

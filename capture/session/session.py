@@ -9,7 +9,7 @@
    :func:`capture.session.runner.run_worker`, a one-shot worker; the language server
    passes its ``Backends.run_capture``, which may use the folder's warm worker);
 4. writes the graph file in its one place (:mod:`capture.session.graph_files`), or the
-   request's ``output``;
+   request's ``output`` (a failure beside a good graph, never over it);
 5. keeps a successful capture in the history (:mod:`capture.session.history`) and
    returns the capture kept before it, for a diff.
 
@@ -28,7 +28,14 @@ from ..graph import graphfile
 from ..graph.model import Capture
 from ..worker.limits import Limits
 from .checks import files_to_save, preflight
-from .graph_files import NOT_WRITTEN_STAGES, GraphFileNameError, graph_file, write_encoded
+from .graph_files import (
+    NOT_WRITTEN_STAGES,
+    GraphFileNameError,
+    failure_file,
+    graph_file,
+    holds_good_capture,
+    write_encoded,
+)
 from .history import Baseline, CaptureHistory, HistoryError, HistoryLimits
 from .job import CaptureJob, Log, Progress
 from .runner import make_job, run_worker
@@ -140,11 +147,18 @@ def _keep(request: CaptureRequest, result: SessionResult) -> None:
     except (GraphFileNameError, ValueError) as exc:
         result.problems.append(f"cannot write the graph file: {exc}")
         return
+    if capture.failure is not None and holds_good_capture(target):
+        target = failure_file(target)  # the last good graph stays where it is
     try:
         write_encoded(data, target)
         result.graph_file = target
     except OSError as exc:
         result.problems.append(f"cannot write {target}: {exc.strerror or exc}")
+    if capture.failure is None and result.graph_file is not None:
+        try:
+            failure_file(target).unlink(missing_ok=True)  # older than the graph now in place
+        except OSError as exc:
+            result.problems.append(f"cannot remove the older failure {failure_file(target)}: {exc.strerror or exc}")
     if capture.failure is not None or request.history is None:
         return
     history = CaptureHistory(request.workspace, request.history)

@@ -3,17 +3,25 @@
     tensorviz capture --workspace DIR --profile NAME [-o OUT.tvg] [--python PATH] [--timeout S]
                       [--env NAME=VALUE …]
     tensorviz capture FILE.py:SYMBOL --input x=float32[2,3] [--init width=8]
-                      [--framework jax] [--device cpu] [--profile NAME] [-o OUT.tvg]
+                      [--init 'config=GPTConfig(n_layer=2)'] [--init-factory REF]
+                      [--inputs-factory REF] [--abstract] [--framework jax] [--device cpu]
+                      [--profile NAME] [-o OUT.tvg]
 
 The shorthand form saves (or updates) the profile in ``.tensorviz/recipes.toml`` first,
 then captures it; without ``--framework`` the framework is the one discovery finds for
-the symbol (a JAX function or Flax module saves ``framework = "jax"``). ``--env`` sets
-environment variables for the capture worker only (``JAX_ENABLE_X64=1`` for 64-bit JAX
-inputs); they are not saved. The graph file goes where the editor's go too,
+the symbol (a JAX function or Flax module saves ``framework = "jax"``). Before anything is
+saved or run, the setup is checked against discovery's reading of the symbol
+(:mod:`tensorviz_lsp.setup_check`): a required constructor field or input nothing gives,
+or an input name the callable does not take, is a usage error listing what is needed and
+a command that would work (``--profile NAME`` alone is checked the same way). ``--env``
+sets environment variables for the capture worker only (``JAX_ENABLE_X64=1`` for 64-bit
+JAX inputs); they are not saved. The graph file goes where the editor's go too,
 ``.tensorviz/captures/NAME.tvg`` (``-o`` writes another file instead); a failed capture is
-still written, as a failure capture. A successful one is also kept in the workspace's
-capture history (``.tensorviz/captures/history/NAME/``, the last 10: ``tensorviz diff
---profile NAME``). Both through :func:`capture.session.run_session`, as in the editor.
+still written, as a failure capture, but never over a good graph file: it then goes
+beside it, ``NAME.failed.tvg`` (see :mod:`capture.session.graph_files`). A successful one
+is also kept in the workspace's capture history (``.tensorviz/captures/history/NAME/``,
+the last 10: ``tensorviz diff --profile NAME``). Both through
+:func:`capture.session.run_session`, as in the editor.
 Exit status: 0 captured, 1 a failure capture was written (why on stderr), 2 usage error.
 """
 
@@ -38,22 +46,36 @@ from capture.session.checks import default_interpreter
 from capture.worker.limits import Limits
 from capture.worker.protocol import environment_needed, inputs_needed
 
-from ..recipes_store import RecipeStoreError, existing_profile, save_profile
+from ..recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
+from ..setup_check import describe, example_value, fixed_command, setup_problems
 from ..shorthand import (
+    GRAMMAR_HELP,
+    ArgumentError,
+    Discovered,
     ShorthandError,
+    Target,
     build_recipe,
-    call_setup,
     default_profile_name,
-    discovered_framework,
+    discover_symbol,
+    factory_ref,
+    names_for,
     parse_target,
+    profile_for_target,
     workspace_file,
 )
+
+DESCRIPTION = """\
+Capture a model as a graph file (.tvg): a saved setup (--profile NAME), or the shorthand
+FILE.py:SYMBOL with its inputs (--input) and constructor arguments (--init), which saves
+or updates the symbol's profile in .tensorviz/recipes.toml first. The setup is checked
+against the symbol's parameters (read from source) before anything is saved or run.
+Exit status: 0 captured, 1 the capture failed (a failure record is written), 2 usage error."""
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "capture",
         help="capture a saved setup (or FILE.py:SYMBOL with --input …) into a .tvg graph file",
-        description=__doc__.split("\n\n")[0],
+        description=DESCRIPTION, epilog=GRAMMAR_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_setup_options(p)
     p.add_argument("-o", "--output", metavar="OUT.tvg", help=f"graph file to write (default: {CAPTURES_DIR.as_posix()}/NAME.tvg)")
@@ -67,8 +89,24 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", nargs="?", metavar="FILE.py:SYMBOL", help="shorthand: the symbol to capture")
     p.add_argument("--workspace", metavar="DIR", help="workspace root (default: the current folder, or the file's)")
     p.add_argument("--profile", metavar="NAME", help="the saved setup to capture (shorthand: the name to save as)")
-    p.add_argument("--input", action="append", default=[], metavar="[NAME=]VALUE", help="shorthand: an input, e.g. x=float32[2,3]")
-    p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE", help="shorthand: a constructor argument, e.g. width=8")
+    p.add_argument("--input", action="append", default=[], metavar="[NAME=]VALUE",
+                   help="shorthand: an input (repeatable), e.g. x=float32[2,3] or idx=int64[1,16]; VALUE below")
+    p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE",
+                   help="shorthand: a constructor argument (repeatable), e.g. width=8 or "
+                        "'config=GPTConfig(n_layer=4, n_embd=128)'; VALUE below")
+    p.add_argument("--init-factory", metavar="REF",
+                   help="shorthand: a function of yours that builds the model, MODULE:FUNCTION or FILE.py:FUNCTION "
+                        "(called with no arguments; returns the module, a bound Linen module, an NNX module or a "
+                        "configured callable)")
+    p.add_argument("--inputs-factory", metavar="REF",
+                   help='shorthand: a function of yours that returns the inputs, {"args": (...), "kwargs": {...}} '
+                        "or a mapping of named inputs")
+    evidence = p.add_mutually_exclusive_group()
+    evidence.add_argument("--abstract", dest="evidence", action="store_const", const="abstract",
+                          help="shorthand (Torch): abstract evidence, shapes only, nothing computed (no parameter "
+                               "storage: models larger than memory)")
+    evidence.add_argument("--eager", dest="evidence", action="store_const", const="eager",
+                          help="shorthand (Torch): run the model (the default; undoes a saved --abstract)")
     # Read when the parser is built, so a test plug-in (TENSORVIZ_TEST_PLUGINS) is a choice too.
     names = framework_names()
     p.add_argument("--framework", choices=names,
@@ -145,13 +183,17 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
             raise ShorthandError(f"the shorthand does not make a valid setup: {exc}") from None
     else:
         if (args.input or args.init or args.framework or args.device or args.seed is not None
-                or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None):
+                or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
+                or args.init_factory or args.inputs_factory or args.evidence):
             raise ShorthandError(
-                "--input/--init/--framework/--device/--seed/--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
+                "--input/--init/--init-factory/--inputs-factory/--abstract/--framework/--device/--seed/--checkpoint/"
+                "--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
         workspace = Path(args.workspace or ".").expanduser().resolve()
         profile = args.profile
+        if workspace.is_dir():
+            check_saved_profile(args, workspace, profile)
     if not workspace.is_dir():
         raise ShorthandError(f"the workspace {workspace} is not a folder")
     return workspace, profile
@@ -291,43 +333,125 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
 
     Without ``--framework`` the framework comes from discovery (import-free): a JAX
     function or Flax module is saved with ``framework = "jax"``. A symbol discovery
-    does not know is a usage error, unless the profile being updated names its
-    framework already."""
+    does not know is a usage error, unless the framework is given or the profile being
+    updated names its framework already. The profile is the one saved for the symbol
+    (found by its ``model``), else a new one named like the symbol. A setup that lacks
+    what the symbol needs is a usage error, and nothing is saved."""
     target = parse_target(args.target, args.workspace)
-    # Bad --input/--init are reported before anything else is looked at.
-    call_setup(args.input, "--input")
-    call_setup(args.init, "--init")
     checkpoint = workspace_file(args.checkpoint, target.workspace, "--checkpoint") if args.checkpoint else None
     fixture = workspace_file(args.fixture, target.workspace, "--fixture") if args.fixture else None
-    name = args.profile
+    init_factory = factory_ref(args.init_factory, target.workspace, "--init-factory") if args.init_factory else None
+    inputs_factory = (factory_ref(args.inputs_factory, target.workspace, "--inputs-factory")
+                      if args.inputs_factory else None)
+    found, taken = profile_for_target(target)
+    name = args.profile or found or default_profile_name(target, taken)
     # An absent profile is written afresh; an invalid one (a hand edit TensorViz does not
     # understand) is left alone with the error naming the key and line (RecipeStoreError).
-    existing = existing_profile(target.workspace, name or default_profile_name(target))
-    discovered = None
-    if args.framework is None:
-        try:
-            discovered = discovered_framework(target, getattr(args, "python", None))
-        except ShorthandError:
-            if existing is None or not existing.framework_explicit:
-                raise
-            # The saved profile names its framework: nothing is guessed.
-    recipe = build_recipe(
-        target,
-        inputs=args.input,
-        inits=args.init,
-        framework=args.framework,
-        device=args.device,
-        seed=args.seed,
-        name=name,
-        existing=existing,
-        discovered=discovered,
-        checkpoint=checkpoint,
-        strict=args.strict,
-        fixture=fixture,
-        fixture_key=args.fixture_key,
-    )
+    existing = existing_profile(target.workspace, name)
+    discovered: Discovered | None = None
+    try:
+        discovered = discover_symbol(target, getattr(args, "python", None))
+    except ShorthandError:
+        if args.framework is None and (existing is None or not existing.framework_explicit):
+            raise
+        # The framework is given, or the saved profile names it: nothing is guessed, and
+        # nothing discovery cannot see is checked.
+    try:
+        recipe = build_recipe(
+            target,
+            inputs=args.input,
+            inits=args.init,
+            framework=args.framework,
+            device=args.device,
+            seed=args.seed,
+            name=name,
+            existing=existing,
+            discovered=discovered.framework if discovered is not None and args.framework is None else None,
+            checkpoint=checkpoint,
+            strict=args.strict,
+            fixture=fixture,
+            fixture_key=args.fixture_key,
+            init_factory=init_factory,
+            inputs_factory=inputs_factory,
+            evidence=args.evidence,
+            resolve=names_for(target, discovered),
+        )
+    except ArgumentError as exc:
+        example = _argument_example(exc, discovered)
+        raise ShorthandError(str(exc) + (f"\n  e.g. {exc.flag} {example}" if example else "")) from None
+    if discovered is not None:
+        problems = setup_problems(recipe, discovered.candidate)
+        if problems:
+            shown = f"{_shown_file(target)}:{target.qualname}"
+            argv = _typed_arguments(args)
+            command = fixed_command(args.command, shown, argv, problems, args.profile)
+            raise ShorthandError(describe(problems, shown, command))
     save_profile(target.workspace, recipe)
     return target.workspace, recipe.name
+
+
+def check_saved_profile(args: argparse.Namespace, workspace: Path, profile: str) -> None:
+    """``--profile NAME`` alone: the saved setup checked like the shorthand's, when it
+    validates and discovery finds its model (else the capture says what is wrong)."""
+    from capture.recipe import RecipeError as _RecipeError, module_file
+
+    try:
+        recipe = load_profile(workspace, profile)
+    except (_RecipeError, OSError):
+        return
+    module, _, qualname = recipe.model.partition(":")
+    try:
+        file = module_file(workspace, module)
+    except (OSError, ValueError):
+        file = None
+    if file is None:
+        return
+    target = Target(file=file.resolve(), workspace=workspace, module=module, qualname=qualname)
+    try:
+        discovered = discover_symbol(target, getattr(args, "python", None))
+    except ShorthandError:
+        return
+    problems = setup_problems(recipe, discovered.candidate)
+    if problems:
+        shown = f"{_shown_file(target)}:{qualname}"
+        found, _ = profile_for_target(target)
+        command = fixed_command(args.command, shown, [], problems, None if found == profile else profile)
+        raise ShorthandError(describe(problems, shown, command).replace(
+            "; nothing was saved or run:", f" (profile {profile}); nothing was run:", 1))
+
+
+def _argument_example(exc: ArgumentError, discovered: Discovered | None) -> str | None:
+    """A valid ``NAME=VALUE`` for the argument an :class:`ArgumentError` is about."""
+    if discovered is None or exc.name is None:
+        return None
+    cand = discovered.candidate
+    params = cand.setup_fields if exc.flag == "--init" else cand.call_inputs
+    for p in params:
+        if p.name == exc.name:
+            return f"{p.name}={example_value(p.to_json(), exc.flag)}"
+    return None
+
+
+def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """The shorthand's setup arguments as typed, for a command line that would work."""
+    out: list[tuple[str, str | None]] = [("--init", t) for t in args.init] + [("--input", t) for t in args.input]
+    for flag, value in (("--init-factory", args.init_factory), ("--inputs-factory", args.inputs_factory),
+                        ("--framework", args.framework), ("--device", args.device), ("--checkpoint", args.checkpoint),
+                        ("--fixture", args.fixture)):
+        if value:
+            out.append((flag, value))
+    if args.seed is not None:
+        out.append(("--seed", str(args.seed)))
+    if args.evidence:
+        out.append((f"--{args.evidence}", None))
+    return out
+
+
+def _shown_file(target: Target) -> str:
+    try:
+        return target.file.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(target.file)
 
 
 def _usage(message: str) -> int:

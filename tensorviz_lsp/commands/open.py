@@ -20,7 +20,7 @@ from pathlib import Path
 from capture.session import SessionResult
 
 from ..recipes_store import RecipeStoreError
-from ..shorthand import ShorthandError
+from ..shorthand import GRAMMAR_HELP, ShorthandError
 from .capture import (
     add_setup_options,
     add_worker_options,
@@ -31,12 +31,18 @@ from .capture import (
 )
 from .view import add_serve_options, serve
 
+DESCRIPTION = """\
+Capture FILE.py:SYMBOL (or a saved --profile NAME) as tensorviz capture does, then serve
+the graph in the viewer and print its URL. The shorthand's arguments (--input, --init,
+the factories) are those of tensorviz capture, checked the same way before anything runs.
+Exit status: 0 viewed, 1 the capture failed (after serving it), 2 usage error."""
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "open",
         help="capture FILE.py:SYMBOL (or a saved --profile) and serve it in the viewer",
-        description=__doc__.split("\n\n")[0],
+        description=DESCRIPTION, epilog=GRAMMAR_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_setup_options(p)
     add_worker_options(p, timeout_flag="--capture-timeout")

@@ -3,7 +3,10 @@
 :func:`draft_recipe` prefills a profile from a discovered candidate (never guessing input
 shapes); :func:`setup_form` turns a :class:`SetupContext` (the candidate, the profile
 and what the last capture said it needs) into the form the viewer shows: inputs with
-their recipe paths, constructor fields with types and choices, and the needs.
+their recipe paths (token ids as ``int64`` drawn below their bound), constructor fields
+with types and choices, a configuration class's fields as a nested group saved as a
+``call``, the init and input factories with their contracts, Torch's evidence, and the
+needs (:func:`setup_needs`: what the setup still lacks, the same binding the CLI checks).
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from capture import recipe as recipe_model
+from capture.recipe import model_ref_for
 from capture.worker.protocol import NeededDim
+from discovery.binding import bind
 
 from ..backends import Candidate
 
@@ -40,6 +46,45 @@ def _call_inputs(cand: Candidate) -> list[dict[str, Any]]:
         for inp in cand.inputs
         if inp["kind"] not in _VARIADIC and inp.get("default") is None and not inp.get("static")
     ]
+
+
+def _static_inputs(cand: Candidate) -> list[dict[str, Any]]:
+    """Required static JAX arguments (``static_argnames``): Python values of the trace,
+    asked as fields (saved as keyword inputs)."""
+    return [inp for inp in cand.inputs
+            if inp.get("static") and inp.get("required") and inp["kind"] not in _VARIADIC]
+
+
+#: What a factory is called with and must return, per kind of symbol: written next to
+#: the field (``factories.init.contract``) and in the README.
+INIT_CONTRACTS = {
+    "torch_module": "Called with no arguments in the capture worker (after the trust check, under the profile's "
+                    "seed and device). Returns the model: a ready instance of {name} (an nn.Module), built and "
+                    "loaded as you like.",
+    "linen_module": "Called with no arguments in the capture worker. Returns {name} bound to its variables, "
+                    "{name}(...).bind(variables) (saved weights; rngs={{'dropout': key}} may join them); an unbound "
+                    "{name}(...) starts from freshly initialised parameters.",
+    "nnx_module": "Called with no arguments in the capture worker. Returns an instance of {name}, built with its "
+                  "own nnx.Rngs and state (nnx.eval_shape(...) for abstract state).",
+    "jax_function": "Called with no arguments in the capture worker. Returns the callable traced in place of "
+                    "{name}: functools.partial({name}, ...), a bound method or a Linen module; its arguments still "
+                    "come from the inputs.",
+}
+INPUTS_CONTRACT = ('Called with no arguments in the capture worker. Returns {"args": (...), "kwargs": {...}} '
+                   '(either key may be left out), or a mapping of named inputs, {"idx": tensor, ...}; '
+                   "arrays are used as returned.")
+FACTORY_PLACEHOLDER = "setup:build  or  tools/setup.py:build"
+
+#: Torch's evidence choices in words; the values are the recipe's own (capture.recipe.EVIDENCE).
+EVIDENCE_WORDS = {
+    "eager": "eager: run the model (measured statistics, strides and bytes)",
+    "abstract": "abstract: shapes only, nothing computed (no parameter storage, for models larger than memory)",
+}
+
+
+def _evidence_choices() -> tuple[str, ...]:
+    # The recipe defines the choices; a recipe model without them offers none.
+    return tuple(getattr(recipe_model, "EVIDENCE", ()))
 
 
 def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
@@ -69,71 +114,172 @@ def _type_of(annotation: str | None, default: Any) -> str:
         return "int"
     if isinstance(default, float):
         return "float"
-    return "str" if isinstance(default, str) else (text or "str")
+    if isinstance(default, str):
+        return "str"
+    # Nothing says what it holds: "any" takes a literal (a number, true/false, JSON, a
+    # quoted string) and refuses a call typed as text, which would be saved as a string.
+    return text or "any"
 
 
 def setup_form(ctx: SetupContext) -> dict[str, Any]:
-    """``api/setup`` content: the viewer's form (inputs, fields, needs) for a context,
-    in the shape ``viewer/API.md`` (setup) documents and ``viewer/static/panels/setup.js`` reads."""
+    """``api/setup`` content: the viewer's form (inputs, fields, factories, evidence,
+    needs) for a context, in the shape ``viewer/API.md`` (setup) documents and
+    ``viewer/static/panels/setup.js`` reads."""
     recipe = ctx.recipe
+    cand = ctx.candidate
     saved_inputs = recipe.get("inputs") if isinstance(recipe.get("inputs"), dict) else {}
     saved_args = list(saved_inputs.get("args") or [])
     saved_kwargs = dict(saved_inputs.get("kwargs") or {})
+    jax = (recipe.get("framework") or cand.framework) == "jax"
     inputs: list[dict[str, Any]] = []
-    call = _call_inputs(ctx.candidate)
+    call = _call_inputs(cand)
     positional = [c for c in call if not c["keyword_only"]]
     n_args = max(len(positional), len([a for a in saved_args if isinstance(a, dict) and a.get("kind") == "tensor"]))
     for i in range(n_args):
         info = positional[i] if i < len(positional) else {"name": f"args[{i}]"}
         desc = saved_args[i] if i < len(saved_args) and isinstance(saved_args[i], dict) else None
-        inputs.append(_input_entry(info, desc, f"inputs.args[{i}]", kwarg=False))
+        if desc is None and info.get("name") in saved_kwargs:  # the CLI saves named inputs as keywords
+            desc = saved_kwargs[info["name"]] if isinstance(saved_kwargs[info["name"]], dict) else None
+            inputs.append(_input_entry(info, desc, f"inputs.kwargs.{info['name']}", kwarg=True, jax=jax))
+            continue
+        inputs.append(_input_entry(info, desc, f"inputs.args[{i}]", kwarg=False, jax=jax))
     for info in [c for c in call if c["keyword_only"]]:
         desc = saved_kwargs.get(info["name"])
-        inputs.append(_input_entry(info, desc if isinstance(desc, dict) else None, f"inputs.kwargs.{info['name']}", kwarg=True))
+        inputs.append(_input_entry(info, desc if isinstance(desc, dict) else None, f"inputs.kwargs.{info['name']}",
+                                   kwarg=True, jax=jax))
     # A failed capture's needs are the recipe's unknown dimensions ({section, input, path,
     # axis, name, ...} with a ``profiles.NAME.`` key path): the form wants {path, message}.
     needs: list[Any] = [_need_entry(n, inputs) for n in ctx.needs]
-    if not ctx.needs and not saved_inputs.get("fixture"):  # a Torch fixture gives the inputs
+    from_factory = bool(saved_inputs.get("factory"))
+    if not ctx.needs and not saved_inputs.get("fixture") and not from_factory:  # a Torch fixture gives the inputs
         for entry in inputs:
             if entry["unknown"]:
                 needs.append(f"{entry['name']}: shape ({', '.join(entry['unknown'])})")
-    init_kwargs = (recipe.get("init") or {}).get("kwargs") or {} if isinstance(recipe.get("init"), dict) else {}
+    init = recipe.get("init") if isinstance(recipe.get("init"), dict) else {}
+    init_kwargs = init.get("kwargs") or {}
     fields = []
-    for f in ctx.candidate.setup_fields:
+    for f in cand.setup_fields:
         if f.get("supplied_by") or f.get("kind") in _VARIADIC:
             continue  # the capture gives it (NNX ``rngs``), or no keyword can name it
-        name, default, annotation = f["name"], f.get("default_value"), f.get("annotation")
-        required = f["required"]
-        choices = _literal_choices(annotation)
-        entry = {
-            "name": name,
-            "annotation": annotation,
-            "type": _type_of(annotation, default) if choices is None else _choices_type(choices),
-            "default": default,
-            "required": required and name not in init_kwargs,
-            "path": f"init.kwargs.{name}",
-        }
-        if choices is not None:
-            entry["choices"] = choices
-        if name in init_kwargs:  # the saved value; ``default`` stays the class's own
-            entry["value"] = init_kwargs[name]
+        entry = _field_entry(ctx.root, f, f"init.kwargs.{f['name']}", init_kwargs)
         fields.append(entry)
-    return {
+    saved_statics = saved_kwargs
+    for inp in _static_inputs(cand):
+        fields.append(_field_entry(ctx.root, inp, f"inputs.kwargs.{inp['name']}", saved_statics))
+    needs += [n for n in setup_needs(cand, recipe) if not any(isinstance(o, dict) and o.get("path") == n["path"]
+                                                             for o in needs)]
+    form = {
         "profile": ctx.profile,
         "recipe": recipe,
         "fields": fields,
         "inputs": inputs,
         "needs": needs,
-        "symbol": {"qualname": ctx.candidate.qualname, "kind": ctx.candidate.kind, "framework": ctx.candidate.framework},
+        "symbol": {"qualname": cand.qualname, "kind": cand.kind, "framework": cand.framework},
+        "factories": {
+            "init": {"value": init.get("factory"), "placeholder": FACTORY_PLACEHOLDER,
+                     "contract": INIT_CONTRACTS.get(cand.kind, INIT_CONTRACTS["torch_module"]).format(name=cand.qualname)},
+            "inputs": {"value": saved_inputs.get("factory"), "placeholder": FACTORY_PLACEHOLDER,
+                       "contract": INPUTS_CONTRACT},
+        },
     }
+    choices = _evidence_choices()
+    if choices and not jax:
+        value = recipe.get("evidence") or choices[0]
+        form["evidence"] = {"value": value, "default": getattr(recipe_model, "DEFAULT_EVIDENCE", choices[0]),
+                            "choices": [{"value": c, "label": EVIDENCE_WORDS.get(c, c)} for c in choices]}
+    return form
 
 
-def _input_entry(info: dict[str, Any], desc: dict[str, Any] | None, path: str, *, kwarg: bool) -> dict[str, Any]:
+def setup_needs(cand: Candidate, recipe: dict[str, Any]) -> list[dict[str, str]]:
+    """What ``recipe`` (plain data) still lacks for ``cand``, as the form's
+    ``{path, message}`` needs: the required constructor fields nothing gives (a field
+    whose configuration class the form can build is given by its group) and the
+    required static inputs; a factory gives its whole section. The same binding as the
+    CLI's checks (:func:`discovery.binding.bind`)."""
+    out: list[dict[str, str]] = []
+    init = recipe.get("init") if isinstance(recipe.get("init"), dict) else {}
+    if not init.get("factory") and cand.kind != "jax_function":
+        fields = cand.setup_fields
+        b = bind(fields, len(init.get("args") or []), list(init.get("kwargs") or {}), complete=False)
+        grouped = {f["name"] for f in fields if f.get("config_class")}  # the form's group gives these
+        for name in b.missing:
+            if name not in grouped:
+                out.append({"path": f"init.kwargs.{name}", "message": f"{name}: needed by {cand.qualname}(...)"})
+    inputs = recipe.get("inputs") if isinstance(recipe.get("inputs"), dict) else {}
+    if not inputs.get("factory") and not inputs.get("fixture"):
+        given = set(inputs.get("kwargs") or {})
+        for inp in _static_inputs(cand):
+            if inp["name"] not in given:
+                out.append({"path": f"inputs.kwargs.{inp['name']}",
+                            "message": f"{inp['name']}: a static argument of {cand.qualname} (a Python value)"})
+    return out
+
+
+def _field_entry(root: Path, f: dict[str, Any], path: str, saved: dict[str, Any]) -> dict[str, Any]:
+    """One form field for a setup field (or a static input, or a config class's field):
+    its type and choices, the class's default, the saved value, and a config group."""
+    name, default, annotation = f["name"], f.get("default_value"), f.get("annotation")
+    choices = _literal_choices(annotation)
+    entry: dict[str, Any] = {
+        "name": name,
+        "annotation": annotation,
+        "type": _type_of(annotation, default) if choices is None else _choices_type(choices),
+        "default": default,
+        "required": bool(f.get("required")) and name not in saved,
+        "path": path,
+    }
+    if f.get("default") is not None and f.get("default_is_literal") is False:
+        entry["default_text"] = f["default"]  # discovery says it is no literal: shown as such, left unset
+    if choices is not None:
+        entry["choices"] = choices
+    if name in saved:  # the saved value; ``default`` stays the class's own
+        entry["value"] = saved[name]
+    config = _config_group(root, f.get("config_class"), path, 0)
+    if config is not None:
+        entry["config"] = config
+        entry["required"] = any(c.get("required") for c in config["fields"]) and name not in saved
+    return entry
+
+
+_MAX_CONFIG_DEPTH = 4
+
+
+def _config_group(root: Path, cfg: dict[str, Any] | None, path: str, depth: int) -> dict[str, Any] | None:
+    """A configuration class as the form's nested group: its call ``target`` and its
+    fields (each an entry at ``PATH.kwargs.FIELD``), or None when the class cannot be
+    named in a recipe or nests too deep."""
+    if not cfg or depth >= _MAX_CONFIG_DEPTH:
+        return None
+    target = cfg.get("target") if cfg.get("library") else model_ref_for(root, Path(cfg["file"]), cfg["qualname"])
+    if not target:
+        return None
+    fields = []
+    for sub in cfg.get("fields") or []:
+        if sub.get("kind") in _VARIADIC:
+            continue
+        entry = _field_entry(root, sub, f"{path}.kwargs.{sub['name']}", {})
+        if "config" in entry and depth + 1 >= _MAX_CONFIG_DEPTH:
+            del entry["config"]
+        fields.append(entry)
+    where = cfg["target"].partition(":")[0] if cfg.get("library") and cfg.get("target") else Path(cfg["file"]).name
+    return {"name": cfg["name"], "target": target, "where": where, "style": cfg.get("style"),
+            "complete": bool(cfg.get("fields_complete", True)), "fields": fields}
+
+
+def _input_entry(info: dict[str, Any], desc: dict[str, Any] | None, path: str, *, kwarg: bool,
+                 jax: bool = False) -> dict[str, Any]:
     shape = list(desc.get("shape") or []) if desc else []
     unknown = [str(d) if d not in (None, "?") else f"axis {i}" for i, d in enumerate(shape) if type(d) is not int]
     if desc is None or not isinstance(desc.get("shape"), list):
         unknown = ["all dimensions"]  # nothing described yet (a saved ``shape = []`` is a scalar)
-    return {
+    token = info.get("token")
+    dtype, generator = "float32", {"kind": "normal"}
+    if token:
+        # Token ids: integers below the vocabulary, never floats. JAX without x64 has no
+        # int64 arrays (TensorViz refuses narrowing), so its ids are int32.
+        dtype = "int32" if jax else "int64"
+        generator = {"kind": "randint", "low": 0, "high": token.get("high") or 2}
+    entry = {
         "name": info.get("name"),
         "annotation": info.get("annotation"),
         "path": path,
@@ -141,9 +287,19 @@ def _input_entry(info: dict[str, Any], desc: dict[str, Any] | None, path: str, *
         "kind": "tensor",
         "shape": shape,
         "unknown": unknown,
-        "dtype": (desc or {}).get("dtype", "float32"),
-        "generator": (desc or {}).get("generator", {"kind": "normal"}),
+        "dtype": (desc or {}).get("dtype", dtype),
+        "generator": (desc or {}).get("generator", generator),
     }
+    if token:
+        high_from = token.get("high_from")
+        entry["token"] = {
+            "reason": token.get("reason"),
+            "high": token.get("high"),
+            "high_from": high_from,
+            # The form control whose value bounds the ids (config.vocab_size → its field).
+            "high_path": ("init.kwargs." + ".kwargs.".join(high_from.split("."))) if high_from else None,
+        }
+    return entry
 
 
 _RECIPE_PATH = re.compile(r"(?:^|\.)((?:inputs|init)(?:\.|\[).*)$")

@@ -63,7 +63,7 @@ def test_spec_net_is_saved_as_jax_without_framework(tmp_path):
     (tmp_path / "model.py").write_text(SPEC_NET)
     proc = tensorviz("capture", "model.py:net", "--input", "x=float32[2,3]", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert profiles(tmp_path)["model_net"]["framework"] == "jax"
+    assert profiles(tmp_path)["net"]["framework"] == "jax"
     assert 'framework = "jax"' in (tmp_path / ".tensorviz" / "recipes.toml").read_text()
     c = graph(proc.stdout)
     assert c.failure is None and c.backend == "jaxpr" and c.framework == "jax" and c.nodes
@@ -74,7 +74,7 @@ def test_spec_mlp_is_saved_as_jax_with_its_init(tmp_path):
     (tmp_path / "model.py").write_text(SPEC_MLP)
     proc = tensorviz("capture", "model.py:MLP", "--input", "x=float32[2,3]", "--init", "width=8", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    saved = profiles(tmp_path)["model_MLP"]
+    saved = profiles(tmp_path)["MLP"]
     assert saved["framework"] == "jax" and saved["init"]["kwargs"] == {"width": 8}
     c = graph(proc.stdout)
     assert c.failure is None and c.framework == "jax" and c.nodes
@@ -104,7 +104,7 @@ def test_explicit_framework_skips_discovery(tmp_path):
     (tmp_path / "util.py").write_text("def helper(x):\n    return x * 2\n")
     proc = tensorviz("capture", "util.py:helper", "--input", "x=float32[2,3]", "--framework", "jax", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert profiles(tmp_path)["util_helper"]["framework"] == "jax"
+    assert profiles(tmp_path)["helper"]["framework"] == "jax"
     c = graph(proc.stdout)
     assert c.failure is None and c.framework == "jax" and [n.op for n in c.nodes] == ["mul"]
 
@@ -115,7 +115,7 @@ def test_torch_module_keeps_the_omitted_default(tmp_path):
     (tmp_path / "model.py").write_text(TORCH_NET)
     proc = tensorviz("capture", "model.py:Net", "--input", "float32[2,3]", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    saved = profiles(tmp_path)["model_Net"]
+    saved = profiles(tmp_path)["Net"]
     assert "framework" not in saved and saved["model"] == "model:Net"
     c = graph(proc.stdout)
     assert c.failure is None and c.framework == "torch" and c.nodes
@@ -146,7 +146,7 @@ def test_x64_input_needs_env_flag(tmp_path):
     assert c.failure is None and "float64" in {v.dtype for v in c.values}
     assert "JAX_ENABLE_X64" not in (tmp_path / ".tensorviz" / "recipes.toml").read_text(), "not saved"
     # The saved-profile form takes it too.
-    proc = tensorviz("capture", "--profile", "model_net", "--env", "JAX_ENABLE_X64=1", cwd=tmp_path)
+    proc = tensorviz("capture", "--profile", "net", "--env", "JAX_ENABLE_X64=1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -172,7 +172,7 @@ def test_open_discovers_the_framework_and_takes_env(tmp_path):
             proc.kill()
             proc.wait()
     assert capture["failure"] is None and capture["framework"] == "jax"
-    assert profiles(tmp_path)["model_net"]["framework"] == "jax"
+    assert profiles(tmp_path)["net"]["framework"] == "jax"
 
 
 @pytest.mark.parametrize("command", ["capture", "open"])

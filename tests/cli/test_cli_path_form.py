@@ -58,7 +58,7 @@ def test_the_shorthand_writes_the_path_form_only_where_needed(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     t = parse_target("06_scan_over_layers.py:ScanMLP")
     assert (t.module, t.ref) == ("06_scan_over_layers.py", "06_scan_over_layers.py:ScanMLP")
-    assert default_profile_name(t) == "06_scan_over_layers_ScanMLP"
+    assert default_profile_name(t) == "ScanMLP"
     r = build_recipe(t, inputs=["x=float32[2,8]"], framework="jax")
     assert r.model == "06_scan_over_layers.py:ScanMLP" and Recipe.from_dict(r.to_dict()) == r
     assert parse_target("scripts/train-model.py:Net").ref == "scripts/train-model.py:Net"
@@ -76,7 +76,7 @@ def test_capture_and_open_a_digit_named_file(tmp_path):
     proc = tensorviz("capture", "06_scan_over_layers.py:ScanMLP", "--input", "x=float32[2,8]",
                      "--init", "dim=8", "--init", "n_layers=3", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    saved = profiles(tmp_path)["06_scan_over_layers_ScanMLP"]
+    saved = profiles(tmp_path)["ScanMLP"]
     assert saved["model"] == "06_scan_over_layers.py:ScanMLP" and saved["framework"] == "jax"
     c = graph(proc.stdout)
     assert c.failure is None, c.failure
@@ -108,7 +108,7 @@ def test_capture_a_dashed_torch_file(tmp_path):
     (tmp_path / "train-model.py").write_text(TORCH_NET)
     proc = tensorviz("capture", "train-model.py:Net", "--input", "float32[2,3]", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    saved = profiles(tmp_path)["train-model_Net"]
+    saved = profiles(tmp_path)["Net"]
     assert saved["model"] == "train-model.py:Net" and "framework" not in saved
     c = graph(proc.stdout)
     assert c.failure is None and c.framework == "torch" and c.nodes

@@ -36,9 +36,10 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 # ------------------------------------------------------------------ the contract (no browser)
 
 # viewer/API.md, "Setup form content, as the browser app reads it".
-INPUT_KEYS = {"name", "path", "kind", "shape", "dtype", "generator", "unknown", "annotation", "kwarg"}
-FIELD_KEYS = {"name", "path", "type", "annotation", "default", "value", "required", "choices", "help"}
-TOP_KEYS = {"profile", "recipe", "fields", "inputs", "needs", "symbol"}
+INPUT_KEYS = {"name", "path", "kind", "shape", "dtype", "generator", "unknown", "annotation", "kwarg", "token"}
+FIELD_KEYS = {"name", "path", "type", "annotation", "default", "default_text", "value", "required", "choices", "help",
+              "config"}
+TOP_KEYS = {"profile", "recipe", "fields", "inputs", "needs", "symbol", "factories", "evidence"}
 
 
 def _mlp(setup_fields=None, inputs=None) -> Candidate:

@@ -40,7 +40,8 @@ def test_every_maker_uses_it(tmp_path, monkeypatch):
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "model.py").write_text("")
     monkeypatch.chdir(tmp_path)
-    assert default_profile_name(parse_target("pkg/model.py:Net.Block")) == "pkg_model_Net_Block"
+    # The shorthand names a new profile like the symbol, as the lens does (issue 30).
+    assert default_profile_name(parse_target("pkg/model.py:Net.Block")) == "Net_Block"
     # The language server names profiles with the one function (a qualname with dots, taken names).
     assert setup_forms.profile_name is profile_name
     assert profile_name("Outer.Inner", {"Outer_Inner": {}}) == "Outer_Inner_2"

@@ -66,9 +66,9 @@ def test_open_shorthand_captures_and_serves(tmp_path):
     (tmp_path / "model.py").write_text(MODEL_PY)
     proc = run_cli("open", "model.py:net", "--input", "x=float32[2,3]", "--framework", "jax", "--no-browser", cwd=tmp_path)
     _, capture, root = served(proc)
-    assert capture["failure"] is None and capture["title"] == "model_net"
+    assert capture["failure"] is None and capture["title"] == "net"
     assert root["items"][0]["label"] == "net"
-    assert "[profiles.model_net]" in (tmp_path / ".tensorviz" / "recipes.toml").read_text()
+    assert "[profiles.net]" in (tmp_path / ".tensorviz" / "recipes.toml").read_text()
 
 
 @pytest.mark.jax

@@ -2,6 +2,12 @@
 // `GET api/setup`; "Save & capture" posts `api/profile` then `api/capture`. Validation
 // comes from the server's recipe rules (`errors:[{path, message}]`), shown next to the
 // control whose path matches and in a list.
+//
+// A setup field whose configuration class discovery read (`config`) is a nested group of
+// that class's fields, prefilled with its defaults and saved as a `call` description
+// (`{kind: "call", target, kwargs}`) holding only what the person changed. The init and
+// the inputs may instead come from a factory (`factories`), with its contract written
+// next to the field; Torch's evidence (`evidence`) is a choice of its own.
 
 import { el, clear } from "../dom.js";
 import { Panel } from "./panel.js";
@@ -15,6 +21,8 @@ export class SetupForm extends Panel {
     this.api = api;
     this.onCaptureStarted = onCaptureStarted;
     this.data = null;
+    this.fieldReaders = []; // one per setup field: how to read it back into the recipe
+    this.modes = {}; // "init" / "inputs": "literal" or "factory"
     this.form = root.querySelector("#setup-form");
     this.form.addEventListener("submit", (e) => {
       e.preventDefault();
@@ -82,20 +90,84 @@ export class SetupForm extends Panel {
       for (const n of d.needs) ul.append(el("li", {}, typeof n === "string" ? n : n.message || n.path || JSON.stringify(n)));
       needs.append(ul);
     }
+    this.renderEvidence(d.evidence);
 
+    const factories = d.factories || {};
+    this.tokenSyncs = [];
     const inputs = this.root.querySelector("#setup-inputs");
     clear(inputs);
-    (d.inputs || []).forEach((inp, i) => inputs.append(this.inputCard(inp, i)));
-    if (!(d.inputs || []).length) inputs.append(el("p", { class: "muted" }, "No array inputs."));
+    const cards = el("div", { class: "setup-literal" });
+    (d.inputs || []).forEach((inp, i) => cards.append(this.inputCard(inp, i)));
+    if (!(d.inputs || []).length) cards.append(el("p", { class: "muted" }, "No array inputs."));
+    this.modes.inputs = this.modeSection(inputs, "inputs", factories.inputs, cards, "Described inputs", "Inputs factory");
 
     const fields = this.root.querySelector("#setup-fields");
     clear(fields);
-    (d.fields || []).forEach((f) => fields.append(this.fieldControl(f)));
-    this.root.querySelector("#setup-fields-title").hidden = !(d.fields || []).length;
+    this.fieldReaders = [];
+    const literal = el("div", { class: "setup-literal" });
+    for (const f of d.fields || []) {
+      const { node, read } = this.fieldControl(f, { nested: false, saved: f.value });
+      literal.append(node);
+      this.fieldReaders.push({ f, read });
+    }
+    if (!(d.fields || []).length) literal.append(el("p", { class: "muted" }, "No constructor arguments."));
+    this.modes.init = this.modeSection(fields, "init", factories.init, literal, "Constructor arguments", "Init factory");
+    this.root.querySelector("#setup-fields-title").hidden = !(d.fields || []).length && !factories.init;
+    for (const sync of this.tokenSyncs) sync(); // token bounds from the fields just drawn
     this.renderSaved(recipe);
     const errors = this.root.querySelector("#setup-errors");
     clear(errors);
     errors.hidden = true;
+  }
+
+  // Torch's evidence: run the model, or shapes only (abstract). Only when the server offers it.
+  renderEvidence(evidence) {
+    let box = this.root.querySelector("#setup-evidence");
+    if (!box) {
+      box = el("div", { id: "setup-evidence", class: "evidence" });
+      this.root.querySelector("#setup-needs").after(box);
+    }
+    clear(box);
+    box.hidden = !evidence;
+    if (!evidence) return;
+    const select = el("select", { name: "evidence", "data-path": "evidence" },
+      evidence.choices.map((c) => el("option", { value: c.value, selected: c.value === evidence.value }, c.label)));
+    box.append(el("label", { class: "field" }, el("span", {}, "Evidence"), select,
+      el("small", {}, "Abstract builds and runs the model on fake tensors: the same ops, modules and shapes, no values."),
+      el("div", { class: "field-error", hidden: true })));
+  }
+
+  // A section that is either described here (`literal`) or made by a factory of the
+  // person's (`factory`: {value, contract, placeholder}); returns a getter of the mode.
+  modeSection(holder, section, factory, literal, literalLabel, factoryLabel) {
+    if (!factory) {
+      holder.append(literal);
+      return () => "literal";
+    }
+    let mode = factory.value ? "factory" : "literal";
+    const name = `${section}-mode`;
+    const radio = (value, label) => el("label", { class: "mode" },
+      el("input", { type: "radio", name, value, checked: mode === value, "data-mode": `${section}:${value}` }), label);
+    const ref = el("input", {
+      name: `${section}-factory`, "data-path": `${section}.factory`, value: factory.value || "",
+      placeholder: factory.placeholder || "module:function", autocomplete: "off", spellcheck: "false",
+    });
+    const made = el("label", { class: "field factory", "data-factory": section },
+      el("span", {}, `${section === "init" ? "Init" : "Inputs"} factory`), ref,
+      el("small", { class: "contract" }, factory.contract || ""),
+      el("div", { class: "field-error", hidden: true }));
+    const switcher = el("div", { class: "mode-switch", role: "radiogroup" }, radio("literal", literalLabel), radio("factory", factoryLabel));
+    const sync = () => {
+      literal.hidden = mode !== "literal";
+      made.hidden = mode !== "factory";
+    };
+    switcher.addEventListener("change", (e) => {
+      if (e.target && e.target.name === name) mode = e.target.value;
+      sync();
+    });
+    holder.append(switcher, literal, made);
+    sync();
+    return () => mode;
   }
 
   inputCard(inp, i) {
@@ -134,16 +206,53 @@ export class SetupForm extends Panel {
     const genSel = el("select", { name: "generator", "data-path": path + ".generator" }, generators.map((g) => el("option", { value: g, selected: g === gen.kind }, g)));
     if (gen.kind && !generators.includes(gen.kind)) genSel.prepend(el("option", { value: gen.kind, selected: true }, gen.kind));
     card.append(el("label", {}, "generator", genSel));
-    // Only `full` takes a value; the other generators need none (or keep the saved ones).
+    // Only `full` takes a value, and `randint` its bound; the others need none (or keep the saved ones).
     const genValue = el("input", { name: "generator-value", value: gen.value !== undefined ? String(gen.value) : "", "data-path": path + ".generator.value", placeholder: "e.g. 1", inputmode: "decimal" });
     const valueLabel = el("label", { class: "gen-value" }, "fill value", genValue);
-    const showValue = () => (valueLabel.hidden = genSel.value !== "full");
+    const genHigh = el("input", { name: "generator-high", value: gen.high !== undefined ? String(gen.high) : "", "data-path": path + ".generator.high", placeholder: "e.g. 100", inputmode: "numeric" });
+    const highLabel = el("label", { class: "gen-value" }, "below (high)", genHigh);
+    const showValue = () => {
+      valueLabel.hidden = genSel.value !== "full";
+      highLabel.hidden = genSel.value !== "randint";
+    };
     genSel.addEventListener("change", showValue);
     showValue();
-    card.append(valueLabel);
+    card.append(valueLabel, highLabel);
+    if (inp.token) card.append(this.tokenNote(inp.token, genHigh));
     card.append(el("div", { class: "field-error", hidden: true }));
     card._inp = inp;
     return card;
+  }
+
+  // Token ids are drawn below the vocabulary: the bound follows the config field the code
+  // reads it from (`config.vocab_size`) until the person sets it here.
+  tokenNote(token, genHigh) {
+    const note = el("small", { class: "token-note wide" });
+    const say = () => {
+      const bound = genHigh.value.trim() || "?";
+      note.textContent = `Token ids, drawn below ${bound}` + (token.high_from ? ` (${token.high_from})` : "") +
+        (token.reason ? `: ${token.reason}.` : ".");
+    };
+    let touched = false;
+    genHigh.addEventListener("input", () => {
+      touched = true;
+      say();
+    });
+    if (token.high_path) {
+      // The bounding field is drawn after the inputs: read when drawn, and as it changes.
+      const follow = (control) => {
+        if (touched || !control) return;
+        const n = Number(control.value.trim() || control.dataset.default);
+        if (Number.isInteger(n) && n > 0) genHigh.value = String(n);
+        say();
+      };
+      this.root.addEventListener("input", (e) => {
+        if (e.target && e.target.dataset && e.target.dataset.path === token.high_path) follow(e.target);
+      });
+      this.tokenSyncs.push(() => follow(this.root.querySelector(`[data-path="${token.high_path}"]`)));
+    }
+    say();
+    return note;
   }
 
   // Trained weights and a saved batch (Torch): init.checkpoint / init.strict and
@@ -208,32 +317,113 @@ export class SetupForm extends Panel {
     return { checkpoint: value("checkpoint"), strict: box.querySelector("[name=strict]").checked, fixture: value("fixture"), fixture_keys: keys };
   }
 
-  fieldControl(f) {
+  // One setup field: {node, read(problems) → {set, value}}. `nested`: a field of a config
+  // class, written only when it differs from the class's default (or was saved); `saved`:
+  // the value the profile holds for it.
+  fieldControl(f, { nested, saved }) {
+    if (f.config) return this.configGroup(f, { nested, saved });
     const path = f.path || `init.kwargs.${f.name}`;
     const type = (f.type || f.annotation || "str").toLowerCase();
-    const value = f.value !== undefined ? f.value : f.default;
+    const hasSaved = saved !== undefined;
+    const value = hasSaved ? saved : f.default;
+    const shownDefault = f.default_text !== undefined ? `= ${f.default_text}` : f.default === null && !f.required ? "None" : "";
     let input;
-    if (type === "bool" || typeof value === "boolean") {
+    if ((type === "bool" || typeof value === "boolean") && f.default_text === undefined && value !== null) {
       input = el("select", { name: f.name, "data-path": path, "data-type": "bool" },
         el("option", { value: "true", selected: value === true }, "True"), el("option", { value: "false", selected: value !== true }, "False"));
     } else if (f.choices && f.choices.length) {
-      input = el("select", { name: f.name, "data-path": path, "data-type": type }, f.choices.map((c) => el("option", { value: String(c), selected: c === value }, typeof c === "string" ? c : JSON.stringify(c))));
-      input._choices = f.choices; // saved as the choice itself (a Literal's 1 stays a number)
+      const options = f.choices.map((c) => el("option", { value: String(c), selected: c === value }, typeof c === "string" ? c : JSON.stringify(c)));
+      // A choice left at a None or non-literal default stays unset.
+      if (nested && (value === null || value === undefined)) options.unshift(el("option", { value: "", selected: true }, shownDefault || "(default)"));
+      input = el("select", { name: f.name, "data-path": path, "data-type": type }, options);
+      input._choices = nested && (value === null || value === undefined) ? [undefined, ...f.choices] : f.choices;
     } else {
       input = el("input", {
         name: f.name, "data-path": path, "data-type": type,
         value: value === undefined || value === null ? "" : typeof value === "object" ? JSON.stringify(value) : String(value),
         inputmode: type === "int" || type === "float" ? "decimal" : undefined,
-        placeholder: f.required ? "required" : "",
+        placeholder: f.required ? "required" : shownDefault,
+        autocomplete: "off", spellcheck: "false",
       });
       if (f.required && (value === undefined || value === null)) input.setAttribute("aria-invalid", "true");
     }
-    const label = el("label", { class: "field", "data-field": f.name },
-      el("span", {}, f.name, f.annotation ? el("code", { class: "muted" }, `  ${f.annotation}`) : null),
+    if (f.default !== undefined && f.default !== null) input.dataset.default = typeof f.default === "object" ? JSON.stringify(f.default) : String(f.default);
+    // In a group the annotation goes under the name (two fields a row leave no room beside it).
+    const head = nested
+      ? el("span", { title: f.annotation ? `${f.name}: ${f.annotation}` : f.name }, f.name,
+        f.annotation ? el("code", { class: "muted annotation" }, f.annotation) : null)
+      : el("span", {}, f.name, f.annotation ? el("code", { class: "muted" }, `  ${f.annotation}`) : null);
+    const label = el("label", { class: "field", [nested ? "data-config-field" : "data-field"]: f.name }, head,
       input,
+      f.default_text !== undefined ? el("small", {}, `Default in the source: ${f.default_text} (left unset unless you fill it in).`) : null,
       f.help ? el("small", {}, f.help) : null,
       el("div", { class: "field-error", hidden: true }));
-    return label;
+    const read = (problems) => {
+      const r = readLiteral(input, type, problems, f);
+      if (!r.set) {
+        if (f.required) problems.push({ path, message: `${f.name} is needed` });
+        return r;
+      }
+      // A nested field is saved only when it says something its class's default does not.
+      if (nested && !hasSaved && f.default_text === undefined && sameValue(r.value, f.default)) return { set: false };
+      return r;
+    };
+    return { node: label, read };
+  }
+
+  // A configuration class's fields as a nested group ("GPTConfig · 7 fields"), saved as
+  // {kind: "call", target, kwargs: {the fields that differ}}. A saved value that is not a
+  // call of this class (another target, a literal) is kept as saved unless the person
+  // chooses to edit the class's fields instead.
+  configGroup(f, { nested, saved }) {
+    const cfg = f.config;
+    const path = f.path;
+    const hasSaved = saved !== undefined && saved !== null;
+    const ownCall = hasSaved && typeof saved === "object" && saved.kind === "call" && saved.target === cfg.target;
+    const savedKwargs = ownCall ? saved.kwargs || {} : {};
+    let keep = hasSaved && !ownCall;
+    const readers = [];
+    const body = el("div", { class: "config-fields" });
+    for (const sub of cfg.fields) {
+      const { node, read } = this.fieldControl(sub, { nested: true, saved: savedKwargs[sub.name] });
+      body.append(node);
+      readers.push({ sub, read });
+    }
+    const count = `${cfg.fields.length} field${cfg.fields.length === 1 ? "" : "s"}`;
+    const summary = el("summary", {}, el("strong", {}, cfg.name), ` · ${count}`, el("span", { class: "muted" }, `  ${cfg.where || ""}`));
+    const details = el("details", { open: !nested || ownCall }, summary,
+      el("small", { class: "contract" }, `Prefilled with ${cfg.name}'s defaults; only what you change is saved, as a call of ${cfg.target}.` +
+        (cfg.complete === false ? " A base class TensorViz cannot read may take more fields." : "")),
+      body);
+    const group = el("fieldset", { class: "config-group", [nested ? "data-config-field" : "data-field"]: f.name, "data-config": path, "data-path": path },
+      el("legend", {}, f.name, f.annotation ? el("code", { class: "muted" }, `  ${f.annotation}`) : null));
+    if (keep) {
+      const kept = el("div", { class: "kept" }, el("small", {}, "Saved as: "), el("code", {}, JSON.stringify(saved)),
+        el("button", { type: "button", class: "link", onclick: () => {
+          keep = false;
+          kept.hidden = true;
+          details.hidden = false;
+          details.open = true;
+        } }, `Edit ${cfg.name}'s fields instead`));
+      details.hidden = true;
+      group.append(kept);
+    }
+    group.append(details, el("div", { class: "field-error", hidden: true }));
+    const read = (problems) => {
+      if (keep) return { set: true, value: saved };
+      const kwargs = {};
+      for (const { sub, read: readSub } of readers) {
+        const r = readSub(problems);
+        if (r.set) kwargs[sub.name] = r.value;
+      }
+      // A nested class left at its defaults stays unset: its own default applies.
+      if (nested && !ownCall && !Object.keys(kwargs).length) return { set: false };
+      const call = { kind: "call", target: cfg.target };
+      if (ownCall && saved.args && saved.args.length) call.args = saved.args;
+      if (Object.keys(kwargs).length) call.kwargs = kwargs;
+      return { set: true, value: call };
+    };
+    return { node: group, read };
   }
 
   // The recipe to save: the server's recipe with the form's inputs and fields in it.
@@ -244,8 +434,10 @@ export class SetupForm extends Panel {
     const problems = [];
     const saved = this.savedFiles(problems);
     const fromFixture = !!(saved && saved.fixture);
+    const inputsFactory = this.modes.inputs && this.modes.inputs() === "factory";
+    const initFactory = this.modes.init && this.modes.init() === "factory";
     this.root.querySelectorAll(".input-card").forEach((card, i) => {
-      if (fromFixture) return; // the fixture gives the inputs
+      if (fromFixture || inputsFactory) return; // the fixture or the factory gives the inputs
       const inp = card._inp || {};
       const shapeInput = card.querySelector("[name=shape]");
       const shape = parseShape(shapeInput.value);
@@ -256,6 +448,13 @@ export class SetupForm extends Panel {
       const generator = { ...(inp.generator && inp.generator.kind === genKind ? inp.generator : {}), kind: genKind };
       if (genValue !== "") generator.value = Number.isNaN(Number(genValue)) ? genValue : Number(genValue);
       else if (genKind === "full") delete generator.value;
+      if (genKind === "randint") {
+        const highInput = card.querySelector("[name=generator-high]");
+        const high = Number(highInput.value.trim());
+        if (!Number.isInteger(high) || high <= 0) problems.push({ path: highInput.dataset.path, message: "randint draws integers below a whole number high (e.g. 100)" });
+        else generator.high = high;
+        if (generator.low === undefined) generator.low = 0;
+      }
       const desc = {
         ...(inp.description || {}),
         kind: inp.kind || "tensor",
@@ -268,7 +467,11 @@ export class SetupForm extends Panel {
       else args.push(desc);
     });
     const savedFixture = recipe.inputs && recipe.inputs.fixture;
-    if (fromFixture) {
+    if (inputsFactory) {
+      const ref = this.root.querySelector("[name=inputs-factory]");
+      if (!ref.value.trim()) problems.push({ path: "inputs.factory", message: "name the function that returns the inputs (module:function)" });
+      recipe.inputs = { factory: ref.value.trim() };
+    } else if (fromFixture) {
       // Literal kwargs saved beside a fixture stay; the cards' tensors do not join it.
       const prior = savedFixture && recipe.inputs.kwargs ? recipe.inputs.kwargs : null;
       recipe.inputs = { fixture: saved.fixture };
@@ -280,41 +483,41 @@ export class SetupForm extends Panel {
       delete recipe.inputs.factory;
     } else if (saved && savedFixture) {
       recipe.inputs = { args: [], kwargs: recipe.inputs.kwargs || {} };
+    } else if (recipe.inputs && recipe.inputs.factory) {
+      recipe.inputs = { args: [], kwargs: {} }; // the factory was turned off
+    }
+    const init = { ...(recipe.init || { args: [], kwargs: {} }) };
+    if (initFactory) {
+      const ref = this.root.querySelector("[name=init-factory]");
+      if (!ref.value.trim()) problems.push({ path: "init.factory", message: "name the function that builds the model (module:function)" });
+      for (const k of ["args", "kwargs"]) delete init[k];
+      init.factory = ref.value.trim();
+    } else if (init.factory) {
+      delete init.factory;
+      init.args = [];
+      init.kwargs = {};
     }
     if (saved) {
-      const init = { ...(recipe.init || { args: [], kwargs: {} }) };
       delete init.checkpoint;
       delete init.strict;
       if (saved.checkpoint) {
         init.checkpoint = saved.checkpoint;
         init.strict = saved.strict;
       }
-      recipe.init = init;
     }
-    const fields = this.root.querySelectorAll("[data-field] [data-path]");
-    if (fields.length) {
-      recipe.init = recipe.init || { args: [], kwargs: {} };
-      recipe.init.kwargs = { ...(recipe.init.kwargs || {}) };
-      fields.forEach((input) => {
-        const name = input.name;
-        const raw = input.value.trim();
-        const type = input.dataset.type;
-        let v = raw;
-        if (input._choices) v = input._choices[input.selectedIndex];
-        else if (type === "bool") v = raw === "true";
-        else if (type === "int") v = /^-?\d+$/.test(raw) ? Number(raw) : raw;
-        else if (type === "float") v = raw !== "" && !Number.isNaN(Number(raw)) ? Number(raw) : raw;
-        else if (raw === "") return;
-        else if (/^[[{]/.test(raw)) {
-          try {
-            v = JSON.parse(raw);
-          } catch (e) {
-            v = raw;
-          }
-        }
-        if (raw === "" && type !== "bool") return;
-        recipe.init.kwargs[name] = v;
-      });
+    recipe.init = init;
+    for (const { f, read } of this.fieldReaders) {
+      const path = f.path || `init.kwargs.${f.name}`;
+      if ((initFactory && path.startsWith("init.")) || ((inputsFactory || fromFixture) && path.startsWith("inputs."))) continue;
+      const r = read(problems);
+      if (!r.set) continue;
+      setPath(recipe, path, r.value);
+    }
+    const evidence = this.root.querySelector("#setup-evidence select");
+    if (evidence && !this.root.querySelector("#setup-evidence").hidden) {
+      // The recipe's default is a key left out.
+      if (evidence.value === this.data.evidence.default) delete recipe.evidence;
+      else recipe.evidence = evidence.value;
     }
     return { recipe, problems };
   }
@@ -333,8 +536,8 @@ export class SetupForm extends Panel {
       const control = this.controlFor(e.path || "");
       if (control) {
         control.setAttribute("aria-invalid", "true");
-        const holder = control.closest(".input-card, .field");
-        const slot = holder && holder.querySelector(".field-error");
+        const holder = control.closest(".input-card, .field, .config-group");
+        const slot = holder && [...holder.querySelectorAll(".field-error")].pop();
         if (slot) {
           slot.hidden = false;
           slot.textContent = (slot.textContent ? slot.textContent + " " : "") + e.message;
@@ -350,7 +553,7 @@ export class SetupForm extends Panel {
     let best = null;
     let bestLen = -1;
     this.root.querySelectorAll("[data-path]").forEach((n) => {
-      if (n.classList.contains("input-card")) return;
+      if (n.classList.contains("input-card") || n.closest("[hidden]")) return;
       const p = norm(n.dataset.path);
       if ((want === p || want.startsWith(p + ".") || p.startsWith(want + ".")) && p.length > bestLen) {
         best = n;
@@ -411,6 +614,65 @@ export class SetupForm extends Panel {
       return false;
     }
   }
+}
+
+// A literal field's control read back: {set, value}. Types the form cannot enter
+// (a class, anything not int/float/bool/str) take JSON for lists and objects; text that
+// is a call (`GPTConfig()`) is refused instead of being saved as a string.
+function readLiteral(input, type, problems, f) {
+  const raw = input.value.trim();
+  if (input._choices) {
+    const v = input._choices[input.selectedIndex];
+    return v === undefined ? { set: false } : { set: true, value: v };
+  }
+  if (type === "bool" && input.tagName === "SELECT") return { set: true, value: raw === "true" };
+  if (raw === "") return { set: false };
+  if (type === "bool" && /^(true|false)$/i.test(raw)) return { set: true, value: raw.toLowerCase() === "true" };
+  if (type === "str") return { set: true, value: raw };
+  if (/^[A-Za-z_][\w.]*\s*\(.*\)$/s.test(raw)) {
+    problems.push({
+      path: input.dataset.path,
+      message: `${f.name}: ${raw} is a call; the form saves literals only. Build the object with an init factory ` +
+        `(module:function), or in a terminal: tensorviz capture FILE.py:SYMBOL --init '${f.name}=${raw}'`,
+    });
+    return { set: false };
+  }
+  // A number the person typed wrong is said here, not saved as text.
+  if (type === "int" && !/^-?\d+$/.test(raw)) {
+    problems.push({ path: input.dataset.path, message: `${f.name}: expected a whole number (e.g. 4), got ${raw}` });
+    return { set: false };
+  }
+  if (type === "int") return { set: true, value: Number(raw) };
+  if (type === "float" && Number.isNaN(Number(raw))) {
+    problems.push({ path: input.dataset.path, message: `${f.name}: expected a number (e.g. 0.1), got ${raw}` });
+    return { set: false };
+  }
+  if (type === "float") return { set: true, value: Number(raw) };
+  if (/^[[{]/.test(raw)) {
+    try {
+      return { set: true, value: JSON.parse(raw) };
+    } catch (e) {
+      return { set: true, value: raw };
+    }
+  }
+  if (/^-?\d+(\.\d*)?([eE][+-]?\d+)?$/.test(raw)) return { set: true, value: Number(raw) };
+  if (raw === "true" || raw === "false") return { set: true, value: raw === "true" };
+  return { set: true, value: /^(["']).*\1$/s.test(raw) ? raw.slice(1, -1) : raw };
+}
+
+function sameValue(a, b) {
+  return JSON.stringify(a) === JSON.stringify(b === undefined ? null : b);
+}
+
+// recipe["init"]["kwargs"]["config"] = value for "init.kwargs.config" (objects made on the way).
+function setPath(root, path, value) {
+  const keys = path.split(".");
+  let node = root;
+  for (const k of keys.slice(0, -1)) {
+    if (!node[k] || typeof node[k] !== "object") node[k] = {};
+    node = node[k];
+  }
+  node[keys[keys.length - 1]] = value;
 }
 
 // "2, 3", "2 3", "2x3", "[2, 3]" → [2, 3]; anything that is not a whole number stays text.
