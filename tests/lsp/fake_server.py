@@ -244,6 +244,11 @@ class FakeBackends:
     def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
         log.info("fake warm worker of %s: retained for %s", root, python)
 
+    def warm_preload(self, root: Path, python: str, env: dict[str, str], names: list[str],
+                     idle_seconds: float) -> str:
+        log.info("fake warm worker of %s: preload %s", root, json.dumps(names))
+        return "started"
+
     def shutdown(self) -> None:
         log.info("fake backends: shut down")
 
