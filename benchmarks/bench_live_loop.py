@@ -5,9 +5,13 @@ would, in a trusted workspace with a saved profile, twice: with the warm worker 
 (``tensorviz.warmWorkerIdleSeconds = 0``: every capture starts a new worker, "cold")
 and on (the default, "warm"). ``recaptureOnSave`` is on in both.
 
-- command -> viewer URL: ``workspace/executeCommand tensorviz.openGraph`` until the
-  server answers with the URL (the second Open as Graph: the viewer is already running;
-  warm: the worker of the first is kept);
+- first Open as Graph: ``tensorviz.openGraph`` until the server answers with the URL,
+  ``--first-wait`` seconds (10) after the model file was opened in the trusted
+  workspace, as a person opens a file and reads it first (warm: the server preloads the
+  worker with the frameworks and libraries the model files import in that time; cold:
+  nothing is kept, so this is a cold capture plus starting the viewer);
+- command -> viewer URL: the same, the second Open as Graph (the viewer is already
+  running; warm: the worker of the first is kept);
 - save -> graph updated: the model file is edited and saved (``didSave``), until the
   viewer's event stream (``api/events``, what an open viewer tab listens to) announces
   the new capture that replaces the one on screen (``capture-ready`` with ``replaces``).
@@ -19,9 +23,10 @@ Models: the spec's ``net`` (JAX), the spec's Flax ``MLP``, and a Torch module wr
 (first call in a process with jax imported) is measured too, for the ratio.
 
 Targets (issue 13): warm save -> updated <= 0.4x cold for the transformers model; warm
-save -> updated of ``net`` < 0.3 s.
+save -> updated of ``net`` < 0.3 s. Issue 30: the warm first Open as Graph of the
+transformers model <= 0.4x the cold one.
 
-    python benchmarks/bench_live_loop.py [--saves 3] [--pause 4] [--only net,flax,gpt2]
+    python benchmarks/bench_live_loop.py [--saves 3] [--pause 4] [--first-wait 10] [--only net,flax,gpt2]
 """
 
 from __future__ import annotations
@@ -184,7 +189,7 @@ async def stop(client: Client) -> None:
     await client.stop()
 
 
-async def run_model(name: str, warm: bool, saves: int, pause: float, env: dict[str, str]) -> dict:
+async def run_model(name: str, warm: bool, saves: int, pause: float, first_wait: float, env: dict[str, str]) -> dict:
     rel, text, recipes, symbol, (old, new) = MODELS[name]
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
@@ -199,8 +204,8 @@ async def run_model(name: str, warm: bool, saves: int, pause: float, env: dict[s
         )
         await client.workspace_execute_command_async(types.ExecuteCommandParams(command="tensorviz.trustWorkspace", arguments=[]))
         opens = []
-        for _ in range(2):
-            await asyncio.sleep(pause)
+        for n in range(2):
+            await asyncio.sleep(first_wait if n == 0 else pause)
             t0 = time.perf_counter()
             result = await client.workspace_execute_command_async(
                 types.ExecuteCommandParams(command="tensorviz.openGraph", arguments=[{"uri": uri, "symbol": symbol}])
@@ -247,6 +252,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--saves", type=int, default=3)
     ap.add_argument("--pause", type=float, default=4.0, help="seconds between edits (a person's pace)")
+    ap.add_argument("--first-wait", type=float, default=10.0,
+                    help="seconds from opening the model file to the first Open as Graph")
     ap.add_argument("--only", default="net,flax,gpt2")
     args = ap.parse_args()
     names = [n for n in args.only.split(",") if n in MODELS]
@@ -256,17 +263,25 @@ def main() -> None:
         results = {}
         for name in names:
             for warm in (False, True):
-                results[(name, warm)] = asyncio.run(run_model(name, warm, args.saves, args.pause, env))
+                r = results[(name, warm)] = asyncio.run(run_model(name, warm, args.saves, args.pause, args.first_wait, env))
+                # As each run ends: a run cut short by a loaded machine still leaves its figures.
+                print(f"  ({name} {'warm' if warm else 'cold'}: first open {r['first_open'] * 1000:.0f} ms, "
+                      f"open {r['open'] * 1000:.0f} ms, saves " + ",".join(f"{u * 1000:.0f}" for u in r["updates"]) + " ms)",
+                      flush=True)
     print(f"The edit -> graph loop from a language-server client (median of {args.saves} saves; ms)")
-    print(f"  {'model':<38}{'':>6}{'cmd->URL':>10}{'save->updated':>15}")
+    print(f"  {'model':<38}{'':>6}{'first open':>11}{'cmd->URL':>10}{'save->updated':>15}")
     for name in names:
         cold, warm = results[(name, False)], results[(name, True)]
         for label, r in (("cold", cold), ("warm", warm)):
-            print(f"  {LABELS[name] if label == 'cold' else '':<38}{label:>6}{r['open'] * 1000:10.0f}"
+            print(f"  {LABELS[name] if label == 'cold' else '':<38}{label:>6}{r['first_open'] * 1000:11.0f}"
+                  f"{r['open'] * 1000:10.0f}"
                   f"{statistics.median(r['updates']) * 1000:15.0f}")
         ratio = statistics.median(warm["updates"]) / statistics.median(cold["updates"])
-        print(f"  {'':<38}{'warm/cold':>6}{warm['open'] / cold['open']:10.2f}{ratio:15.2f}")
+        first = warm["first_open"] / cold["first_open"]
+        print(f"  {'':<38}{'warm/cold':>6}{first:11.2f}{warm['open'] / cold['open']:10.2f}{ratio:15.2f}")
         if name == "gpt2":
+            print(f"  target: warm first open <= 0.4x cold, {args.first_wait:g} s after opening the file: "
+                  f"{first:.2f}x -> {'met' if first <= 0.4 else 'NOT met'}")
             print(f"  target: warm save->updated <= 0.4x cold: {ratio:.2f}x -> {'met' if ratio <= 0.4 else 'NOT met'}")
         if name == "net":
             bare = bare_make_jaxpr()

@@ -184,6 +184,12 @@ class Backends(Protocol):
         (``python`` None: the warm worker is off for the folder now)."""
         ...
 
+    def warm_preload(self, root: Path, python: str, env: dict[str, str], names: list[str],
+                     idle_seconds: float) -> str:
+        """Start the folder's warm worker before its first capture, importing ``names``
+        (``capture.session.preload``); what happened, in a word or a line."""
+        ...
+
     def shutdown(self) -> None:
         """The server is stopping: stop the warm workers."""
         ...
@@ -349,6 +355,15 @@ class RealBackends:
             pool.discard(os.path.realpath(root), "the warm worker was turned off for the folder")
         else:
             pool.retain(root, python, env)
+
+    def warm_preload(self, root: Path, python: str, env: dict[str, str], names: list[str],
+                     idle_seconds: float) -> str:
+        from capture.session.preload import start_preload
+
+        pool = self.warm_pool(idle_seconds)
+        if pool is None:
+            return "off"
+        return start_preload(pool, root, python, env, names)
 
     def shutdown(self) -> None:
         """Stop the warm workers (the server is stopping)."""

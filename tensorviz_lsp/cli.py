@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from . import __version__
@@ -15,16 +16,25 @@ COMMANDS = ("inspect", "lsp", "view", "capture", "open", "demo", "discover", "di
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole CLI, or (``only``) the top level and that one command: a command then
     imports only what it needs (``tensorviz diff`` does not load discovery's libcst)."""
-    parser = argparse.ArgumentParser(
+    parser = PlainHelpParser(
         prog="tensorviz",
         description="Open PyTorch modules, JAX functions and Flax modules as graphs.",
     )
     parser.add_argument("--version", action="version", version=f"tensorviz {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=PlainHelpParser)
     for name in COMMANDS:
         if only is None or name == only:
             importlib.import_module(f"tensorviz_lsp.commands.{name}").register(sub)
     return parser
+
+
+class PlainHelpParser(argparse.ArgumentParser):
+    """``--help`` in plain text: the commands' descriptions are their modules' docstrings,
+    which quote code in reStructuredText backticks (single and double), and a terminal
+    would show them as they are."""
+
+    def format_help(self) -> str:
+        return re.sub(r"``([^`]+)``|`([^`]+)`", lambda m: m.group(1) or m.group(2), super().format_help())
 
 
 def main(argv: list[str] | None = None) -> int:

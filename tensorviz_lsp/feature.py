@@ -11,6 +11,7 @@ coroutines. A feature that tells the others something raises a hook through
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from lsprotocol import types
@@ -62,6 +63,13 @@ class Feature:
 
     def interpreter_changed(self) -> Awaitable[None] | None:
         """A folder's capture interpreter was chosen again (``tensorviz.selectInterpreter``)."""
+
+    def workspace_trusted(self, root: Path) -> Awaitable[None] | None:
+        """The user trusted the folder ``root`` (the command, or the prompt)."""
+
+    def capture_failed(self, target: Any, files: set[Path]) -> Awaitable[None] | None:
+        """A capture of ``target`` (a ``CaptureTarget``) failed after it ran (not a
+        refusal, not a cancel); ``files``: what it depends on (a change may fix it)."""
 
     # -- requests (results of every feature are concatenated) -------------------
     def code_lens(self, params: types.CodeLensParams) -> Any:

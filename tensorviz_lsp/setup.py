@@ -21,6 +21,7 @@ from pygls.uris import to_fs_path
 from . import __version__
 from .backends import Backends, RealBackends, ViewerHooks
 from .feature import Feature
+from .features.abstract_capture import AbstractCapture
 from .features.args import ArgumentError
 from .features.candidates import Candidates
 from .features.capture_failures import FailureDiagnostics
@@ -41,6 +42,7 @@ from .features.setup_forms import SetupForms
 from .features.show_in_graph import ShowInGraph
 from .features.trust import Trust
 from .features.viewer_host import ViewerHost
+from .features.warm_start import WarmStart
 from .server import TensorVizServer
 from .trust import TrustStore
 
@@ -74,6 +76,8 @@ def default_features(server: TensorVizServer, backends: Backends, trust_store: T
     )
     show_in_graph = ShowInGraph(server, captured_lines, viewers)
     recapture = RecaptureOnSave(server, backends, interpreters, freshness, runner, open_graph)
+    warm_start = WarmStart(server, backends, trust, interpreters, candidates)
+    abstract = AbstractCapture(server, backends, trust, recipes, failures, open_graph)
 
     def hooks(root: Path | None) -> ViewerHooks:
         return ViewerHooks(
@@ -86,7 +90,7 @@ def default_features(server: TensorVizServer, backends: Backends, trust_store: T
     viewers.connect(hooks)
     return [
         trust, interpreters, candidates, recipes, lenses, info, viewers, reveal, freshness, captured_lines, hints,
-        dependencies, runner, failures, open_graph, show_in_graph, recapture,
+        dependencies, runner, failures, open_graph, show_in_graph, recapture, warm_start, abstract,
     ]
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -208,8 +209,12 @@ class _WorkerStep:
             limits=job.limits.to_dict(),
         )
         if self.warm is not None and action == "capture":
+            if self.warm.preloading(job.workspace):
+                job.progress("finishing the warm worker's imports (started when the model file was opened)", None)
             lease = self.warm.lease(job.workspace, os.path.abspath(job.python), worker_env(job.env),
-                                    identity_for(job.python, job.env, self.path_stamp), log_line=job.log)
+                                    identity_for(job.python, job.env, self.path_stamp), log_line=job.log,
+                                    wait_s=max(0.0, job.started + job.limits.max_seconds - time.monotonic()),
+                                    cancel=job.cancel)
             if lease is not None:  # else the folder's warm worker is busy or cannot start: one-shot
                 result: Capture | None = None
                 try:

@@ -14,11 +14,18 @@ its result. So:
   mode, JAX config such as x64, monkey-patches): each child starts from the same
   untouched resident state, and its own changes die with it;
 - the parent's deadline kills the child's group and the resident process; the
-  resident process is discarded after any failure, crash, deadline or cancellation,
-  when the interpreter (path or file), the capture environment or a dependency
-  (an entry of the interpreter's ``sys.path``, or any loaded library file) changes,
-  when forking stops being safe (a JAX backend or CUDA initialised in it), after
-  ``idle_seconds`` without a capture, and when the pool closes (server shutdown).
+  resident process is discarded after a crash, deadline or cancellation, after a
+  failure other than one the child reported itself and then exited cleanly from
+  (:data:`CHILD_FAILURES`: an exception in the model's import or trace touched only
+  the child), when the interpreter (path or file), the capture environment or a
+  dependency (an entry of the interpreter's ``sys.path``, or any loaded library file)
+  changes, when forking stops being safe (a JAX backend or CUDA initialised in it),
+  after ``idle_seconds`` without a capture, and when the pool closes (server shutdown).
+
+The resident process can be started before the first capture (:meth:`WarmPool.preload`,
+``capture.session.preload``): it imports the frameworks and libraries the workspace's
+model files name while the user reads their code, so the first capture pays no import.
+A capture that arrives meanwhile waits for the rest of that preload only.
 
 The checks before the worker (trust, saved source, interpreter, dependencies) run
 exactly as for a one-shot worker (:mod:`capture.session.checks`,
@@ -52,6 +59,11 @@ DEFAULT_IDLE_SECONDS = 600.0
 #: After a capture's final message, how long the resident process may take to say
 #: its child exited before it is discarded.
 EXIT_GRACE_S = 2.0
+#: Failure stages a capture child reports itself (an exception in workspace code, a bad
+#: recipe value, a checkpoint that does not fit): the child exits after its message and
+#: the resident process, which ran none of it, stays warm. Any other failure (the
+#: framework not loading, a device, a memory limit) discards it: in doubt.
+CHILD_FAILURES = frozenset({"import", "trace", "recipe", "checkpoint", "fixture"})
 
 
 class WarmPool:
@@ -72,9 +84,13 @@ class WarmPool:
 
     # -------------------------------------------------------------- public
     def lease(self, workspace: Path, python: str, env: Mapping[str, str], identity: tuple, *,
-              log_line: Callable[[str], None]) -> "Lease | None":
+              log_line: Callable[[str], None], wait_s: float = 30.0,
+              cancel: threading.Event | None = None) -> "Lease | None":
         """The folder's warm worker for one capture, started if needed; None when it is
-        busy (another capture of the folder runs) or the pool is closed."""
+        busy (another capture of the folder runs) or the pool is closed. A preload still
+        running is waited for, ``wait_s`` at most (the capture's time left): the capture
+        then queues behind it in the resident process, under its own deadline (``cancel``
+        set ends the wait the same way)."""
         key = str(workspace)
         with self._lock:
             if self._closed:
@@ -83,19 +99,69 @@ class WarmPool:
             if resident is not None and resident.busy:
                 return None
             if resident is not None:
-                reason = resident.unusable(python, identity)
-                if reason is not None:
-                    self._discard_locked(key, reason)
-                    resident = None
-            if resident is None:
+                resident.busy = True  # no other capture or preload uses it while it is checked
+        if resident is not None:
+            # A preload still importing: wait for the rest of it (outside the lock, which
+            # other folders' captures need), then check the resident as it is now.
+            reason = resident.unusable(python, identity, wait_s, cancel)
+            if reason is not None:
+                with self._lock:
+                    resident.busy = False
+                    if self._workers.get(key) is resident:
+                        self._discard_locked(key, reason)
+                resident = None
+        if resident is None:
+            with self._lock:
+                if self._closed or key in self._workers:
+                    return None  # closed, or another capture started one meanwhile: one-shot
                 try:
                     resident = _Resident.start(workspace, python, env, identity)
                 except OSError as exc:
                     log.info("warm worker for %s could not start: %s", workspace, exc)
                     return None
                 self._workers[key] = resident
-            resident.busy = True
+                resident.busy = True
         return Lease(self, key, resident, log_line)
+
+    def preload(self, workspace: Path, python: str, env: Mapping[str, str], identity: tuple,
+                modules: list[str]) -> str:
+        """Start the folder's resident process (when none runs) and have it import
+        ``modules`` (library names; ``pkg:Name`` imports ``pkg`` and reads ``Name``, as
+        ``from pkg import Name`` would, so a lazily exported class loads its module),
+        in the background. ``env``: the worker environment (:func:`worker_env`). What
+        happened: ``"started"``, ``"preloading"`` (an idle resident imports more),
+        ``"warm"`` (it has imported, or is importing, every one of them already),
+        ``"busy"`` (a capture runs: it preloads what it loaded afterwards) or
+        ``"closed"``. A resident bound to another interpreter or environment is replaced."""
+        key = str(workspace)
+        with self._lock:
+            if self._closed:
+                return "closed"
+            resident = self._workers.get(key)
+            if resident is not None and resident.busy:
+                return "busy"
+            if resident is not None and (resident.dead or resident.proc.poll() is not None
+                                         or resident.python != python or resident.identity != identity):
+                self._discard_locked(key, "a preload for another interpreter or environment replaces it"
+                                     if not resident.dead and resident.proc.poll() is None else "it is no longer running")
+                resident = None
+            state = "preloading"
+            if resident is None:
+                try:
+                    resident = _Resident.start(workspace, python, env, identity)
+                except OSError as exc:
+                    log.info("warm worker for %s could not start: %s", workspace, exc)
+                    return "closed"
+                self._workers[key] = resident
+                state = "started"
+            resident.last_used = time.monotonic()
+            wanted = [m for m in modules if m not in resident.requested]
+            if wanted:
+                resident.preload(wanted)
+            elif state == "preloading":
+                state = "warm"  # everything asked for is loaded, or loading
+        self._wake.set()
+        return state
 
     def workers(self) -> dict[str, dict[str, Any]]:
         """What is alive: folder → {pid, python, captures, idle_s, preloaded}."""
@@ -103,9 +169,16 @@ class WarmPool:
             now = time.monotonic()
             return {
                 k: {"pid": r.proc.pid, "python": r.python, "captures": r.captures, "busy": r.busy,
-                    "idle_s": round(now - r.last_used, 3), "preloaded": len(r.files)}
+                    "idle_s": round(now - r.last_used, 3), "preloaded": len(r.files),
+                    "preloading": r.preloads_pending, "imported": r.imported}
                 for k, r in self._workers.items()
             }
+
+    def preloading(self, workspace: str | Path) -> bool:
+        """Whether the folder's resident process is still importing a preload."""
+        with self._lock:
+            r = self._workers.get(str(workspace))
+            return r is not None and r.preloads_pending > 0
 
     def discard(self, workspace: str | Path, reason: str = "discarded") -> bool:
         with self._lock:
@@ -198,6 +271,10 @@ class _Resident:
         self.reader = FrameReader(MAX_CONTROL_FRAME)
         self.pending: deque[dict[str, Any]] = deque()  # messages read before a lease wanted them
         self.preloads_pending = 0
+        #: Libraries the preloads imported so far (their own count; ``files`` has every module).
+        self.imported = 0
+        #: Every name a preload asked for (imported, failed or still loading).
+        self.requested: set[str] = set()
         self.sink: Callable[[str], None] = lambda line: None
         self.dead = False
         self._pump = LogPump(log_fd, lambda line: self.sink(line), name="tensorviz-warm-log")
@@ -224,7 +301,8 @@ class _Resident:
         log.info("warm worker started for %s: %s (pid %d)", workspace, python, proc.pid)
         return cls(proc, read_fd, python, identity, str(workspace), log_r, env.get(MARKER_ENV))
 
-    def unusable(self, python: str, identity: tuple) -> str | None:
+    def unusable(self, python: str, identity: tuple, wait_s: float = 0.0,
+                 cancel: threading.Event | None = None) -> str | None:
         if self.dead or self.proc.poll() is not None:
             return "it is no longer running"
         if python != self.python:
@@ -239,9 +317,13 @@ class _Resident:
                 return "a package folder on the interpreter's path changed (a dependency was installed or removed)"
             return "the interpreter or its environment changed"
         self._drain(0.0)
-        if self.preloads_pending:
-            # Libraries still loading: a capture would wait for them anyway; see them first.
-            self._drain(30.0)
+        end = time.monotonic() + wait_s
+        while self.preloads_pending and not self.dead and time.monotonic() < end and not (cancel and cancel.is_set()):
+            # Libraries still loading: a capture would wait for them anyway (the resident
+            # reads its requests in turn); see them first, so their files are checked too.
+            self._drain(min(1.0, max(0.0, end - time.monotonic())))
+        if self.dead:
+            return "it is no longer running"
         if not self.fork_safe:
             return f"forking is no longer safe: {self.unsafe_reason}"
         for path, mtime in self.files:
@@ -253,6 +335,7 @@ class _Resident:
         return None
 
     def preload(self, modules: list[str]) -> None:
+        self.requested.update(modules)
         try:
             self.proc.stdin.write(encode_frame(PreloadRequest(action="preload", modules=modules,
                                                               workspace=self.workspace)))
@@ -265,6 +348,8 @@ class _Resident:
         """A message of the resident process itself (not of a capture)."""
         if msg.get("kind") == "preloaded":
             self.preloads_pending = max(0, self.preloads_pending - 1)
+            if type(msg.get("imported")) is int:
+                self.imported += msg["imported"]
             self.files = [list(f) for f in msg.get("files") or [] if isinstance(f, (list, tuple)) and len(f) == 2]
             if not msg.get("fork_safe", True):
                 self.fork_safe = False
@@ -440,13 +525,19 @@ class Lease:
         failure = result.failure if result is not None else None
         if result is None:
             reason = "the capture did not finish"
-        elif failure is not None:
+        elif failure is not None and not self.child_failure(failure):
             reason = f"the capture failed ({failure.stage}: {failure.type})"
         else:
             reason = ""
-        keep = result is not None and failure is None and not self.killed and self.child_code is not None and not self.r.dead
+        keep = result is not None and not reason and not self.killed and self.child_code is not None and not self.r.dead
         self.r.sink = lambda line: None
         self.pool._release(self.key, self.r, keep, reason, self.modules if keep else None)
+
+    def child_failure(self, failure: Any) -> bool:
+        """Whether ``failure`` is one the capture child reported and then exited cleanly
+        from (:data:`CHILD_FAILURES`): nothing of it happened in the resident process."""
+        return (self.final_seen and self.child_code == 0 and failure.stage in CHILD_FAILURES
+                and failure.type != "MemoryError")
 
 
 def identity_for(python: str, env: Mapping[str, str], path_stamp: tuple) -> tuple:

@@ -10,7 +10,7 @@ modules, RNG, default device, grad mode, JAX config, monkey-patches) exists in t
 
 Requests come on stdin, one frame each; messages go to the pipe ``N``:
 
-    {"action": "preload", "workspace": root, "modules": [name, ...]}
+    {"action": "preload", "workspace": root, "modules": [name or "name:Attribute", ...]}
         -> {"kind": "preloaded", "imported": int, "failed": int, "seconds": float,
             "files": [[path, mtime_ns], ...], "fork_safe": bool, "reason": str}
     {"action": "capture", ...the worker request...}
@@ -109,19 +109,27 @@ def _preload(request: PreloadRequest) -> PreloadedMessage:
     started = time.monotonic()
     files = WorkspaceFiles(str(request.get("workspace") or "/"))
     imported = failed = 0
-    for name in request.get("modules") or []:
-        if not isinstance(name, str) or name in sys.modules or name in _SKIP:
+    for entry in request.get("modules") or []:
+        if not isinstance(entry, str):
+            continue
+        # "pkg:Name" is ``from pkg import Name``: a lazily exported class (transformers'
+        # GPT2LMHeadModel) loads its own module only when it is read.
+        name, _, attr = entry.partition(":")
+        if name in _SKIP or (name in sys.modules and not attr):
             continue
         try:
-            importlib.import_module(name)
+            module = importlib.import_module(name)
+            if attr:
+                value = getattr(module, attr)
+                module = sys.modules.get(getattr(value, "__module__", None) or name, module)
             imported += 1
         except BaseException as exc:  # an import that fails here simply stays cold
             if isinstance(exc, KeyboardInterrupt):
                 raise
             failed += 1
-            sys.modules.pop(name, None)
+            if not attr:
+                sys.modules.pop(name, None)
             continue
-        module = sys.modules.get(name)
         if module is not None and _is_workspace(module, files):
             # A library name that resolved into the workspace: that is user code, which
             # this process must never hold. Give up warmth rather than keep it.

@@ -164,3 +164,14 @@ class ShowViewerArgs(CommandArgs):
 
     COMMAND = "tensorviz.showViewer"
     POSITIONAL = ("profile", "folder")
+
+
+@attrs.define
+class CancelArgs(CommandArgs):
+    """``tensorviz.cancelCapture``: ``{folder?, profile?}`` (no folder: every folder's)."""
+
+    folder: str | None = None
+    profile: str | None = None
+
+    COMMAND = "tensorviz.cancelCapture"
+    POSITIONAL = ("folder", "profile")

@@ -2,7 +2,8 @@
 
 ``h = torch.relu(self.conv(x))``: hovering ``h`` names that statement's lines and the
 target's place (``a, b = z.chunk(2)``: ``b`` is result 1 of 2). The ``return`` keyword
-stands for what its statement hands back. Hovering a later *use*
+stands for what its statement hands back (``return logits, loss``, a line that runs no
+op itself, hands back the values of ``logits`` and ``loss``). Hovering a later *use*
 of a name (``torch.flatten(h, 1)``) finds the assignment of that name in the same
 function that comes last above the use: straight-line model code reads that way (inside
 a loop an earlier iteration may have assigned it; the hover says which line it shows).
@@ -29,6 +30,9 @@ class Target:
     value_line: int
     index: int | None
     count: int
+    #: For ``return a, b``: each returned name and where it is (line, UTF-8 column), so
+    #: a return line that ran no op itself hands back those names' values.
+    returns: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,9 @@ def _visit(node: ast.AST, scope: int, names: Names) -> None:
                     stored.add(id(expr))
         if isinstance(n, ast.Return) and n.value is not None:
             # the ``return`` keyword stands for what the line hands back
-            target = Target("return", n.lineno, n.end_lineno or n.lineno, n.value.lineno, None, 1)
+            parts = n.value.elts if isinstance(n.value, ast.Tuple) else [n.value]
+            returned = tuple((e.id, e.lineno, e.col_offset) for e in parts if isinstance(e, ast.Name))
+            target = Target("return", n.lineno, n.end_lineno or n.lineno, n.value.lineno, None, 1, returned)
             names.on_line.setdefault(n.lineno, []).append((n.col_offset, n.col_offset + 6, "return", target, scope))
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             names.on_line.setdefault(n.lineno, []).append(

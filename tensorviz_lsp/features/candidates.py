@@ -52,6 +52,8 @@ class _Entry:
     python: str | None = None
     # False: the library budget ran out; the next request discovers again.
     complete: bool = True
+    # Where this version does not parse (None: it parses).
+    problem: "Unreadable | None" = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,11 @@ class Candidates(Feature):
             # Library bases left unread, or another interpreter selected since.
             return None
         return entry.candidates
+
+    def problem(self, uri: str) -> "Unreadable | None":
+        """Where the document's last discovered version does not parse, else None."""
+        entry = self._cache.get(uri)
+        return entry.problem if entry is not None else None
 
     def last_known(self, uri: str) -> list[Candidate]:
         entry = self._cache.get(uri)
@@ -142,7 +149,7 @@ class Candidates(Feature):
         else:
             candidates = await self._discover_above(text, path, root, problem)
             good = (None, [])
-        self._cache[uri] = _Entry(version, candidates, result.errors, *good, python)
+        self._cache[uri] = _Entry(version, candidates, result.errors, *good, python, problem=problem)
         self._report(uri, version, problem)
         return candidates
 

@@ -1,5 +1,10 @@
 """Running captures from the editor: one capture session (:func:`capture.session.run_session`)
-per profile at a time, with cancellable work-done progress.
+per profile at a time, with cancellable work-done progress, and ``tensorviz.cancelCapture``
+(cancel the folder's running captures: the worker is stopped).
+
+Progress names the stage the capture is in and how long it has been in it
+(``running the forward (12 s)``), said again every second while nothing else comes
+(a forward reports nothing until it ends); the viewer is told each new stage.
 
 What only the editor knows goes into the session as values: whether the workspace is
 trusted (asked with a prompt first, unless the capture runs in the background), a
@@ -13,14 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits_for, run_session
 
 from ..backends import Backends, Span
 from ..feature import Feature
 from ..host import Host
+from .args import ArgumentError, CancelArgs
 from .freshness import Freshness
 from .interpreter import InterpreterSelection
 from .progress import Progress
@@ -28,6 +36,8 @@ from .trust import Trust
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
+
+CANCEL_COMMAND = "tensorviz.cancelCapture"
 
 
 @dataclass(frozen=True)
@@ -58,17 +68,49 @@ class CaptureRunner(Feature):
         self.freshness = freshness
         self.viewers = viewers
         self._running: dict[tuple[str, str], Progress] = {}
+        #: Why each profile's last capture was cancelled (read once, by whoever reports it).
+        self._reasons: dict[tuple[str, str], str] = {}
+
+    def commands(self):
+        return {CANCEL_COMMAND: self.cancel_command}
 
     def is_running(self, key: tuple[str, str]) -> bool:
         return key in self._running
 
-    def cancel(self, key: tuple[str, str]) -> bool:
-        """Cancel the capture of ``key`` (its worker is killed); False when none runs."""
+    def running(self) -> list[tuple[str, str]]:
+        return list(self._running)
+
+    def cancel(self, key: tuple[str, str], reason: str) -> bool:
+        """Cancel the capture of ``key`` (its worker is killed), saying why; False when none runs."""
         progress = self._running.get(key)
         if progress is None:
             return False
-        progress.cancel()
+        progress.cancel(reason)
         return True
+
+    def cancel_reason(self, key: tuple[str, str]) -> str:
+        """Why the last capture of ``key`` was cancelled (once: the reader reports it)."""
+        return self._reasons.pop(key, None) or "cancelled"
+
+    async def cancel_command(self, args: list[Any]) -> dict[str, Any]:
+        """``tensorviz.cancelCapture {folder?, profile?}``: cancel the running captures of
+        the folder (a folder, a file in it, as a path or URI; none: every folder's), or
+        of one profile there."""
+        a = CancelArgs.parse(args)
+        root = self.server.folder_for(a.folder) if a.folder else None
+        if a.folder and root is None:
+            path = self.server.path_of(a.folder)
+            root = path if path is not None and path.is_dir() else None
+            if root is None:
+                raise ArgumentError(f"tensorviz.cancelCapture: {a.folder} is not a workspace folder or a file in one")
+        keys = [k for k in self._running if (root is None or k[0] == str(root)) and (a.profile in (None, k[1]))]
+        for key in keys:
+            self.cancel(key, "cancelled by the user (tensorviz.cancelCapture)")
+        if not keys:
+            where = f"profile {a.profile} in " if a.profile else ""
+            self.server.show_message(f"TensorViz: no capture of {where}{root or 'any folder'} is running.")
+            return {"ok": False, "reason": "none-running"}
+        return {"ok": True, "cancelled": [k[1] for k in keys]}
 
     async def run(self, target: CaptureTarget, *, background: bool = False, purpose: str | None = None) -> SessionResult | None:
         """The session's result; None when a capture of the profile already runs (said
@@ -97,8 +139,10 @@ class CaptureRunner(Feature):
             message=f"profile {profile}, {interp.describe()}",
         ) as progress:
 
+            clock = StageClock(progress)
+
             def on_progress(message: str, fraction: float | None = None) -> None:
-                progress.report(message, fraction)
+                clock.stage(message, fraction)
                 self.viewers.publish(root, "progress", {"message": message, "fraction": fraction})
 
             request = CaptureRequest(
@@ -113,23 +157,58 @@ class CaptureRunner(Feature):
                 log=lambda line: log.info("[worker] %s", line),
             )
             self._running[target.key] = progress
+            self._reasons.pop(target.key, None)
             task = asyncio.ensure_future(self.server.run_blocking(run_session, request, self.backends.run_capture))
+            ticking = asyncio.ensure_future(clock.tick())
             try:
                 result: SessionResult = await asyncio.shield(task)
             except asyncio.CancelledError:
                 # The request itself was cancelled ($/cancelRequest): stop the worker too.
-                progress.cancel()
+                progress.cancel("the editor cancelled the request ($/cancelRequest)")
                 try:
                     await asyncio.wait_for(asyncio.shield(task), 30)
                 except Exception:
                     pass
                 raise
             finally:
+                ticking.cancel()
                 self._running.pop(target.key, None)
+                if progress.reason is not None:
+                    self._reasons[target.key] = progress.reason
         for problem in result.problems:
             log.warning("capture of %s (profile %s): %s", qualname, profile, problem)
         return result
 
     def shutdown(self) -> None:
         for progress in list(self._running.values()):
-            progress.cancel()
+            progress.cancel("the language server is stopping")
+
+
+class StageClock:
+    """The capture's current stage and for how long it has run, reported as
+    ``STAGE (N s)``: at each new stage, then every :attr:`EVERY` seconds."""
+
+    EVERY = 1.0
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.message = ""
+        self.fraction: float | None = None
+        self.since = time.monotonic()
+
+    def stage(self, message: str, fraction: float | None) -> None:
+        """A new stage (any thread)."""
+        if message != self.message:
+            self.message, self.since = message, time.monotonic()
+        self.fraction = fraction
+        self.progress.report(self.text(), fraction)
+
+    def text(self) -> str:
+        seconds = time.monotonic() - self.since
+        return f"{self.message} ({seconds:.0f} s)" if seconds >= 1 else self.message
+
+    async def tick(self) -> None:
+        while True:
+            await asyncio.sleep(self.EVERY)
+            if self.message:
+                self.progress.report(self.text(), self.fraction)

@@ -186,7 +186,10 @@ class CandidateInfo(Feature):
         hit = names.at(pos.line + 1, assigned_names.byte_column(line_text, index))
         if hit is None:
             return None
-        found = value_of(self.captured_lines.file_lines(path, text), hit.target, path)
+        file_lines = self.captured_lines.file_lines(path, text)
+        found = value_of(file_lines, hit.target, path)
+        if found is None and hit.target.returns:
+            found = returned_values(file_lines, names, hit.target, path)
         if found is None:
             return None
 
@@ -211,6 +214,50 @@ class CandidateInfo(Feature):
         ]
 
 
+def returned_values(file_lines: list, names: assigned_names.Names, target: assigned_names.Target,
+                    path: Any) -> str | None:
+    """``return logits, loss`` on a line that ran no op itself: each returned name's
+    value, from its last assignment above (as hovering the name would show); None when
+    none of them has one."""
+    rows, shown = [], None
+    for name, line, col in target.returns:
+        hit = names.at(line, col)
+        if hit is None or not hit.is_use:
+            rows.append(f"- `{name}`: not assigned in this function")
+            continue
+        found = _first_value(file_lines, hit.target)
+        if found is None:
+            rows.append(f"- `{name}` (line {hit.target.first}): no value captured (not a tensor the model computed)")
+            continue
+        fl, entry, ln = found
+        shown = shown or (fl, entry)
+        results = list(lv.runs(entry)[0].results)
+        if hit.target.count > 1 and hit.target.index is not None and len(results) == hit.target.count:
+            results = [results[hit.target.index]]
+        for row in lv.value_lines(fl.record.capture, results, [name] if len(results) == 1 else None, dtype=True):
+            rows.append(row + f" (line {ln})")
+    if shown is None:
+        return None
+    fl, entry = shown
+    rec = fl.record
+    parts = [lv.header(rec, rec.capture), f"`return` on line {target.first} hands back:\n" + "\n".join(rows),
+             lv.provenance(rec.capture, entry)]
+    stale = lv.stale_text(rec, rel_path(rec.root, path) or str(path), fl.stale)
+    if stale:
+        parts.append(stale)
+    return "\n\n".join(parts)
+
+
+def _first_value(file_lines: list, target: assigned_names.Target) -> tuple[Any, Any, int] | None:
+    """The newest capture's entry for ``target``'s statement, and its line."""
+    for fl in file_lines:
+        for ln in [target.value_line] + list(range(target.last, target.first - 1, -1)):
+            entry = fl.at(ln - 1)
+            if entry is not None and entry.calls:
+                return fl, entry, ln
+    return None
+
+
 def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str | None:
     """What the hover says about ``target``'s value: the newest capture that ran its
     statement; the value at the target's place when the counts match (``a, b = …``)."""
@@ -233,7 +280,7 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str 
         return None
     fl, entry, line = shown
     rec, capture = fl.record, fl.record.capture
-    results = list(entry.ran[0].results)
+    results = list(lv.runs(entry)[0].results)
     label = target.name.lstrip(".")
     note = None
     if target.count > 1 and target.index is not None and len(results) == target.count:

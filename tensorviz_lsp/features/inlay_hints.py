@@ -322,7 +322,7 @@ def compute_hints(
 
 
 def _labels(capture: Any, entry: Any) -> list[str]:
-    return lv.labels_of(capture, entry.ran[0].results)
+    return lv.labels_of(capture, lv.runs(entry)[0].results)
 
 
 def _brief(capture: Any, entry: Any, memo: dict | None) -> tuple[list[str], int, str | None]:
@@ -331,7 +331,7 @@ def _brief(capture: Any, entry: Any, memo: dict | None) -> tuple[list[str], int,
     got = memo.get(key) if memo is not None else None
     if got is not None and got[0] is entry:
         return got[1]
-    ran = entry.ran
+    ran = lv.runs(entry)
     brief = (lv.labels_of(capture, ran[0].results), len(ran), lv.nonfinite(capture, ran[0].results))
     if memo is not None:
         if len(memo) > 100_000:
@@ -343,7 +343,7 @@ def _brief(capture: Any, entry: Any, memo: dict | None) -> tuple[list[str], int,
 def tooltip(fl: Any, entry: Any, stale: str | None, others: list[tuple]) -> str:
     rec, capture = fl.record, fl.record.capture
     parts = [lv.header(rec, capture)]
-    parts.append("\n".join(lv.value_lines(capture, entry.ran[0].results)))
+    parts.append("\n".join(lv.value_lines(capture, lv.runs(entry)[0].results)))
     parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
     if stale:
         parts.append(stale)
@@ -351,7 +351,7 @@ def tooltip(fl: Any, entry: Any, stale: str | None, others: list[tuple]) -> str:
         olabels = _labels(ofl.record.capture, oentry)
         same = olabels == _labels(capture, entry)
         what = "the same values" if same else " · ".join(f"`{t}`" for t in olabels[:lv.LABEL_VALUES])
-        n = len(oentry.ran)
+        n = len(lv.runs(oentry))
         times = f", {n}×" if n > 1 else ""
         parts.append(f"Also run by profile `{ofl.record.profile}` (captured at {lv.when(ofl.record.captured_at)}{times}): {what}")
     return "\n\n".join(parts)

@@ -1,9 +1,11 @@
 """``textDocument/codeLens`` and ``textDocument/codeAction``: Open as Graph.
 
 A lens sits on the name of every discovered candidate; its title names the saved
-profile when one exists. The same command is offered as a code action for
-editors without lenses (Helix: ``space a`` on the definition). Both run
-``tensorviz.openGraph`` with ``{uri, symbol, profile}``.
+profile when one exists, and says so when the file as saved does not parse
+(``Open as Graph (gpt) · model.py does not parse: line 12``: a capture would fail at
+its import, and recapture on save waits for a save that parses). The same command is
+offered as a code action for editors without lenses (Helix: ``space a`` on the
+definition). Both run ``tensorviz.openGraph`` with ``{uri, symbol, profile}``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from ..backends import Candidate, Span
+from ..buffers import differs_from_disk
 from ..feature import Feature
 from ..host import Host
 from .candidates import Candidates
@@ -40,21 +43,35 @@ class Lenses(Feature):
 
     def _commands(self, uri: str, candidates: list[Candidate]) -> list[types.Command]:
         out = []
+        note = self._saved_unparsable(uri)
         for cand in candidates:
             profile = self.recipes.profile_of(uri, cand)
             title = f"Open as Graph ({profile})" if profile else "Open as Graph"
+            if note:
+                title += f" · {note}"
             arg = {"uri": uri, "symbol": cand.qualname}
             if profile:
                 arg["profile"] = profile
             out.append(types.Command(title=title, command=OPEN_GRAPH, arguments=[arg]))
         return out
 
+    def _saved_unparsable(self, uri: str) -> str | None:
+        """``model.py does not parse: line 12`` when the document does not parse and is
+        saved so (typing mid-statement is not: its diagnostic says where it stops)."""
+        problem = self.candidates.problem(uri)
+        doc = self.server.open_document(uri)
+        path = self.server.path_of(uri)
+        if problem is None or doc is None or path is None or differs_from_disk(path, doc.source):
+            return None
+        return f"{path.name} does not parse: line {problem.span.start.line + 1}"
+
     async def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
         candidates = await self.candidates.get(uri)
         generation = self.recipes.generation
         cached = self._cache.get(uri)
-        if cached is not None and cached[0] == id(candidates) and cached[1] == generation:
+        if cached is not None and cached[0] == id(candidates) and cached[1] == generation and not (
+                self.candidates.problem(uri)):
             return cached[2]
         lenses = [
             types.CodeLens(range=lsp_range(c.name_range), command=cmd)

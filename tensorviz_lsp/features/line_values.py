@@ -26,11 +26,29 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from .records import Record
 
+#: What an abstract Torch capture (``evidence = "abstract"``) is, in its own words.
+ABSTRACT_NOTE = "abstract: shapes only, nothing was computed"
+#: Its coverage scope (``capture.graph.model``'s ``ABSTRACT_FORWARD_SCOPE``).
+ABSTRACT_SCOPE = "abstract_forward"
 #: Values named in a label before "+N".
 LABEL_VALUES = 3
 #: Values described in a tooltip before "and N more".
 TOOLTIP_VALUES = 8
 STALE_SUFFIX = " (stale)"
+
+
+def is_abstract(capture: Any) -> bool:
+    """A Torch capture with abstract evidence: built and run without data."""
+    return capture.meta.get("evidence") == "abstract" or capture.coverage.scope == ABSTRACT_SCOPE
+
+
+def runs(entry: "LineEntry") -> list[Any]:
+    """The calls of a line that ran an op: a module call on the line that ran none (an
+    eval-mode ``Dropout``, an ``Identity``) is no run of its own (``x = self.drop(a + b)``
+    ran once, not twice). A line whose calls all ran none keeps them."""
+    ran = entry.ran
+    counted = [c for c in ran if c.ops > 0]
+    return counted or ran
 
 
 def labels_of(capture: Any, value_ids: list[int]) -> list[str]:
@@ -151,20 +169,22 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
                     "as JAX traced it; nothing here was computed.")
         return ("Inside a control-flow body: one iteration, as traced; not executed. "
                 "The shapes are one iteration's, as JAX traced it; nothing here was computed.")
+    if is_abstract(capture):
+        return f"{ABSTRACT_NOTE}: the model was built with no parameter storage and its forward ran on fake tensors."
     if capture.framework == "torch":
         return "Measured by running the model (PyTorch)."
     return "Traced by JAX, not measured: shapes and dtypes only (nothing was computed)."
 
 
 def calls_text(capture: Any, entry: "LineEntry") -> str:
-    ran = entry.ran
+    ran = runs(entry)
     ops = ran[0].ops
     text = f"{ops:,} op{'s' * (ops != 1)} behind it"
     n = len(ran)
     if n > 1:
         where = group_label(capture, ran[0].container)
         text += f"; the line ran {n}× (the first call is shown{f', in `{where}`' if where else ''})"
-    if not entry.traced_body and len(entry.calls) > n:
+    if not entry.traced_body and len(entry.calls) > len(entry.ran):
         text += "; it is also part of an unexecuted control-flow body (a template, as traced)"
     return text
 

@@ -43,7 +43,7 @@ from ..feature import Feature
 from ..host import Host
 from .args import CaptureProfileArgs, OpenGraphArgs, ShowViewerArgs
 from .candidates import Candidates
-from .capture_failures import FailureDiagnostics
+from .capture_failures import ABSTRACT_ACTION, FailureDiagnostics, abstract_offered, frame_label, raising_frame
 from .capturing import CaptureRunner, CaptureTarget
 from .dependencies import Dependencies
 from .landing import GraphLanding
@@ -60,6 +60,8 @@ REFUSALS = {
     "trust": ("untrusted", " Run the command 'tensorviz.trustWorkspace' (or answer the prompt) to allow captures."),
     "source": ("unsaved", ""),
 }
+#: The reason a recapture gives way to the next save's (features/recapture.py).
+SUPERSEDED = "a newer save supersedes it"
 #: How to fix a failure of these stages from the editor.
 REMEDIES = {
     "interpreter": " Set tensorviz.python or run the command 'tensorviz.selectInterpreter'.",
@@ -184,13 +186,17 @@ class OpenGraph(Feature):
         if result is None:
             return {"ok": False, "reason": "busy"}
         qualname = target.qualname
-        if result.job.cancel.is_set() and background:
-            log.info("recapture of %s (profile %s) cancelled: a newer save supersedes it", qualname, target.profile)
-            return {"ok": False, "reason": "cancelled"}
         if result.job.cancel.is_set():
-            self.server.show_message(f"TensorViz: capture of {qualname} cancelled; the worker was stopped.")
-            self.viewers.publish(target.root, "capture-failed", {"message": "cancelled"})
-            return {"ok": False, "reason": "cancelled"}
+            # One line per cancel, with its one reason (a newer save, the user, shutdown).
+            why = self.runner.cancel_reason(target.key)
+            log.info("%s of %s (profile %s) cancelled after %s: %s", "recapture" if background else "capture",
+                     qualname, target.profile, result.job.elapsed(), why)
+            if why != SUPERSEDED:  # a newer save's capture follows: it reports itself
+                if not background:
+                    self.server.show_message(f"TensorViz: capture of {qualname} cancelled ({why}); the worker was stopped.")
+                self.viewers.publish(target.root, "capture-failed",
+                                     {"message": f"cancelled ({why})", "stage": "cancelled", "profile": target.profile})
+            return {"ok": False, "reason": "cancelled", "why": why}
         failure = result.capture.failure
         if failure is None:
             self.failures.clear(target.root, target.profile)
@@ -215,7 +221,12 @@ class OpenGraph(Feature):
         background: bool,
     ) -> dict[str, Any]:
         root, stage, qualname = target.root, failure.stage, target.qualname
-        self.viewers.publish(root, "capture-failed", {"message": failure.message, "stage": stage, "profile": target.profile})
+        event: dict[str, Any] = {"message": failure.message, "stage": stage, "profile": target.profile}
+        where = raising_frame(failure)
+        if where is not None:  # the viewer's banner links the line that raised
+            event["frame"] = {"file": where.file, "line": where.line, "column": where.column,
+                              "function": where.function, "label": frame_label(root, where)}
+        self.viewers.publish(root, "capture-failed", event)
         if stage == "dependencies" and not background:
             python = result.job.python
             plan = install_plan(failure, python)
@@ -243,9 +254,14 @@ class OpenGraph(Feature):
                 )
                 return await self.setups.open(root, target.uri, cand, target.profile, recipe=recipe, needs=needs)
         hint = REMEDIES.get(stage, "") + _environment_hint(failure, self.server.settings_for(root).capture_env)
+        offer = abstract_offered(failure)
+        if offer is not None:
+            hint += f" Code action: {ABSTRACT_ACTION} (sets {offer} = \"abstract\" and captures again)."
         files = {(root / RECIPES_PATH).resolve(), *result.files}
         files |= {(root / src.path).resolve() for src in result.capture.sources}
-        self.failures.show(target, failure, files, hint)
+        self.failures.show(target, failure, files, hint,
+                           data={"abstract": offer} if offer is not None else None)
+        await self.server.fan_out("capture_failed", target, files)
         if background:  # the diagnostic and the viewer's banner say it; no pop-up per save
             log.warning("recapture of %s failed (%s): %s", qualname, stage, failure.message)
         else:

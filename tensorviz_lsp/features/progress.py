@@ -2,7 +2,8 @@
 
 An async context manager that creates a server-initiated token when the client
 supports it (and is silent otherwise). ``cancelled`` is set when the user cancels
-(``window/workDoneProgress/cancel``); reports may come from any thread.
+(``window/workDoneProgress/cancel``) or :meth:`Progress.cancel` is called, with the one
+:attr:`Progress.reason` the log gives; reports may come from any thread.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class Progress:
         self.cancelled = asyncio.Event()
         #: The same, for worker threads.
         self.cancel_flag = threading.Event()
+        #: Why it was cancelled (the first reason given), None while it was not.
+        self.reason: str | None = None
 
     async def __aenter__(self) -> "Progress":
         if not self.server.supports_progress():
@@ -53,11 +56,13 @@ class Progress:
         return self
 
     def _on_cancel(self) -> None:
-        log.info("%s: cancelled by the user", self.title)
-        self.cancel_flag.set()
-        self.cancelled.set()
+        self.cancel("cancelled by the user (the editor's progress)")
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str) -> None:
+        """Cancel, saying why (said once, by whoever reports the end: the first reason
+        given is kept, a later one is the same cancel)."""
+        if self.reason is None:
+            self.reason = reason
         self.cancel_flag.set()
         if self.server.on_loop():
             self.cancelled.set()

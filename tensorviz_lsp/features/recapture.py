@@ -14,10 +14,17 @@ folder's warm worker when there is one (``tensorviz.warmWorkerIdleSeconds``).
   gets the failure diagnostic on the symbol (as for Open as Graph, without pop-ups).
 - Saves while a capture of the same profile runs are coalesced: the newest wins; the
   running capture is cancelled (its worker killed) and only the newest one runs.
+- A capture that failed (a recapture, or Open as Graph) is tried again by the next save
+  of any file it depends on (what it imports, the recipes file), even one that brings
+  the file back to what the last good graph was captured from.
+- A save of a source that does not parse starts nothing: a capture would fail at its
+  import (and cost the warm worker nothing, but a failure). The log and the viewer say
+  which file and line, the lens too (:mod:`.lenses`); the next save that parses captures.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import logging
 from pathlib import Path
@@ -29,9 +36,9 @@ from ..backends import RECIPES_PATH, Backends, recipes_root
 from ..feature import Feature
 from ..host import Host
 from .capturing import CaptureRunner, CaptureTarget
-from .freshness import Freshness, profile_change
+from .freshness import Freshness, profile_change, rel_path
 from .interpreter import InterpreterSelection
-from .open_graph import OpenGraph
+from .open_graph import SUPERSEDED, OpenGraph
 from .records import Record
 
 log = logging.getLogger(__name__)
@@ -55,6 +62,9 @@ class RecaptureOnSave(Feature):
         #: What triggered each profile's newest run (file and its bytes' hash): the same
         #: save reported twice (didSave, then the file watcher) starts nothing new.
         self._trigger: dict[tuple[str, str], tuple[str, str]] = {}
+        #: Profiles whose last capture failed (or was not started: a source did not
+        #: parse), with what to capture and the files a save of which tries again.
+        self._failed: dict[tuple[str, str], tuple[CaptureTarget, set[Path]]] = {}
 
     # -- hooks -------------------------------------------------------------------
     async def document_saved(self, uri: str) -> None:
@@ -77,6 +87,12 @@ class RecaptureOnSave(Feature):
             except Exception:
                 log.exception("checking the warm worker of %s failed", root)
 
+    def capture_failed(self, target: CaptureTarget, files: set[Path]) -> None:
+        self._failed[target.key] = (target, set(files))
+
+    def capture_landed(self, record: Record) -> None:
+        self._failed.pop((str(record.root), record.profile), None)
+
     def folders_changed(self, added: list[str], removed: list[str]) -> None:
         for folder in removed:
             self.backends.warm_retain(Path(folder), None, {})
@@ -93,17 +109,44 @@ class RecaptureOnSave(Feature):
     async def _saved(self, path: Path | None) -> None:
         if path is None or self.server.stopping:
             return
-        freshness = self.freshness
-        for rec in list(freshness.records.values()):
-            if not self.server.settings_for(rec.root).recapture_on_save:
+        wanted: dict[tuple[str, str], tuple[CaptureTarget, list[str]]] = {}
+        for rec in list(self.freshness.records.values()):
+            if self.server.settings_for(rec.root).recapture_on_save and await self._concerns(rec, path):
+                target = CaptureTarget(rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range)
+                wanted[target.key] = (target, sorted(rec.sources))
+        resolved = _resolved(path)
+        for key, (target, files) in list(self._failed.items()):
+            # Tried again whatever the bytes: the save that fixes it may restore the text
+            # the last good graph was captured from.
+            if key not in wanted and resolved in files and self.server.settings_for(target.root).recapture_on_save:
+                wanted[key] = (target, sorted(rel for f in files if (rel := rel_path(target.root, f))))
+        for key, (target, sources) in wanted.items():
+            trigger = (str(path), await self.server.run_blocking(_digest, path))
+            if key in self._tasks and self._trigger.get(key) == trigger:
                 continue
-            if await self._concerns(rec, path):
-                key = (str(rec.root), rec.profile)
-                trigger = (str(path), await self.server.run_blocking(_digest, path))
-                if key in self._tasks and self._trigger.get(key) == trigger:
-                    continue
-                self._trigger[key] = trigger
-                self.schedule(rec)
+            self._trigger[key] = trigger
+            problem = await self.server.run_blocking(_unparsable, target.root, [path, *(target.root / s for s in sources)],
+                                                     self.server.buffers().read_text)
+            if problem is not None:
+                self._not_parsed(target, problem, path)
+                continue
+            self.schedule(target)
+
+    def _not_parsed(self, target: CaptureTarget, problem: str, saved: Path) -> None:
+        """A source does not parse: nothing runs; said in the log and on the viewer's
+        banner, and tried again by the next save (the lens says it too)."""
+        root = target.root
+        files = self._failed.get(target.key, (target, set()))[1] | {_resolved(saved)}
+        self._failed[target.key] = (target, files)
+        if self.runner.cancel(target.key, SUPERSEDED):
+            pass  # a recapture of the text before this save is no use either
+        log.warning("not recapturing %s (profile %s): %s; the next save that parses captures it",
+                    target.qualname, target.profile, problem)
+        self.open_graph.viewers.publish(root, "capture-failed", {
+            "message": f"not recaptured: {problem}; the graph shown is the last good one", "stage": "source",
+            "profile": target.profile})
+        if self.server.supports_lens_refresh():
+            asyncio.ensure_future(_refresh_lenses(self.server))
 
     async def _concerns(self, rec: Record, path: Path) -> bool:
         root = recipes_root(path)
@@ -124,20 +167,21 @@ class RecaptureOnSave(Feature):
         return rel in changed
 
     # -- running ---------------------------------------------------------------------
-    def schedule(self, rec: Record) -> asyncio.Future:
-        """Recapture ``rec``'s profile; a run of it in progress is cancelled."""
-        key = (str(rec.root), rec.profile)
+    def schedule(self, target: CaptureTarget) -> asyncio.Future:
+        """Recapture ``target``'s profile; a run of it in progress is cancelled (the
+        newest save wins: its reason is logged once, when that run ends)."""
+        key = target.key
         generation = self._generation.get(key, 0) + 1
         self._generation[key] = generation
-        if self.runner.cancel(key):
-            log.info("save while %s is being captured: cancelling that capture, the newest save wins", rec.profile)
+        self.runner.cancel(key, SUPERSEDED)
         previous = self._tasks.get(key)
-        task = asyncio.ensure_future(self._run(key, generation, previous))
+        task = asyncio.ensure_future(self._run(target, generation, previous))
         self._tasks[key] = task
         task.add_done_callback(lambda t: self._tasks.get(key) is t and self._tasks.pop(key, None))
         return task
 
-    async def _run(self, key: tuple[str, str], generation: int, previous: asyncio.Future | None) -> dict[str, Any]:
+    async def _run(self, target: CaptureTarget, generation: int, previous: asyncio.Future | None) -> dict[str, Any]:
+        key = target.key
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         # A capture of the profile started another way (Open as Graph) ends first: it was
@@ -149,17 +193,53 @@ class RecaptureOnSave(Feature):
         if self._generation.get(key) != generation or self.server.stopping:
             return {"ok": False, "reason": "superseded"}
         rec = self.freshness.records.get(key)
-        if rec is None:
-            return {"ok": False, "reason": "no-graph"}
-        log.info("recapturing %s (profile %s) after a save", rec.qualname, rec.profile)
+        if rec is not None:  # the newest graph names the symbol where it is now
+            target = CaptureTarget(rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range)
+        log.info("recapturing %s (profile %s) after a save%s", target.qualname, target.profile,
+                 " (its last capture failed)" if key in self._failed else "")
         try:
-            return await self.open_graph.capture(
-                CaptureTarget(rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range),
-                show=False, retry=False, background=True,
-            )
+            return await self.open_graph.capture(target, show=False, retry=False, background=True)
         except Exception:
-            log.exception("recapture of %s failed", rec.profile)
+            log.exception("recapture of %s failed", target.profile)
             return {"ok": False, "reason": "error"}
+
+
+def _unparsable(root: Path, paths: list[Path], read_buffer: Any) -> str | None:
+    """``model.py does not parse (line 12: invalid syntax)`` for the first Python file
+    of ``paths`` whose text (an editor buffer, else the disk) is not valid Python; None
+    when they all parse."""
+    seen: set[Path] = set()
+    for path in paths:
+        if path.suffix != ".py" or (r := _resolved(path)) in seen:
+            continue
+        seen.add(r)
+        text = read_buffer(path)
+        if text is None:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+        try:
+            ast.parse(text, filename=str(path))
+        except SyntaxError as exc:
+            return f"{rel_path(root, path) or path.name} does not parse (line {exc.lineno}: {exc.msg})"
+        except ValueError as exc:  # a NUL byte
+            return f"{rel_path(root, path) or path.name} does not parse ({exc})"
+    return None
+
+
+async def _refresh_lenses(server: Host) -> None:
+    try:
+        await server.workspace_code_lens_refresh_async(None)
+    except Exception as exc:
+        log.debug("codeLens refresh failed: %s", exc)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path
 
 
 def _digest(path: Path) -> str:

@@ -57,6 +57,7 @@ class Trust(Feature):
         if answer == TRUST:
             self.store.set_trusted(root, True)
             log.info("workspace trusted: %s", root)
+            await self.server.fan_out("workspace_trusted", root)
             return True
         return False
 
@@ -100,4 +101,6 @@ class Trust(Feature):
         self.store.set_trusted(root, parsed.trusted)
         state = "trusted" if parsed.trusted else "no longer trusted"
         self.server.show_message(f"TensorViz: workspace {root} is {state}.")
+        if parsed.trusted:
+            await self.server.fan_out("workspace_trusted", root)
         return {"ok": True, "folder": str(root), "trusted": parsed.trusted}

@@ -146,6 +146,18 @@ class FakeBackends:
         pass
 
     def save_profile(self, root: Path, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
+        """Writes the profile's keys into the recipes file as given (tomlkit: the rest of
+        the file kept); the real backend validates first."""
+        import tomlkit
+
+        path = root / ".tensorviz" / "recipes.toml"
+        doc = tomlkit.parse(path.read_text()) if path.exists() else tomlkit.document()
+        profiles = doc.setdefault("profiles", tomlkit.table())
+        table = profiles.setdefault(name, tomlkit.table())
+        for key, value in recipe.items():
+            table[key] = value
+        path.write_text(tomlkit.dumps(doc))
+        log.info("fake backends: saved profile %s (%s)", name, ", ".join(sorted(recipe)))
         return []
 
     def _behaviour(self, root: Path) -> dict:
@@ -213,7 +225,16 @@ class FakeBackends:
             return Capture.failed_capture(collapse_failure(Failure(
                 "RecursionError", "maximum recursion depth exceeded", stage="trace", frames=frames)))
         if b.get("fail"):
-            return Capture.failed_capture(Failure("ValueError", b["fail"], stage="trace"))
+            # ``frames``: [line, function] pairs (or lines, in ``net``), outermost first.
+            frames = [Frame(rel, int(f[0]), 4, str(f[1])) if isinstance(f, list) else Frame(rel, int(f), 4, "net")
+                      for f in b.get("frames") or []]
+            return Capture.failed_capture(Failure("ValueError", b["fail"], stage="trace", frames=frames))
+        if b.get("memory") and recipe.get("evidence") != "abstract":
+            # The worker's memory failure for an eager Torch capture that cannot fit.
+            return Capture.failed_capture(Failure(
+                "MemoryError", "the model needs 26.4 GB and the machine has 7.6 GB available", stage="limit",
+                details={"limit": "available_memory", "phase": "estimate",
+                         "abstract": {"evidence": "abstract", "key_path": f"profiles.{job.profile}.evidence"}}))
         cap = synthetic_capture(10)
         if b.get("lines"):  # the ops ran these lines of the model file, in turn (node i: lines[i % n])
             cap.frames = [Frame(rel, int(n), 4, "net") for n in b["lines"]]
@@ -221,6 +242,11 @@ class FakeBackends:
                 node.frame = node.id % len(cap.frames)
         cap.sources = sources
         cap.meta["fake_marker"] = tag.group(1) if tag else None
+        if recipe.get("evidence") == "abstract":  # as the worker marks an abstract Torch capture
+            cap.meta["evidence"] = "abstract"
+            cap.coverage.scope = "abstract_forward"
+            for value in cap.values:
+                value.measured = None
         try:  # the profile as captured, as the real runner records it
             cap.recipe = Recipe.from_dict({"name": job.profile, **recipe}).to_dict()
         except RecipeError:
@@ -243,6 +269,11 @@ class FakeBackends:
 
     def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
         log.info("fake warm worker of %s: retained for %s", root, python)
+
+    def warm_preload(self, root: Path, python: str, env: dict[str, str], names: list[str],
+                     idle_seconds: float) -> str:
+        log.info("fake warm worker of %s: preload %s", root, json.dumps(names))
+        return "started"
 
     def shutdown(self) -> None:
         log.info("fake backends: shut down")

@@ -26,7 +26,7 @@ def members(protocol: type) -> dict[str, object]:
 def test_the_protocols_name_what_the_features_use():
     assert set(members(Backends)) == {
         "discover", "index_changed", "save_profile", "run_capture", "changed_sources", "start_viewer",
-        "warm_retain", "shutdown",
+        "warm_retain", "warm_preload", "shutdown",
     }
     assert set(members(Viewer)) == {"add_capture", "url_for", "publish", "lines", "pages", "stop"}
     assert "url" in Viewer.__annotations__

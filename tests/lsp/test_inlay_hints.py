@@ -19,7 +19,7 @@ from tensorviz_lsp.backends import Pos, Span
 from tensorviz_lsp.features import assigned_names
 from tensorviz_lsp.features.captured_lines import FileLines, line_map
 from tensorviz_lsp.features.freshness import Record
-from tensorviz_lsp.features.hover import value_of
+from tensorviz_lsp.features.hover import returned_values, value_of
 from tensorviz_lsp.features.inlay_hints import compute_hints
 from tensorviz_lsp.features.line_values import hint_label
 from viewer.projection.lines import LineIndex
@@ -231,6 +231,60 @@ def test_a_line_that_made_nan_or_inf_says_so(tmp_path):
     # `bad` is handed on, not made here: the line made one value, all Inf
     label, tip = got[line_no(text, "return ok / torch.zeros_like(x)")]
     assert label == "f32[2,3] ⚠ Inf" and "no finite values · NaN 0 · Inf 6" in tip, tip
+
+
+# nanoGPT-style: an eval-mode Dropout on the embedding line (a module call that runs no
+# op), and a forward that returns a tensor and None from a line that runs nothing itself.
+LM = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class LM(nn.Module):
+    def __init__(self, vocab=11, dim=8):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, dim)
+        self.drop = nn.Dropout(0.1)
+        self.head = nn.Linear(dim, vocab, bias=False)
+
+    def forward(self, idx, targets=None):
+        x = self.drop(self.wte(idx) * 2.0)
+        if targets is not None:
+            logits = self.head(x)
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        else:
+            logits = self.head(x[:, [-1], :])
+            loss = None
+        return logits, loss
+'''
+
+
+@pytest.mark.torch
+def test_a_module_call_that_ran_no_op_is_no_run_and_return_hands_back_its_names(tmp_path):
+    if not HAS_TORCH:
+        pytest.skip("needs torch")
+    from capture.torch import framework as fw
+
+    table = profile_table("lm:LM", args=[tensor([2, 5], "int64", generator={"kind": "randint", "low": 0, "high": 11})])
+    lines, text = _capture(fw, tmp_path, "lm.py", LM, table)
+    path = tmp_path / "lm.py"
+    got = by_line(compute_hints(lines, path, text))
+    # The Dropout ran no op: the line ran once, not "×2" (issue 30), and is no template.
+    label, tip = got[line_no(text, "x = self.drop(")]
+    assert label == "f32[2,5,8]", label
+    assert "2 ops behind it. Measured" in tip and "ran 2×" not in tip and "control-flow" not in tip, tip
+    # Hover on `return logits, loss`: the line ran nothing; it hands back `logits`'s value.
+    names = assigned_names.parse(text)
+    ret = line_no(text, "return logits, loss")
+    hit = names.at(ret + 1, text.splitlines()[ret].index("return") + 2)
+    fls = lines.file_lines(path, text)
+    assert value_of(fls, hit.target, path) is None
+    said = returned_values(fls, names, hit.target, path)
+    logits = line_no(text, "logits = self.head(x[:, [-1], :])") + 1
+    assert f"`return` on line {ret + 1} hands back:\n- `logits`: `f32[2,1,11]` · float32 · 88 B · min" in said, said
+    assert f"(line {logits})\n- `loss` (line {logits + 1}): no value captured (not a tensor the model computed)" in said
+    assert said.endswith("Measured by running the model (PyTorch).")
 
 
 def test_assigned_names_tuple_starred_attribute_and_multiline():

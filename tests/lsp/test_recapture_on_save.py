@@ -5,6 +5,7 @@ model file it read, and the fake viewer every ``add`` with what it ``replaces``)
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,11 @@ async def test_saves_during_a_capture_are_coalesced_newest_wins(live):
     adds = await added(live, 2)
     await live.logged("recapturing net (profile jax_example) after a save", after=1)
     assert [a["data"]["marker"] for a in adds] == [None, "c"]
-    assert "cancelling that capture" in live.logs()
+    # One line for the one cancel, with its one reason (issue 30: it used to say both
+    # "cancelled by the user" and "a newer save supersedes it").
+    (line,) = [m.message for m in live.client.log_messages if "cancelled" in m.message]
+    assert re.search(r"recapture of net \(profile jax_example\) cancelled after [\d.]+ s: a newer save supersedes it$",
+                     line), line
     # The cancelled run stopped its worker and said nothing to the viewer or the user.
     assert not events(ws, "capture-failed")
     assert not [m for m in live.messages() if "cancelled" in m]

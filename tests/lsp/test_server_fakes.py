@@ -218,12 +218,17 @@ async def test_deep_recursion_diagnostic_says_how_many_repeats(session):
     session.open("model.py")
     result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
     assert _get(result, "ok") is False
-    (diag,) = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="failure diagnostic")
+    diags = await session.wait_for(lambda: session.diagnostics("model.py"), on=DIAGNOSTICS, what="failure diagnostic")
+    # On the line that raised (issue 30 item 3), and a hint on the symbol pointing there.
+    (diag,) = [d for d in diags if d.severity == types.DiagnosticSeverity.Error]
+    assert diag.range.start.line == 5
     assert diag.message.endswith("RecursionError: maximum recursion depth exceeded "
                                  "(recursion: line repeated 987 more times after model.py:6 in deep)"), diag.message
     related = [(r.location.range.start.line, r.message) for r in diag.related_information]
-    assert related == [(2, "in net"), (5, "in deep"), (5, "in deep"),
-                       (5, "in deep [Previous line repeated 987 more times]")]
+    assert related == [(2, "model.py:3 in net"), (5, "model.py:6 in deep"), (5, "model.py:6 in deep"),
+                       (5, "model.py:6 in deep [Previous line repeated 987 more times]")]
+    (hint,) = [d for d in diags if d.severity == types.DiagnosticSeverity.Hint]
+    assert hint.range.start.line == 4 and hint.message == "capture of jax_example failed, see line 6 (RecursionError)"
 
 
 async def test_dependency_install_declined_then_accepted(spec_workspace, config_dir):

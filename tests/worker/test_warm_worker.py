@@ -82,16 +82,28 @@ def test_module_state_and_monkey_patches_do_not_reach_the_next_capture(workspace
     assert first[3] != second[3]  # Python's random is reseeded in each child
 
 
-def test_a_failure_discards_the_resident_process(workspace, pool):
+def test_an_error_raised_in_the_child_keeps_the_resident_process(workspace, pool):
+    """The model raising is the child's own failure: it reported it and exited, and the
+    resident process, which ran none of it, stays warm (issue 30 item 2). A failure the
+    child did not report cleanly (a crash, the deadline, a cancel) still discards it."""
     assert capture(workspace, pool, "models:net").failure is None
     pid = resident_pid(pool, workspace)
     c = capture(workspace, pool, "crashy:raises", tensor(2, 3))
     assert (c.failure.stage, c.failure.type) == ("trace", "ValueError")
     assert c.failure.frames and c.failure.frames[-1].function == "helper"
-    assert pool.workers() == {}
-    assert exited(pid, 10)
-    assert "failed" in pool.discarded[-1][1]
-    # The next capture starts a new one.
+    assert resident_pid(pool, workspace) == pid and not pool.discarded
+    # The next capture forks from the same resident, and runs as before.
+    c = capture(workspace, pool, "models:net")
+    assert c.failure is None and [n.op for n in c.nodes] == ["matmul", "relu", "mul", "reduce_sum"]
+    assert resident_pid(pool, workspace) == pid
+    assert pool.workers()[str(workspace.resolve())]["captures"] == 3
+    # A workspace module that does not import (a syntax error) is the child's too.
+    (workspace / "broken.py").write_text("def net(x, w):\n    return (x @ w\n")
+    c = capture(workspace, pool, "broken:net")
+    assert c.failure.stage == "import" and resident_pid(pool, workspace) == pid
+    # A crash is not: the resident is discarded, and the next capture starts a new one.
+    c = capture(workspace, pool, "crashy:segfault", tensor(2, 3))
+    assert c.failure.stage == "crash" and exited(pid, 10) and "failed" in pool.discarded[-1][1]
     assert capture(workspace, pool, "models:net").failure is None
     assert resident_pid(pool, workspace) != pid
 
@@ -125,8 +137,17 @@ def test_cancel_kills_and_discards(workspace, pool, tmp_path):
     pid = resident_pid(pool, workspace)
     cancel = threading.Event()
     child_pid = tmp_path / "child.pid"
-    threading.Timer(1.5, cancel.set).start()
-    c = capture(workspace, pool, "crashy:hang", tensor(2, 3), timeout=30, cancel=cancel, env={"TV_WORKER_PID": str(child_pid)})
+
+    def cancel_once_it_hangs() -> None:
+        # (A cancel while the resident still imports what the first capture loaded ends
+        # the wait at once: the child would never have run.)
+        deadline = time.monotonic() + 60
+        while not (child_pid.exists() and child_pid.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cancel.set()
+
+    threading.Thread(target=cancel_once_it_hangs, daemon=True).start()
+    c = capture(workspace, pool, "crashy:hang", tensor(2, 3), timeout=60, cancel=cancel, env={"TV_WORKER_PID": str(child_pid)})
     assert c.failure.stage == "cancelled"
     assert exited(pid, 10) and exited(int(child_pid.read_text()), 10)
 

@@ -371,6 +371,9 @@ function listenEvents() {
       if (captureStartedHere) setup.setStatus("The capture failed: see the message above.");
       emptyCapturing("The capture failed (see the message above). Check the setup and press Save & capture again.", false);
       const actions = d.id !== undefined && d.id !== null ? [el("button", { type: "button", onclick: () => openCapture(d.id) }, "Show the failure")] : [];
+      // The line that raised (the innermost workspace frame): go to it in the editor.
+      if (d.frame) actions.unshift(el("button", { type: "button", class: "frame-link", onclick: () => revealFrame(d.frame, null) },
+        d.frame.label || `${d.frame.file}:${d.frame.line}`));
       banners.set("capture-failed", "error", "Failed", `Capture failed${d.stage ? " at " + d.stage : ""}: ${d.message || "unknown error"}`, actions);
     },
   });
