@@ -107,7 +107,10 @@ class InstallPlan:
 class Viewer(Protocol):
     """One loopback viewer server (per workspace folder): ``viewer.server.app.ViewerServer``."""
 
-    url: str
+    @property
+    def url(self) -> str:
+        """The viewer's base URL (token included)."""
+        ...
 
     def add_capture(
         self, capture: Capture, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
@@ -255,9 +258,9 @@ class RealBackends:
             return self._indexes[key]
 
     def _libraries(self, root: Path, python: str | None) -> Any:
-        """The installed packages discovery reads (never imports or runs): the chosen
-        interpreter's, else the folder's ``.venv``/``venv``, else this server's (which
-        then runs captures)."""
+        """The installed packages discovery reads (never imports or runs): those of the
+        interpreter that captures (``python``: chosen, or the folder's own environment;
+        None: this server's)."""
         import sys
         import time
 
@@ -269,7 +272,7 @@ class RealBackends:
             known = self._environments.get(key)
         if known is not None and now - known[0] < self.ENVIRONMENT_RECHECK_S:
             return known[1]
-        env = find_environment(root, python) if python else (find_environment(root) or find_environment(python=sys.executable))
+        env = find_environment(python=python or sys.executable)
         with self._lock:
             self._environments[key] = (now, env)
         if known is None or known[1] is not env:

@@ -56,7 +56,9 @@ from capture.recipe import (
     model_ref_for,
     parse_value,
     profile_name,
+    split_ref,
 )
+from capture.session.checks import default_interpreter
 
 
 class ShorthandError(ValueError):
@@ -116,7 +118,7 @@ def parse_target(text: str, workspace: str | os.PathLike[str] | None = None) -> 
             f"{text!r}: {rel} cannot be named in a recipe: its file name holds a '.' before .py, and no module "
             "can have that name; rename the file"
         )
-    return Target(file=file, workspace=root, module=ref.rpartition(":")[0], qualname=qualname)
+    return Target(file=file, workspace=root, module=split_ref(ref)[0], qualname=qualname)
 
 
 def parse_value_spec(text: str) -> ValueDesc:
@@ -259,8 +261,6 @@ def discovered_framework(target: Target, python: str | None = None) -> str:
 
     Raises :class:`ShorthandError` naming the file and the candidates discovery found
     when the symbol is not one of them (a typo, or something discovery cannot see)."""
-    import sys
-
     from discovery import WorkspaceIndex, discover_source, find_environment
 
     try:
@@ -268,9 +268,7 @@ def discovered_framework(target: Target, python: str | None = None) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         raise ShorthandError(f"cannot read {target.file}: {exc}") from None
     # Bases from installed packages are read from the interpreter that will capture.
-    libraries = find_environment(target.workspace, python) if python else (
-        find_environment(target.workspace) or find_environment(python=sys.executable)
-    )
+    libraries = find_environment(python=python or default_interpreter(target.workspace))
     result = discover_source(text, str(target.file), index=WorkspaceIndex(target.workspace, libraries))
     for cand in result.candidates:
         if cand.qualname == target.qualname:

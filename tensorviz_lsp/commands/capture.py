@@ -34,7 +34,7 @@ from capture.graph.frame_repeats import frame_lines
 from capture.graph.model import Capture
 from capture.recipe import RecipeError
 from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
-from capture.session.checks import default_interpreter
+from capture.session.checks import workspace_python
 from capture.worker.limits import Limits
 from capture.worker.protocol import environment_needed, inputs_needed
 
@@ -87,7 +87,7 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
 def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None:
     """How to run the capture worker, for ``capture``, ``open`` and ``demo``. ``timeout_flag``:
     ``--timeout``, or ``--capture-timeout`` where ``--timeout`` is the viewer's."""
-    p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace .venv, else this one)")
+    p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace's .venv or venv, else this one)")
     p.add_argument(timeout_flag, type=float, metavar="S",
                    help=f"deadline for the capture, in seconds (default {Limits().max_seconds:g})")
     add_env_option(p)
@@ -264,10 +264,11 @@ def interpreter_note(workspace: Path, python: str | None) -> str:
     """The interpreter a CLI capture runs, and why that one."""
     if python:
         return f"{python} (--python)"
-    chosen = default_interpreter(workspace)
-    if chosen != sys.executable:
-        return f"{chosen} (the workspace's .venv; --python PATH chooses another)"
-    return f"{chosen} (the Python running TensorViz: the workspace has no .venv; --python PATH chooses another)"
+    venv = workspace_python(workspace)
+    if venv is not None:
+        return f"{venv} (the workspace's {venv.relative_to(workspace.absolute()).parts[0]}; --python PATH chooses another)"
+    return (f"{sys.executable} (the Python running TensorViz: the workspace has no .venv or venv; "
+            "--python PATH chooses another)")
 
 
 def describe_failure(capture: Capture, command: str = "capture") -> str:

@@ -79,7 +79,7 @@ class Candidates(Feature):
         doc = self.server.open_document(uri)
         if entry is None or (doc is not None and entry.version != doc.version):
             return None
-        if not entry.complete or entry.python != self._python(self.server.folder_for(uri)):
+        if not entry.complete or entry.python != self.interpreters.discovery_python(self.server.folder_for(uri)):
             # Library bases left unread, or another interpreter selected since.
             return None
         return entry.candidates
@@ -121,7 +121,7 @@ class Candidates(Feature):
     # -- computing -------------------------------------------------------------
     async def _discover(self, uri: str, version: int | None, text: str, path: Path) -> list[Candidate]:
         root = self.server.folder_for(uri)
-        python = self._python(root)
+        python = self.interpreters.discovery_python(root)
         try:
             result: Discovered = await self.server.run_blocking(self.backends.discover, text, path, root, python)
         except Exception:
@@ -152,20 +152,17 @@ class Candidates(Feature):
         if not above.strip():
             return []
         try:
-            result = await self.server.run_blocking(self.backends.discover, above, path, root, self._python(root))
+            result = await self.server.run_blocking(self.backends.discover, above, path, root, self.interpreters.discovery_python(root))
         except Exception:
             log.exception("discovery failed for %s", path)
             return []
         return result.candidates if result.parsed else []
 
-    def _python(self, root: Path | None) -> str | None:
-        return self.interpreters.discovery_python(root)
-
     async def interpreter_changed(self) -> None:
         """Rediscover the documents whose library bases came from another interpreter's
         packages than the one now selected (settings loaded or changed, a new choice)."""
         for uri, entry in list(self._cache.items()):
-            if entry.python == self._python(self.server.folder_for(uri)):
+            if entry.python == self.interpreters.discovery_python(self.server.folder_for(uri)):
                 continue
             if self.server.open_document(uri) is None:
                 self._cache.pop(uri, None)

@@ -17,6 +17,7 @@ from capture.graph.model import Failure
 
 from ..diagnostics import SOURCE
 from ..feature import Feature
+from ..host import Host
 from .capturing import CaptureTarget
 from .freshness import rel_path
 from .lenses import lsp_range
@@ -27,7 +28,7 @@ KIND = "capture"
 class FailureDiagnostics(Feature):
     name = "capture-failures"
 
-    def __init__(self, server) -> None:
+    def __init__(self, server: Host) -> None:
         super().__init__(server)
         self._failures: dict[tuple[str, str], tuple[str, types.Diagnostic]] = {}
         #: A failure's files (what the capture would import, and the recipes file) and

@@ -25,11 +25,13 @@ from typing import Any
 
 from lsprotocol import types
 
+from capture.graph.freshness import source_sha256
+
 from ..backends import RECIPES_PATH, Backends, recipes_root
 from ..feature import Feature
 from ..host import Host
 from .capturing import CaptureRunner, CaptureTarget
-from .freshness import Freshness, profile_change
+from .freshness import Freshness, profile_change, same_folder
 from .interpreter import InterpreterSelection
 from .open_graph import OpenGraph
 from .records import Record
@@ -99,7 +101,7 @@ class RecaptureOnSave(Feature):
                 continue
             if await self._concerns(rec, path):
                 key = (str(rec.root), rec.profile)
-                trigger = (str(path), await self.server.run_blocking(_digest, path))
+                trigger = (str(path), await self.server.run_blocking(source_sha256, str(path)))
                 if key in self._tasks and self._trigger.get(key) == trigger:
                     continue
                 self._trigger[key] = trigger
@@ -107,7 +109,7 @@ class RecaptureOnSave(Feature):
 
     async def _concerns(self, rec: Record, path: Path) -> bool:
         root = recipes_root(path)
-        if root is not None and _same(root, rec.root):
+        if root is not None and same_folder(root, rec.root):
             text = self.server.read_text(rec.root / RECIPES_PATH)
             verdict = await self.server.run_blocking(
                 profile_change, rec.capture.recipe, rec.profile, text
@@ -160,19 +162,3 @@ class RecaptureOnSave(Feature):
         except Exception:
             log.exception("recapture of %s failed", rec.profile)
             return {"ok": False, "reason": "error"}
-
-
-def _digest(path: Path) -> str:
-    import hashlib
-
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return a == b

@@ -74,6 +74,25 @@ def test_interpreter_order(tmp_path):
     assert resolve_interpreter(tmp_path, Settings(python="x"), selected=sys.executable).origin == "selected"
 
 
+@pytest.mark.parametrize("folder", [".venv", "venv"])
+def test_one_workspace_environment_lookup_for_captures_lenses_and_the_cli(tmp_path, folder):
+    """``.venv`` or ``venv``: the CLI's default interpreter, the editor's (whose packages
+    discovery reads for lenses on library subclasses) and the CLI's note are the same one."""
+    from capture.session.checks import default_interpreter, workspace_python
+    from tensorviz_lsp.commands.capture import interpreter_note
+
+    assert workspace_python(tmp_path) is None and default_interpreter(tmp_path) == sys.executable
+    python = tmp_path / folder / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    os.chmod(python, 0o755)
+    assert workspace_python(tmp_path) == python
+    assert default_interpreter(tmp_path) == str(python)
+    chosen = resolve_interpreter(tmp_path, Settings())
+    assert (chosen.path, chosen.origin) == (str(python), folder)
+    assert interpreter_note(tmp_path, None).startswith(f"{python} (the workspace's {folder};")
+
+
 def test_trust_store_is_per_root_and_outside_the_workspace(tmp_path):
     store = TrustStore(tmp_path / "cfg" / "trust.json")
     a, b = tmp_path / "a", tmp_path / "b"
