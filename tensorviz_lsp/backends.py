@@ -209,20 +209,6 @@ def profiles_in(text: str | None) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in profiles.items() if isinstance(v, dict)}
 
 
-def module_name(root: Path, path: Path) -> str | None:
-    """``pkg/mod.py`` under ``root`` → ``pkg.mod`` (``__init__`` dropped)."""
-    try:
-        rel = path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return None
-    parts = list(rel.with_suffix("").parts)
-    if parts and parts[-1] == "__init__":
-        parts.pop()
-    if not parts or not all(p.isidentifier() for p in parts):
-        return None
-    return ".".join(parts)
-
-
 # ---------------------------------------------------------------------------- the real pieces
 
 

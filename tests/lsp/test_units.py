@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tensorviz_lsp.backends import Candidate, Pos, Span, adapt_discovery, module_name, profiles_in
+from tensorviz_lsp.backends import Candidate, Pos, Span, adapt_discovery, profiles_in
 from tensorviz_lsp.feature import Feature
 from tensorviz_lsp.features.args import (
     ArgumentError,
@@ -201,12 +201,9 @@ def test_command_arguments(cls, args, want):
         assert cls.parse(args) == want
 
 
-def test_profiles_and_module_names(tmp_path):
+def test_profiles_in_a_recipes_text():
     assert profiles_in("version = 1\n[profiles.a]\nmodel = 'm:f'\n") == {"a": {"model": "m:f"}}
     assert profiles_in("[[[") == {}
-    assert module_name(tmp_path, tmp_path / "pkg" / "mod.py") == "pkg.mod"
-    assert module_name(tmp_path, tmp_path / "pkg" / "__init__.py") == "pkg"
-    assert module_name(tmp_path, tmp_path / "my-scripts" / "x.py") is None
 
 
 def test_adapt_discovery_reads_what_discovery_emits(tmp_path):
