@@ -157,20 +157,29 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
     return workspace, profile
 
 
+def setup_of(command: str, args: argparse.Namespace) -> tuple[dict[str, str], Path, str] | int:
+    """The environment, workspace and profile a command line names (saving a shorthand's
+    profile first), or, after saying on stderr what is wrong, the exit status: 2 for a
+    usage error, 1 when the setup could not be saved."""
+    try:
+        env = parse_env(args.env)
+        workspace, profile = resolve_profile(args)
+    except ShorthandError as exc:
+        print(f"tensorviz {command}: {exc}", file=sys.stderr)
+        return 2
+    except RecipeStoreError as exc:
+        print(f"tensorviz {command}: cannot save the setup: {exc}", file=sys.stderr)
+        return 1
+    return env, workspace, profile
+
+
 def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         return _usage("--timeout must be a positive number of seconds")
-    try:
-        env = parse_env(args.env)
-    except ShorthandError as exc:
-        return _usage(str(exc))
-    try:
-        workspace, profile = resolve_profile(args)
-    except ShorthandError as exc:
-        return _usage(str(exc))
-    except RecipeStoreError as exc:
-        print(f"tensorviz capture: cannot save the setup: {exc}", file=sys.stderr)
-        return 1
+    setup = setup_of("capture", args)
+    if isinstance(setup, int):
+        return setup
+    env, workspace, profile = setup
 
     verbose = args.verbose
 

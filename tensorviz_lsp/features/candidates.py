@@ -283,15 +283,11 @@ def unreadable(text: str, errors: list[str]) -> Unreadable:
     return Unreadable(errors[0] if errors else "cannot parse", Span(Pos(0, 0), Pos(0, 0)))
 
 
-def _lines(text: str) -> list[str]:
-    return _LINE_BREAK.split(text)
-
-
 def carry_over(candidates: list[Candidate], old: str, new: str) -> list[Candidate]:
     """``candidates`` of ``old`` whose definitions are unchanged in ``new``, at their
     lines there: those before the first changed line stay, those after the last one
     move by the number of lines added or removed; the others are dropped."""
-    a, b = _lines(old), _lines(new)
+    a, b = _LINE_BREAK.split(old), _LINE_BREAK.split(new)
     common = min(len(a), len(b))
     head = 0
     while head < common and a[head] == b[head]:

@@ -68,7 +68,7 @@ class Recipes(Feature):
         if root is None or path is None:
             return None
         # dotted where that import works, else the path form (scripts/06_scan.py:Net)
-        model = self.model_ref(root, path, cand.qualname)
+        model = model_ref_for(root, path, cand.qualname)
         return self.profile_for_model(root, model) if model else None
 
     def recipes_file(self, root: Path) -> Path:
@@ -80,14 +80,9 @@ class Recipes(Feature):
             self._profiles[key] = profiles_in(self.server.read_text(self.recipes_file(root)))
         return self._profiles[key]
 
-    def model_ref(self, root: Path, path: Path, qualname: str) -> str | None:
-        """The ``model`` a new profile of ``qualname`` in ``path`` saves: dotted where
-        that import works, else the path form (``capture.recipe.model_ref_for``)."""
-        return model_ref_for(root, path, qualname)
-
     def profile_for(self, root: Path, path: Path, qualname: str) -> str | None:
         """The first saved profile whose ``model`` is this symbol."""
-        model = self.model_ref(root, path, qualname)
+        model = model_ref_for(root, path, qualname)
         return self.profile_for_model(root, model) if model else None
 
     def profile_for_model(self, root: Path, model: str) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from capture.recipe import module_file, profile_name, split_ref
+from capture.recipe import model_ref_for, module_file, profile_name, split_ref
 from capture.worker.protocol import NeededDim
 
 from ..backends import RECIPES_PATH, Backends, Candidate
@@ -49,7 +49,7 @@ class ViewerSetup:
         """Show the form for ``cand`` in the folder's viewer (prefilled from discovery, or
         from ``recipe``; ``needs``: the dimensions a capture asked for)."""
         path = self.server.path_of(uri)
-        model = self.recipes.model_ref(root, path, cand.qualname) if path else None
+        model = model_ref_for(root, path, cand.qualname) if path else None
         if model is None:
             self.server.show_message(
                 f"TensorViz: {path} cannot be named from the workspace root {root}: it is outside it, or its "
