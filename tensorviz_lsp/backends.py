@@ -107,7 +107,10 @@ class InstallPlan:
 class Viewer(Protocol):
     """One loopback viewer server (per workspace folder): ``viewer.server.app.ViewerServer``."""
 
-    url: str
+    @property
+    def url(self) -> str:
+        """The viewer's base URL (token included)."""
+        ...
 
     def add_capture(
         self, capture: Capture, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
@@ -212,20 +215,6 @@ def profiles_in(text: str | None) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in profiles.items() if isinstance(v, dict)}
 
 
-def module_name(root: Path, path: Path) -> str | None:
-    """``pkg/mod.py`` under ``root`` → ``pkg.mod`` (``__init__`` dropped)."""
-    try:
-        rel = path.resolve().relative_to(root.resolve())
-    except ValueError:
-        return None
-    parts = list(rel.with_suffix("").parts)
-    if parts and parts[-1] == "__init__":
-        parts.pop()
-    if not parts or not all(p.isidentifier() for p in parts):
-        return None
-    return ".".join(parts)
-
-
 # ---------------------------------------------------------------------------- the real pieces
 
 
@@ -261,9 +250,9 @@ class RealBackends:
             return self._indexes[key]
 
     def _libraries(self, root: Path, python: str | None) -> Any:
-        """The installed packages discovery reads (never imports or runs): the chosen
-        interpreter's, else the folder's ``.venv``/``venv``, else this server's (which
-        then runs captures)."""
+        """The installed packages discovery reads (never imports or runs): those of the
+        interpreter that captures (``python``: chosen, or the folder's own environment;
+        None: this server's)."""
         import sys
         import time
 
@@ -275,7 +264,7 @@ class RealBackends:
             known = self._environments.get(key)
         if known is not None and now - known[0] < self.ENVIRONMENT_RECHECK_S:
             return known[1]
-        env = find_environment(root, python) if python else (find_environment(root) or find_environment(python=sys.executable))
+        env = find_environment(python=python or sys.executable)
         with self._lock:
             self._environments[key] = (now, env)
         if known is None or known[1] is not env:

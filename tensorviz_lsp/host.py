@@ -66,7 +66,8 @@ class Host(Protocol):
     def supports_watch_registration(self) -> bool: ...
 
     # pygls' own: requests to the client, progress, the negotiated protocol.
-    work_done_progress: WorkDoneProgress
+    @property
+    def work_done_progress(self) -> WorkDoneProgress: ...
 
     @property
     def protocol(self) -> LanguageServerProtocol: ...

@@ -38,10 +38,10 @@ from .features.open_graph import OpenGraph
 from .features.recapture import RecaptureOnSave
 from .features.recipes import Recipes
 from .features.reveal import Reveal
-from .features.setup_forms import SetupForms
 from .features.show_in_graph import ShowInGraph
 from .features.trust import Trust
 from .features.viewer_host import ViewerHost
+from .features.viewer_setup import ViewerSetup
 from .features.warm_start import WarmStart
 from .server import TensorVizServer
 from .trust import TrustStore
@@ -68,7 +68,7 @@ def default_features(server: TensorVizServer, backends: Backends, trust_store: T
     dependencies = Dependencies(server, trust, interpreters)
     runner = CaptureRunner(server, backends, interpreters, trust, freshness, viewers)
     failures = FailureDiagnostics(server)
-    setups = SetupForms(server, backends, candidates, recipes, freshness, viewers)
+    setups = ViewerSetup(server, backends, candidates, recipes, freshness, viewers)
     open_graph = OpenGraph(
         server, trust=trust, candidates=candidates, recipes=recipes, runner=runner,
         landing=GraphLanding(server, viewers, freshness, captured_lines), failures=failures, setups=setups,

@@ -59,6 +59,7 @@ from capture.recipe import (
     profile_name,
     split_ref,
 )
+from capture.session.checks import default_interpreter
 
 from .shorthand_values import GRAMMAR_HELP, Names, Resolve, ShorthandError, parse_value_spec  # noqa: F401
 
@@ -113,7 +114,7 @@ def parse_target(text: str, workspace: str | os.PathLike[str] | None = None) -> 
             f"{text!r}: {rel} cannot be named in a recipe: its file name holds a '.' before .py, and no module "
             "can have that name; rename the file"
         )
-    return Target(file=file, workspace=root, module=ref.rpartition(":")[0], qualname=qualname)
+    return Target(file=file, workspace=root, module=split_ref(ref)[0], qualname=qualname)
 
 
 def parse_argument(
@@ -239,9 +240,7 @@ def discover_symbol(target: Target, python: str | None = None) -> Discovered:
     except (OSError, UnicodeDecodeError) as exc:
         raise ShorthandError(f"cannot read {target.file}: {exc}") from None
     # Bases from installed packages are read from the interpreter that will capture.
-    libraries = find_environment(target.workspace, python) if python else (
-        find_environment(target.workspace) or find_environment(python=sys.executable)
-    )
+    libraries = find_environment(python=python or default_interpreter(target.workspace))
     result = discover_source(text, str(target.file), index=WorkspaceIndex(target.workspace, libraries))
     for cand in result.candidates:
         if cand.qualname == target.qualname:

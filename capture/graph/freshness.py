@@ -49,7 +49,7 @@ def stale_sources(
         if not os.path.isfile(full):
             changes.append(SourceChange(src.path, "missing"))
             continue
-        digest = _large_file_sha256(full)
+        digest = source_sha256(full)
         if digest is None:
             changes.append(SourceChange(src.path, "missing"))
         elif digest != src.sha256:
@@ -70,7 +70,9 @@ _digests: dict[str, tuple[tuple[int, int, int], str]] = {}
 _MAX_CACHED = 256
 
 
-def _large_file_sha256(path: str) -> str | None:
+def source_sha256(path: str) -> str | None:
+    """A source file's sha256 (None: unreadable), large files hashed once per (size,
+    modification time, inode): what every freshness and recapture check reads."""
     try:
         st = os.stat(path)
     except OSError:

@@ -31,13 +31,30 @@ from .job import CaptureJob
 Unsaved = Iterable["str | os.PathLike[str]"] | Callable[[], Iterable["str | os.PathLike[str]"]]
 
 
-def default_interpreter(workspace: str | os.PathLike[str]) -> str:
-    """The workspace's ``.venv`` interpreter when there is one, else this Python."""
+#: The folders a workspace's own environment lives in, in the order they are looked for.
+WORKSPACE_VENVS = (".venv", "venv")
+_VENV_PYTHONS = (Path("bin") / "python", Path("bin") / "python3", Path("Scripts") / "python.exe")
+
+
+def workspace_python(workspace: str | os.PathLike[str]) -> Path | None:
+    """The interpreter of the workspace's own environment (``.venv``, else ``venv``), or
+    None. The one lookup: CLI captures, the editor's interpreter choice and discovery's
+    library bases (which read that interpreter's packages) all use it. Not resolved: a
+    venv's python links to its base interpreter, and resolving it would lose the venv's
+    site-packages."""
     root = Path(workspace)
-    for candidate in (root / ".venv" / "bin" / "python", root / ".venv" / "Scripts" / "python.exe"):
-        if candidate.exists():
-            return str(candidate)
-    return sys.executable
+    for name in WORKSPACE_VENVS:
+        for python in _VENV_PYTHONS:
+            candidate = root / name / python
+            if candidate.exists():
+                return candidate.absolute()
+    return None
+
+
+def default_interpreter(workspace: str | os.PathLike[str]) -> str:
+    """The workspace's own interpreter (:func:`workspace_python`) when there is one, else this Python."""
+    venv = workspace_python(workspace)
+    return str(venv) if venv is not None else sys.executable
 
 
 def preflight(job: CaptureJob, *, trusted: bool, unsaved: Unsaved = ()) -> Capture | None:

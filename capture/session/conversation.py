@@ -17,7 +17,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 from ..graph import graphfile
 from ..graph.model import Capture, Frame, Source, failure_from_json
@@ -28,6 +28,7 @@ from ..worker.protocol import (
     CrashDetails,
     DeadlineDetails,
     DeviceOkMessage,
+    EscapedProcess,
     FailureMessage,
     FrameReader,
     ProtocolError,
@@ -52,7 +53,7 @@ class WorkerChannel(Protocol):
     is stopped. Nothing here may block on a pipe past the deadline."""
 
     #: Processes the capture started outside its group, found and killed (for the failure).
-    escaped: list[dict[str, Any]]
+    escaped: list[EscapedProcess]
 
     def send_request(self, data: bytes) -> None: ...
 
@@ -174,10 +175,11 @@ def _crashed(job: CaptureJob, channel: WorkerChannel) -> Capture:
         hint = {"SIGSEGV": " (segmentation fault)", "SIGKILL": " (possibly out of memory)",
                 "SIGABRT": " (aborted)", "SIGBUS": " (bus error)"}.get(sig, "")
         how = f"was killed by signal {sig}{hint}"
-        details.update(signal=sig, exit_code=code)
+        details["signal"] = sig
+        details["exit_code"] = code
     else:
         how = f"exited with status {code} without reporting a result"
-        details.update(exit_code=code)
+        details["exit_code"] = code
     last = _last_error_line(tail)
     details["log_tail"] = _bounded_tail(tail)
     memory = job.limits.max_memory_bytes
@@ -207,7 +209,7 @@ class OneShotWorker:
         self.marker = marker
         self._pump = LogPump(log_fd, log)
         self._killed = False
-        self.escaped: list[dict[str, Any]] = []
+        self.escaped: list[EscapedProcess] = []
 
     def send_request(self, data: bytes) -> None:
         stdin = self.proc.stdin

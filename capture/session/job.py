@@ -21,7 +21,7 @@ from typing import Any
 from ..frameworks import framework_names
 from ..graph.frame_repeats import collapse_failure
 from ..graph.model import Capture, Failure, Frame, Source
-from ..recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, module_file, profile_from_document
+from ..recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, module_file, profile_from_document, split_ref
 from ..worker.limits import Limits
 from ..worker.workspace_files import file_sha256
 
@@ -155,7 +155,7 @@ class CaptureJob:
     def module_files(self) -> list[Path | None]:
         """The workspace file of each module the recipe names (model, then factories),
         None where there is none."""
-        return [module_file(self.workspace, ref.split(":", 1)[0]) for ref in self.recipe.refs()]
+        return [module_file(self.workspace, split_ref(ref)[0]) for ref in self.recipe.refs()]
 
     def named_sources(self) -> list[Source]:
         """The files the recipe names, hashed: the sources of a failure that came before

@@ -58,7 +58,7 @@ def probe_interpreter(job: CaptureJob, requires: tuple[str, ...]) -> dict[str, A
             f"the selected interpreter {python} cannot run: {exc.strerror or exc}", InterpreterDetails(python=python),
         )
     try:
-        data = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+        data: dict[str, Any] = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
         version = tuple(int(x) for x in data["version"])
         data["modules"] = dict(data["modules"])
     except Exception:
@@ -176,7 +176,7 @@ def _probe_key(python: str, requires: tuple[str, ...], env: Mapping[str, str]) -
 def path_stamp(paths: Any) -> tuple[Any, ...]:
     """The modification times of an interpreter's ``sys.path`` folders: an install or a
     removal changes one."""
-    out = []
+    out: list[tuple[Any, int | None]] = []
     for p in paths if isinstance(paths, list) else ():
         try:
             out.append((p, os.stat(p).st_mtime_ns))

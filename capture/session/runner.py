@@ -28,7 +28,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ..frameworks import framework_info, framework_names
 from ..graph.model import Capture
@@ -157,7 +157,7 @@ class _WorkerStep:
             return job.fail(
                 "recipe", "InputsNeeded",
                 f"profile {recipe.name!r} has unknown input dimensions: {listed}; give them a size to capture",
-                InputsNeededDetails(needs=[NeededDim(**n.to_dict()) for n in needs]),
+                InputsNeededDetails(needs=[cast(NeededDim, n.to_dict()) for n in needs]),
             )
         result = self._start(recipe, action="capture")
         assert result is not None

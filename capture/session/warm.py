@@ -46,16 +46,26 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..graph.model import Capture
 from ..worker.procs import MARKER_ENV, LogPump, kill_worker_tree, release_worker
-from ..worker.protocol import FINAL_KINDS, MAX_CONTROL_FRAME, FrameReader, PreloadRequest, ProtocolError, encode_frame
+from ..worker.protocol import (
+    FINAL_KINDS,
+    MAX_CONTROL_FRAME,
+    EscapedProcess,
+    FrameReader,
+    PreloadRequest,
+    ProtocolError,
+    encode_frame,
+)
 from .launcher import launcher_script
 
 log = logging.getLogger(__name__)
 
 DEFAULT_IDLE_SECONDS = 600.0
+#: What a warm worker is bound to (:func:`identity_for`).
+Identity = tuple[Any, ...]
 #: After a capture's final message, how long the resident process may take to say
 #: its child exited before it is discarded.
 EXIT_GRACE_S = 2.0
@@ -83,7 +93,7 @@ class WarmPool:
         self.discarded: list[tuple[str, str]] = []
 
     # -------------------------------------------------------------- public
-    def lease(self, workspace: Path, python: str, env: Mapping[str, str], identity: tuple, *,
+    def lease(self, workspace: Path, python: str, env: Mapping[str, str], identity: Identity, *,
               log_line: Callable[[str], None], wait_s: float = 30.0,
               cancel: threading.Event | None = None) -> "Lease | None":
         """The folder's warm worker for one capture, started if needed; None when it is
@@ -123,7 +133,7 @@ class WarmPool:
                 resident.busy = True
         return Lease(self, key, resident, log_line)
 
-    def preload(self, workspace: Path, python: str, env: Mapping[str, str], identity: tuple,
+    def preload(self, workspace: Path, python: str, env: Mapping[str, str], identity: Identity,
                 modules: list[str]) -> str:
         """Start the folder's resident process (when none runs) and have it import
         ``modules`` (library names; ``pkg:Name`` imports ``pkg`` and reads ``Name``, as
@@ -254,7 +264,7 @@ class WarmPool:
 class _Resident:
     """One resident process (the zygote), its result pipe and its log."""
 
-    def __init__(self, proc: subprocess.Popen, read_fd: int, python: str, identity: tuple, workspace: str,
+    def __init__(self, proc: "subprocess.Popen[bytes]", read_fd: int, python: str, identity: Identity, workspace: str,
                  log_fd: int, marker: str | None = None) -> None:
         self.proc = proc
         self.marker = marker
@@ -279,10 +289,10 @@ class _Resident:
         self.dead = False
         self._pump = LogPump(log_fd, lambda line: self.sink(line), name="tensorviz-warm-log")
         self.tail = self._pump.tail  # bounded lines, each cut (capture.worker.procs)
-        self.escaped: list[dict[str, Any]] = []
+        self.escaped: list[EscapedProcess] = []
 
     @classmethod
-    def start(cls, workspace: Path, python: str, env: Mapping[str, str], identity: tuple) -> "_Resident":
+    def start(cls, workspace: Path, python: str, env: Mapping[str, str], identity: Identity) -> "_Resident":
         launcher = launcher_script()
         read_fd, write_fd = os.pipe()
         log_r, log_w = os.pipe()
@@ -301,7 +311,7 @@ class _Resident:
         log.info("warm worker started for %s: %s (pid %d)", workspace, python, proc.pid)
         return cls(proc, read_fd, python, identity, str(workspace), log_r, env.get(MARKER_ENV))
 
-    def unusable(self, python: str, identity: tuple, wait_s: float = 0.0,
+    def unusable(self, python: str, identity: Identity, wait_s: float = 0.0,
                  cancel: threading.Event | None = None) -> str | None:
         if self.dead or self.proc.poll() is not None:
             return "it is no longer running"
@@ -337,6 +347,7 @@ class _Resident:
     def preload(self, modules: list[str]) -> None:
         self.requested.update(modules)
         try:
+            assert self.proc.stdin is not None  # started with stdin=PIPE
             self.proc.stdin.write(encode_frame(PreloadRequest(action="preload", modules=modules,
                                                               workspace=self.workspace)))
             self.proc.stdin.flush()
@@ -416,13 +427,14 @@ class Lease:
         self.killed = False
         self._eof_next = False
         #: Processes the capture started outside its group, found and killed.
-        self.escaped: list[dict[str, Any]] = []
+        self.escaped: list[EscapedProcess] = []
         resident.tail.clear()
         resident.sink = log_line
 
     # -- the watch interface --------------------------------------------------
     def send_request(self, data: bytes) -> None:
         try:
+            assert self.r.proc.stdin is not None  # started with stdin=PIPE
             self.r.proc.stdin.write(data)
             self.r.proc.stdin.flush()
         except (OSError, ValueError):
@@ -469,7 +481,7 @@ class Lease:
                 self.final_seen = True
             elif kind == "exited":
                 self.child_code = m.get("code") if type(m.get("code")) is int else -1
-                self.escaped += [e for e in m.get("escaped") or [] if isinstance(e, dict)]
+                self.escaped += [cast(EscapedProcess, e) for e in m.get("escaped") or [] if isinstance(e, dict)]
                 if not self.final_seen:
                     self._eof_next = True  # the child died without a result: a crash
 
@@ -540,7 +552,7 @@ class Lease:
                 and failure.type != "MemoryError")
 
 
-def identity_for(python: str, env: Mapping[str, str], path_stamp: tuple) -> tuple:
+def identity_for(python: str, env: Mapping[str, str], path_stamp: tuple[Any, ...]) -> Identity:
     """What a warm worker is bound to: the interpreter file, the capture environment,
     and the stamp of the interpreter's ``sys.path`` folders (installs change them)."""
     try:

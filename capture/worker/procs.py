@@ -32,6 +32,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from .protocol import EscapedProcess
+
 #: Every worker's environment carries a fresh value of this; its processes inherit it.
 MARKER_ENV = "TENSORVIZ_WORKER_ID"
 #: The pid of the process that started the worker (checked by :func:`die_with_parent`).
@@ -127,10 +129,6 @@ class LogPump:
         if self._part or self._cut:
             self._emit()
 
-    def wait_eof(self, timeout: float) -> bool:
-        """Until the pipe ended (every writer gone), at most ``timeout`` seconds."""
-        return self._eof.wait(timeout)
-
     def text(self, wait: float = 0.2) -> str:
         """The tail (after waiting up to ``wait`` s for the writers to finish)."""
         self._eof.wait(wait)
@@ -216,11 +214,11 @@ def worker_processes(root: int, marker: str | None) -> dict[int, tuple[int, int,
     return {pid: table[pid] for pid in found}
 
 
-def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (), rounds: int = 6) -> list[dict[str, Any]]:
+def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (), rounds: int = 6) -> list[EscapedProcess]:
     """Kill worker ``root``'s group and every process that came from it; the ones that
     had left the worker's process groups (``root`` and ``own_groups``: escaped), as
     ``{pid, session, command}``."""
-    escaped: dict[int, dict[str, Any]] = {}
+    escaped: dict[int, EscapedProcess] = {}
     groups = {root, *own_groups}
     for attempt in range(rounds):
         live = worker_processes(root, marker)
@@ -234,7 +232,7 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
             break
         for pid, (_, pgid, sid) in live.items():
             if pgid not in groups and pid not in escaped:
-                escaped[pid] = {"pid": pid, "session": sid, "command": _cmdline(pid)}
+                escaped[pid] = EscapedProcess(pid=pid, session=sid, command=_cmdline(pid))
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -248,12 +246,12 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
     return sorted(escaped.values(), key=lambda e: e["pid"])
 
 
-def kill_descendants(exclude: int | None = None) -> list[dict[str, Any]]:
+def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
     """Kill every descendant of this process; report those outside process group
     ``exclude`` (the capture child's, killed already): the warm worker's strays after
     its capture child exited. A subreaper sees them all."""
     me = os.getpid()
-    escaped: dict[int, dict[str, Any]] = {}
+    escaped: dict[int, EscapedProcess] = {}
     for _ in range(6):
         table = {pid: st for pid in _pids() if (st := _stat(pid)) is not None}
         found: set[int] = set()
@@ -268,7 +266,7 @@ def kill_descendants(exclude: int | None = None) -> list[dict[str, Any]]:
             break
         for pid in found:
             if table[pid][1] != exclude:  # not of the excluded (already killed) group
-                escaped.setdefault(pid, {"pid": pid, "session": table[pid][2], "command": _cmdline(pid)})
+                escaped.setdefault(pid, EscapedProcess(pid=pid, session=table[pid][2], command=_cmdline(pid)))
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -297,7 +295,7 @@ def release_worker(proc: Any, pump: "LogPump", read_fd: int) -> None:
         pass
 
 
-def describe_escaped(escaped: list[dict[str, Any]]) -> str:
+def describe_escaped(escaped: list[EscapedProcess]) -> str:
     if not escaped:
         return ""
     shown = ", ".join(f"{e['pid']} ({e['command'][:60]})" for e in escaped[:5])
@@ -315,7 +313,7 @@ def _prctl(option: int, value: int) -> bool:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
+        return bool(libc.prctl(option, value, 0, 0, 0) == 0)
     except Exception:
         return False
 

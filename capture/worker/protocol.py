@@ -163,16 +163,15 @@ def check_message(msg: dict[str, Any]) -> WorkerMessage | None:
     requires, of the right type, else :class:`ProtocolError` naming the field. None for
     a kind this side does not know (the reader ignores it)."""
     kind = msg.get("kind")
-    cls = MESSAGES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
+    if not isinstance(kind, str) or kind not in MESSAGES:
         return None
-    problem = _shape_problem(msg, cls, kind)
+    problem = _shape_problem(msg, MESSAGES[kind])
     if problem:
         raise ProtocolError(f"a {kind!r} message {problem}")
     return msg  # type: ignore[return-value]
 
 
-def _shape_problem(value: Any, cls: Any, where: str) -> str | None:
+def _shape_problem(value: Any, cls: Any) -> str | None:
     hints = typing.get_type_hints(cls)
     for key in cls.__required_keys__:
         if key not in value:
@@ -200,7 +199,7 @@ def _fits(value: Any, hint: Any) -> bool:
     if origin is dict or hint is dict:
         return isinstance(value, dict)
     if typing.is_typeddict(hint):
-        return isinstance(value, dict) and _shape_problem(value, hint, "") is None
+        return isinstance(value, dict) and _shape_problem(value, hint) is None
     if hint is float:
         return type(value) in (int, float)
     if hint is int:
@@ -502,7 +501,7 @@ class ProtocolError(Exception):
 
 
 def encode_frame(message: Mapping[str, Any]) -> bytes:
-    body = msgpack.packb(message, use_bin_type=True)
+    body: bytes = msgpack.packb(message, use_bin_type=True)
     if len(body) >= 1 << 32:
         raise ProtocolError(f"message of {len(body):,} bytes does not fit a frame")
     return _HEADER.pack(len(body)) + body

@@ -42,7 +42,7 @@ from capture.graph.frame_repeats import frame_lines
 from capture.graph.model import Capture
 from capture.recipe import RecipeError
 from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
-from capture.session.checks import default_interpreter
+from capture.session.checks import workspace_python
 from capture.worker.limits import Limits
 from capture.worker.protocol import environment_needed, inputs_needed
 
@@ -125,7 +125,7 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
 def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None:
     """How to run the capture worker, for ``capture``, ``open`` and ``demo``. ``timeout_flag``:
     ``--timeout``, or ``--capture-timeout`` where ``--timeout`` is the viewer's."""
-    p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace .venv, else this one)")
+    p.add_argument("--python", metavar="PATH", help="interpreter to capture with (default: the workspace's .venv or venv, else this one)")
     p.add_argument(timeout_flag, type=float, metavar="S",
                    help=f"deadline for the capture, in seconds (default {Limits().max_seconds:g})")
     add_env_option(p)
@@ -199,20 +199,29 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
     return workspace, profile
 
 
+def setup_of(command: str, args: argparse.Namespace) -> tuple[dict[str, str], Path, str] | int:
+    """The environment, workspace and profile a command line names (saving a shorthand's
+    profile first), or, after saying on stderr what is wrong, the exit status: 2 for a
+    usage error, 1 when the setup could not be saved."""
+    try:
+        env = parse_env(args.env)
+        workspace, profile = resolve_profile(args)
+    except ShorthandError as exc:
+        print(f"tensorviz {command}: {exc}", file=sys.stderr)
+        return 2
+    except RecipeStoreError as exc:
+        print(f"tensorviz {command}: cannot save the setup: {exc}", file=sys.stderr)
+        return 1
+    return env, workspace, profile
+
+
 def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not args.timeout > 0:
         return _usage("--timeout must be a positive number of seconds")
-    try:
-        env = parse_env(args.env)
-    except ShorthandError as exc:
-        return _usage(str(exc))
-    try:
-        workspace, profile = resolve_profile(args)
-    except ShorthandError as exc:
-        return _usage(str(exc))
-    except RecipeStoreError as exc:
-        print(f"tensorviz capture: cannot save the setup: {exc}", file=sys.stderr)
-        return 1
+    setup = setup_of("capture", args)
+    if isinstance(setup, int):
+        return setup
+    env, workspace, profile = setup
 
     verbose = args.verbose
 
@@ -306,10 +315,11 @@ def interpreter_note(workspace: Path, python: str | None) -> str:
     """The interpreter a CLI capture runs, and why that one."""
     if python:
         return f"{python} (--python)"
-    chosen = default_interpreter(workspace)
-    if chosen != sys.executable:
-        return f"{chosen} (the workspace's .venv; --python PATH chooses another)"
-    return f"{chosen} (the Python running TensorViz: the workspace has no .venv; --python PATH chooses another)"
+    venv = workspace_python(workspace)
+    if venv is not None:
+        return f"{venv} (the workspace's {venv.relative_to(workspace.absolute()).parts[0]}; --python PATH chooses another)"
+    return (f"{sys.executable} (the Python running TensorViz: the workspace has no .venv or venv; "
+            "--python PATH chooses another)")
 
 
 def describe_failure(capture: Capture, command: str = "capture") -> str:

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 
+from capture.session.checks import default_interpreter
 from discovery import Candidate, FileResult, WorkspaceIndex, find_environment
 
 
@@ -44,9 +45,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     root = args.workspace or os.getcwd()
     python = getattr(args, "python", None)
-    libraries = find_environment(root, python) if python else (
-        find_environment(root) or find_environment(python=sys.executable)
-    )
+    # Library bases come from the packages of the interpreter that would capture.
+    libraries = find_environment(python=python or default_interpreter(root))
     index = WorkspaceIndex(root, libraries)
     results = [index.discover(path) for path in args.files]
     if args.json:

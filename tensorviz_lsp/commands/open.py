@@ -19,15 +19,14 @@ from pathlib import Path
 
 from capture.session import SessionResult
 
-from ..recipes_store import RecipeStoreError
-from ..shorthand import GRAMMAR_HELP, ShorthandError
+from ..shorthand import GRAMMAR_HELP
 from .capture import (
     add_setup_options,
     add_worker_options,
     capture_in_session,
     describe_failure,
     parse_env,
-    resolve_profile,
+    setup_of,
 )
 from .view import add_serve_options, serve
 
@@ -51,17 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        parse_env(args.env)
-    except ShorthandError as exc:
-        return _usage(str(exc))
-    try:
-        workspace, profile = resolve_profile(args)
-    except ShorthandError as exc:
-        return _usage(str(exc))
-    except RecipeStoreError as exc:
-        print(f"tensorviz open: cannot save the setup: {exc}", file=sys.stderr)
-        return 1
+    setup = setup_of("open", args)
+    if isinstance(setup, int):
+        return setup
+    _, workspace, profile = setup
     result = capture_profile("open", workspace, profile, args)
     status = serve("open", result.capture, profile, workspace, args, trusted_sources=True, baseline=result.baseline)
     return 1 if result.capture.failure is not None and status == 0 else status
@@ -92,8 +84,3 @@ def capture_profile(command: str, workspace: Path, profile: str, args: argparse.
     if result.capture.failure is not None:
         print(describe_failure(result.capture, command), file=sys.stderr, end="")
     return result
-
-
-def _usage(message: str) -> int:
-    print(f"tensorviz open: {message}", file=sys.stderr)
-    return 2

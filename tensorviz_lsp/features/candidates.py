@@ -81,7 +81,7 @@ class Candidates(Feature):
         doc = self.server.open_document(uri)
         if entry is None or (doc is not None and entry.version != doc.version):
             return None
-        if not entry.complete or entry.python != self._python(self.server.folder_for(uri)):
+        if not entry.complete or entry.python != self.interpreters.discovery_python(self.server.folder_for(uri)):
             # Library bases left unread, or another interpreter selected since.
             return None
         return entry.candidates
@@ -128,7 +128,7 @@ class Candidates(Feature):
     # -- computing -------------------------------------------------------------
     async def _discover(self, uri: str, version: int | None, text: str, path: Path) -> list[Candidate]:
         root = self.server.folder_for(uri)
-        python = self._python(root)
+        python = self.interpreters.discovery_python(root)
         try:
             result: Discovered = await self.server.run_blocking(self.backends.discover, text, path, root, python)
         except Exception:
@@ -159,20 +159,17 @@ class Candidates(Feature):
         if not above.strip():
             return []
         try:
-            result = await self.server.run_blocking(self.backends.discover, above, path, root, self._python(root))
+            result = await self.server.run_blocking(self.backends.discover, above, path, root, self.interpreters.discovery_python(root))
         except Exception:
             log.exception("discovery failed for %s", path)
             return []
         return result.candidates if result.parsed else []
 
-    def _python(self, root: Path | None) -> str | None:
-        return self.interpreters.discovery_python(root)
-
     async def interpreter_changed(self) -> None:
         """Rediscover the documents whose library bases came from another interpreter's
         packages than the one now selected (settings loaded or changed, a new choice)."""
         for uri, entry in list(self._cache.items()):
-            if entry.python == self._python(self.server.folder_for(uri)):
+            if entry.python == self.interpreters.discovery_python(self.server.folder_for(uri)):
                 continue
             if self.server.open_document(uri) is None:
                 self._cache.pop(uri, None)
@@ -293,15 +290,11 @@ def unreadable(text: str, errors: list[str]) -> Unreadable:
     return Unreadable(errors[0] if errors else "cannot parse", Span(Pos(0, 0), Pos(0, 0)))
 
 
-def _lines(text: str) -> list[str]:
-    return _LINE_BREAK.split(text)
-
-
 def carry_over(candidates: list[Candidate], old: str, new: str) -> list[Candidate]:
     """``candidates`` of ``old`` whose definitions are unchanged in ``new``, at their
     lines there: those before the first changed line stay, those after the last one
     move by the number of lines added or removed; the others are dropped."""
-    a, b = _lines(old), _lines(new)
+    a, b = _LINE_BREAK.split(old), _LINE_BREAK.split(new)
     common = min(len(a), len(b))
     head = 0
     while head < common and a[head] == b[head]:

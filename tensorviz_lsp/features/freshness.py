@@ -108,10 +108,6 @@ class Freshness(Feature):
         if rec is not None:
             self._publish_uri(rec.uri)
 
-    def stale_files(self, root: Path, profile: str) -> list[str]:
-        rec = self.records.get((str(root), profile))
-        return list(rec.stale) if rec else []
-
     # -- checking ---------------------------------------------------------------
     async def check(self, path: Path | None = None) -> None:
         """Recheck the records ``path`` concerns (a source, or a recipes file); all when None."""
@@ -121,16 +117,9 @@ class Freshness(Feature):
             if path is not None:
                 rel = rel_path(rec.root, path)
                 sources = rel is not None and rel in rec.sources
-                recipe = touched_root is not None and self._same(touched_root, rec.root)
+                recipe = touched_root is not None and same_folder(touched_root, rec.root)
             if sources or recipe:
                 await self._check_record(rec, sources=sources, recipe=recipe)
-
-    @staticmethod
-    def _same(a: Path, b: Path) -> bool:
-        try:
-            return a.resolve() == b.resolve()
-        except OSError:
-            return a == b
 
     async def _check_record(self, rec: Record, *, sources: bool, recipe: bool) -> None:
         seq = {aspect: rec.checks[aspect] + 1 for aspect, on in (("sources", sources), ("recipe", recipe)) if on}
@@ -217,6 +206,13 @@ class Freshness(Feature):
         for key in [k for k in self.records if k[0] in removed]:
             rec = self.records.pop(key)
             self._publish_uri(rec.uri)
+
+
+def same_folder(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
 
 
 def rel_path(root: Path, path: Path) -> str | None:

@@ -19,7 +19,9 @@ from lsprotocol import types
 from ..feature import Feature
 from ..host import Host
 from ..jsonstore import read_json, write_json
-from ..settings import Interpreter, resolve_interpreter, resolve_path, venv_python
+from capture.session.checks import workspace_python
+
+from ..settings import Interpreter, resolve_interpreter, resolve_path
 from ..userdirs import state_dir
 from .args import SelectInterpreterArgs
 from .trust import Trust
@@ -77,7 +79,7 @@ class InterpreterSelection(Feature):
         fallback = resolve_interpreter(root, settings, None)
         choices: dict[str, str | None] = {f"{DEFAULT_CHOICE} ({fallback.describe()})": None}
         cands = [self._selected(root), settings.python]
-        if root is not None and (venv := venv_python(root)) is not None:
+        if root is not None and (venv := workspace_python(root)) is not None:
             cands.append(str(venv))
         cands += [sys.executable, shutil.which("python3"), shutil.which("python")]
         for c in cands:

@@ -20,7 +20,7 @@ one retry.
 The parts, each owning one thing: :class:`~.capturing.CaptureRunner` runs the session,
 :class:`~.landing.GraphLanding` puts a new graph in place,
 :class:`~.capture_failures.FailureDiagnostics` says why one failed,
-:class:`~.setup_forms.SetupForms` asks for a setup; this module decides between them.
+:class:`~.viewer_setup.ViewerSetup` asks for a setup; this module decides between them.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from typing import Any, Coroutine
 from lsprotocol import types
 
 from capture.graph.model import Failure
-from capture.recipe import module_file
+from capture.recipe import module_file, split_ref
 from capture.session import SessionResult
 from capture.worker.protocol import environment_needed, inputs_needed
 
 from ..backends import RECIPES_PATH, Pos, Span, install_plan
-from ..feature import Feature
+from ..feature import CommandHandler, Feature
 from ..host import Host
 from .args import CaptureProfileArgs, OpenGraphArgs, ShowViewerArgs
 from .candidates import Candidates
@@ -48,9 +48,9 @@ from .capturing import CaptureRunner, CaptureTarget
 from .dependencies import Dependencies
 from .landing import GraphLanding
 from .recipes import Recipes
-from .setup_forms import SetupForms
 from .trust import Trust
 from .viewer_host import ViewerHost
+from .viewer_setup import ViewerSetup
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class OpenGraph(Feature):
 
     def __init__(
         self, server: Host, *, trust: Trust, candidates: Candidates, recipes: Recipes, runner: CaptureRunner,
-        landing: GraphLanding, failures: FailureDiagnostics, setups: SetupForms, dependencies: Dependencies,
+        landing: GraphLanding, failures: FailureDiagnostics, setups: ViewerSetup, dependencies: Dependencies,
         viewers: ViewerHost,
     ) -> None:
         super().__init__(server)
@@ -87,7 +87,7 @@ class OpenGraph(Feature):
         self.dependencies = dependencies
         self.viewers = viewers
 
-    def commands(self):
+    def commands(self) -> dict[str, CommandHandler]:
         return {
             "tensorviz.openGraph": self.open_graph_command,
             "tensorviz.captureProfile": self.capture_profile_command,
@@ -137,8 +137,8 @@ class OpenGraph(Feature):
                 types.MessageType.Error,
             )
             return {"ok": False, "reason": "no-profile"}
-        model = recipe.get("model") if isinstance(recipe.get("model"), str) else ""
-        module, _, qualname = model.partition(":")
+        model = recipe.get("model")
+        module, qualname = split_ref(model) if isinstance(model, str) else ("", "")
         model_path = module_file(root, module) if module else None
         uri = self.server.uri_of(model_path) if model_path else self.server.uri_of(root / RECIPES_PATH)
         name_range = Span(Pos(0, 0), Pos(0, 0))
@@ -155,6 +155,8 @@ class OpenGraph(Feature):
         a = ShowViewerArgs.parse(args)
         root = await self.trust.pick_folder(a.folder, "show the viewer of")
         urls = self.viewers.urls.get(str(root), {}) if root is not None else {}
+        url: str | None
+        profile: str | None
         if a.profile is None and urls:
             profile, url = list(urls.items())[-1]
         else:

@@ -32,11 +32,13 @@ from typing import Any
 
 from lsprotocol import types
 
+from capture.graph.freshness import source_sha256
+
 from ..backends import RECIPES_PATH, Backends, recipes_root
 from ..feature import Feature
 from ..host import Host
 from .capturing import CaptureRunner, CaptureTarget
-from .freshness import Freshness, profile_change, rel_path
+from .freshness import Freshness, profile_change, rel_path, same_folder
 from .interpreter import InterpreterSelection
 from .open_graph import SUPERSEDED, OpenGraph
 from .records import Record
@@ -121,7 +123,7 @@ class RecaptureOnSave(Feature):
             if key not in wanted and resolved in files and self.server.settings_for(target.root).recapture_on_save:
                 wanted[key] = (target, sorted(rel for f in files if (rel := rel_path(target.root, f))))
         for key, (target, sources) in wanted.items():
-            trigger = (str(path), await self.server.run_blocking(_digest, path))
+            trigger = (str(path), await self.server.run_blocking(source_sha256, str(path)))
             if key in self._tasks and self._trigger.get(key) == trigger:
                 continue
             self._trigger[key] = trigger
@@ -150,7 +152,7 @@ class RecaptureOnSave(Feature):
 
     async def _concerns(self, rec: Record, path: Path) -> bool:
         root = recipes_root(path)
-        if root is not None and _same(root, rec.root):
+        if root is not None and same_folder(root, rec.root):
             text = self.server.read_text(rec.root / RECIPES_PATH)
             verdict = await self.server.run_blocking(
                 profile_change, rec.capture.recipe, rec.profile, text
@@ -240,19 +242,3 @@ def _resolved(path: Path) -> Path:
         return path.resolve()
     except OSError:
         return path
-
-
-def _digest(path: Path) -> str:
-    import hashlib
-
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return ""
-
-
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return a == b

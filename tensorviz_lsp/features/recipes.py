@@ -23,9 +23,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from capture.recipe import is_path_ref, model_ref_for, path_ref_file, split_ref
+from capture.recipe import is_path_ref, model_ref_for, module_file, path_ref_file, split_ref
 
-from ..backends import RECIPES_PATH, Backends, Candidate, RecipeIssue, every_problem, module_file, profiles_in, recipes_root
+from ..backends import RECIPES_PATH, Backends, Candidate, RecipeIssue, every_problem, profiles_in, recipes_root
 from ..diagnostics import SOURCE
 from ..feature import Feature
 from ..host import Host
@@ -68,7 +68,7 @@ class Recipes(Feature):
         if root is None or path is None:
             return None
         # dotted where that import works, else the path form (scripts/06_scan.py:Net)
-        model = self.model_ref(root, path, cand.qualname)
+        model = model_ref_for(root, path, cand.qualname)
         return self.profile_for_model(root, model) if model else None
 
     def recipes_file(self, root: Path) -> Path:
@@ -80,14 +80,9 @@ class Recipes(Feature):
             self._profiles[key] = profiles_in(self.server.read_text(self.recipes_file(root)))
         return self._profiles[key]
 
-    def model_ref(self, root: Path, path: Path, qualname: str) -> str | None:
-        """The ``model`` a new profile of ``qualname`` in ``path`` saves: dotted where
-        that import works, else the path form (``capture.recipe.model_ref_for``)."""
-        return model_ref_for(root, path, qualname)
-
     def profile_for(self, root: Path, path: Path, qualname: str) -> str | None:
         """The first saved profile whose ``model`` is this symbol."""
-        model = self.model_ref(root, path, qualname)
+        model = model_ref_for(root, path, qualname)
         return self.profile_for_model(root, model) if model else None
 
     def profile_for_model(self, root: Path, model: str) -> str | None:
@@ -161,8 +156,8 @@ class Recipes(Feature):
             ref = recipe.get("model")
             if name in bad_model or not isinstance(ref, str) or ref.count(":") != 1:
                 continue
-            module, qualname = ref.split(":")
-            path = _model_file(root, module)
+            module, qualname = split_ref(ref)
+            path = module_file(root, module)
             if path is None and is_path_ref(ref):
                 # A file named by path is always a workspace file: say why it cannot be used.
                 problem = path_ref_file(root, module)[1] or f"no file {module!r} in the workspace"
@@ -308,11 +303,6 @@ def saved_file_issues(root: Path, text: str) -> list[RecipeIssue]:
             out.append(RecipeIssue(f"{key_path}: {problem}", line=locator.line(_split_path(key_path)),
                                    profile=name, path=key_path))
     return out
-
-
-def _model_file(root: Path, module: str) -> Path | None:
-    """The workspace file of a ref's module, dotted or a path form (inside the workspace)."""
-    return module_file(root, module)
 
 
 def _canonical(root: Path, ref: str) -> str | None:

@@ -11,7 +11,7 @@ import inspect
 
 import pytest
 
-from tensorviz_lsp.backends import Backends, RealBackends, Viewer
+from tensorviz_lsp.backends import Backends, RealBackends, Viewer, ViewerHooks
 
 from . import fake_server  # the fakes the fast server tests run on
 
@@ -29,7 +29,8 @@ def test_the_protocols_name_what_the_features_use():
         "warm_retain", "warm_preload", "shutdown",
     }
     assert set(members(Viewer)) == {"add_capture", "url_for", "publish", "lines", "pages", "stop"}
-    assert "url" in Viewer.__annotations__
+    assert isinstance(vars(Viewer)["url"], property)
+    assert isinstance(vars(viewer_server())["url"], property)
 
 
 def viewer_server() -> type:
@@ -65,7 +66,9 @@ def test_each_implementation_satisfies_its_protocol(protocol, implementation, an
                 f"{implementation.__name__}.{name} returns {got_sig.return_annotation}")
 
 
-def test_instances_are_recognised_as_the_protocol():
+def test_instances_are_recognised_as_the_protocol(tmp_path):
     assert isinstance(RealBackends(), Backends)
     assert isinstance(fake_server.FakeBackends(), Backends)
     assert not isinstance(object(), Backends)
+    hooks = ViewerHooks(lambda frame: False, lambda profile: None, lambda name, recipe: [], lambda profile: None)
+    assert isinstance(fake_server.FakeViewer(hooks, tmp_path / "events.jsonl"), Viewer)

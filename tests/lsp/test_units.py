@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tensorviz_lsp.backends import Candidate, Pos, Span, adapt_discovery, module_name, profiles_in
+from tensorviz_lsp.backends import Candidate, Pos, Span, adapt_discovery, profiles_in
 from tensorviz_lsp.feature import Feature
 from tensorviz_lsp.features.args import (
     ArgumentError,
@@ -72,6 +72,25 @@ def test_interpreter_order(tmp_path):
     chosen = resolve_interpreter(tmp_path, Settings(python="py/bin/python"))
     assert chosen.origin == "setting" and chosen.path == str(tmp_path / "py/bin/python") and not chosen.exists
     assert resolve_interpreter(tmp_path, Settings(python="x"), selected=sys.executable).origin == "selected"
+
+
+@pytest.mark.parametrize("folder", [".venv", "venv"])
+def test_one_workspace_environment_lookup_for_captures_lenses_and_the_cli(tmp_path, folder):
+    """``.venv`` or ``venv``: the CLI's default interpreter, the editor's (whose packages
+    discovery reads for lenses on library subclasses) and the CLI's note are the same one."""
+    from capture.session.checks import default_interpreter, workspace_python
+    from tensorviz_lsp.commands.capture import interpreter_note
+
+    assert workspace_python(tmp_path) is None and default_interpreter(tmp_path) == sys.executable
+    python = tmp_path / folder / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("#!/bin/sh\n")
+    os.chmod(python, 0o755)
+    assert workspace_python(tmp_path) == python
+    assert default_interpreter(tmp_path) == str(python)
+    chosen = resolve_interpreter(tmp_path, Settings())
+    assert (chosen.path, chosen.origin) == (str(python), folder)
+    assert interpreter_note(tmp_path, None).startswith(f"{python} (the workspace's {folder};")
 
 
 def test_trust_store_is_per_root_and_outside_the_workspace(tmp_path):
@@ -182,12 +201,9 @@ def test_command_arguments(cls, args, want):
         assert cls.parse(args) == want
 
 
-def test_profiles_and_module_names(tmp_path):
+def test_profiles_in_a_recipes_text():
     assert profiles_in("version = 1\n[profiles.a]\nmodel = 'm:f'\n") == {"a": {"model": "m:f"}}
     assert profiles_in("[[[") == {}
-    assert module_name(tmp_path, tmp_path / "pkg" / "mod.py") == "pkg.mod"
-    assert module_name(tmp_path, tmp_path / "pkg" / "__init__.py") == "pkg"
-    assert module_name(tmp_path, tmp_path / "my-scripts" / "x.py") is None
 
 
 def test_adapt_discovery_reads_what_discovery_emits(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from capture.recipe import PROFILE_NAME, PROFILE_NAME_MAX, PROFILE_NAME_RULE, RecipeError, parse_profile, profile_name
 from capture.session.graph_files import GraphFileNameError, graph_file
-from tensorviz_lsp.features import setup_forms
+from tensorviz_lsp.features import viewer_setup
 from tensorviz_lsp.shorthand import default_profile_name, parse_target
 
 
@@ -43,7 +43,7 @@ def test_every_maker_uses_it(tmp_path, monkeypatch):
     # The shorthand names a new profile like the symbol, as the lens does (issue 30).
     assert default_profile_name(parse_target("pkg/model.py:Net.Block")) == "Net_Block"
     # The language server names profiles with the one function (a qualname with dots, taken names).
-    assert setup_forms.profile_name is profile_name
+    assert viewer_setup.profile_name is profile_name
     assert profile_name("Outer.Inner", {"Outer_Inner": {}}) == "Outer_Inner_2"
     assert profile_name("x" * 150, {}) == "x" * PROFILE_NAME_MAX
     # A graph file is named by a valid profile name only (capture/session/graph_files.py).

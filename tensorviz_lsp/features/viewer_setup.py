@@ -13,7 +13,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from capture.recipe import module_file, profile_name
+from capture.recipe import model_ref_for, module_file, profile_name, split_ref
 from capture.worker.protocol import NeededDim
 
 from ..backends import RECIPES_PATH, Backends, Candidate
@@ -27,7 +27,7 @@ from .viewer_host import ViewerHost
 log = logging.getLogger(__name__)
 
 
-class SetupForms:
+class ViewerSetup:
     def __init__(self, server: Host, backends: Backends, candidates: Candidates, recipes: Recipes,
                  freshness: Freshness, viewers: ViewerHost) -> None:
         self.server = server
@@ -49,7 +49,7 @@ class SetupForms:
         """Show the form for ``cand`` in the folder's viewer (prefilled from discovery, or
         from ``recipe``; ``needs``: the dimensions a capture asked for)."""
         path = self.server.path_of(uri)
-        model = self.recipes.model_ref(root, path, cand.qualname) if path else None
+        model = model_ref_for(root, path, cand.qualname) if path else None
         if model is None:
             self.server.show_message(
                 f"TensorViz: {path} cannot be named from the workspace root {root}: it is outside it, or its "
@@ -97,8 +97,8 @@ class SetupForms:
             return last if last is not None and last.profile == profile else None
         if last is not None and last.profile == profile:
             return SetupContext(root, last.uri, last.candidate, profile, dict(recipe), list(last.needs))
-        model = recipe.get("model") if isinstance(recipe.get("model"), str) else ""
-        module, _, qualname = model.partition(":")
+        model = recipe.get("model")
+        module, qualname = split_ref(model) if isinstance(model, str) else ("", "")
         model_path = module_file(root, module) if module else None
         if model_path is None or not qualname:
             return None
