@@ -18,10 +18,12 @@ import os
 from pathlib import Path
 from typing import Any, Iterator
 
+import safe_read
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from capture.graph.graphfile import atomic_write
+from capture.recipe.parse import MAX_RECIPES_BYTES, recipes_workspace
 from capture.recipe.lock import RecipesLocked, lock_path, recipes_lock
 from capture.recipe import (
     DEFAULT_FRAMEWORK,
@@ -62,7 +64,11 @@ def list_profiles(workspace: str | os.PathLike[str]) -> list[str]:
 
 @contextlib.contextmanager
 def _one_writer(path: Path) -> Iterator[None]:
-    """The read-modify-write of ``path`` under the lock beside it (:mod:`capture.recipe.lock`)."""
+    """The read-modify-write of ``path`` under the lock beside it (:mod:`capture.recipe.lock`).
+    A ``.tensorviz`` folder linked out of the workspace gets neither the lock nor a write."""
+    if path.parent.exists() and not safe_read.is_inside(path.parent, recipes_workspace(path)):
+        raise RecipeStoreError(f"{path}: not saved: {path.parent} resolves to {os.path.realpath(path.parent)}, "
+                               "outside the workspace")
     try:
         with recipes_lock(path):
             yield
@@ -183,7 +189,9 @@ def _read_document(path: Path) -> tuple[tomlkit.TOMLDocument, str]:
     if not path.exists():
         return tomlkit.document(), ""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safe_read.read_text(path, workspace=recipes_workspace(path), max_bytes=MAX_RECIPES_BYTES)
+    except safe_read.UnsafeFile as exc:
+        raise RecipeStoreError(f"{path}: not read, so it was left alone: {exc.strerror}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RecipeStoreError(f"{path}: cannot read: {exc}") from None
     try:

@@ -45,6 +45,8 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import safe_read
+
 from capture.recipe import (
     DTYPES,
     CallSetup,
@@ -264,9 +266,9 @@ def discovered_framework(target: Target, python: str | None = None) -> str:
     from discovery import WorkspaceIndex, discover_source, find_environment
 
     try:
-        text = target.file.read_text(encoding="utf-8")
+        text = safe_read.read_text(target.file, workspace=target.workspace)
     except (OSError, UnicodeDecodeError) as exc:
-        raise ShorthandError(f"cannot read {target.file}: {exc}") from None
+        raise ShorthandError(f"cannot read {target.file}: {getattr(exc, 'strerror', None) or exc}") from None
     # Bases from installed packages are read from the interpreter that will capture.
     libraries = find_environment(target.workspace, python) if python else (
         find_environment(target.workspace) or find_environment(python=sys.executable)

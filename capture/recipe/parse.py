@@ -17,6 +17,8 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
+import safe_read
+
 from .model import (
     COMPLEX_DTYPES,
     DTYPES,
@@ -53,6 +55,16 @@ _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_]
 # --------------------------------------------------------------------------- reading files
 
 
+#: A recipes file of 4,000 profiles is about 1.5 MB.
+MAX_RECIPES_BYTES = 16 * 1024 * 1024
+
+
+def recipes_workspace(path: Path) -> Path:
+    """The folder a recipes file must stay inside: the workspace above ``.tensorviz/``
+    (so a linked ``.tensorviz`` is refused too), else the file's own folder."""
+    return path.parent.parent if path.parent.name == ".tensorviz" else path.parent
+
+
 def load_recipes_table(path: str | Path) -> tuple[dict[str, Any], str]:
     """Read and check the top level of a recipes file: ``(document, text)``.
 
@@ -60,7 +72,9 @@ def load_recipes_table(path: str | Path) -> tuple[dict[str, Any], str]:
     the line), a wrong ``version`` or a ``profiles`` key that is not a table."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        # Read before trust (lenses, diagnostics): a committed link out of the workspace,
+        # a FIFO or /dev/zero is refused, never read or waited on.
+        raw = safe_read.read_bytes(p, workspace=recipes_workspace(p), max_bytes=MAX_RECIPES_BYTES)
     except FileNotFoundError:
         raise RecipeError("no recipes file (save a setup first)", file=str(p)) from None
     except OSError as exc:

@@ -29,6 +29,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
+import safe_read
+
 from ..frameworks import framework_info, framework_names
 from ..graph.model import Capture
 from ..recipe import Recipe, RecipeError
@@ -177,7 +179,7 @@ class _WorkerStep:
                     continue
                 return None
             try:
-                texts.append(path.read_text(encoding="utf-8", errors="replace"))
+                texts.append(safe_read.read_text(path, workspace=self.job.workspace, errors="replace"))
             except OSError:
                 return None
         return "\n".join(texts)

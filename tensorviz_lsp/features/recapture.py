@@ -23,6 +23,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import safe_read
+
 from lsprotocol import types
 
 from ..backends import RECIPES_PATH, Backends, recipes_root
@@ -166,7 +168,7 @@ def _digest(path: Path) -> str:
     import hashlib
 
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(safe_read.read_bytes(path, max_bytes=1 << 30)).hexdigest()
     except OSError:
         return ""
 
