@@ -23,6 +23,8 @@ import glob
 import os
 import re
 
+import safe_read
+
 # Editable installs write one ``.pth`` per package; a folder holding thousands of
 # them is not worth scanning on every lookup.
 _MAX_PTH_FILES = 256
@@ -69,10 +71,14 @@ def workspace_environment(root: str | os.PathLike[str]) -> tuple[str, ...]:
 # --- internals ------------------------------------------------------------------------
 
 
+#: ``pyvenv.cfg`` and ``.pth`` files are a few lines; a larger one is not read.
+_MAX_CONFIG_BYTES = 1024 * 1024
+
+
 def _pyvenv_cfg(prefix: str) -> dict[str, str] | None:
     try:
-        with open(os.path.join(prefix, "pyvenv.cfg"), encoding="utf-8", errors="replace") as handle:
-            text = handle.read(64 * 1024)
+        # A workspace's .venv is read before trust: a FIFO there must not block.
+        text = safe_read.read_text(os.path.join(prefix, "pyvenv.cfg"), max_bytes=_MAX_CONFIG_BYTES, errors="replace")
     except OSError:
         return None
     config: dict[str, str] = {}
@@ -146,8 +152,8 @@ def _with_pth(dirs: list[str]) -> tuple[str, ...]:
             continue
         for name in names[:_MAX_PTH_FILES]:
             try:
-                with open(os.path.join(site, name), encoding="utf-8", errors="replace") as handle:
-                    lines = handle.read(64 * 1024).splitlines()
+                lines = safe_read.read_text(os.path.join(site, name), max_bytes=_MAX_CONFIG_BYTES,
+                                            errors="replace").splitlines()
             except OSError:
                 continue
             for line in lines:

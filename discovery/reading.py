@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import codecs
 
+import safe_read
+
 from .parsing import MAX_SOURCE_CHARS
 from .positions import LineIndex, Position, Range
 from .results import DiscoveryError
 
 
-def read_source(path: str) -> str | DiscoveryError:
+def read_source(path: str, workspace: str | None = None) -> str | DiscoveryError:
+    """The source text of ``path``, or why not. A FIFO, device or socket is refused
+    without waiting on it; given ``workspace``, so is a file whose links lead out of it."""
     try:
-        with open(path, "rb") as handle:
-            # Read one byte past the limit: enough to know the file is too large
-            # without loading a multi-gigabyte file into memory.
-            data = handle.read(MAX_SOURCE_CHARS * 4 + 1)
+        # Four bytes per character at most: a file over that cannot be under the limit.
+        data = safe_read.read_bytes(path, workspace=workspace, max_bytes=MAX_SOURCE_CHARS * 4)
+    except safe_read.TooLarge as exc:
+        return DiscoveryError("too_large", f"{exc.strerror}; not parsed", _origin())
     except OSError as exc:
         return DiscoveryError("unreadable", f"cannot read file: {exc.strerror or exc}", _origin())
     return decode_source(data)

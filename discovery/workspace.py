@@ -136,7 +136,7 @@ class WorkspaceIndex:
             if self._texts.pop(key, None) is None:
                 return
             self._generations.pop(key, None)
-            on_disk = read_source(key)
+            on_disk = read_source(key, self._containing(key))
             if isinstance(on_disk, DiscoveryError):
                 self._analyses.pop(key, None)
             else:
@@ -226,9 +226,16 @@ class WorkspaceIndex:
             return None, False
         return ".".join(parts), is_package
 
+    def _containing(self, path: str) -> str | None:
+        """The root when ``path`` is named inside it (its links must then stay inside:
+        a committed link out of the workspace is not read); None for a file named
+        outside it, which is read as named."""
+        inside = os.path.abspath(path).startswith(self.root.rstrip(os.sep) + os.sep)
+        return self.root if inside else None
+
     def _read(self, path: str) -> str | DiscoveryError:
         text = self._texts.get(path)
-        return text if text is not None else read_source(path)
+        return text if text is not None else read_source(path, self._containing(path))
 
     def _analysis(
         self, path: str, version: Version, text: str | DiscoveryError | None = None
@@ -253,7 +260,7 @@ class WorkspaceIndex:
         consultation = _Consultation(self)
         version = consultation.version(key)
         if version is None and key not in self._texts:
-            text: str | DiscoveryError = read_source(key)  # reports why it is missing
+            text: str | DiscoveryError = read_source(key, self._containing(key))  # reports why it is missing
         else:
             text = self._read(key)
 

@@ -207,7 +207,7 @@ def profiles_in(text: str | None) -> dict[str, dict[str, Any]]:
         return {}
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):  # RecursionError: nested too deeply
         return {}
     profiles = data.get("profiles")
     if not isinstance(profiles, dict):

@@ -7,12 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import safe_read
+
 
 def differs_from_disk(path: Path, text: str) -> bool:
     """Whether a buffer holding ``text`` has unsaved changes to ``path`` (LSP has no
     dirty flag; line endings alone do not count)."""
     try:
-        disk = path.read_bytes().decode("utf-8")
+        disk = safe_read.read_bytes(path).decode("utf-8")  # a FIFO swapped in must not block
     except (OSError, UnicodeDecodeError):
         return True
     return text != disk and text.replace("\r\n", "\n") != disk.replace("\r\n", "\n")

@@ -8,6 +8,7 @@ import re
 import sys
 
 from . import __version__
+from .terminal import escaped_output
 
 # Each names a module of tensorviz_lsp.commands with a ``register(subparsers)``.
 COMMANDS = ("inspect", "lsp", "view", "capture", "open", "demo", "discover", "diff")
@@ -46,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        # Graph files, recipes and model output are printed: none may drive the terminal.
+        # (The language server's stdout is its protocol, written as bytes.)
+        with escaped_output():
+            return int(args.func(args) or 0)
     except KeyboardInterrupt as exc:
         return 128 + int(getattr(exc, "signum", 2))  # Ctrl-C: 130; SIGTERM/SIGHUP in a capture: 143/129
     except BrokenPipeError:

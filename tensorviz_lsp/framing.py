@@ -17,6 +17,15 @@ broken pipe) can make that go wrong, and what this module does instead:
   longer than the body would wait for bytes that never come while swallowing later
   messages: a body that does not complete within :data:`BODY_SECONDS` of its header means
   broken framing, and the server exits.
+* **JSON nested deeper than the decoder's recursion allows** (``[`` a thousand times, or
+  deep inside otherwise valid params): answered with ``-32700`` (Parse Error, id null, as
+  JSON-RPC says when the id cannot be read) and the server reads on.
+
+And the life cycle LSP prescribes, which pygls leaves to the server: a request before
+``initialize`` gets ``-32002`` (Server Not Initialized) and a notification then is
+dropped (``exit`` excepted); a second ``initialize`` gets ``-32600`` (Invalid Request);
+after ``shutdown``, every request (a second ``shutdown`` too) gets ``-32600`` instead
+of no answer at all.
 """
 
 from __future__ import annotations
@@ -26,11 +35,19 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 import threading
 from typing import Any
 
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from lsprotocol import types
+from pygls.exceptions import (
+    JsonRpcException,
+    JsonRpcInvalidParams,
+    JsonRpcInvalidRequest,
+    JsonRpcParseError,
+    JsonRpcServerNotInitialized,
+)
 from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.protocol import LanguageServerProtocol
 
@@ -41,6 +58,8 @@ MAX_MESSAGE_BYTES = 64 << 20
 #: How long a message's body may take to arrive after its header (clients write whole
 #: messages at once).
 BODY_SECONDS = 10.0
+#: How long a signalled server spends stopping its captures, viewers and installs.
+STOP_SECONDS = 5.0
 _HEADER = re.compile(rb"Content-Length: *(\d+)\r?\n$")
 
 
@@ -58,6 +77,12 @@ ANSWERED = _Answered()
 
 
 class Protocol(LanguageServerProtocol):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: "new" until ``initialize`` arrives, then "initialized"; "shut down" from the
+        #: moment a ``shutdown`` request arrives (pygls marks it only once it is answered).
+        self.lifecycle = "new"
+
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
             return super().structure_message(data)
@@ -65,9 +90,11 @@ class Protocol(LanguageServerProtocol):
             msg_id = data.get("id")
             method = data.get("method")
             if isinstance(method, str) and type(msg_id) in (int, str):
-                error = JsonRpcInvalidParams(f"invalid params for {method}: they do not match what the method takes")
+                # The life cycle first: a request that may not run now says so, whatever its params.
+                error = self._refusal(method) or JsonRpcInvalidParams(
+                    f"invalid params for {method}: they do not match what the method takes")
                 self._send_response(msg_id, None, error.to_response_error())
-                log.warning("answered request %r (%s) with Invalid Params", msg_id, method)
+                log.warning("answered request %r (%s): %s", msg_id, method, error.message)
             else:
                 log.warning("dropped a notification whose params do not match its method (%s)", method)
             return ANSWERED
@@ -75,7 +102,60 @@ class Protocol(LanguageServerProtocol):
     def handle_message(self, message: Any) -> None:
         if message is ANSWERED:
             return
+        method = getattr(message, "method", None)
+        if method is not None and method != types.EXIT:
+            refusal = self._refusal(method)
+            if refusal is not None:
+                if hasattr(message, "id"):
+                    self._send_response(message.id, None, refusal.to_response_error())
+                    log.warning("answered request %r (%s): %s", message.id, method, refusal.message)
+                else:
+                    log.warning("dropped the notification %s: %s", method, refusal.message)
+                return
+            if method == types.INITIALIZE:
+                self.lifecycle = "initialized"
+            elif method == types.SHUTDOWN:
+                self.lifecycle = "shut down"
         super().handle_message(message)
+
+    def _refusal(self, method: str) -> JsonRpcException | None:
+        """Why ``method`` may not run now, in the life cycle LSP prescribes; None: it may."""
+        if self.lifecycle == "shut down":
+            return JsonRpcInvalidRequest(f"{method} after shutdown: the server is shutting down")
+        if self.lifecycle == "new" and method != types.INITIALIZE:
+            return JsonRpcServerNotInitialized(f"{method} before initialize")
+        if self.lifecycle == "initialized" and method == types.INITIALIZE:
+            return JsonRpcInvalidRequest("initialize was already sent; the server is initialized once")
+        return None
+
+    def answer_parse_error(self, body: bytes, why: str) -> None:
+        """``-32700`` for a message that cannot be decoded: to its request's id when the
+        top level names one (so the client stops waiting), else to id null (JSON-RPC 2.0)."""
+        msg_id = top_level_id(body)
+        # A plain dict: pygls's converter leaves out a None id, and the client needs "id": null.
+        self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": JsonRpcParseError.CODE, "message": why}})
+
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"\s*(:?)|[\[\]{}]')
+
+
+def top_level_id(body: bytes) -> int | str | None:
+    """The ``id`` member of the outermost object of ``body``, found without decoding the
+    nesting (a linear scan of strings and brackets), or None."""
+    depth = 0
+    for token in _TOKEN.finditer(body):
+        first = body[token.start()]
+        if first in b"[{":
+            depth += 1
+        elif first in b"]}":
+            depth -= 1
+        elif depth == 1 and token.group(1) and body[token.start():token.start() + 4] == b'"id"':
+            try:
+                value, _ = json.JSONDecoder().raw_decode(body[token.end():token.end() + 256].decode("utf-8", "replace").lstrip())
+            except ValueError:
+                return None
+            return value if type(value) in (int, str) else None
+    return None
 
 
 async def read_messages(stop: threading.Event, reader: Any, protocol: Protocol) -> None:
@@ -114,6 +194,10 @@ async def read_messages(stop: threading.Event, reader: Any, protocol: Protocol) 
         except ValueError as exc:  # not JSON: a wrong length cut it; the next header resynchronises
             log.warning("skipped a message that is not JSON (%s); reading on from the next header", exc)
             continue
+        except RecursionError:
+            log.warning("answered a %s-byte message nested too deeply to decode with a parse error", f"{len(body):,}")
+            protocol.answer_parse_error(body, "the message is nested too deeply to decode")
+            continue
         try:
             protocol.handle_message(message)
         except Exception:
@@ -127,6 +211,7 @@ def serve_stdio(server: Any) -> None:
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
 
     async def main() -> None:
+        _exit_on_signals(server, asyncio.get_running_loop())
         try:
             await read_messages(stop, reader, server.protocol)
         except FramingError as exc:
@@ -148,3 +233,36 @@ def serve_stdio(server: Any) -> None:
     except KeyboardInterrupt:
         pass
     server.shutdown()
+
+
+def _exit_on_signals(server: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """SIGINT, SIGTERM and SIGHUP: stop the features (a running capture's worker and
+    what it started, the viewers, installs), then exit with 128 + the signal.
+
+    Not KeyboardInterrupt: it reaches only the loop, and pygls's shutdown then waits for
+    the capture threads and the thread blocked on stdin, so the server lived on."""
+
+    def terminate(signum: int) -> None:
+        name = signal.Signals(signum).name
+        log.warning("TensorViz: %s received; stopping the captures and exiting", name)
+        print(f"tensorviz: {name} received; stopping the captures and exiting", file=sys.stderr, flush=True)
+        # Whatever stopping does, the process ends (a stuck feature must not keep it).
+        fallback = threading.Timer(STOP_SECONDS + 1, os._exit, (128 + signum,))
+        fallback.daemon = True
+        fallback.start()
+
+        async def stop_and_exit() -> None:
+            try:
+                await asyncio.wait_for(server.stop_features(), STOP_SECONDS)
+            except Exception:
+                log.exception("stopping the features after %s failed", name)
+            logging.shutdown()
+            os._exit(128 + signum)
+
+        loop.create_task(stop_and_exit())
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            loop.add_signal_handler(signum, terminate, signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+            pass

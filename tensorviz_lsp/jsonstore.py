@@ -7,12 +7,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import safe_read
+
 log = logging.getLogger(__name__)
 
 
 def read_json(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(safe_read.read_text(path))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as exc:

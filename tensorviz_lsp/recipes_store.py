@@ -3,7 +3,9 @@
 Writes go through ``tomlkit`` so that comments, blank lines, key order and the other
 profiles survive; only the keys of the saved profile whose values changed are touched.
 A write is atomic (a temporary file in the same folder, then a rename): a failed write
-leaves the previous file exactly as it was. The new text is re-read with the same
+leaves the previous file exactly as it was. Each read-modify-write holds the lock beside
+the file (``recipes.toml.lock``, :mod:`capture.recipe.lock`), so concurrent writers
+(two CLI captures, the editor and the CLI) never drop each other's profiles. The new text is re-read with the same
 validator the worker uses before it replaces anything.
 
 Reading and validating recipes lives in :mod:`capture.recipe` (standard library only).
@@ -11,14 +13,18 @@ Reading and validating recipes lives in :mod:`capture.recipe` (standard library 
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+import safe_read
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from capture.graph.graphfile import atomic_write
+from capture.recipe.parse import MAX_RECIPES_BYTES, recipes_workspace
+from capture.recipe.lock import RecipesLocked, lock_path, recipes_lock
 from capture.recipe import (
     DEFAULT_FRAMEWORK,
     RECIPES_FILE,
@@ -56,12 +62,35 @@ def list_profiles(workspace: str | os.PathLike[str]) -> list[str]:
     return profile_names(doc)
 
 
+@contextlib.contextmanager
+def _one_writer(path: Path) -> Iterator[None]:
+    """The read-modify-write of ``path`` under the lock beside it (:mod:`capture.recipe.lock`).
+    A ``.tensorviz`` folder linked out of the workspace gets neither the lock nor a write."""
+    if path.parent.exists() and not safe_read.is_inside(path.parent, recipes_workspace(path)):
+        raise RecipeStoreError(f"{path}: not saved: {path.parent} resolves to {os.path.realpath(path.parent)}, "
+                               "outside the workspace")
+    try:
+        with recipes_lock(path):
+            yield
+    except OSError as exc:
+        if isinstance(exc, RecipesLocked):
+            raise RecipeStoreError(f"{path}: not saved: {exc}") from None
+        raise RecipeStoreError(f"{path}: cannot lock {lock_path(path)}: {exc.strerror or exc}") from None
+
+
 def save_profile(workspace: str | os.PathLike[str], recipe: Recipe) -> Path:
     """Insert or update ``[profiles.<recipe.name>]``; returns the file's path.
 
     Unchanged keys keep their formatting and comments; keys the recipe no longer has
-    are removed; a new profile is appended after the others."""
+    are removed; a new profile is appended after the others. Another writer saving at
+    the same time (the editor, another ``tensorviz capture``) waits for this one, and
+    then keeps what it saved."""
     path = recipes_path(workspace)
+    with _one_writer(path):
+        return _save_locked(path, recipe)
+
+
+def _save_locked(path: Path, recipe: Recipe) -> Path:
     doc, original = _read_document(path)
     if "version" not in doc:
         doc.add("version", RECIPES_VERSION)
@@ -116,13 +145,14 @@ def delete_profile(workspace: str | os.PathLike[str], name: str) -> bool:
     path = recipes_path(workspace)
     if not path.exists():
         return False
-    doc, _ = _read_document(path)
-    profiles = doc.get("profiles")
-    if not isinstance(profiles, dict) or name not in profiles:
-        return False
-    del profiles[name]
-    atomic_write_text(path, tomlkit.dumps(doc))
-    return True
+    with _one_writer(path):
+        doc, _ = _read_document(path)
+        profiles = doc.get("profiles")
+        if not isinstance(profiles, dict) or name not in profiles:
+            return False
+        del profiles[name]
+        atomic_write_text(path, tomlkit.dumps(doc))
+        return True
 
 
 def existing_profile(workspace: str | os.PathLike[str], name: str) -> Recipe | None:
@@ -159,7 +189,9 @@ def _read_document(path: Path) -> tuple[tomlkit.TOMLDocument, str]:
     if not path.exists():
         return tomlkit.document(), ""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = safe_read.read_text(path, workspace=recipes_workspace(path), max_bytes=MAX_RECIPES_BYTES)
+    except safe_read.UnsafeFile as exc:
+        raise RecipeStoreError(f"{path}: not read, so it was left alone: {exc.strerror}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RecipeStoreError(f"{path}: cannot read: {exc}") from None
     try:

@@ -23,6 +23,8 @@ import typing
 from pathlib import Path
 from typing import Any, Callable
 
+import safe_read
+
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
@@ -237,7 +239,8 @@ class TensorVizServer(LanguageServer):
             return doc.source
         path = self.path_of(uri_or_path)
         try:
-            return path.read_text(encoding="utf-8") if path else None
+            # Before trust: a FIFO, a device or a link out of the workspace is never read.
+            return safe_read.read_text(path, workspace=self.root_for(path)) if path else None
         except (OSError, UnicodeDecodeError):
             return None
 

@@ -49,6 +49,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import safe_read
+
 from capture.recipe import (
     RECIPES_FILE,
     CallSetup,
@@ -236,9 +238,9 @@ def discover_symbol(target: Target, python: str | None = None) -> Discovered:
     from discovery import WorkspaceIndex, discover_source, find_environment
 
     try:
-        text = target.file.read_text(encoding="utf-8")
+        text = safe_read.read_text(target.file, workspace=target.workspace)
     except (OSError, UnicodeDecodeError) as exc:
-        raise ShorthandError(f"cannot read {target.file}: {exc}") from None
+        raise ShorthandError(f"cannot read {target.file}: {getattr(exc, 'strerror', None) or exc}") from None
     # Bases from installed packages are read from the interpreter that will capture.
     libraries = find_environment(python=python or default_interpreter(target.workspace))
     result = discover_source(text, str(target.file), index=WorkspaceIndex(target.workspace, libraries))

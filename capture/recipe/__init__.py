@@ -125,6 +125,7 @@ from .parse import (  # noqa: F401
     _Locator,
     default_generator,
     load_recipes_table,
+    locator_for,
     parse_recipes_text,
     parse_value,
     profile_names,

@@ -41,7 +41,7 @@ from .model import (
     key_segment,
     _split_path,
 )
-from .parse import _call_setup, _Ctx, _ref, _show, _step, load_recipes_table
+from .parse import _call_setup, _Ctx, _ref, _show, _step, load_recipes_table, locator_for
 
 _DEVICE = re.compile(r"^(cpu|cuda:(0|[1-9][0-9]{0,3}))$")
 
@@ -233,7 +233,13 @@ def parse_profile(name: str, table: Any, *, text: str | None = None, file: str |
     try:
         return _parse_profile(name, table, text, file)
     except RecursionError:
-        raise RecipeError("nested too deeply", key_path=f"profiles.{key_segment(str(name))}", profile=str(name), file=file) from None
+        raise RecipeError("nested too deeply", key_path=f"profiles.{key_segment(str(name))}", profile=str(name),
+                          line=_profile_line(name, text), file=file) from None
+
+
+def _profile_line(name: Any, text: str | None) -> int | None:
+    """The TOML line of profile ``name``'s table (its header, or its key)."""
+    return locator_for(text).line(["profiles", str(name)]) if text is not None else None
 
 
 def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) -> Recipe:
@@ -242,6 +248,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
             f"profile name {name!r} must be {PROFILE_NAME_RULE}",
             key_path=f"profiles.{key_segment(str(name))}",
             profile=str(name),
+            line=_profile_line(name, text),
             file=file,
         )
     cx = _Ctx(name, text, file)

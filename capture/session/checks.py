@@ -14,11 +14,14 @@ The rest (dependencies, device, recipe, import and trace) is the worker step,
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+import safe_read
 
 from ..graph.model import Capture
 from ..recipe import RECIPES_FILE
@@ -115,7 +118,7 @@ def files_to_save(
     import closure of the model's and factories' modules (read through ``read_text``,
     an editor's open buffers, else the disk), ``known_sources`` (workspace-relative: the
     files the profile's last capture read) and the recipes file."""
-    read = read_text or _read_disk
+    read = read_text or functools.partial(_read_disk, workspace=job.workspace)
     starts = [p for p in job.module_files() if p is not None]
     files = set(import_closure(job.workspace, starts, read))
     files |= {(job.workspace / rel).resolve() for rel in known_sources}
@@ -123,8 +126,8 @@ def files_to_save(
     return sorted(files)
 
 
-def _read_disk(path: Path) -> str | None:
+def _read_disk(path: Path, *, workspace: Path) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
+        return safe_read.read_text(path, workspace=workspace)
     except (OSError, UnicodeDecodeError):
         return None

@@ -94,6 +94,14 @@ class CaptureHistory:
 
     # -- reading
 
+    def profiles(self) -> list[str]:
+        """The profiles with a history folder, sorted."""
+        try:
+            names = os.listdir(self.root / HISTORY_DIR)
+        except OSError:
+            return []
+        return sorted(n for n in names if PROFILE_NAME.match(n) and (self.root / HISTORY_DIR / n).is_dir())
+
     def entries(self, profile: str) -> list[Entry]:
         """The kept captures of ``profile``, newest first (none: ``[]``)."""
         folder = self.folder(profile)

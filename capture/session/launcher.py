@@ -12,6 +12,8 @@ import tempfile
 import threading
 from collections.abc import Mapping
 
+import safe_read
+
 from ..worker.procs import MARKER_ENV, PARENT_ENV, new_marker
 
 _launcher_lock = threading.Lock()
@@ -28,18 +30,20 @@ _DROPPED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT")
 
 
 def launcher_script() -> str:
-    """A script in a private folder holding only a link to this ``capture`` package:
-    run by the selected interpreter, it puts ``capture`` (and nothing else of this
-    environment) first on the worker's path."""
+    """A script in a private folder holding only links to this ``capture`` package and
+    ``safe_read``: run by the selected interpreter, it puts them (and nothing else of
+    this environment) first on the worker's path."""
     global _launcher_dir
     with _launcher_lock:
         if _launcher_dir is None or not os.path.exists(os.path.join(_launcher_dir, "capture")):
             folder = tempfile.mkdtemp(prefix="tensorviz-worker-")
             package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-            try:
-                os.symlink(package, os.path.join(folder, "capture"), target_is_directory=True)
-            except (OSError, NotImplementedError):
-                shutil.copytree(package, os.path.join(folder, "capture"), ignore=shutil.ignore_patterns("__pycache__"))
+            # ``safe_read`` (stdlib only) is how capture reads workspace files.
+            for name, source in (("capture", package), ("safe_read", os.path.dirname(safe_read.__file__))):
+                try:
+                    os.symlink(source, os.path.join(folder, name), target_is_directory=True)
+                except (OSError, NotImplementedError):
+                    shutil.copytree(source, os.path.join(folder, name), ignore=shutil.ignore_patterns("__pycache__"))
             with open(os.path.join(folder, "tensorviz_worker.py"), "w", encoding="utf-8") as fh:
                 fh.write(_LAUNCHER)
             _launcher_dir = folder

@@ -30,6 +30,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal, cast
 
+import safe_read
+
 from ..frameworks import framework_info, framework_names
 from ..graph.model import Capture
 from ..recipe import Recipe, RecipeError
@@ -178,7 +180,7 @@ class _WorkerStep:
                     continue
                 return None
             try:
-                texts.append(path.read_text(encoding="utf-8", errors="replace"))
+                texts.append(safe_read.read_text(path, workspace=self.job.workspace, errors="replace"))
             except OSError:
                 return None
         return "\n".join(texts)

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from ..graph import graphfile
 from ..graph.model import Capture
+from ..recipe import RECIPES_FILE
+from ..recipe.lock import remove_abandoned_temporaries
 from ..worker.limits import Limits
 from .checks import files_to_save, preflight
 from .graph_files import (
@@ -124,6 +126,7 @@ def run_session(request: CaptureRequest, worker: Worker | None = None) -> Sessio
         warm_idle_seconds=request.warm_idle_seconds,
     )
     result = SessionResult(job.fail("crash", "SessionError", "the capture did not run"), job)
+    remove_abandoned_temporaries(Path(request.workspace) / RECIPES_FILE)  # a killed save's leftovers
     try:
         result.files = files_to_save(job, request.known_sources, request.read_text)
         refused = preflight(job, trusted=request.trusted,

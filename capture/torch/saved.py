@@ -63,6 +63,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+import safe_read
+
 from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
 
@@ -86,10 +88,14 @@ def read_saved_file(ctx: CaptureContext, rel: str, what: str, key_path: str) -> 
     size = os.path.getsize(real)
     if size > limit:
         raise _too_large(what, rel, size, limit, key_path)
-    with open(real, "rb") as fh:
-        data = fh.read(limit + 1)
-    if len(data) > limit:  # grew since it was measured
-        raise _too_large(what, rel, len(data), limit, key_path)
+    try:
+        # The checks above name the problem; this read refuses what was swapped in since.
+        data = safe_read.read_bytes(real, workspace=str(ctx.workspace), max_bytes=limit)
+    except safe_read.TooLarge:  # grew since it was measured
+        raise _too_large(what, rel, size, limit, key_path) from None
+    except safe_read.UnsafeFile as exc:
+        raise CaptureError(what, f"{key_path}: {rel} {exc.strerror}", {"key_path": key_path, "path": rel},
+                           error_type="NotAFile") from None
     ctx.files.record_saved_file(rel, hashlib.sha256(data).hexdigest())
     return data
 

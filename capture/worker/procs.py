@@ -184,9 +184,13 @@ def _cmdline(pid: int) -> str:
     return raw.replace(b"\0", b" ").decode("utf-8", "replace").strip()[:200] or "?"
 
 
-def worker_processes(root: int, marker: str | None) -> dict[int, tuple[int, int, int]]:
+def worker_processes(root: int, marker: str | None,
+                     sessions: frozenset[int] | set[int] = frozenset()) -> dict[int, tuple[int, int, int]]:
     """The live processes that came from worker ``root`` (itself included when alive):
-    its descendants by parent link, and every process carrying its ``marker``."""
+    its descendants by parent link, every process carrying its ``marker``, and every
+    process of ``sessions`` (sessions seen led by one of them: a child started with
+    ``env={}`` in a session of its own that forks and exits loses both the marker and
+    the parent link, but not its session)."""
     if not os.path.isdir("/proc"):
         return {}
     me = os.getpid()
@@ -203,6 +207,8 @@ def worker_processes(root: int, marker: str | None) -> dict[int, tuple[int, int,
         for pid in table:
             if pid != me and _has_marker(pid, needle):
                 found.add(pid)
+    if sessions:
+        found |= {pid for pid, (_, _, sid) in table.items() if sid in sessions and pid != me}
     # Descendants (also of processes found by marker), by parent links.
     changed = True
     while changed:
@@ -214,15 +220,29 @@ def worker_processes(root: int, marker: str | None) -> dict[int, tuple[int, int,
     return {pid: table[pid] for pid in found}
 
 
-def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (), rounds: int = 6) -> list[EscapedProcess]:
-    """Kill worker ``root``'s group and every process that came from it; the ones that
+#: How long a kill goes on scanning for processes that keep forking (each scan then
+#: finds fewer; one that finds none ends it at once).
+KILL_SCAN_SECONDS = 5.0
+
+
+def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),
+                     scan_seconds: float = KILL_SCAN_SECONDS) -> list[EscapedProcess]:
+    """Kill worker ``root``'s group and every process that came from it, scanning again
+    until a scan finds none: each escaped process's session and group are killed whole
+    and remembered, so a process that forks and exits faster than a scan (its children
+    orphaned, without the marker) is still found by its session. Returns the ones that
     had left the worker's process groups (``root`` and ``own_groups``: escaped), as
     ``{pid, session, command}``."""
     escaped: dict[int, EscapedProcess] = {}
     groups = {root, *own_groups}
-    for attempt in range(rounds):
-        live = worker_processes(root, marker)
-        if attempt == 0:
+    ours = {os.getsid(0), os.getpgrp()}  # this process's own session and group never
+    sessions: set[int] = set()
+    deadline = time.monotonic() + scan_seconds
+    first = True
+    while True:
+        live = worker_processes(root, marker, sessions)
+        if first:
+            first = False
             for group in (root, *own_groups):  # the worker first: it cannot react to the rest
                 try:
                     os.killpg(group, signal.SIGKILL)
@@ -231,18 +251,22 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
         if not live:
             break
         for pid, (_, pgid, sid) in live.items():
+            if sid not in ours:
+                sessions.add(sid)
             if pgid not in groups and pid not in escaped:
                 escaped[pid] = EscapedProcess(pid=pid, session=sid, command=_cmdline(pid))
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-            if pgid not in groups and pgid == pid:
+            if pgid not in groups and pgid not in ours:
                 try:
-                    os.killpg(pgid, signal.SIGKILL)  # a group (session) it leads
+                    os.killpg(pgid, signal.SIGKILL)  # the whole group of an escaped leader
                 except (ProcessLookupError, PermissionError, OSError):
                     pass
-        time.sleep(0.01)
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.005)
     return sorted(escaped.values(), key=lambda e: e["pid"])
 
 
@@ -252,7 +276,8 @@ def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
     its capture child exited. A subreaper sees them all."""
     me = os.getpid()
     escaped: dict[int, EscapedProcess] = {}
-    for _ in range(6):
+    deadline = time.monotonic() + KILL_SCAN_SECONDS
+    while time.monotonic() < deadline:  # until a scan finds none (strays may fork meanwhile)
         table = {pid: st for pid in _pids() if (st := _stat(pid)) is not None}
         found: set[int] = set()
         changed = True

@@ -22,6 +22,7 @@ from pathlib import Path
 from capture.graph import graphfile
 from capture.graph.diff import DiffError, diff, summary, to_json
 from capture.graph.model import Capture
+from capture.recipe import RECIPES_FILE, RecipeError, load_recipes_table, profile_names
 from capture.session.history import CaptureHistory, HistoryError
 
 from .view import add_serve_options, serve
@@ -38,7 +39,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", metavar="NAME",
                    help="compare the previous capture of this profile with its newest (the workspace's history)")
     p.add_argument("--workspace", metavar="DIR", default=None,
-                   help="the workspace (default: the current folder): --profile's history, go-to-source for --view")
+                   help="the workspace: --profile's history (default: the current folder), and the folder whose "
+                        "files --view may show (default: none; the graphs' recorded sources are shown when the "
+                        "current folder holds them unchanged)")
     p.add_argument("--json", action="store_true", help="print the diff as JSON (groups named by path)")
     p.add_argument("--view", action="store_true", help="serve B in the viewer with the changes highlighted")
     add_serve_options(p)
@@ -74,8 +77,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(summary(d))
         if not workspace.is_dir():
             return _trouble(f"{workspace}: not a folder")
+        # As `tensorviz view`: without --workspace the current folder (a home directory?)
+        # only anchors the graphs' recorded sources, which must still match their sha256.
         served = serve("diff", b, Path(label_b).name, workspace, args, trusted_sources=False,
-                       baseline=(a, Path(label_a).name))
+                       baseline=(a, Path(label_a).name), browse_workspace=args.workspace is not None)
         return served if served else status
     if args.json:
         json.dump(to_json(d), sys.stdout, ensure_ascii=False, default=_jsonable)
@@ -88,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
 def _from_history(workspace: Path, profile: str) -> tuple[tuple[Capture, str], tuple[Capture, str]] | str:
     history = CaptureHistory(workspace)
     entries = history.entries(profile)
+    if not entries:
+        known = _profiles(workspace, history)
+        if profile not in known:
+            there = ", ".join(known) if known else "none saved"
+            return f"no such profile {profile} in {workspace} (profiles: {there})"
     if len(entries) < 2:
         kept = "no capture" if not entries else "only one capture"
         return (f"the history of {profile} in {workspace} holds {kept} "
@@ -98,6 +108,16 @@ def _from_history(workspace: Path, profile: str) -> tuple[tuple[Capture, str], t
     except graphfile.GraphFileError as exc:
         return str(exc)
     return (before, f"{profile} @ {entries[1].label}"), (newest, f"{profile} @ {entries[0].label}")
+
+
+def _profiles(workspace: Path, history: CaptureHistory) -> list[str]:
+    """The profiles of ``workspace``: saved in its recipes, or with a kept capture."""
+    try:
+        doc, _ = load_recipes_table(workspace / RECIPES_FILE)
+        saved = profile_names(doc)
+    except RecipeError:
+        saved = []
+    return sorted({*saved, *history.profiles()})
 
 
 def _jsonable(obj: object) -> object:

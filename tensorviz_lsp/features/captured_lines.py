@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import safe_read
+
 from ..feature import Feature
 from ..host import Host
 from .freshness import Freshness, rel_path
@@ -210,7 +212,7 @@ def _read_if_same(rec: Record, rel: str) -> list[str] | None:
     if not want:
         return None
     try:
-        data = (rec.root / rel).read_bytes()
+        data = safe_read.read_bytes(rec.root / rel, workspace=rec.root)  # rel comes from a graph file
     except OSError:
         return None
     if hashlib.sha256(data).hexdigest() != want:

@@ -30,6 +30,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import safe_read
+
 from lsprotocol import types
 
 from capture.graph.freshness import source_sha256
@@ -218,7 +220,7 @@ def _unparsable(root: Path, paths: list[Path], read_buffer: Any) -> str | None:
         text = read_buffer(path)
         if text is None:
             try:
-                text = path.read_text(encoding="utf-8")
+                text = safe_read.read_text(path, workspace=root)
             except (OSError, UnicodeDecodeError):
                 continue
         try:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -76,6 +77,11 @@ def test_usage_errors_exit_2(capsys):
 
 
 def test_profile_compares_the_two_newest_in_the_history(capsys, tmp_path):
+    # A saved profile never captured: its history holds nothing yet. (Before issue 30 an
+    # unsaved name said the same; it now says there is no such profile, below.)
+    (tmp_path / ".tensorviz").mkdir()
+    (tmp_path / ".tensorviz" / "recipes.toml").write_text(
+        'version = 1\n\n[profiles.gpt2]\nmodel = "m:GPT"\n', encoding="utf-8")
     status, _, err = _run(capsys, "--profile", "gpt2", "--workspace", str(tmp_path))
     assert status == 2 and "holds no capture" in err
     history = CaptureHistory(tmp_path)
@@ -88,6 +94,60 @@ def test_profile_compares_the_two_newest_in_the_history(capsys, tmp_path):
     d = json.loads(out)
     assert [(g["path"], g["status"]) for g in d["groups"]] == [("lm.transformer.h.2", "added")]
     assert d["a"]["label"].startswith("gpt2 @ ")
+
+
+@pytest.mark.parametrize("recipes, kept, listed", [
+    pytest.param('version = 1\n\n[profiles.mlp]\nmodel = "m:MLP"\n\n[profiles.gpt2]\nmodel = "m:GPT"\n', [],
+                 "profiles: gpt2, mlp", id="saved-profiles"),
+    pytest.param(None, ["old_one"], "profiles: old_one", id="only-a-history"),
+    pytest.param(None, [], "profiles: none saved", id="nothing"),
+    pytest.param("version = [broken", ["kept"], "profiles: kept", id="unreadable-recipes"),
+])
+def test_profile_that_does_not_exist_says_so_listing_the_profiles(capsys, tmp_path, recipes, kept, listed):
+    if recipes is not None:
+        (tmp_path / ".tensorviz").mkdir()
+        (tmp_path / ".tensorviz" / "recipes.toml").write_text(recipes, encoding="utf-8")
+    for name in kept:
+        CaptureHistory(tmp_path).record(name, graphfile.read(CAPTURES / "mlp.tvg"))
+    status, out, err = _run(capsys, "--profile", "nosuch", "--workspace", str(tmp_path))
+    assert status == 2 and out == ""
+    assert f"no such profile nosuch in {tmp_path} ({listed})" in err, err
+    assert "capture it again" not in err
+
+
+def _source_status(url: str, file: str) -> int:
+    try:
+        with urllib.request.urlopen(url + f"api/source?file={file}&line=1", timeout=10) as res:
+            return res.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.mark.parametrize("extra, key_status", [
+    pytest.param((), 404, id="no-workspace"),
+    pytest.param(("--workspace", "."), 200, id="explicit-workspace"),
+])
+def test_view_serves_the_current_folder_only_when_named_as_the_workspace(tmp_path, extra, key_status):
+    """``cd ~ && tensorviz diff a.tvg b.tvg --view``: ``api/source?file=.ssh/id_rsa`` must
+    not answer (it did: the current folder was served as the workspace)."""
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    (home / "notes.py").write_text("x = 1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tensorviz_lsp", "diff", str(CAPTURES / "mlp.tvg"), str(CAPTURES / "mlp_edited.tvg"),
+         "--view", "--no-browser", "--timeout", "60", *extra],
+        cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        base = proc.stdout.readline().strip().split("?", 1)[0]
+        assert base.startswith("http://127.0.0.1:"), proc.stderr.read()
+        assert _source_status(base, ".ssh/id_rsa") == key_status
+        assert _source_status(base, "notes.py") == key_status
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
 
 
 def test_view_serves_b_in_diff_mode(tmp_path):

@@ -141,3 +141,48 @@ def test_inspect_summarises_a_large_state_tree(tmp_path):
     (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith("inputs:")]
     assert len(line) < 300, line
     assert "'args': (" in line and "'state': <dict layer0, layer1, layer2, layer3, … (150 keys): 300 arrays" in line
+
+
+HOSTILE = ["\x1b]0;owned\x07", "\x1b]52;c;cm0gLXJmIH4=\x07", "\r\x1b[K", "\x9b31m", "\x00\x7f"]
+
+
+def _raw_controls(text: str) -> list[str]:
+    return sorted({c for c in text if (ord(c) < 0x20 and c not in "\t\n") or 0x7F <= ord(c) < 0xA0})
+
+
+def test_inspect_escapes_terminal_controls_in_every_printed_string(tmp_path):
+    """A graph file's strings (model, fixture, a failure and its frames, the file's
+    own name) printed raw could retitle the window, write the clipboard (OSC 52) or
+    erase lines."""
+    cap = synthetic_capture(20)
+    cap.recipe = {"model": "m:Net" + HOSTILE[0]}
+    cap.meta["fixture"] = "batch" + HOSTILE[1]
+    failed = Capture.failed_capture(Failure("Err" + HOSTILE[4], "boom" + "".join(HOSTILE), stage="trace",
+                                            frames=[Frame("f" + HOSTILE[2] + ".py", 3, 0, "fn" + HOSTILE[0])]))
+    for name, c in (("hostile\x1b[2J.tvg", cap), ("failed.tvg", failed)):
+        graphfile.write(c, tmp_path / name)
+    proc = tensorviz("inspect", str(tmp_path / "hostile\x1b[2J.tvg"))
+    assert proc.returncode == 0, proc.stderr
+    assert _raw_controls(proc.stdout) == []
+    assert "m:Net\\x1b]0;owned\\x07" in proc.stdout
+    assert "batch\\x1b]52;c;cm0gLXJmIH4=\\x07" in proc.stdout
+    proc = tensorviz("inspect", str(tmp_path / "failed.tvg"))
+    assert proc.returncode == 0, proc.stderr
+    assert _raw_controls(proc.stdout) == []
+    assert "boom\\x1b]0;owned\\x07\\x1b]52;c;cm0gLXJmIH4=\\x07\\x0d\\x1b[K\\x9b31m\\x00\\x7f" in proc.stdout
+    assert "fn\\x1b]0;owned\\x07" in proc.stdout
+    # An unreadable file's name, in the error on stderr, too.
+    broken = tmp_path / "broken\x1b]0;x\x07.tvg"
+    broken.write_bytes(b"not a graph")
+    proc = tensorviz("inspect", str(broken))
+    assert proc.returncode == 1 and _raw_controls(proc.stderr) == [] and "broken\\x1b]0;x\\x07.tvg" in proc.stderr
+
+
+def test_diff_summary_escapes_terminal_controls(tmp_path):
+    a, b = synthetic_capture(20), synthetic_capture(20)
+    b.nodes[3].op = "op" + HOSTILE[1]
+    for name, cap in (("a.tvg", a), ("b.tvg", b)):
+        graphfile.write(cap, tmp_path / name)
+    proc = tensorviz("diff", str(tmp_path / "a.tvg"), str(tmp_path / "b.tvg"))
+    assert proc.returncode == 1, proc.stderr
+    assert "\\x1b]52;c;" in proc.stdout and _raw_controls(proc.stdout) == []

@@ -24,6 +24,9 @@ FORBIDDEN = {
     "capture": {"pygls", "lsprotocol", "libcst", "tensorviz_lsp", "viewer", "discovery", "tomlkit"},
     "viewer": {*FRAMEWORKS, "pygls", "lsprotocol", "tensorviz_lsp", "discovery", "libcst"},
     "tensorviz_lsp": set(FRAMEWORKS),
+    # Imported by all the others (and put on the worker's path beside capture): stdlib only.
+    "safe_read": {*FRAMEWORKS, "pygls", "lsprotocol", "tensorviz_lsp", "capture", "viewer", "discovery",
+                  "msgpack", "tomlkit", "libcst"},
 }
 
 
@@ -84,6 +87,8 @@ def _modules(package: str) -> list[str]:
     pytest.param("capture", ["jax", "flax", "torch", "pygls", "libcst", "tomlkit"], id="capture"),
     pytest.param("viewer", ["jax", "flax", "torch", "pygls", "libcst"], id="viewer"),
     pytest.param("tensorviz_lsp", ["jax", "flax", "torch"], id="tensorviz_lsp"),
+    pytest.param("safe_read", ["jax", "flax", "torch", "pygls", "libcst", "msgpack", "tomlkit", "capture",
+                               "discovery", "viewer", "tensorviz_lsp"], id="safe_read"),
 ])
 def test_fresh_interpreter_imports(package, must_not_load):
     modules = _modules(package)

@@ -23,14 +23,18 @@ def frame(obj: dict | bytes) -> bytes:
 
 
 class Wire:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, initialize: bool = True, env: dict[str, str] | None = None) -> None:
         env = {**os.environ, "TENSORVIZ_CONFIG_DIR": str(tmp_path / "cfg"),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), **(env or {})}
         self.proc = subprocess.Popen([sys.executable, "-m", "tensorviz_lsp", "lsp"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp_path)
-        self.send(frame({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                         "params": {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}}}))
-        assert self.response(0)["result"]["serverInfo"]["name"] == "tensorviz"
+        if initialize:
+            self.initialize(tmp_path)
+
+    def initialize(self, root: Path, msg_id: int = 0) -> None:
+        self.send(frame({"jsonrpc": "2.0", "id": msg_id, "method": "initialize",
+                         "params": {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}}))
+        assert self.response(msg_id)["result"]["serverInfo"]["name"] == "tensorviz"
         self.send(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
 
     def send(self, data: bytes) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import tomlkit
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -14,6 +15,7 @@ from capture.recipe import (
     GENERATORS,
     Recipe,
     RecipeError,
+    parse_profile,
     parse_recipes_text,
     parse_value,
     profile_from_document,
@@ -187,3 +189,75 @@ def test_mutated_spec_example_text_is_valid_or_a_recipe_error(data):
 @given(st.text(max_size=200))
 def test_arbitrary_text_is_a_recipe_error_or_valid(text):
     _check(lambda: profile_from_document(parse_recipes_text(text), "p", text=text))
+
+
+# -- where errors point, and what a hostile file costs (issue 29 item 11) -----------------
+
+BAD_NAMES = [
+    pytest.param('version = 1\n\n[profiles."bad name"]\nmodel = "m:f"\n', "bad name", 3, id="header"),
+    pytest.param('version = 1\n[profiles.ok]\nmodel = "m:f"\n\n[profiles."a.b"]\nmodel = "m:f"\n', "a.b", 5,
+                 id="dotted-among-others"),
+    pytest.param('version = 1\nprofiles = { "x y" = { model = "m:f" } }\n', "x y", 2, id="inline"),
+    pytest.param('version = 1\n\n\n[profiles.""]\nmodel = "m:f"\n', "", 4, id="empty"),
+    pytest.param('version = 1\n[profiles.' + "n" * 200 + ']\nmodel = "m:f"\n', "n" * 200, 2, id="too-long"),
+    pytest.param("version = 1\n[profiles.'caf\u00e9']\nmodel = 'm:f'\n", "caf\u00e9", 2, id="literal-key"),
+]
+
+
+@pytest.mark.parametrize("text, name, line", BAD_NAMES)
+def test_a_profile_name_error_carries_its_line(text, name, line):
+    with pytest.raises(RecipeError) as info:
+        profile_from_document(parse_recipes_text(text, file="r.toml"), name, text=text, file="r.toml")
+    assert "profile name" in info.value.problem
+    assert info.value.line == line and str(info.value).startswith(f"r.toml:{line}: ")
+
+
+def test_a_profile_nested_too_deeply_carries_its_line():
+    table: dict = {"model": "m:f", "inputs": {"args": []}}
+    leaf = table["inputs"]["args"]
+    for _ in range(5000):
+        leaf.append([])
+        leaf = leaf[0]
+    text = 'version = 1\n\n[profiles.deep]\nmodel = "m:f"\n'
+    with pytest.raises(RecipeError) as info:
+        parse_profile("deep", table, text=text)
+    assert info.value.line in (3, 4)
+
+
+@pytest.mark.parametrize("depth", [1_000, 50_000], ids=["1k", "50k"])
+def test_profiles_in_survives_arrays_nested_deeper_than_the_parser_recurses(depth):
+    from tensorviz_lsp.backends import profiles_in
+
+    text = 'version = 1\n[profiles.p]\nmodel = "m:f"\nx = ' + "[" * depth + "]" * depth + "\n"
+    assert profiles_in(text) == {}  # unreadable: no lenses, no crash of the lens request
+    with pytest.raises(RecipeError, match="nested too deeply"):
+        parse_recipes_text(text)
+
+
+def test_every_profile_of_a_big_file_is_checked_against_one_line_locator(monkeypatch):
+    """The editor's recipe diagnostics: one locator for the file, however many profiles
+    and problems (a locator per profile made 4,000 profiles take 44 s)."""
+    from capture.recipe import parse as parse_module
+    from tensorviz_lsp.backends import every_problem
+
+    built = []
+    original = parse_module._Locator.__init__
+
+    def counting(self, text):
+        built.append(len(text))
+        original(self, text)
+
+    monkeypatch.setattr(parse_module._Locator, "__init__", counting)
+    parse_module.locator_for.cache_clear()
+    n = 300
+    text = "version = 1\n" + "".join(
+        f'\n[profiles.p{i}]\nmodel = "m:f"\nseed = "x"\ndevice = "tpu"\n' for i in range(n))
+    issues = every_problem(text)
+    assert len(built) == 1
+    assert len(issues) == 2 * n
+    lines = text.splitlines()
+    for issue in issues:
+        key = issue.path.rsplit(".", 1)[-1]
+        assert lines[issue.line - 1].startswith(f"{key} = "), issue
+        header = max(i for i in range(issue.line) if lines[i].startswith("[profiles."))
+        assert lines[header] == f"[profiles.{issue.profile}]"

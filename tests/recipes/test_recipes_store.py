@@ -85,7 +85,8 @@ def test_failed_replace_leaves_the_old_file_intact(ws, monkeypatch):
     with pytest.raises(RecipeStoreError, match="No space left on device"):
         save_profile(ws, Recipe.from_dict({"name": "small", "model": "model:net", "seed": 9}))
     assert text(ws) == USER_FILE
-    assert os.listdir(ws / ".tensorviz") == ["recipes.toml"]  # no temp file left behind
+    # No temp file left behind (the lock file beside it stays: issue 29 item 4).
+    assert sorted(os.listdir(ws / ".tensorviz")) == ["recipes.toml", "recipes.toml.lock"]
 
 
 def test_failed_write_midway_leaves_the_old_file_intact(ws, monkeypatch):
@@ -99,7 +100,7 @@ def test_failed_write_midway_leaves_the_old_file_intact(ws, monkeypatch):
     with pytest.raises(RecipeStoreError):
         save_profile(ws, Recipe.from_dict({"name": "new", "model": "m:f"}))
     assert text(ws) == USER_FILE
-    assert os.listdir(ws / ".tensorviz") == ["recipes.toml"]
+    assert sorted(os.listdir(ws / ".tensorviz")) == ["recipes.toml", "recipes.toml.lock"]
 
 
 def test_an_unparseable_file_is_left_alone(ws):
@@ -151,7 +152,7 @@ def test_a_write_never_touches_the_process_umask(tmp_path, monkeypatch, umask_02
 def test_a_new_file_is_created_with_0644_less_the_umask(tmp_path, umask_027):
     path = save_profile(tmp_path, Recipe.from_dict({"name": "p", "model": "m:f"}))
     assert path.stat().st_mode & 0o777 == 0o640
-    assert os.listdir(path.parent) == ["recipes.toml"]
+    assert sorted(os.listdir(path.parent)) == ["recipes.toml", "recipes.toml.lock"]
 
 
 descs = st.recursive(

@@ -6,6 +6,7 @@ server)."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 import time
 import tracemalloc
@@ -50,6 +51,38 @@ def _double_fork():
     os.waitpid(pid, 0)
     while not os.path.exists(os.environ["TV_ESCAPED_PID"]) or not open(os.environ["TV_ESCAPED_PID"]).read():
         time.sleep(0.01)
+
+
+HOPPER = (
+    "import os, sys, time\\n"
+    "with open(sys.argv[1], 'w') as fh:\\n"
+    "    fh.write(str(os.getsid(0)))\\n"
+    "while True:\\n"
+    "    if os.fork():\\n"
+    "        os._exit(0)\\n"
+    "    time.sleep(0.002)\\n"
+)
+
+
+def _fork_hopper():
+    # No marker (env={}), a session of its own, and a new pid every 2 ms: the parent
+    # link is gone as soon as the worker dies.
+    subprocess.Popen([sys.executable, "-c", HOPPER, os.environ["TV_ESCAPED_PID"]], env={}, start_new_session=True,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not open(os.environ["TV_ESCAPED_PID"]).read():
+        time.sleep(0.01)
+
+
+def fork_hopper_hang(x):
+    _fork_hopper()
+    while True:
+        time.sleep(0.05)
+
+
+def fork_hopper_ok(x):
+    _fork_hopper()
+    time.sleep(0.3)  # hopping for a while before the result
+    return x.relu()
 
 
 def detached_hang(x):
@@ -146,6 +179,39 @@ def test_a_detached_process_is_killed_after_a_result(ws, pool, tmp_path, model):
     assert c.failure is None, c.failure
     assert took < 20, took
     assert escaped is not None and exited(escaped, 5), f"the detached process {escaped} outlived the capture"
+
+
+def session_members(sid: int) -> list[int]:
+    """Live (not zombie) processes of session ``sid``."""
+    members = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                data = fh.read()
+        except OSError:
+            continue
+        fields = data[data.rindex(b")") + 2:].split()
+        if fields[0] != b"Z" and int(fields[3]) == sid:
+            members.append(int(name))
+    return members
+
+
+@pytest.mark.parametrize("model, timeout, rounds", [("escape:fork_hopper_hang", 12, 2), ("escape:fork_hopper_ok", 60, 3)],
+                         ids=["deadline", "result"])
+def test_a_fork_hopping_process_in_its_own_session_is_killed(ws, pool, tmp_path, model, timeout, rounds):
+    # The probe's escape (1 run in 19): a marker-less child in a session of its own
+    # that forks and exits every 2 ms. Several captures, each must leave none. (The
+    # deadline leaves time to start the hopper on a loaded machine.)
+    for _ in range(rounds):
+        c, took, session = capture(ws, pool, model, tmp_path, timeout=timeout)
+        assert session is not None, c.failure
+        if model.endswith("_ok"):
+            assert c.failure is None, c.failure
+        else:
+            assert c.failure.stage == "deadline"
+        assert session_members(session) == [], f"the fork-hopper's session {session} survived"
 
 
 def test_a_forked_process_holding_the_result_pipe_does_not_hide_a_crash(ws, pool, tmp_path):

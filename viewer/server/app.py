@@ -55,6 +55,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import safe_read
+
 from capture.graph import graphfile
 from capture.graph.model import Capture, Frame, finite
 
@@ -415,12 +417,12 @@ class ViewerServer:
         if real is None:
             raise _ApiError(404, "not a source file of this workspace or capture")
         try:
-            with real.open("rb") as fh:
-                data = fh.read(MAX_SOURCE_BYTES + 1)
+            # A FIFO or device swapped in after resolve_source is refused, not waited on.
+            data = safe_read.read_bytes(real, max_bytes=MAX_SOURCE_BYTES)
+        except safe_read.TooLarge:
+            raise _ApiError(413, "the source file is too large to show") from None
         except OSError as exc:
             raise _ApiError(404, f"cannot read the source file: {exc.strerror or exc}") from None
-        if len(data) > MAX_SOURCE_BYTES:
-            raise _ApiError(413, "the source file is too large to show")
         lines = data.decode("utf-8", errors="replace").splitlines()
         line = max(1, line)
         start = max(1, line - context)
