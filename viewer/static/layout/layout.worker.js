@@ -16,7 +16,7 @@
 // the same module that draws them (draw/card.js); ELK comes through its ES-module face.
 
 import ELK, { ELK_VERSION } from "../vendor/elk.js";
-import { canvasMeasurer, charMeasurer, measureCard } from "../draw/card.js";
+import { canvasMeasurer, charMeasurer, labelRect, measureCard } from "../draw/card.js";
 import { ToWorker, done, dropped, layoutError, result, version } from "./protocol.js";
 
 // ELK as a library, in this thread: `new ELK()` without a workerUrl runs ELK's own
@@ -118,9 +118,86 @@ async function layoutJob(job) {
   try {
     out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
   } catch (err) {
-    return fallbackLayout(job, sizes);
+    return finish(job, fallbackLayout(job, sizes));
   }
-  return readLayout(out, "", sizes.length);
+  return finish(job, readLayout(out, "", sizes.length));
+}
+
+// What the worker adds to ELK's answer: edge labels placed where they fit.
+function finish(job, layout) {
+  placeLabels(job, layout);
+  return layout;
+}
+
+// Edge labels (the value's shape) placed beside their edge where they cover no card and
+// no other label: beside the longest vertical runs first, then above horizontal ones; a
+// label with no room anywhere is shortened (the dtype dropped), then left out (the shape
+// still shows when the pointer is on the edge). One label per value leaving an item (the
+// rest of its fan-out says the same), none on edges from an input pill or into an output
+// pill (the pill says it).
+function placeLabels(job, layout) {
+  const cards = layout.boxes.filter(Boolean);
+  const placed = [];
+  const labelled = new Set();
+  const free = (r) => r.x >= 0 && r.y >= 0 && !cards.some((b) => meets(r, b)) && !placed.some((b) => meets(r, b));
+  for (const le of layout.edges) {
+    const je = job.edges[le.e];
+    if (!je || !je.label) continue;
+    const from = job.items[je.s];
+    const to = job.items[je.t];
+    if (!from || !to || from.kind === "in" || to.kind === "out") continue;
+    const once = `${je.s}|${je.label}`;
+    if (labelled.has(once)) continue;
+    for (const text of [je.label, shortLabel(je.label)]) {
+      if (!text) continue;
+      const spot = labelSpot(le.points, text, measure.width(text, "fontLabel"), free);
+      if (spot) {
+        le.label = spot;
+        placed.push(labelRect(spot));
+        labelled.add(once);
+        break;
+      }
+    }
+  }
+}
+
+const meets = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+const FRACTIONS = [0.5, 0.3, 0.7, 0.15, 0.85];
+
+// A free place for a label of width `w` along an edge's points, or null.
+function labelSpot(points, text, w, free) {
+  const segs = [];
+  for (let i = 0; i + 1 < points.length; i++) {
+    const [x1, y1] = points[i];
+    const [x2, y2] = points[i + 1];
+    segs.push({ x1, y1, x2, y2, vertical: x1 === x2, len: Math.abs(y2 - y1) + Math.abs(x2 - x1) });
+  }
+  segs.sort((a, b) => (b.vertical - a.vertical) || (b.len - a.len));
+  for (const sg of segs) {
+    if (sg.vertical) {
+      if (sg.len < 22) continue;
+      for (const f of FRACTIONS) {
+        const y = sg.y1 + (sg.y2 - sg.y1) * f;
+        for (const x of [sg.x1 + 5, sg.x1 - 5 - w]) {
+          const spot = { text, x, y, w };
+          if (free(labelRect(spot))) return spot;
+        }
+      }
+    } else if (sg.len >= w + 12) {
+      const x = (sg.x1 + sg.x2) / 2 - w / 2;
+      for (const y of [sg.y1 - 10, sg.y1 + 10]) {
+        const spot = { text, x, y, w };
+        if (free(labelRect(spot))) return spot;
+      }
+    }
+  }
+  return null;
+}
+
+// A label that does not fit whole: its shape without the dtype (`[768,2304]`), or nothing.
+function shortLabel(label) {
+  const i = label.indexOf("[");
+  return i > 0 ? label.slice(i) : "";
 }
 
 // Many small containers in one ELK call: each is its own child graph, laid out on its own
@@ -218,6 +295,7 @@ async function run(request) {
     }
     const layouts = batch.length > 1 ? await layoutBatch(batch) : null;
     if (layouts) {
+      layouts.forEach((l, k) => finish(batch[k], l));
       const ms = (performance.now() - j0) / batch.length;
       batch.forEach((b, k) => {
         remember(b.sig, layouts[k]);
@@ -233,7 +311,7 @@ async function run(request) {
         // Never leave a container without a layout (its parent waits for its size): the
         // plain one, unless even that fails.
         try {
-          layout = fallbackLayout(job, job.items.map((item) => measureCard(item, measure)));
+          layout = finish(job, fallbackLayout(job, job.items.map((item) => measureCard(item, measure))));
           remember(job.sig, layout);
           self.postMessage(result(request.seq, job.sig, layout, performance.now() - j0));
         } catch (again) {
