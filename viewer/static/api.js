@@ -65,17 +65,19 @@ export class Api {
   capture() {
     return this.get("capture");
   }
-  children(group, chunk) {
-    return this.get("children", { group, chunk });
+  // `kernels`: every kernel of the capture, not the layers and function calls a person reads.
+  children(group, chunk, kernels = false) {
+    return this.get("children", { group, chunk, kernels: kernels ? 1 : undefined });
   }
 
   // The unexecuted control-flow bodies of a boundary node, side by side (a children view).
   bodies(node) {
     return this.get("bodies", { node });
   }
-  // Every container under `group` in one answer: {views:{key: children view}, complete}.
-  subtree(group) {
-    return this.get("subtree", { group });
+  // Every container under `group` in one answer: {views:{key: children view}, complete},
+  // up to `maxItems` items (the server's cap without one).
+  subtree(group, { maxItems = null, kernels = false } = {}) {
+    return this.get("subtree", { group, max_items: maxItems || undefined, kernels: kernels ? 1 : undefined });
   }
   node(id) {
     return this.get("node", { id });
@@ -86,8 +88,11 @@ export class Api {
   group(id) {
     return this.get("group", { id });
   }
-  search(q, limit = 50) {
-    return this.get("search", { q, limit });
+  // `filters`: {op, class, shape, dtype}, each narrowing every kind of result.
+  search(q, limit = 50, filters = {}) {
+    const f = {};
+    for (const k of ["op", "class", "shape", "dtype"]) if (filters[k]) f[k] = filters[k];
+    return this.get("search", { q, limit, ...f });
   }
   source(file, line, context = 6) {
     return this.get("source", { file, line, context });

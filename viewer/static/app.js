@@ -67,7 +67,7 @@ installHooks({
   renderer: () => renderer,
   settler: () => settler,
   diff: () => diff,
-  actions: { toggle, expandAll, collapseAll, expandToDepth, setWeightPills },
+  actions: { toggle, expandAll, collapseAll, expandToDepth, setWeightPills, setKernels },
 });
 
 // ------------------------------------------------------------------ the store's events
@@ -83,10 +83,12 @@ store.on("capture", ({ capture }) => {
   renderCoverage(capture);
 });
 store.on("expansion", () => saveExpansion());
-store.on("options", ({ weightPills }) => {
-  const b = $("btn-weights");
-  b.setAttribute("aria-pressed", String(weightPills));
-  b.classList.toggle("on", weightPills);
+store.on("options", ({ weightPills, kernels }) => {
+  for (const [id, on] of [["btn-weights", weightPills], ["btn-kernels", kernels]]) {
+    const b = $(id);
+    b.setAttribute("aria-pressed", String(on));
+    b.classList.toggle("on", on);
+  }
 });
 
 // The renderer draws what the store says: the scene, the selection, the cursor's outline.
@@ -399,7 +401,7 @@ async function liveUpdate(id) {
   q.set("capture", id);
   history.replaceState(null, "", "?" + q.toString());
   for (const b of ["stale", "capture-failed", "ready", "progress", "load"]) banners.drop(b);
-  const model = store.newModel({ weightPills: store.weightPills });
+  const model = store.newModel({ weightPills: store.weightPills, kernels: store.kernels });
   await model.load(ROOT);
   await model.restorePaths(paths);
   // A new scene keeps the renderer's camera as it is; the diff panel offers "Show changes"
@@ -453,6 +455,7 @@ function wireToolbar() {
     if (n > 0) expandToDepth(n);
   };
   $("btn-weights").onclick = () => setWeightPills(!store.weightPills);
+  $("btn-kernels").onclick = () => setKernels(!store.kernels);
   $("btn-readable").onclick = () => readable();
   $("btn-zoom-in").onclick = () => zoomCentre(1.25);
   $("btn-zoom-out").onclick = () => zoomCentre(0.8);
@@ -587,7 +590,9 @@ function wireCanvas(canvas, minimap) {
     const [wx, wy] = r.toWorld(x, y);
     const hit = store.model.hitTest(wx, wy);
     canvas.classList.toggle("pointing", !!hit && hit.type !== "in" && hit.type !== "out");
+    edgeTip(hit ? null : store.model.edgeAt(wx, wy, 5 / r.cam.s), x, y);
   });
+  canvas.addEventListener("pointerleave", () => edgeTip(null));
   const end = (e) => {
     pointers.delete(e.pointerId);
     if (pointers.size < 2) pinch = null;
@@ -596,7 +601,7 @@ function wireCanvas(canvas, minimap) {
       const [wx, wy] = r.toWorld(x, y);
       const hit = store.model.hitTest(wx, wy);
       const w = hit ? r.weightAt(hit, wx, wy) : -1;
-      if (w >= 0) store.selectWeight(hit.key, hit.item.weights[w].value);
+      if (w >= 0) store.selectWeight(hit.key, hit.card.weights[w]);
       else store.select(hit ? hit.key : null);
     }
     drag = null;
@@ -703,6 +708,24 @@ function expandToDepth(n) {
 
 function setWeightPills(on) {
   return relayoutWith(on ? "Drawing parameters as nodes…" : "Folding parameters into their ops…", () => store.setWeightPills(on));
+}
+
+function setKernels(on) {
+  return relayoutWith(on ? "Showing every kernel…" : "Folding kernels into their calls…", () => store.setKernels(on));
+}
+
+// The value an edge carries, shown where the pointer is on it (its label may be shortened
+// or left out where there was no room).
+function edgeTip(edge, x, y) {
+  const tip = $("edge-tip");
+  if (!edge || !edge.label) {
+    tip.hidden = true;
+    return;
+  }
+  tip.textContent = edge.label;
+  tip.style.left = `${Math.round(x + 12)}px`;
+  tip.style.top = `${Math.round(y + 14)}px`;
+  tip.hidden = false;
 }
 
 // A person's expansions, per profile, by group path: they survive a recapture.

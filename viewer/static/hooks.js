@@ -2,7 +2,7 @@
 // Read-only views of the store, the renderer and the layout client, and the same actions a
 // person's clicks and keys take; no behaviour hides here.
 
-import { CARD_STYLE, canvasMeasurer, drawCard, measureCard } from "./draw/card.js";
+import { CARD_STYLE, canvasMeasurer, drawCard, labelRect, measureCard } from "./draw/card.js";
 
 // page: {store, layout, renderer(), settler(), lines, search, diff(), actions: {toggle,
 // expandAll, collapseAll, expandToDepth, setWeightPills}, marks}
@@ -95,11 +95,17 @@ export function installHooks(page) {
       const name = it.type === "in" || it.type === "out" ? item.name ?? null : item.label ?? null;
       const path = m.paths.get(key) ?? (m.paths.get(it.parentKey) ?? null);
       const role = it.type === "in" || it.type === "out" ? item.role ?? null : item.class ?? null;
+      const weights = item.single ? item.single.weights : item.weights;
       return {
         kind: it.type, name, path, role, weight: !!item.weight,
         members: item.members ? [...item.members] : null,
-        weights: (item.weights || []).map((w) => w.name),
+        weights: (weights || []).map((w) => w.name),
         lines: [...it.card.lines], weightStart: it.card.weightStart ?? null,
+        // How it is drawn (draw/card.js content): "node" | "function" (an op card) |
+        // "group" | "chunk" | "stack" | "in" | "out", its title and caption (the module a
+        // one-op group stands for), whether it is a frame, and the item's server card.
+        card: it.card.kind, title: it.card.title, caption: it.card.caption ?? null, open: !!it.expanded,
+        server: item.card ?? null, period: item.period ?? null,
       };
     },
     // A laid-out card's geometry (draw/card.js): the box the layout worker gave it, the size
@@ -124,9 +130,45 @@ export function installHooks(page) {
       const c = it.card;
       return {
         kind: it.type, open: !!it.expanded, box: { x: it.x, y: it.y, w: it.w, h: it.h }, measured, texts, toggles,
-        says: [c.title, c.tag, ...c.lines, ...(c.parts || []).map((p) => p.text)].filter(Boolean),
+        says: [c.title, c.caption, c.tag, ...c.lines, ...(c.parts || []).map((p) => p.text)].filter(Boolean),
         padX: CARD_STYLE.padX, maxWidth: CARD_STYLE.maxCardWidth, header: CARD_STYLE.groupHeader,
       };
+    },
+    // The edge labels laid out in the scene, per container: each label's box and text (world
+    // coordinates), and the boxes of the container's cards (for overlap checks).
+    edgeLabels() {
+      const m = store.model;
+      const out = [];
+      const visit = (c) => {
+        const labels = [];
+        const seen = new Set();
+        for (const e of c.edges) {
+          if (!e.labelBox || e.source.startsWith("in:") || e.target.startsWith("out:")) continue;
+          const k = e.source + "|" + e.labelBox.text;
+          if (seen.has(k)) continue; // drawn once (drawlist.js)
+          seen.add(k);
+          const b = labelRect(e.labelBox);
+          labels.push({ text: e.labelBox.text, full: e.label, x: c.x + b.x, y: c.y + b.y, w: b.w, h: b.h });
+        }
+        const cards = c.items.map((it) => ({ key: it.key, x: it.x, y: it.y, w: it.w, h: it.h }));
+        const unlabelled = c.edges.filter((e) => e.label && !e.labelBox && !e.source.startsWith("in:") && !e.target.startsWith("out:")).length;
+        out.push({ key: c.key, labels, cards, unlabelled });
+        for (const it of c.items) if (it.expanded) visit(it.expanded);
+      };
+      if (m && m.scene) visit(m.scene.root);
+      return out;
+    },
+    // The edge under a canvas point (CSS px), as the hover tooltip shows it.
+    edgeAt(x, y) {
+      const rr = r();
+      if (!rr || !store.model) return null;
+      const [wx, wy] = rr.toWorld(x, y);
+      return store.model.edgeAt(wx, wy, 5 / rr.cam.s);
+    },
+    // The far names (semantic zoom) the last frame drew: {text, full, sub, outside, frame, box}.
+    farDrawn() {
+      const rr = r();
+      return rr ? rr.farDrawn.map((f) => ({ ...f, box: f.box ? { ...f.box } : null })) : [];
     },
     // Show in Graph (a source line's items selected, in view) and the editor's cursor line.
     get lineShown() {
@@ -151,6 +193,11 @@ export function installHooks(page) {
     setWeightPills: (on) => actions.setWeightPills(on),
     get weightPills() {
       return store.weightPills;
+    },
+    // Every kernel everywhere (the toolbar's Kernels), resolving once laid out.
+    setKernels: (on) => actions.setKernels(on),
+    get kernels() {
+      return store.kernels;
     },
     fit: () => r() && r().fit(),
     readable: () => r() && r().readable(),

@@ -8,6 +8,7 @@ size and place, with its title; and the SVG, rendered by Chromium, looks like th
 from __future__ import annotations
 
 import base64
+import math
 import re
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -26,7 +27,7 @@ pytestmark = pytest.mark.browser
 CAPTURE = Path(__file__).resolve().parents[1] / "real_models" / "captures" / "gpt2_torch.tvg"
 VIEW = {"width": 1400, "height": 900}
 SVG_NS = "{http://www.w3.org/2000/svg}"
-PAD_X, PAD_TOP, TITLE_H = 11, 8, 18  # CARD_STYLE (theme.js)
+PAD_X, PAD_TOP, TITLE_H, CAPTION_H = 11, 8, 18, 14  # CARD_STYLE (card.js)
 
 # Records every fillText of the graph canvas (world coordinates: the renderer draws the
 # scene under its camera transform) over one forced frame.
@@ -53,7 +54,8 @@ VISIBLE_CARDS = """() => {
     const r = tv.itemRect(k);
     if (!r || r.x < 0 || r.y < 0 || r.x + r.w > c.width || r.y + r.h > c.height) continue;
     const info = tv.itemInfo(k);
-    out.push({ key: k, kind: info.kind, name: info.name, open: open.has(k),
+    // A module drawn as its one op (issue 26) is titled by the op, its name on the caption row.
+    out.push({ key: k, kind: info.kind, name: info.caption ? info.title : info.name, caption: info.caption, open: open.has(k),
                x: (r.x - cam.tx) / cam.s, y: (r.y - cam.ty) / cam.s, w: r.w / cam.s, h: r.h / cam.s });
   }
   return { cards: out, s: cam.s };
@@ -109,7 +111,11 @@ def _svg_texts(root) -> list[tuple[str, float, float]]:
 
 
 def _key(t) -> tuple[str, float, float]:
-    return (t[0], round(t[1], 1), round(t[2], 1))
+    # The SVG writes coordinates to 2 decimals (export.js fmt, Math.round): a canvas x of
+    # 117.6495 is 117.65 there, so both are rounded that way before comparing.
+    def near(v: float) -> float:
+        return round(math.floor(v * 100 + 0.5) / 100, 1)
+    return (t[0], near(t[1]), near(t[2]))
 
 
 def _check_view(app, tmp_path: Path, name: str) -> dict:
@@ -152,7 +158,8 @@ def _check_view(app, tmp_path: Path, name: str) -> dict:
             continue
         # The title row: at the card's padding, or in the header band of an open group.
         row = [t for t in svg_texts if c["x"] < t[1] < c["x"] + c["w"]
-               and (abs(t[2] - (c["y"] + PAD_TOP + TITLE_H / 2)) < 0.01 if not c["open"] else c["y"] < t[2] < c["y"] + 30)]
+               and (abs(t[2] - (c["y"] + PAD_TOP + (CAPTION_H if c["caption"] else 0) + TITLE_H / 2)) < 0.01 if not c["open"]
+                    else c["y"] < t[2] < c["y"] + 30)]
         ok = any(t[0] == c["name"] or t[0].startswith(c["name"] + "  ·  ")
                  or (t[0].endswith("…") and len(t[0]) > 1 and c["name"].startswith(t[0][:-1])) for t in row)
         assert ok, f"{c['key']}: title {c['name']!r} not in its title row in the SVG: {row}"

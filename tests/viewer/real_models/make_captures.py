@@ -31,7 +31,8 @@ from capture.graph import graphfile  # noqa: E402
 from capture.graph.model import Capture  # noqa: E402
 from capture.session.runner import run_capture  # noqa: E402
 
-PROFILES = ("resnet18_torch", "gpt2_torch", "resnet18_linen", "llama_torch", "vit_torch")
+PROFILES = ("resnet18_torch", "gpt2_torch", "resnet18_linen", "llama_torch", "vit_torch", "t5_torch", "resnet50_torch",
+            "vit_linen")
 CAPTURES = HERE / "captures"
 # Wall-clock figures differ on every run and say nothing about the graph.
 TIMING_META = ("elapsed_s", "capture_s")

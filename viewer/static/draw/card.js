@@ -6,17 +6,22 @@
 // drawing cannot drift apart.
 //
 // A card's *content* is the view model's display entry for an item (viewmodel.js display):
-//   {kind: "node" | "group" | "chunk" | "stack" | "in" | "out", title, lines: [string],
-//    tag: string | null, weightStart?: number (lines from here on are weights), toggle?: bool
-//    (a node that opens: the +/- button; groups, chunks and stacks always have one),
-//    parts?: [{text, font, tone}] (a pill's texts, each in a CARD_STYLE font), look?, role?,
-//    quiet?: bool (a parameter's smaller pill)}
+//   {kind: "node" | "function" | "group" | "chunk" | "stack" | "in" | "out", title,
+//    lines: [string], tag: string | null, weightStart?: number (lines from here on are
+//    weights), weights?: [value id] (the values those lines name), toggle?: bool (an op
+//    card that opens: a function call to its kernels, a boundary to its bodies, a module
+//    drawn as one call; groups, chunks and stacks always have one), op?: string (what
+//    colours an op card's strip), opaque?: bool, caption?: string (the module an op card
+//    stands for: `q_proj · Linear`), parts?: [{text, font, tone}] (a pill's texts, each in
+//    a CARD_STYLE font), look?, role?, quiet?: bool (a parameter's smaller pill)}
 // and `inner` {w, h} on an expanded container: its frame is sized from its inside.
 //
-// A box card (an op, a closed group, chunk or stack), top to bottom:
-//   padTop | title row: title … tag chip, toggle room | one row per line | padBottom
+// A box card (an op, a function call, a closed group, chunk or stack), top to bottom:
+//   padTop | caption row (when it has one) | title row: title … tag chip, toggle room |
+//   one row per line | padBottom
 // left and right padX; weight lines carry a bullet. A pill: its parts side by side, centred.
-// A frame (an expanded container): a header band, then its inside at (groupPadX, groupHeader).
+// A frame (an expanded container): a header band (its class and path, `Block · h.3`, the
+// modules inside that ran nothing, its twins), then its inside at (groupPadX, groupHeader).
 
 import { HATCH, KIND_WORDING, QUIET_ROLES, formatValue, kindStyle } from "./theme.js";
 
@@ -32,10 +37,12 @@ export const CARD_STYLE = Object.freeze({
   fontLabel: `10.5px ${MONO}`,
   fontBoundaryName: `600 11.5px ${MONO}`, // a capture input's name on its pill
   fontQuiet: `10.5px ${MONO}`, // parameter / buffer / variable / constant pills
+  fontCaption: `600 10.5px ${SANS}`, // the module an op card stands for
   padX: 11,
   padTop: 8,
   padBottom: 8,
   titleHeight: 18,
+  captionHeight: 14,
   lineHeight: 15,
   tagGap: 10, // between the title and the tag chip
   tagPad: 10, // a tag chip is this much wider than its text
@@ -55,6 +62,7 @@ export const CARD_STYLE = Object.freeze({
   groupPadX: 14,
   groupHeader: 30,
   groupPadBottom: 14,
+  labelHeight: 14, // an edge label's background
 });
 const S = CARD_STYLE;
 
@@ -72,7 +80,7 @@ export function canvasMeasurer(ctx) {
   };
 }
 
-const CHAR_WIDTH = { fontTitle: 7.5, fontTag: 6 };
+const CHAR_WIDTH = { fontTitle: 7.5, fontTag: 6, fontCaption: 6.2 };
 export const charMeasurer = { width: (text, font) => String(text).length * (CHAR_WIDTH[font] || 7) };
 
 // ---------------------------------------------------------------- content
@@ -108,7 +116,10 @@ export function pillContent(side, v) {
 }
 
 const boxed = (kind) => kind === "group" || kind === "chunk" || kind === "stack";
+const opLike = (kind) => kind === "node" || kind === "function";
 const hasToggle = (c) => boxed(c.kind) || !!c.toggle;
+// The height above a box card's title row: its padding, and its caption when it has one.
+const headTop = (c) => S.padTop + (c.caption ? S.captionHeight : 0);
 
 // ---------------------------------------------------------------- the cards
 
@@ -118,13 +129,14 @@ const BOX = {
     const toggle = hasToggle(c) ? S.toggleRoom : 0;
     let w = m.width(c.title, "fontTitle") + toggle;
     if (c.tag) w += m.width(c.tag, "fontTag") + S.tagPad + S.tagGap;
+    if (c.caption) w = Math.max(w, m.width(c.caption, "fontCaption"));
     const ws = c.weightStart ?? c.lines.length;
     c.lines.forEach((line, i) => {
       w = Math.max(w, m.width(line, "fontMono") + toggle + (i >= ws ? S.bullet : 0));
     });
     return {
       w: Math.max(S.minCardWidth, Math.min(S.maxCardWidth, Math.ceil(w + 2 * S.padX))),
-      h: Math.ceil(S.padTop + S.titleHeight + c.lines.length * S.lineHeight + S.padBottom),
+      h: Math.ceil(headTop(c) + S.titleHeight + c.lines.length * S.lineHeight + S.padBottom),
     };
   },
 };
@@ -183,11 +195,13 @@ function boxSlots(it) {
   const c = it.card;
   const toggle = hasToggle(c) ? S.toggleRoom : 0;
   const room = it.w - 2 * S.padX - toggle;
+  const top = headTop(c);
   return {
     x: it.x + S.padX,
     room,
-    titleY: it.y + S.padTop + S.titleHeight / 2,
-    lineY: (i) => it.y + S.padTop + S.titleHeight + (i + 0.5) * S.lineHeight,
+    captionY: it.y + S.padTop + S.captionHeight / 2,
+    titleY: it.y + top + S.titleHeight / 2,
+    lineY: (i) => it.y + top + S.titleHeight + (i + 0.5) * S.lineHeight,
     tagRight: it.x + it.w - S.padX - toggle,
     toggleX: toggle ? it.x + it.w - S.toggleInset : null,
   };
@@ -196,33 +210,47 @@ function boxSlots(it) {
 // The primitives of a card at a level of detail (band: 0 far, 1 titles, 2 everything) into
 // `dl` {card, header, far}; header and far only for a frame.
 export function drawCard(dl, it, ctx, p, band) {
+  const kind = (it.card && it.card.kind) || it.type;
   if (it.expanded) drawFrame(dl, it, ctx, p, band);
-  else if (it.type === "node") drawOp(dl.card, it, ctx, p, band);
-  else if (boxed(it.type)) drawClosedGroup(dl.card, it, ctx, p, band);
+  else if (opLike(kind)) drawOp(dl.card, it, ctx, p, band);
+  else if (boxed(kind)) drawClosedGroup(dl, it, ctx, p, band);
   else drawPill(dl.card, it, ctx, p, band);
 }
 
+// An op card: a kernel, or a function call (a second sheet behind it: its kernels are
+// inside), with the module it stands for on its caption row.
 function drawOp(out, it, ctx, p, band) {
-  const n = it.item;
-  const opaque = !!n.opaque;
-  const accent = opaque ? p.opaqueStroke : accentFor(n.label || "");
+  const c = it.card;
+  const opaque = !!c.opaque;
+  const accent = opaque ? p.opaqueStroke : accentFor(c.op ?? c.title ?? "");
   if (band === 0) {
     out.push(rect(it.x, it.y, it.w, it.h, 0, opaque ? p.opaqueStroke : p.cardFill));
     out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, accent));
     return;
   }
+  if (c.kind === "function") out.push(rect(it.x + 3, it.y + 3, it.w, it.h, 6, p.cardFill, p.cardStroke, 1));
   out.push(rect(it.x, it.y, it.w, it.h, 6, opaque ? HATCH : p.cardFill, opaque ? p.opaqueStroke : p.cardStroke, opaque ? 1.6 : 1, opaque ? [5, 3] : null));
   out.push(rect(it.x, it.y, S.accent, it.h, [6, 0, 0, 6], accent));
-  boxTexts(out, it, ctx, p, band, p.cardText, opaque ? p.opaqueStroke : null, opaque ? p.opaqueStroke : null);
+  if (c.caption) {
+    const at = boxSlots(it);
+    ctx.font = S.fontCaption;
+    out.push(text(at.x, at.captionY, truncateStart(ctx, c.caption, it.w - 2 * S.padX), S.fontCaption, p.kinds.module ? p.kinds.module.text : p.cardMuted));
+  }
+  boxTexts(out, it, ctx, p, band, p.cardText, opaque ? p.opaqueStroke : null, opaque ? p.opaqueStroke : accent);
 }
 
-function drawClosedGroup(out, it, ctx, p, band) {
+function drawClosedGroup(dl, it, ctx, p, band) {
+  const out = dl.card;
   const kind = it.type === "chunk" ? "chunk" : it.item.kind;
+  if (it.item && it.item.twin && it.item.twin.count > 1 && band > 0) {
+    // Identical blocks anywhere in the model share a mark (Model Explorer's identical groups).
+    out.push(rect(it.x - 3, it.y + 6, 3, it.h - 12, 0, twinColour(p)));
+  }
   const ks = kindStyle(p, kind);
   if (band === 0) {
     out.push(rect(it.x, it.y, it.w, it.h, 0, ks.fill, ks.stroke, 1, null, 1, true));
     out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, ks.stroke));
-    out.push({ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: it.card.title, color: ks.text, padTop: 7, bg: null });
+    dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: it.card.title, color: ks.text, padTop: 7, bg: null }];
     return;
   }
   // A second sheet behind the card says "there is more inside"; a stack of identical
@@ -264,18 +292,33 @@ function boxTexts(out, it, ctx, p, band, color, tagColor, toggleColor) {
   });
 }
 
+// What an expanded frame is called far away (semantic zoom): its own name first, since a
+// long name is cut at the end (`h.3 · Block`, `layers.0 · LlamaDecoderLayer`), and how many
+// ops it holds; a scope says its kind (`jit main`).
+export function farTitle(it) {
+  const item = it.item || {};
+  const name = String(item.label ?? it.key);
+  const head = item.class ? `${name} · ${item.class}` : it.type === "chunk" ? name : `${item.kind || ""} ${name}`.trim();
+  return head;
+}
+
+function twinColour(p) {
+  return p.highlight || p.select;
+}
+
 function drawFrame(dl, it, ctx, p, band) {
   // An opened control-flow boundary node holds its unexecuted bodies: drawn in the
   // control-flow colour, tagged "opaque"; templates (kind body) have a dashed frame.
   const isBoundary = it.type === "node";
   const kind = it.type === "chunk" ? "chunk" : isBoundary ? "opaque" : it.item.kind;
   const ks = kindStyle(p, isBoundary ? "cond" : kind);
-  const name = it.item.label || it.key;
+  // A module frame is titled by its class and path (`Block · transformer.h.3`).
+  const name = String(it.item.title || it.item.label || it.key);
   dl.card.push(rect(it.x, it.y, it.w, it.h, 9, ks.fill, ks.stroke, 1.4, kind === "body" || isBoundary ? [6, 4] : null, 0.55, band === 0));
-  if (band === 0) {
-    dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: `${kind} ${name}`, color: ks.text, padTop: 3, bg: ks.fill }];
-    return;
-  }
+  const n = Number(it.item.node_count);
+  const summary = n > 0 ? `${n.toLocaleString("en-US")} op${n === 1 ? "" : "s"}` : "";
+  dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: farTitle(it), sub: summary, color: ks.text, padTop: 3, bg: ks.fill, frame: true }];
+  if (band === 0) return;
   const h = [];
   h.push(rect(it.x, it.y, it.w, S.groupHeader - 4, [9, 9, 0, 0], ks.fill));
   const y = it.y + (S.groupHeader - 4) / 2;
@@ -285,14 +328,33 @@ function drawFrame(dl, it, ctx, p, band) {
   h.push(rect(chipX, y - 8, tw, 16, 8, ks.stroke));
   h.push(text(chipX + S.tagPad / 2, y + 0.5, kind, S.fontTag, p.background));
   const nb = isBoundary ? (it.item.bodies || []).length : 0;
+  // A module's class and path say what it is; a tracing scope says it is one (not a layer).
   const wording = isBoundary ? `${nb} ${nb === 1 ? "body" : "bodies"}: templates, not executed`
-    : it.item.template || it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");
-  const full = wording && wording !== kind ? `${name}  ·  ${wording}` : name;
+    : kind === "module" ? "" : kind === "function" ? [it.item.function, it.item.where].filter(Boolean).join(" · ")
+      : it.item.template || it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");
+  const bits = [name];
+  if (wording && wording !== kind) bits.push(wording);
+  const twin = it.item.twin;
+  if (twin && twin.count > 1) bits.push(`≡ ${twin.index + 1} of ${twin.count} identical`);
+  const idle = idleWords(it.item);
+  if (idle) bits.push(idle);
+  const full = bits.join("  ·  ");
   const textX = chipX + tw + 8;
   ctx.font = S.fontHeader;
   h.push(text(textX, y, truncate(ctx, full, it.x + it.w - S.padX - S.toggleRoom - textX), S.fontHeader, ks.text));
   if (band === 2) h.push({ t: "toggle", cx: it.x + it.w - S.toggleInset, cy: y, r: S.toggleRadius, sign: "-", color: ks.stroke });
   dl.header = h;
+  dl.far = null; // the header names it
+}
+
+// The modules inside a group that ran no op (eval-mode dropout), named in its card and
+// its frame's header instead of drawn: `idle: attn_dropout, resid_dropout`.
+export function idleWords(item) {
+  const idle = (item && item.idle) || [];
+  if (!idle.length) return "";
+  const names = idle.slice(0, 3).map((x) => String(x.name || x.title || x.key));
+  const total = item.idle_total ?? idle.length;
+  return `idle: ${names.join(", ")}${total > names.length ? ` +${total - names.length}` : ""}`;
 }
 
 function drawPill(out, it, ctx, p, band) {
@@ -382,15 +444,24 @@ function truncateStart(ctx, s, maxW) {
   return lo ? "…" + name.slice(name.length - lo) + rest : truncate(ctx, s, maxW);
 }
 
+// ---------------------------------------------------------------- edge labels
+
+// The box an edge label's background covers, from its anchor {x, y (its middle), w (its
+// text's width)}: the layout worker keeps these boxes off cards and off each other, the
+// executors paint the background there.
+export function labelRect(l) {
+  return { x: l.x - 2, y: l.y - S.labelHeight / 2, w: l.w + 4, h: S.labelHeight };
+}
+
 // ---------------------------------------------------------------- hit geometry
 
 // Which weight line of an op card a world point is on: the weight's index, or -1.
 export function weightAt(it, wx, wy) {
   const c = it.card;
-  if (it.type !== "node" || c.weightStart === undefined || c.weightStart === null) return -1;
-  const row = Math.floor((wy - it.y - S.padTop - S.titleHeight) / S.lineHeight);
+  if (it.expanded || !c || !opLike(c.kind) || c.weightStart === undefined || c.weightStart === null) return -1;
+  const row = Math.floor((wy - it.y - headTop(c) - S.titleHeight) / S.lineHeight);
   const k = row - c.weightStart;
-  const ws = (it.item && it.item.weights) || [];
+  const ws = c.weights || [];
   if (!(k >= 0 && k < ws.length && k < c.lines.length - c.weightStart && wx >= it.x && wx <= it.x + it.w)) return -1;
   return c.lines[c.weightStart + k].startsWith("+") ? -1 : k; // "+N more" is not a weight
 }

@@ -13,19 +13,23 @@
 //           with the canvas's measureText); baseline "middle"
 //   toggle  {cx, cy, r, sign, color}  the +/- circle of a group or boundary node (a sign
 //           half the radius long)
-//   far     {x, y, w, h, text, color, padTop, bg}  a name at constant screen size, laid
-//           out for the zoom by farLabel() (both executors call it)
+//   far     {x, y, w, h, text, sub?, color, padTop, bg, frame?}  a name at constant screen
+//           size (and, for a frame, what it holds: "70 ops"), laid out for the zoom by
+//           farLabel() (both executors call it)
+//   farlabels {list: [far]}  every far name of the frame, outer frames first: each is
+//           drawn where it does not cover one drawn before it (semantic zoom)
 //   edges   {ox, oy, list, simple, labels, stroke, labelFill, labelBg}  one container's
 //           visible edges: a point list per edge relative to (ox, oy), arrows unless
 //           simple (far: hairlines); labels {text, x, y, w} (x, y relative to (ox, oy)) on a
-//           background
+//           background, placed by the layout worker where they cover no card and no other
+//           label (layout.worker.js placeLabels)
 //   specks  {rects, fill}  sub-pixel items, x/y/w/h flattened
 // A list may hold a nested list (a card's cached primitives): executors recurse.
 //
 // Card primitives are built only for visible items and cached on the scene item per
 // level of detail and palette, so a frame allocates little beyond the list itself.
 
-import { CARD_STYLE as S, drawCard } from "./card.js";
+import { CARD_STYLE as S, drawCard, labelRect } from "./card.js";
 import { HATCH, LOD_EDGE_LABELS, LOD_TEXT, LOD_TITLE } from "./theme.js";
 
 // Level of detail: 0 far (boxes and far labels), 1 titles, 2 titles, tags and lines.
@@ -39,13 +43,20 @@ export const MIN_EDGE_SCALE = 0.035;
 // The whole visible scene into `out` (cleared by the caller). env: {ctx (for
 // measureText), palette, s (zoom), view {x0, y0, x1, y1} world, stats {items, edges}}.
 export function buildDrawList(out, root, env) {
-  container(out, root, env);
+  env.far = [];
+  container(out, root, env, 0);
+  if (env.far.length) {
+    // Outer frames first: when two names would overlap, the one that says more wins.
+    env.far.sort((a, b) => a.depth - b.depth);
+    out.push({ t: "farlabels", list: env.far.map((f) => f.q) });
+  }
+  env.far = null;
   return out;
 }
 
 const visible = (v, x, y, w, h) => x + w >= v.x0 && y + h >= v.y0 && x <= v.x1 && y <= v.y1;
 
-function container(out, c, env) {
+function container(out, c, env, depth) {
   const { s, view } = env;
   if (s >= MIN_EDGE_SCALE) edges(out, c, env);
   let specks = null;
@@ -59,17 +70,14 @@ function container(out, c, env) {
       continue;
     }
     const dl = cardList(it, env);
-    if (!it.expanded) {
-      out.push(dl.card);
-      continue;
-    }
     out.push(dl.card);
+    if (dl.far) for (const q of dl.far) env.far.push({ q, depth: it.expanded ? depth : depth + 0.5 });
+    if (!it.expanded) continue;
     if (dl.header && visible(view, it.x, it.y, it.w, S.groupHeader)) out.push(dl.header);
-    // An expanded group too small to read is drawn as its frame only.
+    // An expanded group too small to read is drawn as its frame only (its name and op
+    // count still say what it is).
     if (it.w * s < 24 && it.h * s < 24) continue;
-    container(out, it.expanded, env);
-    // Drawn after the contents, so that edges inside do not run over it.
-    if (dl.far) out.push(dl.far);
+    container(out, it.expanded, env, depth + 1);
   }
   if (specks) out.push({ t: "specks", rects: specks, fill: env.palette.cardStroke });
 }
@@ -85,17 +93,14 @@ function edges(out, c, env) {
     if (!visible(view, bb[0], bb[1], bb[2] - bb[0], bb[3] - bb[1])) continue;
     env.stats.edges++;
     list.push(e.points);
-    // A boundary pill already says its value's shape: its edge needs no label.
-    if (s >= LOD_EDGE_LABELS && e.label && e.labelAt && !e.source.startsWith("in:") && !e.target.startsWith("out:")) {
-      const k = e.source + "|" + e.label;
+    // Labels where the layout placed them (none where there was no room: the shape shows
+    // on hover); a boundary pill already says its value's shape.
+    if (s >= LOD_EDGE_LABELS && e.labelBox && !e.source.startsWith("in:") && !e.target.startsWith("out:")) {
+      const k = e.source + "|" + e.labelBox.text;
       if (!seen) seen = new Set();
       if (seen.has(k)) continue;
       seen.add(k);
-      if (!e._lab) {
-        env.ctx.font = S.fontLabel;
-        e._lab = { text: e.label, x: e.labelAt[0] + 5, y: e.labelAt[1], w: env.ctx.measureText(e.label).width }; // relative to (ox, oy)
-      }
-      labels.push(e._lab);
+      labels.push(e.labelBox);
     }
   }
   const p = env.palette;
@@ -129,35 +134,65 @@ export function cardList(it, env) {
   return dl;
 }
 
-// Far away, a group still says what it is: its name at a constant 10.5px on screen, when
-// its box is large enough on screen to hold it. Null when it is not drawn at this zoom.
-export function farLabel(f, s, ctx) {
+const FAR_PX = 10.5; // a far name's size on screen, whatever the zoom
+const FAR_SUB_PX = 9.5; // the op count under it
+const FAR_CHAR = 6.2; // about how wide one character of it is on screen
+const FAR_OUTSIDE_CHARS = 32; // a name beside a frame too narrow for it, at most
+
+// Far away, a group still says what it is (semantic zoom): its name at a constant 10.5px
+// on screen, inside its box when the box is large enough on screen to hold it; a frame
+// too narrow for its name has it beside its top right corner instead, and says how many
+// ops it holds under it when there is room ("70 ops": its ops are too small to read).
+// `placed`: the names drawn so far this frame (world boxes); a name that would cover one
+// of them is not drawn. Null when it is not drawn at this zoom.
+export function farLabel(f, s, ctx, placed = null) {
   const sw = f.w * s;
-  if (sw < 34 || f.h * s < 14) return null;
-  const maxChars = Math.floor((sw - 8) / 6.2);
-  if (maxChars < 3) return null;
-  const px = 10.5 / s;
-  const t = f.text.length > maxChars ? f.text.slice(0, maxChars - 1) + "…" : f.text;
-  const font = `600 ${px}px ${S.fontHeader.split("px ")[1]}`;
-  const x = f.x + 4 / s;
-  const y = f.y + f.padTop / s;
-  let bg = null;
-  if (f.bg) {
-    ctx.font = font;
-    bg = { x: x - 2 / s, y: y - 1 / s, w: ctx.measureText(t).width + 4 / s, h: px + 3 / s };
+  const sh = f.h * s;
+  let inside = sw >= 34 && sh >= 14;
+  if (!inside && !(f.frame && sh >= 10 && sw >= 2)) return null;
+  let maxChars = inside ? Math.floor((sw - 8) / FAR_CHAR) : FAR_OUTSIDE_CHARS;
+  if (inside && maxChars < Math.min(8, f.text.length) && f.frame && sh >= 10) {
+    inside = false; // cut to a few letters it says nothing: beside the frame it can be whole
+    maxChars = FAR_OUTSIDE_CHARS;
   }
-  return { text: t, font, px, x, y, bg };
+  if (maxChars < 3) return null;
+  const px = FAR_PX / s;
+  const t = f.text.length > maxChars ? f.text.slice(0, maxChars - 1) + "…" : f.text;
+  const family = S.fontHeader.split("px ")[1];
+  const font = `600 ${px}px ${family}`;
+  const x = inside ? f.x + 4 / s : f.x + f.w + 4 / s;
+  const y = f.y + f.padTop / s;
+  ctx.font = font;
+  const tw = ctx.measureText(t).width;
+  let sub = null;
+  const subPx = FAR_SUB_PX / s;
+  if (f.sub && (!inside || sh >= FAR_PX + FAR_SUB_PX + 10) && (inside ? sw - 8 : Infinity) >= f.sub.length * FAR_CHAR) {
+    sub = { text: f.sub, font: `${subPx}px ${family}`, y: y + px + 2 / s };
+  }
+  let subW = 0;
+  if (sub) {
+    ctx.font = sub.font;
+    subW = ctx.measureText(sub.text).width;
+  }
+  const box = { x: x - 2 / s, y: y - 1 / s, w: Math.max(tw, subW) + 4 / s, h: px + 3 / s + (sub ? subPx + 2 / s : 0) };
+  if (placed) {
+    for (const b of placed) if (box.x < b.x + b.w && b.x < box.x + box.w && box.y < b.y + b.h && b.y < box.y + box.h) return null;
+    placed.push(box);
+  }
+  const bg = f.bg ? box : null; // a frame's name on its own colour, over whatever it covers
+  return { text: t, font, px, x, y, bg, sub, outside: !inside };
 }
 
 // ---------------------------------------------------------------- canvas executor
 
 // Paints a draw list on a 2D context already transformed to world coordinates at zoom s.
-// hatch: () => the opaque hatch CanvasPattern.
-export function paintList(ctx, list, s, hatch) {
+// hatch: () => the opaque hatch CanvasPattern. `far`: collects the far names drawn
+// ({text, sub, outside, box}), for the hooks.
+export function paintList(ctx, list, s, hatch, far = null) {
   for (let i = 0; i < list.length; i++) {
     const q = list[i];
     if (Array.isArray(q)) {
-      paintList(ctx, q, s, hatch);
+      paintList(ctx, q, s, hatch, far);
       continue;
     }
     switch (q.t) {
@@ -217,18 +252,26 @@ export function paintList(ctx, list, s, hatch) {
         }
         ctx.stroke();
         break;
-      case "far": {
-        const f = farLabel(q, s, ctx);
-        if (!f) break;
-        ctx.font = f.font;
+      case "farlabels": {
+        const placed = [];
         ctx.textAlign = "left";
         ctx.textBaseline = "top";
-        if (f.bg) {
-          ctx.fillStyle = q.bg;
-          ctx.fillRect(f.bg.x, f.bg.y, f.bg.w, f.bg.h);
+        for (const item of q.list) {
+          const f = farLabel(item, s, ctx, placed);
+          if (!f) continue;
+          if (far) far.push({ text: f.text, full: item.text, sub: f.sub ? f.sub.text : null, outside: f.outside, frame: !!item.frame, box: placed[placed.length - 1] });
+          if (f.bg) {
+            ctx.fillStyle = item.bg;
+            ctx.fillRect(f.bg.x, f.bg.y, f.bg.w, f.bg.h);
+          }
+          ctx.font = f.font;
+          ctx.fillStyle = item.color;
+          ctx.fillText(f.text, f.x, f.y);
+          if (f.sub) {
+            ctx.font = f.sub.font;
+            ctx.fillText(f.sub.text, f.x, f.sub.y);
+          }
         }
-        ctx.fillStyle = q.color;
-        ctx.fillText(f.text, f.x, f.y);
         break;
       }
       case "specks": {
@@ -283,12 +326,11 @@ function drawEdges(ctx, q, s) {
     ctx.textBaseline = "middle";
     ctx.textAlign = "left";
     for (const l of q.labels) {
-      const x = ox + l.x;
-      const y = oy + l.y;
+      const b = labelRect(l);
       ctx.fillStyle = q.labelBg;
-      ctx.fillRect(x - 2, y - 7, l.w + 4, 14);
+      ctx.fillRect(ox + b.x, oy + b.y, b.w, b.h);
       ctx.fillStyle = q.labelFill;
-      ctx.fillText(l.text, x, y);
+      ctx.fillText(l.text, ox + l.x, oy + l.y);
     }
   }
 }

@@ -2,7 +2,7 @@
 // the canvas draws (drawlist.js) as SVG elements: vector, searchable text, the same cards,
 // positions, level of detail and truncated strings as on screen.
 
-import { CARD_STYLE as S } from "./card.js";
+import { CARD_STYLE as S, labelRect } from "./card.js";
 import { HATCH, HATCH_TILE } from "./theme.js";
 import { farLabel } from "./drawlist.js";
 
@@ -76,11 +76,15 @@ export function serialize(out, list, s, ctx) {
       const plus = q.sign === "+" ? ` M${fmt(cx)},${fmt(cy - r / 2)} L${fmt(cx)},${fmt(cy + r / 2)}` : "";
       out.push(`<circle cx="${fmt(cx)}" cy="${fmt(cy)}" r="${fmt(r)}" fill="none" stroke="${q.color}" stroke-width="1.2"/>`
         + `<path d="M${fmt(cx - r / 2)},${fmt(cy)} L${fmt(cx + r / 2)},${fmt(cy)}${plus}" stroke="${q.color}" stroke-width="1.2"/>`);
-    } else if (q.t === "far") {
-      const f = farLabel(q, s, ctx);
-      if (!f) continue;
-      if (f.bg) out.push(`<rect x="${fmt(f.bg.x)}" y="${fmt(f.bg.y)}" width="${fmt(f.bg.w)}" height="${fmt(f.bg.h)}" fill="${q.bg}"/>`);
-      out.push(textSvg(ctx, f.x, f.y, f.text, f.font, q.color, "top"));
+    } else if (q.t === "farlabels") {
+      const placed = [];
+      for (const item of q.list) {
+        const f = farLabel(item, s, ctx, placed);
+        if (!f) continue;
+        if (f.bg) out.push(`<rect x="${fmt(f.bg.x)}" y="${fmt(f.bg.y)}" width="${fmt(f.bg.w)}" height="${fmt(f.bg.h)}" fill="${item.bg}"/>`);
+        out.push(textSvg(ctx, f.x, f.y, f.text, f.font, item.color, "top"));
+        if (f.sub) out.push(textSvg(ctx, f.x, f.sub.y, f.sub.text, f.sub.font, item.color, "top"));
+      }
     } else if (q.t === "specks") {
       const r = q.rects;
       let d = "";
@@ -160,10 +164,9 @@ function edgesSvg(out, q, s, ctx) {
     out.push(`<path d="M${fmt(x)},${fmt(y)} L${fmt(x - L * Math.cos(ang - 0.42))},${fmt(y - L * Math.sin(ang - 0.42))} L${fmt(x - L * Math.cos(ang + 0.42))},${fmt(y - L * Math.sin(ang + 0.42))} Z" fill="${q.stroke}"/>`);
   }
   for (const l of q.labels) {
-    const x = ox + l.x;
-    const y = oy + l.y;
-    out.push(`<rect x="${fmt(x - 2)}" y="${fmt(y - 7)}" width="${fmt(l.w + 4)}" height="14" fill="${q.labelBg}"/>`);
-    out.push(textSvg(ctx, x, y, l.text, S.fontLabel, q.labelFill, "middle"));
+    const b = labelRect(l);
+    out.push(`<rect x="${fmt(ox + b.x)}" y="${fmt(oy + b.y)}" width="${fmt(b.w)}" height="${fmt(b.h)}" fill="${q.labelBg}"/>`);
+    out.push(textSvg(ctx, ox + l.x, oy + l.y, l.text, S.fontLabel, q.labelFill, "middle"));
   }
 }
 

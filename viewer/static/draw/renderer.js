@@ -39,6 +39,7 @@ export class Renderer {
     this.insetRight = 0; // CSS px of the canvas covered by a side panel
     this.overlay = null; // (ctx, renderer) => draws over the items, under the selection (diff.js)
     this.dl = []; // the frame's draw list, reused
+    this.farDrawn = []; // the far names the last frame drew (semantic zoom), for the hooks
     this.env = { ctx: this.ctx, palette: this.palette, s: 1, view: null, stats: null };
     this.hatchFn = () => this.hatchPattern();
     this.resize();
@@ -225,7 +226,8 @@ export class Renderer {
       this.stats = { items: 0, edges: 0 };
       // The scene comes from the draw list (drawlist.js), which the SVG export shares.
       const list = this.drawListFor(this.view, s, this.dl, this.stats);
-      paintList(ctx, list, s, this.hatchFn);
+      this.farDrawn = [];
+      paintList(ctx, list, s, this.hatchFn, this.farDrawn);
       if (this.overlay) this.overlay(ctx, this);
       this.drawSelection();
       if (this.firstPaintAt === null && this.stats.items > 0) this.firstPaintAt = performance.now();

@@ -3,7 +3,7 @@
 //
 // `request(jobs)` resolves with {seq, ms} when every job of that request is laid out, or
 // with null when a newer request superseded it. A job is one container:
-// {jid, sig, items, edges, row}; an item that is an expanded container carries either the
+// {jid, sig, items, edges, row, columns}; an item that is an expanded container carries either the
 // size of its inside (`inner` {w, h}, known when the job was made) or `child`, the jid of
 // the job of the same request that lays that inside out (and `hold`, a box held for it:
 // boxFor). The client hands each idle worker the next run of jobs that are *ready* (every
@@ -160,7 +160,7 @@ export class LayoutClient {
       let items = 0;
       while (cur.ready.length && (items < share || !chunk.length)) {
         const job = cur.ready.shift();
-        chunk.push({ sig: job.sig, items: job.items, edges: job.edges, row: job.row });
+        chunk.push({ sig: job.sig, items: job.items, edges: job.edges, row: job.row, columns: job.columns });
         cur.waiting.set(job.sig, job.jids);
         this.sizes.set(job.sig, [job.items.length, job.edges.length]);
         items += job.items.length;
@@ -194,7 +194,7 @@ export class LayoutClient {
       const { child, hold, ...rest } = it;
       return { ...rest, inner: layout ? boxFor(layout, hold) : (hold ? { w: hold.w, h: hold.h } : { w: 160, h: 40 }) };
     });
-    return { sig: layoutKey(job.sig, items.map((it) => it.inner || null)), items, edges: job.edges, row: job.row };
+    return { sig: layoutKey(job.sig, items.map((it) => it.inner || null)), items, edges: job.edges, row: job.row, columns: job.columns };
   }
 
   _fail(message) {

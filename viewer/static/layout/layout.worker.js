@@ -16,7 +16,7 @@
 // the same module that draws them (draw/card.js); ELK comes through its ES-module face.
 
 import ELK, { ELK_VERSION } from "../vendor/elk.js";
-import { canvasMeasurer, charMeasurer, measureCard } from "../draw/card.js";
+import { canvasMeasurer, charMeasurer, labelRect, measureCard } from "../draw/card.js";
 import { ToWorker, done, dropped, layoutError, result, version } from "./protocol.js";
 
 // ELK as a library, in this thread: `new ELK()` without a workerUrl runs ELK's own
@@ -68,19 +68,29 @@ const LAYOUT_OPTIONS = {
 };
 
 const ROW_OPTIONS = { ...LAYOUT_OPTIONS, "elk.separateConnectedComponents": "false" };
+const COLUMN_OPTIONS = { ...LAYOUT_OPTIONS, "elk.layered.nodePlacement.strategy": "NETWORK_SIMPLEX" };
+const STRAIGHT = { "elk.layered.priority.straightness": "1000" };
 
 // One container as an ELK graph: items by position ("i0"…), edges by position ("e0"…).
 function elkGraph(job, id) {
   const sizes = job.items.map((item) => measureCard(item, measure));
   const children = sizes.map((s, i) => ({ id: `${id}i${i}`, width: s.w, height: s.h }));
+  // The blocks of one unfolded stack (viewmodel.js columnsOf) stand in one column: the
+  // edges from each block to the next are the ones to draw straight, and the placement
+  // that weighs straightness (network simplex) places them, instead of the blocks
+  // drifting sideways one step per block along a fan-out (Llama's rotary cos/sin).
+  const next = new Set();
+  for (const col of job.columns || []) for (let k = 0; k + 1 < col.length; k++) next.add(`${col[k]}>${col[k + 1]}`);
   const edges = [];
   job.edges.forEach((e, i) => {
     if (e.s === e.t || !sizes[e.s] || !sizes[e.t]) return;
-    edges.push({ id: `${id}e${i}`, sources: [`${id}i${e.s}`], targets: [`${id}i${e.t}`] });
+    const edge = { id: `${id}e${i}`, sources: [`${id}i${e.s}`], targets: [`${id}i${e.t}`] };
+    if (next.has(`${e.s}>${e.t}`)) edge.layoutOptions = STRAIGHT;
+    edges.push(edge);
   });
   // A row job (the bodies of a control-flow boundary: branches side by side) keeps its
   // unconnected items in one layer instead of packing them as separate components.
-  const layoutOptions = job.row ? ROW_OPTIONS : LAYOUT_OPTIONS;
+  const layoutOptions = job.row ? ROW_OPTIONS : next.size ? COLUMN_OPTIONS : LAYOUT_OPTIONS;
   return { graph: { id, layoutOptions, children, edges }, sizes };
 }
 
@@ -118,9 +128,153 @@ async function layoutJob(job) {
   try {
     out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
   } catch (err) {
-    return fallbackLayout(job, sizes);
+    return finish(job, fallbackLayout(job, sizes));
   }
-  return readLayout(out, "", sizes.length);
+  return finish(job, readLayout(out, "", sizes.length));
+}
+
+// What the worker adds to ELK's answer: edge labels placed where they fit.
+function finish(job, layout) {
+  alignColumns(job, layout);
+  placeLabels(job, layout);
+  return layout;
+}
+
+// The blocks of one column centred under the first one. ELK draws the edge from a wide
+// block to the next straight wherever the two overlap, so each block may still sit a step
+// to the side of the one before it (a staircase down the model); each is moved across to
+// the first one's centre, unless it would then cover another card, and the ends of its
+// edges move with it (a jog half-way along the edge keeps them orthogonal).
+function alignColumns(job, layout) {
+  const boxes = layout.boxes;
+  for (const col of job.columns || []) {
+    const members = new Set(col);
+    const at = col.filter((i) => boxes[i]);
+    if (at.length < 2) continue;
+    // Where a block would stand centred on `centre`: null when it would cover a card.
+    const place = (i, centre) => {
+      const b = boxes[i];
+      const moved = { ...b, x: b.x + centre - (b.x + b.w / 2) };
+      if (moved.x < 0 || boxes.some((o, j) => o && j !== i && !members.has(j) && meets(moved, o))) return null;
+      return moved;
+    };
+    // The centre most blocks can stand on (one of theirs; the first one's on a tie).
+    let best = null;
+    let most = -1;
+    for (const i of at) {
+      const centre = boxes[i].x + boxes[i].w / 2;
+      const fits = at.filter((j) => place(j, centre)).length;
+      if (fits > most) [best, most] = [centre, fits];
+    }
+    for (const i of at) {
+      const dx = best - (boxes[i].x + boxes[i].w / 2);
+      const moved = Math.abs(dx) >= 1 && place(i, best);
+      if (!moved) continue;
+      boxes[i] = moved;
+      for (const le of layout.edges) {
+        const je = job.edges[le.e];
+        if (!je) continue;
+        if (je.t === i) le.points = shiftEnd(le.points, dx, false);
+        if (je.s === i) le.points = shiftEnd(le.points, dx, true);
+        le.labelAt = labelPoint(le.points);
+      }
+    }
+  }
+  let w = 0;
+  for (const b of boxes) if (b) w = Math.max(w, b.x + b.w);
+  for (const le of layout.edges) for (const [x] of le.points) w = Math.max(w, x);
+  layout.w = Math.max(layout.w, Math.ceil(w + 10));
+}
+
+// An edge's points with its first (atStart) or last point moved by dx, orthogonal again:
+// the segment into the moved end keeps its direction, with a jog half-way along it.
+function shiftEnd(points, dx, atStart) {
+  const pts = atStart ? points.slice().reverse() : points.slice();
+  const n = pts.length;
+  const end = [pts[n - 1][0] + dx, pts[n - 1][1]];
+  const prev = pts[n - 2];
+  let out;
+  if (prev[0] === pts[n - 1][0] && n === 2) {
+    const mid = (prev[1] + end[1]) / 2;
+    out = [prev, [prev[0], mid], [end[0], mid], end];
+  } else if (prev[0] === pts[n - 1][0]) {
+    // the last run is vertical: move it, and the horizontal run before it now ends there
+    out = pts.slice(0, n - 2).concat([[prev[0] + dx, prev[1]], end]);
+  } else {
+    out = pts.slice(0, n - 1).concat([end]);
+  }
+  return atStart ? out.reverse() : out;
+}
+
+// Edge labels (the value's shape) placed beside their edge where they cover no card and
+// no other label: beside the longest vertical runs first, then above horizontal ones; a
+// label with no room anywhere is shortened (the dtype dropped), then left out (the shape
+// still shows when the pointer is on the edge). One label per value leaving an item (the
+// rest of its fan-out says the same), none on edges from an input pill or into an output
+// pill (the pill says it).
+function placeLabels(job, layout) {
+  const cards = layout.boxes.filter(Boolean);
+  const placed = [];
+  const labelled = new Set();
+  const free = (r) => r.x >= 0 && r.y >= 0 && !cards.some((b) => meets(r, b)) && !placed.some((b) => meets(r, b));
+  for (const le of layout.edges) {
+    const je = job.edges[le.e];
+    if (!je || !je.label) continue;
+    const from = job.items[je.s];
+    const to = job.items[je.t];
+    if (!from || !to || from.kind === "in" || to.kind === "out") continue;
+    const once = `${je.s}|${je.label}`;
+    if (labelled.has(once)) continue;
+    for (const text of [je.label, shortLabel(je.label)]) {
+      if (!text) continue;
+      const spot = labelSpot(le.points, text, measure.width(text, "fontLabel"), free);
+      if (spot) {
+        le.label = spot;
+        placed.push(labelRect(spot));
+        labelled.add(once);
+        break;
+      }
+    }
+  }
+}
+
+const meets = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+const FRACTIONS = [0.5, 0.3, 0.7, 0.15, 0.85];
+
+// A free place for a label of width `w` along an edge's points, or null.
+function labelSpot(points, text, w, free) {
+  const segs = [];
+  for (let i = 0; i + 1 < points.length; i++) {
+    const [x1, y1] = points[i];
+    const [x2, y2] = points[i + 1];
+    segs.push({ x1, y1, x2, y2, vertical: x1 === x2, len: Math.abs(y2 - y1) + Math.abs(x2 - x1) });
+  }
+  segs.sort((a, b) => (b.vertical - a.vertical) || (b.len - a.len));
+  for (const sg of segs) {
+    if (sg.vertical) {
+      if (sg.len < 22) continue;
+      for (const f of FRACTIONS) {
+        const y = sg.y1 + (sg.y2 - sg.y1) * f;
+        for (const x of [sg.x1 + 5, sg.x1 - 5 - w]) {
+          const spot = { text, x, y, w };
+          if (free(labelRect(spot))) return spot;
+        }
+      }
+    } else if (sg.len >= w + 12) {
+      const x = (sg.x1 + sg.x2) / 2 - w / 2;
+      for (const y of [sg.y1 - 10, sg.y1 + 10]) {
+        const spot = { text, x, y, w };
+        if (free(labelRect(spot))) return spot;
+      }
+    }
+  }
+  return null;
+}
+
+// A label that does not fit whole: its shape without the dtype (`[768,2304]`), or nothing.
+function shortLabel(label) {
+  const i = label.indexOf("[");
+  return i > 0 ? label.slice(i) : "";
 }
 
 // Many small containers in one ELK call: each is its own child graph, laid out on its own
@@ -218,6 +372,7 @@ async function run(request) {
     }
     const layouts = batch.length > 1 ? await layoutBatch(batch) : null;
     if (layouts) {
+      layouts.forEach((l, k) => finish(batch[k], l));
       const ms = (performance.now() - j0) / batch.length;
       batch.forEach((b, k) => {
         remember(b.sig, layouts[k]);
@@ -233,7 +388,7 @@ async function run(request) {
         // Never leave a container without a layout (its parent waits for its size): the
         // plain one, unless even that fails.
         try {
-          layout = fallbackLayout(job, job.items.map((item) => measureCard(item, measure)));
+          layout = finish(job, fallbackLayout(job, job.items.map((item) => measureCard(item, measure))));
           remember(job.sig, layout);
           self.postMessage(result(request.seq, job.sig, layout, performance.now() - j0));
         } catch (again) {

@@ -49,6 +49,8 @@ export const FromWorker = Object.freeze({
  * @property {JobItem[]} items
  * @property {JobEdge[]} edges
  * @property {boolean} [row]  a row of bodies side by side (unconnected items in one layer)
+ * @property {number[][]} [columns]  item positions that stand in one column, in order (the
+ *   blocks of an unfolded stack): the edges from each to the next are drawn straight
  */
 
 /**

@@ -14,7 +14,8 @@
 //                (a source line's, Show in Graph)
 //   "outline"    {keys}: the editor's cursor line, outlined lightly (a Set, or null)
 //   "panels"     {open, side}: the names of the open panels, and the open side panel
-//   "options"    {weightPills}: how the graph is drawn (parameters as pills or inside ops)
+//   "options"    {weightPills, kernels}: how the graph is drawn (parameters as pills or
+//                inside ops; every kernel, or layers and function calls)
 //   "expansion"  {}: what is open changed, and the new scene is laid out
 //   "scene"      {scene}: a new scene is ready to draw (after any action that lays out,
 //                and after settling estimated containers)
@@ -23,7 +24,7 @@
 // change superseded it (its scene then arrives with that one); they throw when the
 // layout failed. Listeners run synchronously, in the order they subscribed.
 
-import { GraphModel, ROOT, isContainerKey } from "./viewmodel.js";
+import { GraphModel } from "./viewmodel.js";
 
 export class Store {
   #api;
@@ -99,6 +100,10 @@ export class Store {
     return this.#model ? this.#model.showWeights : false;
   }
 
+  get kernels() {
+    return this.#model ? this.#model.kernels : false;
+  }
+
   get liveUpdates() {
     return this.#liveUpdates;
   }
@@ -121,9 +126,10 @@ export class Store {
 
   // A view model for the capture this page reads (the API client's capture id), not yet
   // on screen: adoptCapture() puts it there.
-  newModel({ weightPills = false } = {}) {
+  newModel({ weightPills = false, kernels = false } = {}) {
     const model = new GraphModel(this.#api, this.#layout);
     model.showWeights = weightPills;
+    model.kernels = kernels;
     return model;
   }
 
@@ -223,13 +229,14 @@ export class Store {
   // ---------------------------------------------------------------- what is open
 
   // The first view: what the person had open for this profile (`saved`, expansion paths),
-  // else the model's first view, then, while Fit would need less than `minFit`
+  // else the model's first view (the capture's trunk open: the groups that hold most of
+  // the program, `api/capture` `trunk`), then, while Fit would need less than `minFit`
   // (`fitScale()`: the renderer's Fit zoom of the scene laid out), the groups it opened
   // last close again.
   async firstView({ saved = null, fitScale, minFit }) {
     const m = this.#model;
     const restored = !!saved && (await m.restorePaths(saved));
-    if (!restored) await m.autoExpand();
+    if (!restored) await m.autoExpand(undefined, this.#capture ? this.#capture.trunk : null);
     let ok = await this.#laidOut(m);
     while (ok && !restored && fitScale() < minFit && m.closeLastOpened()) ok = await this.#laidOut(m);
     return this.#expanded(m, ok);
@@ -250,9 +257,10 @@ export class Store {
     });
   }
 
-  // Whether `key` can be opened or closed: groups, chunks, stacks, boundaries with bodies.
+  // Whether `key` can be opened or closed: groups, chunks, stacks, boundaries with bodies,
+  // function calls (to their kernels); not a group drawn as its one op, nor an idle one.
   canOpen(key) {
-    return !!key && key !== ROOT && (isContainerKey(key) || this.#model.bodyHolders.has(key));
+    return this.#model.openable(key);
   }
 
   isExpanded(key) {
@@ -306,7 +314,18 @@ export class Store {
     const m = this.#model;
     if (m.showWeights === !!on) return this.relayout();
     m.showWeights = !!on;
-    this.#emit("options", { weightPills: m.showWeights });
+    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels });
+    return this.relayout();
+  }
+
+  // Every kernel everywhere (true: the pages' `kernels=1`, function calls are groups that
+  // Expand all and Depth… open too) or layers and function calls (false, the default).
+  // What is open stays open; with Expand all on, the calls open as well.
+  setKernels(on) {
+    const m = this.#model;
+    if (m.kernels === !!on) return this.relayout();
+    m.kernels = !!on;
+    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels });
     return this.relayout();
   }
 

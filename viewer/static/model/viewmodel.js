@@ -6,16 +6,21 @@
 // absolutely positioned items and routed edges that the renderer draws.
 //
 // Keys: items and containers share the server's item keys ("n12", "g3", "c3:2"); the
-// root container is "g-1"; a stack of identical sibling groups is "s" + its first
-// member's key ("sg5"). Each container is turned into a display list (what is drawn in
-// it, in program order: parameters folded into their ops, runs of identical blocks
-// folded into one stack card) whose layout signature is its *content*: the items' kinds,
-// texts and the signatures of the expanded containers inside them, and the edges by
-// position. So a layout is reused until something inside it changes (expanding one
-// group lays out that group and its ancestors only), and structurally identical groups
-// (GPT-2's twelve blocks) share one layout.
+// root container is "g-1"; a stack (a run of repeating items, the server's `stacks`) is
+// "s" + its first member's key ("sg5"). Each container is turned into a display list
+// (what is drawn in it, in program order: parameters folded into their ops, each item
+// drawn as the server's `card` says: an op, a function call drawn as one op card, a group
+// drawn as its single op with the module named on it, a frame; idle groups not at all;
+// every repeat folded into one stack card) whose layout signature is its *content*: the
+// items' kinds, texts and the signatures of the expanded containers inside them, and the
+// edges by position. So a layout is reused until something inside it changes (expanding
+// one group lays out that group and its ancestors only), and structurally identical
+// groups (GPT-2's twelve blocks) share one layout.
+//
+// Pages present layers, not kernels (API.md "Layers, not kernels"); with `kernels` on,
+// every container is fetched again with `kernels=1` and shows every kernel.
 
-import { FRAME, charMeasurer, measureCard, onFrameHeader, pillContent } from "../draw/card.js";
+import { FRAME, charMeasurer, idleWords, labelRect, measureCard, onFrameHeader, pillContent } from "../draw/card.js";
 import { formatValue } from "../draw/theme.js";
 import { formatBytes, formatCount, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
@@ -40,7 +45,19 @@ export function opens(item) {
   return item.type !== "node" || !!(item.bodies && item.bodies.length);
 }
 
-const MIN_STACK = 2; // identical consecutive sibling groups that fold into one stack card
+// How an item is drawn: the server's `card` ("op", "function", "group", "chunk", "idle");
+// pages from before `card` existed fall back on the item's type.
+export function cardOf(item) {
+  return item.card || (item.type === "node" ? "op" : item.type);
+}
+
+// Whether Expand all, Depth… and the first view may open an item: modules, scopes and
+// chunks; not a function call (an op card; opened by a double-click, or everywhere with
+// kernels on, when it is a group), not a group drawn as its single op, not an idle one.
+function opensWithAll(item) {
+  const card = cardOf(item);
+  return (card === "group" || card === "chunk") && Number(item.child_count) > 0;
+}
 
 // When a relayout would hand the layout workers more items than this (Expand all on a
 // big graph), only the containers in view are laid out for real; the others get an
@@ -97,6 +114,8 @@ export class GraphModel {
     this.expanded = new TrackedSet(this, [ROOT]);
     this.unfolded = new TrackedSet(this); // stack keys ("sg5") the person opened into their members
     this._showWeights = false; // parameters as separate pills (toolbar toggle) instead of card lines
+    this._kernels = false; // every kernel everywhere (toolbar toggle): pages asked with kernels=1
+    this.generation = 0; // bumped when the pages are asked for again (kernels on/off): older answers are dropped
     this.held = new Map(); // container key -> {sig, w, h}: the estimated box a real parent layout reserved for it
     // How real layouts compared with their column estimates so far (log ratios: sums and
     // sums of squares), for leaf containers and for containers of containers.
@@ -134,6 +153,27 @@ export class GraphModel {
     this._showWeights = on;
   }
 
+  get kernels() {
+    return this._kernels;
+  }
+
+  // Every kernel everywhere, or layers and function calls: the pages differ, so every
+  // container is fetched again (what is open stays open: the item keys are the same).
+  set kernels(on) {
+    if (on === this._kernels) return;
+    this._kernels = on;
+    this.generation += 1;
+    this.containers.clear();
+    this.loading.clear();
+    this.itemOf.clear();
+    this.deferred.clear();
+    this.estimates.clear();
+    this.held.clear();
+    this.lastReal.clear();
+    this.built = new Map();
+    this.changed();
+  }
+
   changed() {
     this.changes += 1;
   }
@@ -151,13 +191,15 @@ export class GraphModel {
     if (this.containers.has(key)) return this.containers.get(key);
     if (!this.loading.has(key)) {
       const [group, chunk] = containerParams(key);
-      const ask = key.startsWith("n") ? this.api.bodies(Number(key.slice(1))) : this.api.children(group, chunk);
+      const generation = this.generation;
+      const ask = key.startsWith("n") ? this.api.bodies(Number(key.slice(1))) : this.api.children(group, chunk, this._kernels);
       const p = ask.then((data) => {
+        if (generation !== this.generation) return this.load(key); // kernels changed meanwhile
         this.adopt(key, data);
         this.loading.delete(key);
         return data;
       }, (err) => {
-        this.loading.delete(key);
+        if (generation === this.generation) this.loading.delete(key);
         throw err;
       });
       this.loading.set(key, p);
@@ -184,18 +226,17 @@ export class GraphModel {
     if (this.openAll && (key === ROOT || this.expanded.has(key))) this.openInside(data);
   }
 
-  // Expand all, inside one fetched container: its groups and chunks open (the ones not
-  // fetched yet are deferred), its stacks unfold.
+  // Expand all, inside one fetched container: its modules, scopes and chunks open (the
+  // ones not fetched yet are deferred; function calls only with kernels on, when they are
+  // groups), its stacks unfold.
   openInside(data) {
     for (const item of data.items) {
-      if (item.type === "node") continue;
+      if (item.type === "node" || !opensWithAll(item)) continue;
       const ik = itemKey(item);
-      if (item.type === "chunk" || Number(item.child_count) > 0) {
-        this.expanded.add(ik);
-        if (!this.containers.has(ik)) this.deferred.add(ik);
-      }
-      if (item.identical) this.unfolded.add("s" + ik);
+      this.expanded.add(ik);
+      if (!this.containers.has(ik)) this.deferred.add(ik);
     }
+    for (const st of data.stacks || []) this.unfolded.add(st.key);
   }
 
   // Fetches deferred containers (Expand all, once in view): a group with what is below it
@@ -209,7 +250,9 @@ export class GraphModel {
   async loadSubtree(key = ROOT, maxItems = null) {
     const [group] = containerParams(key);
     const t0 = performance.now();
-    const res = await (maxItems ? this.api.get("subtree", { group, max_items: maxItems }) : this.api.subtree(group));
+    const generation = this.generation;
+    const res = await this.api.subtree(group, { maxItems, kernels: this._kernels });
+    if (generation !== this.generation) return res; // kernels changed meanwhile: these pages are not drawn
     this._fetchMs = performance.now() - t0;
     const views = res.views || {};
     // Parents before children, so that each container's path is known when it arrives.
@@ -261,33 +304,32 @@ export class GraphModel {
       if (b.weight && !weightPills) continue;
       add(`in:${b.value}`, boundaryJob("in", b));
     }
+    const within = this.modulePaths.get(key);
+    const folded = this.foldedStacks(data);
     const list = data.items;
     for (let i = 0; i < list.length; i++) {
       const item = list[i];
       const k = itemKey(item);
-      // The bodies of a boundary (branches) stay side by side, never folded into a stack.
-      const run = data.side_by_side ? 1 : this.stackRun(list, i);
-      if (run > 1) {
-        const sk = "s" + k;
-        const members = list.slice(i, i + run);
+      if (cardOf(item) === "idle") continue; // listed in its parent's card instead
+      const stack = folded.get(k);
+      if (stack) {
+        const members = stack.members.flat();
         for (const m of members) {
-          this.stackOf.set(itemKey(m), sk);
-          index.set(itemKey(m), items.length);
+          this.stackOf.set(m, stack.key);
+          index.set(m, items.length);
         }
-        add(sk, { kind: "stack", title: stackTitle(members), lines: stackLines(members), tag: `×${run}`, members: members.map(itemKey) });
-        i += run - 1;
+        const byKey = new Map(list.map((it) => [itemKey(it), it]));
+        add(stack.key, stackEntry(stack, stack.members.map((rep) => rep.map((m) => byKey.get(m)).filter(Boolean))));
+        const last = stack.members[stack.members.length - 1];
+        while (i + 1 < list.length && itemKey(list[i]) !== last[last.length - 1]) i++;
         continue;
       }
-      const entry = { kind: item.type, title: item.label || k, lines: linesOf(item), tag: cardTag(item) };
-      if (item.type === "node" && opens(item)) entry.toggle = true; // its bodies open from its card
-      if (item.type === "node" && !weightPills && item.weights && item.weights.length) {
-        entry.weightStart = entry.lines.length;
-        entry.lines = entry.lines.concat(weightLines(item, this.modulePaths.get(key)));
-      }
-      if (opens(item) && this.expanded.has(k) && this.containers.has(k)) {
+      const open = opens(item) && this.expanded.has(k);
+      const entry = open && item.type !== "node" ? frameEntry(item) : this.cardEntry(item, within, weightPills);
+      if (open && this.containers.has(k)) {
         entry.expandedSig = this.display(k, memo).sig;
         inner.push({ i: items.length, key: k });
-      } else if (opens(item) && this.expanded.has(k) && this.deferred.has(k)) {
+      } else if (open && this.deferred.has(k)) {
         entry.expandedSig = pendingSig(item, k);
         inner.push({ i: items.length, key: k });
       }
@@ -310,29 +352,88 @@ export class GraphModel {
       }
       edges.push({ s: si, t: ti, label: e.label || "", value: e.value, source: keys[si], target: keys[ti] });
     }
+    // Members of one unfolded stack stand in one column (layout.worker.js aligns them).
+    const columns = this.columnsOf(data, index);
     const text = JSON.stringify([
-      items.map((it) => [it.kind, it.title, it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.toggle ? 1 : 0, it.expandedSig ? 1 : 0]),
+      items.map((it) => [it.kind, it.title, it.caption || "", it.lines, it.weightStart ?? -1, it.tag, it.parts ? it.parts.map((p) => p.text + p.font) : null, it.quiet || false, it.toggle ? 1 : 0, it.expandedSig ? 1 : 0]),
       edges.map((e) => [e.s, e.t, e.label]),
+      columns,
       data.side_by_side ? "row" : "",
     ]);
     // Groups, chunks and stacks drawn closed: a layout with none (and real inside) shows
     // how big the container's ops are when all of it is open.
-    const collapsed = items.filter((it) => (it.kind === "group" || it.kind === "chunk" || it.kind === "stack") && !it.expandedSig).length;
-    const d = { key, keys, items, edges, inner, collapsed, sig: hash(text), row: !!data.side_by_side };
+    const collapsed = items.filter((it) => (it.kind === "group" || it.kind === "chunk" || it.kind === "stack" || (it.kind === "function" && this._kernels)) && !it.expandedSig).length;
+    const d = { key, keys, items, edges, inner, collapsed, columns, sig: hash(text), row: !!data.side_by_side };
     memo.set(key, d);
     return d;
   }
 
-  // How many consecutive items from `list[i]` fold into one stack card (1: none): sibling
-  // groups with the same structure (the server's `structure`), none expanded, not opened.
-  stackRun(list, i) {
-    const first = list[i];
-    if (first.type !== "group" || !first.identical || !first.structure) return 1;
-    const sk = "s" + itemKey(first);
-    if (this.unfolded.has(sk)) return 1;
-    let j = i;
-    while (j < list.length && list[j].type === "group" && list[j].structure === first.structure && !this.expanded.has(itemKey(list[j]))) j++;
-    return j - i >= MIN_STACK ? j - i : 1;
+  // The card of an item drawn closed (draw/card.js content), as the server's `card` says:
+  // an op; a function call as one op card that opens to its kernels; a group that ran
+  // one op as that op with the module named on it; a group or chunk.
+  cardEntry(item, within, weightPills) {
+    const card = cardOf(item);
+    if (card === "op" && item.type === "group" && item.single) {
+      const single = item.single;
+      const entry = opEntry(single, within, weightPills);
+      entry.caption = captionOf(item, within);
+      // A module around one function call opens through to the call's kernels.
+      entry.toggle = cardOf(single) === "function";
+      return entry;
+    }
+    if (card === "op" || card === "function") return opEntry(item, within, weightPills);
+    const entry = { kind: item.type, title: item.label || itemKey(item), lines: linesOf(item), tag: cardTag(item) };
+    return entry;
+  }
+
+  // The stacks of a container's answer folded now, by their first member's key: the
+  // server's runs (`stacks`), unless the person unfolded one, or an item of it is open
+  // (revealed inside). A control-flow boundary's bodies stay side by side.
+  foldedStacks(data) {
+    const out = new Map();
+    if (data.side_by_side) return out;
+    for (const st of data.stacks || []) {
+      if (this.unfolded.has(st.key) || !st.members || !st.members.length) continue;
+      const members = st.members.flat();
+      if (members.some((m) => this.expanded.has(m))) continue;
+      out.set(members[0], st);
+    }
+    return out;
+  }
+
+  // The unfolded stacks of a container as columns of item positions: each repetition's
+  // frames, so that the layout keeps the blocks of a stack in one column.
+  columnsOf(data, index) {
+    const out = [];
+    if (data.side_by_side) return out;
+    for (const st of data.stacks || []) {
+      if (!this.unfolded.has(st.key) && !st.members.flat().some((m) => this.expanded.has(m))) continue;
+      const col = [];
+      for (const rep of st.members) {
+        for (const m of rep) {
+          const i = index.get(m);
+          if (i !== undefined && !col.includes(i)) col.push(i);
+        }
+      }
+      if (col.length > 1) out.push(col);
+    }
+    return out;
+  }
+
+  // Whether an item can be opened or closed: a container (a stack unfolds), a boundary
+  // node with bodies; not a group drawn as a plain op (its one op is all there is), nor
+  // an idle one. A group drawn as a function call's card opens through to its kernels.
+  openable(key) {
+    if (!key || key === ROOT) return false;
+    if (key.startsWith("s")) return true;
+    if (key.startsWith("n")) return this.bodyHolders.has(key);
+    if (!isContainerKey(key)) return false;
+    const item = this.itemOf.get(key);
+    if (!item) return true;
+    const card = cardOf(item);
+    if (card === "idle") return false;
+    if (card === "op" && item.type === "group") return !!item.single && cardOf(item.single) === "function";
+    return true;
   }
 
   signature(key, memo = this.memoNow()) {
@@ -428,7 +529,7 @@ export class GraphModel {
           const list = d.items.slice();
           for (const { i } of d.inner) if (boxes[i]) list[i] = { ...d.items[i], inner: boxes[i] };
           for (const r of refs) list[r.i] = { ...d.items[r.i], child: r.jid, hold: r.hold };
-          job = { jid, sig: d.sig, items: list, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })), row: d.row };
+          job = { jid, sig: d.sig, items: list, edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })), row: d.row, columns: d.columns };
           byJid.set(jid, job);
           jobs.push(job);
         }
@@ -621,7 +722,7 @@ export class GraphModel {
   }
 
   toggle(key) {
-    if ((!isContainerKey(key) && !this.bodyHolders.has(key)) || key === ROOT) return false;
+    if (!this.openable(key)) return false;
     if (key.startsWith("s")) {
       this.unfold(key);
       return true;
@@ -631,10 +732,20 @@ export class GraphModel {
       for (const k of [...this.expanded]) if (k !== ROOT && this.isInside(k, key)) this.expanded.delete(k);
       this.expanded.delete(key);
     } else {
-      this.deferred.delete(key);
-      this.expanded.add(key);
+      for (const k of this.opensThrough(key)) {
+        this.deferred.delete(k);
+        this.expanded.add(k);
+      }
     }
     return true;
+  }
+
+  // What opening `key` opens: itself, and for a module drawn as one function call's card,
+  // the modules it wraps and that call, so that the kernels show at once.
+  opensThrough(key) {
+    const item = this.itemOf.get(key);
+    if (!item || cardOf(item) !== "op" || !item.single) return [key];
+    return [...(item.wrappers || []).map((w) => w.key), key, item.single.key].filter((k, i, all) => k && all.indexOf(k) === i);
   }
 
   isInside(candidate, ancestor) {
@@ -646,15 +757,29 @@ export class GraphModel {
     return false;
   }
 
-  // The first view: collapsed, then breadth first, open a group only while the number of
-  // drawn items stays within `budget` (a readable first screen, and a first paint that
-  // stays cheap at any size). A program split into chunks opens its first chunk whatever
-  // its size, so a flat program opens on its first ops, not on three chunk cards.
-  async autoExpand(budget = 48) {
+  // The first view. With a trunk (the server's `trunk`: the groups holding most of the
+  // program, top down, each inside the previous), it opens the way down to the innermost
+  // one and nothing else: the decoder stack is open, small heads and stems stay
+  // collapsed. Without one, breadth first, open a group only while the number of drawn
+  // items stays within `budget` (a readable first screen, and a first paint that stays
+  // cheap at any size). A program split into chunks opens its first chunk whatever its
+  // size, so a flat program opens on its first ops, not on three chunk cards.
+  async autoExpand(budget = 48, trunk = null) {
     this.autoOpened = []; // in the order opened: what the first view may close again to fit
     const root = await this.load(ROOT);
+    let start = root;
     let visible = this.drawnCount(root);
-    const queue = this.candidates(root);
+    if (trunk && trunk.length) {
+      for (const k of trunk[trunk.length - 1].item_path || []) {
+        if (k === ROOT) continue;
+        this.expanded.add(k);
+        start = await this.load(k);
+        visible += this.drawnCount(start) - 1;
+      }
+    }
+    // Below the trunk (or from the top without one), within the budget; what lies beside
+    // the trunk (a head, `lm_head`) stays closed.
+    const queue = this.candidates(start);
     let opened = 0;
     let chunkOpened = false;
     while (queue.length && opened < 64) {
@@ -681,26 +806,30 @@ export class GraphModel {
     return true;
   }
 
-  // Items a container draws, with stacks folded and parameters inside their ops.
+  // Items a container draws, with stacks folded, idle groups left out and parameters
+  // inside their ops.
   drawnCount(data) {
     let n = (data.outputs || []).length;
     for (const b of data.inputs || []) if (!b.weight || this.showWeights) n++;
-    for (let i = 0; i < data.items.length; i += this.stackRun(data.items, i)) n++;
+    const folded = this.foldedStacks(data);
+    const inStacks = new Set();
+    for (const st of folded.values()) for (const m of st.members.flat()) inStacks.add(m);
+    n += folded.size;
+    for (const item of data.items) if (cardOf(item) !== "idle" && !inStacks.has(itemKey(item))) n++;
     return n;
   }
 
-  // The groups and chunks of a container that may be opened, in order (not folded ones).
+  // The modules, scopes and chunks of a container that may be opened, in order (not folded
+  // ones, not function calls or groups drawn as one op: they are ops).
   candidates(data) {
     const out = [];
     let first = true;
-    for (let i = 0; i < data.items.length; ) {
-      const run = this.stackRun(data.items, i);
-      const item = data.items[i];
-      if (run === 1 && item.type !== "node" && Number(item.child_count) > 0) {
-        out.push({ key: itemKey(item), item, first: item.type === "chunk" && first });
-        if (item.type === "chunk") first = false;
-      }
-      i += run;
+    const inStacks = new Set();
+    for (const st of this.foldedStacks(data).values()) for (const m of st.members.flat()) inStacks.add(m);
+    for (const item of data.items) {
+      if (item.type === "node" || inStacks.has(itemKey(item)) || !opensWithAll(item)) continue;
+      out.push({ key: itemKey(item), item, first: item.type === "chunk" && first });
+      if (item.type === "chunk") first = false;
     }
     if (out.length === 1 && this.drawnCount(data) <= 3 && out[0].item.type === "group") out[0].only = true;
     return out;
@@ -765,7 +894,7 @@ export class GraphModel {
       const byItem = new Map(data.items.map((it) => [itemKey(it), it]));
       const edges = layout.edges.map((le) => {
         const de = d.edges[le.e];
-        return { source: de.source, target: de.target, label: de.label, value: de.value, points: le.points, labelAt: le.labelAt };
+        return { source: de.source, target: de.target, label: de.label, value: de.value, points: le.points, labelAt: le.labelAt, labelBox: le.label || null };
       });
       const container = { key, sig: d.sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges, data, estimated: !!e.est };
       d.keys.forEach((k, i) => {
@@ -854,13 +983,19 @@ export class GraphModel {
 
   // ------------------------------------------------------------------ expansion actions
 
-  // Opens a stack into its members, the first one expanded.
+  // Opens a stack into its members, the frames of its first repetition expanded.
   unfold(stackKey) {
-    // Every member is unfolded, so the rest of the run does not fold again behind the first.
-    for (const [member, sk] of this.stackOf) if (sk === stackKey) this.unfolded.add("s" + member);
     this.unfolded.add(stackKey);
-    const first = stackKey.slice(1);
-    if (this.containers.has(first) || isContainerKey(first)) this.expanded.add(first);
+    const first = [];
+    for (const data of this.containers.values()) {
+      const st = (data.stacks || []).find((s) => s.key === stackKey);
+      if (!st) continue;
+      const byKey = new Map(data.items.map((it) => [itemKey(it), it]));
+      for (const k of st.members[0] || []) if (byKey.has(k) && opensWithAll(byKey.get(k))) first.push(k);
+      break;
+    }
+    if (!first.length && isContainerKey(stackKey.slice(1))) first.push(stackKey.slice(1));
+    for (const k of first) this.expanded.add(k);
   }
 
   // Every group and chunk, every stack unfolded: one api/subtree request, one layout pass.
@@ -898,11 +1033,11 @@ export class GraphModel {
       const datas = await Promise.all(frontier.map((k) => this.load(k)));
       const next = [];
       for (const data of datas) {
+        for (const st of data.stacks || []) this.unfolded.add(st.key);
         for (const item of data.items) {
-          if (item.type === "node" || !(item.child_count > 0)) continue;
+          if (item.type === "node" || !opensWithAll(item)) continue;
           const k = itemKey(item);
           this.expanded.add(k);
-          if (item.identical) this.unfolded.add("s" + k);
           next.push(k);
         }
       }
@@ -1029,6 +1164,30 @@ export class GraphModel {
     return hit;
   }
 
+  // The edge under a world point (within `tol` world units of it), innermost container
+  // first, or null: {source, target, label, value}.
+  edgeAt(x, y, tol) {
+    if (!this.scene) return null;
+    let best = null;
+    let bestD = tol;
+    const visit = (c) => {
+      if (x < c.x - tol || y < c.y - tol || x > c.x + c.w + tol || y > c.y + c.h + tol) return;
+      for (const it of c.items) if (it.expanded) visit(it.expanded);
+      for (const e of c.edges) {
+        const pts = e.points;
+        for (let i = 0; i + 1 < pts.length; i++) {
+          const d = segmentDistance(x - c.x, y - c.y, pts[i], pts[i + 1]);
+          if (d < bestD) {
+            bestD = d;
+            best = e;
+          }
+        }
+      }
+    };
+    visit(this.scene.root);
+    return best && { source: best.source, target: best.target, label: best.label, value: best.value };
+  }
+
   // Absolute points of every drawn edge touching `key`, for highlighting.
   edgesOf(key) {
     const out = [];
@@ -1062,7 +1221,12 @@ function grownLayout(layout, oldBoxes, newBoxes) {
   }
   if (!grow.length) return null;
   const boxes = layout.boxes.map((b) => ({ ...b }));
-  const edges = layout.edges.map((e) => ({ ...e, points: e.points.map((p) => [p[0], p[1]]), labelAt: e.labelAt ? [e.labelAt[0], e.labelAt[1]] : e.labelAt }));
+  const edges = layout.edges.map((e) => ({
+    ...e,
+    points: e.points.map((p) => [p[0], p[1]]),
+    labelAt: e.labelAt ? [e.labelAt[0], e.labelAt[1]] : e.labelAt,
+    label: e.label ? { ...e.label } : e.label,
+  }));
   for (const [i, dw, dh] of grow) {
     const g = boxes[i];
     const xr = g.x + g.w;
@@ -1079,6 +1243,11 @@ function grownLayout(layout, oldBoxes, newBoxes) {
     for (const e of edges) {
       e.points.forEach(move);
       if (e.labelAt) move(e.labelAt);
+      if (e.label) {
+        const at = [e.label.x, e.label.y];
+        move(at);
+        [e.label.x, e.label.y] = at;
+      }
     }
     g.w += dw;
     g.h += dh;
@@ -1096,8 +1265,21 @@ function grownLayout(layout, oldBoxes, newBoxes) {
   }
   const base = layout.baseW || layout.w;
   if (w + 10 > Math.max(1.35 * base, base + 300)) return null;
+  // A label a grown box now covers is dropped (its shape still shows on hover).
+  for (const e of edges) if (e.label && boxes.some((b) => overlaps(labelRect(e.label), b))) e.label = null;
   return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges, grown: true, baseW: base };
 }
+
+// How far point (x, y) is from the segment a-b.
+function segmentDistance(x, y, a, b) {
+  const dx = b[0] - a[0];
+  const dy = b[1] - a[1];
+  const len2 = dx * dx + dy * dy;
+  const t = len2 ? Math.max(0, Math.min(1, ((x - a[0]) * dx + (y - a[1]) * dy) / len2)) : 0;
+  return Math.hypot(x - (a[0] + t * dx), y - (a[1] + t * dy));
+}
+
+const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
 // The content signature of a container not fetched yet (its layout is an estimate):
 // groups with the same structure share it.
@@ -1166,8 +1348,12 @@ export function cardLines(item) {
   if (item.node_count !== undefined && item.node_count !== null) bits.push(count(item.node_count, "op"));
   else if (item.child_count !== undefined && item.child_count !== null) bits.push(count(item.child_count, "item"));
   if (item.opaque_count) bits.push(`${grouped(item.opaque_count)} opaque`);
-  if (item.identical && item.identical.count > 1) bits.push(`×${item.identical.count} identical`);
+  // Identical blocks, adjacent or not (the server's twins), are marked as Model Explorer does.
+  if (item.twin && item.twin.count > 1) bits.push(`≡ ${item.twin.index + 1} of ${item.twin.count} identical`);
+  else if (item.identical && item.identical.count > 1) bits.push(`×${item.identical.count} identical`);
   if (bits.length) lines.push(bits.join(" · "));
+  const idle = idleWords(item);
+  if (idle) lines.push(idle);
   return lines;
 }
 
@@ -1197,24 +1383,121 @@ function shapesLine(item) {
   return `${a || "·"} → ${b || "·"}`;
 }
 
-function stackTitle(members) {
-  const a = members[0].label;
-  const b = members[members.length - 1].label;
-  return a === b ? String(a) : `${a} … ${b}`;
+// An op card's content: a node (titled by the `torch.nn.functional` call it ran, when the
+// capture names one: `embedding`, `layer_norm`, not `aten::native_layer_norm`), or a
+// function call's card (`linear`, with its kernels behind the toggle); the parameters it
+// reads as lines inside it (`weights`: their value ids, for clicks on those lines).
+function opEntry(item, within, weightPills) {
+  const fn = cardOf(item) === "function";
+  const title = fn ? String(item.title || item.label) : opTitle(item);
+  const entry = {
+    kind: fn ? "function" : "node",
+    title,
+    op: fn ? title : String(item.label || ""),
+    opaque: !!item.opaque,
+    lines: fn ? functionLines(item) : linesOf(item),
+    tag: fn ? null : cardTag(item),
+  };
+  if (fn || opens(item)) entry.toggle = true; // a call opens to its kernels; a boundary to its bodies
+  if (!weightPills && item.weights && item.weights.length) {
+    entry.weightStart = entry.lines.length;
+    entry.lines = entry.lines.concat(weightLines(item, within));
+    entry.weights = item.weights.slice(0, WEIGHT_LINES).map((w) => w.value);
+  }
+  return entry;
 }
 
-function stackLines(members) {
-  const lines = cardLines(members[0]);
-  const per = members[0].node_count;
-  const total = members.reduce((n, m) => n + (Number(m.node_count) || 0), 0);
-  lines[lines.length - 1] = `${members.length} identical · ${Number(total).toLocaleString("en-US")} ops (${per} each)`;
+const FUNCTIONAL = "torch.nn.functional.";
+
+export function opTitle(item) {
+  const fn = typeof item.function === "string" ? item.function : "";
+  return fn.startsWith(FUNCTIONAL) ? fn.slice(FUNCTIONAL.length) : String(item.label ?? "");
+}
+
+// A function call's lines: what it made, where it was called and how many kernels it ran.
+function functionLines(item) {
+  const outs = (item.outputs || []).map(formatValue);
+  const lines = outs.slice(0, 3);
+  const total = item.outputs_total ?? outs.length;
+  if (total > 3) lines.push(`+${total - 3} more outputs`);
+  const n = item.kernels ? Number(item.kernels.count) : Number(item.node_count) || 0;
+  lines.push([item.where, n ? `${grouped(n)} kernel${n === 1 ? "" : "s"}` : ""].filter(Boolean).join(" · "));
   return lines;
+}
+
+// The module a group drawn as its single op stands for, named on that op's card: the
+// innermost wrapper's path below the container's module, and its class (`q_proj · Linear`).
+export function captionOf(item, within) {
+  const ws = item.wrappers && item.wrappers.length ? item.wrappers : [item];
+  const w = ws[ws.length - 1];
+  const path = String(w.path || w.name || item.label || "");
+  const short = within && path.startsWith(within + ".") ? path.slice(within.length + 1) : path;
+  return w.class ? `${short} · ${w.class}` : short;
+}
+
+// What an expanded container's frame says (its header is drawn from its item: card.js).
+function frameEntry(item) {
+  return { kind: item.type, title: String(item.title || item.label || itemKey(item)), lines: [], tag: cardTag(item) };
+}
+
+// A stack card: the run's label, what one repetition holds (`LlamaDecoderLayer`, or
+// `(Attention, FeedForward) +2 ops`, Gemma's `Local ×5, Global`), its parameters in all
+// and its ops, `×n` on its tag. `members`: every member's key, in order.
+function stackEntry(stack, reps) {
+  const first = reps[0] || [];
+  const frames = first.filter((it) => cardOf(it) === "group");
+  const head = frames.length === 1 && first.length === 1 ? first[0] : null;
+  const lines = [];
+  if (head) {
+    // One block per repetition: the block's own card lines, without its op count.
+    lines.push(...cardLines(head).filter((l) => !/^[\d,]+ (op|item)s?( ·|$)/.test(l) && !l.startsWith("idle:")));
+  } else {
+    lines.push(repetitionWords(stack, first));
+  }
+  let params = 0;
+  let bytes = 0;
+  for (const rep of reps) for (const it of rep) {
+    const pr = it.params || (it.single && it.single.params);
+    if (pr) {
+      params += Number(pr.count) || 0;
+      bytes += Number(pr.bytes) || 0;
+    }
+  }
+  if (!head && params) lines.push(`${formatCount(params)} params · ${formatBytes(bytes)} in all`);
+  const per = first.reduce((n, it) => n + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0);
+  const total = reps.reduce((n, rep) => n + rep.reduce((m, it) => m + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0), 0);
+  lines.push(`${reps.length} × ${grouped(per)} ops = ${grouped(total)} ops`);
+  const title = stack.label || `${first[0] ? first[0].label : ""} …`;
+  return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1 };
+}
+
+// What one repetition of a period-k stack holds, in words: its frames by class (runs
+// inside it folded: `Local ×5, Global`) and how many ops sit between them.
+function repetitionWords(stack, first) {
+  const name = (it) => String(it.class || it.label || "");
+  const words = [];
+  let ops = 0;
+  const inner = new Map((stack.inner || []).map((r) => [r.start, r]));
+  for (let j = 0; j < first.length;) {
+    const run = inner.get(j);
+    if (run) {
+      const part = first.slice(j, j + run.period).filter((it) => cardOf(it) === "group").map(name);
+      if (part.length) words.push(`${part.length > 1 ? `(${part.join(", ")})` : part[0]} ×${run.count}`);
+      j += run.period * run.count;
+      continue;
+    }
+    if (cardOf(first[j]) === "group") words.push(name(first[j]));
+    else ops++;
+    j++;
+  }
+  const text = words.join(", ");
+  return ops ? `${text} +${ops} op${ops === 1 ? "" : "s"}` : text;
 }
 
 function stackItem(entry, byItem) {
   const members = entry.members.map((k) => byItem.get(k)).filter(Boolean);
-  const first = members[0] || {};
-  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length };
+  const first = members.find((m) => m.type === "group") || members[0] || {};
+  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length, period: entry.period };
 }
 
 // A boundary pill: the exact text parts the layout worker measures and the renderer draws.

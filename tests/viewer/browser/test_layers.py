@@ -1,0 +1,107 @@
+"""The graph speaks in layers (issue 26, the browser side), on the real captures of
+``tests/viewer/real_models``: a module that ran one op is that op's card with the module
+named on it, modules that ran nothing are named in their parent's card, not drawn; after
+Expand all the blocks of a stack stand in one column (Llama's decoder layers no longer
+step sideways), no edge label covers another label or a card, and at Fit every frame is
+still named (semantic zoom).
+
+Checked by meaning through ``window.tensorviz`` hooks, not by pixels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from capture.graph import graphfile
+from viewer.server.app import ViewerServer
+
+from tv_browser import open_app
+
+pytestmark = pytest.mark.browser
+
+CAPTURES = Path(__file__).resolve().parents[1] / "real_models" / "captures"
+VIEW = {"width": 1600, "height": 1000}
+INFOS = "() => Object.fromEntries(window.tensorviz.keys().map((k) => [k, window.tensorviz.itemInfo(k)]))"
+
+
+@pytest.fixture(scope="module")
+def served():
+    server = ViewerServer()
+    ids = SimpleNamespace(
+        gpt2=server.add_capture(graphfile.read(CAPTURES / "gpt2_torch.tvg"), "gpt2"),
+        llama=server.add_capture(graphfile.read(CAPTURES / "llama_torch.tvg"), "llama"),
+    )
+    server.start()
+    try:
+        yield SimpleNamespace(server=server, ids=ids)
+    finally:
+        server.stop()
+
+
+def _open(browser, served, close_pages, which):
+    app = open_app(browser, served.server.url_for(getattr(served.ids, which)), viewport=VIEW)
+    close_pages.append(app)
+    app.js("() => localStorage.clear()")
+    return app
+
+
+def _meets(a, b) -> bool:
+    return a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]
+
+
+def test_a_one_op_module_is_its_op_card_with_the_module_named_and_idle_modules_are_listed(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "gpt2")
+    infos = app.js(INFOS)
+    # wte and wpe ran one aten::embedding each: drawn as that op, the module on its caption
+    singles = {i["caption"]: i for i in infos.values() if i["caption"]}
+    assert {"wte · Embedding", "wpe · Embedding"} <= set(singles)
+    assert singles["wte · Embedding"]["card"] == "node" and singles["wte · Embedding"]["title"] == "aten::embedding"
+    assert singles["wte · Embedding"]["weights"] == ["transformer.wte.weight"]
+    # an idle module (the eval-mode dropout) is no box of its own, but its parent names it
+    assert not [k for k, i in infos.items() if i["server"] == "idle"]
+    transformer = next(i for i in infos.values() if i["role"] == "GPT2Model")
+    assert transformer["open"] and transformer["title"] == "GPT2Model · transformer"
+    # a one-op module does not open: it is all there is
+    key = next(k for k, i in infos.items() if i["caption"] == "wte · Embedding")
+    assert app.js("(k) => window.tensorviz.store.canOpen(k)", key) is False
+    assert app.unexpected_errors() == []
+
+
+def test_expand_all_keeps_a_stack_in_one_column_with_no_label_over_a_label_or_a_card(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "llama")
+    app.js("async () => { await window.tensorviz.expandAll(); }")
+    infos = app.js(INFOS)
+    layers = [k for k, i in infos.items() if i["role"] == "LlamaDecoderLayer"]
+    assert len(layers) == 4 and all(infos[k]["open"] for k in layers)
+    rects = [app.item_rect(k) for k in layers]
+    centres = [r["x"] + r["w"] / 2 for r in rects]
+    # one column: before, each layer stood about a quarter of a layer to the right of the last
+    assert max(centres) - min(centres) <= 0.02 * rects[0]["w"]
+    assert all(b["y"] > a["y"] for a, b in zip(rects, rects[1:]))
+    placed = 0
+    for c in app.js("() => window.tensorviz.edgeLabels()"):
+        labels = c["labels"]
+        placed += len(labels)
+        for i, a in enumerate(labels):
+            assert not [b for b in labels[i + 1:] if _meets(a, b)], f"{c['key']}: {a['text']} covers another label"
+            assert not [d for d in c["cards"] if _meets(a, d)], f"{c['key']}: {a['text']} covers a card"
+    assert placed > 100
+    assert app.unexpected_errors() == []
+
+
+def test_at_fit_after_expand_all_every_block_is_still_named(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "gpt2")
+    app.js("async () => { await window.tensorviz.expandAll(); }")
+    app.js("() => window.tensorviz.fit()")
+    assert app.js("() => window.tensorviz.camera.s") < 0.1  # far below the titles' level of detail
+    app.js("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    far = app.js("() => window.tensorviz.farDrawn()")
+    names = [f["full"] for f in far if f["frame"]]
+    # the blocks are named, class and path, with how many ops each holds
+    blocks = [f for f in far if f["frame"] and f["full"].endswith("· GPT2Block")]
+    assert len(blocks) >= 10 and all(f["sub"] == "35 ops" for f in blocks), names
+    boxes = [f["box"] for f in far]
+    assert not [1 for i, a in enumerate(boxes) for b in boxes[i + 1:] if _meets(a, b)]  # no name over a name
+    assert app.unexpected_errors() == []
