@@ -53,11 +53,14 @@ def _double_fork():
         time.sleep(0.01)
 
 
+# It ends by itself after 5 minutes (far beyond any capture of the test), so that a kill
+# that misses it cannot leave a machine forking forever (one did: 70 hoppers, load 72).
 HOPPER = (
     "import os, sys, time\\n"
     "with open(sys.argv[1], 'w') as fh:\\n"
     "    fh.write(str(os.getsid(0)))\\n"
-    "while True:\\n"
+    "end = time.monotonic() + 300\\n"
+    "while time.monotonic() < end:\\n"
     "    if os.fork():\\n"
     "        os._exit(0)\\n"
     "    time.sleep(0.002)\\n"
