@@ -249,6 +249,9 @@ function renderCoverage(c) {
   const parts = [];
   if (cov.scope === "traced_program") {
     parts.push("Traced program: shapes and dtypes are inferred from the trace for the saved inputs, not measured from an eager run.");
+  } else if (cov.scope === "abstract_forward") {
+    // A Torch forward on fake tensors: nothing ran, nothing was measured.
+    parts.push("Abstract: shapes only, nothing was computed. The model was built and run on fake tensors (no weights, no statistics, no bytes measured).");
   } else if (cov.scope) {
     parts.push(`Eager execution (${cov.scope.replace(/_/g, " ")}): values were measured from a real forward.`);
   }
@@ -269,7 +272,8 @@ function renderCoverage(c) {
   }
   if (cov.effects === "incomplete") parts.push("Effects are incomplete.");
   const level = partial || cov.effects === "incomplete" ? "warn" : "info";
-  const kind = partial ? "Partial" : cov.scope === "traced_program" ? "Traced program" : "Eager";
+  const kind = partial ? "Partial" : cov.scope === "traced_program" ? "Traced program"
+    : cov.scope === "abstract_forward" ? "Abstract" : "Eager";
   const text = el("span", { class: "banner-text" }, parts.join(" "));
   // Where the parameters came from: fresh initialization is not trained weights.
   const weights = describeState(c);

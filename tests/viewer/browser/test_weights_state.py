@@ -43,6 +43,16 @@ def _capture(state: str | None, note: str | None, *, seed: int = 0, factory: str
     return cap
 
 
+def _torch_abstract():
+    from capture.graph.model import Coverage
+
+    cap = _capture("abstract", "abstract: no weights; the module was built on fake tensors", model="llama:Llama")
+    cap.framework, cap.backend = "torch", "torch_abstract"
+    cap.coverage = Coverage(scope="abstract_forward")
+    cap.recipe.update(framework="torch", evidence="abstract")
+    return cap
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     ws = make_workspace(tmp_path_factory.mktemp("ws"))
@@ -59,6 +69,7 @@ def served(tmp_path_factory):
         abstract_state=server.add_capture(
             _capture("factory_state", ABSTRACT_NOTE, factory="weights:gemma_shapes", model="model:Net",
                      state_abstract=True), "Net (eval_shape)"),
+        torch_abstract=server.add_capture(_torch_abstract(), "Llama (abstract)"),
         plain=server.add_capture(_capture(None, None, model="model:net"), "net"),
     )
     server.start()
@@ -155,6 +166,18 @@ def test_a_state_built_by_eval_shape_is_called_abstract_not_weights(browser, ser
     app.page.locator("#title").click()
     app.page.wait_for_function("() => document.getElementById('inspector').dataset.kind === 'capture'")
     assert "nothing was computed" in app.page.locator("#inspector [data-section=state]").inner_text()
+
+
+def test_an_abstract_torch_capture_says_nothing_was_computed(browser, served, close_pages):
+    """Issue 25 item 1: the banner of an abstract capture says "abstract: shapes only,
+    nothing was computed", never that values were measured from a real forward."""
+    app = _open(browser, served, close_pages, "torch_abstract")
+    banner = app.page.locator("[data-banner=coverage]")
+    text = banner.inner_text()
+    assert "Abstract: shapes only, nothing was computed." in text
+    assert "measured from a real forward" not in text and "Eager" not in text
+    assert banner.get_attribute("data-scope") == "abstract_forward"
+    assert _state(app).inner_text().startswith("Abstract: no weights.")
 
 
 def test_a_capture_without_recorded_state_claims_nothing(browser, served, close_pages):
