@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -334,7 +333,7 @@ def main() -> None:
             def med(runs, key):
                 return statistics.median(r[key] for r in runs)
 
-            a, b = a_runs[0], b_runs[0]
+            a = a_runs[0]
             trace = med(a_runs, "make_jaxpr_s")
             conv = med(a_runs, "convert_s")
             write = med(a_runs, "write_s")

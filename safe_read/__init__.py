@@ -27,7 +27,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 
 __all__ = ["UnsafeFile", "NotRegularFile", "TooLarge", "OutsideWorkspace", "read_bytes", "read_text", "is_inside"]
 

@@ -43,7 +43,6 @@ required constructor field or input, an input name the callable does not take) i
 from __future__ import annotations
 
 import os
-import sys
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import pickle
 import sys
 from pathlib import Path
 

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 from capture.frameworks import TEST_PLUGINS_ENV
 from capture.session.runner import launcher_script, run_capture

@@ -156,7 +156,7 @@ def payload(d: CaptureDiff, proj: Projection) -> dict:
         })
         for n in by_group.pop(g.path, []) if g.status == "changed" else []:
             changes.append(_node_entry(n, g.b, proj, mark, group_path_keys))
-    for path, rest in by_group.items():  # the top level (nodes outside every group)
+    for rest in by_group.values():  # the top level (nodes outside every group)
         for n in rest:
             changes.append(_node_entry(n, None, proj, mark, group_path_keys))
     total = len(changes)

@@ -65,7 +65,7 @@ def _overlap(a, b):
 
 def _layer_keys(views, name):
     """The key of block `name` and of every item inside it, two levels down."""
-    for key, view in views.items():
+    for view in views.values():
         for it in view["items"]:
             if it["type"] == "group" and it["label"] == name:
                 k = it["key"]
