@@ -219,20 +219,26 @@ def test_neovim_shows_unreadable_files_and_failed_captures_as_they_change(tmp_pa
     result = json.loads(out.read_text())
     assert result.get("error") is None, result
 
-    # Item 7: the lens above the error stays, and the error is said, where it is.
-    assert result["half_lenses"] == [{"title": "Open as Graph", "line": 4}]
+    # Item 7: the lens above the error stays, and the error is said, where it is (issue
+    # 30 item 2: the lens says too that the file does not parse, with its line).
+    assert result["half_lenses"] == [{"title": "Open as Graph · half.py does not parse: line 8", "line": 4}]
     (warning,) = result["half_diagnostics"]
     assert warning["code"] == "unreadable-source" and warning["line"] == 7 and warning["severity"] == 2
     assert warning["message"].startswith("TensorViz discovery cannot read this file") and "(line 8," in warning["message"]
 
     # Item 6: the failure on the model's name, then marked as old once its file changed.
     assert result["capture"]["ok"] is False
-    (failed,) = result["failed"]
-    assert failed["severity"] == 1 and failed["line"] == 4 and not failed["message"].startswith("From the last")
-    assert "dot_general" in failed["message"] or "shape" in failed["message"].lower(), failed
-    (marked,) = result["marked"]
-    assert re.match(r"From the last capture at \d\d:\d\d; broken\.py changed since: ", marked["message"]), marked
-    assert marked["severity"] == 2 and marked["line"] == 4
+    # Issue 30 item 3: the error on the line that raised (`return x @ ...`, line 6), a
+    # hint on the function's line pointing at it.
+    failed = sorted(result["failed"], key=lambda d: d["line"])
+    (hint, error) = failed
+    assert error["severity"] == 1 and error["line"] == 5 and not error["message"].startswith("From the last")
+    assert "dot_general" in error["message"] or "shape" in error["message"].lower(), error
+    assert hint["severity"] == 4 and hint["line"] == 4 and "see line 6" in hint["message"], hint
+    marked = sorted(result["marked"], key=lambda d: d["line"])
+    for m in marked:
+        assert re.match(r"From the last capture at \d\d:\d\d; broken\.py changed since: ", m["message"]), m
+    assert [(m["line"], m["severity"]) for m in marked] == [(4, 4), (5, 2)], marked
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
