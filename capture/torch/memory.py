@@ -40,6 +40,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 from torch.utils._pytree import tree_leaves
 
 from ..worker.errors import CaptureError
+from ..worker.memory_facts import available_memory, data_in_use, size_words
 
 # The ``details`` of a memory failure (here and for an allocation that fails during a
 # capture, ``capture.worker.main``), every key always present:
@@ -75,30 +76,6 @@ def memory_budget(memory_limit: int) -> tuple[int | None, int | None]:
     if memory_limit:
         rooms.append(max(memory_limit - (data_in_use() or 0), 0))
     return (min(rooms) if rooms else None), available
-
-
-def available_memory() -> int | None:
-    """``MemAvailable`` in bytes (Linux), else None."""
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def data_in_use() -> int | None:
-    """This process's ``VmData`` in bytes (what ``RLIMIT_DATA`` counts), else None."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmData:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
 
 
 def model_bytes(model: Any) -> dict[str, int]:
@@ -244,20 +221,20 @@ def check_fits(estimate: dict[str, Any], *, checkpoint_bytes: int, memory_limit:
         if needed <= room:
             continue
         counts = {k: estimate.get(k, 0) for k in ESTIMATE_KEYS if k != "checkpoint_bytes"}
-        what = (f"the capture memory limit of {_size(memory_limit)} (tensorviz.captureMemoryMB, --memory; "
-                f"{_size(room)} of it left)" if limit == "max_memory_bytes"
-                else f"the {_size(available)} this machine has available")
-        parts = f"{_size(estimate['parameter_bytes'])} of parameters ({counts['parameters']:,} tensors)"
+        what = (f"the capture memory limit of {size_words(memory_limit)} (tensorviz.captureMemoryMB, --memory; "
+                f"{size_words(room)} of it left)" if limit == "max_memory_bytes"
+                else f"the {size_words(available)} this machine has available")
+        parts = f"{size_words(estimate['parameter_bytes'])} of parameters ({counts['parameters']:,} tensors)"
         if estimate["buffer_bytes"]:
-            parts += f", {_size(estimate['buffer_bytes'])} of buffers"
+            parts += f", {size_words(estimate['buffer_bytes'])} of buffers"
         if checkpoint_bytes:
-            parts += f", twice the checkpoint's {_size(checkpoint_bytes)} (its bytes and the tensors loaded from them)"
+            parts += f", twice the checkpoint's {size_words(checkpoint_bytes)} (its bytes and the tensors loaded from them)"
         way_out = (' To see its graph without weights, capture it with evidence = "abstract" (shapes, dtypes, ops '
                    "and modules; nothing computed), or give the capture more memory." if offer_abstract
                    else " Give the capture more memory.")
         raise CaptureError(
             "limit",
-            f"an eager capture of this model needs at least {_size(needed)} ({parts}, counted by an abstract build), "
+            f"an eager capture of this model needs at least {size_words(needed)} ({parts}, counted by an abstract build), "
             f"more than {what}.{way_out}",
             {
                 "limit": limit,
@@ -272,12 +249,3 @@ def check_fits(estimate: dict[str, Any], *, checkpoint_bytes: int, memory_limit:
             },
             error_type="MemoryError",
         )
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "an unknown amount"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} bytes"

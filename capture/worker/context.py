@@ -285,6 +285,10 @@ class CaptureContext:
         if self._progress_sink is not None:
             self._progress_sink(str(message), None if fraction is None else max(0.0, min(1.0, float(fraction))))
 
+    def time_left(self) -> float:
+        """Seconds until the parent's deadline (it kills the worker then; no need to poll)."""
+        return self.deadline - time.monotonic()
+
     def new_builder(self) -> GraphBuilder:
         """A :class:`GraphBuilder` enforcing this context's limits."""
         return GraphBuilder(self.limits)

@@ -15,6 +15,7 @@ import sys
 import time
 from typing import Any, Callable
 
+from .memory_facts import available_memory, size_words
 from .protocol import (
     DeviceOkMessage,
     FailureMessage,
@@ -283,16 +284,16 @@ def _describe_out_of_memory(failure: Any, exc: BaseException, ctx: Any) -> None:
     details of ``capture.torch.memory.FAILURE_KEYS`` (phase ``capture``)."""
     request = _allocator_request(exc)
     requested = request[1] if request else None
-    available = _mem_available()
+    available = available_memory()
     recipe = getattr(ctx, "recipe", None)
     offer = recipe is not None and recipe.framework == "torch" and getattr(recipe, "evidence", "eager") == "eager" \
         and recipe.kind == "model"
-    asked = f"an allocation of {_size(requested)} ({requested:,} bytes) failed" if requested is not None \
+    asked = f"an allocation of {size_words(requested)} ({requested:,} bytes) failed" if requested is not None \
         else "an allocation failed"
     if _memory_limit:
         where = f"the capture memory limit is {_memory_limit / (1 << 20):g} MB (tensorviz.captureMemoryMB, --memory)"
     else:
-        where = f"the machine had {_size(available)} available" if available is not None else "no memory limit was set"
+        where = f"the machine had {size_words(available)} available" if available is not None else "no memory limit was set"
     message = f"the capture ran out of memory: {asked}; {where}"
     if offer:
         message += ('. To see this model\'s graph without its weights, capture it with evidence = "abstract" '
@@ -313,26 +314,6 @@ def _describe_out_of_memory(failure: Any, exc: BaseException, ctx: Any) -> None:
     failure.details = {**(failure.details or {}), **details}
     if request is not None:
         failure.details["allocator"] = request[0]
-
-
-def _mem_available() -> int | None:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def _size(n: int | None) -> str:
-    if n is None:
-        return "an unknown amount"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} bytes"
 
 
 def _type_name(exc: BaseException) -> str:
