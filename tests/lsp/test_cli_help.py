@@ -21,4 +21,4 @@ def test_help_has_no_backticks(argv):
     text = out.getvalue()
     assert text.startswith("usage: tensorviz") and "`" not in text, text
     if argv[0] == "capture":
-        assert "tensorviz capture: run a saved setup" in text  # the words stay, the quotes go
+        assert "Capture a model as a graph file (.tvg)" in text  # its description, in plain words
