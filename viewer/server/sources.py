@@ -10,11 +10,11 @@ plus the library files a capture's frames name (:mod:`viewer.projection.library_
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from pathlib import Path
 from typing import Any
 
+from capture.graph.freshness import source_sha256
 from capture.graph.model import Capture
 
 from ..projection.library_sources import library_files
@@ -81,16 +81,11 @@ class SourcePolicy:
 
 
 def sha256_of(path: Path) -> str | None:
-    """The file's sha256 (hex), or ``None`` when it cannot be read or is too large to show."""
-    digest = hashlib.sha256()
-    size = 0
+    """The file's sha256 (hex), or ``None`` when it cannot be read, is not a regular file
+    or is too large to show: capture's one hashing helper, bounded by what the viewer shows."""
     try:
-        with path.open("rb") as fh:
-            while chunk := fh.read(1 << 16):
-                size += len(chunk)
-                if size > MAX_SOURCE_BYTES:
-                    return None
-                digest.update(chunk)
+        if path.stat().st_size > MAX_SOURCE_BYTES:
+            return None
     except OSError:
         return None
-    return digest.hexdigest()
+    return source_sha256(str(path))
