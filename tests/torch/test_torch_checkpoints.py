@@ -570,7 +570,7 @@ def test_the_cli_shorthand_captures_trained_weights_and_a_fixture(ws):
 
     # The size limit, lowered from the command line, stops the load with both figures.
     proc = subprocess.run(
-        [sys.executable, "-m", "tensorviz_lsp", "capture", "--profile", "models_MLP", "--max-saved-file-mb", "0.001",
+        [sys.executable, "-m", "tensorviz_lsp", "capture", "--profile", "MLP", "--max-saved-file-mb", "0.001",
          "-o", str(out)],
         cwd=ws, capture_output=True, text=True, timeout=180,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])},
