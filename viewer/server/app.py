@@ -859,6 +859,10 @@ def form_schema() -> dict:
     return {
         "dtypes": list(DTYPES),
         "generators": list(GENERATORS),
+        # The generator the form gives a fill value, and the one it gives an integer bound
+        # (token ids: below the vocabulary size), by the recipe's names.
+        "fill_generator": "full" if "full" in GENERATORS else None,
+        "bounded_generator": "randint" if "randint" in GENERATORS else None,
         "default_dtype": "float32",
         # The profile-name rule (capture.recipe.profile_name): the pattern a name must
         # match, the characters the suggested name turns into "_", its length and wording.

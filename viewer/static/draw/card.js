@@ -328,7 +328,7 @@ function drawFrame(dl, it, ctx, p, band) {
   h.push(rect(chipX, y - 8, tw, 16, 8, ks.stroke));
   h.push(text(chipX + S.tagPad / 2, y + 0.5, kind, S.fontTag, p.background));
   const nb = isBoundary ? (it.item.bodies || []).length : 0;
-  // A module's class and path say what it is; a tracing scope says it is one (not a layer).
+  // A module's class and path say what it is; a scope of the trace says it is one (not a layer).
   const wording = isBoundary ? `${nb} ${nb === 1 ? "body" : "bodies"}: templates, not executed`
     : kind === "module" ? "" : kind === "function" ? [it.item.function, it.item.where].filter(Boolean).join(" · ")
       : it.item.template || it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");

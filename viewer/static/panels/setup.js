@@ -39,7 +39,7 @@ export class SetupForm extends Panel {
   get schema() {
     const s = (this.data && this.data.schema) || {};
     return {
-      dtypes: s.dtypes || [], generators: s.generators || [], default_dtype: s.default_dtype, profile_name: s.profile_name || null,
+      dtypes: s.dtypes || [], generators: s.generators || [], fill: s.fill_generator || null, bounded: s.bounded_generator || null, default_dtype: s.default_dtype, profile_name: s.profile_name || null,
       profile_name_invalid: s.profile_name_invalid || null, profile_name_max: s.profile_name_max || null,
       profile_name_rule: s.profile_name_rule || null,
       saved_files: s.saved_files || null,
@@ -198,7 +198,7 @@ export class SetupForm extends Panel {
         need.hidden = ok;
       });
     }
-    const { dtypes, generators, default_dtype: fallback } = this.schema;
+    const { dtypes, generators, default_dtype: fallback, fill, bounded } = this.schema;
     const dtype = el("select", { name: "dtype", "data-path": path + ".dtype" }, dtypes.map((t) => el("option", { value: t, selected: t === (inp.dtype || fallback) }, t)));
     if (inp.dtype && !dtypes.includes(inp.dtype)) dtype.prepend(el("option", { value: inp.dtype, selected: true }, inp.dtype));
     card.append(el("label", {}, "dtype", dtype));
@@ -206,14 +206,14 @@ export class SetupForm extends Panel {
     const genSel = el("select", { name: "generator", "data-path": path + ".generator" }, generators.map((g) => el("option", { value: g, selected: g === gen.kind }, g)));
     if (gen.kind && !generators.includes(gen.kind)) genSel.prepend(el("option", { value: gen.kind, selected: true }, gen.kind));
     card.append(el("label", {}, "generator", genSel));
-    // Only `full` takes a value, and `randint` its bound; the others need none (or keep the saved ones).
+    // Only the fill generator takes a value, and the bounded one its bound; the others need none (or keep the saved ones).
     const genValue = el("input", { name: "generator-value", value: gen.value !== undefined ? String(gen.value) : "", "data-path": path + ".generator.value", placeholder: "e.g. 1", inputmode: "decimal" });
     const valueLabel = el("label", { class: "gen-value" }, "fill value", genValue);
     const genHigh = el("input", { name: "generator-high", value: gen.high !== undefined ? String(gen.high) : "", "data-path": path + ".generator.high", placeholder: "e.g. 100", inputmode: "numeric" });
     const highLabel = el("label", { class: "gen-value" }, "below (high)", genHigh);
     const showValue = () => {
-      valueLabel.hidden = genSel.value !== "full";
-      highLabel.hidden = genSel.value !== "randint";
+      valueLabel.hidden = genSel.value !== fill;
+      highLabel.hidden = genSel.value !== bounded;
     };
     genSel.addEventListener("change", showValue);
     showValue();
@@ -444,14 +444,15 @@ export class SetupForm extends Panel {
       if (shape.some((x) => typeof x !== "number")) problems.push({ path: shapeInput.dataset.path, message: "every dimension must be a whole number" });
       else if (!shape.length && card.dataset.needed) problems.push({ path: shapeInput.dataset.path, message: `enter the shape of ${inp.name || "this input"} (whole numbers, e.g. 2, 3)` });
       const genKind = card.querySelector("[name=generator]").value;
-      const genValue = genKind === "full" ? card.querySelector("[name=generator-value]").value.trim() : "";
+      const { fill, bounded } = this.schema;
+      const genValue = genKind === fill ? card.querySelector("[name=generator-value]").value.trim() : "";
       const generator = { ...(inp.generator && inp.generator.kind === genKind ? inp.generator : {}), kind: genKind };
       if (genValue !== "") generator.value = Number.isNaN(Number(genValue)) ? genValue : Number(genValue);
-      else if (genKind === "full") delete generator.value;
-      if (genKind === "randint") {
+      else if (genKind === fill) delete generator.value;
+      if (genKind === bounded) {
         const highInput = card.querySelector("[name=generator-high]");
         const high = Number(highInput.value.trim());
-        if (!Number.isInteger(high) || high <= 0) problems.push({ path: highInput.dataset.path, message: "randint draws integers below a whole number high (e.g. 100)" });
+        if (!Number.isInteger(high) || high <= 0) problems.push({ path: highInput.dataset.path, message: `${bounded} draws integers below a whole number high (e.g. 100)` });
         else generator.high = high;
         if (generator.low === undefined) generator.low = 0;
       }
