@@ -158,7 +158,7 @@ class Settings:
         key="captureEnv", parse=_env_map, factory=dict,
         schema={"type": "object", "additionalProperties": {"type": "string"}},
         doc="environment variables for the capture worker, a mapping of names to string values, e.g. "
-            "`{ \"CUDA_VISIBLE_DEVICES\": \"\" }` (64-bit JAX inputs: JAX_ENABLE_X64, see docs/editors.md); added to the server's own environment; a mapping with a bad name "
+            "`{ \"CUDA_VISIBLE_DEVICES\": \"\" }` (for 64-bit JAX inputs see docs/editors.md); added to the server's own environment; a mapping with a bad name "
             "or a non-string value is logged and ignored as a whole",
     )
     recapture_on_save: bool = setting(
