@@ -13,9 +13,9 @@ from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only
 from .frameworks import NNX_RNGS, FrameworkBase
 from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
 from .jax_usage import JaxEvidence, jax_evidence
-from .locate import AstLocator, CstLocator, DefinitionLocator
+from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignment
 from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
-from .parameters import ParameterInfo, parameters_of
+from .parameters import ParameterInfo, describe_default, parameters_of
 from .positions import LineIndex, Position, Range
 from .results import Candidate, CallInput, SetupField
 from .tokens import Builder, token_input
@@ -59,6 +59,9 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
         lineage = resolver.lineage(ref)
         if lineage is not None:
             candidates.append(_module_candidate(ref, lineage, resolver, configs, bodies, analysis.text, locate))
+
+    if candidates and "partial" in analysis.text:
+        candidates.extend(_partial_candidates(parsed.module, ns, candidates, locate))
 
     if _may_use_jax(analysis.text, ns):
         for function in ns.top_level_functions():
@@ -204,6 +207,77 @@ def _module_candidate(
         setup_fields=tuple(fields),
         setup_fields_complete=not opaque,
     )
+
+
+# --- partials of module classes ------------------------------------------------------
+
+
+def _partial_candidates(
+    module: cst.Module, ns: Namespace, classes: list[Candidate], locate: Locate
+) -> list[Candidate]:
+    """``ResNet18 = functools.partial(ResNet, stage_sizes=[2, 2, 2, 2], block_cls=ResNetBlock)``
+    at the top level, over a model class of this file: a candidate of the class's kind
+    whose setup is the class's, less what the partial binds. A field bound by keyword
+    stays settable with the partial's value as its default (a call's keyword overrides
+    the partial's); one bound by position is gone. The candidate is located at the
+    assignment, and it is the name a recipe's model names."""
+    by_qualname = {c.qualname: c for c in classes if c.call_method is not None}
+    found: list[Candidate] = []
+    for stmt in module.body:
+        assigned = partial_assignment(stmt)
+        if assigned is None:
+            continue
+        target, call = assigned
+        func_parts = dotted_parts(call.func)
+        if func_parts is None or qualify(ns, func_parts) != "functools.partial" or not call.args:
+            continue
+        first = call.args[0]
+        cls_parts = dotted_parts(first.value) if first.keyword is None and not first.star else None
+        base = by_qualname.get(".".join(cls_parts)) if cls_parts else None
+        if base is None:
+            continue  # a partial of something else (a function, a library class)
+        name = identifier(target.value)
+        fields, complete = _bind_partial(base.setup_fields, call.args[1:])
+        given = [identifier(a.keyword.value) for a in call.args[1:] if a.keyword is not None]
+        positional = sum(1 for a in call.args[1:] if a.keyword is None and not a.star)
+        bound = ", ".join(given + ([f"{positional} positional"] if positional else []))
+        name_range, whole = locate(name)
+        found.append(replace(
+            base,
+            name=name,
+            qualname=name,
+            name_range=name_range,
+            range=whole,
+            reason=f"functools.partial of {base.qualname}" + (f" ({bound} given)" if bound else "")
+            + f"; {base.qualname} is {base.reason}",
+            setup_fields=fields,
+            setup_fields_complete=base.setup_fields_complete and complete,
+        ))
+    return found
+
+
+def _bind_partial(fields: tuple[SetupField, ...], args: list[cst.Arg] | tuple[cst.Arg, ...]) -> tuple[
+        tuple[SetupField, ...], bool]:
+    """The setup left once a partial binds ``args``, and whether discovery could follow
+    them all (a ``*rest``/``**options`` in the partial binds what source cannot show)."""
+    complete = not any(a.star for a in args)
+    positional = [a for a in args if a.keyword is None and not a.star]
+    keywords = {identifier(a.keyword.value): a.value for a in args if a.keyword is not None}
+    settable = [f for f in fields if f.supplied_by is None]
+    by_position = {f.name for f in [f for f in settable if f.kind == "positional"][: len(positional)]}
+    # After a field bound by keyword, the positional fields behind it can only be
+    # given by keyword: a positional value would land on the bound one first.
+    keyword_bound = any(f.kind == "positional" and f.name in keywords for f in settable)
+    left: list[SetupField] = []
+    for f in fields:
+        if f.name in by_position:
+            continue
+        if f.name in keywords:
+            f = replace(f, default=describe_default(keywords[f.name]))
+        if keyword_bound and f.kind == "positional":
+            f = replace(f, kind="keyword_only")
+        left.append(f)
+    return tuple(left), complete
 
 
 def _lineage_reason(ref: ClassRef, lineage: Lineage) -> str:

@@ -14,6 +14,8 @@ for every node (~4x the parse). Discovery needs two ranges per candidate, so:
 
 Both report the same thing: ``range`` from the first decorator to the end of the
 last line of the body, and ``name_range`` around the identifier after ``def``/``class``.
+A top-level ``NAME = partial(...)`` (a model class with some of its arguments bound, as
+Flax's examples define ``ResNet18``) is located too: its statement, and ``NAME``.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class DefinitionSpan(NamedTuple):
     byte_column: int
     first_line: int  # of the first decorator, else ``line``
     end_line: int
+    assigned: bool = False  # ``NAME = partial(...)``: the name is at ``byte_column``
 
 
 def definition_spans(tree: ast.Module) -> dict[str, DefinitionSpan]:
@@ -91,7 +94,39 @@ def definition_spans(tree: ast.Module) -> dict[str, DefinitionSpan]:
                 )
                 if not is_function:
                     pending.append((node.body, f"{prefix}{node.name}."))
+            elif not prefix and (name := _partial_assignment(node)) is not None:
+                spans[name.id] = DefinitionSpan(
+                    name.id, node.lineno, node.col_offset, node.lineno, node.end_lineno or node.lineno, assigned=True
+                )
     return spans
+
+
+def _partial_assignment(node: ast.stmt) -> ast.Name | None:
+    """The target of ``NAME = partial(...)``/``NAME = functools.partial(...)``, else None.
+    Only the spelling is checked here: discovery's namespace decides what ``partial`` is."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        return None
+    call = node.value
+    if not isinstance(call, ast.Call):
+        return None
+    func = call.func
+    spelled = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return node.targets[0] if spelled == "partial" else None
+
+
+def partial_assignment(stmt: cst.BaseStatement) -> tuple[cst.Name, cst.Call] | None:
+    """libcst's view of :func:`_partial_assignment`: the target and the call."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return None
+    assign = stmt.body[0]
+    if not isinstance(assign, cst.Assign) or len(assign.targets) != 1:
+        return None
+    target, call = assign.targets[0].target, assign.value
+    if not isinstance(target, cst.Name) or not isinstance(call, cst.Call):
+        return None
+    func = call.func
+    spelled = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
+    return (target, call) if spelled == "partial" else None
 
 
 class AstLocator:
@@ -110,6 +145,8 @@ class AstLocator:
         )
         start = lines.position_from_utf8(span.first_line - 1, span.byte_column)
         whole = Range(start, lines.end_of_line(span.end_line - 1))
+        if span.assigned:
+            return Range(start, Position(start.line, start.character + utf16_length(span.name))), whole
         return _name_range(lines, def_line, column, span.name), whole
 
 
@@ -122,7 +159,7 @@ class CstLocator:
         self._module = module
         self._lines = lines
         # qualname → (definition, line where its leading blank/comment lines start)
-        self._found: dict[str, tuple[cst.FunctionDef | cst.ClassDef, int]] = {}
+        self._found: dict[str, tuple[cst.FunctionDef | cst.ClassDef | cst.SimpleStatementLine, int]] = {}
         self._walk(module.body, len(module.header), "")
 
     def _lines_of(self, node: cst.CSTNode) -> int:
@@ -133,6 +170,8 @@ class CstLocator:
             count = self._lines_of(stmt)
             if isinstance(stmt, cst.FunctionDef) and not prefix:
                 self._found[identifier(stmt.name.value)] = (stmt, line)
+            elif not prefix and (assigned := partial_assignment(stmt)) is not None:
+                self._found[identifier(assigned[0].value)] = (stmt, line)
             elif isinstance(stmt, cst.ClassDef):
                 qualname = prefix + identifier(stmt.name.value)
                 self._found[qualname] = (stmt, line)
@@ -151,6 +190,14 @@ class CstLocator:
         node, line = found
         lines = self._lines
         first_line = line + len(node.leading_lines)
+        if isinstance(node, cst.SimpleStatementLine):
+            name = qualname
+            text = lines.line(first_line)
+            column = len(text) - len(text.lstrip())
+            start = lines.position(first_line, column)
+            end_line = _last_code_line(lines, first_line, line + self._lines_of(node) - 1)
+            return (Range(start, Position(start.line, start.character + utf16_length(name))),
+                    Range(start, lines.end_of_line(end_line)))
         def_line = first_line
         if node.decorators:
             first_line += len(node.decorators[0].leading_lines)

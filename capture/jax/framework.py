@@ -63,6 +63,7 @@ from ..graph.model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
+from ..worker.targets import partial_of_class
 from . import modules as jax_modules
 from .names import input_names
 from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_outputs
@@ -366,6 +367,16 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
     nnx = sys.modules.get("flax.nnx")
     ref = recipe.model
     factory = recipe.init.factory
+    partial = partial_of_class(target)
+    module_bases = tuple(m.Module for m in (linen, nnx) if m is not None)
+    if partial is not None and module_bases and issubclass(partial.cls, module_bases):
+        target = partial.cls  # built as the class, with the partial's arguments first
+    else:
+        partial = None  # a partial of anything else is a function
+
+    def init_arguments() -> tuple[tuple, dict]:
+        args, kwargs = ctx.materialize("init", make_tensor)
+        return partial.arguments(args, kwargs) if partial is not None else (args, kwargs)
 
     if isinstance(target, type):
         if linen is not None and issubclass(target, linen.Module):
@@ -373,7 +384,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
                 with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
                     obj = ctx.call_factory(factory)
                 return _bound_linen(target, obj, factory)
-            args, kwargs = ctx.materialize("init", make_tensor)
+            args, kwargs = init_arguments()
             return _fresh_linen(target(*args, **kwargs))
         if nnx is not None and issubclass(target, nnx.Module):
             if factory is not None:
@@ -387,7 +398,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
                         {"expected": target.__qualname__, "found": type(obj).__qualname__},
                     )
                 return _nnx_plan(nnx, obj, "nnx", "factory_state")
-            saved_args, saved_kwargs = ctx.materialize("init", make_tensor)
+            saved_args, saved_kwargs = init_arguments()
             args, kwargs, supplied = _supply_rngs(nnx, target, saved_args, saved_kwargs, recipe.seed)
             try:
                 with _NarrowingWatch(f"profiles.{recipe.name}.init"):

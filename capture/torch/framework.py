@@ -77,6 +77,7 @@ from ..graph.model import Capture
 from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
+from ..worker.targets import partial_of_class
 
 
 def _distribution_version() -> str:
@@ -220,6 +221,11 @@ def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Call
     ref = recipe.model
     factory = recipe.init.factory
     Module = torch.nn.Module
+    partial = partial_of_class(target)
+    if partial is not None and issubclass(partial.cls, Module):
+        target = partial.cls  # built as the class, with the partial's arguments first
+    else:
+        partial = None  # a partial of anything else is a function
     if isinstance(target, type):
         if not issubclass(target, Module):
             raise CaptureError(
@@ -237,6 +243,8 @@ def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Call
                 )
         else:
             args, kwargs = ctx.materialize("init", make_tensor)
+            if partial is not None:
+                args, kwargs = partial.arguments(args, kwargs)
             model = target(*args, **kwargs)
         return model, "module"
     if isinstance(target, Module):

@@ -69,6 +69,50 @@ def test_spec_net_is_saved_as_jax_without_framework(tmp_path):
     assert c.failure is None and c.backend == "jaxpr" and c.framework == "jax" and c.nodes
 
 
+PARTIAL_LINEN = """
+from functools import partial
+
+import flax.linen as nn
+
+
+class Block(nn.Module):
+    features: int
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.relu(nn.Dense(self.features)(x))
+
+
+class Net(nn.Module):
+    depth: int
+    block_cls: type
+    outputs: int
+
+    @nn.compact
+    def __call__(self, x, train: bool = True):
+        for _ in range(self.depth):
+            x = self.block_cls(8)(x)
+        return nn.Dense(self.outputs)(x)
+
+
+Net2 = partial(Net, depth=2, block_cls=Block)
+"""
+
+
+@needs_jax
+def test_a_partial_of_a_linen_class_is_captured_by_its_name(tmp_path):
+    # Flax's examples name their models so (ResNet18 = partial(ResNet, ...)); only the
+    # field the partial leaves is given
+    (tmp_path / "models.py").write_text(PARTIAL_LINEN)
+    proc = tensorviz("capture", "models.py:Net2", "--input", "x=float32[2,3]", "--input", "train=False",
+                     "--init", "outputs=4", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    saved = profiles(tmp_path)["Net2"]
+    assert (saved["model"], saved["framework"], saved["init"]["kwargs"]) == ("models:Net2", "jax", {"outputs": 4})
+    c = graph(proc.stdout)
+    assert c.failure is None and [g.attrs["class"] for g in c.groups if g.kind == "module"].count("Block") == 2
+
+
 @needs_jax
 def test_spec_mlp_is_saved_as_jax_with_its_init(tmp_path):
     (tmp_path / "model.py").write_text(SPEC_MLP)

@@ -194,6 +194,13 @@ LOCATOR_CASES = [
         {"é"},
         id="non-ascii",
     ),
+    pytest.param(
+        "from functools import partial\r\nimport functools\r\nclass A: pass\r\n"
+        "Small = partial(A,\r\n                x=1)  # two lines\r\n\r\n"
+        "Tiny = functools.partial(Small)\r\nnotpartial = print(A)\r\nSmall.x = partial(A)\r\n",
+        {"A", "Small", "Tiny"},
+        id="partial-assignments",
+    ),
 ]
 
 
@@ -201,7 +208,8 @@ LOCATOR_CASES = [
 def test_ast_and_cst_locators_agree(text, defined):
     text = textwrap.dedent(text)
     by_ast, by_cst = _both_locators(text)
-    names = ["A", "A.B", "A.B.C", "g", "h", "D", "f", "é", "hidden", "fake", "NotReal", "A.f"]
+    names = ["A", "A.B", "A.B.C", "g", "h", "D", "f", "é", "hidden", "fake", "NotReal", "A.f", "Small", "Tiny",
+             "notpartial"]
     for name in names:
         located = by_ast.locate(name)
         assert located == by_cst.locate(name), name

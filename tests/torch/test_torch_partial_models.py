@@ -1,0 +1,74 @@
+"""A recipe's model named as a ``functools.partial`` of an ``nn.Module`` class
+(``resnet_small = partial(ResNet, Block, [1, 1])``): built like the class, with the
+partial's arguments first and the recipe's init after."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from capture.graph.model import tree_leaves  # noqa: E402
+from capture.worker.errors import CaptureError  # noqa: E402
+
+from torch_workspace import capture_in_process, profile, tensor, write  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+MODELS = """
+from functools import partial
+
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.fc = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.fc(x).relu() + x
+
+
+class Net(nn.Module):
+    def __init__(self, block, depths, width=4, classes=10):
+        super().__init__()
+        self.blocks = nn.Sequential(*[block(width) for _ in range(sum(depths))])
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+small = partial(Net, Block, [1, 1])
+small_wide = partial(small, width=6, classes=3)
+"""
+
+
+def classes(cap):
+    return [g.attrs.get("class") for g in cap.groups if g.kind == "module"]
+
+
+def out_shape(cap):
+    (out,) = tree_leaves(cap.outputs)
+    return {v.id: v for v in cap.values}[out].shape
+
+
+def test_partial_is_built_as_its_class(ws):
+    write(ws, {"nets.py": MODELS})
+    cap, _ = capture_in_process(ws, profile("nets:small", args=[tensor([2, 4])]))
+    assert classes(cap).count("Block") == 2 and cap.meta["state"] == "fresh_init"
+    assert out_shape(cap) == [2, 10]
+
+
+def test_recipe_init_joins_the_partial_and_overrides_its_keywords(ws):
+    write(ws, {"nets.py": MODELS})
+    cap, _ = capture_in_process(ws, profile("nets:small_wide", args=[tensor([2, 6])],
+                                            init={"args": [], "kwargs": {"classes": 5}}))
+    assert out_shape(cap) == [2, 5]
+
+
+def test_factory_result_is_checked_against_the_partials_class(ws):
+    write(ws, {"nets.py": MODELS + "\n\ndef other():\n    return Block(4)\n"})
+    with pytest.raises(CaptureError, match="expected an instance of the selected module class Net"):
+        capture_in_process(ws, profile("nets:small", args=[tensor([2, 4])], init={"factory": "nets:other"}))
