@@ -4,7 +4,8 @@ workspace's ``.venv``, or the ``tensorviz.python`` setting), never importing the
 
 The packages are fake trees shaped like the real ones (``tests/library_trees.py``);
 ``bonsai`` and ``flaxformer`` exist only there, so a lens on their subclasses proves
-that the selected environment, not the server's own, was read."""
+that the selected environment, not the server's own, was read. A partial of a model
+class (Flax's ``ResNet18 = partial(ResNet, ...)``) gets a lens of its own too."""
 
 from __future__ import annotations
 
@@ -125,5 +126,33 @@ async def test_selecting_an_interpreter_recomputes_lenses(tmp_path, config_dir):
         # Back to the default: the server's interpreter, without flaxformer.
         await s.execute("tensorviz.selectInterpreter", {"python": "default", "folder": ws.as_uri()})
         assert list(await s.lenses("model.py")) == []
+    finally:
+        await stop_session(s)
+
+
+PARTIALS = """\
+import functools
+
+import flax.linen as nn
+
+
+class Net(nn.Module):
+    depth: int
+
+    @nn.compact
+    def __call__(self, x):
+        return x
+
+
+Net2 = functools.partial(Net, depth=2)
+"""
+
+
+async def test_a_partial_of_a_model_class_has_its_own_lens_on_its_name(tmp_path, config_dir):
+    ws = make_workspace(tmp_path / "ws", {"models.py": PARTIALS})
+    s = await start_session(ws, config_dir, server=REAL_SERVER)
+    try:
+        s.open("models.py")
+        assert lens_symbols(await s.lenses("models.py")) == [("Net", 5, "Open as Graph"), ("Net2", 13, "Open as Graph")]
     finally:
         await stop_session(s)
