@@ -62,7 +62,14 @@ from capture.recipe import (
 )
 from capture.session.checks import default_interpreter
 
-from .shorthand_values import GRAMMAR_HELP, Names, Resolve, ShorthandError, parse_value_spec  # noqa: F401
+from .shorthand_values import (  # noqa: F401
+    GRAMMAR_HELP,
+    Names,
+    Resolve,
+    ShorthandError,
+    integer_tensor_without_generator,
+    parse_value_spec,
+)
 
 if TYPE_CHECKING:  # discovery (libcst) is imported when a command uses it
     from discovery import Candidate
@@ -341,6 +348,77 @@ def _same_symbol(target: Target, model: str) -> bool:
         return False
 
 
+@dataclass(frozen=True, slots=True)
+class TokenIds:
+    """The inputs discovery reads as token ids (``idx``, ``input_ids``, one passed to an
+    embedding) and what bounds each: ``high_from``, a dotted path into the setup
+    (``"config.vocab_size"``), else ``high``, the literal bound the code shows (for a
+    path, the config class's default)."""
+
+    by_name: dict[str, tuple[str | None, int | None]]
+    positional_inputs: tuple[str, ...]  # the call's positional parameters, in order
+    positional_fields: tuple[str, ...]  # the constructor's positional setup fields, in order
+    config_classes: dict[str, str]  # setup field → the name of the config class it takes
+
+    @classmethod
+    def of(cls, candidate: Any) -> "TokenIds":
+        return cls(
+            {i.name: (i.token.high_from, i.token.high) for i in candidate.call_inputs if i.token is not None},
+            tuple(i.name for i in candidate.call_inputs if i.kind == "positional"),
+            tuple(f.name for f in candidate.setup_fields if f.kind == "positional" and f.supplied_by is None),
+            {f.name: f.config.name for f in candidate.setup_fields if f.config is not None},
+        )
+
+    def high(self, name: str, init: dict[str, Any]) -> int | None:
+        """The exclusive bound of input ``name``'s ids under ``init`` (a recipe's init
+        table), or None when it is not token ids or nothing says how many there are."""
+        if name not in self.by_name:
+            return None
+        high_from, high = self.by_name[name]
+        if high_from is None:
+            return high
+        first, *rest = high_from.split(".")
+        args, kwargs = init.get("args") or [], init.get("kwargs") or {}
+        if first in kwargs:
+            value = kwargs[first]
+        elif first in self.positional_fields and self.positional_fields.index(first) < len(args):
+            value = args[self.positional_fields.index(first)]
+        else:
+            return high  # the field is left to its default: the bound discovery read there
+        for depth, part in enumerate(rest):
+            if not isinstance(value, dict) or value.get("kind") != "call":
+                return None  # built some other way: nothing tells the bound
+            call_kwargs = value.get("kwargs") or {}
+            if part in call_kwargs:
+                value = call_kwargs[part]
+                continue
+            # Left to the class's default, when the call builds the config class discovery
+            # read it from and no positional argument may set it.
+            called = str(value.get("target", "")).rpartition(":")[2].rpartition(".")[2]
+            same_class = depth == 0 and len(rest) == 1 and called == self.config_classes.get(first)
+            return high if same_class and not value.get("args") else None
+        return value if type(value) is int and value > 0 else None
+
+
+def _token_generators(data: dict[str, Any], texts: list[str], tokens: TokenIds) -> None:
+    """Token-id inputs given as ``int64[1,16]`` (no generator) draw ``randint(0, bound)``
+    when the bound is known, as the setup form fills them: zeros would index one row."""
+    position = 0
+    for text in texts:
+        name, sep, rest = text.partition("=")
+        if sep and name.strip().isidentifier() and not rest.startswith("="):
+            key, value, slot = name.strip(), rest, data["inputs"]["kwargs"].get(name.strip())
+        else:
+            key = tokens.positional_inputs[position] if position < len(tokens.positional_inputs) else ""
+            value, slot = text, data["inputs"]["args"][position]
+            position += 1
+        if not integer_tensor_without_generator(value) or not isinstance(slot, dict):
+            continue
+        high = tokens.high(key, data["init"])
+        if high is not None:
+            slot["generator"] = {"kind": "randint", "low": 0, "high": high}
+
+
 def build_recipe(
     target: Target,
     *,
@@ -360,6 +438,7 @@ def build_recipe(
     inputs_factory: str | None = None,
     evidence: str | None = None,
     resolve: Resolve | None = None,
+    tokens: TokenIds | None = None,
 ) -> Recipe:
     """The profile the shorthand describes. With ``existing`` (the saved profile of the
     same name), everything the shorthand does not give is kept from it: ``inputs`` only
@@ -377,7 +456,9 @@ def build_recipe(
     A ``--fixture`` takes keyword ``--input``s as literal kwargs beside it.
     ``init_factory``/``inputs_factory`` are factory references (:func:`factory_ref`);
     ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``);
-    ``resolve`` how a called name in a VALUE becomes a target (:func:`names_for`)."""
+    ``resolve`` how a called name in a VALUE becomes a target (:func:`names_for`);
+    ``tokens`` the token-id inputs discovery read (:class:`TokenIds`), whose ``int64[…]``
+    without a generator draws ids below the vocabulary."""
     if init_factory is not None and inits:
         raise ShorthandError("give either --init (constructor arguments) or --init-factory (a function that builds "
                              "the model), not both")
@@ -410,6 +491,8 @@ def build_recipe(
         data["init"] = {"factory": init_factory, **saved_init}
     elif inits:
         data["init"] = {**call_setup(inits, "--init", resolve).to_dict(), **saved_init}
+    if tokens is not None and inputs and fixture is None and inputs_factory is None:
+        _token_generators(data, inputs, tokens)
     if checkpoint is not None:
         data["init"] = {**data["init"], "checkpoint": checkpoint}
     if strict is not None:

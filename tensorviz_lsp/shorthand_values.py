@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capture.recipe import DTYPES, RecipeError, ValueDesc, model_ref_for, module_file, parse_value
+from capture.recipe import DTYPES, INT_DTYPES, RecipeError, ValueDesc, model_ref_for, module_file, parse_value
 
 
 class ShorthandError(ValueError):
@@ -70,6 +70,9 @@ VALUE (of --input and --init) is one of:
   [1, 2]  (3, 3)  {'k': 1}      lists, tuples and dicts (string keys) of VALUEs
   GPTConfig(n_layer=4)          an object built by a call, arguments VALUEs, nested;
                                 inside a call a tensor takes the default generator
+An integer tensor without a generator is zeros, except for an input discovery reads
+as token ids (idx, input_ids, or passed to an embedding) whose bound it can tell from
+the init (config.vocab_size): randint(0, that bound), as the setup form fills it.
 A called name is looked up in the model's module (defined or imported there), then
 among the config classes discovery reads for the model's parameters, then as a dotted
 path: a workspace module (configs.small.Cfg) or an installed package
@@ -82,6 +85,13 @@ Examples:
   tensorviz capture model.py:net --input x=float32[2,3]
   tensorviz capture model.py:Net --init-factory setup.py:build --inputs-factory setup.py:batch
 """
+
+
+def integer_tensor_without_generator(text: str) -> bool:
+    """``int64[1,16]`` (an integer ``DTYPE[DIMS]`` that names no ``:GENERATOR``): a value
+    whose generator the shorthand may choose (token ids below the vocabulary)."""
+    m = _TENSOR.match(text.strip())
+    return m is not None and m.group("gen") is None and m.group("dtype") in INT_DTYPES
 
 
 def parse_value_spec(text: str, resolve: Resolve | None = None, *, flag: str | None = None) -> ValueDesc:

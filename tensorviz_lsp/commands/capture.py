@@ -54,6 +54,7 @@ from ..shorthand import (
     Discovered,
     ShorthandError,
     Target,
+    TokenIds,
     build_recipe,
     default_profile_name,
     discover_symbol,
@@ -385,6 +386,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             inputs_factory=inputs_factory,
             evidence=args.evidence,
             resolve=names_for(target, discovered),
+            tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
         )
     except ArgumentError as exc:
         example = _argument_example(exc, discovered)

@@ -39,6 +39,8 @@ def test_nanogpt_style_captures_from_one_command_and_a_failure_keeps_the_good_gr
     assert "transformer.h.2" not in module_paths(c)  # n_layer = 2 reached the model
     saved = profiles(tmp_path)["GPT"]
     assert saved["init"]["kwargs"]["config"]["target"] == "model:GPTConfig"
+    # idx is token ids (discovery): drawn below config.vocab_size, not all zeros
+    assert saved["inputs"]["kwargs"]["idx"]["generator"] == {"kind": "randint", "low": 0, "high": 100}
     good_bytes = good.read_bytes()
 
     # n_embd = 64 is not divisible by n_head = 3: the model's own assert fails while building.

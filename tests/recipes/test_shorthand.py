@@ -320,3 +320,34 @@ def test_any_text_is_a_value_or_a_shorthand_error(text):
         parse_value_spec(text, static_resolve)
     except ShorthandError as exc:
         assert str(exc)
+
+
+def test_token_ids_without_a_generator_draw_below_the_vocabulary(tmp_path, monkeypatch):
+    # discovery reads idx as token ids bounded by config.vocab_size (nanoGPT's model)
+    from config_models import NANO_GPT
+    from discovery import discover_source
+    from tensorviz_lsp.shorthand import TokenIds
+
+    (tmp_path / "model.py").write_text(NANO_GPT)
+    monkeypatch.chdir(tmp_path)
+    t = parse_target("model.py:GPT")
+    (gpt,) = [c for c in discover_source(NANO_GPT, "model.py").candidates if c.qualname == "GPT"]
+    tokens = TokenIds.of(gpt)
+
+    def generator(inits, inputs):
+        r = build_recipe(t, inits=inits, inputs=inputs, resolve=static_resolve, tokens=tokens)
+        return (r.inputs.kwargs[0][1] if r.inputs.kwargs else r.inputs.args[0]).generator
+
+    assert generator(["config=GPTConfig(vocab_size=100)"], ["idx=int64[1,16]"]) == Generator("randint", low=0, high=100)
+    assert generator(["GPTConfig(vocab_size=7)"], ["int64[1,16]"]) == Generator("randint", low=0, high=7)  # by position
+    # the config's own default when the call leaves it
+    assert generator(["config=GPTConfig(n_layer=2)"], ["idx=int64[1,16]"]) == Generator("randint", low=0, high=50304)
+    # a generator given, another dtype, another input or a bound nobody can tell: as written
+    assert generator(["config=GPTConfig(vocab_size=100)"], ["idx=int64[1,16]:ones"]) == Generator("ones")
+    assert generator(["config=GPTConfig(vocab_size=100)"], ["idx=float32[1,16]"]) == NORMAL
+    assert generator(["config=GPTConfig(vocab_size=100)"], ["targets=int64[1,16]"]) == ZEROS
+    assert generator(["config=GPTConfig(50)"], ["idx=int64[1,16]"]) == ZEROS  # a positional may set it
+    assert generator(["config=make_config()"], ["idx=int64[1,16]"]) == ZEROS
+    # without discovery's reading (--framework given, discovery not asked), zeros as before
+    assert build_recipe(t, inits=["config=GPTConfig(vocab_size=100)"], inputs=["idx=int64[1,16]"],
+                        resolve=static_resolve).inputs.kwargs[0][1].generator == ZEROS
