@@ -231,21 +231,14 @@ def load_checkpoint(ctx: CaptureContext, torch: Any, model: Any, device: Any) ->
     data = read_saved_file(ctx, rel, "checkpoint", key_path)
     obj = _load(torch, data, rel, "checkpoint", device, key_path)
     del data
-    state, wrapper, prefix, missing, unexpected = _checked_state(ctx, torch, model, obj, rel, key_path)
+    checked = _checked_state(ctx, torch, model, obj, rel, key_path)
     with torch.no_grad():
-        model.load_state_dict(state, strict=False)
-    meta: dict[str, Any] = {
-        "state": "checkpoint",
-        "state_note": f"trained weights from {rel} ({len(state):,} tensors, loaded weights-only "
-        + ("with strict key checking" if recipe.init.strict else "without strict key checking")
-        + ") into the module the init built",
-        "checkpoint": rel,
-        "checkpoint_strict": recipe.init.strict,
-        "checkpoint_tensors": len(state),
-        "checkpoint_load_s": round(time.perf_counter() - started, 4),
-    }
-    meta.update(_key_meta(recipe.init.strict, wrapper, prefix, missing, unexpected))
-    return meta
+        model.load_state_dict(checked[0], strict=False)
+    return _checkpoint_meta(
+        recipe.init.strict, rel, checked, "checkpoint", started,
+        f"trained weights from {rel} ({len(checked[0]):,} tensors, loaded weights-only {_strictness(recipe.init.strict)}) "
+        "into the module the init built",
+    )
 
 
 def check_checkpoint(ctx: CaptureContext, torch: Any, model: Any) -> dict[str, Any]:
@@ -265,18 +258,33 @@ def check_checkpoint(ctx: CaptureContext, torch: Any, model: Any) -> dict[str, A
         raise CaptureError("checkpoint", f"{key_path}: {rel} cannot be read", {"key_path": key_path, "path": rel},
                            error_type="OSError")
     ctx.files.record_saved_file(rel, digest)
-    state, wrapper, prefix, missing, unexpected = _checked_state(ctx, torch, model, obj, rel, key_path)
+    checked = _checked_state(ctx, torch, model, obj, rel, key_path)
+    return _checkpoint_meta(
+        recipe.init.strict, rel, checked, "checkpoint_checked", started,
+        f"abstract: no weights; the names and shapes of {rel}'s {len(checked[0]):,} tensors were checked "
+        f"{_strictness(recipe.init.strict)} against the module the init built, and nothing was loaded",
+    )
+
+
+def _strictness(strict: bool) -> str:
+    return "with strict key checking" if strict else "without strict key checking"
+
+
+def _checkpoint_meta(strict: bool, rel: str, checked: tuple, state: str, started: float, note: str) -> dict[str, Any]:
+    """What the capture's meta records of a checkpoint loaded (``state = "checkpoint"``,
+    timed as ``checkpoint_load_s``) or only checked (``"checkpoint_checked"``,
+    ``checkpoint_check_s``); ``checked`` is :func:`_checked_state`'s result."""
+    tensors, wrapper, prefix, missing, unexpected = checked
+    timing = "checkpoint_load_s" if state == "checkpoint" else "checkpoint_check_s"
     meta: dict[str, Any] = {
-        "state": "checkpoint_checked",
-        "state_note": f"abstract: no weights; the names and shapes of {rel}'s {len(state):,} tensors were checked "
-        + ("with strict key checking" if recipe.init.strict else "without strict key checking")
-        + " against the module the init built, and nothing was loaded",
+        "state": state,
+        "state_note": note,
         "checkpoint": rel,
-        "checkpoint_strict": recipe.init.strict,
-        "checkpoint_tensors": len(state),
-        "checkpoint_check_s": round(time.perf_counter() - started, 4),
+        "checkpoint_strict": strict,
+        "checkpoint_tensors": len(tensors),
+        timing: round(time.perf_counter() - started, 4),
     }
-    meta.update(_key_meta(recipe.init.strict, wrapper, prefix, missing, unexpected))
+    meta.update(_key_meta(strict, wrapper, prefix, missing, unexpected))
     return meta
 
 
