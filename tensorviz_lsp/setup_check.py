@@ -12,6 +12,8 @@ binding the setup form's needs use) and says, per argument:
   (``--input x`` on ``forward(idx, targets)``), with the names it does take;
 * positional arguments past the last positional parameter, or given twice;
 * a Python tuple of numbers where a tensor is expected (``--input idx=(1,16)``);
+* a configuration class named where its instance is wanted (``--init config=GPTConfig``:
+  the call's parentheses forgotten);
 * constructor arguments for a plain JAX function, which takes everything as inputs.
 
 A factory (``init.factory``, ``inputs.factory``) or a Torch fixture gives its section as
@@ -28,7 +30,7 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from capture.recipe import CallDesc, ListDesc, Recipe, StaticDesc, TupleDesc, ValueDesc
+from capture.recipe import CallDesc, ListDesc, Recipe, RefDesc, StaticDesc, TupleDesc, ValueDesc
 from discovery.binding import bind
 
 if TYPE_CHECKING:
@@ -119,6 +121,15 @@ def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any
     by_name = {f["name"]: f for f in fields}
     for name, desc in given.items():
         cfg = (by_name.get(name) or {}).get("config_class")
+        if isinstance(desc, RefDesc) and cfg and desc.target.rpartition(":")[2] == cfg["qualname"]:
+            # ``config=GPTConfig``: the class where its instance is wanted (the parentheses forgotten)
+            out.append(SetupProblem(
+                "--init", name,
+                f"{cfg['name']} names the class, not a value: {cand.qualname} takes an instance of it, and an "
+                f"object is built by a call ({cfg['name']}(), with its arguments)",
+                f"{name}={example_value(by_name[name], '--init')}",
+            ))
+            continue
         if not isinstance(desc, CallDesc) or not cfg or cfg["library"] or not cfg["fields_complete"]:
             continue
         if cfg["style"] == "init_keywords" or desc.target.rpartition(":")[2] != cfg["qualname"]:

@@ -70,11 +70,12 @@ VALUE (of --input and --init) is one of:
   [1, 2]  (3, 3)  {'k': 1}      lists, tuples and dicts (string keys) of VALUEs
   GPTConfig(n_layer=4)          an object built by a call, arguments VALUEs, nested;
                                 inside a call a tensor takes the default generator
+  ResNetBlock  nn.relu          a class or function itself, named, not called
 An integer tensor without a generator is zeros, except for an input discovery reads
 as token ids (idx, input_ids, or passed to an embedding) whose bound it can tell from
 the init (config.vocab_size): randint(0, that bound), as the setup form fills it.
-A called name is looked up in the model's module (defined or imported there), then
-among the config classes discovery reads for the model's parameters, then as a dotted
+A called or named name is looked up in the model's module (defined or imported there),
+then among the config classes discovery reads for the model's parameters, then as a dotted
 path: a workspace module (configs.small.Cfg) or an installed package
 (transformers.LlamaConfig). Nothing is evaluated: the call is made in the capture
 worker, after the trust check.
@@ -181,6 +182,8 @@ class _Reader:
             raise ShorthandError(f"{_text(node)}: only a number can have a sign")
         if isinstance(node, ast.Name):
             return self.name(node.id)
+        if isinstance(node, ast.Attribute) and _dotted(node) is not None:
+            return self.ref(_dotted(node) or "", _text(node))
         if isinstance(node, ast.List):
             return [self.value(v) for v in node.elts]
         if isinstance(node, ast.Tuple):
@@ -196,10 +199,6 @@ class _Reader:
             return self.tensor(node)
         if isinstance(node, ast.Call):
             return self.call(node)
-        if isinstance(node, ast.Attribute) and _dotted(node) is not None:
-            raise ShorthandError(
-                f"{_text(node)} is a name, not a value: to build an object, call it ({_text(node)}())"
-            )
         raise ShorthandError(
             f"{_text(node)}: nothing is evaluated here; a value is a literal, a tensor such as float32[2,3] "
             "or a call such as Config(n=2)"
@@ -213,18 +212,31 @@ class _Reader:
             return value
         raise ShorthandError(f"{value!r}: a {type(value).__name__} is not a value a setup can hold")
 
-    @staticmethod
-    def name(name: str) -> Any:
+    def name(self, name: str) -> Any:
         word = name.lower()
         if word in _WORDS:
             value = _WORDS[word]
             return {"kind": "none"} if value is None else value
         if name in DTYPES:
             raise ShorthandError(f"{name} is a dtype: a tensor also needs its shape, e.g. {name}[2,3]")
-        raise ShorthandError(
-            f"{name} is a name, not a value: a string is quoted ('{name}'), and an object is built by a "
-            f"call ({name}(), with its arguments)"
-        )
+        return self.ref(name, name)
+
+    def ref(self, dotted: str, shown: str) -> dict[str, Any]:
+        """A name as the object it names (``block_cls=ResNetBlock``, ``act=nn.relu``):
+        resolved like a call's name, passed uncalled."""
+        if self.resolve is None:
+            raise ShorthandError(
+                f"{shown} is a name, not a value: a string is quoted ('{shown}'), and an object is built by a "
+                f"call ({shown}(), with its arguments)"
+            )
+        try:
+            target = self.resolve(dotted)
+        except ShorthandError as exc:
+            raise ShorthandError(
+                f"{shown} is not a value here: a string is quoted ('{shown}'), an object is built by a call "
+                f"({shown}(...)), and a class or function is named as the model's module names it ({exc})"
+            ) from None
+        return {"kind": "ref", "target": target}
 
     def tensor(self, node: ast.Subscript) -> dict[str, Any]:
         dtype = node.value.id  # type: ignore[attr-defined]

@@ -47,7 +47,9 @@ Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
 * ``{ kind = "call", target = "model:GPTConfig", args = [...], kwargs = {...} }``: an object
   built by calling ``target`` (the ``model`` reference forms, or an installed package's
   ``"transformers:LlamaConfig"``) with described arguments, nested to any depth
-  (:class:`CallDesc`; built only in the worker, :mod:`capture.worker.values`).
+  (:class:`CallDesc`; built only in the worker, :mod:`capture.worker.values`);
+* ``{ kind = "ref", target = "models:ResNetBlock" }``: the object ``target`` names, passed
+  as it is, not called (a class or function a field takes; :class:`RefDesc`).
 
 Shape entries are non-negative integers, or unknown: ``null`` (from JSON/dicts; TOML has
 no null), ``"?"``, or a named dimension such as ``"batch"``. Unknown dimensions are never
@@ -108,6 +110,7 @@ from .model import (  # noqa: F401
     NeededDim,
     NoneDesc,
     RecipeError,
+    RefDesc,
     StaticDesc,
     StepSetup,
     TensorDesc,

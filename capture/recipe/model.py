@@ -262,7 +262,20 @@ class CallDesc:
         return out
 
 
-ValueDesc = Union[TensorDesc, StaticDesc, NoneDesc, ListDesc, TupleDesc, DictDesc, CallDesc]
+@dataclass(frozen=True, slots=True)
+class RefDesc:
+    """An object named, not called: ``{ kind = "ref", target = "models:ResNetBlock" }``,
+    for a field that takes a class or a function (Flax's ``block_cls = ResNetBlock``,
+    torchvision's ``block = Bottleneck``, ``act = nn.relu``). ``target`` takes the forms
+    of a call's; the worker imports it (after the trust check) and passes it as it is."""
+
+    target: str
+
+    def to_dict(self) -> Any:
+        return {"kind": "ref", "target": self.target}
+
+
+ValueDesc = Union[TensorDesc, StaticDesc, NoneDesc, ListDesc, TupleDesc, DictDesc, CallDesc, RefDesc]
 
 
 @dataclass(frozen=True, slots=True)

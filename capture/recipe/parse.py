@@ -39,6 +39,7 @@ from .model import (
     ListDesc,
     NoneDesc,
     RecipeError,
+    RefDesc,
     StaticDesc,
     StepSetup,
     TensorDesc,
@@ -312,12 +313,20 @@ def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
     if not isinstance(value, Mapping):
         raise cx.error(at, f"expected a value description, found {_show(value)}")
     if "kind" not in value:
-        raise cx.error(at, 'a described value needs a kind ("tensor", "none", "list", "tuple", "dict", "static" or "call")')
+        raise cx.error(
+            at, 'a described value needs a kind ("tensor", "none", "list", "tuple", "dict", "static", "call" or "ref")'
+        )
     kind = value["kind"]
     if kind == "tensor":
         return _tensor(cx, value, at)
     if kind == "call":
         return _call(cx, value, at, depth)
+    if kind == "ref":
+        _only(cx, value, at, ("kind", "target"))
+        if "target" not in value:
+            raise cx.error(at + ["target"], 'missing target: the class or function named ("pkg.module:Name", '
+                                            '"path/to/file.py:Name", or an installed package\'s "flax.linen:relu")')
+        return RefDesc(_ref(cx, value["target"], at + ["target"]))
     if kind == "none":
         _only(cx, value, at, ("kind",))
         return NoneDesc()
@@ -348,7 +357,8 @@ def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
             pairs.append((k, _value(cx, v, at + ["items", k], depth + 1)))
         return DictDesc(tuple(pairs))
     raise cx.error(
-        at + ["kind"], f'expected one of "tensor", "none", "list", "tuple", "dict", "static", "call", found {_show(kind)}'
+        at + ["kind"],
+        f'expected one of "tensor", "none", "list", "tuple", "dict", "static", "call", "ref", found {_show(kind)}'
     )
 
 

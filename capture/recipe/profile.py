@@ -33,6 +33,7 @@ from .model import (
     ListDesc,
     NeededDim,
     RecipeError,
+    RefDesc,
     StepSetup,
     TensorDesc,
     TensorLeaf,
@@ -97,11 +98,13 @@ class Recipe:
 
     def factory_refs(self) -> list[str]:
         """Every ``pkg.mod:fn`` the recipe imports besides the model: its factories, then
-        the targets of its ``call`` descriptions (installed packages' among them)."""
+        the targets of its ``call`` and ``ref`` descriptions (installed packages' among
+        them), in the order they are written."""
         refs = [s.factory for s in (self.init, self.inputs) if s.factory]
         if self.step is not None:
             refs += [r for r in (self.step.loss_factory, self.step.optimizer_factory) if r]
-        return refs + list(dict.fromkeys(call.target for _, call in self.calls()))
+        named = [d.target for _, _, _, d in self._descriptions() if isinstance(d, (CallDesc, RefDesc))]
+        return refs + list(dict.fromkeys(named))
 
     def calls(self) -> list[tuple[str, CallDesc]]:
         """``(key path, description)`` of every ``call`` description, outer calls first,

@@ -3,9 +3,10 @@ literal ``init`` or ``inputs`` becomes what the model is built and called with.
 
 A description (:mod:`capture.recipe.model`) becomes: a static value itself, ``none``
 None, a list/tuple/dict of built items, a tensor leaf whatever the framework's
-``make_tensor`` makes of its :class:`~capture.recipe.model.TensorLeaf`, and a ``call``
+``make_tensor`` makes of its :class:`~capture.recipe.model.TensorLeaf`, a ``call``
 the result of calling its ``target`` with its built ``args``/``kwargs``, arguments
-first, depth-first, in the order written (the order tensor leaves are seeded in).
+first, depth-first, in the order written (the order tensor leaves are seeded in), and
+a ``ref`` the object its ``target`` names, uncalled (a class a field takes).
 
 A call runs user or library code, so it happens here, in the approved worker, never in
 the parent. Its target is imported the way the model is
@@ -32,6 +33,7 @@ from ..recipe import (
     ListDesc,
     NoneDesc,
     Recipe,
+    RefDesc,
     StaticDesc,
     TensorDesc,
     TensorLeaf,
@@ -80,18 +82,26 @@ class _Builder:
             return {k: self.build(v, f"{path}.items.{key_segment(k)}") for k, v in desc.items}
         if isinstance(desc, CallDesc):
             return self.call(desc, path)
+        if isinstance(desc, RefDesc):
+            return self.named(desc.target, path)
         raise TypeError(f"unknown value description {desc!r}")
+
+    def named(self, target: str, path: str) -> Any:
+        """The object ``target`` names (a ``ref``, or a call's callee), imported as the
+        model is; an import failure names the key path."""
+        try:
+            return self.import_object(target)
+        except CaptureError as exc:
+            raise CaptureError(
+                exc.stage, f"{path}.target: {exc.message}", {**exc.details, "key_path": path, "target": target},
+                error_type=exc.error_type,
+            ) from (exc.__cause__ or exc)
 
     def call(self, desc: CallDesc, path: str) -> Any:
         args = tuple(self.build(v, f"{path}.args[{i}]") for i, v in enumerate(desc.args))
         kwargs = {k: self.build(v, f"{path}.kwargs.{key_segment(k)}") for k, v in desc.kwargs}
         where = {"key_path": path, "target": desc.target}
-        try:
-            fn = self.import_object(desc.target)
-        except CaptureError as exc:
-            raise CaptureError(
-                exc.stage, f"{path}.target: {exc.message}", {**exc.details, **where}, error_type=exc.error_type
-            ) from (exc.__cause__ or exc)
+        fn = self.named(desc.target, path)
         if not callable(fn):
             raise CaptureError(
                 "recipe", f"{path}.target: {desc.target} is {_describe(fn)}, which cannot be called", where

@@ -114,6 +114,21 @@ def test_a_partial_of_a_linen_class_is_captured_by_its_name(tmp_path):
 
 
 @needs_jax
+def test_a_class_given_to_a_field_is_a_ref(tmp_path):
+    # Flax's ResNet(block_cls=ResNetBlock): the bare name is the class, passed uncalled
+    (tmp_path / "models.py").write_text(PARTIAL_LINEN)
+    proc = tensorviz("capture", "models.py:Net", "--input", "x=float32[2,3]", "--input", "train=False",
+                     "--init", "depth=3", "--init", "block_cls=Block", "--init", "outputs=4", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert profiles(tmp_path)["Net"]["init"]["kwargs"]["block_cls"] == {"kind": "ref", "target": "models:Block"}
+    c = graph(proc.stdout)
+    assert c.failure is None and [g.attrs["class"] for g in c.groups if g.kind == "module"].count("Block") == 3
+    proc = tensorviz("capture", "models.py:Net", "--input", "x=float32[2,3]", "--init", "depth=3",
+                     "--init", "block_cls=Blok", "--init", "outputs=4", cwd=tmp_path)
+    assert proc.returncode == 2 and "Blok is not defined or imported in models.py (it has: Block, Net" in proc.stderr
+
+
+@needs_jax
 def test_spec_mlp_is_saved_as_jax_with_its_init(tmp_path):
     (tmp_path / "model.py").write_text(SPEC_MLP)
     proc = tensorviz("capture", "model.py:MLP", "--input", "x=float32[2,3]", "--init", "width=8", cwd=tmp_path)

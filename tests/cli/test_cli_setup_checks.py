@@ -81,7 +81,8 @@ def test_a_shape_written_with_a_space_is_the_tensor(ws):
 
 def test_a_class_without_parentheses(ws, capsys):
     err = refused(ws, capsys, "model.py:GPT", "--init", "config=GPTConfig", "--input", "idx=int64[1,16]")
-    assert "--init config=GPTConfig: GPTConfig is a name, not a value" in err
+    # a name is the object it names (a ref); the class where its instance is wanted is refused
+    assert "--init config: GPTConfig names the class, not a value: GPT takes an instance of it" in err
     assert "an object is built by a call (GPTConfig()" in err
     assert "e.g. --init config=GPTConfig(block_size=1024, vocab_size=50304)" in err
 

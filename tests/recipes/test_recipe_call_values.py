@@ -223,3 +223,46 @@ def test_input_limits_count_tensors_inside_calls():
             "name": "p", "model": "m:Net",
             "init": {"kwargs": {"config": {"kind": "call", "target": "m:Config", "args": [big, big]}}},
         })
+
+
+# --------------------------------------------------------------------------- ref: an object named, not called
+
+RESNET = """\
+version = 1
+
+[profiles.r]
+model = "models:ResNet"
+framework = "jax"
+init = { kwargs = { block_cls = { kind = "ref", target = "models:ResNetBlock" }, act = { kind = "ref", target = "flax.linen:relu" }, conv = { kind = "call", target = "m:make", kwargs = { cls = { kind = "ref", target = "blocks/06_b.py:Conv" } } } } }
+inputs = { args = [{ kind = "tensor", shape = [1, 8, 8, 3], dtype = "float32" }] }
+"""
+
+
+def test_a_ref_names_a_class_or_function_and_joins_the_imported_refs():
+    from capture.recipe import RefDesc
+
+    r = load(RESNET, "r")
+    kwargs = dict(r.init.kwargs)
+    assert kwargs["block_cls"] == RefDesc("models:ResNetBlock") and kwargs["act"] == RefDesc("flax.linen:relu")
+    assert dict(kwargs["conv"].kwargs)["cls"] == RefDesc("blocks/06_b.py:Conv")
+    # imported like a call's target, in the order written (the trust gate and the sources see them)
+    assert r.factory_refs() == ["models:ResNetBlock", "flax.linen:relu", "m:make", "blocks/06_b.py:Conv"]
+    assert r.to_dict()["init"]["kwargs"]["block_cls"] == {"kind": "ref", "target": "models:ResNetBlock"}
+    assert Recipe.from_dict(r.to_dict()) == r
+
+
+@pytest.mark.parametrize(
+    "value, problem",
+    [
+        pytest.param('{ kind = "ref" }', "missing target: the class or function named", id="no-target"),
+        pytest.param('{ kind = "ref", target = "ResNetBlock" }', 'expected "pkg.module:qualname"', id="bad-target"),
+        pytest.param('{ kind = "ref", target = "m:A", args = [1] }', "unknown key", id="arguments"),
+        pytest.param('{ kind = "reference", target = "m:A" }', '"call", "ref", found', id="kind"),
+    ],
+)
+def test_a_bad_ref_names_its_key_path_and_line(value, problem):
+    text = f'version = 1\n\n[profiles.r]\nmodel = "m:Net"\ninit = {{ kwargs = {{ block = {value} }} }}\n'
+    with pytest.raises(RecipeError) as exc:
+        load(text, "r")
+    assert problem in str(exc.value)
+    assert str(exc.value).startswith("recipes.toml:5: profiles.r.init.kwargs.block")

@@ -17,11 +17,13 @@ from capture.recipe import (
     ListDesc,
     NoneDesc,
     Recipe,
+    RefDesc,
     StaticDesc,
     TensorDesc,
     TupleDesc,
 )
 from tensorviz_lsp.shorthand import (
+    Names,
     ShorthandError,
     build_recipe,
     call_setup,
@@ -114,7 +116,9 @@ def test_calls(text, expected):
         # What used to become a silent string is an error that says how to write it.
         pytest.param("relu", r"relu is a name, not a value: a string is quoted \('relu'\)", id="bare-word"),
         pytest.param("GPTConfig", r"object is built by a call \(GPTConfig\(\)", id="class-without-call"),
-        pytest.param("nn.GELU", r"nn.GELU is a name, not a value: to build an object, call it \(nn.GELU\(\)\)", id="dotted-without-call"),
+        # without the model's module to look a name up in (with it, a name is the object: a ref)
+        pytest.param("nn.GELU", r"nn.GELU is a name, not a value: a string is quoted \('nn.GELU'\), and an object is "
+                     r"built by a call \(nn.GELU\(\), with its arguments\)", id="dotted-without-call"),
         pytest.param("'unterminated", "not a value Python can read", id="quote"),
         pytest.param("a b", "not a value Python can read", id="two-words"),
         pytest.param("float32", r"a tensor also needs its shape, e.g. float32\[2,3\]", id="dtype-alone"),
@@ -148,13 +152,37 @@ def test_tensors_inside_calls_and_containers_take_unknown_and_scalar_shapes():
         pytest.param("f(*a)", r"\*a cannot be unpacked here", id="star"),
         pytest.param("f(**k)", r"\*\*k cannot be unpacked here", id="double-star"),
         pytest.param("f()(1)", "only a name or a dotted name can be called", id="call-of-a-call"),
-        pytest.param("f(x=relu)", "relu is a name, not a value", id="inner-bare-word"),
         pytest.param("f(x=float32[2**3])", "is not a size", id="inner-bad-tensor"),
     ],
 )
 def test_bad_calls(text, problem):
     with pytest.raises(ShorthandError, match=problem):
         parse_value_spec(text, static_resolve)
+
+
+def test_a_name_is_the_object_it_names():
+    # Flax's block_cls=ResNetBlock, torchvision's block=Bottleneck, act=nn.relu: named, not called
+    assert parse_value_spec("ResNetBlock", static_resolve) == RefDesc("model:ResNetBlock")
+    assert parse_value_spec("f(act=nn.relu, blocks=[A, B])", static_resolve) == CallDesc(
+        "model:f", (), (("act", RefDesc("model:nn.relu")),
+                        ("blocks", ListDesc((RefDesc("model:A"), RefDesc("model:B"))))))
+    assert RefDesc("model:A").to_dict() == {"kind": "ref", "target": "model:A"}
+    # the words and dtypes keep their meaning
+    assert parse_value_spec("none", static_resolve) == NoneDesc()
+    with pytest.raises(ShorthandError, match="float32 is a dtype"):
+        parse_value_spec("float32", static_resolve)
+
+
+def test_a_name_the_model_module_does_not_know_says_what_it_has(tmp_path):
+    (tmp_path / "models.py").write_text("import flax.linen as nn\n\nclass ResNetBlock(nn.Module):\n    pass\n")
+    names = Names(tmp_path, tmp_path / "models.py", "models")
+    assert parse_value_spec("ResNetBlock", names) == RefDesc("models:ResNetBlock")
+    assert parse_value_spec("nn.relu", names) == RefDesc("flax.linen:relu")
+    with pytest.raises(ShorthandError, match=r"ResNetBlok is not a value here: a string is quoted \('ResNetBlok'\), "
+                       r"an object is built by a call \(ResNetBlok\(\.\.\.\)\), and a class or function is named "
+                       r"as the model's module names it \(ResNetBlok is not defined or imported in models.py "
+                       r"\(it has: ResNetBlock\)"):
+        parse_value_spec("ResNetBlok", names)
 
 
 def test_the_recipe_bounds_a_value():

@@ -55,6 +55,16 @@ class WithTable:
 
     def __call__(self, x):
         return (x @ self.table["w"]) * self.table["scale"]
+
+
+class Built:
+    # takes a class and builds it itself (Flax's block_cls, torchvision's block)
+
+    def __init__(self, config_cls, factor):
+        self.config = config_cls(factor=factor)
+
+    def __call__(self, x):
+        return x * self.config.factor
 """
 
 
@@ -148,6 +158,28 @@ def test_failures_name_the_key_path(ws, value, stage, type_name, message):
         assert "configs.py" in {s.path for s in c.sources}
 
 
+def ref(target: str) -> dict:
+    return {"kind": "ref", "target": target}
+
+
+def test_a_ref_passes_the_class_itself(ws):
+    c = run_capture(ws, recipe("holders:Built", {"kwargs": {"config_cls": ref("configs:Config"), "factor": 5.0}},
+                               tensor(2)))
+    assert c.failure is None, c.failure
+    assert [n.op for n in c.nodes] == ["mul"] and c.nodes[0].inputs[1].literal == 5.0
+    assert "configs.py" in {s.path for s in c.sources}  # a ref's file is a source, as a call's
+    assert c.recipe["init"]["kwargs"]["config_cls"] == ref("configs:Config")
+
+
+def test_a_ref_that_cannot_be_imported_names_the_key_path(ws):
+    c = run_capture(ws, recipe("holders:Built", {"kwargs": {"config_cls": ref("configs:Mising"), "factor": 5.0}},
+                               tensor(2)))
+    f = c.failure
+    assert f is not None and not c.nodes and (f.stage, f.type) == ("import", "AttributeError")
+    assert f.message.startswith("profiles.p.init.kwargs.config_cls.target: 'configs' has no attribute 'Mising'")
+    assert f.details["target"] == "configs:Mising"
+
+
 def test_nothing_is_called_in_an_untrusted_workspace(ws, tmp_path):
     marker = tmp_path / "config-imported"
     r = recipe("holders:Configured", {"kwargs": {"config": config(factor=2.0)}}, tensor(2))
@@ -157,3 +189,8 @@ def test_nothing_is_called_in_an_untrusted_workspace(ws, tmp_path):
     # The same recipe, trusted: the marker proves the target's module runs then.
     assert run_capture(ws, r, env={"TV_CONFIG_MARKER": str(marker)}).failure is None
     assert marker.exists()
+    # A ref imports its module as a call does: gated the same way.
+    marker.unlink()
+    named = recipe("holders:Built", {"kwargs": {"config_cls": ref("configs:Config"), "factor": 2.0}}, tensor(2))
+    c = run_capture(ws, named, trusted=False, env={"TV_CONFIG_MARKER": str(marker)})
+    assert (c.failure.stage, c.failure.type) == ("trust", "WorkspaceNotTrusted") and not marker.exists()
