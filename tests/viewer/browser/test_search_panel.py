@@ -139,6 +139,8 @@ def test_filter_controls_offer_what_the_results_hold_and_narrow_them(app):
     assert [r["why"].split(" · ")[0] for r in rows[:2]] == ["transformer.h.0.mlp.c_fc", "transformer.h.0.mlp.c_proj"]
     f = app.js(FILTERS)
     assert f["op"]["on"] and f["op"]["value"] == "aten::addmm" and f["class"]["value"] == "gpt2mlp"
+    # The controls are made again with the answer: the one used keeps the keyboard.
+    assert app.js("() => document.activeElement.dataset.filter") == "op"
     # A second filter narrows further; the chip's × removes it again.
     app.page.select_option("#search-filters select[data-filter=shape]", "f32[8,256]")
     app.page.wait_for_function("() => document.querySelectorAll('#search-list li[role=option]').length === 12")

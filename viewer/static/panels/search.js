@@ -42,6 +42,7 @@ export class SearchPanel extends Panel {
     this.query = "";
     this.filters = {}; // chosen with the controls: {op, class, shape, dtype}
     this.error = null;
+    this.refocus = null; // the filter control to focus once the answer is painted
     this.seq = 0;
     this.#wire();
   }
@@ -201,11 +202,18 @@ export class SearchPanel extends Panel {
       bar.append(box);
     }
     bar.append(el("span", { class: "hint" }, "or type op:NAME class:NAME shape:8,128 dtype:f32"));
+    // The controls are made again with every answer: a keyboard user stays on the one used.
+    if (this.refocus) {
+      const again = bar.querySelector(`select[data-filter="${this.refocus}"]`);
+      if (again && !again.disabled) again.focus();
+      this.refocus = null;
+    }
   }
 
   setFilter(key, value) {
     if (value) this.filters[key] = value;
     else delete this.filters[key];
+    this.refocus = key;
     this.run(this.input.value.trim());
   }
 
