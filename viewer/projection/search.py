@@ -77,6 +77,7 @@ class Search:
         self._ops_index: dict[str, list[int]] | None = None
         self._frames_index: dict[int, list[int]] | None = None
         self._shapes_index: dict[tuple, list[int]] | None = None
+        self._class_of: dict[int, str | None] = {}
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, *, op: str | None = None, cls: str | None = None,
                shape: str | None = None, dtype: str | None = None) -> dict:
@@ -266,8 +267,9 @@ class Search:
             where = f"{where} · in a body, not executed".lstrip(" ·")
         out = {
             "type": "node", "id": i, "key": f"n{i}", "label": ix.cols.op[i],
-            "sublabel": f"{sub}  {where}".strip(),
+            "sublabel": f"{sub}  {where}".strip(), "where": where,
             "path": [x["id"] for x in ix.group_path(g)], "item_path": ix.item_path(i), "why": why,
+            "facets": self._facets(ix.cols.op[i], g, outs[:3]),
             "_layer": self._layer(g, True),
         }
         if i in self.present.elided:
@@ -285,6 +287,7 @@ class Search:
             "label": path if isinstance(path, str) and path else grp.name,
             "sublabel": f"{cls} · {sub}" if isinstance(cls, str) and cls else sub,
             "title": group_title(grp), "path": ids[:-1], "item_path": self.index.group_item_path(g), "why": why,
+            "facets": self._facets(None, g, list(self.index.bout[g + 1] or ())[:3]),
             "_layer": self._layer(g, False),
         }
 
@@ -311,7 +314,38 @@ class Search:
             label, sub = d["name"], f"{label} · {ROLE_WORDS.get(d['role'], d['role'])}"
         return {"type": "value", "id": v, "key": f"n{p}" if p >= 0 else f"in:{v}", "label": label,
                 "sublabel": sub, "producer": p if p >= 0 else None, "path": path,
-                "item_path": item_path, "why": why, "_layer": self._layer(g, True)}
+                "item_path": item_path, "why": why, "facets": self._facets(ix.cols.op[p] if p >= 0 else None, g, [v]),
+                "_layer": self._layer(g, True)}
+
+    def _facets(self, op: str | None, g: int, vs: Iterable[int]) -> dict:
+        """What a result's filters would read (the values the app offers as filters): its
+        op (a value's producer's), the innermost class holding it (a group's own), its
+        shapes and dtypes (a node's or a group's first outputs, a value's own)."""
+        values = self.capture.values
+        shapes: list[str] = []
+        dtypes: list[str] = []
+        for v in vs:
+            label = self.values.label(v)
+            if label not in shapes:
+                shapes.append(label)
+            dt = short_dtype(values[v].dtype)
+            if dt not in dtypes:
+                dtypes.append(dt)
+        return {"op": op, "class": self._innermost_class(g), "shape": shapes, "dtype": dtypes}
+
+    def _innermost_class(self, g: int) -> str | None:
+        if g == ROOT:
+            return None
+        if g not in self._class_of:
+            gs = self.capture.groups
+            found = None
+            for x in reversed(self.index.chain[g]):
+                cls = gs[x].attrs.get("class") if isinstance(gs[x].attrs, dict) else None
+                if isinstance(cls, str) and cls:
+                    found = cls
+                    break
+            self._class_of[g] = found
+        return self._class_of[g]
 
     # ------------------------------------------------------------------ indexes
 

@@ -1,12 +1,26 @@
 // The banners under the toolbar: one per id (coverage, stale, progress, load, diff, line…),
-// replaced in place when set again.
+// replaced in place when set again. Each is one line; a text too long for it opens in
+// place (its chevron, or a click on the text) and is also its title. Several banners
+// take one line: the newest shows, the count beside it opens the others (and closes
+// them again); every banner's text stays one click away.
 
 import { el, clear } from "../dom.js";
+
+const SEVERITY = { ok: 0, info: 1, warn: 2, error: 3 };
 
 export class Banners {
   constructor(holder) {
     this.holder = holder;
     this.byId = new Map();
+    this.order = []; // ids, the newest last
+    this.expanded = false;
+    holder.classList.add("banners-empty");
+    this.list = el("div", { class: "banner-list" });
+    this.more = el("button", { type: "button", class: "banner-more", "aria-expanded": "false", hidden: true,
+      onclick: () => this.toggleAll() });
+    holder.append(this.list, this.more);
+    // A banner's chevron shows only while its text does not fit its line.
+    if (typeof ResizeObserver === "function") new ResizeObserver(() => this.#measure()).observe(this.list);
   }
 
   has(id) {
@@ -22,15 +36,28 @@ export class Banners {
   set(id, level, kind, text, actions = []) {
     let b = this.byId.get(id);
     if (!b) {
-      b = el("div", { class: "banner", "data-banner": id, role: level === "error" ? "alert" : "status" });
+      b = el("div", { class: "banner", "data-banner": id });
       this.byId.set(id, b);
-      this.holder.append(b);
+      this.list.append(b);
     }
-    b.className = `banner ${level}`;
+    const open = b.classList.contains("open");
+    b.className = `banner ${level}` + (open ? " open" : "");
+    b.dataset.level = level;
+    b.setAttribute("role", level === "error" ? "alert" : "status");
     clear(b);
     b.append(el("span", { class: "banner-kind" }, kind));
-    b.append(typeof text === "string" ? el("span", { class: "banner-text" }, text) : text);
+    const body = typeof text === "string" ? el("span", { class: "banner-text" }, text) : text;
+    if (!body.classList.contains("banner-text")) body.classList.add("banner-text");
+    body.title = body.textContent;
+    body.addEventListener("click", () => b.classList.contains("truncated") && this.unfold(id));
+    // Not a <button>: a banner's own buttons are its actions.
+    const chevron = el("span", { class: "banner-unfold", role: "button", tabindex: "0", "aria-label": "Show the whole text",
+      onclick: () => this.unfold(id), onkeydown: (e) => (e.key === "Enter" || e.key === " ") && (e.preventDefault(), this.unfold(id)) });
+    b.append(body, chevron);
     for (const a of actions) b.append(a);
+    this.order = this.order.filter((x) => x !== id);
+    this.order.push(id);
+    this.#arrange();
     return b;
   }
 
@@ -38,5 +65,51 @@ export class Banners {
     const b = this.byId.get(id);
     if (b) b.remove();
     this.byId.delete(id);
+    this.order = this.order.filter((x) => x !== id);
+    this.#arrange();
+  }
+
+  // One banner's whole text (or its line again).
+  unfold(id) {
+    const b = this.byId.get(id);
+    if (!b) return;
+    b.classList.toggle("open");
+    this.#measure();
+  }
+
+  // Every banner, or the newest alone.
+  toggleAll() {
+    this.expanded = !this.expanded;
+    this.#arrange();
+  }
+
+  #arrange() {
+    const n = this.order.length;
+    const lead = this.order[n - 1];
+    if (n < 2) this.expanded = false;
+    for (const [id, b] of this.byId) b.classList.toggle("lead", id === lead);
+    this.holder.classList.toggle("banners-empty", n === 0);
+    this.holder.classList.toggle("stacked", n > 1 && !this.expanded);
+    this.more.hidden = n < 2;
+    if (n > 1) {
+      // The count takes the colour of the most severe banner it hides.
+      const hidden = this.order.slice(0, -1).map((id) => this.byId.get(id).dataset.level);
+      const worst = hidden.reduce((a, l) => (SEVERITY[l] > SEVERITY[a] ? l : a), "ok");
+      this.more.className = `banner-more ${this.expanded ? "ok" : worst}`;
+      this.more.textContent = this.expanded ? "fewer ▴" : `+${n - 1} more ▾`;
+      this.more.title = this.expanded ? "Show the newest banner only"
+        : `Show every banner (${this.order.slice(0, -1).map((id) => this.byId.get(id).querySelector(".banner-kind").textContent).join(", ")})`;
+      this.more.setAttribute("aria-expanded", String(this.expanded));
+    }
+    this.#measure();
+  }
+
+  #measure() {
+    for (const b of this.byId.values()) {
+      const text = b.querySelector(".banner-text");
+      if (!text) continue;
+      const cut = !b.classList.contains("open") && text.scrollWidth > text.clientWidth + 1;
+      b.classList.toggle("truncated", cut);
+    }
   }
 }

@@ -6,10 +6,13 @@
 import { el, clear, jsonView } from "../dom.js";
 import { KIND_WORDING, QUIET_ROLES, ROLE_WORDING, formatValue } from "../draw/theme.js";
 import { formatBytes, formatStat } from "../format.js";
+import { cardOf } from "../model/viewmodel.js";
 import { Panel } from "./panel.js";
 
 const NOT_MEASURED =
   "not measured: traced program. Storage aliases, activation statistics and output bytes exist only for PyTorch eager captures.";
+
+const GROUP_MEASURED_ROWS = 12;
 
 export class Inspector extends Panel {
   // onJump(key): select and show an item; onReveal(frame, target): go to source;
@@ -47,13 +50,24 @@ export class Inspector extends Panel {
     clear(this.body);
   }
 
-  async show(key, item) {
+  // asModule: a one-op module's own details (its card shows its op's view first).
+  async show(key, item, { asModule = false } = {}) {
     const seq = ++this.seq;
     this.current = key;
     this.open();
     const guard = () => seq === this.seq;
     try {
-      if (key.startsWith("n")) {
+      if (key.startsWith("g") && item && item.type === "group" && cardOf(item) === "op" && item.single && !asModule) {
+        // A module that ran one op is drawn as that op: its op's view, the module named on it.
+        const single = item.single;
+        if (single.type === "node") {
+          const d = await this.api.node(Number(single.id));
+          if (guard()) this.showNode(d, { key, item });
+        } else {
+          const d = await this.api.group(Number(single.id));
+          if (guard()) this.showGroup(d, key, { key, item });
+        }
+      } else if (key.startsWith("n")) {
         const d = await this.api.node(Number(key.slice(1)));
         if (guard()) this.showNode(d);
       } else if (key.startsWith("g")) {
@@ -83,9 +97,11 @@ export class Inspector extends Panel {
 
   // ---------------------------------------------------------------- node
 
-  showNode(d) {
+  // `module`: {key, item} of the one-op module whose card this op is.
+  showNode(d, module = null) {
     this.head(`node · n${d.id}`, d.op);
     this.root.dataset.kind = "node";
+    if (module) this.moduleLine(module);
     const tags = el("p", {}, el("span", { class: "pill" }, `n${d.id}`), " ");
     if (d.opaque) tags.append(el("span", { class: "pill opaque", title: "An unexpanded subprogram boundary: its body was not traced into the graph" }, "opaque"), " ");
     this.body.append(tags);
@@ -110,7 +126,7 @@ export class Inspector extends Panel {
       this.body.append(el("p", { class: "note" }, "Opaque boundary: the subprogram inside was not expanded. Its output shapes are retained; nothing inside it is reported as executed."));
     }
     // Where it came from first; the values it read and wrote below.
-    this.frame(d.frame, `n${d.id}`);
+    this.frame(d.frame, this.current || `n${d.id}`); // the key shown: a one-op module's card is its op
     if (d.group_path && d.group_path.length) {
       this.section("Scope");
       const crumbs = el("div", { class: "crumbs" });
@@ -168,6 +184,28 @@ export class Inspector extends Panel {
       ...(d.inputs || []).filter((o) => o.value).map((o) => ({ label: `in #${o.position}`, value: o.value })),
       ...(d.outputs || []).map((v, i) => ({ label: `out ${i}`, value: v })),
     ]);
+  }
+
+  // The module(s) a one-op card stands for, outermost first, each opening its own
+  // details (its call site, class, counts) in place of the op's.
+  moduleLine({ key, item }) {
+    const ws = item.wrappers && item.wrappers.length ? item.wrappers : [{ key, title: item.title || item.label }];
+    const line = el("p", { class: "module-line", "data-section": "module" }, el("span", { class: "muted" }, ws.length > 1 ? "the op of modules " : "the op of module "));
+    ws.forEach((w, i) => {
+      if (i) line.append(el("span", { class: "muted" }, " › "));
+      line.append(el("button", { type: "button", class: "link-button", "data-module": w.key, title: "Show this module's details",
+        onclick: () => this.show(w.key, { ...item, key: w.key }, { asModule: true }) }, String(w.title || w.name || w.key)));
+    });
+    this.body.append(line);
+  }
+
+  // A value summary's row in an inputs or outputs list.
+  valueRow(v, i) {
+    const li = el("li", {}, el("span", { class: "pos" }, String(i)), el("span", { class: "shape" }, formatValue(v)), " ", el("span", { class: "muted" }, `%${v.id}`));
+    const right = el("span", { class: "uses" });
+    if (v.name) right.append(valueName(v));
+    li.append(right);
+    return li;
   }
 
   nodeLink(id, prefix = "") {
@@ -337,18 +375,14 @@ export class Inspector extends Panel {
 
   // ---------------------------------------------------------------- group / chunk / value
 
-  showGroup(d, key) {
-    this.head(`group · g${d.id}`, d.name || `g${d.id}`);
+  // `module`: {key, item} when this group is the function call a one-op module's card stands for.
+  showGroup(d, key, module = null) {
+    this.head(`${d.kind === "function" ? "function" : "group"} · g${d.id}`, d.name || `g${d.id}`);
     this.root.dataset.kind = "group";
+    if (module) this.moduleLine(module);
     const wording = d.honest || KIND_WORDING[d.kind] || d.kind;
     this.body.append(el("p", {}, el("span", { class: "pill kind" }, d.kind), " ", el("span", { class: "muted", "data-honest": "1" }, wording)));
-    const facts = el("dl", { class: "facts" });
-    const add = (k, v) => v !== undefined && v !== null && v !== "" && facts.append(el("dt", {}, k), el("dd", {}, typeof v === "object" ? JSON.stringify(v) : String(v)));
-    const path = (d.parent_path || d.path || []).filter((g) => g.id !== d.id);
-    if (path.length) add("inside", path.map((g) => `${g.kind} ${g.name}`).join(" › "));
-    const counts = d.counts || {};
-    for (const [k, v] of Object.entries(counts)) add(k, typeof v === "number" ? v.toLocaleString("en-US") : v);
-    this.body.append(facts);
+    // Where it came from first, as for an op.
     if (d.frame || d.class_frame) {
       this.section("Source");
       const target = this.current;
@@ -357,9 +391,33 @@ export class Inspector extends Panel {
       if (d.class_frame) rows.append(el("dt", {}, "class defined at"), el("dd", {}, this.frameButton(d.class_frame, target)));
       this.body.append(rows, el("div", { class: "source-view", id: "source-view" }));
     }
+    const facts = el("dl", { class: "facts" });
+    const add = (k, v) => v !== undefined && v !== null && v !== "" && facts.append(el("dt", {}, k), el("dd", {}, typeof v === "object" ? JSON.stringify(v) : String(v)));
+    const path = (d.parent_path || d.path || []).filter((g) => g.id !== d.id);
+    if (path.length) add("inside", path.map((g) => `${g.kind} ${g.name}`).join(" › "));
+    const counts = d.counts || {};
+    for (const [k, v] of Object.entries(counts)) add(k, typeof v === "number" ? v.toLocaleString("en-US") : v);
+    this.body.append(facts);
+    // What enters and leaves it: a function call's operands and results.
+    for (const [title, list, total, section] of [["Inputs", d.inputs, d.inputs_total, "inputs"], ["Outputs", d.outputs, d.outputs_total, "outputs"]]) {
+      if (!list) continue;
+      this.section(title);
+      const ul = el("ul", { class: "rows", "data-section": section });
+      list.forEach((v, i) => ul.append(this.valueRow(v, i)));
+      if (!list.length) ul.append(el("li", { class: "muted" }, `no ${section}`));
+      else if (total && total > list.length) ul.append(el("li", { class: "muted" }, `+${(total - list.length).toLocaleString("en-US")} more`));
+      this.body.append(ul);
+    }
     if (d.attrs && Object.keys(d.attrs).length) {
       this.section("Attributes");
       this.body.append(jsonView(d.attrs));
+    }
+    if ((d.inputs || d.outputs) && this.capture && this.capture.measured) {
+      // A module's boundary can hold dozens of parameters: the first rows, in order.
+      this.measured([
+        ...(d.inputs || []).map((v, i) => ({ label: `in ${i}`, value: v })),
+        ...(d.outputs || []).map((v, i) => ({ label: `out ${i}`, value: v })),
+      ].slice(0, GROUP_MEASURED_ROWS));
     }
     this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => this.onToggle(key) }, "Expand / collapse")));
   }
