@@ -54,10 +54,11 @@ def _meets(a, b) -> bool:
 def test_a_one_op_module_is_its_op_card_with_the_module_named_and_idle_modules_are_listed(browser, served, close_pages):
     app = _open(browser, served, close_pages, "gpt2")
     infos = app.js(INFOS)
-    # wte and wpe ran one aten::embedding each: drawn as that op, the module on its caption
+    # wte and wpe ran one aten::embedding each: drawn as that op, the module on its caption,
+    # titled by the function it ran under (`F.embedding`, recorded on the kernel: issue 26)
     singles = {i["caption"]: i for i in infos.values() if i["caption"]}
     assert {"wte · Embedding", "wpe · Embedding"} <= set(singles)
-    assert singles["wte · Embedding"]["card"] == "node" and singles["wte · Embedding"]["title"] == "aten::embedding"
+    assert singles["wte · Embedding"]["card"] == "node" and singles["wte · Embedding"]["title"] == "embedding"
     assert singles["wte · Embedding"]["weights"] == ["transformer.wte.weight"]
     # an idle module (the eval-mode dropout) is no box of its own, but its parent names it
     assert not [k for k, i in infos.items() if i["server"] == "idle"]
