@@ -117,6 +117,14 @@ def _meets(a: dict, b: dict) -> bool:
     return a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]
 
 
+def _beside(far: dict) -> bool:
+    """A far name that stands out of the frame it names (wider than it, or beside it)."""
+    of, box = far.get("of"), far.get("box")
+    if not of or not box:
+        return bool(far.get("outside"))
+    return box["x"] + box["w"] > of["x"] + of["w"] + 1 or box["x"] < of["x"] - 1
+
+
 @dataclass
 class Row:
     name: str
@@ -363,7 +371,7 @@ def measure(browser, name: str, capture: Capture, shots: Path | None) -> Row:
             row.frames_named = row.frames  # headers are drawn, and big enough to read
         else:
             row.frames_named = min(len(named), row.frames)
-            row.frames_beside = sum(1 for f in named if f["outside"])
+            row.frames_beside = sum(1 for f in named if _beside(f))
         if shots:
             page.screenshot(path=str(shots / f"{name}_all_fit.png"))
         page.evaluate(READABLE)
