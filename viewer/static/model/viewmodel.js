@@ -172,6 +172,10 @@ export class GraphModel {
     this.held.clear();
     this.lastReal.clear();
     this.built = new Map();
+    // After Expand all, what is open follows the new pages (refresh fetches them as Expand
+    // all did): function calls are groups that open only with every kernel shown, and the
+    // modules drawn as one call are frames only then.
+    if (this.openAll) this.expanded = new TrackedSet(this, [ROOT]);
     this.changed();
   }
 
@@ -673,6 +677,10 @@ export class GraphModel {
     const t = { fetch: this._fetchMs };
     this._fetchMs = undefined;
     let t0 = performance.now();
+    // After Expand all, pages asked for again (the Kernels toggle dropped them all) come
+    // back as Expand all fetched them, in one request: else every container below the
+    // root would wait, deferred, for the camera to move.
+    if (this.openAll && !this.containers.has(ROOT)) await this.loadSubtree(ROOT, EXPAND_FETCH_ITEMS);
     await this.loadExpanded();
     t.load = performance.now() - t0;
     t0 = performance.now();
