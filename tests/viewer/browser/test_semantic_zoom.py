@@ -2,7 +2,8 @@
 of ``tests/viewer/real_models``: op cards too small for their text are summarised by their
 op's short name, inside the card; frame names stay inside the frames they name (down a
 tall, narrow frame's side when they do not fit across it), never beside a column that
-could hold them and wider than it; the top module is named once.
+could hold them and wider than it; the top module is named once; below 60 % (where a title would be under
+8 px on screen) every card says what it is that way.
 
 Read through ``window.tensorviz.farDrawn()`` (what the last frame drew far away, with the
 box of the item each name belongs to), not by pixels."""
@@ -68,6 +69,18 @@ def test_at_fit_op_cards_too_small_to_read_say_their_op_inside_them(browser, lla
     assert frames and not [1 for f in ops for b in frames if _meets(f["box"], b)]
     # the top module is named by its class, once
     assert "LlamaForCausalLM" in {f["text"] for f in far if f["frame"]}
+    assert app.unexpected_errors() == []
+
+
+def test_at_half_zoom_cards_say_what_they_are_at_a_readable_size(browser, llama, close_pages):
+    # at 50 %, a 13 px title would be 6.5 px on screen: the far names (10.5 px) say it instead
+    app = _open(browser, llama, close_pages)
+    app.js("() => window.tensorviz.readable()")
+    app.js("() => window.tensorviz.zoomAt(800, 500, 0.5)")
+    app.js(FRAMES)
+    assert app.js("() => window.tensorviz.camera.s") == pytest.approx(0.5)
+    far = app.js("() => window.tensorviz.farDrawn()")
+    assert [f for f in far if f["op"]] and [f for f in far if f["frame"]]
     assert app.unexpected_errors() == []
 
 

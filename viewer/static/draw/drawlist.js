@@ -30,7 +30,7 @@
 // level of detail and palette, so a frame allocates little beyond the list itself.
 
 import { CARD_STYLE as S, drawCard, labelRect } from "./card.js";
-import { HATCH, LOD_EDGE_LABELS, LOD_TEXT, LOD_TITLE } from "./theme.js";
+import { HATCH, LOD_ARROWS, LOD_EDGE_LABELS, LOD_TEXT, LOD_TITLE } from "./theme.js";
 
 // Level of detail: 0 far (boxes and far labels), 1 titles, 2 titles, tags and lines.
 export function bandOf(s) {
@@ -107,7 +107,7 @@ function edges(out, c, env) {
     }
   }
   const p = env.palette;
-  if (list.length) out.push({ t: "edges", ox: c.x, oy: c.y, list, simple: s < LOD_TITLE, labels, stroke: p.edge, labelFill: p.edgeLabel, labelBg: p.edgeLabelBg });
+  if (list.length) out.push({ t: "edges", ox: c.x, oy: c.y, list, simple: s < LOD_ARROWS, labels, stroke: p.edge, labelFill: p.edgeLabel, labelBg: p.edgeLabelBg });
 }
 
 function bboxOf(points, ox, oy) {
