@@ -1,39 +1,56 @@
-"""Is the picture a person opens readable? Real models in the viewer, in Debian's Chromium.
+"""Does the graph speak in layers? Real models in the viewer, in Debian's Chromium (issue 26).
 
-    python benchmarks/bench_viewer_readability.py [--models gpt2_torch,…] [--shots /tmp/shots]
+    python benchmarks/bench_viewer_readability.py [--models gpt2_torch,…] [--nanogpt PATH] [--shots DIR]
 
-Serves each checked-in real capture (``tests/viewer/real_models/captures/*.tvg``: a
-``transformers`` ResNet-18 layout and 12-block GPT-2, a Flax Linen ResNet-18 with bound
-variables) with the real ``viewer.server.app.ViewerServer`` in a 1600 × 1000 headless page
-and prints, per model:
+Serves each real capture with the real ``viewer.server.app.ViewerServer`` in a 1600 × 1000
+headless page: the checked-in ones (``tests/viewer/real_models/captures/*.tvg``: GPT-2 and
+Llama 4 layers and T5 from ``transformers``, a vit-pytorch style ViT, torchvision style
+ResNet-50, a ``transformers`` ResNet-18 layout, Linen ViT-B/16 and ResNet-18 in the style of
+Flax's examples) and, with ``--nanogpt PATH`` (nanoGPT's own ``model.py``, e.g.
+``/work/realmodels/nanogpt_model.py``), nanoGPT captured into a temporary folder through
+the CLI (``tensorviz capture model.py:GPT --init 'config=GPTConfig(...)'``). It prints, per
+model:
 
-* the scene's width and height in the default view (what opens, before anyone clicks),
-  and the zoom it opens at;
-* the Fit zoom of that view;
-* items on the first paint: laid out in the scene, and drawn in the first frame;
-* parameter items: parameters, buffers, variables and constants drawn as layout items
-  of their own (boundary pills whose role is param/buffer/variable/const), read through
-  ``window.tensorviz.itemInfo(key)`` when the app has it, else ``pill(key)``. Items are
-  counted by key, so a pill for the same value in two expanded containers counts once;
-* sideways drift of sibling blocks: for each run of consecutive sibling groups of the same
-  class (or Flax scope name, ``ResNetBlock_0…7``) that each hold at least ``--min-ops``
-  ops, the parents are expanded, every block's rectangle is read (``itemRect(key)``) and
-  ``|Δ centre x| / block width`` is taken between neighbours; the worst pair is shown.
+* **first view** (what opens, before anyone clicks): cards drawn (op, function, group,
+  stack and chunk cards; open frames and boundary pills apart), whether the trunk the
+  server names (``api/capture`` ``trunk``) is open, the zoom it opens at and its Fit zoom;
+* **largest group's share**: of the first view's area, the share spent on the item (card
+  or frame) holding the most ops, the frames holding the whole program aside: the
+  decoder stack's frame when the trunk is open, a small card when a head opened instead;
+* **one opened block**: the first block of the largest stack (else the largest group of
+  the first view) opened with every module inside it (not function calls): its cards,
+  how many of them are kernels (op cards of one ATen kernel, or one JAX primitive) and
+  how many function calls;
+* **one card per nn.Linear**: after Expand all, ``Linear`` modules drawn as exactly one
+  closed card, of all ``Linear`` modules (Torch);
+* **stacks**: every stack the pages fold (``label ×count``, its period), and the share of
+  the model's blocks (its block class: ``GPT2Block``, ``LlamaDecoderLayer``, …) inside one;
+* **overlapping edge labels** after Expand all: pairs of placed label boxes that overlap
+  each other or a card of their container (``window.tensorviz.edgeLabels()``), and the
+  labels dropped for want of room (the shape shows on hover);
+* **drift**: the worst sideways step between consecutive repetitions of a stack after
+  Expand all (``|Δ centre x| / width``: a staircase when large);
+* **Fit legibility after Expand all**: the share of open frames whose name is drawn at a
+  readable size at Fit (a far name, 10.5 px on screen whatever the zoom, or a header of
+  at least 8 px), and how many of those stand beside their frame rather than in it.
 
-It also saves screenshots: each model's default view (``SHOTS/NAME.png``), that view at
-Fit (``SHOTS/NAME_fit.png``), and the blocks' parents expanded at Fit
-(``SHOTS/NAME_blocks.png``). Targets (issue 11): taller than wide, Fit ≥ 25 %, drift ≤ 0.25,
-parameter items 0. Prints figures; asserts nothing. Hooks the app may not have yet
-(``itemInfo``, folded "×N" cards) are feature-tested in the page, so the script runs
-against older and newer viewers.
+Targets (issue 26) are printed beside the figures: every Llama/GPT/ViT block stacked, the
+(Attention, FeedForward) pairs folded, zero overlapping labels, one card per
+``nn.Linear``, the trunk open in the first view. It saves screenshots (``--shots DIR``,
+default /tmp/shots): ``NAME_first.png`` (first view), ``NAME_fit.png`` (first view at
+Fit), ``NAME_block.png`` (the opened block), ``NAME_all_fit.png`` and
+``NAME_all_readable.png`` (Expand all, at Fit and at Readable). Prints figures; asserts
+nothing.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
-import statistics
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -44,6 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 from capture.graph import graphfile  # noqa: E402
 from capture.graph.model import Capture  # noqa: E402
+from viewer.projection.projection import Projection  # noqa: E402
 from viewer.server.app import ViewerServer  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -51,125 +69,142 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--d
         "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1600, "height": 1000}
 CAPTURES = ROOT / "tests" / "viewer" / "real_models" / "captures"
-MODELS = ("resnet18_torch", "gpt2_torch", "resnet18_linen")
-WEIGHT_ROLES = ("param", "buffer", "variable", "const")
-
-TARGET_FIT = 0.25
-TARGET_DRIFT = 0.25
-
-# What the page shows now. Every hook beyond the documented core is feature-tested.
-VIEW_STATE = """() => {
-  const tv = window.tensorviz;
-  const st = tv.sceneStats ? tv.sceneStats() : null;
-  return {
-    scale: tv.camera ? tv.camera.s : null,
-    w: st ? st.w : null,
-    h: st ? st.h : null,
-    items: st ? st.items : null,
-    drawn: st && st.drawn ? st.drawn.items : null,
-    version: tv.sceneVersion,
-    expanded: tv.expanded || [],
-    firstPaintMs: tv.firstPaintMs,
-  };
-}"""
-
-WEIGHT_ITEMS = """(roles) => {
-  const tv = window.tensorviz;
-  const via = typeof tv.itemInfo === 'function' ? 'itemInfo' : typeof tv.pill === 'function' ? 'pill' : null;
-  const byRole = {};
-  const names = [];
-  let n = 0;
-  if (via) {
-    for (const k of tv.keys()) {
-      const info = via === 'itemInfo' ? tv.itemInfo(k) : tv.pill(k);
-      const role = info ? info.role : null;
-      if (!roles.includes(role)) continue;
-      n++;
-      byRole[role] = (byRole[role] || 0) + 1;
-      if (names.length < 3) names.push(info.name);
-    }
-  }
-  return { via, n, byRole, names };
-}"""
-
-FIT = """async () => {
-  const tv = window.tensorviz;
-  tv.fit();
-  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
-  return tv.camera.s;
-}"""
-
-RECTS = """(keys) => keys.map((k) => window.tensorviz.itemRect(k))"""
+MODELS = ("gpt2_torch", "llama_torch", "vit_torch", "t5_torch", "resnet50_torch", "resnet18_torch", "vit_linen",
+          "resnet18_linen")
+NANOGPT = "nanogpt"
+# nanoGPT at GPT-2's layout, as small as the checked-in GPT-2 (12 blocks, width 64).
+NANOGPT_INIT = "config=GPTConfig(n_layer=12, n_head=4, n_embd=64, vocab_size=128, block_size=32)"
+NANOGPT_INPUT = "idx=int64[1,8]"
+# The class of each model's repeated block: what "every block stacked" counts.
+BLOCKS = {
+    NANOGPT: ("Block",), "gpt2_torch": ("GPT2Block",), "llama_torch": ("LlamaDecoderLayer",),
+    "vit_torch": ("Attention", "FeedForward"), "t5_torch": ("T5Block",), "resnet50_torch": ("Bottleneck",),
+    "resnet18_torch": ("ResNetBasicLayer",), "vit_linen": ("Encoder1DBlock",), "resnet18_linen": ("ResNetBlock",),
+}
+# Where the issue sets "every block stacked (all layers)" and "pairs folded".
+STACK_TARGET = {NANOGPT, "gpt2_torch", "llama_torch", "vit_torch", "vit_linen"}
+READABLE_PX = 8.0  # a frame header smaller than this on screen is not read
+OPEN_CARDS = ("node", "function", "group", "stack", "chunk")
 
 FRAMES = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+# Every laid-out item by meaning, with its box in world units.
+ITEMS = """() => {
+  const tv = window.tensorviz;
+  const out = {};
+  for (const k of tv.keys()) {
+    const i = tv.itemInfo(k);
+    const c = tv.card(k);
+    out[k] = { kind: i.kind, card: i.card, open: i.open, title: i.title, members: i.members, box: c ? c.box : null };
+  }
+  return out;
+}"""
+SCENE = "() => { const s = window.tensorviz.sceneStats(); return { w: s.w, h: s.h, s: window.tensorviz.camera.s }; }"
+FIT = """async () => {
+  window.tensorviz.fit();
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return window.tensorviz.camera.s;
+}"""
+READABLE = """async () => {
+  window.tensorviz.readable();
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return window.tensorviz.camera.s;
+}"""
+# The header font's size in world px (draw/card.js CARD_STYLE.fontHeader, "600 12px …").
+HEADER_PX = "() => { const t = window.tensorviz.card(window.tensorviz.keys()[0]); return t ? t.header : null; }"
 
 
-# --------------------------------------------------------------------------- blocks
+def _meets(a: dict, b: dict) -> bool:
+    return a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]
+
+
+def _beside(far: dict) -> bool:
+    """A far name that stands out of the frame it names (wider than it, or beside it)."""
+    of, box = far.get("of"), far.get("box")
+    if not of or not box:
+        return bool(far.get("outside"))
+    return box["x"] + box["w"] > of["x"] + of["w"] + 1 or box["x"] < of["x"] - 1
 
 
 @dataclass
-class Run:
-    """Consecutive sibling groups of one class under one parent."""
+class Row:
+    name: str
+    ops: int
+    groups: int
+    first_cards: int = 0
+    first_frames: int = 0
+    first_zoom: float = 0.0
+    first_fit: float = 0.0
+    trunk: list[str] = field(default_factory=list)
+    trunk_open: bool = False
+    largest: str = ""
+    largest_share: float = 0.0
+    block: str = ""
+    block_cards: int = 0
+    block_kernels: int = 0
+    block_calls: int = 0
+    linear_one_card: int = 0
+    linears: int = 0
+    stacks: list[str] = field(default_factory=list)
+    blocks_stacked: int = 0
+    blocks_total: int = 0
+    pairs_folded: bool | None = None
+    label_pairs: int = 0
+    label_on_card: int = 0
+    labels_placed: int = 0
+    labels_dropped: int = 0
+    drift: float | None = None
+    all_fit: float = 0.0
+    frames: int = 0
+    frames_named: int = 0
+    frames_beside: int = 0
+    errors: list[str] = field(default_factory=list)
 
-    label: str  # "transformer.h.0…11 GPT2Block ×12"
-    parent_chain: list[int]  # group ids from the top down to the parent (expand these)
-    members: list[int]  # group ids, in program order
-    drift: list[float] = field(default_factory=list)
-    shown: int = 0
+
+# --------------------------------------------------------------------------- the capture
 
 
-def _block_class(g) -> str:
-    """What makes two sibling groups "the same block": the module class, or the scope
-    name without its Flax index (``ResNetBlock_3`` → ``ResNetBlock``)."""
-    if g.kind == "module" and g.attrs.get("class"):
-        return str(g.attrs["class"])
-    return f"{g.kind}:{re.sub(r'_[0-9]+$', '', g.name)}"
-
-
-def sibling_runs(capture: Capture, min_ops: int) -> list[Run]:
+def op_counts(capture: Capture) -> tuple[list[int], dict[int, list[int]]]:
+    """Ops under each group (its whole subtree) and each group's children."""
     groups = capture.groups
-    nodes_under = [0] * len(groups)
-    first_node = [len(capture.nodes)] * len(groups)
+    under = [0] * len(groups)
     for n in capture.nodes:
         g = n.group
         while g is not None:
-            nodes_under[g] += 1
-            first_node[g] = min(first_node[g], n.id)
+            under[g] += 1
             g = groups[g].parent
-    children: dict[int | None, list[int]] = defaultdict(list)
+    children: dict[int, list[int]] = defaultdict(list)
     for g in groups:
-        children[g.parent].append(g.id)
+        if g.parent is not None:
+            children[g.parent].append(g.id)
+    return under, children
 
-    def chain(gid: int | None) -> list[int]:
-        out = []
-        while gid is not None:
-            out.append(gid)
-            gid = groups[gid].parent
-        return out[::-1]
 
-    runs: list[Run] = []
-    for parent, kids in children.items():
-        kids = sorted(kids, key=lambda i: (first_node[i], i))  # program order
-        i = 0
-        while i < len(kids):
-            j = i
-            cls = _block_class(groups[kids[i]])
-            while j + 1 < len(kids) and _block_class(groups[kids[j + 1]]) == cls:
-                j += 1
-            members = kids[i:j + 1]
-            if len(members) >= 2 and all(nodes_under[m] >= min_ops for m in members):
-                first, last = groups[members[0]], groups[members[-1]]
-                name = lambda g: g.attrs.get("path") or g.name  # noqa: E731
-                label = f"{name(first)}…{name(last).rsplit('.', 1)[-1]} {cls.split(':')[-1]} ×{len(members)}"
-                runs.append(Run(label, chain(parent), members))
-            i = j + 1
-    return runs
+def descendants(children: dict[int, list[int]], g: int) -> list[int]:
+    out, todo = [], [g]
+    while todo:
+        x = todo.pop()
+        out.append(x)
+        todo.extend(children.get(x, ()))
+    return out
+
+
+def capture_nanogpt(model_py: Path, tmp: Path) -> Capture:
+    """nanoGPT through the CLI's shorthand, in a workspace of its own (a copy of model.py)."""
+    shutil.copy(model_py, tmp / "model.py")
+    out = tmp / "nanogpt.tvg"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "tensorviz_lsp", "capture", f"{tmp / 'model.py'}:GPT", "--workspace", str(tmp),
+           "--init", NANOGPT_INIT, "--input", NANOGPT_INPUT, "-o", str(out)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"nanoGPT capture failed ({done.returncode}): {done.stderr.strip()[-400:]}")
+    return graphfile.read(out)
 
 
 # --------------------------------------------------------------------------- the page
 
 
-def settle(page, quiet_ms: int = 400, limit_s: float = 20.0) -> None:
+def settle(page, quiet_ms: int = 400, limit_s: float = 30.0) -> None:
     """Wait until the scene stops changing (no new scene version for ``quiet_ms``)."""
     end = time.monotonic() + limit_s
     last = page.evaluate("() => window.tensorviz.sceneVersion")
@@ -180,101 +215,169 @@ def settle(page, quiet_ms: int = 400, limit_s: float = 20.0) -> None:
         if v != last:
             last, quiet_since = v, time.monotonic()
         elif (time.monotonic() - quiet_since) * 1000 >= quiet_ms:
-            return
+            break
     page.evaluate(FRAMES)
 
 
-# The laid-out item that stands for `k` when `k` itself is not laid out: a card folding
-# several identical groups ("×N", `itemInfo(key).members`), in apps that fold them.
-FOLDED_IN = """(k) => {
-  const tv = window.tensorviz;
-  if (typeof tv.itemInfo !== 'function') return null;
-  for (const key of tv.keys()) {
-    const info = tv.itemInfo(key);
-    if (info && Array.isArray(info.members) && info.members.includes(k)) return key;
-  }
-  return null;
-}"""
-
-
-def _toggle(page, key: str) -> None:
-    v = page.evaluate("() => window.tensorviz.sceneVersion")
-    page.evaluate("(k) => window.tensorviz.toggle(k)", key)
-    page.wait_for_function("(v) => window.tensorviz.sceneVersion > v", arg=v, timeout=120_000)
-    settle(page)
+def toggle(page, key: str) -> None:
+    page.evaluate("async (k) => { await window.tensorviz.toggle(k); }", key)
+    settle(page, quiet_ms=200)
 
 
 def reveal(page, key: str) -> bool:
-    """Make ``key`` a laid-out item, opening a folded card that holds it; False if it is not."""
-    if page.evaluate("(k) => window.tensorviz.keys().includes(k)", key):
+    """Make ``key`` a laid-out item, unfolding the stack that holds it."""
+    items = page.evaluate(ITEMS)
+    if key in items:
         return True
-    holder = page.evaluate(FOLDED_IN, key)
+    holder = next((k for k, i in items.items() if i["members"] and key in i["members"]), None)
     if holder is None:
         return False
-    _toggle(page, holder)
-    return page.evaluate("(k) => window.tensorviz.keys().includes(k)", key)
+    toggle(page, holder)
+    return key in page.evaluate(ITEMS)
 
 
-def expand(page, keys: list[str]) -> None:
-    """Expand ``keys`` (top down) that are laid out (or folded into a card) and not yet expanded."""
-    for k in keys:
-        if not reveal(page, k):
-            continue
-        if not page.evaluate("(k) => window.tensorviz.expanded.includes(k)", k):
-            _toggle(page, k)
+def open_block(page, block: int, inside: set[str]) -> dict[str, dict]:
+    """Open group ``block`` and every module inside it (not function calls); its cards."""
+    if not reveal(page, f"g{block}"):
+        return {}
+    for _ in range(64):
+        items = page.evaluate(ITEMS)
+        closed = [k for k, i in items.items() if k in inside and i["card"] in ("group", "stack") and not i["open"]]
+        if not closed:
+            break
+        toggle(page, closed[0])
+    items = page.evaluate(ITEMS)
+    return {k: i for k, i in items.items() if k in inside and not i["open"] and i["card"] in OPEN_CARDS}
 
 
-def measure_drift(page, runs: list[Run]) -> None:
-    for run in runs:
-        expand(page, [f"g{g}" for g in run.parent_chain])
-        for g in run.members:
-            reveal(page, f"g{g}")
-        rects = page.evaluate(RECTS, [f"g{g}" for g in run.members])
-        shown = [r for r in rects if r]
-        run.shown = len(shown)
-        for a, b in zip(shown, shown[1:]):
-            width = (a["w"] + b["w"]) / 2
-            if width > 0:
-                run.drift.append(abs((b["x"] + b["w"] / 2) - (a["x"] + a["w"] / 2)) / width)
+def first_view(page, row: Row, capture: Capture, proj: Projection, under: list[int], shots: Path | None) -> None:
+    items = page.evaluate(ITEMS)
+    scene = page.evaluate(SCENE)
+    row.first_zoom = scene["s"]
+    row.first_cards = sum(1 for i in items.values() if not i["open"] and i["card"] in OPEN_CARDS)
+    row.first_frames = sum(1 for i in items.values() if i["open"])
+    trunk = proj.summary()["trunk"]
+    row.trunk = [t["title"] for t in trunk]
+    expanded = set(page.evaluate("() => window.tensorviz.expanded"))
+    row.trunk_open = bool(trunk) and trunk[-1]["key"] in expanded
+
+    def ops(key: str, info: dict) -> int:
+        if info["members"]:
+            return sum(ops(m, {"members": None}) for m in info["members"] if m.startswith("g"))
+        return under[int(key[1:])] if key.startswith("g") else 1
+
+    total = len(capture.nodes)
+    sized = [(ops(k, i), k, i) for k, i in items.items() if i["box"] and i["kind"] in ("group", "stack", "chunk")]
+    sized = [t for t in sized if t[0] < total]
+    if sized and scene["w"] and scene["h"]:
+        n, k, i = max(sized, key=lambda t: t[0])
+        b = i["box"]
+        row.largest = f"{i['title']} ({n} ops, {'open' if i['open'] else 'closed'})"
+        row.largest_share = b["w"] * b["h"] / (scene["w"] * scene["h"])
+    if shots:
+        page.screenshot(path=str(shots / f"{row.name}_first.png"))
+    row.first_fit = page.evaluate(FIT)
+    if shots:
+        page.screenshot(path=str(shots / f"{row.name}_fit.png"))
 
 
-def open_model(browser, name: str, shots: Path | None, min_ops: int) -> dict:
-    capture = graphfile.read(CAPTURES / f"{name}.tvg")
+def measure(browser, name: str, capture: Capture, shots: Path | None) -> Row:
+    proj = Projection(capture)
+    under, children = op_counts(capture)
+    row = Row(name, len(capture.nodes), len(capture.groups))
+    views = proj.subtree(-1)["views"]
+    block_classes = BLOCKS.get(name, ())
+    cls = {g.id: g.attrs.get("class") for g in capture.groups if isinstance(g.attrs, dict)}
+    stacked: set[str] = set()
+    largest_stack = None
+    for v in views.values():
+        for st in v["stacks"]:
+            row.stacks.append(f"{st['label']} ×{st['count']}" + (f" (period {st['period']})" if st["period"] > 1 else ""))
+            stacked.update(k for rep in st["members"] for k in rep)
+            size = sum(under[int(k[1:])] for k in st["members"][0] if k.startswith("g"))
+            if largest_stack is None or size > largest_stack[0]:
+                largest_stack = (size, st)
+            if tuple(st["pattern"]) == ("Attention", "FeedForward"):
+                row.pairs_folded = True
+    blocks = [g for g, c in cls.items() if c in block_classes and under[g] > 0]
+    row.blocks_total = len(blocks)
+    row.blocks_stacked = sum(1 for g in blocks if f"g{g}" in stacked)
+    if name == "vit_torch" and row.pairs_folded is None:
+        row.pairs_folded = False
+
     server = ViewerServer([(capture, name)])
     server.start()
     server.warm()
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("pageerror", lambda e: row.errors.append(str(e)))
     try:
         page.goto(server.url)
         page.wait_for_function("() => window.tensorviz && window.tensorviz.ready && window.tensorviz.firstPaintMs !== null",
                                timeout=120_000)
-        first = page.evaluate(VIEW_STATE)  # as first painted
         settle(page)
-        opened = page.evaluate(VIEW_STATE)
-        weights = page.evaluate(WEIGHT_ITEMS, list(WEIGHT_ROLES))
-        if shots:
-            page.screenshot(path=str(shots / f"{name}.png"))
-        fit = page.evaluate(FIT)
-        if shots:
-            page.screenshot(path=str(shots / f"{name}_fit.png"))
-        runs = sibling_runs(capture, min_ops)
-        measure_drift(page, runs)
-        blocks_view = None
-        if runs:
-            page.keyboard.press("Escape")  # toggling selects a group; close its details panel
-            page.evaluate(FRAMES)
-            blocks_view = page.evaluate(VIEW_STATE)
-            blocks_view["fit"] = page.evaluate(FIT)
+        first_view(page, row, capture, proj, under, shots)
+
+        # one block opened, with every module inside it
+        if largest_stack is not None:
+            block = int(next(k for k in largest_stack[1]["members"][0] if k.startswith("g"))[1:])
+        else:
+            block = max((g for g in range(len(capture.groups)) if under[g] < len(capture.nodes)),
+                        key=lambda g: under[g], default=None)
+        if block is not None:
+            inside = {f"g{g}" for g in descendants(children, block)} - {f"g{block}"}
+            inside |= {f"n{n.id}" for n in capture.nodes if n.group is not None and f"g{n.group}" in inside | {f"g{block}"}}
+            cards = open_block(page, block, inside)
+            row.block = capture.groups[block].attrs.get("path") or capture.groups[block].name
+            row.block_cards = len(cards)
+            row.block_kernels = sum(1 for i in cards.values() if i["card"] == "node")
+            row.block_calls = sum(1 for i in cards.values() if i["card"] == "function")
             if shots:
-                page.screenshot(path=str(shots / f"{name}_blocks.png"))
-        return {
-            "name": name, "nodes": len(capture.nodes), "groups": len(capture.groups), "first": first,
-            "opened": opened, "weights": weights, "fit": fit, "runs": runs, "blocks_view": blocks_view,
-            "errors": errors,
-        }
+                page.screenshot(path=str(shots / f"{name}_block.png"))
+
+        # Expand all
+        page.keyboard.press("Escape")
+        page.evaluate("async () => { await window.tensorviz.expandAll(); await window.tensorviz.settle(); }")
+        settle(page)
+        items = page.evaluate(ITEMS)
+        linears = [g for g, c in cls.items() if c == "Linear" and under[g] > 0]
+        row.linears = len(linears)
+        row.linear_one_card = sum(1 for g in linears if f"g{g}" in items and not items[f"g{g}"]["open"]
+                                  and items[f"g{g}"]["card"] in ("function", "node"))
+        for c in page.evaluate("() => window.tensorviz.edgeLabels()"):
+            labels = c["labels"]
+            row.labels_placed += len(labels)
+            row.labels_dropped += c["unlabelled"]
+            for i, a in enumerate(labels):
+                row.label_pairs += sum(1 for b in labels[i + 1:] if _meets(a, b))
+                row.label_on_card += sum(1 for d in c["cards"] if _meets(a, d))
+        worst = None
+        for v in views.values():
+            for st in v["stacks"]:
+                heads = [items.get(rep[0], {}).get("box") for rep in st["members"]]
+                heads = [b for b in heads if b]
+                for a, b in zip(heads, heads[1:]):
+                    d = abs((a["x"] + a["w"] / 2) - (b["x"] + b["w"] / 2)) / max(a["w"], b["w"], 1)
+                    worst = d if worst is None else max(worst, d)
+        row.drift = worst
+
+        row.all_fit = page.evaluate(FIT)
+        far = page.evaluate("() => window.tensorviz.farDrawn()")
+        header = page.evaluate(HEADER_PX) or 0
+        frames = [k for k, i in page.evaluate(ITEMS).items() if i["open"]]
+        row.frames = len(frames)
+        named = [f for f in far if f["frame"]]
+        if header * row.all_fit >= READABLE_PX and not named:
+            row.frames_named = row.frames  # headers are drawn, and big enough to read
+        else:
+            row.frames_named = min(len(named), row.frames)
+            row.frames_beside = sum(1 for f in named if _beside(f))
+        if shots:
+            page.screenshot(path=str(shots / f"{name}_all_fit.png"))
+        page.evaluate(READABLE)
+        if shots:
+            page.screenshot(path=str(shots / f"{name}_all_readable.png"))
+        return row
     finally:
         context.close()
         server.stop()
@@ -287,88 +390,93 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:.1f}%"
 
 
-def _worst(runs: list[Run]) -> tuple[float | None, Run | None]:
-    measured = [(max(r.drift), r) for r in runs if r.drift]
-    if not measured:
-        return None, None
-    return max(measured, key=lambda t: t[0])
+def _mark(ok: bool) -> str:
+    return "met" if ok else "NOT met"
 
 
-def report(rows: list[dict]) -> None:
-    print(f"viewport {VIEWPORT['width']}×{VIEWPORT['height']}; default view = what opens, before any click")
+def report(rows: list[Row]) -> None:
+    print(f"viewport {VIEWPORT['width']}×{VIEWPORT['height']}; first view = what opens, before any click")
     print()
-    head = (f"{'model':<16} {'ops':>4} {'scene w×h (default view)':>25} {'taller':>6} {'opens at':>8} {'Fit':>7}"
-            f" {'1st paint items':>15} {'param items':>11} {'worst drift':>11}")
+    head = (f"{'model':<15} {'ops':>4} {'1st cards':>9} {'trunk open':>10} {'largest share':>13} {'block cards':>11}"
+            f" {'kernels':>7} {'calls':>5} {'Linear=1 card':>13} {'stacked':>8} {'label overlaps':>14}"
+            f" {'drift':>5} {'Fit all':>7} {'named at Fit':>12}")
     print(head)
     print("-" * len(head))
     for r in rows:
-        o = r["opened"]
-        size = f"{o['w']:,.0f} × {o['h']:,.0f}" if o["w"] is not None else "n/a"
-        taller = "yes" if o["w"] is not None and o["h"] > o["w"] else "no"
-        first = f"{r['first']['items']} / {r['first']['drawn']}"
-        worst, _ = _worst(r["runs"])
-        w = r["weights"]
-        params = f"{w['n']}" if w["via"] else "n/a"
-        print(f"{r['name']:<16} {r['nodes']:>4} {size:>25} {taller:>6} {_pct(o['scale']):>8} {_pct(r['fit']):>7}"
-              f" {first:>15} {params:>11} {('n/a' if worst is None else f'{worst:.2f}'):>11}")
-    print("  1st paint items: laid out / drawn in the first frame; param items: via itemInfo() or pill(),"
-          " by role (param/buffer/variable/const)")
+        linear = f"{r.linear_one_card}/{r.linears}" if r.linears else "-"
+        stacked = f"{r.blocks_stacked}/{r.blocks_total}" if r.blocks_total else "-"
+        named = f"{r.frames_named}/{r.frames}" if r.frames else "-"
+        print(f"{r.name:<15} {r.ops:>4} {r.first_cards:>9} {('yes' if r.trunk_open else 'no'):>10}"
+              f" {_pct(r.largest_share):>13} {r.block_cards:>11} {r.block_kernels:>7} {r.block_calls:>5} {linear:>13}"
+              f" {stacked:>8} {r.label_pairs + r.label_on_card:>14} {('-' if r.drift is None else f'{r.drift:.2f}'):>5}"
+              f" {_pct(r.all_fit):>7} {named:>12}")
+    print("  1st cards: closed cards in the first view (op, function, group, stack); largest share: of the first"
+          " view's area, the item holding the most ops (whole-program frames aside); block: the first block of the"
+          " largest stack opened with its modules; kernels: kernel (JAX: primitive) cards in it, calls: function cards; stacked:"
+          " blocks of the model's block class inside a stack; label overlaps: after Expand all, label×label plus"
+          " label×card pairs; drift: worst |Δ centre x|/width between a stack's repetitions after Expand all;"
+          " named at Fit: open frames whose name is drawn readable at Fit after Expand all")
     print()
-    print("parameter items by role, and sibling-block drift per run (|Δ centre x| / block width, between neighbours):")
     for r in rows:
-        w = r["weights"]
-        roles = ", ".join(f"{k} {v}" for k, v in sorted(w["byRole"].items())) or "none"
-        print(f"  {r['name']}: parameter items {roles} (read via {w['via'] or 'no hook'}; e.g. {', '.join(map(str, w['names'])) or '-'})")
-        if r["first"]["scale"] != r["opened"]["scale"] or r["first"]["items"] != r["opened"]["items"]:
-            print(f"    (after settling: {r['opened']['items']} items, zoom {_pct(r['opened']['scale'])})")
-        for run in r["runs"]:
-            if run.drift:
-                print(f"    {run.label:<46} shown {run.shown:>2}/{len(run.members):<2} worst {max(run.drift):5.2f}"
-                      f"  median {statistics.median(run.drift):5.2f}")
-            else:
-                print(f"    {run.label:<46} shown {run.shown:>2}/{len(run.members):<2} not measurable (fewer than two laid out)")
-        b = r["blocks_view"]
-        if b:
-            print(f"    with those parents expanded: scene {b['w']:,.0f} × {b['h']:,.0f}, {b['items']} items, Fit {_pct(b['fit'])}")
-        if r["errors"]:
-            print(f"    page errors: {r['errors'][:3]}")
+        print(f"{r.name}: {r.ops} ops, {r.groups} groups")
+        print(f"  first view: {r.first_cards} cards, {r.first_frames} open frames, opens at {_pct(r.first_zoom)},"
+              f" Fit {_pct(r.first_fit)}; trunk {' > '.join(r.trunk) or '(none)'}")
+        print(f"  largest group in it: {r.largest or '-'}: {_pct(r.largest_share)} of the view")
+        print(f"  block {r.block or '-'} opened: {r.block_cards} cards, {r.block_kernels} kernel cards,"
+              f" {r.block_calls} function cards")
+        print(f"  stacks ({len(r.stacks)}): {'; '.join(r.stacks[:6]) or 'none'}{' …' if len(r.stacks) > 6 else ''}")
+        print(f"  after Expand all: {r.labels_placed} edge labels placed, {r.labels_dropped} dropped (shown on hover),"
+              f" {r.label_pairs} label pairs overlapping, {r.label_on_card} labels over a card; Fit {_pct(r.all_fit)},"
+              f" {r.frames_named}/{r.frames} frames named readably ({r.frames_beside} beside their frame)")
+        if r.errors:
+            print(f"  page errors: {r.errors[:3]}")
     print()
-    print("targets (issue 11): taller than wide; Fit ≥ 25 %; sibling-block drift ≤ 0.25; parameter items 0")
+    print("targets (issue 26): every Llama/GPT/ViT block stacked; (Attention, FeedForward) pairs folded;"
+          " zero overlapping labels; one card per nn.Linear; the trunk open in the first view")
     for r in rows:
-        o = r["opened"]
-        worst, _ = _worst(r["runs"])
-        checks = [
-            ("taller than wide", o["w"] is not None and o["h"] > o["w"]),
-            ("Fit ≥ 25 %", r["fit"] is not None and r["fit"] >= TARGET_FIT),
-            ("drift ≤ 0.25", worst is not None and worst <= TARGET_DRIFT),
-            ("parameter items 0", bool(r["weights"]["via"]) and r["weights"]["n"] == 0),
-        ]
-        print(f"  {r['name']:<16} " + "  ".join(f"{label}: {'met' if ok else 'NOT met'}" for label, ok in checks))
+        checks = [("trunk open", r.trunk_open), ("0 overlapping labels", r.label_pairs + r.label_on_card == 0)]
+        if r.linears:
+            checks.append(("1 card per Linear", r.linear_one_card == r.linears))
+        if r.name in STACK_TARGET:
+            checks.append(("every block stacked", r.blocks_total > 0 and r.blocks_stacked == r.blocks_total))
+        if r.pairs_folded is not None:
+            checks.append(("pairs folded", r.pairs_folded))
+        print(f"  {r.name:<15} " + "  ".join(f"{label}: {_mark(ok)}" for label, ok in checks))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, from {', '.join(MODELS)}")
+    ap.add_argument("--nanogpt", default="", help="nanoGPT's model.py, captured through the CLI (skipped when not given)")
     ap.add_argument("--shots", default="/tmp/shots", help="folder for screenshots ('' for none)")
-    ap.add_argument("--min-ops", type=int, default=8, help="smallest block (ops inside) counted as a sibling block")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
     shots = Path(args.shots) if args.shots else None
     if shots:
         shots.mkdir(parents=True, exist_ok=True)
+    models: list[tuple[str, Capture]] = []
+    if args.nanogpt:
+        with tempfile.TemporaryDirectory(prefix="tv-nanogpt-") as tmp:
+            models.append((NANOGPT, capture_nanogpt(Path(args.nanogpt), Path(tmp))))
+    else:
+        print("nanoGPT: skipped (no --nanogpt PATH to its model.py)")
+    for name in filter(None, (m.strip() for m in args.models.split(","))):
+        if name not in MODELS:
+            ap.error(f"unknown model {name!r} (choose from {', '.join(MODELS)})")
+        models.append((name, graphfile.read(CAPTURES / f"{name}.tvg")))
     rows = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         try:
-            for name in args.models.split(","):
-                rows.append(open_model(browser, name.strip(), shots, args.min_ops))
+            for name, capture in models:
+                rows.append(measure(browser, name, capture, shots))
         finally:
             browser.close()
     report(rows)
     if shots:
-        print(f"\nscreenshots: {shots}/NAME.png (default view), NAME_fit.png (default view at Fit),"
-              " NAME_blocks.png (blocks' parents expanded, at Fit)")
+        print(f"\nscreenshots: {shots}/NAME_first.png, NAME_fit.png, NAME_block.png, NAME_all_fit.png,"
+              " NAME_all_readable.png")
 
 
 if __name__ == "__main__":

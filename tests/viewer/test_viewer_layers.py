@@ -143,7 +143,8 @@ def test_modules_that_ran_nothing_are_listed_in_their_parent(llama):
     view = llama.children(attn)
     assert [x["title"] for x in view["idle"]] == ["Dropout · model.layers.0.self_attn.attn_dropout"]
     dropout = by_path(llama, "model.layers.0.self_attn.attn_dropout")
-    assert items_by_key(view)[f"g{dropout}"]["card"] == "idle"  # kept for older pages, not to be drawn
+    assert f"g{dropout}" not in items_by_key(view)  # not an item: nothing of it is drawn
+    assert f"g{dropout}" not in items_by_key(llama.children(attn, kernels=True))  # nor with every kernel
     card = items_by_key(llama.children(by_path(llama, "model.layers.0")))[f"g{attn}"]
     assert [x["path"] for x in card["idle"]] == ["model.layers.0.self_attn.attn_dropout"] and card["idle_total"] == 1
 

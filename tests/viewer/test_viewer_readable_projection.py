@@ -47,13 +47,25 @@ def _walk(p: Projection, group: int = -1):
             yield from _walk(p, it["id"])
 
 
+def _drawn_cards(p: Projection, group: int = -1):
+    """Every item the default pages draw, opening what Expand all opens (not function cards)."""
+    for it in p.children(group)["items"]:
+        yield it
+        if it["type"] == "group" and it["child_count"] and it["card"] != "function":
+            yield from _drawn_cards(p, it["id"])
+
+
 def test_every_parameter_is_on_the_ops_that_use_it(gpt2):
+    # a function card (the LM head's linear, issue 26) stands for its kernels
+    kernels_of: dict[int, set[int]] = {}
+    for n in gpt2.capture.nodes:
+        kernels_of.setdefault(n.group, set()).add(n.id)
     on_cards: dict[int, set[int]] = {}
-    for _, view in _walk(gpt2):
-        for it in view["items"]:
-            for w in it.get("weights", []):
-                assert w["role"] in WEIGHT_ROLES and w["name"]
-                on_cards.setdefault(w["value"], set()).add(it["id"])
+    for it in _drawn_cards(gpt2):
+        for w in it.get("weights", []):
+            assert w["role"] in WEIGHT_ROLES and w["name"]
+            ops = kernels_of[it["id"]] & set(gpt2.uses(w["value"])) if it["card"] == "function" else {it["id"]}
+            on_cards.setdefault(w["value"], set()).update(ops)
     params = [v for v, (_, role) in gpt2.names.names.items() if role == "param"]
     assert len(params) == 148
     # each parameter appears on exactly the nodes that consume it
@@ -61,8 +73,9 @@ def test_every_parameter_is_on_the_ops_that_use_it(gpt2):
         assert on_cards.get(v) == set(gpt2.uses(v)), gpt2.names.names[v]
     # the tied embedding: the token embedding's lookup and the LM head both show it, shared
     wte = next(v for v in params if gpt2.names.names[v][0].endswith("wte.weight"))
-    users = [it for _, view in _walk(gpt2) for it in view["items"] if any(w["value"] == wte for w in it.get("weights", []))]
-    assert len(users) == 2 and all(next(w for w in it["weights"] if w["value"] == wte)["shared"] == 2 for it in users)
+    users = [it for it in _drawn_cards(gpt2) if any(w["value"] == wte for w in it.get("weights", []))]
+    assert [it["card"] for it in users] == ["op", "function"]
+    assert all(next(w for w in it["weights"] if w["value"] == wte)["shared"] == 2 for it in users)
 
 
 def test_weight_boundaries_and_their_edges_are_flagged_capture_inputs_are_not(gpt2):
@@ -110,9 +123,13 @@ def test_subtree_returns_every_container_in_one_answer(gpt2):
     st = gpt2.subtree(-1)
     assert st["complete"] is True
     views = st["views"]
-    # the root and every group with children, nothing else
+    # the root and every group with children, nothing else; a function call's kernels
+    # (GPT-2's torch.diff and its LM head's linear, issue 26) only when every kernel is asked for
     with_children = {f"g{g}" for g in range(len(gpt2.capture.groups)) if gpt2.children(g)["items"]}
-    assert set(views) == {"g-1"} | with_children
+    calls = {f"g{g.id}" for g in gpt2.capture.groups if g.kind == "function"}
+    assert len(calls) == 2 and calls <= with_children
+    assert set(views) == {"g-1"} | (with_children - calls)
+    assert set(gpt2.subtree(-1, kernels=True)["views"]) == {"g-1"} | with_children
     assert views["g-1"] == gpt2.children(-1)
     assert st["items"] == sum(len(v["items"]) for v in views.values())
 

@@ -19,8 +19,8 @@ The capture keeps every kernel; the pages present them the way a person reads a 
 * **One-op groups.** A group (module or scope) whose content, so presented, is exactly
   one op or one function card is drawn as that op with the group named on it, not as a
   frame with in/out pills (``single``); wrappers nest (``Sequential(Linear)``).
-* **Idle groups.** A group that ran no op (an eval-mode ``Dropout``) is listed in its
-  parent's answer and marked ``idle``: not to be drawn.
+* **Idle groups.** A group that ran no op (an eval-mode ``Dropout``) is not among its
+  container's items: its parent's item and its container's page list it as ``idle``.
 """
 
 from __future__ import annotations
@@ -86,15 +86,14 @@ class Presentation:
         """Group ``g`` ran no op (executed program; bodies are opened elsewhere)."""
         return self.index.node_count[g + 1] == 0 and g not in self.index.body_node
 
-    def hidden(self, ref: int, kernels: bool) -> bool:
-        """A child ref left out of its container's page: an elided op, unless every
-        kernel is asked for. (An idle group stays among the items, marked, so that pages
-        drawn before it was marked keep their cards; it is listed as idle too.)"""
+    def elided_op(self, ref: int, kernels: bool) -> bool:
+        """A child ref that is an elided op, unless every kernel is asked for."""
         return ref >= 0 and not kernels and ref in self.elided
 
     def drawn(self, ref: int, kernels: bool) -> bool:
-        """A child ref drawn on its container's page: neither elided nor idle."""
-        return not (self.hidden(ref, kernels) or (ref < 0 and self.is_idle(~ref)))
+        """A child ref among its container's items: neither an elided op nor an idle
+        group (that ran no op: there is nothing of it to draw, with kernels or without)."""
+        return not (self.elided_op(ref, kernels) or (ref < 0 and self.is_idle(~ref)))
 
     def passed_on(self, i: int) -> int | None:
         """The value elided op ``i`` passes on (its first operand), or ``None``."""

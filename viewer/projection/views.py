@@ -214,11 +214,12 @@ class Pages:
             items, keys_of = [], {}
             for pos in range(lo, hi):
                 r = refs[pos]
-                if present.hidden(r, kernels):
+                if present.elided_op(r, kernels):
                     elided.append(pos)
                     continue
                 if r < 0 and present.is_idle(~r):
-                    idle.append(pos)
+                    idle.append(pos)  # listed, not an item: nothing of it is drawn
+                    continue
                 it = self.item(r, kernels)
                 keys_of[pos - lo] = it["key"]
                 items.append(it)
@@ -290,7 +291,7 @@ class Pages:
         keys, refs, _ = ix.ordered(g)
         producer, grp, position = ix.producer, ix.cols.group, ix.position
         in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
-        hidden = present.hidden
+        hidden = present.elided_op
 
         def made_at(v: int) -> int:
             p = producer[v]
@@ -416,9 +417,7 @@ class Pages:
             extra["body"] = body_summary(c, attrs, grp.name)
             extra["template"] = template_line(extra["body"])
         card = "group"
-        if present.is_idle(c):
-            card = "idle"
-        elif not kernels and present.is_function_card(c):
+        if not kernels and present.is_function_card(c):
             card = "function"
             extra.update(self._function_fields(c, attrs, kernels))
         else:
@@ -493,7 +492,7 @@ class Pages:
 
     def _stacks(self, items: list[dict]) -> list[dict]:
         """The runs of items that repeat, each folding into one stack ``× count``."""
-        shown = [(k, it) for k, it in enumerate(items) if it["card"] != "idle"]
+        shown = list(enumerate(items))
         if len(shown) < 2:
             return []
         tokens = [("g", it["structure"]) if it["type"] == "group" else

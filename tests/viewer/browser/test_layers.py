@@ -1,9 +1,10 @@
 """The graph speaks in layers (issue 26, the browser side), on the real captures of
 ``tests/viewer/real_models``: a module that ran one op is that op's card with the module
-named on it, modules that ran nothing are named in their parent's card, not drawn; after
-Expand all the blocks of a stack stand in one column (Llama's decoder layers no longer
-step sideways), no edge label covers another label or a card, and at Fit every frame is
-still named (semantic zoom).
+named on it, modules that ran nothing are named in their parent's card, not drawn; the
+first view opens the trunk and not the head beside it; after Expand all the blocks of a
+stack stand in one column (Llama's decoder layers no longer step sideways), no edge label
+covers another label or a card, and at Fit every frame is still named (semantic zoom);
+the Kernels toggle asks for every kernel and back.
 
 Checked by meaning through ``window.tensorviz`` hooks, not by pixels."""
 
@@ -15,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 
 from capture.graph import graphfile
+from viewer.projection.projection import Projection
 from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
@@ -54,10 +56,11 @@ def _meets(a, b) -> bool:
 def test_a_one_op_module_is_its_op_card_with_the_module_named_and_idle_modules_are_listed(browser, served, close_pages):
     app = _open(browser, served, close_pages, "gpt2")
     infos = app.js(INFOS)
-    # wte and wpe ran one aten::embedding each: drawn as that op, the module on its caption
+    # wte and wpe ran one aten::embedding each: drawn as that op, the module on its caption,
+    # titled by the function it ran under (`F.embedding`, recorded on the kernel: issue 26)
     singles = {i["caption"]: i for i in infos.values() if i["caption"]}
     assert {"wte · Embedding", "wpe · Embedding"} <= set(singles)
-    assert singles["wte · Embedding"]["card"] == "node" and singles["wte · Embedding"]["title"] == "aten::embedding"
+    assert singles["wte · Embedding"]["card"] == "node" and singles["wte · Embedding"]["title"] == "embedding"
     assert singles["wte · Embedding"]["weights"] == ["transformer.wte.weight"]
     # an idle module (the eval-mode dropout) is no box of its own, but its parent names it
     assert not [k for k, i in infos.items() if i["server"] == "idle"]
@@ -66,6 +69,23 @@ def test_a_one_op_module_is_its_op_card_with_the_module_named_and_idle_modules_a
     # a one-op module does not open: it is all there is
     key = next(k for k, i in infos.items() if i["caption"] == "wte · Embedding")
     assert app.js("(k) => window.tensorviz.store.canOpen(k)", key) is False
+    assert app.unexpected_errors() == []
+
+
+def test_the_first_view_opens_the_trunk_and_keeps_the_head_beside_it_closed(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "llama")
+    trunk = Projection(graphfile.read(CAPTURES / "llama_torch.tvg"))
+    path = trunk.trunk()
+    assert len(path) == 2  # LlamaForCausalLM, then LlamaModel · model
+    expanded = set(app.js("() => window.tensorviz.expanded"))
+    infos = app.js(INFOS)
+    model = next(k for k, i in infos.items() if i["role"] == "LlamaModel")
+    assert model in expanded
+    # the four decoder layers are one stack card; lm_head, beside the trunk, stays closed
+    stacks = [i for i in infos.values() if i["kind"] == "stack"]
+    assert len(stacks) == 1 and len(stacks[0]["members"]) == 4
+    heads = [k for k, i in infos.items() if i["name"] == "lm_head" or (i["caption"] or "").startswith("lm_head")]
+    assert len(heads) == 1 and heads[0] not in expanded
     assert app.unexpected_errors() == []
 
 
@@ -104,4 +124,22 @@ def test_at_fit_after_expand_all_every_block_is_still_named(browser, served, clo
     assert len(blocks) >= 10 and all(f["sub"] == "35 ops" for f in blocks), names
     boxes = [f["box"] for f in far]
     assert not [1 for i, a in enumerate(boxes) for b in boxes[i + 1:] if _meets(a, b)]  # no name over a name
+    assert app.unexpected_errors() == []
+
+
+def test_the_kernels_toggle_asks_for_every_kernel_and_back(browser, served, close_pages):
+    app = _open(browser, served, close_pages, "gpt2")
+    app.js("async () => { await window.tensorviz.expandAll(); }")
+    nodes = lambda: len([k for k in app.keys() if k.startswith("n")])  # noqa: E731
+    layers = nodes()
+    views = Projection(graphfile.read(CAPTURES / "gpt2_torch.tvg")).subtree(-1, kernels=True)["views"]
+    every = sum(1 for v in views.values() for it in v["items"] if it["type"] == "node")
+    assert every > layers  # GPT-2 has a bookkeeping op the default pages elide
+    app.page.click("#btn-kernels")
+    app.wait("() => window.tensorviz.kernels === true")
+    app.wait("(n) => window.tensorviz.keys().filter((k) => k.startsWith('n')).length > n", layers, timeout=60_000)
+    assert nodes() <= every
+    assert app.page.locator("#btn-kernels").get_attribute("aria-pressed") == "true"
+    assert app.js("async () => await window.tensorviz.setKernels(false)") is True
+    assert nodes() == layers and app.js("() => window.tensorviz.kernels") is False
     assert app.unexpected_errors() == []

@@ -109,10 +109,13 @@ def test_expand_all_lays_out_every_group_and_collapse_all_returns(browser, serve
     groups = [k for k, i in infos.items() if i["kind"] == "group"]
     views = Projection(graphfile.read(CAPTURES / "gpt2_torch.tvg")).subtree(-1)["views"]
     # The modules that ran no op (eval-mode dropout, 25 of the 151) are named in their
-    # parent's card, not drawn as boxes (issue 26): this count was 151 before.
-    idle = {it["key"] for v in views.values() for it in v["items"] if it.get("card") == "idle"}
+    # parent's card, not drawn as boxes (issue 26): this count was 151 before. The capture
+    # now also holds 2 function calls (issue 26): `diff` is a card of its own, the LM head's
+    # `linear` is drawn as its module's card (`lm_head`), so 153 groups draw 127 cards.
+    idle = {x["key"] for v in views.values() for x in v["idle"]}
     assert len(idle) == 25 and not idle & set(infos)
-    assert len(groups) == 151 - 25 and not [k for k, i in infos.items() if i["kind"] == "stack"]
+    assert not idle & {it["key"] for v in views.values() for it in v["items"]}  # listed, never items
+    assert len(groups) == 153 - 25 - 1 and not [k for k, i in infos.items() if i["kind"] == "stack"]
     expanded = set(app.js("() => window.tensorviz.expanded"))
     with_children = set(views) - {"g-1"}
     assert len(with_children) == 126

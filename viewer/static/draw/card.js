@@ -212,20 +212,23 @@ function boxSlots(it) {
 export function drawCard(dl, it, ctx, p, band) {
   const kind = (it.card && it.card.kind) || it.type;
   if (it.expanded) drawFrame(dl, it, ctx, p, band);
-  else if (opLike(kind)) drawOp(dl.card, it, ctx, p, band);
+  else if (opLike(kind)) drawOp(dl, it, ctx, p, band);
   else if (boxed(kind)) drawClosedGroup(dl, it, ctx, p, band);
   else drawPill(dl.card, it, ctx, p, band);
 }
 
 // An op card: a kernel, or a function call (a second sheet behind it: its kernels are
 // inside), with the module it stands for on its caption row.
-function drawOp(out, it, ctx, p, band) {
+function drawOp(dl, it, ctx, p, band) {
+  const out = dl.card;
   const c = it.card;
   const opaque = !!c.opaque;
   const accent = opaque ? p.opaqueStroke : accentFor(c.op ?? c.title ?? "");
   if (band === 0) {
     out.push(rect(it.x, it.y, it.w, it.h, 0, opaque ? p.opaqueStroke : p.cardFill));
     out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, accent));
+    // too small for its text: summarised by its op's short name (semantic zoom)
+    dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: shortOp(c.title), color: p.cardText, padTop: 0, bg: null, op: true }];
     return;
   }
   if (c.kind === "function") out.push(rect(it.x + 3, it.y + 3, it.w, it.h, 6, p.cardFill, p.cardStroke, 1));
@@ -292,13 +295,23 @@ function boxTexts(out, it, ctx, p, band, color, tagColor, toggleColor) {
   });
 }
 
+// What an op card says far away: its op without the namespace and overload
+// (`aten::mul.Tensor` → `mul`), a function call's name as it is (`linear`).
+export function shortOp(title) {
+  const t = String(title ?? "");
+  const bare = t.includes("::") ? t.slice(t.lastIndexOf("::") + 2) : t;
+  return bare.split(".")[0] || t;
+}
+
 // What an expanded frame is called far away (semantic zoom): its own name first, since a
 // long name is cut at the end (`h.3 · Block`, `layers.0 · LlamaDecoderLayer`), and how many
 // ops it holds; a scope says its kind (`jit main`).
 export function farTitle(it) {
   const item = it.item || {};
   const name = String(item.label ?? it.key);
-  const head = item.class ? `${name} · ${item.class}` : it.type === "chunk" ? name : `${item.kind || ""} ${name}`.trim();
+  // the top module is named by its class (`LlamaForCausalLM`), said once
+  const head = item.class ? (item.class === name ? name : `${name} · ${item.class}`)
+    : it.type === "chunk" ? name : `${item.kind || ""} ${name}`.trim();
   return head;
 }
 

@@ -30,7 +30,7 @@
 // level of detail and palette, so a frame allocates little beyond the list itself.
 
 import { CARD_STYLE as S, drawCard, labelRect } from "./card.js";
-import { HATCH, LOD_EDGE_LABELS, LOD_TEXT, LOD_TITLE } from "./theme.js";
+import { HATCH, LOD_ARROWS, LOD_EDGE_LABELS, LOD_TEXT, LOD_TITLE } from "./theme.js";
 
 // Level of detail: 0 far (boxes and far labels), 1 titles, 2 titles, tags and lines.
 export function bandOf(s) {
@@ -39,6 +39,7 @@ export function bandOf(s) {
 
 // Below ~1.5px between layers an edge is no longer a line one can follow.
 export const MIN_EDGE_SCALE = 0.035;
+const OP_NAMES_LAST = 1e6;
 
 // The whole visible scene into `out` (cleared by the caller). env: {ctx (for
 // measureText), palette, s (zoom), view {x0, y0, x1, y1} world, stats {items, edges}}.
@@ -71,7 +72,9 @@ function container(out, c, env, depth) {
     }
     const dl = cardList(it, env);
     out.push(dl.card);
-    if (dl.far) for (const q of dl.far) env.far.push({ q, depth: it.expanded ? depth : depth + 0.5 });
+    // outer frames first, then the cards in them; op names last: a frame's or a group's
+    // name says more than an op's
+    if (dl.far) for (const q of dl.far) env.far.push({ q, depth: q.op ? OP_NAMES_LAST + depth : it.expanded ? depth : depth + 0.5 });
     if (!it.expanded) continue;
     if (dl.header && visible(view, it.x, it.y, it.w, S.groupHeader)) out.push(dl.header);
     // An expanded group too small to read is drawn as its frame only (its name and op
@@ -104,7 +107,7 @@ function edges(out, c, env) {
     }
   }
   const p = env.palette;
-  if (list.length) out.push({ t: "edges", ox: c.x, oy: c.y, list, simple: s < LOD_TITLE, labels, stroke: p.edge, labelFill: p.edgeLabel, labelBg: p.edgeLabelBg });
+  if (list.length) out.push({ t: "edges", ox: c.x, oy: c.y, list, simple: s < LOD_ARROWS, labels, stroke: p.edge, labelFill: p.edgeLabel, labelBg: p.edgeLabelBg });
 }
 
 function bboxOf(points, ox, oy) {
@@ -136,51 +139,135 @@ export function cardList(it, env) {
 
 const FAR_PX = 10.5; // a far name's size on screen, whatever the zoom
 const FAR_SUB_PX = 9.5; // the op count under it
-const FAR_CHAR = 6.2; // about how wide one character of it is on screen
-const FAR_OUTSIDE_CHARS = 32; // a name beside a frame too narrow for it, at most
+const FAR_LEAST = 8; // a frame's name cut shorter than this says nothing
+const FAR_OP_LEAST = 3; // a card's name, likewise ("mul", "cat", "lin…")
+const FAR_TALL = 40; // a frame at least this tall on screen may carry its name down its side
+const FAR_BESIDE_PX = 200; // a name beside a frame too narrow for it, at most this wide
 
-// Far away, a group still says what it is (semantic zoom): its name at a constant 10.5px
-// on screen, inside its box when the box is large enough on screen to hold it; a frame
-// too narrow for its name has it beside its top right corner instead, and says how many
-// ops it holds under it when there is room ("70 ops": its ops are too small to read).
+// Far away, an item still says what it is (semantic zoom): its name at a constant 10.5px
+// on screen, inside its own box, never wider than what it names. A frame or a closed
+// group is named across its top when its box holds the name (or at least eight letters
+// of it); a frame too narrow for that but tall (a block in a thin column, at Fit after
+// Expand all) has its name running down its left edge instead; only a frame too narrow
+// for any line of text (under 14.5 px) has it beside its top right corner. A frame says
+// how many ops it holds under or beside its name when there is room ("70 ops": its ops
+// are too small to read). An op card too small for its own text is summarised by its
+// op's short name, centred in it (`op: true`), when the card holds three letters of it.
 // `placed`: the names drawn so far this frame (world boxes); a name that would cover one
 // of them is not drawn. Null when it is not drawn at this zoom.
 export function farLabel(f, s, ctx, placed = null) {
   const sw = f.w * s;
   const sh = f.h * s;
-  let inside = sw >= 34 && sh >= 14;
-  if (!inside && !(f.frame && sh >= 10 && sw >= 2)) return null;
-  let maxChars = inside ? Math.floor((sw - 8) / FAR_CHAR) : FAR_OUTSIDE_CHARS;
-  if (inside && maxChars < Math.min(8, f.text.length) && f.frame && sh >= 10) {
-    inside = false; // cut to a few letters it says nothing: beside the frame it can be whole
-    maxChars = FAR_OUTSIDE_CHARS;
-  }
-  if (maxChars < 3) return null;
   const px = FAR_PX / s;
-  const t = f.text.length > maxChars ? f.text.slice(0, maxChars - 1) + "…" : f.text;
   const family = S.fontHeader.split("px ")[1];
   const font = `600 ${px}px ${family}`;
-  const x = inside ? f.x + 4 / s : f.x + f.w + 4 / s;
-  const y = f.y + f.padTop / s;
   ctx.font = font;
+  const least = Math.min(f.frame ? FAR_LEAST : FAR_OP_LEAST, f.text.length);
+  let vertical = false;
+  let beside = false;
+  let t = sw >= 24 && sh >= 14 ? fitText(ctx, f.text, f.w - 8 / s, least) : null;
+  if (!t && f.frame && sw >= FAR_PX + 4 && sh >= FAR_TALL) {
+    t = fitText(ctx, f.text, f.h - (f.padTop + 6) / s, least);
+    vertical = !!t;
+  } else if (!t && f.frame && sw < FAR_PX + 4 && sw >= 2 && sh >= 10) {
+    // a frame too narrow for any line inside it (a deep model's column at Fit, a few px
+    // wide): its name stands beside its top right corner, in the room the column leaves
+    t = fitText(ctx, f.text, FAR_BESIDE_PX / s, least);
+    beside = !!t;
+  }
+  if (!t) return null;
   const tw = ctx.measureText(t).width;
-  let sub = null;
   const subPx = FAR_SUB_PX / s;
-  if (f.sub && (!inside || sh >= FAR_PX + FAR_SUB_PX + 10) && (inside ? sw - 8 : Infinity) >= f.sub.length * FAR_CHAR) {
-    sub = { text: f.sub, font: `${subPx}px ${family}`, y: y + px + 2 / s };
-  }
+  let sub = null;
   let subW = 0;
-  if (sub) {
-    ctx.font = sub.font;
-    subW = ctx.measureText(sub.text).width;
+  if (f.sub) {
+    ctx.font = `${subPx}px ${family}`;
+    subW = ctx.measureText(f.sub).width;
+    const room = vertical ? sw >= FAR_PX + FAR_SUB_PX + 8 && subW <= f.h - (f.padTop + 6) / s
+      : beside || (sh >= FAR_PX + FAR_SUB_PX + 10 && subW <= f.w - 8 / s);
+    if (room) sub = { text: f.sub, font: ctx.font };
+    else subW = 0;
   }
-  const box = { x: x - 2 / s, y: y - 1 / s, w: Math.max(tw, subW) + 4 / s, h: px + 3 / s + (sub ? subPx + 2 / s : 0) };
+  let box;
+  let x;
+  let y;
+  if (vertical) {
+    // Rotated a quarter turn clockwise (read top to bottom, like a book's spine): the
+    // glyphs of a rotated line extend to the left of its origin, so the name's column is
+    // the right one and the op count's the one nearer the frame's edge.
+    const across = px + (sub ? subPx + 2 / s : 0);
+    x = f.x + 3 / s + across; // the rotated text's origin: its glyphs extend to the left
+    y = f.y + f.padTop / s;
+    box = { x: f.x + 1 / s, y: y - 2 / s, w: across + 4 / s, h: Math.max(tw, subW) + 4 / s };
+    if (sub) sub.y = px + 2 / s; // across the rotated line, in its own frame
+  } else if (f.op) {
+    x = f.x + (f.w - tw) / 2;
+    y = f.y + (f.h - px) / 2;
+    box = { x: x - 2 / s, y: y - 1 / s, w: tw + 4 / s, h: px + 3 / s };
+  } else {
+    x = beside ? f.x + f.w + 4 / s : f.x + 4 / s;
+    y = f.y + f.padTop / s;
+    if (sub) sub.y = y + px + 2 / s;
+    box = { x: x - 2 / s, y: y - 1 / s, w: Math.max(tw, subW) + 4 / s, h: px + 3 / s + (sub ? subPx + 2 / s : 0) };
+  }
+  if (!beside && box.x + box.w > f.x + f.w + 0.5 / s) return null; // never wider than what it names
   if (placed) {
-    for (const b of placed) if (box.x < b.x + b.w && b.x < box.x + box.w && box.y < b.y + b.h && b.y < box.y + box.h) return null;
-    placed.push(box);
+    let hit = place(placed, box, s);
+    if (hit && vertical) {
+      // down a frame's side, a name may start below the name it met (its parent's, across
+      // the parent's top) while the frame is tall enough
+      const dy = hit.y + hit.h + 2 / s - box.y;
+      if (box.y + dy + box.h <= f.y + f.h) {
+        box.y += dy;
+        y += dy;
+        hit = place(placed, box, s);
+      }
+    }
+    if (hit) return null;
   }
   const bg = f.bg ? box : null; // a frame's name on its own colour, over whatever it covers
-  return { text: t, font, px, x, y, bg, sub, outside: !inside };
+  return { text: t, font, px, x, y, bg, sub, vertical, beside, box };
+}
+
+// Adds `box` to the names placed this frame unless it covers one of them (then that one
+// is returned, and nothing is added). The boxes are kept in screen cells of 128 px too
+// (`placed.cells`), so that a frame with thousands of op names compares each with its
+// neighbours only.
+function place(placed, box, s) {
+  const cell = 128 / s;
+  const cells = placed.cells || (placed.cells = new Map());
+  const keys = [];
+  for (let cx = Math.floor(box.x / cell); cx <= Math.floor((box.x + box.w) / cell); cx++) {
+    for (let cy = Math.floor(box.y / cell); cy <= Math.floor((box.y + box.h) / cell); cy++) keys.push(cx + "," + cy);
+  }
+  for (const k of keys) {
+    for (const b of cells.get(k) || []) {
+      if (box.x < b.x + b.w && b.x < box.x + box.w && box.y < b.y + b.h && b.y < box.y + box.h) return b;
+    }
+  }
+  for (const k of keys) {
+    const list = cells.get(k);
+    if (list) list.push(box);
+    else cells.set(k, [box]);
+  }
+  placed.push(box);
+  return null;
+}
+
+// `text` as it fits in `room` (world units, in the context's font): whole, or cut with an
+// ellipsis to the longest start that fits, but never shorter than `least` characters (null).
+function fitText(ctx, text, room, least) {
+  if (ctx.measureText(text).width <= room) return text;
+  const cut = (n) => text.slice(0, n - 1) + "…";
+  if (least >= text.length || ctx.measureText(cut(least)).width > room) return null;
+  let lo = least;
+  let hi = text.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(cut(mid)).width <= room) lo = mid;
+    else hi = mid - 1;
+  }
+  return cut(lo);
 }
 
 // ---------------------------------------------------------------- canvas executor
@@ -259,18 +346,25 @@ export function paintList(ctx, list, s, hatch, far = null) {
         for (const item of q.list) {
           const f = farLabel(item, s, ctx, placed);
           if (!f) continue;
-          if (far) far.push({ text: f.text, full: item.text, sub: f.sub ? f.sub.text : null, outside: f.outside, frame: !!item.frame, box: placed[placed.length - 1] });
+          if (far) far.push({ text: f.text, full: item.text, sub: f.sub ? f.sub.text : null, vertical: f.vertical, beside: f.beside, frame: !!item.frame, op: !!item.op, box: f.box, of: { x: item.x, y: item.y, w: item.w, h: item.h } });
           if (f.bg) {
             ctx.fillStyle = item.bg;
             ctx.fillRect(f.bg.x, f.bg.y, f.bg.w, f.bg.h);
           }
-          ctx.font = f.font;
           ctx.fillStyle = item.color;
-          ctx.fillText(f.text, f.x, f.y);
+          if (f.vertical) {
+            ctx.save();
+            ctx.translate(f.x, f.y);
+            ctx.rotate(Math.PI / 2);
+          }
+          const [x, y] = f.vertical ? [0, 0] : [f.x, f.y];
+          ctx.font = f.font;
+          ctx.fillText(f.text, x, y);
           if (f.sub) {
             ctx.font = f.sub.font;
-            ctx.fillText(f.sub.text, f.x, f.sub.y);
+            ctx.fillText(f.sub.text, x, f.sub.y);
           }
+          if (f.vertical) ctx.restore();
         }
         break;
       }

@@ -6,7 +6,12 @@
 export const READABLE_SCALE = 1;
 // Below these scales the renderer simplifies (level of detail).
 export const LOD_TEXT = 0.6; // titles and lines
-export const LOD_TITLE = 0.42; // titles only (13px titles are ~5.5px on screen here)
+// Titles only between LOD_TITLE and LOD_TEXT; below LOD_TITLE every item says what it is
+// with its far name (10.5 px on screen, drawlist.js farLabel). Titles alone below 0.6 are
+// under 8 px on screen (13 px titles): the far names read better, so that band is empty.
+export const LOD_TITLE = 0.6;
+// Edges keep their arrows down to here.
+export const LOD_ARROWS = 0.42;
 export const LOD_EDGE_LABELS = 0.7;
 // The first view opens at a zoom where titles and lines are legible: the whole graph when
 // it fits at LEGIBLE_SCALE or more, else FIRST_SCALE on the graph's inputs.

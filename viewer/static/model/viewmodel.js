@@ -45,7 +45,8 @@ export function opens(item) {
   return item.type !== "node" || !!(item.bodies && item.bodies.length);
 }
 
-// How an item is drawn: the server's `card` ("op", "function", "group", "chunk", "idle");
+// How an item is drawn: the server's `card` ("op", "function", "group", "chunk"; a group
+// that ran no op is no item, its parent's card lists it);
 // pages from before `card` existed fall back on the item's type.
 export function cardOf(item) {
   return item.card || (item.type === "node" ? "op" : item.type);
@@ -53,7 +54,7 @@ export function cardOf(item) {
 
 // Whether Expand all, Depth… and the first view may open an item: modules, scopes and
 // chunks; not a function call (an op card; opened by a double-click, or everywhere with
-// kernels on, when it is a group), not a group drawn as its single op, not an idle one.
+// kernels on, when it is a group), not a group drawn as its single op.
 function opensWithAll(item) {
   const card = cardOf(item);
   return (card === "group" || card === "chunk") && Number(item.child_count) > 0;
@@ -171,6 +172,10 @@ export class GraphModel {
     this.held.clear();
     this.lastReal.clear();
     this.built = new Map();
+    // After Expand all, what is open follows the new pages (refresh fetches them as Expand
+    // all did): function calls are groups that open only with every kernel shown, and the
+    // modules drawn as one call are frames only then.
+    if (this.openAll) this.expanded = new TrackedSet(this, [ROOT]);
     this.changed();
   }
 
@@ -310,7 +315,6 @@ export class GraphModel {
     for (let i = 0; i < list.length; i++) {
       const item = list[i];
       const k = itemKey(item);
-      if (cardOf(item) === "idle") continue; // listed in its parent's card instead
       const stack = folded.get(k);
       if (stack) {
         const members = stack.members.flat();
@@ -421,8 +425,8 @@ export class GraphModel {
   }
 
   // Whether an item can be opened or closed: a container (a stack unfolds), a boundary
-  // node with bodies; not a group drawn as a plain op (its one op is all there is), nor
-  // an idle one. A group drawn as a function call's card opens through to its kernels.
+  // node with bodies; not a group drawn as a plain op (its one op is all there is). A
+  // group drawn as a function call's card opens through to its kernels.
   openable(key) {
     if (!key || key === ROOT) return false;
     if (key.startsWith("s")) return true;
@@ -431,7 +435,6 @@ export class GraphModel {
     const item = this.itemOf.get(key);
     if (!item) return true;
     const card = cardOf(item);
-    if (card === "idle") return false;
     if (card === "op" && item.type === "group") return !!item.single && cardOf(item.single) === "function";
     return true;
   }
@@ -674,6 +677,10 @@ export class GraphModel {
     const t = { fetch: this._fetchMs };
     this._fetchMs = undefined;
     let t0 = performance.now();
+    // After Expand all, pages asked for again (the Kernels toggle dropped them all) come
+    // back as Expand all fetched them, in one request: else every container below the
+    // root would wait, deferred, for the camera to move.
+    if (this.openAll && !this.containers.has(ROOT)) await this.loadSubtree(ROOT, EXPAND_FETCH_ITEMS);
     await this.loadExpanded();
     t.load = performance.now() - t0;
     t0 = performance.now();
@@ -806,8 +813,7 @@ export class GraphModel {
     return true;
   }
 
-  // Items a container draws, with stacks folded, idle groups left out and parameters
-  // inside their ops.
+  // Items a container draws, with stacks folded and parameters inside their ops.
   drawnCount(data) {
     let n = (data.outputs || []).length;
     for (const b of data.inputs || []) if (!b.weight || this.showWeights) n++;
@@ -815,7 +821,7 @@ export class GraphModel {
     const inStacks = new Set();
     for (const st of folded.values()) for (const m of st.members.flat()) inStacks.add(m);
     n += folded.size;
-    for (const item of data.items) if (cardOf(item) !== "idle" && !inStacks.has(itemKey(item))) n++;
+    for (const item of data.items) if (!inStacks.has(itemKey(item))) n++;
     return n;
   }
 

@@ -1,0 +1,106 @@
+"""Semantic zoom at Fit (issue 26, "Expand all that can be read"), on the real Llama capture
+of ``tests/viewer/real_models``: op cards too small for their text are summarised by their
+op's short name, inside the card; frame names stay inside the frames they name (down a
+tall, narrow frame's side when they do not fit across it), never beside a column that
+could hold them and wider than it; the top module is named once; below 60 % (where a title would be under
+8 px on screen) every card says what it is that way.
+
+Read through ``window.tensorviz.farDrawn()`` (what the last frame drew far away, with the
+box of the item each name belongs to), not by pixels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from capture.graph import graphfile
+from viewer.server.app import ViewerServer
+
+from tv_browser import open_app
+
+pytestmark = pytest.mark.browser
+
+CAPTURE = Path(__file__).resolve().parents[1] / "real_models" / "captures" / "llama_torch.tvg"
+VIEW = {"width": 1600, "height": 1000}
+FRAMES = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+@pytest.fixture(scope="module")
+def llama():
+    server = ViewerServer([(graphfile.read(CAPTURE), "llama")])
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def _open(browser, llama, close_pages):
+    app = open_app(browser, llama.url, viewport=VIEW)
+    close_pages.append(app)
+    app.js("() => localStorage.clear()")
+    return app
+
+
+def _within(box: dict, of: dict, slack: float) -> bool:
+    return (box["x"] >= of["x"] - slack and box["x"] + box["w"] <= of["x"] + of["w"] + slack
+            and box["y"] >= of["y"] - slack and box["y"] + box["h"] <= of["y"] + of["h"] + slack)
+
+
+def _far_at_fit(app) -> tuple[float, list[dict]]:
+    app.js("() => window.tensorviz.fit()")
+    app.js(FRAMES)
+    return app.js("() => window.tensorviz.camera.s"), app.js("() => window.tensorviz.farDrawn()")
+
+
+def test_at_fit_op_cards_too_small_to_read_say_their_op_inside_them(browser, llama, close_pages):
+    app = _open(browser, llama, close_pages)
+    s, far = _far_at_fit(app)
+    assert s < 0.42  # below the zoom where cards draw their titles
+    ops = [f for f in far if f["op"]]
+    names = {f["text"] for f in ops}
+    # the rotary embedding's kernels and the LM head's linear call, by their short names
+    assert {"cos", "sin", "cat", "linear"} <= names, names
+    assert not [f for f in ops if "::" in f["text"]]  # `aten::cos` says `cos`
+    assert all(_within(f["box"], f["of"], 0.5 / s) for f in ops)
+    # the frames keep their names first: no op name over a frame's
+    frames = [f["box"] for f in far if f["frame"]]
+    assert frames and not [1 for f in ops for b in frames if _meets(f["box"], b)]
+    # the top module is named by its class, once
+    assert "LlamaForCausalLM" in {f["text"] for f in far if f["frame"]}
+    assert app.unexpected_errors() == []
+
+
+def test_at_half_zoom_cards_say_what_they_are_at_a_readable_size(browser, llama, close_pages):
+    # at 50 %, a 13 px title would be 6.5 px on screen: the far names (10.5 px) say it instead
+    app = _open(browser, llama, close_pages)
+    app.js("() => window.tensorviz.readable()")
+    app.js("() => window.tensorviz.zoomAt(800, 500, 0.5)")
+    app.js(FRAMES)
+    assert app.js("() => window.tensorviz.camera.s") == pytest.approx(0.5)
+    far = app.js("() => window.tensorviz.farDrawn()")
+    assert [f for f in far if f["op"]] and [f for f in far if f["frame"]]
+    assert app.unexpected_errors() == []
+
+
+def test_after_expand_all_at_fit_frame_names_stay_inside_their_frames(browser, llama, close_pages):
+    app = _open(browser, llama, close_pages)
+    app.js("async () => { await window.tensorviz.expandAll(); }")
+    s, far = _far_at_fit(app)
+    assert s < 0.1
+    frames = [f for f in far if f["frame"]]
+    # no name stands beside a frame, wider than the thin column it names, where the frame
+    # could hold a line of text (14.5 px wide: only a deeper model's column is narrower)
+    wide = [f for f in frames if f["of"]["w"] * s >= 14.5]
+    assert wide and all(_within(f["box"], f["of"], 0.5 / s) and not f["beside"] for f in wide), \
+        [(f["full"], f["box"], f["of"]) for f in wide if not _within(f["box"], f["of"], 0.5 / s)]
+    # each decoder layer is still named: down its side, the frame being narrow and tall
+    layers = [f for f in frames if f["full"].startswith("layers.") and f["full"].endswith("· LlamaDecoderLayer")]
+    assert len(layers) == 4 and all(f["vertical"] and f["text"].startswith("layers.") for f in layers)
+    assert all(f["of"]["w"] * s < 80 for f in layers)  # narrow: across, the name would not fit
+    assert app.unexpected_errors() == []
+
+
+def _meets(a, b) -> bool:
+    return a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]
