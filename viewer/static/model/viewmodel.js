@@ -785,7 +785,10 @@ export class GraphModel {
       }
     }
     // Below the trunk (or from the top without one), within the budget; what lies beside
-    // the trunk (a head, `lm_head`) stays closed.
+    // the trunk (a head, `lm_head`) stays closed. Where the trunk ends on a stack of
+    // blocks (a decoder), what sits beside the stack (Llama's rotary embedding, a stem)
+    // stays closed too: the blocks are the view, only a lone wrapper or a first chunk opens.
+    const onBlocks = Boolean(trunk && trunk.length) && this.foldedStacks(start).size > 0;
     const queue = this.candidates(start);
     let opened = 0;
     let chunkOpened = false;
@@ -795,7 +798,7 @@ export class GraphModel {
       // A lone wrapper (a module around the model, a jit around everything) always opens,
       // and so does the first chunk of the first chunked container.
       const force = only || (item.type === "chunk" && first && !chunkOpened);
-      if (!force && visible + estimate > budget) continue;
+      if (!force && (onBlocks || visible + estimate > budget)) continue;
       const data = await this.load(key);
       this.expanded.add(key);
       if (!force) this.autoOpened.push(key);
