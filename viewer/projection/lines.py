@@ -165,6 +165,15 @@ class LineIndex:
                 key = line_of[f] if f >= 0 and user[f] else None
                 if key is not None and key in skip:
                     continue  # part of the enclosing call made on this line
+                if r < 0 and key is not None and key != run and not node_count[~r + 1]:
+                    # A module call that ran no op (an eval-mode Dropout) has no place of
+                    # its own in program order: the group order puts it after everything.
+                    # It belongs to its line's call in this container, not to a run of
+                    # its own (``x = self.drop(a + b)`` ran once, not twice).
+                    mine = [c for c in by_line.get(key, ()) if c.container == g and c.body == body]
+                    if mine:
+                        mine[-1].groups.append(~r)
+                        continue
                 if call is None or key != run or (r < 0 and f in called):
                     if call is not None:
                         _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
