@@ -14,7 +14,9 @@ inside the call.
 A *call* of a line is one maximal run of consecutive items (ops, and module calls made on
 that line) in one container group: a block used 12 times gives its lines 12 calls, one
 per block group; a loop whose body alternates lines gives one call per iteration. The
-first call is what a hint shows, with "×N" for the rest.
+first call is what a hint shows, with "×N" for the rest. A module call that ran no op
+(an eval-mode ``Dropout``) belongs to its line's call in the same group, never a call of
+its own: ``x = self.drop(a + b)`` ran once.
 
 Library frames (``Frame.library``) are not indexed: a hint belongs in the user's code.
 Lines inside unexecuted control-flow bodies (JAX ``scan``/``while``/``cond`` templates)
