@@ -12,7 +12,8 @@ fresh in its own child. A capture that arrives while this runs waits for the res
 process only imports, is bound to the interpreter, its files and the capture
 environment, and is discarded when in doubt.
 
-When: a Python file with a model opens in a trusted folder; the folder becomes trusted
+When: a Python file with a model opens in a trusted folder (once the client's settings
+are read: a file opened before waits for them); the folder becomes trusted
 (``workspace_trusted``); the settings, the interpreter or a capture's outcome change
 (``capture_failed``: a discarded worker warms again for the next capture). Off with
 ``tensorviz.warmWorkerIdleSeconds = 0``. Nothing runs for an untrusted folder.
@@ -56,8 +57,18 @@ class WarmStart(Feature):
         self._tasks: dict[str, asyncio.Future] = {}
         #: What each folder was last asked to preload, and the answer (for logs and tests).
         self.last: dict[str, tuple[list[str], str]] = {}
+        #: The client's settings are read (``initialized`` comes after them). An editor
+        #: opens its buffer right after sending ``initialized`` (Neovim does), while the
+        #: server still asks for them: a preload then would read the defaults (and start
+        #: a worker that ``warmWorkerIdleSeconds = 0`` turns off), so it waits for them.
+        self._settings_read = False
 
     # -- hooks --------------------------------------------------------------------
+    def initialized(self) -> None:
+        self._settings_read = True
+        for root in self.server.folders():
+            self.consider(root)
+
     async def document_opened(self, uri: str) -> None:
         if uri.endswith((".py", ".pyi")):
             root = self.server.folder_for(uri)
@@ -84,8 +95,8 @@ class WarmStart(Feature):
     # -- the preload ----------------------------------------------------------------
     def consider(self, root: Path) -> asyncio.Future | None:
         """Preload ``root``'s warm worker now, in the background, if it should be."""
-        if self.server.stopping or self.server.loop is None:
-            return None
+        if self.server.stopping or self.server.loop is None or not self._settings_read:
+            return None  # before the settings: ``initialized`` considers every folder
         previous = self._tasks.get(str(root))
         task = asyncio.ensure_future(self._preload(root, previous))
         self._tasks[str(root)] = task

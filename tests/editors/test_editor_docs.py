@@ -1,6 +1,7 @@
-"""What docs/editors.md gives people to copy: the Helix languages.toml blocks parse as
-TOML and configure the server, and no editor snippet turns on 64-bit JAX for everyone
-(``JAX_ENABLE_X64`` is explained once, where 64-bit inputs are described)."""
+"""What docs/editors.md and the README give people to copy: the Helix languages.toml
+blocks parse as TOML and configure the server, no editor snippet turns on 64-bit JAX
+for everyone (``JAX_ENABLE_X64`` is explained once, where 64-bit inputs are described),
+Neovim status lines read the plugin, and the Quick start says what a newcomer meets."""
 
 from __future__ import annotations
 
@@ -44,3 +45,38 @@ def test_the_plugin_is_documented_where_neovim_users_look():
         assert f'"{command}"' in (ROOT / "editors" / "nvim" / "lua" / "tensorviz" / "init.lua").read_text()
     assert ":checkhealth tensorviz" in nvim and 'require("tensorviz").statusline()' in nvim
     assert "lazy.nvim" in nvim and "packer" in nvim
+
+
+def test_neovim_status_lines_read_the_plugin_not_vim_lsp_status():
+    """Issue 30: ``vim.lsp.status()`` joins every server's reports into one string; the
+    docs give the plugin's ``statusline()`` (the current capture's stage) to put in a
+    status line, and no snippet builds one from ``vim.lsp.status()``."""
+    readme = (ROOT / "editors" / "nvim" / "README.md").read_text()
+    snippets = re.findall(r"```lua\n(.*?)```", DOCS + readme, re.S)
+    assert not [s for s in snippets if "vim.lsp.status()" in s]
+    statusline = "vim.o.statusline = \"%f %=%{v:lua.require'tensorviz'.statusline()}\""
+    assert statusline in readme and statusline in DOCS
+    nvim = section(DOCS, "Neovim (0.10+)")
+    said = [p for p in nvim.split("\n\n") if "vim.lsp.status()" in p]
+    assert said and all("statusline()" in p and "joins every" in p for p in said), said
+
+
+def test_the_readme_quick_start_says_what_a_newcomer_meets():
+    """Issue 30, the Quick start as a newcomer follows it: a venv first, both extras (the
+    shared worker needs Torch, also for JAX), what ``tensorviz demo`` does, where it
+    writes, without a browser, until Ctrl-C; the test command in its own section, with
+    its duration, and ``bash .ci/run`` (root) out of the Quick start."""
+    readme = (ROOT / "README.md").read_text()
+    quick = section(readme, "Quick start")
+    (commands,) = re.findall(r"```sh\n(.*?)```", quick, re.S)
+    assert commands.splitlines() == ["python3 -m venv .venv && . .venv/bin/activate",
+                                     "pip install -c .ci/constraints.txt -e '.[jax,torch]'", "tensorviz demo"]
+    prose = " ".join(quick.split())
+    assert "Install both extras even for JAX models" in prose and "requires Torch too" in prose
+    assert "`~/.cache/tensorviz/demo`" in prose and "until you press Ctrl-C" in prose
+    assert "Where there is no graphical browser" in prose and "prints the URL" in prose
+    assert ".ci/run" not in quick
+    tests = section(readme, "Running the tests")
+    prose = " ".join(tests.split())
+    assert "python -m pytest" in prose and "about 15 minutes" in prose and "bash .ci/run" in prose
+    assert "run it as root" in prose

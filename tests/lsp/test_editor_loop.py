@@ -94,6 +94,25 @@ async def test_no_preload_when_the_warm_worker_is_off(spec_workspace, config_dir
         await stop_session(s)
 
 
+async def test_a_file_opened_as_the_server_starts_preloads_by_the_settings_not_the_defaults(spec_workspace, config_dir):
+    """An editor opens its buffer right after ``initialized``, while the server still asks
+    for its settings (Neovim does): the preload waits for them. With the warm worker
+    off there, no worker starts (the defaults would have started one)."""
+    from tensorviz_lsp.trust import TrustStore
+
+    TrustStore(config_dir / "trust.json").set_trusted(spec_workspace)  # trusted earlier
+    for options, expected in (({"warmWorkerIdleSeconds": 0}, 0), ({}, 1)):
+        s = await start_session(spec_workspace, config_dir, init_options={"tensorviz": options})
+        try:
+            s.open("model.py")  # at once, as the settings are being read
+            await s.lenses("model.py")
+            if expected:
+                await s.logged("fake warm worker of")
+            assert len(preloads(s)) == expected, (options, s.logs())
+        finally:
+            await stop_session(s)
+
+
 # -- 2. failed recaptures are retried; saves that do not parse start nothing ------------
 
 

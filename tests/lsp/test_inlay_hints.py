@@ -22,6 +22,7 @@ from tensorviz_lsp.features.freshness import Record
 from tensorviz_lsp.features.hover import returned_values, value_of
 from tensorviz_lsp.features.inlay_hints import compute_hints
 from tensorviz_lsp.features.line_values import hint_label
+from tensorviz_lsp.features.show_in_graph import Hit, summary
 from viewer.projection.lines import LineIndex
 from viewer.projection.projection import Projection
 
@@ -274,6 +275,13 @@ def test_a_module_call_that_ran_no_op_is_no_run_and_return_hands_back_its_names(
     label, tip = got[line_no(text, "x = self.drop(")]
     assert label == "f32[2,5,8]", label
     assert "2 ops behind it. Measured" in tip and "ran 2×" not in tip and "control-flow" not in tip, tip
+    # The line's one call holds the Dropout too (what Show in Graph outlines), and the
+    # Show in Graph title counts one run: "2 ops", no "×2" (issue 30).
+    entry = lines.idx.at("lm.py", line_no(text, "x = self.drop(") + 1)
+    (call,) = entry.calls
+    names_called = [lines.rec.capture.groups[g].name for g in call.groups]
+    assert names_called == ["wte", "drop"] and call.ops == 2, names_called
+    assert summary(Hit(lines=None, entry=entry)) == "2 ops"  # type: ignore[arg-type]
     # Hover on `return logits, loss`: the line ran nothing; it hands back `logits`'s value.
     names = assigned_names.parse(text)
     ret = line_no(text, "return logits, loss")

@@ -14,7 +14,9 @@ inside the call.
 A *call* of a line is one maximal run of consecutive items (ops, and module calls made on
 that line) in one container group: a block used 12 times gives its lines 12 calls, one
 per block group; a loop whose body alternates lines gives one call per iteration. The
-first call is what a hint shows, with "×N" for the rest.
+first call is what a hint shows, with "×N" for the rest. A module call that ran no op
+(an eval-mode ``Dropout``) belongs to its line's call in the same group, never a call of
+its own: ``x = self.drop(a + b)`` ran once.
 
 Library frames (``Frame.library``) are not indexed: a hint belongs in the user's code.
 Lines inside unexecuted control-flow bodies (JAX ``scan``/``while``/``cond`` templates)
@@ -165,6 +167,15 @@ class LineIndex:
                 key = line_of[f] if f >= 0 and user[f] else None
                 if key is not None and key in skip:
                     continue  # part of the enclosing call made on this line
+                if r < 0 and key is not None and key != run and not node_count[~r + 1]:
+                    # A module call that ran no op (an eval-mode Dropout) has no place of
+                    # its own in program order: the group order puts it after everything.
+                    # It belongs to its line's call in this container, not to a run of
+                    # its own (``x = self.drop(a + b)`` ran once, not twice).
+                    mine = [c for c in by_line.get(key, ()) if c.container == g and c.body == body]
+                    if mine:
+                        mine[-1].groups.append(~r)
+                        continue
                 if call is None or key != run or (r < 0 and f in called):
                     if call is not None:
                         _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
