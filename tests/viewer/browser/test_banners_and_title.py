@@ -1,7 +1,8 @@
 """The page's top (issue 30 item 6): the title is cut only when nothing is left for it
 (the search field gives up its room first), and stacked banners take one line: the
-newest, with a count that opens the others, each banner one line whose longer text
-opens in place and is its title, so every banner's text stays reachable."""
+most severe (the newest among equals), with a count that opens the others, each banner
+one line whose longer text opens in place and is its title, so every banner's text stays
+reachable."""
 
 from __future__ import annotations
 
@@ -70,15 +71,21 @@ def test_stacked_banners_take_one_line_and_a_count_opens_them(browser, served, c
     one = app.js(TOP)
     assert [b["id"] for b in one["banners"]] == ["coverage"] and one["more"] is None
     assert one["holder"] <= LINE
+    server.publish("progress", {"message": "Tracing GPT2LMHeadModel…", "fraction": 0.4})
+    app.page.locator("[data-banner=progress]").wait_for(state="attached")
+    # among equals the newest leads
+    assert [b["id"] for b in app.js(TOP)["banners"] if b["shown"]] == ["progress"]
+    # a failure ends the progress banner; a new capture's progress follows it
     server.publish("capture-failed", {"id": other, "message": "RuntimeError: mat1 and mat2 shapes cannot be multiplied", "stage": "trace"})
     server.publish("progress", {"message": "Tracing GPT2LMHeadModel…", "fraction": 0.4})
     server.publish("stale", {"files": ["model.py", "layers/attention.py"], "capture": gpt2})
-    app.page.locator("[data-banner=stale]").wait_for()
+    app.page.locator("[data-banner=stale]").wait_for(state="attached")
     top = app.js(TOP)
-    assert [b["id"] for b in top["banners"] if b["shown"]] == ["stale"]  # the newest
+    # the most severe leads (the failure), not the newest (the stale warning)
+    assert [b["id"] for b in top["banners"] if b["shown"]] == ["capture-failed"]
     assert top["holder"] <= LINE, top
-    # The count names how many more, coloured by the worst it hides (a failure).
-    assert top["more"] == {"text": "+3 more ▾", "level": "error", "expanded": "false"}
+    # The count names how many more, coloured by the worst it hides (the stale warning).
+    assert top["more"] == {"text": "+3 more ▾", "level": "warn", "expanded": "false"}
     app.page.click("#banners .banner-more")
     top = app.js(TOP)
     assert [b["id"] for b in top["banners"] if b["shown"]] == ["coverage", "capture-failed", "progress", "stale"]
@@ -92,7 +99,7 @@ def test_stacked_banners_take_one_line_and_a_count_opens_them(browser, served, c
     server.publish("fresh", {"capture": gpt2})
     app.page.locator("[data-banner=stale]").wait_for(state="detached")
     top = app.js(TOP)
-    assert [b["id"] for b in top["banners"] if b["shown"]] == ["progress"] and top["more"]["text"] == "+2 more ▾"
+    assert [b["id"] for b in top["banners"] if b["shown"]] == ["capture-failed"] and top["more"]["text"] == "+2 more ▾"
     assert app.unexpected_errors() == []
 
 

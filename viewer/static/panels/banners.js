@@ -1,7 +1,8 @@
 // The banners under the toolbar: one per id (coverage, stale, progress, load, diff, line…),
 // replaced in place when set again. Each is one line; a text too long for it opens in
 // place (its chevron, or a click on the text) and is also its title. Several banners
-// take one line: the newest shows, the count beside it opens the others (and closes
+// take one line: the most severe shows (a stale graph's warning before the capture's
+// note; the newest among equals), the count beside it opens the others (and closes
 // them again); every banner's text stays one click away.
 
 import { el, clear } from "../dom.js";
@@ -77,7 +78,7 @@ export class Banners {
     this.#measure();
   }
 
-  // Every banner, or the newest alone.
+  // Every banner, or the leading one alone.
   toggleAll() {
     this.expanded = !this.expanded;
     this.#arrange();
@@ -85,7 +86,11 @@ export class Banners {
 
   #arrange() {
     const n = this.order.length;
-    const lead = this.order[n - 1];
+    // The most severe leads; among equals the newest (the order is oldest first).
+    let lead = this.order[n - 1];
+    for (const id of this.order) {
+      if (SEVERITY[this.byId.get(id).dataset.level] >= SEVERITY[this.byId.get(lead).dataset.level]) lead = id;
+    }
     if (n < 2) this.expanded = false;
     for (const [id, b] of this.byId) b.classList.toggle("lead", id === lead);
     this.holder.classList.toggle("banners-empty", n === 0);
@@ -93,12 +98,13 @@ export class Banners {
     this.more.hidden = n < 2;
     if (n > 1) {
       // The count takes the colour of the most severe banner it hides.
-      const hidden = this.order.slice(0, -1).map((id) => this.byId.get(id).dataset.level);
+      const others = this.order.filter((id) => id !== lead);
+      const hidden = others.map((id) => this.byId.get(id).dataset.level);
       const worst = hidden.reduce((a, l) => (SEVERITY[l] > SEVERITY[a] ? l : a), "ok");
       this.more.className = `banner-more ${this.expanded ? "ok" : worst}`;
       this.more.textContent = this.expanded ? "fewer ▴" : `+${n - 1} more ▾`;
-      this.more.title = this.expanded ? "Show the newest banner only"
-        : `Show every banner (${this.order.slice(0, -1).map((id) => this.byId.get(id).querySelector(".banner-kind").textContent).join(", ")})`;
+      this.more.title = this.expanded ? "Show the leading banner only"
+        : `Show every banner (${others.map((id) => this.byId.get(id).querySelector(".banner-kind").textContent).join(", ")})`;
       this.more.setAttribute("aria-expanded", String(this.expanded));
     }
     this.#measure();
