@@ -1,9 +1,9 @@
 // The banners under the toolbar: one per id (coverage, stale, progress, load, diff, line…),
 // replaced in place when set again. Each is one line; a text too long for it opens in
 // place (its chevron, or a click on the text) and is also its title. Several banners
-// take one line: the most severe shows (a stale graph's warning before the capture's
-// note; the newest among equals), the count beside it opens the others (and closes
-// them again); every banner's text stays one click away.
+// take at most two lines: the most severe (a stale graph's warning) and the newest (a new
+// capture ready), the count beside them opens the others (and closes them again); every
+// banner's text stays one click away.
 
 import { el, clear } from "../dom.js";
 
@@ -78,7 +78,7 @@ export class Banners {
     this.#measure();
   }
 
-  // Every banner, or the leading one alone.
+  // Every banner, or the leading ones alone.
   toggleAll() {
     this.expanded = !this.expanded;
     this.#arrange();
@@ -86,24 +86,27 @@ export class Banners {
 
   #arrange() {
     const n = this.order.length;
-    // The most severe leads; among equals the newest (the order is oldest first).
-    let lead = this.order[n - 1];
+    // Two lead: the most severe (a stale graph's warning) and the newest (what just
+    // happened: a new capture ready to open), one line when they are the same banner.
+    const newest = this.order[n - 1];
+    let worst = newest;
     for (const id of this.order) {
-      if (SEVERITY[this.byId.get(id).dataset.level] >= SEVERITY[this.byId.get(lead).dataset.level]) lead = id;
+      if (SEVERITY[this.byId.get(id).dataset.level] > SEVERITY[this.byId.get(worst).dataset.level]) worst = id;
     }
-    if (n < 2) this.expanded = false;
-    for (const [id, b] of this.byId) b.classList.toggle("lead", id === lead);
+    const leads = new Set(n ? [worst, newest] : []);
+    const others = this.order.filter((id) => !leads.has(id));
+    if (!others.length) this.expanded = false;
+    for (const [id, b] of this.byId) b.classList.toggle("lead", leads.has(id));
     this.holder.classList.toggle("banners-empty", n === 0);
-    this.holder.classList.toggle("stacked", n > 1 && !this.expanded);
-    this.more.hidden = n < 2;
-    if (n > 1) {
+    this.holder.classList.toggle("stacked", others.length > 0 && !this.expanded);
+    this.more.hidden = !others.length;
+    if (others.length) {
       // The count takes the colour of the most severe banner it hides.
-      const others = this.order.filter((id) => id !== lead);
-      const hidden = others.map((id) => this.byId.get(id).dataset.level);
-      const worst = hidden.reduce((a, l) => (SEVERITY[l] > SEVERITY[a] ? l : a), "ok");
-      this.more.className = `banner-more ${this.expanded ? "ok" : worst}`;
-      this.more.textContent = this.expanded ? "fewer ▴" : `+${n - 1} more ▾`;
-      this.more.title = this.expanded ? "Show the leading banner only"
+      const level = others.map((id) => this.byId.get(id).dataset.level)
+        .reduce((a, l) => (SEVERITY[l] > SEVERITY[a] ? l : a), "ok");
+      this.more.className = `banner-more ${this.expanded ? "ok" : level}`;
+      this.more.textContent = this.expanded ? "fewer ▴" : `+${others.length} more ▾`;
+      this.more.title = this.expanded ? "Show the leading banners only"
         : `Show every banner (${others.map((id) => this.byId.get(id).querySelector(".banner-kind").textContent).join(", ")})`;
       this.more.setAttribute("aria-expanded", String(this.expanded));
     }
