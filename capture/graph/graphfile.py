@@ -481,6 +481,12 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
 _HEADER_MARK = msgpack.packb("format") + msgpack.packb(FORMAT_NAME)
 
 
+def has_graph_header(prefix: bytes) -> bool:
+    """Whether ``prefix`` (a file's first 64 bytes) begins like a graph file TensorViz
+    wrote: a header map whose first key is ``format``, naming this format."""
+    return len(prefix) > len(_HEADER_MARK) and 0x80 <= prefix[0] <= 0x8F and prefix[1:1 + len(_HEADER_MARK)] == _HEADER_MARK
+
+
 def _refuse_ext(code: int, data: bytes) -> Any:
     raise ValueError("msgpack extension types are not used by graph files")
 
