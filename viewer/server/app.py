@@ -68,6 +68,7 @@ from capture.recipe import (
 from .diffview import DiffStore, DiffUnavailable
 from .events import EventHub
 from ..projection.lines import LineIndex, line_answer
+from .connections import ConnectionGuard
 from .sources import MAX_SOURCE_BYTES, SourcePolicy
 from ..projection.projection import SUBTREE_ITEMS, Projection, ProjectionError
 
@@ -199,6 +200,8 @@ class ViewerServer:
         self.diffs = DiffStore()  # diff mode: each capture's baseline (viewer/server/diffview.py)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: Open connections, capped, each with a deadline to send its request (connections.py).
+        self.connections = ConnectionGuard()
         for item in captures:
             capture, title = item if isinstance(item, tuple) else (item, None)
             self.add_capture(capture, title)
@@ -211,6 +214,8 @@ class ViewerServer:
             return self.url
         httpd = _HTTPServer(("127.0.0.1", self._requested_port), _Handler)
         httpd.viewer = self
+        httpd.guard = self.connections
+        self.connections.start()
         self._httpd = httpd
         # A short poll so that stop() returns promptly (it waits for the next poll).
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -239,6 +244,7 @@ class ViewerServer:
         self.events.send(None)
         httpd.shutdown()
         httpd.server_close()
+        self.connections.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -438,6 +444,7 @@ class _HTTPServer(ThreadingHTTPServer):
     # refused (or stalled for the clients' retry backoff) most of a burst of 200.
     request_queue_size = 1024
     viewer: ViewerServer
+    guard: ConnectionGuard
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind looks the host up with getfqdn(), which can stall
@@ -448,6 +455,20 @@ class _HTTPServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("viewer connection error:\n%s", traceback.format_exc())
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.guard.admit(request):
+            try:  # every open connection is being answered: say so, hold nothing
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.guard.closed(request)
+        super().shutdown_request(request)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -457,6 +478,20 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     # Every method goes through the same checks; unknown ones end as 405 after them.
+    def handle_one_request(self) -> None:
+        # The request line, headers and body must arrive within the guard's deadline.
+        self.server.guard.reading(self.connection)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if ok and not self._has_body():
+            self.server.guard.answering(self.connection)
+        return ok
+
+    def _has_body(self) -> bool:
+        return self.headers.get("Content-Length", "0") != "0" or bool(self.headers.get("Transfer-Encoding"))
+
     def do_GET(self) -> None:
         self._handle("GET")
 
@@ -657,7 +692,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # anything unread must not be taken for a request
             raise _ApiError(413, f"the body is over {limit:,} bytes")
         self._consumed = True
-        return self.rfile.read(n)
+        body = self.rfile.read(n)
+        self.server.guard.answering(self.connection)
+        return body
 
     def _check_origin(self) -> None:
         """Every POST: a browser's request from another page carries that page's Origin."""
