@@ -85,7 +85,11 @@ CSP = (
 # and still need the per-session token to load anything.
 MAX_JSON_BODY = 1 << 20
 MAX_GRAPH_UPLOAD = 64 << 20  # a 1M-node graph file is about 45 MB
-MAX_UPLOADS = 4  # api/open captures held at once; older ones are released
+#: The graph-file bytes of the api/open uploads held at once; older ones are released
+#: (the newest is always held). A bound in bytes, not in uploads: memory grows with a
+#: file's size (a decoded capture takes a bounded multiple of it, graphfile's budget),
+#: and four files at the upload limit were once held at 0.9 GB each.
+MAX_HELD_UPLOAD_BYTES = 128 << 20
 MAX_SOURCE_CONTEXT = 200
 KEEPALIVE_SECONDS = 15.0
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
@@ -196,7 +200,7 @@ class ViewerServer:
         self._entries: dict[int, _Entry] = {}
         self._next_id = 1
         self.events = EventHub()  # the open pages' streams (viewer/server/events.py)
-        self._uploads: list[int] = []  # api/open captures, oldest first (keep_upload)
+        self._uploads: list[tuple[int, int]] = []  # api/open captures and their bytes, oldest first (keep_upload)
         self.diffs = DiffStore()  # diff mode: each capture's baseline (viewer/server/diffview.py)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -305,20 +309,21 @@ class ViewerServer:
             self.publish("capture-ready", ready)
         return cid
 
-    def keep_upload(self, capture_id: int) -> None:
-        """``capture_id`` came through ``api/open``: hold the newest :data:`MAX_UPLOADS`
-        uploads and release older ones (their pages get 404 and say so), so that uploads
-        cannot grow this process without bound."""
+    def keep_upload(self, capture_id: int, size: int) -> None:
+        """``capture_id`` came through ``api/open`` as a graph file of ``size`` bytes:
+        hold the newest uploads up to :data:`MAX_HELD_UPLOAD_BYTES` in all and release
+        older ones (their pages get 404 and say so), so that uploads cannot grow this
+        process without bound."""
         with self._lock:
-            self._uploads.append(capture_id)
+            self._uploads.append((capture_id, size))
             released = []
-            while len(self._uploads) > MAX_UPLOADS:
-                old = self._uploads.pop(0)
+            while len(self._uploads) > 1 and sum(n for _, n in self._uploads) > MAX_HELD_UPLOAD_BYTES:
+                old, _ = self._uploads.pop(0)
                 if self._entries.pop(old, None) is not None:
                     released.append(old)
         for old in released:
             self.diffs.forget(old)
-            log.info("released uploaded capture %d (only the newest %d uploads are held)", old, MAX_UPLOADS)
+            log.info("released uploaded capture %d (uploads are held up to %d MiB)", old, MAX_HELD_UPLOAD_BYTES >> 20)
 
     def warm(self, capture_id: int | None = None, *, wait: bool = True) -> threading.Thread | None:
         """Build a held capture's projection index now (default: the newest capture).
@@ -886,7 +891,7 @@ class _Handler(BaseHTTPRequestHandler):
         # wrote the file, it is not this process's capture: its recorded sources widen
         # nothing (see ViewerServer.add_capture).
         cid = self.viewer.add_capture(capture, name, warm=True, trusted_sources=False)
-        self.viewer.keep_upload(cid)
+        self.viewer.keep_upload(cid, len(data))
         self._json(200, {"id": cid})
 
 
