@@ -70,7 +70,7 @@ def remove_abandoned_launchers(temp: str | None = None) -> list[str]:
     Folders without an owner file are left alone: nothing says whose they are.
     Returns the paths removed."""
     temp = temp or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(temp))
     except OSError:
