@@ -374,10 +374,10 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
             gc.enable()
 
 
-def _unpacker(size: int, *, packed: bool = False, **hooks: Any) -> msgpack.Unpacker:
+def _unpacker(size: int, *, packed: bool = False, longest: int | None = None, **hooks: Any) -> msgpack.Unpacker:
     """``packed``: a version-2 body, whose integer columns are binary blobs (version 1
-    files hold none)."""
-    bound = min(size, _MAX_CONTAINER)
+    files hold none). ``longest``: the most elements one list or map may have."""
+    bound = min(size, _MAX_CONTAINER, longest if longest is not None else size)
     return msgpack.Unpacker(
         raw=False,
         use_list=True,
@@ -414,6 +414,30 @@ def container_budget(header: dict, size: int) -> int:
     return min(CONTAINERS_BASE + CONTAINERS_PER_ITEM * items, max(CONTAINERS_BASE, size // MIN_BYTES_PER_CONTAINER))
 
 
+#: Everything a body holds (strings, numbers, lists and maps, each counted once where it
+#: sits): a graph file TensorViz writes holds at most about 28 per value, node, group and
+#: frame (real models: 5-28, version 1's list columns the most), and at least 2 bytes per
+#: element in version 1 (columns of small integers), 4 in version 2. A file whose ``meta``
+#: holds 13 M short strings (3 bytes each, 56 in memory) would otherwise decode to 28
+#: times its size under a header declaring a small graph.
+ELEMENTS_BASE = 1 << 16
+ELEMENTS_PER_ITEM = 64
+MIN_BYTES_PER_ELEMENT = {1: 2, 2: 3}
+
+
+def element_budget(header: dict, size: int, version: int) -> int:
+    """How many elements a body of ``size`` bytes with ``header``'s counts may hold."""
+    counts = header.get("counts")
+    items = 0
+    if isinstance(counts, dict):
+        for key in ("values", "nodes", "groups", "frames"):
+            n = counts.get(key)
+            if type(n) is int and n > 0:
+                items += n
+    per_byte = MIN_BYTES_PER_ELEMENT.get(version, 2)
+    return min(ELEMENTS_BASE + ELEMENTS_PER_ITEM * items, max(ELEMENTS_BASE, size // per_byte))
+
+
 class _OverBudget(Exception):
     pass
 
@@ -441,26 +465,51 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
         )
     # The body is decoded with every list and map counted against a budget from the
     # header's counts: memory stays proportional to the graph the header declares.
+    # So is every element (string, number, list, map) where it sits: a container's length
+    # is counted when it is complete, and no one container may be longer than the whole
+    # budget (refused at its header, before its elements exist).
     start = unpacker.tell()
     budget = container_budget(header, len(data) - start)
-    left = [budget]
+    elements = element_budget(header, len(data) - start, version)
+    left = [budget, elements]
 
-    def counted(obj: Any) -> Any:
+    def counted_list(obj: list) -> list:
         left[0] -= 1
+        left[1] -= len(obj) + 1
         if left[0] < 0:
-            raise _OverBudget
+            raise _OverBudget("containers")
+        if left[1] < 0:
+            raise _OverBudget("elements")
         return obj
 
-    body_unpacker = _unpacker(len(data), packed=version >= 2, list_hook=counted, object_hook=counted)
+    def counted_map(obj: dict) -> dict:
+        left[0] -= 1
+        left[1] -= 2 * len(obj) + 1
+        if left[0] < 0:
+            raise _OverBudget("containers")
+        if left[1] < 0:
+            raise _OverBudget("elements")
+        return obj
+
+    body_unpacker = _unpacker(len(data), packed=version >= 2, list_hook=counted_list, object_hook=counted_map,
+                              longest=elements)
     body_unpacker.feed(memoryview(data)[start:])
     try:
         body = body_unpacker.unpack()
-    except _OverBudget:
+    except _OverBudget as over:
+        what = f"{budget:,} lists and maps" if over.args == ("containers",) else \
+            f"{elements:,} strings, numbers, lists and maps"
         raise GraphFileError(
-            name, f"the body holds more than {budget:,} lists and maps, more than a graph of the size its header "
+            name, f"the body holds more than {what}, more than a graph of the size its header "
             "declares can (a hostile or corrupt file)") from None
     except msgpack.OutOfData:
         raise GraphFileError(name, "truncated: the graph body is incomplete") from None
+    except ValueError as exc:
+        if "exceeds max_array_len" in str(exc) or "exceeds max_map_len" in str(exc):
+            raise GraphFileError(
+                name, f"corrupt graph body: a list or map of over {elements:,} strings, numbers, lists and maps, "
+                "more than a graph of the size its header declares can (a hostile or corrupt file)") from None
+        raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
     except Exception as exc:
         raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
     try:
@@ -479,6 +528,12 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
 
 # How every header begins on disk; tells a cut-short graph file from other bytes.
 _HEADER_MARK = msgpack.packb("format") + msgpack.packb(FORMAT_NAME)
+
+
+def has_graph_header(prefix: bytes) -> bool:
+    """Whether ``prefix`` (a file's first 64 bytes) begins like a graph file TensorViz
+    wrote: a header map whose first key is ``format``, naming this format."""
+    return len(prefix) > len(_HEADER_MARK) and 0x80 <= prefix[0] <= 0x8F and prefix[1:1 + len(_HEADER_MARK)] == _HEADER_MARK
 
 
 def _refuse_ext(code: int, data: bytes) -> Any:

@@ -135,6 +135,7 @@ from .parse import (  # noqa: F401
 )
 from .profile import Recipe, load_profile, parse_profile, profile_from_document  # noqa: F401
 from .refs import (  # noqa: F401
+    dotted_module_problem,
     is_path_ref,
     model_ref_for,
     module_file,

@@ -8,6 +8,7 @@ ref to save for a symbol in a file (:func:`model_ref_for`). Part of :mod:`captur
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -96,13 +97,10 @@ def path_ref_file(workspace: Path, path: str) -> tuple[Path | None, str | None]:
     if problem is not None:
         return None, problem
     candidate = workspace / path
-    try:
-        root = workspace.resolve()
-        real = candidate.resolve()
-    except (OSError, RuntimeError) as exc:  # a symlink loop
-        return None, f"{path!r} cannot be resolved: {exc}"
-    if real != root and root not in real.parents:
-        return None, f"{path!r} resolves to {real}, outside the workspace {root} (a symbolic link); name a file inside it"
+    problem = _outside_problem(workspace, candidate, repr(path))
+    if problem is not None:
+        return None, problem
+    root = workspace.resolve()
     if not candidate.exists():
         return None, f"no file {path!r} in the workspace {root}"
     if not candidate.is_file():
@@ -116,10 +114,42 @@ def module_file(workspace: Path, module: str) -> Path | None:
     form (``dir/06_file.py``) is that file, when it exists inside the workspace."""
     if is_path_ref(module):
         return path_ref_file(workspace, module)[0]
+    if dotted_module_problem(workspace, module) is not None:
+        return None
     base = workspace.joinpath(*module.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
+    return None
+
+
+def dotted_module_problem(workspace: Path, module: str) -> str | None:
+    """Why the dotted ``module`` (``pkg.mod``) may not be imported from the workspace:
+    a package folder or module file of it there (``pkg``, ``pkg.py``, ``pkg/mod.py``,
+    ``pkg/mod/__init__.py``) that resolves outside the workspace, the same rule as the
+    path form's (:func:`path_ref_file`). None when nothing of it leads out (a module
+    the workspace does not hold is imported from the interpreter's path, as always)."""
+    parts = module.split(".")
+    for i in range(1, len(parts) + 1):
+        base = workspace.joinpath(*parts[:i])
+        for candidate in (base, base.with_suffix(".py"), base / "__init__.py"):
+            if os.path.lexists(candidate):
+                problem = _outside_problem(workspace, candidate, f"module {'.'.join(parts[:i])!r} ({candidate.name})")
+                if problem is not None:
+                    return problem
+    return None
+
+
+def _outside_problem(workspace: Path, candidate: Path, shown: str) -> str | None:
+    """The one containment rule of both ref forms: ``candidate``, links followed, is the
+    workspace or below it."""
+    try:
+        root = workspace.resolve()
+        real = candidate.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        return f"{shown} cannot be resolved: {exc}"
+    if real != root and root not in real.parents:
+        return f"{shown} resolves to {real}, outside the workspace {root} (a symbolic link); name a file inside it"
     return None
 
 

@@ -18,6 +18,12 @@ folder, then a rename), and pruning starts only after the new file is in place, 
 was, never a half-written graph file. Temporary files left by a process that was killed
 mid-write are removed by the next prune once they are an hour old. Files are ordered by
 their sequence number (the leading digits), not by clock time.
+
+The history lives in the workspace, which may link its folders anywhere: a history
+folder whose path leads out of the workspace through a link is refused
+(:func:`~capture.session.graph_files.inside_workspace`), and pruning never removes
+through a link at all. It removes only what TensorViz wrote there: a regular file named
+like an entry that begins with a graph file's header, and its own write temporaries.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +40,7 @@ from typing import Callable
 from ..graph import graphfile
 from ..graph.model import Capture
 from ..recipe import PROFILE_NAME
+from .graph_files import LinkedOutside, inside_workspace
 
 HISTORY_DIR = Path(".tensorviz") / "captures" / "history"
 DEFAULT_MAX_CAPTURES = 10
@@ -90,14 +98,17 @@ class CaptureHistory:
     def folder(self, profile: str) -> Path:
         if not isinstance(profile, str) or not PROFILE_NAME.match(profile):
             raise HistoryError(f"{profile!r} is not a profile name a history folder can have")
-        return self.root / HISTORY_DIR / profile
+        try:
+            return inside_workspace(self.root, self.root / HISTORY_DIR / profile)
+        except LinkedOutside as exc:
+            raise HistoryError(exc.strerror) from None
 
     # -- reading
 
     def profiles(self) -> list[str]:
-        """The profiles with a history folder, sorted."""
+        """The profiles with a history folder, sorted (none through a link out)."""
         try:
-            names = os.listdir(self.root / HISTORY_DIR)
+            names = os.listdir(inside_workspace(self.root, self.root / HISTORY_DIR))
         except OSError:
             return []
         return sorted(n for n in names if PROFILE_NAME.match(n) and (self.root / HISTORY_DIR / n).is_dir())
@@ -193,11 +204,16 @@ class CaptureHistory:
         """Remove the entries the limits drop (oldest first) and stale temporary files;
         returns the removed entries' paths."""
         keep_n, keep_bytes = self.limits.max_captures, self.limits.max_bytes
-        removed = []
+        removed: list[Path] = []
         total = 0
+        folder = self.folder(profile)
+        if _through_link(self.root, folder):
+            return removed
         for k, entry in enumerate(self.entries(profile)):
             total += entry.size
             if k < min(2, keep_n) or (k < keep_n and total <= keep_bytes):
+                continue
+            if not _written_by_tensorviz(entry.path):
                 continue
             try:
                 entry.path.unlink()
@@ -206,24 +222,56 @@ class CaptureHistory:
                 pass
             except OSError as exc:
                 raise HistoryError(f"cannot remove {entry.path}: {exc.strerror or exc}") from None
-        self._remove_stale_temporaries(self.folder(profile))
+        self._remove_stale_temporaries(folder)
         return removed
 
     @staticmethod
     def _remove_stale_temporaries(folder: Path) -> None:
         now = time.time()
         try:
-            names = os.listdir(folder)
+            entries = list(os.scandir(folder))
         except OSError:
             return
-        for name in names:
-            if name.startswith(".") and name.endswith(".tmp"):
-                p = folder / name
-                try:
-                    if now - p.stat().st_mtime > _STALE_TEMP_SECONDS:
-                        p.unlink()
-                except OSError:
-                    pass
+        for entry in entries:
+            if _TEMPORARY.match(entry.name) is None:
+                continue
+            try:
+                if entry.is_file(follow_symlinks=False) and \
+                        now - entry.stat(follow_symlinks=False).st_mtime > _STALE_TEMP_SECONDS:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+#: What :func:`capture.graph.graphfile.atomic_write` names its temporaries: ``.ENTRY.<hex>.tmp``.
+_TEMPORARY = re.compile(r"^\.\d{6,}-\d{8}T\d{6}Z\.tvg\.[0-9a-f]{6,}\.tmp$")
+
+
+def _through_link(root: Path, folder: Path) -> bool:
+    """Whether any component of ``folder`` below ``root`` is a link (to anywhere)."""
+    here = root
+    for part in folder.relative_to(root).parts:
+        here = here / part
+        if os.path.islink(here):
+            return True
+    return False
+
+
+def _written_by_tensorviz(path: Path) -> bool:
+    """A regular file (not a link) that begins with a graph file's header."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        return graphfile.has_graph_header(os.read(fd, 64))
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 __all__ = ["Baseline", "CaptureHistory", "Entry", "HistoryError", "HistoryLimits", "HISTORY_DIR"]

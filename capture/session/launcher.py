@@ -29,14 +29,26 @@ sys.exit(main())
 _DROPPED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT")
 
 
+#: The launcher folders: ``tensorviz-worker-PID-<random>`` in the temporary folder, with
+#: an ``owner`` file saying ``PID START`` (the process's start time, so a reused pid is
+#: not taken for the owner).
+_PREFIX = "tensorviz-worker-"
+_OWNER = "owner"
+
+
 def launcher_script() -> str:
     """A script in a private folder holding only links to this ``capture`` package and
     ``safe_read``: run by the selected interpreter, it puts them (and nothing else of
-    this environment) first on the worker's path."""
+    this environment) first on the worker's path. The folder goes when this process
+    exits; one a killed process left (SIGKILL runs no exit handler) is removed when the
+    next process makes its own (:func:`remove_abandoned_launchers`)."""
     global _launcher_dir
     with _launcher_lock:
         if _launcher_dir is None or not os.path.exists(os.path.join(_launcher_dir, "capture")):
-            folder = tempfile.mkdtemp(prefix="tensorviz-worker-")
+            remove_abandoned_launchers()
+            folder = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-")
+            with open(os.path.join(folder, _OWNER), "w", encoding="ascii") as fh:
+                fh.write(_identity(os.getpid()))
             package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
             # ``safe_read`` (stdlib only) is how capture reads workspace files.
             for name, source in (("capture", package), ("safe_read", os.path.dirname(safe_read.__file__))):
@@ -49,6 +61,56 @@ def launcher_script() -> str:
             _launcher_dir = folder
             atexit.register(shutil.rmtree, folder, True)
         return os.path.join(_launcher_dir, "tensorviz_worker.py")
+
+
+def remove_abandoned_launchers(temp: str | None = None) -> list[str]:
+    """Remove the launcher folders in ``temp`` (default: the temporary folder) whose
+    owner process is gone: this user's real folders (never a link) with an owner file
+    naming a pid that no longer runs, or runs as another process (another start time).
+    Folders without an owner file are left alone: nothing says whose they are.
+    Returns the paths removed."""
+    temp = temp or tempfile.gettempdir()
+    removed: list[str] = []
+    try:
+        entries = list(os.scandir(temp))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(_PREFIX):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not entry.is_dir(follow_symlinks=False) or (hasattr(os, "getuid") and st.st_uid != os.getuid()):
+                continue
+            owner = safe_read.read_text(os.path.join(entry.path, _OWNER), workspace=entry.path, max_bytes=64)
+        except (OSError, UnicodeDecodeError):
+            continue
+        pid_text = owner.split(" ", 1)[0]
+        if not pid_text.isdigit() or _identity(int(pid_text)) == owner:
+            continue  # its owner still runs
+        shutil.rmtree(entry.path, ignore_errors=True)  # the folder's links are removed, never followed
+        removed.append(entry.path)
+    return removed
+
+
+def _identity(pid: int) -> str:
+    """``PID START`` for a running process (START: its start time in clock ticks since
+    boot, from /proc; ``-`` where there is none), ``""`` when it does not run."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return ""
+    except PermissionError:
+        pass  # runs, as another user
+    except OSError:
+        return ""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        start = data[data.rindex(b")") + 2:].split()[19].decode()
+    except (OSError, ValueError, IndexError):
+        start = "-"
+    return f"{pid} {start}"
 
 
 def worker_env(extra: Mapping[str, str]) -> dict[str, str]:

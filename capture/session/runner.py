@@ -36,7 +36,7 @@ from ..frameworks import framework_info, framework_names
 from ..graph.model import Capture
 from ..recipe import Recipe, RecipeError
 from ..worker.limits import Limits
-from ..worker.procs import MARKER_ENV
+from ..worker.procs import MARKER_ENV, register_child
 from ..worker.protocol import PROTOCOL_VERSION, InputsNeededDetails, NeededDim, WorkerRequest
 from .checks import Unsaved, default_interpreter, preflight
 from .conversation import OneShotWorker, converse
@@ -238,6 +238,7 @@ class _WorkerStep:
             for fd in (read_fd, write_fd, log_r, log_w):
                 os.close(fd)
             return job.fail("interpreter", "InterpreterNotRunnable", f"cannot start {job.python}: {exc.strerror or exc}")
+        register_child(proc.pid)  # its orphans are adopted, and killed with it (procs.py)
         os.close(write_fd)
         os.close(log_w)
         worker = OneShotWorker(proc, read_fd, log_r, job.log, env[MARKER_ENV])

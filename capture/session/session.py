@@ -33,9 +33,11 @@ from .checks import files_to_save, preflight
 from .graph_files import (
     NOT_WRITTEN_STAGES,
     GraphFileNameError,
+    LinkedOutside,
     failure_file,
     graph_file,
     holds_good_capture,
+    inside_workspace,
     write_encoded,
 )
 from .history import Baseline, CaptureHistory, HistoryError, HistoryLimits
@@ -145,8 +147,12 @@ def _keep(request: CaptureRequest, result: SessionResult) -> None:
     if capture.failure is not None and capture.failure.stage in NOT_WRITTEN_STAGES:
         return
     try:
-        target = request.output or graph_file(request.workspace, request.profile)
+        # ``output`` is a path the person typed; the default one is the workspace's.
+        target = request.output or inside_workspace(request.workspace, graph_file(request.workspace, request.profile))
         data = graphfile.encode(capture)
+    except LinkedOutside as exc:
+        result.problems.append(f"cannot write the graph file: {exc.strerror}")
+        return
     except (GraphFileNameError, ValueError) as exc:
         result.problems.append(f"cannot write the graph file: {exc}")
         return

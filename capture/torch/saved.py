@@ -60,6 +60,7 @@ import os
 import re
 import sys
 import time
+import zipfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,6 +68,7 @@ import safe_read
 
 from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
+from ..worker.npz_sizes import NpzTooLarge, check_npz_size
 
 # Lists in messages show this many names, then a count.
 _SHOWN = 12
@@ -141,8 +143,9 @@ def _bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def _load(torch: Any, data: bytes, rel: str, what: str, device: Any, key_path: str) -> Any:
-    """The object saved in ``data`` (by the file's suffix), tensors on ``device``."""
+def _load(torch: Any, data: bytes, rel: str, what: str, device: Any, key_path: str, limit: int) -> Any:
+    """The object saved in ``data`` (by the file's suffix), tensors on ``device``;
+    ``limit``: what an ``.npz`` may take decompressed (``max_saved_file_bytes``)."""
     suffix = os.path.splitext(rel)[1].lower()
     details = {"key_path": key_path, "path": rel}
     if suffix == ".safetensors":
@@ -170,6 +173,15 @@ def _load(torch: Any, data: bytes, rel: str, what: str, device: Any, key_path: s
                 f"{key_path}: reading {rel} needs NumPy, which the selected interpreter {sys.executable} cannot import",
                 {**details, "missing": ["numpy"], "python": sys.executable},
             ) from exc
+        try:
+            # A zip compresses zeros a thousandfold: what it would take is checked first.
+            check_npz_size(data, limit)
+        except NpzTooLarge as exc:
+            raise _too_large(what, f"{rel} (decompressed, at its member {exc.member})", exc.total, limit,
+                             key_path) from None
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+            raise CaptureError(what, f"{key_path}: {rel} is not a readable .npz file: {exc}", details,
+                               error_type=type(exc).__name__) from None
         try:
             with numpy.load(io.BytesIO(data), allow_pickle=False) as npz:
                 arrays = {k: npz[k] for k in npz.files}
@@ -229,7 +241,7 @@ def load_checkpoint(ctx: CaptureContext, torch: Any, model: Any, device: Any) ->
     key_path = f"profiles.{recipe.name}.init.checkpoint"
     started = time.perf_counter()
     data = read_saved_file(ctx, rel, "checkpoint", key_path)
-    obj = _load(torch, data, rel, "checkpoint", device, key_path)
+    obj = _load(torch, data, rel, "checkpoint", device, key_path, ctx.limits.max_saved_file_bytes)
     del data
     checked = _checked_state(ctx, torch, model, obj, rel, key_path)
     with torch.no_grad():
@@ -490,7 +502,7 @@ def load_fixture(ctx: CaptureContext, torch: Any, fn: Any, literal_kwargs: dict[
     key_path = f"{base}.fixture"
     started = time.perf_counter()
     data = read_saved_file(ctx, rel, "fixture", key_path)
-    obj = _load(torch, data, rel, "fixture", device, key_path)
+    obj = _load(torch, data, rel, "fixture", device, key_path, ctx.limits.max_saved_file_bytes)
     del data
     npz = rel.lower().endswith(".npz")
     details = {"key_path": key_path, "path": rel}

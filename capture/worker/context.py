@@ -54,6 +54,7 @@ from ..graph.model import Frame
 from ..recipe import (
     CallSetup,
     Recipe,
+    dotted_module_problem,
     is_path_ref,
     model_ref_for,
     path_ref_file,
@@ -117,6 +118,9 @@ class CaptureContext:
 
     def _import_module(self, module_name: str) -> Any:
         """Import the dotted ``module_name`` from the workspace root (see :meth:`import_object`)."""
+        problem = dotted_module_problem(self.workspace, module_name)
+        if problem is not None:  # refused as the path form refuses the same file
+            raise CaptureError("recipe", problem, {"module": module_name})
         self.ensure_workspace_on_path()
         self._note_module_file(module_name)
         try:

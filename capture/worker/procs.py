@@ -29,7 +29,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from .protocol import EscapedProcess
@@ -185,12 +185,14 @@ def _cmdline(pid: int) -> str:
 
 
 def worker_processes(root: int, marker: str | None,
-                     sessions: frozenset[int] | set[int] = frozenset()) -> dict[int, tuple[int, int, int]]:
+                     sessions: frozenset[int] | set[int] = frozenset(),
+                     adopted: Collection[int] = ()) -> dict[int, tuple[int, int, int]]:
     """The live processes that came from worker ``root`` (itself included when alive):
-    its descendants by parent link, every process carrying its ``marker``, and every
+    its descendants by parent link, every process carrying its ``marker``, every
     process of ``sessions`` (sessions seen led by one of them: a child started with
     ``env={}`` in a session of its own that forks and exits loses both the marker and
-    the parent link, but not its session)."""
+    the parent link, but not its session), and the ``adopted`` orphans (this process
+    is a subreaper) with their descendants."""
     if not os.path.isdir("/proc"):
         return {}
     me = os.getpid()
@@ -209,6 +211,7 @@ def worker_processes(root: int, marker: str | None,
                 found.add(pid)
     if sessions:
         found |= {pid for pid, (_, _, sid) in table.items() if sid in sessions and pid != me}
+    found |= {pid for pid in adopted if pid in table}
     # Descendants (also of processes found by marker), by parent links.
     changed = True
     while changed:
@@ -225,6 +228,113 @@ def worker_processes(root: int, marker: str | None,
 KILL_SCAN_SECONDS = 5.0
 
 
+# --------------------------------------------------------------------------- the parent: orphans come home
+
+# The capture's parent (the CLI, the language server) is a child subreaper (Linux): a
+# process the worker's tree orphans (a child in a session of its own that forks and
+# exits every 2 ms, once the worker is gone) becomes the parent's child instead of
+# init's, and a loop reading the parent's own children (microseconds, faster than any
+# fork) kills it until none is left. The parent's own children (workers, probes,
+# installs) are registered, so only orphans it adopted count: children it never
+# started, in a session not its own, started after the worker being killed.
+_registry_lock = threading.Lock()
+_registered: dict[int, int | None] = {}  # pid -> start time (clock ticks since boot)
+_subreaper: bool | None = None
+
+
+def register_child(pid: int) -> None:
+    """``pid`` is a child this process started itself (a worker, an install): never an
+    adopted orphan. Makes this process a child subreaper (once), so that what the
+    child's tree orphans comes back here. (A child carrying a worker marker of its own
+    is never taken for another worker's orphan, registered or not.)"""
+    with _registry_lock:
+        _adopt_orphans()
+        _registered[pid] = _start_time(pid)
+
+
+def _adopt_orphans() -> bool:
+    """Become a child subreaper, once (call with the registry lock held)."""
+    global _subreaper
+    if _subreaper is None:
+        _subreaper = become_subreaper()
+    return _subreaper
+
+
+def forget_child(pid: int) -> None:
+    with _registry_lock:
+        _registered.pop(pid, None)
+
+
+def _start_time(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+        return int(data[data.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _own_children() -> list[int]:
+    """This process's children (zombies too), from /proc's per-thread children lists."""
+    me = os.getpid()
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{me}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{me}/task/{tid}/children", "rb") as fh:
+                out.extend(int(p) for p in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _adopted(since: int, marker: str | None) -> list[int]:
+    """Orphans this process adopted as a subreaper since ``since`` (a start time): its
+    children it did not register, outside its own session, carrying no other worker's
+    marker."""
+    mine = os.getsid(0)
+    with _registry_lock:
+        registered = set(_registered)
+    foreign = f"{MARKER_ENV}=".encode()
+    own = f"{MARKER_ENV}={marker}\0".encode() if marker else None
+    out = []
+    for pid in _own_children():
+        if pid in registered:
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                fields = fh.read()
+            fields = fields[fields.rindex(b")") + 2:].split()
+            sid, start = int(fields[3]), int(fields[19])
+        except (OSError, ValueError, IndexError):
+            continue
+        if sid == mine or start < since:
+            continue
+        if own is not None and not _has_marker(pid, own) and _has_marker(pid, foreign):
+            continue  # another capture's worker's process
+        out.append(pid)
+    return out
+
+
+def _reap(pids: set[int], within: float = 1.0) -> None:
+    """Wait for the adopted children killed (they are this process's zombies now)."""
+    deadline = time.monotonic() + within
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                left.discard(pid)
+        if left:
+            time.sleep(0.002)
+
+
 def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),
                      scan_seconds: float = KILL_SCAN_SECONDS) -> list[EscapedProcess]:
     """Kill worker ``root``'s group and every process that came from it, scanning again
@@ -237,10 +347,15 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
     groups = {root, *own_groups}
     ours = {os.getsid(0), os.getpgrp()}  # this process's own session and group never
     sessions: set[int] = set()
+    with _registry_lock:
+        # Before the worker dies: its orphans come here from now on.
+        since = (_registered.get(root) or _start_time(root)) if _adopt_orphans() else None
+    adopted_killed: set[int] = set()
     deadline = time.monotonic() + scan_seconds
     first = True
     while True:
-        live = worker_processes(root, marker, sessions)
+        adopted = _adopted(since, marker) if since is not None else []
+        live = worker_processes(root, marker, sessions, adopted)
         if first:
             first = False
             for group in (root, *own_groups):  # the worker first: it cannot react to the rest
@@ -249,7 +364,10 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
                 except (ProcessLookupError, PermissionError, OSError):
                     pass
         if not live:
-            break
+            # The scan read /proc once; a hopper adopted meanwhile is found by the chase.
+            if since is None or not _chase_adopted(since, marker, escaped, deadline):
+                break
+            continue
         for pid, (_, pgid, sid) in live.items():
             if sid not in ours:
                 sessions.add(sid)
@@ -264,10 +382,48 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
                     os.killpg(pgid, signal.SIGKILL)  # the whole group of an escaped leader
                 except (ProcessLookupError, PermissionError, OSError):
                     pass
+        if since is not None:
+            adopted_killed |= _chase_adopted(since, marker, escaped, deadline)
         if time.monotonic() >= deadline:
             break
         time.sleep(0.005)
+    if since is not None:
+        adopted_killed |= set(_adopted(since, marker))  # zombies left to reap
+        _reap(adopted_killed)
     return sorted(escaped.values(), key=lambda e: e["pid"])
+
+
+def _chase_adopted(since: int, marker: str | None, escaped: dict[int, EscapedProcess], deadline: float) -> set[int]:
+    """Kill this process's adopted orphans in a tight loop until a read of its children
+    finds none, alive or dead: a fork-hopper's next process is adopted the moment the
+    previous one exits, and is killed before it forks again. Returns the adopted
+    processes seen (killed or reaped)."""
+    killed: set[int] = set()
+    while time.monotonic() < deadline:
+        alive = []
+        reaped = False
+        for pid in _adopted(since, marker):
+            try:  # each hop it left is a zombie of this process now: reaped, the list stays short
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if done:
+                reaped = True  # one exited meanwhile: its successor may be adopted now
+                killed.add(pid)
+            else:
+                alive.append(pid)
+        if not alive and not reaped:
+            break
+        for pid in alive:
+            if pid not in escaped:
+                st = _stat(pid)
+                escaped[pid] = EscapedProcess(pid=pid, session=st[2] if st else -1, command=_cmdline(pid))
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            killed.add(pid)
+    return killed
 
 
 def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
@@ -309,6 +465,7 @@ def release_worker(proc: Any, pump: "LogPump", read_fd: int) -> None:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL'd processes exit
         pass
+    forget_child(proc.pid)
     try:
         proc.stdin.close()
     except (OSError, ValueError):

@@ -21,6 +21,8 @@ from typing import Any
 
 from lsprotocol import types
 
+from capture.worker.procs import register_child
+
 from ..backends import InstallPlan
 from ..feature import Feature
 from ..host import Host
@@ -112,6 +114,7 @@ class Dependencies(Feature):
                 self.server.show_message(f"TensorViz: could not run {cmd[0]}: {exc}", types.MessageType.Error)
                 return False
             self._procs.add(proc)
+            register_child(proc.pid)  # an install is never a capture's adopted orphan
             tail: list[str] = []
             cancel_task = asyncio.ensure_future(progress.cancelled.wait())
             try:

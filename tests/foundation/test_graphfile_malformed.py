@@ -470,3 +470,44 @@ def test_a_refused_packed_column_never_becomes_a_list():
     finally:
         tracemalloc.stop()
     assert peak < 6 * len(data), f"peak {peak:,} bytes for a {len(data):,}-byte file"
+
+
+def _scalars_bomb(version: int, meta: object, nodes: int = 10) -> bytes:
+    """A graph file of a small graph (as its header says) whose ``meta`` holds ``meta``."""
+    header = msgpack.packb({"format": FORMAT_NAME, "version": version, "counts": {"nodes": nodes, "values": nodes}})
+    return header + msgpack.packb({"meta": meta})
+
+
+def _short_strings(n: int) -> list[str]:
+    return [f"{i % 60000:x}"[-3:].rjust(2, "s") for i in range(n)]  # 2-3 characters: not interned
+
+
+# Issue 29 item 8: 13 M short strings in a 37 MB file's meta peaked at 28x the file.
+SCALAR_BOMBS = [
+    pytest.param(lambda n: _short_strings(n), id="one-list-of-strings"),
+    pytest.param(lambda n: [_short_strings(200) for _ in range(n // 200)], id="many-small-lists-of-strings"),
+    pytest.param(lambda n: {s + str(i): 1.5 for i, s in enumerate(_short_strings(n // 2))}, id="a-map-of-strings-to-floats"),
+    pytest.param(lambda n: [[i * 1000 + 70000, 0.25] for i in range(n // 2)], id="pairs-of-numbers"),
+]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("make", SCALAR_BOMBS)
+def test_strings_and_numbers_count_in_the_decode_budget(version, make):
+    data = _scalars_bomb(version, make(1_000_000))
+    tracemalloc.start()
+    try:
+        _reject(data, "strings, numbers, lists and maps, more than a graph of the size its header declares can")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # Unbounded, each short string costs about 56 bytes decoded (28x a 2-byte element).
+    assert peak < 6 * len(data), f"peak {peak:,} bytes for a {len(data):,}-byte file"
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_real_sized_meta_stays_within_the_budget(version):
+    cap = synthetic_capture(2000)
+    cap.meta["notes"] = {f"layer{i}": {"kind": "dense", "shape": [64, 64], "scale": 0.5} for i in range(300)}
+    back = graphfile.decode(graphfile.encode(cap, version=version), name="ok.tvg")
+    assert back.meta["notes"]["layer299"]["shape"] == [64, 64]

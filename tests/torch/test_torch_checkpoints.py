@@ -9,8 +9,10 @@ model) go through ``capture.session.runner.run_capture``."""
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,8 @@ from capture.worker.errors import CaptureError  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 
 from torch_workspace import capture_in_process, profile, tensor, write  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -594,3 +598,55 @@ def test_checkpoint_and_fixture_load_onto_the_cuda_device(ws):
     assert cap.meta["state"] == "checkpoint" and cap.meta["device"] == "cuda:0"
     with torch.no_grad():
         assert output_stats(cap)["mean"] == pytest.approx(model(BATCH).mean().item(), rel=1e-4)
+
+
+# Issue 29 item 8: a 3 MB .npz of zeros drove the worker to 3.4 GB.
+def _zip_bomb(path, members):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, array in members.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, array)
+            zf.writestr(f"{name}.npy", buf.getvalue())
+
+
+def _lying_header(path, shape):
+    """An .npy whose header declares ``shape`` but holds 8 bytes (NumPy would allocate the
+    declared array whole before reading), stored uncompressed."""
+    import zipfile
+
+    header = repr({"descr": "<f8", "fortran_order": False, "shape": shape}).encode()
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    npy = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"\x00" * 8
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("x.npy", npy)
+
+
+@pytest.mark.parametrize("bomb", ["one-member", "many-members", "lying-header"])
+def test_an_npz_is_checked_decompressed_before_it_is_read(ws, bomb):
+    path = ws / "bomb.npz"
+    if bomb == "one-member":
+        _zip_bomb(path, {"x": np.zeros((64, 1024, 1024), dtype=np.uint8)})  # 64 MiB in about 64 KiB
+    elif bomb == "many-members":
+        _zip_bomb(path, {f"x{i}": np.zeros((4, 1024, 1024), dtype=np.uint8) for i in range(16)})
+    else:
+        _lying_header(path, (1 << 40,))  # 8 TiB declared
+    assert path.stat().st_size < 1 << 20
+    table = profile("models:MLP", inputs={"fixture": "bomb.npz"})  # (checkpoints are never .npz)
+    tracemalloc.start()
+    try:
+        err = failure(ws, table, limits=Limits(max_saved_file_bytes=16 << 20))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (err.stage, err.error_type) == ("limit", "LimitExceeded"), err
+    assert "bomb.npz (decompressed, at its member" in err.message and "max_saved_file_bytes" in err.message
+    assert err.details["reached"] > 16 << 20
+    assert peak < 8 << 20, f"peak {peak:,} bytes"
+
+
+def test_an_npz_within_the_limit_decompressed_still_loads(ws):
+    np.savez_compressed(ws / "zeros.npz", x=np.zeros((2, 4), dtype=np.float32))
+    cap = run(ws, profile("models:MLP", inputs={"fixture": "zeros.npz"}), limits=Limits(max_saved_file_bytes=1 << 20))
+    assert cap.failure is None

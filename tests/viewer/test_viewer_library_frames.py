@@ -25,6 +25,7 @@ def site(tmp_path: Path) -> Path:
     """A fake interpreter environment: ``venv/lib/python3.11/site-packages/somelib``."""
     sp = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
     (sp / "somelib" / "models").mkdir(parents=True)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     (sp / "somelib" / "models" / "layers.py").write_text(LIB_TEXT)
     (sp / "somelib" / "data.bin").write_bytes(b"\x00binary")
     (tmp_path / "secret.py").write_text("password = 'hunter2'\n")
@@ -32,15 +33,20 @@ def site(tmp_path: Path) -> Path:
     return sp
 
 
-def library_capture(files: list[str], site_packages: list[str]):
+def library_capture(files: list[str], site_packages: list[str], prefix: str | None = None):
     """tiny_capture with its node 0 at a library frame per file (the first) and the rest
-    as extra library frames; ``meta.environment`` as a worker records it."""
+    as extra library frames; ``meta.environment`` as a worker records it (the prefix:
+    the environment above the first ``site-packages`` folder, else ``prefix``)."""
     cap = tiny_capture()
     start = len(cap.frames)
     for f in files:
         cap.frames.append(Frame(f, 7, 4, "Layer.forward", True))
     cap.nodes[0].frame = start
-    cap.meta["environment"] = {"prefix": "/nowhere", "site_packages": site_packages}
+    if prefix is None:
+        first = site_packages[0] if isinstance(site_packages, list) and site_packages else None
+        parents = Path(first).parents if isinstance(first, str) and "site-packages" in first else []
+        prefix = str(parents[2]) if len(parents) > 2 else "/nowhere"
+    cap.meta["environment"] = {"prefix": prefix, "site_packages": site_packages}
     return cap
 
 
@@ -154,3 +160,53 @@ def test_a_library_frame_from_a_windows_machine_still_opens(static):
     back = graphfile.decode(graphfile.encode(cap), name="windows.tvg")
     assert back.frames[-1].library and back.frames[-1].file.startswith("C:\\")
     assert library_files(back) == []  # not a file here: nothing to show, nothing refused loudly
+
+
+def _served(static, cap, file, *, trusted=False) -> bool:
+    with ViewerServer(static_dir=static) as s:
+        s.add_capture(graphfile.decode(graphfile.encode(cap), name="x.tvg"), trusted_sources=trusted)
+        status, _, body = Client(s).get(f"api/source?file={file}&line=1")
+        return status == 200
+
+
+@pytest.mark.parametrize("layout", ["no-environment", "prefix-elsewhere", "not-lib-python", "prefix-is-the-folder"])
+def test_a_folder_merely_named_site_packages_serves_nothing(tmp_path, site, static, layout):
+    """Issue 29 item 7: a crafted graph file names any folder ``site-packages`` (here a
+    private folder of secrets) as its environment; its ``.py`` files stay unserved
+    unless the folder is one of the Python environment the capture records."""
+    home = tmp_path / "home"
+    if layout == "not-lib-python":
+        hostile = home / "site-packages"
+        (home / "pyvenv.cfg").parent.mkdir(parents=True)
+        (home / "pyvenv.cfg").write_text("home = /usr/bin\n")  # a venv's marker, but no lib/pythonX.Y layout
+    else:
+        hostile = home / "secrets" / "lib" / "python3.11" / "site-packages"
+    hostile.mkdir(parents=True)
+    secret = hostile / "keys.py"
+    secret.write_text("token = 'hunter2'\n")
+    prefix = {"no-environment": str(home / "secrets"), "prefix-elsewhere": str(site.parents[2]),
+              "not-lib-python": str(home), "prefix-is-the-folder": str(hostile)}[layout]
+    cap = library_capture([str(secret)], [str(hostile)], prefix=prefix)
+    assert library_files(cap) == [secret.resolve()]  # the projection's rule alone let it in
+    assert not _served(static, cap, secret)
+
+
+def test_a_real_environment_without_a_venv_marker_serves_its_libraries(tmp_path, static):
+    """An interpreter installed with its standard library (no pyvenv.cfg: a pyenv or
+    system Python) is a Python environment too."""
+    prefix = tmp_path / "python"
+    (prefix / "lib" / "python3.12").mkdir(parents=True)
+    (prefix / "lib" / "python3.12" / "os.py").write_text("")
+    sp = prefix / "lib" / "python3.12" / "site-packages"
+    (sp / "lib_a").mkdir(parents=True)
+    (sp / "lib_a" / "mod.py").write_text(LIB_TEXT)
+    assert _served(static, library_capture([str(sp / "lib_a" / "mod.py")], [str(sp)]), sp / "lib_a" / "mod.py")
+
+
+def test_the_embedders_own_capture_keeps_its_recorded_environment(tmp_path, static):
+    hostile = tmp_path / "odd" / "site-packages"
+    hostile.mkdir(parents=True)
+    (hostile / "mod.py").write_text(LIB_TEXT)
+    cap = library_capture([str(hostile / "mod.py")], [str(hostile)], prefix="/nowhere")
+    assert _served(static, cap, hostile / "mod.py", trusted=True)
+    assert not _served(static, cap, hostile / "mod.py")

@@ -707,13 +707,39 @@ def test_undecodable_paths_are_404_and_deep_json_is_400(client):
     assert status == 400 and b"not valid JSON" in body
 
 
-def test_only_the_newest_uploads_are_held(client, server, tmp_path):
-    from viewer.server.app import MAX_UPLOADS
+def test_only_the_newest_uploads_are_held(client, server, tmp_path, monkeypatch):
+    # Bounded by the uploads' bytes (issue 29 item 8), no longer by their number: here
+    # room for four files of this size.
+    from viewer.server import app
 
     path = tmp_path / "g.tvg"
     graphfile.write(synthetic_capture(50), path)
+    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_BYTES", 4 * path.stat().st_size + 10)
     ids = [client.post("api/open?name=g.tvg", path.read_bytes(), ctype="application/octet-stream")[1]["id"]
-           for _ in range(MAX_UPLOADS + 2)]
+           for _ in range(4 + 2)]
     held = [c["id"] for c in client.json("api/captures")["captures"]]
     assert held == [1] + ids[2:]  # the capture the server was given stays; two oldest uploads released
     assert client.json(f"api/capture?capture={ids[0]}", expect=404)
+
+
+def test_uploads_are_held_by_bytes_not_by_count(client, server, tmp_path, monkeypatch):
+    from viewer.server import app
+
+    small, large = tmp_path / "small.tvg", tmp_path / "large.tvg"
+    graphfile.write(synthetic_capture(20), small)
+    graphfile.write(synthetic_capture(4000), large)
+    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_BYTES", large.stat().st_size + 3 * small.stat().st_size)
+
+    def upload(path):
+        return client.post(f"api/open?name={path.name}", path.read_bytes(), ctype="application/octet-stream")[1]["id"]
+
+    smalls = [upload(small) for _ in range(12)]  # many small files fit where four large ones would not
+    held = {c["id"] for c in client.json("api/captures")["captures"]}
+    assert len(held & set(smalls)) >= 4
+    big = upload(large)
+    held = [c["id"] for c in client.json("api/captures")["captures"]]
+    assert big in held and len(set(held) & set(smalls)) == 3  # the large one pushed the older small ones out
+    alone = upload(large)
+    alone2 = upload(large)  # over the bound alone: the newest is still held, nothing else uploaded
+    held = [c["id"] for c in client.json("api/captures")["captures"]]
+    assert held == [1, alone2] and alone not in held

@@ -11,6 +11,7 @@ import signal
 import textwrap
 import time
 import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -69,13 +70,52 @@ HOPPER = (
 )
 
 
-def _fork_hopper():
+# The same, but each new process also starts a session of its own (and so a new
+# process group): neither its session nor its group says where it came from.
+# It touches its heartbeat file (argv[2]) at every hop: a scan of /proc cannot see a
+# process that takes a new pid every 2 ms, but a file whose time moves says it runs.
+SESSION_HOPPER = (
+    "import os, sys, time\\n"
+    "open(sys.argv[2], 'w').close()\\n"
+    "with open(sys.argv[1], 'w') as fh:\\n"
+    "    fh.write(str(os.getsid(0)))\\n"
+    "end = time.monotonic() + 90\\n"
+    "while time.monotonic() < end:\\n"
+    "    if os.fork():\\n"
+    "        os._exit(0)\\n"
+    "    os.setsid()\\n"
+    "    os.utime(sys.argv[2])\\n"
+    "    time.sleep(0.002)\\n"
+)
+
+
+def _fork_hopper(script=HOPPER):
     # No marker (env={}), a session of its own, and a new pid every 2 ms: the parent
     # link is gone as soon as the worker dies.
-    subprocess.Popen([sys.executable, "-c", HOPPER, os.environ["TV_ESCAPED_PID"]], env={}, start_new_session=True,
+    subprocess.Popen([sys.executable, "-c", script, os.environ["TV_ESCAPED_PID"], os.environ["TV_ESCAPED_PID"] + ".beat"],
+                     env={}, start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     while not open(os.environ["TV_ESCAPED_PID"]).read():
         time.sleep(0.01)
+
+
+def session_hopper_hang(x):
+    _fork_hopper(SESSION_HOPPER)
+    while True:
+        time.sleep(0.05)
+
+
+def session_hopper_ok(x):
+    _fork_hopper(SESSION_HOPPER)
+    time.sleep(0.3)
+    return x.relu()
+
+
+def session_hopper_then_crash(x):
+    # The worker goes first: whatever it orphans has no worker to be re-parented to.
+    _fork_hopper(SESSION_HOPPER)
+    time.sleep(0.1)
+    os._exit(3)
 
 
 def fork_hopper_hang(x):
@@ -259,6 +299,7 @@ def no_hopper_left():
                 with open(f"/proc/{pid}/cmdline", "rb") as fh:
                     if b"fh.write(str(os.getsid(0)))" not in fh.read():
                         continue
+                os.kill(pid, signal.SIGKILL)  # a session hopper's group is its own pid
                 os.killpg(os.getpgid(pid), signal.SIGKILL)
             except OSError:
                 pass
@@ -326,3 +367,32 @@ def test_a_huge_exception_message_is_cut_and_the_failure_file_reads_back(ws, poo
     out = tmp_path / "failed.tvg"
     graphfile.write(c, out)
     assert graphfile.read(out).failure.message == f.message
+
+
+def hopper_beats(beat: Path, settle_s: float = 1.0) -> bool:
+    """Whether the hopper still touches its heartbeat file, ``settle_s`` after the capture."""
+    first = beat.stat().st_mtime_ns
+    time.sleep(settle_s)
+    return beat.stat().st_mtime_ns != first
+
+
+@pytest.mark.usefixtures("no_hopper_left")
+@pytest.mark.parametrize("model, timeout", [("escape:session_hopper_hang", 12), ("escape:session_hopper_ok", 60),
+                                            ("escape:session_hopper_then_crash", 60)],
+                         ids=["deadline", "result", "worker-crashed"])
+def test_a_fork_hopper_that_changes_session_every_hop_is_killed(ws, tmp_path, model, timeout):
+    # Neither marker, nor parent link, nor session, nor group leads to it once the worker
+    # is gone: the capture's parent adopts it (a child subreaper) and kills it. One-shot
+    # worker (the CLI's path; the warm worker's resident adopts its captures' orphans).
+    for _ in range(2):
+        c, took, session = capture(ws, None, model, tmp_path, timeout=timeout)
+        assert session is not None, c.failure
+        if model.endswith("_ok"):
+            assert c.failure is None, c.failure
+        elif model.endswith("_crash"):
+            assert (c.failure.stage, c.failure.type) == ("crash", "WorkerCrashed"), c.failure
+        else:
+            assert c.failure.stage == "deadline"
+        beat = tmp_path / "escaped.pid.beat"
+        assert beat.exists()
+        assert not hopper_beats(beat), "a session-hopping process survived the capture"

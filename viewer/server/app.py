@@ -68,6 +68,7 @@ from capture.recipe import (
 from .diffview import DiffStore, DiffUnavailable
 from .events import EventHub
 from ..projection.lines import LineIndex, line_answer
+from .connections import ConnectionGuard
 from .sources import MAX_SOURCE_BYTES, SourcePolicy
 from ..projection.projection import SUBTREE_ITEMS, Projection, ProjectionError
 
@@ -84,7 +85,11 @@ CSP = (
 # and still need the per-session token to load anything.
 MAX_JSON_BODY = 1 << 20
 MAX_GRAPH_UPLOAD = 64 << 20  # a 1M-node graph file is about 45 MB
-MAX_UPLOADS = 4  # api/open captures held at once; older ones are released
+#: The graph-file bytes of the api/open uploads held at once; older ones are released
+#: (the newest is always held). A bound in bytes, not in uploads: memory grows with a
+#: file's size (a decoded capture takes a bounded multiple of it, graphfile's budget),
+#: and four files at the upload limit were once held at 0.9 GB each.
+MAX_HELD_UPLOAD_BYTES = 128 << 20
 MAX_SOURCE_CONTEXT = 200
 KEEPALIVE_SECONDS = 15.0
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
@@ -195,10 +200,12 @@ class ViewerServer:
         self._entries: dict[int, _Entry] = {}
         self._next_id = 1
         self.events = EventHub()  # the open pages' streams (viewer/server/events.py)
-        self._uploads: list[int] = []  # api/open captures, oldest first (keep_upload)
+        self._uploads: list[tuple[int, int]] = []  # api/open captures and their bytes, oldest first (keep_upload)
         self.diffs = DiffStore()  # diff mode: each capture's baseline (viewer/server/diffview.py)
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: Open connections, capped, each with a deadline to send its request (connections.py).
+        self.connections = ConnectionGuard()
         for item in captures:
             capture, title = item if isinstance(item, tuple) else (item, None)
             self.add_capture(capture, title)
@@ -211,6 +218,8 @@ class ViewerServer:
             return self.url
         httpd = _HTTPServer(("127.0.0.1", self._requested_port), _Handler)
         httpd.viewer = self
+        httpd.guard = self.connections
+        self.connections.start()
         self._httpd = httpd
         # A short poll so that stop() returns promptly (it waits for the next poll).
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
@@ -239,6 +248,7 @@ class ViewerServer:
         self.events.send(None)
         httpd.shutdown()
         httpd.server_close()
+        self.connections.stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -299,20 +309,21 @@ class ViewerServer:
             self.publish("capture-ready", ready)
         return cid
 
-    def keep_upload(self, capture_id: int) -> None:
-        """``capture_id`` came through ``api/open``: hold the newest :data:`MAX_UPLOADS`
-        uploads and release older ones (their pages get 404 and say so), so that uploads
-        cannot grow this process without bound."""
+    def keep_upload(self, capture_id: int, size: int) -> None:
+        """``capture_id`` came through ``api/open`` as a graph file of ``size`` bytes:
+        hold the newest uploads up to :data:`MAX_HELD_UPLOAD_BYTES` in all and release
+        older ones (their pages get 404 and say so), so that uploads cannot grow this
+        process without bound."""
         with self._lock:
-            self._uploads.append(capture_id)
+            self._uploads.append((capture_id, size))
             released = []
-            while len(self._uploads) > MAX_UPLOADS:
-                old = self._uploads.pop(0)
+            while len(self._uploads) > 1 and sum(n for _, n in self._uploads) > MAX_HELD_UPLOAD_BYTES:
+                old, _ = self._uploads.pop(0)
                 if self._entries.pop(old, None) is not None:
                     released.append(old)
         for old in released:
             self.diffs.forget(old)
-            log.info("released uploaded capture %d (only the newest %d uploads are held)", old, MAX_UPLOADS)
+            log.info("released uploaded capture %d (uploads are held up to %d MiB)", old, MAX_HELD_UPLOAD_BYTES >> 20)
 
     def warm(self, capture_id: int | None = None, *, wait: bool = True) -> threading.Thread | None:
         """Build a held capture's projection index now (default: the newest capture).
@@ -438,6 +449,7 @@ class _HTTPServer(ThreadingHTTPServer):
     # refused (or stalled for the clients' retry backoff) most of a burst of 200.
     request_queue_size = 1024
     viewer: ViewerServer
+    guard: ConnectionGuard
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind looks the host up with getfqdn(), which can stall
@@ -448,6 +460,20 @@ class _HTTPServer(ThreadingHTTPServer):
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("viewer connection error:\n%s", traceback.format_exc())
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.guard.admit(request):
+            try:  # every open connection is being answered: say so, hold nothing
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        self.guard.closed(request)
+        super().shutdown_request(request)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -457,6 +483,20 @@ class _Handler(BaseHTTPRequestHandler):
     server: _HTTPServer
 
     # Every method goes through the same checks; unknown ones end as 405 after them.
+    def handle_one_request(self) -> None:
+        # The request line, headers and body must arrive within the guard's deadline.
+        self.server.guard.reading(self.connection)
+        super().handle_one_request()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if ok and not self._has_body():
+            self.server.guard.answering(self.connection)
+        return ok
+
+    def _has_body(self) -> bool:
+        return self.headers.get("Content-Length", "0") != "0" or bool(self.headers.get("Transfer-Encoding"))
+
     def do_GET(self) -> None:
         self._handle("GET")
 
@@ -657,7 +697,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True  # anything unread must not be taken for a request
             raise _ApiError(413, f"the body is over {limit:,} bytes")
         self._consumed = True
-        return self.rfile.read(n)
+        body = self.rfile.read(n)
+        self.server.guard.answering(self.connection)
+        return body
 
     def _check_origin(self) -> None:
         """Every POST: a browser's request from another page carries that page's Origin."""
@@ -849,7 +891,7 @@ class _Handler(BaseHTTPRequestHandler):
         # wrote the file, it is not this process's capture: its recorded sources widen
         # nothing (see ViewerServer.add_capture).
         cid = self.viewer.add_capture(capture, name, warm=True, trusted_sources=False)
-        self.viewer.keep_upload(cid)
+        self.viewer.keep_upload(cid, len(data))
         self._json(200, {"id": cid})
 
 

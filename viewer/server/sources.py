@@ -6,10 +6,16 @@ any recorded source of a capture the embedding process made itself (``trusted``)
 only one that resolves, symlinks followed, to a regular file inside the workspace whose
 current sha256 is the recorded one, so a hostile graph file cannot widen what is served;
 plus the library files a capture's frames name (:mod:`viewer.projection.library_sources`).
+For a capture the embedder did not make, those count only inside a ``site-packages``
+folder of the environment the capture records (``meta.environment.prefix``) when that
+prefix really is a Python environment (a ``pyvenv.cfg``, or a standard library's
+``os.py``), laid out as one (``lib/pythonX.Y/site-packages``): any folder a crafted file
+names ``site-packages`` widens nothing.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,7 +23,7 @@ from typing import Any
 from capture.graph.freshness import source_sha256
 from capture.graph.model import Capture
 
-from ..projection.library_sources import library_files
+from ..projection.library_sources import environment_dirs, library_files
 
 #: The largest source file shown (and hashed).
 MAX_SOURCE_BYTES = 8 << 20
@@ -32,7 +38,11 @@ class SourcePolicy:
 
     def admit(self, capture: Capture, *, trusted: bool) -> None:
         """Let in what ``capture`` recorded (see the module's policy)."""
-        found = self._recordable(capture, trusted=trusted) + library_files(capture)
+        libraries = library_files(capture)
+        if not trusted and libraries:
+            sites = python_site_dirs(capture.meta)
+            libraries = [f for f in libraries if any(f.is_relative_to(d) for d in sites)]
+        found = self._recordable(capture, trusted=trusted) + libraries
         with self._lock:
             self.recorded.update(found)
 
@@ -89,3 +99,43 @@ def sha256_of(path: Path) -> str | None:
     except OSError:
         return None
     return source_sha256(str(path))
+
+
+_VERSIONED_LIB = re.compile(r"^python\d+(\.\d+)?$")
+
+
+def python_site_dirs(meta: object) -> list[Path]:
+    """The ``site-packages`` folders of ``meta["environment"]`` that belong to the
+    environment it records: below its ``prefix``, laid out as ``lib/pythonX.Y/NAME`` (or
+    Windows' ``Lib/NAME``), the prefix itself a Python environment."""
+    env = meta.get("environment") if isinstance(meta, dict) else None
+    prefix = env.get("prefix") if isinstance(env, dict) else None
+    if not isinstance(prefix, str) or not prefix or "\x00" in prefix or not Path(prefix).is_absolute():
+        return []
+    try:
+        root = Path(prefix).resolve(strict=True)
+    except (OSError, RuntimeError, ValueError):
+        return []
+    if not _is_python_environment(root):
+        return []
+    out = []
+    for d in environment_dirs(meta):
+        if not d.is_relative_to(root):
+            continue
+        lib = d.parent
+        if (_VERSIONED_LIB.match(lib.name) and lib.parent.name in ("lib", "lib64")) or lib.name == "Lib":
+            out.append(d)
+    return out
+
+
+def _is_python_environment(root: Path) -> bool:
+    if (root / "pyvenv.cfg").is_file() or (root / "Lib" / "os.py").is_file():
+        return True
+    for lib in ("lib", "lib64"):
+        try:
+            names = [n for n in (root / lib).iterdir() if _VERSIONED_LIB.match(n.name)]
+        except OSError:
+            continue
+        if any((n / "os.py").is_file() for n in names[:32]):
+            return True
+    return False

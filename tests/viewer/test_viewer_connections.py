@@ -1,0 +1,128 @@
+"""Slow clients cannot exhaust the viewer (issue 29 item 7, slowloris): a connection
+gets a deadline to send its request, the open connections are capped, and over the cap
+a slow one gives way to a new one, so a real request is still answered; event streams
+being answered are never cut."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import time
+
+import pytest
+from viewer_fixtures import tiny_capture
+
+from viewer.server.app import ViewerServer
+
+
+def _slow(port: int, sent: bytes = b"GET / HTTP/1.1\r\nHost: 127.0.0.1:") -> socket.socket:
+    """A connection that has sent part of its headers and then nothing."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(sent)
+    return s
+
+
+def _closed_by_server(s: socket.socket, within: float) -> bool:
+    s.settimeout(within)
+    try:
+        while True:
+            data = s.recv(4096)
+            if not data:
+                return True
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except socket.timeout:
+        return False
+
+
+def _get(server: ViewerServer, path: str, timeout: float = 10) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=timeout)
+    try:
+        conn.request("GET", f"/{server.token}/{path}", headers={"Host": f"127.0.0.1:{server.port}"})
+        res = conn.getresponse()
+        res.read()
+        return res.status
+    finally:
+        conn.close()
+
+
+@pytest.fixture
+def server():
+    s = ViewerServer([tiny_capture()])
+    s.connections.read_deadline_s = 1.0
+    s.connections.max_connections = 16
+    with s:
+        yield s
+
+
+@pytest.mark.parametrize("sent", [b"G", b"GET / HTTP/1.1\r\nHost: 127.0.0.1:", b""], ids=["request-line", "headers", "nothing"])
+def test_a_request_fed_slowly_is_cut_at_the_deadline(server, sent):
+    s = _slow(server.port, sent)
+    try:
+        started = time.monotonic()
+        # One byte every 0.2 s: never idle long enough for a per-read timeout.
+        while time.monotonic() - started < 4:
+            try:
+                s.sendall(b"X")
+            except OSError:
+                break
+            if _closed_by_server(s, 0.2):
+                break
+        took = time.monotonic() - started
+        assert took < 3, f"a byte-a-time request was held {took:.1f} s"
+    finally:
+        s.close()
+
+
+def test_a_slow_body_is_cut_at_the_deadline(server):
+    head = (f"POST /{server.token}/api/open HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n"
+            "Content-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n").encode()
+    s = _slow(server.port, head)
+    try:
+        assert _closed_by_server(s, 4), "a body that never arrives held its connection"
+    finally:
+        s.close()
+
+
+def test_many_slow_connections_leave_room_for_a_real_request(server):
+    slow = [_slow(server.port) for _ in range(60)]  # far over the cap of 16
+    try:
+        time.sleep(0.2)
+        assert server.connections.open_count <= 16
+        started = time.monotonic()
+        assert _get(server, "api/captures") == 200
+        assert time.monotonic() - started < 2
+        assert server.connections.evicted >= 60 - 16
+    finally:
+        for s in slow:
+            s.close()
+
+
+def test_event_streams_are_not_cut_and_a_full_server_says_503(server):
+    server.connections.max_connections = 2
+    streams = []
+    try:
+        for _ in range(2):
+            conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+            conn.request("GET", f"/{server.token}/api/events", headers={"Host": f"127.0.0.1:{server.port}"})
+            res = conn.getresponse()
+            assert res.status == 200
+            streams.append((conn, res))
+        time.sleep(1.6)  # past the read deadline: streams are being answered, not read
+        s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        try:
+            assert s.recv(64).startswith(b"HTTP/1.1 503")
+        finally:
+            s.close()
+        assert server.connections.open_count == 2
+        for _, res in streams:
+            sock = socket.socket(fileno=res.fileno())
+            try:  # a stream the server cut reads as end of file
+                assert sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+            except BlockingIOError:
+                pass  # open, nothing to read now
+            finally:
+                sock.detach()
+    finally:
+        for conn, _ in streams:
+            conn.close()
