@@ -367,12 +367,15 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
     nnx = sys.modules.get("flax.nnx")
     ref = recipe.model
     factory = recipe.init.factory
-    partial = partial_of_class(target)
+    # A partial of a module class with a literal init is built as the class, the partial's
+    # arguments first; with an init factory the factory's result is the model, as for any
+    # callable (a partial of anything else is a function).
+    partial = partial_of_class(target) if factory is None else None
     module_bases = tuple(m.Module for m in (linen, nnx) if m is not None)
     if partial is not None and module_bases and issubclass(partial.cls, module_bases):
-        target = partial.cls  # built as the class, with the partial's arguments first
+        target = partial.cls
     else:
-        partial = None  # a partial of anything else is a function
+        partial = None
 
     def init_arguments() -> tuple[tuple, dict]:
         args, kwargs = ctx.materialize("init", make_tensor)

@@ -221,11 +221,14 @@ def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Call
     ref = recipe.model
     factory = recipe.init.factory
     Module = torch.nn.Module
-    partial = partial_of_class(target)
+    # A partial of a module class with a literal init is built as the class, the partial's
+    # arguments first; with an init factory the factory's result is the model, as for any
+    # callable (a partial of anything else is a function).
+    partial = partial_of_class(target) if factory is None else None
     if partial is not None and issubclass(partial.cls, Module):
-        target = partial.cls  # built as the class, with the partial's arguments first
+        target = partial.cls
     else:
-        partial = None  # a partial of anything else is a function
+        partial = None
     if isinstance(target, type):
         if not issubclass(target, Module):
             raise CaptureError(

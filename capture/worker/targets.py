@@ -2,9 +2,10 @@
 
 Flax's examples name their models as partials of one class (``ResNet18 =
 partial(ResNet, stage_sizes=[2, 2, 2, 2], block_cls=ResNetBlock)``), and so do some
-Torch codebases. Such a partial is built like its class: the partial's arguments come
-first and the recipe's ``init`` adds to them (a keyword of the recipe overrides the
-partial's, as a call would).
+Torch codebases. With a literal init such a partial is built like its class: the
+partial's arguments come first and the recipe's ``init`` adds to them (a keyword of the
+recipe overrides the partial's, as a call would); with an init factory, the factory's
+result is the model.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from capture.graph.model import tree_leaves  # noqa: E402
-from capture.worker.errors import CaptureError  # noqa: E402
 
 from torch_workspace import capture_in_process, profile, tensor, write  # noqa: E402
 
@@ -68,7 +67,9 @@ def test_recipe_init_joins_the_partial_and_overrides_its_keywords(ws):
     assert out_shape(cap) == [2, 5]
 
 
-def test_factory_result_is_checked_against_the_partials_class(ws):
-    write(ws, {"nets.py": MODELS + "\n\ndef other():\n    return Block(4)\n"})
-    with pytest.raises(CaptureError, match="expected an instance of the selected module class Net"):
-        capture_in_process(ws, profile("nets:small", args=[tensor([2, 4])], init={"factory": "nets:other"}))
+def test_with_an_init_factory_the_factorys_module_is_the_model(ws):
+    # as for any callable target: the partial is not called, the factory builds the model
+    write(ws, {"nets.py": MODELS + "\n\ndef wide():\n    return Net(Block, [1], width=6, classes=2)\n"})
+    cap, _ = capture_in_process(ws, profile("nets:small", args=[tensor([2, 6])], init={"factory": "nets:wide"}))
+    assert classes(cap).count("Block") == 1 and out_shape(cap) == [2, 2]
+    assert cap.meta["state"] == "factory_state"

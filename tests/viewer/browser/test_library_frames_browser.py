@@ -24,6 +24,8 @@ def served(tmp_path: Path):
     lib = site / "somelib" / "models" / "layers.py"
     lib.parent.mkdir(parents=True)
     lib.write_text("".join(f"library line {i}\n" for i in range(1, 41)))
+    # a real environment's marker: only the environment a capture records is served (issue 29)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
     cap = synthetic_capture(3, grouped=False)
     cap.frames = [Frame(str(lib), 12, 8, "Layer.forward", True), Frame(str(lib), 3, 0, "Layer", True)]
     for node in cap.nodes:

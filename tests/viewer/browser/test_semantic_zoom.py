@@ -56,6 +56,13 @@ def _far_at_fit(app) -> tuple[float, list[dict]]:
 
 def test_at_fit_op_cards_too_small_to_read_say_their_op_inside_them(browser, llama, close_pages):
     app = _open(browser, llama, close_pages)
+    # the first view keeps the rotary embedding (beside the decoder stack) a card: open it
+    before = app.js("() => window.tensorviz.keys().length")
+    key = app.js("""() => { const t = window.tensorviz;
+      return t.keys().find((k) => (t.itemInfo(k) || {}).role === 'LlamaRotaryEmbedding'); }""")
+    app.js("(k) => window.tensorviz.toggle(k)", key)
+    app.wait(f"() => window.tensorviz.keys().length > {before}")
+    app.js("() => window.tensorviz.settle()")
     s, far = _far_at_fit(app)
     assert s < 0.42  # below the zoom where cards draw their titles
     ops = [f for f in far if f["op"]]
