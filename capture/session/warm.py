@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..graph.model import Capture
-from ..worker.procs import MARKER_ENV, LogPump, kill_worker_tree, release_worker
+from ..worker.procs import MARKER_ENV, LogPump, kill_worker_tree, register_child, release_worker
 from ..worker.protocol import (
     FINAL_KINDS,
     MAX_CONTROL_FRAME,
@@ -306,6 +306,10 @@ class _Resident:
             for fd in (read_fd, write_fd, log_r, log_w):
                 os.close(fd)
             raise
+        # The resident is this process's own child, never an orphan another capture's
+        # kill adopts (this process is a child subreaper): a resident started while a
+        # capture fails was killed as that capture's stray.
+        register_child(proc.pid)
         os.close(write_fd)
         os.close(log_w)
         log.info("warm worker started for %s: %s (pid %d)", workspace, python, proc.pid)

@@ -297,19 +297,21 @@ def _adopted(since: int, marker: str | None) -> list[int]:
     marker."""
     mine = os.getsid(0)
     with _registry_lock:
-        registered = set(_registered)
+        registered = dict(_registered)
     foreign = f"{MARKER_ENV}=".encode()
     own = f"{MARKER_ENV}={marker}\0".encode() if marker else None
     out = []
     for pid in _own_children():
-        if pid in registered:
-            continue
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
                 fields = fh.read()
             fields = fields[fields.rindex(b")") + 2:].split()
             sid, start = int(fields[3]), int(fields[19])
         except (OSError, ValueError, IndexError):
+            continue
+        # A registered child is the one started then: pids wrap (32,768 of them, and a
+        # fork-hopper takes a new one every 2 ms), so a hop may get a registered number.
+        if pid in registered and registered[pid] in (None, start):
             continue
         if sid == mine or start < since:
             continue
