@@ -402,15 +402,18 @@ CONTAINERS_PER_ITEM = 16
 MIN_BYTES_PER_CONTAINER = 4
 
 
+def _declared_items(header: dict) -> int:
+    """The values, nodes, groups and frames ``header``'s counts declare (0 for nonsense)."""
+    counts = header.get("counts")
+    if not isinstance(counts, dict):
+        return 0
+    return sum(n for key in ("values", "nodes", "groups", "frames")
+               if type(n := counts.get(key)) is int and n > 0)
+
+
 def container_budget(header: dict, size: int) -> int:
     """How many lists and maps a body of ``size`` bytes with ``header``'s counts may hold."""
-    counts = header.get("counts")
-    items = 0
-    if isinstance(counts, dict):
-        for key in ("values", "nodes", "groups", "frames"):
-            n = counts.get(key)
-            if type(n) is int and n > 0:
-                items += n
+    items = _declared_items(header)
     return min(CONTAINERS_BASE + CONTAINERS_PER_ITEM * items, max(CONTAINERS_BASE, size // MIN_BYTES_PER_CONTAINER))
 
 
@@ -427,13 +430,7 @@ MIN_BYTES_PER_ELEMENT = {1: 2, 2: 3}
 
 def element_budget(header: dict, size: int, version: int) -> int:
     """How many elements a body of ``size`` bytes with ``header``'s counts may hold."""
-    counts = header.get("counts")
-    items = 0
-    if isinstance(counts, dict):
-        for key in ("values", "nodes", "groups", "frames"):
-            n = counts.get(key)
-            if type(n) is int and n > 0:
-                items += n
+    items = _declared_items(header)
     per_byte = MIN_BYTES_PER_ELEMENT.get(version, 2)
     return min(ELEMENTS_BASE + ELEMENTS_PER_ITEM * items, max(ELEMENTS_BASE, size // per_byte))
 
