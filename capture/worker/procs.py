@@ -274,9 +274,21 @@ def _start_time(pid: int) -> int | None:
         return None
 
 
-def _own_children() -> list[int]:
-    """This process's children (zombies too), from /proc's per-thread children lists."""
+def _adopted_children() -> list[int]:
+    """This process's children that an orphan may be (zombies too): the kernel hands an
+    orphan to its subreaper's first live thread, the leader (this process's main thread,
+    whose task id is its pid), so that thread's children list holds every adopted one.
+    Reading that one file keeps the chase's loop short however many threads this
+    process has: a language server or a test run holds dozens to hundreds, and reading
+    each one's list made a loop slower than a fork-hopper's 2 ms hop, so that every kill
+    landed on a hop that had forked already (the suite's run, 3 hoppers survived). Every
+    thread's list only where the leader's cannot be read."""
     me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children", "rb") as fh:
+            return [int(p) for p in fh.read().split()]
+    except (OSError, ValueError):
+        pass
     out: list[int] = []
     try:
         tids = os.listdir(f"/proc/{me}/task")
@@ -301,7 +313,7 @@ def _adopted(since: int, marker: str | None) -> list[int]:
     foreign = f"{MARKER_ENV}=".encode()
     own = f"{MARKER_ENV}={marker}\0".encode() if marker else None
     out = []
-    for pid in _own_children():
+    for pid in _adopted_children():
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
                 fields = fh.read()
@@ -315,10 +327,21 @@ def _adopted(since: int, marker: str | None) -> list[int]:
             continue
         if sid == mine or start < since:
             continue
-        if own is not None and not _has_marker(pid, own) and _has_marker(pid, foreign):
+        if own is not None and _foreign_marker(pid, own, foreign):
             continue  # another capture's worker's process
         out.append(pid)
     return out
+
+
+def _foreign_marker(pid: int, own: bytes, foreign: bytes) -> bool:
+    """Whether ``pid`` carries another worker's marker, not ``own`` (one read of its
+    environment: the chase calls this for every hop)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            data = fh.read(1 << 20)
+    except OSError:
+        return False
+    return own not in data and foreign in data
 
 
 def _reap(pids: set[int], within: float = 1.0) -> None:

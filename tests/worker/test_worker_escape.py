@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import textwrap
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -376,7 +377,22 @@ def hopper_beats(beat: Path, settle_s: float = 1.0) -> bool:
     return beat.stat().st_mtime_ns != first
 
 
-@pytest.mark.usefixtures("no_hopper_left")
+@pytest.fixture
+def many_threads():
+    """The capture's parent holds hundreds of idle threads, as a language server or a
+    long test run does (the suite's run had them: reading each thread's children list
+    made the chase slower than a hop, and every hopper survived)."""
+    stop = threading.Event()
+    threads = [threading.Thread(target=stop.wait, daemon=True) for _ in range(400)]
+    for t in threads:
+        t.start()
+    yield len(threads)
+    stop.set()
+    for t in threads:
+        t.join(timeout=5)
+
+
+@pytest.mark.usefixtures("no_hopper_left", "many_threads")
 @pytest.mark.parametrize("model, timeout", [("escape:session_hopper_hang", 12), ("escape:session_hopper_ok", 60),
                                             ("escape:session_hopper_then_crash", 60)],
                          ids=["deadline", "result", "worker-crashed"])
@@ -384,6 +400,7 @@ def test_a_fork_hopper_that_changes_session_every_hop_is_killed(ws, tmp_path, mo
     # Neither marker, nor parent link, nor session, nor group leads to it once the worker
     # is gone: the capture's parent adopts it (a child subreaper) and kills it. One-shot
     # worker (the CLI's path; the warm worker's resident adopts its captures' orphans).
+    assert threading.active_count() > 400
     for _ in range(2):
         c, took, session = capture(ws, None, model, tmp_path, timeout=timeout)
         assert session is not None, c.failure
