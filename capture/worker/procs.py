@@ -303,10 +303,16 @@ def _adopted_children() -> list[int]:
     return out
 
 
-def _adopted(since: int, marker: str | None) -> list[int]:
+def _adopted(since: int, marker: str | None, others: set[int] | None = None) -> list[int]:
     """Orphans this process adopted as a subreaper since ``since`` (a start time): its
     children it did not register, outside its own session, carrying no other worker's
-    marker."""
+    marker. ``others``, kept by the caller through one kill, holds the children found to
+    be none of these, which are not read again: a long-lived parent has many (zombies of
+    orphans adopted before, processes it started), and reading each one's stat at every
+    turn made the chase slower than a fork-hopper's hop (the suite's run: every kill
+    landed on a hop that had forked already). A pid among them is the same process for
+    the few seconds of a kill: a zombie's pid is not reused, and a live one's only after
+    the system's pids wrapped."""
     mine = os.getsid(0)
     with _registry_lock:
         registered = dict(_registered)
@@ -314,6 +320,8 @@ def _adopted(since: int, marker: str | None) -> list[int]:
     own = f"{MARKER_ENV}={marker}\0".encode() if marker else None
     out = []
     for pid in _adopted_children():
+        if others is not None and pid in others:
+            continue
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
                 fields = fh.read()
@@ -323,12 +331,11 @@ def _adopted(since: int, marker: str | None) -> list[int]:
             continue
         # A registered child is the one started then: pids wrap (32,768 of them, and a
         # fork-hopper takes a new one every 2 ms), so a hop may get a registered number.
-        if pid in registered and registered[pid] in (None, start):
+        if ((pid in registered and registered[pid] in (None, start)) or sid == mine or start < since
+                or (own is not None and _foreign_marker(pid, own, foreign))):  # another capture's worker's
+            if others is not None:
+                others.add(pid)
             continue
-        if sid == mine or start < since:
-            continue
-        if own is not None and _foreign_marker(pid, own, foreign):
-            continue  # another capture's worker's process
         out.append(pid)
     return out
 
@@ -376,10 +383,11 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
         # Before the worker dies: its orphans come here from now on.
         since = (_registered.get(root) or _start_time(root)) if _adopt_orphans() else None
     adopted_killed: set[int] = set()
+    others: set[int] = set()  # this process's children that are no orphans of this worker
     deadline = time.monotonic() + scan_seconds
     first = True
     while True:
-        adopted = _adopted(since, marker) if since is not None else []
+        adopted = _adopted(since, marker, others) if since is not None else []
         live = worker_processes(root, marker, sessions, adopted)
         if first:
             first = False
@@ -390,7 +398,7 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
                     pass
         if not live:
             # The scan read /proc once; a hopper adopted meanwhile is found by the chase.
-            if since is None or not _chase_adopted(since, marker, escaped, deadline):
+            if since is None or not _chase_adopted(since, marker, others, escaped, deadline):
                 break
             continue
         for pid, (_, pgid, sid) in live.items():
@@ -408,26 +416,34 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
                 except (ProcessLookupError, PermissionError, OSError):
                     pass
         if since is not None:
-            adopted_killed |= _chase_adopted(since, marker, escaped, deadline)
+            adopted_killed |= _chase_adopted(since, marker, others, escaped, deadline)
         if time.monotonic() >= deadline:
             break
         time.sleep(0.005)
     if since is not None:
-        adopted_killed |= set(_adopted(since, marker))  # zombies left to reap
+        adopted_killed |= set(_adopted(since, marker, others))  # zombies left to reap
         _reap(adopted_killed)
     return sorted(escaped.values(), key=lambda e: e["pid"])
 
 
-def _chase_adopted(since: int, marker: str | None, escaped: dict[int, EscapedProcess], deadline: float) -> set[int]:
-    """Kill this process's adopted orphans in a tight loop until a read of its children
-    finds none, alive or dead: a fork-hopper's next process is adopted the moment the
-    previous one exits, and is killed before it forks again. Returns the adopted
-    processes seen (killed or reaped)."""
+def _chase_adopted(since: int, marker: str | None, others: set[int], escaped: dict[int, EscapedProcess],
+                   deadline: float) -> set[int]:
+    """Kill this process's orphans adopted since ``since`` (see ``_chase``)."""
+    return _chase(lambda: _adopted(since, marker, others), escaped, deadline)
+
+
+def _chase(children: Callable[[], list[int]], escaped: dict[int, EscapedProcess], deadline: float,
+           group: int | None = None) -> set[int]:
+    """Kill this process's ``children()`` (adopted orphans, read again each turn) in a
+    tight loop until a read finds none, alive or dead: a fork-hopper's next process is
+    adopted the moment the previous one exits, and is killed before it forks again.
+    Those alive outside process ``group`` are ``escaped``. Returns the processes seen
+    (killed or reaped)."""
     killed: set[int] = set()
     while time.monotonic() < deadline:
         alive = []
         reaped = False
-        for pid in _adopted(since, marker):
+        for pid in children():
             try:  # each hop it left is a zombie of this process now: reaped, the list stays short
                 done, _ = os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
@@ -442,7 +458,8 @@ def _chase_adopted(since: int, marker: str | None, escaped: dict[int, EscapedPro
         for pid in alive:
             if pid not in escaped:
                 st = _stat(pid)
-                escaped[pid] = EscapedProcess(pid=pid, session=st[2] if st else -1, command=_cmdline(pid))
+                if st is None or st[1] != group:
+                    escaped[pid] = EscapedProcess(pid=pid, session=st[2] if st else -1, command=_cmdline(pid))
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -454,10 +471,18 @@ def _chase_adopted(since: int, marker: str | None, escaped: dict[int, EscapedPro
 def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
     """Kill every descendant of this process; report those outside process group
     ``exclude`` (the capture child's, killed already): the warm worker's strays after
-    its capture child exited. A subreaper sees them all."""
+    its capture child exited. A subreaper sees them all: a scan of /proc for its
+    descendants, and a chase of its own children (the capture child ``exclude``, a zombie
+    its caller reaps, aside), which a process that forks and exits faster than a scan
+    cannot outrun (a hop read as a zombie while its successor was not yet listed ended
+    the scan, the hopper alive)."""
     me = os.getpid()
     escaped: dict[int, EscapedProcess] = {}
     deadline = time.monotonic() + KILL_SCAN_SECONDS
+
+    def strays() -> list[int]:
+        return [pid for pid in _adopted_children() if pid != exclude]
+
     while time.monotonic() < deadline:  # until a scan finds none (strays may fork meanwhile)
         table = {pid: st for pid in _pids() if (st := _stat(pid)) is not None}
         found: set[int] = set()
@@ -469,7 +494,9 @@ def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
                     found.add(pid)
                     changed = True
         if not found:
-            break
+            if not _chase(strays, escaped, deadline, exclude):
+                break
+            continue
         for pid in found:
             if table[pid][1] != exclude:  # not of the excluded (already killed) group
                 escaped.setdefault(pid, EscapedProcess(pid=pid, session=table[pid][2], command=_cmdline(pid)))
@@ -477,6 +504,7 @@ def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+        _chase(strays, escaped, deadline, exclude)
         time.sleep(0.01)
     return sorted(escaped.values(), key=lambda e: e["pid"])
 

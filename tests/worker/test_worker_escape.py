@@ -378,31 +378,43 @@ def hopper_beats(beat: Path, settle_s: float = 1.0) -> bool:
 
 
 @pytest.fixture
-def many_threads():
-    """The capture's parent holds hundreds of idle threads, as a language server or a
-    long test run does (the suite's run had them: reading each thread's children list
-    made the chase slower than a hop, and every hopper survived)."""
+def crowded_parent():
+    """The capture's parent holds hundreds of idle threads and thousands of children
+    nobody reaped, as a language server or the whole suite's run does (the suite's had
+    them: reading each thread's children list, and each child's stat at every turn, made
+    the chase slower than a hop, and every hopper survived)."""
     stop = threading.Event()
     threads = [threading.Thread(target=stop.wait, daemon=True) for _ in range(400)]
     for t in threads:
         t.start()
-    yield len(threads)
+    zombies = []
+    for _ in range(2000):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        zombies.append(pid)
+    yield
     stop.set()
     for t in threads:
         t.join(timeout=5)
+    for pid in zombies:
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
-@pytest.mark.usefixtures("no_hopper_left", "many_threads")
+@pytest.mark.usefixtures("no_hopper_left", "crowded_parent")
 @pytest.mark.parametrize("model, timeout", [("escape:session_hopper_hang", 12), ("escape:session_hopper_ok", 60),
                                             ("escape:session_hopper_then_crash", 60)],
                          ids=["deadline", "result", "worker-crashed"])
-def test_a_fork_hopper_that_changes_session_every_hop_is_killed(ws, tmp_path, model, timeout):
+def test_a_fork_hopper_that_changes_session_every_hop_is_killed(ws, pool, tmp_path, model, timeout):
     # Neither marker, nor parent link, nor session, nor group leads to it once the worker
-    # is gone: the capture's parent adopts it (a child subreaper) and kills it. One-shot
-    # worker (the CLI's path; the warm worker's resident adopts its captures' orphans).
+    # is gone: the capture's parent adopts it (a child subreaper) and kills it; the warm
+    # worker's resident, a subreaper too, adopts its capture child's orphans and kills them.
     assert threading.active_count() > 400
     for _ in range(2):
-        c, took, session = capture(ws, None, model, tmp_path, timeout=timeout)
+        c, took, session = capture(ws, pool, model, tmp_path, timeout=timeout)
         assert session is not None, c.failure
         if model.endswith("_ok"):
             assert c.failure is None, c.failure
