@@ -166,13 +166,17 @@ def _pids() -> list[int]:
         return []
 
 
-def _has_marker(pid: int, needle: bytes) -> bool:
+def _environ(pid: int) -> bytes:
+    """``pid``'s environment as /proc gives it (its first MiB), empty when unreadable."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
-            data = fh.read(1 << 20)
+            return fh.read(1 << 20)
     except OSError:
-        return False
-    return needle in data
+        return b""
+
+
+def _has_marker(pid: int, needle: bytes) -> bool:
+    return needle in _environ(pid)
 
 
 def _cmdline(pid: int) -> str:
@@ -332,23 +336,12 @@ def _adopted(since: int, marker: str | None, others: set[int] | None = None) -> 
         # A registered child is the one started then: pids wrap (32,768 of them, and a
         # fork-hopper takes a new one every 2 ms), so a hop may get a registered number.
         if ((pid in registered and registered[pid] in (None, start)) or sid == mine or start < since
-                or (own is not None and _foreign_marker(pid, own, foreign))):  # another capture's worker's
+                or (own is not None and own not in (env := _environ(pid)) and foreign in env)):  # another worker's
             if others is not None:
                 others.add(pid)
             continue
         out.append(pid)
     return out
-
-
-def _foreign_marker(pid: int, own: bytes, foreign: bytes) -> bool:
-    """Whether ``pid`` carries another worker's marker, not ``own`` (one read of its
-    environment: the chase calls this for every hop)."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as fh:
-            data = fh.read(1 << 20)
-    except OSError:
-        return False
-    return own not in data and foreign in data
 
 
 def _reap(pids: set[int], within: float = 1.0) -> None:
