@@ -13,7 +13,7 @@ so only a first call in a process says what a capture pays):
   ``scan`` boundary whose body, one block, converts as an unexecuted template).
 
 "of which bodies" is the part of the conversion spent on control-flow body templates
-(``capture.jax.bodies.convert_bodies``, timed inside the same conversion).
+(``capture.jax.control_flow.convert_bodies``, timed inside the same conversion).
 
 * ``nnx_transformer``: the same decoder written with Flax NNX (``nnx.List`` of blocks),
   traced the way the capture traces NNX modules (split outside, merged inside).

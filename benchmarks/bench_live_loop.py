@@ -56,8 +56,8 @@ sys.path.insert(0, str(ROOT))
 from lsprotocol import types  # noqa: E402
 
 from benchmarks.bench_lsp import Client  # noqa: E402
-from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET  # noqa: E402
-from tensorviz_lsp.commands.demo import RECIPES_TOML as SPEC_RECIPE  # noqa: E402
+from tensorviz_lsp.cli.commands.demo import MODEL_PY as SPEC_NET  # noqa: E402
+from tensorviz_lsp.cli.commands.demo import RECIPES_TOML as SPEC_RECIPE  # noqa: E402
 
 SPEC_MLP = """\
 from flax import linen as nn

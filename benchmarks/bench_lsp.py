@@ -47,8 +47,8 @@ from pygls.lsp.client import LanguageClient  # noqa: E402
 
 # The spec's `net` example and its `jax_example` profile, verbatim (the demo's data files,
 # checked against the spec in tests/viewer/test_viewer_open_demo.py).
-from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET  # noqa: E402
-from tensorviz_lsp.commands.demo import RECIPES_TOML as SPEC_RECIPE  # noqa: E402
+from tensorviz_lsp.cli.commands.demo import MODEL_PY as SPEC_NET  # noqa: E402
+from tensorviz_lsp.cli.commands.demo import RECIPES_TOML as SPEC_RECIPE  # noqa: E402
 from tensorviz_lsp.features.show_in_graph import CURSOR_DEBOUNCE_S  # noqa: E402
 
 

@@ -46,7 +46,7 @@ from capture.graph import graphfile  # noqa: E402
 from capture.graph.model import to_json  # noqa: E402
 from layered_models import decoder_capture  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
-from tensorviz_lsp.commands import inspect as inspect_command  # noqa: E402
+from tensorviz_lsp.cli.commands import inspect as inspect_command  # noqa: E402
 from viewer.projection import gc_pause, search  # noqa: E402
 from viewer.projection.projection import Projection  # noqa: E402
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 import libcst as cst
 
 from .analysis import ModuleAnalysis
-from .bodies import Bodies
+from .function_bodies import Bodies
 from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only, init_fields
 from .frameworks import NNX_RNGS, FrameworkBase
 from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver

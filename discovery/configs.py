@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from .bodies import Bodies, BodyFacts
+from .function_bodies import Bodies, BodyFacts
 from .inheritance import AnalysedModule, ClassRef, Resolver, Unresolved
 from .namespace import ImportedName, Namespace, dotted_parts, identifier, qualified_text, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of, source_text

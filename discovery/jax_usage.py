@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .bodies import child_fields
+from .function_bodies import child_fields
 from .frameworks import FUNCTOOLS_PARTIAL, is_jax_operation, is_jax_transform
 from .literals import literal_value
 from .namespace import ImportedName, Namespace, Symbol, dotted_parts, identifier, qualify

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from .bodies import Bodies, self_path
+from .function_bodies import Bodies, self_path
 from .namespace import Namespace, dotted_parts, dotted_text, qualified_text
 from .parameters import ParameterInfo
 from .results import SetupField, TokenInput

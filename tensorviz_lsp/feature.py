@@ -1,6 +1,6 @@
 """The shape every language-server feature has (esbonio's pattern).
 
-A feature is a class with lifecycle and document hooks. ``tensorviz_lsp/setup.py``
+A feature is a class with lifecycle and document hooks. ``tensorviz_lsp/wiring.py``
 makes each feature with what it needs (the :class:`~tensorviz_lsp.host.Host`, the
 backends, the other features it calls) passed to its constructor, registers each LSP
 method once and fans the call out to every feature that defines the hook; an exception

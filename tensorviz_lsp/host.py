@@ -1,7 +1,7 @@
 """What a feature may use of the language server: the client, the threads, the workspace
 and the settings. :class:`~tensorviz_lsp.server.TensorVizServer` is the one
 implementation; features are typed against this protocol so that no feature module
-imports the server (``tensorviz_lsp/setup.py`` builds both, and hands each feature the
+imports the server (``tensorviz_lsp/wiring.py`` builds both, and hands each feature the
 other features it needs in its constructor)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The TensorViz language server (pygls): the client, the threads, the workspace and the
 settings every feature shares (the :class:`~tensorviz_lsp.host.Host` protocol).
 
-It knows no feature: ``tensorviz_lsp/setup.py`` builds the features, each with what it
+It knows no feature: ``tensorviz_lsp/wiring.py`` builds the features, each with what it
 needs passed to its constructor, registers each LSP method once and fans the call out
 to them (see :mod:`tensorviz_lsp.feature`).
 

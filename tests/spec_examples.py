@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET  # "Open a function": model.py
-from tensorviz_lsp.commands.demo import RECIPES_TOML as SPEC_RECIPE  # its saved recipe
+from tensorviz_lsp.cli.commands.demo import MODEL_PY as SPEC_NET  # "Open a function": model.py
+from tensorviz_lsp.cli.commands.demo import RECIPES_TOML as SPEC_RECIPE  # its saved recipe
 
 # "Open Flax"
 SPEC_MLP = """\

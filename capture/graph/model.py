@@ -77,7 +77,7 @@ class Group:
     """A nesting scope: jit/remat/custom_jvp/custom_vjp/scope (JAX tracing scopes),
     module (module calls), or body: an unexecuted control-flow body (a scan/while/cond
     template) under its opaque boundary node, ``attrs.node``, with ``role``,
-    ``iterations`` and ``executed: False`` (see :mod:`capture.jax.bodies`).
+    ``iterations`` and ``executed: False`` (see :mod:`capture.jax.control_flow`).
     ``attrs`` holds kind-specific detail."""
 
     id: int

@@ -32,7 +32,7 @@ What stays opaque:
   ``opaque=True`` and its output shapes; coverage becomes ``partial`` with the reason
   ``opaque_kernel``. Nothing says a branch or an iteration ran. The bodies of ``cond``,
   ``scan`` and ``while`` are *also* converted, after the executed program, as
-  unexecuted templates in ``body`` groups (:mod:`capture.jax.bodies`).
+  unexecuted templates in ``body`` groups (:mod:`capture.jax.control_flow`).
 * a param value that is not plain data (a sharding, a callable, a tree definition) is
   kept as ``{"opaque": "<TypeName>"}``: named, never dropped, never a ``repr``.
   Dimension-number records (convolution, gather, scatter, ragged dot) become dicts,
@@ -58,7 +58,7 @@ import sysconfig
 from collections.abc import Mapping
 from typing import Any
 
-from .bodies import BODY_PRIMITIVES, convert_bodies
+from .control_flow import BODY_PRIMITIVES, convert_bodies
 from .module_groups import MODULE_MARKER, ModuleGroups
 from ..worker.libframes import LibraryFiles
 from ..graph.model import Capture, Coverage, Frame, Group, Node, Operand, Value
@@ -380,7 +380,7 @@ class _Converter:
         self.max_groups = limits.max_groups
         self.max_body_ops = limits.max_body_ops
         # control-flow boundaries whose bodies convert after the executed program
-        # (capture/jax/bodies.py): (eqn, boundary node id, its group, its frame)
+        # (capture/jax/control_flow.py): (eqn, boundary node id, its group, its frame)
         self.pending_bodies: list[tuple[Any, int, int | None, int | None]] = []
         self.closed_without_group: list[dict[str, Any]] = []
         self.opaque_ops: dict[str, int] = {}

@@ -17,7 +17,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from viewer.projection.bodies import body_summary, template_line
+from viewer.projection.body_templates import body_summary, template_line
 from viewer.projection.lines import group_label
 from viewer.projection.projection import value_label
 

@@ -5,7 +5,7 @@ Started on first use, stopped at ``shutdown``. Opening a URL uses
 ``window/showDocument`` with ``external: true`` when the client supports it;
 otherwise (and always, in the log) the URL is shown as a message. What a viewer asks
 of the editor (go to source, the setup form, saving a profile, starting a capture) is
-answered by the hooks ``setup.py`` connects (:meth:`ViewerHost.connect`).
+answered by the hooks ``wiring.py`` connects (:meth:`ViewerHost.connect`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class ViewerHost(Feature):
         self.urls: dict[str, dict[str, str]] = {}
 
     def connect(self, hooks: Callable[[Path | None], ViewerHooks]) -> None:
-        """What a folder's viewer asks of the editor (made by ``setup.py`` once the
+        """What a folder's viewer asks of the editor (made by ``wiring.py`` once the
         features that answer exist)."""
         self._hooks = hooks
 

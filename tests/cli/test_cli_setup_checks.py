@@ -18,7 +18,7 @@ import pytest
 
 from config_models import JAX_CONFIGS, MY_LLAMA, MY_LLAMA_INIT, NANO_GPT, NANO_GPT_INIT
 from tensorviz_lsp.cli import build_parser, main
-from tensorviz_lsp.commands.capture import resolve_profile
+from tensorviz_lsp.cli.commands.capture import resolve_profile
 
 HAS_TRANSFORMERS = importlib.util.find_spec("transformers") is not None
 

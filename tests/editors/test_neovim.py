@@ -21,8 +21,8 @@ import pytest
 
 # The spec's `net` example and its `jax_example` profile, verbatim (the demo's data files,
 # checked against the spec in tests/viewer/test_viewer_open_demo.py).
-from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET
-from tensorviz_lsp.commands.demo import RECIPES_TOML as SPEC_RECIPE
+from tensorviz_lsp.cli.commands.demo import MODEL_PY as SPEC_NET
+from tensorviz_lsp.cli.commands.demo import RECIPES_TOML as SPEC_RECIPE
 
 ROOT = Path(__file__).resolve().parents[2]
 LUA = Path(__file__).with_name("neovim_open_graph.lua")

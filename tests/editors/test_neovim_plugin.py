@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET
-from tensorviz_lsp.commands.demo import RECIPES_TOML as SPEC_RECIPE
+from tensorviz_lsp.cli.commands.demo import MODEL_PY as SPEC_NET
+from tensorviz_lsp.cli.commands.demo import RECIPES_TOML as SPEC_RECIPE
 
 from test_neovim import ROOT, nvim_argv, nvim_env, pytestmark  # noqa: F401 (the same marks)
 

@@ -17,7 +17,7 @@ import pytest
 
 # The spec's `net` example, verbatim (the demo's data file, checked against the spec in
 # tests/viewer/test_viewer_open_demo.py).
-from tensorviz_lsp.commands.demo import MODEL_PY as SPEC_NET
+from tensorviz_lsp.cli.commands.demo import MODEL_PY as SPEC_NET
 
 ROOT = Path(__file__).resolve().parents[2]
 EXT = ROOT / "editors" / "vscode"

@@ -9,7 +9,7 @@ import pytest
 from capture.recipe import parse_recipes_text, profile_from_document, profile_names
 from discovery import discover_source
 from spec_examples import SPEC_MLP, SPEC_NET, SPEC_RECIPE, spec_text
-from tensorviz_lsp.commands.demo import PROFILE
+from tensorviz_lsp.cli.commands.demo import PROFILE
 
 
 def test_the_demo_model_is_the_net_example():

@@ -491,7 +491,7 @@ def test_nnx_transforms_keep_their_tracing_scopes_and_find_module_paths(ws):
     assert (vmapped.attrs["call"], vmapped.parent) == (1, jit.id)
     assert paths["head"][0].parent == jit.id
     # the scan and the cond stay opaque boundaries at this level; the module calls inside
-    # them sit only in their unexecuted bodies (capture/jax/bodies.py)
+    # them sit only in their unexecuted bodies (capture/jax/control_flow.py)
     assert {n.op for n in cap.nodes if n.opaque and n.group is not None and not _in_body(cap, n.group)} \
         == {"scan", "cond"}
     inside = [g for p in ("blocks.first", "blocks.second") for g in paths[p]]

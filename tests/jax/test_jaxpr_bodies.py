@@ -17,7 +17,7 @@ jnp = pytest.importorskip("jax.numpy")
 from jax import lax  # noqa: E402
 
 from capture.graph import graphfile  # noqa: E402
-from capture.jax.bodies import BODY_NOTE, BRANCH_NOTE  # noqa: E402
+from capture.jax.control_flow import BODY_NOTE, BRANCH_NOTE  # noqa: E402
 from capture.jax.convert import convert, structure_of  # noqa: E402
 from capture.graph.model import to_json, tree_leaves  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
@@ -415,7 +415,7 @@ def test_nnx_scan_over_vmapped_layer_stack():
 
 
 def test_inspect_summary_counts_templates_apart(traced):
-    from tensorviz_lsp.commands.inspect import summary
+    from tensorviz_lsp.cli.commands.inspect import summary
 
     _, cap = traced["switch"]
     text = summary(cap)
@@ -429,7 +429,7 @@ def test_a_limit_passed_while_converting_undoes_the_body(monkeypatch):
     anyway (groups opened by something the estimate does not see) closes the body and
     leaves no trace of it, instead of failing the capture."""
     nn = pytest.importorskip("flax.linen")
-    import capture.jax.bodies as jb
+    import capture.jax.control_flow as jb
 
     class Block(nn.Module):
         @nn.compact

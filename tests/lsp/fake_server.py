@@ -43,7 +43,7 @@ from tensorviz_lsp.backends import (  # noqa: E402
 )
 from tensorviz_lsp.lsplog import install  # noqa: E402
 from viewer.projection.lines import LineIndex  # noqa: E402
-from tensorviz_lsp.setup import create_server  # noqa: E402
+from tensorviz_lsp.wiring import create_server  # noqa: E402
 
 _DEF = re.compile(r"^(?P<indent>\s*)(?:def|class)\s+(?P<name>\w+)")
 # Under tensorviz_lsp: the server forwards it to the client (window/logMessage), so a

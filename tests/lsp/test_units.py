@@ -24,7 +24,7 @@ from tensorviz_lsp.features.args import (
 from tensorviz_lsp.features.dependencies import Dependencies
 from tensorviz_lsp.features.setup_form import SetupContext, draft_recipe, setup_form
 from capture.session.import_closure import import_closure
-from tensorviz_lsp.setup import create_server
+from tensorviz_lsp.wiring import create_server
 from tensorviz_lsp.settings import Settings, resolve_interpreter
 from tensorviz_lsp.trust import TrustStore
 
@@ -79,7 +79,7 @@ def test_one_workspace_environment_lookup_for_captures_lenses_and_the_cli(tmp_pa
     """``.venv`` or ``venv``: the CLI's default interpreter, the editor's (whose packages
     discovery reads for lenses on library subclasses) and the CLI's note are the same one."""
     from capture.session.checks import default_interpreter, workspace_python
-    from tensorviz_lsp.commands.capture import interpreter_note
+    from tensorviz_lsp.cli.commands.capture import interpreter_note
 
     assert workspace_python(tmp_path) is None and default_interpreter(tmp_path) == sys.executable
     python = tmp_path / folder / "bin" / "python"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tensorviz_lsp.commands.demo import default_dir
+from tensorviz_lsp.cli.commands.demo import default_dir
 from tensorviz_lsp.userdirs import cache_dir, config_dir, state_dir
 
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="the XDG layout is Linux's convention")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tensorviz_lsp.cli import build_parser
-from tensorviz_lsp.shorthand import ShorthandError, build_recipe, parse_target, workspace_file
+from tensorviz_lsp.cli.shorthand import ShorthandError, build_recipe, parse_target, workspace_file
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_a_bad_size_limit_is_a_usage_error(bad, capsys):
 
 def test_inspect_names_the_checkpoint_keys_and_the_fixture():
     from synthetic import synthetic_capture
-    from tensorviz_lsp.commands.inspect import summary
+    from tensorviz_lsp.cli.commands.inspect import summary
 
     cap = synthetic_capture(20)
     cap.meta = {"state": "checkpoint", "state_note": "trained weights from runs/best.pt (3 tensors, …)",

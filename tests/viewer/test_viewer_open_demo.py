@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tensorviz_lsp.commands.demo import MODEL_PY
+from tensorviz_lsp.cli.commands.demo import MODEL_PY
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")

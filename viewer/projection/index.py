@@ -18,7 +18,7 @@ from typing import Any
 from capture.graph.graphfile import NodeTable
 from capture.graph.model import tree_leaves
 
-from .bodies import body_groups
+from .body_templates import body_groups
 from . import gc_pause
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
@@ -106,7 +106,7 @@ class GraphIndex:
         grp = cols.group
 
         # group tree: parent, ancestor chain (top-level first, self last), children.
-        # An unexecuted body (viewer/projection/bodies.py) is a tree of its own, opened from its
+        # An unexecuted body (viewer/projection/body_templates.py) is a tree of its own, opened from its
         # boundary node: not a child of its parent group, not in its ancestors' counts.
         self.body_node = body_groups(groups, n)
         self.bodies_of: dict[int, list[int]] = {}

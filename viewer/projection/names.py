@@ -13,7 +13,7 @@ from typing import Any
 from capture.graph.graphfile import ValueTable
 from capture.graph.model import format_shape
 
-from .bodies import BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, parameter_names, result_names
+from .body_templates import BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, parameter_names, result_names
 from .value_names import input_names, measured_name
 
 WEIGHT_ROLES = frozenset({"param", "buffer", "variable", "const"})  # drawn inside their ops

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from . import gc_pause
-from .bodies import body_summary, template_line
+from .body_templates import body_summary, template_line
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
 from .structure import find_repeats

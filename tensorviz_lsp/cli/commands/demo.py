@@ -18,7 +18,7 @@ from capture.graph.graphfile import atomic_write
 from capture.recipe import RECIPES_FILE
 
 from ..shorthand import ShorthandError
-from ..userdirs import cache_dir
+from ...userdirs import cache_dir
 from .capture import add_worker_options, parse_env
 from .open import capture_profile
 from .view import add_serve_options, serve

@@ -11,7 +11,7 @@ The shorthand form saves (or updates) the profile in ``.tensorviz/recipes.toml``
 then captures it; without ``--framework`` the framework is the one discovery finds for
 the symbol (a JAX function or Flax module saves ``framework = "jax"``). Before anything is
 saved or run, the setup is checked against discovery's reading of the symbol
-(:mod:`tensorviz_lsp.setup_check`): a required constructor field or input nothing gives,
+(:mod:`tensorviz_lsp.cli.setup_check`): a required constructor field or input nothing gives,
 or an input name the callable does not take, is a usage error listing what is needed and
 a command that would work (``--profile NAME`` alone is checked the same way). ``--env``
 sets environment variables for the capture worker only (``JAX_ENABLE_X64=1`` for 64-bit
@@ -46,7 +46,7 @@ from capture.session.checks import workspace_python
 from capture.worker.limits import Limits
 from capture.worker.protocol import environment_needed, inputs_needed
 
-from ..recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
+from ...recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
 from ..setup_check import describe, example_value, fixed_command, setup_problems
 from ..shorthand import (
     GRAMMAR_HELP,

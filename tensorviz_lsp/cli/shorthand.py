@@ -10,7 +10,7 @@
   script in a folder without ``__init__.py``);
 * ``--input NAME=VALUE`` (a keyword input) or ``--input VALUE`` (the next positional);
 * ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way; a
-  VALUE (:mod:`tensorviz_lsp.shorthand_values`) is a tensor, a Python literal or a call
+  VALUE (:mod:`tensorviz_lsp.cli.shorthand_values`) is a tensor, a Python literal or a call
   (``--init 'config=GPTConfig(n_layer=4, n_embd=128)'``), read without evaluating it;
 * ``--init-factory REF`` / ``--inputs-factory REF`` — a function of yours that builds the
   model / returns its inputs (``init.factory`` / ``inputs.factory``); REF is
@@ -37,7 +37,7 @@ The profile is the one already saved for the symbol (the first whose ``model`` n
 it, whatever its name), else a new one named like the symbol (``GPT``; ``GPT_2`` when
 that name is taken), as the editor's lens names it. What the setup then still lacks (a
 required constructor field or input, an input name the callable does not take) is
-:mod:`tensorviz_lsp.setup_check`'s to say, before anything is saved or run.
+:mod:`tensorviz_lsp.cli.setup_check`'s to say, before anything is saved or run.
 """
 
 from __future__ import annotations

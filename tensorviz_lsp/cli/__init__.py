@@ -7,10 +7,10 @@ import importlib
 import re
 import sys
 
-from . import __version__
+from .. import __version__
 from .terminal import escaped_output
 
-# Each names a module of tensorviz_lsp.commands with a ``register(subparsers)``.
+# Each names a module of tensorviz_lsp.cli.commands with a ``register(subparsers)``.
 COMMANDS = ("inspect", "lsp", "view", "capture", "open", "demo", "discover", "diff")
 
 
@@ -25,7 +25,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=PlainHelpParser)
     for name in COMMANDS:
         if only is None or name == only:
-            importlib.import_module(f"tensorviz_lsp.commands.{name}").register(sub)
+            importlib.import_module(f"tensorviz_lsp.cli.commands.{name}").register(sub)
     return parser
 
 

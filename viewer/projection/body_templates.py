@@ -1,4 +1,4 @@
-"""Unexecuted control-flow bodies in the projection (see capture/jax/bodies.py).
+"""Unexecuted control-flow bodies in the projection (see capture/jax/control_flow.py).
 
 A ``body`` group holds the template of a ``scan``/``while``/``cond`` body under its
 opaque boundary node (``attrs.node``). The projection does not list it among the

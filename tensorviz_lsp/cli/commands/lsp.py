@@ -21,8 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..lsplog import install
-    from ..setup import create_server
+    from ...lsplog import install
+    from ...wiring import create_server
 
     level = getattr(logging, args.log_level.upper())
     # stderr is the editor's server log; stdout is the protocol and must stay clean.
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     if args.tcp:
         server.start_tcp("127.0.0.1", args.tcp)
     else:
-        from ..framing import serve_stdio
+        from ...framing import serve_stdio
 
         serve_stdio(server)
     return 0
