@@ -286,7 +286,9 @@ CLIENT_SETTINGS = (
     ClientSetting(
         "server.command", ["tensorviz", "lsp"], {"type": "array", "items": {"type": "string"}},
         "How to start the language server (the program and its arguments), e.g. "
-        '`["/path/to/venv/bin/python", "-m", "tensorviz_lsp", "lsp"]`.',
+        '`["/path/to/venv/bin/python", "-P", "-m", "tensorviz_lsp", "lsp"]` (`-P` keeps the workspace off '
+        "the server's module path; the server refuses to start when a workspace file would shadow one of its "
+        "modules).",
         "machine-overridable",
     ),
     ClientSetting(
