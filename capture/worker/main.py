@@ -31,11 +31,13 @@ def main(argv: list[str] | None = None) -> int:
     if len(argv) != 2 or argv[0] != "--fd" or not argv[1].isdigit():
         print("usage: capture.worker --fd N (started by TensorViz, not by hand)", file=sys.stderr)
         return 2
-    from .procs import become_subreaper, die_with_parent, start_guardian
+    from .procs import keep_worker
 
-    die_with_parent()  # the CLI or server killed (even SIGKILL): so is this worker
-    become_subreaper()  # orphans of its children stay findable (the parent kills them)
-    start_guardian()  # and when it dies so, what the model started goes with it
+    # The process the CLI or server started stays behind as the worker's keeper (trusted
+    # code only): it dies with that parent, even by SIGKILL, and then kills the worker and
+    # every process below it, whatever session or environment they chose; this process
+    # goes on as the worker (and dies with its keeper).
+    keep_worker()
     out = os.fdopen(int(argv[1]), "wb", buffering=0)
     faulthandler.enable(file=sys.stderr, all_threads=True)
     # Kept so that a MemoryError can still be reported: freed before building the failure.

@@ -17,7 +17,9 @@ Used by both sides (stdlib only; the worker imports it too):
   that the parent did not already go. The kernel sends the signal when the *thread*
   that started the worker exits, so callers start workers from long-lived threads (the
   CLI's main thread, the language server's executor). What the worker started is then
-  killed by :func:`start_guardian`'s guardian (the warm resident does it itself).
+  killed by its keeper (:func:`keep_worker`: the process the parent started, a
+  subreaper above the worker that dies with the parent and first kills everything below
+  it); the warm resident, a subreaper too, does it itself.
 """
 
 from __future__ import annotations
@@ -564,50 +566,91 @@ def die_with_parent(expected_parent: int | None = None, sig: int = signal.SIGKIL
     return ok
 
 
-def start_guardian(marker: str | None = None) -> int | None:
-    """Fork a small guardian of this worker (before any user code runs): it waits,
-    holding no pipe, and when this worker dies (killed with its parent, crashed, or done)
-    kills every process that carries the worker's marker. So a SIGKILLed CLI, whose
-    worker dies by ``PR_SET_PDEATHSIG``, still takes the processes the model started
-    along, also those in sessions of their own. Linux only; the guardian's pid, or None."""
-    marker = marker or os.environ.get(MARKER_ENV)
-    if not marker or not sys.platform.startswith("linux") or not hasattr(os, "fork"):
-        return None
-    worker = os.getpid()
+def keep_worker() -> None:
+    """Split this process in two before any user code runs (Linux): the parent becomes
+    the worker's *keeper*, the child returns from this call and is the worker.
+
+    The keeper runs only this function: a child subreaper (every process the worker's
+    tree orphans is re-parented to it once the worker is gone, whatever its session,
+    process group or environment), killed with its own parent's death by
+    ``PR_SET_PDEATHSIG`` (SIGTERM, which it handles). When the CLI or language server
+    that started it dies, even by SIGKILL, or when the worker exits, it kills every
+    process below it (:func:`kill_descendants`: parent links, then its adopted
+    orphans), then exits as the worker did (its status, or its signal), so the parent
+    sees the worker's own exit. It holds none of the worker's pipes.
+
+    A model's process can leave the keeper's tree only through a process outside it (a
+    daemon asked to start it, such as ``systemd-run`` or ``at``), or by killing the
+    keeper itself; that is beyond what TensorViz contains. Elsewhere (no ``fork``, no
+    ``prctl``) this returns at once and the worker runs without a keeper."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return
+    stop = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
+    watched = stop | {signal.SIGCHLD}
+    # Blocked before the fork: neither side may miss one, and the keeper takes them
+    # with sigwaitinfo (no Python handler, no race with a blocking wait).
+    signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    parent = os.environ.get(PARENT_ENV, "")
+    die_with_parent(int(parent) if parent.isdigit() else None, sig=signal.SIGTERM)
+    become_subreaper()
+    keeper = os.getpid()
     try:
-        pid = os.fork()
+        worker = os.fork()
     except OSError:
-        return None
-    if pid:
-        return pid
-    # The guardian: trusted code only, no pipes of the worker held.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
+        return  # the worker runs without a keeper (its parent still kills its tree)
+    if worker == 0:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
+        die_with_parent(keeper)  # the keeper killed: so is the worker (it kills the rest)
+        become_subreaper()  # orphans of its children stay its children while it lives
+        return
+    _keep(worker, stop)
+
+
+def _keep(worker: int, stop: set[int]) -> None:
+    """The keeper's loop (see :func:`keep_worker`); never returns."""
+    status: int | None = None
     try:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        os.closerange(3, 65536)
-
-        def worker_gone(signum: int, frame: Any) -> None:
-            try:  # not kill_worker_tree: this guardian is in the worker's group itself
-                for _ in range(6):
-                    procs = worker_processes(worker, marker)  # never this process
-                    if not procs:
-                        break
-                    for victim in procs:
-                        try:
-                            os.kill(victim, signal.SIGKILL)
-                        except (ProcessLookupError, PermissionError):
-                            pass
-                    time.sleep(0.01)
-            finally:
-                os._exit(0)
-
-        signal.signal(signal.SIGTERM, worker_gone)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        die_with_parent(worker, sig=signal.SIGTERM)
-        while True:
-            signal.pause()
+        os.closerange(3, 65536)  # the result pipe and every other descriptor: the worker's alone
+        while status is None:
+            info = signal.sigwaitinfo(stop | {signal.SIGCHLD})
+            if info.si_signo in stop:
+                break  # the parent died (or asked): the worker and everything below it go
+            while True:  # reap: the worker, or orphans re-parented here that exited
+                try:
+                    pid, raw = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                if pid == worker:
+                    status = raw
+        kill_descendants()
     except BaseException:
-        pass
-    os._exit(0)
+        try:
+            kill_descendants()
+        except BaseException:
+            pass
+    _exit_as(status)
 
+
+def _exit_as(status: int | None) -> None:
+    """Exit with the worker's wait ``status``: its code, or by its signal."""
+    if status is None:
+        os._exit(70)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the worker's crash, not a second core
+            signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+            os.kill(os.getpid(), sig)
+        except (OSError, ValueError):
+            pass
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
