@@ -708,13 +708,13 @@ def test_undecodable_paths_are_404_and_deep_json_is_400(client):
 
 
 def test_only_the_newest_uploads_are_held(client, server, tmp_path, monkeypatch):
-    # Bounded by the uploads' bytes (issue 29 item 8), no longer by their number: here
-    # room for four files of this size.
+    # Bounded by the uploads' estimated memory (issue 29 item 8, issue 39 item 3), not by
+    # their number: here room for four files of this size.
     from viewer.server import app
 
     path = tmp_path / "g.tvg"
     graphfile.write(synthetic_capture(50), path)
-    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_BYTES", 4 * path.stat().st_size + 10)
+    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_MEMORY", 4 * app.held_upload_bytes(path.stat().st_size) + 10)
     ids = [client.post("api/open?name=g.tvg", path.read_bytes(), ctype="application/octet-stream")[1]["id"]
            for _ in range(4 + 2)]
     held = [c["id"] for c in client.json("api/captures")["captures"]]
@@ -728,7 +728,8 @@ def test_uploads_are_held_by_bytes_not_by_count(client, server, tmp_path, monkey
     small, large = tmp_path / "small.tvg", tmp_path / "large.tvg"
     graphfile.write(synthetic_capture(20), small)
     graphfile.write(synthetic_capture(4000), large)
-    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_BYTES", large.stat().st_size + 3 * small.stat().st_size)
+    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_MEMORY",
+                        app.held_upload_bytes(large.stat().st_size) + 3 * app.held_upload_bytes(small.stat().st_size))
 
     def upload(path):
         return client.post(f"api/open?name={path.name}", path.read_bytes(), ctype="application/octet-stream")[1]["id"]
@@ -743,3 +744,21 @@ def test_uploads_are_held_by_bytes_not_by_count(client, server, tmp_path, monkey
     alone2 = upload(large)  # over the bound alone: the newest is still held, nothing else uploaded
     held = [c["id"] for c in client.json("api/captures")["captures"]]
     assert held == [1, alone2] and alone not in held
+
+
+def test_many_small_uploads_are_bounded_by_what_they_hold(client, server, tmp_path, monkeypatch):
+    """Issue 39 item 3: 3,000 uploads of 14 KB were all held (42 MB of files, under the
+    old bound of 128 MiB of files) and took 453 MB: each held upload is counted for its
+    decoded capture and index (a multiple of its bytes) and for what any capture costs."""
+    from viewer.server import app
+
+    small = tmp_path / "small.tvg"
+    graphfile.write(synthetic_capture(20), small)
+    size = small.stat().st_size
+    assert app.held_upload_bytes(size) >= app.HELD_BYTES_PER_FILE_BYTE * size + app.HELD_BYTES_PER_CAPTURE
+    assert app.HELD_BYTES_PER_FILE_BYTE * size < app.HELD_BYTES_PER_CAPTURE  # the per-capture cost dominates
+    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_MEMORY", 10 * app.held_upload_bytes(size))
+    ids = [client.post("api/open?name=small.tvg", small.read_bytes(), ctype="application/octet-stream")[1]["id"]
+           for _ in range(30)]
+    held = [c["id"] for c in client.json("api/captures")["captures"]]
+    assert held == [1] + ids[-10:]

@@ -85,11 +85,21 @@ CSP = (
 # and still need the per-session token to load anything.
 MAX_JSON_BODY = 1 << 20
 MAX_GRAPH_UPLOAD = 64 << 20  # a 1M-node graph file is about 45 MB
-#: The graph-file bytes of the api/open uploads held at once; older ones are released
-#: (the newest is always held). A bound in bytes, not in uploads: memory grows with a
-#: file's size (a decoded capture takes a bounded multiple of it, graphfile's budget),
-#: and four files at the upload limit were once held at 0.9 GB each.
-MAX_HELD_UPLOAD_BYTES = 128 << 20
+#: What the api/open uploads held at once may take in memory, estimated (see
+#: :func:`held_upload_bytes`); older ones are released (the newest is always held). A
+#: bound on memory, not on uploads or their bytes: four files at the upload limit were
+#: once held at 0.9 GB each, and 3,000 uploads of 14 KB at 453 MB.
+MAX_HELD_UPLOAD_MEMORY = 256 << 20
+#: A held upload's memory per byte of its file (its decoded capture and projection index;
+#: measured 14-27x) and per capture (its entry, index and page state; measured 69 KB for
+#: a 5 KB file), rounded up.
+HELD_BYTES_PER_FILE_BYTE = 32
+HELD_BYTES_PER_CAPTURE = 128 << 10
+
+
+def held_upload_bytes(size: int) -> int:
+    """The memory an uploaded graph file of ``size`` bytes is counted for while it is held."""
+    return HELD_BYTES_PER_FILE_BYTE * size + HELD_BYTES_PER_CAPTURE
 MAX_SOURCE_CONTEXT = 200
 KEEPALIVE_SECONDS = 15.0
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
@@ -311,19 +321,21 @@ class ViewerServer:
 
     def keep_upload(self, capture_id: int, size: int) -> None:
         """``capture_id`` came through ``api/open`` as a graph file of ``size`` bytes:
-        hold the newest uploads up to :data:`MAX_HELD_UPLOAD_BYTES` in all and release
-        older ones (their pages get 404 and say so), so that uploads cannot grow this
+        hold the newest uploads while their estimated memory (:func:`held_upload_bytes`)
+        stays within :data:`MAX_HELD_UPLOAD_MEMORY` and release older ones (their pages
+        get 404 and say so), so that uploads, large or many small ones, cannot grow this
         process without bound."""
         with self._lock:
-            self._uploads.append((capture_id, size))
+            self._uploads.append((capture_id, held_upload_bytes(size)))
             released = []
-            while len(self._uploads) > 1 and sum(n for _, n in self._uploads) > MAX_HELD_UPLOAD_BYTES:
+            while len(self._uploads) > 1 and sum(n for _, n in self._uploads) > MAX_HELD_UPLOAD_MEMORY:
                 old, _ = self._uploads.pop(0)
                 if self._entries.pop(old, None) is not None:
                     released.append(old)
         for old in released:
             self.diffs.forget(old)
-            log.info("released uploaded capture %d (uploads are held up to %d MiB)", old, MAX_HELD_UPLOAD_BYTES >> 20)
+            log.info("released uploaded capture %d (uploads are held up to about %d MiB of memory)", old,
+                     MAX_HELD_UPLOAD_MEMORY >> 20)
 
     def warm(self, capture_id: int | None = None, *, wait: bool = True) -> threading.Thread | None:
         """Build a held capture's projection index now (default: the newest capture).
