@@ -46,6 +46,8 @@ import mimetypes
 import queue
 import re
 import secrets
+import select
+import socket
 import socketserver
 import threading
 import traceback
@@ -102,6 +104,8 @@ def held_upload_bytes(size: int) -> int:
     return HELD_BYTES_PER_FILE_BYTE * size + HELD_BYTES_PER_CAPTURE
 MAX_SOURCE_CONTEXT = 200
 KEEPALIVE_SECONDS = 15.0
+#: How often an idle event stream checks that its page is still there.
+_STREAM_POLL_S = 1.0
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 
 _TYPES = {
@@ -816,12 +820,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("X-Accel-Buffering", "no")
             self.end_headers()
             self.close_connection = True
+            # Streams have their own bound, apart from the connections that serve pages
+            # and API calls; the oldest gives way to a new one (connections.py).
+            self.server.guard.streaming(self.connection, lambda: sub.put(None))
             self.wfile.write(b"retry: 3000\n: connected\n\n")
             self.wfile.flush()
+            idle = 0.0
             while True:
                 try:
-                    message = sub.get(timeout=KEEPALIVE_SECONDS)
+                    message = sub.get(timeout=_STREAM_POLL_S)
+                    idle = 0.0
                 except queue.Empty:
+                    if _peer_closed(self.connection):
+                        return  # the page went away: its slot is free at once
+                    idle += _STREAM_POLL_S
+                    if idle < KEEPALIVE_SECONDS:
+                        continue
+                    idle = 0.0
                     message = b": keep-alive\n\n"
                 if message is None:
                     return
@@ -905,6 +920,20 @@ class _Handler(BaseHTTPRequestHandler):
         cid = self.viewer.add_capture(capture, name, warm=True, trusted_sources=False)
         self.viewer.keep_upload(cid, len(data))
         self._json(200, {"id": cid})
+
+
+def _peer_closed(sock: Any) -> bool:
+    """Whether the client closed its end of ``sock`` (an event stream's page went away):
+    a page sends nothing on its stream, so anything readable is the end (or an error)."""
+    try:
+        ready, _, _ = select.select([sock], [], [], 0)
+        if not ready:
+            return False
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 def form_schema() -> dict:
