@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable
 
 from lsprotocol import types
 
-from .features.records import Record
+from .records import Record
 from .host import Host
 
 CommandHandler = Callable[[list[Any]], Awaitable[Any] | Any]

@@ -30,7 +30,7 @@ import safe_read
 from ..feature import Feature
 from ..host import Host
 from .freshness import Freshness, rel_path
-from .records import Record
+from ..records import Record
 from .viewer_host import ViewerHost
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -27,7 +27,7 @@ from ..feature import Feature
 from ..host import Host
 from .candidates import Candidates
 from .lenses import lsp_range
-from .records import Record
+from ..records import Record
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)

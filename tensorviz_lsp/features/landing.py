@@ -14,7 +14,7 @@ from ..host import Host
 from .captured_lines import CapturedLines
 from .capturing import CaptureTarget
 from .freshness import Freshness
-from .records import Record
+from ..records import Record
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)

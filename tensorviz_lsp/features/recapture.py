@@ -43,7 +43,7 @@ from .capturing import CaptureRunner, CaptureTarget
 from .freshness import Freshness, profile_change, rel_path, same_folder
 from .interpreter import InterpreterSelection
 from .open_graph import SUPERSEDED, OpenGraph
-from .records import Record
+from ..records import Record
 
 log = logging.getLogger(__name__)
 

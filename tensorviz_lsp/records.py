@@ -9,7 +9,7 @@ from pathlib import Path
 
 from capture.graph.model import Capture
 
-from ..backends import Span
+from .backends import Span
 
 
 @dataclass
