@@ -138,7 +138,7 @@ class _Session:
         self.framework_version = getattr(fw, "VERSION", "") or ""
         if recipe.framework == "torch":
             # The person's own Torch: refused clearly when older than the tested floor.
-            from ..frameworks.supported import check_torch
+            from ..torch.version_check import check_torch
             from .context import import_framework
 
             torch = import_framework("torch", "PyTorch")

@@ -29,7 +29,7 @@ from capture.graph.frame_repeats import collapse_failure  # noqa: E402
 from capture.graph.model import Capture, Failure, Frame, Source  # noqa: E402
 from capture.recipe import Recipe, RecipeError  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
-from capture.frameworks.supported import check_torch  # noqa: E402
+from capture.torch.version_check import check_torch  # noqa: E402
 from capture.session import Baseline, CaptureJob  # noqa: E402
 from capture.worker.errors import CaptureError  # noqa: E402
 from capture.worker.protocol import MissingDependenciesDetails  # noqa: E402
