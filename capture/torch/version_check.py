@@ -5,17 +5,16 @@ Torch, refused clearly when older than the tested floor
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 from ..frameworks.supported import MIN_VERSIONS, is_supported
 from ..worker.errors import CaptureError
 from ..worker.protocol import UnsupportedVersionDetails
 
 
-def check_torch(torch: Any) -> None:
+def check_torch(version: str) -> None:
     """Raise a ``dependencies`` :class:`~capture.worker.errors.CaptureError` when the
-    imported ``torch`` is older than the supported floor."""
-    found = str(getattr(torch, "__version__", "") or "unknown")
+    imported Torch's ``version`` (its ``__version__``) is older than the supported floor."""
+    found = version or "unknown"
     if is_supported("torch", found):
         return
     need = MIN_VERSIONS["torch"]

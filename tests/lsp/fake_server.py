@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 import tomllib
-import types
 from pathlib import Path
 from typing import Any
 
@@ -216,7 +215,7 @@ class FakeBackends:
                 )
         if b.get("torch_version"):  # the worker's own Torch floor check, on a Torch of that version
             try:
-                check_torch(types.SimpleNamespace(__version__=b["torch_version"]))
+                check_torch(b["torch_version"])
             except CaptureError as exc:
                 return Capture.failed_capture(Failure(exc.error_type or "CaptureError", exc.message, stage=exc.stage,
                                                       details=dict(exc.details)))
