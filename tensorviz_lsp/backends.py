@@ -462,10 +462,10 @@ def every_problem(text: str) -> list[RecipeIssue]:
 
 
 def _segments(key_path: str, profile: str) -> list[str | int] | None:
-    from capture.recipe import _split_path
+    from capture.recipe import split_key_path
 
     try:
-        segs = _split_path(key_path)
+        segs = split_key_path(key_path)
     except Exception:
         return None
     if segs[:2] != ["profiles", profile]:

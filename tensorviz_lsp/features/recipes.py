@@ -275,13 +275,12 @@ def saved_file_issues(root: Path, text: str) -> list[RecipeIssue]:
     """Checkpoints and fixtures (``init.checkpoint``, ``inputs.fixture``) of the valid
     profiles that the worker would refuse: absent, not a file, or (through a symlink)
     outside the workspace. Only the file system is asked; nothing is read or run."""
-    from capture.recipe import RecipeError, _Locator, _split_path, parse_recipes_text, profile_from_document
+    from capture.recipe import RecipeError, key_path_line, parse_recipes_text, profile_from_document
 
     try:
         doc = parse_recipes_text(text)
     except RecipeError:
         return []
-    locator = _Locator(text)
     real_root = os.path.realpath(root)
     out = []
     for name in list(doc.get("profiles") or {}):
@@ -300,7 +299,7 @@ def saved_file_issues(root: Path, text: str) -> list[RecipeIssue]:
                 problem = f"{rel} is not a regular file"
             else:
                 continue
-            out.append(RecipeIssue(f"{key_path}: {problem}", line=locator.line(_split_path(key_path)),
+            out.append(RecipeIssue(f"{key_path}: {problem}", line=key_path_line(text, key_path),
                                    profile=name, path=key_path))
     return out
 
