@@ -75,7 +75,7 @@ def default_features(server: TensorVizServer, backends: Backends, trust_store: T
         dependencies=dependencies, viewers=viewers,
     )
     show_in_graph = ShowInGraph(server, captured_lines, viewers)
-    recapture = RecaptureOnSave(server, backends, interpreters, freshness, runner, open_graph)
+    recapture = RecaptureOnSave(server, backends, freshness, runner, open_graph)
     warm_start = WarmStart(server, backends, trust, interpreters, candidates)
     abstract = AbstractCapture(server, backends, trust, recipes, failures, open_graph)
 

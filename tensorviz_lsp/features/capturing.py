@@ -1,4 +1,5 @@
-"""Running captures from the editor: one capture session (:func:`capture.session.run_session`)
+"""Running captures from the editor: one capture session (:func:`capture.session.run_session`,
+through ``Backends.run_session``)
 per profile at a time, with cancellable work-done progress, and ``tensorviz.cancelCapture``
 (cancel the folder's running captures: the worker is stopped).
 
@@ -9,9 +10,10 @@ Progress names the stage the capture is in and how long it has been in it
 What only the editor knows goes into the session as values: whether the workspace is
 trusted (asked with a prompt first, unless the capture runs in the background), a
 snapshot of the open buffers (which are dirty, what they hold), the previous capture's
-sources, the folder's settings (interpreter, limits, environment, history, warm
-worker). The session does every check; this module only runs it off the event loop and
-keeps track of what runs.
+sources, the folder's settings (interpreter, limits, environment, history), and the
+server's warm workers (the session runs the capture on the folder's; :mod:`.warm_start`
+configures them). The session does every check; this module only runs it off the event
+loop and keeps track of what runs.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits_for, run_session
+from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits_for
 
 from ..backends import Backends, Span
 from ..feature import Feature
@@ -152,13 +154,13 @@ class CaptureRunner(Feature):
                 is_dirty=buffers.is_dirty, read_text=buffers.read_text,
                 known_sources=sorted(previous.sources) if previous is not None else (),
                 history=HistoryLimits(settings.history_captures, settings.history_bytes),
-                warm_idle_seconds=settings.warm_worker_idle_seconds,
+                warm=self.backends.warm_workers(), warm_idle_seconds=settings.warm_worker_idle_seconds,
                 cancel=progress.cancel_flag, progress=on_progress,
                 log=lambda line: log.info("[worker] %s", line),
             )
             self._running[target.key] = progress
             self._reasons.pop(target.key, None)
-            task = asyncio.ensure_future(self.server.run_blocking(run_session, request, self.backends.run_capture))
+            task = asyncio.ensure_future(self.server.run_blocking(self.backends.run_session, request))
             ticking = asyncio.ensure_future(clock.tick())
             try:
                 result: SessionResult = await asyncio.shield(task)

@@ -41,7 +41,6 @@ from ..feature import Feature
 from ..host import Host
 from .capturing import CaptureRunner, CaptureTarget
 from .freshness import Freshness, profile_change, rel_path, same_folder
-from .interpreter import InterpreterSelection
 from .open_graph import SUPERSEDED, OpenGraph
 from ..records import Record
 
@@ -51,11 +50,10 @@ log = logging.getLogger(__name__)
 class RecaptureOnSave(Feature):
     name = "recapture-on-save"
 
-    def __init__(self, server: Host, backends: Backends, interpreters: InterpreterSelection, freshness: Freshness,
-                 runner: CaptureRunner, open_graph: OpenGraph) -> None:
+    def __init__(self, server: Host, backends: Backends, freshness: Freshness, runner: CaptureRunner,
+                 open_graph: OpenGraph) -> None:
         super().__init__(server)
         self.backends = backends
-        self.interpreters = interpreters
         self.freshness = freshness
         self.runner = runner
         self.open_graph = open_graph
@@ -79,35 +77,15 @@ class RecaptureOnSave(Feature):
             if change.type != types.FileChangeType.Deleted:
                 await self._saved(self.server.path_of(change.uri))
 
-    def settings_changed(self) -> None:
-        """A folder's interpreter or capture environment setting changed: its warm
-        worker goes now rather than at the next capture."""
-        for root in self.server.folders():
-            settings = self.server.settings_for(root)
-            interp = self.interpreters.for_root(root)
-            python = interp.path if settings.warm_worker_idle_seconds > 0 else None
-            try:
-                self.backends.warm_retain(root, python, dict(settings.capture_env))
-            except Exception:
-                log.exception("checking the warm worker of %s failed", root)
-
     def capture_failed(self, target: CaptureTarget, files: set[Path]) -> None:
         self._failed[target.key] = (target, set(files))
 
     def capture_landed(self, record: Record) -> None:
         self._failed.pop((str(record.root), record.profile), None)
 
-    def folders_changed(self, added: list[str], removed: list[str]) -> None:
-        for folder in removed:
-            self.backends.warm_retain(Path(folder), None, {})
-
     def shutdown(self) -> None:
         for task in self._tasks.values():
             task.cancel()
-        try:
-            self.backends.shutdown()  # the warm workers go with the server
-        except Exception:
-            log.exception("stopping the warm workers failed")
 
     # -- which graphs a save concerns ----------------------------------------------
     async def _saved(self, path: Path | None) -> None:
