@@ -12,19 +12,19 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from pathlib import Path
 from typing import Any, Callable
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from . import __version__
-from .backends import Backends, RealBackends, ViewerHooks
+from .backends import Backends, RealBackends
 from .feature import Feature
 from .features.abstract_capture import AbstractCapture
 from .features.args import ArgumentError
 from .features.candidates import Candidates
 from .features.capture_failures import FailureDiagnostics
+from .features.capture_flow import CaptureFlow
 from .features.captured_lines import CapturedLines
 from .features.capturing import CaptureRunner
 from .features.dependencies import Dependencies
@@ -43,6 +43,7 @@ from .features.trust import Trust
 from .features.viewer_host import ViewerHost
 from .features.viewer_setup import ViewerSetup
 from .features.warm_start import WarmStart
+from .records import CaptureRecords
 from .server import TensorVizServer
 from .trust import TrustStore
 
@@ -59,38 +60,27 @@ def default_features(server: TensorVizServer, backends: Backends, trust_store: T
     candidates = Candidates(server, backends, interpreters)
     recipes = Recipes(server, backends, interpreters)
     lenses = Lenses(server, candidates, recipes)
-    viewers = ViewerHost(server, backends)
-    reveal = Reveal(server)
-    freshness = Freshness(server, backends, candidates, viewers)
-    captured_lines = CapturedLines(server, freshness, viewers)
-    info = CandidateInfo(server, candidates, recipes, freshness, captured_lines)
-    hints = ShapeHints(server, captured_lines, freshness)
+    viewers = ViewerHost(server, backends, trust)
+    reveal = Reveal(server, viewers)
+    records = CaptureRecords()
+    freshness = Freshness(server, backends, records, candidates, viewers)
+    captured_lines = CapturedLines(server, records, viewers)
+    info = CandidateInfo(server, candidates, recipes, records, captured_lines)
+    hints = ShapeHints(server, captured_lines, records)
     dependencies = Dependencies(server, trust, interpreters)
-    runner = CaptureRunner(server, backends, interpreters, trust, freshness, viewers)
-    failures = FailureDiagnostics(server)
+    runner = CaptureRunner(server, backends, interpreters, trust, records, viewers)
+    failures = FailureDiagnostics(server, viewers)
     setups = ViewerSetup(server, backends, candidates, recipes, freshness, viewers)
-    open_graph = OpenGraph(
-        server, trust=trust, candidates=candidates, recipes=recipes, runner=runner,
-        landing=GraphLanding(server, viewers, freshness, captured_lines), failures=failures, setups=setups,
-        dependencies=dependencies, viewers=viewers,
-    )
+    landing = GraphLanding(server, viewers, records, freshness, captured_lines)
+    flow = CaptureFlow(server, runner, landing, failures, dependencies, setups)
+    open_graph = OpenGraph(server, trust, candidates, recipes, setups, flow, viewers)
     show_in_graph = ShowInGraph(server, captured_lines, viewers)
-    recapture = RecaptureOnSave(server, backends, freshness, runner, open_graph)
+    recapture = RecaptureOnSave(server, backends, records, runner, flow, failures)
     warm_start = WarmStart(server, backends, trust, interpreters, candidates)
     abstract = AbstractCapture(server, backends, trust, recipes, failures, open_graph)
-
-    def hooks(root: Path | None) -> ViewerHooks:
-        return ViewerHooks(
-            reveal=lambda frame: reveal.reveal_from_viewer(frame, root),
-            setup=lambda profile: setups.form_for_viewer(root, profile),
-            save_profile=lambda name, recipe: setups.save_from_viewer(root, name, recipe),
-            start_capture=lambda profile: open_graph.start_capture_from_viewer(root, profile),
-        )
-
-    viewers.connect(hooks)
     return [
         trust, interpreters, candidates, recipes, lenses, info, viewers, reveal, freshness, captured_lines, hints,
-        dependencies, runner, failures, open_graph, show_in_graph, recapture, warm_start, abstract,
+        dependencies, runner, failures, flow, open_graph, show_in_graph, recapture, warm_start, abstract,
     ]
 
 

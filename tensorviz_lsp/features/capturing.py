@@ -30,8 +30,8 @@ from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits
 from ..backends import Backends, Span
 from ..feature import Feature
 from ..host import Host
+from ..records import CaptureRecords
 from .args import ArgumentError, CancelArgs
-from .freshness import Freshness
 from .interpreter import InterpreterSelection
 from .progress import Progress
 from .trust import Trust
@@ -62,12 +62,12 @@ class CaptureRunner(Feature):
     name = "capture-runner"
 
     def __init__(self, server: Host, backends: Backends, interpreters: InterpreterSelection, trust: Trust,
-                 freshness: Freshness, viewers: ViewerHost) -> None:
+                 records: CaptureRecords, viewers: ViewerHost) -> None:
         super().__init__(server)
         self.backends = backends
         self.interpreters = interpreters
         self.trust = trust
-        self.freshness = freshness
+        self.records = records
         self.viewers = viewers
         self._running: dict[tuple[str, str], Progress] = {}
         #: Why each profile's last capture was cancelled (read once, by whoever reports it).
@@ -128,7 +128,7 @@ class CaptureRunner(Feature):
         else:
             trusted = await self.trust.ask(root, purpose or f"Capturing {qualname}", interp.path)
         settings = self.server.settings_for(root)
-        previous = self.freshness.records.get(target.key)
+        previous = self.records.get(target.key)
         buffers = self.server.buffers()
         log.info("capturing %s (profile %s) in %s with %s%s", qualname, profile, root, interp.describe(),
                  f", environment {' '.join(f'{k}={v}' for k, v in settings.capture_env.items())}"

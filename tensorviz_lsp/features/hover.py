@@ -25,11 +25,11 @@ from capture.graph.model import Capture
 from ..backends import Candidate
 from ..feature import Feature
 from ..host import Host
+from ..records import CaptureRecords, rel_path
 from . import assigned_names
 from . import line_values as lv
 from .candidates import Candidates
 from .captured_lines import CapturedLines
-from .freshness import Freshness, rel_path
 from .lenses import lsp_range
 from .recipes import Recipes
 
@@ -91,12 +91,12 @@ def _size(capture: Capture) -> str:
 class CandidateInfo(Feature):
     name = "hover"
 
-    def __init__(self, server: Host, candidates: Candidates, recipes: Recipes, freshness: Freshness,
+    def __init__(self, server: Host, candidates: Candidates, recipes: Recipes, records: CaptureRecords,
                  captured_lines: CapturedLines) -> None:
         super().__init__(server)
         self.candidates = candidates
         self.recipes = recipes
-        self.freshness = freshness
+        self.records = records
         self.captured_lines = captured_lines
         self._names_lock = threading.Lock()
         self._names_cache: dict[str, tuple] = {}
@@ -126,7 +126,7 @@ class CandidateInfo(Feature):
             lines.append("No saved profile: *Open as Graph* asks for the setup and saves one.")
             return "\n\n".join(lines)
         lines.append(f"Profile `{profile}` (`.tensorviz/recipes.toml`)")
-        rec = self.freshness.records.get((str(root), profile)) if root else None
+        rec = self.records.get((str(root), profile)) if root else None
         if rec is None:
             lines.append("Not captured in this session yet.")
             return "\n\n".join(lines)

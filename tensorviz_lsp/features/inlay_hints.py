@@ -45,9 +45,9 @@ from lsprotocol import types
 
 from ..feature import Feature
 from ..host import Host
+from ..records import CaptureRecords, rel_path
 from . import line_values as lv
 from .captured_lines import CapturedLines
-from .freshness import Freshness, rel_path
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +81,10 @@ def units_of(server: Any) -> Callable[[str], int]:
 class ShapeHints(Feature):
     name = "inlay-hints"
 
-    def __init__(self, server: Host, captured_lines: CapturedLines, freshness: Freshness) -> None:
+    def __init__(self, server: Host, captured_lines: CapturedLines, records: CaptureRecords) -> None:
         super().__init__(server)
         self.captured_lines = captured_lines
-        self.freshness = freshness
+        self.records = records
         self._lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
         self._pending: dict[tuple, asyncio.Future] = {}
@@ -203,7 +203,7 @@ class ShapeHints(Feature):
             log.debug("workspace/inlayHint/refresh failed: %s", exc)
 
     def _freshness_changed(self) -> bool:
-        now = {k: (r.capture_id, bool(r.stale)) for k, r in self.freshness.records.items()}
+        now = {r.key: (r.capture_id, bool(r.stale)) for r in self.records.all()}
         changed = now != self._freshness
         self._freshness = now
         return changed

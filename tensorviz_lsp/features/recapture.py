@@ -40,9 +40,10 @@ from ..backends import RECIPES_PATH, Backends, recipes_root
 from ..feature import Feature
 from ..host import Host
 from .capturing import CaptureRunner, CaptureTarget
-from .freshness import Freshness, profile_change, rel_path, same_folder
-from .open_graph import SUPERSEDED, OpenGraph
-from ..records import Record
+from .freshness import profile_change
+from .capture_failures import FailureDiagnostics
+from .capture_flow import SUPERSEDED, CaptureFlow
+from ..records import CaptureRecords, Record, rel_path, same_folder
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +51,14 @@ log = logging.getLogger(__name__)
 class RecaptureOnSave(Feature):
     name = "recapture-on-save"
 
-    def __init__(self, server: Host, backends: Backends, freshness: Freshness, runner: CaptureRunner,
-                 open_graph: OpenGraph) -> None:
+    def __init__(self, server: Host, backends: Backends, records: CaptureRecords, runner: CaptureRunner,
+                 flow: CaptureFlow, failures: FailureDiagnostics) -> None:
         super().__init__(server)
         self.backends = backends
-        self.freshness = freshness
+        self.records = records
         self.runner = runner
-        self.open_graph = open_graph
+        self.flow = flow
+        self.failures = failures
         #: The newest save's number per (folder, profile): an older run that sees a newer
         #: number gives way.
         self._generation: dict[tuple[str, str], int] = {}
@@ -92,7 +94,7 @@ class RecaptureOnSave(Feature):
         if path is None or self.server.stopping:
             return
         wanted: dict[tuple[str, str], tuple[CaptureTarget, list[str]]] = {}
-        for rec in list(self.freshness.records.values()):
+        for rec in self.records.all():
             if self.server.settings_for(rec.root).recapture_on_save and await self._concerns(rec, path):
                 target = CaptureTarget(rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range)
                 wanted[target.key] = (target, sorted(rec.sources))
@@ -124,7 +126,7 @@ class RecaptureOnSave(Feature):
             pass  # a recapture of the text before this save is no use either
         log.warning("not recapturing %s (profile %s): %s; the next save that parses captures it",
                     target.qualname, target.profile, problem)
-        self.open_graph.viewers.publish(root, "capture-failed", {
+        self.failures.banner(root, {
             "message": f"not recaptured: {problem}; the graph shown is the last good one", "stage": "source",
             "profile": target.profile})
         if self.server.supports_lens_refresh():
@@ -174,13 +176,13 @@ class RecaptureOnSave(Feature):
             await asyncio.sleep(0.05)
         if self._generation.get(key) != generation or self.server.stopping:
             return {"ok": False, "reason": "superseded"}
-        rec = self.freshness.records.get(key)
+        rec = self.records.get(key)
         if rec is not None:  # the newest graph names the symbol where it is now
             target = CaptureTarget(rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range)
         log.info("recapturing %s (profile %s) after a save%s", target.qualname, target.profile,
                  " (its last capture failed)" if key in self._failed else "")
         try:
-            return await self.open_graph.capture(target, show=False, retry=False, background=True)
+            return await self.flow.capture(target, show=False, retry=False, background=True)
         except Exception:
             log.exception("recapture of %s failed", target.profile)
             return {"ok": False, "reason": "error"}

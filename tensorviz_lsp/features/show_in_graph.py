@@ -39,7 +39,7 @@ from ..feature import Feature
 from ..host import Host
 from .args import ArgumentError, CommandArgs
 from .captured_lines import CapturedLines, FileLines
-from .freshness import rel_path
+from ..records import rel_path
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
