@@ -18,6 +18,7 @@ from pathlib import Path
 from capture.graph.model import Capture
 
 from .backends import Span
+from .registry import register
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Record:
         return (str(self.root), self.profile)
 
 
+@register
 class CaptureRecords:
     """The newest capture of each profile in each workspace folder, this session."""
 

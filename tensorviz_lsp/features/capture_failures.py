@@ -26,10 +26,11 @@ from capture.graph import frame_repeats
 from capture.graph.model import Failure, Frame
 
 from ..diagnostics import SOURCE
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from .capturing import CaptureTarget
 from ..records import rel_path
+from ..registry import register
 from .lenses import lsp_range
 from .viewer_host import ViewerHost
 
@@ -40,6 +41,7 @@ ABSTRACT_ACTION = "Capture abstractly (shapes only)"
 MAX_FRAMES = 5
 
 
+@register
 class FailureDiagnostics(Feature):
     name = "capture-failures"
 
@@ -176,12 +178,15 @@ class FailureDiagnostics(Feature):
         self.server.diagnostics.set(uri, KIND, self.at(uri))
 
     # -- hooks -------------------------------------------------------------------
+    @hook
     def document_changed(self, uri: str) -> None:
         self._changed(self.server.path_of(uri))
 
+    @hook
     def document_saved(self, uri: str) -> None:
         self._changed(self.server.path_of(uri))
 
+    @hook
     def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
             self._changed(self.server.path_of(change.uri))

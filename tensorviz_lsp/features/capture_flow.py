@@ -32,6 +32,7 @@ from capture.worker.protocol import environment_needed, inputs_needed
 from ..backends import RECIPES_PATH, install_plan
 from ..feature import Feature
 from ..host import Host
+from ..registry import register
 from .capture_failures import ABSTRACT_ACTION, FailureDiagnostics, abstract_offered, frame_label, raising_frame
 from .capturing import CaptureRunner, CaptureTarget
 from .dependencies import Dependencies
@@ -54,6 +55,7 @@ REMEDIES = {
 }
 
 
+@register
 class CaptureFlow(Feature):
     name = "capture-flow"
 
@@ -151,7 +153,7 @@ class CaptureFlow(Feature):
         files |= {(root / src.path).resolve() for src in result.capture.sources}
         self.failures.show(target, failure, files, hint,
                            data={"abstract": offer} if offer is not None else None)
-        await self.server.fan_out("capture_failed", target, files)
+        await self.server.call_hook(Feature.capture_failed, target, files)
         if background:  # the diagnostic and the viewer's banner say it; no pop-up per save
             log.warning("recapture of %s failed (%s): %s", qualname, stage, failure.message)
         else:

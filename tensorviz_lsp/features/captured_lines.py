@@ -30,6 +30,7 @@ import safe_read
 from ..feature import Feature
 from ..host import Host
 from ..records import CaptureRecords, Record, rel_path
+from ..registry import register
 from .viewer_host import ViewerHost
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,6 +115,7 @@ class FileLines:
         return None if captured is None else self.entries.get(captured)
 
 
+@register
 class CapturedLines(Feature):
     name = "captured-lines"
 

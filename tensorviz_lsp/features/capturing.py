@@ -28,9 +28,10 @@ from typing import Any
 from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits_for
 
 from ..backends import Backends, Span
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from ..records import CaptureRecords
+from ..registry import register
 from .args import ArgumentError, CancelArgs
 from .interpreter import InterpreterSelection
 from .progress import Progress
@@ -58,6 +59,7 @@ class CaptureTarget:
         return (str(self.root), self.profile)
 
 
+@register
 class CaptureRunner(Feature):
     name = "capture-runner"
 
@@ -181,6 +183,7 @@ class CaptureRunner(Feature):
             log.warning("capture of %s (profile %s): %s", qualname, profile, problem)
         return result
 
+    @hook
     def shutdown(self) -> None:
         for progress in list(self._running.values()):
             progress.cancel("the language server is stopping")

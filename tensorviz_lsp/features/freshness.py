@@ -23,11 +23,12 @@ from lsprotocol import types
 
 from ..backends import RECIPES_PATH, Backends, recipes_root
 from ..diagnostics import SOURCE
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from .candidates import Candidates
 from .lenses import lsp_range
 from ..records import CaptureRecords, Record, rel_path, same_folder
+from ..registry import register
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,7 @@ def _plain(data: Any) -> Any:
     return json.loads(json.dumps(data, sort_keys=True, default=str))
 
 
+@register
 class Freshness(Feature):
     name = "freshness"
 
@@ -187,21 +189,26 @@ class Freshness(Feature):
         self.server.diagnostics.set(uri, KIND, diags)
 
     # -- hooks -------------------------------------------------------------------
+    @hook
     async def document_changed(self, uri: str) -> None:
         path = self.server.path_of(uri)
         if path is not None and len(self.records):
             await self.check(path)
 
+    @hook
     async def document_saved(self, uri: str) -> None:
         await self.document_changed(uri)
 
+    @hook
     async def document_closed(self, uri: str) -> None:
         await self.document_changed(uri)
 
+    @hook
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
             await self.document_changed(change.uri)
 
+    @hook
     async def folders_changed(self, added: list[str], removed: list[str]) -> None:
         for rec in self.records.forget_folders(removed):
             self._publish_uri(rec.uri)

@@ -23,9 +23,10 @@ from lsprotocol import types
 from capture.graph.model import Capture
 
 from ..backends import Candidate
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from ..records import CaptureRecords, rel_path
+from ..registry import register
 from . import assigned_names
 from . import line_values as lv
 from .candidates import Candidates
@@ -88,6 +89,7 @@ def _size(capture: Capture) -> str:
     return text
 
 
+@register
 class CandidateInfo(Feature):
     name = "hover"
 
@@ -101,6 +103,7 @@ class CandidateInfo(Feature):
         self._names_lock = threading.Lock()
         self._names_cache: dict[str, tuple] = {}
 
+    @hook
     def document_closed(self, uri: str) -> None:
         with self._names_lock:
             self._names_cache.pop(uri, None)
@@ -135,6 +138,7 @@ class CandidateInfo(Feature):
         lines.append(f"Last capture at {when}: {_size(rec.capture)}; {state}")
         return "\n\n".join(lines)
 
+    @hook
     async def hover(self, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
         await self.candidates.get(uri)
@@ -199,6 +203,7 @@ class CandidateInfo(Feature):
         span = types.Range(types.Position(pos.line, units(hit.col)), types.Position(pos.line, units(hit.end_col)))
         return found, span
 
+    @hook
     async def document_symbol(self, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         uri = params.text_document.uri
         candidates = await self.candidates.get(uri)

@@ -27,6 +27,7 @@ from capture.recipe import module_file, split_ref
 from ..backends import RECIPES_PATH, Pos, Span
 from ..feature import CommandHandler, Feature
 from ..host import Host
+from ..registry import register
 from .args import CaptureProfileArgs, OpenGraphArgs
 from .candidates import Candidates
 from .capture_flow import CaptureFlow
@@ -39,6 +40,7 @@ from .viewer_setup import ViewerSetup
 log = logging.getLogger(__name__)
 
 
+@register
 class OpenGraph(Feature):
     name = "open-graph"
 

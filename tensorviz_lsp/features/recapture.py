@@ -37,17 +37,19 @@ from lsprotocol import types
 from capture.graph.freshness import source_sha256
 
 from ..backends import RECIPES_PATH, Backends, recipes_root
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from .capturing import CaptureRunner, CaptureTarget
 from .freshness import profile_change
 from .capture_failures import FailureDiagnostics
 from .capture_flow import SUPERSEDED, CaptureFlow
 from ..records import CaptureRecords, Record, rel_path, same_folder
+from ..registry import register
 
 log = logging.getLogger(__name__)
 
 
+@register
 class RecaptureOnSave(Feature):
     name = "recapture-on-save"
 
@@ -71,20 +73,25 @@ class RecaptureOnSave(Feature):
         self._failed: dict[tuple[str, str], tuple[CaptureTarget, set[Path]]] = {}
 
     # -- hooks -------------------------------------------------------------------
+    @hook
     async def document_saved(self, uri: str) -> None:
         await self._saved(self.server.path_of(uri))
 
+    @hook
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
             if change.type != types.FileChangeType.Deleted:
                 await self._saved(self.server.path_of(change.uri))
 
+    @hook
     def capture_failed(self, target: CaptureTarget, files: set[Path]) -> None:
         self._failed[target.key] = (target, set(files))
 
+    @hook
     def capture_landed(self, record: Record) -> None:
         self._failed.pop((str(record.root), record.profile), None)
 
+    @hook
     def shutdown(self) -> None:
         for task in self._tasks.values():
             task.cancel()

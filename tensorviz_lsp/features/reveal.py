@@ -16,11 +16,13 @@ from lsprotocol import types
 
 from ..feature import Feature
 from ..host import Host
+from ..registry import register
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
 
 
+@register
 class Reveal(Feature):
     name = "reveal"
 

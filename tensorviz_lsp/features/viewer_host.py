@@ -21,8 +21,9 @@ from typing import Any, Callable
 from lsprotocol import types
 
 from ..backends import Backends, Viewer, ViewerHooks
-from ..feature import CommandHandler, Feature
+from ..feature import CommandHandler, Feature, hook
 from ..host import Host
+from ..registry import register
 from .args import ShowViewerArgs
 from .trust import Trust
 
@@ -59,6 +60,7 @@ class ViewerAnswers:
         )
 
 
+@register
 class ViewerHost(Feature):
     name = "viewer"
 
@@ -155,6 +157,7 @@ class ViewerHost(Feature):
         opened = await self.show_url(url, f"Graph of profile {profile}")
         return {"ok": True, "url": url, "profile": profile, "opened": opened}
 
+    @hook
     def shutdown(self) -> None:
         with self._lock:
             viewers, self._viewers = list(self._viewers.values()), {}
@@ -164,6 +167,7 @@ class ViewerHost(Feature):
             except Exception:
                 log.exception("stopping a viewer server failed")
 
+    @hook
     async def folders_changed(self, added: list[str], removed: list[str]) -> None:
         for folder in removed:
             with self._lock:

@@ -18,6 +18,7 @@ from capture.worker.protocol import NeededDim
 
 from ..backends import RECIPES_PATH, Backends, Candidate
 from ..host import Host
+from ..registry import register
 from .candidates import Candidates
 from .capturing import CaptureTarget
 from .freshness import Freshness
@@ -28,6 +29,7 @@ from .viewer_host import ViewerHost
 log = logging.getLogger(__name__)
 
 
+@register
 class ViewerSetup:
     def __init__(self, server: Host, backends: Backends, candidates: Candidates, recipes: Recipes,
                  freshness: Freshness, viewers: ViewerHost) -> None:

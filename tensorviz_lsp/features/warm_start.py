@@ -34,9 +34,11 @@ from typing import Any
 from capture.session.import_closure import import_closure
 
 from ..backends import Backends
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..registry import register
 from .candidates import Candidates
+from .capturing import CaptureRunner
 from .interpreter import InterpreterSelection
 from .trust import Trust
 
@@ -48,6 +50,7 @@ MAX_FILES = 64
 _FRAMEWORKS = {"linen_module": ("jax", "flax"), "nnx_module": ("jax", "flax")}
 
 
+@register
 class WarmStart(Feature):
     name = "warm-start"
 
@@ -72,23 +75,28 @@ class WarmStart(Feature):
         self._settings_read = False
 
     # -- hooks --------------------------------------------------------------------
+    @hook
     def initialized(self) -> None:
         self._settings_read = True
         for root in self.server.folders():
             self.consider(root)
 
+    @hook
     async def document_opened(self, uri: str) -> None:
         if uri.endswith((".py", ".pyi")):
             root = self.server.folder_for(uri)
             if root is not None:
                 self.consider(root)
 
+    @hook
     def workspace_trusted(self, root: Path) -> None:
         self.consider(root)
 
+    @hook
     def capture_failed(self, target: Any, files: Any) -> None:
         self.consider(target.root)
 
+    @hook
     def settings_changed(self) -> None:
         """A folder's interpreter or capture environment setting changed: its warm
         worker goes now rather than at the next capture, and a new one warms."""
@@ -103,14 +111,18 @@ class WarmStart(Feature):
         for root in self.server.folders():
             self.consider(root)
 
+    @hook
     def interpreter_changed(self) -> None:
         for root in self.server.folders():
             self.consider(root)
 
+    @hook
     def folders_changed(self, added: list[str], removed: list[str]) -> None:
         for folder in removed:
             self.workers.retain(Path(folder), None, {})
 
+    # The running captures are cancelled (CaptureRunner) before their warm workers close.
+    @hook(after=(CaptureRunner,))
     def shutdown(self) -> None:
         for task in self._tasks.values():
             task.cancel()

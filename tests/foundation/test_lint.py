@@ -1,7 +1,8 @@
 """The repository lints clean (ruff, configured in pyproject.toml), and the typed
 contracts type-check strictly (mypy --strict on the worker protocol, the capture
-session and the framework plug-in contract, and every plug-in against that contract): a
-finding here is a bug or a contract that drifted, said with its place."""
+session, the framework plug-in contract, and the language server's hooks; every
+framework plug-in against its contract): a finding here is a bug or a contract that
+drifted, said with its place."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# The contracts between the parent and the worker, the one capture flow, and the
-# framework plug-in contract with its registry.
-TYPED = ["capture/worker/protocol.py", "capture/session", "capture/worker/plugin.py", "capture/frameworks/__init__.py"]
+# The contracts between the parent and the worker, the one capture flow, the framework
+# plug-in contract with its registry, and the language server's hooks with its registry
+# of parts and of captures.
+TYPED = ["capture/worker/protocol.py", "capture/session", "capture/worker/plugin.py", "capture/frameworks/__init__.py",
+         "tensorviz_lsp/feature.py", "tensorviz_lsp/hooks.py", "tensorviz_lsp/registry.py", "tensorviz_lsp/records.py"]
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
