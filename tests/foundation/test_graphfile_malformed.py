@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import tracemalloc
 from array import array
 
@@ -607,3 +608,75 @@ def test_real_graph_files_decode_within_the_budget():
                         strict_map_key=True)
         assert charge.used < 0.95 * graphfile.memory_budget(size), (charge.used / size)
         graphfile.decode(data)
+
+
+# ---------------------------------------------------------------- killed writes (issue 39 item 6)
+
+_BLOCKED_WRITER = """
+import os, sys, time
+sys.path[:0] = sys.argv[3:]
+from pathlib import Path
+from capture.graph import graphfile
+from synthetic import synthetic_capture
+data = graphfile.encode(synthetic_capture(int(sys.argv[2])))
+real_fsync = os.fsync
+def stuck(fd):  # the write has its bytes out and waits: a kill now leaves its temporary
+    Path(sys.argv[1] + '.stuck').write_text('')
+    time.sleep(120)
+os.fsync = stuck
+graphfile.atomic_write(Path(sys.argv[1]), data)
+"""
+
+
+def _stuck_writer(target, nodes=2000):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", _BLOCKED_WRITER, str(target), str(nodes), str(root),
+                             str(root / "tests")], env={**os.environ})
+    marker = Path(str(target) + ".stuck")
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the writer never got to its fsync"
+        time.sleep(0.02)
+    marker.unlink()
+    return proc
+
+
+def _temporaries(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+@pytest.mark.slow  # real writers, killed
+def test_a_killed_writes_temporary_goes_at_the_next_write_and_a_running_ones_stays(tmp_path):
+    """Killed .tvg writes left their temporaries for ten minutes (55 files, 130 MB): the
+    next write of the same file removes those of writes that were killed, at once, and
+    never one a write still under way holds, however old."""
+    import os
+    import signal
+
+    target = tmp_path / "g.tvg"
+    killed = [_stuck_writer(target) for _ in range(3)]
+    for proc in killed:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    running = _stuck_writer(target)
+    try:
+        assert len(_temporaries(tmp_path)) == 4
+        time.sleep(graphfile.ABANDONED_AFTER_SECONDS)  # the killed ones are a few seconds old, not ten minutes
+        graphfile.write(synthetic_capture(10), target)
+        (held,) = _temporaries(tmp_path)  # the running write's, only
+        old = time.time() - 3600  # age alone decides nothing while a writer holds it
+        os.utime(tmp_path / held, (old, old))
+        graphfile.write(synthetic_capture(12), target)
+        assert _temporaries(tmp_path) == [held]
+        assert len(graphfile.read(target).nodes) == 12
+    finally:
+        running.kill()
+        running.wait()
+    # Its writer gone too: the next write takes it.
+    graphfile.write(synthetic_capture(10), target)
+    assert _temporaries(tmp_path) == []
