@@ -330,6 +330,34 @@ def test_an_uploaded_graph_file_keeps_workspace_sources_that_still_match(client,
     assert all(p.is_relative_to(workspace) for p in recorded)
 
 
+def test_a_source_admitted_by_its_hash_is_checked_again_when_served(workspace, static, tmp_path):
+    """Issue 39 item 6: a source a foreign graph file recorded was let in because its
+    sha256 matched when the file was loaded, and was still served after it changed. A
+    viewer that does not browse the workspace (``tensorviz view`` without --workspace)
+    serves it only while it still holds what was recorded."""
+    (workspace / "pkg").mkdir()
+    other = workspace / "pkg" / "other.py"
+    other.write_text("x = 1\n")
+    data = _hostile_graph_file(tmp_path, workspace, [Source("pkg/other.py", _sha(other))])
+    with ViewerServer(workspace=workspace, static_dir=static, browse_workspace=False) as server:
+        client = Client(server)
+        client.post("api/open?name=g.tvg", data, ctype="application/octet-stream")
+        status, _, text = client.get("api/source?file=pkg/other.py&line=1")
+        assert status == 200 and b"x = 1" in text
+        other.write_text("password = 'hunter2'\n")  # another file now, under the same name
+        status, _, text = client.get("api/source?file=pkg/other.py&line=1")
+        assert status == 404 and b"hunter2" not in text
+        assert server.resolve_source("pkg/other.py") is None
+        other.write_text("x = 1\n")  # what was recorded, again
+        assert server.resolve_source("pkg/other.py") == other.resolve()
+        # A capture the embedder made itself records its sources whatever they hold.
+        own = tiny_capture()
+        own.sources = [Source("pkg/other.py", "0" * 64)]
+        server.add_capture(own, trusted_sources=True)
+        other.write_text("y = 2\n")
+        assert server.resolve_source("pkg/other.py") == other.resolve()
+
+
 # --------------------------------------------------------------------------- POST checks
 
 
