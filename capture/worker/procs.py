@@ -504,6 +504,58 @@ def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
     return sorted(escaped.values(), key=lambda e: e["pid"])
 
 
+# --------------------------------------------------------------------------- shared memory
+
+#: How often the keeper (and the warm worker, for its capture child) looks at the shared
+#: memory a capture with a memory limit has mapped.
+SHARED_MEMORY_CHECK_S = 0.05
+
+
+def _children_of(pid: int) -> list[int]:
+    """``pid``'s children, from each of its threads' list (a child started from any thread)."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                out.extend(int(p) for p in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _shared_rss(pid: int) -> int:
+    """The shared memory ``pid`` has mapped and touched (``RssShmem``: MAP_SHARED
+    anonymous mappings, /dev/shm and memfd files, System V segments), in bytes."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"RssShmem:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def shared_memory_below(pid: int) -> int:
+    """The shared memory the processes below ``pid`` have mapped, in all (a segment two of
+    them map counts for each: never less than what is held). Linux; 0 elsewhere."""
+    total = 0
+    seen = {pid}
+    todo = _children_of(pid)
+    while todo:
+        child = todo.pop()
+        if child in seen:
+            continue
+        seen.add(child)
+        total += _shared_rss(child)
+        todo.extend(_children_of(child))
+    return total
+
+
 def release_worker(proc: Any, pump: "LogPump", read_fd: int) -> None:
     """After its process tree was killed: reap ``proc`` (bounded), close its stdin, stop
     its log pump and close the result pipe. Never blocks on a pipe."""
@@ -566,9 +618,15 @@ def die_with_parent(expected_parent: int | None = None, sig: int = signal.SIGKIL
     return ok
 
 
-def keep_worker() -> None:
+def keep_worker(memory_limit: int = 0) -> None:
     """Split this process in two before any user code runs (Linux): the parent becomes
     the worker's *keeper*, the child returns from this call and is the worker.
+
+    ``memory_limit`` (bytes, 0: none): the keeper also watches the shared memory the
+    processes below it have mapped (:func:`shared_memory_below`, every
+    :data:`SHARED_MEMORY_CHECK_S`), which the worker's ``RLIMIT_DATA`` does not count;
+    over the limit it kills them all and exits with
+    :data:`~capture.worker.protocol.EXIT_SHARED_MEMORY`.
 
     The keeper runs only this function: a child subreaper (every process the worker's
     tree orphans is re-parented to it once the worker is gone, whatever its session,
@@ -604,19 +662,31 @@ def keep_worker() -> None:
         die_with_parent(keeper)  # the keeper killed: so is the worker (it kills the rest)
         become_subreaper()  # orphans of its children stay its children while it lives
         return
-    _keep(worker, stop)
+    _keep(worker, stop, memory_limit)
 
 
-def _keep(worker: int, stop: set[int]) -> None:
+def _keep(worker: int, stop: set[int], memory_limit: int = 0) -> None:
     """The keeper's loop (see :func:`keep_worker`); never returns."""
+    from .protocol import EXIT_SHARED_MEMORY
+
     status: int | None = None
+    watched = stop | {signal.SIGCHLD}
     try:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
         os.closerange(3, 65536)  # the result pipe and every other descriptor: the worker's alone
+        me = os.getpid()
         while status is None:
-            info = signal.sigwaitinfo(stop | {signal.SIGCHLD})
+            if memory_limit:
+                info = signal.sigtimedwait(watched, SHARED_MEMORY_CHECK_S)
+                if info is None:
+                    if shared_memory_below(me) > memory_limit:
+                        kill_descendants()
+                        os._exit(EXIT_SHARED_MEMORY)
+                    continue
+            else:
+                info = signal.sigwaitinfo(watched)
             if info.si_signo in stop:
                 break  # the parent died (or asked): the worker and everything below it go
             while True:  # reap: the worker, or orphans re-parented here that exited
