@@ -516,9 +516,9 @@ class _OverBudget(Exception):
 
 _NoneType = type(None)
 #: What an element costs in memory besides its slot, by type (sys.getsizeof rounded up to
-#: the allocator's 16 bytes; a string's text beyond its first 30 bytes is at most its
-#: own bytes in the file, which the budget's margin covers; lists and maps are charged
-#: when they complete).
+#: the allocator's 16 bytes, as the process's resident memory sees it; a string's text
+#: beyond its first 30 bytes is at most its own bytes in the file, which the budget's
+#: margin covers; lists and maps are charged when they complete).
 _ELEMENT_BYTES = {int: 32, float: 32, str: 80, bytes: 48, list: 0, dict: 0, _NoneType: 0, bool: 0}
 #: Integers Python holds once for the whole process (a new one costs nothing).
 _CACHED_INTS = frozenset(range(-5, 257))
@@ -545,13 +545,13 @@ class _MemoryCharge:
 
         def charged_list(obj: list) -> list:
             n = len(obj)
-            c = 56 + 8 * n + sum(map(cost, map(type, obj)))
+            c = 64 + 8 * n + sum(map(cost, map(type, obj)))
             if n > 32:  # a long column: what Python really holds for it
                 kinds = set(map(type, obj))
                 if kinds == {int}:
                     c -= 32 * sum(map(small, obj))
-                elif kinds == {str}:
-                    c += sum(map(size, obj)) - 80 * n
+                elif kinds == {str}:  # each string's size, and the allocator's rounding up to 16 bytes
+                    c += sum(map(size, obj)) - 64 * n
             left[0] -= 1
             left[1] -= n + 1
             left[2] -= c
