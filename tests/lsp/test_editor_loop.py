@@ -244,7 +244,6 @@ async def test_a_raising_forward_is_reported_on_the_line_that_raised(session):
 
 async def test_cancel_capture_stops_the_folders_running_capture_with_one_reason(session):
     import asyncio
-    import time
 
     ws = session.workspace
     await session.execute("tensorviz.trustWorkspace")
@@ -256,11 +255,11 @@ async def test_cancel_capture_stops_the_folders_running_capture_with_one_reason(
     # Progress says which stage and for how long, every second while it lasts.
     await session.wait_for(lambda: any(re.search(r"^starting worker \(\d+ s\)$", m) for m in progress_messages(session)),
                            on=PROGRESS, what="elapsed seconds in the progress")
-    started = time.monotonic()
     answer = await session.execute("tensorviz.cancelCapture", {"folder": str(ws)})
     assert answer == {"ok": True, "cancelled": ["jax_example"]}
-    result = await asyncio.wait_for(running, 10)
-    assert time.monotonic() - started < 1.0, "the capture ended within a second"
+    # Ended by the cancel, not by the fake worker's 60 s (the wait only ends a hang; how
+    # long a cancel takes with the real worker: benchmarks/bench_lsp.py).
+    result = await asyncio.wait_for(running, 30)
     assert result["reason"] == "cancelled" and result["why"] == "cancelled by the user (tensorviz.cancelCapture)"
     (line,) = [m.message for m in session.client.log_messages if "cancelled" in m.message and "after" in m.message]
     assert line.endswith(": cancelled by the user (tensorviz.cancelCapture)")

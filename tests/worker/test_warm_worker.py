@@ -123,9 +123,8 @@ def test_the_deadline_kills_a_runaway_capture_and_the_resident(workspace, pool, 
     assert capture(workspace, pool, "models:net").failure is None
     pid = resident_pid(pool, workspace)
     child_pid = tmp_path / "child.pid"
-    started = time.monotonic()
+    # (How long from the deadline to the failure: benchmarks/bench_hostile.py.)
     c = capture(workspace, pool, "crashy:hang", tensor(2, 3), timeout=3, env={"TV_WORKER_PID": str(child_pid)})
-    assert time.monotonic() - started < 15
     assert (c.failure.stage, c.failure.type) == ("deadline", "DeadlineExceeded")
     assert exited(int(child_pid.read_text()), 10)
     assert exited(pid, 10)
