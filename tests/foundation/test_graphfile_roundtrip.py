@@ -108,6 +108,7 @@ def captures(draw) -> Capture:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", graphfile.READ_VERSIONS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(captures())
