@@ -265,8 +265,12 @@ class SharedServer:
             lambda: sum(FOLDERS_CHANGED in m and said in m for m in (m.message for m in self.client.log_messages)) > before,
             on=LOG, what=f"the server's word that it {said}")
 
-    async def enter(self, workspace: Path) -> Session:
+    async def enter(self, workspace: Path, configuration: dict | None = None) -> Session:
+        """A session on ``workspace``, added as a folder; ``configuration``: its settings
+        (``workspace/configuration`` for the folder), as a per-folder setting."""
         self._forget()
+        if configuration is not None:
+            self.client.set_configuration(configuration, scope_uri=workspace.as_uri())
         s = Session(self.client, workspace, self.config_dir)
         await self._change_folders(s, added=[workspace], removed=[])
         return s
