@@ -285,6 +285,30 @@ class SharedServer:
         await stop_session(self.session)
 
 
+class SharedServers:
+    """A module's shared servers, one per editor, each started when a test first asks for
+    it: ``s = await servers.enter(workspace, editor=...)`` ... ``await servers.leave(s)``."""
+
+    def __init__(self, config_dir: Path) -> None:
+        self.config_dir = config_dir
+        self.servers: dict[str, SharedServer] = {}
+        self._of: dict[int, SharedServer] = {}
+
+    async def enter(self, workspace: Path, *, editor: str = "neovim", configuration: dict | None = None) -> Session:
+        if editor not in self.servers:
+            self.servers[editor] = await SharedServer.start(self.config_dir, editor=editor)
+        s = await self.servers[editor].enter(workspace, configuration)
+        self._of[id(s)] = self.servers[editor]
+        return s
+
+    async def leave(self, s: Session) -> None:
+        await self._of.pop(id(s)).leave(s)
+
+    async def stop(self) -> None:
+        for server in self.servers.values():
+            await server.stop()
+
+
 def trusted_in_store(config_dir: Path, workspace: Path) -> bool | None:
     """What the trust store under ``config_dir`` says of ``workspace`` (None: nothing)."""
     import json
