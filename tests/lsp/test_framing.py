@@ -15,6 +15,8 @@ import pytest
 
 from tensorviz_lsp.framing import BODY_SECONDS
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -70,6 +70,7 @@ async def refreshed(s, before: int) -> None:
         raise AssertionError(f"no workspace/inlayHint/refresh; log:\n{s.logs()}") from None
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 async def test_torch_cnn_hints_refresh_stale_and_recapture(tmp_path, config_dir):

@@ -21,7 +21,8 @@ from tensorviz_lsp.trust import TrustStore
 from .test_framing import Wire, frame
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX"),
-              pytest.mark.timeout(180)]
+              pytest.mark.timeout(180),
+              pytest.mark.slow]
 
 SLEEPY = '''
 import os
