@@ -167,6 +167,7 @@ def test_the_frame_table_does_not_grow_with_depth(lib_ws, gpt2_capture):
     assert len(four.frames) == len(two.frames)
 
 
+@pytest.mark.slow
 def test_through_the_worker_library_files_are_not_sources(lib_ws):
     """The worker records where the interpreter's libraries live (the viewer shows
     library lines only from there); freshness stays about workspace files."""
