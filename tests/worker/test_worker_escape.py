@@ -220,6 +220,7 @@ def capture(ws, pool, model, tmp_path, **kw) -> tuple[Capture, bool, int | None]
     return c, lived.exists(), int(text) if text else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["escape:detached_hang", "escape:double_fork_hang"])
 def test_a_detached_process_does_not_hold_the_deadline(ws, pool, tmp_path, model):
     c, lived_out, escaped = capture(ws, pool, model, tmp_path, timeout=3)
@@ -321,6 +322,7 @@ def no_hopper_left():
                 pass
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_hopper_left")
 @pytest.mark.parametrize("model, timeout, rounds", [("escape:fork_hopper_hang", 12, 2), ("escape:fork_hopper_ok", 60, 3)],
                          ids=["deadline", "result"])
@@ -347,6 +349,7 @@ def test_a_forked_process_holding_the_result_pipe_does_not_hide_a_crash(ws, pool
     assert escaped is not None and exited(escaped, 5)
 
 
+@pytest.mark.slow
 def test_a_huge_output_line_is_cut_and_the_failure_file_reads_back(ws, pool, tmp_path):
     lines: list[str] = []
     tracemalloc.start()
@@ -420,6 +423,7 @@ def crowded_parent():
             pass
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_hopper_left", "crowded_parent")
 @pytest.mark.parametrize("model, timeout", [("escape:session_hopper_hang", 12), ("escape:session_hopper_ok", 60),
                                             ("escape:session_hopper_then_crash", 60)],
