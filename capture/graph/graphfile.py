@@ -989,6 +989,10 @@ class ValueTable(Sequence[Value]):
         """Per-value measured maps, or ``None`` when no value was measured."""
         return self._measured
 
+    def dtype_column(self) -> list:
+        """Per-value dtype names (read-only by contract)."""
+        return self._dtype
+
     def __iter__(self) -> Iterator[Value]:
         """Every row in order, each a fresh object, built by C-level passes over the columns."""
         off, dims = self._off, self._dims

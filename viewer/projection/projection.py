@@ -27,6 +27,7 @@ from capture.graph.model import Capture, Frame
 
 from . import gc_pause
 from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
+from .cost import LayerCosts
 from .library_sources import short_path
 from .names import (  # noqa: F401
     CHUNK_WORDING, ROLE_SENTENCES, WEIGHT_ROLES, ValueNames, group_sublabel, group_title, group_wording,
@@ -86,6 +87,18 @@ class Projection:
         self._lock = threading.Lock()
         self._structure: Structure | None = None
         self._trunk: list[int] | None = None
+        self._costs: LayerCosts | None = None
+
+    def costs(self) -> LayerCosts:
+        """What each layer costs (:mod:`viewer.projection.cost`; made once, on first use)."""
+        got = self._costs
+        if got is None:
+            with self._lock:
+                if self._costs is None:
+                    with gc_pause.paused():
+                        self._costs = LayerCosts(self.capture, self.index, self.names, self.pages._group_params)
+                got = self._costs
+        return got
 
     def structure(self) -> Structure:
         """The structural signatures, identical siblings and twins (made once, on first use)."""
