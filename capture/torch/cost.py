@@ -12,6 +12,7 @@ loop (:mod:`capture.torch.trace`) is not touched. Each node's op is resolved to 
   (``_scaled_dot_product_flash_attention_for_cpu`` and its backward), which have no
   entry in that registry (``FlopCounterMode`` counts them as 0), counted with the
   registry's own attention formulas (``sdpa_flop_count``, ``sdpa_backward_flop_count``);
+* ``bookkeeping``: the profiler's ``record_function`` markers (an optimizer step's): nothing;
 * ``view``: an op whose schema says its result aliases an input without writing it
   (``view``, ``t``, ``expand``, ``slice``…) and the few views whose schema does not say so
   (``_unsafe_view``, ``unsafe_split``…): no FLOPs, no bytes;
@@ -54,6 +55,7 @@ RULES = {
                                       "sdpa_backward_flop_count) for the CPU attention kernel its registry has no "
                                       "entry for (FlopCounterMode counts it as 0)",
     "view": "a view of its input: no FLOPs, no bytes",
+    "bookkeeping": "a profiler marker (record_function): no FLOPs, no bytes",
     "data movement": "copies, casts, gathers, concatenations, factories: no FLOPs, the bytes they move",
     "scatter-add": "an accumulating scatter: 1 FLOP per update element",
     "foreach": "_foreach_* over tensor lists: 1 FLOP per output element",
@@ -156,7 +158,9 @@ class TorchCosts:
 
     def _kind(self, op: Any) -> str:
         schema = op._schema
-        base = schema.name.split("::")[-1]
+        ns, _, base = schema.name.rpartition("::")
+        if ns == "profiler":
+            return "bookkeeping"
         if base in _VIEWS or any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
             return "view"
         if op.overloadpacket in self.registry:
@@ -216,7 +220,7 @@ class TorchCosts:
             else:
                 kind = self.kind(op)
                 f, name = self._flops(node, op, kind, values, shapes)
-            if kind == "view":
+            if kind == "view" or kind == "bookkeeping":
                 r = w = 0
             else:
                 ins = {o.value for o in node.inputs if o.value is not None}
@@ -239,7 +243,7 @@ class TorchCosts:
         return NodeCosts(flops, read, written, rule, rules, [], notes)
 
     def _flops(self, node: Any, op: Any, kind: str, values: Any, shapes: list) -> tuple[int, str]:
-        if kind == "view" or kind == "data movement":
+        if kind == "view" or kind == "data movement" or kind == "bookkeeping":
             return 0, kind
         if kind == "no rule":
             self.reasons.setdefault(node.op, RULES["no rule"])
@@ -293,7 +297,7 @@ class TorchCosts:
                 return int(self.sdpa[0](q.shape, k.shape, v.shape))
             grad_out, q, k, v = args[:4]
             return int(self.sdpa[1](grad_out.shape, q.shape, k.shape, v.shape))
-        if kind in ("view", "data movement"):
+        if kind in ("view", "data movement", "bookkeeping"):
             return 0
         if kind == "pointwise" or kind == "foreach" or kind == "random":
             return sum(t.numel() for t in _tensors(out)) if kind == "foreach" else max(
