@@ -33,7 +33,8 @@ loop (:mod:`capture.torch.trace`) is not touched. Each node's op is resolved to 
 * anything else is *uncounted* (``-1``), listed by name with the reason, never a zero.
 
 Bytes are unfused: the bytes of every tensor operand (each value once) read, and of
-every result written, at their shapes and dtypes; a view moves nothing.
+every result written, at their shapes and dtypes; a view moves nothing; a gather
+(``embedding``, ``index_select``…) reads what it takes (its result's size) and its indices.
 
 Torch is imported at module level: this is one of the worker's framework modules.
 """
@@ -91,6 +92,8 @@ _DATA_MOVEMENT = frozenset({
     "randperm", "index_copy", "index_copy_", "narrow_copy", "unfold_copy", "pixel_shuffle", "pixel_unshuffle",
     "channel_shuffle", "im2col", "col2im",
 })
+# Gathers: read what they take (their result's size) and their indices, not the whole table.
+_TAKING = frozenset({"embedding", "index_select", "gather", "index", "take"})
 # Accumulating scatters: the operand holding the updates (by schema name).
 _SCATTER_ADD = {"scatter_add": "src", "scatter_add_": "src", "index_add": "source", "index_add_": "source",
                 "scatter_reduce": "src", "scatter_reduce_": "src", "index_reduce": "source", "index_reduce_": "source",
@@ -222,6 +225,13 @@ class TorchCosts:
                 f, name = self._flops(node, op, kind, values, shapes)
             if kind == "view" or kind == "bookkeeping":
                 r = w = 0
+            elif op is not None and _base(op) in _TAKING:
+                # what it takes from (embedding's weight, index_select's self) is operand 0;
+                # the other tensors are indices, read whole
+                w = _total(sizes[v] for v in node.outputs)
+                table = node.inputs[0].value if node.inputs and node.inputs[0].position == 0 else None
+                rest = {o.value for o in node.inputs if o.value is not None and o.value != table}
+                r = _total([w] + [sizes[v] for v in rest]) if w >= 0 else UNCOUNTED
             else:
                 ins = {o.value for o in node.inputs if o.value is not None}
                 r = _total(sizes[v] for v in ins)
@@ -372,6 +382,10 @@ class _Decomposition(TorchDispatchMode):
             raise _Uncounted(f"its decomposition runs {func.name()}, which has no rule")
         self.flops += costs.flops_of(func, kind, args, kwargs, out)
         return out
+
+
+def _base(op: Any) -> str:
+    return op._schema.name.split("::")[-1]
 
 
 def _meta(shape: list, dtype: str) -> Any:

@@ -278,6 +278,16 @@ class LayerCosts:
             self._times[device.name] = t
         return t
 
+    def node_times(self, device: Any) -> list[float | None]:
+        """Estimated seconds per node on ``device`` (None: uncounted)."""
+        c = self.cost
+        dtypes = self._dtypes()
+        bw = device.bandwidth
+        out: list[float | None] = []
+        for i, (f, r, w) in enumerate(zip(c.flops, c.bytes_read, c.bytes_written)):
+            out.append(None if f < 0 else max(f / device.peak(dtypes[i]), (max(r, 0) + max(w, 0)) / bw))
+        return out
+
     def bound(self, device: Any, slot: int) -> str:
         """Whether a group's counted ops are mostly compute- or memory-bound on ``device``."""
         # arithmetic intensity against the device's ridge point, float32's peak
