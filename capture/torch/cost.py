@@ -26,6 +26,7 @@ loop (:mod:`capture.torch.trace`) is not touched. Each node's op is resolved to 
 * ``pointwise`` (ATen's ``pointwise`` tag): 1 FLOP per output element;
 * ``reduction`` (ATen's ``reduction`` tag): input elements − output elements (n − 1 per
   result, ``jax.experimental.roofline``'s count for ``reduce_sum``);
+* ``cumulative``: ``cumsum``, ``cumprod``, ``cummax``…: 1 FLOP per element (as the JAX count);
 * ``decomposed``: none of the above, but ``torch._decomp`` has a decomposition for the op
   (softmax, layer norm, batch norm, pooling, dropout, their backward ops…): it is run on
   meta tensors of the recorded shapes and the ops it dispatches are counted by these same
@@ -63,6 +64,7 @@ RULES = {
     "random": "random number generation (bernoulli, normal, rand…): 1 FLOP per element generated",
     "pointwise": "ATen tags it pointwise: 1 FLOP per output element",
     "reduction": "ATen tags it a reduction: input elements - output elements (n - 1 per result)",
+    "cumulative": "a cumulative scan (cumsum, cummax…): 1 FLOP per element",
     "decomposed": "its torch._decomp decomposition, run on meta tensors of the recorded shapes, counted op by op "
                   "by these rules",
     "no rule": "uncounted: no flop_counter formula, no pointwise or reduction tag, no decomposition",
@@ -103,6 +105,8 @@ _RANDOM = frozenset({
     "randint", "randint_like", "random", "random_", "exponential", "exponential_", "geometric_", "log_normal_",
     "cauchy_", "multinomial", "poisson", "_standard_gamma",
 })
+_CUMULATIVE = frozenset({"cumsum", "cumsum_", "cumprod", "cumprod_", "cummax", "cummin", "logcumsumexp",
+                         "_cummax_helper", "_cummin_helper"})
 _SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
              "_scaled_dot_product_flash_attention_for_cpu_backward": "backward"}
 # Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.
@@ -178,6 +182,8 @@ class TorchCosts:
             return "foreach"
         if base in _RANDOM:
             return "random"
+        if base in _CUMULATIVE:
+            return "cumulative"
         tags = op.tags
         if torch.Tag.pointwise in tags:
             return "pointwise"
@@ -309,6 +315,9 @@ class TorchCosts:
             return int(self.sdpa[1](grad_out.shape, q.shape, k.shape, v.shape))
         if kind in ("view", "data movement", "bookkeeping"):
             return 0
+        if kind == "cumulative":
+            ins = _tensors(args)
+            return ins[0].numel() if ins else 0
         if kind == "pointwise" or kind == "foreach" or kind == "random":
             return sum(t.numel() for t in _tensors(out)) if kind == "foreach" else max(
                 (t.numel() for t in _tensors(out)), default=0)

@@ -40,6 +40,37 @@ BACKWARD_KINDS = frozenset({"backward"})
 _FLOATS = ("float", "bfloat", "complex")
 
 
+def executed_totals(capture: Any) -> dict | None:
+    """``{flops, bytes, uncounted}`` of the executed program (outside unexecuted bodies),
+    straight from the cost columns, without a projection; None when the capture holds none."""
+    c = capture.cost
+    if c is None:
+        return None
+    groups = capture.groups
+    in_body: dict[int, bool] = {}
+
+    def body(g: int) -> bool:
+        got = in_body.get(g)
+        if got is None:
+            grp = groups[g]
+            got = grp.kind == "body" or (grp.parent is not None and 0 <= grp.parent < len(groups) and body(grp.parent))
+            in_body[g] = got
+        return got
+
+    cols = getattr(capture.nodes, "columns", None)
+    group_of = cols().group if cols is not None else [-1 if n.group is None else n.group for n in capture.nodes]
+    flops = moved = uncounted = 0
+    for f, r, w, g in zip(c.flops, c.bytes_read, c.bytes_written, group_of):
+        if g >= 0 and body(g):
+            continue
+        if f >= 0:
+            flops += f
+        else:
+            uncounted += 1
+        moved += max(r, 0) + max(w, 0)
+    return {"flops": flops, "bytes": moved, "uncounted": uncounted}
+
+
 def dtype_bytes(dtype: str) -> float | None:
     bits = _DTYPE_BITS.get(dtype)
     if bits is None and dtype.startswith("float8"):

@@ -218,7 +218,9 @@ def _text(doc: dict, flat: bool) -> str:
         emit(line)
     out.write("\n")
     p = totals["params"]
+    unc_ops = totals.get("uncounted") or 0
     out.write(f"Total FLOPs:      {flops_text(totals['flops'])}"
+              + (f" + {unc_ops:,} uncounted op{'s' * (unc_ops != 1)} (listed below)" if unc_ops else "")
               + (" (includes estimates: control-flow bodies × their trip counts)" if totals.get("estimate") else "")
               + f"   [{doc['notes']['flops']}]\n")
     out.write(f"Bytes moved:      {bytes_text(totals['bytes_read'] + totals['bytes_written'])} "

@@ -128,7 +128,7 @@ export class CostPanel extends Panel {
       return;
     }
     const metric = this.heat;
-    const scene = r.scene;
+    const scene = this.store.scene; // the newest (the renderer may not have taken it yet)
     let max = 0;
     const closed = [];
     if (scene) {
@@ -183,8 +183,7 @@ export class CostPanel extends Panel {
 
   // Rows from what the graph draws: each item, in program order, with its frame's insides.
   #sceneRows() {
-    const r = this.renderer();
-    const scene = r && r.scene;
+    const scene = this.store.scene;
     const rows = [];
     if (!scene) return rows;
     const total = this.#totalFlops();
