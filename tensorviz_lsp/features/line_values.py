@@ -191,8 +191,7 @@ def cost_text(call: Any) -> str | None:
         return None
     parts = [("~" if call.estimate else "") + si(call.flops, "FLOPs"), f"{human_bytes(call.bytes)} moved"]
     if call.params:
-        parts.append(f"{si(call.params, 'params').replace(' params', '')} params" if call.params >= 1000
-                     else f"{call.params} params")
+        parts.append(f"{si(call.params, '').strip()} params")
     if call.uncounted:
         parts.append(f"{call.uncounted:,} op{'s' * (call.uncounted != 1)} uncounted (not in the FLOPs)")
     return " · ".join(parts)

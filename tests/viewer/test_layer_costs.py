@@ -215,3 +215,32 @@ def test_api_cost_answers_totals_devices_and_times(tmp_path):
         assert capture["cost"]["flops"] == 512
     finally:
         server.stop()
+
+
+def test_the_device_table_is_editable_from_the_workspace(tmp_path):
+    from viewer.projection import devices
+
+    shipped = devices.load()
+    assert {"h100-sxm", "a100-sxm-80gb", "tpu-v5e", "cpu"} <= set(shipped)
+    assert "nominal" in shipped["cpu"].note
+    (tmp_path / ".tensorviz").mkdir()
+    (tmp_path / ".tensorviz" / "devices.toml").write_text(
+        '[devices.cpu]\nlabel = "my laptop"\nbandwidth = 50e9\npeak_flops = { float32 = 1e12 }\n'
+        '[devices.mine]\nbandwidth = 1e12\npeak_flops = { bfloat16 = 2e14 }\n')
+    table = devices.load(tmp_path)
+    assert table["cpu"].label == "my laptop" and table["cpu"].peak("bfloat16") == 1e12  # float32's, none given
+    assert table["mine"].peak("bfloat16") == 2e14 and table["h100-sxm"].bandwidth == 3.35e12
+    (tmp_path / ".tensorviz" / "devices.toml").write_text("[devices.x\n")
+    with pytest.raises(devices.DeviceError, match="devices.toml: not valid TOML"):
+        devices.load(tmp_path)
+
+
+def test_a_lines_call_says_what_it_costs():
+    from tensorviz_lsp.features.line_values import cost_text
+    from viewer.projection.lines import LineCall
+
+    call = LineCall(nodes=[1], flops=2_420_000_000, bytes=45_100_000, params=2_360_000)
+    assert cost_text(call) == "2.42 GFLOPs · 43 MiB moved · 2.36 M params"
+    call.uncounted, call.estimate = 2, True
+    assert cost_text(call) == "~2.42 GFLOPs · 43 MiB moved · 2.36 M params · 2 ops uncounted (not in the FLOPs)"
+    assert cost_text(LineCall(nodes=[1])) is None  # a capture without costs says nothing
