@@ -278,7 +278,9 @@ def test_a_module_call_that_ran_no_op_is_no_run_and_return_hands_back_its_names(
     # The Dropout ran no op: the line ran once, not "×2" (issue 30), and is no template.
     label, tip = got[line_no(text, "x = self.drop(")]
     assert label == "f32[2,5,8]", label
-    assert "2 ops behind it. Measured" in tip and "ran 2×" not in tip and "control-flow" not in tip, tip
+    # the embedding (11·8 = 88 parameters, a gather: no FLOPs) and the multiply (80 elements)
+    assert "2 ops behind it (80 FLOPs · " in tip and " · 88 params; a multiply-add counts 2 FLOPs" in tip, tip
+    assert "). Measured" in tip and "ran 2×" not in tip and "control-flow" not in tip, tip
     # The line's one call holds the Dropout too (what Show in Graph outlines), and the
     # Show in Graph title counts one run: "2 ops", no "×2" (issue 30).
     entry = lines.idx.at("lm.py", line_no(text, "x = self.drop(") + 1)
