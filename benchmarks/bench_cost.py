@@ -1,6 +1,6 @@
 """What each layer costs, checked on real models against independent counts, side by side.
 
-    python benchmarks/bench_cost.py [--only gpt2,llama,vit,flax,70b] [--seq 1024] [--repeat 3]
+    python benchmarks/bench_cost.py [--only gpt2,llama,vit,flax,saved,70b] [--seq 1024] [--repeat 3]
 
 For each model, the capture's own totals (``Capture.cost``, summed over the executed
 program: what ``tensorviz summary`` prints) beside independent counts:
@@ -22,6 +22,9 @@ program: what ``tensorviz summary`` prints) beside independent counts:
   against XLA's ``compiled.cost_analysis()`` on this CPU, op by op: the capture's FLOPs
   per primitive beside what XLA's count leaves out (it counts transcendental functions
   apart, under ``transcendentals``);
+* ``saved``: a GPT-2 124M training step captured eagerly (128 tokens): what the capture
+  counts as saved for backward beside what PyTorch's autograd packs (``saved_tensors_hooks``:
+  the tensors that are neither parameters nor inputs, distinct storages);
 * ``70b``: an abstract capture of Llama-3-70B (``transformers``, bfloat16, 80 layers) and
   the time ``tensorviz summary FILE`` takes on it, the whole command in a fresh process
   (median of ``--repeat``), beside the time of the summary's own work in this process.
@@ -325,6 +328,42 @@ def bench_flax(root: Path) -> None:
         show_rules(t)
 
 
+def bench_saved(root: Path) -> None:
+    """What a training step saves for backward: the capture's count beside PyTorch's own
+    (the tensors autograd packs, through saved_tensors_hooks, that are neither parameters
+    nor inputs: distinct storages, their bytes)."""
+    import torch
+
+    seq = 128
+    print(f"\n== GPT-2 124M training step (loss: mean of the logits), batch 1, {seq} tokens: saved for backward ==")
+    tbl = table("bench_models:gpt2_124m", "gpt2_124m", [tokens(seq, 50257)])
+    tbl.update(kind="training_step", grad_enabled=True, mode="train", step={"loss": "mean"})
+    cap, s = capture(root, tbl)
+    t = totals(cap)
+    ns = __import__("bench_models")
+    torch.manual_seed(0)
+    model = ns.gpt2_124m().train()
+    ids = torch.randint(0, 50257, (1, seq))
+    outside = {p.untyped_storage().data_ptr() for p in model.parameters()} | {ids.untyped_storage().data_ptr()}
+    saved: dict[int, int] = {}
+
+    def pack(x):
+        st = x.untyped_storage()
+        if st.data_ptr() not in outside:
+            saved[st.data_ptr()] = st.nbytes()
+        return x
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda x: x):
+        out = model(ids).logits.mean()
+    out.backward()
+    theirs = sum(saved.values())
+    print(f"  eager capture (training step): {len(cap.nodes):,} ops in {s:.1f} s")
+    line("TensorViz saved for backward (bytes)", t["saved_for_backward"])
+    line("PyTorch saved_tensors_hooks: packed activations (bytes)", theirs, t["saved_for_backward"])
+    line("TensorViz peak of live activations (bytes)", t["peak_live"])
+    show_rules(t)
+
+
 def bench_70b(root: Path, seq: int, repeat: int) -> None:
     print(f"\n== Llama-3-70B (transformers, bfloat16), abstract, batch 1, {seq} tokens: tensorviz summary ==")
     cap, s = capture(root, table("bench_models:llama3_70b", "llama3_70b", [tokens(seq, 128256)], abstract=True))
@@ -366,7 +405,7 @@ def bench_70b(root: Path, seq: int, repeat: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--only", default="gpt2,llama,vit,flax,70b")
+    ap.add_argument("--only", default="gpt2,llama,vit,flax,saved,70b")
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=3)
     a = ap.parse_args()
@@ -385,6 +424,8 @@ def main() -> None:
             bench_vit(root)
         if "flax" in only:
             bench_flax(root)
+        if "saved" in only:
+            bench_saved(root)
         if "70b" in only:
             bench_70b(root, a.seq, a.repeat)
     finally:
