@@ -33,7 +33,6 @@ from ..worker.protocol import (
     FailureMessage,
     FrameReader,
     LimitDetails,
-    MemoryDetails,
     ProtocolError,
     ResultMessage,
     WorkerRequest,
@@ -281,8 +280,8 @@ class OneShotWorker:
 def _over_shared_memory(job: CaptureJob, memory: int) -> Capture:
     """The keeper (or the warm worker) stopped the capture: its processes had mapped more
     shared memory than the memory limit allows."""
-    details = LimitDetails(limit="max_memory_bytes", maximum=memory)
-    details.update(MemoryDetails(memory_limit_bytes=memory, phase="capture", requested=None))
+    details = LimitDetails(limit="max_memory_bytes", maximum=memory, memory_limit_bytes=memory, phase="capture",
+                           requested=None)
     return job.fail(
         "limit", "MemoryError",
         f"the capture's processes mapped more than {memory / (1 << 20):g} MB of shared memory (mmap MAP_SHARED, "
