@@ -11,7 +11,7 @@ import pytest_asyncio
 
 from .conftest import start_session, stop_session
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]  # a server of their own each (fresh trust and state)
 
 
 def _get(result, key):

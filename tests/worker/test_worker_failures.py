@@ -69,6 +69,7 @@ def test_sys_exit_in_user_code_is_reported(workspace):
     assert frames(c) == [("crashy.py", 26, "exits")]
 
 
+@pytest.mark.slow  # three worker runs
 def test_a_keyboard_interrupt_the_model_raises_is_a_failure_written_like_any_other(workspace, tmp_path):
     """Issue 39 item 6: it was reported as "cancelled" and no failure file was written. The
     worker's own session keeps a terminal's Ctrl-C away from it, and a cancellation is the

@@ -149,6 +149,7 @@ def test_a_sigkilled_cli_takes_its_worker_with_it(ws, tmp_path):
         _kill_quietly(detached if "detached" in locals() else None)
 
 
+@pytest.mark.slow  # a whole CLI run with a capture
 def test_a_sigkilled_cli_takes_processes_that_cleared_their_environment(ws, tmp_path):
     """Issue 39 item 2: a process in a session of its own started with ``env={}``, and a
     double-forked grandchild that execs with an empty environment, carry no marker and
