@@ -60,6 +60,7 @@ class TensorVizServer(LanguageServer):
         self._folder_settings: dict[str, Settings] = {}
         self._global_settings = Settings()
         self.stopping = False
+        self._stopped: asyncio.Future[None] | None = None
 
     async def call_hook(self, hook: Callable[Concatenate[Any, P], object], *args: P.args, **kwargs: P.kwargs) -> Any:
         """Run a declared hook (``Feature.capture_landed``) on every feature that
@@ -285,8 +286,13 @@ class TensorVizServer(LanguageServer):
 
     # ------------------------------------------------------------------ shutdown
     async def stop_features(self) -> None:
-        if self.stopping:
-            return
+        """The features' shutdown hooks, once: a second caller (``exit`` read while
+        ``shutdown`` is still stopping them) waits for the first."""
+        if self._stopped is None:
+            self._stopped = asyncio.ensure_future(self._stop_features())
+        await asyncio.shield(self._stopped)
+
+    async def _stop_features(self) -> None:
         await self.call_hook(Feature.shutdown)
         self.stopping = True
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -283,6 +283,7 @@ def atomic_write(target: Path, data: bytes, *, new_mode: int = 0o644) -> None:
     language server's threads)."""
     fd, tmp = _create_temporary(target.parent if str(target.parent) else Path("."), target.name, new_mode)
     try:
+        _hold(fd)  # until this write ends: a temporary nobody holds was left by a killed one
         with os.fdopen(fd, "wb") as fh:
             try:
                 os.fchmod(fh.fileno(), stat.S_IMODE(target.stat().st_mode))
@@ -301,23 +302,68 @@ def atomic_write(target: Path, data: bytes, *, new_mode: int = 0o644) -> None:
     _remove_stale_temporaries(Path(tmp).parent, target.name)
 
 
-#: A temporary of the same target older than this was left by a writer that was killed;
-#: a younger one may belong to a write still running in another process.
+#: A temporary that no writer holds (see :func:`_hold`) and that has not changed for this
+#: long was left by a killed write. (The grace covers the moment between a writer's
+#: creating its temporary and taking hold of it.)
+ABANDONED_AFTER_SECONDS = 2.0
+
+
+def _hold(fd: int) -> None:
+    """Hold an exclusive ``flock`` on a temporary being written: the kernel lets it go
+    when the writer ends, however it ends (SIGKILL included), so a temporary nobody holds
+    is a killed write's. Where there is no ``flock``, temporaries are judged by age."""
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)  # (a cleaner testing it holds it only for that moment)
+    except (ImportError, OSError):
+        pass
+
+
+def abandoned_temporary(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path``, a temporary :func:`atomic_write` made, was left by a write that
+    was killed: nobody holds it and it has not changed for :data:`ABANDONED_AFTER_SECONDS`
+    (:data:`STALE_TEMPORARY_SECONDS` where locks cannot be taken, or for a temporary of an
+    older TensorViz, which took none). Never follows a link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        age = time.time() - st.st_mtime
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a write under way holds it
+        except (ImportError, OSError):
+            return age > STALE_TEMPORARY_SECONDS
+        return age > ABANDONED_AFTER_SECONDS
+    finally:
+        os.close(fd)  # (and its lock with it)
+
+
+#: Where locks cannot be taken: a temporary older than this was left by a killed write.
 STALE_TEMPORARY_SECONDS = 600
 
 
 def _remove_stale_temporaries(folder: Path, name: str) -> None:
-    """Delete ``.NAME.<hex>.tmp`` files that killed writes left beside ``NAME``."""
+    """Delete ``.NAME.<hex>.tmp`` files that killed writes left beside ``NAME``: at the
+    next write of ``NAME``, whenever they were left (55 killed writes once left 130 MB for
+    ten minutes)."""
     pattern = re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{12}}\.tmp$")
-    cutoff = time.time() - STALE_TEMPORARY_SECONDS
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return
     for entry in entries:
         try:
-            if pattern.match(entry.name) and entry.is_file(follow_symlinks=False) \
-                    and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+            if pattern.match(entry.name) and entry.is_file(follow_symlinks=False) and abandoned_temporary(entry.path):
                 os.unlink(entry.path)
         except OSError:
             continue
@@ -375,8 +421,11 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
         raise GraphFileError(name, f"file is {len(data):,} bytes, over the {max_bytes:,}-byte limit")
     if not data:
         raise GraphFileError(name, "empty file, not a TensorViz graph file")
-    unpacker = _unpacker(len(data))
-    unpacker.feed(data)
+    # The header is read from the file's first bytes only, and the body in place: no
+    # copy of a large file is held while it decodes.
+    head = min(len(data), MAX_HEADER_BYTES)
+    unpacker = _unpacker(head)
+    unpacker.feed(memoryview(data)[:head])
     # Decoding allocates millions of small containers and no cycles; the cyclic
     # collector would otherwise run hundreds of times for nothing (5-10x slower).
     gc_was_enabled = gc.isenabled()
@@ -388,23 +437,30 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
             gc.enable()
 
 
-def _unpacker(size: int, *, packed: bool = False, longest: int | None = None, **hooks: Any) -> msgpack.Unpacker:
-    """``packed``: a version-2 body, whose integer columns are binary blobs (version 1
-    files hold none). ``longest``: the most elements one list or map may have."""
+#: A graph header is a small map; a file whose first MiB holds none is not a graph file.
+MAX_HEADER_BYTES = 1 << 20
+
+
+def _limits(size: int, *, packed: bool = False, longest: int | None = None) -> dict[str, Any]:
+    """msgpack's bounds for ``size`` bytes. ``packed``: a version-2 body, whose integer
+    columns are binary blobs (version 1 files hold none). ``longest``: the most elements
+    one list may have (a map: half as many entries)."""
     bound = min(size, _MAX_CONTAINER, longest if longest is not None else size)
-    return msgpack.Unpacker(
+    return dict(
         raw=False,
         use_list=True,
         strict_map_key=True,
-        max_buffer_size=max(size, 1),
         max_str_len=min(size, _MAX_STR),
         max_bin_len=size if packed else 0,
         max_array_len=bound,
-        max_map_len=bound,
+        max_map_len=bound if longest is None else max(bound // 2, 1),  # an entry is two elements
         max_ext_len=0,
         ext_hook=_refuse_ext,
-        **hooks,
     )
+
+
+def _unpacker(size: int, **hooks: Any) -> msgpack.Unpacker:
+    return msgpack.Unpacker(max_buffer_size=max(size, 1), **_limits(size), **hooks)
 
 
 #: Lists and maps a body may hold: a graph file TensorViz writes has about two per value,
@@ -449,8 +505,105 @@ def element_budget(header: dict, size: int, version: int) -> int:
     return min(ELEMENTS_BASE + ELEMENTS_PER_ITEM * items, max(ELEMENTS_BASE, size // per_byte))
 
 
+#: What decoding a body may take in memory, as a multiple of the body's bytes (plus
+#: :data:`MEMORY_BASE`), whatever its header declares: a graph file TensorViz writes takes
+#: about 1-7x (the real models of the tests: 4-6x in version 2, packed columns about 1x;
+#: version 1's integer lists up to 9.3x), while short strings, small integers and empty
+#: lists take 13-75x their bytes. The budget follows what is decoded: each list and map
+#: is charged when it is complete, with what Python holds for it (:class:`_MemoryCharge`).
+MEMORY_PER_BYTE = 10
+MEMORY_BASE = 1 << 20
+#: The most one element of a list not yet complete can take (its slot, and a one-character
+#: string outside Latin-1: 8 + 80 bytes): no list may be longer than the budget allows
+#: at this rate, nor a map (a key and a value) at twice it.
+WORST_ELEMENT_BYTES = 88
+
+
+def memory_budget(size: int) -> int:
+    """The bytes decoding a body of ``size`` bytes may take (see :data:`MEMORY_PER_BYTE`)."""
+    return MEMORY_PER_BYTE * size + MEMORY_BASE
+
+
 class _OverBudget(Exception):
     pass
+
+
+_NoneType = type(None)
+#: What an element costs in memory besides its slot, by type (sys.getsizeof rounded up to
+#: the allocator's 16 bytes, as the process's resident memory sees it; a string's text
+#: beyond its first 30 bytes is at most its own bytes in the file, which the budget's
+#: margin covers; lists and maps are charged when they complete).
+_ELEMENT_BYTES = {int: 32, float: 32, str: 80, bytes: 48, list: 0, dict: 0, _NoneType: 0, bool: 0}
+#: Integers Python holds once for the whole process (a new one costs nothing).
+_CACHED_INTS = frozenset(range(-5, 257))
+#: A map key new to this decode: its string (interned, so a repeated key costs nothing)
+#: and its entry in the table of interned strings.
+_NEW_KEY_BYTES = 160
+
+
+class _MemoryCharge:
+    """The hooks that count what a body's decoding holds: containers against the
+    header's budget, elements, and bytes of memory against :func:`memory_budget` (each
+    list and map charged when msgpack completes it: its own size and its elements'; map
+    keys once per distinct key, as msgpack interns them). Raises :class:`_OverBudget`."""
+
+    def __init__(self, containers: int, elements: int, memory: int) -> None:
+        left = [containers, elements, memory]
+        keys: set[str] = set()
+        cost = _ELEMENT_BYTES.__getitem__
+        small = _CACHED_INTS.__contains__
+        size = sys.getsizeof
+
+        def over() -> None:
+            raise _OverBudget("containers" if left[0] < 0 else "elements" if left[1] < 0 else "memory")
+
+        def charged_list(obj: list) -> list:
+            n = len(obj)
+            c = 64 + 8 * n + sum(map(cost, map(type, obj)))
+            if n > 32:  # a long column: what Python really holds for it
+                kinds = set(map(type, obj))
+                if kinds == {int}:
+                    c -= 32 * sum(map(small, obj))
+                elif kinds == {str}:  # each string's size, and the allocator's rounding up to 16 bytes
+                    c += sum(map(size, obj)) - 64 * n
+            left[0] -= 1
+            left[1] -= n + 1
+            left[2] -= c
+            if left[0] < 0 or left[1] < 0 or left[2] < 0:
+                over()
+            return obj
+
+        def charged_map(obj: dict) -> dict:
+            n = len(obj)
+            before = len(keys)
+            keys.update(obj)
+            left[0] -= 1
+            left[1] -= 2 * n + 1
+            left[2] -= size(obj) + _NEW_KEY_BYTES * (len(keys) - before) + sum(map(cost, map(type, obj.values())))
+            if left[0] < 0 or left[1] < 0 or left[2] < 0:
+                over()
+            return obj
+
+        self.list_hook = charged_list
+        self.object_hook = charged_map
+        self._left = left
+
+    @property
+    def used(self) -> int:
+        return -self._left[2]
+
+
+def _return_memory() -> None:
+    """After a refused body: hand the freed memory back to the system (glibc keeps freed
+    heap pages otherwise; a viewer stayed at 1.1 GB after refusing one file)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
@@ -458,6 +611,8 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
     try:
         header = unpacker.unpack()
     except msgpack.OutOfData:
+        if len(data) > MAX_HEADER_BYTES:
+            raise GraphFileError(name, "not a TensorViz graph file (no graph header in its first MiB)") from None
         if _HEADER_MARK in prefix or (b"\x83" + _HEADER_MARK).startswith(prefix):
             raise GraphFileError(name, "truncated before the end of the header") from None
         raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
@@ -475,62 +630,52 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
             f"(versions {', '.join(map(str, READ_VERSIONS))})"
         )
     # The body is decoded with every list and map counted against a budget from the
-    # header's counts: memory stays proportional to the graph the header declares.
-    # So is every element (string, number, list, map) where it sits: a container's length
-    # is counted when it is complete, and no one container may be longer than the whole
-    # budget (refused at its header, before its elements exist).
+    # header's counts (a header may only lower it), and every element where it sits: a
+    # container's length is counted when it is complete. And what it takes in memory is
+    # charged against a budget from the bytes actually there (memory_budget): a header
+    # that declares ten million nodes lifts nothing. No one container may be longer than
+    # either budget allows (refused at its header, before its elements exist).
     start = unpacker.tell()
-    budget = container_budget(header, len(data) - start)
-    elements = element_budget(header, len(data) - start, version)
-    left = [budget, elements]
-
-    def counted_list(obj: list) -> list:
-        left[0] -= 1
-        left[1] -= len(obj) + 1
-        if left[0] < 0:
-            raise _OverBudget("containers")
-        if left[1] < 0:
-            raise _OverBudget("elements")
-        return obj
-
-    def counted_map(obj: dict) -> dict:
-        left[0] -= 1
-        left[1] -= 2 * len(obj) + 1
-        if left[0] < 0:
-            raise _OverBudget("containers")
-        if left[1] < 0:
-            raise _OverBudget("elements")
-        return obj
-
-    body_unpacker = _unpacker(len(data), packed=version >= 2, list_hook=counted_list, object_hook=counted_map,
-                              longest=elements)
-    body_unpacker.feed(memoryview(data)[start:])
+    size = len(data) - start
+    budget = container_budget(header, size)
+    elements = element_budget(header, size, version)
+    memory = memory_budget(size)
+    charge = _MemoryCharge(budget, elements, memory)
+    longest = min(elements, memory // WORST_ELEMENT_BYTES)
+    refused = None
     try:
-        body = body_unpacker.unpack()
+        body = msgpack.unpackb(memoryview(data)[start:], list_hook=charge.list_hook, object_hook=charge.object_hook,
+                               **_limits(len(data), packed=version >= 2, longest=longest))
     except _OverBudget as over:
-        what = f"{budget:,} lists and maps" if over.args == ("containers",) else \
-            f"{elements:,} strings, numbers, lists and maps"
-        raise GraphFileError(
-            name, f"the body holds more than {what}, more than a graph of the size its header "
-            "declares can (a hostile or corrupt file)") from None
+        refused = over.args[0]  # raised below, once this exception (and its frames) are gone
+    except msgpack.ExtraData:
+        raise GraphFileError(name, "trailing data after the graph body") from None
     except msgpack.OutOfData:
         raise GraphFileError(name, "truncated: the graph body is incomplete") from None
     except ValueError as exc:
+        if "incomplete input" in str(exc):
+            raise GraphFileError(name, "truncated: the graph body is incomplete") from None
         if "exceeds max_array_len" in str(exc) or "exceeds max_map_len" in str(exc):
+            why = "more than a graph of the size its header declares can" if longest == elements else \
+                f"more than {MEMORY_PER_BYTE}x the body's {size:,} bytes of memory allows"
             raise GraphFileError(
-                name, f"corrupt graph body: a list or map of over {elements:,} strings, numbers, lists and maps, "
-                "more than a graph of the size its header declares can (a hostile or corrupt file)") from None
+                name, f"corrupt graph body: a list or map of over {longest:,} strings, numbers, lists and maps, "
+                f"{why} (a hostile or corrupt file)") from None
         raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
     except Exception as exc:
         raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
-    try:
-        body_unpacker.unpack()
-    except msgpack.OutOfData:
-        pass
-    except Exception:
-        raise GraphFileError(name, "trailing bytes after the graph body") from None
-    else:
-        raise GraphFileError(name, "trailing data after the graph body")
+    if refused is not None:
+        _return_memory()  # what was decoded is gone: its memory goes back to the system
+        if refused == "memory":
+            raise GraphFileError(
+                name, f"decoding the body would take more than {memory / (1 << 20):,.0f} MiB of memory, "
+                f"{MEMORY_PER_BYTE}x its {size:,} bytes (a graph file TensorViz writes takes under 10x; "
+                "a hostile or corrupt file)") from None
+        what = f"{budget:,} lists and maps" if refused == "containers" else \
+            f"{elements:,} strings, numbers, lists and maps"
+        raise GraphFileError(
+            name, f"the body holds more than {what}, more than a graph of the size its header "
+            "declares can (a hostile or corrupt file)")
     try:
         return _build(body, header, version)
     except _Invalid as exc:

@@ -101,7 +101,9 @@ def parse_recipes_text(text: str, *, file: str | None = None) -> dict[str, Any]:
         problem = re.sub(r"\s*\(at line \d+, column \d+\)", "", msg) or "invalid TOML"
         raise RecipeError(f"invalid TOML: {problem}", line=line, file=file) from None
     except RecursionError:
-        raise RecipeError("invalid TOML: nested too deeply", file=file) from None
+        line, depth = _deepest(text)
+        raise RecipeError(f"invalid TOML: nested too deeply ({depth} levels of tables and arrays)",
+                          line=line, file=file) from None
     loc = locator_for(text)
     version = doc.get("version")
     if version is None:
@@ -125,6 +127,42 @@ def parse_recipes_text(text: str, *, file: str | None = None) -> dict[str, Any]:
             file=file,
         )
     return doc
+
+
+def _deepest(text: str) -> tuple[int | None, int]:
+    """The 1-based line where ``text``'s inline tables and arrays nest deepest, and how
+    deep (strings and comments skipped): where a document too deep for the TOML parser
+    goes wrong."""
+    depth = deepest = 0
+    line = 1
+    where: int | None = None
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "\"'":
+            quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j):
+                if text[j] == "\\" and quote[0] == '"':
+                    j += 1
+                j += 1
+            line += text.count("\n", i, j)
+            i = j + len(quote)
+            continue
+        elif c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, where = depth, line
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return where, deepest
 
 
 def profile_names(doc: Mapping[str, Any]) -> list[str]:
@@ -472,6 +510,10 @@ def _generator(cx: _Ctx, value: Any, at: list, dtype: str) -> Generator:
             raise cx.error(at + ["value"], f"a bool tensor is filled with true or false, found {_show(v)}")
         if type(v) is bool or not _number(v):
             raise cx.error(at + ["value"], f"expected a number, found {_show(v)}")
+        if not math.isfinite(v):
+            # An input of NaNs or infinities makes every statistic and value downstream one
+            # too: nothing the graph could show.
+            raise cx.error(at + ["value"], f"expected a finite number, found {_show(v)}")
         if integral:
             if type(v) is float:
                 if not v.is_integer():

@@ -246,7 +246,12 @@ def _failure_of(exc: BaseException, ctx: Any):
             frames=frames_of(exc),
         )
     if isinstance(exc, KeyboardInterrupt):
-        return Failure(type="KeyboardInterrupt", message="the capture was interrupted", stage="cancelled", frames=frames_of(exc))
+        # The worker runs in a session of its own: no terminal's Ctrl-C reaches it, and the
+        # parent cancels by killing it. An interrupt here is the model's own (raised, or a
+        # SIGINT it sent itself): a failure like any other, recorded, not a cancellation.
+        return Failure(type="KeyboardInterrupt",
+                       message="the model raised KeyboardInterrupt (or its process was sent SIGINT) during the capture",
+                       stage="trace", frames=frames_of(exc))
     message = _safe_str(exc)
     return Failure(type=_type_name(exc), message=message, stage="trace", frames=frames_of(exc))
 
