@@ -28,6 +28,10 @@ from .model import (
     MAX_DEPTH,
     MAX_DESCRIPTIONS,
     MAX_INPUT_ELEMENTS,
+    MAX_MESH_AXES,
+    MAX_MESH_DEVICES,
+    MESH_AXIS_NAME,
+    MESH_AXIS_TYPES,
     MAX_RANK,
     MAX_STRING,
     RECIPES_VERSION,
@@ -37,6 +41,7 @@ from .model import (
     Dim,
     Generator,
     ListDesc,
+    MeshSetup,
     NoneDesc,
     RecipeError,
     RefDesc,
@@ -289,6 +294,45 @@ def _step(cx: _Ctx, value: Any, at: list) -> StepSetup:
             raise cx.error(at + ["optimizer"], 'expected { factory = "pkg.mod:fn" }')
         optimizer = _ref(cx, opt["factory"], at + ["optimizer", "factory"])
     return StepSetup(loss=loss_name, loss_factory=loss_factory, optimizer_factory=optimizer)
+
+
+def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup:
+    """``mesh = { data = 4, model = 2 }`` or ``model = { size = 2, type = "explicit" }``."""
+    example = 'expected a table of mesh axes, e.g. { data = 4, model = 2 }'
+    if not isinstance(value, Mapping):
+        raise cx.error(at, f"{example}, found {_show(value)}")
+    if not value:
+        raise cx.error(at, f"a mesh needs at least one axis: {example.removeprefix('expected ')}")
+    if len(value) > MAX_MESH_AXES:
+        raise cx.error(at, f"{len(value)} axes; a mesh has at most {MAX_MESH_AXES}")
+    axes = []
+    devices = 1
+    for name, spec in value.items():
+        where = at + [str(name)]
+        if not isinstance(name, str) or not MESH_AXIS_NAME.match(name):
+            raise cx.error(where, "an axis name is a Python identifier (letters, digits, _; 64 at most)")
+        kind = "auto"
+        if isinstance(spec, Mapping):
+            for key in spec:
+                if key not in ("size", "type"):
+                    raise cx.error(where + [str(key)], "unknown key (expected size or type)")
+            if "size" not in spec:
+                raise cx.error(where, "missing size")
+            kind = spec.get("type", "auto")
+            if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES:
+                raise cx.error(where + ["type"], f"expected one of {', '.join(map(repr, MESH_AXIS_TYPES))}, "
+                                                 f"found {_show(kind)}")
+            size = spec["size"]
+            size_at = where + ["size"]
+        else:
+            size, size_at = spec, where
+        if type(size) is not int or not 1 <= size <= MAX_MESH_DEVICES:
+            raise cx.error(size_at, f"an axis size is an integer from 1 to {MAX_MESH_DEVICES}, found {_show(size)}")
+        devices *= size
+        if devices > MAX_MESH_DEVICES:
+            raise cx.error(at, f"the mesh needs more than {MAX_MESH_DEVICES} devices (axis sizes multiply)")
+        axes.append((name, size, kind))
+    return MeshSetup(tuple(axes))
 
 
 def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDesc:
