@@ -201,3 +201,23 @@ def annotate(capture: Capture) -> None:
     for g, figures in zip(capture.groups, per_group):
         if figures:
             g.attrs[KEY] = figures
+
+
+def size_text(n: int) -> str:
+    """``1.5 GiB``, ``512 B``."""
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n} B"
+
+
+LABELS = (("param_bytes", "params"), ("input_bytes", "inputs"), ("activation_bytes", "activations"),
+          ("gradient_bytes", "gradients"))
+
+
+def figures_text(figures: Any) -> str | None:
+    """``params 1.2 MiB · inputs 3 KiB · activations 10 MiB`` (per device); None without figures."""
+    if not isinstance(figures, dict):
+        return None
+    parts = [f"{label} {size_text(figures[key])}" for key, label in LABELS if type(figures.get(key)) is int]
+    return " · ".join(parts) or None

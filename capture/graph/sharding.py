@@ -309,3 +309,25 @@ def check_sharding(obj: Any, shape: list, meshes: list, where: str) -> None:
         raise ShardingError(f"{where}.global_shape: expected a list of sizes or names")
     if "local" in obj and type(obj["local"]) is not bool:
         raise ShardingError(f"{where}.local: expected true or false")
+
+
+# --------------------------------------------------------------------------- words
+
+
+def mesh_text(mesh: dict) -> str:
+    """``data=4 × model=2 (explicit)``: a mesh's axes, major to minor, with each axis type
+    that is not automatic."""
+    parts = []
+    for a in mesh.get("axes") or ():
+        t = a.get("type")
+        parts.append(f"{a.get('name')}={a.get('size')}" + (f" ({t})" if t not in (None, "auto") else ""))
+    return " × ".join(parts) or "no axes"
+
+
+def devices_text(devices: dict | None) -> str | None:
+    """``8 cpu devices, simulated``; None without a devices record."""
+    if not isinstance(devices, dict):
+        return None
+    n = devices.get("count")
+    text = f"{n} {devices.get('platform')} device{'s' if n != 1 else ''}"
+    return text + (", simulated (not real devices; nothing measured on them)" if devices.get("simulated") else "")

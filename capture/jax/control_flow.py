@@ -219,7 +219,7 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, A
     queue = conv.pending_bodies
     executed_opaque = dict(conv.opaque_ops)
     executed_nodes = len(conv.nodes)
-    converted = closed = template_nodes = 0
+    converted = closed = template_nodes = shard_maps = 0
     reasons: dict[str, int] = {}
     i = 0
     while i < len(queue):
@@ -242,6 +242,7 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, A
                 converted += 1
                 template_nodes += n
                 if role.role == "shard_map body":
+                    shard_maps += 1
                     # Every device runs it: nothing of it is left unexpanded.
                     conv.nodes[nid].opaque = False
                     for counts in ((executed_opaque, conv.opaque_ops) if nid < executed_nodes
@@ -256,6 +257,8 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, A
     conv.opaque_ops.update(executed_opaque)
     summary: dict[str, Any] = {"converted": converted, "closed": closed, "template_nodes": template_nodes,
                                "note": BODY_NOTE, "wiring": WIRING_NOTE}
+    if shard_maps:
+        summary["shard_map"] = shard_maps  # of the converted: per-device programs, not control flow
     if body_opaque:
         summary["opaque_primitives"] = dict(sorted(body_opaque.items()))
     if reasons:
