@@ -19,7 +19,9 @@ wrap and unwrap without an ATen op, so a tracer sees a tensor it never saw made.
 module finds its origin (the ``DTensor`` whose local tensor it is, or the local tensor a
 new ``DTensor`` wraps) and the trace records a boundary node between the two values,
 ``dtensor::to_local`` / ``dtensor::from_local`` (params: ``placements``, ``mesh``;
-``no_kernel: True``: no kernel ran, nothing was copied).
+``no_kernel``: no kernel ran, nothing was copied); ``dtensor::rewrap`` joins a new
+``DTensor`` made around another one's local tensor (a ``redistribute`` that moved
+nothing, a module's output layout: ``from_placements`` and ``placements``).
 
 Collectives. ``_c10d_functional::all_reduce``, ``all_gather_into_tensor``,
 ``reduce_scatter_tensor``, ``all_to_all_single``, ``broadcast`` (and the ``c10d::``
@@ -65,6 +67,7 @@ COLLECTIVE_OPS = {
 }
 FROM_LOCAL = "dtensor::from_local"
 TO_LOCAL = "dtensor::to_local"
+REWRAP = "dtensor::rewrap"
 BOUNDARY_NOTE = ("no kernel ran: a DTensor and its local tensor share one storage; this node joins the "
                  "global value and this rank's tensor")
 

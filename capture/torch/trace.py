@@ -55,7 +55,7 @@ from ..worker.libframes import LibraryFiles, class_location
 from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Frame, Operand
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
-from .dtensors import BOUNDARY_NOTE, COLLECTIVE_OPS, FROM_LOCAL, TO_LOCAL, DistributedValues
+from .dtensors import BOUNDARY_NOTE, COLLECTIVE_OPS, FROM_LOCAL, REWRAP, TO_LOCAL, DistributedValues
 from .functions import FunctionCalls
 from .stats import MODES as STATS_MODES
 from .stats import ActivationStatistics
@@ -328,9 +328,12 @@ class TorchTrace:
         if dist.is_dtensor(t):
             local = t._local_tensor
             entry = self._live.get(id(local))
-            if entry is None or entry[0]() is not local:
-                return None
-            src, op = self.value_of(local), FROM_LOCAL
+            if entry is not None and entry[0]() is local:
+                src, op = self.value_of(local), FROM_LOCAL
+            else:  # a new DTensor over another's local tensor (a redistribute that moved nothing)
+                src, op = dist.dtensor_of_local(local), REWRAP
+                if src is None:
+                    return None
         else:
             src = dist.dtensor_of_local(t) if dist.dtensor_type() is not None else None
             if src is None:
@@ -339,8 +342,10 @@ class TorchTrace:
         b = self.b
         nid = len(b.nodes)
         vid = self._new_value(t, nid, None, version=t._version)
-        sharding = b.values[vid].sharding if op == FROM_LOCAL else b.values[src].sharding
+        sharding = b.values[src].sharding if op == TO_LOCAL else b.values[vid].sharding
         params: dict[str, Any] = {"no_kernel": BOUNDARY_NOTE}
+        if op == REWRAP and isinstance(b.values[src].sharding, dict):
+            params["from_placements"] = b.values[src].sharding.get("placements")
         if isinstance(sharding, dict):
             params["placements"] = sharding.get("placements")
             params["mesh"] = sharding.get("mesh")
