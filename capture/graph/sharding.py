@@ -75,9 +75,20 @@ DTYPE_BITS = {
     "float4_e2m1fn": 4, "complex32": 32, "qint8": 8, "quint8": 8, "qint32": 32,
 }
 
-# Short dtype spellings for labels (f32[8@data,16]), as the viewer writes shapes.
-_SHORT = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int32": "i32",
-          "int64": "i64", "int16": "i16", "int8": "i8", "uint8": "u8", "uint32": "u32", "bool": "bool"}
+# Short dtype spellings for labels (``f32[8@data,16]``): the one table the viewer's value
+# labels use too (``viewer.projection.names.short_dtype``).
+SHORT_DTYPES = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "int4": "i4",
+    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "uint4": "u4",
+    "complex64": "c64", "complex128": "c128", "bool": "bool",
+    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+
+
+def short_dtype(dtype: str) -> str:
+    d = dtype[6:] if dtype.startswith("torch.") else dtype
+    return SHORT_DTYPES.get(d, d)
 
 
 class ShardingError(ValueError):
@@ -184,7 +195,7 @@ def split_label(shape: list, dtype: str, sharding: dict | None, meshes: list | N
     """``f32[8@data,16]``: each split dimension with the mesh axes it is split over
     (``@data*model`` for several), ``+partial(model)`` for a pending reduction; with
     ``per_device``, the shape one device holds (``f32[2,16]``)."""
-    short = _SHORT.get(dtype, dtype)
+    short = short_dtype(dtype)
     if not isinstance(sharding, dict):
         return f"{short}[{','.join(map(str, shape))}]"
     if per_device:

@@ -67,7 +67,7 @@ installHooks({
   renderer: () => renderer,
   settler: () => settler,
   diff: () => diff,
-  actions: { toggle, expandAll, collapseAll, expandToDepth, setWeightPills, setKernels },
+  actions: { toggle, expandAll, collapseAll, expandToDepth, setWeightPills, setKernels, setPerDevice },
 });
 
 // ------------------------------------------------------------------ the store's events
@@ -81,10 +81,11 @@ store.on("capture", ({ capture }) => {
   setVocabulary(capture.vocabulary);
   renderTitle(capture);
   renderCoverage(capture);
+  renderMeshLegend(capture);
 });
 store.on("expansion", () => saveExpansion());
-store.on("options", ({ weightPills, kernels }) => {
-  for (const [id, on] of [["btn-weights", weightPills], ["btn-kernels", kernels]]) {
+store.on("options", ({ weightPills, kernels, perDevice }) => {
+  for (const [id, on] of [["btn-weights", weightPills], ["btn-kernels", kernels], ["btn-device", !!perDevice]]) {
     const b = $(id);
     b.setAttribute("aria-pressed", String(on));
     b.classList.toggle("on", on);
@@ -460,6 +461,7 @@ function wireToolbar() {
   };
   $("btn-weights").onclick = () => setWeightPills(!store.weightPills);
   $("btn-kernels").onclick = () => setKernels(!store.kernels);
+  $("btn-device").onclick = () => setPerDevice(!store.perDevice);
   $("btn-readable").onclick = () => readable();
   $("btn-zoom-in").onclick = () => zoomCentre(1.25);
   $("btn-zoom-out").onclick = () => zoomCentre(0.8);
@@ -712,6 +714,31 @@ function expandToDepth(n) {
 
 function setWeightPills(on) {
   return relayoutWith(on ? "Drawing parameters as nodes…" : "Folding parameters into their ops…", () => store.setWeightPills(on));
+}
+
+function setPerDevice(on) {
+  return relayoutWith(on ? "Showing what one device holds…" : "Showing global shapes…", () => store.setPerDevice(on));
+}
+
+// The mesh legend (a program split across devices): each mesh's axes, the devices and
+// whether they were simulated, and what one device holds; the server words it
+// (`mesh_legend`). The "Per device" toggle shows only with a mesh.
+function renderMeshLegend(c) {
+  const box = $("mesh-legend");
+  const legend = c && !c.failure ? c.mesh_legend : null;
+  $("btn-device").hidden = !legend;
+  box.hidden = !legend;
+  if (!legend) return;
+  box.replaceChildren();
+  const several = (legend.meshes || []).length > 1;
+  for (const m of legend.meshes || []) {
+    box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, several ? `mesh ${m.id}` : "mesh"),
+      " ", el("span", { class: "mesh-axes" }, String(m.text)), ` · ${m.devices} devices`));
+  }
+  if (legend.devices) box.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
+  if (legend.memory) box.append(el("div", { class: "mesh-row" }, `per device: ${legend.memory}`));
+  box.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data · ",
+    el("span", { class: "mesh-collective" }, "⇄ collective")));
 }
 
 function setKernels(on) {

@@ -25,6 +25,7 @@
 // layout failed. Listeners run synchronously, in the order they subscribed.
 
 import { GraphModel } from "./viewmodel.js";
+import { perDeviceShapes, setPerDeviceShapes } from "../draw/theme.js";
 
 export class Store {
   #api;
@@ -102,6 +103,11 @@ export class Store {
 
   get kernels() {
     return this.#model ? this.#model.kernels : false;
+  }
+
+  // Shapes as one device holds them (a program split across devices), or global ones.
+  get perDevice() {
+    return perDeviceShapes();
   }
 
   get liveUpdates() {
@@ -314,7 +320,7 @@ export class Store {
     const m = this.#model;
     if (m.showWeights === !!on) return this.relayout();
     m.showWeights = !!on;
-    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels });
+    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels, perDevice: perDeviceShapes() });
     return this.relayout();
   }
 
@@ -325,7 +331,18 @@ export class Store {
     const m = this.#model;
     if (m.kernels === !!on) return this.relayout();
     m.kernels = !!on;
-    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels });
+    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels, perDevice: perDeviceShapes() });
+    return this.relayout();
+  }
+
+  // Shapes as one device holds them (true) or global, with their split (false): every
+  // card line and edge label that shows a shape; laid out again.
+  setPerDevice(on) {
+    const m = this.#model;
+    if (perDeviceShapes() === !!on) return this.relayout();
+    setPerDeviceShapes(on);
+    m.changed(); // every card line and edge label that shows a shape reads again
+    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels, perDevice: !!on });
     return this.relayout();
   }
 
