@@ -296,9 +296,41 @@ def _step(cx: _Ctx, value: Any, at: list) -> StepSetup:
     return StepSetup(loss=loss_name, loss_factory=loss_factory, optimizer_factory=optimizer)
 
 
-def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup:
-    """``mesh = { data = 4, model = 2 }`` or ``model = { size = 2, type = "explicit" }``."""
+def mesh_text_table(text: str) -> dict[str, Any] | None:
+    """The shorthand spelling of a mesh, ``data=4,model=2`` (``model=2:explicit`` for a JAX
+    axis type; ``none`` or nothing: no mesh), as the recipe's ``mesh`` table. The one
+    reader of that spelling: the CLI's ``--mesh`` and the setup form's field. Raises
+    ``ValueError`` naming what is wrong; sizes and names are the table's to check."""
+    text = text.strip()
+    if not text or text.lower() == "none":
+        return None
+    table: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, rest = part.partition("=")
+        size, colon, kind = rest.partition(":")
+        name, size, kind = name.strip(), size.strip(), kind.strip()
+        if not sep or not name or not size.isdigit() or (colon and not kind):
+            raise ValueError(f"expected AXIS=SIZE[,AXIS=SIZE…] such as data=4,model=2 (model=2:explicit for a JAX "
+                             f"axis type), found {part!r}")
+        if name in table:
+            raise ValueError(f"axis {name!r} is named twice")
+        table[name] = int(size) if not colon else {"size": int(size), "type": kind}
+    if not table:
+        raise ValueError("give the axes, e.g. data=4,model=2")
+    return table
+
+
+def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup | None:
+    """``mesh = { data = 4, model = 2 }`` or ``model = { size = 2, type = "explicit" }``; the
+    shorthand text ``"data=4,model=2"`` is read as that table (a setup form sends it)."""
     example = 'expected a table of mesh axes, e.g. { data = 4, model = 2 }'
+    if isinstance(value, str) and len(value) <= MAX_STRING:
+        try:
+            value = mesh_text_table(value)
+        except ValueError as exc:
+            raise cx.error(at, str(exc)) from None
+        if value is None:
+            return None
     if not isinstance(value, Mapping):
         raise cx.error(at, f"{example}, found {_show(value)}")
     if not value:

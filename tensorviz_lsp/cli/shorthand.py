@@ -424,25 +424,17 @@ def _token_generators(data: dict[str, Any], texts: list[str], tokens: TokenIds) 
 
 def mesh_table(text: str) -> dict[str, Any] | None:
     """``--mesh data=4,model=2`` (``model=2:explicit`` for a JAX axis type) as the recipe's
-    ``mesh`` table; ``none`` is ``None`` (no mesh). The sizes and names are checked by the
-    recipe's own validation; this reads the spelling."""
-    text = text.strip()
-    if text.lower() == "none":
-        return None
-    table: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in text.split(","))):
-        name, sep, rest = part.partition("=")
-        size, colon, kind = rest.partition(":")
-        name, size, kind = name.strip(), size.strip(), kind.strip()
-        if not sep or not name or not size.isdigit() or (colon and not kind):
-            raise ShorthandError(f"--mesh {text!r}: expected AXIS=SIZE[,AXIS=SIZE…] such as data=4,model=2 "
-                                 f"(model=2:explicit for a JAX axis type), found {part!r}")
-        if name in table:
-            raise ShorthandError(f"--mesh {text!r}: axis {name!r} is named twice")
-        table[name] = int(size) if not colon else {"size": int(size), "type": kind}
-    if not table:
+    ``mesh`` table; ``none`` is ``None`` (no mesh). The spelling is the recipe's own
+    (``capture.recipe.parse.mesh_text_table``); sizes and names are checked by the
+    recipe's validation."""
+    from capture.recipe.parse import mesh_text_table
+
+    if not text.strip():
         raise ShorthandError("--mesh: give the axes, e.g. --mesh data=4,model=2 (or --mesh none)")
-    return table
+    try:
+        return mesh_text_table(text)
+    except ValueError as exc:
+        raise ShorthandError(f"--mesh {text!r}: {exc}") from None
 
 
 def build_recipe(

@@ -92,3 +92,21 @@ def test_shorthand_saves_and_removes_the_mesh(tmp_path, monkeypatch):
     assert build_recipe(t, existing=r, mesh="none").mesh is None
     with pytest.raises(RecipeError, match="from 1 to 1024"):
         build_recipe(t, inputs=["x=float32[8,16]"], framework="jax", mesh="data=0")
+
+
+def test_the_forms_text_spelling_is_read_as_the_table():
+    r = Recipe.from_dict({"name": "p", "framework": "jax", "model": "m:f", "mesh": "data=4, model=2:explicit"})
+    assert r.mesh == MeshSetup((("data", 4, "auto"), ("model", 2, "explicit")))
+    assert r.to_table()["mesh"] == {"data": 4, "model": {"size": 2, "type": "explicit"}}
+    assert Recipe.from_dict({"name": "p", "model": "m:f", "mesh": ""}).mesh is None
+    with pytest.raises(RecipeError, match="named twice") as err:
+        Recipe.from_dict({"name": "p", "model": "m:f", "mesh": "a=2,a=2"})
+    assert err.value.key_path == "profiles.p.mesh"
+
+
+def test_the_setup_form_offers_the_mesh():
+    from tensorviz_lsp.features.setup_form import MESH_HELP, _mesh_text
+
+    assert _mesh_text({"data": 4, "model": {"size": 2, "type": "explicit"}}) == "data=4,model=2:explicit"
+    assert _mesh_text(None) == ""
+    assert "simulated" in MESH_HELP
