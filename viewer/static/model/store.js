@@ -14,8 +14,9 @@
 //                (a source line's, Show in Graph)
 //   "outline"    {keys}: the editor's cursor line, outlined lightly (a Set, or null)
 //   "panels"     {open, side}: the names of the open panels, and the open side panel
-//   "options"    {weightPills, kernels}: how the graph is drawn (parameters as pills or
-//                inside ops; every kernel, or layers and function calls)
+//   "options"    {weightPills, kernels, perDevice}: how the graph is drawn (parameters as
+//                pills or inside ops; every kernel, or layers and function calls; shapes
+//                as one device holds them, or global with their split)
 //   "expansion"  {}: what is open changed, and the new scene is laid out
 //   "scene"      {scene}: a new scene is ready to draw (after any action that lays out,
 //                and after settling estimated containers)
