@@ -293,8 +293,9 @@ def to_json(capture: Capture) -> dict[str, Any]:
         "recipe": capture.recipe,
         "failure": None if capture.failure is None else failure_json(capture.failure),
         "meta": capture.meta,
-        "meshes": capture.meshes,
-        "devices": capture.devices,
+        # a program split across devices: present only then (older captures' JSON is unchanged)
+        **({"meshes": capture.meshes} if capture.meshes else {}),
+        **({"devices": capture.devices} if capture.devices is not None else {}),
     }
 
 

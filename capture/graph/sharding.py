@@ -126,6 +126,8 @@ class MeshTable:
             self.meshes.append(record)
         elif record.get("origin") == "recipe" and self.meshes[got].get("origin") != "recipe":
             self.meshes[got]["origin"] = "recipe"
+        elif record.get("origin") == "factory" and self.meshes[got].get("origin") == "program":
+            self.meshes[got]["origin"] = "factory"
         return got
 
     def sizes(self, mesh: int) -> dict[str, int]:

@@ -735,7 +735,8 @@ def _input_shardings(jax: Any, shardings: JaxShardings, plan: _Plan, dyn: list, 
 
 def _leaf_sharding(shardings: JaxShardings, leaf: Any, metadata: dict | None, mesh: int | None) -> dict | None:
     shape = [int(d) if isinstance(d, int) else str(d) for d in getattr(leaf, "shape", ())]
-    return leaf_sharding(shardings, leaf, shape, metadata, mesh)
+    # An input's mesh is the one its maker (a factory, the model's setup) placed it on.
+    return leaf_sharding(shardings, leaf, shape, metadata, mesh, origin="factory")
 
 
 def _linen_box_type() -> Any:

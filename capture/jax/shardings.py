@@ -56,12 +56,13 @@ class JaxShardings:
         return bool(self._mesh_types) and isinstance(obj, self._mesh_types)
 
     def mesh_index(self, mesh: Any, origin: str = "program") -> int | None:
-        """The index of ``mesh`` in the capture's meshes; ``None`` for a mesh without axes."""
+        """The index of ``mesh`` in the capture's meshes; ``None`` for a mesh without axes.
+        ``origin``: where it was first seen (a mesh the recipe names stays ``recipe``)."""
         try:
             got = self._mesh_cache.get(mesh, -1)
         except TypeError:
             got = -1
-        if got != -1 and origin != "recipe":
+        if got != -1 and origin == "program":
             return got
         names = tuple(getattr(mesh, "axis_names", ()) or ())
         if not names:
@@ -140,7 +141,7 @@ class JaxShardings:
     # ------------------------------------------------------------------ values
 
     def value_sharding(self, obj: Any, shape: list, source: str, *, unconstrained: Any = (),
-                       explicit_only: bool = False) -> dict | None:
+                       explicit_only: bool = False, origin: str = "program") -> dict | None:
         """A value's ``sharding`` from a ``NamedSharding`` (``None`` for anything else or a
         mesh without axes). ``unconstrained``: dimensions ``sharding_constraint`` leaves free.
         ``explicit_only``: only on a mesh with an explicit axis (an op's ``out_sharding`` on
@@ -149,7 +150,7 @@ class JaxShardings:
             return None
         if explicit_only and "explicit" not in {_axis_type(t) for t in getattr(obj.mesh, "axis_types", ()) or ()}:
             return None
-        idx = self.mesh_index(obj.mesh)
+        idx = self.mesh_index(obj.mesh, origin)
         if idx is None:
             return None
         spec = self.spec_list(obj.spec)
@@ -205,16 +206,17 @@ def _axis_type(t: Any) -> str | None:
 
 
 def leaf_sharding(shardings: JaxShardings, leaf: Any, shape: list, metadata: dict | None = None,
-                  mesh: int | None = None) -> dict | None:
+                  mesh: int | None = None, origin: str = "program") -> dict | None:
     """The sharding of an input array: where a ``jax.Array`` lies or what a
     ``ShapeDtypeStruct`` says (``placement``), else an NNX variable's or a Linen box's
     partitioning annotation (``out_sharding`` / ``sharding`` / ``sharding_names`` / names)
-    on mesh index ``mesh`` (``partitioning``)."""
+    on mesh index ``mesh`` (``partitioning``). ``origin``: what made the array (a factory's
+    mesh is recorded as ``factory``)."""
     try:
         sh = getattr(leaf, "sharding", None)
     except Exception:  # a deleted or host-only array
         sh = None
-    got = shardings.value_sharding(sh, shape, "placement") if sh is not None else None
+    got = shardings.value_sharding(sh, shape, "placement", origin=origin) if sh is not None else None
     if got is not None:
         return got
     if metadata and mesh is not None:
