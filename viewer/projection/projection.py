@@ -334,7 +334,8 @@ class Projection:
                                            for i, m in enumerate(cap.meshes)],
                                 "devices": devices_text(cap.devices),
                                 "simulated": bool(isinstance(cap.devices, dict) and cap.devices.get("simulated")),
-                                "memory": figures_text(cap.meta.get(MEMORY_KEY))}}
+                                "memory": cap.meta.get(MEMORY_KEY) if isinstance(cap.meta.get(MEMORY_KEY), dict)
+                                else None}}
 
     def _trunk_summary(self) -> list[dict]:
         gs, count = self.capture.groups, self.index.node_count

@@ -5,7 +5,7 @@
 
 import { Api, ApiError } from "./api.js";
 import { LayoutClient } from "./layout/layout-client.js";
-import { ROOT } from "./model/viewmodel.js";
+import { ROOT, memoryLine } from "./model/viewmodel.js";
 import { Store } from "./model/store.js";
 import { Renderer } from "./draw/renderer.js";
 import { Settler } from "./layout/settle.js";
@@ -736,7 +736,8 @@ function renderMeshLegend(c) {
       " ", el("span", { class: "mesh-axes" }, String(m.text)), ` · ${m.devices} devices`));
   }
   if (legend.devices) box.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
-  if (legend.memory) box.append(el("div", { class: "mesh-row" }, `per device: ${legend.memory}`));
+  const memory = memoryLine(legend.memory); // worded as group cards word it
+  if (memory) box.append(el("div", { class: "mesh-row" }, memory));
   box.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data · ",
     el("span", { class: "mesh-collective" }, "⇄ collective")));
 }
