@@ -26,13 +26,15 @@ What stays opaque:
 
 * any other primitive that carries a subprogram anywhere in its params (``cond``,
   ``scan``, ``while``, ``custom_linear_solve``'s named tuple of matvec/solve jaxprs under
-  ``jnp.linalg.solve`` and ``jax.scipy.sparse.linalg.cg``, ``shard_map``, the reducer
+  ``jnp.linalg.solve`` and ``jax.scipy.sparse.linalg.cg``, the reducer
   ``update_jaxpr`` of ``scatter-add``/``scatter-mul``/…, ``reduce``, ``reduce_window``…;
   found by walking tuples, mappings and dataclass fields, not by primitive name) is one node with
   ``opaque=True`` and its output shapes; coverage becomes ``partial`` with the reason
   ``opaque_kernel``. Nothing says a branch or an iteration ran. The bodies of ``cond``,
   ``scan`` and ``while`` are *also* converted, after the executed program, as
-  unexecuted templates in ``body`` groups (:mod:`capture.jax.control_flow`).
+  unexecuted templates in ``body`` groups (:mod:`capture.jax.control_flow`). A
+  ``shard_map``'s body (every device runs it) converts the same way, and once converted
+  its node is no longer opaque.
 * meshes, shardings and partition specs are data (``capture.jax.shardings``: the mesh an
   index into ``Capture.meshes``, per dimension the mesh axes); values whose split is known
   (``jit`` in/out shardings, ``sharding_constraint``, ``reshard``, ops' ``out_sharding``,
