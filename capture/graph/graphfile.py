@@ -55,6 +55,7 @@ from .model import (
     Frame,
     Group,
     Node,
+    NodeCosts,
     Operand,
     Source,
     Value,
@@ -215,6 +216,8 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
     library = [i for i, f in enumerate(capture.frames) if f.library]
     if library:  # the frames that name an installed library file (absolute path)
         body["library_frames"] = library
+    if capture.cost is not None:  # what each node costs (absent: not counted; older readers skip it)
+        body["cost"] = _cost_columns(capture.cost, len(nodes), ints)
     header = {
         "format": FORMAT_NAME,
         "version": version,
@@ -254,6 +257,17 @@ def _sharding_columns(values: Sequence[Value]) -> tuple[list[dict], list[int]]:
             table.append(v.sharding)
         index.append(k)
     return table, index
+
+
+def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
+    for name in ("flops", "bytes_read", "bytes_written", "rule"):
+        if len(getattr(cost, name)) != n_nodes:
+            raise ValueError(f"capture cost column {name} has {len(getattr(cost, name))} entries for {n_nodes} nodes")
+    return {
+        "flops": ints(cost.flops), "bytes_read": ints(cost.bytes_read), "bytes_written": ints(cost.bytes_written),
+        "rule": ints(cost.rule), "rules": list(cost.rules), "estimates": ints(list(cost.estimates)),
+        "notes": cost.notes or None,
+    }
 
 
 #: A packed integer column's type codes (its first byte) and their entry widths.
@@ -859,6 +873,7 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         dict(zip(param_nodes, param_maps)), grp, frm, frozenset(opaque_ids),
     )
 
+    cost = _cost(b.get("cost"), n_nodes, ints)
     inputs = _tree(b.get("inputs"), "inputs", n_values)
     outputs = _tree(b.get("outputs"), "outputs", n_values)
     sources = []
@@ -919,7 +934,31 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         meta=_opt_map(b.get("meta"), "meta"),
         meshes=meshes,
         devices=devices,
+        cost=cost,
     )
+
+
+#: The largest FLOP or byte count one node may carry (a signed 64-bit integer).
+MAX_COST = (1 << 63) - 1
+
+
+def _cost(obj: Any, n_nodes: int, ints: Any) -> NodeCosts | None:
+    """The per-node cost columns (``NodeCosts``), or None for a file written without them."""
+    if obj is None:
+        return None
+    c = _map(obj, "cost")
+    rules = _list(c.get("rules"), "cost.rules")
+    if list(map(type, rules)).count(str) != len(rules):
+        raise _Invalid("cost.rules: expected a list of strings")
+    # -1 (UNCOUNTED) or a count
+    flops = ints(c.get("flops"), "cost.flops", n_nodes, -1, MAX_COST + 1)
+    read = ints(c.get("bytes_read"), "cost.bytes_read", n_nodes, -1, MAX_COST + 1)
+    written = ints(c.get("bytes_written"), "cost.bytes_written", n_nodes, -1, MAX_COST + 1)
+    rule = ints(c.get("rule"), "cost.rule", n_nodes, 0, len(rules), few=True)
+    estimates = ints(c.get("estimates"), "cost.estimates", None, 0, n_nodes)
+    if any(a >= b for a, b in zip(estimates, islice(estimates, 1, None))):
+        raise _Invalid("cost.estimates: node ids must be sorted, each once")
+    return NodeCosts(flops, read, written, rule, rules, estimates, _opt_map(c.get("notes"), "cost.notes"))
 
 
 def _read_shardings(vals: dict, n_values: int, shape_off: list, dims: list, meshes: list, ints: Any) -> list | None:
@@ -1029,6 +1068,10 @@ class ValueTable(Sequence[Value]):
         """Per-value sharding maps (read-only, shared by equal ones), or ``None`` when no
         value is split."""
         return self._sharding
+
+    def dtype_column(self) -> list:
+        """Per-value dtype names (read-only by contract)."""
+        return self._dtype
 
     def __iter__(self) -> Iterator[Value]:
         """Every row in order, each a fresh object, built by C-level passes over the columns."""

@@ -346,6 +346,7 @@ def _enter_shard_map(conv: Any, params: dict, attrs: dict) -> None:
 def _undo(conv: Any, mark: tuple) -> None:
     n_nodes, n_values, n_groups, n_consts, n_pending = mark
     del conv.nodes[n_nodes:]
+    del conv.eqns[n_nodes:]
     del conv.values[n_values:]
     del conv.groups[n_groups:]
     del conv.constants[n_consts:]

@@ -625,7 +625,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         _wait_collectives(output_tree if training else output)
         meta["stats_off"] = ("a simulated process group moves no data in collectives: what a rank holds after one "
                              "is not what a run would hold, so no statistics are measured")
-    capture = trace.build(
+    ctx.progress("counting FLOPs and bytes", 0.95)
+    result = trace.build(
         scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
         inputs=inputs,
         outputs=output_tree,
@@ -633,8 +634,20 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         meta=meta,
     )
     if group is not None:
-        capture.devices = group.devices_record()
-    return capture
+        result.devices = group.devices_record()
+    _count_costs(result)
+    return result
+
+
+def _count_costs(result: Capture) -> None:
+    """What each op costs (:mod:`capture.torch.cost`). A counter that fails leaves the
+    capture without costs and says why (``meta["cost_failed"]``), never fails the capture."""
+    from .cost import count
+
+    try:
+        result.cost = count(result)
+    except Exception as exc:
+        result.meta["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
 
 
 def _wait_collectives(output: Any) -> None:

@@ -95,7 +95,7 @@ export function setVocabulary(v) {
 // A value's text (`f32[2,4]`) is the server's `label` (viewer/projection/names.py value_label):
 // one dtype table, so cards, pills, edges and search all spell a dtype the same way.
 // Shapes as the graph shows them: global (a split value says how: `f32[8@data,16]`), or
-// what one device holds (`f32[2,16]`) once the toolbar's "Per device" is on. A value that
+// what one device holds (`f32[2,16]`) once the mesh legend's "Per device shapes" is on. A value that
 // is not split reads the same either way (the server sends `device_label` only for split ones).
 let perDevice = false;
 
