@@ -13,9 +13,11 @@ Nothing is matched by id (ids are dense indices that any change upstream shifts)
   match. Matched nodes with a different op (a ``replace`` in the alignment) are
   reported as changed.
 
-A matched pair is compared on its op, output shapes and dtypes, ``params`` (retained
-metadata), literal operands, and the parameter tensors it consumes (Torch parameters and
-buffers, JAX variables: name, shape, dtype).
+A matched pair is compared on its op, output shapes and dtypes, how its outputs are split
+across devices (``shardings``: the mesh by its axes, the mesh axes of each dimension, the
+per-device shape, pending partial sums), ``params`` (retained metadata, a collective's
+axes and bytes among them), literal operands, and the parameter tensors it consumes (Torch
+parameters and buffers, JAX variables: name, shape, dtype, sharding).
 
 Kernels are what is compared: a Torch *function group* (``kind = "function"``, the
 ``torch.*`` call a run of kernels ran under, see ``capture.torch.functions``) is
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .model import Capture, describe_tree, format_shape, state_keys, tree_leaves
+from .sharding import mesh_text
 
 DIFF_FORMAT = "tensorviz-diff"
 DIFF_VERSION = 1
@@ -206,6 +209,12 @@ class _Side:
             self.shapes = [tuple(v.shape) for v in values]
             self.dtypes = [v.dtype for v in values]
         self.n_values = len(self.dtypes)
+        # How each value is split across devices, comparable between captures (mesh axes
+        # by name and size, not by index): None for a value nothing splits.
+        column = values.sharding_column() if hasattr(values, "sharding_column") else \
+            [v.sharding for v in values]
+        self.splits = _splits(column, capture.meshes) if column and any(x is not None for x in column) \
+            else [None] * self.n_values
         if any("function" in p for p in self._params.values() if isinstance(p, dict)):
             self._params = {i: q for i, p in self._params.items() if (q := _kernel_params(p))}
         self._index_groups()
@@ -282,7 +291,7 @@ class _Side:
         return self.children[g + 1]
 
     def outputs(self, i: int) -> list[tuple]:
-        return [(self.dtypes[v], self.shapes[v]) for v in self.out_ids[self.out_off[i]:self.out_off[i + 1]]]
+        return [(self.dtypes[v], self.shapes[v], self.splits[v]) for v in self.out_ids[self.out_off[i]:self.out_off[i + 1]]]
 
     def literals(self, i: int) -> list:
         return [self._lit[-1 - r] for r in self.in_ref[self.in_off[i]:self.in_off[i + 1]] if r < 0]
@@ -298,7 +307,7 @@ class _Side:
         for r in self.in_ref[self.in_off[i]:self.in_off[i + 1]]:
             name = names.get(r) if r >= 0 else None
             if name is not None:
-                out[name] = (self.dtypes[r], self.shapes[r])
+                out[name] = (self.dtypes[r], self.shapes[r], self.splits[r])
         return out
 
     def signatures(self) -> list[tuple]:
@@ -310,7 +319,7 @@ class _Side:
             return self._signatures
         n = len(self.op)
         in_off, in_ref, out_off, out_ids = self.in_off, self.in_ref, self.out_off, self.out_ids
-        lit, names, dtypes, shapes = self._lit, self.weights, self.dtypes, self.shapes
+        lit, names, dtypes, shapes, splits = self._lit, self.weights, self.dtypes, self.shapes, self.splits
         # Column at a time: the sparse parts (params, literals, weights) are placed by owner.
         params: list = [None] * n
         for i, p in self._params.items():
@@ -322,14 +331,14 @@ class _Side:
                 i = bisect_right(in_off, pos) - 1
                 while in_off[i + 1] == in_off[i]:  # nodes without operands share an offset
                     i += 1
-                column, item = (lits, lit[-1 - r]) if r < 0 else (ws, (names[r], dtypes[r], shapes[r]))
+                column, item = (lits, lit[-1 - r]) if r < 0 else (ws, (names[r], dtypes[r], shapes[r], splits[r]))
                 if column[i] is None:
                     column[i] = []
                 column[i].append(item)
         if out_off[-1] == n and out_off == list(range(n + 1)):
-            outs: list = [(dtypes[v], shapes[v]) for v in out_ids]  # one output each: the common case
+            outs: list = [(dtypes[v], shapes[v], splits[v]) for v in out_ids]  # one output each: the common case
         else:
-            outs = [[(dtypes[v], shapes[v]) for v in out_ids[out_off[i]:out_off[i + 1]]] for i in range(n)]
+            outs = [[(dtypes[v], shapes[v], splits[v]) for v in out_ids[out_off[i]:out_off[i + 1]]] for i in range(n)]
         out = list(zip(self.op, outs, params, lits, ws))
         self._signatures = out
         return out
@@ -623,10 +632,12 @@ def _node_changes(sa: _Side, sb: _Side, ia: int, ib: int) -> dict[str, Any]:
     if sa.op[ia] != sb.op[ib]:
         ch["op"] = {"a": sa.op[ia], "b": sb.op[ib]}
     oa, ob = sa.outputs(ia), sb.outputs(ib)
-    if [s for _, s in oa] != [s for _, s in ob]:
-        ch["shapes"] = {"a": [list(s) for _, s in oa], "b": [list(s) for _, s in ob]}
-    if [d for d, _ in oa] != [d for d, _ in ob]:
-        ch["dtypes"] = {"a": [d for d, _ in oa], "b": [d for d, _ in ob]}
+    if [s for _, s, _ in oa] != [s for _, s, _ in ob]:
+        ch["shapes"] = {"a": [list(s) for _, s, _ in oa], "b": [list(s) for _, s, _ in ob]}
+    if [d for d, _, _ in oa] != [d for d, _, _ in ob]:
+        ch["dtypes"] = {"a": [d for d, _, _ in oa], "b": [d for d, _, _ in ob]}
+    if [x for _, _, x in oa] != [x for _, _, x in ob]:
+        ch["shardings"] = {"a": [_split_text(x) for _, _, x in oa], "b": [_split_text(x) for _, _, x in ob]}
     pa, pb = sa.params(ia), sb.params(ib)
     if pa != pb and _canon(pa) != _canon(pb):
         ch["params"] = {k: {"a": pa.get(k), "b": pb.get(k)} for k in sorted(set(pa) | set(pb), key=str)
@@ -651,7 +662,45 @@ def _canon(x: Any) -> str:
 
 
 def _tensor(t: tuple | None) -> dict | None:
-    return None if t is None else {"dtype": t[0], "shape": list(t[1])}
+    if t is None:
+        return None
+    out = {"dtype": t[0], "shape": list(t[1])}
+    if len(t) > 2 and t[2] is not None:
+        out["sharding"] = _split_text(t[2])
+    return out
+
+
+def _splits(column: list, meshes: list) -> list:
+    """Per value a comparable form of its sharding: ``(mesh axes, spec, per-device shape,
+    partial, local)``, the mesh by its axes (``data=4 × model=2``); None when not split."""
+    mesh_words = [mesh_text(m) for m in meshes]
+    out: list = []
+    memo: dict[int, tuple] = {}
+    for sh in column:
+        if not isinstance(sh, dict):
+            out.append(None)
+            continue
+        got = memo.get(id(sh))
+        if got is None:
+            m = sh.get("mesh")
+            got = (mesh_words[m] if type(m) is int and 0 <= m < len(mesh_words) else "?",
+                   tuple(tuple(x) if isinstance(x, list) else None for x in sh.get("spec") or ()),
+                   tuple(sh.get("per_device_shape") or ()), tuple(sh.get("partial") or ()), bool(sh.get("local")))
+            memo[id(sh)] = got
+        out.append(got)
+    return out
+
+
+def _split_text(x: tuple | None) -> str:
+    """``data×model on data=4 × model=2: [data,-] per device [2,16]`` for a comparable split."""
+    if x is None:
+        return "not split"
+    mesh, spec, per_device, partial, local = x
+    dims = ",".join("*".join(d) if d else ("?" if d is None else "-") for d in spec)
+    text = f"[{dims}] on {mesh}, per device {format_shape(list(per_device))}"
+    if partial:
+        text += f", partial over {','.join(partial)}"
+    return text + (" (one device's value)" if local else "")
 
 
 def _parameter_changes(sa: _Side, sb: _Side, groups: list[GroupChange]) -> dict[str, list]:
@@ -673,9 +722,10 @@ def _parameter_changes(sa: _Side, sb: _Side, groups: list[GroupChange]) -> dict[
     changed = []
     for n, va in ta.items():
         vb = tb.get(n)
-        if vb is not None and (sa.dtypes[va], sa.shapes[va]) != (sb.dtypes[vb], sb.shapes[vb]):
-            changed.append({"name": n, "a": _tensor((sa.dtypes[va], sa.shapes[va])),
-                            "b": _tensor((sb.dtypes[vb], sb.shapes[vb]))})
+        if vb is not None and (sa.dtypes[va], sa.shapes[va], sa.splits[va]) != (sb.dtypes[vb], sb.shapes[vb],
+                                                                                sb.splits[vb]):
+            changed.append({"name": n, "a": _tensor((sa.dtypes[va], sa.shapes[va], sa.splits[va])),
+                            "b": _tensor((sb.dtypes[vb], sb.shapes[vb], sb.splits[vb]))})
     return {k: sorted(v, key=lambda t: t["name"]) for k, v in
             (("added", added), ("removed", removed), ("changed", changed))}
 
@@ -743,7 +793,7 @@ def summary(d: CaptureDiff, *, max_nodes_per_group: int = 40) -> str:
         lines.append(f"{side.upper()}: {s['label']} ({s['framework']} {s['framework_version']}, "
                      f"{s['nodes']:,} nodes, {s['groups']:,} groups)".replace(" ,", ","))
     if d.same:
-        lines.append("no differences: the same groups, ops, shapes, dtypes, params and parameter tensors")
+        lines.append("no differences: the same groups, ops, shapes, dtypes, shardings, params and parameter tensors")
         return "\n".join(lines) + "\n"
     for key, ch in d.capture.items():
         lines.append(f"~ {key}: {ch['a']} → {ch['b']}")
@@ -811,6 +861,8 @@ def change_text(ch: dict) -> str:
         bits.append("shape " + _shapes(ch["shapes"]["a"]) + " → " + _shapes(ch["shapes"]["b"]))
     if "dtypes" in ch:
         bits.append(f"dtype {', '.join(ch['dtypes']['a'])} → {', '.join(ch['dtypes']['b'])}")
+    if "shardings" in ch:
+        bits.append(f"sharding {'; '.join(ch['shardings']['a'])} → {'; '.join(ch['shardings']['b'])}")
     if "params" in ch:
         bits.append("params " + ", ".join(f"{k}: {_short(v['a'])} → {_short(v['b'])}" for k, v in ch["params"].items()))
     if "literals" in ch:
@@ -825,7 +877,9 @@ def _shapes(shapes: list) -> str:
 
 
 def _tensor_text(t: dict | None) -> str:
-    return "(none)" if t is None else f"{t['dtype']}{format_shape(t['shape'])}"
+    if t is None:
+        return "(none)"
+    return f"{t['dtype']}{format_shape(t['shape'])}" + (f" split {t['sharding']}" if t.get("sharding") else "")
 
 
 def _short(x: Any, limit: int = 60) -> str:

@@ -43,6 +43,7 @@ from typing import Any, NamedTuple
 
 import msgpack
 
+from .sharding import ShardingError, check_devices, check_meshes, check_sharding
 from .model import (
     ABSTRACT_FORWARD_SCOPE,
     COVERAGE_STATUSES,
@@ -150,6 +151,7 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
     else:
         params_columns = {"param_nodes": param_nodes, "param_maps": [nodes[i].params for i in param_nodes]}
     all_int_dims = list(map(type, shape_dims)).count(int) == len(shape_dims)
+    sharding_table, sharding_index = _sharding_columns(values)
     body = {
         "backend": capture.backend,
         "framework": capture.framework,
@@ -168,6 +170,10 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
             "measured": [v.measured for v in values]
             if any(v.measured is not None for v in values)
             else None,
+            # how values are split across devices: each distinct map once, and per value
+            # its index in the table (-1: none); absent when no value is split
+            **({"sharding_table": sharding_table, "sharding_index": ints(sharding_index)}
+               if sharding_table else {}),
         },
         "nodes": {
             "op": ints([s(n.op) for n in nodes]),
@@ -203,6 +209,10 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         "meta": capture.meta,
         "strings": list(strings),
     }
+    if capture.meshes:
+        body["meshes"] = capture.meshes
+    if capture.devices is not None:
+        body["devices"] = capture.devices
     library = [i for i, f in enumerate(capture.frames) if f.library]
     if library:  # the frames that name an installed library file (absolute path)
         body["library_frames"] = library
@@ -222,6 +232,31 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+
+
+def _sharding_columns(values: Sequence[Value]) -> tuple[list[dict], list[int]]:
+    """The values' shardings as a table of distinct maps and an index per value (-1: none);
+    ``([], [])`` when no value has one."""
+    if not any(v.sharding is not None for v in values):
+        return [], []
+    table: list[dict] = []
+    seen: dict[bytes, int] = {}
+    index = []
+    pack = msgpack.Packer(use_bin_type=True).pack
+    for v in values:
+        if v.sharding is None:
+            index.append(-1)
+            continue
+        try:
+            key = pack(v.sharding)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+        k = seen.get(key)
+        if k is None:
+            k = seen[key] = len(table)
+            table.append(v.sharding)
+        index.append(k)
+    return table, index
 
 
 def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
@@ -908,7 +943,15 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
                 if m is not None:
                     _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
             raise _Invalid("values.measured: nested too deeply")  # not reached: _shallow names the entry
-    values = ValueTable(shape_off, dims, list(map(strings.__getitem__, dtypes)), measured)
+    try:
+        meshes = check_meshes(b.get("meshes"))
+        devices = check_devices(b.get("devices"))
+    except ShardingError as exc:
+        raise _Invalid(str(exc)) from None
+    if not _within_depth(meshes + ([devices] if devices else [])):
+        raise _Invalid("meshes: nested too deeply")
+    shardings = _read_shardings(vals, n_values, shape_off, dims, meshes, ints)
+    values = ValueTable(shape_off, dims, list(map(strings.__getitem__, dtypes)), measured, shardings)
 
     # groups and frames (nodes refer to them)
     groups_raw = _list(b.get("groups"), "groups")
@@ -1034,6 +1077,8 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         recipe=recipe,
         failure=failure,
         meta=_opt_map(b.get("meta"), "meta"),
+        meshes=meshes,
+        devices=devices,
         cost=cost,
     )
 
@@ -1059,6 +1104,34 @@ def _cost(obj: Any, n_nodes: int, ints: Any) -> NodeCosts | None:
     if any(a >= b for a, b in zip(estimates, islice(estimates, 1, None))):
         raise _Invalid("cost.estimates: node ids must be sorted, each once")
     return NodeCosts(flops, read, written, rule, rules, estimates, _opt_map(c.get("notes"), "cost.notes"))
+
+
+def _read_shardings(vals: dict, n_values: int, shape_off: list, dims: list, meshes: list, ints: Any) -> list | None:
+    """Per value its sharding map (shared with equal ones) or None; None when no value has one."""
+    table = vals.get("sharding_table")
+    if table is None:
+        _need(vals.get("sharding_index") is None, "values.sharding_index", "present without values.sharding_table")
+        return None
+    table = _list(table, "values.sharding_table")
+    if list(map(type, table)).count(dict) != len(table):
+        raise _Invalid("values.sharding_table: expected maps")
+    if not _within_depth(table):
+        raise _Invalid("values.sharding_table: nested too deeply")
+    _need(not table or meshes, "values.sharding_table", "shardings without meshes")
+    index = ints(vals.get("sharding_index"), "values.sharding_index", n_values, -1, len(table))
+    checked: set[tuple[int, int]] = set()
+    for v, k in enumerate(index):
+        if k < 0:
+            continue
+        rank = shape_off[v + 1] - shape_off[v]
+        if (k, rank) in checked:  # the checks depend on the rank alone
+            continue
+        try:
+            check_sharding(table[k], dims[shape_off[v]:shape_off[v + 1]], meshes, f"values.sharding_table[{k}]")
+        except ShardingError as exc:
+            raise _Invalid(f"{exc} (value {v})") from None
+        checked.add((k, rank))
+    return [None if k < 0 else table[k] for k in index]
 
 
 # What only a run measures: refused in an abstract capture (it ran on fake tensors).
@@ -1118,10 +1191,12 @@ class NodeColumns(NamedTuple):
 class ValueTable(Sequence[Value]):
     """Values read from a file: validated columns, ``Value`` rows built on access."""
 
-    __slots__ = ("_off", "_dims", "_dtype", "_measured")
+    __slots__ = ("_off", "_dims", "_dtype", "_measured", "_sharding")
 
-    def __init__(self, off: list, dims: list, dtype: list, measured: list | None) -> None:
+    def __init__(self, off: list, dims: list, dtype: list, measured: list | None,
+                 sharding: list | None = None) -> None:
         self._off, self._dims, self._dtype, self._measured = off, dims, dtype, measured
+        self._sharding = sharding
 
     def __len__(self) -> int:
         return len(self._dtype)
@@ -1133,6 +1208,11 @@ class ValueTable(Sequence[Value]):
     def measured_column(self) -> list | None:
         """Per-value measured maps, or ``None`` when no value was measured."""
         return self._measured
+
+    def sharding_column(self) -> list | None:
+        """Per-value sharding maps (read-only, shared by equal ones), or ``None`` when no
+        value is split."""
+        return self._sharding
 
     def dtype_column(self) -> list:
         """Per-value dtype names (read-only by contract)."""
@@ -1147,6 +1227,7 @@ class ValueTable(Sequence[Value]):
             [dims[a:b] for a, b in zip(off, islice(off, 1, None))],
             self._dtype,
             repeat(None) if self._measured is None else self._measured,
+            repeat(None) if self._sharding is None else self._sharding,
         )
 
     def __getitem__(self, i):  # type: ignore[override]
@@ -1157,7 +1238,8 @@ class ValueTable(Sequence[Value]):
         if not 0 <= i < len(self):
             raise IndexError(i)
         m = self._measured[i] if self._measured is not None else None
-        return Value(i, self._dims[self._off[i]:self._off[i + 1]], self._dtype[i], m)
+        sh = self._sharding[i] if self._sharding is not None else None
+        return Value(i, self._dims[self._off[i]:self._off[i + 1]], self._dtype[i], m, sh)
 
 
 class NodeTable(Sequence[Node]):

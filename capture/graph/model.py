@@ -46,6 +46,9 @@ class Value:
     # Torch-only measured evidence (device, strides, storage, aliases, stats, bytes).
     # ``None`` means "not measured" (always the case for JAX), never zero.
     measured: dict[str, Any] | None = None
+    # How the value is split across the devices of a mesh (``capture.graph.sharding``:
+    # mesh index, mesh axes per dimension, per-device shape); ``None``: not split, or unknown.
+    sharding: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -200,6 +203,10 @@ class Capture:
     failure: Failure | None = None
     # Free-form capture metadata (e.g. ``flax_version``, ``state: "fresh_init"``).
     meta: dict[str, Any] = field(default_factory=dict)
+    # The device meshes values' shardings refer to, and the devices the capture ran with
+    # (how many, simulated or not): see ``capture.graph.sharding``.
+    meshes: list[dict[str, Any]] = field(default_factory=list)
+    devices: dict[str, Any] | None = None
     # What each node costs (FLOPs, bytes), counted in the worker; None: not counted (a
     # file written before costs were, or a failed capture).
     cost: NodeCosts | None = None
@@ -343,6 +350,9 @@ def to_json(capture: Capture) -> dict[str, Any]:
         "recipe": capture.recipe,
         "failure": None if capture.failure is None else failure_json(capture.failure),
         "meta": capture.meta,
+        # a program split across devices: present only then (older captures' JSON is unchanged)
+        **({"meshes": capture.meshes} if capture.meshes else {}),
+        **({"devices": capture.devices} if capture.devices is not None else {}),
         **({"cost": capture.cost.json()} if capture.cost is not None else {}),
     }
 
@@ -351,6 +361,8 @@ def _value_json(v: Value) -> dict[str, Any]:
     out: dict[str, Any] = {"id": v.id, "shape": v.shape, "dtype": v.dtype}
     if v.measured is not None:
         out["measured"] = v.measured
+    if v.sharding is not None:
+        out["sharding"] = v.sharding
     return out
 
 

@@ -28,6 +28,10 @@ from .model import (
     MAX_DEPTH,
     MAX_DESCRIPTIONS,
     MAX_INPUT_ELEMENTS,
+    MAX_MESH_AXES,
+    MAX_MESH_DEVICES,
+    MESH_AXIS_NAME,
+    MESH_AXIS_TYPES,
     MAX_RANK,
     MAX_STRING,
     RECIPES_VERSION,
@@ -37,6 +41,7 @@ from .model import (
     Dim,
     Generator,
     ListDesc,
+    MeshSetup,
     NoneDesc,
     RecipeError,
     RefDesc,
@@ -328,6 +333,77 @@ def _step(cx: _Ctx, value: Any, at: list) -> StepSetup:
             raise cx.error(at + ["optimizer"], 'expected { factory = "pkg.mod:fn" }')
         optimizer = _ref(cx, opt["factory"], at + ["optimizer", "factory"])
     return StepSetup(loss=loss_name, loss_factory=loss_factory, optimizer_factory=optimizer)
+
+
+def mesh_text_table(text: str) -> dict[str, Any] | None:
+    """The shorthand spelling of a mesh, ``data=4,model=2`` (``model=2:explicit`` for a JAX
+    axis type; ``none`` or nothing: no mesh), as the recipe's ``mesh`` table. The one
+    reader of that spelling: the CLI's ``--mesh`` and the setup form's field. Raises
+    ``ValueError`` naming what is wrong; sizes and names are the table's to check."""
+    text = text.strip()
+    if not text or text.lower() == "none":
+        return None
+    table: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, rest = part.partition("=")
+        size, colon, kind = rest.partition(":")
+        name, size, kind = name.strip(), size.strip(), kind.strip()
+        if not sep or not name or not size.isdigit() or (colon and not kind):
+            raise ValueError(f"expected AXIS=SIZE[,AXIS=SIZE…] such as data=4,model=2 (model=2:explicit for a JAX "
+                             f"axis type), found {part!r}")
+        if name in table:
+            raise ValueError(f"axis {name!r} is named twice")
+        table[name] = int(size) if not colon else {"size": int(size), "type": kind}
+    if not table:
+        raise ValueError("give the axes, e.g. data=4,model=2")
+    return table
+
+
+def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup | None:
+    """``mesh = { data = 4, model = 2 }`` or ``model = { size = 2, type = "explicit" }``; the
+    shorthand text ``"data=4,model=2"`` is read as that table (a setup form sends it)."""
+    example = 'expected a table of mesh axes, e.g. { data = 4, model = 2 }'
+    if isinstance(value, str) and len(value) <= MAX_STRING:
+        try:
+            value = mesh_text_table(value)
+        except ValueError as exc:
+            raise cx.error(at, str(exc)) from None
+        if value is None:
+            return None
+    if not isinstance(value, Mapping):
+        raise cx.error(at, f"{example}, found {_show(value)}")
+    if not value:
+        raise cx.error(at, f"a mesh needs at least one axis: {example.removeprefix('expected ')}")
+    if len(value) > MAX_MESH_AXES:
+        raise cx.error(at, f"{len(value)} axes; a mesh has at most {MAX_MESH_AXES}")
+    axes = []
+    devices = 1
+    for name, spec in value.items():
+        where = at + [str(name)]
+        if not isinstance(name, str) or not MESH_AXIS_NAME.match(name):
+            raise cx.error(where, "an axis name is a Python identifier (letters, digits, _; 64 at most)")
+        kind = "auto"
+        if isinstance(spec, Mapping):
+            for key in spec:
+                if key not in ("size", "type"):
+                    raise cx.error(where + [str(key)], "unknown key (expected size or type)")
+            if "size" not in spec:
+                raise cx.error(where, "missing size")
+            kind = spec.get("type", "auto")
+            if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES:
+                raise cx.error(where + ["type"], f"expected one of {', '.join(map(repr, MESH_AXIS_TYPES))}, "
+                                                 f"found {_show(kind)}")
+            size = spec["size"]
+            size_at = where + ["size"]
+        else:
+            size, size_at = spec, where
+        if type(size) is not int or not 1 <= size <= MAX_MESH_DEVICES:
+            raise cx.error(size_at, f"an axis size is an integer from 1 to {MAX_MESH_DEVICES}, found {_show(size)}")
+        devices *= size
+        if devices > MAX_MESH_DEVICES:
+            raise cx.error(at, f"the mesh needs more than {MAX_MESH_DEVICES} devices (axis sizes multiply)")
+        axes.append((name, size, kind))
+    return MeshSetup(tuple(axes))
 
 
 def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDesc:

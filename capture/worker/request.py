@@ -162,6 +162,11 @@ class _Session:
             if not capture.nodes:
                 raise CaptureError("trace", "the trace recorded no operations; nothing to show as a graph")
             ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), groups=len(capture.groups))
+            # What one device holds, for the model and every group (capture.graph.device_memory).
+            from ..graph.device_memory import annotate
+
+            ctx.progress("counting per-device memory", 0.97)
+            annotate(capture)
         capture.recipe = ctx.recipe.to_dict()
         # Where this interpreter's installed libraries live: the only folders a viewer
         # shows library frames' source lines from (capture.worker.libframes).

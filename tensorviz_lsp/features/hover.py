@@ -143,6 +143,12 @@ class CandidateInfo(Feature):
         when = time.strftime("%H:%M", time.localtime(rec.captured_at))
         state = f"stale: {', '.join(rec.stale)} changed since" if rec.stale else "fresh"
         lines.append(f"Last capture at {when}: {_size(rec.capture)}; {state}")
+        mesh = lv.mesh_line(rec.capture)
+        if mesh:
+            lines.append(mesh)
+        memory = lv.figures_text(rec.capture.meta.get(lv.MEMORY_KEY))
+        if memory:
+            lines.append(f"Per device: {memory}")
         return "\n\n".join(lines)
 
     @hook
@@ -313,7 +319,13 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str 
     parts.append(head + ":\n" + "\n".join(lv.value_lines(capture, picked, names, dtype=True)))
     if note:
         parts.append(note)
+    memory = lv.memory_lines(capture, lv.runs(entry)[0])
+    if memory:
+        parts.append("What one device holds:\n" + "\n".join(memory))
     parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
+    mesh = lv.mesh_line(capture)
+    if mesh:
+        parts.append(mesh)
     stale = lv.stale_text(rec, rel_path(rec.root, path) or str(path), fl.stale)
     if stale:
         parts.append(stale)

@@ -82,6 +82,26 @@ EVIDENCE_WORDS = {
 }
 
 
+#: What the setup form says under its Mesh field.
+MESH_HELP = ("Optional: run under a device mesh, axis=size major to minor (model=2:explicit for an explicit JAX "
+             "axis). On cpu the devices are simulated: JAX gets that many CPU devices, Torch a fake process group "
+             "of that many ranks; nothing runs on real devices and nothing is measured on them. Empty: no mesh.")
+
+
+def _mesh_text(table: Any) -> str:
+    """A saved ``mesh`` table in the field's spelling, ``data=4,model=2:explicit``."""
+    if not isinstance(table, dict):
+        return ""
+    parts = []
+    for name, spec in table.items():
+        if isinstance(spec, dict):
+            kind = spec.get("type", "auto")
+            parts.append(f"{name}={spec.get('size')}" + ("" if kind == "auto" else f":{kind}"))
+        else:
+            parts.append(f"{name}={spec}")
+    return ",".join(parts)
+
+
 def _evidence_choices() -> tuple[str, ...]:
     # The recipe defines the choices; a recipe model without them offers none.
     return tuple(getattr(recipe_model, "EVIDENCE", ()))
@@ -182,6 +202,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
                        "contract": INPUTS_CONTRACT},
         },
     }
+    form["mesh"] = {"value": _mesh_text(recipe.get("mesh")), "placeholder": "data=4,model=2", "help": MESH_HELP}
     choices = _evidence_choices()
     if choices and not jax:
         value = recipe.get("evidence") or choices[0]

@@ -12,6 +12,8 @@ from typing import Any
 
 from capture.graph.graphfile import ValueTable
 from capture.graph.model import format_shape
+from capture.graph.sharding import short_dtype as _short_dtype
+from capture.graph.sharding import split_label
 
 from .body_templates import BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, parameter_names, result_names
 from .value_names import input_names, measured_name
@@ -33,23 +35,24 @@ _KIND_WORDING = {
     BODY_KIND: BODY_WORDING,
 }
 
-_SHORT_DTYPES = {
-    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
-    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "int4": "i4",
-    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "uint4": "u4",
-    "complex64": "c64", "complex128": "c128", "bool": "bool",
-    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
-}
-
-
 def short_dtype(dtype: str) -> str:
-    d = dtype[6:] if dtype.startswith("torch.") else dtype
-    return _SHORT_DTYPES.get(d, d)
+    """``f32`` for ``float32`` (``capture.graph.sharding``'s one table)."""
+    return _short_dtype(dtype)
 
 
-def value_label(shape: list, dtype: str) -> str:
-    """``f32[2,4]``: the text of an edge label."""
+def value_label(shape: list, dtype: str, sharding: Any = None) -> str:
+    """``f32[2,4]``: the text of an edge label; with the value's ``sharding``, how it is
+    split where its shape is shown (``f32[8@data,16]``, ``capture.graph.sharding``)."""
+    if isinstance(sharding, dict):
+        return split_label(shape, dtype, sharding)
     return short_dtype(dtype) + format_shape(shape)
+
+
+def device_label(shape: list, dtype: str, sharding: Any) -> str | None:
+    """What one device holds of a split value (``f32[2,16]``); None when it is not split."""
+    if not isinstance(sharding, dict):
+        return None
+    return split_label(shape, dtype, sharding, per_device=True)
 
 
 def group_wording(kind: str) -> tuple[str, str]:

@@ -776,7 +776,7 @@ class _Handler(BaseHTTPRequestHandler):
     def get_search(self, q: dict) -> None:
         self._json(200, self._projection(q).search(q.get("q", ""), _int_param(q, "limit", 50), op=q.get("op") or None,
                                                    cls=q.get("class") or None, shape=q.get("shape") or None,
-                                                   dtype=q.get("dtype") or None))
+                                                   dtype=q.get("dtype") or None, axis=q.get("axis") or None))
 
     def get_cost(self, q: dict) -> None:
         """What the capture costs: totals, memory, the uncounted ops, the device profiles,

@@ -44,6 +44,8 @@ export function readPalette() {
     opaqueFill: v("--opaque-fill"),
     opaqueStroke: v("--opaque-stroke"),
     opaqueHatch: v("--opaque-hatch"),
+    collectiveFill: v("--collective-fill"),
+    collectiveStroke: v("--collective-stroke"),
     edge: v("--edge"),
     edgeLabel: v("--edge-label"),
     edgeLabelBg: v("--edge-label-bg"),
@@ -92,6 +94,25 @@ export function setVocabulary(v) {
 
 // A value's text (`f32[2,4]`) is the server's `label` (viewer/projection/names.py value_label):
 // one dtype table, so cards, pills, edges and search all spell a dtype the same way.
+// Shapes as the graph shows them: global (a split value says how: `f32[8@data,16]`), or
+// what one device holds (`f32[2,16]`) once the mesh legend's "Per device shapes" is on. A value that
+// is not split reads the same either way (the server sends `device_label` only for split ones).
+let perDevice = false;
+
+export function setPerDeviceShapes(on) {
+  perDevice = !!on;
+}
+
+export function perDeviceShapes() {
+  return perDevice;
+}
+
 export function formatValue(v) {
+  if (v && perDevice && typeof v.device_label === "string") return v.device_label;
   return v && typeof v.label === "string" ? v.label : "?";
+}
+
+// An edge's label in the shapes shown (see formatValue).
+export function edgeText(e) {
+  return (perDevice && typeof e.device_label === "string" && e.device_label) || e.label || "";
 }

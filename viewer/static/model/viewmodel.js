@@ -21,7 +21,7 @@
 // every container is fetched again with `kernels=1` and shows every kernel.
 
 import { FRAME, charMeasurer, idleWords, labelRect, measureCard, onFrameHeader, pillContent } from "../draw/card.js";
-import { formatValue } from "../draw/theme.js";
+import { edgeText, formatValue, perDeviceShapes } from "../draw/theme.js";
 import { costLine, formatBytes, formatCount, formatFlops, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
 import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
@@ -349,12 +349,12 @@ export class GraphModel {
       if (si === undefined || ti === undefined || si === ti) continue;
       // Into or out of a stack, one edge per (source, target, label) is enough.
       const stacked = keys[si].startsWith("s") || keys[ti].startsWith("s");
-      const dedupe = stacked ? `${si}>${ti}|${e.label || ""}` : null;
+      const dedupe = stacked ? `${si}>${ti}|${edgeText(e)}` : null;
       if (dedupe) {
         if (seen.has(dedupe)) continue;
         seen.add(dedupe);
       }
-      edges.push({ s: si, t: ti, label: e.label || "", value: e.value, source: keys[si], target: keys[ti] });
+      edges.push({ s: si, t: ti, label: edgeText(e), value: e.value, source: keys[si], target: keys[ti] });
     }
     // Members of one unfolded stack stand in one column (layout.worker.js aligns them).
     const columns = this.columnsOf(data, index);
@@ -1297,8 +1297,13 @@ function pendingSig(item, key) {
 }
 
 function linesOf(item) {
-  if (!item._lines) Object.defineProperty(item, "_lines", { value: cardLines(item), enumerable: false });
-  return item._lines;
+  // Kept per item, for the shapes shown (global or per device: the toolbar's toggle).
+  const mode = perDeviceShapes();
+  if (!item._lines || item._lines.mode !== mode) {
+    Object.defineProperty(item, "_lines", { value: { mode, lines: cardLines(item) }, enumerable: false,
+                                            configurable: true, writable: true });
+  }
+  return item._lines.lines;
 }
 
 // Cards in one column, in program order, with ELK's spacing between layers and padding.
@@ -1324,7 +1329,8 @@ export function cardLines(item) {
     if (total > 3) lines.push(`+${total - 3} more outputs`);
     if (item.sublabel) lines.push(String(item.sublabel));
     const nb = (item.bodies || []).length;
-    if (nb) lines.push(`${nb} ${nb === 1 ? "body" : "bodies"} · not executed`);
+    if (nb === 1 && item.bodies[0].role === "shard_map body") lines.push(`per-device body ×${grouped(item.bodies[0].devices || 0)} · opens`);
+    else if (nb) lines.push(`${nb} ${nb === 1 ? "body" : "bodies"} · not executed`);
     return lines;
   }
   const lines = [];
@@ -1350,6 +1356,8 @@ export function cardLines(item) {
     if (item.cost) lines.push(costLine(item.cost));
     const io = shapesLine(item);
     if (io) lines.push(io);
+    const mem = memoryLine(item.per_device_memory);
+    if (mem) lines.push(mem);
   } else if (item.honest) {
     lines.push(String(item.honest));
   } else if (item.sublabel) {
@@ -1382,6 +1390,28 @@ export function weightLines(item, within) {
   return lines;
 }
 
+// What one device holds for a group of a program split across devices (the server sends
+// `per_device_memory` only then): `per device: 1 KiB params · 128 B in · 896 B act`.
+export function memoryLine(m) {
+  if (!m || typeof m !== "object") return "";
+  const bits = [];
+  if (m.param_bytes) bits.push(`${formatBytes(m.param_bytes)} params`);
+  if (m.gradient_bytes) bits.push(`${formatBytes(m.gradient_bytes)} grads`);
+  if (m.input_bytes) bits.push(`${formatBytes(m.input_bytes)} in`);
+  if (m.activation_bytes) bits.push(`${formatBytes(m.activation_bytes)} act`);
+  return bits.length ? `per device: ${bits.join(" · ")}` : "";
+}
+
+// A collective's line on its card: the mesh axes, how many devices take part and what
+// each sends (`data ×4 · sends 192 B each`).
+export function collectiveLine(c) {
+  if (!c || typeof c !== "object") return "";
+  const axes = (c.axes || []).join("×") || "group";
+  const n = c.devices ? ` ×${c.devices}` : "";
+  const sent = typeof c.bytes_sent_per_device === "number" ? ` · sends ${formatBytes(c.bytes_sent_per_device)} each` : "";
+  return `${axes}${n}${sent}`;
+}
+
 function shapesLine(item) {
   const fmt = (list, total) => {
     if (!list || !list.length) return "";
@@ -1409,6 +1439,12 @@ function opEntry(item, within, weightPills) {
     lines: fn ? functionLines(item) : linesOf(item),
     tag: fn ? null : cardTag(item),
   };
+  if (!fn && item.collective) {
+    // A collective stands out: its own colour, its mesh axes on the tag, what it moves.
+    entry.collective = true;
+    entry.tag = `⇄ ${(item.collective.axes || []).join("×") || "collective"}`;
+    entry.lines = [collectiveLine(item.collective), ...entry.lines];
+  }
   if (fn || opens(item)) entry.toggle = true; // a call opens to its kernels; a boundary to its bodies
   if (!weightPills && item.weights && item.weights.length) {
     entry.weightStart = entry.lines.length;
