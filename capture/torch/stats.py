@@ -34,11 +34,11 @@ import math
 from typing import Any
 
 import torch
+from torch import Tensor as _Tensor
 
 from ..graph.model import Value
 
 _STAT_NATIVE = (torch.float32, torch.float64)
-_Tensor = torch.Tensor
 MODES = ("auto", "immediate", "deferred")
 # Elements per chunk of the one-pass reduction: 256 Ki float32 (1 MiB) stays in a
 # core's cache while min/max, sum and sum of squares read it; smaller chunks cost more

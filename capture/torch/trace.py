@@ -49,6 +49,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
 import torch
+from torch import Tensor as _Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..worker.libframes import LibraryFiles, class_location
@@ -75,7 +76,6 @@ MAX_STRUCTURE_LEAVES = 256
 CHECKPOINT_OPS = 8192
 _SAMPLE = 256
 
-_Tensor = torch.Tensor
 # Queries a tensor subclass answers through the dispatcher (FakeTensor's device) that an
 # eager run does not have: not ops, never recorded.
 _BOOKKEEPING = frozenset({torch.ops.prim.device.default})
