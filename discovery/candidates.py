@@ -300,7 +300,7 @@ def _where(step: ClassRef) -> str:
     """An installed package's module by its dotted name, a workspace file by its path."""
     module = step.module
     if getattr(module, "library", False) and getattr(module, "module_name", None):
-        return module.module_name  # type: ignore[no-any-return]
+        return module.module_name
     return module.path
 
 

@@ -206,8 +206,8 @@ class Settings:
 
 
 def _default(f: dataclasses.Field) -> Any:
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
     return None if f.default is dataclasses.MISSING else f.default
 
 

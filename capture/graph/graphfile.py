@@ -961,7 +961,7 @@ class ValueTable(Sequence[Value]):
             repeat(None) if self._measured is None else self._measured,
         )
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if i < 0:
@@ -1027,7 +1027,7 @@ class NodeTable(Sequence[Node]):
             opaque,
         )
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
         if i < 0:

@@ -144,7 +144,7 @@ class Recipe:
                             input=leaf.input,
                             path=leaf.path,
                             axis=axis,
-                            name=None if d is None or d == "?" else d,
+                            name=None if d is None or d == "?" else str(d),
                             shape=leaf.desc.shape,
                             dtype=leaf.desc.dtype,
                         )

@@ -351,7 +351,7 @@ def _index(torch: Any, real: str, rel: str, key_path: str) -> Any:
                 if not isinstance(entry, dict) or not isinstance(entry.get("shape"), list) \
                         or not all(type(d) is int and d >= 0 for d in entry["shape"]):
                     raise ValueError(f"tensor {name!r} has no valid shape")
-                dtype = getattr(torch, _SAFETENSORS_DTYPES.get(entry.get("dtype"), ""), None)
+                dtype = getattr(torch, _SAFETENSORS_DTYPES.get(str(entry.get("dtype")), ""), None)
                 if not isinstance(dtype, torch.dtype):
                     raise ValueError(f"tensor {name!r} has dtype {entry.get('dtype')!r}")
                 out[name] = torch.empty(entry["shape"], dtype=dtype, device="meta")

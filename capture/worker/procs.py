@@ -328,8 +328,8 @@ def _adopted(since: int, marker: str | None, others: set[int] | None = None) -> 
             continue
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read()
-            fields = fields[fields.rindex(b")") + 2:].split()
+                stat = fh.read()
+            fields = stat[stat.rindex(b")") + 2:].split()
             sid, start = int(fields[3]), int(fields[19])
         except (OSError, ValueError, IndexError):
             continue

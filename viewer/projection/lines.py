@@ -187,12 +187,12 @@ class LineIndex:
                     by_line.setdefault(key, []).append(call)
                     body_only[key] = body_only.get(key, True) and body >= 0
                 if r >= 0:
-                    call.nodes.append(r)  # type: ignore[union-attr]
-                    call.ops += 1  # type: ignore[union-attr]
+                    call.nodes.append(r)
+                    call.ops += 1
                 else:
                     called.add(f)
-                    call.groups.append(~r)  # type: ignore[union-attr]
-                    call.ops += node_count[~r + 1]  # type: ignore[union-attr]
+                    call.groups.append(~r)
+                    call.ops += node_count[~r + 1]
             if call is not None:
                 _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
 

@@ -75,7 +75,7 @@ class DiffStore:
         with self._lock:
             got = self._baselines.get(capture_id)
         if got is None or isinstance(got[0], Capture):
-            return got  # type: ignore[return-value]
+            return got
         try:
             loaded = got[0]()
         except Exception as exc:  # a pruned or unreadable history file
