@@ -15,7 +15,7 @@ from itertools import compress
 from operator import ne
 from typing import Any
 
-from capture.graph.graphfile import NodeTable
+from capture.graph.tables import NodeTable
 from capture.graph.model import tree_leaves
 
 from .body_templates import body_groups

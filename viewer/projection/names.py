@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capture.graph.graphfile import ValueTable
+from capture.graph.tables import ValueTable
 from capture.graph.model import format_shape
 
 from .body_templates import BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, parameter_names, result_names

@@ -22,7 +22,7 @@ import threading
 from typing import Any
 
 from capture.graph import frame_repeats
-from capture.graph.graphfile import ValueTable
+from capture.graph.tables import ValueTable
 from capture.graph.model import Capture, Frame
 
 from . import gc_pause

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from capture.graph.graphfile import ValueTable
+from capture.graph.tables import ValueTable
 
 from .index import ROOT
 from .names import group_sublabel, group_title, short_dtype
