@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .model import Capture, describe_tree, format_shape, state_keys, tree_leaves
+from .tables import NodeTable, ValueTable
 
 DIFF_FORMAT = "tensorviz-diff"
 DIFF_VERSION = 1
@@ -171,40 +172,17 @@ class _Side:
                 "a failure record has no graph to compare"
             )
         self.capture = capture
-        nodes = capture.nodes
-        columns = getattr(nodes, "columns", None)
-        if columns is not None:
-            cols = columns()
-            self.op, self.group = cols.op, cols.group
-            self.in_off, self.in_ref = cols.input_offsets, cols.input_refs
-            self.out_off, self.out_ids = cols.output_offsets, cols.output_ids
-            self._params = nodes._params  # noqa: SLF001 - the table's own validated column
-            self._lit = nodes._lit  # noqa: SLF001
-        else:
-            self.op = [n.op for n in nodes]
-            self.group = [-1 if n.group is None else n.group for n in nodes]
-            self.in_off, self.in_ref, self.out_off, self.out_ids = [0], [], [0], []
-            self._lit = []
-            for n in nodes:
-                for o in n.inputs:
-                    if o.value is None:
-                        self._lit.append(o.literal)
-                        self.in_ref.append(-len(self._lit))
-                    else:
-                        self.in_ref.append(o.value)
-                self.in_off.append(len(self.in_ref))
-                self.out_ids += n.outputs
-                self.out_off.append(len(self.out_ids))
-            self._params = {n.id: n.params for n in nodes if n.params}
-        values = capture.values
-        shape_columns = getattr(values, "shape_columns", None)
-        if shape_columns is not None:
-            off, dims = shape_columns()
-            self.shapes = [tuple(dims[off[i]:off[i + 1]]) for i in range(len(values))]
-            self.dtypes = values._dtype  # noqa: SLF001 - the table's own validated column
-        else:
-            self.shapes = [tuple(v.shape) for v in values]
-            self.dtypes = [v.dtype for v in values]
+        nodes = NodeTable.of(capture.nodes)
+        cols = nodes.columns()
+        self.op, self.group = cols.op, cols.group
+        self.in_off, self.in_ref = cols.input_offsets, cols.input_refs
+        self.out_off, self.out_ids = cols.output_offsets, cols.output_ids
+        self._params = nodes.params_map()
+        self._lit = nodes.literals()
+        values = ValueTable.of(capture.values)
+        off, dims = values.shape_columns()
+        self.shapes = [tuple(dims[off[i]:off[i + 1]]) for i in range(len(values))]
+        self.dtypes = values.dtype_column()
         self.n_values = len(self.dtypes)
         if any("function" in p for p in self._params.values() if isinstance(p, dict)):
             self._params = {i: q for i, p in self._params.items() if (q := _kernel_params(p))}
@@ -386,12 +364,8 @@ def _weight_names(capture: Capture, n_values: int) -> dict[int, str]:
     ``measured`` label), JAX state (leaves under ``variables`` / ``state`` of the call
     structure, named as ``meta.input_names`` records them, else by their path)."""
     out: dict[int, str] = {}
-    values = capture.values
-    column = values.measured_column() if hasattr(values, "measured_column") else None
-    if hasattr(values, "measured_column"):
-        measured: Iterable = enumerate(column) if column is not None else ()
-    else:
-        measured = ((v.id, v.measured) for v in values if v.measured is not None)
+    column = ValueTable.of(capture.values).measured_column()
+    measured: Iterable = enumerate(column) if column is not None else ()
     for v, m in measured:
         if isinstance(m, dict):
             for role in ("param", "buffer"):

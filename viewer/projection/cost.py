@@ -28,6 +28,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from capture.graph.tables import NodeTable, ValueTable
+
 from .index import ROOT
 from .names import group_title
 from .views import _DTYPE_BITS
@@ -57,8 +59,7 @@ def executed_totals(capture: Any) -> dict | None:
             in_body[g] = got
         return got
 
-    cols = getattr(capture.nodes, "columns", None)
-    group_of = cols().group if cols is not None else [-1 if n.group is None else n.group for n in capture.nodes]
+    group_of = NodeTable.of(capture.nodes).columns().group
     flops = moved = uncounted = 0
     for f, r, w, g in zip(c.flops, c.bytes_read, c.bytes_written, group_of):
         if g >= 0 and body(g):
@@ -156,10 +157,10 @@ class LayerCosts:
         value's: the allocation). A Torch value's memory is its storage (views and in-place
         results share their input's); a value a view op made (by its cost rule: a JAX
         reshape or broadcast) lives in its operand's; any other value is its own."""
-        values = self.capture.values
-        measured = _measured_column(values)
+        values = ValueTable.of(self.capture.values)
+        measured = values.measured_column()
         shape_of = _shapes(values)
-        dtype_of = _dtype_reader(values)
+        dtype_of = values.dtype_column().__getitem__
         ix = self.index
         producer = ix.producer
         c = self.cost
@@ -263,11 +264,10 @@ class LayerCosts:
         """Per node, the dtype its arithmetic runs in: its first floating operand's, else its
         first result's."""
         if self._dtype is None:
-            values = self.capture.values
             ix = self.index
             in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
             out = []
-            dtype_of = _dtype_reader(values)
+            dtype_of = ValueTable.of(self.capture.values).dtype_column().__getitem__
             for i in range(ix.n_nodes):
                 d = None
                 for r in in_ref[in_off[i]:in_off[i + 1]]:
@@ -404,27 +404,9 @@ class LayerCosts:
         return group_title(self.capture.groups[g])
 
 
-def _measured_column(values: Any) -> list | None:
-    column = getattr(values, "measured_column", None)
-    if column is not None:
-        return column()
-    col = [v.measured for v in values]
-    return col if any(m is not None for m in col) else None
-
-
-def _shapes(values: Any) -> Callable[[int], list]:
-    cols = getattr(values, "shape_columns", None)
-    if cols is not None:
-        off, dims = cols()
-        return lambda v: dims[off[v]:off[v + 1]]
-    return lambda v: values[v].shape
-
-
-def _dtype_reader(values: Any) -> Callable[[int], str]:
-    column = getattr(values, "dtype_column", None)
-    if column is not None:
-        return column().__getitem__
-    return lambda v: values[v].dtype
+def _shapes(values: ValueTable) -> Callable[[int], list]:
+    off, dims = values.shape_columns()
+    return lambda v: dims[off[v]:off[v + 1]]
 
 
 def _value_bytes(shape: list, dtype: str) -> float:

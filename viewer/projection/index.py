@@ -13,10 +13,10 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from itertools import compress
 from operator import ne
-from typing import Any
+from typing import Any, Sequence
 
 from capture.graph.tables import NodeTable
-from capture.graph.model import tree_leaves
+from capture.graph.model import Node, tree_leaves
 
 from .body_templates import body_groups
 from . import gc_pause
@@ -38,32 +38,14 @@ class _Columns:
 
     Files read by :mod:`capture.graph.graphfile` already hold nodes as columns (``NodeTable``);
     those are used as they are. Captures built in memory (lists of ``Node``) are
-    turned into the same columns once.
+    turned into the same columns once (:meth:`NodeTable.of`).
     """
 
     __slots__ = ("op", "group", "frame", "in_off", "in_ref", "out_off", "out_ids", "opaque")
 
-    def __init__(self, nodes: Any) -> None:
-        if isinstance(nodes, NodeTable):
-            (self.op, self.group, self.frame, self.in_off, self.in_ref, self.out_off,
-             self.out_ids, self.opaque) = nodes.columns()
-            return
-        self.op = [n.op for n in nodes]
-        self.group = [-1 if n.group is None else n.group for n in nodes]
-        self.frame = [-1 if n.frame is None else n.frame for n in nodes]
-        self.in_off, self.in_ref, self.out_off, self.out_ids = [0], [], [0], []
-        lit = 0
-        for n in nodes:
-            for o in n.inputs:
-                if o.value is None:
-                    lit += 1
-                    self.in_ref.append(-lit)
-                else:
-                    self.in_ref.append(o.value)
-            self.in_off.append(len(self.in_ref))
-            self.out_ids += n.outputs
-            self.out_off.append(len(self.out_ids))
-        self.opaque = frozenset(n.id for n in nodes if n.opaque)
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        (self.op, self.group, self.frame, self.in_off, self.in_ref, self.out_off,
+         self.out_ids, self.opaque) = NodeTable.of(nodes).columns()
 
 
 def _owners(offsets: list[int]) -> list[int] | range:

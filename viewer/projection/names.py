@@ -134,13 +134,10 @@ class ValueNames:
         for v, name, path, role in input_names(self.capture.inputs, self.capture.meta):
             if 0 <= v < self.n_values and v not in structural:
                 structural[v] = (name, path, role)
-        values = self.capture.values
-        column = values.measured_column() if isinstance(values, ValueTable) else None
+        column = ValueTable.of(self.capture.values).measured_column()
 
         def measured(v: int) -> Any:
-            if isinstance(values, ValueTable):
-                return column[v] if column is not None else None
-            return values[v].measured
+            return column[v] if column is not None else None
 
         later: dict[int, int] = {}  # a new version of an outside tensor -> the version before
         constants: set[int] = set()

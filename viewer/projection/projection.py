@@ -365,11 +365,8 @@ class Projection:
                 for g in self.trunk()]
 
     def _measured(self) -> bool:
-        values = self.capture.values
-        if isinstance(values, ValueTable):  # a file's values: one column, maybe absent
-            column = values.measured_column()
-            return column is not None and any(m is not None for m in column)
-        return any(v.measured is not None for v in values)
+        column = ValueTable.of(self.capture.values).measured_column()  # absent: nothing measured
+        return column is not None and any(m is not None for m in column)
 
     def _tree(self, tree: Any) -> Any:
         if "value" in tree:

@@ -363,12 +363,8 @@ class Search:
 
     def _shapes(self) -> dict[tuple, list[int]]:
         if self._shapes_index is None:
-            values = self.capture.values
-            if isinstance(values, ValueTable):
-                off, dims = values.shape_columns()
-                shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.index.n_values))
-            else:
-                shapes = (tuple(v.shape) for v in values)
+            off, dims = ValueTable.of(self.capture.values).shape_columns()
+            shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.index.n_values))
             self._shapes_index = _rows_by(shapes)
         return self._shapes_index
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from capture.graph import graphfile
 from capture.graph.frame_repeats import frame_lines
+from capture.graph.tables import NodeTable
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
 from viewer.projection.cost import executed_totals
 
@@ -157,10 +158,7 @@ def brief_tree(tree: Any, values: dict, depth: int = 0) -> str:
 
 def _ops(capture: Capture) -> Counter:
     """How often each op ran, read from the op column of a file's nodes (no row built)."""
-    columns = getattr(capture.nodes, "columns", None)
-    if columns is not None:
-        return Counter(columns().op)
-    return Counter(n.op for n in capture.nodes)
+    return Counter(NodeTable.of(capture.nodes).columns().op)
 
 
 def _leaf_values(capture: Capture):
