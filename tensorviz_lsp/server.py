@@ -21,7 +21,7 @@ import os
 import threading
 import typing
 from pathlib import Path
-from typing import Any, Callable, Concatenate, ParamSpec
+from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, TypeVarTuple, Unpack
 
 import safe_read
 
@@ -40,6 +40,8 @@ from .settings import Settings
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class TensorVizServer(LanguageServer):
@@ -87,7 +89,7 @@ class TensorVizServer(LanguageServer):
         assert self.loop is not None and not self.on_loop()
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-    async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def run_blocking(self, fn: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, fn, *args)
 
