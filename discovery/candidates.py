@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import libcst as cst
@@ -256,7 +256,7 @@ def _partial_candidates(
     return found
 
 
-def _bind_partial(fields: tuple[SetupField, ...], args: list[cst.Arg] | tuple[cst.Arg, ...]) -> tuple[
+def _bind_partial(fields: tuple[SetupField, ...], args: Sequence[cst.Arg]) -> tuple[
         tuple[SetupField, ...], bool]:
     """The setup left once a partial binds ``args``, and whether discovery could follow
     them all (a ``*rest``/``**options`` in the partial binds what source cannot show)."""
@@ -299,8 +299,9 @@ def _lineage_reason(ref: ClassRef, lineage: Lineage) -> str:
 def _where(step: ClassRef) -> str:
     """An installed package's module by its dotted name, a workspace file by its path."""
     module = step.module
-    if getattr(module, "library", False) and getattr(module, "module_name", None):
-        return module.module_name
+    name = getattr(module, "module_name", None)
+    if getattr(module, "library", False) and isinstance(name, str) and name:
+        return name
     return module.path
 
 

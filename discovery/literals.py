@@ -71,13 +71,13 @@ def _evaluate(expr: cst.BaseExpression, depth: int) -> Any:
         return values
     if isinstance(expr, cst.Dict):
         result: dict[str, Any] = {}
-        for element in expr.elements:
-            if not isinstance(element, cst.DictElement):  # **spread
+        for dict_element in expr.elements:
+            if not isinstance(dict_element, cst.DictElement):  # **spread
                 raise NotLiteral
-            key = _evaluate(element.key, depth + 1)
+            key = _evaluate(dict_element.key, depth + 1)
             if not isinstance(key, str):  # JSON object keys are strings
                 raise NotLiteral
-            result[key] = _evaluate(element.value, depth + 1)
+            result[key] = _evaluate(dict_element.value, depth + 1)
         return result
     raise NotLiteral
 

@@ -314,9 +314,9 @@ def _bind_table(
                     if isinstance(key, str):
                         _add_lazy(ns, key, _strings(element.value))
         return True
-    key = _table_key(target)
-    if key is not None:
-        _add_lazy(ns, key, _strings(value))
+    table_key = _table_key(target)
+    if table_key is not None:
+        _add_lazy(ns, table_key, _strings(value))
         return True
     return False
 

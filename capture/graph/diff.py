@@ -37,7 +37,7 @@ import difflib
 import json
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from .model import Capture, describe_tree, format_shape, state_keys, tree_leaves
 from .tables import NodeTable, ValueTable
@@ -219,8 +219,8 @@ class _Side:
             order.extend(self.children[order[i] + 1])
             i += 1
         seen_names: dict[tuple[int, str], int] = {}
-        for g in order:
-            grp = groups[g]
+        for gid in order:
+            grp = groups[gid]
             parent = grp.parent if grp.parent is not None and 0 <= grp.parent < n else -1
             path = _module_path(grp)
             if path is None:
@@ -234,8 +234,8 @@ class _Side:
                 while f"{path}#dup{k}" in self.by_path:
                     k += 1
                 path = f"{path}#dup{k}"
-            self.path[g] = path
-            self.by_path[path] = g
+            self.path[gid] = path
+            self.by_path[path] = gid
 
     def parent(self, g: int) -> int:
         p = self.capture.groups[g].parent
@@ -314,7 +314,8 @@ class _Side:
 
     def subtree(self, g: int) -> dict[str, int]:
         """Groups, nodes and parameter tensors under ``g`` (itself included)."""
-        stack, groups, nodes, params = [g], 0, 0, set()
+        stack, groups, nodes = [g], 0, 0
+        params: set[int] = set()
         while stack:
             h = stack.pop()
             groups += 1
@@ -376,7 +377,7 @@ def _weight_names(capture: Capture, n_values: int) -> dict[int, str]:
     tree = capture.inputs
     pairs = tree.get("dict") if isinstance(tree, dict) else None
     if isinstance(pairs, list):
-        recorded = {}
+        recorded: dict[Any, Any] = {}
         entries = capture.meta.get("input_names") if isinstance(capture.meta, dict) else None
         for e in entries if isinstance(entries, list) else ():
             if isinstance(e, (list, tuple)) and len(e) == 2 and type(e[0]) is int and isinstance(e[1], str):
@@ -423,7 +424,7 @@ def diff(a: Capture, b: Capture, *, label_a: str = "A", label_b: str = "B") -> C
         got = changed.get(key)
         if got is None and g_b >= 0:
             gb = b.groups[g_b]
-            got = changed[key] = GroupChange(key, "changed", gb.kind, gb.name, _cls(gb), g_a, g_b)
+            got = changed[key] = GroupChange(sb.path[g_b], "changed", gb.kind, gb.name, _cls(gb), g_a, g_b)
             groups.insert(slot, got)
         return got
 
@@ -507,7 +508,7 @@ def _diff_nodes(sa: _Side, sb: _Side, g_a: int, g_b: int) -> list[NodeChange]:
         changes = _node_changes(sa, sb, ia, ib)
         if changes:  # empty: the signatures differed only by NaN != NaN
             out.append(NodeChange(path, "changed", sb.op[ib], ka, kb, ia, ib, changes))
-    out.sort(key=lambda n: n.index_b if n.index_b is not None else n.index_a)
+    out.sort(key=lambda n: n.index_b if n.index_b is not None else cast(int, n.index_a))
     return out
 
 
@@ -640,9 +641,9 @@ def _parameter_changes(sa: _Side, sb: _Side, groups: list[GroupChange]) -> dict[
     def owned(users: list[int], inside: set[int]) -> bool:
         return bool(users) and all(u in inside for u in users)
 
-    added = [{"name": n, **_tensor((sb.dtypes[v], sb.shapes[v]))} for n, v in tb.items()
+    added = [{"name": n, "dtype": sb.dtypes[v], "shape": list(sb.shapes[v])} for n, v in tb.items()
              if n not in ta and not owned(users_b.get(v, []), inside_b)]
-    removed = [{"name": n, **_tensor((sa.dtypes[v], sa.shapes[v]))} for n, v in ta.items()
+    removed = [{"name": n, "dtype": sa.dtypes[v], "shape": list(sa.shapes[v])} for n, v in ta.items()
                if n not in tb and not owned(users_a.get(v, []), inside_a)]
     changed = []
     for n, va in ta.items():

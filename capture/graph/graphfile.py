@@ -37,7 +37,8 @@ import time
 from array import array
 from pathlib import Path
 from itertools import islice
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import msgpack
 
@@ -52,8 +53,10 @@ from .model import (
     Failure,
     Frame,
     Group,
+    Node,
     NodeCosts,
     Source,
+    Value,
 )
 
 # Generous for real models, small enough that a hostile file cannot exhaust memory.
@@ -159,7 +162,7 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         "values": {
             "shape_offsets": ints(shape_off),
             # packed when every dimension is a size; a list when some are names
-            "shape_dims": ints(shape_dims) if all_int_dims else shape_dims,
+            "shape_dims": ints(cast(list[int], shape_dims)) if all_int_dims else shape_dims,
             "dtype": ints([s(v.dtype) for v in values]),
             "measured": [v.measured for v in values]
             if any(v.measured is not None for v in values)
@@ -332,7 +335,9 @@ def _create_temporary(folder: Path, name: str, mode: int) -> tuple[int, str]:
 
 
 def _check_dense(capture: Capture) -> None:
-    for label, items in (("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups)):
+    tables: tuple[tuple[str, Sequence[Value | Node | Group]], ...] = (
+        ("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups))
+    for label, items in tables:
         for i, item in enumerate(items):
             if item.id != i:
                 raise ValueError(f"{label}[{i}] has id {item.id}; ids must be dense indices")
@@ -617,7 +622,8 @@ def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, 
     _need(type(obj) is bytes and len(obj) > 0, where, "expected a packed integer column")
     code = chr(obj[0])
     width = _PACKED_WIDTH.get(code)
-    _need(width is not None, where, f"unknown packed integer type {code!r}")
+    if width is None:
+        raise _Invalid(f"{where}: unknown packed integer type {code!r}")
     n, extra = divmod(len(obj) - 1, width)
     _need(extra == 0, where, f"{len(obj) - 1} bytes are not a whole number of {width}-byte entries")
     if length is not None:
@@ -955,7 +961,7 @@ def _check_acyclic(groups: list[Group]) -> None:
     state = [0] * len(groups)  # 0 unknown, 1 on path, 2 fine
     for start in range(len(groups)):
         path = []
-        g = start
+        g: int | None = start
         while g is not None and state[g] == 0:
             state[g] = 1
             path.append(g)

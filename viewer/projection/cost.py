@@ -96,7 +96,9 @@ class LayerCosts:
         z = [0] * (ng + 1)
         self.flops, self.read, self.written, self.uncounted = list(z), list(z), list(z), list(z)
         self.estimate = [False] * (ng + 1)
-        self.activations, self.peak, self.saved = list(z), list(z), list(z)
+        self.activations: list[float] = list(z)
+        self.peak: list[float] = list(z)
+        self.saved: list[float] = list(z)
         self.peak_at = -1
         self._saved_total = 0.0
         self._has_backward = False

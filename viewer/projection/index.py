@@ -102,7 +102,7 @@ class GraphIndex:
             while x != ROOT and chains[x] is None:
                 stack.append(x)
                 x = self.parent[x]
-            base = [] if x == ROOT else chains[x]
+            base: list[int] = [] if x == ROOT else chains[x] or []  # set: the walk stopped there
             for y in reversed(stack):
                 base = base + [y]
                 chains[y] = base
@@ -122,7 +122,7 @@ class GraphIndex:
             opaque[grp[i] + 1] += 1
         first = [d[0] if d else n + j for j, d in enumerate(self.direct_nodes)]
         last = [d[-1] if d else -1 for d in self.direct_nodes]
-        for g in sorted(range(ng), key=lambda g: len(chains[g]), reverse=True):
+        for g in sorted(range(ng), key=lambda g: len(self.chain[g]), reverse=True):
             if g in self.body_node:
                 continue
             p = self.parent[g] + 1
@@ -179,10 +179,10 @@ class GraphIndex:
                 self._add(self.bout, x, v)
         for b in self.body_node:  # a body's results leave it, as a capture's outputs do
             for r in groups[b].attrs.get("results") or ():
-                v = r.get("value") if isinstance(r, dict) else None
-                if type(v) is int and 0 <= v < n_values and prod[v] >= 0:
-                    for x in self.chain[grp[prod[v]]]:
-                        self._add(self.bout, x, v)
+                rv = r.get("value") if isinstance(r, dict) else None
+                if type(rv) is int and 0 <= rv < n_values and prod[rv] >= 0:
+                    for x in self.chain[grp[prod[rv]]]:
+                        self._add(self.bout, x, rv)
 
     @staticmethod
     def _add(table: list, g: int, v: int) -> None:

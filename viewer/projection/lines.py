@@ -285,12 +285,13 @@ def _bodies_holding(proj: "Projection") -> dict[int, int]:
         return out
     groups = proj.capture.groups
     for g in range(len(groups)):
-        x, chain = g, []
+        x: int | None = g
+        chain = []
         while type(x) is int and 0 <= x < len(groups) and x not in out and x not in bodies:
             chain.append(x)
             x = groups[x].parent
         body = out.get(x, x if x in bodies else None) if type(x) is int else None
-        if body is not None:
+        if body is not None and x is not None:
             out.update(dict.fromkeys(chain, body))
             out.setdefault(x, x if x in bodies else body)
     return out

@@ -170,9 +170,9 @@ class ValueNames:
         consts = self.capture.meta.get("constants") if isinstance(self.capture.meta, dict) else None
         if isinstance(consts, list):
             for c in consts:
-                v = c.get("value") if isinstance(c, dict) else None
-                if type(v) is int and 0 <= v < self.n_values and self.producer[v] < 0:
-                    constants.add(v)
+                cv = c.get("value") if isinstance(c, dict) else None
+                if type(cv) is int and 0 <= cv < self.n_values and self.producer[cv] < 0:
+                    constants.add(cv)
         for v in constants:
             if v not in names:
                 names[v] = ("external" if self.capture.framework == "torch" else "const", "const")

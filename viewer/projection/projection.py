@@ -274,7 +274,7 @@ class Projection:
             },
             "inputs": [self.values.full(v) for v in bin_[:USES_CAP]], "inputs_total": len(bin_),
             "outputs": [self.values.full(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
-            **({"cost": {**self.costs().group(g), "params": self.pages._group_params(g)}}
+            **({"cost": {**(self.costs().group(g) or {}), "params": self.pages._group_params(g)}}
                if self.capture.cost is not None else {}),
         }
 

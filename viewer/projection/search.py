@@ -188,11 +188,12 @@ class Search:
             gs = self.capture.groups
             for x in ix.full_chain(g)[1:]:
                 cls = gs[x].attrs.get("class") if isinstance(gs[x].attrs, dict) else None
-                if isinstance(cls, str) and f.cls in cls.lower():
+                if isinstance(cls, str) and f.cls is not None and f.cls in cls.lower():
                     return True
             return False
 
         shapes = f.dims is not None or f.dtype is not None
+        ok: Callable[[int], bool]
         if kind == "node":
             def ok(i: int) -> bool:
                 return ((f.op is None or f.op in ix.cols.op[i].lower()) and (f.cls is None or in_class(ix.cols.group[i]))

@@ -773,7 +773,8 @@ class _Handler(BaseHTTPRequestHandler):
         except device_table.DeviceError as exc:
             table, problem = device_table.load(), str(exc)
         else:
-            problem = None
+            problem = ""
+
         out: dict[str, Any] = {**proj.cost_summary(), "devices": [d.json() for d in table.values()],
                                "estimate_note": device_table.ESTIMATE_NOTE}
         if problem:
