@@ -19,7 +19,7 @@ import logging
 import pkgutil
 import typing
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Callable
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -55,14 +55,19 @@ def load_feature_modules(package: str = FEATURES_PACKAGE) -> list[str]:
     return names
 
 
+def _constructor(cls: type) -> Callable[..., None]:
+    init: Callable[..., None] = getattr(cls, "__init__")  # noqa: B009 - the class's (mypy refuses cls.__init__)
+    return init
+
+
 def constructor_needs(cls: type) -> dict[str, type]:
     """What ``cls``'s constructor asks for: parameter name -> annotated class."""
     try:
-        hints = typing.get_type_hints(cls.__init__)
+        hints = typing.get_type_hints(_constructor(cls))
     except Exception as exc:
         raise WiringError(f"{cls.__qualname__}: its constructor's annotations cannot be resolved ({exc})") from exc
     needs: dict[str, type] = {}
-    for name, param in list(inspect.signature(cls.__init__).parameters.items())[1:]:
+    for name, param in list(inspect.signature(_constructor(cls)).parameters.items())[1:]:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise WiringError(f"{cls.__qualname__}: *{name} cannot be given by type")
         want = hints.get(name)

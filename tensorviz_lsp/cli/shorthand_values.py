@@ -177,7 +177,7 @@ class _Reader:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             inner = node.operand
             number = inner.value if isinstance(inner, ast.Constant) else _WORDS.get(getattr(inner, "id", "").lower())
-            if type(number) in (int, float):
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
                 return -number if isinstance(node.op, ast.USub) else number
             raise ShorthandError(f"{_text(node)}: only a number can have a sign")
         if isinstance(node, ast.Name):

@@ -262,7 +262,7 @@ class ViewerServer:
     # ------------------------------------------------------------------ captures
 
     def add_capture(self, capture: Capture, title: str | None = None, *, warm: bool = False,
-                    trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None,
+                    trusted_sources: bool = False, baseline: tuple[Capture | Callable[[], Capture], str] | None = None,
                     replaces: int | None = None) -> int:
         """Hold ``capture`` (newest becomes the default); returns its id and tells open
         pages: ``capture-ready {id, title}``, or ``capture-failed {id, message, stage}``.
