@@ -129,7 +129,7 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
     ints = _pack_ints if packed else list
     param_nodes = [i for i, n in enumerate(nodes) if n.params]
     if packed:  # each distinct params map stored once (real programs repeat a few)
-        param_table: list[dict] = []
+        param_table: list[dict[str, Any]] = []
         seen: dict[bytes, int] = {}
         param_index = []
         pack = msgpack.Packer(use_bin_type=True).pack  # the stored bytes: equal maps, equal keys
@@ -218,7 +218,7 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         },
     }
     try:
-        return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
+        return cast(bytes, msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True))
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
 
@@ -417,7 +417,7 @@ CONTAINERS_PER_ITEM = 16
 MIN_BYTES_PER_CONTAINER = 4
 
 
-def _declared_items(header: dict) -> int:
+def _declared_items(header: dict[str, Any]) -> int:
     """The values, nodes, groups and frames ``header``'s counts declare (0 for nonsense)."""
     counts = header.get("counts")
     if not isinstance(counts, dict):
@@ -426,7 +426,7 @@ def _declared_items(header: dict) -> int:
                if type(n := counts.get(key)) is int and n > 0)
 
 
-def container_budget(header: dict, size: int) -> int:
+def container_budget(header: dict[str, Any], size: int) -> int:
     """How many lists and maps a body of ``size`` bytes with ``header``'s counts may hold."""
     items = _declared_items(header)
     return min(CONTAINERS_BASE + CONTAINERS_PER_ITEM * items, max(CONTAINERS_BASE, size // MIN_BYTES_PER_CONTAINER))
@@ -443,7 +443,7 @@ ELEMENTS_PER_ITEM = 64
 MIN_BYTES_PER_ELEMENT = {1: 2, 2: 3}
 
 
-def element_budget(header: dict, size: int, version: int) -> int:
+def element_budget(header: dict[str, Any], size: int, version: int) -> int:
     """How many elements a body of ``size`` bytes with ``header``'s counts may hold."""
     items = _declared_items(header)
     per_byte = MIN_BYTES_PER_ELEMENT.get(version, 2)
@@ -485,7 +485,7 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
     elements = element_budget(header, len(data) - start, version)
     left = [budget, elements]
 
-    def counted_list(obj: list) -> list:
+    def counted_list(obj: list[Any]) -> list[Any]:
         left[0] -= 1
         left[1] -= len(obj) + 1
         if left[0] < 0:
@@ -494,7 +494,7 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
             raise _OverBudget("elements")
         return obj
 
-    def counted_map(obj: dict) -> dict:
+    def counted_map(obj: dict[Any, Any]) -> dict[Any, Any]:
         left[0] -= 1
         left[1] -= 2 * len(obj) + 1
         if left[0] < 0:
@@ -565,29 +565,33 @@ def _need(cond: bool, where: str, what: str) -> None:
         raise _Invalid(f"{where}: {what}")
 
 
-def _map(obj: Any, where: str) -> dict:
-    _need(type(obj) is dict, where, "expected a map")
+def _map(obj: Any, where: str) -> dict[Any, Any]:
+    if type(obj) is not dict:
+        raise _Invalid(f"{where}: expected a map")
     return obj
 
 
-def _list(obj: Any, where: str, length: int | None = None) -> list:
-    _need(type(obj) is list, where, "expected a list")
+def _list(obj: Any, where: str, length: int | None = None) -> list[Any]:
+    if type(obj) is not list:
+        raise _Invalid(f"{where}: expected a list")
     if length is not None:
         _need(len(obj) == length, where, f"expected {length} entries, found {len(obj)}")
     return obj
 
 
 def _str(obj: Any, where: str) -> str:
-    _need(type(obj) is str, where, "expected a string")
+    if type(obj) is not str:
+        raise _Invalid(f"{where}: expected a string")
     return obj
 
 
 def _int(obj: Any, where: str) -> int:
-    _need(type(obj) is int, where, "expected an integer")
+    if type(obj) is not int:
+        raise _Invalid(f"{where}: expected an integer")
     return obj
 
 
-def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> None:
+def _all_ints(col: list[Any], where: str, lo: int, hi: int, *, few: bool = False) -> None:
     """Every entry an int (never a bool or a float) in [lo, hi).
 
     The checks run as C-level passes over the column (its entries' types, then its range;
@@ -607,7 +611,7 @@ def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> 
     raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
 
 
-def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list[int]:
     """A version-1 integer column: a list of ``length`` entries (``None``: any number), each
     an integer in [lo, hi)."""
     col = _list(obj, where, length)
@@ -615,7 +619,7 @@ def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, 
     return col
 
 
-def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list[int]:
     """A version-2 (packed) integer column of ``length`` entries (``None``: any number),
     each in [lo, hi), as a list. Every entry is an integer by construction, and the type
     code bounds it: only the bounds the code leaves open are checked, by C-level passes."""
@@ -680,7 +684,7 @@ def _shallow(obj: Any, where: str, depth: int = 1) -> Any:
     return obj
 
 
-def _within_depth(objs: list) -> bool:
+def _within_depth(objs: list[Any]) -> bool:
     """Whether every one of ``objs`` (maps and lists of decoded msgpack) passes
     :func:`_shallow`. One list comprehension per nesting level over all of them at once,
     instead of a call per container; a caller that gets ``False`` runs :func:`_shallow` on
@@ -694,10 +698,10 @@ def _within_depth(objs: list) -> bool:
     return False
 
 
-def _opt_map(obj: Any, where: str) -> dict:
+def _opt_map(obj: Any, where: str) -> dict[Any, Any]:
     if obj is None:
         return {}
-    return _plain(_map(obj, where), where)
+    return cast(dict[Any, Any], _plain(_map(obj, where), where))
 
 
 def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
@@ -722,7 +726,7 @@ def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
     return obj
 
 
-def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
+def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Capture:
     b = _map(body, "body")
     packed = version >= 2
     ints = _packed_ints if packed else _listed_ints
@@ -765,7 +769,7 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
                 if m is not None:
                     _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
             raise _Invalid("values.measured: nested too deeply")  # not reached: _shallow names the entry
-    values = ValueTable(shape_off, dims, list(map(strings.__getitem__, dtypes)), measured)
+    values = ValueTable(shape_off, cast(list[int | str], dims), list(map(strings.__getitem__, dtypes)), measured)
 
     # groups and frames (nodes refer to them)
     groups_raw = _list(b.get("groups"), "groups")
@@ -923,7 +927,7 @@ ABSTRACT_REFUSED_VALUE_KEYS = ("stats", "bytes")
 ABSTRACT_REFUSED_GROUP_KEYS = ("output_bytes", "result_bytes")
 
 
-def _refuse_measurements(measured: list | None, groups: list[Group]) -> None:
+def _refuse_measurements(measured: list[Any] | None, groups: list[Group]) -> None:
     """An abstract capture keeps what fake tensors know (device, strides, storages and
     aliases, labels) and nothing measured: no statistics, no bytes."""
     for i, m in enumerate(measured or ()):
@@ -937,7 +941,7 @@ def _refuse_measurements(measured: list | None, groups: list[Group]) -> None:
                 raise _Invalid(f"groups[{g.id}].attrs.{key}: an abstract capture carries no measured evidence")
 
 
-def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:
+def _offsets(obj: Any, where: str, n: int, packed: bool) -> list[int]:
     """CSR offsets: n+1 non-decreasing integers starting at 0."""
     if packed:
         off = _packed_ints(obj, where, n + 1, 0, 1 << 62)
