@@ -91,10 +91,7 @@ class ValueTable(Sequence[Value]):
     def __getitem__(self, i: int | slice) -> Value | list[Value]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
+        i = _row(i, len(self))
         m = self._measured[i] if self._measured is not None else None
         return Value(i, self._dims[self._off[i]:self._off[i + 1]], self._dtype[i], m)
 
@@ -201,10 +198,7 @@ class NodeTable(Sequence[Node]):
     def __getitem__(self, i: int | slice) -> Node | list[Node]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
+        i = _row(i, len(self))
         a, b = self._in_off[i], self._in_off[i + 1]
         operands = [
             Operand(p, r, None) if r >= 0 else Operand(p, None, self._lit[-1 - r])
@@ -215,3 +209,12 @@ class NodeTable(Sequence[Node]):
             i, self._op[i], operands, self._out[self._out_off[i]:self._out_off[i + 1]],
             self._params.get(i, {}), None if g < 0 else g, None if f < 0 else f, i in self._opaque,
         )
+
+
+def _row(i: int, n: int) -> int:
+    """Row ``i`` of ``n`` as a list indexes it (``-1`` the last), else an IndexError."""
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        raise IndexError(i)
+    return i

@@ -27,7 +27,9 @@ const KIND_VARS = ["jit", "scope", "module", "remat", "custom_jvp", "custom_vjp"
 
 export function readPalette() {
   const css = getComputedStyle(document.documentElement);
+  /** @param {string} name */
   const v = (name) => css.getPropertyValue(name).trim();
+  /** @type {Record<string, {fill: string, stroke: string, text: string}>} */
   const kinds = {};
   for (const k of KIND_VARS) {
     const name = k.replace("_", "-");
@@ -71,6 +73,10 @@ export const HATCH = "url(#hatch)";
 // opaqueHatch, 1.5 wide (the canvas pattern and the SVG export's <pattern>).
 export const HATCH_TILE = [[-2, 10, 10, -2], [-2, 2, 2, -2], [6, 10, 10, 6]];
 
+/**
+ * @param {{kinds: Record<string, {fill: string, stroke: string, text: string}>}} palette
+ * @param {string} kind
+ */
 export function kindStyle(palette, kind) {
   return palette.kinds[kind] || palette.kinds.other;
 }
@@ -79,10 +85,14 @@ export function kindStyle(palette, kind) {
 // which roles are parameters drawn quietly: the server's words (`api/capture`
 // `vocabulary`, viewer/projection/names.py), filled in once by setVocabulary() before anything
 // is drawn. The app keeps no copy of them.
+/** @type {Record<string, string>} */
 export const KIND_WORDING = {};
+/** @type {Record<string, string>} */
 export const ROLE_WORDING = {};
+/** @type {Set<string>} */
 export const QUIET_ROLES = new Set();
 
+/** @param {any} v  `api/capture`'s `vocabulary` */
 export function setVocabulary(v) {
   if (!v) return;
   for (const [kind, w] of Object.entries(v.kinds || {})) KIND_WORDING[kind] = w.sublabel;
@@ -92,6 +102,7 @@ export function setVocabulary(v) {
 
 // A value's text (`f32[2,4]`) is the server's `label` (viewer/projection/names.py value_label):
 // one dtype table, so cards, pills, edges and search all spell a dtype the same way.
+/** @param {any} v  a value of the API (its `label`) */
 export function formatValue(v) {
   return v && typeof v.label === "string" ? v.label : "?";
 }

@@ -831,6 +831,7 @@ export class GraphModel {
   // The modules, scopes and chunks of a container that may be opened, in order (not folded
   // ones, not function calls or groups drawn as one op: they are ops).
   candidates(data) {
+    /** @type {{key: string, item: any, first: boolean, only?: boolean}[]} */
     const out = [];
     let first = true;
     const inStacks = new Set();
@@ -1177,6 +1178,7 @@ export class GraphModel {
   // first, or null: {source, target, label, value}.
   edgeAt(x, y, tol) {
     if (!this.scene) return null;
+    /** @type {any} */
     let best = null;
     let bestD = tol;
     const visit = (c) => {

@@ -23,7 +23,8 @@ export interface ElkNode {
 }
 export declare class ElkApi {
   constructor(options?: { workerUrl?: string });
-  layout(graph: ElkNode, options?: { layoutOptions?: Record<string, string> }): Promise<ElkNode>;
+  layout(graph: ElkNode, options?: { layoutOptions?: Record<string, string>; logging?: boolean;
+    measureExecutionTime?: boolean }): Promise<ElkNode>;
 }
 export declare const ELK_VERSION: string;
 declare const ELK: typeof ElkApi;
