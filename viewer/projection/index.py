@@ -83,13 +83,16 @@ class GraphIndex:
         cols = self.cols = _Columns(cap.nodes)
         n = self.n_nodes = len(cols.op)
         n_values = self.n_values = len(cap.values)
-        groups = cap.groups
-        ng = len(groups)
-        grp = cols.group
+        self._group_tree(cap.groups, n)
+        self._subtree_counts(n, len(cap.groups))
+        self._values(n_values)
+        self._boundaries(len(cap.groups), n_values)
 
-        # group tree: parent, ancestor chain (top-level first, self last), children.
-        # An unexecuted body (viewer/projection/body_templates.py) is a tree of its own, opened from its
-        # boundary node: not a child of its parent group, not in its ancestors' counts.
+    def _group_tree(self, groups: list[Any], n: int) -> None:
+        """Parent, ancestor chain (top-level first, self last), children, direct nodes.
+        An unexecuted body (viewer/projection/body_templates.py) is a tree of its own, opened
+        from its boundary node: not a child of its parent group, not in its ancestors' counts."""
+        ng = len(groups)
         self.body_node = body_groups(groups, n)
         self.bodies_of: dict[int, list[int]] = {}
         for g, i in self.body_node.items():
@@ -112,10 +115,12 @@ class GraphIndex:
             if g not in self.body_node:
                 self.child_groups[self.parent[g] + 1].append(g)
         self.direct_nodes: list[list[int]] = [[] for _ in range(ng + 1)]
-        for i, g in enumerate(grp):
+        for i, g in enumerate(self.cols.group):
             self.direct_nodes[g + 1].append(i)
 
-        # per group (slot g+1, slot 0 = root): subtree node count, opaque count, first/last node
+    def _subtree_counts(self, n: int, ng: int) -> None:
+        """Per group (slot g+1, slot 0 = root): subtree node count, opaque count, first/last node."""
+        cols, grp = self.cols, self.cols.group
         count = [len(d) for d in self.direct_nodes]
         opaque = [0] * (ng + 1)
         for i in cols.opaque:
@@ -136,18 +141,24 @@ class GraphIndex:
         self.first = [f if f < n else n + j for j, f in enumerate(first)]
         self.last, self.node_count, self.opaque_count = last, count, opaque
 
-        # values: producer of each value; uses (sorted CSR by value id)
+    def _values(self, n_values: int) -> None:
+        """The producer of each value; its uses (operand refs sorted by value: a CSR)."""
+        cols = self.cols
         prod = self.producer = [-1] * n_values
         out_owner = _owners(cols.out_off)
         for v, i in zip(cols.out_ids, out_owner):
             prod[v] = i
         in_ref = cols.in_ref
-        in_owner = self.in_owner = _owners(cols.in_off)
+        self.in_owner = _owners(cols.in_off)
         order = sorted(range(len(in_ref)), key=in_ref.__getitem__)
         self.use_refs = [in_ref[k] for k in order]  # operand refs sorted by value (CSR of uses)
         self._use_order = order
 
-        # boundaries: values entering / leaving each group (ordered sets, slot g+1)
+    def _boundaries(self, ng: int, n_values: int) -> None:
+        """The values entering / leaving each group (ordered sets, slot g+1)."""
+        cap, cols, grp, prod = self.capture, self.cols, self.cols.group, self.producer
+        groups = cap.groups
+        in_ref, in_owner = cols.in_ref, self.in_owner
         self.bin: list[dict[int, None] | None] = [None] * (ng + 1)
         self.bout: list[dict[int, None] | None] = [None] * (ng + 1)
         n_lit = -min(in_ref, default=0) if in_ref else 0
