@@ -139,6 +139,14 @@ def create_server(
 
 def register(server: TensorVizServer) -> None:
     """One registration per LSP method, each fanning out to the features."""
+    _register_lifecycle(server)
+    _register_documents(server)
+    _register_requests(server)
+    _register_commands(server)
+
+
+def _register_lifecycle(server: TensorVizServer) -> None:
+    """The server's life and its workspace: initialize, shutdown, settings, folders."""
 
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: TensorVizServer, params: types.InitializeParams) -> None:
@@ -172,6 +180,10 @@ def register(server: TensorVizServer) -> None:
         removed = [to_fs_path(f.uri) or f.uri for f in params.event.removed]
         await ls.call_hook(Feature.folders_changed, added, removed)
 
+
+def _register_documents(server: TensorVizServer) -> None:
+    """What happens to documents and files: events fanned out to the features."""
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def on_open(ls: TensorVizServer, params: types.DidOpenTextDocumentParams) -> None:
         await ls.call_hook(Feature.document_opened, params.text_document.uri)
@@ -191,6 +203,10 @@ def register(server: TensorVizServer) -> None:
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def on_watched(ls: TensorVizServer, params: types.DidChangeWatchedFilesParams) -> None:
         await ls.call_hook(Feature.files_changed, list(params.changes))
+
+
+def _register_requests(server: TensorVizServer) -> None:
+    """The requests an editor makes of a document, each answered by the features' hooks."""
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
     async def on_code_lens(ls: TensorVizServer, params: types.CodeLensParams) -> list[types.CodeLens]:
@@ -232,6 +248,9 @@ def register(server: TensorVizServer) -> None:
         resolved = await ls.call_hook(Feature.inlay_hint_resolve, params)
         return resolved if resolved is not None else params
 
+
+def _register_commands(server: TensorVizServer) -> None:
+    """Each feature's commands, each name handled by one feature."""
     handled_by: dict[str, str] = {}
     for feature in server.features:
         for name, handler in feature.commands().items():
