@@ -172,7 +172,7 @@ def _may_provide(text: str, name: str) -> bool:
     return name in text or "import *" in text or "_import_structure" in text
 
 
-def skeleton(text: str) -> str:
+def skeleton(text: str) -> str:  # noqa: C901
     """``text`` with the body of every function and method, and every docstring of a
     module or class spanning lines, replaced by ``...``.
 

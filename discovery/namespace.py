@@ -197,7 +197,7 @@ def build_namespace(
     return ns
 
 
-def _bind_statement(ns: Namespace, stmt: cst.BaseStatement, *, conditional: bool) -> None:
+def _bind_statement(ns: Namespace, stmt: cst.BaseStatement, *, conditional: bool) -> None:  # noqa: C901
     if isinstance(stmt, cst.SimpleStatementLine):
         for small in stmt.body:
             if isinstance(small, (cst.Import, cst.ImportFrom)):

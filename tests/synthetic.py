@@ -21,7 +21,7 @@ _OPS = ("dot_general", "add", "max", "mul", "reshape", "transpose", "exp", "redu
 _BINARY = ("add", "mul", "div", "dot_general", "max")
 
 
-def synthetic_capture(
+def synthetic_capture(  # noqa: C901
     n_nodes: int,
     *,
     layers: int | None = None,

@@ -60,8 +60,8 @@ BUDGETS = {
     "tsc --checkJs strict errors": 0,
     "eslint problems": 0,
     "import circles": 0,
-    "functions over complexity 15": 21,
-    "duplicated runs": 12,
+    "functions over complexity 15": 25,
+    "duplicated runs": 3,
 }
 
 VIEWER = ROOT / "viewer"

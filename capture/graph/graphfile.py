@@ -454,7 +454,7 @@ class _OverBudget(Exception):
     pass
 
 
-def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
+def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:  # noqa: C901
     prefix = data[:64]
     try:
         header = unpacker.unpack()
@@ -726,7 +726,7 @@ def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
     return obj
 
 
-def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Capture:
+def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Capture:  # noqa: C901
     b = _map(body, "body")
     packed = version >= 2
     ints = _packed_ints if packed else _listed_ints

@@ -237,7 +237,7 @@ def _moved(eqn: Any, kind: str) -> tuple[int, int]:
     return read, sum(_bytes(a) for a in outs)
 
 
-def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
+def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:  # noqa: C901
     """The cost columns of a converted program: ``eqns[i]`` is the equation behind ``nodes[i]``."""
     from .control_flow import BODY_KIND
 

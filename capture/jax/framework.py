@@ -375,7 +375,7 @@ class _Plan:
         return self.call(state, *args, **kwargs)
 
 
-def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:  # noqa: C901
     recipe = ctx.recipe
     linen = sys.modules.get("flax.linen")
     nnx = sys.modules.get("flax.nnx")

@@ -301,7 +301,7 @@ def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDes
         raise RecipeError("nested too deeply", key_path=at, profile=profile) from None
 
 
-def _value(cx: _Ctx, value: Any, at: list[Any], depth: int) -> ValueDesc:
+def _value(cx: _Ctx, value: Any, at: list[Any], depth: int) -> ValueDesc:  # noqa: C901
     cx.budget -= 1
     if cx.budget < 0:
         raise cx.error(at, f"more than {MAX_DESCRIPTIONS:,} value descriptions")
@@ -446,7 +446,7 @@ def _number(value: Any) -> bool:
     return type(value) in (int, float)
 
 
-def _generator(cx: _Ctx, value: Any, at: list[Any], dtype: str) -> Generator:
+def _generator(cx: _Ctx, value: Any, at: list[Any], dtype: str) -> Generator:  # noqa: C901
     if isinstance(value, str):
         value = {"kind": value}
     if not isinstance(value, Mapping):

@@ -426,7 +426,7 @@ def _optimizer(ctx: CaptureContext, torch: Any, model: Any, kind: str) -> Any:
 # --------------------------------------------------------------------------- capture
 
 
-def capture(ctx: CaptureContext) -> Capture:
+def capture(ctx: CaptureContext) -> Capture:  # noqa: C901
     torch = _import_torch()
     from ..graph.model import ABSTRACT_FORWARD_SCOPE
     from .trace import TorchTrace

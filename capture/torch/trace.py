@@ -532,7 +532,7 @@ class TorchTrace:
 
     # ------------------------------------------------------------------ dispatch
 
-    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
+    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:  # noqa: C901
         if func in _BOOKKEEPING:  # asked of a fake tensor, never run as a kernel
             return func(*args, **(kwargs or {}))
         info = self._ops.get(func)
@@ -591,7 +591,7 @@ class TorchTrace:
         info = self._ops[func] = _OpInfo(name, kwarg_pos, written)
         return info
 
-    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,
+    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,  # noqa: C901
                 written: list[_Tensor] | None = None) -> None:
         b = self.b
         nid = len(b.nodes)

@@ -360,7 +360,7 @@ def _reap(pids: set[int], within: float = 1.0) -> None:
             time.sleep(0.002)
 
 
-def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),
+def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),  # noqa: C901
                      scan_seconds: float = KILL_SCAN_SECONDS) -> list[EscapedProcess]:
     """Kill worker ``root``'s group and every process that came from it, scanning again
     until a scan finds none: each escaped process's session and group are killed whole

@@ -419,7 +419,7 @@ def _token_generators(data: dict[str, Any], texts: list[str], tokens: TokenIds) 
             slot["generator"] = {"kind": "randint", "low": 0, "high": high}
 
 
-def build_recipe(
+def build_recipe(  # noqa: C901
     target: Target,
     *,
     inputs: list[str] | None = None,

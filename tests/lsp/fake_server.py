@@ -173,7 +173,7 @@ class FakeBackends:
     def warm_workers(self) -> WarmWorkers:
         return self._warm
 
-    def _worker(self, job: CaptureJob) -> Capture:
+    def _worker(self, job: CaptureJob) -> Capture:  # noqa: C901
         """The worker step: the session's own checks (trust, saved source, interpreter)
         ran before; what the fake does follows ``.fake/capture.json``."""
         root = job.workspace

@@ -188,7 +188,7 @@ class LayerCosts:
                 size[key] = _value_bytes(shape_of(v), dtype_of(v))
         return keys, size
 
-    def _memory(self) -> None:
+    def _memory(self) -> None:  # noqa: C901
         ix = self.index
         n = ix.n_nodes
         if not n:
@@ -431,7 +431,7 @@ TABLE_KINDS = frozenset({"module", "body", "loss", "backward", "optimizer"})
 SORT_KEYS = ("order", "flops", "bytes", "params", "time", "activations")
 
 
-def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_groups: bool = False) -> list[dict]:
+def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_groups: bool = False) -> list[dict]:  # noqa: C901
     """The layer table of ``proj`` (a :class:`~viewer.projection.projection.Projection`):
     one row per listed group down to ``depth`` levels (``None``: all), in program order,
     each a group or a *stack* of consecutive identical groups (a run of blocks with the

@@ -121,7 +121,7 @@ class LineIndex:
         return self.file(path).get(int(line))
 
     @classmethod
-    def build(cls, proj: "Projection") -> "LineIndex":
+    def build(cls, proj: "Projection") -> "LineIndex":  # noqa: C901
         capture = proj.capture
         frames = capture.frames
         groups = capture.groups

@@ -117,7 +117,7 @@ class ValueNames:
         named = self.names.get(v)
         return named is not None and named[1] in WEIGHT_ROLES and self.producer[v] < 0
 
-    def _name_values(self) -> None:
+    def _name_values(self) -> None:  # noqa: C901
         """A human name and a role for every value entering the graph from outside.
 
         Only values no node produced are named (capture inputs, parameters, buffers,

@@ -146,7 +146,7 @@ class Pages:
             raise PageError(f"no chunk {chunk}")
         return lo, min(n, lo + span)
 
-    def _view(self, g: int, chunk: int | None, kernels: bool) -> dict:
+    def _view(self, g: int, chunk: int | None, kernels: bool) -> dict:  # noqa: C901
         ix, present = self.index, self.present
         _, refs, _ = ix.ordered(g)
         n = len(refs)
@@ -281,7 +281,7 @@ class Pages:
 
     # ------------------------------------------------------------------ flow
 
-    def _deps(self, g: int, kernels: bool) -> _Deps:
+    def _deps(self, g: int, kernels: bool) -> _Deps:  # noqa: C901
         """Every value flowing into a child of ``g`` as drawn, as positions among its children."""
         key = (g, kernels)
         with self._lock:
