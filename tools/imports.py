@@ -21,7 +21,13 @@ def module_name(path: Path) -> str:
 
 
 def all_modules() -> dict[str, Path]:
-    return {module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
+    return {module_name(p): p for package in PACKAGES for p in python_files(package)}
+
+
+def python_files(folder: str) -> list[Path]:
+    """The repository's Python files under ``folder`` (npm's installed packages left out:
+    viewer/node_modules holds the browser checkers, and a few of their files are Python)."""
+    return sorted(p for p in (ROOT / folder).rglob("*.py") if "node_modules" not in p.parts)
 
 
 def imported(name: str, path: Path, known: dict[str, Path]) -> set[str]:

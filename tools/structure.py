@@ -38,7 +38,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.imports import PACKAGES, ROOT, all_modules, cycles, folder_graph, module_graph
+from tools.imports import PACKAGES, ROOT, all_modules, cycles, folder_graph, module_graph, python_files
 
 # mypy --strict over these (files or folders): the typed contracts.
 STRICT = (
@@ -99,7 +99,7 @@ def _line_count(paths: list[Path]) -> int:
 
 
 def _python_files(folder: str) -> list[Path]:
-    return sorted((ROOT / folder).rglob("*.py"))
+    return python_files(folder)
 
 
 def _browser_files() -> list[Path]:
@@ -110,7 +110,7 @@ def _strict_files() -> list[Path]:
     out: list[Path] = []
     for entry in STRICT:
         p = ROOT / entry
-        out += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+        out += python_files(entry) if p.is_dir() else [p]
     return out
 
 

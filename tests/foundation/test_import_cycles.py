@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import pytest
 
-from tools.imports import PACKAGES, ROOT, all_modules, cycles, folder_graph, folder_of, imported, module_graph
+from tools.imports import (
+    PACKAGES, ROOT, all_modules, cycles, folder_graph, folder_of, imported, module_graph, python_files,
+)
 
 
 @pytest.mark.parametrize(
@@ -44,7 +46,7 @@ def test_the_check_covers_every_package():
     known = all_modules()
     folders = {folder_of(n, known) for n in known}
     on_disk = {".".join(p.parent.relative_to(ROOT).parts) for package in PACKAGES
-               for p in (ROOT / package).rglob("*.py")}
+               for p in python_files(package)}
     assert on_disk <= folders
     for expected in ("capture.torch", "capture.jax", "capture.graph", "viewer.projection", "viewer.server",
                      "tensorviz_lsp.features", "tensorviz_lsp.cli.commands", "safe_read"):
