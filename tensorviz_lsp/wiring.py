@@ -179,6 +179,10 @@ def _register_lifecycle(server: TensorVizServer) -> None:
         added = [to_fs_path(f.uri) or f.uri for f in params.event.added]
         removed = [to_fs_path(f.uri) or f.uri for f in params.event.removed]
         await ls.call_hook(Feature.folders_changed, added, removed)
+        # Said once every feature has taken the change in (as "ready" is at the start):
+        # what a client, or a test sharing one server between folders, can wait for.
+        log.info("workspace folders changed: added %s; removed %s", ", ".join(added) or "none",
+                 ", ".join(removed) or "none")
 
 
 def _register_documents(server: TensorVizServer) -> None:

@@ -475,6 +475,7 @@ def test_packed_columns_are_little_endian_with_the_narrowest_type():
         graphfile._pack_ints([1 << 64])
 
 
+@pytest.mark.slow
 def test_a_refused_packed_column_never_becomes_a_list():
     """A packed column is range-checked as packed bytes: 1M two-byte entries of 300 (the
     list of them would take about 36 MB, 18 times the file) are refused at a few times
@@ -511,6 +512,7 @@ SCALAR_BOMBS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("make", SCALAR_BOMBS)
 def test_strings_and_numbers_count_in_the_decode_budget(version, make):

@@ -40,7 +40,7 @@ from tensorviz_lsp.backends import (  # noqa: E402
     Viewer,
     ViewerHooks,
 )
-from tensorviz_lsp.lsplog import install  # noqa: E402
+from tensorviz_lsp.lsplog import LspLogHandler, install  # noqa: E402
 from viewer.projection.lines import LineIndex  # noqa: E402
 from tensorviz_lsp.wiring import create_server  # noqa: E402
 
@@ -308,4 +308,10 @@ if __name__ == "__main__":
     for handler in logging.getLogger().handlers:
         handler.setLevel(logging.WARNING)
     install(server, logging.INFO)
+    # Follow-cursor's debounce says at DEBUG when a move will be told and when it was told:
+    # tests await those instead of sleeping past the debounce (tests/lsp/test_show_in_graph.py).
+    cursor_log = logging.getLogger("tensorviz_lsp.features.show_in_graph")
+    cursor_log.setLevel(logging.DEBUG)
+    cursor_log.addHandler(LspLogHandler(server, logging.DEBUG))
+    cursor_log.propagate = False
     server.start_io()
