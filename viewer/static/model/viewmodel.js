@@ -20,11 +20,13 @@
 // Pages present layers, not kernels (API.md "Layers, not kernels"); with `kernels` on,
 // every container is fetched again with `kernels=1` and shows every kernel.
 
-import { FRAME, charMeasurer, idleWords, labelRect, measureCard, onFrameHeader, pillContent } from "../draw/card.js";
+import { FRAME, idleWords, labelRect, pillContent } from "../draw/card.js";
 import { formatValue } from "../draw/theme.js";
 import { costLine, formatBytes, formatCount, formatFlops, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
 import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
+import { LayoutEstimates } from "./estimates.js";
+import { edgeAt, edgesOf, itemAt } from "./hits.js";
 
 export const ROOT = "g-1";
 
@@ -120,15 +122,11 @@ export class GraphModel {
     this.held = new Map(); // container key -> {sig, w, h}: the estimated box a real parent layout reserved for it
     // How real layouts compared with their column estimates so far (log ratios: sums and
     // sums of squares), for leaf containers and for containers of containers.
-    this.ratios = [{ w: 0, w2: 0, h: 0, h2: 0, n: 0 }, { w: 0, w2: 0, h: 0, h2: 0, n: 0 }];
-    this.learned = new Set(); // layout keys already counted in `ratios`
     this.lastWant = null; // the containers the last settled view laid out for real (null: all)
-    this.estimates = new Map(); // container key -> {lk, layout}: an estimate stays until its parent is laid out again
     this.openAll = false; // Expand all is on: a container fetched from now on opens its groups and chunks too
     this.deferred = new Set(); // expanded containers not fetched yet (Expand all fetches them once in view)
     this.itemOf = new Map(); // container key -> its item (in its parent's answer)
-    this.structSizes = new Map(); // a group's `structure` -> the size of a real layout of one such group
-    this.perOp = { w: 0, h: 0, n: 0 }; // log width and log height per op of real group layouts, for unfetched ones
+    this.sizing = new LayoutEstimates(this.itemOf); // estimated layouts, learning from the real ones (model/estimates.js)
     this.built = new Map(); // container key -> {stamp, x, y, container, estimated}: scene parts reused by compose
     this.layoutIds = new WeakMap(); // layout object -> a number (compose's stamps)
     this.lastReal = new Map(); // container key -> {sig, layout, boxes}: its last real layout, which settling may grow
@@ -168,7 +166,7 @@ export class GraphModel {
     this.loading.clear();
     this.itemOf.clear();
     this.deferred.clear();
-    this.estimates.clear();
+    this.sizing.estimates.clear();
     this.held.clear();
     this.lastReal.clear();
     this.built = new Map();
@@ -461,7 +459,7 @@ export class GraphModel {
       if (!this.containers.has(key)) {
         // Deferred (Expand all, not fetched yet): a box estimated from its item's facts.
         const d = { key, sig: pendingSig(this.itemOf.get(key) || {}, key), items: [], keys: [], edges: [], inner: [], pending: true };
-        const entry = { key, d, boxes: [], est: true, layout: this.estimateFor(key, d, []) };
+        const entry = { key, d, boxes: [], est: true, layout: this.sizing.estimateFor(key, d, []) };
         info.set(key, entry);
         return entry;
       }
@@ -504,12 +502,12 @@ export class GraphModel {
         if (real) {
           entry.layout = real;
           entry.open = !d.collapsed && d.inner.every(({ key: ck }) => info.get(ck).open);
-          this.learn(lk, d, boxes, real, key, entry.open);
+          this.sizing.learn(lk, d, boxes, real, key, entry.open);
           this.lastReal.set(key, { sig: d.sig, layout: real, boxes });
           return entry;
         }
         if (this.layout.failed.has(lk)) {
-          entry.layout = this.estimateFor(key, d, boxes);
+          entry.layout = this.sizing.estimateFor(key, d, boxes);
           return entry;
         }
       }
@@ -520,7 +518,7 @@ export class GraphModel {
         if (!refs.length) for (const { i, key: ck } of d.inner) {
           const ci = info.get(ck);
           if (boxes[i] && ci.est) {
-            ci.layout = this.estimateFor(ck, ci.d, ci.boxes, true);
+            ci.layout = this.sizing.estimateFor(ck, ci.d, ci.boxes, true);
             boxes[i] = { w: ci.layout.w, h: ci.layout.h };
             this.held.delete(ck);
           }
@@ -548,7 +546,7 @@ export class GraphModel {
         entry.job = job;
         return entry;
       }
-      entry.layout = this.estimateFor(key, d, boxes);
+      entry.layout = this.sizing.estimateFor(key, d, boxes);
       entry.est = true;
       return entry;
     };
@@ -571,86 +569,6 @@ export class GraphModel {
     const h = this.heldFor(key, ci);
     if (ci.est) return h ? { w: h.w, h: h.h } : { w: ci.layout.w, h: ci.layout.h };
     return boxFor(ci.layout, h);
-  }
-
-  // A container's estimated layout: the one it has for the same content and inner boxes
-  // (an estimate stays put while it is out of view), or a new one (`fresh`: its parent is
-  // laid out again, so the estimate may learn from what was laid out since).
-  estimateFor(key, d, boxes, fresh = false) {
-    const lk = layoutKey(d.sig, boxes);
-    const had = this.estimates.get(key);
-    if (!fresh && had && had.lk === lk) return had.layout;
-    const layout = d.pending ? this.estimateUnfetched(key) : this.estimateLayout(d, boxes);
-    this.estimates.set(key, { lk, layout });
-    return layout;
-  }
-
-  // A container laid out without ELK, from cheap facts: its cards' sizes (measured by
-  // character counts), the boxes of the containers inside it (real, held or estimated
-  // themselves), in one column in program order, then scaled by how real layouts of
-  // containers of the same kind (leaf or not) compared with their own column so far.
-  // No edges: it is drawn only as a frame until it is in view, and then laid out for real.
-  estimateLayout(d, boxes) {
-    const sizes = d.items.map((it, i) => boxes[i] ? FRAME.measure(boxes[i]) : measureCard(it, charMeasurer));
-    const col = columnLayout(sizes);
-    const r = this.ratios[d.inner.length ? 1 : 0];
-    if (r.n < 1) return col;
-    // One standard deviation above the mean ratio: most real layouts then fit the box
-    // held for them, and laying them out moves nothing around them.
-    const up = (sum, sum2) => {
-      const mean = sum / r.n;
-      const sd = r.n > 1 ? Math.sqrt(Math.max(0, sum2 / r.n - mean * mean)) : 0.1;
-      return Math.exp(mean + sd);
-    };
-    let maxW = 0;
-    let maxH = 0;
-    for (const b of sizes) {
-      maxW = Math.max(maxW, b.w);
-      maxH = Math.max(maxH, b.h);
-    }
-    const w = Math.max(maxW + 20, Math.ceil(col.w * up(r.w, r.w2)));
-    const h = Math.max(maxH + 20, Math.ceil(col.h * up(r.h, r.h2)));
-    const ky = (h - 20 - maxH) / Math.max(1, col.h - 20 - maxH);
-    const boxesOut = col.boxes.map((b) => ({ x: (w - b.w) / 2, y: 10 + Math.min(h - 20 - b.h, (b.y - 10) * ky), w: b.w, h: b.h }));
-    return { w, h, boxes: boxesOut, edges: [], estimated: true };
-  }
-
-  // A container not fetched yet: the size of a real layout of a group with the same
-  // structure, else its op count times the height per op of the real group layouts so far
-  // (and their width), a tenth over.
-  estimateUnfetched(key) {
-    const item = this.itemOf.get(key) || {};
-    const same = item.structure && this.structSizes.get(item.structure);
-    if (same) return { w: same.w, h: same.h, boxes: [], edges: [], estimated: true };
-    const ops = Math.max(1, Number(item.node_count) || Number(item.child_count) || 1);
-    const p = this.perOp;
-    const perOp = p.n ? Math.exp(p.h / p.n) : 100;
-    const w = p.n ? Math.exp(p.w / p.n) : 240;
-    return { w: Math.ceil(w * 1.1), h: Math.ceil(Math.max(60, ops * perOp * 1.1)), boxes: [], edges: [], estimated: true };
-  }
-
-  // How a real layout compared with its own column estimate (log ratios, running mean),
-  // and, for a group, how big it is per op and for its structure.
-  learn(lk, d, boxes, real, key, open) {
-    if (this.learned.has(lk)) return;
-    this.learned.add(lk);
-    const item = key && this.itemOf.get(key);
-    if (open && item && item.type === "group" && Number(item.node_count) > 0) {
-      if (item.structure) this.structSizes.set(item.structure, { w: real.w, h: real.h });
-      this.perOp.w += Math.log(real.w);
-      this.perOp.h += Math.log(real.h / Number(item.node_count));
-      this.perOp.n += 1;
-    }
-    if (d.items.length < 3) return;
-    const col = columnLayout(d.items.map((it, i) => boxes[i] ? FRAME.measure(boxes[i]) : measureCard(it, charMeasurer)));
-    const r = this.ratios[d.inner.length ? 1 : 0];
-    const lw = Math.log(Math.max(0.05, real.w / col.w));
-    const lh = Math.log(Math.max(0.05, real.h / col.h));
-    r.w += lw;
-    r.w2 += lw * lw;
-    r.h += lh;
-    r.h2 += lh * lh;
-    r.n += 1;
   }
 
   // Loads, lays out and composes. Resolves true when a new scene is ready, false when a
@@ -1160,54 +1078,18 @@ export class GraphModel {
   }
 
   hitTest(x, y) {
-    if (!this.scene) return null;
-    let hit = null;
-    const visit = (container) => {
-      for (const it of container.items) {
-        if (x < it.x || y < it.y || x > it.x + it.w || y > it.y + it.h) continue;
-        hit = it;
-        if (it.expanded && !onFrameHeader(it, y)) visit(it.expanded);
-        return;
-      }
-    };
-    visit(this.scene.root);
-    return hit;
+    return this.scene ? itemAt(this.scene, x, y) : null;
   }
 
   // The edge under a world point (within `tol` world units of it), innermost container
   // first, or null: {source, target, label, value}.
   edgeAt(x, y, tol) {
-    if (!this.scene) return null;
-    /** @type {any} */
-    let best = null;
-    let bestD = tol;
-    const visit = (c) => {
-      if (x < c.x - tol || y < c.y - tol || x > c.x + c.w + tol || y > c.y + c.h + tol) return;
-      for (const it of c.items) if (it.expanded) visit(it.expanded);
-      for (const e of c.edges) {
-        const pts = e.points;
-        for (let i = 0; i + 1 < pts.length; i++) {
-          const d = segmentDistance(x - c.x, y - c.y, pts[i], pts[i + 1]);
-          if (d < bestD) {
-            bestD = d;
-            best = e;
-          }
-        }
-      }
-    };
-    visit(this.scene.root);
-    return best && { source: best.source, target: best.target, label: best.label, value: best.value };
+    return this.scene ? edgeAt(this.scene, x, y, tol) : null;
   }
 
   // Absolute points of every drawn edge touching `key`, for highlighting.
   edgesOf(key) {
-    const out = [];
-    const visit = (c) => {
-      for (const e of c.edges) if (e.source === key || e.target === key) out.push({ c, e });
-      for (const it of c.items) if (it.expanded) visit(it.expanded);
-    };
-    if (this.scene) visit(this.scene.root);
-    return out;
+    return this.scene ? edgesOf(this.scene, key) : [];
   }
 }
 
@@ -1281,15 +1163,6 @@ function grownLayout(layout, oldBoxes, newBoxes) {
   return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges, grown: true, baseW: base };
 }
 
-// How far point (x, y) is from the segment a-b.
-function segmentDistance(x, y, a, b) {
-  const dx = b[0] - a[0];
-  const dy = b[1] - a[1];
-  const len2 = dx * dx + dy * dy;
-  const t = len2 ? Math.max(0, Math.min(1, ((x - a[0]) * dx + (y - a[1]) * dy) / len2)) : 0;
-  return Math.hypot(x - (a[0] + t * dx), y - (a[1] + t * dy));
-}
-
 const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
 // The content signature of a container not fetched yet (its layout is an estimate):
@@ -1301,19 +1174,6 @@ function pendingSig(item, key) {
 function linesOf(item) {
   if (!item._lines) Object.defineProperty(item, "_lines", { value: cardLines(item), enumerable: false });
   return item._lines;
-}
-
-// Cards in one column, in program order, with ELK's spacing between layers and padding.
-function columnLayout(sizes) {
-  let w = 0;
-  for (const b of sizes) w = Math.max(w, b.w);
-  const boxes = [];
-  let y = 10;
-  for (const b of sizes) {
-    boxes.push({ x: 10 + (w - b.w) / 2, y, w: b.w, h: b.h });
-    y += b.h + 40;
-  }
-  return { w: Math.ceil(w + 20), h: Math.ceil(Math.max(y - 40, 10) + 10), boxes, edges: [], estimated: true };
 }
 
 const WEIGHT_LINES = 4; // weights listed on an op's card before "+N more"
