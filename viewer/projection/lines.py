@@ -121,7 +121,7 @@ class LineIndex:
         return self.file(path).get(int(line))
 
     @classmethod
-    def build(cls, proj: "Projection") -> "LineIndex":  # noqa: C901
+    def build(cls, proj: "Projection") -> "LineIndex":
         capture = proj.capture
         frames = capture.frames
         groups = capture.groups
@@ -129,27 +129,9 @@ class LineIndex:
         ix = proj.index
         frame_of_node = ix.cols.frame
         n_groups = len(groups)
-
-        # The frame a child group was called from (its call site), when a user line.
-        call_frame = [_NO_FRAME] * n_groups
-        for g, grp in enumerate(groups):
-            if g in ix.body_node:
-                continue  # a body is opened from its boundary op, not called on a line
-            f = grp.attrs.get("frame") if isinstance(grp.attrs, dict) else None
-            if type(f) is int and 0 <= f < len(frames) and user[f]:
-                call_frame[g] = f
-
-        # A library module called from a user line runs its ops "on" that line too (their
-        # innermost user frame is the call site): they belong to the call, not to a call
-        # of their own. So each group knows the lines its own and its ancestors' calls
-        # were made on, and items on those lines inside it are skipped.
+        call_frame = _call_frames(proj, user)
         line_of = [(fr.file, fr.line) for fr in frames]
-        covered: list[frozenset] = [frozenset()] * (n_groups + 1)
-        for g in sorted(range(n_groups), key=lambda g: len(ix.chain[g])):
-            parent = groups[g].parent
-            base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
-            f = call_frame[g]
-            covered[g + 1] = base | {line_of[f]} if f != _NO_FRAME and line_of[f] not in base else base
+        covered = _covered_lines(proj, call_frame, line_of)
 
         body_of = _bodies_holding(proj)
         live = _live_values(proj)
@@ -212,6 +194,36 @@ class LineIndex:
                     _cost(c, costs, proj.pages._group_params)
             files.setdefault(file, {})[line] = LineEntry(file, line, calls, body_only[(file, line)])
         return cls(files)
+
+
+def _call_frames(proj: "Projection", user: list[bool]) -> list[int]:
+    """The frame each group was called from (its call site), when a user line; else
+    ``_NO_FRAME``. A body is opened from its boundary op, not called on a line."""
+    frames, groups, ix = proj.capture.frames, proj.capture.groups, proj.index
+    call_frame = [_NO_FRAME] * len(groups)
+    for g, grp in enumerate(groups):
+        if g in ix.body_node:
+            continue
+        f = grp.attrs.get("frame") if isinstance(grp.attrs, dict) else None
+        if type(f) is int and 0 <= f < len(frames) and user[f]:
+            call_frame[g] = f
+    return call_frame
+
+
+def _covered_lines(proj: "Projection", call_frame: list[int], line_of: list[tuple[str, int]]) -> list[frozenset]:
+    """Per group slot, the lines its own and its ancestors' calls were made on. A library
+    module called from a user line runs its ops "on" that line too (their innermost user
+    frame is the call site): they belong to the call, not to a call of their own, so
+    items on those lines inside the group are skipped."""
+    groups, ix = proj.capture.groups, proj.index
+    n_groups = len(groups)
+    covered: list[frozenset] = [frozenset()] * (n_groups + 1)
+    for g in sorted(range(n_groups), key=lambda g: len(ix.chain[g])):
+        parent = groups[g].parent
+        base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
+        f = call_frame[g]
+        covered[g + 1] = base | {line_of[f]} if f != _NO_FRAME and line_of[f] not in base else base
+    return covered
 
 
 def _cost(call: LineCall, costs: Any, params_of: Any) -> None:
