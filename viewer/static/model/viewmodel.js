@@ -27,40 +27,10 @@ import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
 import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
 import { LayoutEstimates } from "./estimates.js";
 import { edgeAt, edgesOf, itemAt } from "./hits.js";
+import { expansionPaths, restorePaths, reveal, revealPaths } from "./paths.js";
+import { ROOT, cardOf, isContainerKey, itemKey, opens, opensWithAll } from "./items.js";
 
-export const ROOT = "g-1";
-
-export function itemKey(item) {
-  if (item.type === "node") return "n" + item.id;
-  if (item.type === "group") return "g" + item.id;
-  return "c" + item.id;
-}
-
-export function isContainerKey(key) {
-  return key.startsWith("g") || key.startsWith("c") || key.startsWith("s");
-}
-
-// Whether an item opens into a container: a group or chunk, or a control-flow boundary
-// node with unexecuted bodies (its container, under the node's own key "n12", shows the
-// body templates side by side; it is opened only on request, never by the first view).
-export function opens(item) {
-  return item.type !== "node" || !!(item.bodies && item.bodies.length);
-}
-
-// How an item is drawn: the server's `card` ("op", "function", "group", "chunk"; a group
-// that ran no op is no item, its parent's card lists it);
-// pages from before `card` existed fall back on the item's type.
-export function cardOf(item) {
-  return item.card || (item.type === "node" ? "op" : item.type);
-}
-
-// Whether Expand all, Depth… and the first view may open an item: modules, scopes and
-// chunks; not a function call (an op card; opened by a double-click, or everywhere with
-// kernels on, when it is a group), not a group drawn as its single op.
-function opensWithAll(item) {
-  const card = cardOf(item);
-  return (card === "group" || card === "chunk") && Number(item.child_count) > 0;
-}
+export { ROOT, cardOf, isContainerKey, itemKey, opens };
 
 // When a relayout would hand the layout workers more items than this (Expand all on a
 // big graph), only the containers in view are laid out for real; the others get an
@@ -973,108 +943,29 @@ export class GraphModel {
     }
   }
 
-  // The expansion as group paths, which survive a recapture (ids do not).
+  // The expansion as group paths, which survive a recapture (ids do not); see model/paths.js.
   expansionPaths() {
-    const open = [];
-    for (const k of this.expanded) if (k !== ROOT && this.paths.has(k)) open.push(this.paths.get(k));
-    const stacks = [];
-    for (const k of this.unfolded) if (this.paths.has(k.slice(1))) stacks.push(this.paths.get(k.slice(1)));
-    return { open, stacks };
+    return expansionPaths(this);
   }
 
   // Re-opens what `expansionPaths()` recorded, level by level; false when nothing matched.
-  async restorePaths(saved) {
-    const open = new Set(saved.open || []);
-    const stacks = new Set(saved.stacks || []);
-    if (!open.size) return false;
-    let frontier = [ROOT];
-    let matched = 0;
-    while (frontier.length) {
-      const datas = await Promise.all(frontier.map((k) => this.load(k)));
-      const next = [];
-      for (const data of datas) {
-        for (const item of data.items) {
-          if (item.type === "node") continue;
-          const k = itemKey(item);
-          const path = this.paths.get(k);
-          if (stacks.has(path)) this.unfolded.add("s" + k);
-          if (open.has(path) && (item.child_count > 0)) {
-            this.expanded.add(k);
-            matched++;
-            next.push(k);
-          }
-        }
-      }
-      frontier = next;
-    }
-    return matched > 0;
+  restorePaths(saved) {
+    return restorePaths(this, saved);
   }
 
-  // Makes an item visible. `itemPath` is the server's list of item keys from the root to
-  // the target, chunks included (search results and node details carry it); every key
-  // before the target is expanded. Without one, the group path is followed and chunks
-  // are searched (reveal).
+  // Makes an item visible (its server item path: every key before the target expanded).
   revealPath(itemPath) {
-    return this.revealPaths([itemPath]);
+    return revealPaths(this, [itemPath]);
   }
 
   // Makes several items visible at once (a source line's items).
-  async revealPaths(itemPaths) {
-    for (const path of itemPaths) {
-      // A node key inside a path is a control-flow boundary opened into its bodies.
-      for (const k of path.slice(0, -1)) {
-        if (k === ROOT || !(isContainerKey(k) || k.startsWith("n"))) continue;
-        this.deferred.delete(k); // on the way to a search result: fetched now, not once in view
-        this.expanded.add(k);
-      }
-    }
-    return this.unstack(itemPaths.map((p) => p[p.length - 1]));
+  revealPaths(itemPaths) {
+    return revealPaths(this, itemPaths);
   }
 
-  // Refreshes; when targets ended up folded inside stack cards, opens those stacks.
-  async unstack(targets) {
-    const ok = await this.refresh();
-    if (!ok) return ok;
-    const folded = targets.filter((k) => k && this.stackOf.has(k) && !this.scene.byKey.has(k));
-    if (!folded.length) return ok;
-    for (const k of folded) this.unfolded.add(this.stackOf.get(k));
-    return this.refresh();
-  }
-
-  async reveal(target, pathGroupIds) {
-    let container = ROOT;
-    await this.load(ROOT);
-    const steps = (pathGroupIds || []).map((g) => "g" + g).filter((k) => k !== ROOT && k !== target);
-    steps.push(target);
-    for (const step of steps) {
-      const holder = await this.findHolder(container, step);
-      if (!holder) break;
-      for (const k of holder.chain) {
-        this.deferred.delete(k);
-        this.expanded.add(k);
-      }
-      if (step === target) break;
-      this.deferred.delete(step);
-      this.expanded.add(step);
-      container = step;
-    }
-    return this.unstack([target]);
-  }
-
-  // Which container under `container` directly holds item `key`: itself, or one of its
-  // chunks (chunks hold items in program order; nested chunks are followed).
-  async findHolder(container, key) {
-    const data = await this.load(container);
-    if (data.items.some((it) => itemKey(it) === key)) return { chain: [] };
-    if (!data.chunked) return null;
-    const chunks = data.items.filter((it) => it.type === "chunk");
-    const hinted = chunks.filter((c) => chunkMayHold(c, key));
-    for (const c of hinted.length ? hinted : chunks) {
-      const ck = itemKey(c);
-      const found = await this.findHolder(ck, key);
-      if (found) return { chain: [ck, ...found.chain] };
-    }
-    return null;
+  // Makes `target` visible through its group path, searching chunks.
+  reveal(target, pathGroupIds) {
+    return reveal(this, target, pathGroupIds);
   }
 
   hitTest(x, y) {
@@ -1413,13 +1304,3 @@ function boundaryItem(data, key) {
   return b ? { ...b, type: side } : { type: side, value: Number(v) };
 }
 
-// A chunk item may carry its node id range ({first,last} or range:[a,b]); when it does,
-// search only the chunks whose range can hold the node.
-function chunkMayHold(chunk, key) {
-  if (!key.startsWith("n")) return false;
-  const id = Number(key.slice(1));
-  const lo = chunk.first ?? (chunk.range ? chunk.range[0] : undefined);
-  const hi = chunk.last ?? (chunk.range ? chunk.range[1] : undefined);
-  if (lo === undefined || hi === undefined) return false;
-  return id >= lo && id <= hi;
-}
