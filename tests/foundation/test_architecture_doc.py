@@ -6,6 +6,7 @@ the browser modules)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -29,6 +30,7 @@ def _rows() -> dict[str, set[str]]:
     return rows
 
 
+@functools.cache
 def _python_folders() -> dict[str, set[str]]:
     known = all_modules()
     graph = folder_graph(module_graph(), known)
@@ -95,5 +97,6 @@ def test_the_readme_points_here():
 def test_the_python_packages_are_the_documented_roots():
     documented = _rows()
     assert set(PACKAGES) <= set(documented)
-    assert {folder_of(m, all_modules()).split(".")[0] for m in all_modules()} == set(PACKAGES)
+    known = all_modules()
+    assert {folder_of(m, known).split(".")[0] for m in known} == set(PACKAGES)
     assert all(Path(ROOT / p).is_dir() for p in PACKAGES)
