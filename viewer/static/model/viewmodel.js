@@ -28,6 +28,7 @@ import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
 import { LayoutEstimates } from "./estimates.js";
 import { edgeAt, edgesOf, itemAt } from "./hits.js";
 import { expansionPaths, restorePaths, reveal, revealPaths } from "./paths.js";
+import { autoExpand, closeLastOpened } from "./first-view.js";
 import { ROOT, cardOf, isContainerKey, itemKey, opens, opensWithAll } from "./items.js";
 
 export { ROOT, cardOf, isContainerKey, itemKey, opens };
@@ -652,85 +653,14 @@ export class GraphModel {
     return false;
   }
 
-  // The first view. With a trunk (the server's `trunk`: the groups holding most of the
-  // program, top down, each inside the previous), it opens the way down to the innermost
-  // one and nothing else: the decoder stack is open, small heads and stems stay
-  // collapsed. Without one, breadth first, open a group only while the number of drawn
-  // items stays within `budget` (a readable first screen, and a first paint that stays
-  // cheap at any size). A program split into chunks opens its first chunk whatever its
-  // size, so a flat program opens on its first ops, not on three chunk cards.
-  async autoExpand(budget = 48, trunk = null) {
-    this.autoOpened = []; // in the order opened: what the first view may close again to fit
-    const root = await this.load(ROOT);
-    let start = root;
-    let visible = this.drawnCount(root);
-    if (trunk && trunk.length) {
-      for (const k of trunk[trunk.length - 1].item_path || []) {
-        if (k === ROOT) continue;
-        this.expanded.add(k);
-        start = await this.load(k);
-        visible += this.drawnCount(start) - 1;
-      }
-    }
-    // Below the trunk (or from the top without one), within the budget; what lies beside
-    // the trunk (a head, `lm_head`) stays closed. Where the trunk ends on a stack of
-    // blocks (a decoder), what sits beside the stack (Llama's rotary embedding, a stem)
-    // stays closed too: the blocks are the view, only a lone wrapper or a first chunk opens.
-    const onBlocks = Boolean(trunk && trunk.length) && this.foldedStacks(start).size > 0;
-    const queue = this.candidates(start);
-    let opened = 0;
-    let chunkOpened = false;
-    while (queue.length && opened < 64) {
-      const { key, item, first, only } = queue.shift();
-      const estimate = Number(item.child_count) || 0;
-      // A lone wrapper (a module around the model, a jit around everything) always opens,
-      // and so does the first chunk of the first chunked container.
-      const force = only || (item.type === "chunk" && first && !chunkOpened);
-      if (!force && (onBlocks || visible + estimate > budget)) continue;
-      const data = await this.load(key);
-      this.expanded.add(key);
-      if (!force) this.autoOpened.push(key);
-      visible += this.drawnCount(data);
-      opened++;
-      if (item.type === "chunk") chunkOpened = true;
-      queue.push(...this.candidates(data));
-    }
+  // The first view (model/first-view.js): opens the trunk, then within `budget` drawn items.
+  autoExpand(budget = 48, trunk = null) {
+    return autoExpand(this, budget, trunk);
   }
 
   // The first view closes again the group it opened last (to fit); false when it opened none.
   closeLastOpened() {
-    if (!this.autoOpened.length) return false;
-    this.expanded.delete(this.autoOpened.pop());
-    return true;
-  }
-
-  // Items a container draws, with stacks folded and parameters inside their ops.
-  drawnCount(data) {
-    let n = (data.outputs || []).length;
-    for (const b of data.inputs || []) if (!b.weight || this.showWeights) n++;
-    const folded = this.foldedStacks(data);
-    const inStacks = new Set();
-    for (const st of folded.values()) for (const m of st.members.flat()) inStacks.add(m);
-    n += folded.size;
-    for (const item of data.items) if (!inStacks.has(itemKey(item))) n++;
-    return n;
-  }
-
-  // The modules, scopes and chunks of a container that may be opened, in order (not folded
-  // ones, not function calls or groups drawn as one op: they are ops).
-  candidates(data) {
-    /** @type {{key: string, item: any, first: boolean, only?: boolean}[]} */
-    const out = [];
-    let first = true;
-    const inStacks = new Set();
-    for (const st of this.foldedStacks(data).values()) for (const m of st.members.flat()) inStacks.add(m);
-    for (const item of data.items) {
-      if (item.type === "node" || inStacks.has(itemKey(item)) || !opensWithAll(item)) continue;
-      out.push({ key: itemKey(item), item, first: item.type === "chunk" && first });
-      if (item.type === "chunk") first = false;
-    }
-    if (out.length === 1 && this.drawnCount(data) <= 3 && out[0].item.type === "group") out[0].only = true;
-    return out;
+    return closeLastOpened(this);
   }
 
   // Layouts → absolute scene. A container inside a held box larger than its real
