@@ -28,10 +28,13 @@ import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
 import { LayoutEstimates } from "./estimates.js";
 import { edgeAt, edgesOf, itemAt } from "./hits.js";
 import { expansionPaths, restorePaths, reveal, revealPaths } from "./paths.js";
+import {
+  EXPAND_FETCH_ITEMS, TrackedSet, collapseAll, expandAll, expandToDepth, toggle, unfold,
+} from "./expansion.js";
 import { autoExpand, closeLastOpened } from "./first-view.js";
 import { ROOT, cardOf, isContainerKey, itemKey, opens, opensWithAll } from "./items.js";
 
-export { ROOT, cardOf, isContainerKey, itemKey, opens };
+export { EXPAND_FETCH_ITEMS, ROOT, cardOf, isContainerKey, itemKey, opens };
 
 // When a relayout would hand the layout workers more items than this (Expand all on a
 // big graph), only the containers in view are laid out for real; the others get an
@@ -42,34 +45,9 @@ export const ESTIMATE_ITEMS = 3000;
 // zoom is below MIN_EDGE_SCALE (only Fit goes there on a big graph): no edge and no text
 // is drawn then, cards are boxes or specks.
 export const SETTLE_PX = 24;
-// Expand all fetches the containers breadth first up to this many items in one request;
-// the deeper ones open too but are fetched (and laid out) once the view shows them.
-export const EXPAND_FETCH_ITEMS = 3000;
 const TOO_MANY = { tooMany: true }; // thrown by plan() past its limit
 
 // A Set that tells its owner when it changes, so that display lists are rebuilt only then.
-class TrackedSet extends Set {
-  constructor(owner, items) {
-    super(items);
-    this.owner = owner;
-  }
-
-  add(k) {
-    if (this.owner && !this.has(k)) this.owner.changed();
-    return super.add(k);
-  }
-
-  delete(k) {
-    if (this.owner && this.has(k)) this.owner.changed();
-    return super.delete(k);
-  }
-
-  clear() {
-    if (this.owner && this.size) this.owner.changed();
-    super.clear();
-  }
-}
-
 function containerParams(key) {
   if (key.startsWith("c")) {
     const [group, chunk] = key.slice(1).split(":");
@@ -617,40 +595,9 @@ export class GraphModel {
     return true;
   }
 
+  // Opens or closes `key` (model/expansion.js); false when it does not open.
   toggle(key) {
-    if (!this.openable(key)) return false;
-    if (key.startsWith("s")) {
-      this.unfold(key);
-      return true;
-    }
-    if (this.expanded.has(key)) {
-      // Collapse the subtree too, so that re-expanding shows one level at a time.
-      for (const k of [...this.expanded]) if (k !== ROOT && this.isInside(k, key)) this.expanded.delete(k);
-      this.expanded.delete(key);
-    } else {
-      for (const k of this.opensThrough(key)) {
-        this.deferred.delete(k);
-        this.expanded.add(k);
-      }
-    }
-    return true;
-  }
-
-  // What opening `key` opens: itself, and for a module drawn as one function call's card,
-  // the modules it wraps and that call, so that the kernels show at once.
-  opensThrough(key) {
-    const item = this.itemOf.get(key);
-    if (!item || cardOf(item) !== "op" || !item.single) return [key];
-    return [...(item.wrappers || []).map((w) => w.key), key, item.single.key].filter((k, i, all) => k && all.indexOf(k) === i);
-  }
-
-  isInside(candidate, ancestor) {
-    let item = this.scene && this.scene.byKey.get(candidate);
-    while (item) {
-      if (item.parentKey === ancestor) return true;
-      item = this.scene.byKey.get(item.parentKey);
-    }
-    return false;
+    return toggle(this, key);
   }
 
   // The first view (model/first-view.js): opens the trunk, then within `budget` drawn items.
@@ -810,67 +757,22 @@ export class GraphModel {
   }
 
   // ------------------------------------------------------------------ expansion actions
+  // (model/expansion.js)
 
-  // Opens a stack into its members, the frames of its first repetition expanded.
   unfold(stackKey) {
-    this.unfolded.add(stackKey);
-    const first = [];
-    for (const data of this.containers.values()) {
-      const st = (data.stacks || []).find((s) => s.key === stackKey);
-      if (!st) continue;
-      const byKey = new Map(data.items.map((it) => [itemKey(it), it]));
-      for (const k of st.members[0] || []) if (byKey.has(k) && opensWithAll(byKey.get(k))) first.push(k);
-      break;
-    }
-    if (!first.length && isContainerKey(stackKey.slice(1))) first.push(stackKey.slice(1));
-    for (const k of first) this.expanded.add(k);
+    return unfold(this, stackKey);
   }
 
-  // Every group and chunk, every stack unfolded: one api/subtree request, one layout pass.
-  // Every group and chunk opens, every stack unfolds: the containers are fetched breadth
-  // first in one api/subtree request up to EXPAND_FETCH_ITEMS items; deeper ones open as
-  // well (`deferred`) and are fetched once the view shows them (settle).
-  async expandAll() {
-    this.openAll = true;
-    const res = await this.loadSubtree(ROOT, EXPAND_FETCH_ITEMS);
-    // The containers fetched before (the first view's) open inside too, top down.
-    const visit = (k) => {
-      const data = this.containers.get(k);
-      if (!data) return;
-      this.openInside(data);
-      for (const item of data.items) if (item.type !== "node" && this.expanded.has(itemKey(item))) visit(itemKey(item));
-    };
-    visit(ROOT);
-    return res;
+  expandAll() {
+    return expandAll(this);
   }
 
   collapseAll() {
-    this.openAll = false;
-    this.deferred.clear();
-    this.expanded = new TrackedSet(this, [ROOT]);
-    this.unfolded.clear();
-    this.changed();
+    return collapseAll(this);
   }
 
-  // Expands every group and chunk down to `depth` levels below the root (stacks stay folded
-  // unless a member is inside the depth and the person opened it).
-  async expandToDepth(depth) {
-    this.collapseAll();
-    let frontier = [ROOT];
-    for (let d = 0; d < depth && frontier.length; d++) {
-      const datas = await Promise.all(frontier.map((k) => this.load(k)));
-      const next = [];
-      for (const data of datas) {
-        for (const st of data.stacks || []) this.unfolded.add(st.key);
-        for (const item of data.items) {
-          if (item.type === "node" || !opensWithAll(item)) continue;
-          const k = itemKey(item);
-          this.expanded.add(k);
-          next.push(k);
-        }
-      }
-      frontier = next;
-    }
+  expandToDepth(depth) {
+    return expandToDepth(this, depth);
   }
 
   // The expansion as group paths, which survive a recapture (ids do not); see model/paths.js.
