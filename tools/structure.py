@@ -28,6 +28,7 @@ being paid down: lower it when the number drops, never raise it.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import re
@@ -130,6 +131,19 @@ def lines_section(r: Report) -> None:
     r.number("benchmark lines", _line_count(_python_files("benchmarks")))
     largest = sorted(((_line_count([p]), p) for p in _browser_files()), reverse=True)[:3]
     r.say("  largest browser modules: " + ", ".join(f"{p.relative_to(ROOT)} {n:,}" for n, p in largest))
+    r.say("  largest Python classes: " + ", ".join(f"{name} {n:,}" for n, name in _largest_classes(3)))
+
+
+def _largest_classes(count: int) -> list[tuple[int, str]]:
+    """The longest classes of the shipped Python, by lines, with where they are."""
+    found: list[tuple[int, str]] = []
+    for package in PACKAGES:
+        for path in _python_files(package):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef):
+                    n = (node.end_lineno or node.lineno) - node.lineno + 1
+                    found.append((n, f"{path.relative_to(ROOT)}:{node.name}"))
+    return sorted(found, reverse=True)[:count]
 
 
 def _mypy_errors(proc: subprocess.CompletedProcess[str]) -> int:
