@@ -188,7 +188,7 @@ class LayerCosts:
                 size[key] = _value_bytes(shape_of(v), dtype_of(v))
         return keys, size
 
-    def _memory(self) -> None:  # noqa: C901
+    def _memory(self) -> None:
         ix = self.index
         n = ix.n_nodes
         if not n:
@@ -205,21 +205,7 @@ class LayerCosts:
         born = {k: producer[v] for k, v in first_seen.items() if producer[v] >= 0 and executed[producer[v]]}
         for k, i in born.items():
             self.activations[grp[i] + 1] += size[k]
-        # last use of each activation in the executed program; the outputs live to the end
-        last: dict[int, int] = dict(born)
-        in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
-        for i in range(n):
-            if not executed[i]:
-                continue
-            for r in in_ref[in_off[i]:in_off[i + 1]]:
-                if r >= 0:
-                    k = keys[r]
-                    if k in last and i > last[k]:
-                        last[k] = i
-        for v in ix.output_values:
-            k = keys[v]
-            if k in last:
-                last[k] = n
+        last = self._last_uses(born, keys, executed)
         delta = [0.0] * (n + 2)
         for k, i in born.items():
             delta[i] += size[k]
@@ -241,6 +227,37 @@ class LayerCosts:
         peak[0] = best
         # saved for backward: forward activations that backward ops read
         back = self._backward_nodes()
+        saved = self._saved_for_backward(born, keys, back)
+        for k in saved:
+            self.saved[grp[born[k]] + 1] += size[k]
+        self._up([self.saved])
+        self._saved_total = sum(size[k] for k in saved)
+        self._has_backward = bool(back)
+
+    def _last_uses(self, born: dict[int, int], keys: list[int], executed: list[bool]) -> dict[int, int]:
+        """The last use of each activation (by its memory's key) in the executed program;
+        the outputs live to the end."""
+        ix = self.index
+        n = ix.n_nodes
+        last: dict[int, int] = dict(born)
+        in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
+        for i in range(n):
+            if not executed[i]:
+                continue
+            for r in in_ref[in_off[i]:in_off[i + 1]]:
+                if r >= 0:
+                    k = keys[r]
+                    if k in last and i > last[k]:
+                        last[k] = i
+        for v in ix.output_values:
+            k = keys[v]
+            if k in last:
+                last[k] = n
+        return last
+
+    def _saved_for_backward(self, born: dict[int, int], keys: list[int], back: set[int]) -> set[int]:
+        """The memories of forward activations that the backward ops ``back`` read."""
+        in_off, in_ref = self.index.cols.in_off, self.index.cols.in_ref
         saved: set[int] = set()
         for i in back:
             for r in in_ref[in_off[i]:in_off[i + 1]]:
@@ -248,11 +265,7 @@ class LayerCosts:
                     k = keys[r]
                     if k in born and born[k] not in back:
                         saved.add(k)
-        for k in saved:
-            self.saved[grp[born[k]] + 1] += size[k]
-        self._up([self.saved])
-        self._saved_total = sum(size[k] for k in saved)
-        self._has_backward = bool(back)
+        return saved
 
     def _backward_nodes(self) -> set[int]:
         groups = self.capture.groups
