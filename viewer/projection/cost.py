@@ -444,7 +444,7 @@ TABLE_KINDS = frozenset({"module", "body", "loss", "backward", "optimizer"})
 SORT_KEYS = ("order", "flops", "bytes", "params", "time", "activations")
 
 
-def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_groups: bool = False) -> list[dict]:  # noqa: C901
+def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_groups: bool = False) -> list[dict]:
     """The layer table of ``proj`` (a :class:`~viewer.projection.projection.Projection`):
     one row per listed group down to ``depth`` levels (``None``: all), in program order,
     each a group or a *stack* of consecutive identical groups (a run of blocks with the
@@ -452,34 +452,45 @@ def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_grou
     the run's sums with ``per_block`` the first repetition's; below a stack, the rows of
     its first repetition (``per_block: True``). Body groups (unexecuted control-flow
     templates) are listed under the group of their boundary node, marked ``template``."""
-    costs: LayerCosts = proj.costs()
-    ix = proj.index
-    groups = proj.capture.groups
-    structure = proj.structure()
-    listed_kinds = None if all_groups or not any(g.kind in TABLE_KINDS for g in groups) else TABLE_KINDS
-    times = costs.times(device) if device is not None and costs.available else None
-    total = max(costs.flops[0], 1)
+    table = _LayerTable(proj, depth, device, all_groups)
+    table.walk(ROOT, 1, False)
+    return table.rows
 
-    def shown(g: int) -> bool:
-        return listed_kinds is None or groups[g].kind in listed_kinds
 
-    def children(g: int) -> list[int]:
+class _LayerTable:
+    """The rows of :func:`layer_rows`, walked down the listed groups."""
+
+    def __init__(self, proj: Any, depth: int | None, device: Any, all_groups: bool) -> None:
+        self.proj, self.depth, self.device = proj, depth, device
+        self.costs: LayerCosts = proj.costs()
+        self.ix = proj.index
+        groups = self.groups = proj.capture.groups
+        self.structure = proj.structure()
+        self.listed_kinds = None if all_groups or not any(g.kind in TABLE_KINDS for g in groups) else TABLE_KINDS
+        self.times = self.costs.times(device) if device is not None and self.costs.available else None
+        self.total = max(self.costs.flops[0], 1)
+        self.rows: list[dict] = []
+        self.backward = [any(groups[x].kind in BACKWARD_KINDS for x in self.ix.chain[g]) for g in range(len(groups))]
+
+    def shown(self, g: int) -> bool:
+        return self.listed_kinds is None or self.groups[g].kind in self.listed_kinds
+
+    def children(self, g: int) -> list[int]:
         """The listed groups under ``g`` (through unlisted ones), in program order; bodies
         of the boundary nodes directly under it included."""
         out: list[int] = []
-        stack = list(reversed(_ordered_children(ix, g)))
+        stack = list(reversed(_ordered_children(self.ix, g)))
         while stack:
             c = stack.pop()
-            if shown(c):
+            if self.shown(c):
                 out.append(c)
             else:
-                stack.extend(reversed(_ordered_children(ix, c)))
+                stack.extend(reversed(_ordered_children(self.ix, c)))
         return out
 
-    rows: list[dict] = []
-    backward = [any(groups[x].kind in BACKWARD_KINDS for x in ix.chain[g]) for g in range(len(groups))]
-
-    def row(gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> dict:
+    def row(self, gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> dict:
+        costs, groups, proj, times, total, backward = self.costs, self.groups, self.proj, self.times, self.total, self.backward
+        device = self.device
         first = gs[0]
         grp = groups[first]
         slots = [g + 1 for g in gs]
@@ -535,8 +546,9 @@ def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_grou
                     r["stack"]["per_block"]["time"] = sum(times[s] for s in one)
         return r
 
-    def walk(g: int, level: int, per_block: bool) -> None:
-        kids = children(g)
+    def walk(self, g: int, level: int, per_block: bool) -> None:
+        costs, structure, depth, rows = self.costs, self.structure, self.depth, self.rows
+        kids = self.children(g)
         sigs = [structure.signature[c] for c in kids]
         repeats = {start: (period, count) for start, period, count in
                    _repeats(sigs, [not costs.in_body[c + 1] for c in kids])}
@@ -546,22 +558,19 @@ def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_grou
             if rep is not None:
                 period, count = rep
                 members = kids[i:i + period * count]
-                rows.append(row(members, level, per_block, rep))
+                rows.append(self.row(members, level, per_block, rep))
                 if depth is None or level < depth:
                     for c in kids[i:i + period]:  # the first repetition, per block
-                        rows.append(row([c], level + 1, True, None))
+                        rows.append(self.row([c], level + 1, True, None))
                         if depth is None or level + 1 < depth:
-                            walk(c, level + 2, True)
+                            self.walk(c, level + 2, True)
                 i += period * count
                 continue
             c = kids[i]
-            rows.append(row([c], level, per_block, None))
+            rows.append(self.row([c], level, per_block, None))
             if depth is None or level < depth:
-                walk(c, level + 1, per_block)
+                self.walk(c, level + 1, per_block)
             i += 1
-
-    walk(ROOT, 1, False)
-    return rows
 
 
 def _repeats(sigs: list[str], blocks: list[bool]) -> list[tuple[int, int, int]]:
