@@ -17,7 +17,7 @@ from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignmen
 from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of
 from .positions import LineIndex, Position, Range
-from .results import Candidate, CallInput, SetupField
+from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput
 from .tokens import Builder, token_input
 
 # Flax fills these in itself on every Linen module; they are not the user's setup.
@@ -143,7 +143,8 @@ def _function_candidate(
     )
 
 
-def _call_input(param: ParameterInfo, *, static: bool = False, config=None, token=None) -> CallInput:
+def _call_input(param: ParameterInfo, *, static: bool = False, config: ConfigClass | None = None,
+                token: TokenInput | None = None) -> CallInput:
     return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static, config, token)
 
 

@@ -44,9 +44,12 @@ from tools.imports import PACKAGES, ROOT, all_modules, cycles, folder_graph, mod
 # mypy --strict over these (files or folders): the typed contracts.
 STRICT = (
     "capture/graph/model.py", "capture/graph/tables.py", "capture/graph/graphfile.py",  # graph model, file format
-    "capture/worker/protocol.py", "capture/worker/plugin.py", "capture/frameworks/__init__.py",  # worker contracts
+    "capture/worker/protocol.py", "capture/worker/plugin.py",  # worker contracts
     "capture/session",  # the capture session
     "capture/recipe",  # the recipe model
+    "capture/graph/freshness.py", "capture/graph/frame_repeats.py", "capture/frameworks",
+    "discovery",  # import-free analysis: its results are what the server and the CLI read
+    "safe_read",
     "tensorviz_lsp/feature.py", "tensorviz_lsp/hooks.py", "tensorviz_lsp/registry.py", "tensorviz_lsp/records.py",
     "tools",
 )

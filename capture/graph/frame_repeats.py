@@ -22,7 +22,7 @@ KEPT = 3
 MAX_CYCLE = 4
 
 
-def _key(frame: Any) -> tuple:
+def _key(frame: Any) -> tuple[Any, ...]:
     return (frame.file, frame.line, frame.function)
 
 
