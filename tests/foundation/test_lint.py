@@ -4,7 +4,7 @@ cyclomatic complexity 15 but those a ``noqa: C901`` still lists, see
 pyproject.toml's ``[tool.mypy]`` configures it, ``check_untyped_defs``), and the typed
 contracts type-check strictly (mypy --strict over ``tools.structure.STRICT``: the graph
 model and file format, the worker protocol, the capture session, the recipe model, the
-framework plug-in contract, the language server's hooks and registries; every framework
+framework plug-in contract, the language server's hooks and registries, discovery; every framework
 plug-in against its contract): a finding here is a bug or a contract that drifted, said
 with its place."""
 
