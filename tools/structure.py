@@ -44,7 +44,7 @@ from tools.imports import PACKAGES, ROOT, all_modules, cycles, folder_graph, mod
 # mypy --strict over these (files or folders): the typed contracts.
 STRICT = (
     "capture/graph/model.py", "capture/graph/tables.py", "capture/graph/graphfile.py",  # graph model, file format
-    "capture/worker/protocol.py", "capture/worker/plugin.py",  # worker contracts
+    "capture/worker",  # the worker: its protocol, plug-in contract, request, context, limits
     "capture/session",  # the capture session
     "capture/recipe",  # the recipe model
     "capture/graph/freshness.py", "capture/graph/frame_repeats.py", "capture/frameworks",

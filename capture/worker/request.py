@@ -29,6 +29,7 @@ from .protocol import (
 )
 
 if TYPE_CHECKING:
+    from ..graph.model import Failure, Frame
     from .context import CaptureContext
 
 Send = Callable[[WorkerMessage], None]
@@ -211,23 +212,25 @@ class _Session:
             self.send(message())
 
 
-def _failure_for(exc: BaseException, ctx: Any):
+def _failure_for(exc: BaseException, ctx: Any) -> Failure:
     """The failure record for ``exc``, its repeated frames (deep recursion) collapsed."""
     from ..graph.frame_repeats import collapse_failure
 
-    return collapse_failure(_failure_of(exc, ctx))
+    failure: Failure = collapse_failure(_failure_of(exc, ctx))
+    return failure
 
 
-def _failure_of(exc: BaseException, ctx: Any):
+def _failure_of(exc: BaseException, ctx: Any) -> Failure:
     from ..graph.model import Failure
     from .errors import CaptureError
 
     files = ctx.files if ctx is not None else None
 
-    def frames_of(e: BaseException):
+    def frames_of(e: BaseException) -> list[Frame]:
         if files is None:
             return []
-        return files.traceback_frames(e.__traceback__)
+        frames: list[Frame] = files.traceback_frames(e.__traceback__)
+        return frames
 
     if isinstance(exc, CaptureError):
         cause = exc.__cause__

@@ -15,7 +15,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..graph.freshness import file_sha256
 from ..graph.model import Frame, Source
@@ -136,7 +136,7 @@ class ImportHasher(importlib.abc.MetaPathFinder):
     def __init__(self, files: WorkspaceFiles) -> None:
         self.files = files
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         for finder in list(sys.meta_path):
             if finder is self:
                 continue
@@ -167,7 +167,7 @@ class _HashingLoader(importlib.machinery.SourceFileLoader):
         super().__init__(fullname, path)
         self._files = files
 
-    def get_code(self, fullname):
+    def get_code(self, fullname: str) -> Any:
         path = self.get_filename(fullname)
         data = self.get_data(path)
         self._files.record_import(path, data)
