@@ -209,7 +209,7 @@ class TensorVizServer(LanguageServer):
     def open_document(self, uri_or_path: str | Path) -> TextDocument | None:
         """The open text document for a URI or path, or None."""
         try:
-            docs = self.workspace.text_documents
+            docs: dict[str, TextDocument] = self.workspace.text_documents
         except Exception:
             return None
         if isinstance(uri_or_path, str) and uri_or_path in docs:
@@ -276,7 +276,10 @@ class TensorVizServer(LanguageServer):
                     global_cfg, per_folder = result[0], list(result[1:]) + [None] * (len(roots) - len(result) + 1)
             except Exception as exc:
                 log.warning("workspace/configuration failed (%s); using initializationOptions", exc)
-        wrap = lambda v: {"tensorviz": v} if isinstance(v, dict) else None  # noqa: E731
+
+        def wrap(v: Any) -> dict[str, Any] | None:
+            return {"tensorviz": v} if isinstance(v, dict) else None
+
         self._global_settings = Settings.from_config(self.init_options, wrap(global_cfg), where="settings")
         self._folder_settings = {
             str(root): Settings.from_config(

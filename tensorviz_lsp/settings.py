@@ -205,7 +205,7 @@ class Settings:
         return cls(**values)
 
 
-def _default(f: dataclasses.Field) -> Any:
+def _default(f: dataclasses.Field[Any]) -> Any:
     if f.default_factory is not dataclasses.MISSING:
         return f.default_factory()
     return None if f.default is dataclasses.MISSING else f.default
