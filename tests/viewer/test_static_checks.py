@@ -15,7 +15,8 @@ import pytest
 VIEWER = Path(__file__).resolve().parents[2] / "viewer"
 BIN = VIEWER / "node_modules" / ".bin"
 
-pytestmark = pytest.mark.skipif(not (BIN / "tsc").exists(), reason="the viewer's checkers are not installed: run `npm ci` in viewer/")
+needs_checkers = pytest.mark.skipif(not (BIN / "tsc").exists(),
+                                    reason="the viewer's checkers are not installed: run `npm ci` in viewer/")
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
@@ -23,6 +24,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@needs_checkers
 @pytest.mark.parametrize("config", ["tsconfig.json", "tsconfig.strict.json"])
 def test_the_browser_code_type_checks(config):
     proc = _run(str(BIN / "tsc"), "-p", config)
@@ -30,6 +32,7 @@ def test_the_browser_code_type_checks(config):
 
 
 @pytest.mark.slow
+@needs_checkers
 def test_the_browser_code_lints_clean():
     proc = _run(str(BIN / "eslint"), "static")
     assert proc.returncode == 0, proc.stdout + proc.stderr
