@@ -91,7 +91,7 @@ class Protocol(LanguageServerProtocol):
         except JsonRpcException:
             msg_id = data.get("id")
             method = data.get("method")
-            if isinstance(method, str) and type(msg_id) in (int, str):
+            if isinstance(method, str) and isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool):
                 # The life cycle first: a request that may not run now says so, whatever its params.
                 error = self._refusal(method) or JsonRpcInvalidParams(
                     f"invalid params for {method}: they do not match what the method takes")

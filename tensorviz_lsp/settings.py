@@ -206,9 +206,9 @@ class Settings:
         return cls(**values)
 
 
-def _default(f: dataclasses.Field) -> Any:
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
     return None if f.default is dataclasses.MISSING else f.default
 
 

@@ -39,10 +39,11 @@ import difflib
 import json
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 from .model import Capture, describe_tree, format_shape, state_keys, tree_leaves
 from .sharding import mesh_text
+from .tables import NodeTable, ValueTable
 
 DIFF_FORMAT = "tensorviz-diff"
 DIFF_VERSION = 1
@@ -174,45 +175,21 @@ class _Side:
                 "a failure record has no graph to compare"
             )
         self.capture = capture
-        nodes = capture.nodes
-        columns = getattr(nodes, "columns", None)
-        if columns is not None:
-            cols = columns()
-            self.op, self.group = cols.op, cols.group
-            self.in_off, self.in_ref = cols.input_offsets, cols.input_refs
-            self.out_off, self.out_ids = cols.output_offsets, cols.output_ids
-            self._params = nodes._params  # noqa: SLF001 - the table's own validated column
-            self._lit = nodes._lit  # noqa: SLF001
-        else:
-            self.op = [n.op for n in nodes]
-            self.group = [-1 if n.group is None else n.group for n in nodes]
-            self.in_off, self.in_ref, self.out_off, self.out_ids = [0], [], [0], []
-            self._lit = []
-            for n in nodes:
-                for o in n.inputs:
-                    if o.value is None:
-                        self._lit.append(o.literal)
-                        self.in_ref.append(-len(self._lit))
-                    else:
-                        self.in_ref.append(o.value)
-                self.in_off.append(len(self.in_ref))
-                self.out_ids += n.outputs
-                self.out_off.append(len(self.out_ids))
-            self._params = {n.id: n.params for n in nodes if n.params}
-        values = capture.values
-        shape_columns = getattr(values, "shape_columns", None)
-        if shape_columns is not None:
-            off, dims = shape_columns()
-            self.shapes = [tuple(dims[off[i]:off[i + 1]]) for i in range(len(values))]
-            self.dtypes = values._dtype  # noqa: SLF001 - the table's own validated column
-        else:
-            self.shapes = [tuple(v.shape) for v in values]
-            self.dtypes = [v.dtype for v in values]
+        nodes = NodeTable.of(capture.nodes)
+        cols = nodes.columns()
+        self.op, self.group = cols.op, cols.group
+        self.in_off, self.in_ref = cols.input_offsets, cols.input_refs
+        self.out_off, self.out_ids = cols.output_offsets, cols.output_ids
+        self._params = nodes.params_map()
+        self._lit = nodes.literals()
+        values = ValueTable.of(capture.values)
+        off, dims = values.shape_columns()
+        self.shapes = [tuple(dims[off[i]:off[i + 1]]) for i in range(len(values))]
+        self.dtypes = values.dtype_column()
         self.n_values = len(self.dtypes)
         # How each value is split across devices, comparable between captures (mesh axes
         # by name and size, not by index): None for a value nothing splits.
-        column = values.sharding_column() if hasattr(values, "sharding_column") else \
-            [v.sharding for v in values]
+        column = values.sharding_column()
         self.splits = _splits(column, capture.meshes) if column and any(x is not None for x in column) \
             else [None] * self.n_values
         if any("function" in p for p in self._params.values() if isinstance(p, dict)):
@@ -250,8 +227,8 @@ class _Side:
             order.extend(self.children[order[i] + 1])
             i += 1
         seen_names: dict[tuple[int, str], int] = {}
-        for g in order:
-            grp = groups[g]
+        for gid in order:
+            grp = groups[gid]
             parent = grp.parent if grp.parent is not None and 0 <= grp.parent < n else -1
             path = _module_path(grp)
             if path is None:
@@ -265,8 +242,8 @@ class _Side:
                 while f"{path}#dup{k}" in self.by_path:
                     k += 1
                 path = f"{path}#dup{k}"
-            self.path[g] = path
-            self.by_path[path] = g
+            self.path[gid] = path
+            self.by_path[path] = gid
 
     def parent(self, g: int) -> int:
         p = self.capture.groups[g].parent
@@ -345,7 +322,8 @@ class _Side:
 
     def subtree(self, g: int) -> dict[str, int]:
         """Groups, nodes and parameter tensors under ``g`` (itself included)."""
-        stack, groups, nodes, params = [g], 0, 0, set()
+        stack, groups, nodes = [g], 0, 0
+        params: set[int] = set()
         while stack:
             h = stack.pop()
             groups += 1
@@ -395,12 +373,8 @@ def _weight_names(capture: Capture, n_values: int) -> dict[int, str]:
     ``measured`` label), JAX state (leaves under ``variables`` / ``state`` of the call
     structure, named as ``meta.input_names`` records them, else by their path)."""
     out: dict[int, str] = {}
-    values = capture.values
-    column = values.measured_column() if hasattr(values, "measured_column") else None
-    if hasattr(values, "measured_column"):
-        measured: Iterable = enumerate(column) if column is not None else ()
-    else:
-        measured = ((v.id, v.measured) for v in values if v.measured is not None)
+    column = ValueTable.of(capture.values).measured_column()
+    measured: Iterable = enumerate(column) if column is not None else ()
     for v, m in measured:
         if isinstance(m, dict):
             for role in ("param", "buffer"):
@@ -411,7 +385,7 @@ def _weight_names(capture: Capture, n_values: int) -> dict[int, str]:
     tree = capture.inputs
     pairs = tree.get("dict") if isinstance(tree, dict) else None
     if isinstance(pairs, list):
-        recorded = {}
+        recorded: dict[Any, Any] = {}
         entries = capture.meta.get("input_names") if isinstance(capture.meta, dict) else None
         for e in entries if isinstance(entries, list) else ():
             if isinstance(e, (list, tuple)) and len(e) == 2 and type(e[0]) is int and isinstance(e[1], str):
@@ -458,7 +432,7 @@ def diff(a: Capture, b: Capture, *, label_a: str = "A", label_b: str = "B") -> C
         got = changed.get(key)
         if got is None and g_b >= 0:
             gb = b.groups[g_b]
-            got = changed[key] = GroupChange(key, "changed", gb.kind, gb.name, _cls(gb), g_a, g_b)
+            got = changed[key] = GroupChange(sb.path[g_b], "changed", gb.kind, gb.name, _cls(gb), g_a, g_b)
             groups.insert(slot, got)
         return got
 
@@ -542,7 +516,7 @@ def _diff_nodes(sa: _Side, sb: _Side, g_a: int, g_b: int) -> list[NodeChange]:
         changes = _node_changes(sa, sb, ia, ib)
         if changes:  # empty: the signatures differed only by NaN != NaN
             out.append(NodeChange(path, "changed", sb.op[ib], ka, kb, ia, ib, changes))
-    out.sort(key=lambda n: n.index_b if n.index_b is not None else n.index_a)
+    out.sort(key=lambda n: n.index_b if n.index_b is not None else cast(int, n.index_a))
     return out
 
 
@@ -715,9 +689,9 @@ def _parameter_changes(sa: _Side, sb: _Side, groups: list[GroupChange]) -> dict[
     def owned(users: list[int], inside: set[int]) -> bool:
         return bool(users) and all(u in inside for u in users)
 
-    added = [{"name": n, **_tensor((sb.dtypes[v], sb.shapes[v]))} for n, v in tb.items()
+    added = [{"name": n, "dtype": sb.dtypes[v], "shape": list(sb.shapes[v])} for n, v in tb.items()
              if n not in ta and not owned(users_b.get(v, []), inside_b)]
-    removed = [{"name": n, **_tensor((sa.dtypes[v], sa.shapes[v]))} for n, v in ta.items()
+    removed = [{"name": n, "dtype": sa.dtypes[v], "shape": list(sa.shapes[v])} for n, v in ta.items()
                if n not in tb and not owned(users_a.get(v, []), inside_a)]
     changed = []
     for n, va in ta.items():

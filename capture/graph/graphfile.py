@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import gc
 import ntpath
-import operator
 import os
 import re
 import posixpath
@@ -37,13 +36,14 @@ import sys
 import time
 from array import array
 from pathlib import Path
-from collections.abc import Iterator, Sequence
-from itertools import compress, islice, repeat
-from typing import Any, NamedTuple
+from itertools import islice
+from collections.abc import Sequence
+from typing import Any, cast
 
 import msgpack
 
 from .sharding import ShardingError, check_devices, check_meshes, check_sharding
+from .tables import NodeTable, ValueTable
 from .model import (
     ABSTRACT_FORWARD_SCOPE,
     COVERAGE_STATUSES,
@@ -56,7 +56,6 @@ from .model import (
     Group,
     Node,
     NodeCosts,
-    Operand,
     Source,
     Value,
 )
@@ -131,7 +130,7 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
     ints = _pack_ints if packed else list
     param_nodes = [i for i, n in enumerate(nodes) if n.params]
     if packed:  # each distinct params map stored once (real programs repeat a few)
-        param_table: list[dict] = []
+        param_table: list[dict[str, Any]] = []
         seen: dict[bytes, int] = {}
         param_index = []
         pack = msgpack.Packer(use_bin_type=True).pack  # the stored bytes: equal maps, equal keys
@@ -165,7 +164,7 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         "values": {
             "shape_offsets": ints(shape_off),
             # packed when every dimension is a size; a list when some are names
-            "shape_dims": ints(shape_dims) if all_int_dims else shape_dims,
+            "shape_dims": ints(cast(list[int], shape_dims)) if all_int_dims else shape_dims,
             "dtype": ints([s(v.dtype) for v in values]),
             "measured": [v.measured for v in values]
             if any(v.measured is not None for v in values)
@@ -229,7 +228,7 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         },
     }
     try:
-        return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
+        return cast(bytes, msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True))
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
 
@@ -417,7 +416,9 @@ def _create_temporary(folder: Path, name: str, mode: int) -> tuple[int, str]:
 
 
 def _check_dense(capture: Capture) -> None:
-    for label, items in (("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups)):
+    tables: tuple[tuple[str, Sequence[Value | Node | Group]], ...] = (
+        ("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups))
+    for label, items in tables:
         for i, item in enumerate(items):
             if item.id != i:
                 raise ValueError(f"{label}[{i}] has id {item.id}; ids must be dense indices")
@@ -507,7 +508,7 @@ CONTAINERS_PER_ITEM = 16
 MIN_BYTES_PER_CONTAINER = 4
 
 
-def _declared_items(header: dict) -> int:
+def _declared_items(header: dict[str, Any]) -> int:
     """The values, nodes, groups and frames ``header``'s counts declare (0 for nonsense)."""
     counts = header.get("counts")
     if not isinstance(counts, dict):
@@ -516,7 +517,7 @@ def _declared_items(header: dict) -> int:
                if type(n := counts.get(key)) is int and n > 0)
 
 
-def container_budget(header: dict, size: int) -> int:
+def container_budget(header: dict[str, Any], size: int) -> int:
     """How many lists and maps a body of ``size`` bytes with ``header``'s counts may hold."""
     items = _declared_items(header)
     return min(CONTAINERS_BASE + CONTAINERS_PER_ITEM * items, max(CONTAINERS_BASE, size // MIN_BYTES_PER_CONTAINER))
@@ -533,7 +534,7 @@ ELEMENTS_PER_ITEM = 64
 MIN_BYTES_PER_ELEMENT = {1: 2, 2: 3}
 
 
-def element_budget(header: dict, size: int, version: int) -> int:
+def element_budget(header: dict[str, Any], size: int, version: int) -> int:
     """How many elements a body of ``size`` bytes with ``header``'s counts may hold."""
     items = _declared_items(header)
     per_byte = MIN_BYTES_PER_ELEMENT.get(version, 2)
@@ -641,7 +642,7 @@ def _return_memory() -> None:
         pass
 
 
-def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
+def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:  # noqa: C901
     prefix = data[:64]
     try:
         header = unpacker.unpack()
@@ -744,29 +745,33 @@ def _need(cond: bool, where: str, what: str) -> None:
         raise _Invalid(f"{where}: {what}")
 
 
-def _map(obj: Any, where: str) -> dict:
-    _need(type(obj) is dict, where, "expected a map")
+def _map(obj: Any, where: str) -> dict[Any, Any]:
+    if type(obj) is not dict:
+        raise _Invalid(f"{where}: expected a map")
     return obj
 
 
-def _list(obj: Any, where: str, length: int | None = None) -> list:
-    _need(type(obj) is list, where, "expected a list")
+def _list(obj: Any, where: str, length: int | None = None) -> list[Any]:
+    if type(obj) is not list:
+        raise _Invalid(f"{where}: expected a list")
     if length is not None:
         _need(len(obj) == length, where, f"expected {length} entries, found {len(obj)}")
     return obj
 
 
 def _str(obj: Any, where: str) -> str:
-    _need(type(obj) is str, where, "expected a string")
+    if type(obj) is not str:
+        raise _Invalid(f"{where}: expected a string")
     return obj
 
 
 def _int(obj: Any, where: str) -> int:
-    _need(type(obj) is int, where, "expected an integer")
+    if type(obj) is not int:
+        raise _Invalid(f"{where}: expected an integer")
     return obj
 
 
-def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> None:
+def _all_ints(col: list[Any], where: str, lo: int, hi: int, *, few: bool = False) -> None:
     """Every entry an int (never a bool or a float) in [lo, hi).
 
     The checks run as C-level passes over the column (its entries' types, then its range;
@@ -786,7 +791,7 @@ def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> 
     raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
 
 
-def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list[int]:
     """A version-1 integer column: a list of ``length`` entries (``None``: any number), each
     an integer in [lo, hi)."""
     col = _list(obj, where, length)
@@ -794,14 +799,15 @@ def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, 
     return col
 
 
-def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list[int]:
     """A version-2 (packed) integer column of ``length`` entries (``None``: any number),
     each in [lo, hi), as a list. Every entry is an integer by construction, and the type
     code bounds it: only the bounds the code leaves open are checked, by C-level passes."""
     _need(type(obj) is bytes and len(obj) > 0, where, "expected a packed integer column")
     code = chr(obj[0])
     width = _PACKED_WIDTH.get(code)
-    _need(width is not None, where, f"unknown packed integer type {code!r}")
+    if width is None:
+        raise _Invalid(f"{where}: unknown packed integer type {code!r}")
     n, extra = divmod(len(obj) - 1, width)
     _need(extra == 0, where, f"{len(obj) - 1} bytes are not a whole number of {width}-byte entries")
     if length is not None:
@@ -858,7 +864,7 @@ def _shallow(obj: Any, where: str, depth: int = 1) -> Any:
     return obj
 
 
-def _within_depth(objs: list) -> bool:
+def _within_depth(objs: list[Any]) -> bool:
     """Whether every one of ``objs`` (maps and lists of decoded msgpack) passes
     :func:`_shallow`. One list comprehension per nesting level over all of them at once,
     instead of a call per container; a caller that gets ``False`` runs :func:`_shallow` on
@@ -872,10 +878,10 @@ def _within_depth(objs: list) -> bool:
     return False
 
 
-def _opt_map(obj: Any, where: str) -> dict:
+def _opt_map(obj: Any, where: str) -> dict[Any, Any]:
     if obj is None:
         return {}
-    return _plain(_map(obj, where), where)
+    return cast(dict[Any, Any], _plain(_map(obj, where), where))
 
 
 def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
@@ -900,7 +906,7 @@ def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
     return obj
 
 
-def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
+def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Capture:  # noqa: C901
     b = _map(body, "body")
     packed = version >= 2
     ints = _packed_ints if packed else _listed_ints
@@ -951,7 +957,7 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
     if not _within_depth(meshes + ([devices] if devices else [])):
         raise _Invalid("meshes: nested too deeply")
     shardings = _read_shardings(vals, n_values, shape_off, dims, meshes, ints)
-    values = ValueTable(shape_off, dims, list(map(strings.__getitem__, dtypes)), measured, shardings)
+    values = ValueTable(shape_off, cast(list[int | str], dims), list(map(strings.__getitem__, dtypes)), measured, shardings)
 
     # groups and frames (nodes refer to them)
     groups_raw = _list(b.get("groups"), "groups")
@@ -1139,7 +1145,7 @@ ABSTRACT_REFUSED_VALUE_KEYS = ("stats", "bytes")
 ABSTRACT_REFUSED_GROUP_KEYS = ("output_bytes", "result_bytes")
 
 
-def _refuse_measurements(measured: list | None, groups: list[Group]) -> None:
+def _refuse_measurements(measured: list[Any] | None, groups: list[Group]) -> None:
     """An abstract capture keeps what fake tensors know (device, strides, storages and
     aliases, labels) and nothing measured: no statistics, no bytes."""
     for i, m in enumerate(measured or ()):
@@ -1153,7 +1159,7 @@ def _refuse_measurements(measured: list | None, groups: list[Group]) -> None:
                 raise _Invalid(f"groups[{g.id}].attrs.{key}: an abstract capture carries no measured evidence")
 
 
-def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:
+def _offsets(obj: Any, where: str, n: int, packed: bool) -> list[int]:
     """CSR offsets: n+1 non-decreasing integers starting at 0."""
     if packed:
         off = _packed_ints(obj, where, n + 1, 0, 1 << 62)
@@ -1173,154 +1179,11 @@ def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:
     return off
 
 
-class NodeColumns(NamedTuple):
-    """Nodes as columns. ``group``/``frame`` use -1 for none; operands of node ``i``
-    are ``input_refs[input_offsets[i]:input_offsets[i+1]]`` (a ref ``r < 0`` is a
-    literal), outputs likewise; ``opaque`` is the set of opaque node ids."""
-
-    op: list
-    group: list
-    frame: list
-    input_offsets: list
-    input_refs: list
-    output_offsets: list
-    output_ids: list
-    opaque: frozenset
-
-
-class ValueTable(Sequence[Value]):
-    """Values read from a file: validated columns, ``Value`` rows built on access."""
-
-    __slots__ = ("_off", "_dims", "_dtype", "_measured", "_sharding")
-
-    def __init__(self, off: list, dims: list, dtype: list, measured: list | None,
-                 sharding: list | None = None) -> None:
-        self._off, self._dims, self._dtype, self._measured = off, dims, dtype, measured
-        self._sharding = sharding
-
-    def __len__(self) -> int:
-        return len(self._dtype)
-
-    def shape_columns(self) -> tuple[list, list]:
-        """``(offsets, dims)``: value ``i``'s shape is ``dims[offsets[i]:offsets[i+1]]``."""
-        return self._off, self._dims
-
-    def measured_column(self) -> list | None:
-        """Per-value measured maps, or ``None`` when no value was measured."""
-        return self._measured
-
-    def sharding_column(self) -> list | None:
-        """Per-value sharding maps (read-only, shared by equal ones), or ``None`` when no
-        value is split."""
-        return self._sharding
-
-    def dtype_column(self) -> list:
-        """Per-value dtype names (read-only by contract)."""
-        return self._dtype
-
-    def __iter__(self) -> Iterator[Value]:
-        """Every row in order, each a fresh object, built by C-level passes over the columns."""
-        off, dims = self._off, self._dims
-        return map(
-            Value,
-            range(len(self._dtype)),
-            [dims[a:b] for a, b in zip(off, islice(off, 1, None))],
-            self._dtype,
-            repeat(None) if self._measured is None else self._measured,
-            repeat(None) if self._sharding is None else self._sharding,
-        )
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        m = self._measured[i] if self._measured is not None else None
-        sh = self._sharding[i] if self._sharding is not None else None
-        return Value(i, self._dims[self._off[i]:self._off[i + 1]], self._dtype[i], m, sh)
-
-
-class NodeTable(Sequence[Node]):
-    """Nodes read from a file: validated columns, ``Node`` rows built on access. Each
-    access builds fresh rows (operands, outputs); a node's params map is the table's own
-    (read-only by contract), which nodes with equal params share in a version-2 file."""
-
-    __slots__ = ("_op", "_in_off", "_in_pos", "_in_ref", "_lit", "_out_off", "_out", "_params",
-                 "_group", "_frame", "_opaque")
-
-    def __init__(self, op, in_off, in_pos, in_ref, lit, out_off, out, params, group, frame, opaque):
-        self._op, self._in_off, self._in_pos, self._in_ref, self._lit = op, in_off, in_pos, in_ref, lit
-        self._out_off, self._out, self._params = out_off, out, params
-        self._group, self._frame, self._opaque = group, frame, opaque
-
-    def __len__(self) -> int:
-        return len(self._op)
-
-    def op(self, i: int) -> str:
-        """The op of node ``i`` without building the row (fast scans)."""
-        return self._op[i]
-
-    def columns(self) -> NodeColumns:
-        """The validated columns themselves, for whole-graph indexing without rows.
-        Read-only by contract: the rows are built from them."""
-        return NodeColumns(self._op, self._group, self._frame, self._in_off, self._in_ref,
-                           self._out_off, self._out, self._opaque)
-
-    def __iter__(self) -> Iterator[Node]:
-        """Every row in order: the same rows as indexing (fresh rows, operands and outputs).
-        Built by C-level passes over whole columns (``map`` over the columns into the row
-        class) rather than a Python loop per row: whole-graph readers iterate."""
-        n = len(self._op)
-        in_off, in_ref, lit = self._in_off, self._in_ref, self._lit
-        operands = list(map(Operand, self._in_pos, in_ref))
-        if lit:  # a ref -1, -2, ... names literal 0, 1, ...
-            for o in compress(operands, map(operator.lt, in_ref, repeat(0))):
-                o.value, o.literal = None, lit[-1 - o.value]
-        out, out_off = self._out, self._out_off
-        params = [{} for _ in range(n)]  # a fresh map for a node without params, as indexing gives
-        for i, p in self._params.items():
-            params[i] = p
-        opaque = [False] * n
-        for i in self._opaque:
-            opaque[i] = True
-        return map(
-            Node,
-            range(n),
-            self._op,
-            [operands[a:b] for a, b in zip(in_off, islice(in_off, 1, None))],
-            [out[a:b] for a, b in zip(out_off, islice(out_off, 1, None))],
-            params,
-            [None if g < 0 else g for g in self._group],
-            [None if f < 0 else f for f in self._frame],
-            opaque,
-        )
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        a, b = self._in_off[i], self._in_off[i + 1]
-        operands = [
-            Operand(p, r, None) if r >= 0 else Operand(p, None, self._lit[-1 - r])
-            for p, r in zip(self._in_pos[a:b], self._in_ref[a:b])
-        ]
-        g, f = self._group[i], self._frame[i]
-        return Node(
-            i, self._op[i], operands, self._out[self._out_off[i]:self._out_off[i + 1]],
-            self._params.get(i, {}), None if g < 0 else g, None if f < 0 else f, i in self._opaque,
-        )
-
-
 def _check_acyclic(groups: list[Group]) -> None:
     state = [0] * len(groups)  # 0 unknown, 1 on path, 2 fine
     for start in range(len(groups)):
         path = []
-        g = start
+        g: int | None = start
         while g is not None and state[g] == 0:
             state[g] = 1
             path.append(g)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 FORMAT_NAME = "tensorviz-graph"
 FORMAT_VERSION = 1
@@ -33,7 +33,7 @@ ABSTRACT_FORWARD_SCOPE = "abstract_forward"
 EFFECTS = ("none", "incomplete")
 
 # Values a literal, a param or a static leaf may hold: what msgpack and JSON both keep.
-Plain = None | bool | int | float | str | list | dict
+Plain = None | bool | int | float | str | list[Any] | dict[str, Any]
 
 
 @dataclass(slots=True)
@@ -192,8 +192,11 @@ class Capture:
     framework: str
     framework_version: str
     coverage: Coverage
-    values: list[Value] = field(default_factory=list)
-    nodes: list[Node] = field(default_factory=list)
+    # Rows: lists when a worker built the capture, columns (``capture.graph.tables``'
+    # ValueTable / NodeTable, rows built on access) when it was read from a file. A reader
+    # of whole columns takes them through ``ValueTable.of`` / ``NodeTable.of``.
+    values: Sequence[Value] = field(default_factory=list)
+    nodes: Sequence[Node] = field(default_factory=list)
     groups: list[Group] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
     inputs: Any = field(default_factory=lambda: {"list": []})

@@ -115,7 +115,7 @@ def roles_of(prim: str, params: dict, n_operands: int, n_outputs: int) -> list[_
         outs = ([(f"carry {j} (next iteration)", j) for j in range(nk)]
                 + [(f"ys {j} (one slice)", nk + j) for j in range(n_ys)])
         length = params.get("length")
-        extra = {"reverse": bool(params.get("reverse", False))}
+        extra: dict[str, Any] = {"reverse": bool(params.get("reverse", False))}
         return [_Role("scan body", body, ins, outs, length if type(length) is int else None, extra)]
     if prim == "while":
         cond, body = params.get("cond_jaxpr"), params.get("body_jaxpr")

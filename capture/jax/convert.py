@@ -367,7 +367,8 @@ class FrameTable:
     def frame_of_raw(self, codes: Any, lastis: Any) -> int | None:
         """The innermost workspace frame of ``(code, byte offset)`` pairs, innermost
         first; else the innermost library frame (not the frameworks' own internals)."""
-        lib_at, lib_path, searching = None, None, True
+        lib_at: tuple[Any, int, str] | None = None
+        searching = True
         for code, lasti in zip(codes, lastis):
             name = self._name(code.co_filename)
             if name is not None:
@@ -378,8 +379,8 @@ class FrameTable:
                 elif lib_at is None:
                     lib_path = self._lib.path(code.co_filename)
                     if lib_path is not None:
-                        lib_at = (code, lasti)
-        return None if lib_at is None else self._intern(lib_at[0], lib_at[1], lib_path, True)
+                        lib_at = (code, lasti, lib_path)
+        return None if lib_at is None else self._intern(lib_at[0], lib_at[1], lib_at[2], True)
 
     def _intern(self, code: Any, lasti: int, name: str, library: bool) -> int:
         key = (code, lasti)
@@ -556,9 +557,9 @@ class _Converter:
     # groups ---------------------------------------------------------------
 
     def scope_group(self, container: int | None, name_stack: Any) -> int | None:
-        key = (container, name_stack)
+        key: tuple[int | None, Any] | None = (container, name_stack)
         try:
-            return self._scope_by_stack[key]
+            return self._scope_by_stack[(container, name_stack)]
         except KeyError:
             pass
         except TypeError:
@@ -575,10 +576,12 @@ class _Converter:
                 if g is None:
                     g = self._new_group_id()
                     part = parts[depth - 1]
-                    if type(part) is int:  # an intercepted module call (capture/jax/module_groups.py)
-                        self.groups.append(self.modules.group(g, part, gid))
+                    modules = self.modules  # set when a part is a module call's number
+                    if type(part) is int and modules is not None:  # an intercepted module call (capture/jax/module_groups.py)
+                        self.groups.append(modules.group(g, part, gid))
                     else:
-                        stack = "/".join(p if type(p) is str else self.modules.name(p) for p in parts[:depth])
+                        stack = "/".join(p if type(p) is str or modules is None else modules.name(p)
+                                         for p in parts[:depth])
                         self.groups.append(Group(g, "scope", part, gid, {"note": SCOPE_NOTE, "name_stack": stack}))
                     self._scope_by_path[pkey] = g
                 gid = g
@@ -722,7 +725,7 @@ def _says_something(data: Any) -> bool:
     return False
 
 
-def _literal_type() -> type:
+def _literal_type() -> Any:
     try:
         from jax.extend.core import Literal
     except ImportError:  # JAX releases before jax.extend.core.Literal

@@ -56,7 +56,7 @@ import types
 import typing
 import warnings
 from contextlib import nullcontext
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .convert import convert, is_array_leaf, structure_of
 from ..graph.model import Capture
@@ -238,7 +238,7 @@ def _tensor_maker(ctx: CaptureContext) -> Callable[[TensorLeaf], Any]:
 
     def make(leaf: TensorLeaf) -> Any:
         desc = leaf.desc
-        shape = tuple(int(d) for d in desc.shape)
+        shape = desc.dims
         dtype = jnp.dtype(desc.dtype)
         g = desc.generator
         rng = np.random.default_rng(leaf_seed(seed, leaf.index))
@@ -345,6 +345,7 @@ class _Plan:
         self.state_note = state_note or (STATE_NOTES[state_label] if state_label else None)
         self.fresh_linen = fresh_linen  # an unbound Linen module to initialise abstractly
         self.mutable: list[str] = []
+        self.rng_streams: LinenStreams | None = None  # Linen: where each RNG stream's key came from
 
     @property
     def module_labels(self) -> list[str]:
@@ -380,7 +381,7 @@ class _Plan:
         return self.call(state, *args, **kwargs)
 
 
-def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:  # noqa: C901
     recipe = ctx.recipe
     linen = sys.modules.get("flax.linen")
     nnx = sys.modules.get("flax.nnx")
@@ -475,7 +476,7 @@ def _supply_rngs(nnx: Any, target: type, args: tuple, kwargs: dict, seed: int) -
     rngs parameters (named ``rngs`` or annotated ``nnx.Rngs``, as discovery marks them
     ``supplied_by: "tensorviz"``) that the literal init leaves unset. One ``nnx.Rngs`` is
     shared by all of them. Returns the names of the parameters supplied."""
-    init = target.__init__
+    init = cast(Any, target).__init__
     try:
         params = list(inspect.signature(init).parameters.values())
     except (TypeError, ValueError):
@@ -568,7 +569,7 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
         )
     # unbind() drops the RNG streams bind(variables, rngs=...) gave: keep them for apply
     streams = LinenStreams(bound_streams(obj), factory)
-    module, variables = obj.unbind()
+    module, variables = cast(Any, obj).unbind()  # a bound instance of the Linen class
     plan = _Plan("linen", _linen_call(module, streams, lambda: plan.mutable), variables, "variables",
                  "factory_variables", callee=module)
     plan.rng_streams = streams
@@ -692,7 +693,7 @@ def capture(ctx: CaptureContext) -> Capture:
     meta = _meta(jax, recipe, plan, args, kwargs)
     meta["input_names"] = input_names(jax, plan, args_tree, kwargs_tree, state_tree)
     outputs = result.outputs
-    if plan.mutable:
+    if plan.mutable and plan.state_key is not None:
         outputs, updated = updated_outputs(outputs, state_tree, closed, plan.state_key)
         if updated:
             meta["updated_collections"] = updated

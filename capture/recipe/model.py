@@ -151,6 +151,14 @@ class Generator:
     low: int | float | None = None
     high: int | float | None = None
 
+    @property
+    def bounds(self) -> tuple[int | float, int | float]:
+        """``(low, high)`` of a ``uniform`` or ``randint`` generator (the parser gives
+        both to these kinds)."""
+        if self.low is None or self.high is None:
+            raise ValueError(f"a {self.kind} generator without low and high")
+        return self.low, self.high
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
         for key in ("value", "mean", "std", "low", "high"):
@@ -175,6 +183,14 @@ class TensorDesc:
     @property
     def known(self) -> bool:
         return all(type(d) is int for d in self.shape)
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape in numbers, for a leaf whose dimensions are known (the parent asks
+        for unknown ones before a capture); an unknown one is a ValueError."""
+        if any(d is None for d in self.shape):
+            raise ValueError(f"unknown dimension in shape {list(self.shape)}")
+        return tuple(int(d) for d in self.shape if d is not None)
 
     @property
     def numel(self) -> int:

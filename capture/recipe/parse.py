@@ -192,7 +192,7 @@ class _Ctx:
         return RecipeError(problem, key_path=_path_text(segments), profile=self.profile, line=line, file=self.file)
 
 
-def _ref(cx: _Ctx, value: Any, at: list) -> str:
+def _ref(cx: _Ctx, value: Any, at: list[Any]) -> str:
     if isinstance(value, str) and len(value) <= MAX_STRING and is_path_ref(value):
         problem = path_ref_problem(value)
         if problem is not None:
@@ -203,7 +203,7 @@ def _ref(cx: _Ctx, value: Any, at: list) -> str:
     return value
 
 
-def _call_setup(cx: _Ctx, value: Any, at: list) -> CallSetup:
+def _call_setup(cx: _Ctx, value: Any, at: list[Any]) -> CallSetup:
     if not isinstance(value, Mapping):
         raise cx.error(at, "expected a table with args and kwargs, or with factory")
     section = at[-1]
@@ -221,7 +221,7 @@ def _call_setup(cx: _Ctx, value: Any, at: list) -> CallSetup:
 
 
 def _arguments(
-    cx: _Ctx, value: Mapping, at: list, depth: int
+    cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int
 ) -> tuple[tuple[ValueDesc, ...], tuple[tuple[str, ValueDesc], ...]]:
     """The ``args`` array and ``kwargs`` table of a section or a call, validated."""
     args = value.get("args", [])
@@ -248,7 +248,7 @@ FIXTURE_SUFFIXES = (".pt", ".pth", ".safetensors", ".npz")
 _POSITION = re.compile(r"^args\[(0|[1-9][0-9]{0,3})\]$")
 
 
-def _saved_setup(cx: _Ctx, value: Mapping, at: list, section: str) -> dict[str, Any]:
+def _saved_setup(cx: _Ctx, value: Mapping[str, Any], at: list[Any], section: str) -> dict[str, Any]:
     """The checkpoint/fixture keys of an ``init``/``inputs`` table, checked (no file is
     read here: existence, symlinks and size are the worker's, :mod:`capture.torch.saved`)."""
     out: dict[str, Any] = {}
@@ -292,7 +292,7 @@ def _saved_setup(cx: _Ctx, value: Mapping, at: list, section: str) -> dict[str, 
     return out
 
 
-def _saved_path(cx: _Ctx, value: Any, at: list, suffixes: tuple[str, ...], what: str) -> str:
+def _saved_path(cx: _Ctx, value: Any, at: list[Any], suffixes: tuple[str, ...], what: str) -> str:
     """A workspace-relative POSIX path, without ``..``, with an accepted suffix."""
     if not isinstance(value, str) or not value.strip():
         raise cx.error(at, f'expected a workspace-relative path such as "runs/best.pt", found {_show(value)}')
@@ -308,7 +308,7 @@ def _saved_path(cx: _Ctx, value: Any, at: list, suffixes: tuple[str, ...], what:
     return "/".join(p for p in parts if p not in ("", "."))
 
 
-def _step(cx: _Ctx, value: Any, at: list) -> StepSetup:
+def _step(cx: _Ctx, value: Any, at: list[Any]) -> StepSetup:
     if not isinstance(value, Mapping):
         raise cx.error(at, "expected a table with loss and optionally optimizer")
     for key in value:
@@ -415,7 +415,7 @@ def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDes
         raise RecipeError("nested too deeply", key_path=at, profile=profile) from None
 
 
-def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
+def _value(cx: _Ctx, value: Any, at: list[Any], depth: int) -> ValueDesc:  # noqa: C901
     cx.budget -= 1
     if cx.budget < 0:
         raise cx.error(at, f"more than {MAX_DESCRIPTIONS:,} value descriptions")
@@ -477,7 +477,7 @@ def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
     )
 
 
-def _call(cx: _Ctx, value: Mapping, at: list, depth: int) -> CallDesc:
+def _call(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> CallDesc:
     _only(cx, value, at, ("kind", "target", "args", "kwargs"))
     if "target" not in value:
         raise cx.error(
@@ -490,7 +490,7 @@ def _call(cx: _Ctx, value: Mapping, at: list, depth: int) -> CallDesc:
     return CallDesc(target, args, kwargs)
 
 
-def _static(cx: _Ctx, value: Any, at: list) -> StaticDesc:
+def _static(cx: _Ctx, value: Any, at: list[Any]) -> StaticDesc:
     if type(value) is str and len(value) > MAX_STRING:
         raise cx.error(at, f"strings are at most {MAX_STRING} characters")
     if type(value) is int and not -(1 << 63) <= value < (1 << 64):
@@ -498,7 +498,7 @@ def _static(cx: _Ctx, value: Any, at: list) -> StaticDesc:
     return StaticDesc(value)
 
 
-def _only(cx: _Ctx, value: Mapping, at: list, keys: tuple[str, ...]) -> None:
+def _only(cx: _Ctx, value: Mapping[str, Any], at: list[Any], keys: tuple[str, ...]) -> None:
     for k in value:
         if k not in keys:
             raise cx.error(at + [str(k)], f"unknown key (expected {', '.join(keys)})")
@@ -507,7 +507,7 @@ def _only(cx: _Ctx, value: Mapping, at: list, keys: tuple[str, ...]) -> None:
 _TENSOR_KEYS = ("kind", "shape", "dtype", "requires_grad", "generator")
 
 
-def _tensor(cx: _Ctx, value: Mapping, at: list) -> TensorDesc:
+def _tensor(cx: _Ctx, value: Mapping[str, Any], at: list[Any]) -> TensorDesc:
     _only(cx, value, at, _TENSOR_KEYS)
     if "shape" not in value:
         raise cx.error(at + ["shape"], "missing shape (an array of dimensions, [] for a scalar)")
@@ -560,7 +560,7 @@ def _number(value: Any) -> bool:
     return type(value) in (int, float)
 
 
-def _generator(cx: _Ctx, value: Any, at: list, dtype: str) -> Generator:
+def _generator(cx: _Ctx, value: Any, at: list[Any], dtype: str) -> Generator:  # noqa: C901
     if isinstance(value, str):
         value = {"kind": value}
     if not isinstance(value, Mapping):

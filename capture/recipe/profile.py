@@ -147,7 +147,7 @@ class Recipe:
                             input=leaf.input,
                             path=leaf.path,
                             axis=axis,
-                            name=None if d is None or d == "?" else d,
+                            name=None if d is None or d == "?" else str(d),
                             shape=leaf.desc.shape,
                             dtype=leaf.desc.dtype,
                         )
@@ -359,7 +359,7 @@ def _check_input_limits(cx: _Ctx, r: Recipe) -> None:
             )
 
 
-def _choice(cx: _Ctx, table: Mapping, base: list, key: str, allowed: tuple[str, ...], default: str) -> str:
+def _choice(cx: _Ctx, table: Mapping[str, Any], base: list[Any], key: str, allowed: tuple[str, ...], default: str) -> str:
     value = table.get(key, default)
     if not isinstance(value, str) or value not in allowed:
         raise cx.error(base + [key], f"expected one of {', '.join(map(repr, allowed))}, found {_show(value)}")

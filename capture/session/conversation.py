@@ -76,7 +76,7 @@ class WorkerChannel(Protocol):
     def log_tail(self) -> str: ...
 
 
-def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) -> Capture | None:
+def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) -> Capture | None:  # noqa: C901
     """Run ``request`` on ``channel``: the capture (or its failure capture); None when a
     ``probe_device`` request found the device fine."""
     deadline = job.started + job.limits.max_seconds

@@ -186,7 +186,7 @@ def _tensor_maker(torch: Any, seed: int, device: Any) -> Callable[[TensorLeaf], 
 
     def make(leaf: TensorLeaf) -> Any:
         desc = leaf.desc
-        shape = tuple(int(d) for d in desc.shape)
+        shape = desc.dims
         dtype = getattr(torch, desc.dtype)
         g = desc.generator
         gen = torch.Generator().manual_seed(leaf_seed(seed, leaf.index))
@@ -204,11 +204,13 @@ def _tensor_maker(torch: Any, seed: int, device: Any) -> Callable[[TensorLeaf], 
         elif g.kind == "normal":
             t = (torch.randn(shape, generator=gen, dtype=wide) * g.std + g.mean).to(dtype)
         elif g.kind == "uniform":
-            t = (torch.rand(shape, generator=gen, dtype=wide) * (g.high - g.low) + g.low).to(dtype)
+            low, high = g.bounds
+            t = (torch.rand(shape, generator=gen, dtype=wide) * (high - low) + low).to(dtype)
         elif g.kind == "randint":
-            if g.high - 1 > (1 << 63) - 1:
+            low, high = g.bounds
+            if high - 1 > (1 << 63) - 1:
                 raise CaptureError("recipe", f"{leaf.path}: randint above 2**63 is not supported by the Torch capture")
-            t = torch.randint(g.low, g.high, shape, generator=gen, dtype=torch.int64).to(dtype)
+            t = torch.randint(low, high, shape, generator=gen, dtype=torch.int64).to(dtype)
         else:  # the recipe layer admits no other generator
             raise CaptureError("recipe", f"{leaf.path}: unknown generator {g.kind!r}")
         t = t.to(device)
@@ -434,7 +436,7 @@ def _optimizer(ctx: CaptureContext, torch: Any, model: Any, kind: str) -> Any:
 # --------------------------------------------------------------------------- capture
 
 
-def capture(ctx: CaptureContext) -> Capture:
+def capture(ctx: CaptureContext) -> Capture:  # noqa: C901
     torch = _import_torch()
     recipe = ctx.recipe
     training = recipe.kind == "training_step"

@@ -49,6 +49,7 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
 import torch
+from torch import Tensor as _Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..worker.libframes import LibraryFiles, class_location
@@ -58,7 +59,7 @@ from .backward import BackwardMirror
 from .dtensors import BOUNDARY_NOTE, COLLECTIVE_OPS, FROM_LOCAL, REWRAP, TO_LOCAL, DistributedValues
 from .functions import FunctionCalls
 from .stats import MODES as STATS_MODES
-from .stats import ActivationStatistics
+from .stats import ActivationStatistics, measured_fields
 from .tensors import MAX_DEPTH, tensors_in
 from ..worker.builder import GraphBuilder
 from ..worker.errors import CaptureError, LimitExceeded
@@ -76,7 +77,6 @@ MAX_STRUCTURE_LEAVES = 256
 CHECKPOINT_OPS = 8192
 _SAMPLE = 256
 
-_Tensor = torch.Tensor
 # Queries a tensor subclass answers through the dispatcher (FakeTensor's device) that an
 # eager run does not have: not ops, never recorded.
 _BOOKKEEPING = frozenset({torch.ops.prim.device.default})
@@ -212,7 +212,7 @@ class TorchTrace:
         self.statistics = ActivationStatistics(self.b.values, stats_mode) if self.stats else None
         self._ops: dict[Any, _OpInfo] = {}
         # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
-        self._live: dict[int, tuple[Any, int, int]] = {}
+        self._live: dict[int, tuple[Any, int | None, int]] = {}
         self._labels: dict[int, tuple[str, str]] = {}
         self._label_keep: list[_Tensor] = []
         self._paths: dict[int, str] = {}
@@ -445,8 +445,9 @@ class TorchTrace:
                 x, label=None if label is None else f"{label}{key}", _depth=_depth + 1, _count=count
             )
 
-        if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):
-            return {"dict": [[f, sub(getattr(obj, f), f".{f}")] for f in type(obj)._fields]}
+        fields: tuple[str, ...] | None = getattr(type(obj), "_fields", None) if isinstance(obj, tuple) else None
+        if fields is not None:  # a named tuple
+            return {"dict": [[f, sub(getattr(obj, f), f".{f}")] for f in fields]}
         if isinstance(obj, list):
             return {"list": [sub(x, f"[{i}]") for i, x in enumerate(obj)]}
         if isinstance(obj, tuple):
@@ -595,11 +596,11 @@ class TorchTrace:
         if len(leaves) <= MAX_STRUCTURE_LEAVES:
             g.attrs["outputs"] = tree
         if not self.abstract:
-            g.attrs["result_bytes"] = sum(self.b.values[v].measured["bytes"] for v in leaves)
+            g.attrs["result_bytes"] = sum(measured_fields(self.b.values[v])["bytes"] for v in leaves)
 
     # ------------------------------------------------------------------ dispatch
 
-    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
+    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:  # noqa: C901
         if func in _BOOKKEEPING:  # asked of a fake tensor, never run as a kernel
             return func(*args, **(kwargs or {}))
         info = self._ops.get(func)
@@ -635,7 +636,7 @@ class TorchTrace:
                 a = args[i] if i < len(args) else (kwargs or {}).get(name)
                 if isinstance(a, _Tensor):
                     written.append(a)
-                elif type(a) in (list, tuple):
+                elif isinstance(a, (list, tuple)) and type(a) in (list, tuple):
                     written += [x for x in a if isinstance(x, _Tensor)]
         self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None, written,
                      args, kwargs)
@@ -674,8 +675,8 @@ class TorchTrace:
             total += got
         return total
 
-    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,
-                written: list[_Tensor] | None = None, args: tuple = (), kwargs: dict | None = None) -> None:
+    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,  # noqa: C901
+                written: list[_Tensor] | None = None, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> None:
         b = self.b
         nid = len(b.nodes)
         if nid >= b.limits.max_ops:  # before creating the outputs' values
@@ -725,7 +726,7 @@ class TorchTrace:
             self._storage_writer[self._value_storage[vid]] = nid
         statistics = self.statistics
         if statistics is not None and t.is_floating_point():
-            if extra is None and src is not None and self._same_elements(vid, t, src_vid, src):
+            if extra is None and src is not None and src_vid is not None and self._same_elements(vid, t, src_vid, src):
                 # A view over exactly the elements of its input (t, transpose, view,
                 # detach …) has the input's statistics: share them, skip the reductions.
                 statistics.share(vid, src_vid)
@@ -738,7 +739,7 @@ class TorchTrace:
     def _same_elements(self, vid: int, t: _Tensor, src_vid: int | None, src: _Tensor) -> bool:
         if src_vid is None or self._owns_storage[vid] or self._value_storage[vid] != self._value_storage[src_vid]:
             return False
-        if t.dtype != src.dtype or not self.statistics.known(src_vid):
+        if t.dtype != src.dtype or self.statistics is None or not self.statistics.known(src_vid):
             return False
         if t.numel() != src.numel() or t.storage_offset() != src.storage_offset():
             return False
@@ -774,7 +775,7 @@ class TorchTrace:
                     return lib_fid
                 return stop_fid
             code = f.f_code
-            rel = code_ws.get(code, 0)
+            rel: Any = code_ws.get(code, 0)  # 0: not looked up yet
             if rel == 0:
                 rel = code_ws[code] = self.files.relative(code.co_filename) if self.files is not None else None
             if rel is not None:
@@ -786,7 +787,7 @@ class TorchTrace:
             if f is outer:  # the code that started recording is not the model's
                 return lib_fid
             if lib_fid is None:
-                lib = self._code_lib.get(code, 0)
+                lib: Any = self._code_lib.get(code, 0)
                 if lib == 0:
                     lib = self._code_lib[code] = self._lib.path(code.co_filename)
                 if lib is not None:
@@ -841,7 +842,7 @@ class TorchTrace:
                 continue
             head = vids[: MAX_ALIASES_LISTED + 1]  # a storage rewritten 10,000 times stays linear
             for vid in vids:
-                m = values[vid].measured
+                m = measured_fields(values[vid])
                 m["aliases"] = [v for v in head if v != vid][:MAX_ALIASES_LISTED]
                 if len(vids) - 1 > MAX_ALIASES_LISTED:
                     m["aliases_total"] = len(vids) - 1
@@ -856,7 +857,7 @@ class TorchTrace:
                 continue
             for vid in node.outputs:
                 if self._owns_storage[vid]:
-                    direct[node.group] += values[vid].measured["bytes"]
+                    direct[node.group] += measured_fields(values[vid])["bytes"]
         total = list(direct)
         for gid in range(len(groups) - 1, -1, -1):  # children come after their parents
             parent = groups[gid].parent

@@ -42,9 +42,9 @@ class Limits:
         """Known keys with positive numbers; anything else keeps the default."""
         if not data:
             return cls()
-        out = {}
+        out: dict[str, Any] = {}
         for f in fields(cls):
             v = data.get(f.name)
-            if type(v) in (int, float) and v > 0:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
                 out[f.name] = float(v) if f.name == "max_seconds" else int(v)
         return cls(**out)

@@ -330,8 +330,8 @@ def _adopted(since: int, marker: str | None, others: set[int] | None = None) -> 
             continue
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read()
-            fields = fields[fields.rindex(b")") + 2:].split()
+                stat = fh.read()
+            fields = stat[stat.rindex(b")") + 2:].split()
             sid, start = int(fields[3]), int(fields[19])
         except (OSError, ValueError, IndexError):
             continue
@@ -362,7 +362,7 @@ def _reap(pids: set[int], within: float = 1.0) -> None:
             time.sleep(0.002)
 
 
-def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),
+def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),  # noqa: C901
                      scan_seconds: float = KILL_SCAN_SECONDS) -> list[EscapedProcess]:
     """Kill worker ``root``'s group and every process that came from it, scanning again
     until a scan finds none: each escaped process's session and group are killed whole

@@ -263,7 +263,7 @@ def _fork_capture(request: WorkerRequest, fd: int, send: Send) -> None:
 
         code = EXIT_SHARED_MEMORY
     _reap_all()
-    send(ExitedMessage(kind="exited", pid=pid, code=code, escaped=escaped))  # type: ignore[typeddict-item]
+    send(ExitedMessage(kind="exited", pid=pid, code=code, escaped=escaped))
 
 
 def _reap_all() -> None:

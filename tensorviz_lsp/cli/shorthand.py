@@ -75,7 +75,7 @@ from .shorthand_values import (  # noqa: F401
 )
 
 if TYPE_CHECKING:  # discovery (libcst) is imported when a command uses it
-    from discovery import Candidate
+    from discovery import CallInput, Candidate, SetupField
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,15 +157,15 @@ def call_setup(arguments: list[str], what: str = "--input", resolve: Resolve | N
         name, sep, _ = text.partition("=")
         shown_name = name.strip() if sep and name.strip().isidentifier() else None
         try:
-            name, desc = parse_argument(text, resolve, what)
+            keyword, desc = parse_argument(text, resolve, what)
         except ShorthandError as exc:
             raise ArgumentError(what, shown_name, text, str(exc)) from None
-        if name is None:
+        if keyword is None:
             args.append(desc)
-        elif name in kwargs:
-            raise ArgumentError(what, name, text, f"{name} is given twice")
+        elif keyword in kwargs:
+            raise ArgumentError(what, keyword, text, f"{keyword} is given twice")
         else:
-            kwargs[name] = desc
+            kwargs[keyword] = desc
     return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
 
 
@@ -281,7 +281,7 @@ def names_for(target: Target, discovered: Discovered | None = None) -> Names:
     configs: dict[str, str] = {}
     if discovered is not None:
         cand = discovered.candidate
-        params = [*cand.setup_fields, *cand.call_inputs]
+        params: list["SetupField | CallInput"] = [*cand.setup_fields, *cand.call_inputs]
         for param in params:
             for cfg in _configs_in(param.config):
                 ref = cfg.target if cfg.library else model_ref_for(target.workspace, Path(cfg.file), cfg.qualname)
@@ -437,7 +437,7 @@ def mesh_table(text: str) -> dict[str, Any] | None:
         raise ShorthandError(f"--mesh {text!r}: {exc}") from None
 
 
-def build_recipe(
+def build_recipe(  # noqa: C901
     target: Target,
     *,
     inputs: list[str] | None = None,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from lsprotocol import types
 
@@ -56,7 +56,7 @@ def _contains(span: Any, pos: types.Position) -> bool:
     return (start.line, start.character) <= (pos.line, pos.character) <= (end.line, end.character)
 
 
-def _field(f: dict[str, Any]) -> str:
+def _field(f: Mapping[str, Any]) -> str:
     text = f"`{f['name']}"
     if f.get("annotation"):
         text += f": {f['annotation']}"
@@ -70,7 +70,7 @@ def _field(f: dict[str, Any]) -> str:
     return text
 
 
-def _listing(label: str, items: list[dict[str, Any]]) -> str | None:
+def _listing(label: str, items: Sequence[Mapping[str, Any]]) -> str | None:
     if not items:
         return None
     shown = ", ".join(_field(f) for f in items[:LIST_MAX])
@@ -315,7 +315,8 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str 
         head = f"`return` on line {line} hands back"
     else:
         head = f"`{label}`, assigned on line {line}" + (
-            f", result {target.index + 1} of {target.count}" if names and target.count > 1 else "")
+            f", result {target.index + 1} of {target.count}" if names and target.count > 1 and target.index is not None
+            else "")
     parts.append(head + ":\n" + "\n".join(lv.value_lines(capture, picked, names, dtype=True)))
     if note:
         parts.append(note)

@@ -99,10 +99,11 @@ def when(ts: float) -> str:
 def human_bytes(n: int) -> str:
     if n < 1024:
         return f"{n} B"
+    size = float(n)
     for unit in ("KiB", "MiB", "GiB", "TiB"):
-        n /= 1024.0
-        if n < 1024 or unit == "TiB":
-            return f"{n:.3g} {unit}"
+        size /= 1024.0
+        if size < 1024 or unit == "TiB":
+            return f"{size:.3g} {unit}"
     return f"{n} B"  # pragma: no cover
 
 

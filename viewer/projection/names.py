@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capture.graph.graphfile import ValueTable
+from capture.graph.tables import ValueTable
 from capture.graph.model import format_shape
 from capture.graph.sharding import short_dtype as _short_dtype
 from capture.graph.sharding import split_label
@@ -120,7 +120,7 @@ class ValueNames:
         named = self.names.get(v)
         return named is not None and named[1] in WEIGHT_ROLES and self.producer[v] < 0
 
-    def _name_values(self) -> None:
+    def _name_values(self) -> None:  # noqa: C901
         """A human name and a role for every value entering the graph from outside.
 
         Only values no node produced are named (capture inputs, parameters, buffers,
@@ -137,13 +137,10 @@ class ValueNames:
         for v, name, path, role in input_names(self.capture.inputs, self.capture.meta):
             if 0 <= v < self.n_values and v not in structural:
                 structural[v] = (name, path, role)
-        values = self.capture.values
-        column = values.measured_column() if isinstance(values, ValueTable) else None
+        column = ValueTable.of(self.capture.values).measured_column()
 
         def measured(v: int) -> Any:
-            if isinstance(values, ValueTable):
-                return column[v] if column is not None else None
-            return values[v].measured
+            return column[v] if column is not None else None
 
         later: dict[int, int] = {}  # a new version of an outside tensor -> the version before
         constants: set[int] = set()
@@ -176,9 +173,9 @@ class ValueNames:
         consts = self.capture.meta.get("constants") if isinstance(self.capture.meta, dict) else None
         if isinstance(consts, list):
             for c in consts:
-                v = c.get("value") if isinstance(c, dict) else None
-                if type(v) is int and 0 <= v < self.n_values and self.producer[v] < 0:
-                    constants.add(v)
+                cv = c.get("value") if isinstance(c, dict) else None
+                if type(cv) is int and 0 <= cv < self.n_values and self.producer[cv] < 0:
+                    constants.add(cv)
         for v in constants:
             if v not in names:
                 names[v] = ("external" if self.capture.framework == "torch" else "const", "const")

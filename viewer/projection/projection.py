@@ -24,7 +24,7 @@ from typing import Any
 from capture.graph import frame_repeats
 from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text
-from capture.graph.graphfile import ValueTable
+from capture.graph.tables import ValueTable
 from capture.graph.sharding import devices_text, mesh_text
 from capture.graph.model import Capture, Frame
 
@@ -280,7 +280,7 @@ class Projection:
             "outputs": [self.values.full(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
             **({"memory": figures_text(grp.attrs.get(MEMORY_KEY))}
                if isinstance(grp.attrs, dict) and figures_text(grp.attrs.get(MEMORY_KEY)) else {}),
-            **({"cost": {**self.costs().group(g), "params": self.pages._group_params(g)}}
+            **({"cost": {**(self.costs().group(g) or {}), "params": self.pages._group_params(g)}}
                if self.capture.cost is not None else {}),
         }
 
@@ -384,11 +384,8 @@ class Projection:
                 for g in self.trunk()]
 
     def _measured(self) -> bool:
-        values = self.capture.values
-        if isinstance(values, ValueTable):  # a file's values: one column, maybe absent
-            column = values.measured_column()
-            return column is not None and any(m is not None for m in column)
-        return any(v.measured is not None for v in values)
+        column = ValueTable.of(self.capture.values).measured_column()  # absent: nothing measured
+        return column is not None and any(m is not None for m in column)
 
     def _tree(self, tree: Any) -> Any:
         if "value" in tree:

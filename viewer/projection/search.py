@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from capture.graph.graphfile import ValueTable
+from capture.graph.tables import ValueTable
 
 from .index import ROOT
 from .names import group_sublabel, group_title, short_dtype
@@ -216,12 +216,13 @@ class Search:
             gs = self.capture.groups
             for x in ix.full_chain(g)[1:]:
                 cls = gs[x].attrs.get("class") if isinstance(gs[x].attrs, dict) else None
-                if isinstance(cls, str) and f.cls in cls.lower():
+                if isinstance(cls, str) and f.cls is not None and f.cls in cls.lower():
                     return True
             return False
 
         shapes = f.dims is not None or f.dtype is not None
         on_axis = set(self._axes().get(f.axis, ())) if f.axis else None
+        ok: Callable[[int], bool]
         if kind == "node":
             def ok(i: int) -> bool:
                 return ((f.op is None or f.op in ix.cols.op[i].lower()) and (f.cls is None or in_class(ix.cols.group[i]))
@@ -394,12 +395,8 @@ class Search:
 
     def _shapes(self) -> dict[tuple, list[int]]:
         if self._shapes_index is None:
-            values = self.capture.values
-            if isinstance(values, ValueTable):
-                off, dims = values.shape_columns()
-                shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.index.n_values))
-            else:
-                shapes = (tuple(v.shape) for v in values)
+            off, dims = ValueTable.of(self.capture.values).shape_columns()
+            shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.index.n_values))
             self._shapes_index = _rows_by(shapes)
         return self._shapes_index
 

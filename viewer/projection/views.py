@@ -149,7 +149,7 @@ class Pages:
             raise PageError(f"no chunk {chunk}")
         return lo, min(n, lo + span)
 
-    def _view(self, g: int, chunk: int | None, kernels: bool) -> dict:
+    def _view(self, g: int, chunk: int | None, kernels: bool) -> dict:  # noqa: C901
         ix, present = self.index, self.present
         _, refs, _ = ix.ordered(g)
         n = len(refs)
@@ -292,7 +292,7 @@ class Pages:
 
     # ------------------------------------------------------------------ flow
 
-    def _deps(self, g: int, kernels: bool) -> _Deps:
+    def _deps(self, g: int, kernels: bool) -> _Deps:  # noqa: C901
         """Every value flowing into a child of ``g`` as drawn, as positions among its children."""
         key = (g, kernels)
         with self._lock:
@@ -317,7 +317,7 @@ class Pages:
             ops among ``g``'s children; ``None`` when an elided op made it from nothing."""
             s = made_at(v)
             u = v
-            copies = []
+            copies: list[int] = []
             while s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels) and len(copies) < 64:
                 copies.append(s)
                 u = present.passed_on(refs[s])
@@ -339,10 +339,10 @@ class Pages:
                 s = made_at(v)
                 if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
                     near.setdefault(s, pos)
-                    got = drawn(v)
-                    if got is None:
+                    via = drawn(v)
+                    if via is None:
                         continue
-                    s, v = got
+                    s, v = via
                 src.append(s)
                 dst.append(pos)
                 val.append(v)
@@ -354,21 +354,21 @@ class Pages:
                 continue
             s = made_at(v)
             if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
-                got = drawn(v)
-                if got is None:
+                via = drawn(v)
+                if via is None:
                     continue
-                if got[0] < 0:
-                    through.append((s, got[1], v))
+                if via[0] < 0:
+                    through.append((s, via[1], v))
                     continue
-                s = got[0]
+                s = via[0]
             outs.append((s, v))
         if not kernels:
             for s, r in enumerate(refs):
                 if r >= 0 and r in present.elided and s not in near:
                     u = present.passed_on(r)
-                    got = drawn(u) if u is not None else None
-                    if got is not None and got[0] >= 0:
-                        near[s] = got[0]
+                    via = drawn(u) if u is not None else None
+                    if via is not None and via[0] >= 0:
+                        near[s] = via[0]
         got = _Deps(src, dst, val, by_src, [src[k] for k in by_src], outs, through, near)
         with self._lock:
             self._deps_cache[key] = got
@@ -531,7 +531,7 @@ class Pages:
 
     def _elided(self, refs: list[int], positions: list[int], near: dict[int, int], lo: int, keys_of: dict) -> dict:
         ops: dict[str, int] = {}
-        nodes = []
+        nodes: list[dict[str, Any]] = []
         label = self.values.label
         for pos in positions:
             i = refs[pos]

@@ -276,7 +276,7 @@ class ViewerServer:
     # ------------------------------------------------------------------ captures
 
     def add_capture(self, capture: Capture, title: str | None = None, *, warm: bool = False,
-                    trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None,
+                    trusted_sources: bool = False, baseline: tuple[Capture | Callable[[], Capture], str] | None = None,
                     replaces: int | None = None) -> int:
         """Hold ``capture`` (newest becomes the default); returns its id and tells open
         pages: ``capture-ready {id, title}``, or ``capture-failed {id, message, stage}``.
@@ -789,7 +789,8 @@ class _Handler(BaseHTTPRequestHandler):
         except device_table.DeviceError as exc:
             table, problem = device_table.load(), str(exc)
         else:
-            problem = None
+            problem = ""
+
         out: dict[str, Any] = {**proj.cost_summary(), "devices": [d.json() for d in table.values()],
                                "estimate_note": device_table.ESTIMATE_NOTE}
         if problem:

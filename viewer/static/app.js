@@ -399,7 +399,7 @@ async function liveUpdate(id) {
   let capture;
   try {
     capture = await api.capture();
-  } catch (err) {
+  } catch {
     api.captureId = previous;
     return openCapture(id);
   }
@@ -457,8 +457,9 @@ function wireToolbar() {
   $("btn-expand-all").onclick = () => expandAll();
   $("btn-collapse-all").onclick = () => collapseAll();
   $("depth").onchange = (e) => {
-    const n = Number(e.target.value);
-    e.target.value = "";
+    const select = /** @type {HTMLInputElement} */ (e.target);
+    const n = Number(select.value);
+    select.value = "";
     if (n > 0) expandToDepth(n);
   };
   $("btn-weights").onclick = () => setWeightPills(!store.weightPills);
@@ -477,7 +478,8 @@ function wireToolbar() {
   $("title").onclick = () => showAbout();
   $("btn-open").onclick = () => $("file-input").click();
   $("file-input").onchange = (e) => {
-    const f = e.target.files && e.target.files[0];
+    const files = /** @type {HTMLInputElement} */ (e.target).files;
+    const f = files && files[0];
     if (f) openFile(f);
   };
   $("btn-png").onclick = () => renderer && exportPng(renderer, fileStem());
@@ -518,7 +520,7 @@ function onKey(e) {
     case "/":
       e.preventDefault();
       $("search").focus();
-      $("search").select();
+      /** @type {HTMLInputElement} */ ($("search")).select();
       return;
     case "f":
       if (r) r.fit();
@@ -785,7 +787,7 @@ function loadExpansion() {
   try {
     const raw = localStorage.getItem(k);
     return raw ? JSON.parse(raw) : null;
-  } catch (err) {
+  } catch {
     return null;
   }
 }
@@ -795,7 +797,7 @@ function saveExpansion() {
   if (!k) return;
   try {
     localStorage.setItem(k, JSON.stringify(store.model.expansionPaths()));
-  } catch (err) {
+  } catch {
     // storage full or refused: the expansion is simply not remembered
   }
 }

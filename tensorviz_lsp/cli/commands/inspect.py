@@ -15,6 +15,7 @@ from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text, size_text
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.sharding import devices_text, mesh_text
+from capture.graph.tables import NodeTable
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
 from viewer.projection.cost import executed_totals
 
@@ -208,10 +209,7 @@ def brief_tree(tree: Any, values: dict, depth: int = 0) -> str:
 
 def _ops(capture: Capture) -> Counter:
     """How often each op ran, read from the op column of a file's nodes (no row built)."""
-    columns = getattr(capture.nodes, "columns", None)
-    if columns is not None:
-        return Counter(columns().op)
-    return Counter(n.op for n in capture.nodes)
+    return Counter(NodeTable.of(capture.nodes).columns().op)
 
 
 def _leaf_values(capture: Capture):

@@ -176,6 +176,7 @@ export const rect = (x, y, w, h, r, fill, stroke = null, lw = 1, dash = null, fa
   ({ t: "rect", x, y, w, h, r, fill, fa, stroke, lw, hair, dash });
 export const text = (x, y, s, font, fill, align = "left") => ({ t: "text", x, y, text: s, font, fill, align, baseline: "middle" });
 
+/** @type {[RegExp, string][]} */
 const OP_ACCENT = [
   [/^(dot_general|conv|matmul|mm|bmm|linear|addmm|einsum|ragged_dot)/, "#3b82f6"],
   [/^(exp|log|tanh|logistic|relu|gelu|silu|softmax|erf|sigmoid|max$|min$)/, "#ef6c4a"],

@@ -27,7 +27,9 @@ const KIND_VARS = ["jit", "scope", "module", "remat", "custom_jvp", "custom_vjp"
 
 export function readPalette() {
   const css = getComputedStyle(document.documentElement);
+  /** @param {string} name */
   const v = (name) => css.getPropertyValue(name).trim();
+  /** @type {Record<string, {fill: string, stroke: string, text: string}>} */
   const kinds = {};
   for (const k of KIND_VARS) {
     const name = k.replace("_", "-");
@@ -73,6 +75,10 @@ export const HATCH = "url(#hatch)";
 // opaqueHatch, 1.5 wide (the canvas pattern and the SVG export's <pattern>).
 export const HATCH_TILE = [[-2, 10, 10, -2], [-2, 2, 2, -2], [6, 10, 10, 6]];
 
+/**
+ * @param {{kinds: Record<string, {fill: string, stroke: string, text: string}>}} palette
+ * @param {string} kind
+ */
 export function kindStyle(palette, kind) {
   return palette.kinds[kind] || palette.kinds.other;
 }
@@ -81,10 +87,14 @@ export function kindStyle(palette, kind) {
 // which roles are parameters drawn quietly: the server's words (`api/capture`
 // `vocabulary`, viewer/projection/names.py), filled in once by setVocabulary() before anything
 // is drawn. The app keeps no copy of them.
+/** @type {Record<string, string>} */
 export const KIND_WORDING = {};
+/** @type {Record<string, string>} */
 export const ROLE_WORDING = {};
+/** @type {Set<string>} */
 export const QUIET_ROLES = new Set();
 
+/** @param {any} v  `api/capture`'s `vocabulary` */
 export function setVocabulary(v) {
   if (!v) return;
   for (const [kind, w] of Object.entries(v.kinds || {})) KIND_WORDING[kind] = w.sublabel;
@@ -99,6 +109,7 @@ export function setVocabulary(v) {
 // is not split reads the same either way (the server sends `device_label` only for split ones).
 let perDevice = false;
 
+/** @param {boolean} on */
 export function setPerDeviceShapes(on) {
   perDevice = !!on;
 }
@@ -107,6 +118,7 @@ export function perDeviceShapes() {
   return perDevice;
 }
 
+/** @param {any} v  a value of the API (its `label`) */
 export function formatValue(v) {
   if (v && perDevice && typeof v.device_label === "string") return v.device_label;
   return v && typeof v.label === "string" ? v.label : "?";

@@ -60,7 +60,7 @@ export class SetupForm extends Panel {
   async load(profile) {
     try {
       this.data = await this.api.setup(profile);
-    } catch (err) {
+    } catch {
       this.data = null;
       return false;
     }
@@ -454,7 +454,7 @@ export class SetupForm extends Panel {
     const fromFixture = !!(saved && saved.fixture);
     const inputsFactory = this.modes.inputs && this.modes.inputs() === "factory";
     const initFactory = this.modes.init && this.modes.init() === "factory";
-    this.root.querySelectorAll(".input-card").forEach((card, i) => {
+    this.root.querySelectorAll(".input-card").forEach((card) => {
       if (fromFixture || inputsFactory) return; // the fixture or the factory gives the inputs
       const inp = card._inp || {};
       const shapeInput = card.querySelector("[name=shape]");
@@ -676,7 +676,7 @@ function readLiteral(input, type, problems, f) {
   if (/^[[{]/.test(raw)) {
     try {
       return { set: true, value: JSON.parse(raw) };
-    } catch (e) {
+    } catch {
       return { set: true, value: raw };
     }
   }
