@@ -665,7 +665,7 @@ def keep_worker(memory_limit: int = 0) -> None:
     _keep(worker, stop, memory_limit)
 
 
-def _keep(worker: int, stop: set[int], memory_limit: int = 0) -> None:
+def _keep(worker: int, stop: set[signal.Signals], memory_limit: int = 0) -> None:
     """The keeper's loop (see :func:`keep_worker`); never returns."""
     from .protocol import EXIT_SHARED_MEMORY
 

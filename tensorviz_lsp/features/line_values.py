@@ -169,7 +169,8 @@ def split_text(val: Any) -> str | None:
     sh = val.sharding
     if not isinstance(sh, dict):
         return None
-    pds = sh.get("per_device_shape") if isinstance(sh.get("per_device_shape"), list) else val.shape
+    per_device = sh.get("per_device_shape")
+    pds = per_device if isinstance(per_device, list) else val.shape
     size = nbytes(pds, val.dtype)
     per = f"`{value_label(pds, val.dtype)}`" + (f" ({size_text(size)})" if size is not None else "")
     if sh.get("local"):
