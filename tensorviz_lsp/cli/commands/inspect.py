@@ -17,9 +17,7 @@ from capture.graph.frame_repeats import frame_lines
 from capture.graph.sharding import devices_text, mesh_text
 from capture.graph.tables import NodeTable
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
-from viewer.projection.cost import executed_totals
-
-from .summary import si
+from viewer.projection.cost import executed_totals, si
 
 
 def register(sub: argparse._SubParsersAction) -> None:

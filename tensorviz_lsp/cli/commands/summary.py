@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from capture.graph import graphfile
+from viewer.projection.cost import si
 
 DEFAULT_DEPTH = 3
 
@@ -134,14 +135,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- formatting
-
-
-def si(x: float, unit: str) -> str:
-    """``2.42 GFLOPs``, ``523 kFLOPs``: three significant digits and an SI prefix."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
 
 
 def flops_text(x: int) -> str:
