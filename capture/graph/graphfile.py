@@ -129,22 +129,9 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
     packed = version >= 2
     ints = _pack_ints if packed else list
     param_nodes = [i for i, n in enumerate(nodes) if n.params]
+    params_columns: dict[str, Any]
     if packed:  # each distinct params map stored once (real programs repeat a few)
-        param_table: list[dict[str, Any]] = []
-        seen: dict[bytes, int] = {}
-        param_index = []
-        pack = msgpack.Packer(use_bin_type=True).pack  # the stored bytes: equal maps, equal keys
-        for i in param_nodes:
-            params = nodes[i].params
-            try:
-                key = pack(params)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
-            k = seen.get(key)
-            if k is None:
-                k = seen[key] = len(param_table)
-                param_table.append(params)
-            param_index.append(k)
+        param_table, param_index = _distinct_maps([nodes[i].params for i in param_nodes])
         params_columns = {"param_nodes": ints(param_nodes), "param_table": param_table,
                           "param_index": ints(param_index)}
     else:
@@ -233,29 +220,34 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
 
 
-def _sharding_columns(values: Sequence[Value]) -> tuple[list[dict], list[int]]:
-    """The values' shardings as a table of distinct maps and an index per value (-1: none);
-    ``([], [])`` when no value has one."""
-    if not any(v.sharding is not None for v in values):
-        return [], []
-    table: list[dict] = []
+def _distinct_maps(maps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """``(each distinct map once, per map its index in that table)``; maps are equal when
+    their stored bytes are (equal maps, equal keys)."""
+    table: list[dict[str, Any]] = []
     seen: dict[bytes, int] = {}
     index = []
     pack = msgpack.Packer(use_bin_type=True).pack
-    for v in values:
-        if v.sharding is None:
-            index.append(-1)
-            continue
+    for m in maps:
         try:
-            key = pack(v.sharding)
+            key = pack(m)
         except (TypeError, ValueError, OverflowError) as exc:
             raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
         k = seen.get(key)
         if k is None:
             k = seen[key] = len(table)
-            table.append(v.sharding)
+            table.append(m)
         index.append(k)
     return table, index
+
+
+def _sharding_columns(values: Sequence[Value]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The values' shardings as a table of distinct maps and an index per value (-1: none);
+    ``([], [])`` when no value has one."""
+    if not any(v.sharding is not None for v in values):
+        return [], []
+    table, distinct = _distinct_maps([v.sharding for v in values if v.sharding is not None])
+    shared = iter(distinct)
+    return table, [-1 if v.sharding is None else next(shared) for v in values]
 
 
 def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
@@ -593,7 +585,7 @@ class _MemoryCharge:
         def over() -> None:
             raise _OverBudget("containers" if left[0] < 0 else "elements" if left[1] < 0 else "memory")
 
-        def charged_list(obj: list) -> list:
+        def charged_list(obj: list[Any]) -> list[Any]:
             n = len(obj)
             c = 64 + 8 * n + sum(map(cost, map(type, obj)))
             if n > 32:  # a long column: what Python really holds for it
@@ -609,7 +601,7 @@ class _MemoryCharge:
                 over()
             return obj
 
-        def charged_map(obj: dict) -> dict:
+        def charged_map(obj: dict[Any, Any]) -> dict[Any, Any]:
             n = len(obj)
             before = len(keys)
             keys.update(obj)
@@ -1112,7 +1104,8 @@ def _cost(obj: Any, n_nodes: int, ints: Any) -> NodeCosts | None:
     return NodeCosts(flops, read, written, rule, rules, estimates, _opt_map(c.get("notes"), "cost.notes"))
 
 
-def _read_shardings(vals: dict, n_values: int, shape_off: list, dims: list, meshes: list, ints: Any) -> list | None:
+def _read_shardings(vals: dict[str, Any], n_values: int, shape_off: list[int], dims: list[Any], meshes: list[Any],
+                    ints: Any) -> list[dict[str, Any] | None] | None:
     """Per value its sharding map (shared with equal ones) or None; None when no value has one."""
     table = vals.get("sharding_table")
     if table is None:
@@ -1123,7 +1116,7 @@ def _read_shardings(vals: dict, n_values: int, shape_off: list, dims: list, mesh
         raise _Invalid("values.sharding_table: expected maps")
     if not _within_depth(table):
         raise _Invalid("values.sharding_table: nested too deeply")
-    _need(not table or meshes, "values.sharding_table", "shardings without meshes")
+    _need(not table or bool(meshes), "values.sharding_table", "shardings without meshes")
     index = ints(vals.get("sharding_index"), "values.sharding_index", n_values, -1, len(table))
     checked: set[tuple[int, int]] = set()
     for v, k in enumerate(index):

@@ -626,15 +626,7 @@ def capture(ctx: CaptureContext) -> Capture:
         target = ctx.import_object(recipe.model)
         ctx.progress("building the callable", 0.2)
         plan = _plan(ctx, target, make_tensor)
-        ctx.progress("building the inputs", 0.3)
-        where = f"profiles.{recipe.name}.inputs"
-        with _NarrowingWatch(where + (".factory" if recipe.inputs.factory else "")):
-            args, kwargs = ctx.inputs_call(make_tensor)
-        if recipe.inputs.factory is not None:
-            _check_factory_leaves(jax, (args, kwargs), where + ".factory")
-        if plan.state_key is not None and plan.fresh_linen is None:
-            where = f"profiles.{recipe.name}.init" + (".factory" if recipe.init.factory else "")
-            _check_factory_leaves(jax, plan.state, where)
+        args, kwargs = _call_inputs(ctx, jax, plan, make_tensor)
 
         # NNX graph nodes among the inputs (forward(model, x)) join the split state; the
         # other leaves are traced arrays or static values.
@@ -692,14 +684,7 @@ def capture(ctx: CaptureContext) -> Capture:
         pairs.append([plan.state_key, state_tree])
     meta = _meta(jax, recipe, plan, args, kwargs)
     meta["input_names"] = input_names(jax, plan, args_tree, kwargs_tree, state_tree)
-    outputs = result.outputs
-    if plan.mutable and plan.state_key is not None:
-        outputs, updated = updated_outputs(outputs, state_tree, closed, plan.state_key)
-        if updated:
-            meta["updated_collections"] = updated
-            meta["updated_note"] = UPDATED_NOTE
-    if result.axis_env:
-        meta["axis_env"] = result.axis_meta()
+    outputs = _outputs(result, plan, state_tree, meta)
     capture = convert(
         closed,
         inputs={"dict": pairs},
@@ -721,6 +706,36 @@ def capture(ctx: CaptureContext) -> Capture:
         )
     ctx.progress("converted", 0.95)
     return capture
+
+
+def _call_inputs(ctx: CaptureContext, jax: Any, plan: _Plan, make_tensor: Any) -> tuple[Any, Any]:
+    """``(args, kwargs)`` of the call, built by the recipe; the arrays a factory made (the
+    call's, the init's) checked to be arrays."""
+    recipe = ctx.recipe
+    ctx.progress("building the inputs", 0.3)
+    where = f"profiles.{recipe.name}.inputs"
+    with _NarrowingWatch(where + (".factory" if recipe.inputs.factory else "")):
+        args, kwargs = ctx.inputs_call(make_tensor)
+    if recipe.inputs.factory is not None:
+        _check_factory_leaves(jax, (args, kwargs), where + ".factory")
+    if plan.state_key is not None and plan.fresh_linen is None:
+        where = f"profiles.{recipe.name}.init" + (".factory" if recipe.init.factory else "")
+        _check_factory_leaves(jax, plan.state, where)
+    return args, kwargs
+
+
+def _outputs(result: Any, plan: _Plan, state_tree: Any, meta: dict[str, Any]) -> Any:
+    """The capture's output structure (with the state collections the program updates, when
+    it may update some); what they are, and the traced axis environment, go to ``meta``."""
+    outputs = result.outputs
+    if plan.mutable and plan.state_key is not None:
+        outputs, updated = updated_outputs(outputs, state_tree, result.closed, plan.state_key)
+        if updated:
+            meta["updated_collections"] = updated
+            meta["updated_note"] = UPDATED_NOTE
+    if result.axis_env:
+        meta["axis_env"] = result.axis_meta()
+    return outputs
 
 
 def _input_shardings(jax: Any, shardings: JaxShardings, plan: _Plan, dyn: list, mesh: int | None) -> list:

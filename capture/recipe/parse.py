@@ -359,7 +359,7 @@ def mesh_text_table(text: str) -> dict[str, Any] | None:
     return table
 
 
-def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup | None:
+def _mesh(cx: _Ctx, value: Any, at: list[Any]) -> MeshSetup | None:
     """``mesh = { data = 4, model = 2 }`` or ``model = { size = 2, type = "explicit" }``; the
     shorthand text ``"data=4,model=2"`` is read as that table (a setup form sends it)."""
     example = 'expected a table of mesh axes, e.g. { data = 4, model = 2 }'
@@ -382,21 +382,7 @@ def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup | None:
         where = at + [str(name)]
         if not isinstance(name, str) or not MESH_AXIS_NAME.match(name):
             raise cx.error(where, "an axis name is a Python identifier (letters, digits, _; 64 at most)")
-        kind = "auto"
-        if isinstance(spec, Mapping):
-            for key in spec:
-                if key not in ("size", "type"):
-                    raise cx.error(where + [str(key)], "unknown key (expected size or type)")
-            if "size" not in spec:
-                raise cx.error(where, "missing size")
-            kind = spec.get("type", "auto")
-            if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES:
-                raise cx.error(where + ["type"], f"expected one of {', '.join(map(repr, MESH_AXIS_TYPES))}, "
-                                                 f"found {_show(kind)}")
-            size = spec["size"]
-            size_at = where + ["size"]
-        else:
-            size, size_at = spec, where
+        kind, size, size_at = _mesh_axis(cx, spec, where)
         if type(size) is not int or not 1 <= size <= MAX_MESH_DEVICES:
             raise cx.error(size_at, f"an axis size is an integer from 1 to {MAX_MESH_DEVICES}, found {_show(size)}")
         devices *= size
@@ -404,6 +390,23 @@ def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup | None:
             raise cx.error(at, f"the mesh needs more than {MAX_MESH_DEVICES} devices (axis sizes multiply)")
         axes.append((name, size, kind))
     return MeshSetup(tuple(axes))
+
+
+def _mesh_axis(cx: _Ctx, spec: Any, where: list[Any]) -> tuple[str, Any, list[Any]]:
+    """``(type, size, where the size is)`` of one mesh axis, given as its size or as a table
+    ``{ size = 2, type = "explicit" }``; the size is the caller's to check."""
+    if not isinstance(spec, Mapping):
+        return "auto", spec, where
+    for key in spec:
+        if key not in ("size", "type"):
+            raise cx.error(where + [str(key)], "unknown key (expected size or type)")
+    if "size" not in spec:
+        raise cx.error(where, "missing size")
+    kind = spec.get("type", "auto")
+    if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES:
+        raise cx.error(where + ["type"], f"expected one of {', '.join(map(repr, MESH_AXIS_TYPES))}, "
+                                         f"found {_show(kind)}")
+    return kind, spec["size"], where + ["size"]
 
 
 def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDesc:

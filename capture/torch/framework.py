@@ -488,45 +488,11 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
 
     ctx.progress("importing the model", 0.1)
     target = ctx.import_object(recipe.model)
-    evidence = None
-    memory_estimate = None
-    if abstract:
-        from .abstract import AbstractEvidence
-
-        evidence = AbstractEvidence()
-        ctx.progress("building the model abstractly (no parameter storage)", 0.2)
-        with evidence.building(ctx.files):
-            model, kind = _build_model(ctx, torch, target, make_tensor)
-        if kind == "module":
-            # On the device, every tensor fake (a module-level instance, a tensor a factory loaded).
-            evidence.fake_module(model, device)
-            model.train(recipe.mode == "train")
-    else:
-        ctx.progress("building the model", 0.2)
-        model, kind, memory_estimate = _guarded_build(ctx, torch, target, make_tensor)
-        if kind == "module":
-            model.to(device)
-            model.train(recipe.mode == "train")
+    model, kind, evidence, memory_estimate = _built_model(ctx, torch, target, make_tensor, device, abstract)
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)
     loss_fn, loss_name = _loss_fn(ctx, torch) if training else (None, None)
     optimizer = _optimizer(ctx, torch, model, kind) if training else None
-    ctx.progress("building the inputs", 0.3)
-    if recipe.inputs.fixture is not None:
-        from .saved import load_fixture
-
-        ctx.progress(f"loading the fixture {recipe.inputs.fixture}", 0.3)
-        _, literal_kwargs = ctx.materialize("inputs", make_tensor)
-        fn = getattr(model, "forward", model) if kind == "module" else model
-        args, kwargs, fixture_meta = load_fixture(ctx, torch, fn, literal_kwargs, device)
-        saved_meta.update(fixture_meta)
-        if evidence is not None:
-            args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
-    elif evidence is not None:
-        with evidence.inputs(ctx.files):
-            args, kwargs = ctx.inputs_call(make_tensor)
-        args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
-    else:
-        args, kwargs = ctx.inputs_call(make_tensor)
+    args, kwargs = _call_inputs(ctx, torch, model, kind, make_tensor, device, evidence, saved_meta)
 
     trace = TorchTrace(
         ctx.files, limits=ctx.limits, stats=stats, abstract=abstract,
@@ -541,18 +507,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         ["args", {"tuple": [trace.structure(a, label=label) for a, label in zip(args, labels)]}],
         ["kwargs", {"dict": [[k, trace.structure(v, label=k)] for k, v in kwargs.items()]}],
     ]}
-    meta: dict[str, Any] = {
-        "model_kind": kind,
-        "device": recipe.device,
-        "mode": recipe.mode,
-        "grad_enabled": recipe.grad_enabled,
-        "seed": recipe.seed,
-    }
-    if kind == "module":
-        meta["module_class"] = f"{type(model).__module__}.{type(model).__qualname__}"
-    meta.update(saved_meta)
-    if memory_estimate is not None:
-        meta["memory_estimate"] = memory_estimate
+    meta = _run_meta(recipe, model, kind, saved_meta, memory_estimate)
     branches = None
     if abstract:
         from .abstract import EVIDENCE_NOTE, LibraryBranches
@@ -561,42 +516,17 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         meta["evidence_note"] = EVIDENCE_NOTE
         branches = LibraryBranches()
 
+    def step(output: Any) -> tuple[Any, Any]:
+        return _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, loss_name, optimizer,
+                              meta, labels)
+
     buffers_before = _buffer_snapshot(torch, model) if kind == "module" and not abstract else {}
     ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
     started = time.perf_counter()
-    with torch.set_grad_enabled(recipe.grad_enabled):
-        if optimizer is not None:
-            optimizer.zero_grad(set_to_none=True)
-        elif training and kind == "module":
-            model.zero_grad(set_to_none=True)
-        try:
-            with (evidence.running() if evidence is not None else nullcontext()), \
-                    (branches.watching() if branches is not None else nullcontext()), trace.recording():
-                trace.track_autograd = training
-                if kind == "module":
-                    output = model(*args, **kwargs)
-                else:
-                    name = getattr(model, "__qualname__", None) or type(model).__name__
-                    with trace.scope("function", name, {"function": name}):
-                        output = model(*args, **kwargs)
-                if training:
-                    output_tree, grads = _training_step(torch, trace, model, kind, output, args, kwargs,
-                                                        loss_fn, loss_name, optimizer, meta, labels)
-        except Exception:
-            if trace.limit_error is not None:  # user code turned the limit into another error
-                raise trace.limit_error from None
-            if trace.data_error is not None:
-                raise trace.data_error from None
-            raise
-        finally:
-            trace.track_autograd = False
-    if trace.limit_error is not None:  # reached, then swallowed by user code
-        raise trace.limit_error
-    if trace.data_error is not None:  # an op that needed data, its failure swallowed: the rest is another path
-        raise trace.data_error
+    output, stepped = _forward(torch, recipe, trace, model, kind, (args, kwargs), optimizer,
+                               (evidence, branches), step if training else None)
     elapsed = time.perf_counter() - started
-    if not training:
-        output_tree = trace.structure(output)
+    output_tree, grads = stepped if stepped is not None else (trace.structure(output), None)
     if not trace.b.nodes:
         raise CaptureError(
             "trace",
@@ -607,22 +537,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     trace.finish()
     meta["capture_s"] = round(elapsed, 4)
     if training:
-        meta["loss"] = loss_name
-        if optimizer is not None:
-            meta["optimizer"] = type(optimizer).__name__
-        if grads:
-            meta["grads"] = len(grads)
-    reasons = []
-    unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
-    if unseen:
-        # e.g. BatchNorm's running statistics in train mode: the kernel writes them in
-        # place without a version bump, so no recorded op shows the write.
-        reasons.append("untracked_buffer_update")
-        meta["untracked_buffer_updates"] = unseen
-    if branches is not None:
-        differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
-        if differences:
-            meta["abstract_differences"] = differences
+        _training_meta(meta, loss_name, optimizer, grads)
+    reasons = _closing_notes(torch, trace, model, kind, buffers_before, branches, meta)
     if group is not None:
         _wait_collectives(output_tree if training else output)
         meta["stats_off"] = ("a simulated process group moves no data in collectives: what a rank holds after one "
@@ -639,6 +555,148 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         result.devices = group.devices_record()
     _count_costs(result)
     return result
+
+
+def _built_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable, device: Any,
+                 abstract: bool) -> tuple[Any, str, Any, dict[str, Any] | None]:
+    """``(model, kind, the abstract evidence or None, the memory estimate or None)``: the
+    model built (abstractly: no parameter storage, every tensor fake on the device), on the
+    device and in the recipe's mode."""
+    recipe = ctx.recipe
+    if abstract:
+        from .abstract import AbstractEvidence
+
+        evidence = AbstractEvidence()
+        ctx.progress("building the model abstractly (no parameter storage)", 0.2)
+        with evidence.building(ctx.files):
+            model, kind = _build_model(ctx, torch, target, make_tensor)
+        if kind == "module":
+            # On the device, every tensor fake (a module-level instance, a tensor a factory loaded).
+            evidence.fake_module(model, device)
+            model.train(recipe.mode == "train")
+        return model, kind, evidence, None
+    ctx.progress("building the model", 0.2)
+    model, kind, memory_estimate = _guarded_build(ctx, torch, target, make_tensor)
+    if kind == "module":
+        model.to(device)
+        model.train(recipe.mode == "train")
+    return model, kind, None, memory_estimate
+
+
+def _call_inputs(ctx: CaptureContext, torch: Any, model: Any, kind: str, make_tensor: Callable, device: Any,
+                 evidence: Any, saved_meta: dict[str, Any]) -> tuple[Any, Any]:
+    """``(args, kwargs)`` of the call: the recipe's inputs or its fixture (whose record goes
+    to ``saved_meta``), faked under abstract evidence."""
+    ctx.progress("building the inputs", 0.3)
+    if ctx.recipe.inputs.fixture is not None:
+        from .saved import load_fixture
+
+        ctx.progress(f"loading the fixture {ctx.recipe.inputs.fixture}", 0.3)
+        _, literal_kwargs = ctx.materialize("inputs", make_tensor)
+        fn = getattr(model, "forward", model) if kind == "module" else model
+        args, kwargs, fixture_meta = load_fixture(ctx, torch, fn, literal_kwargs, device)
+        saved_meta.update(fixture_meta)
+        if evidence is not None:
+            args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
+    elif evidence is not None:
+        with evidence.inputs(ctx.files):
+            args, kwargs = ctx.inputs_call(make_tensor)
+        args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
+    else:
+        args, kwargs = ctx.inputs_call(make_tensor)
+    return args, kwargs
+
+
+def _run_meta(recipe: Any, model: Any, kind: str, saved_meta: dict[str, Any],
+              memory_estimate: dict[str, Any] | None) -> dict[str, Any]:
+    """The capture's ``meta`` as the run starts: the recipe's settings, the module's class,
+    what the weights and fixture recorded, the memory estimate."""
+    meta: dict[str, Any] = {
+        "model_kind": kind,
+        "device": recipe.device,
+        "mode": recipe.mode,
+        "grad_enabled": recipe.grad_enabled,
+        "seed": recipe.seed,
+    }
+    if kind == "module":
+        meta["module_class"] = f"{type(model).__module__}.{type(model).__qualname__}"
+    meta.update(saved_meta)
+    if memory_estimate is not None:
+        meta["memory_estimate"] = memory_estimate
+    return meta
+
+
+def _forward(torch: Any, recipe: Any, trace: Any, model: Any, kind: str, call: tuple[Any, Any], optimizer: Any,
+             watchers: tuple[Any, Any], step: Callable[[Any], tuple[Any, Any]] | None) -> tuple[Any, Any]:
+    """Run the forward (and ``step``, the training step, on its output) under the
+    recording: ``(output, what step returned or None)``. A limit or a needed-data error the
+    trace met is raised, whatever user code made of it. ``watchers``: the abstract evidence
+    and the library-branch watcher, or None each."""
+    args, kwargs = call
+    evidence, branches = watchers
+    stepped = None
+    with torch.set_grad_enabled(recipe.grad_enabled):
+        if optimizer is not None:
+            optimizer.zero_grad(set_to_none=True)
+        elif step is not None and kind == "module":
+            model.zero_grad(set_to_none=True)
+        try:
+            with (evidence.running() if evidence is not None else nullcontext()), \
+                    (branches.watching() if branches is not None else nullcontext()), trace.recording():
+                trace.track_autograd = step is not None
+                if kind == "module":
+                    output = model(*args, **kwargs)
+                else:
+                    name = getattr(model, "__qualname__", None) or type(model).__name__
+                    with trace.scope("function", name, {"function": name}):
+                        output = model(*args, **kwargs)
+                if step is not None:
+                    stepped = step(output)
+        except Exception:
+            pending = _pending_error(trace)
+            if pending is not None:  # user code turned the limit (or the data error) into another error
+                raise pending from None
+            raise
+        finally:
+            trace.track_autograd = False
+    pending = _pending_error(trace)
+    if pending is not None:  # reached, then swallowed by user code: the rest is another path
+        raise pending
+    return output, stepped
+
+
+def _pending_error(trace: Any) -> Exception | None:
+    """The error the trace met that must end the capture: a limit reached, else an op that
+    needed data."""
+    error: Exception | None = trace.limit_error if trace.limit_error is not None else trace.data_error
+    return error
+
+
+def _training_meta(meta: dict[str, Any], loss_name: str | None, optimizer: Any, grads: Any) -> None:
+    meta["loss"] = loss_name
+    if optimizer is not None:
+        meta["optimizer"] = type(optimizer).__name__
+    if grads:
+        meta["grads"] = len(grads)
+
+
+def _closing_notes(torch: Any, trace: Any, model: Any, kind: str, buffers_before: dict[str, tuple[Any, int, Any]],
+                   branches: Any, meta: dict[str, Any]) -> list[str]:
+    """The coverage reasons (and their ``meta`` records) found after the run: buffers
+    written where no recorded op shows it, library branches abstract evidence took
+    differently."""
+    reasons = []
+    unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
+    if unseen:
+        # e.g. BatchNorm's running statistics in train mode: the kernel writes them in
+        # place without a version bump, so no recorded op shows the write.
+        reasons.append("untracked_buffer_update")
+        meta["untracked_buffer_updates"] = unseen
+    if branches is not None:
+        differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
+        if differences:
+            meta["abstract_differences"] = differences
+    return reasons
 
 
 def _count_costs(result: Capture) -> None:

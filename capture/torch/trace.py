@@ -325,6 +325,7 @@ class TorchTrace:
         DTensor it knows (``to_local``). Its value is the output of a boundary node joining
         the two (``capture.torch.dtensors``); None for any other tensor."""
         dist = self.dist
+        src: int | None
         if dist.is_dtensor(t):
             local = t._local_tensor
             entry = self._live.get(id(local))
@@ -344,8 +345,9 @@ class TorchTrace:
         vid = self._new_value(t, nid, None, version=t._version)
         sharding = b.values[src].sharding if op == TO_LOCAL else b.values[vid].sharding
         params: dict[str, Any] = {"no_kernel": BOUNDARY_NOTE}
-        if op == REWRAP and isinstance(b.values[src].sharding, dict):
-            params["from_placements"] = b.values[src].sharding.get("placements")
+        src_sharding = b.values[src].sharding
+        if op == REWRAP and isinstance(src_sharding, dict):
+            params["from_placements"] = src_sharding.get("placements")
         if isinstance(sharding, dict):
             params["placements"] = sharding.get("placements")
             params["mesh"] = sharding.get("mesh")

@@ -21,6 +21,7 @@ from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text, size_text
 from capture.graph.sharding import devices_text, mesh_text, nbytes, split_label
 from viewer.projection.body_templates import body_summary, template_line
+from viewer.projection.cost import si
 from viewer.projection.lines import group_label
 from viewer.projection.projection import value_label
 
@@ -169,7 +170,8 @@ def split_text(val: Any) -> str | None:
     sh = val.sharding
     if not isinstance(sh, dict):
         return None
-    pds = sh.get("per_device_shape") if isinstance(sh.get("per_device_shape"), list) else val.shape
+    per_device = sh.get("per_device_shape")
+    pds = per_device if isinstance(per_device, list) else val.shape
     size = nbytes(pds, val.dtype)
     per = f"`{value_label(pds, val.dtype)}`" + (f" ({size_text(size)})" if size is not None else "")
     if sh.get("local"):
@@ -222,14 +224,6 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
     if capture.framework == "torch":
         return "Measured by running the model (PyTorch)."
     return "Traced by JAX, not measured: shapes and dtypes only (nothing was computed)."
-
-
-def si(x: float, unit: str) -> str:
-    """``2.42 GFLOPs``, ``523 kFLOPs``: three significant digits and an SI prefix."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
 
 
 def cost_text(call: Any) -> str | None:

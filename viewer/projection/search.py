@@ -113,6 +113,7 @@ class Search:
         if text:
             self._matches(text, add)
         elif filters:
+            ids: Iterable[int]
             if filters.axis:
                 ids = self._axes().get(filters.axis, [])
             else:

@@ -17,7 +17,7 @@ from capture.graph.frame_repeats import frame_lines
 from capture.graph.sharding import devices_text, mesh_text
 from capture.graph.tables import NodeTable
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
-from viewer.projection.cost import executed_totals
+from viewer.projection.cost import executed_totals, si
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,13 +56,6 @@ def _run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(summary(capture))
     return 0
-
-
-def _si(x: float, unit: str) -> str:
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
 
 
 def _jsonable(obj: object) -> object:
@@ -120,8 +113,8 @@ def summary(capture: Capture) -> str:
     if totals is not None:
         # What the program costs (tensorviz summary gives it per layer).
         unc = totals["uncounted"]
-        lines.append(f"cost:       {_si(totals['flops'], 'FLOPs')} (a multiply-add counts 2), "
-                     f"{_si(totals['bytes'], 'B')} moved (unfused); "
+        lines.append(f"cost:       {si(totals['flops'], 'FLOPs')} (a multiply-add counts 2), "
+                     f"{si(totals['bytes'], 'B')} moved (unfused); "
                      + (f"{unc:,} op{'s' * (unc != 1)} uncounted" if unc else "every op counted")
                      + "; per layer: tensorviz summary")
     if capture.failure is not None:
