@@ -76,7 +76,7 @@ BUDGETS = {
     "tsc --checkJs strict errors": 0,
     "eslint problems": 0,
     "import circles": 0,
-    "functions over complexity 15": 15,
+    "functions over complexity 15": 17,
     "duplicated runs": 3,
 }
 
