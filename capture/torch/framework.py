@@ -215,8 +215,22 @@ def _require_empty_init(ctx: CaptureContext, why: str) -> None:
         )
 
 
-def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str]:
-    """The object to call and its kind (``module`` or ``function``)."""
+def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
+                 built: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """The object to call and its kind (``module`` or ``function``), built as its library
+    builds it (:mod:`capture.torch.library_models`: a ``transformers`` subclass as its
+    library class, in the model's own dtype or the recipe's); what that adopted is
+    added to ``built`` (the capture's meta)."""
+    from .library_models import building
+
+    with building(torch, ctx.recipe.dtype) as record:
+        got = _construct(ctx, torch, target, make_tensor)
+    if built is not None:
+        built.update(record.meta())
+    return got
+
+
+def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str]:
     recipe = ctx.recipe
     ref = recipe.model
     factory = recipe.init.factory
@@ -303,7 +317,8 @@ def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str
     return {"state": label, "state_note": STATE_NOTES[label]}
 
 
-def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str, dict]:
+def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
+                   built: dict[str, Any]) -> tuple[Any, str, dict]:
     """The eager build under a :class:`~capture.torch.memory.BuildGuard`: a model that
     allocates over 1 GiB (or half of the memory it may use) is estimated abstractly (in
     a forked child) and the capture fails when it cannot fit. ``(model, kind, memory meta)``."""
@@ -314,7 +329,7 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
     limit = ctx.limits.max_memory_bytes
     budget, _ = memory_budget(limit)
     if budget is None or isinstance(target, torch.nn.Module):
-        model, kind = _build_model(ctx, torch, target, make_tensor)
+        model, kind = _build_model(ctx, torch, target, make_tensor, built)
         return model, kind, {"status": "unchecked", "reason": "a module-level instance, built by its import"
                              if budget is not None else "the memory available is unknown here"}
     checkpoint_bytes = 0
@@ -343,7 +358,7 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
         threshold = 1 << 62  # checked already
     guard = BuildGuard(threshold, estimate)
     with guard:
-        model, kind = _build_model(ctx, torch, target, make_tensor)
+        model, kind = _build_model(ctx, torch, target, make_tensor, built)
     report["allocated_bytes"] = guard.allocated
     return model, kind, report
 
@@ -446,20 +461,21 @@ def capture(ctx: CaptureContext) -> Capture:
     target = ctx.import_object(recipe.model)
     evidence = None
     memory_estimate = None
+    built: dict[str, Any] = {}  # what building the model as its library does adopted (meta)
     if abstract:
         from .abstract import AbstractEvidence
 
         evidence = AbstractEvidence()
         ctx.progress("building the model abstractly (no parameter storage)", 0.2)
         with evidence.building(ctx.files):
-            model, kind = _build_model(ctx, torch, target, make_tensor)
+            model, kind = _build_model(ctx, torch, target, make_tensor, built)
         if kind == "module":
             # On the device, every tensor fake (a module-level instance, a tensor a factory loaded).
             evidence.fake_module(model, device)
             model.train(recipe.mode == "train")
     else:
         ctx.progress("building the model", 0.2)
-        model, kind, memory_estimate = _guarded_build(ctx, torch, target, make_tensor)
+        model, kind, memory_estimate = _guarded_build(ctx, torch, target, make_tensor, built)
         if kind == "module":
             model.to(device)
             model.train(recipe.mode == "train")
@@ -505,6 +521,7 @@ def capture(ctx: CaptureContext) -> Capture:
     if kind == "module":
         meta["module_class"] = f"{type(model).__module__}.{type(model).__qualname__}"
     meta.update(saved_meta)
+    meta.update(built)
     if memory_estimate is not None:
         meta["memory_estimate"] = memory_estimate
     branches = None
@@ -536,18 +553,20 @@ def capture(ctx: CaptureContext) -> Capture:
                 if training:
                     output_tree, grads = _training_step(torch, trace, model, kind, output, args, kwargs,
                                                         loss_fn, loss_name, optimizer, meta, labels)
-        except Exception:
+        except Exception as exc:
             if trace.limit_error is not None:  # user code turned the limit into another error
                 raise trace.limit_error from None
-            if trace.data_error is not None:
-                raise trace.data_error from None
+            failure = _data_failure(trace, evidence, ctx.files)
+            if failure is not None:
+                raise failure from None
             raise
         finally:
             trace.track_autograd = False
     if trace.limit_error is not None:  # reached, then swallowed by user code
         raise trace.limit_error
-    if trace.data_error is not None:  # an op that needed data, its failure swallowed: the rest is another path
-        raise trace.data_error
+    failure = _data_failure(trace, evidence, ctx.files)
+    if failure is not None:  # an op or a condition that needed data, its failure swallowed: the rest is another path
+        raise failure
     elapsed = time.perf_counter() - started
     if not training:
         output_tree = trace.structure(output)
@@ -577,6 +596,12 @@ def capture(ctx: CaptureContext) -> Capture:
         differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
         if differences:
             meta["abstract_differences"] = differences
+    if evidence is not None:
+        from .abstract import symbol_table
+
+        symbols = symbol_table(trace.b.values, trace.producers, evidence.symbol_bounds(), trace.b.nodes)
+        if symbols:
+            meta["symbols"] = symbols
     return trace.build(
         scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
         inputs=inputs,
@@ -584,6 +609,37 @@ def capture(ctx: CaptureContext) -> Capture:
         reasons=reasons,
         meta=meta,
     )
+
+
+def _data_failure(trace: Any, evidence: Any, files: Any) -> CaptureError | None:
+    """The first thing the run could not do without data: an op (``trace.data_error``),
+    or Python asking a data-dependent symbol for a value (an ``if``, a loop over a
+    tensor whose length is data-dependent), said with where its symbols came from."""
+    err = trace.data_error
+    if evidence is not None and (err is None or err.details.get("reason") == "GuardOnDataDependentSymNode"):
+        got = evidence.guard_failure(files, _symbol_origin(trace))
+        if got is not None:
+            return got
+    return err
+
+
+def _symbol_origin(trace: Any) -> Callable[[str], str | None]:
+    """For a data-dependent symbol (``u0``): where it was made, in words, from the values
+    recorded so far (``u0: a size aten::nonzero made at modeling_mixtral.py:79``)."""
+    from .abstract import symbol_table
+
+    def origin(name: str) -> str | None:
+        table = {e["name"]: e for e in symbol_table(trace.b.values, trace.producers, {}, trace.b.nodes)}
+        entry = table.get(name)
+        if entry is None or "node" not in entry:
+            return None
+        node = trace.b.nodes[entry["node"]]
+        frame = trace.b.frames[node.frame] if node.frame is not None else None
+        where = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame is not None else ""
+        what = "a size" if entry["values"] else "a value"
+        return f"{name}: {what} {entry['op']} made{where}, known only from the data"
+
+    return origin
 
 
 # Buffers up to this many bytes in all are copied before the forward to tell whether

@@ -318,12 +318,17 @@ class TorchTrace:
         shape = list(t.shape)
         measured: dict[str, Any] = {"device": _device_name(t.device)}
         try:
-            measured["strides"] = list(t.stride())
+            strides = list(t.stride())
             offset = t.storage_offset()
-            if offset:
+            if self.abstract:  # a data-dependent size is a symbol (u0): recorded as its text
+                shape, strides, offset = _dims(shape), _dims(strides), _dims([offset])[0]
+            measured["strides"] = strides
+            if offset != 0:
                 measured["storage_offset"] = offset
         except RuntimeError:  # sparse / nested layouts have no strides
             measured["layout"] = str(t.layout).removeprefix("torch.")
+            if self.abstract:
+                shape = _dims(shape)
         if not self.abstract:
             measured["bytes"] = t.numel() * t.element_size()
         if extra:
@@ -738,6 +743,11 @@ class TorchTrace:
         assert fid is not None
         return fid
 
+    @property
+    def producers(self) -> list[int]:
+        """Per value id, the node that produced it (-1: none, it came from outside)."""
+        return self._producer
+
     # ------------------------------------------------------------------ finishing
 
     def finish(self) -> None:
@@ -825,6 +835,20 @@ def _device_name(device: torch.device) -> str:
 def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
     """(size, stride) of the dimensions that matter, sorted: equal for permutations."""
     return sorted((n, st) for n, st in zip(t.shape, t.stride()) if n != 1)
+
+
+def _dims(seq: list) -> list:
+    """Sizes as ints, a symbolic one (an unbacked ``SymInt`` of an abstract run) as its
+    text (``u0``, ``2*u0``) unless it is known to be a constant."""
+    if all(type(d) is int for d in seq):
+        return seq
+    out = []
+    for d in seq:
+        if type(d) is not int:
+            known = d.node.maybe_as_int() if isinstance(d, torch.SymInt) else None
+            d = known if known is not None else str(d)
+        out.append(d)
+    return out
 
 
 def _has_tensor(seq: Any) -> bool:
