@@ -553,7 +553,7 @@ def capture(ctx: CaptureContext) -> Capture:
                 if training:
                     output_tree, grads = _training_step(torch, trace, model, kind, output, args, kwargs,
                                                         loss_fn, loss_name, optimizer, meta, labels)
-        except Exception as exc:
+        except Exception:
             if trace.limit_error is not None:  # user code turned the limit into another error
                 raise trace.limit_error from None
             failure = _data_failure(trace, evidence, ctx.files)
