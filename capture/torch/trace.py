@@ -287,7 +287,10 @@ class TorchTrace:
                 # its storage was written after it was produced.
                 writer = self._storage_writer.get(self._value_storage[vid], -1)
                 if writer >= self._born[vid]:
-                    vid = self._new_value(t, None, {"version_of": vid, "written_by": writer}, version=t._version)
+                    # Written through another view of its storage (new_empty, then slices
+                    # filled with copy_): the new version is produced by the write.
+                    vid = self._new_value(t, writer, {"version_of": vid, "written_by": writer}, version=t._version)
+                    self.b.nodes[writer].outputs.append(vid)
                     if self.statistics is not None and t.is_floating_point():
                         self.statistics.measure(vid, t)
                     return vid

@@ -17,6 +17,8 @@
   ``pkg.module:function`` or ``path/to/file.py:function`` (relative to the current folder);
 * ``--abstract`` / ``--eager`` (Torch) — abstract evidence (``evidence = "abstract"``:
   shapes only, nothing computed) or back to an eager run;
+* ``--dtype DTYPE`` (Torch) — build the model in this floating dtype (``dtype``; omitted,
+  the model's own: a ``transformers`` config's ``dtype``);
 * ``--framework`` — when absent, the framework is discovery's (import-free) reading of
   the symbol: a JAX function or a Flax Linen/NNX module saves ``framework = "jax"``, a
   ``torch.nn.Module`` keeps the omitted (Torch) default. A symbol discovery does not
@@ -437,6 +439,7 @@ def build_recipe(
     init_factory: str | None = None,
     inputs_factory: str | None = None,
     evidence: str | None = None,
+    dtype: str | None = None,
     resolve: Resolve | None = None,
     tokens: TokenIds | None = None,
 ) -> Recipe:
@@ -455,7 +458,8 @@ def build_recipe(
     ``strict = False`` is ``--no-strict``; ``fixture_key`` the ``--fixture-key`` items.
     A ``--fixture`` takes keyword ``--input``s as literal kwargs beside it.
     ``init_factory``/``inputs_factory`` are factory references (:func:`factory_ref`);
-    ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``);
+    ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``); ``dtype`` its
+    Torch ``dtype`` (the floating dtype the model is built in);
     ``resolve`` how a called name in a VALUE becomes a target (:func:`names_for`);
     ``tokens`` the token-id inputs discovery read (:class:`TokenIds`), whose ``int64[…]``
     without a generator draws ids below the vocabulary."""
@@ -515,6 +519,11 @@ def build_recipe(
             data.pop("evidence", None)
         else:
             data["evidence"] = evidence
+    if dtype is not None:
+        if data.get("framework") not in (None, "torch"):
+            raise ShorthandError(f"--dtype is a Torch choice (the dtype the model is built in); a {data['framework']} "
+                                 "model takes its dtypes from its own code and inputs")
+        data["dtype"] = dtype
     recipe = Recipe.from_dict(data)
     explicit = framework is not None or (existing is not None and existing.framework_explicit)
     return replace(recipe, framework_explicit=explicit or recipe.framework != "torch")

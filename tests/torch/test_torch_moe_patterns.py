@@ -1,0 +1,248 @@
+"""Mixture-of-experts and frontier-size patterns (issue 38), each on a model of our own:
+routing by value, a tensor made with ``new_empty`` and filled through slices with
+``copy_`` (DeepSeek-V3's attention), the model's dtype, and the invariant every capture
+is checked for: every value an op reads is an input, a parameter, a buffer, a constant
+or produced by an op."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from capture.graph.invariants import REASON, check_producers, values_without_producer  # noqa: E402
+from capture.graph.model import Capture, Coverage, Node, Operand, Value  # noqa: E402
+from capture.recipe import RecipeError, parse_profile  # noqa: E402
+
+from torch_workspace import capture_in_process, profile, tensor, write  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+MODEL = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Fill(nn.Module):
+    """DeepSeek-V3's attention: key states made with new_empty, filled through two slices."""
+
+    def __init__(self, d=8, nope=6, rope=2):
+        super().__init__()
+        self.nope, self.rope = nope, rope
+        self.k = nn.Linear(d, nope)
+        self.r = nn.Linear(d, rope)
+
+    def forward(self, x):
+        k_nope, k_rot = self.k(x), self.r(x)
+        key = k_nope.new_empty(*k_nope.shape[:-1], self.nope + self.rope)
+        key[..., : self.nope].copy_(k_nope)
+        key[..., self.nope:].copy_(k_rot)
+        return key * 2
+
+
+class ViewWrites(nn.Module):
+    """A view taken before a write, read after it; a write through a view of a view."""
+
+    def forward(self, x):
+        buf = torch.zeros(4, 6)
+        first = buf[0]
+        buf[:, :3].copy_(x)
+        inner = buf[1:][:, 3:]
+        inner.add_(1.0)
+        return first * 2, buf.sum()
+
+
+class Router(nn.Module):
+    def __init__(self, dim, experts, top_k):
+        super().__init__()
+        self.top_k = top_k
+        self.weight = nn.Parameter(torch.randn(experts, dim) * 0.02)
+
+    def forward(self, x):
+        scores = F.softmax(F.linear(x, self.weight), dim=-1)
+        weights, chosen = torch.topk(scores, self.top_k, dim=-1)
+        return weights / weights.sum(-1, keepdim=True), chosen
+
+
+class Expert(nn.Module):
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate = nn.Linear(dim, hidden, bias=False)
+        self.up = nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class MoE(nn.Module):
+    """Routing by value with no Python control flow on the counts: every expert runs on
+    the tokens routed to it (torch.where, index, index_add)."""
+
+    def __init__(self, dim=16, hidden=32, experts=4, top_k=2):
+        super().__init__()
+        self.router = Router(dim, experts, top_k)
+        self.experts = nn.ModuleList(Expert(dim, hidden) for _ in range(experts))
+
+    def forward(self, x):
+        flat = x.reshape(-1, x.shape[-1])
+        weights, chosen = self.router(flat)
+        out = torch.zeros_like(flat)
+        for e, expert in enumerate(self.experts):
+            token, slot = torch.where(chosen == e)
+            out = out.index_add(0, token, expert(flat[token]) * weights[token, slot, None])
+        return out.reshape(x.shape)
+
+
+class LoopMoE(MoE):
+    """The loop over the experts the routing hit: Python iterates a data-dependent count."""
+
+    def forward(self, x):
+        flat = x.reshape(-1, x.shape[-1])
+        weights, chosen = self.router(flat)
+        out = torch.zeros_like(flat)
+        for e in torch.unique(chosen):
+            token, slot = torch.where(chosen == e)
+            out.index_add_(0, token, self.experts[int(e)](flat[token]) * weights[token, slot, None])
+        return out.reshape(x.shape)
+
+
+class Sized(nn.Module):
+    """A data-dependent scalar used as a size, never in an 'if': fine abstractly."""
+
+    def forward(self, x):
+        n = (x > 0).sum().item()
+        return torch.zeros(n, 3), x.topk(2).values
+'''
+
+
+@pytest.fixture
+def mws(ws):
+    write(ws, {"moe.py": MODEL})
+    return ws
+
+
+def run(ws, model, shape, **fields):
+    return capture_in_process(ws, profile(model, args=[tensor(shape)], **fields))[0]
+
+
+def producers(cap):
+    return {o: n.id for n in cap.nodes for o in n.outputs}
+
+
+# --------------------------------------------------------------------------- item 3
+
+
+@pytest.mark.parametrize("evidence", ["eager", "abstract"])
+def test_a_tensor_filled_through_slices_is_produced_by_the_writes(mws, evidence):
+    cap = run(mws, "moe:Fill", [2, 8], evidence=evidence)
+    made = producers(cap)
+    ops = [n.op for n in cap.nodes]
+    copies = [n for n in cap.nodes if n.op == "aten::copy_"]
+    assert len(copies) == 2
+    # the slice of the second write reads what the first write made; the result what the second made
+    second_slice = cap.nodes[ops.index("aten::slice.Tensor", ops.index("aten::copy_"))]
+    assert made[second_slice.inputs[0].value] == copies[0].id
+    mul = cap.nodes[ops.index("aten::mul.Tensor")]
+    assert made[mul.inputs[0].value] == copies[1].id
+    assert values_without_producer(cap) == {} and cap.coverage.status == "complete"
+
+
+def test_views_taken_before_a_write_read_the_written_version(mws):
+    cap = run(mws, "moe:ViewWrites", [4, 3])
+    made = producers(cap)
+    assert values_without_producer(cap) == {}
+    writes = {n.id for n in cap.nodes if n.op in ("aten::copy_", "aten::add_.Tensor")}
+    mul = next(n for n in cap.nodes if n.op == "aten::mul.Tensor")
+    assert made[mul.inputs[0].value] in writes  # `first` was taken before both writes
+    total = next(n for n in cap.nodes if n.op == "aten::sum")
+    assert made[total.inputs[0].value] == max(writes)
+
+
+def test_the_invariant_marks_a_capture_whose_values_come_from_nowhere():
+    """A read value that is neither produced, an input, a labelled parameter/buffer/
+    constant, nor a body parameter is listed and makes the coverage partial."""
+    values = [Value(0, [2], "float32", {"input": "x"}), Value(1, [2], "float32", {"param": "w"}),
+              Value(2, [2], "float32", {"version_of": 0}), Value(3, [2], "float32", {}),
+              Value(4, [2], "float32", {})]
+    nodes = [Node(0, "aten::mul.Tensor", [Operand(0, 0), Operand(1, 1)], [3]),
+             Node(1, "aten::add.Tensor", [Operand(0, 3), Operand(1, 2)], [4])]
+    cap = Capture("torch_eager", "torch", "2", Coverage("eager_forward"), values, nodes,
+                  inputs={"dict": [["args", {"tuple": [{"value": 0}]}]]}, outputs={"value": 4})
+    assert values_without_producer(cap) == {2: 1}
+    check_producers(cap)
+    assert cap.coverage.status == "partial" and REASON in cap.coverage.reasons
+    assert cap.meta["values_without_producer"] == {"count": 1, "values": [{"value": 2, "read_by": 1,
+                                                                          "op": "aten::add.Tensor"}]}
+
+
+# --------------------------------------------------------------------------- item 1
+
+
+def test_routing_by_value_is_captured_abstractly_with_symbols(mws):
+    eager = run(mws, "moe:MoE", [2, 8, 16])
+    fake = run(mws, "moe:MoE", [2, 8, 16], evidence="abstract")
+    assert [n.op for n in fake.nodes] == [n.op for n in eager.nodes]
+    symbols = fake.meta["symbols"]
+    assert [(s["name"], s.get("min"), s.get("max"), s["op"]) for s in symbols] == [
+        (f"u{i}", 0, 32, "aten::nonzero") for i in range(4)]
+    expert_in = [v for v in fake.values if v.shape[:1] == ["u2"] and v.shape[1:] == [16]]
+    assert expert_in, "expert 2's tokens are u2 × 16"
+    assert values_without_producer(fake) == {}
+
+
+def test_a_loop_over_a_data_dependent_count_is_refused_naming_the_line(mws):
+    from capture.worker.errors import CaptureError
+
+    with pytest.raises(CaptureError) as info:
+        run(mws, "moe:LoopMoE", [2, 8, 16], evidence="abstract")
+    d = info.value.details
+    assert d["reason"] == "GuardOnDataDependentSymNode" and d["op"] == "the model's Python"
+    line = (mws / "moe.py").read_text().splitlines()[d["frame"]["line"] - 1]
+    assert "for e in torch.unique(chosen):" in line
+    assert "u0: a size aten::_unique2 made at moe.py" in info.value.message
+
+
+def test_a_data_dependent_scalar_as_a_size(mws):
+    fake = run(mws, "moe:Sized", [3, 4], evidence="abstract")
+    zeros = next(n for n in fake.nodes if n.op == "aten::zeros")
+    assert fake.values[zeros.outputs[0]].shape == ["u0", 3]
+    assert [s["op"] for s in fake.meta["symbols"]] == ["aten::_local_scalar_dense"]
+    assert fake.meta["symbols"][0]["values"] == 1
+
+
+# --------------------------------------------------------------------------- dtype
+
+
+def test_the_dtype_key():
+    r = parse_profile("p", {"model": "m:Net", "dtype": "bfloat16"})
+    assert r.dtype == "bfloat16" and r.to_table()["dtype"] == "bfloat16"
+    assert parse_profile("p", r.to_table()) == r
+    assert "dtype" not in parse_profile("p", {"model": "m:Net"}).to_table()
+    for table, problem in (({"dtype": "int8"}, "expected one of 'float16', 'bfloat16'"),
+                           ({"dtype": "float16", "framework": "jax"}, "dtype is a Torch key")):
+        with pytest.raises(RecipeError) as info:
+            parse_profile("p", {"model": "m:Net", **table})
+        assert problem in str(info.value) and info.value.key_path == "profiles.p.dtype"
+
+
+@pytest.mark.parametrize("evidence", ["eager", "abstract"])
+def test_a_recipe_dtype_builds_the_model_in_it(mws, evidence):
+    cap = capture_in_process(mws, profile("moe:Fill", args=[tensor([2, 8], "bfloat16")], evidence=evidence,
+                                          dtype="bfloat16"))[0]
+    params = {v.measured["param"]: v.dtype for v in cap.values if v.measured and "param" in v.measured}
+    assert set(params.values()) == {"bfloat16"} and len(params) == 4
+    assert cap.meta["dtype"] == {"dtype": "bfloat16", "source": "recipe"}
+    assert torch.get_default_dtype() == torch.float32  # the build's default is put back
+
+
+def test_the_shorthand_dtype(tmp_path, monkeypatch):
+    from tensorviz_lsp.cli.shorthand import ShorthandError, build_recipe, parse_target
+
+    (tmp_path / "model.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    t = parse_target("model.py:Net")
+    assert build_recipe(t, dtype="bfloat16").dtype == "bfloat16"
+    with pytest.raises(ShorthandError, match="--dtype is a Torch choice"):
+        build_recipe(t, framework="jax", dtype="bfloat16")
