@@ -236,6 +236,7 @@ class TorchTrace:
         self._lib = LibraryFiles()
         self._code_lib: dict[Any, str | None] = {}
         self._class_frames: dict[type, int | None] = {}
+        self._wrapped: dict[type, Any] = {}  # per module class: the plain function it wraps, or None
         self._addr_frame: dict[tuple[Any, int], int] = {}
         self._positions: dict[Any, list] = {}
         # Autograd: set track_autograd while the forward of a training step runs.
@@ -499,9 +500,20 @@ class TorchTrace:
         else:
             name = path
         attrs: dict[str, Any] = {"path": path, "class": cls.__name__, "module": cls.__module__, "call": call}
+        wrapped = self._wrapped.get(cls, False)
+        if wrapped is False:
+            wrapped = self._wrapped[cls] = function_wrapped_by(cls)
+        if wrapped is not None:
+            # A module that only calls one plain function (the kernels hub's ``Func`` around
+            # apply_rotary_pos_emb): named, and located, after that function.
+            if not path:
+                name = wrapped.__name__
+            attrs.update({"class": wrapped.__name__, "wraps": f"{wrapped.__module__}.{wrapped.__qualname__}",
+                          "wrapper": f"{cls.__module__}.{cls.__qualname__}"})
         class_frame = self._class_frames.get(cls, -1)
         if class_frame == -1:
-            class_frame = self._class_frames[cls] = self._class_frame(cls)
+            class_frame = self._class_frames[cls] = (self._function_frame(wrapped) if wrapped is not None
+                                                     else self._class_frame(cls))
         if class_frame is not None:
             attrs["class_frame"] = class_frame
         # Frame 2 is torch's module-call frame (above this hook and its guard); the ops of
@@ -730,6 +742,19 @@ class TorchTrace:
             return self.b.frame(Frame(rel, line, 0, cls.__qualname__))
         return self.b.frame(Frame(path, line, 0, cls.__qualname__, True))
 
+    def _function_frame(self, fn: Any) -> int | None:
+        """The frame id of a plain function's definition (workspace-relative, else a
+        library frame), or None when it has no source file."""
+        code = getattr(fn, "__code__", None)
+        filename = getattr(code, "co_filename", None)
+        if not isinstance(filename, str) or not filename.endswith(".py"):
+            return None
+        rel = self.files.relative(filename) if self.files is not None else None
+        if rel is not None:
+            return self.b.frame(Frame(rel, code.co_firstlineno, 0, fn.__qualname__))
+        lib = self._lib.path(filename)
+        return self.b.frame(Frame(lib, code.co_firstlineno, 0, fn.__qualname__, True)) if lib is not None else None
+
     def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str, library: bool = False) -> int:
         positions = self._positions.get(code)
         if positions is None:
@@ -838,6 +863,29 @@ def _device_name(device: torch.device) -> str:
 def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
     """(size, stride) of the dimensions that matter, sorted: equal for permutations."""
     return sorted((n, st) for n, st in zip(t.shape, t.stride()) if n != 1)
+
+
+def function_wrapped_by(cls: type) -> Any:
+    """The plain function a module class only forwards to, or None: a class with no
+    ``__init__`` of its own whose ``forward`` closes over exactly one plain function and
+    nothing else (the kernels hub's ``Func``, made for each function transformers marks
+    ``use_kernel_forward_from_hub``)."""
+    if "__init__" in cls.__dict__:
+        return None
+    forward = cls.__dict__.get("forward")
+    cells = getattr(forward, "__closure__", None)
+    if not cells or len(cells) != 1:
+        return None
+    try:
+        fn = cells[0].cell_contents
+    except ValueError:  # an empty cell
+        return None
+    if type(fn) is not _FunctionType or isinstance(fn, torch.nn.Module):
+        return None
+    return fn
+
+
+_FunctionType = type(function_wrapped_by)
 
 
 def _dims(seq: list) -> list:

@@ -108,6 +108,35 @@ class LoopMoE(MoE):
         return out.reshape(x.shape)
 
 
+def hub_function(func):
+    """The kernels hub's pattern: a plain function turned into a module instance of class
+    Func whose forward calls it (transformers' apply_rotary_pos_emb, with kernels installed)."""
+
+    class Func(nn.Module):
+        can_torch_compile = False
+
+        def forward(self, *args, **kwargs):
+            return func(*args, **kwargs)
+
+    return Func()
+
+
+@hub_function
+def apply_rotary_pos_emb(q, cos, sin):
+    a, b = q.chunk(2, dim=-1)
+    return q * cos + torch.cat((-b, a), dim=-1) * sin
+
+
+class Rotary(nn.Module):
+    def __init__(self, d=8):
+        super().__init__()
+        self.q = nn.Linear(d, d)
+
+    def forward(self, x):
+        q = self.q(x)
+        return apply_rotary_pos_emb(q, torch.ones_like(q), torch.zeros_like(q))
+
+
 class Sized(nn.Module):
     """A data-dependent scalar used as a size, never in an 'if': fine abstractly."""
 
@@ -246,3 +275,19 @@ def test_the_shorthand_dtype(tmp_path, monkeypatch):
     assert build_recipe(t, dtype="bfloat16").dtype == "bfloat16"
     with pytest.raises(ShorthandError, match="--dtype is a Torch choice"):
         build_recipe(t, framework="jax", dtype="bfloat16")
+
+
+# --------------------------------------------------------------------------- item 4
+
+
+def test_a_function_wrapper_module_takes_the_function_name(mws):
+    cap = run(mws, "moe:Rotary", [2, 8])
+    (g,) = [g for g in cap.groups if g.attrs.get("wrapper", "").endswith("Func")]
+    assert (g.kind, g.name, g.attrs["class"]) == ("module", "apply_rotary_pos_emb", "apply_rotary_pos_emb")
+    assert g.attrs["wraps"] == "moe.apply_rotary_pos_emb" and g.attrs["wrapper"] == "moe.hub_function.<locals>.Func"
+    frame = cap.frames[g.attrs["class_frame"]]
+    lines = (mws / "moe.py").read_text().splitlines()
+    assert lines[frame.line - 1:frame.line + 1] == ["@hub_function", "def apply_rotary_pos_emb(q, cos, sin):"]
+    from viewer.projection.names import group_title
+
+    assert group_title(g) == "apply_rotary_pos_emb"
