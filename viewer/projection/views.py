@@ -19,6 +19,7 @@ from . import gc_pause
 from .body_templates import body_summary, template_line
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
+from .plumbing import plumbing_fold
 from .structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
@@ -273,7 +274,7 @@ class Pages:
             "kernels": kernels,
             "elided": self._elided(refs, elided, deps.near, lo, keys_of),
             "idle": [self._group_ref(~refs[pos]) for pos in idle],
-            "stacks": self._stacks(items) if span == 1 else [],
+            "stacks": self._stacks(items, edge_list) if span == 1 else [],
         }
         return view
 
@@ -490,7 +491,30 @@ class Pages:
                               "near": keys_of.get(at - lo) if at is not None else None})
         return {"count": len(positions), "ops": ops, "nodes": nodes}
 
-    def _stacks(self, items: list[dict]) -> list[dict]:
+    def _op_name(self, i: int) -> str | None:
+        """An op as a fold lists it: the function it ran in (``sdpa_mask``), or ``None``
+        when that is a forward (the container's own code)."""
+        f = self.index.frame(i)
+        fn = f.function.rsplit(".", 1)[-1] if f is not None else ""
+        if fn and fn not in ("forward", "__call__", "<module>") and not fn.startswith("<"):
+            return fn
+        return None
+
+    def _stacks(self, items: list[dict], edges: list[dict]) -> list[dict]:
+        """The runs of items that repeat, each folding into one stack ``× count``, and the
+        plumbing that feeds the layers of the largest, folded into one card
+        (:mod:`viewer.projection.plumbing`)."""
+        out = self._runs(items)
+        fold = plumbing_fold(items, edges, out, self._op_name)
+        if fold is not None:
+            position = {it["key"]: i for i, it in enumerate(items)}
+            fold["start"] = position[fold["members"][0][0]]
+            for j, k in enumerate(fold["members"][0]):
+                items[position[k]]["stack"] = {"key": fold["key"], "repetition": 0, "offset": j}
+            out.append(fold)
+        return out
+
+    def _runs(self, items: list[dict]) -> list[dict]:
         """The runs of items that repeat, each folding into one stack ``× count``."""
         shown = list(enumerate(items))
         if len(shown) < 2:

@@ -312,6 +312,7 @@ export class GraphModel {
     const within = this.modulePaths.get(key);
     const folded = this.foldedStacks(data);
     const list = data.items;
+    const absorbed = new Set(); // members of a folded stack or plumbing card drawn already
     for (let i = 0; i < list.length; i++) {
       const item = list[i];
       const k = itemKey(item);
@@ -321,13 +322,15 @@ export class GraphModel {
         for (const m of members) {
           this.stackOf.set(m, stack.key);
           index.set(m, items.length);
+          absorbed.add(m);
         }
         const byKey = new Map(list.map((it) => [itemKey(it), it]));
-        add(stack.key, stackEntry(stack, stack.members.map((rep) => rep.map((m) => byKey.get(m)).filter(Boolean))));
-        const last = stack.members[stack.members.length - 1];
-        while (i + 1 < list.length && itemKey(list[i]) !== last[last.length - 1]) i++;
+        const reps = stack.members.map((rep) => rep.map((m) => byKey.get(m)).filter(Boolean));
+        add(stack.key, stack.fold === "plumbing" ? plumbingEntry(stack, reps[0]) : stackEntry(stack, reps));
         continue;
       }
+      // a plumbing card's members need not be adjacent: each is drawn by the card
+      if (absorbed.has(k)) continue;
       const open = opens(item) && this.expanded.has(k);
       const entry = open && item.type !== "node" ? frameEntry(item) : this.cardEntry(item, within, weightPills);
       if (open && this.containers.has(k)) {
@@ -411,6 +414,7 @@ export class GraphModel {
     const out = [];
     if (data.side_by_side) return out;
     for (const st of data.stacks || []) {
+      if (st.fold === "plumbing") continue; // what it folds is not repetitions: no column
       if (!this.unfolded.has(st.key) && !st.members.flat().some((m) => this.expanded.has(m))) continue;
       const col = [];
       for (const rep of st.members) {
@@ -1480,6 +1484,18 @@ function stackEntry(stack, reps) {
   return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1 };
 }
 
+// A plumbing card (viewer/projection/plumbing.py): what a container computes once and
+// hands to every layer of its stack (masks, position ids, rotary tables), as one card
+// named after what it holds; it opens like a stack.
+function plumbingEntry(fold, members) {
+  const names = fold.names || [];
+  const lines = [];
+  if (names.length) lines.push(names.slice(0, 4).join(" · ") + (names.length > 4 ? ` +${names.length - 4}` : ""));
+  const ops = members.reduce((n, it) => n + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0);
+  lines.push(`${grouped(ops)} op${ops === 1 ? "" : "s"} · feeds every layer (×${fold.layers || "n"})`);
+  return { kind: "group", title: String(fold.label || "layer inputs"), lines, tag: "inputs", members: fold.members.flat(), period: members.length, fold: "plumbing" };
+}
+
 // What one repetition of a period-k stack holds, in words: its frames by class (runs
 // inside it folded: `Local ×5, Global`) and how many ops sit between them.
 function repetitionWords(stack, first) {
@@ -1506,7 +1522,7 @@ function repetitionWords(stack, first) {
 function stackItem(entry, byItem) {
   const members = entry.members.map((k) => byItem.get(k)).filter(Boolean);
   const first = members.find((m) => m.type === "group") || members[0] || {};
-  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length, period: entry.period };
+  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length, period: entry.period, fold: entry.fold || null };
 }
 
 // A boundary pill: the exact text parts the layout worker measures and the renderer draws.
