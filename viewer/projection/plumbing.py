@@ -28,7 +28,7 @@ It opens like a stack (``viewer/API.md``).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 #: What the card is titled.
 TITLE = "layer inputs"
