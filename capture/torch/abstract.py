@@ -12,7 +12,8 @@ which sits above the fake mode and records the same ops an eager run records.
 
 * **Initialisers are skipped.** ``nn.init.*`` and ``Tensor.normal_``-style value writers
   called on a fake tensor return it untouched (there are no values to write; the time
-  of each fake dispatch is saved).
+  of each fake dispatch is saved), also through ``nn.init``'s own helpers
+  (``trunc_normal_`` redraws until no value is out of bounds: a loop on the data).
 * **Small constants while building.** A constructor may compute Python numbers from
   tensors it creates (``[x.item() for x in torch.linspace(0, p, depth)]``,
   ``torch.round(...).int().tolist()`` for stage widths). While building, an op whose
@@ -165,6 +166,9 @@ class AbstractEvidence:
         :func:`_apply_to_fake`)."""
         original = torch.nn.Module._apply
         torch.nn.Module._apply = _apply_to_fake(original)
+        helpers = {name: getattr(torch.nn.init, name) for name in _INIT_HELPERS if hasattr(torch.nn.init, name)}
+        for name, fn in helpers.items():
+            setattr(torch.nn.init, name, _skip_on_fake(fn))
         try:
             with self.mode, _SmallConstants(self.mode), _SkipValueWrites():
                 yield
@@ -172,6 +176,8 @@ class AbstractEvidence:
             raise data_dependent_failure(exc, None, _innermost_frame(files, exc), "build") from None
         finally:
             torch.nn.Module._apply = original
+            for name, fn in helpers.items():
+                setattr(torch.nn.init, name, fn)
 
     @contextmanager
     def inputs(self, files: Any) -> Iterator[None]:
@@ -354,6 +360,22 @@ _VALUE_WRITERS = frozenset(
         "geometric_",
     ) if hasattr(torch.Tensor, name)]
 )
+
+
+# torch.nn.init's helpers behind its initialisers, looked up at call time. Some
+# initialisers reach them without a __torch_function__ check (trunc_normal_ in Torch
+# 2.13, which redraws until no value is out of bounds: a loop on the data), so the
+# initialiser is skipped there, for a fake tensor, whoever holds a reference to it
+# (transformers' TORCH_INIT_FUNCTIONS).
+_INIT_HELPERS = ("_no_grad_uniform_", "_no_grad_normal_", "_no_grad_trunc_normal_", "_no_grad_fill_",
+                 "_no_grad_zero_")
+
+
+def _skip_on_fake(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def helper(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        return tensor if _fake.is_fake(tensor) else fn(tensor, *args, **kwargs)
+
+    return helper
 
 
 class _SkipValueWrites(TorchFunctionMode):

@@ -137,6 +137,58 @@ class Rotary(nn.Module):
         return apply_rotary_pos_emb(q, torch.ones_like(q), torch.zeros_like(q))
 
 
+def causal_mask(attention_mask, n):
+    """A masking helper in the style of transformers' masking_utils: several ops, computed
+    once, read by every layer."""
+    q = torch.arange(n)[:, None]
+    k = torch.arange(n)[None, :]
+    allowed = (k <= q)[None, None] & attention_mask[:, None, None, :].bool()
+    return torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
+
+
+class Layer(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+
+    def forward(self, h, mask, cos, sin):
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        q, k = q * cos + q.flip(-1) * sin, k * cos + k.flip(-1) * sin
+        att = (q[:, None] @ k[:, None].transpose(-1, -2) + mask).softmax(-1)
+        return h + self.out((att @ v[:, None])[:, 0])
+
+
+class RotaryTable(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.register_buffer("freq", 1.0 / 10000 ** (torch.arange(d) / d))
+
+    def forward(self, position_ids):
+        angles = position_ids[..., None].float() * self.freq
+        return angles.cos(), angles.sin()
+
+
+class Decoder(nn.Module):
+    def __init__(self, vocab=50, d=8, layers=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.rotary = RotaryTable(d)
+        self.layers = nn.ModuleList(Layer(d) for _ in range(layers))
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, input_ids, attention_mask):
+        h = self.embed(input_ids)
+        n = input_ids.shape[1]
+        position_ids = torch.arange(n)[None] + 0
+        mask = causal_mask(attention_mask, n)
+        cos, sin = self.rotary(position_ids)
+        for layer in self.layers:
+            h = layer(h, mask, cos, sin)
+        return self.head(self.norm(h))
+
+
 class Sized(nn.Module):
     """A data-dependent scalar used as a size, never in an 'if': fine abstractly."""
 
@@ -291,3 +343,40 @@ def test_a_function_wrapper_module_takes_the_function_name(mws):
     from viewer.projection.names import group_title
 
     assert group_title(g) == "apply_rotary_pos_emb"
+
+
+def test_what_every_layer_reads_folds_into_one_card(mws):
+    """Position ids, a mask made by a helper and the rotary table are computed once and
+    read by every layer: the first view shows the embedding, one 'layer inputs' card,
+    the stack and what follows it."""
+    from viewer.projection.projection import Projection
+
+    ids = tensor([1, 6], "int64", generator={"kind": "randint", "low": 0, "high": 50})
+    ones = tensor([1, 6], "int64", generator={"kind": "ones"})
+    cap = capture_in_process(mws, profile("moe:Decoder", kwargs={"input_ids": ids, "attention_mask": ones}))[0]
+    p = Projection(cap)
+    (root,) = p.trunk()
+    page = p.children(root)
+    (fold,) = [st for st in page["stacks"] if st.get("fold") == "plumbing"]
+    (layers,) = [st for st in page["stacks"] if st.get("fold") is None]
+    assert layers["count"] == 4 and fold["layers"] == 4 and fold["label"] == "layer inputs"
+    by_key = {it["key"]: it for it in page["items"]}
+    members = [by_key[k] for k in fold["members"][0]]
+    assert "rotary" in [it["label"] for it in members if it["type"] == "group"]
+    assert fold["names"][0] in ("causal_mask", "rotary") and "causal_mask" in fold["names"]
+    assert all(it["stack"]["key"] == fold["key"] for it in members)
+    # drawn apart from the fold and the layers: the embedding, the norm and the head only
+    rest = [it["label"] for it in page["items"] if "stack" not in it]
+    assert rest == ["embed", "norm", "head"]
+    # every op of the helper is inside the fold, none outside it
+    def item_of(node):  # the page item that holds an op
+        g = node.group
+        if g == root:
+            return f"n{node.id}"
+        while cap.groups[g].parent != root:
+            g = cap.groups[g].parent
+        return f"g{g}"
+
+    mask_ops = [n for n in cap.nodes if n.frame is not None and cap.frames[n.frame].function == "causal_mask"]
+    elided = {it["key"] for it in page["elided"]["nodes"]}
+    assert mask_ops and {item_of(n) for n in mask_ops} - elided <= set(fold["members"][0])

@@ -8,7 +8,8 @@ whose items hold a stack of layers, :func:`plumbing_fold` finds those items and 
 them into one named card, the way a stack folds its repetitions:
 
 * a **feeding item** is outside the stacks of layers (every stack of at least two
-  repetitions: DeepSeek-V3's 3 dense layers and its 58 mixture-of-experts layers) and
+  repetitions each handing something to the next: DeepSeek-V3's 3 dense layers and its
+  58 mixture-of-experts layers, not Gemma 3's rotary embedding called twice) and
   hands a value to a repetition after the first (the hidden state enters the first
   repetition only and then passes from layer to layer, so what enters later ones from
   outside is what every layer reads);
@@ -17,7 +18,8 @@ them into one named card, the way a stack folds its repetitions:
   that finish it); an item that hands a value out of the container, or only to the
   first layer or to anything else, is not (the embedding feeds the rotary embedding
   its dtype, and the first layer its hidden state);
-* at least two items fold (one card is already one card); another stack among them
+* what the plumbing computes and nothing reads goes with it; at least two items fold
+  (one card is already one card); another stack among them
   (Gemma 3's local and global rotary embeddings side by side) folds with them.
 
 The fold is a stack entry with ``fold: "plumbing"`` and one repetition of its members
@@ -40,23 +42,32 @@ def plumbing_fold(items: list[dict], edges: list[dict], stacks: list[dict],
                   op_name: Callable[[int], str | None]) -> dict | None:
     """The plumbing fold of a page (``items``, its ``edges`` and ``stacks`` as the page
     holds them), or ``None``. ``op_name(node)``: what an op is called on the card (the
-    library function it ran in), or ``None`` for an op of the container's own code. Removes the stacks it absorbs from
-    ``stacks``."""
-    layers = [st for st in stacks if st.get("fold") is None and st["count"] >= 2]
+    library function it ran in), or ``None`` for an op of the container's own code.
+    Removes the stacks it absorbs from ``stacks``."""
+    layers = [st for st in stacks if st.get("fold") is None and st["count"] >= 2 and _chained(st, edges)]
     if not layers:
         return None
-    # every stack of layers (DeepSeek-V3: 3 dense layers, then 58 mixture-of-experts ones)
-    rep_of = {k: r for st in layers for r, rep in enumerate(st["members"]) for k in rep}
+    # The layers: every frame of a stack of layers, and every frame of the same class
+    # beside them (Gemma 3's lone global layers between runs of local ones).
+    classes = {it.get("class") for it in items for st in layers for rep in st["members"]
+               if it["key"] in rep and it["type"] == "group"} - {None}
+    in_stacks = {k for st in layers for rep in st["members"] for k in rep}
+    layer = [it["key"] for it in items if it["key"] in in_stacks
+             or (it["type"] == "group" and it.get("class") in classes)]
+    if not layer:
+        return None
+    first = layer[0]
+    layer_set = set(layer)
     outs: dict[str, list[str]] = {}
     for e in edges:
         outs.setdefault(e["source"], []).append(e["target"])
-    feeding = {e["source"] for e in edges
-               if e["source"] not in rep_of and e["target"] in rep_of and rep_of[e["target"]] >= 1
-               and not e["source"].startswith(("in:", "out:"))}
-    if not feeding:
+    # what enters a layer after the first from outside the layers
+    plumb = {e["source"] for e in edges
+             if e["source"] not in layer_set and e["target"] in layer_set and e["target"] != first
+             and not e["source"].startswith(("in:", "out:"))}
+    if not plumb:
         return None
-    plumb = set(feeding)
-    order = [it["key"] for it in items if it["key"] not in rep_of]
+    order = [it["key"] for it in items if it["key"] not in layer_set]
     changed = True
     while changed:
         changed = False
@@ -66,18 +77,26 @@ def plumbing_fold(items: list[dict], edges: list[dict], stacks: list[dict],
             targets = outs.get(k)
             if not targets or any(t.startswith("out:") for t in targets):
                 continue
-            into_layers = [rep_of[t] for t in targets if t in rep_of]
-            if into_layers and max(into_layers) == 0:
+            into = [t for t in targets if t in layer_set]
+            if into and all(t == first for t in into):
                 continue  # the first layer's own input (the hidden state)
-            if all(t in plumb or t in rep_of for t in targets):
+            if all(t in plumb or t in layer_set for t in targets):
                 plumb.add(k)
                 changed = True
-    # a feeding item that hands something out of the container, or to the rest of the
+    # an item that also hands something out of the container, or to the rest of the
     # page besides plumbing and the layers, is part of the main path, not plumbing
-    plumb = {k for k in plumb
-             if all(t in plumb or t in rep_of for t in outs.get(k, ()))}
+    plumb = {k for k in plumb if all(t in plumb or t in layer_set for t in outs.get(k, ()))}
+    # what is computed among the plumbing and read by nothing (a mask helper's unused
+    # range) goes with it
+    dead: set[str] = set()
+    for k in reversed(order):
+        if all(t in dead for t in outs.get(k, ())):
+            dead.add(k)
+    at = [i for i, k in enumerate(order) if k in plumb]
+    if at:
+        plumb.update(k for k in order[at[0]:at[-1] + 1] if k in dead)
     for st in list(stacks):  # another stack among the plumbing (two rotary embeddings) folds with it
-        if any(st is layer for layer in layers):
+        if any(st is lay for lay in layers):
             continue
         keys = {k for rep in st["members"] for k in rep}
         if keys & plumb:
@@ -92,28 +111,39 @@ def plumbing_fold(items: list[dict], edges: list[dict], stacks: list[dict],
     return {
         "key": "s" + members[0], "fold": "plumbing", "start": None, "period": len(members), "count": 1,
         "members": [members], "label": TITLE, "pattern": [], "inner": [],
-        "names": names, "ops": ops, "feeds": [st["key"] for st in layers],
-        "layers": sum(st["count"] for st in layers),
+        "names": names, "ops": ops, "feeds": [st["key"] for st in layers], "layers": len(layer),
     }
 
 
+def _chained(stack: dict, edges: list[dict]) -> bool:
+    """A stack of layers: a repetition hands something to the next (the hidden state),
+    unlike side-by-side repeats (Gemma 3's rotary embedding called twice)."""
+    rep_of = {k: r for r, rep in enumerate(stack["members"]) for k in rep}
+    return any(e["source"] in rep_of and e["target"] in rep_of and rep_of[e["target"]] == rep_of[e["source"]] + 1
+               for e in edges)
+
+
 def _names(members: list[dict], op_name: Callable[[int], str | None]) -> list[str]:
-    """What the fold holds, in order, each once: a module by its name (``rotary_emb``), a
-    function call by its function, an op by the library function it ran in; the ops of
-    the container's own code are counted (``+3 ops``)."""
-    out: dict[str, None] = {}
+    """What the fold holds, most ops first, each once: a module by its name
+    (``rotary_emb``), an op by the library function it ran in (``sdpa_mask``); the ops
+    of the container's own code (and Python's indexing calls) counted last (``+3 ops``)."""
+    count: dict[str, int] = {}
     loose = 0
     for it in members:
-        if it["type"] == "group":
-            out.setdefault(str(it.get("label") or it.get("title") or ""), None)
+        n = int(it.get("node_count") or 1)
+        if it["type"] == "group" and it.get("card") == "group":
+            name = str(it.get("label") or "")
         elif it["type"] == "node":
-            name = op_name(it["id"])
-            if name:
-                out.setdefault(name, None)
-            else:
-                loose += 1
-    out.pop("", None)
-    names = list(out)
+            name = op_name(it["id"]) or ""
+        else:  # a function call (``__getitem__``): its kernels are ops like any other
+            name = ""
+        if name and not name.startswith("_"):
+            count[name] = count.get(name, 0) + n
+        elif name.startswith("_") and name.strip("_"):
+            count[name.strip("_")] = count.get(name.strip("_"), 0) + n
+        else:
+            loose += n
+    names = sorted(count, key=lambda k: -count[k])
     if loose:
         names.append(f"+{loose} op{'s' if loose > 1 else ''}")
     return names
