@@ -23,6 +23,9 @@ from .plumbing import plumbing_fold
 from .structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
+# What a routed group and a stack of layers routed differently say (structure.py).
+ROUTED_WORDING = "routed: which ops run depends on the data"
+ROUTING_DIFFERS = "routing differs per layer"
 KERNELS_LISTED = 16  # op names a function card lists
 SUBTREE_ITEMS = 60_000  # items one api/subtree answer may carry (Expand all fetches in one request)
 PARAM_ROLES = frozenset({"param", "variable"})  # what a group card counts as its parameters
@@ -403,6 +406,10 @@ class Pages:
             "inputs": [self.values.brief(v) for v in ins[:LIST_CAP]], "inputs_total": len(ins),
             "params": self._group_params(c), "structure": structure.signature[c],
         }
+        if structure.routing[c]:
+            extra["routing"] = structure.routing[c]  # what routing chose below it (viewer/projection/structure.py)
+        if c in structure.routed:
+            extra["routed"] = ROUTED_WORDING
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
         for k in ("class", "path"):
             if isinstance(attrs.get(k), str) and attrs[k]:
@@ -534,12 +541,17 @@ class Pages:
             key = "s" + members[0][0]
             inner = [{"start": s, "period": p, "count": c}
                      for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
-            out.append({
+            run = {
                 "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
                 "label": f"{block_labels[0]} … {last_labels[-1]}",
                 "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
                 "inner": inner,
-            })
+            }
+            # alike by structure, apart in what routing chose: the stack says so
+            reps = [[shown[start + r * period + j][1].get("routing", "") for j in range(period)] for r in range(count)]
+            if any(reps[0]) and any(rep != reps[0] for rep in reps):
+                run["routing"] = ROUTING_DIFFERS
+            out.append(run)
             for r, keys in enumerate(members):
                 for j, _ in enumerate(keys):
                     shown[start + r * period + j][1]["stack"] = {"key": key, "repetition": r, "offset": j}

@@ -1367,6 +1367,7 @@ export function cardLines(item) {
   if (bits.length) lines.push(bits.join(" · "));
   const idle = idleWords(item);
   if (idle) lines.push(idle);
+  if (typeof item.routed === "string") lines.push(item.routed); // the server's words (views.py)
   return lines;
 }
 
@@ -1480,6 +1481,7 @@ function stackEntry(stack, reps) {
   const per = first.reduce((n, it) => n + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0);
   const total = reps.reduce((n, rep) => n + rep.reduce((m, it) => m + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0), 0);
   lines.push(`${reps.length} × ${grouped(per)} ops = ${grouped(total)} ops`);
+  if (typeof stack.routing === "string") lines.push(stack.routing); // layers alike but for what routing chose
   const title = stack.label || `${first[0] ? first[0].label : ""} …`;
   return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1 };
 }
