@@ -78,6 +78,7 @@ from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
 from ..worker.targets import partial_of_class
+from .version_check import check_torch
 
 
 def _distribution_version() -> str:
@@ -99,6 +100,16 @@ STATS_ENV = "TENSORVIZ_TORCH_STATS"
 
 def _import_torch() -> Any:
     return import_framework("torch", "PyTorch")
+
+
+def imported_version() -> str:
+    """Import Torch; its ``__version__`` (the build that runs: ``2.13.0+cpu``)."""
+    return str(getattr(_import_torch(), "__version__", "") or "")
+
+
+def check_supported(version: str) -> None:
+    """The person's own Torch, refused when older than the tested floor."""
+    check_torch(version)
 
 
 def probe_device(ctx: CaptureContext) -> None:

@@ -24,7 +24,7 @@ from viewer.projection.projection import value_label
 if TYPE_CHECKING:  # pragma: no cover
     from viewer.projection.lines import LineEntry
 
-    from .records import Record
+    from ..records import Record
 
 #: What an abstract Torch capture (``evidence = "abstract"``) is, in its own words.
 ABSTRACT_NOTE = "abstract: shapes only, nothing was computed"

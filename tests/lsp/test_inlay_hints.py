@@ -18,7 +18,7 @@ from hint_models import CNN
 from tensorviz_lsp.backends import Pos, Span
 from tensorviz_lsp.features import assigned_names
 from tensorviz_lsp.features.captured_lines import FileLines, line_map
-from tensorviz_lsp.features.freshness import Record
+from tensorviz_lsp.records import Record
 from tensorviz_lsp.features.hover import returned_values, value_of
 from tensorviz_lsp.features.inlay_hints import compute_hints
 from tensorviz_lsp.features.line_values import hint_label
