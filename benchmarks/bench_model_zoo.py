@@ -131,6 +131,11 @@ def _ids(seq: int) -> list[str]:
     return [f"input_ids=int64[1,{seq}]"]
 
 
+def _masked(seq: int) -> list[str]:
+    """Token ids with the attention mask a user passes to a BERT or a Gemma."""
+    return [*_ids(seq), f"attention_mask=int64[1,{seq}]:ones"]
+
+
 def zoo(seq: int) -> list[Model]:
     bf16 = {"dtype": "bfloat16"}
     return [
@@ -175,7 +180,7 @@ def zoo(seq: int) -> list[Model]:
                    sliding_window=1024, max_position_embeddings=131072, **bf16),
               dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=128, num_hidden_layers=62,
                    num_attention_heads=4, num_key_value_heads=2, head_dim=16, sliding_window=8),
-              _ids(seq), ("Gemma3DecoderLayer",)),
+              _masked(seq), ("Gemma3DecoderLayer",)),
         Model("mamba", "Mamba", "state-space", "MambaConfig",
               dict(vocab_size=50280, hidden_size=2560, state_size=16, num_hidden_layers=64, expand=2,
                    conv_kernel=4),
@@ -185,28 +190,28 @@ def zoo(seq: int) -> list[Model]:
         Model("modernbert", "ModernBert", "encoder", "ModernBertConfig",
               dict(vocab_size=50368, hidden_size=1024, intermediate_size=2624, num_hidden_layers=28,
                    num_attention_heads=16),
-              dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=128, num_hidden_layers=28,
+              dict(vocab_size=50368, hidden_size=SMALL_WIDTH, intermediate_size=128, num_hidden_layers=28,
                    num_attention_heads=4),
-              _ids(seq), ("ModernBertEncoderLayer",)),
+              _masked(seq), ("ModernBertEncoderLayer",)),
         Model("bert", "Bert", "encoder", "BertConfig",
               dict(vocab_size=30522, hidden_size=1024, intermediate_size=4096, num_hidden_layers=24,
                    num_attention_heads=16),
               dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=128, num_hidden_layers=24,
                    num_attention_heads=4),
-              _ids(seq), ("BertLayer",)),
+              _masked(seq), ("BertLayer",)),
         Model("gpt2", "GPT2", "dense", "GPT2Config",
               dict(vocab_size=50257, n_embd=1600, n_layer=48, n_head=25, n_positions=1024),
               dict(vocab_size=512, n_embd=SMALL_WIDTH, n_layer=48, n_head=4, n_positions=64),
               _ids(seq), ("GPT2Block",)),
         Model("convnext", "ConvNext", "vision", "ConvNextConfig",
-              dict(depths=[3, 3, 27, 3], hidden_sizes=[192, 384, 768, 1536], num_labels=1000),
-              dict(depths=[3, 3, 27, 3], hidden_sizes=[8, 16, 32, 64], num_labels=10),
+              dict(depths=[3, 3, 27, 3], hidden_sizes=[192, 384, 768, 1536]),
+              dict(depths=[3, 3, 27, 3], hidden_sizes=[8, 16, 32, 64]),
               ["pixel_values=float32[1,3,224,224]"], ("ConvNextLayer",)),
         Model("vit", "ViT", "vision", "ViTConfig",
               dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
-                   image_size=224, patch_size=16, num_labels=1000),
+                   image_size=224, patch_size=16),
               dict(hidden_size=SMALL_WIDTH, num_hidden_layers=24, num_attention_heads=4, intermediate_size=128,
-                   image_size=224, patch_size=16, num_labels=10),
+                   image_size=224, patch_size=16),
               ["pixel_values=float32[1,3,224,224]"], ("ViTLayer",)),
         Model("whisper", "Whisper", "audio", "WhisperConfig",
               dict(vocab_size=51866, num_mel_bins=128, d_model=1280, encoder_layers=32, decoder_layers=32,
@@ -256,8 +261,10 @@ class Result:
         return not self.failed and self.blocks > 0 and self.folded == self.blocks and self.unproduced == 0
 
 
-def capture(ws: Path, m: Model, abstract: bool, timeout: int) -> Result:
+def capture(ws: Path, m: Model, abstract: bool, timeout: int, reuse: bool = False) -> Result:
     out = ws / f"{m.name}_{'abstract' if abstract else 'eager'}.tvg"
+    if reuse and out.exists():
+        return read(out, m, Result(path=out))
     cmd = [sys.executable, "-m", "tensorviz_lsp", "capture", f"zoo.py:{m.symbol}", "--profile",
            f"{m.name}_{'abstract' if abstract else 'eager'}", "-o", str(out), "--timeout", str(timeout),
            "--init", call_text(m.config, m.real if abstract else m.small)]
@@ -272,6 +279,10 @@ def capture(ws: Path, m: Model, abstract: bool, timeout: int) -> Result:
     if not out.exists():
         r.failed = (stats["err"].strip().splitlines() or ["no graph file"])[-1][:300]
         return r
+    return read(out, m, r)
+
+
+def read(out: Path, m: Model, r: Result) -> Result:
     cap = graphfile.decode(out.read_bytes())
     if cap.failure is not None:
         r.failed = f"{cap.failure.type}: {cap.failure.message}"[:300]
@@ -328,7 +339,7 @@ def on_screen(browser, path: Path, name: str, shots: Path | None) -> bool | None
         page.wait_for_timeout(1500)
         rects = page.evaluate("""() => {
           const tv = window.tensorviz, out = [];
-          for (const k of tv.keys()) { const i = tv.itemInfo(k); if (i && i.kind === "stack") out.push(tv.itemRect(k)); }
+          for (const k of tv.keys()) { const i = tv.itemInfo(k); if (i && i.kind === "stack" && i.card === "stack") out.push(tv.itemRect(k)); }
           const c = document.querySelector("canvas").getBoundingClientRect();
           return { rects: out, w: c.width, h: c.height };
         }""")
@@ -358,6 +369,8 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--keep", type=Path, help="a folder for the workspace and its graph files (default: temporary)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --keep: read a graph file already there instead of capturing again (no time, no peak)")
     args = ap.parse_args()
     models = zoo(args.seq)
     if args.only:
@@ -380,8 +393,8 @@ def main() -> None:
     started = time.perf_counter()
     try:
         for m in models:
-            eager = None if args.no_eager else capture(ws, m, False, args.timeout)
-            fake = None if args.no_abstract else capture(ws, m, True, args.timeout)
+            eager = None if args.no_eager else capture(ws, m, False, args.timeout, args.reuse)
+            fake = None if args.no_abstract else capture(ws, m, True, args.timeout, args.reuse)
             if fake is not None and browser is not None and not fake.failed and fake.path is not None:
                 try:
                     fake.on_screen = on_screen(browser, fake.path, m.name, args.shots)

@@ -19,6 +19,7 @@ from . import gc_pause
 from .body_templates import body_summary, template_line
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
+from .experts import experts_words, lane_folds, router_words
 from .plumbing import plumbing_fold
 from .structure import find_repeats
 
@@ -277,7 +278,7 @@ class Pages:
             "kernels": kernels,
             "elided": self._elided(refs, elided, deps.near, lo, keys_of),
             "idle": [self._group_ref(~refs[pos]) for pos in idle],
-            "stacks": self._stacks(items, edge_list) if span == 1 else [],
+            "stacks": self._stacks(items, edge_list, g) if span == 1 else [],
         }
         return view
 
@@ -410,6 +411,10 @@ class Pages:
             extra["routing"] = structure.routing[c]  # what routing chose below it (viewer/projection/structure.py)
         if c in structure.routed:
             extra["routed"] = ROUTED_WORDING
+        role = (router_words(self.capture, ix, present, c)
+                or experts_words(self.capture, ix, present, c, self.names.is_weight)) if grp.kind == "module" else None
+        if role:
+            extra["role"] = role  # router: top-2 of 8 experts · softmax scores (experts.py)
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
         for k in ("class", "path"):
             if isinstance(attrs.get(k), str) and attrs[k]:
@@ -507,11 +512,20 @@ class Pages:
             return fn
         return None
 
-    def _stacks(self, items: list[dict], edges: list[dict]) -> list[dict]:
+    def _stacks(self, items: list[dict], edges: list[dict], g: int | None = None) -> list[dict]:
         """The runs of items that repeat, each folding into one stack ``× count``, and the
         plumbing that feeds the layers of the largest, folded into one card
         (:mod:`viewer.projection.plumbing`)."""
         out = self._runs(items)
+        if g is not None and g in self.structure().routed:
+            taken = {k for st in out for rep in st["members"] for k in rep}
+            lanes = lane_folds(self.capture, self.index, items, self.names.is_weight)
+            if lanes and not taken & {k for f in lanes for k in f["members"][0]}:
+                by_key = {it["key"]: it for it in items}
+                for f in lanes:
+                    for j, k in enumerate(f["members"][0]):
+                        by_key[k]["stack"] = {"key": f["key"], "repetition": 0, "offset": j}
+                out.extend(lanes)
         fold = plumbing_fold(items, edges, out, self._op_name)
         if fold is not None:
             position = {it["key"]: i for i, it in enumerate(items)}

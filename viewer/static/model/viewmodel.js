@@ -326,7 +326,7 @@ export class GraphModel {
         }
         const byKey = new Map(list.map((it) => [itemKey(it), it]));
         const reps = stack.members.map((rep) => rep.map((m) => byKey.get(m)).filter(Boolean));
-        add(stack.key, stack.fold === "plumbing" ? plumbingEntry(stack, reps[0]) : stackEntry(stack, reps));
+        add(stack.key, stack.fold ? foldEntry(stack, reps[0]) : stackEntry(stack, reps));
         continue;
       }
       // a plumbing card's members need not be adjacent: each is drawn by the card
@@ -414,7 +414,7 @@ export class GraphModel {
     const out = [];
     if (data.side_by_side) return out;
     for (const st of data.stacks || []) {
-      if (st.fold === "plumbing") continue; // what it folds is not repetitions: no column
+      if (st.fold) continue; // what it folds is not repetitions: no column
       if (!this.unfolded.has(st.key) && !st.members.flat().some((m) => this.expanded.has(m))) continue;
       const col = [];
       for (const rep of st.members) {
@@ -1367,6 +1367,7 @@ export function cardLines(item) {
   if (bits.length) lines.push(bits.join(" · "));
   const idle = idleWords(item);
   if (idle) lines.push(idle);
+  if (typeof item.role === "string") lines.push(item.role); // router / experts, the server's words (experts.py)
   if (typeof item.routed === "string") lines.push(item.routed); // the server's words (views.py)
   return lines;
 }
@@ -1486,16 +1487,19 @@ function stackEntry(stack, reps) {
   return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1 };
 }
 
-// A plumbing card (viewer/projection/plumbing.py): what a container computes once and
-// hands to every layer of its stack (masks, position ids, rotary tables), as one card
-// named after what it holds; it opens like a stack.
-function plumbingEntry(fold, members) {
+// A fold of items that are not repetitions, as one card named after what it holds; it
+// opens like a stack. "plumbing" (viewer/projection/plumbing.py): what a container
+// computes once and hands to every layer (masks, position ids, rotary tables); "lane"
+// (experts.py): one expert's iteration of an experts loop (gate, up, down).
+function foldEntry(fold, members) {
   const names = fold.names || [];
   const lines = [];
   if (names.length) lines.push(names.slice(0, 4).join(" · ") + (names.length > 4 ? ` +${names.length - 4}` : ""));
   const ops = members.reduce((n, it) => n + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0);
-  lines.push(`${grouped(ops)} op${ops === 1 ? "" : "s"} · feeds every layer (×${fold.layers || "n"})`);
-  return { kind: "group", title: String(fold.label || "layer inputs"), lines, tag: "inputs", members: fold.members.flat(), period: members.length, fold: "plumbing" };
+  const count = `${grouped(ops)} op${ops === 1 ? "" : "s"}`;
+  lines.push(fold.fold === "plumbing" ? `${count} · feeds every layer (×${fold.layers || "n"})` : count);
+  const tag = fold.fold === "plumbing" ? "inputs" : "expert";
+  return { kind: "group", title: String(fold.label || ""), lines, tag, members: fold.members.flat(), period: members.length, fold: fold.fold };
 }
 
 // What one repetition of a period-k stack holds, in words: its frames by class (runs
