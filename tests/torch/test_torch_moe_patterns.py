@@ -189,6 +189,66 @@ class Decoder(nn.Module):
         return self.head(self.norm(h))
 
 
+class StackedExperts(nn.Module):
+    """Experts stored as stacked weights, run in a loop over the experts the routing hit
+    (the pattern of transformers' eager experts)."""
+
+    def __init__(self, d, h, e):
+        super().__init__()
+        self.gate_up_proj = nn.Parameter(torch.randn(e, 2 * h, d) * 0.1)
+        self.down_proj = nn.Parameter(torch.randn(e, d, h) * 0.1)
+
+    def forward(self, x, weights, chosen):
+        out = torch.zeros_like(x)
+        for e in torch.unique(chosen).tolist():
+            token, slot = torch.where(chosen == e)
+            gate, up = F.linear(x[token], self.gate_up_proj[e]).chunk(2, dim=-1)
+            y = F.linear(F.silu(gate) * up, self.down_proj[e]) * weights[token, slot, None]
+            out.index_add_(0, token, y)
+        return out
+
+
+class BatchedExperts(StackedExperts):
+    """The same experts in one batched matmul per projection."""
+
+    def forward(self, x, weights, chosen):
+        k = chosen.shape[-1]
+        flat = chosen.reshape(-1)
+        h = x.repeat_interleave(k, dim=0)
+        gate, up = torch.bmm(self.gate_up_proj[flat], h[:, :, None])[..., 0].chunk(2, dim=-1)
+        y = torch.bmm(self.down_proj[flat], (F.silu(gate) * up)[:, :, None])[..., 0]
+        return (y * weights.reshape(-1, 1)).reshape(-1, k, x.shape[-1]).sum(1)
+
+
+class SparseBlock(nn.Module):
+    def __init__(self, d=16, h=32, e=4, k=2, batched=False):
+        super().__init__()
+        self.norm = nn.LayerNorm(d)
+        self.gate = Router(d, e, k)
+        self.experts = (BatchedExperts if batched else StackedExperts)(d, h, e)
+
+    def forward(self, x):
+        flat = self.norm(x).reshape(-1, x.shape[-1])
+        weights, chosen = self.gate(flat)
+        return x + self.experts(flat, weights, chosen).reshape(x.shape)
+
+
+class RoutedNet(nn.Module):
+    def __init__(self, layers=3, batched=False):
+        super().__init__()
+        self.blocks = nn.ModuleList(SparseBlock(batched=batched) for _ in range(layers))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+class BatchedNet(RoutedNet):
+    def __init__(self, layers=3):
+        super().__init__(layers, batched=True)
+
+
 class Sized(nn.Module):
     """A data-dependent scalar used as a size, never in an 'if': fine abstractly."""
 
@@ -380,3 +440,53 @@ def test_what_every_layer_reads_folds_into_one_card(mws):
     mask_ops = [n for n in cap.nodes if n.frame is not None and cap.frames[n.frame].function == "causal_mask"]
     elided = {it["key"] for it in page["elided"]["nodes"]}
     assert mask_ops and {item_of(n) for n in mask_ops} - elided <= set(fold["members"][0])
+
+
+# --------------------------------------------------------------------------- item 2 (viewer)
+
+
+def routed_projection(mws, model):
+    from viewer.projection.projection import Projection
+
+    cap = run(mws, model, [2, 8, 16])
+    return cap, Projection(cap)
+
+
+def test_layers_that_differ_only_in_routing_fold_and_say_so(mws):
+    cap, p = routed_projection(mws, "moe:RoutedNet")
+    blocks = [g.id for g in cap.groups if g.attrs.get("class") == "SparseBlock"]
+    experts = [g.id for g in cap.groups if g.attrs.get("class") == "StackedExperts"]
+    structure = p.structure()
+    assert set(experts) <= structure.routed and not set(blocks) & structure.routed
+    shapes = [tuple(tuple(cap.values[o].shape) for n in cap.nodes if n.group == g for o in n.outputs) for g in experts]
+    assert len(set(shapes)) > 1  # each layer's experts ran on the tokens its routing chose
+    page = p.children(p.trunk()[-1])
+    (stack,) = [st for st in page["stacks"] if st.get("fold") is None]
+    assert stack["count"] == 3 and stack["routing"] == "routing differs per layer"
+    item = {it["key"]: it for it in p.children(blocks[0])["items"]}[f"g{experts[0]}"]
+    assert item["routed"].startswith("routed:")
+
+
+def test_an_experts_loop_is_cut_into_named_lanes_and_the_router_says_top_k(mws):
+    cap, p = routed_projection(mws, "moe:RoutedNet")
+    block = next(g.id for g in cap.groups if g.attrs.get("class") == "SparseBlock")
+    items = {it.get("class"): it for it in p.children(block)["items"] if it["type"] == "group"}
+    assert items["Router"]["role"] == "router: top-2 of 4 experts · softmax scores"
+    experts = next(g.id for g in cap.groups if g.attrs.get("class") == "StackedExperts")
+    lanes = [st for st in p.children(experts)["stacks"] if st.get("fold") == "lane"]
+    inside = {experts} | {g.id for g in cap.groups if g.parent == experts}
+    hit = sorted({n.inputs[2].literal for n in cap.nodes if n.group in inside and n.op == "aten::select.int"
+                  and n.inputs[0].value is not None
+                  and (cap.values[n.inputs[0].value].measured or {}).get("param", "").endswith("gate_up_proj")})
+    assert [st["label"] for st in lanes] == [f"expert {e}" for e in hit] and lanes
+    assert all(st["names"] == ["gate_up_proj", "down_proj"] for st in lanes)
+
+
+def test_experts_in_one_batched_call_say_how_many(mws):
+    cap, p = routed_projection(mws, "moe:BatchedNet")
+    block = next(g.id for g in cap.groups if g.attrs.get("class") == "SparseBlock")
+    items = {it.get("class"): it for it in p.children(block)["items"] if it["type"] == "group"}
+    assert items["BatchedExperts"]["role"] == "4 experts · batched matmul"
+    assert "routed" not in items["BatchedExperts"]
+    (stack,) = [st for st in p.children(p.trunk()[-1])["stacks"]]
+    assert stack["count"] == 3 and "routing" not in stack
