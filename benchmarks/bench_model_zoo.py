@@ -306,6 +306,8 @@ def fold(cap, m: Model, r: Result) -> None:
     stacked: set[int] = set()
     for view in proj.subtree(-1)["views"].values():
         for st in view["stacks"]:
+            if st.get("fold"):
+                continue
             stacked.update(int(k[1:]) for rep in st["members"] for k in rep if k.startswith("g"))
             r.routing = r.routing or bool(st.get("routing"))
     r.folded = len(blocks & stacked)
@@ -317,8 +319,10 @@ def fold(cap, m: Model, r: Result) -> None:
         st = member_of.get(it["key"])
         if st is None:
             first.append(it.get("title") or it["label"])
-        elif f"[{st['label']} ×{st['count']}]" not in first:
-            first.append(f"[{st['label']} ×{st['count']}]")
+        else:
+            text = f"[{st['label']}]" if st.get("fold") else f"[{st['label']} ×{st['count']}]"
+            if text not in first:
+                first.append(text)
     r.first = first
 
 
