@@ -331,6 +331,13 @@ def test_routing_by_value_is_captured_abstractly_with_symbols(mws):
     expert_in = [v for v in fake.values if v.shape[:1] == ["u2"] and v.shape[1:] == [16]]
     assert expert_in, "expert 2's tokens are u2 × 16"
     assert values_without_producer(fake) == {}
+    # the viewer shows the symbol with its bounds and where it came from
+    from viewer.projection.projection import Projection
+
+    shown = Projection(fake).value(expert_in[0].id)
+    assert shown["symbols"] == [{"name": "u2", "text": "u2: known only from the data; 0 ≤ u2 ≤ 32, made by aten::nonzero",
+                                 "node": symbols[2]["node"]}]
+    assert Projection(fake).value(expert_in[0].id)["label"] == "f32[u2,16]"
 
 
 def test_a_loop_over_a_data_dependent_count_is_refused_naming_the_line(mws):
