@@ -478,7 +478,7 @@ def test_an_experts_loop_is_cut_into_named_lanes_and_the_router_says_top_k(mws):
     cap, p = routed_projection(mws, "moe:RoutedNet")
     block = next(g.id for g in cap.groups if g.attrs.get("class") == "SparseBlock")
     items = {it.get("class"): it for it in p.children(block)["items"] if it["type"] == "group"}
-    assert items["Router"]["role"] == "router: top-2 of 4 experts · softmax scores"
+    assert items["Router"]["role"] == "router: top-2 of 4, softmax scores"
     experts = next(g.id for g in cap.groups if g.attrs.get("class") == "StackedExperts")
     lanes = [st for st in p.children(experts)["stacks"] if st.get("fold") == "lane"]
     inside = {experts} | {g.id for g in cap.groups if g.parent == experts}

@@ -3,8 +3,8 @@ the top k of N experts by their scores, and the experts, each a lane (gate, up, 
 
 * **The router** (:func:`router_words`): a module whose own ops (its function calls'
   included) pick ``aten::topk`` of a softmax or sigmoid of scores says so on its card:
-  ``router: top-2 of 8 experts · softmax scores`` (the last dimension of what ``topk``
-  reads is the number of experts).
+  ``router: top-2 of 8, softmax scores`` (the last dimension of what ``topk`` reads is
+  the number of experts).
 * **Experts in one batched call** (:func:`experts_words`): a module whose own ops run a
   grouped or batched matmul (``_grouped_mm``, ``bmm``) over a parameter stacked along
   its experts (``gate_up_proj [8, 2·I, H]``) says ``8 experts · grouped matmul``.
@@ -42,7 +42,7 @@ def _own_nodes(index: Any, present: Any, g: int) -> list[int]:
 
 
 def router_words(capture: Any, index: Any, present: Any, g: int) -> str | None:
-    """``router: top-k of N experts · softmax scores`` for a router module, else None."""
+    """``router: top-k of N, softmax scores`` for a router module, else None."""
     ops = index.cols.op
     nodes = _own_nodes(index, present, g)
     topk = [i for i in nodes if ops[i] in TOPK_OPS]
@@ -60,8 +60,8 @@ def router_words(capture: Any, index: Any, present: Any, g: int) -> str | None:
     for j in nodes:
         if j < i and ops[j] in SCORE_OPS:
             score = SCORE_OPS[ops[j]]
-    of = f" of {n} experts" if type(n) is int else ""
-    return f"router: top-{k}{of}" + (f" · {score} scores" if score else "")
+    of = f" of {n}" if type(n) is int else ""
+    return f"router: top-{k}{of}" + (f", {score} scores" if score else "")
 
 
 def experts_words(capture: Any, index: Any, present: Any, g: int, is_weight: Callable[[int], bool]) -> str | None:

@@ -414,7 +414,7 @@ class Pages:
         role = (router_words(self.capture, ix, present, c)
                 or experts_words(self.capture, ix, present, c, self.names.is_weight)) if grp.kind == "module" else None
         if role:
-            extra["role"] = role  # router: top-2 of 8 experts · softmax scores (experts.py)
+            extra["role"] = role  # router: top-2 of 8, softmax scores (experts.py)
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
         for k in ("class", "path"):
             if isinstance(attrs.get(k), str) and attrs[k]:

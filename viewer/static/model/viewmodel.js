@@ -1350,6 +1350,7 @@ export function cardLines(item) {
     const pc = item.params && item.params.count;
     if (pc) head.push(`${formatCount(pc)} params`, formatBytes(item.params.bytes));
     if (head.some(Boolean)) lines.push(head.filter(Boolean).join(" · "));
+    if (typeof item.role === "string") lines.push(item.role); // router / experts, the server's words (experts.py)
     const io = shapesLine(item);
     if (io) lines.push(io);
   } else if (item.honest) {
@@ -1367,7 +1368,6 @@ export function cardLines(item) {
   if (bits.length) lines.push(bits.join(" · "));
   const idle = idleWords(item);
   if (idle) lines.push(idle);
-  if (typeof item.role === "string") lines.push(item.role); // router / experts, the server's words (experts.py)
   if (typeof item.routed === "string") lines.push(item.routed); // the server's words (views.py)
   return lines;
 }
