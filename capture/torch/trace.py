@@ -13,7 +13,8 @@ after autograd and after composite decompositions: ``linear`` arrives as ``aten:
   op, an ``out=`` argument, or any argument the schema marks as written (``Tensor(a!)``,
   e.g. the lists of ``_foreach_add_``) produces a new value of the same tensor
   (``measured.version_of``); a tensor whose storage was written through another view
-  since it was recorded is a new version when next read (``written_by``: the node). A
+  since it was recorded is a new version when next read (``written_by``: the node), and
+  an output of that node: the writes produce it (``new_empty`` filled through slices). A
   tensor first seen as an operand (inputs, parameters, buffers, constants) becomes a
   value labelled ``input`` / ``param`` / ``buffer`` (with its name) or ``external``;
 * **groups**: one ``module`` group per module *call*, nested as the calls nest; attrs:
