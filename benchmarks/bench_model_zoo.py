@@ -18,8 +18,9 @@ Per model and capture it prints:
 * **time / peak**: the whole command's wall time and the peak RSS of its largest process
   (the CLI or the worker it started), in a fresh CLI each time;
 * **ops**, and **folded**: the model's layers (its decoder / encoder block class) inside
-  a stack the viewer folds, of all of them; ``routing`` when a stack says that routing
-  differs per layer;
+  a stack the viewer folds, of all of them (``+1 unique``: a layer whose structure no
+  other shares, ModernBERT's first, which has no attention norm); ``routing`` when a
+  stack says that routing differs per layer;
 * **unproduced**: values some op reads that are neither produced by an op nor an input,
   a parameter, a buffer or a constant (``capture.graph.invariants``; must be 0);
 * **first view**: what the viewer opens on (the items of the innermost group the first
@@ -28,7 +29,7 @@ Per model and capture it prints:
   screen without scrolling;
 * **failed**: the failure, or the coverage reasons when partial.
 
-A row is green when both captures succeed, every layer is folded, nothing is
+A row is green when both captures succeed, every layer is folded (or unique), nothing is
 unproduced and the stack is on screen in the first view. ``--shots DIR`` saves each
 real-size first view as ``DIR/NAME_first.png``. Prints figures; asserts nothing.
 """
@@ -248,6 +249,7 @@ class Result:
     ops: int = 0
     folded: int = 0
     blocks: int = 0
+    unique: int = 0
     routing: bool = False
     unproduced: int = 0
     first: list[str] = field(default_factory=list)
@@ -258,7 +260,8 @@ class Result:
 
     @property
     def ok(self) -> bool:
-        return not self.failed and self.blocks > 0 and self.folded == self.blocks and self.unproduced == 0
+        return (not self.failed and self.blocks > 0 and self.folded + self.unique == self.blocks
+                and self.unproduced == 0)
 
 
 def capture(ws: Path, m: Model, abstract: bool, timeout: int, reuse: bool = False) -> Result:
@@ -311,6 +314,13 @@ def fold(cap, m: Model, r: Result) -> None:
             stacked.update(int(k[1:]) for rep in st["members"] for k in rep if k.startswith("g"))
             r.routing = r.routing or bool(st.get("routing"))
     r.folded = len(blocks & stacked)
+    # a layer whose structure no other layer shares (ModernBERT's first layer has no
+    # attention norm) has nothing to fold with: it counts as unique, not as unfolded
+    signature = proj.structure().signature
+    seen: dict[str, int] = {}
+    for g in blocks:
+        seen[signature[g]] = seen.get(signature[g], 0) + 1
+    r.unique = sum(1 for g in blocks if seen[signature[g]] == 1 and g not in stacked)
     trunk = proj.trunk()
     page = proj.children(trunk[-1] if trunk else -1)
     member_of = {k: st for st in page["stacks"] for rep in st["members"] for k in rep}
@@ -429,7 +439,8 @@ def report_row(m: Model, eager: Result | None, fake: Result | None) -> None:
             continue
         screen = "" if r.on_screen is None else ("  stack on screen" if r.on_screen else "  stack NOT on screen")
         print(f"  {label:14} {r.wall:6.1f} s {_mb(r.rss):>9}  {r.ops:>7,} ops  {r.dtype or '-':8} folded "
-              f"{r.folded}/{r.blocks}{' (routing differs per layer)' if r.routing else ''}  unproduced {r.unproduced}"
+              f"{r.folded}/{r.blocks}{f' (+{r.unique} unique)' if r.unique else ''}"
+              f"{' (routing differs per layer)' if r.routing else ''}  unproduced {r.unproduced}"
               f"{screen}{'  ' + r.failed if r.failed else ''}")
         print(f"  {'':14} first view: {' | '.join(r.first)[:220]}")
 
