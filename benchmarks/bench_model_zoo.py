@@ -218,7 +218,7 @@ def zoo(seq: int) -> list[Model]:
               dict(vocab_size=51866, num_mel_bins=128, d_model=1280, encoder_layers=32, decoder_layers=32,
                    encoder_attention_heads=20, decoder_attention_heads=20, encoder_ffn_dim=5120,
                    decoder_ffn_dim=5120, max_source_positions=1500, max_target_positions=448),
-              dict(vocab_size=512, num_mel_bins=128, d_model=SMALL_WIDTH, encoder_layers=32, decoder_layers=32,
+              dict(vocab_size=51866, num_mel_bins=128, d_model=SMALL_WIDTH, encoder_layers=32, decoder_layers=32,
                    encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128,
                    max_source_positions=1500, max_target_positions=448),
               ["input_features=float32[1,128,3000]", "decoder_input_ids=int64[1,4]"],
