@@ -613,13 +613,27 @@ def capture(ctx: CaptureContext) -> Capture:
         symbols = symbol_table(trace.b.values, trace.producers, evidence.symbol_bounds(), trace.b.nodes)
         if symbols:
             meta["symbols"] = symbols
-    return trace.build(
+    ctx.progress("counting FLOPs and bytes", 0.95)
+    result = trace.build(
         scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
         inputs=inputs,
         outputs=output_tree,
         reasons=reasons,
         meta=meta,
     )
+    _count_costs(result)
+    return result
+
+
+def _count_costs(result: Capture) -> None:
+    """What each op costs (:mod:`capture.torch.cost`). A counter that fails leaves the
+    capture without costs and says why (``meta["cost_failed"]``), never fails the capture."""
+    from .cost import count
+
+    try:
+        result.cost = count(result)
+    except Exception as exc:
+        result.meta["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
 
 
 def _data_failure(trace: Any, evidence: Any, files: Any) -> CaptureError | None:

@@ -21,6 +21,7 @@ from typing import Any
 from lsprotocol import types
 
 from capture.graph.model import Capture
+from viewer.projection.cost import executed_totals
 
 from ..backends import Candidate
 from ..feature import Feature, hook
@@ -86,6 +87,12 @@ def _size(capture: Capture) -> str:
     if capture.coverage.status != "complete":
         reasons = ", ".join(capture.coverage.reasons)
         text += f", coverage partial ({reasons})" if reasons else ", coverage partial"
+    totals = executed_totals(capture)
+    if totals is not None:
+        flops, uncounted = totals["flops"], totals["uncounted"]
+        text += f"; {lv.si(flops, 'FLOPs')} (a multiply-add counts 2), {lv.human_bytes(totals['bytes'])} moved"
+        if uncounted:
+            text += f", {uncounted:,} op{'s' * (uncounted != 1)} uncounted"
     return text
 
 

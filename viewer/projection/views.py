@@ -77,6 +77,8 @@ class Pages:
         self._views: OrderedDict[tuple, dict] = OrderedDict()
         self._deps_cache: OrderedDict[tuple, _Deps] = OrderedDict()
         self._group_weights: dict[int, dict] = {}
+        #: What each layer costs (the projection's ``costs``), or None: items carry no ``cost``.
+        self.costs: Callable[[], Any] | None = None
 
     # ------------------------------------------------------------------ pages
 
@@ -395,7 +397,39 @@ class Pages:
             item["function"] = called  # a one-kernel Torch call: no group, its name on the kernel
         if i in ix.bodies_of:
             item["bodies"] = self.body_summaries(i)
+        cost = self._node_cost(i)
+        if cost is not None:
+            item["cost"] = cost
         return item
+
+    def _node_cost(self, i: int) -> dict | None:
+        """What an op card says it costs: FLOPs (None: uncounted), bytes moved, estimate."""
+        costs = self.costs() if self.costs is not None else None
+        if costs is None or not costs.available:
+            return None
+        c = costs.cost
+        f, r, w = c.flops[i], c.bytes_read[i], c.bytes_written[i]
+        out: dict[str, Any] = {"flops": f if f >= 0 else None, "bytes": max(r, 0) + max(w, 0)}
+        if f < 0:
+            out["uncounted"] = 1
+        d = c.of(i)
+        if d.get("estimate"):
+            out["estimate"] = True
+        return out
+
+    def _group_cost(self, g: int) -> dict | None:
+        costs = self.costs() if self.costs is not None else None
+        if costs is None or not costs.available:
+            return None
+        s = g + 1
+        out: dict[str, Any] = {"flops": costs.flops[s], "bytes": costs.read[s] + costs.written[s]}
+        if costs.uncounted[s]:
+            out["uncounted"] = costs.uncounted[s]
+        if costs.estimate[s]:
+            out["estimate"] = True
+        if costs.in_body[s]:
+            out["template"] = True
+        return out
 
     def _group_item(self, c: int, kernels: bool) -> dict:
         ix, present = self.index, self.present
@@ -439,6 +473,9 @@ class Pages:
                 card = "op"
                 extra["single"] = self.item(single, kernels)
                 extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels)]
+        cost = self._group_cost(c)
+        if cost is not None:
+            extra["cost"] = cost
         idle = [x for x in ix.child_groups[c + 1] if present.is_idle(x)]  # in the order they were called
         if idle:
             extra["idle"] = [self._group_ref(x) for x in idle[:LIST_CAP]]
@@ -565,6 +602,9 @@ class Pages:
             reps = [[shown[start + r * period + j][1].get("routing", "") for j in range(period)] for r in range(count)]
             if any(reps[0]) and any(rep != reps[0] for rep in reps):
                 run["routing"] = ROUTING_DIFFERS
+            cost = _stack_cost([it for _, it in shown[start:start + period * count]], first)
+            if cost is not None:
+                run["cost"] = cost
             out.append(run)
             for r, keys in enumerate(members):
                 for j, _ in enumerate(keys):
@@ -672,6 +712,25 @@ class Pages:
             bits += n * _DTYPE_BITS.get(val.dtype, 32)
         got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
         return got
+
+
+def _stack_cost(items: list[dict], block: list[dict]) -> dict | None:
+    """A stack's cost: the whole run's sums and one block's (its first repetition)."""
+    if not items or any("cost" not in it for it in items):
+        return None
+
+    def total(its: list[dict]) -> dict:
+        out: dict[str, Any] = {"flops": sum(it["cost"]["flops"] or 0 for it in its),
+                               "bytes": sum(it["cost"]["bytes"] for it in its),
+                               "params": sum((it.get("params") or {}).get("count", 0) for it in its)}
+        unc = sum(it["cost"].get("uncounted", 0) for it in its)
+        if unc:
+            out["uncounted"] = unc
+        if any(it["cost"].get("estimate") for it in its):
+            out["estimate"] = True
+        return out
+
+    return {**total(items), "per_block": total(block)}
 
 
 def _ref_key(ref: int) -> str:
