@@ -27,6 +27,9 @@ Per model and capture it prints:
   view opens: embedding, the stack ``×n``, the head, the plumbing card), and, in
   Debian's Chromium at 1600 × 1000 (the real-size capture), whether the stack card is on
   screen without scrolling;
+* **FLOPs, uncounted**: the forward's FLOPs as the capture counted them
+  (``capture.torch.cost``, a multiply-add is 2) and how many ops no rule counts (listed,
+  never counted as zero; a symbolic shape is one reason);
 * **failed**: the failure, or the coverage reasons when partial.
 
 A row is green when both captures succeed, every layer is folded (or unique), nothing is
@@ -252,6 +255,8 @@ class Result:
     unique: int = 0
     routing: bool = False
     unproduced: int = 0
+    uncounted: int = 0  # ops no FLOP rule counts (-1: the capture has no costs)
+    flops: int = 0
     first: list[str] = field(default_factory=list)
     on_screen: bool | None = None
     failed: str = ""
@@ -295,6 +300,12 @@ def read(out: Path, m: Model, r: Result) -> Result:
     if cap.coverage.status != "complete":
         r.failed = "partial: " + ", ".join(cap.coverage.reasons)
     r.unproduced = len(values_without_producer(cap))
+    if cap.cost is not None:  # ops no FLOP rule counts (capture.torch.cost): listed, never zero
+        flops = cap.cost.flops
+        r.uncounted = sum(1 for f in flops if f < 0)
+        r.flops = sum(f for f in flops if f > 0)
+    else:
+        r.uncounted = -1
     fold(cap, m, r)
     return r
 
@@ -369,6 +380,13 @@ def on_screen(browser, path: Path, name: str, shots: Path | None) -> bool | None
         server.stop()
 
 
+def _flops(f: int) -> str:
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if f >= scale:
+            return f"{f / scale:,.1f} {unit}"
+    return f"{f:,}"
+
+
 def _mb(b: int) -> str:
     return f"{b / 2**20:,.0f} MB"
 
@@ -441,6 +459,7 @@ def report_row(m: Model, eager: Result | None, fake: Result | None) -> None:
         print(f"  {label:14} {r.wall:6.1f} s {_mb(r.rss):>9}  {r.ops:>7,} ops  {r.dtype or '-':8} folded "
               f"{r.folded}/{r.blocks}{f' (+{r.unique} unique)' if r.unique else ''}"
               f"{' (routing differs per layer)' if r.routing else ''}  unproduced {r.unproduced}"
+              f"  {_flops(r.flops)} FLOPs, uncounted {r.uncounted if r.uncounted >= 0 else '-'}"
               f"{screen}{'  ' + r.failed if r.failed else ''}")
         print(f"  {'':14} first view: {' | '.join(r.first)[:220]}")
 
