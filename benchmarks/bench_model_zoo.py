@@ -15,8 +15,9 @@ config's own ``dtype``). Dense (Llama-3.1-70B, Gemma-3-27B, GPT-2 XL), mixture-o
 
 Per model and capture it prints:
 
-* **time / peak**: the whole command's wall time and the peak RSS of its largest process
-  (the CLI or the worker it started), in a fresh CLI each time;
+* **time / peak**: the whole command's wall time, its CPU time (the CLI and the worker:
+  the figure to read on a loaded machine) and the peak RSS of its largest process (the
+  CLI or the worker it started), in a fresh CLI each time;
 * **ops**, and **folded**: the model's layers (its decoder / encoder block class) inside
   a stack the viewer folds, of all of them (``+1 unique``: a layer whose structure no
   other shares, ModernBERT's first, which has no attention norm); ``routing`` when a
@@ -248,6 +249,7 @@ _WRAPPER = textwrap.dedent('''
 @dataclass
 class Result:
     wall: float = 0.0
+    cpu: float = 0.0
     rss: int = 0
     ops: int = 0
     folded: int = 0
@@ -283,7 +285,7 @@ def capture(ws: Path, m: Model, abstract: bool, timeout: int, reuse: bool = Fals
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, env=env, cwd=ws)
     stats = json.loads(done.stdout.strip().splitlines()[-1])
-    r = Result(wall=stats["wall"], rss=stats["rss"], path=out)
+    r = Result(wall=stats["wall"], cpu=stats["cpu"], rss=stats["rss"], path=out)
     if not out.exists():
         r.failed = (stats["err"].strip().splitlines() or ["no graph file"])[-1][:300]
         return r
@@ -453,10 +455,10 @@ def report_row(m: Model, eager: Result | None, fake: Result | None) -> None:
         if r is None:
             continue
         if r.failed and not r.ops:
-            print(f"  {label:14} {r.wall:6.1f} s {_mb(r.rss):>9}  FAILED {r.failed}")
+            print(f"  {label:14} {r.wall:6.1f} s ({r.cpu:5.1f} s CPU) {_mb(r.rss):>9}  FAILED {r.failed}")
             continue
         screen = "" if r.on_screen is None else ("  stack on screen" if r.on_screen else "  stack NOT on screen")
-        print(f"  {label:14} {r.wall:6.1f} s {_mb(r.rss):>9}  {r.ops:>7,} ops  {r.dtype or '-':8} folded "
+        print(f"  {label:14} {r.wall:6.1f} s ({r.cpu:5.1f} s CPU) {_mb(r.rss):>9}  {r.ops:>7,} ops  {r.dtype or '-':8} folded "
               f"{r.folded}/{r.blocks}{f' (+{r.unique} unique)' if r.unique else ''}"
               f"{' (routing differs per layer)' if r.routing else ''}  unproduced {r.unproduced}"
               f"  {_flops(r.flops)} FLOPs, uncounted {r.uncounted if r.uncounted >= 0 else '-'}"
