@@ -32,6 +32,7 @@ from .model import (
     CallSetup,
     DictDesc,
     ListDesc,
+    MeshSetup,
     NeededDim,
     RecipeError,
     RefDesc,
@@ -43,7 +44,7 @@ from .model import (
     key_segment,
     split_key_path,
 )
-from .parse import _call_setup, _Ctx, _ref, _show, _step, load_recipes_table, locator_for
+from .parse import _call_setup, _Ctx, _mesh, _ref, _show, _step, load_recipes_table, locator_for
 
 _DEVICE = re.compile(r"^(cpu|cuda:(0|[1-9][0-9]{0,3}))$")
 
@@ -74,6 +75,8 @@ class Recipe:
     # Torch: the floating dtype the model is built in (None: the model's own, a
     # transformers config's ``dtype`` when it names one; see capture.torch.library_models).
     dtype: str | None = None
+    # The device mesh the capture runs under (None: no mesh; capture.recipe.model.MeshSetup).
+    mesh: MeshSetup | None = None
     # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
     framework_explicit: bool = field(default=True, compare=False)
 
@@ -148,7 +151,7 @@ class Recipe:
                             input=leaf.input,
                             path=leaf.path,
                             axis=axis,
-                            name=None if d is None or d == "?" else d,
+                            name=None if d is None or d == "?" else str(d),
                             shape=leaf.desc.shape,
                             dtype=leaf.desc.dtype,
                         )
@@ -175,6 +178,8 @@ class Recipe:
             out["evidence"] = self.evidence
         if self.dtype is not None:
             out["dtype"] = self.dtype
+        if self.mesh is not None:
+            out["mesh"] = self.mesh.to_dict()
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -231,7 +236,7 @@ def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None
 
 
 _PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step",
-                 "evidence", "dtype")
+                 "evidence", "dtype", "mesh")
 
 
 def parse_profile(name: str, table: Any, *, text: str | None = None, file: str | None = None) -> Recipe:
@@ -296,6 +301,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         step = StepSetup()
     evidence = _choice(cx, table, base, "evidence", EVIDENCE, DEFAULT_EVIDENCE)
     dtype = _choice(cx, table, base, "dtype", MODEL_DTYPES, None) if "dtype" in table else None
+    mesh = _mesh(cx, table["mesh"], base + ["mesh"]) if "mesh" in table else None
 
     recipe = Recipe(
         name=name,
@@ -311,6 +317,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         step=step,
         evidence=evidence,
         dtype=dtype,
+        mesh=mesh,
         framework_explicit=framework_explicit,
     )
     _check_framework_rules(cx, recipe, base)
@@ -325,6 +332,7 @@ def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     if r.dtype is not None and r.framework != "torch":
         raise cx.error(base + ["dtype"], f"dtype is a Torch key (the dtype the model is built in); a {r.framework} "
                                          "model takes its dtypes from its own code and inputs (omit dtype)")
+    _check_mesh(cx, r, base)
     if r.framework != "jax":
         return
     if r.kind == "training_step":
@@ -362,7 +370,7 @@ def _check_input_limits(cx: _Ctx, r: Recipe) -> None:
             )
 
 
-def _choice(cx: _Ctx, table: Mapping, base: list, key: str, allowed: tuple[str, ...], default: str) -> str:
+def _choice(cx: _Ctx, table: Mapping[str, Any], base: list[Any], key: str, allowed: tuple[str, ...], default: str) -> str:
     value = table.get(key, default)
     if not isinstance(value, str) or value not in allowed:
         raise cx.error(base + [key], f"expected one of {', '.join(map(repr, allowed))}, found {_show(value)}")
@@ -379,6 +387,16 @@ def _check_evidence(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     if r.kind == "training_step":
         raise cx.error(base + ["evidence"], 'evidence = "abstract" records a forward (kind = "model"); a training '
                                             'step needs evidence = "eager"')
+
+
+def _check_mesh(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """Axis types are JAX's (Torch's DeviceMesh has none)."""
+    if r.mesh is None or r.framework == "jax":
+        return
+    for name, _, kind in r.mesh.axes:
+        if kind != "auto":
+            raise cx.error(base + ["mesh", name, "type"], f'axis types are JAX\'s; a {r.framework} mesh axis is '
+                                                          f'a size (write {name} = N)')
 
 
 def _check_saved_files_framework(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
