@@ -300,7 +300,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     elif kind == "training_step":
         step = StepSetup()
     evidence = _choice(cx, table, base, "evidence", EVIDENCE, DEFAULT_EVIDENCE)
-    dtype = _choice(cx, table, base, "dtype", MODEL_DTYPES, None) if "dtype" in table else None
+    dtype = _choice(cx, table, base, "dtype", MODEL_DTYPES, "") if "dtype" in table else None
     mesh = _mesh(cx, table["mesh"], base + ["mesh"]) if "mesh" in table else None
 
     recipe = Recipe(

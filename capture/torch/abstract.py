@@ -137,8 +137,9 @@ def data_dependent_failure(exc: BaseException, op: str | None, frame: Frame | No
     }
     if inner_name and inner_name != shown:
         details["inner_op"] = inner_name
-    if kind == "GuardOnDataDependentSymNode" and getattr(exc, "cond", None) is not None:
-        details["condition"] = str(exc.cond)
+    cond = getattr(exc, "cond", None)
+    if kind == "GuardOnDataDependentSymNode" and cond is not None:
+        details["condition"] = str(cond)
         if origins:
             details["symbols"] = origins
     if frame is not None:
@@ -205,7 +206,7 @@ class AbstractEvidence:
             return None
         exc, stack = got
         frame = _frame_of_stack(files, stack)
-        names = sorted({str(s) for s in getattr(exc.cond, "free_symbols", ())}, key=_symbol_order)
+        names = sorted({str(s) for s in getattr(getattr(exc, "cond", None), "free_symbols", ())}, key=_symbol_order)
         origins = [text for text in (origin(n) for n in names) if text]
         return data_dependent_failure(exc, None, frame, "forward", origins)
 
@@ -482,7 +483,7 @@ def symbol_table(values: list, producers: list[int], bounds: dict[str, tuple[int
 
 
 # The CPU kernels whose shape rule (written for CUDA) refuses dtypes they accept.
-_GROUPED_MM = torch.ops.aten._grouped_mm.default if hasattr(torch.ops.aten, "_grouped_mm") else None
+_GROUPED_MM: Any = torch.ops.aten._grouped_mm.default if hasattr(torch.ops.aten, "_grouped_mm") else None
 _STAND_IN = torch.bfloat16
 
 

@@ -638,16 +638,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         # place without a version bump, so no recorded op shows the write.
         reasons.append("untracked_buffer_update")
         meta["untracked_buffer_updates"] = unseen
-    if branches is not None:
-        differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
-        if differences:
-            meta["abstract_differences"] = differences
-    if evidence is not None:
-        from .abstract import symbol_table
-
-        symbols = symbol_table(trace.b.values, trace.producers, evidence.symbol_bounds(), trace.b.nodes)
-        if symbols:
-            meta["symbols"] = symbols
+    _abstract_meta(meta, trace, branches, evidence)
     if group is not None:
         _wait_collectives(output_tree if training else output)
         meta["stats_off"] = ("a simulated process group moves no data in collectives: what a rank holds after one "
@@ -675,6 +666,22 @@ def _count_costs(result: Capture) -> None:
         result.cost = count(result)
     except Exception as exc:
         result.meta["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
+
+
+def _abstract_meta(meta: dict[str, Any], trace: Any, branches: Any, evidence: Any) -> None:
+    """What an abstract capture adds to ``meta``: the library branches that went another
+    way than data would take them (``abstract_differences``) and the data-dependent
+    symbols, with their bounds and the ops that made them (``symbols``)."""
+    if branches is not None:
+        differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
+        if differences:
+            meta["abstract_differences"] = differences
+    if evidence is not None:
+        from .abstract import symbol_table
+
+        symbols = symbol_table(trace.b.values, trace.producers, evidence.symbol_bounds(), trace.b.nodes)
+        if symbols:
+            meta["symbols"] = symbols
 
 
 def _data_failure(trace: Any, evidence: Any, files: Any) -> CaptureError | None:

@@ -87,7 +87,8 @@ def building(torch: Any, dtype: str | None) -> Iterator[LibraryBuild]:
                 restore.append((pretrained, name, original))
         init = pretrained.__dict__.get("__init__")
         if callable(init) and dtype is None:
-            pretrained.__init__ = _config_dtype(init, torch, record)
+            # setattr: mypy refuses a plain assignment to a class's __init__.
+            setattr(pretrained, "__init__", _config_dtype(init, torch, record))  # noqa: B010
             restore.append((pretrained, "__init__", init))
     if record.dtype is not None:
         torch.set_default_dtype(record.dtype)

@@ -834,7 +834,7 @@ class TorchTrace:
     def _function_frame(self, fn: Any) -> int | None:
         """The frame id of a plain function's definition (workspace-relative, else a
         library frame), or None when it has no source file."""
-        code = getattr(fn, "__code__", None)
+        code: Any = getattr(fn, "__code__", None)
         filename = getattr(code, "co_filename", None)
         if not isinstance(filename, str) or not filename.endswith(".py"):
             return None

@@ -439,6 +439,24 @@ def mesh_table(text: str) -> dict[str, Any] | None:
         raise ShorthandError(f"--mesh {text!r}: {exc}") from None
 
 
+def _torch_choices(data: dict[str, Any], evidence: str | None, dtype: str | None) -> None:
+    """``--abstract``/``--eager`` and ``--dtype`` into the recipe's table ``data``: Torch
+    choices, refused for another framework."""
+    if evidence is not None:
+        if data.get("framework") not in (None, "torch"):
+            raise ShorthandError(f"--{evidence} is a Torch choice: a {data['framework']} capture is a traced program "
+                                 "(shapes only, nothing computed) already")
+        if evidence == "eager":
+            data.pop("evidence", None)
+        else:
+            data["evidence"] = evidence
+    if dtype is not None:
+        if data.get("framework") not in (None, "torch"):
+            raise ShorthandError(f"--dtype is a Torch choice (the dtype the model is built in); a {data['framework']} "
+                                 "model takes its dtypes from its own code and inputs")
+        data["dtype"] = dtype
+
+
 def build_recipe(  # noqa: C901
     target: Target,
     *,
@@ -531,19 +549,7 @@ def build_recipe(  # noqa: C901
         data["device"] = device
     if seed is not None:
         data["seed"] = seed
-    if evidence is not None:
-        if data.get("framework") not in (None, "torch"):
-            raise ShorthandError(f"--{evidence} is a Torch choice: a {data['framework']} capture is a traced program "
-                                 "(shapes only, nothing computed) already")
-        if evidence == "eager":
-            data.pop("evidence", None)
-        else:
-            data["evidence"] = evidence
-    if dtype is not None:
-        if data.get("framework") not in (None, "torch"):
-            raise ShorthandError(f"--dtype is a Torch choice (the dtype the model is built in); a {data['framework']} "
-                                 "model takes its dtypes from its own code and inputs")
-        data["dtype"] = dtype
+    _torch_choices(data, evidence, dtype)
     if mesh is not None:
         table = mesh_table(mesh)
         if table is None:

@@ -68,33 +68,11 @@ def plumbing_fold(items: list[dict], edges: list[dict], stacks: list[dict],
     if not plumb:
         return None
     order = [it["key"] for it in items if it["key"] not in layer_set]
-    changed = True
-    while changed:
-        changed = False
-        for k in reversed(order):
-            if k in plumb:
-                continue
-            targets = outs.get(k)
-            if not targets or any(t.startswith("out:") for t in targets):
-                continue
-            into = [t for t in targets if t in layer_set]
-            if into and all(t == first for t in into):
-                continue  # the first layer's own input (the hidden state)
-            if all(t in plumb or t in layer_set for t in targets):
-                plumb.add(k)
-                changed = True
+    _spread(plumb, order, outs, layer_set, first)
     # an item that also hands something out of the container, or to the rest of the
     # page besides plumbing and the layers, is part of the main path, not plumbing
     plumb = {k for k in plumb if all(t in plumb or t in layer_set for t in outs.get(k, ()))}
-    # what is computed among the plumbing and read by nothing (a mask helper's unused
-    # range) goes with it
-    dead: set[str] = set()
-    for k in reversed(order):
-        if all(t in dead for t in outs.get(k, ())):
-            dead.add(k)
-    at = [i for i, k in enumerate(order) if k in plumb]
-    if at:
-        plumb.update(k for k in order[at[0]:at[-1] + 1] if k in dead)
+    _add_dead(plumb, order, outs)
     for st in list(stacks):  # another stack among the plumbing (two rotary embeddings) folds with it
         if any(st is lay for lay in layers):
             continue
@@ -113,6 +91,40 @@ def plumbing_fold(items: list[dict], edges: list[dict], stacks: list[dict],
         "members": [members], "label": TITLE, "pattern": [], "inner": [],
         "names": names, "ops": ops, "feeds": [st["key"] for st in layers], "layers": len(layer),
     }
+
+
+def _spread(plumb: set[str], order: list[str], outs: dict[str, list[str]], layer_set: set[str],
+            first: str) -> None:
+    """Grow ``plumb`` backwards through ``order`` (the page's items outside the layers):
+    an item all of whose readers are plumbing or layers is plumbing too, unless it hands
+    something out of the container or only feeds the first layer (its hidden state)."""
+    changed = True
+    while changed:
+        changed = False
+        for k in reversed(order):
+            if k in plumb:
+                continue
+            targets = outs.get(k)
+            if not targets or any(t.startswith("out:") for t in targets):
+                continue
+            into = [t for t in targets if t in layer_set]
+            if into and all(t == first for t in into):
+                continue  # the first layer's own input (the hidden state)
+            if all(t in plumb or t in layer_set for t in targets):
+                plumb.add(k)
+                changed = True
+
+
+def _add_dead(plumb: set[str], order: list[str], outs: dict[str, list[str]]) -> None:
+    """What is computed among the plumbing and read by nothing (a mask helper's unused
+    range) goes with it: added to ``plumb``."""
+    dead: set[str] = set()
+    for k in reversed(order):
+        if all(t in dead for t in outs.get(k, ())):
+            dead.add(k)
+    at = [i for i, k in enumerate(order) if k in plumb]
+    if at:
+        plumb.update(k for k in order[at[0]:at[-1] + 1] if k in dead)
 
 
 def _chained(stack: dict, edges: list[dict]) -> bool:
