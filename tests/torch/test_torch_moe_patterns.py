@@ -486,6 +486,8 @@ def test_an_experts_loop_is_cut_into_named_lanes_and_the_router_says_top_k(mws):
                   and n.inputs[0].value is not None
                   and (cap.values[n.inputs[0].value].measured or {}).get("param", "").endswith("gate_up_proj")})
     assert [st["label"] for st in lanes] == [f"expert {e}" for e in hit] and lanes
+    items = {it.get("class"): it for it in p.children(block)["items"] if it["type"] == "group"}
+    assert items["StackedExperts"]["role"] == f"4 experts · {len(hit)} ran, one lane each"
     assert all(st["names"] == ["gate_up_proj", "down_proj"] for st in lanes)
 
 

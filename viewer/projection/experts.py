@@ -8,7 +8,8 @@ the top k of N experts by their scores, and the experts, each a lane (gate, up, 
 * **Experts in one batched call** (:func:`experts_words`): a module whose own ops run a
   grouped or batched matmul (``_grouped_mm``, ``bmm``) over a parameter stacked along
   its experts (``gate_up_proj [8, 2·I, H]``) says ``8 experts · grouped matmul``.
-* **Experts in a loop** (:func:`lane_folds`): where the experts run one after another
+* **Experts in a loop** (:func:`lane_folds`, and :func:`experts_words` saying
+  ``8 experts · 5 ran, one lane each``): where the experts run one after another
   (``transformers``' eager experts loop, one iteration per expert the routing hit), the
   repeated run of the module's items is cut into lanes, each folded into one card named
   after its expert: ``expert 3`` when the iteration selects slice 3 of a stacked expert
@@ -65,9 +66,11 @@ def router_words(capture: Any, index: Any, present: Any, g: int) -> str | None:
 
 
 def experts_words(capture: Any, index: Any, present: Any, g: int, is_weight: Callable[[int], bool]) -> str | None:
-    """``8 experts · grouped matmul`` for a module running its experts in one call."""
+    """``8 experts · grouped matmul`` for a module running its experts in one call,
+    ``8 experts · 5 ran, one lane each`` for one running them in a loop."""
     ops = index.cols.op
-    for i in _own_nodes(index, present, g):
+    nodes = _own_nodes(index, present, g)
+    for i in nodes:
         how = BATCHED_OPS.get(ops[i])
         if how is None:
             continue
@@ -83,7 +86,28 @@ def experts_words(capture: Any, index: Any, present: Any, g: int, is_weight: Cal
                 shape = capture.values[w].shape
                 if len(shape) == 3 and type(shape[0]) is int:
                     return f"{shape[0]} experts · {how}"
-    return None
+    return _loop_words(capture, ops, nodes, is_weight)
+
+
+def _loop_words(capture: Any, ops: Any, nodes: list[int], is_weight: Callable[[int], bool]) -> str | None:
+    """``8 experts · 5 ran, one lane each``: the module's own ops select slices of a
+    parameter stacked along its experts (``gate_up_proj[3]``), one per expert the
+    routing hit."""
+    n = None
+    hit: set[int] = set()
+    for i in nodes:
+        if ops[i] not in SLICE_OPS:
+            continue
+        node = capture.nodes[i]
+        src = next((o.value for o in node.inputs if o.value is not None and o.position == 0), None)
+        lit = {o.position: o.literal for o in node.inputs if o.value is None}
+        if src is None or not is_weight(src) or lit.get(1) != 0 or type(lit.get(2)) is not int:
+            continue
+        shape = capture.values[src].shape
+        if len(shape) == 3 and type(shape[0]) is int:
+            n = shape[0] if n is None else n
+            hit.add(lit[2])
+    return f"{n} experts · {len(hit)} ran, one lane each" if n is not None and hit else None
 
 
 def lane_folds(capture: Any, index: Any, items: list[dict], is_weight: Callable[[int], bool]) -> list[dict]:
