@@ -189,6 +189,36 @@ class Decoder(nn.Module):
         return self.head(self.norm(h))
 
 
+class MaskedLayer(Layer):
+    def forward(self, h, mask):
+        return super().forward(h, mask, 1.0, 0.0)
+
+
+class EncoderStack(nn.Module):
+    def __init__(self, d=8, layers=4):
+        super().__init__()
+        self.layer = nn.ModuleList(MaskedLayer(d) for _ in range(layers))
+
+    def forward(self, h, mask):
+        for layer in self.layer:
+            h = layer(h, mask)
+        return h
+
+
+class Encoder(nn.Module):
+    """BERT's shape: the mask built beside the embedding, the layers one level down."""
+
+    def __init__(self, vocab=50, d=8, layers=4):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.encoder = EncoderStack(d, layers)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, input_ids, attention_mask):
+        mask = causal_mask(attention_mask, input_ids.shape[1])
+        return self.head(self.encoder(self.embed(input_ids), mask))
+
+
 class StackedExperts(nn.Module):
     """Experts stored as stacked weights, run in a loop over the experts the routing hit
     (the pattern of transformers' eager experts)."""
@@ -447,6 +477,28 @@ def test_what_every_layer_reads_folds_into_one_card(mws):
     mask_ops = [n for n in cap.nodes if n.frame is not None and cap.frames[n.frame].function == "causal_mask"]
     elided = {it["key"] for it in page["elided"]["nodes"]}
     assert mask_ops and {item_of(n) for n in mask_ops} - elided <= set(fold["members"][0])
+
+
+def test_a_mask_for_layers_one_level_down_folds_into_one_card(mws):
+    """BERT's encoder: the mask ops sit beside the embedding, the stack of layers inside
+    the encoder group; what only computes the value every layer reads folds all the same."""
+    from viewer.projection.projection import Projection
+
+    ids = tensor([1, 6], "int64", generator={"kind": "randint", "low": 0, "high": 50})
+    ones = tensor([1, 6], "int64", generator={"kind": "ones"})
+    cap = capture_in_process(mws, profile("moe:Encoder", kwargs={"input_ids": ids, "attention_mask": ones}))[0]
+    p = Projection(cap)
+    root = next(g.id for g in cap.groups if g.attrs.get("class") == "Encoder")
+    encoder = next(g.id for g in cap.groups if g.attrs.get("class") == "EncoderStack")
+    page = p.children(root)
+    (fold,) = page["stacks"]
+    assert fold["fold"] == "plumbing" and fold["feeds"] == [f"g{encoder}"] and fold["layers"] == 4
+    assert "causal_mask" in fold["names"]
+    assert [it["label"] for it in page["items"] if "stack" not in it] == ["embed", "encoder", "head"]
+    mask_ops = {f"n{n.id}" for n in cap.nodes if n.group == root and n.frame is not None
+                and cap.frames[n.frame].function == "causal_mask"}
+    elided = {it["key"] for it in page["elided"]["nodes"]}
+    assert mask_ops and mask_ops - elided <= set(fold["members"][0])
 
 
 # --------------------------------------------------------------------------- item 2 (viewer)

@@ -83,13 +83,51 @@ def plumbing_fold(items: list[dict], edges: list[dict], stacks: list[dict],
     members = [k for k in order if k in plumb]
     if len(members) < 2:
         return None
+    return _fold(items, members, op_name, [st["key"] for st in layers], len(layer))
+
+
+def container_plumbing_fold(items: list[dict], edges: list[dict], container: str, feeds: set[int], layers: int,
+                            op_name: Callable[[int], str | None]) -> dict | None:
+    """The plumbing fold of a page whose layers sit one level down, in the group item
+    ``container`` (BERT's encoder: its page holds the stack of layers, this one the mask
+    ops), or ``None``. ``feeds``: the values the container hands to every layer of its
+    stack (the mask), ``layers`` how many layers that stack has. What only computes those
+    values (what enters the container carrying one of them, and what only feeds that)
+    folds into one card; what also hands anything else on is the main path."""
+    outs: dict[str, list[tuple[str, int | None]]] = {}
+    for e in edges:
+        outs.setdefault(e["source"], []).append((e["target"], e.get("value")))
+    plumb: set[str] = set()
+    order = [it["key"] for it in items if it["key"] != container]
+    changed = True
+    while changed:
+        changed = False
+        for k in reversed(order):
+            targets = outs.get(k)
+            if k in plumb or not targets:
+                continue
+            if all(t in plumb or (t == container and v in feeds) for t, v in targets):
+                plumb.add(k)
+                changed = True
+    if not plumb:
+        return None
+    _add_dead(plumb, order, {k: [t for t, _ in ts] for k, ts in outs.items()})
+    members = [k for k in order if k in plumb]
+    if len(members) < 2:
+        return None
+    return _fold(items, members, op_name, [container], layers)
+
+
+def _fold(items: list[dict], members: list[str], op_name: Callable[[int], str | None], feeds: list[str],
+          layers: int) -> dict:
+    """The plumbing fold's stack entry: ``members`` (keys in page order) as one card."""
     by_key = {it["key"]: it for it in items}
     names = _names([by_key[k] for k in members], op_name)
     ops = sum(int(by_key[k].get("node_count") or 1) for k in members)
     return {
         "key": "s" + members[0], "fold": "plumbing", "start": None, "period": len(members), "count": 1,
         "members": [members], "label": TITLE, "pattern": [], "inner": [],
-        "names": names, "ops": ops, "feeds": [st["key"] for st in layers], "layers": len(layer),
+        "names": names, "ops": ops, "feeds": feeds, "layers": layers,
     }
 
 

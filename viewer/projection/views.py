@@ -23,7 +23,7 @@ from .index import CHUNK, ROOT, UPPER_CHUNK
 from .body_templates import body_wording
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
 from .experts import experts_words, lane_folds, router_words
-from .plumbing import plumbing_fold
+from .plumbing import container_plumbing_fold, plumbing_fold
 from .structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
@@ -581,6 +581,8 @@ class Pages:
                         by_key[k]["stack"] = {"key": f["key"], "repetition": 0, "offset": j}
                 out.extend(lanes)
         fold = plumbing_fold(items, edges, out, self._op_name)
+        if fold is None and g is not None and not any(st.get("fold") is None for st in out):
+            fold = self._container_plumbing(items, edges)
         if fold is not None:
             position = {it["key"]: i for i, it in enumerate(items)}
             fold["start"] = position[fold["members"][0][0]]
@@ -588,6 +590,32 @@ class Pages:
                 items[position[k]]["stack"] = {"key": fold["key"], "repetition": 0, "offset": j}
             out.append(fold)
         return out
+
+    def _container_plumbing(self, items: list[dict], edges: list[dict]) -> dict | None:
+        """The plumbing fold of a page without stacks whose layers sit in one of its
+        group items (BERT's encoder, beside the mask ops of BertModel): found by that
+        group's page, where some values enter every layer of its stack."""
+        signature = self.structure().signature
+        for it in items:
+            if it["type"] != "group" or it.get("card") != "group":
+                continue
+            kids = self.index.child_groups[it["id"] + 1]
+            if len(kids) < 2 or len({signature[k] for k in kids}) == len(kids):
+                continue  # no two children alike: not a container of layers
+            page = self.children(it["id"], None, False)
+            for st in page["stacks"]:
+                if st.get("fold") is not None or st["count"] < 2:
+                    continue
+                rep_of = {k: r for r, rep in enumerate(st["members"]) for k in rep}
+                reached: dict[int, set[int]] = {}
+                for e in page["edges"]:
+                    if e["source"].startswith("in:") and not e.get("weight") and e["target"] in rep_of:
+                        reached.setdefault(e["value"], set()).add(rep_of[e["target"]])
+                feeds = {v for v, reps in reached.items() if len(reps) == st["count"]}
+                if feeds:
+                    return container_plumbing_fold(items, edges, it["key"], feeds, st["count"] * st["period"],
+                                                   self._op_name)
+        return None
 
     def _runs(self, items: list[dict]) -> list[dict]:
         """The runs of items that repeat, each folding into one stack ``× count``."""
