@@ -96,17 +96,13 @@ def _loop_words(capture: Any, ops: Any, nodes: list[int], is_weight: Callable[[i
     n = None
     hit: set[int] = set()
     for i in nodes:
-        if ops[i] not in SLICE_OPS:
+        got = _expert_slice(capture, ops, i, is_weight)
+        if got is None:
             continue
-        node = capture.nodes[i]
-        src = next((o.value for o in node.inputs if o.value is not None and o.position == 0), None)
-        lit = {o.position: o.literal for o in node.inputs if o.value is None}
-        if src is None or not is_weight(src) or lit.get(1) != 0 or type(lit.get(2)) is not int:
-            continue
-        shape = capture.values[src].shape
+        shape = capture.values[got[0]].shape
         if len(shape) == 3 and type(shape[0]) is int:
             n = shape[0] if n is None else n
-            hit.add(lit[2])
+            hit.add(got[1])
     return f"{n} experts · {len(hit)} ran, one lane each" if n is not None and hit else None
 
 
@@ -148,19 +144,29 @@ def _expert_of(capture: Any, index: Any, members: list[dict], is_weight: Callabl
     expert = None
     names: dict[str, None] = {}
     for i in nodes:
-        if ops[i] not in SLICE_OPS:
+        got = _expert_slice(capture, ops, i, is_weight)
+        if got is None:
             continue
-        node = capture.nodes[i]
-        src = next((o.value for o in node.inputs if o.value is not None and o.position == 0), None)
-        lit = {o.position: o.literal for o in node.inputs if o.value is None}
-        if src is None or not is_weight(src) or lit.get(1) != 0 or type(lit.get(2)) is not int:
-            continue
+        src, at = got
         m = capture.values[src].measured or {}
         name = m.get("param") or m.get("buffer")
         if isinstance(name, str):
             names.setdefault(name, None)
         if expert is None:
-            expert = lit[2]
-        elif expert != lit[2]:
+            expert = at
+        elif expert != at:
             return None, list(names)
     return expert, list(names)
+
+
+def _expert_slice(capture: Any, ops: Any, i: int, is_weight: Callable[[int], bool]) -> tuple[int, int] | None:
+    """``(parameter, expert)`` when op ``i`` takes one expert's slice of a stacked
+    parameter (``select(gate_up_proj, 0, 3)``), else None."""
+    if ops[i] not in SLICE_OPS:
+        return None
+    node = capture.nodes[i]
+    src = next((o.value for o in node.inputs if o.value is not None and o.position == 0), None)
+    lit = {o.position: o.literal for o in node.inputs if o.value is None}
+    if src is None or not is_weight(src) or lit.get(1) != 0 or type(lit.get(2)) is not int:
+        return None
+    return src, lit[2]
