@@ -41,7 +41,9 @@ JAX uses workspace factories.
 A Torch recipe may ask for abstract evidence: ``evidence = "abstract"`` (default
 ``"eager"``) builds and runs the model on fake tensors (no parameter storage, nothing
 computed; see :mod:`capture.torch.abstract`), for ``kind = "model"`` only; a checkpoint's
-names and shapes are checked, not loaded.
+names and shapes are checked, not loaded. ``dtype = "bfloat16"`` (Torch, one of
+:data:`MODEL_DTYPES`) builds the model in that floating dtype; omitted, a model is built
+in its own (a ``transformers`` config's ``dtype`` when it names one).
 
 Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
 
@@ -105,6 +107,7 @@ from .model import (  # noqa: F401
     MAX_STRING,
     MESH_AXIS_NAME,
     MESH_AXIS_TYPES,
+    MODEL_DTYPES,
     MODES,
     PROFILE_NAME,
     PROFILE_NAME_INVALID,

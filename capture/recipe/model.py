@@ -36,6 +36,9 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 COMPLEX_DTYPES = ("complex64", "complex128")
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 DTYPES = ("bool", *INT_DTYPES, *FLOAT_DTYPES, *COMPLEX_DTYPES)
+# Torch's ``dtype`` key: the floating dtype a model is built in (the default dtype during
+# its build, as transformers' from_pretrained does). Omitted: the model's own.
+MODEL_DTYPES = FLOAT_DTYPES
 # Inclusive integer ranges, to refuse a ``full``/``randint`` value the dtype cannot hold.
 INT_RANGES = {
     "bool": (0, 1),

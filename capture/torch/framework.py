@@ -238,8 +238,22 @@ def _require_empty_init(ctx: CaptureContext, why: str) -> None:
         )
 
 
-def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str]:
-    """The object to call and its kind (``module`` or ``function``)."""
+def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
+                 built: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """The object to call and its kind (``module`` or ``function``), built as its library
+    builds it (:mod:`capture.torch.library_models`: a ``transformers`` subclass as its
+    library class, in the model's own dtype or the recipe's); what that adopted is
+    added to ``built`` (the capture's meta)."""
+    from .library_models import building
+
+    with building(torch, ctx.recipe.dtype) as record:
+        got = _construct(ctx, torch, target, make_tensor)
+    if built is not None:
+        built.update(record.meta())
+    return got
+
+
+def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str]:
     recipe = ctx.recipe
     ref = recipe.model
     factory = recipe.init.factory
@@ -326,7 +340,8 @@ def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str
     return {"state": label, "state_note": STATE_NOTES[label]}
 
 
-def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str, dict]:
+def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
+                   built: dict[str, Any]) -> tuple[Any, str, dict]:
     """The eager build under a :class:`~capture.torch.memory.BuildGuard`: a model that
     allocates over 1 GiB (or half of the memory it may use) is estimated abstractly (in
     a forked child) and the capture fails when it cannot fit. ``(model, kind, memory meta)``."""
@@ -337,7 +352,7 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
     limit = ctx.limits.max_memory_bytes
     budget, _ = memory_budget(limit)
     if budget is None or isinstance(target, torch.nn.Module):
-        model, kind = _build_model(ctx, torch, target, make_tensor)
+        model, kind = _build_model(ctx, torch, target, make_tensor, built)
         return model, kind, {"status": "unchecked", "reason": "a module-level instance, built by its import"
                              if budget is not None else "the memory available is unknown here"}
     checkpoint_bytes = 0
@@ -366,7 +381,7 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
         threshold = 1 << 62  # checked already
     guard = BuildGuard(threshold, estimate)
     with guard:
-        model, kind = _build_model(ctx, torch, target, make_tensor)
+        model, kind = _build_model(ctx, torch, target, make_tensor, built)
     report["allocated_bytes"] = guard.allocated
     return model, kind, report
 
@@ -488,7 +503,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
 
     ctx.progress("importing the model", 0.1)
     target = ctx.import_object(recipe.model)
-    model, kind, evidence, memory_estimate = _built_model(ctx, torch, target, make_tensor, device, abstract)
+    built: dict[str, Any] = {}  # what building the model as its library does adopted (meta)
+    model, kind, evidence, memory_estimate = _built_model(ctx, torch, target, make_tensor, device, abstract, built)
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)
     loss_fn, loss_name = _loss_fn(ctx, torch) if training else (None, None)
     optimizer = _optimizer(ctx, torch, model, kind) if training else None
@@ -507,7 +523,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         ["args", {"tuple": [trace.structure(a, label=label) for a, label in zip(args, labels)]}],
         ["kwargs", {"dict": [[k, trace.structure(v, label=k)] for k, v in kwargs.items()]}],
     ]}
-    meta = _run_meta(recipe, model, kind, saved_meta, memory_estimate)
+    meta = _run_meta(recipe, model, kind, {**saved_meta, **built}, memory_estimate)
     branches = None
     if abstract:
         from .abstract import EVIDENCE_NOTE, LibraryBranches
@@ -538,7 +554,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     meta["capture_s"] = round(elapsed, 4)
     if training:
         _training_meta(meta, loss_name, optimizer, grads)
-    reasons = _closing_notes(torch, trace, model, kind, buffers_before, branches, meta)
+    reasons = _closing_notes(torch, trace, model, kind, buffers_before, (evidence, branches), meta)
     if group is not None:
         _wait_collectives(output_tree if training else output)
         meta["stats_off"] = ("a simulated process group moves no data in collectives: what a rank holds after one "
@@ -558,10 +574,11 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
 
 
 def _built_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable, device: Any,
-                 abstract: bool) -> tuple[Any, str, Any, dict[str, Any] | None]:
+                 abstract: bool, built: dict[str, Any]) -> tuple[Any, str, Any, dict[str, Any] | None]:
     """``(model, kind, the abstract evidence or None, the memory estimate or None)``: the
     model built (abstractly: no parameter storage, every tensor fake on the device), on the
-    device and in the recipe's mode."""
+    device and in the recipe's mode; what building it as its library does adopted is added
+    to ``built``."""
     recipe = ctx.recipe
     if abstract:
         from .abstract import AbstractEvidence
@@ -569,14 +586,14 @@ def _built_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Call
         evidence = AbstractEvidence()
         ctx.progress("building the model abstractly (no parameter storage)", 0.2)
         with evidence.building(ctx.files):
-            model, kind = _build_model(ctx, torch, target, make_tensor)
+            model, kind = _build_model(ctx, torch, target, make_tensor, built)
         if kind == "module":
             # On the device, every tensor fake (a module-level instance, a tensor a factory loaded).
             evidence.fake_module(model, device)
             model.train(recipe.mode == "train")
         return model, kind, evidence, None
     ctx.progress("building the model", 0.2)
-    model, kind, memory_estimate = _guarded_build(ctx, torch, target, make_tensor)
+    model, kind, memory_estimate = _guarded_build(ctx, torch, target, make_tensor, built)
     if kind == "module":
         model.to(device)
         model.train(recipe.mode == "train")
@@ -653,23 +670,25 @@ def _forward(torch: Any, recipe: Any, trace: Any, model: Any, kind: str, call: t
                 if step is not None:
                     stepped = step(output)
         except Exception:
-            pending = _pending_error(trace)
+            pending = _pending_error(trace, evidence)
             if pending is not None:  # user code turned the limit (or the data error) into another error
                 raise pending from None
             raise
         finally:
             trace.track_autograd = False
-    pending = _pending_error(trace)
+    pending = _pending_error(trace, evidence)
     if pending is not None:  # reached, then swallowed by user code: the rest is another path
         raise pending
     return output, stepped
 
 
-def _pending_error(trace: Any) -> Exception | None:
-    """The error the trace met that must end the capture: a limit reached, else an op that
-    needed data."""
-    error: Exception | None = trace.limit_error if trace.limit_error is not None else trace.data_error
-    return error
+def _pending_error(trace: Any, evidence: Any) -> Exception | None:
+    """The error the trace met that must end the capture: a limit reached, else an op or
+    a condition that needed data (:func:`_data_failure`)."""
+    if trace.limit_error is not None:
+        error: Exception = trace.limit_error
+        return error
+    return _data_failure(trace, evidence, trace.files)
 
 
 def _training_meta(meta: dict[str, Any], loss_name: str | None, optimizer: Any, grads: Any) -> None:
@@ -681,10 +700,12 @@ def _training_meta(meta: dict[str, Any], loss_name: str | None, optimizer: Any, 
 
 
 def _closing_notes(torch: Any, trace: Any, model: Any, kind: str, buffers_before: dict[str, tuple[Any, int, Any]],
-                   branches: Any, meta: dict[str, Any]) -> list[str]:
+                   watchers: tuple[Any, Any], meta: dict[str, Any]) -> list[str]:
     """The coverage reasons (and their ``meta`` records) found after the run: buffers
-    written where no recorded op shows it, library branches abstract evidence took
-    differently."""
+    written where no recorded op shows it; and what abstract evidence adds
+    (:func:`_abstract_meta`). ``watchers``: the abstract evidence and the library-branch
+    watcher, or None each."""
+    evidence, branches = watchers
     reasons = []
     unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
     if unseen:
@@ -692,10 +713,7 @@ def _closing_notes(torch: Any, trace: Any, model: Any, kind: str, buffers_before
         # place without a version bump, so no recorded op shows the write.
         reasons.append("untracked_buffer_update")
         meta["untracked_buffer_updates"] = unseen
-    if branches is not None:
-        differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
-        if differences:
-            meta["abstract_differences"] = differences
+    _abstract_meta(meta, trace, branches, evidence)
     return reasons
 
 
@@ -708,6 +726,53 @@ def _count_costs(result: Capture) -> None:
         result.cost = count(result)
     except Exception as exc:
         result.meta["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
+
+
+def _abstract_meta(meta: dict[str, Any], trace: Any, branches: Any, evidence: Any) -> None:
+    """What an abstract capture adds to ``meta``: the library branches that went another
+    way than data would take them (``abstract_differences``) and the data-dependent
+    symbols, with their bounds and the ops that made them (``symbols``)."""
+    if branches is not None:
+        differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
+        if differences:
+            meta["abstract_differences"] = differences
+    if evidence is not None:
+        from .abstract import symbol_table
+
+        symbols = symbol_table(trace.b.values, trace.producers, evidence.symbol_bounds(), trace.b.nodes)
+        if symbols:
+            meta["symbols"] = symbols
+
+
+def _data_failure(trace: Any, evidence: Any, files: Any) -> CaptureError | None:
+    """The first thing the run could not do without data: an op (``trace.data_error``),
+    or Python asking a data-dependent symbol for a value (an ``if``, a loop over a
+    tensor whose length is data-dependent), said with where its symbols came from."""
+    err = trace.data_error
+    if evidence is not None and (err is None or err.details.get("reason") == "GuardOnDataDependentSymNode"):
+        got = evidence.guard_failure(files, _symbol_origin(trace))
+        if got is not None:
+            return got
+    return err
+
+
+def _symbol_origin(trace: Any) -> Callable[[str], str | None]:
+    """For a data-dependent symbol (``u0``): where it was made, in words, from the values
+    recorded so far (``u0: a size aten::nonzero made at modeling_mixtral.py:79``)."""
+    from .abstract import symbol_table
+
+    def origin(name: str) -> str | None:
+        table = {e["name"]: e for e in symbol_table(trace.b.values, trace.producers, {}, trace.b.nodes)}
+        entry = table.get(name)
+        if entry is None or "node" not in entry:
+            return None
+        node = trace.b.nodes[entry["node"]]
+        frame = trace.b.frames[node.frame] if node.frame is not None else None
+        where = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame is not None else ""
+        what = "a size" if entry["values"] else "a value"
+        return f"{name}: {what} {entry['op']} made{where}, known only from the data"
+
+    return origin
 
 
 def _wait_collectives(output: Any) -> None:

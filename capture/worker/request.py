@@ -166,6 +166,9 @@ class _Session:
             if not capture.nodes:
                 raise CaptureError("trace", "the trace recorded no operations; nothing to show as a graph")
             ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), groups=len(capture.groups))
+            from ..graph.invariants import check_producers
+
+            check_producers(capture)  # every value an op reads comes from somewhere the graph shows
             # What one device holds, for the model and every group (capture.graph.device_memory).
             from ..graph.device_memory import annotate
 

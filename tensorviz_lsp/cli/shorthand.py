@@ -17,6 +17,8 @@
   ``pkg.module:function`` or ``path/to/file.py:function`` (relative to the current folder);
 * ``--abstract`` / ``--eager`` (Torch) — abstract evidence (``evidence = "abstract"``:
   shapes only, nothing computed) or back to an eager run;
+* ``--dtype DTYPE`` (Torch) — build the model in this floating dtype (``dtype``; omitted,
+  the model's own: a ``transformers`` config's ``dtype``);
 * ``--framework`` — when absent, the framework is discovery's (import-free) reading of
   the symbol: a JAX function or a Flax Linen/NNX module saves ``framework = "jax"``, a
   ``torch.nn.Module`` keeps the omitted (Torch) default. A symbol discovery does not
@@ -437,6 +439,24 @@ def mesh_table(text: str) -> dict[str, Any] | None:
         raise ShorthandError(f"--mesh {text!r}: {exc}") from None
 
 
+def _torch_choices(data: dict[str, Any], evidence: str | None, dtype: str | None) -> None:
+    """``--abstract``/``--eager`` and ``--dtype`` into the recipe's table ``data``: Torch
+    choices, refused for another framework."""
+    if evidence is not None:
+        if data.get("framework") not in (None, "torch"):
+            raise ShorthandError(f"--{evidence} is a Torch choice: a {data['framework']} capture is a traced program "
+                                 "(shapes only, nothing computed) already")
+        if evidence == "eager":
+            data.pop("evidence", None)
+        else:
+            data["evidence"] = evidence
+    if dtype is not None:
+        if data.get("framework") not in (None, "torch"):
+            raise ShorthandError(f"--dtype is a Torch choice (the dtype the model is built in); a {data['framework']} "
+                                 "model takes its dtypes from its own code and inputs")
+        data["dtype"] = dtype
+
+
 def build_recipe(  # noqa: C901
     target: Target,
     *,
@@ -455,6 +475,7 @@ def build_recipe(  # noqa: C901
     init_factory: str | None = None,
     inputs_factory: str | None = None,
     evidence: str | None = None,
+    dtype: str | None = None,
     mesh: str | None = None,
     resolve: Resolve | None = None,
     tokens: TokenIds | None = None,
@@ -474,7 +495,8 @@ def build_recipe(  # noqa: C901
     ``strict = False`` is ``--no-strict``; ``fixture_key`` the ``--fixture-key`` items.
     A ``--fixture`` takes keyword ``--input``s as literal kwargs beside it.
     ``init_factory``/``inputs_factory`` are factory references (:func:`factory_ref`);
-    ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``);
+    ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``); ``dtype`` its
+    Torch ``dtype`` (the floating dtype the model is built in);
     ``mesh`` the ``--mesh`` text (:func:`mesh_table`; ``"none"`` removes a saved mesh);
     ``resolve`` how a called name in a VALUE becomes a target (:func:`names_for`);
     ``tokens`` the token-id inputs discovery read (:class:`TokenIds`), whose ``int64[…]``
@@ -527,14 +549,7 @@ def build_recipe(  # noqa: C901
         data["device"] = device
     if seed is not None:
         data["seed"] = seed
-    if evidence is not None:
-        if data.get("framework") not in (None, "torch"):
-            raise ShorthandError(f"--{evidence} is a Torch choice: a {data['framework']} capture is a traced program "
-                                 "(shapes only, nothing computed) already")
-        if evidence == "eager":
-            data.pop("evidence", None)
-        else:
-            data["evidence"] = evidence
+    _torch_choices(data, evidence, dtype)
     if mesh is not None:
         table = mesh_table(mesh)
         if table is None:

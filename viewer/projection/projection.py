@@ -18,6 +18,7 @@ Only the standard library and :mod:`capture` are imported (DESIGN.md boundaries)
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -250,6 +251,9 @@ class Projection:
         d["uses_total"] = len(uses)
         d["capture_input"] = v in self.index.input_set
         d["capture_output"] = v in self.index.output_set
+        symbols = symbols_in(d["shape"], self.capture.meta)
+        if symbols:
+            d["symbols"] = symbols
         return d
 
     def _positions(self, i: int, v: int) -> list[int]:
@@ -397,6 +401,30 @@ class Projection:
         if "dict" in tree:
             return {"dict": [[k, self._tree(t)] for k, t in tree["dict"]]}
         return tree
+
+
+_SYMBOL = re.compile(r"\b(?:u|zuf)\d+\b")
+
+
+def symbols_in(shape: Any, meta: Any) -> list[dict]:
+    """The data-dependent symbols a shape holds (``u0`` in ``[u0, 64]``), each as the
+    abstract capture recorded it in ``meta["symbols"]`` (outside input: only well-formed
+    entries), in words: ``u0: 0 ≤ u0 ≤ 32, a size aten::nonzero made (node 9)``."""
+    names = {n for d in shape if isinstance(d, str) for n in _SYMBOL.findall(d)}
+    if not names:
+        return []
+    table = meta.get("symbols") if isinstance(meta, dict) else None
+    known = {e["name"]: e for e in table if isinstance(e, dict) and isinstance(e.get("name"), str)} \
+        if isinstance(table, list) else {}
+    out = []
+    for name in sorted(names):
+        e = known.get(name, {})
+        lo, hi, op, node = e.get("min"), e.get("max"), e.get("op"), e.get("node")
+        bounds = f"{lo if type(lo) is int else '?'} ≤ {name} ≤ {hi if type(hi) is int else '∞'}"
+        made = f", made by {op}" if isinstance(op, str) else ""
+        out.append({"name": name, "text": f"{name}: known only from the data; {bounds}{made}",
+                    **({"node": node} if type(node) is int else {})})
+    return out
 
 
 def _sig(x: float) -> float:

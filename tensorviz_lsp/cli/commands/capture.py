@@ -40,7 +40,7 @@ from typing import Callable
 from capture.frameworks import framework_names
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.model import Capture
-from capture.recipe import RecipeError
+from capture.recipe import MODEL_DTYPES, RecipeError
 from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
 from capture.session.checks import workspace_python
 from capture.worker.limits import Limits
@@ -108,6 +108,9 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
                                "storage: models larger than memory)")
     evidence.add_argument("--eager", dest="evidence", action="store_const", const="eager",
                           help="shorthand (Torch): run the model (the default; undoes a saved --abstract)")
+    p.add_argument("--dtype", choices=MODEL_DTYPES, metavar="DTYPE",
+                   help="shorthand (Torch): build the model in this floating dtype (bfloat16, float16, float32, "
+                        "float64); default: the model's own, a transformers config's dtype when it names one")
     # Read when the parser is built, so a test plug-in (TENSORVIZ_TEST_PLUGINS) is a choice too.
     names = framework_names()
     p.add_argument("--framework", choices=names,
@@ -189,9 +192,9 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
     else:
         if (args.input or args.init or args.framework or args.device or args.seed is not None
                 or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
-                or args.init_factory or args.inputs_factory or args.evidence or args.mesh):
+                or args.init_factory or args.inputs_factory or args.evidence or args.dtype or args.mesh):
             raise ShorthandError(
-                "--input/--init/--init-factory/--inputs-factory/--abstract/--framework/--device/--seed/--mesh/"
+                "--input/--init/--init-factory/--inputs-factory/--abstract/--dtype/--framework/--device/--seed/--mesh/"
                 "--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
@@ -389,6 +392,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             init_factory=init_factory,
             inputs_factory=inputs_factory,
             evidence=args.evidence,
+            dtype=args.dtype,
             mesh=args.mesh,
             resolve=names_for(target, discovered),
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
@@ -454,7 +458,8 @@ def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = [("--init", t) for t in args.init] + [("--input", t) for t in args.input]
     for flag, value in (("--init-factory", args.init_factory), ("--inputs-factory", args.inputs_factory),
                         ("--framework", args.framework), ("--device", args.device), ("--checkpoint", args.checkpoint),
-                        ("--fixture", args.fixture), ("--mesh", args.mesh)):
+                        ("--fixture", args.fixture), ("--dtype", args.dtype),
+                        ("--mesh", args.mesh)):
         if value:
             out.append((flag, value))
     if args.seed is not None:

@@ -261,7 +261,8 @@ function drawClosedGroup(dl, it, ctx, p, band) {
   }
   // A second sheet behind the card says "there is more inside"; a stack of identical
   // blocks shows a deeper pile.
-  for (const d of it.type === "stack" ? [8, 4] : [4]) out.push(rect(it.x + d, it.y + d, it.w, it.h, 7, ks.fill, ks.stroke, 1));
+  // (A plumbing card or an expert's lane folds things that are not repetitions: one sheet.)
+  for (const d of it.type === "stack" && !it.card.fold ? [8, 4] : [4]) out.push(rect(it.x + d, it.y + d, it.w, it.h, 7, ks.fill, ks.stroke, 1));
   out.push(rect(it.x, it.y, it.w, it.h, 7, ks.fill, ks.stroke, 1.4, kind === "body" ? [6, 4] : null)); // body: a template, not executed
   boxTexts(out, it, ctx, p, band, ks.text, ks.stroke, ks.stroke);
 }

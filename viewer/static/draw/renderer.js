@@ -203,6 +203,14 @@ export class Renderer {
     else tx = Math.min(24, Math.max(view - 24 - this.scene.w * s, tx));
     this.cam.tx = tx;
     this.cam.ty = 24 - Math.max(0, y0 - 10) * s;
+    // The stack of blocks the first view opened on is on screen without scrolling (a
+    // ConvNeXt's 27 blocks sit in its third stage, below the stem and the first stages):
+    // its card is brought up to two thirds of the screen, and across into view.
+    const stack = [...this.scene.byKey.values()].find((it) => it.type === "stack" && !(it.card && it.card.fold));
+    if (stack && stack.y * s + this.cam.ty > this.height * 0.67) this.cam.ty = this.height * 0.67 - stack.y * s;
+    if (stack && (stack.x * s + this.cam.tx < 0 || (stack.x + stack.w) * s + this.cam.tx > view)) {
+      this.cam.tx = view / 2 - (stack.x + stack.w / 2) * s;
+    }
     this.requestDraw();
   }
 
