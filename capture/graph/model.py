@@ -119,7 +119,8 @@ class Source:
 class Failure:
     """Why a capture failed. ``stage`` names the check or phase that failed
     (trust, source, interpreter, dependencies, device, recipe, import, checkpoint,
-    fixture, trace, deadline, limit, crash); ``details`` carries machine-readable specifics
+    fixture, trace, deadline, limit, crash, and internal: TensorViz's own code failed,
+    never the model); ``details`` carries machine-readable specifics
     (missing packages and the install command, the dimensions still needed…)."""
 
     type: str

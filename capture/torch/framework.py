@@ -76,7 +76,7 @@ from typing import Any, Callable
 from ..graph.model import Capture
 from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
-from ..worker.errors import CaptureError
+from ..worker.errors import CaptureError, own_step
 from ..worker.targets import partial_of_class
 
 
@@ -515,7 +515,8 @@ def capture(ctx: CaptureContext) -> Capture:
         meta["evidence_note"] = EVIDENCE_NOTE
         branches = LibraryBranches()
 
-    buffers_before = _buffer_snapshot(torch, model) if kind == "module" and not abstract else {}
+    with own_step("copying the model's buffers before the forward (to tell whether it changes them)"):
+        buffers_before = _buffer_snapshot(torch, model) if kind == "module" and not abstract else {}
     ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
     started = time.perf_counter()
     with torch.set_grad_enabled(recipe.grad_enabled):
@@ -558,7 +559,8 @@ def capture(ctx: CaptureContext) -> Capture:
             "nothing to show as a graph",
         )
     ctx.progress(f"recorded {len(trace.b.nodes):,} operations; measuring", 0.9)
-    trace.finish()
+    with own_step("measuring the recorded values"):
+        trace.finish()
     meta["capture_s"] = round(elapsed, 4)
     if training:
         meta["loss"] = loss_name
@@ -567,7 +569,8 @@ def capture(ctx: CaptureContext) -> Capture:
         if grads:
             meta["grads"] = len(grads)
     reasons = []
-    unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
+    with own_step("comparing the model's buffers after the forward"):
+        unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
     if unseen:
         # e.g. BatchNorm's running statistics in train mode: the kernel writes them in
         # place without a version bump, so no recorded op shows the write.
@@ -577,13 +580,14 @@ def capture(ctx: CaptureContext) -> Capture:
         differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
         if differences:
             meta["abstract_differences"] = differences
-    return trace.build(
-        scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
-        inputs=inputs,
-        outputs=output_tree,
-        reasons=reasons,
-        meta=meta,
-    )
+    with own_step("building the graph from the recorded operations"):
+        return trace.build(
+            scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
+            inputs=inputs,
+            outputs=output_tree,
+            reasons=reasons,
+            meta=meta,
+        )
 
 
 # Buffers up to this many bytes in all are copied before the forward to tell whether
@@ -592,8 +596,13 @@ _BUFFER_CHECK_BYTES = 64 << 20
 
 
 def _buffer_snapshot(torch: Any, model: Any) -> dict[str, tuple[Any, int, Any]]:
-    """name -> (tensor, version, copy) for every floating/integer buffer, when small."""
-    buffers = [(n, b) for n, b in model.named_buffers() if isinstance(b, torch.Tensor)]
+    """name -> (tensor, version, copy) for every dense buffer, when small. A buffer of
+    another layout (Whisper's sparse ``alignment_heads``, a quantized or nested tensor)
+    is left out: ``torch.equal`` has no kernel for most of them, and the check is only a
+    fallback for kernels that write without a version bump, which are dense."""
+    buffers = [(n, b) for n, b in model.named_buffers()
+               if isinstance(b, torch.Tensor) and b.layout == torch.strided and not b.is_quantized
+               and not b.is_nested]
     if sum(b.numel() * b.element_size() for _, b in buffers) > _BUFFER_CHECK_BYTES:
         return {}
     with torch.no_grad():

@@ -401,6 +401,15 @@ class CancelledDetails(CommonDetails):
     """``cancelled``: the user (or a newer save) stopped the capture."""
 
 
+class InternalDetails(CommonDetails, total=False):
+    """``internal``: TensorViz's own code failed (a bug of TensorViz, never the model's):
+    what it was doing (``step``) and the whole text of the exception (``cause``); the
+    failure's frames are TensorViz's own, as library frames."""
+
+    step: str
+    cause: str
+
+
 #: The details type of each failure kind.
 DETAILS: Mapping[str, Any] = {
     "trust": TrustDetails,
@@ -417,6 +426,7 @@ DETAILS: Mapping[str, Any] = {
     "deadline": DeadlineDetails,
     "crash": CrashDetails,
     "cancelled": CancelledDetails,
+    "internal": InternalDetails,
 }
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable
 
+from ..recipe.keywords import misspelt
 from ..recipe import (
     CallDesc,
     CallSetup,
@@ -124,16 +125,57 @@ class _Builder:
 
 def _binding_problem(fn: Any, args: tuple, kwargs: dict) -> str | None:
     """Why ``fn(*args, **kwargs)`` cannot bind, by its signature; None when it can or
-    when ``fn`` has no signature to tell (a builtin, a C extension)."""
+    when ``fn`` has no signature to tell (a builtin, a C extension).
+
+    A target whose declared signature (``__wrapped__``'s, as ``inspect`` follows it) is
+    narrower than what it takes at run time (transformers' configuration classes: their
+    fields, then any keyword) may be given undeclared keywords, except one that reads
+    like a declared name (:func:`capture.recipe.keywords.misspelt`): ``num_hidden_layer``
+    is refused with "did you mean num_hidden_layers", ``attn_implementation`` passed on."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
+    declared = [p.name for p in signature.parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        for key in kwargs:
+            if key not in declared:
+                close = misspelt(key, declared)
+                if close is not None:
+                    return f"got an unexpected keyword argument {key!r}; did you mean {close!r}?"
     try:
         signature.bind(*args, **kwargs)
     except TypeError as exc:
+        extra = {k: v for k, v in kwargs.items() if k not in declared}
+        if extra and _takes_more_keywords(fn):
+            try:
+                signature.bind(*args, **{k: v for k, v in kwargs.items() if k in declared})
+                return None
+            except TypeError:
+                pass
         return str(exc)
     return None
+
+
+def _takes_more_keywords(fn: Any) -> bool:
+    """Whether ``fn`` takes ``**kwargs`` at run time although its declared signature
+    does not (a wrapper whose ``__wrapped__`` declares the fields)."""
+    try:
+        runtime = inspect.signature(fn, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return False
+    if isinstance(fn, type):
+        init = getattr(fn, "__init__", None)
+        if init is None or not hasattr(init, "__wrapped__"):
+            return False
+        try:
+            runtime = inspect.signature(init, follow_wrapped=False)
+        except (TypeError, ValueError):
+            return False
+    elif not hasattr(fn, "__wrapped__"):
+        return False
+    return any(p.kind is p.VAR_KEYWORD for p in runtime.parameters.values())
 
 
 def _describe(obj: Any) -> str:

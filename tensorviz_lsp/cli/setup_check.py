@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from capture.recipe import CallDesc, ListDesc, Recipe, RefDesc, StaticDesc, TupleDesc, ValueDesc
+from capture.recipe.keywords import misspelt
 from discovery.binding import bind
 
 if TYPE_CHECKING:
@@ -111,9 +112,13 @@ def _section(
 
 
 def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any]]) -> list[SetupProblem]:
-    """Keywords a workspace configuration class (a dataclass, NamedTuple, attrs or
-    flax.struct class of the workspace, whose fields discovery read whole) does not take,
-    for a call of that class given to its constructor parameter."""
+    """Keywords a configuration class (a dataclass, NamedTuple, attrs or flax.struct class
+    whose fields discovery read whole) does not take, for a call of that class given to
+    its constructor parameter. A library's class (transformers' ``ModernBertConfig``,
+    which takes any keyword at run time and keeps an unknown one as an attribute the
+    model never reads) is held to :func:`capture.recipe.keywords.misspelt`: a keyword
+    that reads like one of its fields (``num_hidden_layer``) is refused with "did you
+    mean", the worker's rule too; another one is passed on."""
     out: list[SetupProblem] = []
     positional = [f for f in fields if f.get("kind") == "positional" and not f.get("supplied_by")]
     given = {**{positional[i]["name"]: d for i, d in enumerate(recipe.init.args) if i < len(positional)},
@@ -130,12 +135,23 @@ def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any
                 f"{name}={example_value(by_name[name], '--init')}",
             ))
             continue
-        if not isinstance(desc, CallDesc) or not cfg or cfg["library"] or not cfg["fields_complete"]:
+        if not isinstance(desc, CallDesc) or not cfg or not cfg["fields_complete"]:
             continue
         if cfg["style"] == "init_keywords" or desc.target.rpartition(":")[2] != cfg["qualname"]:
             continue
         b = bind(cfg["fields"], len(desc.args), [k for k, _ in desc.kwargs])
         for key in b.unknown:
+            if cfg["library"]:
+                close_to = misspelt(key, b.taken)
+                if close_to is None:
+                    continue  # passed on: the worker's rule too (capture.recipe.keywords)
+                out.append(SetupProblem(
+                    "--init", name,
+                    f"{cfg['name']} has no field {key}; did you mean {close_to}? ({cfg['target'] or cfg['name']} "
+                    f"would keep {key} as an attribute that the model never reads)",
+                    rename=(key, close_to),
+                ))
+                continue
             close = difflib.get_close_matches(key, b.taken, n=1)
             out.append(SetupProblem(
                 "--init", name,
@@ -143,7 +159,7 @@ def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any
                 + (f"; did you mean {close[0]}?" if close else ""),
                 rename=(key, close[0]) if close else None,
             ))
-        if b.extra_positional:
+        if b.extra_positional and not cfg["library"]:
             out.append(SetupProblem("--init", name, f"{cfg['name']} takes {len(b.taken)} fields; name them (field=VALUE)"))
     return out
 

@@ -33,6 +33,7 @@ from typing import Any, Coroutine
 
 from lsprotocol import types
 
+from capture.graph.failure_text import readable_message
 from capture.graph.model import Failure
 from capture.recipe import module_file, split_ref
 from capture.session import SessionResult
@@ -211,7 +212,7 @@ class OpenGraph(Feature):
         """The session refused before anything ran (trust, unsaved buffers): said once,
         in the session's words and how to go on from the editor; no diagnostic."""
         reason, remedy = REFUSALS[failure.stage]
-        self.viewers.publish(target.root, "capture-failed", {"message": failure.message, "stage": failure.stage})
+        self.viewers.publish(target.root, "capture-failed", {"message": readable_message(failure.message).text, "stage": failure.stage})
         if background:
             log.warning("recapture refused (%s): %s", failure.stage, failure.message)
         else:
@@ -223,7 +224,8 @@ class OpenGraph(Feature):
         background: bool,
     ) -> dict[str, Any]:
         root, stage, qualname = target.root, failure.stage, target.qualname
-        event: dict[str, Any] = {"message": failure.message, "stage": stage, "profile": target.profile}
+        event: dict[str, Any] = {"message": readable_message(failure.message).text, "stage": stage,
+                                 "profile": target.profile}
         where = raising_frame(failure)
         if where is not None:  # the viewer's banner links the line that raised
             event["frame"] = {"file": where.file, "line": where.line, "column": where.column,
@@ -268,7 +270,8 @@ class OpenGraph(Feature):
             log.warning("recapture of %s failed (%s): %s", qualname, stage, failure.message)
         else:
             self.server.show_message(
-                f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}{hint}", types.MessageType.Error
+                f"TensorViz: capture of {qualname} failed ({stage}): {readable_message(failure.message).text}{hint}",
+                types.MessageType.Error
             )
         return {"ok": False, "reason": stage, "message": failure.message, "details": failure.details}
 

@@ -182,6 +182,26 @@ def test_a_transformers_subclass_needs_its_config(ws, capsys):
         "config"] == {"kind": "call", "target": "transformers:LlamaConfig"}
 
 
+@pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers")
+def test_a_misspelt_field_of_a_library_config_is_caught_before_anything_runs(ws, capsys):
+    """Issue 38 item 5: ``ModernBertConfig(num_hidden_layer=2)`` ran the worker for 8.6 s;
+    transformers would even keep the keyword as an attribute and build 22 layers."""
+    (ws / "mb.py").write_text("from transformers import ModernBertModel\n\n\nclass MB(ModernBertModel):\n    pass\n")
+    err = refused(ws, capsys, "mb.py:MB", "--init", "config=ModernBertConfig(num_hidden_layer=2, hidden_size=64)",
+                  "--input", "input_ids=int64[1,8]")
+    assert "--init config: ModernBertConfig has no field num_hidden_layer; did you mean num_hidden_layers?" in err
+    assert suggested(err) == ["capture", "mb.py:MB", "--init", "config=ModernBertConfig(num_hidden_layers=2, hidden_size=64)",
+                              "--input", "input_ids=int64[1,8]"]
+
+
+@pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers")
+@pytest.mark.parametrize("keyword", ["attn_implementation='eager'", "torch_dtype='bfloat16'", "rope_theta=10000.0"])
+def test_keywords_a_library_config_takes_beyond_its_fields_pass(ws, keyword):
+    table = saved_profile(ws, "llama.py:MyLlama", "--init", f"config=LlamaConfig(num_hidden_layers=2, {keyword})",
+                          "--input", "input_ids=int64[1,8]")
+    assert keyword.partition("=")[0] in table["init"]["kwargs"]["config"]["kwargs"]
+
+
 def test_a_dotted_name_that_is_nowhere(ws, capsys):
     err = refused(ws, capsys, "model.py:GPT", "--init", "config=nosuchpkg.Config()", "--input", "idx=int64[1,16]")
     assert "nosuchpkg.Config: nosuchpkg is neither a module of the workspace nor installed in the capture interpreter" in err

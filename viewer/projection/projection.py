@@ -22,6 +22,7 @@ import threading
 from typing import Any
 
 from capture.graph import frame_repeats
+from capture.graph.failure_text import readable_message
 from capture.graph.graphfile import ValueTable
 from capture.graph.model import Capture, Frame
 
@@ -295,7 +296,10 @@ class Projection:
         failure = None
         if cap.failure is not None:
             f = cap.failure
+            short = readable_message(f.message)
             failure = {"type": f.type, "message": f.message, "stage": f.stage,
+                       # What a person reads first (the server cuts it; the page offers the whole text).
+                       "readable": {"text": short.text, "cut": short.cut, "lines": short.lines},
                        "frames": [frame_json(fr) for fr in f.frames], "details": f.details,
                        # Deep recursion's collapsed frames, worded as Python's traceback words them.
                        "repeated_frames": [{"after": after, "text": frame_repeats.marker(k, times)}

@@ -58,6 +58,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import safe_read
 
 from capture.graph import graphfile
+from capture.graph.failure_text import readable_message
 from capture.graph.model import Capture, Frame, finite
 
 from capture.recipe import (
@@ -300,7 +301,7 @@ class ViewerServer:
             # with ``replaces``): it now shows this one.
             self.events.moved(int(replaces), cid)
         if capture.failure is not None:
-            self.publish("capture-failed", {"id": cid, "message": capture.failure.message,
+            self.publish("capture-failed", {"id": cid, "message": readable_message(capture.failure.message).text,
                                             "stage": capture.failure.stage})
         else:
             ready = {"id": cid, "title": str(title)}

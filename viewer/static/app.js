@@ -316,7 +316,17 @@ function showFailure(c) {
   $("stage").classList.add("failed");
   document.body.classList.add("capture-failed"); // no graph: the canvas tools go away
   $("failure-title").textContent = f.type || "Capture failed";
-  $("failure-message").textContent = f.message || "";
+  // TensorViz's own failure is said to be so, never shown as the model's.
+  $("failure-kicker").textContent = f.stage === "internal" ? "TensorViz failed (a bug in TensorViz, not in your model)" : "Capture failed";
+  // The server cuts the message to what a person reads; the whole text stays one click away.
+  const readable = f.readable || { text: f.message || "", cut: false };
+  $("failure-message").textContent = readable.text;
+  const whole = $("failure-whole");
+  whole.hidden = !readable.cut;
+  if (readable.cut) {
+    $("failure-whole-summary").textContent = `The whole message (${readable.lines > 1 ? readable.lines + " lines" : (f.message || "").length + " characters"})`;
+    $("failure-whole-text").textContent = f.message || "";
+  }
   const facts = $("failure-facts");
   clear(facts);
   const rows = [["stage", f.stage], ["framework", c.framework], ["backend", c.backend], ["profile", c.recipe && c.recipe.model]];
@@ -336,7 +346,7 @@ function showFailure(c) {
     $("failure-details-title").hidden = false;
     details.replaceWith(Object.assign(jsonView(f.details), { id: "failure-details" }));
   }
-  banners.set("failure", "error", "Failed", `Capture failed at ${f.stage || "trace"}: ${f.message || f.type}`);
+  banners.set("failure", "error", "Failed", `Capture failed at ${f.stage || "trace"}: ${readable.text || f.type}`);
   setStatus("");
 }
 

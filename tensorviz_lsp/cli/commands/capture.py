@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Callable
 
 from capture.frameworks import framework_names
+from capture.graph.failure_text import cut_note, readable_message
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.model import Capture
 from capture.recipe import RecipeError
@@ -244,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
     for problem in result.problems:
         print(f"tensorviz capture: {problem}", file=sys.stderr)
     if result.capture.failure is not None:
-        print(describe_failure(result.capture), file=sys.stderr, end="")
+        print(describe_failure(result.capture, graph_file=result.graph_file), file=sys.stderr, end="")
         return 1
     # A history that could not keep the capture leaves the graph file standing: 0.
     return 0 if result.graph_file is not None else 1
@@ -323,12 +325,25 @@ def interpreter_note(workspace: Path, python: str | None) -> str:
             "--python PATH chooses another)")
 
 
-def describe_failure(capture: Capture, command: str = "capture") -> str:
-    """The failure as a few lines for a terminal, headed ``tensorviz COMMAND:``."""
+def describe_failure(capture: Capture, command: str = "capture", graph_file: Path | None = None) -> str:
+    """The failure as a few lines for a terminal, headed ``tensorviz COMMAND:``: the
+    message cut to what a person reads (:func:`capture.graph.failure_text.readable_message`),
+    the frames, and where the whole text is (``tensorviz inspect`` of the graph file
+    written, which keeps it whole). TensorViz's own failure (stage ``internal``) says so."""
     f = capture.failure
     assert f is not None
-    lines = [f"tensorviz {command}: [{f.stage}] {f.type}: {f.message}"]
+    short = readable_message(f.message)
+    lines = [f"tensorviz {command}: [{f.stage}] {f.type}: {short.text}"]
     lines += [f"    {line}" for line in frame_lines(f)]
+    if graph_file is not None:
+        cause = f.details.get("cause") if f.stage == "internal" and isinstance(f.details, dict) else None
+        whole = readable_message(cause) if isinstance(cause, str) else short
+        note = cut_note(whole, f"tensorviz inspect {shlex.quote(_shown_path(graph_file))}")
+        if note:
+            lines.append(f"    {note}")
+    if f.stage == "internal":
+        lines.append("    this is TensorViz's own failure, not your model's: please report it with the lines above "
+                     "(capture again with -v for the worker's whole output)")
     for need in inputs_needed(f):
         name = f" ({need['name']})" if need["name"] else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
@@ -457,6 +472,14 @@ def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     if args.evidence:
         out.append((f"--{args.evidence}", None))
     return out
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the current folder when it is below it, else absolute."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _shown_file(target: Target) -> str:

@@ -104,6 +104,11 @@ def summary(capture: Capture) -> str:
         f = capture.failure
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")
         lines += [f"            {line}" for line in frame_lines(f)]
+        cause = f.details.get("cause") if f.stage == "internal" and isinstance(f.details, dict) else None
+        if isinstance(cause, str) and cause:
+            # TensorViz's own failure: the exception's whole text (the message has its start).
+            lines.append("cause:")
+            lines += [f"            {line}" for line in cause.splitlines()]
     return "\n".join(lines) + "\n"
 
 

@@ -82,5 +82,5 @@ def capture_profile(command: str, workspace: Path, profile: str, args: argparse.
     for problem in result.problems:
         print(f"tensorviz {command}: {problem}", file=sys.stderr)
     if result.capture.failure is not None:
-        print(describe_failure(result.capture, command), file=sys.stderr, end="")
+        print(describe_failure(result.capture, command, result.graph_file), file=sys.stderr, end="")
     return result
