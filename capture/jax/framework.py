@@ -386,9 +386,12 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
             if factory is not None:
                 with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
                     obj = ctx.call_factory(factory)
+                ctx.after_construction(obj, make_tensor)
                 return _bound_linen(target, obj, factory)
             args, kwargs = init_arguments()
-            return _fresh_linen(target(*args, **kwargs))
+            module = target(*args, **kwargs)
+            ctx.after_construction(module, make_tensor)
+            return _fresh_linen(module)
         if nnx is not None and issubclass(target, nnx.Module):
             if factory is not None:
                 with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
@@ -400,6 +403,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
                         f"selected NNX class {target.__qualname__}",
                         {"expected": target.__qualname__, "found": type(obj).__qualname__},
                     )
+                ctx.after_construction(obj, make_tensor)
                 return _nnx_plan(nnx, obj, "nnx", "factory_state")
             saved_args, saved_kwargs = init_arguments()
             args, kwargs, supplied = _supply_rngs(nnx, target, saved_args, saved_kwargs, recipe.seed)
@@ -417,6 +421,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
                     f"the init leaves unset; build the module in an init factory instead, e.g. return {example}",
                     {"key_path": f"profiles.{recipe.name}.init"},
                 ) from exc
+            ctx.after_construction(obj, make_tensor)
             if supplied:
                 return _nnx_plan(nnx, obj, "nnx", "fresh_init", NNX_FRESH_NOTE)
             return _nnx_plan(nnx, obj, "nnx", "constructed")
@@ -428,6 +433,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
 
     if linen is not None and isinstance(target, linen.Module):
         _require_empty_init(ctx, f"{ref} is a Linen module instance")
+        ctx.after_construction(target, make_tensor)
         if target.scope is not None:
             return _bound_linen(type(target), target, ref)
         return _fresh_linen(target)
@@ -437,12 +443,14 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
             fn = ctx.call_factory(factory)
         if not callable(fn):
             raise CaptureError("recipe", f"init factory {factory} returned {_describe(fn)}, which is not callable")
+        ctx.after_construction(fn, make_tensor)
         if linen is not None and isinstance(fn, linen.Module):
             # a Linen module as the configured callable: bound ones keep their variables
             # as traced arguments (not closed-over constants), unbound ones start fresh
             return _bound_linen(type(fn), fn, factory) if fn.scope is not None else _fresh_linen(fn)
     else:
-        _require_empty_init(ctx, f"{ref} is a plain JAX function: it takes its arguments from inputs, with an empty init")
+        _require_empty_init(ctx, f"{ref} is a plain JAX function: it takes its arguments from inputs, with an empty init",
+                            steps=False)
         if not callable(target):
             raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a function or a Flax module")
         fn = target
@@ -510,11 +518,19 @@ def _call_example(name: str, args: tuple, kwargs: dict, extra: str) -> str:
     return f"{name}({', '.join(parts)})"
 
 
-def _require_empty_init(ctx: CaptureContext, why: str) -> None:
+def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) -> None:
+    """Refuse constructor arguments (and, unless ``steps``, steps after construction:
+    a plain function is not built, so ``init.then`` has nothing to act on)."""
     if not ctx.recipe.init.is_empty:
         raise CaptureError(
             "recipe", f"{why}; use init.factory to return a configured callable",
             {"key_path": f"profiles.{ctx.recipe.name}.init"},
+        )
+    if ctx.recipe.init.then and not steps:
+        raise CaptureError(
+            "recipe", f"{why}: nothing is built, so init.then has nothing to act on; use init.factory to return "
+                      f"a configured callable",
+            {"key_path": f"profiles.{ctx.recipe.name}.init.then"},
         )
 
 

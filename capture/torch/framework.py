@@ -207,11 +207,19 @@ def _describe(obj: Any) -> str:
     return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
 
 
-def _require_empty_init(ctx: CaptureContext, why: str) -> None:
+def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) -> None:
+    """Refuse constructor arguments (and, unless ``steps``, steps after construction:
+    a plain function is not built, so ``init.then`` has nothing to act on)."""
     if not ctx.recipe.init.is_empty:
         raise CaptureError(
             "recipe", f"{why}; use init.factory to return a configured module or callable",
             {"key_path": f"profiles.{ctx.recipe.name}.init"},
+        )
+    if ctx.recipe.init.then and not steps:
+        raise CaptureError(
+            "recipe", f"{why}: nothing is built, so init.then has nothing to act on; use init.factory to return "
+                      f"a configured module or callable",
+            {"key_path": f"profiles.{ctx.recipe.name}.init.then"},
         )
 
 
@@ -258,7 +266,8 @@ def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Call
         if not callable(obj):
             raise CaptureError("recipe", f"init factory {factory} returned {_describe(obj)}, which is not callable")
         return obj, "module" if isinstance(obj, Module) else "function"
-    _require_empty_init(ctx, f"{ref} is a plain function: it takes its arguments from inputs, with an empty init")
+    _require_empty_init(ctx, f"{ref} is a plain function: it takes its arguments from inputs, with an empty init",
+                        steps=False)
     if not callable(target):
         raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a torch.nn.Module or a function")
     return target, "function"
@@ -464,6 +473,19 @@ def capture(ctx: CaptureContext) -> Capture:
             model.to(device)
             model.train(recipe.mode == "train")
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)
+    if recipe.init.then:
+        # Steps after construction (gpt-fast's setup_caches), on the model as built and
+        # loaded; what they create is made fake too, or moved to the device.
+        ctx.progress("running the steps after construction", 0.25)
+        if evidence is not None:
+            with evidence.building(ctx.files):
+                ctx.after_construction(model, make_tensor)
+            if kind == "module":
+                evidence.fake_module(model, device)
+        else:
+            ctx.after_construction(model, make_tensor)
+            if kind == "module":
+                model.to(device)
     loss_fn, loss_name = _loss_fn(ctx, torch) if training else (None, None)
     optimizer = _optimizer(ctx, torch, model, kind) if training else None
     ctx.progress("building the inputs", 0.3)

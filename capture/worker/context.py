@@ -252,6 +252,16 @@ class CaptureContext:
             raise CaptureError("recipe", f"{section} uses factory {setup.factory!r}; call ctx.call_factory for it")
         return build_section(self.recipe, section, make_tensor, self.import_object)
 
+    def after_construction(self, model: Any, make_tensor: MakeTensor) -> None:
+        """Run the recipe's ``init.then`` steps on ``model`` (the object built by the
+        constructor or the init factory, its checkpoint loaded), in order; see
+        :func:`capture.worker.values.after_construction`."""
+        from .values import after_construction
+
+        shown = f"{type(model).__qualname__}(…)" if not inspect.isroutine(model) else getattr(
+            model, "__qualname__", "the model")
+        after_construction(self.recipe, model, shown, make_tensor, self.import_object)
+
     def inputs_call(self, make_tensor: MakeTensor) -> tuple[tuple, dict]:
         """The model's call arguments: the literal ``inputs`` materialized, or the
         ``inputs.factory`` called and normalized by :func:`normalize_inputs`."""

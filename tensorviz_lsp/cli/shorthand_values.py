@@ -35,6 +35,7 @@ import ast
 import builtins
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,76 @@ def parse_value_spec(text: str, resolve: Resolve | None = None, *, flag: str | N
     except RecursionError:
         raise ShorthandError("nested too deeply") from None
     return _checked(plain)
+
+
+STEP_HELP = """\
+STEP (of --then, repeatable, in order) is a statement on something built, run in the
+capture worker right after it is built:
+  model.setup_caches(max_batch_size=1, max_seq_length=64)   call a method of the model
+  config.model_type='gpt-nano'                               set an attribute of an --init value
+The first name is `model` (the model, built and its checkpoint loaded) or the name of an
+--init argument built by a call (--init 'config=GPT.get_default_config()'); then
+attribute names (model.output.scales); arguments and values are VALUEs."""
+
+
+def parse_step(text: str, resolve: Resolve | None = None) -> tuple[str, dict[str, Any]]:
+    """One ``--then`` STEP (see :data:`STEP_HELP`) as ``(root, step)``: the name the step
+    acts on (``model``, or an ``--init`` argument's name) and the step as plain data
+    (``{"call": "setup_caches", "kwargs": {...}}`` or ``{"set": "vocab_size", "value": 100}``),
+    read with ``ast``, never evaluated."""
+    s = text.strip()
+    example = "model.setup_caches(max_batch_size=1, max_seq_length=64) or config.vocab_size=100"
+    if not s:
+        raise ShorthandError(f"no step: expected a method call or an attribute set, e.g. {example}")
+    if len(s) > _MAX_TEXT:
+        raise ShorthandError(f"the step is {len(s):,} characters long; at most {_MAX_TEXT:,}")
+    try:
+        tree = ast.parse(_python_tensors(s), mode="exec")
+    except SyntaxError as exc:
+        raise ShorthandError(f"not a statement Python can read ({exc.msg}); e.g. {example}") from None
+    except (ValueError, RecursionError, MemoryError):
+        raise ShorthandError("not a statement Python can read") from None
+    if len(tree.body) != 1:
+        raise ShorthandError(f"one step per --then (give --then again for the next), e.g. {example}")
+    node = tree.body[0]
+    reader = _Reader(resolve)
+    try:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            root, path = _step_target(node.targets[0], "set")
+            return root, {"set": path, "value": reader.value(node.value)}
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            root, path = _step_target(call.func, "call")
+            step: dict[str, Any] = {"call": path}
+            args = []
+            for a in call.args:
+                if isinstance(a, ast.Starred):
+                    raise ShorthandError(f"*{_text(a.value)} cannot be unpacked here; write the arguments")
+                args.append(reader.value(a))
+            kwargs: dict[str, Any] = {}
+            for k in call.keywords:
+                if k.arg is None:
+                    raise ShorthandError(f"**{_text(k.value)} cannot be unpacked here; write the arguments")
+                kwargs[k.arg] = reader.value(k.value)
+            if args:
+                step["args"] = args
+            if kwargs:
+                step["kwargs"] = kwargs
+            return root, step
+    except RecursionError:
+        raise ShorthandError("nested too deeply") from None
+    raise ShorthandError(f"{_text(node)}: a step is a method call or an attribute set, e.g. {example}")
+
+
+def _step_target(node: ast.expr, verb: str) -> tuple[str, str]:
+    """``model.a.b`` as ``("model", "a.b")``."""
+    dotted = _dotted(node)
+    if dotted is None or "." not in dotted:
+        what = "a method of" if verb == "call" else "an attribute of"
+        raise ShorthandError(f"{_text(node)}: a step names {what} something built, as ROOT.NAME "
+                             "(model.setup_caches, config.vocab_size)")
+    root, _, path = dotted.partition(".")
+    return root, path
 
 
 def _python_tensors(text: str) -> str:
@@ -409,7 +480,9 @@ class Names:
                 raise ShorthandError(f"{dotted}: {file} cannot be named from the workspace root {self.workspace}")
             return ref
         top = module.split(".")[0]
-        if self.installed and not any(_provides(folder, top) for folder in self.installed):
+        # The standard library (types.SimpleNamespace, collections.OrderedDict) is always there.
+        if self.installed and top not in sys.stdlib_module_names and not any(
+                _provides(folder, top) for folder in self.installed):
             raise ShorthandError(
                 f"{dotted}: {top} is neither a module of the workspace nor installed in the capture interpreter"
             )

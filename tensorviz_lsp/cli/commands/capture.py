@@ -52,6 +52,7 @@ from ...recipes_store import RecipeStoreError, existing_profile, load_profile, s
 from ..setup_check import describe, example_value, fixed_command, setup_problems
 from ..shorthand import (
     GRAMMAR_HELP,
+    STEP_HELP,
     ArgumentError,
     Discovered,
     ShorthandError,
@@ -78,7 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "capture",
         help="capture a saved setup (or FILE.py:SYMBOL with --input …) into a .tvg graph file",
-        description=DESCRIPTION, epilog=GRAMMAR_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION, epilog=GRAMMAR_HELP + "\n" + STEP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_setup_options(p)
     p.add_argument("-o", "--output", metavar="OUT.tvg", help=f"graph file to write (default: {CAPTURES_DIR.as_posix()}/NAME.tvg)")
@@ -97,6 +99,10 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE",
                    help="shorthand: a constructor argument (repeatable), e.g. width=8 or "
                         "'config=GPTConfig(n_layer=4, n_embd=128)'; VALUE below")
+    p.add_argument("--then", action="append", default=[], metavar="STEP",
+                   help="shorthand: a step after construction (repeatable, in order), e.g. "
+                        "'model.setup_caches(max_batch_size=1, max_seq_length=64)' or \"config.model_type='gpt-nano'\"; "
+                        "STEP below")
     p.add_argument("--init-factory", metavar="REF",
                    help="shorthand: a function of yours that builds the model, MODULE:FUNCTION or FILE.py:FUNCTION "
                         "(called with no arguments; returns the module, a bound Linen module, an NNX module or a "
@@ -185,11 +191,11 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
         except RecipeError as exc:
             raise ShorthandError(f"the shorthand does not make a valid setup: {exc}") from None
     else:
-        if (args.input or args.init or args.framework or args.device or args.seed is not None
+        if (args.input or args.init or args.then or args.framework or args.device or args.seed is not None
                 or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
                 or args.init_factory or args.inputs_factory or args.evidence):
             raise ShorthandError(
-                "--input/--init/--init-factory/--inputs-factory/--abstract/--framework/--device/--seed/--checkpoint/"
+                "--input/--init/--then/--init-factory/--inputs-factory/--abstract/--framework/--device/--seed/--checkpoint/"
                 "--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
@@ -402,6 +408,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             evidence=args.evidence,
             resolve=names_for(target, discovered),
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
+            steps=args.then,
         )
     except ArgumentError as exc:
         example = _argument_example(exc, discovered)
@@ -461,7 +468,8 @@ def _argument_example(exc: ArgumentError, discovered: Discovered | None) -> str 
 
 def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     """The shorthand's setup arguments as typed, for a command line that would work."""
-    out: list[tuple[str, str | None]] = [("--init", t) for t in args.init] + [("--input", t) for t in args.input]
+    out: list[tuple[str, str | None]] = [("--init", t) for t in args.init] + [("--then", t) for t in args.then] \
+        + [("--input", t) for t in args.input]
     for flag, value in (("--init-factory", args.init_factory), ("--inputs-factory", args.inputs_factory),
                         ("--framework", args.framework), ("--device", args.device), ("--checkpoint", args.checkpoint),
                         ("--fixture", args.fixture)):
