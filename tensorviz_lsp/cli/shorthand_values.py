@@ -24,7 +24,8 @@ function it defines (``model:GPTConfig``) or imports (``from transformers import
 LlamaConfig`` gives ``transformers:LlamaConfig``; a workspace module keeps its workspace
 reference); then through the configuration classes discovery read for the model's
 parameters (``LlamaConfig`` for ``MyLlama(LlamaForCausalLM)``, whose module does not
-import it); then as a dotted path: a workspace module (``configs.small.Cfg`` gives
+import it) and what the workspace modules defining them define (an enum beside the config:
+Gemma's ``AttentionType.GLOBAL``); then as a dotted path: a workspace module (``configs.small.Cfg`` gives
 ``configs.small:Cfg``), else an installed package of the capture interpreter
 (``transformers.LlamaConfig`` gives ``transformers:LlamaConfig``).
 """
@@ -438,6 +439,7 @@ class Names:
         self.configs = dict(configs or {})
         self.installed = tuple(installed)
         self.bindings = _module_bindings(model_file, _package_of(workspace, model_file))
+        self._config_module_bindings: list[tuple[str, dict[str, tuple[str, str]]]] | None = None
 
     def __call__(self, dotted: str) -> str:
         first, _, rest = dotted.partition(".")
@@ -453,6 +455,12 @@ class Names:
             return self._in_module(module, [name, *attrs], dotted)
         if not attrs and first in self.configs:
             return self.configs[first]
+        # A name the module of a config class binds (an enum beside it: Gemma's
+        # AttentionType.GLOBAL in transformer_cfg.py, which transformer.py never imports).
+        for module_ref, bindings in self._config_modules():
+            bound = bindings.get(first)
+            if bound is not None and bound[0] == "local":
+                return f"{module_ref}:{dotted}"
         if not attrs and hasattr(builtins, first) and callable(getattr(builtins, first)):
             return f"builtins:{first}"
         if attrs:
@@ -463,6 +471,22 @@ class Names:
             + (f" (it has: {', '.join(n for n in known if n[:1].isupper()) or ', '.join(known[:12])})" if known else "")
             + "; name it by its module, e.g. configs.small.Config(...) or transformers.LlamaConfig(...)"
         )
+
+    def _config_modules(self) -> list[tuple[str, dict[str, tuple[str, str]]]]:
+        """``(module reference, its top-level bindings)`` of each workspace module that
+        defines a config class discovery read for the model (read once)."""
+        if self._config_module_bindings is None:
+            found: dict[str, dict[str, tuple[str, str]]] = {}
+            for ref in self.configs.values():
+                module_ref = ref.partition(":")[0]
+                if module_ref in found or module_ref == self.model_module:
+                    continue
+                file = self._workspace_module(module_ref) if not module_ref.endswith(".py") else \
+                    (self.workspace / module_ref)
+                if file is not None and file.is_file():
+                    found[module_ref] = _module_bindings(file, _package_of(self.workspace, file))
+            self._config_module_bindings = list(found.items())
+        return self._config_module_bindings
 
     def _in_module(self, module: str, attrs: list[str], dotted: str) -> str:
         """``module`` (absolute, dotted) and an attribute path in it, as a target."""
