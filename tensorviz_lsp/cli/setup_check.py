@@ -30,9 +30,11 @@ import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from capture.recipe import CallDesc, ListDesc, Recipe, RefDesc, StaticDesc, TupleDesc, ValueDesc
+from capture.recipe import CallDesc, CallStep, ListDesc, Recipe, RefDesc, SetStep, StaticDesc, TupleDesc, ValueDesc
 from capture.recipe.keywords import misspelt
 from discovery.binding import bind
+
+from .suggestions import Suggester
 
 if TYPE_CHECKING:
     from discovery import Candidate
@@ -52,6 +54,11 @@ class SetupProblem:
     #: ``(wrong, right)``: a misspelt keyword inside the argument's value (a config
     #: class's field), which the command that would work corrects in place.
     rename: tuple[str, str] | None = None
+    #: What the example could not infer (its ``…`` places), for people; empty when it
+    #: has reason to run (:mod:`tensorviz_lsp.cli.suggestions`).
+    unknown: tuple[str, ...] = ()
+    #: ``--then`` steps the example needs (a builder's config: minGPT's vocab_size).
+    steps: tuple[str, ...] = ()
 
 
 def setup_problems(recipe: Recipe, cand: "Candidate") -> list[SetupProblem]:
@@ -59,6 +66,11 @@ def setup_problems(recipe: Recipe, cand: "Candidate") -> list[SetupProblem]:
     init, then inputs; [] when the setup can be tried."""
     problems: list[SetupProblem] = []
     fields = [f.to_json() for f in cand.setup_fields]
+    suggest = Suggester(cand.framework)
+    # The values chosen for the constructor are what the inputs' bounds are read from.
+    for f in fields:
+        if f.get("required") and not f.get("supplied_by"):
+            suggest.init_value(f)
     if recipe.init.factory is None:
         if cand.kind == "jax_function":
             for key in [f"args[{i}]" for i in range(len(recipe.init.args))] + [k for k, _ in recipe.init.kwargs]:
@@ -70,23 +82,99 @@ def setup_problems(recipe: Recipe, cand: "Candidate") -> list[SetupProblem]:
         else:
             problems += _section(
                 "--init", f"{cand.qualname}({_signature(fields)})", fields, recipe.init.args,
-                dict(recipe.init.kwargs), cand.setup_fields_complete, cand,
+                dict(recipe.init.kwargs), cand.setup_fields_complete, cand, suggest,
             )
-            problems += _config_fields(recipe, cand, fields)
+            problems += _config_fields(recipe, cand, fields, suggest)
+            problems += _builders(recipe, fields, suggest)
     if recipe.inputs.factory is None and recipe.inputs.fixture is None:
         inputs = [i.to_json() for i in cand.call_inputs]
         complete = cand.call_method is None or cand.call_defined_in is not None
         where = f"{cand.qualname}.{cand.call_method}" if cand.call_method else cand.qualname
         given = dict(recipe.inputs.kwargs)
         problems += _section("--input", f"{where}({_signature(inputs)})", inputs, recipe.inputs.args, given,
-                             complete, cand)
+                             complete, cand, suggest)
         problems += _shape_like(cand, inputs, recipe.inputs.args, given)
+        problems += _needed_optional(where, inputs, recipe.inputs.args, given, suggest)
+    if recipe.init.factory is None:
+        problems += _preparations(recipe, cand, suggest)
     return problems
+
+
+def _builders(recipe: Recipe, fields: list[dict[str, Any]], suggest: Suggester) -> list[SetupProblem]:
+    """A constructor argument built by the model's builder method (minGPT's
+    ``GPT.get_default_config()``) without the steps that set what the constructor
+    asserts is set (``config.vocab_size``)."""
+    out: list[SetupProblem] = []
+    given = dict(recipe.init.kwargs)
+    for f in fields:
+        hints = f.get("hints") or {}
+        desc = given.get(f["name"])
+        if not hints.get("builder") or not hints.get("must_set") or not isinstance(desc, CallDesc):
+            continue
+        if desc.target.rpartition(":")[2] != hints["builder"]:
+            continue
+        done = {step.path for step in desc.then if isinstance(step, SetStep)}
+        example = suggest.init_value(f)
+        for attr in hints["must_set"]:
+            if attr in done:
+                continue
+            step = next((s for s in example.steps if s.startswith(f"{f['name']}.{attr}=")), None)
+            out.append(SetupProblem(
+                "--then", None,
+                f"{hints['builder']}() leaves {f['name']}.{attr} unset, and the constructor asserts it is set",
+                step, unknown=tuple(u for u in example.unknown if f".{attr} " in u),
+            ))
+    return out
+
+
+def _needed_optional(where: str, inputs: list[dict[str, Any]], args: Sequence[ValueDesc],
+                     given: dict[str, ValueDesc], suggest: Suggester) -> list[SetupProblem]:
+    """Optional inputs the call method cannot do without (gpt-fast's ``input_pos``: it
+    indexes with it and never checks it for None)."""
+    out: list[SetupProblem] = []
+    positional = [p["name"] for p in inputs if p.get("kind") == "positional"]
+    named = set(given) | set(positional[: len(args)])
+    if not named and not any(p.get("required") for p in inputs):
+        # Every input optional and none given (a transformers model's forward): the token
+        # ids are what it runs on ("You must specify exactly one of input_ids or inputs_embeds").
+        tokens = next((p for p in inputs if p.get("token") and p.get("kind") in ("positional", "keyword_only")), None)
+        if tokens is not None:
+            example = suggest.input_value(tokens)
+            out.append(SetupProblem("--input", tokens["name"], f"every input of {where} is optional, but it runs on "
+                                                               "some: give its token ids",
+                                    f"{tokens['name']}={example.text}", unknown=tuple(example.unknown)))
+    for p in inputs:
+        needed = (p.get("hints") or {}).get("needed")
+        if not needed or p["name"] in named:
+            continue
+        example = suggest.input_value(p)
+        out.append(SetupProblem("--input", p["name"], f"optional in {where}, but needed: {needed}",
+                                f"{p['name']}={example.text}", unknown=tuple(example.unknown)))
+    return out
+
+
+def _preparations(recipe: Recipe, cand: "Candidate", suggest: Suggester) -> list[SetupProblem]:
+    """Methods the call method needs called first (gpt-fast's ``setup_caches``: the
+    forward asserts ``self.freqs_cis is not None``), when no step calls them."""
+    out: list[SetupProblem] = []
+    called = {step.path for step in recipe.init.then if isinstance(step, CallStep)}
+    for prep in cand.preparations:
+        if prep.method in called:
+            continue
+        example = suggest.preparation(prep.to_json())
+        said = f" ({prep.message!r})" if prep.message else ""
+        out.append(SetupProblem(
+            "--then", None,
+            f"{cand.qualname}.{cand.call_method} asserts self.{prep.attribute} is not None{said}, and "
+            f"{prep.method}({', '.join(prep.parameters)}) sets it: call it on the model first",
+            example.text, unknown=tuple(example.unknown),
+        ))
+    return out
 
 
 def _section(
     flag: str, callee: str, params: list[dict[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
-    complete: bool, cand: "Candidate",
+    complete: bool, cand: "Candidate", suggest: Suggester,
 ) -> list[SetupProblem]:
     b = bind(params, len(args), list(kwargs), complete=complete)
     out: list[SetupProblem] = []
@@ -101,7 +189,9 @@ def _section(
                                 rename=(name, close[0]) if close else None))
     for name in b.missing:
         p = by_name[name]
-        out.append(SetupProblem(flag, name, f"needed by {callee}{_what(p)}", f"{name}={example_value(p, flag)}"))
+        example = suggest.init_value(p) if flag == "--init" else suggest.input_value(p)
+        out.append(SetupProblem(flag, name, f"needed by {callee}{_what(p)}", f"{name}={example.text}",
+                                unknown=tuple(example.unknown), steps=tuple(example.steps)))
     if b.extra_positional:
         slots = sum(1 for p in params if p.get("kind") == "positional" and not p.get("supplied_by"))
         out.append(SetupProblem(flag, None, f"{len(args)} positional {flag} given, but {callee} takes {slots}; "
@@ -111,7 +201,8 @@ def _section(
     return out
 
 
-def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any]]) -> list[SetupProblem]:
+def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any]],
+                   suggest: Suggester) -> list[SetupProblem]:
     """Keywords a configuration class (a dataclass, NamedTuple, attrs or flax.struct class
     whose fields discovery read whole) does not take, for a call of that class given to
     its constructor parameter. A library's class (transformers' ``ModernBertConfig``,
@@ -128,11 +219,12 @@ def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any
         cfg = (by_name.get(name) or {}).get("config_class")
         if isinstance(desc, RefDesc) and cfg and desc.target.rpartition(":")[2] == cfg["qualname"]:
             # ``config=GPTConfig``: the class where its instance is wanted (the parentheses forgotten)
+            example = suggest.init_value(by_name[name])
             out.append(SetupProblem(
                 "--init", name,
                 f"{cfg['name']} names the class, not a value: {cand.qualname} takes an instance of it, and an "
                 f"object is built by a call ({cfg['name']}(), with its arguments)",
-                f"{name}={example_value(by_name[name], '--init')}",
+                f"{name}={example.text}", unknown=tuple(example.unknown),
             ))
             continue
         if not isinstance(desc, CallDesc) or not cfg or not cfg["fields_complete"]:
@@ -216,43 +308,32 @@ def _what(p: dict[str, Any]) -> str:
     return ""
 
 
-_TYPED = {"int": "8", "float": "1.0", "bool": "true", "str": "'text'"}
-
-
-def example_value(p: dict[str, Any], flag: str) -> str:
-    """A VALUE that is valid for parameter ``p`` (in its JSON contract), as a person
-    would start from: token ids ``int64[1,16]``, a config class called with two of its
-    fields (``GPTConfig(block_size=1024, vocab_size=50304)``), a literal of the
-    annotated type, else a tensor for an input and a number for a constructor field."""
-    cfg = p.get("config_class")
-    if cfg:
-        required = [f for f in cfg["fields"] if f.get("required")]
-        shown = required or [f for f in cfg["fields"] if f.get("default_is_literal") and type(f.get("default_value")) is int][:2]
-        args = ", ".join(f"{f['name']}={_literal(f) if not f.get('required') else example_value(f, flag)}" for f in shown)
-        return f"{cfg['name']}({args})"
-    if p.get("token"):
-        return "int64[1,16]"
-    annotation = (p.get("annotation") or "").strip()
-    for word, text in _TYPED.items():
-        if annotation == word or annotation.startswith(word + " |") or annotation == f"Optional[{word}]":
-            return text
-    # A static JAX argument is a Python value of the trace, not an array.
-    return "float32[2,3]" if flag == "--input" and not p.get("static") else "8"
-
-
-def _literal(f: dict[str, Any]) -> str:
-    v = f.get("default_value")
-    return "true" if v is True else "false" if v is False else "none" if v is None else repr(v)
+def example_value(p: dict[str, Any], flag: str, framework: str = "torch") -> str:
+    """A VALUE for parameter ``p`` (in its JSON contract) as a suggestion gives it
+    (:class:`~tensorviz_lsp.cli.suggestions.Suggester`; ``…`` where the code does not say)."""
+    suggest = Suggester(framework)
+    example = suggest.init_value(p) if flag == "--init" else suggest.input_value(p)
+    return example.text
 
 
 def describe(problems: list[SetupProblem], shown: str, command_line: str) -> str:
     """The usage error: what ``shown`` (``model.py:GPT``) lacks, one line per problem,
-    then ``command_line`` (a command that would work)."""
+    then ``command_line``: a command that would work (``try:``), or, when a value could
+    not be inferred, the command to complete (its ``…`` places) after what is missing."""
     lines = [f"{shown} cannot run with this setup; nothing was saved or run:"]
+    unknown: list[str] = []
     for p in problems:
         head = f"{p.flag} {p.name}" if p.name else p.flag
         lines.append(f"  {head}: {p.message}" + (f", e.g. {p.flag} {p.example}" if p.example else ""))
-    lines += ["try:", f"  {command_line}"]
+        for step in p.steps:
+            lines.append(f"    with --then {step}")
+        unknown += [u for u in p.unknown if u not in unknown]
+    if unknown:
+        lines.append("could not infer (the code does not say):")
+        lines += [f"  {u}" for u in unknown]
+        lines += ["fill in each … and run:", f"  {command_line}"]
+    else:
+        lines += ["try:", f"  {command_line}"]
     return "\n".join(lines)
 
 
@@ -276,6 +357,8 @@ def fixed_command(command: str, shown: str, argv: list[tuple[str, str | None]], 
     for p in problems:
         if not p.example or (p.flag, p.name) in renamed_to:
             continue  # nothing to show, or the misspelt argument kept above now gives it
+        if p.flag == "--then" and ("--then", p.example) in kept:
+            continue
         example = p.example
         unknown = [q for q in problems if q.flag == p.flag and q.example is None and q.name and not q.rename
                    and "takes no" in q.message]
@@ -287,6 +370,10 @@ def fixed_command(command: str, shown: str, argv: list[tuple[str, str | None]], 
             if given is not None:
                 example = f"{p.name}={given.partition('=')[2]}"
         fixes.append((p.flag, example))
+        fixes += [("--then", step) for step in p.steps]
+    # Among the fixes, steps after the --init they act on, inputs last.
+    order = {"--init": 0, "--then": 1}
+    fixes = sorted(fixes, key=lambda item: order.get(item[0], 2))
     parts = ["tensorviz", command, shown] + (["--profile", profile] if profile else [])
     for flag, text in kept + fixes:
         parts += [flag] if text is None else [flag, text]

@@ -479,6 +479,11 @@ def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
         out.append(("--seed", str(args.seed)))
     if args.evidence:
         out.append((f"--{args.evidence}", None))
+    # How the worker runs, as given: the command that would work runs where this one would.
+    for flag, value in (("--python", getattr(args, "python", None)), ("--workspace", getattr(args, "workspace", None))):
+        if value:
+            out.append((flag, value))
+    out += [("--env", item) for item in getattr(args, "env", None) or []]
     return out
 
 
