@@ -52,17 +52,17 @@ _SHAPE_COMMENT = re.compile(r"#\s*(?:shape\s*[:=]?\s*)?[\[(]\s*([A-Za-z0-9_' ,.*
 
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Every node below ``node`` (itself included), in no particular order."""
+    """Every node below ``node`` (itself included), depth first, in source order."""
     stack: list[cst.CSTNode] = [node]
     while stack:
         n = stack.pop()
         yield n
-        for name in child_fields(type(n)):
+        for name in reversed(child_fields(type(n))):
             value = getattr(n, name)
             if isinstance(value, cst.CSTNode):
                 stack.append(value)
             elif isinstance(value, (list, tuple)):
-                stack.extend(v for v in value if isinstance(v, cst.CSTNode))
+                stack.extend(v for v in reversed(value) if isinstance(v, cst.CSTNode))
 
 
 def _is_none(expr: cst.BaseExpression) -> bool:
@@ -100,7 +100,10 @@ class _CallFacts:
         self.asserted: list[tuple[str, str | None]] = []  # (self attribute, message)
         self.unpacked: dict[str, int] = {}  # name → rank (``n, h, w, c = x.shape``)
         self.matmul_rows: dict[str, str] = {}  # name → the rows of a literal array it multiplies
+        called: set[int] = set()  # x.astype(...): a method called, not a value read
         for node in walk(method.body):
+            if isinstance(node, cst.Call):
+                called.add(id(node.func))
             if isinstance(node, cst.Assert):
                 tested = _none_tested(node.test)
                 if tested is not None and tested[1]:
@@ -132,7 +135,7 @@ class _CallFacts:
                 for element in node.slice:
                     if isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Name):
                         self.indexes.add(element.slice.value.value)
-            if isinstance(node, cst.Attribute):
+            if isinstance(node, cst.Attribute) and id(node) not in called:
                 inner = node.value
                 if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) and inner.value.value == "self":
                     # self.patches.size: what a Linen field is read for
@@ -307,11 +310,16 @@ def field_hints(
 
 
 def _init_reads(init: cst.FunctionDef, field: str) -> list[str]:
+    """The attributes the constructor reads from ``field`` (not the methods it calls)."""
     out = []
+    called: set[int] = set()
     for node in walk(init.body):
-        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == field:
+        if isinstance(node, cst.Call):
+            called.add(id(node.func))
+        if isinstance(node, cst.Attribute) and id(node) not in called and isinstance(node.value, cst.Name) \
+                and node.value.value == field:
             out.append(node.attr.value)
-    return sorted(set(out))
+    return list(dict.fromkeys(out))
 
 
 def _smallest_preset(table: cst.Dict) -> str | None:

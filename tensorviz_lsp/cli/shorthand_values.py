@@ -106,6 +106,9 @@ def parse_value_spec(text: str, resolve: Resolve | None = None, *, flag: str | N
         raise ShorthandError("no value: expected a tensor such as float32[2,3], a literal such as 8, or a call")
     if len(s) > _MAX_TEXT:
         raise ShorthandError(f"the value is {len(s):,} characters long; at most {_MAX_TEXT:,}")
+    if "…" in s:
+        raise ShorthandError("… marks a value TensorViz could not infer from the code: replace it with the value "
+                             "(what is missing is listed above the suggested command)")
     m = _TENSOR.match(s)
     if m:
         return _tensor_text(s, m)
