@@ -28,16 +28,13 @@ import difflib
 import re
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from capture.recipe import CallDesc, CallStep, ListDesc, Recipe, RefDesc, SetStep, StaticDesc, TupleDesc, ValueDesc
 from capture.recipe.keywords import misspelt
 from discovery.binding import bind
 
 from .suggestions import Suggester
-
-if TYPE_CHECKING:
-    from discovery import Candidate
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,11 +58,41 @@ class SetupProblem:
     steps: tuple[str, ...] = ()
 
 
-def setup_problems(recipe: Recipe, cand: "Candidate") -> list[SetupProblem]:
-    """Everything :func:`describe` would list for ``recipe`` on ``cand``, in the order
-    init, then inputs; [] when the setup can be tried."""
+@dataclass(frozen=True, slots=True)
+class CandidateFacts:
+    """What the checks read of a candidate, from discovery's object
+    (:meth:`of`) or the language server's JSON copy of it: the same checks for the
+    command line and the setup form."""
+
+    qualname: str
+    kind: str
+    framework: str
+    call_method: str | None
+    call_defined_in: str | None
+    setup_fields_complete: bool
+    setup_fields: list[dict[str, Any]]
+    call_inputs: list[dict[str, Any]]
+    preparations: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, cand: Any) -> "CandidateFacts":
+        if isinstance(cand, CandidateFacts):
+            return cand
+        if hasattr(cand, "call_inputs"):  # discovery's Candidate
+            return cls(cand.qualname, cand.kind, str(cand.framework), cand.call_method, cand.call_defined_in,
+                       cand.setup_fields_complete, [f.to_json() for f in cand.setup_fields],
+                       [i.to_json() for i in cand.call_inputs], [p.to_json() for p in cand.preparations])
+        # the language server's Candidate (tensorviz_lsp.backends): JSON already
+        return cls(cand.qualname, cand.kind, str(cand.framework), cand.call_method, cand.call_defined_in,
+                   cand.setup_fields_complete, list(cand.setup_fields), list(cand.inputs), list(cand.preparations))
+
+
+def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
+    """Everything :func:`describe` would list for ``recipe`` on ``candidate`` (discovery's
+    or the language server's), in the order init, then inputs; [] when the setup can be tried."""
+    cand = CandidateFacts.of(candidate)
     problems: list[SetupProblem] = []
-    fields = [f.to_json() for f in cand.setup_fields]
+    fields = cand.setup_fields
     suggest = Suggester(cand.framework)
     # The values chosen for the constructor are what the inputs' bounds are read from.
     for f in fields:
@@ -87,7 +114,7 @@ def setup_problems(recipe: Recipe, cand: "Candidate") -> list[SetupProblem]:
             problems += _config_fields(recipe, cand, fields, suggest)
             problems += _builders(recipe, fields, suggest)
     if recipe.inputs.factory is None and recipe.inputs.fixture is None:
-        inputs = [i.to_json() for i in cand.call_inputs]
+        inputs = cand.call_inputs
         complete = cand.call_method is None or cand.call_defined_in is not None
         where = f"{cand.qualname}.{cand.call_method}" if cand.call_method else cand.qualname
         given = dict(recipe.inputs.kwargs)
@@ -153,20 +180,20 @@ def _needed_optional(where: str, inputs: list[dict[str, Any]], args: Sequence[Va
     return out
 
 
-def _preparations(recipe: Recipe, cand: "Candidate", suggest: Suggester) -> list[SetupProblem]:
+def _preparations(recipe: Recipe, cand: CandidateFacts, suggest: Suggester) -> list[SetupProblem]:
     """Methods the call method needs called first (gpt-fast's ``setup_caches``: the
     forward asserts ``self.freqs_cis is not None``), when no step calls them."""
     out: list[SetupProblem] = []
     called = {step.path for step in recipe.init.then if isinstance(step, CallStep)}
     for prep in cand.preparations:
-        if prep.method in called:
+        if prep["method"] in called:
             continue
-        example = suggest.preparation(prep.to_json())
-        said = f" ({prep.message!r})" if prep.message else ""
+        example = suggest.preparation(prep)
+        said = f" ({prep['message']!r})" if prep.get("message") else ""
         out.append(SetupProblem(
             "--then", None,
-            f"{cand.qualname}.{cand.call_method} asserts self.{prep.attribute} is not None{said}, and "
-            f"{prep.method}({', '.join(prep.parameters)}) sets it: call it on the model first",
+            f"{cand.qualname}.{cand.call_method} asserts self.{prep['attribute']} is not None{said}, and "
+            f"{prep['method']}({', '.join(prep['parameters'])}) sets it: call it on the model first",
             example.text, unknown=tuple(example.unknown),
         ))
     return out
@@ -174,7 +201,7 @@ def _preparations(recipe: Recipe, cand: "Candidate", suggest: Suggester) -> list
 
 def _section(
     flag: str, callee: str, params: list[dict[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
-    complete: bool, cand: "Candidate", suggest: Suggester,
+    complete: bool, cand: CandidateFacts, suggest: Suggester,
 ) -> list[SetupProblem]:
     b = bind(params, len(args), list(kwargs), complete=complete)
     out: list[SetupProblem] = []
@@ -201,7 +228,7 @@ def _section(
     return out
 
 
-def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any]],
+def _config_fields(recipe: Recipe, cand: CandidateFacts, fields: list[dict[str, Any]],
                    suggest: Suggester) -> list[SetupProblem]:
     """Keywords a configuration class (a dataclass, NamedTuple, attrs or flax.struct class
     whose fields discovery read whole) does not take, for a call of that class given to
@@ -257,7 +284,7 @@ def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any
 
 
 def _shape_like(
-    cand: "Candidate", inputs: list[dict[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
+    cand: CandidateFacts, inputs: list[dict[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
 ) -> list[SetupProblem]:
     """A required tensor input (any Torch input, or token ids) given a Python tuple or
     list of numbers: a shape meant as a tensor, which the model would receive as a tuple."""

@@ -207,11 +207,11 @@ def test_the_config_group_saves_only_what_changed(browser, served, close_pages):
         group.locator(f"[data-config-field={name}] input").fill(value)
     assert card.locator("[name=generator-high]").input_value() == "100"
     card.locator("input[name=shape]").fill("1, 16")
-    # A call typed where a literal goes is refused, not saved as a string.
+    # A call typed where a number goes is refused, not saved as a string.
     group.locator("[data-config-field=dropout] input").fill("Dropout(0.1)")
     page.click("#setup-save")
     page.locator("#setup-errors li").first.wait_for()
-    assert "is a call; the form saves literals only" in page.locator("#setup-errors").inner_text()
+    assert "dropout: expected a number (e.g. 0.1), got Dropout(0.1)" in page.locator("#setup-errors").inner_text()
     assert served.saved == []
     group.locator("[data-config-field=dropout] input").fill("0.0")  # the default again: not written
     page.click("#setup-save")
