@@ -41,6 +41,7 @@ from .graph_files import (
     write_encoded,
 )
 from .history import Baseline, CaptureHistory, HistoryError, HistoryLimits
+from . import model_dependencies
 from .job import CaptureJob, Log, Progress
 from .runner import make_job, run_worker
 
@@ -137,6 +138,11 @@ def run_session(request: CaptureRequest, worker: Worker | None = None) -> Sessio
         result.capture = job.fail("crash", type(exc).__name__, f"TensorViz could not run the capture: {exc}")
         return result
     result.capture = refused if refused is not None else (worker or run_worker)(job)
+    if refused is None and result.capture.failure is not None:
+        try:
+            model_dependencies.complete(job, result.capture, result.files)
+        except Exception:  # a courtesy: the failure stands as the worker said it
+            pass
     _keep(request, result)
     return result
 

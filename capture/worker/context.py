@@ -133,7 +133,8 @@ class CaptureContext:
                     f"{self.workspace} or on the selected interpreter's path",
                     {"module": module_name},
                 ) from exc
-            raise CaptureError("import", f"importing {module_name!r} failed: {exc}", {"module": module_name}) from exc
+            raise CaptureError("import", f"importing {module_name!r} failed: {exc}",
+                               {"module": module_name, **_missing_library(exc, self.workspace)}) from exc
         except BaseException as exc:
             if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
                 raise
@@ -201,7 +202,8 @@ class CaptureContext:
             if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
                 raise
             raise CaptureError(
-                "import", f"loading {path!r} failed: {type(exc).__name__}: {exc}", {"file": path, "module": stem}
+                "import", f"loading {path!r} failed: {type(exc).__name__}: {exc}",
+                {"file": path, "module": stem, **_missing_library(exc, self.workspace)},
             ) from exc
         return module
 
@@ -401,3 +403,16 @@ __all__ = [
     "CaptureContext", "CaptureError", "LimitExceeded", "Limits", "MakeTensor", "import_framework",
     "normalize_inputs", "parse_device", "positional_names",
 ]
+
+
+def _missing_library(exc: BaseException, workspace: Path) -> dict[str, str]:
+    """``{"missing_module": "tiktoken"}`` when importing the model failed because a
+    library it imports is not installed in this interpreter (a ``ModuleNotFoundError``
+    for a top-level name the workspace does not hold): the model's dependency, which
+    belongs in the capture interpreter (the parent offers the install)."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return {}
+    top = exc.name.split(".")[0]
+    if (workspace / top).exists() or (workspace / f"{top}.py").exists() or top in sys.stdlib_module_names:
+        return {}
+    return {"missing_module": top}

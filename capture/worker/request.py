@@ -172,6 +172,11 @@ class _Session:
         from .libframes import environment
 
         capture.meta["environment"] = environment()
+        from .shadowing import shadowed_libraries
+
+        shadowed = shadowed_libraries(ctx.workspace)
+        if shadowed:
+            capture.meta["shadowed"] = shadowed
         capture.sources = ctx.files.imported_sources(ctx.requested_sources)
         ctx.progress("encoding the graph", 0.98)
         try:
@@ -199,6 +204,14 @@ class _Session:
                 sources = [[s.path, s.sha256] for s in self.ctx.files.imported_sources(self.ctx.requested_sources)]
             except Exception:
                 sources = []
+            try:
+                from .shadowing import shadowed_libraries
+
+                shadowed = shadowed_libraries(self.ctx.workspace)
+                if shadowed:
+                    failure.details = {**(failure.details or {}), "shadowed": shadowed}
+            except Exception:  # saying so is a courtesy: it never hides the failure
+                pass
 
         def message() -> FailureMessage:
             return FailureMessage(kind="failure", failure=failure_json(failure), sources=sources,  # type: ignore[typeddict-item]

@@ -37,9 +37,9 @@ from capture.graph.failure_text import readable_message
 from capture.graph.model import Failure
 from capture.recipe import module_file, split_ref
 from capture.session import SessionResult
-from capture.worker.protocol import environment_needed, inputs_needed
+from capture.worker.protocol import environment_needed, inputs_needed, model_dependencies
 
-from ..backends import RECIPES_PATH, Pos, Span, install_plan
+from ..backends import RECIPES_PATH, InstallPlan, Pos, Span, install_plan
 from ..feature import CommandHandler, Feature
 from ..host import Host
 from .args import CaptureProfileArgs, OpenGraphArgs, ShowViewerArgs
@@ -248,6 +248,15 @@ class OpenGraph(Feature):
                 if installed and retry:
                     return await self.capture(target, show=show, retry=False)
                 return {"ok": False, "reason": "dependencies", "installed": installed, "missing": plan.missing}
+        wanted = model_dependencies(failure)
+        if wanted is not None and not background:
+            # The model's own libraries (Whisper's tiktoken): the same reviewed install,
+            # into the capture interpreter, then the capture again.
+            plan = InstallPlan(wanted["python"] or result.job.python, wanted["missing"], wanted.get("install") or [])
+            if retry:
+                installed = await self.dependencies.offer(root, plan)
+                if installed:
+                    return await self.capture(target, show=show, retry=False)
         needs = inputs_needed(failure)
         if needs and target.uri.endswith(".py") and not background:
             cand = await self.candidates.find(target.uri, qualname)

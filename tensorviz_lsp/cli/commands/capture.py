@@ -32,6 +32,7 @@ import contextlib
 import re
 import shlex
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -46,7 +47,8 @@ from capture.recipe import RecipeError
 from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
 from capture.session.checks import workspace_python
 from capture.worker.limits import Limits
-from capture.worker.protocol import environment_needed, inputs_needed
+from capture.worker.protocol import environment_needed, inputs_needed, model_dependencies, shadowed_libraries
+from capture.worker.shadowing import shadowing_note
 
 from ...recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
 from ..setup_check import describe, example_value, fixed_command, setup_problems
@@ -269,11 +271,15 @@ def capture_in_session(
     progress: Callable[[str, float | None], None],
     log: Callable[[str], None],
     output: Path | None = None,
+    installed: frozenset[str] | set[str] = frozenset(),
 ) -> SessionResult:
     """:func:`capture.session.run_session` for a command typed in a terminal: trusted (the
     user typed it), no editor buffers, a one-shot worker, ended when the user interrupts
     (Ctrl-C, SIGTERM, SIGHUP). Says on stderr which interpreter runs the model's code,
-    and why that one: the CLI asks no trust question, but it never runs code silently."""
+    and why that one: the CLI asks no trust question, but it never runs code silently.
+    When the model's own libraries are missing from that interpreter, offers their
+    install (:func:`offer_model_dependencies`) and, once it ran, captures again
+    (``installed``: what was installed already, never offered twice)."""
     print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, args.python)}", file=sys.stderr)
     request = CaptureRequest(
         workspace, profile, python=args.python, env=env, progress=progress, log=log, output=output,
@@ -281,10 +287,51 @@ def capture_in_session(
     )
     with terminate_like_interrupt():
         try:
-            return run_session(request)
+            result = run_session(request)
         except KeyboardInterrupt:
             request.cancel.set()
             raise
+    shadowed = shadowed_libraries(result.capture.meta if result.capture.failure is None
+                                  else result.capture.failure.details)
+    if shadowed:
+        print(f"tensorviz {command}: note: {shadowing_note(shadowed)}", file=sys.stderr)
+    wanted = model_dependencies(result.capture.failure)
+    if wanted is not None and not set(wanted["missing"]) & installed and offer_model_dependencies(command, result):
+        print(f"tensorviz {command}: capturing again", file=sys.stderr)
+        return capture_in_session(command, workspace, profile, args, timeout=timeout, env=env, progress=progress,
+                                  log=log, output=output, installed=installed | set(wanted["missing"]))
+    return result
+
+
+def offer_model_dependencies(command: str, result: SessionResult,
+                             ask: Callable[[str], str] | None = None) -> bool:
+    """When the model's import failed for libraries the capture interpreter lacks: show
+    the exact install command and, in a terminal, run it only if the person says yes
+    (nothing is installed otherwise). True when it ran and succeeded (capture again)."""
+    wanted = model_dependencies(result.capture.failure)
+    if wanted is None:
+        return False
+    cmd = wanted["install"]
+    print(f"tensorviz {command}: the model imports {', '.join(wanted['missing'])}, which the capture interpreter "
+          f"{wanted['python']} lacks (a model's own libraries belong in the interpreter that captures it). "
+          f"To install, run:\n  {shlex.join(cmd)}", file=sys.stderr)
+    if ask is None:
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            return False  # no one to ask: nothing is installed
+        ask = input
+    try:
+        answer = ask("Run this command now? [y/N] ").strip().lower()
+    except EOFError:
+        answer = ""
+    if answer not in ("y", "yes"):
+        print(f"tensorviz {command}: nothing was installed", file=sys.stderr)
+        return False
+    done = subprocess.run(cmd, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        print(f"tensorviz {command}: the install failed (exit status {done.returncode}); nothing else was changed",
+              file=sys.stderr)
+        return False
+    return True
 
 
 class Terminated(KeyboardInterrupt):
