@@ -276,8 +276,9 @@ class _NarrowingWatch:
     while workspace code runs with x64 off, into an explicit refusal; other warnings are
     shown as usual."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, files: Any = None) -> None:
         self.what = what
+        self.files = files  # to name the workspace line that asked for 64 bits, when the warning says it
 
     def __enter__(self) -> "_NarrowingWatch":
         self._cm = warnings.catch_warnings(record=True)
@@ -288,15 +289,19 @@ class _NarrowingWatch:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self._cm.__exit__(exc_type, exc, tb)
         narrowed = None
+        where = self.what
         for w in self.records:
             text = str(w.message)
             if narrowed is None and _NARROWING_WARNING in text:
                 narrowed = text
-            else:
+                rel = self.files.relative(w.filename) if self.files is not None else None
+                if rel is not None:
+                    where = f"{self.what} ({rel}:{w.lineno})"
+            elif _NARROWING_WARNING not in text:
                 warnings.showwarning(w.message, w.category, w.filename, w.lineno)
         if narrowed is not None and exc_type is None:
             dtype = next((d for d in SIXTY_FOUR_BIT_DTYPES if d in narrowed), "a 64-bit dtype")
-            raise _x64_refusal(dtype, self.what, [self.what])
+            raise _x64_refusal(dtype, where, [self.what])
 
 
 # --------------------------------------------------------------------------- the callable
@@ -649,7 +654,9 @@ def capture(ctx: CaptureContext) -> Capture:
                 a, k = make_inputs(dyn, ())
                 return module.init(init_rngs(key, k), *a, **k)
 
-            plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
+            # Linen's param_dtype=jnp.float64 asks for 64 bits here (refused, never narrowed).
+            with _NarrowingWatch("the Linen module's initialisation", ctx.files):
+                plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
             plan.mutable = mutable_collections(plan.state)
 
         def traced(state: Any, dyn: list) -> Any:
@@ -658,7 +665,8 @@ def capture(ctx: CaptureContext) -> Capture:
         ctx.progress("tracing with jax.make_jaxpr", 0.5)
         roots = plan.lift.roots() if plan.lift is not None else []
         with jax_modules.intercept(jax, roots) as module_calls, \
-                (trusted_params() if plan.fresh_linen is not None else nullcontext()):
+                (trusted_params() if plan.fresh_linen is not None else nullcontext()), \
+                _NarrowingWatch("the traced program", ctx.files):
             result = trace(jax, traced, plan, recipe.seed, plan.state, dyn)
     closed = result.closed
 

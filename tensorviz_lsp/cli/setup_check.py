@@ -27,7 +27,7 @@ from __future__ import annotations
 import difflib
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from capture.recipe import CallDesc, CallStep, ListDesc, Recipe, RefDesc, SetStep, StaticDesc, TupleDesc, ValueDesc
@@ -118,10 +118,20 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
         complete = cand.call_method is None or cand.call_defined_in is not None
         where = f"{cand.qualname}.{cand.call_method}" if cand.call_method else cand.qualname
         given = dict(recipe.inputs.kwargs)
-        problems += _section("--input", f"{where}({_signature(inputs)})", inputs, recipe.inputs.args, given,
-                             complete, cand, suggest)
+        section = _section("--input", f"{where}({_signature(inputs)})", inputs, recipe.inputs.args, given,
+                           complete, cand, suggest)
+        if cand.kind == "jax_function" and recipe.init.factory is not None:
+            # The init factory returns the callable traced in its place, typically a
+            # configured functools.partial (mlp2 with its params, NNX's partial(train_step,
+            # model, optimizer)): which parameters it leaves to the inputs, the source of
+            # the function alone cannot tell. Only a name the function does not take is wrong.
+            section = [p if p.rename else replace(p, unknown=(
+                f"which of {cand.qualname}'s parameters the init factory's callable leaves to the inputs",))
+                for p in section if p.example is None]
+        else:
+            problems += _needed_optional(where, inputs, recipe.inputs.args, given, suggest)
+        problems += section
         problems += _shape_like(cand, inputs, recipe.inputs.args, given)
-        problems += _needed_optional(where, inputs, recipe.inputs.args, given, suggest)
     if recipe.init.factory is None:
         problems += _preparations(recipe, cand, suggest)
     return problems

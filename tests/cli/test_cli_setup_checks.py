@@ -204,6 +204,38 @@ def test_keywords_a_library_config_takes_beyond_its_fields_pass(ws, keyword):
     assert keyword.partition("=")[0] in table["init"]["kwargs"]["config"]["kwargs"]
 
 
+PARTIAL = """\
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def mlp2(params, x):
+    return jnp.tanh(x @ params["w1"]) @ params["w2"]
+
+
+def make():
+    return functools.partial(mlp2, {"w1": jnp.ones((3, 8)), "w2": jnp.ones((8, 2))})
+"""
+
+
+def test_an_init_factory_returning_a_partial_is_not_refused(ws, capsys):
+    """Issue 36 item 8: "--input params: needed by mlp2(params, x)" although the factory's
+    partial gives params (and the worker captures it)."""
+    (ws / "partial_model.py").write_text(PARTIAL)
+    table = saved_profile(ws, "partial_model.py:mlp2", "--init-factory", "partial_model.py:make",
+                          "--input", "x=float32[2,3]")
+    assert table["init"] == {"factory": "partial_model:make"}
+    (ws / ".tensorviz" / "recipes.toml").unlink()
+    err = refused(ws, capsys, "partial_model.py:mlp2", "--init-factory", "partial_model.py:make",
+                  "--input", "y=float32[2,3]")
+    assert "--input y: mlp2(params, x) takes no y" in err
+    assert "which of mlp2's parameters the init factory's callable leaves to the inputs" in err
+    assert "needed by" not in err
+
+
 def test_a_dotted_name_that_is_nowhere(ws, capsys):
     err = refused(ws, capsys, "model.py:GPT", "--init", "config=nosuchpkg.Config()", "--input", "idx=int64[1,16]")
     assert "nosuchpkg.Config: nosuchpkg is neither a module of the workspace nor installed in the capture interpreter" in err
