@@ -29,7 +29,9 @@ COVERAGE_STATUSES = ("complete", "partial")
 # The coverage scope of an abstract Torch capture (``evidence = "abstract"``): the forward
 # ran on fake tensors, so nothing in it is measured (no statistics, no bytes).
 ABSTRACT_FORWARD_SCOPE = "abstract_forward"
-EFFECTS = ("none", "incomplete")
+# "writes_state": the forward wrote a parameter or a buffer of the model (gpt-fast's KV
+# cache, BatchNorm's running statistics): ``meta.state_writes`` names them (Torch).
+EFFECTS = ("none", "incomplete", "writes_state")
 
 # Values a literal, a param or a static leaf may hold: what msgpack and JSON both keep.
 Plain = None | bool | int | float | str | list | dict

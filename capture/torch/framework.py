@@ -539,6 +539,7 @@ def capture(ctx: CaptureContext) -> Capture:
 
     with own_step("copying the model's buffers before the forward (to tell whether it changes them)"):
         buffers_before = _buffer_snapshot(torch, model) if kind == "module" and not abstract else {}
+        versions_before = _state_versions(torch, model) if kind == "module" else {}
     ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
     started = time.perf_counter()
     with torch.set_grad_enabled(recipe.grad_enabled):
@@ -598,6 +599,13 @@ def capture(ctx: CaptureContext) -> Capture:
         # place without a version bump, so no recorded op shows the write.
         reasons.append("untracked_buffer_update")
         meta["untracked_buffer_updates"] = unseen
+    with own_step("comparing the model's parameters and buffers after the forward"):
+        writes = _state_writes(torch, model, versions_before) if kind == "module" else []
+    writes += [name for name in unseen if name not in writes]
+    if writes:
+        # A forward that writes the model's own state (a KV cache, running statistics)
+        # has effects: the capture says which, never "effects none".
+        meta["state_writes"] = writes
     if branches is not None:
         differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
         if differences:
@@ -609,6 +617,7 @@ def capture(ctx: CaptureContext) -> Capture:
             outputs=output_tree,
             reasons=reasons,
             meta=meta,
+            effects="writes_state" if writes else "none",
         )
 
 
@@ -629,6 +638,29 @@ def _buffer_snapshot(torch: Any, model: Any) -> dict[str, tuple[Any, int, Any]]:
         return {}
     with torch.no_grad():
         return {n: (b, b._version, b.detach().clone()) for n, b in buffers}
+
+
+def _state_versions(torch: Any, model: Any) -> dict[str, tuple[Any, int]]:
+    """name -> (tensor, version counter) of every parameter and buffer: an in-place write
+    bumps the counter (cheap to read, whatever the size)."""
+    out: dict[str, tuple[Any, int]] = {}
+    for name, t in [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]:
+        if isinstance(t, torch.Tensor):
+            out[name] = (t, t._version)
+    return out
+
+
+def _state_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int]]) -> list[str]:
+    """Parameters and buffers the forward wrote in place (their version counter moved),
+    by name, in the model's order; a tensor replaced by another is a write too."""
+    now = {name: t for name, t in [*model.named_parameters(remove_duplicate=False),
+                                   *model.named_buffers(remove_duplicate=False)]}
+    writes = []
+    for name, (t, version) in before.items():
+        current = now.get(name)
+        if current is not t or t._version != version:
+            writes.append(name)
+    return writes
 
 
 def _untracked_buffer_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int, Any]]) -> list[str]:

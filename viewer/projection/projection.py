@@ -82,11 +82,27 @@ class Projection:
             self.names = ValueNames(capture, self.index)
             self.present = Presentation(capture, self.index)
         self.values = ValueSummaries(capture, self.names)
-        self.searcher = Search(capture, self.index, self.names, self.values, self.present, self.structure)
+        self.searcher = Search(capture, self.index, self.names, self.values, self.present, self.structure,
+                               self.line_index)
         self.pages = Pages(capture, self.index, self.names, self.values, self.present, self.structure)
         self._lock = threading.Lock()
         self._structure: Structure | None = None
         self._trunk: list[int] | None = None
+        self._line_index: Any = None
+
+    def line_index(self) -> Any:
+        """The capture's line → calls index (:class:`~viewer.projection.lines.LineIndex`),
+        made once, on first use: what the editor's hints read, and search by ``file:line``."""
+        got = self._line_index
+        if got is None:
+            from .lines import LineIndex
+
+            built = LineIndex.build(self)
+            with self._lock:
+                if self._line_index is None:
+                    self._line_index = built
+                got = self._line_index
+        return got
 
     def structure(self) -> Structure:
         """The structural signatures, identical siblings and twins (made once, on first use)."""

@@ -154,7 +154,7 @@ class _Entry:
         proj = self.projection()
         with self._lock:
             if self._lines is None:
-                self._lines = LineIndex.build(proj)
+                self._lines = proj.line_index()
             return self._lines
 
     @property

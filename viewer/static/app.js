@@ -271,6 +271,11 @@ function renderCoverage(c) {
     parts.push(why);
   }
   if (cov.effects === "incomplete") parts.push("Effects are incomplete.");
+  if (cov.effects === "writes_state") {
+    // The forward changed the model's own state (a KV cache, running statistics): said, never "no effects".
+    const names = (c.meta && c.meta.state_writes) || [];
+    parts.push(`The forward writes the model's state: ${names.slice(0, 4).join(", ")}${names.length > 4 ? ` and ${names.length - 4} more` : ""}.`);
+  }
   const level = partial || cov.effects === "incomplete" ? "warn" : "info";
   const kind = partial ? "Partial" : cov.scope === "traced_program" ? "Traced program"
     : cov.scope === "abstract_forward" ? "Abstract" : "Eager";

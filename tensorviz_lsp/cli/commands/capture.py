@@ -37,7 +37,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from capture.frameworks import framework_names
 from capture.graph.failure_text import cut_note, readable_message
@@ -64,6 +64,7 @@ from ..shorthand import (
     default_profile_name,
     discover_symbol,
     factory_ref,
+    integer_tensor_without_generator,
     names_for,
     parse_target,
     profile_for_target,
@@ -430,6 +431,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     discovered: Discovered | None = None
     try:
         discovered = discover_symbol(target, getattr(args, "python", None))
+        args._discovered = discovered
     except ShorthandError:
         if args.framework is None and (existing is None or not existing.framework_explicit):
             raise
@@ -467,8 +469,33 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             argv = _typed_arguments(args)
             command = fixed_command(args.command, shown, argv, problems, args.profile)
             raise ShorthandError(describe(problems, shown, command))
+    if discovered is not None:
+        _note_zero_tokens(args, recipe)
     save_profile(target.workspace, recipe)
     return target.workspace, recipe.name
+
+
+def _note_zero_tokens(args: argparse.Namespace, recipe: Any) -> None:
+    """Token ids given as ``int64[1,16]`` whose vocabulary TensorViz cannot tell (an init
+    factory builds the model, or a config built another way) stay zeros: say so, and how
+    to draw ids that vary, instead of capturing one embedding row silently."""
+    kwargs = dict(recipe.inputs.kwargs)
+    for text in args.input:
+        name, sep, value = text.partition("=")
+        desc = kwargs.get(name.strip()) if sep else None
+        if desc is None or not integer_tensor_without_generator(value):
+            continue
+        if getattr(desc, "generator", None) is not None and desc.generator.kind == "zeros" and \
+                _is_token_input(args, name.strip()):
+            print(f"tensorviz {args.command}: note: --input {name.strip()}: token ids are all zeros, since nothing "
+                  f"tells TensorViz the vocabulary size; give {name.strip()}={value.strip()}:randint(0,N) for ids "
+                  "below N", file=sys.stderr)
+
+
+def _is_token_input(args: argparse.Namespace, name: str) -> bool:
+    discovered = getattr(args, "_discovered", None)
+    cand = discovered.candidate if discovered is not None else None
+    return cand is not None and any(i.name == name and i.token is not None for i in cand.call_inputs)
 
 
 def check_saved_profile(args: argparse.Namespace, workspace: Path, profile: str) -> None:

@@ -66,7 +66,10 @@ def summary(capture: Capture) -> str:
         f"framework:  {capture.framework} {capture.framework_version}".rstrip(),
         f"coverage:   {cov.scope}, {cov.status}"
         + (f" ({', '.join(cov.reasons)})" if cov.reasons else "")
-        + f", effects {cov.effects}",
+        + f", effects {cov.effects}"
+        + (f" ({', '.join(map(str, (capture.meta.get('state_writes') or [])[:6]))}"
+           f"{' …' if len(capture.meta.get('state_writes') or []) > 6 else ''})"
+           if cov.effects == "writes_state" else ""),
         f"counts:     {len(capture.nodes):,} nodes, {len(capture.values):,} values, "
         f"{len(capture.groups):,} groups, {len(capture.frames):,} frames",
     ]
