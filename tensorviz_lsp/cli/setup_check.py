@@ -120,7 +120,8 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
         given = dict(recipe.inputs.kwargs)
         section = _section("--input", f"{where}({_signature(inputs)})", inputs, recipe.inputs.args, given,
                            complete, cand, suggest)
-        if cand.kind == "jax_function" and recipe.init.factory is not None:
+        partial_callable = cand.kind == "jax_function" and recipe.init.factory is not None
+        if partial_callable:
             # The init factory returns the callable traced in its place, typically a
             # configured functools.partial (mlp2 with its params, NNX's partial(train_step,
             # model, optimizer)): which parameters it leaves to the inputs, the source of
@@ -128,9 +129,9 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
             section = [p if p.rename else replace(p, unknown=(
                 f"which of {cand.qualname}'s parameters the init factory's callable leaves to the inputs",))
                 for p in section if p.example is None]
-        else:
-            problems += _needed_optional(where, inputs, recipe.inputs.args, given, suggest)
         problems += section
+        if not partial_callable:
+            problems += _needed_optional(where, inputs, recipe.inputs.args, given, suggest)
         problems += _shape_like(cand, inputs, recipe.inputs.args, given)
     if recipe.init.factory is None:
         problems += _preparations(recipe, cand, suggest)

@@ -75,7 +75,11 @@ installHooks({
 // Side panels float over the canvas: the renderer centres things in the part left visible.
 store.on("panels", ({ side }) => {
   document.querySelector(".workspace").classList.toggle("panel-open", !!side);
-  if (renderer) renderer.insetRight = side ? SIDE_PANEL_WIDTH : 0;
+  if (renderer) {
+    renderer.selected = store.selected; // the panel may open before the selection reaches the renderer
+    renderer.insetRight = side ? SIDE_PANEL_WIDTH : 0;
+    overlaysOnCanvas(renderer); // the minimap moved beside the panel
+  }
 });
 store.on("capture", ({ capture }) => {
   setVocabulary(capture.vocabulary);
@@ -156,7 +160,14 @@ async function boot() {
     settler.soon();
   };
   wireCanvas(canvas, minimap);
-  new ResizeObserver(() => renderer.resize()).observe($("stage"));
+  // Layouts are made for the screen they are shown on: a container taller than it
+  // continues in the next column (layout.worker.js). The whole canvas: a side panel
+  // opening or closing does not lay anything out again.
+  layout.setScreen(renderer.width, renderer.height);
+  new ResizeObserver(() => {
+    renderer.resize();
+    layout.setScreen(renderer.width, renderer.height);
+  }).observe($("stage"));
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => renderer.setPalette());
   setStatus("Laying out…");
   try {
@@ -215,6 +226,19 @@ function minimapVisibility() {
   // The overview helps only when the graph does not fit at readable detail.
   $("minimap").hidden = !(r.scene && (r.scene.w * READABLE_SCALE > r.width * 1.1 || r.scene.h * READABLE_SCALE > r.height * 1.1));
   if (!$("minimap").hidden) r.resize();
+  overlaysOnCanvas(r);
+}
+
+// What floats over the bottom of the canvas (the hint bar, the minimap), for Fit to keep
+// the graph out from under it.
+function overlaysOnCanvas(r) {
+  const stage = $("stage").getBoundingClientRect();
+  const hud = document.querySelector(".hud");
+  const hudBox = hud ? hud.getBoundingClientRect() : null;
+  r.hintHeight = hudBox && hudBox.height ? stage.bottom - hudBox.top + 4 : 0;
+  const m = $("minimap");
+  const box = !m.hidden ? m.getBoundingClientRect() : null;
+  r.minimapBox = box && box.width ? { w: stage.right - r.insetRight - box.left + 4, h: stage.bottom - box.top + 4 } : null;
 }
 
 function setStatus(text) {
@@ -713,15 +737,19 @@ async function relayoutWith(status, action) {
 
 // Every group opened, every stack unfolded: one api/subtree request, one layout request.
 // Resolves when the scene is laid out (window.tensorviz.expandAll()).
-function expandAll() {
+function expandAll({ wrap = true } = {}) {
+  // Everything open: laid out for the screen (a tall group continues in the next column).
+  layout.wrapping = wrap;
   return relayoutWith("Expanding everything…", () => store.expandAll());
 }
 
 function collapseAll() {
+  layout.wrapping = false; // back to the first view's reading, top to bottom
   return relayoutWith("Collapsing…", () => store.collapseAll());
 }
 
 function expandToDepth(n) {
+  layout.wrapping = true;
   return relayoutWith(`Expanding to depth ${n}…`, () => store.setDepth(n));
 }
 

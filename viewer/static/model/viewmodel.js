@@ -20,7 +20,7 @@
 // Pages present layers, not kernels (API.md "Layers, not kernels"); with `kernels` on,
 // every container is fetched again with `kernels=1` and shows every kernel.
 
-import { FRAME, charMeasurer, idleWords, labelRect, measureCard, onFrameHeader, pillContent } from "../draw/card.js";
+import { FRAME, charMeasurer, idleWords, labelRect, measureCard, onFrameHeader, pillContent, twinWords } from "../draw/card.js";
 import { formatValue } from "../draw/theme.js";
 import { formatBytes, formatCount, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
@@ -499,7 +499,7 @@ export class GraphModel {
           // of a grown box moves right, what is below it moves down) instead of laying it
           // out again, so nothing around them jumps.
           real = grownLayout(prev.layout, prev.boxes, boxes);
-          if (real) this.layout.layouts.set(lk, real);
+          if (real) this.layout.put(lk, real);
         }
         if (real) {
           entry.layout = real;
@@ -612,7 +612,8 @@ export class GraphModel {
     const h = Math.max(maxH + 20, Math.ceil(col.h * up(r.h, r.h2)));
     const ky = (h - 20 - maxH) / Math.max(1, col.h - 20 - maxH);
     const boxesOut = col.boxes.map((b) => ({ x: (w - b.w) / 2, y: 10 + Math.min(h - 20 - b.h, (b.y - 10) * ky), w: b.w, h: b.h }));
-    return { w, h, boxes: boxesOut, edges: [], estimated: true };
+    const est = { w, h, boxes: boxesOut, edges: [], estimated: true };
+    return this.layout.wrapping ? wrappedEstimate(est, this.layout.screen) || est : est;
   }
 
   // A container not fetched yet: the size of a real layout of a group with the same
@@ -1358,7 +1359,7 @@ export function cardLines(item) {
   else if (item.child_count !== undefined && item.child_count !== null) bits.push(count(item.child_count, "item"));
   if (item.opaque_count) bits.push(`${grouped(item.opaque_count)} opaque`);
   // Identical blocks, adjacent or not (the server's twins), are marked as Model Explorer does.
-  if (item.twin && item.twin.count > 1) bits.push(`≡ ${item.twin.index + 1} of ${item.twin.count} identical`);
+  if (item.twin && item.twin.count > 1) bits.push(twinWords(item.twin));
   else if (item.identical && item.identical.count > 1) bits.push(`×${item.identical.count} identical`);
   if (bits.length) lines.push(bits.join(" · "));
   const idle = idleWords(item);
@@ -1536,4 +1537,43 @@ function chunkMayHold(chunk, key) {
   const hi = chunk.last ?? (chunk.range ? chunk.range[1] : undefined);
   if (lo === undefined || hi === undefined) return false;
   return id >= lo && id <= hi;
+}
+
+
+// An estimated layout (one column) taller than the screen, cut into columns side by side
+// as the layout worker cuts a real one (layout.worker.js wrapColumns), for the number of
+// columns that fits the screen best; null when one column fits it as well.
+export function wrappedEstimate(est, screen) {
+  if (!screen || est.boxes.length < 6 || est.h <= screen.h * 1.15 || est.h / Math.max(1, est.w) <= (screen.h / screen.w) * 1.3) {
+    return null;
+  }
+  const scale = (l) => Math.min(screen.w / Math.max(1, l.w), screen.h / Math.max(1, l.h));
+  const order = est.boxes.map((b, i) => [b, i]).sort((a, b) => a[0].y - b[0].y);
+  const total = order.reduce((sum, [b]) => sum + b.h + 30, 0);
+  let best = null;
+  for (let k = 2; k <= 64; k++) {
+    const target = total / k;
+    const boxes = new Array(est.boxes.length);
+    let x = 10;
+    let y = 10;
+    let colW = 0;
+    let h = 0;
+    let used = 1;
+    for (const [b, i] of order) {
+      if (y > 10 && y + b.h > 10 + target && used < k) {
+        x += colW + 36;
+        y = 10;
+        colW = 0;
+        used += 1;
+      }
+      boxes[i] = { x, y, w: b.w, h: b.h };
+      y += b.h + 30;
+      colW = Math.max(colW, b.w);
+      h = Math.max(h, y);
+    }
+    const laid = { w: Math.ceil(x + colW + 10), h: Math.ceil(h), boxes, edges: [], estimated: true, wrapped: used };
+    if (!best || scale(laid) > scale(best)) best = laid;
+    if (laid.h < screen.h * 0.6) break;
+  }
+  return best && scale(best) > scale(est) * 1.05 ? best : null;
 }
