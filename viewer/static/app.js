@@ -262,7 +262,7 @@ function renderTitle(c) {
   const bits = [c.framework, c.backend, counts.nodes !== undefined ? `${Number(counts.nodes).toLocaleString("en-US")} nodes` : null].filter(Boolean);
   // Template nodes of unexecuted control-flow bodies are counted apart from the program.
   if (counts.template_nodes) bits.push(`${Number(counts.template_nodes).toLocaleString("en-US")} in unexecuted bodies`);
-  t.append("  ·  " + bits.join(" · "));
+  t.append(el("span", { class: "title-bits" }, bits.join(" · ")));
   t.title = `${c.title || ""} (${bits.join(", ")})`;
   document.title = `${c.title || "capture"} — TensorViz`;
 }
