@@ -35,11 +35,13 @@ import attrs
 from attrs.validators import ge, min_len
 from lsprotocol import types
 
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from .args import ArgumentError, CommandArgs
+from .lenses import Lenses
 from .captured_lines import CapturedLines, FileLines
-from .freshness import rel_path
+from ..records import rel_path
+from ..registry import register
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
@@ -95,6 +97,7 @@ def summary(hit: Hit) -> str:
     return text
 
 
+@register
 class ShowInGraph(Feature):
     name = "show-in-graph"
 
@@ -139,6 +142,8 @@ class ShowInGraph(Feature):
         return order.index(hit.profile) if hit.profile in order else -1
 
     # ------------------------------------------------------------------ code action
+    # Open as Graph (the lens's action) leads.
+    @hook(after=(Lenses,))
     async def code_action(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         only = params.context.only if params.context else None
         if only and types.CodeActionKind.Empty not in only and "" not in only:
@@ -221,10 +226,12 @@ class ShowInGraph(Feature):
         return next((h for h in ranked if h.profile == answer), None)
 
     # ------------------------------------------------------------------ follow the cursor
+    @hook
     async def document_highlight(self, params: types.DocumentHighlightParams) -> list[types.DocumentHighlight]:
         self.cursor_moved(params.text_document.uri, params.position.line)
         return []
 
+    @hook
     def cursor_notified(self, params: Any) -> None:
         """``tensorviz/cursor {uri, line}`` (the VS Code extension's own cursor report)."""
         get = params.get if isinstance(params, dict) else lambda k: getattr(params, k, None)
@@ -290,6 +297,7 @@ class ShowInGraph(Feature):
         for key in [k for k in self._outlined if k not in told]:
             host.publish(self._outlined.pop(key), "cursor", {"capture": key[1], "file": None, "line": None, "keys": []})
 
+    @hook
     def settings_changed(self) -> None:
         """followCursor turned off: the outlines it left go, and the next move starts afresh."""
         host = self.viewers
@@ -299,9 +307,11 @@ class ShowInGraph(Feature):
                 host.publish(root, "cursor", {"capture": key[1], "file": None, "line": None, "keys": []})
         self._cursor_line.clear()
 
+    @hook
     def document_closed(self, uri: str) -> None:
         self._cursor_line.pop(uri, None)
 
+    @hook
     def shutdown(self) -> None:
         if self._cursor_timer is not None:
             self._cursor_timer.cancel()

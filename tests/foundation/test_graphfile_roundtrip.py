@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from capture.graph import graphfile
 from capture.graph.model import (
-    Capture, Coverage, Failure, Frame, Group, Node, Operand, Source, Value, to_json,
+    Capture, Coverage, Failure, Frame, Group, Node, NodeCosts, Operand, Source, Value, to_json,
 )
 
 names = st.text(alphabet=string.ascii_letters + string.digits + "_./:-é中", min_size=0, max_size=12)
@@ -90,6 +90,15 @@ def captures(draw) -> Capture:
     elif scope == "traced_program":
         for v in values:
             v.measured = None  # a traced program carries no measurements
+    cost = None
+    if not failed and draw(st.booleans()):  # what each node costs (absent in files written before)
+        counts = st.integers(-1, (1 << 63) - 1)
+        rules = draw(st.lists(names, min_size=1, max_size=4))
+        cost = NodeCosts(
+            [draw(counts) for _ in nodes], [draw(counts) for _ in nodes], [draw(counts) for _ in nodes],
+            [draw(st.integers(0, len(rules) - 1)) for _ in nodes], rules,
+            sorted(draw(st.sets(st.integers(0, len(nodes) - 1), max_size=3))) if nodes else [],
+            draw(st.dictionaries(names, plain, max_size=2)))
     meta = draw(st.dictionaries(names, plain, max_size=3))
     if not failed and backend == "jaxpr":  # nor runtime timings
         meta = {k: v for k, v in meta.items() if not graphfile._RUNTIME_TIMING.search(k)}
@@ -105,6 +114,7 @@ def captures(draw) -> Capture:
         recipe=draw(st.one_of(st.none(), st.dictionaries(names, plain, max_size=3))),
         failure=failure,
         meta=meta,
+        cost=cost,
     )
 
 

@@ -93,7 +93,8 @@ async def test_torch_cnn_hints_refresh_stale_and_recapture(tmp_path, config_dir)
         tip = await tooltip(s, stem)
         assert tip.startswith("**TensorViz** · profile `cnn` (CNN, PyTorch), captured at "), tip
         assert re.search(r"`f32\[2,8,8,8\]` · 4 KiB · min 0 · max \S+ · mean \S+ · std \S+ · NaN 0 · Inf 0", tip), tip
-        assert "2 ops behind it. Measured by running the model (PyTorch)." in tip
+        assert re.search(r"2 ops behind it \([\d.]+ kFLOPs · [\d.]+ KiB moved · 224 params; a multiply-add counts 2 "
+                         r"FLOPs, bytes unfused\)\. Measured by running the model \(PyTorch\)\.", tip), tip
         block = await tooltip(s, got[line_no(text, "self.norm(self.conv(x))")])
         assert "the line ran 3× (the first call is shown, in `blocks.0`)" in block
         # a range asks for its lines only
