@@ -296,14 +296,9 @@ class RealBackends:
 
         from .recipes_store import RecipeStoreError, save_profile
 
-        from .features.form_values import read_form_recipe
-
-        # A form's text (VALUE and STEP lines) read as the shorthand reads it; the form of
-        # the language server has done it already, with the checks against the source.
-        read, errors = read_form_recipe(root, name, recipe, None)
-        if errors:
-            return errors
-        data = {k: v for k, v in read.items() if k != "name"}
+        # A form's text (VALUE and STEP lines) is read before this, with the checks against
+        # the source (features.viewer_setup.save_from_viewer through features.form_values).
+        data = {k: v for k, v in recipe.items() if k != "name"}
         try:
             r = Recipe.from_dict({"name": name, **data})
         except RecipeError as exc:

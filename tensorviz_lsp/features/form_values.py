@@ -21,7 +21,6 @@ from typing import Any
 
 from capture.recipe import RecipeError, Recipe, model_ref_for, module_file, split_ref
 
-from ..backends import Candidate
 from ..cli.setup_check import setup_problems
 from ..cli.shorthand import ArgumentError, add_steps
 from ..cli.shorthand_values import Names, ShorthandError, parse_value_spec
@@ -30,7 +29,7 @@ from ..cli.shorthand_values import Names, ShorthandError, parse_value_spec
 TEXT_KIND = "text"
 
 
-def names_for_form(root: Path, recipe: dict[str, Any], cand: Candidate | None) -> Names | None:
+def names_for_form(root: Path, recipe: dict[str, Any], cand: Any) -> Names | None:
     """How a called name in the form's text resolves: as the shorthand resolves it for
     the model's file (its module, then the config classes discovery read)."""
     model = recipe.get("model")
@@ -62,10 +61,12 @@ def _configs_in(cfg: dict[str, Any] | None, depth: int = 0) -> list[dict[str, An
 
 
 def read_form_recipe(root: Path, name: str, recipe: dict[str, Any],
-                     cand: Candidate | None) -> tuple[dict[str, Any], list[dict[str, str]]]:
+                     cand: Any) -> tuple[dict[str, Any], list[dict[str, str]]]:
     """The form's recipe with its texts read (``{kind: "text"}`` values, ``steps_text``)
     and checked as the command line checks a shorthand; ``(recipe, errors)``, each error
-    ``{path, message}`` at the form's path."""
+    ``{path, message}`` at the form's path. ``cand``: the language server's candidate
+    (:class:`tensorviz_lsp.backends.Candidate`, not imported: backends reads forms through
+    this module), or None where there is no source to check against."""
     data = copy.deepcopy(recipe)
     errors: list[dict[str, str]] = []
     names = names_for_form(root, data, cand)

@@ -37,22 +37,13 @@ from .names import (  # noqa: F401
 from .presentation import Presentation
 from .search import DEFAULT_SEARCH_LIMIT, MAX_QUERY, MAX_SEARCH_LIMIT, Search, SearchError  # noqa: F401
 from .structure import Structure
+from .errors import NotFound, ProjectionError  # noqa: F401 (the server's and tests' names)
 from .summaries import ValueSummaries
 from .trunk import trunk
 from .views import LIST_CAP, SUBTREE_ITEMS, PageError, Pages  # noqa: F401
 
 MAX_PAGE = 1000
 USES_CAP = 1000  # uses listed per value in details
-
-
-class ProjectionError(Exception):
-    """A request the projection cannot answer; ``status`` is the HTTP status to use."""
-
-    status = 400
-
-
-class NotFound(ProjectionError):
-    status = 404
 
 
 def frame_json(f: Frame | None) -> dict | None:
