@@ -178,5 +178,10 @@ def test_the_five_real_models_reach_their_first_graph_from_the_setup_form_in_neo
     # What the form saved is what the shorthand would have written.
     assert profiles["mingpt"]["init"]["kwargs"]["config"]["target"] == "miniish:GPT.get_default_config"
     assert profiles["gpt_fast"]["init"]["then"][0]["call"] == "setup_caches"
-    assert profiles["gemma"]["inputs"]["args"][2] is None or profiles["gemma"]["inputs"]["args"][2] == {"kind": "none"}
-    assert profiles["vit"]["init"]["kwargs"]["patches"]["target"] == "types.SimpleNamespace"
+    gemma = profiles["gemma"]
+    assert gemma["inputs"]["args"][2] == {"kind": "none"}  # the cache, a value
+    assert gemma["inputs"]["args"][0]["generator"]["high"] == 100  # followed config.num_embed
+    assert [t["target"] for t in gemma["init"]["kwargs"]["config"]["kwargs"]["attention_types"]["items"]] == [
+        "gemmaish:AttentionType.GLOBAL", "gemmaish:AttentionType.LOCAL_SLIDING"]
+    assert profiles["whisper"]["inputs"]["args"][1]["generator"]["high"] == 100  # followed dims.n_vocab
+    assert profiles["vit"]["init"]["kwargs"]["patches"]["target"] == "types:SimpleNamespace"
