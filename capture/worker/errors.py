@@ -8,7 +8,7 @@ workspace frames of its traceback; raise these when you know better.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 
@@ -25,7 +25,7 @@ class CaptureError(Exception):
         self,
         stage: str,
         message: str,
-        details: dict[str, Any] | None = None,
+        details: Mapping[str, Any] | None = None,
         *,
         error_type: str | None = None,
     ) -> None:

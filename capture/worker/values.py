@@ -70,7 +70,7 @@ def after_construction(
 
 def build_section(
     recipe: Recipe, section: str, make_tensor: MakeTensor, import_object: ImportObject
-) -> tuple[tuple, dict]:
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The literal ``args``/``kwargs`` of ``recipe.init`` (``section="init"``) or
     ``recipe.inputs`` (``"inputs"``) built as Python objects."""
     setup: CallSetup = getattr(recipe, section)
@@ -213,7 +213,7 @@ def _attribute(obj: Any, name: str, path: str, shown: str, verb: str) -> Any:
         ) from exc
 
 
-def _binding_problem(fn: Any, args: tuple, kwargs: dict) -> str | None:
+def _binding_problem(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     """Why ``fn(*args, **kwargs)`` cannot bind, by its signature; None when it can or
     when ``fn`` has no signature to tell (a builtin, a C extension).
 

@@ -28,7 +28,7 @@ import difflib
 import re
 import shlex
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from capture.recipe import CallDesc, CallStep, ListDesc, Recipe, RefDesc, SetStep, StaticDesc, TupleDesc, ValueDesc
 from capture.recipe.keywords import misspelt
@@ -211,7 +211,7 @@ def _preparations(recipe: Recipe, cand: CandidateFacts, suggest: Suggester) -> l
 
 
 def _section(
-    flag: str, callee: str, params: list[dict[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
+    flag: str, callee: str, params: Sequence[Mapping[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
     complete: bool, cand: CandidateFacts, suggest: Suggester,
 ) -> list[SetupProblem]:
     b = bind(params, len(args), list(kwargs), complete=complete)
@@ -239,7 +239,7 @@ def _section(
     return out
 
 
-def _config_fields(recipe: Recipe, cand: CandidateFacts, fields: list[dict[str, Any]],
+def _config_fields(recipe: Recipe, cand: CandidateFacts, fields: Sequence[Mapping[str, Any]],
                    suggest: Suggester) -> list[SetupProblem]:
     """Keywords a configuration class (a dataclass, NamedTuple, attrs or flax.struct class
     whose fields discovery read whole) does not take, for a call of that class given to
@@ -295,7 +295,7 @@ def _config_fields(recipe: Recipe, cand: CandidateFacts, fields: list[dict[str, 
 
 
 def _shape_like(
-    cand: CandidateFacts, inputs: list[dict[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
+    cand: CandidateFacts, inputs: Sequence[Mapping[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
 ) -> list[SetupProblem]:
     """A required tensor input (any Torch input, or token ids) given a Python tuple or
     list of numbers: a shape meant as a tensor, which the model would receive as a tuple."""
@@ -322,7 +322,7 @@ def _shape_like(
     return out
 
 
-def _signature(params: list[dict[str, Any]]) -> str:
+def _signature(params: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     for p in params:
         if p.get("supplied_by"):
@@ -334,7 +334,7 @@ def _signature(params: list[dict[str, Any]]) -> str:
     return text if len(text) <= 80 else text[:77] + "…"
 
 
-def _what(p: dict[str, Any]) -> str:
+def _what(p: Mapping[str, Any]) -> str:
     cfg = p.get("config_class")
     if cfg:
         where = cfg["target"] or cfg["file"].rsplit("/", 1)[-1]
@@ -346,7 +346,7 @@ def _what(p: dict[str, Any]) -> str:
     return ""
 
 
-def example_value(p: dict[str, Any], flag: str, framework: str = "torch") -> str:
+def example_value(p: Mapping[str, Any], flag: str, framework: str = "torch") -> str:
     """A VALUE for parameter ``p`` (in its JSON contract) as a suggestion gives it
     (:class:`~tensorviz_lsp.cli.suggestions.Suggester`; ``…`` where the code does not say)."""
     suggest = Suggester(framework)

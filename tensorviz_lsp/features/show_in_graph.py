@@ -81,7 +81,7 @@ class Hit:
 
     @property
     def capture_id(self) -> int:
-        return int(self.lines.record.capture_id)
+        return viewed_id(self.lines.record)
 
     @property
     def root(self) -> Path:
@@ -255,6 +255,10 @@ class ShowInGraph(Feature):
             self._cursor_timer.cancel()
         loop = asyncio.get_running_loop()
         self._cursor_timer = loop.call_later(CURSOR_DEBOUNCE_S, self._cursor_fire)
+        # What a test (or a person reading a debug log) awaits instead of sleeping past the
+        # debounce: this one when a move will be told, the one in _cursor_push when it was.
+        log.debug("follow-cursor: line %d of %s, told in %g s unless the cursor moves on", line0 + 1, uri,
+                  CURSOR_DEBOUNCE_S)
 
     def _cursor_fire(self) -> None:
         self._cursor_timer = None
@@ -276,9 +280,10 @@ class ShowInGraph(Feature):
             return  # the cursor moved again meanwhile: that move's push says where
         host = self.viewers
         told: set[tuple[str, int]] = set()
+        events = 0
         for fl in files:
             rec = fl.record
-            cid = int(rec.capture_id)
+            cid = viewed_id(rec)
             if self._pages(rec.root, cid) <= 0:
                 continue
             entry = fl.at(line0)
@@ -288,14 +293,18 @@ class ShowInGraph(Feature):
                     host.publish(rec.root, "cursor", {"capture": cid, "file": rel_path(rec.root, path) or path.as_posix(), "line": None,
                                                        "keys": []})
                     self._outlined.pop(key, None)
+                    events += 1
                 continue
             host.publish(rec.root, "cursor", {"capture": cid, "file": entry.file, "line": entry.line,
                                                "keys": entry.first.keys()[:MAX_EVENT_KEYS]})
             self._outlined[key] = rec.root
             told.add(key)
+            events += 1
         # captures outlining a line of another file: that line is no longer the cursor's
         for key in [k for k in self._outlined if k not in told]:
             host.publish(self._outlined.pop(key), "cursor", {"capture": key[1], "file": None, "line": None, "keys": []})
+            events += 1
+        log.debug("follow-cursor: line %d of %s told: %d cursor event(s)", line0 + 1, uri, events)
 
     @hook
     def settings_changed(self) -> None:
@@ -316,3 +325,11 @@ class ShowInGraph(Feature):
         if self._cursor_timer is not None:
             self._cursor_timer.cancel()
             self._cursor_timer = None
+
+
+def viewed_id(rec: Any) -> int:
+    """The viewer's id of a capture whose lines are indexed (only a viewed capture's are)."""
+    cid = rec.capture_id
+    if not isinstance(cid, int):
+        raise TypeError(f"capture {rec.profile!r} is not in the viewer")
+    return cid

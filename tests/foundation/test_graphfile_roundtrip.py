@@ -118,6 +118,7 @@ def captures(draw) -> Capture:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", graphfile.READ_VERSIONS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(captures())
@@ -139,6 +140,7 @@ def test_roundtrip_bytes(version: int, capture: Capture) -> None:
     assert to_json(graphfile.decode(graphfile.encode(capture, version=3 - version))) == to_json(capture)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(captures())
 def test_roundtrip_file(tmp_path, capture: Capture) -> None:
@@ -157,6 +159,7 @@ def test_arbitrary_bytes_never_escape_as_other_errors(data: bytes) -> None:
         assert text.startswith("fuzz.tvg: ") and "\n" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", graphfile.READ_VERSIONS)
 @settings(max_examples=200, deadline=None)
 @given(captures(), st.data())

@@ -40,7 +40,7 @@ from tensorviz_lsp.backends import (  # noqa: E402
     Viewer,
     ViewerHooks,
 )
-from tensorviz_lsp.lsplog import install  # noqa: E402
+from tensorviz_lsp.lsplog import LspLogHandler, install  # noqa: E402
 from viewer.projection.lines import LineIndex  # noqa: E402
 from tensorviz_lsp.wiring import create_server  # noqa: E402
 
@@ -182,12 +182,7 @@ class FakeBackends:
         recipe = recipes["profiles"][job.profile]
         module = recipe["model"].split(":")[0]
         rel = module.replace(".", "/") + ".py"
-        sources = [Source(rel, hashlib.sha256((root / rel).read_bytes()).hexdigest())]
-        # A Torch checkpoint or fixture is a source too, as the real worker records it.
-        for section, key in (("init", "checkpoint"), ("inputs", "fixture")):
-            saved = (recipe.get(section) or {}).get(key)
-            if isinstance(saved, str) and (root / saved).is_file():
-                sources.append(Source(saved, hashlib.sha256((root / saved).read_bytes()).hexdigest()))
+        sources = _sources(root, rel, recipe)
         job.progress("starting worker", 0.1)
         (root / ".fake").mkdir(exist_ok=True)
         (root / ".fake" / "last-env.json").write_text(json.dumps(job.env))
@@ -196,18 +191,8 @@ class FakeBackends:
         )
         # What the model file said when this capture read it (tells runs apart).
         tag = re.search(r"# marker (\w+)", (root / rel).read_text())
-        if b.get("sleep"):
-            proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
-            log.info("fake worker started: pid %d", proc.pid)
-            deadline = time.monotonic() + b["sleep"]
-            while time.monotonic() < deadline and not job.cancel.is_set():
-                time.sleep(0.05)
-            if job.cancel.is_set():
-                os.killpg(proc.pid, 9)
-                proc.wait()
-                return Capture.failed_capture(Failure("Cancelled", "cancelled", stage="cancelled"))
-            proc.kill()
-            proc.wait()
+        if b.get("sleep") and not _slept(b["sleep"], job):
+            return Capture.failed_capture(Failure("Cancelled", "cancelled", stage="cancelled"))
         missing = b.get("missing")
         if missing:
             marker = root / ".fake" / "installed"
@@ -303,9 +288,42 @@ async def fake_reveal(ls, *args):
     return {"handled": "editor" if await ls.run_blocking(viewer.hooks.reveal, args[0]) else "viewer"}
 
 
+def _sources(root: Path, rel: str, recipe: dict) -> list[Source]:
+    """The model's file, and a Torch checkpoint or fixture too, as the real worker records them."""
+    sources = [Source(rel, hashlib.sha256((root / rel).read_bytes()).hexdigest())]
+    for section, key in (("init", "checkpoint"), ("inputs", "fixture")):
+        saved = (recipe.get(section) or {}).get(key)
+        if isinstance(saved, str) and (root / saved).is_file():
+            sources.append(Source(saved, hashlib.sha256((root / saved).read_bytes()).hexdigest()))
+    return sources
+
+
+def _slept(seconds: float, job: CaptureJob) -> bool:
+    """A worker process that runs ``seconds`` (a child of its own session, as a model's
+    would be); False when the capture was cancelled meanwhile (the process killed)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    log.info("fake worker started: pid %d", proc.pid)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not job.cancel.is_set():
+        time.sleep(0.05)
+    if job.cancel.is_set():
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        return False
+    proc.kill()
+    proc.wait()
+    return True
+
+
 if __name__ == "__main__":
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
     for handler in logging.getLogger().handlers:
         handler.setLevel(logging.WARNING)
     install(server, logging.INFO)
+    # Follow-cursor's debounce says at DEBUG when a move will be told and when it was told:
+    # tests await those instead of sleeping past the debounce (tests/lsp/test_show_in_graph.py).
+    cursor_log = logging.getLogger("tensorviz_lsp.features.show_in_graph")
+    cursor_log.setLevel(logging.DEBUG)
+    cursor_log.addHandler(LspLogHandler(server, logging.DEBUG))
+    cursor_log.propagate = False
     server.start_io()
