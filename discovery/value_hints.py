@@ -104,55 +104,74 @@ class _CallFacts:
         for node in walk(method.body):
             if isinstance(node, cst.Call):
                 called.add(id(node.func))
-            if isinstance(node, cst.Assert):
-                tested = _none_tested(node.test)
-                if tested is not None and tested[1]:
-                    path = self_path(tested[0])
-                    if path is not None and "." not in path:
-                        self.asserted.append((path, _string(node.msg)))
-            if isinstance(node, cst.If):
-                tested = _none_tested(node.test)
-                if tested is not None and not tested[1] and _raises(node.body):
-                    path = self_path(tested[0])
-                    if path is not None and "." not in path:
-                        self.asserted.append((path, None))
-            tested = _none_tested(node) if isinstance(node, cst.Comparison) else None
-            if tested is not None and isinstance(tested[0], cst.Name):
-                self.none_checked.add(tested[0].value)
-            if isinstance(node, (cst.If, cst.IfExp, cst.While)) and isinstance(node.test, cst.Name):
-                self.none_checked.add(node.test.value)
-            if isinstance(node, cst.BooleanOperation):
-                for side in (node.left, node.right):
-                    if isinstance(side, cst.Name):
-                        self.none_checked.add(side.value)
-            if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) \
-                    and isinstance(node.expression, cst.Name):
-                self.flags.add(node.expression.value)
-            if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in _FLAG_KEYWORDS \
-                    and isinstance(node.value, cst.Name):
-                self.flags.add(node.value.value)
+            self._asserted(node)
+            self._checked_or_flag(node)
             if isinstance(node, cst.Subscript):
                 for element in node.slice:
                     if isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Name):
                         self.indexes.add(element.slice.value.value)
             if isinstance(node, cst.Attribute) and id(node) not in called:
-                inner = node.value
-                if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) and inner.value.value == "self":
-                    # self.patches.size: what a Linen field is read for
-                    self.reads.setdefault(f"self.{inner.attr.value}", []).append(node.attr.value)
-                elif isinstance(inner, cst.Name):
-                    self.reads.setdefault(inner.value, []).append(node.attr.value)
-            if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply) \
-                    and isinstance(node.left, cst.Name):
-                rows = _literal_array_rows(node.right)
-                if rows is not None:  # ``x @ jnp.ones((3, 4))``: x's last dimension is 3
-                    self.matmul_rows.setdefault(node.left.value, rows)
-            if isinstance(node, cst.Assign) and len(node.targets) == 1:
-                target = node.targets[0].target
-                value = node.value
-                if isinstance(target, cst.Tuple) and isinstance(value, cst.Attribute) \
-                        and value.attr.value == "shape" and isinstance(value.value, cst.Name):
-                    self.unpacked[value.value.value] = len(target.elements)
+                self._read(node)
+            self._shaped(node)
+
+    def _asserted(self, node: cst.CSTNode) -> None:
+        """``assert self.x is not None`` or ``if self.x is None: raise``: a self attribute
+        the call needs set first (with the assert's message)."""
+        if isinstance(node, cst.Assert):
+            tested = _none_tested(node.test)
+            if tested is not None and tested[1]:
+                path = self_path(tested[0])
+                if path is not None and "." not in path:
+                    self.asserted.append((path, _string(node.msg)))
+        if isinstance(node, cst.If):
+            tested = _none_tested(node.test)
+            if tested is not None and not tested[1] and _raises(node.body):
+                path = self_path(tested[0])
+                if path is not None and "." not in path:
+                    self.asserted.append((path, None))
+
+    def _checked_or_flag(self, node: cst.CSTNode) -> None:
+        """Names compared with None or tested for truth (``none_checked``), and names used
+        as a flag (``not train``, ``deterministic=train``)."""
+        tested = _none_tested(node) if isinstance(node, cst.Comparison) else None
+        if tested is not None and isinstance(tested[0], cst.Name):
+            self.none_checked.add(tested[0].value)
+        if isinstance(node, (cst.If, cst.IfExp, cst.While)) and isinstance(node.test, cst.Name):
+            self.none_checked.add(node.test.value)
+        if isinstance(node, cst.BooleanOperation):
+            for side in (node.left, node.right):
+                if isinstance(side, cst.Name):
+                    self.none_checked.add(side.value)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not) \
+                and isinstance(node.expression, cst.Name):
+            self.flags.add(node.expression.value)
+        if isinstance(node, cst.Arg) and node.keyword is not None and node.keyword.value in _FLAG_KEYWORDS \
+                and isinstance(node.value, cst.Name):
+            self.flags.add(node.value.value)
+
+    def _read(self, node: cst.Attribute) -> None:
+        """An attribute read from a name (``x.shape``) or a self attribute (``self.patches.size``:
+        what a Linen field is read for)."""
+        inner = node.value
+        if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) and inner.value.value == "self":
+            self.reads.setdefault(f"self.{inner.attr.value}", []).append(node.attr.value)
+        elif isinstance(inner, cst.Name):
+            self.reads.setdefault(inner.value, []).append(node.attr.value)
+
+    def _shaped(self, node: cst.CSTNode) -> None:
+        """What the code says of a shape: ``x @ jnp.ones((3, 4))`` (x's last dimension is 3),
+        ``n, h, w, c = x.shape`` (x's rank)."""
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.MatrixMultiply) \
+                and isinstance(node.left, cst.Name):
+            rows = _literal_array_rows(node.right)
+            if rows is not None:
+                self.matmul_rows.setdefault(node.left.value, rows)
+        if isinstance(node, cst.Assign) and len(node.targets) == 1:
+            target = node.targets[0].target
+            value = node.value
+            if isinstance(target, cst.Tuple) and isinstance(value, cst.Attribute) \
+                    and value.attr.value == "shape" and isinstance(value.value, cst.Name):
+                self.unpacked[value.value.value] = len(target.elements)
 
 
 _ARRAY_MAKERS = frozenset({"ones", "zeros", "empty", "full", "randn", "rand"})

@@ -232,7 +232,7 @@ def _call_setup(cx: _Ctx, value: Any, at: list[Any]) -> CallSetup:
 _STEP_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
-def _steps(cx: _Ctx, value: Any, at: list, depth: int) -> tuple[Step, ...]:
+def _steps(cx: _Ctx, value: Any, at: list[Any], depth: int) -> tuple[Step, ...]:
     """``then = [...]``: steps after construction, each ``{ set = PATH, value = VALUE }``
     or ``{ call = PATH, args = [...], kwargs = {...} }``."""
     if not isinstance(value, (list, tuple)):
@@ -262,7 +262,7 @@ def _steps(cx: _Ctx, value: Any, at: list, depth: int) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def _step_path(cx: _Ctx, value: Any, at: list) -> str:
+def _step_path(cx: _Ctx, value: Any, at: list[Any]) -> str:
     if not isinstance(value, str) or len(value) > MAX_STRING or not _STEP_PATH.match(value):
         raise cx.error(at, f"expected an attribute or method name, dotted (\"setup_caches\", \"attention.kv_cache\"), "
                            f"found {_show(value)}")

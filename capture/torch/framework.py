@@ -518,18 +518,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
             model.train(recipe.mode == "train")
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)
     if recipe.init.then:
-        # Steps after construction (gpt-fast's setup_caches), on the model as built and
-        # loaded; what they create is made fake too, or moved to the device.
-        ctx.progress("running the steps after construction", 0.25)
-        if evidence is not None:
-            with evidence.building(ctx.files):
-                ctx.after_construction(model, make_tensor)
-            if kind == "module":
-                evidence.fake_module(model, device)
-        else:
-            ctx.after_construction(model, make_tensor)
-            if kind == "module":
-                model.to(device)
+        _after_construction(ctx, model, kind, evidence, make_tensor, device)
     loss_fn, loss_name = _loss_fn(ctx, torch) if training else (None, None)
     optimizer = _optimizer(ctx, torch, model, kind) if training else None
     ctx.progress("building the inputs", 0.3)
@@ -637,21 +626,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
             meta["optimizer"] = type(optimizer).__name__
         if grads:
             meta["grads"] = len(grads)
-    reasons = []
-    with own_step("comparing the model's buffers after the forward"):
-        unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
-    if unseen:
-        # e.g. BatchNorm's running statistics in train mode: the kernel writes them in
-        # place without a version bump, so no recorded op shows the write.
-        reasons.append("untracked_buffer_update")
-        meta["untracked_buffer_updates"] = unseen
-    with own_step("comparing the model's parameters and buffers after the forward"):
-        writes = _state_writes(torch, model, versions_before) if kind == "module" else []
-    writes += [name for name in unseen if name not in writes]
-    if writes:
-        # A forward that writes the model's own state (a KV cache, running statistics)
-        # has effects: the capture says which, never "effects none".
-        meta["state_writes"] = writes
+    reasons: list[str] = []
+    writes = _writes_after(torch, model, buffers_before, versions_before, meta, reasons) if kind == "module" else []
     if branches is not None:
         differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
         if differences:
@@ -674,6 +650,43 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         result.devices = group.devices_record()
     _count_costs(result)
     return result
+
+
+def _after_construction(ctx: CaptureContext, model: Any, kind: str, evidence: Any, make_tensor: Any,
+                        device: Any) -> None:
+    """Steps after construction (gpt-fast's setup_caches), on the model as built and
+    loaded; what they create is made fake too (abstract), or moved to the device."""
+    ctx.progress("running the steps after construction", 0.25)
+    if evidence is not None:
+        with evidence.building(ctx.files):
+            ctx.after_construction(model, make_tensor)
+        if kind == "module":
+            evidence.fake_module(model, device)
+        return
+    ctx.after_construction(model, make_tensor)
+    if kind == "module":
+        model.to(device)
+
+
+def _writes_after(torch: Any, model: Any, buffers_before: dict[str, tuple[Any, int, Any]],
+                  versions_before: dict[str, tuple[Any, int]], meta: dict[str, Any], reasons: list[str]) -> list[str]:
+    """The module's parameters and buffers the forward wrote (``meta["state_writes"]``),
+    writes no recorded op shows among them (``meta["untracked_buffer_updates"]``, a reason)."""
+    with own_step("comparing the model's buffers after the forward"):
+        unseen = _untracked_buffer_writes(torch, model, buffers_before)
+    if unseen:
+        # e.g. BatchNorm's running statistics in train mode: the kernel writes them in
+        # place without a version bump, so no recorded op shows the write.
+        reasons.append("untracked_buffer_update")
+        meta["untracked_buffer_updates"] = unseen
+    with own_step("comparing the model's parameters and buffers after the forward"):
+        writes = _state_writes(torch, model, versions_before)
+    writes += [name for name in unseen if name not in writes]
+    if writes:
+        # A forward that writes the model's own state (a KV cache, running statistics)
+        # has effects: the capture says which, never "effects none".
+        meta["state_writes"] = writes
+    return writes
 
 
 def _count_costs(result: Capture) -> None:
@@ -739,7 +752,7 @@ def _state_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int]]) ->
     writes = []
     for name, (t, version) in before.items():
         current = now.get(name)
-        if current is not t or t._version != version:
+        if current is None or current is not t or t._version != version:
             writes.append(name)
     return writes
 

@@ -15,6 +15,7 @@ import importlib.machinery
 import os
 import sys
 from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 
@@ -35,8 +36,8 @@ def shadowed_libraries(workspace: str | os.PathLike[str], limit: int = 16) -> li
             spec = importlib.machinery.PathFinder.find_spec(name, elsewhere)
         except (ImportError, ValueError, AttributeError):
             spec = None
-        origin = getattr(spec, "origin", None) or (list(spec.submodule_search_locations or [None])[0]
-                                                    if spec is not None else None)
+        locations = list(spec.submodule_search_locations or []) if spec is not None else []
+        origin = getattr(spec, "origin", None) or (locations[0] if locations else None)
         if spec is None or not origin:
             continue
         out.append({"module": name, "workspace": Path(os.path.realpath(file)).relative_to(root).as_posix(),
@@ -46,7 +47,7 @@ def shadowed_libraries(workspace: str | os.PathLike[str], limit: int = 16) -> li
     return out
 
 
-def shadowing_note(entries: list[dict[str, Any]]) -> str:
+def shadowing_note(entries: Sequence[Mapping[str, Any]]) -> str:
     """One sentence for people: which workspace folder was imported instead of which
     installed library."""
     parts = [f"{e['workspace']} instead of the installed {e['module']} ({e['installed']})" for e in entries]

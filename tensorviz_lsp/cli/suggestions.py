@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 #: The placeholder of a value nothing in the code tells.
 UNKNOWN = "…"
@@ -92,7 +92,7 @@ def _literal(v: Any) -> str:
     return "true" if v is True else "false" if v is False else "none" if v is None else repr(v)
 
 
-def _annotation(p: dict[str, Any]) -> str:
+def _annotation(p: Mapping[str, Any]) -> str:
     return (p.get("annotation") or "").strip()
 
 
@@ -100,7 +100,7 @@ def _optional(annotation: str) -> bool:
     return bool(re.search(r"\|\s*None\b|\bNone\s*\||^Optional\[", annotation))
 
 
-def _bool_like(p: dict[str, Any]) -> bool:
+def _bool_like(p: Mapping[str, Any]) -> bool:
     annotation = _annotation(p)
     if re.fullmatch(r"(Optional\[)?bool\]?( \| None)?|bool \| None|None \| bool", annotation):
         return True
@@ -128,7 +128,7 @@ class Suggester:
 
     # --- constructor arguments -----------------------------------------------------------
 
-    def init_value(self, p: dict[str, Any]) -> Example:
+    def init_value(self, p: Mapping[str, Any]) -> Example:
         """A VALUE for constructor parameter ``p``."""
         name = p["name"]
         cfg = p.get("config_class")
@@ -167,7 +167,7 @@ class Suggester:
         parts = [f"{n}={v}" for n, v in chosen]
         return Example(f"{cfg['name']}({', '.join(parts)})", unknown)
 
-    def _field(self, f: dict[str, Any], path: str) -> Example | None:
+    def _field(self, f: Mapping[str, Any], path: str) -> Example | None:
         """A config field's VALUE, or None to leave it at its default."""
         default = f.get("default_value")
         has_default = not f.get("required")
@@ -206,7 +206,7 @@ class Suggester:
 
     # --- any single value ----------------------------------------------------------------
 
-    def _plain(self, p: dict[str, Any], flag: str, path: str) -> Example:
+    def _plain(self, p: Mapping[str, Any], flag: str, path: str) -> Example:
         """A field or input without a config class: by its type, name and hints."""
         name = p["name"]
         annotation = _annotation(p)
@@ -247,7 +247,7 @@ class Suggester:
 
     # --- call inputs ---------------------------------------------------------------------
 
-    def input_value(self, p: dict[str, Any]) -> Example:
+    def input_value(self, p: Mapping[str, Any]) -> Example:
         """A VALUE for call input ``p``."""
         if p.get("static"):
             annotation = _annotation(p)
@@ -260,7 +260,7 @@ class Suggester:
             return self._config(p["name"], cfg)
         return self._plain(p, "--input", p["name"])
 
-    def input_tensor(self, p: dict[str, Any]) -> Example:
+    def input_tensor(self, p: Mapping[str, Any]) -> Example:
         name = p["name"]
         lowered = name.lower()
         hints = p.get("hints") or {}
@@ -292,7 +292,7 @@ class Suggester:
         what = _annotation(p) or "no annotation"
         return Example(UNKNOWN, [f"{name} ({what}): its shape, which nothing in the code says"])
 
-    def _shape(self, hints: dict[str, Any]) -> list[int] | None:
+    def _shape(self, hints: Mapping[str, Any]) -> list[int] | None:
         """A shape comment's dimensions as sizes, when each is one a suggestion can pick."""
         names = hints.get("shape")
         if not names:
@@ -310,7 +310,7 @@ class Suggester:
 
     # --- steps ---------------------------------------------------------------------------
 
-    def preparation(self, prep: dict[str, Any]) -> Example:
+    def preparation(self, prep: Mapping[str, Any]) -> Example:
         """``model.setup_caches(max_batch_size=1, max_seq_length=64)`` for a method the
         call method needs called first."""
         args, unknown = [], []

@@ -70,45 +70,14 @@ def read_form_recipe(root: Path, name: str, recipe: dict[str, Any],
     data = copy.deepcopy(recipe)
     errors: list[dict[str, str]] = []
     names = names_for_form(root, data, cand)
-
-    def convert(node: Any, path: str) -> Any:
-        if isinstance(node, dict):
-            if node.get("kind") == TEXT_KIND:
-                text = node.get("text")
-                if not isinstance(text, str):
-                    errors.append({"path": path, "message": "expected the value as text"})
-                    return node
-                try:
-                    return parse_value_spec(text, names).to_dict()
-                except ShorthandError as exc:
-                    errors.append({"path": path, "message": f"{text}: {exc}"})
-                    return node
-            return {k: convert(v, f"{path}.{k}" if path else k) for k, v in node.items()}
-        if isinstance(node, list):
-            return [convert(v, f"{path}[{i}]") for i, v in enumerate(node)]
-        return node
-
     steps = data.pop("steps_text", None)
     for section in ("init", "inputs"):
         if isinstance(data.get(section), dict):
-            data[section] = convert(data[section], section)
+            data[section] = _read_texts(data[section], section, names, errors)
     if errors:
         return data, errors
-    if steps is not None:
-        lines = [line.strip() for line in steps if isinstance(line, str) and line.strip()] \
-            if isinstance(steps, list) else []
-        init = data.setdefault("init", {"args": [], "kwargs": {}})
-        if isinstance(init, dict):
-            # The form's lines replace every step: the model's and its arguments' calls'.
-            init.pop("then", None)
-            for value in (init.get("kwargs") or {}).values():
-                if isinstance(value, dict) and value.get("kind") == "call":
-                    value.pop("then", None)
-            try:
-                add_steps(data, lines, names)
-            except ArgumentError as exc:
-                errors.append({"path": "steps", "message": f"{exc.text}: {exc.problem}"})
-                return data, errors
+    if steps is not None and not _read_steps(data, steps, names, errors):
+        return data, errors
     if cand is not None:
         try:
             parsed = Recipe.from_dict({**data, "name": name})
@@ -117,6 +86,46 @@ def read_form_recipe(root: Path, name: str, recipe: dict[str, Any],
         for problem in setup_problems(parsed, cand):
             errors.append({"path": _form_path(problem), "message": _form_message(problem)})
     return data, errors
+
+
+def _read_texts(node: Any, path: str, names: Names | None, errors: list[dict[str, str]]) -> Any:
+    """``node`` with each ``{kind: "text"}`` value read by the shorthand's reader; an
+    unreadable one stays as it was, its problem in ``errors``."""
+    if isinstance(node, dict):
+        if node.get("kind") == TEXT_KIND:
+            text = node.get("text")
+            if not isinstance(text, str):
+                errors.append({"path": path, "message": "expected the value as text"})
+                return node
+            try:
+                return parse_value_spec(text, names).to_dict()
+            except ShorthandError as exc:
+                errors.append({"path": path, "message": f"{text}: {exc}"})
+                return node
+        return {k: _read_texts(v, f"{path}.{k}" if path else k, names, errors) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_read_texts(v, f"{path}[{i}]", names, errors) for i, v in enumerate(node)]
+    return node
+
+
+def _read_steps(data: dict[str, Any], steps: Any, names: Names | None, errors: list[dict[str, str]]) -> bool:
+    """The steps box's STEP lines into ``data`` (they replace every step: the model's and
+    its arguments' calls'); False, with the problem in ``errors``, when one does not read."""
+    lines = [line.strip() for line in steps if isinstance(line, str) and line.strip()] \
+        if isinstance(steps, list) else []
+    init = data.setdefault("init", {"args": [], "kwargs": {}})
+    if not isinstance(init, dict):
+        return True
+    init.pop("then", None)
+    for value in (init.get("kwargs") or {}).values():
+        if isinstance(value, dict) and value.get("kind") == "call":
+            value.pop("then", None)
+    try:
+        add_steps(data, lines, names)
+    except ArgumentError as exc:
+        errors.append({"path": "steps", "message": f"{exc.text}: {exc.problem}"})
+        return False
+    return True
 
 
 def _form_path(problem: Any) -> str:
@@ -145,8 +154,6 @@ def value_text(desc: Any, model_module: str | None = None) -> str:
         return "true" if desc else "false"
     if isinstance(desc, (int, float)):
         return repr(desc)
-    if isinstance(desc, str):
-        return json.dumps(desc)
     if isinstance(desc, list):
         return "[" + ", ".join(value_text(v, model_module) for v in desc) + "]"
     if not isinstance(desc, dict):
@@ -162,26 +169,36 @@ def value_text(desc: Any, model_module: str | None = None) -> str:
         items = [value_text(v, model_module) for v in desc.get("items") or []]
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     if kind == "dict":
-        items = desc.get("items") or {}
-        return "{" + ", ".join(f"{json.dumps(k)}: {value_text(v, model_module)}" for k, v in items.items()) + "}"
+        table: dict[str, Any] = desc.get("items") or {}
+        return "{" + ", ".join(f"{json.dumps(k)}: {value_text(v, model_module)}" for k, v in table.items()) + "}"
     if kind == "tensor":
-        shape = ",".join("?" if d is None else str(d) for d in desc.get("shape") or [])
-        gen = desc.get("generator") or {}
-        text = f"{desc.get('dtype', 'float32')}[{shape}]"
-        g = gen.get("kind") if isinstance(gen, dict) else None
-        params = {"full": ("value",), "normal": ("mean", "std"), "uniform": ("low", "high"),
-                  "randint": ("low", "high")}.get(g or "", ())
-        if g:
-            text += f":{g}" + (f"({','.join(str(gen.get(p, 0)) for p in params)})" if params else "")
-        return text
+        return _tensor_text(desc)
     if kind in ("call", "ref"):
-        name = _target_text(str(desc.get("target", "")), model_module)
-        if kind == "ref":
-            return name
-        args = [value_text(v, model_module) for v in desc.get("args") or []]
-        args += [f"{k}={value_text(v, model_module)}" for k, v in (desc.get("kwargs") or {}).items()]
-        return f"{name}({', '.join(args)})"
+        return _call_text(desc, model_module)
     return json.dumps(desc)
+
+
+def _tensor_text(desc: dict[str, Any]) -> str:
+    """``DTYPE[SHAPE]`` with its generator (``:randint(0,100)``)."""
+    shape = ",".join("?" if d is None else str(d) for d in desc.get("shape") or [])
+    gen = desc.get("generator") or {}
+    text = f"{desc.get('dtype', 'float32')}[{shape}]"
+    g = gen.get("kind") if isinstance(gen, dict) else None
+    params = {"full": ("value",), "normal": ("mean", "std"), "uniform": ("low", "high"),
+              "randint": ("low", "high")}.get(g or "", ())
+    if g:
+        text += f":{g}" + (f"({','.join(str(gen.get(p, 0)) for p in params)})" if params else "")
+    return text
+
+
+def _call_text(desc: dict[str, Any], model_module: str | None) -> str:
+    """A reference (``NAME``) or a call (``NAME(ARGS)``) as the shorthand writes it."""
+    name = _target_text(str(desc.get("target", "")), model_module)
+    if desc.get("kind") == "ref":
+        return name
+    args = [value_text(v, model_module) for v in desc.get("args") or []]
+    args += [f"{k}={value_text(v, model_module)}" for k, v in (desc.get("kwargs") or {}).items()]
+    return f"{name}({', '.join(args)})"
 
 
 def _target_text(target: str, model_module: str | None) -> str:
@@ -196,7 +213,7 @@ def _target_text(target: str, model_module: str | None) -> str:
 def steps_text(recipe: dict[str, Any]) -> list[str]:
     """A saved recipe's steps after construction as STEP lines: ``init.then`` on the
     model, then each ``init`` keyword call's ``then`` on that argument."""
-    init = recipe.get("init") if isinstance(recipe.get("init"), dict) else {}
+    init: dict[str, Any] = recipe["init"] if isinstance(recipe.get("init"), dict) else {}
     model_module = str(recipe.get("model", "")).partition(":")[0] or None
     lines: list[str] = []
     for value_name, value in (init.get("kwargs") or {}).items():

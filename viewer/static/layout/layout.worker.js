@@ -162,14 +162,14 @@ const fitScale = (l, wrap) => Math.min(wrap.w / Math.max(1, l.w), wrap.h / Math.
 // card spans, each {y, crossing: how many edges pass it}.
 function cutLines(job, layout) {
   const boxes = layout.boxes.map((b, i) => b && { ...b, i }).filter(Boolean).sort((a, b) => a.y - b.y);
+  /** @type {{y: number, crossing: number}[]} */
   const cuts = [];
   let bottom = -Infinity;
   for (const b of boxes) {
-    if (bottom > -Infinity && b.y - bottom >= 12) cuts.push({ y: (bottom + b.y) / 2 });
+    if (bottom > -Infinity && b.y - bottom >= 12) cuts.push({ y: (bottom + b.y) / 2, crossing: 0 });
     bottom = Math.max(bottom, b.y + b.h);
   }
   for (const c of cuts) {
-    c.crossing = 0;
     for (const e of job.edges) {
       const a = layout.boxes[e.s];
       const t = layout.boxes[e.t];
