@@ -40,7 +40,7 @@ INPUT_KEYS = {"name", "path", "kind", "shape", "dtype", "generator", "unknown", 
               "needed"}
 FIELD_KEYS = {"name", "path", "type", "annotation", "default", "default_text", "value", "required", "choices", "help",
               "config", "text", "example"}
-TOP_KEYS = {"profile", "recipe", "fields", "inputs", "needs", "symbol", "factories", "evidence", "steps"}
+TOP_KEYS = {"profile", "recipe", "fields", "inputs", "needs", "symbol", "factories", "evidence", "steps", "mesh"}
 
 
 def _mlp(setup_fields=None, inputs=None) -> Candidate:
