@@ -82,6 +82,8 @@ def test_view_ctrl_c_and_timeout(tvg, tmp_path):
     proc = start("view", str(tvg), "--no-browser", "--timeout", "0.5", cwd=tmp_path)
     read_url(proc)
     assert proc.wait(timeout=20) == 0
+    # ... and says so, never silently (issue 36 item 7).
+    assert "stopped serving after 0.5 s (--timeout)" in proc.stderr.read()
 
 
 def test_view_on_a_fixed_port(tvg, tmp_path):
