@@ -23,6 +23,8 @@ export class Renderer {
     this.minimap = minimap;
     this.mctx = minimap ? minimap.getContext("2d") : null;
     this.scene = null;
+    /** @type {{key: string, x: number, y: number, cam: {s: number, tx: number, ty: number}} | null} */
+    this.followed = null; // the card Readable centred on, followed while layouts settle (keepFollowed)
     this.cam = { tx: 0, ty: 0, s: 1 };
     this.selected = null;
     this.flash = null;
@@ -91,7 +93,26 @@ export class Renderer {
   setScene(scene) {
     this.scene = scene;
     this.minimapCache = null;
+    this.keepFollowed();
     this.requestDraw();
+  }
+
+  // After Readable, the card it centred on stays centred while the containers around it
+  // are laid out for real (an estimated container in view gets its real layout, and what
+  // is in it moves): until the camera is moved some other way, the view moves with the card.
+  keepFollowed() {
+    const f = this.followed;
+    if (!f || !this.scene) return;
+    const c = this.cam;
+    if (c.s !== f.cam.s || c.tx !== f.cam.tx || c.ty !== f.cam.ty) {
+      this.followed = null; // the person (or Fit, a search) moved the view since
+      return;
+    }
+    const it = this.scene.byKey.get(f.key);
+    if (!it) return;
+    c.tx += (f.x - it.x) * c.s;
+    c.ty += (f.y - it.y) * c.s;
+    this.followed = { key: f.key, x: it.x, y: it.y, cam: { s: c.s, tx: c.tx, ty: c.ty } };
   }
 
   // ------------------------------------------------------------------ camera
@@ -182,19 +203,23 @@ export class Renderer {
   // Back to legible cards, centred on a world point (default: the card nearest the view's
   // centre, never an empty stretch of a frame).
   readable(wx, wy) {
+    let it = null;
     if (wx === undefined) {
-      const it = this.nearestCard();
+      it = this.nearestCard();
       if (it) [wx, wy] = [it.x + it.w / 2, it.y + Math.min(it.h, this.height / READABLE_SCALE) / 2];
       else [wx, wy] = this.toWorld((this.width - this.insetRight) / 2, this.height / 2);
     }
     this.cam.s = READABLE_SCALE;
     this.cam.tx = (this.width - this.insetRight) / 2 - wx * this.cam.s;
     this.cam.ty = this.height / 2 - wy * this.cam.s;
+    const c = this.cam;
+    this.followed = it && it.key ? { key: it.key, x: it.x, y: it.y, cam: { s: c.s, tx: c.tx, ty: c.ty } } : null;
     this.requestDraw();
   }
 
   // The laid-out card (not a frame: an item not expanded) nearest the centre of the view,
-  // looked for in the frames around that centre first; null without one.
+  // looked for in the frames around that centre first; a boundary pill ("in"/"out") only
+  // where no card is laid out; null without one.
   nearestCard() {
     if (!this.scene) return null;
     const [cx, cy] = this.toWorld((this.width - this.insetRight) / 2, this.height / 2);
@@ -205,6 +230,8 @@ export class Renderer {
     };
     let best = null;
     let bestD = Infinity;
+    let pill = null;
+    let pillD = Infinity;
     const visit = (container, depth) => {
       for (const it of container.items) {
         if (it.expanded) {
@@ -213,11 +240,13 @@ export class Renderer {
           continue;
         }
         const d = dist(it);
-        if (d < bestD) [best, bestD] = [it, d];
+        if (it.type === "in" || it.type === "out") {
+          if (d < pillD) [pill, pillD] = [it, d];
+        } else if (d < bestD) [best, bestD] = [it, d];
       }
     };
     visit(this.scene.root, 0);
-    return best;
+    return best || pill;
   }
 
   // The smallest world rectangle around `keys` laid out in the scene (null: none is).
