@@ -28,6 +28,7 @@ from capture import recipe as recipe_model
 from capture.graph import graphfile
 from config_models import JAX_CONFIGS, MY_LLAMA, NANO_GPT
 from tensorviz_lsp.backends import RealBackends
+from tensorviz_lsp.features.form_values import read_form_recipe
 from tensorviz_lsp.features.setup_form import INIT_CONTRACTS, SetupContext, draft_recipe, setup_form, setup_needs
 from viewer.server.app import ViewerServer
 
@@ -168,9 +169,12 @@ def served(tmp_path):
         return _form(root, cand, "model:GPT", recipe)
 
     def save(name, recipe):
-        errors = backends.save_profile(root, name, recipe)
+        # As the language server's save hook (ViewerSetup.save_from_viewer): the form's
+        # texts (values, the steps box) read and checked, then validated and written.
+        read, errors = read_form_recipe(root, name, recipe, cand)
+        errors = errors or backends.save_profile(root, name, read)
         if not errors:
-            saved.append((name, recipe))
+            saved.append((name, read))
         return errors
 
     server = ViewerServer(setup_provider=provider, save_profile=save, start_capture=started.append)
@@ -297,7 +301,11 @@ def served_llama(tmp_path):
     def provider(profile):
         return _form(root, cand, "llama:MyLlama")
 
-    server = ViewerServer(setup_provider=provider, save_profile=lambda name, recipe: backends.save_profile(root, name, recipe),
+    def save(name, recipe):
+        read, errors = read_form_recipe(root, name, recipe, cand)
+        return errors or backends.save_profile(root, name, read)
+
+    server = ViewerServer(setup_provider=provider, save_profile=save,
                           start_capture=started.append)
     server.start()
     try:

@@ -219,7 +219,7 @@ export class Renderer {
 
   // The laid-out card (not a frame: an item not expanded) nearest the centre of the view,
   // looked for in the frames around that centre first; a boundary pill ("in"/"out") only
-  // where no card is laid out; null without one.
+  // where no card is in sight; null without one.
   nearestCard() {
     if (!this.scene) return null;
     const [cx, cy] = this.toWorld((this.width - this.insetRight) / 2, this.height / 2);
@@ -246,7 +246,11 @@ export class Renderer {
       }
     };
     visit(this.scene.root, 0);
-    return best || pill;
+    // A card in sight at readable detail beats a nearer pill; a pill beats a card that
+    // far (the frames around the centre not laid out to their cards yet).
+    const near = Math.min(this.width - this.insetRight, this.height) / 2 / READABLE_SCALE;
+    if (best && (!pill || bestD <= pillD || bestD <= near * near)) return best;
+    return pill || best;
   }
 
   // The smallest world rectangle around `keys` laid out in the scene (null: none is).
