@@ -375,6 +375,20 @@ def describe(problems: list[SetupProblem], shown: str, command_line: str) -> str
     return "\n".join(lines)
 
 
+def _names_to_fill(problems: list[SetupProblem], argv: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
+    """A name the function does not take, where TensorViz cannot tell which one is meant
+    (an init factory's callable leaves some parameters to the inputs): the value given,
+    kept, under a name to fill in (``--input '…=float32[2,3]'``), not dropped."""
+    out = []
+    for p in problems:
+        if p.example is not None or not p.unknown or not p.name or "takes no" not in p.message:
+            continue
+        given = next((text for flag, text in argv if flag == p.flag and text and _arg_name(text) == p.name), None)
+        if given is not None:
+            out.append((p.flag, f"…={given.partition('=')[2]}"))
+    return out
+
+
 def fixed_command(command: str, shown: str, argv: list[tuple[str, str | None]], problems: list[SetupProblem],
                   profile: str | None = None) -> str:
     """``tensorviz COMMAND SHOWN [--profile NAME] …`` with the user's own ``(flag, text)``
@@ -409,6 +423,7 @@ def fixed_command(command: str, shown: str, argv: list[tuple[str, str | None]], 
                 example = f"{p.name}={given.partition('=')[2]}"
         fixes.append((p.flag, example))
         fixes += [("--then", step) for step in p.steps]
+    fixes += _names_to_fill(problems, argv)
     # Among the fixes, steps after the --init they act on, inputs last.
     order = {"--init": 0, "--then": 1}
     fixes = sorted(fixes, key=lambda item: order.get(item[0], 2))

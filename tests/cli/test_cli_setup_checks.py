@@ -235,6 +235,11 @@ def test_an_init_factory_returning_a_partial_is_not_refused(ws, capsys):
     assert "--input y: mlp2(params, x) takes no y" in err
     assert "which of mlp2's parameters the init factory's callable leaves to the inputs" in err
     assert "needed by" not in err
+    # The command to complete keeps the value given, its name to fill in.
+    lines = err.splitlines()
+    command = shlex.split(lines[lines.index("fill in each … and run:") + 1])[1:]
+    assert command == ["capture", "partial_model.py:mlp2", "--init-factory", "partial_model.py:make",
+                       "--input", "…=float32[2,3]"]
 
 
 def test_a_dotted_name_that_is_nowhere(ws, capsys):
