@@ -61,6 +61,15 @@ Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
 * ``{ kind = "ref", target = "models:ResNetBlock" }``: the object ``target`` names, passed
   as it is, not called (a class or function a field takes; :class:`RefDesc`).
 
+Steps after construction (``then``, an array): on what a ``call`` built
+(``{ kind = "call", target = "mingpt.model:GPT.get_default_config", then = [{ set =
+"model_type", value = "gpt-nano" }] }``) and, as ``init.then``, on the model once built
+and its checkpoint loaded (``then = [{ call = "setup_caches", kwargs = { max_batch_size
+= 1, max_seq_length = 64 } }]``): ``{ set = "a.b", value = VALUE }`` sets an attribute,
+``{ call = "a.method", args = [...], kwargs = {...} }`` calls a method for its effect.
+Paths are dotted identifiers, none starting with ``__``; run in the worker after the
+trust check, in order (:class:`SetStep`, :class:`CallStep`).
+
 Shape entries are non-negative integers, or unknown: ``null`` (from JSON/dicts; TOML has
 no null), ``"?"``, or a named dimension such as ``"batch"``. Unknown dimensions are never
 guessed: :meth:`Recipe.unknown_dims` lists them and capture stops before importing
@@ -116,8 +125,11 @@ from .model import (  # noqa: F401
     RECIPES_FILE,
     RECIPES_VERSION,
     SIXTY_FOUR_BIT_DTYPES,
+    MAX_STEP_PATH,
+    MAX_STEPS,
     CallDesc,
     CallSetup,
+    CallStep,
     DictDesc,
     Dim,
     Generator,
@@ -127,7 +139,9 @@ from .model import (  # noqa: F401
     NoneDesc,
     RecipeError,
     RefDesc,
+    SetStep,
     StaticDesc,
+    Step,
     StepSetup,
     TensorDesc,
     TensorLeaf,

@@ -36,6 +36,8 @@ from .model import (
     NeededDim,
     RecipeError,
     RefDesc,
+    SetStep,
+    Step,
     StepSetup,
     TensorDesc,
     TensorLeaf,
@@ -138,6 +140,9 @@ class Recipe:
             for key, desc in setup.kwargs:
                 for path, d in _walk(desc, f"{base}.{section}.kwargs.{key_segment(key)}"):
                     yield section, key, path, d
+            for i, step in enumerate(setup.then):
+                for path, d in _walk_step(step, f"{base}.{section}.then[{i}]"):
+                    yield section, f"then[{i}]", path, d
 
     def unknown_dims(self) -> list[NeededDim]:
         """The dimensions still to be supplied, in order; empty when the shapes are known."""
@@ -215,6 +220,19 @@ def _walk(desc: ValueDesc, path: str) -> Iterator[tuple[str, ValueDesc]]:
         for i, item in enumerate(desc.args):
             yield from _walk(item, f"{path}.args[{i}]")
         for k, item in desc.kwargs:
+            yield from _walk(item, f"{path}.kwargs.{key_segment(k)}")
+        for i, step in enumerate(desc.then):
+            yield from _walk_step(step, f"{path}.then[{i}]")
+
+
+def _walk_step(step: Step, path: str) -> Iterator[tuple[str, ValueDesc]]:
+    """The descriptions a step after construction holds: a set's value, a call's arguments."""
+    if isinstance(step, SetStep):
+        yield from _walk(step.value, f"{path}.value")
+    else:
+        for i, item in enumerate(step.args):
+            yield from _walk(item, f"{path}.args[{i}]")
+        for k, item in step.kwargs:
             yield from _walk(item, f"{path}.kwargs.{key_segment(k)}")
 
 

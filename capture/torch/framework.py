@@ -76,7 +76,7 @@ from typing import Any, Callable
 from ..graph.model import Capture
 from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
-from ..worker.errors import CaptureError
+from ..worker.errors import CaptureError, own_step
 from ..worker.targets import partial_of_class
 from .version_check import check_torch
 
@@ -230,11 +230,19 @@ def _describe(obj: Any) -> str:
     return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
 
 
-def _require_empty_init(ctx: CaptureContext, why: str) -> None:
+def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) -> None:
+    """Refuse constructor arguments (and, unless ``steps``, steps after construction:
+    a plain function is not built, so ``init.then`` has nothing to act on)."""
     if not ctx.recipe.init.is_empty:
         raise CaptureError(
             "recipe", f"{why}; use init.factory to return a configured module or callable",
             {"key_path": f"profiles.{ctx.recipe.name}.init"},
+        )
+    if ctx.recipe.init.then and not steps:
+        raise CaptureError(
+            "recipe", f"{why}: nothing is built, so init.then has nothing to act on; use init.factory to return "
+                      f"a configured module or callable",
+            {"key_path": f"profiles.{ctx.recipe.name}.init.then"},
         )
 
 
@@ -295,7 +303,8 @@ def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callab
         if not callable(obj):
             raise CaptureError("recipe", f"init factory {factory} returned {_describe(obj)}, which is not callable")
         return obj, "module" if isinstance(obj, Module) else "function"
-    _require_empty_init(ctx, f"{ref} is a plain function: it takes its arguments from inputs, with an empty init")
+    _require_empty_init(ctx, f"{ref} is a plain function: it takes its arguments from inputs, with an empty init",
+                        steps=False)
     if not callable(target):
         raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a torch.nn.Module or a function")
     return target, "function"
@@ -506,6 +515,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     built: dict[str, Any] = {}  # what building the model as its library does adopted (meta)
     model, kind, evidence, memory_estimate = _built_model(ctx, torch, target, make_tensor, device, abstract, built)
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)
+    if recipe.init.then:
+        _after_construction(ctx, model, kind, evidence, make_tensor, device)
     loss_fn, loss_name = _loss_fn(ctx, torch) if training else (None, None)
     optimizer = _optimizer(ctx, torch, model, kind) if training else None
     args, kwargs = _call_inputs(ctx, torch, model, kind, make_tensor, device, evidence, saved_meta)
@@ -536,7 +547,9 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         return _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, loss_name, optimizer,
                               meta, labels)
 
-    buffers_before = _buffer_snapshot(torch, model) if kind == "module" and not abstract else {}
+    with own_step("copying the model's buffers before the forward (to tell whether it changes them)"):
+        buffers_before = _buffer_snapshot(torch, model) if kind == "module" and not abstract else {}
+        versions_before = _state_versions(torch, model) if kind == "module" else {}
     ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
     started = time.perf_counter()
     output, stepped = _forward(torch, recipe, trace, model, kind, (args, kwargs), optimizer,
@@ -550,23 +563,28 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
             "nothing to show as a graph",
         )
     ctx.progress(f"recorded {len(trace.b.nodes):,} operations; measuring", 0.9)
-    trace.finish()
+    with own_step("measuring the recorded values"):
+        trace.finish()
     meta["capture_s"] = round(elapsed, 4)
     if training:
         _training_meta(meta, loss_name, optimizer, grads)
-    reasons = _closing_notes(torch, trace, model, kind, buffers_before, (evidence, branches), meta)
+    reasons: list[str] = []
+    writes = _writes_after(torch, model, buffers_before, versions_before, meta, reasons) if kind == "module" else []
+    _abstract_meta(meta, trace, branches, evidence)
     if group is not None:
         _wait_collectives(output_tree if training else output)
         meta["stats_off"] = ("a simulated process group moves no data in collectives: what a rank holds after one "
                              "is not what a run would hold, so no statistics are measured")
     ctx.progress("counting FLOPs and bytes", 0.95)
-    result = trace.build(
-        scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
-        inputs=inputs,
-        outputs=output_tree,
-        reasons=reasons,
-        meta=meta,
-    )
+    with own_step("building the graph from the recorded operations"):
+        result = trace.build(
+            scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
+            inputs=inputs,
+            outputs=output_tree,
+            reasons=reasons,
+            meta=meta,
+            effects="writes_state" if writes else "none",
+        )
     if group is not None:
         result.devices = group.devices_record()
     _count_costs(result)
@@ -699,22 +717,41 @@ def _training_meta(meta: dict[str, Any], loss_name: str | None, optimizer: Any, 
         meta["grads"] = len(grads)
 
 
-def _closing_notes(torch: Any, trace: Any, model: Any, kind: str, buffers_before: dict[str, tuple[Any, int, Any]],
-                   watchers: tuple[Any, Any], meta: dict[str, Any]) -> list[str]:
-    """The coverage reasons (and their ``meta`` records) found after the run: buffers
-    written where no recorded op shows it; and what abstract evidence adds
-    (:func:`_abstract_meta`). ``watchers``: the abstract evidence and the library-branch
-    watcher, or None each."""
-    evidence, branches = watchers
-    reasons = []
-    unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
+def _after_construction(ctx: CaptureContext, model: Any, kind: str, evidence: Any, make_tensor: Any,
+                        device: Any) -> None:
+    """Steps after construction (gpt-fast's setup_caches), on the model as built and
+    loaded; what they create is made fake too (abstract), or moved to the device."""
+    ctx.progress("running the steps after construction", 0.25)
+    if evidence is not None:
+        with evidence.building(ctx.files):
+            ctx.after_construction(model, make_tensor)
+        if kind == "module":
+            evidence.fake_module(model, device)
+        return
+    ctx.after_construction(model, make_tensor)
+    if kind == "module":
+        model.to(device)
+
+
+def _writes_after(torch: Any, model: Any, buffers_before: dict[str, tuple[Any, int, Any]],
+                  versions_before: dict[str, tuple[Any, int]], meta: dict[str, Any], reasons: list[str]) -> list[str]:
+    """The module's parameters and buffers the forward wrote (``meta["state_writes"]``),
+    writes no recorded op shows among them (``meta["untracked_buffer_updates"]``, a reason)."""
+    with own_step("comparing the model's buffers after the forward"):
+        unseen = _untracked_buffer_writes(torch, model, buffers_before)
     if unseen:
         # e.g. BatchNorm's running statistics in train mode: the kernel writes them in
         # place without a version bump, so no recorded op shows the write.
         reasons.append("untracked_buffer_update")
         meta["untracked_buffer_updates"] = unseen
-    _abstract_meta(meta, trace, branches, evidence)
-    return reasons
+    with own_step("comparing the model's parameters and buffers after the forward"):
+        writes = _state_writes(torch, model, versions_before)
+    writes += [name for name in unseen if name not in writes]
+    if writes:
+        # A forward that writes the model's own state (a KV cache, running statistics)
+        # has effects: the capture says which, never "effects none".
+        meta["state_writes"] = writes
+    return writes
 
 
 def _count_costs(result: Capture) -> None:
@@ -796,12 +833,40 @@ _BUFFER_CHECK_BYTES = 64 << 20
 
 
 def _buffer_snapshot(torch: Any, model: Any) -> dict[str, tuple[Any, int, Any]]:
-    """name -> (tensor, version, copy) for every floating/integer buffer, when small."""
-    buffers = [(n, b) for n, b in model.named_buffers() if isinstance(b, torch.Tensor)]
+    """name -> (tensor, version, copy) for every dense buffer, when small. A buffer of
+    another layout (Whisper's sparse ``alignment_heads``, a quantized or nested tensor)
+    is left out: ``torch.equal`` has no kernel for most of them, and the check is only a
+    fallback for kernels that write without a version bump, which are dense."""
+    buffers = [(n, b) for n, b in model.named_buffers()
+               if isinstance(b, torch.Tensor) and b.layout == torch.strided and not b.is_quantized
+               and not b.is_nested]
     if sum(b.numel() * b.element_size() for _, b in buffers) > _BUFFER_CHECK_BYTES:
         return {}
     with torch.no_grad():
         return {n: (b, b._version, b.detach().clone()) for n, b in buffers}
+
+
+def _state_versions(torch: Any, model: Any) -> dict[str, tuple[Any, int]]:
+    """name -> (tensor, version counter) of every parameter and buffer: an in-place write
+    bumps the counter (cheap to read, whatever the size)."""
+    out: dict[str, tuple[Any, int]] = {}
+    for name, t in [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]:
+        if isinstance(t, torch.Tensor):
+            out[name] = (t, t._version)
+    return out
+
+
+def _state_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int]]) -> list[str]:
+    """Parameters and buffers the forward wrote in place (their version counter moved),
+    by name, in the model's order; a tensor replaced by another is a write too."""
+    now = {name: t for name, t in [*model.named_parameters(remove_duplicate=False),
+                                   *model.named_buffers(remove_duplicate=False)]}
+    writes = []
+    for name, (t, version) in before.items():
+        current = now.get(name)
+        if current is None or current is not t or t._version != version:
+            writes.append(name)
+    return writes
 
 
 def _untracked_buffer_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int, Any]]) -> list[str]:

@@ -908,7 +908,7 @@ class TorchTrace:
             g.attrs["output_bytes"] = total[gid]
 
     def build(self, *, scope: str, inputs: Any, outputs: Any, reasons: list[str] | None = None,
-              meta: dict[str, Any] | None = None) -> Capture:
+              meta: dict[str, Any] | None = None, effects: str = "none") -> Capture:
         reasons = list(reasons or [])
         info = {
             "graph": "abstract execution under FakeTensorMode recorded with a TorchDispatchMode: every ATen op "
@@ -930,7 +930,7 @@ class TorchTrace:
                 scope=scope,
                 status="partial" if reasons else "complete",
                 reasons=reasons,
-                effects="none",
+                effects=effects,
             ),
             inputs=inputs,
             outputs=outputs,

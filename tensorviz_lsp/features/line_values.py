@@ -61,7 +61,9 @@ def labels_of(capture: Any, value_ids: list[int]) -> list[str]:
 
 
 def nonfinite(capture: Any, value_ids: list[int]) -> str | None:
-    """``NaN``, ``Inf`` or ``NaN/Inf`` when a measured value holds some, else None."""
+    """``NaN``, ``Inf`` or ``NaN/Inf`` when a measured value holds some, else None. An
+    infinity the code writes on purpose is no warning: a value made by an op given a
+    literal ``±inf`` (``masked_fill(mask, float("-inf"))``, ``torch.full(..., -inf)``)."""
     nan = inf = False
     values = capture.values
     for v in value_ids:
@@ -69,8 +71,30 @@ def nonfinite(capture: Any, value_ids: list[int]) -> str | None:
         stats = m.get("stats") if isinstance(m, dict) else None
         if isinstance(stats, dict):
             nan = nan or bool(stats.get("nan"))
-            inf = inf or bool(stats.get("inf"))
+            inf = inf or (bool(stats.get("inf")) and not _intended_infinity(capture, v))
     return "NaN/Inf" if nan and inf else "NaN" if nan else "Inf" if inf else None
+
+
+#: id(capture) → {value id: its producing node}; the last few captures asked about.
+_PRODUCERS: dict[int, tuple[Any, dict[int, Any]]] = {}
+
+
+def _intended_infinity(capture: Any, vid: int) -> bool:
+    """Whether value ``vid`` was made by an op given a literal ``±inf``."""
+    known = _PRODUCERS.get(id(capture))
+    if known is None or known[0] is not capture:
+        if len(_PRODUCERS) > 8:
+            _PRODUCERS.clear()
+        producers = {o: node for node in capture.nodes for o in node.outputs}
+        known = _PRODUCERS[id(capture)] = (capture, producers)
+    node = known[1].get(vid)
+    if node is None:
+        return False
+    for operand in node.inputs:
+        lit = operand.literal if operand.value is None else None
+        if (isinstance(lit, float) and math.isinf(lit)) or lit in ("inf", "-inf"):
+            return True
+    return False
 
 
 def hint_label(labels: list[str], calls: int, stale: bool, bad: str | None = None) -> str:

@@ -71,7 +71,10 @@ def summary(capture: Capture) -> str:
         f"framework:  {capture.framework} {capture.framework_version}".rstrip(),
         f"coverage:   {cov.scope}, {cov.status}"
         + (f" ({', '.join(cov.reasons)})" if cov.reasons else "")
-        + f", effects {cov.effects}",
+        + f", effects {cov.effects}"
+        + (f" ({', '.join(map(str, (capture.meta.get('state_writes') or [])[:6]))}"
+           f"{' …' if len(capture.meta.get('state_writes') or []) > 6 else ''})"
+           if cov.effects == "writes_state" else ""),
         f"counts:     {len(capture.nodes):,} nodes, {len(capture.values):,} values, "
         f"{len(capture.groups):,} groups, {len(capture.frames):,} frames",
     ]
@@ -121,6 +124,11 @@ def summary(capture: Capture) -> str:
         f = capture.failure
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")
         lines += [f"            {line}" for line in frame_lines(f)]
+        cause = f.details.get("cause") if f.stage == "internal" and isinstance(f.details, dict) else None
+        if isinstance(cause, str) and cause:
+            # TensorViz's own failure: the exception's whole text (the message has its start).
+            lines.append("cause:")
+            lines += [f"            {line}" for line in cause.splitlines()]
     return "\n".join(lines) + "\n"
 
 

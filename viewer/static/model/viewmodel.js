@@ -20,7 +20,7 @@
 // Pages present layers, not kernels (API.md "Layers, not kernels"); with `kernels` on,
 // every container is fetched again with `kernels=1` and shows every kernel.
 
-import { FRAME, idleWords, labelRect, pillContent } from "../draw/card.js";
+import { FRAME, idleWords, labelRect, pillContent, twinWords } from "../draw/card.js";
 import { edgeText, formatValue, perDeviceShapes } from "../draw/theme.js";
 import { costLine, formatBytes, formatCount, formatFlops, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
@@ -75,7 +75,7 @@ export class GraphModel {
     this.openAll = false; // Expand all is on: a container fetched from now on opens its groups and chunks too
     this.deferred = new Set(); // expanded containers not fetched yet (Expand all fetches them once in view)
     this.itemOf = new Map(); // container key -> its item (in its parent's answer)
-    this.sizing = new LayoutEstimates(this.itemOf); // estimated layouts, learning from the real ones (model/estimates.js)
+    this.sizing = new LayoutEstimates(this.itemOf, layout); // estimated layouts, learning from the real ones (model/estimates.js)
     this.built = new Map(); // container key -> {stamp, x, y, container, estimated}: scene parts reused by compose
     this.layoutIds = new WeakMap(); // layout object -> a number (compose's stamps)
     this.lastReal = new Map(); // container key -> {sig, layout, boxes}: its last real layout, which settling may grow
@@ -450,7 +450,7 @@ export class GraphModel {
           // of a grown box moves right, what is below it moves down) instead of laying it
           // out again, so nothing around them jumps.
           real = grownLayout(prev.layout, prev.boxes, boxes);
-          if (real) this.layout.layouts.set(lk, real);
+          if (real) this.layout.put(lk, real);
         }
         if (real) {
           entry.layout = real;
@@ -958,7 +958,7 @@ export function cardLines(item) {
   else if (item.child_count !== undefined && item.child_count !== null) bits.push(count(item.child_count, "item"));
   if (item.opaque_count) bits.push(`${grouped(item.opaque_count)} opaque`);
   // Identical blocks, adjacent or not (the server's twins), are marked as Model Explorer does.
-  if (item.twin && item.twin.count > 1) bits.push(`≡ ${item.twin.index + 1} of ${item.twin.count} identical`);
+  if (item.twin && item.twin.count > 1) bits.push(twinWords(item.twin));
   else if (item.identical && item.identical.count > 1) bits.push(`×${item.identical.count} identical`);
   if (bits.length) lines.push(bits.join(" · "));
   const idle = idleWords(item);
