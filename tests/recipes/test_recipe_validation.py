@@ -3,6 +3,8 @@ TOML line) for what is not."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from capture.recipe import (
@@ -214,8 +216,16 @@ def test_a_call_nested_too_deep_for_toml_names_its_line(one_line):
         inner = '{ kind = "call", target = "model:Cfg", args = [' + ("" if one_line else "\n") + inner + "] }"
     text = 'version = 1\n\n[profiles.p]\nmodel = "model:Net"\n# a comment with { [ that counts for nothing\n' \
            "init = { args = [" + inner + "] }\n"
-    with pytest.raises(RecipeError) as e:
-        load(text, "p")
+    # At Python's default recursion limit, as the CLI and the language server run (an
+    # earlier test or library in this process may have raised it: then TOML's parser gets
+    # through and the recipe's own depth check refuses instead).
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        with pytest.raises(RecipeError) as e:
+            load(text, "p")
+    finally:
+        sys.setrecursionlimit(limit)
     err = e.value
     assert "nested too deeply" in err.problem
     assert err.line == (6 if one_line else 6 + 300), err.line
