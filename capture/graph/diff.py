@@ -37,7 +37,7 @@ import difflib
 import json
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from .model import Capture, describe_tree, format_shape, state_keys, tree_leaves
 
@@ -387,18 +387,19 @@ def _weight_names(capture: Capture, n_values: int) -> dict[int, str]:
     structure, named as ``meta.input_names`` records them, else by their path)."""
     out: dict[int, str] = {}
     values = capture.values
-    column = values.measured_column() if hasattr(values, "measured_column") else None
-    if hasattr(values, "measured_column"):
-        measured: Iterable = enumerate(column) if column is not None else ()
+    if hasattr(values, "measured_key"):  # a file's values: two keys read, no map built
+        for v, names in enumerate(zip(values.measured_key("param"), values.measured_key("buffer"))):
+            name = next((x for x in names if isinstance(x, str) and x), None)
+            if name is not None:
+                out[v] = name
     else:
-        measured = ((v.id, v.measured) for v in values if v.measured is not None)
-    for v, m in measured:
-        if isinstance(m, dict):
-            for role in ("param", "buffer"):
-                name = m.get(role)
-                if isinstance(name, str) and name:
-                    out[v] = name
-                    break
+        for v, m in ((v.id, v.measured) for v in values if v.measured is not None):
+            if isinstance(m, dict):
+                for role in ("param", "buffer"):
+                    name = m.get(role)
+                    if isinstance(name, str) and name:
+                        out[v] = name
+                        break
     tree = capture.inputs
     pairs = tree.get("dict") if isinstance(tree, dict) else None
     if isinstance(pairs, list):

@@ -2,18 +2,23 @@
 
 A file is two consecutive msgpack objects:
 
-1. a small header map: ``{"format": "tensorviz-graph", "version": 2, "counts": {...}}``;
+1. a small header map: ``{"format": "tensorviz-graph", "version": 3, "counts": {...}}``;
 2. the body: the capture in columnar form (ids are dense indices, so they are not
    stored; repeated strings such as op names and dtypes go through one string table).
 
-Version 2 (written now) stores the node and value columns of integers packed: one msgpack
-``bin`` whose first byte is an :mod:`array` type code (``bBhHiIqQ``: signed or unsigned,
-1, 2, 4 or 8 bytes) and the rest the entries, little-endian (shape dimensions stay a list
-when some are names). Nodes' params go through a table of distinct maps (``param_table``,
-and ``param_index`` per node with params). Reading it decodes no msgpack integer per entry
-and needs no per-entry type check: a packed entry is an integer by construction, and its
-type code already bounds it. Version 1 (those columns as msgpack lists, one params map per
-node with params) is still read, with the same checks it always had.
+Version 2 stores the node and value columns of integers packed: one msgpack ``bin``
+whose first byte is an :mod:`array` type code (``bBhHiIqQ``: signed or unsigned, 1, 2, 4
+or 8 bytes) and the rest the entries, little-endian (shape dimensions stay a list when
+some are names) (:mod:`capture.graph.packed`). Nodes' params go through a table of
+distinct maps (``param_table``, and ``param_index`` per node with params). Reading it
+decodes no msgpack integer per entry and needs no per-entry type check: a packed entry is
+an integer by construction, and its type code already bounds it. Version 3 (written now)
+also stores the values' ``measured`` maps and the groups (kind, name, parent and
+``attrs``) as columns (:mod:`capture.graph.map_columns`): a Torch capture's measured
+evidence, most of its file, is then a few dozen packed arrays instead of a map and
+several lists per value, and a value's map is built when it is asked for. Versions 1
+(integer columns as msgpack lists, one params map per node with params) and 2 are still
+read, with the same checks they always had.
 
 The reader treats every file as hostile: the file size, every msgpack container and
 string are bounded, the header is checked before the body is decoded, and every
@@ -25,7 +30,6 @@ write leaves the previous file untouched.
 
 from __future__ import annotations
 
-import gc
 import ntpath
 import operator
 import os
@@ -33,9 +37,7 @@ import re
 import posixpath
 import secrets
 import stat
-import sys
 import time
-from array import array
 from pathlib import Path
 from collections.abc import Iterator, Sequence
 from itertools import compress, islice, repeat
@@ -43,6 +45,16 @@ from typing import Any, NamedTuple
 
 import msgpack
 
+from . import gc_pause
+from .map_columns import MapColumns, pack_maps, unpack_maps
+from .packed import ARRAY_CODE as _ARRAY_CODE  # noqa: F401 (tests read the type codes)
+from .packed import BIG_ENDIAN as _BIG_ENDIAN  # noqa: F401
+from .packed import MAX_ENTRIES as _MAX_CONTAINER
+from .packed import PACKED_WIDTH as _PACKED_WIDTH  # noqa: F401
+from .packed import Invalid as _Invalid
+from .packed import need as _need
+from .packed import pack_ints as _pack_ints
+from .packed import packed_ints as _packed_ints
 from .model import (
     ABSTRACT_FORWARD_SCOPE,
     COVERAGE_STATUSES,
@@ -61,15 +73,14 @@ from .model import (
 
 # Generous for real models, small enough that a hostile file cannot exhaust memory.
 DEFAULT_MAX_FILE_BYTES = 1 << 30
-_MAX_CONTAINER = 50_000_000
 _MAX_STR = 16 << 20
 _MAX_DEPTH = 64
 #: The version of the file encoding this module writes (see the module docstring). It is
 #: the encoding's; the capture's own content, what ``to_json`` prints with
 #: ``capture.graph.model.FORMAT_VERSION``, did not change in version 2.
-FILE_VERSION = 2
+FILE_VERSION = 3
 #: The versions it reads (and can write, for an older reader).
-READ_VERSIONS = (1, FILE_VERSION)
+READ_VERSIONS = (1, 2, FILE_VERSION)
 
 
 class GraphFileError(Exception):
@@ -81,19 +92,24 @@ class GraphFileError(Exception):
         super().__init__(f"{self.path}: {problem}")
 
 
-class _Invalid(Exception):
-    """Internal: a field failed validation; carries the field path."""
-
-
 # --------------------------------------------------------------------------- writing
 
 
 def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
-    """The file's bytes for ``capture``: format ``version`` 2, or 1 for a reader that
-    predates version 2."""
+    """The file's bytes for ``capture``: format ``version`` 3, or 1 or 2 for a reader that
+    predates version 3."""
     if version not in READ_VERSIONS:
         raise ValueError(f"graph file version {version} cannot be written "
                          f"(versions {', '.join(map(str, READ_VERSIONS))} can)")
+    # Encoding makes a container or two per value and node, and the capture's own objects
+    # may all still be young: with the cyclic collector on, it ran full collections over
+    # them again and again (most of a 100,000-op encode, growing as n^1.3). Nothing made
+    # here is a cycle.
+    with gc_pause.paused():
+        return _encode(capture, version)
+
+
+def _encode(capture: Capture, version: int) -> bytes:
     _check_dense(capture)
     strings: dict[str, int] = {}
 
@@ -103,38 +119,29 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
             idx = strings[text] = len(strings)
         return idx
 
-    literals: list[Any] = []
+    def s_all(texts: Sequence[str]) -> list[int]:  # one lookup per distinct text
+        index = {t: s(t) for t in dict.fromkeys(texts)}
+        return list(map(index.__getitem__, texts))
+
     values = capture.values
     nodes = capture.nodes
     # Operands and outputs in CSR form: flat columns plus per-node offsets, so the
     # reader checks whole columns at once instead of 200,000 little lists.
-    in_off, in_pos, in_ref, out_off, out_ids = [0], [], [], [0], []
-    for n in nodes:
-        for o in n.inputs:
-            in_pos.append(o.position)
-            if o.value is None:
-                in_ref.append(-1 - len(literals))
-                literals.append(o.literal)
-            else:
-                in_ref.append(o.value)
-        in_off.append(len(in_pos))
-        out_ids += n.outputs
-        out_off.append(len(out_ids))
-    shape_off, shape_dims = [0], []
-    for v in values:
-        shape_dims += v.shape
-        shape_off.append(len(shape_dims))
+    (ops, in_off, in_pos, in_ref, literals, out_off, out_ids, node_params, node_group, node_frame,
+     opaque) = _node_columns(nodes)
+    shape_off, shape_dims, dtypes, measured = _value_columns(values)
 
     packed = version >= 2
+    columnar = version >= 3
     ints = _pack_ints if packed else list
-    param_nodes = [i for i, n in enumerate(nodes) if n.params]
+    param_nodes = sorted(node_params)
     if packed:  # each distinct params map stored once (real programs repeat a few)
         param_table: list[dict] = []
         seen: dict[bytes, int] = {}
         param_index = []
         pack = msgpack.Packer(use_bin_type=True).pack  # the stored bytes: equal maps, equal keys
         for i in param_nodes:
-            params = nodes[i].params
+            params = node_params[i]
             try:
                 key = pack(params)
             except (TypeError, ValueError, OverflowError) as exc:
@@ -147,7 +154,7 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         params_columns = {"param_nodes": ints(param_nodes), "param_table": param_table,
                           "param_index": ints(param_index)}
     else:
-        params_columns = {"param_nodes": param_nodes, "param_maps": [nodes[i].params for i in param_nodes]}
+        params_columns = {"param_nodes": param_nodes, "param_maps": [node_params[i] for i in param_nodes]}
     all_int_dims = list(map(type, shape_dims)).count(int) == len(shape_dims)
     body = {
         "backend": capture.backend,
@@ -163,25 +170,28 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
             "shape_offsets": ints(shape_off),
             # packed when every dimension is a size; a list when some are names
             "shape_dims": ints(shape_dims) if all_int_dims else shape_dims,
-            "dtype": ints([s(v.dtype) for v in values]),
-            "measured": [v.measured for v in values]
-            if any(v.measured is not None for v in values)
-            else None,
+            "dtype": ints(s_all(dtypes)),
+            "measured": None if measured is None else pack_maps(measured, s) if columnar else list(measured),
         },
         "nodes": {
-            "op": ints([s(n.op) for n in nodes]),
+            "op": ints(s_all(ops)),
             "input_offsets": ints(in_off),
             "input_positions": ints(in_pos),
             "input_refs": ints(in_ref),
             "output_offsets": ints(out_off),
             "output_ids": ints(out_ids),
             **params_columns,
-            "group": ints([-1 if n.group is None else n.group for n in nodes]),
-            "frame": ints([-1 if n.frame is None else n.frame for n in nodes]),
-            "opaque": ints([i for i, n in enumerate(nodes) if n.opaque]),
+            "group": ints(node_group),
+            "frame": ints(node_frame),
+            "opaque": ints(opaque),
         },
         "literals": literals,
-        "groups": [
+        "groups": {
+            "kind": ints(s_all([g.kind for g in capture.groups])),
+            "name": ints(s_all([g.name for g in capture.groups])),
+            "parent": ints([-1 if g.parent is None else g.parent for g in capture.groups]),
+            "attrs": pack_maps([g.attrs or None for g in capture.groups], s),
+        } if columnar else [
             [g.kind, g.name, -1 if g.parent is None else g.parent, g.attrs or None]
             for g in capture.groups
         ],
@@ -219,31 +229,6 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
-
-
-#: A packed integer column's type codes (its first byte) and their entry widths.
-_PACKED_WIDTH = {"b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
-#: The :mod:`array` type code with each packed code's width and signedness on this platform.
-_ARRAY_CODE = {
-    code: next(c for c in ((code, "l", "q") if code.islower() else (code, "L", "Q")) if array(c).itemsize == width)
-    for code, width in _PACKED_WIDTH.items()
-}
-_BIG_ENDIAN = sys.byteorder == "big"
-
-
-def _pack_ints(col: list[int]) -> bytes:
-    """``col`` as a packed integer column: the narrowest type code that holds every entry,
-    then the entries little-endian."""
-    lo, hi = (min(col), max(col)) if col else (0, 0)
-    for code in ("BHIQ" if lo >= 0 else "bhiq"):
-        bits = 8 * _PACKED_WIDTH[code]
-        if (hi < 1 << bits) if code.isupper() else (-(1 << (bits - 1)) <= lo and hi < 1 << (bits - 1)):
-            packed = array(_ARRAY_CODE[code], col)
-            if _BIG_ENDIAN:
-                packed.byteswap()
-            return code.encode() + packed.tobytes()
-    raise ValueError(f"capture holds a value a graph file cannot store: an integer column holds "
-                     f"{hi if hi >= 1 << 63 else lo}, outside the 64-bit range")
 
 
 def write(capture: Capture, path: str | os.PathLike[str]) -> None:
@@ -321,8 +306,55 @@ def _create_temporary(folder: Path, name: str, mode: int) -> tuple[int, str]:
     raise FileExistsError(f"no free temporary name in {folder}")
 
 
+def _node_columns(nodes: Sequence[Node]) -> tuple:
+    """``(ops, in_off, in_pos, in_ref, literals, out_off, out_ids, params, group, frame,
+    opaque)`` of ``nodes``: operands and outputs in CSR form (a ref ``-1 - k`` names
+    literal ``k``), ``params`` by node id for nodes with params, -1 for no group or
+    frame, the opaque node ids sorted. A file's nodes (:class:`NodeTable`) hand over their
+    own columns."""
+    if isinstance(nodes, NodeTable):
+        t = nodes
+        return (t._op, t._in_off, t._in_pos, t._in_ref, t._lit, t._out_off, t._out,
+                {i: p for i, p in t._params.items() if p}, t._group, t._frame, sorted(t._opaque))
+    literals: list[Any] = []
+    in_off, in_pos, in_ref, out_off, out_ids = [0], [], [], [0], []
+    for n in nodes:
+        for o in n.inputs:
+            in_pos.append(o.position)
+            if o.value is None:
+                in_ref.append(-1 - len(literals))
+                literals.append(o.literal)
+            else:
+                in_ref.append(o.value)
+        in_off.append(len(in_pos))
+        out_ids += n.outputs
+        out_off.append(len(out_ids))
+    return ([n.op for n in nodes], in_off, in_pos, in_ref, literals, out_off, out_ids,
+            {i: n.params for i, n in enumerate(nodes) if n.params},
+            [-1 if n.group is None else n.group for n in nodes], [-1 if n.frame is None else n.frame for n in nodes],
+            [i for i, n in enumerate(nodes) if n.opaque])
+
+
+def _value_columns(values: Sequence[Value]) -> tuple:
+    """``(shape_offsets, dims, dtypes, measured)``: ``measured`` the per-value maps, or
+    None when no value was measured. A file's values (:class:`ValueTable`) hand over
+    their own columns (and a version-3 file's measured columns, unbuilt)."""
+    if isinstance(values, ValueTable):
+        m = values._measured
+        return values._off, values._dims, values._dtype, m if m is not None and values.measured_any() else None
+    shape_off, shape_dims = [0], []
+    for v in values:
+        shape_dims += v.shape
+        shape_off.append(len(shape_dims))
+    measured = [v.measured for v in values]
+    return shape_off, shape_dims, [v.dtype for v in values], measured if any(
+        m is not None for m in measured) else None
+
+
 def _check_dense(capture: Capture) -> None:
     for label, items in (("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups)):
+        if isinstance(items, (NodeTable, ValueTable)):
+            continue  # a file's rows: dense by construction
         for i, item in enumerate(items):
             if item.id != i:
                 raise ValueError(f"{label}[{i}] has id {item.id}; ids must be dense indices")
@@ -365,13 +397,8 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
     unpacker.feed(data)
     # Decoding allocates millions of small containers and no cycles; the cyclic
     # collector would otherwise run hundreds of times for nothing (5-10x slower).
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_pause.paused():
         return _decode_body(unpacker, name, data)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _unpacker(size: int, *, packed: bool = False, longest: int | None = None, **hooks: Any) -> msgpack.Unpacker:
@@ -425,7 +452,7 @@ def container_budget(header: dict, size: int) -> int:
 #: times its size under a header declaring a small graph.
 ELEMENTS_BASE = 1 << 16
 ELEMENTS_PER_ITEM = 64
-MIN_BYTES_PER_ELEMENT = {1: 2, 2: 3}
+MIN_BYTES_PER_ELEMENT = {1: 2, 2: 3, 3: 3}
 
 
 def element_budget(header: dict, size: int, version: int) -> int:
@@ -545,11 +572,6 @@ _PLAIN_SCALARS = (type(None), bool, int, float, str)
 _RUNTIME_TIMING = re.compile(r"(?:_(?:s|ms|us|ns|seconds)|^(?:elapsed|duration|timings?))$")
 
 
-def _need(cond: bool, where: str, what: str) -> None:
-    if not cond:
-        raise _Invalid(f"{where}: {what}")
-
-
 def _map(obj: Any, where: str) -> dict:
     _need(type(obj) is dict, where, "expected a map")
     return obj
@@ -598,39 +620,6 @@ def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, 
     col = _list(obj, where, length)
     _all_ints(col, where, lo, hi, few=few)
     return col
-
-
-def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
-    """A version-2 (packed) integer column of ``length`` entries (``None``: any number),
-    each in [lo, hi), as a list. Every entry is an integer by construction, and the type
-    code bounds it: only the bounds the code leaves open are checked, by C-level passes."""
-    _need(type(obj) is bytes and len(obj) > 0, where, "expected a packed integer column")
-    code = chr(obj[0])
-    width = _PACKED_WIDTH.get(code)
-    _need(width is not None, where, f"unknown packed integer type {code!r}")
-    n, extra = divmod(len(obj) - 1, width)
-    _need(extra == 0, where, f"{len(obj) - 1} bytes are not a whole number of {width}-byte entries")
-    if length is not None:
-        _need(n == length, where, f"expected {length} entries, found {n}")
-    _need(n <= _MAX_CONTAINER, where, f"{n:,} entries, over the {_MAX_CONTAINER:,}-entry limit")
-    entries = array(_ARRAY_CODE[code])
-    entries.frombytes(memoryview(obj)[1:])
-    if _BIG_ENDIAN:
-        entries.byteswap()
-    # Checked on the array, before the list of Python integers exists: a column that is
-    # refused never costs more than its own bytes' worth of memory.
-    bits = 8 * width
-    code_lo, code_hi = (0, 1 << bits) if code.isupper() else (-(1 << (bits - 1)), 1 << (bits - 1))
-    if n and (code_lo < lo or code_hi > hi):
-        if width == 1:  # one byte per entry: delete the bytes of allowed values; none may remain
-            allowed = bytes(v & 0xFF for v in range(max(lo, code_lo), min(hi, code_hi)))
-            if not obj[1:].translate(None, allowed):
-                return entries.tolist()
-        span = set(entries) if few else entries
-        if (code_lo < lo and min(span) < lo) or (code_hi > hi and max(span) >= hi):
-            bad = next(i for i, x in enumerate(entries) if not lo <= x < hi)
-            raise _Invalid(f"{where}[{bad}]: {entries[bad]} is out of range")
-    return entries.tolist()
 
 
 def _plain(obj: Any, where: str, depth: int = 0) -> Any:
@@ -741,7 +730,9 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
                 set(dims) if dim_types == {int} else [d for d in dims if type(d) is int], default=0) >= 0):
             raise _Invalid("values.shape_dims: dimensions are sizes or names")
     measured = vals.get("measured")
-    if measured is not None:
+    if measured is not None and version >= 3:
+        measured = unpack_maps(measured, strings, "values.measured", n_values, check_raw=_raw_within_depth)
+    elif measured is not None:
         _list(measured, "values.measured", n_values)
         present = [m for m in measured if m is not None]
         if list(map(type, present)).count(dict) != len(present) or not _within_depth(present):
@@ -752,9 +743,13 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
     values = ValueTable(shape_off, dims, list(map(strings.__getitem__, dtypes)), measured)
 
     # groups and frames (nodes refer to them)
-    groups_raw = _list(b.get("groups"), "groups")
-    n_groups = len(groups_raw)
-    groups = []
+    if version >= 3:
+        groups = _columnar_groups(_map(b.get("groups"), "groups"), strings)
+        groups_raw = []
+    else:
+        groups_raw = _list(b.get("groups"), "groups")
+        groups = []
+    n_groups = len(groups) if version >= 3 else len(groups_raw)
     for i, g in enumerate(groups_raw):
         _list(g, f"groups[{i}]", 4)
         parent = _int(g[2], f"groups[{i}].parent")
@@ -848,7 +843,8 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         traced = coverage.scope == "traced_program"
         _need(traced or backend != "jaxpr", "coverage.scope",
               f"{coverage.scope!r} does not match backend 'jaxpr' (a traced program's scope is 'traced_program')")
-        if traced and measured is not None and any(m is not None for m in measured):
+        if traced and measured is not None and (
+                measured.any_present() if isinstance(measured, MapColumns) else any(m is not None for m in measured)):
             raise _Invalid("values.measured: a traced program carries no measured evidence")
         if backend == "jaxpr" and isinstance(b.get("meta"), dict):
             timing = next((k for k in b["meta"] if type(k) is str and _RUNTIME_TIMING.search(k)), None)
@@ -882,9 +878,44 @@ ABSTRACT_REFUSED_VALUE_KEYS = ("stats", "bytes")
 ABSTRACT_REFUSED_GROUP_KEYS = ("output_bytes", "result_bytes")
 
 
-def _refuse_measurements(measured: list | None, groups: list[Group]) -> None:
+def _columnar_groups(cols: dict, strings: list[str]) -> list[Group]:
+    """Version 3's groups: kind, name and parent columns, and the attrs in map columns."""
+    n_str = len(strings)
+    kinds = _packed_ints(cols.get("kind"), "groups.kind", None, 0, n_str, few=True)
+    n = len(kinds)
+    names = _packed_ints(cols.get("name"), "groups.name", n, 0, n_str)
+    parents = _packed_ints(cols.get("parent"), "groups.parent", n, -1, n)
+    bad = next((i for i, p in enumerate(parents) if p == i), None)
+    if bad is not None:
+        raise _Invalid(f"groups[{bad}].parent: out of range")
+    attrs = unpack_maps(cols.get("attrs"), strings, "groups.attrs", n, check_raw=_raw_plain)
+    return [Group(i, strings[k], strings[m], None if p < 0 else p, a or {})
+            for i, k, m, p, a in zip(range(n), kinds, names, parents, attrs)]
+
+
+def _raw_within_depth(values: list, where: str) -> None:
+    """A plain column of measured maps: nested no deeper than any value may be (the
+    first value too deep is named by its index in the column)."""
+    if not _within_depth([values]):
+        for i, x in enumerate(values):
+            if type(x) is dict or type(x) is list:
+                _shallow([x], f"{where}[{i}]")
+
+
+def _raw_plain(values: list, where: str) -> None:
+    """A plain column of group attrs: plain data only, nested no deeper than allowed."""
+    _plain(values, where)
+
+
+def _refuse_measurements(measured: Any, groups: list[Group]) -> None:
     """An abstract capture keeps what fake tensors know (device, strides, storages and
     aliases, labels) and nothing measured: no statistics, no bytes."""
+    if isinstance(measured, MapColumns):
+        for key in ABSTRACT_REFUSED_VALUE_KEYS:
+            if key in measured.keys():
+                i = next(i for i, x in enumerate(measured.values_of(key)) if x is not None)
+                raise _Invalid(f"values.measured[{i}].{key}: an abstract capture carries no measured evidence")
+        measured = None
     for i, m in enumerate(measured or ()):
         if m is not None:
             for key in ABSTRACT_REFUSED_VALUE_KEYS:
@@ -936,7 +967,7 @@ class ValueTable(Sequence[Value]):
 
     __slots__ = ("_off", "_dims", "_dtype", "_measured")
 
-    def __init__(self, off: list, dims: list, dtype: list, measured: list | None) -> None:
+    def __init__(self, off: list, dims: list, dtype: list, measured: Sequence[dict | None] | None) -> None:
         self._off, self._dims, self._dtype, self._measured = off, dims, dtype, measured
 
     def __len__(self) -> int:
@@ -946,9 +977,26 @@ class ValueTable(Sequence[Value]):
         """``(offsets, dims)``: value ``i``'s shape is ``dims[offsets[i]:offsets[i+1]]``."""
         return self._off, self._dims
 
-    def measured_column(self) -> list | None:
-        """Per-value measured maps, or ``None`` when no value was measured."""
+    def measured_column(self) -> Sequence[dict | None] | None:
+        """Per-value measured maps (a list, or a version-3 file's :class:`MapColumns`, which
+        builds each map when it is asked for), or ``None`` when no value was measured."""
         return self._measured
+
+    def measured_any(self) -> bool:
+        """Whether any value was measured, without building a map."""
+        m = self._measured
+        if m is None:
+            return False
+        return m.any_present() if isinstance(m, MapColumns) else any(x is not None for x in m)
+
+    def measured_key(self, key: str) -> list:
+        """Every value's measured ``key`` (``None`` where absent), without building maps."""
+        m = self._measured
+        if m is None:
+            return [None] * len(self)
+        if isinstance(m, MapColumns):
+            return m.values_of(key)
+        return [x.get(key) if type(x) is dict else None for x in m]
 
     def __iter__(self) -> Iterator[Value]:
         """Every row in order, each a fresh object, built by C-level passes over the columns."""

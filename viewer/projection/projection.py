@@ -25,7 +25,7 @@ from capture.graph import frame_repeats
 from capture.graph.graphfile import ValueTable
 from capture.graph.model import Capture, Frame
 
-from . import gc_pause
+from capture.graph import gc_pause
 from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
 from .library_sources import short_path
 from .names import (  # noqa: F401
@@ -327,8 +327,7 @@ class Projection:
     def _measured(self) -> bool:
         values = self.capture.values
         if isinstance(values, ValueTable):  # a file's values: one column, maybe absent
-            column = values.measured_column()
-            return column is not None and any(m is not None for m in column)
+            return values.measured_any()
         return any(v.measured is not None for v in values)
 
     def _tree(self, tree: Any) -> Any:

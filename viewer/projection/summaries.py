@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import gc_pause
+from capture.graph import gc_pause
 from .names import ValueNames, value_label
 
 

@@ -15,7 +15,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
-from . import gc_pause
+from capture.graph import gc_pause
 from .body_templates import body_summary, template_line
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
