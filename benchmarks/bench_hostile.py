@@ -13,7 +13,11 @@
 * A capture with an 8 s deadline whose model starts a detached process (its own
   session, holding the worker's output pipe), one-shot and warm worker: the time from
   the deadline to the failure (target < 3 s; it was 34 s, or forever with a long-lived
-  child), and whether the detached process was killed.
+  child), and whether the detached process was killed; beside it a model that only
+  hangs (the warm resident killed with it). Then models that leave such a process and
+  return a result, or whose worker exits while a forked child holds the result pipe:
+  the time to the result or the crash, against the 60 s deadline (tests/worker's
+  test_worker_escape.py checks the behaviour; these are its figures).
 
 * Memory amplification (issue 29 item 8), each as peak memory / file size:
   ``tensorviz inspect`` and ``api/open`` on a 39 MB graph file whose ``meta`` holds 13 M
@@ -25,7 +29,9 @@
 * Slowloris (issue 29 item 7): 500 connections that send part of their headers and then
   nothing: how many the viewer holds, its threads and memory, whether a normal request
   is still answered and how fast, and how many are left after the read deadline (before
-  the fix: one thread each, held forever; 385 exhausted a 4 GiB server).
+  the fix: one thread each, held forever; 385 exhausted a 4 GiB server); and a request
+  fed one byte every 0.2 s (never idle long enough for a per-read timeout): how long the
+  server holds it, against its read deadline.
 
 Prints figures; asserts nothing (these machines are noisy).
 """
@@ -133,12 +139,28 @@ def memory_bombs() -> None:
 
 
 DETACHED = """
-import subprocess, sys, time
+import os, subprocess, sys, time
+
+def hang(x):
+    while True:
+        time.sleep(0.05)
 
 def detached_hang(x):
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     while True:
         time.sleep(0.05)
+
+def detached_ok(x):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    return x.relu()
+
+def fork_then_exit(x):
+    if os.fork() == 0:
+        os.setsid()
+        time.sleep(60)
+        os._exit(0)
+    time.sleep(0.2)
+    os._exit(3)
 
 def double_fork_hang(x):
     import os
@@ -168,7 +190,7 @@ def detached_deadline(deadline: float = 8.0) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = make_workspace(Path(tmp))
         (ws / "detach.py").write_text(DETACHED, encoding="utf-8")
-        for model in ("detach:detached_hang", "detach:double_fork_hang"):
+        for model in ("detach:hang", "detach:detached_hang", "detach:double_fork_hang"):
             for label, pool in (("one-shot worker", None), ("warm worker", WarmPool())):
                 t = time.monotonic()
                 c = run_capture(ws, fake_recipe(model, tensor(2, 3)), timeout=deadline, warm=pool)
@@ -179,6 +201,16 @@ def detached_deadline(deadline: float = 8.0) -> None:
                 stage = c.failure.stage if c.failure else "no failure (!)"
                 print(f"  {model.split(':')[1]:17} {label:16} {stage}: deadline to failure {took - deadline:5.2f} s "
                       f"(target < 3 s: {'met' if took - deadline < 3 else 'MISSED'}); escaped processes killed: {escaped}")
+        print("the same models' processes left behind a result or a crash (60 s deadline)")
+        for model in ("detach:detached_ok", "detach:fork_then_exit"):
+            for label, pool in (("one-shot worker", None), ("warm worker", WarmPool())):
+                t = time.monotonic()
+                c = run_capture(ws, fake_recipe(model, tensor(2, 3)), timeout=60, warm=pool)
+                took = time.monotonic() - t
+                if pool is not None:
+                    pool.close()
+                outcome = f"failure at {c.failure.stage}" if c.failure else "result"
+                print(f"  {model.split(':')[1]:17} {label:16} {outcome} in {took:5.2f} s (the deadline: 60 s)")
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -340,6 +372,32 @@ def slowloris(n: int = 500) -> None:
               f"threads {threading.active_count()}")
         for s in slow:
             s.close()
+        held = [byte_a_time(srv.port) for _ in range(3)]
+        print(f"  a request fed one byte every 0.2 s: held {statistics.median(held):.2f} s (median of 3; "
+              f"read deadline {srv.connections.read_deadline_s:g} s)")
+
+
+def byte_a_time(port: int, patience: float = 60.0) -> float:
+    """Seconds until the server cuts a request that sends one byte every 0.2 s."""
+    import socket
+
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    t = time.monotonic()
+    try:
+        s.sendall(b"G")
+        while time.monotonic() - t < patience:
+            try:
+                s.sendall(b"X")
+                s.settimeout(0.2)
+                if s.recv(4096) == b"":
+                    break
+            except socket.timeout:
+                continue
+            except OSError:
+                break
+        return time.monotonic() - t
+    finally:
+        s.close()
 
 
 if __name__ == "__main__":

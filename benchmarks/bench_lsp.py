@@ -19,9 +19,17 @@
    how fast hints follow an edit (``didChange`` then ``inlayHint``). Targets: < 5 ms
    cached, < 50 ms right after a capture lands.
 
+5. Promptness of the server's ends (the figures of tests that check the behaviour in
+   tests/lsp: test_editor_loop.py's cancel, test_server_signals.py, test_framing.py), on a
+   capture whose model never returns (TensorViz's fake test framework, the real worker):
+   ``tensorviz.cancelCapture`` to the capture's answer; SIGINT, SIGTERM and SIGHUP to the
+   server's exit (the worker and a process the model detached go with it); and a message
+   whose Content-Length is longer than its body to the server's exit, beside the body
+   deadline (``tensorviz_lsp.framing.BODY_SECONDS``).
+
 Targets (issue 8): unchanged < 5 ms; after an edit <= 1.5x the bare libcst parse.
 
-    python benchmarks/bench_lsp.py [--lines 3000] [--repeat 30] [--no-capture] [--only-hints]
+    python benchmarks/bench_lsp.py [--lines 3000] [--repeat 30] [--no-capture] [--only-hints] [--only-ends]
 """
 
 from __future__ import annotations
@@ -713,17 +721,117 @@ async def bench_inlay_hints(lines: int, repeat: int, env: dict[str, str], op_lin
     print(f"  edit -> didChange -> inlayHint, one screen        {median_ms(edits_screen):8.2f} ms")
 
 
+# --------------------------------------------------------------------------- the server's ends
+
+SLEEPY = """\
+import os
+import subprocess
+import sys
+import time
+
+
+def hang(x):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    with open(os.environ["TV_RUNNING"] + ".tmp", "w") as fh:
+        fh.write(str(os.getpid()))
+    os.replace(os.environ["TV_RUNNING"] + ".tmp", os.environ["TV_RUNNING"])
+    while True:
+        time.sleep(0.05)
+"""
+SLEEPY_RECIPE = """\
+version = 1
+
+[profiles.sleepy]
+framework = "fake"
+model = "sleepy:hang"
+inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32" }] }
+"""
+
+
+async def _sleepy_server(tmp: Path, env: dict[str, str]) -> tuple[RawClient, Path, asyncio.Future]:
+    """A server whose capture of ``sleepy`` runs (the model's pid file written): the
+    client, the folder and the capture's pending answer."""
+    from tensorviz_lsp.trust import TrustStore
+
+    ws = tmp / "ws"
+    (ws / ".tensorviz").mkdir(parents=True, exist_ok=True)
+    (ws / "sleepy.py").write_text(SLEEPY)
+    (ws / ".tensorviz" / "recipes.toml").write_text(SLEEPY_RECIPE)
+    TrustStore(Path(env["TENSORVIZ_CONFIG_DIR"]) / "trust.json").set_trusted(ws)
+    running = tmp / "running"
+    running.unlink(missing_ok=True)
+    client = await RawClient.start({**env, "TV_RUNNING": str(running)})
+    await client.request("initialize", {"processId": os.getpid(), "rootUri": ws.as_uri(), "capabilities": {}})
+    client.notify("initialized", {})
+    answer = asyncio.ensure_future(client.request(
+        "workspace/executeCommand",
+        {"command": "tensorviz.captureProfile", "arguments": [{"profile": "sleepy", "folder": str(ws)}]}))
+    end = time.monotonic() + 120
+    while not running.exists() and time.monotonic() < end:  # the model runs
+        await asyncio.sleep(0.05)
+    return client, ws, answer
+
+
+async def bench_ends(env: dict[str, str], repeat: int) -> None:
+    import signal
+
+    from capture.frameworks import TEST_PLUGINS_ENV
+    from tensorviz_lsp.framing import BODY_SECONDS
+
+    env = {**env, TEST_PLUGINS_ENV: f"fake={ROOT / 'tests' / 'fake_framework.py'}"}
+    cancels: list[float] = []
+    exits: dict[str, list[float]] = {"SIGINT": [], "SIGTERM": [], "SIGHUP": []}
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as cfg:
+        env["TENSORVIZ_CONFIG_DIR"] = cfg
+        for _ in range(repeat):
+            client, ws, answer = await _sleepy_server(Path(tmp), env)
+            t = time.perf_counter()
+            await client.request("workspace/executeCommand",
+                                 {"command": "tensorviz.cancelCapture", "arguments": [{"folder": str(ws)}]})
+            result = await asyncio.wait_for(answer, 60)
+            cancels.append(time.perf_counter() - t)
+            if not isinstance(result, dict) or result.get("reason") != "cancelled":
+                print(f"  the cancel did not end the capture: {result}")
+            await client.close()
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                client, ws, answer = await _sleepy_server(Path(tmp), env)
+                t = time.perf_counter()
+                client.proc.send_signal(sig)
+                await asyncio.wait_for(client.proc.wait(), 120)
+                exits[sig.name].append(time.perf_counter() - t)
+                client.reader.cancel()
+        # A header whose length the body never reaches: the server ends at the body deadline.
+        client = await RawClient.start(env)
+        await client.request("initialize", {"processId": os.getpid(), "rootUri": Path(tmp).as_uri(), "capabilities": {}})
+        body = json.dumps({"jsonrpc": "2.0", "id": 99, "method": "shutdown", "params": None}).encode()
+        t = time.perf_counter()
+        client.proc.stdin.write(b"Content-Length: 5000\r\n\r\n" + body)
+        code = await asyncio.wait_for(client.proc.wait(), 120)
+        short_body = time.perf_counter() - t
+        client.reader.cancel()
+    print(f"the server's ends, during a capture that never returns (median [max] of {repeat})")
+    print(f"  tensorviz.cancelCapture -> the capture's answer   {median_ms(cancels):8.0f} ms   [{max(cancels) * 1000:.0f}]")
+    for name, xs in exits.items():
+        print(f"  {name:7} -> the server has exited                {median_ms(xs):8.0f} ms   [{max(xs) * 1000:.0f}]")
+    print(f"  a body shorter than its Content-Length -> exit {code}  {short_body * 1000:8.0f} ms   "
+          f"(the body deadline: {BODY_SECONDS * 1000:.0f} ms)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lines", type=int, default=3000)
     ap.add_argument("--repeat", type=int, default=30)
     ap.add_argument("--no-capture", action="store_true")
     ap.add_argument("--only-hints", action="store_true", help="only the inlay-hint section (4)")
+    ap.add_argument("--only-ends", action="store_true", help="only the server's ends (5)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as cfg:
         env = {**os.environ, "TENSORVIZ_CONFIG_DIR": cfg, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
         if args.only_hints:
             asyncio.run(bench_inlay_hints(args.lines, args.repeat, env))
+            return
+        if args.only_ends:
+            asyncio.run(bench_ends(env, max(1, min(args.repeat, 5))))
             return
         asyncio.run(bench_library_lenses(args.repeat, env))
         asyncio.run(bench_lenses(args.lines, args.repeat, env))
@@ -731,6 +839,7 @@ def main() -> None:
             asyncio.run(bench_open_graph(env))
             asyncio.run(bench_show_in_graph(env, max(3, min(args.repeat, 12))))
             asyncio.run(bench_inlay_hints(args.lines, args.repeat, env))
+            asyncio.run(bench_ends(env, max(1, min(args.repeat, 5))))
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import os
 import threading
 import tomllib
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, runtime_checkable
 from capture.recipe import RECIPES_FILE, module_file  # noqa: F401
 
 from capture.graph.model import Capture, Failure
-from capture.session import Baseline, CaptureJob
+from capture.session import Baseline, CaptureRequest, SessionResult, WarmWorkers
 from capture.worker.protocol import missing_dependencies
 
 if TYPE_CHECKING:  # discovery imports libcst: loaded when the first file is discovered
@@ -171,9 +170,15 @@ class Backends(Protocol):
         """Validate and write a profile; its problems as ``[{path, message}]``, [] when saved."""
         ...
 
-    def run_capture(self, job: CaptureJob) -> Capture:
-        """The capture session's worker step (``capture.session.run_session`` calls it
-        once the checks that need no interpreter passed); a failure capture, never a raise."""
+    def run_session(self, request: CaptureRequest) -> SessionResult:
+        """One capture session (:func:`capture.session.run_session`: the checks, the
+        worker, on ``request.warm``'s warm worker when it carries one, the graph file,
+        the history); a failure is in the result, never a raise."""
+        ...
+
+    def warm_workers(self) -> WarmWorkers:
+        """The server's warm workers (one :class:`capture.session.WarmWorkers`, the same
+        on every call): its requests carry them, its features configure and close them."""
         ...
 
     def changed_sources(self, capture: Capture, root: Path, open_buffers: dict[str, str]) -> list[str]:
@@ -181,21 +186,6 @@ class Backends(Protocol):
         ...
 
     def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer: ...
-
-    def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
-        """The folder's settings changed: its warm worker goes unless it still matches
-        (``python`` None: the warm worker is off for the folder now)."""
-        ...
-
-    def warm_preload(self, root: Path, python: str, env: dict[str, str], names: list[str],
-                     idle_seconds: float) -> str:
-        """Start the folder's warm worker before its first capture, importing ``names``
-        (``capture.session.preload``); what happened, in a word or a line."""
-        ...
-
-    def shutdown(self) -> None:
-        """The server is stopping: stop the warm workers."""
-        ...
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -232,7 +222,7 @@ class RealBackends:
         self._indexes: dict[str, Any] = {}
         self._environments: dict[tuple[str, str | None], tuple[float, Any]] = {}
         self._lock = threading.Lock()
-        self._warm: Any = None  # capture.session.warm.WarmPool, started with the first warm capture
+        self._warm = WarmWorkers()  # their pool starts with the first warm capture or preload
 
     # -- discovery -----------------------------------------------------------
     def _index(self, root: Path | None) -> Any:
@@ -313,53 +303,13 @@ class RealBackends:
         return []
 
     # -- captures ----------------------------------------------------------------
-    def run_capture(self, job: CaptureJob) -> Capture:
-        """The capture session's worker step, on the folder's warm worker when the
-        job asks for one."""
-        from capture.session.runner import run_worker
+    def run_session(self, request: CaptureRequest) -> SessionResult:
+        from capture.session import run_session
 
-        return run_worker(job, self.warm_pool(job.warm_idle_seconds))
+        return run_session(request)
 
-    def warm_pool(self, idle_seconds: float) -> Any:
-        """The warm workers (one per folder), None when ``idle_seconds`` is 0."""
-        if idle_seconds <= 0:
-            return None
-        from capture.session.warm import WarmPool
-
-        with self._lock:
-            if self._warm is None:
-                self._warm = WarmPool(idle_seconds)
-            elif self._warm.idle_seconds != idle_seconds:
-                self._warm.set_idle_seconds(idle_seconds)
-            return self._warm
-
-    def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
-        """The folder's settings changed: its warm worker goes unless it still matches
-        (``python`` None: the warm worker is off for the folder now)."""
-        with self._lock:
-            pool = self._warm
-        if pool is None:
-            return
-        if python is None:
-            pool.discard(os.path.realpath(root), "the warm worker was turned off for the folder")
-        else:
-            pool.retain(root, python, env)
-
-    def warm_preload(self, root: Path, python: str, env: dict[str, str], names: list[str],
-                     idle_seconds: float) -> str:
-        from capture.session.preload import start_preload
-
-        pool = self.warm_pool(idle_seconds)
-        if pool is None:
-            return "off"
-        return start_preload(pool, root, python, env, names)
-
-    def shutdown(self) -> None:
-        """Stop the warm workers (the server is stopping)."""
-        with self._lock:
-            pool, self._warm = self._warm, None
-        if pool is not None:
-            pool.close()
+    def warm_workers(self) -> WarmWorkers:
+        return self._warm
 
     def changed_sources(self, capture: Capture, root: Path, open_buffers: dict[str, str]) -> list[str]:
         from capture.graph.freshness import stale_sources
@@ -462,10 +412,10 @@ def every_problem(text: str) -> list[RecipeIssue]:
 
 
 def _segments(key_path: str, profile: str) -> list[str | int] | None:
-    from capture.recipe import _split_path
+    from capture.recipe import split_key_path
 
     try:
-        segs = _split_path(key_path)
+        segs = split_key_path(key_path)
     except Exception:
         return None
     if segs[:2] != ["profiles", profile]:

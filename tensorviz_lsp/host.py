@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import typing
 from pathlib import Path
-from typing import Any, Callable, Coroutine, Protocol
+from typing import Any, Callable, Concatenate, Coroutine, ParamSpec, Protocol
 
 from lsprotocol import types
 from pygls.progress import Progress as WorkDoneProgress
@@ -19,6 +19,8 @@ from pygls.workspace import TextDocument, Workspace
 from .buffers import Buffers
 from .diagnostics import DiagnosticsHub
 from .settings import Settings
+
+P = ParamSpec("P")
 
 
 class Host(Protocol):
@@ -40,9 +42,10 @@ class Host(Protocol):
     async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the server's executor (never on the loop)."""
 
-    async def fan_out(self, hook: str, *args: Any) -> list[Any]:
-        """Call a :class:`~tensorviz_lsp.feature.Feature` hook on every feature (an event
-        one feature raises for the others: ``capture_landed``, ``interpreter_changed``)."""
+    async def call_hook(self, hook: Callable[Concatenate[Any, P], object], *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Run a hook declared by :class:`~tensorviz_lsp.feature.Feature`, named by its
+        declaration (``Feature.capture_landed``), on every feature that implements it:
+        an event one feature raises for the others; results combined by its rule."""
 
     # -- the client --------------------------------------------------------------
     def log_message(self, message: str, kind: types.MessageType = types.MessageType.Log) -> None: ...

@@ -3,7 +3,8 @@ settings every feature shares (the :class:`~tensorviz_lsp.host.Host` protocol).
 
 It knows no feature: ``tensorviz_lsp/wiring.py`` builds the features, each with what it
 needs passed to its constructor, registers each LSP method once and fans the call out
-to them (see :mod:`tensorviz_lsp.feature`).
+to them (:meth:`TensorVizServer.call_hook`; the hooks are declared in
+:mod:`tensorviz_lsp.feature`).
 
 Threading: LSP messages are handled on the asyncio loop. Discovery, captures and
 installs run on :attr:`TensorVizServer.executor`; anything they send to the client goes
@@ -15,13 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import inspect
 import logging
 import os
 import threading
 import typing
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Concatenate, ParamSpec
 
 import safe_read
 
@@ -35,16 +35,20 @@ from .buffers import Buffers
 from .diagnostics import DiagnosticsHub
 from .feature import Feature
 from .framing import Protocol
+from .hooks import HookTable
 from .settings import Settings
 
 log = logging.getLogger(__name__)
+P = ParamSpec("P")
 
 
 class TensorVizServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("tensorviz", __version__, protocol_cls=Protocol)
-        #: In fan-out order (set by ``setup.create_server``).
+        #: Every feature, each after those it was given (set by ``wiring.create_server``).
         self.features: list[Feature] = []
+        #: Who implements each declared hook, in order (set by ``wiring.create_server``).
+        self.hooks = HookTable([])
         self.diagnostics = DiagnosticsHub(
             lambda params: self.call_soon(self.text_document_publish_diagnostics, params))
         # Long work (discovery, captures, installs) runs here, never on the loop and
@@ -57,22 +61,10 @@ class TensorVizServer(LanguageServer):
         self._global_settings = Settings()
         self.stopping = False
 
-    async def fan_out(self, hook: str, *args: Any) -> list[Any]:
-        """Call ``hook`` on every feature that overrides it; failures are logged."""
-        results = []
-        for feature in self.features:
-            method = getattr(type(feature), hook, None)
-            if method is None or method is getattr(Feature, hook, None):
-                continue
-            try:
-                result = getattr(feature, hook)(*args)
-                if inspect.isawaitable(result):
-                    result = await result
-            except Exception:
-                log.exception("TensorViz: %s.%s failed; other features continue", feature.name, hook)
-                continue
-            results.append(result)
-        return results
+    async def call_hook(self, hook: Callable[Concatenate[Any, P], object], *args: P.args, **kwargs: P.kwargs) -> Any:
+        """Run a declared hook (``Feature.capture_landed``) on every feature that
+        implements it, results combined by its rule; failures are logged."""
+        return await self.hooks.call(hook, *args, **kwargs)
 
     # ------------------------------------------------------------------ threads
     def bind_loop(self) -> None:
@@ -295,7 +287,7 @@ class TensorVizServer(LanguageServer):
     async def stop_features(self) -> None:
         if self.stopping:
             return
-        await self.fan_out("shutdown")
+        await self.call_hook(Feature.shutdown)
         self.stopping = True
         self.executor.shutdown(wait=False, cancel_futures=True)
 

@@ -1,48 +1,35 @@
-"""Builds the language server (esbonio's ``server/setup.py``): each feature is made once,
-with what it needs passed to its constructor, and each LSP method is registered once and
-fanned out to the features that define its hook (:mod:`tensorviz_lsp.feature`).
+"""Builds the language server (esbonio's ``server/setup.py``): every module of
+``tensorviz_lsp/features/`` is imported, and each declares its own feature
+(``@register``, :mod:`tensorviz_lsp.feature`); each registered class is made once, given
+what its constructor's annotations name (:func:`build_parts`); each LSP method is
+registered once and fans out to the features that implement its hook
+(:class:`~tensorviz_lsp.hooks.HookTable`, which also orders them).
 
-The order of :func:`default_features` is the fan-out order. A viewer's requests (go to
-source, the setup form, saving a profile, starting a capture) are answered by features
-made after the viewer host, so they are connected to it last.
+Nothing here names a feature: a new one is a module in ``tensorviz_lsp/features/`` with
+a registered class.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import importlib
 import inspect
 import logging
-from pathlib import Path
-from typing import Any, Callable
+import pkgutil
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from . import __version__
-from .backends import Backends, RealBackends, ViewerHooks
-from .feature import Feature
-from .features.abstract_capture import AbstractCapture
-from .features.args import ArgumentError
-from .features.candidates import Candidates
-from .features.capture_failures import FailureDiagnostics
-from .features.captured_lines import CapturedLines
-from .features.capturing import CaptureRunner
-from .features.dependencies import Dependencies
-from .features.freshness import Freshness
-from .features.hover import CandidateInfo
-from .features.inlay_hints import ShapeHints
-from .features.interpreter import InterpreterSelection
-from .features.landing import GraphLanding
-from .features.lenses import Lenses
-from .features.open_graph import OpenGraph
-from .features.recapture import RecaptureOnSave
-from .features.recipes import Recipes
-from .features.reveal import Reveal
-from .features.show_in_graph import ShowInGraph
-from .features.trust import Trust
-from .features.viewer_host import ViewerHost
-from .features.viewer_setup import ViewerSetup
-from .features.warm_start import WarmStart
+from .backends import Backends, RealBackends
+from .feature import ArgumentError, CommandHandler, Feature
+from .hooks import HookTable
+from .host import Host
+from .registry import part_name, registered
 from .server import TensorVizServer
 from .trust import TrustStore
 
@@ -50,60 +37,97 @@ log = logging.getLogger(__name__)
 
 #: A client's own cursor notification (``tensorviz.followCursor``): ``{uri, line}``, line 0-based.
 CURSOR_NOTIFICATION = "tensorviz/cursor"
+#: The folder whose every module may declare features (imported by name, at startup).
+FEATURES_PACKAGE = "tensorviz_lsp.features"
 
 
-def default_features(server: TensorVizServer, backends: Backends, trust_store: TrustStore) -> list[Feature]:
-    """Every feature, each given the others it calls; in fan-out order."""
-    trust = Trust(server, trust_store)
-    interpreters = InterpreterSelection(server, trust)
-    candidates = Candidates(server, backends, interpreters)
-    recipes = Recipes(server, backends, interpreters)
-    lenses = Lenses(server, candidates, recipes)
-    viewers = ViewerHost(server, backends)
-    reveal = Reveal(server)
-    freshness = Freshness(server, backends, candidates, viewers)
-    captured_lines = CapturedLines(server, freshness, viewers)
-    info = CandidateInfo(server, candidates, recipes, freshness, captured_lines)
-    hints = ShapeHints(server, captured_lines, freshness)
-    dependencies = Dependencies(server, trust, interpreters)
-    runner = CaptureRunner(server, backends, interpreters, trust, freshness, viewers)
-    failures = FailureDiagnostics(server)
-    setups = ViewerSetup(server, backends, candidates, recipes, freshness, viewers)
-    open_graph = OpenGraph(
-        server, trust=trust, candidates=candidates, recipes=recipes, runner=runner,
-        landing=GraphLanding(server, viewers, freshness, captured_lines), failures=failures, setups=setups,
-        dependencies=dependencies, viewers=viewers,
-    )
-    show_in_graph = ShowInGraph(server, captured_lines, viewers)
-    recapture = RecaptureOnSave(server, backends, interpreters, freshness, runner, open_graph)
-    warm_start = WarmStart(server, backends, trust, interpreters, candidates)
-    abstract = AbstractCapture(server, backends, trust, recipes, failures, open_graph)
+class WiringError(RuntimeError):
+    """A registered class cannot be made: what it asks for is not there, or two ask
+    for each other."""
 
-    def hooks(root: Path | None) -> ViewerHooks:
-        return ViewerHooks(
-            reveal=lambda frame: reveal.reveal_from_viewer(frame, root),
-            setup=lambda profile: setups.form_for_viewer(root, profile),
-            save_profile=lambda name, recipe: setups.save_from_viewer(root, name, recipe),
-            start_capture=lambda profile: open_graph.start_capture_from_viewer(root, profile),
-        )
 
-    viewers.connect(hooks)
-    return [
-        trust, interpreters, candidates, recipes, lenses, info, viewers, reveal, freshness, captured_lines, hints,
-        dependencies, runner, failures, open_graph, show_in_graph, recapture, warm_start, abstract,
-    ]
+def load_feature_modules(package: str = FEATURES_PACKAGE) -> list[str]:
+    """Import every module of ``package`` (each registers what it declares); their names."""
+    pkg = importlib.import_module(package)
+    names = sorted(f"{package}.{m.name}" for m in pkgutil.iter_modules(pkg.__path__))
+    for name in names:
+        importlib.import_module(name)
+    return names
+
+
+def constructor_needs(cls: type) -> dict[str, type]:
+    """What ``cls``'s constructor asks for: parameter name -> annotated class."""
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception as exc:
+        raise WiringError(f"{cls.__qualname__}: its constructor's annotations cannot be resolved ({exc})") from exc
+    needs: dict[str, type] = {}
+    for name, param in list(inspect.signature(cls.__init__).parameters.items())[1:]:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise WiringError(f"{cls.__qualname__}: *{name} cannot be given by type")
+        want = hints.get(name)
+        if not isinstance(want, type):
+            raise WiringError(f"{cls.__qualname__}: parameter {name!r} needs a class as its annotation, "
+                              f"found {want!r}")
+        needs[name] = want
+    return needs
+
+
+def build_parts(classes: Iterable[type], provided: Mapping[type, object]) -> list[object]:
+    """Make each class once, after what it needs (``provided``, or another of
+    ``classes``), passing it by parameter name; in that order, ties by name."""
+    classes = list(dict.fromkeys(classes))
+    by_type = set(classes)
+    needs = {cls: constructor_needs(cls) for cls in classes}
+    deps: dict[type, set[type]] = {}
+    for cls, wanted in needs.items():
+        deps[cls] = set()
+        for name, want in wanted.items():
+            if want in provided:
+                continue
+            if want not in by_type:
+                raise WiringError(f"{cls.__qualname__} needs {name}: {want.__qualname__}, which no registered part "
+                                  f"is ({', '.join(sorted(part_name(c) for c in classes))}) and nothing provides")
+            deps[cls].add(want)
+    order: list[type] = []
+    waiting = {cls: set(d) for cls, d in deps.items()}
+    ready = [(part_name(cls), cls.__qualname__, cls) for cls, d in waiting.items() if not d]
+    heapq.heapify(ready)
+    while ready:
+        cls = heapq.heappop(ready)[2]
+        order.append(cls)
+        for other, d in waiting.items():
+            if cls in d:
+                d.discard(cls)
+                if not d:
+                    heapq.heappush(ready, (part_name(other), other.__qualname__, other))
+    if len(order) != len(classes):
+        stuck = sorted(c.__qualname__ for c in classes if c not in order)
+        raise WiringError(f"these parts need each other, directly or through others: {', '.join(stuck)}")
+    made: dict[type, object] = dict(provided)
+    for cls in order:
+        made[cls] = cls(**{name: made[want] for name, want in needs[cls].items()})
+    return [made[cls] for cls in order]
 
 
 def create_server(
     backends: Backends | None = None,
     trust_store: TrustStore | None = None,
-    features: Callable[[TensorVizServer], list[Feature]] | None = None,
+    features: Iterable[type] | None = None,
 ) -> TensorVizServer:
-    """The server with its features (``features``: instead of the default ones, a test's)."""
+    """The server with its features: every registered one (the modules of
+    ``tensorviz_lsp/features/``), or ``features`` (a test's classes) instead."""
     server = TensorVizServer()
-    made = features(server) if features is not None else default_features(
-        server, backends or RealBackends(), trust_store or TrustStore())
+    if features is None:
+        load_feature_modules()
+        features = registered()
+    provided: dict[type, object] = {
+        Host: server, Backends: backends or RealBackends(), TrustStore: trust_store or TrustStore(),
+    }
+    parts = build_parts(features, provided)
+    made = [p for p in parts if isinstance(p, Feature)]
     server.features.extend(made)
+    server.hooks = HookTable(made)
     register(server)
     return server
 
@@ -122,7 +146,7 @@ def register(server: TensorVizServer) -> None:
         await ls.reload_settings()
         roots = ", ".join(str(r) for r in ls.folders()) or "(no folder)"
         log.info("TensorViz %s ready; workspace folders: %s", __version__, roots)
-        await ls.fan_out("initialized")
+        await ls.call_hook(Feature.initialized)
 
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: TensorVizServer, params: None) -> None:
@@ -134,79 +158,89 @@ def register(server: TensorVizServer) -> None:
         if isinstance(settings, dict) and not ls.supports_configuration():
             ls.init_options = settings
         await ls.reload_settings()
-        await ls.fan_out("settings_changed")
+        await ls.call_hook(Feature.settings_changed)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     async def on_folders(ls: TensorVizServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
         await ls.reload_settings()
         added = [to_fs_path(f.uri) or f.uri for f in params.event.added]
         removed = [to_fs_path(f.uri) or f.uri for f in params.event.removed]
-        await ls.fan_out("folders_changed", added, removed)
+        await ls.call_hook(Feature.folders_changed, added, removed)
+        # Said once every feature has taken the change in (as "ready" is at the start):
+        # what a client, or a test sharing one server between folders, can wait for.
+        log.info("workspace folders changed: added %s; removed %s", ", ".join(added) or "none",
+                 ", ".join(removed) or "none")
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def on_open(ls: TensorVizServer, params: types.DidOpenTextDocumentParams) -> None:
-        await ls.fan_out("document_opened", params.text_document.uri)
+        await ls.call_hook(Feature.document_opened, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     async def on_change(ls: TensorVizServer, params: types.DidChangeTextDocumentParams) -> None:
-        await ls.fan_out("document_changed", params.text_document.uri)
+        await ls.call_hook(Feature.document_changed, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     async def on_save(ls: TensorVizServer, params: types.DidSaveTextDocumentParams) -> None:
-        await ls.fan_out("document_saved", params.text_document.uri)
+        await ls.call_hook(Feature.document_saved, params.text_document.uri)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     async def on_close(ls: TensorVizServer, params: types.DidCloseTextDocumentParams) -> None:
-        await ls.fan_out("document_closed", params.text_document.uri)
+        await ls.call_hook(Feature.document_closed, params.text_document.uri)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def on_watched(ls: TensorVizServer, params: types.DidChangeWatchedFilesParams) -> None:
-        await ls.fan_out("files_changed", list(params.changes))
+        await ls.call_hook(Feature.files_changed, list(params.changes))
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
     async def on_code_lens(ls: TensorVizServer, params: types.CodeLensParams) -> list[types.CodeLens]:
-        return [lens for result in await ls.fan_out("code_lens", params) if result for lens in result]
+        return list(await ls.call_hook(Feature.code_lens, params))
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.Empty], resolve_provider=False),
     )
     async def on_code_action(ls: TensorVizServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        return [a for result in await ls.fan_out("code_action", params) if result for a in result]
+        return list(await ls.call_hook(Feature.code_action, params))
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def on_hover(ls: TensorVizServer, params: types.HoverParams) -> types.Hover | None:
-        return next((r for r in await ls.fan_out("hover", params) if r is not None), None)
+        hover: types.Hover | None = await ls.call_hook(Feature.hover, params)
+        return hover
 
     # The editor's cursor (LSP has no cursor notification): tensorviz.followCursor.
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
     async def on_document_highlight(ls: TensorVizServer, params: types.DocumentHighlightParams) -> list[types.DocumentHighlight]:
-        return [h for result in await ls.fan_out("document_highlight", params) if result for h in result]
+        return list(await ls.call_hook(Feature.document_highlight, params))
 
     # The same from a client that reports the cursor itself (the VS Code extension sends it
     # on every selection change: VS Code asks for highlights only on a word): {uri, line}.
     @server.feature(CURSOR_NOTIFICATION)
     async def on_cursor(ls: TensorVizServer, params: Any) -> None:
-        await ls.fan_out("cursor_notified", params)
+        await ls.call_hook(Feature.cursor_notified, params)
 
     @server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def on_document_symbol(ls: TensorVizServer, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
-        return [s for result in await ls.fan_out("document_symbol", params) if result for s in result]
+        return list(await ls.call_hook(Feature.document_symbol, params))
 
     @server.feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=True))
     async def on_inlay_hint(ls: TensorVizServer, params: types.InlayHintParams) -> list[types.InlayHint]:
-        return [h for result in await ls.fan_out("inlay_hint", params) if result for h in result]
+        return list(await ls.call_hook(Feature.inlay_hint, params))
 
     @server.feature(types.INLAY_HINT_RESOLVE)
     async def on_inlay_hint_resolve(ls: TensorVizServer, params: types.InlayHint) -> types.InlayHint:
-        return next((r for r in await ls.fan_out("inlay_hint_resolve", params) if r is not None), params)
+        resolved = await ls.call_hook(Feature.inlay_hint_resolve, params)
+        return resolved if resolved is not None else params
 
+    handled_by: dict[str, str] = {}
     for feature in server.features:
         for name, handler in feature.commands().items():
+            if name in handled_by:
+                raise WiringError(f"the command {name} is handled by two features: {handled_by[name]} and {feature.name}")
+            handled_by[name] = feature.name
             _register_command(server, feature, name, handler)
 
 
-def _register_command(server: TensorVizServer, feature: Feature, name: str, handler: Callable[[list[Any]], Any]) -> None:
+def _register_command(server: TensorVizServer, feature: Feature, name: str, handler: CommandHandler) -> None:
     async def run_command(ls: TensorVizServer, *args: Any) -> Any:
         ls.bind_loop()
         try:

@@ -67,6 +67,47 @@ def _fail_if_refused(report: pytest.CollectReport | pytest.TestReport) -> None:
         report.longrepr = message
 
 
+# The fast tier (`python -m pytest -m "not slow"`) holds tests that take at most a few
+# seconds each; a test past this, not marked `slow`, is named at the end of the run (a
+# report to act on, never a failure: wall time on a shared machine is no test verdict).
+SLOW_SECONDS = 3.0
+
+
+class SlowReport:
+    """Names the tests of this run that took over :data:`SLOW_SECONDS` (setup, call and
+    teardown together) and are not marked ``slow``: candidates for the mark."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.unmarked: set[str] = set()
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self.unmarked = {item.nodeid for item in items if item.get_closest_marker("slow") is None}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        over = sorted(((s, n) for n, s in self.seconds.items() if n in self.unmarked and s > SLOW_SECONDS),
+                      reverse=True)
+        if not over:
+            return
+        terminalreporter.write_sep("-", f"{len(over)} test(s) over {SLOW_SECONDS:g} s not marked slow "
+                                        f"(load average {_load()}; mark them @pytest.mark.slow if that holds unloaded)")
+        for seconds, nodeid in over[:30]:
+            terminalreporter.write_line(f"{seconds:7.2f} s  {nodeid}")
+
+
+def _load() -> str:
+    try:
+        with open("/proc/loadavg") as fh:
+            return fh.read().split()[0]
+    except OSError:
+        return "?"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.has_plugin("tensorviz-strict-skips"):
         config.pluginmanager.register(StrictSkips(), "tensorviz-strict-skips")
+    if not config.pluginmanager.has_plugin("tensorviz-slow-report"):
+        config.pluginmanager.register(SlowReport(), "tensorviz-slow-report")

@@ -21,7 +21,11 @@ Input factories may build proxies with :func:`array` (only during a fake capture
 ``import fake_framework``.
 
 It does not ship: a test (or benchmark) makes it a framework by setting
-``TENSORVIZ_TEST_PLUGINS`` to :data:`PLUGIN`; the worker inherits that and loads this file.
+``TENSORVIZ_TEST_PLUGINS`` to :data:`PLUGIN` (the registry's way in for plug-ins that do
+not ship, :mod:`capture.frameworks`); the worker inherits that and loads this file. The
+module keeps the framework plug-in contract, :class:`capture.worker.plugin.FrameworkPlugin`
+(``VERSION``, :func:`imported_version`, :func:`check_supported`, :func:`probe_device`,
+:func:`capture`), as the Torch and JAX plug-ins do.
 """
 
 from __future__ import annotations
@@ -40,6 +44,15 @@ VERSION = "1"
 PLUGIN = f"fake={Path(__file__).resolve()}"
 
 _active: "_Tracer | None" = None
+
+
+def imported_version() -> str:
+    """Nothing to import: keeps ``VERSION``."""
+    return ""
+
+
+def check_supported(version: str) -> None:
+    """Every version of the fake framework is supported."""
 
 
 def probe_device(ctx: CaptureContext) -> None:

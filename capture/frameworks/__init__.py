@@ -1,10 +1,19 @@
-"""Framework captures that run inside the worker: one module per framework.
+"""The framework plug-in registry: the frameworks a recipe may name, what each needs in
+the selected interpreter, and which module implements its capture.
 
-Each module ``capture/frameworks/<name>.py`` follows the plug-in contract documented in
-:mod:`capture.worker.context` (``probe_device(ctx)`` then ``capture(ctx) -> Capture``)
-and imports its framework lazily, inside those functions. This registry is what the
-parent uses to know which packages a framework needs in the selected interpreter
-(checked without importing them) and what the worker imports.
+A framework capture is a module in a folder of its own (``capture/torch/framework.py``,
+``capture/jax/framework.py``) that implements the typed contract
+:class:`capture.worker.plugin.FrameworkPlugin` (its version, the version check, the
+device check, the capture; see that module). It is registered here, with one
+:func:`register_framework` line; nothing else in TensorViz names it. A third framework
+adds its folder and one registration.
+
+The registry imports no plug-in and no framework: the parent reads what a framework
+requires (``requires``, probed in the selected interpreter without importing it), and
+the worker imports the plug-in by its module name when a capture asks for it
+(:func:`capture.worker.plugin.load_plugin`, which checks the contract). TensorViz's own
+tests register plug-ins that do not ship through :data:`TEST_PLUGINS_ENV`
+(``tests/fake_framework.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +30,10 @@ from types import MappingProxyType, ModuleType
 
 @dataclass(frozen=True, slots=True)
 class FrameworkInfo:
-    """``requires``: top-level modules the worker needs for this framework, probed with
-    ``importlib.util.find_spec``; each is also its pip distribution name."""
+    """One registered framework. ``module``: the plug-in, a module implementing
+    :class:`capture.worker.plugin.FrameworkPlugin` (imported by name, in the worker
+    only). ``requires``: top-level modules the worker needs for this framework, probed
+    with ``importlib.util.find_spec``; each is also its pip distribution name."""
 
     name: str
     module: str
@@ -41,14 +52,38 @@ class FrameworkInfo:
         return self.requires + extra
 
 
-# The shared worker requires Torch for every real framework: adding JAX never
-# replaces the selected Torch build (the spec's rule), so JAX recipes need both.
-FRAMEWORKS: Mapping[str, FrameworkInfo] = MappingProxyType({
-    "torch": FrameworkInfo("torch", "capture.torch.framework", ("msgpack", "torch")),
-    "jax": FrameworkInfo("jax", "capture.jax.framework", ("msgpack", "torch", "jax"), ("flax",)),
-})
-# The frameworks a user can name, in the order messages list them.
-FRAMEWORK_NAMES: tuple[str, ...] = tuple(FRAMEWORKS)
+_REGISTERED: dict[str, FrameworkInfo] = {}
+#: Every registered framework by name, in registration order (a live, read-only view).
+FRAMEWORKS: Mapping[str, FrameworkInfo] = MappingProxyType(_REGISTERED)
+
+
+def register_framework(info: FrameworkInfo) -> FrameworkInfo:
+    """Register a framework plug-in: ``info.module`` implements
+    :class:`capture.worker.plugin.FrameworkPlugin`. The name is what a recipe's
+    ``framework`` says: an identifier, registered once."""
+    if not info.name.isidentifier():
+        raise ValueError(f"a framework's name must be an identifier, not {info.name!r}")
+    if info.name in _REGISTERED:
+        raise ValueError(f"the framework {info.name!r} is already registered (by {_REGISTERED[info.name].module})")
+    if not info.requires:
+        raise ValueError(f"the framework {info.name!r} names no package the worker needs (requires)")
+    _REGISTERED[info.name] = info
+    return info
+
+
+def unregister_framework(name: str) -> None:
+    """Remove a registration (a test's own framework, when the test ends)."""
+    _REGISTERED.pop(name, None)
+
+
+# The frameworks TensorViz ships, one registration each. The shared worker requires
+# Torch for every real framework: adding JAX never replaces the selected Torch build
+# (the spec's rule), so JAX recipes need both.
+register_framework(FrameworkInfo("torch", "capture.torch.framework", ("msgpack", "torch")))
+register_framework(FrameworkInfo("jax", "capture.jax.framework", ("msgpack", "torch", "jax"), ("flax",)))
+
+# The frameworks a user can name (those TensorViz ships), in the order messages list them.
+FRAMEWORK_NAMES: tuple[str, ...] = tuple(_REGISTERED)
 
 # TensorViz's own tests add capture plug-ins that do not ship (a pure-Python framework
 # that exercises the runtime without JAX or Torch). They name them here, as
@@ -70,19 +105,21 @@ def plugins_for_tests() -> dict[str, FrameworkInfo]:
 
 
 def framework_names() -> tuple[str, ...]:
-    """The frameworks a recipe may name now: torch and jax, then any test plug-ins."""
-    return FRAMEWORK_NAMES + tuple(plugins_for_tests())
+    """The frameworks a recipe may name now: the registered ones (torch, jax), then any
+    test plug-ins."""
+    return tuple(_REGISTERED) + tuple(plugins_for_tests())
 
 
 def framework_info(name: str) -> FrameworkInfo:
-    info = FRAMEWORKS.get(name) or plugins_for_tests().get(name)
+    info = _REGISTERED.get(name) or plugins_for_tests().get(name)
     if info is None:
         raise KeyError(f"unknown framework {name!r} (known: {', '.join(framework_names())})")
     return info
 
 
 def load_framework(name: str) -> ModuleType:
-    """Import a framework's capture module (it imports the framework itself lazily)."""
+    """Import a framework's capture module (it imports the framework itself lazily);
+    :func:`capture.worker.plugin.load_plugin` also checks that it keeps the contract."""
     info = framework_info(name)
     if info.path is None:
         return importlib.import_module(info.module)

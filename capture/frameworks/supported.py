@@ -2,7 +2,8 @@
 
 ``pyproject.toml``'s extras name the same floors (``torch>=2.13``); CI installs the exact
 versions it tests with from ``.ci/constraints.txt``. The worker checks the selected
-interpreter's Torch against its floor at run time (:func:`check_torch`), because the
+interpreter's Torch against its floor at run time
+(:func:`capture.torch.version_check.check_torch`), because the
 worker runs the person's own interpreter, whatever Torch it holds: an older one is a
 ``dependencies`` failure naming the version found and the one needed, never a capture
 that breaks halfway through with an obscure error.
@@ -11,8 +12,6 @@ that breaks halfway through with an obscure error.
 from __future__ import annotations
 
 import re
-import sys
-from typing import Any
 
 # The lowest versions the test suite has been run against (CI: .ci/constraints.txt).
 MIN_VERSIONS: dict[str, str] = {"torch": "2.13", "jax": "0.10.2", "flax": "0.12.8"}
@@ -31,23 +30,3 @@ def is_supported(package: str, found: str) -> bool:
         return False
     width = max(len(need), len(have))
     return have + (0,) * (width - len(have)) >= need + (0,) * (width - len(need))
-
-
-def check_torch(torch: Any) -> None:
-    """Raise a ``dependencies`` :class:`~capture.worker.errors.CaptureError` when the
-    imported ``torch`` is older than the supported floor."""
-    found = str(getattr(torch, "__version__", "") or "unknown")
-    if is_supported("torch", found):
-        return
-    from ..worker.errors import CaptureError
-    from ..worker.protocol import UnsupportedVersionDetails
-
-    need = MIN_VERSIONS["torch"]
-    raise CaptureError(
-        "dependencies",
-        f"PyTorch {found} in {sys.executable} is not supported: TensorViz needs torch>={need}. "
-        f"Upgrade it in the selected interpreter (e.g. {sys.executable} -m pip install 'torch>={need}') "
-        "or select an interpreter with a supported Torch.",
-        UnsupportedVersionDetails(package="torch", found=found, needed=f">={need}", python=sys.executable),
-        error_type="UnsupportedVersion",
-    )

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from .model import Source
-from ..worker.workspace_files import file_sha256
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,3 +89,25 @@ def source_sha256(path: str) -> str | None:
             _digests.pop(next(iter(_digests)))
         _digests[path] = (key, digest)
     return digest
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str | None:
+    """The sha256 of a file's bytes, or None when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        # Without blocking, and of regular files only: a FIFO or a device named like a
+        # source never hangs (or endlessly feeds) the hash.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return h.hexdigest()

@@ -66,6 +66,7 @@ from .model import (
     Frame,
     Group,
     Node,
+    NodeCosts,
     Operand,
     Source,
     Value,
@@ -215,6 +216,8 @@ def _encode(capture: Capture, version: int) -> bytes:
     library = [i for i, f in enumerate(capture.frames) if f.library]
     if library:  # the frames that name an installed library file (absolute path)
         body["library_frames"] = library
+    if capture.cost is not None:  # what each node costs (absent: not counted; older readers skip it)
+        body["cost"] = _cost_columns(capture.cost, len(nodes), ints)
     header = {
         "format": FORMAT_NAME,
         "version": version,
@@ -229,6 +232,17 @@ def _encode(capture: Capture, version: int) -> bytes:
         return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+
+
+def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
+    for name in ("flops", "bytes_read", "bytes_written", "rule"):
+        if len(getattr(cost, name)) != n_nodes:
+            raise ValueError(f"capture cost column {name} has {len(getattr(cost, name))} entries for {n_nodes} nodes")
+    return {
+        "flops": ints(cost.flops), "bytes_read": ints(cost.bytes_read), "bytes_written": ints(cost.bytes_written),
+        "rule": ints(cost.rule), "rules": list(cost.rules), "estimates": ints(list(cost.estimates)),
+        "notes": cost.notes or None,
+    }
 
 
 def write(capture: Capture, path: str | os.PathLike[str]) -> None:
@@ -811,6 +825,7 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         dict(zip(param_nodes, param_maps)), grp, frm, frozenset(opaque_ids),
     )
 
+    cost = _cost(b.get("cost"), n_nodes, ints)
     inputs = _tree(b.get("inputs"), "inputs", n_values)
     outputs = _tree(b.get("outputs"), "outputs", n_values)
     sources = []
@@ -870,7 +885,31 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         recipe=recipe,
         failure=failure,
         meta=_opt_map(b.get("meta"), "meta"),
+        cost=cost,
     )
+
+
+#: The largest FLOP or byte count one node may carry (a signed 64-bit integer).
+MAX_COST = (1 << 63) - 1
+
+
+def _cost(obj: Any, n_nodes: int, ints: Any) -> NodeCosts | None:
+    """The per-node cost columns (``NodeCosts``), or None for a file written without them."""
+    if obj is None:
+        return None
+    c = _map(obj, "cost")
+    rules = _list(c.get("rules"), "cost.rules")
+    if list(map(type, rules)).count(str) != len(rules):
+        raise _Invalid("cost.rules: expected a list of strings")
+    # -1 (UNCOUNTED) or a count
+    flops = ints(c.get("flops"), "cost.flops", n_nodes, -1, MAX_COST + 1)
+    read = ints(c.get("bytes_read"), "cost.bytes_read", n_nodes, -1, MAX_COST + 1)
+    written = ints(c.get("bytes_written"), "cost.bytes_written", n_nodes, -1, MAX_COST + 1)
+    rule = ints(c.get("rule"), "cost.rule", n_nodes, 0, len(rules), few=True)
+    estimates = ints(c.get("estimates"), "cost.estimates", None, 0, n_nodes)
+    if any(a >= b for a, b in zip(estimates, islice(estimates, 1, None))):
+        raise _Invalid("cost.estimates: node ids must be sorted, each once")
+    return NodeCosts(flops, read, written, rule, rules, estimates, _opt_map(c.get("notes"), "cost.notes"))
 
 
 # What only a run measures: refused in an abstract capture (it ran on fake tensors).
@@ -997,6 +1036,10 @@ class ValueTable(Sequence[Value]):
         if isinstance(m, MapColumns):
             return m.values_of(key)
         return [x.get(key) if type(x) is dict else None for x in m]
+
+    def dtype_column(self) -> list:
+        """Per-value dtype names (read-only by contract)."""
+        return self._dtype
 
     def __iter__(self) -> Iterator[Value]:
         """Every row in order, each a fresh object, built by C-level passes over the columns."""

@@ -19,6 +19,7 @@ that they serialise unchanged:
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -129,6 +130,59 @@ class Failure:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+#: ``NodeCosts.flops`` (and the byte columns) of a node no rule counts: *uncounted*, listed
+#: by op name wherever totals are given, never added as zero.
+UNCOUNTED = -1
+
+
+@dataclass(slots=True)
+class NodeCosts:
+    """What each node costs, in columns indexed by node id (``Capture.cost``).
+
+    ``flops``: floating-point operations, a multiply-add counted as 2 (the convention of
+    ``torch.utils.flop_counter`` and ``jax.experimental.roofline``), or :data:`UNCOUNTED`
+    when no rule counts the op. ``bytes_read`` / ``bytes_written``: what the op reads
+    and writes, unfused (every op reads its tensor operands and writes its results at
+    their shapes and dtypes; a view moves nothing), or :data:`UNCOUNTED` when a shape is
+    symbolic. ``rule``: per node, an index into ``rules``, the names of the rules that
+    counted (or could not count) each op; ``notes["rules"]`` says what each name means.
+    ``estimates``: the nodes whose figures are estimates rather than counts of what ran
+    (a JAX ``scan`` counted as its body × its length, a ``cond`` as its largest branch),
+    sorted.
+    ``notes``: the conventions, in words, and who counted (``counter``)."""
+
+    flops: list[int]
+    bytes_read: list[int]
+    bytes_written: list[int]
+    rule: list[int]
+    rules: list[str]
+    estimates: list[int] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.flops)
+
+    def of(self, i: int) -> dict[str, Any]:
+        """Node ``i``'s figures as plain data (``None`` for an uncounted figure)."""
+        f, r, w = self.flops[i], self.bytes_read[i], self.bytes_written[i]
+        out: dict[str, Any] = {
+            "flops": None if f < 0 else f,
+            "bytes_read": None if r < 0 else r,
+            "bytes_written": None if w < 0 else w,
+            "rule": self.rules[self.rule[i]],
+        }
+        if f < 0:
+            out["uncounted"] = True
+        k = bisect_left(self.estimates, i)
+        if k < len(self.estimates) and self.estimates[k] == i:
+            out["estimate"] = True
+        return out
+
+    def json(self) -> dict[str, Any]:
+        return {"flops": self.flops, "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
+                "rule": self.rule, "rules": self.rules, "estimates": self.estimates, "notes": self.notes}
+
+
 @dataclass(slots=True)
 class Capture:
     backend: str
@@ -146,6 +200,9 @@ class Capture:
     failure: Failure | None = None
     # Free-form capture metadata (e.g. ``flax_version``, ``state: "fresh_init"``).
     meta: dict[str, Any] = field(default_factory=dict)
+    # What each node costs (FLOPs, bytes), counted in the worker; None: not counted (a
+    # file written before costs were, or a failed capture).
+    cost: NodeCosts | None = None
 
     @property
     def format(self) -> str:
@@ -286,6 +343,7 @@ def to_json(capture: Capture) -> dict[str, Any]:
         "recipe": capture.recipe,
         "failure": None if capture.failure is None else failure_json(capture.failure),
         "meta": capture.meta,
+        **({"cost": capture.cost.json()} if capture.cost is not None else {}),
     }
 
 

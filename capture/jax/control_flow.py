@@ -279,6 +279,7 @@ def _convert_one(conv: Any, eqn: Any, nid: int, parent: int | None, frame: int |
 def _undo(conv: Any, mark: tuple) -> None:
     n_nodes, n_values, n_groups, n_consts, n_pending = mark
     del conv.nodes[n_nodes:]
+    del conv.eqns[n_nodes:]
     del conv.values[n_values:]
     del conv.groups[n_groups:]
     del conv.constants[n_consts:]

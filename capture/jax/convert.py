@@ -14,7 +14,9 @@ The conversion reads the jaxpr; it executes nothing. What it keeps:
   are bound to the caller's values, so no copy of a value appears at a boundary;
 * each equation's ``source_info.name_stack`` (Flax Linen writes module paths there,
   ``MLP/Dense_0``) becomes nested groups of kind ``scope``;
-* the innermost user frame of each equation, for navigation.
+* the innermost user frame of each equation, for navigation;
+* what each equation costs (FLOPs, unfused bytes: :mod:`capture.jax.cost`), as
+  ``Capture.cost``.
 
 These groups are *tracing* scopes, not a recovered layer hierarchy, and say so in
 their ``attrs``. The one exception is a Flax module call the capture intercepted while
@@ -373,6 +375,8 @@ class _Converter:
         self.Literal = _literal_type()
         self.values: list[Value] = []
         self.nodes: list[Node] = []
+        # the equation behind each node (what its cost is counted from: capture/jax/cost.py)
+        self.eqns: list[Any] = []
         self.groups: list[Group] = []
         self.frames = FrameTable(workspace)
         self.max_ops = limits.max_ops
@@ -508,6 +512,7 @@ class _Converter:
                 if prim in BODY_PRIMITIVES:
                     self.pending_bodies.append((eqn, nid, group, frame))
             nodes.append(Node(nid, prim, operands, outs, kept, group, frame, opaque))
+            self.eqns.append(eqn)
 
     def expand(
         self, eqn: Any, prim: str, kind: str, body: Any, env: dict, parent: int | None, frame: int | None
@@ -670,6 +675,13 @@ def convert(
     if bodies is not None:
         info["bodies"] = bodies
     info.update(meta or {})
+    cost = None
+    try:
+        from .cost import count
+
+        cost = count(conv.nodes, conv.groups, conv.eqns)
+    except Exception as exc:  # a counter that fails leaves the capture without costs, saying why
+        info["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
     return Capture(
         backend="jaxpr",
         framework="jax",
@@ -682,6 +694,7 @@ def convert(
         inputs=in_tree,
         outputs=out_tree,
         meta=info,
+        cost=cost,
     )
 
 

@@ -107,6 +107,19 @@ _NARROWING_WARNING = "Explicitly requested dtype"
 # --------------------------------------------------------------------------- device
 
 
+# JAX is imported by the device check; the capture records ``jax.__version__``.
+VERSION = ""
+
+
+def imported_version() -> str:
+    """Nothing imported here (the device check imports JAX): keeps ``VERSION``."""
+    return ""
+
+
+def check_supported(version: str) -> None:
+    """No run-time floor check for JAX (the dependency probe finds it installed)."""
+
+
 def probe_device(ctx: CaptureContext) -> None:
     """Check ``ctx.recipe.device`` before anything of the workspace is imported."""
     _device(_import_jax(), ctx.recipe.device)

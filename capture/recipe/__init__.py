@@ -117,16 +117,16 @@ from .model import (  # noqa: F401
     TensorLeaf,
     TupleDesc,
     ValueDesc,
-    _split_path,
     key_segment,
     leaf_seed,
     profile_name,
+    split_key_path,
 )
 from .parse import (  # noqa: F401
     CHECKPOINT_SUFFIXES,
     FIXTURE_SUFFIXES,
-    _Locator,
     default_generator,
+    key_path_line,
     load_recipes_table,
     locator_for,
     parse_recipes_text,

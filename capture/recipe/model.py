@@ -410,8 +410,10 @@ def _path_text(segments: list[str | int]) -> str:
     return out
 
 
-def _split_path(path: str) -> list[str | int]:
-    """Inverse of :func:`_path_text` for the paths this module builds."""
+def split_key_path(path: str) -> list[str | int]:
+    """The segments of a key path such as ``profiles.p.inputs.args[0].dtype``
+    (``["profiles", "p", "inputs", "args", 0, "dtype"]``): the inverse of
+    :func:`_path_text`, for the paths a :class:`RecipeError` names."""
     out: list[str | int] = []
     for m in re.finditer(r'\[(\d+)\]|"((?:[^"\\]|\\.)*)"|([A-Za-z0-9_-]+)', path):
         if m.group(1) is not None:

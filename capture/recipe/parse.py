@@ -46,6 +46,7 @@ from .model import (
     TupleDesc,
     ValueDesc,
     _path_text,
+    split_key_path,
 )
 from .refs import is_path_ref, path_ref_problem
 
@@ -585,6 +586,13 @@ class _Locator:
 def locator_for(text: str) -> _Locator:
     """The locator of ``text``, built once however many profiles and problems ask."""
     return _Locator(text)
+
+
+def key_path_line(text: str, key_path: str) -> int | None:
+    """The 1-based line of ``text`` (a recipes file) where ``key_path``
+    (``profiles.p.init.checkpoint``) can be found: the key's line, else the nearest
+    table header above it; None when even the profile's table is absent."""
+    return locator_for(text).line(split_key_path(key_path))
 
 
 def _split_header(text: str) -> list[str]:

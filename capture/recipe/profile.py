@@ -40,7 +40,7 @@ from .model import (
     TupleDesc,
     ValueDesc,
     key_segment,
-    _split_path,
+    split_key_path,
 )
 from .parse import _call_setup, _Ctx, _ref, _show, _step, load_recipes_table, locator_for
 
@@ -325,7 +325,7 @@ def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     for leaf in r.tensors():
         if leaf.desc.requires_grad:
             raise cx.error(
-                _split_path(leaf.path) + ["requires_grad"],
+                split_key_path(leaf.path) + ["requires_grad"],
                 "JAX has no per-array requires_grad flag; express grad in the selected callable",
             )
 

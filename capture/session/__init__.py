@@ -6,13 +6,16 @@ device, recipe, then import and trace in the worker, one-shot or warm, :mod:`.wa
 the graph file in its one place (:mod:`.graph_files`), the capture history
 (:mod:`.history`). Front ends pass what only they know as plain values and callables
 (:class:`CaptureRequest`: trust, which buffers are dirty, the interpreter, the limits)
-and show the result their own way (:class:`SessionResult`).
+and show the result their own way (:class:`SessionResult`). A long-lived front end (the
+language server) keeps warm workers through :class:`WarmWorkers`, which its requests
+carry: the session, not the front end, runs a capture on them.
 """
 
 from .graph_files import CAPTURES_DIR, graph_file
 from .history import Baseline, CaptureHistory, HistoryError, HistoryLimits
 from .job import CaptureJob, ResolvedRecipe
 from .session import CaptureRequest, SessionResult, Worker, limits_for, run_session
+from .warm_workers import WarmWorkers
 
 __all__ = [
     "CAPTURES_DIR",
@@ -24,6 +27,7 @@ __all__ = [
     "HistoryLimits",
     "ResolvedRecipe",
     "SessionResult",
+    "WarmWorkers",
     "Worker",
     "graph_file",
     "limits_for",

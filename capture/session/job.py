@@ -20,10 +20,10 @@ from typing import Any
 
 from ..frameworks import framework_names
 from ..graph.frame_repeats import collapse_failure
+from ..graph.freshness import file_sha256
 from ..graph.model import Capture, Failure, Frame, Source
 from ..recipe import RECIPES_FILE, Recipe, RecipeError, load_recipes_table, module_file, profile_from_document, split_ref
 from ..worker.limits import Limits
-from ..worker.workspace_files import file_sha256
 
 Progress = Callable[[str, "float | None"], None]
 Log = Callable[[str], None]

@@ -5,9 +5,9 @@
 1. resolves the recipe (a bad one is reported at the ``recipe`` check, in order);
 2. runs the checks that need no interpreter (:func:`capture.session.checks.preflight`:
    trust, saved source, interpreter found), each with its one wording;
-3. hands the job to the worker step (``worker``: by default
-   :func:`capture.session.runner.run_worker`, a one-shot worker; the language server
-   passes its ``Backends.run_capture``, which may use the folder's warm worker);
+3. hands the job to the worker step (:func:`capture.session.runner.run_worker`): a
+   one-shot worker, or the folder's warm worker when the request carries the front
+   end's :class:`~capture.session.warm_workers.WarmWorkers` (the language server's);
 4. writes the graph file in its one place (:mod:`capture.session.graph_files`), or the
    request's ``output`` (a failure beside a good graph, never over it);
 5. keeps a successful capture in the history (:mod:`capture.session.history`) and
@@ -43,8 +43,10 @@ from .graph_files import (
 from .history import Baseline, CaptureHistory, HistoryError, HistoryLimits
 from .job import CaptureJob, Log, Progress
 from .runner import make_job, run_worker
+from .warm_workers import WarmWorkers
 
-#: The worker step: checks 4-7 and the capture of a job that passed the first checks.
+#: The worker step: checks 4-7 and the capture of a job that passed the first checks
+#: (:func:`run_session`'s own, or a test's stand-in).
 Worker = Callable[[CaptureJob], Capture]
 
 
@@ -79,7 +81,8 @@ class CaptureRequest:
     ``known_sources``: workspace-relative files the profile's last capture read (they
     must be saved too). ``output``: the graph file to write instead of
     :func:`~capture.session.graph_files.graph_file`. ``history``: the history's bounds
-    (None: not kept). ``warm_idle_seconds``: for a worker step that keeps warm workers.
+    (None: not kept). ``warm``: the front end's warm workers (None: a one-shot worker);
+    ``warm_idle_seconds``: how long the folder's warm worker may idle (0: off).
     ``progress``/``log``/``cancel``: see :class:`~capture.session.job.CaptureJob`."""
 
     workspace: Path
@@ -93,6 +96,7 @@ class CaptureRequest:
     known_sources: Collection[str] = ()
     output: Path | None = None
     history: HistoryLimits | None = field(default_factory=HistoryLimits)
+    warm: WarmWorkers | None = None
     warm_idle_seconds: float = 0.0
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Progress | None = None
@@ -121,7 +125,9 @@ class SessionResult:
 
 
 def run_session(request: CaptureRequest, worker: Worker | None = None) -> SessionResult:
-    """Capture ``request.profile`` in ``request.workspace``: see the module docstring."""
+    """Capture ``request.profile`` in ``request.workspace``: see the module docstring.
+    ``worker``: a stand-in for the worker step (the language server's fast tests fake
+    the worker with it); None runs the real one."""
     job = make_job(
         request.workspace, request.profile, python=request.python, limits=request.limits, env=request.env,
         cancel=request.cancel, progress=request.progress, log=request.log,
@@ -136,7 +142,13 @@ def run_session(request: CaptureRequest, worker: Worker | None = None) -> Sessio
     except Exception as exc:  # a bug here must still give the caller a failure capture
         result.capture = job.fail("crash", type(exc).__name__, f"TensorViz could not run the capture: {exc}")
         return result
-    result.capture = refused if refused is not None else (worker or run_worker)(job)
+    if refused is not None:
+        result.capture = refused
+    elif worker is not None:
+        result.capture = worker(job)
+    else:
+        warm = request.warm.pool(request.warm_idle_seconds) if request.warm is not None else None
+        result.capture = run_worker(job, warm)
     _keep(request, result)
     return result
 

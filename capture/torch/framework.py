@@ -78,6 +78,7 @@ from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
 from ..worker.targets import partial_of_class
+from .version_check import check_torch
 
 
 def _distribution_version() -> str:
@@ -99,6 +100,16 @@ STATS_ENV = "TENSORVIZ_TORCH_STATS"
 
 def _import_torch() -> Any:
     return import_framework("torch", "PyTorch")
+
+
+def imported_version() -> str:
+    """Import Torch; its ``__version__`` (the build that runs: ``2.13.0+cpu``)."""
+    return str(getattr(_import_torch(), "__version__", "") or "")
+
+
+def check_supported(version: str) -> None:
+    """The person's own Torch, refused when older than the tested floor."""
+    check_torch(version)
 
 
 def probe_device(ctx: CaptureContext) -> None:
@@ -577,13 +588,27 @@ def capture(ctx: CaptureContext) -> Capture:
         differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
         if differences:
             meta["abstract_differences"] = differences
-    return trace.build(
+    ctx.progress("counting FLOPs and bytes", 0.95)
+    result = trace.build(
         scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
         inputs=inputs,
         outputs=output_tree,
         reasons=reasons,
         meta=meta,
     )
+    _count_costs(result)
+    return result
+
+
+def _count_costs(result: Capture) -> None:
+    """What each op costs (:mod:`capture.torch.cost`). A counter that fails leaves the
+    capture without costs and says why (``meta["cost_failed"]``), never fails the capture."""
+    from .cost import count
+
+    try:
+        result.cost = count(result)
+    except Exception as exc:
+        result.meta["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
 
 
 # Buffers up to this many bytes in all are copied before the forward to tell whether

@@ -33,15 +33,13 @@ Torch is imported at module level: one of the worker's framework modules.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
 from torch.overrides import TorchFunctionMode
 
+from ..worker.builder import GraphBuilder
 from ..worker.errors import LimitExceeded
-
-if TYPE_CHECKING:  # the trace owns this mode; nothing here imports it at run time
-    from .trace import TorchTrace
 
 GROUP_KIND = "function"
 # A call's kernels become a function group from this many; one gets params["function"].
@@ -70,10 +68,23 @@ def public_name(func: Any) -> tuple[str, str] | None:
     return None
 
 
+class Recording(Protocol):
+    """What the mode reads and sets of the trace that owns it
+    (:class:`capture.torch.trace.TorchTrace`, which imports this module)."""
+
+    b: GraphBuilder
+    limit_error: LimitExceeded | None
+
+    @property
+    def current_group(self) -> int | None: ...
+
+    def frame_of(self, f: Any) -> int | None: ...
+
+
 class FunctionCalls(TorchFunctionMode):
     """The function mode of one trace's recording (see the module docstring)."""
 
-    def __init__(self, trace: "TorchTrace") -> None:
+    def __init__(self, trace: Recording) -> None:
         super().__init__()
         self.trace = trace
         self._names: dict[Any, tuple[str, str] | None] = {}

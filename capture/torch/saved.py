@@ -263,7 +263,7 @@ def check_checkpoint(ctx: CaptureContext, torch: Any, model: Any) -> dict[str, A
     started = time.perf_counter()
     real = _saved_path(ctx, rel, "checkpoint", key_path)
     obj = _index(torch, real, rel, key_path)
-    from ..worker.workspace_files import file_sha256
+    from ..graph.freshness import file_sha256
 
     digest = file_sha256(real)
     if digest is None:

@@ -6,8 +6,9 @@ package added to its path. :mod:`capture.session.runner` starts it and reads its
 (:mod:`capture.worker.protocol`); :mod:`capture.worker.main` is the worker's entry and
 :mod:`capture.worker.request` runs one request (also in each warm-worker child,
 :mod:`capture.worker.zygote`).
-Framework modules receive a :class:`~capture.worker.context.CaptureContext`; see that
-module for the plug-in contract.
+Framework plug-ins implement :class:`capture.worker.plugin.FrameworkPlugin` (the typed
+contract; registered in :mod:`capture.frameworks`) and receive a
+:class:`~capture.worker.context.CaptureContext`.
 
 Keep imports here light: this package is imported before anything else in the worker.
 """

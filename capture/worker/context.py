@@ -1,36 +1,10 @@
 """What a framework capture receives: :class:`CaptureContext`.
 
-The framework plug-in contract
-==============================
-
-Each framework is a module ``capture/frameworks/<name>.py`` (registered in
-``capture.frameworks.FRAMEWORKS``) exposing two functions, both run inside the worker
-process, in the selected interpreter, with the workspace root as the working directory:
-
-``probe_device(ctx: CaptureContext) -> None``
-    Called first, BEFORE the model or any factory is imported. Import the framework
-    (lazily, here) and check that ``ctx.recipe.device`` (``"cpu"`` or ``"cuda:N"``) is
-    available. Raise ``CaptureError("device", message, details)`` when the backend or the
-    index is not; never fall back to CPU.
-
-``capture(ctx: CaptureContext) -> capture.graph.model.Capture``
-    Import the model (``ctx.import_object(ctx.recipe.model)``), build it (literal
-    ``init`` through :meth:`CaptureContext.materialize`, ``call`` descriptions included,
-    or ``ctx.call_factory(ref)``),
-    build the inputs (:meth:`CaptureContext.inputs_call`), trace, and return the
-    canonical capture, ideally built with :meth:`CaptureContext.new_builder` (which
-    enforces ``max_ops``/``max_values``/``max_groups`` as nodes are added).
-
-    The worker fills in ``recipe`` (``ctx.recipe.to_dict()``) and ``sources`` (every
-    workspace file imported, with the sha256 of the text it was imported from, taken at
-    import time by :meth:`WorkspaceFiles.watch_imports`), checks the op/value/call counts and the
-    encoded size against ``ctx.limits``, and sends it. Return a capture with nodes;
-    a trace that produced nothing should raise, never return an empty success.
-
-    Errors: raise :class:`CaptureError` (or :class:`LimitExceeded`) for a known failure;
-    any other exception (from user code, MemoryError …) becomes ``stage = "trace"``
-    with its type, message and the workspace frames of its traceback. Chain user-code
-    exceptions (``raise CaptureError(...) from exc``) so their frames are kept.
+A framework plug-in (:class:`capture.worker.plugin.FrameworkPlugin`, the contract)
+receives one for its device check and its capture: the recipe, the workspace, the limits
+and the deadline, and the helpers every framework shares (importing workspace code and
+recording its files, building values from the recipe's descriptions, calling factories,
+frames, progress).
 
 Seeding: the n-th array leaf of the literal descriptions (``ctx.recipe.tensors()``,
 init before inputs) is generated from ``capture.recipe.leaf_seed(recipe.seed, n)``;

@@ -124,26 +124,22 @@ class _Session:
         # runs is seen as a change (not recorded as the text the graph came from).
         ctx.files.watch_imports()
 
-        from ..frameworks import load_framework
+        from .plugin import load_plugin
 
         ctx.progress(f"loading the {recipe.framework} capture", 0.0)
         try:
-            fw = load_framework(recipe.framework)
+            fw = load_plugin(recipe.framework)
         except ImportError as exc:
             raise CaptureError(
                 "dependencies",
                 f"the {recipe.framework} capture could not be loaded in {sys.executable}: {exc}",
                 FrameworkNotLoadedDetails(python=sys.executable),
             ) from exc
-        self.framework_version = getattr(fw, "VERSION", "") or ""
-        if recipe.framework == "torch":
-            # The person's own Torch: refused clearly when older than the tested floor.
-            from ..frameworks.supported import check_torch
-            from .context import import_framework
-
-            torch = import_framework("torch", "PyTorch")
-            self.framework_version = str(getattr(torch, "__version__", "") or self.framework_version)
-            check_torch(torch)
+        self.framework_version = fw.VERSION  # what a failure reports until the framework is imported
+        imported = fw.imported_version()
+        self.framework_version = imported or self.framework_version
+        # The person's own framework: refused clearly when older than the tested floor.
+        fw.check_supported(imported)
         ctx.progress(f"checking device {recipe.device}", 0.02)
         fw.probe_device(ctx)
         if req.get("action") == "probe_device":

@@ -11,12 +11,12 @@ import hashlib
 import importlib.abc
 import importlib.machinery
 import os
-import stat
 import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
 
+from ..graph.freshness import file_sha256
 from ..graph.model import Frame, Source
 
 _LIBRARY_DIRS = ("site-packages", "dist-packages", "__pycache__")
@@ -171,25 +171,3 @@ class _HashingLoader(importlib.machinery.SourceFileLoader):
         data = self.get_data(path)
         self._files.record_import(path, data)
         return self.source_to_code(data, path)
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str | None:
-    """The sha256 of a file's bytes, or None when it cannot be read."""
-    h = hashlib.sha256()
-    try:
-        # Without blocking, and of regular files only: a FIFO or a device named like a
-        # source never hangs (or endlessly feeds) the hash.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return h.hexdigest()

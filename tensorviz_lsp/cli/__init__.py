@@ -11,7 +11,7 @@ from .. import __version__
 from .terminal import escaped_output
 
 # Each names a module of tensorviz_lsp.cli.commands with a ``register(subparsers)``.
-COMMANDS = ("inspect", "lsp", "view", "capture", "open", "demo", "discover", "diff")
+COMMANDS = ("inspect", "summary", "lsp", "view", "capture", "open", "demo", "discover", "diff")
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -18,12 +18,15 @@ from typing import Any
 from lsprotocol import types
 
 from ..backends import Backends
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..registry import register
 from .args import CaptureProfileArgs
 from .capture_failures import ABSTRACT_ACTION, FailureDiagnostics
+from .lenses import Lenses
 from .open_graph import OpenGraph
 from .recipes import Recipes
+from .show_in_graph import ShowInGraph
 from .trust import Trust
 
 log = logging.getLogger(__name__)
@@ -31,6 +34,7 @@ log = logging.getLogger(__name__)
 COMMAND = "tensorviz.captureAbstractly"
 
 
+@register
 class AbstractCapture(Feature):
     name = "abstract-capture"
 
@@ -46,6 +50,8 @@ class AbstractCapture(Feature):
     def commands(self):
         return {COMMAND: self.capture_abstractly_command}
 
+    # The quick fix of a failure follows the actions on the code (Open as Graph, Show in Graph).
+    @hook(after=(Lenses, ShowInGraph))
     def code_action(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri, want = params.text_document.uri, params.range
         offered = []

@@ -15,8 +15,7 @@ from attrs.validators import min_len
 from pygls.protocol import default_converter
 
 
-class ArgumentError(ValueError):
-    pass
+from ..feature import ArgumentError  # noqa: F401  (what wiring.py says as one line)
 
 
 def _exactly(kind: type):

@@ -26,8 +26,9 @@ from lsprotocol import types
 
 from ..backends import Backends, Candidate, Discovered, Pos, Span
 from ..diagnostics import SOURCE
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..registry import register
 from .interpreter import InterpreterSelection
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,7 @@ class Unreadable:
     span: Span
 
 
+@register
 class Candidates(Feature):
     name = "candidates"
 
@@ -165,6 +167,7 @@ class Candidates(Feature):
             return []
         return result.candidates if result.parsed else []
 
+    @hook
     async def interpreter_changed(self) -> None:
         """Rediscover the documents whose library bases came from another interpreter's
         packages than the one now selected (settings loaded or changed, a new choice)."""
@@ -177,9 +180,11 @@ class Candidates(Feature):
             entry.version = -1  # stale (no document version is negative); lenses diff against it
             await self._refresh(uri)
 
+    @hook
     async def initialized(self) -> None:
         await self.interpreter_changed()
 
+    @hook
     async def settings_changed(self) -> None:
         await self.interpreter_changed()
 
@@ -210,10 +215,12 @@ class Candidates(Feature):
     def _is_python(self, uri: str) -> bool:
         return uri.endswith((".py", ".pyi"))
 
+    @hook
     async def document_opened(self, uri: str) -> None:
         if self._is_python(uri):
             await self.get(uri)
 
+    @hook
     def document_changed(self, uri: str) -> None:
         if not self._is_python(uri):
             return
@@ -243,6 +250,7 @@ class Candidates(Feature):
         if root is not None and path is not None:
             await self.server.run_blocking(self.backends.index_changed, root, path, self.server.read_text(uri))
 
+    @hook
     async def document_closed(self, uri: str) -> None:
         handle = self._debounce.pop(uri, None)
         if handle is not None:
@@ -254,6 +262,7 @@ class Candidates(Feature):
             # The buffer is gone: the file on disk is what other files import again.
             await self.server.run_blocking(self.backends.index_changed, root, path, None)
 
+    @hook
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
             path = self.server.path_of(change.uri)
@@ -265,6 +274,7 @@ class Candidates(Feature):
             await self.server.run_blocking(self.backends.index_changed, root, path, None)
             self._cache.pop(change.uri, None)
 
+    @hook
     def shutdown(self) -> None:
         for handle in self._debounce.values():
             handle.cancel()

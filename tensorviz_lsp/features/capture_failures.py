@@ -8,6 +8,9 @@ is one diagnostic on the symbol's name.
 Once a file the failed capture read changes (an edit, a save, a change on disk), the
 diagnostics may no longer hold: they say which capture they are from and the error
 becomes a warning.
+
+The viewer hears why a capture did not land too (:meth:`FailureDiagnostics.banner`: a
+failure, a refusal, a cancel, a save that does not parse).
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ from capture.graph import frame_repeats
 from capture.graph.model import Failure, Frame
 
 from ..diagnostics import SOURCE
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from .capturing import CaptureTarget
-from .freshness import rel_path
+from ..records import rel_path
+from ..registry import register
 from .lenses import lsp_range
+from .viewer_host import ViewerHost
 
 KIND = "capture"
 #: The code action a memory failure that offers abstract evidence gets (:mod:`.abstract_capture`).
@@ -36,11 +41,13 @@ ABSTRACT_ACTION = "Capture abstractly (shapes only)"
 MAX_FRAMES = 5
 
 
+@register
 class FailureDiagnostics(Feature):
     name = "capture-failures"
 
-    def __init__(self, server: Host) -> None:
+    def __init__(self, server: Host, viewers: ViewerHost) -> None:
         super().__init__(server)
+        self.viewers = viewers
         #: Each failed profile's diagnostics, each with the document it is on.
         self._failures: dict[tuple[str, str], list[tuple[str, types.Diagnostic]]] = {}
         #: A failure's files (what the capture would import, and the recipes file) and
@@ -88,6 +95,11 @@ class FailureDiagnostics(Feature):
         self._files[target.key] = (files, time.strftime("%H:%M"))
         for uri in dict.fromkeys([u for u, _ in old] + [u for u, _ in diags]):
             self._publish(uri)
+
+    def banner(self, root: Path | None, event: dict[str, Any]) -> None:
+        """Tell the folder's viewer why a capture did not land (``capture-failed``:
+        ``message``, ``stage``, ``profile``, the ``frame`` that raised): its banner."""
+        self.viewers.publish(root, "capture-failed", event)
 
     def clear(self, root: Path, profile: str) -> None:
         self._files.pop((str(root), profile), None)
@@ -166,12 +178,15 @@ class FailureDiagnostics(Feature):
         self.server.diagnostics.set(uri, KIND, self.at(uri))
 
     # -- hooks -------------------------------------------------------------------
+    @hook
     def document_changed(self, uri: str) -> None:
         self._changed(self.server.path_of(uri))
 
+    @hook
     def document_saved(self, uri: str) -> None:
         self._changed(self.server.path_of(uri))
 
+    @hook
     def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
             self._changed(self.server.path_of(change.uri))

@@ -2,7 +2,7 @@
 
 Shared by the features that bring a capture back into the editor (inlay hints, hovers,
 "Show in Graph", the cursor-following viewer). For a file it finds the latest capture of
-every profile whose sources include the file (the freshness records), takes that
+every profile whose sources include the file (the registry of captures), takes that
 capture's per-file slice of the line index (:mod:`viewer.projection.lines`, built once per capture
 in the viewer, off the event loop), and maps its lines onto the text the editor has now.
 
@@ -29,8 +29,8 @@ import safe_read
 
 from ..feature import Feature
 from ..host import Host
-from .freshness import Freshness, rel_path
-from .records import Record
+from ..records import CaptureRecords, Record, rel_path
+from ..registry import register
 from .viewer_host import ViewerHost
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -115,12 +115,13 @@ class FileLines:
         return None if captured is None else self.entries.get(captured)
 
 
+@register
 class CapturedLines(Feature):
     name = "captured-lines"
 
-    def __init__(self, server: Host, freshness: Freshness, viewers: ViewerHost) -> None:
+    def __init__(self, server: Host, records: CaptureRecords, viewers: ViewerHost) -> None:
         super().__init__(server)
-        self.freshness = freshness
+        self.records = records
         self.viewers = viewers
         self._lock = threading.Lock()
         # (capture id, root, rel) → the captured text's lines (None: unknown)
@@ -133,8 +134,7 @@ class CapturedLines(Feature):
         """``(record, workspace-relative path)`` of every latest capture whose sources
         include ``path``, newest first."""
         out = []
-        freshness = self.freshness
-        for rec in list(freshness.records.values()):
+        for rec in self.records.all():
             if rec.capture_id is None or rec.capture.failure is not None:
                 continue
             rel = rel_path(rec.root, path)
@@ -202,7 +202,7 @@ class CapturedLines(Feature):
         for rel in sorted(rec.sources):
             self.captured_text(rec, rel)
         with self._lock:
-            live = {(r.capture_id, str(r.root)) for r in self.freshness.records.values()}
+            live = {(r.capture_id, str(r.root)) for r in self.records.all()}
             for key in [k for k in self._texts if (k[0], k[1]) not in live]:
                 del self._texts[key]
 

@@ -1,4 +1,5 @@
-"""Running captures from the editor: one capture session (:func:`capture.session.run_session`)
+"""Running captures from the editor: one capture session (:func:`capture.session.run_session`,
+through ``Backends.run_session``)
 per profile at a time, with cancellable work-done progress, and ``tensorviz.cancelCapture``
 (cancel the folder's running captures: the worker is stopped).
 
@@ -9,9 +10,10 @@ Progress names the stage the capture is in and how long it has been in it
 What only the editor knows goes into the session as values: whether the workspace is
 trusted (asked with a prompt first, unless the capture runs in the background), a
 snapshot of the open buffers (which are dirty, what they hold), the previous capture's
-sources, the folder's settings (interpreter, limits, environment, history, warm
-worker). The session does every check; this module only runs it off the event loop and
-keeps track of what runs.
+sources, the folder's settings (interpreter, limits, environment, history), and the
+server's warm workers (the session runs the capture on the folder's; :mod:`.warm_start`
+configures them). The session does every check; this module only runs it off the event
+loop and keeps track of what runs.
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits_for, run_session
+from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits_for
 
 from ..backends import Backends, Span
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..records import CaptureRecords
+from ..registry import register
 from .args import ArgumentError, CancelArgs
-from .freshness import Freshness
 from .interpreter import InterpreterSelection
 from .progress import Progress
 from .trust import Trust
@@ -56,16 +59,17 @@ class CaptureTarget:
         return (str(self.root), self.profile)
 
 
+@register
 class CaptureRunner(Feature):
     name = "capture-runner"
 
     def __init__(self, server: Host, backends: Backends, interpreters: InterpreterSelection, trust: Trust,
-                 freshness: Freshness, viewers: ViewerHost) -> None:
+                 records: CaptureRecords, viewers: ViewerHost) -> None:
         super().__init__(server)
         self.backends = backends
         self.interpreters = interpreters
         self.trust = trust
-        self.freshness = freshness
+        self.records = records
         self.viewers = viewers
         self._running: dict[tuple[str, str], Progress] = {}
         #: Why each profile's last capture was cancelled (read once, by whoever reports it).
@@ -126,7 +130,7 @@ class CaptureRunner(Feature):
         else:
             trusted = await self.trust.ask(root, purpose or f"Capturing {qualname}", interp.path)
         settings = self.server.settings_for(root)
-        previous = self.freshness.records.get(target.key)
+        previous = self.records.get(target.key)
         buffers = self.server.buffers()
         log.info("capturing %s (profile %s) in %s with %s%s", qualname, profile, root, interp.describe(),
                  f", environment {' '.join(f'{k}={v}' for k, v in settings.capture_env.items())}"
@@ -152,13 +156,13 @@ class CaptureRunner(Feature):
                 is_dirty=buffers.is_dirty, read_text=buffers.read_text,
                 known_sources=sorted(previous.sources) if previous is not None else (),
                 history=HistoryLimits(settings.history_captures, settings.history_bytes),
-                warm_idle_seconds=settings.warm_worker_idle_seconds,
+                warm=self.backends.warm_workers(), warm_idle_seconds=settings.warm_worker_idle_seconds,
                 cancel=progress.cancel_flag, progress=on_progress,
                 log=lambda line: log.info("[worker] %s", line),
             )
             self._running[target.key] = progress
             self._reasons.pop(target.key, None)
-            task = asyncio.ensure_future(self.server.run_blocking(run_session, request, self.backends.run_capture))
+            task = asyncio.ensure_future(self.server.run_blocking(self.backends.run_session, request))
             ticking = asyncio.ensure_future(clock.tick())
             try:
                 result: SessionResult = await asyncio.shield(task)
@@ -179,6 +183,7 @@ class CaptureRunner(Feature):
             log.warning("capture of %s (profile %s): %s", qualname, profile, problem)
         return result
 
+    @hook
     def shutdown(self) -> None:
         for progress in list(self._running.values()):
             progress.cancel("the language server is stopping")

@@ -24,8 +24,9 @@ from lsprotocol import types
 from capture.worker.procs import register_child
 
 from ..backends import InstallPlan
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..registry import register
 from .args import InstallArgs
 from .interpreter import InterpreterSelection
 from .progress import Progress
@@ -44,6 +45,7 @@ def default_command(python: str, packages: list[str]) -> list[str]:
     return [python, "-m", "pip", "install", *packages]
 
 
+@register
 class Dependencies(Feature):
     name = "dependencies"
 
@@ -168,6 +170,7 @@ class Dependencies(Feature):
         ok = await self.offer(root, plan)
         return {"ok": ok}
 
+    @hook
     def shutdown(self) -> None:
         for proc in list(self._procs):
             _kill(proc)

@@ -23,11 +23,12 @@ from lsprotocol import types
 
 from ..backends import RECIPES_PATH, Backends, recipes_root
 from ..diagnostics import SOURCE
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from .candidates import Candidates
 from .lenses import lsp_range
-from .records import Record
+from ..records import CaptureRecords, Record, rel_path, same_folder
+from ..registry import register
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
@@ -73,21 +74,22 @@ def _plain(data: Any) -> Any:
     return json.loads(json.dumps(data, sort_keys=True, default=str))
 
 
+@register
 class Freshness(Feature):
     name = "freshness"
 
-    def __init__(self, server: Host, backends: Backends, candidates: Candidates, viewers: ViewerHost) -> None:
+    def __init__(self, server: Host, backends: Backends, records: CaptureRecords, candidates: Candidates,
+                 viewers: ViewerHost) -> None:
         super().__init__(server)
         self.backends = backends
+        self.records = records
         self.candidates = candidates
         self.viewers = viewers
-        self.records: dict[tuple[str, str], Record] = {}
 
     def record(self, rec: Record) -> None:
-        """A new capture of ``rec.profile`` replaces the old one: fresh again. Anything
-        edited while it ran is checked at once."""
-        old = self.records.get((str(rec.root), rec.profile))
-        self.records[(str(rec.root), rec.profile)] = rec
+        """A new capture of ``rec.profile`` replaces the old one in the registry: fresh
+        again. Anything edited while it ran is checked at once."""
+        old = self.records.put(rec)
         self._publish_uri(rec.uri)
         if old is not None and old.uri != rec.uri:
             self._publish_uri(old.uri)
@@ -98,13 +100,13 @@ class Freshness(Feature):
 
     async def _recheck(self, rec: Record) -> None:
         try:
-            if self.records.get((str(rec.root), rec.profile)) is rec:
+            if self.records.get(rec.key) is rec:
                 await self._check_record(rec, sources=True, recipe=True)
         except Exception:
             log.exception("freshness check after the capture of %s failed", rec.profile)
 
     def forget(self, root: Path, profile: str) -> None:
-        rec = self.records.pop((str(root), profile), None)
+        rec = self.records.forget((str(root), profile))
         if rec is not None:
             self._publish_uri(rec.uri)
 
@@ -112,7 +114,7 @@ class Freshness(Feature):
     async def check(self, path: Path | None = None) -> None:
         """Recheck the records ``path`` concerns (a source, or a recipes file); all when None."""
         touched_root = recipes_root(path) if path is not None else None
-        for rec in list(self.records.values()):
+        for rec in self.records.all():
             sources = recipe = path is None
             if path is not None:
                 rel = rel_path(rec.root, path)
@@ -152,7 +154,7 @@ class Freshness(Feature):
             rec.changed_sources = changed
         if verdict is not _UNKNOWN and rec.checks["recipe"] == seq.get("recipe"):
             rec.recipe_change = verdict
-        if self.records.get((str(rec.root), rec.profile)) is not rec:
+        if self.records.get(rec.key) is not rec:
             return  # recaptured meanwhile: the new record is checked on its own
         stale = rec.changed_sources + ([rec.recipe_change] if rec.recipe_change else [])
         if stale == rec.stale:
@@ -170,7 +172,7 @@ class Freshness(Feature):
     def _publish_uri(self, uri: str) -> None:
         diags = []
         candidates = self.candidates.last_known(uri)
-        for rec in self.records.values():
+        for rec in self.records.all():
             if rec.uri != uri or not rec.stale:
                 continue
             span = next((c.name_range for c in candidates if c.qualname == rec.qualname), rec.name_range)
@@ -187,41 +189,29 @@ class Freshness(Feature):
         self.server.diagnostics.set(uri, KIND, diags)
 
     # -- hooks -------------------------------------------------------------------
+    @hook
     async def document_changed(self, uri: str) -> None:
         path = self.server.path_of(uri)
-        if path is not None and self.records:
+        if path is not None and len(self.records):
             await self.check(path)
 
+    @hook
     async def document_saved(self, uri: str) -> None:
         await self.document_changed(uri)
 
+    @hook
     async def document_closed(self, uri: str) -> None:
         await self.document_changed(uri)
 
+    @hook
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
             await self.document_changed(change.uri)
 
+    @hook
     async def folders_changed(self, added: list[str], removed: list[str]) -> None:
-        for key in [k for k in self.records if k[0] in removed]:
-            rec = self.records.pop(key)
+        for rec in self.records.forget_folders(removed):
             self._publish_uri(rec.uri)
-
-
-def same_folder(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return a == b
-
-
-def rel_path(root: Path, path: Path) -> str | None:
-    """``path`` relative to the workspace folder ``root`` (posix), as a capture's sources
-    name it; None when it lies outside."""
-    try:
-        return path.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return None
 
 
 def _stale_message(rec: Record) -> str:

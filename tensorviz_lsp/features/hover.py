@@ -21,15 +21,17 @@ from typing import Any
 from lsprotocol import types
 
 from capture.graph.model import Capture
+from viewer.projection.cost import executed_totals
 
 from ..backends import Candidate
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..records import CaptureRecords, rel_path
+from ..registry import register
 from . import assigned_names
 from . import line_values as lv
 from .candidates import Candidates
 from .captured_lines import CapturedLines
-from .freshness import Freshness, rel_path
 from .lenses import lsp_range
 from .recipes import Recipes
 
@@ -85,22 +87,30 @@ def _size(capture: Capture) -> str:
     if capture.coverage.status != "complete":
         reasons = ", ".join(capture.coverage.reasons)
         text += f", coverage partial ({reasons})" if reasons else ", coverage partial"
+    totals = executed_totals(capture)
+    if totals is not None:
+        flops, uncounted = totals["flops"], totals["uncounted"]
+        text += f"; {lv.si(flops, 'FLOPs')} (a multiply-add counts 2), {lv.human_bytes(totals['bytes'])} moved"
+        if uncounted:
+            text += f", {uncounted:,} op{'s' * (uncounted != 1)} uncounted"
     return text
 
 
+@register
 class CandidateInfo(Feature):
     name = "hover"
 
-    def __init__(self, server: Host, candidates: Candidates, recipes: Recipes, freshness: Freshness,
+    def __init__(self, server: Host, candidates: Candidates, recipes: Recipes, records: CaptureRecords,
                  captured_lines: CapturedLines) -> None:
         super().__init__(server)
         self.candidates = candidates
         self.recipes = recipes
-        self.freshness = freshness
+        self.records = records
         self.captured_lines = captured_lines
         self._names_lock = threading.Lock()
         self._names_cache: dict[str, tuple] = {}
 
+    @hook
     def document_closed(self, uri: str) -> None:
         with self._names_lock:
             self._names_cache.pop(uri, None)
@@ -126,7 +136,7 @@ class CandidateInfo(Feature):
             lines.append("No saved profile: *Open as Graph* asks for the setup and saves one.")
             return "\n\n".join(lines)
         lines.append(f"Profile `{profile}` (`.tensorviz/recipes.toml`)")
-        rec = self.freshness.records.get((str(root), profile)) if root else None
+        rec = self.records.get((str(root), profile)) if root else None
         if rec is None:
             lines.append("Not captured in this session yet.")
             return "\n\n".join(lines)
@@ -135,6 +145,7 @@ class CandidateInfo(Feature):
         lines.append(f"Last capture at {when}: {_size(rec.capture)}; {state}")
         return "\n\n".join(lines)
 
+    @hook
     async def hover(self, params: types.HoverParams) -> types.Hover | None:
         uri = params.text_document.uri
         await self.candidates.get(uri)
@@ -199,6 +210,7 @@ class CandidateInfo(Feature):
         span = types.Range(types.Position(pos.line, units(hit.col)), types.Position(pos.line, units(hit.end_col)))
         return found, span
 
+    @hook
     async def document_symbol(self, params: types.DocumentSymbolParams) -> list[types.DocumentSymbol]:
         uri = params.text_document.uri
         candidates = await self.candidates.get(uri)

@@ -43,11 +43,13 @@ from typing import Any, Callable
 
 from lsprotocol import types
 
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..records import CaptureRecords, rel_path
+from ..registry import register
 from . import line_values as lv
 from .captured_lines import CapturedLines
-from .freshness import Freshness, rel_path
+from .freshness import Freshness
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +80,14 @@ def units_of(server: Any) -> Callable[[str], int]:
     return lambda text: len(text) if text.isascii() else count(text)
 
 
+@register
 class ShapeHints(Feature):
     name = "inlay-hints"
 
-    def __init__(self, server: Host, captured_lines: CapturedLines, freshness: Freshness) -> None:
+    def __init__(self, server: Host, captured_lines: CapturedLines, records: CaptureRecords) -> None:
         super().__init__(server)
         self.captured_lines = captured_lines
-        self.freshness = freshness
+        self.records = records
         self._lock = threading.Lock()
         self._cache: dict[str, _Cached] = {}
         self._pending: dict[tuple, asyncio.Future] = {}
@@ -172,6 +175,7 @@ class ShapeHints(Feature):
             self._by_token[token] = uri
         return hints
 
+    @hook
     def inlay_hint_resolve(self, hint: types.InlayHint) -> types.InlayHint | None:
         token = hint.data
         if type(token) is not int:
@@ -185,6 +189,7 @@ class ShapeHints(Feature):
             hint.tooltip = types.MarkupContent(kind=types.MarkupKind.Markdown, value=make())
         return hint
 
+    @hook
     async def inlay_hint(self, params: types.InlayHintParams) -> list[types.InlayHint]:
         uri = params.text_document.uri
         if not self.enabled(uri):
@@ -203,11 +208,12 @@ class ShapeHints(Feature):
             log.debug("workspace/inlayHint/refresh failed: %s", exc)
 
     def _freshness_changed(self) -> bool:
-        now = {k: (r.capture_id, bool(r.stale)) for k, r in self.freshness.records.items()}
+        now = {r.key: (r.capture_id, bool(r.stale)) for r in self.records.all()}
         changed = now != self._freshness
         self._freshness = now
         return changed
 
+    @hook
     def capture_landed(self, record: Any) -> None:
         # In the background: Open as Graph shows its URL without waiting for the hints.
         task = asyncio.ensure_future(self._landed(record))
@@ -250,22 +256,27 @@ class ShapeHints(Feature):
         if self._freshness_changed():
             await self.refresh()
 
+    # After Freshness's check of the same change: the hints show what it found stale.
+    @hook(after=(Freshness,))
     async def document_changed(self, uri: str) -> None:
-        # Freshness ran its check before this hook (features fan out in order).
         await self._maybe_refresh()
 
+    @hook(after=(Freshness,))
     async def document_saved(self, uri: str) -> None:
         await self._maybe_refresh()
 
+    @hook(after=(Freshness,))
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
         await self._maybe_refresh()
 
+    @hook
     def document_closed(self, uri: str) -> None:
         with self._lock:
             old = self._cache.pop(uri, None)
             if old is not None:
                 self._by_token.pop(old.token, None)
 
+    @hook
     async def settings_changed(self) -> None:
         await self.refresh()
 

@@ -16,11 +16,12 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from ..jsonstore import read_json, write_json
 from capture.session.checks import workspace_python
 
+from ..registry import register
 from ..settings import Interpreter, resolve_interpreter, resolve_path
 from ..userdirs import state_dir
 from .args import SelectInterpreterArgs
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 DEFAULT_CHOICE = "default"
 
 
+@register
 class InterpreterSelection(Feature):
     name = "interpreter"
 
@@ -61,10 +63,12 @@ class InterpreterSelection(Feature):
             return None
         return None if interpreter.origin == "server" else interpreter.path
 
+    @hook
     async def initialized(self) -> None:
         for root in self.server.folders():
             log.info("capture interpreter for %s: %s", root, self.for_root(root).describe())
 
+    @hook
     async def settings_changed(self) -> None:
         await self.initialized()
 
@@ -109,7 +113,7 @@ class InterpreterSelection(Feature):
         else:
             data[key] = python
         write_json(self.store, data)
-        await self.server.fan_out("interpreter_changed")  # lenses on library subclasses read its packages
+        await self.server.call_hook(Feature.interpreter_changed)  # lenses on library subclasses read its packages
         chosen = self.for_root(root)
         kind = types.MessageType.Info if chosen.exists else types.MessageType.Warning
         self.server.show_message(f"TensorViz: captures in {root} will use {chosen.describe()}.", kind)

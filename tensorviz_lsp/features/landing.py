@@ -10,20 +10,25 @@ from typing import Any
 
 from capture.session import SessionResult
 
+from ..feature import Feature
 from ..host import Host
 from .captured_lines import CapturedLines
 from .capturing import CaptureTarget
 from .freshness import Freshness
-from .records import Record
+from ..records import CaptureRecords, Record
+from ..registry import register
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
 
 
+@register
 class GraphLanding:
-    def __init__(self, server: Host, viewers: ViewerHost, freshness: Freshness, captured_lines: CapturedLines) -> None:
+    def __init__(self, server: Host, viewers: ViewerHost, records: CaptureRecords, freshness: Freshness,
+                 captured_lines: CapturedLines) -> None:
         self.server = server
         self.viewers = viewers
+        self.records = records
         self.freshness = freshness
         self.captured_lines = captured_lines
 
@@ -42,7 +47,7 @@ class GraphLanding:
         extra: dict[str, Any] = {}
         if result.baseline is not None:
             extra["baseline"] = result.baseline
-        old = self.freshness.records.get(target.key)
+        old = self.records.get(target.key)
         if background and old is not None and old.capture_id is not None:
             extra["replaces"] = old.capture_id  # its tab updates in place
         capture_id = await self.server.run_blocking(
@@ -54,7 +59,7 @@ class GraphLanding:
         self.freshness.record(record)
         # The text each source had when captured: where its lines' data goes after edits.
         await self.server.run_blocking(self.captured_lines.remember, record)
-        await self.server.fan_out("capture_landed", record)  # inlay hints refresh
+        await self.server.call_hook(Feature.capture_landed, record)  # inlay hints refresh
         url = viewer.url_for(capture_id)
         self.viewers.remember_url(root, profile, url)
         saved = result.graph_file

@@ -15,8 +15,9 @@ from lsprotocol import types
 
 from ..backends import Candidate, Span
 from ..buffers import differs_from_disk
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..registry import register
 from .candidates import Candidates
 from .recipes import Recipes
 
@@ -30,6 +31,7 @@ def lsp_range(span: Span) -> types.Range:
     )
 
 
+@register
 class Lenses(Feature):
     name = "lenses"
 
@@ -65,6 +67,7 @@ class Lenses(Feature):
             return None
         return f"{path.name} does not parse: line {problem.span.start.line + 1}"
 
+    @hook
     async def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens]:
         uri = params.text_document.uri
         candidates = await self.candidates.get(uri)
@@ -84,6 +87,7 @@ class Lenses(Feature):
         self._cache[uri] = (id(candidates), generation, lenses, candidates)
         return lenses
 
+    @hook
     async def code_action(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         only = params.context.only if params.context else None
         if only and types.CodeActionKind.Empty not in only and "" not in only:
@@ -96,6 +100,7 @@ class Lenses(Feature):
             for cand, cmd in zip(hits, self._commands(uri, hits))
         ]
 
+    @hook
     def document_closed(self, uri: str) -> None:
         self._cache.pop(uri, None)
 

@@ -24,7 +24,7 @@ from viewer.projection.projection import value_label
 if TYPE_CHECKING:  # pragma: no cover
     from viewer.projection.lines import LineEntry
 
-    from .records import Record
+    from ..records import Record
 
 #: What an abstract Torch capture (``evidence = "abstract"``) is, in its own words.
 ABSTRACT_NOTE = "abstract: shapes only, nothing was computed"
@@ -176,10 +176,34 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
     return "Traced by JAX, not measured: shapes and dtypes only (nothing was computed)."
 
 
+def si(x: float, unit: str) -> str:
+    """``2.42 GFLOPs``, ``523 kFLOPs``: three significant digits and an SI prefix."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def cost_text(call: Any) -> str | None:
+    """What a call costs, in words: ``2.42 GFLOPs · 45.1 MB moved · 2.36 M params``
+    (FLOPs with a multiply-add counted 2), or None when the capture holds no costs."""
+    if getattr(call, "flops", -1) < 0:
+        return None
+    parts = [("~" if call.estimate else "") + si(call.flops, "FLOPs"), f"{human_bytes(call.bytes)} moved"]
+    if call.params:
+        parts.append(f"{si(call.params, '').strip()} params")
+    if call.uncounted:
+        parts.append(f"{call.uncounted:,} op{'s' * (call.uncounted != 1)} uncounted (not in the FLOPs)")
+    return " · ".join(parts)
+
+
 def calls_text(capture: Any, entry: "LineEntry") -> str:
     ran = runs(entry)
     ops = ran[0].ops
     text = f"{ops:,} op{'s' * (ops != 1)} behind it"
+    cost = cost_text(ran[0])
+    if cost:
+        text += f" ({cost}; a multiply-add counts 2 FLOPs, bytes unfused)"
     n = len(ran)
     if n > 1:
         where = group_label(capture, ran[0].container)

@@ -37,28 +37,30 @@ from lsprotocol import types
 from capture.graph.freshness import source_sha256
 
 from ..backends import RECIPES_PATH, Backends, recipes_root
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from .capturing import CaptureRunner, CaptureTarget
-from .freshness import Freshness, profile_change, rel_path, same_folder
-from .interpreter import InterpreterSelection
-from .open_graph import SUPERSEDED, OpenGraph
-from .records import Record
+from .freshness import profile_change
+from .capture_failures import FailureDiagnostics
+from .capture_flow import SUPERSEDED, CaptureFlow
+from ..records import CaptureRecords, Record, rel_path, same_folder
+from ..registry import register
 
 log = logging.getLogger(__name__)
 
 
+@register
 class RecaptureOnSave(Feature):
     name = "recapture-on-save"
 
-    def __init__(self, server: Host, backends: Backends, interpreters: InterpreterSelection, freshness: Freshness,
-                 runner: CaptureRunner, open_graph: OpenGraph) -> None:
+    def __init__(self, server: Host, backends: Backends, records: CaptureRecords, runner: CaptureRunner,
+                 flow: CaptureFlow, failures: FailureDiagnostics) -> None:
         super().__init__(server)
         self.backends = backends
-        self.interpreters = interpreters
-        self.freshness = freshness
+        self.records = records
         self.runner = runner
-        self.open_graph = open_graph
+        self.flow = flow
+        self.failures = failures
         #: The newest save's number per (folder, profile): an older run that sees a newer
         #: number gives way.
         self._generation: dict[tuple[str, str], int] = {}
@@ -71,50 +73,35 @@ class RecaptureOnSave(Feature):
         self._failed: dict[tuple[str, str], tuple[CaptureTarget, set[Path]]] = {}
 
     # -- hooks -------------------------------------------------------------------
+    @hook
     async def document_saved(self, uri: str) -> None:
         await self._saved(self.server.path_of(uri))
 
+    @hook
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
             if change.type != types.FileChangeType.Deleted:
                 await self._saved(self.server.path_of(change.uri))
 
-    def settings_changed(self) -> None:
-        """A folder's interpreter or capture environment setting changed: its warm
-        worker goes now rather than at the next capture."""
-        for root in self.server.folders():
-            settings = self.server.settings_for(root)
-            interp = self.interpreters.for_root(root)
-            python = interp.path if settings.warm_worker_idle_seconds > 0 else None
-            try:
-                self.backends.warm_retain(root, python, dict(settings.capture_env))
-            except Exception:
-                log.exception("checking the warm worker of %s failed", root)
-
+    @hook
     def capture_failed(self, target: CaptureTarget, files: set[Path]) -> None:
         self._failed[target.key] = (target, set(files))
 
+    @hook
     def capture_landed(self, record: Record) -> None:
         self._failed.pop((str(record.root), record.profile), None)
 
-    def folders_changed(self, added: list[str], removed: list[str]) -> None:
-        for folder in removed:
-            self.backends.warm_retain(Path(folder), None, {})
-
+    @hook
     def shutdown(self) -> None:
         for task in self._tasks.values():
             task.cancel()
-        try:
-            self.backends.shutdown()  # the warm workers go with the server
-        except Exception:
-            log.exception("stopping the warm workers failed")
 
     # -- which graphs a save concerns ----------------------------------------------
     async def _saved(self, path: Path | None) -> None:
         if path is None or self.server.stopping:
             return
         wanted: dict[tuple[str, str], tuple[CaptureTarget, list[str]]] = {}
-        for rec in list(self.freshness.records.values()):
+        for rec in self.records.all():
             if self.server.settings_for(rec.root).recapture_on_save and await self._concerns(rec, path):
                 target = CaptureTarget(rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range)
                 wanted[target.key] = (target, sorted(rec.sources))
@@ -146,7 +133,7 @@ class RecaptureOnSave(Feature):
             pass  # a recapture of the text before this save is no use either
         log.warning("not recapturing %s (profile %s): %s; the next save that parses captures it",
                     target.qualname, target.profile, problem)
-        self.open_graph.viewers.publish(root, "capture-failed", {
+        self.failures.banner(root, {
             "message": f"not recaptured: {problem}; the graph shown is the last good one", "stage": "source",
             "profile": target.profile})
         if self.server.supports_lens_refresh():
@@ -196,13 +183,13 @@ class RecaptureOnSave(Feature):
             await asyncio.sleep(0.05)
         if self._generation.get(key) != generation or self.server.stopping:
             return {"ok": False, "reason": "superseded"}
-        rec = self.freshness.records.get(key)
+        rec = self.records.get(key)
         if rec is not None:  # the newest graph names the symbol where it is now
             target = CaptureTarget(rec.root, rec.profile, rec.uri, rec.qualname, rec.name_range)
         log.info("recapturing %s (profile %s) after a save%s", target.qualname, target.profile,
                  " (its last capture failed)" if key in self._failed else "")
         try:
-            return await self.open_graph.capture(target, show=False, retry=False, background=True)
+            return await self.flow.capture(target, show=False, retry=False, background=True)
         except Exception:
             log.exception("recapture of %s failed", target.profile)
             return {"ok": False, "reason": "error"}

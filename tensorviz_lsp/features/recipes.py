@@ -27,8 +27,9 @@ from capture.recipe import is_path_ref, model_ref_for, module_file, path_ref_fil
 
 from ..backends import RECIPES_PATH, Backends, Candidate, RecipeIssue, every_problem, profiles_in, recipes_root
 from ..diagnostics import SOURCE
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..registry import register
 from .interpreter import InterpreterSelection
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ _SAVED_SUFFIXES = _saved_suffixes()
 SAVED_FILES_GLOB = "**/*.{" + ",".join(s.lstrip(".") for s in _SAVED_SUFFIXES) + "}"
 
 
+@register
 class Recipes(Feature):
     name = "recipes"
 
@@ -185,6 +187,7 @@ class Recipes(Feature):
         return out
 
     # -- hooks -------------------------------------------------------------------
+    @hook
     async def initialized(self) -> None:
         for root in self.server.folders():
             await self.check(root)
@@ -211,6 +214,7 @@ class Recipes(Feature):
             except Exception as exc:
                 log.debug("file watcher registration failed: %s", exc)
 
+    @hook
     async def folders_changed(self, added: list[str], removed: list[str]) -> None:
         for p in removed:
             self.invalidate(Path(p))
@@ -230,18 +234,23 @@ class Recipes(Feature):
         if root is not None:
             await self.check(root)
 
+    @hook
     async def document_opened(self, uri: str) -> None:
         await self._touched(uri)
 
+    @hook
     async def document_changed(self, uri: str) -> None:
         await self._touched(uri)
 
+    @hook
     async def document_saved(self, uri: str) -> None:
         await self._touched(uri)
 
+    @hook
     async def document_closed(self, uri: str) -> None:
         await self._touched(uri)
 
+    @hook
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
         for change in changes:
             await self._touched(change.uri)
@@ -275,13 +284,12 @@ def saved_file_issues(root: Path, text: str) -> list[RecipeIssue]:
     """Checkpoints and fixtures (``init.checkpoint``, ``inputs.fixture``) of the valid
     profiles that the worker would refuse: absent, not a file, or (through a symlink)
     outside the workspace. Only the file system is asked; nothing is read or run."""
-    from capture.recipe import RecipeError, _Locator, _split_path, parse_recipes_text, profile_from_document
+    from capture.recipe import RecipeError, key_path_line, parse_recipes_text, profile_from_document
 
     try:
         doc = parse_recipes_text(text)
     except RecipeError:
         return []
-    locator = _Locator(text)
     real_root = os.path.realpath(root)
     out = []
     for name in list(doc.get("profiles") or {}):
@@ -300,7 +308,7 @@ def saved_file_issues(root: Path, text: str) -> list[RecipeIssue]:
                 problem = f"{rel} is not a regular file"
             else:
                 continue
-            out.append(RecipeIssue(f"{key_path}: {problem}", line=locator.line(_split_path(key_path)),
+            out.append(RecipeIssue(f"{key_path}: {problem}", line=key_path_line(text, key_path),
                                    profile=name, path=key_path))
     return out
 

@@ -15,12 +15,20 @@ from typing import Any
 from lsprotocol import types
 
 from ..feature import Feature
+from ..host import Host
+from ..registry import register
+from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
 
 
+@register
 class Reveal(Feature):
     name = "reveal"
+
+    def __init__(self, server: Host, viewers: ViewerHost) -> None:
+        super().__init__(server)
+        viewers.answers.reveal = lambda root, frame: self.reveal_from_viewer(frame, root)
 
     def resolve(self, file: str, root: Path | None) -> Path | None:
         p = Path(file)

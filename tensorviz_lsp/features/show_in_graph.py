@@ -35,11 +35,13 @@ import attrs
 from attrs.validators import ge, min_len
 from lsprotocol import types
 
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
 from .args import ArgumentError, CommandArgs
+from .lenses import Lenses
 from .captured_lines import CapturedLines, FileLines
-from .freshness import rel_path
+from ..records import rel_path
+from ..registry import register
 from .viewer_host import ViewerHost
 
 log = logging.getLogger(__name__)
@@ -95,6 +97,7 @@ def summary(hit: Hit) -> str:
     return text
 
 
+@register
 class ShowInGraph(Feature):
     name = "show-in-graph"
 
@@ -139,6 +142,8 @@ class ShowInGraph(Feature):
         return order.index(hit.profile) if hit.profile in order else -1
 
     # ------------------------------------------------------------------ code action
+    # Open as Graph (the lens's action) leads.
+    @hook(after=(Lenses,))
     async def code_action(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         only = params.context.only if params.context else None
         if only and types.CodeActionKind.Empty not in only and "" not in only:
@@ -221,10 +226,12 @@ class ShowInGraph(Feature):
         return next((h for h in ranked if h.profile == answer), None)
 
     # ------------------------------------------------------------------ follow the cursor
+    @hook
     async def document_highlight(self, params: types.DocumentHighlightParams) -> list[types.DocumentHighlight]:
         self.cursor_moved(params.text_document.uri, params.position.line)
         return []
 
+    @hook
     def cursor_notified(self, params: Any) -> None:
         """``tensorviz/cursor {uri, line}`` (the VS Code extension's own cursor report)."""
         get = params.get if isinstance(params, dict) else lambda k: getattr(params, k, None)
@@ -248,6 +255,10 @@ class ShowInGraph(Feature):
             self._cursor_timer.cancel()
         loop = asyncio.get_running_loop()
         self._cursor_timer = loop.call_later(CURSOR_DEBOUNCE_S, self._cursor_fire)
+        # What a test (or a person reading a debug log) awaits instead of sleeping past the
+        # debounce: this one when a move will be told, the one in _cursor_push when it was.
+        log.debug("follow-cursor: line %d of %s, told in %g s unless the cursor moves on", line0 + 1, uri,
+                  CURSOR_DEBOUNCE_S)
 
     def _cursor_fire(self) -> None:
         self._cursor_timer = None
@@ -269,6 +280,7 @@ class ShowInGraph(Feature):
             return  # the cursor moved again meanwhile: that move's push says where
         host = self.viewers
         told: set[tuple[str, int]] = set()
+        events = 0
         for fl in files:
             rec = fl.record
             cid = int(rec.capture_id)
@@ -281,15 +293,20 @@ class ShowInGraph(Feature):
                     host.publish(rec.root, "cursor", {"capture": cid, "file": rel_path(rec.root, path) or path.as_posix(), "line": None,
                                                        "keys": []})
                     self._outlined.pop(key, None)
+                    events += 1
                 continue
             host.publish(rec.root, "cursor", {"capture": cid, "file": entry.file, "line": entry.line,
                                                "keys": entry.first.keys()[:MAX_EVENT_KEYS]})
             self._outlined[key] = rec.root
             told.add(key)
+            events += 1
         # captures outlining a line of another file: that line is no longer the cursor's
         for key in [k for k in self._outlined if k not in told]:
             host.publish(self._outlined.pop(key), "cursor", {"capture": key[1], "file": None, "line": None, "keys": []})
+            events += 1
+        log.debug("follow-cursor: line %d of %s told: %d cursor event(s)", line0 + 1, uri, events)
 
+    @hook
     def settings_changed(self) -> None:
         """followCursor turned off: the outlines it left go, and the next move starts afresh."""
         host = self.viewers
@@ -299,9 +316,11 @@ class ShowInGraph(Feature):
                 host.publish(root, "cursor", {"capture": key[1], "file": None, "line": None, "keys": []})
         self._cursor_line.clear()
 
+    @hook
     def document_closed(self, uri: str) -> None:
         self._cursor_line.pop(uri, None)
 
+    @hook
     def shutdown(self) -> None:
         if self._cursor_timer is not None:
             self._cursor_timer.cancel()

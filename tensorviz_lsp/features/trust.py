@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from ..feature import Feature
 from ..host import Host
+from ..registry import register
 from ..trust import TrustStore
 from .args import FolderArgs
 
@@ -25,6 +26,7 @@ TRUST = "Trust Workspace"
 CANCEL = "Cancel"
 
 
+@register
 class Trust(Feature):
     name = "trust"
 
@@ -57,7 +59,7 @@ class Trust(Feature):
         if answer == TRUST:
             self.store.set_trusted(root, True)
             log.info("workspace trusted: %s", root)
-            await self.server.fan_out("workspace_trusted", root)
+            await self.server.call_hook(Feature.workspace_trusted, root)
             return True
         return False
 
@@ -102,5 +104,5 @@ class Trust(Feature):
         state = "trusted" if parsed.trusted else "no longer trusted"
         self.server.show_message(f"TensorViz: workspace {root} is {state}.")
         if parsed.trusted:
-            await self.server.fan_out("workspace_trusted", root)
+            await self.server.call_hook(Feature.workspace_trusted, root)
         return {"ok": True, "folder": str(root), "trusted": parsed.trusted}

@@ -18,7 +18,9 @@ from capture.worker.protocol import NeededDim
 
 from ..backends import RECIPES_PATH, Backends, Candidate
 from ..host import Host
+from ..registry import register
 from .candidates import Candidates
+from .capturing import CaptureTarget
 from .freshness import Freshness
 from .recipes import Recipes
 from .setup_form import SetupContext, draft_recipe, setup_form
@@ -27,6 +29,7 @@ from .viewer_host import ViewerHost
 log = logging.getLogger(__name__)
 
 
+@register
 class ViewerSetup:
     def __init__(self, server: Host, backends: Backends, candidates: Candidates, recipes: Recipes,
                  freshness: Freshness, viewers: ViewerHost) -> None:
@@ -38,6 +41,8 @@ class ViewerSetup:
         self.viewers = viewers
         #: The setup form each folder's viewer shows (the last symbol opened without a profile).
         self._last: dict[str, SetupContext] = {}
+        viewers.answers.setup = self.form_for_viewer
+        viewers.answers.save_profile = self.save_from_viewer
 
     def last(self, root: Path) -> SetupContext | None:
         return self._last.get(str(root))
@@ -68,6 +73,19 @@ class ViewerSetup:
         log.info("setup form for %s (profile %s)", cand.qualname, name)
         await self.viewers.show_url(url, f"Set up {cand.qualname}")
         return {"ok": True, "setup": True, "url": url, "profile": name}
+
+    async def ask_for_inputs(self, target: CaptureTarget, message: str, needs: list[NeededDim]) -> dict[str, Any] | None:
+        """A capture stopped for unknown input dimensions (``needs``): open the form of
+        its profile to ask for them; None when the symbol is not a Python file's
+        candidate (nothing to prefill the form from)."""
+        if not target.uri.endswith(".py"):
+            return None
+        cand = await self.candidates.find(target.uri, target.qualname)
+        if cand is None:
+            return None
+        recipe = self.recipes.profiles(target.root).get(target.profile, {})
+        self.server.show_message(f"TensorViz: {target.qualname} needs input dimensions before it can be traced: {message}")
+        return await self.open(target.root, target.uri, cand, target.profile, recipe=recipe, needs=needs)
 
     def form_for_viewer(self, root: Path | None, profile: str | None = None) -> dict[str, Any] | None:
         """The viewer's setup provider (HTTP thread): the form's content.

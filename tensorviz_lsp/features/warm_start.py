@@ -17,6 +17,11 @@ are read: a file opened before waits for them); the folder becomes trusted
 (``workspace_trusted``); the settings, the interpreter or a capture's outcome change
 (``capture_failed``: a discarded worker warms again for the next capture). Off with
 ``tensorviz.warmWorkerIdleSeconds = 0``. Nothing runs for an untrusted folder.
+
+The warm workers are the capture session's (:class:`capture.session.WarmWorkers`, from
+``Backends.warm_workers``): this feature configures them (a folder whose interpreter or
+capture environment changed loses its worker, a removed folder too) and closes them when
+the server stops; each capture request carries them (:mod:`.capturing`).
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ from typing import Any
 from capture.session.import_closure import import_closure
 
 from ..backends import Backends
-from ..feature import Feature
+from ..feature import Feature, hook
 from ..host import Host
+from ..registry import register
 from .candidates import Candidates
+from .capturing import CaptureRunner
 from .interpreter import InterpreterSelection
 from .trust import Trust
 
@@ -43,6 +50,7 @@ MAX_FILES = 64
 _FRAMEWORKS = {"linen_module": ("jax", "flax"), "nnx_module": ("jax", "flax")}
 
 
+@register
 class WarmStart(Feature):
     name = "warm-start"
 
@@ -53,6 +61,9 @@ class WarmStart(Feature):
         self.trust = trust
         self.interpreters = interpreters
         self.candidates = candidates
+        #: The server's warm workers (the capture session's): configured and closed here,
+        #: carried by every capture request (:mod:`.capturing`).
+        self.workers = backends.warm_workers()
         #: The folder's newest preload (a later one waits for it: one at a time per folder).
         self._tasks: dict[str, asyncio.Future] = {}
         #: What each folder was last asked to preload, and the answer (for logs and tests).
@@ -64,33 +75,61 @@ class WarmStart(Feature):
         self._settings_read = False
 
     # -- hooks --------------------------------------------------------------------
+    @hook
     def initialized(self) -> None:
         self._settings_read = True
         for root in self.server.folders():
             self.consider(root)
 
+    @hook
     async def document_opened(self, uri: str) -> None:
         if uri.endswith((".py", ".pyi")):
             root = self.server.folder_for(uri)
             if root is not None:
                 self.consider(root)
 
+    @hook
     def workspace_trusted(self, root: Path) -> None:
         self.consider(root)
 
+    @hook
     def capture_failed(self, target: Any, files: Any) -> None:
         self.consider(target.root)
 
+    @hook
     def settings_changed(self) -> None:
+        """A folder's interpreter or capture environment setting changed: its warm
+        worker goes now rather than at the next capture, and a new one warms."""
+        for root in self.server.folders():
+            settings = self.server.settings_for(root)
+            interp = self.interpreters.for_root(root)
+            python = interp.path if settings.warm_worker_idle_seconds > 0 else None
+            try:
+                self.workers.retain(root, python, dict(settings.capture_env))
+            except Exception:
+                log.exception("checking the warm worker of %s failed", root)
         for root in self.server.folders():
             self.consider(root)
 
+    @hook
     def interpreter_changed(self) -> None:
-        self.settings_changed()
+        for root in self.server.folders():
+            self.consider(root)
 
+    @hook
+    def folders_changed(self, added: list[str], removed: list[str]) -> None:
+        for folder in removed:
+            self.workers.retain(Path(folder), None, {})
+
+    # The running captures are cancelled (CaptureRunner) before their warm workers close.
+    @hook(after=(CaptureRunner,))
     def shutdown(self) -> None:
         for task in self._tasks.values():
             task.cancel()
+        try:
+            self.workers.close()  # the warm workers go with the server
+        except Exception:
+            log.exception("stopping the warm workers failed")
 
     # -- the preload ----------------------------------------------------------------
     def consider(self, root: Path) -> asyncio.Future | None:
@@ -121,7 +160,7 @@ class WarmStart(Feature):
         names = preload_names(root, frameworks, texts)
         try:
             state = await self.server.run_blocking(
-                self.backends.warm_preload, root, interp.path, dict(settings.capture_env), names,
+                self.workers.preload, root, interp.path, dict(settings.capture_env), names,
                 settings.warm_worker_idle_seconds,
             )
         except Exception:

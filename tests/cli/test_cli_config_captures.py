@@ -19,7 +19,7 @@ HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_TRANSFORMERS = HAS_TORCH and importlib.util.find_spec("transformers") is not None
 HAS_EVIDENCE = "evidence" in Recipe.__dataclass_fields__
 
-pytestmark = pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+pytestmark = [pytest.mark.skipif(not HAS_TORCH, reason="needs torch"), pytest.mark.slow]
 
 
 def module_paths(capture) -> set[str]:

@@ -179,6 +179,7 @@ def test_diff_is_a_listed_command(capsys):
     assert "diff" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_capture_keeps_history_that_diff_profile_reads(tmp_path):
     import fake_framework
     from capture.frameworks import TEST_PLUGINS_ENV

@@ -58,6 +58,7 @@ def graph(path: str):
     return graphfile.read(path.strip())
 
 
+@pytest.mark.slow
 @needs_jax
 def test_spec_net_is_saved_as_jax_without_framework(tmp_path):
     (tmp_path / "model.py").write_text(SPEC_NET)
@@ -99,6 +100,7 @@ Net2 = partial(Net, depth=2, block_cls=Block)
 """
 
 
+@pytest.mark.slow
 @needs_jax
 def test_a_partial_of_a_linen_class_is_captured_by_its_name(tmp_path):
     # Flax's examples name their models so (ResNet18 = partial(ResNet, ...)); only the
@@ -113,6 +115,7 @@ def test_a_partial_of_a_linen_class_is_captured_by_its_name(tmp_path):
     assert c.failure is None and [g.attrs["class"] for g in c.groups if g.kind == "module"].count("Block") == 2
 
 
+@pytest.mark.slow
 @needs_jax
 def test_a_class_given_to_a_field_is_a_ref(tmp_path):
     # Flax's ResNet(block_cls=ResNetBlock): the bare name is the class, passed uncalled
@@ -128,6 +131,7 @@ def test_a_class_given_to_a_field_is_a_ref(tmp_path):
     assert proc.returncode == 2 and "Blok is not defined or imported in models.py (it has: Block, Net" in proc.stderr
 
 
+@pytest.mark.slow
 @needs_jax
 def test_spec_mlp_is_saved_as_jax_with_its_init(tmp_path):
     (tmp_path / "model.py").write_text(SPEC_MLP)
@@ -139,6 +143,7 @@ def test_spec_mlp_is_saved_as_jax_with_its_init(tmp_path):
     assert c.failure is None and c.framework == "jax" and c.nodes
 
 
+@pytest.mark.slow
 def test_unknown_symbol_is_a_usage_error_listing_the_candidates(tmp_path):
     (tmp_path / "model.py").write_text(SPEC_NET + "\n\n" + SPEC_MLP)
     proc = tensorviz("capture", "model.py:nett", "--input", "x=float32[2,3]", cwd=tmp_path)
@@ -157,6 +162,7 @@ def test_a_file_without_candidates_says_so(tmp_path):
     assert proc.returncode == 2 and "finds no candidates in that file" in proc.stderr
 
 
+@pytest.mark.slow
 @needs_jax
 def test_explicit_framework_skips_discovery(tmp_path):
     """Discovery finds nothing in a file that never imports JAX; --framework captures anyway."""
@@ -168,6 +174,7 @@ def test_explicit_framework_skips_discovery(tmp_path):
     assert c.failure is None and c.framework == "jax" and [n.op for n in c.nodes] == ["mul"]
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 def test_torch_module_keeps_the_omitted_default(tmp_path):
@@ -181,6 +188,7 @@ def test_torch_module_keeps_the_omitted_default(tmp_path):
     assert c.recipe["model"] == "model:Net"
 
 
+@pytest.mark.slow
 def test_a_missing_framework_is_a_dependencies_failure_not_a_usage_error(tmp_path):
     """The capture runs, in an interpreter without torch: exit 1 naming what to install."""
     (tmp_path / "model.py").write_text(TORCH_NET)
@@ -191,6 +199,7 @@ def test_a_missing_framework_is_a_dependencies_failure_not_a_usage_error(tmp_pat
     assert graph(proc.stdout).failure.stage == "dependencies"
 
 
+@pytest.mark.slow
 @needs_jax
 def test_x64_input_needs_env_flag(tmp_path):
     (tmp_path / "model.py").write_text(SPEC_NET)
@@ -209,6 +218,7 @@ def test_x64_input_needs_env_flag(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.slow
 @needs_jax
 def test_open_discovers_the_framework_and_takes_env(tmp_path):
     (tmp_path / "model.py").write_text(SPEC_NET)

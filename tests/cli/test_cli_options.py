@@ -59,6 +59,7 @@ def test_framework_choices_follow_the_test_plugins(monkeypatch, capsys, command)
     assert build_parser().parse_args([command, "m.py:net", "--framework", "fake"]).framework == "fake"
 
 
+@pytest.mark.slow
 def test_a_test_plugin_captures_through_the_shorthand(tmp_path):
     (tmp_path / "model.py").write_text("def net(x):\n    return (x * 2.0).relu()\n")
     env = {**os.environ, TEST_PLUGINS_ENV: fake_framework.PLUGIN, "PYTHONPATH": str(ROOT)}

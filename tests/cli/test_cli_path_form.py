@@ -69,6 +69,7 @@ def test_the_shorthand_writes_the_path_form_only_where_needed(tmp_path, monkeypa
         parse_target("my.model.py:Net")
 
 
+@pytest.mark.slow
 @pytest.mark.jax
 @pytest.mark.skipif(not HAS_JAX, reason="needs jax and flax")
 def test_capture_and_open_a_digit_named_file(tmp_path):
@@ -102,6 +103,7 @@ def test_capture_and_open_a_digit_named_file(tmp_path):
     assert capture["failure"] is None and capture["recipe"]["model"] == "06_scan_over_layers.py:ScanMLP"
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 def test_capture_a_dashed_torch_file(tmp_path):

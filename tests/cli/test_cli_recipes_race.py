@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import fake_framework
 from capture.frameworks import TEST_PLUGINS_ENV
 from tensorviz_lsp.recipes_store import list_profiles
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -169,6 +169,7 @@ def test_jax_functions_and_flax_modules_are_checked_before_any_trace(ws, capsys,
 # ------------------------------------------------------------------ a transformers subclass
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers")
 def test_a_transformers_subclass_needs_its_config(ws, capsys):
     err = refused(ws, capsys, "llama.py:MyLlama", "--input", "input_ids=int64[1,8]")

@@ -263,6 +263,7 @@ def _check_alignment(a, b, pairs, removed, added):
 _OPS = st.lists(st.sampled_from(["add", "mul", "dot", "tanh", "exp"]), max_size=60)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(_OPS, _OPS, st.booleans())
 def test_alignment_pairs_every_position_once_in_order(a, b, walk):

@@ -17,6 +17,8 @@ import pytest
 
 from discovery.frameworks import LINEN_MODULE_CLASSES, NNX_MODULE_CLASSES, TORCH_MODULE_CLASSES
 
+pytestmark = pytest.mark.slow
+
 LIST_SUBCLASSES = textwrap.dedent(
     """
     import importlib, inspect, json, sys

@@ -522,6 +522,7 @@ def this_interpreters_packages() -> LibraryEnvironment:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers (the dev extra installs it)")
 def test_real_transformers(tmp_path, generous_budget):
@@ -655,6 +656,7 @@ def _real_package_files(limit: int = 120) -> list[Path]:
     return files
 
 
+@pytest.mark.slow
 def test_skeletons_of_real_package_files_keep_their_outline():
     """On real files (libcst is always installed; transformers, flax and torch when they
     are): the skeleton is valid Python, much smaller, and declares the same classes,

@@ -73,6 +73,7 @@ def test_huge_text_without_a_framework_is_just_not_a_model():
     assert result.errors == () and result.candidates == ()
 
 
+@pytest.mark.slow
 def test_a_large_file_is_discovered_whole():
     blocks = [
         f"class Block{i}(nn.Module):\n    def forward(self, x, y={i}):\n        return x\n\n"
@@ -182,6 +183,7 @@ FRAGMENTS = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=300))
 def test_arbitrary_text_never_raises(text):

@@ -64,8 +64,9 @@ def test_neovim_status_lines_read_the_plugin_not_vim_lsp_status():
 def test_the_readme_quick_start_says_what_a_newcomer_meets():
     """Issue 30, the Quick start as a newcomer follows it: a venv first, both extras (the
     shared worker needs Torch, also for JAX), what ``tensorviz demo`` does, where it
-    writes, without a browser, until Ctrl-C; the test command in its own section, with
-    its duration, and ``bash .ci/run`` (root) out of the Quick start."""
+    writes, without a browser, until Ctrl-C; the test commands (the fast tier and the whole
+    suite) in their own section, each with its duration, and ``bash .ci/run`` (root) out
+    of the Quick start."""
     readme = (ROOT / "README.md").read_text()
     quick = section(readme, "Quick start")
     (commands,) = re.findall(r"```sh\n(.*?)```", quick, re.S)
@@ -77,6 +78,11 @@ def test_the_readme_quick_start_says_what_a_newcomer_meets():
     assert "Where there is no graphical browser" in prose and "prints the URL" in prose
     assert ".ci/run" not in quick
     tests = section(readme, "Running the tests")
+    (commands,) = re.findall(r"```sh\n(.*?)```", tests, re.S)
+    assert commands.splitlines() == ['python -m pytest -m "not slow"', "python -m pytest"]
     prose = " ".join(tests.split())
-    assert "python -m pytest" in prose and "about 15 minutes" in prose and "bash .ci/run" in prose
+    # Each tier with its measured duration, and how a test joins the slow one.
+    assert re.search(r"the fast tier.*?\(about \d+ minutes? .*?\)", prose), prose
+    assert re.search(r"the whole suite.*?\(about \d+ minutes? .*?\)", prose), prose
+    assert "@pytest.mark.slow" in prose and "bash .ci/run" in prose
     assert "run it as root" in prose

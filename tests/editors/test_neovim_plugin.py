@@ -19,6 +19,8 @@ from tensorviz_lsp.cli.commands.demo import RECIPES_TOML as SPEC_RECIPE
 
 from test_neovim import ROOT, nvim_argv, nvim_env, pytestmark  # noqa: F401 (the same marks)
 
+pytestmark = pytest.mark.slow
+
 PLUGIN = ROOT / "editors" / "nvim"
 LUA = Path(__file__).with_name("neovim_plugin.lua")
 

@@ -49,6 +49,7 @@ def test_harness_self_test():
     assert json.loads(proc.stdout)["command"] == ["tensorviz", "lsp", "--stdio"]
 
 
+@pytest.mark.slow
 def test_extension_launch_initialize_and_code_lens(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -84,6 +85,7 @@ def test_extension_wiring_one_watcher_viewer_in_an_editor_tab_and_source_beside_
     assert seen["failures"] == [] and seen["watchers"] == 1 and seen["panels"] == 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (EXT / "node_modules" / ".bin" / "vsce").exists(), reason="needs @vscode/vsce (npm ci)")
 def test_extension_packages(tmp_path):
     out = tmp_path / "tensorviz.vsix"

@@ -10,7 +10,7 @@ import pytest
 
 from capture.graph import graphfile
 from capture.graph.map_columns import pack_maps, unpack_maps
-from capture.graph.model import FORMAT_NAME, Capture, Coverage, Failure, Node, Operand, Value
+from capture.graph.model import FORMAT_NAME, Capture, Coverage, Failure, Node, NodeCosts, Operand, Value
 from synthetic import synthetic_capture
 
 
@@ -30,7 +30,11 @@ def for_version(expected, version: int) -> str:
 
 @pytest.fixture(scope="module")
 def good_bytes(version) -> bytes:
-    return graphfile.encode(synthetic_capture(300, opaque_every=40), version=version)
+    capture = synthetic_capture(300, opaque_every=40)
+    n = len(capture.nodes)
+    capture.cost = NodeCosts([2 * i for i in range(n)], [8] * n, [4] * n, [i % 2 for i in range(n)],
+                             ["pointwise", "view"], [5, 9], {"flops": "a multiply-add counts 2"})
+    return graphfile.encode(capture, version=version)
 
 
 def _header(version=1, fmt=FORMAT_NAME) -> bytes:
@@ -149,7 +153,8 @@ def _repacked(col: list):
 
 _PACKED = {"values": ("shape_offsets", "shape_dims", "dtype"),
            "nodes": ("op", "input_offsets", "input_positions", "input_refs", "output_offsets", "output_ids",
-                     "param_nodes", "param_index", "group", "frame", "opaque")}
+                     "param_nodes", "param_index", "group", "frame", "opaque"),
+           "cost": ("flops", "bytes_read", "bytes_written", "rule", "estimates")}
 
 
 def _body_mutation(good: bytes, mutate) -> bytes:
@@ -171,7 +176,7 @@ def _body_mutation(good: bytes, mutate) -> bytes:
     if header["version"] >= 2:
         for table, columns in _PACKED.items():
             for name in columns:
-                if type(body[table][name]) is bytes:
+                if type(body.get(table, {}).get(name)) is bytes:
                     body[table][name] = _unpacked(body[table][name])
         nodes = body["nodes"]
         nodes["param_maps"] = [nodes["param_table"][k] for k in nodes.pop("param_index")]
@@ -187,7 +192,8 @@ def _body_mutation(good: bytes, mutate) -> bytes:
             index.append(table.index(pm))
         for name, columns in _PACKED.items():
             for column in columns:
-                body[name][column] = _repacked(body[name][column])
+                if type(body.get(name)) is dict and column in body[name]:
+                    body[name][column] = _repacked(body[name][column])
     if header["version"] >= 3:
         strings = body["strings"]
 
@@ -253,6 +259,20 @@ def _body_mutation(good: bytes, mutate) -> bytes:
     pytest.param(lambda b: b["nodes"]["param_maps"].__setitem__(-1, {"p": _deep(64)}),
                  {1: "nodes.param_maps[", 2: "nodes.param_table["}, id="params-just-too-deep"),
     pytest.param(lambda b: b.__setitem__("literals", [_deep(200)]), "literals: nested too deeply", id="literal-deep"),
+    # what each node costs: every column as long as the nodes, every figure -1 (uncounted) or a count
+    pytest.param(lambda b: b["cost"]["flops"].pop(), "cost.flops", id="cost-column-length"),
+    pytest.param(lambda b: b["cost"]["flops"].__setitem__(0, -2), "cost.flops[0]: -2 is out of range",
+                 id="cost-negative-flops"),
+    pytest.param(lambda b: b["cost"]["bytes_read"].__setitem__(1, "x"),
+                 {1: "cost.bytes_read[1]: expected an integer", 2: "cost.bytes_read: expected a packed integer column"},
+                 id="cost-bytes-type"),
+    pytest.param(lambda b: b["cost"]["rule"].__setitem__(2, 99), "cost.rule[2]: 99 is out of range", id="cost-rule-ref"),
+    pytest.param(lambda b: b["cost"].__setitem__("rules", [1]), "cost.rules: expected a list of strings", id="cost-rules"),
+    pytest.param(lambda b: b["cost"].__setitem__("estimates", [3, 3]), "cost.estimates: node ids must be sorted",
+                 id="cost-estimates-twice"),
+    pytest.param(lambda b: b["cost"].__setitem__("estimates", [10**6]), "cost.estimates[0]", id="cost-estimate-ref"),
+    pytest.param(lambda b: b["cost"].__setitem__("notes", {"n": _deep(200)}), "cost.notes", id="cost-notes-deep"),
+    pytest.param(lambda b: b.__setitem__("cost", []), "cost: expected a map", id="cost-not-a-map"),
 ])
 def test_field_validation(good_bytes, version, mutate, expected):
     _reject(_body_mutation(good_bytes, mutate), for_version(expected, version))
@@ -490,6 +510,7 @@ def test_packed_columns_are_little_endian_with_the_narrowest_type():
         graphfile._pack_ints([1 << 64])
 
 
+@pytest.mark.slow
 def test_a_refused_packed_column_never_becomes_a_list():
     """A packed column is range-checked as packed bytes: 1M two-byte entries of 300 (the
     list of them would take about 36 MB, 18 times the file) are refused at a few times
@@ -526,6 +547,7 @@ SCALAR_BOMBS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", [1, 2, 3])
 @pytest.mark.parametrize("make", SCALAR_BOMBS)
 def test_strings_and_numbers_count_in_the_decode_budget(version, make):

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from capture.graph import graphfile
 from capture.graph.model import (
-    Capture, Coverage, Failure, Frame, Group, Node, Operand, Source, Value, to_json,
+    Capture, Coverage, Failure, Frame, Group, Node, NodeCosts, Operand, Source, Value, to_json,
 )
 
 names = st.text(alphabet=string.ascii_letters + string.digits + "_./:-é中", min_size=0, max_size=12)
@@ -90,6 +90,15 @@ def captures(draw) -> Capture:
     elif scope == "traced_program":
         for v in values:
             v.measured = None  # a traced program carries no measurements
+    cost = None
+    if not failed and draw(st.booleans()):  # what each node costs (absent in files written before)
+        counts = st.integers(-1, (1 << 63) - 1)
+        rules = draw(st.lists(names, min_size=1, max_size=4))
+        cost = NodeCosts(
+            [draw(counts) for _ in nodes], [draw(counts) for _ in nodes], [draw(counts) for _ in nodes],
+            [draw(st.integers(0, len(rules) - 1)) for _ in nodes], rules,
+            sorted(draw(st.sets(st.integers(0, len(nodes) - 1), max_size=3))) if nodes else [],
+            draw(st.dictionaries(names, plain, max_size=2)))
     meta = draw(st.dictionaries(names, plain, max_size=3))
     if not failed and backend == "jaxpr":  # nor runtime timings
         meta = {k: v for k, v in meta.items() if not graphfile._RUNTIME_TIMING.search(k)}
@@ -105,9 +114,11 @@ def captures(draw) -> Capture:
         recipe=draw(st.one_of(st.none(), st.dictionaries(names, plain, max_size=3))),
         failure=failure,
         meta=meta,
+        cost=cost,
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", graphfile.READ_VERSIONS)
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(captures())
@@ -130,6 +141,7 @@ def test_roundtrip_bytes(version: int, capture: Capture) -> None:
         assert to_json(graphfile.decode(graphfile.encode(capture, version=other))) == to_json(capture)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(captures())
 def test_roundtrip_file(tmp_path, capture: Capture) -> None:
@@ -148,6 +160,7 @@ def test_arbitrary_bytes_never_escape_as_other_errors(data: bytes) -> None:
         assert text.startswith("fuzz.tvg: ") and "\n" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("version", graphfile.READ_VERSIONS)
 @settings(max_examples=200, deadline=None)
 @given(captures(), st.data())

@@ -40,6 +40,7 @@ def through_file(items: list) -> tuple[MapColumns, list[str]]:
     return unpack_maps(stored, strings.table, "m", len(items)), strings.table
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(maps)
 def test_maps_come_back_equal_in_order_and_type(items):

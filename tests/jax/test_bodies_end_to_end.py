@@ -74,6 +74,7 @@ def build():
 """
 
 
+@pytest.mark.slow
 def test_nnx_scan_over_layers_opens_into_one_block(ws):
     cap = run(ws, {"scan_mlp.py": SCAN_MLP},
               profile("scan_mlp:ScanMLP", args=[tensor([4, 16])], init={"factory": "scan_mlp:build"}))

@@ -13,7 +13,7 @@ from capture.session.runner import run_capture  # noqa: E402
 
 from jax_workspace import profile, tensor, write  # noqa: E402
 
-pytestmark = pytest.mark.jax
+pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
 # Written the way Flax's own NNX example "scan over layers" writes it.
 SCAN_OVER_LAYERS = """

@@ -22,7 +22,7 @@ from jax_workspace import SPEC_INPUT, cuda_device_count, profile, skip_if_cuda, 
 from spec_examples import SPEC_MLP, SPEC_RECIPE  # noqa: E402
 from spec_examples import SPEC_NET as SPEC_MODEL  # noqa: E402
 
-pytestmark = pytest.mark.jax
+pytestmark = [pytest.mark.jax, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -346,6 +346,7 @@ def test_nnx_bound_methods_and_partials(ws, factory):
     assert cap.values[out].shape == [2, 4]
 
 
+@pytest.mark.slow
 def test_nnx_state_arrays_are_shared_not_copied(ws):
     write(ws, {"nnxm.py": NNX})
     import sys
@@ -827,6 +828,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 def test_factory_placed_and_sharded_arrays_keep_their_placement(ws):
     import json
     import os

@@ -158,6 +158,7 @@ def test_linen_inputs_and_variables(ws):
     }
 
 
+@pytest.mark.slow
 def test_nnx_module_state_is_named_by_attribute_path(ws):
     cap, got = names(ws, "models:Net", args=[X])
     assert cap.meta["model_kind"] == "nnx"

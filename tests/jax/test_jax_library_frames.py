@@ -60,6 +60,7 @@ def frames_of(cap):
     return [cap.frames[n.frame] for n in cap.nodes if n.frame is not None]
 
 
+@pytest.mark.slow
 def test_a_linen_model_of_library_layers_gets_frames_in_flax_linen(tmp_path):
     ws = write(tmp_path, {"lin.py": LINEN_LIBRARY_MODEL})
     table = profile("lin:bound", init={"factory": "lin:bound"}, args=[tensor([2, 8])])

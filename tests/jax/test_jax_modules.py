@@ -380,6 +380,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_interception_never_changes_the_traced_program(ws, case):
     plain, _ = CASES[case](False)
@@ -412,6 +413,7 @@ def test_classes_are_restored_even_when_the_trace_fails(ws):
 # --------------------------------------------------------------------------- NNX
 
 
+@pytest.mark.slow
 def test_gemma_style_transformer_shows_its_modules(ws):
     cap = capture(ws, "gemma:Transformer", [2, 8], "int32")
     paths = by_path(cap)
@@ -474,6 +476,7 @@ def _in_body(cap, gid):
     return False
 
 
+@pytest.mark.slow
 def test_nnx_transforms_keep_their_tracing_scopes_and_find_module_paths(ws):
     cap = capture(ws, "transforms:Model", [3, 8])
     paths = by_path(cap)
@@ -566,6 +569,7 @@ def test_module_calls_inside_scan_and_cond_bodies_form_under_any_container(ws):
 # --------------------------------------------------------------------------- Linen
 
 
+@pytest.mark.slow
 def test_nnx_scan_over_a_vmap_made_stack(ws):
     """The scan-over-layers MLP: one scan node at the top level, the root's call
     around it, and the stacked block's calls (with their dropout's RNG use) inside the

@@ -144,6 +144,7 @@ def ops(cap) -> set[str]:
     return {n.op for n in cap.nodes}
 
 
+@pytest.mark.slow
 def test_linen_seq2seq_bound_with_rngs_keeps_its_stream(ws):
     args = [tensor([2, 5, 12]), tensor([2, 4, 12])]
     cap, _ = capture_in_process(ws, profile("seq2seq:Seq2seq", args=args, init={"factory": "seq2seq:bound_model"}))
@@ -156,6 +157,7 @@ def test_linen_seq2seq_bound_with_rngs_keeps_its_stream(ws):
     assert "random_split" in ops(cap) and "scan" in ops(cap)
 
 
+@pytest.mark.slow
 def test_linen_bound_without_rngs_gets_the_stream_from_the_seed(ws):
     args = [tensor([2, 5, 12]), tensor([2, 4, 12])]
     table = profile("seq2seq:Seq2seq", args=args, init={"factory": "seq2seq:bound_without_rngs"}, seed=11)
@@ -186,6 +188,7 @@ def test_the_derivation_is_the_documented_one():
     assert not (jax.random.key_data(key) == jax.random.key_data(derived_key(jax, 4, "dropout"))).all()
 
 
+@pytest.mark.slow
 def test_linen_rngs_given_as_input_win_over_bound_ones(ws):
     table = profile("seq2seq:Seq2seq", init={"factory": "seq2seq:bound_model"}, inputs={"factory": "seq2seq:inputs_with_rngs"})
     cap, _ = capture_in_process(ws, table)
@@ -204,6 +207,7 @@ def test_fresh_linen_with_rngs_given_as_input(ws):
     assert cap.meta["state"] == "fresh_init"
 
 
+@pytest.mark.slow
 def test_nnx_rngs_built_by_a_factory(ws):
     cap, _ = capture_in_process(ws, profile("nnxm:Block", args=[tensor([2, 4])], init={"factory": "nnxm:build"}))
     entries = [(e["name"], e["origin"], e["where"]) for e in cap.meta["rng_streams"]]
@@ -249,6 +253,7 @@ def test_a_program_without_randomness_records_no_streams(ws):
     assert "rng_streams" not in cap.meta
 
 
+@pytest.mark.slow
 def test_the_issue_case_through_the_worker(ws):
     """The report: a seq2seq factory returning model.bind(variables, rngs={"lstm": key})
     failed with InvalidRngError ("needs PRNG for lstm"); through the real worker now."""

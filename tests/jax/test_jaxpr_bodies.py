@@ -363,6 +363,7 @@ def test_linen_nn_scan_body_holds_the_layer_scopes():
     assert node_counts(cap) == primitive_counts(closed)
 
 
+@pytest.mark.slow
 def test_nnx_scan_over_vmapped_layer_stack():
     nnx = pytest.importorskip("flax.nnx")
 

@@ -126,6 +126,7 @@ def _resnet(ws, train):
     return capture_in_process(ws, table)[0]
 
 
+@pytest.mark.slow
 def test_resnet50_in_training_mode_updates_batch_stats_among_its_outputs(ws):
     """JAX graphs describe a traced program from jax.make_jaxpr, for the saved input
     shapes, dtypes and static Python values. [...] This permits an explicitly configured
@@ -152,6 +153,7 @@ def test_resnet50_in_training_mode_updates_batch_stats_among_its_outputs(ws):
     assert node_counts(cap)["psum"] == BATCH_NORMS
 
 
+@pytest.mark.slow
 def test_resnet50_training_program_is_the_one_make_jaxpr_traces(ws):
     """JAX graphs describe a traced program from jax.make_jaxpr, for the saved input
     shapes, dtypes and static Python values."""
@@ -166,6 +168,7 @@ def test_resnet50_training_program_is_the_one_make_jaxpr_traces(ws):
     assert node_counts(cap) == primitive_counts(closed)
 
 
+@pytest.mark.slow
 def test_resnet50_in_eval_mode_has_no_updates(ws):
     """[...] an explicitly configured boolean to select Python control flow. Changing any
     such value requires another trace.

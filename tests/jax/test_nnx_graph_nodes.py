@@ -223,6 +223,7 @@ def test_variables_and_dicts_of_modules_among_partial_arguments_are_lifted(ws):
     assert cap.values[out].shape == [4, 2]
 
 
+@pytest.mark.slow
 def test_a_module_passed_as_input_is_intercepted_like_the_callables_own(ws):
     """NNX modules, bound methods and partial callables clone their state wrappers inside
     the JAX trace context, allowing nnx.jit to update temporary state without crossing

@@ -1,5 +1,12 @@
-"""pytest-lsp helpers: a client per test, with a given editor's recorded capabilities,
-its own trust store (``TENSORVIZ_CONFIG_DIR``) and answers to ``showMessageRequest``."""
+"""pytest-lsp helpers: a client with a given editor's recorded capabilities, its own
+trust store (``TENSORVIZ_CONFIG_DIR``) and answers to ``showMessageRequest``.
+
+Starting a server costs seconds (an interpreter, pygls, the features), so a test module
+whose tests need no server of their own shares one (:class:`SharedServer`, as esbonio's
+end-to-end tests share theirs): each test gets a workspace folder of its own, added for
+the test and removed after it, and a client whose records start empty. A test that needs
+other initialization options, capabilities or folders starts its own
+(:func:`start_session`)."""
 
 from __future__ import annotations
 
@@ -182,7 +189,7 @@ def make_client_factory():
 
 
 async def start_session(
-    workspace: Path,
+    workspace: Path | None,
     config_dir: Path,
     *,
     editor: str = "neovim",
@@ -204,17 +211,113 @@ async def start_session(
     if configuration:
         for scope, value in configuration.items():
             client.set_configuration(value, scope_uri=scope)
-    folders = folders or [workspace]
+    folders = folders or ([workspace] if workspace is not None else [])
     caps = capabilities or client_capabilities(EDITORS.get(editor, editor))
     await client.initialize_session(
         types.InitializeParams(
             capabilities=caps,
-            root_uri=workspace.as_uri(),
+            root_uri=workspace.as_uri() if workspace is not None else None,
             workspace_folders=[types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in folders],
             initialization_options=init_options,
         )
     )
-    return Session(client, workspace, config_dir)
+    return Session(client, workspace, config_dir)  # type: ignore[arg-type]
+
+
+# What the server logs once every feature has taken a folder change in (wiring.py).
+FOLDERS_CHANGED = "workspace folders changed: "
+
+
+class SharedServer:
+    """One server for many tests, started without a folder: :meth:`enter` gives a test a
+    session on a folder of its own and :meth:`leave` takes the folder away again. The
+    trust store is the server's (``config_dir``), shared by its tests; each folder is a new
+    path, so each starts untrusted."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.client = session.client
+        self.config_dir = session.config_dir
+
+    @classmethod
+    async def start(cls, config_dir: Path, **kwargs: Any) -> SharedServer:
+        return cls(await start_session(None, config_dir, **kwargs))
+
+    def _forget(self) -> None:
+        """The client's records start empty for each test (a late answer queued by one
+        test must not answer the next one's prompt)."""
+        c = self.client
+        for records in (c.messages, c.log_messages, c.shown_documents, c.prompts, c.answers,
+                        c.lens_refreshes, c.inlay_hint_refreshes):
+            records.clear()
+        c.diagnostics.clear()
+        c.progress_reports.clear()
+        c.lens_refreshed.clear()
+        c.inlay_hints_refreshed.clear()
+
+    async def _change_folders(self, s: Session, *, added: list[Path], removed: list[Path]) -> None:
+        folders = [types.WorkspaceFolder(uri=f.as_uri(), name=f.name) for f in (*added, *removed)]
+        said = f"added {added[0]}" if added else f"removed {removed[0]}"
+        before = sum(FOLDERS_CHANGED in m and said in m for m in (m.message for m in self.client.log_messages))
+        self.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            event=types.WorkspaceFoldersChangeEvent(added=folders[:len(added)], removed=folders[len(added):])))
+        await s.wait_for(
+            lambda: sum(FOLDERS_CHANGED in m and said in m for m in (m.message for m in self.client.log_messages)) > before,
+            on=LOG, what=f"the server's word that it {said}")
+
+    async def enter(self, workspace: Path, configuration: dict | None = None) -> Session:
+        """A session on ``workspace``, added as a folder; ``configuration``: its settings
+        (``workspace/configuration`` for the folder), as a per-folder setting."""
+        self._forget()
+        if configuration is not None:
+            self.client.set_configuration(configuration, scope_uri=workspace.as_uri())
+        s = Session(self.client, workspace, self.config_dir)
+        await self._change_folders(s, added=[workspace], removed=[])
+        return s
+
+    async def leave(self, s: Session) -> None:
+        for uri in s.versions:
+            self.client.text_document_did_close(
+                types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        await self._change_folders(s, added=[], removed=[s.workspace])
+
+    async def stop(self) -> None:
+        await stop_session(self.session)
+
+
+class SharedServers:
+    """A module's shared servers, one per editor, each started when a test first asks for
+    it: ``s = await servers.enter(workspace, editor=...)`` ... ``await servers.leave(s)``."""
+
+    def __init__(self, config_dir: Path) -> None:
+        self.config_dir = config_dir
+        self.servers: dict[str, SharedServer] = {}
+        self._of: dict[int, SharedServer] = {}
+
+    async def enter(self, workspace: Path, *, editor: str = "neovim", configuration: dict | None = None) -> Session:
+        if editor not in self.servers:
+            self.servers[editor] = await SharedServer.start(self.config_dir, editor=editor)
+        s = await self.servers[editor].enter(workspace, configuration)
+        self._of[id(s)] = self.servers[editor]
+        return s
+
+    async def leave(self, s: Session) -> None:
+        await self._of.pop(id(s)).leave(s)
+
+    async def stop(self) -> None:
+        for server in self.servers.values():
+            await server.stop()
+
+
+def trusted_in_store(config_dir: Path, workspace: Path) -> bool | None:
+    """What the trust store under ``config_dir`` says of ``workspace`` (None: nothing)."""
+    import json
+
+    path = config_dir / "trust.json"
+    if not path.exists():
+        return None
+    entry = json.loads(path.read_text()).get("workspaces", {}).get(str(workspace.resolve()))
+    return None if entry is None else bool(entry.get("trusted"))
 
 
 async def stop_session(session: Session) -> None:

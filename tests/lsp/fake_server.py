@@ -17,9 +17,8 @@ import subprocess
 import sys
 import time
 import tomllib
-import types
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -29,8 +28,8 @@ from capture.graph.frame_repeats import collapse_failure  # noqa: E402
 from capture.graph.model import Capture, Failure, Frame, Source  # noqa: E402
 from capture.recipe import Recipe, RecipeError  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
-from capture.frameworks.supported import check_torch  # noqa: E402
-from capture.session import Baseline, CaptureJob  # noqa: E402
+from capture.torch.version_check import check_torch  # noqa: E402
+from capture.session import Baseline, CaptureJob, CaptureRequest, SessionResult, WarmWorkers, run_session  # noqa: E402
 from capture.worker.errors import CaptureError  # noqa: E402
 from capture.worker.protocol import MissingDependenciesDetails  # noqa: E402
 from tensorviz_lsp.backends import (  # noqa: E402
@@ -41,7 +40,7 @@ from tensorviz_lsp.backends import (  # noqa: E402
     Viewer,
     ViewerHooks,
 )
-from tensorviz_lsp.lsplog import install  # noqa: E402
+from tensorviz_lsp.lsplog import LspLogHandler, install  # noqa: E402
 from viewer.projection.lines import LineIndex  # noqa: E402
 from tensorviz_lsp.wiring import create_server  # noqa: E402
 
@@ -113,6 +112,7 @@ class FakeBackends:
     def __init__(self) -> None:
         #: The viewer started for each folder (what fake.reveal plays).
         self.viewers: dict[Path, FakeViewer] = {}
+        self._warm = FakeWarmWorkers()
 
     def discover(self, text: str, path: Path, root: Path | None, python: str | None = None) -> Discovered:
         cands = []
@@ -166,7 +166,14 @@ class FakeBackends:
         except FileNotFoundError:
             return {}
 
-    def run_capture(self, job: CaptureJob) -> Capture:
+    def run_session(self, request: CaptureRequest) -> SessionResult:
+        """The real capture session (checks, graph file, history) with the fake worker step."""
+        return run_session(request, self._worker)
+
+    def warm_workers(self) -> WarmWorkers:
+        return self._warm
+
+    def _worker(self, job: CaptureJob) -> Capture:
         """The worker step: the session's own checks (trust, saved source, interpreter)
         ran before; what the fake does follows ``.fake/capture.json``."""
         root = job.workspace
@@ -216,7 +223,7 @@ class FakeBackends:
                 )
         if b.get("torch_version"):  # the worker's own Torch floor check, on a Torch of that version
             try:
-                check_torch(types.SimpleNamespace(__version__=b["torch_version"]))
+                check_torch(b["torch_version"])
             except CaptureError as exc:
                 return Capture.failed_capture(Failure(exc.error_type or "CaptureError", exc.message, stage=exc.stage,
                                                       details=dict(exc.details)))
@@ -267,16 +274,21 @@ class FakeBackends:
         viewer = self.viewers[folder] = FakeViewer(hooks, folder / ".fake" / "viewer-events.jsonl")
         return viewer
 
-    def warm_retain(self, root: Path, python: str | None, env: dict[str, str]) -> None:
+
+
+class FakeWarmWorkers(WarmWorkers):
+    """The server's warm workers, played: what the features ask is logged, nothing starts."""
+
+    def retain(self, root: Path, python: str | None, env: Mapping[str, str]) -> None:
         log.info("fake warm worker of %s: retained for %s", root, python)
 
-    def warm_preload(self, root: Path, python: str, env: dict[str, str], names: list[str],
-                     idle_seconds: float) -> str:
+    def preload(self, root: Path, python: str, env: Mapping[str, str], names: list[str],
+                idle_seconds: float) -> str:
         log.info("fake warm worker of %s: preload %s", root, json.dumps(names))
         return "started"
 
-    def shutdown(self) -> None:
-        log.info("fake backends: shut down")
+    def close(self) -> None:
+        log.info("fake warm workers: closed")
 
 
 backends = FakeBackends()
@@ -296,4 +308,10 @@ if __name__ == "__main__":
     for handler in logging.getLogger().handlers:
         handler.setLevel(logging.WARNING)
     install(server, logging.INFO)
+    # Follow-cursor's debounce says at DEBUG when a move will be told and when it was told:
+    # tests await those instead of sleeping past the debounce (tests/lsp/test_show_in_graph.py).
+    cursor_log = logging.getLogger("tensorviz_lsp.features.show_in_graph")
+    cursor_log.setLevel(logging.DEBUG)
+    cursor_log.addHandler(LspLogHandler(server, logging.DEBUG))
+    cursor_log.propagate = False
     server.start_io()

@@ -25,8 +25,8 @@ def members(protocol: type) -> dict[str, object]:
 
 def test_the_protocols_name_what_the_features_use():
     assert set(members(Backends)) == {
-        "discover", "index_changed", "save_profile", "run_capture", "changed_sources", "start_viewer",
-        "warm_retain", "warm_preload", "shutdown",
+        "discover", "index_changed", "save_profile", "run_session", "warm_workers", "changed_sources",
+        "start_viewer",
     }
     assert set(members(Viewer)) == {"add_capture", "url_for", "publish", "lines", "pages", "stop"}
     assert isinstance(vars(Viewer)["url"], property)

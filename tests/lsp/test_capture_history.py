@@ -11,7 +11,7 @@ import pytest
 
 from .conftest import start_session, stop_session
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
 PROFILE = "jax_example"  # the spec recipe's profile for model.py:net
 

@@ -17,7 +17,8 @@ from .conftest import DIAGNOSTICS, REAL_SERVER, SPEC_MLP, make_workspace, start_
 from .test_e2e_real import _get, _split
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.jax,
-              pytest.mark.skipif(importlib.util.find_spec("flax") is None, reason="needs jax and flax")]
+              pytest.mark.skipif(importlib.util.find_spec("flax") is None, reason="needs jax and flax"),
+              pytest.mark.slow]
 
 MODEL = "scripts/06_scan_over_layers.py"
 # A helper beside it, imported the way a script imports its siblings.

@@ -20,7 +20,7 @@ from processes import exited_async
 
 from .conftest import DIAGNOSTICS, REAL_SERVER, SPEC_NET, SPEC_RECIPE, make_workspace, start_session, stop_session
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
 HAS_JAX = importlib.util.find_spec("jax") is not None and importlib.util.find_spec("flax") is not None
 HAS_TORCH = importlib.util.find_spec("torch") is not None

@@ -13,9 +13,10 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types
 
-from .conftest import DIAGNOSTICS, LOG, PROGRESS, start_session, stop_session
+from .conftest import DIAGNOSTICS, LOG, PROGRESS, SharedServer, start_session, stop_session
 
-pytestmark = pytest.mark.asyncio
+# One event loop for the module: its tests share a server per editor (SharedServer).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 ON = {"tensorviz": {"recaptureOnSave": True}}
 
@@ -40,11 +41,19 @@ def preloads(session) -> list[list[str]]:
     return out
 
 
-@pytest_asyncio.fixture(params=["neovim", "vscode"])
-async def session(request, spec_workspace, config_dir):
-    s = await start_session(spec_workspace, config_dir, editor=request.param, init_options=ON)
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["neovim", "vscode"])
+async def server(request, tmp_path_factory):
+    shared = await SharedServer.start(tmp_path_factory.mktemp("user-config"), editor=request.param, init_options=ON)
+    yield shared
+    await shared.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(server, spec_workspace):
+    """The module's server for this editor (recapture on save on), on this test's folder."""
+    s = await server.enter(spec_workspace)
     yield s
-    await stop_session(s)
+    await server.leave(s)
 
 
 # -- 1. warm from the first capture ---------------------------------------------------
@@ -69,6 +78,7 @@ async def test_a_trusted_folder_with_a_model_file_open_preloads_its_frameworks_a
     assert json.loads((ws / ".fake" / "last-job.json").read_text()) == {"warm_idle_seconds": 600.0}
 
 
+@pytest.mark.slow
 async def test_an_untrusted_folder_preloads_nothing_until_it_is_trusted(spec_workspace, config_dir):
     s = await start_session(spec_workspace, config_dir)
     try:
@@ -82,6 +92,7 @@ async def test_an_untrusted_folder_preloads_nothing_until_it_is_trusted(spec_wor
         await stop_session(s)
 
 
+@pytest.mark.slow
 async def test_no_preload_when_the_warm_worker_is_off(spec_workspace, config_dir):
     s = await start_session(spec_workspace, config_dir, init_options={"tensorviz": {"warmWorkerIdleSeconds": 0}})
     try:
@@ -94,6 +105,7 @@ async def test_no_preload_when_the_warm_worker_is_off(spec_workspace, config_dir
         await stop_session(s)
 
 
+@pytest.mark.slow
 async def test_a_file_opened_as_the_server_starts_preloads_by_the_settings_not_the_defaults(spec_workspace, config_dir):
     """An editor opens its buffer right after ``initialized``, while the server still asks
     for its settings (Neovim does): the preload waits for them. With the warm worker
@@ -172,6 +184,7 @@ async def test_a_save_that_does_not_parse_starts_no_capture_and_the_lens_says_wh
     broken = text + "\ndef later(:\n    SYNTAX ERROR\n"  # (what the fake discovery cannot read)
     session.save("model.py", broken)
     await session.logged("not recapturing net (profile jax_example): model.py does not parse (line 8")
+    await session.logged("fake viewer: capture-failed")  # the viewer is told after the log line
     failed = events(ws, "capture-failed")
     assert failed and failed[-1]["data"]["stage"] == "source" and "model.py does not parse (line 8" in \
         failed[-1]["data"]["message"]
@@ -244,7 +257,6 @@ async def test_a_raising_forward_is_reported_on_the_line_that_raised(session):
 
 async def test_cancel_capture_stops_the_folders_running_capture_with_one_reason(session):
     import asyncio
-    import time
 
     ws = session.workspace
     await session.execute("tensorviz.trustWorkspace")
@@ -256,11 +268,11 @@ async def test_cancel_capture_stops_the_folders_running_capture_with_one_reason(
     # Progress says which stage and for how long, every second while it lasts.
     await session.wait_for(lambda: any(re.search(r"^starting worker \(\d+ s\)$", m) for m in progress_messages(session)),
                            on=PROGRESS, what="elapsed seconds in the progress")
-    started = time.monotonic()
     answer = await session.execute("tensorviz.cancelCapture", {"folder": str(ws)})
     assert answer == {"ok": True, "cancelled": ["jax_example"]}
-    result = await asyncio.wait_for(running, 10)
-    assert time.monotonic() - started < 1.0, "the capture ended within a second"
+    # Ended by the cancel, not by the fake worker's 60 s (the wait only ends a hang; how
+    # long a cancel takes with the real worker: benchmarks/bench_lsp.py).
+    result = await asyncio.wait_for(running, 30)
     assert result["reason"] == "cancelled" and result["why"] == "cancelled by the user (tensorviz.cancelCapture)"
     (line,) = [m.message for m in session.client.log_messages if "cancelled" in m.message and "after" in m.message]
     assert line.endswith(": cancelled by the user (tensorviz.cancelCapture)")

@@ -9,10 +9,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tensorviz_lsp.framing import BODY_SECONDS
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,9 +101,9 @@ def test_a_length_no_reader_can_honour_ends_the_server_with_a_reason(wire):
 
 
 def test_a_length_longer_than_the_body_ends_the_server_instead_of_swallowing_messages(wire):
-    started = time.monotonic()
     wire.send(b"Content-Length: 5000\r\n\r\n" + json.dumps(hover(3, 5)).encode())
     wire.send(frame({"jsonrpc": "2.0", "id": 4, "method": "shutdown", "params": None}))
-    assert wire.proc.wait(timeout=60) == 1
-    assert time.monotonic() - started < 40
-    assert "did not arrive within" in wire.proc.stderr.read().decode()
+    # Ended by the body's deadline (the shutdown inside the missing bytes is never
+    # answered); the wait only ends a hang. How long it takes: benchmarks/bench_lsp.py.
+    assert wire.proc.wait(timeout=120) == 1
+    assert f"did not arrive within {BODY_SECONDS:g} s" in wire.proc.stderr.read().decode()

@@ -18,7 +18,7 @@ from hint_models import CNN
 from tensorviz_lsp.backends import Pos, Span
 from tensorviz_lsp.features import assigned_names
 from tensorviz_lsp.features.captured_lines import FileLines, line_map
-from tensorviz_lsp.features.freshness import Record
+from tensorviz_lsp.records import Record
 from tensorviz_lsp.features.hover import returned_values, value_of
 from tensorviz_lsp.features.inlay_hints import compute_hints
 from tensorviz_lsp.features.line_values import hint_label
@@ -111,7 +111,11 @@ def test_torch_hints_show_measured_values_at_the_end_of_each_line(cnn):
     # measured after the relu: nothing below 0; 2·8·8·8 float32 values are 4 KiB
     m = re.search(r"- `f32\[2,8,8,8\]` · 4 KiB · min (\S+) · max (\S+) · mean (\S+) · std (\S+) · NaN 0 · Inf 0", stem)
     assert m and float(m.group(1)) == 0.0 and float(m.group(2)) > 0, stem
-    assert "2 ops behind it. Measured by running the model (PyTorch)." in stem
+    # what the call costs, beside its op count (issue 35): the stem's conv and relu
+    cost = re.search(r"2 ops behind it \(([\d.]+) kFLOPs · ([\d.]+) KiB moved · (\d+) params; "
+                     r"a multiply-add counts 2 FLOPs, bytes unfused\)\. Measured by running the model \(PyTorch\)\.", stem)
+    assert cost, stem
+    assert int(cost.group(3)) == 8 * 3 * 3 * 3 + 8  # the stem's weight and bias
     block = got[line_no(text, "self.norm(self.conv(x))")][1]
     assert "the line ran 3× (the first call is shown, in `blocks.0`)" in block, block
     assert "As of the last capture" not in block
@@ -274,7 +278,9 @@ def test_a_module_call_that_ran_no_op_is_no_run_and_return_hands_back_its_names(
     # The Dropout ran no op: the line ran once, not "×2" (issue 30), and is no template.
     label, tip = got[line_no(text, "x = self.drop(")]
     assert label == "f32[2,5,8]", label
-    assert "2 ops behind it. Measured" in tip and "ran 2×" not in tip and "control-flow" not in tip, tip
+    # the embedding (11·8 = 88 parameters, a gather: no FLOPs) and the multiply (80 elements)
+    assert "2 ops behind it (80 FLOPs · " in tip and " · 88 params; a multiply-add counts 2 FLOPs" in tip, tip
+    assert "). Measured" in tip and "ran 2×" not in tip and "control-flow" not in tip, tip
     # The line's one call holds the Dropout too (what Show in Graph outlines), and the
     # Show in Graph title counts one run: "2 ops", no "×2" (issue 30).
     entry = lines.idx.at("lm.py", line_no(text, "x = self.drop(") + 1)

@@ -11,14 +11,23 @@ import importlib.util
 import re
 
 import pytest
+import pytest_asyncio
 from lsprotocol import types
 
-from .conftest import REAL_SERVER, make_workspace, start_session, stop_session
+from .conftest import REAL_SERVER, SharedServers, make_workspace, start_session, stop_session
 from hint_models import CNN, CNN_RECIPE
 
 from .test_inlay_hints import line_no
 
-pytestmark = pytest.mark.asyncio
+# One event loop for the module: its fake-server tests share a server per editor.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def servers(tmp_path_factory):
+    shared = SharedServers(tmp_path_factory.mktemp("user-config"))
+    yield shared
+    await shared.stop()
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
@@ -61,6 +70,7 @@ async def refreshed(s, before: int) -> None:
         raise AssertionError(f"no workspace/inlayHint/refresh; log:\n{s.logs()}") from None
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
 async def test_torch_cnn_hints_refresh_stale_and_recapture(tmp_path, config_dir):
@@ -93,7 +103,8 @@ async def test_torch_cnn_hints_refresh_stale_and_recapture(tmp_path, config_dir)
         tip = await tooltip(s, stem)
         assert tip.startswith("**TensorViz** · profile `cnn` (CNN, PyTorch), captured at "), tip
         assert re.search(r"`f32\[2,8,8,8\]` · 4 KiB · min 0 · max \S+ · mean \S+ · std \S+ · NaN 0 · Inf 0", tip), tip
-        assert "2 ops behind it. Measured by running the model (PyTorch)." in tip
+        assert re.search(r"2 ops behind it \([\d.]+ kFLOPs · [\d.]+ KiB moved · 224 params; a multiply-add counts 2 "
+                         r"FLOPs, bytes unfused\)\. Measured by running the model \(PyTorch\)\.", tip), tip
         block = await tooltip(s, got[line_no(text, "self.norm(self.conv(x))")])
         assert "the line ran 3× (the first call is shown, in `blocks.0`)" in block
         # a range asks for its lines only
@@ -165,8 +176,8 @@ def fake_workspace(tmp_path):
 
 
 @pytest.mark.parametrize("editor", ["neovim", "vscode"])
-async def test_fake_capture_hints_with_and_without_refresh_support(tmp_path, config_dir, editor):
-    s = await start_session(fake_workspace(tmp_path), config_dir, editor=editor)
+async def test_fake_capture_hints_with_and_without_refresh_support(tmp_path, servers, editor):
+    s = await servers.enter(fake_workspace(tmp_path), editor=editor)
     try:
         s.open("model/layer4.py")
         await s.execute("tensorviz.trustWorkspace")
@@ -189,12 +200,12 @@ async def test_fake_capture_hints_with_and_without_refresh_support(tmp_path, con
             assert first.tooltip is not None
         assert "Traced by JAX, not measured" in await tooltip(s, first)
     finally:
-        await stop_session(s)
+        await servers.leave(s)
 
 
-async def test_the_setting_turns_hints_off(tmp_path, config_dir):
+async def test_the_setting_turns_hints_off(tmp_path, servers):
     ws = fake_workspace(tmp_path)
-    s = await start_session(ws, config_dir, editor="neovim", configuration={ws.as_uri(): {"tensorviz": {"inlayHints": False}}})
+    s = await servers.enter(ws, editor="neovim", configuration={"tensorviz": {"inlayHints": False}})
     try:
         s.open("model/layer4.py")
         await s.execute("tensorviz.trustWorkspace")
@@ -207,15 +218,15 @@ async def test_the_setting_turns_hints_off(tmp_path, config_dir):
         await refreshed(s, before)
         assert await hints(s, "model/layer4.py")
     finally:
-        await stop_session(s)
+        await servers.leave(s)
 
 
 
-async def test_two_profiles_of_one_file_give_one_hint_per_line_naming_the_other(tmp_path, config_dir):
+async def test_two_profiles_of_one_file_give_one_hint_per_line_naming_the_other(tmp_path, servers):
     ws = fake_workspace(tmp_path)
     recipes = ws / ".tensorviz" / "recipes.toml"
     recipes.write_text(recipes.read_text() + FAKE_RECIPE.replace("profiles.layer", "profiles.again"))
-    s = await start_session(ws, config_dir, editor="vscode")
+    s = await servers.enter(ws, editor="vscode")
     try:
         s.open("model/layer4.py")
         await s.execute("tensorviz.trustWorkspace")
@@ -228,11 +239,11 @@ async def test_two_profiles_of_one_file_give_one_hint_per_line_naming_the_other(
         assert tip.startswith("**TensorViz** · profile `again`"), tip  # the newest capture's
         assert re.search(r"Also run by profile `layer` \(captured at [\d:]+\): the same values", tip), tip
     finally:
-        await stop_session(s)
+        await servers.leave(s)
 
 
-async def test_hover_on_an_assigned_name_and_on_a_candidate(tmp_path, config_dir):
-    s = await start_session(fake_workspace(tmp_path), config_dir, editor="neovim")
+async def test_hover_on_an_assigned_name_and_on_a_candidate(tmp_path, servers):
+    s = await servers.enter(fake_workspace(tmp_path), editor="neovim")
     try:
         s.open("model/layer4.py")
         assert await hover(s, "model/layer4.py", 41, 1) is None, "nothing captured yet"
@@ -250,12 +261,12 @@ async def test_hover_on_an_assigned_name_and_on_a_candidate(tmp_path, config_dir
         assert net.startswith("**TensorViz** · `net`: JAX function (jax)") and "Profile `layer`" in net
         assert "assigned on line" not in net
     finally:
-        await stop_session(s)
+        await servers.leave(s)
 
 
-async def test_a_changed_profile_marks_the_hints_stale_and_refreshes_them(tmp_path, config_dir):
+async def test_a_changed_profile_marks_the_hints_stale_and_refreshes_them(tmp_path, servers):
     ws = fake_workspace(tmp_path)
-    s = await start_session(ws, config_dir, editor="neovim")
+    s = await servers.enter(ws, editor="neovim")
     try:
         s.open("model/layer4.py")
         await s.execute("tensorviz.trustWorkspace")
@@ -273,4 +284,4 @@ async def test_a_changed_profile_marks_the_hints_stale_and_refreshes_them(tmp_pa
         tip = await tooltip(s, got[41])
         assert "Changed since: .tensorviz/recipes.toml (profile layer changed)." in tip, tip
     finally:
-        await stop_session(s)
+        await servers.leave(s)

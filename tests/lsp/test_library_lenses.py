@@ -16,7 +16,7 @@ from library_trees import PYTHON_VERSION, fake_venv
 
 from .conftest import REAL_SERVER, make_workspace, start_session, stop_session
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.slow]
 
 MODEL = """\
 from transformers import GPT2LMHeadModel

@@ -27,7 +27,7 @@ pytestmark = [
     pytest.mark.asyncio,
     pytest.mark.jax,
     pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax"),
-]
+              pytest.mark.slow]
 
 PROFILE = "jax_example"  # the spec recipe's profile of model.py:net
 

@@ -12,7 +12,7 @@ import pytest
 from .test_framing import Wire, frame, hover, wire  # noqa: F401  (wire: the fixture)
 
 # An unanswered request blocks the read: fail after a while instead of at pytest's 300 s.
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
 HOVER = {"textDocument": {"uri": "file:///nowhere/x.py"}, "position": {"line": 0, "character": 0}}
 PARSE_ERROR, INVALID_REQUEST, NOT_INITIALIZED = -32700, -32600, -32002

@@ -12,9 +12,10 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types
 
-from .conftest import DIAGNOSTICS, LOG, start_session, stop_session
+from .conftest import DIAGNOSTICS, LOG, SharedServer, start_session, stop_session
 
-pytestmark = pytest.mark.asyncio
+# One event loop for the module: its tests share a server per editor (SharedServer).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 ON = {"tensorviz": {"recaptureOnSave": True}}
 
@@ -34,15 +35,23 @@ def marked(text: str, name: str) -> str:
     return text + f"\n# marker {name}\n"
 
 
-@pytest_asyncio.fixture(params=["neovim", "vscode"])
-async def live(request, spec_workspace, config_dir):
-    s = await start_session(spec_workspace, config_dir, editor=request.param, init_options=ON)
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=["neovim", "vscode"])
+async def server(request, tmp_path_factory):
+    shared = await SharedServer.start(tmp_path_factory.mktemp("user-config"), editor=request.param, init_options=ON)
+    yield shared
+    await shared.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def live(server, spec_workspace):
+    """The module's server (recapture on save on) on this test's folder, its graph open."""
+    s = await server.enter(spec_workspace)
     await s.execute("tensorviz.trustWorkspace")
     s.open("model.py")
     result = await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"})
     assert result["ok"] is True
     yield s
-    await stop_session(s)
+    await server.leave(s)
 
 
 async def added(session, n: int) -> list[dict]:
@@ -128,6 +137,7 @@ async def test_a_failed_recapture_keeps_the_old_graph_and_gives_the_diagnostic(l
     await live.wait_for(lambda: not live.diagnostics("model.py"), on=DIAGNOSTICS, what="all clear")
 
 
+@pytest.mark.slow
 async def test_off_by_default(spec_workspace, config_dir):
     s = await start_session(spec_workspace, config_dir)
     try:

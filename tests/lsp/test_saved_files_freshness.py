@@ -49,6 +49,7 @@ async def test_the_watched_files_include_checkpoints_and_fixtures():
     assert SAVED_FILES_GLOB == "**/*.{bin,npz,pt,pth,safetensors}"
 
 
+@pytest.mark.slow
 async def test_a_replaced_checkpoint_makes_the_graph_stale(session):
     await session.execute("tensorviz.trustWorkspace")
     session.open("tmodel.py")
@@ -93,6 +94,7 @@ async def test_saved_file_issues(tmp_path, tmp_path_factory):
     ]  # the JAX profile is invalid as a recipe: its own diagnostic says so
 
 
+@pytest.mark.slow
 async def test_a_missing_checkpoint_is_a_diagnostic_until_it_appears(tmp_path, config_dir):
     ws = make_workspace(tmp_path / "ws", {"tmodel.py": MODEL, ".tensorviz/recipes.toml": RECIPES})
     s = await start_session(ws, config_dir)

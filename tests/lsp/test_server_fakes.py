@@ -18,9 +18,19 @@ from lsprotocol import types
 
 from processes import exited_async
 
-from .conftest import DIAGNOSTICS, LOG, PROGRESS, SPEC_RECIPE, start_session, stop_session
+from .conftest import (
+    DIAGNOSTICS,
+    LOG,
+    PROGRESS,
+    SPEC_RECIPE,
+    SharedServer,
+    start_session,
+    stop_session,
+    trusted_in_store,
+)
 
-pytestmark = pytest.mark.asyncio
+# One event loop for the module: its tests share a server per editor (SharedServer).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 EDITORS = ["neovim", "vscode"]
 
@@ -35,11 +45,19 @@ def behave(ws: Path, **behaviour) -> None:
     (ws / ".fake" / "capture.json").write_text(json.dumps(behaviour))
 
 
-@pytest_asyncio.fixture(params=EDITORS)
-async def session(request, spec_workspace, config_dir):
-    s = await start_session(spec_workspace, config_dir, editor=request.param)
+@pytest_asyncio.fixture(scope="module", loop_scope="module", params=EDITORS)
+async def server(request, tmp_path_factory):
+    shared = await SharedServer.start(tmp_path_factory.mktemp("user-config"), editor=request.param)
+    yield shared
+    await shared.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(server, spec_workspace):
+    """The module's server for this editor, on this test's own folder."""
+    s = await server.enter(spec_workspace)
     yield s
-    await stop_session(s)
+    await server.leave(s)
 
 
 async def test_lenses_show_the_saved_profile(session):
@@ -96,7 +114,7 @@ async def test_untrusted_workspace_runs_nothing_then_trust_and_capture(session):
     assert any("not trusted" in m for m in session.messages())
     prompt = session.client.prompts[-1]
     assert str(session.workspace) in prompt.message and "trust" in prompt.message.lower()
-    assert not (session.config_dir / "trust.json").exists()
+    assert trusted_in_store(session.config_dir, session.workspace) is None, "declined: nothing stored"
 
     session.answer("Trust Workspace")
     result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
@@ -231,6 +249,7 @@ async def test_deep_recursion_diagnostic_says_how_many_repeats(session):
     assert hint.range.start.line == 4 and hint.message == "capture of jax_example failed, see line 6 (RecursionError)"
 
 
+@pytest.mark.slow
 async def test_dependency_install_declined_then_accepted(spec_workspace, config_dir):
     ws = spec_workspace
     behave(ws, missing=["jax", "flax"])
@@ -257,6 +276,7 @@ async def test_dependency_install_declined_then_accepted(spec_workspace, config_
         await stop_session(s)
 
 
+@pytest.mark.slow
 async def test_failed_install_is_reported(spec_workspace, config_dir):
     behave(spec_workspace, missing=["jax"])
     failing = [sys.executable, "-c", "import sys; print('no such package'); sys.exit(3)"]
@@ -316,6 +336,7 @@ async def test_reveal_opens_a_library_file_by_its_absolute_path(session, tmp_pat
     assert shown.selection == types.Range(types.Position(2, 8), types.Position(2, 20))
 
 
+@pytest.mark.slow
 async def test_show_document_fallback_message(spec_workspace, config_dir):
     s = await start_session(spec_workspace, config_dir, capabilities=types.ClientCapabilities())
     try:
@@ -330,6 +351,7 @@ async def test_show_document_fallback_message(spec_workspace, config_dir):
         await stop_session(s)
 
 
+@pytest.mark.slow
 async def test_bad_setting_logged_and_default_used(spec_workspace, config_dir):
     s = await start_session(spec_workspace, config_dir, init_options={"tensorviz": {"captureTimeout": "soon", "python": 42}})
     try:
@@ -341,6 +363,7 @@ async def test_bad_setting_logged_and_default_used(spec_workspace, config_dir):
         await stop_session(s)
 
 
+@pytest.mark.slow
 async def test_interpreter_from_configuration_per_folder(tmp_path, config_dir):
     from .conftest import SPEC_NET, make_workspace
 
@@ -364,6 +387,7 @@ async def test_interpreter_from_configuration_per_folder(tmp_path, config_dir):
         await stop_session(s)
 
 
+@pytest.mark.slow
 async def test_shutdown_stops_the_viewer(spec_workspace, config_dir):
     s = await start_session(spec_workspace, config_dir)
     await s.execute("tensorviz.trustWorkspace")
@@ -379,6 +403,7 @@ def _get(result, key):
     return getattr(result, key, None)
 
 
+@pytest.mark.slow
 async def test_multi_root_trust_and_profiles_are_per_folder(tmp_path, config_dir):
     from .conftest import SPEC_NET, make_workspace
 
@@ -486,6 +511,7 @@ async def test_changed_profile_marks_the_graph_stale(session):
     assert ".tensorviz/recipes.toml (profile jax_example removed)" in diags[0].message
 
 
+@pytest.mark.slow
 async def test_profile_change_in_another_folder_does_not_count(tmp_path, config_dir):
     from .conftest import SPEC_NET, make_workspace
 
@@ -516,6 +542,7 @@ async def test_profile_change_in_another_folder_does_not_count(tmp_path, config_
 # -- tensorviz.captureEnv --------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_capture_env_setting_reaches_the_worker_per_folder(tmp_path, config_dir):
     from .conftest import SPEC_NET, make_workspace
 
@@ -830,8 +857,7 @@ async def test_installing_into_the_workspaces_own_interpreter_needs_trust_first(
     (prompt,) = session.client.prompts
     assert "Do you trust this workspace?" in prompt.message and str(venv / "python") in prompt.message
     assert "inside the workspace" in prompt.message
-    trust_file = session.config_dir / "trust.json"
-    assert not trust_file.exists() or '"trusted": true' not in trust_file.read_text()
+    assert not trusted_in_store(session.config_dir, session.workspace)
     # Trusted, it goes on to the reviewed install prompt (declined here: nothing runs).
     session.answer("Trust Workspace", "Cancel")
     result = await session.execute("tensorviz.installDependencies", {"packages": ["tensorviz-no-such-package"]})

@@ -21,7 +21,8 @@ from tensorviz_lsp.trust import TrustStore
 from .test_framing import Wire, frame
 
 pytestmark = [pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX"),
-              pytest.mark.timeout(180)]
+              pytest.mark.timeout(180),
+              pytest.mark.slow]
 
 SLEEPY = '''
 import os
@@ -70,10 +71,10 @@ def test_a_signal_during_a_capture_ends_the_server_and_its_worker(tmp_path, sig)
             assert time.monotonic() < end, "the model never ran"
             time.sleep(0.05)
         worker, detached = (int(p) for p in pids.read_text().split())
-        signalled = time.monotonic()
         wire.proc.send_signal(sig)
-        assert wire.proc.wait(timeout=30) == 128 + sig, wire.proc.stderr.read().decode()
-        assert time.monotonic() - signalled < 15
+        # The wait only ends a hang (the capture runs forever); how long the server takes
+        # to go: benchmarks/bench_lsp.py.
+        assert wire.proc.wait(timeout=60) == 128 + sig, wire.proc.stderr.read().decode()
         assert exited(worker, 5), f"the worker {worker} outlived the server ({sig.name})"
         assert exited(detached, 5), f"the model's detached process {detached} outlived the server ({sig.name})"
         assert f"{sig.name} received" in wire.proc.stderr.read().decode()

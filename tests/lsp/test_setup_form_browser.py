@@ -151,6 +151,7 @@ async def session(tmp_path, config_dir):
     await stop_session(s)
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 @pytest.mark.browser
 @pytest.mark.jax
@@ -259,6 +260,7 @@ async def two_models(tmp_path, config_dir):
     await stop_session(s)
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 @pytest.mark.browser
 @pytest.mark.jax

@@ -7,7 +7,6 @@ line index is the real one (viewer/projection/lines.py). ``.fake/pages.json`` pl
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -15,10 +14,11 @@ import pytest
 import pytest_asyncio
 from lsprotocol import types
 
-from .conftest import SPEC_RECIPE, start_session, stop_session
+from .conftest import SPEC_RECIPE, SharedServer, start_session, stop_session
 from .test_server_fakes import _get, behave, viewer_events
 
-pytestmark = pytest.mark.asyncio
+# One event loop for the module: its tests share a server (SharedServer).
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 # SPEC_NET: line 6 (0-based 5) is `return jax.nn.relu(x @ jnp.ones((3, 4)))`, line 5 `def net(x):`.
 BODY0, DEF0 = 5, 4
@@ -64,11 +64,30 @@ def events(ws: Path, name: str) -> list[dict]:
     return [e["data"] for e in viewer_events(ws) if e["event"] == name]
 
 
-@pytest_asyncio.fixture
-async def session(spec_workspace, config_dir):
-    s = await start_session(spec_workspace, config_dir, editor="neovim")
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server(tmp_path_factory):
+    shared = await SharedServer.start(tmp_path_factory.mktemp("user-config"), editor="neovim")
+    yield shared
+    await shared.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def session(server, spec_workspace):
+    """The module's server (Neovim) on this test's own folder."""
+    s = await server.enter(spec_workspace)
     yield s
-    await stop_session(s)
+    await server.leave(s)
+
+
+FOLLOW = {"tensorviz": {"followCursor": True}}
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def following(server, spec_workspace):
+    """The same, with ``tensorviz.followCursor`` on for this folder."""
+    s = await server.enter(spec_workspace, configuration=FOLLOW)
+    yield s
+    await server.leave(s)
 
 
 async def test_code_action_only_on_captured_lines(session, tmp_path):
@@ -161,40 +180,72 @@ async def highlight(s, line: int) -> None:
     assert not got, "follow-cursor answers with no highlights"
 
 
+# The debounce's own word (debug log lines the fake server forwards): a move that will be
+# told once the cursor rests, and a push that told the pages. Awaited, never slept past.
+WILL_TELL = "follow-cursor: line "
+TOLD = " told: "
+
+
+def told_count(s) -> int:
+    return s.log_count(TOLD)
+
+
+async def told(s, line: int, *, after: int) -> str:
+    """The next push past ``after`` earlier ones; it must be for 1-based ``line``."""
+    message = await s.logged(TOLD, after=after, timeout=30)
+    assert message.startswith(f"follow-cursor: line {line} of "), message
+    return message
+
+
+async def nothing_scheduled(s, since: int) -> None:
+    """No move since ``since`` earlier ``WILL_TELL`` logs will be told: after one more round
+    trip (the server logs a move before it answers the request after it), none came."""
+    await s.client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=s.uri("model.py")), position=types.Position(0, 0)))
+    scheduled = [m for m in (m.message for m in s.client.log_messages) if m.startswith(WILL_TELL) and TOLD not in m]
+    assert scheduled[since:] == [], scheduled[since:]
+
+
+def will_tell_count(s) -> int:
+    return sum(m.message.startswith(WILL_TELL) and TOLD not in m.message for m in s.client.log_messages)
+
+
 async def test_follow_cursor_off_publishes_nothing(session):
     await captured(session)
     pages(session.workspace, c1=1)
     for line in (BODY0, DEF0, BODY0):
         await highlight(session, line)
-    await asyncio.sleep(0.6)
+    await nothing_scheduled(session, 0)  # off: no move is ever told
     assert events(session.workspace, "cursor") == []
 
 
-async def test_follow_cursor_debounces_to_the_latest_line(spec_workspace, config_dir):
-    s = await start_session(spec_workspace, config_dir, init_options={"tensorviz": {"followCursor": True}})
-    try:
-        await captured(s)
-        await highlight(s, BODY0)
-        await asyncio.sleep(0.5)
-        assert events(s.workspace, "cursor") == [], "no page open: nothing to tell"
-        pages(s.workspace, c1=1)
-        for line in (DEF0, BODY0, DEF0, 0, DEF0, BODY0):  # quick moves, the last on line 6
-            await highlight(s, line)
-        await asyncio.sleep(0.6)
-        got = events(s.workspace, "cursor")
-        assert len(got) == 1, got
-        assert got[0]["capture"] == 1 and got[0]["file"] == "model.py" and got[0]["line"] == 6
-        assert len(got[0]["keys"]) == 5
-        await highlight(s, BODY0)  # the same line again: nothing new
-        await highlight(s, DEF0)  # a line that produced nothing: the outline is cleared
-        await asyncio.sleep(0.6)
-        got = events(s.workspace, "cursor")
-        assert len(got) == 2 and got[1]["keys"] == [] and got[1]["capture"] == 1
-        assert events(s.workspace, "add") and len(events(s.workspace, "add")) == 1, "never a recapture"
-    finally:
-        await stop_session(s)
+async def test_follow_cursor_debounces_to_the_latest_line(following):
+    s = following
+    await captured(s)
+    await highlight(s, BODY0)
+    await told(s, 6, after=0)
+    assert events(s.workspace, "cursor") == [], "no page open: nothing to tell"
+    pages(s.workspace, c1=1)
+    before = told_count(s)
+    for line in (DEF0, BODY0, DEF0, 0, DEF0, BODY0):  # quick moves, the last on line 6
+        await highlight(s, line)
+    await told(s, 6, after=before)
+    got = events(s.workspace, "cursor")
+    assert len(got) == 1, got
+    assert got[0]["capture"] == 1 and got[0]["file"] == "model.py" and got[0]["line"] == 6
+    assert len(got[0]["keys"]) == 5
+    scheduled = will_tell_count(s)
+    await highlight(s, BODY0)  # the same line again: nothing new
+    assert will_tell_count(s) == scheduled
+    await highlight(s, DEF0)  # a line that produced nothing: the outline is cleared
+    await told(s, 5, after=before + 1)
+    got = events(s.workspace, "cursor")
+    assert len(got) == 2 and got[1]["keys"] == [] and got[1]["capture"] == 1
+    assert told_count(s) == before + 2, "one push for the quick moves, one for the last"
+    assert events(s.workspace, "add") and len(events(s.workspace, "add")) == 1, "never a recapture"
 
 
+@pytest.mark.slow
 async def test_follow_cursor_from_the_clients_own_notification(spec_workspace, config_dir):
     """``tensorviz/cursor {uri, line}``, which the VS Code extension sends on every selection
     change, goes through the same debounce; malformed ones are ignored."""
@@ -209,29 +260,28 @@ async def test_follow_cursor_from_the_clients_own_notification(spec_workspace, c
         for line in (DEF0, BODY0, DEF0, BODY0):
             s.client.protocol.notify("tensorviz/cursor", {"uri": uri, "line": line})
         await highlight(s, BODY0)  # a round trip: the notifications before it were handled
-        await asyncio.sleep(0.6)
+        await told(s, 6, after=0)
         got = events(s.workspace, "cursor")
         assert [(e["line"], len(e["keys"])) for e in got] == [(6, 5)]
+        assert told_count(s) == 1
     finally:
         await stop_session(s)
 
 
-async def test_turning_follow_cursor_off_clears_the_outline(spec_workspace, config_dir):
-    s = await start_session(spec_workspace, config_dir, init_options={"tensorviz": {"followCursor": True}})
-    try:
-        await captured(s)
-        pages(s.workspace, c1=1)
-        await highlight(s, BODY0)
-        await asyncio.sleep(0.5)
-        assert [len(e["keys"]) for e in events(s.workspace, "cursor")] == [5]
-        s.client.set_configuration({"tensorviz": {"followCursor": False}})
-        s.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
-        await s.wait_for(lambda: len(events(s.workspace, "cursor")) == 2, on="window/logMessage", timeout=10,
-                         what="the outline cleared")
-        assert events(s.workspace, "cursor")[1]["keys"] == []
-        await highlight(s, DEF0)
-        await highlight(s, BODY0)
-        await asyncio.sleep(0.5)
-        assert len(events(s.workspace, "cursor")) == 2, "off: nothing more"
-    finally:
-        await stop_session(s)
+async def test_turning_follow_cursor_off_clears_the_outline(following):
+    s = following
+    await captured(s)
+    pages(s.workspace, c1=1)
+    await highlight(s, BODY0)
+    await told(s, 6, after=0)
+    assert [len(e["keys"]) for e in events(s.workspace, "cursor")] == [5]
+    s.client.set_configuration({"tensorviz": {"followCursor": False}}, scope_uri=s.workspace.as_uri())
+    s.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await s.wait_for(lambda: len(events(s.workspace, "cursor")) == 2, on="window/logMessage", timeout=10,
+                     what="the outline cleared")
+    assert events(s.workspace, "cursor")[1]["keys"] == []
+    scheduled = will_tell_count(s)
+    await highlight(s, DEF0)
+    await highlight(s, BODY0)
+    await nothing_scheduled(s, scheduled)
+    assert len(events(s.workspace, "cursor")) == 2, "off: nothing more"

@@ -16,7 +16,8 @@ from lsprotocol import types
 from .conftest import REAL_SERVER, make_workspace, start_session, stop_session
 
 pytestmark = [pytest.mark.asyncio,
-              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX special files")]
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs POSIX special files"),
+              pytest.mark.slow]
 
 MODEL = """\
 import torch.nn as nn

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tensorviz_lsp.backends import Candidate, Pos, Span, adapt_discovery, profiles_in
-from tensorviz_lsp.feature import Feature
+from tensorviz_lsp.feature import Feature, hook
 from tensorviz_lsp.features.args import (
     ArgumentError,
     CaptureProfileArgs,
@@ -313,19 +313,21 @@ def test_a_failing_feature_is_logged_and_the_others_keep_working(caplog):
     class Broken(Feature):
         name = "broken"
 
+        @hook
         def code_lens(self, params):
             raise RuntimeError("boom")
 
     class Fine(Feature):
         name = "fine"
 
+        @hook
         def code_lens(self, params):
             calls.append(params)
             return ["lens"]
 
-    server = create_server(features=lambda s: [Broken(s), Fine(s)])
-    results = asyncio.run(server.fan_out("code_lens", "p"))
-    assert results == [["lens"]] and calls == ["p"]
+    server = create_server(features=[Broken, Fine])
+    results = asyncio.run(server.call_hook(Feature.code_lens, "p"))
+    assert results == ["lens"] and calls == ["p"]
     assert "broken.code_lens failed" in caplog.text
 
 

@@ -16,7 +16,8 @@ from tensorviz_lsp.trust import TrustStore
 from .conftest import DIAGNOSTICS, REAL_SERVER, SPEC_NET, SPEC_RECIPE, make_workspace, start_session, stop_session
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.jax,
-              pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax")]
+              pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax"),
+              pytest.mark.slow]
 
 MODEL = "import os\nprint('model imported in', os.getpid(), 'child of', os.getppid(), flush=True)\n" + SPEC_NET
 

@@ -123,6 +123,7 @@ def _check(outcome_fn):
     return result
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(descriptions)
 @example({"kind": "tensor", "shape": [1] * 40, "dtype": "float32"})
@@ -133,6 +134,7 @@ def test_value_descriptions_are_valid_or_a_recipe_error(desc):
     _check(lambda: parse_value(desc, at="x"))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(profiles)
 def test_profile_tables_are_valid_or_a_recipe_error(table):
@@ -154,6 +156,7 @@ def _to_toml(value):
     return value
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(profiles)
 def test_toml_documents_are_valid_or_a_recipe_error(table):

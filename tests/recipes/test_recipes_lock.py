@@ -63,6 +63,7 @@ for k in range(5):
 """
 
 
+@pytest.mark.slow
 def test_processes_saving_at_once_keep_every_profile(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     go = time.time() + 3  # every process past its imports, then all at once

@@ -335,6 +335,7 @@ _values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_values)
 def test_what_a_description_says_in_the_shorthand_reads_back_as_it(desc):

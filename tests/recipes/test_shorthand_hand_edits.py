@@ -86,6 +86,7 @@ def test_the_shorthand_leaves_an_invalid_profile_alone(ws, command, text, key, l
     assert not (ws / ".tensorviz" / "captures").exists()
 
 
+@pytest.mark.slow
 def test_another_profile_name_is_saved_beside_it(ws):
     recipes(ws).write_text(HAND_EDITED)
     proc = tensorviz("capture", "model.py:Net", "--input", "x=float32[4,3]", "--framework", "torch",

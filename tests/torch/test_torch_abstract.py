@@ -224,6 +224,7 @@ def test_the_recipe_key_refuses(table, problem):
 # --------------------------------------------------------------------------- the same graph
 
 
+@pytest.mark.slow
 def test_the_same_graph_as_an_eager_capture_with_nothing_measured(aws):
     eager, abstract = both(aws, "absmodel:TinyLM", args=IDS)
     assert (eager.backend, eager.coverage.scope) == ("torch_eager", "eager_forward")
@@ -250,6 +251,7 @@ def test_the_same_graph_as_an_eager_capture_with_nothing_measured(aws):
     assert "memory_estimate" not in meta and "memory_estimate" in eager.meta
 
 
+@pytest.mark.slow
 def test_factories_and_module_level_instances(aws):
     for fields in ({"init": {"factory": "absmodel:make_tiny"}},
                    {"inputs": {"factory": "absmodel:ids"}}):
@@ -423,6 +425,7 @@ def test_a_fixture_is_loaded_and_made_fake(aws):
 # --------------------------------------------------------------------------- libraries
 
 
+@pytest.mark.slow
 def test_a_library_branching_on_fake_tensors_is_reported(aws):
     pytest.importorskip("transformers")
     write(aws, {"hf.py": '''

@@ -15,7 +15,7 @@ from capture.session.runner import run_capture  # noqa: E402
 
 from torch_workspace import profile, tensor, write  # noqa: E402
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 TRAIN_MODEL = """
     import torch

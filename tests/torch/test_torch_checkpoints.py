@@ -288,6 +288,7 @@ class _WritesMarker:
         return (Path.write_text, (self.marker, "ran"))
 
 
+@pytest.mark.slow
 def test_a_checkpoint_needing_arbitrary_unpickling_is_refused_and_its_code_never_runs(ws):
     marker = ws / "unpickled.marker"
     state = trained_mlp().state_dict()
@@ -461,6 +462,7 @@ def test_safetensors_fixture(ws):
 # --------------------------------------------------------------------------- the worker
 
 
+@pytest.mark.slow
 def test_worker_records_the_files_and_a_replaced_checkpoint_makes_the_graph_stale(ws):
     torch.save(trained_mlp().state_dict(), ws / "runs" / "best.pt")
     torch.save({"x": BATCH}, ws / "batch.pt")
@@ -476,6 +478,7 @@ def test_worker_records_the_files_and_a_replaced_checkpoint_makes_the_graph_stal
         ("batch.pt", "missing"), ("runs/best.pt", "changed")]
 
 
+@pytest.mark.slow
 def test_a_failed_load_still_records_the_checkpoint_for_freshness(ws):
     torch.save(trained_mlp(width=16).state_dict(), ws / "runs" / "best.pt")
     c = run_capture(ws, parse_profile("p", profile("models:MLP", init={"checkpoint": "runs/best.pt"},
@@ -486,6 +489,7 @@ def test_a_failed_load_still_records_the_checkpoint_for_freshness(ws):
     assert [s.path for s in stale_sources(c.sources, ws)] == ["runs/best.pt"]
 
 
+@pytest.mark.slow
 def test_transformers_resnet_from_a_config_with_safetensors_weights_and_an_npz_batch(ws):
     pytest.importorskip("transformers")
     import numpy as np
@@ -548,6 +552,7 @@ def test_transformers_gpt2_with_tied_weights_and_mapped_fixture_keys(ws):
     assert stats["std"] == pytest.approx(logits.std(correction=0).item(), rel=1e-4)
 
 
+@pytest.mark.slow
 def test_the_cli_shorthand_captures_trained_weights_and_a_fixture(ws):
     import subprocess
 

@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 
 from capture.recipe import parse_profile  # noqa: E402
 from capture.session.runner import run_capture  # noqa: E402
-from torch_workspace import capture_in_process, profile, tensor  # noqa: E402
+from torch_workspace import capture_in_process, forget_workspace_modules, make_workspace, profile, tensor  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -65,6 +65,22 @@ def lib_ws(ws: Path) -> Path:
     return ws
 
 
+@pytest.fixture(scope="module")
+def gpt2_capture(tmp_path_factory):
+    """The 2-layer GPT-2 of ``gpt2_profile()``, captured in process once for the tests
+    that only read it (each of them used to capture it again)."""
+    root = make_workspace(tmp_path_factory.mktemp("gpt2-ws"))
+    (root / "libmodels.py").write_text(LIBRARY_MODELS)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as tests/torch/conftest.py's fixture does for each test
+    try:
+        cap, _ = capture_in_process(root, gpt2_profile())
+    finally:
+        torch.set_num_threads(threads)
+        forget_workspace_modules(root)
+    return cap
+
+
 def ids(n=8):
     return tensor([1, n], dtype="int64", generator={"kind": "randint", "low": 0, "high": 64})
 
@@ -77,8 +93,8 @@ def line_text(frame) -> str:
     return linecache.getline(frame.file, frame.line).strip()
 
 
-def test_gpt2_from_a_config_gets_library_frames_on_its_nodes(lib_ws):
-    cap, _ = capture_in_process(lib_ws, gpt2_profile())
+def test_gpt2_from_a_config_gets_library_frames_on_its_nodes(gpt2_capture):
+    cap = gpt2_capture
     framed = [cap.frames[n.frame] for n in cap.nodes if n.frame is not None]
     assert len(framed) >= 0.9 * len(cap.nodes), (len(framed), len(cap.nodes))
     assert all(f.library and os.path.isabs(f.file) for f in framed)
@@ -93,8 +109,8 @@ def test_gpt2_from_a_config_gets_library_frames_on_its_nodes(lib_ws):
     assert len(cap.frames) < len(cap.nodes)
 
 
-def test_module_groups_record_their_call_site_and_class_definition(lib_ws):
-    cap, _ = capture_in_process(lib_ws, gpt2_profile())
+def test_module_groups_record_their_call_site_and_class_definition(gpt2_capture):
+    cap = gpt2_capture
     modules = [g for g in cap.groups if g.kind == "module"]
     assert modules and all("class_frame" in g.attrs for g in modules)
     by_path = {g.attrs["path"]: g for g in modules}
@@ -143,14 +159,15 @@ def line_text_ws(ws: Path, frame) -> str:
     return (ws / frame.file).read_text().splitlines()[frame.line - 1].strip()
 
 
-def test_the_frame_table_does_not_grow_with_depth(lib_ws):
+def test_the_frame_table_does_not_grow_with_depth(lib_ws, gpt2_capture):
     """Layers run the same code: a 4-layer GPT-2 has the frames of a 2-layer one."""
-    two, _ = capture_in_process(lib_ws, gpt2_profile())
+    two = gpt2_capture
     four, _ = capture_in_process(lib_ws, gpt2_profile("libmodels:gpt2_4"))
     assert len(four.nodes) > len(two.nodes)
     assert len(four.frames) == len(two.frames)
 
 
+@pytest.mark.slow
 def test_through_the_worker_library_files_are_not_sources(lib_ws):
     """The worker records where the interpreter's libraries live (the viewer shows
     library lines only from there); freshness stays about workspace files."""

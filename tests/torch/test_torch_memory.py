@@ -123,6 +123,7 @@ def test_model_bytes_counts_tied_weights_once():
     assert counts == {"parameter_bytes": 1000 * 64 * 4, "buffer_bytes": 0, "parameters": 1, "buffers": 0}
 
 
+@pytest.mark.slow
 def test_an_allocator_error_is_the_memory_error_failure(mws):
     """Not DefaultCPUAllocator's own words: the limit and the bytes asked for."""
     c = run_capture(mws, parse_profile("p", profile("memmodel:Greedy", args=[tensor([2])])), timeout=120)

@@ -19,7 +19,7 @@ from capture.session.runner import run_capture  # noqa: E402
 
 from torch_workspace import profile, tensor  # noqa: E402
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 

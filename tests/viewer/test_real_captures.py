@@ -19,7 +19,7 @@ import pytest
 from capture.graph import graphfile
 from capture.graph.model import FORMAT_NAME, Capture, tree_leaves
 from capture.recipe import RECIPES_FILE, load_recipes_table, profile_from_document
-from capture.worker.workspace_files import file_sha256
+from capture.graph.freshness import file_sha256
 from viewer.projection.projection import Projection
 
 REAL = Path(__file__).resolve().parent / "real_models"

@@ -57,19 +57,22 @@ def server():
 
 @pytest.mark.parametrize("sent", [b"G", b"GET / HTTP/1.1\r\nHost: 127.0.0.1:", b""], ids=["request-line", "headers", "nothing"])
 def test_a_request_fed_slowly_is_cut_at_the_deadline(server, sent):
+    """One byte every 0.2 s, never idle long enough for a per-read timeout: the server cuts
+    the connection (its whole-request deadline is 1 s here), the client never gives up.
+    How long it is held: benchmarks/bench_hostile.py."""
     s = _slow(server.port, sent)
+    cut = False
     try:
-        started = time.monotonic()
-        # One byte every 0.2 s: never idle long enough for a per-read timeout.
-        while time.monotonic() - started < 4:
+        for _ in range(300):  # 60 s of bytes: only a hang guard, the deadline is 1 s
             try:
                 s.sendall(b"X")
             except OSError:
+                cut = True
                 break
             if _closed_by_server(s, 0.2):
+                cut = True
                 break
-        took = time.monotonic() - started
-        assert took < 3, f"a byte-a-time request was held {took:.1f} s"
+        assert cut, "a byte-a-time request was held for 60 s"
     finally:
         s.close()
 
@@ -89,9 +92,9 @@ def test_many_slow_connections_leave_room_for_a_real_request(server):
     try:
         time.sleep(0.2)
         assert server.connections.open_count <= 16
-        started = time.monotonic()
+        # Answered at all (the slow ones would hold it until the 10 s client timeout); how
+        # fast, beside a calm server: benchmarks/bench_hostile.py's slowloris.
         assert _get(server, "api/captures") == 200
-        assert time.monotonic() - started < 2
         assert server.connections.evicted >= 60 - 16
     finally:
         for s in slow:

@@ -45,6 +45,7 @@ def served(proc: subprocess.Popen) -> tuple[str, dict, dict]:
             proc.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.jax
 @needs_jax
 def test_demo_captures_the_spec_example_and_serves_it(tmp_path):
@@ -60,6 +61,7 @@ def test_demo_captures_the_spec_example_and_serves_it(tmp_path):
     assert (tmp_path / "demo" / ".tensorviz" / "captures" / "jax_example.tvg").is_file()
 
 
+@pytest.mark.slow
 @pytest.mark.jax
 @needs_jax
 def test_open_shorthand_captures_and_serves(tmp_path):
@@ -71,6 +73,7 @@ def test_open_shorthand_captures_and_serves(tmp_path):
     assert "[profiles.net]" in (tmp_path / ".tensorviz" / "recipes.toml").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.jax
 @needs_jax
 def test_open_shows_a_failed_capture_and_exits_1(tmp_path):

@@ -153,6 +153,7 @@ def test_chunking_threshold(n, chunks):
         assert sum(it["child_count"] for it in view["items"]) == n
 
 
+@pytest.mark.slow
 def test_groups_beyond_160000_children_get_upper_chunks():
     n = 160_401
     p = Projection(flat_capture(n, opaque_every=1000))

@@ -15,6 +15,8 @@ from synthetic import synthetic_capture
 from viewer.projection.projection import MAX_ITEMS, Projection
 from viewer.server.app import ViewerServer
 
+pytestmark = pytest.mark.slow
+
 N = 200_000
 MAX_RESPONSE = 1 << 20  # no page comes near a megabyte
 

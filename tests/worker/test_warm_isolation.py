@@ -17,6 +17,8 @@ from capture.session.warm import WarmPool
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from capture_workspace import profile_table, tensor, write  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def pool():

@@ -82,6 +82,7 @@ def test_module_state_and_monkey_patches_do_not_reach_the_next_capture(workspace
     assert first[3] != second[3]  # Python's random is reseeded in each child
 
 
+@pytest.mark.slow
 def test_an_error_raised_in_the_child_keeps_the_resident_process(workspace, pool):
     """The model raising is the child's own failure: it reported it and exited, and the
     resident process, which ran none of it, stays warm (issue 30 item 2). A failure the
@@ -119,13 +120,13 @@ def test_a_crash_is_reported_and_discards(workspace, pool):
     assert pool.workers() == {} and exited(pid, 10)
 
 
+@pytest.mark.slow
 def test_the_deadline_kills_a_runaway_capture_and_the_resident(workspace, pool, tmp_path):
     assert capture(workspace, pool, "models:net").failure is None
     pid = resident_pid(pool, workspace)
     child_pid = tmp_path / "child.pid"
-    started = time.monotonic()
+    # (How long from the deadline to the failure: benchmarks/bench_hostile.py.)
     c = capture(workspace, pool, "crashy:hang", tensor(2, 3), timeout=3, env={"TV_WORKER_PID": str(child_pid)})
-    assert time.monotonic() - started < 15
     assert (c.failure.stage, c.failure.type) == ("deadline", "DeadlineExceeded")
     assert exited(int(child_pid.read_text()), 10)
     assert exited(pid, 10)
@@ -152,6 +153,7 @@ def test_cancel_kills_and_discards(workspace, pool, tmp_path):
     assert exited(pid, 10) and exited(int(child_pid.read_text()), 10)
 
 
+@pytest.mark.slow
 def test_another_environment_or_interpreter_replaces_the_resident(workspace, pool, tmp_path):
     from interpreters import make_venv
 

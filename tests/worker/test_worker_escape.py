@@ -36,9 +36,20 @@ def _note(pid):
         fh.write(str(pid))
 
 
+# What an escaped process does when nobody kills it: lives 120 s, then says so in a file
+# (TV_ESCAPED_PID + ".lived"). A capture that waited for it (blocked on a pipe it holds)
+# returns after that file appears; one that killed it returns before, and it never does.
+LIVE_OUT = "import os, time; time.sleep(120); open(os.environ['TV_ESCAPED_PID'] + '.lived', 'w').close()"
+
+
+def _live_out():
+    time.sleep(120)
+    open(os.environ["TV_ESCAPED_PID"] + ".lived", "w").close()
+
+
 def _detached():
     # Inherits the worker's stdout and stderr (the parent's log pipe), in its own session.
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    child = subprocess.Popen([sys.executable, "-c", LIVE_OUT], start_new_session=True)
     _note(child.pid)
 
 
@@ -48,7 +59,7 @@ def _double_fork():
         os.setsid()
         if os.fork() == 0:
             _note(os.getpid())
-            time.sleep(120)
+            _live_out()
             os._exit(0)
         os._exit(0)
     os.waitpid(pid, 0)
@@ -158,7 +169,7 @@ def fork_then_exit(x):
     if os.fork() == 0:
         os.setsid()
         _note(os.getpid())
-        time.sleep(120)
+        _live_out()
         os._exit(0)
     while not open(os.environ["TV_ESCAPED_PID"]).read():
         time.sleep(0.01)
@@ -195,23 +206,28 @@ def pool(request):
     p.close()
 
 
-def capture(ws, pool, model, tmp_path, **kw) -> tuple[Capture, float, int | None]:
+def capture(ws, pool, model, tmp_path, **kw) -> tuple[Capture, bool, int | None]:
+    """The capture, whether its escaped process had lived out its 120 s by the time the
+    capture returned (``LIVE_OUT``: a capture that waited for it, instead of killing it),
+    and the escaped process's pid (or session, for the hoppers)."""
     pid_file = tmp_path / "escaped.pid"
     pid_file.write_text("")
-    started = time.monotonic()
+    lived = Path(str(pid_file) + ".lived")
+    lived.unlink(missing_ok=True)
     c = run_capture(ws, fake_recipe(model, tensor(2, 3)), warm=pool,
                     env={"TV_ESCAPED_PID": str(pid_file)}, **kw)
-    took = time.monotonic() - started
     text = pid_file.read_text()
-    return c, took, int(text) if text else None
+    return c, lived.exists(), int(text) if text else None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["escape:detached_hang", "escape:double_fork_hang"])
 def test_a_detached_process_does_not_hold_the_deadline(ws, pool, tmp_path, model):
-    c, took, escaped = capture(ws, pool, model, tmp_path, timeout=3)
+    c, lived_out, escaped = capture(ws, pool, model, tmp_path, timeout=3)
     assert (c.failure.stage, c.failure.type) == ("deadline", "DeadlineExceeded")
-    # Before the fix: blocked on the log pipe until the 120 s child died.
-    assert took < 3 + 10, took
+    # Before the fix: blocked on the log pipe until the 120 s child died. (How long from
+    # the deadline to the failure: benchmarks/bench_hostile.py.)
+    assert not lived_out, "the capture waited for the detached process to end by itself"
     assert escaped is not None
     assert exited(escaped, 5), f"the detached process {escaped} survived the deadline"
     listed = [e["pid"] for e in c.failure.details.get("escaped_processes", [])]
@@ -221,9 +237,9 @@ def test_a_detached_process_does_not_hold_the_deadline(ws, pool, tmp_path, model
 
 @pytest.mark.parametrize("model", ["escape:detached_ok", "escape:double_fork_ok"])
 def test_a_detached_process_is_killed_after_a_result(ws, pool, tmp_path, model):
-    c, took, escaped = capture(ws, pool, model, tmp_path, timeout=60)
+    c, lived_out, escaped = capture(ws, pool, model, tmp_path, timeout=60)
     assert c.failure is None, c.failure
-    assert took < 20, took
+    assert not lived_out, "the result waited for the detached process to end by itself"
     assert escaped is not None and exited(escaped, 5), f"the detached process {escaped} outlived the capture"
 
 
@@ -306,6 +322,7 @@ def no_hopper_left():
                 pass
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_hopper_left")
 @pytest.mark.parametrize("model, timeout, rounds", [("escape:fork_hopper_hang", 12, 2), ("escape:fork_hopper_ok", 60, 3)],
                          ids=["deadline", "result"])
@@ -314,7 +331,7 @@ def test_a_fork_hopping_process_in_its_own_session_is_killed(ws, pool, tmp_path,
     # that forks and exits every 2 ms. Several captures, each must leave none. (The
     # deadline leaves time to start the hopper on a loaded machine.)
     for _ in range(rounds):
-        c, took, session = capture(ws, pool, model, tmp_path, timeout=timeout)
+        c, _, session = capture(ws, pool, model, tmp_path, timeout=timeout)
         assert session is not None, c.failure
         if model.endswith("_ok"):
             assert c.failure is None, c.failure
@@ -324,13 +341,15 @@ def test_a_fork_hopping_process_in_its_own_session_is_killed(ws, pool, tmp_path,
 
 
 def test_a_forked_process_holding_the_result_pipe_does_not_hide_a_crash(ws, pool, tmp_path):
-    c, took, escaped = capture(ws, pool, "escape:fork_then_exit", tmp_path, timeout=60)
+    c, lived_out, escaped = capture(ws, pool, "escape:fork_then_exit", tmp_path, timeout=60)
+    # A crash, not the 60 s deadline, and not the end of the child that held the pipe.
     assert (c.failure.stage, c.failure.type) == ("crash", "WorkerCrashed")
     assert "status 3" in c.failure.message
-    assert took < 15, took  # not the 60 s deadline
+    assert not lived_out, "the capture waited for the forked child to end by itself"
     assert escaped is not None and exited(escaped, 5)
 
 
+@pytest.mark.slow
 def test_a_huge_output_line_is_cut_and_the_failure_file_reads_back(ws, pool, tmp_path):
     lines: list[str] = []
     tracemalloc.start()
@@ -404,6 +423,7 @@ def crowded_parent():
             pass
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("no_hopper_left", "crowded_parent")
 @pytest.mark.parametrize("model, timeout", [("escape:session_hopper_hang", 12), ("escape:session_hopper_ok", 60),
                                             ("escape:session_hopper_then_crash", 60)],
@@ -414,7 +434,7 @@ def test_a_fork_hopper_that_changes_session_every_hop_is_killed(ws, pool, tmp_pa
     # worker's resident, a subreaper too, adopts its capture child's orphans and kills them.
     assert threading.active_count() > 400
     for _ in range(2):
-        c, took, session = capture(ws, pool, model, tmp_path, timeout=timeout)
+        c, _, session = capture(ws, pool, model, tmp_path, timeout=timeout)
         assert session is not None, c.failure
         if model.endswith("_ok"):
             assert c.failure is None, c.failure

@@ -49,6 +49,13 @@ class LineCall:
     #: The unexecuted control-flow body holding the call (a JAX ``scan``/``while``/``cond``
     #: template, traced once, never run), or -1.
     body: int = -1
+    #: What the call costs (its ops and the module calls it made): FLOPs (-1: the capture
+    #: has no costs), bytes moved, ops no rule counted, parameters of its module calls.
+    flops: int = -1
+    bytes: int = 0
+    uncounted: int = 0
+    params: int = 0
+    estimate: bool = False
 
     def keys(self) -> list[str]:
         """The viewer item keys of this call: groups called, then ops."""
@@ -197,10 +204,37 @@ class LineIndex:
                 _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
 
         files: dict[str, dict[int, LineEntry]] = {}
+        costs = proj.costs()
         for (file, line), calls in by_line.items():
             calls.sort(key=lambda c: _first_item(proj, c))  # program order: the first ran first
+            if costs.available:
+                for c in calls:
+                    _cost(c, costs, proj.pages._group_params)
             files.setdefault(file, {})[line] = LineEntry(file, line, calls, body_only[(file, line)])
         return cls(files)
+
+
+def _cost(call: LineCall, costs: Any, params_of: Any) -> None:
+    """What one call of a line costs: its own ops and the module calls it made."""
+    c = costs.cost
+    flops = moved = uncounted = 0
+    estimate = False
+    for i in call.nodes:
+        f = c.flops[i]
+        if f >= 0:
+            flops += f
+        else:
+            uncounted += 1
+        moved += max(c.bytes_read[i], 0) + max(c.bytes_written[i], 0)
+    for g in call.groups:
+        s = g + 1
+        flops += costs.flops[s]
+        moved += costs.read[s] + costs.written[s]
+        uncounted += costs.uncounted[s]
+        estimate = estimate or costs.estimate[s]
+        call.params += params_of(g)["count"]
+    estimate = estimate or any(c.of(i).get("estimate") for i in call.nodes)
+    call.flops, call.bytes, call.uncounted, call.estimate = flops, moved, uncounted, estimate
 
 
 def _first_item(proj: "Projection", call: LineCall) -> int:

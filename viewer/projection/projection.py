@@ -27,6 +27,7 @@ from capture.graph.model import Capture, Frame
 
 from capture.graph import gc_pause
 from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
+from .cost import LayerCosts
 from .library_sources import short_path
 from .names import (  # noqa: F401
     CHUNK_WORDING, ROLE_SENTENCES, WEIGHT_ROLES, ValueNames, group_sublabel, group_title, group_wording,
@@ -86,6 +87,19 @@ class Projection:
         self._lock = threading.Lock()
         self._structure: Structure | None = None
         self._trunk: list[int] | None = None
+        self._costs: LayerCosts | None = None
+        self.pages.costs = self.costs
+
+    def costs(self) -> LayerCosts:
+        """What each layer costs (:mod:`viewer.projection.cost`; made once, on first use)."""
+        got = self._costs
+        if got is None:
+            with self._lock:
+                if self._costs is None:
+                    with gc_pause.paused():
+                        self._costs = LayerCosts(self.capture, self.index, self.names, self.pages._group_params)
+                got = self._costs
+        return got
 
     def structure(self) -> Structure:
         """The structural signatures, identical siblings and twins (made once, on first use)."""
@@ -217,6 +231,7 @@ class Projection:
             "measured": any("measured" in o for o in outputs),
             **({"bodies": self.pages.body_summaries(i)} if i in self.index.bodies_of else {}),
             **({"elided": True, "near": self.pages.near(i)} if i in self.present.elided else {}),
+            **({"cost": self.costs().node(i)} if self.capture.cost is not None else {}),
             **({"template": self.index.body_node[self.index.chain[g][0]]} if g != ROOT and self.index.chain[g][0] in self.index.body_node else {}),
         }
 
@@ -259,6 +274,8 @@ class Projection:
             },
             "inputs": [self.values.full(v) for v in bin_[:USES_CAP]], "inputs_total": len(bin_),
             "outputs": [self.values.full(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
+            **({"cost": {**self.costs().group(g), "params": self.pages._group_params(g)}}
+               if self.capture.cost is not None else {}),
         }
 
     def _group_frame(self, attrs: Any, key: str) -> dict | None:
@@ -315,7 +332,30 @@ class Projection:
             "recipe": cap.recipe, "failure": failure, "meta": cap.meta,
             "measured": self._measured(), "vocabulary": vocabulary(),
             "trunk": self._trunk_summary() if cap.failure is None else [],
+            "cost": self.cost_summary() if cap.failure is None else {"available": False},
         }
+
+    def cost_summary(self) -> dict:
+        """What the whole capture costs (``api/capture``'s ``cost``): totals, memory, the
+        uncounted ops by name, and the conventions in words."""
+        costs = self.costs()
+        out = costs.totals()
+        if costs.available:
+            out["uncounted_ops"] = costs.uncounted_ops()
+            out["notes"] = costs.notes()
+        return out
+
+    def cost_times(self, device: Any) -> dict:
+        """Roofline seconds on ``device`` per group (``g<id>``, the program as ``total``) and
+        per node (``n<id>``, counted ops only): estimated, not measured."""
+        costs = self.costs()
+        if not costs.available:
+            return {"available": False}
+        times = costs.times(device)
+        groups = {f"g{g}": _sig(times[g + 1]) for g in range(len(self.capture.groups))}
+        nodes = costs.node_times(device)
+        return {"available": True, "total": _sig(times[0]), "groups": groups,
+                "nodes": {f"n{i}": _sig(t) for i, t in enumerate(nodes) if t is not None}}
 
     def _trunk_summary(self) -> list[dict]:
         gs, count = self.capture.groups, self.index.node_count
@@ -340,6 +380,11 @@ class Projection:
         if "dict" in tree:
             return {"dict": [[k, self._tree(t)] for k, t in tree["dict"]]}
         return tree
+
+
+def _sig(x: float) -> float:
+    """Four significant digits (a roofline estimate claims no more)."""
+    return float(f"{x:.4g}")
 
 
 def _int(text: Any, name: str) -> int:

@@ -72,6 +72,8 @@ class Pages:
         self._views: OrderedDict[tuple, dict] = OrderedDict()
         self._deps_cache: OrderedDict[tuple, _Deps] = OrderedDict()
         self._group_weights: dict[int, dict] = {}
+        #: What each layer costs (the projection's ``costs``), or None: items carry no ``cost``.
+        self.costs: Callable[[], Any] | None = None
 
     # ------------------------------------------------------------------ pages
 
@@ -390,7 +392,39 @@ class Pages:
             item["function"] = called  # a one-kernel Torch call: no group, its name on the kernel
         if i in ix.bodies_of:
             item["bodies"] = self.body_summaries(i)
+        cost = self._node_cost(i)
+        if cost is not None:
+            item["cost"] = cost
         return item
+
+    def _node_cost(self, i: int) -> dict | None:
+        """What an op card says it costs: FLOPs (None: uncounted), bytes moved, estimate."""
+        costs = self.costs() if self.costs is not None else None
+        if costs is None or not costs.available:
+            return None
+        c = costs.cost
+        f, r, w = c.flops[i], c.bytes_read[i], c.bytes_written[i]
+        out: dict[str, Any] = {"flops": f if f >= 0 else None, "bytes": max(r, 0) + max(w, 0)}
+        if f < 0:
+            out["uncounted"] = 1
+        d = c.of(i)
+        if d.get("estimate"):
+            out["estimate"] = True
+        return out
+
+    def _group_cost(self, g: int) -> dict | None:
+        costs = self.costs() if self.costs is not None else None
+        if costs is None or not costs.available:
+            return None
+        s = g + 1
+        out: dict[str, Any] = {"flops": costs.flops[s], "bytes": costs.read[s] + costs.written[s]}
+        if costs.uncounted[s]:
+            out["uncounted"] = costs.uncounted[s]
+        if costs.estimate[s]:
+            out["estimate"] = True
+        if costs.in_body[s]:
+            out["template"] = True
+        return out
 
     def _group_item(self, c: int, kernels: bool) -> dict:
         ix, present = self.index, self.present
@@ -426,6 +460,9 @@ class Pages:
                 card = "op"
                 extra["single"] = self.item(single, kernels)
                 extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels)]
+        cost = self._group_cost(c)
+        if cost is not None:
+            extra["cost"] = cost
         idle = [x for x in ix.child_groups[c + 1] if present.is_idle(x)]  # in the order they were called
         if idle:
             extra["idle"] = [self._group_ref(x) for x in idle[:LIST_CAP]]
@@ -510,12 +547,16 @@ class Pages:
             key = "s" + members[0][0]
             inner = [{"start": s, "period": p, "count": c}
                      for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
-            out.append({
+            stack = {
                 "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
                 "label": f"{block_labels[0]} … {last_labels[-1]}",
                 "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
                 "inner": inner,
-            })
+            }
+            cost = _stack_cost([it for _, it in shown[start:start + period * count]], first)
+            if cost is not None:
+                stack["cost"] = cost
+            out.append(stack)
             for r, keys in enumerate(members):
                 for j, _ in enumerate(keys):
                     shown[start + r * period + j][1]["stack"] = {"key": key, "repetition": r, "offset": j}
@@ -622,6 +663,25 @@ class Pages:
             bits += n * _DTYPE_BITS.get(val.dtype, 32)
         got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
         return got
+
+
+def _stack_cost(items: list[dict], block: list[dict]) -> dict | None:
+    """A stack's cost: the whole run's sums and one block's (its first repetition)."""
+    if not items or any("cost" not in it for it in items):
+        return None
+
+    def total(its: list[dict]) -> dict:
+        out: dict[str, Any] = {"flops": sum(it["cost"]["flops"] or 0 for it in its),
+                               "bytes": sum(it["cost"]["bytes"] for it in its),
+                               "params": sum((it.get("params") or {}).get("count", 0) for it in its)}
+        unc = sum(it["cost"].get("uncounted", 0) for it in its)
+        if unc:
+            out["uncounted"] = unc
+        if any(it["cost"].get("estimate") for it in its):
+            out["estimate"] = True
+        return out
+
+    return {**total(items), "per_block": total(block)}
 
 
 def _ref_key(ref: int) -> str:

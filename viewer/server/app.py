@@ -762,6 +762,31 @@ class _Handler(BaseHTTPRequestHandler):
                                                    cls=q.get("class") or None, shape=q.get("shape") or None,
                                                    dtype=q.get("dtype") or None))
 
+    def get_cost(self, q: dict) -> None:
+        """What the capture costs: totals, memory, the uncounted ops, the device profiles,
+        and with ``device=NAME`` the roofline time per group and op (estimated, not measured)."""
+        from ..projection import devices as device_table
+
+        proj = self._projection(q)
+        try:
+            table = device_table.load(self.viewer.workspace)
+        except device_table.DeviceError as exc:
+            table, problem = device_table.load(), str(exc)
+        else:
+            problem = None
+        out: dict[str, Any] = {**proj.cost_summary(), "devices": [d.json() for d in table.values()],
+                               "estimate_note": device_table.ESTIMATE_NOTE}
+        if problem:
+            out["devices_problem"] = problem
+        name = q.get("device")
+        if name:
+            device = table.get(name)
+            if device is None:
+                raise _ApiError(404, f"no device profile {name!r}")
+            out["device"] = device.json()
+            out["times"] = proj.cost_times(device)
+        self._json(200, out)
+
     def get_source(self, q: dict) -> None:
         line = _int_param(q, "line", 1)
         context = min(max(_int_param(q, "context", 6), 0), MAX_SOURCE_CONTEXT)
@@ -929,6 +954,7 @@ _GETS: dict[str, Callable[[_Handler, dict], None]] = {
     "group": _Handler.get_group,
     "nodes": _Handler.get_nodes,
     "search": _Handler.get_search,
+    "cost": _Handler.get_cost,
     "source": _Handler.get_source,
     "setup": _Handler.get_setup,
     "diff": _Handler.get_diff,

@@ -94,6 +94,10 @@ export class Api {
     for (const k of ["op", "class", "shape", "dtype"]) if (filters[k]) f[k] = filters[k];
     return this.get("search", { q, limit, ...f });
   }
+  // What the capture costs; with `device`, the roofline times on that profile (estimates).
+  cost(device) {
+    return this.get("cost", { device: device || undefined });
+  }
   source(file, line, context = 6) {
     return this.get("source", { file, line, context });
   }

@@ -19,6 +19,7 @@ import { el, clear, jsonView } from "./dom.js";
 import { DiffPanel } from "./panels/diff.js";
 import { LinesPanel } from "./panels/lines.js";
 import { SearchPanel } from "./panels/search.js";
+import { CostPanel } from "./panels/cost.js";
 import { installHooks } from "./hooks.js";
 
 const $ = (id) => document.getElementById(id);
@@ -53,6 +54,7 @@ const setup = new SetupForm(store, $("setup"), {
 });
 const search = new SearchPanel(store, $("search"), $("search-results"), { api, focus: (key) => focusItem(key), setStatus, banners });
 const lines = new LinesPanel(store, { api, banners, renderer: () => renderer, setStatus });
+const cost = new CostPanel(store, $("cost"), { api, renderer: () => renderer, focus: (key) => focusItem(key), legend: $("heat-legend") });
 
 let captureStartedHere = false; // a capture started from this page: its result opens here
 let symbol = null; // what the setup page sets up (no capture yet)
@@ -63,7 +65,7 @@ function mark(name) {
 }
 
 installHooks({
-  store, layout, lines, search, marks,
+  store, layout, lines, search, marks, cost,
   renderer: () => renderer,
   settler: () => settler,
   diff: () => diff,
@@ -460,6 +462,12 @@ function wireToolbar() {
   };
   $("btn-weights").onclick = () => setWeightPills(!store.weightPills);
   $("btn-kernels").onclick = () => setKernels(!store.kernels);
+  $("btn-cost").onclick = () => cost.toggle();
+  store.on("panels", ({ open }) => {
+    const b = $("btn-cost");
+    b.setAttribute("aria-pressed", String(open.has("cost")));
+    b.classList.toggle("on", open.has("cost"));
+  });
   $("btn-readable").onclick = () => readable();
   $("btn-zoom-in").onclick = () => zoomCentre(1.25);
   $("btn-zoom-out").onclick = () => zoomCentre(0.8);
@@ -515,6 +523,9 @@ function onKey(e) {
       break;
     case "r":
       readable();
+      break;
+    case "t": // the cost table
+      cost.toggle();
       break;
     case "+":
     case "=":

@@ -45,3 +45,35 @@ export function formatStat(x, digits = 4) {
 function trimZeros(s) {
   return s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
 }
+
+// FLOPs as cards and the cost table write them (a multiply-add counts 2: the server's
+// convention, said in the cost panel): 2.42 GFLOPs, 523 MFLOPs, 0 FLOPs.
+export function formatFlops(n) {
+  n = Number(n);
+  for (const [f, p] of [[1e18, "E"], [1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) {
+    if (n >= f) return `${trimZeros((n / f).toPrecision(3))} ${p}FLOPs`;
+  }
+  return `${n} FLOPs`;
+}
+
+// An estimated time (the roofline of a device profile): 3.2 ms, 41 µs.
+export function formatTime(s) {
+  s = Number(s);
+  if (!(s > 0)) return "0";
+  for (const [f, u] of [[1, "s"], [1e-3, "ms"], [1e-6, "µs"]]) if (s >= f) return `${trimZeros((s / f).toPrecision(3))} ${u}`;
+  return `${trimZeros((s / 1e-9).toPrecision(3))} ns`;
+}
+
+// What a card says a layer costs: `2.42 GFLOPs · 45.1 MB moved`, `~` for an estimate (a
+// control-flow body × its trip count), `+3 uncounted` for ops no rule could count (never
+// added as zero), `per iteration` inside an unexecuted body.
+export function costLine(cost) {
+  if (!cost) return "";
+  const parts = [];
+  const f = cost.flops === null || cost.flops === undefined ? null : Number(cost.flops);
+  parts.push(f === null ? "FLOPs uncounted" : `${cost.estimate ? "~" : ""}${formatFlops(f)}`);
+  parts.push(`${formatBytes(cost.bytes)} moved`);
+  if (cost.uncounted && f !== null) parts.push(`+${grouped(cost.uncounted)} uncounted`);
+  if (cost.template) parts.push("per iteration");
+  return parts.join(" · ");
+}

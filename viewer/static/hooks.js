@@ -7,7 +7,7 @@ import { CARD_STYLE, canvasMeasurer, drawCard, labelRect, measureCard } from "./
 // page: {store, layout, renderer(), settler(), lines, search, diff(), actions: {toggle,
 // expandAll, collapseAll, expandToDepth, setWeightPills}, marks}
 export function installHooks(page) {
-  const { store, layout, lines, search, actions } = page;
+  const { store, layout, lines, search, actions, cost } = page;
   const r = () => page.renderer();
   const inScene = (key) => {
     const rr = r();
@@ -17,6 +17,19 @@ export function installHooks(page) {
     // The viewer's state and its named actions (model/store.js): tests subscribe to its
     // change events and call its actions.
     store,
+    // The cost panel (panels/cost.js): its rows as drawn, the heat map and the device, and
+    // the heat colour each card is drawn with.
+    cost: cost && {
+      open: () => (cost.open(), cost.refresh()),
+      rows: () => cost.rowsShown(),
+      setHeat: (metric) => cost.setHeat(metric),
+      setDevice: (name) => cost.setDevice(name),
+      heatOf: (key) => {
+        const rr = r();
+        const it = rr && rr.scene && rr.scene.byKey.get(key);
+        return it && rr.env.heat ? rr.env.heat(it) : null;
+      },
+    },
     marks: page.marks,
     get ready() {
       return store.ready;

@@ -13,6 +13,7 @@ from typing import Any
 from capture.graph import graphfile
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
+from viewer.projection.cost import executed_totals
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -51,6 +52,13 @@ def _run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(summary(capture))
     return 0
+
+
+def _si(x: float, unit: str) -> str:
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
 
 
 def _jsonable(obj: object) -> object:
@@ -100,6 +108,14 @@ def summary(capture: Capture) -> str:
         ops = _ops(capture)
         top = ", ".join(f"{op}×{count}" for op, count in ops.most_common(8))
         lines.append(f"top ops:    {top}")
+    totals = executed_totals(capture) if capture.failure is None else None
+    if totals is not None:
+        # What the program costs (tensorviz summary gives it per layer).
+        unc = totals["uncounted"]
+        lines.append(f"cost:       {_si(totals['flops'], 'FLOPs')} (a multiply-add counts 2), "
+                     f"{_si(totals['bytes'], 'B')} moved (unfused); "
+                     + (f"{unc:,} op{'s' * (unc != 1)} uncounted" if unc else "every op counted")
+                     + "; per layer: tensorviz summary")
     if capture.failure is not None:
         f = capture.failure
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")

@@ -16,7 +16,7 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CAPTURES = Path(__file__).resolve().parents[1] / "real_models" / "captures"
 TOP = """() => {

@@ -10,7 +10,7 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SHOTS = os.environ.get("TENSORVIZ_SHOTS")  # a folder: save screenshots there to look at
 

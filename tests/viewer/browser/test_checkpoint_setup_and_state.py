@@ -18,7 +18,7 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TORCH_RECIPE = {
     "kind": "model", "framework": "torch", "model": "model:Net", "mode": "eval", "device": "cpu",

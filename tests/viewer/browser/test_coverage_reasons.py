@@ -11,7 +11,7 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_untracked_buffer_updates_are_named_in_the_banner(browser, close_pages, tmp_path):

@@ -17,7 +17,7 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CAPTURES = Path(__file__).resolve().parents[2] / "diff" / "models" / "captures"
 SHOTS = os.environ.get("TENSORVIZ_SCREENSHOTS")  # a folder: the tests save what they saw there

@@ -12,7 +12,7 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def recursion_failure() -> Capture:

@@ -24,7 +24,7 @@ from tv_browser import open_app
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from layered_models import decoder_capture  # noqa: E402
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CAPTURES = Path(__file__).resolve().parents[1] / "real_models" / "captures"
 SECTIONS = "() => [...document.querySelectorAll('#insp-body h3')].map((h) => h.textContent)"

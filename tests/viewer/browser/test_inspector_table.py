@@ -15,7 +15,7 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # n2 (`max`, in layer 0's attention) reads value 2 and writes value 3.
 NODE = {"type": "node", "id": 2, "key": "n2", "item_path": ["g0", "g1", "g2", "n2"]}

@@ -16,7 +16,7 @@ from viewer.server.app import STATIC_DIR, ViewerServer
 
 from tv_browser import open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_the_layout_worker_runs_the_vendored_elk_with_its_own_handler(browser, close_pages):

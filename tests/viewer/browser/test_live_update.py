@@ -11,7 +11,7 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_a_recaptured_graph_updates_in_place_keeping_camera_and_expansion(browser, tmp_path, close_pages):

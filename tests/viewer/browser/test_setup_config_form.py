@@ -33,6 +33,8 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import open_app
 
+pytestmark = pytest.mark.slow
+
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 HAS_TRANSFORMERS = HAS_TORCH and importlib.util.find_spec("transformers") is not None
 REPO = Path(__file__).resolve().parents[3]

@@ -13,7 +13,7 @@ from viewer.server.app import STATIC_DIR, ViewerServer
 
 from tv_browser import open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # Records every change event of the page's store from now on, as [topic, detail] with
 # Sets as sorted lists and the scene as its item count.

@@ -18,7 +18,7 @@ from tv_browser import open_app
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/viewer: viewer_fixtures
 from viewer_fixtures import flax_capture, torch_capture  # noqa: E402
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from synthetic import synthetic_capture
 
 from tv_browser import make_workspace, open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -15,7 +15,7 @@ from viewer.server.app import ViewerServer
 
 from tv_browser import make_workspace, open_app
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 # The notes exactly as capture/jax/framework.py records them (STATE_NOTES).
 FRESH_NOTE = ("freshly initialized state, not trained weights: the Linen module's init with "

@@ -128,13 +128,32 @@ function bboxOf(points, ox, oy) {
 // {card, header?, far?}; header and far only for an expanded group.
 export function cardList(it, env) {
   const band = bandOf(env.s);
-  const p = env.palette;
+  // The heat map (panels/cost.js): a closed card filled with its colour, an open frame as it is.
+  const heat = env.heat && !it.expanded ? env.heat(it) : null;
+  const p = heat ? heatPalette(env.palette, heat) : env.palette;
   const c = it._dl;
   if (c && c.band === band && c.p === p) return c;
   const dl = { band, p, card: [], header: null, far: null };
   drawCard(dl, it, env.ctx, p, band);
   it._dl = dl;
   return dl;
+}
+
+// The palette with every card fill (ops, groups of every kind) replaced by a heat colour:
+// one derived palette per base palette and colour, so cached card lists stay valid.
+const heatPalettes = new WeakMap();
+function heatPalette(p, colour) {
+  let byColour = heatPalettes.get(p);
+  if (!byColour) heatPalettes.set(p, (byColour = new Map()));
+  let got = byColour.get(colour);
+  if (!got) {
+    const kinds = {};
+    // the card's own text colour for every line: muted grey is too faint on the hot colours
+    for (const [k, v] of Object.entries(p.kinds)) kinds[k] = { ...v, fill: colour, text: p.cardText };
+    got = { ...p, cardFill: colour, cardMuted: p.cardText, kinds };
+    byColour.set(colour, got);
+  }
+  return got;
 }
 
 const FAR_PX = 10.5; // a far name's size on screen, whatever the zoom

@@ -40,7 +40,8 @@ export class Renderer {
     this.overlay = null; // (ctx, renderer) => draws over the items, under the selection (diff.js)
     this.dl = []; // the frame's draw list, reused
     this.farDrawn = []; // the far names the last frame drew (semantic zoom), for the hooks
-    this.env = { ctx: this.ctx, palette: this.palette, s: 1, view: null, stats: null };
+    // heat: null, or (scene item) => a fill colour or null (the cost panel's heat map)
+    this.env = { ctx: this.ctx, palette: this.palette, s: 1, view: null, stats: null, heat: null };
     this.hatchFn = () => this.hatchPattern();
     this.resize();
   }
@@ -72,6 +73,13 @@ export class Renderer {
       this.minimap.height = Math.round(Math.max(1, m.height) * this.dpr);
       this.minimapCache = null;
     }
+    this.requestDraw();
+  }
+
+  // Cards coloured by `heat(item)` (a CSS colour or null), or as usual when null.
+  setHeat(heat) {
+    this.env.heat = heat;
+    this.minimapCache = null;
     this.requestDraw();
   }
 

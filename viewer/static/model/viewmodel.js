@@ -22,7 +22,7 @@
 
 import { FRAME, charMeasurer, idleWords, labelRect, measureCard, onFrameHeader, pillContent } from "../draw/card.js";
 import { formatValue } from "../draw/theme.js";
-import { formatBytes, formatCount, grouped } from "../format.js";
+import { costLine, formatBytes, formatCount, formatFlops, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
 import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
 
@@ -1346,6 +1346,8 @@ export function cardLines(item) {
     const pc = item.params && item.params.count;
     if (pc) head.push(`${formatCount(pc)} params`, formatBytes(item.params.bytes));
     if (head.some(Boolean)) lines.push(head.filter(Boolean).join(" · "));
+    // What the layer costs, beside its parameters (FLOPs: a multiply-add counts 2).
+    if (item.cost) lines.push(costLine(item.cost));
     const io = shapesLine(item);
     if (io) lines.push(io);
   } else if (item.honest) {
@@ -1476,8 +1478,16 @@ function stackEntry(stack, reps) {
   const per = first.reduce((n, it) => n + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0);
   const total = reps.reduce((n, rep) => n + rep.reduce((m, it) => m + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0), 0);
   lines.push(`${reps.length} × ${grouped(per)} ops = ${grouped(total)} ops`);
+  // Its cost: one block's and the run's sum (server's `cost`, per_block its first repetition).
+  const cost = stack.cost || null;
+  if (cost) {
+    const one = cost.per_block || {};
+    const est = cost.estimate ? "~" : "";
+    lines.push(`${reps.length} × ${est}${formatFlops(one.flops || 0)} = ${est}${formatFlops(cost.flops || 0)}`);
+    lines.push(`${formatBytes(cost.bytes || 0)} moved` + (cost.uncounted ? ` · +${grouped(cost.uncounted)} uncounted` : ""));
+  }
   const title = stack.label || `${first[0] ? first[0].label : ""} …`;
-  return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1 };
+  return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1, cost };
 }
 
 // What one repetition of a period-k stack holds, in words: its frames by class (runs
@@ -1503,10 +1513,24 @@ function repetitionWords(stack, first) {
   return ops ? `${text} +${ops} op${ops === 1 ? "" : "s"}` : text;
 }
 
+// The parameters of every member of a stack (its card says them in all).
+function stackParams(members) {
+  let count = 0;
+  let bytes = 0;
+  for (const it of members) {
+    const pr = it.params || (it.single && it.single.params);
+    if (pr) {
+      count += Number(pr.count) || 0;
+      bytes += Number(pr.bytes) || 0;
+    }
+  }
+  return { count, bytes };
+}
+
 function stackItem(entry, byItem) {
   const members = entry.members.map((k) => byItem.get(k)).filter(Boolean);
   const first = members.find((m) => m.type === "group") || members[0] || {};
-  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length, period: entry.period };
+  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length, period: entry.period, cost: entry.cost ? { ...entry.cost } : undefined, stack_params: stackParams(members) };
 }
 
 // A boundary pill: the exact text parts the layout worker measures and the renderer draws.

@@ -1,0 +1,351 @@
+"""What each equation of a traced JAX program costs: FLOPs and unfused bytes, per equation
+from the jaxpr, by JAX's own roofline rules where they apply.
+
+Called by :func:`capture.jax.convert.convert` once the program (and its unexecuted
+bodies) is converted, with the equation behind each node. Each node is counted by the
+first rule that applies:
+
+* ``roofline``: the rule ``jax.experimental.roofline`` registers for the primitive, where
+  it counts something (``dot_general`` and ``conv_general_dilated`` from their dimension
+  numbers, elementwise unary and binary primitives, ``reduce_sum``, ``select_n``,
+  ``gather``, the ``scatter`` family with its update function): its ``unfused_flops``.
+  (Its rules for ``cumsum`` and the like count one axis, not the elements, and most other
+  primitives are registered as zeros: those are not reused.)
+* ``ragged_dot``: ``ragged_dot_general`` from its dimension numbers: 2 FLOPs per output
+  element per contracted element (a group of a ragged contracting dimension contracts its
+  own rows only);
+* ``elementwise``: elementwise primitives roofline has no count for (``tanh``, ``pow``,
+  ``exp2``, ``clamp``…): 1 FLOP per output element;
+* ``reduction``: ``reduce_max``, ``argmax``…: input elements − output elements;
+* ``cumulative``: ``cumsum``, ``cummax``…: 1 FLOP per element;
+* ``window``: ``reduce_window_sum``/``max``/``min`` (pooling): window elements per output element;
+* ``random``: random bits (``threefry2x32``, ``random_bits``…): 1 FLOP per element generated;
+* ``view``: ``reshape``, ``broadcast_in_dim``, ``squeeze``, ``expand_dims``…: no FLOPs, no bytes;
+* ``data movement``: ``concatenate``, ``convert_element_type``, ``transpose``, ``slice``,
+  ``pad``, ``iota``…: no FLOPs, their bytes;
+* ``collective``: ``psum``, ``all_gather``…: no FLOPs here (what crosses devices is the
+  sharding figures' business), their bytes;
+* control flow: a ``scan`` is its body × its length, a ``cond`` its largest branch, both
+  marked as estimates (``NodeCosts.estimates``); a ``while`` is uncounted (its trip count
+  is decided at run time), as is a boundary whose body stayed closed. The bodies' own
+  nodes are counted as traced, once (one iteration, one branch);
+* anything else is *uncounted* (``-1``), listed with the reason, never a zero.
+
+Bytes are unfused: every operand read and every result written at its shape and dtype;
+views move nothing; a gather or slice reads what it takes (the size of its result) and
+its indices; a scatter or dynamic_update_slice reads and writes the rows it updates.
+
+JAX is imported only inside functions: importing this module needs the standard library.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..graph.model import UNCOUNTED, Group, Node, NodeCosts
+
+#: What each rule name means (``NodeCosts.notes["rules"]``).
+RULES = {
+    "roofline": "jax.experimental.roofline's rule for the primitive (its unfused FLOPs)",
+    "ragged_dot": "ragged_dot_general from its dimension numbers: 2 FLOPs per output element per contracted element",
+    "elementwise": "an elementwise primitive roofline does not count: 1 FLOP per output element",
+    "reduction": "a reduction: input elements - output elements (n - 1 per result)",
+    "cumulative": "a cumulative scan (cumsum, cummax…): 1 FLOP per element",
+    "window": "a windowed reduction (pooling): window elements per output element",
+    "random": "random bit generation: 1 FLOP per element generated",
+    "view": "a reshape or broadcast: no FLOPs, no bytes",
+    "data movement": "copies, casts, slices, concatenations, transposes: no FLOPs, the bytes they move",
+    "collective": "a collective: no FLOPs counted here, its bytes",
+    "scan body × length": "estimate: the scan's body (one iteration, as traced) times its length",
+    "cond: largest branch": "estimate: the cond's largest branch (which one runs is decided at run time)",
+    "while: trip count unknown": "uncounted: a while loop's trip count is decided at run time "
+                                 "(its body is counted once, as traced)",
+    "body not converted": "uncounted: the control-flow body stayed closed (a capture limit)",
+    "opaque subprogram": "uncounted: a primitive carrying a subprogram TensorViz does not open",
+    "no rule": "uncounted: no rule counts this primitive",
+}
+NOTES = {
+    "flops": "floating-point operations; a multiply-add counts 2 (jax.experimental.roofline's convention)",
+    "bytes": "unfused: each equation reads its operands and writes its results at their shapes and dtypes; "
+             "views move nothing; gathers and slices read what they take",
+}
+
+_ELEMENTWISE = frozenset({
+    "tanh", "exp2", "pow", "atan2", "acosh", "asinh", "atanh", "clamp", "nextafter", "polygamma", "igamma",
+    "igammac", "igamma_grad_a", "random_gamma_grad", "regularized_incomplete_beta", "zeta", "complex",
+    "shift_left", "shift_right_arithmetic", "shift_right_logical", "population_count", "clz", "mulhi",
+    "reduce_precision", "add_any", "erf_inv", "sign", "logistic", "is_finite", "copysign", "square",
+})
+_REDUCTIONS = frozenset({"reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or", "reduce_xor",
+                         "argmax", "argmin"})
+_CUMULATIVE = frozenset({"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"})
+_WINDOWS = frozenset({"reduce_window_sum", "reduce_window_max", "reduce_window_min"})
+_RANDOM = frozenset({"random_bits", "threefry2x32", "rng_bit_generator", "rng_uniform"})
+_VIEWS = frozenset({"reshape", "squeeze", "expand_dims", "broadcast_in_dim", "sharding_constraint", "pvary",
+                    "optimization_barrier", "name", "tie", "random_wrap", "random_unwrap", "stop_gradient",
+                    "mesh_cast", "reshard"})
+_DATA = frozenset({"concatenate", "convert_element_type", "copy", "copy_p", "device_put", "dynamic_slice",
+                   "dynamic_update_slice", "pad", "rev", "slice", "split", "iota", "transpose", "zeros_like",
+                   "tile", "stack", "unstack", "empty", "random_seed", "random_fold_in", "random_split",
+                   "random_clone", "to_edtype", "from_edtype", "iota_2x32_shape", "bitcast_convert_type",
+                   "select_and_gather_add", "platform_index", "create_token", "after_all"})
+_COLLECTIVES = frozenset({"psum", "pmax", "pmin", "all_gather", "all_to_all", "ppermute", "reduce_scatter",
+                          "psum_invariant", "psum_scatter", "pbroadcast", "axis_index", "all_gather_invariant"})
+# Roofline rules not reused (see the module docstring) besides its registered zeros.
+_NOT_REUSED = _CUMULATIVE | _COLLECTIVES | {"debug_callback", "pure_callback", "io_callback"}
+# Read what they take (their result's size) and their index operands, not the whole operand.
+_TAKING = frozenset({"gather", "slice", "dynamic_slice"})
+# Read and write only the rows they update (operand 0 is updated in place).
+_UPDATING = frozenset({"scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul", "scatter-min",
+                       "scatter_min", "scatter-max", "scatter_max", "scatter-sub", "scatter_sub",
+                       "scatter_apply", "dynamic_update_slice"})
+_MAX = (1 << 63) - 1
+
+
+class _Costs:
+    def __init__(self) -> None:
+        import importlib
+
+        importlib.import_module("jax.experimental.roofline")  # registers the rules
+        # the module (the package re-exports its function ``roofline`` under the same name)
+        roofline_mod = importlib.import_module("jax.experimental.roofline.roofline")
+
+        self.rooflines = roofline_mod._rooflines
+        self.roofline = roofline_mod
+        self.reasons: dict[str, str] = {}
+        self._rules: dict[Any, Any] = {}
+
+    def rule_of(self, prim: Any) -> Any:
+        """Roofline's rule for ``prim`` when it counts something and is reused, else None."""
+        got = self._rules.get(prim, False)
+        if got is False:
+            rule = self.rooflines.get(prim)
+            if rule is not None and (getattr(rule, "__qualname__", "").startswith("register_standard_roofline")
+                                     or prim.name in _NOT_REUSED):
+                rule = None
+            got = self._rules[prim] = rule
+        return got
+
+    def flops(self, eqn: Any) -> tuple[int, str]:
+        prim = eqn.primitive
+        name = prim.name
+        avals_in = [_aval(v) for v in eqn.invars]
+        avals_out = [v.aval for v in eqn.outvars]
+        if not all(_sized(a) for a in avals_in + avals_out):
+            self.reasons.setdefault(name, "a shape that is not a fixed size")
+            return UNCOUNTED, "no rule"
+        if name in _VIEWS:
+            return 0, "view"
+        if name in _DATA:
+            return 0, "data movement"
+        if name in _COLLECTIVES:
+            return 0, "collective"
+        rule = self.rule_of(prim)
+        if rule is not None:
+            try:
+                result = self._roofline(rule, eqn, avals_in, avals_out)
+            except Exception as exc:
+                self.reasons.setdefault(name, f"its roofline rule failed ({type(exc).__name__})")
+                return UNCOUNTED, "no rule"
+            return int(result.unfused_flops), "roofline"
+        out = sum(_size(a) for a in avals_out)
+        if name == "ragged_dot_general":
+            return self._ragged(eqn, avals_in, avals_out), "ragged_dot"
+        if name in _ELEMENTWISE:
+            return max((_size(a) for a in avals_out), default=0), "elementwise"
+        if name in _REDUCTIONS:
+            return max(_size(avals_in[0]) - max((_size(a) for a in avals_out), default=1), 0), "reduction"
+        if name in _CUMULATIVE:
+            return _size(avals_in[0]), "cumulative"
+        if name in _WINDOWS:
+            window = eqn.params.get("window_dimensions") or ()
+            return out * math.prod(int(d) for d in window), "window"
+        if name in _RANDOM:
+            return out, "random"
+        self.reasons.setdefault(name, RULES["no rule"])
+        return UNCOUNTED, "no rule"
+
+    def _roofline(self, rule: Any, eqn: Any, avals_in: list, avals_out: list) -> Any:
+        rl = self.roofline
+        shapes = [rl.RooflineShape.from_aval(a) for a in avals_in]
+        ctx = rl.RooflineRuleContext(
+            name_stack=eqn.source_info.name_stack, primitive=eqn.primitive, avals_in=avals_in,
+            avals_out=avals_out, jaxpr_eqn_ctx=eqn.ctx, mesh=None, pin_lhs_in_vmem=False, pin_rhs_in_vmem=False)
+        return rule(ctx, *shapes, **eqn.params)
+
+    @staticmethod
+    def _ragged(eqn: Any, avals_in: list, avals_out: list) -> int:
+        dn = eqn.params["ragged_dot_dimension_numbers"]
+        (lhs_contract, _), _ = dn.dot_dimension_numbers
+        lhs = avals_in[0].shape
+        contracted = math.prod(int(lhs[d]) for d in lhs_contract)
+        flops = 2 * _size(avals_out[0]) * contracted
+        ragged = tuple(dn.lhs_ragged_dimensions)
+        if ragged and ragged[0] in tuple(lhs_contract):
+            groups = int(avals_in[2].shape[-1]) if len(avals_in) > 2 and avals_in[2].shape else 1
+            flops //= max(groups, 1)  # each group contracts its own rows only
+        return flops
+
+
+def _aval(atom: Any) -> Any:
+    aval = getattr(atom, "aval", None)
+    if aval is None:
+        from jax import core
+
+        aval = core.get_aval(atom.val)
+    return aval
+
+
+def _sized(aval: Any) -> bool:
+    shape = getattr(aval, "shape", None)
+    return shape is not None and all(type(d) is int or isinstance(d, int) for d in shape) and \
+        getattr(getattr(aval, "dtype", None), "itemsize", None) is not None
+
+
+def _size(aval: Any) -> int:
+    return math.prod(int(d) for d in aval.shape)
+
+
+def _bytes(aval: Any) -> int:
+    return _size(aval) * int(aval.dtype.itemsize)
+
+
+def _moved(eqn: Any, kind: str) -> tuple[int, int]:
+    """(bytes read, bytes written) of one equation, unfused."""
+    if kind == "view":
+        return 0, 0
+    name = eqn.primitive.name
+    ins = [_aval(v) for v in eqn.invars]
+    outs = [v.aval for v in eqn.outvars]
+    if not all(_sized(a) for a in ins + outs):
+        return UNCOUNTED, UNCOUNTED
+    if name in _TAKING:  # the result's worth of the operand, and the indices
+        taken = sum(_bytes(a) for a in outs)
+        return taken + sum(_bytes(a) for a in ins[1:]), taken
+    if name in _UPDATING:  # the updated rows, read and written, and the indices
+        updates = ins[-1] if name == "dynamic_update_slice" else (ins[2] if len(ins) > 2 else ins[-1])
+        rows = _bytes(updates)
+        return rows + sum(_bytes(a) for a in ins[1:]), rows
+    seen: set[int] = set()
+    read = 0
+    for v, a in zip(eqn.invars, ins):
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        read += _bytes(a)
+    return read, sum(_bytes(a) for a in outs)
+
+
+def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
+    """The cost columns of a converted program: ``eqns[i]`` is the equation behind ``nodes[i]``."""
+    from .control_flow import BODY_KIND
+
+    costs = _Costs()
+    rules: list[str] = []
+    rule_ids: dict[str, int] = {}
+
+    def rule_id(name: str) -> int:
+        k = rule_ids.get(name)
+        if k is None:
+            k = rule_ids[name] = len(rules)
+            rules.append(name)
+        return k
+
+    n = len(nodes)
+    flops, read, written, rule = [0] * n, [0] * n, [0] * n, [0] * n
+    boundaries = []
+    for i, (node, eqn) in enumerate(zip(nodes, eqns)):
+        if node.opaque:
+            boundaries.append(i)
+            if eqn.primitive.name not in ("scan", "cond", "while") and costs.rule_of(eqn.primitive) is not None:
+                boundaries.pop()  # a scatter with its update function: roofline counts it
+            else:
+                continue
+        f, kind = costs.flops(eqn)
+        r, w = _moved(eqn, kind)
+        flops[i], read[i], written[i], rule[i] = min(f, _MAX), r, w, rule_id(kind)
+
+    # Control-flow boundaries, innermost first (a body's nodes come after its boundary's,
+    # and a nested boundary's body after the one holding it).
+    body_of = _innermost_bodies(groups, BODY_KIND)
+    bodies: dict[int, list[int]] = {}
+    for g, grp in enumerate(groups):
+        if grp.kind == BODY_KIND and type(grp.attrs.get("node")) is int:
+            bodies.setdefault(grp.attrs["node"], []).append(g)
+    members: dict[int, list[int]] = {}
+    for i, node in enumerate(nodes):
+        b = body_of[node.group] if node.group is not None else -1
+        if b >= 0:
+            members.setdefault(b, []).append(i)
+    estimates = []
+    for i in sorted(boundaries, reverse=True):
+        prim = nodes[i].op
+        mine = bodies.get(i, [])
+        sums = []
+        closed = False
+        for g in mine:
+            if "closed" in groups[g].attrs:
+                closed = True
+                continue
+            ids = members.get(g, [])
+            sums.append((_sum(flops[j] for j in ids), _sum(read[j] for j in ids), _sum(written[j] for j in ids),
+                         groups[g].attrs.get("role", "")))
+        if prim == "while":
+            flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id("while: trip count unknown")
+            costs.reasons.setdefault(prim, RULES["while: trip count unknown"])
+        elif closed or not mine or prim not in ("scan", "cond"):
+            why = "body not converted" if mine else "opaque subprogram"
+            flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id(why)
+            costs.reasons.setdefault(prim, RULES[why])
+        elif prim == "scan":
+            length = groups[mine[0]].attrs.get("iterations")
+            f, r, w, _ = sums[0]
+            if type(length) is not int:
+                flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id("no rule")
+                costs.reasons.setdefault(prim, "its length is not static")
+                continue
+            flops[i], read[i], written[i] = (_scale(f, length), _scale(r, length), _scale(w, length))
+            rule[i] = rule_id("scan body × length")
+            estimates.append(i)
+        else:  # cond: the largest branch
+            f, r, w, _ = max(sums, key=lambda s: (s[0], s[1] + s[2]))
+            flops[i], read[i], written[i], rule[i] = f, r, w, rule_id("cond: largest branch")
+            estimates.append(i)
+    notes: dict[str, Any] = dict(NOTES)
+    import jax
+
+    notes["counter"] = f"jax {jax.__version__}: jax.experimental.roofline rules where they count, TensorViz's table " \
+                       "for the rest"
+    notes["rules"] = {name: RULES[name] for name in rules}
+    uncounted = {nodes[i].op for i in range(n) if flops[i] < 0}
+    if uncounted:
+        notes["uncounted"] = {op: costs.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
+    return NodeCosts(flops, read, written, rule, rules, sorted(estimates), notes)
+
+
+def _innermost_bodies(groups: list[Group], body_kind: str) -> list[int]:
+    """Per group, the innermost body group holding it (itself when it is one), or -1."""
+    out = [-2] * len(groups)
+    for g in range(len(groups)):
+        path = []
+        x: int | None = g
+        while x is not None and out[x] == -2:
+            if groups[x].kind == body_kind:
+                out[x] = x
+                break
+            path.append(x)
+            x = groups[x].parent
+        found = -1 if x is None else out[x]
+        for y in path:
+            out[y] = found
+    return out
+
+
+def _sum(xs: Any) -> int:
+    """A total that stays uncounted-aware: an uncounted part is left out (it is listed on its own)."""
+    return min(sum(x for x in xs if x > 0), _MAX)
+
+
+def _scale(x: int, k: int) -> int:
+    return UNCOUNTED if x < 0 else min(x * k, _MAX)

@@ -1,0 +1,454 @@
+"""What each ATen op of a Torch capture costs: FLOPs and unfused bytes, counted by PyTorch's
+own rules from what the capture recorded (op overload, operand shapes and dtypes, literals).
+
+A pass after the capture (:func:`count`), for eager and abstract captures alike: the trace
+loop (:mod:`capture.torch.trace`) is not touched. Each node's op is resolved to its
+``OpOverload`` and counted by the first rule that applies:
+
+* ``flop_counter``: the formula ``torch.utils.flop_counter`` registers for the op (matmuls,
+  convolutions, attention kernels, their backward ops), called with the recorded shapes:
+  exactly what ``FlopCounterMode`` would add for it;
+* ``flop_counter sdpa (CPU kernel)``: the CPU attention kernels
+  (``_scaled_dot_product_flash_attention_for_cpu`` and its backward), which have no
+  entry in that registry (``FlopCounterMode`` counts them as 0), counted with the
+  registry's own attention formulas (``sdpa_flop_count``, ``sdpa_backward_flop_count``);
+* ``bookkeeping``: the profiler's ``record_function`` markers (an optimizer step's): nothing;
+* ``view``: an op whose schema says its result aliases an input without writing it
+  (``view``, ``t``, ``expand``, ``slice``…) and the few views whose schema does not say so
+  (``_unsafe_view``, ``unsafe_split``…): no FLOPs, no bytes;
+* ``data movement``: copies, casts, gathers, concatenations, padding, factories: no FLOPs,
+  their bytes;
+* ``scatter-add``: an accumulating scatter or index_put: 1 FLOP per update element (as
+  ``jax.experimental.roofline`` counts a scatter-add);
+* ``foreach``: ``_foreach_*`` over tensor lists (optimizer steps): 1 FLOP per output element;
+* ``random``: random number generation (``bernoulli_`` of a training-mode dropout,
+  ``normal_``…): 1 FLOP per element generated;
+* ``pointwise`` (ATen's ``pointwise`` tag): 1 FLOP per output element;
+* ``reduction`` (ATen's ``reduction`` tag): input elements − output elements (n − 1 per
+  result, ``jax.experimental.roofline``'s count for ``reduce_sum``);
+* ``cumulative``: ``cumsum``, ``cumprod``, ``cummax``…: 1 FLOP per element (as the JAX count);
+* ``decomposed``: none of the above, but ``torch._decomp`` has a decomposition for the op
+  (softmax, layer norm, batch norm, pooling, dropout, their backward ops…): it is run on
+  meta tensors of the recorded shapes and the ops it dispatches are counted by these same
+  rules, recursively;
+* anything else is *uncounted* (``-1``), listed by name with the reason, never a zero.
+
+Bytes are unfused: the bytes of every tensor operand (each value once) read, and of
+every result written, at their shapes and dtypes; a view moves nothing; a gather
+(``embedding``, ``index_select``…) reads what it takes (its result's size) and its indices.
+
+Torch is imported at module level: this is one of the worker's framework modules.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ..graph.model import UNCOUNTED, Capture, NodeCosts
+
+#: What each rule name means (``NodeCosts.notes["rules"]``).
+RULES = {
+    "flop_counter": "the formula torch.utils.flop_counter registers for the op (matmul, convolution, attention)",
+    "flop_counter sdpa (CPU kernel)": "torch.utils.flop_counter's attention formulas (sdpa_flop_count, "
+                                      "sdpa_backward_flop_count) for the CPU attention kernel its registry has no "
+                                      "entry for (FlopCounterMode counts it as 0)",
+    "view": "a view of its input: no FLOPs, no bytes",
+    "bookkeeping": "a profiler marker (record_function): no FLOPs, no bytes",
+    "data movement": "copies, casts, gathers, concatenations, factories: no FLOPs, the bytes they move",
+    "scatter-add": "an accumulating scatter: 1 FLOP per update element",
+    "foreach": "_foreach_* over tensor lists: 1 FLOP per output element",
+    "random": "random number generation (bernoulli, normal, rand…): 1 FLOP per element generated",
+    "pointwise": "ATen tags it pointwise: 1 FLOP per output element",
+    "reduction": "ATen tags it a reduction: input elements - output elements (n - 1 per result)",
+    "cumulative": "a cumulative scan (cumsum, cummax…): 1 FLOP per element",
+    "decomposed": "its torch._decomp decomposition, run on meta tensors of the recorded shapes, counted op by op "
+                  "by these rules",
+    "no rule": "uncounted: no flop_counter formula, no pointwise or reduction tag, no decomposition",
+}
+NOTES = {
+    "flops": "floating-point operations; a multiply-add counts 2 (torch.utils.flop_counter's convention)",
+    "bytes": "unfused: each op reads its tensor operands and writes its results at their shapes and dtypes; "
+             "a view moves nothing",
+}
+
+# Views whose schema does not mark the result as an alias of the input.
+_VIEWS = frozenset({
+    "_unsafe_view", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "_reshape_alias", "alias",
+    "lift_fresh", "detach", "_neg_view", "_conj", "view_as_real", "view_as_complex",
+})
+# Ops that move or make data and compute nothing (no FLOPs, their bytes).
+_DATA_MOVEMENT = frozenset({
+    "clone", "_to_copy", "copy_", "copy", "lift_fresh_copy", "contiguous", "_copy_from", "_copy_from_and_resize",
+    "cat", "stack", "index_select", "embedding", "gather", "index", "take", "constant_pad_nd", "reflection_pad1d",
+    "reflection_pad2d", "replication_pad1d", "replication_pad2d", "slice_scatter", "select_scatter",
+    "diagonal_scatter", "as_strided_scatter", "scatter", "repeat", "roll", "flip", "tril_indices", "triu_indices",
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "arange", "linspace", "scalar_tensor", "eye",
+    "fill", "fill_", "zero_", "masked_select", "nonzero", "expand_copy", "permute_copy", "view_copy",
+    "transpose_copy", "t_copy", "unsqueeze_copy", "squeeze_copy", "slice_copy", "select_copy", "split_copy",
+    "alias_copy", "unbind_copy", "set_", "resize_", "resize_as_", "_local_scalar_dense", "item", "to",
+    "randperm", "index_copy", "index_copy_", "narrow_copy", "unfold_copy", "pixel_shuffle", "pixel_unshuffle",
+    "channel_shuffle", "im2col", "col2im",
+})
+# Gathers: read what they take (their result's size) and their indices, not the whole table.
+_TAKING = frozenset({"embedding", "index_select", "gather", "index", "take"})
+# Accumulating scatters: the operand holding the updates (by schema name).
+_SCATTER_ADD = {"scatter_add": "src", "scatter_add_": "src", "index_add": "source", "index_add_": "source",
+                "scatter_reduce": "src", "scatter_reduce_": "src", "index_reduce": "source", "index_reduce_": "source",
+                "_index_put_impl_": "values", "index_put": "values", "index_put_": "values"}
+_RANDOM = frozenset({
+    "bernoulli", "bernoulli_", "normal", "normal_", "uniform", "uniform_", "rand", "rand_like", "randn", "randn_like",
+    "randint", "randint_like", "random", "random_", "exponential", "exponential_", "geometric_", "log_normal_",
+    "cauchy_", "multinomial", "poisson", "_standard_gamma",
+})
+_CUMULATIVE = frozenset({"cumsum", "cumsum_", "cumprod", "cumprod_", "cummax", "cummin", "logcumsumexp",
+                         "_cummax_helper", "_cummin_helper"})
+_SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
+             "_scaled_dot_product_flash_attention_for_cpu_backward": "backward"}
+# Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.
+_NAMED_ARGS = ("dtype", "layout", "memory_format")
+_MAX = (1 << 63) - 1
+
+
+class _Unbuildable(Exception):
+    """An argument the capture kept only as a name (an opaque object): the op cannot be rerun."""
+
+
+class _Uncounted(Exception):
+    """The op, or an op its decomposition runs, has no rule."""
+
+
+class TorchCosts:
+    """Counts the nodes of Torch captures; caches rules per op and results per signature."""
+
+    def __init__(self) -> None:
+        from torch.utils import flop_counter
+        from torch._decomp import decomposition_table
+
+        self.registry = flop_counter.flop_registry
+        self.sdpa = (flop_counter.sdpa_flop_count, flop_counter.sdpa_backward_flop_count)
+        self.decompositions = decomposition_table
+        self._ops: dict[str, Any] = {}
+        self._kinds: dict[Any, str] = {}
+        self._signatures: dict[tuple, tuple[int, str]] = {}
+        self._itemsize: dict[str, int | None] = {}
+        self.reasons: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ ops
+
+    def resolve(self, name: str) -> Any:
+        """The ``OpOverload`` a recorded op name (``aten::add.Tensor``, ``aten::addmm``) names, or None."""
+        got = self._ops.get(name, False)
+        if got is not False:
+            return got
+        op = None
+        ns, sep, rest = name.partition("::")
+        if sep:
+            base, _, overload = rest.partition(".")
+            try:
+                op = getattr(getattr(getattr(torch.ops, ns), base), overload or "default")
+            except (AttributeError, RuntimeError):
+                op = None
+        self._ops[name] = op
+        return op
+
+    def kind(self, op: Any) -> str:
+        """The rule that counts ``op`` (a key of :data:`RULES`)."""
+        got = self._kinds.get(op)
+        if got is None:
+            got = self._kinds[op] = self._kind(op)
+        return got
+
+    def _kind(self, op: Any) -> str:
+        schema = op._schema
+        ns, _, base = schema.name.rpartition("::")
+        if ns == "profiler":
+            return "bookkeeping"
+        if base in _VIEWS or any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
+            return "view"
+        if op.overloadpacket in self.registry:
+            return "flop_counter"
+        if base in _SDPA_CPU:
+            return "flop_counter sdpa (CPU kernel)"
+        if base in _DATA_MOVEMENT:
+            return "data movement"
+        if base in _SCATTER_ADD:
+            return "scatter-add"
+        if base.startswith("_foreach_"):
+            return "foreach"
+        if base in _RANDOM:
+            return "random"
+        if base in _CUMULATIVE:
+            return "cumulative"
+        tags = op.tags
+        if torch.Tag.pointwise in tags:
+            return "pointwise"
+        if torch.Tag.reduction in tags:
+            return "reduction"
+        if op in self.decompositions:
+            return "decomposed"
+        return "no rule"
+
+    def itemsize(self, dtype: str) -> int | None:
+        got = self._itemsize.get(dtype, 0)
+        if got == 0:
+            t = getattr(torch, dtype, None)
+            got = self._itemsize[dtype] = t.itemsize if isinstance(t, torch.dtype) else None
+        return got
+
+    # ------------------------------------------------------------------ counting
+
+    def count(self, capture: Capture) -> NodeCosts:
+        """The cost columns of ``capture``'s nodes."""
+        values = capture.values
+        shapes: list[tuple | None] = []
+        sizes: list[int] = []  # bytes per value, -1 when unknown
+        for v in values:
+            shape = v.shape
+            if all(type(d) is int for d in shape):
+                n = math.prod(shape)
+                item = self.itemsize(v.dtype)
+                shapes.append(tuple(shape))
+                sizes.append(n * item if item is not None else -1)
+            else:
+                shapes.append(None)
+                sizes.append(-1)
+        rules: list[str] = []
+        rule_ids: dict[str, int] = {}
+        flops, read, written, rule = [], [], [], []
+        for node in capture.nodes:
+            op = self.resolve(node.op)
+            if op is None:
+                f, name = UNCOUNTED, "no rule"
+                self.reasons.setdefault(node.op, "not an operator this Torch knows")
+                kind = None
+            else:
+                kind = self.kind(op)
+                f, name = self._flops(node, op, kind, values, shapes)
+            if kind == "view" or kind == "bookkeeping":
+                r = w = 0
+            elif op is not None and _base(op) in _TAKING:
+                # what it takes from (embedding's weight, index_select's self) is operand 0;
+                # the other tensors are indices, read whole
+                w = _total(sizes[v] for v in node.outputs)
+                table = node.inputs[0].value if node.inputs and node.inputs[0].position == 0 else None
+                rest = {o.value for o in node.inputs if o.value is not None and o.value != table}
+                r = _total([w] + [sizes[v] for v in rest]) if w >= 0 else UNCOUNTED
+            else:
+                ins = {o.value for o in node.inputs if o.value is not None}
+                r = _total(sizes[v] for v in ins)
+                w = _total(sizes[v] for v in node.outputs)
+            k = rule_ids.get(name)
+            if k is None:
+                k = rule_ids[name] = len(rules)
+                rules.append(name)
+            flops.append(f)
+            read.append(r)
+            written.append(w)
+            rule.append(k)
+        notes: dict[str, Any] = dict(NOTES)
+        notes["counter"] = f"torch {torch.__version__}: torch.utils.flop_counter formulas, ATen tags and torch._decomp"
+        notes["rules"] = {name: RULES[name] for name in rules}
+        uncounted = {capture.nodes[i].op for i, f in enumerate(flops) if f < 0}
+        if uncounted:
+            notes["uncounted"] = {op: self.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
+        return NodeCosts(flops, read, written, rule, rules, [], notes)
+
+    def _flops(self, node: Any, op: Any, kind: str, values: Any, shapes: list) -> tuple[int, str]:
+        if kind == "view" or kind == "data movement" or kind == "bookkeeping":
+            return 0, kind
+        if kind == "no rule":
+            self.reasons.setdefault(node.op, RULES["no rule"])
+            return UNCOUNTED, kind
+        key: list[Any] = [node.op]
+        for o in node.inputs:
+            if o.value is None:
+                key.append((o.position, _hashable(o.literal)))
+            else:
+                s = shapes[o.value]
+                if s is None:
+                    self.reasons.setdefault(node.op, "a symbolic shape")
+                    return UNCOUNTED, "no rule"
+                key.append((o.position, s, values[o.value].dtype))
+        for v in node.outputs:
+            key.append((shapes[v], values[v].dtype))
+        sig = tuple(key)
+        got = self._signatures.get(sig)
+        if got is None:
+            got = self._signatures[sig] = self._count_one(node, op, kind, values)
+        return got
+
+    def _count_one(self, node: Any, op: Any, kind: str, values: Any) -> tuple[int, str]:
+        try:
+            args, kwargs = self._arguments(op, node.inputs, values)
+            outs = [_meta(values[v].shape, values[v].dtype) for v in node.outputs]
+            out = outs[0] if len(outs) == 1 else tuple(outs)
+            if kind == "decomposed":
+                counter = _Decomposition(self)
+                with counter:
+                    self.decompositions[op](*args, **kwargs)
+                return min(counter.flops, _MAX), kind
+            return min(self.flops_of(op, kind, args, kwargs, out), _MAX), kind
+        except _Uncounted as exc:
+            self.reasons.setdefault(node.op, str(exc))
+        except _Unbuildable as exc:
+            self.reasons.setdefault(node.op, f"cannot rebuild its arguments ({exc})")
+        except Exception as exc:  # a formula or a decomposition that fails on these shapes
+            self.reasons.setdefault(node.op, f"its rule failed on the recorded shapes ({type(exc).__name__}: "
+                                             f"{str(exc).splitlines()[0][:160] if str(exc) else ''})")
+        return UNCOUNTED, "no rule"
+
+    def flops_of(self, op: Any, kind: str, args: tuple, kwargs: dict, out: Any) -> int:
+        """FLOPs of ``op`` on ``args`` (meta tensors) with result ``out``, by rule ``kind``."""
+        if kind == "flop_counter":
+            return int(self.registry[op.overloadpacket](*args, **kwargs, out_val=out))
+        if kind == "flop_counter sdpa (CPU kernel)":
+            base = op._schema.name.split("::")[-1]
+            if _SDPA_CPU[base] == "forward":
+                q, k, v = args[:3]
+                return int(self.sdpa[0](q.shape, k.shape, v.shape))
+            grad_out, q, k, v = args[:4]
+            return int(self.sdpa[1](grad_out.shape, q.shape, k.shape, v.shape))
+        if kind in ("view", "data movement", "bookkeeping"):
+            return 0
+        if kind == "cumulative":
+            ins = _tensors(args)
+            return ins[0].numel() if ins else 0
+        if kind == "pointwise" or kind == "foreach" or kind == "random":
+            return sum(t.numel() for t in _tensors(out)) if kind == "foreach" else max(
+                (t.numel() for t in _tensors(out)), default=0)
+        if kind == "reduction":
+            ins = _tensors(args)
+            return max(ins[0].numel() - max((t.numel() for t in _tensors(out)), default=1), 0) if ins else 0
+        if kind == "scatter-add":
+            base = op._schema.name.split("::")[-1]
+            name = _SCATTER_ADD[base]
+            names = [a.name for a in op._schema.arguments]
+            pos = names.index(name) if name in names else -1
+            updates = kwargs.get(name, args[pos] if 0 <= pos < len(args) else None)
+            if base.startswith("index_put") or base == "_index_put_impl_":
+                acc = kwargs.get("accumulate", args[3] if len(args) > 3 else False)
+                if not acc:
+                    return 0
+            return updates.numel() if isinstance(updates, torch.Tensor) else 0
+        raise _Uncounted(RULES["no rule"])
+
+    def _arguments(self, op: Any, operands: list, values: Any) -> tuple[tuple, dict]:
+        """The op's arguments rebuilt from the recorded operands: meta tensors of the
+        recorded shapes and dtypes, literals turned back into torch objects."""
+        by_pos: dict[int, list] = {}
+        for o in operands:
+            by_pos.setdefault(o.position, []).append(o)
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        by_name = False
+        for i, a in enumerate(op._schema.arguments):
+            got = by_pos.get(i)
+            if got is None:
+                by_name = True  # a default: what follows goes by name
+                continue
+            type_text = str(a.type)
+            if "List" in type_text and ("Tensor" in type_text):
+                val: Any = [self._operand(o, a.name, values) for o in got]
+            elif len(got) == 1:
+                val = self._operand(got[0], a.name, values)
+            else:
+                val = [self._operand(o, a.name, values) for o in got]
+            if a.kwarg_only or by_name:
+                kwargs[a.name] = val
+            else:
+                args.append(val)
+        return tuple(args), kwargs
+
+    def _operand(self, o: Any, name: str, values: Any) -> Any:
+        if o.value is not None:
+            v = values[o.value]
+            return _meta(v.shape, v.dtype)
+        return _literal(o.literal, name)
+
+
+class _Decomposition(TorchDispatchMode):
+    """Counts the ops a decomposition dispatches (on meta tensors) by the same rules."""
+
+    def __init__(self, costs: TorchCosts) -> None:
+        super().__init__()
+        self.costs = costs
+        self.flops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        costs = self.costs
+        kind = costs.kind(func) if isinstance(func, torch._ops.OpOverload) else "no rule"
+        if kind == "decomposed":
+            with self:
+                return costs.decompositions[func](*args, **kwargs)
+        out = func(*args, **kwargs)
+        if kind == "no rule":
+            raise _Uncounted(f"its decomposition runs {func.name()}, which has no rule")
+        self.flops += costs.flops_of(func, kind, args, kwargs, out)
+        return out
+
+
+def _base(op: Any) -> str:
+    return op._schema.name.split("::")[-1]
+
+
+def _meta(shape: list, dtype: str) -> Any:
+    t = getattr(torch, dtype, None)
+    if not isinstance(t, torch.dtype):
+        raise _Unbuildable(f"dtype {dtype}")
+    return torch.empty([int(d) for d in shape], dtype=t, device="meta")
+
+
+def _literal(x: Any, name: str) -> Any:
+    if isinstance(x, dict):
+        if "complex" in x and isinstance(x["complex"], list) and len(x["complex"]) == 2:
+            return complex(*x["complex"])
+        raise _Unbuildable(f"{name} was recorded as {x.get('opaque', 'an object')}")
+    if isinstance(x, str):
+        if name in _NAMED_ARGS or name.endswith("dtype"):
+            got = getattr(torch, x, None)
+            if got is None:
+                raise _Unbuildable(f"{name} {x!r}")
+            return got
+        if name == "device":
+            return torch.device("meta")
+    if isinstance(x, list):
+        return [_literal(y, name) for y in x]
+    return x
+
+
+def _tensors(tree: Any) -> list:
+    if isinstance(tree, torch.Tensor):
+        return [tree]
+    if isinstance(tree, (list, tuple)):
+        return [t for x in tree for t in _tensors(x)]
+    if isinstance(tree, dict):
+        return [t for x in tree.values() for t in _tensors(x)]
+    return []
+
+
+def _hashable(x: Any) -> Any:
+    if isinstance(x, list):
+        return tuple(_hashable(y) for y in x)
+    if isinstance(x, dict):
+        return tuple(sorted((k, _hashable(v)) for k, v in x.items()))
+    return x
+
+
+def _total(sizes: Any) -> int:
+    total = 0
+    for s in sizes:
+        if s < 0:
+            return UNCOUNTED
+        total += s
+    return min(total, _MAX)
+
+
+def count(capture: Capture) -> NodeCosts:
+    """The cost columns of a Torch ``capture`` (its ``Capture.cost``)."""
+    return TorchCosts().count(capture)

@@ -1,0 +1,266 @@
+"""``tensorviz summary FILE.tvg [--depth N] [--sort flops] [--json|--csv] [--device NAME]``:
+what each layer costs, as a table.
+
+One row per layer (module calls, unexecuted bodies, the loss, backward and optimizer of a
+training step; ``--all-groups`` adds framework calls and JAX tracing scopes), down to
+``--depth`` levels, in program order or sorted: its path and class, what it hands on,
+parameters, FLOPs (a multiply-add counts 2), bytes read and written (unfused) and its
+share of the total FLOPs. A run of identical blocks is one row (``h.0 … h.11 ×12``) with
+the run's sums and one block's figures. Under the table: the totals, memory (parameters,
+activations, the peak of live activations, what a training step saves for backward) and
+every op no rule could count, by name and count, never added as zero. ``--device`` adds
+a roofline time per layer from a device profile, labelled estimated, not measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from capture.graph import graphfile
+
+DEFAULT_DEPTH = 3
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from viewer.projection.cost import SORT_KEYS
+
+    p = sub.add_parser("summary", help="what each layer of a .tvg graph file costs: FLOPs, bytes, memory, as a table")
+    p.add_argument("file", help="a portable graph file (.tvg)")
+    p.add_argument("--depth", type=int, default=DEFAULT_DEPTH, metavar="N",
+                   help=f"list layers down to N levels (default {DEFAULT_DEPTH}; 0: every level)")
+    p.add_argument("--sort", choices=SORT_KEYS, default="order",
+                   help="order the rows by this figure, largest first (default: program order, as a tree)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the table, totals and lists as JSON")
+    out.add_argument("--csv", action="store_true", help="print the rows as CSV")
+    p.add_argument("--device", metavar="NAME",
+                   help="add a roofline time per layer on this device profile (estimated, not measured); "
+                        "--device list shows the profiles")
+    p.add_argument("--devices", metavar="FILE", help="a device table (TOML) whose entries replace or add profiles")
+    p.add_argument("--workspace", metavar="DIR",
+                   help="read the workspace's .tensorviz/devices.toml too (default: the folder holding "
+                        "the .tensorviz folder the file is in, if any)")
+    p.add_argument("--all-groups", action="store_true",
+                   help="list every group (framework calls, tracing scopes), not only layers")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    collecting = gc.isenabled()
+    gc.disable()  # many small objects, no cycles (as inspect)
+    try:
+        return _run(args)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _fail(text: str) -> int:
+    print(f"tensorviz summary: {text}", file=sys.stderr)
+    return 2
+
+
+def _workspace_of(path: Path) -> Path | None:
+    for parent in path.resolve().parents:
+        if parent.name == ".tensorviz":
+            return parent.parent
+    return None
+
+
+def _run(args: argparse.Namespace) -> int:
+    from viewer.projection import devices as device_table
+    from viewer.projection.cost import layer_rows
+    from viewer.projection.projection import Projection
+
+    try:
+        table = device_table.load(args.workspace or _workspace_of(Path(args.file)), args.devices)
+    except device_table.DeviceError as exc:
+        return _fail(str(exc))
+    if args.device == "list":
+        for d in table.values():
+            peaks = ", ".join(f"{k} {_si(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
+            print(f"{d.name:16} {d.label}: {peaks}; {_si(d.bandwidth, 'B/s')}" + (f" ({d.note})" if d.note else ""))
+        return 0
+    device = None
+    if args.device is not None:
+        device = table.get(args.device)
+        if device is None:
+            return _fail(f"no device profile {args.device!r}; known: {', '.join(table)} (--device list)")
+    if args.depth < 0:
+        return _fail("--depth must be 0 (every level) or more")
+    try:
+        capture = graphfile.read(args.file)
+    except graphfile.GraphFileError as exc:
+        print(f"tensorviz summary: {exc}", file=sys.stderr)
+        return 1
+    if capture.failure is not None:
+        return _fail(f"{args.file} is a failed capture ({capture.failure.type}: {capture.failure.message})")
+    if capture.cost is None:
+        return _fail(f"{args.file} holds no costs: it was written before TensorViz counted them"
+                     + (f" ({capture.meta['cost_failed']})" if isinstance(capture.meta.get("cost_failed"), str) else "")
+                     + "; capture it again")
+    proj = Projection(capture)
+    costs = proj.costs()
+    rows = layer_rows(proj, args.depth or None, device, args.all_groups)
+    if args.sort != "order":
+        key = {"bytes": "bytes", "flops": "flops", "params": "params", "time": "time",
+               "activations": "activations"}[args.sort]
+        if key == "time" and device is None:
+            return _fail("--sort time needs --device")
+        rows = sorted((r for r in rows if not r.get("per_block")),
+                      key=lambda r: -(r["params"]["count"] if key == "params" else r.get(key) or 0))
+    totals = costs.totals()
+    uncounted = costs.uncounted_ops()
+    notes = costs.notes()
+    doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
+                           "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes}
+    if device is not None:
+        doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
+                         "time": costs.times(device)[0]}
+    if args.json:
+        sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
+    elif args.csv:
+        sys.stdout.write(_csv(rows, device is not None))
+    else:
+        sys.stdout.write(_text(doc, args.sort != "order"))
+    return 0
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _si(x: float, unit: str) -> str:
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
+
+
+def flops_text(x: int) -> str:
+    return _si(x, "FLOPs") if x else "0"
+
+
+def bytes_text(x: float) -> str:
+    if x < 1024:
+        return f"{int(x)} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        x /= 1024.0
+        if x < 1024 or unit == "PiB":
+            return f"{x:.3g} {unit}"
+    return f"{x} B"  # pragma: no cover
+
+
+def count_text(x: int) -> str:
+    for factor, suffix in ((1e12, " T"), (1e9, " B"), (1e6, " M"), (1e3, " k")):
+        if x >= factor:
+            return f"{x / factor:.3g}{suffix}"
+    return str(x)
+
+
+def time_text(s: float) -> str:
+    for factor, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if s >= factor:
+            return f"{s / factor:.3g} {unit}"
+    return f"{s / 1e-9:.3g} ns"
+
+
+def _label(r: dict, flat: bool) -> str:
+    name = r["stack"]["title"] if "stack" in r else (r.get("path") or r["name"] if flat else r["name"])
+    if flat and r.get("phase") == "backward" and not (r["name"] == "backward" and r["depth"] == 1):
+        name = f"backward of {name}"
+    if not flat:
+        name = "  " * (r["depth"] - 1) + name
+    if r.get("template"):
+        it = r.get("iterations")
+        name += f" [{r['template']}, as traced" + (f", ×{it} when run" if type(it) is int else "") + "]"
+    elif r.get("per_block") and not flat:
+        name += " (per block)"
+    return name
+
+
+def _text(doc: dict, flat: bool) -> str:
+    rows, totals, device = doc["rows"], doc["totals"], doc.get("device")
+    headers = ["Layer", "Class", "Output", "Params", "FLOPs", "Bytes", "Share"] + (["Est. time"] if device else [])
+    table = []
+    for r in rows:
+        flops = flops_text(r["flops"]) + ("~" if r.get("estimate") else "") + (
+            f" +{r['uncounted']} uncounted" if r.get("uncounted") else "")
+        share = "" if r.get("share") is None else f"{100 * r['share']:.1f}%"
+        line = [_label(r, flat), r.get("class") or r["kind"], r.get("output", ""), count_text(r["params"]["count"]),
+                flops, bytes_text(r["bytes"]), share]
+        if "stack" in r and r["stack"].get("per_block"):
+            pb = r["stack"]["per_block"]
+            line[4] += f" ({flops_text(pb['flops'])}/block)"
+        if device:
+            line.append(time_text(r["time"]) + (f" {r['bound']}" if r.get("bound") else ""))
+        table.append(line)
+    widths = [max([len(h)] + [len(row[i]) for row in table]) for i, h in enumerate(headers)]
+    widths[0] = min(widths[0], 60)
+    out = io.StringIO()
+
+    def emit(cells: list[str]) -> None:
+        parts = []
+        for i, (c, w) in enumerate(zip(cells, widths)):
+            c = c if len(c) <= w else c[:w - 1] + "…"
+            parts.append(c.ljust(w) if i < 3 else c.rjust(w))
+        out.write("  ".join(parts).rstrip() + "\n")
+
+    emit(headers)
+    out.write("  ".join("-" * w for w in widths) + "\n")
+    for line in table:
+        emit(line)
+    out.write("\n")
+    p = totals["params"]
+    unc_ops = totals.get("uncounted") or 0
+    out.write(f"Total FLOPs:      {flops_text(totals['flops'])}"
+              + (f" + {unc_ops:,} uncounted op{'s' * (unc_ops != 1)} (listed below)" if unc_ops else "")
+              + (" (includes estimates: control-flow bodies × their trip counts)" if totals.get("estimate") else "")
+              + f"   [{doc['notes']['flops']}]\n")
+    out.write(f"Bytes moved:      {bytes_text(totals['bytes_read'] + totals['bytes_written'])} "
+              f"(read {bytes_text(totals['bytes_read'])}, written {bytes_text(totals['bytes_written'])}; unfused)\n")
+    out.write(f"Parameters:       {count_text(p['count'])} in {p['tensors']:,} tensors, {bytes_text(p['bytes'])}\n")
+    out.write(f"Activations:      {bytes_text(totals['activations'])} made; peak live {bytes_text(totals['peak_live'])} "
+              "(traced order, at the captured shapes)\n")
+    if "saved_for_backward" in totals:
+        out.write(f"Saved for backward: {bytes_text(totals['saved_for_backward'])}\n")
+    if device:
+        out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
+        if device.get("note"):
+            out.write(f"                  {device['name']}: {device['note']}\n")
+    unc = doc["uncounted"]
+    if unc:
+        out.write(f"Uncounted ops:    {sum(u['count'] + u['in_bodies'] for u in unc):,} (not in the totals):\n")
+        for u in unc:
+            where = f"{u['count']:,}" + (f" (+{u['in_bodies']:,} in bodies)" if u["in_bodies"] else "")
+            out.write(f"  {u['op']} ×{where}: {u['reason']}\n")
+    else:
+        out.write("Uncounted ops:    none (every op was counted by a rule)\n")
+    return out.getvalue()
+
+
+def _csv(rows: list[dict], timed: bool) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    head = ["depth", "path", "name", "class", "kind", "output", "params", "param_bytes", "flops", "bytes_read",
+            "bytes_written", "share", "uncounted", "estimate", "activations", "peak_live", "saved_for_backward",
+            "stack_count", "per_block_flops", "per_block", "template"] + (["est_time_s", "bound"] if timed else [])
+    w.writerow(head)
+    for r in rows:
+        st = r.get("stack") or {}
+        line = [r["depth"], r.get("path") or "", r["name"], r.get("class") or "", r["kind"], r.get("output", ""),
+                r["params"]["count"], r["params"]["bytes"], r.get("flops", ""), r.get("bytes_read", ""),
+                r.get("bytes_written", ""), "" if r.get("share") is None else f"{r['share']:.6f}",
+                r.get("uncounted", 0), int(bool(r.get("estimate"))), r.get("activations", ""), r.get("peak_live", ""),
+                r.get("saved_for_backward", 0), st.get("count", ""), (st.get("per_block") or {}).get("flops", ""),
+                int(bool(r.get("per_block"))), r.get("template") or ""]
+        if timed:
+            line += [f"{r['time']:.6g}", r.get("bound", "")]
+        w.writerow(line)
+    return out.getvalue()

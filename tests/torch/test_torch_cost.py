@@ -1,0 +1,124 @@
+"""What each ATen op costs (capture/torch/cost.py): PyTorch's own formulas from what the
+capture recorded, in eager and abstract captures alike; an op no rule counts is listed,
+never a zero."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from capture.graph.model import UNCOUNTED
+from torch_workspace import capture_in_process, profile, tensor, write
+
+pytestmark = pytest.mark.torch
+
+
+def _by_op(cap) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for i, n in enumerate(cap.nodes):
+        out.setdefault(n.op, []).append(i)
+    return out
+
+
+def _rule(cap, i: int) -> str:
+    return cap.cost.rules[cap.cost.rule[i]]
+
+
+def test_matmuls_count_what_flop_counter_mode_counts_and_every_op_has_a_figure(ws):
+    cap, _ = capture_in_process(ws, profile("models:Block", args=[tensor([2, 5, 16])]))
+    c = cap.cost
+    assert c is not None and len(c.flops) == len(cap.nodes)
+    assert UNCOUNTED not in c.flops, c.notes.get("uncounted")
+    registry = sum(f for i, f in enumerate(c.flops) if _rule(cap, i) == "flop_counter")
+    import sys
+
+    block = sys.modules["models"].Block()
+    with FlopCounterMode(display=False) as counter:
+        block(torch.randn(2, 5, 16))
+    assert registry == counter.get_total_flops() > 0
+    # a multiply-add counts 2: the first projection (qkv: 10 rows, 16 -> 48) is 2·10·16·48
+    addmm = _by_op(cap)["aten::addmm"][0]
+    assert c.flops[addmm] == 2 * 10 * 16 * 48
+    assert "multiply-add counts 2" in c.notes["flops"]
+
+
+@pytest.mark.parametrize("op, rule", [
+    pytest.param("aten::view", "view", id="view"),
+    pytest.param("aten::t", "view", id="transpose-view"),
+    pytest.param("aten::add.Tensor", "pointwise", id="pointwise"),
+    pytest.param("aten::native_layer_norm", "decomposed", id="decomposed"),
+    pytest.param("aten::_softmax", "decomposed", id="softmax"),
+])
+def test_rules_by_op(ws, op, rule):
+    cap, _ = capture_in_process(ws, profile("models:Block", args=[tensor([2, 5, 16])]))
+    nodes = _by_op(cap)[op]
+    for i in nodes:
+        assert _rule(cap, i) == rule
+        if rule == "view":
+            assert (cap.cost.flops[i], cap.cost.bytes_read[i], cap.cost.bytes_written[i]) == (0, 0, 0)
+        else:
+            assert cap.cost.flops[i] > 0 and cap.cost.bytes_written[i] > 0
+
+
+def test_softmax_is_counted_by_its_decomposition(ws):
+    """_softmax has no formula of its own: torch._decomp's decomposition (amax, sub, exp,
+    sum, div) counted on meta tensors: two reductions and three pointwise ops over the scores."""
+    cap, _ = capture_in_process(ws, profile("models:Block", args=[tensor([2, 5, 16])]))
+    i = _by_op(cap)["aten::_softmax"][0]
+    n = 2 * 2 * 5 * 5  # batch, heads, rows, columns of the scores
+    rows = n // 5
+    assert cap.cost.flops[i] == 3 * n + 2 * (n - rows)
+
+
+def test_an_op_without_a_rule_is_listed_not_counted_as_zero(ws):
+    write(ws, {"mystery.py": '''
+        import torch
+        from torch import nn
+
+        @torch.library.custom_op("tvcost::mystery", mutates_args=())
+        def mystery(x: torch.Tensor) -> torch.Tensor:
+            return x.clone()
+
+        @mystery.register_fake
+        def _(x):
+            return torch.empty_like(x)
+
+        class Mystery(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return mystery(self.fc(x))
+    '''})
+    for evidence in ("eager", "abstract"):
+        cap, _ = capture_in_process(ws, profile("mystery:Mystery", args=[tensor([2, 4])], evidence=evidence))
+        i = _by_op(cap)["tvcost::mystery"][0]
+        assert cap.cost.flops[i] == UNCOUNTED
+        assert cap.cost.bytes_written[i] == 2 * 4 * 4  # bytes are still known from the shapes
+        assert "tvcost::mystery" in cap.cost.notes["uncounted"]
+        assert cap.cost.flops[_by_op(cap)["aten::addmm"][0]] == 2 * 2 * 4 * 4
+
+
+def test_abstract_and_eager_captures_count_the_same(ws):
+    eager, _ = capture_in_process(ws, profile("models:SmallCNN", args=[tensor([2, 3, 16, 16])]))
+    abstract, _ = capture_in_process(ws, profile("models:SmallCNN", args=[tensor([2, 3, 16, 16])],
+                                                 evidence="abstract"))
+    assert [n.op for n in eager.nodes] == [n.op for n in abstract.nodes]
+    assert eager.cost.flops == abstract.cost.flops
+    assert eager.cost.bytes_read == abstract.cost.bytes_read
+    assert eager.cost.bytes_written == abstract.cost.bytes_written
+    conv = _by_op(eager)["aten::convolution"][0]
+    assert eager.cost.flops[conv] == 2 * 2 * 8 * 16 * 16 * 3 * 3 * 3  # output elements × (3·3·3 MACs)
+    assert UNCOUNTED not in eager.cost.flops, eager.cost.notes.get("uncounted")
+
+
+def test_a_training_step_counts_its_backward_and_optimizer(ws):
+    cap, _ = capture_in_process(ws, profile("models:MLP", args=[tensor([4, 4])], kind="training_step",
+                                            grad_enabled=True, mode="train",
+                                            step={"loss": "sum", "optimizer": {"factory": "models:make_sgd"}}))
+    assert UNCOUNTED not in cap.cost.flops, cap.cost.notes.get("uncounted")
+    backward = {g.id for g in cap.groups if g.kind == "backward"}
+    back_flops = sum(f for n, f in zip(cap.nodes, cap.cost.flops) if n.group in backward)
+    assert back_flops > 0

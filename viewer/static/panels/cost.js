@@ -1,0 +1,356 @@
+// What each layer costs, as a table and a heat map (issue 35).
+//
+// The table lists what the graph draws, at the depth it is drawn: every card and open
+// frame of the scene in program order (an open frame's contents under it), with its
+// parameters, FLOPs (a multiply-add counts 2), bytes read and written (unfused), its share
+// of the program's FLOPs, and on a chosen device profile a roofline time (estimated, not
+// measured). A stack card is one row: the run's sums, one block's figure beside them.
+// Clicking a column sorts by it (again: the other way; the first column: program order);
+// clicking a row selects its card. Under the table: the totals, memory, and every op no
+// rule could count (listed, never added as zero). The figures are the server's: each
+// item's `cost` (api/children), the totals and times from api/cost.
+//
+// The heat map colours the closed cards by FLOPs, bytes or parameters (relative to the
+// largest card drawn, square-root scale) or by their share of the program's FLOPs
+// (absolute, one colour step per decade), with a legend over the canvas.
+
+import { Panel } from "./panel.js";
+import { el, clear } from "../dom.js";
+import { formatBytes, formatCount, formatFlops, formatTime, grouped } from "../format.js";
+import { opTitle } from "../model/viewmodel.js";
+
+export const HEAT_METRICS = {
+  flops: "FLOPs",
+  bytes: "Bytes moved",
+  params: "Parameters",
+  share: "Share of FLOPs",
+};
+const STEPS = 7; // colours of the heat ramp (--heat-0 … --heat-6 in style.css)
+const SHARE_FLOOR = 1e-5; // the share scale's first decade starts here (0.001 %)
+
+const COLUMNS = [
+  ["name", "Layer"], ["cls", "Class / op"], ["params", "Params"], ["flops", "FLOPs"],
+  ["bytes", "Bytes"], ["share", "Share"], ["time", "Est. time"],
+];
+
+export class CostPanel extends Panel {
+  constructor(store, root, { api, renderer, focus, legend }) {
+    super(store, "cost", root);
+    this.api = api;
+    this.renderer = renderer;
+    this.focus = focus;
+    this.legend = legend;
+    this.summary = null; // api/cost without a device
+    this.device = "";
+    this.times = null; // {groups, nodes, total} on this.device
+    this.heat = "";
+    this.sort = { key: "order", dir: -1 };
+    this.rows = [];
+    this.#build();
+    store.on("scene", () => {
+      if (this.isOpen) this.#renderTable();
+      if (this.heat) this.#applyHeat();
+    });
+    store.on("selection", ({ key }) => this.#markSelected(key));
+    store.on("capture", () => {
+      this.summary = null;
+      this.times = null;
+      if (this.isOpen) this.refresh();
+    });
+  }
+
+  #build() {
+    this.heatSelect = el("select", { "aria-label": "Heat map", title: "Colour the cards by what they cost", onchange: () => this.setHeat(this.heatSelect.value) },
+      el("option", { value: "" }, "Heat map: off"),
+      ...Object.entries(HEAT_METRICS).map(([k, v]) => el("option", { value: k }, `Heat map: ${v}`)));
+    this.deviceSelect = el("select", { "aria-label": "Device profile", title: "A device profile for roofline time estimates (estimated, not measured)", onchange: () => this.setDevice(this.deviceSelect.value) },
+      el("option", { value: "" }, "Est. time: no device"));
+    this.totals = el("div", { class: "cost-totals" });
+    this.table = el("table", { class: "cost-table" });
+    this.footer = el("div", { class: "cost-footer" });
+    const head = el("div", { class: "cost-head" },
+      el("strong", {}, "What each layer costs"), this.heatSelect, this.deviceSelect,
+      el("button", { type: "button", class: "icon", "aria-label": "Close the cost table", title: "Close", onclick: () => this.close() }, "×"));
+    clear(this.root);
+    this.root.append(head, this.totals, el("div", { class: "cost-scroll" }, this.table), this.footer);
+  }
+
+  shown() {
+    this.refresh();
+  }
+
+  hidden() {}
+
+  async refresh() {
+    if (!this.summary) {
+      try {
+        this.summary = await this.api.cost();
+      } catch (err) {
+        this.summary = { available: false, error: String(err && err.message || err) };
+      }
+      this.#fillDevices();
+    }
+    this.#renderTotals();
+    this.#renderTable();
+  }
+
+  // ------------------------------------------------------------------ controls
+
+  async setDevice(name) {
+    this.device = name || "";
+    this.deviceSelect.value = this.device;
+    this.times = null;
+    if (this.device) {
+      try {
+        const answer = await this.api.cost(this.device);
+        if (this.device === name) this.times = answer.times || null;
+      } catch (err) {
+        this.times = null;
+      }
+    }
+    this.#renderTotals();
+    this.#renderTable();
+  }
+
+  setHeat(metric) {
+    this.heat = HEAT_METRICS[metric] ? metric : "";
+    this.heatSelect.value = this.heat;
+    this.#applyHeat();
+  }
+
+  // What the heat map colours each card with, and the legend's scale.
+  #applyHeat() {
+    const r = this.renderer();
+    if (!r) return;
+    if (!this.heat) {
+      r.setHeat(null);
+      this.legend.hidden = true;
+      return;
+    }
+    const metric = this.heat;
+    const scene = this.store.scene; // the newest (the renderer may not have taken it yet)
+    let max = 0;
+    const closed = [];
+    if (scene) {
+      const walk = (c) => {
+        for (const it of c.items) {
+          if (it.expanded) walk(it.expanded);
+          else if (it.type !== "in" && it.type !== "out") closed.push(it);
+        }
+      };
+      walk(scene.root);
+    }
+    const total = this.#totalFlops();
+    const valueOf = (it) => metricValue(it.item, metric, total);
+    for (const it of closed) max = Math.max(max, valueOf(it) || 0);
+    const ramp = heatRamp();
+    const colourOf = (v) => {
+      if (v === null || v === undefined || !(v > 0)) return null;
+      let t;
+      if (metric === "share") t = Math.max(0, (Math.log10(Math.max(v, SHARE_FLOOR)) - Math.log10(SHARE_FLOOR)) / -Math.log10(SHARE_FLOOR));
+      else t = max > 0 ? Math.sqrt(v / max) : 0;
+      return ramp[Math.min(STEPS - 1, Math.max(0, Math.round(t * (STEPS - 1))))];
+    };
+    const byKey = new Map(closed.map((it) => [it.key, colourOf(valueOf(it))]));
+    r.setHeat((it) => byKey.get(it.key) || null);
+    this.#renderLegend(metric, max, ramp);
+  }
+
+  #renderLegend(metric, max, ramp) {
+    const lg = this.legend;
+    clear(lg);
+    const fmt = metric === "flops" ? formatFlops : metric === "bytes" ? formatBytes : metric === "params" ? formatCount : null;
+    const swatches = el("div", { class: "heat-ramp" }, ...ramp.map((c) => {
+      const sw = el("span");
+      sw.style.background = c; // CSSOM, not a style attribute: the page's CSP allows no inline style
+      return sw;
+    }));
+    const lo = metric === "share" ? "≤0.001 %" : "0";
+    const hi = metric === "share" ? "100 %" : fmt(max);
+    const scale = metric === "share" ? "of the program's FLOPs, one step per decade" : "square-root scale, largest card drawn";
+    lg.append(el("div", { class: "heat-title" }, `Heat map: ${HEAT_METRICS[metric]}`),
+      swatches, el("div", { class: "heat-ends" }, el("span", {}, lo), el("span", {}, hi)),
+      el("div", { class: "heat-note" }, `${scale}; uncoloured: none or uncounted`));
+    if (metric === "flops" || metric === "share") lg.append(el("div", { class: "heat-note" }, "a multiply-add counts 2 FLOPs"));
+    lg.hidden = false;
+  }
+
+  // ------------------------------------------------------------------ table
+
+  #totalFlops() {
+    return this.summary && this.summary.available ? Number(this.summary.flops) || 0 : 0;
+  }
+
+  // Rows from what the graph draws: each item, in program order, with its frame's insides.
+  #sceneRows() {
+    const scene = this.store.scene;
+    const rows = [];
+    if (!scene) return rows;
+    const total = this.#totalFlops();
+    const times = this.times;
+    const walk = (c, depth) => {
+      for (const it of c.items) {
+        if (it.type === "in" || it.type === "out") continue;
+        const item = it.item || {};
+        const cost = item.cost || null;
+        const params = it.type === "stack" ? item.stack_params : item.params;
+        const row = {
+          key: it.key, depth, open: !!it.expanded, type: it.type,
+          name: rowName(it), cls: item.class || (it.type === "node" ? String(item.label || "") : String(item.kind || "")),
+          params: params ? Number(params.count) || 0 : null,
+          flops: cost ? cost.flops : undefined, bytes: cost ? cost.bytes : undefined,
+          uncounted: cost ? cost.uncounted || 0 : 0, estimate: !!(cost && cost.estimate), template: !!(cost && cost.template),
+          share: cost && cost.flops !== null && total > 0 && !cost.template ? cost.flops / total : null,
+          perBlock: it.type === "stack" && cost && cost.per_block ? cost.per_block : null,
+          count: it.type === "stack" ? item.stack_count : null,
+          time: times ? timeOf(it, times) : null,
+        };
+        rows.push(row);
+        if (it.expanded) walk(it.expanded, depth + 1);
+      }
+    };
+    walk(scene.root, 0);
+    return rows;
+  }
+
+  #renderTable() {
+    if (!this.isOpen) return;
+    let rows = this.#sceneRows();
+    const { key, dir } = this.sort;
+    if (key !== "order") {
+      const val = (row) => (key === "name" || key === "cls" ? String(row[key]) : row[key] === null || row[key] === undefined ? -1 : Number(row[key]));
+      rows = rows.slice().sort((a, b) => {
+        const x = val(a);
+        const y = val(b);
+        return (x < y ? -1 : x > y ? 1 : 0) * dir;
+      });
+    }
+    this.rows = rows;
+    clear(this.table);
+    const head = el("tr", {}, ...COLUMNS.filter(([k]) => k !== "time" || this.times).map(([k, label]) => {
+      const mark = this.sort.key === k ? (this.sort.dir < 0 ? " ▾" : " ▴") : "";
+      return el("th", { scope: "col", "data-key": k, class: k === "name" || k === "cls" ? "" : "num", title: k === "name" ? "Program order" : `Sort by ${label.toLowerCase()}`, onclick: () => this.#sortBy(k) }, label + mark);
+    }));
+    const body = el("tbody");
+    const flat = key !== "order";
+    for (const row of rows) {
+      const flops = row.flops === undefined ? "" : row.flops === null ? "uncounted"
+        : `${row.estimate ? "~" : ""}${formatFlops(row.flops)}${row.perBlock ? ` (${formatFlops(row.perBlock.flops)}/block)` : ""}`;
+      const cells = [
+        indent(el("td", { class: "cost-name", title: row.name },
+          (row.open ? "▾ " : "") + row.name + (row.count ? ` ×${row.count}` : "") + (row.template ? " (per iteration)" : "")), flat ? 0 : row.depth),
+        el("td", { class: "cost-cls" }, row.cls),
+        el("td", { class: "num" }, row.params === null || row.params === undefined ? "" : formatCount(row.params)),
+        el("td", { class: "num", title: row.uncounted ? `${grouped(row.uncounted)} op(s) inside no rule could count: not in this figure` : "" },
+          flops + (row.uncounted && row.flops !== null ? ` +${grouped(row.uncounted)}?` : "")),
+        el("td", { class: "num" }, row.bytes === undefined ? "" : formatBytes(row.bytes)),
+        el("td", { class: "num" }, row.share === null ? "" : `${(100 * row.share).toFixed(row.share < 0.001 ? 3 : 1)} %`),
+      ];
+      if (this.times) cells.push(el("td", { class: "num" }, row.time === null ? "" : formatTime(row.time)));
+      const tr = el("tr", { "data-key": row.key, class: row.key === this.store.selected ? "selected" : "", onclick: () => this.focus(row.key) }, ...cells);
+      body.append(tr);
+    }
+    this.table.append(el("thead", {}, head), body);
+  }
+
+  #sortBy(key) {
+    if (key === "name") this.sort = { key: "order", dir: -1 };
+    else if (this.sort.key === key) this.sort = { key, dir: -this.sort.dir };
+    else this.sort = { key, dir: key === "cls" ? 1 : -1 };
+    this.#renderTable();
+  }
+
+  #markSelected(key) {
+    if (!this.isOpen) return;
+    for (const tr of this.table.querySelectorAll("tr[data-key]")) tr.classList.toggle("selected", tr.dataset.key === key);
+  }
+
+  #fillDevices() {
+    const sel = this.deviceSelect;
+    while (sel.options.length > 1) sel.remove(1);
+    for (const d of (this.summary && this.summary.devices) || []) sel.append(el("option", { value: d.name, title: d.note || "" }, `Est. time on ${d.label}`));
+    sel.value = this.device;
+  }
+
+  #renderTotals() {
+    const s = this.summary;
+    clear(this.totals);
+    clear(this.footer);
+    if (!s) return;
+    if (!s.available) {
+      this.totals.append(el("p", { class: "muted" }, s.error ? `Could not read the costs: ${s.error}` : "This capture holds no costs (it was made before TensorViz counted them): capture it again."));
+      return;
+    }
+    const p = s.params || {};
+    const facts = [
+      ["FLOPs", `${s.estimate ? "~" : ""}${formatFlops(s.flops)}`],
+      ["Bytes moved", `${formatBytes(s.bytes_read + s.bytes_written)} (read ${formatBytes(s.bytes_read)}, written ${formatBytes(s.bytes_written)})`],
+      ["Parameters", `${formatCount(p.count || 0)} · ${formatBytes(p.bytes || 0)}`],
+      ["Activations", `${formatBytes(s.activations)} · peak live ${formatBytes(s.peak_live)}`],
+    ];
+    if (s.saved_for_backward !== undefined) facts.push(["Saved for backward", formatBytes(s.saved_for_backward)]);
+    if (this.times && this.device) {
+      const d = (s.devices || []).find((x) => x.name === this.device);
+      facts.push([`Est. time on ${d ? d.label : this.device}`, `${formatTime(this.times.total)} (estimated, not measured)`]);
+    }
+    this.totals.append(el("dl", { class: "facts" }, ...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
+    const unc = s.uncounted_ops || [];
+    if (unc.length) {
+      this.footer.append(el("div", { class: "cost-uncounted" }, el("strong", {}, "Uncounted (not in any figure): "),
+        ...unc.map((u, i) => el("span", { title: u.reason }, `${i ? ", " : ""}${u.op} ×${grouped(u.count + u.in_bodies)}`))));
+    } else {
+      this.footer.append(el("div", { class: "cost-uncounted ok" }, "Every op was counted by a rule."));
+    }
+    const notes = s.notes || {};
+    const words = [notes.flops, notes.bytes, this.device ? s.estimate_note : null].filter(Boolean);
+    this.footer.append(el("div", { class: "cost-notes" }, words.join(". ") + "."));
+  }
+
+  // For the hooks: the rows as drawn.
+  rowsShown() {
+    return this.rows.map((r) => ({ ...r }));
+  }
+}
+
+function indent(td, depth) {
+  td.style.paddingLeft = `${6 + 12 * depth}px`;
+  return td;
+}
+
+function rowName(it) {
+  const item = it.item || {};
+  if (it.type === "stack") return String(item.label || it.key);
+  if (it.type === "node") return opTitle(item) || it.key;
+  return String(item.path || item.label || it.key);
+}
+
+function metricValue(item, metric, total) {
+  if (!item) return null;
+  if (metric === "params") {
+    const p = item.type === "stack" ? item.stack_params : item.params;
+    return p ? Number(p.count) || 0 : null;
+  }
+  const cost = item.cost;
+  if (!cost) return null;
+  if (metric === "bytes") return Number(cost.bytes) || 0;
+  if (cost.flops === null || cost.flops === undefined) return null;
+  if (metric === "share") return total > 0 && !cost.template ? Number(cost.flops) / total : null;
+  return Number(cost.flops);
+}
+
+function timeOf(it, times) {
+  if (it.type === "stack") {
+    let t = 0;
+    for (const k of (it.item && it.item.members) || []) t += Number(times.groups[k] ?? times.nodes[k] ?? 0);
+    return t;
+  }
+  const t = it.key.startsWith("g") ? times.groups[it.key] : times.nodes[it.key];
+  return t === undefined ? null : Number(t);
+}
+
+function heatRamp() {
+  const css = getComputedStyle(document.documentElement);
+  const out = [];
+  for (let i = 0; i < STEPS; i++) out.push(css.getPropertyValue(`--heat-${i}`).trim() || "#f59a57");
+  return out;
+}
