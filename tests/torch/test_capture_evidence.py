@@ -11,6 +11,11 @@ groups (module and function calls) with the same attributes. Only what differs b
 two runs of the same code is left out: the machine's memory figures and wall-clock times
 in ``meta``, and where an installed library's files live (library frames are compared
 by their path below ``site-packages``).
+
+Statistics: min, max and the NaN/Inf counts are the same numbers; the mean and std may
+differ in their last bits, as float32 sums taken in another order do (values measured in
+a batch sum in float64, :mod:`capture.torch.stats`): within a millionth of the data's
+scale (its largest magnitude), far below what any reading of them could tell apart.
 """
 
 from __future__ import annotations
@@ -58,11 +63,38 @@ def frame_key(frame) -> tuple:
     return (path, frame.line, frame.column, frame.function, frame.library)
 
 
+# The mean and std of a value agree to this share of its scale (its largest magnitude).
+STATS_TOLERANCE = 1e-6
+
+
+class Stats(dict):
+    """A value's statistics, equal to another's when min, max and the counts are the same
+    and the mean and std agree to :data:`STATS_TOLERANCE` of the data's scale."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, dict) or set(self) != set(other):
+            return False
+        if any(self[k] != other[k] for k in ("min", "max", "nan", "inf")):
+            return False
+        if self["mean"] is None or other["mean"] is None:
+            return self["mean"] == other["mean"] and self["std"] == other["std"]
+        scale = max(abs(self["min"]), abs(self["max"]), 1e-30)
+        return all(abs(self[k] - other[k]) <= STATS_TOLERANCE * scale for k in ("mean", "std"))
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def measured(m: dict | None) -> dict | None:
+    if not m or "stats" not in m:
+        return m
+    return {**m, "stats": Stats(m["stats"])}
+
+
 def rows(cap: Capture) -> dict[str, list]:
     return {
         "nodes": [(n.op, [(o.position, o.value, o.literal) for o in n.inputs], list(n.outputs), n.params, n.group,
                    n.frame, n.opaque) for n in cap.nodes],
-        "values": [(v.shape, v.dtype, v.measured) for v in cap.values],
+        "values": [(v.shape, v.dtype, measured(v.measured)) for v in cap.values],
         "groups": [(g.kind, g.name, g.parent, g.attrs) for g in cap.groups],
         "frames": [frame_key(f) for f in cap.frames],
     }
