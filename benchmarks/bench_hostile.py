@@ -33,6 +33,20 @@
   fed one byte every 0.2 s (never idle long enough for a per-read timeout): how long the
   server holds it, against its read deadline.
 
+Round 4 (issue 39), printed after the rest (``--only-new``: these alone):
+
+* A header that lies: the same 13 M short strings, in lists of 4,096 under a header that
+  declares ten million nodes (before the fix: inspect peaked at 1.08 GB for 39 MB, 28x,
+  and the viewer kept 1.1 GB after refusing it): peak memory / file size in ``tensorviz
+  inspect`` and ``api/open``, and what the viewer holds after four refusals.
+* Event streams: 200 open ``api/events`` streams, then the page and an API call (before:
+  every request answered 503 from 128 streams on, until ~13 s after they closed): their
+  status and latency, the streams held and ended, and how soon closed pages free theirs.
+* Detached processes after a SIGKILLed CLI: a model that starts two processes that cleared
+  their environment (``setsid`` with ``env={}``, a double fork that ``execve``s with an
+  empty one), then ``kill -9`` of ``tensorviz capture`` (before: 4 of 4 survived): how
+  many are alive a second and five seconds later.
+
 Prints figures; asserts nothing (these machines are noisy).
 """
 
@@ -400,9 +414,193 @@ def byte_a_time(port: int, patience: float = 60.0) -> float:
         s.close()
 
 
+# --------------------------------------------------------------------------- round 4 (issue 39)
+
+
+def lying_bomb(path: Path, n: int = 13_000_000) -> int:
+    """``n`` two-letter strings in ``meta``, in lists of 4,096 (no one list over what a
+    reader allows), under a header declaring ten million nodes."""
+    import string
+
+    alphabet = (string.ascii_letters + string.digits + "_-").encode()
+    run = b"\xdc\x10\x00" + b"".join(b"\xa2" + bytes([a, b]) for a in alphabet for b in alphabet)
+    lists = n // 4096
+    header = msgpack.packb({"format": FORMAT_NAME, "version": 2, "counts": {"nodes": 10**7, "values": 10**7}})
+    with open(path, "wb") as fh:
+        fh.write(header + b"\x81" + msgpack.packb("meta") + b"\xdd" + lists.to_bytes(4, "big"))
+        for _ in range(lists):
+            fh.write(run)
+    return path.stat().st_size
+
+
+UPLOAD_HELD = """
+import http.client
+from pathlib import Path
+from viewer.server.app import ViewerServer
+def rss():
+    with open('/proc/self/status') as fh:
+        return next(int(l.split()[1]) * 1024 for l in fh if l.startswith('VmRSS:'))
+data = Path(sys.argv[1]).read_bytes()
+with ViewerServer() as s:
+    before = rss()
+    for _ in range(4):
+        c = http.client.HTTPConnection('127.0.0.1', s.port, timeout=600)
+        c.request('POST', f'/{s.token}/api/open?name=bomb.tvg', body=data, headers={
+            'Host': f'127.0.0.1:{s.port}', 'Content-Type': 'application/octet-stream',
+            'Origin': f'http://127.0.0.1:{s.port}'})
+        r = c.getresponse()
+        answer = r.read()
+    print(f'held after 4 refusals: {(rss() - before) / 1e6:.0f} MB over the server before them')
+    print('api/open x4: last answer', r.status, answer[:70].decode(errors='replace'))
+"""
+
+
+def lying_header() -> None:
+    import tempfile
+
+    print("a header that lies (10^7 nodes declared): peak resident memory / file size "
+          "(before the fix: 28x in inspect, 1.1 GB kept by the viewer)")
+    with tempfile.TemporaryDirectory() as tmp:
+        bomb = Path(tmp) / "lying.tvg"
+        size = lying_bomb(bomb)
+        small = Path(tmp) / "small.tvg"
+        graphfile.write(synthetic_capture(20), small)
+        base, _ = _peak_of(INSPECT, str(small))
+        peak, said = _peak_of(INSPECT, str(bomb))
+        print(f"  tensorviz inspect      {size / 1e6:.0f} MB: peak {peak / 1e6:6.0f} MB = {peak / size:5.1f}x; "
+              f"over a small file's run {(peak - base) / 1e6:6.0f} MB = {(peak - base) / size:4.1f}x  ({said[:70]})")
+        peak, said = _peak_of(UPLOAD_HELD, str(bomb))
+        print(f"  api/open, 4 uploads    {size / 1e6:.0f} MB: peak {peak / 1e6:6.0f} MB = {peak / size:5.1f}x  ({said[:80]})")
+
+
+def _stream(srv: "viewer_server.ViewerServer") -> "tuple[http.client.HTTPResponse, int]":
+    conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+    conn.request("GET", f"/{srv.token}/api/events", headers={"Host": f"127.0.0.1:{srv.port}"})
+    res = conn.getresponse()  # it owns the socket now (a stream closes the connection after it)
+    return res, res.status
+
+
+def event_streams(n: int = 200) -> None:
+    print(f"event streams: {n} open pages' streams, then the page and an API call "
+          "(before: 503 for every request from 128 streams on, until ~13 s after they closed)")
+    with viewer_server.ViewerServer([synthetic_capture(200)]) as srv:
+        srv.warm()
+        streams = [_stream(srv) for _ in range(n)]
+        statuses = [status for _, status in streams]
+        time.sleep(1.0)  # each stream's thread has taken its place
+        for path in ("", "api/captures"):
+            t = time.perf_counter()
+            conn = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+            conn.request("GET", f"/{srv.token}/{path}", headers={"Host": f"127.0.0.1:{srv.port}"})
+            res = conn.getresponse()
+            res.read()
+            conn.close()
+            print(f"  GET /{path or '(the page)':13} {res.status} in {(time.perf_counter() - t) * 1000:5.0f} ms")
+        print(f"  streams answered 200: {statuses.count(200)}/{n}; held {srv.connections.stream_count} "
+              f"(cap {srv.connections.max_streams}), ended for newer ones {srv.connections.evicted_streams}; "
+              f"other connections open {srv.connections.open_count}")
+        t = time.monotonic()
+        for res, _ in streams:
+            res.close()
+        while srv.connections.stream_count and time.monotonic() - t < 30:
+            time.sleep(0.05)
+        print(f"  pages closed: every stream slot free after {time.monotonic() - t:.1f} s "
+              f"({srv.connections.stream_count} left)")
+
+
+CLEARED = """
+import os, subprocess, sys, time
+
+def _sleeper():
+    return [sys.executable, "-c", "import time; time.sleep(60)"]
+
+def hang(x):
+    detached = subprocess.Popen(_sleeper(), env={}, start_new_session=True, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(w, str(os.getpid()).encode())
+            os.execve(sys.executable, _sleeper(), {})
+        os._exit(0)
+    grandchild = int(os.read(r, 32))
+    with open(os.environ["TV_PIDS"] + ".tmp", "w") as fh:
+        fh.write(f"{os.getpid()} {detached.pid} {grandchild}")
+    os.replace(os.environ["TV_PIDS"] + ".tmp", os.environ["TV_PIDS"])
+    while True:
+        time.sleep(0.05)
+"""
+
+
+def sigkilled_cli(rounds: int = 2) -> None:
+    import os
+    import signal
+    import subprocess
+    import tempfile
+
+    import fake_framework
+    from capture.frameworks import TEST_PLUGINS_ENV
+    from fake_workspace import make_workspace
+
+    print("detached processes that cleared their environment, after kill -9 of tensorviz capture "
+          "(before: 4 of 4 survived)")
+    alive_1 = alive_5 = total = 0
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            ws = make_workspace(Path(tmp))
+            (ws / "cleared.py").write_text(CLEARED, encoding="utf-8")
+            (ws / ".tensorviz").mkdir(exist_ok=True)
+            (ws / ".tensorviz" / "recipes.toml").write_text(
+                'version = 1\n\n[profiles.cleared]\nframework = "fake"\nmodel = "cleared:hang"\n'
+                'inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32" }] }\n', encoding="utf-8")
+            pids = Path(tmp) / "pids"
+            env = {**os.environ, TEST_PLUGINS_ENV: fake_framework.PLUGIN, "TV_PIDS": str(pids),
+                   "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "worker")])}
+            cli = subprocess.Popen([sys.executable, "-P", "-m", "tensorviz_lsp", "capture", "--workspace", str(ws),
+                                    "--profile", "cleared", "-o", str(Path(tmp) / "out.tvg"), "--timeout", "120"],
+                                   env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            end = time.monotonic() + 120
+            while not pids.exists() and time.monotonic() < end and cli.poll() is None:
+                time.sleep(0.05)
+            if not pids.exists():
+                print("  the model never ran")
+                cli.kill()
+                continue
+            started = [int(p) for p in pids.read_text().split()]
+            cli.send_signal(signal.SIGKILL)
+            cli.wait()
+
+            def alive() -> int:
+                n = 0
+                for pid in started:
+                    try:
+                        with open(f"/proc/{pid}/stat", "rb") as fh:
+                            n += fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+                    except OSError:
+                        pass
+                return n
+
+            time.sleep(1.0)
+            alive_1 += alive()
+            time.sleep(4.0)
+            alive_5 += alive()
+            total += len(started)
+            for pid in started:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+    print(f"  {total} processes (the worker, an env-less setsid child, an exec'd grandchild; {rounds} runs): "
+          f"alive 1 s after the kill {alive_1}, 5 s after {alive_5}")
+
+
 if __name__ == "__main__":
     if "--only-new" not in sys.argv:
         main()
         detached_deadline()
-    amplification()
-    slowloris()
+        amplification()
+        slowloris()
+    lying_header()
+    event_streams()
+    sigkilled_cli()

@@ -281,7 +281,7 @@ def first_view(page, row: Row, capture: Capture, proj: Projection, under: list[i
         page.screenshot(path=str(shots / f"{row.name}_fit.png"))
 
 
-def measure(browser, name: str, capture: Capture, shots: Path | None) -> Row:
+def measure(browser, name: str, capture: Capture, shots: Path | None) -> Row:  # noqa: C901
     proj = Projection(capture)
     under, children = op_counts(capture)
     row = Row(name, len(capture.nodes), len(capture.groups))

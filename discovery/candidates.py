@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import libcst as cst
@@ -17,7 +17,7 @@ from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignmen
 from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of
 from .positions import LineIndex, Position, Range
-from .results import Candidate, CallInput, SetupField
+from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput
 from .tokens import Builder, token_input
 
 # Flax fills these in itself on every Linen module; they are not the user's setup.
@@ -143,7 +143,8 @@ def _function_candidate(
     )
 
 
-def _call_input(param: ParameterInfo, *, static: bool = False, config=None, token=None) -> CallInput:
+def _call_input(param: ParameterInfo, *, static: bool = False, config: ConfigClass | None = None,
+                token: TokenInput | None = None) -> CallInput:
     return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static, config, token)
 
 
@@ -256,7 +257,7 @@ def _partial_candidates(
     return found
 
 
-def _bind_partial(fields: tuple[SetupField, ...], args: list[cst.Arg] | tuple[cst.Arg, ...]) -> tuple[
+def _bind_partial(fields: tuple[SetupField, ...], args: Sequence[cst.Arg]) -> tuple[
         tuple[SetupField, ...], bool]:
     """The setup left once a partial binds ``args``, and whether discovery could follow
     them all (a ``*rest``/``**options`` in the partial binds what source cannot show)."""
@@ -299,8 +300,9 @@ def _lineage_reason(ref: ClassRef, lineage: Lineage) -> str:
 def _where(step: ClassRef) -> str:
     """An installed package's module by its dotted name, a workspace file by its path."""
     module = step.module
-    if getattr(module, "library", False) and getattr(module, "module_name", None):
-        return module.module_name  # type: ignore[no-any-return]
+    name = getattr(module, "module_name", None)
+    if getattr(module, "library", False) and isinstance(name, str) and name:
+        return name
     return module.path
 
 

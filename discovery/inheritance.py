@@ -18,7 +18,7 @@ import builtins
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar, Union
+from typing import Any, Protocol, TypeVar, Union
 
 import libcst as cst
 
@@ -124,7 +124,7 @@ class Resolver:
         self._source = source
         self._bases: dict[tuple[str, str], list[tuple[BaseTarget, str]]] = {}
         self._lineages: dict[tuple[str, str], Lineage] = {}
-        self._memos: dict[str, dict] = {}
+        self._memos: dict[str, dict[tuple[str, str], Any]] = {}
 
     # --- single names ---------------------------------------------------------------
 
@@ -271,7 +271,7 @@ class Resolver:
         # where the walk entered it.
         dead_ends: set[tuple[str, str]] = set()
         # Each frame: a class on the current path and the index of its next base.
-        path: list[list] = [[ref, 0]]
+        path: list[list[Any]] = [[ref, 0]]
         library_depth = int(_is_library(ref.module))  # library classes on the path
         while path:
             frame = path[-1]
@@ -303,7 +303,7 @@ class Resolver:
                 path.append([target, 0])
         return None
 
-    def _learn(self, path: list[list], last: Lineage) -> Lineage:
+    def _learn(self, path: list[list[Any]], last: Lineage) -> Lineage:
         """Give every class on ``path`` its lineage, given the last one's."""
         lineage = last
         for i in range(len(path) - 1, -1, -1):
@@ -317,7 +317,7 @@ class Resolver:
     def local_bases(self, ref: ClassRef) -> list[ClassRef]:
         return [t for t, _ in self.bases_of(ref) if isinstance(t, ClassRef)]
 
-    def fold(self, ref: ClassRef, combine: Callable[[ClassRef, list[T]], T], memo: dict) -> T:
+    def fold(self, ref: ClassRef, combine: Callable[[ClassRef, list[T]], T], memo: dict[tuple[str, str], T]) -> T:
         """``combine(cls, [results for its workspace bases, in order])``, bases first.
 
         Iterative (chains may be thousands of classes long) and memoised in ``memo``
@@ -342,12 +342,13 @@ class Resolver:
                 memo[node.key] = combine(node, inherited)
         return memo[ref.key]
 
-    def memo(self, purpose: str) -> dict:
+    def memo(self, purpose: str) -> dict[tuple[str, str], Any]:
         """A memo table for :meth:`fold`, shared by everything this resolver answers."""
         return self._memos.setdefault(purpose, {})
 
     def ancestry(self, ref: ClassRef) -> Ancestry:
-        return self.fold(ref, self._combine_ancestry, self.memo("ancestry"))
+        ancestry: Ancestry = self.fold(ref, self._combine_ancestry, self.memo("ancestry"))
+        return ancestry
 
     def _combine_ancestry(self, ref: ClassRef, inherited: list[Ancestry]) -> Ancestry:
         framework: dict[FrameworkBase, None] = {}

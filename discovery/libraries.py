@@ -227,6 +227,12 @@ def skeleton(text: str) -> str:
                 and (node.end_lineno or node.lineno) > node.lineno
             ):
                 cut(node, node)  # a docstring over several lines (transformers' run long)
+    return _with_cuts(text, lines, cuts)
+
+
+def _with_cuts(text: str, lines: list[str], cuts: list[tuple[int, int]]) -> str:
+    """``text`` with each cut (0-based first and last line) replaced by ``...`` at the
+    indentation of its first line; a cut inside one made already is left out."""
     if not cuts:
         return text
     out: list[str] = []

@@ -48,12 +48,8 @@ def _evaluate(expr: cst.BaseExpression, depth: int) -> Any:
     if isinstance(expr, cst.ConcatenatedString):
         return "".join(_string_value(part) for part in _string_parts(expr))
     if isinstance(expr, cst.Name):
-        if expr.value == "True":
-            return True
-        if expr.value == "False":
-            return False
-        if expr.value == "None":
-            return None
+        if expr.value in _CONSTANTS:
+            return _CONSTANTS[expr.value]
         raise NotLiteral
     if isinstance(expr, cst.UnaryOperation) and isinstance(
         expr.operator, (cst.Minus, cst.Plus)
@@ -63,23 +59,34 @@ def _evaluate(expr: cst.BaseExpression, depth: int) -> Any:
             raise NotLiteral
         return -operand if isinstance(expr.operator, cst.Minus) else operand
     if isinstance(expr, (cst.Tuple, cst.List)):
-        values = []
-        for element in expr.elements:
-            if not isinstance(element, cst.Element):  # *starred
-                raise NotLiteral
-            values.append(_evaluate(element.value, depth + 1))
-        return values
+        return _sequence(expr, depth)
     if isinstance(expr, cst.Dict):
-        result: dict[str, Any] = {}
-        for element in expr.elements:
-            if not isinstance(element, cst.DictElement):  # **spread
-                raise NotLiteral
-            key = _evaluate(element.key, depth + 1)
-            if not isinstance(key, str):  # JSON object keys are strings
-                raise NotLiteral
-            result[key] = _evaluate(element.value, depth + 1)
-        return result
+        return _mapping(expr, depth)
     raise NotLiteral
+
+
+_CONSTANTS = {"True": True, "False": False, "None": None}
+
+
+def _sequence(expr: cst.Tuple | cst.List, depth: int) -> list[Any]:
+    values = []
+    for element in expr.elements:
+        if not isinstance(element, cst.Element):  # *starred
+            raise NotLiteral
+        values.append(_evaluate(element.value, depth + 1))
+    return values
+
+
+def _mapping(expr: cst.Dict, depth: int) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for dict_element in expr.elements:
+        if not isinstance(dict_element, cst.DictElement):  # **spread
+            raise NotLiteral
+        key = _evaluate(dict_element.key, depth + 1)
+        if not isinstance(key, str):  # JSON object keys are strings
+            raise NotLiteral
+        result[key] = _evaluate(dict_element.value, depth + 1)
+    return result
 
 
 def _string_parts(expr: cst.ConcatenatedString) -> list[cst.SimpleString]:

@@ -82,8 +82,7 @@ def definition_spans(tree: ast.Module) -> dict[str, DefinitionSpan]:
     while pending:
         body, prefix = pending.pop()
         for node in body:
-            is_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-            if isinstance(node, ast.ClassDef) or (is_function and not prefix):
+            if isinstance(node, ast.ClassDef) or (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and not prefix):
                 decorators = node.decorator_list
                 spans[prefix + node.name] = DefinitionSpan(
                     node.name,
@@ -92,7 +91,7 @@ def definition_spans(tree: ast.Module) -> dict[str, DefinitionSpan]:
                     decorators[0].lineno if decorators else node.lineno,
                     node.end_lineno or node.lineno,
                 )
-                if not is_function:
+                if isinstance(node, ast.ClassDef):
                     pending.append((node.body, f"{prefix}{node.name}."))
             elif not prefix and (name := _partial_assignment(node)) is not None:
                 spans[name.id] = DefinitionSpan(

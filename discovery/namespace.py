@@ -200,20 +200,7 @@ def build_namespace(
 def _bind_statement(ns: Namespace, stmt: cst.BaseStatement, *, conditional: bool) -> None:
     if isinstance(stmt, cst.SimpleStatementLine):
         for small in stmt.body:
-            if isinstance(small, (cst.Import, cst.ImportFrom)):
-                ns.bind_import(small, ns.symbols)
-            elif isinstance(small, cst.Assign):
-                parts = dotted_parts(small.value)
-                for target in small.targets:
-                    if not _bind_table(ns, target.target, small.value, "="):
-                        _bind_assignment(ns, target.target, parts, conditional)
-            elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                if not _bind_table(ns, small.target, small.value, "="):
-                    _bind_assignment(ns, small.target, dotted_parts(small.value), conditional)
-            elif isinstance(small, cst.AugAssign):
-                _bind_table(ns, small.target, small.value, "+=")
-            elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
-                _bind_table_call(ns, small.value)
+            _bind_small(ns, small, conditional)
         return
     if isinstance(stmt, cst.ClassDef):
         if not conditional:
@@ -233,6 +220,24 @@ def _bind_statement(ns: Namespace, stmt: cst.BaseStatement, *, conditional: bool
     for block in _blocks_of(stmt):
         for inner in block:
             _bind_statement(ns, inner, conditional=True)
+
+
+def _bind_small(ns: Namespace, small: cst.BaseSmallStatement, conditional: bool) -> None:
+    """One simple statement: an import, an assignment (or a lazy-import table's entry)."""
+    if isinstance(small, (cst.Import, cst.ImportFrom)):
+        ns.bind_import(small, ns.symbols)
+    elif isinstance(small, cst.Assign):
+        parts = dotted_parts(small.value)
+        for target in small.targets:
+            if not _bind_table(ns, target.target, small.value, "="):
+                _bind_assignment(ns, target.target, parts, conditional)
+    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+        if not _bind_table(ns, small.target, small.value, "="):
+            _bind_assignment(ns, small.target, dotted_parts(small.value), conditional)
+    elif isinstance(small, cst.AugAssign):
+        _bind_table(ns, small.target, small.value, "+=")
+    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+        _bind_table_call(ns, small.value)
 
 
 def _bind_assignment(
@@ -314,9 +319,9 @@ def _bind_table(
                     if isinstance(key, str):
                         _add_lazy(ns, key, _strings(element.value))
         return True
-    key = _table_key(target)
-    if key is not None:
-        _add_lazy(ns, key, _strings(value))
+    table_key = _table_key(target)
+    if table_key is not None:
+        _add_lazy(ns, table_key, _strings(value))
         return True
     return False
 

@@ -22,7 +22,7 @@ def source_text(node: cst.CSTNode) -> str:
     node_type = type(node)
     if node_type is cst.Name or node_type is cst.Integer or node_type is cst.Float:
         if not node.lpar:  # type: ignore[attr-defined]
-            return node.value  # type: ignore[attr-defined]
+            return str(node.value)  # type: ignore[attr-defined]
     elif node_type is cst.Attribute and not node.lpar:  # type: ignore[attr-defined]
         text = dotted_text(node)  # type: ignore[arg-type]
         if text is not None and text.isascii():

@@ -31,6 +31,7 @@ of no answer at all.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import logging
 import os
@@ -38,6 +39,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from lsprotocol import types
@@ -89,7 +91,7 @@ class Protocol(LanguageServerProtocol):
         except JsonRpcException:
             msg_id = data.get("id")
             method = data.get("method")
-            if isinstance(method, str) and type(msg_id) in (int, str):
+            if isinstance(method, str) and isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool):
                 # The life cycle first: a request that may not run now says so, whatever its params.
                 error = self._refusal(method) or JsonRpcInvalidParams(
                     f"invalid params for {method}: they do not match what the method takes")
@@ -204,11 +206,47 @@ async def read_messages(stop: threading.Event, reader: Any, protocol: Protocol) 
             log.exception("could not handle a message")
 
 
+class EditorWriter(StdoutWriter):
+    """The server's stdout, the editor's end of the protocol. Once it is closed (the
+    ``exit`` notification) or the editor has gone (a broken pipe), whatever is still sent
+    (a cancelled capture's last log lines, its progress) is dropped, said once on stderr:
+    pygls logged every failed message with its traceback and reported each failure as a
+    new message, which failed in turn (10 MB of "Error sending data" on stderr when
+    ``shutdown`` and ``exit`` came while viewer-started captures ran)."""
+
+    def __init__(self, stdout: Any) -> None:
+        super().__init__(stdout)
+        self.gone = False
+        self.dropped = 0
+
+    def close(self) -> None:
+        self.gone = True
+        try:
+            super().close()
+        except OSError:
+            pass
+
+    def write(self, data: bytes) -> None:
+        if self.gone:
+            self.dropped += 1
+            return
+        try:
+            super().write(data)
+        except (OSError, ValueError) as exc:  # a broken pipe, a closed file
+            self.gone = True
+            self.dropped += 1
+            try:
+                print(f"tensorviz: the editor's end of the connection is gone ({exc.__class__.__name__}); "
+                      "messages to it are dropped from now on", file=sys.stderr, flush=True)
+            except (OSError, ValueError):
+                pass
+
+
 def serve_stdio(server: Any) -> None:
     """``server.start_io()``, reading with :func:`read_messages`."""
     server._stop_event = stop = threading.Event()
     reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
-    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    server.protocol.set_writer(EditorWriter(sys.stdout.buffer))
 
     async def main() -> None:
         _exit_on_signals(server, asyncio.get_running_loop())
@@ -223,6 +261,12 @@ def serve_stdio(server: Any) -> None:
 
     try:
         asyncio.run(main())
+    except SystemExit as exc:
+        # The editor's ``exit`` (after ``shutdown`` stopped the features, or without it):
+        # threads still finishing a capture get STOP_SECONDS, not a wait without end (the
+        # interpreter would join every one of them, and the thread blocked on stdin); the
+        # workers die with this process, their keepers taking what the models started.
+        leave(server, exc.code if isinstance(exc.code, int) else 1)
     except FramingError:
         logging.shutdown()
         # Not SystemExit or pygls's shutdown: a reader thread is still blocked on stdin,
@@ -233,6 +277,20 @@ def serve_stdio(server: Any) -> None:
     except KeyboardInterrupt:
         pass
     server.shutdown()
+
+
+def leave(server: Any, code: int, within: float = STOP_SECONDS) -> None:
+    """End the process with ``code``: the server's capture threads get ``within``
+    seconds to finish (they were cancelled), exit handlers run (the worker launcher's
+    folder), then the process ends whatever is still running."""
+    end = time.monotonic() + within
+    for thread in list(getattr(getattr(server, "executor", None), "_threads", ())):
+        thread.join(max(0.0, end - time.monotonic()))
+    logging.shutdown()
+    try:
+        atexit._run_exitfuncs()
+    finally:
+        os._exit(code)
 
 
 def _exit_on_signals(server: Any, loop: asyncio.AbstractEventLoop) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import typing
 from pathlib import Path
-from typing import Any, Callable, Concatenate, Coroutine, ParamSpec, Protocol
+from typing import Any, Callable, Concatenate, Coroutine, ParamSpec, Protocol, TypeVar, TypeVarTuple, Unpack
 
 from lsprotocol import types
 from pygls.progress import Progress as WorkDoneProgress
@@ -21,6 +21,8 @@ from .diagnostics import DiagnosticsHub
 from .settings import Settings
 
 P = ParamSpec("P")
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class Host(Protocol):
@@ -39,7 +41,7 @@ class Host(Protocol):
     def run_coroutine(self, coro: Coroutine[Any, Any, Any], timeout: float | None = None) -> Any:
         """From a worker thread: run ``coro`` on the loop and wait for its result."""
 
-    async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def run_blocking(self, fn: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
         """``fn(*args)`` on the server's executor (never on the loop)."""
 
     async def call_hook(self, hook: Callable[Concatenate[Any, P], object], *args: P.args, **kwargs: P.kwargs) -> Any:

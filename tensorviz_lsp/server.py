@@ -21,7 +21,7 @@ import os
 import threading
 import typing
 from pathlib import Path
-from typing import Any, Callable, Concatenate, ParamSpec
+from typing import Any, Callable, Concatenate, ParamSpec, TypeVar, TypeVarTuple, Unpack
 
 import safe_read
 
@@ -40,6 +40,8 @@ from .settings import Settings
 
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
+T = TypeVar("T")
+Ts = TypeVarTuple("Ts")
 
 
 class TensorVizServer(LanguageServer):
@@ -60,6 +62,7 @@ class TensorVizServer(LanguageServer):
         self._folder_settings: dict[str, Settings] = {}
         self._global_settings = Settings()
         self.stopping = False
+        self._stopped: asyncio.Future[None] | None = None
 
     async def call_hook(self, hook: Callable[Concatenate[Any, P], object], *args: P.args, **kwargs: P.kwargs) -> Any:
         """Run a declared hook (``Feature.capture_landed``) on every feature that
@@ -87,7 +90,7 @@ class TensorVizServer(LanguageServer):
         assert self.loop is not None and not self.on_loop()
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
-    async def run_blocking(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def run_blocking(self, fn: Callable[[Unpack[Ts]], T], *args: Unpack[Ts]) -> T:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, fn, *args)
 
@@ -207,7 +210,7 @@ class TensorVizServer(LanguageServer):
     def open_document(self, uri_or_path: str | Path) -> TextDocument | None:
         """The open text document for a URI or path, or None."""
         try:
-            docs = self.workspace.text_documents
+            docs: dict[str, TextDocument] = self.workspace.text_documents
         except Exception:
             return None
         if isinstance(uri_or_path, str) and uri_or_path in docs:
@@ -274,7 +277,10 @@ class TensorVizServer(LanguageServer):
                     global_cfg, per_folder = result[0], list(result[1:]) + [None] * (len(roots) - len(result) + 1)
             except Exception as exc:
                 log.warning("workspace/configuration failed (%s); using initializationOptions", exc)
-        wrap = lambda v: {"tensorviz": v} if isinstance(v, dict) else None  # noqa: E731
+
+        def wrap(v: Any) -> dict[str, Any] | None:
+            return {"tensorviz": v} if isinstance(v, dict) else None
+
         self._global_settings = Settings.from_config(self.init_options, wrap(global_cfg), where="settings")
         self._folder_settings = {
             str(root): Settings.from_config(
@@ -285,8 +291,13 @@ class TensorVizServer(LanguageServer):
 
     # ------------------------------------------------------------------ shutdown
     async def stop_features(self) -> None:
-        if self.stopping:
-            return
+        """The features' shutdown hooks, once: a second caller (``exit`` read while
+        ``shutdown`` is still stopping them) waits for the first."""
+        if self._stopped is None:
+            self._stopped = asyncio.ensure_future(self._stop_features())
+        await asyncio.shield(self._stopped)
+
+    async def _stop_features(self) -> None:
         await self.call_hook(Feature.shutdown)
         self.stopping = True
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -126,8 +126,9 @@ class Settings:
     )
     capture_memory_mb: float = setting(
         0.0, key="captureMemoryMB", parse=_nonneg_float, schema={"type": "number", "minimum": 0},
-        doc="memory limit for the capture worker in MiB (`RLIMIT_DATA`: heap and private mappings); `0`: none; "
-            "running out is a `MemoryError` failure naming the limit",
+        doc="memory limit for the capture in MiB: each of its processes' private memory (`RLIMIT_DATA`: heap "
+            "and private mappings), and the shared memory they map together (`MAP_SHARED`, `/dev/shm`, memfd, "
+            "checked every 50 ms); `0`: none; running out is a `MemoryError` failure naming the limit",
     )
     max_saved_file_mb: float = setting(
         4096.0, key="maxSavedFileMB", parse=_pos_float, schema={"type": "number", "exclusiveMinimum": 0},
@@ -205,9 +206,9 @@ class Settings:
         return cls(**values)
 
 
-def _default(f: dataclasses.Field) -> Any:
-    if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        return f.default_factory()  # type: ignore[misc]
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
     return None if f.default is dataclasses.MISSING else f.default
 
 
@@ -286,7 +287,9 @@ CLIENT_SETTINGS = (
     ClientSetting(
         "server.command", ["tensorviz", "lsp"], {"type": "array", "items": {"type": "string"}},
         "How to start the language server (the program and its arguments), e.g. "
-        '`["/path/to/venv/bin/python", "-m", "tensorviz_lsp", "lsp"]`.',
+        '`["/path/to/venv/bin/python", "-P", "-m", "tensorviz_lsp", "lsp"]` (`-P` keeps the workspace off '
+        "the server's module path; the server refuses to start when a workspace file would shadow one of its "
+        "modules).",
         "machine-overridable",
     ),
     ClientSetting(

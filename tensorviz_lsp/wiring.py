@@ -19,7 +19,7 @@ import logging
 import pkgutil
 import typing
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Callable
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
@@ -55,14 +55,19 @@ def load_feature_modules(package: str = FEATURES_PACKAGE) -> list[str]:
     return names
 
 
+def _constructor(cls: type) -> Callable[..., None]:
+    init: Callable[..., None] = getattr(cls, "__init__")  # noqa: B009 - the class's (mypy refuses cls.__init__)
+    return init
+
+
 def constructor_needs(cls: type) -> dict[str, type]:
     """What ``cls``'s constructor asks for: parameter name -> annotated class."""
     try:
-        hints = typing.get_type_hints(cls.__init__)
+        hints = typing.get_type_hints(_constructor(cls))
     except Exception as exc:
         raise WiringError(f"{cls.__qualname__}: its constructor's annotations cannot be resolved ({exc})") from exc
     needs: dict[str, type] = {}
-    for name, param in list(inspect.signature(cls.__init__).parameters.items())[1:]:
+    for name, param in list(inspect.signature(_constructor(cls)).parameters.items())[1:]:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             raise WiringError(f"{cls.__qualname__}: *{name} cannot be given by type")
         want = hints.get(name)
@@ -134,6 +139,14 @@ def create_server(
 
 def register(server: TensorVizServer) -> None:
     """One registration per LSP method, each fanning out to the features."""
+    _register_lifecycle(server)
+    _register_documents(server)
+    _register_requests(server)
+    _register_commands(server)
+
+
+def _register_lifecycle(server: TensorVizServer) -> None:
+    """The server's life and its workspace: initialize, shutdown, settings, folders."""
 
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: TensorVizServer, params: types.InitializeParams) -> None:
@@ -171,6 +184,10 @@ def register(server: TensorVizServer) -> None:
         log.info("workspace folders changed: added %s; removed %s", ", ".join(added) or "none",
                  ", ".join(removed) or "none")
 
+
+def _register_documents(server: TensorVizServer) -> None:
+    """What happens to documents and files: events fanned out to the features."""
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     async def on_open(ls: TensorVizServer, params: types.DidOpenTextDocumentParams) -> None:
         await ls.call_hook(Feature.document_opened, params.text_document.uri)
@@ -190,6 +207,10 @@ def register(server: TensorVizServer) -> None:
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     async def on_watched(ls: TensorVizServer, params: types.DidChangeWatchedFilesParams) -> None:
         await ls.call_hook(Feature.files_changed, list(params.changes))
+
+
+def _register_requests(server: TensorVizServer) -> None:
+    """The requests an editor makes of a document, each answered by the features' hooks."""
 
     @server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
     async def on_code_lens(ls: TensorVizServer, params: types.CodeLensParams) -> list[types.CodeLens]:
@@ -231,6 +252,9 @@ def register(server: TensorVizServer) -> None:
         resolved = await ls.call_hook(Feature.inlay_hint_resolve, params)
         return resolved if resolved is not None else params
 
+
+def _register_commands(server: TensorVizServer) -> None:
+    """Each feature's commands, each name handled by one feature."""
     handled_by: dict[str, str] = {}
     for feature in server.features:
         for name, handler in feature.commands().items():

@@ -21,6 +21,32 @@ _OPS = ("dot_general", "add", "max", "mul", "reshape", "transpose", "exp", "redu
 _BINARY = ("add", "mul", "div", "dot_general", "max")
 
 
+def _operands(op: str, a: int, b: int, reduced: int | None) -> tuple[list[Operand], dict]:
+    """The operands and params of a synthetic ``op`` on the last value ``a`` (and ``b``; a
+    pending reduction ``reduced`` is what a broadcast or a loop takes)."""
+    params: dict = {}
+    if op in _BINARY:
+        inputs = [Operand(0, a), Operand(1, b)]
+        if op == "max":
+            inputs[1] = Operand(1, None, 0.0)
+        if op == "dot_general":
+            params = {"dimension_numbers": [[[1], [0]], [[], []]], "precision": None}
+    elif op == "broadcast_in_dim" and reduced is not None:
+        inputs = [Operand(0, reduced)]
+        params = {"shape": _SQUARE, "broadcast_dimensions": [0]}
+    elif op == "broadcast_in_dim":
+        inputs = [Operand(0, a)]
+        params = {"shape": _SQUARE, "broadcast_dimensions": [0, 1]}
+    elif op == "while":
+        # A loop carrying the last value (and a pending reduction, whose broadcast it replaces).
+        inputs = [Operand(0, a)] + ([Operand(1, reduced)] if reduced is not None else [])
+    else:
+        inputs = [Operand(0, a)]
+        if op == "reduce_sum":
+            params = {"axes": [1]}
+    return inputs, params
+
+
 def synthetic_capture(
     n_nodes: int,
     *,
@@ -66,26 +92,7 @@ def synthetic_capture(
             op = "while"
         a = recent[-1]
         b = recent[rng.randrange(len(recent))]
-        params: dict = {}
-        if op in _BINARY:
-            inputs = [Operand(0, a), Operand(1, b)]
-            if op == "max":
-                inputs[1] = Operand(1, None, 0.0)
-            if op == "dot_general":
-                params = {"dimension_numbers": [[[1], [0]], [[], []]], "precision": None}
-        elif op == "broadcast_in_dim" and reduced is not None:
-            inputs = [Operand(0, reduced)]
-            params = {"shape": _SQUARE, "broadcast_dimensions": [0]}
-        elif op == "broadcast_in_dim":
-            inputs = [Operand(0, a)]
-            params = {"shape": _SQUARE, "broadcast_dimensions": [0, 1]}
-        elif op == "while":
-            # A loop carrying the last value (and a pending reduction, whose broadcast it replaces).
-            inputs = [Operand(0, a)] + ([Operand(1, reduced)] if reduced is not None else [])
-        else:
-            inputs = [Operand(0, a)]
-            if op == "reduce_sum":
-                params = {"axes": [1]}
+        inputs, params = _operands(op, a, b, reduced)
         if op in ("broadcast_in_dim", "while"):
             reduced = None
         out = new_value([N] if op == "reduce_sum" else _SQUARE)

@@ -13,9 +13,11 @@ Nothing is matched by id (ids are dense indices that any change upstream shifts)
   match. Matched nodes with a different op (a ``replace`` in the alignment) are
   reported as changed.
 
-A matched pair is compared on its op, output shapes and dtypes, ``params`` (retained
-metadata), literal operands, and the parameter tensors it consumes (Torch parameters and
-buffers, JAX variables: name, shape, dtype).
+A matched pair is compared on its op, output shapes and dtypes, how its outputs are split
+across devices (``shardings``: the mesh by its axes, the mesh axes of each dimension, the
+per-device shape, pending partial sums), ``params`` (retained metadata, a collective's
+axes and bytes among them), literal operands, and the parameter tensors it consumes (Torch
+parameters and buffers, JAX variables: name, shape, dtype, sharding).
 
 Kernels are what is compared: a Torch *function group* (``kind = "function"``, the
 ``torch.*`` call a run of kernels ran under, see ``capture.torch.functions``) is
@@ -37,9 +39,11 @@ import difflib
 import json
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .model import Capture, describe_tree, format_shape, state_keys, tree_leaves
+from .sharding import mesh_text
+from .tables import NodeTable, ValueTable
 
 DIFF_FORMAT = "tensorviz-diff"
 DIFF_VERSION = 1
@@ -171,41 +175,23 @@ class _Side:
                 "a failure record has no graph to compare"
             )
         self.capture = capture
-        nodes = capture.nodes
-        columns = getattr(nodes, "columns", None)
-        if columns is not None:
-            cols = columns()
-            self.op, self.group = cols.op, cols.group
-            self.in_off, self.in_ref = cols.input_offsets, cols.input_refs
-            self.out_off, self.out_ids = cols.output_offsets, cols.output_ids
-            self._params = nodes._params  # noqa: SLF001 - the table's own validated column
-            self._lit = nodes._lit  # noqa: SLF001
-        else:
-            self.op = [n.op for n in nodes]
-            self.group = [-1 if n.group is None else n.group for n in nodes]
-            self.in_off, self.in_ref, self.out_off, self.out_ids = [0], [], [0], []
-            self._lit = []
-            for n in nodes:
-                for o in n.inputs:
-                    if o.value is None:
-                        self._lit.append(o.literal)
-                        self.in_ref.append(-len(self._lit))
-                    else:
-                        self.in_ref.append(o.value)
-                self.in_off.append(len(self.in_ref))
-                self.out_ids += n.outputs
-                self.out_off.append(len(self.out_ids))
-            self._params = {n.id: n.params for n in nodes if n.params}
-        values = capture.values
-        shape_columns = getattr(values, "shape_columns", None)
-        if shape_columns is not None:
-            off, dims = shape_columns()
-            self.shapes = [tuple(dims[off[i]:off[i + 1]]) for i in range(len(values))]
-            self.dtypes = values._dtype  # noqa: SLF001 - the table's own validated column
-        else:
-            self.shapes = [tuple(v.shape) for v in values]
-            self.dtypes = [v.dtype for v in values]
+        nodes = NodeTable.of(capture.nodes)
+        cols = nodes.columns()
+        self.op, self.group = cols.op, cols.group
+        self.in_off, self.in_ref = cols.input_offsets, cols.input_refs
+        self.out_off, self.out_ids = cols.output_offsets, cols.output_ids
+        self._params = nodes.params_map()
+        self._lit = nodes.literals()
+        values = ValueTable.of(capture.values)
+        off, dims = values.shape_columns()
+        self.shapes = [tuple(dims[off[i]:off[i + 1]]) for i in range(len(values))]
+        self.dtypes = values.dtype_column()
         self.n_values = len(self.dtypes)
+        # How each value is split across devices, comparable between captures (mesh axes
+        # by name and size, not by index): None for a value nothing splits.
+        column = values.sharding_column()
+        self.splits = _splits(column, capture.meshes) if column and any(x is not None for x in column) \
+            else [None] * self.n_values
         if any("function" in p for p in self._params.values() if isinstance(p, dict)):
             self._params = {i: q for i, p in self._params.items() if (q := _kernel_params(p))}
         self._index_groups()
@@ -241,8 +227,8 @@ class _Side:
             order.extend(self.children[order[i] + 1])
             i += 1
         seen_names: dict[tuple[int, str], int] = {}
-        for g in order:
-            grp = groups[g]
+        for gid in order:
+            grp = groups[gid]
             parent = grp.parent if grp.parent is not None and 0 <= grp.parent < n else -1
             path = _module_path(grp)
             if path is None:
@@ -256,8 +242,8 @@ class _Side:
                 while f"{path}#dup{k}" in self.by_path:
                     k += 1
                 path = f"{path}#dup{k}"
-            self.path[g] = path
-            self.by_path[path] = g
+            self.path[gid] = path
+            self.by_path[path] = gid
 
     def parent(self, g: int) -> int:
         p = self.capture.groups[g].parent
@@ -282,7 +268,7 @@ class _Side:
         return self.children[g + 1]
 
     def outputs(self, i: int) -> list[tuple]:
-        return [(self.dtypes[v], self.shapes[v]) for v in self.out_ids[self.out_off[i]:self.out_off[i + 1]]]
+        return [(self.dtypes[v], self.shapes[v], self.splits[v]) for v in self.out_ids[self.out_off[i]:self.out_off[i + 1]]]
 
     def literals(self, i: int) -> list:
         return [self._lit[-1 - r] for r in self.in_ref[self.in_off[i]:self.in_off[i + 1]] if r < 0]
@@ -298,7 +284,7 @@ class _Side:
         for r in self.in_ref[self.in_off[i]:self.in_off[i + 1]]:
             name = names.get(r) if r >= 0 else None
             if name is not None:
-                out[name] = (self.dtypes[r], self.shapes[r])
+                out[name] = (self.dtypes[r], self.shapes[r], self.splits[r])
         return out
 
     def signatures(self) -> list[tuple]:
@@ -310,7 +296,7 @@ class _Side:
             return self._signatures
         n = len(self.op)
         in_off, in_ref, out_off, out_ids = self.in_off, self.in_ref, self.out_off, self.out_ids
-        lit, names, dtypes, shapes = self._lit, self.weights, self.dtypes, self.shapes
+        lit, names, dtypes, shapes, splits = self._lit, self.weights, self.dtypes, self.shapes, self.splits
         # Column at a time: the sparse parts (params, literals, weights) are placed by owner.
         params: list = [None] * n
         for i, p in self._params.items():
@@ -322,21 +308,22 @@ class _Side:
                 i = bisect_right(in_off, pos) - 1
                 while in_off[i + 1] == in_off[i]:  # nodes without operands share an offset
                     i += 1
-                column, item = (lits, lit[-1 - r]) if r < 0 else (ws, (names[r], dtypes[r], shapes[r]))
+                column, item = (lits, lit[-1 - r]) if r < 0 else (ws, (names[r], dtypes[r], shapes[r], splits[r]))
                 if column[i] is None:
                     column[i] = []
                 column[i].append(item)
         if out_off[-1] == n and out_off == list(range(n + 1)):
-            outs: list = [(dtypes[v], shapes[v]) for v in out_ids]  # one output each: the common case
+            outs: list = [(dtypes[v], shapes[v], splits[v]) for v in out_ids]  # one output each: the common case
         else:
-            outs = [[(dtypes[v], shapes[v]) for v in out_ids[out_off[i]:out_off[i + 1]]] for i in range(n)]
+            outs = [[(dtypes[v], shapes[v], splits[v]) for v in out_ids[out_off[i]:out_off[i + 1]]] for i in range(n)]
         out = list(zip(self.op, outs, params, lits, ws))
         self._signatures = out
         return out
 
     def subtree(self, g: int) -> dict[str, int]:
         """Groups, nodes and parameter tensors under ``g`` (itself included)."""
-        stack, groups, nodes, params = [g], 0, 0, set()
+        stack, groups, nodes = [g], 0, 0
+        params: set[int] = set()
         while stack:
             h = stack.pop()
             groups += 1
@@ -386,24 +373,15 @@ def _weight_names(capture: Capture, n_values: int) -> dict[int, str]:
     ``measured`` label), JAX state (leaves under ``variables`` / ``state`` of the call
     structure, named as ``meta.input_names`` records them, else by their path)."""
     out: dict[int, str] = {}
-    values = capture.values
-    if hasattr(values, "measured_key"):  # a file's values: two keys read, no map built
-        for v, names in enumerate(zip(values.measured_key("param"), values.measured_key("buffer"))):
-            name = next((x for x in names if isinstance(x, str) and x), None)
-            if name is not None:
-                out[v] = name
-    else:
-        for v, m in ((v.id, v.measured) for v in values if v.measured is not None):
-            if isinstance(m, dict):
-                for role in ("param", "buffer"):
-                    name = m.get(role)
-                    if isinstance(name, str) and name:
-                        out[v] = name
-                        break
+    values = ValueTable.of(capture.values)  # two keys read, no map built
+    for v, names in enumerate(zip(values.measured_key("param"), values.measured_key("buffer"))):
+        name = next((x for x in names if isinstance(x, str) and x), None)
+        if name is not None:
+            out[v] = name
     tree = capture.inputs
     pairs = tree.get("dict") if isinstance(tree, dict) else None
     if isinstance(pairs, list):
-        recorded = {}
+        recorded: dict[Any, Any] = {}
         entries = capture.meta.get("input_names") if isinstance(capture.meta, dict) else None
         for e in entries if isinstance(entries, list) else ():
             if isinstance(e, (list, tuple)) and len(e) == 2 and type(e[0]) is int and isinstance(e[1], str):
@@ -450,7 +428,7 @@ def diff(a: Capture, b: Capture, *, label_a: str = "A", label_b: str = "B") -> C
         got = changed.get(key)
         if got is None and g_b >= 0:
             gb = b.groups[g_b]
-            got = changed[key] = GroupChange(key, "changed", gb.kind, gb.name, _cls(gb), g_a, g_b)
+            got = changed[key] = GroupChange(sb.path[g_b], "changed", gb.kind, gb.name, _cls(gb), g_a, g_b)
             groups.insert(slot, got)
         return got
 
@@ -534,7 +512,7 @@ def _diff_nodes(sa: _Side, sb: _Side, g_a: int, g_b: int) -> list[NodeChange]:
         changes = _node_changes(sa, sb, ia, ib)
         if changes:  # empty: the signatures differed only by NaN != NaN
             out.append(NodeChange(path, "changed", sb.op[ib], ka, kb, ia, ib, changes))
-    out.sort(key=lambda n: n.index_b if n.index_b is not None else n.index_a)
+    out.sort(key=lambda n: n.index_b if n.index_b is not None else cast(int, n.index_a))
     return out
 
 
@@ -624,10 +602,12 @@ def _node_changes(sa: _Side, sb: _Side, ia: int, ib: int) -> dict[str, Any]:
     if sa.op[ia] != sb.op[ib]:
         ch["op"] = {"a": sa.op[ia], "b": sb.op[ib]}
     oa, ob = sa.outputs(ia), sb.outputs(ib)
-    if [s for _, s in oa] != [s for _, s in ob]:
-        ch["shapes"] = {"a": [list(s) for _, s in oa], "b": [list(s) for _, s in ob]}
-    if [d for d, _ in oa] != [d for d, _ in ob]:
-        ch["dtypes"] = {"a": [d for d, _ in oa], "b": [d for d, _ in ob]}
+    if [s for _, s, _ in oa] != [s for _, s, _ in ob]:
+        ch["shapes"] = {"a": [list(s) for _, s, _ in oa], "b": [list(s) for _, s, _ in ob]}
+    if [d for d, _, _ in oa] != [d for d, _, _ in ob]:
+        ch["dtypes"] = {"a": [d for d, _, _ in oa], "b": [d for d, _, _ in ob]}
+    if [x for _, _, x in oa] != [x for _, _, x in ob]:
+        ch["shardings"] = {"a": [_split_text(x) for _, _, x in oa], "b": [_split_text(x) for _, _, x in ob]}
     pa, pb = sa.params(ia), sb.params(ib)
     if pa != pb and _canon(pa) != _canon(pb):
         ch["params"] = {k: {"a": pa.get(k), "b": pb.get(k)} for k in sorted(set(pa) | set(pb), key=str)
@@ -652,7 +632,45 @@ def _canon(x: Any) -> str:
 
 
 def _tensor(t: tuple | None) -> dict | None:
-    return None if t is None else {"dtype": t[0], "shape": list(t[1])}
+    if t is None:
+        return None
+    out = {"dtype": t[0], "shape": list(t[1])}
+    if len(t) > 2 and t[2] is not None:
+        out["sharding"] = _split_text(t[2])
+    return out
+
+
+def _splits(column: list, meshes: list) -> list:
+    """Per value a comparable form of its sharding: ``(mesh axes, spec, per-device shape,
+    partial, local)``, the mesh by its axes (``data=4 × model=2``); None when not split."""
+    mesh_words = [mesh_text(m) for m in meshes]
+    out: list = []
+    memo: dict[int, tuple] = {}
+    for sh in column:
+        if not isinstance(sh, dict):
+            out.append(None)
+            continue
+        got = memo.get(id(sh))
+        if got is None:
+            m = sh.get("mesh")
+            got = (mesh_words[m] if type(m) is int and 0 <= m < len(mesh_words) else "?",
+                   tuple(tuple(x) if isinstance(x, list) else None for x in sh.get("spec") or ()),
+                   tuple(sh.get("per_device_shape") or ()), tuple(sh.get("partial") or ()), bool(sh.get("local")))
+            memo[id(sh)] = got
+        out.append(got)
+    return out
+
+
+def _split_text(x: tuple | None) -> str:
+    """``data×model on data=4 × model=2: [data,-] per device [2,16]`` for a comparable split."""
+    if x is None:
+        return "not split"
+    mesh, spec, per_device, partial, local = x
+    dims = ",".join("*".join(d) if d else ("?" if d is None else "-") for d in spec)
+    text = f"[{dims}] on {mesh}, per device {format_shape(list(per_device))}"
+    if partial:
+        text += f", partial over {','.join(partial)}"
+    return text + (" (one device's value)" if local else "")
 
 
 def _parameter_changes(sa: _Side, sb: _Side, groups: list[GroupChange]) -> dict[str, list]:
@@ -667,16 +685,17 @@ def _parameter_changes(sa: _Side, sb: _Side, groups: list[GroupChange]) -> dict[
     def owned(users: list[int], inside: set[int]) -> bool:
         return bool(users) and all(u in inside for u in users)
 
-    added = [{"name": n, **_tensor((sb.dtypes[v], sb.shapes[v]))} for n, v in tb.items()
+    added = [{"name": n, "dtype": sb.dtypes[v], "shape": list(sb.shapes[v])} for n, v in tb.items()
              if n not in ta and not owned(users_b.get(v, []), inside_b)]
-    removed = [{"name": n, **_tensor((sa.dtypes[v], sa.shapes[v]))} for n, v in ta.items()
+    removed = [{"name": n, "dtype": sa.dtypes[v], "shape": list(sa.shapes[v])} for n, v in ta.items()
                if n not in tb and not owned(users_a.get(v, []), inside_a)]
     changed = []
     for n, va in ta.items():
         vb = tb.get(n)
-        if vb is not None and (sa.dtypes[va], sa.shapes[va]) != (sb.dtypes[vb], sb.shapes[vb]):
-            changed.append({"name": n, "a": _tensor((sa.dtypes[va], sa.shapes[va])),
-                            "b": _tensor((sb.dtypes[vb], sb.shapes[vb]))})
+        if vb is not None and (sa.dtypes[va], sa.shapes[va], sa.splits[va]) != (sb.dtypes[vb], sb.shapes[vb],
+                                                                                sb.splits[vb]):
+            changed.append({"name": n, "a": _tensor((sa.dtypes[va], sa.shapes[va], sa.splits[va])),
+                            "b": _tensor((sb.dtypes[vb], sb.shapes[vb], sb.splits[vb]))})
     return {k: sorted(v, key=lambda t: t["name"]) for k, v in
             (("added", added), ("removed", removed), ("changed", changed))}
 
@@ -744,7 +763,7 @@ def summary(d: CaptureDiff, *, max_nodes_per_group: int = 40) -> str:
         lines.append(f"{side.upper()}: {s['label']} ({s['framework']} {s['framework_version']}, "
                      f"{s['nodes']:,} nodes, {s['groups']:,} groups)".replace(" ,", ","))
     if d.same:
-        lines.append("no differences: the same groups, ops, shapes, dtypes, params and parameter tensors")
+        lines.append("no differences: the same groups, ops, shapes, dtypes, shardings, params and parameter tensors")
         return "\n".join(lines) + "\n"
     for key, ch in d.capture.items():
         lines.append(f"~ {key}: {ch['a']} → {ch['b']}")
@@ -812,6 +831,8 @@ def change_text(ch: dict) -> str:
         bits.append("shape " + _shapes(ch["shapes"]["a"]) + " → " + _shapes(ch["shapes"]["b"]))
     if "dtypes" in ch:
         bits.append(f"dtype {', '.join(ch['dtypes']['a'])} → {', '.join(ch['dtypes']['b'])}")
+    if "shardings" in ch:
+        bits.append(f"sharding {'; '.join(ch['shardings']['a'])} → {'; '.join(ch['shardings']['b'])}")
     if "params" in ch:
         bits.append("params " + ", ".join(f"{k}: {_short(v['a'])} → {_short(v['b'])}" for k, v in ch["params"].items()))
     if "literals" in ch:
@@ -826,7 +847,9 @@ def _shapes(shapes: list) -> str:
 
 
 def _tensor_text(t: dict | None) -> str:
-    return "(none)" if t is None else f"{t['dtype']}{format_shape(t['shape'])}"
+    if t is None:
+        return "(none)"
+    return f"{t['dtype']}{format_shape(t['shape'])}" + (f" split {t['sharding']}" if t.get("sharding") else "")
 
 
 def _short(x: Any, limit: int = 60) -> str:

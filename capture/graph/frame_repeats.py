@@ -22,7 +22,7 @@ KEPT = 3
 MAX_CYCLE = 4
 
 
-def _key(frame: Any) -> tuple:
+def _key(frame: Any) -> tuple[Any, ...]:
     return (frame.file, frame.line, frame.function)
 
 
@@ -81,7 +81,7 @@ def repeated(details: Any) -> dict[int, tuple[int, int]]:
         if not isinstance(item, dict):
             continue
         after, k, times = item.get("after"), item.get("frames"), item.get("times")
-        if all(type(v) is int for v in (after, k, times)) and after >= 0 and k >= 1 and times >= 1:
+        if type(after) is int and type(k) is int and type(times) is int and after >= 0 and k >= 1 and times >= 1:
             out[after] = (k, times)
     return out
 

@@ -49,10 +49,10 @@ def stale_sources(
         if not os.path.isfile(full):
             changes.append(SourceChange(src.path, "missing"))
             continue
-        digest = source_sha256(full)
-        if digest is None:
+        on_disk = source_sha256(full)
+        if on_disk is None:
             changes.append(SourceChange(src.path, "missing"))
-        elif digest != src.sha256:
+        elif on_disk != src.sha256:
             changes.append(SourceChange(src.path, "changed"))
     return changes
 

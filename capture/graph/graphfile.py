@@ -31,17 +31,17 @@ write leaves the previous file untouched.
 from __future__ import annotations
 
 import ntpath
-import operator
 import os
 import re
 import posixpath
 import secrets
 import stat
+import sys
 import time
 from pathlib import Path
-from collections.abc import Iterator, Sequence
-from itertools import compress, islice, repeat
-from typing import Any, NamedTuple
+from itertools import islice
+from collections.abc import Sequence
+from typing import Any, cast
 
 import msgpack
 
@@ -55,6 +55,8 @@ from .packed import Invalid as _Invalid
 from .packed import need as _need
 from .packed import pack_ints as _pack_ints
 from .packed import packed_ints as _packed_ints
+from .sharding import ShardingError, check_devices, check_meshes, check_sharding
+from .tables import NodeTable, ValueTable
 from .model import (
     ABSTRACT_FORWARD_SCOPE,
     COVERAGE_STATUSES,
@@ -67,7 +69,6 @@ from .model import (
     Group,
     Node,
     NodeCosts,
-    Operand,
     Source,
     Value,
 )
@@ -124,20 +125,22 @@ def _encode(capture: Capture, version: int) -> bytes:
         index = {t: s(t) for t in dict.fromkeys(texts)}
         return list(map(index.__getitem__, texts))
 
-    values = capture.values
-    nodes = capture.nodes
     # Operands and outputs in CSR form: flat columns plus per-node offsets, so the
-    # reader checks whole columns at once instead of 200,000 little lists.
-    (ops, in_off, in_pos, in_ref, literals, out_off, out_ids, node_params, node_group, node_frame,
-     opaque) = _node_columns(nodes)
-    shape_off, shape_dims, dtypes, measured = _value_columns(values)
+    # reader checks whole columns at once instead of 200,000 little lists. A file's
+    # nodes and values (tables) hand over their own columns.
+    nodes = NodeTable.of(capture.nodes)
+    values = ValueTable.of(capture.values)
+    ops, node_group, node_frame, in_off, in_ref, out_off, out_ids, opaque = nodes.columns()
+    in_pos, literals, node_params = nodes.input_positions(), nodes.literals(), nodes.params_map()
+    shape_off, shape_dims = values.shape_columns()
+    measured = values.measured_column() if values.measured_any() else None
+    columnar = version >= 3
 
     packed = version >= 2
-    columnar = version >= 3
     ints = _pack_ints if packed else list
-    param_nodes = sorted(node_params)
+    param_nodes = sorted(i for i, p in node_params.items() if p)
     if packed:  # each distinct params map stored once (real programs repeat a few)
-        param_table: list[dict] = []
+        param_table: list[dict[str, Any]] = []
         seen: dict[bytes, int] = {}
         param_index = []
         pack = msgpack.Packer(use_bin_type=True).pack  # the stored bytes: equal maps, equal keys
@@ -157,6 +160,7 @@ def _encode(capture: Capture, version: int) -> bytes:
     else:
         params_columns = {"param_nodes": param_nodes, "param_maps": [node_params[i] for i in param_nodes]}
     all_int_dims = list(map(type, shape_dims)).count(int) == len(shape_dims)
+    sharding_table, sharding_index = _sharding_columns(values)
     body = {
         "backend": capture.backend,
         "framework": capture.framework,
@@ -170,9 +174,13 @@ def _encode(capture: Capture, version: int) -> bytes:
         "values": {
             "shape_offsets": ints(shape_off),
             # packed when every dimension is a size; a list when some are names
-            "shape_dims": ints(shape_dims) if all_int_dims else shape_dims,
-            "dtype": ints(s_all(dtypes)),
+            "shape_dims": ints(cast(list[int], shape_dims)) if all_int_dims else shape_dims,
+            "dtype": ints(s_all(values.dtype_column())),
             "measured": None if measured is None else pack_maps(measured, s) if columnar else list(measured),
+            # how values are split across devices: each distinct map once, and per value
+            # its index in the table (-1: none); absent when no value is split
+            **({"sharding_table": sharding_table, "sharding_index": ints(sharding_index)}
+               if sharding_table else {}),
         },
         "nodes": {
             "op": ints(s_all(ops)),
@@ -184,15 +192,10 @@ def _encode(capture: Capture, version: int) -> bytes:
             **params_columns,
             "group": ints(node_group),
             "frame": ints(node_frame),
-            "opaque": ints(opaque),
+            "opaque": ints(sorted(opaque)),
         },
         "literals": literals,
-        "groups": {
-            "kind": ints(s_all([g.kind for g in capture.groups])),
-            "name": ints(s_all([g.name for g in capture.groups])),
-            "parent": ints([-1 if g.parent is None else g.parent for g in capture.groups]),
-            "attrs": pack_maps([g.attrs or None for g in capture.groups], s),
-        } if columnar else [
+        "groups": _group_columns(capture.groups, s, s_all) if columnar else [
             [g.kind, g.name, -1 if g.parent is None else g.parent, g.attrs or None]
             for g in capture.groups
         ],
@@ -213,6 +216,10 @@ def _encode(capture: Capture, version: int) -> bytes:
         "meta": capture.meta,
         "strings": list(strings),
     }
+    if capture.meshes:
+        body["meshes"] = capture.meshes
+    if capture.devices is not None:
+        body["devices"] = capture.devices
     library = [i for i, f in enumerate(capture.frames) if f.library]
     if library:  # the frames that name an installed library file (absolute path)
         body["library_frames"] = library
@@ -229,9 +236,49 @@ def _encode(capture: Capture, version: int) -> bytes:
         },
     }
     try:
-        return msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True)
+        return cast(bytes, msgpack.packb(header, use_bin_type=True) + msgpack.packb(body, use_bin_type=True))
     except (TypeError, ValueError, OverflowError) as exc:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+
+
+def _group_columns(groups: list[Group], s: Any, s_all: Any) -> dict[str, Any]:
+    """Version 3's groups: kind, name and parent columns, and the attrs as map columns."""
+    return {
+        "kind": _pack_ints(s_all([g.kind for g in groups])),
+        "name": _pack_ints(s_all([g.name for g in groups])),
+        "parent": _pack_ints([-1 if g.parent is None else g.parent for g in groups]),
+        "attrs": pack_maps([g.attrs or None for g in groups], s),
+    }
+
+
+def _sharding_columns(values: ValueTable) -> tuple[list[dict[str, Any]], list[int]]:
+    """The values' shardings as a table of distinct maps and an index per value (-1: none);
+    ``([], [])`` when no value has one. (Values often share one map: each is packed once.)"""
+    column = values.sharding_column()
+    if column is None or all(x is None for x in column):
+        return [], []
+    table: list[dict[str, Any]] = []
+    seen: dict[bytes, int] = {}
+    by_id: dict[int, int] = {}
+    index = []
+    pack = msgpack.Packer(use_bin_type=True).pack
+    for sharding in column:
+        if sharding is None:
+            index.append(-1)
+            continue
+        k = by_id.get(id(sharding))
+        if k is None:
+            try:
+                key = pack(sharding)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+            k = seen.get(key)
+            if k is None:
+                k = seen[key] = len(table)
+                table.append(sharding)
+            by_id[id(sharding)] = k
+        index.append(k)
+    return table, index
 
 
 def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
@@ -268,6 +315,7 @@ def atomic_write(target: Path, data: bytes, *, new_mode: int = 0o644) -> None:
     language server's threads)."""
     fd, tmp = _create_temporary(target.parent if str(target.parent) else Path("."), target.name, new_mode)
     try:
+        _hold(fd)  # until this write ends: a temporary nobody holds was left by a killed one
         with os.fdopen(fd, "wb") as fh:
             try:
                 os.fchmod(fh.fileno(), stat.S_IMODE(target.stat().st_mode))
@@ -286,23 +334,68 @@ def atomic_write(target: Path, data: bytes, *, new_mode: int = 0o644) -> None:
     _remove_stale_temporaries(Path(tmp).parent, target.name)
 
 
-#: A temporary of the same target older than this was left by a writer that was killed;
-#: a younger one may belong to a write still running in another process.
+#: A temporary that no writer holds (see :func:`_hold`) and that has not changed for this
+#: long was left by a killed write. (The grace covers the moment between a writer's
+#: creating its temporary and taking hold of it.)
+ABANDONED_AFTER_SECONDS = 2.0
+
+
+def _hold(fd: int) -> None:
+    """Hold an exclusive ``flock`` on a temporary being written: the kernel lets it go
+    when the writer ends, however it ends (SIGKILL included), so a temporary nobody holds
+    is a killed write's. Where there is no ``flock``, temporaries are judged by age."""
+    try:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX)  # (a cleaner testing it holds it only for that moment)
+    except (ImportError, OSError):
+        pass
+
+
+def abandoned_temporary(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path``, a temporary :func:`atomic_write` made, was left by a write that
+    was killed: nobody holds it and it has not changed for :data:`ABANDONED_AFTER_SECONDS`
+    (:data:`STALE_TEMPORARY_SECONDS` where locks cannot be taken, or for a temporary of an
+    older TensorViz, which took none). Never follows a link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        age = time.time() - st.st_mtime
+        try:
+            import fcntl
+
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # a write under way holds it
+        except (ImportError, OSError):
+            return age > STALE_TEMPORARY_SECONDS
+        return age > ABANDONED_AFTER_SECONDS
+    finally:
+        os.close(fd)  # (and its lock with it)
+
+
+#: Where locks cannot be taken: a temporary older than this was left by a killed write.
 STALE_TEMPORARY_SECONDS = 600
 
 
 def _remove_stale_temporaries(folder: Path, name: str) -> None:
-    """Delete ``.NAME.<hex>.tmp`` files that killed writes left beside ``NAME``."""
+    """Delete ``.NAME.<hex>.tmp`` files that killed writes left beside ``NAME``: at the
+    next write of ``NAME``, whenever they were left (55 killed writes once left 130 MB for
+    ten minutes)."""
     pattern = re.compile(rf"^\.{re.escape(name)}\.[0-9a-f]{{12}}\.tmp$")
-    cutoff = time.time() - STALE_TEMPORARY_SECONDS
     try:
         entries = list(os.scandir(folder))
     except OSError:
         return
     for entry in entries:
         try:
-            if pattern.match(entry.name) and entry.is_file(follow_symlinks=False) \
-                    and entry.stat(follow_symlinks=False).st_mtime < cutoff:
+            if pattern.match(entry.name) and entry.is_file(follow_symlinks=False) and abandoned_temporary(entry.path):
                 os.unlink(entry.path)
         except OSError:
             continue
@@ -320,53 +413,10 @@ def _create_temporary(folder: Path, name: str, mode: int) -> tuple[int, str]:
     raise FileExistsError(f"no free temporary name in {folder}")
 
 
-def _node_columns(nodes: Sequence[Node]) -> tuple:
-    """``(ops, in_off, in_pos, in_ref, literals, out_off, out_ids, params, group, frame,
-    opaque)`` of ``nodes``: operands and outputs in CSR form (a ref ``-1 - k`` names
-    literal ``k``), ``params`` by node id for nodes with params, -1 for no group or
-    frame, the opaque node ids sorted. A file's nodes (:class:`NodeTable`) hand over their
-    own columns."""
-    if isinstance(nodes, NodeTable):
-        t = nodes
-        return (t._op, t._in_off, t._in_pos, t._in_ref, t._lit, t._out_off, t._out,
-                {i: p for i, p in t._params.items() if p}, t._group, t._frame, sorted(t._opaque))
-    literals: list[Any] = []
-    in_off, in_pos, in_ref, out_off, out_ids = [0], [], [], [0], []
-    for n in nodes:
-        for o in n.inputs:
-            in_pos.append(o.position)
-            if o.value is None:
-                in_ref.append(-1 - len(literals))
-                literals.append(o.literal)
-            else:
-                in_ref.append(o.value)
-        in_off.append(len(in_pos))
-        out_ids += n.outputs
-        out_off.append(len(out_ids))
-    return ([n.op for n in nodes], in_off, in_pos, in_ref, literals, out_off, out_ids,
-            {i: n.params for i, n in enumerate(nodes) if n.params},
-            [-1 if n.group is None else n.group for n in nodes], [-1 if n.frame is None else n.frame for n in nodes],
-            [i for i, n in enumerate(nodes) if n.opaque])
-
-
-def _value_columns(values: Sequence[Value]) -> tuple:
-    """``(shape_offsets, dims, dtypes, measured)``: ``measured`` the per-value maps, or
-    None when no value was measured. A file's values (:class:`ValueTable`) hand over
-    their own columns (and a version-3 file's measured columns, unbuilt)."""
-    if isinstance(values, ValueTable):
-        m = values._measured
-        return values._off, values._dims, values._dtype, m if m is not None and values.measured_any() else None
-    shape_off, shape_dims = [0], []
-    for v in values:
-        shape_dims += v.shape
-        shape_off.append(len(shape_dims))
-    measured = [v.measured for v in values]
-    return shape_off, shape_dims, [v.dtype for v in values], measured if any(
-        m is not None for m in measured) else None
-
-
 def _check_dense(capture: Capture) -> None:
-    for label, items in (("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups)):
+    tables: tuple[tuple[str, Sequence[Value | Node | Group]], ...] = (
+        ("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups))
+    for label, items in tables:
         if isinstance(items, (NodeTable, ValueTable)):
             continue  # a file's rows: dense by construction
         for i, item in enumerate(items):
@@ -407,31 +457,41 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
         raise GraphFileError(name, f"file is {len(data):,} bytes, over the {max_bytes:,}-byte limit")
     if not data:
         raise GraphFileError(name, "empty file, not a TensorViz graph file")
-    unpacker = _unpacker(len(data))
-    unpacker.feed(data)
+    # The header is read from the file's first bytes only, and the body in place: no
+    # copy of a large file is held while it decodes.
+    head = min(len(data), MAX_HEADER_BYTES)
+    unpacker = _unpacker(head)
+    unpacker.feed(memoryview(data)[:head])
     # Decoding allocates millions of small containers and no cycles; the cyclic
     # collector would otherwise run hundreds of times for nothing (5-10x slower).
     with gc_pause.paused():
         return _decode_body(unpacker, name, data)
 
 
-def _unpacker(size: int, *, packed: bool = False, longest: int | None = None, **hooks: Any) -> msgpack.Unpacker:
-    """``packed``: a version-2 body, whose integer columns are binary blobs (version 1
-    files hold none). ``longest``: the most elements one list or map may have."""
+#: A graph header is a small map; a file whose first MiB holds none is not a graph file.
+MAX_HEADER_BYTES = 1 << 20
+
+
+def _limits(size: int, *, packed: bool = False, longest: int | None = None) -> dict[str, Any]:
+    """msgpack's bounds for ``size`` bytes. ``packed``: a version-2 body, whose integer
+    columns are binary blobs (version 1 files hold none). ``longest``: the most elements
+    one list may have (a map: half as many entries)."""
     bound = min(size, _MAX_CONTAINER, longest if longest is not None else size)
-    return msgpack.Unpacker(
+    return dict(
         raw=False,
         use_list=True,
         strict_map_key=True,
-        max_buffer_size=max(size, 1),
         max_str_len=min(size, _MAX_STR),
         max_bin_len=size if packed else 0,
         max_array_len=bound,
-        max_map_len=bound,
+        max_map_len=bound if longest is None else max(bound // 2, 1),  # an entry is two elements
         max_ext_len=0,
         ext_hook=_refuse_ext,
-        **hooks,
     )
+
+
+def _unpacker(size: int, **hooks: Any) -> msgpack.Unpacker:
+    return msgpack.Unpacker(max_buffer_size=max(size, 1), **_limits(size), **hooks)
 
 
 #: Lists and maps a body may hold: a graph file TensorViz writes has about two per value,
@@ -443,7 +503,7 @@ CONTAINERS_PER_ITEM = 16
 MIN_BYTES_PER_CONTAINER = 4
 
 
-def _declared_items(header: dict) -> int:
+def _declared_items(header: dict[str, Any]) -> int:
     """The values, nodes, groups and frames ``header``'s counts declare (0 for nonsense)."""
     counts = header.get("counts")
     if not isinstance(counts, dict):
@@ -452,7 +512,7 @@ def _declared_items(header: dict) -> int:
                if type(n := counts.get(key)) is int and n > 0)
 
 
-def container_budget(header: dict, size: int) -> int:
+def container_budget(header: dict[str, Any], size: int) -> int:
     """How many lists and maps a body of ``size`` bytes with ``header``'s counts may hold."""
     items = _declared_items(header)
     return min(CONTAINERS_BASE + CONTAINERS_PER_ITEM * items, max(CONTAINERS_BASE, size // MIN_BYTES_PER_CONTAINER))
@@ -469,22 +529,121 @@ ELEMENTS_PER_ITEM = 64
 MIN_BYTES_PER_ELEMENT = {1: 2, 2: 3, 3: 3}
 
 
-def element_budget(header: dict, size: int, version: int) -> int:
+def element_budget(header: dict[str, Any], size: int, version: int) -> int:
     """How many elements a body of ``size`` bytes with ``header``'s counts may hold."""
     items = _declared_items(header)
     per_byte = MIN_BYTES_PER_ELEMENT.get(version, 2)
     return min(ELEMENTS_BASE + ELEMENTS_PER_ITEM * items, max(ELEMENTS_BASE, size // per_byte))
 
 
+#: What decoding a body may take in memory, as a multiple of the body's bytes (plus
+#: :data:`MEMORY_BASE`), whatever its header declares: a graph file TensorViz writes takes
+#: about 1-7x (the real models of the tests: 4-6x in version 2, packed columns about 1x;
+#: version 1's integer lists up to 9.3x), while short strings, small integers and empty
+#: lists take 13-75x their bytes. The budget follows what is decoded: each list and map
+#: is charged when it is complete, with what Python holds for it (:class:`_MemoryCharge`).
+MEMORY_PER_BYTE = 10
+MEMORY_BASE = 1 << 20
+#: The most one element of a list not yet complete can take (its slot, and a one-character
+#: string outside Latin-1: 8 + 80 bytes): no list may be longer than the budget allows
+#: at this rate, nor a map (a key and a value) at twice it.
+WORST_ELEMENT_BYTES = 88
+
+
+def memory_budget(size: int) -> int:
+    """The bytes decoding a body of ``size`` bytes may take (see :data:`MEMORY_PER_BYTE`)."""
+    return MEMORY_PER_BYTE * size + MEMORY_BASE
+
+
 class _OverBudget(Exception):
     pass
 
 
-def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
+_NoneType = type(None)
+#: What an element costs in memory besides its slot, by type (sys.getsizeof rounded up to
+#: the allocator's 16 bytes, as the process's resident memory sees it; a string's text
+#: beyond its first 30 bytes is at most its own bytes in the file, which the budget's
+#: margin covers; lists and maps are charged when they complete).
+_ELEMENT_BYTES = {int: 32, float: 32, str: 80, bytes: 48, list: 0, dict: 0, _NoneType: 0, bool: 0}
+#: Integers Python holds once for the whole process (a new one costs nothing).
+_CACHED_INTS = frozenset(range(-5, 257))
+#: A map key new to this decode: its string (interned, so a repeated key costs nothing)
+#: and its entry in the table of interned strings.
+_NEW_KEY_BYTES = 160
+
+
+class _MemoryCharge:
+    """The hooks that count what a body's decoding holds: containers against the
+    header's budget, elements, and bytes of memory against :func:`memory_budget` (each
+    list and map charged when msgpack completes it: its own size and its elements'; map
+    keys once per distinct key, as msgpack interns them). Raises :class:`_OverBudget`."""
+
+    def __init__(self, containers: int, elements: int, memory: int) -> None:
+        left = [containers, elements, memory]
+        keys: set[str] = set()
+        cost = _ELEMENT_BYTES.__getitem__
+        small = _CACHED_INTS.__contains__
+        size = sys.getsizeof
+
+        def over() -> None:
+            raise _OverBudget("containers" if left[0] < 0 else "elements" if left[1] < 0 else "memory")
+
+        def charged_list(obj: list[Any]) -> list[Any]:
+            n = len(obj)
+            c = 64 + 8 * n + sum(map(cost, map(type, obj)))
+            if n > 32:  # a long column: what Python really holds for it
+                kinds = set(map(type, obj))
+                if kinds == {int}:
+                    c -= 32 * sum(map(small, obj))
+                elif kinds == {str}:  # each string's size, and the allocator's rounding up to 16 bytes
+                    c += sum(map(size, obj)) - 64 * n
+            left[0] -= 1
+            left[1] -= n + 1
+            left[2] -= c
+            if left[0] < 0 or left[1] < 0 or left[2] < 0:
+                over()
+            return obj
+
+        def charged_map(obj: dict[Any, Any]) -> dict[Any, Any]:
+            n = len(obj)
+            before = len(keys)
+            keys.update(obj)
+            left[0] -= 1
+            left[1] -= 2 * n + 1
+            left[2] -= size(obj) + _NEW_KEY_BYTES * (len(keys) - before) + sum(map(cost, map(type, obj.values())))
+            if left[0] < 0 or left[1] < 0 or left[2] < 0:
+                over()
+            return obj
+
+        self.list_hook = charged_list
+        self.object_hook = charged_map
+        self._left = left
+
+    @property
+    def used(self) -> int:
+        return -self._left[2]
+
+
+def _return_memory() -> None:
+    """After a refused body: hand the freed memory back to the system (glibc keeps freed
+    heap pages otherwise; a viewer stayed at 1.1 GB after refusing one file)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:  # noqa: C901
     prefix = data[:64]
     try:
         header = unpacker.unpack()
     except msgpack.OutOfData:
+        if len(data) > MAX_HEADER_BYTES:
+            raise GraphFileError(name, "not a TensorViz graph file (no graph header in its first MiB)") from None
         if _HEADER_MARK in prefix or (b"\x83" + _HEADER_MARK).startswith(prefix):
             raise GraphFileError(name, "truncated before the end of the header") from None
         raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
@@ -502,62 +661,52 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
             f"(versions {', '.join(map(str, READ_VERSIONS))})"
         )
     # The body is decoded with every list and map counted against a budget from the
-    # header's counts: memory stays proportional to the graph the header declares.
-    # So is every element (string, number, list, map) where it sits: a container's length
-    # is counted when it is complete, and no one container may be longer than the whole
-    # budget (refused at its header, before its elements exist).
+    # header's counts (a header may only lower it), and every element where it sits: a
+    # container's length is counted when it is complete. And what it takes in memory is
+    # charged against a budget from the bytes actually there (memory_budget): a header
+    # that declares ten million nodes lifts nothing. No one container may be longer than
+    # either budget allows (refused at its header, before its elements exist).
     start = unpacker.tell()
-    budget = container_budget(header, len(data) - start)
-    elements = element_budget(header, len(data) - start, version)
-    left = [budget, elements]
-
-    def counted_list(obj: list) -> list:
-        left[0] -= 1
-        left[1] -= len(obj) + 1
-        if left[0] < 0:
-            raise _OverBudget("containers")
-        if left[1] < 0:
-            raise _OverBudget("elements")
-        return obj
-
-    def counted_map(obj: dict) -> dict:
-        left[0] -= 1
-        left[1] -= 2 * len(obj) + 1
-        if left[0] < 0:
-            raise _OverBudget("containers")
-        if left[1] < 0:
-            raise _OverBudget("elements")
-        return obj
-
-    body_unpacker = _unpacker(len(data), packed=version >= 2, list_hook=counted_list, object_hook=counted_map,
-                              longest=elements)
-    body_unpacker.feed(memoryview(data)[start:])
+    size = len(data) - start
+    budget = container_budget(header, size)
+    elements = element_budget(header, size, version)
+    memory = memory_budget(size)
+    charge = _MemoryCharge(budget, elements, memory)
+    longest = min(elements, memory // WORST_ELEMENT_BYTES)
+    refused = None
     try:
-        body = body_unpacker.unpack()
+        body = msgpack.unpackb(memoryview(data)[start:], list_hook=charge.list_hook, object_hook=charge.object_hook,
+                               **_limits(len(data), packed=version >= 2, longest=longest))
     except _OverBudget as over:
-        what = f"{budget:,} lists and maps" if over.args == ("containers",) else \
-            f"{elements:,} strings, numbers, lists and maps"
-        raise GraphFileError(
-            name, f"the body holds more than {what}, more than a graph of the size its header "
-            "declares can (a hostile or corrupt file)") from None
+        refused = over.args[0]  # raised below, once this exception (and its frames) are gone
+    except msgpack.ExtraData:
+        raise GraphFileError(name, "trailing data after the graph body") from None
     except msgpack.OutOfData:
         raise GraphFileError(name, "truncated: the graph body is incomplete") from None
     except ValueError as exc:
+        if "incomplete input" in str(exc):
+            raise GraphFileError(name, "truncated: the graph body is incomplete") from None
         if "exceeds max_array_len" in str(exc) or "exceeds max_map_len" in str(exc):
+            why = "more than a graph of the size its header declares can" if longest == elements else \
+                f"more than {MEMORY_PER_BYTE}x the body's {size:,} bytes of memory allows"
             raise GraphFileError(
-                name, f"corrupt graph body: a list or map of over {elements:,} strings, numbers, lists and maps, "
-                "more than a graph of the size its header declares can (a hostile or corrupt file)") from None
+                name, f"corrupt graph body: a list or map of over {longest:,} strings, numbers, lists and maps, "
+                f"{why} (a hostile or corrupt file)") from None
         raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
     except Exception as exc:
         raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
-    try:
-        body_unpacker.unpack()
-    except msgpack.OutOfData:
-        pass
-    except Exception:
-        raise GraphFileError(name, "trailing bytes after the graph body") from None
-    else:
-        raise GraphFileError(name, "trailing data after the graph body")
+    if refused is not None:
+        _return_memory()  # what was decoded is gone: its memory goes back to the system
+        if refused == "memory":
+            raise GraphFileError(
+                name, f"decoding the body would take more than {memory / (1 << 20):,.0f} MiB of memory, "
+                f"{MEMORY_PER_BYTE}x its {size:,} bytes (a graph file TensorViz writes takes under 10x; "
+                "a hostile or corrupt file)") from None
+        what = f"{budget:,} lists and maps" if refused == "containers" else \
+            f"{elements:,} strings, numbers, lists and maps"
+        raise GraphFileError(
+            name, f"the body holds more than {what}, more than a graph of the size its header "
+            "declares can (a hostile or corrupt file)")
     try:
         return _build(body, header, version)
     except _Invalid as exc:
@@ -586,29 +735,33 @@ _PLAIN_SCALARS = (type(None), bool, int, float, str)
 _RUNTIME_TIMING = re.compile(r"(?:_(?:s|ms|us|ns|seconds)|^(?:elapsed|duration|timings?))$")
 
 
-def _map(obj: Any, where: str) -> dict:
-    _need(type(obj) is dict, where, "expected a map")
+def _map(obj: Any, where: str) -> dict[Any, Any]:
+    if type(obj) is not dict:
+        raise _Invalid(f"{where}: expected a map")
     return obj
 
 
-def _list(obj: Any, where: str, length: int | None = None) -> list:
-    _need(type(obj) is list, where, "expected a list")
+def _list(obj: Any, where: str, length: int | None = None) -> list[Any]:
+    if type(obj) is not list:
+        raise _Invalid(f"{where}: expected a list")
     if length is not None:
         _need(len(obj) == length, where, f"expected {length} entries, found {len(obj)}")
     return obj
 
 
 def _str(obj: Any, where: str) -> str:
-    _need(type(obj) is str, where, "expected a string")
+    if type(obj) is not str:
+        raise _Invalid(f"{where}: expected a string")
     return obj
 
 
 def _int(obj: Any, where: str) -> int:
-    _need(type(obj) is int, where, "expected an integer")
+    if type(obj) is not int:
+        raise _Invalid(f"{where}: expected an integer")
     return obj
 
 
-def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> None:
+def _all_ints(col: list[Any], where: str, lo: int, hi: int, *, few: bool = False) -> None:
     """Every entry an int (never a bool or a float) in [lo, hi).
 
     The checks run as C-level passes over the column (its entries' types, then its range;
@@ -628,7 +781,7 @@ def _all_ints(col: list, where: str, lo: int, hi: int, *, few: bool = False) -> 
     raise _Invalid(f"{where}[{bad}]: {col[bad]} is out of range")
 
 
-def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list:
+def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list[int]:
     """A version-1 integer column: a list of ``length`` entries (``None``: any number), each
     an integer in [lo, hi)."""
     col = _list(obj, where, length)
@@ -667,7 +820,7 @@ def _shallow(obj: Any, where: str, depth: int = 1) -> Any:
     return obj
 
 
-def _within_depth(objs: list) -> bool:
+def _within_depth(objs: list[Any]) -> bool:
     """Whether every one of ``objs`` (maps and lists of decoded msgpack) passes
     :func:`_shallow`. One list comprehension per nesting level over all of them at once,
     instead of a call per container; a caller that gets ``False`` runs :func:`_shallow` on
@@ -681,10 +834,10 @@ def _within_depth(objs: list) -> bool:
     return False
 
 
-def _opt_map(obj: Any, where: str) -> dict:
+def _opt_map(obj: Any, where: str) -> dict[Any, Any]:
     if obj is None:
         return {}
-    return _plain(_map(obj, where), where)
+    return cast(dict[Any, Any], _plain(_map(obj, where), where))
 
 
 def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
@@ -709,7 +862,7 @@ def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
     return obj
 
 
-def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
+def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Capture:  # noqa: C901
     b = _map(body, "body")
     packed = version >= 2
     ints = _packed_ints if packed else _listed_ints
@@ -743,36 +896,22 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         if not (dim_types <= {int, str} and min(
                 set(dims) if dim_types == {int} else [d for d in dims if type(d) is int], default=0) >= 0):
             raise _Invalid("values.shape_dims: dimensions are sizes or names")
-    measured = vals.get("measured")
-    if measured is not None and version >= 3:
-        measured = unpack_maps(measured, strings, "values.measured", n_values, check_raw=_raw_within_depth)
-    elif measured is not None:
-        _list(measured, "values.measured", n_values)
-        present = [m for m in measured if m is not None]
-        if list(map(type, present)).count(dict) != len(present) or not _within_depth(present):
-            for i, m in enumerate(measured):
-                if m is not None:
-                    _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
-            raise _Invalid("values.measured: nested too deeply")  # not reached: _shallow names the entry
-    values = ValueTable(shape_off, dims, list(map(strings.__getitem__, dtypes)), measured)
+    measured = _read_measured(vals.get("measured"), strings, n_values, version)
+    try:
+        meshes = check_meshes(b.get("meshes"))
+        devices = check_devices(b.get("devices"))
+    except ShardingError as exc:
+        raise _Invalid(str(exc)) from None
+    if not _within_depth(meshes + ([devices] if devices else [])):
+        raise _Invalid("meshes: nested too deeply")
+    shardings = _read_shardings(vals, n_values, shape_off, dims, meshes, ints)
+    values = ValueTable(shape_off, cast(list[int | str], dims), list(map(strings.__getitem__, dtypes)), measured, shardings)
 
     # groups and frames (nodes refer to them)
-    if version >= 3:
-        groups = _columnar_groups(_map(b.get("groups"), "groups"), strings)
-        groups_raw = []
-    else:
-        groups_raw = _list(b.get("groups"), "groups")
-        groups = []
-    n_groups = len(groups) if version >= 3 else len(groups_raw)
-    for i, g in enumerate(groups_raw):
-        _list(g, f"groups[{i}]", 4)
-        parent = _int(g[2], f"groups[{i}].parent")
-        _need(-1 <= parent < n_groups and parent != i, f"groups[{i}].parent", "out of range")
-        groups.append(
-            Group(i, _str(g[0], f"groups[{i}].kind"), _str(g[1], f"groups[{i}].name"),
-                  None if parent < 0 else parent, _opt_map(g[3], f"groups[{i}].attrs"))
-        )
+    groups = _columnar_groups(_map(b.get("groups"), "groups"), strings) if version >= 3 else \
+        _listed_groups(b.get("groups"))
     _check_acyclic(groups)
+    n_groups = len(groups)
     frames_raw = _list(b.get("frames"), "frames")
     frames = []
     for i, f in enumerate(frames_raw):
@@ -858,8 +997,7 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         traced = coverage.scope == "traced_program"
         _need(traced or backend != "jaxpr", "coverage.scope",
               f"{coverage.scope!r} does not match backend 'jaxpr' (a traced program's scope is 'traced_program')")
-        if traced and measured is not None and (
-                measured.any_present() if isinstance(measured, MapColumns) else any(m is not None for m in measured)):
+        if traced and values.measured_any():
             raise _Invalid("values.measured: a traced program carries no measured evidence")
         if backend == "jaxpr" and isinstance(b.get("meta"), dict):
             timing = next((k for k in b["meta"] if type(k) is str and _RUNTIME_TIMING.search(k)), None)
@@ -885,6 +1023,8 @@ def _build(body: Any, header: dict, version: int = FILE_VERSION) -> Capture:
         recipe=recipe,
         failure=failure,
         meta=_opt_map(b.get("meta"), "meta"),
+        meshes=meshes,
+        devices=devices,
         cost=cost,
     )
 
@@ -912,12 +1052,74 @@ def _cost(obj: Any, n_nodes: int, ints: Any) -> NodeCosts | None:
     return NodeCosts(flops, read, written, rule, rules, estimates, _opt_map(c.get("notes"), "cost.notes"))
 
 
+def _read_shardings(vals: dict[Any, Any], n_values: int, shape_off: list[int], dims: list[Any], meshes: list[Any],
+                    ints: Any) -> list[Any] | None:
+    """Per value its sharding map (shared with equal ones) or None; None when no value has one."""
+    table = vals.get("sharding_table")
+    if table is None:
+        _need(vals.get("sharding_index") is None, "values.sharding_index", "present without values.sharding_table")
+        return None
+    table = _list(table, "values.sharding_table")
+    if list(map(type, table)).count(dict) != len(table):
+        raise _Invalid("values.sharding_table: expected maps")
+    if not _within_depth(table):
+        raise _Invalid("values.sharding_table: nested too deeply")
+    _need(not table or bool(meshes), "values.sharding_table", "shardings without meshes")
+    index = ints(vals.get("sharding_index"), "values.sharding_index", n_values, -1, len(table))
+    checked: set[tuple[int, int]] = set()
+    for v, k in enumerate(index):
+        if k < 0:
+            continue
+        rank = shape_off[v + 1] - shape_off[v]
+        if (k, rank) in checked:  # the checks depend on the rank alone
+            continue
+        try:
+            check_sharding(table[k], dims[shape_off[v]:shape_off[v + 1]], meshes, f"values.sharding_table[{k}]")
+        except ShardingError as exc:
+            raise _Invalid(f"{exc} (value {v})") from None
+        checked.add((k, rank))
+    return [None if k < 0 else table[k] for k in index]
+
+
 # What only a run measures: refused in an abstract capture (it ran on fake tensors).
 ABSTRACT_REFUSED_VALUE_KEYS = ("stats", "bytes")
 ABSTRACT_REFUSED_GROUP_KEYS = ("output_bytes", "result_bytes")
 
 
-def _columnar_groups(cols: dict, strings: list[str]) -> list[Group]:
+def _read_measured(measured: Any, strings: list[str], n_values: int,
+                   version: int) -> Sequence[dict[str, Any] | None] | None:
+    """The values' measured maps: version 3's map columns, or a list of maps."""
+    if measured is None:
+        return None
+    if version >= 3:
+        return unpack_maps(measured, strings, "values.measured", n_values, check_raw=_raw_within_depth)
+    _list(measured, "values.measured", n_values)
+    present = [m for m in measured if m is not None]
+    if list(map(type, present)).count(dict) != len(present) or not _within_depth(present):
+        for i, m in enumerate(measured):
+            if m is not None:
+                _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
+        raise _Invalid("values.measured: nested too deeply")  # not reached: _shallow names the entry
+    return cast(list[dict[str, Any] | None], measured)
+
+
+def _listed_groups(obj: Any) -> list[Group]:
+    """Versions 1 and 2's groups: one ``[kind, name, parent, attrs]`` list each."""
+    groups_raw = _list(obj, "groups")
+    n_groups = len(groups_raw)
+    groups = []
+    for i, g in enumerate(groups_raw):
+        _list(g, f"groups[{i}]", 4)
+        parent = _int(g[2], f"groups[{i}].parent")
+        _need(-1 <= parent < n_groups and parent != i, f"groups[{i}].parent", "out of range")
+        groups.append(
+            Group(i, _str(g[0], f"groups[{i}].kind"), _str(g[1], f"groups[{i}].name"),
+                  None if parent < 0 else parent, _opt_map(g[3], f"groups[{i}].attrs"))
+        )
+    return groups
+
+
+def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> list[Group]:
     """Version 3's groups: kind, name and parent columns, and the attrs in map columns."""
     n_str = len(strings)
     kinds = _packed_ints(cols.get("kind"), "groups.kind", None, 0, n_str, few=True)
@@ -932,7 +1134,7 @@ def _columnar_groups(cols: dict, strings: list[str]) -> list[Group]:
             for i, k, m, p, a in zip(range(n), kinds, names, parents, attrs)]
 
 
-def _raw_within_depth(values: list, where: str) -> None:
+def _raw_within_depth(values: list[Any], where: str) -> None:
     """A plain column of measured maps: nested no deeper than any value may be (the
     first value too deep is named by its index in the column)."""
     if not _within_depth([values]):
@@ -941,12 +1143,12 @@ def _raw_within_depth(values: list, where: str) -> None:
                 _shallow([x], f"{where}[{i}]")
 
 
-def _raw_plain(values: list, where: str) -> None:
+def _raw_plain(values: list[Any], where: str) -> None:
     """A plain column of group attrs: plain data only, nested no deeper than allowed."""
     _plain(values, where)
 
 
-def _refuse_measurements(measured: Any, groups: list[Group]) -> None:
+def _refuse_measurements(measured: Sequence[dict[str, Any] | None] | None, groups: list[Group]) -> None:
     """An abstract capture keeps what fake tensors know (device, strides, storages and
     aliases, labels) and nothing measured: no statistics, no bytes."""
     if isinstance(measured, MapColumns):
@@ -954,19 +1156,23 @@ def _refuse_measurements(measured: Any, groups: list[Group]) -> None:
             if key in measured.keys():
                 i = next(i for i, x in enumerate(measured.values_of(key)) if x is not None)
                 raise _Invalid(f"values.measured[{i}].{key}: an abstract capture carries no measured evidence")
-        measured = None
+        return _refuse_group_measurements(groups)
     for i, m in enumerate(measured or ()):
         if m is not None:
             for key in ABSTRACT_REFUSED_VALUE_KEYS:
                 if key in m:
                     raise _Invalid(f"values.measured[{i}].{key}: an abstract capture carries no measured evidence")
+    _refuse_group_measurements(groups)
+
+
+def _refuse_group_measurements(groups: list[Group]) -> None:
     for g in groups:
         for key in ABSTRACT_REFUSED_GROUP_KEYS:
             if key in g.attrs:
                 raise _Invalid(f"groups[{g.id}].attrs.{key}: an abstract capture carries no measured evidence")
 
 
-def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:
+def _offsets(obj: Any, where: str, n: int, packed: bool) -> list[int]:
     """CSR offsets: n+1 non-decreasing integers starting at 0."""
     if packed:
         off = _packed_ints(obj, where, n + 1, 0, 1 << 62)
@@ -986,162 +1192,11 @@ def _offsets(obj: Any, where: str, n: int, packed: bool) -> list:
     return off
 
 
-class NodeColumns(NamedTuple):
-    """Nodes as columns. ``group``/``frame`` use -1 for none; operands of node ``i``
-    are ``input_refs[input_offsets[i]:input_offsets[i+1]]`` (a ref ``r < 0`` is a
-    literal), outputs likewise; ``opaque`` is the set of opaque node ids."""
-
-    op: list
-    group: list
-    frame: list
-    input_offsets: list
-    input_refs: list
-    output_offsets: list
-    output_ids: list
-    opaque: frozenset
-
-
-class ValueTable(Sequence[Value]):
-    """Values read from a file: validated columns, ``Value`` rows built on access."""
-
-    __slots__ = ("_off", "_dims", "_dtype", "_measured")
-
-    def __init__(self, off: list, dims: list, dtype: list, measured: Sequence[dict | None] | None) -> None:
-        self._off, self._dims, self._dtype, self._measured = off, dims, dtype, measured
-
-    def __len__(self) -> int:
-        return len(self._dtype)
-
-    def shape_columns(self) -> tuple[list, list]:
-        """``(offsets, dims)``: value ``i``'s shape is ``dims[offsets[i]:offsets[i+1]]``."""
-        return self._off, self._dims
-
-    def measured_column(self) -> Sequence[dict | None] | None:
-        """Per-value measured maps (a list, or a version-3 file's :class:`MapColumns`, which
-        builds each map when it is asked for), or ``None`` when no value was measured."""
-        return self._measured
-
-    def measured_any(self) -> bool:
-        """Whether any value was measured, without building a map."""
-        m = self._measured
-        if m is None:
-            return False
-        return m.any_present() if isinstance(m, MapColumns) else any(x is not None for x in m)
-
-    def measured_key(self, key: str) -> list:
-        """Every value's measured ``key`` (``None`` where absent), without building maps."""
-        m = self._measured
-        if m is None:
-            return [None] * len(self)
-        if isinstance(m, MapColumns):
-            return m.values_of(key)
-        return [x.get(key) if type(x) is dict else None for x in m]
-
-    def dtype_column(self) -> list:
-        """Per-value dtype names (read-only by contract)."""
-        return self._dtype
-
-    def __iter__(self) -> Iterator[Value]:
-        """Every row in order, each a fresh object, built by C-level passes over the columns."""
-        off, dims = self._off, self._dims
-        return map(
-            Value,
-            range(len(self._dtype)),
-            [dims[a:b] for a, b in zip(off, islice(off, 1, None))],
-            self._dtype,
-            repeat(None) if self._measured is None else self._measured,
-        )
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        m = self._measured[i] if self._measured is not None else None
-        return Value(i, self._dims[self._off[i]:self._off[i + 1]], self._dtype[i], m)
-
-
-class NodeTable(Sequence[Node]):
-    """Nodes read from a file: validated columns, ``Node`` rows built on access. Each
-    access builds fresh rows (operands, outputs); a node's params map is the table's own
-    (read-only by contract), which nodes with equal params share in a version-2 file."""
-
-    __slots__ = ("_op", "_in_off", "_in_pos", "_in_ref", "_lit", "_out_off", "_out", "_params",
-                 "_group", "_frame", "_opaque")
-
-    def __init__(self, op, in_off, in_pos, in_ref, lit, out_off, out, params, group, frame, opaque):
-        self._op, self._in_off, self._in_pos, self._in_ref, self._lit = op, in_off, in_pos, in_ref, lit
-        self._out_off, self._out, self._params = out_off, out, params
-        self._group, self._frame, self._opaque = group, frame, opaque
-
-    def __len__(self) -> int:
-        return len(self._op)
-
-    def op(self, i: int) -> str:
-        """The op of node ``i`` without building the row (fast scans)."""
-        return self._op[i]
-
-    def columns(self) -> NodeColumns:
-        """The validated columns themselves, for whole-graph indexing without rows.
-        Read-only by contract: the rows are built from them."""
-        return NodeColumns(self._op, self._group, self._frame, self._in_off, self._in_ref,
-                           self._out_off, self._out, self._opaque)
-
-    def __iter__(self) -> Iterator[Node]:
-        """Every row in order: the same rows as indexing (fresh rows, operands and outputs).
-        Built by C-level passes over whole columns (``map`` over the columns into the row
-        class) rather than a Python loop per row: whole-graph readers iterate."""
-        n = len(self._op)
-        in_off, in_ref, lit = self._in_off, self._in_ref, self._lit
-        operands = list(map(Operand, self._in_pos, in_ref))
-        if lit:  # a ref -1, -2, ... names literal 0, 1, ...
-            for o in compress(operands, map(operator.lt, in_ref, repeat(0))):
-                o.value, o.literal = None, lit[-1 - o.value]
-        out, out_off = self._out, self._out_off
-        params = [{} for _ in range(n)]  # a fresh map for a node without params, as indexing gives
-        for i, p in self._params.items():
-            params[i] = p
-        opaque = [False] * n
-        for i in self._opaque:
-            opaque[i] = True
-        return map(
-            Node,
-            range(n),
-            self._op,
-            [operands[a:b] for a, b in zip(in_off, islice(in_off, 1, None))],
-            [out[a:b] for a, b in zip(out_off, islice(out_off, 1, None))],
-            params,
-            [None if g < 0 else g for g in self._group],
-            [None if f < 0 else f for f in self._frame],
-            opaque,
-        )
-
-    def __getitem__(self, i):  # type: ignore[override]
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
-        a, b = self._in_off[i], self._in_off[i + 1]
-        operands = [
-            Operand(p, r, None) if r >= 0 else Operand(p, None, self._lit[-1 - r])
-            for p, r in zip(self._in_pos[a:b], self._in_ref[a:b])
-        ]
-        g, f = self._group[i], self._frame[i]
-        return Node(
-            i, self._op[i], operands, self._out[self._out_off[i]:self._out_off[i + 1]],
-            self._params.get(i, {}), None if g < 0 else g, None if f < 0 else f, i in self._opaque,
-        )
-
-
 def _check_acyclic(groups: list[Group]) -> None:
     state = [0] * len(groups)  # 0 unknown, 1 on path, 2 fine
     for start in range(len(groups)):
         path = []
-        g = start
+        g: int | None = start
         while g is not None and state[g] == 0:
             state[g] = 1
             path.append(g)

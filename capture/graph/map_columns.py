@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from itertools import accumulate, chain, compress, islice, repeat
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .packed import Invalid, need, pack_floats, pack_ints, packed_floats, packed_ints
 
@@ -110,7 +110,7 @@ class MapColumns(Sequence):
 
     __slots__ = ("n", "_order", "_patterns", "_rank")
 
-    def __init__(self, n: int, order: list[int], patterns: list[tuple[tuple, list[list]]]) -> None:
+    def __init__(self, n: int, order: list[int], patterns: list[tuple[tuple, list[Sequence]]]) -> None:
         self.n = n
         self._order = order
         self._patterns = patterns  # (keys, a decoded column per key)
@@ -130,7 +130,7 @@ class MapColumns(Sequence):
             self._rank = rank
         return rank
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(self.n))]
         if i < 0:
@@ -150,7 +150,7 @@ class MapColumns(Sequence):
                  else [{} for _ in range(self._count(k))]
                  for k, (keys, cols) in enumerate(self._patterns, 1)]
         if len(built) == 1 and 0 not in self._order:
-            return built[0]
+            return cast(list[dict | None], built[0])
         its = [iter(())] + [iter(b) for b in built]
         return [next(its[k]) if k else None for k in self._order]
 
@@ -183,7 +183,7 @@ def _fresh(x: Any) -> Any:
     return list(x) if type(x) is list else x
 
 
-def _fresh_column(col: list) -> Any:
+def _fresh_column(col: Sequence) -> Any:
     return map(_fresh, col) if col and type(col[0]) is list else col
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 FORMAT_NAME = "tensorviz-graph"
 FORMAT_VERSION = 1
@@ -33,7 +33,7 @@ ABSTRACT_FORWARD_SCOPE = "abstract_forward"
 EFFECTS = ("none", "incomplete")
 
 # Values a literal, a param or a static leaf may hold: what msgpack and JSON both keep.
-Plain = None | bool | int | float | str | list | dict
+Plain = None | bool | int | float | str | list[Any] | dict[str, Any]
 
 
 @dataclass(slots=True)
@@ -46,6 +46,9 @@ class Value:
     # Torch-only measured evidence (device, strides, storage, aliases, stats, bytes).
     # ``None`` means "not measured" (always the case for JAX), never zero.
     measured: dict[str, Any] | None = None
+    # How the value is split across the devices of a mesh (``capture.graph.sharding``:
+    # mesh index, mesh axes per dimension, per-device shape); ``None``: not split, or unknown.
+    sharding: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -189,8 +192,11 @@ class Capture:
     framework: str
     framework_version: str
     coverage: Coverage
-    values: list[Value] = field(default_factory=list)
-    nodes: list[Node] = field(default_factory=list)
+    # Rows: lists when a worker built the capture, columns (``capture.graph.tables``'
+    # ValueTable / NodeTable, rows built on access) when it was read from a file. A reader
+    # of whole columns takes them through ``ValueTable.of`` / ``NodeTable.of``.
+    values: Sequence[Value] = field(default_factory=list)
+    nodes: Sequence[Node] = field(default_factory=list)
     groups: list[Group] = field(default_factory=list)
     frames: list[Frame] = field(default_factory=list)
     inputs: Any = field(default_factory=lambda: {"list": []})
@@ -200,6 +206,10 @@ class Capture:
     failure: Failure | None = None
     # Free-form capture metadata (e.g. ``flax_version``, ``state: "fresh_init"``).
     meta: dict[str, Any] = field(default_factory=dict)
+    # The device meshes values' shardings refer to, and the devices the capture ran with
+    # (how many, simulated or not): see ``capture.graph.sharding``.
+    meshes: list[dict[str, Any]] = field(default_factory=list)
+    devices: dict[str, Any] | None = None
     # What each node costs (FLOPs, bytes), counted in the worker; None: not counted (a
     # file written before costs were, or a failed capture).
     cost: NodeCosts | None = None
@@ -343,6 +353,9 @@ def to_json(capture: Capture) -> dict[str, Any]:
         "recipe": capture.recipe,
         "failure": None if capture.failure is None else failure_json(capture.failure),
         "meta": capture.meta,
+        # a program split across devices: present only then (older captures' JSON is unchanged)
+        **({"meshes": capture.meshes} if capture.meshes else {}),
+        **({"devices": capture.devices} if capture.devices is not None else {}),
         **({"cost": capture.cost.json()} if capture.cost is not None else {}),
     }
 
@@ -351,6 +364,8 @@ def _value_json(v: Value) -> dict[str, Any]:
     out: dict[str, Any] = {"id": v.id, "shape": v.shape, "dtype": v.dtype}
     if v.measured is not None:
         out["measured"] = v.measured
+    if v.sharding is not None:
+        out["sharding"] = v.sharding
     return out
 
 

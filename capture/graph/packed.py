@@ -70,7 +70,8 @@ def packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, f
     need(type(obj) is bytes and len(obj) > 0, where, "expected a packed integer column")
     code = chr(obj[0])
     width = PACKED_WIDTH.get(code)
-    need(width is not None, where, f"unknown packed integer type {code!r}")
+    if width is None:
+        raise Invalid(f"{where}: unknown packed integer type {code!r}")
     n, extra = divmod(len(obj) - 1, width)
     need(extra == 0, where, f"{len(obj) - 1} bytes are not a whole number of {width}-byte entries")
     if length is not None:

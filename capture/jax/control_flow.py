@@ -39,8 +39,18 @@ even the body group cannot be added (``max_groups`` reached), ``meta["bodies"]
 closed, template nodes, opaque primitives inside templates (not counted in
 ``meta["opaque_primitives"]``, which describes the executed program).
 
+``shard_map`` (and ``pmap``, which lowers to it) is the one body that is not control flow:
+every device of its mesh runs it once, on its own shard. Its body converts the same way,
+breadth first, as a ``body`` group (role ``shard_map body``, ``devices``: how many run
+it, ``mesh``, ``manual_axes``), with the shapes one device sees; its parameters stand for
+one device's shard of each operand (``attrs.parameters``: ``shard of operand 0``, the
+spec). Every value inside is marked per-device (``sharding.local``), and the collectives
+it holds name the mesh axes they run over (``capture.jax.convert``). A converted
+``shard_map`` leaves nothing unexpanded, so its node stops being opaque; coverage
+is partial only for what else stays closed. The boundary node keeps the global shapes.
+
 Other subprograms (scatter reducers, ``reduce``, ``reduce_window``, ``sort``,
-``custom_linear_solve``, ``shard_map``…) stay opaque boundaries without bodies.
+``custom_linear_solve``…) stay opaque boundaries without bodies.
 
 JAX is not imported here: the module reads the jaxpr objects it is handed.
 """
@@ -53,6 +63,8 @@ from ..graph.model import Group
 from ..worker.errors import LimitExceeded
 
 BODY_NOTE = "one iteration, as traced; not executed"
+SHARD_NOTE = ("one device's program, as traced (every device of the mesh runs it on its own shard; "
+              "shapes are one device's); not executed")
 BRANCH_NOTE = "one branch, as traced; not executed (which branch runs is decided at run time)"
 BODY_KIND = "body"
 WIRING_NOTE = ("a body's inputs are values of its own (a template's inputs are not the boundary's "
@@ -61,7 +73,7 @@ WIRING_NOTE = ("a body's inputs are values of its own (a template's inputs are n
                "attrs.results which boundary output each feeds")
 
 # Primitives whose bodies are converted as templates.
-BODY_PRIMITIVES = frozenset({"scan", "while", "cond"})
+BODY_PRIMITIVES = frozenset({"scan", "while", "cond", "shard_map"})
 
 
 class _Role:
@@ -103,7 +115,7 @@ def roles_of(prim: str, params: dict, n_operands: int, n_outputs: int) -> list[_
         outs = ([(f"carry {j} (next iteration)", j) for j in range(nk)]
                 + [(f"ys {j} (one slice)", nk + j) for j in range(n_ys)])
         length = params.get("length")
-        extra = {"reverse": bool(params.get("reverse", False))}
+        extra: dict[str, Any] = {"reverse": bool(params.get("reverse", False))}
         return [_Role("scan body", body, ins, outs, length if type(length) is int else None, extra)]
     if prim == "while":
         cond, body = params.get("cond_jaxpr"), params.get("body_jaxpr")
@@ -122,6 +134,22 @@ def roles_of(prim: str, params: dict, n_operands: int, n_outputs: int) -> list[_
             _Role("while cond", cond, cond_ins, [("predicate: another iteration runs while true", None)], None, extra),
             _Role("while body", body, body_ins, body_outs, None, extra),
         ]
+    if prim == "shard_map":
+        body = params.get("jaxpr")
+        in_specs, out_specs = params.get("in_specs") or (), params.get("out_specs") or ()
+        if body is None:
+            return []
+        ins = [(f"shard of operand {j}" + _spec_text(in_specs, j), j) for j in range(n_operands)]
+        outs = [(f"shard of output {j}" + _spec_text(out_specs, j), j) for j in range(n_outputs)]
+        mesh = params.get("mesh")
+        names = [str(a) for a in getattr(mesh, "axis_names", ()) or ()]
+        sizes = list(getattr(mesh, "axis_sizes", ()) or ())
+        devices = 1
+        for n in sizes:
+            devices *= int(n)
+        manual = sorted(str(a) for a in (params.get("newly_manual_axes") or names))
+        extra = {"devices": devices, "manual_axes": manual, "note": SHARD_NOTE}
+        return [_Role("shard_map body", body, ins, outs, extra=extra)]
     if prim == "cond":
         branches = params.get("branches")
         if type(branches) not in (tuple, list) or not branches:
@@ -135,6 +163,14 @@ def roles_of(prim: str, params: dict, n_operands: int, n_outputs: int) -> list[_
             for k, b in enumerate(branches)
         ]
     return []
+
+
+def _spec_text(specs: Any, j: int) -> str:
+    """`` (P('data', None))`` for the ``j``-th spec, as JAX prints it."""
+    try:
+        return f" ({specs[j]})"
+    except (IndexError, TypeError):
+        return ""
 
 
 def body_size(jaxpr: Any, expanded: dict) -> tuple[int, int, int]:
@@ -182,7 +218,8 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, A
     found inside them), breadth first. Returns the summary kept in ``meta["bodies"]``."""
     queue = conv.pending_bodies
     executed_opaque = dict(conv.opaque_ops)
-    converted = closed = template_nodes = 0
+    executed_nodes = len(conv.nodes)
+    converted = closed = template_nodes = shard_maps = 0
     reasons: dict[str, int] = {}
     i = 0
     while i < len(queue):
@@ -204,6 +241,15 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, A
             else:
                 converted += 1
                 template_nodes += n
+                if role.role == "shard_map body":
+                    shard_maps += 1
+                    # Every device runs it: nothing of it is left unexpanded.
+                    conv.nodes[nid].opaque = False
+                    for counts in ((executed_opaque, conv.opaque_ops) if nid < executed_nodes
+                                   else (conv.opaque_ops,)):
+                        counts["shard_map"] = counts.get("shard_map", 0) - 1
+                        if counts["shard_map"] <= 0:
+                            del counts["shard_map"]
     body_opaque = {k: v - executed_opaque.get(k, 0) for k, v in conv.opaque_ops.items()
                    if v - executed_opaque.get(k, 0)}
     # Opaque nodes inside templates are not part of the executed program's count.
@@ -211,6 +257,8 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, A
     conv.opaque_ops.update(executed_opaque)
     summary: dict[str, Any] = {"converted": converted, "closed": closed, "template_nodes": template_nodes,
                                "note": BODY_NOTE, "wiring": WIRING_NOTE}
+    if shard_maps:
+        summary["shard_map"] = shard_maps  # of the converted: per-device programs, not control flow
     if body_opaque:
         summary["opaque_primitives"] = dict(sorted(body_opaque.items()))
     if reasons:
@@ -261,6 +309,10 @@ def _convert_one(conv: Any, eqn: Any, nid: int, parent: int | None, frame: int |
     operands = conv.nodes[nid].inputs  # the boundary's operands, in argument order
     Literal = conv.Literal
     mark = (len(conv.nodes), len(conv.values), len(conv.groups), len(conv.constants), len(conv.pending_bodies))
+    saved = (conv.axis_sizes, conv.local_mesh)
+    conv.axis_sizes = conv.body_axes.get(nid, conv.axis_sizes)
+    if role.role == "shard_map body":
+        _enter_shard_map(conv, eqn.params, attrs)
     try:
         return _fill(conv, eqn, nid, gid, frame, role, jaxpr, attrs, operands, Literal, literal_value)
     except LimitExceeded as exc:
@@ -274,6 +326,21 @@ def _convert_one(conv: Any, eqn: Any, nid: int, parent: int | None, frame: int |
         attrs["closed"] = f"not converted: converting it passed the capture's {limit} limit"
         attrs["closed_limit"] = limit
         return None
+    finally:
+        conv.axis_sizes, conv.local_mesh = saved
+
+
+def _enter_shard_map(conv: Any, params: dict, attrs: dict) -> None:
+    """While a shard_map body converts: its mesh's axes are the collectives' axes, and its
+    values are one device's (``sharding.local``)."""
+    mesh = params.get("mesh")
+    names = [str(a) for a in getattr(mesh, "axis_names", ()) or ()]
+    sizes = [int(n) for n in getattr(mesh, "axis_sizes", ()) or ()]
+    conv.axis_sizes = {**conv.axis_sizes, **dict(zip(names, sizes))}
+    idx = conv.shardings.mesh_index(mesh) if mesh is not None else None
+    if idx is not None:
+        attrs["mesh"] = idx
+        conv.local_mesh = (idx, list(attrs.get("manual_axes") or names))
 
 
 def _undo(conv: Any, mark: tuple) -> None:
@@ -308,6 +375,8 @@ def _fill(conv: Any, eqn: Any, nid: int, gid: int, frame: int | None, role: _Rol
             entry["outer"] = op.value
             if op.value is None:
                 entry["literal"] = op.literal
+            elif conv.local_mesh is not None:
+                _shard_of(conv, vid, op.value)
         parameters.append(entry)
     attrs["parameters"] = parameters
     before = len(conv.nodes)
@@ -326,6 +395,17 @@ def _fill(conv: Any, eqn: Any, nid: int, gid: int, frame: int | None, role: _Rol
         results.append(entry)
     attrs["results"] = results
     return len(conv.nodes) - before
+
+
+def _shard_of(conv: Any, vid: int, outer: int) -> None:
+    """A shard_map body parameter: one device's shard of the outer value, whose split it
+    shows (mesh axes per dimension) with the outer, global shape."""
+    local = conv.values[vid].sharding
+    split = conv.values[outer].sharding
+    if not isinstance(local, dict) or not isinstance(split, dict) or split.get("local"):
+        return
+    conv.values[vid].sharding = {**local, "spec": [list(s) if s is not None else None for s in split["spec"]],
+                                 "global_shape": list(conv.values[outer].shape), "source": "shard_map in_specs"}
 
 
 def _body_name(jaxpr: Any, role: str) -> str:

@@ -28,14 +28,23 @@ What stays opaque:
 
 * any other primitive that carries a subprogram anywhere in its params (``cond``,
   ``scan``, ``while``, ``custom_linear_solve``'s named tuple of matvec/solve jaxprs under
-  ``jnp.linalg.solve`` and ``jax.scipy.sparse.linalg.cg``, ``shard_map``, the reducer
+  ``jnp.linalg.solve`` and ``jax.scipy.sparse.linalg.cg``, the reducer
   ``update_jaxpr`` of ``scatter-add``/``scatter-mul``/…, ``reduce``, ``reduce_window``…;
   found by walking tuples, mappings and dataclass fields, not by primitive name) is one node with
   ``opaque=True`` and its output shapes; coverage becomes ``partial`` with the reason
   ``opaque_kernel``. Nothing says a branch or an iteration ran. The bodies of ``cond``,
   ``scan`` and ``while`` are *also* converted, after the executed program, as
-  unexecuted templates in ``body`` groups (:mod:`capture.jax.control_flow`).
-* a param value that is not plain data (a sharding, a callable, a tree definition) is
+  unexecuted templates in ``body`` groups (:mod:`capture.jax.control_flow`). A
+  ``shard_map``'s body (every device runs it) converts the same way, and once converted
+  its node is no longer opaque.
+* meshes, shardings and partition specs are data (``capture.jax.shardings``: the mesh an
+  index into ``Capture.meshes``, per dimension the mesh axes); values whose split is known
+  (``jit`` in/out shardings, ``sharding_constraint``, ``reshard``, ops' ``out_sharding``,
+  explicit-axis types, ``shard_map`` specs, the inputs' placements) carry a ``sharding``;
+  collectives (``psum``, ``all_gather``, ``reduce_scatter``, ``ppermute``, ``all_to_all``,
+  ``axis_index``…) carry ``params["collective"]``: their mesh axes, the devices taking
+  part and the bytes each sends;
+* any other param value that is not plain data (a callable, a tree definition) is
   kept as ``{"opaque": "<TypeName>"}``: named, never dropped, never a ``repr``.
   Dimension-number records (convolution, gather, scatter, ragged dot) become dicts,
   enums (precision, gather/scatter mode, …) their names, dtypes their names.
@@ -62,6 +71,8 @@ from typing import Any
 
 from .control_flow import BODY_PRIMITIVES, convert_bodies
 from .module_groups import MODULE_MARKER, ModuleGroups
+from .shardings import JaxShardings
+from ..graph.sharding import collective_record, nbytes
 from ..worker.libframes import LibraryFiles
 from ..graph.model import Capture, Coverage, Frame, Group, Node, Operand, Value
 from ..worker.errors import LimitExceeded
@@ -82,15 +93,35 @@ EXPANDED = {
     "custom_vjp_call_jaxpr": ("custom_vjp", "fun_jaxpr"),
 }
 
-# An expanded call's body is the group itself. These params describe the placement or
-# compilation of the call (per-argument shardings, layouts, donation) or are callables
-# (derivative rules); a group lists their names in ``attrs["omitted_params"]`` instead of
-# repeating one opaque marker per argument.
+# An expanded call's body is the group itself. These params describe the compilation of
+# the call (layouts, donation) or are callables (derivative rules); a group lists their
+# names in ``attrs["omitted_params"]`` instead of repeating one opaque marker per argument.
+# Its shardings and context mesh are kept as data when they say anything (a sharding that
+# is not "unspecified", a mesh with axes), else listed there too.
 _GROUP_BODY_PARAMS = frozenset({"jaxpr", "call_jaxpr", "fun_jaxpr"})
 _GROUP_PARAM_SKIP = frozenset(
-    {"in_shardings", "out_shardings", "in_layouts", "out_layouts", "donated_invars", "ctx_mesh",
+    {"in_layouts", "out_layouts", "donated_invars",
      "compiler_options_kvs", "jvp_jaxpr_fun", "jvp_jaxpr_thunk", "fwd_jaxpr_thunk", "bwd", "out_trees"}
 )
+_GROUP_SHARDING_PARAMS = frozenset({"in_shardings", "out_shardings", "ctx_mesh"})
+
+# Collectives over named mesh axes: primitive -> (kind for capture.graph.sharding, axes param).
+COLLECTIVES = {
+    "psum": ("all_reduce", "axes"), "pmax": ("all_reduce", "axes"), "pmin": ("all_reduce", "axes"),
+    "psum_invariant": ("all_reduce", "axes"), "unreduced_psum": ("all_reduce", "axes"),
+    "all_gather": ("all_gather", "axis_name"), "all_gather_invariant": ("all_gather", "axis_name"),
+    "all_gather_reduced": ("all_gather", "axis_name"),
+    "reduce_scatter": ("reduce_scatter", "axis_name"), "unreduced_reduce_scatter": ("reduce_scatter", "axis_name"),
+    "all_to_all": ("all_to_all", "axis_name"), "ragged_all_to_all": ("all_to_all", "axis_name"),
+    "ppermute": ("permute", "perm_axis"), "pbroadcast": ("broadcast", "axis_name"),
+    "psend": ("permute", "axis_name"), "precv": ("permute", "axis_name"),
+    "axis_index": ("axis_index", "axis_name"),
+}
+# Ops whose params name the sharding of their (one) output.
+_OUTPUT_SHARDING_PARAMS = ("out_sharding", "sharding", "dst_sharding")
+_SHARDING_PRIMS = frozenset({"shard_map", "sharding_constraint", "reshard", "mesh_cast"})
+# Sources of a value's sharding a later, more specific one replaces.
+_WEAK_SOURCES = frozenset({"placement", "partitioning"})
 
 # Dataclass records that are JAX op metadata (retained field by field).
 _RECORD_TYPES = frozenset(
@@ -117,26 +148,34 @@ class _Lit:
 # --------------------------------------------------------------------------- plain data
 
 
-def plain(obj: Any) -> Any:
-    """``obj`` as msgpack/JSON-compatible data; non-plain objects become
+def plain(obj: Any, sh: JaxShardings | None = None) -> Any:
+    """``obj`` as msgpack/JSON-compatible data; meshes, shardings and partition specs as
+    data (with ``sh``, the capture's meshes); other non-plain objects become
     ``{"opaque": TypeName}`` (subprograms add their equation count)."""
     t = type(obj)
     if obj is None or t is bool or t is int or t is float or t is str:
         return obj
     if t is tuple or t is list:
-        return [plain(x) for x in obj]
+        return [plain(x, sh) for x in obj]
+    if sh is not None:
+        got = sh.plain(obj)
+        if got is not None:
+            return got
     if isinstance(obj, tuple) and hasattr(t, "_fields"):  # NamedTuple records
-        return {f: plain(getattr(obj, f)) for f in t._fields}
+        return {f: plain(getattr(obj, f), sh) for f in t._fields}
     if isinstance(obj, enum.Enum):
         return obj.name
     if isinstance(obj, (int, float, str)):  # subclasses (np.float64, str mixins)
         return (int if isinstance(obj, int) else float if isinstance(obj, float) else str)(obj)
     if t is dict:
         if all(type(k) is str for k in obj):
-            return {k: plain(v) for k, v in obj.items()}
+            return {k: plain(v, sh) for k, v in obj.items()}
         return {"opaque": "dict"}
+    if t is frozenset or t is set:  # (sharding_constraint's unconstrained_dims, manual axes)
+        items = [plain(x, sh) for x in obj]
+        return sorted(items, key=repr) if all(type(x) in _SCALARS for x in items) else items
     if dataclasses.is_dataclass(obj) and t.__name__ in _RECORD_TYPES:
-        return {f.name: plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+        return {f.name: plain(getattr(obj, f.name), sh) for f in dataclasses.fields(obj)}
     np = _numpy()
     if isinstance(obj, (np.ndarray, np.generic, np.dtype)):
         return _numpy_plain(obj, t)
@@ -328,7 +367,8 @@ class FrameTable:
     def frame_of_raw(self, codes: Any, lastis: Any) -> int | None:
         """The innermost workspace frame of ``(code, byte offset)`` pairs, innermost
         first; else the innermost library frame (not the frameworks' own internals)."""
-        lib_at, lib_path, searching = None, None, True
+        lib_at: tuple[Any, int, str] | None = None
+        searching = True
         for code, lasti in zip(codes, lastis):
             name = self._name(code.co_filename)
             if name is not None:
@@ -339,8 +379,8 @@ class FrameTable:
                 elif lib_at is None:
                     lib_path = self._lib.path(code.co_filename)
                     if lib_path is not None:
-                        lib_at = (code, lasti)
-        return None if lib_at is None else self._intern(lib_at[0], lib_at[1], lib_path, True)
+                        lib_at = (code, lasti, lib_path)
+        return None if lib_at is None else self._intern(lib_at[0], lib_at[1], lib_at[2], True)
 
     def _intern(self, code: Any, lasti: int, name: str, library: bool) -> int:
         key = (code, lasti)
@@ -370,8 +410,17 @@ def _location(code: Any, lasti: int) -> tuple[int, int]:
 
 
 class _Converter:
-    def __init__(self, workspace: Any, limits: Limits, module_calls: list | None = None) -> None:
+    def __init__(self, workspace: Any, limits: Limits, module_calls: list | None = None,
+                 shardings: JaxShardings | None = None, axis_sizes: dict[str, int] | None = None) -> None:
         self.modules = ModuleGroups(module_calls, self) if module_calls else None  # intercepted Flax calls
+        self.shardings = shardings if shardings is not None else JaxShardings()
+        # The sizes of the named axes collectives run over here: an enclosing shard_map's
+        # mesh (set while its body converts), else the axes the trace bound (axis_env).
+        self.axis_sizes: dict[str, int] = dict(axis_sizes or {})
+        # Per control-flow boundary node queued for its bodies: the axis sizes around it.
+        self.body_axes: dict[int, dict[str, int]] = {}
+        # While a shard_map body converts: (mesh index, manual axes): its values are per device.
+        self.local_mesh: tuple[int, list[str]] | None = None
         self.Literal = _literal_type()
         self.values: list[Value] = []
         self.nodes: list[Node] = []
@@ -401,15 +450,101 @@ class _Converter:
         if vid >= self.max_values:
             raise LimitExceeded("max_values", self.max_values, vid + 1)
         try:
-            shape, dtype = self._aval_cache[aval]
+            shape, dtype, sharding = self._aval_cache[aval]
         except (KeyError, TypeError):
             shape, dtype = _describe_aval(aval)
+            sharding = self.shardings.aval_sharding(aval, shape)
             try:
-                self._aval_cache[aval] = (shape, dtype)
+                self._aval_cache[aval] = (shape, dtype, sharding)
             except TypeError:
                 pass
-        self.values.append(Value(vid, list(shape), dtype))
+        if self.local_mesh is not None and sharding is None:
+            sharding = self._local_sharding(aval, shape)
+        self.values.append(Value(vid, list(shape), dtype, None, sharding))
         return vid
+
+    def _local_sharding(self, aval: Any, shape: list) -> dict[str, Any]:
+        """A value inside a shard_map body: its shape is one device's; ``varying`` names
+        the manual axes over which devices hold different values (its type's vma)."""
+        from .shardings import varying_axes
+
+        mesh, manual = self.local_mesh
+        out: dict[str, Any] = {"mesh": mesh, "spec": [[] for _ in shape], "per_device_shape": list(shape),
+                               "local": True, "source": "shard_map body"}
+        varying = [a for a in varying_axes(aval) if a in manual]
+        if varying:
+            out["varying"] = varying
+        return out
+
+    def set_sharding(self, vid: int, record: dict[str, Any] | None) -> None:
+        """Give value ``vid`` a sharding unless it has one already from a source as specific
+        (the inputs' placements yield to what the program says)."""
+        if record is None or not 0 <= vid < len(self.values):
+            return
+        value = self.values[vid]
+        cur = value.sharding
+        if cur is None or (cur.get("source") in _WEAK_SOURCES and record.get("source") not in _WEAK_SOURCES):
+            value.sharding = record
+
+    def _params_sharding(self, prim: str, params: dict, outs: list[int], operands: list[Operand]) -> None:
+        """Value shardings an equation's params state: a ``sharding_constraint``'s, a
+        ``reshard``'s, an op's ``out_sharding``, a ``shard_map``'s specs."""
+        sh = self.shardings
+        if prim == "shard_map":
+            mesh = sh.mesh_index(params.get("mesh")) if params.get("mesh") is not None else None
+            if mesh is None:
+                return
+            for o, spec in zip(operands, params.get("in_specs") or ()):
+                if o.value is not None and spec is not None:
+                    self.set_sharding(o.value, sh.spec_sharding(mesh, spec, self.values[o.value].shape, "shard_map in_specs"))
+            for vid, spec in zip(outs, params.get("out_specs") or ()):
+                if spec is not None:
+                    self.set_sharding(vid, sh.spec_sharding(mesh, spec, self.values[vid].shape, "shard_map out_specs"))
+            return
+        if len(outs) != 1:
+            return
+        for key in _OUTPUT_SHARDING_PARAMS:
+            obj = params.get(key)
+            if obj is None:
+                continue
+            unconstrained = params.get("unconstrained_dims") if prim == "sharding_constraint" else ()
+            source = prim if prim in ("sharding_constraint", "reshard", "mesh_cast") else key
+            rec = sh.value_sharding(obj, self.values[outs[0]].shape, source, unconstrained=unconstrained,
+                                    explicit_only=source == key)
+            if rec is not None:
+                self.set_sharding(outs[0], rec)
+                return
+
+    def _collective(self, prim: str, params: dict, operands: list[Operand]) -> dict[str, Any] | None:
+        """``params["collective"]`` of a collective node: its mesh axes and bytes."""
+        kind, key = COLLECTIVES[prim]
+        if prim == "ppermute":
+            key = "axis_name"
+        raw = params.get(key)
+        names = [raw] if isinstance(raw, str) else [a for a in (raw or ()) if isinstance(a, str)]
+        sizes = [self.axis_sizes.get(a) for a in names]
+        size = params.get("axis_size")
+        if names and all(type(n) is int for n in sizes):
+            devices = 1
+            for n in sizes:
+                devices *= n
+        elif type(size) is int:
+            devices = size
+        else:
+            devices = None
+        operand_bytes: int | None = 0
+        for o in operands:
+            if o.value is None:
+                continue
+            b = nbytes(self.values[o.value].shape, self.values[o.value].dtype)
+            operand_bytes = None if b is None or operand_bytes is None else operand_bytes + b
+        if kind == "axis_index":
+            operand_bytes = 0
+        record = collective_record(kind, names, devices or 1, operand_bytes)
+        if devices is None:
+            record["devices"] = None
+            record["bytes_sent_per_device"] = None
+        return record
 
     def constant(self, aval: Any, origin: str, literal: Any = None) -> int:
         vid = self.new_value(aval)
@@ -422,9 +557,9 @@ class _Converter:
     # groups ---------------------------------------------------------------
 
     def scope_group(self, container: int | None, name_stack: Any) -> int | None:
-        key = (container, name_stack)
+        key: tuple[int | None, Any] | None = (container, name_stack)
         try:
-            return self._scope_by_stack[key]
+            return self._scope_by_stack[(container, name_stack)]
         except KeyError:
             pass
         except TypeError:
@@ -441,10 +576,12 @@ class _Converter:
                 if g is None:
                     g = self._new_group_id()
                     part = parts[depth - 1]
-                    if type(part) is int:  # an intercepted module call (capture/jax/module_groups.py)
-                        self.groups.append(self.modules.group(g, part, gid))
+                    modules = self.modules  # set when a part is a module call's number
+                    if type(part) is int and modules is not None:  # an intercepted module call (capture/jax/module_groups.py)
+                        self.groups.append(modules.group(g, part, gid))
                     else:
-                        stack = "/".join(p if type(p) is str else self.modules.name(p) for p in parts[:depth])
+                        stack = "/".join(p if type(p) is str or modules is None else modules.name(p)
+                                         for p in parts[:depth])
                         self.groups.append(Group(g, "scope", part, gid, {"note": SCOPE_NOTE, "name_stack": stack}))
                     self._scope_by_path[pkey] = g
                 gid = g
@@ -503,7 +640,7 @@ class _Converter:
                     continue
                 if _has_subprogram(v):
                     opaque = True
-                kept[k] = plain(v)
+                kept[k] = plain(v, self.shardings)
             nid = len(nodes)
             if nid >= self.max_ops:
                 raise LimitExceeded("max_ops", self.max_ops, nid + 1, "operations")
@@ -511,7 +648,12 @@ class _Converter:
                 self.opaque_ops[prim] = self.opaque_ops.get(prim, 0) + 1
                 if prim in BODY_PRIMITIVES:
                     self.pending_bodies.append((eqn, nid, group, frame))
+                    self.body_axes[nid] = self.axis_sizes
+            if prim in COLLECTIVES:
+                kept["collective"] = self._collective(prim, params, operands)
             nodes.append(Node(nid, prim, operands, outs, kept, group, frame, opaque))
+            if prim in _SHARDING_PRIMS or "out_sharding" in params or "sharding" in params:
+                self._params_sharding(prim, params, outs, operands)
             self.eqns.append(eqn)
 
     def expand(
@@ -532,11 +674,18 @@ class _Converter:
         gid = self._new_group_id()
         attrs: dict[str, Any] = {"note": SCOPE_NOTE, "primitive": prim}
         omitted = []
+        sh = self.shardings
         for k, v in eqn.params.items():
-            if k in _GROUP_PARAM_SKIP:
+            if k in _GROUP_SHARDING_PARAMS:
+                data = plain(v, sh)
+                if _says_something(data):
+                    attrs[k] = data
+                else:
+                    omitted.append(k)
+            elif k in _GROUP_PARAM_SKIP:
                 omitted.append(k)
             elif k not in _GROUP_BODY_PARAMS and k != "name":
-                attrs[k] = plain(v)
+                attrs[k] = plain(v, sh)
         if omitted:
             attrs["omitted_params"] = sorted(omitted)
         if frame is not None:
@@ -559,10 +708,24 @@ class _Converter:
             outs.append(ref if type(ref) is int else None)
         attrs["inputs"] = ins
         attrs["outputs"] = outs
+        # What the call's shardings say about the values it takes and gives.
+        for key, ids in (("in_shardings", ins), ("out_shardings", outs)):
+            for vid, obj in zip(ids, eqn.params.get(key) or ()):
+                if vid is not None:
+                    self.set_sharding(vid, sh.value_sharding(obj, self.values[vid].shape, key))
         return True
 
 
-def _literal_type() -> type:
+def _says_something(data: Any) -> bool:
+    """Whether a call's sharding params (as data) hold more than "unspecified" or an empty mesh."""
+    items = data if isinstance(data, list) else [data]
+    for d in items:
+        if isinstance(d, dict) and d.get("type") not in ("Unspecified", None) and d.get("axes") != []:
+            return True
+    return False
+
+
+def _literal_type() -> Any:
     try:
         from jax.extend.core import Literal
     except ImportError:  # JAX releases before jax.extend.core.Literal
@@ -607,6 +770,9 @@ def convert(
     limits: Limits | None = None,
     meta: dict[str, Any] | None = None,
     module_calls: list | None = None,
+    shardings: JaxShardings | None = None,
+    input_shardings: list | None = None,
+    axis_sizes: dict[str, int] | None = None,
 ) -> Capture:
     """The canonical capture of ``closed_jaxpr``.
 
@@ -616,12 +782,15 @@ def convert(
     order. Raises :class:`~capture.worker.errors.LimitExceeded` past ``limits``
     (``max_ops``, ``max_values``, ``max_groups``). ``module_calls``: the records of
     the module calls intercepted while tracing (:mod:`capture.jax.modules`),
-    whose name-stack markers become groups of kind ``module``.
+    whose name-stack markers become groups of kind ``module``. ``shardings``: the
+    capture's meshes (the recipe's already added); ``input_shardings``: per jaxpr input,
+    its placement (``capture.jax.shardings.leaf_sharding``) or None; ``axis_sizes``: the
+    sizes of axes the trace bound (``axis_env``), for collectives outside a ``shard_map``.
     """
     import jax
 
     jaxpr = closed_jaxpr.jaxpr
-    conv = _Converter(workspace, limits or Limits(), module_calls)
+    conv = _Converter(workspace, limits or Limits(), module_calls, shardings, axis_sizes)
     env: dict = {}
     # The conversion allocates several small objects per equation and no cycles; the
     # cyclic collector would otherwise run thousands of times for nothing (and JAX
@@ -629,8 +798,10 @@ def convert(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for var in jaxpr.invars:
+        for i, var in enumerate(jaxpr.invars):
             env[var] = conv.new_value(var.aval)
+            if input_shardings is not None and i < len(input_shardings):
+                conv.set_sharding(env[var], input_shardings[i])
         for var in jaxpr.constvars:
             env[var] = conv.constant(var.aval, "closure")
         conv.walk(jaxpr, env, None)
@@ -694,6 +865,7 @@ def convert(
         inputs=in_tree,
         outputs=out_tree,
         meta=info,
+        meshes=conv.shardings.meshes,
         cost=cost,
     )
 

@@ -268,16 +268,7 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
 
     # Control-flow boundaries, innermost first (a body's nodes come after its boundary's,
     # and a nested boundary's body after the one holding it).
-    body_of = _innermost_bodies(groups, BODY_KIND)
-    bodies: dict[int, list[int]] = {}
-    for g, grp in enumerate(groups):
-        if grp.kind == BODY_KIND and type(grp.attrs.get("node")) is int:
-            bodies.setdefault(grp.attrs["node"], []).append(g)
-    members: dict[int, list[int]] = {}
-    for i, node in enumerate(nodes):
-        b = body_of[node.group] if node.group is not None else -1
-        if b >= 0:
-            members.setdefault(b, []).append(i)
+    bodies, members = _body_members(nodes, groups, BODY_KIND)
     estimates = []
     for i in sorted(boundaries, reverse=True):
         prim = nodes[i].op
@@ -322,6 +313,22 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     if uncounted:
         notes["uncounted"] = {op: costs.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
     return NodeCosts(flops, read, written, rule, rules, sorted(estimates), notes)
+
+
+def _body_members(nodes: list[Node], groups: list[Group], body_kind: str) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """The body groups of each boundary node, and the nodes directly inside each body
+    (innermost): ``(boundary node -> bodies, body -> nodes)``."""
+    body_of = _innermost_bodies(groups, body_kind)
+    bodies: dict[int, list[int]] = {}
+    for g, grp in enumerate(groups):
+        if grp.kind == body_kind and type(grp.attrs.get("node")) is int:
+            bodies.setdefault(grp.attrs["node"], []).append(g)
+    members: dict[int, list[int]] = {}
+    for i, node in enumerate(nodes):
+        b = body_of[node.group] if node.group is not None else -1
+        if b >= 0:
+            members.setdefault(b, []).append(i)
+    return bodies, members
 
 
 def _innermost_bodies(groups: list[Group], body_kind: str) -> list[int]:

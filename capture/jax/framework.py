@@ -56,7 +56,7 @@ import types
 import typing
 import warnings
 from contextlib import nullcontext
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .convert import convert, is_array_leaf, structure_of
 from ..graph.model import Capture
@@ -69,6 +69,7 @@ from .names import input_names
 from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_outputs
 from .nnx_state import NnxLift
 from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams
+from .shardings import JaxShardings, devices_record, leaf_sharding, recipe_mesh, simulate_devices
 from .tracing import trace
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
@@ -121,8 +122,13 @@ def check_supported(version: str) -> None:
 
 
 def probe_device(ctx: CaptureContext) -> None:
-    """Check ``ctx.recipe.device`` before anything of the workspace is imported."""
-    _device(_import_jax(), ctx.recipe.device)
+    """Check ``ctx.recipe.device`` (and the devices its mesh needs) before anything of the
+    workspace is imported."""
+    jax = _import_jax()
+    simulate_devices(jax, ctx.recipe)
+    _device(jax, ctx.recipe.device)
+    if ctx.recipe.mesh is not None:
+        recipe_mesh(jax, ctx.recipe)
 
 
 def _import_jax() -> Any:
@@ -232,7 +238,7 @@ def _tensor_maker(ctx: CaptureContext) -> Callable[[TensorLeaf], Any]:
 
     def make(leaf: TensorLeaf) -> Any:
         desc = leaf.desc
-        shape = tuple(int(d) for d in desc.shape)
+        shape = desc.dims
         dtype = jnp.dtype(desc.dtype)
         g = desc.generator
         rng = np.random.default_rng(leaf_seed(seed, leaf.index))
@@ -339,6 +345,7 @@ class _Plan:
         self.state_note = state_note or (STATE_NOTES[state_label] if state_label else None)
         self.fresh_linen = fresh_linen  # an unbound Linen module to initialise abstractly
         self.mutable: list[str] = []
+        self.rng_streams: LinenStreams | None = None  # Linen: where each RNG stream's key came from
 
     @property
     def module_labels(self) -> list[str]:
@@ -374,7 +381,7 @@ class _Plan:
         return self.call(state, *args, **kwargs)
 
 
-def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:  # noqa: C901
     recipe = ctx.recipe
     linen = sys.modules.get("flax.linen")
     nnx = sys.modules.get("flax.nnx")
@@ -469,7 +476,7 @@ def _supply_rngs(nnx: Any, target: type, args: tuple, kwargs: dict, seed: int) -
     rngs parameters (named ``rngs`` or annotated ``nnx.Rngs``, as discovery marks them
     ``supplied_by: "tensorviz"``) that the literal init leaves unset. One ``nnx.Rngs`` is
     shared by all of them. Returns the names of the parameters supplied."""
-    init = target.__init__
+    init = cast(Any, target).__init__
     try:
         params = list(inspect.signature(init).parameters.values())
     except (TypeError, ValueError):
@@ -562,7 +569,7 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
         )
     # unbind() drops the RNG streams bind(variables, rngs=...) gave: keep them for apply
     streams = LinenStreams(bound_streams(obj), factory)
-    module, variables = obj.unbind()
+    module, variables = cast(Any, obj).unbind()  # a bound instance of the Linen class
     plan = _Plan("linen", _linen_call(module, streams, lambda: plan.mutable), variables, "variables",
                  "factory_variables", callee=module)
     plan.rng_streams = streams
@@ -603,10 +610,18 @@ def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None)
 def capture(ctx: CaptureContext) -> Capture:
     recipe = ctx.recipe
     jax = _import_jax()
+    simulate_devices(jax, recipe)
     _check_recipe(ctx, jax)
     device = _device(jax, recipe.device)
     make_tensor = _tensor_maker(ctx)
-    with jax.default_device(device):
+    shardings = JaxShardings()
+    mesh = None
+    if recipe.mesh is not None:
+        # Setup, factories and the trace run under the mesh (jax.set_mesh): NNX partitioning
+        # annotations and shardings written as bare PartitionSpecs resolve against it.
+        mesh = recipe_mesh(jax, recipe)
+        shardings.mesh_index(mesh, origin="recipe")
+    with jax.default_device(device), (jax.set_mesh(mesh) if mesh is not None else nullcontext()):
         ctx.progress("importing the model", 0.1)
         target = ctx.import_object(recipe.model)
         ctx.progress("building the callable", 0.2)
@@ -657,6 +672,8 @@ def capture(ctx: CaptureContext) -> Capture:
         with jax_modules.intercept(jax, roots) as module_calls, \
                 (trusted_params() if plan.fresh_linen is not None else nullcontext()):
             result = trace(jax, traced, plan, recipe.seed, plan.state, dyn)
+        input_shardings = _input_shardings(jax, shardings, plan, dyn,
+                                           shardings.mesh_index(mesh) if mesh is not None else None)
     closed = result.closed
 
     ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
@@ -676,7 +693,7 @@ def capture(ctx: CaptureContext) -> Capture:
     meta = _meta(jax, recipe, plan, args, kwargs)
     meta["input_names"] = input_names(jax, plan, args_tree, kwargs_tree, state_tree)
     outputs = result.outputs
-    if plan.mutable:
+    if plan.mutable and plan.state_key is not None:
         outputs, updated = updated_outputs(outputs, state_tree, closed, plan.state_key)
         if updated:
             meta["updated_collections"] = updated
@@ -691,7 +708,11 @@ def capture(ctx: CaptureContext) -> Capture:
         limits=ctx.limits,
         meta=meta,
         module_calls=module_calls.records,
+        shardings=shardings,
+        input_shardings=input_shardings,
+        axis_sizes=dict(result.axis_env),
     )
+    capture.devices = devices_record(jax, recipe)
     if not capture.nodes:
         raise CaptureError(
             "trace",
@@ -700,6 +721,54 @@ def capture(ctx: CaptureContext) -> Capture:
         )
     ctx.progress("converted", 0.95)
     return capture
+
+
+def _input_shardings(jax: Any, shardings: JaxShardings, plan: _Plan, dyn: list, mesh: int | None) -> list:
+    """Per traced input (the state's leaves, then the inputs' arrays, in the jaxpr's order):
+    where it lies (a ``jax.Array``'s or a ``ShapeDtypeStruct``'s ``NamedSharding``), else
+    its NNX variable's or Linen box's partitioning annotation on the recipe's mesh."""
+    nnx = sys.modules.get("flax.nnx")
+    meta_types = tuple(t for t in (getattr(nnx, "Variable", None),
+                                   _linen_box_type()) if t is not None)
+    out: list = []
+    tu = jax.tree_util
+    items = tu.tree_leaves(plan.state, is_leaf=(lambda x: isinstance(x, meta_types)) if meta_types else None)
+    for item in items:
+        metadata = None
+        if meta_types and isinstance(item, meta_types):
+            metadata = _annotation(item)
+            leaves = tu.tree_leaves(item)
+        else:
+            leaves = [item]
+        for leaf in leaves:
+            out.append(_leaf_sharding(shardings, leaf, metadata, mesh) if is_array_leaf(leaf) else None)
+    for leaf in dyn:
+        out.append(_leaf_sharding(shardings, leaf, None, mesh))
+    return out
+
+
+def _leaf_sharding(shardings: JaxShardings, leaf: Any, metadata: dict | None, mesh: int | None) -> dict | None:
+    shape = [int(d) if isinstance(d, int) else str(d) for d in getattr(leaf, "shape", ())]
+    # An input's mesh is the one its maker (a factory, the model's setup) placed it on.
+    return leaf_sharding(shardings, leaf, shape, metadata, mesh, origin="factory")
+
+
+def _linen_box_type() -> Any:
+    meta = sys.modules.get("flax.core.meta")
+    return getattr(meta, "Partitioned", None) if meta is not None else None
+
+
+def _annotation(item: Any) -> dict | None:
+    """An NNX variable's metadata, or a Linen ``Partitioned`` box's mesh axis names."""
+    get = getattr(item, "get_metadata", None)
+    if callable(get):
+        try:
+            data = get()
+            return dict(data) if isinstance(data, dict) else None
+        except Exception:
+            return None
+    names = getattr(item, "names", None)
+    return {"sharding_names": tuple(names)} if isinstance(names, tuple) else None
 
 
 def _all_abstract(jax: Any, state: Any) -> bool:

@@ -89,7 +89,7 @@ def trusted_params() -> Iterator[None]:
     Leaves ``Scope.param`` alone when its signature is not the one this was written for."""
     scope_mod = sys.modules.get("flax.core.scope")
     meta = sys.modules.get("flax.core.meta")
-    scope_cls = getattr(scope_mod, "Scope", None)
+    scope_cls: Any = getattr(scope_mod, "Scope", None)
     original = getattr(scope_cls, "param", None)
     unbox_fn = getattr(meta, "unbox", None)
     if original is None or unbox_fn is None or not _expected_signature(original):

@@ -33,7 +33,8 @@ from __future__ import annotations
 import sys
 import types
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, cast
+from types import FrameType
 
 from .module_groups import MODULE_MARKER as MARKER
 from .convert import _library_prefixes
@@ -114,9 +115,10 @@ class ModuleCalls:
         return i
 
     def _call_site(self) -> tuple[list, list]:
-        codes, lastis = [], []
+        codes: list[Any] = []
+        lastis: list[int] = []
         library = self._library
-        f = sys._getframe(3)  # above _call_site, _enter and the interceptor
+        f: FrameType | None = sys._getframe(3)  # above _call_site, _enter and the interceptor
         while f is not None and len(codes) < _MAX_CALL_FRAMES:
             code = f.f_code
             codes.append(code)
@@ -382,7 +384,7 @@ def intercept(jax: Any, nnx_roots: list[tuple[Any, str]] | None = None) -> Itera
     nnx = sys.modules.get("flax.nnx")
     _ACTIVE.append(calls)
     try:
-        with _maybe(linen is not None, lambda: linen.intercept_methods(calls.linen_interceptor(jax))):
+        with _maybe(linen is not None, lambda: cast(Any, linen).intercept_methods(calls.linen_interceptor(jax))):
             if nnx is not None and nnx_roots:
                 with calls.nnx_methods(jax, nnx, nnx_roots):
                     yield calls

@@ -25,6 +25,14 @@ hashed in the worker by :mod:`capture.torch.saved`)::
     init = { args = [], kwargs = {}, checkpoint = "runs/best.pt", strict = true }
     inputs = { fixture = "data/batch.pt", fixture_keys = { ids = "input_ids" }, kwargs = {} }
 
+A recipe may run the capture under a device mesh (:class:`MeshSetup`)::
+
+    mesh = { data = 4, model = 2 }                              # axis = size, major to minor
+    mesh = { data = 4, model = { size = 2, type = "explicit" } }  # a JAX axis type (default "auto")
+
+On ``device = "cpu"`` the worker simulates the devices the mesh needs; on ``cuda:N`` it
+uses real ones and fails when there are fewer.
+
 ``init.checkpoint`` (``.pt``/``.pth``/``.bin``/``.safetensors``) joins literal ``args``/``kwargs``
 or a ``factory``; ``inputs.fixture`` (``.pt``/``.pth``/``.safetensors``/``.npz``) replaces
 ``args`` and a factory (literal ``kwargs`` may join it). A JAX recipe naming either fails:
@@ -90,9 +98,13 @@ from .model import (  # noqa: F401
     MAX_DESCRIPTIONS,
     MAX_INPUT_ARRAYS,
     MAX_INPUT_ELEMENTS,
+    MAX_MESH_AXES,
+    MAX_MESH_DEVICES,
     MAX_RANK,
     MAX_SEED,
     MAX_STRING,
+    MESH_AXIS_NAME,
+    MESH_AXIS_TYPES,
     MODES,
     PROFILE_NAME,
     PROFILE_NAME_INVALID,
@@ -107,6 +119,7 @@ from .model import (  # noqa: F401
     Dim,
     Generator,
     ListDesc,
+    MeshSetup,
     NeededDim,
     NoneDesc,
     RecipeError,

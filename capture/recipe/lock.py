@@ -93,7 +93,7 @@ def remove_write_temporaries(recipes: Path) -> list[str]:
     """Delete every ``.recipes.toml.<hex>.tmp`` beside ``recipes`` (call with the lock
     held: no write is then under way). Returns the names removed."""
     pattern = re.compile(rf"^\.{re.escape(recipes.name)}\.[0-9a-f]{{12}}\.tmp$")
-    removed = []
+    removed: list[str] = []
     try:
         entries = list(os.scandir(recipes.parent))
     except OSError:

@@ -151,6 +151,14 @@ class Generator:
     low: int | float | None = None
     high: int | float | None = None
 
+    @property
+    def bounds(self) -> tuple[int | float, int | float]:
+        """``(low, high)`` of a ``uniform`` or ``randint`` generator (the parser gives
+        both to these kinds)."""
+        if self.low is None or self.high is None:
+            raise ValueError(f"a {self.kind} generator without low and high")
+        return self.low, self.high
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
         for key in ("value", "mean", "std", "low", "high"):
@@ -175,6 +183,14 @@ class TensorDesc:
     @property
     def known(self) -> bool:
         return all(type(d) is int for d in self.shape)
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        """The shape in numbers, for a leaf whose dimensions are known (the parent asks
+        for unknown ones before a capture); an unknown one is a ValueError."""
+        if any(d is None for d in self.shape):
+            raise ValueError(f"unknown dimension in shape {list(self.shape)}")
+        return tuple(int(d) for d in self.shape if d is not None)
 
     @property
     def numel(self) -> int:
@@ -341,6 +357,47 @@ class StepSetup:
         if self.optimizer_factory:
             out["optimizer"] = {"factory": self.optimizer_factory}
         return out
+
+
+# A mesh: axis names as Python identifiers; at most this many axes and devices (the devices
+# are simulated on the CPU, one XLA host device or one fake rank each).
+MESH_AXIS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+MESH_AXIS_TYPES = ("auto", "explicit")
+MAX_MESH_AXES = 8
+MAX_MESH_DEVICES = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class MeshSetup:
+    """The device mesh a capture runs under: ``mesh = { data = 4, model = 2 }`` (axis name =
+    size, major to minor), or ``model = { size = 2, type = "explicit" }`` for a JAX axis whose
+    sharding lives in the types (default ``"auto"``, the compiler's propagation). On
+    ``device = "cpu"`` the worker simulates the devices the mesh needs (JAX: XLA's host
+    device count; Torch: the ``fake`` process group); on ``cuda:N`` it uses real ones."""
+
+    axes: tuple[tuple[str, int, str], ...]
+
+    @property
+    def devices(self) -> int:
+        n = 1
+        for _, size, _ in self.axes:
+            n *= size
+        return n
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(a[0] for a in self.axes)
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(a[1] for a in self.axes)
+
+    def text(self) -> str:
+        """The shorthand spelling, ``data=4,model=2`` (``model=2:explicit`` for a typed axis)."""
+        return ",".join(f"{n}={s}" + ("" if t == "auto" else f":{t}") for n, s, t in self.axes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {n: (s if t == "auto" else {"size": s, "type": t}) for n, s, t in self.axes}
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,10 @@ from .model import (
     MAX_DEPTH,
     MAX_DESCRIPTIONS,
     MAX_INPUT_ELEMENTS,
+    MAX_MESH_AXES,
+    MAX_MESH_DEVICES,
+    MESH_AXIS_NAME,
+    MESH_AXIS_TYPES,
     MAX_RANK,
     MAX_STRING,
     RECIPES_VERSION,
@@ -37,6 +41,7 @@ from .model import (
     Dim,
     Generator,
     ListDesc,
+    MeshSetup,
     NoneDesc,
     RecipeError,
     RefDesc,
@@ -101,7 +106,9 @@ def parse_recipes_text(text: str, *, file: str | None = None) -> dict[str, Any]:
         problem = re.sub(r"\s*\(at line \d+, column \d+\)", "", msg) or "invalid TOML"
         raise RecipeError(f"invalid TOML: {problem}", line=line, file=file) from None
     except RecursionError:
-        raise RecipeError("invalid TOML: nested too deeply", file=file) from None
+        line, depth = _deepest(text)
+        raise RecipeError(f"invalid TOML: nested too deeply ({depth} levels of tables and arrays)",
+                          line=line, file=file) from None
     loc = locator_for(text)
     version = doc.get("version")
     if version is None:
@@ -127,6 +134,42 @@ def parse_recipes_text(text: str, *, file: str | None = None) -> dict[str, Any]:
     return doc
 
 
+def _deepest(text: str) -> tuple[int | None, int]:
+    """The 1-based line where ``text``'s inline tables and arrays nest deepest, and how
+    deep (strings and comments skipped): where a document too deep for the TOML parser
+    goes wrong."""
+    depth = deepest = 0
+    line = 1
+    where: int | None = None
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\n":
+            line += 1
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c in "\"'":
+            quote = text[i:i + 3] if text[i:i + 3] in ('"""', "'''") else c
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j):
+                if text[j] == "\\" and quote[0] == '"':
+                    j += 1
+                j += 1
+            line += text.count("\n", i, j)
+            i = j + len(quote)
+            continue
+        elif c in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, where = depth, line
+        elif c in "]}":
+            depth = max(depth - 1, 0)
+        i += 1
+    return where, deepest
+
+
 def profile_names(doc: Mapping[str, Any]) -> list[str]:
     profiles = doc.get("profiles", {})
     return list(profiles) if isinstance(profiles, dict) else []
@@ -149,7 +192,7 @@ class _Ctx:
         return RecipeError(problem, key_path=_path_text(segments), profile=self.profile, line=line, file=self.file)
 
 
-def _ref(cx: _Ctx, value: Any, at: list) -> str:
+def _ref(cx: _Ctx, value: Any, at: list[Any]) -> str:
     if isinstance(value, str) and len(value) <= MAX_STRING and is_path_ref(value):
         problem = path_ref_problem(value)
         if problem is not None:
@@ -160,7 +203,7 @@ def _ref(cx: _Ctx, value: Any, at: list) -> str:
     return value
 
 
-def _call_setup(cx: _Ctx, value: Any, at: list) -> CallSetup:
+def _call_setup(cx: _Ctx, value: Any, at: list[Any]) -> CallSetup:
     if not isinstance(value, Mapping):
         raise cx.error(at, "expected a table with args and kwargs, or with factory")
     section = at[-1]
@@ -178,7 +221,7 @@ def _call_setup(cx: _Ctx, value: Any, at: list) -> CallSetup:
 
 
 def _arguments(
-    cx: _Ctx, value: Mapping, at: list, depth: int
+    cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int
 ) -> tuple[tuple[ValueDesc, ...], tuple[tuple[str, ValueDesc], ...]]:
     """The ``args`` array and ``kwargs`` table of a section or a call, validated."""
     args = value.get("args", [])
@@ -205,7 +248,7 @@ FIXTURE_SUFFIXES = (".pt", ".pth", ".safetensors", ".npz")
 _POSITION = re.compile(r"^args\[(0|[1-9][0-9]{0,3})\]$")
 
 
-def _saved_setup(cx: _Ctx, value: Mapping, at: list, section: str) -> dict[str, Any]:
+def _saved_setup(cx: _Ctx, value: Mapping[str, Any], at: list[Any], section: str) -> dict[str, Any]:
     """The checkpoint/fixture keys of an ``init``/``inputs`` table, checked (no file is
     read here: existence, symlinks and size are the worker's, :mod:`capture.torch.saved`)."""
     out: dict[str, Any] = {}
@@ -249,7 +292,7 @@ def _saved_setup(cx: _Ctx, value: Mapping, at: list, section: str) -> dict[str, 
     return out
 
 
-def _saved_path(cx: _Ctx, value: Any, at: list, suffixes: tuple[str, ...], what: str) -> str:
+def _saved_path(cx: _Ctx, value: Any, at: list[Any], suffixes: tuple[str, ...], what: str) -> str:
     """A workspace-relative POSIX path, without ``..``, with an accepted suffix."""
     if not isinstance(value, str) or not value.strip():
         raise cx.error(at, f'expected a workspace-relative path such as "runs/best.pt", found {_show(value)}')
@@ -265,7 +308,7 @@ def _saved_path(cx: _Ctx, value: Any, at: list, suffixes: tuple[str, ...], what:
     return "/".join(p for p in parts if p not in ("", "."))
 
 
-def _step(cx: _Ctx, value: Any, at: list) -> StepSetup:
+def _step(cx: _Ctx, value: Any, at: list[Any]) -> StepSetup:
     if not isinstance(value, Mapping):
         raise cx.error(at, "expected a table with loss and optionally optimizer")
     for key in value:
@@ -292,6 +335,77 @@ def _step(cx: _Ctx, value: Any, at: list) -> StepSetup:
     return StepSetup(loss=loss_name, loss_factory=loss_factory, optimizer_factory=optimizer)
 
 
+def mesh_text_table(text: str) -> dict[str, Any] | None:
+    """The shorthand spelling of a mesh, ``data=4,model=2`` (``model=2:explicit`` for a JAX
+    axis type; ``none`` or nothing: no mesh), as the recipe's ``mesh`` table. The one
+    reader of that spelling: the CLI's ``--mesh`` and the setup form's field. Raises
+    ``ValueError`` naming what is wrong; sizes and names are the table's to check."""
+    text = text.strip()
+    if not text or text.lower() == "none":
+        return None
+    table: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, rest = part.partition("=")
+        size, colon, kind = rest.partition(":")
+        name, size, kind = name.strip(), size.strip(), kind.strip()
+        if not sep or not name or not size.isdigit() or (colon and not kind):
+            raise ValueError(f"expected AXIS=SIZE[,AXIS=SIZE…] such as data=4,model=2 (model=2:explicit for a JAX "
+                             f"axis type), found {part!r}")
+        if name in table:
+            raise ValueError(f"axis {name!r} is named twice")
+        table[name] = int(size) if not colon else {"size": int(size), "type": kind}
+    if not table:
+        raise ValueError("give the axes, e.g. data=4,model=2")
+    return table
+
+
+def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup | None:
+    """``mesh = { data = 4, model = 2 }`` or ``model = { size = 2, type = "explicit" }``; the
+    shorthand text ``"data=4,model=2"`` is read as that table (a setup form sends it)."""
+    example = 'expected a table of mesh axes, e.g. { data = 4, model = 2 }'
+    if isinstance(value, str) and len(value) <= MAX_STRING:
+        try:
+            value = mesh_text_table(value)
+        except ValueError as exc:
+            raise cx.error(at, str(exc)) from None
+        if value is None:
+            return None
+    if not isinstance(value, Mapping):
+        raise cx.error(at, f"{example}, found {_show(value)}")
+    if not value:
+        raise cx.error(at, f"a mesh needs at least one axis: {example.removeprefix('expected ')}")
+    if len(value) > MAX_MESH_AXES:
+        raise cx.error(at, f"{len(value)} axes; a mesh has at most {MAX_MESH_AXES}")
+    axes = []
+    devices = 1
+    for name, spec in value.items():
+        where = at + [str(name)]
+        if not isinstance(name, str) or not MESH_AXIS_NAME.match(name):
+            raise cx.error(where, "an axis name is a Python identifier (letters, digits, _; 64 at most)")
+        kind = "auto"
+        if isinstance(spec, Mapping):
+            for key in spec:
+                if key not in ("size", "type"):
+                    raise cx.error(where + [str(key)], "unknown key (expected size or type)")
+            if "size" not in spec:
+                raise cx.error(where, "missing size")
+            kind = spec.get("type", "auto")
+            if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES:
+                raise cx.error(where + ["type"], f"expected one of {', '.join(map(repr, MESH_AXIS_TYPES))}, "
+                                                 f"found {_show(kind)}")
+            size = spec["size"]
+            size_at = where + ["size"]
+        else:
+            size, size_at = spec, where
+        if type(size) is not int or not 1 <= size <= MAX_MESH_DEVICES:
+            raise cx.error(size_at, f"an axis size is an integer from 1 to {MAX_MESH_DEVICES}, found {_show(size)}")
+        devices *= size
+        if devices > MAX_MESH_DEVICES:
+            raise cx.error(at, f"the mesh needs more than {MAX_MESH_DEVICES} devices (axis sizes multiply)")
+        axes.append((name, size, kind))
+    return MeshSetup(tuple(axes))
+
+
 def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDesc:
     """Validate one value description (plain data) on its own; errors name ``at``."""
     cx = _Ctx(profile, None, None)
@@ -301,7 +415,7 @@ def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDes
         raise RecipeError("nested too deeply", key_path=at, profile=profile) from None
 
 
-def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
+def _value(cx: _Ctx, value: Any, at: list[Any], depth: int) -> ValueDesc:  # noqa: C901
     cx.budget -= 1
     if cx.budget < 0:
         raise cx.error(at, f"more than {MAX_DESCRIPTIONS:,} value descriptions")
@@ -363,7 +477,7 @@ def _value(cx: _Ctx, value: Any, at: list, depth: int) -> ValueDesc:
     )
 
 
-def _call(cx: _Ctx, value: Mapping, at: list, depth: int) -> CallDesc:
+def _call(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> CallDesc:
     _only(cx, value, at, ("kind", "target", "args", "kwargs"))
     if "target" not in value:
         raise cx.error(
@@ -376,7 +490,7 @@ def _call(cx: _Ctx, value: Mapping, at: list, depth: int) -> CallDesc:
     return CallDesc(target, args, kwargs)
 
 
-def _static(cx: _Ctx, value: Any, at: list) -> StaticDesc:
+def _static(cx: _Ctx, value: Any, at: list[Any]) -> StaticDesc:
     if type(value) is str and len(value) > MAX_STRING:
         raise cx.error(at, f"strings are at most {MAX_STRING} characters")
     if type(value) is int and not -(1 << 63) <= value < (1 << 64):
@@ -384,7 +498,7 @@ def _static(cx: _Ctx, value: Any, at: list) -> StaticDesc:
     return StaticDesc(value)
 
 
-def _only(cx: _Ctx, value: Mapping, at: list, keys: tuple[str, ...]) -> None:
+def _only(cx: _Ctx, value: Mapping[str, Any], at: list[Any], keys: tuple[str, ...]) -> None:
     for k in value:
         if k not in keys:
             raise cx.error(at + [str(k)], f"unknown key (expected {', '.join(keys)})")
@@ -393,7 +507,7 @@ def _only(cx: _Ctx, value: Mapping, at: list, keys: tuple[str, ...]) -> None:
 _TENSOR_KEYS = ("kind", "shape", "dtype", "requires_grad", "generator")
 
 
-def _tensor(cx: _Ctx, value: Mapping, at: list) -> TensorDesc:
+def _tensor(cx: _Ctx, value: Mapping[str, Any], at: list[Any]) -> TensorDesc:
     _only(cx, value, at, _TENSOR_KEYS)
     if "shape" not in value:
         raise cx.error(at + ["shape"], "missing shape (an array of dimensions, [] for a scalar)")
@@ -446,7 +560,7 @@ def _number(value: Any) -> bool:
     return type(value) in (int, float)
 
 
-def _generator(cx: _Ctx, value: Any, at: list, dtype: str) -> Generator:
+def _generator(cx: _Ctx, value: Any, at: list[Any], dtype: str) -> Generator:  # noqa: C901
     if isinstance(value, str):
         value = {"kind": value}
     if not isinstance(value, Mapping):
@@ -472,6 +586,10 @@ def _generator(cx: _Ctx, value: Any, at: list, dtype: str) -> Generator:
             raise cx.error(at + ["value"], f"a bool tensor is filled with true or false, found {_show(v)}")
         if type(v) is bool or not _number(v):
             raise cx.error(at + ["value"], f"expected a number, found {_show(v)}")
+        if not math.isfinite(v):
+            # An input of NaNs or infinities makes every statistic and value downstream one
+            # too: nothing the graph could show.
+            raise cx.error(at + ["value"], f"expected a finite number, found {_show(v)}")
         if integral:
             if type(v) is float:
                 if not v.is_integer():

@@ -31,6 +31,7 @@ from .model import (
     CallSetup,
     DictDesc,
     ListDesc,
+    MeshSetup,
     NeededDim,
     RecipeError,
     RefDesc,
@@ -42,7 +43,7 @@ from .model import (
     key_segment,
     split_key_path,
 )
-from .parse import _call_setup, _Ctx, _ref, _show, _step, load_recipes_table, locator_for
+from .parse import _call_setup, _Ctx, _mesh, _ref, _show, _step, load_recipes_table, locator_for
 
 _DEVICE = re.compile(r"^(cpu|cuda:(0|[1-9][0-9]{0,3}))$")
 
@@ -70,6 +71,8 @@ class Recipe:
     inputs: CallSetup = field(default_factory=CallSetup)
     step: StepSetup | None = None
     evidence: str = DEFAULT_EVIDENCE
+    # The device mesh the capture runs under (None: no mesh; capture.recipe.model.MeshSetup).
+    mesh: MeshSetup | None = None
     # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
     framework_explicit: bool = field(default=True, compare=False)
 
@@ -144,7 +147,7 @@ class Recipe:
                             input=leaf.input,
                             path=leaf.path,
                             axis=axis,
-                            name=None if d is None or d == "?" else d,
+                            name=None if d is None or d == "?" else str(d),
                             shape=leaf.desc.shape,
                             dtype=leaf.desc.dtype,
                         )
@@ -169,6 +172,8 @@ class Recipe:
             out["step"] = self.step.to_dict()
         if self.evidence != DEFAULT_EVIDENCE:
             out["evidence"] = self.evidence
+        if self.mesh is not None:
+            out["mesh"] = self.mesh.to_dict()
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -225,7 +230,7 @@ def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None
 
 
 _PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step",
-                 "evidence")
+                 "evidence", "mesh")
 
 
 def parse_profile(name: str, table: Any, *, text: str | None = None, file: str | None = None) -> Recipe:
@@ -289,6 +294,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     elif kind == "training_step":
         step = StepSetup()
     evidence = _choice(cx, table, base, "evidence", EVIDENCE, DEFAULT_EVIDENCE)
+    mesh = _mesh(cx, table["mesh"], base + ["mesh"]) if "mesh" in table else None
 
     recipe = Recipe(
         name=name,
@@ -303,6 +309,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         inputs=inputs,
         step=step,
         evidence=evidence,
+        mesh=mesh,
         framework_explicit=framework_explicit,
     )
     _check_framework_rules(cx, recipe, base)
@@ -314,6 +321,7 @@ def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     """What the spec rules out for a framework, found before anything is imported."""
     _check_saved_files_framework(cx, r, base)
     _check_evidence(cx, r, base)
+    _check_mesh(cx, r, base)
     if r.framework != "jax":
         return
     if r.kind == "training_step":
@@ -351,7 +359,7 @@ def _check_input_limits(cx: _Ctx, r: Recipe) -> None:
             )
 
 
-def _choice(cx: _Ctx, table: Mapping, base: list, key: str, allowed: tuple[str, ...], default: str) -> str:
+def _choice(cx: _Ctx, table: Mapping[str, Any], base: list[Any], key: str, allowed: tuple[str, ...], default: str) -> str:
     value = table.get(key, default)
     if not isinstance(value, str) or value not in allowed:
         raise cx.error(base + [key], f"expected one of {', '.join(map(repr, allowed))}, found {_show(value)}")
@@ -368,6 +376,16 @@ def _check_evidence(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     if r.kind == "training_step":
         raise cx.error(base + ["evidence"], 'evidence = "abstract" records a forward (kind = "model"); a training '
                                             'step needs evidence = "eager"')
+
+
+def _check_mesh(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
+    """Axis types are JAX's (Torch's DeviceMesh has none)."""
+    if r.mesh is None or r.framework == "jax":
+        return
+    for name, _, kind in r.mesh.axes:
+        if kind != "auto":
+            raise cx.error(base + ["mesh", name, "type"], f'axis types are JAX\'s; a {r.framework} mesh axis is '
+                                                          f'a size (write {name} = N)')
 
 
 def _check_saved_files_framework(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:

@@ -23,6 +23,7 @@ from ..graph import graphfile
 from ..graph.model import Capture, Frame, Source, failure_from_json
 from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, release_worker
 from ..worker.protocol import (
+    EXIT_SHARED_MEMORY,
     FINAL_KINDS,
     MAX_CONTROL_FRAME,
     CrashDetails,
@@ -31,6 +32,7 @@ from ..worker.protocol import (
     EscapedProcess,
     FailureMessage,
     FrameReader,
+    LimitDetails,
     ProtocolError,
     ResultMessage,
     WorkerRequest,
@@ -74,7 +76,7 @@ class WorkerChannel(Protocol):
     def log_tail(self) -> str: ...
 
 
-def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) -> Capture | None:
+def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) -> Capture | None:  # noqa: C901
     """Run ``request`` on ``channel``: the capture (or its failure capture); None when a
     ``probe_device`` request found the device fine."""
     deadline = job.started + job.limits.max_seconds
@@ -166,6 +168,9 @@ def _crashed(job: CaptureJob, channel: WorkerChannel) -> Capture:
     code = channel.wait_exit(EXIT_GRACE_S)
     tail = channel.log_tail()
     channel.kill_group()  # what it left behind (also in sessions of their own)
+    memory = job.limits.max_memory_bytes
+    if code == EXIT_SHARED_MEMORY and memory:
+        return _over_shared_memory(job, memory)
     frames = crash_frames(tail, WorkspaceFiles(job.workspace))
     details = CrashDetails()
     if code is None:
@@ -270,6 +275,21 @@ class OneShotWorker:
     def close(self) -> None:
         self.kill_group()
         release_worker(self.proc, self._pump, self.read_fd)
+
+
+def _over_shared_memory(job: CaptureJob, memory: int) -> Capture:
+    """The keeper (or the warm worker) stopped the capture: its processes had mapped more
+    shared memory than the memory limit allows."""
+    details = LimitDetails(limit="max_memory_bytes", maximum=memory, memory_limit_bytes=memory, phase="capture",
+                           requested=None)
+    return job.fail(
+        "limit", "MemoryError",
+        f"the capture's processes mapped more than {memory / (1 << 20):g} MB of shared memory (mmap MAP_SHARED, "
+        f"/dev/shm or memfd files, System V segments), over the capture memory limit of {memory / (1 << 20):g} MB "
+        "(tensorviz.captureMemoryMB, --memory, which counts each process's private memory and their shared "
+        f"memory together); the capture was stopped after {job.elapsed()}",
+        details,
+    )
 
 
 def _bounded_tail(tail: str, lines: int = 40, chars: int = 64 * 1024) -> str:

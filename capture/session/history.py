@@ -46,7 +46,6 @@ HISTORY_DIR = Path(".tensorviz") / "captures" / "history"
 DEFAULT_MAX_CAPTURES = 10
 DEFAULT_MAX_BYTES = 256 << 20
 _NAME = re.compile(r"^(\d{6,})-(\d{8}T\d{6}Z)\.tvg$")
-_STALE_TEMP_SECONDS = 3600
 
 #: A kept capture offered for a diff: how to read it (on the first diff, not before), and
 #: its label (``previous capture of PROFILE (12:03:41 UTC, 1 Dec)``).
@@ -227,7 +226,8 @@ class CaptureHistory:
 
     @staticmethod
     def _remove_stale_temporaries(folder: Path) -> None:
-        now = time.time()
+        """What killed writes of entries left (each entry has a name of its own, so the
+        next write of one never meets another's): removed once nobody holds them."""
         try:
             entries = list(os.scandir(folder))
         except OSError:
@@ -236,8 +236,7 @@ class CaptureHistory:
             if _TEMPORARY.match(entry.name) is None:
                 continue
             try:
-                if entry.is_file(follow_symlinks=False) and \
-                        now - entry.stat(follow_symlinks=False).st_mtime > _STALE_TEMP_SECONDS:
+                if entry.is_file(follow_symlinks=False) and graphfile.abandoned_temporary(entry.path):
                     os.unlink(entry.path)
             except OSError:
                 pass

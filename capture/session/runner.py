@@ -228,8 +228,9 @@ class _WorkerStep:
         log_r, log_w = os.pipe()
         env = worker_env(job.env)
         try:
+            memory = ["--memory", str(job.limits.max_memory_bytes)] if job.limits.max_memory_bytes else []
             proc = subprocess.Popen(
-                [job.python, launcher_script(), "--fd", str(write_fd)],
+                [job.python, launcher_script(), "--fd", str(write_fd), *memory],
                 stdin=subprocess.PIPE, stdout=log_w, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), cwd=str(job.workspace), env=env,
                 start_new_session=True,

@@ -39,6 +39,7 @@ from __future__ import annotations
 import importlib
 import sys
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any, Callable, Iterator
 
 import torch
@@ -338,7 +339,7 @@ class LibraryBranches:
             answer = original(*args, **kwargs)
             if answer:
                 # The caller of the library's own helper (is_tracing) is the branch.
-                f = sys._getframe(1)
+                f: FrameType | None = sys._getframe(1)
                 while f is not None and f.f_code.co_filename == original.__code__.co_filename:
                     f = f.f_back
                 if f is not None:

@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from torch import Tensor as _Tensor
 
 from ..worker.builder import GraphBuilder
 
-_Tensor = torch.Tensor
 # Forward groups that are not mirrored: their backward ops go to the enclosing mirror.
 _TRANSPARENT_KINDS = ("function",)
 

@@ -43,7 +43,7 @@ Torch is imported at module level: this is one of the worker's framework modules
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -210,7 +210,7 @@ class TorchCosts:
         for v in values:
             shape = v.shape
             if all(type(d) is int for d in shape):
-                n = math.prod(shape)
+                n = math.prod(cast(list[int], shape))
                 item = self.itemsize(v.dtype)
                 shapes.append(tuple(shape))
                 sizes.append(n * item if item is not None else -1)

@@ -113,8 +113,18 @@ def check_supported(version: str) -> None:
 
 
 def probe_device(ctx: CaptureContext) -> None:
-    """Check ``ctx.recipe.device`` before anything of the workspace is imported."""
-    _device(_import_torch(), ctx.recipe.device)
+    """Check ``ctx.recipe.device`` (and the devices its mesh needs) before anything of the
+    workspace is imported."""
+    torch = _import_torch()
+    device = _device(torch, ctx.recipe.device)
+    mesh = ctx.recipe.mesh
+    if mesh is not None and device.type == "cuda" and torch.cuda.device_count() < mesh.devices:
+        raise CaptureError(
+            "device",
+            f"the mesh {mesh.text()} needs {mesh.devices} CUDA devices; torch sees {torch.cuda.device_count()}. "
+            'Save device = "cpu" to simulate them.',
+            {"needed": mesh.devices, "available": torch.cuda.device_count(), "mesh": mesh.to_dict()},
+            error_type="DeviceUnavailable")
 
 
 def _device(torch: Any, spec: str) -> Any:
@@ -176,7 +186,7 @@ def _tensor_maker(torch: Any, seed: int, device: Any) -> Callable[[TensorLeaf], 
 
     def make(leaf: TensorLeaf) -> Any:
         desc = leaf.desc
-        shape = tuple(int(d) for d in desc.shape)
+        shape = desc.dims
         dtype = getattr(torch, desc.dtype)
         g = desc.generator
         gen = torch.Generator().manual_seed(leaf_seed(seed, leaf.index))
@@ -194,11 +204,13 @@ def _tensor_maker(torch: Any, seed: int, device: Any) -> Callable[[TensorLeaf], 
         elif g.kind == "normal":
             t = (torch.randn(shape, generator=gen, dtype=wide) * g.std + g.mean).to(dtype)
         elif g.kind == "uniform":
-            t = (torch.rand(shape, generator=gen, dtype=wide) * (g.high - g.low) + g.low).to(dtype)
+            low, high = g.bounds
+            t = (torch.rand(shape, generator=gen, dtype=wide) * (high - low) + low).to(dtype)
         elif g.kind == "randint":
-            if g.high - 1 > (1 << 63) - 1:
+            low, high = g.bounds
+            if high - 1 > (1 << 63) - 1:
                 raise CaptureError("recipe", f"{leaf.path}: randint above 2**63 is not supported by the Torch capture")
-            t = torch.randint(g.low, g.high, shape, generator=gen, dtype=torch.int64).to(dtype)
+            t = torch.randint(low, high, shape, generator=gen, dtype=torch.int64).to(dtype)
         else:  # the recipe layer admits no other generator
             raise CaptureError("recipe", f"{leaf.path}: unknown generator {g.kind!r}")
         t = t.to(device)
@@ -424,11 +436,8 @@ def _optimizer(ctx: CaptureContext, torch: Any, model: Any, kind: str) -> Any:
 # --------------------------------------------------------------------------- capture
 
 
-def capture(ctx: CaptureContext) -> Capture:
+def capture(ctx: CaptureContext) -> Capture:  # noqa: C901
     torch = _import_torch()
-    from ..graph.model import ABSTRACT_FORWARD_SCOPE
-    from .trace import TorchTrace
-
     recipe = ctx.recipe
     training = recipe.kind == "training_step"
     if recipe.framework not in ("torch",):
@@ -447,9 +456,33 @@ def capture(ctx: CaptureContext) -> Capture:
             {"needs": [n.to_dict() for n in needed]},
             error_type="InputsNeeded",
         )
-    abstract = recipe.evidence == "abstract"
     device = _device(torch, recipe.device)
-    stats = _stats_enabled() and not abstract
+    group = None
+    if recipe.mesh is not None:
+        from .dtensors import SimulatedGroup
+
+        # The fake process group and the mesh exist before the model's module is imported;
+        # factories and the forward run with the mesh current (``with mesh:``).
+        group = SimulatedGroup(recipe, device)
+    try:
+        with (group.mesh if group is not None else nullcontext()):
+            return _capture(ctx, torch, device, group)
+    finally:
+        if group is not None:
+            group.close()
+
+
+def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Capture:
+    """The capture proper; ``group``: the recipe mesh's simulated process group, or None."""
+    from ..graph.model import ABSTRACT_FORWARD_SCOPE
+    from .trace import TorchTrace
+
+    recipe = ctx.recipe
+    training = recipe.kind == "training_step"
+    abstract = recipe.evidence == "abstract"
+    # Under a simulated group no collective moves data: what a rank holds after one is not
+    # what a run would hold, so nothing is measured about values.
+    stats = _stats_enabled() and not abstract and group is None
     _seed_everything(torch, recipe.seed)
     make_tensor = _tensor_maker(torch, recipe.seed, device)
 
@@ -499,6 +532,8 @@ def capture(ctx: CaptureContext) -> Capture:
         ctx.files, limits=ctx.limits, stats=stats, abstract=abstract,
         progress=lambda n: ctx.progress(f"recorded {n:,} operations", None),
     )
+    if group is not None:
+        trace.dist.mesh_index(group.mesh, origin="recipe")
     if kind == "module":
         trace.label_module(model)
     labels = _arg_labels(model, kind, args)
@@ -588,6 +623,10 @@ def capture(ctx: CaptureContext) -> Capture:
         differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
         if differences:
             meta["abstract_differences"] = differences
+    if group is not None:
+        _wait_collectives(output_tree if training else output)
+        meta["stats_off"] = ("a simulated process group moves no data in collectives: what a rank holds after one "
+                             "is not what a run would hold, so no statistics are measured")
     ctx.progress("counting FLOPs and bytes", 0.95)
     result = trace.build(
         scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
@@ -596,6 +635,8 @@ def capture(ctx: CaptureContext) -> Capture:
         reasons=reasons,
         meta=meta,
     )
+    if group is not None:
+        result.devices = group.devices_record()
     _count_costs(result)
     return result
 
@@ -609,6 +650,21 @@ def _count_costs(result: Capture) -> None:
         result.cost = count(result)
     except Exception as exc:
         result.meta["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
+
+
+def _wait_collectives(output: Any) -> None:
+    """Wait on the collectives whose results the forward handed out unwaited (a module's
+    ``use_local_output`` leaves an ``AsyncCollectiveTensor``), after the recording: the
+    process group is then closed with nothing in flight."""
+    from .tensors import tensors_in
+
+    for t in tensors_in(output):
+        wait = getattr(t, "wait", None)
+        if type(t).__name__ == "AsyncCollectiveTensor" and callable(wait):
+            try:
+                wait()
+            except Exception:
+                pass
 
 
 # Buffers up to this many bytes in all are copied before the forward to tell whether

@@ -351,7 +351,7 @@ def _index(torch: Any, real: str, rel: str, key_path: str) -> Any:
                 if not isinstance(entry, dict) or not isinstance(entry.get("shape"), list) \
                         or not all(type(d) is int and d >= 0 for d in entry["shape"]):
                     raise ValueError(f"tensor {name!r} has no valid shape")
-                dtype = getattr(torch, _SAFETENSORS_DTYPES.get(entry.get("dtype"), ""), None)
+                dtype = getattr(torch, _SAFETENSORS_DTYPES.get(str(entry.get("dtype")), ""), None)
                 if not isinstance(dtype, torch.dtype):
                     raise ValueError(f"tensor {name!r} has dtype {entry.get('dtype')!r}")
                 out[name] = torch.empty(entry["shape"], dtype=dtype, device="meta")
@@ -504,146 +504,13 @@ def load_fixture(ctx: CaptureContext, torch: Any, fn: Any, literal_kwargs: dict[
     data = read_saved_file(ctx, rel, "fixture", key_path)
     obj = _load(torch, data, rel, "fixture", device, key_path, ctx.limits.max_saved_file_bytes)
     del data
-    npz = rel.lower().endswith(".npz")
-    details = {"key_path": key_path, "path": rel}
-
-    if isinstance(obj, Mapping):
-        if not all(isinstance(k, str) for k in obj):
-            raise CaptureError("fixture", f"{key_path}: {rel} holds a dict with non-string keys; name inputs with strings",
-                               details, error_type="BadFixture")
-        entries = list(obj.items())
-    elif isinstance(obj, (list, tuple)):
-        entries = [(f"args[{i}]", v) for i, v in enumerate(obj)]
-    elif isinstance(obj, torch.Tensor):
-        entries = [("args[0]", obj)]
-    else:
-        raise CaptureError(
-            "fixture",
-            f"{key_path}: {rel} holds {_describe(obj)}; expected a mapping of input names to tensors, a list/tuple "
-            "of positional inputs, or one tensor",
-            details, error_type="BadFixture",
-        )
-    try:
-        sig: inspect.Signature | None = inspect.signature(fn)
-    except (TypeError, ValueError):
-        sig = None
-    params = dict(sig.parameters) if sig is not None else {}
-    fn_name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
-
-    # (fixture key, target) pairs: a parameter name or "args[N]".
-    if recipe.inputs.fixture_keys:
-        available = dict(entries)
-        pairs = []
-        for key, target in recipe.inputs.fixture_keys:
-            if key not in available:
-                raise CaptureError(
-                    "fixture",
-                    f"{base}.fixture_keys.{key}: {rel} has no key {key!r} (its keys: {_list([k for k, _ in entries])})",
-                    {**details, "fixture_keys": [k for k, _ in entries][:_META_KEYS]},
-                    error_type="UnknownFixtureKey",
-                )
-            pairs.append((key, target, available[key]))
-        unused = [k for k, _ in entries if k not in dict(recipe.inputs.fixture_keys)]
-    else:
-        pairs = []
-        for key, value in entries:
-            m = _NPZ_POSITION.match(key) if npz else None
-            target = f"args[{m.group(1)}]" if m and key not in params else key
-            pairs.append((key, target, value))
-        unused = []
-
-    positional: dict[int, tuple[str, Any]] = {}
-    by_name: dict[str, tuple[str, Any]] = {}
-    keyword: dict[str, tuple[str, Any]] = {}
-    pos_params = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    var_pos = any(p.kind == p.VAR_POSITIONAL for p in params.values())
-    var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
-    signature_text = _signature_text(params) if sig is not None else "(signature unknown)"
-
-    def unknown(key: str, target: str) -> CaptureError:
-        where = f"{base}.fixture_keys.{key}" if recipe.inputs.fixture_keys else key_path
-        hint = "" if recipe.inputs.fixture_keys else "; map fixture keys to parameters with inputs.fixture_keys"
-        return CaptureError(
-            "fixture",
-            f"{where}: fixture key {key!r} names no parameter of {fn_name}{signature_text}{hint}",
-            {**details, "key": key, "target": target, "parameters": list(params)},
-            error_type="UnknownInputName",
-        )
-
-    for key, target, value in pairs:
-        m = _POSITION.match(target)
-        if m:
-            i = int(m.group(1))
-            if sig is not None and i >= len(pos_params) and not var_pos:
-                raise CaptureError(
-                    "fixture",
-                    f"{key_path}: fixture entry {key!r} is positional argument {i}, but {fn_name}{signature_text} "
-                    f"takes {len(pos_params)} positional argument(s)",
-                    {**details, "key": key, "parameters": list(params)}, error_type="UnknownInputName",
-                )
-            positional[i] = (key, value)
-            continue
-        p = params.get(target)
-        if p is None:
-            if sig is None or var_kw:
-                keyword[target] = (key, value)
-                continue
-            raise unknown(key, target)
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise unknown(key, target)
-        if p.kind == p.POSITIONAL_ONLY:
-            positional[pos_params.index(p)] = (key, value)
-        elif p.kind == p.POSITIONAL_OR_KEYWORD:
-            by_name[target] = (key, value)
-        else:
-            keyword[target] = (key, value)
-
-    # Positional where the leading parameters are all given; keyword from the first gap.
-    args: list[Any] = []
-    i = 0
-    while True:
-        if i in positional:
-            if i < len(pos_params) and pos_params[i].name in by_name:
-                raise CaptureError(
-                    "fixture",
-                    f"{key_path}: {pos_params[i].name!r} is given twice by the fixture "
-                    f"({positional[i][0]!r} and {by_name[pos_params[i].name][0]!r})",
-                    details, error_type="DuplicateInput",
-                )
-            args.append(positional.pop(i)[1])
-        elif i < len(pos_params) and pos_params[i].name in by_name:
-            args.append(by_name.pop(pos_params[i].name)[1])
-        else:
-            break
-        i += 1
-    if positional:
-        first = min(positional)
-        raise CaptureError(
-            "fixture",
-            f"{key_path}: fixture entry {positional[first][0]!r} is positional argument {first}, but argument {i} "
-            "is not given",
-            details, error_type="MissingInput",
-        )
-    kwargs = {name: v for name, (_, v) in by_name.items()}
-    kwargs.update({name: v for name, (_, v) in keyword.items()})
-    for name, value in literal_kwargs.items():
-        if name in kwargs or (name in params and pos_params and any(p.name == name for p in pos_params[: len(args)])):
-            raise CaptureError(
-                "fixture",
-                f"{base}.kwargs.{name}: {name!r} is given by the fixture {rel} too; remove one of them",
-                details, error_type="DuplicateInput",
-            )
-        kwargs[name] = value
-    if sig is not None:
-        try:
-            sig.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise CaptureError(
-                "fixture",
-                f"{key_path}: the inputs from {rel} do not fit {fn_name}{signature_text}: {exc} "
-                f"(fixture keys: {_list([k for k, _ in entries])})",
-                {**details, "parameters": list(params)}, error_type="MissingInput",
-            ) from None
+    fit = _FixtureFit(fn, rel, base, recipe.inputs.fixture_keys)
+    entries = fit.entries(torch, obj)
+    pairs, unused = fit.pairs(entries)
+    positional, by_name, keyword = fit.place(pairs)
+    args = fit.positional_args(positional, by_name)
+    kwargs = fit.keyword_args(args, by_name, keyword, literal_kwargs)
+    fit.check_binds(args, kwargs, entries)
     meta: dict[str, Any] = {
         "fixture": rel,
         "fixture_keys": [k for k, _, _ in pairs][:_META_KEYS],
@@ -652,6 +519,185 @@ def load_fixture(ctx: CaptureContext, torch: Any, fn: Any, literal_kwargs: dict[
     if unused:
         meta["fixture_unused"] = unused[:_META_KEYS]
     return tuple(args), kwargs, meta
+
+
+_Entry = tuple[str, Any]  # (fixture key, value)
+
+
+class _FixtureFit:
+    """How a fixture's entries become ``fn``'s arguments: each entry named by its key, or
+    by ``inputs.fixture_keys`` (a parameter name, or ``"args[N]"`` for a position), placed
+    by ``fn``'s signature; every misfit a ``fixture`` failure naming the key."""
+
+    def __init__(self, fn: Any, rel: str, base: str, fixture_keys: Any) -> None:
+        self.rel, self.base, self.fixture_keys = rel, base, fixture_keys
+        self.key_path = f"{base}.fixture"
+        self.details = {"key_path": self.key_path, "path": rel}
+        self.npz = rel.lower().endswith(".npz")
+        try:
+            sig: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            sig = None
+        self.sig = sig
+        self.params = dict(sig.parameters) if sig is not None else {}
+        self.fn_name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+        params = self.params.values()
+        self.pos_params = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        self.var_pos = any(p.kind == p.VAR_POSITIONAL for p in params)
+        self.var_kw = any(p.kind == p.VAR_KEYWORD for p in params)
+        self.signature_text = _signature_text(self.params) if sig is not None else "(signature unknown)"
+
+    def entries(self, torch: Any, obj: Any) -> list[_Entry]:
+        """The fixture's entries: a mapping's items, a sequence's ``args[N]``, one tensor's ``args[0]``."""
+        key_path, rel = self.key_path, self.rel
+        if isinstance(obj, Mapping):
+            if not all(isinstance(k, str) for k in obj):
+                raise CaptureError("fixture", f"{key_path}: {rel} holds a dict with non-string keys; name inputs with strings",
+                                   self.details, error_type="BadFixture")
+            return list(obj.items())
+        if isinstance(obj, (list, tuple)):
+            return [(f"args[{i}]", v) for i, v in enumerate(obj)]
+        if isinstance(obj, torch.Tensor):
+            return [("args[0]", obj)]
+        raise CaptureError(
+            "fixture",
+            f"{key_path}: {rel} holds {_describe(obj)}; expected a mapping of input names to tensors, a list/tuple "
+            "of positional inputs, or one tensor",
+            self.details, error_type="BadFixture",
+        )
+
+    def pairs(self, entries: list[_Entry]) -> tuple[list[tuple[str, str, Any]], list[str]]:
+        """``(fixture key, target, value)`` per entry used (a target is a parameter name or
+        ``"args[N]"``), and the keys ``fixture_keys`` leaves unused."""
+        if not self.fixture_keys:
+            pairs = []
+            for key, value in entries:
+                m = _NPZ_POSITION.match(key) if self.npz else None
+                target = f"args[{m.group(1)}]" if m and key not in self.params else key
+                pairs.append((key, target, value))
+            return pairs, []
+        available = dict(entries)
+        pairs = []
+        for key, target in self.fixture_keys:
+            if key not in available:
+                raise CaptureError(
+                    "fixture",
+                    f"{self.base}.fixture_keys.{key}: {self.rel} has no key {key!r} "
+                    f"(its keys: {_list([k for k, _ in entries])})",
+                    {**self.details, "fixture_keys": [k for k, _ in entries][:_META_KEYS]},
+                    error_type="UnknownFixtureKey",
+                )
+            pairs.append((key, target, available[key]))
+        return pairs, [k for k, _ in entries if k not in dict(self.fixture_keys)]
+
+    def _unknown(self, key: str, target: str) -> CaptureError:
+        where = f"{self.base}.fixture_keys.{key}" if self.fixture_keys else self.key_path
+        hint = "" if self.fixture_keys else "; map fixture keys to parameters with inputs.fixture_keys"
+        return CaptureError(
+            "fixture",
+            f"{where}: fixture key {key!r} names no parameter of {self.fn_name}{self.signature_text}{hint}",
+            {**self.details, "key": key, "target": target, "parameters": list(self.params)},
+            error_type="UnknownInputName",
+        )
+
+    def place(self, pairs: list[tuple[str, str, Any]]) -> tuple[dict[int, _Entry], dict[str, _Entry], dict[str, _Entry]]:
+        """Each pair by where it goes: a position, a positional-or-keyword parameter's
+        name, or a keyword-only (or ``**kwargs``) name."""
+        positional: dict[int, _Entry] = {}
+        by_name: dict[str, _Entry] = {}
+        keyword: dict[str, _Entry] = {}
+        for key, target, value in pairs:
+            m = _POSITION.match(target)
+            if m:
+                positional[self._position(key, int(m.group(1)))] = (key, value)
+                continue
+            p = self.params.get(target)
+            if p is None:
+                if self.sig is None or self.var_kw:
+                    keyword[target] = (key, value)
+                    continue
+                raise self._unknown(key, target)
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise self._unknown(key, target)
+            if p.kind == p.POSITIONAL_ONLY:
+                positional[self.pos_params.index(p)] = (key, value)
+            elif p.kind == p.POSITIONAL_OR_KEYWORD:
+                by_name[target] = (key, value)
+            else:
+                keyword[target] = (key, value)
+        return positional, by_name, keyword
+
+    def _position(self, key: str, i: int) -> int:
+        if self.sig is not None and i >= len(self.pos_params) and not self.var_pos:
+            raise CaptureError(
+                "fixture",
+                f"{self.key_path}: fixture entry {key!r} is positional argument {i}, but "
+                f"{self.fn_name}{self.signature_text} takes {len(self.pos_params)} positional argument(s)",
+                {**self.details, "key": key, "parameters": list(self.params)}, error_type="UnknownInputName",
+            )
+        return i
+
+    def positional_args(self, positional: dict[int, _Entry], by_name: dict[str, _Entry]) -> list[Any]:
+        """Positional where the leading parameters are all given; keyword from the first
+        gap (``by_name`` keeps those). Takes what it places out of both."""
+        pos_params, key_path = self.pos_params, self.key_path
+        args: list[Any] = []
+        i = 0
+        while True:
+            if i in positional:
+                if i < len(pos_params) and pos_params[i].name in by_name:
+                    raise CaptureError(
+                        "fixture",
+                        f"{key_path}: {pos_params[i].name!r} is given twice by the fixture "
+                        f"({positional[i][0]!r} and {by_name[pos_params[i].name][0]!r})",
+                        self.details, error_type="DuplicateInput",
+                    )
+                args.append(positional.pop(i)[1])
+            elif i < len(pos_params) and pos_params[i].name in by_name:
+                args.append(by_name.pop(pos_params[i].name)[1])
+            else:
+                break
+            i += 1
+        if positional:
+            first = min(positional)
+            raise CaptureError(
+                "fixture",
+                f"{key_path}: fixture entry {positional[first][0]!r} is positional argument {first}, but argument {i} "
+                "is not given",
+                self.details, error_type="MissingInput",
+            )
+        return args
+
+    def keyword_args(self, args: list[Any], by_name: dict[str, _Entry], keyword: dict[str, _Entry],
+                     literal_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The keyword arguments: the fixture's, then the literal ``inputs.kwargs`` (one
+        the fixture gives too is refused)."""
+        kwargs = {name: v for name, (_, v) in by_name.items()}
+        kwargs.update({name: v for name, (_, v) in keyword.items()})
+        pos_params = self.pos_params
+        for name, value in literal_kwargs.items():
+            if name in kwargs or (name in self.params and pos_params
+                                  and any(p.name == name for p in pos_params[: len(args)])):
+                raise CaptureError(
+                    "fixture",
+                    f"{self.base}.kwargs.{name}: {name!r} is given by the fixture {self.rel} too; remove one of them",
+                    self.details, error_type="DuplicateInput",
+                )
+            kwargs[name] = value
+        return kwargs
+
+    def check_binds(self, args: list[Any], kwargs: dict[str, Any], entries: list[_Entry]) -> None:
+        if self.sig is None:
+            return
+        try:
+            self.sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise CaptureError(
+                "fixture",
+                f"{self.key_path}: the inputs from {self.rel} do not fit {self.fn_name}{self.signature_text}: {exc} "
+                f"(fixture keys: {_list([k for k, _ in entries])})",
+                {**self.details, "parameters": list(self.params)}, error_type="MissingInput",
+            ) from None
 
 
 def _signature_text(params: Mapping[str, inspect.Parameter]) -> str:

@@ -49,11 +49,11 @@ import math
 from typing import Any
 
 import torch
+from torch import Tensor as _Tensor
 
 from ..graph.model import Value
 
 _STAT_NATIVE = (torch.float32, torch.float64)
-_Tensor = torch.Tensor
 MODES = ("auto", "immediate", "deferred")
 # Elements per chunk of the one-pass reduction: 256 Ki float32 (1 MiB) stays in a
 # core's cache while min/max, sum and sum of squares read it; smaller chunks cost more
@@ -92,7 +92,7 @@ class ActivationStatistics:
 
     def known(self, vid: int) -> bool:
         """Has value ``vid`` statistics (read, or pending on its device or in the batch)?"""
-        return vid in self._vectors or vid in self._batch_vids or "stats" in self.values[vid].measured
+        return vid in self._vectors or vid in self._batch_vids or "stats" in measured_fields(self.values[vid])
 
     def share(self, vid: int, src: int) -> None:
         """Value ``vid`` holds exactly ``src``'s elements: give it ``src``'s statistics."""
@@ -104,7 +104,7 @@ class ActivationStatistics:
             self._vectors[vid] = vec
             self._pending.append((vid, vec))
         else:
-            self.values[vid].measured["stats"] = self.values[src].measured["stats"]
+            measured_fields(self.values[vid])["stats"] = measured_fields(self.values[src])["stats"]
 
     def measure(self, vid: int, t: _Tensor, key: Any = None) -> None:
         """The statistics of ``t``, the tensor of value ``vid`` (floating point). With a
@@ -134,7 +134,7 @@ class ActivationStatistics:
                 vec = self._vectors[vid] = _stats_vector(t if t.dtype in _STAT_NATIVE else t.float())
                 self._pending.append((vid, vec))
             else:
-                self.values[vid].measured["stats"] = stats_now(t)
+                measured_fields(self.values[vid])["stats"] = stats_now(t)
         except Exception:  # an exotic dtype/device without these reductions
             self.skipped += 1
         finally:
@@ -171,19 +171,19 @@ class ActivationStatistics:
                         self._one(vid, t)
                     continue
                 for (vid, t), (mn, mx, s, q) in zip(items, rows):
-                    self.values[vid].measured["stats"] = _from_moments(t, n, mn, mx, s, q)
+                    measured_fields(self.values[vid])["stats"] = _from_moments(t, n, mn, mx, s, q)
         finally:
             if threads > 1:
                 torch.set_num_threads(threads)
-        measured = self.values
+        values = self.values
         for vid, src in shares:
-            got = measured[src].measured.get("stats")
+            got = measured_fields(values[src]).get("stats")
             if got is not None:
-                measured[vid].measured["stats"] = got
+                measured_fields(values[vid])["stats"] = got
 
     def _one(self, vid: int, t: _Tensor) -> None:
         try:
-            self.values[vid].measured["stats"] = stats_now(t)
+            measured_fields(self.values[vid])["stats"] = stats_now(t)
         except Exception:
             self.skipped += 1
 
@@ -200,7 +200,7 @@ class ActivationStatistics:
         for items in by_device.values():
             rows = torch.stack([vec for _, vec in items]).cpu().tolist()  # one transfer
             for (vid, _), row in zip(items, rows):
-                self.values[vid].measured["stats"] = _stats_from_vector(row, self.values[vid])
+                measured_fields(self.values[vid])["stats"] = _stats_from_vector(row, self.values[vid])
 
 
 _finite = math.isfinite
@@ -225,6 +225,11 @@ def _from_moments(t: _Tensor, n: int, mn: float, mx: float, s: float, q: float) 
         return _masked_stats(t if t.dtype in _STAT_NATIVE else t.float(), n)
     if not (_finite(s) and _finite(q)):  # float32 overflow: this one again, in float64
         return stats_now(t)
+    return _summary(t, n, mn, mx, s, q)
+
+
+def _summary(t: _Tensor, n: int, mn: float, mx: float, s: float, q: float) -> dict[str, Any]:
+    """The statistics of ``t`` (finite) from its four moments."""
     mean = s / n
     var = q / n - mean * mean
     if var < 1e-4 * mean * mean:  # cancellation: ask for the exact two-pass value
@@ -242,13 +247,7 @@ def stats_now(t: _Tensor) -> dict[str, Any]:
         return _masked_stats(t if t.dtype in _STAT_NATIVE else t.float(), n)
     if not (_finite(s) and _finite(q)):  # float32 overflow: accumulate in float64
         mn, mx, s, q = moments(t, torch.float64)
-    mean = s / n
-    var = q / n - mean * mean
-    if var < 1e-4 * mean * mean:  # cancellation: ask for the exact two-pass value
-        std = torch.std(t.double(), correction=0).item() if n > 1 else 0.0
-    else:
-        std = math.sqrt(var)
-    return {"min": mn, "max": mx, "mean": mean, "std": std, "nan": 0, "inf": 0}
+    return _summary(t, n, mn, mx, s, q)
 
 
 def moments(t: _Tensor, dtype: torch.dtype | None = None) -> tuple[float, float, float, float]:
@@ -259,7 +258,7 @@ def moments(t: _Tensor, dtype: torch.dtype | None = None) -> tuple[float, float,
     Python floats. NaN propagates into min and max, ±inf into min or max."""
     want = dtype or (t.dtype if t.dtype in _STAT_NATIVE else torch.float32)
     if t.numel() <= CHUNK or not t.is_contiguous():
-        return tuple(_four(t if t.dtype == want else t.to(want)).tolist())  # type: ignore[return-value]
+        return tuple(_four(t if t.dtype == want else t.to(want)).tolist())
     rows = torch.stack([_four(c if c.dtype == want else c.to(want)) for c in t.view(-1).split(CHUNK)]).tolist()
     if any(math.isnan(r[0]) or math.isnan(r[1]) for r in rows):
         return math.nan, math.nan, math.nan, math.nan
@@ -309,10 +308,17 @@ def _stats_vector(x: _Tensor) -> _Tensor:
     ))
 
 
+def measured_fields(value: Value) -> dict[str, Any]:
+    """A value of an eager capture: its measured fields (the trace made them)."""
+    assert value.measured is not None, "an eager capture's values are measured"
+    return value.measured
+
+
 def _stats_from_vector(row: list[float], value: Value) -> dict[str, Any]:
     mn, mx, s, q, nan, n_finite = row
     n = 1
     for d in value.shape:
+        assert isinstance(d, int), "a measured value's dimensions are numbers"
         n *= d
     nan, n_finite = int(nan), int(n_finite)
     stats: dict[str, Any] = {"nan": nan, "inf": n - n_finite - nan}

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-import torch
+from torch import Tensor as _Tensor
 
 # Nested results deeper than this are not searched for tensors.
 MAX_DEPTH = 32
-
-_Tensor = torch.Tensor
 
 
 def tensors_in(obj: Any, depth: int = 0) -> Iterator[_Tensor]:

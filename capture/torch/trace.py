@@ -49,15 +49,17 @@ from contextlib import contextmanager, nullcontext
 from typing import Any, Callable, Iterator
 
 import torch
+from torch import Tensor as _Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..worker.libframes import LibraryFiles, class_location
 from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Frame, Operand
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
+from .dtensors import BOUNDARY_NOTE, COLLECTIVE_OPS, FROM_LOCAL, REWRAP, TO_LOCAL, DistributedValues
 from .functions import FunctionCalls
 from .stats import MODES as STATS_MODES
-from .stats import ActivationStatistics
+from .stats import ActivationStatistics, measured_fields
 from .tensors import MAX_DEPTH, tensors_in
 from ..worker.builder import GraphBuilder
 from ..worker.errors import CaptureError, LimitExceeded
@@ -75,7 +77,6 @@ MAX_STRUCTURE_LEAVES = 256
 CHECKPOINT_OPS = 8192
 _SAMPLE = 256
 
-_Tensor = torch.Tensor
 # Queries a tensor subclass answers through the dispatcher (FakeTensor's device) that an
 # eager run does not have: not ops, never recorded.
 _BOOKKEEPING = frozenset({torch.ops.prim.device.default})
@@ -223,7 +224,7 @@ class TorchTrace:
         self.statistics = ActivationStatistics(self.b.values, stats_mode) if self.stats else None
         self._ops: dict[Any, _OpInfo] = {}
         # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
-        self._live: dict[int, tuple[Any, int, int]] = {}
+        self._live: dict[int, tuple[Any, int | None, int]] = {}
         self._labels: dict[int, tuple[str, str]] = {}
         self._label_keep: list[_Tensor] = []
         self._paths: dict[int, str] = {}
@@ -253,6 +254,8 @@ class TorchTrace:
         # Autograd: set track_autograd while the forward of a training step runs.
         self.track_autograd = False
         self.autograd = BackwardMirror(self.b, self._labels)
+        # DTensors (global values, their meshes and placements) and their local tensors.
+        self.dist = DistributedValues()
         self._active = False
         # The first limit reached while recording, and the first op an abstract run could
         # not run without data (kept in case user code swallows them).
@@ -301,7 +304,7 @@ class TorchTrace:
                 if writer >= self._born[vid]:
                     vid = self._new_value(t, None, {"version_of": vid, "written_by": writer}, version=t._version)
                     if self.statistics is not None and t.is_floating_point():
-                        self.statistics.measure(vid, t)
+                        self.statistics.measure(vid, _measurable(t))
                     return vid
                 if version is not None:
                     return self._new_value(
@@ -316,6 +319,9 @@ class TorchTrace:
         if label is not None:
             extra = {label[0]: label[1]}
         else:
+            joined = self._across_boundary(t)
+            if joined is not None:
+                return joined
             extra = {"external": True}
         if t.requires_grad:
             extra["requires_grad"] = True
@@ -324,12 +330,50 @@ class TorchTrace:
             # once per outside tensor: its views (a weight's transpose …) then share them.
             # A parameter may wait in the batch (only an op the trace sees writes it); a
             # buffer is measured now (a kernel may write one without saying so).
-            self.statistics.measure(vid, t, self._value_storage[vid] if label is not None and label[0] == "param"
+            self.statistics.measure(vid, _measurable(t), self._value_storage[vid] if label is not None and label[0] == "param"
                                     else None)
+        return vid
+
+    def _across_boundary(self, t: _Tensor) -> int | None:
+        """A tensor first seen that a DTensor boundary made without an op: a DTensor
+        wrapping a local tensor the trace knows (``from_local``), or the local tensor of a
+        DTensor it knows (``to_local``). Its value is the output of a boundary node joining
+        the two (``capture.torch.dtensors``); None for any other tensor."""
+        dist = self.dist
+        if dist.is_dtensor(t):
+            local = t._local_tensor
+            entry = self._live.get(id(local))
+            if entry is not None and entry[0]() is local:
+                src, op = self.value_of(local), FROM_LOCAL
+            else:  # a new DTensor over another's local tensor (a redistribute that moved nothing)
+                src, op = dist.dtensor_of_local(local), REWRAP
+                if src is None:
+                    return None
+        else:
+            src = dist.dtensor_of_local(t) if dist.dtensor_type() is not None else None
+            if src is None:
+                return None
+            op = TO_LOCAL
+        b = self.b
+        nid = len(b.nodes)
+        vid = self._new_value(t, nid, None, version=t._version)
+        sharding = b.values[src].sharding if op == TO_LOCAL else b.values[vid].sharding
+        params: dict[str, Any] = {"no_kernel": BOUNDARY_NOTE}
+        if op == REWRAP and isinstance(b.values[src].sharding, dict):
+            params["from_placements"] = b.values[src].sharding.get("placements")
+        if isinstance(sharding, dict):
+            params["placements"] = sharding.get("placements")
+            params["mesh"] = sharding.get("mesh")
+        if op == TO_LOCAL and isinstance(sharding, dict):
+            b.values[vid].sharding = dist.local_sharding(sharding, b.values[src].shape)
+        group = self._stack[-1][0] if self._stack else None
+        b.node(op, [Operand(0, src)], [vid], params=params, group=group, frame=self.frame_of(sys._getframe(2)))
         return vid
 
     def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
                    version: int | None = None) -> int:
+        if type(t) is not _Tensor and self.dist.is_dtensor(t):
+            return self._new_dtensor_value(t, producer, extra, version)
         shape = t.shape  # the builder makes its list
         measured: dict[str, Any] = {"device": _device_name(t.device)}
         try:
@@ -349,6 +393,30 @@ class TorchTrace:
         self._producer.append(-1 if producer is None else producer)
         self._born.append(len(self.b.nodes) if producer is None else producer + 1)
         self._live[id(t)] = (ref, version, vid)
+        return vid
+
+    def _new_dtensor_value(self, t: Any, producer: int | None, extra: dict[str, Any] | None,
+                           version: int | None) -> int:
+        """A DTensor: its global shape and its split (mesh, placements, per-device shape);
+        the bytes, device and storage of the local tensor this rank holds."""
+        shape, sharding, local_bytes = self.dist.describe(t)
+        local = t._local_tensor
+        measured: dict[str, Any] = {"device": _device_name(local.device)}
+        try:
+            measured["strides"] = list(t.stride())
+        except RuntimeError:
+            measured["layout"] = str(t.layout).removeprefix("torch.")
+        if not self.abstract:
+            measured["bytes"] = local_bytes
+        if extra:
+            measured.update(extra)
+        vid = self.b.value(shape, dtype_name(t.dtype), measured)
+        self.b.values[vid].sharding = sharding
+        measured["storage"] = self._storage_of(local, vid, weakref.ref(local))
+        self._producer.append(-1 if producer is None else producer)
+        self._born.append(len(self.b.nodes) if producer is None else producer + 1)
+        self._live[id(t)] = (weakref.ref(t), version, vid)
+        self.dist.remember_local(t, vid)
         return vid
 
     def _storage_of(self, t: _Tensor, vid: int, ref: Any) -> int:
@@ -393,8 +461,9 @@ class TorchTrace:
                 x, label=None if label is None else f"{label}{key}", _depth=_depth + 1, _count=count
             )
 
-        if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):
-            return {"dict": [[f, sub(getattr(obj, f), f".{f}")] for f in type(obj)._fields]}
+        fields: tuple[str, ...] | None = getattr(type(obj), "_fields", None) if isinstance(obj, tuple) else None
+        if fields is not None:  # a named tuple
+            return {"dict": [[f, sub(getattr(obj, f), f".{f}")] for f in fields]}
         if isinstance(obj, list):
             return {"list": [sub(x, f"[{i}]") for i, x in enumerate(obj)]}
         if isinstance(obj, tuple):
@@ -541,7 +610,7 @@ class TorchTrace:
             g = self.b.groups[gid]
             g.attrs["outputs"] = {"value": vid}
             if not self.abstract:
-                g.attrs["result_bytes"] = self.b.values[vid].measured["bytes"]
+                g.attrs["result_bytes"] = measured_fields(self.b.values[vid])["bytes"]
             return
         try:
             tree = self.structure(output)
@@ -554,11 +623,11 @@ class TorchTrace:
         if len(leaves) <= MAX_STRUCTURE_LEAVES:
             g.attrs["outputs"] = tree
         if not self.abstract:
-            g.attrs["result_bytes"] = sum(self.b.values[v].measured["bytes"] for v in leaves)
+            g.attrs["result_bytes"] = sum(measured_fields(self.b.values[v])["bytes"] for v in leaves)
 
     # ------------------------------------------------------------------ dispatch
 
-    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
+    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:  # noqa: C901
         if func in _BOOKKEEPING:  # asked of a fake tensor, never run as a kernel
             return func(*args, **(kwargs or {}))
         info = self._ops.get(func)
@@ -591,18 +660,21 @@ class TorchTrace:
                 a = args[i] if i < len(args) else (kwargs or {}).get(name)
                 if isinstance(a, _Tensor):
                     written.append(a)
-                elif type(a) in (list, tuple):
+                elif isinstance(a, (list, tuple)) and type(a) in (list, tuple):
                     written += [x for x in a if isinstance(x, _Tensor)]
             if self.statistics is not None and self.statistics.batched:
                 self._before_write(written)
         out = func(*args, **kwargs) if kwargs else func(*args)
-        self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None, written)
+        self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None, written,
+                     args, kwargs)
         return out
 
     def _before_write(self, written: list[_Tensor]) -> None:
         """An op is about to write to ``written``: values waiting in the statistics batch
         on their storages are measured first (their statistics are of the data they had)."""
         statistics = self.statistics
+        if statistics is None:
+            return
         for t in written:
             entry = self._live.get(id(t))
             if entry is not None and entry[0]() is t:
@@ -637,8 +709,23 @@ class TorchTrace:
         info = self._ops[func] = _OpInfo(name, kwarg_pos, written)
         return info
 
-    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,
-                written: list[_Tensor] | None = None) -> None:
+    def _operand_bytes(self, operands: list[Operand]) -> int | None:
+        """Bytes of the tensors at a collective's first argument (one rank's)."""
+        from ..graph.sharding import nbytes
+
+        total = 0
+        for o in operands:
+            if o.position != 0 or o.value is None:
+                continue
+            v = self.b.values[o.value]
+            got = nbytes(v.sharding["per_device_shape"] if v.sharding else v.shape, v.dtype)
+            if got is None:
+                return None
+            total += got
+        return total
+
+    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,  # noqa: C901
+                written: list[_Tensor] | None = None, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> None:
         b = self.b
         nid = len(b.nodes)
         if nid >= b.limits.max_ops:  # before creating the outputs' values
@@ -664,6 +751,9 @@ class TorchTrace:
                             outputs.append(self._produced(x, nid))
         elif out is not None:
             params["result"] = literal(out)
+        if info.name in COLLECTIVE_OPS:
+            params = dict(params)
+            params["collective"] = self.dist.collective(info.name, args, kwargs, self._operand_bytes(operands))
         if written:
             # Arguments written in place but not returned (BatchNorm's running stats,
             # _foreach_*_ lists): their new versions are outputs of this node too.
@@ -685,12 +775,12 @@ class TorchTrace:
             self._storage_writer[self._value_storage[vid]] = nid
         statistics = self.statistics
         if statistics is not None and t.is_floating_point():
-            if extra is None and src is not None and self._same_elements(vid, t, src_vid, src):
+            if extra is None and src is not None and src_vid is not None and self._same_elements(vid, t, src_vid, src):
                 # A view over exactly the elements of its input (t, transpose, view,
                 # detach …) has the input's statistics: share them, skip the reductions.
                 statistics.share(vid, src_vid)
             else:
-                statistics.measure(vid, t, self._value_storage[vid])
+                statistics.measure(vid, _measurable(t), self._value_storage[vid])
         if self.track_autograd and self.autograd.root is None:
             self.autograd.pending.add(vid)
         return vid
@@ -698,7 +788,7 @@ class TorchTrace:
     def _same_elements(self, vid: int, t: _Tensor, src_vid: int | None, src: _Tensor) -> bool:
         if src_vid is None or self._owns_storage[vid] or self._value_storage[vid] != self._value_storage[src_vid]:
             return False
-        if t.dtype != src.dtype or not self.statistics.known(src_vid):
+        if t.dtype != src.dtype or self.statistics is None or not self.statistics.known(src_vid):
             return False
         if t.numel() != src.numel() or t.storage_offset() != src.storage_offset():
             return False
@@ -739,7 +829,7 @@ class TorchTrace:
                     return lib_fid
                 return stop_fid
             code = f.f_code
-            kind = kinds.get(code, _UNSEEN)
+            kind: Any = kinds.get(code, _UNSEEN)
             if kind is _UNSEEN:
                 kind = kinds[code] = self._code_kind_of(code)
             if kind is not None and not kind[1]:  # workspace code
@@ -812,7 +902,7 @@ class TorchTrace:
                 continue
             head = vids[: MAX_ALIASES_LISTED + 1]  # a storage rewritten 10,000 times stays linear
             for vid in vids:
-                m = values[vid].measured
+                m = measured_fields(values[vid])
                 m["aliases"] = [v for v in head if v != vid][:MAX_ALIASES_LISTED]
                 if len(vids) - 1 > MAX_ALIASES_LISTED:
                     m["aliases_total"] = len(vids) - 1
@@ -827,7 +917,7 @@ class TorchTrace:
                 continue
             for vid in node.outputs:
                 if self._owns_storage[vid]:
-                    direct[node.group] += values[vid].measured["bytes"]
+                    direct[node.group] += measured_fields(values[vid])["bytes"]
         total = list(direct)
         for gid in range(len(groups) - 1, -1, -1):  # children come after their parents
             parent = groups[gid].parent
@@ -851,7 +941,7 @@ class TorchTrace:
         info.update(meta or {})
         if self.abstract and scope != ABSTRACT_FORWARD_SCOPE:
             raise ValueError(f"an abstract trace records scope {ABSTRACT_FORWARD_SCOPE!r}, not {scope!r}")
-        return self.b.build(
+        capture = self.b.build(
             backend=BACKEND_ABSTRACT if self.abstract else BACKEND,
             framework="torch",
             framework_version=torch.__version__,
@@ -865,9 +955,20 @@ class TorchTrace:
             outputs=outputs,
             meta=info,
         )
+        capture.meshes = self.dist.meshes
+        return capture
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _measurable(t: _Tensor) -> _Tensor:
+    """What statistics read: a DTensor's local tensor (this rank's shard; reducing the
+    DTensor itself would run collectives), any other tensor itself."""
+    if type(t) is _Tensor:
+        return t
+    local = getattr(t, "_local_tensor", None)
+    return local if isinstance(local, _Tensor) else t
 
 
 _DEVICE_NAMES: dict[Any, str] = {}

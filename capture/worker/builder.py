@@ -17,7 +17,7 @@ class GraphBuilder:
         self.nodes: list[Node] = []
         self.groups: list[Group] = []
         self.frames: list[Frame] = []
-        self._frame_ids: dict[tuple, int] = {}
+        self._frame_ids: dict[tuple[Any, ...], int] = {}
 
     def value(self, shape: Sequence[int | str], dtype: str, measured: dict[str, Any] | None = None) -> int:
         """Add a value; returns its id."""

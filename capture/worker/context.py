@@ -213,7 +213,7 @@ class CaptureContext:
 
     # ------------------------------------------------------------------ inputs
 
-    def materialize(self, section: str, make_tensor: MakeTensor) -> tuple[tuple, dict]:
+    def materialize(self, section: str, make_tensor: MakeTensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The literal ``args``/``kwargs`` of ``recipe.init`` (``section="init"``) or
         ``recipe.inputs`` (``"inputs"``) as Python objects, built by
         :func:`capture.worker.values.build_section`: statics stay Python values, ``none``
@@ -226,7 +226,7 @@ class CaptureContext:
             raise CaptureError("recipe", f"{section} uses factory {setup.factory!r}; call ctx.call_factory for it")
         return build_section(self.recipe, section, make_tensor, self.import_object)
 
-    def inputs_call(self, make_tensor: MakeTensor) -> tuple[tuple, dict]:
+    def inputs_call(self, make_tensor: MakeTensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The model's call arguments: the literal ``inputs`` materialized, or the
         ``inputs.factory`` called and normalized by :func:`normalize_inputs`."""
         if self.recipe.inputs.factory is not None:
@@ -295,7 +295,7 @@ def _walk(module: Any, module_name: str, qualname: str) -> Any:
     return obj
 
 
-def normalize_inputs(result: Any, ref: str = "inputs factory") -> tuple[tuple, dict]:
+def normalize_inputs(result: Any, ref: str = "inputs factory") -> tuple[tuple[Any, ...], dict[str, Any]]:
     """An inputs factory's result as ``(args, kwargs)``.
 
     ``{"args": (...), "kwargs": {...}}`` (either key may be omitted) gives those; any

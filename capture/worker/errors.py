@@ -7,7 +7,7 @@ workspace frames of its traceback; raise these when you know better.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 
 class CaptureError(Exception):
@@ -23,7 +23,7 @@ class CaptureError(Exception):
         self,
         stage: str,
         message: str,
-        details: dict[str, Any] | None = None,
+        details: Mapping[str, Any] | None = None,
         *,
         error_type: str | None = None,
     ) -> None:

@@ -17,9 +17,13 @@ class Limits:
     parent's deadline for the whole worker run (start, imports, tracing, result).
     ``max_saved_file_bytes``: the size of each file a recipe loads (a Torch
     ``init.checkpoint`` or ``inputs.fixture``), checked before it is read.
-    ``max_memory_bytes``: the worker's memory (``RLIMIT_DATA``: heap and private
-    mappings); 0, the default: no limit. Running out is a ``MemoryError`` failure that
-    names the limit."""
+    ``max_memory_bytes``: the capture's memory: each of its processes' private memory
+    (``RLIMIT_DATA``: heap and private mappings), and the shared memory they have mapped
+    in all (``MAP_SHARED``, ``/dev/shm`` and memfd files, System V segments: ``RssShmem``,
+    counted every 50 ms by the worker's keeper or the warm worker); 0, the default: no
+    limit. Running out is a ``MemoryError`` failure that names the limit (stage ``limit``
+    for shared memory). Not counted: files written to a tmpfs and not mapped (storage,
+    like a disk), and memory of processes started outside the capture's tree."""
 
     max_ops: int = 1_000_000
     max_values: int = 2_000_000
@@ -38,9 +42,9 @@ class Limits:
         """Known keys with positive numbers; anything else keeps the default."""
         if not data:
             return cls()
-        out = {}
+        out: dict[str, Any] = {}
         for f in fields(cls):
             v = data.get(f.name)
-            if type(v) in (int, float) and v > 0:
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
                 out[f.name] = float(v) if f.name == "max_seconds" else int(v)
         return cls(**out)

@@ -28,14 +28,20 @@ def main(argv: list[str] | None = None) -> int:
         from .zygote import serve  # the warm worker (capture.session.warm): one forked child per capture
 
         return serve(int(argv[2]))
+    memory = 0
+    if len(argv) == 4 and argv[2] == "--memory" and argv[3].isdigit():
+        memory = int(argv[3])  # the capture's memory limit: the keeper counts shared memory against it
+        argv = argv[:2]
     if len(argv) != 2 or argv[0] != "--fd" or not argv[1].isdigit():
-        print("usage: capture.worker --fd N (started by TensorViz, not by hand)", file=sys.stderr)
+        print("usage: capture.worker --fd N [--memory BYTES] (started by TensorViz, not by hand)", file=sys.stderr)
         return 2
-    from .procs import become_subreaper, die_with_parent, start_guardian
+    from .procs import keep_worker
 
-    die_with_parent()  # the CLI or server killed (even SIGKILL): so is this worker
-    become_subreaper()  # orphans of its children stay findable (the parent kills them)
-    start_guardian()  # and when it dies so, what the model started goes with it
+    # The process the CLI or server started stays behind as the worker's keeper (trusted
+    # code only): it dies with that parent, even by SIGKILL, and then kills the worker and
+    # every process below it, whatever session or environment they chose; this process
+    # goes on as the worker (and dies with its keeper).
+    keep_worker(memory)
     out = os.fdopen(int(argv[1]), "wb", buffering=0)
     faulthandler.enable(file=sys.stderr, all_threads=True)
     # Kept so that a MemoryError can still be reported: freed before building the failure.

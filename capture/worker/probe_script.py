@@ -21,10 +21,11 @@ if __name__ == "__main__":
     import os
     import re
     import sys
+    from typing import Any
 
     wanted = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
 
-    def version_of(name, location):
+    def version_of(name: str, location: str) -> str | None:
         folder = os.path.dirname(location)
         pattern = re.compile(r"^" + re.escape(name).replace("_", "[-_.]") + r"-([^-]+)\.(dist|egg)-info$", re.I)
         try:
@@ -37,17 +38,17 @@ if __name__ == "__main__":
                 return m.group(1)
         return None
 
-    def canonical(name):
+    def canonical(name: str) -> str:
         return re.sub(r"[-_.]+", "-", name).lower()
 
-    def shared_with_torch(name):
+    def shared_with_torch(name: str) -> bool:
         return name.startswith(("nvidia-", "cuda-")) or name == "triton" or name.startswith("pytorch-triton")
 
-    def torch_build():
+    def torch_build() -> list[list[str]] | None:
         """``[[name, version], …]``: torch first, then what its build could share."""
         from importlib import metadata
 
-        installed = {}  # canonical name -> (version, distribution); first on sys.path wins
+        installed: dict[str, tuple[str, Any]] = {}  # canonical name -> (version, distribution); first on sys.path wins
         for dist in metadata.distributions():
             try:
                 name = dist.metadata["Name"]

@@ -17,7 +17,9 @@ Used by both sides (stdlib only; the worker imports it too):
   that the parent did not already go. The kernel sends the signal when the *thread*
   that started the worker exits, so callers start workers from long-lived threads (the
   CLI's main thread, the language server's executor). What the worker started is then
-  killed by :func:`start_guardian`'s guardian (the warm resident does it itself).
+  killed by its keeper (:func:`keep_worker`: the process the parent started, a
+  subreaper above the worker that dies with the parent and first kills everything below
+  it); the warm resident, a subreaper too, does it itself.
 """
 
 from __future__ import annotations
@@ -328,8 +330,8 @@ def _adopted(since: int, marker: str | None, others: set[int] | None = None) -> 
             continue
         try:
             with open(f"/proc/{pid}/stat", "rb") as fh:
-                fields = fh.read()
-            fields = fields[fields.rindex(b")") + 2:].split()
+                stat = fh.read()
+            fields = stat[stat.rindex(b")") + 2:].split()
             sid, start = int(fields[3]), int(fields[19])
         except (OSError, ValueError, IndexError):
             continue
@@ -360,7 +362,7 @@ def _reap(pids: set[int], within: float = 1.0) -> None:
             time.sleep(0.002)
 
 
-def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),
+def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),  # noqa: C901
                      scan_seconds: float = KILL_SCAN_SECONDS) -> list[EscapedProcess]:
     """Kill worker ``root``'s group and every process that came from it, scanning again
     until a scan finds none: each escaped process's session and group are killed whole
@@ -502,6 +504,58 @@ def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
     return sorted(escaped.values(), key=lambda e: e["pid"])
 
 
+# --------------------------------------------------------------------------- shared memory
+
+#: How often the keeper (and the warm worker, for its capture child) looks at the shared
+#: memory a capture with a memory limit has mapped.
+SHARED_MEMORY_CHECK_S = 0.05
+
+
+def _children_of(pid: int) -> list[int]:
+    """``pid``'s children, from each of its threads' list (a child started from any thread)."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                out.extend(int(p) for p in fh.read().split())
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _shared_rss(pid: int) -> int:
+    """The shared memory ``pid`` has mapped and touched (``RssShmem``: MAP_SHARED
+    anonymous mappings, /dev/shm and memfd files, System V segments), in bytes."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"RssShmem:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def shared_memory_below(pid: int) -> int:
+    """The shared memory the processes below ``pid`` have mapped, in all (a segment two of
+    them map counts for each: never less than what is held). Linux; 0 elsewhere."""
+    total = 0
+    seen = {pid}
+    todo = _children_of(pid)
+    while todo:
+        child = todo.pop()
+        if child in seen:
+            continue
+        seen.add(child)
+        total += _shared_rss(child)
+        todo.extend(_children_of(child))
+    return total
+
+
 def release_worker(proc: Any, pump: "LogPump", read_fd: int) -> None:
     """After its process tree was killed: reap ``proc`` (bounded), close its stdin, stop
     its log pump and close the result pipe. Never blocks on a pipe."""
@@ -564,50 +618,109 @@ def die_with_parent(expected_parent: int | None = None, sig: int = signal.SIGKIL
     return ok
 
 
-def start_guardian(marker: str | None = None) -> int | None:
-    """Fork a small guardian of this worker (before any user code runs): it waits,
-    holding no pipe, and when this worker dies (killed with its parent, crashed, or done)
-    kills every process that carries the worker's marker. So a SIGKILLed CLI, whose
-    worker dies by ``PR_SET_PDEATHSIG``, still takes the processes the model started
-    along, also those in sessions of their own. Linux only; the guardian's pid, or None."""
-    marker = marker or os.environ.get(MARKER_ENV)
-    if not marker or not sys.platform.startswith("linux") or not hasattr(os, "fork"):
-        return None
-    worker = os.getpid()
+def keep_worker(memory_limit: int = 0) -> None:
+    """Split this process in two before any user code runs (Linux): the parent becomes
+    the worker's *keeper*, the child returns from this call and is the worker.
+
+    ``memory_limit`` (bytes, 0: none): the keeper also watches the shared memory the
+    processes below it have mapped (:func:`shared_memory_below`, every
+    :data:`SHARED_MEMORY_CHECK_S`), which the worker's ``RLIMIT_DATA`` does not count;
+    over the limit it kills them all and exits with
+    :data:`~capture.worker.protocol.EXIT_SHARED_MEMORY`.
+
+    The keeper runs only this function: a child subreaper (every process the worker's
+    tree orphans is re-parented to it once the worker is gone, whatever its session,
+    process group or environment), killed with its own parent's death by
+    ``PR_SET_PDEATHSIG`` (SIGTERM, which it handles). When the CLI or language server
+    that started it dies, even by SIGKILL, or when the worker exits, it kills every
+    process below it (:func:`kill_descendants`: parent links, then its adopted
+    orphans), then exits as the worker did (its status, or its signal), so the parent
+    sees the worker's own exit. It holds none of the worker's pipes.
+
+    A model's process can leave the keeper's tree only through a process outside it (a
+    daemon asked to start it, such as ``systemd-run`` or ``at``), or by killing the
+    keeper itself; that is beyond what TensorViz contains. Elsewhere (no ``fork``, no
+    ``prctl``) this returns at once and the worker runs without a keeper."""
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return
+    stop = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
+    watched = stop | {signal.SIGCHLD}
+    # Blocked before the fork: neither side may miss one, and the keeper takes them
+    # with sigwaitinfo (no Python handler, no race with a blocking wait).
+    signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    parent = os.environ.get(PARENT_ENV, "")
+    die_with_parent(int(parent) if parent.isdigit() else None, sig=signal.SIGTERM)
+    become_subreaper()
+    keeper = os.getpid()
     try:
-        pid = os.fork()
+        worker = os.fork()
     except OSError:
-        return None
-    if pid:
-        return pid
-    # The guardian: trusted code only, no pipes of the worker held.
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
+        return  # the worker runs without a keeper (its parent still kills its tree)
+    if worker == 0:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
+        die_with_parent(keeper)  # the keeper killed: so is the worker (it kills the rest)
+        become_subreaper()  # orphans of its children stay its children while it lives
+        return
+    _keep(worker, stop, memory_limit)
+
+
+def _keep(worker: int, stop: set[int], memory_limit: int = 0) -> None:
+    """The keeper's loop (see :func:`keep_worker`); never returns."""
+    from .protocol import EXIT_SHARED_MEMORY
+
+    status: int | None = None
+    watched = stop | {signal.SIGCHLD}
     try:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        os.closerange(3, 65536)
-
-        def worker_gone(signum: int, frame: Any) -> None:
-            try:  # not kill_worker_tree: this guardian is in the worker's group itself
-                for _ in range(6):
-                    procs = worker_processes(worker, marker)  # never this process
-                    if not procs:
-                        break
-                    for victim in procs:
-                        try:
-                            os.kill(victim, signal.SIGKILL)
-                        except (ProcessLookupError, PermissionError):
-                            pass
-                    time.sleep(0.01)
-            finally:
-                os._exit(0)
-
-        signal.signal(signal.SIGTERM, worker_gone)
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        die_with_parent(worker, sig=signal.SIGTERM)
-        while True:
-            signal.pause()
+        os.closerange(3, 65536)  # the result pipe and every other descriptor: the worker's alone
+        me = os.getpid()
+        while status is None:
+            if memory_limit:
+                info = signal.sigtimedwait(watched, SHARED_MEMORY_CHECK_S)
+                if info is None:
+                    if shared_memory_below(me) > memory_limit:
+                        kill_descendants()
+                        os._exit(EXIT_SHARED_MEMORY)
+                    continue
+            else:
+                info = signal.sigwaitinfo(watched)
+            if info.si_signo in stop:
+                break  # the parent died (or asked): the worker and everything below it go
+            while True:  # reap: the worker, or orphans re-parented here that exited
+                try:
+                    pid, raw = os.waitpid(-1, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if pid == 0:
+                    break
+                if pid == worker:
+                    status = raw
+        kill_descendants()
     except BaseException:
-        pass
-    os._exit(0)
+        try:
+            kill_descendants()
+        except BaseException:
+            pass
+    _exit_as(status)
 
+
+def _exit_as(status: int | None) -> None:
+    """Exit with the worker's wait ``status``: its code, or by its signal."""
+    if status is None:
+        os._exit(70)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the worker's crash, not a second core
+            signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+            os.kill(os.getpid(), sig)
+        except (OSError, ValueError):
+            pass
+        os._exit(128 + sig)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)

@@ -35,6 +35,11 @@ from typing import Any, BinaryIO, Iterator, Literal, NotRequired, TypedDict, Uni
 import msgpack
 
 PROTOCOL_VERSION = 1
+#: The exit status of a worker (its keeper, or the warm worker's report of its capture
+#: child) stopped because the capture's processes mapped more shared memory than its
+#: memory limit (``capture.worker.procs.shared_memory_below``): the parent's failure
+#: names the limit and what was mapped.
+EXIT_SHARED_MEMORY = 121
 _HEADER = struct.Struct(">I")
 MAX_CONTROL_FRAME = 16 * 1024 * 1024  # request, progress, failure
 

@@ -13,7 +13,7 @@ import os
 import re
 import sys
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from .memory_facts import available_memory, size_words
 from .protocol import (
@@ -28,6 +28,9 @@ from .protocol import (
     WorkerRequest,
 )
 
+if TYPE_CHECKING:
+    from ..graph.model import Failure, Frame
+    from .context import CaptureContext
 
 Send = Callable[[WorkerMessage], None]
 
@@ -41,7 +44,7 @@ def run_request(request: WorkerRequest, started: float, send: Send, reserve: byt
     # Shortly before the parent's deadline, dump every thread's stack to stderr: the
     # parent then reports where user code was stuck when it killed the worker.
     seconds_left = request.get("seconds_left")
-    if type(seconds_left) in (int, float) and seconds_left > 0.5:
+    if isinstance(seconds_left, (int, float)) and not isinstance(seconds_left, bool) and seconds_left > 0.5:
         faulthandler.dump_traceback_later(seconds_left - 0.3 - (time.monotonic() - started), exit=False)
 
     session = _Session(request, started, send)
@@ -50,7 +53,7 @@ def run_request(request: WorkerRequest, started: float, send: Send, reserve: byt
     except BaseException as exc:  # everything is reported; nothing escapes as a traceback only
         del reserve
         session.send_failure_for(exc)
-    return flush_and_exit(0)
+    flush_and_exit(0)
 
 
 # The worker's memory limit in bytes (0: none), set by _apply_memory_limit.
@@ -79,7 +82,7 @@ def _apply_memory_limit(request: WorkerRequest) -> None:
         print(f"tensorviz worker: the memory limit could not be set: {exc}", file=sys.stderr)
 
 
-def flush_and_exit(code: int) -> int:
+def flush_and_exit(code: int) -> NoReturn:
     """Flush stdout and stderr (what the parent's log still needs), then ``os._exit``."""
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -94,7 +97,7 @@ class _Session:
         self.request = request
         self.started = started
         self.send = send
-        self.ctx = None
+        self.ctx: CaptureContext | None = None
         self.framework = ""
         self.framework_version = ""
 
@@ -155,6 +158,7 @@ class _Session:
         from .errors import CaptureError, LimitExceeded
 
         ctx = self.ctx
+        assert ctx is not None, "finish() runs after run() made the context"
         if not isinstance(capture, Capture):
             raise CaptureError("trace", f"the {self.framework} capture returned {type(capture).__name__}, not a Capture")
         self.framework_version = capture.framework_version or self.framework_version
@@ -162,6 +166,11 @@ class _Session:
             if not capture.nodes:
                 raise CaptureError("trace", "the trace recorded no operations; nothing to show as a graph")
             ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), groups=len(capture.groups))
+            # What one device holds, for the model and every group (capture.graph.device_memory).
+            from ..graph.device_memory import annotate
+
+            ctx.progress("counting per-device memory", 0.97)
+            annotate(capture)
         capture.recipe = ctx.recipe.to_dict()
         # Where this interpreter's installed libraries live: the only folders a viewer
         # shows library frames' source lines from (capture.worker.libframes).
@@ -189,7 +198,7 @@ class _Session:
         # Ran out (not the estimate before a build, stage limit), also under another error.
         if (failure.type == "MemoryError" or _allocator_request(exc) is not None) and failure.stage != "limit":
             _describe_out_of_memory(failure, exc, self.ctx)
-        sources = []
+        sources: list[list[str]] = []
         if self.ctx is not None:
             try:
                 sources = [[s.path, s.sha256] for s in self.ctx.files.imported_sources(self.ctx.requested_sources)]
@@ -208,23 +217,25 @@ class _Session:
             self.send(message())
 
 
-def _failure_for(exc: BaseException, ctx: Any):
+def _failure_for(exc: BaseException, ctx: Any) -> Failure:
     """The failure record for ``exc``, its repeated frames (deep recursion) collapsed."""
     from ..graph.frame_repeats import collapse_failure
 
-    return collapse_failure(_failure_of(exc, ctx))
+    failure: Failure = collapse_failure(_failure_of(exc, ctx))
+    return failure
 
 
-def _failure_of(exc: BaseException, ctx: Any):
+def _failure_of(exc: BaseException, ctx: Any) -> Failure:
     from ..graph.model import Failure
     from .errors import CaptureError
 
     files = ctx.files if ctx is not None else None
 
-    def frames_of(e: BaseException):
+    def frames_of(e: BaseException) -> list[Frame]:
         if files is None:
             return []
-        return files.traceback_frames(e.__traceback__)
+        frames: list[Frame] = files.traceback_frames(e.__traceback__)
+        return frames
 
     if isinstance(exc, CaptureError):
         cause = exc.__cause__
@@ -246,7 +257,12 @@ def _failure_of(exc: BaseException, ctx: Any):
             frames=frames_of(exc),
         )
     if isinstance(exc, KeyboardInterrupt):
-        return Failure(type="KeyboardInterrupt", message="the capture was interrupted", stage="cancelled", frames=frames_of(exc))
+        # The worker runs in a session of its own: no terminal's Ctrl-C reaches it, and the
+        # parent cancels by killing it. An interrupt here is the model's own (raised, or a
+        # SIGINT it sent itself): a failure like any other, recorded, not a cancellation.
+        return Failure(type="KeyboardInterrupt",
+                       message="the model raised KeyboardInterrupt (or its process was sent SIGINT) during the capture",
+                       stage="trace", frames=frames_of(exc))
     message = _safe_str(exc)
     return Failure(type=_type_name(exc), message=message, stage="trace", frames=frames_of(exc))
 
@@ -262,7 +278,9 @@ def _allocator_request(exc: BaseException) -> tuple[str, int] | None:
     """``(allocator, bytes asked for)`` when ``exc`` (or what it was raised from) is an
     allocator's out-of-memory error."""
     seen = 0
-    while exc is not None and seen < 8:
+    cause: BaseException | None = exc
+    while cause is not None and seen < 8:
+        exc = cause
         text = _safe_str(exc)
         m = _CPU_ALLOCATOR.search(text)
         if m:
@@ -270,7 +288,7 @@ def _allocator_request(exc: BaseException) -> tuple[str, int] | None:
         m = _CUDA_ALLOCATOR.search(text)
         if m:
             return "cuda", int(float(m.group(1)) * _UNITS[m.group(2)])
-        exc = exc.__cause__ or exc.__context__
+        cause = exc.__cause__ or exc.__context__
         seen += 1
     return None
 
@@ -305,7 +323,7 @@ def _describe_out_of_memory(failure: Any, exc: BaseException, ctx: Any) -> None:
         available_bytes=available,
         memory_limit_bytes=_memory_limit,
         phase="capture",
-        abstract=AbstractOffer(evidence="abstract", key_path=f"profiles.{recipe.name}.evidence") if offer else None,
+        abstract=AbstractOffer(evidence="abstract", key_path=f"profiles.{getattr(recipe, 'name', '')}.evidence") if offer else None,
     )
     failure.details = {**(failure.details or {}), **details}
     if request is not None:

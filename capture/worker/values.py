@@ -49,7 +49,7 @@ ImportObject = Callable[[str], Any]
 
 def build_section(
     recipe: Recipe, section: str, make_tensor: MakeTensor, import_object: ImportObject
-) -> tuple[tuple, dict]:
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The literal ``args``/``kwargs`` of ``recipe.init`` (``section="init"``) or
     ``recipe.inputs`` (``"inputs"``) built as Python objects."""
     setup: CallSetup = getattr(recipe, section)
@@ -122,7 +122,7 @@ class _Builder:
             ) from exc
 
 
-def _binding_problem(fn: Any, args: tuple, kwargs: dict) -> str | None:
+def _binding_problem(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     """Why ``fn(*args, **kwargs)`` cannot bind, by its signature; None when it can or
     when ``fn`` has no signature to tell (a builtin, a C extension)."""
     try:

@@ -15,6 +15,7 @@ import sys
 import traceback
 from pathlib import Path
 from types import TracebackType
+from typing import Any, Sequence
 
 from ..graph.freshness import file_sha256
 from ..graph.model import Frame, Source
@@ -109,7 +110,7 @@ class WorkspaceFiles:
         sys.meta_path.insert(0, hasher)
         return hasher
 
-    def imported_sources(self, extra: list[str] = ()) -> list[Source]:
+    def imported_sources(self, extra: Sequence[str] = ()) -> list[Source]:
         """Every workspace file among the loaded modules (plus ``extra`` paths, and every
         file recorded by :meth:`record_import`, also when its import failed), with its
         sha256 as imported, else as now on disk, sorted by path."""
@@ -135,7 +136,7 @@ class ImportHasher(importlib.abc.MetaPathFinder):
     def __init__(self, files: WorkspaceFiles) -> None:
         self.files = files
 
-    def find_spec(self, fullname, path=None, target=None):  # type: ignore[override]
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         for finder in list(sys.meta_path):
             if finder is self:
                 continue
@@ -166,7 +167,7 @@ class _HashingLoader(importlib.machinery.SourceFileLoader):
         super().__init__(fullname, path)
         self._files = files
 
-    def get_code(self, fullname):  # type: ignore[override]
+    def get_code(self, fullname: str) -> Any:
         path = self.get_filename(fullname)
         data = self.get_data(path)
         self._files.record_import(path, data)

@@ -238,7 +238,9 @@ def _fork_capture(request: WorkerRequest, fd: int, send: Send) -> None:
         _child(request, fd, send, before, parent)
     # Wait for the child without reaping it, clear its process group (stray children
     # of user code), then reap: its group id cannot be reused meanwhile.
-    _wait_child(pid)
+    limits = request.get("limits") if isinstance(request.get("limits"), dict) else {}
+    memory = limits.get("max_memory_bytes") if type(limits.get("max_memory_bytes")) is int else 0
+    over = _wait_child(pid, memory)
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -256,8 +258,12 @@ def _fork_capture(request: WorkerRequest, fd: int, send: Send) -> None:
         code = os.waitstatus_to_exitcode(status)
     except ChildProcessError:
         code = -1
+    if over:
+        from .protocol import EXIT_SHARED_MEMORY
+
+        code = EXIT_SHARED_MEMORY
     _reap_all()
-    send(ExitedMessage(kind="exited", pid=pid, code=code, escaped=escaped))  # type: ignore[typeddict-item]
+    send(ExitedMessage(kind="exited", pid=pid, code=code, escaped=escaped))
 
 
 def _reap_all() -> None:
@@ -271,11 +277,15 @@ def _reap_all() -> None:
             return
 
 
-def _wait_child(pid: int) -> None:
+def _wait_child(pid: int, memory_limit: int = 0) -> bool:
     """Until ``pid`` exits (not reaped). Should the parent go away meanwhile (its end of
     stdin closes), kill the child's group and exit: a capture never outlives the
-    language server that asked for it."""
+    language server that asked for it. With a ``memory_limit``, the shared memory the
+    capture's processes map is counted against it (``RLIMIT_DATA`` does not): over it,
+    the child's group and everything below this process are killed, and True returned."""
     import select
+
+    from .procs import SHARED_MEMORY_CHECK_S, shared_memory_below
 
     try:
         pidfd = os.pidfd_open(pid)
@@ -285,11 +295,26 @@ def _wait_child(pid: int) -> None:
         poller = select.poll()
         poller.register(pidfd, select.POLLIN)
         poller.register(0, 0)  # hang-up and errors are always reported
+        tick = int(SHARED_MEMORY_CHECK_S * 1000) if memory_limit else None
         try:
             while True:
-                for fd, events in poller.poll():
+                ready = poller.poll(tick)
+                if not ready and memory_limit and shared_memory_below(os.getpid()) > memory_limit:
+                    try:
+                        os.killpg(pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    try:
+                        from .procs import kill_descendants
+
+                        kill_descendants(exclude=pid)
+                    except Exception:
+                        pass
+                    _wait_child(pid)
+                    return True
+                for fd, events in ready:
                     if fd == pidfd:
-                        return
+                        return False
                     if events & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
                         try:
                             os.killpg(pid, signal.SIGKILL)
@@ -307,11 +332,11 @@ def _wait_child(pid: int) -> None:
     while True:
         try:
             os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
-            return
+            return False
         except InterruptedError:
             continue
         except ChildProcessError:
-            return
+            return False
 
 
 def _child(request: WorkerRequest, fd: int, send: Send, before: set[str], parent: int) -> None:

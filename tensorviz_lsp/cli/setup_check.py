@@ -28,7 +28,7 @@ import difflib
 import re
 import shlex
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from capture.recipe import CallDesc, ListDesc, Recipe, RefDesc, StaticDesc, TupleDesc, ValueDesc
 from discovery.binding import bind
@@ -84,7 +84,7 @@ def setup_problems(recipe: Recipe, cand: "Candidate") -> list[SetupProblem]:
 
 
 def _section(
-    flag: str, callee: str, params: list[dict[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
+    flag: str, callee: str, params: Sequence[Mapping[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
     complete: bool, cand: "Candidate",
 ) -> list[SetupProblem]:
     b = bind(params, len(args), list(kwargs), complete=complete)
@@ -110,7 +110,7 @@ def _section(
     return out
 
 
-def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any]]) -> list[SetupProblem]:
+def _config_fields(recipe: Recipe, cand: "Candidate", fields: Sequence[Mapping[str, Any]]) -> list[SetupProblem]:
     """Keywords a workspace configuration class (a dataclass, NamedTuple, attrs or
     flax.struct class of the workspace, whose fields discovery read whole) does not take,
     for a call of that class given to its constructor parameter."""
@@ -149,7 +149,7 @@ def _config_fields(recipe: Recipe, cand: "Candidate", fields: list[dict[str, Any
 
 
 def _shape_like(
-    cand: "Candidate", inputs: list[dict[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
+    cand: "Candidate", inputs: Sequence[Mapping[str, Any]], args: Sequence[ValueDesc], kwargs: dict[str, ValueDesc],
 ) -> list[SetupProblem]:
     """A required tensor input (any Torch input, or token ids) given a Python tuple or
     list of numbers: a shape meant as a tensor, which the model would receive as a tuple."""
@@ -176,7 +176,7 @@ def _shape_like(
     return out
 
 
-def _signature(params: list[dict[str, Any]]) -> str:
+def _signature(params: Sequence[Mapping[str, Any]]) -> str:
     parts = []
     for p in params:
         if p.get("supplied_by"):
@@ -188,7 +188,7 @@ def _signature(params: list[dict[str, Any]]) -> str:
     return text if len(text) <= 80 else text[:77] + "…"
 
 
-def _what(p: dict[str, Any]) -> str:
+def _what(p: Mapping[str, Any]) -> str:
     cfg = p.get("config_class")
     if cfg:
         where = cfg["target"] or cfg["file"].rsplit("/", 1)[-1]
@@ -203,7 +203,7 @@ def _what(p: dict[str, Any]) -> str:
 _TYPED = {"int": "8", "float": "1.0", "bool": "true", "str": "'text'"}
 
 
-def example_value(p: dict[str, Any], flag: str) -> str:
+def example_value(p: Mapping[str, Any], flag: str) -> str:
     """A VALUE that is valid for parameter ``p`` (in its JSON contract), as a person
     would start from: token ids ``int64[1,16]``, a config class called with two of its
     fields (``GPTConfig(block_size=1024, vocab_size=50304)``), a literal of the

@@ -30,6 +30,9 @@
   ``forward`` parameter (``inputs.fixture_keys``); keyword ``--input``s join it. PATHs
   are relative to the current folder (or absolute) and must lie inside the workspace;
   they are saved workspace-relative;
+* ``--mesh AXES`` — run under a device mesh (``mesh = { data = 4, model = 2 }``):
+  ``data=4,model=2``, axis sizes major to minor, ``model=2:explicit`` for a JAX axis type;
+  ``--mesh none`` removes a saved mesh (:func:`mesh_table`);
 * ``--env NAME=VALUE`` (``tensorviz capture``/``open``) — environment for the worker only,
   e.g. ``JAX_ENABLE_X64=1`` for 64-bit JAX inputs; never saved in the profile.
 
@@ -72,7 +75,7 @@ from .shorthand_values import (  # noqa: F401
 )
 
 if TYPE_CHECKING:  # discovery (libcst) is imported when a command uses it
-    from discovery import Candidate
+    from discovery import CallInput, Candidate, SetupField
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +157,15 @@ def call_setup(arguments: list[str], what: str = "--input", resolve: Resolve | N
         name, sep, _ = text.partition("=")
         shown_name = name.strip() if sep and name.strip().isidentifier() else None
         try:
-            name, desc = parse_argument(text, resolve, what)
+            keyword, desc = parse_argument(text, resolve, what)
         except ShorthandError as exc:
             raise ArgumentError(what, shown_name, text, str(exc)) from None
-        if name is None:
+        if keyword is None:
             args.append(desc)
-        elif name in kwargs:
-            raise ArgumentError(what, name, text, f"{name} is given twice")
+        elif keyword in kwargs:
+            raise ArgumentError(what, keyword, text, f"{keyword} is given twice")
         else:
-            kwargs[name] = desc
+            kwargs[keyword] = desc
     return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
 
 
@@ -278,7 +281,7 @@ def names_for(target: Target, discovered: Discovered | None = None) -> Names:
     configs: dict[str, str] = {}
     if discovered is not None:
         cand = discovered.candidate
-        params = [*cand.setup_fields, *cand.call_inputs]
+        params: list["SetupField | CallInput"] = [*cand.setup_fields, *cand.call_inputs]
         for param in params:
             for cfg in _configs_in(param.config):
                 ref = cfg.target if cfg.library else model_ref_for(target.workspace, Path(cfg.file), cfg.qualname)
@@ -419,7 +422,22 @@ def _token_generators(data: dict[str, Any], texts: list[str], tokens: TokenIds) 
             slot["generator"] = {"kind": "randint", "low": 0, "high": high}
 
 
-def build_recipe(
+def mesh_table(text: str) -> dict[str, Any] | None:
+    """``--mesh data=4,model=2`` (``model=2:explicit`` for a JAX axis type) as the recipe's
+    ``mesh`` table; ``none`` is ``None`` (no mesh). The spelling is the recipe's own
+    (``capture.recipe.parse.mesh_text_table``); sizes and names are checked by the
+    recipe's validation."""
+    from capture.recipe.parse import mesh_text_table
+
+    if not text.strip():
+        raise ShorthandError("--mesh: give the axes, e.g. --mesh data=4,model=2 (or --mesh none)")
+    try:
+        return mesh_text_table(text)
+    except ValueError as exc:
+        raise ShorthandError(f"--mesh {text!r}: {exc}") from None
+
+
+def build_recipe(  # noqa: C901
     target: Target,
     *,
     inputs: list[str] | None = None,
@@ -437,6 +455,7 @@ def build_recipe(
     init_factory: str | None = None,
     inputs_factory: str | None = None,
     evidence: str | None = None,
+    mesh: str | None = None,
     resolve: Resolve | None = None,
     tokens: TokenIds | None = None,
 ) -> Recipe:
@@ -456,6 +475,7 @@ def build_recipe(
     A ``--fixture`` takes keyword ``--input``s as literal kwargs beside it.
     ``init_factory``/``inputs_factory`` are factory references (:func:`factory_ref`);
     ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``);
+    ``mesh`` the ``--mesh`` text (:func:`mesh_table`; ``"none"`` removes a saved mesh);
     ``resolve`` how a called name in a VALUE becomes a target (:func:`names_for`);
     ``tokens`` the token-id inputs discovery read (:class:`TokenIds`), whose ``int64[…]``
     without a generator draws ids below the vocabulary."""
@@ -515,6 +535,12 @@ def build_recipe(
             data.pop("evidence", None)
         else:
             data["evidence"] = evidence
+    if mesh is not None:
+        table = mesh_table(mesh)
+        if table is None:
+            data.pop("mesh", None)
+        else:
+            data["mesh"] = table
     recipe = Recipe.from_dict(data)
     explicit = framework is not None or (existing is not None and existing.framework_explicit)
     return replace(recipe, framework_explicit=explicit or recipe.framework != "torch")

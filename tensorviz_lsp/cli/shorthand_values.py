@@ -177,7 +177,7 @@ class _Reader:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
             inner = node.operand
             number = inner.value if isinstance(inner, ast.Constant) else _WORDS.get(getattr(inner, "id", "").lower())
-            if type(number) in (int, float):
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
                 return -number if isinstance(node.op, ast.USub) else number
             raise ShorthandError(f"{_text(node)}: only a number can have a sign")
         if isinstance(node, ast.Name):
@@ -451,7 +451,7 @@ def _package_of(workspace: Path, file: Path) -> str | None:
     return module if file.name == "__init__.py" else module.rpartition(".")[0]
 
 
-def _module_bindings(file: Path, package: str | None) -> dict[str, tuple[str, str]]:
+def _module_bindings(file: Path, package: str | None) -> dict[str, tuple[str, str]]:  # noqa: C901
     """The names a module binds at its top level (``if``/``try`` blocks included):
     ``("local", name)`` for what it defines or assigns, ``("module", "pkg.mod")`` for
     ``import pkg.mod as m`` (``import pkg.mod`` binds ``pkg``), ``("from", "pkg.mod:Name")``
@@ -462,7 +462,7 @@ def _module_bindings(file: Path, package: str | None) -> dict[str, tuple[str, st
         return {}
     out: dict[str, tuple[str, str]] = {}
 
-    def visit(body: list[ast.stmt]) -> None:
+    def visit(body: list[ast.stmt]) -> None:  # noqa: C901
         for node in body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 out[node.name] = ("local", node.name)

@@ -46,7 +46,7 @@ def escaped_output() -> Iterator[None]:
     """While inside: everything printed to ``sys.stdout`` and ``sys.stderr`` is escaped.
     (Bytes written to their ``buffer`` are not: the language server's protocol.)"""
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _EscapingStream(out), _EscapingStream(err)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = _EscapingStream(out), _EscapingStream(err)
     try:
         yield
     finally:

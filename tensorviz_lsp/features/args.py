@@ -7,7 +7,7 @@ where that is what a person would type (``:lsp-workspace-command`` in Helix).
 
 # No ``from __future__ import annotations``: cattrs structures on the real field types.
 import json
-from typing import Any, ClassVar, TypeVar
+from typing import Any, Callable, ClassVar, TypeVar
 
 import attrs
 import cattrs
@@ -16,6 +16,9 @@ from pygls.protocol import default_converter
 
 
 from ..feature import ArgumentError  # noqa: F401  (what wiring.py says as one line)
+
+# Every item of a list is a non-empty string (a list of package names).
+_EACH_NONEMPTY: Callable[[Any, Any, Any], Any] = attrs.validators.deep_iterable(min_len(1))
 
 
 def _exactly(kind: type):
@@ -147,7 +150,7 @@ class InstallArgs(CommandArgs):
 
     folder: str | None = None
     packages: list[str] | None = attrs.field(
-        default=None, validator=attrs.validators.optional(attrs.validators.deep_iterable(min_len(1)))
+        default=None, validator=attrs.validators.optional(_EACH_NONEMPTY)
     )
 
     COMMAND = "tensorviz.installDependencies"

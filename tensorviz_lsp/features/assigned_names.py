@@ -71,7 +71,7 @@ def _flatten(target: ast.expr) -> list[tuple[ast.expr, int | None, int]]:
     if isinstance(target, (ast.Tuple, ast.List)):
         n = len(target.elts)
         starred = any(isinstance(e, ast.Starred) for e in target.elts)
-        out = []
+        out: list[tuple[ast.expr, int | None, int]] = []
         for i, e in enumerate(target.elts):
             inner = e.value if isinstance(e, ast.Starred) else e
             if isinstance(inner, (ast.Name, ast.Attribute)):

@@ -144,6 +144,7 @@ class Candidates(Feature):
             self._report(uri, version, None)
             return result.candidates
         problem = await self.server.run_blocking(unreadable, text, result.errors)
+        good: tuple[str | None, list[Candidate]]
         if previous is not None and previous.good_text is not None:
             # Keep the last good result while the user types, for the lines they did not touch.
             candidates = carry_over(previous.good_candidates, previous.good_text, text)
@@ -151,7 +152,7 @@ class Candidates(Feature):
         else:
             candidates = await self._discover_above(text, path, root, problem)
             good = (None, [])
-        self._cache[uri] = _Entry(version, candidates, result.errors, *good, python, problem=problem)
+        self._cache[uri] = _Entry(version, candidates, result.errors, good[0], good[1], python, problem=problem)
         self._report(uri, version, problem)
         return candidates
 

@@ -157,6 +157,7 @@ class Dependencies(Feature):
         parsed = InstallArgs.parse(args)
         root = await self.trust.pick_folder(parsed.folder, "install capture dependencies for")
         interp = self.interpreters.for_root(root)
+        plan: InstallPlan | None
         if parsed.packages:
             plan = InstallPlan(interp.path, list(parsed.packages), default_command(interp.path, list(parsed.packages)))
         else:

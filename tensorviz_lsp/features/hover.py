@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from lsprotocol import types
 
@@ -56,7 +56,7 @@ def _contains(span: Any, pos: types.Position) -> bool:
     return (start.line, start.character) <= (pos.line, pos.character) <= (end.line, end.character)
 
 
-def _field(f: dict[str, Any]) -> str:
+def _field(f: Mapping[str, Any]) -> str:
     text = f"`{f['name']}"
     if f.get("annotation"):
         text += f": {f['annotation']}"
@@ -70,7 +70,7 @@ def _field(f: dict[str, Any]) -> str:
     return text
 
 
-def _listing(label: str, items: list[dict[str, Any]]) -> str | None:
+def _listing(label: str, items: Sequence[Mapping[str, Any]]) -> str | None:
     if not items:
         return None
     shown = ", ".join(_field(f) for f in items[:LIST_MAX])
@@ -143,6 +143,12 @@ class CandidateInfo(Feature):
         when = time.strftime("%H:%M", time.localtime(rec.captured_at))
         state = f"stale: {', '.join(rec.stale)} changed since" if rec.stale else "fresh"
         lines.append(f"Last capture at {when}: {_size(rec.capture)}; {state}")
+        mesh = lv.mesh_line(rec.capture)
+        if mesh:
+            lines.append(mesh)
+        memory = lv.figures_text(rec.capture.meta.get(lv.MEMORY_KEY))
+        if memory:
+            lines.append(f"Per device: {memory}")
         return "\n\n".join(lines)
 
     @hook
@@ -309,11 +315,18 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str 
         head = f"`return` on line {line} hands back"
     else:
         head = f"`{label}`, assigned on line {line}" + (
-            f", result {target.index + 1} of {target.count}" if names and target.count > 1 else "")
+            f", result {target.index + 1} of {target.count}" if names and target.count > 1 and target.index is not None
+            else "")
     parts.append(head + ":\n" + "\n".join(lv.value_lines(capture, picked, names, dtype=True)))
     if note:
         parts.append(note)
+    memory = lv.memory_lines(capture, lv.runs(entry)[0])
+    if memory:
+        parts.append("What one device holds:\n" + "\n".join(memory))
     parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
+    mesh = lv.mesh_line(capture)
+    if mesh:
+        parts.append(mesh)
     stale = lv.stale_text(rec, rel_path(rec.root, path) or str(path), fl.stale)
     if stale:
         parts.append(stale)

@@ -303,7 +303,7 @@ def place_hints(
             brief = _brief(capture, entry, memo)
             if brief[0]:  # (a line whose ops made no value has nothing to show)
                 shown[line0] = (fl, entry, brief)
-    out = []
+    out: list[tuple[types.InlayHint, Callable[[], str]]] = []
     stale_of: dict[int, str | None] = {}
     for line0 in sorted(shown):
         fl, entry, (labels, n_runs, bad) = shown[line0]

@@ -106,6 +106,16 @@ class InterpreterSelection(Feature):
             if not title or title not in choices:
                 return {"ok": False}
             python = choices[title] or DEFAULT_CHOICE
+        if python not in (DEFAULT_CHOICE, "reset"):
+            candidate = resolve_interpreter(root, self.server.settings_for(root), python)
+            if not candidate.exists:
+                # Nothing saved: the folder keeps the interpreter it had.
+                current = self.for_root(root)
+                self.server.show_message(
+                    f"TensorViz: {candidate.path} is not an executable file, so it was not selected; captures in "
+                    f"{root} still use {current.describe()}.", types.MessageType.Warning)
+                return {"ok": False, "reason": "not-executable", "python": candidate.path,
+                        "current": current.path, "origin": current.origin}
         data = read_json(self.store)
         key = str((root or Path.cwd()).resolve())
         if python in (DEFAULT_CHOICE, "reset"):

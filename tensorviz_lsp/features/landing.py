@@ -8,6 +8,8 @@ import functools
 import logging
 from typing import Any
 
+from lsprotocol import types
+
 from capture.session import SessionResult
 
 from ..feature import Feature
@@ -66,5 +68,18 @@ class GraphLanding:
         log.info("captured %s: %d nodes%s", qualname, len(capture.nodes), f", saved to {saved}" if saved else "")
         if show:
             await self.viewers.show_url(url, f"Graph of {qualname}")
-        return {"ok": True, "url": url, "capture": capture_id, "nodes": len(capture.nodes),
-                "file": str(saved) if saved else None}
+        answer: dict[str, Any] = {"ok": True, "url": url, "capture": capture_id, "nodes": len(capture.nodes),
+                                  "file": str(saved) if saved else None}
+        if result.problems:
+            answer["problems"] = list(result.problems)
+        if saved is None:
+            # The graph is on screen, but not kept (a full disk, a folder that cannot be
+            # written): that is no success to report.
+            message = "; ".join(result.problems) or "the graph file was not written"
+            answer.update(ok=False, reason="not-saved", message=message)
+            said = f"TensorViz: the graph of {qualname} is shown but was not saved: {message}"
+            if background:
+                log.warning("%s", said)
+            else:
+                self.server.show_message(said, types.MessageType.Warning)
+        return answer

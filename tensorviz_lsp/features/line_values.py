@@ -17,6 +17,9 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
+from capture.graph.device_memory import KEY as MEMORY_KEY
+from capture.graph.device_memory import figures_text, size_text
+from capture.graph.sharding import devices_text, mesh_text, nbytes, split_label
 from viewer.projection.body_templates import body_summary, template_line
 from viewer.projection.lines import group_label
 from viewer.projection.projection import value_label
@@ -96,10 +99,11 @@ def when(ts: float) -> str:
 def human_bytes(n: int) -> str:
     if n < 1024:
         return f"{n} B"
+    size = float(n)
     for unit in ("KiB", "MiB", "GiB", "TiB"):
-        n /= 1024.0
-        if n < 1024 or unit == "TiB":
-            return f"{n:.3g} {unit}"
+        size /= 1024.0
+        if size < 1024 or unit == "TiB":
+            return f"{size:.3g} {unit}"
     return f"{n} B"  # pragma: no cover
 
 
@@ -148,11 +152,55 @@ def value_lines(capture: Any, value_ids: list[int], names: list[str] | None = No
             head = f"`{names[k]}`: " + head
         if dtype:
             head += f" · {str(val.dtype).removeprefix('torch.')}"
+        split = split_text(val)
+        if split:
+            head += f" · {split}"
         m = measured_text(val.measured)
         out.append(f"- {head}" + (f" · {m}" if m else ""))
     if len(value_ids) > TOOLTIP_VALUES:
         out.append(f"- and {len(value_ids) - TOOLTIP_VALUES} more")
     return out
+
+
+def split_text(val: Any) -> str | None:
+    """How a value is split across a mesh: ``split `f32[8@data,16]` · per device `f32[2,16]`
+    (128 B)``; for a value whose shape is one device's already (a shard_map body, a
+    Torch local tensor): ``one device's shard of `f32[8@data,16]```. None when not split."""
+    sh = val.sharding
+    if not isinstance(sh, dict):
+        return None
+    pds = sh.get("per_device_shape") if isinstance(sh.get("per_device_shape"), list) else val.shape
+    size = nbytes(pds, val.dtype)
+    per = f"`{value_label(pds, val.dtype)}`" + (f" ({size_text(size)})" if size is not None else "")
+    if sh.get("local"):
+        if isinstance(sh.get("global_shape"), list):
+            return f"one device's shard of `{split_label(val.shape, val.dtype, sh)}`"
+        return "one device's value (inside a shard_map: shapes are per device)"
+    return f"split `{split_label(val.shape, val.dtype, sh)}` · per device {per}"
+
+
+def memory_lines(capture: Any, call: Any) -> list[str]:
+    """What one device holds for the module calls a line made (``self.down(h)``):
+    ``- `down` per device: params 1 KiB · inputs 128 B · activations 128 B``."""
+    out = []
+    for g in list(getattr(call, "groups", ()))[:4]:
+        if not 0 <= g < len(capture.groups):
+            continue
+        grp = capture.groups[g]
+        text = figures_text(grp.attrs.get(MEMORY_KEY)) if isinstance(grp.attrs, dict) else None
+        if text:
+            out.append(f"- `{group_label(capture, g) or grp.name}` per device: {text}")
+    return out
+
+
+def mesh_line(capture: Any) -> str | None:
+    """``Mesh data=4 × model=2 on 8 cpu devices, simulated …``; None without a mesh."""
+    meshes = getattr(capture, "meshes", None) or []
+    if not meshes:
+        return None
+    text = "Mesh " + "; ".join(f"`{mesh_text(m)}`" for m in meshes[:3])
+    devices = devices_text(getattr(capture, "devices", None))
+    return text + (f" on {devices}" if devices else "") + "."
 
 
 def provenance(capture: Any, entry: "LineEntry") -> str:

@@ -67,7 +67,7 @@ class RecaptureOnSave(Feature):
         self._tasks: dict[tuple[str, str], asyncio.Future] = {}
         #: What triggered each profile's newest run (file and its bytes' hash): the same
         #: save reported twice (didSave, then the file watcher) starts nothing new.
-        self._trigger: dict[tuple[str, str], tuple[str, str]] = {}
+        self._trigger: dict[tuple[str, str], tuple[str, str | None]] = {}
         #: Profiles whose last capture failed (or was not started: a source did not
         #: parse), with what to capture and the files a save of which tries again.
         self._failed: dict[tuple[str, str], tuple[CaptureTarget, set[Path]]] = {}

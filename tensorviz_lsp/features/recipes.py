@@ -167,7 +167,7 @@ class Recipes(Feature):
                                        profile=name, path=f"profiles.{name}.model"))
                 continue
             source = self.server.read_text(path) if path is not None else None
-            if source is None:
+            if source is None or path is None:
                 continue  # not a workspace file (an installed package): nothing to read
             found = await self.server.run_blocking(self.backends.discover, source, path, root,
                                                    self.interpreters.discovery_python(root))

@@ -14,12 +14,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from capture import recipe as recipe_model
 from capture.recipe import model_ref_for
 from capture.worker.protocol import NeededDim
 from discovery.binding import bind
+from discovery.results import CallInputJson
 
 from ..backends import Candidate
 
@@ -48,7 +49,13 @@ def _call_inputs(cand: Candidate) -> list[dict[str, Any]]:
     ]
 
 
-def _static_inputs(cand: Candidate) -> list[dict[str, Any]]:
+def _table(recipe: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """The saved profile's ``key`` table (``init``, ``inputs``); empty when it is not one."""
+    got = recipe.get(key)
+    return got if isinstance(got, dict) else {}
+
+
+def _static_inputs(cand: Candidate) -> list[CallInputJson]:
     """Required static JAX arguments (``static_argnames``): Python values of the trace,
     asked as fields (saved as keyword inputs)."""
     return [inp for inp in cand.inputs
@@ -80,6 +87,26 @@ EVIDENCE_WORDS = {
     "eager": "eager: run the model (measured statistics, strides and bytes)",
     "abstract": "abstract: shapes only, nothing computed (no parameter storage, for models larger than memory)",
 }
+
+
+#: What the setup form says under its Mesh field.
+MESH_HELP = ("Optional: run under a device mesh, axis=size major to minor (model=2:explicit for an explicit JAX "
+             "axis). On cpu the devices are simulated: JAX gets that many CPU devices, Torch a fake process group "
+             "of that many ranks; nothing runs on real devices and nothing is measured on them. Empty: no mesh.")
+
+
+def _mesh_text(table: Any) -> str:
+    """A saved ``mesh`` table in the field's spelling, ``data=4,model=2:explicit``."""
+    if not isinstance(table, dict):
+        return ""
+    parts = []
+    for name, spec in table.items():
+        if isinstance(spec, dict):
+            kind = spec.get("type", "auto")
+            parts.append(f"{name}={spec.get('size')}" + ("" if kind == "auto" else f":{kind}"))
+        else:
+            parts.append(f"{name}={spec}")
+    return ",".join(parts)
 
 
 def _evidence_choices() -> tuple[str, ...]:
@@ -127,7 +154,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
     ``viewer/static/panels/setup.js`` reads."""
     recipe = ctx.recipe
     cand = ctx.candidate
-    saved_inputs = recipe.get("inputs") if isinstance(recipe.get("inputs"), dict) else {}
+    saved_inputs = _table(recipe, "inputs")
     saved_args = list(saved_inputs.get("args") or [])
     saved_kwargs = dict(saved_inputs.get("kwargs") or {})
     jax = (recipe.get("framework") or cand.framework) == "jax"
@@ -155,7 +182,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         for entry in inputs:
             if entry["unknown"]:
                 needs.append(f"{entry['name']}: shape ({', '.join(entry['unknown'])})")
-    init = recipe.get("init") if isinstance(recipe.get("init"), dict) else {}
+    init = _table(recipe, "init")
     init_kwargs = init.get("kwargs") or {}
     fields = []
     for f in cand.setup_fields:
@@ -182,6 +209,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
                        "contract": INPUTS_CONTRACT},
         },
     }
+    form["mesh"] = {"value": _mesh_text(recipe.get("mesh")), "placeholder": "data=4,model=2", "help": MESH_HELP}
     choices = _evidence_choices()
     if choices and not jax:
         value = recipe.get("evidence") or choices[0]
@@ -197,7 +225,7 @@ def setup_needs(cand: Candidate, recipe: dict[str, Any]) -> list[dict[str, str]]
     required static inputs; a factory gives its whole section. The same binding as the
     CLI's checks (:func:`discovery.binding.bind`)."""
     out: list[dict[str, str]] = []
-    init = recipe.get("init") if isinstance(recipe.get("init"), dict) else {}
+    init = _table(recipe, "init")
     if not init.get("factory") and cand.kind != "jax_function":
         fields = cand.setup_fields
         b = bind(fields, len(init.get("args") or []), list(init.get("kwargs") or {}), complete=False)
@@ -205,7 +233,7 @@ def setup_needs(cand: Candidate, recipe: dict[str, Any]) -> list[dict[str, str]]
         for name in b.missing:
             if name not in grouped:
                 out.append({"path": f"init.kwargs.{name}", "message": f"{name}: needed by {cand.qualname}(...)"})
-    inputs = recipe.get("inputs") if isinstance(recipe.get("inputs"), dict) else {}
+    inputs = _table(recipe, "inputs")
     if not inputs.get("factory") and not inputs.get("fixture"):
         given = set(inputs.get("kwargs") or {})
         for inp in _static_inputs(cand):
@@ -215,7 +243,7 @@ def setup_needs(cand: Candidate, recipe: dict[str, Any]) -> list[dict[str, str]]
     return out
 
 
-def _field_entry(root: Path, f: dict[str, Any], path: str, saved: dict[str, Any]) -> dict[str, Any]:
+def _field_entry(root: Path, f: Mapping[str, Any], path: str, saved: dict[str, Any]) -> dict[str, Any]:
     """One form field for a setup field (or a static input, or a config class's field):
     its type and choices, the class's default, the saved value, and a config group."""
     name, default, annotation = f["name"], f.get("default_value"), f.get("annotation")
@@ -273,7 +301,8 @@ def _input_entry(info: dict[str, Any], desc: dict[str, Any] | None, path: str, *
     if desc is None or not isinstance(desc.get("shape"), list):
         unknown = ["all dimensions"]  # nothing described yet (a saved ``shape = []`` is a scalar)
     token = info.get("token")
-    dtype, generator = "float32", {"kind": "normal"}
+    dtype = "float32"
+    generator: dict[str, Any] = {"kind": "normal"}
     if token:
         # Token ids: integers below the vocabulary, never floats. JAX without x64 has no
         # int64 arrays (TensorViz refuses narrowing), so its ids are int32.

@@ -81,7 +81,7 @@ class Hit:
 
     @property
     def capture_id(self) -> int:
-        return int(self.lines.record.capture_id)
+        return viewed_id(self.lines.record)
 
     @property
     def root(self) -> Path:
@@ -283,7 +283,7 @@ class ShowInGraph(Feature):
         events = 0
         for fl in files:
             rec = fl.record
-            cid = int(rec.capture_id)
+            cid = viewed_id(rec)
             if self._pages(rec.root, cid) <= 0:
                 continue
             entry = fl.at(line0)
@@ -325,3 +325,11 @@ class ShowInGraph(Feature):
         if self._cursor_timer is not None:
             self._cursor_timer.cancel()
             self._cursor_timer = None
+
+
+def viewed_id(rec: Any) -> int:
+    """The viewer's id of a capture whose lines are indexed (only a viewed capture's are)."""
+    cid = rec.capture_id
+    if not isinstance(cid, int):
+        raise TypeError(f"capture {rec.profile!r} is not in the viewer")
+    return cid

@@ -78,12 +78,15 @@ class Trust(Feature):
         return False
 
     async def pick_folder(self, folder: str | None, purpose: str) -> Path | None:
-        """The folder an argument names (URI, path, or a file inside it), or ask."""
+        """The workspace folder an argument names (URI, path, or a file inside it), or ask.
+        A folder outside the workspace's folders counts only as a single file's folder:
+        one holding a document open in the editor (a server started without workspace
+        folders captures there); any other (``/etc``) is None."""
         if folder:
             root = self.server.folder_for(folder)
             if root is None:
                 path = self.server.path_of(folder)
-                root = path if path is not None and path.is_dir() else None
+                root = path if path is not None and path.is_dir() and self._holds_open_document(path) else None
             return root
         roots = self.server.folders()
         if len(roots) == 1:
@@ -94,9 +97,25 @@ class Trust(Feature):
         answer = await self.server.ask(f"TensorViz: which workspace folder to {purpose}?", names)
         return Path(answer) if answer else None
 
+    def _holds_open_document(self, folder: Path) -> bool:
+        """Whether a document open in the editor has ``folder`` as its own folder."""
+        try:
+            uris = list(self.server.workspace.text_documents)
+        except Exception:  # a host without a workspace yet
+            return False
+        return any(self.server.root_for(uri) == folder for uri in uris)
+
     async def trust_command(self, args: list[Any]) -> dict[str, Any]:
         parsed = FolderArgs.parse(args)
         root = await self.pick_folder(parsed.folder, "trust")
+        if root is None and parsed.folder:
+            # Only a folder of this workspace may be trusted: a client that names another
+            # (/etc) stores nothing.
+            self.server.show_message(
+                f"TensorViz: {parsed.folder} is not a folder of this workspace, so it was not trusted "
+                "(only the workspace's folders, or the folder of a file open in the editor, can be).",
+                types.MessageType.Warning)
+            return {"ok": False, "reason": "not-a-workspace-folder"}
         if root is None:
             self.server.show_message("TensorViz: no workspace folder to trust.", types.MessageType.Warning)
             return {"ok": False}

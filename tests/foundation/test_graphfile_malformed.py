@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import tracemalloc
 from array import array
 
@@ -166,50 +167,70 @@ def _body_mutation(good: bytes, mutate) -> bytes:
     unpacker.feed(good)
     header, body = unpacker.unpack(), unpacker.unpack()
     if header["version"] >= 3:
-        strings = body["strings"]
-        g = body["groups"]
-        attrs = unpack_maps(g["attrs"], strings, "groups.attrs").maps()
-        body["groups"] = [[strings[k], strings[n], p, a] for k, n, p, a in zip(
-            _unpacked(g["kind"]), _unpacked(g["name"]), _unpacked(g["parent"]), attrs)]
-        if body["values"]["measured"] is not None:
-            body["values"]["measured"] = unpack_maps(body["values"]["measured"], strings, "values.measured").maps()
+        _rows_of_map_columns(body)
     if header["version"] >= 2:
-        for table, columns in _PACKED.items():
-            for name in columns:
-                if type(body.get(table, {}).get(name)) is bytes:
-                    body[table][name] = _unpacked(body[table][name])
-        nodes = body["nodes"]
-        nodes["param_maps"] = [nodes["param_table"][k] for k in nodes.pop("param_index")]
-        del nodes["param_table"]
+        _unpack_columns(body)
     mutate(body)
     if header["version"] >= 2:
-        nodes = body["nodes"]
-        nodes["param_table"] = table = []
-        nodes["param_index"] = index = []
-        for pm in nodes.pop("param_maps"):
-            if pm not in table:
-                table.append(pm)
-            index.append(table.index(pm))
-        for name, columns in _PACKED.items():
-            for column in columns:
-                if type(body.get(name)) is dict and column in body[name]:
-                    body[name][column] = _repacked(body[name][column])
+        _pack_columns(body)
     if header["version"] >= 3:
-        strings = body["strings"]
-
-        def string(text):
-            if text not in strings:
-                strings.append(text)
-            return strings.index(text)
-
-        groups = body["groups"]
-        body["groups"] = {"kind": _repacked([string(x[0]) for x in groups]),
-                          "name": _repacked([string(x[1]) for x in groups]),
-                          "parent": _repacked([x[2] for x in groups]),
-                          "attrs": pack_maps([x[3] for x in groups], string)}
-        if isinstance(body["values"]["measured"], list):
-            body["values"]["measured"] = pack_maps(body["values"]["measured"], string)
+        _map_columns_of_rows(body)
     return msgpack.packb(header) + msgpack.packb(body)
+
+
+def _rows_of_map_columns(body) -> None:
+    """Version 3's groups and measured maps as version 2 lays them out."""
+    strings = body["strings"]
+    g = body["groups"]
+    attrs = unpack_maps(g["attrs"], strings, "groups.attrs").maps()
+    body["groups"] = [[strings[k], strings[n], p, a] for k, n, p, a in zip(
+        _unpacked(g["kind"]), _unpacked(g["name"]), _unpacked(g["parent"]), attrs)]
+    if body["values"]["measured"] is not None:
+        body["values"]["measured"] = unpack_maps(body["values"]["measured"], strings, "values.measured").maps()
+
+
+def _map_columns_of_rows(body) -> None:
+    """The groups and measured maps as version 3 stores them (after a mutation)."""
+    strings = body["strings"]
+
+    def string(text):
+        if text not in strings:
+            strings.append(text)
+        return strings.index(text)
+
+    groups = body["groups"]
+    body["groups"] = {"kind": _repacked([string(x[0]) for x in groups]),
+                      "name": _repacked([string(x[1]) for x in groups]),
+                      "parent": _repacked([x[2] for x in groups]),
+                      "attrs": pack_maps([x[3] for x in groups], string)}
+    if isinstance(body["values"]["measured"], list):
+        body["values"]["measured"] = pack_maps(body["values"]["measured"], string)
+
+
+def _unpack_columns(body) -> None:
+    """Version 2's packed integer columns as lists, its params as one map per node."""
+    for table, columns in _PACKED.items():
+        for name in columns:
+            if type(body.get(table, {}).get(name)) is bytes:
+                body[table][name] = _unpacked(body[table][name])
+    nodes = body["nodes"]
+    nodes["param_maps"] = [nodes["param_table"][k] for k in nodes.pop("param_index")]
+    del nodes["param_table"]
+
+
+def _pack_columns(body) -> None:
+    """The integer columns packed again, the params through a table of distinct maps."""
+    nodes = body["nodes"]
+    nodes["param_table"] = table = []
+    nodes["param_index"] = index = []
+    for pm in nodes.pop("param_maps"):
+        if pm not in table:
+            table.append(pm)
+        index.append(table.index(pm))
+    for name, columns in _PACKED.items():
+        for column in columns:
+            if type(body.get(name)) is dict and column in body[name]:
+                body[name][column] = _repacked(body[name][column])
 
 
 @pytest.mark.parametrize("mutate, expected", [
@@ -408,12 +429,18 @@ def _empty_lists_bomb(n: int, nodes: int) -> bytes:
     return header + b"\x81" + msgpack.packb("literals") + b"\xdd" + n.to_bytes(4, "big") + b"\x90" * n
 
 
+# A header that declares a small graph bounds the body by its counts; one that claims a
+# billion nodes lifts nothing: the body's own bytes bound it (issue 39 item 3).
+EMPTY_LISTS_REFUSAL = {10: "lists and maps, more than a graph of the size its header declares can",
+                       10**9: "more than 10x the body's"}
+
+
 @pytest.mark.parametrize("declared", [10, 10**9], ids=["honest-small-header", "header-claims-a-billion-nodes"])
 def test_a_file_of_empty_lists_is_refused_with_memory_bounded_by_its_size(declared):
     data = _empty_lists_bomb(4_000_000, declared)  # 4 MB; each empty list is 64 bytes decoded
     tracemalloc.start()
     try:
-        _reject(data, "lists and maps, more than a graph of the size its header declares can")
+        _reject(data, EMPTY_LISTS_REFUSAL[declared])
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -430,7 +457,7 @@ def test_a_version_2_file_of_empty_lists_is_refused_the_same(declared):
     assert b"\xa7version\x02" in data
     tracemalloc.start()
     try:
-        _reject(data, "lists and maps, more than a graph of the size its header declares can")
+        _reject(data, EMPTY_LISTS_REFUSAL[declared])
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -568,3 +595,165 @@ def test_real_sized_meta_stays_within_the_budget(version):
     cap.meta["notes"] = {f"layer{i}": {"kind": "dense", "shape": [64, 64], "scale": 0.5} for i in range(300)}
     back = graphfile.decode(graphfile.encode(cap, version=version), name="ok.tvg")
     assert back.meta["notes"]["layer299"]["shape"] == [64, 64]
+
+
+# ---------------------------------------------------------------- a header that lies (issue 39 item 3)
+
+_LETTERS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+
+def _runs(items: list[bytes], per_list: int = 4096) -> list[bytes]:
+    """``items`` (msgpack-encoded elements) cut into lists of ``per_list``: lists no
+    longer than a reader allows, so that only what they hold in all can refuse them."""
+    out = []
+    for i in range(0, len(items), per_list):
+        run = items[i:i + per_list]
+        out.append(b"\xdc" + len(run).to_bytes(2, "big") + b"".join(run))
+    return out
+
+
+def _two_letters(n):
+    return [b"\xa2" + bytes([_LETTERS[i % 64], _LETTERS[(i // 64) % 64]]) for i in range(n)]
+
+
+# Each shape takes many times its bytes in memory once decoded (13-64x, measured).
+LYING_SHAPES = {
+    "short strings": lambda n: _runs(_two_letters(n)),
+    "one-character strings outside Latin-1": lambda n: _runs([b"\xa2\xc4\x80"] * n),
+    "small negative integers": lambda n: _runs([b"\xd0\x9c"] * n),
+    "16-bit integers": lambda n: _runs([b"\xcd\x10\x00"] * n),
+    "one-string lists": lambda n: _runs([b"\x91" + s for s in _two_letters(n)]),
+    "one-entry maps": lambda n: _runs([b"\x81\xa1a\xc0"] * n),
+    "maps with new keys": lambda n: _runs([b"\x81" + k + b"\xc0" for k in _two_letters(n)]),
+    "empty lists": lambda n: _runs([b"\x90"] * n),
+}
+
+
+def _lying_file(shape: str, n: int, version: int) -> bytes:
+    """A file whose header declares ten million nodes, and whose body is only ``meta``:
+    ``n`` elements of ``shape``."""
+    header = msgpack.packb({"format": FORMAT_NAME, "version": version,
+                            "counts": {"nodes": 10**7, "values": 10**7, "groups": 10**6, "frames": 10**6}})
+    runs = LYING_SHAPES[shape](n)
+    return header + b"\x81" + msgpack.packb("meta") + b"\xdd" + len(runs).to_bytes(4, "big") + b"".join(runs)
+
+
+@pytest.mark.slow  # about 1 s each, traced
+@pytest.mark.parametrize("shape", list(LYING_SHAPES))
+def test_a_header_that_lies_about_its_counts_lifts_no_budget(shape, version):
+    """A 39 MB file declaring 10^7 nodes peaked at 1.08 GB (28x) before its refusal: the
+    decode's budget came from the header's counts, capped only by a count of elements
+    per byte. It follows what is decoded now: at most 10x the body's bytes, plus one list
+    not yet complete."""
+    data = _lying_file(shape, 300_000, version)
+    tracemalloc.start()
+    try:
+        text = _reject(data, "a hostile or corrupt file")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "10x" in text or "lists and maps" in text, text
+    # The budget, overshot by at most the list whose completion went over it.
+    bound = graphfile.MEMORY_PER_BYTE * len(data) + graphfile.MEMORY_BASE + (2 << 20)
+    assert peak <= bound, f"{shape}: peak {peak:,} bytes ({peak / len(data):.1f}x) for a {len(data):,}-byte file"
+
+
+@pytest.mark.slow
+def test_real_graph_files_decode_within_the_budget():
+    """What TensorViz writes stays well inside it: every real model capture of the tests
+    (both file versions), and a 20,000-node synthetic one with Torch's measured fields."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted((root / "tests" / "viewer" / "real_models" / "captures").glob("*.tvg"))
+    files.append(root / "tests" / "foundation" / "data" / "resnet18_linen.v1.tvg")
+    datas = [f.read_bytes() for f in files]
+    real = graphfile.read(files[0])
+    measured = [v.measured for v in real.values if v.measured]
+    synthetic = synthetic_capture(20_000, framework="torch")
+    for i, v in enumerate(synthetic.values):
+        v.measured = dict(measured[i % len(measured)])
+    datas += [graphfile.encode(synthetic, version=1), graphfile.encode(synthetic, version=2),
+              graphfile.encode(real, version=1)]
+    for data in datas:
+        head = msgpack.Unpacker()
+        head.feed(data)
+        head.unpack()
+        size = len(data) - head.tell()
+        charge = graphfile._MemoryCharge(1 << 60, 1 << 60, 1 << 60)
+        msgpack.unpackb(data[head.tell():], list_hook=charge.list_hook, object_hook=charge.object_hook,
+                        strict_map_key=True)
+        assert charge.used < 0.95 * graphfile.memory_budget(size), (charge.used / size)
+        graphfile.decode(data)
+
+
+# ---------------------------------------------------------------- killed writes (issue 39 item 6)
+
+_BLOCKED_WRITER = """
+import os, sys, time
+sys.path[:0] = sys.argv[3:]
+from pathlib import Path
+from capture.graph import graphfile
+from synthetic import synthetic_capture
+data = graphfile.encode(synthetic_capture(int(sys.argv[2])))
+real_fsync = os.fsync
+def stuck(fd):  # the write has its bytes out and waits: a kill now leaves its temporary
+    Path(sys.argv[1] + '.stuck').write_text('')
+    time.sleep(120)
+os.fsync = stuck
+graphfile.atomic_write(Path(sys.argv[1]), data)
+"""
+
+
+def _stuck_writer(target, nodes=2000):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen([sys.executable, "-c", _BLOCKED_WRITER, str(target), str(nodes), str(root),
+                             str(root / "tests")], env={**os.environ})
+    marker = Path(str(target) + ".stuck")
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the writer never got to its fsync"
+        time.sleep(0.02)
+    marker.unlink()
+    return proc
+
+
+def _temporaries(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+@pytest.mark.slow  # real writers, killed
+def test_a_killed_writes_temporary_goes_at_the_next_write_and_a_running_ones_stays(tmp_path):
+    """Killed .tvg writes left their temporaries for ten minutes (55 files, 130 MB): the
+    next write of the same file removes those of writes that were killed, at once, and
+    never one a write still under way holds, however old."""
+    import os
+    import signal
+
+    target = tmp_path / "g.tvg"
+    killed = [_stuck_writer(target) for _ in range(3)]
+    for proc in killed:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    running = _stuck_writer(target)
+    try:
+        assert len(_temporaries(tmp_path)) == 4
+        time.sleep(graphfile.ABANDONED_AFTER_SECONDS)  # the killed ones are a few seconds old, not ten minutes
+        graphfile.write(synthetic_capture(10), target)
+        (held,) = _temporaries(tmp_path)  # the running write's, only
+        old = time.time() - 3600  # age alone decides nothing while a writer holds it
+        os.utime(tmp_path / held, (old, old))
+        graphfile.write(synthetic_capture(12), target)
+        assert _temporaries(tmp_path) == [held]
+        assert len(graphfile.read(target).nodes) == 12
+    finally:
+        running.kill()
+        running.wait()
+    # Its writer gone too: the next write takes it.
+    graphfile.write(synthetic_capture(10), target)
+    assert _temporaries(tmp_path) == []

@@ -15,83 +15,11 @@ the registry gives (``capture/frameworks``); both sides import only the contract
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("capture", "discovery", "tensorviz_lsp", "viewer", "safe_read")
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def all_modules() -> dict[str, Path]:
-    return {module_name(p): p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))}
-
-
-def imported(name: str, path: Path, known: dict[str, Path]) -> set[str]:
-    """The repository modules ``name`` imports, by every statement in the file."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            targets = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                base_name = ".".join(base + ([node.module] if node.module else []))
-            else:
-                base_name = node.module or ""
-            # ``from pkg import sub`` imports the module pkg.sub when there is one.
-            targets = [f"{base_name}.{a.name}" if f"{base_name}.{a.name}" in known else base_name for a in node.names]
-        else:
-            continue
-        out.update(t for t in targets if t in known and t != name)
-    return out
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    counter = [0]
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+from tools.imports import (
+    PACKAGES, ROOT, all_modules, cycles, folder_graph, folder_of, imported, module_graph, python_files,
+)
 
 
 @pytest.mark.parametrize(
@@ -113,37 +41,12 @@ def test_the_check_sees_a_hidden_circle(tmp_path, b_text):
     assert cycles(graph) == [["pkg.a", "pkg.b"]]
 
 
-def module_graph() -> dict[str, set[str]]:
-    known = all_modules()
-    return {name: imported(name, path, known) for name, path in known.items()}
-
-
-def folder_of(name: str, known: dict[str, Path]) -> str:
-    """The folder (package) a module belongs to; a ``__main__`` module is its own."""
-    path = known[name]
-    if path.name == "__init__.py" or path.name == "__main__.py":
-        return name
-    return name.rpartition(".")[0]
-
-
-def folder_graph(graph: dict[str, set[str]], known: dict[str, Path]) -> dict[str, set[str]]:
-    folders: dict[str, set[str]] = {}
-    for name, targets in graph.items():
-        mine = folders.setdefault(folder_of(name, known), set())
-        for target in targets:
-            theirs = folder_of(target, known)
-            folders.setdefault(theirs, set())
-            if theirs != folder_of(name, known):
-                mine.add(theirs)
-    return folders
-
-
 def test_the_check_covers_every_package():
     """Every folder of Python code under the packages is in the graph (none skipped)."""
     known = all_modules()
     folders = {folder_of(n, known) for n in known}
     on_disk = {".".join(p.parent.relative_to(ROOT).parts) for package in PACKAGES
-               for p in (ROOT / package).rglob("*.py")}
+               for p in python_files(package)}
     assert on_disk <= folders
     for expected in ("capture.torch", "capture.jax", "capture.graph", "viewer.projection", "viewer.server",
                      "tensorviz_lsp.features", "tensorviz_lsp.cli.commands", "safe_read"):

@@ -51,7 +51,7 @@ def _imports(path: Path) -> list[tuple[int, str]]:
 
 
 def _py_files(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+    return sorted(p for p in (ROOT / package).rglob("*.py") if "node_modules" not in p.parts)
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))

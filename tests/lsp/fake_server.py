@@ -182,12 +182,7 @@ class FakeBackends:
         recipe = recipes["profiles"][job.profile]
         module = recipe["model"].split(":")[0]
         rel = module.replace(".", "/") + ".py"
-        sources = [Source(rel, hashlib.sha256((root / rel).read_bytes()).hexdigest())]
-        # A Torch checkpoint or fixture is a source too, as the real worker records it.
-        for section, key in (("init", "checkpoint"), ("inputs", "fixture")):
-            saved = (recipe.get(section) or {}).get(key)
-            if isinstance(saved, str) and (root / saved).is_file():
-                sources.append(Source(saved, hashlib.sha256((root / saved).read_bytes()).hexdigest()))
+        sources = _sources(root, rel, recipe)
         job.progress("starting worker", 0.1)
         (root / ".fake").mkdir(exist_ok=True)
         (root / ".fake" / "last-env.json").write_text(json.dumps(job.env))
@@ -196,18 +191,8 @@ class FakeBackends:
         )
         # What the model file said when this capture read it (tells runs apart).
         tag = re.search(r"# marker (\w+)", (root / rel).read_text())
-        if b.get("sleep"):
-            proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
-            log.info("fake worker started: pid %d", proc.pid)
-            deadline = time.monotonic() + b["sleep"]
-            while time.monotonic() < deadline and not job.cancel.is_set():
-                time.sleep(0.05)
-            if job.cancel.is_set():
-                os.killpg(proc.pid, 9)
-                proc.wait()
-                return Capture.failed_capture(Failure("Cancelled", "cancelled", stage="cancelled"))
-            proc.kill()
-            proc.wait()
+        if b.get("sleep") and not _slept(b["sleep"], job):
+            return Capture.failed_capture(Failure("Cancelled", "cancelled", stage="cancelled"))
         missing = b.get("missing")
         if missing:
             marker = root / ".fake" / "installed"
@@ -301,6 +286,33 @@ async def fake_reveal(ls, *args):
     from another thread, as its HTTP server does."""
     viewer = backends.viewers[ls.folders()[0]]
     return {"handled": "editor" if await ls.run_blocking(viewer.hooks.reveal, args[0]) else "viewer"}
+
+
+def _sources(root: Path, rel: str, recipe: dict) -> list[Source]:
+    """The model's file, and a Torch checkpoint or fixture too, as the real worker records them."""
+    sources = [Source(rel, hashlib.sha256((root / rel).read_bytes()).hexdigest())]
+    for section, key in (("init", "checkpoint"), ("inputs", "fixture")):
+        saved = (recipe.get(section) or {}).get(key)
+        if isinstance(saved, str) and (root / saved).is_file():
+            sources.append(Source(saved, hashlib.sha256((root / saved).read_bytes()).hexdigest()))
+    return sources
+
+
+def _slept(seconds: float, job: CaptureJob) -> bool:
+    """A worker process that runs ``seconds`` (a child of its own session, as a model's
+    would be); False when the capture was cancelled meanwhile (the process killed)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    log.info("fake worker started: pid %d", proc.pid)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not job.cancel.is_set():
+        time.sleep(0.05)
+    if job.cancel.is_set():
+        os.killpg(proc.pid, 9)
+        proc.wait()
+        return False
+    proc.kill()
+    proc.wait()
+    return True
 
 
 if __name__ == "__main__":

@@ -117,6 +117,11 @@ def profile(body: str) -> str:
                      "profiles.p.inputs.kwargs.x.generator.high", 5, "high must be greater than low", id="uniform"),
         pytest.param(profile('inputs = { args = [{ kind = "tensor", shape = [2], dtype = "uint8", generator = { kind = "full", value = 256 } }] }'),
                      "profiles.p.inputs.args[0].generator.value", 5, "uint8 holds 0 to 255", id="full-range"),
+        # Issue 39 item 6: a NaN or infinite fill was accepted (every value downstream NaN).
+        pytest.param(profile('inputs = { args = [{ kind = "tensor", shape = [2], dtype = "float32", generator = { kind = "full", value = nan } }] }'),
+                     "profiles.p.inputs.args[0].generator.value", 5, "expected a finite number, found nan", id="full-nan"),
+        pytest.param(profile('inputs = { args = [{ kind = "tensor", shape = [2], dtype = "float64", generator = { kind = "full", value = -inf } }] }'),
+                     "profiles.p.inputs.args[0].generator.value", 5, "expected a finite number, found -inf", id="full-inf"),
         pytest.param(profile('inputs = { args = [{ kind = "tensor", shape = [2], dtype = "int8", generator = { kind = "randint", low = 0, high = 1000 } }] }'),
                      "profiles.p.inputs.args[0].generator.high", 5, "int8 holds -128 to 127", id="randint-range"),
         pytest.param(profile('inputs = { args = [{ kind = "tensor", shape = [2], dtype = "int32", requires_grad = true }] }'),
@@ -198,3 +203,20 @@ def test_training_step_defaults_and_factories():
     assert r.factory_refs() == ["losses:ce", "opt:sgd"]
     assert Recipe.from_dict(r.to_dict()) == r
     assert Recipe.from_dict({"name": "p", "model": "m:f", "kind": "training_step"}).step.loss == "sum"
+
+
+@pytest.mark.parametrize("one_line", [True, False], ids=["one-line", "a-level-a-line"])
+def test_a_call_nested_too_deep_for_toml_names_its_line(one_line):
+    """Issue 39 item 6: a call nested 300 deep was refused by the TOML parser's recursion
+    limit without a line. The refusal names where the nesting goes deepest."""
+    inner = '{ kind = "tensor", shape = [2], dtype = "float32" }'
+    for _ in range(300):
+        inner = '{ kind = "call", target = "model:Cfg", args = [' + ("" if one_line else "\n") + inner + "] }"
+    text = 'version = 1\n\n[profiles.p]\nmodel = "model:Net"\n# a comment with { [ that counts for nothing\n' \
+           "init = { args = [" + inner + "] }\n"
+    with pytest.raises(RecipeError) as e:
+        load(text, "p")
+    err = e.value
+    assert "nested too deeply" in err.problem
+    assert err.line == (6 if one_line else 6 + 300), err.line
+    assert str(err).startswith(f"recipes.toml:{err.line}: ")

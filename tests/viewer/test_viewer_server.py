@@ -330,6 +330,34 @@ def test_an_uploaded_graph_file_keeps_workspace_sources_that_still_match(client,
     assert all(p.is_relative_to(workspace) for p in recorded)
 
 
+def test_a_source_admitted_by_its_hash_is_checked_again_when_served(workspace, static, tmp_path):
+    """Issue 39 item 6: a source a foreign graph file recorded was let in because its
+    sha256 matched when the file was loaded, and was still served after it changed. A
+    viewer that does not browse the workspace (``tensorviz view`` without --workspace)
+    serves it only while it still holds what was recorded."""
+    (workspace / "pkg").mkdir()
+    other = workspace / "pkg" / "other.py"
+    other.write_text("x = 1\n")
+    data = _hostile_graph_file(tmp_path, workspace, [Source("pkg/other.py", _sha(other))])
+    with ViewerServer(workspace=workspace, static_dir=static, browse_workspace=False) as server:
+        client = Client(server)
+        client.post("api/open?name=g.tvg", data, ctype="application/octet-stream")
+        status, _, text = client.get("api/source?file=pkg/other.py&line=1")
+        assert status == 200 and b"x = 1" in text
+        other.write_text("password = 'hunter2'\n")  # another file now, under the same name
+        status, _, text = client.get("api/source?file=pkg/other.py&line=1")
+        assert status == 404 and b"hunter2" not in text
+        assert server.resolve_source("pkg/other.py") is None
+        other.write_text("x = 1\n")  # what was recorded, again
+        assert server.resolve_source("pkg/other.py") == other.resolve()
+        # A capture the embedder made itself records its sources whatever they hold.
+        own = tiny_capture()
+        own.sources = [Source("pkg/other.py", "0" * 64)]
+        server.add_capture(own, trusted_sources=True)
+        other.write_text("y = 2\n")
+        assert server.resolve_source("pkg/other.py") == other.resolve()
+
+
 # --------------------------------------------------------------------------- POST checks
 
 
@@ -708,13 +736,13 @@ def test_undecodable_paths_are_404_and_deep_json_is_400(client):
 
 
 def test_only_the_newest_uploads_are_held(client, server, tmp_path, monkeypatch):
-    # Bounded by the uploads' bytes (issue 29 item 8), no longer by their number: here
-    # room for four files of this size.
+    # Bounded by the uploads' estimated memory (issue 29 item 8, issue 39 item 3), not by
+    # their number: here room for four files of this size.
     from viewer.server import app
 
     path = tmp_path / "g.tvg"
     graphfile.write(synthetic_capture(50), path)
-    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_BYTES", 4 * path.stat().st_size + 10)
+    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_MEMORY", 4 * app.held_upload_bytes(path.stat().st_size) + 10)
     ids = [client.post("api/open?name=g.tvg", path.read_bytes(), ctype="application/octet-stream")[1]["id"]
            for _ in range(4 + 2)]
     held = [c["id"] for c in client.json("api/captures")["captures"]]
@@ -728,7 +756,8 @@ def test_uploads_are_held_by_bytes_not_by_count(client, server, tmp_path, monkey
     small, large = tmp_path / "small.tvg", tmp_path / "large.tvg"
     graphfile.write(synthetic_capture(20), small)
     graphfile.write(synthetic_capture(4000), large)
-    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_BYTES", large.stat().st_size + 3 * small.stat().st_size)
+    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_MEMORY",
+                        app.held_upload_bytes(large.stat().st_size) + 3 * app.held_upload_bytes(small.stat().st_size))
 
     def upload(path):
         return client.post(f"api/open?name={path.name}", path.read_bytes(), ctype="application/octet-stream")[1]["id"]
@@ -743,3 +772,21 @@ def test_uploads_are_held_by_bytes_not_by_count(client, server, tmp_path, monkey
     alone2 = upload(large)  # over the bound alone: the newest is still held, nothing else uploaded
     held = [c["id"] for c in client.json("api/captures")["captures"]]
     assert held == [1, alone2] and alone not in held
+
+
+def test_many_small_uploads_are_bounded_by_what_they_hold(client, server, tmp_path, monkeypatch):
+    """Issue 39 item 3: 3,000 uploads of 14 KB were all held (42 MB of files, under the
+    old bound of 128 MiB of files) and took 453 MB: each held upload is counted for its
+    decoded capture and index (a multiple of its bytes) and for what any capture costs."""
+    from viewer.server import app
+
+    small = tmp_path / "small.tvg"
+    graphfile.write(synthetic_capture(20), small)
+    size = small.stat().st_size
+    assert app.held_upload_bytes(size) >= app.HELD_BYTES_PER_FILE_BYTE * size + app.HELD_BYTES_PER_CAPTURE
+    assert app.HELD_BYTES_PER_FILE_BYTE * size < app.HELD_BYTES_PER_CAPTURE  # the per-capture cost dominates
+    monkeypatch.setattr(app, "MAX_HELD_UPLOAD_MEMORY", 10 * app.held_upload_bytes(size))
+    ids = [client.post("api/open?name=small.tvg", small.read_bytes(), ctype="application/octet-stream")[1]["id"]
+           for _ in range(30)]
+    held = [c["id"] for c in client.json("api/captures")["captures"]]
+    assert held == [1] + ids[-10:]

@@ -69,6 +69,33 @@ def test_sys_exit_in_user_code_is_reported(workspace):
     assert frames(c) == [("crashy.py", 26, "exits")]
 
 
+@pytest.mark.slow  # three worker runs
+def test_a_keyboard_interrupt_the_model_raises_is_a_failure_written_like_any_other(workspace, tmp_path):
+    """Issue 39 item 6: it was reported as "cancelled" and no failure file was written. The
+    worker's own session keeps a terminal's Ctrl-C away from it, and a cancellation is the
+    parent killing it: an interrupt in the worker is the model's."""
+    from capture.graph import graphfile
+    from capture.session import CaptureRequest, run_session
+
+    (workspace / "interrupts.py").write_text(
+        "import os, signal\n\n\ndef raises(x):\n    raise KeyboardInterrupt\n\n\n"
+        "def signals(x):\n    os.kill(os.getpid(), signal.SIGINT)\n", encoding="utf-8")
+    for model, line, function in (("interrupts:raises", 5, "raises"), ("interrupts:signals", 9, "signals")):
+        c = capture(workspace, model)
+        f = c.failure
+        assert (f.stage, f.type) == ("trace", "KeyboardInterrupt"), f
+        assert "KeyboardInterrupt" in f.message and "cancel" not in f.message
+        assert frames(c)[-1] == ("interrupts.py", line, function)
+    (workspace / ".tensorviz").mkdir(exist_ok=True)
+    (workspace / ".tensorviz" / "recipes.toml").write_text(
+        'version = 1\n\n[profiles.interrupts]\nframework = "fake"\nmodel = "interrupts:raises"\n'
+        'inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32" }] }\n', encoding="utf-8")
+    out = tmp_path / "out.tvg"
+    result = run_session(CaptureRequest(workspace, "interrupts", trusted=True, output=out))
+    assert result.graph_file == out
+    assert graphfile.read(out).failure.type == "KeyboardInterrupt"
+
+
 def test_memory_error_is_reported_with_frames(workspace):
     c = capture(workspace, "crashy:out_of_memory")
     assert (c.failure.stage, c.failure.type) == ("trace", "MemoryError")

@@ -68,3 +68,66 @@ def test_the_setting():
     warnings = []
     assert Settings.from_config({"tensorviz": {"captureMemoryMB": -1}}, warn=warnings.append).capture_memory_mb == 0
     assert warnings
+
+
+SHARED = '''
+import mmap
+import os
+import time
+
+
+def _touch(m, size):
+    for offset in range(0, size, 4096):
+        m[offset] = 1
+
+
+def anonymous(x):
+    # MAP_SHARED memory is no "data" for RLIMIT_DATA: 2.5 GiB succeeded under --memory 1024.
+    size = 768 << 20
+    m = mmap.mmap(-1, size, flags=mmap.MAP_SHARED)
+    _touch(m, size)
+    time.sleep(5)
+    return x.relu()
+
+
+def in_a_child(x):
+    # The same in a forked child, whose own RLIMIT_DATA it is not either.
+    if os.fork() == 0:
+        size = 768 << 20
+        m = mmap.mmap(-1, size, flags=mmap.MAP_SHARED)
+        _touch(m, size)
+        time.sleep(30)
+        os._exit(0)
+    time.sleep(20)
+    return x.relu()
+
+
+def small(x):
+    m = mmap.mmap(-1, 16 << 20, flags=mmap.MAP_SHARED)
+    _touch(m, 16 << 20)
+    return x.relu()
+'''
+
+
+@pytest.mark.slow  # maps and touches some hundred MB
+@pytest.mark.parametrize("model", ["shared:anonymous", "shared:in_a_child"])
+def test_shared_memory_counts_under_the_limit(workspace, pool, model):
+    """Issue 39 item 5: the keeper (one-shot) and the warm worker (for its capture child)
+    count the shared memory the capture's processes map against ``--memory``, which
+    ``RLIMIT_DATA`` does not: over it, the capture stops with a failure saying so."""
+    (workspace / "shared.py").write_text(SHARED, encoding="utf-8")
+    limit = 192 << 20
+    c = run_capture(workspace, fake_recipe(model, tensor(2)), timeout=60, limits=Limits(max_memory_bytes=limit),
+                    warm=pool)
+    f = c.failure
+    assert f is not None, "768 MB of shared memory under a 192 MB limit went through"
+    assert (f.stage, f.type) == ("limit", "MemoryError"), f
+    assert "shared memory" in f.message and "192 MB" in f.message and "MAP_SHARED" in f.message
+    assert f.details["limit"] == "max_memory_bytes" and f.details["maximum"] == limit
+
+
+def test_a_little_shared_memory_under_the_limit_is_fine(workspace, pool):
+    (workspace / "shared.py").write_text(SHARED, encoding="utf-8")
+    c = run_capture(workspace, fake_recipe("shared:small", tensor(2)), timeout=60,
+                    limits=Limits(max_memory_bytes=192 << 20), warm=pool)
+    assert c.failure is None, c.failure

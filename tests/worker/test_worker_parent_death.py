@@ -34,6 +34,37 @@ def hang(x):
     print("sleepy: stuck", flush=True)
     while True:
         time.sleep(0.05)
+
+
+def _sleeper_argv():
+    return [sys.executable, "-c", "import time; time.sleep(120)"]
+
+
+def hang_env_cleared(x):
+    # Processes that keep neither the worker's environment (its marker) nor its session
+    # or process group (issue 39 item 2): a new session with env={}, and a double fork
+    # whose grandchild execs with an empty environment.
+    detached = subprocess.Popen(_sleeper_argv(), env={}, start_new_session=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    r, w = os.pipe()
+    first = os.fork()
+    if first == 0:
+        os.setsid()
+        second = os.fork()
+        if second == 0:
+            os.close(r)
+            os.write(w, str(os.getpid()).encode())
+            os.close(w)
+            os.execve(sys.executable, _sleeper_argv(), {})
+        os._exit(0)
+    os.close(w)
+    os.waitpid(first, 0)
+    grandchild = int(os.read(r, 32))
+    with open(os.environ["TV_PIDS"] + ".tmp", "w") as fh:
+        fh.write(f"{os.getpid()} {detached.pid} {grandchild}")
+    os.replace(os.environ["TV_PIDS"] + ".tmp", os.environ["TV_PIDS"])
+    while True:
+        time.sleep(0.05)
 '''
 
 RECIPES = """\
@@ -42,6 +73,11 @@ version = 1
 [profiles.sleepy]
 framework = "fake"
 model = "sleepy:hang"
+inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32" }] }
+
+[profiles.cleared]
+framework = "fake"
+model = "sleepy:hang_env_cleared"
 inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32" }] }
 """
 
@@ -54,14 +90,13 @@ def ws(workspace):
     return workspace
 
 
-def wait_pids(path: Path, proc: subprocess.Popen, timeout: float = 60) -> tuple[int, int]:
+def wait_pids(path: Path, proc: subprocess.Popen, timeout: float = 60) -> tuple[int, ...]:
     end = time.monotonic() + timeout
     while not path.exists():
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < end, "the model never ran"
         time.sleep(0.05)
-    worker, detached = (int(p) for p in path.read_text().split())
-    return worker, detached
+    return tuple(int(p) for p in path.read_text().split())
 
 
 def env_with(**extra: str) -> dict[str, str]:
@@ -81,7 +116,7 @@ def test_the_cli_handles_sigterm_and_sighup_like_ctrl_c(ws, tmp_path, sig):
         env=env_with(TV_PIDS=str(pids)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        worker, detached = wait_pids(pids, cli)
+        worker, detached = wait_pids(pids, cli)[:2]
         cli.send_signal(sig)
         _, err = cli.communicate(timeout=20)
         assert cli.returncode == 128 + sig, err
@@ -102,16 +137,44 @@ def test_a_sigkilled_cli_takes_its_worker_with_it(ws, tmp_path):
         env=env_with(TV_PIDS=str(pids)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     try:
-        worker, detached = wait_pids(pids, cli)
+        worker, detached = wait_pids(pids, cli)[:2]
         cli.kill()
         cli.wait()
         assert exited(worker, 5), f"the worker {worker} outlived the SIGKILLed CLI"
-        # The worker's guardian takes what the model started along.
+        # The worker's keeper takes what the model started along.
         assert exited(detached, 5), f"the worker's detached process {detached} outlived the SIGKILLed CLI"
     finally:
         if cli.poll() is None:
             cli.kill()
         _kill_quietly(detached if "detached" in locals() else None)
+
+
+@pytest.mark.slow  # a whole CLI run with a capture
+def test_a_sigkilled_cli_takes_processes_that_cleared_their_environment(ws, tmp_path):
+    """Issue 39 item 2: a process in a session of its own started with ``env={}``, and a
+    double-forked grandchild that execs with an empty environment, carry no marker and
+    no group of the worker's: they still end with a SIGKILLed CLI (4 of 4 survived)."""
+    pids = tmp_path / "pids"
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "tensorviz_lsp", "capture", "--workspace", str(ws), "--profile", "cleared",
+         "-o", str(tmp_path / "out.tvg"), "--timeout", "120"],
+        env=env_with(TV_PIDS=str(pids)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    started: tuple[int, ...] = ()
+    try:
+        started = wait_pids(pids, cli)
+        worker, detached, grandchild = started
+        assert b"TENSORVIZ_WORKER_ID" not in Path(f"/proc/{grandchild}/environ").read_bytes()
+        cli.kill()
+        cli.wait()
+        for pid, what in ((worker, "worker"), (detached, "env-less process in a session of its own"),
+                          (grandchild, "double-forked process that exec'd with an empty environment")):
+            assert exited(pid, 5), f"the {what} ({pid}) outlived the SIGKILLed CLI"
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+        for pid in started[1:]:
+            _kill_quietly(pid)
 
 
 SERVER = """
@@ -151,7 +214,7 @@ def test_a_killed_language_server_takes_its_workers_with_it(ws, tmp_path, mode):
     )
     detached = None
     try:
-        capture_pid, detached = wait_pids(pids, server)
+        capture_pid, detached = wait_pids(pids, server)[:2]
         started = [p for p in children(server.pid)]
         assert started, "the server started a worker"
         server.kill()

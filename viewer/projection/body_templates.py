@@ -18,8 +18,19 @@ from typing import Any
 BODY_KIND = "body"
 LOOP_TEMPLATE = "one iteration, as traced; not executed"
 BRANCH_TEMPLATE = "one branch, as traced; not executed"
+# A shard_map's body: not control flow, the program every device runs on its own shard.
+SHARD_TEMPLATE = "one device's program, as traced; every device runs it on its own shard"
 BODY_WORDING = ("not executed", "unexecuted body: a control-flow body as traced once (a template); "
                 "nothing says that it ran, nor how often")
+SHARD_WORDING = ("per device", "per-device body: the program every device of the mesh runs on its own shard, as "
+                 "traced once (shapes are one device's); a traced program, not executed")
+
+
+def body_wording(attrs: Any) -> tuple[str, str] | None:
+    """A shard_map body's own wording (it is no control flow); None for any other body."""
+    return SHARD_WORDING if isinstance(attrs, dict) and attrs.get("role") == "shard_map body" else None
+
+
 BODY_ROLE = ("body parameter: what a control-flow body receives in one traced iteration "
              "(it stands for a boundary operand or carry; it was never computed)")
 BODY_RESULT_ROLE = ("body result: what one traced iteration of a control-flow body hands on "
@@ -40,6 +51,8 @@ def body_groups(groups: Any, n_nodes: int) -> dict[int, int]:
 
 def template_label(attrs: dict) -> str:
     role = attrs.get("role")
+    if role == "shard_map body":
+        return SHARD_TEMPLATE
     return BRANCH_TEMPLATE if isinstance(role, str) and role.startswith("branch") else LOOP_TEMPLATE
 
 
@@ -52,6 +65,8 @@ def body_summary(g: int, attrs: dict, name: str) -> dict:
     for k in ("selected", "closed", "trip_count"):
         if isinstance(attrs.get(k), str):
             d[k] = attrs[k]
+    if type(attrs.get("devices")) is int:
+        d["devices"] = attrs["devices"]
     return d
 
 
@@ -60,6 +75,8 @@ def template_line(summary: dict) -> str:
     5 iterations (static)``."""
     bits = [summary["template"]]
     it = summary.get("iterations", "absent")
+    if type(summary.get("devices")) is int:
+        bits.append(f"{summary['devices']:,} devices")
     if type(it) is int:
         bits.append(f"{it:,} iteration{'s' if it != 1 else ''} (static)")
     elif it is None:

@@ -28,6 +28,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from capture.graph.tables import NodeTable, ValueTable
+
 from .index import ROOT
 from .names import group_title
 from .views import _DTYPE_BITS
@@ -57,8 +59,7 @@ def executed_totals(capture: Any) -> dict | None:
             in_body[g] = got
         return got
 
-    cols = getattr(capture.nodes, "columns", None)
-    group_of = cols().group if cols is not None else [-1 if n.group is None else n.group for n in capture.nodes]
+    group_of = NodeTable.of(capture.nodes).columns().group
     flops = moved = uncounted = 0
     for f, r, w, g in zip(c.flops, c.bytes_read, c.bytes_written, group_of):
         if g >= 0 and body(g):
@@ -95,7 +96,9 @@ class LayerCosts:
         z = [0] * (ng + 1)
         self.flops, self.read, self.written, self.uncounted = list(z), list(z), list(z), list(z)
         self.estimate = [False] * (ng + 1)
-        self.activations, self.peak, self.saved = list(z), list(z), list(z)
+        self.activations: list[float] = list(z)
+        self.peak: list[float] = list(z)
+        self.saved: list[float] = list(z)
         self.peak_at = -1
         self._saved_total = 0.0
         self._has_backward = False
@@ -156,10 +159,10 @@ class LayerCosts:
         value's: the allocation). A Torch value's memory is its storage (views and in-place
         results share their input's); a value a view op made (by its cost rule: a JAX
         reshape or broadcast) lives in its operand's; any other value is its own."""
-        values = self.capture.values
-        measured = _measured_column(values)
+        values = ValueTable.of(self.capture.values)
+        measured = values.measured_column()
         shape_of = _shapes(values)
-        dtype_of = _dtype_reader(values)
+        dtype_of = values.dtype_column().__getitem__
         ix = self.index
         producer = ix.producer
         c = self.cost
@@ -202,21 +205,7 @@ class LayerCosts:
         born = {k: producer[v] for k, v in first_seen.items() if producer[v] >= 0 and executed[producer[v]]}
         for k, i in born.items():
             self.activations[grp[i] + 1] += size[k]
-        # last use of each activation in the executed program; the outputs live to the end
-        last: dict[int, int] = dict(born)
-        in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
-        for i in range(n):
-            if not executed[i]:
-                continue
-            for r in in_ref[in_off[i]:in_off[i + 1]]:
-                if r >= 0:
-                    k = keys[r]
-                    if k in last and i > last[k]:
-                        last[k] = i
-        for v in ix.output_values:
-            k = keys[v]
-            if k in last:
-                last[k] = n
+        last = self._last_uses(born, keys, executed)
         delta = [0.0] * (n + 2)
         for k, i in born.items():
             delta[i] += size[k]
@@ -238,6 +227,37 @@ class LayerCosts:
         peak[0] = best
         # saved for backward: forward activations that backward ops read
         back = self._backward_nodes()
+        saved = self._saved_for_backward(born, keys, back)
+        for k in saved:
+            self.saved[grp[born[k]] + 1] += size[k]
+        self._up([self.saved])
+        self._saved_total = sum(size[k] for k in saved)
+        self._has_backward = bool(back)
+
+    def _last_uses(self, born: dict[int, int], keys: list[int], executed: list[bool]) -> dict[int, int]:
+        """The last use of each activation (by its memory's key) in the executed program;
+        the outputs live to the end."""
+        ix = self.index
+        n = ix.n_nodes
+        last: dict[int, int] = dict(born)
+        in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
+        for i in range(n):
+            if not executed[i]:
+                continue
+            for r in in_ref[in_off[i]:in_off[i + 1]]:
+                if r >= 0:
+                    k = keys[r]
+                    if k in last and i > last[k]:
+                        last[k] = i
+        for v in ix.output_values:
+            k = keys[v]
+            if k in last:
+                last[k] = n
+        return last
+
+    def _saved_for_backward(self, born: dict[int, int], keys: list[int], back: set[int]) -> set[int]:
+        """The memories of forward activations that the backward ops ``back`` read."""
+        in_off, in_ref = self.index.cols.in_off, self.index.cols.in_ref
         saved: set[int] = set()
         for i in back:
             for r in in_ref[in_off[i]:in_off[i + 1]]:
@@ -245,11 +265,7 @@ class LayerCosts:
                     k = keys[r]
                     if k in born and born[k] not in back:
                         saved.add(k)
-        for k in saved:
-            self.saved[grp[born[k]] + 1] += size[k]
-        self._up([self.saved])
-        self._saved_total = sum(size[k] for k in saved)
-        self._has_backward = bool(back)
+        return saved
 
     def _backward_nodes(self) -> set[int]:
         groups = self.capture.groups
@@ -263,11 +279,10 @@ class LayerCosts:
         """Per node, the dtype its arithmetic runs in: its first floating operand's, else its
         first result's."""
         if self._dtype is None:
-            values = self.capture.values
             ix = self.index
             in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
             out = []
-            dtype_of = _dtype_reader(values)
+            dtype_of = ValueTable.of(self.capture.values).dtype_column().__getitem__
             for i in range(ix.n_nodes):
                 d = None
                 for r in in_ref[in_off[i]:in_off[i + 1]]:
@@ -404,27 +419,9 @@ class LayerCosts:
         return group_title(self.capture.groups[g])
 
 
-def _measured_column(values: Any) -> list | None:
-    column = getattr(values, "measured_column", None)
-    if column is not None:
-        return column()
-    col = [v.measured for v in values]
-    return col if any(m is not None for m in col) else None
-
-
-def _shapes(values: Any) -> Callable[[int], list]:
-    cols = getattr(values, "shape_columns", None)
-    if cols is not None:
-        off, dims = cols()
-        return lambda v: dims[off[v]:off[v + 1]]
-    return lambda v: values[v].shape
-
-
-def _dtype_reader(values: Any) -> Callable[[int], str]:
-    column = getattr(values, "dtype_column", None)
-    if column is not None:
-        return column().__getitem__
-    return lambda v: values[v].dtype
+def _shapes(values: ValueTable) -> Callable[[int], list]:
+    off, dims = values.shape_columns()
+    return lambda v: dims[off[v]:off[v + 1]]
 
 
 def _value_bytes(shape: list, dtype: str) -> float:
@@ -455,34 +452,45 @@ def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_grou
     the run's sums with ``per_block`` the first repetition's; below a stack, the rows of
     its first repetition (``per_block: True``). Body groups (unexecuted control-flow
     templates) are listed under the group of their boundary node, marked ``template``."""
-    costs: LayerCosts = proj.costs()
-    ix = proj.index
-    groups = proj.capture.groups
-    structure = proj.structure()
-    listed_kinds = None if all_groups or not any(g.kind in TABLE_KINDS for g in groups) else TABLE_KINDS
-    times = costs.times(device) if device is not None and costs.available else None
-    total = max(costs.flops[0], 1)
+    table = _LayerTable(proj, depth, device, all_groups)
+    table.walk(ROOT, 1, False)
+    return table.rows
 
-    def shown(g: int) -> bool:
-        return listed_kinds is None or groups[g].kind in listed_kinds
 
-    def children(g: int) -> list[int]:
+class _LayerTable:
+    """The rows of :func:`layer_rows`, walked down the listed groups."""
+
+    def __init__(self, proj: Any, depth: int | None, device: Any, all_groups: bool) -> None:
+        self.proj, self.depth, self.device = proj, depth, device
+        self.costs: LayerCosts = proj.costs()
+        self.ix = proj.index
+        groups = self.groups = proj.capture.groups
+        self.structure = proj.structure()
+        self.listed_kinds = None if all_groups or not any(g.kind in TABLE_KINDS for g in groups) else TABLE_KINDS
+        self.times = self.costs.times(device) if device is not None and self.costs.available else None
+        self.total = max(self.costs.flops[0], 1)
+        self.rows: list[dict] = []
+        self.backward = [any(groups[x].kind in BACKWARD_KINDS for x in self.ix.chain[g]) for g in range(len(groups))]
+
+    def shown(self, g: int) -> bool:
+        return self.listed_kinds is None or self.groups[g].kind in self.listed_kinds
+
+    def children(self, g: int) -> list[int]:
         """The listed groups under ``g`` (through unlisted ones), in program order; bodies
         of the boundary nodes directly under it included."""
         out: list[int] = []
-        stack = list(reversed(_ordered_children(ix, g)))
+        stack = list(reversed(_ordered_children(self.ix, g)))
         while stack:
             c = stack.pop()
-            if shown(c):
+            if self.shown(c):
                 out.append(c)
             else:
-                stack.extend(reversed(_ordered_children(ix, c)))
+                stack.extend(reversed(_ordered_children(self.ix, c)))
         return out
 
-    rows: list[dict] = []
-    backward = [any(groups[x].kind in BACKWARD_KINDS for x in ix.chain[g]) for g in range(len(groups))]
-
-    def row(gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> dict:
+    def row(self, gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> dict:
+        costs, groups, proj, times, total, backward = self.costs, self.groups, self.proj, self.times, self.total, self.backward
+        device = self.device
         first = gs[0]
         grp = groups[first]
         slots = [g + 1 for g in gs]
@@ -538,8 +546,9 @@ def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_grou
                     r["stack"]["per_block"]["time"] = sum(times[s] for s in one)
         return r
 
-    def walk(g: int, level: int, per_block: bool) -> None:
-        kids = children(g)
+    def walk(self, g: int, level: int, per_block: bool) -> None:
+        costs, structure, depth, rows = self.costs, self.structure, self.depth, self.rows
+        kids = self.children(g)
         sigs = [structure.signature[c] for c in kids]
         repeats = {start: (period, count) for start, period, count in
                    _repeats(sigs, [not costs.in_body[c + 1] for c in kids])}
@@ -549,22 +558,19 @@ def layer_rows(proj: Any, depth: int | None = None, device: Any = None, all_grou
             if rep is not None:
                 period, count = rep
                 members = kids[i:i + period * count]
-                rows.append(row(members, level, per_block, rep))
+                rows.append(self.row(members, level, per_block, rep))
                 if depth is None or level < depth:
                     for c in kids[i:i + period]:  # the first repetition, per block
-                        rows.append(row([c], level + 1, True, None))
+                        rows.append(self.row([c], level + 1, True, None))
                         if depth is None or level + 1 < depth:
-                            walk(c, level + 2, True)
+                            self.walk(c, level + 2, True)
                 i += period * count
                 continue
             c = kids[i]
-            rows.append(row([c], level, per_block, None))
+            rows.append(self.row([c], level, per_block, None))
             if depth is None or level < depth:
-                walk(c, level + 1, per_block)
+                self.walk(c, level + 1, per_block)
             i += 1
-
-    walk(ROOT, 1, False)
-    return rows
 
 
 def _repeats(sigs: list[str], blocks: list[bool]) -> list[tuple[int, int, int]]:

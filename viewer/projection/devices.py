@@ -93,7 +93,7 @@ def _entries(doc: dict, where: str) -> dict[str, Device]:
         if not isinstance(entry, dict):
             raise DeviceError(f"{at} must be a table")
         bw = entry.get("bandwidth")
-        if type(bw) not in (int, float) or not bw > 0:
+        if not isinstance(bw, (int, float)) or isinstance(bw, bool) or not bw > 0:
             raise DeviceError(f"{at}.bandwidth must be a positive number of bytes per second")
         peaks = entry.get("peak_flops")
         if not isinstance(peaks, dict) or not peaks:

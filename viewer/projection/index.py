@@ -13,10 +13,10 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from itertools import compress
 from operator import ne
-from typing import Any
+from typing import Any, Sequence
 
-from capture.graph.graphfile import NodeTable
-from capture.graph.model import tree_leaves
+from capture.graph.tables import NodeTable
+from capture.graph.model import Node, tree_leaves
 
 from .body_templates import body_groups
 from capture.graph import gc_pause
@@ -38,32 +38,14 @@ class _Columns:
 
     Files read by :mod:`capture.graph.graphfile` already hold nodes as columns (``NodeTable``);
     those are used as they are. Captures built in memory (lists of ``Node``) are
-    turned into the same columns once.
+    turned into the same columns once (:meth:`NodeTable.of`).
     """
 
     __slots__ = ("op", "group", "frame", "in_off", "in_ref", "out_off", "out_ids", "opaque")
 
-    def __init__(self, nodes: Any) -> None:
-        if isinstance(nodes, NodeTable):
-            (self.op, self.group, self.frame, self.in_off, self.in_ref, self.out_off,
-             self.out_ids, self.opaque) = nodes.columns()
-            return
-        self.op = [n.op for n in nodes]
-        self.group = [-1 if n.group is None else n.group for n in nodes]
-        self.frame = [-1 if n.frame is None else n.frame for n in nodes]
-        self.in_off, self.in_ref, self.out_off, self.out_ids = [0], [], [0], []
-        lit = 0
-        for n in nodes:
-            for o in n.inputs:
-                if o.value is None:
-                    lit += 1
-                    self.in_ref.append(-lit)
-                else:
-                    self.in_ref.append(o.value)
-            self.in_off.append(len(self.in_ref))
-            self.out_ids += n.outputs
-            self.out_off.append(len(self.out_ids))
-        self.opaque = frozenset(n.id for n in nodes if n.opaque)
+    def __init__(self, nodes: Sequence[Node]) -> None:
+        (self.op, self.group, self.frame, self.in_off, self.in_ref, self.out_off,
+         self.out_ids, self.opaque) = NodeTable.of(nodes).columns()
 
 
 def _owners(offsets: list[int]) -> list[int] | range:
@@ -101,13 +83,16 @@ class GraphIndex:
         cols = self.cols = _Columns(cap.nodes)
         n = self.n_nodes = len(cols.op)
         n_values = self.n_values = len(cap.values)
-        groups = cap.groups
-        ng = len(groups)
-        grp = cols.group
+        self._group_tree(cap.groups, n)
+        self._subtree_counts(n, len(cap.groups))
+        self._values(n_values)
+        self._boundaries(len(cap.groups), n_values)
 
-        # group tree: parent, ancestor chain (top-level first, self last), children.
-        # An unexecuted body (viewer/projection/body_templates.py) is a tree of its own, opened from its
-        # boundary node: not a child of its parent group, not in its ancestors' counts.
+    def _group_tree(self, groups: list[Any], n: int) -> None:
+        """Parent, ancestor chain (top-level first, self last), children, direct nodes.
+        An unexecuted body (viewer/projection/body_templates.py) is a tree of its own, opened
+        from its boundary node: not a child of its parent group, not in its ancestors' counts."""
+        ng = len(groups)
         self.body_node = body_groups(groups, n)
         self.bodies_of: dict[int, list[int]] = {}
         for g, i in self.body_node.items():
@@ -120,7 +105,7 @@ class GraphIndex:
             while x != ROOT and chains[x] is None:
                 stack.append(x)
                 x = self.parent[x]
-            base = [] if x == ROOT else chains[x]
+            base: list[int] = [] if x == ROOT else chains[x] or []  # set: the walk stopped there
             for y in reversed(stack):
                 base = base + [y]
                 chains[y] = base
@@ -130,17 +115,19 @@ class GraphIndex:
             if g not in self.body_node:
                 self.child_groups[self.parent[g] + 1].append(g)
         self.direct_nodes: list[list[int]] = [[] for _ in range(ng + 1)]
-        for i, g in enumerate(grp):
+        for i, g in enumerate(self.cols.group):
             self.direct_nodes[g + 1].append(i)
 
-        # per group (slot g+1, slot 0 = root): subtree node count, opaque count, first/last node
+    def _subtree_counts(self, n: int, ng: int) -> None:
+        """Per group (slot g+1, slot 0 = root): subtree node count, opaque count, first/last node."""
+        cols, grp = self.cols, self.cols.group
         count = [len(d) for d in self.direct_nodes]
         opaque = [0] * (ng + 1)
         for i in cols.opaque:
             opaque[grp[i] + 1] += 1
         first = [d[0] if d else n + j for j, d in enumerate(self.direct_nodes)]
         last = [d[-1] if d else -1 for d in self.direct_nodes]
-        for g in sorted(range(ng), key=lambda g: len(chains[g]), reverse=True):
+        for g in sorted(range(ng), key=lambda g: len(self.chain[g]), reverse=True):
             if g in self.body_node:
                 continue
             p = self.parent[g] + 1
@@ -154,18 +141,24 @@ class GraphIndex:
         self.first = [f if f < n else n + j for j, f in enumerate(first)]
         self.last, self.node_count, self.opaque_count = last, count, opaque
 
-        # values: producer of each value; uses (sorted CSR by value id)
+    def _values(self, n_values: int) -> None:
+        """The producer of each value; its uses (operand refs sorted by value: a CSR)."""
+        cols = self.cols
         prod = self.producer = [-1] * n_values
         out_owner = _owners(cols.out_off)
         for v, i in zip(cols.out_ids, out_owner):
             prod[v] = i
         in_ref = cols.in_ref
-        in_owner = self.in_owner = _owners(cols.in_off)
+        self.in_owner = _owners(cols.in_off)
         order = sorted(range(len(in_ref)), key=in_ref.__getitem__)
         self.use_refs = [in_ref[k] for k in order]  # operand refs sorted by value (CSR of uses)
         self._use_order = order
 
-        # boundaries: values entering / leaving each group (ordered sets, slot g+1)
+    def _boundaries(self, ng: int, n_values: int) -> None:
+        """The values entering / leaving each group (ordered sets, slot g+1)."""
+        cap, cols, grp, prod = self.capture, self.cols, self.cols.group, self.producer
+        groups = cap.groups
+        in_ref, in_owner = cols.in_ref, self.in_owner
         self.bin: list[dict[int, None] | None] = [None] * (ng + 1)
         self.bout: list[dict[int, None] | None] = [None] * (ng + 1)
         n_lit = -min(in_ref, default=0) if in_ref else 0
@@ -197,10 +190,10 @@ class GraphIndex:
                 self._add(self.bout, x, v)
         for b in self.body_node:  # a body's results leave it, as a capture's outputs do
             for r in groups[b].attrs.get("results") or ():
-                v = r.get("value") if isinstance(r, dict) else None
-                if type(v) is int and 0 <= v < n_values and prod[v] >= 0:
-                    for x in self.chain[grp[prod[v]]]:
-                        self._add(self.bout, x, v)
+                rv = r.get("value") if isinstance(r, dict) else None
+                if type(rv) is int and 0 <= rv < n_values and prod[rv] >= 0:
+                    for x in self.chain[grp[prod[rv]]]:
+                        self._add(self.bout, x, rv)
 
     @staticmethod
     def _add(table: list, g: int, v: int) -> None:

@@ -129,27 +129,9 @@ class LineIndex:
         ix = proj.index
         frame_of_node = ix.cols.frame
         n_groups = len(groups)
-
-        # The frame a child group was called from (its call site), when a user line.
-        call_frame = [_NO_FRAME] * n_groups
-        for g, grp in enumerate(groups):
-            if g in ix.body_node:
-                continue  # a body is opened from its boundary op, not called on a line
-            f = grp.attrs.get("frame") if isinstance(grp.attrs, dict) else None
-            if type(f) is int and 0 <= f < len(frames) and user[f]:
-                call_frame[g] = f
-
-        # A library module called from a user line runs its ops "on" that line too (their
-        # innermost user frame is the call site): they belong to the call, not to a call
-        # of their own. So each group knows the lines its own and its ancestors' calls
-        # were made on, and items on those lines inside it are skipped.
+        call_frame = _call_frames(proj, user)
         line_of = [(fr.file, fr.line) for fr in frames]
-        covered: list[frozenset] = [frozenset()] * (n_groups + 1)
-        for g in sorted(range(n_groups), key=lambda g: len(ix.chain[g])):
-            parent = groups[g].parent
-            base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
-            f = call_frame[g]
-            covered[g + 1] = base | {line_of[f]} if f != _NO_FRAME and line_of[f] not in base else base
+        covered = _covered_lines(proj, call_frame, line_of)
 
         body_of = _bodies_holding(proj)
         live = _live_values(proj)
@@ -194,12 +176,12 @@ class LineIndex:
                     by_line.setdefault(key, []).append(call)
                     body_only[key] = body_only.get(key, True) and body >= 0
                 if r >= 0:
-                    call.nodes.append(r)  # type: ignore[union-attr]
-                    call.ops += 1  # type: ignore[union-attr]
+                    call.nodes.append(r)
+                    call.ops += 1
                 else:
                     called.add(f)
-                    call.groups.append(~r)  # type: ignore[union-attr]
-                    call.ops += node_count[~r + 1]  # type: ignore[union-attr]
+                    call.groups.append(~r)
+                    call.ops += node_count[~r + 1]
             if call is not None:
                 _finish(call, in_off, in_ref, out_off, out_ids, bin_, bout, live)
 
@@ -212,6 +194,36 @@ class LineIndex:
                     _cost(c, costs, proj.pages._group_params)
             files.setdefault(file, {})[line] = LineEntry(file, line, calls, body_only[(file, line)])
         return cls(files)
+
+
+def _call_frames(proj: "Projection", user: list[bool]) -> list[int]:
+    """The frame each group was called from (its call site), when a user line; else
+    ``_NO_FRAME``. A body is opened from its boundary op, not called on a line."""
+    frames, groups, ix = proj.capture.frames, proj.capture.groups, proj.index
+    call_frame = [_NO_FRAME] * len(groups)
+    for g, grp in enumerate(groups):
+        if g in ix.body_node:
+            continue
+        f = grp.attrs.get("frame") if isinstance(grp.attrs, dict) else None
+        if type(f) is int and 0 <= f < len(frames) and user[f]:
+            call_frame[g] = f
+    return call_frame
+
+
+def _covered_lines(proj: "Projection", call_frame: list[int], line_of: list[tuple[str, int]]) -> list[frozenset]:
+    """Per group slot, the lines its own and its ancestors' calls were made on. A library
+    module called from a user line runs its ops "on" that line too (their innermost user
+    frame is the call site): they belong to the call, not to a call of their own, so
+    items on those lines inside the group are skipped."""
+    groups, ix = proj.capture.groups, proj.index
+    n_groups = len(groups)
+    covered: list[frozenset] = [frozenset()] * (n_groups + 1)
+    for g in sorted(range(n_groups), key=lambda g: len(ix.chain[g])):
+        parent = groups[g].parent
+        base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
+        f = call_frame[g]
+        covered[g + 1] = base | {line_of[f]} if f != _NO_FRAME and line_of[f] not in base else base
+    return covered
 
 
 def _cost(call: LineCall, costs: Any, params_of: Any) -> None:
@@ -285,12 +297,13 @@ def _bodies_holding(proj: "Projection") -> dict[int, int]:
         return out
     groups = proj.capture.groups
     for g in range(len(groups)):
-        x, chain = g, []
+        x: int | None = g
+        chain = []
         while type(x) is int and 0 <= x < len(groups) and x not in out and x not in bodies:
             chain.append(x)
             x = groups[x].parent
         body = out.get(x, x if x in bodies else None) if type(x) is int else None
-        if body is not None:
+        if body is not None and x is not None:
             out.update(dict.fromkeys(chain, body))
             out.setdefault(x, x if x in bodies else body)
     return out

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from capture.graph.graphfile import ValueTable
+from capture.graph.tables import ValueTable
 from capture.graph.model import format_shape
+from capture.graph.sharding import short_dtype as _short_dtype
+from capture.graph.sharding import split_label
 
 from .body_templates import BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, parameter_names, result_names
 from .value_names import input_names, measured_name
@@ -33,23 +35,24 @@ _KIND_WORDING = {
     BODY_KIND: BODY_WORDING,
 }
 
-_SHORT_DTYPES = {
-    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
-    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "int4": "i4",
-    "uint64": "u64", "uint32": "u32", "uint16": "u16", "uint8": "u8", "uint4": "u4",
-    "complex64": "c64", "complex128": "c128", "bool": "bool",
-    "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
-}
-
-
 def short_dtype(dtype: str) -> str:
-    d = dtype[6:] if dtype.startswith("torch.") else dtype
-    return _SHORT_DTYPES.get(d, d)
+    """``f32`` for ``float32`` (``capture.graph.sharding``'s one table)."""
+    return _short_dtype(dtype)
 
 
-def value_label(shape: list, dtype: str) -> str:
-    """``f32[2,4]``: the text of an edge label."""
+def value_label(shape: list, dtype: str, sharding: Any = None) -> str:
+    """``f32[2,4]``: the text of an edge label; with the value's ``sharding``, how it is
+    split where its shape is shown (``f32[8@data,16]``, ``capture.graph.sharding``)."""
+    if isinstance(sharding, dict):
+        return split_label(shape, dtype, sharding)
     return short_dtype(dtype) + format_shape(shape)
+
+
+def device_label(shape: list, dtype: str, sharding: Any) -> str | None:
+    """What one device holds of a split value (``f32[2,16]``); None when it is not split."""
+    if not isinstance(sharding, dict):
+        return None
+    return split_label(shape, dtype, sharding, per_device=True)
 
 
 def group_wording(kind: str) -> tuple[str, str]:
@@ -117,7 +120,7 @@ class ValueNames:
         named = self.names.get(v)
         return named is not None and named[1] in WEIGHT_ROLES and self.producer[v] < 0
 
-    def _name_values(self) -> None:
+    def _name_values(self) -> None:  # noqa: C901
         """A human name and a role for every value entering the graph from outside.
 
         Only values no node produced are named (capture inputs, parameters, buffers,
@@ -134,13 +137,10 @@ class ValueNames:
         for v, name, path, role in input_names(self.capture.inputs, self.capture.meta):
             if 0 <= v < self.n_values and v not in structural:
                 structural[v] = (name, path, role)
-        values = self.capture.values
-        column = values.measured_column() if isinstance(values, ValueTable) else None
+        column = ValueTable.of(self.capture.values).measured_column()
 
         def measured(v: int) -> Any:
-            if isinstance(values, ValueTable):
-                return column[v] if column is not None else None
-            return values[v].measured
+            return column[v] if column is not None else None
 
         later: dict[int, int] = {}  # a new version of an outside tensor -> the version before
         constants: set[int] = set()
@@ -173,9 +173,9 @@ class ValueNames:
         consts = self.capture.meta.get("constants") if isinstance(self.capture.meta, dict) else None
         if isinstance(consts, list):
             for c in consts:
-                v = c.get("value") if isinstance(c, dict) else None
-                if type(v) is int and 0 <= v < self.n_values and self.producer[v] < 0:
-                    constants.add(v)
+                cv = c.get("value") if isinstance(c, dict) else None
+                if type(cv) is int and 0 <= cv < self.n_values and self.producer[cv] < 0:
+                    constants.add(cv)
         for v in constants:
             if v not in names:
                 names[v] = ("external" if self.capture.framework == "torch" else "const", "const")

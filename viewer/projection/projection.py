@@ -22,11 +22,15 @@ import threading
 from typing import Any
 
 from capture.graph import frame_repeats
-from capture.graph.graphfile import ValueTable
+from capture.graph.device_memory import KEY as MEMORY_KEY
+from capture.graph.device_memory import figures_text
+from capture.graph.tables import ValueTable
+from capture.graph.sharding import devices_text, mesh_text
 from capture.graph.model import Capture, Frame
 
 from capture.graph import gc_pause
 from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
+from .body_templates import body_wording
 from .cost import LayerCosts
 from .library_sources import short_path
 from .names import (  # noqa: F401
@@ -184,7 +188,7 @@ class Projection:
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, **filters: str | None) -> dict:
         """Search results for ``q`` (see :mod:`viewer.projection.search`); ``filters``:
-        ``op``, ``cls``, ``shape``, ``dtype``."""
+        ``op``, ``cls``, ``shape``, ``dtype``, ``axis`` (collectives over that mesh axis)."""
         try:
             return self.searcher.search(q, limit, **filters)
         except SearchError as exc:
@@ -258,7 +262,7 @@ class Projection:
             raise NotFound("the root is not a group; ask for its children")
         self._check_group(g)
         grp = self.capture.groups[g]
-        short, long = group_wording(grp.kind)
+        short, long = body_wording(grp.attrs) or group_wording(grp.kind)
         bin_, bout = sorted(self.index.bin[g + 1] or ()), sorted(self.index.bout[g + 1] or ())
         return {
             "id": g, "kind": grp.kind, "name": grp.name, "attrs": grp.attrs,
@@ -274,7 +278,9 @@ class Projection:
             },
             "inputs": [self.values.full(v) for v in bin_[:USES_CAP]], "inputs_total": len(bin_),
             "outputs": [self.values.full(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
-            **({"cost": {**self.costs().group(g), "params": self.pages._group_params(g)}}
+            **({"memory": figures_text(grp.attrs.get(MEMORY_KEY))}
+               if isinstance(grp.attrs, dict) and figures_text(grp.attrs.get(MEMORY_KEY)) else {}),
+            **({"cost": {**(self.costs().group(g) or {}), "params": self.pages._group_params(g)}}
                if self.capture.cost is not None else {}),
         }
 
@@ -330,11 +336,24 @@ class Projection:
             "inputs": self._tree(cap.inputs), "outputs": self._tree(cap.outputs),
             "sources": [{"path": s.path, "sha256": s.sha256} for s in cap.sources],
             "recipe": cap.recipe, "failure": failure, "meta": cap.meta,
+            "meshes": cap.meshes, "devices": cap.devices, **self._mesh_words(),
             "measured": self._measured(), "vocabulary": vocabulary(),
             "trunk": self._trunk_summary() if cap.failure is None else [],
             "cost": self.cost_summary() if cap.failure is None else {"available": False},
         }
 
+    def _mesh_words(self) -> dict:
+        """The mesh legend's text, worded once here for the browser (``mesh_text``)."""
+        cap = self.capture
+        if not cap.meshes:
+            return {}
+        return {"mesh_legend": {"meshes": [{"id": i, "text": mesh_text(m), "devices": m.get("devices"),
+                                            "kind": m.get("kind"), "origin": m.get("origin")}
+                                           for i, m in enumerate(cap.meshes)],
+                                "devices": devices_text(cap.devices),
+                                "simulated": bool(isinstance(cap.devices, dict) and cap.devices.get("simulated")),
+                                "memory": cap.meta.get(MEMORY_KEY) if isinstance(cap.meta.get(MEMORY_KEY), dict)
+                                else None}}
     def cost_summary(self) -> dict:
         """What the whole capture costs (``api/capture``'s ``cost``): totals, memory, the
         uncounted ops by name, and the conventions in words."""
@@ -365,10 +384,7 @@ class Projection:
                 for g in self.trunk()]
 
     def _measured(self) -> bool:
-        values = self.capture.values
-        if isinstance(values, ValueTable):  # a file's values: one column, maybe absent
-            return values.measured_any()
-        return any(v.measured is not None for v in values)
+        return ValueTable.of(self.capture.values).measured_any()  # no map built
 
     def _tree(self, tree: Any) -> Any:
         if "value" in tree:

@@ -1,7 +1,8 @@
 """Search over a capture (:class:`Search`): modules by path and class, op names, value
-names, value shapes (``f32[2,4]``) and source locations (``model.py:12``), narrowed by
-filters (op, class, shape, dtype), as a bounded list of results grouped by the layer
-that holds them.
+names, value shapes (``f32[2,4]``), source locations (``model.py:12``) and, in a program
+split across devices, collectives by the mesh axis they run over (``data``, or
+``collective`` for all of them), narrowed by filters (op, class, shape, dtype, axis), as
+a bounded list of results grouped by the layer that holds them.
 
 A query is at most :data:`MAX_QUERY` characters and every pattern that reads it runs in
 linear time (no regular expression with nested or adjacent quantifiers over the same
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from capture.graph.graphfile import ValueTable
+from capture.graph.tables import ValueTable
 
 from .index import ROOT
 from .names import group_sublabel, group_title, short_dtype
@@ -24,7 +25,8 @@ from .value_names import ROLE_WORDS
 DEFAULT_SEARCH_LIMIT = 50
 MAX_SEARCH_LIMIT = 1000
 MAX_QUERY = 256  # characters of a query or of one filter
-FILTER_KEYS = {"op": "op", "class": "cls", "shape": "shape", "dtype": "dtype"}
+FILTER_KEYS = {"op": "op", "class": "cls", "shape": "shape", "dtype": "dtype", "axis": "axis"}
+COLLECTIVE_WORDS = ("collective", "collectives")
 
 
 class SearchError(ValueError):
@@ -46,7 +48,9 @@ class _Filters:
     """What every result must satisfy: its op (or its producer's), a class among the
     groups holding it, an output (or its own) shape and dtype."""
 
-    def __init__(self, op: str | None, cls: str | None, shape: str | None, dtype: str | None) -> None:
+    def __init__(self, op: str | None, cls: str | None, shape: str | None, dtype: str | None,
+                 axis: str | None = None) -> None:
+        self.axis = axis if axis else None
         self.op = op.lower() if op else None
         self.cls = cls.lower() if cls else None
         self.dims: tuple | None = None
@@ -60,11 +64,11 @@ class _Filters:
                 self.dtype = self.dtype or shape_dtype
 
     def __bool__(self) -> bool:
-        return any(x is not None for x in (self.op, self.cls, self.dims, self.dtype))
+        return any(x is not None for x in (self.op, self.cls, self.dims, self.dtype, self.axis))
 
     def echo(self) -> dict:
         return {"op": self.op, "class": self.cls, "shape": list(self.dims) if self.dims is not None else None,
-                "dtype": self.dtype}
+                "dtype": self.dtype, "axis": self.axis}
 
 
 class Search:
@@ -77,16 +81,18 @@ class Search:
         self._ops_index: dict[str, list[int]] | None = None
         self._frames_index: dict[int, list[int]] | None = None
         self._shapes_index: dict[tuple, list[int]] | None = None
+        self._axes_index: dict[str, list[int]] | None = None
         self._class_of: dict[int, str | None] = {}
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, *, op: str | None = None, cls: str | None = None,
-               shape: str | None = None, dtype: str | None = None) -> dict:
+               shape: str | None = None, dtype: str | None = None, axis: str | None = None) -> dict:
         """Results for ``q`` narrowed by the filters (see the module docstring)."""
-        for name, text in (("query", q), ("op", op), ("class", cls), ("shape", shape), ("dtype", dtype)):
+        for name, text in (("query", q), ("op", op), ("class", cls), ("shape", shape), ("dtype", dtype),
+                           ("axis", axis)):
             if text and len(text) > MAX_QUERY:
                 raise SearchError(f"a search {name} is at most {MAX_QUERY} characters (this one has {len(text):,})")
         text, inline = split_filters(q or "")
-        given = {"op": op, "cls": cls, "shape": shape, "dtype": dtype}
+        given = {"op": op, "cls": cls, "shape": shape, "dtype": dtype, "axis": axis}
         for key, value in inline.items():
             given[key] = given[key] or value
         filters = _Filters(**given)
@@ -107,7 +113,10 @@ class Search:
         if text:
             self._matches(text, add)
         elif filters:
-            ids = self._op_matches(filters.op) if filters.op else range(self.index.n_nodes)
+            if filters.axis:
+                ids = self._axes().get(filters.axis, [])
+            else:
+                ids = self._op_matches(filters.op) if filters.op else range(self.index.n_nodes)
             add("node", ids, lambda i: "filter")
         return {"results": results, "truncated": total > len(results), "total": total,
                 "layers": self._layers(results), "filters": filters.echo()}
@@ -123,6 +132,12 @@ class Search:
         if shape is not None or loc is not None:
             return
         ql = q.lower()
+        if self.capture.meshes:  # collectives by the mesh axis they run over
+            axes = self._axes()
+            every = ql in COLLECTIVE_WORDS
+            for axis in sorted(axes):
+                if every or axis.lower() == ql:
+                    add("node", axes[axis], lambda i, a=axis: f"collective over {a}")
         groups = self._group_matches(ql)
         add("group", [g for g, _ in groups], dict(groups).__getitem__)
         add("value", self._name_matches(ql), lambda v: "value name")
@@ -164,6 +179,19 @@ class Search:
                 if ql in n.lower() or ql in aliases.get(v, "").lower()]
         return [v for _, v in sorted(hits)]
 
+    def _axes(self) -> dict[str, list[int]]:
+        """Collective nodes by the mesh axes they name (``params["collective"]["axes"]``)."""
+        if self._axes_index is None:
+            index: dict[str, list[int]] = {}
+            nodes = self.capture.nodes
+            for i in range(self.index.n_nodes):
+                c = nodes[i].params.get("collective") if self.capture.meshes else None
+                if isinstance(c, dict):
+                    for a in c.get("axes") or ["(no axis)"]:
+                        index.setdefault(str(a), []).append(i)
+            self._axes_index = index
+        return self._axes_index
+
     def _op_matches(self, op: str) -> list[int]:
         ops = self._ops()
         return sorted(i for name in ops if op in name.lower() for i in ops[name])
@@ -188,15 +216,19 @@ class Search:
             gs = self.capture.groups
             for x in ix.full_chain(g)[1:]:
                 cls = gs[x].attrs.get("class") if isinstance(gs[x].attrs, dict) else None
-                if isinstance(cls, str) and f.cls in cls.lower():
+                if isinstance(cls, str) and f.cls is not None and f.cls in cls.lower():
                     return True
             return False
 
         shapes = f.dims is not None or f.dtype is not None
+        on_axis = set(self._axes().get(f.axis, ())) if f.axis else None
+        ok: Callable[[int], bool]
         if kind == "node":
             def ok(i: int) -> bool:
                 return ((f.op is None or f.op in ix.cols.op[i].lower()) and (f.cls is None or in_class(ix.cols.group[i]))
-                        and (not shapes or shape_ok(ix.outputs_of(i))))
+                        and (not shapes or shape_ok(ix.outputs_of(i))) and (on_axis is None or i in on_axis))
+        elif on_axis is not None:  # only collectives run over an axis
+            return lambda x: False
         elif kind == "value":
             def ok(v: int) -> bool:
                 p = ix.producer[v]
@@ -363,12 +395,8 @@ class Search:
 
     def _shapes(self) -> dict[tuple, list[int]]:
         if self._shapes_index is None:
-            values = self.capture.values
-            if isinstance(values, ValueTable):
-                off, dims = values.shape_columns()
-                shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.index.n_values))
-            else:
-                shapes = (tuple(v.shape) for v in values)
+            off, dims = ValueTable.of(self.capture.values).shape_columns()
+            shapes = (tuple(dims[off[v]:off[v + 1]]) for v in range(self.index.n_values))
             self._shapes_index = _rows_by(shapes)
         return self._shapes_index
 

@@ -60,7 +60,7 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         made: dict[int, tuple[int, int]] = {}  # value -> (position of the child that made it, its index there)
         first_use: dict[int, int] = {}  # an input -> its number, by first use
         made_get, first_get = made.get, first_use.get
-        body = []
+        body: list[Any] = []
         add = body.append
         for pos, r in enumerate(refs):
             if r >= 0:

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from capture.graph import gc_pause
-from .names import ValueNames, value_label
+from capture.graph.graphfile import ValueTable
+
+from .names import ValueNames, device_label, value_label
 
 
 class ValueSummaries:
@@ -19,6 +21,12 @@ class ValueSummaries:
         self.names = names
         self._labels: dict[int, str] = {}
         self._all: list[str] | None = None
+        # Per value its sharding (a file's column, shared maps), or None: nothing is split.
+        if isinstance(self.values, ValueTable):
+            self._shardings = self.values.sharding_column()
+        else:
+            column = [v.sharding for v in self.values]
+            self._shardings = column if any(x is not None for x in column) else None
 
     def label(self, v: int) -> str:
         if self._all is not None:
@@ -26,8 +34,15 @@ class ValueSummaries:
         got = self._labels.get(v)
         if got is None:
             val = self.values[v]
-            got = self._labels[v] = value_label(val.shape, val.dtype)
+            got = self._labels[v] = value_label(val.shape, val.dtype, val.sharding)
         return got
+
+    def device_label(self, v: int) -> str | None:
+        """What one device holds of value ``v`` (``f32[2,16]``); None when it is not split."""
+        if self._shardings is None or self._shardings[v] is None:
+            return None
+        val = self.values[v]
+        return device_label(val.shape, val.dtype, val.sharding)
 
     def labels(self) -> list[str]:
         """Every value's label, by value id: made in one pass (a file's rows are built
@@ -38,6 +53,9 @@ class ValueSummaries:
             out = []
             with gc_pause.paused():
                 for val in self.values:
+                    if val.sharding is not None:
+                        out.append(value_label(val.shape, val.dtype, val.sharding))
+                        continue
                     key = (*val.shape, val.dtype)
                     text = formatted.get(key)
                     if text is None:
@@ -52,6 +70,9 @@ class ValueSummaries:
         out = {"id": v, "shape": list(val.shape), "dtype": val.dtype, "label": self.label(v)}
         if val.measured is not None:
             out["measured"] = val.measured
+        if val.sharding is not None:
+            out["device_label"] = device_label(val.shape, val.dtype, val.sharding)
+            out["sharding"] = val.sharding
         named = self.names.get(v)
         if named is not None:
             out["name"], out["role"] = named
@@ -62,4 +83,5 @@ class ValueSummaries:
         them), so a whole subtree stays small on the wire."""
         d = self.full(v)
         d.pop("measured", None)
+        d.pop("sharding", None)
         return d

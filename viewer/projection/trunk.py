@@ -37,6 +37,7 @@ def trunk(index: Any, present: Any) -> list[int]:
             else:
                 kids.append(c)
         total = count[g + 1]
+        nxt: int | None
         if len(kids) == 1 and not ops_shown:
             nxt = kids[0]
         else:

@@ -17,7 +17,10 @@ from typing import Any, Callable, NamedTuple
 
 from capture.graph import gc_pause
 from .body_templates import body_summary, template_line
+from capture.graph.device_memory import KEY as MEMORY_KEY
+
 from .index import CHUNK, ROOT, UPPER_CHUNK
+from .body_templates import body_wording
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
 from .structure import find_repeats
 
@@ -146,7 +149,7 @@ class Pages:
             raise PageError(f"no chunk {chunk}")
         return lo, min(n, lo + span)
 
-    def _view(self, g: int, chunk: int | None, kernels: bool) -> dict:
+    def _view(self, g: int, chunk: int | None, kernels: bool) -> dict:  # noqa: C901
         ix, present = self.index, self.present
         _, refs, _ = ix.ordered(g)
         n = len(refs)
@@ -232,17 +235,25 @@ class Pages:
         def endpoint(e) -> str:
             return f"{e[0]}:{e[1]}" if isinstance(e, tuple) else keys_of[e]
 
-        label = self.values.label
+        label, per_device = self.values.label, self.values.device_label
         edge_list = []
         for (s, t), vals in edges.items():
             if span == 1:
                 for v in dict.fromkeys(vals):
-                    edge_list.append({"source": endpoint(s), "target": endpoint(t), "value": v, "label": label(v)})
+                    edge = {"source": endpoint(s), "target": endpoint(t), "value": v, "label": label(v)}
+                    device = per_device(v)
+                    if device is not None:  # a split value: what one device holds (the shapes toggle)
+                        edge["device_label"] = device
+                    edge_list.append(edge)
             else:
                 vals = list(dict.fromkeys(vals))
-                text = label(vals[0]) + (f" +{len(vals) - 1}" if len(vals) > 1 else "")
-                edge_list.append({"source": endpoint(s), "target": endpoint(t), "value": vals[0],
-                                  "label": text, "count": len(vals)})
+                more = f" +{len(vals) - 1}" if len(vals) > 1 else ""
+                edge = {"source": endpoint(s), "target": endpoint(t), "value": vals[0],
+                        "label": label(vals[0]) + more, "count": len(vals)}
+                device = per_device(vals[0])
+                if device is not None:
+                    edge["device_label"] = device + more
+                edge_list.append(edge)
 
         def boundary(v: int, extra: dict) -> dict:
             d = self.values.brief(v)
@@ -281,7 +292,7 @@ class Pages:
 
     # ------------------------------------------------------------------ flow
 
-    def _deps(self, g: int, kernels: bool) -> _Deps:
+    def _deps(self, g: int, kernels: bool) -> _Deps:  # noqa: C901
         """Every value flowing into a child of ``g`` as drawn, as positions among its children."""
         key = (g, kernels)
         with self._lock:
@@ -306,7 +317,7 @@ class Pages:
             ops among ``g``'s children; ``None`` when an elided op made it from nothing."""
             s = made_at(v)
             u = v
-            copies = []
+            copies: list[int] = []
             while s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels) and len(copies) < 64:
                 copies.append(s)
                 u = present.passed_on(refs[s])
@@ -328,10 +339,10 @@ class Pages:
                 s = made_at(v)
                 if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
                     near.setdefault(s, pos)
-                    got = drawn(v)
-                    if got is None:
+                    via = drawn(v)
+                    if via is None:
                         continue
-                    s, v = got
+                    s, v = via
                 src.append(s)
                 dst.append(pos)
                 val.append(v)
@@ -343,21 +354,21 @@ class Pages:
                 continue
             s = made_at(v)
             if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
-                got = drawn(v)
-                if got is None:
+                via = drawn(v)
+                if via is None:
                     continue
-                if got[0] < 0:
-                    through.append((s, got[1], v))
+                if via[0] < 0:
+                    through.append((s, via[1], v))
                     continue
-                s = got[0]
+                s = via[0]
             outs.append((s, v))
         if not kernels:
             for s, r in enumerate(refs):
                 if r >= 0 and r in present.elided and s not in near:
                     u = present.passed_on(r)
-                    got = drawn(u) if u is not None else None
-                    if got is not None and got[0] >= 0:
-                        near[s] = got[0]
+                    via = drawn(u) if u is not None else None
+                    if via is not None and via[0] >= 0:
+                        near[s] = via[0]
         got = _Deps(src, dst, val, by_src, [src[k] for k in by_src], outs, through, near)
         with self._lock:
             self._deps_cache[key] = got
@@ -392,6 +403,9 @@ class Pages:
             item["function"] = called  # a one-kernel Torch call: no group, its name on the kernel
         if i in ix.bodies_of:
             item["bodies"] = self.body_summaries(i)
+        collective = self.capture.nodes[i].params.get("collective") if self.capture.meshes else None
+        if isinstance(collective, dict):
+            item["collective"] = collective  # drawn to stand out: its mesh axes and bytes per device
         cost = self._node_cost(i)
         if cost is not None:
             item["cost"] = cost
@@ -450,6 +464,9 @@ class Pages:
         if c in ix.body_node:
             extra["body"] = body_summary(c, attrs, grp.name)
             extra["template"] = template_line(extra["body"])
+        memory = attrs.get(MEMORY_KEY)
+        if self.capture.meshes and isinstance(memory, dict):
+            extra["per_device_memory"] = memory  # what one device holds (capture.graph.device_memory)
         card = "group"
         if not kernels and present.is_function_card(c):
             card = "function"
@@ -471,7 +488,7 @@ class Pages:
             **extra,
             "type": "group", "id": c, "key": f"g{c}", "label": grp.name,
             "sublabel": group_sublabel(grp.kind),
-            "kind": grp.kind, "honest": group_wording(grp.kind)[0], "opaque": False,
+            "kind": grp.kind, "honest": (body_wording(attrs) or group_wording(grp.kind))[0], "opaque": False,
             "opaque_count": ix.opaque_count[c + 1],
             "child_count": len(ix.direct_nodes[c + 1]) + len(ix.child_groups[c + 1]),
             "node_count": ix.node_count[c + 1],
@@ -514,7 +531,7 @@ class Pages:
 
     def _elided(self, refs: list[int], positions: list[int], near: dict[int, int], lo: int, keys_of: dict) -> dict:
         ops: dict[str, int] = {}
-        nodes = []
+        nodes: list[dict[str, Any]] = []
         label = self.values.label
         for pos in positions:
             i = refs[pos]

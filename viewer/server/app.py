@@ -46,6 +46,8 @@ import mimetypes
 import queue
 import re
 import secrets
+import select
+import socket
 import socketserver
 import threading
 import traceback
@@ -85,13 +87,25 @@ CSP = (
 # and still need the per-session token to load anything.
 MAX_JSON_BODY = 1 << 20
 MAX_GRAPH_UPLOAD = 64 << 20  # a 1M-node graph file is about 45 MB
-#: The graph-file bytes of the api/open uploads held at once; older ones are released
-#: (the newest is always held). A bound in bytes, not in uploads: memory grows with a
-#: file's size (a decoded capture takes a bounded multiple of it, graphfile's budget),
-#: and four files at the upload limit were once held at 0.9 GB each.
-MAX_HELD_UPLOAD_BYTES = 128 << 20
+#: What the api/open uploads held at once may take in memory, estimated (see
+#: :func:`held_upload_bytes`); older ones are released (the newest is always held). A
+#: bound on memory, not on uploads or their bytes: four files at the upload limit were
+#: once held at 0.9 GB each, and 3,000 uploads of 14 KB at 453 MB.
+MAX_HELD_UPLOAD_MEMORY = 256 << 20
+#: A held upload's memory per byte of its file (its decoded capture and projection index;
+#: measured 14-27x) and per capture (its entry, index and page state; measured 69 KB for
+#: a 5 KB file), rounded up.
+HELD_BYTES_PER_FILE_BYTE = 32
+HELD_BYTES_PER_CAPTURE = 128 << 10
+
+
+def held_upload_bytes(size: int) -> int:
+    """The memory an uploaded graph file of ``size`` bytes is counted for while it is held."""
+    return HELD_BYTES_PER_FILE_BYTE * size + HELD_BYTES_PER_CAPTURE
 MAX_SOURCE_CONTEXT = 200
 KEEPALIVE_SECONDS = 15.0
+#: How often an idle event stream checks that its page is still there.
+_STREAM_POLL_S = 1.0
 EVENT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,63}$")
 
 _TYPES = {
@@ -262,7 +276,7 @@ class ViewerServer:
     # ------------------------------------------------------------------ captures
 
     def add_capture(self, capture: Capture, title: str | None = None, *, warm: bool = False,
-                    trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None,
+                    trusted_sources: bool = False, baseline: tuple[Capture | Callable[[], Capture], str] | None = None,
                     replaces: int | None = None) -> int:
         """Hold ``capture`` (newest becomes the default); returns its id and tells open
         pages: ``capture-ready {id, title}``, or ``capture-failed {id, message, stage}``.
@@ -311,19 +325,21 @@ class ViewerServer:
 
     def keep_upload(self, capture_id: int, size: int) -> None:
         """``capture_id`` came through ``api/open`` as a graph file of ``size`` bytes:
-        hold the newest uploads up to :data:`MAX_HELD_UPLOAD_BYTES` in all and release
-        older ones (their pages get 404 and say so), so that uploads cannot grow this
+        hold the newest uploads while their estimated memory (:func:`held_upload_bytes`)
+        stays within :data:`MAX_HELD_UPLOAD_MEMORY` and release older ones (their pages
+        get 404 and say so), so that uploads, large or many small ones, cannot grow this
         process without bound."""
         with self._lock:
-            self._uploads.append((capture_id, size))
+            self._uploads.append((capture_id, held_upload_bytes(size)))
             released = []
-            while len(self._uploads) > 1 and sum(n for _, n in self._uploads) > MAX_HELD_UPLOAD_BYTES:
+            while len(self._uploads) > 1 and sum(n for _, n in self._uploads) > MAX_HELD_UPLOAD_MEMORY:
                 old, _ = self._uploads.pop(0)
                 if self._entries.pop(old, None) is not None:
                     released.append(old)
         for old in released:
             self.diffs.forget(old)
-            log.info("released uploaded capture %d (uploads are held up to %d MiB)", old, MAX_HELD_UPLOAD_BYTES >> 20)
+            log.info("released uploaded capture %d (uploads are held up to about %d MiB of memory)", old,
+                     MAX_HELD_UPLOAD_MEMORY >> 20)
 
     def warm(self, capture_id: int | None = None, *, wait: bool = True) -> threading.Thread | None:
         """Build a held capture's projection index now (default: the newest capture).
@@ -760,7 +776,7 @@ class _Handler(BaseHTTPRequestHandler):
     def get_search(self, q: dict) -> None:
         self._json(200, self._projection(q).search(q.get("q", ""), _int_param(q, "limit", 50), op=q.get("op") or None,
                                                    cls=q.get("class") or None, shape=q.get("shape") or None,
-                                                   dtype=q.get("dtype") or None))
+                                                   dtype=q.get("dtype") or None, axis=q.get("axis") or None))
 
     def get_cost(self, q: dict) -> None:
         """What the capture costs: totals, memory, the uncounted ops, the device profiles,
@@ -773,7 +789,8 @@ class _Handler(BaseHTTPRequestHandler):
         except device_table.DeviceError as exc:
             table, problem = device_table.load(), str(exc)
         else:
-            problem = None
+            problem = ""
+
         out: dict[str, Any] = {**proj.cost_summary(), "devices": [d.json() for d in table.values()],
                                "estimate_note": device_table.ESTIMATE_NOTE}
         if problem:
@@ -829,12 +846,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("X-Accel-Buffering", "no")
             self.end_headers()
             self.close_connection = True
+            # Streams have their own bound, apart from the connections that serve pages
+            # and API calls; the oldest gives way to a new one (connections.py).
+            self.server.guard.streaming(self.connection, lambda: sub.put(None))
             self.wfile.write(b"retry: 3000\n: connected\n\n")
             self.wfile.flush()
+            idle = 0.0
             while True:
                 try:
-                    message = sub.get(timeout=KEEPALIVE_SECONDS)
+                    message = sub.get(timeout=_STREAM_POLL_S)
+                    idle = 0.0
                 except queue.Empty:
+                    if _peer_closed(self.connection):
+                        return  # the page went away: its slot is free at once
+                    idle += _STREAM_POLL_S
+                    if idle < KEEPALIVE_SECONDS:
+                        continue
+                    idle = 0.0
                     message = b": keep-alive\n\n"
                 if message is None:
                     return
@@ -918,6 +946,20 @@ class _Handler(BaseHTTPRequestHandler):
         cid = self.viewer.add_capture(capture, name, warm=True, trusted_sources=False)
         self.viewer.keep_upload(cid, len(data))
         self._json(200, {"id": cid})
+
+
+def _peer_closed(sock: Any) -> bool:
+    """Whether the client closed its end of ``sock`` (an event stream's page went away):
+    a page sends nothing on its stream, so anything readable is the end (or an error)."""
+    try:
+        ready, _, _ = select.select([sock], [], [], 0)
+        if not ready:
+            return False
+        return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 def form_schema() -> dict:

@@ -51,7 +51,7 @@ class DiffStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._baselines: dict[int, tuple[Capture, str]] = {}
+        self._baselines: dict[int, tuple[Capture | Callable[[], Capture], str]] = {}
         self._answers: OrderedDict[tuple, dict] = OrderedDict()
 
     def set_baseline(self, capture_id: int, baseline: Capture | Callable[[], Capture], label: str) -> None:
@@ -74,8 +74,10 @@ class DiffStore:
     def _baseline(self, capture_id: int) -> tuple[Capture, str] | None:
         with self._lock:
             got = self._baselines.get(capture_id)
-        if got is None or isinstance(got[0], Capture):
-            return got  # type: ignore[return-value]
+        if got is None:
+            return None
+        if isinstance(got[0], Capture):
+            return got[0], got[1]
         try:
             loaded = got[0]()
         except Exception as exc:  # a pruned or unreadable history file
@@ -94,6 +96,7 @@ class DiffStore:
                resolve: Callable[[str], tuple[int, Capture, str]]) -> dict:
         """The ``api/diff`` answer for capture ``b_id`` against ``against`` (``previous`` or a
         held capture id, looked up with ``resolve``)."""
+        key: tuple[Any, ...]
         if against in ("", "previous"):
             got = self._baseline(b_id)
             if got is None:

@@ -35,6 +35,10 @@ class SourcePolicy:
         self.browse_workspace = browse_workspace
         self._lock = threading.Lock()
         self.recorded: set[Path] = set()
+        #: The recorded sources let in only because their content matched (a capture the
+        #: embedder did not make): the sha256s they may have. Checked again each time one
+        #: is served: a file edited since it was admitted is another file.
+        self.expected: dict[Path, set[str]] = {}
 
     def admit(self, capture: Capture, *, trusted: bool) -> None:
         """Let in what ``capture`` recorded (see the module's policy)."""
@@ -42,24 +46,33 @@ class SourcePolicy:
         if not trusted and libraries:
             sites = python_site_dirs(capture.meta)
             libraries = [f for f in libraries if any(f.is_relative_to(d) for d in sites)]
-        found = self._recordable(capture, trusted=trusted) + libraries
+        found = self._recordable(capture, trusted=trusted)
         with self._lock:
-            self.recorded.update(found)
+            for real, digest in found:
+                if digest is None:  # the embedder's own: its sources, whatever they hold now
+                    self.expected.pop(real, None)
+                elif real not in self.recorded or real in self.expected:
+                    self.expected.setdefault(real, set()).add(digest)
+                self.recorded.add(real)
+            self.recorded.update(libraries)
+            for lib in libraries:
+                self.expected.pop(lib, None)
 
-    def _recordable(self, capture: Capture, *, trusted: bool) -> list[Path]:
-        out: list[Path] = []
+    def _recordable(self, capture: Capture, *, trusted: bool) -> list[tuple[Path, str | None]]:
+        """``(path, sha256 it must keep)`` for each source of ``capture`` let in (None: any)."""
+        out: list[tuple[Path, str | None]] = []
         digests: dict[Path, str | None] = {}  # each file hashed once, however often it is listed
         for src in capture.sources:
             real = self.real_path(src.path)
             if real is None:
                 continue
             if trusted:
-                out.append(real)
+                out.append((real, None))
             elif self.workspace is not None and real.is_relative_to(self.workspace) and real.is_file():
                 if real not in digests:
                     digests[real] = sha256_of(real)
                 if digests[real] is not None and digests[real] == str(src.sha256).lower():
-                    out.append(real)
+                    out.append((real, digests[real]))
         return out
 
     def real_path(self, file: Any) -> Path | None:
@@ -85,9 +98,12 @@ class SourcePolicy:
         if self.browse_workspace and self.workspace is not None and real.is_relative_to(self.workspace):
             return real
         with self._lock:
-            if real in self.recorded:
-                return real
-        return None
+            if real not in self.recorded:
+                return None
+            expected = set(self.expected.get(real, ()))
+        if expected and sha256_of(real) not in expected:
+            return None  # changed since a foreign graph file's hash let it in
+        return real
 
 
 def sha256_of(path: Path) -> str | None:

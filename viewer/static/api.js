@@ -3,7 +3,22 @@
 // Every URL is relative to the page, which lives under the server's per-run token
 // prefix, so requests carry the token without cookies or headers.
 
+/**
+ * Parameters of a request: its query string (a null or undefined value is left out).
+ * @typedef {Record<string, string | number | boolean | null | undefined>} Params
+ */
+
+/**
+ * An answer of the server: the JSON viewer/API.md documents for each endpoint.
+ * @typedef {any} Answer
+ */
+
 export class ApiError extends Error {
+  /**
+   * @param {number} status
+   * @param {string} message
+   * @param {Answer} body
+   */
   constructor(status, message, body) {
     super(message);
     this.status = status;
@@ -12,46 +27,80 @@ export class ApiError extends Error {
 }
 
 export class Api {
+  /** @param {string | number | null} [captureId] */
   constructor(captureId = null) {
     this.captureId = captureId; // ?capture=ID of the page, passed on to every read
   }
 
   // `forCapture`: whether the page's capture id goes along (reads and events do; a
   // dropped graph file opens a new capture, so it does not).
+  /**
+   * @param {string} path
+   * @param {Params} [params]
+   * @param {boolean} [forCapture]
+   * @returns {string}
+   */
   url(path, params = {}, forCapture = true) {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) q.set(k, String(v));
-    if (forCapture && this.captureId !== null && !q.has("capture")) q.set("capture", this.captureId);
+    if (forCapture && this.captureId !== null && !q.has("capture")) q.set("capture", String(this.captureId));
     const s = q.toString();
     return "api/" + path + (s ? "?" + s : "");
   }
 
+  /**
+   * @param {string} path
+   * @param {Params} [params]
+   * @returns {Promise<Answer>}
+   */
   get(path, params) {
     return this._request(this.url(path, params));
   }
 
+  /**
+   * @param {string} path
+   * @param {unknown} body  sent as JSON
+   * @param {Params} [params]
+   * @returns {Promise<Answer>}
+   */
   post(path, body, params) {
     return this._request(this.url(path, params), { method: "POST", contentType: "application/json", body: JSON.stringify(body) });
   }
 
+  /**
+   * @param {string} path
+   * @param {BodyInit} bytes
+   * @param {Params} [params]
+   * @returns {Promise<Answer>}
+   */
   postBytes(path, bytes, params = {}) {
     return this._request(this.url(path, params, false), { method: "POST", contentType: "application/octet-stream", body: bytes });
   }
 
+  /**
+   * @param {string} url
+   * @param {{method?: string, contentType?: string, body?: BodyInit}} [options]
+   */
   async _request(url, { method = "GET", contentType, body } = {}) {
+    /** @type {Record<string, string>} */
     const headers = { Accept: "application/json" };
     if (contentType) headers["Content-Type"] = contentType;
     const res = await fetch(url, { method, headers, body });
     return this._json(res);
   }
 
+  /**
+   * @param {Response} res
+   * @returns {Promise<Answer>}
+   */
   async _json(res) {
+    /** @type {Answer} */
     let body = null;
     const text = await res.text();
     if (text) {
       try {
         body = JSON.parse(text);
-      } catch (e) {
+      } catch {
         body = { text };
       }
     }
@@ -66,66 +115,107 @@ export class Api {
     return this.get("capture");
   }
   // `kernels`: every kernel of the capture, not the layers and function calls a person reads.
+  /**
+   * @param {number} group
+   * @param {number | null} [chunk]
+   * @param {boolean} [kernels]
+   */
   children(group, chunk, kernels = false) {
     return this.get("children", { group, chunk, kernels: kernels ? 1 : undefined });
   }
 
   // The unexecuted control-flow bodies of a boundary node, side by side (a children view).
+  /** @param {number} node */
   bodies(node) {
     return this.get("bodies", { node });
   }
   // Every container under `group` in one answer: {views:{key: children view}, complete},
   // up to `maxItems` items (the server's cap without one).
+  /**
+   * @param {number} group
+   * @param {{maxItems?: number | null, kernels?: boolean}} [options]
+   */
   subtree(group, { maxItems = null, kernels = false } = {}) {
     return this.get("subtree", { group, max_items: maxItems || undefined, kernels: kernels ? 1 : undefined });
   }
+  /** @param {number} id */
   node(id) {
     return this.get("node", { id });
   }
+  /** @param {number} id */
   value(id) {
     return this.get("value", { id });
   }
+  /** @param {number} id */
   group(id) {
     return this.get("group", { id });
   }
   // `filters`: {op, class, shape, dtype}, each narrowing every kind of result.
+  /**
+   * @param {string} q
+   * @param {number} [limit]
+   * @param {{op?: string, class?: string, shape?: string, dtype?: string}} [filters]
+   */
   search(q, limit = 50, filters = {}) {
+    /** @type {Params} */
     const f = {};
-    for (const k of ["op", "class", "shape", "dtype"]) if (filters[k]) f[k] = filters[k];
+    for (const k of /** @type {const} */ (["op", "class", "shape", "dtype"])) if (filters[k]) f[k] = filters[k];
     return this.get("search", { q, limit, ...f });
   }
   // What the capture costs; with `device`, the roofline times on that profile (estimates).
+  /** @param {string | null} [device] */
   cost(device) {
     return this.get("cost", { device: device || undefined });
   }
+  /**
+   * @param {string} file
+   * @param {number} line
+   * @param {number} [context]
+   */
   source(file, line, context = 6) {
     return this.get("source", { file, line, context });
   }
+  /** @param {number | object} frame */
   reveal(frame) {
     return this.post("reveal", { frame });
   }
   // The form of `profile` (the graph on screen); without one, the embedder's current form.
+  /** @param {string | null} [profile] */
   setup(profile) {
     return this.get("setup", { profile });
   }
+  /**
+   * @param {string} name
+   * @param {object} recipe
+   */
   saveProfile(name, recipe) {
     return this.post("profile", { name, recipe });
   }
+  /** @param {string} profile */
   startCapture(profile) {
     return this.post("capture", { profile });
   }
+  /**
+   * @param {BodyInit} bytes
+   * @param {string} [name]
+   */
   open(bytes, name) {
     return this.postBytes("open", bytes, name ? { name } : {});
   }
 
+  /**
+   * @param {Record<string, (data: Answer) => void>} handlers  by event name
+   * @returns {EventSource}
+   */
   events(handlers) {
     const source = new EventSource(this.url("events"));
     for (const [name, fn] of Object.entries(handlers)) {
       source.addEventListener(name, (ev) => {
+        /** @type {Answer} */
         let data = {};
         try {
           data = ev.data ? JSON.parse(ev.data) : {};
-        } catch (e) {
+        } catch {
           data = {};
         }
         fn(data);

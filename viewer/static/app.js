@@ -5,7 +5,7 @@
 
 import { Api, ApiError } from "./api.js";
 import { LayoutClient } from "./layout/layout-client.js";
-import { ROOT } from "./model/viewmodel.js";
+import { ROOT, memoryLine } from "./model/viewmodel.js";
 import { Store } from "./model/store.js";
 import { Renderer } from "./draw/renderer.js";
 import { Settler } from "./layout/settle.js";
@@ -69,7 +69,7 @@ installHooks({
   renderer: () => renderer,
   settler: () => settler,
   diff: () => diff,
-  actions: { toggle, expandAll, collapseAll, expandToDepth, setWeightPills, setKernels },
+  actions: { toggle, expandAll, collapseAll, expandToDepth, setWeightPills, setKernels, setPerDevice },
 });
 
 // ------------------------------------------------------------------ the store's events
@@ -83,10 +83,11 @@ store.on("capture", ({ capture }) => {
   setVocabulary(capture.vocabulary);
   renderTitle(capture);
   renderCoverage(capture);
+  renderMeshLegend(capture);
 });
 store.on("expansion", () => saveExpansion());
-store.on("options", ({ weightPills, kernels }) => {
-  for (const [id, on] of [["btn-weights", weightPills], ["btn-kernels", kernels]]) {
+store.on("options", ({ weightPills, kernels, perDevice }) => {
+  for (const [id, on] of [["btn-weights", weightPills], ["btn-kernels", kernels], ["btn-device", !!perDevice]]) {
     const b = $(id);
     b.setAttribute("aria-pressed", String(on));
     b.classList.toggle("on", on);
@@ -398,7 +399,7 @@ async function liveUpdate(id) {
   let capture;
   try {
     capture = await api.capture();
-  } catch (err) {
+  } catch {
     api.captureId = previous;
     return openCapture(id);
   }
@@ -456,12 +457,14 @@ function wireToolbar() {
   $("btn-expand-all").onclick = () => expandAll();
   $("btn-collapse-all").onclick = () => collapseAll();
   $("depth").onchange = (e) => {
-    const n = Number(e.target.value);
-    e.target.value = "";
+    const select = /** @type {HTMLInputElement} */ (e.target);
+    const n = Number(select.value);
+    select.value = "";
     if (n > 0) expandToDepth(n);
   };
   $("btn-weights").onclick = () => setWeightPills(!store.weightPills);
   $("btn-kernels").onclick = () => setKernels(!store.kernels);
+  $("btn-device").onclick = () => setPerDevice(!store.perDevice);
   $("btn-cost").onclick = () => cost.toggle();
   store.on("panels", ({ open }) => {
     const b = $("btn-cost");
@@ -475,7 +478,8 @@ function wireToolbar() {
   $("title").onclick = () => showAbout();
   $("btn-open").onclick = () => $("file-input").click();
   $("file-input").onchange = (e) => {
-    const f = e.target.files && e.target.files[0];
+    const files = /** @type {HTMLInputElement} */ (e.target).files;
+    const f = files && files[0];
     if (f) openFile(f);
   };
   $("btn-png").onclick = () => renderer && exportPng(renderer, fileStem());
@@ -516,7 +520,7 @@ function onKey(e) {
     case "/":
       e.preventDefault();
       $("search").focus();
-      $("search").select();
+      /** @type {HTMLInputElement} */ ($("search")).select();
       return;
     case "f":
       if (r) r.fit();
@@ -725,6 +729,32 @@ function setWeightPills(on) {
   return relayoutWith(on ? "Drawing parameters as nodes…" : "Folding parameters into their ops…", () => store.setWeightPills(on));
 }
 
+function setPerDevice(on) {
+  return relayoutWith(on ? "Showing what one device holds…" : "Showing global shapes…", () => store.setPerDevice(on));
+}
+
+// The mesh legend (a program split across devices): each mesh's axes, the devices and
+// whether they were simulated, and what one device holds; the server words it
+// (`mesh_legend`). Its "Per device shapes" toggle shows only with a mesh.
+function renderMeshLegend(c) {
+  const legend = c && !c.failure ? c.mesh_legend : null;
+  $("mesh-legend").hidden = !legend;
+  if (!legend) return;
+  // The legend holds the "Per device shapes" toggle (the toolbar has no room left).
+  const box = $("mesh-rows");
+  box.replaceChildren();
+  const several = (legend.meshes || []).length > 1;
+  for (const m of legend.meshes || []) {
+    box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, several ? `mesh ${m.id}` : "mesh"),
+      " ", el("span", { class: "mesh-axes" }, String(m.text)), ` · ${m.devices} devices`));
+  }
+  if (legend.devices) box.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
+  const memory = memoryLine(legend.memory); // worded as group cards word it
+  if (memory) box.append(el("div", { class: "mesh-row" }, memory));
+  box.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data · ",
+    el("span", { class: "mesh-collective" }, "⇄ collective")));
+}
+
 function setKernels(on) {
   return relayoutWith(on ? "Showing every kernel…" : "Folding kernels into their calls…", () => store.setKernels(on));
 }
@@ -757,7 +787,7 @@ function loadExpansion() {
   try {
     const raw = localStorage.getItem(k);
     return raw ? JSON.parse(raw) : null;
-  } catch (err) {
+  } catch {
     return null;
   }
 }
@@ -767,7 +797,7 @@ function saveExpansion() {
   if (!k) return;
   try {
     localStorage.setItem(k, JSON.stringify(store.model.expansionPaths()));
-  } catch (err) {
+  } catch {
     // storage full or refused: the expansion is simply not remembered
   }
 }

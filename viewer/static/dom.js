@@ -1,6 +1,12 @@
 // Tiny DOM helpers: elements from data, never from HTML strings (capture text is
 // untrusted: op names, file paths and params come from user code).
 
+/**
+ * @param {string} tag
+ * @param {Record<string, any> | null} [attrs]  `class`, `on…` handlers, attributes
+ * @param {...any} children  nodes and texts (nested arrays flattened; null, undefined and false left out)
+ * @returns {any} the new HTMLElement (callers keep fields of their own on some, `_inp`, `_choices`)
+ */
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -16,11 +22,13 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+/** @param {Node} node */
 export function clear(node) {
   while (node.firstChild) node.removeChild(node.firstChild);
 }
 
 // Pretty JSON as coloured spans (keys, strings, numbers), built without innerHTML.
+/** @param {unknown} data */
 export function jsonView(data) {
   const pre = el("pre", { class: "json" });
   const text = compactJson(data, "") ?? "null";
@@ -40,6 +48,11 @@ export function jsonView(data) {
 
 // JSON.stringify(…, 2), except that short arrays and objects of scalars stay on one line
 // (dimension numbers, shapes, strides read better as [[1], [0]] than as ten lines).
+/**
+ * @param {any} data
+ * @param {string} indent
+ * @returns {string | undefined}
+ */
 export function compactJson(data, indent) {
   const one = JSON.stringify(data);
   if (one === undefined) return undefined;
@@ -52,6 +65,10 @@ export function compactJson(data, indent) {
   return "{\n" + entries.map(([k, v]) => `${inner}${JSON.stringify(k)}: ${compactJson(v, inner)}`).join(",\n") + "\n" + indent + "}";
 }
 
+/**
+ * @param {any} data
+ * @returns {string | undefined}
+ */
 function oneLine(data) {
   if (Array.isArray(data)) return "[" + data.map((v) => oneLine(v) ?? "null").join(", ") + "]";
   if (data && typeof data === "object") {

@@ -2,12 +2,14 @@
 // inspector.
 
 // en-US grouping without Intl (toLocaleString dominated display lists of 50k items).
+/** @param {number | string} n */
 export function grouped(n) {
   n = Number(n);
   if (!Number.isInteger(n)) return n.toLocaleString("en-US");
   return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
+/** @param {number | string} n */
 export function formatCount(n) {
   n = Number(n);
   if (n >= 1e9) return (n / 1e9).toFixed(n >= 1e10 ? 1 : 2) + " B";
@@ -16,6 +18,7 @@ export function formatCount(n) {
   return String(n);
 }
 
+/** @param {number | string} b */
 export function formatBytes(b) {
   b = Number(b);
   if (b >= 1e9) return (b / 1e9).toFixed(1) + " GB";
@@ -27,6 +30,7 @@ export function formatBytes(b) {
 // A measured statistic to `digits` significant digits, trailing zeros dropped: -1.5,
 // 0.05079, -2.001e-3, 1.235e4; "—" when there is none (every element non-finite). The
 // capture spells a non-finite number as a string ("nan", "inf", "-inf").
+/** @param {unknown} x @param {number} [digits] */
 export function formatStat(x, digits = 4) {
   if (x === null || x === undefined) return "—";
   if (typeof x === "string") return { nan: "NaN", inf: "∞", "-inf": "−∞" }[x] ?? x;
@@ -42,31 +46,40 @@ export function formatStat(x, digits = 4) {
   return trimZeros(n.toPrecision(digits));
 }
 
+/** @param {string} s */
 function trimZeros(s) {
   return s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
 }
 
+/** @type {[number, string][]} */
+const FLOP_PREFIXES = [[1e18, "E"], [1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+/** @type {[number, string][]} */
+const TIME_UNITS = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"]];
+
 // FLOPs as cards and the cost table write them (a multiply-add counts 2: the server's
 // convention, said in the cost panel): 2.42 GFLOPs, 523 MFLOPs, 0 FLOPs.
+/** @param {number | string} n */
 export function formatFlops(n) {
   n = Number(n);
-  for (const [f, p] of [[1e18, "E"], [1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) {
+  for (const [f, p] of FLOP_PREFIXES) {
     if (n >= f) return `${trimZeros((n / f).toPrecision(3))} ${p}FLOPs`;
   }
   return `${n} FLOPs`;
 }
 
 // An estimated time (the roofline of a device profile): 3.2 ms, 41 µs.
+/** @param {number | string} s */
 export function formatTime(s) {
   s = Number(s);
   if (!(s > 0)) return "0";
-  for (const [f, u] of [[1, "s"], [1e-3, "ms"], [1e-6, "µs"]]) if (s >= f) return `${trimZeros((s / f).toPrecision(3))} ${u}`;
+  for (const [f, u] of TIME_UNITS) if (s >= f) return `${trimZeros((s / f).toPrecision(3))} ${u}`;
   return `${trimZeros((s / 1e-9).toPrecision(3))} ns`;
 }
 
 // What a card says a layer costs: `2.42 GFLOPs · 45.1 MB moved`, `~` for an estimate (a
 // control-flow body × its trip count), `+3 uncounted` for ops no rule could count (never
 // added as zero), `per iteration` inside an unexecuted body.
+/** @param {any} cost  a cost entry of api/children (viewer/API.md) */
 export function costLine(cost) {
   if (!cost) return "";
   const parts = [];

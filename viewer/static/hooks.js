@@ -218,6 +218,11 @@ export function installHooks(page) {
     get kernels() {
       return store.kernels;
     },
+    // Shapes as one device holds them (the toolbar's Per device), resolving once laid out.
+    setPerDevice: (on) => actions.setPerDevice(on),
+    get perDevice() {
+      return store.perDevice;
+    },
     fit: () => r() && r().fit(),
     readable: () => r() && r().readable(),
     panBy: (dx, dy) => r() && r().panBy(dx, dy),

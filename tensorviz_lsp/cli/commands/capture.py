@@ -114,6 +114,10 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
                    help=f"shorthand: {' or '.join(names)} (default: what discovery finds for the symbol)")
     p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu or cuda:N")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
+    p.add_argument("--mesh", metavar="AXES",
+                   help="shorthand: run under a device mesh, e.g. data=4,model=2 (axis=size, major to minor; a JAX "
+                        "axis may say its type, model=2:explicit); on cpu the devices are simulated (JAX: XLA's host "
+                        "device count; Torch: the fake process group); 'none' removes a saved mesh")
     p.add_argument("--checkpoint", metavar="PATH",
                    help="shorthand (Torch): a state dict to load, .pt/.pth/.bin (weights-only) or .safetensors")
     p.add_argument("--no-strict", dest="strict", action="store_false", default=None,
@@ -185,10 +189,10 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
     else:
         if (args.input or args.init or args.framework or args.device or args.seed is not None
                 or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
-                or args.init_factory or args.inputs_factory or args.evidence):
+                or args.init_factory or args.inputs_factory or args.evidence or args.mesh):
             raise ShorthandError(
-                "--input/--init/--init-factory/--inputs-factory/--abstract/--framework/--device/--seed/--checkpoint/"
-                "--fixture need FILE.py:SYMBOL (the shorthand form)")
+                "--input/--init/--init-factory/--inputs-factory/--abstract/--framework/--device/--seed/--mesh/"
+                "--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
         workspace = Path(args.workspace or ".").expanduser().resolve()
@@ -385,6 +389,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             init_factory=init_factory,
             inputs_factory=inputs_factory,
             evidence=args.evidence,
+            mesh=args.mesh,
             resolve=names_for(target, discovered),
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
         )
@@ -449,7 +454,7 @@ def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     out: list[tuple[str, str | None]] = [("--init", t) for t in args.init] + [("--input", t) for t in args.input]
     for flag, value in (("--init-factory", args.init_factory), ("--inputs-factory", args.inputs_factory),
                         ("--framework", args.framework), ("--device", args.device), ("--checkpoint", args.checkpoint),
-                        ("--fixture", args.fixture)):
+                        ("--fixture", args.fixture), ("--mesh", args.mesh)):
         if value:
             out.append((flag, value))
     if args.seed is not None:

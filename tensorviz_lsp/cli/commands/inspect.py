@@ -11,7 +11,11 @@ from collections import Counter
 from typing import Any
 
 from capture.graph import graphfile
+from capture.graph.device_memory import KEY as MEMORY_KEY
+from capture.graph.device_memory import figures_text, size_text
 from capture.graph.frame_repeats import frame_lines
+from capture.graph.sharding import devices_text, mesh_text
+from capture.graph.tables import NodeTable
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
 from viewer.projection.cost import executed_totals
 
@@ -92,8 +96,11 @@ def summary(capture: Capture) -> str:
     bodies = capture.meta.get("bodies")
     if isinstance(bodies, dict):
         # Control-flow bodies are templates under their opaque boundary: counted apart.
-        line = (f"bodies:     {bodies.get('converted', 0):,} control-flow bodies as templates "
+        per_device = bodies.get("shard_map") if type(bodies.get("shard_map")) is int else 0
+        line = (f"bodies:     {bodies.get('converted', 0) - per_device:,} control-flow bodies as templates "
                 f"({bodies.get('template_nodes', 0):,} of the nodes; not executed)")
+        if per_device:
+            line += f", {per_device:,} shard_map bodies (the program each device runs, per-device shapes)"
         if bodies.get("closed"):
             line += f", {bodies['closed']:,} left closed ({', '.join(sorted(bodies.get('closed_reasons') or {}))})"
         lines.append(line)
@@ -104,6 +111,7 @@ def summary(capture: Capture) -> str:
             lines.append(f"{key.removeprefix('checkpoint_') + ':':12}{shown} (strict = false)")
     if isinstance(capture.meta.get("fixture"), str):
         lines.append(f"fixture:    {capture.meta['fixture']}")
+    lines += _split_lines(capture)
     if capture.nodes:
         ops = _ops(capture)
         top = ", ".join(f"{op}×{count}" for op, count in ops.most_common(8))
@@ -121,6 +129,50 @@ def summary(capture: Capture) -> str:
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")
         lines += [f"            {line}" for line in frame_lines(f)]
     return "\n".join(lines) + "\n"
+
+
+#: Groups listed under "per device" (the largest by what one device holds).
+GROUPS_LISTED = 12
+
+
+def _split_lines(capture: Capture) -> list[str]:
+    """The mesh, the devices, collectives and what one device holds (model and groups)."""
+    lines = []
+    for i, mesh in enumerate(capture.meshes):
+        lines.append(f"mesh {i}:     {mesh_text(mesh)}, {mesh.get('devices')} devices ({mesh.get('kind')}, "
+                     f"from the {mesh.get('origin')})")
+    devices = devices_text(capture.devices)
+    if devices:
+        lines.append(f"devices:    {devices}")
+    split = sum(1 for v in capture.values if v.sharding is not None) if capture.meshes else 0
+    if split:
+        lines.append(f"shardings:  {split:,} of {len(capture.values):,} values split across a mesh")
+    collectives: Counter = Counter()
+    sent = 0
+    for n in capture.nodes if capture.meshes else ():
+        c = n.params.get("collective") if isinstance(n.params, dict) else None
+        if isinstance(c, dict):
+            collectives[f"{n.op}({','.join(map(str, c.get('axes') or []))})"] += 1
+            if type(c.get("bytes_sent_per_device")) is int:
+                sent += c["bytes_sent_per_device"]
+    if collectives:
+        top = ", ".join(f"{k}×{v}" for k, v in collectives.most_common(8))
+        lines.append(f"collectives: {top}; {size_text(sent)} sent per device in all")
+    model = capture.meta.get(MEMORY_KEY)
+    text = figures_text(model)
+    if text:
+        lines.append(f"per device: {text}")
+        ranked = []
+        for g in capture.groups:
+            f = g.attrs.get(MEMORY_KEY) if isinstance(g.attrs, dict) else None
+            if isinstance(f, dict) and g.kind in ("module", "jit", "scope", "body"):
+                total = sum(v for k, v in f.items() if type(v) is int)
+                path = g.attrs.get("path") if isinstance(g.attrs.get("path"), str) else None
+                ranked.append((total, -g.id, path or g.name, f))
+        ranked.sort(reverse=True)
+        for _, _, name, f in ranked[:GROUPS_LISTED]:
+            lines.append(f"            {name or '(root)'}: {figures_text(f)}")
+    return lines
 
 
 # A structure with more leaves than this is summarised (a model's state is thousands of
@@ -157,10 +209,7 @@ def brief_tree(tree: Any, values: dict, depth: int = 0) -> str:
 
 def _ops(capture: Capture) -> Counter:
     """How often each op ran, read from the op column of a file's nodes (no row built)."""
-    columns = getattr(capture.nodes, "columns", None)
-    if columns is not None:
-        return Counter(columns().op)
-    return Counter(n.op for n in capture.nodes)
+    return Counter(NodeTable.of(capture.nodes).columns().op)
 
 
 def _leaf_values(capture: Capture):

@@ -15,6 +15,7 @@ import threading
 import time
 import webbrowser
 from pathlib import Path
+from typing import Callable
 
 from capture.graph import graphfile
 from capture.graph.model import Capture
@@ -84,7 +85,7 @@ def recorded_workspace(capture: Capture, file: Path, cwd: Path) -> Path:
 
 
 def serve(command: str, capture: Capture, title: str, workspace: Path | None, args: argparse.Namespace,
-          *, trusted_sources: bool = False, baseline: tuple[Capture, str] | None = None,
+          *, trusted_sources: bool = False, baseline: tuple[Capture | Callable[[], Capture], str] | None = None,
           browse_workspace: bool = True) -> int:
     """Serve ``capture``, print the URL, open a browser unless ``--no-browser``, and block
     until Ctrl-C, SIGTERM or ``--timeout``. Returns the exit status. ``trusted_sources``:

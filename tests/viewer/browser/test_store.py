@@ -124,7 +124,7 @@ def test_expansion_actions_lay_out_then_fire_scene_and_expansion(app):
 def test_how_the_graph_is_drawn_is_an_option_with_its_own_event(app):
     assert app.js("() => window.tensorviz.store.setWeightPills(true)") is True
     events = app.js(EVENTS)
-    assert events[0] == ["options", {"weightPills": True, "kernels": False}]
+    assert events[0] == ["options", {"weightPills": True, "kernels": False, "perDevice": False}]
     assert "scene" in topics(events)
     assert app.page.locator("#btn-weights").get_attribute("aria-pressed") == "true"
     assert app.js("() => window.tensorviz.weightPills") is True

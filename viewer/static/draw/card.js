@@ -176,6 +176,7 @@ export const rect = (x, y, w, h, r, fill, stroke = null, lw = 1, dash = null, fa
   ({ t: "rect", x, y, w, h, r, fill, fa, stroke, lw, hair, dash });
 export const text = (x, y, s, font, fill, align = "left") => ({ t: "text", x, y, text: s, font, fill, align, baseline: "middle" });
 
+/** @type {[RegExp, string][]} */
 const OP_ACCENT = [
   [/^(dot_general|conv|matmul|mm|bmm|linear|addmm|einsum|ragged_dot)/, "#3b82f6"],
   [/^(exp|log|tanh|logistic|relu|gelu|silu|softmax|erf|sigmoid|max$|min$)/, "#ef6c4a"],
@@ -223,23 +224,25 @@ function drawOp(dl, it, ctx, p, band) {
   const out = dl.card;
   const c = it.card;
   const opaque = !!c.opaque;
-  const accent = opaque ? p.opaqueStroke : accentFor(c.op ?? c.title ?? "");
+  const collective = !!c.collective && !opaque; // moves data between devices: it stands out
+  const accent = opaque ? p.opaqueStroke : collective ? p.collectiveStroke : accentFor(c.op ?? c.title ?? "");
   if (band === 0) {
-    out.push(rect(it.x, it.y, it.w, it.h, 0, opaque ? p.opaqueStroke : p.cardFill));
+    out.push(rect(it.x, it.y, it.w, it.h, 0, opaque ? p.opaqueStroke : collective ? p.collectiveFill : p.cardFill));
     out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, accent));
     // too small for its text: summarised by its op's short name (semantic zoom)
     dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: shortOp(c.title), color: p.cardText, padTop: 0, bg: null, op: true }];
     return;
   }
   if (c.kind === "function") out.push(rect(it.x + 3, it.y + 3, it.w, it.h, 6, p.cardFill, p.cardStroke, 1));
-  out.push(rect(it.x, it.y, it.w, it.h, 6, opaque ? HATCH : p.cardFill, opaque ? p.opaqueStroke : p.cardStroke, opaque ? 1.6 : 1, opaque ? [5, 3] : null));
+  out.push(rect(it.x, it.y, it.w, it.h, 6, opaque ? HATCH : collective ? p.collectiveFill : p.cardFill,
+    opaque ? p.opaqueStroke : collective ? p.collectiveStroke : p.cardStroke, opaque || collective ? 1.8 : 1, opaque ? [5, 3] : null));
   out.push(rect(it.x, it.y, S.accent, it.h, [6, 0, 0, 6], accent));
   if (c.caption) {
     const at = boxSlots(it);
     ctx.font = S.fontCaption;
     out.push(text(at.x, at.captionY, truncateStart(ctx, c.caption, it.w - 2 * S.padX), S.fontCaption, p.kinds.module ? p.kinds.module.text : p.cardMuted));
   }
-  boxTexts(out, it, ctx, p, band, p.cardText, opaque ? p.opaqueStroke : null, opaque ? p.opaqueStroke : accent);
+  boxTexts(out, it, ctx, p, band, p.cardText, opaque ? p.opaqueStroke : collective ? p.collectiveStroke : null, accent);
 }
 
 function drawClosedGroup(dl, it, ctx, p, band) {
@@ -323,7 +326,8 @@ function drawFrame(dl, it, ctx, p, band) {
   // An opened control-flow boundary node holds its unexecuted bodies: drawn in the
   // control-flow colour, tagged "opaque"; templates (kind body) have a dashed frame.
   const isBoundary = it.type === "node";
-  const kind = it.type === "chunk" ? "chunk" : isBoundary ? "opaque" : it.item.kind;
+  const shardMap = isBoundary && !it.item.opaque; // a shard_map: its body runs on every device, nothing opaque
+  const kind = it.type === "chunk" ? "chunk" : isBoundary ? (shardMap ? "per device" : "opaque") : it.item.kind;
   const ks = kindStyle(p, isBoundary ? "cond" : kind);
   // A module frame is titled by its class and path (`Block · transformer.h.3`).
   const name = String(it.item.title || it.item.label || it.key);
@@ -342,7 +346,8 @@ function drawFrame(dl, it, ctx, p, band) {
   h.push(text(chipX + S.tagPad / 2, y + 0.5, kind, S.fontTag, p.background));
   const nb = isBoundary ? (it.item.bodies || []).length : 0;
   // A module's class and path say what it is; a scope of the trace says it is one (not a layer).
-  const wording = isBoundary ? `${nb} ${nb === 1 ? "body" : "bodies"}: templates, not executed`
+  const wording = shardMap ? "its body: the program every device runs on its own shard"
+    : isBoundary ? `${nb} ${nb === 1 ? "body" : "bodies"}: templates, not executed`
     : kind === "module" ? "" : kind === "function" ? [it.item.function, it.item.where].filter(Boolean).join(" · ")
       : it.item.template || it.item.honest || (KIND_WORDING[kind] || "").replace(kind + " · ", "");
   const bits = [name];

@@ -197,6 +197,7 @@ export function farLabel(f, s, ctx, placed = null) {
   if (!t) return null;
   const tw = ctx.measureText(t).width;
   const subPx = FAR_SUB_PX / s;
+  /** @type {{text: string, font: string, y?: number} | null} */
   let sub = null;
   let subW = 0;
   if (f.sub) {

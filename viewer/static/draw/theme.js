@@ -27,7 +27,9 @@ const KIND_VARS = ["jit", "scope", "module", "remat", "custom_jvp", "custom_vjp"
 
 export function readPalette() {
   const css = getComputedStyle(document.documentElement);
+  /** @param {string} name */
   const v = (name) => css.getPropertyValue(name).trim();
+  /** @type {Record<string, {fill: string, stroke: string, text: string}>} */
   const kinds = {};
   for (const k of KIND_VARS) {
     const name = k.replace("_", "-");
@@ -44,6 +46,8 @@ export function readPalette() {
     opaqueFill: v("--opaque-fill"),
     opaqueStroke: v("--opaque-stroke"),
     opaqueHatch: v("--opaque-hatch"),
+    collectiveFill: v("--collective-fill"),
+    collectiveStroke: v("--collective-stroke"),
     edge: v("--edge"),
     edgeLabel: v("--edge-label"),
     edgeLabelBg: v("--edge-label-bg"),
@@ -71,6 +75,10 @@ export const HATCH = "url(#hatch)";
 // opaqueHatch, 1.5 wide (the canvas pattern and the SVG export's <pattern>).
 export const HATCH_TILE = [[-2, 10, 10, -2], [-2, 2, 2, -2], [6, 10, 10, 6]];
 
+/**
+ * @param {{kinds: Record<string, {fill: string, stroke: string, text: string}>}} palette
+ * @param {string} kind
+ */
 export function kindStyle(palette, kind) {
   return palette.kinds[kind] || palette.kinds.other;
 }
@@ -79,10 +87,14 @@ export function kindStyle(palette, kind) {
 // which roles are parameters drawn quietly: the server's words (`api/capture`
 // `vocabulary`, viewer/projection/names.py), filled in once by setVocabulary() before anything
 // is drawn. The app keeps no copy of them.
+/** @type {Record<string, string>} */
 export const KIND_WORDING = {};
+/** @type {Record<string, string>} */
 export const ROLE_WORDING = {};
+/** @type {Set<string>} */
 export const QUIET_ROLES = new Set();
 
+/** @param {any} v  `api/capture`'s `vocabulary` */
 export function setVocabulary(v) {
   if (!v) return;
   for (const [kind, w] of Object.entries(v.kinds || {})) KIND_WORDING[kind] = w.sublabel;
@@ -92,6 +104,27 @@ export function setVocabulary(v) {
 
 // A value's text (`f32[2,4]`) is the server's `label` (viewer/projection/names.py value_label):
 // one dtype table, so cards, pills, edges and search all spell a dtype the same way.
+// Shapes as the graph shows them: global (a split value says how: `f32[8@data,16]`), or
+// what one device holds (`f32[2,16]`) once the mesh legend's "Per device shapes" is on. A value that
+// is not split reads the same either way (the server sends `device_label` only for split ones).
+let perDevice = false;
+
+/** @param {boolean} on */
+export function setPerDeviceShapes(on) {
+  perDevice = !!on;
+}
+
+export function perDeviceShapes() {
+  return perDevice;
+}
+
+/** @param {any} v  a value of the API (its `label`) */
 export function formatValue(v) {
+  if (v && perDevice && typeof v.device_label === "string") return v.device_label;
   return v && typeof v.label === "string" ? v.label : "?";
+}
+
+// An edge's label in the shapes shown (see formatValue).
+export function edgeText(e) {
+  return (perDevice && typeof e.device_label === "string" && e.device_label) || e.label || "";
 }

@@ -37,7 +37,7 @@ let pending = null;
 let measure = charMeasurer;
 try {
   measure = canvasMeasurer(new OffscreenCanvas(8, 8).getContext("2d"));
-} catch (e) {
+} catch {
   measure = charMeasurer;
 }
 
@@ -127,7 +127,7 @@ async function layoutJob(job) {
   let out;
   try {
     out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
-  } catch (err) {
+  } catch {
     return finish(job, fallbackLayout(job, sizes));
   }
   return finish(job, readLayout(out, "", sizes.length));
@@ -249,7 +249,7 @@ function labelSpot(points, text, w, free) {
     const [x2, y2] = points[i + 1];
     segs.push({ x1, y1, x2, y2, vertical: x1 === x2, len: Math.abs(y2 - y1) + Math.abs(x2 - x1) });
   }
-  segs.sort((a, b) => (b.vertical - a.vertical) || (b.len - a.len));
+  segs.sort((a, b) => (Number(b.vertical) - Number(a.vertical)) || (b.len - a.len));
   for (const sg of segs) {
     if (sg.vertical) {
       if (sg.len < 22) continue;
@@ -289,7 +289,7 @@ async function layoutBatch(jobs) {
       { id: "batch", layoutOptions: { "elk.algorithm": "fixed", "elk.hierarchyHandling": "SEPARATE_CHILDREN" }, children: built.map((b) => b.graph) },
       { logging: false, measureExecutionTime: false }
     );
-  } catch (err) {
+  } catch {
     return null;
   }
   const byId = new Map(out.children.map((c) => [c.id, c]));
@@ -391,7 +391,7 @@ async function run(request) {
           layout = finish(job, fallbackLayout(job, job.items.map((item) => measureCard(item, measure))));
           remember(job.sig, layout);
           self.postMessage(result(request.seq, job.sig, layout, performance.now() - j0));
-        } catch (again) {
+        } catch {
           self.postMessage(layoutError(request.seq, job.sig, String(err && err.message || err)));
         }
       }

@@ -73,18 +73,24 @@ export const FromWorker = Object.freeze({
  * @typedef {{type: "version", elk: string, ownHandler: boolean}} Version
  */
 
-/** @returns {LayoutRequest} jobs in post-order: an expanded child's job before its parent's */
+/**
+ * @param {number} seq @param {number} chunk @param {LayoutJob[]} jobs
+ * @returns {LayoutRequest} jobs in post-order: an expanded child's job before its parent's
+ */
 export const layoutRequest = (seq, chunk, jobs) => ({ type: ToWorker.LAYOUT, seq, chunk, jobs });
 /** @returns {VersionRequest} */
 export const versionRequest = () => ({ type: ToWorker.VERSION });
 
-/** @returns {Result} */
+/** @param {number} seq @param {string} sig @param {Layout} layout @param {number} ms @returns {Result} */
 export const result = (seq, sig, layout, ms) => ({ type: FromWorker.RESULT, seq, sig, layout, ms });
-/** @returns {Done} */
+/** @param {number} seq @param {number} chunk @param {number} ms @returns {Done} */
 export const done = (seq, chunk, ms) => ({ type: FromWorker.DONE, seq, chunk, ms });
-/** @returns {Dropped} */
+/** @param {number} seq @param {number} chunk @returns {Dropped} */
 export const dropped = (seq, chunk) => ({ type: FromWorker.DROPPED, seq, chunk });
-/** @returns {LayoutError} */
+/** @param {number} seq @param {string} sig @param {string} message @returns {LayoutError} */
 export const layoutError = (seq, sig, message) => ({ type: FromWorker.ERROR, seq, sig, message });
-/** @returns {Version} which ELK answered, and that the worker's own handler (not ELK's) did */
+/**
+ * @param {string} elk @param {boolean} ownHandler
+ * @returns {Version} which ELK answered, and that the worker's own handler (not ELK's) did
+ */
 export const version = (elk, ownHandler) => ({ type: FromWorker.VERSION, elk, ownHandler });

@@ -14,8 +14,9 @@
 //                (a source line's, Show in Graph)
 //   "outline"    {keys}: the editor's cursor line, outlined lightly (a Set, or null)
 //   "panels"     {open, side}: the names of the open panels, and the open side panel
-//   "options"    {weightPills, kernels}: how the graph is drawn (parameters as pills or
-//                inside ops; every kernel, or layers and function calls)
+//   "options"    {weightPills, kernels, perDevice}: how the graph is drawn (parameters as
+//                pills or inside ops; every kernel, or layers and function calls; shapes
+//                as one device holds them, or global with their split)
 //   "expansion"  {}: what is open changed, and the new scene is laid out
 //   "scene"      {scene}: a new scene is ready to draw (after any action that lays out,
 //                and after settling estimated containers)
@@ -25,6 +26,7 @@
 // layout failed. Listeners run synchronously, in the order they subscribed.
 
 import { GraphModel } from "./viewmodel.js";
+import { perDeviceShapes, setPerDeviceShapes } from "../draw/theme.js";
 
 export class Store {
   #api;
@@ -102,6 +104,11 @@ export class Store {
 
   get kernels() {
     return this.#model ? this.#model.kernels : false;
+  }
+
+  // Shapes as one device holds them (a program split across devices), or global ones.
+  get perDevice() {
+    return perDeviceShapes();
   }
 
   get liveUpdates() {
@@ -314,7 +321,7 @@ export class Store {
     const m = this.#model;
     if (m.showWeights === !!on) return this.relayout();
     m.showWeights = !!on;
-    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels });
+    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels, perDevice: perDeviceShapes() });
     return this.relayout();
   }
 
@@ -325,7 +332,18 @@ export class Store {
     const m = this.#model;
     if (m.kernels === !!on) return this.relayout();
     m.kernels = !!on;
-    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels });
+    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels, perDevice: perDeviceShapes() });
+    return this.relayout();
+  }
+
+  // Shapes as one device holds them (true) or global, with their split (false): every
+  // card line and edge label that shows a shape; laid out again.
+  setPerDevice(on) {
+    const m = this.#model;
+    if (perDeviceShapes() === !!on) return this.relayout();
+    setPerDeviceShapes(on);
+    m.changed(); // every card line and edge label that shows a shape reads again
+    this.#emit("options", { weightPills: m.showWeights, kernels: m.kernels, perDevice: !!on });
     return this.relayout();
   }
 

@@ -20,45 +20,21 @@
 // Pages present layers, not kernels (API.md "Layers, not kernels"); with `kernels` on,
 // every container is fetched again with `kernels=1` and shows every kernel.
 
-import { FRAME, charMeasurer, idleWords, labelRect, measureCard, onFrameHeader, pillContent } from "../draw/card.js";
-import { formatValue } from "../draw/theme.js";
+import { FRAME, idleWords, labelRect, pillContent } from "../draw/card.js";
+import { edgeText, formatValue, perDeviceShapes } from "../draw/theme.js";
 import { costLine, formatBytes, formatCount, formatFlops, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
 import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
+import { LayoutEstimates } from "./estimates.js";
+import { edgeAt, edgesOf, itemAt } from "./hits.js";
+import { expansionPaths, restorePaths, reveal, revealPaths } from "./paths.js";
+import {
+  EXPAND_FETCH_ITEMS, TrackedSet, collapseAll, expandAll, expandToDepth, toggle, unfold,
+} from "./expansion.js";
+import { autoExpand, closeLastOpened } from "./first-view.js";
+import { ROOT, cardOf, isContainerKey, itemKey, opens, opensWithAll } from "./items.js";
 
-export const ROOT = "g-1";
-
-export function itemKey(item) {
-  if (item.type === "node") return "n" + item.id;
-  if (item.type === "group") return "g" + item.id;
-  return "c" + item.id;
-}
-
-export function isContainerKey(key) {
-  return key.startsWith("g") || key.startsWith("c") || key.startsWith("s");
-}
-
-// Whether an item opens into a container: a group or chunk, or a control-flow boundary
-// node with unexecuted bodies (its container, under the node's own key "n12", shows the
-// body templates side by side; it is opened only on request, never by the first view).
-export function opens(item) {
-  return item.type !== "node" || !!(item.bodies && item.bodies.length);
-}
-
-// How an item is drawn: the server's `card` ("op", "function", "group", "chunk"; a group
-// that ran no op is no item, its parent's card lists it);
-// pages from before `card` existed fall back on the item's type.
-export function cardOf(item) {
-  return item.card || (item.type === "node" ? "op" : item.type);
-}
-
-// Whether Expand all, Depth… and the first view may open an item: modules, scopes and
-// chunks; not a function call (an op card; opened by a double-click, or everywhere with
-// kernels on, when it is a group), not a group drawn as its single op.
-function opensWithAll(item) {
-  const card = cardOf(item);
-  return (card === "group" || card === "chunk") && Number(item.child_count) > 0;
-}
+export { EXPAND_FETCH_ITEMS, ROOT, cardOf, isContainerKey, itemKey, opens };
 
 // When a relayout would hand the layout workers more items than this (Expand all on a
 // big graph), only the containers in view are laid out for real; the others get an
@@ -69,34 +45,9 @@ export const ESTIMATE_ITEMS = 3000;
 // zoom is below MIN_EDGE_SCALE (only Fit goes there on a big graph): no edge and no text
 // is drawn then, cards are boxes or specks.
 export const SETTLE_PX = 24;
-// Expand all fetches the containers breadth first up to this many items in one request;
-// the deeper ones open too but are fetched (and laid out) once the view shows them.
-export const EXPAND_FETCH_ITEMS = 3000;
 const TOO_MANY = { tooMany: true }; // thrown by plan() past its limit
 
 // A Set that tells its owner when it changes, so that display lists are rebuilt only then.
-class TrackedSet extends Set {
-  constructor(owner, items) {
-    super(items);
-    this.owner = owner;
-  }
-
-  add(k) {
-    if (this.owner && !this.has(k)) this.owner.changed();
-    return super.add(k);
-  }
-
-  delete(k) {
-    if (this.owner && this.has(k)) this.owner.changed();
-    return super.delete(k);
-  }
-
-  clear() {
-    if (this.owner && this.size) this.owner.changed();
-    super.clear();
-  }
-}
-
 function containerParams(key) {
   if (key.startsWith("c")) {
     const [group, chunk] = key.slice(1).split(":");
@@ -120,15 +71,11 @@ export class GraphModel {
     this.held = new Map(); // container key -> {sig, w, h}: the estimated box a real parent layout reserved for it
     // How real layouts compared with their column estimates so far (log ratios: sums and
     // sums of squares), for leaf containers and for containers of containers.
-    this.ratios = [{ w: 0, w2: 0, h: 0, h2: 0, n: 0 }, { w: 0, w2: 0, h: 0, h2: 0, n: 0 }];
-    this.learned = new Set(); // layout keys already counted in `ratios`
     this.lastWant = null; // the containers the last settled view laid out for real (null: all)
-    this.estimates = new Map(); // container key -> {lk, layout}: an estimate stays until its parent is laid out again
     this.openAll = false; // Expand all is on: a container fetched from now on opens its groups and chunks too
     this.deferred = new Set(); // expanded containers not fetched yet (Expand all fetches them once in view)
     this.itemOf = new Map(); // container key -> its item (in its parent's answer)
-    this.structSizes = new Map(); // a group's `structure` -> the size of a real layout of one such group
-    this.perOp = { w: 0, h: 0, n: 0 }; // log width and log height per op of real group layouts, for unfetched ones
+    this.sizing = new LayoutEstimates(this.itemOf); // estimated layouts, learning from the real ones (model/estimates.js)
     this.built = new Map(); // container key -> {stamp, x, y, container, estimated}: scene parts reused by compose
     this.layoutIds = new WeakMap(); // layout object -> a number (compose's stamps)
     this.lastReal = new Map(); // container key -> {sig, layout, boxes}: its last real layout, which settling may grow
@@ -168,7 +115,7 @@ export class GraphModel {
     this.loading.clear();
     this.itemOf.clear();
     this.deferred.clear();
-    this.estimates.clear();
+    this.sizing.estimates.clear();
     this.held.clear();
     this.lastReal.clear();
     this.built = new Map();
@@ -349,12 +296,12 @@ export class GraphModel {
       if (si === undefined || ti === undefined || si === ti) continue;
       // Into or out of a stack, one edge per (source, target, label) is enough.
       const stacked = keys[si].startsWith("s") || keys[ti].startsWith("s");
-      const dedupe = stacked ? `${si}>${ti}|${e.label || ""}` : null;
+      const dedupe = stacked ? `${si}>${ti}|${edgeText(e)}` : null;
       if (dedupe) {
         if (seen.has(dedupe)) continue;
         seen.add(dedupe);
       }
-      edges.push({ s: si, t: ti, label: e.label || "", value: e.value, source: keys[si], target: keys[ti] });
+      edges.push({ s: si, t: ti, label: edgeText(e), value: e.value, source: keys[si], target: keys[ti] });
     }
     // Members of one unfolded stack stand in one column (layout.worker.js aligns them).
     const columns = this.columnsOf(data, index);
@@ -461,7 +408,7 @@ export class GraphModel {
       if (!this.containers.has(key)) {
         // Deferred (Expand all, not fetched yet): a box estimated from its item's facts.
         const d = { key, sig: pendingSig(this.itemOf.get(key) || {}, key), items: [], keys: [], edges: [], inner: [], pending: true };
-        const entry = { key, d, boxes: [], est: true, layout: this.estimateFor(key, d, []) };
+        const entry = { key, d, boxes: [], est: true, layout: this.sizing.estimateFor(key, d, []) };
         info.set(key, entry);
         return entry;
       }
@@ -504,12 +451,12 @@ export class GraphModel {
         if (real) {
           entry.layout = real;
           entry.open = !d.collapsed && d.inner.every(({ key: ck }) => info.get(ck).open);
-          this.learn(lk, d, boxes, real, key, entry.open);
+          this.sizing.learn(lk, d, boxes, real, key, entry.open);
           this.lastReal.set(key, { sig: d.sig, layout: real, boxes });
           return entry;
         }
         if (this.layout.failed.has(lk)) {
-          entry.layout = this.estimateFor(key, d, boxes);
+          entry.layout = this.sizing.estimateFor(key, d, boxes);
           return entry;
         }
       }
@@ -520,7 +467,7 @@ export class GraphModel {
         if (!refs.length) for (const { i, key: ck } of d.inner) {
           const ci = info.get(ck);
           if (boxes[i] && ci.est) {
-            ci.layout = this.estimateFor(ck, ci.d, ci.boxes, true);
+            ci.layout = this.sizing.estimateFor(ck, ci.d, ci.boxes, true);
             boxes[i] = { w: ci.layout.w, h: ci.layout.h };
             this.held.delete(ck);
           }
@@ -548,7 +495,7 @@ export class GraphModel {
         entry.job = job;
         return entry;
       }
-      entry.layout = this.estimateFor(key, d, boxes);
+      entry.layout = this.sizing.estimateFor(key, d, boxes);
       entry.est = true;
       return entry;
     };
@@ -571,86 +518,6 @@ export class GraphModel {
     const h = this.heldFor(key, ci);
     if (ci.est) return h ? { w: h.w, h: h.h } : { w: ci.layout.w, h: ci.layout.h };
     return boxFor(ci.layout, h);
-  }
-
-  // A container's estimated layout: the one it has for the same content and inner boxes
-  // (an estimate stays put while it is out of view), or a new one (`fresh`: its parent is
-  // laid out again, so the estimate may learn from what was laid out since).
-  estimateFor(key, d, boxes, fresh = false) {
-    const lk = layoutKey(d.sig, boxes);
-    const had = this.estimates.get(key);
-    if (!fresh && had && had.lk === lk) return had.layout;
-    const layout = d.pending ? this.estimateUnfetched(key) : this.estimateLayout(d, boxes);
-    this.estimates.set(key, { lk, layout });
-    return layout;
-  }
-
-  // A container laid out without ELK, from cheap facts: its cards' sizes (measured by
-  // character counts), the boxes of the containers inside it (real, held or estimated
-  // themselves), in one column in program order, then scaled by how real layouts of
-  // containers of the same kind (leaf or not) compared with their own column so far.
-  // No edges: it is drawn only as a frame until it is in view, and then laid out for real.
-  estimateLayout(d, boxes) {
-    const sizes = d.items.map((it, i) => boxes[i] ? FRAME.measure(boxes[i]) : measureCard(it, charMeasurer));
-    const col = columnLayout(sizes);
-    const r = this.ratios[d.inner.length ? 1 : 0];
-    if (r.n < 1) return col;
-    // One standard deviation above the mean ratio: most real layouts then fit the box
-    // held for them, and laying them out moves nothing around them.
-    const up = (sum, sum2) => {
-      const mean = sum / r.n;
-      const sd = r.n > 1 ? Math.sqrt(Math.max(0, sum2 / r.n - mean * mean)) : 0.1;
-      return Math.exp(mean + sd);
-    };
-    let maxW = 0;
-    let maxH = 0;
-    for (const b of sizes) {
-      maxW = Math.max(maxW, b.w);
-      maxH = Math.max(maxH, b.h);
-    }
-    const w = Math.max(maxW + 20, Math.ceil(col.w * up(r.w, r.w2)));
-    const h = Math.max(maxH + 20, Math.ceil(col.h * up(r.h, r.h2)));
-    const ky = (h - 20 - maxH) / Math.max(1, col.h - 20 - maxH);
-    const boxesOut = col.boxes.map((b) => ({ x: (w - b.w) / 2, y: 10 + Math.min(h - 20 - b.h, (b.y - 10) * ky), w: b.w, h: b.h }));
-    return { w, h, boxes: boxesOut, edges: [], estimated: true };
-  }
-
-  // A container not fetched yet: the size of a real layout of a group with the same
-  // structure, else its op count times the height per op of the real group layouts so far
-  // (and their width), a tenth over.
-  estimateUnfetched(key) {
-    const item = this.itemOf.get(key) || {};
-    const same = item.structure && this.structSizes.get(item.structure);
-    if (same) return { w: same.w, h: same.h, boxes: [], edges: [], estimated: true };
-    const ops = Math.max(1, Number(item.node_count) || Number(item.child_count) || 1);
-    const p = this.perOp;
-    const perOp = p.n ? Math.exp(p.h / p.n) : 100;
-    const w = p.n ? Math.exp(p.w / p.n) : 240;
-    return { w: Math.ceil(w * 1.1), h: Math.ceil(Math.max(60, ops * perOp * 1.1)), boxes: [], edges: [], estimated: true };
-  }
-
-  // How a real layout compared with its own column estimate (log ratios, running mean),
-  // and, for a group, how big it is per op and for its structure.
-  learn(lk, d, boxes, real, key, open) {
-    if (this.learned.has(lk)) return;
-    this.learned.add(lk);
-    const item = key && this.itemOf.get(key);
-    if (open && item && item.type === "group" && Number(item.node_count) > 0) {
-      if (item.structure) this.structSizes.set(item.structure, { w: real.w, h: real.h });
-      this.perOp.w += Math.log(real.w);
-      this.perOp.h += Math.log(real.h / Number(item.node_count));
-      this.perOp.n += 1;
-    }
-    if (d.items.length < 3) return;
-    const col = columnLayout(d.items.map((it, i) => boxes[i] ? FRAME.measure(boxes[i]) : measureCard(it, charMeasurer)));
-    const r = this.ratios[d.inner.length ? 1 : 0];
-    const lw = Math.log(Math.max(0.05, real.w / col.w));
-    const lh = Math.log(Math.max(0.05, real.h / col.h));
-    r.w += lw;
-    r.w2 += lw * lw;
-    r.h += lh;
-    r.h2 += lh * lh;
-    r.n += 1;
   }
 
   // Loads, lays out and composes. Resolves true when a new scene is ready, false when a
@@ -728,120 +595,19 @@ export class GraphModel {
     return true;
   }
 
+  // Opens or closes `key` (model/expansion.js); false when it does not open.
   toggle(key) {
-    if (!this.openable(key)) return false;
-    if (key.startsWith("s")) {
-      this.unfold(key);
-      return true;
-    }
-    if (this.expanded.has(key)) {
-      // Collapse the subtree too, so that re-expanding shows one level at a time.
-      for (const k of [...this.expanded]) if (k !== ROOT && this.isInside(k, key)) this.expanded.delete(k);
-      this.expanded.delete(key);
-    } else {
-      for (const k of this.opensThrough(key)) {
-        this.deferred.delete(k);
-        this.expanded.add(k);
-      }
-    }
-    return true;
+    return toggle(this, key);
   }
 
-  // What opening `key` opens: itself, and for a module drawn as one function call's card,
-  // the modules it wraps and that call, so that the kernels show at once.
-  opensThrough(key) {
-    const item = this.itemOf.get(key);
-    if (!item || cardOf(item) !== "op" || !item.single) return [key];
-    return [...(item.wrappers || []).map((w) => w.key), key, item.single.key].filter((k, i, all) => k && all.indexOf(k) === i);
-  }
-
-  isInside(candidate, ancestor) {
-    let item = this.scene && this.scene.byKey.get(candidate);
-    while (item) {
-      if (item.parentKey === ancestor) return true;
-      item = this.scene.byKey.get(item.parentKey);
-    }
-    return false;
-  }
-
-  // The first view. With a trunk (the server's `trunk`: the groups holding most of the
-  // program, top down, each inside the previous), it opens the way down to the innermost
-  // one and nothing else: the decoder stack is open, small heads and stems stay
-  // collapsed. Without one, breadth first, open a group only while the number of drawn
-  // items stays within `budget` (a readable first screen, and a first paint that stays
-  // cheap at any size). A program split into chunks opens its first chunk whatever its
-  // size, so a flat program opens on its first ops, not on three chunk cards.
-  async autoExpand(budget = 48, trunk = null) {
-    this.autoOpened = []; // in the order opened: what the first view may close again to fit
-    const root = await this.load(ROOT);
-    let start = root;
-    let visible = this.drawnCount(root);
-    if (trunk && trunk.length) {
-      for (const k of trunk[trunk.length - 1].item_path || []) {
-        if (k === ROOT) continue;
-        this.expanded.add(k);
-        start = await this.load(k);
-        visible += this.drawnCount(start) - 1;
-      }
-    }
-    // Below the trunk (or from the top without one), within the budget; what lies beside
-    // the trunk (a head, `lm_head`) stays closed. Where the trunk ends on a stack of
-    // blocks (a decoder), what sits beside the stack (Llama's rotary embedding, a stem)
-    // stays closed too: the blocks are the view, only a lone wrapper or a first chunk opens.
-    const onBlocks = Boolean(trunk && trunk.length) && this.foldedStacks(start).size > 0;
-    const queue = this.candidates(start);
-    let opened = 0;
-    let chunkOpened = false;
-    while (queue.length && opened < 64) {
-      const { key, item, first, only } = queue.shift();
-      const estimate = Number(item.child_count) || 0;
-      // A lone wrapper (a module around the model, a jit around everything) always opens,
-      // and so does the first chunk of the first chunked container.
-      const force = only || (item.type === "chunk" && first && !chunkOpened);
-      if (!force && (onBlocks || visible + estimate > budget)) continue;
-      const data = await this.load(key);
-      this.expanded.add(key);
-      if (!force) this.autoOpened.push(key);
-      visible += this.drawnCount(data);
-      opened++;
-      if (item.type === "chunk") chunkOpened = true;
-      queue.push(...this.candidates(data));
-    }
+  // The first view (model/first-view.js): opens the trunk, then within `budget` drawn items.
+  autoExpand(budget = 48, trunk = null) {
+    return autoExpand(this, budget, trunk);
   }
 
   // The first view closes again the group it opened last (to fit); false when it opened none.
   closeLastOpened() {
-    if (!this.autoOpened.length) return false;
-    this.expanded.delete(this.autoOpened.pop());
-    return true;
-  }
-
-  // Items a container draws, with stacks folded and parameters inside their ops.
-  drawnCount(data) {
-    let n = (data.outputs || []).length;
-    for (const b of data.inputs || []) if (!b.weight || this.showWeights) n++;
-    const folded = this.foldedStacks(data);
-    const inStacks = new Set();
-    for (const st of folded.values()) for (const m of st.members.flat()) inStacks.add(m);
-    n += folded.size;
-    for (const item of data.items) if (!inStacks.has(itemKey(item))) n++;
-    return n;
-  }
-
-  // The modules, scopes and chunks of a container that may be opened, in order (not folded
-  // ones, not function calls or groups drawn as one op: they are ops).
-  candidates(data) {
-    const out = [];
-    let first = true;
-    const inStacks = new Set();
-    for (const st of this.foldedStacks(data).values()) for (const m of st.members.flat()) inStacks.add(m);
-    for (const item of data.items) {
-      if (item.type === "node" || inStacks.has(itemKey(item)) || !opensWithAll(item)) continue;
-      out.push({ key: itemKey(item), item, first: item.type === "chunk" && first });
-      if (item.type === "chunk") first = false;
-    }
-    if (out.length === 1 && this.drawnCount(data) <= 3 && out[0].item.type === "group") out[0].only = true;
-    return out;
+    return closeLastOpened(this);
   }
 
   // Layouts → absolute scene. A container inside a held box larger than its real
@@ -991,221 +757,62 @@ export class GraphModel {
   }
 
   // ------------------------------------------------------------------ expansion actions
+  // (model/expansion.js)
 
-  // Opens a stack into its members, the frames of its first repetition expanded.
   unfold(stackKey) {
-    this.unfolded.add(stackKey);
-    const first = [];
-    for (const data of this.containers.values()) {
-      const st = (data.stacks || []).find((s) => s.key === stackKey);
-      if (!st) continue;
-      const byKey = new Map(data.items.map((it) => [itemKey(it), it]));
-      for (const k of st.members[0] || []) if (byKey.has(k) && opensWithAll(byKey.get(k))) first.push(k);
-      break;
-    }
-    if (!first.length && isContainerKey(stackKey.slice(1))) first.push(stackKey.slice(1));
-    for (const k of first) this.expanded.add(k);
+    return unfold(this, stackKey);
   }
 
-  // Every group and chunk, every stack unfolded: one api/subtree request, one layout pass.
-  // Every group and chunk opens, every stack unfolds: the containers are fetched breadth
-  // first in one api/subtree request up to EXPAND_FETCH_ITEMS items; deeper ones open as
-  // well (`deferred`) and are fetched once the view shows them (settle).
-  async expandAll() {
-    this.openAll = true;
-    const res = await this.loadSubtree(ROOT, EXPAND_FETCH_ITEMS);
-    // The containers fetched before (the first view's) open inside too, top down.
-    const visit = (k) => {
-      const data = this.containers.get(k);
-      if (!data) return;
-      this.openInside(data);
-      for (const item of data.items) if (item.type !== "node" && this.expanded.has(itemKey(item))) visit(itemKey(item));
-    };
-    visit(ROOT);
-    return res;
+  expandAll() {
+    return expandAll(this);
   }
 
   collapseAll() {
-    this.openAll = false;
-    this.deferred.clear();
-    this.expanded = new TrackedSet(this, [ROOT]);
-    this.unfolded.clear();
-    this.changed();
+    return collapseAll(this);
   }
 
-  // Expands every group and chunk down to `depth` levels below the root (stacks stay folded
-  // unless a member is inside the depth and the person opened it).
-  async expandToDepth(depth) {
-    this.collapseAll();
-    let frontier = [ROOT];
-    for (let d = 0; d < depth && frontier.length; d++) {
-      const datas = await Promise.all(frontier.map((k) => this.load(k)));
-      const next = [];
-      for (const data of datas) {
-        for (const st of data.stacks || []) this.unfolded.add(st.key);
-        for (const item of data.items) {
-          if (item.type === "node" || !opensWithAll(item)) continue;
-          const k = itemKey(item);
-          this.expanded.add(k);
-          next.push(k);
-        }
-      }
-      frontier = next;
-    }
+  expandToDepth(depth) {
+    return expandToDepth(this, depth);
   }
 
-  // The expansion as group paths, which survive a recapture (ids do not).
+  // The expansion as group paths, which survive a recapture (ids do not); see model/paths.js.
   expansionPaths() {
-    const open = [];
-    for (const k of this.expanded) if (k !== ROOT && this.paths.has(k)) open.push(this.paths.get(k));
-    const stacks = [];
-    for (const k of this.unfolded) if (this.paths.has(k.slice(1))) stacks.push(this.paths.get(k.slice(1)));
-    return { open, stacks };
+    return expansionPaths(this);
   }
 
   // Re-opens what `expansionPaths()` recorded, level by level; false when nothing matched.
-  async restorePaths(saved) {
-    const open = new Set(saved.open || []);
-    const stacks = new Set(saved.stacks || []);
-    if (!open.size) return false;
-    let frontier = [ROOT];
-    let matched = 0;
-    while (frontier.length) {
-      const datas = await Promise.all(frontier.map((k) => this.load(k)));
-      const next = [];
-      for (const data of datas) {
-        for (const item of data.items) {
-          if (item.type === "node") continue;
-          const k = itemKey(item);
-          const path = this.paths.get(k);
-          if (stacks.has(path)) this.unfolded.add("s" + k);
-          if (open.has(path) && (item.child_count > 0)) {
-            this.expanded.add(k);
-            matched++;
-            next.push(k);
-          }
-        }
-      }
-      frontier = next;
-    }
-    return matched > 0;
+  restorePaths(saved) {
+    return restorePaths(this, saved);
   }
 
-  // Makes an item visible. `itemPath` is the server's list of item keys from the root to
-  // the target, chunks included (search results and node details carry it); every key
-  // before the target is expanded. Without one, the group path is followed and chunks
-  // are searched (reveal).
+  // Makes an item visible (its server item path: every key before the target expanded).
   revealPath(itemPath) {
-    return this.revealPaths([itemPath]);
+    return revealPaths(this, [itemPath]);
   }
 
   // Makes several items visible at once (a source line's items).
-  async revealPaths(itemPaths) {
-    for (const path of itemPaths) {
-      // A node key inside a path is a control-flow boundary opened into its bodies.
-      for (const k of path.slice(0, -1)) {
-        if (k === ROOT || !(isContainerKey(k) || k.startsWith("n"))) continue;
-        this.deferred.delete(k); // on the way to a search result: fetched now, not once in view
-        this.expanded.add(k);
-      }
-    }
-    return this.unstack(itemPaths.map((p) => p[p.length - 1]));
+  revealPaths(itemPaths) {
+    return revealPaths(this, itemPaths);
   }
 
-  // Refreshes; when targets ended up folded inside stack cards, opens those stacks.
-  async unstack(targets) {
-    const ok = await this.refresh();
-    if (!ok) return ok;
-    const folded = targets.filter((k) => k && this.stackOf.has(k) && !this.scene.byKey.has(k));
-    if (!folded.length) return ok;
-    for (const k of folded) this.unfolded.add(this.stackOf.get(k));
-    return this.refresh();
-  }
-
-  async reveal(target, pathGroupIds) {
-    let container = ROOT;
-    await this.load(ROOT);
-    const steps = (pathGroupIds || []).map((g) => "g" + g).filter((k) => k !== ROOT && k !== target);
-    steps.push(target);
-    for (const step of steps) {
-      const holder = await this.findHolder(container, step);
-      if (!holder) break;
-      for (const k of holder.chain) {
-        this.deferred.delete(k);
-        this.expanded.add(k);
-      }
-      if (step === target) break;
-      this.deferred.delete(step);
-      this.expanded.add(step);
-      container = step;
-    }
-    return this.unstack([target]);
-  }
-
-  // Which container under `container` directly holds item `key`: itself, or one of its
-  // chunks (chunks hold items in program order; nested chunks are followed).
-  async findHolder(container, key) {
-    const data = await this.load(container);
-    if (data.items.some((it) => itemKey(it) === key)) return { chain: [] };
-    if (!data.chunked) return null;
-    const chunks = data.items.filter((it) => it.type === "chunk");
-    const hinted = chunks.filter((c) => chunkMayHold(c, key));
-    for (const c of hinted.length ? hinted : chunks) {
-      const ck = itemKey(c);
-      const found = await this.findHolder(ck, key);
-      if (found) return { chain: [ck, ...found.chain] };
-    }
-    return null;
+  // Makes `target` visible through its group path, searching chunks.
+  reveal(target, pathGroupIds) {
+    return reveal(this, target, pathGroupIds);
   }
 
   hitTest(x, y) {
-    if (!this.scene) return null;
-    let hit = null;
-    const visit = (container) => {
-      for (const it of container.items) {
-        if (x < it.x || y < it.y || x > it.x + it.w || y > it.y + it.h) continue;
-        hit = it;
-        if (it.expanded && !onFrameHeader(it, y)) visit(it.expanded);
-        return;
-      }
-    };
-    visit(this.scene.root);
-    return hit;
+    return this.scene ? itemAt(this.scene, x, y) : null;
   }
 
   // The edge under a world point (within `tol` world units of it), innermost container
   // first, or null: {source, target, label, value}.
   edgeAt(x, y, tol) {
-    if (!this.scene) return null;
-    let best = null;
-    let bestD = tol;
-    const visit = (c) => {
-      if (x < c.x - tol || y < c.y - tol || x > c.x + c.w + tol || y > c.y + c.h + tol) return;
-      for (const it of c.items) if (it.expanded) visit(it.expanded);
-      for (const e of c.edges) {
-        const pts = e.points;
-        for (let i = 0; i + 1 < pts.length; i++) {
-          const d = segmentDistance(x - c.x, y - c.y, pts[i], pts[i + 1]);
-          if (d < bestD) {
-            bestD = d;
-            best = e;
-          }
-        }
-      }
-    };
-    visit(this.scene.root);
-    return best && { source: best.source, target: best.target, label: best.label, value: best.value };
+    return this.scene ? edgeAt(this.scene, x, y, tol) : null;
   }
 
   // Absolute points of every drawn edge touching `key`, for highlighting.
   edgesOf(key) {
-    const out = [];
-    const visit = (c) => {
-      for (const e of c.edges) if (e.source === key || e.target === key) out.push({ c, e });
-      for (const it of c.items) if (it.expanded) visit(it.expanded);
-    };
-    if (this.scene) visit(this.scene.root);
-    return out;
+    return this.scene ? edgesOf(this.scene, key) : [];
   }
 }
 
@@ -1279,15 +886,6 @@ function grownLayout(layout, oldBoxes, newBoxes) {
   return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges, grown: true, baseW: base };
 }
 
-// How far point (x, y) is from the segment a-b.
-function segmentDistance(x, y, a, b) {
-  const dx = b[0] - a[0];
-  const dy = b[1] - a[1];
-  const len2 = dx * dx + dy * dy;
-  const t = len2 ? Math.max(0, Math.min(1, ((x - a[0]) * dx + (y - a[1]) * dy) / len2)) : 0;
-  return Math.hypot(x - (a[0] + t * dx), y - (a[1] + t * dy));
-}
-
 const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
 // The content signature of a container not fetched yet (its layout is an estimate):
@@ -1297,21 +895,13 @@ function pendingSig(item, key) {
 }
 
 function linesOf(item) {
-  if (!item._lines) Object.defineProperty(item, "_lines", { value: cardLines(item), enumerable: false });
-  return item._lines;
-}
-
-// Cards in one column, in program order, with ELK's spacing between layers and padding.
-function columnLayout(sizes) {
-  let w = 0;
-  for (const b of sizes) w = Math.max(w, b.w);
-  const boxes = [];
-  let y = 10;
-  for (const b of sizes) {
-    boxes.push({ x: 10 + (w - b.w) / 2, y, w: b.w, h: b.h });
-    y += b.h + 40;
+  // Kept per item, for the shapes shown (global or per device: the toolbar's toggle).
+  const mode = perDeviceShapes();
+  if (!item._lines || item._lines.mode !== mode) {
+    Object.defineProperty(item, "_lines", { value: { mode, lines: cardLines(item) }, enumerable: false,
+                                            configurable: true, writable: true });
   }
-  return { w: Math.ceil(w + 20), h: Math.ceil(Math.max(y - 40, 10) + 10), boxes, edges: [], estimated: true };
+  return item._lines.lines;
 }
 
 const WEIGHT_LINES = 4; // weights listed on an op's card before "+N more"
@@ -1324,7 +914,8 @@ export function cardLines(item) {
     if (total > 3) lines.push(`+${total - 3} more outputs`);
     if (item.sublabel) lines.push(String(item.sublabel));
     const nb = (item.bodies || []).length;
-    if (nb) lines.push(`${nb} ${nb === 1 ? "body" : "bodies"} · not executed`);
+    if (nb === 1 && item.bodies[0].role === "shard_map body") lines.push(`per-device body ×${grouped(item.bodies[0].devices || 0)} · opens`);
+    else if (nb) lines.push(`${nb} ${nb === 1 ? "body" : "bodies"} · not executed`);
     return lines;
   }
   const lines = [];
@@ -1350,6 +941,8 @@ export function cardLines(item) {
     if (item.cost) lines.push(costLine(item.cost));
     const io = shapesLine(item);
     if (io) lines.push(io);
+    const mem = memoryLine(item.per_device_memory);
+    if (mem) lines.push(mem);
   } else if (item.honest) {
     lines.push(String(item.honest));
   } else if (item.sublabel) {
@@ -1382,6 +975,28 @@ export function weightLines(item, within) {
   return lines;
 }
 
+// What one device holds for a group of a program split across devices (the server sends
+// `per_device_memory` only then): `per device: 1 KiB params · 128 B in · 896 B act`.
+export function memoryLine(m) {
+  if (!m || typeof m !== "object") return "";
+  const bits = [];
+  if (m.param_bytes) bits.push(`${formatBytes(m.param_bytes)} params`);
+  if (m.gradient_bytes) bits.push(`${formatBytes(m.gradient_bytes)} grads`);
+  if (m.input_bytes) bits.push(`${formatBytes(m.input_bytes)} in`);
+  if (m.activation_bytes) bits.push(`${formatBytes(m.activation_bytes)} act`);
+  return bits.length ? `per device: ${bits.join(" · ")}` : "";
+}
+
+// A collective's line on its card: the mesh axes, how many devices take part and what
+// each sends (`data ×4 · sends 192 B each`).
+export function collectiveLine(c) {
+  if (!c || typeof c !== "object") return "";
+  const axes = (c.axes || []).join("×") || "group";
+  const n = c.devices ? ` ×${c.devices}` : "";
+  const sent = typeof c.bytes_sent_per_device === "number" ? ` · sends ${formatBytes(c.bytes_sent_per_device)} each` : "";
+  return `${axes}${n}${sent}`;
+}
+
 function shapesLine(item) {
   const fmt = (list, total) => {
     if (!list || !list.length) return "";
@@ -1409,6 +1024,12 @@ function opEntry(item, within, weightPills) {
     lines: fn ? functionLines(item) : linesOf(item),
     tag: fn ? null : cardTag(item),
   };
+  if (!fn && item.collective) {
+    // A collective stands out: its own colour, its mesh axes on the tag, what it moves.
+    entry.collective = true;
+    entry.tag = `⇄ ${(item.collective.axes || []).join("×") || "collective"}`;
+    entry.lines = [collectiveLine(item.collective), ...entry.lines];
+  }
   if (fn || opens(item)) entry.toggle = true; // a call opens to its kernels; a boundary to its bodies
   if (!weightPills && item.weights && item.weights.length) {
     entry.weightStart = entry.lines.length;
@@ -1551,13 +1172,3 @@ function boundaryItem(data, key) {
   return b ? { ...b, type: side } : { type: side, value: Number(v) };
 }
 
-// A chunk item may carry its node id range ({first,last} or range:[a,b]); when it does,
-// search only the chunks whose range can hold the node.
-function chunkMayHold(chunk, key) {
-  if (!key.startsWith("n")) return false;
-  const id = Number(key.slice(1));
-  const lo = chunk.first ?? (chunk.range ? chunk.range[0] : undefined);
-  const hi = chunk.last ?? (chunk.range ? chunk.range[1] : undefined);
-  if (lo === undefined || hi === undefined) return false;
-  return id >= lo && id <= hi;
-}

@@ -4,6 +4,7 @@
 // A Torch checkpoint (meta.state "checkpoint") also records meta.checkpoint (its
 // workspace path) and, loaded with strict = false, meta.checkpoint_missing/_unexpected.
 
+/** @type {Record<string, string>} */
 const FACTORY_DETAIL = {
   factory_variables: "bound with model.bind(variables)",
   factory_state: "the state of the module it built",
@@ -16,6 +17,7 @@ const FACTORY_DETAIL = {
 // {label, origin: "fresh"|"factory"|"carried"|"checkpoint"|"abstract"|"other", headline, note, keys?}
 // or null when the capture records no state (plain functions, older captures). `keys`
 // ({missing, unexpected}) lists what a non-strict checkpoint load did not match.
+/** @param {any} capture  `api/capture` */
 export function describeState(capture) {
   const meta = (capture && capture.meta) || {};
   const label = typeof meta.state === "string" ? meta.state : "";
@@ -77,6 +79,7 @@ export function describeState(capture) {
   return keys ? { label, origin, headline, note, keys } : { label, origin, headline, note };
 }
 
+/** @param {string} text */
 function sentence(text) {
   const t = text.trim();
   return t.charAt(0).toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? "" : ".");

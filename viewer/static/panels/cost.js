@@ -104,7 +104,7 @@ export class CostPanel extends Panel {
       try {
         const answer = await this.api.cost(this.device);
         if (this.device === name) this.times = answer.times || null;
-      } catch (err) {
+      } catch {
         this.times = null;
       }
     }

@@ -161,7 +161,7 @@ export class DiffPanel extends Panel {
       li.addEventListener("click", () => this.go(i));
       list.append(li);
     });
-    if (!d.changes.length) list.append(el("li", { class: "diff-empty" }, "No differences: the same groups, ops, shapes, dtypes, params and parameter tensors."));
+    if (!d.changes.length) list.append(el("li", { class: "diff-empty" }, "No differences: the same groups, ops, shapes, dtypes, shardings, params and parameter tensors."));
     const side = d.a || {};
     this.root.replaceChildren(
       el(

@@ -108,7 +108,7 @@ export class LinesPanel extends Panel {
       let answer = null;
       try {
         answer = await this.api.get("line", { file: d.file, line: d.line });
-      } catch (err) {
+      } catch {
         answer = null; // the outline keeps what is on screen
       }
       if (seq !== this.cursorSeq) return;

@@ -78,7 +78,7 @@ export class SearchPanel extends Panel {
     });
     input.addEventListener("focus", () => this.answer && (this.query || this.hasFilters()) && this.open());
     document.addEventListener("pointerdown", (e) => {
-      if (!e.target.closest(".search")) this.close();
+      if (!(/** @type {Element} */ (e.target)).closest(".search")) this.close();
     });
   }
 

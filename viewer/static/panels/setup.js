@@ -60,7 +60,7 @@ export class SetupForm extends Panel {
   async load(profile) {
     try {
       this.data = await this.api.setup(profile);
-    } catch (err) {
+    } catch {
       this.data = null;
       return false;
     }
@@ -91,6 +91,7 @@ export class SetupForm extends Panel {
       needs.append(ul);
     }
     this.renderEvidence(d.evidence);
+    this.renderMesh(d.mesh);
 
     const factories = d.factories || {};
     this.tokenSyncs = [];
@@ -134,6 +135,23 @@ export class SetupForm extends Panel {
       evidence.choices.map((c) => el("option", { value: c.value, selected: c.value === evidence.value }, c.label)));
     box.append(el("label", { class: "field" }, el("span", {}, "Evidence"), select,
       el("small", {}, "Abstract builds and runs the model on fake tensors: the same ops, modules and shapes, no values."),
+      el("div", { class: "field-error", hidden: true })));
+  }
+
+  // The device mesh (`mesh`): `data=4,model=2`, simulated on cpu; the server reads the text
+  // (capture.recipe's one reader of that spelling) and explains it (`help`).
+  renderMesh(mesh) {
+    let box = this.root.querySelector("#setup-mesh");
+    if (!box) {
+      box = el("div", { id: "setup-mesh", class: "mesh" });
+      (this.root.querySelector("#setup-evidence") || this.root.querySelector("#setup-needs")).after(box);
+    }
+    clear(box);
+    box.hidden = !mesh;
+    if (!mesh) return;
+    const input = el("input", { type: "text", name: "mesh", "data-path": "mesh", value: mesh.value || "",
+                                placeholder: mesh.placeholder || "", spellcheck: "false", autocomplete: "off" });
+    box.append(el("label", { class: "field" }, el("span", {}, "Mesh"), input, el("small", {}, mesh.help || ""),
       el("div", { class: "field-error", hidden: true })));
   }
 
@@ -436,7 +454,7 @@ export class SetupForm extends Panel {
     const fromFixture = !!(saved && saved.fixture);
     const inputsFactory = this.modes.inputs && this.modes.inputs() === "factory";
     const initFactory = this.modes.init && this.modes.init() === "factory";
-    this.root.querySelectorAll(".input-card").forEach((card, i) => {
+    this.root.querySelectorAll(".input-card").forEach((card) => {
       if (fromFixture || inputsFactory) return; // the fixture or the factory gives the inputs
       const inp = card._inp || {};
       const shapeInput = card.querySelector("[name=shape]");
@@ -513,6 +531,12 @@ export class SetupForm extends Panel {
       const r = read(problems);
       if (!r.set) continue;
       setPath(recipe, path, r.value);
+    }
+    const mesh = this.root.querySelector("#setup-mesh input");
+    if (mesh && !this.root.querySelector("#setup-mesh").hidden) {
+      const text = mesh.value.trim();
+      if (text) recipe.mesh = text; // saved as the recipe's table
+      else delete recipe.mesh;
     }
     const evidence = this.root.querySelector("#setup-evidence select");
     if (evidence && !this.root.querySelector("#setup-evidence").hidden) {
@@ -652,7 +676,7 @@ function readLiteral(input, type, problems, f) {
   if (/^[[{]/.test(raw)) {
     try {
       return { set: true, value: JSON.parse(raw) };
-    } catch (e) {
+    } catch {
       return { set: true, value: raw };
     }
   }

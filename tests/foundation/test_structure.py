@@ -1,0 +1,43 @@
+"""The structure report (``python -m tools.structure``, named in the README) runs, and
+every number it measures is within its budget (tools/structure.py BUDGETS: no mypy or
+tsc or ESLint finding, no import circle; the functions over complexity 15 and the
+duplicated runs no more than the debt left). Its duplicate detector is checked on a
+tree of its own."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from tools.imports import ROOT
+from tools.structure import BUDGETS, Report, duplicated_runs
+
+
+@pytest.mark.slow
+def test_the_structure_report_holds_its_budgets():
+    proc = subprocess.run([sys.executable, "-m", "tools.structure", "--check"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for heading in ("lines", "Python types", "browser code", "complexity", "import circles", "duplicated runs"):
+        assert heading in proc.stdout
+    assert "strict-typed coverage" in proc.stdout
+
+
+def test_a_number_over_its_budget_is_reported():
+    r = Report()
+    r.number("import circles", 1)
+    r.number("mypy errors", 0)
+    assert r.over_budget() == [f"import circles: 1 > {BUDGETS['import circles']}"]
+
+
+def test_the_duplicate_detector_finds_a_copied_run(tmp_path, monkeypatch):
+    monkeypatch.setattr("tools.structure.ROOT", tmp_path)
+    body = "\n".join(f"    total = total + {i} * weight" for i in range(7))
+    (tmp_path / "a.py").write_text(f"import os\n\ndef f(weight):\n    total = 0\n{body}\n    return total\n")
+    (tmp_path / "b.py").write_text(f"# a comment\ndef g(weight):\n    total = 1\n{body}\n    return total * 2\n")
+    (tmp_path / "c.py").write_text("def h():\n    return 1\n")
+    runs = duplicated_runs(sorted(tmp_path.glob("*.py")))
+    assert runs == [("a.py:5-11", "b.py:4-10")]  # the seven shared lines, once
+    assert duplicated_runs([tmp_path / "a.py", tmp_path / "c.py"]) == []

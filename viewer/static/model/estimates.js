@@ -1,0 +1,113 @@
+// Estimated layouts: a container's box without ELK, from cheap facts and from how the
+// real layouts so far compared with their estimates (the graph model's sizing job; the
+// model asks for estimates and reports each real layout it gets, model/viewmodel.js).
+
+import { FRAME, charMeasurer, measureCard } from "../draw/card.js";
+import { layoutKey } from "../layout/layout-client.js";
+
+export class LayoutEstimates {
+  // `itemOf`: the model's container key -> its item (in its parent's answer), read here.
+  constructor(itemOf) {
+    this.itemOf = itemOf;
+    // How real layouts compared with their column estimates so far (log ratios: sums and
+    // sums of squares), for leaf containers and for containers of containers.
+    this.ratios = [{ w: 0, w2: 0, h: 0, h2: 0, n: 0 }, { w: 0, w2: 0, h: 0, h2: 0, n: 0 }];
+    this.learned = new Set(); // layout keys already counted in `ratios`
+    this.estimates = new Map(); // container key -> {lk, layout}: an estimate stays until its parent is laid out again
+    this.structSizes = new Map(); // a group's `structure` -> the size of a real layout of one such group
+    this.perOp = { w: 0, h: 0, n: 0 }; // log width and log height per op of real group layouts, for unfetched ones
+  }
+
+  // A container's estimated layout: the one it has for the same content and inner boxes
+  // (an estimate stays put while it is out of view), or a new one (`fresh`: its parent is
+  // laid out again, so the estimate may learn from what was laid out since).
+  estimateFor(key, d, boxes, fresh = false) {
+    const lk = layoutKey(d.sig, boxes);
+    const had = this.estimates.get(key);
+    if (!fresh && had && had.lk === lk) return had.layout;
+    const layout = d.pending ? this.estimateUnfetched(key) : this.estimateLayout(d, boxes);
+    this.estimates.set(key, { lk, layout });
+    return layout;
+  }
+
+  // A container laid out without ELK, from cheap facts: its cards' sizes (measured by
+  // character counts), the boxes of the containers inside it (real, held or estimated
+  // themselves), in one column in program order, then scaled by how real layouts of
+  // containers of the same kind (leaf or not) compared with their own column so far.
+  // No edges: it is drawn only as a frame until it is in view, and then laid out for real.
+  estimateLayout(d, boxes) {
+    const sizes = d.items.map((it, i) => boxes[i] ? FRAME.measure(boxes[i]) : measureCard(it, charMeasurer));
+    const col = columnLayout(sizes);
+    const r = this.ratios[d.inner.length ? 1 : 0];
+    if (r.n < 1) return col;
+    // One standard deviation above the mean ratio: most real layouts then fit the box
+    // held for them, and laying them out moves nothing around them.
+    const up = (sum, sum2) => {
+      const mean = sum / r.n;
+      const sd = r.n > 1 ? Math.sqrt(Math.max(0, sum2 / r.n - mean * mean)) : 0.1;
+      return Math.exp(mean + sd);
+    };
+    let maxW = 0;
+    let maxH = 0;
+    for (const b of sizes) {
+      maxW = Math.max(maxW, b.w);
+      maxH = Math.max(maxH, b.h);
+    }
+    const w = Math.max(maxW + 20, Math.ceil(col.w * up(r.w, r.w2)));
+    const h = Math.max(maxH + 20, Math.ceil(col.h * up(r.h, r.h2)));
+    const ky = (h - 20 - maxH) / Math.max(1, col.h - 20 - maxH);
+    const boxesOut = col.boxes.map((b) => ({ x: (w - b.w) / 2, y: 10 + Math.min(h - 20 - b.h, (b.y - 10) * ky), w: b.w, h: b.h }));
+    return { w, h, boxes: boxesOut, edges: [], estimated: true };
+  }
+
+  // A container not fetched yet: the size of a real layout of a group with the same
+  // structure, else its op count times the height per op of the real group layouts so far
+  // (and their width), a tenth over.
+  estimateUnfetched(key) {
+    const item = this.itemOf.get(key) || {};
+    const same = item.structure && this.structSizes.get(item.structure);
+    if (same) return { w: same.w, h: same.h, boxes: [], edges: [], estimated: true };
+    const ops = Math.max(1, Number(item.node_count) || Number(item.child_count) || 1);
+    const p = this.perOp;
+    const perOp = p.n ? Math.exp(p.h / p.n) : 100;
+    const w = p.n ? Math.exp(p.w / p.n) : 240;
+    return { w: Math.ceil(w * 1.1), h: Math.ceil(Math.max(60, ops * perOp * 1.1)), boxes: [], edges: [], estimated: true };
+  }
+
+  // How a real layout compared with its own column estimate (log ratios, running mean),
+  // and, for a group, how big it is per op and for its structure.
+  learn(lk, d, boxes, real, key, open) {
+    if (this.learned.has(lk)) return;
+    this.learned.add(lk);
+    const item = key && this.itemOf.get(key);
+    if (open && item && item.type === "group" && Number(item.node_count) > 0) {
+      if (item.structure) this.structSizes.set(item.structure, { w: real.w, h: real.h });
+      this.perOp.w += Math.log(real.w);
+      this.perOp.h += Math.log(real.h / Number(item.node_count));
+      this.perOp.n += 1;
+    }
+    if (d.items.length < 3) return;
+    const col = columnLayout(d.items.map((it, i) => boxes[i] ? FRAME.measure(boxes[i]) : measureCard(it, charMeasurer)));
+    const r = this.ratios[d.inner.length ? 1 : 0];
+    const lw = Math.log(Math.max(0.05, real.w / col.w));
+    const lh = Math.log(Math.max(0.05, real.h / col.h));
+    r.w += lw;
+    r.w2 += lw * lw;
+    r.h += lh;
+    r.h2 += lh * lh;
+    r.n += 1;
+  }
+}
+
+// Cards in one column, in program order, with ELK's spacing between layers and padding.
+function columnLayout(sizes) {
+  let w = 0;
+  for (const b of sizes) w = Math.max(w, b.w);
+  const boxes = [];
+  let y = 10;
+  for (const b of sizes) {
+    boxes.push({ x: 10 + (w - b.w) / 2, y, w: b.w, h: b.h });
+    y += b.h + 40;
+  }
+  return { w: Math.ceil(w + 20), h: Math.ceil(Math.max(y - 40, 10) + 10), boxes, edges: [], estimated: true };
+}
