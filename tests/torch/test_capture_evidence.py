@@ -44,6 +44,7 @@ MODELS = ("gpt2_torch", "llama_torch", "resnet18_torch", "resnet50_torch")
 
 def capture_again(name: str) -> Capture:
     """``name`` captured in this process as the worker captures it, through the file."""
+    from capture.graph.device_memory import annotate
     from capture.torch import framework
 
     ctx = CaptureContext(load_profile(REAL / ".tensorviz" / "recipes.toml", name), REAL)
@@ -52,6 +53,7 @@ def capture_again(name: str) -> Capture:
         cap = framework.capture(ctx)
     finally:
         forget_workspace_modules(REAL)
+    annotate(cap)  # what one device holds: the worker adds it after the capture
     return graphfile.decode(graphfile.encode(cap))
 
 
