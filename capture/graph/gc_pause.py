@@ -8,7 +8,8 @@ and grows as n^1.2, with it paused the build is linear (``benchmarks/
 bench_viewer_projection.py`` measures both). Nothing an index builds is a reference
 cycle, so pausing loses nothing. The graph-file writer and reader pause it too: a
 100,000-op capture's encode spent most of its time in the collector (and grew as
-n^1.3) while the capture's own million objects were young.
+n^1.3) while the capture's own million objects were young. A Torch trace pauses it while it
+records (collecting the young generations itself every few thousand ops).
 
 The pause is counted: two threads building two indexes at once both finish before the
 collector runs again, and a collector a caller had disabled stays disabled.
