@@ -17,8 +17,9 @@ from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignmen
 from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of
 from .positions import LineIndex, Position, Range
-from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput
+from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput, ValueHints
 from .tokens import Builder, token_input
+from .value_hints import call_input_hints, call_reads, field_hints, preparations
 
 # Flax fills these in itself on every Linen module; they are not the user's setup.
 _LINEN_MANAGED_FIELDS = frozenset({"parent", "name"})
@@ -119,12 +120,15 @@ def _function_candidate(
     for index in evidence.static_argnums:
         if -len(positional) <= index < len(positional):
             static_names.add(positional[index])
+    hints = call_input_hints(function, module.namespace, {}, configs.bodies.of(function).first_argument_of,
+                             bound=False)
     inputs = tuple(
         _call_input(
             p,
             static=p.name in static_names,
             config=configs.annotated(p.annotation, module) if p.annotation is not None else None,
             token=token_input(p, None, (), module.namespace, (), (), configs.bodies),
+            hints=hints.get(p.name),
         )
         for p in params
     )
@@ -144,8 +148,8 @@ def _function_candidate(
 
 
 def _call_input(param: ParameterInfo, *, static: bool = False, config: ConfigClass | None = None,
-                token: TokenInput | None = None) -> CallInput:
-    return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static, config, token)
+                token: TokenInput | None = None, hints: ValueHints | None = None) -> CallInput:
+    return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static, config, token, hints)
 
 
 # --- module classes -------------------------------------------------------------------
@@ -189,10 +193,29 @@ def _module_candidate(
         ]
         # Embedding layers are looked for only where the file can name one.
         scanned = method if "Embed" in text or owner.module is not ref.module else None
+        submodules = {
+            path: (value, builder_ns)
+            for builder, builder_ns in builders
+            for path, value in bodies.of(builder).self_assignments
+            if isinstance(value, cst.Call)
+        }
+        hints = call_input_hints(method, owner.module.namespace, submodules, bodies.of(method).first_argument_of)
         call_inputs = tuple(
-            _call_input(p, token=token_input(p, scanned, builders, owner.module.namespace, fields, init_params, bodies))
+            _call_input(p, token=token_input(p, scanned, builders, owner.module.namespace, fields, init_params, bodies),
+                        hints=hints.get(p.name))
             for p in parameters_of(method, bound=True)
         )
+        preparing = preparations(method, owner.info.node, call_method)
+        reads = call_reads(method)
+        init_method = init_owner.info.methods.get("__init__") if init_owner is not None else None
+        fields = [
+            f if f.supplied_by is not None or f.config is not None and not reads.get(f"self.{f.name}")
+            else replace(f, hints=field_hints(f.name, init_method if f.config is None else None, ref.info.node,
+                                              reads))
+            for f in fields
+        ]
+    else:
+        preparing = ()
 
     name_range, whole = locate(ref.info.qualname)
     return Candidate(
@@ -207,6 +230,7 @@ def _module_candidate(
         call_inputs=call_inputs,
         setup_fields=tuple(fields),
         setup_fields_complete=not opaque,
+        preparations=preparing,
     )
 
 

@@ -38,7 +38,15 @@ from .function_bodies import Bodies, BodyFacts
 from .inheritance import AnalysedModule, ClassRef, Resolver, Unresolved
 from .namespace import ImportedName, Namespace, dotted_parts, identifier, qualified_text, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of, source_text
-from .results import ConfigClass, ConfigEvidence, ConfigStyle, ParameterDefault, ParameterKind, SetupField
+from .results import (
+    ConfigClass,
+    ConfigEvidence,
+    ConfigStyle,
+    ParameterDefault,
+    ParameterKind,
+    SetupField,
+    ValueHints,
+)
 
 # Annotations under these roots are never configuration classes: reading their
 # packages' source for ``torch.Tensor`` or ``jax.Array`` would be wasted work.
@@ -69,6 +77,9 @@ _NEUTRAL_BASES = frozenset({"object", "builtins.object", "typing.Generic", "typi
 _CONFIG_SUFFIXES = ("config", "cfg", "conf", "configuration", "args", "params", "hparams", "settings", "options")
 _CONFIG_PARAMETERS = ("config", "cfg", "conf", "configuration", "hparams")
 MAX_NESTING = 3
+_ENUM_BASES = frozenset({f"enum.{name}" for name in ("Enum", "IntEnum", "StrEnum", "Flag", "IntFlag")})
+# Annotations of a sequence of values: ``Iterable[AttentionType]``.
+_SEQUENCES = frozenset({"Iterable", "Sequence", "Collection", "list", "tuple", "List", "Tuple"})
 _MAX_BASE_HOPS = 8
 
 
@@ -153,6 +164,10 @@ class ConfigReader:
                 if inner is not None and inner.key not in seen:
                     nested = self.describe(inner, "annotation", depth + 1, seen)
             f = declared.field
+            if nested is None and declared.annotation is not None:
+                enum = self._enum_of(declared.annotation, declared.module)
+                if enum is not None:
+                    f = replace(f, hints=ValueHints(enum=enum))
             fields.append(f if nested is None else replace(f, config=nested))
         module = ref.module
         library = bool(getattr(module, "library", False))
@@ -169,6 +184,42 @@ class ConfigReader:
             fields=tuple(fields),
             fields_complete=shape.complete,
         )
+
+    def _enum_of(self, annotation: cst.BaseExpression, module: AnalysedModule) -> tuple[str, tuple[str, ...], bool] | None:
+        """``(class name, members, many)`` when ``annotation`` names an ``enum.Enum``
+        subclass (``AttentionType``) or a sequence of one (``Iterable[AttentionType]``:
+        ``many``); the members are the class body's plain assignments, in order."""
+        many = False
+        expr = annotation
+        if isinstance(expr, cst.Subscript):
+            head = dotted_parts(expr.value)
+            if head is None or head[-1] not in _SEQUENCES or not expr.slice:
+                return None
+            inner = expr.slice[0].slice
+            if not isinstance(inner, cst.Index):
+                return None
+            expr, many = inner.value, True
+        parts = dotted_parts(expr)
+        if parts is None or module.namespace is None:
+            return None
+        target = self.resolver.resolve(module, parts)
+        if not isinstance(target, ClassRef):
+            return None
+        ns = target.module.namespace
+        if not any(qualified_text(b, ns) in _ENUM_BASES for b in target.info.bases):
+            return None
+        members: list[str] = []
+        body = target.info.node.body
+        if isinstance(body, cst.IndentedBlock):
+            for stmt in body.body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                                and isinstance(small.targets[0].target, cst.Name):
+                            name = identifier(small.targets[0].target.value)
+                            if not name.startswith("_"):
+                                members.append(name)
+        return (target.info.name, tuple(members), many) if members else None
 
     # --- which class --------------------------------------------------------------------
 

@@ -55,6 +55,7 @@ class CallInputJson(TypedDict):
     static: bool
     config_class: ConfigClassJson | None
     token: TokenInputJson | None
+    hints: dict[str, Any] | None
 
 
 class SetupFieldJson(TypedDict):
@@ -71,6 +72,7 @@ class SetupFieldJson(TypedDict):
     required: bool
     supplied_by: Literal["tensorviz"] | None
     config_class: ConfigClassJson | None
+    hints: dict[str, Any] | None
 
 
 class ConfigClassJson(TypedDict):
@@ -125,6 +127,59 @@ class TokenInput:
 
 
 @dataclass(frozen=True, slots=True)
+class ValueHints:
+    """What the code shows about a value beyond its annotation, for a suggested command
+    (:mod:`discovery.value_hints`). Inputs: ``flag`` (used as ``not train`` or passed as
+    ``deterministic=``), ``shape`` (a comment's dimension names, ``("B", "L")``),
+    ``needed`` (why an optional input must be given), ``rank`` and ``last_dim`` (from
+    ``a, b = x.shape`` or the first layer: ``"4"``, ``"config.n_embd"``), ``first_layer``
+    (where that was read). Any value: ``reads`` (attributes the code reads from it). A
+    constructor parameter without a config class: ``builder`` (``"GPT.get_default_config"``),
+    ``must_set`` (attributes the constructor asserts are not None), ``preset``
+    (``("model_type", "gpt-nano")``: the smallest entry of a table it looks one up in).
+    An enum-typed field: ``enum`` (its class name, members, and ``many`` for a sequence)."""
+
+    flag: bool = False
+    shape: tuple[str, ...] | None = None
+    needed: str | None = None
+    rank: int | None = None
+    last_dim: str | None = None
+    first_layer: str | None = None
+    reads: tuple[str, ...] = ()
+    builder: str | None = None
+    must_set: tuple[str, ...] = ()
+    preset: tuple[str, str] | None = None
+    enum: tuple[str, tuple[str, ...], bool] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in ("flag", "shape", "needed", "rank", "last_dim", "first_layer", "reads", "builder", "must_set",
+                    "preset"):
+            value = getattr(self, key)
+            if value not in (None, False, ()):
+                out[key] = list(value) if isinstance(value, tuple) else value
+        if self.enum is not None:
+            out["enum"] = {"name": self.enum[0], "members": list(self.enum[1]), "many": self.enum[2]}
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Preparation:
+    """A method to call on the built model before its call method can run: the call
+    method asserts ``self.<attribute>`` is set (``message``: the assert's own words) and
+    ``method`` (with its required ``parameters``) sets it. gpt-fast's ``setup_caches``."""
+
+    method: str
+    parameters: tuple[str, ...]
+    attribute: str
+    message: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "parameters": list(self.parameters), "attribute": self.attribute,
+                "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
 class CallInput:
     """One parameter of what a capture calls: the function, ``__call__`` or ``forward``."""
 
@@ -139,6 +194,7 @@ class CallInput:
     # config), whose fields the form offers as a nested group.
     config: ConfigClass | None = None
     token: TokenInput | None = None
+    hints: ValueHints | None = None
 
     @property
     def required(self) -> bool:
@@ -154,6 +210,7 @@ class CallInput:
             "static": self.static,
             "config_class": self.config.to_json() if self.config is not None else None,
             "token": self.token.to_json() if self.token is not None else None,
+            "hints": self.hints.to_json() if self.hints is not None else None,
         }
 
 
@@ -172,6 +229,7 @@ class SetupField:
     # The configuration class the value is an instance of, when discovery can tell
     # (see ConfigClass); its fields are the form's nested group.
     config: ConfigClass | None = None
+    hints: ValueHints | None = None
 
     @property
     def required(self) -> bool:
@@ -192,6 +250,7 @@ class SetupField:
             "required": self.required,
             "supplied_by": self.supplied_by,
             "config_class": self.config.to_json() if self.config is not None else None,
+            "hints": self.hints.to_json() if self.hints is not None else None,
         }
 
 
@@ -262,6 +321,9 @@ class Candidate:
     # False when a base discovery cannot see (a framework layer such as nn.Dense, or a
     # class from outside the workspace) may add fields or inputs that are not listed.
     setup_fields_complete: bool = True
+    # Methods to call on the built model before its call method can run (gpt-fast's
+    # ``setup_caches``), read from source: see :class:`Preparation`.
+    preparations: tuple[Preparation, ...] = ()
 
     @property
     def framework(self) -> Framework:
@@ -281,6 +343,7 @@ class Candidate:
             "call_inputs": [i.to_json() for i in self.call_inputs],
             "setup_fields": [f.to_json() for f in self.setup_fields],
             "setup_fields_complete": self.setup_fields_complete,
+            "preparations": [p.to_json() for p in self.preparations],
         }
 
 

@@ -68,6 +68,12 @@ class Candidate:
     inputs: list[CallInputJson] = field(default_factory=list)
     setup_fields: list[SetupFieldJson] = field(default_factory=list)
     reason: str = ""
+    #: Methods to call on the built model before its call method runs (gpt-fast's
+    #: ``setup_caches``): ``discovery.results.Preparation.to_json()`` each.
+    preparations: list[dict[str, Any]] = field(default_factory=list)
+    call_method: str | None = None
+    call_defined_in: str | None = None
+    setup_fields_complete: bool = True
 
 
 @dataclass
@@ -290,6 +296,8 @@ class RealBackends:
 
         from .recipes_store import RecipeStoreError, save_profile
 
+        # A form's text (VALUE and STEP lines) is read before this, with the checks against
+        # the source (features.viewer_setup.save_from_viewer through features.form_values).
         data = {k: v for k, v in recipe.items() if k != "name"}
         try:
             r = Recipe.from_dict({"name": name, **data})
@@ -361,6 +369,10 @@ def adapt_discovery(result: FileResult) -> Discovered:
             range=_span(c.range),
             inputs=[i.to_json() for i in c.call_inputs],
             setup_fields=[f.to_json() for f in c.setup_fields],
+            preparations=[p.to_json() for p in c.preparations],
+            call_method=c.call_method,
+            call_defined_in=c.call_defined_in,
+            setup_fields_complete=c.setup_fields_complete,
             reason=c.reason,
         )
         for c in result.candidates

@@ -216,13 +216,14 @@ class EditorWriter(StdoutWriter):
 
     def __init__(self, stdout: Any) -> None:
         super().__init__(stdout)
+        self._out = stdout  # closed here: what pygls's (unannotated) close() does
         self.gone = False
         self.dropped = 0
 
     def close(self) -> None:
         self.gone = True
         try:
-            super().close()
+            self._out.close()
         except OSError:
             pass
 

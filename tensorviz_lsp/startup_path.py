@@ -72,9 +72,9 @@ def shadowed(cwd: str, names: tuple[str, ...] = OWN_MODULES + DEPENDENCIES) -> l
     for name, module in list(sys.modules.items()):
         if "." in name or name in named:
             continue
-        where = getattr(module, "__file__", None)
-        if isinstance(where, str) and _top_level_in(where, cwd):
-            found.append((name, where))
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and _top_level_in(file, cwd):
+            found.append((name, file))
     return found
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from capture.graph.invariants import check_producers
 from capture.graph.model import Capture
 from capture.recipe import parse_profile
 from capture.worker.context import CaptureContext
@@ -51,7 +52,9 @@ def run_framework(fw: ModuleType, root: Path, table: dict[str, Any], limits: Lim
     process, in the worker's order; CaptureError propagates."""
     ctx = CaptureContext(parse_profile("p", table), root, limits)
     fw.probe_device(ctx)
-    return fw.capture(ctx), ctx
+    cap = fw.capture(ctx)
+    check_producers(cap)  # as the worker does before it writes the graph file
+    return cap, ctx
 
 
 def forget_workspace_modules(root: Path) -> None:

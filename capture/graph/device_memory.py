@@ -29,9 +29,11 @@ cost table) read the stored figures.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from .model import Capture, state_keys, tree_leaves
+from .model import Capture, Group, Node, Value, state_keys, tree_leaves
 from .sharding import DTYPE_BITS
 
 NOTE = ("bytes one device holds at the captured shapes: parameters and state once each; inputs a group takes "
@@ -45,8 +47,8 @@ _TEMPLATE_ROLES_EXCLUDED = ("shard_map body",)
 def value_bytes(v: Any) -> int | None:
     """Bytes one device holds of value ``v``; None when a dimension is symbolic."""
     sh = v.sharding
-    shape = sh.get("per_device_shape") if isinstance(sh, dict) and isinstance(sh.get("per_device_shape"), list) \
-        else v.shape
+    per_device = sh.get("per_device_shape") if isinstance(sh, dict) else None
+    shape = per_device if isinstance(per_device, list) else v.shape
     n = 1
     for d in shape:
         if type(d) is not int:
@@ -55,137 +57,184 @@ def value_bytes(v: Any) -> int | None:
     return (n * DTYPE_BITS.get(v.dtype, 32) + 7) // 8
 
 
-def compute(capture: Capture) -> tuple[dict[str, Any], list[dict[str, int]]]:
-    """``(model figures, per-group figures by group id)``."""
-    values = list(capture.values)
-    nodes = list(capture.nodes)
-    groups = capture.groups
-    n_groups = len(groups)
-    vbytes = [value_bytes(v) for v in values]
-    symbolic = any(b is None for b in vbytes)
-    vb = [b or 0 for b in vbytes]
-
-    # Which groups are templates that never ran (scan/while/cond bodies), with their subtrees.
-    template = [False] * n_groups
+def _templates(groups: list[Group]) -> list[bool]:
+    """Which groups are templates that never ran (scan/while/cond bodies), with their subtrees."""
+    template = [False] * len(groups)
     for g in groups:
         if g.kind == "body" and g.attrs.get("role") not in _TEMPLATE_ROLES_EXCLUDED:
             template[g.id] = True
     for g in groups:  # children come after their parents
         if g.parent is not None and template[g.parent]:
             template[g.id] = True
+    return template
 
-    producer = [-1] * len(values)
+
+def _producers(nodes: list[Node], n_values: int) -> list[int]:
+    """The id of the node that made each value, -1 for none."""
+    producer = [-1] * n_values
     for n in nodes:
         for o in n.outputs:
             producer[o] = n.id
+    return producer
 
-    # Roles of values no node made.
-    params: set[int] = set()
-    grads: dict[str, int] = {}
-    param_name: dict[int, str] = {}
-    first_on_storage: dict[Any, int] = {}
-    for v in values:
-        m = v.measured
-        if isinstance(m, dict):
-            if producer[v.id] < 0 and (isinstance(m.get("param"), str) or isinstance(m.get("buffer"), str)):
-                params.add(v.id)
-                if isinstance(m.get("param"), str):
-                    param_name[v.id] = m["param"]
-            if isinstance(m.get("grad_of"), str):
-                grads[m["grad_of"]] = v.id
-            sid = m.get("storage")
-            if type(sid) is int:
-                first_on_storage.setdefault(sid, v.id)
+
+@dataclass
+class _Roles:
+    """Roles of the values no node made, read from what the capture measured: parameters and
+    buffers, gradients by parameter name, and the first value on each storage."""
+
+    values: list[Value]
+    params: set[int] = field(default_factory=set)
+    grads: dict[str, int] = field(default_factory=dict)
+    param_name: dict[int, str] = field(default_factory=dict)
+    first_on_storage: dict[Any, int] = field(default_factory=dict)
+
+    @classmethod
+    def read(cls, values: list[Value], producer: list[int]) -> _Roles:
+        roles = cls(values)
+        for v in values:
+            m = v.measured
+            if isinstance(m, dict):
+                roles._note(v.id, m, made=producer[v.id] >= 0)
+        return roles
+
+    def _note(self, vid: int, m: dict[str, Any], made: bool) -> None:
+        if not made and (isinstance(m.get("param"), str) or isinstance(m.get("buffer"), str)):
+            self.params.add(vid)
+            if isinstance(m.get("param"), str):
+                self.param_name[vid] = m["param"]
+        if isinstance(m.get("grad_of"), str):
+            self.grads[m["grad_of"]] = vid
+        sid = m.get("storage")
+        if type(sid) is int:
+            self.first_on_storage.setdefault(sid, vid)
+
+    def allocates(self, vid: int) -> bool:
+        """Whether value ``vid`` is a new allocation (not a view or in-place result of another)."""
+        m = self.values[vid].measured
+        if isinstance(m, dict) and type(m.get("storage")) is int:
+            return self.first_on_storage.get(m["storage"]) == vid
+        return True
+
+
+def _input_values(capture: Capture, n_values: int, params: set[int]) -> set[int]:
+    """The capture's input values; those under a model-state key go to ``params`` instead."""
     inputs_tree = capture.inputs if isinstance(capture.inputs, dict) else {}
     input_values: set[int] = set()
     keys = state_keys(capture.meta)
     for key, sub in inputs_tree.get("dict", []) if isinstance(inputs_tree.get("dict"), list) else []:
-        ids = [i for i in tree_leaves(sub) if type(i) is int and 0 <= i < len(values)]
+        ids = [i for i in tree_leaves(sub) if type(i) is int and 0 <= i < n_values]
         if key in keys:
             params.update(ids)
         else:
             input_values.update(ids)
-    constants = {c.get("value") for c in capture.meta.get("constants", []) if isinstance(c, dict)} \
-        if isinstance(capture.meta.get("constants"), list) else set()
-    grad_values = set(grads.values())
+    return input_values
 
-    def allocates(vid: int) -> bool:
-        m = values[vid].measured
-        if isinstance(m, dict) and type(m.get("storage")) is int:
-            return first_on_storage.get(m["storage"]) == vid
-        return True
 
-    parent = [g.parent for g in groups]
-    act = [0] * n_groups
+def _constants(meta: dict[str, Any]) -> set[Any]:
+    """The values the capture recorded as constants."""
+    constants = meta.get("constants")
+    return {c.get("value") for c in constants if isinstance(c, dict)} if isinstance(constants, list) else set()
+
+
+def _activations(nodes: list[Node], groups: list[Group], template: list[bool],
+                 made_bytes: Callable[[Node], int]) -> tuple[int, list[int]]:
+    """``(the model's activation bytes, each group's with its subtree's)``; templates count nothing."""
+    act = [0] * len(groups)
     model_act = 0
     for n in nodes:
-        g = n.group
-        if g is not None and template[g]:
+        gid = n.group
+        if gid is not None and template[gid]:
             continue
-        made = sum(vb[o] for o in n.outputs if o not in grad_values and allocates(o))
-        if g is None:
-            model_act += made
+        if gid is None:
+            model_act += made_bytes(n)
         else:
-            act[g] += made
+            act[gid] += made_bytes(n)
     total_act = list(act)
-    for g in range(n_groups - 1, -1, -1):
-        p = parent[g]
-        if p is not None and not template[g]:
-            total_act[p] += total_act[g]
+    for gid in range(len(groups) - 1, -1, -1):
+        p = groups[gid].parent
+        if p is not None and not template[gid]:
+            total_act[p] += total_act[gid]
     model_act += sum(total_act[g.id] for g in groups if g.parent is None and not template[g.id])
+    return model_act, total_act
 
-    # Values entering each group's subtree from outside: walk from the consumer's group up
-    # to (not including) the first group that also holds the value's producer.
-    depth = [0] * n_groups
-    for g in range(n_groups):
-        p = parent[g]
-        depth[g] = 0 if p is None else depth[p] + 1
+
+def _holders(group: int | None, parent: list[int | None]) -> set[int]:
+    """``group`` and its ancestors."""
+    out: set[int] = set()
+    while group is not None:
+        out.add(group)
+        group = parent[group]
+    return out
+
+
+def _entering(nodes: list[Node], parent: list[int | None], template: list[bool],
+              producer: list[int]) -> dict[int, set[int]]:
+    """Values entering each group's subtree from outside: walk from the consumer's group up
+    to (not including) the first group that also holds the value's producer."""
     node_group = [n.group for n in nodes]
     entering: dict[int, set[int]] = {}
     for n in nodes:
-        g = n.group
-        if g is None or template[g]:
+        gid = n.group
+        if gid is None or template[gid]:
             continue
         for o in n.inputs:
             v = o.value
             if v is None:
                 continue
             p = producer[v]
-            src = node_group[p] if p >= 0 else None
-            # the groups holding the producer: its group and ancestors
-            holders = set()
-            s = src
-            while s is not None:
-                holders.add(s)
-                s = parent[s]
-            c = g
+            holders = _holders(node_group[p] if p >= 0 else None, parent)
+            c: int | None = gid
             while c is not None and c not in holders:
                 entering.setdefault(c, set()).add(v)
                 c = parent[c]
+    return entering
 
-    per_group: list[dict[str, int]] = []
-    for g in groups:
-        if template[g.id]:
-            per_group.append({})
-            continue
-        ins = entering.get(g.id, set())
-        pbytes = sum(vb[v] for v in ins if v in params)
-        ibytes = sum(vb[v] for v in ins if v not in params and v not in constants)
-        figures = {"param_bytes": pbytes, "input_bytes": ibytes, "activation_bytes": total_act[g.id]}
-        if grads:
-            figures["gradient_bytes"] = sum(vb[grads[param_name[v]]] for v in ins
-                                            if v in param_name and param_name[v] in grads)
-        per_group.append(figures)
+
+def _group_figures(ins: set[int], activation: int, vb: list[int], roles: _Roles,
+                   constants: set[Any]) -> dict[str, int]:
+    """One group's figures from the values entering it and its activation bytes."""
+    figures = {"param_bytes": sum(vb[v] for v in ins if v in roles.params),
+               "input_bytes": sum(vb[v] for v in ins if v not in roles.params and v not in constants),
+               "activation_bytes": activation}
+    if roles.grads:
+        figures["gradient_bytes"] = sum(vb[roles.grads[roles.param_name[v]]] for v in ins
+                                        if v in roles.param_name and roles.param_name[v] in roles.grads)
+    return figures
+
+
+def compute(capture: Capture) -> tuple[dict[str, Any], list[dict[str, int]]]:
+    """``(model figures, per-group figures by group id)``."""
+    values = list(capture.values)
+    nodes = list(capture.nodes)
+    groups = capture.groups
+    vbytes = [value_bytes(v) for v in values]
+    vb = [b or 0 for b in vbytes]
+    template = _templates(groups)
+    producer = _producers(nodes, len(values))
+    roles = _Roles.read(values, producer)
+    input_values = _input_values(capture, len(values), roles.params)
+    constants = _constants(capture.meta)
+    grad_values = set(roles.grads.values())
+
+    def made_bytes(n: Node) -> int:
+        return sum(vb[o] for o in n.outputs if o not in grad_values and roles.allocates(o))
+
+    model_act, total_act = _activations(nodes, groups, template, made_bytes)
+    entering = _entering(nodes, [g.parent for g in groups], template, producer)
+    per_group = [{} if template[g.id] else
+                 _group_figures(entering.get(g.id, set()), total_act[g.id], vb, roles, constants)
+                 for g in groups]
 
     model: dict[str, Any] = {
-        "param_bytes": sum(vb[v] for v in params),
+        "param_bytes": sum(vb[v] for v in roles.params),
         "input_bytes": sum(vb[v] for v in input_values),
         "activation_bytes": model_act,
     }
-    if grads:
+    if roles.grads:
         model["gradient_bytes"] = sum(vb[v] for v in grad_values)
     model["devices"] = max((m.get("devices", 1) for m in capture.meshes if isinstance(m, dict)), default=1)
-    if symbolic:
+    if any(b is None for b in vbytes):
         model["symbolic"] = True
     model["note"] = NOTE
     return model, per_group

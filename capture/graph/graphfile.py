@@ -139,22 +139,9 @@ def _encode(capture: Capture, version: int) -> bytes:
     packed = version >= 2
     ints = _pack_ints if packed else list
     param_nodes = sorted(i for i, p in node_params.items() if p)
+    params_columns: dict[str, Any]
     if packed:  # each distinct params map stored once (real programs repeat a few)
-        param_table: list[dict[str, Any]] = []
-        seen: dict[bytes, int] = {}
-        param_index = []
-        pack = msgpack.Packer(use_bin_type=True).pack  # the stored bytes: equal maps, equal keys
-        for i in param_nodes:
-            params = node_params[i]
-            try:
-                key = pack(params)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
-            k = seen.get(key)
-            if k is None:
-                k = seen[key] = len(param_table)
-                param_table.append(params)
-            param_index.append(k)
+        param_table, param_index = _distinct_maps([node_params[i] for i in param_nodes])
         params_columns = {"param_nodes": ints(param_nodes), "param_table": param_table,
                           "param_index": ints(param_index)}
     else:
@@ -251,34 +238,40 @@ def _group_columns(groups: list[Group], s: Any, s_all: Any) -> dict[str, Any]:
     }
 
 
-def _sharding_columns(values: ValueTable) -> tuple[list[dict[str, Any]], list[int]]:
-    """The values' shardings as a table of distinct maps and an index per value (-1: none);
-    ``([], [])`` when no value has one. (Values often share one map: each is packed once.)"""
-    column = values.sharding_column()
-    if column is None or all(x is None for x in column):
-        return [], []
+def _distinct_maps(maps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
+    """``(each distinct map once, per map its index in that table)``; maps are equal when
+    their stored bytes are (equal maps, equal keys). A map object given again is packed
+    once (values share their sharding maps)."""
     table: list[dict[str, Any]] = []
     seen: dict[bytes, int] = {}
     by_id: dict[int, int] = {}
     index = []
     pack = msgpack.Packer(use_bin_type=True).pack
-    for sharding in column:
-        if sharding is None:
-            index.append(-1)
-            continue
-        k = by_id.get(id(sharding))
+    for m in maps:
+        k = by_id.get(id(m))
         if k is None:
             try:
-                key = pack(sharding)
+                key = pack(m)
             except (TypeError, ValueError, OverflowError) as exc:
                 raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
             k = seen.get(key)
             if k is None:
                 k = seen[key] = len(table)
-                table.append(sharding)
-            by_id[id(sharding)] = k
+                table.append(m)
+            by_id[id(m)] = k
         index.append(k)
     return table, index
+
+
+def _sharding_columns(values: ValueTable) -> tuple[list[dict[str, Any]], list[int]]:
+    """The values' shardings as a table of distinct maps and an index per value (-1: none);
+    ``([], [])`` when no value has one (read from the sharding column: no rows built)."""
+    column = values.sharding_column()
+    if column is None or all(x is None for x in column):
+        return [], []
+    table, distinct = _distinct_maps([x for x in column if x is not None])
+    shared = iter(distinct)
+    return table, [-1 if x is None else next(shared) for x in column]
 
 
 def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
@@ -1052,8 +1045,8 @@ def _cost(obj: Any, n_nodes: int, ints: Any) -> NodeCosts | None:
     return NodeCosts(flops, read, written, rule, rules, estimates, _opt_map(c.get("notes"), "cost.notes"))
 
 
-def _read_shardings(vals: dict[Any, Any], n_values: int, shape_off: list[int], dims: list[Any], meshes: list[Any],
-                    ints: Any) -> list[Any] | None:
+def _read_shardings(vals: dict[str, Any], n_values: int, shape_off: list[int], dims: list[Any], meshes: list[Any],
+                    ints: Any) -> list[dict[str, Any] | None] | None:
     """Per value its sharding map (shared with equal ones) or None; None when no value has one."""
     table = vals.get("sharding_table")
     if table is None:

@@ -30,7 +30,9 @@ COVERAGE_STATUSES = ("complete", "partial")
 # The coverage scope of an abstract Torch capture (``evidence = "abstract"``): the forward
 # ran on fake tensors, so nothing in it is measured (no statistics, no bytes).
 ABSTRACT_FORWARD_SCOPE = "abstract_forward"
-EFFECTS = ("none", "incomplete")
+# "writes_state": the forward wrote a parameter or a buffer of the model (gpt-fast's KV
+# cache, BatchNorm's running statistics): ``meta.state_writes`` names them (Torch).
+EFFECTS = ("none", "incomplete", "writes_state")
 
 # Values a literal, a param or a static leaf may hold: what msgpack and JSON both keep.
 Plain = None | bool | int | float | str | list[Any] | dict[str, Any]
@@ -123,7 +125,8 @@ class Source:
 class Failure:
     """Why a capture failed. ``stage`` names the check or phase that failed
     (trust, source, interpreter, dependencies, device, recipe, import, checkpoint,
-    fixture, trace, deadline, limit, crash); ``details`` carries machine-readable specifics
+    fixture, trace, deadline, limit, crash, and internal: TensorViz's own code failed,
+    never the model); ``details`` carries machine-readable specifics
     (missing packages and the install command, the dimensions still needed…)."""
 
     type: str

@@ -242,24 +242,7 @@ def check_meshes(obj: Any, where: str = "meshes") -> list[dict[str, Any]]:
         axes = m.get("axes")
         if type(axes) is not list or len(axes) > MAX_MESH_AXES:
             raise ShardingError(f"{at}.axes: expected a list of at most {MAX_MESH_AXES} axes")
-        names = set()
-        devices = 1
-        for j, a in enumerate(axes):
-            if type(a) is not dict:
-                raise ShardingError(f"{at}.axes[{j}]: expected a map")
-            name, size, kind = a.get("name"), a.get("size"), a.get("type")
-            if type(name) is not str or not name or len(name) > MAX_AXIS_NAME:
-                raise ShardingError(f"{at}.axes[{j}].name: expected a non-empty axis name")
-            if name in names:
-                raise ShardingError(f"{at}.axes[{j}].name: axis {name!r} named twice")
-            names.add(name)
-            if type(size) is not int or not 1 <= size <= MAX_AXIS_SIZE:
-                raise ShardingError(f"{at}.axes[{j}].size: expected an integer from 1 to {MAX_AXIS_SIZE}")
-            if kind is not None and kind not in AXIS_TYPES:
-                raise ShardingError(f"{at}.axes[{j}].type: expected one of {', '.join(AXIS_TYPES)} or null")
-            devices *= size
-            if devices > MAX_DEVICES:
-                raise ShardingError(f"{at}: more than {MAX_DEVICES:,} devices")
+        devices = _check_axes(axes, at)
         if m.get("devices") != devices:
             raise ShardingError(f"{at}.devices: expected {devices}, the product of the axis sizes")
         if m.get("kind") not in MESH_KINDS:
@@ -267,6 +250,29 @@ def check_meshes(obj: Any, where: str = "meshes") -> list[dict[str, Any]]:
         if m.get("origin") not in MESH_ORIGINS:
             raise ShardingError(f"{at}.origin: expected one of {', '.join(MESH_ORIGINS)}")
     return obj
+
+
+def _check_axes(axes: list[Any], at: str) -> int:
+    """Validate one mesh's ``axes``; the number of devices they make."""
+    names: set[str] = set()
+    devices = 1
+    for j, a in enumerate(axes):
+        if type(a) is not dict:
+            raise ShardingError(f"{at}.axes[{j}]: expected a map")
+        name, size, kind = a.get("name"), a.get("size"), a.get("type")
+        if type(name) is not str or not name or len(name) > MAX_AXIS_NAME:
+            raise ShardingError(f"{at}.axes[{j}].name: expected a non-empty axis name")
+        if name in names:
+            raise ShardingError(f"{at}.axes[{j}].name: axis {name!r} named twice")
+        names.add(name)
+        if type(size) is not int or not 1 <= size <= MAX_AXIS_SIZE:
+            raise ShardingError(f"{at}.axes[{j}].size: expected an integer from 1 to {MAX_AXIS_SIZE}")
+        if kind is not None and kind not in AXIS_TYPES:
+            raise ShardingError(f"{at}.axes[{j}].type: expected one of {', '.join(AXIS_TYPES)} or null")
+        devices *= size
+        if devices > MAX_DEVICES:
+            raise ShardingError(f"{at}: more than {MAX_DEVICES:,} devices")
+    return devices
 
 
 def check_devices(obj: Any, where: str = "devices") -> dict[str, Any] | None:
@@ -295,18 +301,7 @@ def check_sharding(obj: Any, shape: list, meshes: list, where: str) -> None:
     spec = obj.get("spec")
     if type(spec) is not list or len(spec) != len(shape):
         raise ShardingError(f"{where}.spec: expected one entry per dimension ({len(shape)})")
-    used: set[str] = set()
-    for i, axes in enumerate(spec):
-        if axes is None:
-            continue
-        if type(axes) is not list:
-            raise ShardingError(f"{where}.spec[{i}]: expected a list of mesh axes or null")
-        for a in axes:
-            if type(a) is not str or a not in names:
-                raise ShardingError(f"{where}.spec[{i}]: {a!r} is not an axis of mesh {mesh}")
-            if a in used:
-                raise ShardingError(f"{where}.spec[{i}]: axis {a!r} splits two dimensions")
-            used.add(a)
+    _check_spec(spec, names, mesh, where)
     pds = obj.get("per_device_shape")
     if type(pds) is not list or len(pds) != len(shape):
         raise ShardingError(f"{where}.per_device_shape: expected one entry per dimension ({len(shape)})")
@@ -322,6 +317,23 @@ def check_sharding(obj: Any, shape: list, meshes: list, where: str) -> None:
         raise ShardingError(f"{where}.global_shape: expected a list of sizes or names")
     if "local" in obj and type(obj["local"]) is not bool:
         raise ShardingError(f"{where}.local: expected true or false")
+
+
+def _check_spec(spec: list[Any], names: set[str], mesh: int, where: str) -> None:
+    """Validate a sharding's ``spec``: per dimension null or a list of axes of mesh ``mesh``
+    (``names``), no axis splitting two dimensions."""
+    used: set[str] = set()
+    for i, axes in enumerate(spec):
+        if axes is None:
+            continue
+        if type(axes) is not list:
+            raise ShardingError(f"{where}.spec[{i}]: expected a list of mesh axes or null")
+        for a in axes:
+            if type(a) is not str or a not in names:
+                raise ShardingError(f"{where}.spec[{i}]: {a!r} is not an axis of mesh {mesh}")
+            if a in used:
+                raise ShardingError(f"{where}.spec[{i}]: axis {a!r} splits two dimensions")
+            used.add(a)
 
 
 # --------------------------------------------------------------------------- words

@@ -441,7 +441,7 @@ class _Converter:
         # (container group, NameStack) -> scope group; (container, path) -> scope group
         self._scope_by_stack: dict[tuple[Any, Any], int | None] = {}
         self._scope_by_path: dict[tuple[Any, tuple[str, ...]], int] = {}
-        self._aval_cache: dict[Any, tuple[list, str]] = {}
+        self._aval_cache: dict[Any, tuple[list[Any], str, dict[str, Any] | None]] = {}
 
     # values ---------------------------------------------------------------
 
@@ -459,16 +459,17 @@ class _Converter:
             except TypeError:
                 pass
         if self.local_mesh is not None and sharding is None:
-            sharding = self._local_sharding(aval, shape)
+            sharding = self._local_sharding(aval, shape, self.local_mesh)
         self.values.append(Value(vid, list(shape), dtype, None, sharding))
         return vid
 
-    def _local_sharding(self, aval: Any, shape: list) -> dict[str, Any]:
-        """A value inside a shard_map body: its shape is one device's; ``varying`` names
-        the manual axes over which devices hold different values (its type's vma)."""
+    def _local_sharding(self, aval: Any, shape: list, local_mesh: tuple[int, list[str]]) -> dict[str, Any]:
+        """A value inside a shard_map body (``local_mesh``: the body's mesh and its manual
+        axes): its shape is one device's; ``varying`` names the manual axes over which
+        devices hold different values (its type's vma)."""
         from .shardings import varying_axes
 
-        mesh, manual = self.local_mesh
+        mesh, manual = local_mesh
         out: dict[str, Any] = {"mesh": mesh, "spec": [[] for _ in shape], "per_device_shape": list(shape),
                                "local": True, "source": "shard_map body"}
         varying = [a for a in varying_axes(aval) if a in manual]
@@ -523,10 +524,12 @@ class _Converter:
         raw = params.get(key)
         names = [raw] if isinstance(raw, str) else [a for a in (raw or ()) if isinstance(a, str)]
         sizes = [self.axis_sizes.get(a) for a in names]
+        known = [n for n in sizes if type(n) is int]
         size = params.get("axis_size")
-        if names and all(type(n) is int for n in sizes):
+        devices: int | None
+        if names and len(known) == len(sizes):
             devices = 1
-            for n in sizes:
+            for n in known:
                 devices *= n
         elif type(size) is int:
             devices = size
@@ -617,30 +620,13 @@ class _Converter:
                 body = params.get(expansion[1])
                 if body is not None and self.expand(eqn, prim, expansion[0], body, env, group, frame):
                     continue
-            operands = []
-            for pos, atom in enumerate(eqn.invars):
-                if type(atom) is Literal:
-                    operands.append(Operand(pos, None, literal_value(atom.val)))
-                else:
-                    ref = env[atom]
-                    if type(ref) is int:
-                        operands.append(Operand(pos, ref))
-                    else:
-                        operands.append(Operand(pos, None, literal_value(ref.val)))
+            operands = _operands(eqn.invars, env, Literal)
             outs = []
             for var in eqn.outvars:
                 vid = self.new_value(var.aval)
                 env[var] = vid
                 outs.append(vid)
-            opaque = False
-            kept: dict[str, Any] = {}
-            for k, v in params.items():
-                if type(v) in _SCALARS:
-                    kept[k] = v
-                    continue
-                if _has_subprogram(v):
-                    opaque = True
-                kept[k] = plain(v, self.shardings)
+            kept, opaque = _kept_params(params, self.shardings)
             nid = len(nodes)
             if nid >= self.max_ops:
                 raise LimitExceeded("max_ops", self.max_ops, nid + 1, "operations")
@@ -672,24 +658,8 @@ class _Converter:
             return False
         name = _group_name(eqn.params, jaxpr, prim)
         gid = self._new_group_id()
-        attrs: dict[str, Any] = {"note": SCOPE_NOTE, "primitive": prim}
-        omitted = []
         sh = self.shardings
-        for k, v in eqn.params.items():
-            if k in _GROUP_SHARDING_PARAMS:
-                data = plain(v, sh)
-                if _says_something(data):
-                    attrs[k] = data
-                else:
-                    omitted.append(k)
-            elif k in _GROUP_PARAM_SKIP:
-                omitted.append(k)
-            elif k not in _GROUP_BODY_PARAMS and k != "name":
-                attrs[k] = plain(v, sh)
-        if omitted:
-            attrs["omitted_params"] = sorted(omitted)
-        if frame is not None:
-            attrs["frame"] = frame
+        attrs = _call_attrs(eqn.params, prim, frame, sh)
         self.groups.append(Group(gid, kind, name, parent, attrs))
         inner_env: dict = {}
         for var in jaxpr.constvars:  # closed-over arrays of the body: values without a producer
@@ -714,6 +684,60 @@ class _Converter:
                 if vid is not None:
                     self.set_sharding(vid, sh.value_sharding(obj, self.values[vid].shape, key))
         return True
+
+
+def _operands(invars: Any, env: dict, Literal: Any) -> list[Operand]:
+    """An equation's operands: a value of ``env``, or a literal (the equation's own or one
+    a call passed into its body)."""
+    operands = []
+    for pos, atom in enumerate(invars):
+        if type(atom) is Literal:
+            operands.append(Operand(pos, None, literal_value(atom.val)))
+        else:
+            ref = env[atom]
+            if type(ref) is int:
+                operands.append(Operand(pos, ref))
+            else:
+                operands.append(Operand(pos, None, literal_value(ref.val)))
+    return operands
+
+
+def _kept_params(params: dict, shardings: Any) -> tuple[dict[str, Any], bool]:
+    """``(an equation's params as data, whether one holds a subprogram)``: a node with a
+    subprogram it does not open is opaque."""
+    opaque = False
+    kept: dict[str, Any] = {}
+    for k, v in params.items():
+        if type(v) in _SCALARS:
+            kept[k] = v
+            continue
+        if _has_subprogram(v):
+            opaque = True
+        kept[k] = plain(v, shardings)
+    return kept, opaque
+
+
+def _call_attrs(params: dict, prim: str, frame: int | None, shardings: Any) -> dict[str, Any]:
+    """The group attributes of an inlined call: its params as data, less its bodies, its
+    name and the sharding params that say nothing (listed in ``omitted_params``)."""
+    attrs: dict[str, Any] = {"note": SCOPE_NOTE, "primitive": prim}
+    omitted = []
+    for k, v in params.items():
+        if k in _GROUP_SHARDING_PARAMS:
+            data = plain(v, shardings)
+            if _says_something(data):
+                attrs[k] = data
+            else:
+                omitted.append(k)
+        elif k in _GROUP_PARAM_SKIP:
+            omitted.append(k)
+        elif k not in _GROUP_BODY_PARAMS and k != "name":
+            attrs[k] = plain(v, shardings)
+    if omitted:
+        attrs["omitted_params"] = sorted(omitted)
+    if frame is not None:
+        attrs["frame"] = frame
+    return attrs
 
 
 def _says_something(data: Any) -> bool:

@@ -295,8 +295,9 @@ class _NarrowingWatch:
     while workspace code runs with x64 off, into an explicit refusal; other warnings are
     shown as usual."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, files: Any = None) -> None:
         self.what = what
+        self.files = files  # to name the workspace line that asked for 64 bits, when the warning says it
 
     def __enter__(self) -> "_NarrowingWatch":
         self._cm = warnings.catch_warnings(record=True)
@@ -307,15 +308,19 @@ class _NarrowingWatch:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self._cm.__exit__(exc_type, exc, tb)
         narrowed = None
+        where = self.what
         for w in self.records:
             text = str(w.message)
             if narrowed is None and _NARROWING_WARNING in text:
                 narrowed = text
-            else:
+                rel = self.files.relative(w.filename) if self.files is not None else None
+                if rel is not None:
+                    where = f"{self.what} ({rel}:{w.lineno})"
+            elif _NARROWING_WARNING not in text:
                 warnings.showwarning(w.message, w.category, w.filename, w.lineno)
         if narrowed is not None and exc_type is None:
             dtype = next((d for d in SIXTY_FOUR_BIT_DTYPES if d in narrowed), "a 64-bit dtype")
-            raise _x64_refusal(dtype, self.what, [self.what])
+            raise _x64_refusal(dtype, where, [self.what])
 
 
 # --------------------------------------------------------------------------- the callable
@@ -406,9 +411,12 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
             if factory is not None:
                 with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
                     obj = ctx.call_factory(factory)
+                ctx.after_construction(obj, make_tensor)
                 return _bound_linen(target, obj, factory)
             args, kwargs = init_arguments()
-            return _fresh_linen(target(*args, **kwargs))
+            module = target(*args, **kwargs)
+            ctx.after_construction(module, make_tensor)
+            return _fresh_linen(module)
         if nnx is not None and issubclass(target, nnx.Module):
             if factory is not None:
                 with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
@@ -420,6 +428,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
                         f"selected NNX class {target.__qualname__}",
                         {"expected": target.__qualname__, "found": type(obj).__qualname__},
                     )
+                ctx.after_construction(obj, make_tensor)
                 return _nnx_plan(nnx, obj, "nnx", "factory_state")
             saved_args, saved_kwargs = init_arguments()
             args, kwargs, supplied = _supply_rngs(nnx, target, saved_args, saved_kwargs, recipe.seed)
@@ -437,6 +446,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
                     f"the init leaves unset; build the module in an init factory instead, e.g. return {example}",
                     {"key_path": f"profiles.{recipe.name}.init"},
                 ) from exc
+            ctx.after_construction(obj, make_tensor)
             if supplied:
                 return _nnx_plan(nnx, obj, "nnx", "fresh_init", NNX_FRESH_NOTE)
             return _nnx_plan(nnx, obj, "nnx", "constructed")
@@ -448,6 +458,7 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
 
     if linen is not None and isinstance(target, linen.Module):
         _require_empty_init(ctx, f"{ref} is a Linen module instance")
+        ctx.after_construction(target, make_tensor)
         if target.scope is not None:
             return _bound_linen(type(target), target, ref)
         return _fresh_linen(target)
@@ -457,12 +468,14 @@ def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], 
             fn = ctx.call_factory(factory)
         if not callable(fn):
             raise CaptureError("recipe", f"init factory {factory} returned {_describe(fn)}, which is not callable")
+        ctx.after_construction(fn, make_tensor)
         if linen is not None and isinstance(fn, linen.Module):
             # a Linen module as the configured callable: bound ones keep their variables
             # as traced arguments (not closed-over constants), unbound ones start fresh
             return _bound_linen(type(fn), fn, factory) if fn.scope is not None else _fresh_linen(fn)
     else:
-        _require_empty_init(ctx, f"{ref} is a plain JAX function: it takes its arguments from inputs, with an empty init")
+        _require_empty_init(ctx, f"{ref} is a plain JAX function: it takes its arguments from inputs, with an empty init",
+                            steps=False)
         if not callable(target):
             raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a function or a Flax module")
         fn = target
@@ -530,11 +543,19 @@ def _call_example(name: str, args: tuple, kwargs: dict, extra: str) -> str:
     return f"{name}({', '.join(parts)})"
 
 
-def _require_empty_init(ctx: CaptureContext, why: str) -> None:
+def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) -> None:
+    """Refuse constructor arguments (and, unless ``steps``, steps after construction:
+    a plain function is not built, so ``init.then`` has nothing to act on)."""
     if not ctx.recipe.init.is_empty:
         raise CaptureError(
             "recipe", f"{why}; use init.factory to return a configured callable",
             {"key_path": f"profiles.{ctx.recipe.name}.init"},
+        )
+    if ctx.recipe.init.then and not steps:
+        raise CaptureError(
+            "recipe", f"{why}: nothing is built, so init.then has nothing to act on; use init.factory to return "
+                      f"a configured callable",
+            {"key_path": f"profiles.{ctx.recipe.name}.init.then"},
         )
 
 
@@ -626,15 +647,7 @@ def capture(ctx: CaptureContext) -> Capture:
         target = ctx.import_object(recipe.model)
         ctx.progress("building the callable", 0.2)
         plan = _plan(ctx, target, make_tensor)
-        ctx.progress("building the inputs", 0.3)
-        where = f"profiles.{recipe.name}.inputs"
-        with _NarrowingWatch(where + (".factory" if recipe.inputs.factory else "")):
-            args, kwargs = ctx.inputs_call(make_tensor)
-        if recipe.inputs.factory is not None:
-            _check_factory_leaves(jax, (args, kwargs), where + ".factory")
-        if plan.state_key is not None and plan.fresh_linen is None:
-            where = f"profiles.{recipe.name}.init" + (".factory" if recipe.init.factory else "")
-            _check_factory_leaves(jax, plan.state, where)
+        args, kwargs = _call_inputs(ctx, jax, plan, make_tensor)
 
         # NNX graph nodes among the inputs (forward(model, x)) join the split state; the
         # other leaves are traced arrays or static values.
@@ -661,7 +674,9 @@ def capture(ctx: CaptureContext) -> Capture:
                 a, k = make_inputs(dyn, ())
                 return module.init(init_rngs(key, k), *a, **k)
 
-            plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
+            # Linen's param_dtype=jnp.float64 asks for 64 bits here (refused, never narrowed).
+            with _NarrowingWatch("the Linen module's initialisation", ctx.files):
+                plan.state = jax.eval_shape(init, jax.random.key(recipe.seed), dyn)
             plan.mutable = mutable_collections(plan.state)
 
         def traced(state: Any, dyn: list) -> Any:
@@ -670,7 +685,8 @@ def capture(ctx: CaptureContext) -> Capture:
         ctx.progress("tracing with jax.make_jaxpr", 0.5)
         roots = plan.lift.roots() if plan.lift is not None else []
         with jax_modules.intercept(jax, roots) as module_calls, \
-                (trusted_params() if plan.fresh_linen is not None else nullcontext()):
+                (trusted_params() if plan.fresh_linen is not None else nullcontext()), \
+                _NarrowingWatch("the traced program", ctx.files):
             result = trace(jax, traced, plan, recipe.seed, plan.state, dyn)
         input_shardings = _input_shardings(jax, shardings, plan, dyn,
                                            shardings.mesh_index(mesh) if mesh is not None else None)
@@ -692,14 +708,7 @@ def capture(ctx: CaptureContext) -> Capture:
         pairs.append([plan.state_key, state_tree])
     meta = _meta(jax, recipe, plan, args, kwargs)
     meta["input_names"] = input_names(jax, plan, args_tree, kwargs_tree, state_tree)
-    outputs = result.outputs
-    if plan.mutable and plan.state_key is not None:
-        outputs, updated = updated_outputs(outputs, state_tree, closed, plan.state_key)
-        if updated:
-            meta["updated_collections"] = updated
-            meta["updated_note"] = UPDATED_NOTE
-    if result.axis_env:
-        meta["axis_env"] = result.axis_meta()
+    outputs = _outputs(result, plan, state_tree, meta)
     capture = convert(
         closed,
         inputs={"dict": pairs},
@@ -721,6 +730,36 @@ def capture(ctx: CaptureContext) -> Capture:
         )
     ctx.progress("converted", 0.95)
     return capture
+
+
+def _call_inputs(ctx: CaptureContext, jax: Any, plan: _Plan, make_tensor: Any) -> tuple[Any, Any]:
+    """``(args, kwargs)`` of the call, built by the recipe; the arrays a factory made (the
+    call's, the init's) checked to be arrays."""
+    recipe = ctx.recipe
+    ctx.progress("building the inputs", 0.3)
+    where = f"profiles.{recipe.name}.inputs"
+    with _NarrowingWatch(where + (".factory" if recipe.inputs.factory else "")):
+        args, kwargs = ctx.inputs_call(make_tensor)
+    if recipe.inputs.factory is not None:
+        _check_factory_leaves(jax, (args, kwargs), where + ".factory")
+    if plan.state_key is not None and plan.fresh_linen is None:
+        where = f"profiles.{recipe.name}.init" + (".factory" if recipe.init.factory else "")
+        _check_factory_leaves(jax, plan.state, where)
+    return args, kwargs
+
+
+def _outputs(result: Any, plan: _Plan, state_tree: Any, meta: dict[str, Any]) -> Any:
+    """The capture's output structure (with the state collections the program updates, when
+    it may update some); what they are, and the traced axis environment, go to ``meta``."""
+    outputs = result.outputs
+    if plan.mutable and plan.state_key is not None:
+        outputs, updated = updated_outputs(outputs, state_tree, result.closed, plan.state_key)
+        if updated:
+            meta["updated_collections"] = updated
+            meta["updated_note"] = UPDATED_NOTE
+    if result.axis_env:
+        meta["axis_env"] = result.axis_meta()
+    return outputs
 
 
 def _input_shardings(jax: Any, shardings: JaxShardings, plan: _Plan, dyn: list, mesh: int | None) -> list:

@@ -170,7 +170,7 @@ class JaxShardings:
         """The sharding a value's type carries: explicit mesh axes (``f32[8@data,16]``),
         manual axes inside a ``shard_map`` (where it varies: ``varying``). ``None`` when the
         type says nothing (no mesh, or only automatic axes, which leave it to the compiler)."""
-        sh = getattr(aval, "sharding", None)
+        sh: Any = getattr(aval, "sharding", None)  # None: no mesh, no axis types, None returned
         mesh = getattr(sh, "mesh", None)
         types = tuple(getattr(mesh, "axis_types", ()) or ())
         if not types:

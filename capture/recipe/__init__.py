@@ -41,7 +41,9 @@ JAX uses workspace factories.
 A Torch recipe may ask for abstract evidence: ``evidence = "abstract"`` (default
 ``"eager"``) builds and runs the model on fake tensors (no parameter storage, nothing
 computed; see :mod:`capture.torch.abstract`), for ``kind = "model"`` only; a checkpoint's
-names and shapes are checked, not loaded.
+names and shapes are checked, not loaded. ``dtype = "bfloat16"`` (Torch, one of
+:data:`MODEL_DTYPES`) builds the model in that floating dtype; omitted, a model is built
+in its own (a ``transformers`` config's ``dtype`` when it names one).
 
 Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
 
@@ -58,6 +60,15 @@ Value descriptions (what ``args`` / ``kwargs`` hold), see :func:`parse_value`:
   (:class:`CallDesc`; built only in the worker, :mod:`capture.worker.values`);
 * ``{ kind = "ref", target = "models:ResNetBlock" }``: the object ``target`` names, passed
   as it is, not called (a class or function a field takes; :class:`RefDesc`).
+
+Steps after construction (``then``, an array): on what a ``call`` built
+(``{ kind = "call", target = "mingpt.model:GPT.get_default_config", then = [{ set =
+"model_type", value = "gpt-nano" }] }``) and, as ``init.then``, on the model once built
+and its checkpoint loaded (``then = [{ call = "setup_caches", kwargs = { max_batch_size
+= 1, max_seq_length = 64 } }]``): ``{ set = "a.b", value = VALUE }`` sets an attribute,
+``{ call = "a.method", args = [...], kwargs = {...} }`` calls a method for its effect.
+Paths are dotted identifiers, none starting with ``__``; run in the worker after the
+trust check, in order (:class:`SetStep`, :class:`CallStep`).
 
 Shape entries are non-negative integers, or unknown: ``null`` (from JSON/dicts; TOML has
 no null), ``"?"``, or a named dimension such as ``"batch"``. Unknown dimensions are never
@@ -105,6 +116,7 @@ from .model import (  # noqa: F401
     MAX_STRING,
     MESH_AXIS_NAME,
     MESH_AXIS_TYPES,
+    MODEL_DTYPES,
     MODES,
     PROFILE_NAME,
     PROFILE_NAME_INVALID,
@@ -113,8 +125,11 @@ from .model import (  # noqa: F401
     RECIPES_FILE,
     RECIPES_VERSION,
     SIXTY_FOUR_BIT_DTYPES,
+    MAX_STEP_PATH,
+    MAX_STEPS,
     CallDesc,
     CallSetup,
+    CallStep,
     DictDesc,
     Dim,
     Generator,
@@ -124,7 +139,9 @@ from .model import (  # noqa: F401
     NoneDesc,
     RecipeError,
     RefDesc,
+    SetStep,
     StaticDesc,
+    Step,
     StepSetup,
     TensorDesc,
     TensorLeaf,

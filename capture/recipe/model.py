@@ -36,6 +36,9 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 COMPLEX_DTYPES = ("complex64", "complex128")
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 DTYPES = ("bool", *INT_DTYPES, *FLOAT_DTYPES, *COMPLEX_DTYPES)
+# Torch's ``dtype`` key: the floating dtype a model is built in (the default dtype during
+# its build, as transformers' from_pretrained does). Omitted: the model's own.
+MODEL_DTYPES = FLOAT_DTYPES
 # Inclusive integer ranges, to refuse a ``full``/``randint`` value the dtype cannot hold.
 INT_RANGES = {
     "bool": (0, 1),
@@ -254,6 +257,45 @@ class DictDesc:
 
 
 @dataclass(frozen=True, slots=True)
+class SetStep:
+    """A step after construction: ``{ set = "model_type", value = "gpt-nano" }`` sets an
+    attribute (a dotted path, ``attention.kv_cache``) of what was built to a described
+    value (minGPT's ``C = GPT.get_default_config(); C.model_type = "gpt-nano"``)."""
+
+    path: str
+    value: "ValueDesc"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"set": self.path, "value": self.value.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class CallStep:
+    """A step after construction: ``{ call = "setup_caches", kwargs = { max_batch_size = 1 } }``
+    calls a method (a dotted path) of what was built, for its effect; what it returns is
+    dropped (gpt-fast's ``model.setup_caches(max_batch_size=1, max_seq_length=64)``)."""
+
+    path: str
+    args: tuple["ValueDesc", ...] = ()
+    kwargs: tuple[tuple[str, "ValueDesc"], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"call": self.path}
+        if self.args:
+            out["args"] = [v.to_dict() for v in self.args]
+        if self.kwargs:
+            out["kwargs"] = {k: v.to_dict() for k, v in self.kwargs}
+        return out
+
+
+Step = Union[SetStep, CallStep]
+#: Steps after one construction at most (a recipe is checked before anything runs).
+MAX_STEPS = 64
+#: Parts of a step's dotted path at most.
+MAX_STEP_PATH = 8
+
+
+@dataclass(frozen=True, slots=True)
 class CallDesc:
     """An object built by calling ``target`` with described arguments:
     ``{ kind = "call", target = "model:GPTConfig", args = [...], kwargs = { n_layer = 4 } }``.
@@ -263,11 +305,14 @@ class CallDesc:
     package's class or function (``"transformers:LlamaConfig"``,
     ``"transformers:AutoConfig.from_pretrained"``). ``args``/``kwargs`` are any value
     descriptions, further calls included. Built only in the worker
-    (:mod:`capture.worker.values`): a call runs code, gated by trust like a factory."""
+    (:mod:`capture.worker.values`): a call runs code, gated by trust like a factory.
+    ``then``: steps on the object built, in order, before it is used (:class:`SetStep`,
+    :class:`CallStep`): ``then = [{ set = "vocab_size", value = 100 }]``."""
 
     target: str
     args: tuple["ValueDesc", ...] = ()
     kwargs: tuple[tuple[str, "ValueDesc"], ...] = ()
+    then: tuple[Step, ...] = ()
 
     def to_dict(self) -> Any:
         out: dict[str, Any] = {"kind": "call", "target": self.target}
@@ -275,6 +320,8 @@ class CallDesc:
             out["args"] = [v.to_dict() for v in self.args]
         if self.kwargs:
             out["kwargs"] = {k: v.to_dict() for k, v in self.kwargs}
+        if self.then:
+            out["then"] = [step.to_dict() for step in self.then]
         return out
 
 
@@ -316,6 +363,9 @@ class CallSetup:
     strict: bool = True
     fixture: str | None = None
     fixture_keys: tuple[tuple[str, str], ...] = ()
+    # ``init.then``: steps on the model once built (and its checkpoint loaded), in order:
+    # gpt-fast's ``setup_caches`` (:class:`SetStep`, :class:`CallStep`).
+    then: tuple[Step, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -323,6 +373,12 @@ class CallSetup:
         return self.factory is None and not self.args and not self.kwargs
 
     def to_dict(self) -> dict[str, Any]:
+        out = self._to_dict()
+        if self.then:
+            out["then"] = [step.to_dict() for step in self.then]
+        return out
+
+    def _to_dict(self) -> dict[str, Any]:
         if self.factory is not None:
             out: dict[str, Any] = {"factory": self.factory}
         elif self.fixture is not None:

@@ -33,10 +33,13 @@ from .model import (
     MESH_AXIS_NAME,
     MESH_AXIS_TYPES,
     MAX_RANK,
+    MAX_STEP_PATH,
+    MAX_STEPS,
     MAX_STRING,
     RECIPES_VERSION,
     CallDesc,
     CallSetup,
+    CallStep,
     DictDesc,
     Dim,
     Generator,
@@ -45,7 +48,9 @@ from .model import (
     NoneDesc,
     RecipeError,
     RefDesc,
+    SetStep,
     StaticDesc,
+    Step,
     StepSetup,
     TensorDesc,
     TupleDesc,
@@ -207,17 +212,67 @@ def _call_setup(cx: _Ctx, value: Any, at: list[Any]) -> CallSetup:
     if not isinstance(value, Mapping):
         raise cx.error(at, "expected a table with args and kwargs, or with factory")
     section = at[-1]
-    allowed = ("args", "kwargs", "factory") + _SAVED_KEYS.get(section, ())
+    allowed = ("args", "kwargs", "factory") + _SAVED_KEYS.get(section, ()) + (("then",) if section == "init" else ())
     for key in value:
         if key not in allowed:
+            if key == "then":
+                raise cx.error(at + ["then"], "steps after construction (then) belong to init, or to a call "
+                                              "description that builds an input")
             raise cx.error(at + [str(key)], f"unknown key (expected {', '.join(allowed[:-1])} or {allowed[-1]})")
     saved = _saved_setup(cx, value, at, section)
+    then = _steps(cx, value["then"], at + ["then"], 0) if "then" in value else ()
     if "factory" in value:
         if "args" in value or "kwargs" in value:
             raise cx.error(at + ["factory"], "use either factory or args/kwargs, not both")
-        return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), **saved)
+        return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), then=then, **saved)
     args, kwargs = _arguments(cx, value, at, 0)
-    return CallSetup(args=args, kwargs=kwargs, **saved)
+    return CallSetup(args=args, kwargs=kwargs, then=then, **saved)
+
+
+_STEP_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _steps(cx: _Ctx, value: Any, at: list[Any], depth: int) -> tuple[Step, ...]:
+    """``then = [...]``: steps after construction, each ``{ set = PATH, value = VALUE }``
+    or ``{ call = PATH, args = [...], kwargs = {...} }``."""
+    if not isinstance(value, (list, tuple)):
+        raise cx.error(at, "expected an array of steps such as { call = \"setup_caches\", kwargs = { ... } } or "
+                           "{ set = \"vocab_size\", value = 100 }")
+    if len(value) > MAX_STEPS:
+        raise cx.error(at, f"at most {MAX_STEPS} steps after one construction, found {len(value)}")
+    steps: list[Step] = []
+    for i, step in enumerate(value):
+        here = at + [i]
+        if not isinstance(step, Mapping):
+            raise cx.error(here, f"expected a step table ({{ call = ... }} or {{ set = ... }}), found {_show(step)}")
+        kinds = [k for k in ("set", "call") if k in step]
+        if len(kinds) != 1:
+            raise cx.error(here, "a step has exactly one of set (an attribute to set) or call (a method to call)")
+        kind = kinds[0]
+        path = _step_path(cx, step[kind], here + [kind])
+        if kind == "set":
+            _only(cx, step, here, ("set", "value"))
+            if "value" not in step:
+                raise cx.error(here + ["value"], "missing value (what the attribute is set to)")
+            steps.append(SetStep(path, _value(cx, step["value"], here + ["value"], depth + 1)))
+        else:
+            _only(cx, step, here, ("call", "args", "kwargs"))
+            args, kwargs = _arguments(cx, step, here, depth + 1)
+            steps.append(CallStep(path, args, kwargs))
+    return tuple(steps)
+
+
+def _step_path(cx: _Ctx, value: Any, at: list[Any]) -> str:
+    if not isinstance(value, str) or len(value) > MAX_STRING or not _STEP_PATH.match(value):
+        raise cx.error(at, f"expected an attribute or method name, dotted (\"setup_caches\", \"attention.kv_cache\"), "
+                           f"found {_show(value)}")
+    parts = value.split(".")
+    if len(parts) > MAX_STEP_PATH:
+        raise cx.error(at, f"at most {MAX_STEP_PATH} dotted parts, found {len(parts)}")
+    hidden = next((p for p in parts if p.startswith("__")), None)
+    if hidden is not None:
+        raise cx.error(at, f"{hidden!r}: a step never reaches Python's own attributes (names starting with __)")
+    return value
 
 
 def _arguments(
@@ -359,7 +414,7 @@ def mesh_text_table(text: str) -> dict[str, Any] | None:
     return table
 
 
-def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup | None:
+def _mesh(cx: _Ctx, value: Any, at: list[Any]) -> MeshSetup | None:
     """``mesh = { data = 4, model = 2 }`` or ``model = { size = 2, type = "explicit" }``; the
     shorthand text ``"data=4,model=2"`` is read as that table (a setup form sends it)."""
     example = 'expected a table of mesh axes, e.g. { data = 4, model = 2 }'
@@ -382,21 +437,7 @@ def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup | None:
         where = at + [str(name)]
         if not isinstance(name, str) or not MESH_AXIS_NAME.match(name):
             raise cx.error(where, "an axis name is a Python identifier (letters, digits, _; 64 at most)")
-        kind = "auto"
-        if isinstance(spec, Mapping):
-            for key in spec:
-                if key not in ("size", "type"):
-                    raise cx.error(where + [str(key)], "unknown key (expected size or type)")
-            if "size" not in spec:
-                raise cx.error(where, "missing size")
-            kind = spec.get("type", "auto")
-            if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES:
-                raise cx.error(where + ["type"], f"expected one of {', '.join(map(repr, MESH_AXIS_TYPES))}, "
-                                                 f"found {_show(kind)}")
-            size = spec["size"]
-            size_at = where + ["size"]
-        else:
-            size, size_at = spec, where
+        kind, size, size_at = _mesh_axis(cx, spec, where)
         if type(size) is not int or not 1 <= size <= MAX_MESH_DEVICES:
             raise cx.error(size_at, f"an axis size is an integer from 1 to {MAX_MESH_DEVICES}, found {_show(size)}")
         devices *= size
@@ -404,6 +445,23 @@ def _mesh(cx: _Ctx, value: Any, at: list) -> MeshSetup | None:
             raise cx.error(at, f"the mesh needs more than {MAX_MESH_DEVICES} devices (axis sizes multiply)")
         axes.append((name, size, kind))
     return MeshSetup(tuple(axes))
+
+
+def _mesh_axis(cx: _Ctx, spec: Any, where: list[Any]) -> tuple[str, Any, list[Any]]:
+    """``(type, size, where the size is)`` of one mesh axis, given as its size or as a table
+    ``{ size = 2, type = "explicit" }``; the size is the caller's to check."""
+    if not isinstance(spec, Mapping):
+        return "auto", spec, where
+    for key in spec:
+        if key not in ("size", "type"):
+            raise cx.error(where + [str(key)], "unknown key (expected size or type)")
+    if "size" not in spec:
+        raise cx.error(where, "missing size")
+    kind = spec.get("type", "auto")
+    if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES:
+        raise cx.error(where + ["type"], f"expected one of {', '.join(map(repr, MESH_AXIS_TYPES))}, "
+                                         f"found {_show(kind)}")
+    return kind, spec["size"], where + ["size"]
 
 
 def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDesc:
@@ -478,7 +536,7 @@ def _value(cx: _Ctx, value: Any, at: list[Any], depth: int) -> ValueDesc:  # noq
 
 
 def _call(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> CallDesc:
-    _only(cx, value, at, ("kind", "target", "args", "kwargs"))
+    _only(cx, value, at, ("kind", "target", "args", "kwargs", "then"))
     if "target" not in value:
         raise cx.error(
             at + ["target"],
@@ -487,7 +545,8 @@ def _call(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> Call
         )
     target = _ref(cx, value["target"], at + ["target"])
     args, kwargs = _arguments(cx, value, at, depth + 1)
-    return CallDesc(target, args, kwargs)
+    then = _steps(cx, value["then"], at + ["then"], depth + 1) if "then" in value else ()
+    return CallDesc(target, args, kwargs, then)
 
 
 def _static(cx: _Ctx, value: Any, at: list[Any]) -> StaticDesc:

@@ -24,6 +24,7 @@ from .model import (
     MAX_INPUT_ARRAYS,
     MAX_INPUT_ELEMENTS,
     MAX_SEED,
+    MODEL_DTYPES,
     MODES,
     PROFILE_NAME,
     PROFILE_NAME_RULE,
@@ -35,6 +36,8 @@ from .model import (
     NeededDim,
     RecipeError,
     RefDesc,
+    SetStep,
+    Step,
     StepSetup,
     TensorDesc,
     TensorLeaf,
@@ -71,6 +74,9 @@ class Recipe:
     inputs: CallSetup = field(default_factory=CallSetup)
     step: StepSetup | None = None
     evidence: str = DEFAULT_EVIDENCE
+    # Torch: the floating dtype the model is built in (None: the model's own, a
+    # transformers config's ``dtype`` when it names one; see capture.torch.library_models).
+    dtype: str | None = None
     # The device mesh the capture runs under (None: no mesh; capture.recipe.model.MeshSetup).
     mesh: MeshSetup | None = None
     # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
@@ -134,6 +140,9 @@ class Recipe:
             for key, desc in setup.kwargs:
                 for path, d in _walk(desc, f"{base}.{section}.kwargs.{key_segment(key)}"):
                     yield section, key, path, d
+            for i, step in enumerate(setup.then):
+                for path, d in _walk_step(step, f"{base}.{section}.then[{i}]"):
+                    yield section, f"then[{i}]", path, d
 
     def unknown_dims(self) -> list[NeededDim]:
         """The dimensions still to be supplied, in order; empty when the shapes are known."""
@@ -172,6 +181,8 @@ class Recipe:
             out["step"] = self.step.to_dict()
         if self.evidence != DEFAULT_EVIDENCE:
             out["evidence"] = self.evidence
+        if self.dtype is not None:
+            out["dtype"] = self.dtype
         if self.mesh is not None:
             out["mesh"] = self.mesh.to_dict()
         return out
@@ -210,6 +221,19 @@ def _walk(desc: ValueDesc, path: str) -> Iterator[tuple[str, ValueDesc]]:
             yield from _walk(item, f"{path}.args[{i}]")
         for k, item in desc.kwargs:
             yield from _walk(item, f"{path}.kwargs.{key_segment(k)}")
+        for i, step in enumerate(desc.then):
+            yield from _walk_step(step, f"{path}.then[{i}]")
+
+
+def _walk_step(step: Step, path: str) -> Iterator[tuple[str, ValueDesc]]:
+    """The descriptions a step after construction holds: a set's value, a call's arguments."""
+    if isinstance(step, SetStep):
+        yield from _walk(step.value, f"{path}.value")
+    else:
+        for i, item in enumerate(step.args):
+            yield from _walk(item, f"{path}.args[{i}]")
+        for k, item in step.kwargs:
+            yield from _walk(item, f"{path}.kwargs.{key_segment(k)}")
 
 
 # --------------------------------------------------------------------------- validation
@@ -230,7 +254,7 @@ def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None
 
 
 _PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step",
-                 "evidence", "mesh")
+                 "evidence", "dtype", "mesh")
 
 
 def parse_profile(name: str, table: Any, *, text: str | None = None, file: str | None = None) -> Recipe:
@@ -294,6 +318,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     elif kind == "training_step":
         step = StepSetup()
     evidence = _choice(cx, table, base, "evidence", EVIDENCE, DEFAULT_EVIDENCE)
+    dtype = _choice(cx, table, base, "dtype", MODEL_DTYPES, "") if "dtype" in table else None
     mesh = _mesh(cx, table["mesh"], base + ["mesh"]) if "mesh" in table else None
 
     recipe = Recipe(
@@ -309,6 +334,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         inputs=inputs,
         step=step,
         evidence=evidence,
+        dtype=dtype,
         mesh=mesh,
         framework_explicit=framework_explicit,
     )
@@ -321,6 +347,9 @@ def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     """What the spec rules out for a framework, found before anything is imported."""
     _check_saved_files_framework(cx, r, base)
     _check_evidence(cx, r, base)
+    if r.dtype is not None and r.framework != "torch":
+        raise cx.error(base + ["dtype"], f"dtype is a Torch key (the dtype the model is built in); a {r.framework} "
+                                         "model takes its dtypes from its own code and inputs (omit dtype)")
     _check_mesh(cx, r, base)
     if r.framework != "jax":
         return

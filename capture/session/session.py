@@ -41,6 +41,7 @@ from .graph_files import (
     write_encoded,
 )
 from .history import Baseline, CaptureHistory, HistoryError, HistoryLimits
+from . import model_dependencies
 from .job import CaptureJob, Log, Progress
 from .runner import make_job, run_worker
 from .warm_workers import WarmWorkers
@@ -149,6 +150,11 @@ def run_session(request: CaptureRequest, worker: Worker | None = None) -> Sessio
     else:
         warm = request.warm.pool(request.warm_idle_seconds) if request.warm is not None else None
         result.capture = run_worker(job, warm)
+    if refused is None and result.capture.failure is not None:
+        try:
+            model_dependencies.complete(job, result.capture, result.files)
+        except Exception:  # a courtesy: the failure stands as the worker said it
+            pass
     _keep(request, result)
     return result
 

@@ -12,7 +12,8 @@ which sits above the fake mode and records the same ops an eager run records.
 
 * **Initialisers are skipped.** ``nn.init.*`` and ``Tensor.normal_``-style value writers
   called on a fake tensor return it untouched (there are no values to write; the time
-  of each fake dispatch is saved).
+  of each fake dispatch is saved), also through ``nn.init``'s own helpers
+  (``trunc_normal_`` redraws until no value is out of bounds: a loop on the data).
 * **Small constants while building.** A constructor may compute Python numbers from
   tensors it creates (``[x.item() for x in torch.linspace(0, p, depth)]``,
   ``torch.round(...).int().tolist()`` for stage widths). While building, an op whose
@@ -20,11 +21,22 @@ which sits above the fake mode and records the same ops an eager run records.
   :data:`SMALL_CONSTANT_ELEMENTS` elements each (its output size is found by the fake
   mode first, so a large tensor is never allocated). After the build every parameter
   and buffer is fake, so the forward reads no values a checkpoint could have changed.
-* **Data-dependent ops stop the capture** (:func:`data_dependent_failure`): a value read
-  into Python (``.item()``, ``bool(t)``, ``.tolist()``), an output shape that depends on
-  the values (``nonzero``, boolean masks, ``unique``, MoE routing written with them), or
-  an op with no shape rule fails the capture naming the op, the source line and the way
-  out; no kernel ever runs on made-up data (``allow_fallback_kernels=False``).
+* **A size that depends on data is a symbol** (as ``torch.export`` does): the fake mode
+  has a ``ShapeEnv``, so ``nonzero``, a boolean mask, ``unique``, ``.item()`` give an
+  *unbacked* size ``u0`` (bounds where PyTorch knows them: ``nonzero`` of 16 elements
+  has 0 ≤ u0 ≤ 16), and the ops after it carry that symbol in their shapes (``[u0, 64]``,
+  ``2*u0``). The graph file keeps such a dimension as its text and lists every symbol
+  with its bounds and the op that introduced it (:func:`symbol_table`, ``meta["symbols"]``).
+* **Only Python control flow that needs a value stops the capture**
+  (:func:`data_dependent_failure`): ``if u0 > 0``, ``for e in t.nonzero()`` (a loop over
+  a data-dependent count), ``bool(t)``, ``torch.equal``: the model's own Python asks for
+  a value nothing computed; the failure names the line, and the way out. So does an op
+  with no shape rule; no kernel ever runs on made-up data (``allow_fallback_kernels=False``).
+* **CPU kernels PyTorch's shape rules are stricter than** (:class:`_CpuShapeRules`):
+  ``_grouped_mm``'s shape rule checks CUDA's bfloat16-only condition, while the CPU
+  kernel also takes float32/float16 (``transformers``' default experts path for a
+  float32 model on the CPU); on a CPU device its output is shaped by the same rule with
+  the dtype the CPU kernel gives.
 * **Libraries that branch on fake tensors** (:class:`LibraryBranches`): a library that
   asks whether a tensor is fake may take another path than in an eager run. The known
   checks are watched during the forward and each one that answered "fake" is listed in
@@ -37,13 +49,16 @@ by ``capture.torch.framework`` for an abstract capture.
 from __future__ import annotations
 
 import importlib
+import re
 import sys
+import traceback
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any, Callable, Iterator
 
 import torch
 from torch._subclasses import fake_tensor as _fake
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves
@@ -64,12 +79,15 @@ _WHY = {
     "DynamicOutputShapeException": "its output shape depends on the tensor's values (nonzero, a boolean mask, "
                                    "unique, masked_select, routing tokens by value)",
     "UnsupportedOperatorException": "PyTorch has no shape rule (meta or fake kernel) for it",
+    "GuardOnDataDependentSymNode": "it needs to know whether {expr}, which depends on the data (an 'if', a loop "
+                                   "over a tensor, bool(), int() of a size or value no op computed)",
 }
 
 
-# The fake mode's exceptions that mean "this needs values" (or a kernel it lacks).
+# The fake mode's exceptions that mean "this needs values" (or a kernel it lacks), and the
+# shape environment's: Python asked a data-dependent symbol for a concrete answer.
 NEEDS_DATA = (_fake.DataDependentOutputException, _fake.DynamicOutputShapeException,
-              _fake.UnsupportedOperatorException)
+              _fake.UnsupportedOperatorException, GuardOnDataDependentSymNode)
 
 
 def op_name(func: Any) -> str:
@@ -81,18 +99,28 @@ def op_name(func: Any) -> str:
     return name.removesuffix(".default")
 
 
-def data_dependent_failure(exc: BaseException, op: str | None, frame: Frame | None, phase: str) -> CaptureError:
+def data_dependent_failure(exc: BaseException, op: str | None, frame: Frame | None, phase: str,
+                           origins: list[str] | None = None) -> CaptureError:
     """The failure for a fake-mode exception ``exc`` raised while ``phase`` ran (``"forward"``
     or ``"build"``), at op ``op`` (the op the model called; the fake mode may name an op
-    inside it) and source ``frame`` (the innermost workspace or library frame)."""
+    inside it) and source ``frame`` (the innermost workspace or library frame). ``origins``:
+    for a data-dependent condition, where each of its symbols was made (``u0: the size
+    aten::nonzero made at …``)."""
     inner = getattr(exc, "func", None)
     inner_name = op_name(inner) if inner is not None else None
     shown = op or inner_name or "an op"
     kind = type(exc).__name__
     why = _WHY.get(kind, "it needs the tensor's values")
+    if kind == "GuardOnDataDependentSymNode":
+        expr = getattr(exc, "cond", None)
+        why = why.format(expr=str(expr) if expr is not None else "a data-dependent expression")
+        if op is None and inner_name is None:
+            shown = "the model's Python"
     where = f" at {frame.file}:{frame.line} ({frame.function})" if frame is not None else ""
     inside = f" (through {inner_name})" if inner_name and inner_name != shown else ""
     what = {"build": "building the model", "inputs": "making the inputs"}.get(phase, "the forward")
+    if origins:
+        why += "; " + "; ".join(origins)
     message = (
         f"the abstract capture stopped in {what}: {shown}{inside}{where} cannot run without data, because {why}. "
         "An abstract capture computes nothing, so it cannot know that result; it never guesses one. "
@@ -109,6 +137,11 @@ def data_dependent_failure(exc: BaseException, op: str | None, frame: Frame | No
     }
     if inner_name and inner_name != shown:
         details["inner_op"] = inner_name
+    cond = getattr(exc, "cond", None)
+    if kind == "GuardOnDataDependentSymNode" and cond is not None:
+        details["condition"] = str(cond)
+        if origins:
+            details["symbols"] = origins
     if frame is not None:
         details["frame"] = {"file": frame.file, "line": frame.line, "column": frame.column,
                             "function": frame.function, "library": frame.library}
@@ -121,8 +154,12 @@ class AbstractEvidence:
 
     def __init__(self) -> None:
         # Real tensors met on the way (globals, constants) are converted, never refused;
-        # an op without a shape rule fails instead of running on zero-filled data.
-        self.mode = _fake.FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False)
+        # an op without a shape rule fails instead of running on zero-filled data. The
+        # shape environment makes data-dependent sizes and scalars unbacked symbols; the
+        # tensors converted from real ones keep their sizes (static shapes: no s0, s1).
+        self.shape_env = _WatchedShapeEnv()
+        self.mode = _fake.FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False,
+                                         shape_env=self.shape_env, static_shapes=True)
 
     @contextmanager
     def building(self, files: Any) -> Iterator[None]:
@@ -131,6 +168,9 @@ class AbstractEvidence:
         :func:`_apply_to_fake`)."""
         original = torch.nn.Module._apply
         torch.nn.Module._apply = _apply_to_fake(original)
+        helpers = {name: getattr(torch.nn.init, name) for name in _INIT_HELPERS if hasattr(torch.nn.init, name)}
+        for name, fn in helpers.items():
+            setattr(torch.nn.init, name, _skip_on_fake(fn))
         try:
             with self.mode, _SmallConstants(self.mode), _SkipValueWrites():
                 yield
@@ -138,6 +178,8 @@ class AbstractEvidence:
             raise data_dependent_failure(exc, None, _innermost_frame(files, exc), "build") from None
         finally:
             torch.nn.Module._apply = original
+            for name, fn in helpers.items():
+                setattr(torch.nn.init, name, fn)
 
     @contextmanager
     def inputs(self, files: Any) -> Iterator[None]:
@@ -150,9 +192,34 @@ class AbstractEvidence:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """Run the forward with fake tensors (the trace records inside, above this mode)."""
-        with self.mode:
+        """Run the forward with fake tensors (the trace records inside, above these modes)."""
+        with self.mode, _CpuShapeRules():
             yield
+
+    def guard_failure(self, files: Any, origin: Callable[[str], str | None]) -> CaptureError | None:
+        """The failure for the first data-dependent condition Python asked about during
+        the run, even one the model's code caught and went past (``try: int(t) except``:
+        what followed is another path than the data would take). ``origin(symbol)``
+        says where a symbol was made. ``None`` when there was none."""
+        got = self.shape_env.first_guard
+        if got is None:
+            return None
+        exc, stack = got
+        frame = _frame_of_stack(files, stack)
+        names = sorted({str(s) for s in getattr(getattr(exc, "cond", None), "free_symbols", ())}, key=_symbol_order)
+        origins = [text for text in (origin(n) for n in names) if text]
+        return data_dependent_failure(exc, None, frame, "forward", origins)
+
+    def symbol_bounds(self) -> dict[str, tuple[int | None, int | None]]:
+        """Every unbacked symbol the run made: name -> (lower, upper) bounds as PyTorch
+        knows them (``None``: unbounded on that side)."""
+        out: dict[str, tuple[int | None, int | None]] = {}
+        for sym, vr in getattr(self.shape_env, "var_to_range", {}).items():
+            name = str(sym)
+            if not _SYMBOL.fullmatch(name):
+                continue
+            out[name] = (_bound(vr.lower), _bound(vr.upper))
+        return out
 
     @staticmethod
     def is_fake(t: Any) -> bool:
@@ -229,11 +296,58 @@ def _apply_to_fake(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _innermost_frame(files: Any, exc: BaseException) -> Frame | None:
-    """The innermost workspace frame of ``exc``'s traceback (the line that needed data)."""
-    if files is None:
-        return None
-    frames = files.traceback_frames(exc.__traceback__)
-    return frames[-1] if frames else None
+    """The innermost workspace frame of ``exc``'s traceback (the line that needed data),
+    else the innermost library frame (``transformers``' own line, ``library: true``)."""
+    frames = files.traceback_frames(exc.__traceback__) if files is not None else []
+    if frames:
+        return frames[-1]
+    from ..worker.libframes import LibraryFiles
+
+    lib = LibraryFiles()
+    for fs in reversed(traceback.extract_tb(exc.__traceback__)):
+        path = lib.path(fs.filename)
+        if path is not None:
+            return Frame(path, fs.lineno or 0, getattr(fs, "colno", None) or 0, fs.name, True)
+    return None
+
+
+def _frame_of_stack(files: Any, stack: list[Any]) -> Frame | None:
+    """The innermost workspace frame of a stack summary (innermost last), else the
+    innermost library frame."""
+    if files is not None:
+        for fs in reversed(stack):
+            rel = files.relative(fs.filename)
+            if rel is not None:
+                return Frame(rel, fs.lineno or 0, getattr(fs, "colno", None) or 0, fs.name)
+    from ..worker.libframes import LibraryFiles
+
+    lib = LibraryFiles()
+    for fs in reversed(stack):
+        path = lib.path(fs.filename)
+        if path is not None:
+            return Frame(path, fs.lineno or 0, getattr(fs, "colno", None) or 0, fs.name, True)
+    return None
+
+
+def _symbol_order(name: str) -> tuple[str, int]:
+    head = name.rstrip("0123456789")
+    return (head, int(name[len(head):]) if name[len(head):] else 0)
+
+
+class _WatchedShapeEnv(ShapeEnv):
+    """A shape environment that remembers the first data-dependent condition Python
+    asked about (the error and the stack that asked), whether or not the model's code
+    lets the error reach the capture."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first_guard: tuple[BaseException, list[Any]] | None = None
+
+    def _make_data_dependent_error(self, expr: Any, unhinted_expr: Any, **kwargs: Any) -> Any:
+        err = super()._make_data_dependent_error(expr, unhinted_expr, **kwargs)
+        if self.first_guard is None:
+            self.first_guard = (err, traceback.extract_stack(sys._getframe(1)))
+        return err
 
 
 # Functions that only write values into their first argument (initialisers): on a fake
@@ -248,6 +362,22 @@ _VALUE_WRITERS = frozenset(
         "geometric_",
     ) if hasattr(torch.Tensor, name)]
 )
+
+
+# torch.nn.init's helpers behind its initialisers, looked up at call time. Some
+# initialisers reach them without a __torch_function__ check (trunc_normal_ in Torch
+# 2.13, which redraws until no value is out of bounds: a loop on the data), so the
+# initialiser is skipped there, for a fake tensor, whoever holds a reference to it
+# (transformers' TORCH_INIT_FUNCTIONS).
+_INIT_HELPERS = ("_no_grad_uniform_", "_no_grad_normal_", "_no_grad_trunc_normal_", "_no_grad_fill_",
+                 "_no_grad_zero_")
+
+
+def _skip_on_fake(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def helper(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        return tensor if _fake.is_fake(tensor) else fn(tensor, *args, **kwargs)
+
+    return helper
 
 
 class _SkipValueWrites(TorchFunctionMode):
@@ -277,11 +407,102 @@ class _SmallConstants(TorchDispatchMode):
         except NEEDS_DATA:
             shaped = None  # it reads values: of small real inputs, which exist
         if shaped is not None:
+            leaves = tree_leaves(shaped)
+            if any(isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool)) for x in leaves) or any(
+                    isinstance(t, torch.Tensor) and not _static(t) for t in leaves):
+                shaped = None  # a value or size of small real inputs: they exist, so compute it
+        if shaped is not None:
             outputs = [t for t in tree_leaves(shaped) if isinstance(t, torch.Tensor)]
             if any(t.numel() > SMALL_CONSTANT_ELEMENTS for t in outputs) or not outputs:
                 return shaped
         with _disable_current_modes():
             return func(*args, **kwargs)
+
+
+def _static(t: Any) -> bool:
+    return all(type(d) is int for d in t.shape)
+
+
+def _bound(x: Any) -> int | None:
+    """A ShapeEnv bound as an int; ``None`` for an infinite one."""
+    try:
+        if getattr(x, "is_finite", True) is False or str(x) in ("oo", "-oo", "int_oo", "-int_oo"):
+            return None
+        return int(x)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+# Unbacked symbols: a data-dependent int (u0) or float (zuf0).
+_SYMBOL = re.compile(r"\b(?:u|zuf)\d+\b")
+
+
+def symbol_table(values: list, producers: list[int], bounds: dict[str, tuple[int | None, int | None]],
+                 nodes: list) -> list[dict[str, Any]]:
+    """``meta["symbols"]``: one entry per data-dependent symbol that appears in a recorded
+    shape (``u0``) or scalar result (``.item()``: ``u1``, a float ``zuf0``): its ``name``,
+    ``min`` / ``max`` (absent when unbounded), the node that first produced a value
+    shaped by it or returned it (``node``, ``op``) and how many values carry it
+    (``values``)."""
+    first: dict[str, int] = {}
+    count: dict[str, int] = {}
+    made_by: dict[str, int] = {}  # a scalar symbol -> the node that returned it
+    for nid, node in enumerate(nodes):
+        result = node.params.get("result") if node.params else None
+        if type(result) is str:
+            for name in _SYMBOL.findall(result):
+                made_by.setdefault(name, nid)
+    for vid, v in enumerate(values):
+        shape = v.shape
+        if all(type(d) is int for d in shape):
+            continue
+        seen = set()
+        for d in shape:
+            if type(d) is str:
+                seen.update(_SYMBOL.findall(d))
+        for name in seen:
+            count[name] = count.get(name, 0) + 1
+            if name not in first:
+                first[name] = vid
+    out = []
+    for name in sorted(set(first) | set(made_by), key=_symbol_order):
+        entry: dict[str, Any] = {"name": name, "values": count.get(name, 0)}
+        lo, hi = bounds.get(name, (None, None))
+        if lo is not None:
+            entry["min"] = lo
+        if hi is not None:
+            entry["max"] = hi
+        p = made_by.get(name, producers[first[name]] if name in first else -1)
+        if name in first and producers[first[name]] >= 0:
+            p = min(p, producers[first[name]]) if name in made_by else producers[first[name]]
+        if p >= 0:
+            entry["node"] = p
+            entry["op"] = nodes[p].op
+        out.append(entry)
+    return out
+
+
+# The CPU kernels whose shape rule (written for CUDA) refuses dtypes they accept.
+_GROUPED_MM: Any = torch.ops.aten._grouped_mm.default if hasattr(torch.ops.aten, "_grouped_mm") else None
+_STAND_IN = torch.bfloat16
+
+
+class _CpuShapeRules(TorchDispatchMode):
+    """Below the trace, above the fake mode: ``aten._grouped_mm`` on the CPU with
+    float32/float16 operands is shaped by PyTorch's own rule on bfloat16 stand-ins and
+    given the dtype the CPU kernel returns (``out_dtype``, else its operands'). Every
+    other op goes straight on."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is _GROUPED_MM and len(args) >= 2:
+            a, b = args[0], args[1]
+            if (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.device.type == "cpu"
+                    and a.dtype == b.dtype and a.dtype in (torch.float32, torch.float16)):
+                out_dtype = kwargs.get("out_dtype") or a.dtype
+                stand = func(a.to(_STAND_IN), b.to(_STAND_IN), *args[2:], **{**kwargs, "out_dtype": None})
+                return stand.to(out_dtype)
+        return func(*args, **kwargs)
 
 
 # --------------------------------------------------------------------------- libraries

@@ -12,6 +12,9 @@ loop (:mod:`capture.torch.trace`) is not touched. Each node's op is resolved to 
   (``_scaled_dot_product_flash_attention_for_cpu`` and its backward), which have no
   entry in that registry (``FlopCounterMode`` counts them as 0), counted with the
   registry's own attention formulas (``sdpa_flop_count``, ``sdpa_backward_flop_count``);
+* ``grouped matmul``: ``aten._grouped_mm`` (a mixture of experts' experts in one call), which
+  that registry has no formula for: its ``mm`` formula summed over the groups, 2 FLOPs per
+  multiply-add of each output element over the shared dimension;
 * ``bookkeeping``: the profiler's ``record_function`` markers (an optimizer step's): nothing;
 * ``view``: an op whose schema says its result aliases an input without writing it
   (``view``, ``t``, ``expand``, ``slice``…) and the few views whose schema does not say so
@@ -56,6 +59,8 @@ RULES = {
     "flop_counter sdpa (CPU kernel)": "torch.utils.flop_counter's attention formulas (sdpa_flop_count, "
                                       "sdpa_backward_flop_count) for the CPU attention kernel its registry has no "
                                       "entry for (FlopCounterMode counts it as 0)",
+    "grouped matmul": "torch.utils.flop_counter's mm formula summed over the groups of aten._grouped_mm (a "
+                      "mixture of experts' experts in one call), which its registry has no entry for",
     "view": "a view of its input: no FLOPs, no bytes",
     "bookkeeping": "a profiler marker (record_function): no FLOPs, no bytes",
     "data movement": "copies, casts, gathers, concatenations, factories: no FLOPs, the bytes they move",
@@ -174,6 +179,8 @@ class TorchCosts:
             return "flop_counter"
         if base in _SDPA_CPU:
             return "flop_counter sdpa (CPU kernel)"
+        if base == "_grouped_mm":
+            return "grouped matmul"
         if base in _DATA_MOVEMENT:
             return "data movement"
         if base in _SCATTER_ADD:
@@ -315,6 +322,11 @@ class TorchCosts:
             return int(self.sdpa[1](grad_out.shape, q.shape, k.shape, v.shape))
         if kind in ("view", "data movement", "bookkeeping"):
             return 0
+        if kind == "grouped matmul":
+            a, b = args[0], args[1]
+            if a.dim() == 2 and b.dim() == 2:  # groups along the shared dimension: one M×K×N matmul in all
+                return 2 * a.shape[0] * a.shape[1] * b.shape[1]
+            return 2 * out.numel() * a.shape[-1]  # each output element: one group's dot product over K
         if kind == "cumulative":
             ins = _tensors(args)
             return ins[0].numel() if ins else 0

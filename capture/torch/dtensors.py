@@ -96,7 +96,7 @@ class DistributedValues:
             self._dtensor = getattr(sys.modules["torch.distributed.tensor"], "DTensor", None)
         return self._dtensor
 
-    def is_dtensor(self, t: _Tensor) -> bool:
+    def is_dtensor(self, t: torch.Tensor) -> bool:
         if type(t) is _Tensor or type(t) is torch.nn.Parameter:
             return False
         dt = self.dtensor_type()
@@ -157,7 +157,7 @@ class DistributedValues:
         local = t._local_tensor
         self._locals[id(local)] = (weakref.ref(local), vid)
 
-    def dtensor_of_local(self, t: _Tensor) -> int | None:
+    def dtensor_of_local(self, t: torch.Tensor) -> int | None:
         """The value id of the DTensor whose local tensor ``t`` is (or shares its storage and
         view, as ``to_local``'s ``view_as`` makes it), else None."""
         got = self._locals.get(id(t))

@@ -76,7 +76,7 @@ from typing import Any, Callable
 from ..graph.model import Capture
 from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
-from ..worker.errors import CaptureError
+from ..worker.errors import CaptureError, own_step
 from ..worker.targets import partial_of_class
 from .version_check import check_torch
 
@@ -230,16 +230,38 @@ def _describe(obj: Any) -> str:
     return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
 
 
-def _require_empty_init(ctx: CaptureContext, why: str) -> None:
+def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) -> None:
+    """Refuse constructor arguments (and, unless ``steps``, steps after construction:
+    a plain function is not built, so ``init.then`` has nothing to act on)."""
     if not ctx.recipe.init.is_empty:
         raise CaptureError(
             "recipe", f"{why}; use init.factory to return a configured module or callable",
             {"key_path": f"profiles.{ctx.recipe.name}.init"},
         )
+    if ctx.recipe.init.then and not steps:
+        raise CaptureError(
+            "recipe", f"{why}: nothing is built, so init.then has nothing to act on; use init.factory to return "
+                      f"a configured module or callable",
+            {"key_path": f"profiles.{ctx.recipe.name}.init.then"},
+        )
 
 
-def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str]:
-    """The object to call and its kind (``module`` or ``function``)."""
+def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
+                 built: dict[str, Any] | None = None) -> tuple[Any, str]:
+    """The object to call and its kind (``module`` or ``function``), built as its library
+    builds it (:mod:`capture.torch.library_models`: a ``transformers`` subclass as its
+    library class, in the model's own dtype or the recipe's); what that adopted is
+    added to ``built`` (the capture's meta)."""
+    from .library_models import building
+
+    with building(torch, ctx.recipe.dtype) as record:
+        got = _construct(ctx, torch, target, make_tensor)
+    if built is not None:
+        built.update(record.meta())
+    return got
+
+
+def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str]:
     recipe = ctx.recipe
     ref = recipe.model
     factory = recipe.init.factory
@@ -281,7 +303,8 @@ def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Call
         if not callable(obj):
             raise CaptureError("recipe", f"init factory {factory} returned {_describe(obj)}, which is not callable")
         return obj, "module" if isinstance(obj, Module) else "function"
-    _require_empty_init(ctx, f"{ref} is a plain function: it takes its arguments from inputs, with an empty init")
+    _require_empty_init(ctx, f"{ref} is a plain function: it takes its arguments from inputs, with an empty init",
+                        steps=False)
     if not callable(target):
         raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a torch.nn.Module or a function")
     return target, "function"
@@ -326,7 +349,8 @@ def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str
     return {"state": label, "state_note": STATE_NOTES[label]}
 
 
-def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable) -> tuple[Any, str, dict]:
+def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
+                   built: dict[str, Any]) -> tuple[Any, str, dict]:
     """The eager build under a :class:`~capture.torch.memory.BuildGuard`: a model that
     allocates over 1 GiB (or half of the memory it may use) is estimated abstractly (in
     a forked child) and the capture fails when it cannot fit. ``(model, kind, memory meta)``."""
@@ -337,7 +361,7 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
     limit = ctx.limits.max_memory_bytes
     budget, _ = memory_budget(limit)
     if budget is None or isinstance(target, torch.nn.Module):
-        model, kind = _build_model(ctx, torch, target, make_tensor)
+        model, kind = _build_model(ctx, torch, target, make_tensor, built)
         return model, kind, {"status": "unchecked", "reason": "a module-level instance, built by its import"
                              if budget is not None else "the memory available is unknown here"}
     checkpoint_bytes = 0
@@ -366,7 +390,7 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
         threshold = 1 << 62  # checked already
     guard = BuildGuard(threshold, estimate)
     with guard:
-        model, kind = _build_model(ctx, torch, target, make_tensor)
+        model, kind = _build_model(ctx, torch, target, make_tensor, built)
     report["allocated_bytes"] = guard.allocated
     return model, kind, report
 
@@ -488,45 +512,14 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
 
     ctx.progress("importing the model", 0.1)
     target = ctx.import_object(recipe.model)
-    evidence = None
-    memory_estimate = None
-    if abstract:
-        from .abstract import AbstractEvidence
-
-        evidence = AbstractEvidence()
-        ctx.progress("building the model abstractly (no parameter storage)", 0.2)
-        with evidence.building(ctx.files):
-            model, kind = _build_model(ctx, torch, target, make_tensor)
-        if kind == "module":
-            # On the device, every tensor fake (a module-level instance, a tensor a factory loaded).
-            evidence.fake_module(model, device)
-            model.train(recipe.mode == "train")
-    else:
-        ctx.progress("building the model", 0.2)
-        model, kind, memory_estimate = _guarded_build(ctx, torch, target, make_tensor)
-        if kind == "module":
-            model.to(device)
-            model.train(recipe.mode == "train")
+    built: dict[str, Any] = {}  # what building the model as its library does adopted (meta)
+    model, kind, evidence, memory_estimate = _built_model(ctx, torch, target, make_tensor, device, abstract, built)
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)
+    if recipe.init.then:
+        _after_construction(ctx, model, kind, evidence, make_tensor, device)
     loss_fn, loss_name = _loss_fn(ctx, torch) if training else (None, None)
     optimizer = _optimizer(ctx, torch, model, kind) if training else None
-    ctx.progress("building the inputs", 0.3)
-    if recipe.inputs.fixture is not None:
-        from .saved import load_fixture
-
-        ctx.progress(f"loading the fixture {recipe.inputs.fixture}", 0.3)
-        _, literal_kwargs = ctx.materialize("inputs", make_tensor)
-        fn = getattr(model, "forward", model) if kind == "module" else model
-        args, kwargs, fixture_meta = load_fixture(ctx, torch, fn, literal_kwargs, device)
-        saved_meta.update(fixture_meta)
-        if evidence is not None:
-            args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
-    elif evidence is not None:
-        with evidence.inputs(ctx.files):
-            args, kwargs = ctx.inputs_call(make_tensor)
-        args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
-    else:
-        args, kwargs = ctx.inputs_call(make_tensor)
+    args, kwargs = _call_inputs(ctx, torch, model, kind, make_tensor, device, evidence, saved_meta)
 
     trace = TorchTrace(
         ctx.files, limits=ctx.limits, stats=stats, abstract=abstract,
@@ -541,6 +534,118 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         ["args", {"tuple": [trace.structure(a, label=label) for a, label in zip(args, labels)]}],
         ["kwargs", {"dict": [[k, trace.structure(v, label=k)] for k, v in kwargs.items()]}],
     ]}
+    meta = _run_meta(recipe, model, kind, {**saved_meta, **built}, memory_estimate)
+    branches = None
+    if abstract:
+        from .abstract import EVIDENCE_NOTE, LibraryBranches
+
+        meta["evidence"] = "abstract"
+        meta["evidence_note"] = EVIDENCE_NOTE
+        branches = LibraryBranches()
+
+    def step(output: Any) -> tuple[Any, Any]:
+        return _training_step(torch, trace, model, kind, output, args, kwargs, loss_fn, loss_name, optimizer,
+                              meta, labels)
+
+    with own_step("copying the model's buffers before the forward (to tell whether it changes them)"):
+        buffers_before = _buffer_snapshot(torch, model) if kind == "module" and not abstract else {}
+        versions_before = _state_versions(torch, model) if kind == "module" else {}
+    ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
+    started = time.perf_counter()
+    output, stepped = _forward(torch, recipe, trace, model, kind, (args, kwargs), optimizer,
+                               (evidence, branches), step if training else None)
+    elapsed = time.perf_counter() - started
+    output_tree, grads = stepped if stepped is not None else (trace.structure(output), None)
+    if not trace.b.nodes:
+        raise CaptureError(
+            "trace",
+            f"running {recipe.model} executed no PyTorch operations (its outputs are its inputs or constants); "
+            "nothing to show as a graph",
+        )
+    ctx.progress(f"recorded {len(trace.b.nodes):,} operations; measuring", 0.9)
+    with own_step("measuring the recorded values"):
+        trace.finish()
+    meta["capture_s"] = round(elapsed, 4)
+    if training:
+        _training_meta(meta, loss_name, optimizer, grads)
+    reasons: list[str] = []
+    writes = _writes_after(torch, model, buffers_before, versions_before, meta, reasons) if kind == "module" else []
+    _abstract_meta(meta, trace, branches, evidence)
+    if group is not None:
+        _wait_collectives(output_tree if training else output)
+        meta["stats_off"] = ("a simulated process group moves no data in collectives: what a rank holds after one "
+                             "is not what a run would hold, so no statistics are measured")
+    ctx.progress("counting FLOPs and bytes", 0.95)
+    with own_step("building the graph from the recorded operations"):
+        result = trace.build(
+            scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
+            inputs=inputs,
+            outputs=output_tree,
+            reasons=reasons,
+            meta=meta,
+            effects="writes_state" if writes else "none",
+        )
+    if group is not None:
+        result.devices = group.devices_record()
+    _count_costs(result)
+    return result
+
+
+def _built_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable, device: Any,
+                 abstract: bool, built: dict[str, Any]) -> tuple[Any, str, Any, dict[str, Any] | None]:
+    """``(model, kind, the abstract evidence or None, the memory estimate or None)``: the
+    model built (abstractly: no parameter storage, every tensor fake on the device), on the
+    device and in the recipe's mode; what building it as its library does adopted is added
+    to ``built``."""
+    recipe = ctx.recipe
+    if abstract:
+        from .abstract import AbstractEvidence
+
+        evidence = AbstractEvidence()
+        ctx.progress("building the model abstractly (no parameter storage)", 0.2)
+        with evidence.building(ctx.files):
+            model, kind = _build_model(ctx, torch, target, make_tensor, built)
+        if kind == "module":
+            # On the device, every tensor fake (a module-level instance, a tensor a factory loaded).
+            evidence.fake_module(model, device)
+            model.train(recipe.mode == "train")
+        return model, kind, evidence, None
+    ctx.progress("building the model", 0.2)
+    model, kind, memory_estimate = _guarded_build(ctx, torch, target, make_tensor, built)
+    if kind == "module":
+        model.to(device)
+        model.train(recipe.mode == "train")
+    return model, kind, None, memory_estimate
+
+
+def _call_inputs(ctx: CaptureContext, torch: Any, model: Any, kind: str, make_tensor: Callable, device: Any,
+                 evidence: Any, saved_meta: dict[str, Any]) -> tuple[Any, Any]:
+    """``(args, kwargs)`` of the call: the recipe's inputs or its fixture (whose record goes
+    to ``saved_meta``), faked under abstract evidence."""
+    ctx.progress("building the inputs", 0.3)
+    if ctx.recipe.inputs.fixture is not None:
+        from .saved import load_fixture
+
+        ctx.progress(f"loading the fixture {ctx.recipe.inputs.fixture}", 0.3)
+        _, literal_kwargs = ctx.materialize("inputs", make_tensor)
+        fn = getattr(model, "forward", model) if kind == "module" else model
+        args, kwargs, fixture_meta = load_fixture(ctx, torch, fn, literal_kwargs, device)
+        saved_meta.update(fixture_meta)
+        if evidence is not None:
+            args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
+    elif evidence is not None:
+        with evidence.inputs(ctx.files):
+            args, kwargs = ctx.inputs_call(make_tensor)
+        args, kwargs = evidence.fake_tree(args), evidence.fake_tree(kwargs)
+    else:
+        args, kwargs = ctx.inputs_call(make_tensor)
+    return args, kwargs
+
+
+def _run_meta(recipe: Any, model: Any, kind: str, saved_meta: dict[str, Any],
+              memory_estimate: dict[str, Any] | None) -> dict[str, Any]:
+    """The capture's ``meta`` as the run starts: the recipe's settings, the module's class,
+    what the weights and fixture recorded, the memory estimate."""
     meta: dict[str, Any] = {
         "model_kind": kind,
         "device": recipe.device,
@@ -553,92 +658,100 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     meta.update(saved_meta)
     if memory_estimate is not None:
         meta["memory_estimate"] = memory_estimate
-    branches = None
-    if abstract:
-        from .abstract import EVIDENCE_NOTE, LibraryBranches
+    return meta
 
-        meta["evidence"] = "abstract"
-        meta["evidence_note"] = EVIDENCE_NOTE
-        branches = LibraryBranches()
 
-    buffers_before = _buffer_snapshot(torch, model) if kind == "module" and not abstract else {}
-    ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
-    started = time.perf_counter()
+def _forward(torch: Any, recipe: Any, trace: Any, model: Any, kind: str, call: tuple[Any, Any], optimizer: Any,
+             watchers: tuple[Any, Any], step: Callable[[Any], tuple[Any, Any]] | None) -> tuple[Any, Any]:
+    """Run the forward (and ``step``, the training step, on its output) under the
+    recording: ``(output, what step returned or None)``. A limit or a needed-data error the
+    trace met is raised, whatever user code made of it. ``watchers``: the abstract evidence
+    and the library-branch watcher, or None each."""
+    args, kwargs = call
+    evidence, branches = watchers
+    stepped = None
     with torch.set_grad_enabled(recipe.grad_enabled):
         if optimizer is not None:
             optimizer.zero_grad(set_to_none=True)
-        elif training and kind == "module":
+        elif step is not None and kind == "module":
             model.zero_grad(set_to_none=True)
         try:
             with (evidence.running() if evidence is not None else nullcontext()), \
                     (branches.watching() if branches is not None else nullcontext()), trace.recording():
-                trace.track_autograd = training
+                trace.track_autograd = step is not None
                 if kind == "module":
                     output = model(*args, **kwargs)
                 else:
                     name = getattr(model, "__qualname__", None) or type(model).__name__
                     with trace.scope("function", name, {"function": name}):
                         output = model(*args, **kwargs)
-                if training:
-                    output_tree, grads = _training_step(torch, trace, model, kind, output, args, kwargs,
-                                                        loss_fn, loss_name, optimizer, meta, labels)
+                if step is not None:
+                    stepped = step(output)
         except Exception:
-            if trace.limit_error is not None:  # user code turned the limit into another error
-                raise trace.limit_error from None
-            if trace.data_error is not None:
-                raise trace.data_error from None
+            pending = _pending_error(trace, evidence)
+            if pending is not None:  # user code turned the limit (or the data error) into another error
+                raise pending from None
             raise
         finally:
             trace.track_autograd = False
-    if trace.limit_error is not None:  # reached, then swallowed by user code
-        raise trace.limit_error
-    if trace.data_error is not None:  # an op that needed data, its failure swallowed: the rest is another path
-        raise trace.data_error
-    elapsed = time.perf_counter() - started
-    if not training:
-        output_tree = trace.structure(output)
-    if not trace.b.nodes:
-        raise CaptureError(
-            "trace",
-            f"running {recipe.model} executed no PyTorch operations (its outputs are its inputs or constants); "
-            "nothing to show as a graph",
-        )
-    ctx.progress(f"recorded {len(trace.b.nodes):,} operations; measuring", 0.9)
-    trace.finish()
-    meta["capture_s"] = round(elapsed, 4)
-    if training:
-        meta["loss"] = loss_name
-        if optimizer is not None:
-            meta["optimizer"] = type(optimizer).__name__
-        if grads:
-            meta["grads"] = len(grads)
-    reasons = []
-    unseen = _untracked_buffer_writes(torch, model, buffers_before) if kind == "module" else []
+    pending = _pending_error(trace, evidence)
+    if pending is not None:  # reached, then swallowed by user code: the rest is another path
+        raise pending
+    return output, stepped
+
+
+def _pending_error(trace: Any, evidence: Any) -> Exception | None:
+    """The error the trace met that must end the capture: a limit reached, else an op or
+    a condition that needed data (:func:`_data_failure`)."""
+    if trace.limit_error is not None:
+        error: Exception = trace.limit_error
+        return error
+    return _data_failure(trace, evidence, trace.files)
+
+
+def _training_meta(meta: dict[str, Any], loss_name: str | None, optimizer: Any, grads: Any) -> None:
+    meta["loss"] = loss_name
+    if optimizer is not None:
+        meta["optimizer"] = type(optimizer).__name__
+    if grads:
+        meta["grads"] = len(grads)
+
+
+def _after_construction(ctx: CaptureContext, model: Any, kind: str, evidence: Any, make_tensor: Any,
+                        device: Any) -> None:
+    """Steps after construction (gpt-fast's setup_caches), on the model as built and
+    loaded; what they create is made fake too (abstract), or moved to the device."""
+    ctx.progress("running the steps after construction", 0.25)
+    if evidence is not None:
+        with evidence.building(ctx.files):
+            ctx.after_construction(model, make_tensor)
+        if kind == "module":
+            evidence.fake_module(model, device)
+        return
+    ctx.after_construction(model, make_tensor)
+    if kind == "module":
+        model.to(device)
+
+
+def _writes_after(torch: Any, model: Any, buffers_before: dict[str, tuple[Any, int, Any]],
+                  versions_before: dict[str, tuple[Any, int]], meta: dict[str, Any], reasons: list[str]) -> list[str]:
+    """The module's parameters and buffers the forward wrote (``meta["state_writes"]``),
+    writes no recorded op shows among them (``meta["untracked_buffer_updates"]``, a reason)."""
+    with own_step("comparing the model's buffers after the forward"):
+        unseen = _untracked_buffer_writes(torch, model, buffers_before)
     if unseen:
         # e.g. BatchNorm's running statistics in train mode: the kernel writes them in
         # place without a version bump, so no recorded op shows the write.
         reasons.append("untracked_buffer_update")
         meta["untracked_buffer_updates"] = unseen
-    if branches is not None:
-        differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
-        if differences:
-            meta["abstract_differences"] = differences
-    if group is not None:
-        _wait_collectives(output_tree if training else output)
-        meta["stats_off"] = ("a simulated process group moves no data in collectives: what a rank holds after one "
-                             "is not what a run would hold, so no statistics are measured")
-    ctx.progress("counting FLOPs and bytes", 0.95)
-    result = trace.build(
-        scope=ABSTRACT_FORWARD_SCOPE if abstract else "training_step" if training else "eager_forward",
-        inputs=inputs,
-        outputs=output_tree,
-        reasons=reasons,
-        meta=meta,
-    )
-    if group is not None:
-        result.devices = group.devices_record()
-    _count_costs(result)
-    return result
+    with own_step("comparing the model's parameters and buffers after the forward"):
+        writes = _state_writes(torch, model, versions_before)
+    writes += [name for name in unseen if name not in writes]
+    if writes:
+        # A forward that writes the model's own state (a KV cache, running statistics)
+        # has effects: the capture says which, never "effects none".
+        meta["state_writes"] = writes
+    return writes
 
 
 def _count_costs(result: Capture) -> None:
@@ -650,6 +763,53 @@ def _count_costs(result: Capture) -> None:
         result.cost = count(result)
     except Exception as exc:
         result.meta["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
+
+
+def _abstract_meta(meta: dict[str, Any], trace: Any, branches: Any, evidence: Any) -> None:
+    """What an abstract capture adds to ``meta``: the library branches that went another
+    way than data would take them (``abstract_differences``) and the data-dependent
+    symbols, with their bounds and the ops that made them (``symbols``)."""
+    if branches is not None:
+        differences = branches.differences(trace.b.frames, [n.frame for n in trace.b.nodes])
+        if differences:
+            meta["abstract_differences"] = differences
+    if evidence is not None:
+        from .abstract import symbol_table
+
+        symbols = symbol_table(trace.b.values, trace.producers, evidence.symbol_bounds(), trace.b.nodes)
+        if symbols:
+            meta["symbols"] = symbols
+
+
+def _data_failure(trace: Any, evidence: Any, files: Any) -> CaptureError | None:
+    """The first thing the run could not do without data: an op (``trace.data_error``),
+    or Python asking a data-dependent symbol for a value (an ``if``, a loop over a
+    tensor whose length is data-dependent), said with where its symbols came from."""
+    err = trace.data_error
+    if evidence is not None and (err is None or err.details.get("reason") == "GuardOnDataDependentSymNode"):
+        got = evidence.guard_failure(files, _symbol_origin(trace))
+        if got is not None:
+            return got
+    return err
+
+
+def _symbol_origin(trace: Any) -> Callable[[str], str | None]:
+    """For a data-dependent symbol (``u0``): where it was made, in words, from the values
+    recorded so far (``u0: a size aten::nonzero made at modeling_mixtral.py:79``)."""
+    from .abstract import symbol_table
+
+    def origin(name: str) -> str | None:
+        table = {e["name"]: e for e in symbol_table(trace.b.values, trace.producers, {}, trace.b.nodes)}
+        entry = table.get(name)
+        if entry is None or "node" not in entry:
+            return None
+        node = trace.b.nodes[entry["node"]]
+        frame = trace.b.frames[node.frame] if node.frame is not None else None
+        where = f" at {frame.file.rsplit('/', 1)[-1]}:{frame.line}" if frame is not None else ""
+        what = "a size" if entry["values"] else "a value"
+        return f"{name}: {what} {entry['op']} made{where}, known only from the data"
+
+    return origin
 
 
 def _wait_collectives(output: Any) -> None:
@@ -673,12 +833,40 @@ _BUFFER_CHECK_BYTES = 64 << 20
 
 
 def _buffer_snapshot(torch: Any, model: Any) -> dict[str, tuple[Any, int, Any]]:
-    """name -> (tensor, version, copy) for every floating/integer buffer, when small."""
-    buffers = [(n, b) for n, b in model.named_buffers() if isinstance(b, torch.Tensor)]
+    """name -> (tensor, version, copy) for every dense buffer, when small. A buffer of
+    another layout (Whisper's sparse ``alignment_heads``, a quantized or nested tensor)
+    is left out: ``torch.equal`` has no kernel for most of them, and the check is only a
+    fallback for kernels that write without a version bump, which are dense."""
+    buffers = [(n, b) for n, b in model.named_buffers()
+               if isinstance(b, torch.Tensor) and b.layout == torch.strided and not b.is_quantized
+               and not b.is_nested]
     if sum(b.numel() * b.element_size() for _, b in buffers) > _BUFFER_CHECK_BYTES:
         return {}
     with torch.no_grad():
         return {n: (b, b._version, b.detach().clone()) for n, b in buffers}
+
+
+def _state_versions(torch: Any, model: Any) -> dict[str, tuple[Any, int]]:
+    """name -> (tensor, version counter) of every parameter and buffer: an in-place write
+    bumps the counter (cheap to read, whatever the size)."""
+    out: dict[str, tuple[Any, int]] = {}
+    for name, t in [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]:
+        if isinstance(t, torch.Tensor):
+            out[name] = (t, t._version)
+    return out
+
+
+def _state_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int]]) -> list[str]:
+    """Parameters and buffers the forward wrote in place (their version counter moved),
+    by name, in the model's order; a tensor replaced by another is a write too."""
+    now = {name: t for name, t in [*model.named_parameters(remove_duplicate=False),
+                                   *model.named_buffers(remove_duplicate=False)]}
+    writes = []
+    for name, (t, version) in before.items():
+        current = now.get(name)
+        if current is None or current is not t or t._version != version:
+            writes.append(name)
+    return writes
 
 
 def _untracked_buffer_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int, Any]]) -> list[str]:

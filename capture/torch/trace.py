@@ -13,7 +13,8 @@ after autograd and after composite decompositions: ``linear`` arrives as ``aten:
   op, an ``out=`` argument, or any argument the schema marks as written (``Tensor(a!)``,
   e.g. the lists of ``_foreach_add_``) produces a new value of the same tensor
   (``measured.version_of``); a tensor whose storage was written through another view
-  since it was recorded is a new version when next read (``written_by``: the node). A
+  since it was recorded is a new version when next read (``written_by``: the node), and
+  an output of that node: the writes produce it (``new_empty`` filled through slices). A
   tensor first seen as an operand (inputs, parameters, buffers, constants) becomes a
   value labelled ``input`` / ``param`` / ``buffer`` (with its name) or ``external``;
 * **groups**: one ``module`` group per module *call*, nested as the calls nest; attrs:
@@ -250,6 +251,7 @@ class TorchTrace:
         self._lib = library_files()
         self._code_kind: dict[Any, tuple[str, bool] | None] = {}
         self._class_frames: dict[type, int | None] = {}
+        self._wrapped: dict[type, Any] = {}  # per module class: the plain function it wraps, or None
         self._addr_frame: dict[tuple[Any, int], int] = {}
         self._positions: dict[Any, list] = {}
         # Autograd: set track_autograd while the forward of a training step runs.
@@ -303,7 +305,10 @@ class TorchTrace:
                 # its storage was written after it was produced.
                 writer = self._storage_writer.get(self._value_storage[vid], -1)
                 if writer >= self._born[vid]:
-                    vid = self._new_value(t, None, {"version_of": vid, "written_by": writer}, version=t._version)
+                    # Written through another view of its storage (new_empty, then slices
+                    # filled with copy_): the new version is produced by the write.
+                    vid = self._new_value(t, writer, {"version_of": vid, "written_by": writer}, version=t._version)
+                    self.b.nodes[writer].outputs.append(vid)
                     if self.statistics is not None and t.is_floating_point():
                         self.statistics.measure(vid, _measurable(t))
                     return vid
@@ -341,6 +346,7 @@ class TorchTrace:
         DTensor it knows (``to_local``). Its value is the output of a boundary node joining
         the two (``capture.torch.dtensors``); None for any other tensor."""
         dist = self.dist
+        src: int | None
         if dist.is_dtensor(t):
             local = t._local_tensor
             entry = self._live.get(id(local))
@@ -360,8 +366,9 @@ class TorchTrace:
         vid = self._new_value(t, nid, None, version=t._version)
         sharding = b.values[src].sharding if op == TO_LOCAL else b.values[vid].sharding
         params: dict[str, Any] = {"no_kernel": BOUNDARY_NOTE}
-        if op == REWRAP and isinstance(b.values[src].sharding, dict):
-            params["from_placements"] = b.values[src].sharding.get("placements")
+        src_sharding = b.values[src].sharding
+        if op == REWRAP and isinstance(src_sharding, dict):
+            params["from_placements"] = src_sharding.get("placements")
         if isinstance(sharding, dict):
             params["placements"] = sharding.get("placements")
             params["mesh"] = sharding.get("mesh")
@@ -378,12 +385,17 @@ class TorchTrace:
         shape = t.shape  # the builder makes its list
         measured: dict[str, Any] = {"device": _device_name(t.device)}
         try:
-            measured["strides"] = list(t.stride())
+            strides = list(t.stride())
             offset = t.storage_offset()
-            if offset:
+            if self.abstract:  # a data-dependent size is a symbol (u0): recorded as its text
+                shape, strides, offset = _dims(shape), _dims(strides), _dims([offset])[0]
+            measured["strides"] = strides
+            if offset != 0:
                 measured["storage_offset"] = offset
         except RuntimeError:  # sparse / nested layouts have no strides
             measured["layout"] = str(t.layout).removeprefix("torch.")
+            if self.abstract:
+                shape = _dims(shape)
         if not self.abstract:
             measured["bytes"] = t.numel() * t.element_size()
         if extra:
@@ -580,9 +592,20 @@ class TorchTrace:
         else:
             name = path
         attrs: dict[str, Any] = {"path": path, "class": cls.__name__, "module": cls.__module__, "call": call}
+        wrapped = self._wrapped.get(cls, False)
+        if wrapped is False:
+            wrapped = self._wrapped[cls] = function_wrapped_by(cls)
+        if wrapped is not None:
+            # A module that only calls one plain function (the kernels hub's ``Func`` around
+            # apply_rotary_pos_emb): named, and located, after that function.
+            if not path:
+                name = wrapped.__name__
+            attrs.update({"class": wrapped.__name__, "wraps": f"{wrapped.__module__}.{wrapped.__qualname__}",
+                          "wrapper": f"{cls.__module__}.{cls.__qualname__}"})
         class_frame = self._class_frames.get(cls, -1)
         if class_frame == -1:
-            class_frame = self._class_frames[cls] = self._class_frame(cls)
+            class_frame = self._class_frames[cls] = (self._function_frame(wrapped) if wrapped is not None
+                                                     else self._class_frame(cls))
         if class_frame is not None:
             attrs["class_frame"] = class_frame
         # Frame 2 is torch's module-call frame (above this hook and its guard); the ops of
@@ -875,6 +898,19 @@ class TorchTrace:
             return self.b.frame(Frame(rel, line, 0, cls.__qualname__))
         return self.b.frame(Frame(path, line, 0, cls.__qualname__, True))
 
+    def _function_frame(self, fn: Any) -> int | None:
+        """The frame id of a plain function's definition (workspace-relative, else a
+        library frame), or None when it has no source file."""
+        code: Any = getattr(fn, "__code__", None)
+        filename = getattr(code, "co_filename", None)
+        if not isinstance(filename, str) or not filename.endswith(".py"):
+            return None
+        rel = self.files.relative(filename) if self.files is not None else None
+        if rel is not None:
+            return self.b.frame(Frame(rel, code.co_firstlineno, 0, fn.__qualname__))
+        lib = self._lib.path(filename)
+        return self.b.frame(Frame(lib, code.co_firstlineno, 0, fn.__qualname__, True)) if lib is not None else None
+
     def _intern_frame(self, code: Any, lasti: int, lineno: int | None, rel: str, library: bool = False) -> int:
         positions = self._positions.get(code)
         if positions is None:
@@ -890,6 +926,11 @@ class TorchTrace:
         fid = self.b.frame(Frame(rel, int(line or code.co_firstlineno), int(column), code.co_qualname, library))
         assert fid is not None
         return fid
+
+    @property
+    def producers(self) -> list[int]:
+        """Per value id, the node that produced it (-1: none, it came from outside)."""
+        return self._producer
 
     # ------------------------------------------------------------------ finishing
 
@@ -932,7 +973,7 @@ class TorchTrace:
             g.attrs["output_bytes"] = total[gid]
 
     def build(self, *, scope: str, inputs: Any, outputs: Any, reasons: list[str] | None = None,
-              meta: dict[str, Any] | None = None) -> Capture:
+              meta: dict[str, Any] | None = None, effects: str = "none") -> Capture:
         reasons = list(reasons or [])
         info = {
             "graph": "abstract execution under FakeTensorMode recorded with a TorchDispatchMode: every ATen op "
@@ -954,7 +995,7 @@ class TorchTrace:
                 scope=scope,
                 status="partial" if reasons else "complete",
                 reasons=reasons,
-                effects="none",
+                effects=effects,
             ),
             inputs=inputs,
             outputs=outputs,
@@ -989,6 +1030,43 @@ def _device_name(device: torch.device) -> str:
 def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
     """(size, stride) of the dimensions that matter, sorted: equal for permutations."""
     return sorted((n, st) for n, st in zip(t.shape, t.stride()) if n != 1)
+
+
+def function_wrapped_by(cls: type) -> Any:
+    """The plain function a module class only forwards to, or None: a class with no
+    ``__init__`` of its own whose ``forward`` closes over exactly one plain function and
+    nothing else (the kernels hub's ``Func``, made for each function transformers marks
+    ``use_kernel_forward_from_hub``)."""
+    if "__init__" in cls.__dict__:
+        return None
+    forward = cls.__dict__.get("forward")
+    cells = getattr(forward, "__closure__", None)
+    if not cells or len(cells) != 1:
+        return None
+    try:
+        fn = cells[0].cell_contents
+    except ValueError:  # an empty cell
+        return None
+    if type(fn) is not _FunctionType or isinstance(fn, torch.nn.Module):
+        return None
+    return fn
+
+
+_FunctionType = type(function_wrapped_by)
+
+
+def _dims(seq: list) -> list:
+    """Sizes as ints, a symbolic one (an unbacked ``SymInt`` of an abstract run) as its
+    text (``u0``, ``2*u0``) unless it is known to be a constant."""
+    if all(type(d) is int for d in seq):
+        return seq
+    out = []
+    for d in seq:
+        if type(d) is not int:
+            known = d.node.maybe_as_int() if isinstance(d, torch.SymInt) else None
+            d = known if known is not None else str(d)
+        out.append(d)
+    return out
 
 
 def _has_tensor(seq: Any) -> bool:

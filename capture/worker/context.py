@@ -107,7 +107,8 @@ class CaptureContext:
                     f"{self.workspace} or on the selected interpreter's path",
                     {"module": module_name},
                 ) from exc
-            raise CaptureError("import", f"importing {module_name!r} failed: {exc}", {"module": module_name}) from exc
+            raise CaptureError("import", f"importing {module_name!r} failed: {exc}",
+                               {"module": module_name, **_missing_library(exc, self.workspace)}) from exc
         except BaseException as exc:
             if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
                 raise
@@ -175,7 +176,8 @@ class CaptureContext:
             if isinstance(exc, (KeyboardInterrupt, SystemExit, MemoryError)):
                 raise
             raise CaptureError(
-                "import", f"loading {path!r} failed: {type(exc).__name__}: {exc}", {"file": path, "module": stem}
+                "import", f"loading {path!r} failed: {type(exc).__name__}: {exc}",
+                {"file": path, "module": stem, **_missing_library(exc, self.workspace)},
             ) from exc
         return module
 
@@ -225,6 +227,16 @@ class CaptureContext:
         if setup.factory is not None:
             raise CaptureError("recipe", f"{section} uses factory {setup.factory!r}; call ctx.call_factory for it")
         return build_section(self.recipe, section, make_tensor, self.import_object)
+
+    def after_construction(self, model: Any, make_tensor: MakeTensor) -> None:
+        """Run the recipe's ``init.then`` steps on ``model`` (the object built by the
+        constructor or the init factory, its checkpoint loaded), in order; see
+        :func:`capture.worker.values.after_construction`."""
+        from .values import after_construction
+
+        shown = f"{type(model).__qualname__}(…)" if not inspect.isroutine(model) else getattr(
+            model, "__qualname__", "the model")
+        after_construction(self.recipe, model, shown, make_tensor, self.import_object)
 
     def inputs_call(self, make_tensor: MakeTensor) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The model's call arguments: the literal ``inputs`` materialized, or the
@@ -365,3 +377,16 @@ __all__ = [
     "CaptureContext", "CaptureError", "LimitExceeded", "Limits", "MakeTensor", "import_framework",
     "normalize_inputs", "parse_device", "positional_names",
 ]
+
+
+def _missing_library(exc: BaseException, workspace: Path) -> dict[str, str]:
+    """``{"missing_module": "tiktoken"}`` when importing the model failed because a
+    library it imports is not installed in this interpreter (a ``ModuleNotFoundError``
+    for a top-level name the workspace does not hold): the model's dependency, which
+    belongs in the capture interpreter (the parent offers the install)."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return {}
+    top = exc.name.split(".")[0]
+    if (workspace / top).exists() or (workspace / f"{top}.py").exists() or top in sys.stdlib_module_names:
+        return {}
+    return {"missing_module": top}

@@ -7,7 +7,9 @@ workspace frames of its traceback; raise these when you know better.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 
 class CaptureError(Exception):
@@ -53,3 +55,40 @@ class LimitExceeded(CaptureError):
         self.limit = limit
         self.maximum = maximum
         self.reached = reached
+
+
+class InternalError(CaptureError):
+    """TensorViz's own code failed (``stage = "internal"``): a bug of TensorViz, never
+    reported as the model's. ``step`` says what TensorViz was doing ("comparing the
+    model's buffers after the forward"); the cause's type is kept and its frames are
+    TensorViz's own."""
+
+    def __init__(self, step: str, cause: BaseException) -> None:
+        from ..graph.failure_text import readable_message
+
+        try:
+            text = str(cause)
+        except Exception:
+            text = ""
+        first = readable_message(text).text
+        super().__init__(
+            "internal",
+            f"TensorViz failed while {step}; this is a bug in TensorViz, not in the model"
+            + (f" ({type(cause).__name__}: {first})" if first else f" ({type(cause).__name__})"),
+            {"step": step, "cause": text[:20_000]},
+        )
+        self.step = step
+
+
+@contextlib.contextmanager
+def own_step(step: str) -> Iterator[None]:
+    """Run TensorViz's own processing (no user code inside): any exception other than a
+    :class:`CaptureError` becomes an :class:`InternalError` naming ``step``, so that a
+    TensorViz bug is never reported as a failure of the model. A ``MemoryError`` stays
+    itself (running out is the capture's size, not a bug)."""
+    try:
+        yield
+    except (CaptureError, MemoryError, KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:
+        raise InternalError(step, exc) from exc

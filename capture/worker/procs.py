@@ -362,7 +362,7 @@ def _reap(pids: set[int], within: float = 1.0) -> None:
             time.sleep(0.002)
 
 
-def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),  # noqa: C901
+def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] = (),
                      scan_seconds: float = KILL_SCAN_SECONDS) -> list[EscapedProcess]:
     """Kill worker ``root``'s group and every process that came from it, scanning again
     until a scan finds none: each escaped process's session and group are killed whole
@@ -396,20 +396,7 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
             if since is None or not _chase_adopted(since, marker, others, escaped, deadline):
                 break
             continue
-        for pid, (_, pgid, sid) in live.items():
-            if sid not in ours:
-                sessions.add(sid)
-            if pgid not in groups and pid not in escaped:
-                escaped[pid] = EscapedProcess(pid=pid, session=sid, command=_cmdline(pid))
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            if pgid not in groups and pgid not in ours:
-                try:
-                    os.killpg(pgid, signal.SIGKILL)  # the whole group of an escaped leader
-                except (ProcessLookupError, PermissionError, OSError):
-                    pass
+        _kill_found(live, groups, ours, sessions, escaped)
         if since is not None:
             adopted_killed |= _chase_adopted(since, marker, others, escaped, deadline)
         if time.monotonic() >= deadline:
@@ -419,6 +406,28 @@ def kill_worker_tree(root: int, marker: str | None, own_groups: tuple[int, ...] 
         adopted_killed |= set(_adopted(since, marker, others))  # zombies left to reap
         _reap(adopted_killed)
     return sorted(escaped.values(), key=lambda e: e["pid"])
+
+
+def _kill_found(live: dict[int, tuple[int, int, int]], groups: set[int], ours: set[int], sessions: set[int],
+                escaped: dict[int, EscapedProcess]) -> None:
+    """Kill the processes one scan of :func:`kill_worker_tree` found (``live``: pid ->
+    (parent, group, session)): each one, and the whole group of one outside the worker's
+    ``groups``; their sessions (not ``ours``) join ``sessions``, those outside ``groups``
+    join ``escaped``."""
+    for pid, (_, pgid, sid) in live.items():
+        if sid not in ours:
+            sessions.add(sid)
+        if pgid not in groups and pid not in escaped:
+            escaped[pid] = EscapedProcess(pid=pid, session=sid, command=_cmdline(pid))
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if pgid not in groups and pgid not in ours:
+            try:
+                os.killpg(pgid, signal.SIGKILL)  # the whole group of an escaped leader
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
 
 
 def _chase_adopted(since: int, marker: str | None, others: set[int], escaped: dict[int, EscapedProcess],
@@ -665,7 +674,7 @@ def keep_worker(memory_limit: int = 0) -> None:
     _keep(worker, stop, memory_limit)
 
 
-def _keep(worker: int, stop: set[int], memory_limit: int = 0) -> None:
+def _keep(worker: int, stop: set[signal.Signals], memory_limit: int = 0) -> None:
     """The keeper's loop (see :func:`keep_worker`); never returns."""
     from .protocol import EXIT_SHARED_MEMORY
 

@@ -224,9 +224,19 @@ class RepeatedFrames(TypedDict):
     times: int  # how many more times it ran
 
 
+class ShadowedLibrary(TypedDict):
+    """A workspace module imported instead of an installed library of the same name
+    (:func:`capture.worker.shadowing.shadowed_libraries`)."""
+
+    module: str
+    workspace: str  # workspace-relative file
+    installed: str  # where the installed one is
+
+
 class CommonDetails(TypedDict, total=False):
     repeated_frames: list[RepeatedFrames]  # deep recursion, collapsed (capture.graph.frame_repeats)
     escaped_processes: list[EscapedProcess]
+    shadowed: list[ShadowedLibrary]
 
 
 class TrustDetails(CommonDetails):
@@ -321,11 +331,19 @@ RecipeDetails = Union[InputsNeededDetails, RecipeErrorDetails]
 
 
 class ImportDetails(CommonDetails, total=False):
-    """``import``: the workspace module or file that failed to import."""
+    """``import``: the workspace module or file that failed to import. When a library it
+    imports is not installed (``missing_module``), the parent adds the model's other
+    missing libraries and the reviewed command that installs them into the capture
+    interpreter (``missing``: packages, ``modules``: import names, ``install``, ``python``)."""
 
     module: str
     file: str
     qualname: str
+    missing_module: str
+    missing: list[str]
+    modules: list[str]
+    install: list[str]
+    python: str
 
 
 class SavedFileDetails(CommonDetails, total=False):
@@ -406,6 +424,15 @@ class CancelledDetails(CommonDetails):
     """``cancelled``: the user (or a newer save) stopped the capture."""
 
 
+class InternalDetails(CommonDetails, total=False):
+    """``internal``: TensorViz's own code failed (a bug of TensorViz, never the model's):
+    what it was doing (``step``) and the whole text of the exception (``cause``); the
+    failure's frames are TensorViz's own, as library frames."""
+
+    step: str
+    cause: str
+
+
 #: The details type of each failure kind.
 DETAILS: Mapping[str, Any] = {
     "trust": TrustDetails,
@@ -422,6 +449,7 @@ DETAILS: Mapping[str, Any] = {
     "deadline": DeadlineDetails,
     "crash": CrashDetails,
     "cancelled": CancelledDetails,
+    "internal": InternalDetails,
 }
 
 
@@ -478,6 +506,28 @@ def missing_dependencies(failure: Any) -> MissingDependenciesDetails | None:
     pinned = _strings(details.get("pinned"))
     if pinned is not None:
         out["pinned"] = pinned
+    return out
+
+
+def model_dependencies(failure: Any) -> MissingDependenciesDetails | None:
+    """An ``import`` failure's missing libraries of the *model* (not of the capture),
+    with the install command the parent made; None for any other failure."""
+    details = _details(failure, "import")
+    if details is None:
+        return None
+    missing, install = _strings(details.get("missing")), _strings(details.get("install"))
+    if not missing or not install:
+        return None
+    return MissingDependenciesDetails(missing=missing, python=str(details.get("python") or ""), install=install)
+
+
+def shadowed_libraries(details: Any) -> list[ShadowedLibrary]:
+    """The well-formed ``shadowed`` entries of a failure's details or a capture's meta."""
+    items = details.get("shadowed") if isinstance(details, dict) else None
+    out: list[ShadowedLibrary] = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("module", "workspace", "installed")):
+            out.append(ShadowedLibrary(module=item["module"], workspace=item["workspace"], installed=item["installed"]))
     return out
 
 

@@ -166,6 +166,9 @@ class _Session:
             if not capture.nodes:
                 raise CaptureError("trace", "the trace recorded no operations; nothing to show as a graph")
             ctx.check_counts(ops=len(capture.nodes), values=len(capture.values), groups=len(capture.groups))
+            from ..graph.invariants import check_producers
+
+            check_producers(capture)  # every value an op reads comes from somewhere the graph shows
             # What one device holds, for the model and every group (capture.graph.device_memory).
             from ..graph.device_memory import annotate
 
@@ -177,6 +180,11 @@ class _Session:
         from .libframes import environment
 
         capture.meta["environment"] = environment()
+        from .shadowing import shadowed_libraries
+
+        shadowed = shadowed_libraries(ctx.workspace)
+        if shadowed:
+            capture.meta["shadowed"] = shadowed
         capture.sources = ctx.files.imported_sources(ctx.requested_sources)
         ctx.progress("encoding the graph", 0.98)
         try:
@@ -204,6 +212,14 @@ class _Session:
                 sources = [[s.path, s.sha256] for s in self.ctx.files.imported_sources(self.ctx.requested_sources)]
             except Exception:
                 sources = []
+            try:
+                from .shadowing import shadowed_libraries
+
+                shadowed = shadowed_libraries(self.ctx.workspace)
+                if shadowed:
+                    failure.details = {**(failure.details or {}), "shadowed": shadowed}
+            except Exception:  # saying so is a courtesy: it never hides the failure
+                pass
 
         def message() -> FailureMessage:
             return FailureMessage(kind="failure", failure=failure_json(failure), sources=sources,  # type: ignore[typeddict-item]
@@ -227,7 +243,7 @@ def _failure_for(exc: BaseException, ctx: Any) -> Failure:
 
 def _failure_of(exc: BaseException, ctx: Any) -> Failure:
     from ..graph.model import Failure
-    from .errors import CaptureError
+    from .errors import CaptureError, InternalError
 
     files = ctx.files if ctx is not None else None
 
@@ -240,7 +256,11 @@ def _failure_of(exc: BaseException, ctx: Any) -> Failure:
     if isinstance(exc, CaptureError):
         cause = exc.__cause__
         type_name = exc.error_type or (_type_name(cause) if cause is not None else "CaptureError")
-        frames = frames_of(cause) if cause is not None else frames_of(exc)
+        if exc.stage == "internal":
+            # TensorViz's own frames, the model's never: the failure is TensorViz's.
+            frames = own_frames(cause if cause is not None else exc)
+        else:
+            frames = frames_of(cause) if cause is not None else frames_of(exc)
         return Failure(type=type_name, message=exc.message, stage=exc.stage, frames=frames, details=_plain(exc.details))
     if isinstance(exc, MemoryError) or _allocator_request(exc) is not None:
         return Failure(
@@ -263,8 +283,66 @@ def _failure_of(exc: BaseException, ctx: Any) -> Failure:
         return Failure(type="KeyboardInterrupt",
                        message="the model raised KeyboardInterrupt (or its process was sent SIGINT) during the capture",
                        stage="trace", frames=frames_of(exc))
+    if _only_own_frames(exc):
+        # Raised in TensorViz's own code with no frame of the model, a library or a
+        # factory in between (a framework kernel called by TensorViz itself): a bug of
+        # TensorViz, not a failure of the model.
+        internal = InternalError("running its own code", exc)
+        return Failure(type=_type_name(exc), message=internal.message, stage="internal", frames=own_frames(exc),
+                       details=_plain(internal.details))
     message = _safe_str(exc)
+    if isinstance(exc, AssertionError) and not str(exc):
+        message = _bare_assert(exc) or message
     return Failure(type=_type_name(exc), message=message, stage="trace", frames=frames_of(exc))
+
+
+#: TensorViz's own ``capture`` package: frames there are TensorViz's, never the model's.
+_OWN_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _is_own(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return path == _OWN_ROOT or path.startswith(_OWN_ROOT + os.sep)
+
+
+def _only_own_frames(exc: BaseException) -> bool:
+    """Whether every frame of ``exc``'s traceback is in TensorViz's ``capture`` package."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    return bool(frames) and all(_is_own(fs.filename) for fs in frames)
+
+
+def own_frames(exc: BaseException) -> list[Any]:
+    """The frames of ``exc``'s traceback in TensorViz's own package, outermost first, as
+    library frames (absolute paths: navigation to TensorViz's source, never hashed)."""
+    import traceback
+
+    from ..graph.model import Frame
+
+    out = []
+    for fs in traceback.extract_tb(exc.__traceback__):
+        if _is_own(fs.filename):
+            out.append(Frame(file=os.path.realpath(fs.filename), line=fs.lineno or 0,
+                             column=getattr(fs, "colno", None) or 0, function=fs.name, library=True))
+    return out
+
+
+def _bare_assert(exc: BaseException) -> str | None:
+    """For ``assert cond`` without a message: the failed statement as written
+    (``assert input_pos.shape[0] == k_val.shape[2] failed``), read from the innermost
+    frame's source line; None when that line cannot be read."""
+    import linecache
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return None
+    fs = frames[-1]
+    text = (fs.line or linecache.getline(fs.filename, fs.lineno or 0) or "").strip()
+    if not text.startswith("assert"):
+        return None
+    return f"{text[:300]} failed (the assert gives no message)"
 
 
 # An allocator's own words for running out: PyTorch's CPU allocator (a RuntimeError) and

@@ -19,13 +19,21 @@ file joins the capture's sources. Each failure names the key path of the descrip
   before anything is called;
 * an exception raised by the call: ``trace``, keeping the exception's type, its own
   message (``OSError: We couldn't connect to 'https://huggingface.co'…``) and frames.
+
+Steps after construction (a call's ``then``, and ``init.then`` on the model through
+:func:`after_construction`) run here too, in order, right after what they act on is built:
+a ``set`` assigns an attribute, a ``call`` calls a method for its effect. An attribute
+path that leads nowhere is a ``recipe`` failure naming the key path and a close name;
+an exception a step raises is a ``trace`` failure keeping its type, message and frames.
 """
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from typing import Any, Callable
 
+from ..recipe.keywords import misspelt
 from ..recipe import (
     CallDesc,
     CallSetup,
@@ -34,7 +42,9 @@ from ..recipe import (
     NoneDesc,
     Recipe,
     RefDesc,
+    SetStep,
     StaticDesc,
+    Step,
     TensorDesc,
     TensorLeaf,
     TupleDesc,
@@ -45,6 +55,17 @@ from .errors import CaptureError
 
 MakeTensor = Callable[[TensorLeaf], Any]
 ImportObject = Callable[[str], Any]
+
+
+def after_construction(
+    recipe: Recipe, model: Any, shown: str, make_tensor: MakeTensor, import_object: ImportObject
+) -> None:
+    """Run ``recipe.init.then`` on the model built (``shown`` names it: ``Transformer(…)``)."""
+    if not recipe.init.then:
+        return
+    leaves = {leaf.path: leaf for leaf in recipe.tensors() if leaf.section == "init"}
+    _Builder(leaves, make_tensor, import_object).steps(model, recipe.init.then, f"profiles.{recipe.name}.init.then",
+                                                       shown)
 
 
 def build_section(
@@ -98,6 +119,54 @@ class _Builder:
             ) from (exc.__cause__ or exc)
 
     def call(self, desc: CallDesc, path: str) -> Any:
+        built = self._call(desc, path)
+        if desc.then:
+            self.steps(built, desc.then, f"{path}.then", desc.target.rpartition(":")[2] + "(…)")
+        return built
+
+    def steps(self, obj: Any, steps: tuple[Step, ...], path: str, shown: str) -> None:
+        """Run steps after construction on ``obj`` (``shown`` names it in messages):
+        ``set`` an attribute to a built value, ``call`` a method for its effect. A
+        path that does not lead anywhere is a ``recipe`` failure naming the key path and
+        what the object has; an exception the step raises is a ``trace`` failure with
+        its own type, message and frames (the user's code ran)."""
+        for i, step in enumerate(steps):
+            here = f"{path}[{i}]"
+            parts = step.path.split(".")
+            holder = _follow(obj, parts[:-1], here, shown, "set" if isinstance(step, SetStep) else "call")
+            name = parts[-1]
+            where = {"key_path": here}
+            if isinstance(step, SetStep):
+                value = self.build(step.value, f"{here}.value")
+                try:
+                    setattr(holder, name, value)
+                except (KeyboardInterrupt, SystemExit, MemoryError):
+                    raise
+                except Exception as exc:
+                    raise CaptureError(
+                        "trace", f"{here}: setting {shown}.{step.path} raised {type(exc).__name__}: {exc}", where,
+                    ) from exc
+                continue
+            method = _attribute(holder, name, here, f"{shown}.{step.path}", "call")
+            if not callable(method):
+                raise CaptureError("recipe", f"{here}: {shown}.{step.path} is {_describe(method)}, which cannot be "
+                                             "called", where)
+            args = tuple(self.build(v, f"{here}.args[{j}]") for j, v in enumerate(step.args))
+            kwargs = {k: self.build(v, f"{here}.kwargs.{key_segment(k)}") for k, v in step.kwargs}
+            problem = _binding_problem(method, args, kwargs)
+            if problem is not None:
+                raise CaptureError("recipe", f"{here}: {shown}.{step.path} does not take these arguments: {problem}",
+                                   where, error_type="TypeError")
+            try:
+                method(*args, **kwargs)
+            except (KeyboardInterrupt, SystemExit, MemoryError):
+                raise
+            except Exception as exc:
+                raise CaptureError(
+                    "trace", f"{here}: calling {shown}.{step.path} raised {type(exc).__name__}: {exc}", where,
+                ) from exc
+
+    def _call(self, desc: CallDesc, path: str) -> Any:
         args = tuple(self.build(v, f"{path}.args[{i}]") for i, v in enumerate(desc.args))
         kwargs = {k: self.build(v, f"{path}.kwargs.{key_segment(k)}") for k, v in desc.kwargs}
         where = {"key_path": path, "target": desc.target}
@@ -122,18 +191,81 @@ class _Builder:
             ) from exc
 
 
+def _follow(obj: Any, parts: list[str], path: str, shown: str, verb: str) -> Any:
+    """``obj.a.b`` for ``parts == ["a", "b"]``, each step checked (:func:`_attribute`)."""
+    for k, part in enumerate(parts):
+        obj = _attribute(obj, part, path, ".".join([shown, *parts[: k + 1]]), verb)
+    return obj
+
+
+def _attribute(obj: Any, name: str, path: str, shown: str, verb: str) -> Any:
+    """``getattr(obj, name)``; a missing one is a ``recipe`` failure saying what ``obj``
+    has instead (a close name first)."""
+    try:
+        return getattr(obj, name)
+    except AttributeError as exc:
+        public = sorted({n for n in dir(obj) if not n.startswith("_")})
+        close = misspelt(name, public) or next(iter(difflib.get_close_matches(name, public, n=1)), None)
+        hint = f"; did you mean {close}?" if close else ""
+        raise CaptureError(
+            "recipe", f"{path}: {shown} does not exist ({type(obj).__qualname__} has no attribute {name!r}){hint}; "
+                      f"nothing to {verb}", {"key_path": path},
+        ) from exc
+
+
 def _binding_problem(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
     """Why ``fn(*args, **kwargs)`` cannot bind, by its signature; None when it can or
-    when ``fn`` has no signature to tell (a builtin, a C extension)."""
+    when ``fn`` has no signature to tell (a builtin, a C extension).
+
+    A target whose declared signature (``__wrapped__``'s, as ``inspect`` follows it) is
+    narrower than what it takes at run time (transformers' configuration classes: their
+    fields, then any keyword) may be given undeclared keywords, except one that reads
+    like a declared name (:func:`capture.recipe.keywords.misspelt`): ``num_hidden_layer``
+    is refused with "did you mean num_hidden_layers", ``attn_implementation`` passed on."""
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
+    declared = [p.name for p in signature.parameters.values()
+                if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        for key in kwargs:
+            if key not in declared:
+                close = misspelt(key, declared)
+                if close is not None:
+                    return f"got an unexpected keyword argument {key!r}; did you mean {close!r}?"
     try:
         signature.bind(*args, **kwargs)
     except TypeError as exc:
+        extra = {k: v for k, v in kwargs.items() if k not in declared}
+        if extra and _takes_more_keywords(fn):
+            try:
+                signature.bind(*args, **{k: v for k, v in kwargs.items() if k in declared})
+                return None
+            except TypeError:
+                pass
         return str(exc)
     return None
+
+
+def _takes_more_keywords(fn: Any) -> bool:
+    """Whether ``fn`` takes ``**kwargs`` at run time although its declared signature
+    does not (a wrapper whose ``__wrapped__`` declares the fields)."""
+    try:
+        runtime = inspect.signature(fn, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return False
+    if isinstance(fn, type):
+        init = getattr(fn, "__init__", None)
+        if init is None or not hasattr(init, "__wrapped__"):
+            return False
+        try:
+            runtime = inspect.signature(init, follow_wrapped=False)
+        except (TypeError, ValueError):
+            return False
+    elif not hasattr(fn, "__wrapped__"):
+        return False
+    return any(p.kind is p.VAR_KEYWORD for p in runtime.parameters.values())
 
 
 def _describe(obj: Any) -> str:

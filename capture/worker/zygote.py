@@ -239,7 +239,8 @@ def _fork_capture(request: WorkerRequest, fd: int, send: Send) -> None:
     # Wait for the child without reaping it, clear its process group (stray children
     # of user code), then reap: its group id cannot be reused meanwhile.
     limits = request.get("limits") if isinstance(request.get("limits"), dict) else {}
-    memory = limits.get("max_memory_bytes") if type(limits.get("max_memory_bytes")) is int else 0
+    asked = limits.get("max_memory_bytes")
+    memory = asked if type(asked) is int else 0
     over = _wait_child(pid, memory)
     try:
         os.killpg(pid, signal.SIGKILL)

@@ -15,8 +15,13 @@
 * ``--init-factory REF`` / ``--inputs-factory REF`` — a function of yours that builds the
   model / returns its inputs (``init.factory`` / ``inputs.factory``); REF is
   ``pkg.module:function`` or ``path/to/file.py:function`` (relative to the current folder);
+* ``--then STEP`` — a step after construction, in order: ``model.setup_caches(max_batch_size=1,
+  max_seq_length=64)`` (a method of the model, once built) or ``config.vocab_size=100`` (an
+  attribute of what an ``--init`` call built); saved as ``init.then`` and a call's ``then``;
 * ``--abstract`` / ``--eager`` (Torch) — abstract evidence (``evidence = "abstract"``:
   shapes only, nothing computed) or back to an eager run;
+* ``--dtype DTYPE`` (Torch) — build the model in this floating dtype (``dtype``; omitted,
+  the model's own: a ``transformers`` config's ``dtype``);
 * ``--framework`` — when absent, the framework is discovery's (import-free) reading of
   the symbol: a JAX function or a Flax Linen/NNX module saves ``framework = "jax"``, a
   ``torch.nn.Module`` keeps the omitted (Torch) default. A symbol discovery does not
@@ -67,10 +72,12 @@ from capture.session.checks import default_interpreter
 
 from .shorthand_values import (  # noqa: F401
     GRAMMAR_HELP,
+    STEP_HELP,
     Names,
     Resolve,
     ShorthandError,
     integer_tensor_without_generator,
+    parse_step,
     parse_value_spec,
 )
 
@@ -167,6 +174,43 @@ def call_setup(arguments: list[str], what: str = "--input", resolve: Resolve | N
         else:
             kwargs[keyword] = desc
     return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
+
+
+def add_steps(data: dict[str, Any], texts: list[str], resolve: Resolve | None = None) -> None:
+    """Repeated ``--then`` STEPs (:data:`~tensorviz_lsp.cli.shorthand_values.STEP_HELP`)
+    into a profile's plain data: ``model.…`` into ``init.then``, ``NAME.…`` into the
+    ``then`` of the ``--init`` argument ``NAME`` (a call). They replace the steps saved
+    before (init's and those calls')."""
+    init = data["init"]
+    kwargs = init.get("kwargs") or {}
+    model_steps: list[dict[str, Any]] = []
+    cleared: set[str] = set()
+    for text in texts:
+        try:
+            root, step = parse_step(text, resolve)
+        except ShorthandError as exc:
+            raise ArgumentError("--then", None, text, str(exc)) from None
+        if root == "model":
+            if "model" in kwargs:
+                raise ArgumentError("--then", None, text, "the model takes an argument named model too: a step on "
+                                                          "it is ambiguous; write the step in .tensorviz/recipes.toml")
+            model_steps.append(step)
+            continue
+        if root not in kwargs:
+            known = ", ".join(["model", *[k for k, v in kwargs.items() if isinstance(v, dict) and v.get("kind") == "call"]])
+            raise ArgumentError("--then", None, text, f"{root} is neither the model nor an --init argument built by a "
+                                                      f"call (a step acts on: {known})")
+        value = kwargs[root]
+        if not (isinstance(value, dict) and value.get("kind") == "call"):
+            raise ArgumentError("--then", None, text, f"--init {root} is not built by a call: a step acts on what a "
+                                                      "call built (--init 'config=Config()') or on the model")
+        if root not in cleared:
+            value["then"] = []
+            cleared.add(root)
+        value["then"].append(step)
+    init["then"] = model_steps
+    if init.get("factory") is not None and not model_steps:
+        init.pop("then")
 
 
 def factory_ref(text: str, workspace: Path, what: str) -> str:
@@ -392,6 +436,12 @@ class TokenIds:
             if not isinstance(value, dict) or value.get("kind") != "call":
                 return None  # built some other way: nothing tells the bound
             call_kwargs = value.get("kwargs") or {}
+            # A step after the call sets it last (minGPT's config.vocab_size = …).
+            set_later = [step["value"] for step in value.get("then") or []
+                         if isinstance(step, dict) and step.get("set") == part]
+            if set_later:
+                value = set_later[-1]
+                continue
             if part in call_kwargs:
                 value = call_kwargs[part]
                 continue
@@ -437,6 +487,24 @@ def mesh_table(text: str) -> dict[str, Any] | None:
         raise ShorthandError(f"--mesh {text!r}: {exc}") from None
 
 
+def _torch_choices(data: dict[str, Any], evidence: str | None, dtype: str | None) -> None:
+    """``--abstract``/``--eager`` and ``--dtype`` into the recipe's table ``data``: Torch
+    choices, refused for another framework."""
+    if evidence is not None:
+        if data.get("framework") not in (None, "torch"):
+            raise ShorthandError(f"--{evidence} is a Torch choice: a {data['framework']} capture is a traced program "
+                                 "(shapes only, nothing computed) already")
+        if evidence == "eager":
+            data.pop("evidence", None)
+        else:
+            data["evidence"] = evidence
+    if dtype is not None:
+        if data.get("framework") not in (None, "torch"):
+            raise ShorthandError(f"--dtype is a Torch choice (the dtype the model is built in); a {data['framework']} "
+                                 "model takes its dtypes from its own code and inputs")
+        data["dtype"] = dtype
+
+
 def build_recipe(  # noqa: C901
     target: Target,
     *,
@@ -455,9 +523,11 @@ def build_recipe(  # noqa: C901
     init_factory: str | None = None,
     inputs_factory: str | None = None,
     evidence: str | None = None,
+    dtype: str | None = None,
     mesh: str | None = None,
     resolve: Resolve | None = None,
     tokens: TokenIds | None = None,
+    steps: list[str] | None = None,
 ) -> Recipe:
     """The profile the shorthand describes. With ``existing`` (the saved profile of the
     same name), everything the shorthand does not give is kept from it: ``inputs`` only
@@ -474,11 +544,14 @@ def build_recipe(  # noqa: C901
     ``strict = False`` is ``--no-strict``; ``fixture_key`` the ``--fixture-key`` items.
     A ``--fixture`` takes keyword ``--input``s as literal kwargs beside it.
     ``init_factory``/``inputs_factory`` are factory references (:func:`factory_ref`);
-    ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``);
+    ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``); ``dtype`` its
+    Torch ``dtype`` (the floating dtype the model is built in);
     ``mesh`` the ``--mesh`` text (:func:`mesh_table`; ``"none"`` removes a saved mesh);
     ``resolve`` how a called name in a VALUE becomes a target (:func:`names_for`);
     ``tokens`` the token-id inputs discovery read (:class:`TokenIds`), whose ``int64[…]``
-    without a generator draws ids below the vocabulary."""
+    without a generator draws ids below the vocabulary; ``steps`` the ``--then`` STEPs
+    (:func:`add_steps`: they replace the saved steps; without any, ``init.then`` is kept
+    from the saved profile, also when ``--init`` replaces its arguments)."""
     if init_factory is not None and inits:
         raise ShorthandError("give either --init (constructor arguments) or --init-factory (a function that builds "
                              "the model), not both")
@@ -491,7 +564,7 @@ def build_recipe(  # noqa: C901
     else:
         base = Recipe(name=name, model=target.ref, framework_explicit=False)
     data = base.to_dict()
-    saved_init = {k: data["init"][k] for k in ("checkpoint", "strict") if k in data["init"]}
+    saved_init = {k: data["init"][k] for k in ("checkpoint", "strict", "then") if k in data["init"]}
     if fixture is not None:
         literal = call_setup(inputs or [], "--input", resolve)
         if literal.args:
@@ -511,6 +584,8 @@ def build_recipe(  # noqa: C901
         data["init"] = {"factory": init_factory, **saved_init}
     elif inits:
         data["init"] = {**call_setup(inits, "--init", resolve).to_dict(), **saved_init}
+    if steps:
+        add_steps(data, steps, resolve)
     if tokens is not None and inputs and fixture is None and inputs_factory is None:
         _token_generators(data, inputs, tokens)
     if checkpoint is not None:
@@ -527,14 +602,7 @@ def build_recipe(  # noqa: C901
         data["device"] = device
     if seed is not None:
         data["seed"] = seed
-    if evidence is not None:
-        if data.get("framework") not in (None, "torch"):
-            raise ShorthandError(f"--{evidence} is a Torch choice: a {data['framework']} capture is a traced program "
-                                 "(shapes only, nothing computed) already")
-        if evidence == "eager":
-            data.pop("evidence", None)
-        else:
-            data["evidence"] = evidence
+    _torch_choices(data, evidence, dtype)
     if mesh is not None:
         table = mesh_table(mesh)
         if table is None:

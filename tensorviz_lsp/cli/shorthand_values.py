@@ -24,7 +24,8 @@ function it defines (``model:GPTConfig``) or imports (``from transformers import
 LlamaConfig`` gives ``transformers:LlamaConfig``; a workspace module keeps its workspace
 reference); then through the configuration classes discovery read for the model's
 parameters (``LlamaConfig`` for ``MyLlama(LlamaForCausalLM)``, whose module does not
-import it); then as a dotted path: a workspace module (``configs.small.Cfg`` gives
+import it) and what the workspace modules defining them define (an enum beside the config:
+Gemma's ``AttentionType.GLOBAL``); then as a dotted path: a workspace module (``configs.small.Cfg`` gives
 ``configs.small:Cfg``), else an installed package of the capture interpreter
 (``transformers.LlamaConfig`` gives ``transformers:LlamaConfig``).
 """
@@ -35,6 +36,7 @@ import ast
 import builtins
 import os
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -104,6 +106,9 @@ def parse_value_spec(text: str, resolve: Resolve | None = None, *, flag: str | N
         raise ShorthandError("no value: expected a tensor such as float32[2,3], a literal such as 8, or a call")
     if len(s) > _MAX_TEXT:
         raise ShorthandError(f"the value is {len(s):,} characters long; at most {_MAX_TEXT:,}")
+    if "…" in s:
+        raise ShorthandError("… marks a value TensorViz could not infer from the code: replace it with the value "
+                             "(what is missing is listed above the suggested command)")
     m = _TENSOR.match(s)
     if m:
         return _tensor_text(s, m)
@@ -125,6 +130,76 @@ def parse_value_spec(text: str, resolve: Resolve | None = None, *, flag: str | N
     except RecursionError:
         raise ShorthandError("nested too deeply") from None
     return _checked(plain)
+
+
+STEP_HELP = """\
+STEP (of --then, repeatable, in order) is a statement on something built, run in the
+capture worker right after it is built:
+  model.setup_caches(max_batch_size=1, max_seq_length=64)   call a method of the model
+  config.model_type='gpt-nano'                               set an attribute of an --init value
+The first name is `model` (the model, built and its checkpoint loaded) or the name of an
+--init argument built by a call (--init 'config=GPT.get_default_config()'); then
+attribute names (model.output.scales); arguments and values are VALUEs."""
+
+
+def parse_step(text: str, resolve: Resolve | None = None) -> tuple[str, dict[str, Any]]:
+    """One ``--then`` STEP (see :data:`STEP_HELP`) as ``(root, step)``: the name the step
+    acts on (``model``, or an ``--init`` argument's name) and the step as plain data
+    (``{"call": "setup_caches", "kwargs": {...}}`` or ``{"set": "vocab_size", "value": 100}``),
+    read with ``ast``, never evaluated."""
+    s = text.strip()
+    example = "model.setup_caches(max_batch_size=1, max_seq_length=64) or config.vocab_size=100"
+    if not s:
+        raise ShorthandError(f"no step: expected a method call or an attribute set, e.g. {example}")
+    if len(s) > _MAX_TEXT:
+        raise ShorthandError(f"the step is {len(s):,} characters long; at most {_MAX_TEXT:,}")
+    try:
+        tree = ast.parse(_python_tensors(s), mode="exec")
+    except SyntaxError as exc:
+        raise ShorthandError(f"not a statement Python can read ({exc.msg}); e.g. {example}") from None
+    except (ValueError, RecursionError, MemoryError):
+        raise ShorthandError("not a statement Python can read") from None
+    if len(tree.body) != 1:
+        raise ShorthandError(f"one step per --then (give --then again for the next), e.g. {example}")
+    node = tree.body[0]
+    reader = _Reader(resolve)
+    try:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            root, path = _step_target(node.targets[0], "set")
+            return root, {"set": path, "value": reader.value(node.value)}
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            call = node.value
+            root, path = _step_target(call.func, "call")
+            step: dict[str, Any] = {"call": path}
+            args = []
+            for a in call.args:
+                if isinstance(a, ast.Starred):
+                    raise ShorthandError(f"*{_text(a.value)} cannot be unpacked here; write the arguments")
+                args.append(reader.value(a))
+            kwargs: dict[str, Any] = {}
+            for k in call.keywords:
+                if k.arg is None:
+                    raise ShorthandError(f"**{_text(k.value)} cannot be unpacked here; write the arguments")
+                kwargs[k.arg] = reader.value(k.value)
+            if args:
+                step["args"] = args
+            if kwargs:
+                step["kwargs"] = kwargs
+            return root, step
+    except RecursionError:
+        raise ShorthandError("nested too deeply") from None
+    raise ShorthandError(f"{_text(node)}: a step is a method call or an attribute set, e.g. {example}")
+
+
+def _step_target(node: ast.expr, verb: str) -> tuple[str, str]:
+    """``model.a.b`` as ``("model", "a.b")``."""
+    dotted = _dotted(node)
+    if dotted is None or "." not in dotted:
+        what = "a method of" if verb == "call" else "an attribute of"
+        raise ShorthandError(f"{_text(node)}: a step names {what} something built, as ROOT.NAME "
+                             "(model.setup_caches, config.vocab_size)")
+    root, _, path = dotted.partition(".")
+    return root, path
 
 
 def _python_tensors(text: str) -> str:
@@ -367,6 +442,7 @@ class Names:
         self.configs = dict(configs or {})
         self.installed = tuple(installed)
         self.bindings = _module_bindings(model_file, _package_of(workspace, model_file))
+        self._config_module_bindings: list[tuple[str, dict[str, tuple[str, str]]]] | None = None
 
     def __call__(self, dotted: str) -> str:
         first, _, rest = dotted.partition(".")
@@ -382,6 +458,12 @@ class Names:
             return self._in_module(module, [name, *attrs], dotted)
         if not attrs and first in self.configs:
             return self.configs[first]
+        # A name the module of a config class binds (an enum beside it: Gemma's
+        # AttentionType.GLOBAL in transformer_cfg.py, which transformer.py never imports).
+        for module_ref, bindings in self._config_modules():
+            bound = bindings.get(first)
+            if bound is not None and bound[0] == "local":
+                return f"{module_ref}:{dotted}"
         if not attrs and hasattr(builtins, first) and callable(getattr(builtins, first)):
             return f"builtins:{first}"
         if attrs:
@@ -392,6 +474,22 @@ class Names:
             + (f" (it has: {', '.join(n for n in known if n[:1].isupper()) or ', '.join(known[:12])})" if known else "")
             + "; name it by its module, e.g. configs.small.Config(...) or transformers.LlamaConfig(...)"
         )
+
+    def _config_modules(self) -> list[tuple[str, dict[str, tuple[str, str]]]]:
+        """``(module reference, its top-level bindings)`` of each workspace module that
+        defines a config class discovery read for the model (read once)."""
+        if self._config_module_bindings is None:
+            found: dict[str, dict[str, tuple[str, str]]] = {}
+            for ref in self.configs.values():
+                module_ref = ref.partition(":")[0]
+                if module_ref in found or module_ref == self.model_module:
+                    continue
+                file = self._workspace_module(module_ref) if not module_ref.endswith(".py") else \
+                    (self.workspace / module_ref)
+                if file is not None and file.is_file():
+                    found[module_ref] = _module_bindings(file, _package_of(self.workspace, file))
+            self._config_module_bindings = list(found.items())
+        return self._config_module_bindings
 
     def _in_module(self, module: str, attrs: list[str], dotted: str) -> str:
         """``module`` (absolute, dotted) and an attribute path in it, as a target."""
@@ -409,7 +507,9 @@ class Names:
                 raise ShorthandError(f"{dotted}: {file} cannot be named from the workspace root {self.workspace}")
             return ref
         top = module.split(".")[0]
-        if self.installed and not any(_provides(folder, top) for folder in self.installed):
+        # The standard library (types.SimpleNamespace, collections.OrderedDict) is always there.
+        if self.installed and top not in sys.stdlib_module_names and not any(
+                _provides(folder, top) for folder in self.installed):
             raise ShorthandError(
                 f"{dotted}: {top} is neither a module of the workspace nor installed in the capture interpreter"
             )

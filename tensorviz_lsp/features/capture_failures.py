@@ -23,6 +23,7 @@ from typing import Any
 from lsprotocol import types
 
 from capture.graph import frame_repeats
+from capture.graph.failure_text import readable_message
 from capture.graph.model import Failure, Frame
 
 from ..diagnostics import SOURCE
@@ -61,8 +62,10 @@ class FailureDiagnostics(Feature):
         offered way out)."""
         stage = failure.stage
         recursion = frame_repeats.summary(failure)
-        text = (f"Capture of {target.qualname} (profile {target.profile}) failed at {stage}: "
-                f"{failure.type}: {failure.message}{hint}" + (f" ({recursion})" if recursion else ""))
+        short = readable_message(failure.message)
+        whose = " (TensorViz's own failure, not the model's: please report it)" if stage == "internal" else ""
+        text = (f"Capture of {target.qualname} (profile {target.profile}) failed at {stage}{whose}: "
+                f"{failure.type}: {short.text}{hint}" + (f" ({recursion})" if recursion else ""))
         payload = {"profile": target.profile, "folder": str(target.root), "stage": stage, **(data or {})}
         related = self._frames(target.root, failure) or None
         where = raising_frame(failure)

@@ -25,11 +25,12 @@ from typing import Any
 
 from lsprotocol import types
 
+from capture.graph.failure_text import readable_message
 from capture.graph.model import Failure
 from capture.session import SessionResult
-from capture.worker.protocol import environment_needed, inputs_needed
+from capture.worker.protocol import environment_needed, inputs_needed, model_dependencies
 
-from ..backends import RECIPES_PATH, install_plan
+from ..backends import RECIPES_PATH, InstallPlan, install_plan
 from ..feature import Feature
 from ..host import Host
 from ..registry import register
@@ -105,7 +106,7 @@ class CaptureFlow(Feature):
         """The session refused before anything ran (trust, unsaved buffers): said once,
         in the session's words and how to go on from the editor; no diagnostic."""
         reason, remedy = REFUSALS[failure.stage]
-        self.failures.banner(target.root, {"message": failure.message, "stage": failure.stage})
+        self.failures.banner(target.root, {"message": readable_message(failure.message).text, "stage": failure.stage})
         if background:
             log.warning("recapture refused (%s): %s", failure.stage, failure.message)
         else:
@@ -117,7 +118,8 @@ class CaptureFlow(Feature):
         background: bool,
     ) -> dict[str, Any]:
         root, stage, qualname = target.root, failure.stage, target.qualname
-        event: dict[str, Any] = {"message": failure.message, "stage": stage, "profile": target.profile}
+        event: dict[str, Any] = {"message": readable_message(failure.message).text, "stage": stage,
+                                 "profile": target.profile}
         where = raising_frame(failure)
         if where is not None:  # the viewer's banner links the line that raised
             event["frame"] = {"file": where.file, "line": where.line, "column": where.column,
@@ -140,6 +142,13 @@ class CaptureFlow(Feature):
                 if installed and retry:
                     return await self.capture(target, show=show, retry=False)
                 return {"ok": False, "reason": "dependencies", "installed": installed, "missing": plan.missing}
+        wanted = model_dependencies(failure)
+        if wanted is not None and not background and retry:
+            # The model's own libraries (Whisper's tiktoken): the same reviewed install,
+            # into the capture interpreter, then the capture again.
+            plan = InstallPlan(wanted["python"] or result.job.python, wanted["missing"], wanted.get("install") or [])
+            if await self.dependencies.offer(target.root, plan):
+                return await self.capture(target, show=show, retry=False)
         needs = inputs_needed(failure)
         if needs and not background:
             asked = await self.setups.ask_for_inputs(target, failure.message, needs)
@@ -158,7 +167,8 @@ class CaptureFlow(Feature):
             log.warning("recapture of %s failed (%s): %s", qualname, stage, failure.message)
         else:
             self.server.show_message(
-                f"TensorViz: capture of {qualname} failed ({stage}): {failure.message}{hint}", types.MessageType.Error
+                f"TensorViz: capture of {qualname} failed ({stage}): {readable_message(failure.message).text}{hint}",
+                types.MessageType.Error,
             )
         return {"ok": False, "reason": stage, "message": failure.message, "details": failure.details}
 

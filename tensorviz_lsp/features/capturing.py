@@ -179,6 +179,11 @@ class CaptureRunner(Feature):
                 self._running.pop(target.key, None)
                 if progress.reason is not None:
                     self._reasons[target.key] = progress.reason
+            failure = result.capture.failure
+            if failure is not None:
+                # The progress ends saying how (never "done" for a failed or cancelled capture).
+                progress.outcome = ("cancelled" if failure.stage == "cancelled"
+                                    else f"failed at {failure.stage}: {failure.type}")
         for problem in result.problems:
             log.warning("capture of %s (profile %s): %s", qualname, profile, problem)
         return result

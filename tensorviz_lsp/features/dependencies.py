@@ -139,6 +139,8 @@ class Dependencies(Feature):
                         tail = (tail + [line])[-5:]
                         progress.report(line[:120])
                 rc = await proc.wait()
+                if rc != 0:
+                    progress.outcome = f"failed (exit status {rc})"
             finally:
                 cancel_task.cancel()
                 self._procs.discard(proc)

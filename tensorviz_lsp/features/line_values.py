@@ -21,6 +21,7 @@ from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text, size_text
 from capture.graph.sharding import devices_text, mesh_text, nbytes, split_label
 from viewer.projection.body_templates import body_summary, template_line
+from viewer.projection.cost import si
 from viewer.projection.lines import group_label
 from viewer.projection.projection import value_label
 
@@ -60,7 +61,9 @@ def labels_of(capture: Any, value_ids: list[int]) -> list[str]:
 
 
 def nonfinite(capture: Any, value_ids: list[int]) -> str | None:
-    """``NaN``, ``Inf`` or ``NaN/Inf`` when a measured value holds some, else None."""
+    """``NaN``, ``Inf`` or ``NaN/Inf`` when a measured value holds some, else None. An
+    infinity the code writes on purpose is no warning: a value made by an op given a
+    literal ``±inf`` (``masked_fill(mask, float("-inf"))``, ``torch.full(..., -inf)``)."""
     nan = inf = False
     values = capture.values
     for v in value_ids:
@@ -68,8 +71,30 @@ def nonfinite(capture: Any, value_ids: list[int]) -> str | None:
         stats = m.get("stats") if isinstance(m, dict) else None
         if isinstance(stats, dict):
             nan = nan or bool(stats.get("nan"))
-            inf = inf or bool(stats.get("inf"))
+            inf = inf or (bool(stats.get("inf")) and not _intended_infinity(capture, v))
     return "NaN/Inf" if nan and inf else "NaN" if nan else "Inf" if inf else None
+
+
+#: id(capture) → {value id: its producing node}; the last few captures asked about.
+_PRODUCERS: dict[int, tuple[Any, dict[int, Any]]] = {}
+
+
+def _intended_infinity(capture: Any, vid: int) -> bool:
+    """Whether value ``vid`` was made by an op given a literal ``±inf``."""
+    known = _PRODUCERS.get(id(capture))
+    if known is None or known[0] is not capture:
+        if len(_PRODUCERS) > 8:
+            _PRODUCERS.clear()
+        producers = {o: node for node in capture.nodes for o in node.outputs}
+        known = _PRODUCERS[id(capture)] = (capture, producers)
+    node = known[1].get(vid)
+    if node is None:
+        return False
+    for operand in node.inputs:
+        lit = operand.literal if operand.value is None else None
+        if (isinstance(lit, float) and math.isinf(lit)) or lit in ("inf", "-inf"):
+            return True
+    return False
 
 
 def hint_label(labels: list[str], calls: int, stale: bool, bad: str | None = None) -> str:
@@ -169,7 +194,8 @@ def split_text(val: Any) -> str | None:
     sh = val.sharding
     if not isinstance(sh, dict):
         return None
-    pds = sh.get("per_device_shape") if isinstance(sh.get("per_device_shape"), list) else val.shape
+    per_device = sh.get("per_device_shape")
+    pds = per_device if isinstance(per_device, list) else val.shape
     size = nbytes(pds, val.dtype)
     per = f"`{value_label(pds, val.dtype)}`" + (f" ({size_text(size)})" if size is not None else "")
     if sh.get("local"):
@@ -222,14 +248,6 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
     if capture.framework == "torch":
         return "Measured by running the model (PyTorch)."
     return "Traced by JAX, not measured: shapes and dtypes only (nothing was computed)."
-
-
-def si(x: float, unit: str) -> str:
-    """``2.42 GFLOPs``, ``523 kFLOPs``: three significant digits and an SI prefix."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
 
 
 def cost_text(call: Any) -> str | None:

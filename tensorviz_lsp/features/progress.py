@@ -34,6 +34,9 @@ class Progress:
         self.cancel_flag = threading.Event()
         #: Why it was cancelled (the first reason given), None while it was not.
         self.reason: str | None = None
+        #: How it ended, as the end of the progress says it ("failed at trace: …");
+        #: None: "done", or "cancelled" when it was.
+        self.outcome: str | None = None
 
     async def __aenter__(self) -> "Progress":
         if not self.server.supports_progress():
@@ -84,11 +87,21 @@ class Progress:
         except Exception:
             pass
 
-    async def __aexit__(self, *exc: object) -> None:
+    def end_message(self, failed: bool = False) -> str:
+        """What the end of the progress says: the outcome set, "cancelled" (and why),
+        "failed" on an exception, else "done" (never "done" for what did not succeed)."""
+        if self.outcome is not None:
+            return self.outcome
+        if self.reason is not None:
+            return f"cancelled ({self.reason})"
+        return "failed" if failed else "done"
+
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
         if self.token is None:
             return
         try:
-            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message="done"))
+            message = self.end_message(failed=exc_type is not None)
+            self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
         except Exception:
             pass
         self.server.work_done_progress.tokens.pop(self.token, None)

@@ -23,6 +23,9 @@ from discovery.binding import bind
 from discovery.results import CallInputJson
 
 from ..backends import Candidate
+from ..cli.shorthand_values import ShorthandError, parse_value_spec
+from ..cli.suggestions import Suggester
+from .form_values import steps_text, value_text
 
 
 @dataclass
@@ -37,16 +40,27 @@ class SetupContext:
 
 
 _VARIADIC = ("var_positional", "var_keyword")
+#: The types the form has a control of its own for; any other field is VALUE text.
+_TYPED = ("int", "float", "bool", "str")
+STEPS_HELP = ("One step a line, run on what was built before the capture: model.setup_caches(max_batch_size=1, "
+              "max_seq_length=64) calls a method of the model; config.vocab_size=100 sets an attribute of a "
+              "constructor argument built by a call.")
 
 
 def _call_inputs(cand: Candidate) -> list[dict[str, Any]]:
     """The candidate's call inputs a user must describe (no ``*args``/``**kwargs``, no
-    defaults, no static JAX arguments: those keep their value)."""
-    return [
-        {**inp, "keyword_only": inp["kind"] == "keyword_only"}
-        for inp in cand.inputs
-        if inp["kind"] not in _VARIADIC and inp.get("default") is None and not inp.get("static")
-    ]
+    defaults, no static JAX arguments: those keep their value), and the optional ones
+    the call method cannot do without (gpt-fast's ``input_pos``, given by keyword)."""
+    out = []
+    for inp in cand.inputs:
+        if inp["kind"] in _VARIADIC or inp.get("static"):
+            continue
+        needed = (inp.get("hints") or {}).get("needed")
+        if inp.get("default") is None:
+            out.append({**inp, "keyword_only": inp["kind"] == "keyword_only"})
+        elif needed:
+            out.append({**inp, "keyword_only": True, "needed": needed})
+    return out
 
 
 def _table(recipe: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -162,39 +176,66 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
     call = _call_inputs(cand)
     positional = [c for c in call if not c["keyword_only"]]
     n_args = max(len(positional), len([a for a in saved_args if isinstance(a, dict) and a.get("kind") == "tensor"]))
+    suggest_inputs = Suggester(cand.framework)
     for i in range(n_args):
         info = positional[i] if i < len(positional) else {"name": f"args[{i}]"}
-        desc = saved_args[i] if i < len(saved_args) and isinstance(saved_args[i], dict) else None
+        desc = saved_args[i] if i < len(saved_args) else None
         if desc is None and info.get("name") in saved_kwargs:  # the CLI saves named inputs as keywords
-            desc = saved_kwargs[info["name"]] if isinstance(saved_kwargs[info["name"]], dict) else None
-            inputs.append(_input_entry(info, desc, f"inputs.kwargs.{info['name']}", kwarg=True, jax=jax))
+            desc = saved_kwargs[info["name"]]
+            inputs.append(_input_entry(info, desc, f"inputs.kwargs.{info['name']}", kwarg=True, jax=jax,
+                                       suggest=suggest_inputs))
             continue
-        inputs.append(_input_entry(info, desc, f"inputs.args[{i}]", kwarg=False, jax=jax))
+        inputs.append(_input_entry(info, desc, f"inputs.args[{i}]", kwarg=False, jax=jax, suggest=suggest_inputs))
     for info in [c for c in call if c["keyword_only"]]:
         desc = saved_kwargs.get(info["name"])
-        inputs.append(_input_entry(info, desc if isinstance(desc, dict) else None, f"inputs.kwargs.{info['name']}",
-                                   kwarg=True, jax=jax))
+        inputs.append(_input_entry(info, desc, f"inputs.kwargs.{info['name']}", kwarg=True, jax=jax,
+                                   suggest=suggest_inputs))
     # A failed capture's needs are the recipe's unknown dimensions ({section, input, path,
     # axis, name, ...} with a ``profiles.NAME.`` key path): the form wants {path, message}.
     needs: list[Any] = [_need_entry(n, inputs) for n in ctx.needs]
     from_factory = bool(saved_inputs.get("factory"))
     if not ctx.needs and not saved_inputs.get("fixture") and not from_factory:  # a Torch fixture gives the inputs
         for entry in inputs:
-            if entry["unknown"]:
+            if entry["unknown"] and entry["kind"] == "tensor":
                 needs.append(f"{entry['name']}: shape ({', '.join(entry['unknown'])})")
     init = _table(recipe, "init")
     init_kwargs = init.get("kwargs") or {}
+    model_module = str(recipe.get("model", "")).partition(":")[0] or None
+    suggest = Suggester(cand.framework)
     fields = []
+    suggested_steps: list[str] = []
     for f in cand.setup_fields:
         if f.get("supplied_by") or f.get("kind") in _VARIADIC:
             continue  # the capture gives it (NNX ``rngs``), or no keyword can name it
-        entry = _field_entry(ctx.root, f, f"init.kwargs.{f['name']}", init_kwargs)
+        entry = _field_entry(ctx.root, f, f"init.kwargs.{f['name']}", init_kwargs, suggest, model_module)
+        suggested_steps += entry.pop("steps", [])
         fields.append(entry)
     saved_statics = saved_kwargs
     for inp in _static_inputs(cand):
-        fields.append(_field_entry(ctx.root, inp, f"inputs.kwargs.{inp['name']}", saved_statics))
-    needs += [n for n in setup_needs(cand, recipe) if not any(isinstance(o, dict) and o.get("path") == n["path"]
-                                                             for o in needs)]
+        fields.append(_field_entry(ctx.root, inp, f"inputs.kwargs.{inp['name']}", saved_statics, suggest,
+                                   model_module))
+    # Steps after construction: the saved ones, else, for a setup not saved yet, those the
+    # code shows it needs (gpt-fast's setup_caches, minGPT's config attributes).
+    saved_steps = steps_text(recipe)
+    fresh = not init_kwargs and not init.get("factory") and not saved_steps
+    steps = saved_steps or (suggested_steps + [suggest.preparation(p).text for p in cand.preparations]
+                            if fresh else [])
+    for prep in cand.preparations:
+        if not init.get("factory") and not any(line.startswith(f"model.{prep['method']}(") for line in steps):
+            said = f" ({prep['message']!r})" if prep.get("message") else ""
+            needs.append({"path": "steps", "message": f"{cand.qualname} asserts self.{prep['attribute']} is not None"
+                                                      f"{said}: call {prep['method']}(...) in a step"})
+    # Token ids bounded by an attribute a step sets (minGPT's config.vocab_size=100).
+    set_by_steps = {m.group(1): int(m.group(2)) for m in (re.match(r"^([\w.]+)\s*=\s*(\d+)$", line) for line in steps)
+                    if m}
+    for entry in inputs:
+        token, generator = entry.get("token"), entry.get("generator")
+        if token and isinstance(generator, dict) and generator.get("high") is None \
+                and set_by_steps.get(token.get("high_from") or ""):
+            generator["high"] = set_by_steps[token["high_from"]]
+    prefilled = {f["path"] for f in fields if f.get("text")}  # given by the text the form starts with
+    needs += [n for n in setup_needs(cand, recipe) if n["path"] not in prefilled
+              and not any(isinstance(o, dict) and o.get("path") == n["path"] for o in needs)]
     form = {
         "profile": ctx.profile,
         "recipe": recipe,
@@ -202,6 +243,8 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         "inputs": inputs,
         "needs": needs,
         "symbol": {"qualname": cand.qualname, "kind": cand.kind, "framework": cand.framework},
+        # Steps after construction, one STEP a line (the shorthand's --then grammar).
+        "steps": {"lines": steps, "help": STEPS_HELP},
         "factories": {
             "init": {"value": init.get("factory"), "placeholder": FACTORY_PLACEHOLDER,
                      "contract": INIT_CONTRACTS.get(cand.kind, INIT_CONTRACTS["torch_module"]).format(name=cand.qualname)},
@@ -243,19 +286,40 @@ def setup_needs(cand: Candidate, recipe: dict[str, Any]) -> list[dict[str, str]]
     return out
 
 
-def _field_entry(root: Path, f: Mapping[str, Any], path: str, saved: dict[str, Any]) -> dict[str, Any]:
+def _field_entry(root: Path, f: Mapping[str, Any], path: str, saved: dict[str, Any],
+                 suggest: Suggester | None = None, model_module: str | None = None) -> dict[str, Any]:
     """One form field for a setup field (or a static input, or a config class's field):
-    its type and choices, the class's default, the saved value, and a config group."""
+    its type and choices, the class's default, the saved value, and a config group. A
+    field the form cannot type (not int, float, bool or str) is a ``value``: text in the
+    shorthand's VALUE grammar (``text``: the saved value as such; ``example``: what the
+    CLI would suggest), read on the server (:mod:`.form_values`)."""
     name, default, annotation = f["name"], f.get("default_value"), f.get("annotation")
     choices = _literal_choices(annotation)
+    kind = _type_of(annotation, default) if choices is None else _choices_type(choices)
     entry: dict[str, Any] = {
         "name": name,
         "annotation": annotation,
-        "type": _type_of(annotation, default) if choices is None else _choices_type(choices),
+        "type": kind,
         "default": default,
         "required": bool(f.get("required")) and name not in saved,
         "path": path,
     }
+    # A required ``float | None`` (Gemma's final_logit_softcap) must be able to say None.
+    optional_required = kind in ("int", "float", "str") and f.get("required") and re.search(
+        r"\|\s*None\b|\bNone\s*\||^Optional\[", annotation or "")
+    if (kind not in _TYPED or optional_required) and choices is None and not f.get("config_class"):
+        entry["type"] = "value"
+        example = (suggest or Suggester("torch")).init_value(f)
+        if name in saved:
+            entry["text"] = value_text(saved[name], model_module)
+        elif (f.get("hints") or {}).get("builder") and f.get("required"):
+            # Built by the model's own builder (minGPT): prefilled, with its steps.
+            entry["text"] = example.text
+            entry["steps"] = list(example.steps)
+        if example.known:
+            entry["example"] = example.text
+        if f.get("default") is not None and "text" not in entry:
+            entry["default_text"] = f["default"]
     if f.get("default") is not None and f.get("default_is_literal") is False:
         entry["default_text"] = f["default"]  # discovery says it is no literal: shown as such, left unset
     if choices is not None:
@@ -294,31 +358,50 @@ def _config_group(root: Path, cfg: dict[str, Any] | None, path: str, depth: int)
             "complete": bool(cfg.get("fields_complete", True)), "fields": fields}
 
 
-def _input_entry(info: dict[str, Any], desc: dict[str, Any] | None, path: str, *, kwarg: bool,
-                 jax: bool = False) -> dict[str, Any]:
+def _input_entry(info: dict[str, Any], saved: Any, path: str, *, kwarg: bool,
+                 jax: bool = False, suggest: Suggester | None = None) -> dict[str, Any]:
+    """One input card: a ``tensor`` (shape, dtype, generator) or a ``value`` (text in the
+    VALUE grammar: ``none`` for Gemma's ``cache: Cache | None``, ``false`` for a flag).
+    Unsaved, it starts from what the command line would suggest; a shape is prefilled
+    only from what the code shows (a shape comment, the first layer), never guessed."""
+    desc = saved if isinstance(saved, dict) and saved.get("kind") == "tensor" else None
+    example = (suggest or Suggester("jax" if jax else "torch")).input_value(info)
+    suggested = _suggested_tensor(example.text) if example.known else None
+    value_kind = saved is not None and desc is None or saved is None and example.known and suggested is None
     shape = list(desc.get("shape") or []) if desc else []
     unknown = [str(d) if d not in (None, "?") else f"axis {i}" for i, d in enumerate(shape) if type(d) is not int]
     if desc is None or not isinstance(desc.get("shape"), list):
         unknown = ["all dimensions"]  # nothing described yet (a saved ``shape = []`` is a scalar)
+    hints = info.get("hints") or {}
+    if desc is None and suggested is not None and (hints.get("shape") or hints.get("last_dim")):
+        shape, unknown = list(suggested["shape"]), []  # the code says it
     token = info.get("token")
     dtype = "float32"
     generator: dict[str, Any] = {"kind": "normal"}
+    if suggested is not None:
+        dtype = suggested["dtype"]
+        generator = suggested.get("generator") or generator
     if token:
         # Token ids: integers below the vocabulary, never floats. JAX without x64 has no
-        # int64 arrays (TensorViz refuses narrowing), so its ids are int32.
+        # int64 arrays (TensorViz refuses narrowing), so its ids are int32. An unknown
+        # vocabulary leaves the bound to fill in (never a made-up one).
         dtype = "int32" if jax else "int64"
-        generator = {"kind": "randint", "low": 0, "high": token.get("high") or 2}
+        generator = {"kind": "randint", "low": 0, "high": token.get("high")}
     entry = {
         "name": info.get("name"),
         "annotation": info.get("annotation"),
         "path": path,
         "kwarg": kwarg,
-        "kind": "tensor",
+        "kind": "value" if value_kind else "tensor",
         "shape": shape,
         "unknown": unknown,
         "dtype": (desc or {}).get("dtype", dtype),
         "generator": (desc or {}).get("generator", generator),
     }
+    if value_kind:
+        entry["text"] = value_text(saved) if saved is not None else example.text
+    if info.get("needed"):
+        entry["needed"] = info["needed"]
     if token:
         high_from = token.get("high_from")
         entry["token"] = {
@@ -329,6 +412,16 @@ def _input_entry(info: dict[str, Any], desc: dict[str, Any] | None, path: str, *
             "high_path": ("init.kwargs." + ".kwargs.".join(high_from.split("."))) if high_from else None,
         }
     return entry
+
+
+def _suggested_tensor(text: str) -> dict[str, Any] | None:
+    """The suggestion's tensor (``int32[1,16]:arange``) as a description, or None when
+    it is another value (``none``, ``false``)."""
+    try:
+        desc = parse_value_spec(text).to_dict()
+    except ShorthandError:
+        return None
+    return desc if isinstance(desc, dict) and desc.get("kind") == "tensor" else None
 
 
 _RECIPE_PATH = re.compile(r"(?:^|\.)((?:inputs|init)(?:\.|\[).*)$")

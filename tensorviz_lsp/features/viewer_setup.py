@@ -23,6 +23,7 @@ from .candidates import Candidates
 from .capturing import CaptureTarget
 from .freshness import Freshness
 from .recipes import Recipes
+from .form_values import read_form_recipe
 from .setup_form import SetupContext, draft_recipe, setup_form
 from .viewer_host import ViewerHost
 
@@ -104,6 +105,23 @@ class ViewerSetup:
         ctx = self.server.run_coroutine(self.context_for_profile(root, profile), 60)
         return setup_form(ctx) if ctx is not None else None
 
+    def _candidate_for(self, root: Path, recipe: dict[str, Any]) -> Candidate | None:
+        """The candidate the form's recipe names (HTTP thread): the form's own, else
+        discovered again; None when it cannot be found (the recipe is checked alone)."""
+        last = self._last.get(str(root))
+        if last is not None and last.recipe.get("model") == recipe.get("model"):
+            return last.candidate
+        model = recipe.get("model")
+        module, qualname = split_ref(model) if isinstance(model, str) else ("", "")
+        model_path = module_file(root, module) if module else None
+        if model_path is None or not qualname or self.server.loop is None or self.server.stopping:
+            return None
+        try:
+            return self.server.run_coroutine(self.candidates.find(self.server.uri_of(model_path), qualname), 60)
+        except Exception:  # discovery's trouble must not block a save: the recipe is still checked
+            log.warning("no candidate for %s:%s; its form is saved unchecked against its source", module, qualname)
+            return None
+
     async def context_for_profile(self, root: Path, profile: str) -> SetupContext | None:
         """The setup form of a saved profile: its saved recipe, and the candidate its
         ``model`` names (discovered from source); None when there is no such profile."""
@@ -127,9 +145,13 @@ class ViewerSetup:
         return SetupContext(root, uri, cand, profile, dict(recipe))
 
     def save_from_viewer(self, root: Path | None, name: str, recipe: dict[str, Any]) -> list[dict[str, Any]]:
-        """The viewer's save hook (HTTP thread): validate and write; errors or []."""
+        """The viewer's save hook (HTTP thread): read the form's text as the shorthand
+        reads it, check it as the command line checks a setup, validate and write; errors or []."""
         if root is None:
             return [{"path": "", "message": "no workspace folder to save the profile in"}]
+        recipe, errors = read_form_recipe(root, name, recipe, self._candidate_for(root, recipe))
+        if errors:
+            return errors
         errors = self.backends.save_profile(root, name, recipe)
         if errors:
             return errors

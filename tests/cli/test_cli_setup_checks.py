@@ -84,7 +84,8 @@ def test_a_class_without_parentheses(ws, capsys):
     # a name is the object it names (a ref); the class where its instance is wanted is refused
     assert "--init config: GPTConfig names the class, not a value: GPT takes an instance of it" in err
     assert "an object is built by a call (GPTConfig()" in err
-    assert "e.g. --init config=GPTConfig(block_size=1024, vocab_size=50304)" in err
+    # nanoGPT's defaults are GPT-2's 124M: the suggestion shrinks them (issue 36 item 3)
+    assert "e.g. --init config=GPTConfig(block_size=64, vocab_size=100, n_layer=2, n_head=4, n_embd=64)" in err
 
 
 def test_a_factory_given_as_an_init_argument(ws, capsys):
@@ -120,7 +121,8 @@ def test_nothing_given_lists_what_is_needed_with_a_command(ws, capsys):
     assert err.splitlines()[0] == "tensorviz capture: model.py:GPT cannot run with this setup; nothing was saved or run:"
     assert "--init config: needed by GPT(config): a GPTConfig (model.py, 7 fields)" in err
     assert "--input idx: needed by GPT.forward(idx, targets=None): token ids (int64)" in err
-    assert suggested(err) == ["capture", "model.py:GPT", "--init", "config=GPTConfig(block_size=1024, vocab_size=50304)",
+    assert suggested(err) == ["capture", "model.py:GPT", "--init",
+                              "config=GPTConfig(block_size=64, vocab_size=100, n_layer=2, n_head=4, n_embd=64)",
                               "--input", "idx=int64[1,16]"]
 
 
@@ -153,7 +155,7 @@ def test_the_open_command_checks_the_same(ws, capsys):
     pytest.param(["jaxmodels.py:Encoder", "--input", "tokens=int32[1,8]"],
                  "--init config: needed by Encoder(config): a TransformerConfig (jaxmodels.py, 3 fields)",
                  ["capture", "jaxmodels.py:Encoder", "--input", "tokens=int32[1,8]", "--init",
-                  "config=TransformerConfig(vocab_size=256, emb_dim=16)"], id="linen-config-field"),
+                  "config=TransformerConfig(vocab_size=100)"], id="linen-config-field"),
     pytest.param(["jaxmodels.py:net", "--init", "width=3", "--input", "x=float32[2,3]"],
                  "--init width: net is a plain JAX function: nothing constructs it",
                  ["capture", "jaxmodels.py:net", "--input", "x=float32[2,3]"], id="init-of-a-function"),
@@ -181,6 +183,63 @@ def test_a_transformers_subclass_needs_its_config(ws, capsys):
     assert table["init"]["kwargs"]["config"]["kwargs"]["num_key_value_heads"] == 2
     assert saved_profile(ws, "llama.py:MyLlama", "--init", "config=transformers.LlamaConfig()")["init"]["kwargs"][
         "config"] == {"kind": "call", "target": "transformers:LlamaConfig"}
+
+
+@pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers")
+def test_a_misspelt_field_of_a_library_config_is_caught_before_anything_runs(ws, capsys):
+    """Issue 38 item 5: ``ModernBertConfig(num_hidden_layer=2)`` ran the worker for 8.6 s;
+    transformers would even keep the keyword as an attribute and build 22 layers."""
+    (ws / "mb.py").write_text("from transformers import ModernBertModel\n\n\nclass MB(ModernBertModel):\n    pass\n")
+    err = refused(ws, capsys, "mb.py:MB", "--init", "config=ModernBertConfig(num_hidden_layer=2, hidden_size=64)",
+                  "--input", "input_ids=int64[1,8]")
+    assert "--init config: ModernBertConfig has no field num_hidden_layer; did you mean num_hidden_layers?" in err
+    assert suggested(err) == ["capture", "mb.py:MB", "--init", "config=ModernBertConfig(num_hidden_layers=2, hidden_size=64)",
+                              "--input", "input_ids=int64[1,8]"]
+
+
+@pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers")
+@pytest.mark.parametrize("keyword", ["attn_implementation='eager'", "torch_dtype='bfloat16'", "rope_theta=10000.0"])
+def test_keywords_a_library_config_takes_beyond_its_fields_pass(ws, keyword):
+    table = saved_profile(ws, "llama.py:MyLlama", "--init", f"config=LlamaConfig(num_hidden_layers=2, {keyword})",
+                          "--input", "input_ids=int64[1,8]")
+    assert keyword.partition("=")[0] in table["init"]["kwargs"]["config"]["kwargs"]
+
+
+PARTIAL = """\
+import functools
+
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def mlp2(params, x):
+    return jnp.tanh(x @ params["w1"]) @ params["w2"]
+
+
+def make():
+    return functools.partial(mlp2, {"w1": jnp.ones((3, 8)), "w2": jnp.ones((8, 2))})
+"""
+
+
+def test_an_init_factory_returning_a_partial_is_not_refused(ws, capsys):
+    """Issue 36 item 8: "--input params: needed by mlp2(params, x)" although the factory's
+    partial gives params (and the worker captures it)."""
+    (ws / "partial_model.py").write_text(PARTIAL)
+    table = saved_profile(ws, "partial_model.py:mlp2", "--init-factory", "partial_model.py:make",
+                          "--input", "x=float32[2,3]")
+    assert table["init"] == {"factory": "partial_model:make"}
+    (ws / ".tensorviz" / "recipes.toml").unlink()
+    err = refused(ws, capsys, "partial_model.py:mlp2", "--init-factory", "partial_model.py:make",
+                  "--input", "y=float32[2,3]")
+    assert "--input y: mlp2(params, x) takes no y" in err
+    assert "which of mlp2's parameters the init factory's callable leaves to the inputs" in err
+    assert "needed by" not in err
+    # The command to complete keeps the value given, its name to fill in.
+    lines = err.splitlines()
+    command = shlex.split(lines[lines.index("fill in each … and run:") + 1])[1:]
+    assert command == ["capture", "partial_model.py:mlp2", "--init-factory", "partial_model.py:make",
+                       "--input", "…=float32[2,3]"]
 
 
 def test_a_dotted_name_that_is_nowhere(ws, capsys):

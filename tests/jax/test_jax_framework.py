@@ -484,6 +484,34 @@ def test_x64_from_factories_is_refused(ws, factory):
     assert "JAX_ENABLE_X64=1" in err.message
 
 
+X64_IN_THE_MODEL = """
+import jax.numpy as jnp
+from flax import linen as nn
+
+
+class Wide(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(4, param_dtype=jnp.float64)(x)
+
+
+def widen(x):
+    return x + jnp.ones(3, dtype=jnp.float64)
+"""
+
+
+@pytest.mark.parametrize(("model", "where"), [
+    pytest.param("wide:Wide", "the Linen module's initialisation", id="linen-param-dtype"),
+    pytest.param("wide:widen", "the traced program (wide.py:12)", id="traced-array"),
+])
+def test_x64_asked_for_by_the_model_is_refused_not_narrowed(ws, model, where):
+    """Issue 36 item 8: a Linen ``param_dtype=jnp.float64`` and a traced ``jnp.ones(3,
+    dtype=jnp.float64)`` were narrowed to float32 with exit 0 and no note."""
+    err = fails(ws, {"wide.py": X64_IN_THE_MODEL}, profile(model, args=[tensor([2, 3])]), "recipe")
+    assert err.message.startswith(f"{where}: float64 needs JAX_ENABLE_X64=1"), err.message
+    assert err.details["environment"] == {"JAX_ENABLE_X64": "1"}
+
+
 def test_cuda_device_is_refused_before_the_model_is_imported(ws):
     skip_if_cuda("cuda:0 is available here, so it cannot be refused")
     err = fails(ws, {"mark.py": MARKER}, profile("mark:f", args=[SPEC_INPUT], device="cuda:0"), "device")

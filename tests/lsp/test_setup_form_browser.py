@@ -36,10 +36,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 # ------------------------------------------------------------------ the contract (no browser)
 
 # viewer/API.md, "Setup form content, as the browser app reads it".
-INPUT_KEYS = {"name", "path", "kind", "shape", "dtype", "generator", "unknown", "annotation", "kwarg", "token"}
+INPUT_KEYS = {"name", "path", "kind", "shape", "dtype", "generator", "unknown", "annotation", "kwarg", "token", "text",
+              "needed"}
 FIELD_KEYS = {"name", "path", "type", "annotation", "default", "default_text", "value", "required", "choices", "help",
-              "config"}
-TOP_KEYS = {"profile", "recipe", "fields", "inputs", "needs", "symbol", "factories", "evidence"}
+              "config", "text", "example"}
+TOP_KEYS = {"profile", "recipe", "fields", "inputs", "needs", "symbol", "factories", "evidence", "steps", "mesh"}
 
 
 def _mlp(setup_fields=None, inputs=None) -> Candidate:

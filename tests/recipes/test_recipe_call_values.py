@@ -177,7 +177,7 @@ def profile(init: str) -> str:
         ),
         pytest.param(
             profile('{ kwargs = { config = { kind = "call", target = "model:GPTConfig", kwarg = { n = 1 } } } }'),
-            "profiles.p.init.kwargs.config.kwarg", 5, "unknown key (expected kind, target, args, kwargs)",
+            "profiles.p.init.kwargs.config.kwarg", 5, "unknown key (expected kind, target, args, kwargs, then)",
             id="misspelt-key",
         ),
         pytest.param(

@@ -101,6 +101,31 @@ def test_an_op_without_a_rule_is_listed_not_counted_as_zero(ws):
         assert cap.cost.flops[_by_op(cap)["aten::addmm"][0]] == 2 * 2 * 4 * 4
 
 
+def test_experts_in_one_grouped_matmul_are_counted_per_group(ws):
+    """aten._grouped_mm (transformers' experts in one call) has no flop_counter formula:
+    the mm formula summed over the groups, eager and abstract alike."""
+    write(ws, {"grouped.py": '''
+        import torch
+        from torch import nn
+
+        class Experts(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(4, 16, 8))
+
+            def forward(self, x, a):
+                offs = torch.tensor([3, 6, 9, 12], dtype=torch.int32)  # rows per expert, cumulated
+                return torch._grouped_mm(x, self.w, offs=offs), torch._grouped_mm(a, self.w)
+    '''})
+    for evidence in ("eager", "abstract"):
+        cap, _ = capture_in_process(ws, profile("grouped:Experts", args=[tensor([12, 16]), tensor([4, 3, 16])],
+                                                evidence=evidence))
+        rows, batched = _by_op(cap)["aten::_grouped_mm"]
+        assert cap.cost.flops[rows] == 2 * 12 * 16 * 8  # every row through its expert's 16 x 8 matrix
+        assert cap.cost.flops[batched] == 2 * 4 * 3 * 16 * 8
+        assert _rule(cap, rows) == "grouped matmul" and "aten::_grouped_mm" not in cap.cost.notes.get("uncounted", {})
+
+
 def test_abstract_and_eager_captures_count_the_same(ws):
     eager, _ = capture_in_process(ws, profile("models:SmallCNN", args=[tensor([2, 3, 16, 16])]))
     abstract, _ = capture_in_process(ws, profile("models:SmallCNN", args=[tensor([2, 3, 16, 16])],

@@ -84,3 +84,16 @@ def test_library_lines_are_not_indexed():
         idx, cap = index(name)
         assert any(f.library for f in cap.frames)
         assert len(idx) == 0, name
+
+
+def test_search_by_a_line_that_calls_modules_finds_its_calls():
+    """Issue 36 item 7: ``transformer.py:164`` found nothing, though the editor showed that
+    line's hint: its ops' own lines are inside the modules it calls."""
+    capture = graphfile.read(REAL / "captures" / "resnet18_linen.tvg")
+    proj = Projection(capture)
+    lines = proj.line_index().file("resnet18_linen.py")
+    loop = next(n for n in lines if "self.block_cls(" in source_line(n))
+    found = proj.searcher.search(f"resnet18_linen.py:{loop}", limit=100)
+    groups = [r for r in found["results"] if r["type"] == "group"]
+    assert len(groups) == 8, found  # the eight blocks the loop line called
+    assert groups[0]["why"] == f"source resnet18_linen.py:{loop} (called there)"

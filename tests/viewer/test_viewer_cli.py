@@ -48,7 +48,8 @@ def test_view_prints_a_working_url_and_stops_on_sigterm(tvg, tmp_path):
         url = read_url(proc)
         with urllib.request.urlopen(url + "api/capture", timeout=10) as res:
             summary = json.load(res)
-        assert summary["title"] == "graph.tvg" and summary["counts"]["nodes"] == 1200
+        # Titled by the profile the capture came from (issue 36 item 7), not the file's name.
+        assert summary["title"] == "net" and summary["counts"]["nodes"] == 1200
         with urllib.request.urlopen(url + "api/children?group=-1", timeout=10) as res:
             assert json.load(res)["items"][0]["label"] == "main"
         # Without --workspace the current folder is not browsable (it may be a home folder):
@@ -81,6 +82,8 @@ def test_view_ctrl_c_and_timeout(tvg, tmp_path):
     proc = start("view", str(tvg), "--no-browser", "--timeout", "0.5", cwd=tmp_path)
     read_url(proc)
     assert proc.wait(timeout=20) == 0
+    # ... and says so, never silently (issue 36 item 7).
+    assert "stopped serving after 0.5 s (--timeout)" in proc.stderr.read()
 
 
 def test_view_on_a_fixed_port(tvg, tmp_path):

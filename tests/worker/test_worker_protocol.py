@@ -90,7 +90,7 @@ def test_a_kind_this_side_does_not_know_is_ignored():
 def test_every_kind_has_a_type_and_the_final_kinds_are_kinds():
     assert FINAL_KINDS <= set(MESSAGES)
     assert set(DETAILS) == {"trust", "source", "interpreter", "dependencies", "device", "recipe", "import",
-                            "checkpoint", "fixture", "trace", "limit", "deadline", "crash", "cancelled"}
+                            "checkpoint", "fixture", "trace", "limit", "deadline", "crash", "cancelled", "internal"}
 
 
 # -- typed failure details: each reader reads its own kind only ---------------------

@@ -42,6 +42,14 @@ BACKWARD_KINDS = frozenset({"backward"})
 _FLOATS = ("float", "bfloat", "complex")
 
 
+def si(x: float, unit: str) -> str:
+    """``2.42 GFLOPs``, ``523 kFLOPs``: three significant digits and an SI prefix."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= factor:
+            return f"{x / factor:.3g} {prefix}{unit}"
+    return f"{x:.3g} {unit}"
+
+
 def executed_totals(capture: Any) -> dict | None:
     """``{flops, bytes, uncounted}`` of the executed program (outside unexecuted bodies),
     straight from the cost columns, without a projection; None when the capture holds none."""

@@ -26,10 +26,13 @@ are indexed with ``traced_body`` set: their shapes are one iteration's, never ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .projection import Projection
+from .errors import NotFound
+
+#: A :class:`~viewer.projection.projection.Projection` (not imported: it builds its line
+#: index from this module).
+Projection = Any
 
 # A group not called from a user line.
 _NO_FRAME = -1
@@ -319,9 +322,7 @@ def line_answer(proj: "Projection", index: LineIndex, file: str, line: int) -> d
     """``api/line``: one source line's calls in this capture, each with its item keys and
     the item path (what to expand) of every key; see ``viewer/API.md``.
 
-    Raises :class:`~viewer.projection.projection.NotFound` (404) when the capture ran no such line."""
-    from .projection import NotFound
-
+    Raises :class:`~viewer.projection.errors.NotFound` (404) when the capture ran no such line."""
     entry = index.at(file, line) if file else None
     if entry is None or not entry.calls:
         raise NotFound(f"{file or '(no file)'}:{line} produced nothing in this capture")

@@ -18,14 +18,16 @@ Only the standard library and :mod:`capture` are imported (DESIGN.md boundaries)
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
 from capture.graph import frame_repeats
 from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text
-from capture.graph.tables import ValueTable
+from capture.graph.failure_text import readable_message
 from capture.graph.sharding import devices_text, mesh_text
+from capture.graph.tables import ValueTable
 from capture.graph.model import Capture, Frame
 
 from capture.graph import gc_pause
@@ -40,22 +42,13 @@ from .names import (  # noqa: F401
 from .presentation import Presentation
 from .search import DEFAULT_SEARCH_LIMIT, MAX_QUERY, MAX_SEARCH_LIMIT, Search, SearchError  # noqa: F401
 from .structure import Structure
+from .errors import NotFound, ProjectionError  # noqa: F401 (the server's and tests' names)
 from .summaries import ValueSummaries
 from .trunk import trunk
 from .views import LIST_CAP, SUBTREE_ITEMS, PageError, Pages  # noqa: F401
 
 MAX_PAGE = 1000
 USES_CAP = 1000  # uses listed per value in details
-
-
-class ProjectionError(Exception):
-    """A request the projection cannot answer; ``status`` is the HTTP status to use."""
-
-    status = 400
-
-
-class NotFound(ProjectionError):
-    status = 404
 
 
 def frame_json(f: Frame | None) -> dict | None:
@@ -86,13 +79,29 @@ class Projection:
             self.names = ValueNames(capture, self.index)
             self.present = Presentation(capture, self.index)
         self.values = ValueSummaries(capture, self.names)
-        self.searcher = Search(capture, self.index, self.names, self.values, self.present, self.structure)
+        self.searcher = Search(capture, self.index, self.names, self.values, self.present, self.structure,
+                               self.line_index)
         self.pages = Pages(capture, self.index, self.names, self.values, self.present, self.structure)
         self._lock = threading.Lock()
         self._structure: Structure | None = None
         self._trunk: list[int] | None = None
+        self._line_index: Any = None
         self._costs: LayerCosts | None = None
         self.pages.costs = self.costs
+
+    def line_index(self) -> Any:
+        """The capture's line → calls index (:class:`~viewer.projection.lines.LineIndex`),
+        made once, on first use: what the editor's hints read, and search by ``file:line``."""
+        got = self._line_index
+        if got is None:
+            from .lines import LineIndex
+
+            built = LineIndex.build(self)
+            with self._lock:
+                if self._line_index is None:
+                    self._line_index = built
+                got = self._line_index
+        return got
 
     def costs(self) -> LayerCosts:
         """What each layer costs (:mod:`viewer.projection.cost`; made once, on first use)."""
@@ -250,6 +259,9 @@ class Projection:
         d["uses_total"] = len(uses)
         d["capture_input"] = v in self.index.input_set
         d["capture_output"] = v in self.index.output_set
+        symbols = symbols_in(d["shape"], self.capture.meta)
+        if symbols:
+            d["symbols"] = symbols
         return d
 
     def _positions(self, i: int, v: int) -> list[int]:
@@ -318,7 +330,10 @@ class Projection:
         failure = None
         if cap.failure is not None:
             f = cap.failure
+            short = readable_message(f.message)
             failure = {"type": f.type, "message": f.message, "stage": f.stage,
+                       # What a person reads first (the server cuts it; the page offers the whole text).
+                       "readable": {"text": short.text, "cut": short.cut, "lines": short.lines},
                        "frames": [frame_json(fr) for fr in f.frames], "details": f.details,
                        # Deep recursion's collapsed frames, worded as Python's traceback words them.
                        "repeated_frames": [{"after": after, "text": frame_repeats.marker(k, times)}
@@ -396,6 +411,30 @@ class Projection:
         if "dict" in tree:
             return {"dict": [[k, self._tree(t)] for k, t in tree["dict"]]}
         return tree
+
+
+_SYMBOL = re.compile(r"\b(?:u|zuf)\d+\b")
+
+
+def symbols_in(shape: Any, meta: Any) -> list[dict]:
+    """The data-dependent symbols a shape holds (``u0`` in ``[u0, 64]``), each as the
+    abstract capture recorded it in ``meta["symbols"]`` (outside input: only well-formed
+    entries), in words: ``u0: 0 ≤ u0 ≤ 32, a size aten::nonzero made (node 9)``."""
+    names = {n for d in shape if isinstance(d, str) for n in _SYMBOL.findall(d)}
+    if not names:
+        return []
+    table = meta.get("symbols") if isinstance(meta, dict) else None
+    known = {e["name"]: e for e in table if isinstance(e, dict) and isinstance(e.get("name"), str)} \
+        if isinstance(table, list) else {}
+    out = []
+    for name in sorted(names):
+        e = known.get(name, {})
+        lo, hi, op, node = e.get("min"), e.get("max"), e.get("op"), e.get("node")
+        bounds = f"{lo if type(lo) is int else '?'} ≤ {name} ≤ {hi if type(hi) is int else '∞'}"
+        made = f", made by {op}" if isinstance(op, str) else ""
+        out.append({"name": name, "text": f"{name}: known only from the data; {bounds}{made}",
+                    **({"node": node} if type(node) is int else {})})
+    return out
 
 
 def _sig(x: float) -> float:

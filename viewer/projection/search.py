@@ -75,9 +75,10 @@ class Search:
     """Search over one capture's index, names, value summaries and presentation."""
 
     def __init__(self, capture: Any, index: Any, names: Any, values: Any, present: Any,
-                 structure: Callable[[], Any]) -> None:
+                 structure: Callable[[], Any], lines: Callable[[], Any] | None = None) -> None:
         self.capture, self.index, self.names, self.values = capture, index, names, values
         self.present, self.structure = present, structure
+        self.lines = lines  # the line → calls index: a line's module calls, as its hint shows them
         self._ops_index: dict[str, list[int]] | None = None
         self._frames_index: dict[int, list[int]] | None = None
         self._shapes_index: dict[tuple, list[int]] | None = None
@@ -113,6 +114,7 @@ class Search:
         if text:
             self._matches(text, add)
         elif filters:
+            ids: Iterable[int]
             if filters.axis:
                 ids = self._axes().get(filters.axis, [])
             else:
@@ -128,6 +130,9 @@ class Search:
             add("value", self._shape_matches(*shape), lambda v: "value shape")
         loc = _parse_location(q)
         if loc is not None:
+            # The module calls the line made (``x = self.layer(x)``: the hint the editor
+            # shows on it), then the ops whose own line it is.
+            add("group", self._location_calls(*loc), lambda g: f"source {q} (called there)")
             add("node", self._location_matches(*loc), lambda i: f"source {q}")
         if shape is not None or loc is not None:
             return
@@ -406,6 +411,17 @@ class Search:
             return ids
         values = self.capture.values
         return [v for v in ids if short_dtype(values[v].dtype) == dtype]
+
+    def _location_calls(self, file: str, line: int | None) -> list[int]:
+        """The groups called on ``file:line`` (by the line index that gives the editor's
+        hints), outermost call first; [] without a line or an index."""
+        if line is None or self.lines is None:
+            return []
+        f = file.replace("\\", "/").lstrip("./") if not file.startswith("/") else file
+        entry = self.lines().at(f, line)
+        if entry is None:
+            return []
+        return list(dict.fromkeys(g for call in entry.calls for g in call.groups))
 
     def _location_matches(self, file: str, line: int | None) -> list[int]:
         f = file.replace("\\", "/").lstrip("./") if not file.startswith("/") else file

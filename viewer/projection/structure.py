@@ -11,6 +11,16 @@ A child group enters its parent's signature by its own signature and the wiring 
 inputs, so a signature covers the whole subtree; computing all of them is one pass over
 the index, deepest groups first (linear in the capture).
 
+**Routing.** A mixture-of-experts layer runs the experts its router chose: an eager
+capture of Mixtral's expert loop runs one iteration per expert hit, a different number
+in each layer, on a different number of tokens. A *routed* group is the innermost module
+whose own ops (its function calls' included) read data to decide sizes or control flow
+(:data:`DATA_DEPENDENT_OPS`: ``nonzero``, ``.item()``, ``unique``, ``masked_select``…).
+Its signature is its boundary: kind, class, what enters (shapes, parameters) and the
+shapes of what leaves, so layers that differ only in which experts routing chose are
+alike and fold; ``routing[g]`` (the content of the routed groups below ``g``, in order)
+tells such layers apart, so a stack can say that routing differs per layer.
+
 On top of the signatures: ``siblings[g]`` (how many siblings share ``g``'s signature and
 its index among them: "×N identical"), ``twins[g]`` (every group in the capture with the
 same signature, adjacent or not, under one twin id: Model Explorer's identical groups)
@@ -22,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+from itertools import compress
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
@@ -32,6 +43,12 @@ MAX_PERIOD = 16
 #: A group needs this many ops to have twins: one-op and empty groups are op cards or
 #: not drawn, and marking every ``Linear`` of one width identical says nothing.
 TWIN_MIN_OPS = 2
+#: Ops whose output sizes, or the Python control flow after them, depend on the data:
+#: a module running one of them computes what routing chose (see the module docstring).
+DATA_DEPENDENT_OPS = frozenset({
+    "aten::nonzero", "aten::nonzero_numpy", "aten::_local_scalar_dense", "aten::_unique2", "aten::unique_dim",
+    "aten::unique_consecutive", "aten::masked_select", "aten::repeat_interleave.Tensor", "aten::bincount",
+})
 
 
 class Structure:
@@ -40,14 +57,36 @@ class Structure:
     def __init__(self, capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str],
                  can_twin: Callable[[int], bool]) -> None:
         with gc_pause.paused():
-            self.signature = _signatures(capture, index, is_weight, labels)
+            self.routed = routed_groups(capture, index)
+            self.signature, self.routing = _signatures(capture, index, is_weight, labels, self.routed)
             self.siblings = _siblings(index, self.signature)
             self.twins = _twins(index, self.signature, can_twin)
 
 
-def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str]) -> list[str]:
+def routed_groups(capture: Any, index: Any) -> frozenset[int]:
+    """The innermost module groups whose own ops (their function calls' included) are
+    data-dependent (:data:`DATA_DEPENDENT_OPS`)."""
+    ops = index.cols.op
+    present = {op for op in set(ops) if op in DATA_DEPENDENT_OPS}
+    if not present:
+        return frozenset()
+    groups = capture.groups
+    group_of = index.cols.group
+    out = set()
+    for i in compress(range(len(ops)), map(present.__contains__, ops)):
+        g = group_of[i]
+        while g is not None and g >= 0 and groups[g].kind != "module":
+            g = groups[g].parent
+        if g is not None and g >= 0 and g not in index.body_node:
+            out.add(g)
+    return frozenset(out)
+
+
+def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labels: list[str],
+                routed: frozenset[int] = frozenset()) -> tuple[list[str], list[str]]:
     groups = capture.groups
     ng = len(groups)
+    routing = [""] * ng  # the content of the routed groups below each group, "" for none
     cols = index.cols
     ops, in_off, in_ref, out_off, out_ids = cols.op, cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
     sigs = [""] * ng
@@ -93,8 +132,16 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         # object as a reference, so equal blocks built from different string objects
         # would differ); it is an order of magnitude faster than repr
         data = marshal.dumps((grp.kind, cls, body, inputs, [w for w, _ in leaving]), 2)
+        below = [routing[~r] for r in refs if r < 0 and routing[~r]]
+        if g in routed:
+            # what routing chose is not the block's structure: its boundary is
+            content = hashlib.blake2b(data, digest_size=8).hexdigest()
+            routing[g] = hashlib.blake2b(marshal.dumps((content, below), 2), digest_size=8).hexdigest()
+            data = marshal.dumps(("routed", grp.kind, cls, inputs, [labels[v] for _, v in leaving]), 2)
+        elif below:
+            routing[g] = hashlib.blake2b(marshal.dumps(below, 2), digest_size=8).hexdigest()
         sigs[g] = hashlib.blake2b(data, digest_size=8).hexdigest()
-    return sigs
+    return sigs, routing
 
 
 def _siblings(index: Any, sigs: list[str]) -> list[tuple[int, int]]:

@@ -22,9 +22,14 @@ from capture.graph.device_memory import KEY as MEMORY_KEY
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .body_templates import body_wording
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
+from .experts import experts_words, lane_folds, router_words
+from .plumbing import container_plumbing_fold, plumbing_fold
 from .structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
+# What a routed group and a stack of layers routed differently say (structure.py).
+ROUTED_WORDING = "routed: which ops run depends on the data"
+ROUTING_DIFFERS = "routing differs per layer"
 KERNELS_LISTED = 16  # op names a function card lists
 SUBTREE_ITEMS = 60_000  # items one api/subtree answer may carry (Expand all fetches in one request)
 PARAM_ROLES = frozenset({"param", "variable"})  # what a group card counts as its parameters
@@ -292,7 +297,7 @@ class Pages:
             "kernels": kernels,
             "elided": self._elided(refs, elided, deps.near, lo, keys_of),
             "idle": [self._group_ref(~refs[pos]) for pos in idle],
-            "stacks": self._stacks(items) if span == 1 else [],
+            "stacks": self._stacks(items, edge_list, g) if span == 1 else [],
         }
         return view
 
@@ -456,6 +461,14 @@ class Pages:
             "inputs": [self.values.brief(v) for v in ins[:LIST_CAP]], "inputs_total": len(ins),
             "params": self._group_params(c), "structure": structure.signature[c],
         }
+        if structure.routing[c]:
+            extra["routing"] = structure.routing[c]  # what routing chose below it (viewer/projection/structure.py)
+        if c in structure.routed:
+            extra["routed"] = ROUTED_WORDING
+        role = (router_words(self.capture, ix, present, c)
+                or experts_words(self.capture, ix, present, c, self.names.is_weight)) if grp.kind == "module" else None
+        if role:
+            extra["role"] = role  # router: top-2 of 8, softmax scores (experts.py)
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
         for k in ("class", "path"):
             if isinstance(attrs.get(k), str) and attrs[k]:
@@ -550,7 +563,67 @@ class Pages:
                               "near": keys_of.get(at - lo) if at is not None else None})
         return {"count": len(positions), "ops": ops, "nodes": nodes}
 
-    def _stacks(self, items: list[dict]) -> list[dict]:
+    def _op_name(self, i: int) -> str | None:
+        """An op as a fold lists it: the function it ran in (``sdpa_mask``), or ``None``
+        when that is a forward (the container's own code)."""
+        f = self.index.frame(i)
+        fn = f.function.rsplit(".", 1)[-1] if f is not None else ""
+        if fn and fn not in ("forward", "__call__", "<module>") and not fn.startswith("<"):
+            return fn
+        return None
+
+    def _stacks(self, items: list[dict], edges: list[dict], g: int | None = None) -> list[dict]:
+        """The runs of items that repeat, each folding into one stack ``× count``, and the
+        plumbing that feeds the layers of the largest, folded into one card
+        (:mod:`viewer.projection.plumbing`)."""
+        out = self._runs(items)
+        if g is not None and g in self.structure().routed:
+            taken = {k for st in out for rep in st["members"] for k in rep}
+            lanes = lane_folds(self.capture, self.index, items, self.names.is_weight)
+            if lanes and not taken & {k for f in lanes for k in f["members"][0]}:
+                by_key = {it["key"]: it for it in items}
+                for f in lanes:
+                    for j, k in enumerate(f["members"][0]):
+                        by_key[k]["stack"] = {"key": f["key"], "repetition": 0, "offset": j}
+                out.extend(lanes)
+        fold = plumbing_fold(items, edges, out, self._op_name)
+        if fold is None and g is not None and not any(st.get("fold") is None for st in out):
+            fold = self._container_plumbing(items, edges)
+        if fold is not None:
+            position = {it["key"]: i for i, it in enumerate(items)}
+            fold["start"] = position[fold["members"][0][0]]
+            for j, k in enumerate(fold["members"][0]):
+                items[position[k]]["stack"] = {"key": fold["key"], "repetition": 0, "offset": j}
+            out.append(fold)
+        return out
+
+    def _container_plumbing(self, items: list[dict], edges: list[dict]) -> dict | None:
+        """The plumbing fold of a page without stacks whose layers sit in one of its
+        group items (BERT's encoder, beside the mask ops of BertModel): found by that
+        group's page, where some values enter every layer of its stack."""
+        signature = self.structure().signature
+        for it in items:
+            if it["type"] != "group" or it.get("card") != "group":
+                continue
+            kids = self.index.child_groups[it["id"] + 1]
+            if len(kids) < 2 or len({signature[k] for k in kids}) == len(kids):
+                continue  # no two children alike: not a container of layers
+            page = self.children(it["id"], None, False)
+            for st in page["stacks"]:
+                if st.get("fold") is not None or st["count"] < 2:
+                    continue
+                rep_of = {k: r for r, rep in enumerate(st["members"]) for k in rep}
+                reached: dict[int, set[int]] = {}
+                for e in page["edges"]:
+                    if e["source"].startswith("in:") and not e.get("weight") and e["target"] in rep_of:
+                        reached.setdefault(e["value"], set()).add(rep_of[e["target"]])
+                feeds = {v for v, reps in reached.items() if len(reps) == st["count"]}
+                if feeds:
+                    return container_plumbing_fold(items, edges, it["key"], feeds, st["count"] * st["period"],
+                                                   self._op_name)
+        return None
+
+    def _runs(self, items: list[dict]) -> list[dict]:
         """The runs of items that repeat, each folding into one stack ``× count``."""
         shown = list(enumerate(items))
         if len(shown) < 2:
@@ -570,16 +643,20 @@ class Pages:
             key = "s" + members[0][0]
             inner = [{"start": s, "period": p, "count": c}
                      for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
-            stack = {
+            run = {
                 "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
                 "label": f"{block_labels[0]} … {last_labels[-1]}",
                 "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
                 "inner": inner,
             }
+            # alike by structure, apart in what routing chose: the stack says so
+            reps = [[shown[start + r * period + j][1].get("routing", "") for j in range(period)] for r in range(count)]
+            if any(reps[0]) and any(rep != reps[0] for rep in reps):
+                run["routing"] = ROUTING_DIFFERS
             cost = _stack_cost([it for _, it in shown[start:start + period * count]], first)
             if cost is not None:
-                stack["cost"] = cost
-            out.append(stack)
+                run["cost"] = cost
+            out.append(run)
             for r, keys in enumerate(members):
                 for j, _ in enumerate(keys):
                     shown[start + r * period + j][1]["stack"] = {"key": key, "repetition": r, "offset": j}

@@ -60,6 +60,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import safe_read
 
 from capture.graph import graphfile
+from capture.graph.failure_text import readable_message
 from capture.graph.model import Capture, Frame, finite
 
 from capture.recipe import (
@@ -167,7 +168,7 @@ class _Entry:
         proj = self.projection()
         with self._lock:
             if self._lines is None:
-                self._lines = LineIndex.build(proj)
+                self._lines = proj.line_index()
             return self._lines
 
     @property
@@ -314,7 +315,7 @@ class ViewerServer:
             # with ``replaces``): it now shows this one.
             self.events.moved(int(replaces), cid)
         if capture.failure is not None:
-            self.publish("capture-failed", {"id": cid, "message": capture.failure.message,
+            self.publish("capture-failed", {"id": cid, "message": readable_message(capture.failure.message).text,
                                             "stage": capture.failure.stage})
         else:
             ready = {"id": cid, "title": str(title)}

@@ -77,7 +77,11 @@ installHooks({
 // Side panels float over the canvas: the renderer centres things in the part left visible.
 store.on("panels", ({ side }) => {
   document.querySelector(".workspace").classList.toggle("panel-open", !!side);
-  if (renderer) renderer.insetRight = side ? SIDE_PANEL_WIDTH : 0;
+  if (renderer) {
+    renderer.selected = store.selected; // the panel may open before the selection reaches the renderer
+    renderer.insetRight = side ? SIDE_PANEL_WIDTH : 0;
+    overlaysOnCanvas(renderer); // the minimap moved beside the panel
+  }
 });
 store.on("capture", ({ capture }) => {
   setVocabulary(capture.vocabulary);
@@ -159,7 +163,14 @@ async function boot() {
     settler.soon();
   };
   wireCanvas(canvas, minimap);
-  new ResizeObserver(() => renderer.resize()).observe($("stage"));
+  // Layouts are made for the screen they are shown on: a container taller than it
+  // continues in the next column (layout.worker.js). The whole canvas: a side panel
+  // opening or closing does not lay anything out again.
+  layout.setScreen(renderer.width, renderer.height);
+  new ResizeObserver(() => {
+    renderer.resize();
+    layout.setScreen(renderer.width, renderer.height);
+  }).observe($("stage"));
   matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => renderer.setPalette());
   setStatus("Laying out…");
   try {
@@ -218,6 +229,19 @@ function minimapVisibility() {
   // The overview helps only when the graph does not fit at readable detail.
   $("minimap").hidden = !(r.scene && (r.scene.w * READABLE_SCALE > r.width * 1.1 || r.scene.h * READABLE_SCALE > r.height * 1.1));
   if (!$("minimap").hidden) r.resize();
+  overlaysOnCanvas(r);
+}
+
+// What floats over the bottom of the canvas (the hint bar, the minimap), for Fit to keep
+// the graph out from under it.
+function overlaysOnCanvas(r) {
+  const stage = $("stage").getBoundingClientRect();
+  const hud = document.querySelector(".hud");
+  const hudBox = hud ? hud.getBoundingClientRect() : null;
+  r.hintHeight = hudBox && hudBox.height ? stage.bottom - hudBox.top + 4 : 0;
+  const m = $("minimap");
+  const box = !m.hidden ? m.getBoundingClientRect() : null;
+  r.minimapBox = box && box.width ? { w: stage.right - r.insetRight - box.left + 4, h: stage.bottom - box.top + 4 } : null;
 }
 
 function setStatus(text) {
@@ -241,7 +265,7 @@ function renderTitle(c) {
   const bits = [c.framework, c.backend, counts.nodes !== undefined ? `${Number(counts.nodes).toLocaleString("en-US")} nodes` : null].filter(Boolean);
   // Template nodes of unexecuted control-flow bodies are counted apart from the program.
   if (counts.template_nodes) bits.push(`${Number(counts.template_nodes).toLocaleString("en-US")} in unexecuted bodies`);
-  t.append("  ·  " + bits.join(" · "));
+  t.append(el("span", { class: "title-bits" }, bits.join(" · ")));
   t.title = `${c.title || ""} (${bits.join(", ")})`;
   document.title = `${c.title || "capture"} — TensorViz`;
 }
@@ -274,6 +298,11 @@ function renderCoverage(c) {
     parts.push(why);
   }
   if (cov.effects === "incomplete") parts.push("Effects are incomplete.");
+  if (cov.effects === "writes_state") {
+    // The forward changed the model's own state (a KV cache, running statistics): said, never "no effects".
+    const names = (c.meta && c.meta.state_writes) || [];
+    parts.push(`The forward writes the model's state: ${names.slice(0, 4).join(", ")}${names.length > 4 ? ` and ${names.length - 4} more` : ""}.`);
+  }
   const level = partial || cov.effects === "incomplete" ? "warn" : "info";
   const kind = partial ? "Partial" : cov.scope === "traced_program" ? "Traced program"
     : cov.scope === "abstract_forward" ? "Abstract" : "Eager";
@@ -319,7 +348,17 @@ function showFailure(c) {
   $("stage").classList.add("failed");
   document.body.classList.add("capture-failed"); // no graph: the canvas tools go away
   $("failure-title").textContent = f.type || "Capture failed";
-  $("failure-message").textContent = f.message || "";
+  // TensorViz's own failure is said to be so, never shown as the model's.
+  $("failure-kicker").textContent = f.stage === "internal" ? "TensorViz failed (a bug in TensorViz, not in your model)" : "Capture failed";
+  // The server cuts the message to what a person reads; the whole text stays one click away.
+  const readable = f.readable || { text: f.message || "", cut: false };
+  $("failure-message").textContent = readable.text;
+  const whole = $("failure-whole");
+  whole.hidden = !readable.cut;
+  if (readable.cut) {
+    $("failure-whole-summary").textContent = `The whole message (${readable.lines > 1 ? readable.lines + " lines" : (f.message || "").length + " characters"})`;
+    $("failure-whole-text").textContent = f.message || "";
+  }
   const facts = $("failure-facts");
   clear(facts);
   const rows = [["stage", f.stage], ["framework", c.framework], ["backend", c.backend], ["profile", c.recipe && c.recipe.model]];
@@ -339,7 +378,7 @@ function showFailure(c) {
     $("failure-details-title").hidden = false;
     details.replaceWith(Object.assign(jsonView(f.details), { id: "failure-details" }));
   }
-  banners.set("failure", "error", "Failed", `Capture failed at ${f.stage || "trace"}: ${f.message || f.type}`);
+  banners.set("failure", "error", "Failed", `Capture failed at ${f.stage || "trace"}: ${readable.text || f.type}`);
   setStatus("");
 }
 
@@ -713,15 +752,19 @@ async function relayoutWith(status, action) {
 
 // Every group opened, every stack unfolded: one api/subtree request, one layout request.
 // Resolves when the scene is laid out (window.tensorviz.expandAll()).
-function expandAll() {
+function expandAll({ wrap = true } = {}) {
+  // Everything open: laid out for the screen (a tall group continues in the next column).
+  layout.wrapping = wrap;
   return relayoutWith("Expanding everything…", () => store.expandAll());
 }
 
 function collapseAll() {
+  layout.wrapping = false; // back to the first view's reading, top to bottom
   return relayoutWith("Collapsing…", () => store.collapseAll());
 }
 
 function expandToDepth(n) {
+  layout.wrapping = true;
   return relayoutWith(`Expanding to depth ${n}…`, () => store.setDepth(n));
 }
 

@@ -30,26 +30,31 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
+import shlex
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from capture.frameworks import framework_names
+from capture.graph.failure_text import cut_note, readable_message
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.model import Capture
-from capture.recipe import RecipeError
+from capture.recipe import MODEL_DTYPES, RecipeError
 from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
 from capture.session.checks import workspace_python
 from capture.worker.limits import Limits
-from capture.worker.protocol import environment_needed, inputs_needed
+from capture.worker.protocol import environment_needed, inputs_needed, model_dependencies, shadowed_libraries
+from capture.worker.shadowing import shadowing_note
 
 from ...recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
 from ..setup_check import describe, example_value, fixed_command, setup_problems
 from ..shorthand import (
     GRAMMAR_HELP,
+    STEP_HELP,
     ArgumentError,
     Discovered,
     ShorthandError,
@@ -59,6 +64,7 @@ from ..shorthand import (
     default_profile_name,
     discover_symbol,
     factory_ref,
+    integer_tensor_without_generator,
     names_for,
     parse_target,
     profile_for_target,
@@ -76,7 +82,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "capture",
         help="capture a saved setup (or FILE.py:SYMBOL with --input …) into a .tvg graph file",
-        description=DESCRIPTION, epilog=GRAMMAR_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION, epilog=GRAMMAR_HELP + "\n" + STEP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_setup_options(p)
     p.add_argument("-o", "--output", metavar="OUT.tvg", help=f"graph file to write (default: {CAPTURES_DIR.as_posix()}/NAME.tvg)")
@@ -95,6 +102,10 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--init", action="append", default=[], metavar="[NAME=]VALUE",
                    help="shorthand: a constructor argument (repeatable), e.g. width=8 or "
                         "'config=GPTConfig(n_layer=4, n_embd=128)'; VALUE below")
+    p.add_argument("--then", action="append", default=[], metavar="STEP",
+                   help="shorthand: a step after construction (repeatable, in order), e.g. "
+                        "'model.setup_caches(max_batch_size=1, max_seq_length=64)' or \"config.model_type='gpt-nano'\"; "
+                        "STEP below")
     p.add_argument("--init-factory", metavar="REF",
                    help="shorthand: a function of yours that builds the model, MODULE:FUNCTION or FILE.py:FUNCTION "
                         "(called with no arguments; returns the module, a bound Linen module, an NNX module or a "
@@ -108,6 +119,9 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
                                "storage: models larger than memory)")
     evidence.add_argument("--eager", dest="evidence", action="store_const", const="eager",
                           help="shorthand (Torch): run the model (the default; undoes a saved --abstract)")
+    p.add_argument("--dtype", choices=MODEL_DTYPES, metavar="DTYPE",
+                   help="shorthand (Torch): build the model in this floating dtype (bfloat16, float16, float32, "
+                        "float64); default: the model's own, a transformers config's dtype when it names one")
     # Read when the parser is built, so a test plug-in (TENSORVIZ_TEST_PLUGINS) is a choice too.
     names = framework_names()
     p.add_argument("--framework", choices=names,
@@ -187,11 +201,11 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
         except RecipeError as exc:
             raise ShorthandError(f"the shorthand does not make a valid setup: {exc}") from None
     else:
-        if (args.input or args.init or args.framework or args.device or args.seed is not None
+        if (args.input or args.init or args.then or args.framework or args.device or args.seed is not None
                 or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
-                or args.init_factory or args.inputs_factory or args.evidence or args.mesh):
+                or args.init_factory or args.inputs_factory or args.evidence or args.dtype or args.mesh):
             raise ShorthandError(
-                "--input/--init/--init-factory/--inputs-factory/--abstract/--framework/--device/--seed/--mesh/"
+                "--input/--init/--then/--init-factory/--inputs-factory/--abstract/--dtype/--framework/--device/--seed/--mesh/"
                 "--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
@@ -248,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
     for problem in result.problems:
         print(f"tensorviz capture: {problem}", file=sys.stderr)
     if result.capture.failure is not None:
-        print(describe_failure(result.capture), file=sys.stderr, end="")
+        print(describe_failure(result.capture, graph_file=result.graph_file), file=sys.stderr, end="")
         return 1
     # A history that could not keep the capture leaves the graph file standing: 0.
     return 0 if result.graph_file is not None else 1
@@ -265,11 +279,15 @@ def capture_in_session(
     progress: Callable[[str, float | None], None],
     log: Callable[[str], None],
     output: Path | None = None,
+    installed: frozenset[str] | set[str] = frozenset(),
 ) -> SessionResult:
     """:func:`capture.session.run_session` for a command typed in a terminal: trusted (the
     user typed it), no editor buffers, a one-shot worker, ended when the user interrupts
     (Ctrl-C, SIGTERM, SIGHUP). Says on stderr which interpreter runs the model's code,
-    and why that one: the CLI asks no trust question, but it never runs code silently."""
+    and why that one: the CLI asks no trust question, but it never runs code silently.
+    When the model's own libraries are missing from that interpreter, offers their
+    install (:func:`offer_model_dependencies`) and, once it ran, captures again
+    (``installed``: what was installed already, never offered twice)."""
     print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, args.python)}", file=sys.stderr)
     request = CaptureRequest(
         workspace, profile, python=args.python, env=env, progress=progress, log=log, output=output,
@@ -277,10 +295,51 @@ def capture_in_session(
     )
     with terminate_like_interrupt():
         try:
-            return run_session(request)
+            result = run_session(request)
         except KeyboardInterrupt:
             request.cancel.set()
             raise
+    shadowed = shadowed_libraries(result.capture.meta if result.capture.failure is None
+                                  else result.capture.failure.details)
+    if shadowed:
+        print(f"tensorviz {command}: note: {shadowing_note(shadowed)}", file=sys.stderr)
+    wanted = model_dependencies(result.capture.failure)
+    if wanted is not None and not set(wanted["missing"]) & installed and offer_model_dependencies(command, result):
+        print(f"tensorviz {command}: capturing again", file=sys.stderr)
+        return capture_in_session(command, workspace, profile, args, timeout=timeout, env=env, progress=progress,
+                                  log=log, output=output, installed=installed | set(wanted["missing"]))
+    return result
+
+
+def offer_model_dependencies(command: str, result: SessionResult,
+                             ask: Callable[[str], str] | None = None) -> bool:
+    """When the model's import failed for libraries the capture interpreter lacks: show
+    the exact install command and, in a terminal, run it only if the person says yes
+    (nothing is installed otherwise). True when it ran and succeeded (capture again)."""
+    wanted = model_dependencies(result.capture.failure)
+    if wanted is None:
+        return False
+    cmd = wanted["install"]
+    print(f"tensorviz {command}: the model imports {', '.join(wanted['missing'])}, which the capture interpreter "
+          f"{wanted['python']} lacks (a model's own libraries belong in the interpreter that captures it). "
+          f"To install, run:\n  {shlex.join(cmd)}", file=sys.stderr)
+    if ask is None:
+        if not (sys.stdin.isatty() and sys.stderr.isatty()):
+            return False  # no one to ask: nothing is installed
+        ask = input
+    try:
+        answer = ask("Run this command now? [y/N] ").strip().lower()
+    except EOFError:
+        answer = ""
+    if answer not in ("y", "yes"):
+        print(f"tensorviz {command}: nothing was installed", file=sys.stderr)
+        return False
+    done = subprocess.run(cmd, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        print(f"tensorviz {command}: the install failed (exit status {done.returncode}); nothing else was changed",
+              file=sys.stderr)
+        return False
+    return True
 
 
 class Terminated(KeyboardInterrupt):
@@ -327,12 +386,25 @@ def interpreter_note(workspace: Path, python: str | None) -> str:
             "--python PATH chooses another)")
 
 
-def describe_failure(capture: Capture, command: str = "capture") -> str:
-    """The failure as a few lines for a terminal, headed ``tensorviz COMMAND:``."""
+def describe_failure(capture: Capture, command: str = "capture", graph_file: Path | None = None) -> str:
+    """The failure as a few lines for a terminal, headed ``tensorviz COMMAND:``: the
+    message cut to what a person reads (:func:`capture.graph.failure_text.readable_message`),
+    the frames, and where the whole text is (``tensorviz inspect`` of the graph file
+    written, which keeps it whole). TensorViz's own failure (stage ``internal``) says so."""
     f = capture.failure
     assert f is not None
-    lines = [f"tensorviz {command}: [{f.stage}] {f.type}: {f.message}"]
+    short = readable_message(f.message)
+    lines = [f"tensorviz {command}: [{f.stage}] {f.type}: {short.text}"]
     lines += [f"    {line}" for line in frame_lines(f)]
+    if graph_file is not None:
+        cause = f.details.get("cause") if f.stage == "internal" and isinstance(f.details, dict) else None
+        whole = readable_message(cause) if isinstance(cause, str) else short
+        note = cut_note(whole, f"tensorviz inspect {shlex.quote(_shown_path(graph_file))}")
+        if note:
+            lines.append(f"    {note}")
+    if f.stage == "internal":
+        lines.append("    this is TensorViz's own failure, not your model's: please report it with the lines above "
+                     "(capture again with -v for the worker's whole output)")
     for need in inputs_needed(f):
         name = f" ({need['name']})" if need["name"] else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
@@ -366,6 +438,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     discovered: Discovered | None = None
     try:
         discovered = discover_symbol(target, getattr(args, "python", None))
+        args._discovered = discovered
     except ShorthandError:
         if args.framework is None and (existing is None or not existing.framework_explicit):
             raise
@@ -389,9 +462,11 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             init_factory=init_factory,
             inputs_factory=inputs_factory,
             evidence=args.evidence,
+            dtype=args.dtype,
             mesh=args.mesh,
             resolve=names_for(target, discovered),
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
+            steps=args.then,
         )
     except ArgumentError as exc:
         example = _argument_example(exc, discovered)
@@ -403,8 +478,33 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             argv = _typed_arguments(args)
             command = fixed_command(args.command, shown, argv, problems, args.profile)
             raise ShorthandError(describe(problems, shown, command))
+    if discovered is not None:
+        _note_zero_tokens(args, recipe)
     save_profile(target.workspace, recipe)
     return target.workspace, recipe.name
+
+
+def _note_zero_tokens(args: argparse.Namespace, recipe: Any) -> None:
+    """Token ids given as ``int64[1,16]`` whose vocabulary TensorViz cannot tell (an init
+    factory builds the model, or a config built another way) stay zeros: say so, and how
+    to draw ids that vary, instead of capturing one embedding row silently."""
+    kwargs = dict(recipe.inputs.kwargs)
+    for text in args.input:
+        name, sep, value = text.partition("=")
+        desc = kwargs.get(name.strip()) if sep else None
+        if desc is None or not integer_tensor_without_generator(value):
+            continue
+        if getattr(desc, "generator", None) is not None and desc.generator.kind == "zeros" and \
+                _is_token_input(args, name.strip()):
+            print(f"tensorviz {args.command}: note: --input {name.strip()}: token ids are all zeros, since nothing "
+                  f"tells TensorViz the vocabulary size; give {name.strip()}={value.strip()}:randint(0,N) for ids "
+                  "below N", file=sys.stderr)
+
+
+def _is_token_input(args: argparse.Namespace, name: str) -> bool:
+    discovered = getattr(args, "_discovered", None)
+    cand = discovered.candidate if discovered is not None else None
+    return cand is not None and any(i.name == name and i.token is not None for i in cand.call_inputs)
 
 
 def check_saved_profile(args: argparse.Namespace, workspace: Path, profile: str) -> None:
@@ -451,17 +551,32 @@ def _argument_example(exc: ArgumentError, discovered: Discovered | None) -> str 
 
 def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     """The shorthand's setup arguments as typed, for a command line that would work."""
-    out: list[tuple[str, str | None]] = [("--init", t) for t in args.init] + [("--input", t) for t in args.input]
+    out: list[tuple[str, str | None]] = [("--init", t) for t in args.init] + [("--then", t) for t in args.then] \
+        + [("--input", t) for t in args.input]
     for flag, value in (("--init-factory", args.init_factory), ("--inputs-factory", args.inputs_factory),
                         ("--framework", args.framework), ("--device", args.device), ("--checkpoint", args.checkpoint),
-                        ("--fixture", args.fixture), ("--mesh", args.mesh)):
+                        ("--fixture", args.fixture), ("--dtype", args.dtype),
+                        ("--mesh", args.mesh)):
         if value:
             out.append((flag, value))
     if args.seed is not None:
         out.append(("--seed", str(args.seed)))
     if args.evidence:
         out.append((f"--{args.evidence}", None))
+    # How the worker runs, as given: the command that would work runs where this one would.
+    for flag, value in (("--python", getattr(args, "python", None)), ("--workspace", getattr(args, "workspace", None))):
+        if value:
+            out.append((flag, value))
+    out += [("--env", item) for item in getattr(args, "env", None) or []]
     return out
+
+
+def _shown_path(path: Path) -> str:
+    """``path`` relative to the current folder when it is below it, else absolute."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _shown_file(target: Target) -> str:

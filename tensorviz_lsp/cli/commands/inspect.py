@@ -17,7 +17,7 @@ from capture.graph.frame_repeats import frame_lines
 from capture.graph.sharding import devices_text, mesh_text
 from capture.graph.tables import NodeTable
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
-from viewer.projection.cost import executed_totals
+from viewer.projection.cost import executed_totals, si
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -58,13 +58,6 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _si(x: float, unit: str) -> str:
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
-
-
 def _jsonable(obj: object) -> object:
     if isinstance(obj, bytes):
         return obj.hex()
@@ -78,7 +71,10 @@ def summary(capture: Capture) -> str:
         f"framework:  {capture.framework} {capture.framework_version}".rstrip(),
         f"coverage:   {cov.scope}, {cov.status}"
         + (f" ({', '.join(cov.reasons)})" if cov.reasons else "")
-        + f", effects {cov.effects}",
+        + f", effects {cov.effects}"
+        + (f" ({', '.join(map(str, (capture.meta.get('state_writes') or [])[:6]))}"
+           f"{' …' if len(capture.meta.get('state_writes') or []) > 6 else ''})"
+           if cov.effects == "writes_state" else ""),
         f"counts:     {len(capture.nodes):,} nodes, {len(capture.values):,} values, "
         f"{len(capture.groups):,} groups, {len(capture.frames):,} frames",
     ]
@@ -120,14 +116,19 @@ def summary(capture: Capture) -> str:
     if totals is not None:
         # What the program costs (tensorviz summary gives it per layer).
         unc = totals["uncounted"]
-        lines.append(f"cost:       {_si(totals['flops'], 'FLOPs')} (a multiply-add counts 2), "
-                     f"{_si(totals['bytes'], 'B')} moved (unfused); "
+        lines.append(f"cost:       {si(totals['flops'], 'FLOPs')} (a multiply-add counts 2), "
+                     f"{si(totals['bytes'], 'B')} moved (unfused); "
                      + (f"{unc:,} op{'s' * (unc != 1)} uncounted" if unc else "every op counted")
                      + "; per layer: tensorviz summary")
     if capture.failure is not None:
         f = capture.failure
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")
         lines += [f"            {line}" for line in frame_lines(f)]
+        cause = f.details.get("cause") if f.stage == "internal" and isinstance(f.details, dict) else None
+        if isinstance(cause, str) and cause:
+            # TensorViz's own failure: the exception's whole text (the message has its start).
+            lines.append("cause:")
+            lines += [f"            {line}" for line in cause.splitlines()]
     return "\n".join(lines) + "\n"
 
 

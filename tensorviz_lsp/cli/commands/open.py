@@ -19,7 +19,7 @@ from pathlib import Path
 
 from capture.session import SessionResult
 
-from ..shorthand import GRAMMAR_HELP
+from ..shorthand import GRAMMAR_HELP, STEP_HELP
 from .capture import (
     add_setup_options,
     add_worker_options,
@@ -41,7 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "open",
         help="capture FILE.py:SYMBOL (or a saved --profile) and serve it in the viewer",
-        description=DESCRIPTION, epilog=GRAMMAR_HELP, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=DESCRIPTION, epilog=GRAMMAR_HELP + "\n" + STEP_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_setup_options(p)
     add_worker_options(p, timeout_flag="--capture-timeout")
@@ -82,5 +83,5 @@ def capture_profile(command: str, workspace: Path, profile: str, args: argparse.
     for problem in result.problems:
         print(f"tensorviz {command}: {problem}", file=sys.stderr)
     if result.capture.failure is not None:
-        print(describe_failure(result.capture, command), file=sys.stderr, end="")
+        print(describe_failure(result.capture, command, result.graph_file), file=sys.stderr, end="")
     return result

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from capture.graph import graphfile
+from viewer.projection.cost import si
 
 DEFAULT_DEPTH = 3
 
@@ -85,8 +86,8 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if args.device == "list":
         for d in table.values():
-            peaks = ", ".join(f"{k} {_si(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
-            print(f"{d.name:16} {d.label}: {peaks}; {_si(d.bandwidth, 'B/s')}" + (f" ({d.note})" if d.note else ""))
+            peaks = ", ".join(f"{k} {si(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
+            print(f"{d.name:16} {d.label}: {peaks}; {si(d.bandwidth, 'B/s')}" + (f" ({d.note})" if d.note else ""))
         return 0
     device = None
     if args.device is not None:
@@ -136,15 +137,8 @@ def _run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- formatting
 
 
-def _si(x: float, unit: str) -> str:
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
-
-
 def flops_text(x: int) -> str:
-    return _si(x, "FLOPs") if x else "0"
+    return si(x, "FLOPs") if x else "0"
 
 
 def bytes_text(x: float) -> str:

@@ -57,8 +57,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"tensorviz view: showing the graph's sources from {workspace} (they match there)", file=sys.stderr)
     # A graph file of unknown origin: its recorded sources must not widen what is served,
     # and without --workspace the current folder (a home directory?) is not browsable.
-    return serve("view", capture, Path(args.file).name, workspace, args, trusted_sources=False,
+    return serve("view", capture, capture_title(capture, Path(args.file)), workspace, args, trusted_sources=False,
                  browse_workspace=args.workspace is not None)
+
+
+def capture_title(capture: Capture, file: Path) -> str:
+    """What the page is titled by: the profile the capture came from (as ``tensorviz
+    open`` and the editor title it), else the model it captured, else the file's name."""
+    recipe = capture.recipe if isinstance(capture.recipe, dict) else {}
+    name, model = recipe.get("name"), recipe.get("model")
+    if isinstance(name, str) and name:
+        return name
+    if isinstance(model, str) and ":" in model:
+        return model.rpartition(":")[2]
+    return file.name
 
 
 def recorded_workspace(capture: Capture, file: Path, cwd: Path) -> Path:
@@ -110,11 +122,14 @@ def serve(command: str, capture: Capture, title: str, workspace: Path | None, ar
     if not args.no_browser:
         open_browser(url)
     try:
-        _wait(args.timeout)
+        timed_out = _wait(args.timeout)
     except KeyboardInterrupt:
-        pass
+        timed_out = False
     finally:
         server.stop()
+    if timed_out:
+        # --timeout: the viewer stops saying so, not silently.
+        print(f"tensorviz {command}: stopped serving after {args.timeout:g} s (--timeout)", file=sys.stderr)
     return 0
 
 
@@ -128,7 +143,8 @@ def open_browser(url: str) -> None:
     threading.Thread(target=webbrowser.open, args=(url,), name="open-browser", daemon=True).start()
 
 
-def _wait(timeout: float | None) -> None:
+def _wait(timeout: float | None) -> bool:
+    """Block until SIGTERM (False) or ``timeout`` seconds passed (True)."""
     stop = threading.Event()
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, lambda signum, frame: stop.set())
@@ -136,5 +152,6 @@ def _wait(timeout: float | None) -> None:
     # Short waits so that Ctrl-C is seen at once on every platform.
     while not stop.is_set():
         if deadline is not None and time.monotonic() >= deadline:
-            return
+            return True
         stop.wait(0.2 if deadline is None else min(0.2, max(0.0, deadline - time.monotonic())))
+    return False

@@ -65,6 +65,23 @@ def app(browser, served, close_pages):
     return a
 
 
+def test_toolbar_title_is_not_cut_at_1400_px(browser, served, close_pages):
+    """Issue 36 item 7: the name and what follows it (framework, backend, node count) both
+    show whole in a 1,400 px window; the tooltip still carries all of it."""
+    a = open_app(browser, served.server.url_for(served.ids.eager), viewport={"width": 1400, "height": 900})
+    close_pages.append(a)
+    a.js("() => { document.querySelector('#btn-setup').hidden = false; }")  # as an editor's viewer shows it
+    parts = a.js(
+        """() => [...document.querySelectorAll('#title > *')].map(e => ({
+            text: e.textContent, cut: e.scrollWidth > e.clientWidth + 1}))"""
+    )
+    assert [p["text"] for p in parts] == ["eager torch", "torch · torch_eager · 300 nodes"]
+    assert not any(p["cut"] for p in parts), parts
+    title = a.page.locator("#title")
+    assert title.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+    assert "eager torch" in title.get_attribute("title")
+
+
 def test_page_loads_under_the_servers_csp_and_paints_the_graph(app, served):
     resp = app.page.request.get(served.server.url)
     assert resp.headers["content-security-policy"] == CSP

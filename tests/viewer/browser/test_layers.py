@@ -93,17 +93,23 @@ def test_the_first_view_opens_the_trunk_and_keeps_the_head_beside_it_closed(brow
     assert app.unexpected_errors() == []
 
 
-def test_expand_all_keeps_a_stack_in_one_column_with_no_label_over_a_label_or_a_card(browser, served, close_pages):
+def test_expand_all_lays_a_stack_out_in_columns_with_no_label_over_a_label_or_a_card(browser, served, close_pages):
     app = _open(browser, served, close_pages, "llama")
     app.js("async () => { await window.tensorviz.expandAll(); }")
     infos = app.js(INFOS)
     layers = [k for k, i in infos.items() if i["role"] == "LlamaDecoderLayer"]
     assert len(layers) == 4 and all(infos[k]["open"] for k in layers)
     rects = [app.item_rect(k) for k in layers]
-    centres = [r["x"] + r["w"] / 2 for r in rects]
-    # one column: before, each layer stood about a quarter of a layer to the right of the last
-    assert max(centres) - min(centres) <= 0.02 * rects[0]["w"]
-    assert all(b["y"] > a["y"] for a, b in zip(rects, rects[1:]))
+    # Laid out for the screen (issue 36 item 6): the layers continue in the next column
+    # rather than one thin column, each column's blocks aligned, in reading order.
+    columns: list[list[dict]] = []
+    for r in rects:
+        if columns and r["y"] > columns[-1][-1]["y"] and abs(r["x"] - columns[-1][-1]["x"]) < 0.02 * r["w"]:
+            columns[-1].append(r)
+        else:
+            assert not columns or r["x"] >= columns[-1][-1]["x"] + columns[-1][-1]["w"] - 0.5, rects
+            columns.append([r])
+    assert len(columns) >= 2, rects
     placed = 0
     for c in app.js("() => window.tensorviz.edgeLabels()"):
         labels = c["labels"]

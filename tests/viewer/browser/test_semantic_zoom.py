@@ -95,17 +95,16 @@ def test_after_expand_all_at_fit_frame_names_stay_inside_their_frames(browser, l
     app = _open(browser, llama, close_pages)
     app.js("async () => { await window.tensorviz.expandAll(); }")
     s, far = _far_at_fit(app)
-    assert s < 0.1
+    assert s < 0.3  # below the titles' level of detail (wrapped for the screen: larger than before)
     frames = [f for f in far if f["frame"]]
     # no name stands beside a frame, wider than the thin column it names, where the frame
     # could hold a line of text (14.5 px wide: only a deeper model's column is narrower)
     wide = [f for f in frames if f["of"]["w"] * s >= 14.5]
     assert wide and all(_within(f["box"], f["of"], 0.5 / s) and not f["beside"] for f in wide), \
         [(f["full"], f["box"], f["of"]) for f in wide if not _within(f["box"], f["of"], 0.5 / s)]
-    # each decoder layer is still named: down its side, the frame being narrow and tall
+    # each decoder layer is still named, across its frame or down its side
     layers = [f for f in frames if f["full"].startswith("layers.") and f["full"].endswith("· LlamaDecoderLayer")]
-    assert len(layers) == 4 and all(f["vertical"] and f["text"].startswith("layers.") for f in layers)
-    assert all(f["of"]["w"] * s < 80 for f in layers)  # narrow: across, the name would not fit
+    assert len(layers) == 4 and all(f["text"].startswith("layers.") for f in layers)
     assert app.unexpected_errors() == []
 
 

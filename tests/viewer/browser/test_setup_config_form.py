@@ -28,6 +28,7 @@ from capture import recipe as recipe_model
 from capture.graph import graphfile
 from config_models import JAX_CONFIGS, MY_LLAMA, NANO_GPT
 from tensorviz_lsp.backends import RealBackends
+from tensorviz_lsp.features.form_values import read_form_recipe
 from tensorviz_lsp.features.setup_form import INIT_CONTRACTS, SetupContext, draft_recipe, setup_form, setup_needs
 from viewer.server.app import ViewerServer
 
@@ -168,9 +169,12 @@ def served(tmp_path):
         return _form(root, cand, "model:GPT", recipe)
 
     def save(name, recipe):
-        errors = backends.save_profile(root, name, recipe)
+        # As the language server's save hook (ViewerSetup.save_from_viewer): the form's
+        # texts (values, the steps box) read and checked, then validated and written.
+        read, errors = read_form_recipe(root, name, recipe, cand)
+        errors = errors or backends.save_profile(root, name, read)
         if not errors:
-            saved.append((name, recipe))
+            saved.append((name, read))
         return errors
 
     server = ViewerServer(setup_provider=provider, save_profile=save, start_capture=started.append)
@@ -209,11 +213,11 @@ def test_the_config_group_saves_only_what_changed(browser, served, close_pages):
         group.locator(f"[data-config-field={name}] input").fill(value)
     assert card.locator("[name=generator-high]").input_value() == "100"
     card.locator("input[name=shape]").fill("1, 16")
-    # A call typed where a literal goes is refused, not saved as a string.
+    # A call typed where a number goes is refused, not saved as a string.
     group.locator("[data-config-field=dropout] input").fill("Dropout(0.1)")
     page.click("#setup-save")
     page.locator("#setup-errors li").first.wait_for()
-    assert "is a call; the form saves literals only" in page.locator("#setup-errors").inner_text()
+    assert "dropout: expected a number (e.g. 0.1), got Dropout(0.1)" in page.locator("#setup-errors").inner_text()
     assert served.saved == []
     group.locator("[data-config-field=dropout] input").fill("0.0")  # the default again: not written
     page.click("#setup-save")
@@ -297,7 +301,11 @@ def served_llama(tmp_path):
     def provider(profile):
         return _form(root, cand, "llama:MyLlama")
 
-    server = ViewerServer(setup_provider=provider, save_profile=lambda name, recipe: backends.save_profile(root, name, recipe),
+    def save(name, recipe):
+        read, errors = read_form_recipe(root, name, recipe, cand)
+        return errors or backends.save_profile(root, name, read)
+
+    server = ViewerServer(setup_provider=provider, save_profile=save,
                           start_capture=started.append)
     server.start()
     try:

@@ -261,7 +261,8 @@ function drawClosedGroup(dl, it, ctx, p, band) {
   }
   // A second sheet behind the card says "there is more inside"; a stack of identical
   // blocks shows a deeper pile.
-  for (const d of it.type === "stack" ? [8, 4] : [4]) out.push(rect(it.x + d, it.y + d, it.w, it.h, 7, ks.fill, ks.stroke, 1));
+  // (A plumbing card or an expert's lane folds things that are not repetitions: one sheet.)
+  for (const d of it.type === "stack" && !it.card.fold ? [8, 4] : [4]) out.push(rect(it.x + d, it.y + d, it.w, it.h, 7, ks.fill, ks.stroke, 1));
   out.push(rect(it.x, it.y, it.w, it.h, 7, ks.fill, ks.stroke, 1.4, kind === "body" ? [6, 4] : null)); // body: a template, not executed
   boxTexts(out, it, ctx, p, band, ks.text, ks.stroke, ks.stroke);
 }
@@ -353,7 +354,7 @@ function drawFrame(dl, it, ctx, p, band) {
   const bits = [name];
   if (wording && wording !== kind) bits.push(wording);
   const twin = it.item.twin;
-  if (twin && twin.count > 1) bits.push(`≡ ${twin.index + 1} of ${twin.count} identical`);
+  if (twin && twin.count > 1) bits.push(twinWords(twin));
   const idle = idleWords(it.item);
   if (idle) bits.push(idle);
   const full = bits.join("  ·  ");
@@ -366,13 +367,21 @@ function drawFrame(dl, it, ctx, p, band) {
 }
 
 // The modules inside a group that ran no op (eval-mode dropout), named in its card and
-// its frame's header instead of drawn: `idle: attn_dropout, resid_dropout`.
+// its frame's header instead of drawn, saying why they are not there:
+// `ran no op: attn_dropout, resid_dropout`.
 export function idleWords(item) {
   const idle = (item && item.idle) || [];
   if (!idle.length) return "";
   const names = idle.slice(0, 3).map((x) => String(x.name || x.title || x.key));
   const total = item.idle_total ?? idle.length;
-  return `idle: ${names.join(", ")}${total > names.length ? ` +${total - names.length}` : ""}`;
+  return `ran no op: ${names.join(", ")}${total > names.length ? ` +${total - names.length}` : ""}`;
+}
+
+// A block with the same structure as others elsewhere (Model Explorer's identical
+// groups), said in words: `≡ same as 8 other blocks (9 of 9)`.
+export function twinWords(twin) {
+  const others = twin.count - 1;
+  return `≡ same as ${others} other block${others === 1 ? "" : "s"} (${twin.index + 1} of ${twin.count})`;
 }
 
 function drawPill(out, it, ctx, p, band) {

@@ -23,6 +23,8 @@ export class Renderer {
     this.minimap = minimap;
     this.mctx = minimap ? minimap.getContext("2d") : null;
     this.scene = null;
+    /** @type {{key: string, x: number, y: number, cam: {s: number, tx: number, ty: number}} | null} */
+    this.followed = null; // the card Readable centred on, followed while layouts settle (keepFollowed)
     this.cam = { tx: 0, ty: 0, s: 1 };
     this.selected = null;
     this.flash = null;
@@ -36,7 +38,12 @@ export class Renderer {
     this.onDraw = null;
     this.minimapCache = null;
     this.hatch = null;
-    this.insetRight = 0; // CSS px of the canvas covered by a side panel
+    this._insetRight = 0; // CSS px of the canvas covered by a side panel
+    // What floats over the canvas at its bottom (app.js sets them): the hint bar's height,
+    // and the minimap's box at the bottom right (null while it is hidden). Fit keeps the
+    // graph out from under them.
+    this.hintHeight = 0;
+    this.minimapBox = null;
     this.overlay = null; // (ctx, renderer) => draws over the items, under the selection (diff.js)
     this.dl = []; // the frame's draw list, reused
     this.farDrawn = []; // the far names the last frame drew (semantic zoom), for the hooks
@@ -86,7 +93,26 @@ export class Renderer {
   setScene(scene) {
     this.scene = scene;
     this.minimapCache = null;
+    this.keepFollowed();
     this.requestDraw();
+  }
+
+  // After Readable, the card it centred on stays centred while the containers around it
+  // are laid out for real (an estimated container in view gets its real layout, and what
+  // is in it moves): until the camera is moved some other way, the view moves with the card.
+  keepFollowed() {
+    const f = this.followed;
+    if (!f || !this.scene) return;
+    const c = this.cam;
+    if (c.s !== f.cam.s || c.tx !== f.cam.tx || c.ty !== f.cam.ty) {
+      this.followed = null; // the person (or Fit, a search) moved the view since
+      return;
+    }
+    const it = this.scene.byKey.get(f.key);
+    if (!it) return;
+    c.tx += (f.x - it.x) * c.s;
+    c.ty += (f.y - it.y) * c.s;
+    this.followed = { key: f.key, x: it.x, y: it.y, cam: { s: c.s, tx: c.tx, ty: c.ty } };
   }
 
   // ------------------------------------------------------------------ camera
@@ -115,30 +141,116 @@ export class Renderer {
     this.requestDraw();
   }
 
+  // A side panel covers the right of the canvas (the inspector, the setup form).
+  get insetRight() {
+    return this._insetRight;
+  }
+
+  set insetRight(px) {
+    const grew = (px || 0) > this._insetRight;
+    this._insetRight = px || 0;
+    if (grew) this.revealSelected();
+  }
+
+  // The selected item, when a side panel now covers it, moved into the part of the canvas
+  // left visible (nothing moves when it is in sight already: a double-click's second
+  // click still lands on what its first one selected).
+  revealSelected() {
+    const it = this.selected && this.scene && this.scene.byKey.get(this.selected);
+    if (!it) return;
+    const view = this.width - this._insetRight;
+    const [x0] = this.toScreen(it.x, it.y);
+    const [x1] = this.toScreen(it.x + it.w, it.y);
+    if (x1 <= view - 8) return;
+    // Its right edge in sight, or its middle when it is wider than what is left.
+    const want = it.w * this.cam.s > view - 48 ? view / 2 - (x0 + x1) / 2 : view - 24 - x1;
+    this.cam.tx += want;
+    this.requestDraw();
+  }
+
+  // The part of the canvas a Fit uses: beside a side panel, above the hint bar, and beside
+  // or above the minimap, whichever leaves the larger graph ({x, y, w, h} in CSS px).
+  fitArea(b) {
+    const view = this.width - this.insetRight;
+    const hint = this.hintHeight;
+    const m = this.minimapBox;
+    const above = { x: 0, y: 0, w: view, h: this.height - Math.max(hint, m ? m.h : 0) };
+    if (!m) return above;
+    const beside = { x: 0, y: 0, w: view - m.w, h: this.height - hint };
+    const k = (a) => Math.min(a.w / Math.max(b.w, 1), a.h / Math.max(b.h, 1));
+    return k(beside) > k(above) ? beside : above;
+  }
+
   // Fit never zooms past 100 %: a small graph is shown at readable size, not blown up.
   fitScale() {
     if (!this.scene) return 1;
     const pad = 32;
-    return Math.min((this.width - this.insetRight - 2 * pad) / this.scene.w, (this.height - 2 * pad) / this.scene.h, READABLE_SCALE);
+    const a = this.fitArea(this.scene);
+    return Math.min((a.w - 2 * pad) / this.scene.w, (a.h - 2 * pad) / this.scene.h, READABLE_SCALE);
   }
 
   // Fit may go below MIN_ZOOM: the whole graph, however small.
   fit() {
     if (!this.scene) return;
     const s = this.fitScale();
+    const a = this.fitArea(this.scene);
     this.cam.s = s;
-    this.cam.tx = (this.width - this.insetRight - this.scene.w * s) / 2;
-    this.cam.ty = (this.height - this.scene.h * s) / 2;
+    this.cam.tx = a.x + (a.w - this.scene.w * s) / 2;
+    this.cam.ty = a.y + (a.h - this.scene.h * s) / 2;
     this.requestDraw();
   }
 
-  // Back to legible cards, centred on a world point (default: the view's centre).
+  // Back to legible cards, centred on a world point (default: the card nearest the view's
+  // centre, never an empty stretch of a frame).
   readable(wx, wy) {
-    if (wx === undefined) [wx, wy] = this.toWorld(this.width / 2, this.height / 2);
+    let it = null;
+    if (wx === undefined) {
+      it = this.nearestCard();
+      if (it) [wx, wy] = [it.x + it.w / 2, it.y + Math.min(it.h, this.height / READABLE_SCALE) / 2];
+      else [wx, wy] = this.toWorld((this.width - this.insetRight) / 2, this.height / 2);
+    }
     this.cam.s = READABLE_SCALE;
-    this.cam.tx = this.width / 2 - wx * this.cam.s;
+    this.cam.tx = (this.width - this.insetRight) / 2 - wx * this.cam.s;
     this.cam.ty = this.height / 2 - wy * this.cam.s;
+    const c = this.cam;
+    this.followed = it && it.key ? { key: it.key, x: it.x, y: it.y, cam: { s: c.s, tx: c.tx, ty: c.ty } } : null;
     this.requestDraw();
+  }
+
+  // The laid-out card (not a frame: an item not expanded) nearest the centre of the view,
+  // looked for in the frames around that centre first; a boundary pill ("in"/"out") only
+  // where no card is in sight; null without one.
+  nearestCard() {
+    if (!this.scene) return null;
+    const [cx, cy] = this.toWorld((this.width - this.insetRight) / 2, this.height / 2);
+    const dist = (it) => {
+      const dx = Math.max(it.x - cx, 0, cx - (it.x + it.w));
+      const dy = Math.max(it.y - cy, 0, cy - (it.y + it.h));
+      return dx * dx + dy * dy;
+    };
+    let best = null;
+    let bestD = Infinity;
+    let pill = null;
+    let pillD = Infinity;
+    const visit = (container, depth) => {
+      for (const it of container.items) {
+        if (it.expanded) {
+          // A frame far from the centre cannot hold a nearer card than one found already.
+          if (depth < 64 && dist(it) < bestD) visit(it.expanded, depth + 1);
+          continue;
+        }
+        const d = dist(it);
+        if (it.type === "in" || it.type === "out") {
+          if (d < pillD) [pill, pillD] = [it, d];
+        } else if (d < bestD) [best, bestD] = [it, d];
+      }
+    };
+    visit(this.scene.root, 0);
+    // A card in sight at readable detail beats a nearer pill; a pill beats a card that
+    // far (the frames around the centre not laid out to their cards yet).
+    const near = Math.min(this.width - this.insetRight, this.height) / 2 / READABLE_SCALE;
+    if (best && (!pill || bestD <= pillD || bestD <= near * near)) return best;
+    return pill || best;
   }
 
   // The smallest world rectangle around `keys` laid out in the scene (null: none is).
@@ -156,14 +268,15 @@ export class Renderer {
     return x0 === Infinity ? null : { x: x0, y: y0, w: x1 - x0, h: y1 - y0 };
   }
 
-  // Everything in world rectangle `b` in view, centred, at most at readable size.
+  // Everything in world rectangle `b` in view, centred, at most at readable size (out
+  // from under the hint bar and the minimap, as Fit).
   fitRect(b) {
     const pad = 48;
-    const view = this.width - this.insetRight;
-    const s = Math.max(1e-4, Math.min((view - 2 * pad) / Math.max(b.w, 1), (this.height - 2 * pad) / Math.max(b.h, 1), READABLE_SCALE));
+    const a = this.fitArea(b);
+    const s = Math.max(1e-4, Math.min((a.w - 2 * pad) / Math.max(b.w, 1), (a.h - 2 * pad) / Math.max(b.h, 1), READABLE_SCALE));
     this.cam.s = s;
-    this.cam.tx = view / 2 - (b.x + b.w / 2) * s;
-    this.cam.ty = this.height / 2 - (b.y + b.h / 2) * s;
+    this.cam.tx = a.x + a.w / 2 - (b.x + b.w / 2) * s;
+    this.cam.ty = a.y + a.h / 2 - (b.y + b.h / 2) * s;
     this.requestDraw();
   }
 
@@ -203,6 +316,14 @@ export class Renderer {
     else tx = Math.min(24, Math.max(view - 24 - this.scene.w * s, tx));
     this.cam.tx = tx;
     this.cam.ty = 24 - Math.max(0, y0 - 10) * s;
+    // The stack of blocks the first view opened on is on screen without scrolling (a
+    // ConvNeXt's 27 blocks sit in its third stage, below the stem and the first stages):
+    // its card is brought up to two thirds of the screen, and across into view.
+    const stack = [...this.scene.byKey.values()].find((it) => it.type === "stack" && !(it.card && it.card.fold));
+    if (stack && stack.y * s + this.cam.ty > this.height * 0.67) this.cam.ty = this.height * 0.67 - stack.y * s;
+    if (stack && (stack.x * s + this.cam.tx < 0 || (stack.x + stack.w) * s + this.cam.tx > view)) {
+      this.cam.tx = view / 2 - (stack.x + stack.w / 2) * s;
+    }
     this.requestDraw();
   }
 

@@ -125,6 +125,7 @@ export function formatValue(v) {
 }
 
 // An edge's label in the shapes shown (see formatValue).
+/** @param {any} e  an edge of the API (its `label`, and `device_label` when the value is split) */
 export function edgeText(e) {
   return (perDevice && typeof e.device_label === "string" && e.device_label) || e.label || "";
 }

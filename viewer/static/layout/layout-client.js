@@ -71,6 +71,18 @@ export class LayoutClient {
     this.sizes = new Map(); // layout key in a worker -> [items, edges]
     this.superseded = 0; // requests answered "dropped" because a newer one came
     this.firstRequestAt = null; // performance.now() of the first request with work (benchmarks: the gap before layout)
+    // The screen the graph is shown on (CSS px of the canvas), set by the page, and
+    // whether layouts are made for it (`wrapping`: after Expand all or Depth…, where a
+    // container taller than the screen is laid out in columns, layout.worker.js wrap; the
+    // first view reads top to bottom).
+    this.screen = null;
+    this.wrapping = false;
+  }
+
+  // The view the layouts are made for: {w, h} in CSS px (null: no wrapping). Rounded, so
+  // that a few pixels of resizing reuse the same layouts.
+  setScreen(w, h) {
+    this.screen = w > 0 && h > 0 ? { w: Math.max(400, Math.round(w / 50) * 50), h: Math.max(300, Math.round(h / 50) * 50) } : null;
   }
 
   get worker() {
@@ -86,12 +98,22 @@ export class LayoutClient {
     return w;
   }
 
+  // Layouts are kept per screen (a tall container wraps to fit it): the view model asks by
+  // its own key (layoutKey), this client adds the screen's.
+  keyed(key) {
+    return this.wrapping && this.screen ? `${key}@${this.screen.w}x${this.screen.h}` : key;
+  }
+
   has(sig) {
-    return this.layouts.has(sig);
+    return this.layouts.has(this.keyed(sig));
   }
 
   get(sig) {
-    return this.layouts.get(sig);
+    return this.layouts.get(this.keyed(sig));
+  }
+
+  put(sig, layout) {
+    this.layouts.set(this.keyed(sig), layout);
   }
 
   request(jobs) {
@@ -162,7 +184,7 @@ export class LayoutClient {
       let items = 0;
       while (cur.ready.length && (items < share || !chunk.length)) {
         const job = cur.ready.shift();
-        chunk.push({ sig: job.sig, items: job.items, edges: job.edges, row: job.row, columns: job.columns });
+        chunk.push({ sig: job.sig, items: job.items, edges: job.edges, row: job.row, columns: job.columns, wrap: job.wrap });
         cur.waiting.set(job.sig, job.jids);
         this.sizes.set(job.sig, [job.items.length, job.edges.length]);
         items += job.items.length;
@@ -196,7 +218,10 @@ export class LayoutClient {
       const { child, hold, ...rest } = it;
       return { ...rest, inner: layout ? boxFor(layout, hold) : (hold ? { w: hold.w, h: hold.h } : { w: 160, h: 40 }) };
     });
-    return { sig: layoutKey(job.sig, items.map((it) => it.inner || null)), items, edges: job.edges, row: job.row, columns: job.columns };
+    // Laid out for the screen (a tall container wraps into columns): the screen is part of the key.
+    const key = this.keyed(layoutKey(job.sig, items.map((it) => it.inner || null)));
+    return { sig: key, items, edges: job.edges, row: job.row, columns: job.columns,
+      wrap: job.row || !this.wrapping ? null : this.screen };
   }
 
   _fail(message) {

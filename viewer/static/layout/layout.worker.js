@@ -130,12 +130,177 @@ async function layoutJob(job) {
   } catch {
     return finish(job, fallbackLayout(job, sizes));
   }
-  return finish(job, readLayout(out, "", sizes.length));
+  const layout = readLayout(out, "", sizes.length);
+  alignColumns(job, layout); // the blocks of a stack in one line before any wrapping
+  return finish(job, (await wrapped(job, graph, layout)) || layout, true);
+}
+
+// Laid out for the screen it is shown on (job.wrap, {w, h}): a container taller than the
+// screen continues in the next column, as Model Explorer splits very large groups, so that
+// Fit after Expand all shows cards one can read instead of one thin column. ELK lays the
+// container out in one run from top to bottom; wrapColumns then cuts that run where no
+// card spans the cut (between layers, where the fewest edges cross) and sets the pieces
+// side by side, left to right, each at most as tall as the screen's shape asks. An edge
+// whose ends fall in different columns is routed again: down out of its column, along the
+// gutter beside it, over the top, and down into its target. The wrapped layout is kept
+// when the whole of it fits the screen at a larger scale. Small containers never wrap.
+const WRAP_MIN_ITEMS = 6;
+const WRAP_TALLER = 1.15; // than the screen, at readable scale
+const WRAP_MAX_COLUMNS = 16;
+const WRAP_GUTTER = 36; // between two columns, before the lanes of edges that cross
+const WRAP_LANE = 6;
+
+function needsWrap(job, layout) {
+  const wrap = job.wrap;
+  if (!wrap || job.row || job.items.length < WRAP_MIN_ITEMS || layout.fallback) return false;
+  return layout.h > wrap.h * WRAP_TALLER && layout.h / Math.max(1, layout.w) > (wrap.h / wrap.w) * 1.3;
+}
+
+const fitScale = (l, wrap) => Math.min(wrap.w / Math.max(1, l.w), wrap.h / Math.max(1, l.h));
+
+// The places a run laid out from top to bottom can be cut: gaps between cards that no
+// card spans, each {y, crossing: how many edges pass it}.
+function cutLines(job, layout) {
+  const boxes = layout.boxes.map((b, i) => b && { ...b, i }).filter(Boolean).sort((a, b) => a.y - b.y);
+  /** @type {{y: number, crossing: number}[]} */
+  const cuts = [];
+  let bottom = -Infinity;
+  for (const b of boxes) {
+    if (bottom > -Infinity && b.y - bottom >= 12) cuts.push({ y: (bottom + b.y) / 2, crossing: 0 });
+    bottom = Math.max(bottom, b.y + b.h);
+  }
+  for (const c of cuts) {
+    for (const e of job.edges) {
+      const a = layout.boxes[e.s];
+      const t = layout.boxes[e.t];
+      if (a && t && (a.y + a.h / 2 - c.y) * (t.y + t.h / 2 - c.y) < 0) c.crossing += 1;
+    }
+  }
+  return cuts;
+}
+
+// The cuts for `k` columns of about equal height: near each k-th of the run, weighing
+// how far from it a cut is against how many edges cross it (balanced columns first, a
+// cut few edges cross where two are about as near).
+function cutsFor(cuts, height, k) {
+  const chosen = [];
+  const span = height / k;
+  for (let j = 1; j < k; j++) {
+    const want = (height * j) / k;
+    const last = chosen.length ? chosen[chosen.length - 1].y : -Infinity;
+    const near = cuts.filter((c) => Math.abs(c.y - want) <= span / 2 && c.y > last + 1);
+    if (!near.length) continue;
+    const score = (c) => Math.abs(c.y - want) / span + 0.03 * c.crossing;
+    near.sort((a, b) => score(a) - score(b));
+    chosen.push(near[0]);
+  }
+  return chosen.map((c) => c.y).sort((a, b) => a - b);
+}
+
+function wrapColumns(job, layout, wrap) {
+  const cuts = cutLines(job, layout);
+  if (!cuts.length) return null;
+  let best = null;
+  for (let k = 2; k <= WRAP_MAX_COLUMNS; k++) {
+    const lines = cutsFor(cuts, layout.h, k);
+    if (!lines.length) continue;
+    const laid = placeColumns(job, layout, lines);
+    if (!best || fitScale(laid, wrap) > fitScale(best, wrap)) best = laid;
+    if (laid.h < wrap.h * 0.6) break; // shorter than the screen: more columns only widen it
+  }
+  return best && fitScale(best, wrap) > fitScale(layout, wrap) * 1.05 ? best : null;
+}
+
+// The layout with its run cut at `lines` (y values) and the pieces set side by side.
+function placeColumns(job, layout, lines) {
+  const segOf = (y) => {
+    let k = 0;
+    while (k < lines.length && y > lines[k]) k++;
+    return k;
+  };
+  const n = lines.length + 1;
+  const boxSeg = layout.boxes.map((b) => (b ? segOf(b.y + b.h / 2) : -1));
+  const crossing = job.edges.map((e) => boxSeg[e.s] >= 0 && boxSeg[e.t] >= 0 && boxSeg[e.s] !== boxSeg[e.t]);
+  const lanes = Math.max(1, crossing.filter(Boolean).length);
+  const top = 10 + lanes * WRAP_LANE + 12; // the channel over the columns the crossing edges take
+  const extent = Array.from({ length: n }, () => ({ x0: Infinity, x1: -Infinity, y0: Infinity, y1: -Infinity }));
+  layout.boxes.forEach((b, i) => {
+    if (!b) return;
+    const x = extent[boxSeg[i]];
+    x.x0 = Math.min(x.x0, b.x);
+    x.x1 = Math.max(x.x1, b.x + b.w);
+    x.y0 = Math.min(x.y0, b.y);
+    x.y1 = Math.max(x.y1, b.y + b.h);
+  });
+  // Edges inside one piece widen it where they run beside its cards.
+  layout.edges.forEach((le) => {
+    const je = job.edges[le.e];
+    if (!je || crossing[le.e]) return;
+    const x = extent[boxSeg[je.s]];
+    for (const [px] of le.points) {
+      x.x0 = Math.min(x.x0, px);
+      x.x1 = Math.max(x.x1, px);
+    }
+  });
+  const gutter = WRAP_GUTTER + lanes * WRAP_LANE;
+  const shift = [];
+  let x = 10;
+  for (let k = 0; k < n; k++) {
+    const e = extent[k];
+    if (e.x0 === Infinity) {
+      shift.push({ dx: 0, dy: 0, left: x, right: x, bottom: top });
+      continue;
+    }
+    shift.push({ dx: x - e.x0, dy: top - e.y0, left: x, right: x + (e.x1 - e.x0), bottom: top + (e.y1 - e.y0) });
+    x += e.x1 - e.x0 + gutter;
+  }
+  const boxes = layout.boxes.map((b, i) => b && { ...b, x: b.x + shift[boxSeg[i]].dx, y: b.y + shift[boxSeg[i]].dy });
+  const edges = [];
+  let lane = 0;
+  for (const le of layout.edges) {
+    const je = job.edges[le.e];
+    if (!je) continue;
+    if (!crossing[le.e]) {
+      const sh = shift[boxSeg[je.s]];
+      const points = le.points.map(([px, py]) => [px + sh.dx, py + sh.dy]);
+      edges.push({ ...le, points, labelAt: labelPoint(points) });
+      continue;
+    }
+    // From the bottom of its source out of the column, along the gutter beside it, over
+    // the top of the columns, and down into its target: one lane each, side by side.
+    const a = boxes[je.s];
+    const t = boxes[je.t];
+    const from = shift[boxSeg[je.s]];
+    const k = lane++;
+    const sx = a.x + a.w / 2 + (k % 5) * 4 - 8;
+    const below = from.bottom + 12 + k * WRAP_LANE;
+    const gx = from.right + 12 + k * WRAP_LANE;
+    const over = 10 + k * WRAP_LANE;
+    const tx = t.x + t.w / 2 + (k % 5) * 4 - 8;
+    const points = [[sx, a.y + a.h], [sx, below], [gx, below], [gx, over], [tx, over], [tx, t.y]];
+    edges.push({ e: le.e, points, labelAt: labelPoint(points) });
+  }
+  let w = 0;
+  let h = 0;
+  for (const b of boxes) if (b) {
+    w = Math.max(w, b.x + b.w);
+    h = Math.max(h, b.y + b.h);
+  }
+  for (const le of edges) for (const [px, py] of le.points) {
+    w = Math.max(w, px);
+    h = Math.max(h, py);
+  }
+  return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges, wrapped: n };
+}
+
+async function wrapped(job, graph, layout) {
+  if (!needsWrap(job, layout)) return null;
+  return wrapColumns(job, layout, job.wrap);
 }
 
 // What the worker adds to ELK's answer: edge labels placed where they fit.
-function finish(job, layout) {
-  alignColumns(job, layout);
+function finish(job, layout, aligned = false) {
+  if (!aligned) alignColumns(job, layout);
   placeLabels(job, layout);
   return layout;
 }
@@ -372,7 +537,13 @@ async function run(request) {
     }
     const layouts = batch.length > 1 ? await layoutBatch(batch) : null;
     if (layouts) {
-      layouts.forEach((l, k) => finish(batch[k], l));
+      for (let k = 0; k < batch.length; k++) {
+        alignColumns(batch[k], layouts[k]);
+        // A batched container taller than the screen: cut into columns.
+        const w = await wrapped(batch[k], null, layouts[k]);
+        if (w) layouts[k] = w;
+      }
+      layouts.forEach((l, k) => finish(batch[k], l, true));
       const ms = (performance.now() - j0) / batch.length;
       batch.forEach((b, k) => {
         remember(b.sig, layouts[k]);

@@ -6,9 +6,12 @@ import { FRAME, charMeasurer, measureCard } from "../draw/card.js";
 import { layoutKey } from "../layout/layout-client.js";
 
 export class LayoutEstimates {
-  // `itemOf`: the model's container key -> its item (in its parent's answer), read here.
-  constructor(itemOf) {
+  // `itemOf`: the model's container key -> its item (in its parent's answer), read here;
+  // `layout`: the layout client, whose screen and `wrapping` say whether a tall estimate
+  // is cut into columns as a real layout would be (wrappedEstimate).
+  constructor(itemOf, layout = null) {
     this.itemOf = itemOf;
+    this.layout = layout;
     // How real layouts compared with their column estimates so far (log ratios: sums and
     // sums of squares), for leaf containers and for containers of containers.
     this.ratios = [{ w: 0, w2: 0, h: 0, h2: 0, n: 0 }, { w: 0, w2: 0, h: 0, h2: 0, n: 0 }];
@@ -57,7 +60,8 @@ export class LayoutEstimates {
     const h = Math.max(maxH + 20, Math.ceil(col.h * up(r.h, r.h2)));
     const ky = (h - 20 - maxH) / Math.max(1, col.h - 20 - maxH);
     const boxesOut = col.boxes.map((b) => ({ x: (w - b.w) / 2, y: 10 + Math.min(h - 20 - b.h, (b.y - 10) * ky), w: b.w, h: b.h }));
-    return { w, h, boxes: boxesOut, edges: [], estimated: true };
+    const est = { w, h, boxes: boxesOut, edges: [], estimated: true };
+    return this.layout && this.layout.wrapping ? wrappedEstimate(est, this.layout.screen) || est : est;
   }
 
   // A container not fetched yet: the size of a real layout of a group with the same
@@ -110,4 +114,42 @@ function columnLayout(sizes) {
     y += b.h + 40;
   }
   return { w: Math.ceil(w + 20), h: Math.ceil(Math.max(y - 40, 10) + 10), boxes, edges: [], estimated: true };
+}
+
+// An estimated layout (one column) taller than the screen, cut into columns side by side
+// as the layout worker cuts a real one (layout.worker.js wrapColumns), for the number of
+// columns that fits the screen best; null when one column fits it as well.
+export function wrappedEstimate(est, screen) {
+  if (!screen || est.boxes.length < 6 || est.h <= screen.h * 1.15 || est.h / Math.max(1, est.w) <= (screen.h / screen.w) * 1.3) {
+    return null;
+  }
+  const scale = (l) => Math.min(screen.w / Math.max(1, l.w), screen.h / Math.max(1, l.h));
+  const order = est.boxes.map((b, i) => [b, i]).sort((a, b) => a[0].y - b[0].y);
+  const total = order.reduce((sum, [b]) => sum + b.h + 30, 0);
+  let best = null;
+  for (let k = 2; k <= 64; k++) {
+    const target = total / k;
+    const boxes = new Array(est.boxes.length);
+    let x = 10;
+    let y = 10;
+    let colW = 0;
+    let h = 0;
+    let used = 1;
+    for (const [b, i] of order) {
+      if (y > 10 && y + b.h > 10 + target && used < k) {
+        x += colW + 36;
+        y = 10;
+        colW = 0;
+        used += 1;
+      }
+      boxes[i] = { x, y, w: b.w, h: b.h };
+      y += b.h + 30;
+      colW = Math.max(colW, b.w);
+      h = Math.max(h, y);
+    }
+    const laid = { w: Math.ceil(x + colW + 10), h: Math.ceil(h), boxes, edges: [], estimated: true, wrapped: used };
+    if (!best || scale(laid) > scale(best)) best = laid;
+    if (laid.h < screen.h * 0.6) break;
+  }
+  return best && scale(best) > scale(est) * 1.05 ? best : null;
 }

@@ -20,7 +20,7 @@
 // Pages present layers, not kernels (API.md "Layers, not kernels"); with `kernels` on,
 // every container is fetched again with `kernels=1` and shows every kernel.
 
-import { FRAME, idleWords, labelRect, pillContent } from "../draw/card.js";
+import { FRAME, idleWords, labelRect, pillContent, twinWords } from "../draw/card.js";
 import { edgeText, formatValue, perDeviceShapes } from "../draw/theme.js";
 import { costLine, formatBytes, formatCount, formatFlops, grouped } from "../format.js";
 import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
@@ -75,7 +75,7 @@ export class GraphModel {
     this.openAll = false; // Expand all is on: a container fetched from now on opens its groups and chunks too
     this.deferred = new Set(); // expanded containers not fetched yet (Expand all fetches them once in view)
     this.itemOf = new Map(); // container key -> its item (in its parent's answer)
-    this.sizing = new LayoutEstimates(this.itemOf); // estimated layouts, learning from the real ones (model/estimates.js)
+    this.sizing = new LayoutEstimates(this.itemOf, layout); // estimated layouts, learning from the real ones (model/estimates.js)
     this.built = new Map(); // container key -> {stamp, x, y, container, estimated}: scene parts reused by compose
     this.layoutIds = new WeakMap(); // layout object -> a number (compose's stamps)
     this.lastReal = new Map(); // container key -> {sig, layout, boxes}: its last real layout, which settling may grow
@@ -259,6 +259,7 @@ export class GraphModel {
     const within = this.modulePaths.get(key);
     const folded = this.foldedStacks(data);
     const list = data.items;
+    const absorbed = new Set(); // members of a folded stack or plumbing card drawn already
     for (let i = 0; i < list.length; i++) {
       const item = list[i];
       const k = itemKey(item);
@@ -268,13 +269,15 @@ export class GraphModel {
         for (const m of members) {
           this.stackOf.set(m, stack.key);
           index.set(m, items.length);
+          absorbed.add(m);
         }
         const byKey = new Map(list.map((it) => [itemKey(it), it]));
-        add(stack.key, stackEntry(stack, stack.members.map((rep) => rep.map((m) => byKey.get(m)).filter(Boolean))));
-        const last = stack.members[stack.members.length - 1];
-        while (i + 1 < list.length && itemKey(list[i]) !== last[last.length - 1]) i++;
+        const reps = stack.members.map((rep) => rep.map((m) => byKey.get(m)).filter(Boolean));
+        add(stack.key, stack.fold ? foldEntry(stack, reps[0]) : stackEntry(stack, reps));
         continue;
       }
+      // a plumbing card's members need not be adjacent: each is drawn by the card
+      if (absorbed.has(k)) continue;
       const open = opens(item) && this.expanded.has(k);
       const entry = open && item.type !== "node" ? frameEntry(item) : this.cardEntry(item, within, weightPills);
       if (open && this.containers.has(k)) {
@@ -358,6 +361,7 @@ export class GraphModel {
     const out = [];
     if (data.side_by_side) return out;
     for (const st of data.stacks || []) {
+      if (st.fold) continue; // what it folds is not repetitions: no column
       if (!this.unfolded.has(st.key) && !st.members.flat().some((m) => this.expanded.has(m))) continue;
       const col = [];
       for (const rep of st.members) {
@@ -446,7 +450,7 @@ export class GraphModel {
           // of a grown box moves right, what is below it moves down) instead of laying it
           // out again, so nothing around them jumps.
           real = grownLayout(prev.layout, prev.boxes, boxes);
-          if (real) this.layout.layouts.set(lk, real);
+          if (real) this.layout.put(lk, real);
         }
         if (real) {
           entry.layout = real;
@@ -937,6 +941,7 @@ export function cardLines(item) {
     const pc = item.params && item.params.count;
     if (pc) head.push(`${formatCount(pc)} params`, formatBytes(item.params.bytes));
     if (head.some(Boolean)) lines.push(head.filter(Boolean).join(" · "));
+    if (typeof item.role === "string") lines.push(item.role); // router / experts, the server's words (experts.py)
     // What the layer costs, beside its parameters (FLOPs: a multiply-add counts 2).
     if (item.cost) lines.push(costLine(item.cost));
     const io = shapesLine(item);
@@ -953,11 +958,12 @@ export function cardLines(item) {
   else if (item.child_count !== undefined && item.child_count !== null) bits.push(count(item.child_count, "item"));
   if (item.opaque_count) bits.push(`${grouped(item.opaque_count)} opaque`);
   // Identical blocks, adjacent or not (the server's twins), are marked as Model Explorer does.
-  if (item.twin && item.twin.count > 1) bits.push(`≡ ${item.twin.index + 1} of ${item.twin.count} identical`);
+  if (item.twin && item.twin.count > 1) bits.push(twinWords(item.twin));
   else if (item.identical && item.identical.count > 1) bits.push(`×${item.identical.count} identical`);
   if (bits.length) lines.push(bits.join(" · "));
   const idle = idleWords(item);
   if (idle) lines.push(idle);
+  if (typeof item.routed === "string") lines.push(item.routed); // the server's words (views.py)
   return lines;
 }
 
@@ -1099,6 +1105,7 @@ function stackEntry(stack, reps) {
   const per = first.reduce((n, it) => n + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0);
   const total = reps.reduce((n, rep) => n + rep.reduce((m, it) => m + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0), 0);
   lines.push(`${reps.length} × ${grouped(per)} ops = ${grouped(total)} ops`);
+  if (typeof stack.routing === "string") lines.push(stack.routing); // layers alike but for what routing chose
   // Its cost: one block's and the run's sum (server's `cost`, per_block its first repetition).
   const cost = stack.cost || null;
   if (cost) {
@@ -1109,6 +1116,21 @@ function stackEntry(stack, reps) {
   }
   const title = stack.label || `${first[0] ? first[0].label : ""} …`;
   return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1, cost };
+}
+
+// A fold of items that are not repetitions, as one card named after what it holds; it
+// opens like a stack. "plumbing" (viewer/projection/plumbing.py): what a container
+// computes once and hands to every layer (masks, position ids, rotary tables); "lane"
+// (experts.py): one expert's iteration of an experts loop (gate, up, down).
+function foldEntry(fold, members) {
+  const names = fold.names || [];
+  const lines = [];
+  if (names.length) lines.push(names.slice(0, 4).join(" · ") + (names.length > 4 ? ` +${names.length - 4}` : ""));
+  const ops = members.reduce((n, it) => n + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0);
+  const count = `${grouped(ops)} op${ops === 1 ? "" : "s"}`;
+  lines.push(fold.fold === "plumbing" ? `${count} · feeds every layer (×${fold.layers || "n"})` : count);
+  const tag = fold.fold === "plumbing" ? "inputs" : "expert";
+  return { kind: "group", title: String(fold.label || ""), lines, tag, members: fold.members.flat(), period: members.length, fold: fold.fold };
 }
 
 // What one repetition of a period-k stack holds, in words: its frames by class (runs
@@ -1151,7 +1173,7 @@ function stackParams(members) {
 function stackItem(entry, byItem) {
   const members = entry.members.map((k) => byItem.get(k)).filter(Boolean);
   const first = members.find((m) => m.type === "group") || members[0] || {};
-  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length, period: entry.period, cost: entry.cost ? { ...entry.cost } : undefined, stack_params: stackParams(members) };
+  return { ...first, type: "stack", label: entry.title, kind: first.kind || "group", members: entry.members, stack_count: members.length, period: entry.period, fold: entry.fold || null, cost: entry.cost ? { ...entry.cost } : undefined, stack_params: stackParams(members) };
 }
 
 // A boundary pill: the exact text parts the layout worker measures and the renderer draws.

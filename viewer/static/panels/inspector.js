@@ -445,6 +445,8 @@ export class Inspector extends Panel {
     const facts = el("dl", { class: "facts" });
     if (v.name) facts.append(el("dt", {}, "name"), el("dd", { "data-name": v.name }, el("code", {}, v.name)));
     facts.append(el("dt", {}, "dtype"), el("dd", {}, String(v.dtype)), el("dt", {}, "shape"), el("dd", {}, `[${(v.shape || []).join(", ")}]`));
+    // A data-dependent size of an abstract capture (u0): its bounds and the op that made it (server words).
+    for (const s of d.symbols || []) facts.append(el("dt", {}, "symbol"), el("dd", { "data-symbol": String(s.name) }, String(s.text)));
     this.body.append(facts);
     this.section("Produced by");
     let producer = d.producer ?? v.producer;

@@ -114,11 +114,33 @@ export class SetupForm extends Panel {
     if (!(d.fields || []).length) literal.append(el("p", { class: "muted" }, "No constructor arguments."));
     this.modes.init = this.modeSection(fields, "init", factories.init, literal, "Constructor arguments", "Init factory");
     this.root.querySelector("#setup-fields-title").hidden = !(d.fields || []).length && !factories.init;
+    this.renderSteps(d.steps);
     for (const sync of this.tokenSyncs) sync(); // token bounds from the fields just drawn
     this.renderSaved(recipe);
     const errors = this.root.querySelector("#setup-errors");
     clear(errors);
     errors.hidden = true;
+  }
+
+  // Steps after construction, one a line in the shorthand's STEP grammar (read on the
+  // server): model.setup_caches(max_batch_size=1, max_seq_length=64), config.vocab_size=100.
+  renderSteps(steps) {
+    let box = this.root.querySelector("#setup-steps-box");
+    if (!box) {
+      box = el("div", { id: "setup-steps-box", class: "steps" });
+      this.root.querySelector("#setup-fields").after(box);
+    }
+    clear(box);
+    box.hidden = !steps;
+    if (!steps) return;
+    const lines = steps.lines || [];
+    const area = el("textarea", {
+      id: "setup-steps", name: "steps", "data-path": "steps", rows: String(Math.max(2, lines.length + 1)),
+      placeholder: "model.setup_caches(max_batch_size=1, max_seq_length=64)", spellcheck: "false", autocomplete: "off",
+    });
+    area.value = lines.join("\n");
+    box.append(el("h3", {}, "Steps after construction"),
+      el("label", { class: "field wide" }, area, el("small", {}, steps.help || ""), el("div", { class: "field-error", hidden: true })));
   }
 
   // Torch's evidence: run the model, or shapes only (abstract). Only when the server offers it.
@@ -188,7 +210,40 @@ export class SetupForm extends Panel {
     return () => mode;
   }
 
+  // An input is a tensor (shape, dtype, generator) or a value typed as text in the
+  // shorthand's VALUE grammar (none, false, 3, Config(...)): a choice on the card.
   inputCard(inp, i) {
+    const card = this.tensorCard(inp, i);
+    const path = inp.path || `inputs.args[${i}]`;
+    const text = el("input", {
+      name: "value-text", "data-path": path, value: inp.text || "", autocomplete: "off", spellcheck: "false",
+      placeholder: "none, true, 3, 'text', Config(n=2)",
+    });
+    const valueLabel = el("label", { class: "wide input-value" }, el("span", { class: "label-row" }, "value"), text);
+    const kind = el("select", { name: "input-kind", "aria-label": `${inp.name || "input"}: a tensor or a value` },
+      el("option", { value: "tensor", selected: inp.kind !== "value" }, "tensor"),
+      el("option", { value: "value", selected: inp.kind === "value" }, "value (none, a number, a call…)"));
+    // The tensor's own controls go in one box, hidden as a whole (their own hidden
+    // states, the fill value and the bound, stay theirs).
+    const tensorBox = el("div", { class: "tensor-parts" });
+    tensorBox.append(...[...card.children].slice(1).filter((n) => !n.classList.contains("field-error")));
+    card.firstChild.after(tensorBox);
+    const sync = () => {
+      const asValue = kind.value === "value";
+      tensorBox.hidden = asValue;
+      valueLabel.hidden = !asValue;
+      card.dataset.kind = kind.value;
+      const shapeInput = card.querySelector("[name=shape]");
+      if (asValue) shapeInput.removeAttribute("aria-invalid");
+    };
+    kind.addEventListener("change", sync);
+    card.firstChild.after(el("label", { class: "wide input-kind" }, el("span", { class: "label-row" }, "is"), kind), valueLabel);
+    if (inp.needed) card.firstChild.append(el("small", { class: "need" }, ` optional, but needed: ${inp.needed}`));
+    sync();
+    return card;
+  }
+
+  tensorCard(inp, i) {
     const path = inp.path || `inputs.args[${i}]`;
     const shape = inp.shape || [];
     const unknown = (inp.unknown || []).map(String);
@@ -227,7 +282,7 @@ export class SetupForm extends Panel {
     // Only the fill generator takes a value, and the bounded one its bound; the others need none (or keep the saved ones).
     const genValue = el("input", { name: "generator-value", value: gen.value !== undefined ? String(gen.value) : "", "data-path": path + ".generator.value", placeholder: "e.g. 1", inputmode: "decimal" });
     const valueLabel = el("label", { class: "gen-value" }, "fill value", genValue);
-    const genHigh = el("input", { name: "generator-high", value: gen.high !== undefined ? String(gen.high) : "", "data-path": path + ".generator.high", placeholder: "e.g. 100", inputmode: "numeric" });
+    const genHigh = el("input", { name: "generator-high", value: gen.high !== undefined && gen.high !== null ? String(gen.high) : "", "data-path": path + ".generator.high", placeholder: "e.g. 100", inputmode: "numeric" });
     const highLabel = el("label", { class: "gen-value" }, "below (high)", genHigh);
     const showValue = () => {
       valueLabel.hidden = genSel.value !== fill;
@@ -247,9 +302,12 @@ export class SetupForm extends Panel {
   tokenNote(token, genHigh) {
     const note = el("small", { class: "token-note wide" });
     const say = () => {
-      const bound = genHigh.value.trim() || "?";
-      note.textContent = `Token ids, drawn below ${bound}` + (token.high_from ? ` (${token.high_from})` : "") +
-        (token.reason ? `: ${token.reason}.` : ".");
+      const bound = genHigh.value.trim();
+      // An unknown vocabulary is said, never made up: the bound is to fill in.
+      if (bound) genHigh.removeAttribute("aria-invalid");
+      else genHigh.setAttribute("aria-invalid", "true");
+      note.textContent = (bound ? `Token ids, drawn below ${bound}` : "Token ids: enter the vocabulary size (below (high)); the code does not say it") +
+        (token.high_from ? ` (${token.high_from})` : "") + (token.reason ? `: ${token.reason}.` : ".");
     };
     let touched = false;
     genHigh.addEventListener("input", () => {
@@ -349,6 +407,14 @@ export class SetupForm extends Panel {
     if ((type === "bool" || typeof value === "boolean") && f.default_text === undefined && value !== null) {
       input = el("select", { name: f.name, "data-path": path, "data-type": "bool" },
         el("option", { value: "true", selected: value === true }, "True"), el("option", { value: "false", selected: value !== true }, "False"));
+    } else if (type === "value") {
+      // Typed as the shorthand's VALUE: a call, a class, none, a list… read on the server.
+      input = el("input", {
+        name: f.name, "data-path": path, "data-type": "value", value: f.text || "",
+        placeholder: f.example ? `e.g. ${f.example}` : f.required ? "required: none, 3, 'text', Config(n=2)" : shownDefault,
+        autocomplete: "off", spellcheck: "false",
+      });
+      if (f.required && !f.text) input.setAttribute("aria-invalid", "true");
     } else if (f.choices && f.choices.length) {
       const options = f.choices.map((c) => el("option", { value: String(c), selected: c === value }, typeof c === "string" ? c : JSON.stringify(c)));
       // A choice left at a None or non-literal default stays unset.
@@ -377,6 +443,14 @@ export class SetupForm extends Panel {
       f.help ? el("small", {}, f.help) : null,
       el("div", { class: "field-error", hidden: true }));
     const read = (problems) => {
+      if (type === "value") {
+        const raw = input.value.trim();
+        if (!raw) {
+          if (f.required) problems.push({ path, message: `${f.name} is needed` });
+          return { set: false };
+        }
+        return { set: true, value: { kind: "text", text: raw } };
+      }
       const r = readLiteral(input, type, problems, f);
       if (!r.set) {
         if (f.required) problems.push({ path, message: `${f.name} is needed` });
@@ -457,6 +531,15 @@ export class SetupForm extends Panel {
     this.root.querySelectorAll(".input-card").forEach((card) => {
       if (fromFixture || inputsFactory) return; // the fixture or the factory gives the inputs
       const inp = card._inp || {};
+      if (card.dataset.kind === "value") {
+        const textInput = card.querySelector("[name=value-text]");
+        const raw = textInput.value.trim();
+        if (!raw) problems.push({ path: textInput.dataset.path, message: `enter the value of ${inp.name || "this input"} (none, true, 3, 'text', Config(...))` });
+        const desc = { kind: "text", text: raw };
+        if (inp.kwarg || (inp.path && inp.path.includes("kwargs"))) kwargs[inp.name] = desc;
+        else args.push(desc);
+        return;
+      }
       const shapeInput = card.querySelector("[name=shape]");
       const shape = parseShape(shapeInput.value);
       if (shape.some((x) => typeof x !== "number")) problems.push({ path: shapeInput.dataset.path, message: "every dimension must be a whole number" });
@@ -531,6 +614,10 @@ export class SetupForm extends Panel {
       const r = read(problems);
       if (!r.set) continue;
       setPath(recipe, path, r.value);
+    }
+    const steps = this.root.querySelector("#setup-steps");
+    if (steps && !this.root.querySelector("#setup-steps-box").hidden) {
+      recipe.steps_text = steps.value.split("\n").map((line) => line.trim()).filter(Boolean);
     }
     const mesh = this.root.querySelector("#setup-mesh input");
     if (mesh && !this.root.querySelector("#setup-mesh").hidden) {
@@ -641,9 +728,8 @@ export class SetupForm extends Panel {
   }
 }
 
-// A literal field's control read back: {set, value}. Types the form cannot enter
-// (a class, anything not int/float/bool/str) take JSON for lists and objects; text that
-// is a call (`GPTConfig()`) is refused instead of being saved as a string.
+// A typed field's control read back: {set, value} (an int, a float, a bool, a string;
+// lists and objects as JSON). Anything else is a "value" field, text the server reads.
 function readLiteral(input, type, problems, f) {
   const raw = input.value.trim();
   if (input._choices) {
@@ -654,14 +740,6 @@ function readLiteral(input, type, problems, f) {
   if (raw === "") return { set: false };
   if (type === "bool" && /^(true|false)$/i.test(raw)) return { set: true, value: raw.toLowerCase() === "true" };
   if (type === "str") return { set: true, value: raw };
-  if (/^[A-Za-z_][\w.]*\s*\(.*\)$/s.test(raw)) {
-    problems.push({
-      path: input.dataset.path,
-      message: `${f.name}: ${raw} is a call; the form saves literals only. Build the object with an init factory ` +
-        `(module:function), or in a terminal: tensorviz capture FILE.py:SYMBOL --init '${f.name}=${raw}'`,
-    });
-    return { set: false };
-  }
   // A number the person typed wrong is said here, not saved as text.
   if (type === "int" && !/^-?\d+$/.test(raw)) {
     problems.push({ path: input.dataset.path, message: `${f.name}: expected a whole number (e.g. 4), got ${raw}` });
