@@ -22,7 +22,11 @@ the same architecture at a small width (same layers, width 64): the same op sequ
 and groups (shapes aside), and for the abstract capture at that small width the same
 ops, groups, shapes and dtypes as the eager one. For ``transformers`` models the ops
 compared leave out those from the files the capture's ``meta.abstract_differences``
-names. Beside each figure: the plain forward of the small config. Last, a small model
+names. Beside each figure: the plain forward of the small config. Then the floor: each
+model's abstract capture in this process (its own work: everything imported and run once
+first) against a bare ``FakeTensorMode`` build and forward of the same model (built in
+bfloat16 as the default dtype), by CPU time in A/B-interleaved pairs; target <= 1.5x.
+Last, a small model
 captured abstractly and eagerly in this process: the time ratio and the op-by-op
 equality (shapes, dtypes, strides, parameters, frames).
 
@@ -204,6 +208,16 @@ def plain_7b():
 
 def plain_7b_small():
     return Transformer(vocab=512, dim=WIDTH_SMALL, heads=4, kv_heads=4, hidden=2 * WIDTH_SMALL).to(torch.bfloat16).eval()
+
+
+# The same models built as a bare FakeTensorMode build would: in the default dtype (the
+# benchmark's floor sets bfloat16 around it; ``.to()`` cannot convert fake parameters).
+BARE = {
+    "plain_7b": lambda: Transformer(),
+    "llama2_7b": lambda: LlamaForCausalLM(LlamaConfig(**LLAMA2_7B)),
+    "llama3_70b": lambda: LlamaForCausalLM(LlamaConfig(**LLAMA3_70B)),
+    "mixtral_8x7b": lambda: MixtralForCausalLM(MixtralConfig(**MIXTRAL_8X7B, experts_implementation="batched_mm")),
+}
 '''
 
 # name -> (factory, small factory, model ref, target seconds, target GB)
@@ -320,7 +334,7 @@ def main() -> None:
     import transformers
 
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} thread(s), "
-          f"{os.cpu_count()} CPU(s); batch 1, {args.seq} tokens, bfloat16")
+          f"{os.cpu_count()} CPU(s); batch 1, {args.seq} tokens, bfloat16; {load_line()}")
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     with tempfile.TemporaryDirectory(prefix="tv-bench-abstract-") as tmp:
         root = Path(tmp)
@@ -358,7 +372,70 @@ def main() -> None:
                   f"{('< %d' % target_s) if target_s else '':>8}{cpu:7.1f}{cap.meta['capture_s']:7.2f}"
                   f"{rss:9.2f}{('< %.1f' % target_gb) if target_gb else '':>8}"
                   f"  {plain_s:17.4f}  {note}")
+        floor_vs_capture(root, names, args.seq, args.repeat)
         small_vs_eager(root, args.repeat)
+        print(f"after: {load_line()}")
+
+
+def fake_floor(bare, seq: int) -> None:
+    """A bare FakeTensorMode build and forward of a model: the floor of an abstract capture."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    previous = torch.get_default_dtype()
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        torch.set_default_dtype(torch.bfloat16)
+        try:
+            model = bare().eval()
+        finally:
+            torch.set_default_dtype(previous)
+        ids = torch.randint(0, 500, (1, seq))
+        with torch.no_grad():
+            model(ids)
+
+
+def cpu_seconds(fn) -> float:
+    c = time.process_time()
+    fn()
+    return time.process_time() - c
+
+
+def floor_vs_capture(root: Path, names: list[str], seq: int, repeat: int) -> None:
+    """Own work (imports excluded: everything is imported and run once first) of the
+    abstract capture in this process against the bare FakeTensorMode floor, by CPU time
+    in A/B-interleaved pairs (alternating order); the ratio is the median of the pairs'."""
+    sys.path.insert(0, str(root))
+    import factories
+
+    print(f"\nabstract capture, own work vs a bare FakeTensorMode build + forward of the same model (CPU, "
+          f"{repeat} A/B-interleaved pairs, imports excluded); {load_line()}")
+    print(f"{'model':28}{'floor s':>9}{'capture s':>11}{'x floor':>9}   target")
+    for name in names:
+        factory = MODELS[name][0]
+        bare = factories.BARE.get(factory)
+        if bare is None:
+            continue
+        profile = name.replace("-", "_")
+        capture = lambda: in_process(root, profile)  # noqa: E731
+        floor = lambda: fake_floor(bare, seq)  # noqa: E731
+        capture()
+        floor()  # warm: lazy imports and the fake mode's first-use caches
+        ratios, floors, captures = [], [], []
+        for r in range(repeat):
+            if r % 2:
+                c, f = cpu_seconds(capture), cpu_seconds(floor)
+            else:
+                f, c = cpu_seconds(floor), cpu_seconds(capture)
+            ratios.append(c / f)
+            floors.append(f)
+            captures.append(c)
+        ratio = statistics.median(ratios)
+        print(f"{name:28}{min(floors):9.2f}{min(captures):11.2f}{ratio:9.2f}   <= 1.5x "
+              f"({'meets' if ratio <= 1.5 else 'misses'})")
+
+
+def load_line() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 def small_vs_eager(root: Path, repeat: int) -> None:

@@ -1,51 +1,70 @@
 """PyTorch eager capture vs a plain forward, side by side in one run.
 
-    python benchmarks/bench_torch_capture.py [--layers 12] [--width 256] [--seq 128]
+    python benchmarks/bench_torch_capture.py [--nanogpt PATH] [--seq 128] [--repeat 5]
+                                             [--no-peers] [--no-existing]
+    python benchmarks/bench_torch_capture.py --scaling [--sizes 1000,10000,100000]
+    python benchmarks/bench_torch_capture.py --model encoder|gpt2|resnet50|nanogpt|llama
+                                             [--layers 12] [--width 256] [--seq 128]
                                              [--batch 8] [--threads 2] [--repeat 5]
 
-Model: ``torch.nn.TransformerEncoder`` (``--layers`` post-norm layers, ``batch_first``,
-GELU, feed-forward 4x width), eval mode, ``torch.no_grad``. The fused "fast path" of
-``nn.TransformerEncoderLayer`` (one ``_transformer_encoder_layer_fwd`` op per layer) is
-switched off by default so that the capture records the real op-level graph (linear,
-softmax, layer norm… ~30 ops a layer); ``--fastpath`` keeps it on. The plain forward
-runs the same path as the captured one either way.
+**What users run** (the default): three models at batch 1 and one thread (what a person
+opening a model gets), and beside them at the earlier headline setting (batch 8, two
+threads): nanoGPT 124 M (``--nanogpt PATH``: nanoGPT's own ``model.py``, read at run
+time and never copied here; skipped without it), a ``transformers`` ``LlamaForCausalLM``
+from a config (4 layers, width 256, 4 heads, MLP 688, vocabulary 32,000; ``--seq``
+token ids) and a torchvision-style ResNet-50 written here (input [1, 3, 224, 224]). All
+in eval mode under ``torch.no_grad``, as the worker runs a ``mode = "eval"`` recipe.
+Each capture is what the worker does: a ``TorchTrace`` recording the forward, then
+``finish()`` and ``build()``. Measured by process CPU time in A/B-interleaved pairs
+(each pair a plain forward and the variant, in alternating order; the ratio is the
+median of the pairs' ratios): statistics on, statistics off, and, when installed,
+torchview (``draw_graph``, every depth), torchinfo (``summary``, modules only, no op
+graph), TorchLens (``trace``, its defaults) and ``torch.export``, each beside its own
+plain forwards. Per recorded op: the median of the pairs' CPU differences over the
+op count. Targets printed beside each figure (issue 40): statistics on <= 1.25x, off
+<= 1.10x; <= 30 us per op off, <= 60 us on. The load average is printed before and
+after (the machine is shared: quote figures with their load).
 
-Measured (best of ``--repeat`` alternating rounds, wall and process CPU time, after a
-warm-up forward and a warm-up capture, whose time is printed too):
-  * plain: ``model(x)``;
-  * capture, stats on / off: a ``TorchTrace`` recording the forward, plus ``finish()``
-    (statistics fetch, aliases, per-group bytes) and ``build()`` into a ``Capture``;
-  * the graph file: encode time and size, stats on and off;
-  * a checkpoint-loaded run: the model's state dict, perturbed as training would, saved
-    as ``.pt`` and ``.safetensors``; loading (``init.checkpoint`` through
-    ``capture.torch.saved.load_checkpoint``: read, sha256, weights-only load, key and
-    shape checks, ``load_state_dict``) is timed on its own, then a fresh model with the
-    loaded weights is captured beside its own plain forward (stats on and off).
-``--model gpt2``: a ``transformers`` ``GPT2Model`` built from a config of the same size
-(input ids ``[batch, seq]``), captured with an empty workspace as the worker does for a
-library model: no workspace frame exists, so every op walks to a *library frame*
-(``capture.worker.libframes``), the costliest frame case. GPT-2 small is
-``--model gpt2 --layers 12 --width 768 --heads 12``.
-``--model resnet50``: a torchvision-style ResNet-50 written here (bottleneck blocks
-3-4-6-3, batch norm, in-place ReLU), input ``[batch, 3, --image, --image]``.
-Targets: capture at most 5x the plain forward with statistics on, at most 2x with
-statistics off, for the checkpoint-loaded model too (loading is a one-time set-up cost,
-reported separately); for GPT-2 small and ResNet-50, statistics on at most 1.25x.
-Statistics are also measured the way they were computed before their one-pass
-reduction (``aminmax``, a sum and a norm as separate passes, each read back on its own:
-"stats, 3 passes"), side by side. ``--no-checkpoint`` skips the checkpoint-loaded run.
+**Scaling** (``--scaling``): a deep ``ModuleList`` of small blocks (written here)
+captured at about 1k, 10k and 100k ops (``--sizes``, ops wanted): capture CPU and the
+graph-file encode CPU per op, and their exponents in the op count (least squares over
+log-log; target <= 1.05, linear); then the whole CLI (``tensorviz capture`` of the same
+model at the largest size) beside a plain script running the same forward.
+
+**One model in detail** (``--model``, the earlier report): ``encoder`` is
+``torch.nn.TransformerEncoder`` (``--layers`` post-norm layers, ``batch_first``, GELU,
+feed-forward 4x width; its fused fast path off unless ``--fastpath``); ``gpt2`` a
+``transformers`` ``GPT2Model`` from a config (GPT-2 small is ``--layers 12 --width 768
+--heads 12``), captured with an empty workspace so every op walks to a library frame;
+``resnet50`` the ResNet-50 above (``--image``); ``nanogpt`` and ``llama`` as above.
+Best of ``--repeat`` alternating rounds, wall and CPU: plain, statistics on, statistics
+computed the way they were before their one-pass reduction ("stats, 3 passes"),
+statistics off; the first capture in the process; the graph file's encode time and size;
+for ``encoder``, a checkpoint-loaded run (``init.checkpoint`` through
+``capture.torch.saved.load_checkpoint``, timed alone, then captured; ``--no-checkpoint``
+skips it).
+
 Prints figures and ratios; asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import importlib.util
+import math
+import os
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
@@ -73,6 +92,36 @@ def build_gpt2(layers: int, width: int, heads: int, seq: int) -> torch.nn.Module
     config = GPT2Config(n_layer=layers, n_embd=width, n_head=heads, n_positions=max(seq, 16),
                         vocab_size=1024, use_cache=False)
     return GPT2Model(config).eval()
+
+
+LLAMA_CONFIG = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=4,
+                    num_key_value_heads=4, vocab_size=32000, max_position_embeddings=2048, use_cache=False)
+
+
+def build_llama() -> torch.nn.Module:
+    """``transformers``' Llama from a config: 4 layers of width 256 (LLAMA_CONFIG)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(**LLAMA_CONFIG)).eval()
+
+
+def load_nanogpt(path: str):
+    """nanoGPT's ``model.py`` (given at run time, never copied into this repository)."""
+    spec = importlib.util.spec_from_file_location("nanogpt_model", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["nanogpt_model"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_nanogpt(path: str) -> torch.nn.Module:
+    """nanoGPT at GPT-2 small's size (its ``GPTConfig`` defaults: 12 layers, width 768,
+    12 heads, block 1024, vocabulary 50,304: 124 M parameters)."""
+    module = load_nanogpt(path)
+    torch.manual_seed(0)
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints its parameter count
+        return module.GPT(module.GPTConfig(dropout=0.0)).eval()
 
 
 class Bottleneck(torch.nn.Module):
@@ -181,26 +230,377 @@ def interleaved(fns: dict, repeat: int) -> tuple[dict, dict, dict]:
     return {k: min(v) for k, v in wall.items()}, {k: min(v) for k, v in cpu.items()}, results
 
 
+# --------------------------------------------------------------------------- what users run
+
+TARGET_ON, TARGET_OFF, TARGET_US_OFF, TARGET_US_ON, TARGET_EXPONENT = 1.25, 1.10, 30.0, 60.0, 1.05
+
+
+def load_line() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} on {os.cpu_count()} CPUs"
+
+
+def cpu_of(fn) -> tuple[float, object]:
+    c = time.process_time()
+    result = fn()
+    return time.process_time() - c, result
+
+
+def pairs(plain, variants: dict, repeat: int) -> dict:
+    """Each variant against its own plain forwards, A/B-interleaved: ``repeat`` pairs per
+    variant (plain then variant, or variant then plain, alternately), all variants
+    taking turns in every round so that load from elsewhere hits them alike. Per variant:
+    the median of the pairs' CPU ratios and differences, the least CPU seconds of both,
+    its last result (or the exception it raised)."""
+    out = {k: {"ratios": [], "diffs": [], "cpu": [], "plain": [], "result": None, "error": None} for k in variants}
+    for r in range(repeat):
+        for key, fn in variants.items():
+            row = out[key]
+            if row["error"] is not None:
+                continue
+            try:
+                if (r + len(row["cpu"])) % 2:
+                    c_v, res = cpu_of(fn)
+                    c_p, _ = cpu_of(plain)
+                else:
+                    c_p, _ = cpu_of(plain)
+                    c_v, res = cpu_of(fn)
+            except Exception as exc:  # noqa: BLE001 - a peer that cannot run this model says why
+                row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:120]
+                continue
+            row["result"] = res
+            row["cpu"].append(c_v)
+            row["plain"].append(c_p)
+            row["ratios"].append(c_v / c_p)
+            row["diffs"].append(c_v - c_p)
+    for row in out.values():
+        if row["cpu"]:
+            row["ratio"] = statistics.median(row["ratios"])
+            row["diff"] = statistics.median(row["diffs"])
+            row["cpu_best"], row["plain_best"] = min(row["cpu"]), min(row["plain"])
+    return out
+
+
+def peer_variants(model: torch.nn.Module, x: torch.Tensor) -> dict:
+    """The peers that are installed, each a callable capturing ``model(x)`` its own way."""
+    out = {}
+    try:
+        import torchview
+
+        out["torchview"] = lambda: torchview.draw_graph(model, input_data=x, depth=math.inf, device="cpu",
+                                                        save_graph=False)
+    except ImportError:
+        pass
+    try:
+        import torchinfo
+
+        out["torchinfo"] = lambda: torchinfo.summary(model, input_data=x, depth=100, verbose=0)
+    except ImportError:
+        pass
+    try:
+        import torchlens
+        from torchlens.options import CaptureOptions
+
+        # unwrap_when_done: TorchLens otherwise leaves torch's functions wrapped, which
+        # would slow every plain forward measured after it.
+        out["torchlens"] = lambda: torchlens.trace(model, x, capture=CaptureOptions(unwrap_when_done=True))
+    except ImportError:
+        pass
+    return out
+
+
+def suite_models(args) -> list[tuple[str, object, object, object]]:
+    """(name, build, make input(batch), workspace) of the three models users run."""
+    models = []
+    want = set(args.only.split(",")) if args.only else {"nanogpt", "llama", "resnet50"}
+    if "nanogpt" in want:
+        if args.nanogpt:
+            models.append(("nanoGPT 124M", lambda: build_nanogpt(args.nanogpt),
+                           lambda b: torch.randint(0, 50304, (b, args.seq)),
+                           Path(args.nanogpt).resolve().parent))
+        else:
+            print("nanoGPT: skipped (no --nanogpt PATH to its model.py)")
+    if "llama" in want:
+        models.append(("Llama 4x256", build_llama, lambda b: torch.randint(0, LLAMA_CONFIG["vocab_size"], (b, args.seq)),
+                       Path(tempfile.mkdtemp(prefix="tv-bench-ws-"))))  # library code only: library frames
+    if "resnet50" in want:
+        def build_resnet() -> torch.nn.Module:
+            torch.manual_seed(0)
+            return ResNet50().eval()
+
+        models.append(("ResNet-50", build_resnet, lambda b: torch.randn(b, 3, args.image, args.image),
+                       Path(__file__).resolve().parent))
+    return models
+
+
+def suite(args) -> None:
+    warnings.filterwarnings("ignore")
+    print(f"torch {torch.__version__}; {load_line()}")
+    print(f"CPU time in A/B-interleaved pairs, {args.repeat} pairs per variant; ratio: median of the pairs' "
+          "CPU ratios to their own plain forward")
+    settings = [(1, 1)] + ([] if args.no_existing else [(8, 2)])
+    rows = []
+    for name, build, make_input, workspace in suite_models(args):
+        model = build()
+        files = WorkspaceFiles(workspace)
+        for batch, threads in settings:
+            torch.set_num_threads(threads)
+            x = make_input(batch)
+            with torch.no_grad():
+                model(x)  # the first forward in a process pays kernel set-up: not the capture's cost
+                capture_once(model, x, True, files)
+                variants = {"on": lambda: capture_once(model, x, True, files),
+                            "off": lambda: capture_once(model, x, False, files)}
+                if batch == 1 and not args.no_peers:
+                    variants.update(peer_variants(model, x))
+                got = pairs(lambda: model(x), variants, args.repeat)
+                if batch == 1 and not args.no_peers:
+                    got.update(export_pairs(model, x, args.repeat))
+            n_ops = len(got["on"]["result"].nodes)
+            rows.append((name, batch, threads, n_ops, got))
+            print_row(name, batch, threads, n_ops, got)
+    print(f"after: {load_line()}")
+
+
+def export_pairs(model: torch.nn.Module, x: torch.Tensor, repeat: int) -> dict:
+    """``torch.export`` against plain forwards (after a warm-up export: Dynamo's first
+    run in a process pays its set-up)."""
+    try:
+        torch.export.export(model, (x,))
+    except Exception as exc:  # noqa: BLE001
+        return {"torch.export": {"error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"[:120]}}
+    return pairs(lambda: model(x), {"torch.export": lambda: torch.export.export(model, (x,))},
+                 max(2, repeat // 2))
+
+
+def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> None:
+    plain = got["on"]["plain_best"]
+    print(f"\n{name}, batch {batch}, {threads} thread(s): {n_ops:,} ops; plain forward {plain:.4f} s CPU")
+    print(f"  {'':26}{'x plain':>9}{'us/op':>9}{'cpu s':>9}   target")
+    for key, label, target, us_target in (("on", "TensorViz, stats on", TARGET_ON, TARGET_US_ON),
+                                          ("off", "TensorViz, stats off", TARGET_OFF, TARGET_US_OFF)):
+        row = got[key]
+        per_op = row["diff"] / n_ops * 1e6
+        verdict = "meets" if row["ratio"] <= target and per_op <= us_target else "misses"
+        note = f"<= {target:.2f}x, <= {us_target:.0f} us/op ({verdict})" if batch == 1 else f"(batch {batch})"
+        print(f"  {label:26}{row['ratio']:9.2f}{per_op:9.1f}{row['cpu_best']:9.4f}   {note}")
+    for key, row in got.items():
+        if key in ("on", "off"):
+            continue
+        if row.get("error"):
+            print(f"  {key:26}   failed: {row['error']}")
+            continue
+        what = {"torchinfo": "modules only, no op graph", "torch.export": "an exported program",
+                "torchview": "op graph, no measurements", "torchlens": "its defaults"}.get(key, "")
+        print(f"  {key:26}{row['ratio']:9.2f}{'':9}{row['cpu_best']:9.4f}   {what}")
+
+
+# --------------------------------------------------------------------------- scaling
+
+class Step(torch.nn.Module):
+    """A small block: about ten ops (linear, layer norm, GELU, a residual add)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width)
+        self.fc = torch.nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.nn.functional.gelu(self.fc(self.norm(x)))
+
+
+class DeepStack(torch.nn.Module):
+    """A deep ``ModuleList`` of :class:`Step` blocks."""
+
+    def __init__(self, blocks: int, width: int = 16) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(Step(width) for _ in range(blocks))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+DEEP_MODEL = '''
+import torch
+
+
+class Step(torch.nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(width)
+        self.fc = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + torch.nn.functional.gelu(self.fc(self.norm(x)))
+
+
+class DeepStack(torch.nn.Module):
+    def __init__(self, blocks, width=16):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(Step(width) for _ in range(blocks))
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return x
+'''
+
+PLAIN_SCRIPT = '''
+import sys
+import torch
+sys.path.insert(0, sys.argv[1])
+from deep import DeepStack
+torch.manual_seed(0)
+model = DeepStack(int(sys.argv[2])).eval()
+with torch.no_grad():
+    model(torch.randn(1, 8, 16))
+'''
+
+
+def ops_per_block() -> int:
+    files = WorkspaceFiles(Path(__file__).resolve().parent)
+    with torch.no_grad():
+        return len(capture_once(DeepStack(4).eval(), torch.randn(1, 8, 16), True, files).nodes) // 4
+
+
+def exponent(xs: list[float], ys: list[float]) -> float:
+    """Least-squares slope of log y against log x."""
+    lx, ly = [math.log(v) for v in xs], [math.log(v) for v in ys]
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+
+
+def scaling(args) -> None:
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, 1 thread; {load_line()}")
+    per_block = ops_per_block()
+    files = WorkspaceFiles(Path(__file__).resolve().parent)
+    sizes, cap_s, enc_s, plain_s = [], [], [], []
+    print(f"deep ModuleList of blocks ({per_block} ops each), input [1, 8, 16], statistics on; best of "
+          f"{args.repeat} (CPU)")
+    print(f"{'ops':>9}{'plain s':>10}{'capture s':>11}{'us/op':>8}{'encode s':>10}{'us/op':>8}{'file MB':>9}")
+    for wanted in (int(n) for n in args.sizes.split(",")):
+        blocks = max(1, wanted // per_block)
+        torch.manual_seed(0)
+        model = DeepStack(blocks).eval()
+        x = torch.randn(1, 8, 16)
+        repeat = args.repeat if wanted <= 10_000 else max(2, args.repeat // 2)
+        with torch.no_grad():
+            model(x)
+            wall, cpu, results = interleaved({"plain": lambda: model(x),
+                                              "capture": lambda: capture_once(model, x, True, files)}, repeat)
+        cap = results["capture"]
+        best_enc = min(cpu_of(lambda: graphfile.encode(cap))[0] for _ in range(repeat))
+        data = graphfile.encode(cap)
+        n = len(cap.nodes)
+        sizes.append(n)
+        cap_s.append(cpu["capture"])
+        enc_s.append(best_enc)
+        plain_s.append(cpu["plain"])
+        print(f"{n:9,}{cpu['plain']:10.3f}{cpu['capture']:11.3f}{cpu['capture'] / n * 1e6:8.1f}{best_enc:10.3f}"
+              f"{best_enc / n * 1e6:8.1f}{len(data) / 1e6:9.1f}")
+    if len(sizes) > 1:
+        ce, ee = exponent(sizes, cap_s), exponent(sizes, enc_s)
+        print(f"exponent in ops: capture {ce:.3f}, encode {ee:.3f}   (target <= {TARGET_EXPONENT}: "
+              f"{'meets' if ce <= TARGET_EXPONENT else 'misses'} / {'meets' if ee <= TARGET_EXPONENT else 'misses'})")
+    cli_run(max(1, sizes[-1] // per_block) if sizes else 1000)
+    print(f"after: {load_line()}")
+
+
+_CHILD_CPU = '''
+import json, resource, subprocess, sys, time
+t = time.perf_counter()
+rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
+wall = time.perf_counter() - t
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"rc": rc, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime}))
+'''
+
+
+def cli_run(blocks: int) -> None:
+    """The whole CLI (``tensorviz capture``, one thread) beside a plain script doing the
+    same forward, each in fresh processes, alternately."""
+    import json
+
+    with tempfile.TemporaryDirectory(prefix="tv-bench-deep-") as tmp:
+        root = Path(tmp)
+        (root / "deep.py").write_text(DEEP_MODEL)
+        (root / "plain.py").write_text(PLAIN_SCRIPT)
+        (root / ".tensorviz").mkdir()
+        (root / ".tensorviz" / "recipes.toml").write_text(
+            'version = 1\n\n[profiles.deep]\nmodel = "deep:DeepStack"\n'
+            f'init = {{ args = [{blocks}] }}\n'
+            'inputs = { args = [{ kind = "tensor", shape = [1, 8, 16], dtype = "float32" }] }\n')
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+        out = root / "deep.tvg"
+        cmds = {
+            "plain script": [sys.executable, str(root / "plain.py"), str(root), str(blocks)],
+            "tensorviz capture": [sys.executable, "-m", "tensorviz_lsp", "capture", "--workspace", str(root),
+                                  "--profile", "deep", "-o", str(out), "--timeout", "900"],
+        }
+        got: dict[str, list[dict]] = {k: [] for k in cmds}
+        for _ in range(2):
+            for key, cmd in cmds.items():
+                done = subprocess.run([sys.executable, "-c", _CHILD_CPU, *cmd], capture_output=True, text=True, env=env)
+                got[key].append(json.loads(done.stdout.strip().splitlines()[-1]))
+        plain = min(r["cpu"] for r in got["plain script"])
+        cli = min(r["cpu"] for r in got["tensorviz capture"])
+        cap = graphfile.read(out)
+        capture_s = cap.meta.get("capture_s", float("nan"))
+        print(f"whole CLI at {len(cap.nodes):,} ops: plain script {plain:.2f} s CPU, tensorviz capture {cli:.2f} s CPU "
+              f"({cli - plain:.2f} s over the script; the recorded forward {capture_s:.2f} s wall of it; "
+              f"file {out.stat().st_size / 1e6:.1f} MB)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", choices=("encoder", "gpt2", "resnet50", "nanogpt", "llama"),
+                    help="one model in detail (the earlier report) instead of the three models users run")
+    ap.add_argument("--nanogpt", default="", help="nanoGPT's model.py (read at run time; skipped when not given)")
+    ap.add_argument("--scaling", action="store_true", help="capture and encode vs op count, and the whole CLI")
+    ap.add_argument("--sizes", default="1000,10000,100000", help="--scaling: op counts wanted")
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--width", type=int, default=256)
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--seq", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=8, help="--model: batch size")
+    ap.add_argument("--threads", type=int, default=2, help="--model: threads")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--fastpath", action="store_true", help="keep the fused encoder-layer fast path on")
-    ap.add_argument("--model", choices=("encoder", "gpt2", "resnet50"), default="encoder",
-                    help="gpt2: transformers' GPT2Model from a config (library frames on every op); "
-                         "resnet50: a torchvision-style ResNet-50")
     ap.add_argument("--image", type=int, default=224, help="resnet50: image size")
     ap.add_argument("--no-checkpoint", action="store_true", help="skip the checkpoint-loaded run")
+    ap.add_argument("--no-peers", action="store_true", help="skip torchview, torchinfo, TorchLens and torch.export")
+    ap.add_argument("--no-existing", action="store_true", help="skip the batch 8, two-thread columns")
+    ap.add_argument("--only", default="", help="comma-separated: nanogpt,llama,resnet50 (default: all)")
     args = ap.parse_args()
+    if args.model:
+        detail(args)
+    elif args.scaling:
+        scaling(args)
+    else:
+        suite(args)
 
+
+def detail(args) -> None:
+    """One model in detail (``--model``): the earlier report."""
     torch.set_num_threads(args.threads)
     torch.backends.mha.set_fastpath_enabled(args.fastpath)
-    if args.model == "resnet50":
+    if args.model == "nanogpt":
+        if not args.nanogpt:
+            raise SystemExit("--model nanogpt needs --nanogpt PATH (nanoGPT's model.py)")
+        model = build_nanogpt(args.nanogpt)
+        x = torch.randint(0, 50304, (args.batch, args.seq))
+        files = WorkspaceFiles(Path(args.nanogpt).resolve().parent)
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); nanoGPT 124M, idx [{args.batch},{args.seq}]")
+    elif args.model == "llama":
+        model = build_llama()
+        x = torch.randint(0, LLAMA_CONFIG["vocab_size"], (args.batch, args.seq))
+        files = WorkspaceFiles(tempfile.mkdtemp(prefix="tv-bench-ws-"))
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); transformers Llama 4x256, "
+              f"input ids [{args.batch},{args.seq}]")
+    elif args.model == "resnet50":
         torch.manual_seed(0)
         model = ResNet50().eval()
         x = torch.randn(args.batch, 3, args.image, args.image)

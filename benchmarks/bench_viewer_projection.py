@@ -47,7 +47,8 @@ from capture.graph.model import to_json  # noqa: E402
 from layered_models import decoder_capture  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
 from tensorviz_lsp.cli.commands import inspect as inspect_command  # noqa: E402
-from viewer.projection import gc_pause, search  # noqa: E402
+from capture.graph import gc_pause  # noqa: E402
+from viewer.projection import search  # noqa: E402
 from viewer.projection.projection import Projection  # noqa: E402
 
 NODES_PER_LAYER = 51  # a decoder_capture layer; the rest (embedding, rotary, head) is 17 nodes

@@ -39,7 +39,7 @@ import difflib
 import json
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Iterable, cast
+from typing import Any, cast
 
 from .model import Capture, describe_tree, format_shape, state_keys, tree_leaves
 from .sharding import mesh_text
@@ -373,15 +373,11 @@ def _weight_names(capture: Capture, n_values: int) -> dict[int, str]:
     ``measured`` label), JAX state (leaves under ``variables`` / ``state`` of the call
     structure, named as ``meta.input_names`` records them, else by their path)."""
     out: dict[int, str] = {}
-    column = ValueTable.of(capture.values).measured_column()
-    measured: Iterable = enumerate(column) if column is not None else ()
-    for v, m in measured:
-        if isinstance(m, dict):
-            for role in ("param", "buffer"):
-                name = m.get(role)
-                if isinstance(name, str) and name:
-                    out[v] = name
-                    break
+    values = ValueTable.of(capture.values)  # two keys read, no map built
+    for v, names in enumerate(zip(values.measured_key("param"), values.measured_key("buffer"))):
+        name = next((x for x in names if isinstance(x, str) and x), None)
+        if name is not None:
+            out[v] = name
     tree = capture.inputs
     pairs = tree.get("dict") if isinstance(tree, dict) else None
     if isinstance(pairs, list):

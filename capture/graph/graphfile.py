@@ -2,18 +2,23 @@
 
 A file is two consecutive msgpack objects:
 
-1. a small header map: ``{"format": "tensorviz-graph", "version": 2, "counts": {...}}``;
+1. a small header map: ``{"format": "tensorviz-graph", "version": 3, "counts": {...}}``;
 2. the body: the capture in columnar form (ids are dense indices, so they are not
    stored; repeated strings such as op names and dtypes go through one string table).
 
-Version 2 (written now) stores the node and value columns of integers packed: one msgpack
-``bin`` whose first byte is an :mod:`array` type code (``bBhHiIqQ``: signed or unsigned,
-1, 2, 4 or 8 bytes) and the rest the entries, little-endian (shape dimensions stay a list
-when some are names). Nodes' params go through a table of distinct maps (``param_table``,
-and ``param_index`` per node with params). Reading it decodes no msgpack integer per entry
-and needs no per-entry type check: a packed entry is an integer by construction, and its
-type code already bounds it. Version 1 (those columns as msgpack lists, one params map per
-node with params) is still read, with the same checks it always had.
+Version 2 stores the node and value columns of integers packed: one msgpack ``bin``
+whose first byte is an :mod:`array` type code (``bBhHiIqQ``: signed or unsigned, 1, 2, 4
+or 8 bytes) and the rest the entries, little-endian (shape dimensions stay a list when
+some are names) (:mod:`capture.graph.packed`). Nodes' params go through a table of
+distinct maps (``param_table``, and ``param_index`` per node with params). Reading it
+decodes no msgpack integer per entry and needs no per-entry type check: a packed entry is
+an integer by construction, and its type code already bounds it. Version 3 (written now)
+also stores the values' ``measured`` maps and the groups (kind, name, parent and
+``attrs``) as columns (:mod:`capture.graph.map_columns`): a Torch capture's measured
+evidence, most of its file, is then a few dozen packed arrays instead of a map and
+several lists per value, and a value's map is built when it is asked for. Versions 1
+(integer columns as msgpack lists, one params map per node with params) and 2 are still
+read, with the same checks they always had.
 
 The reader treats every file as hostile: the file size, every msgpack container and
 string are bounded, the header is checked before the body is decoded, and every
@@ -25,7 +30,6 @@ write leaves the previous file untouched.
 
 from __future__ import annotations
 
-import gc
 import ntpath
 import os
 import re
@@ -34,7 +38,6 @@ import secrets
 import stat
 import sys
 import time
-from array import array
 from pathlib import Path
 from itertools import islice
 from collections.abc import Sequence
@@ -42,6 +45,16 @@ from typing import Any, cast
 
 import msgpack
 
+from . import gc_pause
+from .map_columns import MapColumns, pack_maps, unpack_maps
+from .packed import ARRAY_CODE as _ARRAY_CODE  # noqa: F401 (tests read the type codes)
+from .packed import BIG_ENDIAN as _BIG_ENDIAN  # noqa: F401
+from .packed import MAX_ENTRIES as _MAX_CONTAINER
+from .packed import PACKED_WIDTH as _PACKED_WIDTH  # noqa: F401
+from .packed import Invalid as _Invalid
+from .packed import need as _need
+from .packed import pack_ints as _pack_ints
+from .packed import packed_ints as _packed_ints
 from .sharding import ShardingError, check_devices, check_meshes, check_sharding
 from .tables import NodeTable, ValueTable
 from .model import (
@@ -62,15 +75,14 @@ from .model import (
 
 # Generous for real models, small enough that a hostile file cannot exhaust memory.
 DEFAULT_MAX_FILE_BYTES = 1 << 30
-_MAX_CONTAINER = 50_000_000
 _MAX_STR = 16 << 20
 _MAX_DEPTH = 64
 #: The version of the file encoding this module writes (see the module docstring). It is
 #: the encoding's; the capture's own content, what ``to_json`` prints with
 #: ``capture.graph.model.FORMAT_VERSION``, did not change in version 2.
-FILE_VERSION = 2
+FILE_VERSION = 3
 #: The versions it reads (and can write, for an older reader).
-READ_VERSIONS = (1, FILE_VERSION)
+READ_VERSIONS = (1, 2, FILE_VERSION)
 
 
 class GraphFileError(Exception):
@@ -82,19 +94,24 @@ class GraphFileError(Exception):
         super().__init__(f"{self.path}: {problem}")
 
 
-class _Invalid(Exception):
-    """Internal: a field failed validation; carries the field path."""
-
-
 # --------------------------------------------------------------------------- writing
 
 
 def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
-    """The file's bytes for ``capture``: format ``version`` 2, or 1 for a reader that
-    predates version 2."""
+    """The file's bytes for ``capture``: format ``version`` 3, or 1 or 2 for a reader that
+    predates version 3."""
     if version not in READ_VERSIONS:
         raise ValueError(f"graph file version {version} cannot be written "
                          f"(versions {', '.join(map(str, READ_VERSIONS))} can)")
+    # Encoding makes a container or two per value and node, and the capture's own objects
+    # may all still be young: with the cyclic collector on, it ran full collections over
+    # them again and again (most of a 100,000-op encode, growing as n^1.3). Nothing made
+    # here is a cycle.
+    with gc_pause.paused():
+        return _encode(capture, version)
+
+
+def _encode(capture: Capture, version: int) -> bytes:
     _check_dense(capture)
     strings: dict[str, int] = {}
 
@@ -104,38 +121,31 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
             idx = strings[text] = len(strings)
         return idx
 
-    literals: list[Any] = []
-    values = capture.values
-    nodes = capture.nodes
+    def s_all(texts: Sequence[str]) -> list[int]:  # one lookup per distinct text
+        index = {t: s(t) for t in dict.fromkeys(texts)}
+        return list(map(index.__getitem__, texts))
+
     # Operands and outputs in CSR form: flat columns plus per-node offsets, so the
-    # reader checks whole columns at once instead of 200,000 little lists.
-    in_off, in_pos, in_ref, out_off, out_ids = [0], [], [], [0], []
-    for n in nodes:
-        for o in n.inputs:
-            in_pos.append(o.position)
-            if o.value is None:
-                in_ref.append(-1 - len(literals))
-                literals.append(o.literal)
-            else:
-                in_ref.append(o.value)
-        in_off.append(len(in_pos))
-        out_ids += n.outputs
-        out_off.append(len(out_ids))
-    shape_off, shape_dims = [0], []
-    for v in values:
-        shape_dims += v.shape
-        shape_off.append(len(shape_dims))
+    # reader checks whole columns at once instead of 200,000 little lists. A file's
+    # nodes and values (tables) hand over their own columns.
+    nodes = NodeTable.of(capture.nodes)
+    values = ValueTable.of(capture.values)
+    ops, node_group, node_frame, in_off, in_ref, out_off, out_ids, opaque = nodes.columns()
+    in_pos, literals, node_params = nodes.input_positions(), nodes.literals(), nodes.params_map()
+    shape_off, shape_dims = values.shape_columns()
+    measured = values.measured_column() if values.measured_any() else None
+    columnar = version >= 3
 
     packed = version >= 2
     ints = _pack_ints if packed else list
-    param_nodes = [i for i, n in enumerate(nodes) if n.params]
+    param_nodes = sorted(i for i, p in node_params.items() if p)
     params_columns: dict[str, Any]
     if packed:  # each distinct params map stored once (real programs repeat a few)
-        param_table, param_index = _distinct_maps([nodes[i].params for i in param_nodes])
+        param_table, param_index = _distinct_maps([node_params[i] for i in param_nodes])
         params_columns = {"param_nodes": ints(param_nodes), "param_table": param_table,
                           "param_index": ints(param_index)}
     else:
-        params_columns = {"param_nodes": param_nodes, "param_maps": [nodes[i].params for i in param_nodes]}
+        params_columns = {"param_nodes": param_nodes, "param_maps": [node_params[i] for i in param_nodes]}
     all_int_dims = list(map(type, shape_dims)).count(int) == len(shape_dims)
     sharding_table, sharding_index = _sharding_columns(values)
     body = {
@@ -152,29 +162,27 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
             "shape_offsets": ints(shape_off),
             # packed when every dimension is a size; a list when some are names
             "shape_dims": ints(cast(list[int], shape_dims)) if all_int_dims else shape_dims,
-            "dtype": ints([s(v.dtype) for v in values]),
-            "measured": [v.measured for v in values]
-            if any(v.measured is not None for v in values)
-            else None,
+            "dtype": ints(s_all(values.dtype_column())),
+            "measured": None if measured is None else pack_maps(measured, s) if columnar else list(measured),
             # how values are split across devices: each distinct map once, and per value
             # its index in the table (-1: none); absent when no value is split
             **({"sharding_table": sharding_table, "sharding_index": ints(sharding_index)}
                if sharding_table else {}),
         },
         "nodes": {
-            "op": ints([s(n.op) for n in nodes]),
+            "op": ints(s_all(ops)),
             "input_offsets": ints(in_off),
             "input_positions": ints(in_pos),
             "input_refs": ints(in_ref),
             "output_offsets": ints(out_off),
             "output_ids": ints(out_ids),
             **params_columns,
-            "group": ints([-1 if n.group is None else n.group for n in nodes]),
-            "frame": ints([-1 if n.frame is None else n.frame for n in nodes]),
-            "opaque": ints([i for i, n in enumerate(nodes) if n.opaque]),
+            "group": ints(node_group),
+            "frame": ints(node_frame),
+            "opaque": ints(sorted(opaque)),
         },
         "literals": literals,
-        "groups": [
+        "groups": _group_columns(capture.groups, s, s_all) if columnar else [
             [g.kind, g.name, -1 if g.parent is None else g.parent, g.attrs or None]
             for g in capture.groups
         ],
@@ -220,34 +228,50 @@ def encode(capture: Capture, *, version: int = FILE_VERSION) -> bytes:
         raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
 
 
+def _group_columns(groups: list[Group], s: Any, s_all: Any) -> dict[str, Any]:
+    """Version 3's groups: kind, name and parent columns, and the attrs as map columns."""
+    return {
+        "kind": _pack_ints(s_all([g.kind for g in groups])),
+        "name": _pack_ints(s_all([g.name for g in groups])),
+        "parent": _pack_ints([-1 if g.parent is None else g.parent for g in groups]),
+        "attrs": pack_maps([g.attrs or None for g in groups], s),
+    }
+
+
 def _distinct_maps(maps: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[int]]:
     """``(each distinct map once, per map its index in that table)``; maps are equal when
-    their stored bytes are (equal maps, equal keys)."""
+    their stored bytes are (equal maps, equal keys). A map object given again is packed
+    once (values share their sharding maps)."""
     table: list[dict[str, Any]] = []
     seen: dict[bytes, int] = {}
+    by_id: dict[int, int] = {}
     index = []
     pack = msgpack.Packer(use_bin_type=True).pack
     for m in maps:
-        try:
-            key = pack(m)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
-        k = seen.get(key)
+        k = by_id.get(id(m))
         if k is None:
-            k = seen[key] = len(table)
-            table.append(m)
+            try:
+                key = pack(m)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise ValueError(f"capture holds a value a graph file cannot store: {exc}") from exc
+            k = seen.get(key)
+            if k is None:
+                k = seen[key] = len(table)
+                table.append(m)
+            by_id[id(m)] = k
         index.append(k)
     return table, index
 
 
-def _sharding_columns(values: Sequence[Value]) -> tuple[list[dict[str, Any]], list[int]]:
+def _sharding_columns(values: ValueTable) -> tuple[list[dict[str, Any]], list[int]]:
     """The values' shardings as a table of distinct maps and an index per value (-1: none);
-    ``([], [])`` when no value has one."""
-    if not any(v.sharding is not None for v in values):
+    ``([], [])`` when no value has one (read from the sharding column: no rows built)."""
+    column = values.sharding_column()
+    if column is None or all(x is None for x in column):
         return [], []
-    table, distinct = _distinct_maps([v.sharding for v in values if v.sharding is not None])
+    table, distinct = _distinct_maps([x for x in column if x is not None])
     shared = iter(distinct)
-    return table, [-1 if v.sharding is None else next(shared) for v in values]
+    return table, [-1 if x is None else next(shared) for x in column]
 
 
 def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
@@ -259,31 +283,6 @@ def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
         "rule": ints(cost.rule), "rules": list(cost.rules), "estimates": ints(list(cost.estimates)),
         "notes": cost.notes or None,
     }
-
-
-#: A packed integer column's type codes (its first byte) and their entry widths.
-_PACKED_WIDTH = {"b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
-#: The :mod:`array` type code with each packed code's width and signedness on this platform.
-_ARRAY_CODE = {
-    code: next(c for c in ((code, "l", "q") if code.islower() else (code, "L", "Q")) if array(c).itemsize == width)
-    for code, width in _PACKED_WIDTH.items()
-}
-_BIG_ENDIAN = sys.byteorder == "big"
-
-
-def _pack_ints(col: list[int]) -> bytes:
-    """``col`` as a packed integer column: the narrowest type code that holds every entry,
-    then the entries little-endian."""
-    lo, hi = (min(col), max(col)) if col else (0, 0)
-    for code in ("BHIQ" if lo >= 0 else "bhiq"):
-        bits = 8 * _PACKED_WIDTH[code]
-        if (hi < 1 << bits) if code.isupper() else (-(1 << (bits - 1)) <= lo and hi < 1 << (bits - 1)):
-            packed = array(_ARRAY_CODE[code], col)
-            if _BIG_ENDIAN:
-                packed.byteswap()
-            return code.encode() + packed.tobytes()
-    raise ValueError(f"capture holds a value a graph file cannot store: an integer column holds "
-                     f"{hi if hi >= 1 << 63 else lo}, outside the 64-bit range")
 
 
 def write(capture: Capture, path: str | os.PathLike[str]) -> None:
@@ -411,6 +410,8 @@ def _check_dense(capture: Capture) -> None:
     tables: tuple[tuple[str, Sequence[Value | Node | Group]], ...] = (
         ("values", capture.values), ("nodes", capture.nodes), ("groups", capture.groups))
     for label, items in tables:
+        if isinstance(items, (NodeTable, ValueTable)):
+            continue  # a file's rows: dense by construction
         for i, item in enumerate(items):
             if item.id != i:
                 raise ValueError(f"{label}[{i}] has id {item.id}; ids must be dense indices")
@@ -456,13 +457,8 @@ def decode(data: bytes, *, name: str = "<bytes>", max_bytes: int = DEFAULT_MAX_F
     unpacker.feed(memoryview(data)[:head])
     # Decoding allocates millions of small containers and no cycles; the cyclic
     # collector would otherwise run hundreds of times for nothing (5-10x slower).
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_pause.paused():
         return _decode_body(unpacker, name, data)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 #: A graph header is a small map; a file whose first MiB holds none is not a graph file.
@@ -523,7 +519,7 @@ def container_budget(header: dict[str, Any], size: int) -> int:
 #: times its size under a header declaring a small graph.
 ELEMENTS_BASE = 1 << 16
 ELEMENTS_PER_ITEM = 64
-MIN_BYTES_PER_ELEMENT = {1: 2, 2: 3}
+MIN_BYTES_PER_ELEMENT = {1: 2, 2: 3, 3: 3}
 
 
 def element_budget(header: dict[str, Any], size: int, version: int) -> int:
@@ -732,11 +728,6 @@ _PLAIN_SCALARS = (type(None), bool, int, float, str)
 _RUNTIME_TIMING = re.compile(r"(?:_(?:s|ms|us|ns|seconds)|^(?:elapsed|duration|timings?))$")
 
 
-def _need(cond: bool, where: str, what: str) -> None:
-    if not cond:
-        raise _Invalid(f"{where}: {what}")
-
-
 def _map(obj: Any, where: str) -> dict[Any, Any]:
     if type(obj) is not dict:
         raise _Invalid(f"{where}: expected a map")
@@ -789,40 +780,6 @@ def _listed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, 
     col = _list(obj, where, length)
     _all_ints(col, where, lo, hi, few=few)
     return col
-
-
-def _packed_ints(obj: Any, where: str, length: int | None, lo: int, hi: int, *, few: bool = False) -> list[int]:
-    """A version-2 (packed) integer column of ``length`` entries (``None``: any number),
-    each in [lo, hi), as a list. Every entry is an integer by construction, and the type
-    code bounds it: only the bounds the code leaves open are checked, by C-level passes."""
-    _need(type(obj) is bytes and len(obj) > 0, where, "expected a packed integer column")
-    code = chr(obj[0])
-    width = _PACKED_WIDTH.get(code)
-    if width is None:
-        raise _Invalid(f"{where}: unknown packed integer type {code!r}")
-    n, extra = divmod(len(obj) - 1, width)
-    _need(extra == 0, where, f"{len(obj) - 1} bytes are not a whole number of {width}-byte entries")
-    if length is not None:
-        _need(n == length, where, f"expected {length} entries, found {n}")
-    _need(n <= _MAX_CONTAINER, where, f"{n:,} entries, over the {_MAX_CONTAINER:,}-entry limit")
-    entries = array(_ARRAY_CODE[code])
-    entries.frombytes(memoryview(obj)[1:])
-    if _BIG_ENDIAN:
-        entries.byteswap()
-    # Checked on the array, before the list of Python integers exists: a column that is
-    # refused never costs more than its own bytes' worth of memory.
-    bits = 8 * width
-    code_lo, code_hi = (0, 1 << bits) if code.isupper() else (-(1 << (bits - 1)), 1 << (bits - 1))
-    if n and (code_lo < lo or code_hi > hi):
-        if width == 1:  # one byte per entry: delete the bytes of allowed values; none may remain
-            allowed = bytes(v & 0xFF for v in range(max(lo, code_lo), min(hi, code_hi)))
-            if not obj[1:].translate(None, allowed):
-                return entries.tolist()
-        span = set(entries) if few else entries
-        if (code_lo < lo and min(span) < lo) or (code_hi > hi and max(span) >= hi):
-            bad = next(i for i, x in enumerate(entries) if not lo <= x < hi)
-            raise _Invalid(f"{where}[{bad}]: {entries[bad]} is out of range")
-    return entries.tolist()
 
 
 def _plain(obj: Any, where: str, depth: int = 0) -> Any:
@@ -932,15 +889,7 @@ def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Ca
         if not (dim_types <= {int, str} and min(
                 set(dims) if dim_types == {int} else [d for d in dims if type(d) is int], default=0) >= 0):
             raise _Invalid("values.shape_dims: dimensions are sizes or names")
-    measured = vals.get("measured")
-    if measured is not None:
-        _list(measured, "values.measured", n_values)
-        present = [m for m in measured if m is not None]
-        if list(map(type, present)).count(dict) != len(present) or not _within_depth(present):
-            for i, m in enumerate(measured):
-                if m is not None:
-                    _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
-            raise _Invalid("values.measured: nested too deeply")  # not reached: _shallow names the entry
+    measured = _read_measured(vals.get("measured"), strings, n_values, version)
     try:
         meshes = check_meshes(b.get("meshes"))
         devices = check_devices(b.get("devices"))
@@ -952,18 +901,10 @@ def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Ca
     values = ValueTable(shape_off, cast(list[int | str], dims), list(map(strings.__getitem__, dtypes)), measured, shardings)
 
     # groups and frames (nodes refer to them)
-    groups_raw = _list(b.get("groups"), "groups")
-    n_groups = len(groups_raw)
-    groups = []
-    for i, g in enumerate(groups_raw):
-        _list(g, f"groups[{i}]", 4)
-        parent = _int(g[2], f"groups[{i}].parent")
-        _need(-1 <= parent < n_groups and parent != i, f"groups[{i}].parent", "out of range")
-        groups.append(
-            Group(i, _str(g[0], f"groups[{i}].kind"), _str(g[1], f"groups[{i}].name"),
-                  None if parent < 0 else parent, _opt_map(g[3], f"groups[{i}].attrs"))
-        )
+    groups = _columnar_groups(_map(b.get("groups"), "groups"), strings) if version >= 3 else \
+        _listed_groups(b.get("groups"))
     _check_acyclic(groups)
+    n_groups = len(groups)
     frames_raw = _list(b.get("frames"), "frames")
     frames = []
     for i, f in enumerate(frames_raw):
@@ -1049,7 +990,7 @@ def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Ca
         traced = coverage.scope == "traced_program"
         _need(traced or backend != "jaxpr", "coverage.scope",
               f"{coverage.scope!r} does not match backend 'jaxpr' (a traced program's scope is 'traced_program')")
-        if traced and measured is not None and any(m is not None for m in measured):
+        if traced and values.measured_any():
             raise _Invalid("values.measured: a traced program carries no measured evidence")
         if backend == "jaxpr" and isinstance(b.get("meta"), dict):
             timing = next((k for k in b["meta"] if type(k) is str and _RUNTIME_TIMING.search(k)), None)
@@ -1138,14 +1079,86 @@ ABSTRACT_REFUSED_VALUE_KEYS = ("stats", "bytes")
 ABSTRACT_REFUSED_GROUP_KEYS = ("output_bytes", "result_bytes")
 
 
-def _refuse_measurements(measured: list[Any] | None, groups: list[Group]) -> None:
+def _read_measured(measured: Any, strings: list[str], n_values: int,
+                   version: int) -> Sequence[dict[str, Any] | None] | None:
+    """The values' measured maps: version 3's map columns, or a list of maps."""
+    if measured is None:
+        return None
+    if version >= 3:
+        return unpack_maps(measured, strings, "values.measured", n_values, check_raw=_raw_within_depth)
+    _list(measured, "values.measured", n_values)
+    present = [m for m in measured if m is not None]
+    if list(map(type, present)).count(dict) != len(present) or not _within_depth(present):
+        for i, m in enumerate(measured):
+            if m is not None:
+                _shallow(_map(m, f"values.measured[{i}]"), f"values.measured[{i}]")
+        raise _Invalid("values.measured: nested too deeply")  # not reached: _shallow names the entry
+    return cast(list[dict[str, Any] | None], measured)
+
+
+def _listed_groups(obj: Any) -> list[Group]:
+    """Versions 1 and 2's groups: one ``[kind, name, parent, attrs]`` list each."""
+    groups_raw = _list(obj, "groups")
+    n_groups = len(groups_raw)
+    groups = []
+    for i, g in enumerate(groups_raw):
+        _list(g, f"groups[{i}]", 4)
+        parent = _int(g[2], f"groups[{i}].parent")
+        _need(-1 <= parent < n_groups and parent != i, f"groups[{i}].parent", "out of range")
+        groups.append(
+            Group(i, _str(g[0], f"groups[{i}].kind"), _str(g[1], f"groups[{i}].name"),
+                  None if parent < 0 else parent, _opt_map(g[3], f"groups[{i}].attrs"))
+        )
+    return groups
+
+
+def _columnar_groups(cols: dict[Any, Any], strings: list[str]) -> list[Group]:
+    """Version 3's groups: kind, name and parent columns, and the attrs in map columns."""
+    n_str = len(strings)
+    kinds = _packed_ints(cols.get("kind"), "groups.kind", None, 0, n_str, few=True)
+    n = len(kinds)
+    names = _packed_ints(cols.get("name"), "groups.name", n, 0, n_str)
+    parents = _packed_ints(cols.get("parent"), "groups.parent", n, -1, n)
+    bad = next((i for i, p in enumerate(parents) if p == i), None)
+    if bad is not None:
+        raise _Invalid(f"groups[{bad}].parent: out of range")
+    attrs = unpack_maps(cols.get("attrs"), strings, "groups.attrs", n, check_raw=_raw_plain)
+    return [Group(i, strings[k], strings[m], None if p < 0 else p, a or {})
+            for i, k, m, p, a in zip(range(n), kinds, names, parents, attrs)]
+
+
+def _raw_within_depth(values: list[Any], where: str) -> None:
+    """A plain column of measured maps: nested no deeper than any value may be (the
+    first value too deep is named by its index in the column)."""
+    if not _within_depth([values]):
+        for i, x in enumerate(values):
+            if type(x) is dict or type(x) is list:
+                _shallow([x], f"{where}[{i}]")
+
+
+def _raw_plain(values: list[Any], where: str) -> None:
+    """A plain column of group attrs: plain data only, nested no deeper than allowed."""
+    _plain(values, where)
+
+
+def _refuse_measurements(measured: Sequence[dict[str, Any] | None] | None, groups: list[Group]) -> None:
     """An abstract capture keeps what fake tensors know (device, strides, storages and
     aliases, labels) and nothing measured: no statistics, no bytes."""
+    if isinstance(measured, MapColumns):
+        for key in ABSTRACT_REFUSED_VALUE_KEYS:
+            if key in measured.keys():
+                i = next(i for i, x in enumerate(measured.values_of(key)) if x is not None)
+                raise _Invalid(f"values.measured[{i}].{key}: an abstract capture carries no measured evidence")
+        return _refuse_group_measurements(groups)
     for i, m in enumerate(measured or ()):
         if m is not None:
             for key in ABSTRACT_REFUSED_VALUE_KEYS:
                 if key in m:
                     raise _Invalid(f"values.measured[{i}].{key}: an abstract capture carries no measured evidence")
+    _refuse_group_measurements(groups)
+
+
+def _refuse_group_measurements(groups: list[Group]) -> None:
     for g in groups:
         for key in ABSTRACT_REFUSED_GROUP_KEYS:
             if key in g.attrs:

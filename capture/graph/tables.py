@@ -15,7 +15,12 @@ from collections.abc import Iterator, Sequence
 from itertools import compress, islice, repeat
 from typing import Any, NamedTuple, cast, overload
 
+from .map_columns import MapColumns
 from .model import Node, Operand, Value
+
+#: Per-value measured maps: a list, or a version-3 file's :class:`MapColumns` (each map
+#: built when it is asked for).
+Measured = Sequence[dict[str, Any] | None]
 
 
 class NodeColumns(NamedTuple):
@@ -40,7 +45,7 @@ class ValueTable(Sequence[Value]):
     __slots__ = ("_off", "_dims", "_dtype", "_measured", "_sharding")
 
     def __init__(self, off: list[int], dims: list[int | str], dtype: list[str],
-                 measured: list[dict[str, Any] | None] | None,
+                 measured: Measured | None,
                  sharding: list[dict[str, Any] | None] | None = None) -> None:
         self._off, self._dims, self._dtype, self._measured = off, dims, dtype, measured
         self._sharding = sharding
@@ -67,9 +72,26 @@ class ValueTable(Sequence[Value]):
         """``(offsets, dims)``: value ``i``'s shape is ``dims[offsets[i]:offsets[i+1]]``."""
         return self._off, self._dims
 
-    def measured_column(self) -> list[dict[str, Any] | None] | None:
-        """Per-value measured maps, or ``None`` when no value was measured."""
+    def measured_column(self) -> Measured | None:
+        """Per-value measured maps (a list, or a version-3 file's :class:`MapColumns`, which
+        builds each map when it is asked for), or ``None`` when no value was measured."""
         return self._measured
+
+    def measured_any(self) -> bool:
+        """Whether any value was measured, without building a map."""
+        m = self._measured
+        if m is None:
+            return False
+        return m.any_present() if isinstance(m, MapColumns) else any(x is not None for x in m)
+
+    def measured_key(self, key: str) -> list[Any]:
+        """Every value's measured ``key`` (``None`` where absent), without building maps."""
+        m = self._measured
+        if m is None:
+            return [None] * len(self)
+        if isinstance(m, MapColumns):
+            return m.values_of(key)
+        return [x.get(key) if type(x) is dict else None for x in m]
 
     def sharding_column(self) -> list[dict[str, Any] | None] | None:
         """Per-value sharding maps (read-only, shared by equal ones), or ``None`` when no
@@ -161,6 +183,10 @@ class NodeTable(Sequence[Node]):
         Read-only by contract: the rows are built from them."""
         return NodeColumns(self._op, self._group, self._frame, self._in_off, self._in_ref,
                            self._out_off, self._out, self._opaque)
+
+    def input_positions(self) -> list[int]:
+        """Each operand's argument position, in the order of ``columns().input_refs``."""
+        return self._in_pos
 
     def literals(self) -> list[Any]:
         """The literal operands: an input ref ``r < 0`` is ``literals()[-1 - r]``."""

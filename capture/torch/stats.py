@@ -11,7 +11,22 @@ Statistics are over the finite elements: ``min``, ``max``, ``mean``, ``std``
 (population), plus the ``nan`` and ``inf`` counts (all four None when nothing is
 finite).
 
-* On CPU they are read as each op finishes (``immediate``), in one pass over memory: the
+* On CPU (``immediate``), the values an op produces are measured in batches
+  (:meth:`~ActivationStatistics.measure` with a ``key``): a produced tensor of at most
+  :data:`BATCH_ELEMENTS` elements is kept (a reference, at most :data:`BATCH_HELD`
+  elements in all) and measured with others of the same dtype and size at once, stacked
+  as the rows of one matrix: three row reductions (min and max, sums, sums of squares)
+  for many values instead of four reductions and a read-back for each, whose calls cost
+  more than their arithmetic for small tensors. A batch is measured when it is full,
+  at :meth:`~ActivationStatistics.finish`, and before any op writes to the storage of a
+  value it holds (:meth:`~ActivationStatistics.waiting_on`: the trace asks before every
+  op that writes in place), so every value's statistics are of the data it had when it
+  was made. Min, max and the NaN/Inf counts are exact; the sums, taken row by row, give a
+  mean and std equal to what one tensor's reductions give, to float32 precision (summed
+  in another order, they may differ in the last bits). A value alone in its dtype and size, a
+  larger one, and tensors from outside (parameters, inputs: measured when first seen)
+  are measured one by one as below.
+* One by one on CPU, as each op finishes, in one pass over memory: the
   four moments (min, max, sum, sum of squares) of a large contiguous tensor are reduced
   chunk by chunk, each chunk small enough to stay in cache while its three reductions
   read it, and all of them are read back at once. NaN/Inf propagate through min/max, so
@@ -44,6 +59,15 @@ MODES = ("auto", "immediate", "deferred")
 # core's cache while min/max, sum and sum of squares read it; smaller chunks cost more
 # in per-call overhead than they save (measured on GPT-2's weights and activations).
 CHUNK = 1 << 18
+# A produced value of at most this many elements is measured in a batch (see above):
+# below it, the calls of four reductions and a read-back cost more than the arithmetic;
+# above it, copying the value into the batch costs more than the calls it saves
+# (measured on a transformers Llama and a deep stack of small blocks at batch 1).
+BATCH_ELEMENTS = 1 << 13
+# A batch is measured once it holds this many values or elements (the memory it keeps).
+BATCH_VALUES = 512
+BATCH_HELD = 1 << 22
+_BATCH_DTYPES = frozenset((torch.float32, torch.float64, torch.float16, torch.bfloat16))
 
 
 class ActivationStatistics:
@@ -58,13 +82,23 @@ class ActivationStatistics:
         self.skipped = 0  # values whose dtype/device has no such reductions
         self._pending: list[tuple[int, _Tensor]] = []
         self._vectors: dict[int, _Tensor] = {}  # deferred statistics vector per value
+        # The batch (immediate mode): values waiting to be measured, by (dtype, numel);
+        # the storages they are on; their elements; values sharing a waiting one's.
+        self._batch: dict[tuple, list[tuple[int, _Tensor]]] = {}
+        self._batch_keys: set = set()
+        self._batch_vids: set[int] = set()
+        self._batch_held = 0
+        self._batch_shares: list[tuple[int, int]] = []
 
     def known(self, vid: int) -> bool:
-        """Has value ``vid`` statistics (read, or pending on its device)?"""
-        return vid in self._vectors or "stats" in measured_fields(self.values[vid])
+        """Has value ``vid`` statistics (read, or pending on its device or in the batch)?"""
+        return vid in self._vectors or vid in self._batch_vids or "stats" in measured_fields(self.values[vid])
 
     def share(self, vid: int, src: int) -> None:
         """Value ``vid`` holds exactly ``src``'s elements: give it ``src``'s statistics."""
+        if src in self._batch_vids:
+            self._batch_shares.append((vid, src))
+            return
         vec = self._vectors.get(src)
         if vec is not None:
             self._vectors[vid] = vec
@@ -72,12 +106,25 @@ class ActivationStatistics:
         else:
             measured_fields(self.values[vid])["stats"] = measured_fields(self.values[src])["stats"]
 
-    def measure(self, vid: int, t: _Tensor) -> None:
-        """The statistics of ``t``, the tensor of value ``vid`` (floating point)."""
+    def measure(self, vid: int, t: _Tensor, key: Any = None) -> None:
+        """The statistics of ``t``, the tensor of value ``vid`` (floating point). With a
+        ``key`` (the storage it is on), a small CPU tensor waits in the batch."""
         n = t.numel()
         if n == 0:
             return
         cpu = t.device.type == "cpu"
+        if key is not None and cpu and n <= BATCH_ELEMENTS and self.mode != "deferred" and t.dtype in _BATCH_DTYPES \
+                and t.layout == torch.strided:
+            # Kept as an alias (detach: the same storage, another tensor): an op's result
+            # that something else still held when the op returned would make autograd
+            # give the model a copy of it (one more op).
+            self._batch.setdefault((t.dtype, n), []).append((vid, t.detach()))
+            self._batch_keys.add(key)
+            self._batch_vids.add(vid)
+            self._batch_held += n
+            if len(self._batch_vids) >= BATCH_VALUES or self._batch_held >= BATCH_HELD:
+                self.flush()
+            return
         deferred = self.mode == "deferred" or (self.mode == "auto" and not cpu)
         threads = torch.get_num_threads() if cpu else 1
         if threads > 1:
@@ -94,8 +141,55 @@ class ActivationStatistics:
             if threads > 1:
                 torch.set_num_threads(threads)
 
+    def waiting_on(self, key: Any) -> bool:
+        """Whether a value in the batch is on storage ``key`` (measure it before a write)."""
+        return key in self._batch_keys
+
+    @property
+    def batched(self) -> bool:
+        """Whether values wait in the batch."""
+        return bool(self._batch_vids)
+
+    def flush(self) -> None:
+        """Measure the values waiting in the batch (see the module docstring)."""
+        if not self._batch_vids:
+            return
+        groups, shares = self._batch, self._batch_shares
+        self._batch, self._batch_keys, self._batch_vids, self._batch_held, self._batch_shares = {}, set(), set(), 0, []
+        threads = torch.get_num_threads()
+        if threads > 1:
+            torch.set_num_threads(1)
+        try:
+            for (_, n), items in groups.items():
+                if len(items) == 1:
+                    self._one(*items[0])
+                    continue
+                try:
+                    rows = _row_moments([t for _, t in items], n)
+                except Exception:  # an exotic tensor: one by one
+                    for vid, t in items:
+                        self._one(vid, t)
+                    continue
+                for (vid, t), (mn, mx, s, q) in zip(items, rows):
+                    measured_fields(self.values[vid])["stats"] = _from_moments(t, n, mn, mx, s, q)
+        finally:
+            if threads > 1:
+                torch.set_num_threads(threads)
+        values = self.values
+        for vid, src in shares:
+            got = measured_fields(values[src]).get("stats")
+            if got is not None:
+                measured_fields(values[vid])["stats"] = got
+
+    def _one(self, vid: int, t: _Tensor) -> None:
+        try:
+            measured_fields(self.values[vid])["stats"] = stats_now(t)
+        except Exception:
+            self.skipped += 1
+
     def finish(self) -> None:
-        """Fetch the deferred statistics: one transfer per device."""
+        """Measure the batch; fetch the deferred statistics: one transfer per device."""
+        self.flush()
         if not self._pending:
             return
         by_device: dict[Any, list[tuple[int, _Tensor]]] = {}
@@ -109,8 +203,40 @@ class ActivationStatistics:
                 measured_fields(self.values[vid])["stats"] = _stats_from_vector(row, self.values[vid])
 
 
-def _finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))
+_finite = math.isfinite
+
+
+def _row_moments(tensors: list[_Tensor], n: int) -> list[list[float]]:
+    """``[min, max, sum, sum of squares]`` of each of ``tensors`` (``n`` elements each, one
+    dtype), as the rows of one matrix: three row reductions (float32 for narrower floats)."""
+    rows = torch._utils._flatten_dense_tensors(tensors).view(len(tensors), n)
+    if rows.dtype not in _STAT_NATIVE:
+        rows = rows.float()
+    lo, hi = torch.aminmax(rows, dim=1)
+    sums = rows.sum(dim=1)
+    squares = torch.linalg.vector_norm(rows, dim=1).square()
+    return torch.stack((lo, hi, sums, squares), dim=1).tolist()
+
+
+def _from_moments(t: _Tensor, n: int, mn: float, mx: float, s: float, q: float) -> dict[str, Any]:
+    """The statistics from a tensor's four moments; the NaN/Inf, overflow and
+    cancellation cases as :func:`stats_now` takes them."""
+    if not (_finite(mn) and _finite(mx)):
+        return _masked_stats(t if t.dtype in _STAT_NATIVE else t.float(), n)
+    if not (_finite(s) and _finite(q)):  # float32 overflow: this one again, in float64
+        return stats_now(t)
+    return _summary(t, n, mn, mx, s, q)
+
+
+def _summary(t: _Tensor, n: int, mn: float, mx: float, s: float, q: float) -> dict[str, Any]:
+    """The statistics of ``t`` (finite) from its four moments."""
+    mean = s / n
+    var = q / n - mean * mean
+    if var < 1e-4 * mean * mean:  # cancellation: ask for the exact two-pass value
+        std = torch.std(t.double(), correction=0).item() if n > 1 else 0.0
+    else:
+        std = math.sqrt(var)
+    return {"min": mn, "max": mx, "mean": mean, "std": std, "nan": 0, "inf": 0}
 
 
 def stats_now(t: _Tensor) -> dict[str, Any]:
@@ -121,13 +247,7 @@ def stats_now(t: _Tensor) -> dict[str, Any]:
         return _masked_stats(t if t.dtype in _STAT_NATIVE else t.float(), n)
     if not (_finite(s) and _finite(q)):  # float32 overflow: accumulate in float64
         mn, mx, s, q = moments(t, torch.float64)
-    mean = s / n
-    var = q / n - mean * mean
-    if var < 1e-4 * mean * mean:  # cancellation: ask for the exact two-pass value
-        std = torch.std(t.double(), correction=0).item() if n > 1 else 0.0
-    else:
-        std = math.sqrt(var)
-    return {"min": mn, "max": mx, "mean": mean, "std": std, "nan": 0, "inf": 0}
+    return _summary(t, n, mn, mx, s, q)
 
 
 def moments(t: _Tensor, dtype: torch.dtype | None = None) -> tuple[float, float, float, float]:

@@ -54,6 +54,7 @@ from torch import Tensor as _Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..worker.libframes import LibraryFiles, class_location
+from ..graph import gc_pause
 from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Frame, Operand
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
@@ -93,6 +94,18 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 _DTYPE_NAMES: dict[torch.dtype, str] = {}
+_UNSEEN = object()
+_LIBRARY_FILES: list[LibraryFiles] = []
+
+
+def library_files() -> LibraryFiles:
+    """This process's :class:`LibraryFiles` (its answers are per file and stay true while
+    the process lives; made again once Flax is imported, whose layers it tells apart)."""
+    got = _LIBRARY_FILES[0] if _LIBRARY_FILES else None
+    if got is None or got.flax_imported != ("flax" in sys.modules):
+        got = LibraryFiles()
+        _LIBRARY_FILES[:] = [got]
+    return got
 
 
 def literal(obj: Any) -> Any:
@@ -231,12 +244,12 @@ class TorchTrace:
         self._producer: list[int] = []
         # Per value: the first node id whose in-place writes to its storage post-date it.
         self._born: list[int] = []
-        # Frames: per code object, is it workspace code; per (code, lasti), the frame id.
-        self._code_ws: dict[Any, str | None] = {}
-        # Library frames (used when no workspace frame exists): per code object, the
-        # installed file's absolute path or None; per class, its definition's frame id.
-        self._lib = LibraryFiles()
-        self._code_lib: dict[Any, str | None] = {}
+        # Frames: per code object, what a frame of it is (``_code_kind``: ``(path, False)``
+        # workspace code, ``(path, True)`` an installed library's, None neither); per
+        # (code, lasti), the frame id. Library frames are used when no workspace frame
+        # exists; per class, its definition's frame id.
+        self._lib = library_files()
+        self._code_kind: dict[Any, tuple[str, bool] | None] = {}
         self._class_frames: dict[type, int | None] = {}
         self._wrapped: dict[type, Any] = {}  # per module class: the plain function it wraps, or None
         self._addr_frame: dict[tuple[Any, int], int] = {}
@@ -320,8 +333,11 @@ class TorchTrace:
             extra["requires_grad"] = True
         vid = self._new_value(t, None, extra, version=t._version)
         if self.statistics is not None and t.is_floating_point():
-            # once per outside tensor: its views (a weight's transpose …) then share them
-            self.statistics.measure(vid, _measurable(t))
+            # once per outside tensor: its views (a weight's transpose …) then share them.
+            # A parameter may wait in the batch (only an op the trace sees writes it); a
+            # buffer is measured now (a kernel may write one without saying so).
+            self.statistics.measure(vid, _measurable(t), self._value_storage[vid] if label is not None and label[0] == "param"
+                                    else None)
         return vid
 
     def _across_boundary(self, t: _Tensor) -> int | None:
@@ -366,7 +382,7 @@ class TorchTrace:
                    version: int | None = None) -> int:
         if type(t) is not _Tensor and self.dist.is_dtensor(t):
             return self._new_dtensor_value(t, producer, extra, version)
-        shape = list(t.shape)
+        shape = t.shape  # the builder makes its list
         measured: dict[str, Any] = {"device": _device_name(t.device)}
         try:
             strides = list(t.stride())
@@ -385,10 +401,11 @@ class TorchTrace:
         if extra:
             measured.update(extra)
         vid = self.b.value(shape, dtype_name(t.dtype), measured)
-        measured["storage"] = self._storage_of(t, vid)
+        ref = weakref.ref(t)
+        measured["storage"] = self._storage_of(t, vid, ref)
         self._producer.append(-1 if producer is None else producer)
         self._born.append(len(self.b.nodes) if producer is None else producer + 1)
-        self._live[id(t)] = (weakref.ref(t), version, vid)
+        self._live[id(t)] = (ref, version, vid)
         return vid
 
     def _new_dtensor_value(self, t: Any, producer: int | None, extra: dict[str, Any] | None,
@@ -408,14 +425,14 @@ class TorchTrace:
             measured.update(extra)
         vid = self.b.value(shape, dtype_name(t.dtype), measured)
         self.b.values[vid].sharding = sharding
-        measured["storage"] = self._storage_of(local, vid)
+        measured["storage"] = self._storage_of(local, vid, weakref.ref(local))
         self._producer.append(-1 if producer is None else producer)
         self._born.append(len(self.b.nodes) if producer is None else producer + 1)
         self._live[id(t)] = (weakref.ref(t), version, vid)
         self.dist.remember_local(t, vid)
         return vid
 
-    def _storage_of(self, t: _Tensor, vid: int) -> int:
+    def _storage_of(self, t: _Tensor, vid: int, ref: Any) -> int:
         try:
             key = t.untyped_storage()._cdata
         except (RuntimeError, NotImplementedError, TypeError):
@@ -426,14 +443,14 @@ class TorchTrace:
             while refs and refs[0]() is None:
                 refs.pop(0)
             if refs:
-                refs.append(weakref.ref(t))
+                refs.append(ref)
                 self._value_storage.append(st.sid)
                 self._owns_storage.append(False)
                 return st.sid
         sid = self._n_storages
         self._n_storages += 1
         if key is not None:
-            self._storages[key] = _Storage(sid, [weakref.ref(t)])
+            self._storages[key] = _Storage(sid, [ref])
         self._value_storage.append(sid)
         self._owns_storage.append(True)
         return sid
@@ -486,13 +503,16 @@ class TorchTrace:
         # The trace allocates ~10 small objects per op: enough to trigger full cyclic
         # collections, each walking every object of torch and the model (~0.1 s per
         # pass measured here). Frozen, those old objects are skipped; the collector
-        # still runs for what the forward and the trace create.
+        # still runs for what the forward and the trace create. And it runs on the young
+        # generations only, every CHECKPOINT_OPS ops (_checkpoint): full collections over
+        # the trace's own growing graph made a 10,000-op capture 15% slower (and grew
+        # with the op count); the model's cyclic garbage is still freed as it goes.
         gc.freeze()
         # 0: this generator, 1: contextlib's __enter__, 2: the code that opened the block.
         self._outer_frame = sys._getframe(2)
         try:
             mode = _DynamoSafeMode if "torch._dynamo" in sys.modules else _Mode
-            with mode(self), (FunctionCalls(self) if self.functions else nullcontext()):
+            with gc_pause.paused(), mode(self), (FunctionCalls(self) if self.functions else nullcontext()):
                 yield self
         finally:
             gc.unfreeze()
@@ -600,13 +620,24 @@ class TorchTrace:
     def _post_hook(self, module: Any, args: Any, output: Any) -> None:
         # Close this module's innermost open call, and any group left open inside it.
         key = id(module)
-        if not any(entry[2] == key for entry in self._stack):
-            return
-        while True:
-            gid, _, owner, _, _ = self._stack.pop()
-            if owner == key:
-                break
+        stack = self._stack
+        if stack and stack[-1][2] == key:  # the usual case: the innermost call is this one
+            gid = stack.pop()[0]
+        else:
+            if not any(entry[2] == key for entry in stack):
+                return
+            while True:
+                gid, _, owner, _, _ = stack.pop()
+                if owner == key:
+                    break
         if output is None:
+            return
+        if type(output) is _Tensor:  # one tensor (most modules): its value, no tree walk
+            vid = self.value_of(output)
+            g = self.b.groups[gid]
+            g.attrs["outputs"] = {"value": vid}
+            if not self.abstract:
+                g.attrs["result_bytes"] = measured_fields(self.b.values[vid])["bytes"]
             return
         try:
             tree = self.structure(output)
@@ -649,9 +680,6 @@ class TorchTrace:
                         add(Operand(i, self.value_of(x)) if isinstance(x, _Tensor) else Operand(i, None, literal(x)))
                 else:
                     add(Operand(i, None, literal(a)))
-            out = func(*args, **kwargs)
-        else:
-            out = func(*args)
         written = None
         if info.written:
             written = []
@@ -661,9 +689,34 @@ class TorchTrace:
                     written.append(a)
                 elif isinstance(a, (list, tuple)) and type(a) in (list, tuple):
                     written += [x for x in a if isinstance(x, _Tensor)]
+            if self.statistics is not None and self.statistics.batched:
+                self._before_write(written)
+        out = func(*args, **kwargs) if kwargs else func(*args)
         self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None, written,
                      args, kwargs)
         return out
+
+    def _before_write(self, written: list[_Tensor]) -> None:
+        """An op is about to write to ``written``: values waiting in the statistics batch
+        on their storages are measured first (their statistics are of the data they had)."""
+        statistics = self.statistics
+        if statistics is None:
+            return
+        for t in written:
+            entry = self._live.get(id(t))
+            if entry is not None and entry[0]() is t:
+                sid = self._value_storage[entry[2]]
+            else:
+                try:
+                    st = self._storages.get(t.untyped_storage()._cdata)
+                except (RuntimeError, NotImplementedError, TypeError):
+                    st = None
+                if st is None:
+                    continue  # a storage no value is on
+                sid = st.sid
+            if statistics.waiting_on(sid):
+                statistics.flush()
+                return
 
     def _op_info(self, func: Any) -> _OpInfo:
         try:
@@ -704,11 +757,12 @@ class TorchTrace:
         nid = len(b.nodes)
         if nid >= b.limits.max_ops:  # before creating the outputs' values
             raise LimitExceeded("max_ops", b.limits.max_ops, nid + 1, "operations")
-        params: dict[str, Any] = {}
+        params: dict[str, Any] = {}  # this node's own (the builder adopts it)
         group = self._stack[-1][0] if self._stack else None
         frame = None
         if self.autograd.root is not None:
-            group, frame, params = self.autograd.placement()
+            group, frame, shared = self.autograd.placement()
+            params = dict(shared)
         if frame is None:
             frame = self.frame_of(sys._getframe(3))
         outputs: list[int] = []
@@ -723,7 +777,6 @@ class TorchTrace:
                         if isinstance(x, _Tensor):
                             outputs.append(self._produced(x, nid))
         elif out is not None:
-            params = dict(params)
             params["result"] = literal(out)
         if info.name in COLLECTIVE_OPS:
             params = dict(params)
@@ -735,7 +788,7 @@ class TorchTrace:
             for t in written:
                 if id(t) not in returned:
                     outputs.append(self._produced(t, nid))
-        b.node(info.name, operands, outputs, params=params, group=group, frame=frame)
+        b.adopt_node(info.name, operands, outputs, params, group, frame)
         if not (nid + 1) % CHECKPOINT_OPS:
             self._checkpoint(nid + 1)
 
@@ -754,7 +807,7 @@ class TorchTrace:
                 # detach …) has the input's statistics: share them, skip the reductions.
                 statistics.share(vid, src_vid)
             else:
-                statistics.measure(vid, _measurable(t))
+                statistics.measure(vid, _measurable(t), self._value_storage[vid])
         if self.track_autograd and self.autograd.root is None:
             self.autograd.pending.add(vid)
         return vid
@@ -776,6 +829,7 @@ class TorchTrace:
         the latest values and nodes), instead of failing only after the whole run."""
         if self.progress is not None:
             self.progress(n_ops)
+        gc.collect(1)  # the young generations: what the collector, paused, leaves (recording())
         limit = self.b.limits.max_result_bytes
         estimate = estimate_encoded_bytes(self.b.values, self.b.nodes)
         if estimate > limit:
@@ -787,9 +841,14 @@ class TorchTrace:
         """The frame id of the innermost workspace frame at or above ``f``; when there is
         none, of the innermost library frame (``capture.worker.libframes``). The walk ends early
         at the innermost open module call (its call site's answer, computed once) and at
-        the frame that started recording (nothing above it ran the model)."""
-        code_ws = self._code_ws
-        stop, stop_fid = (self._stack[-1][3], self._stack[-1][4]) if self._stack else (None, None)
+        the frame that started recording (nothing above it ran the model). Each frame costs
+        one lookup of its code object's kind (most are Torch's and the trace's own: neither)."""
+        kinds = self._code_kind
+        if self._stack:
+            top = self._stack[-1]
+            stop, stop_fid = top[3], top[4]
+        else:
+            stop = stop_fid = None
         outer = self._outer_frame
         lib_fid = None
         while f is not None:
@@ -798,28 +857,34 @@ class TorchTrace:
                     return lib_fid
                 return stop_fid
             code = f.f_code
-            rel: Any = code_ws.get(code, 0)  # 0: not looked up yet
-            if rel == 0:
-                rel = code_ws[code] = self.files.relative(code.co_filename) if self.files is not None else None
-            if rel is not None:
+            kind: Any = kinds.get(code, _UNSEEN)
+            if kind is _UNSEEN:
+                kind = kinds[code] = self._code_kind_of(code)
+            if kind is not None and not kind[1]:  # workspace code
                 key = (code, f.f_lasti)
                 fid = self._addr_frame.get(key)
                 if fid is None:
-                    fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, rel)
+                    fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, kind[0])
                 return fid
             if f is outer:  # the code that started recording is not the model's
                 return lib_fid
-            if lib_fid is None:
-                lib: Any = self._code_lib.get(code, 0)
-                if lib == 0:
-                    lib = self._code_lib[code] = self._lib.path(code.co_filename)
-                if lib is not None:
-                    key = (code, f.f_lasti)
-                    lib_fid = self._addr_frame.get(key)
-                    if lib_fid is None:
-                        lib_fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, lib, True)
+            if kind is not None and lib_fid is None:  # the innermost library frame
+                key = (code, f.f_lasti)
+                lib_fid = self._addr_frame.get(key)
+                if lib_fid is None:
+                    lib_fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, kind[0], True)
             f = f.f_back
         return lib_fid
+
+    def _code_kind_of(self, code: Any) -> tuple[str, bool] | None:
+        """``(workspace-relative path, False)``, ``(absolute path, True)`` for an
+        installed library's file, or None for code that is neither."""
+        filename = code.co_filename
+        rel = self.files.relative(filename) if self.files is not None else None
+        if rel is not None:
+            return rel, False
+        lib = self._lib.path(filename)
+        return None if lib is None else (lib, True)
 
     def _class_frame(self, cls: type) -> int | None:
         """The frame id of ``cls``'s definition (workspace-relative, else a library frame
@@ -946,8 +1011,10 @@ class TorchTrace:
 def _measurable(t: _Tensor) -> _Tensor:
     """What statistics read: a DTensor's local tensor (this rank's shard; reducing the
     DTensor itself would run collectives), any other tensor itself."""
+    if type(t) is _Tensor:
+        return t
     local = getattr(t, "_local_tensor", None)
-    return local if isinstance(local, _Tensor) and type(t) is not _Tensor else t
+    return local if isinstance(local, _Tensor) else t
 
 
 _DEVICE_NAMES: dict[Any, str] = {}

@@ -47,6 +47,17 @@ class GraphBuilder:
         self.nodes.append(Node(nid, str(op), list(inputs), list(outputs), dict(params or {}), group, frame, opaque))
         return nid
 
+    def adopt_node(self, op: str, inputs: list[Operand], outputs: list[int], params: dict[str, Any],
+                   group: int | None, frame: int | None) -> int:
+        """:meth:`node` for a caller that made ``inputs``, ``outputs`` and ``params`` for
+        this node alone (the Torch trace, once per op): they become the node's own, not
+        copied."""
+        nid = len(self.nodes)
+        if nid >= self.limits.max_ops:
+            raise LimitExceeded("max_ops", self.limits.max_ops, nid + 1, "operations")
+        self.nodes.append(Node(nid, op, inputs, outputs, params, group, frame, False))
+        return nid
+
     def group(self, kind: str, name: str, parent: int | None = None, attrs: dict[str, Any] | None = None) -> int:
         """Add a group of any kind; returns its id (counted against ``max_groups``)."""
         gid = len(self.groups)

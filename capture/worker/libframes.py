@@ -78,6 +78,8 @@ class LibraryFiles:
             if isinstance(f, str) and os.path.basename(f).startswith("__init__."):  # a package
                 extra.add(os.path.dirname(os.path.realpath(f)))
         flax = sys.modules.get("flax")
+        #: Whether Flax was imported when this was made (its layer files are told apart).
+        self.flax_imported = flax is not None
         f = getattr(flax, "__file__", None)
         self._flax_dir = os.path.dirname(os.path.realpath(f)) if isinstance(f, str) else None
         self._internal_dirs = tuple(sorted(d.rstrip(os.sep) + os.sep for d in extra))

@@ -15,14 +15,23 @@ import msgpack
 import pytest
 
 from capture.graph import graphfile
+from capture.graph.map_columns import pack_maps, unpack_maps
 from capture.graph.model import FORMAT_NAME, Capture, Coverage, Failure, Node, NodeCosts, Operand, Value
 from synthetic import synthetic_capture
 
 
-@pytest.fixture(scope="module", params=[1, 2], ids=["v1", "v2"])
+@pytest.fixture(scope="module", params=[1, 2, 3], ids=["v1", "v2", "v3"])
 def version(request) -> int:
-    """Every file version the reader reads: 1 (integer columns as lists), 2 (packed)."""
+    """Every file version the reader reads: 1 (integer columns as lists), 2 (packed), 3
+    (measured maps and groups in columns)."""
     return request.param
+
+
+def for_version(expected, version: int) -> str:
+    """The expected text: one for every version, or by version (the newest at or below)."""
+    if not isinstance(expected, dict):
+        return expected
+    return expected[max(v for v in expected if v <= version)]
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +81,7 @@ def test_not_a_graph(data):
 
 
 def test_newer_version(good_bytes):
-    _reject(_header(version=99) + b"\x80", "version 99 is newer than this TensorViz reads (versions 1, 2)")
+    _reject(_header(version=99) + b"\x80", "version 99 is newer than this TensorViz reads (versions 1, 2, 3)")
 
 
 def test_older_version():
@@ -99,7 +108,7 @@ def test_oversized_file(tmp_path, good_bytes):
     pytest.param(b"\xc6\x7f\xff\xff\xff", "truncated", id="bin32"),
     pytest.param(b"\x91" * 10 + b"\xdd\x7f\xff\xff\xff", "corrupt graph body", id="nested-array32"),
 ])
-@pytest.mark.parametrize("file_version", [1, 2])
+@pytest.mark.parametrize("file_version", [1, 2, 3])
 def test_huge_declared_container_is_bounded(body, expected, file_version):
     """A container header claiming 2**31 entries in a tiny file must not allocate for
     them: the decoder's peak (Python and msgpack's C allocations alike) stays small.
@@ -156,33 +165,77 @@ _PACKED = {"values": ("shape_offsets", "shape_dims", "dtype"),
 
 def _body_mutation(good: bytes, mutate) -> bytes:
     """``good`` with its body changed by ``mutate``, which sees the body as version 1 lays
-    it out (integer columns as lists, one params map per node with params). A version-2
-    body is unpacked for it and packed again after."""
+    it out (integer columns as lists, one params map per node with params, the groups as
+    lists, one measured map per value). A version-2 or 3 body is unpacked for it and
+    packed again after."""
     unpacker = msgpack.Unpacker(raw=False)
     unpacker.feed(good)
     header, body = unpacker.unpack(), unpacker.unpack()
+    if header["version"] >= 3:
+        _rows_of_map_columns(body)
     if header["version"] >= 2:
-        for table, columns in _PACKED.items():
-            for name in columns:
-                if type(body.get(table, {}).get(name)) is bytes:
-                    body[table][name] = _unpacked(body[table][name])
-        nodes = body["nodes"]
-        nodes["param_maps"] = [nodes["param_table"][k] for k in nodes.pop("param_index")]
-        del nodes["param_table"]
+        _unpack_columns(body)
     mutate(body)
     if header["version"] >= 2:
-        nodes = body["nodes"]
-        nodes["param_table"] = table = []
-        nodes["param_index"] = index = []
-        for pm in nodes.pop("param_maps"):
-            if pm not in table:
-                table.append(pm)
-            index.append(table.index(pm))
-        for name, columns in _PACKED.items():
-            for column in columns:
-                if type(body.get(name)) is dict and column in body[name]:
-                    body[name][column] = _repacked(body[name][column])
+        _pack_columns(body)
+    if header["version"] >= 3:
+        _map_columns_of_rows(body)
     return msgpack.packb(header) + msgpack.packb(body)
+
+
+def _rows_of_map_columns(body) -> None:
+    """Version 3's groups and measured maps as version 2 lays them out."""
+    strings = body["strings"]
+    g = body["groups"]
+    attrs = unpack_maps(g["attrs"], strings, "groups.attrs").maps()
+    body["groups"] = [[strings[k], strings[n], p, a] for k, n, p, a in zip(
+        _unpacked(g["kind"]), _unpacked(g["name"]), _unpacked(g["parent"]), attrs)]
+    if body["values"]["measured"] is not None:
+        body["values"]["measured"] = unpack_maps(body["values"]["measured"], strings, "values.measured").maps()
+
+
+def _map_columns_of_rows(body) -> None:
+    """The groups and measured maps as version 3 stores them (after a mutation)."""
+    strings = body["strings"]
+
+    def string(text):
+        if text not in strings:
+            strings.append(text)
+        return strings.index(text)
+
+    groups = body["groups"]
+    body["groups"] = {"kind": _repacked([string(x[0]) for x in groups]),
+                      "name": _repacked([string(x[1]) for x in groups]),
+                      "parent": _repacked([x[2] for x in groups]),
+                      "attrs": pack_maps([x[3] for x in groups], string)}
+    if isinstance(body["values"]["measured"], list):
+        body["values"]["measured"] = pack_maps(body["values"]["measured"], string)
+
+
+def _unpack_columns(body) -> None:
+    """Version 2's packed integer columns as lists, its params as one map per node."""
+    for table, columns in _PACKED.items():
+        for name in columns:
+            if type(body.get(table, {}).get(name)) is bytes:
+                body[table][name] = _unpacked(body[table][name])
+    nodes = body["nodes"]
+    nodes["param_maps"] = [nodes["param_table"][k] for k in nodes.pop("param_index")]
+    del nodes["param_table"]
+
+
+def _pack_columns(body) -> None:
+    """The integer columns packed again, the params through a table of distinct maps."""
+    nodes = body["nodes"]
+    nodes["param_table"] = table = []
+    nodes["param_index"] = index = []
+    for pm in nodes.pop("param_maps"):
+        if pm not in table:
+            table.append(pm)
+        index.append(table.index(pm))
+    for name, columns in _PACKED.items():
+        for column in columns:
+            if type(body.get(name)) is dict and column in body[name]:
+                body[name][column] = _repacked(body[name][column])
 
 
 @pytest.mark.parametrize("mutate, expected", [
@@ -248,7 +301,7 @@ def _body_mutation(good: bytes, mutate) -> bytes:
     pytest.param(lambda b: b.__setitem__("cost", []), "cost: expected a map", id="cost-not-a-map"),
 ])
 def test_field_validation(good_bytes, version, mutate, expected):
-    _reject(_body_mutation(good_bytes, mutate), expected[version] if isinstance(expected, dict) else expected)
+    _reject(_body_mutation(good_bytes, mutate), for_version(expected, version))
 
 
 @pytest.mark.parametrize("mutate, expected", [
@@ -319,17 +372,19 @@ def test_lazy_tables_behave_like_sequences(good_bytes):
         cap.nodes[300]
 
 
-def test_deeply_nested_measured_evidence_is_refused():
+@pytest.mark.parametrize("file_version, where", [(1, "values.measured[0]"), (2, "values.measured[0]"),
+                                                 (3, "values.measured.stats[0]")])
+def test_deeply_nested_measured_evidence_is_refused(file_version, where):
     cap = synthetic_capture(20)
     cap.backend = "torch_eager"
     cap.coverage.scope = "eager_forward"
     cap.values[0].measured = {"stats": {"min": 0.0}}
-    good = graphfile.encode(cap)
+    good = graphfile.encode(cap, version=file_version)
 
     def mutate(b):
         b["values"]["measured"][0] = {"stats": _deep(200)}
 
-    _reject(_body_mutation(good, mutate), "values.measured[0]: nested too deeply")
+    _reject(_body_mutation(good, mutate), f"{where}: nested too deeply")
 
 
 def test_a_fifo_or_a_device_named_as_a_graph_file_is_refused_without_blocking(tmp_path):
@@ -525,7 +580,7 @@ SCALAR_BOMBS = [
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 @pytest.mark.parametrize("make", SCALAR_BOMBS)
 def test_strings_and_numbers_count_in_the_decode_budget(version, make):
     data = _scalars_bomb(version, make(1_000_000))
@@ -539,7 +594,7 @@ def test_strings_and_numbers_count_in_the_decode_budget(version, make):
     assert peak < 6 * len(data), f"peak {peak:,} bytes for a {len(data):,}-byte file"
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_real_sized_meta_stays_within_the_budget(version):
     cap = synthetic_capture(2000)
     cap.meta["notes"] = {f"layer{i}": {"kind": "dense", "shape": [64, 64], "scale": 0.5} for i in range(300)}

@@ -286,6 +286,7 @@ def test_the_graph_file_refuses_measurements_in_an_abstract_capture(aws):
     cap = run(aws, profile("absmodel:TinyLM", args=IDS, evidence="abstract"))
     data = graphfile.encode(cap)
     assert graphfile.decode(data).coverage.scope == ABSTRACT_FORWARD_SCOPE
+    cap.values = list(cap.values)  # rows of their own (a file's rows are built on access, read-only)
     vid = next(v.id for v in cap.values if v.measured.get("param"))
     cap.values[vid].measured["stats"] = {"min": 0.0, "max": 1.0, "mean": 0.5, "std": 0.1, "nan": 0, "inf": 0}
     with pytest.raises(graphfile.GraphFileError, match=rf"values.measured\[{vid}\].stats: an abstract capture"):

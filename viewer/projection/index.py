@@ -5,7 +5,7 @@ producer and the uses of every value, and the boundary (values entering / leavin
 every group, with the lookups that read them (:meth:`GraphIndex.uses`, the ordered
 children of a group, the position of a node among them, the item path down to a node or
 group) and the chunk keys of large groups. Built in time linear in the capture (with the
-cyclic collector paused, see :mod:`viewer.projection.gc_pause`).
+cyclic collector paused, see :mod:`capture.graph.gc_pause`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from capture.graph.tables import NodeTable
 from capture.graph.model import Node, tree_leaves
 
 from .body_templates import body_groups
-from . import gc_pause
+from capture.graph import gc_pause
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
 MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)

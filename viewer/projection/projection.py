@@ -30,7 +30,7 @@ from capture.graph.sharding import devices_text, mesh_text
 from capture.graph.tables import ValueTable
 from capture.graph.model import Capture, Frame
 
-from . import gc_pause
+from capture.graph import gc_pause
 from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
 from .body_templates import body_wording
 from .cost import LayerCosts
@@ -399,8 +399,7 @@ class Projection:
                 for g in self.trunk()]
 
     def _measured(self) -> bool:
-        column = ValueTable.of(self.capture.values).measured_column()  # absent: nothing measured
-        return column is not None and any(m is not None for m in column)
+        return ValueTable.of(self.capture.values).measured_any()  # no map built
 
     def _tree(self, tree: Any) -> Any:
         if "value" in tree:

@@ -35,7 +35,7 @@ import marshal
 from itertools import compress
 from typing import Any, Callable, Hashable, Sequence
 
-from . import gc_pause
+from capture.graph import gc_pause
 
 #: The longest period of a repeat (items per repetition) looked for: a Gemma-style
 #: (local × 5, global) block pattern with the residual ops between its blocks fits.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from capture.graph import gc_pause
 from capture.graph.graphfile import ValueTable
 
-from . import gc_pause
 from .names import ValueNames, device_label, value_label
 
 
@@ -33,16 +33,28 @@ class ValueSummaries:
             return self._all[v]
         got = self._labels.get(v)
         if got is None:
-            val = self.values[v]
-            got = self._labels[v] = value_label(val.shape, val.dtype, val.sharding)
+            shape, dtype, sharding = self._plain(v)
+            got = self._labels[v] = value_label(shape, dtype, sharding)
         return got
+
+    def _plain(self, v: int) -> tuple[Any, str, Any]:
+        """Value ``v``'s shape, dtype and sharding, without its measured map (a version-3
+        file's table builds that map at each row access: a subtree's cards list each
+        value many times and never show it)."""
+        values = self.values
+        if isinstance(values, ValueTable):
+            off, dims = values.shape_columns()
+            return (dims[off[v]:off[v + 1]], values.dtype_column()[v],
+                    self._shardings[v] if self._shardings is not None else None)
+        val = values[v]
+        return val.shape, val.dtype, val.sharding
 
     def device_label(self, v: int) -> str | None:
         """What one device holds of value ``v`` (``f32[2,16]``); None when it is not split."""
         if self._shardings is None or self._shardings[v] is None:
             return None
-        val = self.values[v]
-        return device_label(val.shape, val.dtype, val.sharding)
+        shape, dtype, sharding = self._plain(v)
+        return device_label(shape, dtype, sharding)
 
     def labels(self) -> list[str]:
         """Every value's label, by value id: made in one pass (a file's rows are built
@@ -80,8 +92,13 @@ class ValueSummaries:
 
     def brief(self, v: int) -> dict:
         """A value as an item card lists it: no measured fields (the inspector asks for
-        them), so a whole subtree stays small on the wire."""
-        d = self.full(v)
-        d.pop("measured", None)
-        d.pop("sharding", None)
-        return d
+        them), so a whole subtree stays small on the wire. The same as :meth:`full`
+        without ``measured`` and ``sharding``."""
+        shape, dtype, sharding = self._plain(v)
+        out = {"id": v, "shape": list(shape), "dtype": dtype, "label": self.label(v)}
+        if sharding is not None:
+            out["device_label"] = device_label(shape, dtype, sharding)
+        named = self.names.get(v)
+        if named is not None:
+            out["name"], out["role"] = named
+        return out

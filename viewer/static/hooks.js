@@ -57,6 +57,10 @@ export function installHooks(page) {
     get layoutTotalMs() {
       return layout.totalMs;
     },
+    // When the first layout request went to the workers (performance.now(), from navigation).
+    get layoutStartMs() {
+      return layout.firstRequestAt;
+    },
     get camera() {
       return r() ? { ...r().cam } : null;
     },

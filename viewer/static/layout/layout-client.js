@@ -70,6 +70,7 @@ export class LayoutClient {
     this.recent = []; // the last jobs laid out: {items, edges, ms}, for the benchmark
     this.sizes = new Map(); // layout key in a worker -> [items, edges]
     this.superseded = 0; // requests answered "dropped" because a newer one came
+    this.firstRequestAt = null; // performance.now() of the first request with work (benchmarks: the gap before layout)
     // The screen the graph is shown on (CSS px of the canvas), set by the page, and
     // whether layouts are made for it (`wrapping`: after Expand all or Depth…, where a
     // container taller than the screen is laid out in columns, layout.worker.js wrap; the
@@ -125,6 +126,7 @@ export class LayoutClient {
       this.current = null;
     }
     if (!jobs.length) return Promise.resolve({ seq, ms: 0 });
+    if (this.firstRequestAt === null) this.firstRequestAt = performance.now();
     return new Promise((resolve) => {
       this.current = {
         seq, resolve, t0: performance.now(), queue: jobs.slice(), ready: [], busy: new Map(), chunks: 0,

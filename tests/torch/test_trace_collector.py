@@ -1,0 +1,61 @@
+"""The cyclic collector while a Torch trace records (capture/torch/trace.py): paused,
+so that full collections never walk the trace's growing graph, and resumed however the
+recording ends; the model's cyclic garbage is still collected every CHECKPOINT_OPS ops."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from capture.torch import trace as trace_module  # noqa: E402
+from capture.torch.trace import TorchTrace  # noqa: E402
+from capture.worker.workspace_files import WorkspaceFiles  # noqa: E402
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_the_collector_is_paused_while_recording_and_resumed_after(tmp_path):
+    assert gc.isenabled()
+    trace = TorchTrace(WorkspaceFiles(tmp_path))
+    with trace.recording():
+        assert not gc.isenabled()
+        torch.ones(2) + 1
+    assert gc.isenabled()
+
+
+def test_the_collector_is_resumed_when_the_forward_raises(tmp_path):
+    trace = TorchTrace(WorkspaceFiles(tmp_path))
+    with pytest.raises(ValueError), trace.recording():
+        torch.ones(2) + 1
+        raise ValueError("the model failed")
+    assert gc.isenabled()
+
+
+def test_a_collector_the_caller_disabled_stays_disabled(tmp_path):
+    gc.disable()
+    try:
+        with TorchTrace(WorkspaceFiles(tmp_path)).recording():
+            torch.ones(2) + 1
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_cyclic_garbage_made_while_recording_is_collected_at_checkpoints(tmp_path, monkeypatch):
+    monkeypatch.setattr(trace_module, "CHECKPOINT_OPS", 8)
+    trace = TorchTrace(WorkspaceFiles(tmp_path))
+    x = torch.ones(2)
+    with trace.recording():
+        garbage = _Cycle()
+        gone = weakref.ref(garbage)
+        del garbage
+        for _ in range(16):  # two checkpoints
+            x = x + 1
+        assert gone() is None  # collected while the collector is paused
