@@ -160,6 +160,7 @@ class TinyGPT(GPT2LMHeadModel):
 '''
 
 
+@pytest.mark.slow  # measured over 3 s in the fast tier
 def test_from_pretrained_reads_the_local_cache_and_fails_with_the_librarys_message(ws, tmp_path):
     """``transformers:AutoConfig.from_pretrained`` with ``args = [name]``, in a real
     worker: offline (HF_HUB_OFFLINE=1 in the capture environment) it reads the local

@@ -118,6 +118,7 @@ def test_real_memory_exhaustion_under_an_address_space_limit(workspace, tmp_path
         assert frames(c)[-1][:1] == ("crashy.py",)
 
 
+@pytest.mark.slow  # measured over 3 s in the fast tier
 def test_deadline_kills_the_worker_and_says_how_long(workspace, tmp_path):
     pid_file = tmp_path / "worker.pid"
     # 4 s: enough for the worker to reach user code on a loaded machine (the dump below

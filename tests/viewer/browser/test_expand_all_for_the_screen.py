@@ -67,6 +67,7 @@ def _meets(a, b) -> bool:
     return a["x"] < b["x"] + b["w"] and b["x"] < a["x"] + a["w"] and a["y"] < b["y"] + b["h"] and b["y"] < a["y"] + a["h"]
 
 
+@pytest.mark.slow  # measured over 3 s in the fast tier
 def test_fit_after_expand_all_shows_the_model_across_the_screen(browser, served, close_pages):
     app = _open(browser, served, close_pages)
     before, one_run = _expand_and_fit(app, wrap=False)
@@ -93,6 +94,7 @@ def test_fit_keeps_the_graph_out_from_under_the_hint_bar_and_the_minimap(browser
     assert app.unexpected_errors() == []
 
 
+@pytest.mark.slow  # measured over 3 s in the fast tier
 def test_readable_lands_on_a_card_not_an_empty_stretch(browser, served, close_pages):
     app = _open(browser, served, close_pages)
     _expand_and_fit(app, wrap=True)
@@ -106,6 +108,7 @@ def test_readable_lands_on_a_card_not_an_empty_stretch(browser, served, close_pa
     assert app.unexpected_errors() == []
 
 
+@pytest.mark.slow  # measured over 3 s in the fast tier
 def test_the_inspector_moves_a_selection_it_would_cover_into_sight(browser, served, close_pages):
     app = _open(browser, served, close_pages)
     _expand_and_fit(app, wrap=True)
