@@ -168,7 +168,7 @@ class LayerCosts:
         results share their input's); a value a view op made (by its cost rule: a JAX
         reshape or broadcast) lives in its operand's; any other value is its own."""
         values = ValueTable.of(self.capture.values)
-        measured = values.measured_column()
+        storage = values.measured_key("storage")  # one key: no measured map is built
         shape_of = _shapes(values)
         dtype_of = values.dtype_column().__getitem__
         ix = self.index
@@ -180,8 +180,7 @@ class LayerCosts:
         keys: list[int] = []
         size: dict[int, float] = {}
         for v in range(n):
-            m = measured[v] if measured is not None else None
-            sid = m.get("storage") if isinstance(m, dict) else None
+            sid = storage[v]
             if type(sid) is int and sid >= 0:
                 key = n + sid
             else:

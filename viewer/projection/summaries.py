@@ -4,6 +4,7 @@ asked for (:class:`ValueSummaries`)."""
 
 from __future__ import annotations
 
+from itertools import islice, repeat
 from typing import Any
 
 from capture.graph import gc_pause
@@ -33,11 +34,11 @@ class ValueSummaries:
             return self._all[v]
         got = self._labels.get(v)
         if got is None:
-            shape, dtype, sharding = self._plain(v)
+            shape, dtype, sharding = self.plain(v)
             got = self._labels[v] = value_label(shape, dtype, sharding)
         return got
 
-    def _plain(self, v: int) -> tuple[Any, str, Any]:
+    def plain(self, v: int) -> tuple[Any, str, Any]:
         """Value ``v``'s shape, dtype and sharding, without its measured map (a version-3
         file's table builds that map at each row access: a subtree's cards list each
         value many times and never show it)."""
@@ -53,7 +54,7 @@ class ValueSummaries:
         """What one device holds of value ``v`` (``f32[2,16]``); None when it is not split."""
         if self._shardings is None or self._shardings[v] is None:
             return None
-        shape, dtype, sharding = self._plain(v)
+        shape, dtype, sharding = self.plain(v)
         return device_label(shape, dtype, sharding)
 
     def labels(self) -> list[str]:
@@ -63,15 +64,22 @@ class ValueSummaries:
         if self._all is None:
             formatted: dict[tuple, str] = {}
             out = []
+            values = self.values
+            if isinstance(values, ValueTable):  # its columns: no row, no measured map built
+                off, dims = values.shape_columns()
+                rows: Any = zip([dims[a:b] for a, b in zip(off, islice(off, 1, None))], values.dtype_column(),
+                                self._shardings if self._shardings is not None else repeat(None))
+            else:
+                rows = ((val.shape, val.dtype, val.sharding) for val in values)
             with gc_pause.paused():
-                for val in self.values:
-                    if val.sharding is not None:
-                        out.append(value_label(val.shape, val.dtype, val.sharding))
+                for shape, dtype, sharding in rows:
+                    if sharding is not None:
+                        out.append(value_label(shape, dtype, sharding))
                         continue
-                    key = (*val.shape, val.dtype)
+                    key = (*shape, dtype)
                     text = formatted.get(key)
                     if text is None:
-                        text = formatted[key] = value_label(val.shape, val.dtype)
+                        text = formatted[key] = value_label(shape, dtype)
                     out.append(text)
             self._all = out
         return self._all
@@ -94,7 +102,7 @@ class ValueSummaries:
         """A value as an item card lists it: no measured fields (the inspector asks for
         them), so a whole subtree stays small on the wire. The same as :meth:`full`
         without ``measured`` and ``sharding``."""
-        shape, dtype, sharding = self._plain(v)
+        shape, dtype, sharding = self.plain(v)
         out = {"id": v, "shape": list(shape), "dtype": dtype, "label": self.label(v)}
         if sharding is not None:
             out["device_label"] = device_label(shape, dtype, sharding)

@@ -748,19 +748,19 @@ class Pages:
         if got is not None:
             return got
         tensors = count = bits = 0
-        values = self.capture.values
+        plain = self.values.plain  # shape and dtype without the row's measured map
         for v in self.index.bin[g + 1] or ():
             named = self.names.get(v)
             if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
                 continue
-            val = values[v]
+            shape, dtype, _ = plain(v)
             n = 1
-            for d in val.shape:
+            for d in shape:
                 if isinstance(d, int):  # a symbolic dimension counts as 1
                     n *= d
             tensors += 1
             count += n
-            bits += n * _DTYPE_BITS.get(val.dtype, 32)
+            bits += n * _DTYPE_BITS.get(dtype, 32)
         got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
         return got
 

@@ -73,3 +73,40 @@ def test_both_sides_of_the_layout_worker_speak_through_its_protocol_module():
         assert 'from "./protocol.js"' in text, name
         assert not re.search(r"postMessage\(\s*\{", text), f"{name} posts a message literal"
         assert not re.search(r"""msg\.type === ["']""", text), f"{name} compares a message kind with a literal"
+
+
+def test_edges_between_the_same_two_items_each_come_back_on_one_shared_route(browser, close_pages):
+    """A generate loop hands 192 cache tensors from one step to the next: the worker gives
+    ELK one edge per pair of items (ELK routes every edge in a lane of its own, which made
+    a real 96-layer Llama's first view a 45 s layout) and every edge of the pair comes back
+    routed, on that one route; an edge between other items keeps its own."""
+    server = ViewerServer([synthetic_capture(30)])
+    server.start()
+    try:
+        app = open_app(browser, server.url)
+        close_pages.append(app)
+        answer = app.js("""async () => {
+          const p = await import("./static/layout/protocol.js");
+          return new Promise((resolve, reject) => {
+            const w = new Worker("static/layout/layout.worker.js", {type: "module"});
+            w.onerror = (e) => reject(String(e.message || e));
+            w.onmessage = (e) => {
+              if (e.data.type === p.FromWorker.VERSION) {
+                const items = ["a", "b", "c"].map((title) => ({kind: "node", title, lines: []}));
+                const edges = [0, 1, 2, 3].map((k) => ({s: 0, t: 1, label: `f32[${k}]`}));
+                edges.push({s: 1, t: 2, label: ""}, {s: 0, t: 2, label: ""});
+                w.postMessage(p.layoutRequest(1, 1, [{sig: "twins", items, edges}]));
+              }
+              if (e.data.type === p.FromWorker.RESULT) { w.terminate(); resolve(e.data.layout); }
+              if (e.data.type === p.FromWorker.ERROR) { w.terminate(); reject(e.data); }
+            };
+            w.postMessage(p.versionRequest());
+          });
+        }""")
+        routes = {e["e"]: e["points"] for e in answer["edges"]}
+        assert sorted(routes) == [0, 1, 2, 3, 4, 5]
+        assert routes[1] == routes[0] and routes[2] == routes[0] and routes[3] == routes[0]
+        assert routes[4] != routes[0] and routes[5] != routes[0]
+        assert not answer.get("fallback")
+    finally:
+        server.stop()
