@@ -49,16 +49,11 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 def run_framework(fw: ModuleType, root: Path, table: dict[str, Any], limits: Limits | None) -> tuple[Capture, CaptureContext]:
     """``(capture, ctx)`` for ``table`` captured by framework module ``fw`` in this
-    process, in the worker's order; CaptureError propagates. The modules imported from
-    ``root`` are forgotten afterwards, as a worker's process ends with its capture: tests
-    reuse module names (two test files' ``cached.py``), and the next test must import its own."""
+    process, in the worker's order; CaptureError propagates."""
     ctx = CaptureContext(parse_profile("p", table), root, limits)
-    try:
-        fw.probe_device(ctx)
-        cap = fw.capture(ctx)
-        check_producers(cap)  # as the worker does before it writes the graph file
-    finally:
-        forget_workspace_modules(root)
+    fw.probe_device(ctx)
+    cap = fw.capture(ctx)
+    check_producers(cap)  # as the worker does before it writes the graph file
     return cap, ctx
 
 

@@ -16,7 +16,14 @@ torch = pytest.importorskip("torch")
 
 from tensorviz_lsp.features.line_values import nonfinite  # noqa: E402
 
-from torch_workspace import capture_in_process, profile, tensor, write  # noqa: E402
+from torch_workspace import capture_in_process, forget_workspace_modules, profile, tensor, write  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _own_modules(tmp_path):
+    """Another test file's workspace has a cached.py too: each test imports its own."""
+    yield
+    forget_workspace_modules(tmp_path)
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from capture.worker.errors import CaptureError  # noqa: E402
 
-from torch_workspace import capture_in_process, profile, tensor, write  # noqa: E402
+from torch_workspace import capture_in_process, forget_workspace_modules, profile, tensor, write  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -109,7 +109,9 @@ INPUTS = {"args": [], "kwargs": {"idx": tensor([1, 4], "int64", generator={"kind
 
 @pytest.fixture
 def ws(tmp_path):
-    return write(tmp_path, {"cached.py": CACHED})
+    # Another test file's workspace has a cached.py too: each test imports its own.
+    yield write(tmp_path, {"cached.py": CACHED})
+    forget_workspace_modules(tmp_path)
 
 
 def config(**kwargs):
