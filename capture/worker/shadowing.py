@@ -25,12 +25,18 @@ def shadowed_libraries(workspace: str | os.PathLike[str], limit: int = 16) -> li
     root = os.path.realpath(workspace)
     inside = root + os.sep
     elsewhere = [p for p in sys.path if p and not (os.path.realpath(p) + os.sep).startswith(inside)]
+    # A virtual environment inside the workspace (its site-packages on the path: the
+    # interpreter that captures) holds installed libraries, not the workspace's own modules.
+    installed_inside = tuple(os.path.realpath(p) + os.sep for p in sys.path
+                             if p and os.path.basename(os.path.normpath(p)) in ("site-packages", "dist-packages")
+                             and (os.path.realpath(p) + os.sep).startswith(inside))
     out: list[dict[str, Any]] = []
     for name, module in sorted(list(sys.modules.items())):
         if "." in name or module is None:
             continue
         file = getattr(module, "__file__", None)
-        if not isinstance(file, str) or not os.path.realpath(file).startswith(inside):
+        if not isinstance(file, str) or not os.path.realpath(file).startswith(inside) \
+                or os.path.realpath(file).startswith(installed_inside):
             continue
         try:
             spec = importlib.machinery.PathFinder.find_spec(name, elsewhere)
