@@ -79,7 +79,7 @@ def test_every_parameter_is_on_the_ops_that_use_it(gpt2):
 
 
 def test_weight_boundaries_and_their_edges_are_flagged_capture_inputs_are_not(gpt2):
-    root = gpt2.children(-1)
+    root = gpt2.children(-1, weights=True)
     flagged = [b for b in root["inputs"] if b.get("weight")]
     plain = [b for b in root["inputs"] if not b.get("weight")]
     assert len(flagged) == 148 and all(b["role"] == "param" for b in flagged)
@@ -87,6 +87,20 @@ def test_weight_boundaries_and_their_edges_are_flagged_capture_inputs_are_not(gp
     weight_values = {b["value"] for b in flagged}
     for e in root["edges"]:
         assert bool(e.get("weight")) == (e["source"].startswith("in:") and e["value"] in weight_values)
+
+
+def test_a_page_leaves_weight_inputs_out_unless_asked_and_counts_them(gpt2):
+    # Weights are drawn inside their ops by default: the page leaves out their pills and
+    # edges (57k of them on a deep model's first page) and says how many it left out.
+    full = gpt2.children(-1, weights=True)
+    page = gpt2.children(-1)
+    assert page["weights_hidden"] == 148 and "weights_hidden" not in full
+    assert page["inputs"] == [b for b in full["inputs"] if not b.get("weight")]
+    assert page["edges"] == [e for e in full["edges"] if not e.get("weight")]
+    assert {k: v for k, v in page.items() if k not in ("inputs", "edges", "weights_hidden")} == \
+        {k: v for k, v in full.items() if k not in ("inputs", "edges")}
+    # what the cards list is the same either way: every op still names its weights
+    assert [it.get("weights") for it in page["items"]] == [it.get("weights") for it in full["items"]]
 
 
 def test_group_cards_say_class_parameters_and_shapes(gpt2):

@@ -163,14 +163,17 @@ class Projection:
 
     # ------------------------------------------------------------------ pages
 
-    def children(self, group: int, chunk: int | str | None = None, *, kernels: bool = False) -> dict:
+    def children(self, group: int, chunk: int | str | None = None, *, kernels: bool = False,
+                 weights: bool = False) -> dict:
         """The direct children of ``group`` (or of one chunk of it), ready to lay out;
-        ``kernels``: every kernel, no function cards, nothing elided."""
+        ``kernels``: every kernel, no function cards, nothing elided; ``weights``: with the
+        boundary inputs of parameters, buffers and constants and their edges (drawn only
+        as pills when a person asks; else left out and counted in ``weights_hidden``)."""
         group = int(group)
         self._check_group(group)
         chunk_id = None if chunk is None or chunk == "" else _int(chunk, "chunk")
         try:
-            return self.pages.children(group, chunk_id, bool(kernels))
+            return self.pages.children(group, chunk_id, bool(kernels), bool(weights))
         except PageError as exc:
             raise NotFound(str(exc)) from None
 
@@ -184,7 +187,8 @@ class Projection:
             raise NotFound(f"node {node} has no control-flow bodies")
         return self.pages.bodies(node)
 
-    def subtree(self, group: int, max_items: int = SUBTREE_ITEMS, *, kernels: bool = False) -> dict:
+    def subtree(self, group: int, max_items: int = SUBTREE_ITEMS, *, kernels: bool = False,
+                weights: bool = False) -> dict:
         """The ``children`` views of ``group`` and of every group and chunk below it,
         breadth first, in one answer (Expand all): ``views`` maps each container's item key
         (``"g-1"``, ``"g3"``, ``"c3:0"``) to its view. Function cards are not opened unless
@@ -193,7 +197,7 @@ class Projection:
         group = int(group)
         self._check_group(group)
         max_items = max(1, min(int(max_items), SUBTREE_ITEMS))
-        return self.pages.subtree(group, max_items, bool(kernels))
+        return self.pages.subtree(group, max_items, bool(kernels), bool(weights))
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, **filters: str | None) -> dict:
         """Search results for ``q`` (see :mod:`viewer.projection.search`); ``filters``:

@@ -752,7 +752,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def get_children(self, q: dict) -> None:
         group = _int_param(q, "group", -1)
-        self._json(200, self._projection(q).children(group, q.get("chunk") or None, kernels=_flag(q, "kernels")))
+        self._json(200, self._projection(q).children(group, q.get("chunk") or None, kernels=_flag(q, "kernels"),
+                                                     weights=_flag(q, "weights")))
 
     def get_bodies(self, q: dict) -> None:
         self._json(200, self._projection(q).bodies(_int_param(q, "node")))
@@ -760,7 +761,7 @@ class _Handler(BaseHTTPRequestHandler):
     def get_subtree(self, q: dict) -> None:
         group = _int_param(q, "group", -1)
         self._json(200, self._projection(q).subtree(group, _int_param(q, "max_items", SUBTREE_ITEMS),
-                                                    kernels=_flag(q, "kernels")))
+                                                    kernels=_flag(q, "kernels"), weights=_flag(q, "weights")))
 
     def get_node(self, q: dict) -> None:
         self._json(200, self._projection(q).node(_int_param(q, "id")))

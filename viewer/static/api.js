@@ -115,13 +115,16 @@ export class Api {
     return this.get("capture");
   }
   // `kernels`: every kernel of the capture, not the layers and function calls a person reads.
+  // `weights`: with the pills of parameters, buffers and constants and their edges (the
+  // Weights toggle); without it a page leaves them out and counts them (`weights_hidden`).
   /**
    * @param {number} group
    * @param {number | null} [chunk]
    * @param {boolean} [kernels]
+   * @param {boolean} [weights]
    */
-  children(group, chunk, kernels = false) {
-    return this.get("children", { group, chunk, kernels: kernels ? 1 : undefined });
+  children(group, chunk, kernels = false, weights = false) {
+    return this.get("children", { group, chunk, kernels: kernels ? 1 : undefined, weights: weights ? 1 : undefined });
   }
 
   // The unexecuted control-flow bodies of a boundary node, side by side (a children view).
@@ -133,10 +136,11 @@ export class Api {
   // up to `maxItems` items (the server's cap without one).
   /**
    * @param {number} group
-   * @param {{maxItems?: number | null, kernels?: boolean}} [options]
+   * @param {{maxItems?: number | null, kernels?: boolean, weights?: boolean}} [options]
    */
-  subtree(group, { maxItems = null, kernels = false } = {}) {
-    return this.get("subtree", { group, max_items: maxItems || undefined, kernels: kernels ? 1 : undefined });
+  subtree(group, { maxItems = null, kernels = false, weights = false } = {}) {
+    return this.get("subtree", { group, max_items: maxItems || undefined, kernels: kernels ? 1 : undefined,
+      weights: weights ? 1 : undefined });
   }
   /** @param {number} id */
   node(id) {
