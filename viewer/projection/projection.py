@@ -358,7 +358,9 @@ class Projection:
             "meshes": cap.meshes, "devices": cap.devices, **self._mesh_words(),
             "measured": self._measured(), "vocabulary": vocabulary(),
             "trunk": self._trunk_summary() if cap.failure is None else [],
-            "cost": self.cost_summary() if cap.failure is None else {"available": False},
+            # whether there are costs; their totals and memory are api/cost's, worked out
+            # when first asked (the first page needs none of them)
+            "cost": {"available": cap.failure is None and cap.cost is not None},
         }
 
     def _mesh_words(self) -> dict:
