@@ -180,8 +180,11 @@ class Pages:
             items = [self._chunk_item(g, lo, hi, span, k, flow.item_outs.get(k, {}))
                      for k in range((size + span - 1) // span)]
             keys_of = {k: it["key"] for k, it in enumerate(items)}
-        edge_list = self._edge_list(flow.edges, span, keys_of, weights)
-        inputs, hidden = self._inputs(flow.in_vals, weights)
+        # weights drawn as pills: at the op cards that read them, where they replace the
+        # card's weight lines (a group or chunk card lists none: its pills are inside it)
+        ops = frozenset(it["key"] for it in items if it["card"] in ("op", "function")) if weights else frozenset()
+        edge_list, pills = self._edge_list(flow.edges, span, keys_of, ops)
+        inputs, hidden = self._inputs(flow.in_vals, pills)
         outs = [self._boundary(v, {"capture_output": v in ix.output_set}) for v in flow.out_vals]
         view = {
             "group": g,
@@ -199,8 +202,10 @@ class Pages:
             "idle": [self._group_ref(~refs[pos]) for pos in idle],
             "stacks": self._stacks(items, edge_list, g) if span == 1 else [],
         }
+        if weights:
+            view["weights_asked"] = True
         if hidden:
-            view["weights_hidden"] = hidden  # weight inputs left out (asked with weights=True)
+            view["weights_hidden"] = hidden  # weight inputs left out (no pills asked, or none at an op)
         return view
 
     def _flow(self, g: int, lo: int, hi: int, span: int, kernels: bool) -> "_Flow":
@@ -266,20 +271,25 @@ class Pages:
             items.append(it)
         return items, keys_of
 
-    def _edge_list(self, edges: dict[tuple, list[int]], span: int, keys_of: dict, weights: bool) -> list[dict]:
+    def _edge_list(self, edges: dict[tuple, list[int]], span: int, keys_of: dict,
+                   ops: frozenset[str]) -> tuple[list[dict], set[int]]:
         """The page's edges: one per value between two items (``span`` 1), else one per
-        pair of items with the count of values; an edge from a weight's input is flagged
-        ``weight``, and left out unless ``weights``."""
+        pair of items with the count of values; and the weights drawn as pills. An edge
+        from a weight's input (flagged ``weight``) is on the page only when it reaches an
+        op card among ``ops`` (the weight pills asked for)."""
         label, per_device, is_weight = self.values.label, self.values.device_label, self.names.is_weight
 
         def endpoint(e: Any) -> str:
             return f"{e[0]}:{e[1]}" if isinstance(e, tuple) else keys_of[e]
 
         edge_list = []
+        pills: set[int] = set()
         for (s, t), vals in edges.items():
             weight = isinstance(s, tuple) and s[0] == "in" and is_weight(s[1])
-            if weight and not weights:
-                continue
+            if weight:
+                if span > 1 or not isinstance(t, int) or keys_of[t] not in ops:
+                    continue
+                pills.add(s[1])
             if span == 1:
                 for v in dict.fromkeys(vals):
                     edge = {"source": endpoint(s), "target": endpoint(t), "value": v, "label": label(v)}
@@ -297,21 +307,19 @@ class Pages:
                 device = per_device(vals[0])
                 if device is not None:
                     edge["device_label"] = device + more
-                if weight:
-                    edge["weight"] = True
                 edge_list.append(edge)
-        return edge_list
+        return edge_list, pills
 
-    def _inputs(self, in_vals: dict[int, int], weights: bool) -> tuple[list[dict], int]:
-        """The page's input pills (a weight's flagged ``weight``: drawn inside its
-        consumers' cards unless pills are asked for), and how many weights were left out
-        (all of them unless ``weights``: 57k of a deep model's first page)."""
+    def _inputs(self, in_vals: dict[int, int], pills: set[int]) -> tuple[list[dict], int]:
+        """The page's input pills: the values entering it, a weight only among ``pills``
+        (flagged ``weight``); and how many weights were left out (all of them unless
+        pills are asked for: 57k of a deep model's first page)."""
         is_weight = self.names.is_weight
         inputs = []
         hidden = 0
         for v, p in in_vals.items():
             weight = is_weight(v)
-            if weight and not weights:
+            if weight and v not in pills:
                 hidden += 1
                 continue
             b = self._boundary(v, {"from": {"type": "node", "id": p} if p >= 0 else {"type": "input"}})

@@ -221,20 +221,25 @@ export class GraphModel {
     return res;
   }
 
-  // With weights drawn as pills: the containers fetched without them (`weights_hidden`)
-  // get their weight inputs and edges (the rest of the page is the same either way).
+  // With weights drawn as pills: the containers fetched without them (`weights_hidden`,
+  // not `weights_asked`) get the pills at their op cards and those edges (the rest of
+  // the page is the same either way).
   async loadWeights() {
     if (!this._showWeights) return;
     const generation = this.generation;
-    const keys = [...this.containers.keys()].filter((k) => this.containers.get(k).weights_hidden);
+    const keys = [...this.containers.keys()].filter((k) => {
+      const data = this.containers.get(k);
+      return data.weights_hidden && !data.weights_asked;
+    });
     await Promise.all(keys.map(async (key) => {
       const [group, chunk] = containerParams(key);
       const full = await this.api.children(group, chunk, this._kernels, true);
       const data = this.containers.get(key);
-      if (generation !== this.generation || !data || !data.weights_hidden) return;
+      if (generation !== this.generation || !data || data.weights_asked) return;
       data.inputs = full.inputs;
       data.edges = full.edges;
-      delete data.weights_hidden;
+      data.weights_hidden = full.weights_hidden;
+      data.weights_asked = true;
       this.changed();
     }));
   }
