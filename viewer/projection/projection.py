@@ -129,10 +129,14 @@ class Projection:
 
     def prepare(self) -> None:
         """Make now what the first page would otherwise wait for: every value's label,
-        the structural signatures and the trunk (the server's warm-up calls it)."""
+        the structural signatures, the trunk, the cost sums and the root's page (the
+        server's warm-up calls it)."""
         self.values.labels()
         self.structure()
         self.trunk()
+        if self.capture.failure is None:
+            self.costs()
+            self.pages.children(ROOT, None, False)  # (kept: the page asks for it first)
 
     @property
     def node_count(self) -> list[int]:

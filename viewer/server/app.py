@@ -171,6 +171,15 @@ class _Entry:
                 self._lines = proj.line_index()
             return self._lines
 
+    def prepared(self) -> None:
+        """Build the projection and make what the first page reads (the warm-up). The
+        lock is held throughout: a request meanwhile waits for it rather than making the
+        same parts again on its own thread (two threads under one GIL: both slower)."""
+        with self._lock:
+            if self._projection is None:
+                self._projection = Projection(self.capture)
+                self._projection.prepare()
+
     @property
     def built(self) -> bool:
         return self._projection is not None
@@ -358,12 +367,12 @@ class ViewerServer:
         if entry.built:
             return None
         if wait:
-            entry.projection().prepare()
+            entry.prepared()
             return None
 
         def build() -> None:
             try:
-                entry.projection().prepare()
+                entry.prepared()
             except Exception:  # the request that needs it will report the problem
                 log.error("building the projection of capture %s failed:\n%s", entry.id, traceback.format_exc())
 
