@@ -13,6 +13,32 @@
  * @typedef {any} Answer
  */
 
+/**
+ * An item of a page (`api/children`, viewer/API.md): a node, a group or a chunk, keyed
+ * `n12`, `g3`, `c3:2`. The fields the app's typed modules read; API.md lists the others.
+ * @typedef {object} PageItem
+ * @property {"node" | "group" | "chunk"} type
+ * @property {number | string} id  a chunk's is `"G:K"`
+ * @property {string} [key]
+ * @property {string} [label]
+ * @property {string} [sublabel]
+ * @property {string} [kind]
+ * @property {string} [card]  how it is drawn: "op", "function", "group", "chunk"
+ * @property {number} [child_count]  its direct children
+ * @property {unknown[]} [bodies]  a control-flow node's bodies that did not run
+ * @property {boolean} [opaque]  a node: opaque to the capture
+ * @property {number} [node_count]  a group or chunk: the ops in its subtree
+ * @property {string} [title]  a module group: its class and path (`Block · h.3`)
+ * @property {string} [class]  a module group: its class
+ * @property {string} [function]  a function group: the function called
+ * @property {string} [where]  a function group: where it was called
+ * @property {string} [template]  a body template's wording
+ * @property {string} [honest]  what the group is, honestly worded (`"tracing scope"`)
+ * @property {{count: number, index: number}} [twin]  blocks of the same structure elsewhere, and which this is
+ * @property {{name?: string, title?: string, key?: string}[]} [idle]  modules inside that ran no op
+ * @property {number} [idle_total]  how many ran no op (`idle` lists the first)
+ */
+
 export class ApiError extends Error {
   /**
    * @param {number} status
