@@ -33,7 +33,7 @@
  * @property {string} [function]  a function group: the function called
  * @property {string} [where]  a function group: where it was called
  * @property {string} [template]  a body template's wording
- * @property {string} [honest]  what the group is, honestly worded (`"tracing scope"`)
+ * @property {string} [honest]  what the group honestly is, in the server's words
  * @property {{count: number, index: number}} [twin]  blocks of the same structure elsewhere, and which this is
  * @property {{name?: string, title?: string, key?: string}[]} [idle]  modules inside that ran no op
  * @property {number} [idle_total]  how many ran no op (`idle` lists the first)
