@@ -37,7 +37,7 @@
  * @property {{count: number, index: number}} [twin]  blocks of the same structure elsewhere, and which this is
  * @property {{name?: string, title?: string, key?: string}[]} [idle]  modules inside that ran no op
  * @property {number} [idle_total]  how many ran no op (`idle` lists the first)
- * @property {{key: string}} [single]  a group drawn as the one op card it holds
+ * @property {{key: string, type?: string, id?: number | string}} [single]  a group drawn as the one op card it holds
  * @property {{key: string}[]} [wrappers]  the modules such a group's card stands for, outermost first
  * @property {number} [first]  a chunk or group: its smallest node id
  * @property {number} [last]  its largest
