@@ -20,8 +20,12 @@ Each capture is what the worker does: a ``TorchTrace`` recording the forward, th
 median of the pairs' ratios): statistics on, statistics off, and, when installed,
 torchview (``draw_graph``, every depth), torchinfo (``summary``, modules only, no op
 graph), TorchLens (``trace``, its defaults) and ``torch.export``, each beside its own
-plain forwards. Per recorded op: the median of the pairs' CPU differences over the
-op count. Targets printed beside each figure (issue 40): statistics on <= 1.25x, off
+plain forwards. Beside them, the hook floor: the same forward under what any op-level
+capture needs and nothing else (global module pre/post hooks, a ``TorchFunctionMode`` and
+a ``TorchDispatchMode``, each calling straight through, the dispatch mode with the same
+Dynamo guard choice as TensorViz's), so the rows say how much of the cost per op is the
+hooks themselves and how much is TensorViz's own recording. Per recorded op: the median
+of the pairs' CPU differences over the op count. Targets printed beside each figure (issue 40): statistics on <= 1.25x, off
 <= 1.10x; <= 30 us per op off, <= 60 us on. The load average is printed before and
 after (the machine is shared: quote figures with their load).
 
@@ -67,6 +71,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from capture.graph import graphfile  # noqa: E402
 from capture.recipe import parse_profile  # noqa: E402
@@ -281,6 +287,37 @@ def pairs(plain, variants: dict, repeat: int) -> dict:
     return out
 
 
+class _PassFunction(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+class _PassDispatch(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:  # as capture.torch.trace chooses
+        return "torch._dynamo" in sys.modules
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+def _no_hook(*args) -> None:
+    return None
+
+
+def hook_floor(model: torch.nn.Module, x: torch.Tensor):
+    """``model(x)`` under the hooks an op-level capture cannot do without, each doing nothing."""
+    mm = torch.nn.modules.module
+    handles = [mm.register_module_forward_pre_hook(_no_hook),
+               mm.register_module_forward_hook(_no_hook, always_call=True)]
+    try:
+        with _PassFunction(), _PassDispatch():
+            return model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
 def peer_variants(model: torch.nn.Module, x: torch.Tensor) -> dict:
     """The peers that are installed, each a callable capturing ``model(x)`` its own way."""
     out = {}
@@ -350,7 +387,8 @@ def suite(args) -> None:
                 model(x)  # the first forward in a process pays kernel set-up: not the capture's cost
                 capture_once(model, x, True, files)
                 variants = {"on": lambda: capture_once(model, x, True, files),
-                            "off": lambda: capture_once(model, x, False, files)}
+                            "off": lambda: capture_once(model, x, False, files),
+                            "floor": lambda: hook_floor(model, x)}
                 if batch == 1 and not args.no_peers:
                     variants.update(peer_variants(model, x))
                 got = pairs(lambda: model(x), variants, args.repeat)
@@ -384,8 +422,17 @@ def print_row(name: str, batch: int, threads: int, n_ops: int, got: dict) -> Non
         verdict = "meets" if row["ratio"] <= target and per_op <= us_target else "misses"
         note = f"<= {target:.2f}x, <= {us_target:.0f} us/op ({verdict})" if batch == 1 else f"(batch {batch})"
         print(f"  {label:26}{row['ratio']:9.2f}{per_op:9.1f}{row['cpu_best']:9.4f}   {note}")
+    floor = got["floor"]
+    if floor.get("error"):
+        print(f"  {'hook floor':26}   failed: {floor['error']}")
+    else:
+        print(f"  {'hook floor (no recording)':26}{floor['ratio']:9.2f}{floor['diff'] / n_ops * 1e6:9.1f}"
+              f"{floor['cpu_best']:9.4f}   hooks and modes that call straight through")
+        own = {key: (got[key]["diff"] - floor["diff"]) / n_ops * 1e6 for key in ("on", "off")}
+        print(f"  {'TensorViz above the floor':26}{'':9}{own['on']:9.1f}{'':9}   us/op stats on; "
+              f"{own['off']:.1f} us/op stats off")
     for key, row in got.items():
-        if key in ("on", "off"):
+        if key in ("on", "off", "floor"):
             continue
         if row.get("error"):
             print(f"  {key:26}   failed: {row['error']}")

@@ -214,6 +214,19 @@ SIMULATION = ("torch.distributed's fake process group (torch.testing._internal.d
               "records rank 0; the other ranks are simulated and collectives move no data")
 
 
+def require_mesh_devices(mesh: Any, platform: str) -> None:
+    """Refuse a mesh of more CUDA devices than torch sees (on the CPU, any size is simulated)."""
+    from ..worker.errors import CaptureError
+
+    if platform == "cuda" and torch.cuda.device_count() < mesh.devices:
+        raise CaptureError(
+            "device",
+            f"the mesh {mesh.text()} needs {mesh.devices} CUDA devices; torch sees {torch.cuda.device_count()}. "
+            'Save device = "cpu" to simulate them.',
+            {"needed": mesh.devices, "available": torch.cuda.device_count(), "mesh": mesh.to_dict()},
+            error_type="DeviceUnavailable")
+
+
 class SimulatedGroup:
     """The recipe's mesh on Torch: a ``fake`` process group of ``mesh.devices`` ranks (this
     process is rank 0; no other process exists) and ``init_device_mesh`` over it. Model
@@ -231,13 +244,7 @@ class SimulatedGroup:
         self.dist = dist
         self.setup = setup
         platform = "cuda" if str(device).startswith("cuda") else "cpu"
-        if platform == "cuda" and torch.cuda.device_count() < setup.devices:
-            raise CaptureError(
-                "device",
-                f"the mesh {setup.text()} needs {setup.devices} CUDA devices; torch sees {torch.cuda.device_count()}. "
-                'Save device = "cpu" to simulate them.',
-                {"needed": setup.devices, "available": torch.cuda.device_count(), "mesh": setup.to_dict()},
-                error_type="DeviceUnavailable")
+        require_mesh_devices(setup, platform)
         self.owned = False
         if not dist.is_initialized():
             from torch.testing._internal.distributed.fake_pg import FakeStore

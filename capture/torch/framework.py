@@ -117,14 +117,10 @@ def probe_device(ctx: CaptureContext) -> None:
     workspace is imported."""
     torch = _import_torch()
     device = _device(torch, ctx.recipe.device)
-    mesh = ctx.recipe.mesh
-    if mesh is not None and device.type == "cuda" and torch.cuda.device_count() < mesh.devices:
-        raise CaptureError(
-            "device",
-            f"the mesh {mesh.text()} needs {mesh.devices} CUDA devices; torch sees {torch.cuda.device_count()}. "
-            'Save device = "cpu" to simulate them.',
-            {"needed": mesh.devices, "available": torch.cuda.device_count(), "mesh": mesh.to_dict()},
-            error_type="DeviceUnavailable")
+    if ctx.recipe.mesh is not None:
+        from .dtensors import require_mesh_devices
+
+        require_mesh_devices(ctx.recipe.mesh, device.type)
 
 
 def _device(torch: Any, spec: str) -> Any:
