@@ -345,21 +345,34 @@ def _hold(fd: int) -> None:
         pass
 
 
+def open_regular_file(path: str | os.PathLike[str]) -> int | None:
+    """A descriptor open for reading on ``path`` when it is a regular file; None when it
+    cannot be opened or is anything else (a link is never followed, a FIFO never waited
+    on). The caller closes it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
+
+
 def abandoned_temporary(path: str | os.PathLike[str]) -> bool:
     """Whether ``path``, a temporary :func:`atomic_write` made, was left by a write that
     was killed: nobody holds it and it has not changed for :data:`ABANDONED_AFTER_SECONDS`
     (:data:`STALE_TEMPORARY_SECONDS` where locks cannot be taken, or for a temporary of an
     older TensorViz, which took none). Never follows a link."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-                     | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    fd = open_regular_file(path)
+    if fd is None:
         return False
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return False
-        age = time.time() - st.st_mtime
+        age = time.time() - os.fstat(fd).st_mtime
         try:
             import fcntl
 
@@ -630,29 +643,8 @@ def _return_memory() -> None:
         pass
 
 
-def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:  # noqa: C901
-    prefix = data[:64]
-    try:
-        header = unpacker.unpack()
-    except msgpack.OutOfData:
-        if len(data) > MAX_HEADER_BYTES:
-            raise GraphFileError(name, "not a TensorViz graph file (no graph header in its first MiB)") from None
-        if _HEADER_MARK in prefix or (b"\x83" + _HEADER_MARK).startswith(prefix):
-            raise GraphFileError(name, "truncated before the end of the header") from None
-        raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
-    except Exception:  # msgpack raises several types for garbage bytes
-        raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-        raise GraphFileError(name, "not a TensorViz graph file (no graph header)")
-    version = header.get("version")
-    if type(version) is not int:
-        raise GraphFileError(name, "graph header has no integer version")
-    if version not in READ_VERSIONS:
-        newer = "newer" if version > FILE_VERSION else "older"
-        raise GraphFileError(
-            name, f"graph file version {version} is {newer} than this TensorViz reads "
-            f"(versions {', '.join(map(str, READ_VERSIONS))})"
-        )
+def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
+    header, version = _read_header(unpacker, name, data)
     # The body is decoded with every list and map counted against a budget from the
     # header's counts (a header may only lower it), and every element where it sits: a
     # container's length is counted when it is complete. And what it takes in memory is
@@ -676,34 +668,72 @@ def _decode_body(unpacker: msgpack.Unpacker, name: str, data: bytes) -> Capture:
         raise GraphFileError(name, "trailing data after the graph body") from None
     except msgpack.OutOfData:
         raise GraphFileError(name, "truncated: the graph body is incomplete") from None
-    except ValueError as exc:
-        if "incomplete input" in str(exc):
-            raise GraphFileError(name, "truncated: the graph body is incomplete") from None
-        if "exceeds max_array_len" in str(exc) or "exceeds max_map_len" in str(exc):
-            why = "more than a graph of the size its header declares can" if longest == elements else \
-                f"more than {MEMORY_PER_BYTE}x the body's {size:,} bytes of memory allows"
-            raise GraphFileError(
-                name, f"corrupt graph body: a list or map of over {longest:,} strings, numbers, lists and maps, "
-                f"{why} (a hostile or corrupt file)") from None
-        raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
     except Exception as exc:
-        raise GraphFileError(name, f"corrupt graph body ({type(exc).__name__})") from None
+        raise _undecodable_body(name, exc, longest, elements, size) from None
     if refused is not None:
         _return_memory()  # what was decoded is gone: its memory goes back to the system
-        if refused == "memory":
-            raise GraphFileError(
-                name, f"decoding the body would take more than {memory / (1 << 20):,.0f} MiB of memory, "
-                f"{MEMORY_PER_BYTE}x its {size:,} bytes (a graph file TensorViz writes takes under 10x; "
-                "a hostile or corrupt file)") from None
-        what = f"{budget:,} lists and maps" if refused == "containers" else \
-            f"{elements:,} strings, numbers, lists and maps"
-        raise GraphFileError(
-            name, f"the body holds more than {what}, more than a graph of the size its header "
-            "declares can (a hostile or corrupt file)")
+        raise _over_budget(name, refused, budget, elements, memory, size) from None
     try:
         return _build(body, header, version)
     except _Invalid as exc:
         raise GraphFileError(name, f"invalid field {exc}") from None
+
+
+def _read_header(unpacker: msgpack.Unpacker, name: str, data: bytes) -> tuple[dict[str, Any], int]:
+    """The graph header at the start of ``data`` and its version, one this TensorViz reads."""
+    prefix = data[:64]
+    try:
+        header = unpacker.unpack()
+    except msgpack.OutOfData:
+        if len(data) > MAX_HEADER_BYTES:
+            raise GraphFileError(name, "not a TensorViz graph file (no graph header in its first MiB)") from None
+        if _HEADER_MARK in prefix or (b"\x83" + _HEADER_MARK).startswith(prefix):
+            raise GraphFileError(name, "truncated before the end of the header") from None
+        raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
+    except Exception:  # msgpack raises several types for garbage bytes
+        raise GraphFileError(name, "not a TensorViz graph file (no graph header)") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
+        raise GraphFileError(name, "not a TensorViz graph file (no graph header)")
+    version = header.get("version")
+    if type(version) is not int:
+        raise GraphFileError(name, "graph header has no integer version")
+    if version not in READ_VERSIONS:
+        newer = "newer" if version > FILE_VERSION else "older"
+        raise GraphFileError(
+            name, f"graph file version {version} is {newer} than this TensorViz reads "
+            f"(versions {', '.join(map(str, READ_VERSIONS))})"
+        )
+    return header, version
+
+
+def _undecodable_body(name: str, exc: Exception, longest: int, elements: int, size: int) -> GraphFileError:
+    """Why msgpack could not decode the body (``exc``, anything but running out of data
+    or budget): cut short, a container longer than the budgets allow, or corrupt."""
+    if isinstance(exc, ValueError):
+        if "incomplete input" in str(exc):
+            return GraphFileError(name, "truncated: the graph body is incomplete")
+        if "exceeds max_array_len" in str(exc) or "exceeds max_map_len" in str(exc):
+            why = "more than a graph of the size its header declares can" if longest == elements else \
+                f"more than {MEMORY_PER_BYTE}x the body's {size:,} bytes of memory allows"
+            return GraphFileError(
+                name, f"corrupt graph body: a list or map of over {longest:,} strings, numbers, lists and maps, "
+                f"{why} (a hostile or corrupt file)")
+    return GraphFileError(name, f"corrupt graph body ({type(exc).__name__})")
+
+
+def _over_budget(name: str, refused: str, budget: int, elements: int, memory: int, size: int) -> GraphFileError:
+    """The body ran past one of its budgets (``refused``: which one, as
+    :class:`_MemoryCharge` names it)."""
+    if refused == "memory":
+        return GraphFileError(
+            name, f"decoding the body would take more than {memory / (1 << 20):,.0f} MiB of memory, "
+            f"{MEMORY_PER_BYTE}x its {size:,} bytes (a graph file TensorViz writes takes under 10x; "
+            "a hostile or corrupt file)")
+    what = f"{budget:,} lists and maps" if refused == "containers" else \
+        f"{elements:,} strings, numbers, lists and maps"
+    return GraphFileError(
+        name, f"the body holds more than {what}, more than a graph of the size its header "
+        "declares can (a hostile or corrupt file)")
 
 
 # How every header begins on disk; tells a cut-short graph file from other bytes.
@@ -855,7 +885,7 @@ def _tree(obj: Any, where: str, n_values: int, depth: int = 0) -> Any:
     return obj
 
 
-def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Capture:  # noqa: C901
+def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Capture:
     b = _map(body, "body")
     packed = version >= 2
     ints = _packed_ints if packed else _listed_ints
@@ -863,40 +893,16 @@ def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Ca
     if list(map(type, strings)).count(str) != len(strings):
         raise _Invalid("strings: expected a list of strings")
     n_str = len(strings)
-
-    cov = _list(b.get("coverage"), "coverage", 4)
-    reasons = _list(cov[2], "coverage.reasons")
-    for i, r in enumerate(reasons):
-        _str(r, f"coverage.reasons[{i}]")
-    _need(cov[1] in COVERAGE_STATUSES, "coverage.status", f"one of {', '.join(COVERAGE_STATUSES)}")
-    _need(cov[3] in EFFECTS, "coverage.effects", f"one of {', '.join(EFFECTS)}")
-    coverage = Coverage(scope=_str(cov[0], "coverage.scope"), status=cov[1], reasons=reasons, effects=cov[3])
+    coverage = _read_coverage(b.get("coverage"))
 
     # values
     vals = _map(b.get("values"), "values")
     dtypes = ints(vals.get("dtype"), "values.dtype", None, 0, n_str, few=True)
     n_values = len(dtypes)
     shape_off = _offsets(vals.get("shape_offsets"), "values.shape_offsets", n_values, packed)
-    dims = vals.get("shape_dims")
-    if packed and type(dims) is bytes:  # every dimension a size (names make it a list)
-        signed = dims[:1].islower()  # an unsigned type code holds no negative size
-        dims = _packed_ints(dims, "values.shape_dims", shape_off[-1], -(1 << 63), 1 << 64)
-        if signed and dims and min(dims) < 0:
-            raise _Invalid("values.shape_dims: dimensions are sizes or names")
-    else:
-        dims = _list(dims, "values.shape_dims", shape_off[-1])
-        dim_types = set(map(type, dims))
-        if not (dim_types <= {int, str} and min(
-                set(dims) if dim_types == {int} else [d for d in dims if type(d) is int], default=0) >= 0):
-            raise _Invalid("values.shape_dims: dimensions are sizes or names")
+    dims = _read_dims(vals.get("shape_dims"), shape_off[-1], packed)
     measured = _read_measured(vals.get("measured"), strings, n_values, version)
-    try:
-        meshes = check_meshes(b.get("meshes"))
-        devices = check_devices(b.get("devices"))
-    except ShardingError as exc:
-        raise _Invalid(str(exc)) from None
-    if not _within_depth(meshes + ([devices] if devices else [])):
-        raise _Invalid("meshes: nested too deeply")
+    meshes, devices = _read_meshes(b)
     shardings = _read_shardings(vals, n_values, shape_off, dims, meshes, ints)
     values = ValueTable(shape_off, cast(list[int | str], dims), list(map(strings.__getitem__, dtypes)), measured, shardings)
 
@@ -904,99 +910,21 @@ def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Ca
     groups = _columnar_groups(_map(b.get("groups"), "groups"), strings) if version >= 3 else \
         _listed_groups(b.get("groups"))
     _check_acyclic(groups)
-    n_groups = len(groups)
-    frames_raw = _list(b.get("frames"), "frames")
-    frames = []
-    for i, f in enumerate(frames_raw):
-        _list(f, f"frames[{i}]", 4)
-        _all_ints(f, f"frames[{i}]", 0, 1 << 62)
-        _need(f[0] < n_str and f[3] < n_str, f"frames[{i}]", "string index out of range")
-        frames.append(Frame(strings[f[0]], f[1], f[2], strings[f[3]]))
-    library = b.get("library_frames")
-    if library is not None:
-        _all_ints(_list(library, "library_frames"), "library_frames", 0, len(frames))
-        for i in library:
-            # Navigation only: an absolute path (POSIX or Windows: the file may come from
-            # another machine); the viewer decides separately whether it may show it.
-            _need(posixpath.isabs(frames[i].file) or ntpath.isabs(frames[i].file),
-                  f"library_frames: frame {i}", "a library frame's file is an absolute path")
-            frames[i].library = True
-
-    # nodes: whole columns are checked here; rows are built on access
-    nd = _map(b.get("nodes"), "nodes")
-    ops = ints(nd.get("op"), "nodes.op", None, 0, n_str, few=True)
-    n_nodes = len(ops)
-    literals = _list(b.get("literals"), "literals")
-    if not _within_depth([literals]):
-        _shallow(literals, "literals")
-    in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes, packed)
-    in_pos = ints(nd.get("input_positions"), "nodes.input_positions", in_off[-1], 0, 1 << 31, few=True)
-    in_ref = ints(nd.get("input_refs"), "nodes.input_refs", in_off[-1], -len(literals), n_values)
-    out_off = _offsets(nd.get("output_offsets"), "nodes.output_offsets", n_nodes, packed)
-    out_ids = ints(nd.get("output_ids"), "nodes.output_ids", out_off[-1], 0, n_values)
-    param_nodes = ints(nd.get("param_nodes"), "nodes.param_nodes", None, 0, n_nodes)
-    # version 1: one map per node with params; version 2: a table of distinct maps and,
-    # per node with params, its map's index in the table
-    maps_key = "param_table" if packed else "param_maps"
-    maps_field = f"nodes.{maps_key}"
-    param_maps = _list(nd.get(maps_key), maps_field, None if packed else len(param_nodes))
-    if list(map(type, param_maps)).count(dict) != len(param_maps):
-        raise _Invalid(f"{maps_field}: expected maps")
-    if not _within_depth(param_maps):
-        for i, pm in enumerate(param_maps):
-            _shallow(pm, f"{maps_field}[{i}]")
-        raise _Invalid(f"{maps_field}: nested too deeply")  # not reached: _shallow names the map
-    if packed:
-        param_index = ints(nd.get("param_index"), "nodes.param_index", len(param_nodes), 0, len(param_maps))
-        param_maps = list(map(param_maps.__getitem__, param_index))
-    grp = ints(nd.get("group"), "nodes.group", n_nodes, -1, n_groups, few=True)
-    frm = ints(nd.get("frame"), "nodes.frame", n_nodes, -1, len(frames), few=True)
-    opaque_ids = ints(nd.get("opaque"), "nodes.opaque", None, 0, n_nodes)
-    nodes = NodeTable(
-        list(map(strings.__getitem__, ops)), in_off, in_pos, in_ref, literals, out_off, out_ids,
-        dict(zip(param_nodes, param_maps)), grp, frm, frozenset(opaque_ids),
-    )
+    frames = _read_frames(b, strings)
+    nodes = _read_nodes(b, strings, n_values, len(groups), len(frames), packed)
+    n_nodes = len(nodes)
 
     cost = _cost(b.get("cost"), n_nodes, ints)
     inputs = _tree(b.get("inputs"), "inputs", n_values)
     outputs = _tree(b.get("outputs"), "outputs", n_values)
-    sources = []
-    for i, src in enumerate(_list(b.get("sources"), "sources")):
-        _list(src, f"sources[{i}]", 2)
-        sources.append(Source(_str(src[0], f"sources[{i}].path"), _str(src[1], f"sources[{i}].sha256")))
+    sources = _read_sources(b.get("sources"))
     recipe = b.get("recipe")
     if recipe is not None:
         _plain(_map(recipe, "recipe"), "recipe")
-    failure = None
-    if b.get("failure") is not None:
-        fr = _map(b["failure"], "failure")
-        fframes = []
-        for i, f in enumerate(_list(fr.get("frames"), "failure.frames")):
-            _list(f, f"failure.frames[{i}]", 4)
-            fframes.append(Frame(_str(f[0], "failure.frames.file"), _int(f[1], "failure.frames.line"),
-                                 _int(f[2], "failure.frames.column"), _str(f[3], "failure.frames.function")))
-        failure = Failure(
-            _str(fr.get("type"), "failure.type"),
-            _str(fr.get("message"), "failure.message"),
-            _str(fr.get("stage"), "failure.stage"),
-            fframes,
-            _opt_map(fr.get("details"), "failure.details"),
-        )
-        _need(n_nodes == 0, "failure", "a failed capture carries no nodes")
+    failure = None if b.get("failure") is None else _read_failure(b["failure"], n_nodes)
     backend = _str(b.get("backend"), "backend")
     if failure is None:
-        # A traced program is abstract: it cannot claim eager execution or carry
-        # measurements, and an eager capture cannot pose as a traced program.
-        traced = coverage.scope == "traced_program"
-        _need(traced or backend != "jaxpr", "coverage.scope",
-              f"{coverage.scope!r} does not match backend 'jaxpr' (a traced program's scope is 'traced_program')")
-        if traced and values.measured_any():
-            raise _Invalid("values.measured: a traced program carries no measured evidence")
-        if backend == "jaxpr" and isinstance(b.get("meta"), dict):
-            timing = next((k for k in b["meta"] if type(k) is str and _RUNTIME_TIMING.search(k)), None)
-            _need(timing is None, f"meta.{timing}", "a traced program carries no runtime timings")
-        if coverage.scope == ABSTRACT_FORWARD_SCOPE:
-            _refuse_measurements(measured, groups)
+        _check_evidence(b.get("meta"), backend, coverage, values, measured, groups)
     counts = header.get("counts")
     if isinstance(counts, dict):
         _need(counts.get("nodes") == n_nodes and counts.get("values") == n_values, "header.counts",
@@ -1020,6 +948,158 @@ def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Ca
         devices=devices,
         cost=cost,
     )
+
+
+def _read_coverage(obj: Any) -> Coverage:
+    """``[scope, status, reasons, effects]``: what the capture covers."""
+    cov = _list(obj, "coverage", 4)
+    reasons = _list(cov[2], "coverage.reasons")
+    for i, r in enumerate(reasons):
+        _str(r, f"coverage.reasons[{i}]")
+    _need(cov[1] in COVERAGE_STATUSES, "coverage.status", f"one of {', '.join(COVERAGE_STATUSES)}")
+    _need(cov[3] in EFFECTS, "coverage.effects", f"one of {', '.join(EFFECTS)}")
+    return Coverage(scope=_str(cov[0], "coverage.scope"), status=cov[1], reasons=reasons, effects=cov[3])
+
+
+def _read_dims(dims: Any, n_dims: int, packed: bool) -> list[Any]:
+    """The values' dimensions, ``n_dims`` of them: each a size (a non-negative integer) or
+    a name (a string). A packed column holds sizes only."""
+    if packed and type(dims) is bytes:  # every dimension a size (names make it a list)
+        signed = dims[:1].islower()  # an unsigned type code holds no negative size
+        sizes = _packed_ints(dims, "values.shape_dims", n_dims, -(1 << 63), 1 << 64)
+        if signed and sizes and min(sizes) < 0:
+            raise _Invalid("values.shape_dims: dimensions are sizes or names")
+        return sizes
+    listed = _list(dims, "values.shape_dims", n_dims)
+    dim_types = set(map(type, listed))
+    if not (dim_types <= {int, str} and min(
+            set(listed) if dim_types == {int} else [d for d in listed if type(d) is int], default=0) >= 0):
+        raise _Invalid("values.shape_dims: dimensions are sizes or names")
+    return listed
+
+
+def _read_meshes(b: dict[Any, Any]) -> tuple[list[Any], Any]:
+    """The body's device meshes and devices (``check_meshes``, ``check_devices``), within
+    the nesting every reader allows."""
+    try:
+        meshes = check_meshes(b.get("meshes"))
+        devices = check_devices(b.get("devices"))
+    except ShardingError as exc:
+        raise _Invalid(str(exc)) from None
+    if not _within_depth(meshes + ([devices] if devices else [])):
+        raise _Invalid("meshes: nested too deeply")
+    return meshes, devices
+
+
+def _read_frames(b: dict[Any, Any], strings: list[str]) -> list[Frame]:
+    """The source frames, those listed in ``library_frames`` marked as library code."""
+    n_str = len(strings)
+    frames = []
+    for i, f in enumerate(_list(b.get("frames"), "frames")):
+        _list(f, f"frames[{i}]", 4)
+        _all_ints(f, f"frames[{i}]", 0, 1 << 62)
+        _need(f[0] < n_str and f[3] < n_str, f"frames[{i}]", "string index out of range")
+        frames.append(Frame(strings[f[0]], f[1], f[2], strings[f[3]]))
+    library = b.get("library_frames")
+    if library is not None:
+        _all_ints(_list(library, "library_frames"), "library_frames", 0, len(frames))
+        for i in library:
+            # Navigation only: an absolute path (POSIX or Windows: the file may come from
+            # another machine); the viewer decides separately whether it may show it.
+            _need(posixpath.isabs(frames[i].file) or ntpath.isabs(frames[i].file),
+                  f"library_frames: frame {i}", "a library frame's file is an absolute path")
+            frames[i].library = True
+    return frames
+
+
+def _read_nodes(b: dict[Any, Any], strings: list[str], n_values: int, n_groups: int, n_frames: int,
+                packed: bool) -> NodeTable:
+    """The node table: whole columns are checked here; rows are built on access."""
+    ints = _packed_ints if packed else _listed_ints
+    nd = _map(b.get("nodes"), "nodes")
+    ops = ints(nd.get("op"), "nodes.op", None, 0, len(strings), few=True)
+    n_nodes = len(ops)
+    literals = _list(b.get("literals"), "literals")
+    if not _within_depth([literals]):
+        _shallow(literals, "literals")
+    in_off = _offsets(nd.get("input_offsets"), "nodes.input_offsets", n_nodes, packed)
+    in_pos = ints(nd.get("input_positions"), "nodes.input_positions", in_off[-1], 0, 1 << 31, few=True)
+    in_ref = ints(nd.get("input_refs"), "nodes.input_refs", in_off[-1], -len(literals), n_values)
+    out_off = _offsets(nd.get("output_offsets"), "nodes.output_offsets", n_nodes, packed)
+    out_ids = ints(nd.get("output_ids"), "nodes.output_ids", out_off[-1], 0, n_values)
+    param_nodes = ints(nd.get("param_nodes"), "nodes.param_nodes", None, 0, n_nodes)
+    param_maps = _read_param_maps(nd, len(param_nodes), packed)
+    grp = ints(nd.get("group"), "nodes.group", n_nodes, -1, n_groups, few=True)
+    frm = ints(nd.get("frame"), "nodes.frame", n_nodes, -1, n_frames, few=True)
+    opaque_ids = ints(nd.get("opaque"), "nodes.opaque", None, 0, n_nodes)
+    return NodeTable(
+        list(map(strings.__getitem__, ops)), in_off, in_pos, in_ref, literals, out_off, out_ids,
+        dict(zip(param_nodes, param_maps)), grp, frm, frozenset(opaque_ids),
+    )
+
+
+def _read_param_maps(nd: dict[Any, Any], n_param_nodes: int, packed: bool) -> list[dict[Any, Any]]:
+    """Per node with params (``nodes.param_nodes``), its params map. Version 1: one map per
+    such node; version 2: a table of distinct maps and, per such node, its map's index in
+    the table."""
+    maps_key = "param_table" if packed else "param_maps"
+    maps_field = f"nodes.{maps_key}"
+    param_maps = _list(nd.get(maps_key), maps_field, None if packed else n_param_nodes)
+    if list(map(type, param_maps)).count(dict) != len(param_maps):
+        raise _Invalid(f"{maps_field}: expected maps")
+    if not _within_depth(param_maps):
+        for i, pm in enumerate(param_maps):
+            _shallow(pm, f"{maps_field}[{i}]")
+        raise _Invalid(f"{maps_field}: nested too deeply")  # not reached: _shallow names the map
+    if packed:
+        param_index = _packed_ints(nd.get("param_index"), "nodes.param_index", n_param_nodes, 0, len(param_maps))
+        param_maps = list(map(param_maps.__getitem__, param_index))
+    return param_maps
+
+
+def _read_sources(obj: Any) -> list[Source]:
+    """The source files the capture ran, each ``[path, sha256]``."""
+    sources = []
+    for i, src in enumerate(_list(obj, "sources")):
+        _list(src, f"sources[{i}]", 2)
+        sources.append(Source(_str(src[0], f"sources[{i}].path"), _str(src[1], f"sources[{i}].sha256")))
+    return sources
+
+
+def _read_failure(obj: Any, n_nodes: int) -> Failure:
+    """A failed capture's failure record; such a capture carries no nodes."""
+    fr = _map(obj, "failure")
+    fframes = []
+    for i, f in enumerate(_list(fr.get("frames"), "failure.frames")):
+        _list(f, f"failure.frames[{i}]", 4)
+        fframes.append(Frame(_str(f[0], "failure.frames.file"), _int(f[1], "failure.frames.line"),
+                             _int(f[2], "failure.frames.column"), _str(f[3], "failure.frames.function")))
+    failure = Failure(
+        _str(fr.get("type"), "failure.type"),
+        _str(fr.get("message"), "failure.message"),
+        _str(fr.get("stage"), "failure.stage"),
+        fframes,
+        _opt_map(fr.get("details"), "failure.details"),
+    )
+    _need(n_nodes == 0, "failure", "a failed capture carries no nodes")
+    return failure
+
+
+def _check_evidence(meta: Any, backend: str, coverage: Coverage, values: ValueTable,
+                    measured: Sequence[dict[str, Any] | None] | None, groups: list[Group]) -> None:
+    """A traced program is abstract: it cannot claim eager execution or carry
+    measurements, and an eager capture cannot pose as a traced program. An abstract
+    forward measures nothing either."""
+    traced = coverage.scope == "traced_program"
+    _need(traced or backend != "jaxpr", "coverage.scope",
+          f"{coverage.scope!r} does not match backend 'jaxpr' (a traced program's scope is 'traced_program')")
+    if traced and values.measured_any():
+        raise _Invalid("values.measured: a traced program carries no measured evidence")
+    if backend == "jaxpr" and isinstance(meta, dict):
+        timing = next((k for k in meta if type(k) is str and _RUNTIME_TIMING.search(k)), None)
+        _need(timing is None, f"meta.{timing}", "a traced program carries no runtime timings")
+    if coverage.scope == ABSTRACT_FORWARD_SCOPE:
+        _refuse_measurements(measured, groups)
 
 
 #: The largest FLOP or byte count one node may carry (a signed 64-bit integer).

@@ -63,7 +63,7 @@ from ..graph.model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError
-from ..worker.targets import partial_of_class
+from ..worker.targets import PartialOfClass, partial_of_class
 from . import modules as jax_modules
 from .names import input_names
 from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_outputs
@@ -386,85 +386,108 @@ class _Plan:
         return self.call(state, *args, **kwargs)
 
 
-def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:  # noqa: C901
-    recipe = ctx.recipe
+def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
     linen = sys.modules.get("flax.linen")
     nnx = sys.modules.get("flax.nnx")
-    ref = recipe.model
-    factory = recipe.init.factory
     # A partial of a module class with a literal init is built as the class, the partial's
     # arguments first; with an init factory the factory's result is the model, as for any
     # callable (a partial of anything else is a function).
-    partial = partial_of_class(target) if factory is None else None
+    partial = partial_of_class(target) if ctx.recipe.init.factory is None else None
     module_bases = tuple(m.Module for m in (linen, nnx) if m is not None)
     if partial is not None and module_bases and issubclass(partial.cls, module_bases):
         target = partial.cls
     else:
         partial = None
-
-    def init_arguments() -> tuple[tuple, dict]:
-        args, kwargs = ctx.materialize("init", make_tensor)
-        return partial.arguments(args, kwargs) if partial is not None else (args, kwargs)
-
     if isinstance(target, type):
         if linen is not None and issubclass(target, linen.Module):
-            if factory is not None:
-                with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
-                    obj = ctx.call_factory(factory)
-                ctx.after_construction(obj, make_tensor)
-                return _bound_linen(target, obj, factory)
-            args, kwargs = init_arguments()
-            module = target(*args, **kwargs)
-            ctx.after_construction(module, make_tensor)
-            return _fresh_linen(module)
+            return _linen_class_plan(ctx, target, partial, make_tensor)
         if nnx is not None and issubclass(target, nnx.Module):
-            if factory is not None:
-                with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
-                    obj = ctx.call_factory(factory)
-                if type(obj) is not target:
-                    raise CaptureError(
-                        "recipe",
-                        f"init factory {factory} returned {_describe(obj)}; expected an instance of the "
-                        f"selected NNX class {target.__qualname__}",
-                        {"expected": target.__qualname__, "found": type(obj).__qualname__},
-                    )
-                ctx.after_construction(obj, make_tensor)
-                return _nnx_plan(nnx, obj, "nnx", "factory_state")
-            saved_args, saved_kwargs = init_arguments()
-            args, kwargs, supplied = _supply_rngs(nnx, target, saved_args, saved_kwargs, recipe.seed)
-            try:
-                with _NarrowingWatch(f"profiles.{recipe.name}.init"):
-                    obj = target(*args, **kwargs)
-            except TypeError as exc:
-                if "rngs" not in str(exc).lower():
-                    raise
-                example = _call_example(target.__qualname__, saved_args, saved_kwargs, f"rngs=nnx.Rngs({recipe.seed})")
-                raise CaptureError(
-                    "recipe",
-                    f"{target.__qualname__} could not be built from the literal init ({exc}). TensorViz passes "
-                    "rngs=nnx.Rngs(seed) only to a constructor parameter named rngs or annotated nnx.Rngs that "
-                    f"the init leaves unset; build the module in an init factory instead, e.g. return {example}",
-                    {"key_path": f"profiles.{recipe.name}.init"},
-                ) from exc
-            ctx.after_construction(obj, make_tensor)
-            if supplied:
-                return _nnx_plan(nnx, obj, "nnx", "fresh_init", NNX_FRESH_NOTE)
-            return _nnx_plan(nnx, obj, "nnx", "constructed")
+            return _nnx_class_plan(ctx, nnx, target, partial, make_tensor)
         raise CaptureError(
             "recipe",
-            f"{ref} is a class but not a flax.linen.Module or flax.nnx.Module subclass; JAX captures "
+            f"{ctx.recipe.model} is a class but not a flax.linen.Module or flax.nnx.Module subclass; JAX captures "
             "open functions, Linen modules and NNX modules",
         )
-
     if linen is not None and isinstance(target, linen.Module):
-        _require_empty_init(ctx, f"{ref} is a Linen module instance")
+        _require_empty_init(ctx, f"{ctx.recipe.model} is a Linen module instance")
         ctx.after_construction(target, make_tensor)
         if target.scope is not None:
-            return _bound_linen(type(target), target, ref)
+            return _bound_linen(type(target), target, ctx.recipe.model)
         return _fresh_linen(target)
+    return _callable_plan(ctx, linen, nnx, target, make_tensor)
 
+
+def _init_arguments(ctx: CaptureContext, partial: PartialOfClass | None,
+                    make_tensor: Callable[[TensorLeaf], Any]) -> tuple[tuple, dict]:
+    """The literal init's arguments, after those of the partial the class came in (if any)."""
+    args, kwargs = ctx.materialize("init", make_tensor)
+    return partial.arguments(args, kwargs) if partial is not None else (args, kwargs)
+
+
+def _linen_class_plan(ctx: CaptureContext, target: type, partial: PartialOfClass | None,
+                      make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+    """A Linen module class: bound as the init factory returns it, or built from the literal
+    init and initialised abstractly."""
+    factory = ctx.recipe.init.factory
+    if factory is not None:
+        with _NarrowingWatch(f"profiles.{ctx.recipe.name}.init.factory"):
+            obj = ctx.call_factory(factory)
+        ctx.after_construction(obj, make_tensor)
+        return _bound_linen(target, obj, factory)
+    args, kwargs = _init_arguments(ctx, partial, make_tensor)
+    module = target(*args, **kwargs)
+    ctx.after_construction(module, make_tensor)
+    return _fresh_linen(module)
+
+
+def _nnx_class_plan(ctx: CaptureContext, nnx: Any, target: type, partial: PartialOfClass | None,
+                    make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+    """An NNX module class: the instance the init factory returns, or one built from the
+    literal init with ``nnx.Rngs(seed)`` supplied where the init leaves its rngs unset."""
+    recipe = ctx.recipe
+    factory = recipe.init.factory
     if factory is not None:
         with _NarrowingWatch(f"profiles.{recipe.name}.init.factory"):
+            obj = ctx.call_factory(factory)
+        if type(obj) is not target:
+            raise CaptureError(
+                "recipe",
+                f"init factory {factory} returned {_describe(obj)}; expected an instance of the "
+                f"selected NNX class {target.__qualname__}",
+                {"expected": target.__qualname__, "found": type(obj).__qualname__},
+            )
+        ctx.after_construction(obj, make_tensor)
+        return _nnx_plan(nnx, obj, "nnx", "factory_state")
+    saved_args, saved_kwargs = _init_arguments(ctx, partial, make_tensor)
+    args, kwargs, supplied = _supply_rngs(nnx, target, saved_args, saved_kwargs, recipe.seed)
+    try:
+        with _NarrowingWatch(f"profiles.{recipe.name}.init"):
+            obj = target(*args, **kwargs)
+    except TypeError as exc:
+        if "rngs" not in str(exc).lower():
+            raise
+        example = _call_example(target.__qualname__, saved_args, saved_kwargs, f"rngs=nnx.Rngs({recipe.seed})")
+        raise CaptureError(
+            "recipe",
+            f"{target.__qualname__} could not be built from the literal init ({exc}). TensorViz passes "
+            "rngs=nnx.Rngs(seed) only to a constructor parameter named rngs or annotated nnx.Rngs that "
+            f"the init leaves unset; build the module in an init factory instead, e.g. return {example}",
+            {"key_path": f"profiles.{recipe.name}.init"},
+        ) from exc
+    ctx.after_construction(obj, make_tensor)
+    if supplied:
+        return _nnx_plan(nnx, obj, "nnx", "fresh_init", NNX_FRESH_NOTE)
+    return _nnx_plan(nnx, obj, "nnx", "constructed")
+
+
+def _callable_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
+                   make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+    """A function (or any callable): the init factory's result, or the target itself with
+    an empty init. A Linen module the factory returns is planned as one."""
+    ref = ctx.recipe.model
+    factory = ctx.recipe.init.factory
+    if factory is not None:
+        with _NarrowingWatch(f"profiles.{ctx.recipe.name}.init.factory"):
             fn = ctx.call_factory(factory)
         if not callable(fn):
             raise CaptureError("recipe", f"init factory {factory} returned {_describe(fn)}, which is not callable")

@@ -15,7 +15,7 @@ import functools
 import math
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import safe_read
 
@@ -473,7 +473,7 @@ def parse_value(value: Any, *, at: str = "value", profile: str = "") -> ValueDes
         raise RecipeError("nested too deeply", key_path=at, profile=profile) from None
 
 
-def _value(cx: _Ctx, value: Any, at: list[Any], depth: int) -> ValueDesc:  # noqa: C901
+def _value(cx: _Ctx, value: Any, at: list[Any], depth: int) -> ValueDesc:
     cx.budget -= 1
     if cx.budget < 0:
         raise cx.error(at, f"more than {MAX_DESCRIPTIONS:,} value descriptions")
@@ -490,49 +490,62 @@ def _value(cx: _Ctx, value: Any, at: list[Any], depth: int) -> ValueDesc:  # noq
             at, 'a described value needs a kind ("tensor", "none", "list", "tuple", "dict", "static", "call" or "ref")'
         )
     kind = value["kind"]
-    if kind == "tensor":
-        return _tensor(cx, value, at)
-    if kind == "call":
-        return _call(cx, value, at, depth)
-    if kind == "ref":
-        _only(cx, value, at, ("kind", "target"))
-        if "target" not in value:
-            raise cx.error(at + ["target"], 'missing target: the class or function named ("pkg.module:Name", '
-                                            '"path/to/file.py:Name", or an installed package\'s "flax.linen:relu")')
-        return RefDesc(_ref(cx, value["target"], at + ["target"]))
-    if kind == "none":
-        _only(cx, value, at, ("kind",))
-        return NoneDesc()
-    if kind == "static":
-        _only(cx, value, at, ("kind", "value"))
-        if "value" not in value:
-            raise cx.error(at + ["value"], "missing value")
-        v = value["value"]
-        if type(v) not in (bool, int, float, str):
-            raise cx.error(at + ["value"], f"a static value is a boolean, number or string, found {_show(v)}")
-        return _static(cx, v, at + ["value"])
-    if kind in ("list", "tuple"):
-        _only(cx, value, at, ("kind", "items"))
-        items = value.get("items", [])
-        if not isinstance(items, (list, tuple)):
-            raise cx.error(at + ["items"], f"expected an array, found {_show(items)}")
-        parsed = tuple(_value(cx, v, at + ["items", i], depth + 1) for i, v in enumerate(items))
-        return ListDesc(parsed) if kind == "list" else TupleDesc(parsed)
-    if kind == "dict":
-        _only(cx, value, at, ("kind", "items"))
-        items = value.get("items", {})
-        if not isinstance(items, Mapping):
-            raise cx.error(at + ["items"], f"expected a table, found {_show(items)}")
-        pairs = []
-        for k, v in items.items():
-            if not isinstance(k, str) or len(k) > MAX_STRING:
-                raise cx.error(at + ["items"], "dictionary keys are strings")
-            pairs.append((k, _value(cx, v, at + ["items", k], depth + 1)))
-        return DictDesc(tuple(pairs))
-    raise cx.error(
-        at + ["kind"],
-        f'expected one of "tensor", "none", "list", "tuple", "dict", "static", "call", "ref", found {_show(kind)}'
-    )
+    described = _DESCRIBED.get(kind) if isinstance(kind, str) else None
+    if described is None:
+        raise cx.error(
+            at + ["kind"],
+            f'expected one of "tensor", "none", "list", "tuple", "dict", "static", "call", "ref", found {_show(kind)}'
+        )
+    return described(cx, value, at, depth)
+
+
+def _tensor_value(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> TensorDesc:
+    return _tensor(cx, value, at)
+
+
+def _ref_value(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> RefDesc:
+    _only(cx, value, at, ("kind", "target"))
+    if "target" not in value:
+        raise cx.error(at + ["target"], 'missing target: the class or function named ("pkg.module:Name", '
+                                        '"path/to/file.py:Name", or an installed package\'s "flax.linen:relu")')
+    return RefDesc(_ref(cx, value["target"], at + ["target"]))
+
+
+def _none_value(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> NoneDesc:
+    _only(cx, value, at, ("kind",))
+    return NoneDesc()
+
+
+def _static_value(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> StaticDesc:
+    _only(cx, value, at, ("kind", "value"))
+    if "value" not in value:
+        raise cx.error(at + ["value"], "missing value")
+    v = value["value"]
+    if type(v) not in (bool, int, float, str):
+        raise cx.error(at + ["value"], f"a static value is a boolean, number or string, found {_show(v)}")
+    return _static(cx, v, at + ["value"])
+
+
+def _sequence_value(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> ListDesc | TupleDesc:
+    _only(cx, value, at, ("kind", "items"))
+    items = value.get("items", [])
+    if not isinstance(items, (list, tuple)):
+        raise cx.error(at + ["items"], f"expected an array, found {_show(items)}")
+    parsed = tuple(_value(cx, v, at + ["items", i], depth + 1) for i, v in enumerate(items))
+    return ListDesc(parsed) if value["kind"] == "list" else TupleDesc(parsed)
+
+
+def _dict_value(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> DictDesc:
+    _only(cx, value, at, ("kind", "items"))
+    items = value.get("items", {})
+    if not isinstance(items, Mapping):
+        raise cx.error(at + ["items"], f"expected a table, found {_show(items)}")
+    pairs = []
+    for k, v in items.items():
+        if not isinstance(k, str) or len(k) > MAX_STRING:
+            raise cx.error(at + ["items"], "dictionary keys are strings")
+        pairs.append((k, _value(cx, v, at + ["items", k], depth + 1)))
+    return DictDesc(tuple(pairs))
 
 
 def _call(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> CallDesc:
@@ -547,6 +560,13 @@ def _call(cx: _Ctx, value: Mapping[str, Any], at: list[Any], depth: int) -> Call
     args, kwargs = _arguments(cx, value, at, depth + 1)
     then = _steps(cx, value["then"], at + ["then"], depth + 1) if "then" in value else ()
     return CallDesc(target, args, kwargs, then)
+
+
+#: A described value's parser by its ``kind``: ``(cx, the table, where, depth)``.
+_DESCRIBED: dict[str, Callable[[_Ctx, Mapping[str, Any], list[Any], int], ValueDesc]] = {
+    "tensor": _tensor_value, "call": _call, "ref": _ref_value, "none": _none_value, "static": _static_value,
+    "list": _sequence_value, "tuple": _sequence_value, "dict": _dict_value,
+}
 
 
 def _static(cx: _Ctx, value: Any, at: list[Any]) -> StaticDesc:
@@ -619,7 +639,7 @@ def _number(value: Any) -> bool:
     return type(value) in (int, float)
 
 
-def _generator(cx: _Ctx, value: Any, at: list[Any], dtype: str) -> Generator:  # noqa: C901
+def _generator(cx: _Ctx, value: Any, at: list[Any], dtype: str) -> Generator:
     if isinstance(value, str):
         value = {"kind": value}
     if not isinstance(value, Mapping):
@@ -627,62 +647,84 @@ def _generator(cx: _Ctx, value: Any, at: list[Any], dtype: str) -> Generator:  #
     kind = value.get("kind")
     if kind not in GENERATORS:
         raise cx.error(at + ["kind"], f"expected one of {', '.join(GENERATORS)}, found {_show(kind)}")
-    floating = dtype in FLOAT_DTYPES + COMPLEX_DTYPES
-    integral = dtype in INT_RANGES
-    if kind in ("zeros", "ones", "arange"):
-        _only(cx, value, at, ("kind",))
-        if kind == "arange" and dtype == "bool":
-            raise cx.error(at + ["kind"], "arange needs a numeric dtype, not bool")
-        return Generator(kind)
-    if kind == "full":
-        _only(cx, value, at, ("kind", "value"))
-        if "value" not in value:
-            raise cx.error(at + ["value"], "missing value")
-        v = value["value"]
-        if dtype == "bool":
-            if type(v) is bool or (type(v) is int and v in (0, 1)):
-                return Generator("full", value=bool(v))
-            raise cx.error(at + ["value"], f"a bool tensor is filled with true or false, found {_show(v)}")
-        if type(v) is bool or not _number(v):
-            raise cx.error(at + ["value"], f"expected a number, found {_show(v)}")
-        if not math.isfinite(v):
-            # An input of NaNs or infinities makes every statistic and value downstream one
-            # too: nothing the graph could show.
-            raise cx.error(at + ["value"], f"expected a finite number, found {_show(v)}")
-        if integral:
-            if type(v) is float:
-                if not v.is_integer():
-                    raise cx.error(at + ["value"], f"{dtype} cannot hold {v!r}")
-                v = int(v)
-            lo, hi = INT_RANGES[dtype]
-            if not lo <= v <= hi:
-                raise cx.error(at + ["value"], f"{dtype} holds {lo} to {hi}, not {v}")
-        return Generator("full", value=v)
-    if kind == "normal":
-        if not floating:
-            raise cx.error(at + ["kind"], f"normal needs a floating-point dtype, not {dtype}")
-        _only(cx, value, at, ("kind", "mean", "std"))
-        mean = value.get("mean", 0.0)
-        std = value.get("std", 1.0)
-        if type(mean) is bool or not _number(mean) or not math.isfinite(mean):
-            raise cx.error(at + ["mean"], f"expected a finite number, found {_show(mean)}")
-        if type(std) is bool or not _number(std) or not math.isfinite(std) or std < 0:
-            raise cx.error(at + ["std"], f"expected a finite number >= 0, found {_show(std)}")
-        return Generator("normal", mean=float(mean), std=float(std))
-    if kind == "uniform":
-        if not floating:
-            raise cx.error(at + ["kind"], f"uniform needs a floating-point dtype, not {dtype} (use randint)")
-        _only(cx, value, at, ("kind", "low", "high"))
-        low = value.get("low", 0.0)
-        high = value.get("high", 1.0)
-        for key, v in (("low", low), ("high", high)):
-            if type(v) is bool or not _number(v) or not math.isfinite(v):
-                raise cx.error(at + [key], f"expected a finite number, found {_show(v)}")
-        if not low < high:
-            raise cx.error(at + ["high"], f"high must be greater than low ({low!r})")
-        return Generator("uniform", low=float(low), high=float(high))
-    # randint
-    if not integral:
+    return _GENERATOR_KINDS[kind](cx, value, at, dtype)
+
+
+def _fixed_generator(cx: _Ctx, value: Mapping[str, Any], at: list[Any], dtype: str) -> Generator:
+    """``zeros``, ``ones``, ``arange``: no parameters."""
+    kind = value["kind"]
+    _only(cx, value, at, ("kind",))
+    if kind == "arange" and dtype == "bool":
+        raise cx.error(at + ["kind"], "arange needs a numeric dtype, not bool")
+    return Generator(kind)
+
+
+def _full_generator(cx: _Ctx, value: Mapping[str, Any], at: list[Any], dtype: str) -> Generator:
+    """``full``: one finite ``value`` the dtype holds."""
+    _only(cx, value, at, ("kind", "value"))
+    if "value" not in value:
+        raise cx.error(at + ["value"], "missing value")
+    v = value["value"]
+    if dtype == "bool":
+        if type(v) is bool or (type(v) is int and v in (0, 1)):
+            return Generator("full", value=bool(v))
+        raise cx.error(at + ["value"], f"a bool tensor is filled with true or false, found {_show(v)}")
+    if type(v) is bool or not _number(v):
+        raise cx.error(at + ["value"], f"expected a number, found {_show(v)}")
+    if not math.isfinite(v):
+        # An input of NaNs or infinities makes every statistic and value downstream one
+        # too: nothing the graph could show.
+        raise cx.error(at + ["value"], f"expected a finite number, found {_show(v)}")
+    if dtype in INT_RANGES:
+        v = _integral_fill(cx, v, at + ["value"], dtype)
+    return Generator("full", value=v)
+
+
+def _integral_fill(cx: _Ctx, v: int | float, at: list[Any], dtype: str) -> int:
+    """A fill value for an integer dtype: a whole number within its range."""
+    if type(v) is float:
+        if not v.is_integer():
+            raise cx.error(at, f"{dtype} cannot hold {v!r}")
+        v = int(v)
+    lo, hi = INT_RANGES[dtype]
+    if not lo <= v <= hi:
+        raise cx.error(at, f"{dtype} holds {lo} to {hi}, not {v}")
+    return int(v)
+
+
+def _normal_generator(cx: _Ctx, value: Mapping[str, Any], at: list[Any], dtype: str) -> Generator:
+    """``normal``: a finite ``mean`` and a finite ``std`` >= 0, for floating-point dtypes."""
+    if dtype not in FLOAT_DTYPES + COMPLEX_DTYPES:
+        raise cx.error(at + ["kind"], f"normal needs a floating-point dtype, not {dtype}")
+    _only(cx, value, at, ("kind", "mean", "std"))
+    mean = value.get("mean", 0.0)
+    std = value.get("std", 1.0)
+    if type(mean) is bool or not _number(mean) or not math.isfinite(mean):
+        raise cx.error(at + ["mean"], f"expected a finite number, found {_show(mean)}")
+    if type(std) is bool or not _number(std) or not math.isfinite(std) or std < 0:
+        raise cx.error(at + ["std"], f"expected a finite number >= 0, found {_show(std)}")
+    return Generator("normal", mean=float(mean), std=float(std))
+
+
+def _uniform_generator(cx: _Ctx, value: Mapping[str, Any], at: list[Any], dtype: str) -> Generator:
+    """``uniform``: finite bounds ``low`` < ``high``, for floating-point dtypes."""
+    if dtype not in FLOAT_DTYPES + COMPLEX_DTYPES:
+        raise cx.error(at + ["kind"], f"uniform needs a floating-point dtype, not {dtype} (use randint)")
+    _only(cx, value, at, ("kind", "low", "high"))
+    low = value.get("low", 0.0)
+    high = value.get("high", 1.0)
+    for key, v in (("low", low), ("high", high)):
+        if type(v) is bool or not _number(v) or not math.isfinite(v):
+            raise cx.error(at + [key], f"expected a finite number, found {_show(v)}")
+    if not low < high:
+        raise cx.error(at + ["high"], f"high must be greater than low ({low!r})")
+    return Generator("uniform", low=float(low), high=float(high))
+
+
+def _randint_generator(cx: _Ctx, value: Mapping[str, Any], at: list[Any], dtype: str) -> Generator:
+    """``randint``: integers ``low`` (default 0) < ``high`` (exclusive), within an integer
+    or bool dtype's range."""
+    if dtype not in INT_RANGES:
         raise cx.error(at + ["kind"], f"randint needs an integer or bool dtype, not {dtype}")
     _only(cx, value, at, ("kind", "low", "high"))
     lo_d, hi_d = INT_RANGES[dtype]
@@ -698,6 +740,13 @@ def _generator(cx: _Ctx, value: Any, at: list[Any], dtype: str) -> Generator:  #
     if low < lo_d or high - 1 > hi_d:
         raise cx.error(at + ["high"] if high - 1 > hi_d else at + ["low"], f"{dtype} holds {lo_d} to {hi_d}")
     return Generator("randint", low=low, high=high)
+
+
+#: A generator's parser by its ``kind`` (one of ``GENERATORS``).
+_GENERATOR_KINDS: dict[str, Callable[[_Ctx, Mapping[str, Any], list[Any], str], Generator]] = {
+    "zeros": _fixed_generator, "ones": _fixed_generator, "arange": _fixed_generator, "full": _full_generator,
+    "normal": _normal_generator, "uniform": _uniform_generator, "randint": _randint_generator,
+}
 
 
 # --------------------------------------------------------------------------- TOML lines

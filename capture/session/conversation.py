@@ -76,14 +76,18 @@ class WorkerChannel(Protocol):
     def log_tail(self) -> str: ...
 
 
-def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) -> Capture | None:  # noqa: C901
+#: The message that ends a conversation.
+_FinalMessage = ResultMessage | FailureMessage | DeviceOkMessage
+
+
+def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) -> Capture | None:
     """Run ``request`` on ``channel``: the capture (or its failure capture); None when a
     ``probe_device`` request found the device fine."""
     deadline = job.started + job.limits.max_seconds
     request["seconds_left"] = deadline - time.monotonic()
     channel.send_request(encode_frame(request))
     reader = FrameReader(max(job.limits.max_result_bytes + (1 << 20), MAX_CONTROL_FRAME))
-    final: ResultMessage | FailureMessage | DeviceOkMessage | None = None
+    final: _FinalMessage | None = None
     exited_since: float | None = None
     while final is None:
         if job.cancel.is_set():
@@ -91,18 +95,7 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) ->
             return job.fail("cancelled", "Cancelled", f"the capture was cancelled after {job.elapsed()}")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            channel.kill_group()
-            escaped = list(channel.escaped)
-            details = DeadlineDetails(limit="max_seconds", maximum=job.limits.max_seconds, elapsed_s=job.elapsed_s())
-            if escaped:
-                details["escaped_processes"] = escaped
-            return job.fail(
-                "deadline", "DeadlineExceeded",
-                f"the capture did not finish within its {job.limits.max_seconds:g} s deadline; "
-                f"the worker process group was killed after {job.elapsed()}" + describe_escaped(escaped),
-                details,
-                frames=crash_frames(channel.log_tail(), WorkspaceFiles(job.workspace)),
-            )
+            return _past_deadline(job, channel)
         chunk = channel.read(min(remaining, 0.05))
         if chunk is None:
             if exited_since is None and channel.exited():
@@ -113,15 +106,7 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) ->
         if chunk == b"":
             break
         try:
-            for raw in reader.feed(chunk):
-                msg = check_message(raw)
-                if msg is None:
-                    continue  # a kind this side does not know (the warm worker's own)
-                if msg["kind"] == "progress":
-                    job.progress(msg["message"], msg["fraction"])
-                elif msg["kind"] in FINAL_KINDS:
-                    final = cast("ResultMessage | FailureMessage | DeviceOkMessage", msg)
-                    break
+            final = _take_messages(job, reader, chunk)
         except ProtocolError as exc:
             channel.kill_group()
             return job.fail("crash", "ProtocolError", f"the worker sent an invalid message: {exc}")
@@ -134,8 +119,45 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) ->
     if final["kind"] == "failure":
         return _worker_failure(job, final)
     assert final["kind"] == "result"
+    return _worker_result(job, final)
+
+
+def _take_messages(job: CaptureJob, reader: FrameReader, chunk: bytes) -> _FinalMessage | None:
+    """Feed ``chunk`` to ``reader``: report the progress messages it completes; the final
+    message when it completes one (what follows it is ignored). Raises ProtocolError."""
+    for raw in reader.feed(chunk):
+        msg = check_message(raw)
+        if msg is None:
+            continue  # a kind this side does not know (the warm worker's own)
+        if msg["kind"] == "progress":
+            job.progress(msg["message"], msg["fraction"])
+        elif msg["kind"] in FINAL_KINDS:
+            return cast("_FinalMessage", msg)
+    return None
+
+
+def _past_deadline(job: CaptureJob, channel: WorkerChannel) -> Capture:
+    """The capture ran out of time: its process group is killed; the failure says what
+    the worker last logged and which processes escaped the group."""
+    channel.kill_group()
+    escaped = list(channel.escaped)
+    details = DeadlineDetails(limit="max_seconds", maximum=job.limits.max_seconds, elapsed_s=job.elapsed_s())
+    if escaped:
+        details["escaped_processes"] = escaped
+    return job.fail(
+        "deadline", "DeadlineExceeded",
+        f"the capture did not finish within its {job.limits.max_seconds:g} s deadline; "
+        f"the worker process group was killed after {job.elapsed()}" + describe_escaped(escaped),
+        details,
+        frames=crash_frames(channel.log_tail(), WorkspaceFiles(job.workspace)),
+    )
+
+
+def _worker_result(job: CaptureJob, msg: ResultMessage) -> Capture:
+    """The capture the worker's result message carries, decoded and checked like a graph
+    file; a graph that does not decode is a crash."""
     try:
-        capture = graphfile.decode(final["graph"], name="worker result", max_bytes=job.limits.max_result_bytes + (1 << 20))
+        capture = graphfile.decode(msg["graph"], name="worker result", max_bytes=job.limits.max_result_bytes + (1 << 20))
     except graphfile.GraphFileError as exc:
         return job.fail("crash", "InvalidResult", f"the worker's graph is invalid: {exc.problem}")
     if capture.backend != "jaxpr":

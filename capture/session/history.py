@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,14 +257,10 @@ def _through_link(root: Path, folder: Path) -> bool:
 
 def _written_by_tensorviz(path: Path) -> bool:
     """A regular file (not a link) that begins with a graph file's header."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-                     | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    fd = graphfile.open_regular_file(path)
+    if fd is None:
         return False
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return False
         return graphfile.has_graph_header(os.read(fd, 64))
     except OSError:
         return False

@@ -47,6 +47,7 @@ import gc
 import sys
 import weakref
 from contextlib import contextmanager, nullcontext
+from itertools import chain
 from typing import Any, Callable, Iterator
 
 import torch
@@ -654,7 +655,7 @@ class TorchTrace:
 
     # ------------------------------------------------------------------ dispatch
 
-    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:  # noqa: C901
+    def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
         if func in _BOOKKEEPING:  # asked of a fake tensor, never run as a kernel
             return func(*args, **(kwargs or {}))
         info = self._ops.get(func)
@@ -662,7 +663,7 @@ class TorchTrace:
             info = self._op_info(func)
         operands: list[Operand] = []
         add = operands.append
-        for i, a in enumerate(args):
+        for i, a in (_with_keywords(args, kwargs, info.kwarg_pos) if kwargs else enumerate(args)):
             if isinstance(a, _Tensor):
                 add(Operand(i, self.value_of(a)))
             elif type(a) in (list, tuple) and a and _has_tensor(a):
@@ -670,31 +671,26 @@ class TorchTrace:
                     add(Operand(i, self.value_of(x)) if isinstance(x, _Tensor) else Operand(i, None, literal(x)))
             else:
                 add(Operand(i, None, literal(a)))
-        if kwargs:
-            for k, a in kwargs.items():
-                i = info.kwarg_pos.get(k, len(args))
-                if isinstance(a, _Tensor):
-                    add(Operand(i, self.value_of(a)))
-                elif type(a) in (list, tuple) and a and _has_tensor(a):
-                    for x in a:
-                        add(Operand(i, self.value_of(x)) if isinstance(x, _Tensor) else Operand(i, None, literal(x)))
-                else:
-                    add(Operand(i, None, literal(a)))
-        written = None
-        if info.written:
-            written = []
-            for i, name in info.written:
-                a = args[i] if i < len(args) else (kwargs or {}).get(name)
-                if isinstance(a, _Tensor):
-                    written.append(a)
-                elif isinstance(a, (list, tuple)) and type(a) in (list, tuple):
-                    written += [x for x in a if isinstance(x, _Tensor)]
-            if self.statistics is not None and self.statistics.batched:
-                self._before_write(written)
+        written = self._written(info, args, kwargs) if info.written else None
         out = func(*args, **kwargs) if kwargs else func(*args)
         self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None, written,
                      args, kwargs)
         return out
+
+    def _written(self, info: _OpInfo, args: tuple, kwargs: dict | None) -> list[_Tensor]:
+        """The tensors an op writes in place (its schema's written arguments, lists of
+        tensors flattened). With the statistics batched, the values waiting on them are
+        measured first."""
+        written: list[_Tensor] = []
+        for i, name in info.written:
+            a = args[i] if i < len(args) else (kwargs or {}).get(name)
+            if isinstance(a, _Tensor):
+                written.append(a)
+            elif isinstance(a, (list, tuple)) and type(a) in (list, tuple):
+                written += [x for x in a if isinstance(x, _Tensor)]
+        if self.statistics is not None and self.statistics.batched:
+            self._before_write(written)
+        return written
 
     def _before_write(self, written: list[_Tensor]) -> None:
         """An op is about to write to ``written``: values waiting in the statistics batch
@@ -751,7 +747,7 @@ class TorchTrace:
             total += got
         return total
 
-    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,  # noqa: C901
+    def _record(self, info: _OpInfo, operands: list[Operand], out: Any, first: _Tensor | None,
                 written: list[_Tensor] | None = None, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> None:
         b = self.b
         nid = len(b.nodes)
@@ -782,15 +778,16 @@ class TorchTrace:
             params = dict(params)
             params["collective"] = self.dist.collective(info.name, args, kwargs, self._operand_bytes(operands))
         if written:
-            # Arguments written in place but not returned (BatchNorm's running stats,
-            # _foreach_*_ lists): their new versions are outputs of this node too.
-            returned = {id(x) for x in tensors_in(out)}
-            for t in written:
-                if id(t) not in returned:
-                    outputs.append(self._produced(t, nid))
+            outputs += self._written_not_returned(written, out, nid)
         b.adopt_node(info.name, operands, outputs, params, group, frame)
         if not (nid + 1) % CHECKPOINT_OPS:
             self._checkpoint(nid + 1)
+
+    def _written_not_returned(self, written: list[_Tensor], out: Any, nid: int) -> list[int]:
+        """Arguments written in place but not returned (BatchNorm's running stats,
+        _foreach_*_ lists): their new versions, outputs of node ``nid`` too."""
+        returned = {id(x) for x in tensors_in(out)}
+        return [self._produced(t, nid) for t in written if id(t) not in returned]
 
     def _produced(self, t: _Tensor, nid: int, src: _Tensor | None = None, src_vid: int | None = None) -> int:
         prev = self._live.get(id(t))
@@ -1067,6 +1064,13 @@ def _dims(seq: list) -> list:
             d = known if known is not None else str(d)
         out.append(d)
     return out
+
+
+def _with_keywords(args: tuple, kwargs: dict, kwarg_pos: dict[str, int]) -> Iterator[tuple[int, Any]]:
+    """An op's arguments as ``(position in its schema, argument)``: the positional ones,
+    then the keyword ones (a keyword the schema does not name: after the positional ones)."""
+    n = len(args)
+    return chain(enumerate(args), ((kwarg_pos.get(k, n), a) for k, a in kwargs.items()))
 
 
 def _has_tensor(seq: Any) -> bool:
