@@ -76,6 +76,8 @@
  * @property {PageValue[]} [outputs]
  * @property {PageStack[]} [stacks]
  * @property {boolean} [chunked]  its items are chunks
+ * @property {number} [weights_hidden]  weight inputs left out (no pills asked, or none at an op card)
+ * @property {boolean} [weights_asked]  asked with `weights=1`: its pills at op cards are in `inputs`
  */
 
 export class ApiError extends Error {
