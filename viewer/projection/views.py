@@ -213,7 +213,7 @@ class Pages:
         drawn as items of ``span`` children each."""
         ix = self.index
         deps = self._deps(g, kernels)
-        flow = _Flow(lo, span, deps.near)
+        flow = _Flow(span, deps.near)
         producer, source = ix.producer, self.present.source
         src, dst, val = deps.src, deps.dst, deps.val
 
@@ -798,7 +798,7 @@ class _Flow:
 
     __slots__ = ("span", "near", "edges", "in_vals", "out_vals", "item_outs")
 
-    def __init__(self, lo: int, span: int, near: dict[int, int]) -> None:
+    def __init__(self, span: int, near: dict[int, int]) -> None:
         self.span, self.near = span, near
         self.edges: dict[tuple, list[int]] = {}
         self.in_vals: dict[int, int] = {}
