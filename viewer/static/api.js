@@ -76,6 +76,8 @@
  * @property {PageValue[]} [outputs]
  * @property {PageStack[]} [stacks]
  * @property {boolean} [chunked]  its items are chunks
+ * @property {number} [weights_hidden]  weight inputs left out (no pills asked, or none at an op card)
+ * @property {boolean} [weights_asked]  asked with `weights=1`: its pills at op cards are in `inputs`
  */
 
 export class ApiError extends Error {
@@ -180,13 +182,16 @@ export class Api {
     return this.get("capture");
   }
   // `kernels`: every kernel of the capture, not the layers and function calls a person reads.
+  // `weights`: with the pills of parameters, buffers and constants and their edges (the
+  // Weights toggle); without it a page leaves them out and counts them (`weights_hidden`).
   /**
    * @param {number} group
    * @param {number | null} [chunk]
    * @param {boolean} [kernels]
+   * @param {boolean} [weights]
    */
-  children(group, chunk, kernels = false) {
-    return this.get("children", { group, chunk, kernels: kernels ? 1 : undefined });
+  children(group, chunk, kernels = false, weights = false) {
+    return this.get("children", { group, chunk, kernels: kernels ? 1 : undefined, weights: weights ? 1 : undefined });
   }
 
   // The unexecuted control-flow bodies of a boundary node, side by side (a children view).
@@ -198,10 +203,11 @@ export class Api {
   // up to `maxItems` items (the server's cap without one).
   /**
    * @param {number} group
-   * @param {{maxItems?: number | null, kernels?: boolean}} [options]
+   * @param {{maxItems?: number | null, kernels?: boolean, weights?: boolean}} [options]
    */
-  subtree(group, { maxItems = null, kernels = false } = {}) {
-    return this.get("subtree", { group, max_items: maxItems || undefined, kernels: kernels ? 1 : undefined });
+  subtree(group, { maxItems = null, kernels = false, weights = false } = {}) {
+    return this.get("subtree", { group, max_items: maxItems || undefined, kernels: kernels ? 1 : undefined,
+      weights: weights ? 1 : undefined });
   }
   /** @param {number} id */
   node(id) {
