@@ -220,8 +220,7 @@ def test_the_config_group_saves_only_what_changed(browser, served, close_pages):
     assert "dropout: expected a number (e.g. 0.1), got Dropout(0.1)" in page.locator("#setup-errors").inner_text()
     assert served.saved == []
     group.locator("[data-config-field=dropout] input").fill("0.0")  # the default again: not written
-    page.click("#setup-save")
-    page.wait_for_function("() => !document.querySelector('#setup-errors li')", timeout=10_000)
+    assert app.save_setup() == "Capture started.", page.locator("#setup-errors").inner_text()
     _shot(page, "config-form-2-saved")
     assert served.started == ["GPT"]
     profile = _saved_profile(served.root, "GPT")
@@ -253,8 +252,7 @@ def test_the_init_factory_is_a_choice_with_its_contract(browser, served, close_p
     assert "name the function that builds the model" in page.locator("#setup-errors").inner_text()
     (served.root / "setup.py").write_text("def build():\n    raise NotImplementedError\n")
     factory.locator("input").fill("setup:build")
-    page.click("#setup-save")
-    page.wait_for_function("() => !document.querySelector('#setup-errors li')", timeout=10_000)
+    assert app.save_setup() == "Capture started.", page.locator("#setup-errors").inner_text()
     profile = _saved_profile(served.root, "GPT")
     assert profile["init"] == {"factory": "setup:build"} or profile["init"].get("factory") == "setup:build"
     assert "config" not in str(profile["init"])
@@ -271,8 +269,7 @@ def test_filling_only_the_input_shape_captures_nanogpt(browser, served, close_pa
     page = app.page
     page.locator("#setup").wait_for(state="visible")
     page.locator("[data-input=idx] input[name=shape]").fill("1, 8")
-    page.click("#setup-save")
-    page.wait_for_function("() => !document.querySelector('#setup-errors li')", timeout=10_000)
+    assert app.save_setup() == "Capture started.", page.locator("#setup-errors").inner_text()
     assert served.started == ["GPT"]
     profile = _saved_profile(served.root, "GPT")
     assert profile["init"]["kwargs"]["config"] == {"kind": "call", "target": "model:GPTConfig"}
@@ -336,8 +333,7 @@ def test_a_transformers_subclass_opens_with_llamaconfigs_fields(browser, served_
     assert card.locator("[name=generator-high]").input_value() == "100"
     card.locator("input[name=shape]").fill("1, 8")
     _shot(page, "config-form-4-llama")
-    page.click("#setup-save")
-    page.wait_for_function("() => !document.querySelector('#setup-errors li')", timeout=10_000)
+    assert app.save_setup() == "Capture started.", page.locator("#setup-errors").inner_text()
     assert served_llama.started == ["MyLlama"]
     profile = _saved_profile(served_llama.root, "MyLlama")
     assert profile["init"]["kwargs"]["config"] == {"kind": "call", "target": "transformers:LlamaConfig",

@@ -62,11 +62,8 @@ def test_the_mesh_field(browser, served, close_pages):
     if SHOTS:
         page.screenshot(path=os.path.join(SHOTS, "setup-mesh.png"))
     field.fill("data=4, model=2:explicit")
-    page.click("#setup-save")
-    page.wait_for_function("() => document.getElementById('setup-status').textContent.length > 0")
+    app.save_setup()
     assert served.saved[-1][1]["mesh"] == "data=4, model=2:explicit"
     field.fill("")
-    page.click("#setup-save")
-    page.wait_for_function("(n) => document.getElementById('setup-status').textContent.length > 0", arg=None)
-    page.wait_for_timeout(300)
+    app.save_setup()
     assert "mesh" not in served.saved[-1][1]

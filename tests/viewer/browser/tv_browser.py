@@ -75,6 +75,28 @@ class App:
             }"""
         )
 
+    def save_setup(self, timeout: float = 30_000) -> str:
+        """Click the setup form's Save and wait until the whole save is over: the profile
+        written and the capture asked for ("Capture started." / "Could not start…"), or
+        errors listed. The status is cleared and the listed errors marked stale first, so an
+        earlier save's words never count (the form lists errors afresh on every save)."""
+        self.page.evaluate(
+            """() => {
+                document.getElementById('setup-status').textContent = '';
+                document.querySelectorAll('#setup-errors li').forEach((li) => { li.dataset.stale = '1'; });
+            }"""
+        )
+        self.page.click("#setup-save")
+        self.wait(
+            """() => {
+                const s = document.getElementById('setup-status').textContent;
+                return s.startsWith('Capture started') || s.startsWith('Could not start')
+                    || !!document.querySelector('#setup-errors li:not([data-stale])');
+            }""",
+            timeout=timeout,
+        )
+        return self.page.locator("#setup-status").inner_text()
+
     def unexpected_errors(self) -> list[str]:
         # api/setup answers 404 when the server has no setup provider: the browser logs
         # that resource failure itself; it is the documented "no setup form" answer.
