@@ -281,13 +281,10 @@ def first_view(page, row: Row, capture: Capture, proj: Projection, under: list[i
         page.screenshot(path=str(shots / f"{row.name}_fit.png"))
 
 
-def measure(browser, name: str, capture: Capture, shots: Path | None) -> Row:  # noqa: C901
-    proj = Projection(capture)
-    under, children = op_counts(capture)
-    row = Row(name, len(capture.nodes), len(capture.groups))
-    views = proj.subtree(-1)["views"]
+def stacks_read(row: Row, views: dict, under: list[int], cls: dict[int, str | None], name: str) -> dict | None:
+    """The projection's stacks into ``row`` (their labels, the model's blocks inside one,
+    whether Attention/FeedForward pairs fold); the stack holding the most ops, None without one."""
     block_classes = BLOCKS.get(name, ())
-    cls = {g.id: g.attrs.get("class") for g in capture.groups if isinstance(g.attrs, dict)}
     stacked: set[str] = set()
     largest_stack = None
     for v in views.values():
@@ -304,6 +301,100 @@ def measure(browser, name: str, capture: Capture, shots: Path | None) -> Row:  #
     row.blocks_stacked = sum(1 for g in blocks if f"g{g}" in stacked)
     if name == "vit_torch" and row.pairs_folded is None:
         row.pairs_folded = False
+    return largest_stack[1] if largest_stack is not None else None
+
+
+def block_to_open(capture: Capture, under: list[int], largest_stack: dict | None) -> int | None:
+    """The group to open: the first repetition of the largest stack, else the group holding
+    the most ops short of the whole program."""
+    if largest_stack is not None:
+        return int(next(k for k in largest_stack["members"][0] if k.startswith("g"))[1:])
+    return max((g for g in range(len(capture.groups)) if under[g] < len(capture.nodes)),
+               key=lambda g: under[g], default=None)
+
+
+def measure_block(page, row: Row, capture: Capture, children: dict[int, list[int]], block: int,
+                  shots: Path | None) -> None:
+    """Open ``block`` with every module inside it; count its cards into ``row``."""
+    inside = {f"g{g}" for g in descendants(children, block)} - {f"g{block}"}
+    inside |= {f"n{n.id}" for n in capture.nodes if n.group is not None and f"g{n.group}" in inside | {f"g{block}"}}
+    cards = open_block(page, block, inside)
+    row.block = capture.groups[block].attrs.get("path") or capture.groups[block].name
+    row.block_cards = len(cards)
+    row.block_kernels = sum(1 for i in cards.values() if i["card"] == "node")
+    row.block_calls = sum(1 for i in cards.values() if i["card"] == "function")
+    if shots:
+        page.screenshot(path=str(shots / f"{row.name}_block.png"))
+
+
+def labels_read(page, row: Row) -> None:
+    """Edge labels placed and dropped, and those meeting another label or a card, into ``row``."""
+    for c in page.evaluate("() => window.tensorviz.edgeLabels()"):
+        labels = c["labels"]
+        row.labels_placed += len(labels)
+        row.labels_dropped += c["unlabelled"]
+        for i, a in enumerate(labels):
+            row.label_pairs += sum(1 for b in labels[i + 1:] if _meets(a, b))
+            row.label_on_card += sum(1 for d in c["cards"] if _meets(a, d))
+
+
+def stack_drift(views: dict, items: dict[str, dict]) -> float | None:
+    """The worst |Δ centre x|/width between consecutive repetitions of a stack; None without two."""
+    worst = None
+    for v in views.values():
+        for st in v["stacks"]:
+            heads = [items.get(rep[0], {}).get("box") for rep in st["members"]]
+            heads = [b for b in heads if b]
+            for a, b in zip(heads, heads[1:]):
+                d = abs((a["x"] + a["w"] / 2) - (b["x"] + b["w"] / 2)) / max(a["w"], b["w"], 1)
+                worst = d if worst is None else max(worst, d)
+    return worst
+
+
+def frames_named_read(page, row: Row) -> None:
+    """At Fit, the open frames and how many have their name drawn readable (or beside them)."""
+    far = page.evaluate("() => window.tensorviz.farDrawn()")
+    header = page.evaluate(HEADER_PX) or 0
+    frames = [k for k, i in page.evaluate(ITEMS).items() if i["open"]]
+    row.frames = len(frames)
+    named = [f for f in far if f["frame"]]
+    if header * row.all_fit >= READABLE_PX and not named:
+        row.frames_named = row.frames  # headers are drawn, and big enough to read
+    else:
+        row.frames_named = min(len(named), row.frames)
+        row.frames_beside = sum(1 for f in named if _beside(f))
+
+
+def measure_expand_all(page, row: Row, views: dict, cls: dict[int, str | None], under: list[int],
+                       shots: Path | None) -> None:
+    """Expand all, then its Linear cards, edge labels, stack drift and frame names into ``row``."""
+    page.keyboard.press("Escape")
+    page.evaluate("async () => { await window.tensorviz.expandAll(); await window.tensorviz.settle(); }")
+    settle(page)
+    items = page.evaluate(ITEMS)
+    linears = [g for g, c in cls.items() if c == "Linear" and under[g] > 0]
+    row.linears = len(linears)
+    row.linear_one_card = sum(1 for g in linears if f"g{g}" in items and not items[f"g{g}"]["open"]
+                              and items[f"g{g}"]["card"] in ("function", "node"))
+    labels_read(page, row)
+    row.drift = stack_drift(views, items)
+
+    row.all_fit = page.evaluate(FIT)
+    frames_named_read(page, row)
+    if shots:
+        page.screenshot(path=str(shots / f"{row.name}_all_fit.png"))
+    page.evaluate(READABLE)
+    if shots:
+        page.screenshot(path=str(shots / f"{row.name}_all_readable.png"))
+
+
+def measure(browser, name: str, capture: Capture, shots: Path | None) -> Row:
+    proj = Projection(capture)
+    under, children = op_counts(capture)
+    row = Row(name, len(capture.nodes), len(capture.groups))
+    views = proj.subtree(-1)["views"]
+    cls = {g.id: g.attrs.get("class") for g in capture.groups if isinstance(g.attrs, dict)}
+    largest_stack = stacks_read(row, views, under, cls, name)
 
     server = ViewerServer([(capture, name)])
     server.start()
@@ -317,66 +408,10 @@ def measure(browser, name: str, capture: Capture, shots: Path | None) -> Row:  #
                                timeout=120_000)
         settle(page)
         first_view(page, row, capture, proj, under, shots)
-
-        # one block opened, with every module inside it
-        if largest_stack is not None:
-            block = int(next(k for k in largest_stack[1]["members"][0] if k.startswith("g"))[1:])
-        else:
-            block = max((g for g in range(len(capture.groups)) if under[g] < len(capture.nodes)),
-                        key=lambda g: under[g], default=None)
+        block = block_to_open(capture, under, largest_stack)  # one block opened, with every module inside it
         if block is not None:
-            inside = {f"g{g}" for g in descendants(children, block)} - {f"g{block}"}
-            inside |= {f"n{n.id}" for n in capture.nodes if n.group is not None and f"g{n.group}" in inside | {f"g{block}"}}
-            cards = open_block(page, block, inside)
-            row.block = capture.groups[block].attrs.get("path") or capture.groups[block].name
-            row.block_cards = len(cards)
-            row.block_kernels = sum(1 for i in cards.values() if i["card"] == "node")
-            row.block_calls = sum(1 for i in cards.values() if i["card"] == "function")
-            if shots:
-                page.screenshot(path=str(shots / f"{name}_block.png"))
-
-        # Expand all
-        page.keyboard.press("Escape")
-        page.evaluate("async () => { await window.tensorviz.expandAll(); await window.tensorviz.settle(); }")
-        settle(page)
-        items = page.evaluate(ITEMS)
-        linears = [g for g, c in cls.items() if c == "Linear" and under[g] > 0]
-        row.linears = len(linears)
-        row.linear_one_card = sum(1 for g in linears if f"g{g}" in items and not items[f"g{g}"]["open"]
-                                  and items[f"g{g}"]["card"] in ("function", "node"))
-        for c in page.evaluate("() => window.tensorviz.edgeLabels()"):
-            labels = c["labels"]
-            row.labels_placed += len(labels)
-            row.labels_dropped += c["unlabelled"]
-            for i, a in enumerate(labels):
-                row.label_pairs += sum(1 for b in labels[i + 1:] if _meets(a, b))
-                row.label_on_card += sum(1 for d in c["cards"] if _meets(a, d))
-        worst = None
-        for v in views.values():
-            for st in v["stacks"]:
-                heads = [items.get(rep[0], {}).get("box") for rep in st["members"]]
-                heads = [b for b in heads if b]
-                for a, b in zip(heads, heads[1:]):
-                    d = abs((a["x"] + a["w"] / 2) - (b["x"] + b["w"] / 2)) / max(a["w"], b["w"], 1)
-                    worst = d if worst is None else max(worst, d)
-        row.drift = worst
-
-        row.all_fit = page.evaluate(FIT)
-        far = page.evaluate("() => window.tensorviz.farDrawn()")
-        header = page.evaluate(HEADER_PX) or 0
-        frames = [k for k, i in page.evaluate(ITEMS).items() if i["open"]]
-        row.frames = len(frames)
-        named = [f for f in far if f["frame"]]
-        if header * row.all_fit >= READABLE_PX and not named:
-            row.frames_named = row.frames  # headers are drawn, and big enough to read
-        else:
-            row.frames_named = min(len(named), row.frames)
-            row.frames_beside = sum(1 for f in named if _beside(f))
-        if shots:
-            page.screenshot(path=str(shots / f"{name}_all_fit.png"))
-        page.evaluate(READABLE)
-        if shots:
-            page.screenshot(path=str(shots / f"{name}_all_readable.png"))
+            measure_block(page, row, capture, children, block, shots)
+        measure_expand_all(page, row, views, cls, under, shots)
         return row
     finally:
         context.close()

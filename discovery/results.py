@@ -261,23 +261,21 @@ class ConfigClass:
     :class:`SetupField` (default as source text, and its value when a literal; a field
     annotated with another configuration class carries that one too).
 
-    ``file`` is the file that defines it; ``module`` its dotted module when known;
-    ``library`` whether it is an installed package's. ``target`` is the reference a
-    ``call`` description names it by (``"transformers:LlamaConfig"``) for a library
-    class; for a workspace class it is None: the reference depends on how the workspace
-    imports the file (``capture.recipe.model_ref_for(workspace, file, qualname)``).
-    ``fields_complete`` is False when a base discovery cannot read may add fields."""
+    ``target`` is the reference a ``call`` description names it by
+    (``"transformers:LlamaConfig"``) for a library class; for a workspace class it is
+    None: the reference depends on how the workspace imports the file
+    (``capture.recipe.model_ref_for(workspace, file, qualname)``)."""
 
     name: str
     qualname: str
-    module: str | None
-    file: str
-    library: bool
+    module: str | None  # its dotted module, when known
+    file: str  # the file that defines it
+    library: bool  # whether it is an installed package's
     target: str | None
     style: ConfigStyle
     evidence: ConfigEvidence
     fields: tuple[SetupField, ...] = ()
-    fields_complete: bool = True
+    fields_complete: bool = True  # False when a base discovery cannot read may add fields
 
     def to_json(self) -> ConfigClassJson:
         return {

@@ -76,8 +76,8 @@ BUDGETS = {
     "tsc --checkJs strict errors": 0,
     "eslint problems": 0,
     "import circles": 0,
-    "functions over complexity 15": 17,
-    "duplicated runs": 3,
+    "functions over complexity 15": 0,
+    "duplicated runs": 0,
 }
 
 VIEWER = ROOT / "viewer"

@@ -505,7 +505,86 @@ def _torch_choices(data: dict[str, Any], evidence: str | None, dtype: str | None
         data["dtype"] = dtype
 
 
-def build_recipe(  # noqa: C901
+def _refuse_both_ways(*, inits: list[str] | None, init_factory: str | None, inputs: list[str] | None,
+                      inputs_factory: str | None, fixture: str | None) -> None:
+    """The model and its inputs are each given one way: arguments or a factory, not both."""
+    if init_factory is not None and inits:
+        raise ShorthandError("give either --init (constructor arguments) or --init-factory (a function that builds "
+                             "the model), not both")
+    if inputs_factory is not None and (inputs or fixture is not None):
+        raise ShorthandError("give either --input/--fixture or --inputs-factory (a function that returns the "
+                             "inputs), not both")
+
+
+def _inputs_choice(data: dict[str, Any], *, inputs: list[str] | None, fixture: str | None,
+                   fixture_key: list[str] | None, inputs_factory: str | None, resolve: Resolve | None) -> None:
+    """The recipe's ``inputs`` table from ``--fixture`` (with keyword ``--input``s beside it),
+    ``--fixture-key`` (on the saved fixture), ``--inputs-factory`` or ``--input``; kept
+    from the saved profile when none is given."""
+    if fixture is not None:
+        literal = call_setup(inputs or [], "--input", resolve)
+        if literal.args:
+            raise ShorthandError("--fixture gives the inputs: a positional --input cannot join it (keyword ones can)")
+        data["inputs"] = {"fixture": fixture, **({"kwargs": literal.to_dict()["kwargs"]} if literal.kwargs else {})}
+        if fixture_key:
+            data["inputs"]["fixture_keys"] = fixture_keys(fixture_key)
+    elif fixture_key:
+        if not data["inputs"].get("fixture"):
+            raise ShorthandError("--fixture-key maps the keys of a fixture: give --fixture too")
+        data["inputs"]["fixture_keys"] = fixture_keys(fixture_key)
+    elif inputs_factory is not None:
+        data["inputs"] = {"factory": inputs_factory}
+    elif inputs:
+        data["inputs"] = call_setup(inputs, "--input", resolve).to_dict()
+
+
+def _init_choice(data: dict[str, Any], *, inits: list[str] | None, init_factory: str | None,
+                 saved_init: dict[str, Any], resolve: Resolve | None) -> None:
+    """The recipe's ``init`` table from ``--init-factory`` or ``--init``, keeping the saved
+    checkpoint, strictness and steps; kept whole from the saved profile when neither is given."""
+    if init_factory is not None:
+        data["init"] = {"factory": init_factory, **saved_init}
+    elif inits:
+        data["init"] = {**call_setup(inits, "--init", resolve).to_dict(), **saved_init}
+
+
+def _checkpoint_choice(data: dict[str, Any], checkpoint: str | None, strict: bool | None) -> None:
+    """``--checkpoint`` and ``--no-strict`` into the ``init`` table (``--no-strict`` only
+    beside a checkpoint, given now or saved)."""
+    if checkpoint is not None:
+        data["init"] = {**data["init"], "checkpoint": checkpoint}
+    if strict is not None:
+        if "checkpoint" not in data["init"]:
+            raise ShorthandError("--no-strict applies to a checkpoint: give --checkpoint too")
+        data["init"] = {**data["init"], "strict": strict}
+
+
+def _run_choices(data: dict[str, Any], *, framework: str | None, discovered: str | None, device: str | None,
+                 seed: int | None) -> None:
+    """The framework (``--framework`` wins over discovery's), ``--device`` and ``--seed``;
+    each kept from the saved profile when not given."""
+    if framework is not None:
+        data["framework"] = framework
+    elif discovered is not None:
+        data["framework"] = discovered
+    if device is not None:
+        data["device"] = device
+    if seed is not None:
+        data["seed"] = seed
+
+
+def _mesh_choice(data: dict[str, Any], mesh: str | None) -> None:
+    """``--mesh`` into the recipe's ``mesh`` table; ``--mesh none`` removes a saved one."""
+    if mesh is None:
+        return
+    table = mesh_table(mesh)
+    if table is None:
+        data.pop("mesh", None)
+    else:
+        data["mesh"] = table
+
+
+def build_recipe(
     target: Target,
     *,
     inputs: list[str] | None = None,
@@ -552,12 +631,8 @@ def build_recipe(  # noqa: C901
     without a generator draws ids below the vocabulary; ``steps`` the ``--then`` STEPs
     (:func:`add_steps`: they replace the saved steps; without any, ``init.then`` is kept
     from the saved profile, also when ``--init`` replaces its arguments)."""
-    if init_factory is not None and inits:
-        raise ShorthandError("give either --init (constructor arguments) or --init-factory (a function that builds "
-                             "the model), not both")
-    if inputs_factory is not None and (inputs or fixture is not None):
-        raise ShorthandError("give either --input/--fixture or --inputs-factory (a function that returns the "
-                             "inputs), not both")
+    _refuse_both_ways(inits=inits, init_factory=init_factory, inputs=inputs, inputs_factory=inputs_factory,
+                      fixture=fixture)
     name = name or (existing.name if existing else default_profile_name(target))
     if existing is not None:
         base = replace(existing, name=name, model=target.ref)
@@ -565,50 +640,17 @@ def build_recipe(  # noqa: C901
         base = Recipe(name=name, model=target.ref, framework_explicit=False)
     data = base.to_dict()
     saved_init = {k: data["init"][k] for k in ("checkpoint", "strict", "then") if k in data["init"]}
-    if fixture is not None:
-        literal = call_setup(inputs or [], "--input", resolve)
-        if literal.args:
-            raise ShorthandError("--fixture gives the inputs: a positional --input cannot join it (keyword ones can)")
-        data["inputs"] = {"fixture": fixture, **({"kwargs": literal.to_dict()["kwargs"]} if literal.kwargs else {})}
-        if fixture_key:
-            data["inputs"]["fixture_keys"] = fixture_keys(fixture_key)
-    elif fixture_key:
-        if not data["inputs"].get("fixture"):
-            raise ShorthandError("--fixture-key maps the keys of a fixture: give --fixture too")
-        data["inputs"]["fixture_keys"] = fixture_keys(fixture_key)
-    elif inputs_factory is not None:
-        data["inputs"] = {"factory": inputs_factory}
-    elif inputs:
-        data["inputs"] = call_setup(inputs, "--input", resolve).to_dict()
-    if init_factory is not None:
-        data["init"] = {"factory": init_factory, **saved_init}
-    elif inits:
-        data["init"] = {**call_setup(inits, "--init", resolve).to_dict(), **saved_init}
+    _inputs_choice(data, inputs=inputs, fixture=fixture, fixture_key=fixture_key, inputs_factory=inputs_factory,
+                   resolve=resolve)
+    _init_choice(data, inits=inits, init_factory=init_factory, saved_init=saved_init, resolve=resolve)
     if steps:
         add_steps(data, steps, resolve)
     if tokens is not None and inputs and fixture is None and inputs_factory is None:
         _token_generators(data, inputs, tokens)
-    if checkpoint is not None:
-        data["init"] = {**data["init"], "checkpoint": checkpoint}
-    if strict is not None:
-        if "checkpoint" not in data["init"]:
-            raise ShorthandError("--no-strict applies to a checkpoint: give --checkpoint too")
-        data["init"] = {**data["init"], "strict": strict}
-    if framework is not None:
-        data["framework"] = framework
-    elif discovered is not None:
-        data["framework"] = discovered
-    if device is not None:
-        data["device"] = device
-    if seed is not None:
-        data["seed"] = seed
+    _checkpoint_choice(data, checkpoint, strict)
+    _run_choices(data, framework=framework, discovered=discovered, device=device, seed=seed)
     _torch_choices(data, evidence, dtype)
-    if mesh is not None:
-        table = mesh_table(mesh)
-        if table is None:
-            data.pop("mesh", None)
-        else:
-            data["mesh"] = table
+    _mesh_choice(data, mesh)
     recipe = Recipe.from_dict(data)
     explicit = framework is not None or (existing is not None and existing.framework_explicit)
     return replace(recipe, framework_explicit=explicit or recipe.framework != "torch")

@@ -551,7 +551,7 @@ def _package_of(workspace: Path, file: Path) -> str | None:
     return module if file.name == "__init__.py" else module.rpartition(".")[0]
 
 
-def _module_bindings(file: Path, package: str | None) -> dict[str, tuple[str, str]]:  # noqa: C901
+def _module_bindings(file: Path, package: str | None) -> dict[str, tuple[str, str]]:
     """The names a module binds at its top level (``if``/``try`` blocks included):
     ``("local", name)`` for what it defines or assigns, ``("module", "pkg.mod")`` for
     ``import pkg.mod as m`` (``import pkg.mod`` binds ``pkg``), ``("from", "pkg.mod:Name")``
@@ -561,42 +561,49 @@ def _module_bindings(file: Path, package: str | None) -> dict[str, tuple[str, st
     except (OSError, UnicodeDecodeError, SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     out: dict[str, tuple[str, str]] = {}
-
-    def visit(body: list[ast.stmt]) -> None:  # noqa: C901
-        for node in body:
-            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                out[node.name] = ("local", node.name)
-            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for t in targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            out[n.id] = ("local", n.id)
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        out[alias.asname] = ("module", alias.name)
-                    else:
-                        top = alias.name.split(".")[0]
-                        out[top] = ("module", top)
-            elif isinstance(node, ast.ImportFrom):
-                module = _absolute(node.module, node.level, package)
-                if module is None:
-                    continue
-                for alias in node.names:
-                    if alias.name != "*":
-                        out[alias.asname or alias.name] = ("from", f"{module}:{alias.name}")
-            elif isinstance(node, ast.If):
-                visit(node.body)
-                visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-                for handler in node.handlers:
-                    visit(handler.body)
-                visit(node.orelse)
-
-    visit(tree.body)
+    _bind_block(tree.body, package, out)
     return out
+
+
+def _bind_block(body: list[ast.stmt], package: str | None, out: dict[str, tuple[str, str]]) -> None:
+    """Adds to ``out`` the names ``body``'s statements bind, in order (a later binding
+    wins), going into ``if`` branches and ``try`` bodies, handlers and ``else`` blocks:
+    what they bind is still the module's top level."""
+    for node in body:
+        if isinstance(node, ast.If):
+            _bind_block(node.body, package, out)
+            _bind_block(node.orelse, package, out)
+        elif isinstance(node, ast.Try):
+            for block in (node.body, *(handler.body for handler in node.handlers), node.orelse):
+                _bind_block(block, package, out)
+        else:
+            out.update(_statement_bindings(node, package))
+
+
+def _statement_bindings(node: ast.stmt, package: str | None) -> dict[str, tuple[str, str]]:
+    """The names one top-level statement binds (see :func:`_module_bindings`), in order."""
+    if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {node.name: ("local", node.name)}
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return {n.id: ("local", n.id) for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(node, ast.Import):
+        return dict(_import_binding(alias) for alias in node.names)
+    if isinstance(node, ast.ImportFrom):
+        module = _absolute(node.module, node.level, package)
+        if module is None:
+            return {}
+        return {alias.asname or alias.name: ("from", f"{module}:{alias.name}")
+                for alias in node.names if alias.name != "*"}
+    return {}
+
+
+def _import_binding(alias: ast.alias) -> tuple[str, tuple[str, str]]:
+    """``import pkg.mod as m`` binds ``m`` to ``pkg.mod``; ``import pkg.mod`` binds ``pkg``."""
+    if alias.asname:
+        return alias.asname, ("module", alias.name)
+    top = alias.name.split(".")[0]
+    return top, ("module", top)
 
 
 def _absolute(module: str | None, level: int, package: str | None) -> str | None:

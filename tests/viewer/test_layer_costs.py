@@ -212,7 +212,7 @@ def test_api_cost_answers_totals_devices_and_times(tmp_path):
         timed = get("api/cost?device=h100-sxm")
         assert timed["times"]["groups"]["g0"] > 0 and "estimated, not measured" in timed["estimate_note"]
         capture = get("api/capture")
-        assert capture["cost"]["flops"] == 512
+        assert capture["cost"] == {"available": True}  # the totals are api/cost's
     finally:
         server.stop()
 

@@ -105,7 +105,7 @@ def test_bookkeeping_ops_are_elided_with_their_edges_rewired(llama):
 
 
 def test_a_lifted_constant_shows_inside_the_op_that_reads_it(llama):
-    attn = llama.children(by_path(llama, "model.layers.0.self_attn"))
+    attn = llama.children(by_path(llama, "model.layers.0.self_attn"), weights=True)
     assert attn["elided"]["ops"] == {"aten::lift_fresh": 1}
     (lifted,) = attn["elided"]["nodes"]
     reader = items_by_key(attn)[lifted["near"]]

@@ -78,15 +78,48 @@ def test_every_parameter_is_on_the_ops_that_use_it(gpt2):
     assert all(next(w for w in it["weights"] if w["value"] == wte)["shared"] == 2 for it in users)
 
 
-def test_weight_boundaries_and_their_edges_are_flagged_capture_inputs_are_not(gpt2):
-    root = gpt2.children(-1)
-    flagged = [b for b in root["inputs"] if b.get("weight")]
-    plain = [b for b in root["inputs"] if not b.get("weight")]
-    assert len(flagged) == 148 and all(b["role"] == "param" for b in flagged)
-    assert [(b["name"], b["role"]) for b in plain] == [("input_ids", "input")]
-    weight_values = {b["value"] for b in flagged}
-    for e in root["edges"]:
-        assert bool(e.get("weight")) == (e["source"].startswith("in:") and e["value"] in weight_values)
+def test_weight_pills_are_at_the_op_cards_that_list_them_capture_inputs_are_not_weights(gpt2):
+    # Asked for (the Weights toggle), a page draws a weight as a pill where an op card on
+    # it reads the weight: what the card's weight lines say, as nodes. A group or chunk
+    # card lists no weight lines, so the pills of the weights inside it are on its page.
+    root = gpt2.children(-1, weights=True)
+    assert [(b["name"], b["role"]) for b in root["inputs"] if not b.get("weight")] == [("input_ids", "input")]
+    pills: set[int] = set()
+    for g, _ in _walk(gpt2):
+        page = gpt2.children(g, weights=True)
+        assert page["weights_asked"] is True
+        cards = {it["key"]: it for it in page["items"]}
+        flagged = {b["value"] for b in page["inputs"] if b.get("weight")}
+        assert all(b["role"] in WEIGHT_ROLES for b in page["inputs"] if b.get("weight"))
+        listed = {w["value"] for it in page["items"] for w in _weight_lines(it)}
+        assert flagged == {v for v in listed if f"in:{v}" in {e["source"] for e in page["edges"]}}
+        for e in page["edges"]:
+            assert bool(e.get("weight")) == (e["source"].startswith("in:") and e["value"] in flagged)
+            if e.get("weight"):
+                assert cards[e["target"]]["card"] in ("op", "function")
+                assert e["value"] in {w["value"] for w in _weight_lines(cards[e["target"]])}
+        pills |= flagged
+    assert len(pills) == 148  # every parameter, as a pill somewhere
+
+
+def _weight_lines(item: dict) -> list[dict]:
+    """The weights an op card lists (a group drawn as its one op: that op's)."""
+    return item.get("weights") or (item.get("single") or {}).get("weights") or []
+
+
+def test_a_page_leaves_weight_inputs_out_unless_asked_and_counts_them(gpt2):
+    # Weights are drawn inside their ops by default: the page leaves out their pills and
+    # edges (57k of them on a deep model's first page) and says how many it left out.
+    for g in (-1, _groups_by_class(gpt2, "GPT2Attention")[0]):
+        full = gpt2.children(g, weights=True)
+        page = gpt2.children(g)
+        weights = [b for b in full["inputs"] if b.get("weight")]
+        assert page["weights_hidden"] == full.get("weights_hidden", 0) + len(weights) > 0
+        assert "weights_asked" not in page
+        assert page["inputs"] == [b for b in full["inputs"] if not b.get("weight")]
+        assert page["edges"] == [e for e in full["edges"] if not e.get("weight")]
+        assert {k: v for k, v in page.items() if k not in ("inputs", "edges", "weights_hidden")} == \
+            {k: v for k, v in full.items() if k not in ("inputs", "edges", "weights_hidden", "weights_asked")}
 
 
 def test_group_cards_say_class_parameters_and_shapes(gpt2):

@@ -16,6 +16,7 @@ from viewer.projection.projection import Projection
 
 
 def names(p: Projection, view: dict) -> list[tuple]:
+    """The input pills of a page asked with its weight pills (weights=True)."""
     return [(b["key"], b.get("name"), b.get("role")) for b in view["inputs"]]
 
 
@@ -24,12 +25,15 @@ def names(p: Projection, view: dict) -> list[tuple]:
 
 def test_torch_boundary_inputs_are_named_from_measured_labels():
     p = Projection(torch_capture())
-    assert names(p, p.children(-1)) == [
-        ("in:0", "x", "input"), ("in:1", "stem.weight", "param"), ("in:2", "stem.bias", "param"),
+    # the root holds the model's group: its weights' pills are inside it, at their ops
+    assert names(p, p.children(-1, weights=True)) == [("in:0", "x", "input")]
+    assert names(p, p.children(0, weights=True)) == [
+        ("in:0", "x", "input"), ("in:1", "stem.weight", "param"), ("in:2", "stem.bias", "param")]
+    assert names(p, p.children(2, weights=True))[1:] == [
         ("in:4", "norm.weight", "param"), ("in:5", "norm.running_mean", "buffer"),
         ("in:8", "external", "const"), ("in:10", "norm.running_mean", "buffer"),
     ]
-    assert names(p, p.children(1)) == [("in:0", "x", "input"), ("in:1", "stem.weight", "param"), ("in:2", "stem.bias", "param")]
+    assert names(p, p.children(1, weights=True)) == [("in:0", "x", "input"), ("in:1", "stem.weight", "param"), ("in:2", "stem.bias", "param")]
     # a value produced inside the view's parent arrives from a node: no name
     inner = p.children(2)
     assert ("in:3", None, None) in names(p, inner)
@@ -77,9 +81,9 @@ def test_flax_args_kwargs_and_variables_are_named():
         4: ("variables.batch_stats.mean", "variable"),
         5: ("const", "const"),
     }
-    assert names(p, p.children(1)) == [("in:0", "args[0]", "input"), ("in:3", "variables.params.Dense_0.kernel", "variable"),
+    assert names(p, p.children(1, weights=True)) == [("in:0", "args[0]", "input"), ("in:3", "variables.params.Dense_0.kernel", "variable"),
                                        ("in:2", "variables.params.Dense_0.bias", "variable")]
-    assert ("in:5", "const", "const") in names(p, p.children(0))
+    assert ("in:5", "const", "const") in names(p, p.children(0, weights=True))
     s = p.summary()["inputs"]["dict"]
     assert s[1][1]["dict"][0][1]["name"] == "mask"
 

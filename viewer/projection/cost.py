@@ -28,6 +28,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from capture.graph import gc_pause
 from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
@@ -104,17 +105,52 @@ class LayerCosts:
         z = [0] * (ng + 1)
         self.flops, self.read, self.written, self.uncounted = list(z), list(z), list(z), list(z)
         self.estimate = [False] * (ng + 1)
-        self.activations: list[float] = list(z)
-        self.peak: list[float] = list(z)
-        self.saved: list[float] = list(z)
-        self.peak_at = -1
+        self._activations: list[float] = list(z)
+        self._peak: list[float] = list(z)
+        self._saved: list[float] = list(z)
+        self._peak_at = -1
         self._saved_total = 0.0
         self._has_backward = False
+        self._memory_done = False  # worked out on first use: a page's cards show FLOPs and bytes only
         self.in_body = [False] * (ng + 1)
         if self.cost is None:
             return
         self._sums()
-        self._memory()
+
+    @property
+    def activations(self) -> list[float]:
+        """Per group slot, the bytes of the new tensors its ops make."""
+        self._need_memory()
+        return self._activations
+
+    @property
+    def peak(self) -> list[float]:
+        """Per group slot, the most activation bytes alive at once while it runs."""
+        self._need_memory()
+        return self._peak
+
+    @property
+    def saved(self) -> list[float]:
+        """Per group slot, the bytes of its activations that backward reads."""
+        self._need_memory()
+        return self._saved
+
+    @property
+    def peak_at(self) -> int:
+        """The node at which the whole program's live activations peak (-1: none)."""
+        self._need_memory()
+        return self._peak_at
+
+    def _need_memory(self) -> None:
+        """Work out memory once, when first asked (0.4 s on a 100k-op capture that the
+        first page does not need)."""
+        if self._memory_done or self.cost is None:
+            return
+        with self._lock:
+            if not self._memory_done:
+                with gc_pause.paused():
+                    self._memory()
+                self._memory_done = True
 
     @property
     def available(self) -> bool:
@@ -211,14 +247,14 @@ class LayerCosts:
             first_seen.setdefault(k, v)
         born = {k: producer[v] for k, v in first_seen.items() if producer[v] >= 0 and executed[producer[v]]}
         for k, i in born.items():
-            self.activations[grp[i] + 1] += size[k]
+            self._activations[grp[i] + 1] += size[k]
         last = self._last_uses(born, keys, executed)
         delta = [0.0] * (n + 2)
         for k, i in born.items():
             delta[i] += size[k]
             delta[last[k] + 1] -= size[k]
         live, best, at = 0.0, 0.0, -1
-        peak = self.peak
+        peak = self._peak
         for i in range(n):
             live += delta[i]
             if not executed[i]:
@@ -228,16 +264,16 @@ class LayerCosts:
                 peak[s] = live
             if live > best:
                 best, at = live, i
-        self.peak_at = at
-        self._up([self.activations])
+        self._peak_at = at
+        self._up([self._activations])
         self._up([peak], max)
         peak[0] = best
         # saved for backward: forward activations that backward ops read
         back = self._backward_nodes()
         saved = self._saved_for_backward(born, keys, back)
         for k in saved:
-            self.saved[grp[born[k]] + 1] += size[k]
-        self._up([self.saved])
+            self._saved[grp[born[k]] + 1] += size[k]
+        self._up([self._saved])
         self._saved_total = sum(size[k] for k in saved)
         self._has_backward = bool(back)
 
@@ -396,6 +432,7 @@ class LayerCosts:
         if self.cost is None:
             return {"available": False}
         params = self.params_total()
+        self._need_memory()
         out = {
             "available": True,
             "flops": self.flops[0], "bytes_read": self.read[0], "bytes_written": self.written[0],

@@ -16,9 +16,11 @@ from capture.graph.sharding import short_dtype as _short_dtype
 from capture.graph.sharding import split_label
 
 from .body_templates import BODY_KIND, BODY_RESULT_ROLE, BODY_ROLE, BODY_WORDING, parameter_names, result_names
-from .value_names import input_names, measured_name
+from .value_names import NAME_MAX, input_names
 
 WEIGHT_ROLES = frozenset({"param", "buffer", "variable", "const"})  # drawn inside their ops
+_LABEL_ROLES = ("param", "buffer", "input")  # the tracer's labels, first wins (value_names.measured_name)
+_MAP_COST = 30  # building one measured map costs about as much as reading 30 values of a column
 
 _KIND_WORDING = {
     "jit": ("tracing scope", "tracing scope: the body of a jit call (not a Flax layer hierarchy)"),
@@ -124,7 +126,7 @@ class ValueNames:
         parameter, buffer, variable or constant (capture inputs stay as pills)."""
         return v in self._weights
 
-    def _name_values(self) -> None:  # noqa: C901
+    def _name_values(self) -> None:
         """A human name and a role for every value entering the graph from outside.
 
         Only values no node produced are named (capture inputs, parameters, buffers,
@@ -136,21 +138,26 @@ class ValueNames:
         outside = [v for v, p in enumerate(self.producer) if p < 0]
         if not outside:
             return
+        measured = _MeasuredLabels(self.capture.values, len(outside))
+        later, constants = self._name_first(outside, measured)
+        self._name_versions(later, measured)
+        self._name_constants(constants)
+        if self.body_node:
+            self._name_body_values()
+
+    def _name_first(self, outside: list[int], measured: "_MeasuredLabels") -> tuple[dict[int, int], set[int]]:
+        """Names from the tracer's label, else the inputs' structure path; returns the
+        unnamed new versions of a tensor (value -> the version before) and the unnamed
+        constants, which later sources name."""
         names, aliases = self.names, self.aliases
         structural: dict[int, tuple[str, str, str]] = {}
         for v, name, path, role in input_names(self.capture.inputs, self.capture.meta):
             if 0 <= v < self.n_values and v not in structural:
                 structural[v] = (name, path, role)
-        column = ValueTable.of(self.capture.values).measured_column()
-
-        def measured(v: int) -> Any:
-            return column[v] if column is not None else None
-
         later: dict[int, int] = {}  # a new version of an outside tensor -> the version before
         constants: set[int] = set()
         for v in outside:
-            m = measured(v)
-            got = measured_name(m) if isinstance(m, dict) else None
+            got = measured.name(v)
             s = structural.get(v)
             if got is not None:
                 names[v] = got
@@ -160,20 +167,28 @@ class ValueNames:
                 names[v] = (s[0], s[2])
                 if s[1] != s[0]:
                     aliases[v] = s[1]
-            elif isinstance(m, dict) and type(m.get("version_of")) is int:
-                later[v] = m["version_of"]
-            elif isinstance(m, dict) and m.get("external") is True:
+            elif (before := measured.version_of(v)) is not None:
+                later[v] = before
+            elif measured.external(v):
                 constants.add(v)
+        return later, constants
+
+    def _name_versions(self, later: dict[int, int], measured: "_MeasuredLabels") -> None:
+        """A new version of a named outside tensor keeps the name of the first one."""
+        names = self.names
         for v, origin in later.items():
             for _ in range(64):  # a chain of versions (some produced in place); a file may loop
                 if origin in names or not 0 <= origin < self.n_values:
                     break
-                m = measured(origin)
-                if not isinstance(m, dict) or type(m.get("version_of")) is not int:
+                before = measured.version_of(origin)
+                if before is None:
                     break
-                origin = m["version_of"]
+                origin = before
             if origin in names:
                 names[v] = names[origin]
+
+    def _name_constants(self, constants: set[int]) -> None:
+        """Constants (JAX's ``meta["constants"]``, Torch's ``external`` tensors) not named yet."""
         consts = self.capture.meta.get("constants") if isinstance(self.capture.meta, dict) else None
         if isinstance(consts, list):
             for c in consts:
@@ -181,13 +196,55 @@ class ValueNames:
                 if type(cv) is int and 0 <= cv < self.n_values and self.producer[cv] < 0:
                     constants.add(cv)
         for v in constants:
-            if v not in names:
-                names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
-        if self.body_node:
-            for v, named in parameter_names(self.capture.groups, self.body_node,
-                                            lambda o: names.get(o, ("", "")), WEIGHT_ROLES).items():
-                if 0 <= v < self.n_values and self.producer[v] < 0:
-                    names[v] = named
-            for v, text in result_names(self.capture.groups, self.body_node).items():
-                if 0 <= v < self.n_values and v not in names:  # (a parameter handed on keeps its name)
-                    names[v] = (text, "body_result")
+            if v not in self.names:
+                self.names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
+
+    def _name_body_values(self) -> None:
+        """The parameters and results of control-flow bodies (templates, not executed)."""
+        names = self.names
+        for v, named in parameter_names(self.capture.groups, self.body_node,
+                                        lambda o: names.get(o, ("", "")), WEIGHT_ROLES).items():
+            if 0 <= v < self.n_values and self.producer[v] < 0:
+                names[v] = named
+        for v, text in result_names(self.capture.groups, self.body_node).items():
+            if 0 <= v < self.n_values and v not in names:  # (a parameter handed on keeps its name)
+                names[v] = (text, "body_result")
+
+
+class _MeasuredLabels:
+    """The few keys of the values' measured maps that name a value. A version-3 file
+    builds a value's whole map when it is asked for (12 us each: 0.7 s for a model with
+    57k parameters), so with many values to name the keys are read as columns instead
+    (a pass over every value per key), and with few the maps of those values are built."""
+
+    def __init__(self, values: Any, asked: int) -> None:
+        table = ValueTable.of(values)
+        column = table.measured_column()
+        self._columns: dict[str, list[Any]] | None = None
+        self._maps = column
+        if column is not None and asked * _MAP_COST > len(table):
+            self._columns = {key: table.measured_key(key) for key in (*_LABEL_ROLES, "version_of", "external")}
+
+    def _get(self, v: int, key: str) -> Any:
+        if self._columns is not None:
+            return self._columns[key][v]
+        m = self._maps[v] if self._maps is not None else None
+        return m.get(key) if isinstance(m, dict) else None
+
+    def name(self, v: int) -> tuple[str, str] | None:
+        """The tracer's label, as :func:`~viewer.projection.value_names.measured_name`
+        reads it from the map."""
+        for role in _LABEL_ROLES:
+            name = self._get(v, role)
+            if isinstance(name, str) and name:
+                return name[:NAME_MAX], role
+        return None
+
+    def version_of(self, v: int) -> int | None:
+        """The value this one is a new version of (an in-place write), if it says so."""
+        x = self._get(v, "version_of")
+        return x if type(x) is int else None
+
+    def external(self, v: int) -> bool:
+        """Whether the tracer saw it as a tensor from outside the model (a constant)."""
+        return self._get(v, "external") is True

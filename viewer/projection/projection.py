@@ -129,10 +129,14 @@ class Projection:
 
     def prepare(self) -> None:
         """Make now what the first page would otherwise wait for: every value's label,
-        the structural signatures and the trunk (the server's warm-up calls it)."""
+        the structural signatures, the trunk, the cost sums and the root's page (the
+        server's warm-up calls it)."""
         self.values.labels()
         self.structure()
         self.trunk()
+        if self.capture.failure is None:
+            self.costs()
+            self.pages.children(ROOT, None, False)  # (kept: the page asks for it first)
 
     @property
     def node_count(self) -> list[int]:
@@ -163,14 +167,17 @@ class Projection:
 
     # ------------------------------------------------------------------ pages
 
-    def children(self, group: int, chunk: int | str | None = None, *, kernels: bool = False) -> dict:
+    def children(self, group: int, chunk: int | str | None = None, *, kernels: bool = False,
+                 weights: bool = False) -> dict:
         """The direct children of ``group`` (or of one chunk of it), ready to lay out;
-        ``kernels``: every kernel, no function cards, nothing elided."""
+        ``kernels``: every kernel, no function cards, nothing elided; ``weights``: with the
+        boundary inputs of parameters, buffers and constants and their edges (drawn only
+        as pills when a person asks; else left out and counted in ``weights_hidden``)."""
         group = int(group)
         self._check_group(group)
         chunk_id = None if chunk is None or chunk == "" else _int(chunk, "chunk")
         try:
-            return self.pages.children(group, chunk_id, bool(kernels))
+            return self.pages.children(group, chunk_id, bool(kernels), bool(weights))
         except PageError as exc:
             raise NotFound(str(exc)) from None
 
@@ -184,7 +191,8 @@ class Projection:
             raise NotFound(f"node {node} has no control-flow bodies")
         return self.pages.bodies(node)
 
-    def subtree(self, group: int, max_items: int = SUBTREE_ITEMS, *, kernels: bool = False) -> dict:
+    def subtree(self, group: int, max_items: int = SUBTREE_ITEMS, *, kernels: bool = False,
+                weights: bool = False) -> dict:
         """The ``children`` views of ``group`` and of every group and chunk below it,
         breadth first, in one answer (Expand all): ``views`` maps each container's item key
         (``"g-1"``, ``"g3"``, ``"c3:0"``) to its view. Function cards are not opened unless
@@ -193,7 +201,7 @@ class Projection:
         group = int(group)
         self._check_group(group)
         max_items = max(1, min(int(max_items), SUBTREE_ITEMS))
-        return self.pages.subtree(group, max_items, bool(kernels))
+        return self.pages.subtree(group, max_items, bool(kernels), bool(weights))
 
     def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, **filters: str | None) -> dict:
         """Search results for ``q`` (see :mod:`viewer.projection.search`); ``filters``:
@@ -354,7 +362,9 @@ class Projection:
             "meshes": cap.meshes, "devices": cap.devices, **self._mesh_words(),
             "measured": self._measured(), "vocabulary": vocabulary(),
             "trunk": self._trunk_summary() if cap.failure is None else [],
-            "cost": self.cost_summary() if cap.failure is None else {"available": False},
+            # whether there are costs; their totals and memory are api/cost's, worked out
+            # when first asked (the first page needs none of them)
+            "cost": {"available": cap.failure is None and cap.cost is not None},
         }
 
     def _mesh_words(self) -> dict:

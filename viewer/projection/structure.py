@@ -94,8 +94,11 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     hands_on: list[list[int]] = [[] for _ in range(ng)]  # what leaves it, in the order it is made
     chains = index.chain
     label_of = labels.__getitem__
+    bout, ordered = index.bout, index.ordered
+    dumps, blake = marshal.dumps, hashlib.blake2b
+    any_routing = False  # no routed group below yet: no group has routing content to gather
     for g in sorted(range(ng), key=lambda x: len(chains[x]), reverse=True):
-        _, refs, _ = index.ordered(g)
+        _, refs, _ = ordered(g)
         made: dict[int, tuple[int, int]] = {}  # value -> (position of the child that made it, its index there)
         first_use: dict[int, int] = {}  # an input -> its number, by first use
         made_get, first_get = made.get, first_use.get
@@ -122,25 +125,28 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
                 add((sigs[~r], wires))
             for k, o in enumerate(outs):
                 made[o] = (pos, k)
-        leaving = sorted((made[v], v) for v in (index.bout[g + 1] or ()) if v in made)
+        out_vals = bout[g + 1]
+        leaving = sorted([(made[v], v) for v in out_vals if v in made]) if out_vals else []
         uses_in[g] = list(first_use)
         hands_on[g] = [v for _, v in leaving]
         grp = groups[g]
-        cls = grp.attrs.get("class") if isinstance(grp.attrs, dict) else None
+        attrs = grp.attrs
+        cls = attrs.get("class") if isinstance(attrs, dict) else None
         inputs = [(labels[v], is_weight(v)) for v in first_use]
         # marshal format 2 writes every string by content (3 and later write a repeated
         # object as a reference, so equal blocks built from different string objects
         # would differ); it is an order of magnitude faster than repr
-        data = marshal.dumps((grp.kind, cls, body, inputs, [w for w, _ in leaving]), 2)
-        below = [routing[~r] for r in refs if r < 0 and routing[~r]]
+        data = dumps((grp.kind, cls, body, inputs, [w for w, _ in leaving]), 2)
+        below = [routing[~r] for r in refs if r < 0 and routing[~r]] if any_routing else []
         if g in routed:
             # what routing chose is not the block's structure: its boundary is
-            content = hashlib.blake2b(data, digest_size=8).hexdigest()
-            routing[g] = hashlib.blake2b(marshal.dumps((content, below), 2), digest_size=8).hexdigest()
-            data = marshal.dumps(("routed", grp.kind, cls, inputs, [labels[v] for _, v in leaving]), 2)
+            content = blake(data, digest_size=8).hexdigest()
+            routing[g] = blake(dumps((content, below), 2), digest_size=8).hexdigest()
+            data = dumps(("routed", grp.kind, cls, inputs, [labels[v] for _, v in leaving]), 2)
+            any_routing = True
         elif below:
-            routing[g] = hashlib.blake2b(marshal.dumps(below, 2), digest_size=8).hexdigest()
-        sigs[g] = hashlib.blake2b(data, digest_size=8).hexdigest()
+            routing[g] = blake(dumps(below, 2), digest_size=8).hexdigest()
+        sigs[g] = blake(data, digest_size=8).hexdigest()
     return sigs, routing
 
 

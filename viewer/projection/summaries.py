@@ -67,19 +67,21 @@ class ValueSummaries:
             values = self.values
             if isinstance(values, ValueTable):  # its columns: no row, no measured map built
                 off, dims = values.shape_columns()
-                rows: Any = zip([dims[a:b] for a, b in zip(off, islice(off, 1, None))], values.dtype_column(),
+                # each shape a tuple, by C-level passes (slices of the dimensions column)
+                shapes: Any = map(tuple, map(dims.__getitem__, map(slice, off, islice(off, 1, None))))
+                rows: Any = zip(shapes, values.dtype_column(),
                                 self._shardings if self._shardings is not None else repeat(None))
             else:
-                rows = ((val.shape, val.dtype, val.sharding) for val in values)
+                rows = ((tuple(val.shape), val.dtype, val.sharding) for val in values)
             with gc_pause.paused():
                 for shape, dtype, sharding in rows:
                     if sharding is not None:
-                        out.append(value_label(shape, dtype, sharding))
+                        out.append(value_label(list(shape), dtype, sharding))
                         continue
-                    key = (*shape, dtype)
+                    key = (shape, dtype)
                     text = formatted.get(key)
                     if text is None:
-                        text = formatted[key] = value_label(shape, dtype)
+                        text = formatted[key] = value_label(list(shape), dtype)
                     out.append(text)
             self._all = out
         return self._all

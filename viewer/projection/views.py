@@ -85,15 +85,17 @@ class Pages:
 
     # ------------------------------------------------------------------ pages
 
-    def children(self, g: int, chunk: int | None, kernels: bool) -> dict:
-        key = (g, chunk, kernels)
+    def children(self, g: int, chunk: int | None, kernels: bool, weights: bool = False) -> dict:
+        """The page of ``g`` (or of one chunk of it); ``weights``: with the boundary
+        inputs of weights and their edges (else left out, counted in ``weights_hidden``)."""
+        key = (g, chunk, kernels, weights)
         with self._lock:
             got = self._views.get(key)
             if got is not None:
                 self._views.move_to_end(key)
                 return got
         with gc_pause.paused():  # a page of a big group is tens of thousands of small dicts
-            view = self._view(g, chunk, kernels)
+            view = self._view(g, chunk, kernels, weights)
         with self._lock:
             self._views[key] = view
             while len(self._views) > _VIEW_CACHE:
@@ -113,13 +115,13 @@ class Pages:
         gs = self.capture.groups
         return [body_summary(b, gs[b].attrs, gs[b].name) for b in self.index.bodies_of[node]]
 
-    def subtree(self, group: int, max_items: int, kernels: bool) -> dict:
+    def subtree(self, group: int, max_items: int, kernels: bool, weights: bool = False) -> dict:
         # One pause for the whole walk: resumed between its pages, the collector ran over
         # every page built so far again and again (1.5 s of a 96-layer Llama's 13 s).
         with gc_pause.paused():
-            return self._subtree(group, max_items, kernels)
+            return self._subtree(group, max_items, kernels, weights)
 
-    def _subtree(self, group: int, max_items: int, kernels: bool) -> dict:
+    def _subtree(self, group: int, max_items: int, kernels: bool, weights: bool) -> dict:
         views: dict[str, dict] = {}
         frontier: list[tuple[str, int, int | None]] = [(f"g{group}", group, None)]
         total = 0
@@ -127,7 +129,7 @@ class Pages:
         while frontier:
             nxt: list[tuple[str, int, int | None]] = []
             for key, g, chunk in frontier:
-                view = self.children(g, chunk, kernels)
+                view = self.children(g, chunk, kernels, weights)
                 if total + len(view["items"]) > max_items and views:
                     complete = False
                     nxt = []
@@ -160,129 +162,30 @@ class Pages:
             raise PageError(f"no chunk {chunk}")
         return lo, min(n, lo + span)
 
-    def _view(self, g: int, chunk: int | None, kernels: bool) -> dict:  # noqa: C901
-        ix, present = self.index, self.present
+    def _view(self, g: int, chunk: int | None, kernels: bool, weights: bool) -> dict:
+        ix = self.index
         _, refs, _ = ix.ordered(g)
         n = len(refs)
         lo, hi = (0, n) if chunk is None else self._chunk_range(n, chunk)
         size = hi - lo
         # items: the children themselves, or leaf chunks, or upper chunks
-        if size <= CHUNK:
-            span = 1
-        elif size <= UPPER_CHUNK:
-            span = CHUNK
-        else:
-            span = UPPER_CHUNK
+        span = 1 if size <= CHUNK else CHUNK if size <= UPPER_CHUNK else UPPER_CHUNK
         whole = lo == 0 and hi == n
-        edges: dict[tuple, list[int]] = {}
-        in_vals: dict[int, int] = {}  # value -> producer (-1 for none)
-        out_vals: dict[int, None] = {}
-        item_outs: dict[int, dict[int, None]] = {}  # chunk item -> what it hands on
-        producer = ix.producer
-        outputs = ix.output_set
-        deps = self._deps(g, kernels)
-        src, dst, val = deps.src, deps.dst, deps.val
-
-        def outside(v: int) -> None:
-            # a value entering the view, named by what made it (past elided copies)
-            s = present.source(v, kernels)
-            in_vals[v] = producer[s] if s >= 0 else -1
-
-        # what enters each item: from another item of the view, or across the boundary
-        for k in range(bisect_left(dst, lo), bisect_left(dst, hi)):
-            s, v = src[k], val[k]
-            ti = (dst[k] - lo) // span
-            if lo <= s < hi:
-                si = (s - lo) // span
-                if si != ti:
-                    edges.setdefault((si, ti), []).append(v)
-                    if span > 1:
-                        item_outs.setdefault(si, {})[v] = None
-            else:
-                outside(v)
-                edges.setdefault((("in", v), ti), []).append(v)
-        # what leaves the view: to later siblings outside it, or out of the group
-        sorted_src = deps.sorted_src
-        leaving = (deps.by_src[j] for j in range(bisect_left(sorted_src, lo), bisect_left(sorted_src, hi)))
-        crossings = [(src[k], val[k]) for k in leaving if not lo <= dst[k] < hi]
-        crossings += [(s, v) for s, v in deps.outs if lo <= s < hi]
-        for s, v in crossings:
-            si = (s - lo) // span
-            out_vals[v] = None
-            edges.setdefault((si, ("out", v)), []).append(v)
-            if span > 1:
-                item_outs.setdefault(si, {})[v] = None
-        for h, u, v in deps.through:  # an elided copy of something from outside, handed straight out
-            if lo <= h < hi:
-                outside(u)
-                out_vals[v] = None
-                edges.setdefault((("in", u), ("out", v)), []).append(u)
-        if g == ROOT and whole:
-            for v in ix.output_values:
-                if producer[v] < 0:
-                    in_vals[v] = -1
-                    out_vals[v] = None
-                    edges.setdefault((("in", v), ("out", v)), []).append(v)
-
+        flow = self._flow(g, lo, hi, span, kernels)
         elided: list[int] = []
         idle: list[int] = []
         if span == 1:
-            items, keys_of = [], {}
-            for pos in range(lo, hi):
-                r = refs[pos]
-                if present.elided_op(r, kernels):
-                    elided.append(pos)
-                    continue
-                if r < 0 and present.is_idle(~r):
-                    idle.append(pos)  # listed, not an item: nothing of it is drawn
-                    continue
-                it = self.item(r, kernels)
-                keys_of[pos - lo] = it["key"]
-                items.append(it)
+            items, keys_of = self._child_items(refs, lo, hi, kernels, elided, idle)
         else:
-            items = [self._chunk_item(g, lo, hi, span, k, item_outs.get(k, {})) for k in range((size + span - 1) // span)]
+            items = [self._chunk_item(g, lo, hi, span, k, flow.item_outs.get(k, {}))
+                     for k in range((size + span - 1) // span)]
             keys_of = {k: it["key"] for k, it in enumerate(items)}
-
-        def endpoint(e) -> str:
-            return f"{e[0]}:{e[1]}" if isinstance(e, tuple) else keys_of[e]
-
-        label, per_device = self.values.label, self.values.device_label
-        edge_list = []
-        for (s, t), vals in edges.items():
-            if span == 1:
-                for v in dict.fromkeys(vals):
-                    edge = {"source": endpoint(s), "target": endpoint(t), "value": v, "label": label(v)}
-                    device = per_device(v)
-                    if device is not None:  # a split value: what one device holds (the shapes toggle)
-                        edge["device_label"] = device
-                    edge_list.append(edge)
-            else:
-                vals = list(dict.fromkeys(vals))
-                more = f" +{len(vals) - 1}" if len(vals) > 1 else ""
-                edge = {"source": endpoint(s), "target": endpoint(t), "value": vals[0],
-                        "label": label(vals[0]) + more, "count": len(vals)}
-                device = per_device(vals[0])
-                if device is not None:
-                    edge["device_label"] = device + more
-                edge_list.append(edge)
-
-        def boundary(v: int, extra: dict) -> dict:
-            d = self.values.brief(v)
-            d["value"] = d.pop("id")
-            d["key"] = ("in:" if "from" in extra else "out:") + str(v)
-            d.update(extra)
-            return d
-
-        is_weight = self.names.is_weight
-        inputs = [boundary(v, {"from": {"type": "node", "id": p} if p >= 0 else {"type": "input"}})
-                  for v, p in in_vals.items()]
-        for b in inputs:
-            if is_weight(b["value"]):
-                b["weight"] = True  # drawn inside its consumers' cards unless pills are asked for
-        for e in edge_list:
-            if e["source"].startswith("in:") and is_weight(e["value"]):
-                e["weight"] = True
-        outs = [boundary(v, {"capture_output": v in outputs}) for v in out_vals]
+        # weights drawn as pills: at the op cards that read them, where they replace the
+        # card's weight lines (a group or chunk card lists none: its pills are inside it)
+        ops = frozenset(it["key"] for it in items if it["card"] in ("op", "function")) if weights else frozenset()
+        edge_list, pills = self._edge_list(flow.edges, span, keys_of, ops)
+        inputs, hidden = self._inputs(flow.in_vals, pills)
+        outs = [self._boundary(v, {"capture_output": v in ix.output_set}) for v in flow.out_vals]
         view = {
             "group": g,
             "chunk": None if chunk is None else f"{g}:{chunk}",
@@ -295,15 +198,146 @@ class Pages:
             "range": [lo, hi],
             "opaque_count": ix.opaque_count[g + 1] if whole else self._range_counts(refs, lo, hi)[1],
             "kernels": kernels,
-            "elided": self._elided(refs, elided, deps.near, lo, keys_of),
+            "elided": self._elided(refs, elided, flow.near, lo, keys_of),
             "idle": [self._group_ref(~refs[pos]) for pos in idle],
             "stacks": self._stacks(items, edge_list, g) if span == 1 else [],
         }
+        if weights:
+            view["weights_asked"] = True
+        if hidden:
+            view["weights_hidden"] = hidden  # weight inputs left out (no pills asked, or none at an op)
         return view
+
+    def _flow(self, g: int, lo: int, hi: int, span: int, kernels: bool) -> "_Flow":
+        """The values entering, crossing and leaving the children ``lo:hi`` of ``g``
+        drawn as items of ``span`` children each."""
+        ix = self.index
+        deps = self._deps(g, kernels)
+        flow = _Flow(span, deps.near)
+        producer, source = ix.producer, self.present.source
+        src, dst, val = deps.src, deps.dst, deps.val
+
+        def outside(v: int) -> None:
+            # a value entering the view, named by what made it (past elided copies)
+            s = source(v, kernels)
+            flow.in_vals[v] = producer[s] if s >= 0 else -1
+
+        # what enters each item: from another item of the view, or across the boundary
+        for k in range(bisect_left(dst, lo), bisect_left(dst, hi)):
+            s, v = src[k], val[k]
+            ti = (dst[k] - lo) // span
+            if lo <= s < hi:
+                flow.between((s - lo) // span, ti, v)
+            else:
+                outside(v)
+                flow.add(("in", v), ti, v)
+        # what leaves the view: to later siblings outside it, or out of the group
+        sorted_src = deps.sorted_src
+        leaving = (deps.by_src[j] for j in range(bisect_left(sorted_src, lo), bisect_left(sorted_src, hi)))
+        crossings = [(src[k], val[k]) for k in leaving if not lo <= dst[k] < hi]
+        crossings += [(s, v) for s, v in deps.outs if lo <= s < hi]
+        for s, v in crossings:
+            flow.leaves((s - lo) // span, v)
+        for h, u, v in deps.through:  # an elided copy of something from outside, handed straight out
+            if lo <= h < hi:
+                outside(u)
+                flow.out_vals[v] = None
+                flow.add(("in", u), ("out", v), u)
+        if g == ROOT and lo == 0 and hi == len(ix.ordered(g)[1]):
+            for v in ix.output_values:
+                if producer[v] < 0:
+                    flow.in_vals[v] = -1
+                    flow.out_vals[v] = None
+                    flow.add(("in", v), ("out", v), v)
+        return flow
+
+    def _child_items(self, refs: list[int], lo: int, hi: int, kernels: bool, elided: list[int],
+                     idle: list[int]) -> tuple[list[dict], dict[int, str]]:
+        """The items of the children ``lo:hi`` drawn one each (positions of the elided
+        ops and idle groups among them appended to ``elided`` and ``idle``)."""
+        present = self.present
+        items: list[dict] = []
+        keys_of: dict[int, str] = {}
+        for pos in range(lo, hi):
+            r = refs[pos]
+            if present.elided_op(r, kernels):
+                elided.append(pos)
+                continue
+            if r < 0 and present.is_idle(~r):
+                idle.append(pos)  # listed, not an item: nothing of it is drawn
+                continue
+            it = self.item(r, kernels)
+            keys_of[pos - lo] = it["key"]
+            items.append(it)
+        return items, keys_of
+
+    def _edge_list(self, edges: dict[tuple, list[int]], span: int, keys_of: dict,
+                   ops: frozenset[str]) -> tuple[list[dict], set[int]]:
+        """The page's edges: one per value between two items (``span`` 1), else one per
+        pair of items with the count of values; and the weights drawn as pills. An edge
+        from a weight's input (flagged ``weight``) is on the page only when it reaches an
+        op card among ``ops`` (the weight pills asked for)."""
+        label, per_device, is_weight = self.values.label, self.values.device_label, self.names.is_weight
+
+        def endpoint(e: Any) -> str:
+            return f"{e[0]}:{e[1]}" if isinstance(e, tuple) else keys_of[e]
+
+        edge_list = []
+        pills: set[int] = set()
+        for (s, t), vals in edges.items():
+            weight = isinstance(s, tuple) and s[0] == "in" and is_weight(s[1])
+            if weight:
+                if span > 1 or not isinstance(t, int) or keys_of[t] not in ops:
+                    continue
+                pills.add(s[1])
+            if span == 1:
+                for v in dict.fromkeys(vals):
+                    edge = {"source": endpoint(s), "target": endpoint(t), "value": v, "label": label(v)}
+                    device = per_device(v)
+                    if device is not None:  # a split value: what one device holds (the shapes toggle)
+                        edge["device_label"] = device
+                    if weight:
+                        edge["weight"] = True
+                    edge_list.append(edge)
+            else:
+                vals = list(dict.fromkeys(vals))
+                more = f" +{len(vals) - 1}" if len(vals) > 1 else ""
+                edge = {"source": endpoint(s), "target": endpoint(t), "value": vals[0],
+                        "label": label(vals[0]) + more, "count": len(vals)}
+                device = per_device(vals[0])
+                if device is not None:
+                    edge["device_label"] = device + more
+                edge_list.append(edge)
+        return edge_list, pills
+
+    def _inputs(self, in_vals: dict[int, int], pills: set[int]) -> tuple[list[dict], int]:
+        """The page's input pills: the values entering it, a weight only among ``pills``
+        (flagged ``weight``); and how many weights were left out (all of them unless
+        pills are asked for: 57k of a deep model's first page)."""
+        is_weight = self.names.is_weight
+        inputs = []
+        hidden = 0
+        for v, p in in_vals.items():
+            weight = is_weight(v)
+            if weight and v not in pills:
+                hidden += 1
+                continue
+            b = self._boundary(v, {"from": {"type": "node", "id": p} if p >= 0 else {"type": "input"}})
+            if weight:
+                b["weight"] = True
+            inputs.append(b)
+        return inputs, hidden
+
+    def _boundary(self, v: int, extra: dict) -> dict:
+        d = self.values.brief(v)
+        d["value"] = d.pop("id")
+        d["key"] = ("in:" if "from" in extra else "out:") + str(v)
+        d.update(extra)
+        return d
 
     # ------------------------------------------------------------------ flow
 
-    def _deps(self, g: int, kernels: bool) -> _Deps:  # noqa: C901
+    def _deps(self, g: int, kernels: bool) -> _Deps:
         """Every value flowing into a child of ``g`` as drawn, as positions among its children."""
         key = (g, kernels)
         with self._lock:
@@ -311,46 +345,30 @@ class Pages:
             if got is not None:
                 self._deps_cache.move_to_end(key)
                 return got
-        ix, present = self.index, self.present
-        keys, refs, _ = ix.ordered(g)
-        producer, grp, position = ix.producer, ix.cols.group, ix.position
-        in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
-        hidden = present.elided_op
+        got = self._build_deps(g, kernels)
+        with self._lock:
+            self._deps_cache[key] = got
+            while len(self._deps_cache) > _DEPS_CACHE:
+                self._deps_cache.popitem(last=False)
+        return got
 
-        def made_at(v: int) -> int:
-            p = producer[v]
-            return -1 if p < 0 else bisect_left(keys, p) if grp[p] == g else position(p, g)
-
+    def _build_deps(self, g: int, kernels: bool) -> _Deps:
+        w = _Wiring(self.index, self.present, g, kernels)
+        refs, hidden = w.refs, w.hidden
         near: dict[int, int] = {}
-
-        def drawn(v: int) -> tuple[int, int] | None:
-            """(the position drawn making ``v``, the value the edge carries), past elided
-            ops among ``g``'s children; ``None`` when an elided op made it from nothing."""
-            s = made_at(v)
-            u = v
-            copies: list[int] = []
-            while s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels) and len(copies) < 64:
-                copies.append(s)
-                u = present.passed_on(refs[s])
-                if u is None:
-                    return None
-                s = made_at(u)
-            return (s, v) if s >= 0 or not copies else (s, u)
-
         src: list[int] = []
         dst: list[int] = []
         val: list[int] = []
         for pos, ref in enumerate(refs):
-            if hidden(ref, kernels):
+            if hidden(ref):
                 continue
-            incoming = in_ref[in_off[ref]:in_off[ref + 1]] if ref >= 0 else (ix.bin[~ref + 1] or ())
-            for v in incoming:
+            for v in w.operands(ref):
                 if v < 0:
                     continue  # a literal
-                s = made_at(v)
-                if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
+                s = w.made_at(v)
+                if s >= 0 and hidden(refs[s]):
                     near.setdefault(s, pos)
-                    via = drawn(v)
+                    via = w.drawn(v)
                     if via is None:
                         continue
                     s, v = via
@@ -358,14 +376,23 @@ class Pages:
                 dst.append(pos)
                 val.append(v)
         by_src = sorted(range(len(src)), key=src.__getitem__)
+        outs, through = self._group_outs(w)
+        if not kernels:
+            self._near_elided(w, near)
+        return _Deps(src, dst, val, by_src, [src[k] for k in by_src], outs, through, near)
+
+    def _group_outs(self, w: "_Wiring") -> tuple[list[tuple[int, int]], list[tuple[int, int, int]]]:
+        """What leaves the group, each with the position drawn making it; and what an
+        elided op hands straight out from outside (``through``)."""
         outs: list[tuple[int, int]] = []
         through: list[tuple[int, int, int]] = []
-        for v in ix.bout[g + 1] or ():
+        producer = self.index.producer
+        for v in self.index.bout[w.g + 1] or ():
             if producer[v] < 0:
                 continue
-            s = made_at(v)
-            if s >= 0 and refs[s] >= 0 and hidden(refs[s], kernels):
-                via = drawn(v)
+            s = w.made_at(v)
+            if s >= 0 and w.hidden(w.refs[s]):
+                via = w.drawn(v)
                 if via is None:
                     continue
                 if via[0] < 0:
@@ -373,19 +400,17 @@ class Pages:
                     continue
                 s = via[0]
             outs.append((s, v))
-        if not kernels:
-            for s, r in enumerate(refs):
-                if r >= 0 and r in present.elided and s not in near:
-                    u = present.passed_on(r)
-                    via = drawn(u) if u is not None else None
-                    if via is not None and via[0] >= 0:
-                        near[s] = via[0]
-        got = _Deps(src, dst, val, by_src, [src[k] for k in by_src], outs, through, near)
-        with self._lock:
-            self._deps_cache[key] = got
-            while len(self._deps_cache) > _DEPS_CACHE:
-                self._deps_cache.popitem(last=False)
-        return got
+        return outs, through
+
+    def _near_elided(self, w: "_Wiring", near: dict[int, int]) -> None:
+        """An elided op nothing drawn reads from is listed with the item that made what it copies."""
+        present = self.present
+        for s, r in enumerate(w.refs):
+            if r >= 0 and r in present.elided and s not in near:
+                u = present.passed_on(r)
+                via = w.drawn(u) if u is not None else None
+                if via is not None and via[0] >= 0:
+                    near[s] = via[0]
 
     # ------------------------------------------------------------------ items
 
@@ -763,6 +788,82 @@ class Pages:
             bits += n * _DTYPE_BITS.get(dtype, 32)
         got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
         return got
+
+
+class _Flow:
+    """What a page's items exchange, gathered from :class:`_Deps`: ``edges`` (endpoint
+    pair -> values; an endpoint is an item's index or ``("in"|"out", value)``),
+    ``in_vals`` (a value entering -> its producer, -1 for none), ``out_vals`` (the values
+    leaving) and ``item_outs`` (a chunk item -> what it hands on)."""
+
+    __slots__ = ("span", "near", "edges", "in_vals", "out_vals", "item_outs")
+
+    def __init__(self, span: int, near: dict[int, int]) -> None:
+        self.span, self.near = span, near
+        self.edges: dict[tuple, list[int]] = {}
+        self.in_vals: dict[int, int] = {}
+        self.out_vals: dict[int, None] = {}
+        self.item_outs: dict[int, dict[int, None]] = {}
+
+    def add(self, s: Any, t: Any, v: int) -> None:
+        self.edges.setdefault((s, t), []).append(v)
+
+    def between(self, si: int, ti: int, v: int) -> None:
+        """``v`` goes from item ``si`` to item ``ti`` (nothing within one item)."""
+        if si != ti:
+            self.add(si, ti, v)
+            if self.span > 1:
+                self.item_outs.setdefault(si, {})[v] = None
+
+    def leaves(self, si: int, v: int) -> None:
+        """``v`` leaves the page from item ``si``."""
+        self.out_vals[v] = None
+        self.add(si, ("out", v), v)
+        if self.span > 1:
+            self.item_outs.setdefault(si, {})[v] = None
+
+
+class _Wiring:
+    """The children of one group as drawn: where a value was made among them, past the
+    elided ops (bookkeeping copies) between."""
+
+    def __init__(self, index: Any, present: Any, g: int, kernels: bool) -> None:
+        self.index, self.present, self.g, self.kernels = index, present, g, kernels
+        self.keys, self.refs, _ = index.ordered(g)
+        self.producer, self.grp = index.producer, index.cols.group
+
+    def hidden(self, ref: int) -> bool:
+        """Whether the child ``ref`` is an elided op."""
+        return ref >= 0 and self.present.elided_op(ref, self.kernels)
+
+    def operands(self, ref: int) -> Any:
+        """What the child ``ref`` reads (a group: what enters it)."""
+        ix = self.index
+        if ref >= 0:
+            return ix.cols.in_ref[ix.cols.in_off[ref]:ix.cols.in_off[ref + 1]]
+        return ix.bin[~ref + 1] or ()
+
+    def made_at(self, v: int) -> int:
+        """The position among the children of the child that made ``v`` (-1: outside)."""
+        p = self.producer[v]
+        if p < 0:
+            return -1
+        return bisect_left(self.keys, p) if self.grp[p] == self.g else self.index.position(p, self.g)
+
+    def drawn(self, v: int) -> tuple[int, int] | None:
+        """(the position drawn making ``v``, the value the edge carries), past elided
+        ops among the children; ``None`` when an elided op made it from nothing."""
+        s = self.made_at(v)
+        u = v
+        copies = 0
+        refs = self.refs
+        while s >= 0 and self.hidden(refs[s]) and copies < 64:
+            copies += 1
+            u = self.present.passed_on(refs[s])
+            if u is None:
+                return None
+            s = self.made_at(u)
+        return (s, v) if s >= 0 or not copies else (s, u)
 
 
 def _stack_cost(items: list[dict], block: list[dict]) -> dict | None:

@@ -171,6 +171,15 @@ class _Entry:
                 self._lines = proj.line_index()
             return self._lines
 
+    def prepared(self) -> None:
+        """Build the projection and make what the first page reads (the warm-up). The
+        lock is held throughout: a request meanwhile waits for it rather than making the
+        same parts again on its own thread (two threads under one GIL: both slower)."""
+        with self._lock:
+            if self._projection is None:
+                self._projection = Projection(self.capture)
+                self._projection.prepare()
+
     @property
     def built(self) -> bool:
         return self._projection is not None
@@ -358,12 +367,12 @@ class ViewerServer:
         if entry.built:
             return None
         if wait:
-            entry.projection().prepare()
+            entry.prepared()
             return None
 
         def build() -> None:
             try:
-                entry.projection().prepare()
+                entry.prepared()
             except Exception:  # the request that needs it will report the problem
                 log.error("building the projection of capture %s failed:\n%s", entry.id, traceback.format_exc())
 
@@ -752,7 +761,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def get_children(self, q: dict) -> None:
         group = _int_param(q, "group", -1)
-        self._json(200, self._projection(q).children(group, q.get("chunk") or None, kernels=_flag(q, "kernels")))
+        self._json(200, self._projection(q).children(group, q.get("chunk") or None, kernels=_flag(q, "kernels"),
+                                                     weights=_flag(q, "weights")))
 
     def get_bodies(self, q: dict) -> None:
         self._json(200, self._projection(q).bodies(_int_param(q, "node")))
@@ -760,7 +770,7 @@ class _Handler(BaseHTTPRequestHandler):
     def get_subtree(self, q: dict) -> None:
         group = _int_param(q, "group", -1)
         self._json(200, self._projection(q).subtree(group, _int_param(q, "max_items", SUBTREE_ITEMS),
-                                                    kernels=_flag(q, "kernels")))
+                                                    kernels=_flag(q, "kernels"), weights=_flag(q, "weights")))
 
     def get_node(self, q: dict) -> None:
         self._json(200, self._projection(q).node(_int_param(q, "id")))

@@ -13,6 +13,73 @@
  * @typedef {any} Answer
  */
 
+/**
+ * An item of a page (`api/children`, viewer/API.md): a node, a group or a chunk, keyed
+ * `n12`, `g3`, `c3:2`. The fields the app's typed modules read; API.md lists the others.
+ * @typedef {object} PageItem
+ * @property {"node" | "group" | "chunk"} type
+ * @property {number | string} id  a chunk's is `"G:K"`
+ * @property {string} [key]
+ * @property {string} [label]
+ * @property {string} [sublabel]
+ * @property {string} [kind]
+ * @property {string} [card]  how it is drawn: "op", "function", "group", "chunk"
+ * @property {number} [child_count]  its direct children
+ * @property {unknown[]} [bodies]  a control-flow node's bodies that did not run
+ * @property {boolean} [opaque]  a node: opaque to the capture
+ * @property {number} [node_count]  a group or chunk: the ops in its subtree
+ * @property {string} [title]  a module group: its class and path (`Block · h.3`)
+ * @property {string} [class]  a module group: its class
+ * @property {string} [function]  a function group: the function called
+ * @property {string} [where]  a function group: where it was called
+ * @property {string} [template]  a body template's wording
+ * @property {string} [honest]  what the group honestly is, in the server's words
+ * @property {{count: number, index: number}} [twin]  blocks of the same structure elsewhere, and which this is
+ * @property {{name?: string, title?: string, key?: string}[]} [idle]  modules inside that ran no op
+ * @property {number} [idle_total]  how many ran no op (`idle` lists the first)
+ * @property {{key: string, type?: string, id?: number | string}} [single]  a group drawn as the one op card it holds
+ * @property {{key: string}[]} [wrappers]  the modules such a group's card stands for, outermost first
+ * @property {number} [first]  a chunk or group: its smallest node id
+ * @property {number} [last]  its largest
+ * @property {number[]} [range]  a chunk: the positions it holds among its group's children, [a, b)
+ * @property {string} [structure]  a group: the signature identical groups share
+ */
+
+/**
+ * A run of repeated items a page folds into one stack card (or a fold: `fold` set).
+ * @typedef {object} PageStack
+ * @property {string} key  "s" + the first member's key
+ * @property {string[][]} members  the item keys of each repetition
+ * @property {number} count
+ * @property {number} period
+ * @property {string} [label]
+ * @property {string[]} [pattern]
+ * @property {string} [fold]
+ */
+
+/**
+ * A value at a page's boundary (`inputs`, `outputs`).
+ * @typedef {object} PageValue
+ * @property {number} value  its id
+ * @property {string} [key]  "in:V" | "out:V"
+ * @property {string} [label]
+ * @property {boolean} [weight]  a parameter drawn inside the op that reads it
+ */
+
+/**
+ * A page: the direct children of a group or chunk (`api/children`, and each container of
+ * `api/subtree`), its boundary and the stacks it folds.
+ * @typedef {object} Page
+ * @property {PageItem[]} items
+ * @property {{source: string, target: string, value?: number, label?: string}[]} edges
+ * @property {PageValue[]} [inputs]
+ * @property {PageValue[]} [outputs]
+ * @property {PageStack[]} [stacks]
+ * @property {boolean} [chunked]  its items are chunks
+ * @property {number} [weights_hidden]  weight inputs left out (no pills asked, or none at an op card)
+ * @property {boolean} [weights_asked]  asked with `weights=1`: its pills at op cards are in `inputs`
+ */
+
 export class ApiError extends Error {
   /**
    * @param {number} status
@@ -115,13 +182,16 @@ export class Api {
     return this.get("capture");
   }
   // `kernels`: every kernel of the capture, not the layers and function calls a person reads.
+  // `weights`: with the pills of parameters, buffers and constants and their edges (the
+  // Weights toggle); without it a page leaves them out and counts them (`weights_hidden`).
   /**
    * @param {number} group
    * @param {number | null} [chunk]
    * @param {boolean} [kernels]
+   * @param {boolean} [weights]
    */
-  children(group, chunk, kernels = false) {
-    return this.get("children", { group, chunk, kernels: kernels ? 1 : undefined });
+  children(group, chunk, kernels = false, weights = false) {
+    return this.get("children", { group, chunk, kernels: kernels ? 1 : undefined, weights: weights ? 1 : undefined });
   }
 
   // The unexecuted control-flow bodies of a boundary node, side by side (a children view).
@@ -133,10 +203,11 @@ export class Api {
   // up to `maxItems` items (the server's cap without one).
   /**
    * @param {number} group
-   * @param {{maxItems?: number | null, kernels?: boolean}} [options]
+   * @param {{maxItems?: number | null, kernels?: boolean, weights?: boolean}} [options]
    */
-  subtree(group, { maxItems = null, kernels = false } = {}) {
-    return this.get("subtree", { group, max_items: maxItems || undefined, kernels: kernels ? 1 : undefined });
+  subtree(group, { maxItems = null, kernels = false, weights = false } = {}) {
+    return this.get("subtree", { group, max_items: maxItems || undefined, kernels: kernels ? 1 : undefined,
+      weights: weights ? 1 : undefined });
   }
   /** @param {number} id */
   node(id) {

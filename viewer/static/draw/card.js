@@ -66,21 +66,106 @@ export const CARD_STYLE = Object.freeze({
 });
 const S = CARD_STYLE;
 
+/**
+ * @typedef {import("./theme.js").Palette} Palette
+ * @typedef {import("../api.js").PageItem} PageItem
+ * @typedef {import("../layout/protocol.js").Size} Size
+ */
+
+/**
+ * One text of a pill: its words, a CARD_STYLE font key, its tone ("name" | "shape" | "plain").
+ * @typedef {{text: string, font: string, tone?: string}} Part
+ */
+
+/**
+ * A card's content: the view model's display entry for an item (see the top of this file).
+ * @typedef {object} CardContent
+ * @property {string} kind
+ * @property {string} title
+ * @property {string[]} lines
+ * @property {string | null} [tag]
+ * @property {string} [caption]
+ * @property {number | null} [weightStart]
+ * @property {unknown[]} [weights]
+ * @property {boolean} [toggle]
+ * @property {string} [op]
+ * @property {boolean} [opaque]
+ * @property {unknown} [collective]  an op card of a collective (moves data between devices)
+ * @property {Part[]} [parts]
+ * @property {string} [look]  a pill's: "input" | "quiet" | "plain"
+ * @property {string | null} [role]
+ * @property {boolean} [quiet]
+ * @property {unknown} [fold]  a stack that folds things that are not repetitions
+ * @property {Size} [inner]  an expanded container: the size of its inside
+ */
+
+/** @typedef {{width: (text: string, font: string) => number}} Measurer  text widths in a CARD_STYLE font */
+
+/**
+ * A scene item as the cards read it: its box, its content and the server's item.
+ * @typedef {object} SceneItem
+ * @property {string} key
+ * @property {string} type  "node" | "group" | "chunk" | "stack" | "in" | "out"
+ * @property {number} x
+ * @property {number} y
+ * @property {number} w
+ * @property {number} h
+ * @property {CardContent} card
+ * @property {PageItem} item
+ * @property {unknown} [expanded]  its inside, when open
+ * @property {PillFit} [_fit]
+ */
+
+/** @typedef {{texts: string[], widths: number[], total: number}} PillFit */
+
+/**
+ * The primitives (drawlist.js lists them all).
+ * @typedef {{t: "rect", x: number, y: number, w: number, h: number, r: number | number[], fill: string,
+ *   fa: number, stroke: string | null, lw: number, hair: boolean, dash: number[] | null}} RectPrim
+ * @typedef {{t: "text", x: number, y: number, text: string, font: string, fill: string,
+ *   align: CanvasTextAlign, baseline: "middle"}} TextPrim
+ * @typedef {{t: "toggle", cx: number, cy: number, r: number, sign: "+" | "-", color: string}} TogglePrim
+ * @typedef {{t: "far", x: number, y: number, w: number, h: number, text: string, sub?: string, color: string,
+ *   padTop: number, bg: string | null, frame?: boolean, op?: boolean}} FarPrim
+ * @typedef {RectPrim | TextPrim | TogglePrim} CardPrim
+ */
+
+/**
+ * A card's primitives at one level of detail; `header` and `far` only for a frame.
+ * @typedef {{card: CardPrim[], header?: CardPrim[] | null, far?: FarPrim[] | null}} CardPrims
+ */
+
+/**
+ * The font of a CARD_STYLE font key (`fontTitle`), the mono font for another.
+ * @param {string} key
+ * @returns {string}
+ */
+function fontOf(key) {
+  const font = /** @type {Record<string, string | number>} */ (S)[key];
+  return typeof font === "string" && font ? font : S.fontMono;
+}
+
 // ---------------------------------------------------------------- measuring text
 
 // Text widths in a CARD_STYLE font: from a 2D context (the renderer's canvas, the
 // worker's OffscreenCanvas), or from character counts (charMeasurer: estimates, and a
 // worker without OffscreenCanvas).
+/**
+ * @param {CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D} ctx
+ * @returns {Measurer}
+ */
 export function canvasMeasurer(ctx) {
   return {
     width(text, font) {
-      ctx.font = S[font] || S.fontMono;
+      ctx.font = fontOf(font);
       return ctx.measureText(text).width;
     },
   };
 }
 
+/** @type {Record<string, number>} */
 const CHAR_WIDTH = { fontTitle: 7.5, fontTag: 6, fontCaption: 6.2 };
+/** @type {Measurer} */
 export const charMeasurer = { width: (text, font) => String(text).length * (CHAR_WIDTH[font] || 7) };
 
 // ---------------------------------------------------------------- content
@@ -89,11 +174,18 @@ export const charMeasurer = { width: (text, font) => String(text).length * (CHAR
 // with a CARD_STYLE font key and a tone ("name" | "shape" | "plain"). A capture input shows
 // its name (`x  f32[2,3,16,16]`), parameters, buffers, variables and constants a smaller,
 // lighter pill (`stem.weight  f32[8,3,3,3]`), a value from outside the view `in  f32[8]`.
+/**
+ * @param {"in" | "out"} side
+ * @param {any} v  a value summary of the API (`name`, `role`, `label`)
+ * @returns {CardContent}
+ */
 export function pillContent(side, v) {
   const shape = formatValue(v);
   const name = v && typeof v.name === "string" && v.name ? v.name : null;
   let look = "plain";
+  /** @type {string | null} */
   let role = null;
+  /** @type {Part[]} */
   let parts = [{ text: `${side}  ${shape}`, font: "fontMono", tone: "plain" }];
   if (side === "in" && name) {
     const quiet = QUIET_ROLES.has(v.role);
@@ -115,16 +207,25 @@ export function pillContent(side, v) {
   return { kind: side, title: parts.map((p) => p.text).join("  "), lines: [], tag: null, parts, look, role, quiet: look === "quiet" };
 }
 
+/** @param {string} kind */
 const boxed = (kind) => kind === "group" || kind === "chunk" || kind === "stack";
+/** @param {string} kind */
 const opLike = (kind) => kind === "node" || kind === "function";
+/** @param {CardContent} c */
 const hasToggle = (c) => boxed(c.kind) || !!c.toggle;
 // The height above a box card's title row: its padding, and its caption when it has one.
+/** @param {CardContent} c */
 const headTop = (c) => S.padTop + (c.caption ? S.captionHeight : 0);
 
 // ---------------------------------------------------------------- the cards
 
 // An op, or a group, chunk or stack drawn closed.
 const BOX = {
+  /**
+   * @param {CardContent} c
+   * @param {Measurer} m
+   * @returns {Size}
+   */
   measure(c, m) {
     const toggle = hasToggle(c) ? S.toggleRoom : 0;
     let w = m.width(c.title, "fontTitle") + toggle;
@@ -143,6 +244,11 @@ const BOX = {
 
 // A boundary pill: its parts, in their fonts, side by side.
 const PILL = {
+  /**
+   * @param {CardContent} c
+   * @param {Measurer} m
+   * @returns {Size}
+   */
   measure(c, m) {
     const parts = c.parts && c.parts.length ? c.parts : [{ text: c.title, font: "fontMono" }];
     let w = (parts.length - 1) * S.boundaryGap + 2 * S.padX;
@@ -157,12 +263,21 @@ const PILL = {
 // An expanded container: its inside, plus the header band and the padding around it.
 export const FRAME = {
   inset: { x: S.groupPadX, y: S.groupHeader },
+  /**
+   * @param {Size} inner
+   * @returns {Size}
+   */
   measure(inner) {
     return { w: Math.max(inner.w + 2 * S.groupPadX, S.minGroupWidth), h: inner.h + S.groupHeader + S.groupPadBottom };
   },
 };
 
 // The size of a card with this content: a frame when it has an inside.
+/**
+ * @param {CardContent} c
+ * @param {Measurer} m
+ * @returns {Size}
+ */
 export function measureCard(c, m) {
   if (c.inner) return FRAME.measure(c.inner);
   return c.kind === "in" || c.kind === "out" ? PILL.measure(c, m) : BOX.measure(c, m);
@@ -172,8 +287,24 @@ export function measureCard(c, m) {
 // Primitives as drawlist.js documents them; `it` is a scene item: its box (x, y, w, h), its
 // content (`card`) and the server's item (`item`, for its look: kind, opaque, wording).
 
+/**
+ * @param {number} x @param {number} y @param {number} w @param {number} h
+ * @param {number | number[]} r  corner radius, or one per corner
+ * @param {string} fill
+ * @param {string | null} [stroke]
+ * @param {number} [lw]
+ * @param {number[] | null} [dash]
+ * @param {number} [fa]  fill opacity
+ * @param {boolean} [hair]  a stroke 1 screen px wide
+ * @returns {RectPrim}
+ */
 export const rect = (x, y, w, h, r, fill, stroke = null, lw = 1, dash = null, fa = 1, hair = false) =>
   ({ t: "rect", x, y, w, h, r, fill, fa, stroke, lw, hair, dash });
+/**
+ * @param {number} x @param {number} y @param {string} s @param {string} font @param {string} fill
+ * @param {CanvasTextAlign} [align]
+ * @returns {TextPrim}
+ */
 export const text = (x, y, s, font, fill, align = "left") => ({ t: "text", x, y, text: s, font, fill, align, baseline: "middle" });
 
 /** @type {[RegExp, string][]} */
@@ -185,6 +316,7 @@ const OP_ACCENT = [
   [/^(while|cond|scan|pjit|custom_|call|remat|checkpoint)/, "#d97706"],
 ];
 
+/** @param {string} op */
 export function accentFor(op) {
   for (const [re, color] of OP_ACCENT) if (re.test(op)) return color;
   return "#94a3b8";
@@ -192,6 +324,7 @@ export function accentFor(op) {
 
 // Where a box card's parts go inside its box: the title row's and the lines' centres, the
 // room the texts may take, and where the tag chip and the toggle sit (world coordinates).
+/** @param {SceneItem} it */
 function boxSlots(it) {
   const c = it.card;
   const toggle = hasToggle(c) ? S.toggleRoom : 0;
@@ -202,7 +335,7 @@ function boxSlots(it) {
     room,
     captionY: it.y + S.padTop + S.captionHeight / 2,
     titleY: it.y + top + S.titleHeight / 2,
-    lineY: (i) => it.y + top + S.titleHeight + (i + 0.5) * S.lineHeight,
+    lineY: (/** @type {number} */ i) => it.y + top + S.titleHeight + (i + 0.5) * S.lineHeight,
     tagRight: it.x + it.w - S.padX - toggle,
     toggleX: toggle ? it.x + it.w - S.toggleInset : null,
   };
@@ -210,6 +343,17 @@ function boxSlots(it) {
 
 // The primitives of a card at a level of detail (band: 0 far, 1 titles, 2 everything) into
 // `dl` {card, header, far}; header and far only for a frame.
+/**
+ * @typedef {CanvasRenderingContext2D | OffscreenCanvasRenderingContext2D} Ctx  measures texts
+ */
+
+/**
+ * @param {CardPrims} dl
+ * @param {SceneItem} it
+ * @param {Ctx} ctx
+ * @param {Palette} p
+ * @param {number} band
+ */
 export function drawCard(dl, it, ctx, p, band) {
   const kind = (it.card && it.card.kind) || it.type;
   if (it.expanded) drawFrame(dl, it, ctx, p, band);
@@ -220,6 +364,9 @@ export function drawCard(dl, it, ctx, p, band) {
 
 // An op card: a kernel, or a function call (a second sheet behind it: its kernels are
 // inside), with the module it stands for on its caption row.
+/**
+ * @param {CardPrims} dl @param {SceneItem} it @param {Ctx} ctx @param {Palette} p @param {number} band
+ */
 function drawOp(dl, it, ctx, p, band) {
   const out = dl.card;
   const c = it.card;
@@ -245,9 +392,12 @@ function drawOp(dl, it, ctx, p, band) {
   boxTexts(out, it, ctx, p, band, p.cardText, opaque ? p.opaqueStroke : collective ? p.collectiveStroke : null, accent);
 }
 
+/**
+ * @param {CardPrims} dl @param {SceneItem} it @param {Ctx} ctx @param {Palette} p @param {number} band
+ */
 function drawClosedGroup(dl, it, ctx, p, band) {
   const out = dl.card;
-  const kind = it.type === "chunk" ? "chunk" : it.item.kind;
+  const kind = it.type === "chunk" ? "chunk" : /** @type {string} */ (it.item.kind); // every group has one
   if (it.item && it.item.twin && it.item.twin.count > 1 && band > 0) {
     // Identical blocks anywhere in the model share a mark (Model Explorer's identical groups).
     out.push(rect(it.x - 3, it.y + 6, 3, it.h - 12, 0, twinColour(p)));
@@ -269,6 +419,10 @@ function drawClosedGroup(dl, it, ctx, p, band) {
 
 // A box card's texts: the title row (title, tag chip, toggle), then its lines, the
 // weights last (a rule, then one quiet line each: a long name loses its start).
+/**
+ * @param {CardPrim[]} out @param {SceneItem} it @param {Ctx} ctx @param {Palette} p @param {number} band
+ * @param {string} color @param {string | null} tagColor @param {string | null} toggleColor
+ */
 function boxTexts(out, it, ctx, p, band, color, tagColor, toggleColor) {
   const c = it.card;
   const at = boxSlots(it);
@@ -301,6 +455,7 @@ function boxTexts(out, it, ctx, p, band, color, tagColor, toggleColor) {
 
 // What an op card says far away: its op without the namespace and overload
 // (`aten::mul.Tensor` → `mul`), a function call's name as it is (`linear`).
+/** @param {unknown} title */
 export function shortOp(title) {
   const t = String(title ?? "");
   const bare = t.includes("::") ? t.slice(t.lastIndexOf("::") + 2) : t;
@@ -310,7 +465,9 @@ export function shortOp(title) {
 // What an expanded frame is called far away (semantic zoom): its own name first, since a
 // long name is cut at the end (`h.3 · Block`, `layers.0 · LlamaDecoderLayer`), and how many
 // ops it holds; a scope says its kind (`jit main`).
+/** @param {SceneItem} it */
 export function farTitle(it) {
+  /** @type {Partial<PageItem>} */
   const item = it.item || {};
   const name = String(item.label ?? it.key);
   // the top module is named by its class (`LlamaForCausalLM`), said once
@@ -319,16 +476,20 @@ export function farTitle(it) {
   return head;
 }
 
+/** @param {Palette} p */
 function twinColour(p) {
   return p.highlight || p.select;
 }
 
+/**
+ * @param {CardPrims} dl @param {SceneItem} it @param {Ctx} ctx @param {Palette} p @param {number} band
+ */
 function drawFrame(dl, it, ctx, p, band) {
   // An opened control-flow boundary node holds its unexecuted bodies: drawn in the
   // control-flow colour, tagged "opaque"; templates (kind body) have a dashed frame.
   const isBoundary = it.type === "node";
   const shardMap = isBoundary && !it.item.opaque; // a shard_map: its body runs on every device, nothing opaque
-  const kind = it.type === "chunk" ? "chunk" : isBoundary ? (shardMap ? "per device" : "opaque") : it.item.kind;
+  const kind = it.type === "chunk" ? "chunk" : isBoundary ? (shardMap ? "per device" : "opaque") : /** @type {string} */ (it.item.kind);
   const ks = kindStyle(p, isBoundary ? "cond" : kind);
   // A module frame is titled by its class and path (`Block · transformer.h.3`).
   const name = String(it.item.title || it.item.label || it.key);
@@ -337,6 +498,7 @@ function drawFrame(dl, it, ctx, p, band) {
   const summary = n > 0 ? `${n.toLocaleString("en-US")} op${n === 1 ? "" : "s"}` : "";
   dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: farTitle(it), sub: summary, color: ks.text, padTop: 3, bg: ks.fill, frame: true }];
   if (band === 0) return;
+  /** @type {CardPrim[]} */
   const h = [];
   h.push(rect(it.x, it.y, it.w, S.groupHeader - 4, [9, 9, 0, 0], ks.fill));
   const y = it.y + (S.groupHeader - 4) / 2;
@@ -369,21 +531,26 @@ function drawFrame(dl, it, ctx, p, band) {
 // The modules inside a group that ran no op (eval-mode dropout), named in its card and
 // its frame's header instead of drawn, saying why they are not there:
 // `ran no op: attn_dropout, resid_dropout`.
+/** @param {PageItem | null | undefined} item */
 export function idleWords(item) {
   const idle = (item && item.idle) || [];
   if (!idle.length) return "";
   const names = idle.slice(0, 3).map((x) => String(x.name || x.title || x.key));
-  const total = item.idle_total ?? idle.length;
+  const total = (item && item.idle_total) ?? idle.length;
   return `ran no op: ${names.join(", ")}${total > names.length ? ` +${total - names.length}` : ""}`;
 }
 
 // A block with the same structure as others elsewhere (Model Explorer's identical
 // groups), said in words: `≡ same as 8 other blocks (9 of 9)`.
+/** @param {{count: number, index: number}} twin */
 export function twinWords(twin) {
   const others = twin.count - 1;
   return `≡ same as ${others} other block${others === 1 ? "" : "s"} (${twin.index + 1} of ${twin.count})`;
 }
 
+/**
+ * @param {CardPrim[]} out @param {SceneItem} it @param {Ctx} ctx @param {Palette} p @param {number} band
+ */
 function drawPill(out, it, ctx, p, band) {
   const c = it.card;
   const look = c.look === "quiet"
@@ -396,8 +563,8 @@ function drawPill(out, it, ctx, p, band) {
   const { texts, widths, total } = pillFit(it, ctx);
   let x = it.x + (it.w - total) / 2;
   const y = it.y + it.h / 2 + 0.5;
-  c.parts.forEach((part, i) => {
-    out.push(text(x, y, texts[i], S[part.font] || S.fontMono, part.tone === "shape" ? look.shape : look.name));
+  (c.parts || []).forEach((part, i) => {
+    out.push(text(x, y, texts[i], fontOf(part.font), part.tone === "shape" ? look.shape : look.name));
     x += widths[i] + S.boundaryGap;
   });
 }
@@ -405,21 +572,32 @@ function drawPill(out, it, ctx, p, band) {
 // How a pill's texts fit its laid-out width (cached on the scene item): the shape always
 // stays whole; a long name loses its start (`…norm.running_mean`), where a dotted path
 // repeats what the enclosing groups say.
+/**
+ * @param {SceneItem} it
+ * @param {Ctx} ctx
+ * @returns {PillFit}
+ */
 export function pillFit(it, ctx) {
-  if (!it._fit) it._fit = fitParts(ctx, it.card.parts, it.w - 2 * S.padX);
+  if (!it._fit) it._fit = fitParts(ctx, it.card.parts || [], it.w - 2 * S.padX);
   return it._fit;
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {Part[]} parts
+ * @param {number} maxW
+ * @returns {PillFit}
+ */
 function fitParts(ctx, parts, maxW) {
   const widths = parts.map((part) => {
-    ctx.font = S[part.font] || S.fontMono;
+    ctx.font = fontOf(part.font);
     return ctx.measureText(part.text).width;
   });
   const texts = parts.map((part) => part.text);
   const gap = S.boundaryGap * (parts.length - 1);
   let total = widths.reduce((a, b) => a + b, 0) + gap;
   if (total > maxW && parts.length > 1) {
-    ctx.font = S[parts[0].font] || S.fontMono;
+    ctx.font = fontOf(parts[0].font);
     const room = maxW - gap - widths.slice(1).reduce((a, b) => a + b, 0);
     const name = parts[0].text;
     let lo = 0;
@@ -433,7 +611,7 @@ function fitParts(ctx, parts, maxW) {
     widths[0] = ctx.measureText(texts[0]).width;
     total = widths.reduce((a, b) => a + b, 0) + gap;
   } else if (total > maxW) {
-    ctx.font = S[parts[0].font] || S.fontMono;
+    ctx.font = fontOf(parts[0].font);
     texts[0] = truncate(ctx, texts[0], maxW);
     widths[0] = ctx.measureText(texts[0]).width;
     total = widths[0];
@@ -441,20 +619,32 @@ function fitParts(ctx, parts, maxW) {
   return { texts, widths, total };
 }
 
+/**
+ * @param {Ctx} ctx
+ * @param {unknown} s
+ * @param {number} maxW
+ * @returns {string}
+ */
 export function truncate(ctx, s, maxW) {
-  s = String(s);
-  if (ctx.measureText(s).width <= maxW) return s;
+  const t = String(s);
+  if (ctx.measureText(t).width <= maxW) return t;
   let lo = 0;
-  let hi = s.length;
+  let hi = t.length;
   while (lo < hi) {
     const mid = (lo + hi + 1) >> 1;
-    if (ctx.measureText(s.slice(0, mid) + "…").width <= maxW) lo = mid;
+    if (ctx.measureText(t.slice(0, mid) + "…").width <= maxW) lo = mid;
     else hi = mid - 1;
   }
-  return s.slice(0, lo) + "…";
+  return t.slice(0, lo) + "…";
 }
 
 // `name  shape[  shared]` within maxW: the name loses its start, the rest stays whole.
+/**
+ * @param {Ctx} ctx
+ * @param {string} s
+ * @param {number} maxW
+ * @returns {string}
+ */
 function truncateStart(ctx, s, maxW) {
   if (ctx.measureText(s).width <= maxW) return s;
   const cut = s.indexOf("  ");
@@ -476,6 +666,10 @@ function truncateStart(ctx, s, maxW) {
 // The box an edge label's background covers, from its anchor {x, y (its middle), w (its
 // text's width)}: the layout worker keeps these boxes off cards and off each other, the
 // executors paint the background there.
+/**
+ * @param {{x: number, y: number, w: number}} l
+ * @returns {{x: number, y: number, w: number, h: number}}
+ */
 export function labelRect(l) {
   return { x: l.x - 2, y: l.y - S.labelHeight / 2, w: l.w + 4, h: S.labelHeight };
 }
@@ -483,6 +677,12 @@ export function labelRect(l) {
 // ---------------------------------------------------------------- hit geometry
 
 // Which weight line of an op card a world point is on: the weight's index, or -1.
+/**
+ * @param {SceneItem} it
+ * @param {number} wx
+ * @param {number} wy
+ * @returns {number}
+ */
 export function weightAt(it, wx, wy) {
   const c = it.card;
   if (it.expanded || !c || !opLike(c.kind) || c.weightStart === undefined || c.weightStart === null) return -1;
@@ -494,6 +694,10 @@ export function weightAt(it, wx, wy) {
 }
 
 // Whether a world point on an expanded container is on its header (else: on its inside).
+/**
+ * @param {{y: number}} it
+ * @param {number} wy
+ */
 export function onFrameHeader(it, wy) {
   return wy <= it.y + S.groupHeader;
 }

@@ -32,7 +32,56 @@
 import { CARD_STYLE as S, drawCard, labelRect } from "./card.js";
 import { HATCH, LOD_ARROWS, LOD_EDGE_LABELS, LOD_TEXT, LOD_TITLE } from "./theme.js";
 
+/**
+ * @typedef {import("./card.js").CardPrim} CardPrim
+ * @typedef {import("./card.js").CardPrims} CardPrims
+ * @typedef {import("./card.js").FarPrim} FarPrim
+ * @typedef {import("./card.js").Ctx} Ctx
+ * @typedef {import("./theme.js").Palette} Palette
+ * @typedef {import("../layout/protocol.js").LabelSpot} LabelSpot
+ * @typedef {import("../layout/protocol.js").Box} Box
+ */
+
+/**
+ * The primitives this module adds to card.js's (see the list above), and a draw list.
+ * @typedef {{t: "farlabels", list: FarPrim[]}} FarLabelsPrim
+ * @typedef {{t: "edges", ox: number, oy: number, list: number[][][], simple: boolean, labels: LabelSpot[],
+ *   stroke: string, labelFill: string, labelBg: string}} EdgesPrim
+ * @typedef {{t: "specks", rects: number[], fill: string}} SpecksPrim
+ * @typedef {(CardPrim | FarLabelsPrim | EdgesPrim | SpecksPrim | DrawList)[]} DrawList
+ */
+
+/**
+ * The composed scene as the draw list reads it (model/viewmodel.js composes it): each
+ * container's laid-out items (an open one holds its own container) and its edges, whose
+ * points are relative to it; `_dl`, `_bb`: what is cached on them.
+ * @typedef {CardPrims & {band: number, p: Palette}} CachedPrims
+ * @typedef {import("./card.js").SceneItem & {expanded?: DrawContainer | null, _dl?: CachedPrims}} DrawItem
+ * @typedef {{source: string, target: string, points: number[][], labelBox?: LabelSpot | null, _bb?: number[]}} DrawEdge
+ * @typedef {{x: number, y: number, items: DrawItem[], edges: DrawEdge[]}} DrawContainer
+ */
+
+/**
+ * What a draw list is built for.
+ * @typedef {object} DrawEnv
+ * @property {Ctx} ctx  measures texts
+ * @property {Palette} palette
+ * @property {number} s  the zoom
+ * @property {{x0: number, y0: number, x1: number, y1: number}} view  the world rectangle shown
+ * @property {{items: number, edges: number}} stats
+ * @property {((it: DrawItem) => string | null) | null} [heat]  the heat map's colour of a closed card
+ * @property {{q: FarPrim, depth: number}[] | null} [far]  the far names gathered while building
+ */
+
+/**
+ * A far name laid out for the zoom (farLabel).
+ * @typedef {{text: string, font: string, px: number, x: number, y: number, bg: Box | null,
+ *   sub: {text: string, font: string, y?: number} | null, vertical: boolean, beside: boolean, box: Box}} FarLabel
+ * @typedef {Box[] & {cells?: Map<string, Box[]>}} Placed  the names drawn so far this frame
+ */
+
 // Level of detail: 0 far (boxes and far labels), 1 titles, 2 titles, tags and lines.
+/** @param {number} s */
 export function bandOf(s) {
   return s < LOD_TITLE ? 0 : s < LOD_TEXT ? 1 : 2;
 }
@@ -43,24 +92,44 @@ const OP_NAMES_LAST = 1e6;
 
 // The whole visible scene into `out` (cleared by the caller). env: {ctx (for
 // measureText), palette, s (zoom), view {x0, y0, x1, y1} world, stats {items, edges}}.
+/**
+ * @param {DrawList} out
+ * @param {DrawContainer} root
+ * @param {DrawEnv} env
+ * @returns {DrawList}
+ */
 export function buildDrawList(out, root, env) {
-  env.far = [];
+  /** @type {{q: FarPrim, depth: number}[]} */
+  const far = [];
+  env.far = far;
   container(out, root, env, 0);
-  if (env.far.length) {
+  if (far.length) {
     // Outer frames first: when two names would overlap, the one that says more wins.
-    env.far.sort((a, b) => a.depth - b.depth);
-    out.push({ t: "farlabels", list: env.far.map((f) => f.q) });
+    far.sort((a, b) => a.depth - b.depth);
+    out.push({ t: "farlabels", list: far.map((f) => f.q) });
   }
   env.far = null;
   return out;
 }
 
+/**
+ * @param {DrawEnv["view"]} v
+ * @param {number} x @param {number} y @param {number} w @param {number} h
+ */
 const visible = (v, x, y, w, h) => x + w >= v.x0 && y + h >= v.y0 && x <= v.x1 && y <= v.y1;
 
+/**
+ * @param {DrawList} out
+ * @param {DrawContainer} c
+ * @param {DrawEnv} env
+ * @param {number} depth
+ */
 function container(out, c, env, depth) {
   const { s, view } = env;
   if (s >= MIN_EDGE_SCALE) edges(out, c, env);
+  /** @type {number[] | null} */
   let specks = null;
+  const far = /** @type {{q: FarPrim, depth: number}[]} */ (env.far);
   for (const it of c.items) {
     if (!visible(view, it.x, it.y, it.w, it.h)) continue;
     env.stats.items++;
@@ -74,7 +143,7 @@ function container(out, c, env, depth) {
     out.push(dl.card);
     // outer frames first, then the cards in them; op names last: a frame's or a group's
     // name says more than an op's
-    if (dl.far) for (const q of dl.far) env.far.push({ q, depth: q.op ? OP_NAMES_LAST + depth : it.expanded ? depth : depth + 0.5 });
+    if (dl.far) for (const q of dl.far) far.push({ q, depth: q.op ? OP_NAMES_LAST + depth : it.expanded ? depth : depth + 0.5 });
     if (!it.expanded) continue;
     if (dl.header && visible(view, it.x, it.y, it.w, S.groupHeader)) out.push(dl.header);
     // An expanded group too small to read is drawn as its frame only (its name and op
@@ -85,11 +154,19 @@ function container(out, c, env, depth) {
   if (specks) out.push({ t: "specks", rects: specks, fill: env.palette.cardStroke });
 }
 
+/**
+ * @param {DrawList} out
+ * @param {DrawContainer} c
+ * @param {DrawEnv} env
+ */
 function edges(out, c, env) {
   if (!c.edges.length) return;
   const { s, view } = env;
+  /** @type {number[][][]} */
   const list = [];
+  /** @type {LabelSpot[]} */
   const labels = [];
+  /** @type {Set<string> | null} */
   let seen = null;
   for (const e of c.edges) {
     const bb = e._bb || (e._bb = bboxOf(e.points, c.x, c.y));
@@ -110,6 +187,11 @@ function edges(out, c, env) {
   if (list.length) out.push({ t: "edges", ox: c.x, oy: c.y, list, simple: s < LOD_ARROWS, labels, stroke: p.edge, labelFill: p.edgeLabel, labelBg: p.edgeLabelBg });
 }
 
+/**
+ * @param {number[][]} points
+ * @param {number} ox
+ * @param {number} oy
+ */
 function bboxOf(points, ox, oy) {
   let x0 = Infinity;
   let y0 = Infinity;
@@ -126,6 +208,11 @@ function bboxOf(points, ox, oy) {
 
 // One item's primitives at the zoom's level of detail (cached per band and palette):
 // {card, header?, far?}; header and far only for an expanded group.
+/**
+ * @param {DrawItem} it
+ * @param {DrawEnv} env
+ * @returns {CachedPrims}
+ */
 export function cardList(it, env) {
   const band = bandOf(env.s);
   // The heat map (panels/cost.js): a closed card filled with its colour, an open frame as it is.
@@ -133,6 +220,7 @@ export function cardList(it, env) {
   const p = heat ? heatPalette(env.palette, heat) : env.palette;
   const c = it._dl;
   if (c && c.band === band && c.p === p) return c;
+  /** @type {CachedPrims} */
   const dl = { band, p, card: [], header: null, far: null };
   drawCard(dl, it, env.ctx, p, band);
   it._dl = dl;
@@ -141,12 +229,19 @@ export function cardList(it, env) {
 
 // The palette with every card fill (ops, groups of every kind) replaced by a heat colour:
 // one derived palette per base palette and colour, so cached card lists stay valid.
+/** @type {WeakMap<Palette, Map<string, Palette>>} */
 const heatPalettes = new WeakMap();
+/**
+ * @param {Palette} p
+ * @param {string} colour
+ * @returns {Palette}
+ */
 function heatPalette(p, colour) {
   let byColour = heatPalettes.get(p);
   if (!byColour) heatPalettes.set(p, (byColour = new Map()));
   let got = byColour.get(colour);
   if (!got) {
+    /** @type {Palette["kinds"]} */
     const kinds = {};
     // the card's own text colour for every line: muted grey is too faint on the hot colours
     for (const [k, v] of Object.entries(p.kinds)) kinds[k] = { ...v, fill: colour, text: p.cardText };
@@ -174,6 +269,13 @@ const FAR_BESIDE_PX = 200; // a name beside a frame too narrow for it, at most t
 // op's short name, centred in it (`op: true`), when the card holds three letters of it.
 // `placed`: the names drawn so far this frame (world boxes); a name that would cover one
 // of them is not drawn. Null when it is not drawn at this zoom.
+/**
+ * @param {FarPrim} f
+ * @param {number} s  the zoom
+ * @param {Ctx} ctx
+ * @param {Placed | null} [placed]
+ * @returns {FarLabel | null}
+ */
 export function farLabel(f, s, ctx, placed = null) {
   const sw = f.w * s;
   const sh = f.h * s;
@@ -253,9 +355,16 @@ export function farLabel(f, s, ctx, placed = null) {
 // is returned, and nothing is added). The boxes are kept in screen cells of 128 px too
 // (`placed.cells`), so that a frame with thousands of op names compares each with its
 // neighbours only.
+/**
+ * @param {Placed} placed
+ * @param {Box} box
+ * @param {number} s
+ * @returns {Box | null}
+ */
 function place(placed, box, s) {
   const cell = 128 / s;
   const cells = placed.cells || (placed.cells = new Map());
+  /** @type {string[]} */
   const keys = [];
   for (let cx = Math.floor(box.x / cell); cx <= Math.floor((box.x + box.w) / cell); cx++) {
     for (let cy = Math.floor(box.y / cell); cy <= Math.floor((box.y + box.h) / cell); cy++) keys.push(cx + "," + cy);
@@ -276,9 +385,16 @@ function place(placed, box, s) {
 
 // `text` as it fits in `room` (world units, in the context's font): whole, or cut with an
 // ellipsis to the longest start that fits, but never shorter than `least` characters (null).
+/**
+ * @param {Ctx} ctx
+ * @param {string} text
+ * @param {number} room
+ * @param {number} least
+ * @returns {string | null}
+ */
 function fitText(ctx, text, room, least) {
   if (ctx.measureText(text).width <= room) return text;
-  const cut = (n) => text.slice(0, n - 1) + "…";
+  const cut = (/** @type {number} */ n) => text.slice(0, n - 1) + "…";
   if (least >= text.length || ctx.measureText(cut(least)).width > room) return null;
   let lo = least;
   let hi = text.length - 1;
@@ -295,6 +411,19 @@ function fitText(ctx, text, room, least) {
 // Paints a draw list on a 2D context already transformed to world coordinates at zoom s.
 // hatch: () => the opaque hatch CanvasPattern. `far`: collects the far names drawn
 // ({text, sub, outside, box}), for the hooks.
+/**
+ * A far name as it was drawn (for the hooks).
+ * @typedef {{text: string, full: string, sub: string | null, vertical: boolean, beside: boolean, frame: boolean,
+ *   op: boolean, box: Box, of: Box}} FarDrawn
+ */
+
+/**
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {DrawList} list
+ * @param {number} s
+ * @param {() => CanvasPattern | string | null} hatch
+ * @param {FarDrawn[] | null} [far]
+ */
 export function paintList(ctx, list, s, hatch, far = null) {
   for (let i = 0; i < list.length; i++) {
     const q = list[i];
@@ -360,6 +489,7 @@ export function paintList(ctx, list, s, hatch, far = null) {
         ctx.stroke();
         break;
       case "farlabels": {
+        /** @type {Placed} */
         const placed = [];
         ctx.textAlign = "left";
         ctx.textBaseline = "top";
@@ -368,7 +498,7 @@ export function paintList(ctx, list, s, hatch, far = null) {
           if (!f) continue;
           if (far) far.push({ text: f.text, full: item.text, sub: f.sub ? f.sub.text : null, vertical: f.vertical, beside: f.beside, frame: !!item.frame, op: !!item.op, box: f.box, of: { x: item.x, y: item.y, w: item.w, h: item.h } });
           if (f.bg) {
-            ctx.fillStyle = item.bg;
+            ctx.fillStyle = /** @type {string} */ (item.bg);
             ctx.fillRect(f.bg.x, f.bg.y, f.bg.w, f.bg.h);
           }
           ctx.fillStyle = item.color;
@@ -382,7 +512,7 @@ export function paintList(ctx, list, s, hatch, far = null) {
           ctx.fillText(f.text, x, y);
           if (f.sub) {
             ctx.font = f.sub.font;
-            ctx.fillText(f.sub.text, x, f.sub.y);
+            ctx.fillText(f.sub.text, x, /** @type {number} */ (f.sub.y));
           }
           if (f.vertical) ctx.restore();
         }
@@ -403,6 +533,11 @@ export function paintList(ctx, list, s, hatch, far = null) {
   }
 }
 
+/**
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {EdgesPrim} q
+ * @param {number} s
+ */
 function drawEdges(ctx, q, s) {
   const { ox, oy, list, simple } = q;
   ctx.lineWidth = simple ? 1 / s : 1.25;

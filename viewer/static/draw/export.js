@@ -6,16 +6,49 @@ import { CARD_STYLE as S, labelRect } from "./card.js";
 import { HATCH, HATCH_TILE } from "./theme.js";
 import { farLabel } from "./drawlist.js";
 
+/**
+ * @typedef {import("./drawlist.js").DrawList} DrawList
+ * @typedef {import("./drawlist.js").EdgesPrim} EdgesPrim
+ * @typedef {import("./drawlist.js").Placed} Placed
+ * @typedef {import("./card.js").RectPrim} RectPrim
+ * @typedef {import("./card.js").Ctx} Ctx
+ * @typedef {import("./theme.js").Palette} Palette
+ */
+
+/**
+ * What the export reads of the renderer (draw/renderer.js): its canvas and context, the
+ * camera, the palette, and the draw list of a view.
+ * @typedef {object} ExportRenderer
+ * @property {HTMLCanvasElement} canvas
+ * @property {CanvasRenderingContext2D} ctx
+ * @property {number} width
+ * @property {number} height
+ * @property {{s: number}} cam
+ * @property {Palette} palette
+ * @property {(now: number) => void} draw
+ * @property {(sx: number, sy: number) => number[]} toWorld
+ * @property {(view: {x0: number, y0: number, x1: number, y1: number}, s: number, out: DrawList) => DrawList} drawListFor
+ */
+
+/**
+ * @param {ExportRenderer} renderer
+ * @param {string} stem  the file's name without its extension
+ * @returns {Promise<Blob | null>}
+ */
 export function exportPng(renderer, stem) {
   renderer.draw(performance.now()); // make sure the canvas holds the current frame
-  return new Promise((resolve) => {
+  return /** @type {Promise<Blob | null>} */ (new Promise((resolve) => {
     renderer.canvas.toBlob((blob) => {
       if (blob) download(blob, `${stem}.png`);
       resolve(blob);
     }, "image/png");
-  });
+  }));
 }
 
+/**
+ * @param {ExportRenderer} renderer
+ * @param {string} stem
+ */
 export function exportSvg(renderer, stem) {
   const svg = sceneToSvg(renderer);
   const blob = new Blob([svg], { type: "image/svg+xml" });
@@ -23,6 +56,10 @@ export function exportSvg(renderer, stem) {
   return svg;
 }
 
+/**
+ * @param {Blob} blob
+ * @param {string} name
+ */
 function download(blob, name) {
   const url = URL.createObjectURL(blob);
   const a = document.createElement("a");
@@ -34,15 +71,21 @@ function download(blob, name) {
   setTimeout(() => URL.revokeObjectURL(url), 5000);
 }
 
-const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+/** @type {Record<string, string>} */
+const ENTITIES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+/** @param {unknown} s */
+const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ENTITIES[c]);
+/** @param {number} n */
 const fmt = (n) => (Math.round(n * 100) / 100).toString();
 
+/** @param {ExportRenderer} renderer */
 export function sceneToSvg(renderer) {
   const p = renderer.palette;
   const s = renderer.cam.s;
   const [x0, y0] = renderer.toWorld(0, 0);
   const [x1, y1] = renderer.toWorld(renderer.width, renderer.height);
   const list = renderer.drawListFor({ x0, y0, x1, y1 }, s, []);
+  /** @type {string[]} */
   const out = [];
   serialize(out, list, s, renderer.ctx);
   const w = x1 - x0;
@@ -57,12 +100,19 @@ export function sceneToSvg(renderer) {
 }
 
 // The opaque hatch tile: the same 8×8 strokes as the canvas pattern (renderer.hatchPattern).
+/** @param {Palette} p */
 function hatchTile(p) {
   const d = HATCH_TILE.map(([ax, ay, bx, by]) => `M${ax},${ay} L${bx},${by}`).join(" ");
   return `<rect width="8" height="8" fill="${p.opaqueFill}"/><path d="${d}" stroke="${p.opaqueHatch}" stroke-width="1.5"/>`;
 }
 
 // A draw list (drawlist.js) as SVG elements, in drawing order.
+/**
+ * @param {string[]} out
+ * @param {DrawList} list
+ * @param {number} s
+ * @param {CanvasRenderingContext2D} ctx
+ */
 export function serialize(out, list, s, ctx) {
   for (const q of list) {
     if (Array.isArray(q)) {
@@ -77,6 +127,7 @@ export function serialize(out, list, s, ctx) {
       out.push(`<circle cx="${fmt(cx)}" cy="${fmt(cy)}" r="${fmt(r)}" fill="none" stroke="${q.color}" stroke-width="1.2"/>`
         + `<path d="M${fmt(cx - r / 2)},${fmt(cy)} L${fmt(cx + r / 2)},${fmt(cy)}${plus}" stroke="${q.color}" stroke-width="1.2"/>`);
     } else if (q.t === "farlabels") {
+      /** @type {Placed} */
       const placed = [];
       for (const item of q.list) {
         const f = farLabel(item, s, ctx, placed);
@@ -85,7 +136,7 @@ export function serialize(out, list, s, ctx) {
         // a name down a frame's side (drawlist.js farLabel): the canvas's quarter turn
         const [x, y] = f.vertical ? [0, 0] : [f.x, f.y];
         const texts = [textSvg(ctx, x, y, f.text, f.font, item.color, "top")];
-        if (f.sub) texts.push(textSvg(ctx, x, f.sub.y, f.sub.text, f.sub.font, item.color, "top"));
+        if (f.sub) texts.push(textSvg(ctx, x, /** @type {number} */ (f.sub.y), f.sub.text, f.sub.font, item.color, "top"));
         out.push(f.vertical ? `<g transform="translate(${fmt(f.x)},${fmt(f.y)}) rotate(90)">${texts.join("")}</g>` : texts.join(""));
       }
     } else if (q.t === "specks") {
@@ -100,13 +151,30 @@ export function serialize(out, list, s, ctx) {
 // A text at the canvas's (x, y) for its textBaseline: SVG's alphabetic baseline placed
 // where the canvas puts it (dy from the canvas's own metrics for that font), so the text
 // sits on the same pixels as on screen.
+/**
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {number} x
+ * @param {number} y
+ * @param {string} text
+ * @param {string} font
+ * @param {string} fill
+ * @param {CanvasTextBaseline} baseline
+ * @param {CanvasTextAlign} [align]
+ */
 function textSvg(ctx, x, y, text, font, fill, baseline, align = "left") {
   const anchor = align === "center" ? ' text-anchor="middle"' : align === "right" || align === "end" ? ' text-anchor="end"' : "";
   return `<text x="${fmt(x)}" y="${fmt(y)}"${anchor} dy="${fmt(baselineShift(ctx, font, baseline))}" fill="${fill}" style="font:${esc(font)};white-space:pre">${esc(text)}</text>`;
 }
 
+/** @type {Map<string, number>} */
 const shifts = new Map();
 
+/**
+ * @param {CanvasRenderingContext2D} ctx
+ * @param {string} font
+ * @param {CanvasTextBaseline} baseline
+ * @returns {number}
+ */
 function baselineShift(ctx, font, baseline) {
   const k = baseline + "|" + font;
   let d = shifts.get(k);
@@ -123,6 +191,10 @@ function baselineShift(ctx, font, baseline) {
   return d;
 }
 
+/**
+ * @param {RectPrim} q
+ * @param {number} s
+ */
 function rectSvg(q, s) {
   const fill = q.fill ? (q.fill === HATCH ? HATCH : q.fill) : "none";
   let paint = ` fill="${fill}"`;
@@ -138,9 +210,14 @@ function rectSvg(q, s) {
 
 // A rectangle with its own radius per corner [top-left, top-right, bottom-right,
 // bottom-left], scaled down as the canvas's roundRect does when they do not fit.
+/**
+ * @param {number} x @param {number} y @param {number} w @param {number} h
+ * @param {number[]} radii
+ */
 function cornerPath(x, y, w, h, [tl, tr, br, bl]) {
   const f = Math.min(1, w / (tl + tr || 1), w / (bl + br || 1), h / (tl + bl || 1), h / (tr + br || 1));
   [tl, tr, br, bl] = [tl * f, tr * f, br * f, bl * f];
+  /** @param {number} r @param {number} ex @param {number} ey */
   const a = (r, ex, ey) => (r ? ` A${fmt(r)},${fmt(r)} 0 0 1 ${fmt(ex)},${fmt(ey)}` : "");
   return `M${fmt(x + tl)},${fmt(y)} L${fmt(x + w - tr)},${fmt(y)}${a(tr, x + w, y + tr)} L${fmt(x + w)},${fmt(y + h - br)}`
     + `${a(br, x + w - br, y + h)} L${fmt(x + bl)},${fmt(y + h)}${a(bl, x, y + h - bl)} L${fmt(x)},${fmt(y + tl)}${a(tl, x + tl, y)} Z`;
@@ -148,6 +225,12 @@ function cornerPath(x, y, w, h, [tl, tr, br, bl]) {
 
 // One container's edges: rounded polylines with arrowheads (as the canvas draws them),
 // hairlines when far; labels on their background.
+/**
+ * @param {string[]} out
+ * @param {EdgesPrim} q
+ * @param {number} s
+ * @param {CanvasRenderingContext2D} ctx
+ */
 function edgesSvg(out, q, s, ctx) {
   const { ox, oy } = q;
   const width = q.simple ? fmt(1 / s) : "1.25";
@@ -174,6 +257,11 @@ function edgesSvg(out, q, s, ctx) {
 }
 
 // The canvas's arcTo corners (radius 7, clamped to the segments) as an SVG path.
+/**
+ * @param {number[][]} pts
+ * @param {number} ox
+ * @param {number} oy
+ */
 function roundedPath(pts, ox, oy) {
   let d = `M${fmt(ox + pts[0][0])},${fmt(oy + pts[0][1])}`;
   for (let i = 1; i < pts.length - 1; i++) {

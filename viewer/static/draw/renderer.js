@@ -16,39 +16,84 @@ import {
   readPalette,
 } from "./theme.js";
 
+/**
+ * @typedef {import("./drawlist.js").DrawItem} DrawItem
+ * @typedef {import("./drawlist.js").DrawContainer} DrawContainer
+ * @typedef {import("./drawlist.js").DrawEnv} DrawEnv
+ * @typedef {import("./drawlist.js").DrawList} DrawList
+ * @typedef {import("./drawlist.js").FarDrawn} FarDrawn
+ * @typedef {import("./theme.js").Palette} Palette
+ * @typedef {{x: number, y: number, w: number, h: number}} Rect  a world rectangle
+ * @typedef {{x0: number, y0: number, x1: number, y1: number}} View  the world rectangle shown
+ */
+
+/**
+ * The scene the view model composed (model/viewmodel.js) as the renderer draws it: the
+ * root container, every laid-out item by key, and its size.
+ * @typedef {{root: DrawContainer, byKey: Map<string, DrawItem>, w: number, h: number}} Scene
+ */
+
 export class Renderer {
+  /**
+   * @param {HTMLElement} canvas  a <canvas>
+   * @param {HTMLElement | null} minimap  a <canvas>
+   */
   constructor(canvas, minimap) {
-    this.canvas = canvas;
-    this.ctx = canvas.getContext("2d", { alpha: false });
-    this.minimap = minimap;
-    this.mctx = minimap ? minimap.getContext("2d") : null;
+    this.canvas = /** @type {HTMLCanvasElement} */ (canvas);
+    this.ctx = /** @type {CanvasRenderingContext2D} */ (this.canvas.getContext("2d", { alpha: false }));
+    this.minimap = /** @type {HTMLCanvasElement | null} */ (minimap);
+    this.mctx = this.minimap ? this.minimap.getContext("2d") : null;
+    /** @type {Scene | null} */
     this.scene = null;
     /** @type {{key: string, x: number, y: number, cam: {s: number, tx: number, ty: number}} | null} */
     this.followed = null; // the card Readable centred on, followed while layouts settle (keepFollowed)
     this.cam = { tx: 0, ty: 0, s: 1 };
+    /** @type {string | null} */
     this.selected = null;
+    /** @type {string | null} */
     this.flash = null;
-    this.multi = null; // Set of keys selected together (Show in Graph: a source line's items)
-    this.cursor = null; // Set of keys outlined lightly (the editor's cursor line)
+    /** @type {Set<string> | null} */
+    this.multi = null; // keys selected together (Show in Graph: a source line's items)
+    /** @type {Set<string> | null} */
+    this.cursor = null; // keys outlined lightly (the editor's cursor line)
     this.palette = readPalette();
     this.dpr = window.devicePixelRatio || 1;
     this.frameQueued = false;
+    /** @type {number[]} */
     this.drawMs = [];
+    /** @type {number | null} */
     this.firstPaintAt = null;
+    /** @type {((ms: number, frameTime: number) => void) | null} */
     this.onDraw = null;
+    /** @type {HTMLCanvasElement | null} */
     this.minimapCache = null;
+    /** @type {CanvasPattern | null} */
     this.hatch = null;
+    this.width = 0;
+    this.height = 0;
+    // Set by each draw: the world rectangle drawn, what it drew, and the minimap's transform.
+    /** @type {View | undefined} */
+    this.view = undefined;
+    /** @type {{items: number, edges: number} | undefined} */
+    this.stats = undefined;
+    /** @type {{k: number, ox: number, oy: number} | undefined} */
+    this.minimapXform = undefined;
     this._insetRight = 0; // CSS px of the canvas covered by a side panel
     // What floats over the canvas at its bottom (app.js sets them): the hint bar's height,
     // and the minimap's box at the bottom right (null while it is hidden). Fit keeps the
     // graph out from under them.
     this.hintHeight = 0;
+    /** @type {{w: number, h: number} | null} */
     this.minimapBox = null;
-    this.overlay = null; // (ctx, renderer) => draws over the items, under the selection (diff.js)
+    /** @type {((ctx: CanvasRenderingContext2D, renderer: Renderer) => void) | null} */
+    this.overlay = null; // draws over the items, under the selection (diff.js)
+    /** @type {DrawList} */
     this.dl = []; // the frame's draw list, reused
+    /** @type {FarDrawn[]} */
     this.farDrawn = []; // the far names the last frame drew (semantic zoom), for the hooks
-    // heat: null, or (scene item) => a fill colour or null (the cost panel's heat map)
-    this.env = { ctx: this.ctx, palette: this.palette, s: 1, view: null, stats: null, heat: null };
+    // heat: null, or (scene item) => a fill colour or null (the cost panel's heat map);
+    // view and stats are set by drawListFor before each build.
+    this.env = /** @type {DrawEnv} */ (/** @type {unknown} */ ({ ctx: this.ctx, palette: this.palette, s: 1, view: null, stats: null, heat: null }));
     this.hatchFn = () => this.hatchPattern();
     this.resize();
   }
@@ -84,12 +129,14 @@ export class Renderer {
   }
 
   // Cards coloured by `heat(item)` (a CSS colour or null), or as usual when null.
+  /** @param {DrawEnv["heat"]} heat */
   setHeat(heat) {
     this.env.heat = heat;
     this.minimapCache = null;
     this.requestDraw();
   }
 
+  /** @param {Scene | null} scene */
   setScene(scene) {
     this.scene = scene;
     this.minimapCache = null;
@@ -117,20 +164,40 @@ export class Renderer {
 
   // ------------------------------------------------------------------ camera
 
+  /**
+   * @param {number} sx
+   * @param {number} sy
+   * @returns {[number, number]}
+   */
   toWorld(sx, sy) {
     return [(sx - this.cam.tx) / this.cam.s, (sy - this.cam.ty) / this.cam.s];
   }
 
+  /**
+   * @param {number} wx
+   * @param {number} wy
+   * @returns {[number, number]}
+   */
   toScreen(wx, wy) {
     return [wx * this.cam.s + this.cam.tx, wy * this.cam.s + this.cam.ty];
   }
 
+  /**
+   * @param {number} dx
+   * @param {number} dy
+   */
   panBy(dx, dy) {
     this.cam.tx += dx;
     this.cam.ty += dy;
     this.requestDraw();
   }
 
+  /**
+   * @param {number} sx
+   * @param {number} sy
+   * @param {number} factor
+   * @param {boolean} [allowBelowMin]
+   */
   zoomAt(sx, sy, factor, allowBelowMin = false) {
     const min = allowBelowMin ? 1e-4 : Math.min(MIN_ZOOM, this.cam.s);
     const s = Math.max(min, Math.min(MAX_ZOOM, this.cam.s * factor));
@@ -146,6 +213,7 @@ export class Renderer {
     return this._insetRight;
   }
 
+  /** @param {number} px */
   set insetRight(px) {
     const grew = (px || 0) > this._insetRight;
     this._insetRight = px || 0;
@@ -170,6 +238,10 @@ export class Renderer {
 
   // The part of the canvas a Fit uses: beside a side panel, above the hint bar, and beside
   // or above the minimap, whichever leaves the larger graph ({x, y, w, h} in CSS px).
+  /**
+   * @param {{w: number, h: number}} b  what is to fit
+   * @returns {Rect}
+   */
   fitArea(b) {
     const view = this.width - this.insetRight;
     const hint = this.hintHeight;
@@ -177,7 +249,7 @@ export class Renderer {
     const above = { x: 0, y: 0, w: view, h: this.height - Math.max(hint, m ? m.h : 0) };
     if (!m) return above;
     const beside = { x: 0, y: 0, w: view - m.w, h: this.height - hint };
-    const k = (a) => Math.min(a.w / Math.max(b.w, 1), a.h / Math.max(b.h, 1));
+    const k = (/** @type {Rect} */ a) => Math.min(a.w / Math.max(b.w, 1), a.h / Math.max(b.h, 1));
     return k(beside) > k(above) ? beside : above;
   }
 
@@ -191,18 +263,24 @@ export class Renderer {
 
   // Fit may go below MIN_ZOOM: the whole graph, however small.
   fit() {
-    if (!this.scene) return;
+    const scene = this.scene;
+    if (!scene) return;
     const s = this.fitScale();
-    const a = this.fitArea(this.scene);
+    const a = this.fitArea(scene);
     this.cam.s = s;
-    this.cam.tx = a.x + (a.w - this.scene.w * s) / 2;
-    this.cam.ty = a.y + (a.h - this.scene.h * s) / 2;
+    this.cam.tx = a.x + (a.w - scene.w * s) / 2;
+    this.cam.ty = a.y + (a.h - scene.h * s) / 2;
     this.requestDraw();
   }
 
   // Back to legible cards, centred on a world point (default: the card nearest the view's
   // centre, never an empty stretch of a frame).
+  /**
+   * @param {number} [wx]
+   * @param {number} [wy]
+   */
   readable(wx, wy) {
+    /** @type {DrawItem | null} */
     let it = null;
     if (wx === undefined) {
       it = this.nearestCard();
@@ -211,7 +289,7 @@ export class Renderer {
     }
     this.cam.s = READABLE_SCALE;
     this.cam.tx = (this.width - this.insetRight) / 2 - wx * this.cam.s;
-    this.cam.ty = this.height / 2 - wy * this.cam.s;
+    this.cam.ty = this.height / 2 - /** @type {number} */ (wy) * this.cam.s; // given with wx, or set above
     const c = this.cam;
     this.followed = it && it.key ? { key: it.key, x: it.x, y: it.y, cam: { s: c.s, tx: c.tx, ty: c.ty } } : null;
     this.requestDraw();
@@ -220,18 +298,23 @@ export class Renderer {
   // The laid-out card (not a frame: an item not expanded) nearest the centre of the view,
   // looked for in the frames around that centre first; a boundary pill ("in"/"out") only
   // where no card is in sight; null without one.
+  /** @returns {DrawItem | null} */
   nearestCard() {
     if (!this.scene) return null;
     const [cx, cy] = this.toWorld((this.width - this.insetRight) / 2, this.height / 2);
-    const dist = (it) => {
+    const dist = (/** @type {DrawItem} */ it) => {
       const dx = Math.max(it.x - cx, 0, cx - (it.x + it.w));
       const dy = Math.max(it.y - cy, 0, cy - (it.y + it.h));
       return dx * dx + dy * dy;
     };
-    let best = null;
+    let best = /** @type {DrawItem | null} */ (null); // set inside visit
     let bestD = Infinity;
-    let pill = null;
+    let pill = /** @type {DrawItem | null} */ (null);
     let pillD = Infinity;
+    /**
+     * @param {DrawContainer} container
+     * @param {number} depth
+     */
     const visit = (container, depth) => {
       for (const it of container.items) {
         if (it.expanded) {
@@ -254,6 +337,10 @@ export class Renderer {
   }
 
   // The smallest world rectangle around `keys` laid out in the scene (null: none is).
+  /**
+   * @param {Iterable<string>} keys
+   * @returns {Rect | null}
+   */
   boundsOf(keys) {
     if (!this.scene) return null;
     let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
@@ -270,6 +357,7 @@ export class Renderer {
 
   // Everything in world rectangle `b` in view, centred, at most at readable size (out
   // from under the hint bar and the minimap, as Fit).
+  /** @param {Rect} b */
   fitRect(b) {
     const pad = 48;
     const a = this.fitArea(b);
@@ -281,12 +369,17 @@ export class Renderer {
   }
 
   // Whether any part of world rectangle `b` is on screen (beside the side panel).
+  /** @param {Rect} b */
   onScreen(b) {
     const [x0, y0] = this.toScreen(b.x, b.y);
     const [x1, y1] = this.toScreen(b.x + b.w, b.y + b.h);
     return x1 > 0 && y1 > 0 && x0 < this.width - this.insetRight && y0 < this.height;
   }
 
+  /**
+   * @param {Rect} item
+   * @param {number} [scale]
+   */
   centerOn(item, scale) {
     if (scale !== undefined) this.cam.s = scale;
     const s = this.cam.s;
@@ -299,11 +392,13 @@ export class Renderer {
   // fits at that zoom; otherwise the top of the graph, centred on its inputs (the capture
   // inputs' pills, where reading starts).
   home() {
-    if (!this.scene) return;
+    const scene = this.scene;
+    if (!scene) return;
     if (this.fitScale() >= LEGIBLE_SCALE) return this.fit();
     const s = FIRST_SCALE;
-    const root = this.scene.root;
-    const inputs = root.items.filter((it) => it.type === "in" && !(it.item && it.item.weight));
+    const root = scene.root;
+    // a pill's item is its boundary value (a parameter drawn inside its op: `weight`)
+    const inputs = root.items.filter((it) => it.type === "in" && !(it.item && /** @type {{weight?: boolean}} */ (it.item).weight));
     const anchor = inputs.length ? inputs : root.items.slice(0, 1);
     const x0 = Math.min(...anchor.map((it) => it.x));
     const x1 = Math.max(...anchor.map((it) => it.x + it.w));
@@ -312,14 +407,14 @@ export class Renderer {
     this.cam.s = s;
     // Centre the inputs, but never leave the graph's left edge inside the screen for nothing.
     let tx = view / 2 - ((x0 + x1) / 2) * s;
-    if (this.scene.w * s <= view) tx = (view - this.scene.w * s) / 2;
-    else tx = Math.min(24, Math.max(view - 24 - this.scene.w * s, tx));
+    if (scene.w * s <= view) tx = (view - scene.w * s) / 2;
+    else tx = Math.min(24, Math.max(view - 24 - scene.w * s, tx));
     this.cam.tx = tx;
     this.cam.ty = 24 - Math.max(0, y0 - 10) * s;
     // The stack of blocks the first view opened on is on screen without scrolling (a
     // ConvNeXt's 27 blocks sit in its third stage, below the stem and the first stages):
     // its card is brought up to two thirds of the screen, and across into view.
-    const stack = [...this.scene.byKey.values()].find((it) => it.type === "stack" && !(it.card && it.card.fold));
+    const stack = [...scene.byKey.values()].find((it) => it.type === "stack" && !(it.card && it.card.fold));
     if (stack && stack.y * s + this.cam.ty > this.height * 0.67) this.cam.ty = this.height * 0.67 - stack.y * s;
     if (stack && (stack.x * s + this.cam.tx < 0 || (stack.x + stack.w) * s + this.cam.tx > view)) {
       this.cam.tx = view / 2 - (stack.x + stack.w / 2) * s;
@@ -338,6 +433,7 @@ export class Renderer {
     });
   }
 
+  /** @param {number} frameTime */
   draw(frameTime) {
     const t0 = performance.now();
     const ctx = this.ctx;
@@ -370,6 +466,13 @@ export class Renderer {
 
   // The draw list of what a view (world rectangle) shows at zoom s: the canvas draws
   // it each frame (into a reused array), the SVG export serializes it (export.js).
+  /**
+   * @param {View} view
+   * @param {number} s
+   * @param {DrawList} [out]
+   * @param {{items: number, edges: number}} [stats]
+   * @returns {DrawList}
+   */
   drawListFor(view, s, out = this.dl, stats = { items: 0, edges: 0 }) {
     out.length = 0;
     const env = this.env;
@@ -381,11 +484,17 @@ export class Renderer {
     return out;
   }
 
+  /**
+   * @param {number} x @param {number} y @param {number} w @param {number} h
+   */
   visible(x, y, w, h) {
-    const v = this.view;
+    const v = /** @type {View} */ (this.view); // after a draw
     return x + w >= v.x0 && y + h >= v.y0 && x <= v.x1 && y <= v.y1;
   }
 
+  /**
+   * @param {number} x @param {number} y @param {number} w @param {number} h @param {number} r
+   */
   roundRect(x, y, w, h, r) {
     const ctx = this.ctx;
     ctx.beginPath();
@@ -397,7 +506,7 @@ export class Renderer {
     if (this.hatch) return this.hatch;
     const c = document.createElement("canvas");
     c.width = c.height = 8;
-    const g = c.getContext("2d");
+    const g = /** @type {CanvasRenderingContext2D} */ (c.getContext("2d"));
     g.fillStyle = this.palette.opaqueFill;
     g.fillRect(0, 0, 8, 8);
     g.strokeStyle = this.palette.opaqueHatch;
@@ -413,12 +522,18 @@ export class Renderer {
   }
 
   // How a boundary pill's texts fit its laid-out width (card.js).
+  /** @param {DrawItem} it */
   pillFit(it) {
     return pillFit(it, this.ctx);
   }
 
   // Which weight line of a node card a world point is on: the weight's index, or -1
   // (none is readable below LOD_TEXT).
+  /**
+   * @param {DrawItem} it
+   * @param {number} wx
+   * @param {number} wy
+   */
   weightAt(it, wx, wy) {
     return this.cam.s < LOD_TEXT ? -1 : weightAt(it, wx, wy);
   }
@@ -451,7 +566,9 @@ export class Renderer {
         ctx.stroke();
       }
     }
-    for (const [key, color, width] of [[this.flash, this.palette.highlight, 4], [this.selected, this.palette.select, 2.5]]) {
+    /** @type {[string | null, string, number][]} */
+    const marks = [[this.flash, this.palette.highlight, 4], [this.selected, this.palette.select, 2.5]];
+    for (const [key, color, width] of marks) {
       if (!key || !this.scene) continue;
       const it = this.scene.byKey.get(key);
       if (!it) continue;
@@ -466,8 +583,9 @@ export class Renderer {
 
   drawMinimap() {
     if (!this.mctx || !this.scene) return;
-    const m = this.minimap;
+    const m = /** @type {HTMLCanvasElement} */ (this.minimap); // mctx is its context
     const ctx = this.mctx;
+    const scene = this.scene;
     const W = m.width;
     const H = m.height;
     const pad = 6 * this.dpr;
@@ -479,14 +597,18 @@ export class Renderer {
       const c = document.createElement("canvas");
       c.width = W;
       c.height = H;
-      const g = c.getContext("2d");
+      const g = /** @type {CanvasRenderingContext2D} */ (c.getContext("2d"));
       g.fillStyle = this.palette.background;
       g.fillRect(0, 0, W, H);
       g.setTransform(k, 0, 0, k, ox, oy);
+      /**
+       * @param {DrawContainer} container
+       * @param {number} budget  levels left to go into
+       */
       const visit = (container, budget) => {
         for (const it of container.items) {
           if (it.expanded) {
-            const ks = kindStyle(this.palette, it.type === "chunk" ? "chunk" : it.item.kind);
+            const ks = kindStyle(this.palette, it.type === "chunk" ? "chunk" : /** @type {string} */ (it.item.kind));
             g.fillStyle = ks.fill;
             g.fillRect(it.x, it.y, it.w, it.h);
             g.strokeStyle = ks.stroke;
@@ -494,12 +616,12 @@ export class Renderer {
             g.strokeRect(it.x, it.y, it.w, it.h);
             if (it.w * k > 3 && budget > 0) visit(it.expanded, budget - 1);
           } else {
-            g.fillStyle = it.type === "node" ? (it.item.opaque ? this.palette.opaqueStroke : accentFor(it.item.label || "")) : kindStyle(this.palette, it.type === "chunk" ? "chunk" : it.item.kind).stroke;
+            g.fillStyle = it.type === "node" ? (it.item.opaque ? this.palette.opaqueStroke : accentFor(it.item.label || "")) : kindStyle(this.palette, it.type === "chunk" ? "chunk" : /** @type {string} */ (it.item.kind)).stroke;
             g.fillRect(it.x, it.y, Math.max(it.w, 1 / k), Math.max(it.h, 1 / k));
           }
         }
       };
-      visit(this.scene.root, 12);
+      visit(scene.root, 12);
       this.minimapCache = c;
     }
     ctx.setTransform(1, 0, 0, 1, 0, 0);
@@ -516,6 +638,11 @@ export class Renderer {
   }
 
   // A point on the minimap (CSS px) → the world point it shows.
+  /**
+   * @param {number} mx
+   * @param {number} my
+   * @returns {[number, number] | null}
+   */
   minimapToWorld(mx, my) {
     const t = this.minimapXform;
     if (!t) return null;

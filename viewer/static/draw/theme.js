@@ -25,6 +25,8 @@ export const MAX_ZOOM = 4;
 
 const KIND_VARS = ["jit", "scope", "module", "remat", "custom_jvp", "custom_vjp", "chunk", "cond", "body", "other"];
 
+/** @typedef {ReturnType<typeof readPalette>} Palette  the page's colours, read from its CSS */
+
 export function readPalette() {
   const css = getComputedStyle(document.documentElement);
   /** @param {string} name */

@@ -16,10 +16,72 @@
 
 import { FromWorker, layoutRequest } from "./protocol.js";
 
+/**
+ * @typedef {import("./protocol.js").Size} Size
+ * @typedef {import("./protocol.js").JobItem} JobItem
+ * @typedef {import("./protocol.js").JobEdge} JobEdge
+ * @typedef {import("./protocol.js").LayoutJob} LayoutJob
+ * @typedef {import("./protocol.js").Layout} Layout
+ * @typedef {import("./protocol.js").Result} Result
+ * @typedef {import("./protocol.js").Done} Done
+ * @typedef {import("./protocol.js").Dropped} Dropped
+ * @typedef {import("./protocol.js").LayoutError} LayoutError
+ * @typedef {import("./protocol.js").Version} Version
+ */
+
+/**
+ * An item of a requested job: a card, or an expanded container whose inside the job
+ * `child` of the same request lays out (`hold`: the box held for it, boxFor).
+ * @typedef {JobItem & {child?: string, hold?: Size | null}} RequestItem
+ */
+
+/**
+ * One container of a request (the view model makes them), `jid` its id in the request.
+ * @typedef {object} RequestJob
+ * @property {string} jid
+ * @property {string} sig
+ * @property {RequestItem[]} items
+ * @property {JobEdge[]} edges
+ * @property {boolean} [row]
+ * @property {number[][]} [columns]
+ */
+
+/**
+ * A job ready for a worker (its children's sizes filled in, `sig` its layout key) and the
+ * jids of the request's jobs it lays out.
+ * @typedef {LayoutJob & {jids?: string[]}} ReadyJob
+ */
+
+/**
+ * How a request ended: laid out (`ms` after it was made), failed, or null when a newer one
+ * superseded it.
+ * @typedef {{seq: number, ms: number} | {error: string} | null} Outcome
+ */
+
+/**
+ * The request being laid out.
+ * @typedef {object} Pending
+ * @property {number} seq
+ * @property {(outcome: Outcome) => void} resolve
+ * @property {number} t0  performance.now() when it was made
+ * @property {RequestJob[]} queue  jobs waiting for a child's layout
+ * @property {ReadyJob[]} ready  jobs no worker has yet
+ * @property {Map<Worker, {id: number, sigs: Set<string>}>} busy  the chunk each worker lays out
+ * @property {number} chunks  chunks handed out so far
+ * @property {Map<string, Layout | null>} done  jid -> layout (null: failed)
+ * @property {Map<string, string[]>} waiting  layout key in a worker -> jids waiting for it
+ */
+
+/** @typedef {Result | Done | Dropped | LayoutError | Version} WorkerAnswer */
+
 const CHUNK_ITEMS = 1600; // items handed to one worker at a time (it batches small ones for ELK)
 
 // A short, stable hash of a text (cyrb53, plus its length): layout cache keys, here and in
 // viewmodel.js.
+/**
+ * @param {string} text
+ * @returns {string}
+ */
 export function hash(text) {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
@@ -35,6 +97,11 @@ export function hash(text) {
 
 // The cache key of a container's layout: its content signature and the sizes of the
 // expanded containers inside it (`inners`, by item position; null for other items).
+/**
+ * @param {string} sig
+ * @param {(Size | null | undefined)[]} inners
+ * @returns {string}
+ */
 export function layoutKey(sig, inners) {
   let text = "";
   for (const b of inners) if (b) text += `${b.w}x${b.h},`;
@@ -45,6 +112,11 @@ export function layoutKey(sig, inners) {
 // layout is wider or taller (so that laying it out moves nothing around it, or only makes
 // room: viewmodel.js grownLayout), while the real layout fills a fair part of it; else
 // its own size.
+/**
+ * @param {Size} size  the container's own layout
+ * @param {Size | null | undefined} hold  the box held for it
+ * @returns {Size}
+ */
 export function boxFor(size, hold) {
   if (!hold) return { w: size.w, h: size.h };
   const w = Math.max(size.w, hold.w);
@@ -54,33 +126,49 @@ export function boxFor(size, hold) {
 }
 
 export class LayoutClient {
+  /**
+   * @param {string | URL} workerUrl
+   * @param {number} [size]  workers in the pool, at most
+   */
   constructor(workerUrl, size = defaultPoolSize()) {
     this.workerUrl = workerUrl;
     this.size = size;
+    /** @type {Worker[]} */
     this.workers = [];
     // One worker starts now (ELK parses while the page loads); the others only when a
     // request has independent work for them, so a first paint never pays for them.
     this._spawn();
     this.seq = 0;
+    /** @type {Map<string, Layout>} */
     this.layouts = new Map(); // sig -> layout, shared with the view model
+    /** @type {Set<string>} */
     this.failed = new Set(); // sigs the worker could not lay out (their parents use plain sizes)
-    this.current = null; // {seq, resolve, t0, queue:[jobs], busy:Map(worker -> chunk), chunks}
+    /** @type {Pending | null} */
+    this.current = null;
     this.totalMs = 0; // time spent inside ELK, for the benchmark
     this.jobCount = 0;
-    this.recent = []; // the last jobs laid out: {items, edges, ms}, for the benchmark
+    /** @type {{items: number, edges: number, ms: number}[]} */
+    this.recent = []; // the last jobs laid out, for the benchmark
+    /** @type {Map<string, [number, number]>} */
     this.sizes = new Map(); // layout key in a worker -> [items, edges]
     this.superseded = 0; // requests answered "dropped" because a newer one came
+    /** @type {number | null} */
     this.firstRequestAt = null; // performance.now() of the first request with work (benchmarks: the gap before layout)
     // The screen the graph is shown on (CSS px of the canvas), set by the page, and
     // whether layouts are made for it (`wrapping`: after Expand all or Depth…, where a
     // container taller than the screen is laid out in columns, layout.worker.js wrap; the
     // first view reads top to bottom).
+    /** @type {Size | null} */
     this.screen = null;
     this.wrapping = false;
   }
 
   // The view the layouts are made for: {w, h} in CSS px (null: no wrapping). Rounded, so
   // that a few pixels of resizing reuse the same layouts.
+  /**
+   * @param {number} w
+   * @param {number} h
+   */
   setScreen(w, h) {
     this.screen = w > 0 && h > 0 ? { w: Math.max(400, Math.round(w / 50) * 50), h: Math.max(300, Math.round(h / 50) * 50) } : null;
   }
@@ -100,22 +188,33 @@ export class LayoutClient {
 
   // Layouts are kept per screen (a tall container wraps to fit it): the view model asks by
   // its own key (layoutKey), this client adds the screen's.
+  /** @param {string} key */
   keyed(key) {
     return this.wrapping && this.screen ? `${key}@${this.screen.w}x${this.screen.h}` : key;
   }
 
+  /** @param {string} sig */
   has(sig) {
     return this.layouts.has(this.keyed(sig));
   }
 
+  /** @param {string} sig */
   get(sig) {
     return this.layouts.get(this.keyed(sig));
   }
 
+  /**
+   * @param {string} sig
+   * @param {Layout} layout
+   */
   put(sig, layout) {
     this.layouts.set(this.keyed(sig), layout);
   }
 
+  /**
+   * @param {RequestJob[]} jobs  in post-order: a child's job before its parent's
+   * @returns {Promise<Outcome>}
+   */
   request(jobs) {
     const seq = ++this.seq;
     // An older request is superseded: resolve it as dropped now; its workers finish the
@@ -127,23 +226,25 @@ export class LayoutClient {
     }
     if (!jobs.length) return Promise.resolve({ seq, ms: 0 });
     if (this.firstRequestAt === null) this.firstRequestAt = performance.now();
-    return new Promise((resolve) => {
+    return /** @type {Promise<Outcome>} */ (new Promise((resolve) => {
       this.current = {
         seq, resolve, t0: performance.now(), queue: jobs.slice(), ready: [], busy: new Map(), chunks: 0,
         done: new Map(), // jid -> layout (null: failed)
         waiting: new Map(), // layout key in a worker -> jids waiting for it
       };
       this._dispatch();
-    });
+    }));
   }
 
   // Moves every job whose children are laid out to `ready`, with its sizes filled in;
   // one whose layout is known (or in a worker already) needs no worker of its own.
   _promote() {
     const cur = this.current;
+    if (!cur) return;
     let moved = true;
     while (moved) {
       moved = false;
+      /** @type {RequestJob[]} */
       const rest = [];
       for (const job of cur.queue) {
         if (!job.items.every((it) => !it.child || cur.done.has(it.child))) {
@@ -155,9 +256,9 @@ export class LayoutClient {
           cur.done.set(job.jid, this.layouts.get(fin.sig) || null);
           moved = true;
         } else if (cur.waiting.has(fin.sig)) {
-          cur.waiting.get(fin.sig).push(job.jid);
+          cur.waiting.get(fin.sig)?.push(job.jid);
         } else if (cur.ready.some((r) => r.sig === fin.sig)) {
-          cur.ready.find((r) => r.sig === fin.sig).jids.push(job.jid);
+          cur.ready.find((r) => r.sig === fin.sig)?.jids?.push(job.jid);
         } else {
           fin.jids = [job.jid];
           cur.ready.push(fin);
@@ -180,12 +281,13 @@ export class LayoutClient {
       // An even share of the ready work per worker of the pool, so that it runs in parallel.
       const readyItems = cur.ready.reduce((k, j) => k + j.items.length, 0);
       const share = Math.min(CHUNK_ITEMS, Math.ceil(readyItems / this.size));
+      /** @type {LayoutJob[]} */
       const chunk = [];
       let items = 0;
       while (cur.ready.length && (items < share || !chunk.length)) {
-        const job = cur.ready.shift();
+        const job = /** @type {ReadyJob} */ (cur.ready.shift());
         chunk.push({ sig: job.sig, items: job.items, edges: job.edges, row: job.row, columns: job.columns, wrap: job.wrap });
-        cur.waiting.set(job.sig, job.jids);
+        cur.waiting.set(job.sig, job.jids || []);
         this.sizes.set(job.sig, [job.items.length, job.edges.length]);
         items += job.items.length;
       }
@@ -204,17 +306,22 @@ export class LayoutClient {
     }
   }
 
+  /** @param {Worker} w */
   _busy(w) {
     return this.current && this.current.busy.has(w);
   }
 
   // The job with the sizes of its `child` containers filled in (box held for them or
   // their own), under its layout key.
+  /**
+   * @param {RequestJob} job
+   * @returns {ReadyJob}
+   */
   _withInner(job) {
     const cur = this.current;
     const items = job.items.map((it) => {
       if (!it.child) return it;
-      const layout = cur.done.get(it.child);
+      const layout = cur && cur.done.get(it.child);
       const { child, hold, ...rest } = it;
       return { ...rest, inner: layout ? boxFor(layout, hold) : (hold ? { w: hold.w, h: hold.h } : { w: 160, h: 40 }) };
     });
@@ -224,6 +331,7 @@ export class LayoutClient {
       wrap: job.row || !this.wrapping ? null : this.screen };
   }
 
+  /** @param {string} message */
   _fail(message) {
     const cur = this.current;
     if (!cur) return;
@@ -231,10 +339,14 @@ export class LayoutClient {
     cur.resolve({ error: message });
   }
 
+  /**
+   * @param {Worker} w
+   * @param {WorkerAnswer} msg
+   */
   _onMessage(w, msg) {
-    const laidOut = msg.type === FromWorker.RESULT;
-    if (laidOut || msg.type === FromWorker.ERROR) {
-      if (laidOut) {
+    if (msg.type === FromWorker.VERSION) return;
+    if (msg.type === FromWorker.RESULT || msg.type === FromWorker.ERROR) {
+      if (msg.type === FromWorker.RESULT) {
         this.layouts.set(msg.sig, msg.layout);
         this.totalMs += msg.ms;
         this.jobCount += 1;
@@ -248,7 +360,7 @@ export class LayoutClient {
       this.sizes.delete(msg.sig);
       const cur = this.current;
       if (cur && msg.seq === cur.seq && cur.waiting.has(msg.sig)) {
-        for (const jid of cur.waiting.get(msg.sig)) cur.done.set(jid, laidOut ? msg.layout : null);
+        for (const jid of cur.waiting.get(msg.sig) || []) cur.done.set(jid, msg.type === FromWorker.RESULT ? msg.layout : null);
         cur.waiting.delete(msg.sig);
       }
       return;

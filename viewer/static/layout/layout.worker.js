@@ -19,6 +19,30 @@ import ELK, { ELK_VERSION } from "../vendor/elk.js";
 import { canvasMeasurer, charMeasurer, labelRect, measureCard } from "../draw/card.js";
 import { ToWorker, done, dropped, layoutError, result, version } from "./protocol.js";
 
+/**
+ * @typedef {import("./protocol.js").LayoutJob} LayoutJob
+ * @typedef {import("./protocol.js").Layout} Layout
+ * @typedef {import("./protocol.js").LayoutEdge} LayoutEdge
+ * @typedef {import("./protocol.js").LabelSpot} LabelSpot
+ * @typedef {import("./protocol.js").LayoutRequest} LayoutRequest
+ * @typedef {import("./protocol.js").Box} Box
+ * @typedef {import("./protocol.js").Size} Size
+ * @typedef {import("../draw/card.js").Measurer} Measurer
+ * @typedef {import("../vendor/elk.js").ElkNode} ElkNode
+ * @typedef {import("../vendor/elk.js").ElkEdge} ElkEdge
+ */
+
+/**
+ * A node of ELK's answer: laid out, so placed and sized.
+ * @typedef {{id: string, x: number, y: number, width: number, height: number}} LaidNode
+ */
+
+/**
+ * One container as ELK's graph, its cards' sizes, and its edges ELK was not given:
+ * [edge, the edge between the same two items that was given] (they share its route).
+ * @typedef {{graph: ElkNode, sizes: Size[], twins: [number, number][]}} Built
+ */
+
 // ELK as a library, in this thread: `new ELK()` without a workerUrl runs ELK's own
 // in-thread "fake worker". (Seeing a worker global, the bundle also sets `self.onmessage`
 // to a dispatcher of its own; this file's handler, assigned below, replaces it.)
@@ -27,16 +51,19 @@ const elk = new ELK();
 // Warm ELK's code paths once, off the critical path of the first real request.
 elk.layout({ id: "warm", layoutOptions: { "elk.algorithm": "layered" }, children: [{ id: "a", width: 10, height: 10 }, { id: "b", width: 10, height: 10 }], edges: [{ id: "e", sources: ["a"], targets: ["b"] }] }).catch(() => {});
 
+/** @type {Map<string, Layout>} */
 const cache = new Map(); // sig -> layout (bounded, oldest evicted)
 const CACHE_MAX = 4000;
 let newestSeq = -1;
 let running = false;
+/** @type {LayoutRequest | null} */
 let pending = null;
 
 // Text is measured in this thread's own canvas, in the fonts the page draws with.
+/** @type {Measurer} */
 let measure = charMeasurer;
 try {
-  measure = canvasMeasurer(new OffscreenCanvas(8, 8).getContext("2d"));
+  measure = canvasMeasurer(/** @type {OffscreenCanvasRenderingContext2D} */ (new OffscreenCanvas(8, 8).getContext("2d")));
 } catch {
   measure = charMeasurer;
 }
@@ -72,6 +99,11 @@ const COLUMN_OPTIONS = { ...LAYOUT_OPTIONS, "elk.layered.nodePlacement.strategy"
 const STRAIGHT = { "elk.layered.priority.straightness": "1000" };
 
 // One container as an ELK graph: items by position ("i0"…), edges by position ("e0"…).
+/**
+ * @param {LayoutJob} job
+ * @param {string} id  the prefix of its ids ("" alone, `b3` in a batch)
+ * @returns {Built}
+ */
 function elkGraph(job, id) {
   const sizes = job.items.map((item) => measureCard(item, measure));
   const children = sizes.map((s, i) => ({ id: `${id}i${i}`, width: s.w, height: s.h }));
@@ -79,13 +111,17 @@ function elkGraph(job, id) {
   // edges from each block to the next are the ones to draw straight, and the placement
   // that weighs straightness (network simplex) places them, instead of the blocks
   // drifting sideways one step per block along a fan-out (Llama's rotary cos/sin).
+  /** @type {Set<string>} */
   const next = new Set();
   for (const col of job.columns || []) for (let k = 0; k + 1 < col.length; k++) next.add(`${col[k]}>${col[k + 1]}`);
   // Edges between the same two items (a KV cache's 192 tensors from one decoding step to
   // the next) go to ELK once and share that route: ELK routes each edge it is given in its
   // own lane, which for a generate loop made 2,422 edges of 703 pairs and a 45 s layout.
+  /** @type {ElkEdge[]} */
   const edges = [];
+  /** @type {Map<string, number>} */
   const firstOf = new Map();
+  /** @type {[number, number][]} */
   const twins = []; // [edge, the edge of the same pair given to ELK]
   job.edges.forEach((e, i) => {
     if (e.s === e.t || !sizes[e.s] || !sizes[e.t]) return;
@@ -96,6 +132,7 @@ function elkGraph(job, id) {
       return;
     }
     firstOf.set(pair, i);
+    /** @type {ElkEdge} */
     const edge = { id: `${id}e${i}`, sources: [`${id}i${e.s}`], targets: [`${id}i${e.t}`] };
     if (next.has(`${e.s}>${e.t}`)) edge.layoutOptions = STRAIGHT;
     edges.push(edge);
@@ -107,17 +144,27 @@ function elkGraph(job, id) {
 }
 
 // ELK's answer for one container (coordinates relative to it) → the layout message.
+/**
+ * @param {ElkNode} out
+ * @param {string} prefix
+ * @param {number} count  the container's items
+ * @param {[number, number][]} twins
+ * @returns {Layout}
+ */
 function readLayout(out, prefix, count, twins) {
+  /** @type {Box[]} */
   const boxes = new Array(count);
   let w = 0;
   let h = 0;
-  for (const c of out.children) {
+  for (const c of /** @type {LaidNode[]} */ (out.children)) {
     boxes[Number(c.id.slice(prefix.length + 1))] = { x: c.x, y: c.y, w: c.width, h: c.height };
     w = Math.max(w, c.x + c.width);
     h = Math.max(h, c.y + c.height);
   }
+  /** @type {LayoutEdge[]} */
   const routed = [];
   for (const e of out.edges || []) {
+    /** @type {number[][]} */
     const points = [];
     for (const s of e.sections || []) {
       points.push([s.startPoint.x, s.startPoint.y]);
@@ -141,6 +188,10 @@ function readLayout(out, prefix, count, twins) {
   return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges: routed };
 }
 
+/**
+ * @param {LayoutJob} job
+ * @returns {Promise<Layout>}
+ */
 async function layoutJob(job) {
   const { graph, sizes, twins } = elkGraph(job, "");
   let out;
@@ -169,16 +220,25 @@ const WRAP_MAX_COLUMNS = 16;
 const WRAP_GUTTER = 36; // between two columns, before the lanes of edges that cross
 const WRAP_LANE = 6;
 
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ */
 function needsWrap(job, layout) {
   const wrap = job.wrap;
   if (!wrap || job.row || job.items.length < WRAP_MIN_ITEMS || layout.fallback) return false;
   return layout.h > wrap.h * WRAP_TALLER && layout.h / Math.max(1, layout.w) > (wrap.h / wrap.w) * 1.3;
 }
 
+/** @param {Size} l @param {Size} wrap */
 const fitScale = (l, wrap) => Math.min(wrap.w / Math.max(1, l.w), wrap.h / Math.max(1, l.h));
 
 // The places a run laid out from top to bottom can be cut: gaps between cards that no
 // card spans, each {y, crossing: how many edges pass it}.
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ */
 function cutLines(job, layout) {
   const boxes = layout.boxes.map((b, i) => b && { ...b, i }).filter(Boolean).sort((a, b) => a.y - b.y);
   /** @type {{y: number, crossing: number}[]} */
@@ -201,7 +261,14 @@ function cutLines(job, layout) {
 // The cuts for `k` columns of about equal height: near each k-th of the run, weighing
 // how far from it a cut is against how many edges cross it (balanced columns first, a
 // cut few edges cross where two are about as near).
+/**
+ * @param {{y: number, crossing: number}[]} cuts
+ * @param {number} height
+ * @param {number} k
+ * @returns {number[]}
+ */
 function cutsFor(cuts, height, k) {
+  /** @type {{y: number, crossing: number}[]} */
   const chosen = [];
   const span = height / k;
   for (let j = 1; j < k; j++) {
@@ -209,16 +276,23 @@ function cutsFor(cuts, height, k) {
     const last = chosen.length ? chosen[chosen.length - 1].y : -Infinity;
     const near = cuts.filter((c) => Math.abs(c.y - want) <= span / 2 && c.y > last + 1);
     if (!near.length) continue;
-    const score = (c) => Math.abs(c.y - want) / span + 0.03 * c.crossing;
+    const score = (/** @type {{y: number, crossing: number}} */ c) => Math.abs(c.y - want) / span + 0.03 * c.crossing;
     near.sort((a, b) => score(a) - score(b));
     chosen.push(near[0]);
   }
   return chosen.map((c) => c.y).sort((a, b) => a - b);
 }
 
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ * @param {Size} wrap
+ * @returns {Layout | null}
+ */
 function wrapColumns(job, layout, wrap) {
   const cuts = cutLines(job, layout);
   if (!cuts.length) return null;
+  /** @type {Layout | null} */
   let best = null;
   for (let k = 2; k <= WRAP_MAX_COLUMNS; k++) {
     const lines = cutsFor(cuts, layout.h, k);
@@ -231,8 +305,14 @@ function wrapColumns(job, layout, wrap) {
 }
 
 // The layout with its run cut at `lines` (y values) and the pieces set side by side.
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ * @param {number[]} lines
+ * @returns {Layout}
+ */
 function placeColumns(job, layout, lines) {
-  const segOf = (y) => {
+  const segOf = (/** @type {number} */ y) => {
     let k = 0;
     while (k < lines.length && y > lines[k]) k++;
     return k;
@@ -262,6 +342,7 @@ function placeColumns(job, layout, lines) {
     }
   });
   const gutter = WRAP_GUTTER + lanes * WRAP_LANE;
+  /** @type {{dx: number, dy: number, left: number, right: number, bottom: number}[]} */
   const shift = [];
   let x = 10;
   for (let k = 0; k < n; k++) {
@@ -274,6 +355,7 @@ function placeColumns(job, layout, lines) {
     x += e.x1 - e.x0 + gutter;
   }
   const boxes = layout.boxes.map((b, i) => b && { ...b, x: b.x + shift[boxSeg[i]].dx, y: b.y + shift[boxSeg[i]].dy });
+  /** @type {LayoutEdge[]} */
   const edges = [];
   let lane = 0;
   for (const le of layout.edges) {
@@ -312,12 +394,24 @@ function placeColumns(job, layout, lines) {
   return { w: Math.ceil(w + 10), h: Math.ceil(h + 10), boxes, edges, wrapped: n };
 }
 
+/**
+ * @param {LayoutJob} job
+ * @param {ElkNode | null} graph
+ * @param {Layout} layout
+ * @returns {Promise<Layout | null>}
+ */
 async function wrapped(job, graph, layout) {
   if (!needsWrap(job, layout)) return null;
-  return wrapColumns(job, layout, job.wrap);
+  return wrapColumns(job, layout, /** @type {Size} */ (job.wrap));
 }
 
 // What the worker adds to ELK's answer: edge labels placed where they fit.
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ * @param {boolean} [aligned]  alignColumns ran already
+ * @returns {Layout}
+ */
 function finish(job, layout, aligned = false) {
   if (!aligned) alignColumns(job, layout);
   placeLabels(job, layout);
@@ -329,6 +423,10 @@ function finish(job, layout, aligned = false) {
 // to the side of the one before it (a staircase down the model); each is moved across to
 // the first one's centre, unless it would then cover another card, and the ends of its
 // edges move with it (a jog half-way along the edge keeps them orthogonal).
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ */
 function alignColumns(job, layout) {
   const boxes = layout.boxes;
   for (const col of job.columns || []) {
@@ -336,6 +434,11 @@ function alignColumns(job, layout) {
     const at = col.filter((i) => boxes[i]);
     if (at.length < 2) continue;
     // Where a block would stand centred on `centre`: null when it would cover a card.
+    /**
+     * @param {number} i
+     * @param {number} centre
+     * @returns {Box | null}
+     */
     const place = (i, centre) => {
       const b = boxes[i];
       const moved = { ...b, x: b.x + centre - (b.x + b.w / 2) };
@@ -343,7 +446,7 @@ function alignColumns(job, layout) {
       return moved;
     };
     // The centre most blocks can stand on (one of theirs; the first one's on a tie).
-    let best = null;
+    let best = 0; // set by the first block: every block fits at least 0
     let most = -1;
     for (const i of at) {
       const centre = boxes[i].x + boxes[i].w / 2;
@@ -372,6 +475,12 @@ function alignColumns(job, layout) {
 
 // An edge's points with its first (atStart) or last point moved by dx, orthogonal again:
 // the segment into the moved end keeps its direction, with a jog half-way along it.
+/**
+ * @param {number[][]} points
+ * @param {number} dx
+ * @param {boolean} atStart
+ * @returns {number[][]}
+ */
 function shiftEnd(points, dx, atStart) {
   const pts = atStart ? points.slice().reverse() : points.slice();
   const n = pts.length;
@@ -396,11 +505,17 @@ function shiftEnd(points, dx, atStart) {
 // still shows when the pointer is on the edge). One label per value leaving an item (the
 // rest of its fan-out says the same), none on edges from an input pill or into an output
 // pill (the pill says it).
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout
+ */
 function placeLabels(job, layout) {
   const cards = layout.boxes.filter(Boolean);
+  /** @type {Box[]} */
   const placed = [];
+  /** @type {Set<string>} */
   const labelled = new Set();
-  const free = (r) => r.x >= 0 && r.y >= 0 && !cards.some((b) => meets(r, b)) && !placed.some((b) => meets(r, b));
+  const free = (/** @type {Box} */ r) => r.x >= 0 && r.y >= 0 && !cards.some((b) => meets(r, b)) && !placed.some((b) => meets(r, b));
   for (const le of layout.edges) {
     const je = job.edges[le.e];
     if (!je || !je.label) continue;
@@ -422,10 +537,18 @@ function placeLabels(job, layout) {
   }
 }
 
+/** @param {Box} a @param {Box} b */
 const meets = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 const FRACTIONS = [0.5, 0.3, 0.7, 0.15, 0.85];
 
 // A free place for a label of width `w` along an edge's points, or null.
+/**
+ * @param {number[][]} points
+ * @param {string} text
+ * @param {number} w
+ * @param {(r: Box) => boolean} free
+ * @returns {LabelSpot | null}
+ */
 function labelSpot(points, text, w, free) {
   const segs = [];
   for (let i = 0; i + 1 < points.length; i++) {
@@ -456,6 +579,7 @@ function labelSpot(points, text, w, free) {
 }
 
 // A label that does not fit whole: its shape without the dtype (`[768,2304]`), or nothing.
+/** @param {string} label */
 function shortLabel(label) {
   const i = label.indexOf("[");
   return i > 0 ? label.slice(i) : "";
@@ -465,6 +589,10 @@ function shortLabel(label) {
 // (SEPARATE_CHILDREN), so a batch costs ELK's fixed overhead once instead of per container
 // (about half the time of separate calls for 12-item graphs). null when ELK refuses the
 // batch: its jobs are then laid out one by one.
+/**
+ * @param {LayoutJob[]} jobs
+ * @returns {Promise<Layout[] | null>}
+ */
 async function layoutBatch(jobs) {
   const built = jobs.map((job, k) => elkGraph(job, `b${k}`));
   let out;
@@ -476,12 +604,17 @@ async function layoutBatch(jobs) {
   } catch {
     return null;
   }
-  const byId = new Map(out.children.map((c) => [c.id, c]));
-  return built.map((b, k) => readLayout(byId.get(`b${k}`), `b${k}`, b.sizes.length, b.twins));
+  const byId = new Map(/** @type {ElkNode[]} */ (out.children).map((c) => [c.id, c]));
+  return built.map((b, k) => readLayout(/** @type {ElkNode} */ (byId.get(`b${k}`)), `b${k}`, b.sizes.length, b.twins));
 }
 
 // Labels sit beside the middle of the longest vertical run, where they do not cover cards.
+/**
+ * @param {number[][]} points
+ * @returns {number[] | null}
+ */
 function labelPoint(points) {
+  /** @type {number[] | null} */
   let best = null;
   let bestLen = -1;
   for (let i = 0; i + 1 < points.length; i++) {
@@ -497,7 +630,13 @@ function labelPoint(points) {
 }
 
 // Used only if ELK rejects a graph: program order, top to bottom, never an empty view.
+/**
+ * @param {LayoutJob} job
+ * @param {Size[]} sizes
+ * @returns {Layout}
+ */
 function fallbackLayout(job, sizes) {
+  /** @type {Box[]} */
   const boxes = [];
   let y = 10;
   let w = 0;
@@ -506,6 +645,7 @@ function fallbackLayout(job, sizes) {
     y += s.h + 30;
     w = Math.max(w, s.w + 20);
   }
+  /** @type {LayoutEdge[]} */
   const edges = [];
   job.edges.forEach((e, i) => {
     const a = boxes[e.s];
@@ -517,10 +657,14 @@ function fallbackLayout(job, sizes) {
   return { w, h: y, boxes, edges, fallback: true };
 }
 
+/**
+ * @param {string} sig
+ * @param {Layout} layout
+ */
 function remember(sig, layout) {
   if (cache.has(sig)) cache.delete(sig);
   cache.set(sig, layout);
-  if (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value);
+  if (cache.size > CACHE_MAX) cache.delete(/** @type {string} */ (cache.keys().next().value));
 }
 
 const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -528,6 +672,7 @@ const yieldToEvents = () => new Promise((resolve) => setTimeout(resolve, 0));
 const BATCH_ITEMS = 40; // containers up to this many items are batched
 const BATCH_TOTAL = 800; // items in one batch at most
 
+/** @param {LayoutRequest} request */
 async function run(request) {
   const t0 = performance.now();
   const jobs = request.jobs;
@@ -546,6 +691,7 @@ async function run(request) {
       continue;
     }
     // Consecutive small jobs whose children are laid out already go to ELK together.
+    /** @type {LayoutJob[]} */
     const batch = [];
     let total = 0;
     for (let k = i; k < jobs.length && batch.length < 256; k++) {
@@ -582,7 +728,7 @@ async function run(request) {
           remember(job.sig, layout);
           self.postMessage(result(request.seq, job.sig, layout, performance.now() - j0));
         } catch {
-          self.postMessage(layoutError(request.seq, job.sig, String(err && err.message || err)));
+          self.postMessage(layoutError(request.seq, job.sig, String(err && /** @type {Error} */ (err).message || err)));
         }
       }
       i++;
@@ -603,7 +749,7 @@ async function pump() {
   running = false;
 }
 
-self.onmessage = (event) => {
+self.onmessage = (/** @type {MessageEvent} */ event) => {
   const msg = event.data;
   if (msg && msg.type === ToWorker.LAYOUT) {
     newestSeq = Math.max(newestSeq, msg.seq);

@@ -29,6 +29,7 @@ export const FromWorker = Object.freeze({
  * @property {string} title
  * @property {string[]} lines
  * @property {string|null} [tag]
+ * @property {string} [caption]  an op card: the module it stands for (`q_proj · Linear`)
  * @property {number} [weightStart]  lines from here on are weights (a bullet each)
  * @property {boolean} [toggle]  a node that opens (a +/- button on its title row)
  * @property {{text: string, font: string, tone?: string}[]} [parts]  a pill's texts
@@ -51,6 +52,7 @@ export const FromWorker = Object.freeze({
  * @property {boolean} [row]  a row of bodies side by side (unconnected items in one layer)
  * @property {number[][]} [columns]  item positions that stand in one column, in order (the
  *   blocks of an unfolded stack): the edges from each to the next are drawn straight
+ * @property {Size | null} [wrap]  the screen it is laid out for: taller than it, it wraps into columns
  */
 
 /**
@@ -59,8 +61,24 @@ export const FromWorker = Object.freeze({
  * @property {number} w
  * @property {number} h
  * @property {Box[]} boxes  by item position
- * @property {{e: number, points: number[][], labelAt: number[]|null}[]} edges  `e`: the job's edge position
+ * @property {LayoutEdge[]} edges
  * @property {boolean} [fallback]  ELK refused it: the items in one column
+ * @property {number} [wrapped]  wrapped into this many columns for the screen (job.wrap)
+ */
+
+/**
+ * An edge of a layout: `e` its position among the job's edges, its route, where a label
+ * may go, and the label the worker placed (`label`: where it covers no card, no other label).
+ * @typedef {object} LayoutEdge
+ * @property {number} e
+ * @property {number[][]} points
+ * @property {number[] | null} labelAt
+ * @property {LabelSpot} [label]
+ */
+
+/**
+ * An edge label's text and anchor: `y` its middle, `w` its text's width (draw/card.js labelRect).
+ * @typedef {{text: string, x: number, y: number, w: number}} LabelSpot
  */
 
 /**

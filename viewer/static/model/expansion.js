@@ -4,22 +4,59 @@
 
 import { ROOT, cardOf, isContainerKey, itemKey, opensWithAll } from "./items.js";
 
+/**
+ * @typedef {import("../api.js").Page} Page
+ * @typedef {import("../api.js").PageItem} PageItem
+ * @typedef {import("../api.js").PageStack} PageStack
+ */
+
+/**
+ * The graph model (model/viewmodel.js GraphModel) as the functions of expansion.js,
+ * first-view.js and paths.js read and change it.
+ * @typedef {object} GraphState
+ * @property {Set<string>} expanded  the open containers (a TrackedSet)
+ * @property {Set<string>} deferred  open, fetched once the view shows them
+ * @property {Set<string>} unfolded  the stacks opened into their members
+ * @property {boolean} openAll  Expand all is on
+ * @property {string[]} autoOpened  what the first view opened, in order
+ * @property {boolean} showWeights  parameters drawn as pills of their own
+ * @property {Map<string, PageItem>} itemOf  item key -> the server's item
+ * @property {Map<string, Page>} containers  container key -> its page
+ * @property {Map<string, string>} paths  container key -> group path ("Wrapped/gpt/h.3")
+ * @property {Map<string, string>} stackOf  member key -> stack key, in the current display lists
+ * @property {{byKey: Map<string, {parentKey?: string}>} | null} scene  the composed scene
+ * @property {(key: string) => boolean} openable
+ * @property {() => void} changed  its display lists are out of date
+ * @property {(key: string) => Promise<Page>} load
+ * @property {(key: string, maxItems: number) => Promise<unknown>} loadSubtree
+ * @property {(page: Page) => void} openInside
+ * @property {(page: Page) => Map<string, PageStack>} foldedStacks
+ * @property {() => Promise<boolean>} refresh  composes the scene again; false when superseded
+ */
+
 // Expand all fetches the containers breadth first up to this many items in one request;
 // the deeper ones open too but are fetched (and laid out) once the view shows them.
 export const EXPAND_FETCH_ITEMS = 3000;
 
 // A set of keys whose changes mark the model changed (its display lists are memoised).
+/** @extends {Set<string>} */
 export class TrackedSet extends Set {
+  /**
+   * @param {{changed: () => void} | null} owner
+   * @param {Iterable<string>} [items]
+   */
   constructor(owner, items) {
     super(items);
     this.owner = owner;
   }
 
+  /** @param {string} k */
   add(k) {
     if (this.owner && !this.has(k)) this.owner.changed();
     return super.add(k);
   }
 
+  /** @param {string} k */
   delete(k) {
     if (this.owner && this.has(k)) this.owner.changed();
     return super.delete(k);
@@ -32,6 +69,10 @@ export class TrackedSet extends Set {
 }
 
 // Opens or closes `key` (a stack unfolds); false when it does not open.
+/**
+ * @param {GraphState} model
+ * @param {string} key
+ */
 export function toggle(model, key) {
   if (!model.openable(key)) return false;
   if (key.startsWith("s")) {
@@ -53,6 +94,11 @@ export function toggle(model, key) {
 
 // What opening `key` opens: itself, and for a module drawn as one function call's card,
 // the modules it wraps and that call, so that the kernels show at once.
+/**
+ * @param {GraphState} model
+ * @param {string} key
+ * @returns {string[]}
+ */
 export function opensThrough(model, key) {
   const item = model.itemOf.get(key);
   if (!item || cardOf(item) !== "op" || !item.single) return [key];
@@ -60,24 +106,38 @@ export function opensThrough(model, key) {
 }
 
 // Whether `candidate` is drawn inside `ancestor` in the current scene.
+/**
+ * @param {GraphState} model
+ * @param {string} candidate
+ * @param {string} ancestor
+ */
 export function isInside(model, candidate, ancestor) {
-  let item = model.scene && model.scene.byKey.get(candidate);
+  const scene = model.scene;
+  let item = scene && scene.byKey.get(candidate);
   while (item) {
     if (item.parentKey === ancestor) return true;
-    item = model.scene.byKey.get(item.parentKey);
+    item = /** @type {NonNullable<typeof scene>} */ (scene).byKey.get(/** @type {string} */ (item.parentKey));
   }
   return false;
 }
 
 // Opens a stack into its members, the frames of its first repetition expanded.
+/**
+ * @param {GraphState} model
+ * @param {string} stackKey
+ */
 export function unfold(model, stackKey) {
   model.unfolded.add(stackKey);
+  /** @type {string[]} */
   const first = [];
   for (const data of model.containers.values()) {
     const st = (data.stacks || []).find((s) => s.key === stackKey);
     if (!st) continue;
     const byKey = new Map(data.items.map((it) => [itemKey(it), it]));
-    for (const k of st.members[0] || []) if (byKey.has(k) && opensWithAll(byKey.get(k))) first.push(k);
+    for (const k of st.members[0] || []) {
+      const item = byKey.get(k);
+      if (item && opensWithAll(item)) first.push(k);
+    }
     break;
   }
   if (!first.length && isContainerKey(stackKey.slice(1))) first.push(stackKey.slice(1));
@@ -88,11 +148,12 @@ export function unfold(model, stackKey) {
 // Every group and chunk opens, every stack unfolds: the containers are fetched breadth
 // first in one api/subtree request up to EXPAND_FETCH_ITEMS items; deeper ones open as
 // well (`deferred`) and are fetched once the view shows them (settle).
+/** @param {GraphState} model */
 export async function expandAll(model) {
   model.openAll = true;
   const res = await model.loadSubtree(ROOT, EXPAND_FETCH_ITEMS);
   // The containers fetched before (the first view's) open inside too, top down.
-  const visit = (k) => {
+  const visit = (/** @type {string} */ k) => {
     const data = model.containers.get(k);
     if (!data) return;
     model.openInside(data);
@@ -102,6 +163,7 @@ export async function expandAll(model) {
   return res;
 }
 
+/** @param {GraphState} model */
 export function collapseAll(model) {
   model.openAll = false;
   model.deferred.clear();
@@ -112,11 +174,16 @@ export function collapseAll(model) {
 
 // Expands every group and chunk down to `depth` levels below the root (stacks stay folded
 // unless a member is inside the depth and the person opened it).
+/**
+ * @param {GraphState} model
+ * @param {number} depth
+ */
 export async function expandToDepth(model, depth) {
   collapseAll(model);
   let frontier = [ROOT];
   for (let d = 0; d < depth && frontier.length; d++) {
     const datas = await Promise.all(frontier.map((k) => model.load(k)));
+    /** @type {string[]} */
     const next = [];
     for (const data of datas) {
       for (const st of data.stacks || []) model.unfolded.add(st.key);

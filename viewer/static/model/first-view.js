@@ -5,6 +5,13 @@
 
 import { ROOT, itemKey, opensWithAll } from "./items.js";
 
+/**
+ * @typedef {import("./expansion.js").GraphState} GraphState
+ * @typedef {import("../api.js").Page} Page
+ * @typedef {import("../api.js").PageItem} PageItem
+ * @typedef {{key: string, item: PageItem, first: boolean, only?: boolean}} Candidate
+ */
+
 // The first view. With a trunk (the server's `trunk`: the groups holding most of the
 // program, top down, each inside the previous), it opens the way down to the innermost
 // one and nothing else: the decoder stack is open, small heads and stems stay
@@ -12,6 +19,11 @@ import { ROOT, itemKey, opensWithAll } from "./items.js";
 // items stays within `budget` (a readable first screen, and a first paint that stays
 // cheap at any size). A program split into chunks opens its first chunk whatever its
 // size, so a flat program opens on its first ops, not on three chunk cards.
+/**
+ * @param {GraphState} model
+ * @param {number} [budget]  items drawn, at most, below the trunk
+ * @param {{item_path?: string[]}[] | null} [trunk]  `api/capture`'s trunk
+ */
 export async function autoExpand(model, budget = 48, trunk = null) {
   model.autoOpened = []; // in the order opened: what the first view may close again to fit
   const root = await model.load(ROOT);
@@ -34,7 +46,7 @@ export async function autoExpand(model, budget = 48, trunk = null) {
   let opened = 0;
   let chunkOpened = false;
   while (queue.length && opened < 64) {
-    const { key, item, first, only } = queue.shift();
+    const { key, item, first, only } = /** @type {Candidate} */ (queue.shift());
     const estimate = Number(item.child_count) || 0;
     // A lone wrapper (a module around the model, a jit around everything) always opens,
     // and so does the first chunk of the first chunked container.
@@ -51,17 +63,23 @@ export async function autoExpand(model, budget = 48, trunk = null) {
 }
 
 // The first view closes again the group it opened last (to fit); false when it opened none.
+/** @param {GraphState} model */
 export function closeLastOpened(model) {
   if (!model.autoOpened.length) return false;
-  model.expanded.delete(model.autoOpened.pop());
+  model.expanded.delete(/** @type {string} */ (model.autoOpened.pop()));
   return true;
 }
 
 // Items a container draws, with stacks folded and parameters inside their ops.
+/**
+ * @param {GraphState} model
+ * @param {Page} data
+ */
 export function drawnCount(model, data) {
   let n = (data.outputs || []).length;
   for (const b of data.inputs || []) if (!b.weight || model.showWeights) n++;
   const folded = model.foldedStacks(data);
+  /** @type {Set<string>} */
   const inStacks = new Set();
   for (const st of folded.values()) for (const m of st.members.flat()) inStacks.add(m);
   n += folded.size;
@@ -71,10 +89,15 @@ export function drawnCount(model, data) {
 
 // The modules, scopes and chunks of a container that may be opened, in order (not folded
 // ones, not function calls or groups drawn as one op: they are ops).
+/**
+ * @param {GraphState} model
+ * @param {Page} data
+ */
 export function candidates(model, data) {
-  /** @type {{key: string, item: any, first: boolean, only?: boolean}[]} */
+  /** @type {Candidate[]} */
   const out = [];
   let first = true;
+  /** @type {Set<string>} */
   const inStacks = new Set();
   for (const st of model.foldedStacks(data).values()) for (const m of st.members.flat()) inStacks.add(m);
   for (const item of data.items) {

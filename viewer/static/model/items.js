@@ -1,14 +1,21 @@
 // The items of the server's pages (viewer/API.md "children"): their keys, and what opens.
 // Read by the graph model (model/viewmodel.js) and its helpers.
 
+/** @typedef {import("../api.js").PageItem} PageItem */
+
 export const ROOT = "g-1";
 
+/**
+ * @param {PageItem} item
+ * @returns {string}
+ */
 export function itemKey(item) {
   if (item.type === "node") return "n" + item.id;
   if (item.type === "group") return "g" + item.id;
   return "c" + item.id;
 }
 
+/** @param {string} key */
 export function isContainerKey(key) {
   return key.startsWith("g") || key.startsWith("c") || key.startsWith("s");
 }
@@ -16,6 +23,7 @@ export function isContainerKey(key) {
 // Whether an item opens into a container: a group or chunk, or a control-flow boundary
 // node with unexecuted bodies (its container, under the node's own key "n12", shows the
 // body templates side by side; it is opened only on request, never by the first view).
+/** @param {PageItem} item */
 export function opens(item) {
   return item.type !== "node" || !!(item.bodies && item.bodies.length);
 }
@@ -23,6 +31,10 @@ export function opens(item) {
 // How an item is drawn: the server's `card` ("op", "function", "group", "chunk"; a group
 // that ran no op is no item, its parent's card lists it);
 // pages from before `card` existed fall back on the item's type.
+/**
+ * @param {PageItem} item
+ * @returns {string}
+ */
 export function cardOf(item) {
   return item.card || (item.type === "node" ? "op" : item.type);
 }
@@ -30,6 +42,7 @@ export function cardOf(item) {
 // Whether Expand all, Depth… and the first view may open an item: modules, scopes and
 // chunks; not a function call (an op card; opened by a double-click, or everywhere with
 // kernels on, when it is a group), not a group drawn as its single op.
+/** @param {PageItem} item */
 export function opensWithAll(item) {
   const card = cardOf(item);
   return (card === "group" || card === "chunk") && Number(item.child_count) > 0;

@@ -5,16 +5,32 @@
 
 import { ROOT, isContainerKey, itemKey } from "./items.js";
 
+/**
+ * @typedef {import("./expansion.js").GraphState} GraphState
+ * @typedef {import("../api.js").PageItem} PageItem
+ * @typedef {{open: string[], stacks: string[]}} SavedPaths  the expansion by group paths
+ */
+
 // The expansion as group paths, which survive a recapture (ids do not).
+/**
+ * @param {GraphState} model
+ * @returns {SavedPaths}
+ */
 export function expansionPaths(model) {
+  /** @type {string[]} */
   const open = [];
-  for (const k of model.expanded) if (k !== ROOT && model.paths.has(k)) open.push(model.paths.get(k));
+  for (const k of model.expanded) if (k !== ROOT && model.paths.has(k)) open.push(/** @type {string} */ (model.paths.get(k)));
+  /** @type {string[]} */
   const stacks = [];
-  for (const k of model.unfolded) if (model.paths.has(k.slice(1))) stacks.push(model.paths.get(k.slice(1)));
+  for (const k of model.unfolded) if (model.paths.has(k.slice(1))) stacks.push(/** @type {string} */ (model.paths.get(k.slice(1))));
   return { open, stacks };
 }
 
 // Re-opens what `expansionPaths()` recorded, level by level; false when nothing matched.
+/**
+ * @param {GraphState} model
+ * @param {Partial<SavedPaths>} saved
+ */
 export async function restorePaths(model, saved) {
   const open = new Set(saved.open || []);
   const stacks = new Set(saved.stacks || []);
@@ -23,14 +39,15 @@ export async function restorePaths(model, saved) {
   let matched = 0;
   while (frontier.length) {
     const datas = await Promise.all(frontier.map((k) => model.load(k)));
+    /** @type {string[]} */
     const next = [];
     for (const data of datas) {
       for (const item of data.items) {
         if (item.type === "node") continue;
         const k = itemKey(item);
-        const path = model.paths.get(k);
+        const path = /** @type {string} */ (model.paths.get(k));
         if (stacks.has(path)) model.unfolded.add("s" + k);
-        if (open.has(path) && (item.child_count > 0)) {
+        if (open.has(path) && (/** @type {number} */ (item.child_count) > 0)) {
           model.expanded.add(k);
           matched++;
           next.push(k);
@@ -46,11 +63,19 @@ export async function restorePaths(model, saved) {
 // the target, chunks included (search results and node details carry it); every key
 // before the target is expanded. Without one, the group path is followed and chunks
 // are searched (reveal).
+/**
+ * @param {GraphState} model
+ * @param {string[]} itemPath
+ */
 export function revealPath(model, itemPath) {
 return revealPaths(model, [itemPath]);
 }
 
 // Makes several items visible at once (a source line's items).
+/**
+ * @param {GraphState} model
+ * @param {string[][]} itemPaths
+ */
 export async function revealPaths(model, itemPaths) {
   for (const path of itemPaths) {
     // A node key inside a path is a control-flow boundary opened into its bodies.
@@ -64,15 +89,26 @@ export async function revealPaths(model, itemPaths) {
 }
 
 // Refreshes; when targets ended up folded inside stack cards, opens those stacks.
+/**
+ * @param {GraphState} model
+ * @param {string[]} targets
+ * @returns {Promise<boolean>}
+ */
 export async function unstack(model, targets) {
   const ok = await model.refresh();
   if (!ok) return ok;
-  const folded = targets.filter((k) => k && model.stackOf.has(k) && !model.scene.byKey.has(k));
+  const scene = /** @type {NonNullable<GraphState["scene"]>} */ (model.scene); // composed: refresh answered true
+  const folded = targets.filter((k) => k && model.stackOf.has(k) && !scene.byKey.has(k));
   if (!folded.length) return ok;
-  for (const k of folded) model.unfolded.add(model.stackOf.get(k));
+  for (const k of folded) model.unfolded.add(/** @type {string} */ (model.stackOf.get(k)));
   return model.refresh();
 }
 
+/**
+ * @param {GraphState} model
+ * @param {string} target  an item key
+ * @param {number[] | null} [pathGroupIds]  the ids of the groups holding it, top down
+ */
 export async function reveal(model, target, pathGroupIds) {
   let container = ROOT;
   await model.load(ROOT);
@@ -95,6 +131,12 @@ export async function reveal(model, target, pathGroupIds) {
 
 // Which container under `container` directly holds item `key`: itself, or one of its
 // chunks (chunks hold items in program order; nested chunks are followed).
+/**
+ * @param {GraphState} model
+ * @param {string} container
+ * @param {string} key
+ * @returns {Promise<{chain: string[]} | null>}
+ */
 export async function findHolder(model, container, key) {
   const data = await model.load(container);
   if (data.items.some((it) => itemKey(it) === key)) return { chain: [] };
@@ -111,6 +153,10 @@ export async function findHolder(model, container, key) {
 
 // A chunk item may carry its node id range ({first,last} or range:[a,b]); when it does,
 // search only the chunks whose range can hold the node.
+/**
+ * @param {PageItem} chunk
+ * @param {string} key
+ */
 function chunkMayHold(chunk, key) {
   if (!key.startsWith("n")) return false;
   const id = Number(key.slice(1));

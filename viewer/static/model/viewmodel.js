@@ -144,7 +144,7 @@ export class GraphModel {
     if (!this.loading.has(key)) {
       const [group, chunk] = containerParams(key);
       const generation = this.generation;
-      const ask = key.startsWith("n") ? this.api.bodies(Number(key.slice(1))) : this.api.children(group, chunk, this._kernels);
+      const ask = key.startsWith("n") ? this.api.bodies(Number(key.slice(1))) : this.api.children(group, chunk, this._kernels, this._showWeights);
       const p = ask.then((data) => {
         if (generation !== this.generation) return this.load(key); // kernels changed meanwhile
         this.adopt(key, data);
@@ -203,7 +203,7 @@ export class GraphModel {
     const [group] = containerParams(key);
     const t0 = performance.now();
     const generation = this.generation;
-    const res = await this.api.subtree(group, { maxItems, kernels: this._kernels });
+    const res = await this.api.subtree(group, { maxItems, kernels: this._kernels, weights: this._showWeights });
     if (generation !== this.generation) return res; // kernels changed meanwhile: these pages are not drawn
     this._fetchMs = performance.now() - t0;
     const views = res.views || {};
@@ -219,6 +219,29 @@ export class GraphModel {
     visit(key);
     for (const k of order) if (!this.containers.has(k)) this.adopt(k, views[k]);
     return res;
+  }
+
+  // With weights drawn as pills: the containers fetched without them (`weights_hidden`,
+  // not `weights_asked`) get the pills at their op cards and those edges (the rest of
+  // the page is the same either way).
+  async loadWeights() {
+    if (!this._showWeights) return;
+    const generation = this.generation;
+    const keys = [...this.containers.keys()].filter((k) => {
+      const data = this.containers.get(k);
+      return data.weights_hidden && !data.weights_asked;
+    });
+    await Promise.all(keys.map(async (key) => {
+      const [group, chunk] = containerParams(key);
+      const full = await this.api.children(group, chunk, this._kernels, true);
+      const data = this.containers.get(key);
+      if (generation !== this.generation || !data || data.weights_asked) return;
+      data.inputs = full.inputs;
+      data.edges = full.edges;
+      data.weights_hidden = full.weights_hidden;
+      data.weights_asked = true;
+      this.changed();
+    }));
   }
 
   // Loads every expanded container reachable from the root (in parallel per level).
@@ -553,6 +576,7 @@ export class GraphModel {
     // root would wait, deferred, for the camera to move.
     if (this.openAll && !this.containers.has(ROOT)) await this.loadSubtree(ROOT, EXPAND_FETCH_ITEMS);
     await this.loadExpanded();
+    await this.loadWeights();
     t.load = performance.now() - t0;
     t0 = performance.now();
     let p = this.plan(want, want ? Infinity : ESTIMATE_ITEMS);

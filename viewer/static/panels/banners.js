@@ -7,12 +7,25 @@
 
 import { el, clear } from "../dom.js";
 
+/** @typedef {"ok" | "info" | "warn" | "error"} Level */
+
+/** @type {Record<Level, number>} */
 const SEVERITY = { ok: 0, info: 1, warn: 2, error: 3 };
 
+/**
+ * A banner's level, as set on its element (`data-level`).
+ * @param {HTMLElement | undefined} b
+ * @returns {Level}
+ */
+const levelOf = (b) => /** @type {Level} */ ((b && b.dataset.level) || "ok");
+
 export class Banners {
+  /** @param {HTMLElement} holder */
   constructor(holder) {
     this.holder = holder;
+    /** @type {Map<string, HTMLElement>} */
     this.byId = new Map();
+    /** @type {string[]} */
     this.order = []; // ids, the newest last
     this.expanded = false;
     holder.classList.add("banners-empty");
@@ -24,22 +37,34 @@ export class Banners {
     if (typeof ResizeObserver === "function") new ResizeObserver(() => this.#measure()).observe(this.list);
   }
 
+  /** @param {string} id */
   has(id) {
     return this.byId.has(id);
   }
 
+  /** @param {string} id */
   get(id) {
     return this.byId.get(id) || null;
   }
 
   // level: "info" | "ok" | "warn" | "error"; kind: the short word on its left; text: a
   // string or an element; actions: buttons after it.
+  /**
+   * @param {string} id
+   * @param {Level} level
+   * @param {string} kind
+   * @param {string | HTMLElement} text
+   * @param {HTMLElement[]} [actions]
+   * @returns {HTMLElement} the banner
+   */
   set(id, level, kind, text, actions = []) {
     let b = this.byId.get(id);
     if (!b) {
-      b = el("div", { class: "banner", "data-banner": id });
-      this.byId.set(id, b);
-      this.list.append(b);
+      /** @type {HTMLElement} */
+      const made = el("div", { class: "banner", "data-banner": id });
+      b = made;
+      this.byId.set(id, made);
+      this.list.append(made);
     }
     const open = b.classList.contains("open");
     b.className = `banner ${level}` + (open ? " open" : "");
@@ -53,7 +78,7 @@ export class Banners {
     body.addEventListener("click", () => b.classList.contains("truncated") && this.unfold(id));
     // Not a <button>: a banner's own buttons are its actions.
     const chevron = el("span", { class: "banner-unfold", role: "button", tabindex: "0", "aria-label": "Show the whole text",
-      onclick: () => this.unfold(id), onkeydown: (e) => (e.key === "Enter" || e.key === " ") && (e.preventDefault(), this.unfold(id)) });
+      onclick: () => this.unfold(id), onkeydown: (/** @type {KeyboardEvent} */ e) => (e.key === "Enter" || e.key === " ") && (e.preventDefault(), this.unfold(id)) });
     b.append(body, chevron);
     for (const a of actions) b.append(a);
     this.order = this.order.filter((x) => x !== id);
@@ -62,6 +87,7 @@ export class Banners {
     return b;
   }
 
+  /** @param {string} id */
   drop(id) {
     const b = this.byId.get(id);
     if (b) b.remove();
@@ -71,6 +97,7 @@ export class Banners {
   }
 
   // One banner's whole text (or its line again).
+  /** @param {string} id */
   unfold(id) {
     const b = this.byId.get(id);
     if (!b) return;
@@ -91,7 +118,7 @@ export class Banners {
     const newest = this.order[n - 1];
     let worst = newest;
     for (const id of this.order) {
-      if (SEVERITY[this.byId.get(id).dataset.level] > SEVERITY[this.byId.get(worst).dataset.level]) worst = id;
+      if (SEVERITY[levelOf(this.byId.get(id))] > SEVERITY[levelOf(this.byId.get(worst))]) worst = id;
     }
     const leads = new Set(n ? [worst, newest] : []);
     const others = this.order.filter((id) => !leads.has(id));
@@ -102,12 +129,12 @@ export class Banners {
     this.more.hidden = !others.length;
     if (others.length) {
       // The count takes the colour of the most severe banner it hides.
-      const level = others.map((id) => this.byId.get(id).dataset.level)
-        .reduce((a, l) => (SEVERITY[l] > SEVERITY[a] ? l : a), "ok");
+      const level = others.map((id) => levelOf(this.byId.get(id)))
+        .reduce((a, l) => (SEVERITY[l] > SEVERITY[a] ? l : a), /** @type {Level} */ ("ok"));
       this.more.className = `banner-more ${this.expanded ? "ok" : level}`;
       this.more.textContent = this.expanded ? "fewer ▴" : `+${others.length} more ▾`;
       this.more.title = this.expanded ? "Show the leading banners only"
-        : `Show every banner (${others.map((id) => this.byId.get(id).querySelector(".banner-kind").textContent).join(", ")})`;
+        : `Show every banner (${others.map((id) => this.byId.get(id)?.querySelector(".banner-kind")?.textContent).join(", ")})`;
       this.more.setAttribute("aria-expanded", String(this.expanded));
     }
     this.#measure();
@@ -115,7 +142,7 @@ export class Banners {
 
   #measure() {
     for (const b of this.byId.values()) {
-      const text = b.querySelector(".banner-text");
+      const text = /** @type {HTMLElement | null} */ (b.querySelector(".banner-text"));
       if (!text) continue;
       const cut = !b.classList.contains("open") && text.scrollWidth > text.clientWidth + 1;
       b.classList.toggle("truncated", cut);

@@ -10,10 +10,51 @@
 import { el } from "../dom.js";
 import { Panel } from "./panel.js";
 
+/** @type {Record<string, string>} */
 const MARK = { added: "+", changed: "~", removed: "−", "removed-inside": "−", contains: "" };
 
+/**
+ * One change of `api/diff` (viewer/server/diffview.py).
+ * @typedef {object} DiffChange
+ * @property {string} key  the item it is shown on ("g-1": the whole program)
+ * @property {string} status  "added" | "removed" | "changed"
+ * @property {string} type  the item's type
+ * @property {string} title
+ * @property {string} [path]
+ * @property {string} [detail]  its facts, "; " between them
+ * @property {string[]} [item_path]
+ */
+
+/**
+ * `api/diff`: the changes against another capture, counted, and each item's mark.
+ * @typedef {object} DiffAnswer
+ * @property {DiffChange[]} changes  (the first ones, of `changes_total`)
+ * @property {number} [changes_total]
+ * @property {Record<string, number>} [counts]  e.g. `groups_added`
+ * @property {Record<string, string>} marks  item key -> "added" | "changed" | "removed" | "removed-inside" | "contains"
+ * @property {{label?: string}} [a]  the other capture
+ */
+
+/**
+ * What the diff panel reads of the store (model/store.js).
+ * @typedef {import("./panel.js").PanelStore & {
+ *   capture: {diff?: {label: string, against: string} | null} | null,
+ *   model: {stackOf: Map<string, string>},
+ *   unfold: (stackKey: string) => Promise<unknown>,
+ * }} DiffStore
+ */
+
+/** @typedef {(target: {key: string, item_path?: string[], type: string}) => Promise<unknown>} Jump */
+
+/** @extends {Panel<DiffStore>} */
 export class DiffPanel extends Panel {
   // stage: where the panel floats; jump(result): open the way to an item and focus it.
+  /**
+   * @param {DiffStore} store
+   * @param {HTMLElement} stage
+   * @param {{api: import("../api.js").Api, renderer: import("../draw/renderer.js").Renderer, jump: Jump,
+   *   banners: import("./banners.js").Banners}} parts
+   */
   constructor(store, stage, { api, renderer, jump, banners }) {
     super(store, "diff", el("section", { id: "diff-panel", class: "diff-panel", "aria-label": "Changes" }));
     stage.append(this.root);
@@ -21,16 +62,20 @@ export class DiffPanel extends Panel {
     this.renderer = renderer;
     this.jumpTo = jump;
     this.banners = banners;
+    /** @type {DiffAnswer | null} */
     this.data = null; // the api/diff answer
+    /** @type {string | null} */
     this.against = null;
     this.index = -1;
     this.loading = false;
+    /** @type {string | null} */
     this.error = null;
+    /** @type {Record<string, string> | null} */
     this.palette = null;
     renderer.overlay = (ctx, r) => this.drawOverlay(ctx, r);
     document.addEventListener("keydown", (e) => this.onKey(e));
     // A recapture in place: the new capture's offer, against the graph it replaced.
-    store.on("capture", ({ live }) => live && this.start());
+    store.on("capture", (/** @type {{live?: boolean}} */ { live }) => live && this.start());
   }
 
   get offer() {
@@ -61,8 +106,9 @@ export class DiffPanel extends Panel {
     ]);
   }
 
+  /** @param {KeyboardEvent} e */
   onKey(e) {
-    const t = e.target;
+    const t = /** @type {HTMLElement | null} */ (e.target);
     if (!this.data || (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT"))) return;
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     if (e.key === "n" || e.key === "]") this.step(1);
@@ -71,6 +117,7 @@ export class DiffPanel extends Panel {
     e.preventDefault();
   }
 
+  /** @param {string} [against]  which capture: "previous", or a file the server names */
   async show(against = "previous") {
     this.loading = true;
     this.error = null;
@@ -79,7 +126,7 @@ export class DiffPanel extends Panel {
       this.data = await this.api.get("diff", { against });
       this.against = against;
     } catch (err) {
-      this.error = err.message || String(err);
+      this.error = /** @type {Error} */ (err).message || String(err);
       this.data = null;
       this.banners.set("diff", "error", "Changes", `No diff: ${this.error}`);
       return;
@@ -101,12 +148,14 @@ export class DiffPanel extends Panel {
     this.#offer();
   }
 
+  /** @param {number} d  -1 the previous change, 1 the next */
   step(d) {
     const n = this.data ? this.data.changes.length : 0;
     if (!n) return;
     this.go((this.index + d + n) % n);
   }
 
+  /** @param {number} i */
   async go(i) {
     const c = this.data && this.data.changes[i];
     if (!c) return;
@@ -139,12 +188,13 @@ export class DiffPanel extends Panel {
   // ------------------------------------------------------------------ the list
 
   render() {
-    const d = this.data;
+    const d = /** @type {DiffAnswer} */ (this.data);
+    /** @type {Record<string, number>} */
     const counts = d.counts || {};
     const total = d.changes_total ?? d.changes.length;
-    const line = (what) =>
+    const line = (/** @type {string} */ what) =>
       ["added", "removed", "changed"]
-        .map((s) => [s, counts[`${what}_${s}`] || 0])
+        .map((s) => /** @type {[string, number]} */ ([s, counts[`${what}_${s}`] || 0]))
         .filter(([, n]) => n)
         .map(([s, n]) => `${n} ${s}`)
         .join(", ") || "none";
@@ -198,11 +248,12 @@ export class DiffPanel extends Panel {
     }
     // The whole of the active change, one fact a line (the list row is cut to one line).
     const box = this.root.querySelector("#diff-current");
-    const c = this.data.changes[this.index];
+    const data = /** @type {DiffAnswer} */ (this.data);
+    const c = data.changes[this.index];
     box.replaceChildren();
     box.hidden = !c;
     if (!c) return;
-    box.append(el("div", { class: "diff-current-title" }, `${this.index + 1} of ${this.data.changes.length}: ${c.title}`));
+    box.append(el("div", { class: "diff-current-title" }, `${this.index + 1} of ${data.changes.length}: ${c.title}`));
     if (c.path && c.type === "node") box.append(el("div", { class: "diff-current-path" }, c.path));
     for (const part of String(c.detail || "").split("; ")) box.append(el("div", {}, part));
   }
@@ -210,12 +261,17 @@ export class DiffPanel extends Panel {
   // ------------------------------------------------------------------ drawing
 
   // The mark of a scene item: its own, or for a stack card the strongest of its members'.
+  /**
+   * @param {string} key
+   * @returns {string | null}
+   */
   markOf(key) {
-    const marks = this.data.marks;
+    const marks = /** @type {DiffAnswer} */ (this.data).marks;
     if (marks[key]) return marks[key];
     if (key.startsWith("s")) {
       // The card stands for its members: their own mark when all share it (every block
       // changed), else "a change is inside" (one of three blocks added).
+      /** @type {Set<string>} */
       const seen = new Set();
       let members = 0;
       for (const [member, sk] of this.store.model.stackOf) {
@@ -232,6 +288,7 @@ export class DiffPanel extends Panel {
 
   // Marks of the items now on screen: {key: status}.
   drawn() {
+    /** @type {Record<string, string>} */
     const out = {};
     const r = this.renderer;
     if (!r.scene || !this.data) return out;
@@ -242,17 +299,22 @@ export class DiffPanel extends Panel {
     return out;
   }
 
+  /**
+   * @param {CanvasRenderingContext2D} ctx
+   * @param {import("../draw/renderer.js").Renderer} r
+   */
   drawOverlay(ctx, r) {
     if (!this.data || !r.scene) return;
     if (!this.palette) {
       this.palette = colours();
       matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => (this.palette = colours()));
     }
+    const palette = this.palette;
     const s = r.cam.s;
     for (const [key, it] of r.scene.byKey) {
       const mark = this.markOf(key);
       if (!mark || !r.visible(it.x - 8, it.y - 8, it.w + 16, it.h + 16)) continue;
-      const color = this.palette[mark];
+      const color = palette[mark];
       const own = mark !== "contains";
       ctx.save();
       ctx.lineWidth = Math.max(own ? 3 : 1.5, (own ? 3 : 1.5) / s);
@@ -280,9 +342,10 @@ export class DiffPanel extends Panel {
   }
 }
 
+/** @returns {Record<string, string>} */
 function colours() {
   const css = getComputedStyle(document.documentElement);
-  const v = (name) => css.getPropertyValue(name).trim();
+  const v = (/** @type {string} */ name) => css.getPropertyValue(name).trim();
   return {
     added: v("--diff-added"),
     changed: v("--diff-changed"),

@@ -6,7 +6,7 @@
 import { el, clear, jsonView } from "../dom.js";
 import { KIND_WORDING, QUIET_ROLES, ROLE_WORDING, formatValue } from "../draw/theme.js";
 import { formatBytes, formatStat } from "../format.js";
-import { cardOf } from "../model/viewmodel.js";
+import { cardOf } from "../model/items.js";
 import { Panel } from "./panel.js";
 
 const NOT_MEASURED =
@@ -14,24 +14,145 @@ const NOT_MEASURED =
 
 const GROUP_MEASURED_ROWS = 12;
 
+/**
+ * @typedef {import("../api.js").PageItem} PageItem
+ * @typedef {ReturnType<typeof import("../model/weights.js").describeState>} WeightsState
+ */
+
+/**
+ * A source frame (where an op ran, a module was called or its class defined).
+ * @typedef {{file: string, line: number, column?: number, function?: string, library?: boolean, label?: string}} Frame
+ */
+
+/**
+ * Statistics an eager run measured of a value.
+ * @typedef {Record<string, number | null | undefined>} Stats
+ */
+
+/**
+ * What an eager run measured of a value (Torch captures: `measured`).
+ * @typedef {object} Measured
+ * @property {Stats} [stats]
+ * @property {Stats} [statistics]
+ * @property {number | null} [bytes]
+ * @property {string} [device]
+ * @property {number[]} [strides]
+ * @property {number} [storage_offset]
+ * @property {string} [layout]
+ * @property {number | string | null} [storage]
+ * @property {number[]} [aliases]
+ * @property {number} [aliases_total]
+ */
+
+/**
+ * A value summary (viewer/API.md): its id, name and role, what formatValue reads (label,
+ * dtype, shape), where it comes from and where it goes, and what was measured of it.
+ * @typedef {object} ValueSummary
+ * @property {number} id
+ * @property {string} [name]
+ * @property {string} [role]
+ * @property {string} [dtype]
+ * @property {number[]} [shape]
+ * @property {string} [label]
+ * @property {number | null} [producer]  the node that made it
+ * @property {string} [producer_op]
+ * @property {number[]} [uses]  the nodes that read it
+ * @property {number} [uses_total]
+ * @property {Measured} [measured]
+ */
+
+/** @typedef {{id: number, kind: string, name: string}} GroupRef  a group on the way down */
+
+/**
+ * `api/node`: an op, where it ran and what it read and wrote.
+ * @typedef {object} NodeDetail
+ * @property {number} id
+ * @property {string} op
+ * @property {boolean} [opaque]
+ * @property {number | null} [template]  inside an unexecuted body of this node
+ * @property {{key: string, name: string, role: string, iterations?: number | null, selected?: string, closed?: string}[]} [bodies]
+ * @property {Frame | null} [frame]
+ * @property {GroupRef[]} [group_path]
+ * @property {{position: number, value?: ValueSummary | null, literal?: unknown}[]} [inputs]
+ * @property {ValueSummary[]} [outputs]
+ * @property {Record<string, unknown>} [params]
+ */
+
+/**
+ * `api/group`: a module, scope or function call.
+ * @typedef {object} GroupDetail
+ * @property {number} id
+ * @property {string} kind
+ * @property {string} [name]
+ * @property {string} [honest]
+ * @property {Frame | null} [frame]
+ * @property {Frame | null} [class_frame]
+ * @property {GroupRef[]} [parent_path]
+ * @property {GroupRef[]} [path]
+ * @property {Record<string, unknown>} [counts]
+ * @property {ValueSummary[]} [inputs]
+ * @property {number} [inputs_total]
+ * @property {ValueSummary[]} [outputs]
+ * @property {number} [outputs_total]
+ * @property {Record<string, unknown>} [attrs]
+ */
+
+/**
+ * `api/value`: the value (itself, or under `value`), its data-dependent sizes, producer and uses.
+ * @typedef {Omit<ValueSummary, "producer" | "uses"> & {value?: ValueSummary, symbols?: {name: string, text: string}[],
+ *   producer?: number | {id: number} | null, uses?: (number | {id: number, op?: string, positions?: number[]})[]}} ValueDetail
+ */
+
+/** @typedef {{file: string, start_line?: number, lines?: string[]}} Source  the lines around a frame */
+
+/**
+ * `api/capture` as the inspector reads it (viewer/API.md; `meta` holds what the worker recorded).
+ * @typedef {object} CaptureInfo
+ * @property {string} [title]
+ * @property {string} [framework]
+ * @property {string} [framework_version]
+ * @property {string} [backend]
+ * @property {boolean} [measured]
+ * @property {{scope?: string, status?: string}} [coverage]
+ * @property {Record<string, unknown>} [counts]
+ * @property {{model?: string, device?: string, seed?: number, init?: {factory?: string}}} [recipe]
+ * @property {Record<string, any>} [meta]
+ */
+
+/**
+ * What the inspector reads of the store (model/store.js).
+ * @typedef {import("./panel.js").PanelStore & {itemOf: (key: string) => {item?: PageItem} | null | undefined}} InspectorStore
+ */
+
+/** @typedef {{key: string, item: PageItem}} ModuleRef  the one-op module a card stands for */
+
+/** @extends {Panel<InspectorStore>} */
 export class Inspector extends Panel {
   // onJump(key): select and show an item; onReveal(frame, target): go to source;
   // onToggle(key): open or close a container.
+  /**
+   * @param {InspectorStore} store
+   * @param {HTMLElement} root
+   * @param {{api: import("../api.js").Api, onJump: (key: string) => void, onReveal: (frame: Frame, target: string | null) => void,
+   *   onToggle: (key: string) => void}} parts
+   */
   constructor(store, root, { api, onJump, onReveal, onToggle }) {
     super(store, "inspector", root, { side: true });
     this.api = api;
     this.onJump = onJump;
     this.onReveal = onReveal;
     this.onToggle = onToggle;
+    /** @type {CaptureInfo | null} */
     this.capture = null;
-    this.body = root.querySelector("#insp-body");
-    this.kicker = root.querySelector("#insp-kicker");
-    this.title = root.querySelector("#insp-title");
+    this.body = /** @type {HTMLElement} */ (root.querySelector("#insp-body"));
+    this.kicker = /** @type {HTMLElement} */ (root.querySelector("#insp-kicker"));
+    this.title = /** @type {HTMLElement} */ (root.querySelector("#insp-title"));
     this.seq = 0;
+    /** @type {string | null} */
     this.current = null;
-    root.querySelector("#insp-close").addEventListener("click", () => this.close());
-    store.on("capture", ({ capture }) => (this.capture = capture));
-    store.on("selection", ({ key, value }) => {
+    /** @type {HTMLElement} */ (root.querySelector("#insp-close")).addEventListener("click", () => this.close());
+    store.on("capture", (/** @type {{capture: CaptureInfo | null}} */ { capture }) => (this.capture = capture));
+    store.on("selection", (/** @type {{key?: string | null, value?: number | null}} */ { key, value }) => {
       if (value !== null && value !== undefined) this.show(`w:${value}`, null);
       else if (key) this.show(key, store.itemOf(key)?.item || null);
       else this.close();
@@ -44,6 +165,10 @@ export class Inspector extends Panel {
     this.current = null;
   }
 
+  /**
+   * @param {string} kicker
+   * @param {string} title
+   */
   head(kicker, title) {
     this.kicker.textContent = kicker;
     this.title.textContent = title;
@@ -51,6 +176,11 @@ export class Inspector extends Panel {
   }
 
   // asModule: a one-op module's own details (its card shows its op's view first).
+  /**
+   * @param {string} key
+   * @param {PageItem | null} item
+   * @param {{asModule?: boolean}} [options]
+   */
   async show(key, item, { asModule = false } = {}) {
     const seq = ++this.seq;
     this.current = key;
@@ -77,7 +207,8 @@ export class Inspector extends Panel {
         this.showChunk(key, item || {});
       } else if (key.startsWith("s")) {
         // A stack of identical blocks: its first member stands for all of them.
-        const first = (item && item.members && item.members[0]) || key.slice(1);
+        const members = item && /** @type {{members?: string[]}} */ (item).members;
+        const first = (members && members[0]) || key.slice(1);
         const d = await this.api.group(Number(first.slice(1)));
         if (guard()) this.showGroup(d, first);
       } else if (key.startsWith("in:") || key.startsWith("out:")) {
@@ -91,13 +222,17 @@ export class Inspector extends Panel {
     } catch (err) {
       if (!guard()) return;
       this.head("error", key);
-      this.body.append(el("p", { class: "note" }, `Could not load details: ${err.message || err}`));
+      this.body.append(el("p", { class: "note" }, `Could not load details: ${/** @type {Error} */ (err).message || err}`));
     }
   }
 
   // ---------------------------------------------------------------- node
 
   // `module`: {key, item} of the one-op module whose card this op is.
+  /**
+   * @param {NodeDetail} d
+   * @param {ModuleRef | null} [module]
+   */
   showNode(d, module = null) {
     this.head(`node · n${d.id}`, d.op);
     this.root.dataset.kind = "node";
@@ -188,7 +323,9 @@ export class Inspector extends Panel {
 
   // The module(s) a one-op card stands for, outermost first, each opening its own
   // details (its call site, class, counts) in place of the op's.
+  /** @param {ModuleRef} module */
   moduleLine({ key, item }) {
+    /** @type {{key: string, title?: string, name?: string}[]} */
     const ws = item.wrappers && item.wrappers.length ? item.wrappers : [{ key, title: item.title || item.label }];
     const line = el("p", { class: "module-line", "data-section": "module" }, el("span", { class: "muted" }, ws.length > 1 ? "the op of modules " : "the op of module "));
     ws.forEach((w, i) => {
@@ -200,6 +337,10 @@ export class Inspector extends Panel {
   }
 
   // A value summary's row in an inputs or outputs list.
+  /**
+   * @param {ValueSummary} v
+   * @param {number} i
+   */
   valueRow(v, i) {
     const li = el("li", {}, el("span", { class: "pos" }, String(i)), el("span", { class: "shape" }, formatValue(v)), " ", el("span", { class: "muted" }, `%${v.id}`));
     const right = el("span", { class: "uses" });
@@ -208,10 +349,15 @@ export class Inspector extends Panel {
     return li;
   }
 
+  /**
+   * @param {number} id
+   * @param {string} [prefix]
+   */
   nodeLink(id, prefix = "") {
     return el("button", { type: "button", class: "link-button", "data-node": String(id), onclick: () => this.onJump("n" + id) }, `${prefix}n${id}`);
   }
 
+  /** @param {string} title */
   section(title) {
     this.body.append(el("h3", {}, title));
   }
@@ -219,6 +365,7 @@ export class Inspector extends Panel {
   // What an eager run measured of each value (entries: {label, value}): a small table of
   // statistics to 4 significant digits (full precision in each cell's title), NaN and Inf
   // counts and bytes, and under each value where it lived (device, strides, storage, aliases).
+  /** @param {{label: string, value: {id: number, name?: string, measured?: Measured} | null | undefined}[]} entries */
   measured(entries) {
     this.section("Measured");
     const box = el("div", { "data-section": "measured" });
@@ -235,8 +382,9 @@ export class Inspector extends Panel {
       el("caption", {}, "statistics"),
       el("thead", {}, el("tr", {}, ...cols.map((c) => el("th", { scope: "col" }, c)), el("th", { scope: "col", title: "elements that are NaN / ±Inf" }, "NaN/Inf"), el("th", { scope: "col" }, "bytes"))));
     const tbody = el("tbody");
-    for (const { label, value: v } of rows) {
-      const m = v.measured;
+    for (const { label, value } of rows) {
+      const v = /** @type {{id: number, name?: string, measured?: Measured}} */ (value);
+      const m = /** @type {Measured} */ (v.measured);
       const s = m.stats || m.statistics || null;
       tbody.append(el("tr", { class: "stats-value", "data-value": String(v.id) },
         el("th", { colspan: String(cols.length + 2), scope: "rowgroup" }, el("span", { class: "stats-label" }, label), ` %${v.id} `, v.name ? el("code", {}, v.name) : null, " ", el("span", { class: "muted" }, formatValue(v)))));
@@ -246,8 +394,9 @@ export class Inspector extends Panel {
       });
       const bad = s && (Number(s.nan) > 0 || Number(s.inf) > 0);
       cells.push(el("td", { "data-stat": "nonfinite", class: bad ? "warn" : null }, s && s.nan !== undefined ? `${s.nan} / ${s.inf}` : "—"));
-      cells.push(el("td", { "data-stat": "bytes", title: m.bytes !== undefined ? formatBytes(m.bytes) : "" }, m.bytes !== undefined && m.bytes !== null ? String(m.bytes) : "—"));
+      cells.push(el("td", { "data-stat": "bytes", title: m.bytes !== undefined ? formatBytes(/** @type {number} */ (m.bytes)) : "" }, m.bytes !== undefined && m.bytes !== null ? String(m.bytes) : "—"));
       tbody.append(el("tr", { class: "stats-numbers" }, ...cells));
+      /** @type {string[]} */
       const where = [];
       if (m.device) where.push(String(m.device));
       if (m.strides) where.push(`strides [${m.strides.join(", ")}]`);
@@ -265,6 +414,10 @@ export class Inspector extends Panel {
     this.body.append(box);
   }
 
+  /**
+   * @param {Frame | null | undefined} frame
+   * @param {string} target  the key it is shown for
+   */
   frame(frame, target) {
     this.section("Source");
     if (!frame) {
@@ -276,25 +429,37 @@ export class Inspector extends Panel {
 
   // A go-to-source link. A library frame (installed code, absolute path) reads as its
   // path below site-packages with "(library)"; the full path is in its title.
+  /**
+   * @param {Frame} frame
+   * @param {string | null} target
+   */
   frameButton(frame, target) {
     const where = frame.library
       ? (frame.label || `${frame.file}:${frame.line} (library)`)
       : `${frame.file}:${frame.line}${frame.column ? ":" + frame.column : ""}`;
+    /** @type {Record<string, any>} */
     const attrs = { type: "button", class: "frame-link" + (frame.library ? " library" : ""), "data-reveal": "1",
       title: frame.library ? `Go to source (installed library file ${frame.file})` : "Go to source", onclick: () => this.onReveal(frame, target) };
     if (frame.library) attrs["data-library"] = "1";
     return el("button", attrs, where, el("span", { class: "fn" }, frame.function ? `in ${frame.function}` : ""));
   }
 
+  /**
+   * @param {string | null} target  the key it is shown for (null: by itself)
+   * @param {Source | null} source
+   * @param {string | null} message
+   * @param {Frame} [frame]
+   */
   showSource(target, source, message, frame) {
     if (target && this.current !== target) return;
-    let box = this.body.querySelector("#source-view");
-    if (!box) {
+    let found = /** @type {HTMLElement | null} */ (this.body.querySelector("#source-view"));
+    if (!found) {
       this.open();
       if (!target) this.head("source", source ? source.file : "source");
-      box = el("div", { class: "source-view", id: "source-view" });
-      this.body.append(box);
+      found = /** @type {HTMLElement} */ (el("div", { class: "source-view", id: "source-view" }));
+      this.body.append(found);
     }
+    const box = found;
     clear(box);
     if (message) box.append(el("p", { class: "note" }, message));
     if (!source) return;
@@ -312,16 +477,24 @@ export class Inspector extends Panel {
   // ---------------------------------------------------------------- the capture itself
 
   // What this capture is, and where its parameters came from (`weights`: describeState).
+  /**
+   * @param {CaptureInfo} c
+   * @param {WeightsState | null} [weights]
+   */
   showCapture(c, weights) {
     ++this.seq; // a node still loading must not replace this
     this.current = "capture";
     this.open();
     this.head("capture", c.title || "capture");
     this.root.dataset.kind = "capture";
+    /** @type {NonNullable<CaptureInfo["recipe"]>} */
     const recipe = c.recipe || {};
+    /** @type {NonNullable<CaptureInfo["coverage"]>} */
     const cov = c.coverage || {};
+    /** @type {Record<string, unknown>} */
     const counts = c.counts || {};
     const facts = el("dl", { class: "facts", "data-section": "capture-facts" });
+    /** @param {string} k @param {unknown} v */
     const add = (k, v) => v !== undefined && v !== null && v !== "" && facts.append(el("dt", {}, k), el("dd", {}, String(v)));
     add("model", recipe.model);
     add("framework", [c.framework, c.framework_version].filter(Boolean).join(" "));
@@ -330,6 +503,7 @@ export class Inspector extends Panel {
     add("device", recipe.device || (c.meta && c.meta.device));
     add("seed", recipe.seed);
     if (recipe.init && recipe.init.factory) add("init factory", recipe.init.factory);
+    /** @type {Record<string, any>} */
     const meta = c.meta || {};
     // Torch saved files: what the weights and the batch were loaded from.
     if (typeof meta.checkpoint === "string") add("checkpoint", meta.checkpoint + (meta.checkpoint_strict === false ? " (strict = false)" : ""));
@@ -350,7 +524,10 @@ export class Inspector extends Panel {
       box.append(el("p", { class: `state-headline ${weights.origin}` }, weights.headline));
       if (weights.note) box.append(el("p", { class: "note", "data-note": "state_note" }, weights.note));
       // A checkpoint loaded with strict = false: the keys that did not match, by name.
-      for (const [which, title] of [["missing", "Missing keys (kept at initialization)"], ["unexpected", "Unexpected keys (ignored)"]]) {
+      /** @type {["missing" | "unexpected", string][]} */
+      const lists = [["missing", "Missing keys (kept at initialization)"], ["unexpected", "Unexpected keys (ignored)"]];
+      for (const [which, title] of lists) {
+        /** @type {string[]} */
         const names = (weights.keys && weights.keys[which]) || [];
         if (!names.length) continue;
         box.append(el("p", { class: "muted" }, `${title}: ${names.length}`));
@@ -360,7 +537,7 @@ export class Inspector extends Panel {
     }
     // The RNG streams the program draws from, and where each key came from
     // (meta.rng_streams: bound by the factory, derived from the seed, given as input…).
-    const streams = Array.isArray(c.meta && c.meta.rng_streams) ? c.meta.rng_streams : [];
+    const streams = Array.isArray(meta.rng_streams) ? meta.rng_streams : [];
     if (streams.length) {
       this.section("Random streams");
       const list = el("dl", { class: "facts", "data-section": "rng-streams" });
@@ -376,6 +553,11 @@ export class Inspector extends Panel {
   // ---------------------------------------------------------------- group / chunk / value
 
   // `module`: {key, item} when this group is the function call a one-op module's card stands for.
+  /**
+   * @param {GroupDetail} d
+   * @param {string} key
+   * @param {ModuleRef | null} [module]
+   */
   showGroup(d, key, module = null) {
     this.head(`${d.kind === "function" ? "function" : "group"} · g${d.id}`, d.name || `g${d.id}`);
     this.root.dataset.kind = "group";
@@ -392,6 +574,7 @@ export class Inspector extends Panel {
       this.body.append(rows, el("div", { class: "source-view", id: "source-view" }));
     }
     const facts = el("dl", { class: "facts" });
+    /** @param {string} k @param {unknown} v */
     const add = (k, v) => v !== undefined && v !== null && v !== "" && facts.append(el("dt", {}, k), el("dd", {}, typeof v === "object" ? JSON.stringify(v) : String(v)));
     const path = (d.parent_path || d.path || []).filter((g) => g.id !== d.id);
     if (path.length) add("inside", path.map((g) => `${g.kind} ${g.name}`).join(" › "));
@@ -399,7 +582,9 @@ export class Inspector extends Panel {
     for (const [k, v] of Object.entries(counts)) add(k, typeof v === "number" ? v.toLocaleString("en-US") : v);
     this.body.append(facts);
     // What enters and leaves it: a function call's operands and results.
-    for (const [title, list, total, section] of [["Inputs", d.inputs, d.inputs_total, "inputs"], ["Outputs", d.outputs, d.outputs_total, "outputs"]]) {
+    /** @type {[string, ValueSummary[] | undefined, number | undefined, string][]} */
+    const sides = [["Inputs", d.inputs, d.inputs_total, "inputs"], ["Outputs", d.outputs, d.outputs_total, "outputs"]];
+    for (const [title, list, total, section] of sides) {
       if (!list) continue;
       this.section(title);
       const ul = el("ul", { class: "rows", "data-section": section });
@@ -422,6 +607,10 @@ export class Inspector extends Panel {
     this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => this.onToggle(key) }, "Expand / collapse")));
   }
 
+  /**
+   * @param {string} key
+   * @param {Partial<PageItem>} item
+   */
   showChunk(key, item) {
     this.head("chunk", item.label || key);
     this.root.dataset.kind = "chunk";
@@ -433,14 +622,18 @@ export class Inspector extends Panel {
     this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => this.onToggle(key) }, "Expand / collapse")));
   }
 
+  /**
+   * @param {ValueDetail} d
+   * @param {string} [kicker]
+   */
   showValue(d, kicker = "value") {
-    const v = d.value || d;
+    const v = /** @type {ValueDetail} */ (d.value || d);
     this.open();
     this.head(`${kicker} · %${v.id}`, v.name ? v.name : formatValue(v));
     this.root.dataset.kind = "value";
     if (v.name) {
       this.body.append(el("p", { "data-section": "value-name" }, el("span", { class: "pill role role-" + v.role, "data-role": String(v.role || "") }, String(v.role || "value")), " ",
-        el("span", { class: "muted", "data-role-wording": "1" }, ROLE_WORDING[v.role] || "")));
+        el("span", { class: "muted", "data-role-wording": "1" }, ROLE_WORDING[/** @type {string} */ (v.role)] || "")));
     }
     const facts = el("dl", { class: "facts" });
     if (v.name) facts.append(el("dt", {}, "name"), el("dd", { "data-name": v.name }, el("code", {}, v.name)));
@@ -452,13 +645,13 @@ export class Inspector extends Panel {
     let producer = d.producer ?? v.producer;
     if (producer && typeof producer === "object") producer = producer.id;
     const outside = v.role ? `no node: a ${(ROLE_WORDING[v.role] || v.role).split(":")[0]} entering from outside` : "program input";
-    this.body.append(producer !== null && producer !== undefined ? this.nodeLink(producer) : el("span", { class: "muted" }, outside));
+    this.body.append(producer !== null && producer !== undefined ? this.nodeLink(/** @type {number} */ (producer)) : el("span", { class: "muted" }, outside));
     this.section("Used by");
     const uses = d.uses || v.uses || [];
     const row = el("div", { class: "uses", "data-uses": String(uses.length) });
     for (const u of uses.slice(0, 60)) {
       if (u && typeof u === "object") row.append(this.nodeLink(u.id, (u.op ? u.op + " " : "") + (u.positions && u.positions.length ? `#${u.positions.join(",")} ` : "")));
-      else row.append(this.nodeLink(u));
+      else row.append(this.nodeLink(/** @type {number} */ (u)));
     }
     if (!uses.length) row.append(el("span", { class: "muted" }, "no uses"));
     this.body.append(row);
@@ -467,8 +660,9 @@ export class Inspector extends Panel {
 }
 
 // A named value entering from outside, as a node's operand: `param stem.weight`.
+/** @param {ValueSummary} v */
 function valueName(v) {
-  const quiet = QUIET_ROLES.has(v.role);
-  return el("span", { class: "value-name" + (quiet ? " quiet" : ""), title: ROLE_WORDING[v.role] || "", "data-name": v.name },
+  const quiet = QUIET_ROLES.has(/** @type {string} */ (v.role));
+  return el("span", { class: "value-name" + (quiet ? " quiet" : ""), title: ROLE_WORDING[/** @type {string} */ (v.role)] || "", "data-name": v.name },
     el("span", { class: "muted" }, `${v.role || "input"} `), el("code", {}, v.name));
 }

@@ -5,20 +5,50 @@
 import { el } from "../dom.js";
 import { Panel } from "./panel.js";
 
+/**
+ * One call of a source line (`api/line`): its items, the item path to each, its op count
+ * and where it was called from.
+ * @typedef {{keys: string[], paths: Record<string, string[]>, ops: number, where?: string}} LineCall
+ */
+
+/**
+ * `api/line`: the items of a source line, call by call (the first ones, of `calls_total`).
+ * @typedef {{file: string, line: number, calls: LineCall[], calls_total: number}} LineAnswer
+ */
+
+/**
+ * What the lines panel reads of the store (model/store.js).
+ * @typedef {import("./panel.js").PanelStore & {
+ *   model: {scene: {byKey: Map<string, unknown>} | null, stackOf: Map<string, string>} | null,
+ *   scene: {byKey: Map<string, unknown>},
+ *   revealAll: (itemPaths: string[][]) => Promise<boolean>,
+ *   selectTogether: (keys: string[]) => void,
+ *   outline: (keys: Set<string>) => void,
+ * }} LinesStore
+ */
+
+/** @extends {Panel<LinesStore>} */
 export class LinesPanel extends Panel {
   // renderer(): the page's renderer (null before a graph is drawn); banners, setStatus:
   // the page's banners and status line.
+  /**
+   * @param {LinesStore} store
+   * @param {{api: import("../api.js").Api, banners: import("./banners.js").Banners,
+   *   renderer: () => import("../draw/renderer.js").Renderer | null, setStatus: (text: string) => void}} parts
+   */
   constructor(store, { api, banners, renderer, setStatus }) {
     super(store, "lines", null);
     this.api = api;
     this.banners = banners;
     this.renderer = renderer;
     this.setStatus = setStatus;
-    this.line = null; // {file, line, call, calls, keys, answer, shown}: the line shown
+    /** @type {{file: string, line: number, call: number, calls: number, keys: string[], answer: LineAnswer, shown: number} | null} */
+    this.line = null; // the line shown
     this.seq = 0;
     this.cursorSeq = 0;
-    this.cursorShown = null; // {file, line, keys, seq}: the cursor line outlined last
-    store.on("capture", ({ live }) => {
+    /** @type {{file?: string, line?: number, keys: string[], seq: number} | null} */
+    this.cursorShown = null; // the cursor line outlined last
+    store.on("capture", (/** @type {{live?: boolean}} */ { live }) => {
       if (!live) return;
       this.line = null; // another capture's items
       this.close();
@@ -32,17 +62,24 @@ export class LinesPanel extends Panel {
   // The items of call `call` of source line `file:line` (the capture's numbering) selected
   // together, the groups holding them opened (a module the line called stays closed: the
   // call, not its insides), all of them in view, and the banner to step through the calls.
+  /**
+   * @param {string} file
+   * @param {number} line
+   * @param {number} [call]
+   * @returns {Promise<boolean>} whether it is shown
+   */
   async show(file, line, call = 0) {
     const store = this.store;
     const r = this.renderer();
     if (!store.model || !r) return false;
     const seq = ++this.seq;
+    /** @type {LineAnswer | null} */
     let answer = this.line && this.line.file === file && this.line.line === line ? this.line.answer : null;
     if (!answer) {
       try {
-        answer = await this.api.get("line", { file, line });
+        answer = /** @type {LineAnswer} */ (await this.api.get("line", { file, line }));
       } catch (err) {
-        this.banners.set("line", "error", "Line", `Could not show ${file}:${line}: ${err.message || err}`);
+        this.banners.set("line", "error", "Line", `Could not show ${file}:${line}: ${/** @type {Error} */ (err).message || err}`);
         return false;
       }
     }
@@ -56,7 +93,7 @@ export class LinesPanel extends Panel {
       const ok = (await store.revealAll(paths)) || (await store.revealAll(paths));
       if (!ok || seq !== this.seq) return false;
     } catch (err) {
-      this.banners.set("line", "error", "Line", `Could not open ${file}:${line}: ${err.message || err}`);
+      this.banners.set("line", "error", "Line", `Could not open ${file}:${line}: ${/** @type {Error} */ (err).message || err}`);
       this.setStatus("");
       return false;
     }
@@ -72,6 +109,7 @@ export class LinesPanel extends Panel {
   }
 
   // The previous (-1) or next (+1) call of the line shown.
+  /** @param {number} d */
   step(d) {
     if (!this.line || !this.isOpen) return false;
     this.show(this.line.file, this.line.line, this.line.call + d);
@@ -79,7 +117,7 @@ export class LinesPanel extends Panel {
   }
 
   #banner() {
-    const l = this.line;
+    const l = /** @type {NonNullable<LinesPanel["line"]>} */ (this.line);
     const c = l.answer.calls[l.call];
     const name = l.file.split("/").pop();
     const ops = `${Number(c.ops).toLocaleString("en-US")} op${c.ops === 1 ? "" : "s"}`;
@@ -96,6 +134,7 @@ export class LinesPanel extends Panel {
   // The editor's cursor line: its items outlined lightly, nothing selected, nothing opened.
   // An item not on screen (inside a closed group, a folded stack or chunk) outlines the
   // nearest item on screen that holds it; the view pans only when none is on screen.
+  /** @param {{keys?: string[], file?: string, line?: number}} d  the editor's cursor line and its items */
   async cursor(d) {
     const store = this.store;
     const m = store.model;
@@ -103,11 +142,13 @@ export class LinesPanel extends Panel {
     if (!m || !m.scene || !r) return;
     const seq = ++this.cursorSeq;
     const keys = d.keys || [];
-    const shown = new Set(keys.filter((k) => m.scene.byKey.has(k)));
+    const scene = m.scene;
+    const shown = new Set(keys.filter((k) => scene.byKey.has(k)));
     if (shown.size < keys.length && d.file) {
+      /** @type {LineAnswer | null} */
       let answer = null;
       try {
-        answer = await this.api.get("line", { file: d.file, line: d.line });
+        answer = /** @type {LineAnswer} */ (await this.api.get("line", { file: d.file, line: d.line }));
       } catch {
         answer = null; // the outline keeps what is on screen
       }
@@ -118,7 +159,8 @@ export class LinesPanel extends Panel {
         const path = c.paths[k] || [];
         for (let i = path.length - 1; i >= 0; i--) {
           const pk = path[i];
-          const holder = m.scene.byKey.has(pk) ? pk : m.stackOf.has(pk) && m.scene.byKey.has(m.stackOf.get(pk)) ? m.stackOf.get(pk) : null;
+          const sk = m.stackOf.get(pk);
+          const holder = scene.byKey.has(pk) ? pk : sk !== undefined && scene.byKey.has(sk) ? sk : null;
           if (holder) {
             shown.add(holder);
             break;

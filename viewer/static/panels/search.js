@@ -8,7 +8,7 @@
 
 import { el, clear } from "../dom.js";
 import { grouped } from "../format.js";
-import { ROOT } from "../model/viewmodel.js";
+import { ROOT } from "../model/items.js";
 import { Panel } from "./panel.js";
 
 // The filters the server takes, in the order the bar shows them: its key in
@@ -19,29 +19,83 @@ const FILTERS = [
   { key: "shape", word: "shape" },
   { key: "dtype", word: "dtype" },
 ];
+/**
+ * One result of `api/search` (viewer/API.md): an item or a value, where it sits (`layer`,
+ * `item_path`, `path` the group ids down to it), why it matched, its facets.
+ * @typedef {object} SearchResult
+ * @property {string} type  "node" | "group" | "chunk" | "value"
+ * @property {number | string} [id]
+ * @property {string} [key]
+ * @property {string} [label]
+ * @property {string} [sublabel]
+ * @property {string} [where]
+ * @property {string} [why]
+ * @property {boolean} [elided]
+ * @property {string | null} [layer]  the key of the layer it sits in (null: top level)
+ * @property {string[]} [item_path]
+ * @property {number[]} [path]
+ * @property {number | null} [producer]  a value: the node that made it
+ * @property {Record<string, any>} [facets]  op, class, shape, dtype
+ */
+
+/**
+ * `api/search`: the results (the first `limit`), the layers they sit in, the filters the
+ * query typed (`op:addmm`), and whether there were more.
+ * @typedef {object} SearchAnswer
+ * @property {SearchResult[]} results
+ * @property {{key: string | null, title: string, count?: number, id?: number}[]} [layers]
+ * @property {Record<string, unknown>} [filters]
+ * @property {boolean} [truncated]
+ * @property {number} [total]
+ */
+
+/** @typedef {{key: string | null, title: string, count?: number, id?: number}} Layer */
+
+/**
+ * What the search panel reads of the store (model/store.js).
+ * @typedef {import("./panel.js").PanelStore & {
+ *   reveal: (key: string, options: {itemPath?: string[], groupIds?: number[]}) => Promise<unknown>,
+ *   scene: import("../draw/renderer.js").Scene | null,
+ *   selectWeight: (nodeKey: string, value: number) => void,
+ * }} SearchStore
+ */
+
 const LIMIT = 50;
 const MAX_CHOICES = 40; // options per filter control, the most frequent first
 
+/** @extends {Panel<SearchStore>} */
 export class SearchPanel extends Panel {
   // input: the search field; root: the results panel (filters, summary and the list
   // `#search-list` inside it). focus(key): select and centre an item laid out;
   // setStatus(text), banners: the page's status and banners.
+  /**
+   * @param {SearchStore} store
+   * @param {HTMLElement} input  the search field, an <input>
+   * @param {HTMLElement} root
+   * @param {{api: import("../api.js").Api, focus: (key: string) => Promise<unknown>, setStatus: (text: string) => void,
+   *   banners: import("./banners.js").Banners}} parts
+   */
   constructor(store, input, root, { api, focus, setStatus, banners }) {
     super(store, "search", root);
-    this.input = input;
-    this.list = root.querySelector("#search-list");
-    this.bar = root.querySelector("#search-filters");
-    this.summary = root.querySelector("#search-summary");
+    this.input = /** @type {HTMLInputElement} */ (input);
+    this.list = /** @type {HTMLElement} */ (root.querySelector("#search-list"));
+    this.bar = /** @type {HTMLElement} */ (root.querySelector("#search-filters"));
+    this.summary = /** @type {HTMLElement} */ (root.querySelector("#search-summary"));
     this.api = api;
     this.focus = focus;
     this.setStatus = setStatus;
     this.banners = banners;
+    /** @type {SearchAnswer | null} */
     this.answer = null; // the last api/search answer shown
+    /** @type {SearchResult[]} */
     this.ordered = []; // the results in the order they are listed (by layer)
     this.active = -1;
     this.query = "";
+    /** @type {Record<string, string>} */
     this.filters = {}; // chosen with the controls: {op, class, shape, dtype}
+    /** @type {string | null} */
     this.error = null;
+    /** @type {string | null} */
     this.refocus = null; // the filter control to focus once the answer is painted
     this.seq = 0;
     this.#wire();
@@ -49,7 +103,8 @@ export class SearchPanel extends Panel {
 
   #wire() {
     const input = this.input;
-    let timer = null;
+    /** @type {ReturnType<typeof setTimeout> | undefined} */
+    let timer = undefined;
     input.addEventListener("input", () => {
       clearTimeout(timer);
       if (!input.value.trim()) this.filters = {};
@@ -86,6 +141,7 @@ export class SearchPanel extends Panel {
     return FILTERS.some((f) => this.filters[f.key]);
   }
 
+  /** @param {string} q */
   async run(q) {
     const seq = ++this.seq;
     this.query = q;
@@ -95,13 +151,14 @@ export class SearchPanel extends Panel {
       this.close();
       return;
     }
+    /** @type {SearchAnswer} */
     let res;
     let error = null;
     try {
       res = await this.api.search(q, LIMIT, this.filters);
     } catch (err) {
       res = { results: [], layers: [] };
-      error = err.message || String(err);
+      error = /** @type {Error} */ (err).message || String(err);
     }
     if (seq !== this.seq) return; // a newer query is on its way
     this.answer = res;
@@ -111,9 +168,11 @@ export class SearchPanel extends Panel {
     this.paint();
   }
 
+  /** @param {number} i */
   activate(i) {
     this.active = i;
-    for (const li of this.list.querySelectorAll("li[role=option]")) {
+    for (const option of this.list.querySelectorAll("li[role=option]")) {
+      const li = /** @type {HTMLElement} */ (option);
       const on = Number(li.dataset.index) === i;
       li.setAttribute("aria-selected", String(on));
       if (on) {
@@ -124,6 +183,7 @@ export class SearchPanel extends Panel {
   }
 
   paint() {
+    /** @type {SearchAnswer} */
     const res = this.answer || { results: [], layers: [] };
     this.paintFilters(res);
     this.paintSummary(res);
@@ -140,13 +200,14 @@ export class SearchPanel extends Panel {
     }
     if (res.truncated) {
       ul.append(el("li", { class: "more", role: "presentation" },
-        `Showing ${grouped(this.ordered.length)} of ${grouped(res.total)}: refine the search or add a filter`));
+        `Showing ${grouped(this.ordered.length)} of ${grouped(/** @type {number} */ (res.total))}: refine the search or add a filter`));
     }
     this.open();
     if (this.active >= 0) this.activate(this.active);
   }
 
   // "4 layers · 48 matches", or why there is nothing to show.
+  /** @param {SearchAnswer} res */
   paintSummary(res) {
     const box = this.summary;
     clear(box);
@@ -169,15 +230,17 @@ export class SearchPanel extends Panel {
     const layers = (res.layers || []).length;
     const total = res.total ?? this.ordered.length;
     box.append(`${grouped(total)} ${total === 1 ? "match" : "matches"}`,
-      layers > 1 || (layers === 1 && res.layers[0].key !== null) ? ` in ${grouped(layers)} ${layers === 1 ? "layer" : "layers"}` : "",
+      layers > 1 || (layers === 1 && /** @type {Layer[]} */ (res.layers)[0].key !== null) ? ` in ${grouped(layers)} ${layers === 1 ? "layer" : "layers"}` : "",
       res.truncated ? ` (first ${grouped(this.ordered.length)} shown)` : "");
   }
 
   // One control per filter, its choices the values the results hold (the most frequent
   // first, with their counts); an inline filter (`op:addmm` in the query) shows as chosen.
+  /** @param {SearchAnswer} res */
   paintFilters(res) {
     const bar = this.bar;
     clear(bar);
+    /** @type {Record<string, unknown>} */
     const echo = res.filters || {};
     const counts = facetCounts(res.results || []);
     for (const f of FILTERS) {
@@ -185,6 +248,7 @@ export class SearchPanel extends Panel {
       const typed = !chosen && echo[f.key] !== null && echo[f.key] !== undefined ? filterText(f.key, echo[f.key]) : "";
       const select = el("select", { "data-filter": f.key, "aria-label": `Filter by ${f.word}`, title: typed ? `typed in the query: ${f.key}:${typed}` : `Only results whose ${f.word} is…` });
       select.append(el("option", { value: "" }, `any ${f.word}`));
+      /** @type {[string, number | null][]} */
       const choices = [...(counts[f.key] || new Map())].sort((a, b) => b[1] - a[1] || String(a[0]).localeCompare(String(b[0]))).slice(0, MAX_CHOICES);
       if (typed) select.append(el("option", { value: typed, selected: true }, `${typed} (typed)`));
       if (chosen && !choices.some(([v]) => v === chosen)) choices.unshift([chosen, null]);
@@ -204,12 +268,16 @@ export class SearchPanel extends Panel {
     bar.append(el("span", { class: "hint" }, "or type op:NAME class:NAME shape:8,128 dtype:f32"));
     // The controls are made again with every answer: a keyboard user stays on the one used.
     if (this.refocus) {
-      const again = bar.querySelector(`select[data-filter="${this.refocus}"]`);
+      const again = /** @type {HTMLSelectElement | null} */ (bar.querySelector(`select[data-filter="${this.refocus}"]`));
       if (again && !again.disabled) again.focus();
       this.refocus = null;
     }
   }
 
+  /**
+   * @param {string} key
+   * @param {string} value  "" removes it
+   */
   setFilter(key, value) {
     if (value) this.filters[key] = value;
     else delete this.filters[key];
@@ -219,6 +287,10 @@ export class SearchPanel extends Panel {
 
   // A layer's heading: its title (class and path), how many results sit under it; it
   // reveals the layer itself.
+  /**
+   * @param {Layer} layer
+   * @param {SearchResult[]} rows
+   */
   layerHead(layer, rows) {
     const key = layer.key;
     const path = key && rows[0] && rows[0].item_path ? rows[0].item_path.slice(0, rows[0].item_path.indexOf(key) + 1) : null;
@@ -226,7 +298,7 @@ export class SearchPanel extends Panel {
       el("span", { class: "layer-title" }, layer.title), el("span", { class: "layer-count" }, grouped(layer.count ?? rows.length)));
     if (key && path && path.length) {
       li.classList.add("link");
-      li.addEventListener("pointerdown", (e) => {
+      li.addEventListener("pointerdown", (/** @type {PointerEvent} */ e) => {
         e.preventDefault();
         this.jump({ key, type: "group", id: layer.id, item_path: path });
       });
@@ -236,6 +308,10 @@ export class SearchPanel extends Panel {
 
   // A result's row: kind; its label with the class (a module) and the key; where it sits
   // and why it matched; its shape.
+  /**
+   * @param {SearchResult} r
+   * @param {number} i
+   */
   row(r, i) {
     const fx = r.facets || {};
     const shape = (fx.shape || []).join(", ");
@@ -246,14 +322,14 @@ export class SearchPanel extends Panel {
     title.append(" ", el("span", { class: "rkey" }, r.key || ""));
     let detail;
     if (kind === "node") detail = r.where ?? r.sublabel;
-    else if (kind === "group") detail = fx.class && String(r.sublabel || "").startsWith(`${fx.class} · `) ? r.sublabel.slice(fx.class.length + 3) : r.sublabel;
+    else if (kind === "group") detail = fx.class && String(r.sublabel || "").startsWith(`${fx.class} · `) ? /** @type {string} */ (r.sublabel).slice(fx.class.length + 3) : r.sublabel;
     else detail = r.sublabel;
     const li = el("li", { role: "option", id: `search-opt-${i}`, "aria-selected": String(i === this.active), "data-index": String(i), "data-key": r.key || "", "data-type": kind },
       el("span", { class: "pill rtype" + (kind === "group" ? " kind" : "") }, kind),
       title,
       el("span", { class: "rshape", title: shape }, shape),
       el("span", { class: "rwhy" }, [detail, r.why === "filter" ? "" : r.why].filter(Boolean).join("  ·  ")));
-    li.addEventListener("pointerdown", (e) => {
+    li.addEventListener("pointerdown", (/** @type {PointerEvent} */ e) => {
       e.preventDefault();
       this.jump(r);
     });
@@ -263,6 +339,7 @@ export class SearchPanel extends Panel {
 
   // Opens the way to a search result (or any result-like {key, item_path, type, id}) and
   // focuses it. A parameter drawn inside its ops is shown on the first op that uses it.
+  /** @param {SearchResult} result */
   async jump(result) {
     this.close();
     const store = this.store;
@@ -278,7 +355,7 @@ export class SearchPanel extends Panel {
     try {
       await store.reveal(key, { itemPath, groupIds: result.path || [] });
     } catch (err) {
-      this.banners.set("load", "error", "Error", `Could not open ${key}: ${err.message || err}`);
+      this.banners.set("load", "error", "Error", `Could not open ${key}: ${/** @type {Error} */ (err).message || err}`);
       return;
     }
     this.setStatus("");
@@ -288,40 +365,56 @@ export class SearchPanel extends Panel {
       const holder = scene.byKey.get(itemPath && itemPath.length > 1 ? itemPath[itemPath.length - 2] : ROOT);
       const container = holder && holder.expanded ? holder.expanded : scene.root;
       const value = Number(key.slice(3));
-      const op = container.items.find((it) => it.type === "node" && (it.item.weights || []).some((w) => w.value === value));
+      const op = container.items.find((it) => it.type === "node"
+        && (/** @type {{weights?: {value: number}[]}} */ (it.item).weights || []).some((w) => w.value === value));
       if (op) {
         await this.focus(op.key);
         store.selectWeight(op.key, value);
-        document.getElementById("graph").focus({ preventScroll: true });
+        /** @type {HTMLElement} */ (document.getElementById("graph")).focus({ preventScroll: true });
       }
       return;
     }
     if (!scene.byKey.get(key)) return;
     await this.focus(key);
-    document.getElementById("graph").focus({ preventScroll: true });
+    /** @type {HTMLElement} */ (document.getElementById("graph")).focus({ preventScroll: true });
   }
 }
 
 // The results in the order they are listed: layers in order of first appearance (the
 // server's `layers`), each layer's results in the server's order (best first).
+/**
+ * @param {SearchAnswer} res
+ * @returns {SearchResult[]}
+ */
 function listed(res) {
+  /** @type {SearchResult[]} */
   const out = [];
   for (const rows of byLayer(res.results || []).values()) out.push(...rows);
   return out;
 }
 
+/**
+ * @param {SearchResult[]} results
+ * @returns {Map<string | null, SearchResult[]>}
+ */
 function byLayer(results) {
+  /** @type {Map<string | null, SearchResult[]>} */
   const by = new Map();
   for (const r of results) {
     const k = r.layer ?? null;
     if (!by.has(k)) by.set(k, []);
-    by.get(k).push(r);
+    /** @type {SearchResult[]} */ (by.get(k)).push(r);
   }
   return by;
 }
 
 // How many results hold each value of each facet (a result counts once per value).
+/**
+ * @param {SearchResult[]} results
+ * @returns {Record<string, Map<string, number>>}
+ */
 function facetCounts(results) {
+  /** @type {Record<string, Map<string, number>>} */
   const counts = {};
   for (const f of FILTERS) counts[f.key] = new Map();
   for (const r of results) {
@@ -335,12 +428,22 @@ function facetCounts(results) {
 }
 
 // The filters in force, as [key, text]: chosen with a control, else typed in the query.
+/**
+ * @param {SearchAnswer} res
+ * @param {Record<string, string>} chosen
+ * @returns {string[][]}
+ */
 function activeFilters(res, chosen) {
+  /** @type {Record<string, unknown>} */
   const echo = res.filters || {};
   return FILTERS.map((f) => [f.key, chosen[f.key] || (echo[f.key] !== null && echo[f.key] !== undefined ? filterText(f.key, echo[f.key]) : "")])
     .filter(([, v]) => v);
 }
 
+/**
+ * @param {string} key
+ * @param {unknown} v
+ */
 function filterText(key, v) {
   return key === "shape" && Array.isArray(v) ? `[${v.join(",")}]` : String(v);
 }
