@@ -137,6 +137,11 @@ class _OpInfo:
     kwarg_pos: dict[str, int]
     # Arguments the schema marks as written (``Tensor(a!)``): (position, name).
     written: tuple[tuple[int, str], ...] = ()
+    # The op itself: the trace's table is keyed by its id (an OpOverload hashes in Python),
+    # and this reference keeps the id from being reused.
+    func: Any = None
+    collective: bool = False  # one of COLLECTIVE_OPS
+    bookkeeping: bool = False  # one of _BOOKKEEPING: run, never recorded
 
 
 @dataclasses.dataclass(slots=True)
@@ -225,7 +230,7 @@ class TorchTrace:
         self.stats = stats and not abstract
         self.functions = functions
         self.statistics = ActivationStatistics(self.b.values, stats_mode) if self.stats else None
-        self._ops: dict[Any, _OpInfo] = {}
+        self._ops: dict[int, _OpInfo] = {}  # by id(func)
         # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
         self._live: dict[int, tuple[Any, int | None, int]] = {}
         self._labels: dict[int, tuple[str, str]] = {}
@@ -250,14 +255,18 @@ class TorchTrace:
         # (code, lasti), the frame id. Library frames are used when no workspace frame
         # exists; per class, its definition's frame id.
         self._lib = library_files()
-        self._code_kind: dict[Any, tuple[str, bool] | None] = {}
-        self._class_frames: dict[type, int | None] = {}
-        self._wrapped: dict[type, Any] = {}  # per module class: the plain function it wraps, or None
-        self._addr_frame: dict[tuple[Any, int], int] = {}
+        # Keyed by id(code): a code object hashes its contents on every lookup (~3% of a
+        # capture); _codes keeps each one seen alive, so its id is not reused.
+        self._code_kind: dict[int, tuple[str, bool] | None] = {}
+        self._codes: list[Any] = []
+        # Per module class: its groups' attributes (a template) and the name of one without a path.
+        self._class_attrs: dict[type, tuple[dict[str, Any], str]] = {}
+        self._addr_frame: dict[tuple[int, int], int] = {}  # by (id(code), lasti)
         self._positions: dict[Any, list] = {}
         # Autograd: set track_autograd while the forward of a training step runs.
         self.track_autograd = False
         self.autograd = BackwardMirror(self.b, self._labels)
+        self._pending = self.autograd.pending  # the same set, read once per operand
         # DTensors (global values, their meshes and placements) and their local tensors.
         self.dist = DistributedValues()
         self._active = False
@@ -318,7 +327,7 @@ class TorchTrace:
                         t, None, {"version_of": vid, "changed_outside_trace": True}, version=t._version
                     )
                 self._live[id(t)] = (entry[0], t._version, vid)
-            if vid in self.autograd.pending:
+            if vid in self._pending:
                 self.autograd.note(vid, t, self._producer[vid])
             return vid
         label = self._labels.get(id(t))
@@ -383,29 +392,62 @@ class TorchTrace:
                    version: int | None = None) -> int:
         if type(t) is not _Tensor and self.dist.is_dtensor(t):
             return self._new_dtensor_value(t, producer, extra, version)
-        shape = t.shape  # the builder makes its list
+        if self.abstract:
+            return self._new_abstract_value(t, producer, extra, version)
+        # Once per value: the builder's own work inlined, names of devices and dtypes
+        # cached by object (the measured dict's key order is the file's).
+        device = t.device
+        measured: dict[str, Any] = {"device": _DEVICE_NAMES.get(device) or _device_name(device)}
+        try:
+            measured["strides"] = list(t.stride())
+            offset = t.storage_offset()
+            if offset != 0:
+                measured["storage_offset"] = offset
+        except RuntimeError:  # sparse / nested layouts have no strides
+            measured["layout"] = str(t.layout).removeprefix("torch.")
+        try:
+            measured["bytes"] = t.nbytes  # numel() * element_size(), in one call
+        except RuntimeError:  # not defined for sparse layouts
+            measured["bytes"] = t.numel() * t.element_size()
+        if extra:
+            measured.update(extra)
+        dtype = t.dtype
+        return self._add_value(t, list(t.shape), _DTYPE_NAMES.get(dtype) or dtype_name(dtype), measured,
+                               producer, version)
+
+    def _new_abstract_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
+                            version: int | None) -> int:
+        """A fake tensor's value: a data-dependent size is a symbol (u0), recorded as its
+        text; nothing measured (no bytes)."""
+        shape: list = list(t.shape)
         measured: dict[str, Any] = {"device": _device_name(t.device)}
         try:
-            strides = list(t.stride())
-            offset = t.storage_offset()
-            if self.abstract:  # a data-dependent size is a symbol (u0): recorded as its text
-                shape, strides, offset = _dims(shape), _dims(strides), _dims([offset])[0]
+            strides, offset = list(t.stride()), t.storage_offset()
+            shape, strides, offset = _dims(shape), _dims(strides), _dims([offset])[0]
             measured["strides"] = strides
             if offset != 0:
                 measured["storage_offset"] = offset
         except RuntimeError:  # sparse / nested layouts have no strides
             measured["layout"] = str(t.layout).removeprefix("torch.")
-            if self.abstract:
-                shape = _dims(shape)
-        if not self.abstract:
-            measured["bytes"] = t.numel() * t.element_size()
+            shape = _dims(shape)
         if extra:
             measured.update(extra)
-        vid = self.b.value(shape, dtype_name(t.dtype), measured)
+        return self._add_value(t, shape, dtype_name(t.dtype), measured, producer, version)
+
+    def _add_value(self, t: _Tensor, shape: list, dtype: str, measured: dict[str, Any], producer: int | None,
+                   version: int | None) -> int:
+        """:meth:`GraphBuilder.value` for a shape list made for this value alone, then its
+        storage, producer and live entry."""
+        b = self.b
+        vid = b.adopt_value(shape, dtype, measured)
         ref = weakref.ref(t)
         measured["storage"] = self._storage_of(t, vid, ref)
-        self._producer.append(-1 if producer is None else producer)
-        self._born.append(len(self.b.nodes) if producer is None else producer + 1)
+        if producer is None:
+            self._producer.append(-1)
+            self._born.append(len(b.nodes))
+        else:
+            self._producer.append(producer)
+            self._born.append(producer + 1)
         self._live[id(t)] = (ref, version, vid)
         return vid
 
@@ -514,7 +556,16 @@ class TorchTrace:
         try:
             mode = _DynamoSafeMode if "torch._dynamo" in sys.modules else _Mode
             with gc_pause.paused(), mode(self), (FunctionCalls(self) if self.functions else nullcontext()):
-                yield self
+                try:
+                    yield self
+                finally:
+                    # What the recording made and kept (the graph: values, nodes, their
+                    # dicts and lists, since the last _checkpoint) goes straight to the
+                    # oldest generation with the frozen objects (unfreeze, below) instead of
+                    # being walked by the young collection that the first allocation after
+                    # the pause would run: that walk was ~7% of a capture's CPU time. Cyclic
+                    # garbage among them waits for a full collection.
+                    gc.freeze()
         finally:
             gc.unfreeze()
             self._outer_frame = None
@@ -584,39 +635,46 @@ class TorchTrace:
         call = self._calls.get(key, -1) + 1
         self._calls[key] = call
         cls = type(module)
-        parent = self.current_group
-        parent_path = self._stack[-1][1] if self._stack else None
+        stack = self._stack
+        parent = stack[-1][0] if stack else None
+        parent_path = stack[-1][1] if stack else None
+        template = self._class_attrs.get(cls)
+        if template is None:
+            template = self._class_attrs[cls] = self._class_template(cls)
         if not path:
-            name = cls.__name__
+            name = template[1]
         elif parent_path and path.startswith(parent_path + "."):
             name = path[len(parent_path) + 1:]
         else:
             name = path
-        attrs: dict[str, Any] = {"path": path, "class": cls.__name__, "module": cls.__module__, "call": call}
-        wrapped = self._wrapped.get(cls, False)
-        if wrapped is False:
-            wrapped = self._wrapped[cls] = function_wrapped_by(cls)
-        if wrapped is not None:
-            # A module that only calls one plain function (the kernels hub's ``Func`` around
-            # apply_rotary_pos_emb): named, and located, after that function.
-            if not path:
-                name = wrapped.__name__
-            attrs.update({"class": wrapped.__name__, "wraps": f"{wrapped.__module__}.{wrapped.__qualname__}",
-                          "wrapper": f"{cls.__module__}.{cls.__qualname__}"})
-        class_frame = self._class_frames.get(cls, -1)
-        if class_frame == -1:
-            class_frame = self._class_frames[cls] = (self._function_frame(wrapped) if wrapped is not None
-                                                     else self._class_frame(cls))
-        if class_frame is not None:
-            attrs["class_frame"] = class_frame
+        attrs = template[0].copy()  # path and call hold their places in the template
+        attrs["path"] = path
+        attrs["call"] = call
         # Frame 2 is torch's module-call frame (above this hook and its guard); the ops of
         # this call run below it, so a frame walk that reaches it can stop with this answer.
         entry = sys._getframe(2)
         frame = self.frame_of(entry)
         if frame is not None:
             attrs["frame"] = frame
-        gid = self.b.group("module", name, parent, attrs)
-        self._stack.append((gid, parent_path if path is None else path, key, entry, frame))
+        gid = self.b.adopt_group("module", name, parent, attrs)
+        stack.append((gid, parent_path if path is None else path, key, entry, frame))
+
+    def _class_template(self, cls: type) -> tuple[dict[str, Any], str]:
+        """A module class's group attributes, in their order (``path`` and ``call`` set per
+        call), and the group's name when the module has no path."""
+        attrs: dict[str, Any] = {"path": None, "class": cls.__name__, "module": cls.__module__, "call": 0}
+        name = cls.__name__
+        wrapped = function_wrapped_by(cls)
+        if wrapped is not None:
+            # A module that only calls one plain function (the kernels hub's ``Func`` around
+            # apply_rotary_pos_emb): named, and located, after that function.
+            name = wrapped.__name__
+            attrs.update({"class": wrapped.__name__, "wraps": f"{wrapped.__module__}.{wrapped.__qualname__}",
+                          "wrapper": f"{cls.__module__}.{cls.__qualname__}"})
+        class_frame = self._function_frame(wrapped) if wrapped is not None else self._class_frame(cls)
+        if class_frame is not None:
+            attrs["class_frame"] = class_frame
+        return attrs, name
 
     def _post_hook(self, module: Any, args: Any, output: Any) -> None:
         # Close this module's innermost open call, and any group left open inside it.
@@ -656,11 +714,11 @@ class TorchTrace:
     # ------------------------------------------------------------------ dispatch
 
     def _dispatch(self, func: Any, args: tuple, kwargs: dict | None) -> Any:
-        if func in _BOOKKEEPING:  # asked of a fake tensor, never run as a kernel
-            return func(*args, **(kwargs or {}))
-        info = self._ops.get(func)
+        info = self._ops.get(id(func))
         if info is None:
             info = self._op_info(func)
+        if info.bookkeeping:  # asked of a fake tensor, never run as a kernel
+            return func(*args, **(kwargs or {}))
         operands: list[Operand] = []
         add = operands.append
         for i, a in (_with_keywords(args, kwargs, info.kwarg_pos) if kwargs else enumerate(args)):
@@ -729,7 +787,8 @@ class TorchTrace:
         written = tuple(
             (i, a.name) for i, a in enumerate(arguments) if a.alias_info is not None and a.alias_info.is_write
         )
-        info = self._ops[func] = _OpInfo(name, kwarg_pos, written)
+        info = self._ops[id(func)] = _OpInfo(name, kwarg_pos, written, func, name in COLLECTIVE_OPS,
+                                              func in _BOOKKEEPING)
         return info
 
     def _operand_bytes(self, operands: list[Operand]) -> int | None:
@@ -774,7 +833,7 @@ class TorchTrace:
                             outputs.append(self._produced(x, nid))
         elif out is not None:
             params["result"] = literal(out)
-        if info.name in COLLECTIVE_OPS:
+        if info.collective:
             params = dict(params)
             params["collective"] = self.dist.collective(info.name, args, kwargs, self._operand_bytes(operands))
         if written:
@@ -854,11 +913,12 @@ class TorchTrace:
                     return lib_fid
                 return stop_fid
             code = f.f_code
-            kind: Any = kinds.get(code, _UNSEEN)
+            kind: Any = kinds.get(id(code), _UNSEEN)
             if kind is _UNSEEN:
-                kind = kinds[code] = self._code_kind_of(code)
+                self._codes.append(code)
+                kind = kinds[id(code)] = self._code_kind_of(code)
             if kind is not None and not kind[1]:  # workspace code
-                key = (code, f.f_lasti)
+                key = (id(code), f.f_lasti)
                 fid = self._addr_frame.get(key)
                 if fid is None:
                     fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, kind[0])
@@ -866,7 +926,7 @@ class TorchTrace:
             if f is outer:  # the code that started recording is not the model's
                 return lib_fid
             if kind is not None and lib_fid is None:  # the innermost library frame
-                key = (code, f.f_lasti)
+                key = (id(code), f.f_lasti)
                 lib_fid = self._addr_frame.get(key)
                 if lib_fid is None:
                     lib_fid = self._addr_frame[key] = self._intern_frame(code, f.f_lasti, f.f_lineno, kind[0], True)
@@ -933,34 +993,53 @@ class TorchTrace:
 
     def finish(self) -> None:
         """Fetch deferred statistics, list aliases per value, sum output bytes per group.
-        Call once, after the last recording."""
+        Call once, after the last recording (with the cyclic collector paused: the work
+        allocates a list per aliased value, which made it run full collections over the
+        whole graph)."""
         if self.statistics is not None:
             self.statistics.finish()
+        with gc_pause.paused():
+            self._list_aliases()
+            if not self.abstract:  # nothing was allocated in an abstract run: no bytes to sum
+                self._sum_output_bytes()
+
+    def _list_aliases(self) -> None:
+        """``aliases`` (and ``aliases_total``) of every value on a storage shared with others."""
         values = self.b.values
         by_storage: dict[int, list[int]] = {}
         for vid, sid in enumerate(self._value_storage):
-            by_storage.setdefault(sid, []).append(vid)
+            vids = by_storage.get(sid)
+            if vids is None:
+                by_storage[sid] = [vid]
+            else:
+                vids.append(vid)
         for vids in by_storage.values():
-            if len(vids) < 2:
+            n = len(vids)
+            if n < 2:
                 continue
             head = vids[: MAX_ALIASES_LISTED + 1]  # a storage rewritten 10,000 times stays linear
-            for vid in vids:
+            first = head[:MAX_ALIASES_LISTED]
+            for i, vid in enumerate(vids):
                 m = measured_fields(values[vid])
-                m["aliases"] = [v for v in head if v != vid][:MAX_ALIASES_LISTED]
-                if len(vids) - 1 > MAX_ALIASES_LISTED:
-                    m["aliases_total"] = len(vids) - 1
-        if self.abstract:
-            return  # nothing was allocated: no bytes to sum
-        # Output bytes per group: bytes of new storage allocated by the group's ops
-        # (views and in-place results allocate nothing), summed into every ancestor.
+                # ids in order, this one left out: the head without it, or the head's first ids
+                m["aliases"] = (head[:i] + head[i + 1:])[:MAX_ALIASES_LISTED] if i < len(head) else first[:]
+                if n - 1 > MAX_ALIASES_LISTED:
+                    m["aliases_total"] = n - 1
+
+    def _sum_output_bytes(self) -> None:
+        """Output bytes per group: bytes of new storage allocated by the group's ops
+        (views and in-place results allocate nothing), summed into every ancestor."""
+        values = self.b.values
+        owns = self._owns_storage
         groups = self.b.groups
         direct = [0] * len(groups)
         for node in self.b.nodes:
-            if node.group is None:
+            group = node.group
+            if group is None:
                 continue
             for vid in node.outputs:
-                if self._owns_storage[vid]:
-                    direct[node.group] += measured_fields(values[vid])["bytes"]
+                if owns[vid]:
+                    direct[group] += measured_fields(values[vid])["bytes"]
         total = list(direct)
         for gid in range(len(groups) - 1, -1, -1):  # children come after their parents
             parent = groups[gid].parent

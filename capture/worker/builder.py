@@ -27,6 +27,16 @@ class GraphBuilder:
         self.values.append(Value(vid, list(shape), str(dtype), measured))
         return vid
 
+    def adopt_value(self, shape: list[int | str], dtype: str, measured: dict[str, Any] | None) -> int:
+        """:meth:`value` for a caller that made ``shape`` (a list) for this value alone and
+        passes ``dtype`` as a string (the Torch trace, once per value): not copied."""
+        values = self.values
+        vid = len(values)
+        if vid >= self.limits.max_values:
+            raise LimitExceeded("max_values", self.limits.max_values, vid + 1)
+        values.append(Value(vid, shape, dtype, measured))
+        return vid
+
     def node(
         self,
         op: str,
@@ -64,6 +74,16 @@ class GraphBuilder:
         if gid >= self.limits.max_groups:
             raise LimitExceeded("max_groups", self.limits.max_groups, gid + 1, "groups")
         self.groups.append(Group(gid, str(kind), str(name), parent, dict(attrs or {})))
+        return gid
+
+    def adopt_group(self, kind: str, name: str, parent: int | None, attrs: dict[str, Any]) -> int:
+        """:meth:`group` for a caller that made ``attrs`` for this group alone (the Torch
+        trace, once per module call): not copied."""
+        groups = self.groups
+        gid = len(groups)
+        if gid >= self.limits.max_groups:
+            raise LimitExceeded("max_groups", self.limits.max_groups, gid + 1, "groups")
+        groups.append(Group(gid, kind, name, parent, attrs))
         return gid
 
     def frame(self, frame: Frame | None) -> int | None:

@@ -65,6 +65,24 @@ def test_builder_enforces_limits_directly():
         b.group("scope", "b")
 
 
+def test_builder_adopting_values_and_groups_enforces_the_same_limits():
+    # The Torch trace's per-value and per-module-call paths: the shape list and the attrs
+    # dict become the builder's own (not copied), and the limits hold as for value()/group().
+    b = GraphBuilder(Limits(max_values=1, max_groups=1))
+    shape, measured, attrs = [2, 3], {"bytes": 24}, {"path": ""}
+    v = b.adopt_value(shape, "float32", measured)
+    assert b.values[v].shape is shape and b.values[v].measured is measured and b.values[v].dtype == "float32"
+    with pytest.raises(LimitExceeded) as e:
+        b.adopt_value([2], "float32", None)
+    assert (e.value.limit, e.value.maximum, e.value.reached) == ("max_values", 1, 2)
+    g = b.adopt_group("module", "root", None, attrs)
+    assert b.groups[g].attrs is attrs and (b.groups[g].kind, b.groups[g].name) == ("module", "root")
+    with pytest.raises(LimitExceeded) as e:
+        b.adopt_group("module", "child", g, {})
+    assert (e.value.limit, e.value.maximum, e.value.reached) == ("max_groups", 1, 2)
+    assert len(b.values) == 1 and len(b.groups) == 1
+
+
 def test_limits_from_untrusted_data_keep_defaults():
     assert Limits.from_dict({"max_ops": -1, "max_values": "many", "bogus": 3, "max_seconds": 2}) == Limits(max_seconds=2.0)
     assert Limits.from_dict(Limits(max_ops=7).to_dict()) == Limits(max_ops=7)
