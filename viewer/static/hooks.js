@@ -184,7 +184,7 @@ export function installHooks(page) {
     },
     // The far names (semantic zoom) the last frame drew, all horizontal: {text, full, sub,
     // beside (over or beside the top of a frame too narrow for it), frame, op (an op
-    // card's name), box (world), of (the box of the item it names)}.
+    // card's name), px (its font size, world), box (world), of (the box of the item it names)}.
     farDrawn() {
       const rr = r();
       return rr ? rr.farDrawn.map((f) => ({ ...f, box: f.box ? { ...f.box } : null })) : [];

@@ -412,7 +412,7 @@ function fitText(ctx, text, room, least) {
 /**
  * A far name as it was drawn (for the hooks).
  * @typedef {{text: string, full: string, sub: string | null, beside: boolean, frame: boolean,
- *   op: boolean, box: Box, of: Box}} FarDrawn
+ *   op: boolean, px: number, box: Box, of: Box}} FarDrawn
  */
 
 /**
@@ -494,7 +494,7 @@ export function paintList(ctx, list, s, hatch, far = null) {
         for (const item of q.list) {
           const f = farLabel(item, s, ctx, placed);
           if (!f) continue;
-          if (far) far.push({ text: f.text, full: item.text, sub: f.sub ? f.sub.text : null, beside: f.beside, frame: !!item.frame, op: !!item.op, box: f.box, of: { x: item.x, y: item.y, w: item.w, h: item.h } });
+          if (far) far.push({ text: f.text, full: item.text, sub: f.sub ? f.sub.text : null, beside: f.beside, frame: !!item.frame, op: !!item.op, px: f.px, box: f.box, of: { x: item.x, y: item.y, w: item.w, h: item.h } });
           if (f.bg) {
             ctx.fillStyle = /** @type {string} */ (item.bg);
             ctx.fillRect(f.bg.x, f.bg.y, f.bg.w, f.bg.h);
