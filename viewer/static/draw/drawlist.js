@@ -252,6 +252,7 @@ function heatPalette(p, colour) {
 }
 
 const FAR_PX = 10.5; // a far name's size on screen, whatever the zoom
+const FAR_OP_PX = 9; // an op card's short name: smaller, so that it shows on smaller cards
 const FAR_SUB_PX = 9.5; // the op count under it
 const FAR_LEAST = 8; // a frame's name cut shorter than this says nothing
 const FAR_OP_LEAST = 3; // a card's name, likewise ("mul", "cat", "lin…")
@@ -266,10 +267,10 @@ const FAR_BESIDE_PX = 200; // a name over or beside a frame too narrow for it, a
 // (`over`), or beside its top right corner when the frame is too narrow for any letter
 // inside it (under 14.5 px, `beside`); where that would cover a name drawn already, the
 // name is cut to what the frame holds (at least three letters and "…"; the whole name
-// shows as the canvas's tooltip under the pointer, app.js). A frame says how many ops it holds under its name when there is
-// room ("70 ops": its ops are too small to read). An op card too small for its own text is
-// summarised by its op's short name, centred in it (`op: true`), when the card holds three
-// letters of it. `placed`: the names drawn so far this frame (world boxes); a name that
+// shows as the canvas's tooltip under the pointer, app.js). A frame says how many ops it
+// holds under its name when there is room ("70 ops": its ops are too small to read). An op
+// card too small for its own text is summarised by its op's short name at 9 px, centred
+// in it (`op: true`), as soon as the card holds three letters of it. `placed`: the names drawn so far this frame (world boxes); a name that
 // would cover one of them is not drawn. Null when it is not drawn at this zoom.
 /**
  * @param {FarPrim} f
@@ -282,10 +283,11 @@ export function farLabel(f, s, ctx, placed = null) {
   const sw = f.w * s;
   const sh = f.h * s;
   const family = S.fontHeader.split("px ")[1];
-  const font = `600 ${FAR_PX / s}px ${family}`;
-  ctx.font = font;
+  ctx.font = `600 ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${family}`;
   const least = Math.min(f.frame ? FAR_LEAST : FAR_OP_LEAST, f.text.length);
-  const inside = sw >= 24 && sh >= 14 ? fitText(ctx, f.text, f.w - 8 / s, least) : null;
+  const margin = f.op ? 4 : 8; // an op's name may come nearer its card's sides
+  const inside = sw >= 24 - 8 + margin && sh >= (f.op ? FAR_OP_PX + 2 : FAR_PX + 3.5)
+    ? fitText(ctx, f.text, f.w - margin / s, least) : null;
   if (inside || !f.frame || sw < 2 || sh < 10) return inside ? farPlaced(f, s, ctx, placed, inside, "in") : null;
   // too narrow for its name inside: its own name (`input_layernorm`, not its class)
   // across its top, past its right edge, as little as it can cover
@@ -309,7 +311,7 @@ export function farLabel(f, s, ctx, placed = null) {
  * @returns {FarLabel | null}
  */
 function farPlaced(f, s, ctx, placed, t, where) {
-  const px = FAR_PX / s;
+  const px = (f.op ? FAR_OP_PX : FAR_PX) / s;
   const font = ctx.font;
   const family = S.fontHeader.split("px ")[1];
   const tw = ctx.measureText(t).width;
