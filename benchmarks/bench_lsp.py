@@ -23,7 +23,9 @@
    tests/lsp: test_editor_loop.py's cancel, test_server_signals.py, test_framing.py), on a
    capture whose model never returns (TensorViz's fake test framework, the real worker):
    ``tensorviz.cancelCapture`` to the capture's answer; SIGINT, SIGTERM and SIGHUP to the
-   server's exit (the worker and a process the model detached go with it); and a message
+   server's exit (the worker and a process the model detached go with it); the editor's
+   ``shutdown`` + ``exit`` and a bare ``exit`` to the server's exit
+   (test_exit_during_captures.py); and a message
    whose Content-Length is longer than its body to the server's exit, beside the body
    deadline (``tensorviz_lsp.framing.BODY_SECONDS``).
 
@@ -781,6 +783,9 @@ async def bench_ends(env: dict[str, str], repeat: int) -> None:
     env = {**env, TEST_PLUGINS_ENV: f"fake={ROOT / 'tests' / 'fake_framework.py'}"}
     cancels: list[float] = []
     exits: dict[str, list[float]] = {"SIGINT": [], "SIGTERM": [], "SIGHUP": []}
+    # The editor's own ends (tests/lsp/test_exit_during_captures.py checks the behaviour):
+    # `shutdown` then `exit`, and `exit` alone, as an editor that quits or crashes sends.
+    editor_ends: dict[str, list[float]] = {"shutdown, exit": [], "exit alone": []}
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as cfg:
         env["TENSORVIZ_CONFIG_DIR"] = cfg
         for _ in range(repeat):
@@ -800,6 +805,16 @@ async def bench_ends(env: dict[str, str], repeat: int) -> None:
                 await asyncio.wait_for(client.proc.wait(), 120)
                 exits[sig.name].append(time.perf_counter() - t)
                 client.reader.cancel()
+            for how in editor_ends:
+                client, ws, answer = await _sleepy_server(Path(tmp), env)
+                t = time.perf_counter()
+                if how == "shutdown, exit":
+                    client._send({"jsonrpc": "2.0", "id": 0, "method": "shutdown", "params": None})
+                client.notify("exit", None)
+                client.proc.stdin.close()
+                await asyncio.wait_for(client.proc.wait(), 120)
+                editor_ends[how].append(time.perf_counter() - t)
+                client.reader.cancel()
         # A header whose length the body never reaches: the server ends at the body deadline.
         client = await RawClient.start(env)
         await client.request("initialize", {"processId": os.getpid(), "rootUri": Path(tmp).as_uri(), "capabilities": {}})
@@ -813,6 +828,8 @@ async def bench_ends(env: dict[str, str], repeat: int) -> None:
     print(f"  tensorviz.cancelCapture -> the capture's answer   {median_ms(cancels):8.0f} ms   [{max(cancels) * 1000:.0f}]")
     for name, xs in exits.items():
         print(f"  {name:7} -> the server has exited                {median_ms(xs):8.0f} ms   [{max(xs) * 1000:.0f}]")
+    for how, xs in editor_ends.items():
+        print(f"  {how:14} -> the server has exited         {median_ms(xs):8.0f} ms   [{max(xs) * 1000:.0f}]")
     print(f"  a body shorter than its Content-Length -> exit {code}  {short_body * 1000:8.0f} ms   "
           f"(the body deadline: {BODY_SECONDS * 1000:.0f} ms)")
 

@@ -81,10 +81,12 @@ class SlowReport:
         self.seconds: dict[str, float] = {}
         self.unmarked: set[str] = set()
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        self.unmarked = {item.nodeid for item in items if item.get_closest_marker("slow") is None}
-
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        # From the report's keywords, not the collected items: under pytest-xdist the
+        # controller that prints this summary collects nothing; the workers' reports carry
+        # the markers' names.
+        if "slow" not in report.keywords:
+            self.unmarked.add(report.nodeid)
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
 
     def pytest_terminal_summary(self, terminalreporter) -> None:

@@ -86,7 +86,11 @@ async function main() {
   conn.onRequest("workspace/codeLens/refresh", () => null);
   conn.listen();
 
-  const timeout = new Promise((_, reject) => setTimeout(() => reject(new Error("timed out; stderr:\n" + stderr)), (args.timeout || 60) * 1000));
+  // The timer is cleared once the run settles: a pending one keeps Node alive to its end.
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error("timed out; stderr:\n" + stderr)), (args.timeout || 60) * 1000);
+  });
   const run = (async () => {
     const rootUri = pathToFileURL(workspace).href;
     const init = await conn.sendRequest("initialize", {
@@ -111,7 +115,11 @@ async function main() {
     const code = await new Promise((resolve) => server.on("exit", (c) => resolve(c)));
     seen.exitCode = code;
   })();
-  await Promise.race([run, timeout, spawnError]);
+  try {
+    await Promise.race([run, timeout, spawnError]);
+  } finally {
+    clearTimeout(timer);
+  }
   conn.dispose();
   console.log(JSON.stringify(seen));
 }
