@@ -343,13 +343,37 @@ function farPlaced(f, s, ctx, placed, t, where) {
     box = { x: x - 2 / s, y: y - 1 / s, w: Math.max(tw, subW) + 4 / s, h: px + 3 / s + (sub ? subPx + 2 / s : 0) };
   }
   if (where === "in" && box.x + box.w > f.x + f.w + 0.5 / s) return null; // never wider than what it names
-  if (placed && place(placed, box, s)) return null;
+  const y0 = box.y;
+  if (placed && !placeDown(placed, box, s, f)) return null;
+  y += box.y - y0; // moved down below a name it met, with its op count
+  if (sub && sub.y !== undefined) sub.y += box.y - y0;
   const bg = f.bg ? box : null; // a frame's name on its own colour, over whatever it covers
   return { text: t, font, px, x, y, bg, sub, beside: where !== "in", box };
 }
 
 /** @param {FarPrim} f @param {number} s */
 const sh = (f, s) => f.h * s;
+
+// Places a frame's name `box` (moving it, world units); where it meets a name drawn
+// already (its parent's, across the parent's top, where the frame starts right under it),
+// it may start below that name while the frame is tall enough. False: not placed.
+/**
+ * @param {Placed} placed
+ * @param {Box} box
+ * @param {number} s
+ * @param {FarPrim} f
+ */
+function placeDown(placed, box, s, f) {
+  let hit = place(placed, box, s);
+  if (hit && f.frame) {
+    const dy = hit.y + hit.h + 2 / s - box.y;
+    if (dy > 0 && box.y + dy + box.h <= f.y + f.h) {
+      box.y += dy;
+      hit = place(placed, box, s);
+    }
+  }
+  return !hit;
+}
 
 // Adds `box` to the names placed this frame unless it covers one of them (then that one
 // is returned, and nothing is added). The boxes are kept in screen cells of 128 px too
