@@ -42,6 +42,8 @@ def peak():
 
 UPLOAD = MEASURE + """
 import http.client
+import threading
+import time
 from pathlib import Path
 from viewer.server.app import ViewerServer
 data = Path(sys.argv[1]).read_bytes()
@@ -56,11 +58,19 @@ with ViewerServer() as s:
         body = r.read()
         c.close()
         return r.status, body
+    def settled(answer):
+        # The answer can reach the client before the request's thread has let go of what
+        # it decoded (on a loaded machine, long enough to count it): wait for that thread.
+        deadline = time.monotonic() + 30
+        while threading.active_count() > threads and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return answer
     upload(small)  # the server's threads, imports and caches in place
+    threads = threading.active_count()
     before, high = rss(), peak()
-    answers = [upload()]
+    answers = [settled(upload())]
     once = rss()
-    answers += [upload() for _ in range(4)]
+    answers += [settled(upload()) for _ in range(4)]
     print(before, high, once, rss(), peak())
     print(answers[-1][0], answers[-1][1][:200].decode())
 """
@@ -96,9 +106,11 @@ def test_the_viewer_refuses_a_lying_header_within_its_budget_and_returns_the_mem
     assert peak - max(high, before) <= 13 * size, f"peak grew {(peak - max(high, before)) / size:.1f}x the file"
     assert answer.startswith("400 ") and "memory" in answer, answer
     # What a refusal decoded is released (given back to the system, malloc_trim): four
-    # more refusals, each 10x the file while it lasted, leave less than half of one held
-    # (Python's allocator keeps part of its freed pages for reuse; they do not add up).
-    assert after - once <= 4 * size, f"{(after - once) / size:.1f}x the file more held after four more refusals"
+    # more refusals, each about 10x the file while it lasted, leave less than one of them
+    # held (40x if nothing were released). What stays varies with the allocator's reuse of
+    # freed pages and the machine's load: 0.7x to 3.2x over twelve runs here, 4.7x once in
+    # a full run on two workers; hence the bound of 8x, below one refusal's 10x.
+    assert after - once <= 8 * size, f"{(after - once) / size:.1f}x the file more held after four more refusals"
 
 
 def test_inspect_refuses_a_lying_header_within_its_budget(tmp_path):
