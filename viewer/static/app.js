@@ -648,7 +648,8 @@ function wireCanvas(canvas, minimap) {
     const [wx, wy] = r.toWorld(x, y);
     const hit = store.model.hitTest(wx, wy);
     canvas.classList.toggle("pointing", !!hit && hit.type !== "in" && hit.type !== "out");
-    edgeTip(hit ? null : store.model.edgeAt(wx, wy, 5 / r.cam.s), x, y);
+    const cut = cutName(r, wx, wy);
+    edgeTip(cut ? { label: cut } : hit ? null : store.model.edgeAt(wx, wy, 5 / r.cam.s), x, y);
   });
   canvas.addEventListener("pointerleave", () => edgeTip(null));
   const end = (e) => {
@@ -814,6 +815,14 @@ function edgeTip(edge, x, y) {
   tip.style.left = `${Math.round(x + 12)}px`;
   tip.style.top = `${Math.round(y + 14)}px`;
   tip.hidden = false;
+}
+
+// The whole name of a far name drawn cut short (drawlist.js farLabel) under world point
+// (wx, wy), shown where the pointer is as an edge's value is; null where there is none.
+function cutName(r, wx, wy) {
+  const f = r.farDrawn.find((d) => d.text !== d.full && d.box && wx >= d.box.x && wx <= d.box.x + d.box.w
+    && wy >= d.box.y && wy <= d.box.y + d.box.h);
+  return f ? f.full : null;
 }
 
 // A person's expansions, per profile, by group path: they survive a recapture.

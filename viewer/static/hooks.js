@@ -182,9 +182,9 @@ export function installHooks(page) {
       const [wx, wy] = rr.toWorld(x, y);
       return store.model.edgeAt(wx, wy, 5 / rr.cam.s);
     },
-    // The far names (semantic zoom) the last frame drew: {text, full, sub, vertical (down a
-    // frame's side), beside (beside a frame too narrow for it), frame, op (an op card's
-    // name), box (world), of (the box of the item it names)}.
+    // The far names (semantic zoom) the last frame drew, all horizontal: {text, full, sub,
+    // beside (over or beside the top of a frame too narrow for it), frame, op (an op
+    // card's name), px (its font size, world), box (world), of (the box of the item it names)}.
     farDrawn() {
       const rr = r();
       return rr ? rr.farDrawn.map((f) => ({ ...f, box: f.box ? { ...f.box } : null })) : [];

@@ -4,8 +4,10 @@ At Fit after Expand all, a 4-layer Llama was one thin column at 3.5 % zoom with 
 labels; Readable right after centred on empty space; the hint bar and the minimap covered
 cards; the inspector covered the right of the canvas without moving the view. Now a
 container taller than the screen continues in the next column, Fit keeps the graph out
-from under what floats over the canvas, Readable lands on a card, and the inspector
-moves a selection it would cover into sight. Checked by meaning and by ratios measured
+from under what floats over the canvas, every group is named across its top at a size
+one reads (a norm's narrow frame by its own name, running past its right edge, never
+down its side), Readable lands on a card, and the inspector moves a selection it would
+cover into sight. Checked by meaning and by ratios measured
 in the same run (`{wrap: false}` lays out one run top to bottom, as before), never by time.
 """
 
@@ -84,6 +86,47 @@ def test_fit_after_expand_all_shows_the_model_across_the_screen(browser, served,
     assert app.unexpected_errors() == []
 
 
+@pytest.mark.slow  # measured over 3 s in the fast tier
+def test_at_fit_every_group_is_named_across_its_top_at_a_readable_size(browser, served, close_pages):
+    app = _open(browser, served, close_pages)
+    _expand_and_fit(app, wrap=True)
+    app.js("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    s = app.js("() => window.tensorviz.camera.s")
+    far = app.js("() => window.tensorviz.farDrawn()")
+    infos = [i for k in app.keys() for i in [app.js("(k) => window.tensorviz.itemInfo(k)", k)] if i]
+    groups = [i for i in infos if i["open"]]
+    named = [f for f in far if f["frame"]]
+    # every open group has its name drawn, once: the 4 layers, their attention, MLP and two
+    # norms, the rotary embedding, the final norm, the model and its body (LlamaModel)
+    assert len(groups) >= 20 and len(named) == len(groups), (len(groups), [f["full"] for f in named])
+    said = [f["full"].split(" · ")[0].split(".")[-1] for f in named]
+    assert {w: said.count(w) for w in ("self_attn", "mlp", "input_layernorm", "post_attention_layernorm")} == \
+        {"self_attn": 4, "mlp": 4, "input_layernorm": 4, "post_attention_layernorm": 4}, said
+    assert {"rotary_emb", "norm", "LlamaForCausalLM"} <= set(said), said
+    for f in named:
+        assert "vertical" not in f  # nothing is drawn down a frame's side any more
+        assert f["box"]["w"] > f["box"]["h"], f  # one horizontal line (and the op count under it)
+        assert f["px"] * s >= 10, (f["full"], f["px"] * s)  # 10.5 px on screen: read at a glance
+        # at the top left of its own frame, in the frame's title band or right under the
+        # name it met there (the model's body starts right under the model's name)
+        assert f["of"]["x"] <= f["box"]["x"] <= f["of"]["x"] + 6 / s, f
+        assert f["of"]["y"] <= f["box"]["y"] <= f["box"]["y"] + f["box"]["h"] <= f["of"]["y"] + f["of"]["h"], f
+        met = [g for g in named if g is not f and 0 <= f["box"]["y"] - (g["box"]["y"] + g["box"]["h"]) <= 3 / s]
+        assert f["box"]["y"] <= f["of"]["y"] + 12 / s or met, f
+        # said in full, or by its own name in full where the frame is too narrow for more
+        own = f["full"].split(" · ")[0]
+        assert f["text"] in (f["full"], own) or f["text"].endswith("…"), f
+    norms = [f for f in named if f["full"].startswith(("input_layernorm", "post_attention_layernorm"))]
+    assert len(norms) == 8 and all(f["text"] in ("input_layernorm", "post_attention_layernorm") for f in norms), \
+        [f["text"] for f in norms]
+    # where a name runs past its narrow frame, no other name lies under it
+    boxes = [f["box"] for f in far]
+    for f in named:
+        assert not [b for b in boxes if b is not f["box"] and _meets(b, f["box"])], f
+    assert app.unexpected_errors() == []
+
+
+@pytest.mark.slow  # measured at 3.5-5.3 s in the fast tier (load 7-10)
 def test_fit_keeps_the_graph_out_from_under_the_hint_bar_and_the_minimap(browser, served, close_pages):
     app = _open(browser, served, close_pages)
     _expand_and_fit(app, wrap=True)

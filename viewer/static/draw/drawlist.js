@@ -76,7 +76,7 @@ import { HATCH, LOD_ARROWS, LOD_EDGE_LABELS, LOD_TEXT, LOD_TITLE } from "./theme
 /**
  * A far name laid out for the zoom (farLabel).
  * @typedef {{text: string, font: string, px: number, x: number, y: number, bg: Box | null,
- *   sub: {text: string, font: string, y?: number} | null, vertical: boolean, beside: boolean, box: Box}} FarLabel
+ *   sub: {text: string, font: string, y?: number} | null, beside: boolean, box: Box}} FarLabel
  * @typedef {Box[] & {cells?: Map<string, Box[]>}} Placed  the names drawn so far this frame
  */
 
@@ -252,23 +252,26 @@ function heatPalette(p, colour) {
 }
 
 const FAR_PX = 10.5; // a far name's size on screen, whatever the zoom
+const FAR_OP_PX = 9; // an op card's short name: smaller, so that it shows on smaller cards
 const FAR_SUB_PX = 9.5; // the op count under it
 const FAR_LEAST = 8; // a frame's name cut shorter than this says nothing
 const FAR_OP_LEAST = 3; // a card's name, likewise ("mul", "cat", "lin…")
-const FAR_TALL = 40; // a frame at least this tall on screen may carry its name down its side
-const FAR_BESIDE_PX = 200; // a name beside a frame too narrow for it, at most this wide
+const FAR_BESIDE_PX = 200; // a name over or beside a frame too narrow for it, at most this wide
 
 // Far away, an item still says what it is (semantic zoom): its name at a constant 10.5px
-// on screen, inside its own box, never wider than what it names. A frame or a closed
-// group is named across its top when its box holds the name (or at least eight letters
-// of it); a frame too narrow for that but tall (a block in a thin column, at Fit after
-// Expand all) has its name running down its left edge instead; only a frame too narrow
-// for any line of text (under 14.5 px) has it beside its top right corner. A frame says
-// how many ops it holds under or beside its name when there is room ("70 ops": its ops
-// are too small to read). An op card too small for its own text is summarised by its
-// op's short name, centred in it (`op: true`), when the card holds three letters of it.
-// `placed`: the names drawn so far this frame (world boxes); a name that would cover one
-// of them is not drawn. Null when it is not drawn at this zoom.
+// on screen, always horizontal (never down a frame's side: issue 36 item 6). A frame or a
+// closed group is named across its top when its box holds the name (or at least eight
+// letters of it). A frame too narrow for that (a norm's short chain at Fit after Expand
+// all, a deep model's thin column) has its own name (`input_layernorm`, without its class)
+// across its top all the same, running on past its right edge on the frame's colour
+// (`over`), or beside its top right corner when the frame is too narrow for any letter
+// inside it (under 14.5 px, `beside`); where that would cover a name drawn already, the
+// name is cut to what the frame holds (at least three letters and "…"; the whole name
+// shows as the canvas's tooltip under the pointer, app.js). A frame says how many ops it
+// holds under its name when there is room ("70 ops": its ops are too small to read). An op
+// card too small for its own text is summarised by its op's short name at 9 px, centred
+// in it (`op: true`), as soon as the card holds three letters of it. `placed`: the names drawn so far this frame (world boxes); a name that
+// would cover one of them is not drawn. Null when it is not drawn at this zoom.
 /**
  * @param {FarPrim} f
  * @param {number} s  the zoom
@@ -279,50 +282,57 @@ const FAR_BESIDE_PX = 200; // a name beside a frame too narrow for it, at most t
 export function farLabel(f, s, ctx, placed = null) {
   const sw = f.w * s;
   const sh = f.h * s;
-  const px = FAR_PX / s;
   const family = S.fontHeader.split("px ")[1];
-  const font = `600 ${px}px ${family}`;
-  ctx.font = font;
+  ctx.font = `600 ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${family}`;
   const least = Math.min(f.frame ? FAR_LEAST : FAR_OP_LEAST, f.text.length);
-  let vertical = false;
-  let beside = false;
-  let t = sw >= 24 && sh >= 14 ? fitText(ctx, f.text, f.w - 8 / s, least) : null;
-  if (!t && f.frame && sw >= FAR_PX + 4 && sh >= FAR_TALL) {
-    t = fitText(ctx, f.text, f.h - (f.padTop + 6) / s, least);
-    vertical = !!t;
-  } else if (!t && f.frame && sw < FAR_PX + 4 && sw >= 2 && sh >= 10) {
-    // a frame too narrow for any line inside it (a deep model's column at Fit, a few px
-    // wide): its name stands beside its top right corner, in the room the column leaves
-    t = fitText(ctx, f.text, FAR_BESIDE_PX / s, least);
-    beside = !!t;
-  }
-  if (!t) return null;
+  const margin = f.op ? 4 : 8; // an op's name may come nearer its card's sides
+  const inside = sw >= 24 - 8 + margin && sh >= (f.op ? FAR_OP_PX + 2 : FAR_PX + 3.5)
+    ? fitText(ctx, f.text, f.w - margin / s, least) : null;
+  if (inside || !f.frame || sw < 2 || sh < 10) return inside ? farPlaced(f, s, ctx, placed, inside, "in") : null;
+  // too narrow for its name inside: its own name (`input_layernorm`, not its class)
+  // across its top, past its right edge, as little as it can cover
+  const own = f.text.split(" · ")[0];
+  const whole = fitText(ctx, own, FAR_BESIDE_PX / s, Math.min(least, own.length));
+  const far = whole ? farPlaced(f, s, ctx, placed, whole, sw < FAR_PX + 4 ? "beside" : "over") : null;
+  if (far || sw < 24 || sh < 14) return far;
+  const cut = fitText(ctx, f.text, f.w - 8 / s, Math.min(FAR_OP_LEAST, f.text.length));
+  return cut ? farPlaced(f, s, ctx, placed, cut, "in") : null;
+}
+
+// A far name `t` placed in (or, for a narrow frame, over or beside) the top of `f`, with
+// its op count under it where there is room; null where it would cover a name drawn.
+/**
+ * @param {FarPrim} f
+ * @param {number} s
+ * @param {Ctx} ctx
+ * @param {Placed | null} placed
+ * @param {string} t
+ * @param {"in" | "over" | "beside"} where
+ * @returns {FarLabel | null}
+ */
+function farPlaced(f, s, ctx, placed, t, where) {
+  const px = (f.op ? FAR_OP_PX : FAR_PX) / s;
+  const font = ctx.font;
+  const family = S.fontHeader.split("px ")[1];
   const tw = ctx.measureText(t).width;
   const subPx = FAR_SUB_PX / s;
+  const beside = where === "beside";
   /** @type {{text: string, font: string, y?: number} | null} */
   let sub = null;
   let subW = 0;
   if (f.sub) {
     ctx.font = `${subPx}px ${family}`;
     subW = ctx.measureText(f.sub).width;
-    const room = vertical ? sw >= FAR_PX + FAR_SUB_PX + 8 && subW <= f.h - (f.padTop + 6) / s
-      : beside || (sh >= FAR_PX + FAR_SUB_PX + 10 && subW <= f.w - 8 / s);
+    const room = where !== "in" ? sh(f, s) >= FAR_PX + FAR_SUB_PX + 10
+      : sh(f, s) >= FAR_PX + FAR_SUB_PX + 10 && subW <= f.w - 8 / s;
     if (room) sub = { text: f.sub, font: ctx.font };
     else subW = 0;
+    ctx.font = font;
   }
-  let box;
   let x;
   let y;
-  if (vertical) {
-    // Rotated a quarter turn clockwise (read top to bottom, like a book's spine): the
-    // glyphs of a rotated line extend to the left of its origin, so the name's column is
-    // the right one and the op count's the one nearer the frame's edge.
-    const across = px + (sub ? subPx + 2 / s : 0);
-    x = f.x + 3 / s + across; // the rotated text's origin: its glyphs extend to the left
-    y = f.y + f.padTop / s;
-    box = { x: f.x + 1 / s, y: y - 2 / s, w: across + 4 / s, h: Math.max(tw, subW) + 4 / s };
-    if (sub) sub.y = px + 2 / s; // across the rotated line, in its own frame
-  } else if (f.op) {
+  let box;
+  if (f.op) {
     x = f.x + (f.w - tw) / 2;
     y = f.y + (f.h - px) / 2;
     box = { x: x - 2 / s, y: y - 1 / s, w: tw + 4 / s, h: px + 3 / s };
@@ -332,23 +342,37 @@ export function farLabel(f, s, ctx, placed = null) {
     if (sub) sub.y = y + px + 2 / s;
     box = { x: x - 2 / s, y: y - 1 / s, w: Math.max(tw, subW) + 4 / s, h: px + 3 / s + (sub ? subPx + 2 / s : 0) };
   }
-  if (!beside && box.x + box.w > f.x + f.w + 0.5 / s) return null; // never wider than what it names
-  if (placed) {
-    let hit = place(placed, box, s);
-    if (hit && vertical) {
-      // down a frame's side, a name may start below the name it met (its parent's, across
-      // the parent's top) while the frame is tall enough
-      const dy = hit.y + hit.h + 2 / s - box.y;
-      if (box.y + dy + box.h <= f.y + f.h) {
-        box.y += dy;
-        y += dy;
-        hit = place(placed, box, s);
-      }
-    }
-    if (hit) return null;
-  }
+  if (where === "in" && box.x + box.w > f.x + f.w + 0.5 / s) return null; // never wider than what it names
+  const y0 = box.y;
+  if (placed && !placeDown(placed, box, s, f)) return null;
+  y += box.y - y0; // moved down below a name it met, with its op count
+  if (sub && sub.y !== undefined) sub.y += box.y - y0;
   const bg = f.bg ? box : null; // a frame's name on its own colour, over whatever it covers
-  return { text: t, font, px, x, y, bg, sub, vertical, beside, box };
+  return { text: t, font, px, x, y, bg, sub, beside: where !== "in", box };
+}
+
+/** @param {FarPrim} f @param {number} s */
+const sh = (f, s) => f.h * s;
+
+// Places a frame's name `box` (moving it, world units); where it meets a name drawn
+// already (its parent's, across the parent's top, where the frame starts right under it),
+// it may start below that name while the frame is tall enough. False: not placed.
+/**
+ * @param {Placed} placed
+ * @param {Box} box
+ * @param {number} s
+ * @param {FarPrim} f
+ */
+function placeDown(placed, box, s, f) {
+  let hit = place(placed, box, s);
+  if (hit && f.frame) {
+    const dy = hit.y + hit.h + 2 / s - box.y;
+    if (dy > 0 && box.y + dy + box.h <= f.y + f.h) {
+      box.y += dy;
+      hit = place(placed, box, s);
+    }
+  }
+  return !hit;
 }
 
 // Adds `box` to the names placed this frame unless it covers one of them (then that one
@@ -413,8 +437,8 @@ function fitText(ctx, text, room, least) {
 // ({text, sub, outside, box}), for the hooks.
 /**
  * A far name as it was drawn (for the hooks).
- * @typedef {{text: string, full: string, sub: string | null, vertical: boolean, beside: boolean, frame: boolean,
- *   op: boolean, box: Box, of: Box}} FarDrawn
+ * @typedef {{text: string, full: string, sub: string | null, beside: boolean, frame: boolean,
+ *   op: boolean, px: number, box: Box, of: Box}} FarDrawn
  */
 
 /**
@@ -496,25 +520,18 @@ export function paintList(ctx, list, s, hatch, far = null) {
         for (const item of q.list) {
           const f = farLabel(item, s, ctx, placed);
           if (!f) continue;
-          if (far) far.push({ text: f.text, full: item.text, sub: f.sub ? f.sub.text : null, vertical: f.vertical, beside: f.beside, frame: !!item.frame, op: !!item.op, box: f.box, of: { x: item.x, y: item.y, w: item.w, h: item.h } });
+          if (far) far.push({ text: f.text, full: item.text, sub: f.sub ? f.sub.text : null, beside: f.beside, frame: !!item.frame, op: !!item.op, px: f.px, box: f.box, of: { x: item.x, y: item.y, w: item.w, h: item.h } });
           if (f.bg) {
             ctx.fillStyle = /** @type {string} */ (item.bg);
             ctx.fillRect(f.bg.x, f.bg.y, f.bg.w, f.bg.h);
           }
           ctx.fillStyle = item.color;
-          if (f.vertical) {
-            ctx.save();
-            ctx.translate(f.x, f.y);
-            ctx.rotate(Math.PI / 2);
-          }
-          const [x, y] = f.vertical ? [0, 0] : [f.x, f.y];
           ctx.font = f.font;
-          ctx.fillText(f.text, x, y);
+          ctx.fillText(f.text, f.x, f.y);
           if (f.sub) {
             ctx.font = f.sub.font;
-            ctx.fillText(f.sub.text, x, /** @type {number} */ (f.sub.y));
+            ctx.fillText(f.sub.text, f.x, /** @type {number} */ (f.sub.y));
           }
-          if (f.vertical) ctx.restore();
         }
         break;
       }

@@ -133,11 +133,8 @@ export function serialize(out, list, s, ctx) {
         const f = farLabel(item, s, ctx, placed);
         if (!f) continue;
         if (f.bg) out.push(`<rect x="${fmt(f.bg.x)}" y="${fmt(f.bg.y)}" width="${fmt(f.bg.w)}" height="${fmt(f.bg.h)}" fill="${item.bg}"/>`);
-        // a name down a frame's side (drawlist.js farLabel): the canvas's quarter turn
-        const [x, y] = f.vertical ? [0, 0] : [f.x, f.y];
-        const texts = [textSvg(ctx, x, y, f.text, f.font, item.color, "top")];
-        if (f.sub) texts.push(textSvg(ctx, x, /** @type {number} */ (f.sub.y), f.sub.text, f.sub.font, item.color, "top"));
-        out.push(f.vertical ? `<g transform="translate(${fmt(f.x)},${fmt(f.y)}) rotate(90)">${texts.join("")}</g>` : texts.join(""));
+        out.push(textSvg(ctx, f.x, f.y, f.text, f.font, item.color, "top"));
+        if (f.sub) out.push(textSvg(ctx, f.x, /** @type {number} */ (f.sub.y), f.sub.text, f.sub.font, item.color, "top"));
       }
     } else if (q.t === "specks") {
       const r = q.rects;
