@@ -168,8 +168,7 @@ def test_the_setup_form_saves_a_checkpoint_and_a_fixture(browser, served, close_
     shots = Path(os.environ.get("TV_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(shots / "setup-weights-and-batch.png"))
-    page.click("#setup-save")
-    page.wait_for_function("() => document.getElementById('setup-status').textContent.includes('started')")
+    assert app.save_setup() == "Capture started."
     name, recipe = served.saved[-1]
     assert name == "net"
     assert recipe["init"] == {"args": [], "kwargs": {}, "checkpoint": "runs/best.pt", "strict": False}

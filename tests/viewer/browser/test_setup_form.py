@@ -101,8 +101,7 @@ def test_setup_form_asks_for_unknown_dimensions_validates_and_saves(browser, ser
 
     width.fill("16")
     page.select_option("[data-input=x] select[name=dtype]", "bfloat16")
-    page.click("#setup-save")
-    page.wait_for_function("() => document.getElementById('setup-status').textContent.includes('started')")
+    assert app.save_setup() == "Capture started."
     assert len(served.saved) == 1
     name, recipe = served.saved[0]
     assert name == "mlp_small"

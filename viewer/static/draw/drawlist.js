@@ -257,6 +257,7 @@ const FAR_SUB_PX = 9.5; // the op count under it
 const FAR_LEAST = 8; // a frame's name cut shorter than this says nothing
 const FAR_OP_LEAST = 3; // a card's name, likewise ("mul", "cat", "lin…")
 const FAR_BESIDE_PX = 200; // a name over or beside a frame too narrow for it, at most this wide
+const FAR_FAMILY = S.fontHeader.split("px ")[1]; // the far names' font family
 
 // Far away, an item still says what it is (semantic zoom): its name at a constant 10.5px
 // on screen, always horizontal (never down a frame's side: issue 36 item 6). A frame or a
@@ -270,8 +271,9 @@ const FAR_BESIDE_PX = 200; // a name over or beside a frame too narrow for it, a
 // shows as the canvas's tooltip under the pointer, app.js). A frame says how many ops it
 // holds under its name when there is room ("70 ops": its ops are too small to read). An op
 // card too small for its own text is summarised by its op's short name at 9 px, centred
-// in it (`op: true`), as soon as the card holds three letters of it. `placed`: the names drawn so far this frame (world boxes); a name that
-// would cover one of them is not drawn. Null when it is not drawn at this zoom.
+// in it (`op: true`), as soon as the card holds three letters of it. `placed`: the names
+// drawn so far this frame (world boxes); a name that would cover one of them is not
+// drawn. Null when it is not drawn at this zoom.
 /**
  * @param {FarPrim} f
  * @param {number} s  the zoom
@@ -282,11 +284,10 @@ const FAR_BESIDE_PX = 200; // a name over or beside a frame too narrow for it, a
 export function farLabel(f, s, ctx, placed = null) {
   const sw = f.w * s;
   const sh = f.h * s;
-  const family = S.fontHeader.split("px ")[1];
-  ctx.font = `600 ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${family}`;
+  ctx.font = `600 ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${FAR_FAMILY}`;
   const least = Math.min(f.frame ? FAR_LEAST : FAR_OP_LEAST, f.text.length);
   const margin = f.op ? 4 : 8; // an op's name may come nearer its card's sides
-  const inside = sw >= 24 - 8 + margin && sh >= (f.op ? FAR_OP_PX + 2 : FAR_PX + 3.5)
+  const inside = sw >= 16 + margin && sh >= (f.op ? FAR_OP_PX + 2 : FAR_PX + 3.5)
     ? fitText(ctx, f.text, f.w - margin / s, least) : null;
   if (inside || !f.frame || sw < 2 || sh < 10) return inside ? farPlaced(f, s, ctx, placed, inside, "in") : null;
   // too narrow for its name inside: its own name (`input_layernorm`, not its class)
@@ -312,8 +313,7 @@ export function farLabel(f, s, ctx, placed = null) {
  */
 function farPlaced(f, s, ctx, placed, t, where) {
   const px = (f.op ? FAR_OP_PX : FAR_PX) / s;
-  const font = ctx.font;
-  const family = S.fontHeader.split("px ")[1];
+  const font = ctx.font; // set by farLabel for f
   const tw = ctx.measureText(t).width;
   const subPx = FAR_SUB_PX / s;
   const beside = where === "beside";
@@ -321,10 +321,9 @@ function farPlaced(f, s, ctx, placed, t, where) {
   let sub = null;
   let subW = 0;
   if (f.sub) {
-    ctx.font = `${subPx}px ${family}`;
+    ctx.font = `${subPx}px ${FAR_FAMILY}`;
     subW = ctx.measureText(f.sub).width;
-    const room = where !== "in" ? sh(f, s) >= FAR_PX + FAR_SUB_PX + 10
-      : sh(f, s) >= FAR_PX + FAR_SUB_PX + 10 && subW <= f.w - 8 / s;
+    const room = f.h * s >= FAR_PX + FAR_SUB_PX + 10 && (where !== "in" || subW <= f.w - 8 / s);
     if (room) sub = { text: f.sub, font: ctx.font };
     else subW = 0;
     ctx.font = font;
@@ -350,9 +349,6 @@ function farPlaced(f, s, ctx, placed, t, where) {
   const bg = f.bg ? box : null; // a frame's name on its own colour, over whatever it covers
   return { text: t, font, px, x, y, bg, sub, beside: where !== "in", box };
 }
-
-/** @param {FarPrim} f @param {number} s */
-const sh = (f, s) => f.h * s;
 
 // Places a frame's name `box` (moving it, world units); where it meets a name drawn
 // already (its parent's, across the parent's top, where the frame starts right under it),
