@@ -212,7 +212,7 @@ async def test_dependency_flow_with_an_interpreter_lacking_jax(tmp_path, config_
         result = await s.execute("tensorviz.openGraph", {"uri": s.uri("model.py"), "symbol": "net"})
         assert marker.exists(), "accepted: the reviewed command ran"
         assert "jax" in marker.read_text().split()
-        assert "[install] would install" in s.logs()
+        await s.logged("[install] would install")
         # The fake installed nothing, so the retry still lacks jax: reported, not asked again.
         assert result["ok"] is False and result["reason"] == "dependencies"
         assert any("still missing" in m for m in s.messages())
