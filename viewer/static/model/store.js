@@ -85,7 +85,7 @@ export class Store {
   /** @type {Set<string>} */
   #open = new Set();
   #liveUpdates = 0;
-  /** @type {Map<Topic, ((detail: any) => void)[]>} */
+  /** @type {Map<string, ((detail: any) => void)[]>} */
   #listeners = new Map();
 
   /**
@@ -100,10 +100,11 @@ export class Store {
 
   // ---------------------------------------------------------------- events
 
-  // `fn` receives the topic's detail (StoreEvents[topic]); typed `any` as PanelStore's
-  // `on` is (panels/panel.js): each listener says what it reads of it.
+  // `fn` receives the topic's detail (StoreEvents[topic]). Typed as PanelStore's `on` is
+  // (panels/panel.js), which the panels read the store through: any topic name, and the
+  // detail `any`, each listener saying what it reads of it.
   /**
-   * @param {Topic} topic
+   * @param {string} topic
    * @param {(detail: any) => void} fn
    * @returns {() => void}  stops listening
    */
