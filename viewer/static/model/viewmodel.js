@@ -69,8 +69,8 @@ export { EXPAND_FETCH_ITEMS, ROOT, cardOf, isContainerKey, itemKey, opens };
  * A cost on an item or a stack (viewer/API.md "Costs on items"); a stack's has `per_block`,
  * the same for its first repetition.
  * @typedef {object} ItemCost
- * @property {number | null} [flops]
- * @property {number} [bytes]
+ * @property {number | null} flops  null: no rule counted it
+ * @property {number} bytes
  * @property {number} [uncounted]
  * @property {boolean} [estimate]
  * @property {ItemCost} [per_block]
@@ -111,7 +111,8 @@ export { EXPAND_FETCH_ITEMS, ROOT, cardOf, isContainerKey, itemKey, opens };
  * @property {number} [inputs_total]
  * @property {ItemValue[]} [outputs]
  * @property {number} [outputs_total]
- * @property {ItemValue[]} [weights]  an op card: the parameters it reads (first 64)
+ * @property {Array<ItemValue & {value: number}>} [weights]  an op card: the parameters it reads
+ *   (first 64), each with its value id
  * @property {number} [weights_total]
  * @property {string} [path]  a module group: its attribute path (`gpt.h.3`)
  * @property {{count: number, bytes: number}} [params]  a group: the parameters used inside it
@@ -1602,7 +1603,8 @@ function opEntry(item, within, weightPills) {
 const FUNCTIONAL = "torch.nn.functional.";
 
 /**
- * @param {Partial<ViewItem>} item
+ * An op's title: a `torch.nn.functional` call by its short name, else its label.
+ * @param {{function?: unknown, label?: unknown}} item
  * @returns {string}
  */
 export function opTitle(item) {
@@ -1689,7 +1691,7 @@ function stackEntry(stack, reps) {
   // Its cost: one block's and the run's sum (server's `cost`, per_block its first repetition).
   const cost = stack.cost || null;
   if (cost) {
-    /** @type {ItemCost} */
+    /** @type {{flops?: number | null}} */
     const one = cost.per_block || {};
     const est = cost.estimate ? "~" : "";
     lines.push(`${reps.length} × ${est}${formatFlops(one.flops || 0)} = ${est}${formatFlops(cost.flops || 0)}`);
