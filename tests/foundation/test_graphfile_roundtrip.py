@@ -191,3 +191,19 @@ def test_mutated_files_are_rejected_cleanly(capture: Capture, data) -> None:
             graphfile.decode(bytes(raw), name="m.tvg")
         except graphfile.GraphFileError as exc:
             assert "\n" not in str(exc)
+
+
+def test_a_version_1_file_written_before_version_2_still_reads():
+    """``data/resnet18_linen.v1.tvg`` is the real-model capture of
+    ``tests/viewer/real_models`` as the version-1 writer wrote it, before version 2
+    existed. It reads whole; writing version 1 today gives the old file byte for byte, and
+    the same capture goes through version 2 unchanged."""
+    old_path = Path(__file__).resolve().parent / "data" / "resnet18_linen.v1.tvg"
+    old_bytes = old_path.read_bytes()
+    unpacker = msgpack.Unpacker(raw=False)
+    unpacker.feed(old_bytes)
+    assert unpacker.unpack()["version"] == 1
+    old = graphfile.read(old_path)
+    assert len(old.nodes) == 251 and len(old.groups) == 84 and old.backend == "jaxpr"
+    assert graphfile.encode(old, version=1) == old_bytes
+    assert to_json(graphfile.decode(graphfile.encode(old))) == to_json(old)
