@@ -1,6 +1,6 @@
 // ESLint over the browser app (viewer/static): the recommended rules, ES modules in a
-// browser page and its layout module worker. Run by tests/viewer/test_static_checks.py
-// and the structure report (python -m tools.structure).
+// browser page and its layout module worker. Run by the structure report (python -m
+// tools.structure; tests/foundation/test_structure.py).
 import js from "@eslint/js";
 import globals from "globals";
 

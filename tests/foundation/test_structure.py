@@ -1,7 +1,9 @@
 """The structure report (``python -m tools.structure``, named in the README) runs, and
 every number it measures is within its budget (tools/structure.py BUDGETS: no mypy or
 tsc or ESLint finding, no import circle; the functions over complexity 15 and the
-duplicated runs no more than the debt left). Its duplicate detector is checked on a
+duplicated runs no more than the debt left). This is the suite's one run of mypy (every
+shipped package, and --strict over the typed contracts), of tsc over the browser code
+(loose and strict) and of ESLint; a finding is printed with its place. Its duplicate detector is checked on a
 tree of its own."""
 
 from __future__ import annotations
@@ -30,6 +32,14 @@ def test_a_number_over_its_budget_is_reported():
     r.number("import circles", 1)
     r.number("mypy errors", 0)
     assert r.over_budget() == [f"import circles: 1 > {BUDGETS['import circles']}"]
+
+
+def test_a_check_that_could_not_run_is_not_a_pass():
+    r = Report()
+    r.number("tsc --checkJs errors", None)  # the checker is not installed
+    r.number("mypy errors", -1)  # mypy ran but said neither "Success" nor how many errors
+    r.number("functions over complexity 10", None)  # no budget: only reported
+    assert r.over_budget() == ["tsc --checkJs errors: not measured", "mypy errors: not measured"]
 
 
 def test_the_duplicate_detector_finds_a_copied_run(tmp_path, monkeypatch):
