@@ -76,6 +76,13 @@ import { installHooks } from "./hooks.js";
  */
 const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
 
+// The capture on screen: the store keeps the `api/capture` answer whole (the API client's
+// JSON); app.js reads it as the summary it is.
+/** @returns {CaptureSummary | null} */
+function onScreen() {
+  return store.capture;
+}
+
 // What went wrong, in words: a thrown error's message, else the thrown value itself.
 /** @param {unknown} err */
 function errorText(err) {
@@ -413,9 +420,10 @@ function renderCoverage(c) {
 
 // The capture summary in the inspector (the toolbar title and the coverage banner open it).
 function showAbout() {
-  if (!store.capture) return;
+  const c = onScreen();
+  if (!c) return;
   store.select(null);
-  inspector.showCapture(store.capture, describeState(store.capture));
+  inspector.showCapture(c, describeState(c));
 }
 
 /** @param {string[] | null | undefined} files  the source files changed since the capture */
@@ -513,16 +521,18 @@ function listenEvents() {
     "capture-ready": (/** @type {ReadyEvent} */ d) => {
       banners.drop("progress");
       // A background recapture of the graph on screen (recapture on save): update in place.
-      if (store.capture && d.replaces !== undefined && Number(d.replaces) === Number(store.capture.id)) return liveUpdate(d.id);
+      const current = onScreen();
+      if (current && d.replaces !== undefined && Number(d.replaces) === Number(current.id)) return liveUpdate(d.id);
       const open = () => openCapture(d.id);
       // Started from this page, or the page has no graph yet: show the new one at once (a
       // setup form's page only follows its own capture, not another model's).
-      if (captureStartedHere || (!store.capture && params.get("setup") === null)) return open();
+      if (captureStartedHere || (!current && params.get("setup") === null)) return open();
       banners.set("ready", "ok", "Ready", "A new capture is ready.", [el("button", { type: "button", onclick: open }, "Open it")]);
     },
     "capture-failed": (/** @type {FailedEvent} */ d) => {
       // Another profile's capture (e.g. its recapture on save) is not about this graph.
-      const mine = store.capture && store.capture.recipe && store.capture.recipe.name;
+      const current = onScreen();
+      const mine = current && current.recipe && current.recipe.name;
       if (d.profile && mine && d.profile !== mine && !captureStartedHere) return;
       banners.drop("progress");
       if (captureStartedHere) setup.setStatus("The capture failed: see the message above.");
@@ -541,7 +551,7 @@ function listenEvents() {
 // expansion (by group path) and the weight-pill choice stay; stale and failure banners go.
 /** @param {number} id  the recapture's */
 async function liveUpdate(id) {
-  const current = store.capture;
+  const current = onScreen();
   if (!renderer || !current || current.failure) return openCapture(id);
   const paths = store.model.expansionPaths();
   const previous = api.captureId;
@@ -570,9 +580,10 @@ async function liveUpdate(id) {
 // stale/fresh may name a capture; without one they are about the newest.
 /** @param {AboutCapture} d */
 function aboutThisCapture(d) {
-  if (!store.capture) return false;
+  const current = onScreen();
+  if (!current) return false;
   if (d.capture === undefined || d.capture === null) return true;
-  return Number(d.capture) === Number(store.capture.id);
+  return Number(d.capture) === Number(current.id);
 }
 
 /** @param {number | null} [id]  none: the newest */
@@ -592,7 +603,7 @@ function openCapture(id) {
  * @returns {Promise<boolean>}
  */
 async function initSetup(profile) {
-  const capture = store.capture;
+  const capture = onScreen();
   // A server that says it has no setup form (api/capture `setup: false`) is not asked for
   // one: a page without a setup logs no failed request.
   if (capture && capture.setup === false) {
@@ -603,8 +614,9 @@ async function initSetup(profile) {
   const available = await setup.load(profile || (capture && capture.recipe ? capture.recipe.name : undefined));
   $("btn-setup").hidden = !available;
   // Without a graph the form is the page's content: open it even when nothing is missing.
-  if (available && (setup.needsInput || !store.capture)) setup.open();
-  if (available && store.capture && banners.has("stale")) showStale(store.capture.stale && store.capture.stale.files);
+  const now = onScreen(); // the form loaded meanwhile
+  if (available && (setup.needsInput || !now)) setup.open();
+  if (available && now && banners.has("stale")) showStale(now.stale && now.stale.files);
   return available;
 }
 
@@ -646,7 +658,8 @@ function wireToolbar() {
 }
 
 function fileStem() {
-  return (store.capture && store.capture.title ? store.capture.title : "tensorviz").replace(/[^A-Za-z0-9_.-]+/g, "_");
+  const c = onScreen();
+  return (c && c.title ? c.title : "tensorviz").replace(/[^A-Za-z0-9_.-]+/g, "_");
 }
 
 function readable() {
@@ -794,7 +807,8 @@ function wireCanvas(r, canvas, minimap) {
       const [wx, wy] = r.toWorld(x, y);
       const hit = store.model.hitTest(wx, wy);
       const w = hit ? r.weightAt(hit, wx, wy) : -1;
-      if (w >= 0) store.selectWeight(hit.key, hit.card.weights[w]);
+      // A weight line (w >= 0) is found only on an op card that has weights (card.js weightAt).
+      if (hit && w >= 0) store.selectWeight(hit.key, /** @type {number[]} */ (hit.card.weights)[w]);
       else store.select(hit ? hit.key : null);
     }
     drag = null;
@@ -985,7 +999,7 @@ function cutName(r, wx, wy) {
 
 // A person's expansions, per profile, by group path: they survive a recapture.
 function expansionKey() {
-  const c = store.capture;
+  const c = onScreen();
   if (!c) return null;
   const name = (c.recipe && (c.recipe.name || c.recipe.model)) || c.title;
   return name ? `tensorviz.expanded.${name}` : null;
