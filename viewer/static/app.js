@@ -44,7 +44,7 @@ import { installHooks } from "./hooks.js";
  * The mesh legend of a program split across devices (`api/capture` `mesh_legend`): each
  * mesh's axes, the devices in words, and what one device holds (`per_device_memory`).
  * @typedef {object} MeshLegend
- * @property {{id: number, text: string, devices: number}[]} [meshes]
+ * @property {{id: number, text: string, devices: number | null}[]} [meshes]
  * @property {string | null} [devices]
  * @property {boolean} [simulated]
  * @property {Record<string, number> | null} [memory]
