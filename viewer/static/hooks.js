@@ -4,14 +4,136 @@
 
 import { CARD_STYLE, canvasMeasurer, drawCard, labelRect, measureCard } from "./draw/card.js";
 
-// page: {store, layout, renderer(), settler(), lines, search, diff(), actions: {toggle,
-// expandAll, collapseAll, expandToDepth, setWeightPills}, marks}
+/**
+ * @typedef {import("./draw/renderer.js").Renderer} Renderer
+ * @typedef {import("./draw/renderer.js").Scene} RendererScene
+ * @typedef {import("./draw/card.js").SceneItem} SceneItem
+ * @typedef {import("./draw/card.js").CardPrims} CardPrims
+ * @typedef {import("./draw/card.js").CardContent} CardContent
+ * @typedef {import("./layout/protocol.js").LabelSpot} LabelSpot
+ * @typedef {import("./layout/protocol.js").Size} Size
+ */
+
+/**
+ * The server's record behind a scene item, as itemInfo reads it: a page item (api.js), a
+ * boundary value (`name`, `role`, `weight`: viewmodel.js boundaryItem) or a stack
+ * (`members`, `period`: viewmodel.js stackItem); an op card's weights by name.
+ * @typedef {import("./api.js").PageItem & {name?: string, role?: string, weight?: boolean, members?: string[],
+ *   period?: number, weights?: {name: string}[], single?: {weights?: {name: string}[]}}} ItemRecord
+ */
+
+/**
+ * The scene the view model composed (model/viewmodel.js compose()) as the hooks read it
+ * from the store: each container keyed, each item knowing its container (`parentKey`),
+ * each edge with its full label beside the one laid out (`labelBox`).
+ * @typedef {{source: string, target: string, label?: string, labelBox?: LabelSpot | null}} ModelEdge
+ * @typedef {SceneItem & {parentKey: string, expanded?: ModelContainer | null}} ModelItem
+ * @typedef {{key: string, x: number, y: number, items: ModelItem[], edges: ModelEdge[]}} ModelContainer
+ * @typedef {{root: ModelContainer, byKey: Map<string, ModelItem>}} ModelScene
+ */
+
+/**
+ * An edge label as edgeLabels lists it: its text as laid out, the full label, its box (world).
+ * @typedef {{text: string, full: string | undefined, x: number, y: number, w: number, h: number}} EdgeLabel
+ */
+
+/**
+ * The renderer's scene (draw/renderer.js) as composed (model/viewmodel.js compose()): it
+ * counts its items, and an open item's inside has its size.
+ * @typedef {import("./draw/drawlist.js").DrawItem & {expanded?: (import("./draw/drawlist.js").DrawContainer & Size) | null}} DrawnItem
+ * @typedef {Omit<RendererScene, "byKey"> & {byKey: Map<string, DrawnItem>, count: number}} DrawnScene
+ */
+
+/**
+ * What the hooks read of the view model (model/viewmodel.js GraphModel): its scene and
+ * memory of group paths, and the figures benchmarks read (`timings`: ms per phase, copied
+ * whole).
+ * @typedef {object} HooksModel
+ * @property {ModelScene | null} scene
+ * @property {Map<string, string>} paths  container key -> group path ("Wrapped/gpt/h.3")
+ * @property {Iterable<string>} expanded  the open containers' keys
+ * @property {number} version
+ * @property {number} lastLayoutMs
+ * @property {object} timings
+ * @property {unknown[]} timingLog
+ * @property {() => string[]} estimatedKeys
+ * @property {(x: number, y: number, tol: number) => unknown} edgeAt  the edge near a world point
+ */
+
+/**
+ * What the hooks read of the viewer's store (model/store.js); the store itself is handed
+ * to the tests as it is.
+ * @typedef {object} HooksStore
+ * @property {HooksModel | null} model
+ * @property {boolean} ready
+ * @property {unknown} error
+ * @property {string | null} selected
+ * @property {Set<string> | null} multi
+ * @property {number} liveUpdates
+ * @property {{id: unknown} | null} capture
+ * @property {boolean} weightPills
+ * @property {boolean} kernels
+ * @property {boolean} perDevice
+ */
+
+/**
+ * What the hooks use of the cost panel (panels/cost.js).
+ * @typedef {object} HooksCost
+ * @property {() => void} open
+ * @property {() => unknown} refresh
+ * @property {() => unknown} rowsShown
+ * @property {(metric: string | null) => unknown} setHeat
+ * @property {(name: string) => unknown} setDevice
+ */
+
+/**
+ * The page's named actions (app.js), the same a person's clicks and keys take; each
+ * answers what the action answers (a promise resolving once laid out).
+ * @typedef {object} HooksActions
+ * @property {(key: string) => unknown} toggle
+ * @property {(options?: {wrap?: boolean}) => unknown} expandAll
+ * @property {() => unknown} collapseAll
+ * @property {(n: number) => unknown} expandToDepth
+ * @property {(on: boolean) => unknown} setWeightPills
+ * @property {(on: boolean) => unknown} setKernels
+ * @property {(on: boolean) => unknown} setPerDevice
+ */
+
+/**
+ * The page's parts (app.js); the renderer, the settler and the diff panel exist once a
+ * graph can be drawn (null before, and on a failure or setup page).
+ * @typedef {object} HooksPage
+ * @property {HooksStore} store
+ * @property {import("./layout/layout-client.js").LayoutClient} layout
+ * @property {() => Renderer | null} renderer
+ * @property {() => import("./layout/settle.js").Settler | null} settler
+ * @property {import("./panels/lines.js").LinesPanel} lines
+ * @property {import("./panels/search.js").SearchPanel} search
+ * @property {() => import("./panels/diff.js").DiffPanel | null} diff
+ * @property {HooksCost | null} [cost]
+ * @property {HooksActions} actions
+ * @property {object} marks  performance.now() of the page's milestones, by name (app.js fills it; handed on as is)
+ */
+
+/** @param {HooksPage} page */
 export function installHooks(page) {
   const { store, layout, lines, search, actions, cost } = page;
   const r = () => page.renderer();
+  const drawn = (/** @type {Renderer} */ rr) => /** @type {DrawnScene | null} */ (rr.scene);
+  /** @param {string} key */
   const inScene = (key) => {
     const rr = r();
-    return (rr && rr.scene && rr.scene.byKey.get(key)) || null;
+    const scene = rr && drawn(rr);
+    return (scene && scene.byKey.get(key)) || null;
+  };
+  // What `act` answers of the renderer, or null before a graph is drawn.
+  /**
+   * @template T
+   * @param {(rr: Renderer) => T} act
+   */
+  const withRenderer = (act) => {
+    const rr = r();
+    return rr && act(rr);
   };
   window.tensorviz = {
     // The viewer's state and its named actions (model/store.js): tests subscribe to its
@@ -22,12 +144,12 @@ export function installHooks(page) {
     cost: cost && {
       open: () => (cost.open(), cost.refresh()),
       rows: () => cost.rowsShown(),
-      setHeat: (metric) => cost.setHeat(metric),
-      setDevice: (name) => cost.setDevice(name),
-      heatOf: (key) => {
+      setHeat: (/** @type {string | null} */ metric) => cost.setHeat(metric),
+      setDevice: (/** @type {string} */ name) => cost.setDevice(name),
+      heatOf: (/** @type {string} */ key) => {
         const rr = r();
         const it = rr && rr.scene && rr.scene.byKey.get(key);
-        return it && rr.env.heat ? rr.env.heat(it) : null;
+        return rr && it && rr.env.heat ? rr.env.heat(it) : null;
       },
     },
     marks: page.marks,
@@ -38,7 +160,8 @@ export function installHooks(page) {
       return store.error;
     },
     get firstPaintMs() {
-      return r() ? r().firstPaintAt : null;
+      const rr = r();
+      return rr ? rr.firstPaintAt : null;
     },
     get layoutMs() {
       return store.model ? store.model.lastLayoutMs : null;
@@ -62,7 +185,8 @@ export function installHooks(page) {
       return layout.firstRequestAt;
     },
     get camera() {
-      return r() ? { ...r().cam } : null;
+      const rr = r();
+      return rr ? { ...rr.cam } : null;
     },
     get selected() {
       return store.selected;
@@ -82,33 +206,39 @@ export function installHooks(page) {
     },
     sceneStats() {
       const rr = r();
-      return rr && rr.scene ? { items: rr.scene.count, w: rr.scene.w, h: rr.scene.h, drawn: rr.stats, drawMs: rr.drawMs.slice(-120) } : null;
+      const scene = rr && drawn(rr);
+      return rr && scene ? { items: scene.count, w: scene.w, h: scene.h, drawn: rr.stats, drawMs: rr.drawMs.slice(-120) } : null;
     },
     // The on-screen rectangle (CSS px, relative to the canvas) of an item, if laid out.
+    /** @param {string} key */
     itemRect(key) {
+      const rr = r();
       const it = inScene(key);
-      if (!it) return null;
-      const [x, y] = r().toScreen(it.x, it.y);
-      return { x, y, w: it.w * r().cam.s, h: it.h * r().cam.s };
+      if (!rr || !it) return null;
+      const [x, y] = rr.toScreen(it.x, it.y);
+      return { x, y, w: it.w * rr.cam.s, h: it.h * rr.cam.s };
     },
     keys() {
       const rr = r();
       return rr && rr.scene ? [...rr.scene.byKey.keys()] : [];
     },
     // Centres an item that is laid out, without selecting it.
+    /** @param {string} key */
     center(key) {
+      const rr = r();
       const it = inScene(key);
-      if (it) r().centerOn(it);
+      if (rr && it) rr.centerOn(it);
       return !!it;
     },
     // What an item is, by meaning, for tests that check layout: kind ("node" | "group" |
     // "chunk" | "stack" | "in" | "out"), name (op, group name, value name), path (the group
     // path, "Wrapped/gpt/transformer/h.3"), role (a boundary value's role; a group's class).
+    /** @param {string} key */
     itemInfo(key) {
       const m = store.model;
       const it = m && m.scene && m.scene.byKey.get(key);
-      if (!it) return null;
-      const item = it.item || {};
+      if (!m || !it) return null;
+      const item = /** @type {ItemRecord} */ (it.item || {});
       const name = it.type === "in" || it.type === "out" ? item.name ?? null : item.label ?? null;
       const path = m.paths.get(key) ?? (m.paths.get(it.parentKey) ?? null);
       const role = it.type === "in" || it.type === "out" ? item.role ?? null : item.class ?? null;
@@ -129,14 +259,20 @@ export function installHooks(page) {
     // the page measures for the same content (a frame: for its inside), what it draws at
     // readable detail (its texts, with their measured widths, and toggles, in world units)
     // and the texts its content says in full.
+    /** @param {string} key */
     card(key) {
       const rr = r();
       const it = inScene(key);
-      if (!it) return null;
-      const measured = measureCard(it.expanded ? { inner: { w: it.expanded.w, h: it.expanded.h } } : it.card, canvasMeasurer(rr.ctx));
+      if (!rr || !it) return null;
+      // A frame is measured from its inside alone (measureCard reads `inner` first).
+      const inside = it.expanded && /** @type {CardContent} */ ({ inner: { w: it.expanded.w, h: it.expanded.h } });
+      const measured = measureCard(inside || it.card, canvasMeasurer(rr.ctx));
+      /** @type {CardPrims} */
       const dl = { card: [], header: null, far: null };
       drawCard(dl, it, rr.ctx, rr.palette, 2);
+      /** @type {{text: string, x: number, y: number, w: number}[]} */
       const texts = [];
+      /** @type {{cx: number, cy: number, r: number}[]} */
       const toggles = [];
       for (const q of [...dl.card, ...(dl.header || [])]) {
         if (q.t === "text") {
@@ -155,8 +291,10 @@ export function installHooks(page) {
     // coordinates), and the boxes of the container's cards (for overlap checks).
     edgeLabels() {
       const m = store.model;
+      /** @type {{key: string, labels: EdgeLabel[], cards: {key: string, x: number, y: number, w: number, h: number}[], unlabelled: number}[]} */
       const out = [];
-      const visit = (c) => {
+      const visit = (/** @type {ModelContainer} */ c) => {
+        /** @type {EdgeLabel[]} */
         const labels = [];
         const seen = new Set();
         for (const e of c.edges) {
@@ -176,6 +314,10 @@ export function installHooks(page) {
       return out;
     },
     // The edge under a canvas point (CSS px), as the hover tooltip shows it.
+    /**
+     * @param {number} x
+     * @param {number} y
+     */
     edgeAt(x, y) {
       const rr = r();
       if (!rr || !store.model) return null;
@@ -201,43 +343,49 @@ export function installHooks(page) {
       const c = lines.cursorShown;
       return c ? { ...c, keys: [...c.keys] } : null;
     },
-    showLine: (file, line, call) => lines.show(file, line, call),
+    showLine: (/** @type {string} */ file, /** @type {number} */ line, /** @type {number | undefined} */ call) => lines.show(file, line, call),
     // `{wrap: false}`: laid out in one run top to bottom, as before the screen was taken
     // into account (benchmarks compare the two).
-    expandAll: (options) => actions.expandAll(options),
+    expandAll: (/** @type {{wrap?: boolean} | undefined} */ options) => actions.expandAll(options),
     // Containers whose layout is still an estimate (out of view after Expand all), and a
     // promise that resolves once the view shows none.
     estimatedKeys: () => (store.model ? store.model.estimatedKeys() : []),
-    settle: () => (page.settler() ? page.settler().now() : Promise.resolve()),
+    settle: () => {
+      const settler = page.settler();
+      return settler ? settler.now() : Promise.resolve();
+    },
     collapseAll: () => actions.collapseAll(),
-    expandToDepth: (n) => actions.expandToDepth(n),
-    setWeightPills: (on) => actions.setWeightPills(on),
+    expandToDepth: (/** @type {number} */ n) => actions.expandToDepth(n),
+    setWeightPills: (/** @type {boolean} */ on) => actions.setWeightPills(on),
     get weightPills() {
       return store.weightPills;
     },
     // Every kernel everywhere (the toolbar's Kernels), resolving once laid out.
-    setKernels: (on) => actions.setKernels(on),
+    setKernels: (/** @type {boolean} */ on) => actions.setKernels(on),
     get kernels() {
       return store.kernels;
     },
     // Shapes as one device holds them (the toolbar's Per device), resolving once laid out.
-    setPerDevice: (on) => actions.setPerDevice(on),
+    setPerDevice: (/** @type {boolean} */ on) => actions.setPerDevice(on),
     get perDevice() {
       return store.perDevice;
     },
-    fit: () => r() && r().fit(),
-    readable: () => r() && r().readable(),
-    panBy: (dx, dy) => r() && r().panBy(dx, dy),
-    zoomAt: (x, y, f) => r() && r().zoomAt(x, y, f, true),
-    toggle: (key) => actions.toggle(key),
-    jump: (result) => search.jump(result),
+    fit: () => withRenderer((rr) => rr.fit()),
+    readable: () => withRenderer((rr) => rr.readable()),
+    panBy: (/** @type {number} */ dx, /** @type {number} */ dy) => withRenderer((rr) => rr.panBy(dx, dy)),
+    zoomAt: (/** @type {number} */ x, /** @type {number} */ y, /** @type {number} */ f) => withRenderer((rr) => rr.zoomAt(x, y, f, true)),
+    toggle: (/** @type {string} */ key) => actions.toggle(key),
+    jump: (/** @type {import("./panels/search.js").SearchResult} */ result) => search.jump(result),
     // What a boundary pill ("in:V" / "out:V") draws: its look ("input" | "quiet" | "plain"),
     // the value's role and name, and its text parts as fitted to the laid-out width.
+    /** @param {string} key */
     pill(key) {
+      const rr = r();
       const it = inScene(key);
-      if (!it || (it.type !== "in" && it.type !== "out")) return null;
-      const fit = r().pillFit(it);
-      return { look: it.card.look, role: it.card.role, name: it.item.name ?? null, texts: [...fit.texts], w: it.w, h: it.h };
+      if (!rr || !it || (it.type !== "in" && it.type !== "out")) return null;
+      const fit = rr.pillFit(it);
+      const value = /** @type {ItemRecord} */ (it.item); // a boundary value
+      return { look: it.card.look, role: it.card.role, name: value.name ?? null, texts: [...fit.texts], w: it.w, h: it.h };
     },
   };
   // Diff mode (panels/diff.js), once the graph is on screen.
@@ -266,9 +414,9 @@ export function installHooks(page) {
         },
         // Marks of the items now on screen: {key: status}.
         drawn: () => d.drawn(),
-        show: (against) => d.show(against),
-        step: (k) => d.step(k),
-        go: (i) => d.go(i),
+        show: (/** @type {string | undefined} */ against) => d.show(against),
+        step: (/** @type {number} */ k) => d.step(k),
+        go: (/** @type {number} */ i) => d.go(i),
         hide: () => d.hide(),
       };
     },

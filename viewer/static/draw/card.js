@@ -86,7 +86,7 @@ const S = CARD_STYLE;
  * @property {string | null} [tag]
  * @property {string} [caption]
  * @property {number | null} [weightStart]
- * @property {unknown[]} [weights]
+ * @property {number[]} [weights]  the value ids its weight lines name
  * @property {boolean} [toggle]
  * @property {string} [op]
  * @property {boolean} [opaque]

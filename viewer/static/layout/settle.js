@@ -12,10 +12,10 @@
  */
 
 /**
- * What settling reads of the graph model: its scene (estimated: some containers of it
- * have an estimated layout) and the item under a world point.
+ * What settling reads of the graph model: its scene (estimated: how many of its
+ * containers have an estimated layout) and the item under a world point.
  * @typedef {object} SettleModel
- * @property {{estimated?: boolean, byKey: Map<string, Item>} | null} scene
+ * @property {{estimated?: number, byKey: Map<string, Item>} | null} scene
  * @property {(x: number, y: number) => Item | null} hitTest
  */
 

@@ -19,6 +19,115 @@ import { el, clear } from "../dom.js";
 import { formatBytes, formatCount, formatFlops, formatTime, grouped } from "../format.js";
 import { opTitle } from "../model/viewmodel.js";
 
+/**
+ * @typedef {import("../api.js").Api} Api
+ * @typedef {import("../draw/renderer.js").Renderer} Renderer
+ */
+
+/** @typedef {{tensors?: number, count?: number, bytes?: number}} ParamsCount  parameters: tensors, elements, bytes */
+
+/**
+ * An item's cost (`api/children` with costs, viewer/API.md "Costs on items"): its FLOPs
+ * (null: no rule counted the op), bytes moved, the ops inside that no rule counted, whether
+ * it is estimated, whether it is one iteration of a body that did not run; a stack's also
+ * its first repetition's (`per_block`).
+ * @typedef {object} ItemCost
+ * @property {number | null} flops
+ * @property {number} bytes
+ * @property {number} [uncounted]
+ * @property {boolean} [estimate]
+ * @property {boolean} [template]
+ * @property {{flops: number, bytes: number}} [per_block]
+ */
+
+/**
+ * A scene item's server item as the panel reads it (`api/children`; a stack card's is its
+ * first member's with the run's label, members, count, parameters and cost: viewmodel.js).
+ * @typedef {object} CostItem
+ * @property {string} [type]  "node" | "group" | "chunk" | "stack" | "in" | "out"
+ * @property {string} [label]
+ * @property {string} [path]  a group's module path
+ * @property {string} [kind]
+ * @property {string} [class]
+ * @property {string} [function]  a function group: the function called
+ * @property {ItemCost} [cost]
+ * @property {ParamsCount} [params]
+ * @property {ParamsCount} [stack_params]  a stack's: every member's parameters
+ * @property {number} [stack_count]
+ * @property {string[]} [members]  a stack's: its members' keys
+ */
+
+/**
+ * The scene on screen as the panel walks it: containers of laid-out items, an open one
+ * holding its own container (`expanded`); boundary pills ("in", "out") cost nothing.
+ * @typedef {{key: string, type: string, item: CostItem, expanded?: CostContainer | null}} CostSceneItem
+ * @typedef {{items: CostSceneItem[]}} CostContainer
+ */
+
+/**
+ * What the cost panel reads of the store (model/store.js): the scene on screen and the
+ * selected item.
+ * @typedef {import("./panel.js").PanelStore & {scene: {root: CostContainer} | null, selected: string | null}} CostStore
+ */
+
+/** @typedef {{name: string, label: string, note?: string}} CostDevice  a device profile for time estimates */
+
+/**
+ * `api/cost?device=NAME`'s roofline times on that device, in seconds (estimates, never
+ * measurements): the program's, and each group's and node's by id key (`g3`, `n12`).
+ * @typedef {{total: number, groups: Record<string, number>, nodes: Record<string, number>}} CostTimes
+ */
+
+/**
+ * `api/cost` (viewer/API.md): what the capture costs.
+ * @typedef {object} CostTotals
+ * @property {true} available
+ * @property {number} flops
+ * @property {number} bytes_read
+ * @property {number} bytes_written
+ * @property {boolean} [estimate]
+ * @property {ParamsCount} [params]
+ * @property {number} activations
+ * @property {number} peak_live
+ * @property {number} [saved_for_backward]  a training step's
+ * @property {{op: string, count: number, in_bodies: number, reason: string}[]} [uncounted_ops]
+ * @property {Record<string, string>} [notes]  how FLOPs, bytes, memory are counted, in words
+ * @property {CostDevice[]} [devices]
+ * @property {string} [estimate_note]
+ * @property {undefined} [error]  none: only an answer without costs has one
+ */
+
+/**
+ * `api/cost`'s answer: the totals, or none (a capture made before costs were counted;
+ * `error`: the panel's own, when api/cost could not be read).
+ * @typedef {CostTotals | {available: false, error?: string}} CostSummary
+ */
+
+/** @typedef {"name" | "cls" | "params" | "flops" | "bytes" | "share" | "time"} ColumnKey */
+
+/**
+ * A row of the table: an item drawn, its depth among the open frames, and its figures
+ * (`flops` undefined: the item has no cost; null: no rule counted it).
+ * @typedef {object} CostRow
+ * @property {string} key
+ * @property {number} depth
+ * @property {boolean} open
+ * @property {string} type
+ * @property {string} name
+ * @property {string} cls
+ * @property {number | null} params
+ * @property {number | null | undefined} flops
+ * @property {number | undefined} bytes
+ * @property {number} uncounted
+ * @property {boolean} estimate
+ * @property {boolean} template
+ * @property {number | null} share
+ * @property {{flops: number, bytes: number} | null} perBlock
+ * @property {number | null | undefined} count  a stack's repetitions
+ * @property {number | null} time
+ */
+
+/** @type {Record<string, string>} */
 export const HEAT_METRICS = {
   flops: "FLOPs",
   bytes: "Bytes moved",
@@ -28,30 +137,53 @@ export const HEAT_METRICS = {
 const STEPS = 7; // colours of the heat ramp (--heat-0 … --heat-6 in style.css)
 const SHARE_FLOOR = 1e-5; // the share scale's first decade starts here (0.001 %)
 
+/** @type {[ColumnKey, string][]} */
 const COLUMNS = [
   ["name", "Layer"], ["cls", "Class / op"], ["params", "Params"], ["flops", "FLOPs"],
   ["bytes", "Bytes"], ["share", "Share"], ["time", "Est. time"],
 ];
 
+/** @extends {Panel<CostStore>} */
 export class CostPanel extends Panel {
+  // The panel's controls and parts (#build puts them on the page).
+  heatSelect = /** @type {HTMLSelectElement} */ (el("select", { "aria-label": "Heat map", title: "Colour the cards by what they cost", onchange: () => this.setHeat(this.heatSelect.value) },
+    el("option", { value: "" }, "Heat map: off"),
+    ...Object.entries(HEAT_METRICS).map(([k, v]) => el("option", { value: k }, `Heat map: ${v}`))));
+  deviceSelect = /** @type {HTMLSelectElement} */ (el("select", { "aria-label": "Device profile", title: "A device profile for roofline time estimates (estimated, not measured)", onchange: () => this.setDevice(this.deviceSelect.value) },
+    el("option", { value: "" }, "Est. time: no device")));
+  totals = /** @type {HTMLElement} */ (el("div", { class: "cost-totals" }));
+  table = /** @type {HTMLTableElement} */ (el("table", { class: "cost-table" }));
+  footer = /** @type {HTMLElement} */ (el("div", { class: "cost-footer" }));
+
+  // renderer(): the page's renderer (null before a graph is drawn); focus(key): select and
+  // centre an item; legend: the heat map's legend over the canvas.
+  /**
+   * @param {CostStore} store
+   * @param {HTMLElement} root
+   * @param {{api: Api, renderer: () => Renderer | null, focus: (key: string) => unknown, legend: HTMLElement}} parts
+   */
   constructor(store, root, { api, renderer, focus, legend }) {
     super(store, "cost", root);
     this.api = api;
     this.renderer = renderer;
     this.focus = focus;
     this.legend = legend;
+    /** @type {CostSummary | null} */
     this.summary = null; // api/cost without a device
     this.device = "";
+    /** @type {CostTimes | null} */
     this.times = null; // {groups, nodes, total} on this.device
     this.heat = "";
+    /** @type {{key: ColumnKey | "order", dir: number}} */
     this.sort = { key: "order", dir: -1 };
+    /** @type {CostRow[]} */
     this.rows = [];
     this.#build();
     store.on("scene", () => {
       if (this.isOpen) this.#renderTable();
       if (this.heat) this.#applyHeat();
     });
-    store.on("selection", ({ key }) => this.#markSelected(key));
+    store.on("selection", (/** @type {{key: string | null}} */ { key }) => this.#markSelected(key));
     store.on("capture", () => {
       this.summary = null;
       this.times = null;
@@ -60,14 +192,6 @@ export class CostPanel extends Panel {
   }
 
   #build() {
-    this.heatSelect = el("select", { "aria-label": "Heat map", title: "Colour the cards by what they cost", onchange: () => this.setHeat(this.heatSelect.value) },
-      el("option", { value: "" }, "Heat map: off"),
-      ...Object.entries(HEAT_METRICS).map(([k, v]) => el("option", { value: k }, `Heat map: ${v}`)));
-    this.deviceSelect = el("select", { "aria-label": "Device profile", title: "A device profile for roofline time estimates (estimated, not measured)", onchange: () => this.setDevice(this.deviceSelect.value) },
-      el("option", { value: "" }, "Est. time: no device"));
-    this.totals = el("div", { class: "cost-totals" });
-    this.table = el("table", { class: "cost-table" });
-    this.footer = el("div", { class: "cost-footer" });
     const head = el("div", { class: "cost-head" },
       el("strong", {}, "What each layer costs"), this.heatSelect, this.deviceSelect,
       el("button", { type: "button", class: "icon", "aria-label": "Close the cost table", title: "Close", onclick: () => this.close() }, "×"));
@@ -86,7 +210,7 @@ export class CostPanel extends Panel {
       try {
         this.summary = await this.api.cost();
       } catch (err) {
-        this.summary = { available: false, error: String(err && err.message || err) };
+        this.summary = { available: false, error: String((err && /** @type {Error} */ (err).message) || err) };
       }
       this.#fillDevices();
     }
@@ -96,12 +220,14 @@ export class CostPanel extends Panel {
 
   // ------------------------------------------------------------------ controls
 
+  /** @param {string} name  a device profile's name ("": none) */
   async setDevice(name) {
     this.device = name || "";
     this.deviceSelect.value = this.device;
     this.times = null;
     if (this.device) {
       try {
+        /** @type {{times?: CostTimes}} */
         const answer = await this.api.cost(this.device);
         if (this.device === name) this.times = answer.times || null;
       } catch {
@@ -112,6 +238,7 @@ export class CostPanel extends Panel {
     this.#renderTable();
   }
 
+  /** @param {string} metric  a HEAT_METRICS key ("": off) */
   setHeat(metric) {
     this.heat = HEAT_METRICS[metric] ? metric : "";
     this.heatSelect.value = this.heat;
@@ -130,9 +257,10 @@ export class CostPanel extends Panel {
     const metric = this.heat;
     const scene = this.store.scene; // the newest (the renderer may not have taken it yet)
     let max = 0;
+    /** @type {CostSceneItem[]} */
     const closed = [];
     if (scene) {
-      const walk = (c) => {
+      const walk = (/** @type {CostContainer} */ c) => {
         for (const it of c.items) {
           if (it.expanded) walk(it.expanded);
           else if (it.type !== "in" && it.type !== "out") closed.push(it);
@@ -141,10 +269,10 @@ export class CostPanel extends Panel {
       walk(scene.root);
     }
     const total = this.#totalFlops();
-    const valueOf = (it) => metricValue(it.item, metric, total);
+    const valueOf = (/** @type {CostSceneItem} */ it) => metricValue(it.item, metric, total);
     for (const it of closed) max = Math.max(max, valueOf(it) || 0);
     const ramp = heatRamp();
-    const colourOf = (v) => {
+    const colourOf = (/** @type {number | null} */ v) => {
       if (v === null || v === undefined || !(v > 0)) return null;
       let t;
       if (metric === "share") t = Math.max(0, (Math.log10(Math.max(v, SHARE_FLOOR)) - Math.log10(SHARE_FLOOR)) / -Math.log10(SHARE_FLOOR));
@@ -156,9 +284,15 @@ export class CostPanel extends Panel {
     this.#renderLegend(metric, max, ramp);
   }
 
+  /**
+   * @param {string} metric
+   * @param {number} max  the largest value of a card drawn
+   * @param {string[]} ramp  the heat colours
+   */
   #renderLegend(metric, max, ramp) {
     const lg = this.legend;
     clear(lg);
+    // How the largest value reads (the share's ends are fixed: none).
     const fmt = metric === "flops" ? formatFlops : metric === "bytes" ? formatBytes : metric === "params" ? formatCount : null;
     const swatches = el("div", { class: "heat-ramp" }, ...ramp.map((c) => {
       const sw = el("span");
@@ -166,7 +300,7 @@ export class CostPanel extends Panel {
       return sw;
     }));
     const lo = metric === "share" ? "≤0.001 %" : "0";
-    const hi = metric === "share" ? "100 %" : fmt(max);
+    const hi = fmt ? fmt(max) : "100 %";
     const scale = metric === "share" ? "of the program's FLOPs, one step per decade" : "square-root scale, largest card drawn";
     lg.append(el("div", { class: "heat-title" }, `Heat map: ${HEAT_METRICS[metric]}`),
       swatches, el("div", { class: "heat-ends" }, el("span", {}, lo), el("span", {}, hi)),
@@ -184,10 +318,15 @@ export class CostPanel extends Panel {
   // Rows from what the graph draws: each item, in program order, with its frame's insides.
   #sceneRows() {
     const scene = this.store.scene;
+    /** @type {CostRow[]} */
     const rows = [];
     if (!scene) return rows;
     const total = this.#totalFlops();
     const times = this.times;
+    /**
+     * @param {CostContainer} c
+     * @param {number} depth
+     */
     const walk = (c, depth) => {
       for (const it of c.items) {
         if (it.type === "in" || it.type === "out") continue;
@@ -218,7 +357,7 @@ export class CostPanel extends Panel {
     let rows = this.#sceneRows();
     const { key, dir } = this.sort;
     if (key !== "order") {
-      const val = (row) => (key === "name" || key === "cls" ? String(row[key]) : row[key] === null || row[key] === undefined ? -1 : Number(row[key]));
+      const val = (/** @type {CostRow} */ row) => (key === "name" || key === "cls" ? String(row[key]) : row[key] === null || row[key] === undefined ? -1 : Number(row[key]));
       rows = rows.slice().sort((a, b) => {
         const x = val(a);
         const y = val(b);
@@ -253,6 +392,7 @@ export class CostPanel extends Panel {
     this.table.append(el("thead", {}, head), body);
   }
 
+  /** @param {ColumnKey} key */
   #sortBy(key) {
     if (key === "name") this.sort = { key: "order", dir: -1 };
     else if (this.sort.key === key) this.sort = { key, dir: -this.sort.dir };
@@ -260,15 +400,18 @@ export class CostPanel extends Panel {
     this.#renderTable();
   }
 
+  /** @param {string | null} key */
   #markSelected(key) {
     if (!this.isOpen) return;
-    for (const tr of this.table.querySelectorAll("tr[data-key]")) tr.classList.toggle("selected", tr.dataset.key === key);
+    const trs = /** @type {NodeListOf<HTMLTableRowElement>} */ (this.table.querySelectorAll("tr[data-key]"));
+    for (const tr of trs) tr.classList.toggle("selected", tr.dataset.key === key);
   }
 
   #fillDevices() {
     const sel = this.deviceSelect;
     while (sel.options.length > 1) sel.remove(1);
-    for (const d of (this.summary && this.summary.devices) || []) sel.append(el("option", { value: d.name, title: d.note || "" }, `Est. time on ${d.label}`));
+    const s = this.summary;
+    for (const d of (s && s.available && s.devices) || []) sel.append(el("option", { value: d.name, title: d.note || "" }, `Est. time on ${d.label}`));
     sel.value = this.device;
   }
 
@@ -312,11 +455,16 @@ export class CostPanel extends Panel {
   }
 }
 
+/**
+ * @param {HTMLElement} td
+ * @param {number} depth
+ */
 function indent(td, depth) {
   td.style.paddingLeft = `${6 + 12 * depth}px`;
   return td;
 }
 
+/** @param {CostSceneItem} it */
 function rowName(it) {
   const item = it.item || {};
   if (it.type === "stack") return String(item.label || it.key);
@@ -324,6 +472,13 @@ function rowName(it) {
   return String(item.path || item.label || it.key);
 }
 
+/**
+ * What the heat map colours an item by, or null (no figure: uncoloured).
+ * @param {CostItem | undefined} item
+ * @param {string} metric  a HEAT_METRICS key
+ * @param {number} total  the program's FLOPs
+ * @returns {number | null}
+ */
 function metricValue(item, metric, total) {
   if (!item) return null;
   if (metric === "params") {
@@ -338,6 +493,11 @@ function metricValue(item, metric, total) {
   return Number(cost.flops);
 }
 
+/**
+ * @param {CostSceneItem} it
+ * @param {CostTimes} times
+ * @returns {number | null}
+ */
 function timeOf(it, times) {
   if (it.type === "stack") {
     let t = 0;

@@ -15,20 +15,199 @@ import { Panel } from "./panel.js";
 // The dtype and generator lists and the profile-name rule come with the form (`api/setup`
 // `schema`, from capture.recipe): the recipe's own definitions, never a copy here.
 
+/**
+ * A value the recipe holds or a field offers (a default, a saved value, a choice, a
+ * literal read back): arbitrary JSON (capture.recipe's spec), hence `any`.
+ * @typedef {any} Json
+ */
+
+/**
+ * The generator of an array input (the spec's `{kind: "full", value: 1}`); `high` the
+ * bound of integers drawn below it (null: a vocabulary the code does not tell).
+ * @typedef {{kind: string, value?: number | string, low?: number, high?: number | null}} Generator
+ */
+
+/**
+ * Token ids (discovery's `token`): why, the bound and where it comes from (`high_from`,
+ * `config.vocab_size`), and the form control whose value bounds the ids (`high_path`).
+ * @typedef {{reason?: string | null, high?: number | null, high_from?: string | null, high_path?: string | null}} TokenInfo
+ */
+
+/**
+ * An input of the model (`inputs[]`, viewer/API.md "api/setup"): a tensor (shape, dtype,
+ * generator) or a value in the shorthand's VALUE grammar (`kind: "value"`, `text`). A
+ * non-number entry of `shape` is an unknown dimension (its name, or null); `needed` says
+ * why an optional input is filled; `description`: a saved description the form's values
+ * are written over.
+ * @typedef {object} SetupInput
+ * @property {string | null} [name]
+ * @property {string} [path]  where it lives in the recipe ("inputs.args[0]", the default, "inputs.kwargs.x")
+ * @property {string} [kind]  "tensor" | "value"
+ * @property {(number | string | null)[]} [shape]
+ * @property {(string | number)[]} [unknown]  more unknown dimensions, by name
+ * @property {string} [dtype]
+ * @property {Generator} [generator]
+ * @property {string | null} [annotation]
+ * @property {boolean} [kwarg]
+ * @property {TokenInfo} [token]
+ * @property {string} [text]
+ * @property {string} [needed]
+ * @property {Record<string, Json>} [description]
+ */
+
+/**
+ * A configuration class discovery read for a field (`config`): drawn as a nested group of
+ * its fields, saved as a call of `target`; `complete: false` when a base class it could
+ * not read may add fields.
+ * @typedef {{name: string, target: string, where?: string, style?: string | null, complete?: boolean, fields: SetupField[]}} ConfigClass
+ */
+
+/**
+ * A setup field (`fields[]`): a constructor parameter, a Linen field, a JAX function's
+ * static argument. `type`: "int" | "float" | "bool" | "str" | "value" (text in the VALUE
+ * grammar, `text` prefilled, `example` its placeholder) or an annotation's text;
+ * `default_text`: a default that is no literal, shown and left unset.
+ * @typedef {object} SetupField
+ * @property {string} name
+ * @property {string} [path]  default "init.kwargs.NAME"
+ * @property {string} [type]
+ * @property {string | null} [annotation]
+ * @property {Json} [default]
+ * @property {string} [default_text]
+ * @property {Json} [value]
+ * @property {boolean} [required]
+ * @property {Json[]} [choices]
+ * @property {string} [help]
+ * @property {ConfigClass} [config]
+ * @property {string} [text]
+ * @property {string} [example]
+ */
+
+/** @typedef {{value?: string | null, placeholder?: string, contract?: string}} Factory  an init or inputs factory offered */
+/** @typedef {{value: string, default: string, choices: {value: string, label: string}[]}} EvidenceChoice  Torch's evidence */
+/** @typedef {{lines?: string[], help?: string}} Steps  the steps after construction, one STEP line each */
+/** @typedef {{value?: string, placeholder?: string, help?: string}} MeshText  the recipe's mesh as the `--mesh` text */
+/** @typedef {string | {path?: string, message?: string}} Need  what must be filled before a capture */
+/** @typedef {{frameworks?: string[], checkpoint?: string[], fixture?: string[]}} SavedFilesSpec  who loads saved files, and their suffixes */
+
+/**
+ * What the form may offer (viewer/server/app.py form_schema): the recipe's dtype and
+ * generator lists, the generators given a fill value and a bound, the profile-name rule.
+ * @typedef {object} FormSchema
+ * @property {string[]} [dtypes]
+ * @property {string[]} [generators]
+ * @property {string | null} [fill_generator]
+ * @property {string | null} [bounded_generator]
+ * @property {string} [default_dtype]
+ * @property {string} [profile_name]  the pattern a name matches
+ * @property {string} [profile_name_invalid]  the characters a suggested name turns into "_"
+ * @property {number} [profile_name_max]
+ * @property {string} [profile_name_rule]  the rule in words
+ * @property {SavedFilesSpec} [saved_files]
+ */
+
+/**
+ * The recipe's init and inputs as the form writes them (the spec's keys); the rest of a
+ * recipe is kept as saved.
+ * @typedef {{args?: Json[], kwargs?: Record<string, Json>, factory?: string, checkpoint?: string, strict?: boolean}} RecipeInit
+ * @typedef {{args?: Json[], kwargs?: Record<string, Json>, factory?: string, fixture?: string,
+ *   fixture_keys?: Record<string, string>}} RecipeInputs
+ */
+
+/**
+ * A profile's recipe (capture.recipe's spec): the keys the form reads and writes; the
+ * others (and any the fields' paths reach, setPath) are kept as saved.
+ * @typedef {object} Recipe
+ * @property {string} [model]  "file.py:Symbol"
+ * @property {string} [framework]
+ * @property {RecipeInit} [init]
+ * @property {RecipeInputs} [inputs]
+ * @property {string[]} [steps_text]
+ * @property {Json} [mesh]  saved as a table; the form writes the `--mesh` text
+ * @property {string} [evidence]
+ */
+
+/**
+ * `api/setup`: the setup form's content (viewer/API.md; every key but `recipe` optional,
+ * `schema` added by the server to every answer).
+ * @typedef {object} SetupData
+ * @property {string | null} [profile]
+ * @property {Recipe} [recipe]
+ * @property {SetupField[]} [fields]
+ * @property {SetupInput[]} [inputs]
+ * @property {Need[]} [needs]
+ * @property {{init?: Factory | null, inputs?: Factory | null}} [factories]
+ * @property {EvidenceChoice | null} [evidence]
+ * @property {Steps | null} [steps]
+ * @property {MeshText | null} [mesh]
+ * @property {{qualname?: string, kind?: string, framework?: string}} [symbol]  the symbol set up
+ * @property {FormSchema} [schema]
+ */
+
+/** @typedef {{path?: string, message: string}} Problem  a validation error: the control's path, what is wrong */
+/** @typedef {{ok?: boolean, errors?: Problem[]}} SaveAnswer  `api/profile`'s answer */
+/** @typedef {{set: false} | {set: true, value: Json}} ReadBack  a control read back: unset, or its value */
+/** @typedef {(problems: Problem[]) => ReadBack} Reader  reads a control back, saying what is wrong in `problems` */
+
+/**
+ * An input's card (inputCard): `_inp` the input it was drawn for, `dataset.kind` "tensor"
+ * or "value", `dataset.needed` set while its shape is needed.
+ * @typedef {HTMLElement & {_inp?: SetupInput}} InputCard
+ */
+
+/** @typedef {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} ValueControl  a control with a value */
+
+/**
+ * A field's control (fieldControl): `_choices`, a drop-down's values by option index
+ * (undefined: left unset).
+ * @typedef {(HTMLInputElement | HTMLSelectElement) & {_choices?: Json[]}} FieldInput
+ */
+
+/** @extends {Panel<import("./panel.js").PanelStore>} */
 export class SetupForm extends Panel {
+  // onCaptureStarted(name): a capture of profile `name` was started from the form.
+  /**
+   * @param {import("./panel.js").PanelStore} store
+   * @param {HTMLElement} root
+   * @param {{api: import("../api.js").Api, onCaptureStarted: (name?: string | null) => void}} parts
+   */
   constructor(store, root, { api, onCaptureStarted }) {
     super(store, "setup", root, { side: true });
     this.api = api;
     this.onCaptureStarted = onCaptureStarted;
+    /** @type {SetupData | null} */
     this.data = null;
+    /** @type {{f: SetupField, read: Reader}[]} */
     this.fieldReaders = []; // one per setup field: how to read it back into the recipe
+    /** @type {{init?: () => string, inputs?: () => string}} */
     this.modes = {}; // "init" / "inputs": "literal" or "factory"
-    this.form = root.querySelector("#setup-form");
+    /** @type {(() => void)[]} */
+    this.tokenSyncs = []; // token bounds that follow a field, synced once the fields are drawn
+    this.form = /** @type {HTMLFormElement} */ (root.querySelector("#setup-form"));
     this.form.addEventListener("submit", (e) => {
       e.preventDefault();
       this.save();
     });
-    root.querySelector("#setup-close").addEventListener("click", () => this.close());
+    /** @type {HTMLElement} */ (root.querySelector("#setup-close")).addEventListener("click", () => this.close());
+  }
+
+  // An element of the form's own markup (index.html) or of what render() drew before it
+  // is read: always there.
+  /**
+   * @param {string} selector
+   * @returns {HTMLElement}
+   */
+  part(selector) {
+    return this.root.querySelector(selector);
+  }
+
+  // An element that may not be drawn (yet): null then.
+  /**
+   * @param {string} selector
+   * @returns {HTMLElement | null}
+   */
+  find(selector) {
+    return this.root.querySelector(selector);
   }
 
   get profile() {
@@ -57,6 +236,7 @@ export class SetupForm extends Panel {
   }
 
   // False when the server has no setup provider (404): the form stays hidden.
+  /** @param {string | null} [profile]  the form of this profile; without one, the embedder's current form */
   async load(profile) {
     try {
       this.data = await this.api.setup(profile);
@@ -71,20 +251,21 @@ export class SetupForm extends Panel {
 
   // The cursor goes where something is needed (an unknown shape), else the first field.
   shown() {
-    const first = this.root.querySelector("[aria-invalid=true]") || this.root.querySelector("input");
+    const first = this.find("[aria-invalid=true]") || this.find("input");
     if (first) first.focus();
   }
 
   render() {
     const d = this.data;
+    if (!d) return; // load() draws only a form it has
     const recipe = d.recipe || {};
-    this.root.querySelector("#setup-title").textContent = recipe.model || d.profile || "New profile";
-    this.root.querySelector("#setup-name").value = d.profile || suggestName(recipe, this.schema);
+    this.part("#setup-title").textContent = recipe.model || d.profile || "New profile";
+    controlIn(this.root, "#setup-name").value = d.profile || suggestName(recipe, this.schema);
 
-    const needs = this.root.querySelector("#setup-needs");
+    const needs = this.part("#setup-needs");
     clear(needs);
     needs.hidden = !(d.needs && d.needs.length);
-    if (!needs.hidden) {
+    if (d.needs && !needs.hidden) {
       needs.append(el("strong", {}, "Needed before capture: "));
       const ul = el("ul");
       for (const n of d.needs) ul.append(el("li", {}, typeof n === "string" ? n : n.message || n.path || JSON.stringify(n)));
@@ -95,14 +276,14 @@ export class SetupForm extends Panel {
 
     const factories = d.factories || {};
     this.tokenSyncs = [];
-    const inputs = this.root.querySelector("#setup-inputs");
+    const inputs = this.part("#setup-inputs");
     clear(inputs);
     const cards = el("div", { class: "setup-literal" });
     (d.inputs || []).forEach((inp, i) => cards.append(this.inputCard(inp, i)));
     if (!(d.inputs || []).length) cards.append(el("p", { class: "muted" }, "No array inputs."));
     this.modes.inputs = this.modeSection(inputs, "inputs", factories.inputs, cards, "Described inputs", "Inputs factory");
 
-    const fields = this.root.querySelector("#setup-fields");
+    const fields = this.part("#setup-fields");
     clear(fields);
     this.fieldReaders = [];
     const literal = el("div", { class: "setup-literal" });
@@ -113,42 +294,44 @@ export class SetupForm extends Panel {
     }
     if (!(d.fields || []).length) literal.append(el("p", { class: "muted" }, "No constructor arguments."));
     this.modes.init = this.modeSection(fields, "init", factories.init, literal, "Constructor arguments", "Init factory");
-    this.root.querySelector("#setup-fields-title").hidden = !(d.fields || []).length && !factories.init;
+    this.part("#setup-fields-title").hidden = !(d.fields || []).length && !factories.init;
     this.renderSteps(d.steps);
     for (const sync of this.tokenSyncs) sync(); // token bounds from the fields just drawn
     this.renderSaved(recipe);
-    const errors = this.root.querySelector("#setup-errors");
+    const errors = this.part("#setup-errors");
     clear(errors);
     errors.hidden = true;
   }
 
   // Steps after construction, one a line in the shorthand's STEP grammar (read on the
   // server): model.setup_caches(max_batch_size=1, max_seq_length=64), config.vocab_size=100.
+  /** @param {Steps | null | undefined} steps */
   renderSteps(steps) {
-    let box = this.root.querySelector("#setup-steps-box");
+    let box = this.find("#setup-steps-box");
     if (!box) {
-      box = el("div", { id: "setup-steps-box", class: "steps" });
-      this.root.querySelector("#setup-fields").after(box);
+      box = /** @type {HTMLElement} */ (el("div", { id: "setup-steps-box", class: "steps" }));
+      this.part("#setup-fields").after(box);
     }
     clear(box);
     box.hidden = !steps;
     if (!steps) return;
     const lines = steps.lines || [];
-    const area = el("textarea", {
+    const area = /** @type {HTMLTextAreaElement} */ (el("textarea", {
       id: "setup-steps", name: "steps", "data-path": "steps", rows: String(Math.max(2, lines.length + 1)),
       placeholder: "model.setup_caches(max_batch_size=1, max_seq_length=64)", spellcheck: "false", autocomplete: "off",
-    });
+    }));
     area.value = lines.join("\n");
     box.append(el("h3", {}, "Steps after construction"),
       el("label", { class: "field wide" }, area, el("small", {}, steps.help || ""), el("div", { class: "field-error", hidden: true })));
   }
 
   // Torch's evidence: run the model, or shapes only (abstract). Only when the server offers it.
+  /** @param {EvidenceChoice | null | undefined} evidence */
   renderEvidence(evidence) {
-    let box = this.root.querySelector("#setup-evidence");
+    let box = this.find("#setup-evidence");
     if (!box) {
-      box = el("div", { id: "setup-evidence", class: "evidence" });
-      this.root.querySelector("#setup-needs").after(box);
+      box = /** @type {HTMLElement} */ (el("div", { id: "setup-evidence", class: "evidence" }));
+      this.part("#setup-needs").after(box);
     }
     clear(box);
     box.hidden = !evidence;
@@ -162,11 +345,12 @@ export class SetupForm extends Panel {
 
   // The device mesh (`mesh`): `data=4,model=2`, simulated on cpu; the server reads the text
   // (capture.recipe's one reader of that spelling) and explains it (`help`).
+  /** @param {MeshText | null | undefined} mesh */
   renderMesh(mesh) {
-    let box = this.root.querySelector("#setup-mesh");
+    let box = this.find("#setup-mesh");
     if (!box) {
-      box = el("div", { id: "setup-mesh", class: "mesh" });
-      (this.root.querySelector("#setup-evidence") || this.root.querySelector("#setup-needs")).after(box);
+      box = /** @type {HTMLElement} */ (el("div", { id: "setup-mesh", class: "mesh" }));
+      (this.find("#setup-evidence") || this.part("#setup-needs")).after(box);
     }
     clear(box);
     box.hidden = !mesh;
@@ -179,6 +363,15 @@ export class SetupForm extends Panel {
 
   // A section that is either described here (`literal`) or made by a factory of the
   // person's (`factory`: {value, contract, placeholder}); returns a getter of the mode.
+  /**
+   * @param {HTMLElement} holder
+   * @param {"init" | "inputs"} section
+   * @param {Factory | null | undefined} factory
+   * @param {HTMLElement} literal
+   * @param {string} literalLabel
+   * @param {string} factoryLabel
+   * @returns {() => string}
+   */
   modeSection(holder, section, factory, literal, literalLabel, factoryLabel) {
     if (!factory) {
       holder.append(literal);
@@ -186,7 +379,7 @@ export class SetupForm extends Panel {
     }
     let mode = factory.value ? "factory" : "literal";
     const name = `${section}-mode`;
-    const radio = (value, label) => el("label", { class: "mode" },
+    const radio = (/** @type {string} */ value, /** @type {string} */ label) => el("label", { class: "mode" },
       el("input", { type: "radio", name, value, checked: mode === value, "data-mode": `${section}:${value}` }), label);
     const ref = el("input", {
       name: `${section}-factory`, "data-path": `${section}.factory`, value: factory.value || "",
@@ -201,8 +394,9 @@ export class SetupForm extends Panel {
       literal.hidden = mode !== "literal";
       made.hidden = mode !== "factory";
     };
-    switcher.addEventListener("change", (e) => {
-      if (e.target && e.target.name === name) mode = e.target.value;
+    switcher.addEventListener("change", (/** @type {Event} */ e) => {
+      const radio = /** @type {HTMLInputElement | null} */ (e.target); // the switch holds only its radios
+      if (radio && radio.name === name) mode = radio.value;
       sync();
     });
     holder.append(switcher, literal, made);
@@ -212,6 +406,11 @@ export class SetupForm extends Panel {
 
   // An input is a tensor (shape, dtype, generator) or a value typed as text in the
   // shorthand's VALUE grammar (none, false, 3, Config(...)): a choice on the card.
+  /**
+   * @param {SetupInput} inp
+   * @param {number} i  its position among the inputs
+   * @returns {InputCard}
+   */
   inputCard(inp, i) {
     const card = this.tensorCard(inp, i);
     const path = inp.path || `inputs.args[${i}]`;
@@ -220,37 +419,45 @@ export class SetupForm extends Panel {
       placeholder: "none, true, 3, 'text', Config(n=2)",
     });
     const valueLabel = el("label", { class: "wide input-value" }, el("span", { class: "label-row" }, "value"), text);
-    const kind = el("select", { name: "input-kind", "aria-label": `${inp.name || "input"}: a tensor or a value` },
+    const kind = /** @type {HTMLSelectElement} */ (el("select", { name: "input-kind", "aria-label": `${inp.name || "input"}: a tensor or a value` },
       el("option", { value: "tensor", selected: inp.kind !== "value" }, "tensor"),
-      el("option", { value: "value", selected: inp.kind === "value" }, "value (none, a number, a call…)"));
+      el("option", { value: "value", selected: inp.kind === "value" }, "value (none, a number, a call…)")));
     // The tensor's own controls go in one box, hidden as a whole (their own hidden
     // states, the fill value and the bound, stay theirs).
     const tensorBox = el("div", { class: "tensor-parts" });
     tensorBox.append(...[...card.children].slice(1).filter((n) => !n.classList.contains("field-error")));
-    card.firstChild.after(tensorBox);
+    const name = /** @type {HTMLElement} */ (card.firstElementChild); // the card's name row (tensorCard)
+    name.after(tensorBox);
     const sync = () => {
       const asValue = kind.value === "value";
       tensorBox.hidden = asValue;
       valueLabel.hidden = !asValue;
       card.dataset.kind = kind.value;
-      const shapeInput = card.querySelector("[name=shape]");
+      const shapeInput = controlIn(card, "[name=shape]");
       if (asValue) shapeInput.removeAttribute("aria-invalid");
     };
     kind.addEventListener("change", sync);
-    card.firstChild.after(el("label", { class: "wide input-kind" }, el("span", { class: "label-row" }, "is"), kind), valueLabel);
-    if (inp.needed) card.firstChild.append(el("small", { class: "need" }, ` optional, but needed: ${inp.needed}`));
+    name.after(el("label", { class: "wide input-kind" }, el("span", { class: "label-row" }, "is"), kind), valueLabel);
+    if (inp.needed) name.append(el("small", { class: "need" }, ` optional, but needed: ${inp.needed}`));
     sync();
     return card;
   }
 
+  /**
+   * @param {SetupInput} inp
+   * @param {number} i
+   * @returns {InputCard}
+   */
   tensorCard(inp, i) {
     const path = inp.path || `inputs.args[${i}]`;
     const shape = inp.shape || [];
     const unknown = (inp.unknown || []).map(String);
     // Unknown dimensions stay visible by name, to be replaced by a number.
     const shapeText = shape.map((x) => (x === null || x === undefined ? "?" : String(x))).join(", ");
+    /** @type {InputCard} */
     const card = el("div", { class: "input-card", "data-input": inp.name || String(i), "data-path": path });
     card.append(el("div", { class: "input-name" }, inp.name || `argument ${i}`, inp.annotation ? el("span", { class: "muted" }, `: ${inp.annotation}`) : null));
+    /** @type {HTMLInputElement} */
     const shapeInput = el("input", {
       name: "shape", value: shapeText, "data-path": path + ".shape", placeholder: "e.g. 2, 3", autocomplete: "off", spellcheck: "false",
     });
@@ -276,12 +483,14 @@ export class SetupForm extends Panel {
     if (inp.dtype && !dtypes.includes(inp.dtype)) dtype.prepend(el("option", { value: inp.dtype, selected: true }, inp.dtype));
     card.append(el("label", {}, "dtype", dtype));
     const gen = inp.generator || { kind: "normal" };
+    /** @type {HTMLSelectElement} */
     const genSel = el("select", { name: "generator", "data-path": path + ".generator" }, generators.map((g) => el("option", { value: g, selected: g === gen.kind }, g)));
     if (gen.kind && !generators.includes(gen.kind)) genSel.prepend(el("option", { value: gen.kind, selected: true }, gen.kind));
     card.append(el("label", {}, "generator", genSel));
     // Only the fill generator takes a value, and the bounded one its bound; the others need none (or keep the saved ones).
     const genValue = el("input", { name: "generator-value", value: gen.value !== undefined ? String(gen.value) : "", "data-path": path + ".generator.value", placeholder: "e.g. 1", inputmode: "decimal" });
     const valueLabel = el("label", { class: "gen-value" }, "fill value", genValue);
+    /** @type {HTMLInputElement} */
     const genHigh = el("input", { name: "generator-high", value: gen.high !== undefined && gen.high !== null ? String(gen.high) : "", "data-path": path + ".generator.high", placeholder: "e.g. 100", inputmode: "numeric" });
     const highLabel = el("label", { class: "gen-value" }, "below (high)", genHigh);
     const showValue = () => {
@@ -299,6 +508,10 @@ export class SetupForm extends Panel {
 
   // Token ids are drawn below the vocabulary: the bound follows the config field the code
   // reads it from (`config.vocab_size`) until the person sets it here.
+  /**
+   * @param {TokenInfo} token
+   * @param {HTMLInputElement} genHigh  the bound's input
+   */
   tokenNote(token, genHigh) {
     const note = el("small", { class: "token-note wide" });
     const say = () => {
@@ -316,16 +529,17 @@ export class SetupForm extends Panel {
     });
     if (token.high_path) {
       // The bounding field is drawn after the inputs: read when drawn, and as it changes.
-      const follow = (control) => {
-        if (touched || !control) return;
-        const n = Number(control.value.trim() || control.dataset.default);
+      const follow = (/** @type {ValueControl | null} */ field) => {
+        if (touched || !field) return;
+        const n = Number(field.value.trim() || field.dataset.default);
         if (Number.isInteger(n) && n > 0) genHigh.value = String(n);
         say();
       };
-      this.root.addEventListener("input", (e) => {
-        if (e.target && e.target.dataset && e.target.dataset.path === token.high_path) follow(e.target);
+      this.root.addEventListener("input", (/** @type {Event} */ e) => {
+        const t = /** @type {ValueControl | null} */ (e.target); // "input" comes from the form's value controls
+        if (t && t.dataset && t.dataset.path === token.high_path) follow(t);
       });
-      this.tokenSyncs.push(() => follow(this.root.querySelector(`[data-path="${token.high_path}"]`)));
+      this.tokenSyncs.push(() => follow(/** @type {ValueControl | null} */ (this.find(`[data-path="${token.high_path}"]`))));
     }
     say();
     return note;
@@ -333,16 +547,28 @@ export class SetupForm extends Panel {
 
   // Trained weights and a saved batch (Torch): init.checkpoint / init.strict and
   // inputs.fixture / inputs.fixture_keys. Empty paths: fresh initialisation, the inputs above.
+  /** @param {Recipe} recipe */
   renderSaved(recipe) {
-    const box = this.root.querySelector("#setup-saved");
-    const holder = this.root.querySelector("#setup-saved-fields");
+    const box = this.find("#setup-saved");
+    const holder = this.find("#setup-saved-fields");
     if (!box || !holder) return;
     clear(holder);
     const spec = this.schema.saved_files;
     box.hidden = !spec || !(spec.frameworks || []).includes(this.framework);
-    if (box.hidden) return;
+    if (!spec || box.hidden) return;
+    /** @type {RecipeInit} */
     const init = recipe.init && typeof recipe.init === "object" ? recipe.init : {};
+    /** @type {RecipeInputs} */
     const inputs = recipe.inputs && typeof recipe.inputs === "object" ? recipe.inputs : {};
+    // A text field of the section: its input and its label.
+    /**
+     * @param {string} name
+     * @param {string} path
+     * @param {string | undefined} value
+     * @param {string} placeholder
+     * @param {string} help
+     * @returns {[HTMLInputElement, HTMLElement]}
+     */
     const text = (name, path, value, placeholder, help) => {
       const input = el("input", { name, "data-path": path, value: value || "", placeholder, autocomplete: "off", spellcheck: "false" });
       return [input, el("label", { class: "field saved-file", "data-saved": name }, el("span", {}, name.replace("_", " ")), input,
@@ -350,6 +576,7 @@ export class SetupForm extends Panel {
     };
     const [ckpt, ckptLabel] = text("checkpoint", "init.checkpoint", init.checkpoint, "runs/best.pt",
       `A state dict to load into the model (${(spec.checkpoint || []).join(", ")}; .pt weights-only), relative to the workspace. Empty: fresh initialisation.`);
+    /** @type {HTMLInputElement} */
     const strict = el("input", { type: "checkbox", name: "strict", "data-path": "init.strict", checked: init.strict !== false });
     const strictLabel = el("label", { class: "field saved-file check", "data-saved": "strict" },
       el("span", {}, "strict key checking"), strict,
@@ -365,7 +592,7 @@ export class SetupForm extends Panel {
       strict.disabled = !ckpt.value.trim();
       strictLabel.classList.toggle("muted", strict.disabled);
       keysInput.disabled = !fixture.value.trim();
-      const inputsBox = this.root.querySelector("#setup-inputs");
+      const inputsBox = this.part("#setup-inputs");
       inputsBox.classList.toggle("replaced", !!fixture.value.trim());
       inputsBox.title = fixture.value.trim() ? "The fixture gives the inputs" : "";
     };
@@ -376,11 +603,16 @@ export class SetupForm extends Panel {
   }
 
   // {checkpoint, strict, fixture, fixture_keys} from the form, or null without that section.
+  /**
+   * @param {Problem[]} problems
+   * @returns {{checkpoint: string, strict: boolean, fixture: string, fixture_keys: Record<string, string>} | null}
+   */
   savedFiles(problems) {
-    const box = this.root.querySelector("#setup-saved");
+    const box = this.find("#setup-saved");
     if (!box || box.hidden) return null;
-    const value = (name) => box.querySelector(`[name=${name}]`).value.trim();
-    const keysInput = box.querySelector("[name=fixture_keys]");
+    const value = (/** @type {string} */ name) => controlIn(box, `[name=${name}]`).value.trim();
+    const keysInput = controlIn(box, "[name=fixture_keys]");
+    /** @type {Record<string, string>} */
     const keys = {};
     for (const part of value("fixture_keys").split(",").map((p) => p.trim()).filter(Boolean)) {
       const m = /^([^=]+)=(.+)$/.exec(part);
@@ -390,12 +622,18 @@ export class SetupForm extends Panel {
       }
       keys[m[1].trim()] = m[2].trim();
     }
-    return { checkpoint: value("checkpoint"), strict: box.querySelector("[name=strict]").checked, fixture: value("fixture"), fixture_keys: keys };
+    const strict = /** @type {HTMLInputElement} */ (box.querySelector("[name=strict]")); // the checkbox renderSaved drew
+    return { checkpoint: value("checkpoint"), strict: strict.checked, fixture: value("fixture"), fixture_keys: keys };
   }
 
   // One setup field: {node, read(problems) → {set, value}}. `nested`: a field of a config
   // class, written only when it differs from the class's default (or was saved); `saved`:
   // the value the profile holds for it.
+  /**
+   * @param {SetupField} f
+   * @param {{nested: boolean, saved: Json}} options
+   * @returns {{node: HTMLElement, read: Reader}}
+   */
   fieldControl(f, { nested, saved }) {
     if (f.config) return this.configGroup(f, { nested, saved });
     const path = f.path || `init.kwargs.${f.name}`;
@@ -403,6 +641,7 @@ export class SetupForm extends Panel {
     const hasSaved = saved !== undefined;
     const value = hasSaved ? saved : f.default;
     const shownDefault = f.default_text !== undefined ? `= ${f.default_text}` : f.default === null && !f.required ? "None" : "";
+    /** @type {FieldInput} */
     let input;
     if ((type === "bool" || typeof value === "boolean") && f.default_text === undefined && value !== null) {
       input = el("select", { name: f.name, "data-path": path, "data-type": "bool" },
@@ -442,6 +681,7 @@ export class SetupForm extends Panel {
       f.default_text !== undefined ? el("small", {}, `Default in the source: ${f.default_text} (left unset unless you fill it in).`) : null,
       f.help ? el("small", {}, f.help) : null,
       el("div", { class: "field-error", hidden: true }));
+    /** @type {Reader} */
     const read = (problems) => {
       if (type === "value") {
         const raw = input.value.trim();
@@ -467,13 +707,19 @@ export class SetupForm extends Panel {
   // {kind: "call", target, kwargs: {the fields that differ}}. A saved value that is not a
   // call of this class (another target, a literal) is kept as saved unless the person
   // chooses to edit the class's fields instead.
+  /**
+   * @param {SetupField} f  a field with a configuration class (`config`)
+   * @param {{nested: boolean, saved: Json}} options
+   * @returns {{node: HTMLElement, read: Reader}}
+   */
   configGroup(f, { nested, saved }) {
-    const cfg = f.config;
+    const cfg = /** @type {ConfigClass} */ (f.config); // fieldControl's test
     const path = f.path;
     const hasSaved = saved !== undefined && saved !== null;
     const ownCall = hasSaved && typeof saved === "object" && saved.kind === "call" && saved.target === cfg.target;
     const savedKwargs = ownCall ? saved.kwargs || {} : {};
     let keep = hasSaved && !ownCall;
+    /** @type {{sub: SetupField, read: Reader}[]} */
     const readers = [];
     const body = el("div", { class: "config-fields" });
     for (const sub of cfg.fields) {
@@ -501,8 +747,10 @@ export class SetupForm extends Panel {
       group.append(kept);
     }
     group.append(details, el("div", { class: "field-error", hidden: true }));
+    /** @type {Reader} */
     const read = (problems) => {
       if (keep) return { set: true, value: saved };
+      /** @type {Record<string, Json>} */
       const kwargs = {};
       for (const { sub, read: readSub } of readers) {
         const r = readSub(problems);
@@ -510,6 +758,7 @@ export class SetupForm extends Panel {
       }
       // A nested class left at its defaults stays unset: its own default applies.
       if (nested && !ownCall && !Object.keys(kwargs).length) return { set: false };
+      /** @type {{kind: "call", target: string, args?: Json[], kwargs?: Record<string, Json>}} */
       const call = { kind: "call", target: cfg.target };
       if (ownCall && saved.args && saved.args.length) call.args = saved.args;
       if (Object.keys(kwargs).length) call.kwargs = kwargs;
@@ -519,39 +768,47 @@ export class SetupForm extends Panel {
   }
 
   // The recipe to save: the server's recipe with the form's inputs and fields in it.
+  /** @returns {{recipe: Recipe, problems: Problem[]}} */
   collect() {
-    const recipe = structuredClone(this.data.recipe || {});
+    const data = /** @type {SetupData} */ (this.data); // save() runs on a form load() drew
+    /** @type {Recipe} */
+    const recipe = structuredClone(data.recipe || {});
+    /** @type {Json[]} */
     const args = [];
+    /** @type {Record<string, Json>} */
     const kwargs = {};
+    /** @type {Problem[]} */
     const problems = [];
     const saved = this.savedFiles(problems);
     const fromFixture = !!(saved && saved.fixture);
     const inputsFactory = this.modes.inputs && this.modes.inputs() === "factory";
     const initFactory = this.modes.init && this.modes.init() === "factory";
-    this.root.querySelectorAll(".input-card").forEach((card) => {
+    this.root.querySelectorAll(".input-card").forEach((/** @type {InputCard} */ card) => {
       if (fromFixture || inputsFactory) return; // the fixture or the factory gives the inputs
+      /** @type {SetupInput} */
       const inp = card._inp || {};
       if (card.dataset.kind === "value") {
-        const textInput = card.querySelector("[name=value-text]");
+        const textInput = controlIn(card, "[name=value-text]");
         const raw = textInput.value.trim();
         if (!raw) problems.push({ path: textInput.dataset.path, message: `enter the value of ${inp.name || "this input"} (none, true, 3, 'text', Config(...))` });
         const desc = { kind: "text", text: raw };
-        if (inp.kwarg || (inp.path && inp.path.includes("kwargs"))) kwargs[inp.name] = desc;
+        if (inp.kwarg || (inp.path && inp.path.includes("kwargs"))) kwargs[String(inp.name)] = desc;
         else args.push(desc);
         return;
       }
-      const shapeInput = card.querySelector("[name=shape]");
+      const shapeInput = controlIn(card, "[name=shape]");
       const shape = parseShape(shapeInput.value);
       if (shape.some((x) => typeof x !== "number")) problems.push({ path: shapeInput.dataset.path, message: "every dimension must be a whole number" });
       else if (!shape.length && card.dataset.needed) problems.push({ path: shapeInput.dataset.path, message: `enter the shape of ${inp.name || "this input"} (whole numbers, e.g. 2, 3)` });
-      const genKind = card.querySelector("[name=generator]").value;
+      const genKind = controlIn(card, "[name=generator]").value;
       const { fill, bounded } = this.schema;
-      const genValue = genKind === fill ? card.querySelector("[name=generator-value]").value.trim() : "";
+      const genValue = genKind === fill ? controlIn(card, "[name=generator-value]").value.trim() : "";
+      /** @type {Generator} */
       const generator = { ...(inp.generator && inp.generator.kind === genKind ? inp.generator : {}), kind: genKind };
       if (genValue !== "") generator.value = Number.isNaN(Number(genValue)) ? genValue : Number(genValue);
       else if (genKind === fill) delete generator.value;
       if (genKind === bounded) {
-        const highInput = card.querySelector("[name=generator-high]");
+        const highInput = controlIn(card, "[name=generator-high]");
         const high = Number(highInput.value.trim());
         if (!Number.isInteger(high) || high <= 0) problems.push({ path: highInput.dataset.path, message: `${bounded} draws integers below a whole number high (e.g. 100)` });
         else generator.high = high;
@@ -561,38 +818,40 @@ export class SetupForm extends Panel {
         ...(inp.description || {}),
         kind: inp.kind || "tensor",
         shape,
-        dtype: card.querySelector("[name=dtype]").value,
+        dtype: controlIn(card, "[name=dtype]").value,
         requires_grad: false,
         generator,
       };
-      if (inp.kwarg || (inp.path && inp.path.includes("kwargs"))) kwargs[inp.name] = desc;
+      if (inp.kwarg || (inp.path && inp.path.includes("kwargs"))) kwargs[String(inp.name)] = desc;
       else args.push(desc);
     });
-    const savedFixture = recipe.inputs && recipe.inputs.fixture;
+    const savedInputs = recipe.inputs; // the saved inputs, until replaced below
+    const savedFixture = savedInputs && savedInputs.fixture;
     if (inputsFactory) {
-      const ref = this.root.querySelector("[name=inputs-factory]");
+      const ref = controlIn(this.root, "[name=inputs-factory]");
       if (!ref.value.trim()) problems.push({ path: "inputs.factory", message: "name the function that returns the inputs (module:function)" });
       recipe.inputs = { factory: ref.value.trim() };
-    } else if (fromFixture) {
+    } else if (saved && fromFixture) {
       // Literal kwargs saved beside a fixture stay; the cards' tensors do not join it.
-      const prior = savedFixture && recipe.inputs.kwargs ? recipe.inputs.kwargs : null;
+      const prior = savedInputs && savedFixture && savedInputs.kwargs ? savedInputs.kwargs : null;
       recipe.inputs = { fixture: saved.fixture };
       if (Object.keys(saved.fixture_keys).length) recipe.inputs.fixture_keys = saved.fixture_keys;
       if (prior && Object.keys(prior).length) recipe.inputs.kwargs = prior;
-    } else if (this.data.inputs && this.data.inputs.length) {
-      const base = savedFixture ? { kwargs: recipe.inputs.kwargs || {} } : recipe.inputs || {};
+    } else if (data.inputs && data.inputs.length) {
+      const base = savedInputs && savedFixture ? { kwargs: savedInputs.kwargs || {} } : savedInputs || {};
       recipe.inputs = { ...base, args, kwargs: { ...(base.kwargs || {}), ...kwargs } };
       delete recipe.inputs.factory;
-    } else if (saved && savedFixture) {
-      recipe.inputs = { args: [], kwargs: recipe.inputs.kwargs || {} };
-    } else if (recipe.inputs && recipe.inputs.factory) {
+    } else if (saved && savedInputs && savedFixture) {
+      recipe.inputs = { args: [], kwargs: savedInputs.kwargs || {} };
+    } else if (savedInputs && savedInputs.factory) {
       recipe.inputs = { args: [], kwargs: {} }; // the factory was turned off
     }
+    /** @type {RecipeInit} */
     const init = { ...(recipe.init || { args: [], kwargs: {} }) };
     if (initFactory) {
-      const ref = this.root.querySelector("[name=init-factory]");
+      const ref = controlIn(this.root, "[name=init-factory]");
       if (!ref.value.trim()) problems.push({ path: "init.factory", message: "name the function that builds the model (module:function)" });
-      for (const k of ["args", "kwargs"]) delete init[k];
+      for (const k of /** @type {const} */ (["args", "kwargs"])) delete init[k];
       init.factory = ref.value.trim();
     } else if (init.factory) {
       delete init.factory;
@@ -615,41 +874,42 @@ export class SetupForm extends Panel {
       if (!r.set) continue;
       setPath(recipe, path, r.value);
     }
-    const steps = this.root.querySelector("#setup-steps");
-    if (steps && !this.root.querySelector("#setup-steps-box").hidden) {
+    const steps = /** @type {HTMLTextAreaElement | null} */ (this.find("#setup-steps"));
+    if (steps && !this.part("#setup-steps-box").hidden) {
       recipe.steps_text = steps.value.split("\n").map((line) => line.trim()).filter(Boolean);
     }
-    const mesh = this.root.querySelector("#setup-mesh input");
-    if (mesh && !this.root.querySelector("#setup-mesh").hidden) {
+    const mesh = /** @type {HTMLInputElement | null} */ (this.find("#setup-mesh input"));
+    if (mesh && !this.part("#setup-mesh").hidden) {
       const text = mesh.value.trim();
       if (text) recipe.mesh = text; // saved as the recipe's table
       else delete recipe.mesh;
     }
-    const evidence = this.root.querySelector("#setup-evidence select");
-    if (evidence && !this.root.querySelector("#setup-evidence").hidden) {
+    const evidence = /** @type {HTMLSelectElement | null} */ (this.find("#setup-evidence select"));
+    if (evidence && data.evidence && !this.part("#setup-evidence").hidden) { // drawn for the form's evidence only
       // The recipe's default is a key left out.
-      if (evidence.value === this.data.evidence.default) delete recipe.evidence;
+      if (evidence.value === data.evidence.default) delete recipe.evidence;
       else recipe.evidence = evidence.value;
     }
     return { recipe, problems };
   }
 
+  /** @param {Problem[]} errors */
   showErrors(errors) {
-    const list = this.root.querySelector("#setup-errors");
+    const list = this.part("#setup-errors");
     clear(list);
     list.hidden = !errors.length;
-    this.root.querySelectorAll(".field-error").forEach((n) => {
+    this.root.querySelectorAll(".field-error").forEach((/** @type {HTMLElement} */ n) => {
       n.hidden = true;
       n.textContent = "";
     });
-    this.root.querySelectorAll("[data-path][aria-invalid]").forEach((n) => n.removeAttribute("aria-invalid"));
+    this.root.querySelectorAll("[data-path][aria-invalid]").forEach((/** @type {Element} */ n) => n.removeAttribute("aria-invalid"));
     for (const e of errors) {
       list.append(el("li", {}, e.path ? el("code", {}, e.path) : null, e.path ? ": " : "", e.message));
       const control = this.controlFor(e.path || "");
       if (control) {
         control.setAttribute("aria-invalid", "true");
         const holder = control.closest(".input-card, .field, .config-group");
-        const slot = holder && [...holder.querySelectorAll(".field-error")].pop();
+        const slot = holder && /** @type {HTMLElement | undefined} */ ([...holder.querySelectorAll(".field-error")].pop());
         if (slot) {
           slot.hidden = false;
           slot.textContent = (slot.textContent ? slot.textContent + " " : "") + e.message;
@@ -658,13 +918,19 @@ export class SetupForm extends Panel {
     }
   }
 
+  // The control whose path is the longest prefix of `path` (or the other way round), among those shown.
+  /**
+   * @param {string} path
+   * @returns {HTMLElement | null}
+   */
   controlFor(path) {
     if (!path) return null;
-    const norm = (p) => String(p).replace(/\[(\w+)\]/g, ".$1").replace(/^\./, "");
+    const norm = (/** @type {string | undefined} */ p) => String(p).replace(/\[(\w+)\]/g, ".$1").replace(/^\./, "");
     const want = norm(path);
+    /** @type {HTMLElement | null} */
     let best = null;
     let bestLen = -1;
-    this.root.querySelectorAll("[data-path]").forEach((n) => {
+    this.root.querySelectorAll("[data-path]").forEach((/** @type {HTMLElement} */ n) => {
       if (n.classList.contains("input-card") || n.closest("[hidden]")) return;
       const p = norm(n.dataset.path);
       if ((want === p || want.startsWith(p + ".") || p.startsWith(want + ".")) && p.length > bestLen) {
@@ -675,12 +941,14 @@ export class SetupForm extends Panel {
     return best;
   }
 
+  /** @param {string} text */
   setStatus(text) {
-    this.root.querySelector("#setup-status").textContent = text;
+    this.part("#setup-status").textContent = text;
   }
 
+  /** @returns {Promise<boolean>} whether the profile was saved and its capture started */
   async save() {
-    const nameInput = this.root.querySelector("#setup-name");
+    const nameInput = controlIn(this.root, "#setup-name");
     const name = nameInput.value.trim();
     const rule = this.schema.profile_name;
     if (!name || (rule && !new RegExp(rule).test(name))) {
@@ -695,11 +963,13 @@ export class SetupForm extends Panel {
       return false;
     }
     this.setStatus("Saving…");
+    /** @type {SaveAnswer | null | undefined} */
     let res;
     try {
       res = await this.api.saveProfile(name, recipe);
     } catch (err) {
-      res = err.body && err.body.errors ? err.body : { ok: false, errors: [{ path: "", message: err.message || String(err) }] };
+      const e = /** @type {Error & {body?: SaveAnswer}} */ (err); // an ApiError carries the answer's body
+      res = e.body && e.body.errors ? e.body : { ok: false, errors: [{ path: "", message: e.message || String(err) }] };
     }
     if (!res || !res.ok) {
       this.setStatus("");
@@ -707,22 +977,29 @@ export class SetupForm extends Panel {
       return false;
     }
     this.showErrors([]);
-    this.data.profile = name;
-    this.data.needs = [];
-    this.root.querySelector("#setup-needs").hidden = true; // saved: what was needed is given
+    const data = /** @type {SetupData} */ (this.data); // saved from the form load() drew
+    data.profile = name;
+    data.needs = [];
+    this.part("#setup-needs").hidden = true; // saved: what was needed is given
     this.setStatus("Saved. Starting capture…");
     return this.capture(name);
   }
 
+  // A capture of profile `name`, the form's by default. Without a profile, the server
+  // refuses it (400 "profile (a string) is required"), said in the status line.
+  /**
+   * @param {string | null} [name]
+   * @returns {Promise<boolean>} whether it was started
+   */
   async capture(name = this.profile) {
     try {
-      const res = await this.api.startCapture(name);
+      const res = await this.api.startCapture(/** @type {string} */ (name));
       if (res && res.started === false) throw new Error(res.message || "capture was not started");
       this.setStatus("Capture started.");
       this.onCaptureStarted(name);
       return true;
     } catch (err) {
-      this.setStatus(`Could not start the capture: ${err.message || err}`);
+      this.setStatus(`Could not start the capture: ${/** @type {Error} */ (err).message || err}`);
       return false;
     }
   }
@@ -730,10 +1007,17 @@ export class SetupForm extends Panel {
 
 // A typed field's control read back: {set, value} (an int, a float, a bool, a string;
 // lists and objects as JSON). Anything else is a "value" field, text the server reads.
+/**
+ * @param {FieldInput} input
+ * @param {string} type  the field's type, lower case
+ * @param {Problem[]} problems
+ * @param {SetupField} f
+ * @returns {ReadBack}
+ */
 function readLiteral(input, type, problems, f) {
   const raw = input.value.trim();
   if (input._choices) {
-    const v = input._choices[input.selectedIndex];
+    const v = input._choices[/** @type {HTMLSelectElement} */ (input).selectedIndex]; // only a drop-down has choices
     return v === undefined ? { set: false } : { set: true, value: v };
   }
   if (type === "bool" && input.tagName === "SELECT") return { set: true, value: raw === "true" };
@@ -763,11 +1047,20 @@ function readLiteral(input, type, problems, f) {
   return { set: true, value: /^(["']).*\1$/s.test(raw) ? raw.slice(1, -1) : raw };
 }
 
+/**
+ * @param {Json} a
+ * @param {Json} b
+ */
 function sameValue(a, b) {
   return JSON.stringify(a) === JSON.stringify(b === undefined ? null : b);
 }
 
 // recipe["init"]["kwargs"]["config"] = value for "init.kwargs.config" (objects made on the way).
+/**
+ * @param {Record<string, Json>} root
+ * @param {string} path
+ * @param {Json} value
+ */
 function setPath(root, path, value) {
   const keys = path.split(".");
   let node = root;
@@ -779,6 +1072,10 @@ function setPath(root, path, value) {
 }
 
 // "2, 3", "2 3", "2x3", "[2, 3]" → [2, 3]; anything that is not a whole number stays text.
+/**
+ * @param {string} text
+ * @returns {(number | string)[]}
+ */
 function parseShape(text) {
   const t = String(text).trim().replace(/^[[(]|[\])]$/g, "");
   return t === "" ? [] : t.split(/[\s,x×]+/).filter(Boolean).map((d) => (/^\d+$/.test(d) ? Number(d) : d));
@@ -786,8 +1083,22 @@ function parseShape(text) {
 
 // The symbol's name made a profile name by the recipe's own rule (capture.recipe.profile_name,
 // sent in the schema): each character a name cannot hold becomes "_", cut to the length.
+/**
+ * @param {Recipe} recipe
+ * @param {{profile_name_invalid: string | null, profile_name_max: number | null}} schema  SetupForm.schema
+ */
 function suggestName(recipe, schema) {
   const symbol = ((recipe && recipe.model) || "").split(":").pop();
   if (!symbol || !schema.profile_name_invalid) return "profile";
   return symbol.replace(new RegExp(schema.profile_name_invalid, "g"), "_").slice(0, schema.profile_name_max || undefined) || "profile";
+}
+
+// The value control `selector` names inside `holder`, one the form drew: always there.
+/**
+ * @param {ParentNode} holder
+ * @param {string} selector
+ * @returns {ValueControl}
+ */
+function controlIn(holder, selector) {
+  return /** @type {ValueControl} */ (holder.querySelector(selector));
 }
