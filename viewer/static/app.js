@@ -22,10 +22,7 @@ import { SearchPanel } from "./panels/search.js";
 import { CostPanel } from "./panels/cost.js";
 import { installHooks } from "./hooks.js";
 
-/**
- * @typedef {import("./draw/renderer.js").Scene} Scene
- * @typedef {import("./panels/inspector.js").Frame} Frame
- */
+/** @typedef {import("./panels/inspector.js").Frame} Frame */
 
 /**
  * A capture's failure (`api/capture` `failure`, viewer/API.md): what failed and at which
@@ -148,17 +145,13 @@ installHooks({
 // ------------------------------------------------------------------ the store's events
 
 /**
- * What the store's change events app.js follows carry (model/store.js lists the topics).
- * @typedef {{open: Set<string>, side: string | null}} PanelsChange
+ * What the store's change events carry (model/store.js); the capture's as app.js reads it.
+ * @typedef {import("./model/store.js").StoreEvents} StoreEvents
  * @typedef {{capture: CaptureSummary}} CaptureChange
- * @typedef {{weightPills: boolean, kernels: boolean, perDevice: boolean}} OptionsChange
- * @typedef {{scene: Scene | null}} SceneChange
- * @typedef {{key: string | null, multi: Set<string> | null}} SelectionChange
- * @typedef {{keys: Set<string> | null}} OutlineChange
  */
 
 // Side panels float over the canvas: the renderer centres things in the part left visible.
-store.on("panels", (/** @type {PanelsChange} */ { side }) => {
+store.on("panels", (/** @type {StoreEvents["panels"]} */ { side }) => {
   // The page's markup has the workspace (index.html; tests/viewer/test_app_markup.py).
   /** @type {Element} */ (document.querySelector(".workspace")).classList.toggle("panel-open", !!side);
   if (renderer) {
@@ -174,7 +167,7 @@ store.on("capture", (/** @type {CaptureChange} */ { capture }) => {
   renderMeshLegend(capture);
 });
 store.on("expansion", () => saveExpansion());
-store.on("options", (/** @type {OptionsChange} */ { weightPills, kernels, perDevice }) => {
+store.on("options", (/** @type {StoreEvents["options"]} */ { weightPills, kernels, perDevice }) => {
   /** @type {[string, boolean][]} */
   const buttons = [["btn-weights", weightPills], ["btn-kernels", kernels], ["btn-device", !!perDevice]];
   for (const [id, on] of buttons) {
@@ -187,16 +180,16 @@ store.on("options", (/** @type {OptionsChange} */ { weightPills, kernels, perDev
 // The renderer draws what the store says: the scene, the selection, the cursor's outline.
 /** @param {Renderer} r */
 function followStore(r) {
-  store.on("scene", (/** @type {SceneChange} */ { scene }) => {
+  store.on("scene", (/** @type {StoreEvents["scene"]} */ { scene }) => {
     r.setScene(scene);
     minimapVisibility(r);
   });
-  store.on("selection", (/** @type {SelectionChange} */ { key, multi }) => {
+  store.on("selection", (/** @type {StoreEvents["selection"]} */ { key, multi }) => {
     r.selected = key;
     r.multi = multi;
     r.requestDraw();
   });
-  store.on("outline", (/** @type {OutlineChange} */ { keys }) => {
+  store.on("outline", (/** @type {StoreEvents["outline"]} */ { keys }) => {
     r.cursor = keys;
     r.requestDraw();
   });
@@ -636,7 +629,7 @@ function wireToolbar() {
   $("btn-kernels").onclick = () => setKernels(!store.kernels);
   $("btn-device").onclick = () => setPerDevice(!store.perDevice);
   $("btn-cost").onclick = () => cost.toggle();
-  store.on("panels", (/** @type {PanelsChange} */ { open }) => {
+  store.on("panels", (/** @type {StoreEvents["panels"]} */ { open }) => {
     const b = $("btn-cost");
     b.setAttribute("aria-pressed", String(open.has("cost")));
     b.classList.toggle("on", open.has("cost"));
