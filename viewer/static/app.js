@@ -22,7 +22,70 @@ import { SearchPanel } from "./panels/search.js";
 import { CostPanel } from "./panels/cost.js";
 import { installHooks } from "./hooks.js";
 
-const $ = (id) => document.getElementById(id);
+/** @typedef {import("./panels/inspector.js").Frame} Frame */
+
+/**
+ * A capture's failure (`api/capture` `failure`, viewer/API.md): what failed and at which
+ * stage, the message (cut by the server to what a person reads) and the frames that raised.
+ * @typedef {object} Failure
+ * @property {string} [type]
+ * @property {string} [message]
+ * @property {string} [stage]  "internal": TensorViz's own failure, not the model's
+ * @property {{text: string, cut: boolean, lines?: number}} [readable]
+ * @property {Frame[]} [frames]
+ * @property {{after: number, text: string}[]} [repeated_frames]  deep recursion, in Python's words
+ * @property {Record<string, unknown>} [details]
+ */
+
+/**
+ * The mesh legend of a program split across devices (`api/capture` `mesh_legend`): each
+ * mesh's axes, the devices in words, and what one device holds (`per_device_memory`).
+ * @typedef {object} MeshLegend
+ * @property {{id: number, text: string, devices: number | null}[]} [meshes]
+ * @property {string | null} [devices]
+ * @property {boolean} [simulated]
+ * @property {Record<string, number> | null} [memory]
+ */
+
+/**
+ * `api/capture` as the app reads it (viewer/API.md).
+ * @typedef {object} CaptureSummary
+ * @property {number} id
+ * @property {string} [title]
+ * @property {string} [framework]
+ * @property {string} [backend]
+ * @property {{nodes?: number, template_nodes?: number}} [counts]
+ * @property {{scope?: string, status?: string, reasons?: string[], effects?: string}} [coverage]
+ * @property {{name?: string, model?: string, framework?: string}} [recipe]
+ * @property {Failure | null} [failure]
+ * @property {{files?: string[]} | null} [stale]
+ * @property {Record<string, any>} [meta]  what the worker recorded (arbitrary JSON)
+ * @property {MeshLegend | null} [mesh_legend]
+ * @property {boolean} [setup]  false: this server has no setup form
+ * @property {unknown} [vocabulary]  the words for group kinds and value roles (theme.js setVocabulary)
+ */
+
+// An element of the page's markup (index.html) by id. app.js asks only for ids the page
+// has (tests/viewer/test_app_markup.py checks each one), so none is missing.
+/**
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
+// The capture on screen: the store keeps the `api/capture` answer whole (the API client's
+// JSON); app.js reads it as the summary it is.
+/** @returns {CaptureSummary | null} */
+function onScreen() {
+  return store.capture;
+}
+
+// What went wrong, in words: a thrown error's message, else the thrown value itself.
+/** @param {unknown} err */
+function errorText(err) {
+  const message = err && typeof err === "object" && "message" in err ? err.message : undefined;
+  return String(message || err);
+}
 
 const params = new URLSearchParams(location.search);
 const api = new Api(params.get("capture"));
@@ -34,8 +97,11 @@ const SIDE_PANEL_WIDTH = 380; // CSS px the inspector and the setup form cover (
 
 // The page's parts. The renderer, the settler and the diff panel exist once a graph can be
 // drawn (not on a failure or setup page).
+/** @type {Renderer | null} */
 let renderer = null;
+/** @type {Settler | null} */
 let settler = null;
+/** @type {DiffPanel | null} */
 let diff = null;
 const inspector = new Inspector(store, $("inspector"), {
   api,
@@ -54,12 +120,16 @@ const setup = new SetupForm(store, $("setup"), {
 });
 const search = new SearchPanel(store, $("search"), $("search-results"), { api, focus: (key) => focusItem(key), setStatus, banners });
 const lines = new LinesPanel(store, { api, banners, renderer: () => renderer, setStatus });
-const cost = new CostPanel(store, $("cost"), { api, renderer: () => renderer, focus: (key) => focusItem(key), legend: $("heat-legend") });
+const cost = new CostPanel(store, $("cost"), { api, renderer: () => renderer, focus: (/** @type {string} */ key) => focusItem(key),
+  legend: $("heat-legend") });
 
 let captureStartedHere = false; // a capture started from this page: its result opens here
+/** @type {string | null} */
 let symbol = null; // what the setup page sets up (no capture yet)
 
+/** @type {Record<string, number>} */
 const marks = {};
+/** @param {string} name */
 function mark(name) {
   marks[name] = performance.now();
 }
@@ -74,24 +144,33 @@ installHooks({
 
 // ------------------------------------------------------------------ the store's events
 
+/**
+ * What the store's change events carry (model/store.js); the capture's as app.js reads it.
+ * @typedef {import("./model/store.js").StoreEvents} StoreEvents
+ * @typedef {{capture: CaptureSummary}} CaptureChange
+ */
+
 // Side panels float over the canvas: the renderer centres things in the part left visible.
-store.on("panels", ({ side }) => {
-  document.querySelector(".workspace").classList.toggle("panel-open", !!side);
+store.on("panels", (/** @type {StoreEvents["panels"]} */ { side }) => {
+  // The page's markup has the workspace (index.html; tests/viewer/test_app_markup.py).
+  /** @type {Element} */ (document.querySelector(".workspace")).classList.toggle("panel-open", !!side);
   if (renderer) {
     renderer.selected = store.selected; // the panel may open before the selection reaches the renderer
     renderer.insetRight = side ? SIDE_PANEL_WIDTH : 0;
     overlaysOnCanvas(renderer); // the minimap moved beside the panel
   }
 });
-store.on("capture", ({ capture }) => {
+store.on("capture", (/** @type {CaptureChange} */ { capture }) => {
   setVocabulary(capture.vocabulary);
   renderTitle(capture);
   renderCoverage(capture);
   renderMeshLegend(capture);
 });
 store.on("expansion", () => saveExpansion());
-store.on("options", ({ weightPills, kernels, perDevice }) => {
-  for (const [id, on] of [["btn-weights", weightPills], ["btn-kernels", kernels], ["btn-device", !!perDevice]]) {
+store.on("options", (/** @type {StoreEvents["options"]} */ { weightPills, kernels, perDevice }) => {
+  /** @type {[string, boolean][]} */
+  const buttons = [["btn-weights", weightPills], ["btn-kernels", kernels], ["btn-device", !!perDevice]];
+  for (const [id, on] of buttons) {
     const b = $(id);
     b.setAttribute("aria-pressed", String(on));
     b.classList.toggle("on", on);
@@ -99,17 +178,18 @@ store.on("options", ({ weightPills, kernels, perDevice }) => {
 });
 
 // The renderer draws what the store says: the scene, the selection, the cursor's outline.
+/** @param {Renderer} r */
 function followStore(r) {
-  store.on("scene", ({ scene }) => {
+  store.on("scene", (/** @type {StoreEvents["scene"]} */ { scene }) => {
     r.setScene(scene);
-    minimapVisibility();
+    minimapVisibility(r);
   });
-  store.on("selection", ({ key, multi }) => {
+  store.on("selection", (/** @type {StoreEvents["selection"]} */ { key, multi }) => {
     r.selected = key;
     r.multi = multi;
     r.requestDraw();
   });
-  store.on("outline", ({ keys }) => {
+  store.on("outline", (/** @type {StoreEvents["outline"]} */ { keys }) => {
     r.cursor = keys;
     r.requestDraw();
   });
@@ -130,6 +210,7 @@ async function boot() {
     showEmpty();
     return;
   }
+  /** @type {CaptureSummary} */
   let capture;
   try {
     capture = await api.capture();
@@ -154,38 +235,40 @@ async function boot() {
   }
   const canvas = $("graph");
   const minimap = $("minimap");
-  renderer = new Renderer(canvas, minimap);
-  followStore(renderer);
+  const r = new Renderer(canvas, minimap);
+  renderer = r;
+  followStore(r);
   // Estimated containers (Expand all on a big graph) are laid out once they come into view.
-  settler = new Settler(store, renderer);
-  renderer.onDraw = () => {
-    updateZoomLabel();
-    settler.soon();
+  const s = new Settler(store, r);
+  settler = s;
+  r.onDraw = () => {
+    updateZoomLabel(r);
+    s.soon();
   };
-  wireCanvas(canvas, minimap);
+  wireCanvas(r, canvas, minimap);
   // Layouts are made for the screen they are shown on: a container taller than it
   // continues in the next column (layout.worker.js). The whole canvas: a side panel
   // opening or closing does not lay anything out again.
-  layout.setScreen(renderer.width, renderer.height);
+  layout.setScreen(r.width, r.height);
   new ResizeObserver(() => {
-    renderer.resize();
-    layout.setScreen(renderer.width, renderer.height);
+    r.resize();
+    layout.setScreen(r.width, r.height);
   }).observe($("stage"));
-  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => renderer.setPalette());
+  matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => r.setPalette());
   setStatus("Laying out…");
   try {
     // The most informative first view that still fits: the first view closes the last
     // groups it opened while Fit would have to zoom below FIRST_FIT.
-    await store.firstView({ saved: loadExpansion(), fitScale: () => renderer.fitScale(), minFit: FIRST_FIT });
+    await store.firstView({ saved: loadExpansion(), fitScale: () => r.fitScale(), minFit: FIRST_FIT });
     mark("laid-out");
   } catch (err) {
     showLoadError(err);
     return;
   }
-  renderer.home();
+  r.home();
   setStatus("");
   // Diff mode: offered when the server holds a baseline, or asked by ?diff=.
-  diff = new DiffPanel(store, $("stage"), { api, renderer, jump: (r) => search.jump(r), banners });
+  diff = new DiffPanel(store, $("stage"), { api, renderer: r, jump: (target) => search.jump(target), banners });
   diff.start();
   // Show in Graph opened this page: ?show=FILE:LINE[:CALL] (the editor's line, as captured).
   const show = /^(.+?):(\d+)(?::(\d+))?$/.exec(params.get("show") || "");
@@ -210,6 +293,10 @@ function showEmpty() {
   store.markReady();
 }
 
+/**
+ * @param {string} message
+ * @param {boolean} [capturing]
+ */
 function emptyCapturing(message, capturing = true) {
   if ($("empty").hidden) return;
   $("empty").classList.toggle("capturing", capturing);
@@ -217,15 +304,16 @@ function emptyCapturing(message, capturing = true) {
   $("empty-text").textContent = message;
 }
 
+/** @param {unknown} err */
 function showLoadError(err) {
-  const message = String(err && err.message || err);
+  const message = errorText(err);
   banners.set("load", "error", "Error", `Could not load the graph: ${message}`);
   setStatus("");
   store.fail(message);
 }
 
-function minimapVisibility() {
-  const r = renderer;
+/** @param {Renderer} r */
+function minimapVisibility(r) {
   // The overview helps only when the graph does not fit at readable detail.
   $("minimap").hidden = !(r.scene && (r.scene.w * READABLE_SCALE > r.width * 1.1 || r.scene.h * READABLE_SCALE > r.height * 1.1));
   if (!$("minimap").hidden) r.resize();
@@ -234,6 +322,7 @@ function minimapVisibility() {
 
 // What floats over the bottom of the canvas (the hint bar, the minimap), for Fit to keep
 // the graph out from under it.
+/** @param {Renderer} r */
 function overlaysOnCanvas(r) {
   const stage = $("stage").getBoundingClientRect();
   const hud = document.querySelector(".hud");
@@ -244,12 +333,14 @@ function overlaysOnCanvas(r) {
   r.minimapBox = box && box.width ? { w: stage.right - r.insetRight - box.left + 4, h: stage.bottom - box.top + 4 } : null;
 }
 
+/** @param {string} text */
 function setStatus(text) {
   $("status").textContent = text;
 }
 
-function updateZoomLabel() {
-  const s = renderer.cam.s;
+/** @param {Renderer} r */
+function updateZoomLabel(r) {
+  const s = r.cam.s;
   const pct = s >= 0.1 ? Math.round(s * 100) + "%" : (s * 100).toFixed(s >= 0.01 ? 1 : 2) + "%";
   const z = $("zoom");
   if (z.textContent !== pct) z.textContent = pct;
@@ -257,6 +348,7 @@ function updateZoomLabel() {
 
 // ------------------------------------------------------------------ title & banners
 
+/** @param {CaptureSummary} c */
 function renderTitle(c) {
   const t = $("title");
   clear(t);
@@ -270,6 +362,7 @@ function renderTitle(c) {
   document.title = `${c.title || "capture"} — TensorViz`;
 }
 
+/** @param {CaptureSummary} c */
 function renderCoverage(c) {
   const cov = c.coverage || {};
   if (c.failure) return;
@@ -320,11 +413,13 @@ function renderCoverage(c) {
 
 // The capture summary in the inspector (the toolbar title and the coverage banner open it).
 function showAbout() {
-  if (!store.capture) return;
+  const c = onScreen();
+  if (!c) return;
   store.select(null);
-  inspector.showCapture(store.capture, describeState(store.capture));
+  inspector.showCapture(c, describeState(c));
 }
 
+/** @param {string[] | null | undefined} files  the source files changed since the capture */
 function showStale(files) {
   const list = (files || []).join(", ") || "a source file";
   const actions = [];
@@ -334,6 +429,7 @@ function showStale(files) {
   banners.set("stale", "warn", "Stale", `This graph is stale. Changed since it was captured: ${list}.`, actions);
 }
 
+/** @param {CaptureProgress} data */
 function showProgress(data) {
   const bar = el("div", { class: "progress-bar" }, el("div"));
   if (typeof data.fraction === "number") bar.firstChild.style.width = Math.round(Math.max(0, Math.min(1, data.fraction)) * 100) + "%";
@@ -342,8 +438,10 @@ function showProgress(data) {
   banners.set("progress", "info", "Capturing", text, [bar]);
 }
 
+/** @param {CaptureSummary} c  a failed capture */
 function showFailure(c) {
   const f = c.failure;
+  if (!f) return;
   $("failure").hidden = false;
   $("stage").classList.add("failed");
   document.body.classList.add("capture-failed"); // no graph: the canvas tools go away
@@ -356,7 +454,7 @@ function showFailure(c) {
   const whole = $("failure-whole");
   whole.hidden = !readable.cut;
   if (readable.cut) {
-    $("failure-whole-summary").textContent = `The whole message (${readable.lines > 1 ? readable.lines + " lines" : (f.message || "").length + " characters"})`;
+    $("failure-whole-summary").textContent = `The whole message (${(readable.lines ?? 0) > 1 ? readable.lines + " lines" : (f.message || "").length + " characters"})`;
     $("failure-whole-text").textContent = f.message || "";
   }
   const facts = $("failure-facts");
@@ -366,7 +464,7 @@ function showFailure(c) {
   const frames = $("failure-frames");
   clear(frames);
   // Deep recursion: after a frame, how many more times the frames before it repeat (server's words).
-  const repeats = new Map((f.repeated_frames || []).map((r) => [r.after, r.text]));
+  const repeats = new Map((f.repeated_frames || []).map((r) => /** @type {[number, string]} */ ([r.after, r.text])));
   (f.frames || []).forEach((fr, i) => {
     frames.append(el("li", {}, el("button", { type: "button", class: "frame-link", onclick: () => revealFrame(fr, null) },
       `${fr.file}:${fr.line}${fr.column ? ":" + fr.column : ""}`, el("span", { class: "fn" }, fr.function || ""))));
@@ -384,44 +482,59 @@ function showFailure(c) {
 
 // ------------------------------------------------------------------ events (SSE)
 
+/**
+ * The server's events (`api/events`, viewer/API.md "Events") as the app reads them.
+ * `stale`, `fresh`, `show` and `cursor` may name the capture they are about (AboutCapture).
+ * @typedef {{message?: string, fraction?: number}} CaptureProgress
+ * @typedef {{capture?: number | string | null}} AboutCapture
+ * @typedef {AboutCapture & {files?: string[]}} StaleEvent
+ * @typedef {AboutCapture & {file: string, line: number, call?: number}} ShowEvent
+ * @typedef {AboutCapture & {file?: string, line?: number, keys?: string[]}} CursorEvent
+ * @typedef {{id: number, title?: string, replaces?: number}} ReadyEvent
+ * @typedef {{id?: number | null, message?: string, stage?: string, profile?: string, frame?: Frame | null}} FailedEvent
+ */
+
 function listenEvents() {
   if (typeof EventSource === "undefined") return;
   api.events({
-    progress: (d) => {
+    progress: (/** @type {CaptureProgress} */ d) => {
       showProgress(d);
       emptyCapturing("Capturing… the graph opens here as soon as it is ready.");
     },
-    stale: (d) => aboutThisCapture(d) && showStale(d.files),
-    fresh: (d) => aboutThisCapture(d) && banners.drop("stale"),
+    stale: (/** @type {StaleEvent} */ d) => aboutThisCapture(d) && showStale(d.files),
+    fresh: (/** @type {AboutCapture} */ d) => aboutThisCapture(d) && banners.drop("stale"),
     // Show in Graph from the editor: this page focuses the line (no new tab was opened).
-    show: (d) => {
+    show: (/** @type {ShowEvent} */ d) => {
       if (!aboutThisCapture(d) || !renderer) return;
       window.focus();
       lines.show(d.file, d.line, d.call || 0);
     },
     // The editor's cursor moved to a line (tensorviz.followCursor): a light outline.
-    cursor: (d) => aboutThisCapture(d) && renderer && lines.cursor(d),
-    "capture-ready": (d) => {
+    cursor: (/** @type {CursorEvent} */ d) => aboutThisCapture(d) && renderer && lines.cursor(d),
+    "capture-ready": (/** @type {ReadyEvent} */ d) => {
       banners.drop("progress");
       // A background recapture of the graph on screen (recapture on save): update in place.
-      if (store.capture && d.replaces !== undefined && Number(d.replaces) === Number(store.capture.id)) return liveUpdate(d.id);
+      const current = onScreen();
+      if (current && d.replaces !== undefined && Number(d.replaces) === Number(current.id)) return liveUpdate(d.id);
       const open = () => openCapture(d.id);
       // Started from this page, or the page has no graph yet: show the new one at once (a
       // setup form's page only follows its own capture, not another model's).
-      if (captureStartedHere || (!store.capture && params.get("setup") === null)) return open();
+      if (captureStartedHere || (!current && params.get("setup") === null)) return open();
       banners.set("ready", "ok", "Ready", "A new capture is ready.", [el("button", { type: "button", onclick: open }, "Open it")]);
     },
-    "capture-failed": (d) => {
+    "capture-failed": (/** @type {FailedEvent} */ d) => {
       // Another profile's capture (e.g. its recapture on save) is not about this graph.
-      const mine = store.capture && store.capture.recipe && store.capture.recipe.name;
+      const current = onScreen();
+      const mine = current && current.recipe && current.recipe.name;
       if (d.profile && mine && d.profile !== mine && !captureStartedHere) return;
       banners.drop("progress");
       if (captureStartedHere) setup.setStatus("The capture failed: see the message above.");
       emptyCapturing("The capture failed (see the message above). Check the setup and press Save & capture again.", false);
       const actions = d.id !== undefined && d.id !== null ? [el("button", { type: "button", onclick: () => openCapture(d.id) }, "Show the failure")] : [];
       // The line that raised (the innermost workspace frame): go to it in the editor.
-      if (d.frame) actions.unshift(el("button", { type: "button", class: "frame-link", onclick: () => revealFrame(d.frame, null) },
-        d.frame.label || `${d.frame.file}:${d.frame.line}`));
+      const frame = d.frame;
+      if (frame) actions.unshift(el("button", { type: "button", class: "frame-link", onclick: () => revealFrame(frame, null) },
+        frame.label || `${frame.file}:${frame.line}`));
       banners.set("capture-failed", "error", "Failed", `Capture failed${d.stage ? " at " + d.stage : ""}: ${d.message || "unknown error"}`, actions);
     },
   });
@@ -429,12 +542,14 @@ function listenEvents() {
 
 // The graph on screen replaced by its recapture, without a reload: the camera, the
 // expansion (by group path) and the weight-pill choice stay; stale and failure banners go.
+/** @param {number} id  the recapture's */
 async function liveUpdate(id) {
-  const current = store.capture;
+  const current = onScreen();
   if (!renderer || !current || current.failure) return openCapture(id);
   const paths = store.model.expansionPaths();
   const previous = api.captureId;
   api.captureId = String(id);
+  /** @type {CaptureSummary} */
   let capture;
   try {
     capture = await api.capture();
@@ -444,7 +559,7 @@ async function liveUpdate(id) {
   }
   if (capture.failure) return openCapture(id);
   const q = new URLSearchParams(location.search);
-  q.set("capture", id);
+  q.set("capture", String(id));
   history.replaceState(null, "", "?" + q.toString());
   for (const b of ["stale", "capture-failed", "ready", "progress", "load"]) banners.drop(b);
   const model = store.newModel({ weightPills: store.weightPills, kernels: store.kernels });
@@ -456,24 +571,32 @@ async function liveUpdate(id) {
 }
 
 // stale/fresh may name a capture; without one they are about the newest.
+/** @param {AboutCapture} d */
 function aboutThisCapture(d) {
-  if (!store.capture) return false;
+  const current = onScreen();
+  if (!current) return false;
   if (d.capture === undefined || d.capture === null) return true;
-  return Number(d.capture) === Number(store.capture.id);
+  return Number(d.capture) === Number(current.id);
 }
 
+/** @param {number | null} [id]  none: the newest */
 function openCapture(id) {
   const q = new URLSearchParams(location.search);
   q.delete("setup"); // a graph's page now, no longer the form's
   if (id === undefined || id === null) q.delete("capture");
-  else q.set("capture", id);
+  else q.set("capture", String(id));
   location.search = q.toString();
 }
 
 // ------------------------------------------------------------------ setup form
 
+/**
+ * The setup form of the graph on screen (or of `profile`); whether the server has one.
+ * @param {string | null} [profile]
+ * @returns {Promise<boolean>}
+ */
 async function initSetup(profile) {
-  const capture = store.capture;
+  const capture = onScreen();
   // A server that says it has no setup form (api/capture `setup: false`) is not asked for
   // one: a page without a setup logs no failed request.
   if (capture && capture.setup === false) {
@@ -484,8 +607,9 @@ async function initSetup(profile) {
   const available = await setup.load(profile || (capture && capture.recipe ? capture.recipe.name : undefined));
   $("btn-setup").hidden = !available;
   // Without a graph the form is the page's content: open it even when nothing is missing.
-  if (available && (setup.needsInput || !store.capture)) setup.open();
-  if (available && store.capture && banners.has("stale")) showStale(store.capture.stale && store.capture.stale.files);
+  const now = onScreen(); // the form loaded meanwhile
+  if (available && (setup.needsInput || !now)) setup.open();
+  if (available && now && banners.has("stale")) showStale(now.stale && now.stale.files);
   return available;
 }
 
@@ -496,7 +620,7 @@ function wireToolbar() {
   $("btn-expand-all").onclick = () => expandAll();
   $("btn-collapse-all").onclick = () => collapseAll();
   $("depth").onchange = (e) => {
-    const select = /** @type {HTMLInputElement} */ (e.target);
+    const select = /** @type {HTMLSelectElement} */ (e.target);
     const n = Number(select.value);
     select.value = "";
     if (n > 0) expandToDepth(n);
@@ -505,7 +629,7 @@ function wireToolbar() {
   $("btn-kernels").onclick = () => setKernels(!store.kernels);
   $("btn-device").onclick = () => setPerDevice(!store.perDevice);
   $("btn-cost").onclick = () => cost.toggle();
-  store.on("panels", ({ open }) => {
+  store.on("panels", (/** @type {StoreEvents["panels"]} */ { open }) => {
     const b = $("btn-cost");
     b.setAttribute("aria-pressed", String(open.has("cost")));
     b.classList.toggle("on", open.has("cost"));
@@ -527,7 +651,8 @@ function wireToolbar() {
 }
 
 function fileStem() {
-  return (store.capture && store.capture.title ? store.capture.title : "tensorviz").replace(/[^A-Za-z0-9_.-]+/g, "_");
+  const c = onScreen();
+  return (c && c.title ? c.title : "tensorviz").replace(/[^A-Za-z0-9_.-]+/g, "_");
 }
 
 function readable() {
@@ -538,13 +663,16 @@ function readable() {
   else r.readable();
 }
 
+/** @param {number} f */
 function zoomCentre(f) {
   const r = renderer;
   if (r) r.zoomAt(r.width / 2, r.height / 2, f);
 }
 
+/** @param {KeyboardEvent} e */
 function onKey(e) {
-  const target = e.target;
+  // A key reaches the document from the element that has the focus (or the body).
+  const target = /** @type {HTMLElement | null} */ (e.target);
   const typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" || target.tagName === "SELECT");
   if (e.key === "Escape") {
     if (typing) target.blur();
@@ -591,7 +719,7 @@ function onKey(e) {
       if (r) r.panBy(0, -80);
       break;
     case "Enter":
-      if (store.canOpen(store.selected)) toggle(store.selected);
+      if (store.selected && store.canOpen(store.selected)) toggle(store.selected);
       break;
     case "[":
     case "]": // the shown source line's previous / next call (Show in Graph's banner)
@@ -603,11 +731,22 @@ function onKey(e) {
   e.preventDefault();
 }
 
-function wireCanvas(canvas, minimap) {
-  const r = renderer;
+/**
+ * @param {Renderer} r
+ * @param {HTMLElement} canvas
+ * @param {HTMLElement} minimap
+ */
+function wireCanvas(r, canvas, minimap) {
+  /** @type {Map<number, [number, number]>} */
   const pointers = new Map();
+  /** @type {{x: number, y: number, moved: number} | null} */
   let drag = null;
+  /** @type {{d: number} | null} */
   let pinch = null;
+  /**
+   * @param {MouseEvent} e
+   * @returns {[number, number]}
+   */
   const local = (e) => {
     const rect = canvas.getBoundingClientRect();
     return [e.clientX - rect.left, e.clientY - rect.top];
@@ -652,6 +791,7 @@ function wireCanvas(canvas, minimap) {
     edgeTip(cut ? { label: cut } : hit ? null : store.model.edgeAt(wx, wy, 5 / r.cam.s), x, y);
   });
   canvas.addEventListener("pointerleave", () => edgeTip(null));
+  /** @param {PointerEvent} e */
   const end = (e) => {
     pointers.delete(e.pointerId);
     if (pointers.size < 2) pinch = null;
@@ -660,7 +800,8 @@ function wireCanvas(canvas, minimap) {
       const [wx, wy] = r.toWorld(x, y);
       const hit = store.model.hitTest(wx, wy);
       const w = hit ? r.weightAt(hit, wx, wy) : -1;
-      if (w >= 0) store.selectWeight(hit.key, hit.card.weights[w]);
+      // A weight line (w >= 0) is found only on an op card that has weights (card.js weightAt).
+      if (hit && w >= 0) store.selectWeight(hit.key, /** @type {number[]} */ (hit.card.weights)[w]);
       else store.select(hit ? hit.key : null);
     }
     drag = null;
@@ -685,6 +826,7 @@ function wireCanvas(canvas, minimap) {
 
   // Minimap: click or drag to move the view.
   let mmDrag = false;
+  /** @param {PointerEvent} e */
   const mmMove = (e) => {
     const rect = minimap.getBoundingClientRect();
     const w = r.minimapToWorld(e.clientX - rect.left, e.clientY - rect.top);
@@ -704,6 +846,7 @@ function wireCanvas(canvas, minimap) {
 
 // Opens or closes a group, chunk, stack or control-flow boundary, keeping it where it was
 // on screen (the rest moves around it), and selects it.
+/** @param {string} key */
 async function toggle(key) {
   const r = renderer;
   if (!r || !store.canOpen(key)) return;
@@ -714,7 +857,7 @@ async function toggle(key) {
   try {
     ok = await store.toggle(key);
   } catch (err) {
-    banners.set("load", "error", "Error", `Could not expand: ${err.message || err}`);
+    banners.set("load", "error", "Error", `Could not expand: ${errorText(err)}`);
   }
   if (!ok) return;
   setStatus("");
@@ -731,15 +874,21 @@ async function toggle(key) {
 
 // An action on the whole graph, then Fit on its result (and the estimated containers Fit
 // shows laid out for real). Resolves true once that is on screen.
+/**
+ * @param {string} status  what the status line says meanwhile
+ * @param {() => Promise<boolean>} action  a store action that lays out (false: superseded)
+ * @returns {Promise<boolean>}
+ */
 async function relayoutWith(status, action) {
   const r = renderer;
-  if (!r) return false;
+  const s = settler; // made with the renderer (boot)
+  if (!r || !s) return false;
   setStatus(status);
   let ok = false;
   try {
     ok = await action();
   } catch (err) {
-    banners.set("load", "error", "Error", `Could not lay out the graph: ${err.message || err}`);
+    banners.set("load", "error", "Error", `Could not lay out the graph: ${errorText(err)}`);
     setStatus("");
     return false;
   }
@@ -747,12 +896,13 @@ async function relayoutWith(status, action) {
   setStatus("");
   if (store.selected && !store.itemOf(store.selected)) store.select(null);
   r.fit();
-  await settler.now({ refit: true });
+  await s.now({ refit: true });
   return true;
 }
 
 // Every group opened, every stack unfolded: one api/subtree request, one layout request.
 // Resolves when the scene is laid out (window.tensorviz.expandAll()).
+/** @param {{wrap?: boolean}} [options] */
 function expandAll({ wrap = true } = {}) {
   // Everything open: laid out for the screen (a tall group continues in the next column).
   layout.wrapping = wrap;
@@ -764,15 +914,18 @@ function collapseAll() {
   return relayoutWith("Collapsing…", () => store.collapseAll());
 }
 
+/** @param {number} n */
 function expandToDepth(n) {
   layout.wrapping = true;
   return relayoutWith(`Expanding to depth ${n}…`, () => store.setDepth(n));
 }
 
+/** @param {boolean} on */
 function setWeightPills(on) {
   return relayoutWith(on ? "Drawing parameters as nodes…" : "Folding parameters into their ops…", () => store.setWeightPills(on));
 }
 
+/** @param {boolean} on */
 function setPerDevice(on) {
   return relayoutWith(on ? "Showing what one device holds…" : "Showing global shapes…", () => store.setPerDevice(on));
 }
@@ -780,6 +933,7 @@ function setPerDevice(on) {
 // The mesh legend (a program split across devices): each mesh's axes, the devices and
 // whether they were simulated, and what one device holds; the server words it
 // (`mesh_legend`). Its "Per device shapes" toggle shows only with a mesh.
+/** @param {CaptureSummary | null} c */
 function renderMeshLegend(c) {
   const legend = c && !c.failure ? c.mesh_legend : null;
   $("mesh-legend").hidden = !legend;
@@ -799,13 +953,19 @@ function renderMeshLegend(c) {
     el("span", { class: "mesh-collective" }, "⇄ collective")));
 }
 
+/** @param {boolean} on */
 function setKernels(on) {
   return relayoutWith(on ? "Showing every kernel…" : "Folding kernels into their calls…", () => store.setKernels(on));
 }
 
 // The value an edge carries, shown where the pointer is on it (its label may be shortened
 // or left out where there was no room).
-function edgeTip(edge, x, y) {
+/**
+ * @param {{label?: string} | null} edge  null: none (the tip hides)
+ * @param {number} [x]  where the pointer is on the canvas
+ * @param {number} [y]
+ */
+function edgeTip(edge, x = 0, y = 0) {
   const tip = $("edge-tip");
   if (!edge || !edge.label) {
     tip.hidden = true;
@@ -819,6 +979,11 @@ function edgeTip(edge, x, y) {
 
 // The whole name of a far name drawn cut short (drawlist.js farLabel) under world point
 // (wx, wy), shown where the pointer is as an edge's value is; null where there is none.
+/**
+ * @param {Renderer} r
+ * @param {number} wx
+ * @param {number} wy
+ */
 function cutName(r, wx, wy) {
   const f = r.farDrawn.find((d) => d.text !== d.full && d.box && wx >= d.box.x && wx <= d.box.x + d.box.w
     && wy >= d.box.y && wy <= d.box.y + d.box.h);
@@ -827,7 +992,7 @@ function cutName(r, wx, wy) {
 
 // A person's expansions, per profile, by group path: they survive a recapture.
 function expansionKey() {
-  const c = store.capture;
+  const c = onScreen();
   if (!c) return null;
   const name = (c.recipe && (c.recipe.name || c.recipe.model)) || c.title;
   return name ? `tensorviz.expanded.${name}` : null;
@@ -855,17 +1020,19 @@ function saveExpansion() {
 }
 
 // Selects and centres an item already in the scene (or expands the way to a node).
+/** @param {string} key */
 async function focusItem(key) {
   const r = renderer;
   if (!r) return;
   let it = store.itemOf(key);
   if (!it && key.startsWith("n")) {
     try {
+      /** @type {{item_path?: string[], group_path?: {id: number}[]}} */
       const node = await api.node(Number(key.slice(1)));
       await store.reveal(key, { itemPath: node.item_path, groupIds: (node.group_path || []).map((g) => g.id) });
       it = store.itemOf(key);
     } catch (err) {
-      banners.set("load", "error", "Error", `Could not show ${key}: ${err.message || err}`);
+      banners.set("load", "error", "Error", `Could not show ${key}: ${errorText(err)}`);
       return;
     }
   }
@@ -883,12 +1050,17 @@ async function focusItem(key) {
 
 // ------------------------------------------------------------------ reveal (go to source)
 
+/**
+ * @param {Frame} frame
+ * @param {string | null} target  the inspector's item it is shown for (null: by itself)
+ */
 async function revealFrame(frame, target) {
+  /** @type {{handled?: "editor" | "viewer", source?: import("./panels/inspector.js").Source}} */
   let res;
   try {
     res = await api.reveal(frame);
   } catch (err) {
-    inspector.showSource(target, null, `Could not reveal: ${err.message || err}`);
+    inspector.showSource(target, null, `Could not reveal: ${errorText(err)}`);
     return;
   }
   if (res && res.handled === "viewer" && res.source) inspector.showSource(target, res.source, null, frame);
@@ -900,7 +1072,11 @@ async function revealFrame(frame, target) {
 function wireDrop() {
   const drop = $("drop");
   let depth = 0;
-  const isFile = (e) => e.dataTransfer && [...e.dataTransfer.types].includes("Files");
+  /**
+   * @param {DragEvent} e
+   * @returns {e is DragEvent & {dataTransfer: DataTransfer}}  a drag that carries files
+   */
+  const isFile = (e) => !!e.dataTransfer && [...e.dataTransfer.types].includes("Files");
   window.addEventListener("dragenter", (e) => {
     if (!isFile(e)) return;
     depth++;
@@ -923,15 +1099,17 @@ function wireDrop() {
   });
 }
 
+/** @param {File} file  a graph file (.tvg) */
 async function openFile(file) {
   banners.set("open", "info", "Opening", `Opening ${file.name}…`);
   try {
     const bytes = await file.arrayBuffer();
+    /** @type {{id: number}} */
     const res = await api.open(bytes, file.name);
     banners.drop("open");
     openCapture(res.id);
   } catch (err) {
-    const msg = err instanceof ApiError && err.status === 404 ? "this viewer server does not accept uploaded files" : err.message || String(err);
+    const msg = err instanceof ApiError && err.status === 404 ? "this viewer server does not accept uploaded files" : errorText(err);
     banners.set("open", "error", "Open", `Could not open ${file.name}: ${msg}`);
   }
 }
