@@ -30,11 +30,12 @@
  * A cost on an item or a stack (viewer/API.md "Costs on items"); a stack's has `per_block`,
  * the same for its first repetition.
  * @typedef {object} ItemCost
- * @property {number | null} flops  null: no rule counted it
+ * @property {number | null} flops  null: no rule counted the op
  * @property {number} bytes
- * @property {number} [uncounted]
+ * @property {number} [uncounted]  ops inside that no rule counted (not in `flops`)
  * @property {boolean} [estimate]
- * @property {ItemCost} [per_block]
+ * @property {boolean} [template]  one iteration of a body that did not run
+ * @property {{flops: number, bytes: number}} [per_block]  a stack's: its first repetition's
  */
 
 /**

@@ -26,19 +26,7 @@ import { opTitle } from "../model/viewmodel.js";
 
 /** @typedef {{tensors?: number, count?: number, bytes?: number}} ParamsCount  parameters: tensors, elements, bytes */
 
-/**
- * An item's cost (`api/children` with costs, viewer/API.md "Costs on items"): its FLOPs
- * (null: no rule counted the op), bytes moved, the ops inside that no rule counted, whether
- * it is estimated, whether it is one iteration of a body that did not run; a stack's also
- * its first repetition's (`per_block`).
- * @typedef {object} ItemCost
- * @property {number | null} flops
- * @property {number} bytes
- * @property {number} [uncounted]
- * @property {boolean} [estimate]
- * @property {boolean} [template]
- * @property {{flops: number, bytes: number}} [per_block]
- */
+/** @typedef {import("../model/view-types.js").ItemCost} ItemCost  an item's cost (viewer/API.md "Costs on items") */
 
 /**
  * A scene item's server item as the panel reads it (`api/children`; a stack card's is its
@@ -238,9 +226,9 @@ export class CostPanel extends Panel {
     this.#renderTable();
   }
 
-  /** @param {string} metric  a HEAT_METRICS key ("": off) */
+  /** @param {string | null} metric  a HEAT_METRICS key ("" or null: off) */
   setHeat(metric) {
-    this.heat = HEAT_METRICS[metric] ? metric : "";
+    this.heat = metric && HEAT_METRICS[metric] ? metric : "";
     this.heatSelect.value = this.heat;
     this.#applyHeat();
   }

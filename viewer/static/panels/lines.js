@@ -20,7 +20,7 @@ import { Panel } from "./panel.js";
  * What the lines panel reads of the store (model/store.js).
  * @typedef {import("./panel.js").PanelStore & {
  *   model: {scene: {byKey: Map<string, unknown>} | null, stackOf: Map<string, string>} | null,
- *   scene: {byKey: Map<string, unknown>},
+ *   scene: {byKey: Map<string, unknown>} | null,
  *   revealAll: (itemPaths: string[][]) => Promise<boolean>,
  *   selectTogether: (keys: string[]) => void,
  *   outline: (keys: Set<string>) => void,
@@ -98,7 +98,8 @@ export class LinesPanel extends Panel {
       return false;
     }
     this.setStatus("");
-    const keys = c.keys.filter((k) => store.scene.byKey.has(k));
+    const scene = store.scene; // null only before the first layout: then no card is on screen
+    const keys = scene ? c.keys.filter((k) => scene.byKey.has(k)) : [];
     this.line = { file: answer.file, line: answer.line, call, calls: answer.calls_total, keys, answer, shown: seq };
     store.selectTogether(keys); // the inspector (on the first item) opens before the fit
     const b = r.boundsOf(keys);
