@@ -88,8 +88,13 @@ local ok, err = pcall(function()
   step(1)
 
   -- 2. and 3. net's file edited and saved (what the graph shows changes each time).
+  -- The buffer is switched to, not `:edit`ed: `:edit` of the buffer already current (step 3)
+  -- reads the file again, which detaches it from the client (didClose; vim.lsp.start does
+  -- not attach it again), so the edit and the save that follow never reach the server, and
+  -- whether the graph goes stale hangs on the server reading the disk after the write.
   local function edit_net(body)
-    vim.cmd.edit(ws .. "/model.py")
+    vim.api.nvim_set_current_buf(model)
+    assert(vim.lsp.buf_is_attached(model, id), "model.py is no longer attached to the server")
     local lines = vim.api.nvim_buf_get_lines(model, 0, -1, false)
     for i, l in ipairs(lines) do
       if l:find("^    return ") then lines[i] = "    return " .. body end
