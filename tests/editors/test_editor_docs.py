@@ -79,7 +79,7 @@ def test_the_readme_quick_start_says_what_a_newcomer_meets():
     assert ".ci/run" not in quick
     tests = section(readme, "Running the tests")
     (commands,) = re.findall(r"```sh\n(.*?)```", tests, re.S)
-    assert commands.splitlines() == ['python -m pytest -m "not slow" -n 2', "python -m pytest -n 2"]
+    assert commands.splitlines() == ['python -m pytest -m "not slow" -n 3', "python -m pytest -n 3"]
     prose = " ".join(tests.split())
     # Each tier with its measured duration, and how a test joins the slow one.
     assert re.search(r"the fast tier.*?\(about \d+ minutes? .*?\)", prose), prose
