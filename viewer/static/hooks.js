@@ -23,13 +23,11 @@ import { CARD_STYLE, canvasMeasurer, drawCard, labelRect, measureCard } from "./
  */
 
 /**
- * The scene the view model composed (model/viewmodel.js compose()) as the hooks read it
- * from the store: each container keyed, each item knowing its container (`parentKey`),
- * each edge with its full label beside the one laid out (`labelBox`).
- * @typedef {{source: string, target: string, label?: string, labelBox?: LabelSpot | null}} ModelEdge
- * @typedef {SceneItem & {parentKey: string, expanded?: ModelContainer | null}} ModelItem
- * @typedef {{key: string, x: number, y: number, items: ModelItem[], edges: ModelEdge[]}} ModelContainer
- * @typedef {{root: ModelContainer, byKey: Map<string, ModelItem>}} ModelScene
+ * The scene the view model composed (model/viewmodel.js compose(); its types:
+ * model/view-types.js): each container keyed, each item knowing its container
+ * (`parentKey`), each edge with its full label beside the one laid out (`labelBox`).
+ * @typedef {import("./model/view-types.js").Scene} ModelScene
+ * @typedef {import("./model/view-types.js").SceneContainer} ModelContainer
  */
 
 /**
