@@ -27,6 +27,12 @@ _CAPTURE_PACKAGE = os.path.realpath(os.path.dirname(os.path.dirname(os.path.absp
 _KNOWN_LIBRARY_FILES: dict[str, frozenset[str]] = {}
 
 
+def _anonymous(function: str) -> bool:
+    """A code object without a name of its own: ``<listcomp>``, ``<genexpr>``, ``<lambda>``…
+    (``<module>`` is a file's top level, a place of its own)."""
+    return function.startswith("<") and function != "<module>"
+
+
 def remember_library_files(root: str | os.PathLike[str], paths: list[str]) -> None:
     """Record ``paths`` (checked here) as library files for captures of ``root``."""
     files = WorkspaceFiles(root)
@@ -82,12 +88,22 @@ class WorkspaceFiles:
         return "/".join(parts)
 
     def traceback_frames(self, tb: TracebackType | None) -> list[Frame]:
-        """Workspace frames of a traceback, outermost first."""
-        out = []
+        """Workspace frames of a traceback, outermost first. A comprehension's, generator
+        expression's or lambda's frame on the very line of the frame that called it
+        (``[t.view(s) for t in qkv]`` raising: Python 3.11 gives ``forward`` line 9, then
+        ``<listcomp>`` line 9) is that line once: the caller's function, the inner frame's
+        column."""
+        out: list[Frame] = []
         for fs in traceback.extract_tb(tb):
             rel = self.relative(fs.filename)
-            if rel is not None:
-                out.append(Frame(file=rel, line=fs.lineno or 0, column=getattr(fs, "colno", None) or 0, function=fs.name))
+            if rel is None:
+                continue
+            frame = Frame(file=rel, line=fs.lineno or 0, column=getattr(fs, "colno", None) or 0, function=fs.name)
+            last = out[-1] if out else None
+            if (last is not None and _anonymous(fs.name) and (last.file, last.line) == (frame.file, frame.line)):
+                out[-1] = Frame(file=last.file, line=last.line, column=frame.column or last.column, function=last.function)
+                continue
+            out.append(frame)
         return out
 
     def record_import(self, path: str | os.PathLike[str], data: bytes) -> None:

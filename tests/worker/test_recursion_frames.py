@@ -1,7 +1,9 @@
 """Deep recursion in user code: the failure keeps three occurrences of the repeating
 frame (or of a 2-4 frame cycle: mutual recursion) and records how many more there were
 (``details["repeated_frames"]``), as Python's traceback says ``[Previous line repeated
-N more times]``; the CLI prints a short error saying so (issue 17 item 9)."""
+N more times]``; the CLI prints a short error saying so (issue 17 item 9). A comprehension or lambda
+raising on its caller's line is that line once (issue 36 item 7: "a related frame listed
+twice")."""
 
 from __future__ import annotations
 
@@ -38,6 +40,19 @@ RECURSIVE = textwrap.dedent("""\
 
     def pang(x):
         return ping(x)
+    """)
+
+
+ONE_LINERS = textwrap.dedent("""\
+    def split(x):
+        parts = [x, x]
+        return [p.nope for p in parts]
+
+    def mapped(x):
+        return list(map(lambda p: p.missing, [x]))
+
+    def nested(x):
+        return split(x)
     """)
 
 
@@ -153,3 +168,23 @@ def test_recursion_stopped_by_a_limit_is_collapsed_too(recursive):
     assert 1 <= len(got[4:]) <= 2 and set(got[4:]) == {("deeper", 3)}, got  # CPython 3.11 releases differ
     (rep,) = f.details["repeated_frames"]
     assert rep["after"] == 3 and rep["frames"] == 1 and rep["times"] > 4000
+
+
+@pytest.mark.parametrize("symbol, expected", [
+    ("split", [("one_liners.py", 3, "split")]),
+    ("mapped", [("one_liners.py", 6, "mapped")]),
+    ("nested", [("one_liners.py", 9, "nested"), ("one_liners.py", 3, "split")]),
+])
+def test_a_comprehension_or_lambda_on_the_raising_line_is_that_line_once(workspace, symbol, expected):
+    """Python 3.11 gives ``split`` line 3 and then ``<listcomp>`` line 3: one line of the
+    user's code, which the editor listed as two related locations and the CLI as two
+    ``at`` lines. It is one frame, named by the function around it (its qualified name
+    is what the editor shows), at the inner frame's column."""
+    (workspace / "one_liners.py").write_text(ONE_LINERS)
+    c = run_capture(workspace, fake_recipe(f"one_liners:{symbol}", tensor(2)))
+    f = c.failure
+    assert f is not None and f.stage == "trace", f
+    assert [(fr.file, fr.line, fr.function) for fr in f.frames] == expected
+    assert frame_lines(f) == [f"at {file}:{line} in {function}" for file, line, function in expected]
+    # The column is the comprehension's (where in the line it raised), not the line's start.
+    assert f.frames[-1].column > 4
