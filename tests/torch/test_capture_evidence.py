@@ -12,10 +12,12 @@ two runs of the same code is left out: the machine's memory figures and wall-clo
 in ``meta``, and where an installed library's files live (library frames are compared
 by their path below ``site-packages``).
 
-Statistics: min, max and the NaN/Inf counts are the same numbers; the mean and std may
-differ in their last bits, as float32 sums taken in another order do (values measured in
-a batch sum in float64, :mod:`capture.torch.stats`): within a millionth of the data's
-scale (its largest magnitude), far below what any reading of them could tell apart.
+Statistics: the NaN/Inf counts are the same numbers; min, max, mean and std may differ
+in their last bits, within a hundred-thousandth of the data's scale (its largest magnitude), far
+below what any reading of them could tell apart. The mean and std do as float32 sums taken
+in another order do (values measured in a batch sum in float64, :mod:`capture.torch.stats`);
+the values themselves do on another CPU, whose vector width orders a matmul's float32
+sums otherwise (an AVX-512 machine's GPT-2 differs from the files' in the ninth digit).
 """
 
 from __future__ import annotations
@@ -66,22 +68,23 @@ def frame_key(frame) -> tuple:
 
 
 # The mean and std of a value agree to this share of its scale (its largest magnitude).
-STATS_TOLERANCE = 1e-6
+STATS_TOLERANCE = 1e-5
 
 
 class Stats(dict):
-    """A value's statistics, equal to another's when min, max and the counts are the same
-    and the mean and std agree to :data:`STATS_TOLERANCE` of the data's scale."""
+    """A value's statistics, equal to another's when the counts are the same and min, max,
+    mean and std agree to :data:`STATS_TOLERANCE` of the data's scale."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, dict) or set(self) != set(other):
             return False
-        if any(self[k] != other[k] for k in ("min", "max", "nan", "inf")):
+        if any(self[k] != other[k] for k in ("nan", "inf")):
             return False
-        if self["mean"] is None or other["mean"] is None:
-            return self["mean"] == other["mean"] and self["std"] == other["std"]
-        scale = max(abs(self["min"]), abs(self["max"]), 1e-30)
-        return all(abs(self[k] - other[k]) <= STATS_TOLERANCE * scale for k in ("mean", "std"))
+        keys = [k for k in ("min", "max", "mean", "std") if self[k] is not None or other[k] is not None]
+        if any(self[k] is None or other[k] is None for k in keys):
+            return False
+        scale = max([abs(self[k]) for k in ("min", "max") if self[k] is not None] + [1e-30])
+        return all(abs(self[k] - other[k]) <= STATS_TOLERANCE * scale for k in keys)
 
     __hash__ = None  # type: ignore[assignment]
 
