@@ -37,6 +37,7 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,6 +83,9 @@ BUDGETS = {
 }
 
 VIEWER = ROOT / "viewer"
+_TSC = VIEWER / "node_modules" / ".bin" / "tsc"
+_ESLINT = VIEWER / "node_modules" / ".bin" / "eslint"
+_ESLINT_ARGS = [str(_ESLINT), "--format", "json", "static"]
 STATIC = VIEWER / "static"
 DUPLICATE_MIN_LINES = 6
 DUPLICATE_MAX_PLACES = 8  # a run standing in more places is boilerplate, not a copy
@@ -112,6 +116,27 @@ class Report:
 
 def _run(args: list[str], cwd: Path = ROOT, timeout: int = 900) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+#: The checkers' runs (mypy twice, tsc twice, ESLint), started together when the report
+#: starts (:func:`report`): they are most of its time, and each waits on its own process.
+_started: dict[tuple[str, ...], Future[subprocess.CompletedProcess[str]]] = {}
+
+
+def _checker(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """A checker's run: the one :func:`report` started, else one run now."""
+    future = _started.get((str(cwd), *args))
+    return future.result() if future is not None else _run(args, cwd)
+
+
+def _checker_runs() -> list[tuple[list[str], Path]]:
+    """Every checker run the sections ask :func:`_checker` for (those installed)."""
+    runs = [([sys.executable, "-m", "mypy"], ROOT), ([sys.executable, "-m", "mypy", *STRICT_ARGS, *strict_targets()], ROOT)]
+    if _TSC.exists():
+        runs += [([str(_TSC), "-p", config], VIEWER) for config in ("tsconfig.json", "tsconfig.strict.json")]
+    if _ESLINT.exists():
+        runs.append((_ESLINT_ARGS, VIEWER))
+    return runs
 
 
 def _line_count(paths: list[Path]) -> int:
@@ -174,12 +199,12 @@ def _mypy_errors(proc: subprocess.CompletedProcess[str]) -> int:
 
 def python_types_section(r: Report) -> None:
     r.say("Python types")
-    proc = _run([sys.executable, "-m", "mypy"])
+    proc = _checker([sys.executable, "-m", "mypy"])
     n = _mypy_errors(proc)
     r.number("mypy errors", n, "every shipped package, pyproject.toml's [tool.mypy] (check_untyped_defs)")
     if n:
         r.lines += ["    " + line for line in proc.stdout.splitlines()[:20]]
-    proc = _run([sys.executable, "-m", "mypy", *STRICT_ARGS, *strict_targets()])
+    proc = _checker([sys.executable, "-m", "mypy", *STRICT_ARGS, *strict_targets()])
     n = _mypy_errors(proc)
     shipped = sum(_line_count(_python_files(p)) for p in PACKAGES)
     covered = _line_count([p for p in _strict_files() if p.parts[len(ROOT.parts)] in PACKAGES])
@@ -191,21 +216,19 @@ def python_types_section(r: Report) -> None:
 
 def _tsc(r: Report, name: str, config: str, detail: str) -> None:
     """tsc over ``config``: its error count, and the first of them with their places."""
-    tsc = VIEWER / "node_modules" / ".bin" / "tsc"
-    if not tsc.exists():
+    if not _TSC.exists():
         r.number(name, None, detail)
         return
-    proc = _run([str(tsc), "-p", config], cwd=VIEWER)
+    proc = _checker([str(_TSC), "-p", config], cwd=VIEWER)
     r.number(name, len(re.findall(r"error TS\d+", proc.stdout)), detail)
     r.lines += ["    viewer/" + line for line in proc.stdout.splitlines() if "error TS" in line][:20]
 
 
 def _eslint(r: Report) -> None:
-    eslint = VIEWER / "node_modules" / ".bin" / "eslint"
-    if not eslint.exists():
+    if not _ESLINT.exists():
         r.number("eslint problems", None)
         return
-    proc = _run([str(eslint), "--format", "json", "static"], cwd=VIEWER)
+    proc = _checker(_ESLINT_ARGS, cwd=VIEWER)
     results = json.loads(proc.stdout or "[]")
     found = [f"    {Path(f['filePath']).relative_to(ROOT)}:{m.get('line', '?')} {m.get('ruleId')}: {m.get('message')}"
              for f in results for m in f.get("messages", [])]
@@ -323,8 +346,15 @@ SECTIONS = (lines_section, python_types_section, browser_section, complexity_sec
 
 def report() -> Report:
     r = Report()
-    for section in SECTIONS:
-        section(r)
+    # Three checkers at a time: the sections measured here in Python run meanwhile.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for args, cwd in _checker_runs():
+            _started[(str(cwd), *args)] = pool.submit(_run, args, cwd)
+        try:
+            for section in SECTIONS:
+                section(r)
+        finally:
+            _started.clear()
     return r
 
 

@@ -325,12 +325,12 @@ def no_hopper_left():
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_hopper_left")
-@pytest.mark.parametrize("model, timeout, rounds", [("escape:fork_hopper_hang", 12, 2), ("escape:fork_hopper_ok", 60, 3)],
+@pytest.mark.parametrize("model, timeout, rounds", [("escape:fork_hopper_hang", 6, 2), ("escape:fork_hopper_ok", 60, 3)],
                          ids=["deadline", "result"])
 def test_a_fork_hopping_process_in_its_own_session_is_killed(ws, pool, tmp_path, model, timeout, rounds):
     # The probe's escape (1 run in 19): a marker-less child in a session of its own
     # that forks and exits every 2 ms. Several captures, each must leave none. (The
-    # deadline leaves time to start the hopper on a loaded machine.)
+    # deadline, 6 s, leaves time to start the worker and the hopper on a loaded machine.)
     for _ in range(rounds):
         c, _, session = capture(ws, pool, model, tmp_path, timeout=timeout)
         assert session is not None, c.failure
@@ -424,7 +424,7 @@ def crowded_parent():
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_hopper_left", "crowded_parent")
-@pytest.mark.parametrize("model, timeout", [("escape:session_hopper_hang", 12), ("escape:session_hopper_ok", 60),
+@pytest.mark.parametrize("model, timeout", [("escape:session_hopper_hang", 6), ("escape:session_hopper_ok", 60),
                                             ("escape:session_hopper_then_crash", 60)],
                          ids=["deadline", "result", "worker-crashed"])
 def test_a_fork_hopper_that_changes_session_every_hop_is_killed(ws, pool, tmp_path, model, timeout):
