@@ -88,10 +88,15 @@ class Client:
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
 
     def drain(self) -> None:
+        """Read everything from now on in a thread, answering the server's own requests
+        (``window/workDoneProgress/create``) as an editor does: unanswered, each capture
+        would wait out the server's timeout before it starts."""
         def run() -> None:
             try:
-                while self.read():
-                    pass
+                while True:
+                    message = self.read()
+                    if "method" in message and "id" in message:
+                        self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
             except (AssertionError, ValueError, OSError):
                 pass
 
