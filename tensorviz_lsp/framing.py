@@ -263,11 +263,13 @@ def serve_stdio(server: Any) -> None:
     try:
         asyncio.run(main())
     except SystemExit as exc:
-        # The editor's ``exit`` (after ``shutdown`` stopped the features, or without it):
-        # threads still finishing a capture get STOP_SECONDS, not a wait without end (the
-        # interpreter would join every one of them, and the thread blocked on stdin); the
+        # The editor's ``exit``. After ``shutdown`` stopped the features, threads still
+        # finishing a capture get STOP_SECONDS, not a wait without end (the interpreter
+        # would join every one of them, and the thread blocked on stdin). Without it,
+        # nothing cancelled them: no wait (it was STOP_SECONDS of nothing). Either way the
         # workers die with this process, their keepers taking what the models started.
-        leave(server, exc.code if isinstance(exc.code, int) else 1)
+        shut_down = getattr(server.protocol, "lifecycle", None) == "shut down"
+        leave(server, exc.code if isinstance(exc.code, int) else 1, STOP_SECONDS if shut_down else 0.0)
     except FramingError:
         logging.shutdown()
         # Not SystemExit or pygls's shutdown: a reader thread is still blocked on stdin,

@@ -27,7 +27,6 @@ from pygls.uris import to_fs_path
 from . import __version__
 from .backends import Backends, RealBackends
 from .feature import ArgumentError, CommandHandler, Feature
-from .framing import STOP_SECONDS
 from .hooks import HookTable
 from .host import Host
 from .registry import part_name, registered
@@ -165,17 +164,6 @@ def _register_lifecycle(server: TensorVizServer) -> None:
     @server.feature(types.SHUTDOWN)
     async def on_shutdown(ls: TensorVizServer, params: None) -> None:
         await ls.stop_features()
-
-    @server.feature(types.EXIT)
-    async def on_exit(ls: TensorVizServer, params: None) -> None:
-        # ``exit`` without ``shutdown`` (an editor quitting at once): the captures are
-        # stopped as shutdown stops them, before pygls ends the process, which would
-        # otherwise give capture threads nobody cancelled STOP_SECONDS to end by themselves.
-        # After shutdown this returns at once (the features stop once).
-        try:
-            await asyncio.wait_for(ls.stop_features(), STOP_SECONDS)
-        except Exception:
-            log.exception("stopping the features on exit failed")
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: TensorVizServer, params: types.DidChangeConfigurationParams) -> None:
