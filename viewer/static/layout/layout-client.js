@@ -70,6 +70,7 @@ import { FromWorker, layoutRequest } from "./protocol.js";
  * @property {number} chunks  chunks handed out so far
  * @property {Map<string, Layout | null>} done  jid -> layout (null: failed)
  * @property {Map<string, string[]>} waiting  layout key in a worker -> jids waiting for it
+ * @property {Set<string>} top  the jobs whose layout is the whole view's shape (topJobs)
  */
 
 /** @typedef {Result | Done | Dropped | LayoutError | Version} WorkerAnswer */
@@ -228,7 +229,7 @@ export class LayoutClient {
     if (this.firstRequestAt === null) this.firstRequestAt = performance.now();
     return /** @type {Promise<Outcome>} */ (new Promise((resolve) => {
       this.current = {
-        seq, resolve, t0: performance.now(), queue: jobs.slice(), ready: [], busy: new Map(), chunks: 0,
+        seq, resolve, t0: performance.now(), queue: jobs.slice(), ready: [], busy: new Map(), chunks: 0, top: topJobs(jobs),
         done: new Map(), // jid -> layout (null: failed)
         waiting: new Map(), // layout key in a worker -> jids waiting for it
       };
@@ -327,8 +328,8 @@ export class LayoutClient {
     });
     // Laid out for the screen (a tall container wraps into columns): the screen is part of the key.
     const key = this.keyed(layoutKey(job.sig, items.map((it) => it.inner || null)));
-    return { sig: key, items, edges: job.edges, row: job.row, columns: job.columns,
-      wrap: job.row || !this.wrapping ? null : this.screen };
+    const wrap = job.row || !this.wrapping || !this.screen ? null : { ...this.screen, top: !!cur && cur.top.has(job.jid) };
+    return { sig: key, items, edges: job.edges, row: job.row, columns: job.columns, wrap };
   }
 
   /** @param {string} message */
@@ -376,6 +377,34 @@ export class LayoutClient {
     }
     this._dispatch();
   }
+}
+
+// The jobs whose shape is the shape of the whole view: the request's outermost container
+// and, while a container holds one expanded container (and cards around it), that one
+// (Llama's scene, LlamaForCausalLM, its LlamaModel). They are wrapped to fit the screen;
+// the containers inside them as compactly as they can (layout.worker.js wrapColumns).
+/**
+ * @param {RequestJob[]} jobs
+ * @returns {Set<string>}
+ */
+export function topJobs(jobs) {
+  const byJid = new Map(jobs.map((j) => [j.jid, j]));
+  /** @type {Set<string>} */
+  const inner = new Set();
+  for (const j of jobs) for (const it of j.items) if (it.child) inner.add(it.child);
+  /** @type {Set<string>} */
+  const top = new Set();
+  for (const root of jobs) {
+    if (inner.has(root.jid)) continue;
+    /** @type {RequestJob | undefined} */
+    let j = root;
+    while (j && !top.has(j.jid)) {
+      top.add(j.jid);
+      const kids = j.items.filter((it) => it.child);
+      j = kids.length === 1 ? byJid.get(/** @type {string} */ (kids[0].child)) : undefined;
+    }
+  }
+  return top;
 }
 
 // One worker per core, up to four: the page's own thread is idle while layouts run.

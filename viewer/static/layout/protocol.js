@@ -52,7 +52,8 @@ export const FromWorker = Object.freeze({
  * @property {boolean} [row]  a row of bodies side by side (unconnected items in one layer)
  * @property {number[][]} [columns]  item positions that stand in one column, in order (the
  *   blocks of an unfolded stack): the edges from each to the next are drawn straight
- * @property {Size | null} [wrap]  the screen it is laid out for: taller than it, it wraps into columns
+ * @property {(Size & {top?: boolean}) | null} [wrap]  the screen it is laid out for: taller than it, it
+ *   wraps into columns; `top`: its shape is the whole view's (layout-client.js topJobs)
  */
 
 /**
