@@ -287,7 +287,7 @@ export function farLabel(f, s, ctx, placed = null) {
   ctx.font = `600 ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${FAR_FAMILY}`;
   const least = Math.min(f.frame ? FAR_LEAST : FAR_OP_LEAST, f.text.length);
   const margin = f.op ? 4 : 8; // an op's name may come nearer its card's sides
-  const inside = sw >= 16 + margin && sh >= (f.op ? FAR_OP_PX + 2 : FAR_PX + 3.5)
+  const inside = sw >= 16 + margin && sh >= (f.op ? FAR_OP_PX : FAR_PX + 3.5)
     ? fitText(ctx, f.text, f.w - margin / s, least) : null;
   if (inside || !f.frame || sw < 2 || sh < 10) return inside ? farPlaced(f, s, ctx, placed, inside, "in") : null;
   // too narrow for its name inside: its own name (`input_layernorm`, not its class)

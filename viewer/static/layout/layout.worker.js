@@ -231,6 +231,10 @@ const WRAP_MAX_COLUMNS = 16;
 const WRAP_GUTTER = 36; // between two columns, before the lanes of edges that cross
 const WRAP_LANE = 6;
 const WRAP_BAND = 2.5;
+const WRAP_CANDIDATE_CUTS = 12;
+const WRAP_MAX_CUTS = 5;
+const WRAP_WORK = 400000; // items and edges placed, in all, while choosing the cuts
+const WRAP_COLUMN_COST = Number(self.name || 0.1);
 
 /**
  * @param {LayoutJob} job
@@ -306,13 +310,36 @@ function wrapColumns(job, layout, wrap) {
   if (!cuts.length) return null;
   /** @type {Layout[]} */
   const laids = [];
-  for (let k = 2; k <= WRAP_MAX_COLUMNS; k++) {
-    const lines = cutsFor(cuts, layout.h, k);
-    if (!lines.length) continue;
+  /** @type {Set<string>} */
+  const tried = new Set();
+  const tryLines = (/** @type {number[]} */ lines) => {
+    const key = lines.join(",");
+    if (!lines.length || tried.has(key)) return null;
+    tried.add(key);
     const laid = placeColumns(job, layout, lines);
     laids.push(laid);
-    if (laid.h < wrap.h * 0.6) break; // shorter than the screen: more columns only widen it
+    return laid;
+  };
+  for (let k = 2; k <= WRAP_MAX_COLUMNS; k++) {
+    const laid = tryLines(cutsFor(cuts, layout.h, k));
+    if (laid && laid.h < wrap.h * 0.6) break; // shorter than the screen: more columns only widen it
   }
+  // Columns of unequal height too: every choice of up to WRAP_MAX_CUTS of the cuts fewest
+  // edges cross (a narrow norm in a column of its own beside a wide attention block, not
+  // stacked over it with an empty stretch beside it), as many as a budget allows.
+  const few = cuts.slice().sort((a, b) => a.crossing - b.crossing || a.y - b.y).slice(0, WRAP_CANDIDATE_CUTS)
+    .map((c) => c.y).sort((a, b) => a - b);
+  let budget = Math.max(60, Math.floor(WRAP_WORK / (job.items.length + job.edges.length + 1)));
+  /** @type {(from: number, chosen: number[]) => void} */
+  const choose = (from, chosen) => {
+    for (let i = from; i < few.length && budget > 0; i++) {
+      const lines = [...chosen, few[i]];
+      budget -= 1;
+      tryLines(lines);
+      if (lines.length < WRAP_MAX_CUTS) choose(i + 1, lines);
+    }
+  };
+  choose(0, []);
   if (!laids.length) return null;
   // console.log("WRAPDBG", job.items.length, !!wrap.top, JSON.stringify([layout, ...laids].map((l) => [l.w, l.h, l.wrapped || 1])));
   if (wrap.top) {
@@ -324,7 +351,8 @@ function wrapColumns(job, layout, wrap) {
   const inBand = (/** @type {Layout} */ l) => l.w / l.h >= aspect / WRAP_BAND && l.w / l.h <= aspect * WRAP_BAND;
   /** @type {Layout | null} */
   let best = null;
-  for (const l of [layout, ...laids]) if (inBand(l) && (!best || l.w * l.h < best.w * best.h)) best = l;
+  const cost = (/** @type {Layout} */ l) => l.w * l.h * (1 + WRAP_COLUMN_COST * ((l.wrapped || 1) - 1));
+  for (const l of [layout, ...laids]) if (inBand(l) && (!best || cost(l) < cost(best))) best = l;
   if (!best) for (const l of laids) if (!best || fitScale(l, wrap) > fitScale(best, wrap)) best = l;
   return best === layout ? null : best;
 }
