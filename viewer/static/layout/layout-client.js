@@ -180,7 +180,7 @@ export class LayoutClient {
 
   _spawn() {
     // A module worker: it imports the card geometry the page draws with (draw/card.js).
-    const w = new Worker(this.workerUrl, { type: "module", name: globalThis.localStorage ? localStorage.getItem("dense") || "" : "" });
+    const w = new Worker(this.workerUrl, { type: "module" });
     w.onmessage = (event) => this._onMessage(w, event.data);
     w.onerror = (event) => this._fail(event.message || "layout worker failed");
     this.workers.push(w);

@@ -234,7 +234,7 @@ const WRAP_BAND = 2.5;
 const WRAP_CANDIDATE_CUTS = 12;
 const WRAP_MAX_CUTS = 5;
 const WRAP_WORK = 400000; // items and edges placed, in all, while choosing the cuts
-const WRAP_COLUMN_COST = Number(self.name || 0.1);
+const WRAP_COLUMN_COST = 0.1; // of area per column more: a column break costs the reader a jump
 
 /**
  * @param {LayoutJob} job
