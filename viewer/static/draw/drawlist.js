@@ -253,6 +253,7 @@ function heatPalette(p, colour) {
 
 const FAR_PX = 10.5; // a far name's size on screen, whatever the zoom
 const FAR_OP_PX = 9; // an op card's short name: smaller, so that it shows on smaller cards
+const FAR_OP_WEIGHT = 500; // and less bold: narrower, so that more of it fits a card
 const FAR_SUB_PX = 9.5; // the op count under it
 const FAR_LEAST = 8; // a frame's name cut shorter than this says nothing
 const FAR_OP_LEAST = 3; // a card's name, likewise ("mul", "cat", "lin…")
@@ -284,9 +285,9 @@ const FAR_FAMILY = S.fontHeader.split("px ")[1]; // the far names' font family
 export function farLabel(f, s, ctx, placed = null) {
   const sw = f.w * s;
   const sh = f.h * s;
-  ctx.font = `600 ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${FAR_FAMILY}`;
+  ctx.font = `${f.op ? FAR_OP_WEIGHT : 600} ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${FAR_FAMILY}`;
   const least = Math.min(f.frame ? FAR_LEAST : FAR_OP_LEAST, f.text.length);
-  const margin = f.op ? 4 : 8; // an op's name may come nearer its card's sides
+  const margin = f.op ? 2 : 8; // an op's name may come nearer its card's sides
   const inside = sw >= 16 + margin && sh >= (f.op ? FAR_OP_PX : FAR_PX + 3.5)
     ? fitText(ctx, f.text, f.w - margin / s, least) : null;
   if (inside || !f.frame || sw < 2 || sh < 10) return inside ? farPlaced(f, s, ctx, placed, inside, "in") : null;
