@@ -223,16 +223,24 @@ async function layoutJob(job) {
 // card spans the cut (between layers, where the fewest edges cross) and sets the pieces
 // side by side, left to right, each at most as tall as the screen's shape asks. An edge
 // whose ends fall in different columns is routed again: down out of its column, along the
-// gutter beside it, over the top, and down into its target. The wrapped layout is kept
-// when the whole of it fits the screen at a larger scale. Small containers never wrap.
+// gutter beside it, over the top, and down into its target. The cuts tried: columns of
+// about equal height for each count, and columns of unequal height (any few of the cuts
+// fewest edges cross). Which one is kept depends on where the container stands: the
+// view's outermost chain (job.wrap.top, layout-client.js topJobs) takes the one Fit shows
+// largest; a container inside it the most compact one of a shape near the screen's (its
+// parent places it among others). Small containers never wrap. Laid out for the screen,
+// cards also stand closer together (DENSE): at Fit the space between them is what the
+// cards lose.
 const WRAP_MIN_ITEMS = 6;
 const WRAP_TALLER = 1.15; // than the screen, at readable scale
 const WRAP_MAX_COLUMNS = 16;
 const WRAP_GUTTER = 36; // between two columns, before the lanes of edges that cross
 const WRAP_LANE = 6;
-const WRAP_BAND = 2.5;
-const WRAP_CANDIDATE_CUTS = 12;
-const WRAP_MAX_CUTS = 5;
+const FIT_MARGIN_W = 64; // what Fit leaves of the canvas's width (renderer.js fitScale's margins)
+const FIT_MARGIN_H = 120; // and of its height (margins, the hint bar or the minimap)
+const WRAP_BAND = 2.5; // a compact container's shape: at most this much wider or taller than the screen's
+const WRAP_CANDIDATE_CUTS = 12; // the cuts fewest edges cross, tried in any combination
+const WRAP_MAX_CUTS = 5; // of them at once
 const WRAP_WORK = 400000; // items and edges placed, in all, while choosing the cuts
 const WRAP_COLUMN_COST = 0.1; // of area per column more: a column break costs the reader a jump
 
@@ -343,10 +351,17 @@ function wrapColumns(job, layout, wrap) {
   if (!laids.length) return null;
   // console.log("WRAPDBG", job.items.length, !!wrap.top, JSON.stringify([layout, ...laids].map((l) => [l.w, l.h, l.wrapped || 1])));
   if (wrap.top) {
+    // The whole view: as large as Fit can show it, in the canvas less Fit's margins (32 px
+    // a side) and the hint bar's or the minimap's strip (renderer.js fitArea).
+    const area = { w: wrap.w - FIT_MARGIN_W, h: wrap.h - FIT_MARGIN_H };
     let best = laids[0];
-    for (const l of laids) if (fitScale(l, wrap) > fitScale(best, wrap)) best = l;
-    return fitScale(best, wrap) > fitScale(layout, wrap) * 1.05 ? best : null;
+    for (const l of laids) if (fitScale(l, area) > fitScale(best, area)) best = l;
+    return fitScale(best, area) > fitScale(layout, area) * 1.05 ? best : null;
   }
+  // A container inside the view's outermost chain: as compact as it can be (the least area,
+  // a column break counting WRAP_COLUMN_COST more), while its shape stays within WRAP_BAND
+  // of the screen's; its parent sets it beside or below others (Llama's attention one
+  // column, not two half as tall side by side, so that its decoder layer packs tighter).
   const aspect = wrap.w / wrap.h;
   const inBand = (/** @type {Layout} */ l) => l.w / l.h >= aspect / WRAP_BAND && l.w / l.h <= aspect * WRAP_BAND;
   /** @type {Layout | null} */
