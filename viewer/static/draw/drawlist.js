@@ -143,7 +143,14 @@ function container(out, c, env, depth) {
     out.push(dl.card);
     // outer frames first, then the cards in them; op names last: a frame's or a group's
     // name says more than an op's
-    if (dl.far) for (const q of dl.far) far.push({ q, depth: q.op ? OP_NAMES_LAST + depth : it.expanded ? depth : depth + 0.5 });
+    if (dl.far) {
+      for (const q of dl.far) {
+        // A frame's op count ("70 ops") stands for ops too small to read: where they carry
+        // their names, it would only cover the names of the ops under it.
+        const said = q.sub && it.expanded && namesOps(it.expanded, s) ? { ...q, sub: undefined } : q;
+        far.push({ q: said, depth: q.op ? OP_NAMES_LAST + depth : it.expanded ? depth : depth + 0.5 });
+      }
+    }
     if (!it.expanded) continue;
     if (dl.header && visible(view, it.x, it.y, it.w, S.groupHeader)) out.push(dl.header);
     // An expanded group too small to read is drawn as its frame only (its name and op
@@ -153,6 +160,13 @@ function container(out, c, env, depth) {
   }
   if (specks) out.push({ t: "specks", rects: specks, fill: env.palette.cardStroke });
 }
+
+// Whether a container's cards are tall enough at zoom s to carry their far names.
+/**
+ * @param {DrawContainer} c
+ * @param {number} s
+ */
+const namesOps = (c, s) => c.items.some((it) => !it.expanded && it.h * s >= FAR_OP_PX);
 
 /**
  * @param {DrawList} out

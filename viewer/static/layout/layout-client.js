@@ -400,6 +400,7 @@ export function topJobs(jobs) {
     let j = root;
     while (j && !top.has(j.jid)) {
       top.add(j.jid);
+      /** @type {RequestItem[]} */
       const kids = j.items.filter((it) => it.child);
       j = kids.length === 1 ? byJid.get(/** @type {string} */ (kids[0].child)) : undefined;
     }

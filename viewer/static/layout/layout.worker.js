@@ -310,7 +310,7 @@ function cutsFor(cuts, height, k) {
 /**
  * @param {LayoutJob} job
  * @param {Layout} layout
- * @param {Size} wrap
+ * @param {Size & {top?: boolean}} wrap
  * @returns {Layout | null}
  */
 function wrapColumns(job, layout, wrap) {
