@@ -97,10 +97,11 @@ const LAYOUT_OPTIONS = {
 const ROW_OPTIONS = { ...LAYOUT_OPTIONS, "elk.separateConnectedComponents": "false" };
 const COLUMN_OPTIONS = { ...LAYOUT_OPTIONS, "elk.layered.nodePlacement.strategy": "NETWORK_SIMPLEX" };
 // Laid out for the screen (Expand all, Depth…: job.wrap), the whole model is to be seen at
-// once: less room between layers and between cards, which at Fit is what the cards lose
-// (Llama after Expand all: 12.5 % -> 15.6 % zoom). Edges still have their lanes.
+// once: less room between layers and between cards, which at Fit is what the cards lose.
+// Between layers, room still for an edge's shape label beside it (labelSpot: a vertical
+// run of 22 px at least); edges keep their lanes.
 const DENSE = {
-  "elk.layered.spacing.nodeNodeBetweenLayers": "16",
+  "elk.layered.spacing.nodeNodeBetweenLayers": "22",
   "elk.layered.spacing.edgeNodeBetweenLayers": "8",
   "elk.spacing.nodeNode": "12",
   "elk.spacing.edgeNode": "8",
