@@ -161,12 +161,46 @@ function container(out, c, env, depth) {
   if (specks) out.push({ t: "specks", rects: specks, fill: env.palette.cardStroke });
 }
 
-// Whether a container's cards are tall enough at zoom s to carry their far names.
+// Whether most of the cards a container holds, at any depth, are tall enough at zoom s to
+// carry their far names.
 /**
  * @param {DrawContainer} c
  * @param {number} s
  */
-const namesOps = (c, s) => c.items.some((it) => !it.expanded && it.h * s >= FAR_OP_PX);
+function namesOps(c, s) {
+  const [cards, named] = tallCards(c, s);
+  return cards > 0 && named * 2 >= cards;
+}
+
+// [the cards a container holds at any depth, those at least FAR_OP_PX tall at zoom s],
+// kept on the container for the zoom last asked.
+/** @type {WeakMap<DrawContainer, {s: number, counts: [number, number]}>} */
+const tallMemo = new WeakMap();
+/**
+ * @param {DrawContainer} c
+ * @param {number} s
+ * @returns {[number, number]}
+ */
+function tallCards(c, s) {
+  const memo = tallMemo.get(c);
+  if (memo && memo.s === s) return memo.counts;
+  let cards = 0;
+  let named = 0;
+  for (const it of c.items) {
+    if (it.expanded) {
+      const [k, n] = tallCards(it.expanded, s);
+      cards += k;
+      named += n;
+    } else if (it.type !== "in" && it.type !== "out") {
+      cards += 1;
+      if (it.h * s >= FAR_OP_PX) named += 1;
+    }
+  }
+  /** @type {[number, number]} */
+  const counts = [cards, named];
+  tallMemo.set(c, { s, counts });
+  return counts;
+}
 
 /**
  * @param {DrawList} out
