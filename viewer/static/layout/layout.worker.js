@@ -240,8 +240,8 @@ const WRAP_LANE = 6;
 const FIT_MARGIN_W = 64; // what Fit leaves of the canvas's width (renderer.js fitScale's margins)
 const FIT_MARGIN_H = 120; // and of its height (margins, the hint bar or the minimap)
 const WRAP_BAND = 2.5; // a compact container's shape: at most this much wider or taller than the screen's
-const WRAP_CANDIDATE_CUTS = 12; // the cuts fewest edges cross, tried in any combination
-const WRAP_MAX_CUTS = 5; // of them at once
+const WRAP_CANDIDATE_CUTS = 10; // the cuts fewest edges cross, tried in any combination
+const WRAP_MAX_CUTS = 4; // of them at once
 const WRAP_WORK = 400000; // items and edges placed, in all, while choosing the cuts
 const WRAP_COLUMN_COST = 0.1; // of area per column more: a column break costs the reader a jump
 
