@@ -390,7 +390,7 @@ function farPlaced(f, s, ctx, placed, t, where) {
     if (sub) sub.y = y + px + 2 / s;
     box = { x: x - 2 / s, y: y - 1 / s, w: Math.max(tw, subW) + 4 / s, h: px + 3 / s + (sub ? subPx + 2 / s : 0) };
   }
-  if (where === "in" && box.x + box.w > f.x + f.w + 0.5 / s) return null; // never wider than what it names
+  if (where === "in" && Math.max(x + tw, box.x + box.w - 2 / s) > f.x + f.w + 0.5 / s) return null; // never wider than what it names
   const y0 = box.y;
   if (placed && !placeDown(placed, box, s, f)) return null;
   y += box.y - y0; // moved down below a name it met, with its op count
