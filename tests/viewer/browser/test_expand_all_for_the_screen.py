@@ -150,10 +150,11 @@ def test_at_fit_after_expand_all_the_op_cards_of_a_4_layer_llama_say_what_they_a
     assert len(inside) == len(ops)
     boxes = {(c["box"]["x"], c["box"]["y"]) for c in cards}
     assert inside <= boxes
-    # most cards named, most of them in full (`linear`, `transpose`; the rest cut, `unsq…`);
-    # those left unnamed lie under their group's name, which is drawn first
-    assert len(ops) >= 0.8 * len(cards), (len(ops), len(cards), s)
-    assert len([f for f in ops if f["text"] == f["full"]]) >= 0.65 * len(cards)
+    # most cards named (199 of 224 when measured), most of them in full (`linear`,
+    # `transpose`; the rest cut, `unsq…`); those left unnamed lie under their group's name,
+    # which is drawn first, or are too narrow for three letters (`mean`)
+    assert len(ops) >= 0.85 * len(cards), (len(ops), len(cards), s)
+    assert len([f for f in ops if f["text"] == f["full"]]) >= 0.7 * len(cards)
     # every group still named once, and no name over another
     groups = [k for k in app.keys() if app.js("(k) => window.tensorviz.itemInfo(k).open", k)]
     assert len([f for f in far if f["frame"]]) == len(groups)
