@@ -23,6 +23,7 @@ import { ToWorker, done, dropped, layoutError, result, version } from "./protoco
  * @typedef {import("./protocol.js").LayoutJob} LayoutJob
  * @typedef {import("./protocol.js").Layout} Layout
  * @typedef {import("./protocol.js").LayoutEdge} LayoutEdge
+ * @typedef {import("./protocol.js").JobEdge} JobEdge
  * @typedef {import("./protocol.js").LabelSpot} LabelSpot
  * @typedef {import("./protocol.js").LayoutRequest} LayoutRequest
  * @typedef {import("./protocol.js").Box} Box
@@ -237,6 +238,7 @@ const WRAP_TALLER = 1.15; // than the screen, at readable scale
 const WRAP_MAX_COLUMNS = 16;
 const WRAP_GUTTER = 36; // between two columns, before the lanes of edges that cross
 const WRAP_LANE = 6;
+const WRAP_PIECE_GAP = 40; // between two pieces laid out again, stacked before they are set side by side
 const FIT_MARGIN_W = 64; // what Fit leaves of the canvas's width (renderer.js fitScale's margins)
 const FIT_MARGIN_H = 120; // and of its height (margins, the hint bar or the minimap)
 const WRAP_BAND = 2.5; // a compact container's shape: at most this much wider or taller than the screen's
@@ -326,6 +328,7 @@ function wrapColumns(job, layout, wrap) {
     if (!lines.length || tried.has(key)) return null;
     tried.add(key);
     const laid = placeColumns(job, layout, lines);
+    cutAt.set(laid, lines);
     laids.push(laid);
     return laid;
   };
@@ -471,7 +474,98 @@ function placeColumns(job, layout, lines) {
  */
 async function wrapped(job, graph, layout) {
   if (!needsWrap(job, layout)) return null;
-  return wrapColumns(job, layout, /** @type {Size} */ (job.wrap));
+  const wrap = /** @type {Size & {top?: boolean}} */ (job.wrap);
+  const best = wrapColumns(job, layout, wrap);
+  const lines = best && cutAt.get(best);
+  if (!best || !lines) return best;
+  // Each column laid out again on its own: the one run kept room beside its cards for the
+  // edges that now go to another column (Llama's attention mask, from the stem to every
+  // layer, took a fifth of each column's width), and small ops stood in lanes of their own.
+  const again = await relaidColumns(job, layout, lines);
+  if (!again || again.w * again.h >= best.w * best.h) return best;
+  if (wrap.top) {
+    const area = { w: wrap.w - FIT_MARGIN_W, h: wrap.h - FIT_MARGIN_H };
+    if (fitScale(again, area) < fitScale(best, area)) return best;
+  }
+  return again;
+}
+
+// The cut lines each wrapped candidate was made with (wrapColumns), for relaidColumns.
+/** @type {WeakMap<Layout, number[]>} */
+const cutAt = new WeakMap();
+
+// The run cut at `lines`, each piece laid out by ELK on its own (its cards and the edges
+// between them), the pieces stacked in order into one run again and cut between them
+// (placeColumns routes the edges from one piece to another). Null when ELK refuses one.
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout  the one run
+ * @param {number[]} lines
+ * @returns {Promise<Layout | null>}
+ */
+async function relaidColumns(job, layout, lines) {
+  const segOf = (/** @type {number} */ y) => {
+    let k = 0;
+    while (k < lines.length && y > lines[k]) k++;
+    return k;
+  };
+  const seg = layout.boxes.map((b) => (b ? segOf(b.y + b.h / 2) : -1));
+  /** @type {Box[]} */
+  const boxes = new Array(job.items.length);
+  /** @type {LayoutEdge[]} */
+  const edges = [];
+  /** @type {number[]} */
+  const cuts = [];
+  let y = 0;
+  let w = 0;
+  for (let k = 0; k <= lines.length; k++) {
+    /** @type {number[]} */
+    const idx = [];
+    seg.forEach((s, i) => {
+      if (s === k) idx.push(i);
+    });
+    if (!idx.length) continue;
+    const pos = new Map(idx.map((i, j) => [i, j]));
+    /** @type {number[]} */
+    const edgeOf = [];
+    /** @type {JobEdge[]} */
+    const inner = [];
+    job.edges.forEach((e, i) => {
+      const s = pos.get(e.s);
+      const t = pos.get(e.t);
+      if (s === undefined || t === undefined) return;
+      edgeOf.push(i);
+      inner.push({ ...e, s, t });
+    });
+    const columns = (job.columns || []).map((col) => col.filter((i) => pos.has(i)).map((i) => /** @type {number} */ (pos.get(i))))
+      .filter((col) => col.length > 1);
+    /** @type {LayoutJob} */
+    const piece = { ...job, items: idx.map((i) => job.items[i]), edges: inner, columns };
+    const { graph, sizes, twins } = elkGraph(piece, "");
+    let out;
+    try {
+      out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
+    } catch {
+      return null;
+    }
+    const laid = readLayout(out, "", sizes.length, twins);
+    alignColumns(piece, laid);
+    if (y > 0) cuts.push(y - WRAP_PIECE_GAP / 2);
+    laid.boxes.forEach((b, j) => {
+      if (b) boxes[idx[j]] = { ...b, y: b.y + y };
+    });
+    for (const le of laid.edges) {
+      const points = le.points.map(([px, py]) => [px, py + y]);
+      edges.push({ e: edgeOf[le.e], points, labelAt: labelPoint(points) });
+    }
+    w = Math.max(w, laid.w);
+    y += laid.h + WRAP_PIECE_GAP;
+  }
+  // The edges between pieces: placeColumns routes them again from the boxes alone.
+  job.edges.forEach((e, i) => {
+    if (seg[e.s] >= 0 && seg[e.t] >= 0 && seg[e.s] !== seg[e.t]) edges.push({ e: i, points: [[0, 0], [0, 0]], labelAt: null });
+  });
+  return placeColumns(job, { w, h: y, boxes, edges }, cuts);
 }
 
 // What the worker adds to ELK's answer: edge labels placed where they fit.
