@@ -238,9 +238,11 @@ const WRAP_TALLER = 1.15; // than the screen, at readable scale
 const WRAP_MAX_COLUMNS = 16;
 const WRAP_GUTTER = 36; // between two columns, before the lanes of edges that cross
 const WRAP_LANE = 6;
+const WRAP_RELAID_TOP = 4; // ways of the outermost chain laid out again, column by column (wrapped)
 const WRAP_PIECE_GAP = 40; // between two pieces laid out again, stacked before they are set side by side
-const FIT_MARGIN_W = 64; // what Fit leaves of the canvas's width (renderer.js fitScale's margins)
-const FIT_MARGIN_H = 120; // and of its height (margins, the hint bar or the minimap)
+const FIT_MARGIN = 64; // Fit's margins, 32 px a side (renderer.js fitScale)
+const FIT_HINT = 41; // the hint bar's strip at the bottom of the canvas (app.js: r.hintHeight)
+const FIT_MINIMAP = { w: 206, h: 146 }; // the minimap's corner (app.js: r.minimapBox)
 const WRAP_BAND = 2.5; // a compact container's shape: at most this much wider or taller than the screen's
 const WRAP_CANDIDATE_CUTS = 10; // the cuts fewest edges cross, tried in any combination
 const WRAP_MAX_CUTS = 4; // of them at once
@@ -313,7 +315,7 @@ function cutsFor(cuts, height, k) {
 /**
  * @param {LayoutJob} job
  * @param {Layout} layout
- * @param {Size & {top?: boolean}} wrap
+ * @param {Size & {top?: boolean, around?: Size}} wrap
  * @returns {Layout | null}
  */
 function wrapColumns(job, layout, wrap) {
@@ -356,11 +358,11 @@ function wrapColumns(job, layout, wrap) {
   // console.log("WRAPDBG", job.items.length, !!wrap.top, JSON.stringify([layout, ...laids].map((l) => [l.w, l.h, l.wrapped || 1])));
   if (wrap.top) {
     // The whole view: as large as Fit can show it, in the canvas less Fit's margins (32 px
-    // a side) and the hint bar's or the minimap's strip (renderer.js fitArea).
-    const area = { w: wrap.w - FIT_MARGIN_W, h: wrap.h - FIT_MARGIN_H };
-    let best = laids[0];
-    for (const l of laids) if (fitScale(l, area) > fitScale(best, area)) best = l;
-    return fitScale(best, area) > fitScale(layout, area) * 1.05 ? best : null;
+    // a side) and the hint bar's or the minimap's strip (renderer.js fitArea). The few
+    // largest are kept for wrapped (which lays them out again and takes the largest).
+    laids.sort((a, b) => topFit(b, wrap) - topFit(a, wrap));
+    topWays.set(laids[0], laids.slice(1, WRAP_RELAID_TOP));
+    return topFit(laids[0], wrap) > topFit(layout, wrap) * 1.05 ? laids[0] : null;
   }
   // A container inside the view's outermost chain: as compact as it can be (the least area,
   // a column break counting WRAP_COLUMN_COST more), while its shape stays within WRAP_BAND
@@ -474,21 +476,45 @@ function placeColumns(job, layout, lines) {
  */
 async function wrapped(job, graph, layout) {
   if (!needsWrap(job, layout)) return null;
-  const wrap = /** @type {Size & {top?: boolean}} */ (job.wrap);
+  const wrap = /** @type {Size & {top?: boolean, around?: Size}} */ (job.wrap);
   const best = wrapColumns(job, layout, wrap);
   const lines = best && cutAt.get(best);
   if (!best || !lines) return best;
   // Each column laid out again on its own: the one run kept room beside its cards for the
   // edges that now go to another column (Llama's attention mask, from the stem to every
   // layer, took a fifth of each column's width), and small ops stood in lanes of their own.
-  const again = await relaidColumns(job, layout, lines);
-  if (!again || again.w * again.h >= best.w * best.h) return best;
   if (wrap.top) {
-    const area = { w: wrap.w - FIT_MARGIN_W, h: wrap.h - FIT_MARGIN_H };
-    if (fitScale(again, area) < fitScale(best, area)) return best;
+    // The view's outermost chain: the few ways Fit shows largest, each laid out again,
+    // and the one Fit then shows largest.
+    let top = best;
+    for (const way of [best, ...(topWays.get(best) || [])]) {
+      const at = cutAt.get(way);
+      const again = at ? await relaidColumns(job, layout, at) : null;
+      for (const l of again ? [way, again] : [way]) if (topFit(l, wrap) > topFit(top, wrap)) top = l;
+    }
+    return top;
   }
-  return again;
+  const again = await relaidColumns(job, layout, lines);
+  return again && again.w * again.h < best.w * best.h ? again : best;
 }
+
+// How large Fit shows a layout on the screen: in the canvas less Fit's margins, above the
+// minimap or beside it, over the hint bar, whichever is larger (renderer.js fitArea).
+/**
+ * @param {Size} l
+ * @param {Size & {around?: Size}} wrap  `around`: what the containers around it add (layout-client.js topJobs)
+ */
+function topFit(l, wrap) {
+  const around = wrap.around || { w: 0, h: 0 };
+  l = { w: l.w + around.w, h: l.h + around.h };
+  const above = { w: wrap.w - FIT_MARGIN, h: wrap.h - FIT_MINIMAP.h - FIT_MARGIN };
+  const beside = { w: wrap.w - FIT_MINIMAP.w - FIT_MARGIN, h: wrap.h - FIT_HINT - FIT_MARGIN };
+  return Math.max(fitScale(l, above), fitScale(l, beside));
+}
+
+// The next ways the outermost chain's best way was chosen over (wrapColumns), by it.
+/** @type {WeakMap<Layout, Layout[]>} */
+const topWays = new WeakMap();
 
 // The cut lines each wrapped candidate was made with (wrapColumns), for relaidColumns.
 /** @type {WeakMap<Layout, number[]>} */
