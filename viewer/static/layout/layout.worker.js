@@ -238,7 +238,6 @@ const WRAP_TALLER = 1.15; // than the screen, at readable scale
 const WRAP_MAX_COLUMNS = 16;
 const WRAP_GUTTER = 36; // between two columns, before the lanes of edges that cross
 const WRAP_LANE = 6;
-const WRAP_RELAID_TOP = 4; // ways of the outermost chain laid out again, column by column (wrapped)
 const WRAP_PIECE_GAP = 40; // between two pieces laid out again, stacked before they are set side by side
 const FIT_MARGIN = 64; // Fit's margins, 32 px a side (renderer.js fitScale)
 const FIT_HINT = 41; // the hint bar's strip at the bottom of the canvas (app.js: r.hintHeight)
@@ -358,10 +357,9 @@ function wrapColumns(job, layout, wrap) {
   // console.log("WRAPDBG", job.items.length, !!wrap.top, JSON.stringify([layout, ...laids].map((l) => [l.w, l.h, l.wrapped || 1])));
   if (wrap.top) {
     // The whole view: as large as Fit can show it, in the canvas less Fit's margins (32 px
-    // a side) and the hint bar's or the minimap's strip (renderer.js fitArea). The few
-    // largest are kept for wrapped (which lays them out again and takes the largest).
+    // a side) and the hint bar's or the minimap's strip (renderer.js fitArea), with what
+    // the containers around it add (topFit).
     laids.sort((a, b) => topFit(b, wrap) - topFit(a, wrap));
-    topWays.set(laids[0], laids.slice(1, WRAP_RELAID_TOP));
     return topFit(laids[0], wrap) > topFit(layout, wrap) * 1.05 ? laids[0] : null;
   }
   // A container inside the view's outermost chain: as compact as it can be (the least area,
@@ -483,19 +481,13 @@ async function wrapped(job, graph, layout) {
   // Each column laid out again on its own: the one run kept room beside its cards for the
   // edges that now go to another column (Llama's attention mask, from the stem to every
   // layer, took a fifth of each column's width), and small ops stood in lanes of their own.
-  if (wrap.top) {
-    // The view's outermost chain: the few ways Fit shows largest, each laid out again,
-    // and the one Fit then shows largest.
-    let top = best;
-    for (const way of [best, ...(topWays.get(best) || [])]) {
-      const at = cutAt.get(way);
-      const again = at ? await relaidColumns(job, layout, at) : null;
-      for (const l of again ? [way, again] : [way]) if (topFit(l, wrap) > topFit(top, wrap)) top = l;
-    }
-    return top;
-  }
   const again = await relaidColumns(job, layout, lines);
-  return again && again.w * again.h < best.w * best.h ? again : best;
+  if (!again) return best;
+  // The view's outermost chain: the one Fit shows larger; a container inside it: the
+  // smaller one. (Laying out again the next few ways too changed no real capture's Fit,
+  // at twice Expand all's time.)
+  if (wrap.top) return topFit(again, wrap) > topFit(best, wrap) ? again : best;
+  return again.w * again.h < best.w * best.h ? again : best;
 }
 
 // How large Fit shows a layout on the screen: in the canvas less Fit's margins, above the
@@ -511,10 +503,6 @@ function topFit(l, wrap) {
   const beside = { w: wrap.w - FIT_MINIMAP.w - FIT_MARGIN, h: wrap.h - FIT_HINT - FIT_MARGIN };
   return Math.max(fitScale(l, above), fitScale(l, beside));
 }
-
-// The next ways the outermost chain's best way was chosen over (wrapColumns), by it.
-/** @type {WeakMap<Layout, Layout[]>} */
-const topWays = new WeakMap();
 
 // The cut lines each wrapped candidate was made with (wrapColumns), for relaidColumns.
 /** @type {WeakMap<Layout, number[]>} */
