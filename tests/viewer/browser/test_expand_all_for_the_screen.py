@@ -6,8 +6,10 @@ cards; the inspector covered the right of the canvas without moving the view. No
 container taller than the screen continues in the next column, Fit keeps the graph out
 from under what floats over the canvas, every group is named across its top at a size
 one reads (a norm's narrow frame by its own name, running past its right edge, never
-down its side), Readable lands on a card, and the inspector moves a selection it would
-cover into sight. Checked by meaning and by ratios measured
+down its side), most op cards say their op inside them at 9 px (the cards inside the
+view's outermost chain are laid out compactly and closer together), Readable lands on a
+card, and the inspector moves a selection it would cover into sight. Checked by meaning
+and by ratios measured
 in the same run (`{wrap: false}` lays out one run top to bottom, as before), never by time.
 """
 
@@ -123,6 +125,43 @@ def test_at_fit_every_group_is_named_across_its_top_at_a_readable_size(browser, 
     boxes = [f["box"] for f in far]
     for f in named:
         assert not [b for b in boxes if b is not f["box"] and _meets(b, f["box"])], f
+    assert app.unexpected_errors() == []
+
+
+@pytest.mark.slow  # measured over 3 s in the fast tier
+def test_at_fit_after_expand_all_the_op_cards_of_a_4_layer_llama_say_what_they_are(browser, served, close_pages):
+    """Issue 36 item 6: Fit after Expand all of a 2- to 4-layer model is legible. The op
+    cards are laid out close enough, and the layout's shape near enough the screen's, that
+    at Fit most of Llama's 224 op cards are tall enough for their op's short name at 9 px,
+    and say it inside the card, over no other name; a frame's op count gives way to them."""
+    app = _open(browser, served, close_pages)
+    s, _ = _expand_and_fit(app, wrap=True)
+    app.js("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    far = app.js("() => window.tensorviz.farDrawn()")
+    cards = [c for k in app.keys() for c in [app.js("(k) => window.tensorviz.card(k)", k)]
+             if c and not c["open"] and c["kind"] not in ("in", "out")]
+    assert len(cards) == 224
+    ops = [f for f in far if f["op"]]
+    assert all(f["px"] * s >= 9 for f in ops)  # 9 px on screen
+    # each in its own card (its text; the box around it is 2 px wider a side), one per card
+    inside = {(f["of"]["x"], f["of"]["y"]) for f in ops
+              if f["of"]["x"] - 2 / s <= f["box"]["x"] and f["box"]["x"] + f["box"]["w"] <= f["of"]["x"] + f["of"]["w"] + 2 / s
+              and f["of"]["y"] - 2 / s <= f["box"]["y"] and f["box"]["y"] + f["box"]["h"] <= f["of"]["y"] + f["of"]["h"] + 2 / s}
+    assert len(inside) == len(ops)
+    boxes = {(c["box"]["x"], c["box"]["y"]) for c in cards}
+    assert inside <= boxes
+    # most cards named (199 of 224 when measured), most of them in full (`linear`,
+    # `transpose`; the rest cut, `unsq…`); those left unnamed lie under their group's name,
+    # which is drawn first, or are too narrow for three letters (`mean`)
+    assert len(ops) >= 0.85 * len(cards), (len(ops), len(cards), s)
+    assert len([f for f in ops if f["text"] == f["full"]]) >= 0.7 * len(cards)
+    # every group still named once, and no name over another
+    groups = [k for k in app.keys() if app.js("(k) => window.tensorviz.itemInfo(k).open", k)]
+    assert len([f for f in far if f["frame"]]) == len(groups)
+    named = [f["box"] for f in far]
+    assert not [1 for i, a in enumerate(named) for b in named[i + 1:] if _meets(a, b)]
+    # where the ops carry their names, the frames around them no longer count them
+    assert not [f for f in far if f["frame"] and f["sub"]]
     assert app.unexpected_errors() == []
 
 

@@ -143,7 +143,14 @@ function container(out, c, env, depth) {
     out.push(dl.card);
     // outer frames first, then the cards in them; op names last: a frame's or a group's
     // name says more than an op's
-    if (dl.far) for (const q of dl.far) far.push({ q, depth: q.op ? OP_NAMES_LAST + depth : it.expanded ? depth : depth + 0.5 });
+    if (dl.far) {
+      for (const q of dl.far) {
+        // A frame's op count ("70 ops") stands for ops too small to read: where they carry
+        // their names, it would only cover the names of the ops under it.
+        const said = q.sub && it.expanded && namesOps(it.expanded, s) ? { ...q, sub: undefined } : q;
+        far.push({ q: said, depth: q.op ? OP_NAMES_LAST + depth : it.expanded ? depth : depth + 0.5 });
+      }
+    }
     if (!it.expanded) continue;
     if (dl.header && visible(view, it.x, it.y, it.w, S.groupHeader)) out.push(dl.header);
     // An expanded group too small to read is drawn as its frame only (its name and op
@@ -152,6 +159,47 @@ function container(out, c, env, depth) {
     container(out, it.expanded, env, depth + 1);
   }
   if (specks) out.push({ t: "specks", rects: specks, fill: env.palette.cardStroke });
+}
+
+// Whether most of the cards a container holds, at any depth, are tall enough at zoom s to
+// carry their far names.
+/**
+ * @param {DrawContainer} c
+ * @param {number} s
+ */
+function namesOps(c, s) {
+  const [cards, named] = tallCards(c, s);
+  return cards > 0 && named * 2 >= cards;
+}
+
+// [the cards a container holds at any depth, those at least FAR_OP_PX tall at zoom s],
+// kept on the container for the zoom last asked.
+/** @type {WeakMap<DrawContainer, {s: number, counts: [number, number]}>} */
+const tallMemo = new WeakMap();
+/**
+ * @param {DrawContainer} c
+ * @param {number} s
+ * @returns {[number, number]}
+ */
+function tallCards(c, s) {
+  const memo = tallMemo.get(c);
+  if (memo && memo.s === s) return memo.counts;
+  let cards = 0;
+  let named = 0;
+  for (const it of c.items) {
+    if (it.expanded) {
+      const [k, n] = tallCards(it.expanded, s);
+      cards += k;
+      named += n;
+    } else if (it.type !== "in" && it.type !== "out") {
+      cards += 1;
+      if (it.h * s >= FAR_OP_PX) named += 1;
+    }
+  }
+  /** @type {[number, number]} */
+  const counts = [cards, named];
+  tallMemo.set(c, { s, counts });
+  return counts;
 }
 
 /**
@@ -253,6 +301,7 @@ function heatPalette(p, colour) {
 
 const FAR_PX = 10.5; // a far name's size on screen, whatever the zoom
 const FAR_OP_PX = 9; // an op card's short name: smaller, so that it shows on smaller cards
+const FAR_OP_WEIGHT = 500; // and less bold: narrower, so that more of it fits a card
 const FAR_SUB_PX = 9.5; // the op count under it
 const FAR_LEAST = 8; // a frame's name cut shorter than this says nothing
 const FAR_OP_LEAST = 3; // a card's name, likewise ("mul", "cat", "lin…")
@@ -284,10 +333,10 @@ const FAR_FAMILY = S.fontHeader.split("px ")[1]; // the far names' font family
 export function farLabel(f, s, ctx, placed = null) {
   const sw = f.w * s;
   const sh = f.h * s;
-  ctx.font = `600 ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${FAR_FAMILY}`;
+  ctx.font = `${f.op ? FAR_OP_WEIGHT : 600} ${(f.op ? FAR_OP_PX : FAR_PX) / s}px ${FAR_FAMILY}`;
   const least = Math.min(f.frame ? FAR_LEAST : FAR_OP_LEAST, f.text.length);
-  const margin = f.op ? 4 : 8; // an op's name may come nearer its card's sides
-  const inside = sw >= 16 + margin && sh >= (f.op ? FAR_OP_PX + 2 : FAR_PX + 3.5)
+  const margin = f.op ? 2 : 8; // an op's name may come nearer its card's sides
+  const inside = sw >= 16 + margin && sh >= (f.op ? FAR_OP_PX : FAR_PX + 3.5)
     ? fitText(ctx, f.text, f.w - margin / s, least) : null;
   if (inside || !f.frame || sw < 2 || sh < 10) return inside ? farPlaced(f, s, ctx, placed, inside, "in") : null;
   // too narrow for its name inside: its own name (`input_layernorm`, not its class)
@@ -341,7 +390,7 @@ function farPlaced(f, s, ctx, placed, t, where) {
     if (sub) sub.y = y + px + 2 / s;
     box = { x: x - 2 / s, y: y - 1 / s, w: Math.max(tw, subW) + 4 / s, h: px + 3 / s + (sub ? subPx + 2 / s : 0) };
   }
-  if (where === "in" && box.x + box.w > f.x + f.w + 0.5 / s) return null; // never wider than what it names
+  if (where === "in" && Math.max(x + tw, box.x + box.w - 2 / s) > f.x + f.w + 0.5 / s) return null; // never wider than what it names
   const y0 = box.y;
   if (placed && !placeDown(placed, box, s, f)) return null;
   y += box.y - y0; // moved down below a name it met, with its op count

@@ -14,6 +14,7 @@
 // request that did finish are still kept (they are valid for their key). The messages to
 // and from the workers are made and named by protocol.js, which the worker imports too.
 
+import { CARD_STYLE, charMeasurer, FRAME, measureCard } from "../draw/card.js";
 import { FromWorker, layoutRequest } from "./protocol.js";
 
 /**
@@ -70,6 +71,8 @@ import { FromWorker, layoutRequest } from "./protocol.js";
  * @property {number} chunks  chunks handed out so far
  * @property {Map<string, Layout | null>} done  jid -> layout (null: failed)
  * @property {Map<string, string[]>} waiting  layout key in a worker -> jids waiting for it
+ * @property {Map<string, Size>} top  the jobs whose layout is the whole view's shape, with what
+ *   the containers around them add to it (topJobs)
  */
 
 /** @typedef {Result | Done | Dropped | LayoutError | Version} WorkerAnswer */
@@ -228,7 +231,7 @@ export class LayoutClient {
     if (this.firstRequestAt === null) this.firstRequestAt = performance.now();
     return /** @type {Promise<Outcome>} */ (new Promise((resolve) => {
       this.current = {
-        seq, resolve, t0: performance.now(), queue: jobs.slice(), ready: [], busy: new Map(), chunks: 0,
+        seq, resolve, t0: performance.now(), queue: jobs.slice(), ready: [], busy: new Map(), chunks: 0, top: topJobs(jobs),
         done: new Map(), // jid -> layout (null: failed)
         waiting: new Map(), // layout key in a worker -> jids waiting for it
       };
@@ -327,8 +330,10 @@ export class LayoutClient {
     });
     // Laid out for the screen (a tall container wraps into columns): the screen is part of the key.
     const key = this.keyed(layoutKey(job.sig, items.map((it) => it.inner || null)));
-    return { sig: key, items, edges: job.edges, row: job.row, columns: job.columns,
-      wrap: job.row || !this.wrapping ? null : this.screen };
+    const around = cur && cur.top.get(job.jid);
+    const wrap = job.row || !this.wrapping || !this.screen ? null
+      : around ? { ...this.screen, top: true, around } : { ...this.screen, top: false };
+    return { sig: key, items, edges: job.edges, row: job.row, columns: job.columns, wrap };
   }
 
   /** @param {string} message */
@@ -377,6 +382,50 @@ export class LayoutClient {
     this._dispatch();
   }
 }
+
+// The jobs whose shape is the shape of the whole view: the request's outermost container
+// and, while a container holds one expanded container (and cards around it), that one
+// (Llama's scene, LlamaForCausalLM, its LlamaModel). They are wrapped to fit the screen;
+// the containers inside them as compactly as they can (layout.worker.js wrapColumns).
+// Each with what the containers around it add to its size (`around`): their frames and
+// padding, and the cards above and below it (the input and output pills, the LM head), so
+// that its shape is chosen for the whole view's.
+/**
+ * @param {RequestJob[]} jobs
+ * @returns {Map<string, Size>}
+ */
+export function topJobs(jobs) {
+  const byJid = new Map(jobs.map((j) => [j.jid, j]));
+  /** @type {Set<string>} */
+  const inner = new Set();
+  for (const j of jobs) for (const it of j.items) if (it.child) inner.add(it.child);
+  /** @type {Map<string, Size>} */
+  const top = new Map();
+  const pad = 2 * PADDING;
+  const frame = { w: 2 * FRAME.inset.x, h: FRAME.inset.y + CARD_STYLE.groupPadBottom };
+  for (const root of jobs) {
+    if (inner.has(root.jid)) continue;
+    /** @type {RequestJob | undefined} */
+    let j = root;
+    let around = { w: 0, h: 0 };
+    while (j && !top.has(j.jid)) {
+      top.set(j.jid, around);
+      /** @type {RequestItem[]} */
+      const kids = j.items.filter((it) => it.child);
+      if (kids.length !== 1) break;
+      let others = 0;
+      for (const it of j.items) if (!it.child) others += measureCard(it, charMeasurer).h + BETWEEN_LAYERS;
+      around = { w: around.w + pad + frame.w, h: around.h + pad + frame.h + others };
+      j = byJid.get(/** @type {string} */ (kids[0].child));
+    }
+  }
+  return top;
+}
+
+// ELK's padding around a container's cards and the room between two layers of them when
+// laid out for the screen (layout.worker.js LAYOUT_OPTIONS, DENSE).
+const PADDING = 10;
+const BETWEEN_LAYERS = 22;
 
 // One worker per core, up to four: the page's own thread is idle while layouts run.
 function defaultPoolSize() {

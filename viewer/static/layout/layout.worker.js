@@ -23,6 +23,7 @@ import { ToWorker, done, dropped, layoutError, result, version } from "./protoco
  * @typedef {import("./protocol.js").LayoutJob} LayoutJob
  * @typedef {import("./protocol.js").Layout} Layout
  * @typedef {import("./protocol.js").LayoutEdge} LayoutEdge
+ * @typedef {import("./protocol.js").JobEdge} JobEdge
  * @typedef {import("./protocol.js").LabelSpot} LabelSpot
  * @typedef {import("./protocol.js").LayoutRequest} LayoutRequest
  * @typedef {import("./protocol.js").Box} Box
@@ -96,6 +97,17 @@ const LAYOUT_OPTIONS = {
 
 const ROW_OPTIONS = { ...LAYOUT_OPTIONS, "elk.separateConnectedComponents": "false" };
 const COLUMN_OPTIONS = { ...LAYOUT_OPTIONS, "elk.layered.nodePlacement.strategy": "NETWORK_SIMPLEX" };
+// Laid out for the screen (Expand all, Depth…: job.wrap), the whole model is to be seen at
+// once: less room between layers and between cards, which at Fit is what the cards lose.
+// Between layers, room still for an edge's shape label beside it (labelSpot: a vertical
+// run of 22 px at least); edges keep their lanes.
+const DENSE = {
+  "elk.layered.spacing.nodeNodeBetweenLayers": "22",
+  "elk.layered.spacing.edgeNodeBetweenLayers": "8",
+  "elk.spacing.nodeNode": "12",
+  "elk.spacing.edgeNode": "8",
+  "elk.spacing.edgeEdge": "4",
+};
 const STRAIGHT = { "elk.layered.priority.straightness": "1000" };
 
 // One container as an ELK graph: items by position ("i0"…), edges by position ("e0"…).
@@ -139,7 +151,8 @@ function elkGraph(job, id) {
   });
   // A row job (the bodies of a control-flow boundary: branches side by side) keeps its
   // unconnected items in one layer instead of packing them as separate components.
-  const layoutOptions = job.row ? ROW_OPTIONS : next.size ? COLUMN_OPTIONS : LAYOUT_OPTIONS;
+  const base = job.row ? ROW_OPTIONS : next.size ? COLUMN_OPTIONS : LAYOUT_OPTIONS;
+  const layoutOptions = job.wrap ? { ...base, ...DENSE } : base;
   return { graph: { id, layoutOptions, children, edges }, sizes, twins };
 }
 
@@ -212,13 +225,28 @@ async function layoutJob(job) {
 // card spans the cut (between layers, where the fewest edges cross) and sets the pieces
 // side by side, left to right, each at most as tall as the screen's shape asks. An edge
 // whose ends fall in different columns is routed again: down out of its column, along the
-// gutter beside it, over the top, and down into its target. The wrapped layout is kept
-// when the whole of it fits the screen at a larger scale. Small containers never wrap.
+// gutter beside it, over the top, and down into its target. The cuts tried: columns of
+// about equal height for each count, and columns of unequal height (any few of the cuts
+// fewest edges cross). Which one is kept depends on where the container stands: the
+// view's outermost chain (job.wrap.top, layout-client.js topJobs) takes the one Fit shows
+// largest; a container inside it the most compact one of a shape near the screen's (its
+// parent places it among others). Small containers never wrap. Laid out for the screen,
+// cards also stand closer together (DENSE): at Fit the space between them is what the
+// cards lose.
 const WRAP_MIN_ITEMS = 6;
 const WRAP_TALLER = 1.15; // than the screen, at readable scale
 const WRAP_MAX_COLUMNS = 16;
 const WRAP_GUTTER = 36; // between two columns, before the lanes of edges that cross
 const WRAP_LANE = 6;
+const WRAP_PIECE_GAP = 40; // between two pieces laid out again, stacked before they are set side by side
+const FIT_MARGIN = 64; // Fit's margins, 32 px a side (renderer.js fitScale)
+const FIT_HINT = 41; // the hint bar's strip at the bottom of the canvas (app.js: r.hintHeight)
+const FIT_MINIMAP = { w: 206, h: 146 }; // the minimap's corner (app.js: r.minimapBox)
+const WRAP_BAND = 2.5; // a compact container's shape: at most this much wider or taller than the screen's
+const WRAP_CANDIDATE_CUTS = 10; // the cuts fewest edges cross, tried in any combination
+const WRAP_MAX_CUTS = 4; // of them at once
+const WRAP_WORK = 400000; // items and edges placed, in all, while choosing the cuts
+const WRAP_COLUMN_COST = 0.1; // of area per column more: a column break costs the reader a jump
 
 /**
  * @param {LayoutJob} job
@@ -286,22 +314,66 @@ function cutsFor(cuts, height, k) {
 /**
  * @param {LayoutJob} job
  * @param {Layout} layout
- * @param {Size} wrap
+ * @param {Size & {top?: boolean, around?: Size}} wrap
  * @returns {Layout | null}
  */
 function wrapColumns(job, layout, wrap) {
   const cuts = cutLines(job, layout);
   if (!cuts.length) return null;
+  /** @type {Layout[]} */
+  const laids = [];
+  /** @type {Set<string>} */
+  const tried = new Set();
+  const tryLines = (/** @type {number[]} */ lines) => {
+    const key = lines.join(",");
+    if (!lines.length || tried.has(key)) return null;
+    tried.add(key);
+    const laid = placeColumns(job, layout, lines);
+    cutAt.set(laid, lines);
+    laids.push(laid);
+    return laid;
+  };
+  for (let k = 2; k <= WRAP_MAX_COLUMNS; k++) {
+    const laid = tryLines(cutsFor(cuts, layout.h, k));
+    if (laid && laid.h < wrap.h * 0.6) break; // shorter than the screen: more columns only widen it
+  }
+  // Columns of unequal height too: every choice of up to WRAP_MAX_CUTS of the cuts fewest
+  // edges cross (a narrow norm in a column of its own beside a wide attention block, not
+  // stacked over it with an empty stretch beside it), as many as a budget allows.
+  const few = cuts.slice().sort((a, b) => a.crossing - b.crossing || a.y - b.y).slice(0, WRAP_CANDIDATE_CUTS)
+    .map((c) => c.y).sort((a, b) => a - b);
+  let budget = Math.max(60, Math.floor(WRAP_WORK / (job.items.length + job.edges.length + 1)));
+  /** @type {(from: number, chosen: number[]) => void} */
+  const choose = (from, chosen) => {
+    for (let i = from; i < few.length && budget > 0; i++) {
+      const lines = [...chosen, few[i]];
+      budget -= 1;
+      tryLines(lines);
+      if (lines.length < WRAP_MAX_CUTS) choose(i + 1, lines);
+    }
+  };
+  choose(0, []);
+  if (!laids.length) return null;
+  // console.log("WRAPDBG", job.items.length, !!wrap.top, JSON.stringify([layout, ...laids].map((l) => [l.w, l.h, l.wrapped || 1])));
+  if (wrap.top) {
+    // The whole view: as large as Fit can show it, in the canvas less Fit's margins (32 px
+    // a side) and the hint bar's or the minimap's strip (renderer.js fitArea), with what
+    // the containers around it add (topFit).
+    laids.sort((a, b) => topFit(b, wrap) - topFit(a, wrap));
+    return topFit(laids[0], wrap) > topFit(layout, wrap) * 1.05 ? laids[0] : null;
+  }
+  // A container inside the view's outermost chain: as compact as it can be (the least area,
+  // a column break counting WRAP_COLUMN_COST more), while its shape stays within WRAP_BAND
+  // of the screen's; its parent sets it beside or below others (Llama's attention one
+  // column, not two half as tall side by side, so that its decoder layer packs tighter).
+  const aspect = wrap.w / wrap.h;
+  const inBand = (/** @type {Layout} */ l) => l.w / l.h >= aspect / WRAP_BAND && l.w / l.h <= aspect * WRAP_BAND;
   /** @type {Layout | null} */
   let best = null;
-  for (let k = 2; k <= WRAP_MAX_COLUMNS; k++) {
-    const lines = cutsFor(cuts, layout.h, k);
-    if (!lines.length) continue;
-    const laid = placeColumns(job, layout, lines);
-    if (!best || fitScale(laid, wrap) > fitScale(best, wrap)) best = laid;
-    if (laid.h < wrap.h * 0.6) break; // shorter than the screen: more columns only widen it
-  }
-  return best && fitScale(best, wrap) > fitScale(layout, wrap) * 1.05 ? best : null;
+  const cost = (/** @type {Layout} */ l) => l.w * l.h * (1 + WRAP_COLUMN_COST * ((l.wrapped || 1) - 1));
+  for (const l of [layout, ...laids]) if (inBand(l) && (!best || cost(l) < cost(best))) best = l;
+  if (!best) for (const l of laids) if (!best || fitScale(l, wrap) > fitScale(best, wrap)) best = l;
+  return best === layout ? null : best;
 }
 
 // The layout with its run cut at `lines` (y values) and the pieces set side by side.
@@ -402,7 +474,112 @@ function placeColumns(job, layout, lines) {
  */
 async function wrapped(job, graph, layout) {
   if (!needsWrap(job, layout)) return null;
-  return wrapColumns(job, layout, /** @type {Size} */ (job.wrap));
+  const wrap = /** @type {Size & {top?: boolean, around?: Size}} */ (job.wrap);
+  const best = wrapColumns(job, layout, wrap);
+  const lines = best && cutAt.get(best);
+  if (!best || !lines) return best;
+  // Each column laid out again on its own: the one run kept room beside its cards for the
+  // edges that now go to another column (Llama's attention mask, from the stem to every
+  // layer, took a fifth of each column's width), and small ops stood in lanes of their own.
+  const again = await relaidColumns(job, layout, lines);
+  if (!again) return best;
+  // The view's outermost chain: the one Fit shows larger; a container inside it: the
+  // smaller one. (Laying out again the next few ways too changed no real capture's Fit,
+  // at twice Expand all's time.)
+  if (wrap.top) return topFit(again, wrap) > topFit(best, wrap) ? again : best;
+  return again.w * again.h < best.w * best.h ? again : best;
+}
+
+// How large Fit shows a layout on the screen: in the canvas less Fit's margins, above the
+// minimap or beside it, over the hint bar, whichever is larger (renderer.js fitArea).
+/**
+ * @param {Size} l
+ * @param {Size & {around?: Size}} wrap  `around`: what the containers around it add (layout-client.js topJobs)
+ */
+function topFit(l, wrap) {
+  const around = wrap.around || { w: 0, h: 0 };
+  l = { w: l.w + around.w, h: l.h + around.h };
+  const above = { w: wrap.w - FIT_MARGIN, h: wrap.h - FIT_MINIMAP.h - FIT_MARGIN };
+  const beside = { w: wrap.w - FIT_MINIMAP.w - FIT_MARGIN, h: wrap.h - FIT_HINT - FIT_MARGIN };
+  return Math.max(fitScale(l, above), fitScale(l, beside));
+}
+
+// The cut lines each wrapped candidate was made with (wrapColumns), for relaidColumns.
+/** @type {WeakMap<Layout, number[]>} */
+const cutAt = new WeakMap();
+
+// The run cut at `lines`, each piece laid out by ELK on its own (its cards and the edges
+// between them), the pieces stacked in order into one run again and cut between them
+// (placeColumns routes the edges from one piece to another). Null when ELK refuses one.
+/**
+ * @param {LayoutJob} job
+ * @param {Layout} layout  the one run
+ * @param {number[]} lines
+ * @returns {Promise<Layout | null>}
+ */
+async function relaidColumns(job, layout, lines) {
+  const segOf = (/** @type {number} */ y) => {
+    let k = 0;
+    while (k < lines.length && y > lines[k]) k++;
+    return k;
+  };
+  const seg = layout.boxes.map((b) => (b ? segOf(b.y + b.h / 2) : -1));
+  /** @type {Box[]} */
+  const boxes = new Array(job.items.length);
+  /** @type {LayoutEdge[]} */
+  const edges = [];
+  /** @type {number[]} */
+  const cuts = [];
+  let y = 0;
+  let w = 0;
+  for (let k = 0; k <= lines.length; k++) {
+    /** @type {number[]} */
+    const idx = [];
+    seg.forEach((s, i) => {
+      if (s === k) idx.push(i);
+    });
+    if (!idx.length) continue;
+    const pos = new Map(idx.map((i, j) => [i, j]));
+    /** @type {number[]} */
+    const edgeOf = [];
+    /** @type {JobEdge[]} */
+    const inner = [];
+    job.edges.forEach((e, i) => {
+      const s = pos.get(e.s);
+      const t = pos.get(e.t);
+      if (s === undefined || t === undefined) return;
+      edgeOf.push(i);
+      inner.push({ ...e, s, t });
+    });
+    const columns = (job.columns || []).map((col) => col.filter((i) => pos.has(i)).map((i) => /** @type {number} */ (pos.get(i))))
+      .filter((col) => col.length > 1);
+    /** @type {LayoutJob} */
+    const piece = { ...job, items: idx.map((i) => job.items[i]), edges: inner, columns };
+    const { graph, sizes, twins } = elkGraph(piece, "");
+    let out;
+    try {
+      out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
+    } catch {
+      return null;
+    }
+    const laid = readLayout(out, "", sizes.length, twins);
+    alignColumns(piece, laid);
+    if (y > 0) cuts.push(y - WRAP_PIECE_GAP / 2);
+    laid.boxes.forEach((b, j) => {
+      if (b) boxes[idx[j]] = { ...b, y: b.y + y };
+    });
+    for (const le of laid.edges) {
+      const points = le.points.map(([px, py]) => [px, py + y]);
+      edges.push({ e: edgeOf[le.e], points, labelAt: labelPoint(points) });
+    }
+    w = Math.max(w, laid.w);
+    y += laid.h + WRAP_PIECE_GAP;
+  }
+  // The edges between pieces: placeColumns routes them again from the boxes alone.
+  job.edges.forEach((e, i) => {
+    if (seg[e.s] >= 0 && seg[e.t] >= 0 && seg[e.s] !== seg[e.t]) edges.push({ e: i, points: [[0, 0], [0, 0]], labelAt: null });
+  });
+  return placeColumns(job, { w, h: y, boxes, edges }, cuts);
 }
 
 // What the worker adds to ELK's answer: edge labels placed where they fit.

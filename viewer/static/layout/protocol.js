@@ -52,7 +52,9 @@ export const FromWorker = Object.freeze({
  * @property {boolean} [row]  a row of bodies side by side (unconnected items in one layer)
  * @property {number[][]} [columns]  item positions that stand in one column, in order (the
  *   blocks of an unfolded stack): the edges from each to the next are drawn straight
- * @property {Size | null} [wrap]  the screen it is laid out for: taller than it, it wraps into columns
+ * @property {(Size & {top?: boolean, around?: Size}) | null} [wrap]  the screen it is laid out for:
+ *   taller than it, it wraps into columns; `top`: its shape is the whole view's, `around`
+ *   what the containers around it add to its size (layout-client.js topJobs)
  */
 
 /**
