@@ -2,7 +2,7 @@
 // Read-only views of the store, the renderer and the layout client, and the same actions a
 // person's clicks and keys take; no behaviour hides here.
 
-import { CARD_STYLE, canvasMeasurer, drawCard, labelRect, measureCard } from "./draw/card.js";
+import { CARD_STYLE, canvasMeasurer, drawCard, labelRect, measureCard, screenCard } from "./draw/card.js";
 
 /**
  * @typedef {import("./draw/renderer.js").Renderer} Renderer
@@ -264,7 +264,10 @@ export function installHooks(page) {
       if (!rr || !it) return null;
       // A frame is measured from its inside alone (measureCard reads `inner` first).
       const inside = it.expanded && /** @type {CardContent} */ ({ inner: { w: it.expanded.w, h: it.expanded.h } });
-      const measured = measureCard(inside || it.card, canvasMeasurer(rr.ctx));
+      const m = canvasMeasurer(rr.ctx);
+      const size = measureCard(inside || it.card, m);
+      // laid out for the screen (Expand all), an op card is as wide as its far name needs
+      const measured = !inside && layout.wrapping && layout.screen ? screenCard(it.card, size, m) : size;
       /** @type {CardPrims} */
       const dl = { card: [], header: null, far: null };
       drawCard(dl, it, rr.ctx, rr.palette, 2);

@@ -38,6 +38,9 @@ export const CARD_STYLE = Object.freeze({
   fontBoundaryName: `600 11.5px ${MONO}`, // a capture input's name on its pill
   fontQuiet: `10.5px ${MONO}`, // parameter / buffer / variable / constant pills
   fontCaption: `600 10.5px ${SANS}`, // the module an op card stands for
+  fontFarOp: `500 9px ${SANS}`, // far away, an op card's short name (drawlist.js farLabel), whatever the zoom
+  farOpPx: 9, // that name's size on screen: drawn once the card is as tall
+  farOpLeast: 3, // and cut no shorter than three characters ("mul", "li…")
   padX: 11,
   padTop: 8,
   padBottom: 8,
@@ -281,6 +284,26 @@ export const FRAME = {
 export function measureCard(c, m) {
   if (c.inner) return FRAME.measure(c.inner);
   return c.kind === "in" || c.kind === "out" ? PILL.measure(c, m) : BOX.measure(c, m);
+}
+
+// An op card laid out for the screen (Expand all: the layout worker's job.wrap) is at least
+// as wide as its far name needs at the zoom from which its height holds that name (9 px
+// on screen, drawlist.js farLabel): the whole name where it has at most four letters
+// (`mean`: cut, `me…` would be no narrower), else its shortest cut (`li…`). A short op on a
+// short card (a norm's `mean`, 24 px wide at a 4-layer Llama's Fit) said nothing at all.
+/**
+ * @param {CardContent} c
+ * @param {Size} size  its measured size
+ * @param {Measurer} m
+ * @returns {Size}
+ */
+export function screenCard(c, size, m) {
+  if (c.inner || !opLike(c.kind)) return size;
+  const name = shortOp(c.title);
+  const least = name.length <= S.farOpLeast + 1 ? name : name.slice(0, S.farOpLeast - 1) + "…";
+  const zoom = S.farOpPx / size.h; // the least zoom at which its name is drawn
+  const need = Math.ceil((m.width(least, "fontFarOp") + 2 + 2) / zoom); // 1 px a side, and rounding
+  return need > size.w ? { w: Math.min(S.maxCardWidth, need), h: size.h } : size;
 }
 
 // ---------------------------------------------------------------- drawing

@@ -300,11 +300,11 @@ function heatPalette(p, colour) {
 }
 
 const FAR_PX = 10.5; // a far name's size on screen, whatever the zoom
-const FAR_OP_PX = 9; // an op card's short name: smaller, so that it shows on smaller cards
-const FAR_OP_WEIGHT = 500; // and less bold: narrower, so that more of it fits a card
+const FAR_OP_PX = S.farOpPx; // an op card's short name: smaller, so that it shows on smaller cards
+const FAR_OP_WEIGHT = 500; // and less bold: narrower, so that more of it fits a card (S.fontFarOp)
 const FAR_SUB_PX = 9.5; // the op count under it
 const FAR_LEAST = 8; // a frame's name cut shorter than this says nothing
-const FAR_OP_LEAST = 3; // a card's name, likewise ("mul", "cat", "lin…")
+const FAR_OP_LEAST = S.farOpLeast; // a card's name, likewise ("mul", "cat", "lin…")
 const FAR_BESIDE_PX = 200; // a name over or beside a frame too narrow for it, at most this wide
 const FAR_FAMILY = S.fontHeader.split("px ")[1]; // the far names' font family
 

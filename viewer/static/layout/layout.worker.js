@@ -16,7 +16,7 @@
 // the same module that draws them (draw/card.js); ELK comes through its ES-module face.
 
 import ELK, { ELK_VERSION } from "../vendor/elk.js";
-import { canvasMeasurer, charMeasurer, labelRect, measureCard } from "../draw/card.js";
+import { canvasMeasurer, charMeasurer, labelRect, measureCard, screenCard } from "../draw/card.js";
 import { ToWorker, done, dropped, layoutError, result, version } from "./protocol.js";
 
 /**
@@ -117,7 +117,8 @@ const STRAIGHT = { "elk.layered.priority.straightness": "1000" };
  * @returns {Built}
  */
 function elkGraph(job, id) {
-  const sizes = job.items.map((item) => measureCard(item, measure));
+  // laid out for the screen, an op card holds its far name (card.js screenCard)
+  const sizes = job.items.map((item) => (job.wrap ? screenCard(item, measureCard(item, measure), measure) : measureCard(item, measure)));
   const children = sizes.map((s, i) => ({ id: `${id}i${i}`, width: s.w, height: s.h }));
   // The blocks of one unfolded stack (viewmodel.js columnsOf) stand in one column: the
   // edges from each block to the next are the ones to draw straight, and the placement
