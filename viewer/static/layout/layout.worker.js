@@ -355,7 +355,6 @@ function wrapColumns(job, layout, wrap) {
   };
   choose(0, []);
   if (!laids.length) return null;
-  // console.log("WRAPDBG", job.items.length, !!wrap.top, JSON.stringify([layout, ...laids].map((l) => [l.w, l.h, l.wrapped || 1])));
   if (wrap.top) {
     // The whole view: as large as Fit can show it, in the canvas less Fit's margins (32 px
     // a side) and the hint bar's or the minimap's strip (renderer.js fitArea), with what
