@@ -85,7 +85,6 @@ BUDGETS = {
 VIEWER = ROOT / "viewer"
 _TSC = VIEWER / "node_modules" / ".bin" / "tsc"
 _ESLINT = VIEWER / "node_modules" / ".bin" / "eslint"
-_ESLINT_ARGS = [str(_ESLINT), "--format", "json", "static"]
 STATIC = VIEWER / "static"
 DUPLICATE_MIN_LINES = 6
 DUPLICATE_MAX_PLACES = 8  # a run standing in more places is boilerplate, not a copy
@@ -118,25 +117,30 @@ def _run(args: list[str], cwd: Path = ROOT, timeout: int = 900) -> subprocess.Co
     return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout)
 
 
-#: The checkers' runs (mypy twice, tsc twice, ESLint), started together when the report
-#: starts (:func:`report`): they are most of its time, and each waits on its own process.
-_started: dict[tuple[str, ...], Future[subprocess.CompletedProcess[str]]] = {}
+#: The checkers' runs (mypy twice, tsc twice, ESLint) by name, started together when the
+#: report starts (:func:`report`): they are most of its time, and each waits on its own process.
+_started: dict[str, Future[subprocess.CompletedProcess[str]]] = {}
 
 
-def _checker(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """A checker's run: the one :func:`report` started, else one run now."""
-    future = _started.get((str(cwd), *args))
-    return future.result() if future is not None else _run(args, cwd)
-
-
-def _checker_runs() -> list[tuple[list[str], Path]]:
-    """Every checker run the sections ask :func:`_checker` for (those installed)."""
-    runs = [([sys.executable, "-m", "mypy"], ROOT), ([sys.executable, "-m", "mypy", *STRICT_ARGS, *strict_targets()], ROOT)]
+def _checker_runs() -> dict[str, tuple[list[str], Path]]:
+    """Every checker run by name: its command and folder (tsc and ESLint where installed)."""
+    runs = {"mypy": ([sys.executable, "-m", "mypy"], ROOT),
+            "mypy --strict": ([sys.executable, "-m", "mypy", *STRICT_ARGS, *strict_targets()], ROOT)}
     if _TSC.exists():
-        runs += [([str(_TSC), "-p", config], VIEWER) for config in ("tsconfig.json", "tsconfig.strict.json")]
+        runs.update({config: ([str(_TSC), "-p", config], VIEWER) for config in ("tsconfig.json", "tsconfig.strict.json")})
     if _ESLINT.exists():
-        runs.append((_ESLINT_ARGS, VIEWER))
+        runs["eslint"] = ([str(_ESLINT), "--format", "json", "static"], VIEWER)
     return runs
+
+
+def _checker(name: str) -> subprocess.CompletedProcess[str]:
+    """The run named ``name`` of :func:`_checker_runs`: the one :func:`report` started,
+    else one run now."""
+    future = _started.get(name)
+    if future is not None:
+        return future.result()
+    args, cwd = _checker_runs()[name]
+    return _run(args, cwd)
 
 
 def _line_count(paths: list[Path]) -> int:
@@ -199,12 +203,12 @@ def _mypy_errors(proc: subprocess.CompletedProcess[str]) -> int:
 
 def python_types_section(r: Report) -> None:
     r.say("Python types")
-    proc = _checker([sys.executable, "-m", "mypy"])
+    proc = _checker("mypy")
     n = _mypy_errors(proc)
     r.number("mypy errors", n, "every shipped package, pyproject.toml's [tool.mypy] (check_untyped_defs)")
     if n:
         r.lines += ["    " + line for line in proc.stdout.splitlines()[:20]]
-    proc = _checker([sys.executable, "-m", "mypy", *STRICT_ARGS, *strict_targets()])
+    proc = _checker("mypy --strict")
     n = _mypy_errors(proc)
     shipped = sum(_line_count(_python_files(p)) for p in PACKAGES)
     covered = _line_count([p for p in _strict_files() if p.parts[len(ROOT.parts)] in PACKAGES])
@@ -219,7 +223,7 @@ def _tsc(r: Report, name: str, config: str, detail: str) -> None:
     if not _TSC.exists():
         r.number(name, None, detail)
         return
-    proc = _checker([str(_TSC), "-p", config], cwd=VIEWER)
+    proc = _checker(config)
     r.number(name, len(re.findall(r"error TS\d+", proc.stdout)), detail)
     r.lines += ["    viewer/" + line for line in proc.stdout.splitlines() if "error TS" in line][:20]
 
@@ -228,7 +232,7 @@ def _eslint(r: Report) -> None:
     if not _ESLINT.exists():
         r.number("eslint problems", None)
         return
-    proc = _checker(_ESLINT_ARGS, cwd=VIEWER)
+    proc = _checker("eslint")
     results = json.loads(proc.stdout or "[]")
     found = [f"    {Path(f['filePath']).relative_to(ROOT)}:{m.get('line', '?')} {m.get('ruleId')}: {m.get('message')}"
              for f in results for m in f.get("messages", [])]
@@ -348,8 +352,8 @@ def report() -> Report:
     r = Report()
     # Three checkers at a time: the sections measured here in Python run meanwhile.
     with ThreadPoolExecutor(max_workers=3) as pool:
-        for args, cwd in _checker_runs():
-            _started[(str(cwd), *args)] = pool.submit(_run, args, cwd)
+        for name, (args, cwd) in _checker_runs().items():
+            _started[name] = pool.submit(_run, args, cwd)
         try:
             for section in SECTIONS:
                 section(r)

@@ -207,16 +207,28 @@ function readLayout(out, prefix, count, twins) {
  * @returns {Promise<Layout>}
  */
 async function layoutJob(job) {
+  const laid = await elkLayout(job);
+  if (!laid.layout) return finish(job, fallbackLayout(job, laid.sizes));
+  return finish(job, (await wrapped(job, laid.layout)) || laid.layout, true);
+}
+
+// One job laid out by ELK in one run, the blocks of a stack in one line (before any
+// wrapping); `layout` null when ELK refuses it (the caller falls back).
+/**
+ * @param {LayoutJob} job
+ * @returns {Promise<{layout: Layout | null, sizes: Size[]}>}
+ */
+async function elkLayout(job) {
   const { graph, sizes, twins } = elkGraph(job, "");
   let out;
   try {
     out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
   } catch {
-    return finish(job, fallbackLayout(job, sizes));
+    return { layout: null, sizes };
   }
   const layout = readLayout(out, "", sizes.length, twins);
-  alignColumns(job, layout); // the blocks of a stack in one line before any wrapping
-  return finish(job, (await wrapped(job, graph, layout)) || layout, true);
+  alignColumns(job, layout);
+  return { layout, sizes };
 }
 
 // Laid out for the screen it is shown on (job.wrap, {w, h}): a container taller than the
@@ -468,11 +480,10 @@ function placeColumns(job, layout, lines) {
 
 /**
  * @param {LayoutJob} job
- * @param {ElkNode | null} graph
  * @param {Layout} layout
  * @returns {Promise<Layout | null>}
  */
-async function wrapped(job, graph, layout) {
+async function wrapped(job, layout) {
   if (!needsWrap(job, layout)) return null;
   const wrap = /** @type {Size & {top?: boolean, around?: Size}} */ (job.wrap);
   const best = wrapColumns(job, layout, wrap);
@@ -555,15 +566,8 @@ async function relaidColumns(job, layout, lines) {
       .filter((col) => col.length > 1);
     /** @type {LayoutJob} */
     const piece = { ...job, items: idx.map((i) => job.items[i]), edges: inner, columns };
-    const { graph, sizes, twins } = elkGraph(piece, "");
-    let out;
-    try {
-      out = await elk.layout(graph, { logging: false, measureExecutionTime: false });
-    } catch {
-      return null;
-    }
-    const laid = readLayout(out, "", sizes.length, twins);
-    alignColumns(piece, laid);
+    const laid = (await elkLayout(piece)).layout;
+    if (!laid) return null;
     if (y > 0) cuts.push(y - WRAP_PIECE_GAP / 2);
     laid.boxes.forEach((b, j) => {
       if (b) boxes[idx[j]] = { ...b, y: b.y + y };
@@ -882,7 +886,7 @@ async function run(request) {
       for (let k = 0; k < batch.length; k++) {
         alignColumns(batch[k], layouts[k]);
         // A batched container taller than the screen: cut into columns.
-        const w = await wrapped(batch[k], null, layouts[k]);
+        const w = await wrapped(batch[k], layouts[k]);
         if (w) layouts[k] = w;
       }
       layouts.forEach((l, k) => finish(batch[k], l, true));
