@@ -28,12 +28,12 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from capture import units
 from capture.graph import gc_pause
 from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
 from .names import group_title
-from .views import _DTYPE_BITS
 
 #: What a FLOP is, in every place a figure is shown.
 FLOP_NOTE = "FLOPs: floating-point operations, a multiply-add counted as 2"
@@ -44,11 +44,9 @@ _FLOATS = ("float", "bfloat", "complex")
 
 
 def si(x: float, unit: str) -> str:
-    """``2.42 GFLOPs``, ``523 kFLOPs``: three significant digits and an SI prefix."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
+    """``2.42 GFLOPs``, ``523 kFLOPs``, ``197 TFLOP/s``: :func:`capture.units.rate_text`
+    (bytes are :func:`capture.units.bytes_text`, in binary units)."""
+    return units.flops_text(x) if unit == "FLOPs" else units.rate_text(x, unit)
 
 
 def executed_totals(capture: Any) -> dict | None:
@@ -81,13 +79,6 @@ def executed_totals(capture: Any) -> dict | None:
     return {"flops": flops, "bytes": moved, "uncounted": uncounted}
 
 
-def dtype_bytes(dtype: str) -> float | None:
-    bits = _DTYPE_BITS.get(dtype)
-    if bits is None and dtype.startswith("float8"):
-        bits = 8
-    return None if bits is None else bits / 8
-
-
 class LayerCosts:
     """Per-group sums, memory, the uncounted list and roofline times of one capture.
 
@@ -105,11 +96,12 @@ class LayerCosts:
         z = [0] * (ng + 1)
         self.flops, self.read, self.written, self.uncounted = list(z), list(z), list(z), list(z)
         self.estimate = [False] * (ng + 1)
-        self._activations: list[float] = list(z)
-        self._peak: list[float] = list(z)
-        self._saved: list[float] = list(z)
+        self._activations: list[int] = list(z)
+        self._peak: list[int] = list(z)
+        self._saved: list[int] = list(z)
         self._peak_at = -1
-        self._saved_total = 0.0
+        self._saved_total = 0
+        self._unknown_sizes = 0
         self._has_backward = False
         self._memory_done = False  # worked out on first use: a page's cards show FLOPs and bytes only
         self.in_body = [False] * (ng + 1)
@@ -198,7 +190,7 @@ class LayerCosts:
 
     # ------------------------------------------------------------------ memory
 
-    def _storage_keys(self) -> tuple[list[int], dict[int, float]]:
+    def _storage_keys(self) -> tuple[list[int], dict[int, int]]:
         """Per value, the key of the memory it lives in, and per key its bytes (its first
         value's: the allocation). A Torch value's memory is its storage (views and in-place
         results share their input's); a value a view op made (by its cost rule: a JAX
@@ -214,7 +206,8 @@ class LayerCosts:
         in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
         n = len(values)
         keys: list[int] = []
-        size: dict[int, float] = {}
+        size: dict[int, int] = {}
+        unknown = 0
         for v in range(n):
             sid = storage[v]
             if type(sid) is int and sid >= 0:
@@ -228,7 +221,13 @@ class LayerCosts:
                         key = keys[src]
             keys.append(key)
             if key not in size:
-                size[key] = _value_bytes(shape_of(v), dtype_of(v))
+                # exact integers (17 dimensions of 2^62 are a number, not an OverflowError); a
+                # size that is not known (a symbolic dimension, an unknown dtype) is counted
+                # apart (``unknown_sizes``), never as a guess
+                got = units.nbytes(shape_of(v), dtype_of(v))
+                size[key] = 0 if got is None else got
+                unknown += got is None
+        self._unknown_sizes = unknown
         return keys, size
 
     def _memory(self) -> None:
@@ -249,11 +248,11 @@ class LayerCosts:
         for k, i in born.items():
             self._activations[grp[i] + 1] += size[k]
         last = self._last_uses(born, keys, executed)
-        delta = [0.0] * (n + 2)
+        delta = [0] * (n + 2)
         for k, i in born.items():
             delta[i] += size[k]
             delta[last[k] + 1] -= size[k]
-        live, best, at = 0.0, 0.0, -1
+        live, best, at = 0, 0, -1
         peak = self._peak
         for i in range(n):
             live += delta[i]
@@ -443,6 +442,8 @@ class LayerCosts:
         }
         if self._has_backward:
             out["saved_for_backward"] = int(self._saved_total)
+        if self._unknown_sizes:
+            out["unknown_sizes"] = self._unknown_sizes  # memories of unknown size, not in the figures
         return out
 
     def params_total(self) -> dict:
@@ -468,14 +469,6 @@ def _shapes(values: ValueTable) -> Callable[[int], list]:
     return lambda v: dims[off[v]:off[v + 1]]
 
 
-def _value_bytes(shape: list, dtype: str) -> float:
-    n = 1
-    for d in shape:
-        if type(d) is not int:
-            return 0.0
-        n *= d
-    b = dtype_bytes(dtype)
-    return 0.0 if b is None else n * b
 
 
 # --------------------------------------------------------------------------- the table
@@ -545,11 +538,11 @@ class _LayerTable:
             "path": grp.attrs.get("path") if isinstance(grp.attrs, dict) else None,
             "output": _output_label(proj, first),
         }
-        params = {"count": 0, "bytes": 0, "tensors": 0}
+        params: dict[str, int | None] = {"count": 0, "bytes": 0, "tensors": 0}
         for g in gs:
             p = proj.pages._group_params(g)
             for k in params:
-                params[k] += p[k]
+                params[k] = units.add((params[k], p[k]))
         r["params"] = params
         if costs.available:
             r.update(
@@ -584,7 +577,7 @@ class _LayerTable:
                 r["stack"]["per_block"] = {
                     "flops": sum(costs.flops[s] for s in one),
                     "bytes": sum(costs.read[s] + costs.written[s] for s in one),
-                    "params": sum(proj.pages._group_params(g)["count"] for g in gs[:period]),
+                    "params": units.add(proj.pages._group_params(g)["count"] for g in gs[:period]),
                 }
                 if times is not None:
                     r["stack"]["per_block"]["time"] = sum(times[s] for s in one)

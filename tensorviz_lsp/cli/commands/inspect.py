@@ -12,12 +12,13 @@ from typing import Any
 
 from capture.graph import graphfile
 from capture.graph.device_memory import KEY as MEMORY_KEY
-from capture.graph.device_memory import figures_text, size_text
+from capture.graph.device_memory import figures_text
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.sharding import devices_text, mesh_text
 from capture.graph.tables import NodeTable
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
-from viewer.projection.cost import executed_totals, si
+from capture.units import bytes_text, flops_text
+from viewer.projection.cost import executed_totals
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -116,8 +117,8 @@ def summary(capture: Capture) -> str:
     if totals is not None:
         # What the program costs (tensorviz summary gives it per layer).
         unc = totals["uncounted"]
-        lines.append(f"cost:       {si(totals['flops'], 'FLOPs')} (a multiply-add counts 2), "
-                     f"{si(totals['bytes'], 'B')} moved (unfused); "
+        lines.append(f"cost:       {flops_text(totals['flops'])} (a multiply-add counts 2), "
+                     f"{bytes_text(totals['bytes'])} moved (unfused); "
                      + (f"{unc:,} op{'s' * (unc != 1)} uncounted" if unc else "every op counted")
                      + "; per layer: tensorviz summary")
     if capture.failure is not None:
@@ -158,7 +159,7 @@ def _split_lines(capture: Capture) -> list[str]:
                 sent += c["bytes_sent_per_device"]
     if collectives:
         top = ", ".join(f"{k}×{v}" for k, v in collectives.most_common(8))
-        lines.append(f"collectives: {top}; {size_text(sent)} sent per device in all")
+        lines.append(f"collectives: {top}; {bytes_text(sent)} sent per device in all")
     model = capture.meta.get(MEMORY_KEY)
     text = figures_text(model)
     if text:

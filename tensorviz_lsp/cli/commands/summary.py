@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from capture.graph import graphfile
-from viewer.projection.cost import si
+from capture.units import bytes_text, count_text, flops_text, rate_text, seconds_text
+
 
 DEFAULT_DEPTH = 3
 
@@ -86,8 +87,8 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     if args.device == "list":
         for d in table.values():
-            peaks = ", ".join(f"{k} {si(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
-            print(f"{d.name:16} {d.label}: {peaks}; {si(d.bandwidth, 'B/s')}" + (f" ({d.note})" if d.note else ""))
+            peaks = ", ".join(f"{k} {rate_text(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
+            print(f"{d.name:16} {d.label}: {peaks}; {bytes_text(d.bandwidth)}/s" + (f" ({d.note})" if d.note else ""))
         return 0
     device = None
     if args.device is not None:
@@ -116,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
         if key == "time" and device is None:
             return _fail("--sort time needs --device")
         rows = sorted((r for r in rows if not r.get("per_block")),
-                      key=lambda r: -(r["params"]["count"] if key == "params" else r.get(key) or 0))
+                      key=lambda r: -((r["params"]["count"] if key == "params" else r.get(key)) or 0))
     totals = costs.totals()
     uncounted = costs.uncounted_ops()
     notes = costs.notes()
@@ -135,34 +136,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- formatting
-
-
-def flops_text(x: int) -> str:
-    return si(x, "FLOPs") if x else "0"
-
-
-def bytes_text(x: float) -> str:
-    if x < 1024:
-        return f"{int(x)} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        x /= 1024.0
-        if x < 1024 or unit == "PiB":
-            return f"{x:.3g} {unit}"
-    return f"{x} B"  # pragma: no cover
-
-
-def count_text(x: int) -> str:
-    for factor, suffix in ((1e12, " T"), (1e9, " B"), (1e6, " M"), (1e3, " k")):
-        if x >= factor:
-            return f"{x / factor:.3g}{suffix}"
-    return str(x)
-
-
-def time_text(s: float) -> str:
-    for factor, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if s >= factor:
-            return f"{s / factor:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"
 
 
 def _label(r: dict, flat: bool) -> str:
@@ -193,7 +166,7 @@ def _text(doc: dict, flat: bool) -> str:
             pb = r["stack"]["per_block"]
             line[4] += f" ({flops_text(pb['flops'])}/block)"
         if device:
-            line.append(time_text(r["time"]) + (f" {r['bound']}" if r.get("bound") else ""))
+            line.append(seconds_text(r["time"]) + (f" {r['bound']}" if r.get("bound") else ""))
         table.append(line)
     widths = [max([len(h)] + [len(row[i]) for row in table]) for i, h in enumerate(headers)]
     widths[0] = min(widths[0], 60)
@@ -221,11 +194,13 @@ def _text(doc: dict, flat: bool) -> str:
               f"(read {bytes_text(totals['bytes_read'])}, written {bytes_text(totals['bytes_written'])}; unfused)\n")
     out.write(f"Parameters:       {count_text(p['count'])} in {p['tensors']:,} tensors, {bytes_text(p['bytes'])}\n")
     out.write(f"Activations:      {bytes_text(totals['activations'])} made; peak live {bytes_text(totals['peak_live'])} "
-              "(traced order, at the captured shapes)\n")
+              "(traced order, at the captured shapes)"
+              + (f"; {totals['unknown_sizes']:,} of unknown size (a symbolic dimension or an unknown dtype) "
+                 "not counted" if totals.get("unknown_sizes") else "") + "\n")
     if "saved_for_backward" in totals:
         out.write(f"Saved for backward: {bytes_text(totals['saved_for_backward'])}\n")
     if device:
-        out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
+        out.write(f"Est. time:        {seconds_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):
             out.write(f"                  {device['name']}: {device['note']}\n")
     unc = doc["uncounted"]
