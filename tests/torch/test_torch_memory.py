@@ -75,7 +75,7 @@ def test_a_model_that_cannot_fit_fails_before_it_is_built(mws):
     assert (d["limit"], d["maximum"], d["phase"]) == ("max_memory_bytes", limits.max_memory_bytes, "estimate")
     assert d["requested"] == d["parameter_bytes"] == 2 << 30 and d["parameters"] == 2
     assert d["abstract"] == {"evidence": "abstract", "key_path": "profiles.p.evidence"}
-    assert "needs at least 2.0 GiB" in err.message and 'evidence = "abstract"' in err.message
+    assert "needs at least 2 GiB" in err.message and 'evidence = "abstract"' in err.message
     assert "capture memory limit of" in err.message
     # The way out works: the same model captured abstractly.
     cap, _ = capture_in_process(mws, profile("memmodel:Lazy", args=[tensor([1, 16384])], evidence="abstract"),
@@ -142,4 +142,4 @@ def test_an_allocator_error_is_the_memory_error_failure(mws):
     d = c.failure.details
     assert (c.failure.type, d["limit"], d["maximum"], d["requested"]) == (
         "MemoryError", "max_memory_bytes", 3 << 30, 1 << 46)
-    assert "the capture memory limit is 3072 MB" in c.failure.message
+    assert "the capture memory limit is 3072 MiB" in c.failure.message

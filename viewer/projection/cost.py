@@ -152,8 +152,7 @@ class LayerCosts:
 
     def _order(self) -> list[int]:
         """Groups deepest first (children before parents)."""
-        chain = self.index.chain
-        return sorted(range(len(self.capture.groups)), key=lambda g: len(chain[g]), reverse=True)
+        return sorted(range(len(self.capture.groups)), key=self.index.depth.__getitem__, reverse=True)
 
     def _up(self, arrays: list[list], combine: Callable[[Any, Any], Any] | None = None) -> None:
         """Propagate per-group values to the ancestors (bodies stay trees of their own)."""
@@ -186,7 +185,7 @@ class LayerCosts:
         self._up([self.estimate], lambda a, b: a or b)
         ix = self.index
         for g in range(len(self.capture.groups)):
-            self.in_body[g + 1] = ix.chain[g][0] in ix.body_node if ix.chain[g] else False
+            self.in_body[g + 1] = ix.top[g] in ix.body_node
 
     # ------------------------------------------------------------------ memory
 
@@ -312,7 +311,7 @@ class LayerCosts:
     def _backward_nodes(self) -> set[int]:
         groups = self.capture.groups
         ix = self.index
-        backward = [any(groups[x].kind in BACKWARD_KINDS for x in ix.chain[g]) for g in range(len(groups))]
+        backward = ix.inherited([grp.kind in BACKWARD_KINDS for grp in groups])
         return {i for i, g in enumerate(ix.cols.group) if g >= 0 and backward[g]}
 
     # ------------------------------------------------------------------ roofline
@@ -507,7 +506,7 @@ class _LayerTable:
         self.times = self.costs.times(device) if device is not None and self.costs.available else None
         self.total = max(self.costs.flops[0], 1)
         self.rows: list[dict] = []
-        self.backward = [any(groups[x].kind in BACKWARD_KINDS for x in self.ix.chain[g]) for g in range(len(groups))]
+        self.backward = self.ix.inherited([grp.kind in BACKWARD_KINDS for grp in groups])
 
     def shown(self, g: int) -> bool:
         return self.listed_kinds is None or self.groups[g].kind in self.listed_kinds

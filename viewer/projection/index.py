@@ -98,18 +98,30 @@ class GraphIndex:
         for g, i in self.body_node.items():
             self.bodies_of.setdefault(i, []).append(g)
         self.parent = [ROOT if g.parent is None or i in self.body_node else g.parent for i, g in enumerate(groups)]
-        chains: list[list[int] | None] = [None] * ng
+        # Depth and top-level ancestor per group, in one linear pass (iterative: a hostile
+        # file may nest 20,000 deep). The ancestor chains themselves are not kept: each is
+        # walked from the parents when asked (``chain``), so memory stays linear in the
+        # groups however deep they nest (a 20,000-deep chain kept whole took 1.55 GB).
+        depth = [0] * ng
+        top = [0] * ng
         for g in range(ng):
+            if depth[g]:
+                continue
             stack = []
             x = g
-            while x != ROOT and chains[x] is None:
+            while x != ROOT and not depth[x]:
                 stack.append(x)
                 x = self.parent[x]
-            base: list[int] = [] if x == ROOT else chains[x] or []  # set: the walk stopped there
+            d, t = (0, -1) if x == ROOT else (depth[x], top[x])
             for y in reversed(stack):
-                base = base + [y]
-                chains[y] = base
-        self.chain: list[list[int]] = chains  # type: ignore[assignment]
+                d += 1
+                depth[y] = d
+                t = y if t < 0 else t
+                top[y] = t
+        self.depth: list[int] = depth  # groups from the top down to g, g included
+        self.top: list[int] = top  # the top-level group above g (g itself at the top)
+        self.top_down: list[int] = sorted(range(ng), key=depth.__getitem__)  # parents before children
+        self.chain = _Chains(self.parent)
         self.child_groups: list[list[int]] = [[] for _ in range(ng + 1)]
         for g in range(ng):
             if g not in self.body_node:
@@ -127,7 +139,7 @@ class GraphIndex:
             opaque[grp[i] + 1] += 1
         first = [d[0] if d else n + j for j, d in enumerate(self.direct_nodes)]
         last = [d[-1] if d else -1 for d in self.direct_nodes]
-        for g in sorted(range(ng), key=lambda g: len(self.chain[g]), reverse=True):
+        for g in reversed(self.top_down):
             if g in self.body_node:
                 continue
             p = self.parent[g] + 1
@@ -166,7 +178,6 @@ class GraphIndex:
         gval = list(map(gprod.__getitem__, in_ref))
         gin = list(map(grp.__getitem__, in_owner))
         paths: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
-        chains: dict[int, list[int]] = {}  # full_chain of each group met (85k crossings of a deep model)
         bin_, bout = self.bin, self.bout
         for k in compress(range(len(in_ref)), map(ne, gin, gval)):
             gv = gval[k]
@@ -175,7 +186,7 @@ class GraphIndex:
             key = (gin[k], gv)
             enter_leave = paths.get(key)
             if enter_leave is None:
-                enter_leave = paths[key] = self._crossing(*key, chains)
+                enter_leave = paths[key] = self._crossing(*key)
             v = in_ref[k]
             for g in enter_leave[0]:  # (_add, inlined: 400k calls)
                 d = bin_[g + 1]
@@ -210,23 +221,45 @@ class GraphIndex:
             d = table[g + 1] = {}
         d[v] = None
 
+    def inherited(self, own: list[bool]) -> list[bool]:
+        """Per group, whether it or any group above it has ``own`` set (one linear pass)."""
+        out = list(own)
+        for g in self.top_down:
+            p = self.parent[g]
+            if p != ROOT and out[p]:
+                out[g] = True
+        return out
+
     def full_chain(self, g: int) -> list[int]:
         """The root pseudo group, then the groups from the top down to ``g``."""
         return [ROOT] + (self.chain[g] if g != ROOT else [])
 
-    def _crossing(self, g_use: int, g_prod: int, chains: dict[int, list[int]]) -> tuple[list[int], list[int]]:
-        """Groups a value enters (from its producer's group to its user's) and leaves
-        (``chains``: the full chains made so far, by group)."""
-        a = chains.get(g_use)
-        if a is None:
-            a = chains[g_use] = self.full_chain(g_use)
-        b = [] if g_prod == _OUT else chains.get(g_prod)
-        if b is None:
-            b = chains[g_prod] = self.full_chain(g_prod)
-        c = 0
-        while c < len(a) and c < len(b) and a[c] == b[c]:
-            c += 1
-        return a[c:], b[c:]
+    def _crossing(self, g_use: int, g_prod: int) -> tuple[list[int], list[int]]:
+        """Groups a value enters (from its producer's group down to its user's, top first)
+        and leaves (from its producer's group up, top first): the two walks up from each
+        group to where they meet, by depth, with no chain kept."""
+        depth, parent = self.depth, self.parent
+        a: list[int] = []
+        b: list[int] = []
+        x = g_use
+        if g_prod == _OUT:  # from outside the capture: it enters the root too
+            return self.full_chain(g_use), b
+        y = g_prod
+        dx = depth[x] if x != ROOT else 0
+        dy = depth[y] if y != ROOT else 0
+        while dx > dy:
+            a.append(x)
+            x, dx = parent[x], dx - 1
+        while dy > dx:
+            b.append(y)
+            y, dy = parent[y], dy - 1
+        while x != y:
+            a.append(x)
+            b.append(y)
+            x, y = parent[x], parent[y]
+        a.reverse()
+        b.reverse()
+        return a, b
 
     # ------------------------------------------------------------------ lookups
 
@@ -261,11 +294,13 @@ class GraphIndex:
         """The direct child group of ``parent`` whose subtree holds group ``g``."""
         if g == ROOT:
             return None
-        chain = self.chain[g]
-        d = len(self.chain[parent]) if parent != ROOT else 0
-        if len(chain) > d and (d == 0 or chain[d - 1] == parent):
-            return chain[d]
-        return None
+        d = self.depth[parent] if parent != ROOT else 0
+        if self.depth[g] <= d:
+            return None
+        x = g
+        while self.depth[x] > d + 1:  # up to the level just below parent's
+            x = self.parent[x]
+        return x if d == 0 or self.parent[x] == parent else None
 
     def position(self, i: int, g: int) -> int:
         """Position, among the ordered children of ``g``, of the child holding node ``i``
@@ -330,3 +365,25 @@ class GraphIndex:
         """Node ``i``'s operand refs in order (a ref below 0 is a literal)."""
         c = self.cols
         return c.in_ref[c.in_off[i]:c.in_off[i + 1]]
+
+
+class _Chains:
+    """The ancestor chain of each group (top-level first, itself last), walked from the
+    parents on each access: O(depth) time, nothing kept."""
+
+    __slots__ = ("_parent",)
+
+    def __init__(self, parent: list[int]) -> None:
+        self._parent = parent
+
+    def __len__(self) -> int:
+        return len(self._parent)
+
+    def __getitem__(self, g: int) -> list[int]:
+        out = []
+        parent = self._parent
+        while g != ROOT:
+            out.append(g)
+            g = parent[g]
+        out.reverse()
+        return out

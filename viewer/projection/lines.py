@@ -223,7 +223,7 @@ def _covered_lines(proj: "Projection", call_frame: list[int], line_of: list[tupl
     groups, ix = proj.capture.groups, proj.index
     n_groups = len(groups)
     covered: list[frozenset] = [frozenset()] * (n_groups + 1)
-    for g in sorted(range(n_groups), key=lambda g: len(ix.chain[g])):
+    for g in sorted(range(n_groups), key=ix.depth.__getitem__):
         parent = groups[g].parent
         base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
         f = call_frame[g]

@@ -513,7 +513,7 @@ class Pages:
             if single is not None:
                 card = "op"
                 extra["single"] = self.item(single, kernels)
-                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels)]
+                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels, LIST_CAP)]
         cost = self._group_cost(c)
         if cost is not None:
             extra["cost"] = cost
