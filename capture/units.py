@@ -32,6 +32,13 @@ from typing import Any
 #: What the formatters write for a size or figure that is not known.
 UNKNOWN = "unknown"
 
+#: The largest FLOP or byte count one op may carry: the graph file stores them in signed
+#: 64-bit columns. A count beyond it is never clipped to it: the op is uncounted, with
+#: :data:`OVERFLOW_REASON`.
+COUNT_LIMIT = (1 << 63) - 1
+OVERFLOW_REASON = ("overflow: its count is more than 2^63-1, the most a graph file stores for one op "
+                   "(not clipped: the op is left uncounted)")
+
 #: Bits per element of each dtype a graph file spells (JAX/NumPy and Torch names; a Torch
 #: name may carry its ``torch.`` prefix). Packed Torch dtypes (``quint4x2``, ``bits4x2``,
 #: ``float4_e2m1fn_x2``) hold several values in one byte-sized element: 8 bits each.

@@ -45,6 +45,7 @@ from typing import Any, cast
 
 import msgpack
 
+from ..units import COUNT_LIMIT
 from . import gc_pause
 from .map_columns import MapColumns, pack_maps, unpack_maps
 from .packed import ARRAY_CODE as _ARRAY_CODE  # noqa: F401 (tests read the type codes)
@@ -1103,7 +1104,7 @@ def _check_evidence(meta: Any, backend: str, coverage: Coverage, values: ValueTa
 
 
 #: The largest FLOP or byte count one node may carry (a signed 64-bit integer).
-MAX_COST = (1 << 63) - 1
+MAX_COST = COUNT_LIMIT  # the same limit the counters refuse beyond (capture/units.py)
 
 
 def _cost(obj: Any, n_nodes: int, ints: Any) -> NodeCosts | None:

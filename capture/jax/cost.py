@@ -44,6 +44,7 @@ import math
 from typing import Any
 
 from ..graph.model import UNCOUNTED, Group, Node, NodeCosts
+from ..units import COUNT_LIMIT, OVERFLOW_REASON
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
 RULES = {
@@ -100,7 +101,7 @@ _TAKING = frozenset({"gather", "slice", "dynamic_slice"})
 _UPDATING = frozenset({"scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul", "scatter-min",
                        "scatter_min", "scatter-max", "scatter_max", "scatter-sub", "scatter_sub",
                        "scatter_apply", "dynamic_update_slice"})
-_MAX = (1 << 63) - 1
+_MAX = COUNT_LIMIT
 
 
 class _Costs:
@@ -264,7 +265,7 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
                 continue
         f, kind = costs.flops(eqn)
         r, w = _moved(eqn, kind)
-        flops[i], read[i], written[i], rule[i] = min(f, _MAX), r, w, rule_id(kind)
+        flops[i], read[i], written[i], rule[i] = _fit(f, node.op, costs.reasons), _fit(r), _fit(w), rule_id(kind)
 
     # Control-flow boundaries, innermost first (a body's nodes come after its boundary's,
     # and a nested boundary's body after the one holding it).
@@ -296,7 +297,8 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
                 flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id("no rule")
                 costs.reasons.setdefault(prim, "its length is not static")
                 continue
-            flops[i], read[i], written[i] = (_scale(f, length), _scale(r, length), _scale(w, length))
+            flops[i], read[i], written[i] = (_scale(f, length, prim, costs.reasons), _scale(r, length),
+                                             _scale(w, length))
             rule[i] = rule_id("scan body × length")
             estimates.append(i)
         else:  # cond: the largest branch
@@ -349,10 +351,21 @@ def _innermost_bodies(groups: list[Group], body_kind: str) -> list[int]:
     return out
 
 
+def _fit(x: int, op: str | None = None, reasons: dict[str, str] | None = None) -> int:
+    """``x``, or UNCOUNTED beyond what a graph file stores (never clipped to the limit),
+    with the reason for ``op`` in ``reasons`` when given."""
+    if x <= _MAX:
+        return x
+    if op is not None and reasons is not None:
+        reasons.setdefault(op, OVERFLOW_REASON)
+    return UNCOUNTED
+
+
 def _sum(xs: Any) -> int:
-    """A total that stays uncounted-aware: an uncounted part is left out (it is listed on its own)."""
-    return min(sum(x for x in xs if x > 0), _MAX)
+    """A total that stays uncounted-aware: an uncounted part is left out (it is listed on its
+    own); UNCOUNTED beyond the limit."""
+    return _fit(sum(x for x in xs if x > 0))
 
 
-def _scale(x: int, k: int) -> int:
-    return UNCOUNTED if x < 0 else min(x * k, _MAX)
+def _scale(x: int, k: int, op: str | None = None, reasons: dict[str, str] | None = None) -> int:
+    return UNCOUNTED if x < 0 else _fit(x * k, op, reasons)

@@ -52,6 +52,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..graph.model import UNCOUNTED, Capture, NodeCosts
+from ..units import COUNT_LIMIT, OVERFLOW_REASON
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
 RULES = {
@@ -116,7 +117,15 @@ _SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
              "_scaled_dot_product_flash_attention_for_cpu_backward": "backward"}
 # Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.
 _NAMED_ARGS = ("dtype", "layout", "memory_format")
-_MAX = (1 << 63) - 1
+_MAX = COUNT_LIMIT
+
+
+def _fits(flops: int) -> int:
+    """``flops``; beyond what a graph file stores for one op, uncounted with the reason
+    (never clipped to the limit)."""
+    if flops > _MAX:
+        raise _Uncounted(OVERFLOW_REASON)
+    return flops
 
 
 class _Unbuildable(Exception):
@@ -298,8 +307,8 @@ class TorchCosts:
                 counter = _Decomposition(self)
                 with counter:
                     self.decompositions[op](*args, **kwargs)
-                return min(counter.flops, _MAX), kind
-            return min(self.flops_of(op, kind, args, kwargs, out), _MAX), kind
+                return _fits(counter.flops), kind
+            return _fits(self.flops_of(op, kind, args, kwargs, out)), kind
         except _Uncounted as exc:
             self.reasons.setdefault(node.op, str(exc))
         except _Unbuildable as exc:
@@ -458,7 +467,7 @@ def _total(sizes: Any) -> int:
         if s < 0:
             return UNCOUNTED
         total += s
-    return min(total, _MAX)
+    return total if total <= _MAX else UNCOUNTED  # never clipped to the column's limit
 
 
 def count(capture: Capture) -> NodeCosts:

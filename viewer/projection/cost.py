@@ -59,11 +59,22 @@ def executed_totals(capture: Any) -> dict | None:
     in_body: dict[int, bool] = {}
 
     def body(g: int) -> bool:
-        got = in_body.get(g)
-        if got is None:
-            grp = groups[g]
-            got = grp.kind == "body" or (grp.parent is not None and 0 <= grp.parent < len(groups) and body(grp.parent))
-            in_body[g] = got
+        # iterative: a hostile file may nest groups 20,000 deep
+        path = []
+        x: int | None = g
+        got = False
+        while x is not None and 0 <= x < len(groups):
+            known = in_body.get(x)
+            if known is not None:
+                got = known
+                break
+            path.append(x)
+            if groups[x].kind == "body":
+                got = True
+                break
+            x = groups[x].parent
+        for y in path:
+            in_body[y] = got
         return got
 
     group_of = NodeTable.of(capture.nodes).columns().group

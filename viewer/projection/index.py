@@ -75,6 +75,7 @@ class GraphIndex:
         self.capture = capture
         self._orders: dict[int, tuple] = {}
         self._paths: dict[int, list[dict]] = {}
+        self._jumps: list[list[int]] | None = None  # binary-lifting parents (ancestor), built on first use
         with gc_pause.paused():
             self._build()
 
@@ -297,10 +298,29 @@ class GraphIndex:
         d = self.depth[parent] if parent != ROOT else 0
         if self.depth[g] <= d:
             return None
-        x = g
-        while self.depth[x] > d + 1:  # up to the level just below parent's
-            x = self.parent[x]
+        x = self.ancestor(g, self.depth[g] - d - 1)
         return x if d == 0 or self.parent[x] == parent else None
+
+    def ancestor(self, g: int, up: int) -> int:
+        """The group ``up`` levels above ``g`` (ROOT past the top), by binary lifting:
+        O(log depth) a question, with a table of parents 2^k levels up built on first use
+        (depth × log2 depth ints at most: a hostile 20,000-deep chain is 15 levels)."""
+        if self._jumps is None:
+            # ROOT (-1) maps to itself: index -1 of each level is the ROOT entry appended last
+            level = self.parent + [ROOT]
+            jumps = [level]
+            top = max(self.depth, default=0)
+            while (1 << len(jumps)) <= top:
+                level = [level[p] for p in level[:-1]] + [ROOT]
+                jumps.append(level)
+            self._jumps = jumps
+        k = 0
+        while up and g != ROOT:
+            if up & 1:
+                g = self._jumps[k][g] if k < len(self._jumps) else ROOT
+            up >>= 1
+            k += 1
+        return g
 
     def position(self, i: int, g: int) -> int:
         """Position, among the ordered children of ``g``, of the child holding node ``i``

@@ -28,6 +28,7 @@ from .plumbing import container_plumbing_fold, plumbing_fold
 from .structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
+WRAPPERS_CAP = 8  # groups a one-op card lists it stands for (a hostile chain of them may be 20,000 deep)
 # What a routed group and a stack of layers routed differently say (structure.py).
 ROUTED_WORDING = "routed: which ops run depends on the data"
 ROUTING_DIFFERS = "routing differs per layer"
@@ -513,7 +514,7 @@ class Pages:
             if single is not None:
                 card = "op"
                 extra["single"] = self.item(single, kernels)
-                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels, LIST_CAP)]
+                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels, WRAPPERS_CAP)]
         cost = self._group_cost(c)
         if cost is not None:
             extra["cost"] = cost

@@ -92,15 +92,7 @@ def summary(capture: Capture) -> str:
         lines.append(f"state:      {capture.meta['state']}" + (f" ({note})" if note else ""))
     bodies = capture.meta.get("bodies")
     if isinstance(bodies, dict):
-        # Control-flow bodies are templates under their opaque boundary: counted apart.
-        per_device = bodies.get("shard_map") if type(bodies.get("shard_map")) is int else 0
-        line = (f"bodies:     {bodies.get('converted', 0) - per_device:,} control-flow bodies as templates "
-                f"({bodies.get('template_nodes', 0):,} of the nodes; not executed)")
-        if per_device:
-            line += f", {per_device:,} shard_map bodies (the program each device runs, per-device shapes)"
-        if bodies.get("closed"):
-            line += f", {bodies['closed']:,} left closed ({', '.join(sorted(bodies.get('closed_reasons') or {}))})"
-        lines.append(line)
+        lines.append(_bodies_line(bodies))
     for key in ("checkpoint_missing", "checkpoint_unexpected"):
         names = capture.meta.get(key)
         if isinstance(names, list) and names:
@@ -135,6 +127,26 @@ def summary(capture: Capture) -> str:
 
 #: Groups listed under "per device" (the largest by what one device holds).
 GROUPS_LISTED = 12
+
+
+def _bodies_line(bodies: dict) -> str:
+    """Control-flow bodies are templates under their opaque boundary: counted apart. Only
+    counts that are integers are read (a hostile file may put anything in ``meta``)."""
+
+    def count(key: str) -> int:
+        x = bodies.get(key)
+        return x if type(x) is int and x >= 0 else 0
+
+    per_device = count("shard_map")
+    line = (f"bodies:     {max(count('converted') - per_device, 0):,} control-flow bodies as templates "
+            f"({count('template_nodes'):,} of the nodes; not executed)")
+    if per_device:
+        line += f", {per_device:,} shard_map bodies (the program each device runs, per-device shapes)"
+    if count("closed"):
+        reasons = bodies.get("closed_reasons")
+        names = sorted(str(k) for k in reasons) if isinstance(reasons, dict) else []
+        line += f", {count('closed'):,} left closed ({', '.join(names)})"
+    return line
 
 
 def _split_lines(capture: Capture) -> list[str]:
