@@ -277,8 +277,15 @@ def _sharding_columns(values: ValueTable) -> tuple[list[dict[str, Any]], list[in
 
 def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
     for name in ("flops", "bytes_read", "bytes_written", "rule"):
-        if len(getattr(cost, name)) != n_nodes:
-            raise ValueError(f"capture cost column {name} has {len(getattr(cost, name))} entries for {n_nodes} nodes")
+        col = getattr(cost, name)
+        if len(col) != n_nodes:
+            raise ValueError(f"capture cost column {name} has {len(col)} entries for {n_nodes} nodes")
+        # beyond the column's signed 64 bits: refused here, never written for the reader to refuse
+        if name != "rule" and col and (min(col) < -1 or max(col) > MAX_COST):
+            big = next(i for i, x in enumerate(col) if not -1 <= x <= MAX_COST)
+            raise ValueError(f"capture cost column {name}: node {big}'s count {col[big]} is outside -1 (uncounted) "
+                             "to 2^63-1, the most a graph file stores (a counter leaves such an op uncounted: "
+                             "capture/units.py OVERFLOW_REASON)")
     return {
         "flops": ints(cost.flops), "bytes_read": ints(cost.bytes_read), "bytes_written": ints(cost.bytes_written),
         "rule": ints(cost.rule), "rules": list(cost.rules), "estimates": ints(list(cost.estimates)),

@@ -76,15 +76,32 @@ def _workspace_of(path: Path) -> Path | None:
     return None
 
 
+def _device_table(args: argparse.Namespace) -> dict | None:
+    """The device profiles; a broken workspace table is said in one line and left out (the
+    summary still comes), a broken ``--devices`` file is an error (None, said)."""
+    from viewer.projection import devices as device_table
+
+    try:
+        return device_table.load(args.workspace or _workspace_of(Path(args.file)), args.devices)
+    except device_table.DeviceError as exc:
+        problem = str(exc)
+    try:
+        table = device_table.load(None, args.devices)
+    except device_table.DeviceError as exc:
+        _fail(str(exc))
+        return None
+    print(f"tensorviz summary: {problem}; the workspace's device table is left out", file=sys.stderr)
+    return table
+
+
 def _run(args: argparse.Namespace) -> int:
     from viewer.projection import devices as device_table
     from viewer.projection.cost import layer_rows
     from viewer.projection.projection import Projection
 
-    try:
-        table = device_table.load(args.workspace or _workspace_of(Path(args.file)), args.devices)
-    except device_table.DeviceError as exc:
-        return _fail(str(exc))
+    table = _device_table(args)
+    if table is None:
+        return 2
     if args.device == "list":
         for d in table.values():
             peaks = ", ".join(f"{k} {rate_text(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
