@@ -49,8 +49,9 @@ def huge_dims(rank: int = 17, dim: int = 1 << 62) -> Capture:
 
 def odd_bodies() -> Capture:
     """``meta.bodies`` holding values of every type but a count."""
-    return _base([Group(0, "scope", "s")], meta={"bodies": {"a": "many", "b": 1.5, "c": [1], "d": None, "e": {"x": 1},
-                                                          "f": True, "g": -3, "h": (1 << 64) - 1}})
+    return _base([Group(0, "scope", "s")], meta={"bodies": {
+        "converted": "many", "template_nodes": 1.5, "shard_map": [1], "closed": "x", "closed_reasons": [1, 2],
+        "d": None, "e": {"x": 1}, "f": True, "g": -3, "h": (1 << 64) - 1}})
 
 
 def saturated_flops() -> Capture:
