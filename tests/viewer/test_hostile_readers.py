@@ -151,3 +151,78 @@ def test_a_broken_workspace_table_leaves_summary_and_the_cost_panel_working(tmp_
         assert status == 200 and "devices.x.bandwidth" in json.loads(body)["devices_problem"]
     finally:
         server.stop()
+
+
+# --------------------------------------------------------------------------- generated
+
+
+def _generated(draw) -> object:
+    from hypothesis import strategies as st
+
+    from capture.graph.model import Capture, Coverage, Frame, Group, Node, NodeCosts, Operand, Value
+
+    n_groups = draw(st.integers(0, 60))
+    deep = draw(st.booleans())
+    groups = []
+    for i in range(n_groups):
+        if not i:
+            parent = None
+        elif deep:
+            parent = i - 1
+        else:
+            parent = draw(st.one_of(st.none(), st.integers(0, i - 1)))
+        kind = draw(st.sampled_from(["scope", "module", "jit", "body", "backward", "function"]))
+        attrs = draw(st.sampled_from([{}, {"class": "M"}, {"path": "same"}, {"role": "scan body", "iterations": 3}]))
+        groups.append(Group(i, kind, draw(st.sampled_from(["a", "b", "same", ""])), parent, dict(attrs)))
+    dim = st.one_of(st.integers(0, 4), st.just(1 << 62), st.sampled_from(["batch", "n"]))
+    n_values = draw(st.integers(1, 8))
+    dtypes = st.sampled_from(["float32", "int4", "float4_e2m1fn", "weird", "bfloat16"])
+    values = [Value(i, draw(st.lists(dim, max_size=17)), draw(dtypes)) for i in range(n_values)]
+    nodes = []
+    for i in range(draw(st.integers(0, n_values - 1))):
+        grp = draw(st.one_of(st.none(), st.integers(0, n_groups - 1))) if n_groups else None
+        nodes.append(Node(i, draw(st.sampled_from(["tanh", "dot_general", "scan", "reshape"])), [Operand(0, i)],
+                          [i + 1], {}, grp, 0))
+    n = len(nodes)
+    big = (1 << 63) - 1
+    cost = NodeCosts([draw(st.sampled_from([-1, 0, 7, big])) for _ in range(n)],
+                     [draw(st.sampled_from([-1, 8, big])) for _ in range(n)], [8] * n, [0] * n, ["r"])
+    meta = {"bodies": draw(st.sampled_from([{}, {"converted": "x"}, {"converted": 2, "template_nodes": 1.5}]))}
+    return Capture(backend="jax", framework="jax", framework_version="0", coverage=Coverage("forward"),
+                   values=values, nodes=nodes, groups=groups, frames=[Frame("m.py", 1, 0, "f")],
+                   inputs={"list": [{"value": 0}]}, outputs={"list": [{"value": n_values - 1}]}, meta=meta, cost=cost)
+
+
+@pytest.mark.slow
+def test_generated_hostile_captures_are_answered():
+    """Random group trees (chains, forests, bodies, duplicate paths), dimensions of 2^62,
+    symbolic ones, unknown and sub-byte dtypes, costs at the int64 limit, odd meta: each
+    file the decoder accepts gets an answer from every projection endpoint, inspect's
+    summary and diff."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from capture.graph.diff import diff
+    from tensorviz_lsp.cli.commands import inspect as cli_inspect
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data):
+        capture = _generated(data.draw)
+        try:
+            decoded = graphfile.decode(graphfile.encode(capture), name="gen.tvg")
+        except (graphfile.GraphFileError, ValueError):
+            return  # refused with one line
+        p = Projection(decoded)
+        p.summary()
+        p.children(-1, None)
+        p.subtree(-1, 60_000)
+        p.search("a", 50)
+        p.search("", 50, cls="m")
+        p.cost_summary()
+        for g in range(min(len(decoded.groups), 5)):
+            p.group(g)
+        cli_inspect.summary(decoded)
+        diff(decoded, decoded)
+
+    check()
