@@ -121,19 +121,19 @@ class LayerCosts:
         self._sums()
 
     @property
-    def activations(self) -> list[float]:
+    def activations(self) -> list[int]:
         """Per group slot, the bytes of the new tensors its ops make."""
         self._need_memory()
         return self._activations
 
     @property
-    def peak(self) -> list[float]:
+    def peak(self) -> list[int]:
         """Per group slot, the most activation bytes alive at once while it runs."""
         self._need_memory()
         return self._peak
 
     @property
-    def saved(self) -> list[float]:
+    def saved(self) -> list[int]:
         """Per group slot, the bytes of its activations that backward reads."""
         self._need_memory()
         return self._saved
