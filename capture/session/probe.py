@@ -135,8 +135,8 @@ def install_command(
     pip then refuses an install that would need to change them rather than replacing them."""
     specs = []
     for name in missing:
-        if name == "jax" and device.startswith("cuda"):
-            specs.append("jax[cuda12]")
+        if name == "jax" and device.startswith(("cuda", "tpu")):
+            specs.append("jax[cuda12]" if device.startswith("cuda") else "jax[tpu]")
         else:
             specs.append(name)
     if "torch" in missing:
