@@ -3,14 +3,19 @@
 The table ships in ``devices.toml`` beside this module (common accelerators, from their
 published specifications) and is editable: a workspace's ``.tensorviz/devices.toml`` (or
 any file given to :func:`load`) holds entries of the same form, which replace the shipped
-ones by name or add new ones. ``cpu`` is this machine: its peak is worked out from the
-processor the kernel reports (cores × clock × the FLOPs one core's vector units retire per
-cycle: 32 FP32 with AVX2 and FMA, 64 with AVX-512), its bandwidth a nominal figure; both
-are said to be nominal, and a file entry named ``cpu`` replaces them.
+ones by name or add new ones. ``cpu`` is this machine, measured once per process (a
+quarter to half a second, with NumPy: the best float32 matrix product of 1024³ and a
+64 MiB copy, best of five each, :func:`measure_cpu`); where NumPy is missing,
+its peak is worked out from the processor the kernel reports (cores × clock × the FLOPs
+one core's vector units retire per cycle) and its bandwidth is a nominal figure, said
+to be nominal. A file entry named ``cpu`` replaces either.
 
 Any time computed from these figures is an estimate, never a measurement: an op takes
 ``max(FLOPs / peak, bytes / bandwidth)`` (compute- or memory-bound), its dtype's peak,
-as if it ran alone at the device's peak.
+as if it ran alone at the device's peak. It is a lower bound, and how far below a real
+run it lies was measured (``benchmarks/bench_roofline.py``: three models, run on the
+device): an entry's ``measured = { low, high, on }`` says so, and :func:`estimate_text`
+puts it in words.
 
 Only the standard library and :mod:`safe_read` are imported.
 """
@@ -28,6 +33,9 @@ import safe_read
 DEFAULTS = Path(__file__).with_name("devices.toml")
 WORKSPACE_FILE = (".tensorviz", "devices.toml")
 ESTIMATE_NOTE = "estimated, not measured: each op at max(FLOPs / peak FLOP/s, bytes / bandwidth)"
+#: What the estimate is, for every device (:func:`estimate_text` adds the measured range).
+LOWER_BOUND = ("a lower bound: each op alone at the device's peak, with no launch, fusion or scheduling "
+               "overhead")
 #: The nominal memory bandwidth of the local CPU entry (bytes/s) when nothing better is known.
 CPU_BANDWIDTH = 20e9
 _MAX_FILE = 1 << 20
@@ -46,6 +54,9 @@ class Device:
     note: str = ""
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: How measured runs compared: ``{"low": 1.2, "high": 3.4, "on": "what ran, how"}``
+    #: (measured time / estimated, over the benchmark's models), or None where unmeasured.
+    measured: dict[str, Any] | None = None
 
     def peak(self, dtype: str) -> float:
         """The peak FLOP/s for ``dtype`` (float32's when the table has no entry for it)."""
@@ -55,12 +66,67 @@ class Device:
         return got
 
     def json(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "bandwidth": self.bandwidth,
-                "peak_flops": dict(self.peak_flops), "note": self.note, "source": self.source}
+        out = {"name": self.name, "label": self.label, "bandwidth": self.bandwidth,
+               "peak_flops": dict(self.peak_flops), "note": self.note, "source": self.source}
+        if self.measured is not None:
+            out["measured"] = dict(self.measured)
+        return out
+
+
+def estimate_text(device: Device | None) -> str:
+    """What a roofline time on ``device`` is, in words: estimated, a lower bound, and how
+    much longer measured runs took where that was measured."""
+    text = f"{ESTIMATE_NOTE}; {LOWER_BOUND}"
+    m = device.measured if device is not None else None
+    if m:
+        text += (f"; measured runs took {m['low']:.3g}–{m['high']:.3g}× longer on {device.label if device else ''}"
+                 + (f" ({m['on']})" if m.get("on") else ""))
+    elif device is not None:
+        text += f"; not yet held against a measured run on {device.label}"
+    return text
+
+
+#: This process's measurement of its CPU (:func:`measure_cpu`), taken once.
+_measured_cpu: dict[str, float] | None = None
+
+
+def measure_cpu() -> dict[str, float] | None:
+    """This machine's float32 matrix-product FLOP/s and streaming bandwidth, measured with
+    NumPy (best of five: a 1024³ product; a copy of 64 MiB, read + written);
+    None without NumPy. Taken once per process (a quarter to half a second)."""
+    global _measured_cpu
+    if _measured_cpu is not None:
+        return _measured_cpu
+    try:
+        import time
+
+        import numpy as np
+    except ImportError:
+        return None
+    n = 1024
+    a = np.ones((n, n), np.float32)
+    x = np.ones(16 * 1024 * 1024, np.float32)
+    y = np.ones_like(x)
+    best_mm = best_bw = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        a @ a
+        t1 = time.perf_counter()
+        np.copyto(y, x)
+        t2 = time.perf_counter()
+        best_mm, best_bw = min(best_mm, t1 - t0), min(best_bw, t2 - t1)
+    _measured_cpu = {"float32": 2 * n ** 3 / max(best_mm, 1e-9), "bandwidth": 2 * x.nbytes / max(best_bw, 1e-9)}
+    return _measured_cpu
+
+
+#: How measured runs compared with the ``cpu`` estimate (benchmarks/bench_roofline.py);
+#: filled in from the measurement below.
+_CPU_MEASURED: dict[str, Any] | None = None
 
 
 def local_cpu() -> Device:
-    """This machine's CPU with nominal figures from what the kernel reports."""
+    """This machine's CPU: measured figures (:func:`measure_cpu`), else nominal ones from
+    what the kernel reports."""
     cores = os.cpu_count() or 1
     ghz, per_cycle, what = 2.5, 16, "no vector width known: 16 FP32 FLOP/cycle assumed"
     try:
@@ -77,10 +143,21 @@ def local_cpu() -> Device:
     elif "avx2" in flags and "fma" in flags:
         per_cycle, what = 32, "AVX2 with FMA: 32 FP32 FLOP/cycle"
     peak = cores * ghz * 1e9 * per_cycle
-    note = (f"nominal: {cores} core(s) × {ghz:.2f} GHz × {what}; bandwidth {CPU_BANDWIDTH / 1e9:.0f} GB/s "
-            "assumed. Put this machine's own figures in .tensorviz/devices.toml")
-    return Device("cpu", "This machine's CPU", CPU_BANDWIDTH,
-                  {"float32": peak, "float64": peak / 2, "bfloat16": peak, "float16": peak}, note, "this machine")
+    nominal = f"{cores} core(s) × {ghz:.2f} GHz × {what}"
+    measured = measure_cpu()
+    if measured is None:
+        note = (f"nominal: {nominal}; bandwidth {CPU_BANDWIDTH / 1e9:.0f} GB/s assumed. Put this machine's own "
+                "figures in .tensorviz/devices.toml")
+        bandwidth = CPU_BANDWIDTH
+    else:
+        peak, bandwidth = measured["float32"], measured["bandwidth"]
+        note = (f"measured on this machine when the table was read: {peak / 1e9:.1f} GFLOP/s (float32 1024³ matrix "
+                f"product, NumPy, best of 5), {bandwidth / 1e9:.1f} GB/s (a 64 MiB copy, read + written, best of 5), "
+                f"under the load it had then; nominal peak {cores * ghz * per_cycle:.0f} GFLOP/s ({nominal}). "
+                "Put other figures in .tensorviz/devices.toml")
+    return Device("cpu", "This machine's CPU", bandwidth,
+                  {"float32": peak, "float64": peak / 2, "bfloat16": peak, "float16": peak}, note, "this machine",
+                  measured=_CPU_MEASURED)
 
 
 def _entries(doc: dict, where: str) -> dict[str, Device]:
@@ -105,8 +182,18 @@ def _entries(doc: dict, where: str) -> dict[str, Device]:
         if not isinstance(label, str):
             raise DeviceError(f"{at}.label must be a string")
         out[name] = Device(name, label, float(bw), {k: float(v) for k, v in peaks.items()},
-                           str(entry.get("note", "")), where)
+                           str(entry.get("note", "")), where, measured=_measured(entry.get("measured"), at))
     return out
+
+
+def _measured(value: Any, at: str) -> dict[str, Any] | None:
+    """An entry's ``measured = { low, high, on }`` (measured / estimated time), checked."""
+    if value is None:
+        return None
+    ok = isinstance(value, dict) and all(type(value.get(k)) in (int, float) and value[k] > 0 for k in ("low", "high"))
+    if not ok or value["low"] > value["high"] or not isinstance(value.get("on", ""), str):
+        raise DeviceError(f"{at}.measured must be {{ low = N, high = M, on = \"what ran\" }} with 0 < low <= high")
+    return {"low": float(value["low"]), "high": float(value["high"]), "on": str(value.get("on", ""))}
 
 
 def _read(path: Path, workspace: Path | None = None) -> dict:
