@@ -227,6 +227,7 @@ def main() -> int:
     ap.add_argument("--json", help="also write the figures to this file")
     args = ap.parse_args()
     python = args.python
+    old = Path(args.old).resolve() if args.old else ROOT
     out: dict[str, Any] = {"platform": platforms(python), "flax": has_flax(python)}
     print(f"default platform: {out['platform']}; flax: {out['flax']}", flush=True)
     tpu = out["platform"] == "tpu"
@@ -239,24 +240,24 @@ def main() -> int:
         out["cli, chip free (first)"] = first
         out["cli, chip free"] = cli(ROOT, ws, python, ["--profile", "cpu"])
         if args.old:
-            out["old cli, chip free"] = cli(Path(args.old), ws, python, ["--profile", "cpu"])
+            out["old cli, chip free"] = cli(old, ws, python, ["--profile", "cpu"])
         if python != sys.executable:  # this interpreter, whose packages may be on PYTHONPATH only
             out["cli, this interpreter"] = cli(ROOT, ws, sys.executable, ["--profile", "cpu"])
             if args.old:
-                out["old cli, this interpreter"] = cli(Path(args.old), ws, sys.executable, ["--profile", "cpu"])
+                out["old cli, this interpreter"] = cli(old, ws, sys.executable, ["--profile", "cpu"])
         if tpu:
             out["tpu, chip free"] = cli(ROOT, ws, python, [*base, "--device", "tpu", "--mesh", "data=1",
                                                             "--profile", "tpu"])
             out["program during capture"] = program_during_capture(ROOT, ws, python, ["--profile", "cpu"])
             if args.old:
-                out["old: program during capture"] = program_during_capture(Path(args.old), ws, python,
+                out["old: program during capture"] = program_during_capture(old, ws, python,
                                                                              ["--profile", "cpu"])
             holder = Holder(python)
             out["holder"] = {"line": holder.line, "seconds_to_open": round(holder.seconds, 2)}
             try:
                 out["cli, chip held"] = cli(ROOT, ws, python, ["--profile", "cpu"])
                 if args.old:
-                    out["old cli, chip held"] = cli(Path(args.old), ws, python, ["--profile", "cpu"])
+                    out["old cli, chip held"] = cli(old, ws, python, ["--profile", "cpu"])
                 out["tpu, chip held"] = cli(ROOT, ws, python, ["--profile", "tpu"])
                 out["lsp, chip held"] = lsp_captures(ROOT, ws)
             finally:
