@@ -84,7 +84,12 @@ class Holder:
         self.proc = subprocess.Popen([python, "-c", HOLD], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         started = time.time()
         assert self.proc.stdout is not None
-        self.line = self.proc.stdout.readline().strip()
+        self.line = ""
+        while not self.line.startswith("held"):  # (JAX's warnings come first)
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.line = line.strip()
         self.seconds = time.time() - started
 
     def stop(self) -> None:
@@ -220,12 +225,31 @@ def lsp_captures(root: Path, ws: Path) -> dict[str, Any]:
             lsp.close()
 
 
+def held_only(python: str) -> int:
+    with tempfile.TemporaryDirectory(prefix="tv-busy-") as tmp:
+        ws = Path(tmp)
+        (ws / "net.py").write_text(textwrap.dedent(FLAX_MODEL if has_flax(python) else JAX_MODEL))
+        args = ["net.py:Net", "--framework", "jax", "--input", "x=float32[8,64]", "--device", "cpu", "--profile", "cpu"]
+        print("chip free:", json.dumps(cli(ROOT, ws, python, args)), flush=True)
+        holder = Holder(python)
+        print(f"holder: {holder.line[:80]} after {holder.seconds:.1f} s", flush=True)
+        try:
+            for _ in range(2):
+                print("chip held:", json.dumps(cli(ROOT, ws, python, ["--profile", "cpu"])), flush=True)
+        finally:
+            holder.stop()
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--old", help="another checkout to compare with (its tensorviz_lsp and capture)")
     ap.add_argument("--python", default=sys.executable, help="the interpreter the captures run in")
     ap.add_argument("--json", help="also write the figures to this file")
+    ap.add_argument("--held-only", action="store_true", help="only the captures with the chip held (CLI, twice)")
     args = ap.parse_args()
+    if args.held_only:
+        return held_only(args.python)
     python = args.python
     old = Path(args.old).resolve() if args.old else ROOT
     out: dict[str, Any] = {"platform": platforms(python), "flax": has_flax(python)}
