@@ -299,35 +299,12 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
             ids = members.get(g, [])
             sums.append((_sum(flops[j] for j in ids), _sum(read[j] for j in ids), _sum(written[j] for j in ids),
                          groups[g].attrs.get("role", "")))
-        if prim == "pallas_call":
-            figures, why = _pallas(eqns[i], mine, closed, sums, groups)
-            flops[i], read[i], written[i] = figures
-            rule[i] = rule_id(why)
-            if why == "pallas: kernel body × grid":
-                estimates.append(i)
-            elif why in ("body not converted", "opaque subprogram"):
-                costs.reasons.setdefault(prim, RULES[why])
-        elif prim == "while":
-            flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id("while: trip count unknown")
-            costs.reasons.setdefault(prim, RULES["while: trip count unknown"])
-        elif closed or not mine or prim not in ("scan", "cond"):
-            why = "body not converted" if mine else "opaque subprogram"
-            flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id(why)
-            costs.reasons.setdefault(prim, RULES[why])
-        elif prim == "scan":
-            length = groups[mine[0]].attrs.get("iterations")
-            f, r, w, _ = sums[0]
-            if type(length) is not int:
-                flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id("no rule")
-                costs.reasons.setdefault(prim, "its length is not static")
-                continue
-            flops[i], read[i], written[i] = (_scale(f, length), _scale(r, length), _scale(w, length))
-            rule[i] = rule_id("scan body × length")
+        (flops[i], read[i], written[i]), why, reason = _boundary(prim, eqns[i], mine, closed, sums, groups)
+        rule[i] = rule_id(why)
+        if why in _ESTIMATED:
             estimates.append(i)
-        else:  # cond: the largest branch
-            f, r, w, _ = max(sums, key=lambda s: (s[0], s[1] + s[2]))
-            flops[i], read[i], written[i], rule[i] = f, r, w, rule_id("cond: largest branch")
-            estimates.append(i)
+        if reason is not None:
+            costs.reasons.setdefault(prim, reason)
     notes: dict[str, Any] = dict(NOTES)
     import jax
 
@@ -338,6 +315,32 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     if uncounted:
         notes["uncounted"] = {op: costs.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
     return NodeCosts(flops, read, written, rule, rules, sorted(estimates), notes)
+
+
+_ESTIMATED = frozenset({"scan body × length", "cond: largest branch", "pallas: kernel body × grid"})
+_NONE = (UNCOUNTED, UNCOUNTED, UNCOUNTED)
+
+
+def _boundary(prim: str, eqn: Any, mine: list[int], closed: bool, sums: list,
+              groups: list[Group]) -> tuple[tuple[int, int, int], str, str | None]:
+    """A subprogram boundary's figures from its bodies' sums: ``(figures, rule, reason it
+    is uncounted or None)``."""
+    if prim == "pallas_call":
+        figures, why = _pallas(eqn, mine, closed, sums, groups)
+        return figures, why, RULES[why] if why in ("body not converted", "opaque subprogram") else None
+    if prim == "while":
+        return _NONE, "while: trip count unknown", RULES["while: trip count unknown"]
+    if closed or not mine or prim not in ("scan", "cond"):
+        why = "body not converted" if mine else "opaque subprogram"
+        return _NONE, why, RULES[why]
+    if prim == "scan":
+        length = groups[mine[0]].attrs.get("iterations")
+        f, r, w, _ = sums[0]
+        if type(length) is not int:
+            return _NONE, "no rule", "its length is not static"
+        return (_scale(f, length), _scale(r, length), _scale(w, length)), "scan body × length", None
+    f, r, w, _ = max(sums, key=lambda s: (s[0], s[1] + s[2]))  # cond: the largest branch
+    return (f, r, w), "cond: largest branch", None
 
 
 def _pallas(eqn: Any, mine: list[int], closed: bool, sums: list, groups: list[Group]) -> tuple[tuple[int, int, int], str]:

@@ -122,3 +122,16 @@ def test_a_tpu_device_without_a_tpu_names_the_platforms_jax_has(tmp_path, device
     assert words in c.failure.message, c.failure.message
     assert "CUDA" not in c.failure.message
     assert c.failure.details["installed_platforms"] == ["cpu"]
+
+
+def test_the_written_policy_names_what_is_dropped_and_kept():
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "worker-environment.md").read_text()
+    dropped = doc[doc.index("## Dropped"):doc.index("## Added")]
+    for name in DROPPED:
+        assert f"`{name}`" in dropped, name
+    kept = doc[doc.index("## Kept"):doc.index("## Dropped")]
+    assert "`PYTHONPATH`" in kept and "`JAX_PLATFORMS`" in kept
+    from capture.jax.platforms import FOR_DEVICE
+
+    for value in FOR_DEVICE.values():
+        assert f"| `{value}` |" in doc
