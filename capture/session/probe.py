@@ -106,6 +106,9 @@ def missing_dependencies(job: CaptureJob, missing: list[str], probe: Mapping[str
     )
     if any("==" in spec for spec in command[4:]):
         message += " (the installed Torch build is pinned, so pip refuses rather than replaces it)"
+    if "torch" in missing and job.framework != "torch":
+        message += (" (torch: the capture worker needs it for every framework, a JAX capture too; a CPU build is "
+                    "enough for JAX)")
     if not pip:
         message += " (pip is not installed in that interpreter: add it first, e.g. python -m ensurepip)"
     return job.fail(

@@ -55,7 +55,7 @@ def test_the_cpu_profile_is_measured_and_says_how(monkeypatch):
     monkeypatch.setattr(devices, "_measured_cpu", None)
     cpu = devices.local_cpu()
     assert cpu.peak("float32") > 0 and cpu.bandwidth > 0
-    assert "measured on this machine" in cpu.note and "1024³" in cpu.note and "64 MiB copy" in cpu.note
+    assert "measured on this machine" in cpu.note and "³ matrix product" in cpu.note and "64 MiB copy" in cpu.note
     assert devices.measure_cpu() is devices.measure_cpu()  # taken once per process
 
 

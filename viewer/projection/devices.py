@@ -4,8 +4,8 @@ The table ships in ``devices.toml`` beside this module (common accelerators, fro
 published specifications) and is editable: a workspace's ``.tensorviz/devices.toml`` (or
 any file given to :func:`load`) holds entries of the same form, which replace the shipped
 ones by name or add new ones. ``cpu`` is this machine, measured once per process (a
-quarter to half a second, with NumPy: the best float32 matrix product of 1024³ and a
-64 MiB copy, best of five each, :func:`measure_cpu`); where NumPy is missing,
+tenth to a third of a second, with NumPy: float32 matrix products and a 64 MiB copy over
+one thread per core, :func:`measure_cpu`); where NumPy is missing,
 its peak is worked out from the processor the kernel reports (cores × clock × the FLOPs
 one core's vector units retire per cycle) and its bandwidth is a nominal figure, said
 to be nominal. A file entry named ``cpu`` replaces either.
@@ -101,31 +101,50 @@ _measured_cpu: dict[str, float] | None = None
 
 
 def measure_cpu() -> dict[str, float] | None:
-    """This machine's float32 matrix-product FLOP/s and streaming bandwidth, measured with
-    NumPy (best of five: a 1024³ product; a copy of 64 MiB, read + written);
-    None without NumPy. Taken once per process (a quarter to half a second)."""
+    """This machine's float32 matrix-product FLOP/s and memory bandwidth, measured with
+    NumPy: the best of three products at the first size (512, 1024, 2048…) one takes
+    20 ms or more at, so every core's BLAS threads are busy; and the best of three copies
+    of 64 MiB split over one thread per core (up to 16; NumPy copies without the GIL),
+    bytes read + written per second. None without NumPy. Taken once per process (a
+    tenth to a third of a second)."""
     global _measured_cpu
     if _measured_cpu is not None:
         return _measured_cpu
     try:
         import time
+        from concurrent.futures import ThreadPoolExecutor
 
         import numpy as np
     except ImportError:
         return None
-    n = 1024
-    a = np.ones((n, n), np.float32)
-    x = np.ones(16 * 1024 * 1024, np.float32)
-    y = np.ones_like(x)
-    best_mm = best_bw = float("inf")
-    for _ in range(5):
+    w = np.ones((256, 256), np.float32)
+    w @ w  # the BLAS threads start
+    n, took = 256, 0.0
+    while took < 0.02 and n < 4096:
+        n *= 2
+        a = np.ones((n, n), np.float32)
         t0 = time.perf_counter()
         a @ a
-        t1 = time.perf_counter()
-        np.copyto(y, x)
-        t2 = time.perf_counter()
-        best_mm, best_bw = min(best_mm, t1 - t0), min(best_bw, t2 - t1)
-    _measured_cpu = {"float32": 2 * n ** 3 / max(best_mm, 1e-9), "bandwidth": 2 * x.nbytes / max(best_bw, 1e-9)}
+        took = time.perf_counter() - t0
+    best_mm = took
+    for _ in range(2):
+        t0 = time.perf_counter()
+        a @ a
+        best_mm = min(best_mm, time.perf_counter() - t0)
+    threads = max(1, min(os.cpu_count() or 1, 16))
+    x = np.ones(16 * 1024 * 1024, np.float32)
+    y = np.ones_like(x)
+    parts = [(x[i::threads], y[i::threads]) for i in range(threads)] if threads == 1 else \
+        [(x[k * len(x) // threads:(k + 1) * len(x) // threads], y[k * len(x) // threads:(k + 1) * len(x) // threads])
+         for k in range(threads)]
+    best_bw = float("inf")
+    with ThreadPoolExecutor(threads) as pool:
+        for _ in range(3):
+            t0 = time.perf_counter()
+            list(pool.map(lambda p: np.copyto(p[1], p[0]), parts))
+            best_bw = min(best_bw, time.perf_counter() - t0)
+    _measured_cpu = {"float32": 2 * n ** 3 / max(best_mm, 1e-9), "bandwidth": 2 * x.nbytes / max(best_bw, 1e-9),
+                     "size": float(n), "threads": float(threads)}
     return _measured_cpu
 
 
@@ -165,8 +184,10 @@ def local_cpu() -> Device:
         bandwidth = CPU_BANDWIDTH
     else:
         peak, bandwidth = measured["float32"], measured["bandwidth"]
-        note = (f"measured on this machine when the table was read: {peak / 1e9:.1f} GFLOP/s (float32 1024³ matrix "
-                f"product, NumPy, best of 5), {bandwidth / 1e9:.1f} GB/s (a 64 MiB copy, read + written, best of 5), "
+        n, threads = int(measured["size"]), int(measured["threads"])
+        note = (f"measured on this machine when the table was read: {peak / 1e9:.1f} GFLOP/s (float32 {n}³ matrix "
+                f"product, NumPy, best of 3), {bandwidth / 1e9:.1f} GB/s (a 64 MiB copy over {threads} thread(s), read "
+                "+ written, best of 3), "
                 f"under the load it had then; nominal peak {cores * ghz * per_cycle:.0f} GFLOP/s ({nominal}). "
                 "Put other figures in .tensorviz/devices.toml")
     return Device("cpu", "This machine's CPU", bandwidth,
