@@ -151,9 +151,9 @@ def measure_cpu() -> dict[str, float] | None:
 #: How measured runs compared with the ``cpu`` estimate (benchmarks/bench_roofline.py,
 #: the profile measured as below): measured time / estimated, whole models.
 _CPU_MEASURED: dict[str, Any] | None = {
-    "low": 0.76, "high": 3.4,
+    "low": 0.77, "high": 3.2,
     "on": "an MLP, a small transformer and a conv net in float32, jitted, JAX 0.10.2, on the 13-core host of a TPU "
-          "v5e VM, 2026-12; single layers 0.67-6.8x",
+          "v5e VM, 2026-12; single layers 0.55-6.6x",
 }
 
 
