@@ -19,9 +19,27 @@ from capture.graph.tables import NodeTable
 from capture.graph.model import Node, tree_leaves
 
 from .body_templates import body_groups
+from .errors import ProjectionError
 from capture.graph import gc_pause
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
+#: The boundary sets (values entering and leaving each group) hold at most this many
+#: entries per operand, value and group of the file, plus BOUNDARY_ENTRIES_BASE: a real
+#: capture's values cross a few levels each (under 8 in the real models of the tests); a
+#: hostile file of 20,000 values each crossing a 20,000-deep chain would be 4e8.
+BOUNDARY_ENTRIES_PER_ITEM = 32
+BOUNDARY_ENTRIES_BASE = 4_000_000
+
+
+class TooDeep(ProjectionError):
+    """A graph whose values cross more nesting levels than the index keeps (one line)."""
+
+    status = 413
+
+    def __init__(self, per_item: int, groups: int, depth: int) -> None:
+        super().__init__(f"this graph's values cross more nesting levels than the viewer indexes "
+                         f"({groups:,} groups nested up to {depth:,} deep; the values entering and leaving each "
+                         f"group are kept up to {per_item} entries per value, operand and group of the file)")
 MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
 CHUNK = MAX_ITEMS  # children per leaf chunk
 UPPER_CHUNK = MAX_ITEMS * MAX_ITEMS  # children per upper chunk (groups over 160,000 children)
@@ -169,8 +187,7 @@ class GraphIndex:
 
     def _boundaries(self, ng: int, n_values: int) -> None:
         """The values entering / leaving each group (ordered sets, slot g+1)."""
-        cap, cols, grp, prod = self.capture, self.cols, self.cols.group, self.producer
-        groups = cap.groups
+        cols, grp, prod = self.cols, self.cols.group, self.producer
         in_ref, in_owner = cols.in_ref, self.in_owner
         self.bin: list[dict[int, None] | None] = [None] * (ng + 1)
         self.bout: list[dict[int, None] | None] = [None] * (ng + 1)
@@ -180,6 +197,10 @@ class GraphIndex:
         gin = list(map(grp.__getitem__, in_owner))
         paths: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
         bin_, bout = self.bin, self.bout
+        # What the boundary sets may hold: each operand enters and leaves the groups between
+        # its producer and its user, so a file of values crossing a deep chain holds
+        # crossings x depth entries; past this bound (linear in the file) the index refuses.
+        left = BOUNDARY_ENTRIES_PER_ITEM * (len(in_ref) + n_values + ng) + BOUNDARY_ENTRIES_BASE
         for k in compress(range(len(in_ref)), map(ne, gin, gval)):
             gv = gval[k]
             if gv == _LIT:
@@ -189,6 +210,9 @@ class GraphIndex:
             if enter_leave is None:
                 enter_leave = paths[key] = self._crossing(*key)
             v = in_ref[k]
+            left -= len(enter_leave[0]) + len(enter_leave[1])
+            if left < 0:
+                raise TooDeep(BOUNDARY_ENTRIES_PER_ITEM, ng, max(self.depth, default=0))
             for g in enter_leave[0]:  # (_add, inlined: 400k calls)
                 d = bin_[g + 1]
                 if d is None:
@@ -199,6 +223,12 @@ class GraphIndex:
                 if d is None:
                     d = bout[g + 1] = {}
                 d[v] = None
+        self._results_leave(n_values, left)
+
+    def _results_leave(self, n_values: int, left: int) -> None:
+        """The capture's outputs leave every group above their producer; a body's results
+        leave the body's groups."""
+        cap, grp, prod, groups = self.capture, self.cols.group, self.producer, self.capture.groups
         self.output_values = list(dict.fromkeys(tree_leaves(cap.outputs)))
         self.output_set = frozenset(self.output_values)
         self.input_set = frozenset(tree_leaves(cap.inputs))
@@ -206,12 +236,18 @@ class GraphIndex:
             p = prod[v]
             if p < 0:
                 continue  # an input handed straight back: drawn at the root (see _view)
+            left -= self.depth[grp[p]] + 1 if grp[p] != ROOT else 1
+            if left < 0:
+                raise TooDeep(BOUNDARY_ENTRIES_PER_ITEM, len(groups), max(self.depth, default=0))
             for x in self.full_chain(grp[p]):
                 self._add(self.bout, x, v)
         for b in self.body_node:  # a body's results leave it, as a capture's outputs do
             for r in groups[b].attrs.get("results") or ():
                 rv = r.get("value") if isinstance(r, dict) else None
                 if type(rv) is int and 0 <= rv < n_values and prod[rv] >= 0:
+                    left -= self.depth[grp[prod[rv]]] if grp[prod[rv]] != ROOT else 0
+                    if left < 0:
+                        raise TooDeep(BOUNDARY_ENTRIES_PER_ITEM, len(groups), max(self.depth, default=0))
                     for x in self.chain[grp[prod[rv]]]:
                         self._add(self.bout, x, rv)
 

@@ -57,8 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     collecting = gc.isenabled()
     gc.disable()  # many small objects, no cycles (as inspect)
+    from viewer.projection.errors import ProjectionError
+
     try:
         return _run(args)
+    except ProjectionError as exc:  # a graph the index refuses (values crossing too deep a nesting): one line
+        return _fail(f"{args.file}: {exc}")
     finally:
         if collecting:
             gc.enable()
