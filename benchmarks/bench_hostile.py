@@ -631,6 +631,14 @@ p.children(-1, None)
 from capture.graph.diff import diff
 a = graphfile.read(FILES + "/deep20000.tvg"); diff(a, graphfile.read(FILES + "/deep20000.tvg"))
 """,
+    "3,000 values crossing a 3,000-deep chain: index": """
+from viewer.projection.projection import Projection
+from viewer.projection.errors import ProjectionError
+try:
+    Projection(graphfile.read(FILES + "/crossing.tvg")).children(-1, None)
+except ProjectionError as exc:
+    print("refused:", str(exc)[:70])
+""",
     "17 dims of 2^62: cost summary + group": """
 from viewer.projection.projection import Projection
 p = Projection(graphfile.read(FILES + "/huge.tvg"))
@@ -666,7 +674,8 @@ def _round5_files(folder: Path) -> None:
     import hostile_captures as H
 
     for name, capture in (("deep1000", H.deep_chain(1000)), ("deep20000", H.deep_chain(20_000)),
-                          ("huge", H.huge_dims()), ("same10k", H.many_on_one_path(10_000))):
+                          ("huge", H.huge_dims()), ("same10k", H.many_on_one_path(10_000)),
+                          ("crossing", H.crossing_chain(3_000, 3_000))):
         (folder / f"{name}.tvg").write_bytes(graphfile.encode(capture))
     pad = "# " + "x" * 6700 + "\n"
     (folder / "recipes.toml").write_text("version = 1\n" + "".join(

@@ -63,3 +63,16 @@ def saturated_flops() -> Capture:
     assert c.cost is not None
     c.cost.flops = [INT64_MAX, INT64_MAX]
     return c
+
+
+def crossing_chain(depth: int, n: int):
+    """``n`` ops at the bottom of a ``depth``-deep chain, each reading its own value from
+    outside: n x depth boundary entries from a file of a few bytes a group and op."""
+    c = deep_chain(depth)
+    c.values = [Value(i, [2], "float32") for i in range(2 * n)]
+    c.nodes = [Node(i, "tanh", [Operand(0, i)], [n + i], {}, depth - 1, 0) for i in range(n)]
+    assert c.cost is not None
+    c.cost.flops, c.cost.bytes_read, c.cost.bytes_written, c.cost.rule = [1] * n, [8] * n, [8] * n, [0] * n
+    c.inputs = {"list": [{"value": i} for i in range(n)]}
+    c.outputs = {"list": [{"value": n}]}
+    return c

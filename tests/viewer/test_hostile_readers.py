@@ -228,21 +228,6 @@ def test_generated_hostile_captures_are_answered():
     check()
 
 
-def _crossing_chain(depth: int, n: int):
-    """``n`` ops at the bottom of a ``depth``-deep chain, each reading its own value from
-    outside: n x depth boundary entries from a file of a few bytes a group and op."""
-    from capture.graph.model import Node, Operand, Value
-
-    c = H.deep_chain(depth)
-    c.values = [Value(i, [2], "float32") for i in range(2 * n)]
-    c.nodes = [Node(i, "tanh", [Operand(0, i)], [n + i], {}, depth - 1, 0) for i in range(n)]
-    assert c.cost is not None
-    c.cost.flops, c.cost.bytes_read, c.cost.bytes_written, c.cost.rule = [1] * n, [8] * n, [8] * n, [0] * n
-    c.inputs = {"list": [{"value": i} for i in range(n)]}
-    c.outputs = {"list": [{"value": n}]}
-    return c
-
-
 def test_values_crossing_a_deep_chain_are_refused_in_one_line(tmp_path, monkeypatch):
     """The index's boundary sets grow as crossings x depth (20,000 x 20,000 from a file of
     about 1 MB): past a bound linear in the file the viewer answers 413 with one line, and
@@ -250,7 +235,7 @@ def test_values_crossing_a_deep_chain_are_refused_in_one_line(tmp_path, monkeypa
     from viewer.projection import index as index_mod
 
     monkeypatch.setattr(index_mod, "BOUNDARY_ENTRIES_BASE", 10_000)
-    capture = graphfile.decode(graphfile.encode(_crossing_chain(2_000, 2_000)))
+    capture = graphfile.decode(graphfile.encode(H.crossing_chain(2_000, 2_000)))
     with pytest.raises(index_mod.TooDeep, match="cross more nesting levels than the viewer indexes"):
         GraphIndex(capture)
     server = ViewerServer([(capture, "deep")], workspace=tmp_path)
@@ -261,4 +246,4 @@ def test_values_crossing_a_deep_chain_are_refused_in_one_line(tmp_path, monkeypa
             assert status == 413 and "nesting levels" in json.loads(body)["error"], (path, status, body[:300])
     finally:
         server.stop()
-    GraphIndex(graphfile.decode(graphfile.encode(_crossing_chain(50, 50))))  # 2,500 entries: indexed
+    GraphIndex(graphfile.decode(graphfile.encode(H.crossing_chain(50, 50))))  # 2,500 entries: indexed

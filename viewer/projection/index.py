@@ -28,7 +28,7 @@ ROOT = -1  # the pseudo group holding top-level groups and nodes
 #: capture's values cross a few levels each (under 8 in the real models of the tests); a
 #: hostile file of 20,000 values each crossing a 20,000-deep chain would be 4e8.
 BOUNDARY_ENTRIES_PER_ITEM = 32
-BOUNDARY_ENTRIES_BASE = 4_000_000
+BOUNDARY_ENTRIES_BASE = 250_000
 
 
 class TooDeep(ProjectionError):
