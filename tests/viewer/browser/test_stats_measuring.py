@@ -1,7 +1,8 @@
 """The graph first, in the browser (issue 51): a graph whose parameters' statistics follow
 it (``meta.stats_pending``) shows each such parameter as "measuring…" in the inspector;
-the capture that has them replaces it in place (``capture-ready`` with ``replaces``) and
-the inspector then shows their numbers."""
+the capture that has them completes it in place (``add_capture(..., replaces=id,
+in_place=True)``: the same id and URL, ``capture-ready`` with ``replaces``) and the
+inspector then shows their numbers."""
 
 from __future__ import annotations
 
@@ -49,9 +50,10 @@ def test_a_parameter_is_measuring_until_the_capture_with_its_statistics_replaces
         assert read[0] == ["measuring", "measuring…"] and read[1][0] == "nonfinite"
         assert [c[0] for c in written][:4] == ["min", "max", "mean", "std"]  # an activation: measured in the forward
 
-        second = server.add_capture(second_cap, "net (p)", replaces=first)
+        second = server.add_capture(second_cap, "net (p)", replaces=first, in_place=True)
+        assert second == first  # the same graph completed: its id and URL
         app.wait("() => window.tensorviz.liveUpdates === 1")
-        assert app.js("() => window.tensorviz.captureId") == second
+        assert app.js("() => window.tensorviz.captureId") == first
         app.js("(r) => window.tensorviz.jump(r)", NODE)
         app.page.wait_for_function(
             "() => [...document.querySelectorAll('#insp-body td[data-stat=min]')].length === 2")
