@@ -271,3 +271,32 @@ def test_statistics_that_never_come_leave_the_graph_saying_why(after):
     assert got.failure is None and len(got.nodes) == len(shown[0].nodes)
     assert not later_stats.pending(got)
     assert ("ended before" if not after else "invalid") in got.meta["stats_missing"]
+
+
+@pytest.mark.slow
+def test_a_training_steps_parameters_are_measured_before_the_optimizer_writes_them(tmp_path):
+    from capture_workspace import run_framework
+    from torch_workspace import MODELS as WS_MODELS, FACTORY, profile, tensor as leaf
+
+    root = write(tmp_path, {"models.py": WS_MODELS, "factories.py": FACTORY})
+    table = profile("models:MLP", args=[leaf([6, 4])], kind="training_step", mode="train", grad_enabled=True,
+                    step={"loss": "sum", "optimizer": {"factory": "models:make_sgd"}})
+    try:
+        cap, ctx = run_framework(__import__("capture.torch.framework", fromlist=["x"]), root, table, None)
+        import models  # the workspace's, as the capture imported it
+
+        torch.manual_seed(0)
+        fresh = dict(models.MLP().named_parameters())
+    finally:
+        forget_workspace_modules(root)
+    # Every parameter waited for after the graph until the optimizer step wrote it: then
+    # it was measured, before the write (nothing was left for after the graph).
+    assert ctx.after_result is None and "stats_pending" not in cap.meta
+    firsts = {}
+    for v in cap.values:
+        m = v.measured or {}
+        if "param" in m and "version_of" not in m and m["param"] not in firsts:
+            firsts[m["param"]] = m.get("stats")
+    assert set(firsts) == set(fresh)
+    for name, p in fresh.items():
+        assert firsts[name] is not None and _close(firsts[name], stats_now(p.detach())), name
