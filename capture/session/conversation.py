@@ -133,12 +133,10 @@ def _statistics_after(job: CaptureJob, channel: WorkerChannel, reader: FrameRead
     :class:`~capture.worker.protocol.StatisticsMessage`), read under the same deadline and
     cancel flag; without them (cancelled, past the deadline, the worker gone, a bad
     message) the graph stands and says why they are missing."""
-    chunk: bytes | None = b""
+    chunk: bytes | None = b""  # first: the frames read with the result
     exited_since: float | None = None
-    first = True  # frames read with the result come first
     while True:
-        if chunk or first:
-            first = False
+        if chunk is not None:
             try:
                 for raw in reader.feed(chunk):
                     msg = check_message(raw)
@@ -163,7 +161,7 @@ def _statistics_after(job: CaptureJob, channel: WorkerChannel, reader: FrameRead
                 exited_since = time.monotonic()
             elif exited_since is not None and time.monotonic() - exited_since > 0.5:
                 return later_stats.missing(capture, "the worker ended before sending them")
-        elif chunk == b"":
+        elif not chunk:
             return later_stats.missing(capture, "the worker ended before sending them")
 
 
