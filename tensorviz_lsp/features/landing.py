@@ -46,8 +46,12 @@ class GraphLanding:
         """The graph first (from the capturing thread): a graph whose parameters'
         statistics follow it (``meta.stats_pending``, the inspector says "measuring…") is
         in the viewer (and shown) before they are measured; :meth:`land` then replaces it
-        in place with the complete capture."""
-        viewer = self.viewers.viewer(target.root)
+        in place with the complete capture. A viewer that cannot listen shows nothing
+        here: :meth:`land` says so once the capture is complete."""
+        try:
+            viewer = self.viewers.viewer(target.root)
+        except OSError:
+            return
         old = self.records.get(target.key)
         replaces = old.capture_id if background and old is not None and old.capture_id is not None else None
         cid = viewer.add_capture(capture, f"{target.qualname} ({target.profile})", warm=True, trusted_sources=True,
