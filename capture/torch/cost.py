@@ -61,6 +61,15 @@ RULES = {
                                       "entry for (FlopCounterMode counts it as 0)",
     "grouped matmul": "torch.utils.flop_counter's mm formula summed over the groups of aten._grouped_mm (a "
                       "mixture of experts' experts in one call), which its registry has no entry for",
+    "convolution backward": "own rule, differs from FlopCounterMode: each gradient asked for by output_mask (input, "
+                            "weight) costs what the forward convolution does, 2 FLOPs per multiply-add of "
+                            "batch x output positions x kernel x out channels x in channels per group; torch's "
+                            "conv_backward_flop counts a grouped or depthwise weight gradient as a dense convolution "
+                            "(groups times too many) and needs the gradients' shapes; bias gradients are not "
+                            "counted (as torch does not count a forward bias)",
+    "convolution": "own rule, differs from FlopCounterMode: a convolution kernel whose schema torch's conv_flop "
+                   "misreads (_slow_conv2d_forward, cudnn_convolution: its transposed flag is read from another "
+                   "argument): 2 FLOPs per multiply-add, output elements x kernel x in channels per group",
     "view": "a view of its input: no FLOPs, no bytes",
     "bookkeeping": "a profiler marker (record_function): no FLOPs, no bytes",
     "data movement": "copies, casts, gathers, concatenations, factories: no FLOPs, the bytes they move",
@@ -112,6 +121,20 @@ _RANDOM = frozenset({
 })
 _CUMULATIVE = frozenset({"cumsum", "cumsum_", "cumprod", "cumprod_", "cummax", "cummin", "logcumsumexp",
                          "_cummax_helper", "_cummin_helper"})
+# Convolutions counted by our own rule (capture.torch.cost._conv_flops), not torch's conv formulas.
+_CONV_BACKWARD = frozenset({"convolution_backward"})
+_CONV_OWN = frozenset({"_slow_conv2d_forward", "cudnn_convolution", "cudnn_convolution_transpose",
+                       "mkldnn_convolution", "_conv_depthwise2d", "slow_conv3d_forward", "slow_conv_dilated2d",
+                       "slow_conv_dilated3d", "slow_conv_transpose2d", "slow_conv_transpose3d",
+                       "_nnpack_spatial_convolution"})
+#: The rules that count differently from ``FlopCounterMode``, and why (``notes["differs from FlopCounterMode"]``).
+DIFFERS = {
+    "convolution backward": "torch's conv_backward_flop counts a grouped or depthwise weight gradient as a dense "
+                            "convolution (groups times the multiply-adds done); ours counts what runs",
+    "convolution": "torch's conv_flop misreads these kernels' arguments (or has no entry for them)",
+    "flop_counter sdpa (CPU kernel)": "FlopCounterMode has no entry for the CPU attention kernel and counts it as 0",
+    "grouped matmul": "FlopCounterMode has no entry for aten._grouped_mm and counts it as 0",
+}
 _SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
              "_scaled_dot_product_flash_attention_for_cpu_backward": "backward"}
 # Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.
@@ -175,6 +198,10 @@ class TorchCosts:
             return "bookkeeping"
         if base in _VIEWS or any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
             return "view"
+        if base in _CONV_BACKWARD:
+            return "convolution backward"
+        if base in _CONV_OWN:
+            return "convolution"
         if op.overloadpacket in self.registry:
             return "flop_counter"
         if base in _SDPA_CPU:
@@ -260,6 +287,9 @@ class TorchCosts:
         notes: dict[str, Any] = dict(NOTES)
         notes["counter"] = f"torch {torch.__version__}: torch.utils.flop_counter formulas, ATen tags and torch._decomp"
         notes["rules"] = {name: RULES[name] for name in rules}
+        differs = {name: DIFFERS[name] for name in rules if name in DIFFERS}
+        if differs:
+            notes["differs from FlopCounterMode"] = differs
         uncounted = {capture.nodes[i].op for i, f in enumerate(flops) if f < 0}
         if uncounted:
             notes["uncounted"] = {op: self.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
@@ -322,6 +352,8 @@ class TorchCosts:
             return int(self.sdpa[1](grad_out.shape, q.shape, k.shape, v.shape))
         if kind in ("view", "data movement", "bookkeeping"):
             return 0
+        if kind == "convolution" or kind == "convolution backward":
+            return conv_flops(op, args, kwargs, out)
         if kind == "grouped matmul":
             a, b = args[0], args[1]
             if a.dim() == 2 and b.dim() == 2:  # groups along the shared dimension: one M×K×N matmul in all
@@ -381,6 +413,36 @@ class TorchCosts:
             v = values[o.value]
             return _meta(v.shape, v.dtype)
         return _literal(o.literal, name)
+
+
+def conv_flops(op: Any, args: tuple, kwargs: dict, out: Any) -> int:
+    """FLOPs of a convolution kernel or of ``convolution_backward``, from the input and weight
+    shapes and the forward output's (``grad_output`` for the backward), 2 per multiply-add.
+
+    A forward convolution does ``output elements × in channels per group × kernel size``
+    multiply-adds (a transposed one ``input elements × out channels per group × kernel``);
+    its backward does as many again for each gradient ``output_mask`` asks for (input,
+    weight): every product of the forward is one product of each gradient. A bias
+    gradient is not counted (a forward bias is not counted either)."""
+    names = [a.name for a in op._schema.arguments]
+
+    def arg(name: str, default: Any = None) -> Any:
+        if name in kwargs:
+            return kwargs[name]
+        i = names.index(name) if name in names else -1
+        return args[i] if 0 <= i < len(args) else default
+
+    weight = arg("weight")
+    transposed = bool(arg("transposed", "transpose" in _base(op)))
+    per_product = weight.shape[1] * math.prod(weight.shape[2:])  # in channels per group (out, transposed) × kernel
+    if _base(op) in _CONV_BACKWARD:
+        grad_out, x = arg("grad_output"), arg("input")
+        forward = 2 * (x.numel() if transposed else grad_out.numel()) * per_product
+        mask = arg("output_mask", [True, True, True])
+        return forward * (int(bool(mask[0])) + int(bool(mask[1])))
+    x = arg("input", arg("self"))
+    result = _tensors(out)[0]
+    return 2 * (x.numel() if transposed else result.numel()) * per_product
 
 
 class _Decomposition(TorchDispatchMode):
