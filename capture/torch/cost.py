@@ -89,6 +89,15 @@ NOTES = {
              "a view moves nothing",
 }
 
+#: What kind of arithmetic a rule's FLOPs are (``notes["kinds"]``: per op name), so that a reference
+#: counter's total can be matched by the kinds it counts (FlopCounterMode: matmul, convolution, attention).
+KINDS = ("matmul", "convolution", "attention", "pointwise", "reduction/norm", "scan", "other")
+_RULE_KINDS = {"flop_counter sdpa (CPU kernel)": "attention", "grouped matmul": "matmul",
+               "convolution": "convolution", "convolution backward": "convolution", "pointwise": "pointwise",
+               "foreach": "pointwise", "random": "pointwise", "scatter-add": "pointwise",
+               "reduction": "reduction/norm", "cumulative": "scan"}
+_MATMULS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_scaled_mm", "_grouped_mm", "matmul", "linear"})
+
 # Views whose schema does not mark the result as an alias of the input.
 _VIEWS = frozenset({
     "_unsafe_view", "unsafe_split", "unsafe_split_with_sizes", "unsafe_chunk", "_reshape_alias", "alias",
@@ -163,6 +172,7 @@ class TorchCosts:
         self._ops: dict[str, Any] = {}
         self._kinds: dict[Any, str] = {}
         self._signatures: dict[tuple, tuple[int, str]] = {}
+        self._flop_kinds: dict[str, str] = {}  # per op name: the kind of its FLOPs (KINDS)
         self._itemsize: dict[str, int | None] = {}
         self.reasons: dict[str, str] = {}
 
@@ -227,6 +237,25 @@ class TorchCosts:
             return "decomposed"
         return "no rule"
 
+    def kind_of(self, name: str, rule: str, parts: Any) -> str:
+        """The kind (:data:`KINDS`) of the FLOPs of op ``name`` counted by ``rule``; a decomposed
+        op's from the kinds of the ops its decomposition ran (``parts``): a norm, a softmax or a
+        pooling (anything running a reduction) is ``reduction/norm``, only pointwise ops ``pointwise``."""
+        got = _RULE_KINDS.get(rule)
+        if got is not None:
+            return got
+        base = name.split("::")[-1].split(".")[0]
+        if rule == "flop_counter":
+            if base in _MATMULS:
+                return "matmul"
+            return "convolution" if "conv" in base else "attention" if "attention" in base else "other"
+        if rule == "decomposed":
+            for kind in ("matmul", "convolution", "attention", "scan", "reduction/norm"):
+                if kind in parts:
+                    return kind
+            return "pointwise" if parts else "other"
+        return "other"
+
     def itemsize(self, dtype: str) -> int | None:
         got = self._itemsize.get(dtype, 0)
         if got == 0:
@@ -287,6 +316,12 @@ class TorchCosts:
         notes: dict[str, Any] = dict(NOTES)
         notes["counter"] = f"torch {torch.__version__}: torch.utils.flop_counter formulas, ATen tags and torch._decomp"
         notes["rules"] = {name: RULES[name] for name in rules}
+        kinds: dict[str, str] = {}
+        for node, f, k in zip(capture.nodes, flops, rule):
+            if f > 0 and node.op not in kinds:
+                kinds[node.op] = self._flop_kinds.get(node.op) or self.kind_of(node.op, rules[k], ())
+        if kinds:
+            notes["kinds"] = kinds
         differs = {name: DIFFERS[name] for name in rules if name in DIFFERS}
         if differs:
             notes["differs from FlopCounterMode"] = differs
@@ -328,6 +363,7 @@ class TorchCosts:
                 counter = _Decomposition(self)
                 with counter:
                     self.decompositions[op](*args, **kwargs)
+                self._flop_kinds.setdefault(node.op, self.kind_of(node.op, kind, counter.kinds))
                 return min(counter.flops, _MAX), kind
             return min(self.flops_of(op, kind, args, kwargs, out), _MAX), kind
         except _Uncounted as exc:
@@ -452,6 +488,7 @@ class _Decomposition(TorchDispatchMode):
         super().__init__()
         self.costs = costs
         self.flops = 0
+        self.kinds: set[str] = set()  # of the ops counted (KINDS)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -463,7 +500,10 @@ class _Decomposition(TorchDispatchMode):
         out = func(*args, **kwargs)
         if kind == "no rule":
             raise _Uncounted(f"its decomposition runs {func.name()}, which has no rule")
-        self.flops += costs.flops_of(func, kind, args, kwargs, out)
+        f = costs.flops_of(func, kind, args, kwargs, out)
+        self.flops += f
+        if f:
+            self.kinds.add(costs.kind_of(func.name(), kind, ()))
         return out
 
 

@@ -147,3 +147,22 @@ def test_a_training_step_counts_its_backward_and_optimizer(ws):
     backward = {g.id for g in cap.groups if g.kind == "backward"}
     back_flops = sum(f for n, f in zip(cap.nodes, cap.cost.flops) if n.group in backward)
     assert back_flops > 0
+
+
+def test_flop_counter_mode_s_total_is_matched_by_its_kinds(ws):
+    """FlopCounterMode counts matmuls, convolutions and attention: those kinds of the split add
+    up to its total exactly; the rest (pointwise, norms, softmax) is named by kind."""
+    import sys
+
+    from viewer.projection.projection import Projection
+
+    for model, shape in (("models:Block", [2, 5, 16]), ("models:SmallCNN", [2, 3, 16, 16])):
+        cap, _ = capture_in_process(ws, profile(model, args=[tensor(shape)]))
+        kinds = Projection(cap).costs().totals()["flops_by_kind"]
+        module = getattr(sys.modules["models"], model.split(":")[1])()
+        with FlopCounterMode(display=False) as counter:
+            module(torch.randn(*shape))
+        assert kinds.get("matmul", 0) + kinds.get("convolution", 0) + kinds.get("attention", 0) \
+            == counter.get_total_flops() > 0
+        assert kinds.get("pointwise", 0) > 0 and kinds.get("reduction/norm", 0) > 0, kinds
+        assert cap.cost.notes["kinds"]["aten::addmm"] == "matmul"

@@ -112,6 +112,7 @@ class LayerCosts:
         self._saved_total = 0.0
         self._has_backward = False
         self._memory_done = False  # worked out on first use: a page's cards show FLOPs and bytes only
+        self._by_kind: list[dict[str, int]] | None = None  # FLOPs by kind per group slot, on first use
         self.in_body = [False] * (ng + 1)
         if self.cost is None:
             return
@@ -195,6 +196,48 @@ class LayerCosts:
         ix = self.index
         for g in range(len(self.capture.groups)):
             self.in_body[g + 1] = ix.chain[g][0] in ix.body_node if ix.chain[g] else False
+
+    # ------------------------------------------------------------------ FLOPs by kind
+
+    @property
+    def by_kind(self) -> list[dict[str, int]]:
+        """Per group slot, its FLOPs by kind (:data:`FLOP_KINDS`), non-zero kinds only."""
+        if self._by_kind is None:
+            with self._lock:
+                if self._by_kind is None:
+                    self._by_kind = self._kind_sums()
+        return self._by_kind
+
+    def _kind_sums(self) -> list[dict[str, int]]:
+        """Each counted node's FLOPs under the kind the capture's counter named for its op
+        (``notes["kinds"]``; an op it did not name: ``other``); a ``scan`` or ``cond``
+        boundary (kind ``control flow``) split in proportion to its bodies' kinds."""
+        c = self.cost
+        ix = self.index
+        notes = c.notes if isinstance(c.notes, dict) else {}
+        named = notes.get("kinds")
+        out: list[dict[str, int]] = [{} for _ in range(len(self.capture.groups) + 1)]
+        if not isinstance(named, dict):  # a capture counted before kinds were named: no split
+            return out
+        ops, grp = ix.cols.op, ix.cols.group
+        chain, body_node = ix.chain, ix.body_node
+        body_sums: dict[int, dict[str, int]] = {}
+        for i in range(len(c.flops) - 1, -1, -1):  # a body's nodes come after its boundary's
+            f = c.flops[i]
+            if f <= 0:
+                continue
+            kind = named.get(ops[i], "other")
+            kind = kind if isinstance(kind, str) else "other"
+            if kind == "control flow":
+                parts = _split(f, [body_sums.get(b, {}) for b in ix.bodies_of.get(i, [])])
+            else:
+                parts = {kind: f}
+            g = grp[i]
+            _add(out[g + 1], parts)
+            if g >= 0 and chain[g] and chain[g][0] in body_node:
+                _add(body_sums.setdefault(chain[g][0], {}), parts)
+        self._up([out], lambda a, b: _add(dict(a), b))
+        return out
 
     # ------------------------------------------------------------------ memory
 
@@ -403,6 +446,8 @@ class LayerCosts:
             out["saved_for_backward"] = int(self.saved[s])
         if s and self.in_body[s]:
             out["template"] = True  # one iteration / one branch, as traced
+        if self.by_kind[s]:
+            out["flops_by_kind"] = _ordered_kinds(self.by_kind[s])
         return out
 
     def node(self, i: int) -> dict | None:
@@ -443,6 +488,7 @@ class LayerCosts:
         }
         if self._has_backward:
             out["saved_for_backward"] = int(self._saved_total)
+        out["flops_by_kind"] = _ordered_kinds(self.by_kind[0])
         return out
 
     def params_total(self) -> dict:
@@ -454,6 +500,7 @@ class LayerCosts:
         notes = dict(self.cost.notes) if self.cost is not None and isinstance(self.cost.notes, dict) else {}
         notes.setdefault("flops", FLOP_NOTE)
         notes.setdefault("bytes", BYTES_NOTE)
+        notes["flops_by_kind"] = KINDS_NOTE
         notes["memory"] = ("parameters: the parameters a layer uses; activations: new tensors its ops make at the "
                            "captured shapes; peak live: the most activation bytes alive at once in traced order; "
                            "saved for backward: forward activations the backward pass reads")
@@ -461,6 +508,38 @@ class LayerCosts:
 
     def title(self, g: int) -> str:
         return group_title(self.capture.groups[g])
+
+
+#: The kinds FLOPs are split into (``flops_by_kind``), in the order they are shown.
+FLOP_KINDS = ("matmul", "convolution", "attention", "pointwise", "reduction/norm", "scan", "other")
+KINDS_NOTE = ("FLOPs by kind: matmul, convolution and attention (what FlopCounterMode counts), pointwise "
+              "(activations, residual adds, optimizer updates), reduction/norm (norms, softmax, pooling, sums), "
+              "scan (cumulative scans), other; a scan or cond is split by its bodies' kinds")
+
+
+def _add(into: dict[str, int], parts: dict[str, int]) -> dict[str, int]:
+    for k, v in parts.items():
+        into[k] = into.get(k, 0) + v
+    return into
+
+
+def _split(total: int, bodies: list[dict[str, int]]) -> dict[str, int]:
+    """``total`` FLOPs in proportion to the kinds summed over ``bodies`` (``other`` when they hold none)."""
+    sums: dict[str, int] = {}
+    for b in bodies:
+        _add(sums, b)
+    whole = sum(sums.values())
+    if whole <= 0:
+        return {"other": total}
+    parts = {k: total * v // whole for k, v in sums.items()}
+    biggest = max(sums, key=lambda k: sums[k])
+    parts[biggest] += total - sum(parts.values())
+    return parts
+
+
+def _ordered_kinds(d: dict[str, int]) -> dict[str, int]:
+    order = {k: i for i, k in enumerate(FLOP_KINDS)}
+    return {k: d[k] for k in sorted(d, key=lambda k: (order.get(k, len(order)), k)) if d[k]}
 
 
 def _shapes(values: ValueTable) -> Callable[[int], list]:
@@ -561,6 +640,11 @@ class _LayerTable:
                 estimate=any(costs.estimate[s] for s in slots),
             )
             r["bytes"] = r["bytes_read"] + r["bytes_written"]
+            kinds: dict[str, int] = {}
+            for s in slots:
+                _add(kinds, costs.by_kind[s])
+            if kinds:
+                r["flops_by_kind"] = _ordered_kinds(kinds)
             r["share"] = r["flops"] / total if not costs.in_body[slots[0]] else None
             saved = sum(costs.saved[s] for s in slots)
             if saved:

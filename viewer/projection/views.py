@@ -474,6 +474,9 @@ class Pages:
             out["estimate"] = True
         if costs.in_body[s]:
             out["template"] = True
+        kinds = costs.by_kind[s]
+        if kinds:
+            out["flops_by_kind"] = kinds
         return out
 
     def _group_item(self, c: int, kernels: bool) -> dict:

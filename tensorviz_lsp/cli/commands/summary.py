@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from capture.graph import graphfile
-from viewer.projection.cost import si
+from viewer.projection.cost import FLOP_KINDS, si
 
 DEFAULT_DEPTH = 3
 
@@ -217,6 +217,7 @@ def _text(doc: dict, flat: bool) -> str:
               + (f" + {unc_ops:,} uncounted op{'s' * (unc_ops != 1)} (listed below)" if unc_ops else "")
               + (" (includes estimates: control-flow bodies × their trip counts)" if totals.get("estimate") else "")
               + f"   [{doc['notes']['flops']}]\n")
+    out.write(_kinds_text(totals))
     out.write(f"Bytes moved:      {bytes_text(totals['bytes_read'] + totals['bytes_written'])} "
               f"(read {bytes_text(totals['bytes_read'])}, written {bytes_text(totals['bytes_written'])}; unfused)\n")
     out.write(f"Parameters:       {count_text(p['count'])} in {p['tensors']:,} tensors, {bytes_text(p['bytes'])}\n")
@@ -228,6 +229,11 @@ def _text(doc: dict, flat: bool) -> str:
         out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):
             out.write(f"                  {device['name']}: {device['note']}\n")
+    differs = doc["notes"].get("differs from FlopCounterMode")
+    if isinstance(differs, dict) and differs:
+        out.write("Differs from FlopCounterMode (own rules):\n")
+        for rule, why in differs.items():
+            out.write(f"  {rule}: {why}\n")
     unc = doc["uncounted"]
     if unc:
         out.write(f"Uncounted ops:    {sum(u['count'] + u['in_bodies'] for u in unc):,} (not in the totals):\n")
@@ -239,12 +245,23 @@ def _text(doc: dict, flat: bool) -> str:
     return out.getvalue()
 
 
+def _kinds_text(totals: dict) -> str:
+    """``FLOPs by kind:    matmul 1.2 GFLOPs (80.1%), …`` (empty without a split)."""
+    kinds = totals.get("flops_by_kind") or {}
+    whole = sum(kinds.values())
+    if not whole:
+        return ""
+    parts = [f"{k} {flops_text(v)} ({100 * v / whole:.1f}%)" for k, v in kinds.items()]
+    return f"FLOPs by kind:    {', '.join(parts)}\n"
+
+
 def _csv(rows: list[dict], timed: bool) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     head = ["depth", "path", "name", "class", "kind", "output", "params", "param_bytes", "flops", "bytes_read",
             "bytes_written", "share", "uncounted", "estimate", "activations", "peak_live", "saved_for_backward",
-            "stack_count", "per_block_flops", "per_block", "template"] + (["est_time_s", "bound"] if timed else [])
+            "stack_count", "per_block_flops", "per_block", "template"] + (["est_time_s", "bound"] if timed else []) \
+        + [f"flops_{k.replace('/', '_')}" for k in FLOP_KINDS]
     w.writerow(head)
     for r in rows:
         st = r.get("stack") or {}
@@ -256,5 +273,7 @@ def _csv(rows: list[dict], timed: bool) -> str:
                 int(bool(r.get("per_block"))), r.get("template") or ""]
         if timed:
             line += [f"{r['time']:.6g}", r.get("bound", "")]
+        kinds = r.get("flops_by_kind") or {}
+        line += [kinds.get(k, 0) for k in FLOP_KINDS]
         w.writerow(line)
     return out.getvalue()

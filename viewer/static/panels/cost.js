@@ -78,6 +78,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number} activations
  * @property {number} peak_live
  * @property {number} [saved_for_backward]  a training step's
+ * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
  * @property {{op: string, count: number, in_bodies: number, reason: string}[]} [uncounted_ops]
  * @property {Record<string, string>} [notes]  how FLOPs, bytes, memory are counted, in words
  * @property {CostDevice[]} [devices]
@@ -112,6 +113,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number | null} share
  * @property {{flops: number, bytes: number} | null} perBlock
  * @property {number | null | undefined} count  a stack's repetitions
+ * @property {Record<string, number> | null} kinds  FLOPs by kind
  * @property {number | null} time
  */
 
@@ -330,6 +332,7 @@ export class CostPanel extends Panel {
           share: cost && cost.flops !== null && total > 0 && !cost.template ? cost.flops / total : null,
           perBlock: it.type === "stack" && cost && cost.per_block ? cost.per_block : null,
           count: it.type === "stack" ? item.stack_count : null,
+          kinds: cost && cost.flops_by_kind ? cost.flops_by_kind : null,
           time: times ? timeOf(it, times) : null,
         };
         rows.push(row);
@@ -368,7 +371,7 @@ export class CostPanel extends Panel {
           (row.open ? "▾ " : "") + row.name + (row.count ? ` ×${row.count}` : "") + (row.template ? " (per iteration)" : "")), flat ? 0 : row.depth),
         el("td", { class: "cost-cls" }, row.cls),
         el("td", { class: "num" }, row.params === null || row.params === undefined ? "" : formatCount(row.params)),
-        el("td", { class: "num", title: row.uncounted ? `${grouped(row.uncounted)} op(s) inside no rule could count: not in this figure` : "" },
+        el("td", { class: "num", title: row.uncounted ? `${grouped(row.uncounted)} op(s) inside no rule could count: not in this figure` : kindsText(row.kinds) },
           flops + (row.uncounted && row.flops !== null ? ` +${grouped(row.uncounted)}?` : "")),
         el("td", { class: "num" }, row.bytes === undefined ? "" : formatBytes(row.bytes)),
         el("td", { class: "num" }, row.share === null ? "" : `${(100 * row.share).toFixed(row.share < 0.001 ? 3 : 1)} %`),
@@ -420,6 +423,8 @@ export class CostPanel extends Panel {
       ["Activations", `${formatBytes(s.activations)} · peak live ${formatBytes(s.peak_live)}`],
     ];
     if (s.saved_for_backward !== undefined) facts.push(["Saved for backward", formatBytes(s.saved_for_backward)]);
+    const kinds = kindsText(s.flops_by_kind || null);
+    if (kinds) facts.splice(1, 0, ["FLOPs by kind", kinds]);
     if (this.times && this.device) {
       const d = (s.devices || []).find((x) => x.name === this.device);
       facts.push([`Est. time on ${d ? d.label : this.device}`, `${formatTime(this.times.total)} (estimated, not measured)`]);
@@ -435,12 +440,29 @@ export class CostPanel extends Panel {
     const notes = s.notes || {};
     const words = [notes.flops, notes.bytes, this.device ? s.estimate_note : null].filter(Boolean);
     this.footer.append(el("div", { class: "cost-notes" }, words.join(". ") + "."));
+    const differs = /** @type {Record<string, string> | undefined} */ (/** @type {unknown} */ (notes["differs from FlopCounterMode"]));
+    if (differs && typeof differs === "object") {
+      this.footer.append(el("div", { class: "cost-notes cost-differs" }, "Differs from FlopCounterMode: ",
+        ...Object.entries(differs).map(([rule, why], i) => el("span", { title: String(why) }, `${i ? "; " : ""}${rule}`))));
+    }
   }
 
   // For the hooks: the rows as drawn.
   rowsShown() {
     return this.rows.map((r) => ({ ...r }));
   }
+}
+
+/**
+ * "matmul 1.2 GFLOPs (80%), pointwise …": FLOPs by kind, largest first ("" without a split).
+ * @param {Record<string, number> | null} kinds
+ */
+function kindsText(kinds) {
+  if (!kinds) return "";
+  const all = Object.values(kinds).reduce((a, b) => a + Number(b), 0);
+  if (!(all > 0)) return "";
+  return Object.entries(kinds).sort((a, b) => Number(b[1]) - Number(a[1]))
+    .map(([k, v]) => `${k} ${formatFlops(Number(v))} (${(100 * Number(v) / all).toFixed(1)}%)`).join(", ");
 }
 
 /**
