@@ -330,13 +330,19 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     uncounted = {nodes[i].op for i in range(n) if flops[i] < 0}
     if uncounted:
         notes["uncounted"] = {op: costs.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
-    kinds: dict[str, str] = {}
-    for i in range(n):
-        if flops[i] > 0 and nodes[i].op not in kinds:
-            kinds[nodes[i].op] = kind_of(nodes[i].op, rules[rule[i]])
+    kinds = _kinds(nodes, flops, rule, rules)
     if kinds:
         notes["kinds"] = kinds
     return NodeCosts(flops, read, written, rule, rules, sorted(estimates), notes)
+
+
+def _kinds(nodes: list[Node], flops: list[int], rule: list[int], rules: list[str]) -> dict[str, str]:
+    """Per primitive that counted FLOPs, their kind (:func:`kind_of`)."""
+    kinds: dict[str, str] = {}
+    for node, f, k in zip(nodes, flops, rule):
+        if f > 0 and node.op not in kinds:
+            kinds[node.op] = kind_of(node.op, rules[k])
+    return kinds
 
 
 def _body_members(nodes: list[Node], groups: list[Group], body_kind: str) -> tuple[dict[int, list[int]], dict[int, list[int]]]:

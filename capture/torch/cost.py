@@ -208,10 +208,8 @@ class TorchCosts:
             return "bookkeeping"
         if base in _VIEWS or any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
             return "view"
-        if base in _CONV_BACKWARD:
-            return "convolution backward"
-        if base in _CONV_OWN:
-            return "convolution"
+        if base in _CONV_BACKWARD or base in _CONV_OWN:
+            return "convolution backward" if base in _CONV_BACKWARD else "convolution"
         if op.overloadpacket in self.registry:
             return "flop_counter"
         if base in _SDPA_CPU:
