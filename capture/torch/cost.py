@@ -79,6 +79,7 @@ RULES = {
     "pointwise": "ATen tags it pointwise: 1 FLOP per output element",
     "reduction": "ATen tags it a reduction: input elements - output elements (n - 1 per result)",
     "cumulative": "a cumulative scan (cumsum, cummax…): 1 FLOP per element",
+    "selection": "top-k, sort, median, kthvalue: 1 FLOP (a comparison) per input element, as a reduction counts",
     "decomposed": "its torch._decomp decomposition, run on meta tensors of the recorded shapes, counted op by op "
                   "by these rules",
     "no rule": "uncounted: no flop_counter formula, no pointwise or reduction tag, no decomposition",
@@ -95,7 +96,7 @@ KINDS = ("matmul", "convolution", "attention", "pointwise", "reduction/norm", "s
 _RULE_KINDS = {"flop_counter sdpa (CPU kernel)": "attention", "grouped matmul": "matmul",
                "convolution": "convolution", "convolution backward": "convolution", "pointwise": "pointwise",
                "foreach": "pointwise", "random": "pointwise", "scatter-add": "pointwise",
-               "reduction": "reduction/norm", "cumulative": "scan"}
+               "reduction": "reduction/norm", "selection": "reduction/norm", "cumulative": "scan"}
 _MATMULS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_scaled_mm", "_grouped_mm", "matmul", "linear"})
 
 # Views whose schema does not mark the result as an alias of the input.
@@ -144,6 +145,7 @@ DIFFERS = {
     "flop_counter sdpa (CPU kernel)": "FlopCounterMode has no entry for the CPU attention kernel and counts it as 0",
     "grouped matmul": "FlopCounterMode has no entry for aten._grouped_mm and counts it as 0",
 }
+_SELECTION = frozenset({"topk", "sort", "argsort", "kthvalue", "median", "nanmedian", "mode", "msort"})
 _SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
              "_scaled_dot_product_flash_attention_for_cpu_backward": "backward"}
 # Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.
@@ -172,6 +174,7 @@ class TorchCosts:
         self._ops: dict[str, Any] = {}
         self._kinds: dict[Any, str] = {}
         self._signatures: dict[tuple, tuple[int, str]] = {}
+        self._shapes: list[tuple | None] = []  # per value of the capture being counted: its shape, or None
         self._flop_kinds: dict[str, str] = {}  # per op name: the kind of its FLOPs (KINDS)
         self._itemsize: dict[str, int | None] = {}
         self.reasons: dict[str, str] = {}
@@ -224,8 +227,8 @@ class TorchCosts:
             return "foreach"
         if base in _RANDOM:
             return "random"
-        if base in _CUMULATIVE:
-            return "cumulative"
+        if base in _CUMULATIVE or base in _SELECTION:
+            return "cumulative" if base in _CUMULATIVE else "selection"
         tags = op.tags
         if torch.Tag.pointwise in tags:
             return "pointwise"
@@ -268,8 +271,12 @@ class TorchCosts:
         values = capture.values
         shapes: list[tuple | None] = []
         sizes: list[int] = []  # bytes per value, -1 when unknown
+        known = fixed_symbols(capture.meta)
+        self._shapes = shapes
         for v in values:
             shape = v.shape
+            if known and not all(type(d) is int for d in shape):
+                shape = [d if type(d) is int else _evaluate(d, known) for d in shape]
             if all(type(d) is int for d in shape):
                 n = math.prod(cast(list[int], shape))
                 item = self.itemsize(v.dtype)
@@ -355,7 +362,7 @@ class TorchCosts:
     def _count_one(self, node: Any, op: Any, kind: str, values: Any) -> tuple[int, str]:
         try:
             args, kwargs = self._arguments(op, node.inputs, values)
-            outs = [_meta(values[v].shape, values[v].dtype) for v in node.outputs]
+            outs = [_meta(self._shapes[v] or values[v].shape, values[v].dtype) for v in node.outputs]
             out = outs[0] if len(outs) == 1 else tuple(outs)
             if kind == "decomposed":
                 counter = _Decomposition(self)
@@ -393,7 +400,7 @@ class TorchCosts:
             if a.dim() == 2 and b.dim() == 2:  # groups along the shared dimension: one M×K×N matmul in all
                 return 2 * a.shape[0] * a.shape[1] * b.shape[1]
             return 2 * out.numel() * a.shape[-1]  # each output element: one group's dot product over K
-        if kind == "cumulative":
+        if kind == "cumulative" or kind == "selection":
             ins = _tensors(args)
             return ins[0].numel() if ins else 0
         if kind == "pointwise" or kind == "foreach" or kind == "random":
@@ -445,7 +452,7 @@ class TorchCosts:
     def _operand(self, o: Any, name: str, values: Any) -> Any:
         if o.value is not None:
             v = values[o.value]
-            return _meta(v.shape, v.dtype)
+            return _meta(self._shapes[o.value] or v.shape, v.dtype)
         return _literal(o.literal, name)
 
 
@@ -503,6 +510,39 @@ class _Decomposition(TorchDispatchMode):
         if f:
             self.kinds.add(costs.kind_of(func.name(), kind, ()))
         return out
+
+
+def fixed_symbols(meta: Any) -> dict[str, int]:
+    """The data-dependent symbols of an abstract capture that have one value (``min == max``
+    in ``meta["symbols"]``: fixed by a stated choice, :mod:`capture.torch.hit_loops`)."""
+    out: dict[str, int] = {}
+    for e in (meta or {}).get("symbols") or ():
+        if isinstance(e, dict) and type(e.get("min")) is int and e.get("min") == e.get("max"):
+            out[str(e.get("name"))] = e["min"]
+    return out
+
+
+def _evaluate(text: Any, known: dict[str, int]) -> Any:
+    """A symbolic dimension (``u3``, ``2*u3 + 1``) as an int from ``known`` values, else unchanged."""
+    import ast
+
+    def ev(n: ast.AST) -> int:
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and type(n.value) is int:
+            return n.value
+        if isinstance(n, ast.Name) and n.id in known:
+            return known[n.id]
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
+            a, b = ev(n.left), ev(n.right)
+            return a + b if isinstance(n.op, ast.Add) else a - b if isinstance(n.op, ast.Sub) else \
+                a * b if isinstance(n.op, ast.Mult) else a // b
+        raise ValueError(text)
+
+    try:
+        return ev(ast.parse(str(text), mode="eval"))
+    except (ValueError, SyntaxError, ZeroDivisionError, RecursionError):
+        return text
 
 
 def _base(op: Any) -> str:

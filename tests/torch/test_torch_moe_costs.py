@@ -1,0 +1,116 @@
+"""Mixture-of-experts costs: a Python loop over the experts the routing hit (DBRX's
+pattern) captured abstractly with its data-dependent choice stated, counted as the
+active top-k; and each MoE layer's expert convention (sparse top-k of N, or all N
+computed densely) stated from the captured ops."""
+
+from __future__ import annotations
+
+import pytest
+
+from capture.graph.model import UNCOUNTED
+from torch_workspace import capture_in_process, profile, tensor, write
+
+pytestmark = pytest.mark.torch
+
+MODEL = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Router(nn.Module):
+    def __init__(self, d, e, k):
+        super().__init__()
+        self.k = k
+        self.layer = nn.Linear(d, e, bias=False)
+
+    def forward(self, x):
+        weights, index = torch.topk(F.softmax(self.layer(x), dim=-1), self.k, dim=-1)
+        return weights, index
+
+
+class HitLoopExperts(nn.Module):
+    """DBRX's experts: a loop over the hit set, one-hot of N + 1 classes, stacked weights."""
+
+    def __init__(self, d, h, e):
+        super().__init__()
+        self.e, self.h, self.d = e, h, d
+        self.w1 = nn.Parameter(torch.randn(e * h, d) * 0.1)
+        self.w2 = nn.Parameter(torch.randn(e * h, d) * 0.1)
+
+    def forward(self, x, index, weights):
+        out = torch.zeros_like(x)
+        with torch.no_grad():
+            mask = F.one_hot(index, num_classes=self.e + 1).permute(2, 1, 0)
+            hit = torch.greater(mask.sum(dim=(-1, -2)), 0).nonzero()
+        for expert_idx in hit:
+            expert_idx = expert_idx[0]
+            slot, token = torch.where(mask[expert_idx])
+            w1 = self.w1.view(-1, self.h, self.d)[expert_idx]
+            w2 = self.w2.view(-1, self.h, self.d)[expert_idx]
+            y = F.silu(x[token] @ w1.T) @ w2
+            out.index_add_(0, token, y * weights[token, slot, None])
+        return out
+
+
+class DenseExperts(nn.Module):
+    """Llama-4's experts: every expert on every token (a bmm over all N), scores zero elsewhere."""
+
+    def __init__(self, d, h, e):
+        super().__init__()
+        self.e = e
+        self.gate_up = nn.Parameter(torch.randn(e, d, 2 * h) * 0.1)
+        self.down = nn.Parameter(torch.randn(e, h, d) * 0.1)
+
+    def forward(self, x, index, weights):
+        scores = torch.zeros(x.shape[0], self.e).scatter_(1, index, weights)
+        h = x.repeat(self.e, 1).view(self.e, -1, x.shape[-1]) * scores.t()[..., None]
+        gate, up = torch.bmm(h, self.gate_up).chunk(2, dim=-1)
+        return torch.bmm(F.silu(gate) * up, self.down).sum(0)
+
+
+class MoE(nn.Module):
+    def __init__(self, d=16, h=32, e=8, k=2, experts="loop"):
+        super().__init__()
+        self.router = Router(d, e, k)
+        self.experts = (HitLoopExperts if experts == "loop" else DenseExperts)(d, h, e)
+
+    def forward(self, x):
+        flat = x.reshape(-1, x.shape[-1])
+        weights, index = self.router(flat)
+        return self.experts(flat, index, weights).reshape(x.shape)
+
+
+class DenseMoE(MoE):
+    def __init__(self):
+        super().__init__(experts="dense")
+'''
+
+
+@pytest.fixture
+def mws(ws):
+    write(ws, {"moes.py": MODEL})
+    return ws
+
+
+def _expert_matmuls(cap) -> int:
+    groups = {g.id for g in cap.groups if (g.attrs or {}).get("path") == "experts"}
+    mm = {"aten::mm", "aten::addmm", "aten::bmm", "aten::matmul"}
+    return sum(f for n, f in zip(cap.nodes, cap.cost.flops) if n.op in mm and n.group in groups)
+
+
+def test_a_loop_over_the_hit_experts_is_captured_abstractly_with_its_choice_stated(mws):
+    """Every expert hit (8: what the router's top-k chooses from, though the one-hot has 9
+    classes), the 2·10 routed rows spread evenly: the experts' FLOPs are the active top-2,
+    the same as an eager run's whatever the routing (each routed row costs the same)."""
+    t, d, h, k = 10, 16, 32, 2
+    fake = capture_in_process(mws, profile("moes:MoE", args=[tensor([1, t, d])], evidence="abstract"))[0]
+    eager = capture_in_process(mws, profile("moes:MoE", args=[tensor([1, t, d])]))[0]
+    (choice,) = fake.meta["assumptions"]
+    assert choice["iterations"] == 8 and "every one hit, an upper bound" in choice["text"]
+    assert "20 rows in all, spread evenly (2 or 3 each)" in choice["text"]
+    assert choice["loop"]["line"] and "for expert_idx in hit" in \
+        (mws / "moes.py").read_text().splitlines()[choice["loop"]["line"] - 1]
+    assert UNCOUNTED not in fake.cost.flops, fake.cost.notes.get("uncounted")
+    active = t * k * 2 * (d * h + h * d)
+    assert _expert_matmuls(fake) == _expert_matmuls(eager) == active
