@@ -114,3 +114,43 @@ def test_a_loop_over_the_hit_experts_is_captured_abstractly_with_its_choice_stat
     assert UNCOUNTED not in fake.cost.flops, fake.cost.notes.get("uncounted")
     active = t * k * 2 * (d * h + h * d)
     assert _expert_matmuls(fake) == _expert_matmuls(eager) == active
+
+
+def _summary(cap, tmp_path):
+    import json
+
+    from capture.graph import graphfile
+    from tensorviz_lsp.cli import main
+
+    path = tmp_path / "moe.tvg"
+    graphfile.write(cap, path)
+    return path, main, json
+
+
+@pytest.mark.parametrize("model, convention, words", [
+    pytest.param("moes:MoE", "sparse", "sparse: the active top-2 of 8 experts per token", id="loop-sparse"),
+    pytest.param("moes:DenseMoE", "dense", "dense: all 8 experts computed on every token (top-2 chosen)", id="dense"),
+])
+@pytest.mark.parametrize("evidence", ["eager", "abstract"])
+def test_each_moe_layer_states_how_its_experts_ran(mws, tmp_path, capsys, model, convention, words, evidence):
+    cap = capture_in_process(mws, profile(model, args=[tensor([2, 5, 16])], evidence=evidence))[0]
+    path, main, json = _summary(cap, tmp_path)
+    assert main(["summary", str(path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (layer,) = doc["moe"]
+    assert (layer["convention"], layer["experts"], layer["top_k"], layer["tokens"]) == (convention, 8, 2, 10)
+    assert words in layer["text"]
+    row = next(r for r in doc["rows"] if r.get("path") == "experts")
+    assert row["experts"]["convention"] == convention
+    assert main(["summary", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert f"Experts:          1 MoE layer, {words}" in text
+    if evidence == "abstract" and model == "moes:MoE":
+        assert "Assumed:          the loop at moes.py" in text
+    # the experts' card says it too
+    from viewer.projection.projection import Projection
+
+    proj = Projection(cap)
+    g = next(g.id for g in cap.groups if (g.attrs or {}).get("path") == "experts")
+    (item,) = [it for it in proj.children(cap.groups[g].parent)["items"] if it["key"] == f"g{g}"]
+    assert words in item["role"] and item["experts"]["convention"] == convention

@@ -108,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
                      + (f" ({capture.meta['cost_failed']})" if isinstance(capture.meta.get("cost_failed"), str) else "")
                      + "; capture it again")
     proj = Projection(capture)
-    costs = proj.costs()
+    proj.costs()
     rows = layer_rows(proj, args.depth or None, device, args.all_groups)
     if args.sort != "order":
         key = {"bytes": "bytes", "flops": "flops", "params": "params", "time": "time",
@@ -117,14 +117,7 @@ def _run(args: argparse.Namespace) -> int:
             return _fail("--sort time needs --device")
         rows = sorted((r for r in rows if not r.get("per_block")),
                       key=lambda r: -(r["params"]["count"] if key == "params" else r.get(key) or 0))
-    totals = costs.totals()
-    uncounted = costs.uncounted_ops()
-    notes = costs.notes()
-    doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
-                           "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes}
-    if device is not None:
-        doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
-                         "time": costs.times(device)[0]}
+    doc = _document(args, capture, proj, rows, device)
     if args.json:
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
     elif args.csv:
@@ -132,6 +125,44 @@ def _run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(_text(doc, args.sort != "order"))
     return 0
+
+
+def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict], device: Any) -> dict[str, Any]:
+    """What the summary says, as data (``--json``)."""
+    from viewer.projection import devices as device_table
+
+    costs = proj.costs()
+    totals = costs.totals()
+    uncounted = costs.uncounted_ops()
+    notes = costs.notes()
+    moe = _moe(proj, rows)
+    if moe:
+        from viewer.projection.experts import CONVENTION_NOTE
+
+        notes["experts"] = CONVENTION_NOTE
+    doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
+                           "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes}
+    if moe:
+        doc["moe"] = moe
+    assumptions = capture.meta.get("assumptions") if isinstance(capture.meta, dict) else None
+    if isinstance(assumptions, list) and assumptions:
+        doc["assumptions"] = [a.get("text") for a in assumptions if isinstance(a, dict)]
+    if device is not None:
+        doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
+                         "time": costs.times(device)[0]}
+    return doc
+
+
+def _moe(proj: Any, rows: list[dict]) -> list[dict]:
+    """Each MoE layer's expert convention (sparse top-k or dense), also put on its experts' rows."""
+    layers = proj.pages.moe_layers()
+    keep = ("path", "experts", "top_k", "tokens", "rows_per_token", "convention", "text")
+    by_group = {g: e for e in layers for g in e["experts_groups"]}
+    for r in rows:
+        e = by_group.get(r["id"])
+        if e is not None:
+            r["experts"] = {k: e[k] for k in keep[1:] if k in e}
+    return [{k: e[k] for k in keep if k in e} for e in layers]
 
 
 # --------------------------------------------------------------------------- formatting
@@ -229,6 +260,7 @@ def _text(doc: dict, flat: bool) -> str:
         out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):
             out.write(f"                  {device['name']}: {device['note']}\n")
+    out.write(_moe_text(doc.get("moe") or [], doc.get("assumptions") or []))
     differs = doc["notes"].get("differs from FlopCounterMode")
     if isinstance(differs, dict) and differs:
         out.write("Differs from FlopCounterMode (own rules):\n")
@@ -243,6 +275,19 @@ def _text(doc: dict, flat: bool) -> str:
     else:
         out.write("Uncounted ops:    none (every op was counted by a rule)\n")
     return out.getvalue()
+
+
+def _moe_text(layers: list[dict], assumptions: list[str]) -> str:
+    """``Experts:          24 MoE layers, sparse: the active top-8 of 64 …`` (one line per convention)."""
+    out = ""
+    by_text: dict[str, int] = {}
+    for e in layers:
+        by_text[e["text"]] = by_text.get(e["text"], 0) + 1
+    for text, n in by_text.items():
+        out += f"Experts:          {n} MoE layer{'s' * (n != 1)}, {text}\n"
+    for a in assumptions:
+        out += f"Assumed:          {a}\n"
+    return out
 
 
 def _kinds_text(totals: dict) -> str:
