@@ -60,7 +60,8 @@ RULES = {
                                       "sdpa_backward_flop_count) for the CPU attention kernel its registry has no "
                                       "entry for (FlopCounterMode counts it as 0)",
     "grouped matmul": "torch.utils.flop_counter's mm formula summed over the groups of aten._grouped_mm (a "
-                      "mixture of experts' experts in one call), which its registry has no entry for",
+                      "mixture of experts' experts in one call), which its registry has no entry for; it reads "
+                      "the weights of at most min(groups, rows) experts (those some row can reach)",
     "convolution backward": "own rule, differs from FlopCounterMode: each gradient asked for by output_mask (input, "
                             "weight) costs what the forward convolution does, 2 FLOPs per multiply-add of "
                             "batch x output positions x kernel x out channels x in channels per group; torch's "
@@ -310,6 +311,8 @@ class TorchCosts:
                 ins = {o.value for o in node.inputs if o.value is not None}
                 r = _total(sizes[v] for v in ins)
                 w = _total(sizes[v] for v in node.outputs)
+                if kind == "grouped matmul" and r >= 0:
+                    r -= _idle_experts_bytes(node, shapes, sizes)
             k = rule_ids.get(name)
             if k is None:
                 k = rule_ids[name] = len(rules)
@@ -510,6 +513,21 @@ class _Decomposition(TorchDispatchMode):
         if f:
             self.kinds.add(costs.kind_of(func.name(), kind, ()))
         return out
+
+
+def _idle_experts_bytes(node: Any, shapes: list, sizes: list[int]) -> int:
+    """The bytes of the groups of ``_grouped_mm``'s stacked weight no row can reach: with
+    ``M`` rows in groups (a 2-D first operand, ``offs``), at most ``min(G, M)`` of the ``G``
+    groups (experts) run, so at most their matrices are read."""
+    a = next((o.value for o in node.inputs if o.position == 0 and o.value is not None), None)
+    b = next((o.value for o in node.inputs if o.position == 1 and o.value is not None), None)
+    if a is None or b is None or a == b or shapes[a] is None or shapes[b] is None or sizes[b] < 0:
+        return 0
+    sa, sb = shapes[a], shapes[b]
+    if len(sa) != 2 or len(sb) != 3 or sb[0] <= 0:
+        return 0
+    groups, rows = sb[0], sa[0]
+    return sizes[b] * (groups - min(groups, rows)) // groups
 
 
 def fixed_symbols(meta: Any) -> dict[str, int]:
