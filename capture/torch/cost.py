@@ -80,7 +80,8 @@ RULES = {
     "pointwise": "ATen tags it pointwise: 1 FLOP per output element",
     "reduction": "ATen tags it a reduction: input elements - output elements (n - 1 per result)",
     "cumulative": "a cumulative scan (cumsum, cummax…): 1 FLOP per element",
-    "selection": "top-k, sort, median, kthvalue: 1 FLOP (a comparison) per input element, as a reduction counts",
+    "selection": "top-k, sort, median, histograms (histc, bincount), searchsorted: 1 FLOP (a comparison) per input "
+                 "element, as a reduction counts",
     "decomposed": "its torch._decomp decomposition, run on meta tensors of the recorded shapes, counted op by op "
                   "by these rules",
     "no rule": "uncounted: no flop_counter formula, no pointwise or reduction tag, no decomposition",
@@ -146,7 +147,8 @@ DIFFERS = {
     "flop_counter sdpa (CPU kernel)": "FlopCounterMode has no entry for the CPU attention kernel and counts it as 0",
     "grouped matmul": "FlopCounterMode has no entry for aten._grouped_mm and counts it as 0",
 }
-_SELECTION = frozenset({"topk", "sort", "argsort", "kthvalue", "median", "nanmedian", "mode", "msort"})
+_SELECTION = frozenset({"topk", "sort", "argsort", "kthvalue", "median", "nanmedian", "mode", "msort", "histc",
+                        "bincount", "searchsorted", "bucketize"})
 _SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
              "_scaled_dot_product_flash_attention_for_cpu_backward": "backward"}
 # Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.

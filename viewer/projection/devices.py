@@ -46,6 +46,7 @@ class Device:
     note: str = ""
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    memory: float = 0.0  # bytes of device memory (0: not known)
 
     def peak(self, dtype: str) -> float:
         """The peak FLOP/s for ``dtype`` (float32's when the table has no entry for it)."""
@@ -55,8 +56,11 @@ class Device:
         return got
 
     def json(self) -> dict[str, Any]:
-        return {"name": self.name, "label": self.label, "bandwidth": self.bandwidth,
-                "peak_flops": dict(self.peak_flops), "note": self.note, "source": self.source}
+        out = {"name": self.name, "label": self.label, "bandwidth": self.bandwidth,
+               "peak_flops": dict(self.peak_flops), "note": self.note, "source": self.source}
+        if self.memory:
+            out["memory"] = self.memory
+        return out
 
 
 def local_cpu() -> Device:
@@ -79,8 +83,17 @@ def local_cpu() -> Device:
     peak = cores * ghz * 1e9 * per_cycle
     note = (f"nominal: {cores} core(s) × {ghz:.2f} GHz × {what}; bandwidth {CPU_BANDWIDTH / 1e9:.0f} GB/s "
             "assumed. Put this machine's own figures in .tensorviz/devices.toml")
+    total = next((int(line.split()[1]) * 1024 for line in _meminfo() if line.startswith("MemTotal:")), 0)
     return Device("cpu", "This machine's CPU", CPU_BANDWIDTH,
-                  {"float32": peak, "float64": peak / 2, "bfloat16": peak, "float16": peak}, note, "this machine")
+                  {"float32": peak, "float64": peak / 2, "bfloat16": peak, "float16": peak}, note, "this machine",
+                  memory=float(total))
+
+
+def _meminfo() -> list[str]:
+    try:
+        return Path("/proc/meminfo").read_text(errors="replace")[:20_000].splitlines()
+    except OSError:
+        return []
 
 
 def _entries(doc: dict, where: str) -> dict[str, Device]:
@@ -104,8 +117,11 @@ def _entries(doc: dict, where: str) -> dict[str, Device]:
         label = entry.get("label", name)
         if not isinstance(label, str):
             raise DeviceError(f"{at}.label must be a string")
+        memory = entry.get("memory", 0)
+        if type(memory) not in (int, float) or memory < 0:
+            raise DeviceError(f"{at}.memory must be a number of bytes (0 or more)")
         out[name] = Device(name, label, float(bw), {k: float(v) for k, v in peaks.items()},
-                           str(entry.get("note", "")), where)
+                           str(entry.get("note", "")), where, memory=float(memory))
     return out
 
 

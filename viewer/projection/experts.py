@@ -212,6 +212,10 @@ def moe_layers(capture: Any, index: Any, matmul_flops: Callable[[int], int],
         entry: dict[str, Any] = {"block": block, "path": _path(groups[block]), "router": router,
                                  "experts_groups": experts}
         entry.update(convention(flops, params, n, k, tokens))
+        rows = entry.get("rows_per_token")
+        entry["flops"] = flops  # the experts' matmuls as counted (what ran)
+        # the active top-k's share: all of it when sparse, k of the rows run per token otherwise
+        entry["active_flops"] = int(flops * min(1.0, k / rows)) if rows else flops
         out.append(entry)
     return out
 

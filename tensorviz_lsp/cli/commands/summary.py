@@ -144,6 +144,8 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
                            "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes}
     if moe:
         doc["moe"] = moe
+        # the total with every MoE layer's experts at their active top-k (a dense path's idle experts left out)
+        totals["active_flops"] = totals["flops"] - sum(e["flops"] - e["active_flops"] for e in moe)
     assumptions = capture.meta.get("assumptions") if isinstance(capture.meta, dict) else None
     if isinstance(assumptions, list) and assumptions:
         doc["assumptions"] = [a.get("text") for a in assumptions if isinstance(a, dict)]
@@ -156,7 +158,7 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
 def _moe(proj: Any, rows: list[dict]) -> list[dict]:
     """Each MoE layer's expert convention (sparse top-k or dense), also put on its experts' rows."""
     layers = proj.pages.moe_layers()
-    keep = ("path", "experts", "top_k", "tokens", "rows_per_token", "convention", "text")
+    keep = ("path", "experts", "top_k", "tokens", "rows_per_token", "convention", "text", "flops", "active_flops")
     by_group = {g: e for e in layers for g in e["experts_groups"]}
     for r in rows:
         e = by_group.get(r["id"])
@@ -285,6 +287,10 @@ def _moe_text(layers: list[dict], assumptions: list[str]) -> str:
         by_text[e["text"]] = by_text.get(e["text"], 0) + 1
     for text, n in by_text.items():
         out += f"Experts:          {n} MoE layer{'s' * (n != 1)}, {text}\n"
+    idle = sum(e.get("flops", 0) - e.get("active_flops", 0) for e in layers)
+    if idle > 0:
+        out += (f"                  the experts' matmuls count {flops_text(idle)} more than the active top-k would "
+                f"(every expert computed); the active top-k's total is the total less that\n")
     for a in assumptions:
         out += f"Assumed:          {a}\n"
     return out
