@@ -41,6 +41,10 @@ BYTES_NOTE = "bytes: read and written by each op, unfused (no fusion, no cache)"
 #: Kinds of groups whose ops run the backward pass (Torch training steps).
 BACKWARD_KINDS = frozenset({"backward"})
 _FLOATS = ("float", "bfloat", "complex")
+# Ops that make new tensors from nothing (an optimizer's state on its first step: zeros_like).
+_FACTORIES = frozenset({"zeros_like", "zeros", "empty_like", "empty", "full_like", "full", "ones_like", "ones",
+                        "clone", "new_zeros", "new_empty", "new_full", "empty_strided", "scalar_tensor", "tensor",
+                        "lift_fresh", "lift_fresh_copy", "_to_copy", "copy"})
 
 
 def si(x: float, unit: str) -> str:
@@ -109,6 +113,8 @@ class LayerCosts:
         self._peak: list[float] = list(z)
         self._saved: list[float] = list(z)
         self._peak_at = -1
+        self._peak_kept = 0.0  # the whole program's peak with what outlives it kept (see _kept)
+        self._kept: dict[str, float] = {}
         self._saved_total = 0.0
         self._has_backward = False
         self._memory_done = False  # worked out on first use: a page's cards show FLOPs and bytes only
@@ -308,6 +314,7 @@ class LayerCosts:
             if live > best:
                 best, at = live, i
         self._peak_at = at
+        self._kept_peak(born, keys, size, last, executed)
         self._up([self._activations])
         self._up([peak], max)
         peak[0] = best
@@ -340,6 +347,83 @@ class LayerCosts:
             if k in last:
                 last[k] = n
         return last
+
+    def _kept_peak(self, born: dict[int, int], keys: list[int], size: dict[int, float], last: dict[int, int],
+                   executed: list[bool]) -> None:
+        """The peak with what outlives the program kept to its end: the outputs (already),
+        gradients (``.grad`` holds them after the step), optimizer state (made by a factory in
+        the optimizer, kept for the next step) and results nothing reads afterwards (a key/value
+        cache written into an object the model returns is never read in the same call)."""
+        n = self.index.n_nodes
+        kinds = self._kept_kinds(born, keys, last)
+        root = self._reused(born, keys, size, last) if self.capture.framework == "jax" else {}
+        start: dict[int, int] = {}
+        end: dict[int, int] = {}
+        for k, i in born.items():
+            r = root.get(k, k)
+            e = n if k in kinds else last[k]
+            start[r] = min(start.get(r, i), i)
+            end[r] = max(end.get(r, e), e)
+        delta = [0.0] * (n + 2)
+        for r, i in start.items():
+            delta[i] += size[r]
+            delta[end[r] + 1] -= size[r]
+        live = best = 0.0
+        for i in range(n):
+            live += delta[i]
+            if executed[i] and live > best:
+                best = live
+        self._peak_kept = best
+        kept: dict[str, float] = {}
+        for k, what in kinds.items():
+            kept[what] = kept.get(what, 0.0) + size[k]
+        self._kept = kept
+
+    def _reused(self, born: dict[int, int], keys: list[int], size: dict[int, float],
+                last: dict[int, int]) -> dict[int, int]:
+        """XLA's in-place reuse (a JAX program): an elementwise result takes the buffer of an
+        operand of its size that dies at it (an activation, not an input). Per memory key
+        reusing another's, the key whose buffer it lives in."""
+        c = self.cost
+        named = c.notes.get("kinds") if isinstance(c.notes, dict) else None
+        if not isinstance(named, dict):
+            return {}
+        ix = self.index
+        ops, in_off, in_ref = ix.cols.op, ix.cols.in_off, ix.cols.in_ref
+        root: dict[int, int] = {}
+        taken: set[int] = set()
+        for k, i in sorted(born.items(), key=lambda kv: kv[1]):
+            if named.get(ops[i]) != "pointwise":
+                continue
+            for r in in_ref[in_off[i]:in_off[i + 1]]:
+                kr = keys[r] if r >= 0 else -1
+                if kr in born and kr != k and kr not in taken and last[kr] == i and size[kr] == size[k]:
+                    taken.add(kr)
+                    root[k] = root.get(kr, kr)
+                    break
+        return root
+
+    def _kept_kinds(self, born: dict[int, int], keys: list[int], last: dict[int, int]) -> dict[int, str]:
+        """Per memory key that outlives the program: why (gradients, optimizer state, unread)."""
+        values = ValueTable.of(self.capture.values)
+        grad_of = values.measured_key("grad_of")
+        out: dict[int, str] = {}
+        for v, g in enumerate(grad_of):
+            if g is not None and keys[v] in born:
+                out[keys[v]] = "gradients"
+        groups = self.capture.groups
+        grp, ops = self.index.cols.group, self.index.cols.op
+        chain = self.index.chain
+        for k, i in born.items():
+            if k in out:
+                continue
+            g = grp[i]
+            if g >= 0 and any(groups[x].kind == "optimizer" for x in chain[g]) and \
+                    ops[i].split("::")[-1].split(".")[0] in _FACTORIES:
+                out[k] = "optimizer state"
+            elif last[k] == i:
+                out[k] = "unread results"
+        return out
 
     def _saved_for_backward(self, born: dict[int, int], keys: list[int], back: set[int]) -> set[int]:
         """The memories of forward activations that the backward ops ``back`` read."""
@@ -488,6 +572,8 @@ class LayerCosts:
         }
         if self._has_backward:
             out["saved_for_backward"] = int(self._saved_total)
+        out["peak_live_kept"] = int(self._peak_kept)
+        out["kept"] = {k: int(v) for k, v in sorted(self._kept.items())}
         out["flops_by_kind"] = _ordered_kinds(self.by_kind[0])
         return out
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from capture.graph import graphfile
 from viewer.projection.cost import FLOP_KINDS, si
+from viewer.projection.fit import OPTIMIZERS
 
 DEFAULT_DEPTH = 3
 
@@ -48,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workspace", metavar="DIR",
                    help="read the workspace's .tensorviz/devices.toml too (default: the folder holding "
                         "the .tensorviz folder the file is in, if any)")
+    p.add_argument("--optimizer", choices=sorted(OPTIMIZERS),
+                   help="the optimizer of the training step the memory figures are for, where the capture holds none "
+                        "(a forward capture: the step it would be, estimated)")
     p.add_argument("--all-groups", action="store_true",
                    help="list every group (framework calls, tracing scopes), not only layers")
     p.set_defaults(func=run)
@@ -152,7 +156,23 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
     if device is not None:
         doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
                          "time": costs.times(device)[0]}
+    _memory(doc, proj, totals, getattr(args, "optimizer", None), device)
     return doc
+
+
+def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: Any) -> None:
+    """The memory plan (parameters, gradients, optimizer state, saved, peak) and, with a device, whether it fits."""
+    from viewer.projection.fit import NOTE, fits, input_bytes, memory_plan
+
+    plan = memory_plan(totals, input_bytes(proj), optimizer)
+    if plan is None:
+        return
+    if device is not None:
+        got = fits(plan, device)
+        if got is not None:
+            plan["fit"] = got
+    doc["memory"] = plan
+    doc["notes"]["memory_plan"] = NOTE
 
 
 def _moe(proj: Any, rows: list[dict]) -> list[dict]:
@@ -258,6 +278,7 @@ def _text(doc: dict, flat: bool) -> str:
               "(traced order, at the captured shapes)\n")
     if "saved_for_backward" in totals:
         out.write(f"Saved for backward: {bytes_text(totals['saved_for_backward'])}\n")
+    out.write(_memory_text(doc.get("memory")))
     if device:
         out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):
@@ -277,6 +298,28 @@ def _text(doc: dict, flat: bool) -> str:
     else:
         out.write("Uncounted ops:    none (every op was counted by a rule)\n")
     return out.getvalue()
+
+
+def _memory_text(plan: dict | None) -> str:
+    """``Memory needed:    1.2 GiB (training step): parameters … + …`` and the fit line."""
+    if not plan:
+        return ""
+    parts = [f"parameters {bytes_text(plan['parameters'])}", f"inputs {bytes_text(plan['inputs'])}"]
+    if plan["gradients"]:
+        parts.append(f"gradients {bytes_text(plan['gradients'])}")
+    if plan["optimizer_state"] or plan["optimizer"] != "none":
+        parts.append(f"optimizer state {bytes_text(plan['optimizer_state'])} ({plan['optimizer']})")
+    if plan["saved_for_backward"]:
+        parts.append(f"saved for backward {bytes_text(plan['saved_for_backward'])}")
+    out = (f"Memory needed:    {bytes_text(plan['peak'])} at the peak of the {plan['kind']}"
+           f"{' (an estimate)' if plan['estimate'] else ''}, of which {', '.join(parts)}; what outlives the step "
+           "kept alive\n")
+    fit = plan.get("fit")
+    if fit:
+        from viewer.projection.fit import fit_text
+
+        out += f"Fits:             {fit_text(fit, bytes_text)}\n"
+    return out
 
 
 def _moe_text(layers: list[dict], assumptions: list[str]) -> str:
