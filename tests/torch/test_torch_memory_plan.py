@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch import nn
 
 from torch_workspace import capture_in_process, profile, tensor, write
 
@@ -144,7 +143,6 @@ def test_a_jax_adam_step_is_within_5_percent_of_xla_s_memory_analysis():
     jax = pytest.importorskip("jax")
     jnp = pytest.importorskip("jax.numpy")
     from capture.jax.convert import convert
-    from viewer.projection.projection import Projection
 
     def loss(ps, x, y):
         h = x
