@@ -387,6 +387,9 @@ class Projection:
         if costs.available:
             out["uncounted_ops"] = costs.uncounted_ops()
             out["notes"] = costs.notes()
+            from .fit import input_bytes, memory_plan
+
+            out["memory_plan"] = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
         return out
 
     def cost_times(self, device: Any) -> dict:

@@ -100,4 +100,6 @@ def test_a_device_adds_estimated_times(browser, served, close_pages):
     app.page.wait_for_function("() => window.tensorviz.cost.rows().some((r) => r.time > 0)")
     head = app.page.inner_text(".cost-table thead")
     assert "Est. time" in head
-    assert "estimated, not measured" in app.page.inner_text(".cost-totals")
+    totals = app.page.inner_text(".cost-totals")
+    assert "estimated, not measured" in totals
+    assert "Memory needed" in totals and "fits on NVIDIA H100 SXM (" in totals and "to spare" in totals

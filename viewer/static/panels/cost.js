@@ -58,7 +58,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @typedef {import("./panel.js").PanelStore & {scene: {root: CostContainer} | null, selected: string | null}} CostStore
  */
 
-/** @typedef {{name: string, label: string, note?: string}} CostDevice  a device profile for time estimates */
+/** @typedef {{name: string, label: string, note?: string, memory?: number}} CostDevice  a device profile for time estimates (memory: bytes) */
 
 /**
  * `api/cost?device=NAME`'s roofline times on that device, in seconds (estimates, never
@@ -79,6 +79,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number} peak_live
  * @property {number} [saved_for_backward]  a training step's
  * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
+ * @property {{kind: string, peak: number, parameters: number, gradients: number, optimizer_state: number, saved_for_backward: number, estimate: boolean}} [memory_plan]
  * @property {{op: string, count: number, in_bodies: number, reason: string}[]} [uncounted_ops]
  * @property {Record<string, string>} [notes]  how FLOPs, bytes, memory are counted, in words
  * @property {CostDevice[]} [devices]
@@ -425,9 +426,13 @@ export class CostPanel extends Panel {
     if (s.saved_for_backward !== undefined) facts.push(["Saved for backward", formatBytes(s.saved_for_backward)]);
     const kinds = kindsText(s.flops_by_kind || null);
     if (kinds) facts.splice(1, 0, ["FLOPs by kind", kinds]);
+    const plan = s.memory_plan;
+    if (plan) facts.push(["Memory needed", memoryText(plan)]);
     if (this.times && this.device) {
       const d = (s.devices || []).find((x) => x.name === this.device);
       facts.push([`Est. time on ${d ? d.label : this.device}`, `${formatTime(this.times.total)} (estimated, not measured)`]);
+      const memory = d ? d.memory : undefined;
+      if (plan && memory) facts.push(["Fits?", fitText(plan.peak, memory, d ? d.label : this.device)]);
     }
     this.totals.append(el("dl", { class: "facts" }, ...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
     const unc = s.uncounted_ops || [];
@@ -451,6 +456,31 @@ export class CostPanel extends Panel {
   rowsShown() {
     return this.rows.map((r) => ({ ...r }));
   }
+}
+
+/**
+ * "10 MiB at the peak of the training step: parameters 2 MiB, gradients 2 MiB, …".
+ * @param {{kind: string, peak: number, parameters: number, gradients: number, optimizer_state: number, saved_for_backward: number, estimate: boolean}} plan
+ */
+function memoryText(plan) {
+  const parts = [`parameters ${formatBytes(plan.parameters)}`];
+  if (plan.gradients) parts.push(`gradients ${formatBytes(plan.gradients)}`);
+  if (plan.optimizer_state) parts.push(`optimizer state ${formatBytes(plan.optimizer_state)}`);
+  if (plan.saved_for_backward) parts.push(`saved for backward ${formatBytes(plan.saved_for_backward)}`);
+  return `${formatBytes(plan.peak)} at the peak of the ${plan.kind}${plan.estimate ? " (an estimate)" : ""}: ${parts.join(", ")}`;
+}
+
+/**
+ * "fits on NVIDIA H100 SXM (80 GiB): 10 MiB, 80 GiB to spare" or "does not fit …: … over".
+ * @param {number} need
+ * @param {number} memory
+ * @param {string} label
+ */
+function fitText(need, memory, label) {
+  const head = `${label} (${formatBytes(memory)})`;
+  return need <= memory
+    ? `fits on ${head}: needs ${formatBytes(need)}, ${formatBytes(memory - need)} to spare`
+    : `does not fit on ${head}: needs ${formatBytes(need)}, ${formatBytes(need - memory)} over`;
 }
 
 /**
