@@ -271,3 +271,18 @@ def test_a_capture_counted_before_kinds_were_named_has_no_split():
     assert "kinds" not in proj.capture.cost.notes
     assert proj.costs().totals()["flops_by_kind"] == {}
     assert all("flops_by_kind" not in r for r in layer_rows(proj, depth=2))
+
+
+@pytest.mark.parametrize("paths, title, label", [
+    (["blocks.0", "blocks.1", "blocks.2"], "0 … 2 ×3", "blocks.0 … blocks.2"),
+    (["blocks.5", "blocks.4", "blocks.3"], "3 … 5 ×3, last first", "blocks.3 … blocks.5, last first"),
+    (["layers.0.5", "layers.11.1"], "5 … 1 ×2", "layers.0.5 … layers.11.1"),
+])
+def test_a_backward_stack_title_reads_up(paths, title, label):
+    """The backward pass runs the last block first: its stack reads up and says so."""
+    from viewer.projection.cost import _stack_title
+    from viewer.projection.views import span_label
+
+    groups = [Group(i, "module", p.rsplit(".", 1)[-1], None, {"path": p}) for i, p in enumerate(paths)]
+    assert _stack_title(groups, list(range(len(paths))), len(paths)) == title
+    assert span_label(paths[0], paths[-1]) == label

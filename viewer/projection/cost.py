@@ -748,7 +748,7 @@ class _LayerTable:
         if stack is not None:
             period, count = stack
             r["stack"] = {"count": count, "period": period, "members": gs,
-                          "last": groups[gs[-1]].name, "title": f"{group_title(grp)} … {groups[gs[-1]].name} ×{count}"}
+                          "last": groups[gs[-1]].name, "title": _stack_title(groups, gs, count)}
             one = [g + 1 for g in gs[:period]]
             if costs.available:
                 r["stack"]["per_block"] = {
@@ -785,6 +785,26 @@ class _LayerTable:
             if depth is None or level < depth:
                 self.walk(c, level + 1, per_block)
             i += 1
+
+
+def _stack_title(groups: Any, gs: list[int], count: int) -> str:
+    """``h.0 … h.11 ×12``; a run that goes down (the backward pass runs the last block
+    first: ``blocks.5`` then ``4``, ``3``) reads up, and says so: ``blocks.3 … 5 ×3, last first``."""
+    first, last = groups[gs[0]], groups[gs[-1]]
+    a, b = _numbers(_path_of(first)), _numbers(_path_of(last))
+    if a and len(a) == len(b) and a > b:
+        return f"{group_title(last)} … {first.name} ×{count}, last first"
+    return f"{group_title(first)} … {last.name} ×{count}"
+
+
+def _path_of(grp: Any) -> str:
+    attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
+    return str(attrs.get("path") or group_title(grp))
+
+
+def _numbers(title: str) -> tuple[int, ...]:
+    """The integer parts of a dotted name (``blocks.5.3``: (5, 3))."""
+    return tuple(int(p) for p in title.replace(" ", ".").split(".") if p.isdigit())
 
 
 def _repeats(sigs: list[str], blocks: list[bool]) -> list[tuple[int, int, int]]:

@@ -678,7 +678,7 @@ class Pages:
                      for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
             run = {
                 "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
-                "label": f"{block_labels[0]} … {last_labels[-1]}",
+                "label": span_label(block_labels[0], last_labels[-1]),
                 "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
                 "inner": inner,
             }
@@ -819,6 +819,20 @@ class Pages:
             bits += n * _DTYPE_BITS.get(dtype, 32)
         got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
         return got
+
+
+def span_label(first: str, last: str) -> str:
+    """``h.0 … h.11``; a run that goes down (the backward pass runs the last block first)
+    reads up and says so: ``blocks.3 … blocks.5, last first``."""
+    a, b = _numbers(first), _numbers(last)
+    if a and len(a) == len(b) and a > b:
+        return f"{last} … {first}, last first"
+    return f"{first} … {last}"
+
+
+def _numbers(label: str) -> tuple[int, ...]:
+    """The integer parts of a dotted name (``layers.11.1``: (11, 1))."""
+    return tuple(int(p) for p in label.split(".") if p.isdigit())
 
 
 class _Flow:
