@@ -154,3 +154,38 @@ def test_each_moe_layer_states_how_its_experts_ran(mws, tmp_path, capsys, model,
     g = next(g.id for g in cap.groups if (g.attrs or {}).get("path") == "experts")
     (item,) = [it for it in proj.children(cap.groups[g].parent)["items"] if it["key"] == f"g{g}"]
     assert words in item["role"] and item["experts"]["convention"] == convention
+
+
+def test_a_kernels_func_wrapper_with_two_closure_cells_takes_the_function_name():
+    """kernels 0.19's ``Func`` closes over the function and a second cell (its name, or its
+    own class for super()): still a wrapper of that one function, not an anonymous "Func"."""
+    from torch import nn
+
+    from capture.torch.trace import function_wrapped_by
+
+    def rotate(x):
+        return x
+
+    def make(func, name):
+        class Func(nn.Module):
+            def forward(self, *args, **kwargs):
+                assert name
+                return func(*args, **kwargs)
+        return Func
+
+    def make_super(func):
+        class Func(nn.Module):
+            def forward(self, *args, **kwargs):
+                super().forward  # noqa: B018  (a __class__ cell)
+                return func(*args, **kwargs)
+        return Func
+
+    def make_two(f, g):
+        class Func(nn.Module):
+            def forward(self, x):
+                return f(g(x))
+        return Func
+
+    assert function_wrapped_by(make(rotate, "rotate")) is rotate
+    assert function_wrapped_by(make_super(rotate)) is rotate
+    assert function_wrapped_by(make_two(rotate, rotate)) is None  # two functions: not a plain wrapper
