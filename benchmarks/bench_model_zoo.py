@@ -177,7 +177,7 @@ def zoo(seq: int) -> list[Model]:
                    max_position_embeddings=65536, rms_norm_eps=1e-5, **bf16),
               dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=128, num_hidden_layers=56,
                    num_attention_heads=4, num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2),
-              _ids(seq), ("MixtralDecoderLayer",)),
+              _ids(seq), ("MixtralDecoderLayer",), moe="routed"),
         Model("qwen3_moe", "Qwen3Moe", "moe", "Qwen3MoeConfig",
               dict(vocab_size=151936, hidden_size=4096, intermediate_size=12288, moe_intermediate_size=1536,
                    num_hidden_layers=94, num_attention_heads=64, num_key_value_heads=4, head_dim=128,
@@ -186,7 +186,7 @@ def zoo(seq: int) -> list[Model]:
               dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=128, moe_intermediate_size=32,
                    num_hidden_layers=94, num_attention_heads=4, num_key_value_heads=2, num_experts=128,
                    num_experts_per_tok=8, norm_topk_prob=True),
-              _ids(seq), ("Qwen3MoeDecoderLayer",)),
+              _ids(seq), ("Qwen3MoeDecoderLayer",), moe="routed"),
         Model("deepseek_v3", "DeepSeekV3", "moe", "DeepseekV3Config",
               dict(vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
                    num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128, n_shared_experts=1,
@@ -293,7 +293,7 @@ def analytic_active(m: Model, kw: dict, seq: int) -> int | None:
     ffn = kw.get("ffn_config") or {}
     experts = kw.get("num_local_experts") or kw.get("num_experts") or ffn["moe_num_experts"]
     k = kw.get("num_experts_per_tok") or ffn["moe_top_k"]
-    hidden = ffn.get("ffn_hidden_size") or kw["intermediate_size"]
+    hidden = ffn.get("ffn_hidden_size") or kw.get("moe_intermediate_size") or kw["intermediate_size"]
     shared = hidden if m.moe == "shared" else 0
     d = kw.get("hidden_size") or kw.get("d_model")
     heads = kw.get("num_attention_heads") or kw.get("n_heads")
