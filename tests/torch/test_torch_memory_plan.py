@@ -139,6 +139,7 @@ def test_the_summary_says_whether_it_fits(mws, tmp_path, capsys):
     assert "does not fit on Tiny (1 MiB): needs" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_jax_adam_step_is_within_5_percent_of_xla_s_memory_analysis():
     jax = pytest.importorskip("jax")
     jnp = pytest.importorskip("jax.numpy")
