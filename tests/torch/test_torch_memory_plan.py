@@ -171,3 +171,54 @@ def test_a_jax_adam_step_is_within_5_percent_of_xla_s_memory_analysis():
     cap = convert(jax.make_jaxpr(step)(*args))
     plan = _plan(cap)
     assert abs(plan["peak"] / xla - 1) < 0.05, (plan["peak"], xla)
+
+
+TP_MODEL = '''
+import torch
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+
+
+class MLP(nn.Module):
+    def __init__(self, dim: int = 16, hidden: int = 64):
+        super().__init__()
+        self.gate = nn.Linear(dim, hidden, bias=False)
+        self.up = nn.Linear(dim, hidden, bias=False)
+        self.down = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down(torch.nn.functional.silu(self.gate(x)) * self.up(x))
+
+
+def tensor_parallel():
+    mesh = init_device_mesh("cpu", (4,), mesh_dim_names=("tp",))
+    return parallelize_module(MLP(), mesh, {"gate": ColwiseParallel(), "up": ColwiseParallel(),
+                                            "down": RowwiseParallel()})
+'''
+
+
+@pytest.mark.slow
+def test_a_tensor_parallel_mlp_fits_per_device(tmp_path_factory, capsys):
+    """Four tensor-parallel ranks: each holds a quarter of every weight, and the fit line is
+    for one device of the mesh."""
+    from capture.graph import graphfile
+    from capture_workspace import profile_table
+    from sharded_captures import capture_all, read
+    from tensorviz_lsp.cli import main
+    from viewer.projection.fit import per_device
+    from viewer.projection.projection import Projection
+
+    root = write(tmp_path_factory.mktemp("ws"), {"tp.py": TP_MODEL})
+    out = tmp_path_factory.mktemp("out")
+    got = capture_all({"tp": {"framework": "torch", "root": str(root), "table": profile_table(
+        "tp:MLP", args=[tensor([2, 16])], init={"factory": "tp:tensor_parallel"}, mesh={"tp": 4})}}, out)
+    cap = read(got["tp"])
+    split = per_device(Projection(cap))
+    whole = 3 * 16 * 64 * 4
+    assert split["devices"] == 4 and split["parameters"] == whole // 4
+    path = out / "tp.tvg"
+    graphfile.write(cap, path)
+    assert main(["summary", str(path), "--device", "l4"]) == 0
+    text = capsys.readouterr().out
+    assert "per device of the mesh (4 devices)" in text and "Fits:             fits on each of 4 × NVIDIA L4" in text

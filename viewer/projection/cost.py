@@ -115,6 +115,8 @@ class LayerCosts:
         self._peak_at = -1
         self._peak_kept = 0.0  # the whole program's peak with what outlives it kept (see _kept)
         self._kept: dict[str, float] = {}
+        self.spans: dict[int, tuple[int, int]] = {}
+        self.first_value: dict[int, int] = {}  # per memory key: the value it was made as
         self._saved_total = 0.0
         self._has_backward = False
         self._memory_done = False  # worked out on first use: a page's cards show FLOPs and bytes only
@@ -295,6 +297,7 @@ class LayerCosts:
         for v, k in enumerate(keys):
             first_seen.setdefault(k, v)
         born = {k: producer[v] for k, v in first_seen.items() if producer[v] >= 0 and executed[producer[v]]}
+        self.first_value = {k: first_seen[k] for k in born}
         for k, i in born.items():
             self._activations[grp[i] + 1] += size[k]
         last = self._last_uses(born, keys, executed)
@@ -364,6 +367,7 @@ class LayerCosts:
             e = n if k in kinds else last[k]
             start[r] = min(start.get(r, i), i)
             end[r] = max(end.get(r, e), e)
+        self.spans = {r: (i, end[r]) for r, i in start.items()}  # per memory: from its op to its end (fit.py)
         delta = [0.0] * (n + 2)
         for r, i in start.items():
             delta[i] += size[r]

@@ -18,8 +18,9 @@ device's memory.
   object: ``peak_live_kept``); for a forward capture with a chosen optimizer, its
   gradients, state and saved activations added.
 
-:func:`fits` compares the peak with a device profile's memory. Figures are per device for a
-single-device capture; a sharded program's per-device split is not worked out here.
+:func:`fits` compares the peak with a device profile's memory: for a program split across a
+mesh, what one device holds (:func:`per_device`: every tensor at its per-device shape, a
+value not split held whole by each device, through the same lifetimes).
 
 Only the standard library (DESIGN.md boundaries).
 """
@@ -82,15 +83,21 @@ def fits(plan: dict[str, Any], device: Any) -> dict[str, Any] | None:
     memory = float(getattr(device, "memory", 0) or 0)
     if not memory:
         return None
-    need = plan["peak"]
-    return {"device": device.name, "label": device.label, "memory": int(memory), "needs": need,
-            "fits": need <= memory, "margin": int(memory - need), "share": need / memory}
+    split = plan.get("per_device")
+    need = split["peak"] if split else plan["peak"]  # a mesh: what one of its devices holds
+    out = {"device": device.name, "label": device.label, "memory": int(memory), "needs": need,
+           "fits": need <= memory, "margin": int(memory - need), "share": need / memory}
+    if split:
+        out["per_device_of"] = split["devices"]
+    return out
 
 
 def fit_text(result: dict[str, Any], bytes_text: Any) -> str:
     """``fits on NVIDIA H100 SXM (80 GiB): needs 10 GiB (12.5 %), 70 GiB to spare`` or
     ``does not fit …: needs …, … over``."""
     head = f"{result['label']} ({bytes_text(result['memory'])})"
+    if result.get("per_device_of"):
+        head = f"each of {result['per_device_of']} × {head}"
     if result["fits"]:
         return (f"fits on {head}: needs {bytes_text(result['needs'])} ({100 * result['share']:.3g} %), "
                 f"{bytes_text(result['margin'])} to spare")
@@ -111,3 +118,58 @@ def input_bytes(proj: Any) -> int:
             n *= d if type(d) is int else 0
         total += n * (dtype_bytes(val.dtype) or 0)
     return int(total)
+
+
+def per_device(proj: Any) -> dict[str, Any] | None:
+    """The plan's figures for one device of a mesh, where values are split across one:
+    every tensor at the shape each device holds (``sharding.per_device_shape``; a value not
+    split is held whole by every device), through the same lifetimes as the whole
+    program's. None when nothing is split."""
+    cap = proj.capture
+    if not any(v.sharding for v in cap.values):
+        return None
+    costs = proj.costs()
+    costs._need_memory()
+    n = proj.index.n_nodes
+
+    def held(v: int) -> float:
+        val = cap.values[v]
+        sh = val.sharding if isinstance(val.sharding, dict) else None
+        shape = val.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or val.shape
+        return _bytes(shape, val.dtype)
+
+    delta = [0.0] * (n + 2)
+    for key, (start, end) in costs.spans.items():
+        v = costs.first_value.get(key)
+        if v is None:
+            continue
+        b = held(v)
+        delta[start] += b
+        delta[min(end, n) + 1] -= b
+    live = peak = 0.0
+    for i in range(n):
+        live += delta[i]
+        peak = max(peak, live)
+    params = inputs = 0.0
+    for v, (_, role) in proj.names.names.items():
+        if proj.index.producer[v] >= 0:
+            continue
+        if role in ("param", "variable"):
+            params += held(v)
+        elif role == "input":
+            inputs += held(v)
+    meshes = cap.meshes or []
+    devices = max((int(m.get("devices") or 1) for m in meshes if isinstance(m, dict)), default=1)
+    return {"devices": devices, "parameters": int(params), "inputs": int(inputs),
+            "peak": int(params + inputs + peak)}
+
+
+def _bytes(shape: Any, dtype: str) -> float:
+    from .cost import dtype_bytes
+
+    n = 1
+    for d in shape:
+        if type(d) is not int:
+            return 0.0
+        n *= d
+    return n * (dtype_bytes(dtype) or 0)

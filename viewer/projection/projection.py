@@ -387,9 +387,12 @@ class Projection:
         if costs.available:
             out["uncounted_ops"] = costs.uncounted_ops()
             out["notes"] = costs.notes()
-            from .fit import input_bytes, memory_plan
+            from .fit import input_bytes, memory_plan, per_device
 
-            out["memory_plan"] = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
+            plan = out["memory_plan"] = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
+            split = per_device(self) if plan is not None else None
+            if split is not None:
+                plan["per_device"] = split
         return out
 
     def cost_times(self, device: Any) -> dict:

@@ -162,11 +162,14 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
 
 def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: Any) -> None:
     """The memory plan (parameters, gradients, optimizer state, saved, peak) and, with a device, whether it fits."""
-    from viewer.projection.fit import NOTE, fits, input_bytes, memory_plan
+    from viewer.projection.fit import NOTE, fits, input_bytes, memory_plan, per_device
 
     plan = memory_plan(totals, input_bytes(proj), optimizer)
     if plan is None:
         return
+    split = per_device(proj)
+    if split is not None:
+        plan["per_device"] = split
     if device is not None:
         got = fits(plan, device)
         if got is not None:
@@ -314,6 +317,10 @@ def _memory_text(plan: dict | None) -> str:
     out = (f"Memory needed:    {bytes_text(plan['peak'])} at the peak of the {plan['kind']}"
            f"{' (an estimate)' if plan['estimate'] else ''}, of which {', '.join(parts)}; what outlives the step "
            "kept alive\n")
+    split = plan.get("per_device")
+    if split:
+        out += (f"                  per device of the mesh ({split['devices']} devices): "
+                f"{bytes_text(split['peak'])}, of which parameters {bytes_text(split['parameters'])}\n")
     fit = plan.get("fit")
     if fit:
         from viewer.projection.fit import fit_text

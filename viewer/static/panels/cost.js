@@ -79,7 +79,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number} peak_live
  * @property {number} [saved_for_backward]  a training step's
  * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
- * @property {{kind: string, peak: number, parameters: number, gradients: number, optimizer_state: number, saved_for_backward: number, estimate: boolean}} [memory_plan]
+ * @property {{kind: string, peak: number, parameters: number, gradients: number, optimizer_state: number, saved_for_backward: number, estimate: boolean, per_device?: {devices: number, peak: number}}} [memory_plan]
  * @property {{op: string, count: number, in_bodies: number, reason: string}[]} [uncounted_ops]
  * @property {Record<string, string>} [notes]  how FLOPs, bytes, memory are counted, in words
  * @property {CostDevice[]} [devices]
@@ -432,7 +432,11 @@ export class CostPanel extends Panel {
       const d = (s.devices || []).find((x) => x.name === this.device);
       facts.push([`Est. time on ${d ? d.label : this.device}`, `${formatTime(this.times.total)} (estimated, not measured)`]);
       const memory = d ? d.memory : undefined;
-      if (plan && memory) facts.push(["Fits?", fitText(plan.peak, memory, d ? d.label : this.device)]);
+      if (plan && memory) {
+        const split = plan.per_device;  // a mesh: what one of its devices holds
+        const label = `${split ? `each of ${split.devices} × ` : ""}${d ? d.label : this.device}`;
+        facts.push(["Fits?", fitText(split ? split.peak : plan.peak, memory, label)]);
+      }
     }
     this.totals.append(el("dl", { class: "facts" }, ...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
     const unc = s.uncounted_ops || [];
