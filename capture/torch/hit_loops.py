@@ -83,12 +83,12 @@ class HitLoops(TorchDispatchMode):
                 return original(t)
             return loops._iterate(t, *got, sys._getframe(1))
 
-        torch.Tensor.__iter__ = iterate  # type: ignore[method-assign]
+        torch.Tensor.__iter__ = iterate
         try:
             with self:
                 yield
         finally:
-            torch.Tensor.__iter__ = original  # type: ignore[method-assign]
+            torch.Tensor.__iter__ = original
 
     def _hit_set(self, t: Any) -> tuple[list[int], int] | None:
         """(nonzero's input shape, iterations) when ``t`` is a nonzero result of

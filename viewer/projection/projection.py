@@ -389,10 +389,11 @@ class Projection:
             out["notes"] = costs.notes()
             from .fit import input_bytes, memory_plan, per_device
 
-            plan = out["memory_plan"] = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
+            plan = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
             split = per_device(self) if plan is not None else None
-            if split is not None:
+            if plan is not None and split is not None:
                 plan["per_device"] = split
+            out["memory_plan"] = plan
         return out
 
     def cost_times(self, device: Any) -> dict:
