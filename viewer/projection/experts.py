@@ -194,18 +194,18 @@ def moe_layers(capture: Any, index: Any, matmul_flops: Callable[[int], int],
     ops, grp = index.cols.op, index.cols.group
     groups = capture.groups
     out: list[dict] = []
-    seen: set[int] = set()
+    # per block, its last topk before its experts run (DeepSeek-V3 picks groups of experts
+    # with a first topk, then the experts within them)
+    last: dict[int, tuple[int, int, list[int]]] = {}
     for i, op in enumerate(ops):
         if op not in TOPK_OPS or grp[i] < 0:
             continue
         found = _block_of(index, groups, grp[i], i)
-        if found is None or found[0] in seen:
-            continue
-        block, router, experts = found
+        if found is not None and _topk(capture, i) is not None:
+            last[found[0]] = (i, found[1], found[2])
+    for block, (i, router, experts) in last.items():
         got = _topk(capture, i)
-        if got is None:
-            continue
-        seen.add(block)
+        assert got is not None
         k, n, tokens = got
         flops = sum(matmul_flops(c) for c in experts)
         params = sum(params_of(c) for c in experts)
