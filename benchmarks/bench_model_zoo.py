@@ -31,7 +31,12 @@ Per model and capture it prints:
 * **FLOPs, uncounted**: the forward's FLOPs as the capture counted them
   (``capture.torch.cost``, a multiply-add is 2) and how many ops no rule counts (listed,
   never counted as zero; a symbolic shape is one reason);
-* **failed**: the failure, or the coverage reasons when partial.
+* **failed**: the failure, or the coverage reasons when partial;
+* **experts** (mixtures of experts: Mixtral, Qwen3-MoE, DeepSeek-V3, Llama-4 Scout, DBRX,
+  OLMoE, gpt-oss): each MoE layer's expert convention (sparse: the active top-k counted as
+  executed; dense: every expert computed) and a loop's stated data-dependent choice, and the
+  active matmul + attention FLOPs (a dense layer's idle experts left out) against an analytic
+  count from the configuration (issue 48: within 2 %).
 
 A row is green when both captures succeed, every layer is folded (or unique), nothing is
 unproduced and the stack is on screen in the first view. ``--shots DIR`` saves each
@@ -198,7 +203,7 @@ def zoo(seq: int) -> list[Model]:
                    num_hidden_layers=61, num_attention_heads=4, num_key_value_heads=4, n_shared_experts=1,
                    n_routed_experts=256, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16,
                    qk_nope_head_dim=16, n_group=8, topk_group=4, num_experts_per_tok=8, first_k_dense_replace=3),
-              _ids(seq), ("DeepseekV3DecoderLayer",)),
+              _ids(seq), ("DeepseekV3DecoderLayer",), moe="deepseek"),
         Model("gemma3", "Gemma3", "dense", "Gemma3TextConfig",
               dict(vocab_size=262208, hidden_size=5376, intermediate_size=21504, num_hidden_layers=62,
                    num_attention_heads=32, num_key_value_heads=16, head_dim=128, query_pre_attn_scalar=168,
@@ -290,6 +295,8 @@ def analytic_active(m: Model, kw: dict, seq: int) -> int | None:
     k experts' gate, up and down projections per token, a shared expert, the LM head."""
     if m.moe is None:
         return None
+    if m.moe == "deepseek":
+        return _deepseek_active(kw, seq)
     ffn = kw.get("ffn_config") or {}
     experts = kw.get("num_local_experts") or kw.get("num_experts") or ffn["moe_num_experts"]
     k = kw.get("num_experts_per_tok") or ffn["moe_top_k"]
@@ -305,6 +312,25 @@ def analytic_active(m: Model, kw: dict, seq: int) -> int | None:
     router = 2 * s * d * experts
     ffn = 2 * s * k * 3 * d * hidden + 2 * s * 3 * d * shared
     return layers * (attention + router + ffn) + 2 * s * d * kw["vocab_size"]
+
+
+def _deepseek_active(kw: dict, s: int) -> int:
+    """DeepSeek-V3: multi-head latent attention (queries and keys/values through low-rank
+    projections; Q·Kᵀ over the nope + rope head width, weights·V over the value width), the
+    first ``first_k_dense_replace`` layers dense, the rest a router over the routed experts,
+    the top-k of them and the shared experts, and the LM head."""
+    d, heads, layers = kw["hidden_size"], kw["num_attention_heads"], kw["num_hidden_layers"]
+    qk = kw["qk_nope_head_dim"] + kw["qk_rope_head_dim"]
+    q = 2 * s * (d * kw["q_lora_rank"] + kw["q_lora_rank"] * heads * qk) if kw.get("q_lora_rank") \
+        else 2 * s * d * heads * qk
+    kv = 2 * s * (d * (kw["kv_lora_rank"] + kw["qk_rope_head_dim"])
+                  + kw["kv_lora_rank"] * heads * (kw["qk_nope_head_dim"] + kw["v_head_dim"]))
+    attention = q + kv + 2 * s * heads * kw["v_head_dim"] * d + 2 * s * s * heads * (qk + kw["v_head_dim"])
+    dense = kw.get("first_k_dense_replace", 0)
+    h = kw["moe_intermediate_size"]
+    moe = 2 * s * d * kw["n_routed_experts"] + 2 * s * 3 * d * h * (kw["num_experts_per_tok"] + kw["n_shared_experts"])
+    return layers * attention + dense * 2 * s * 3 * d * kw["intermediate_size"] + (layers - dense) * moe \
+        + 2 * s * d * kw["vocab_size"]
 
 
 def call_text(config: str, kwargs: dict) -> str:
