@@ -159,6 +159,6 @@ def _text(choice: dict[str, Any]) -> str:
             f"({choice['set']}) was run once per index, {choice['iterations']} times: every one hit, an upper bound")
     for rows in choice.get("row_sets", []):
         each = rows["each"]
-        text += (f"; the {len(rows['symbols'])} row sets made in it ({rows['symbols'][0]}…) were given "
+        text += (f"; the {len(rows['symbols'])} row sets made in it were given "
                  f"{rows['rows']:,} rows in all, spread evenly ({' or '.join(map(str, each))} each)")
     return text

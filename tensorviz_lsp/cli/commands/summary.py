@@ -19,6 +19,7 @@ import csv
 import gc
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -341,8 +342,12 @@ def _moe_text(layers: list[dict], assumptions: list[str]) -> str:
     if idle > 0:
         out += (f"                  the experts' matmuls count {flops_text(idle)} more than the active top-k would "
                 f"(every expert computed); the active top-k's total is the total less that\n")
-    for a in assumptions:
-        out += f"Assumed:          {a}\n"
+    said: dict[str, int] = {}
+    for a in assumptions:  # one line per choice, however many layers made it
+        text = re.sub(r" \(u\d+…\)", "", str(a))
+        said[text] = said.get(text, 0) + 1
+    for text, n in said.items():
+        out += f"Assumed:          {text}" + (f" (×{n}, once per loop run)" if n > 1 else "") + "\n"
     return out
 
 
