@@ -267,7 +267,7 @@ def zoo(seq: int) -> list[Model]:
                    attn_config={"kv_n_heads": 8, "clip_qkv": 8, "rope_theta": 500000},
                    ffn_config={"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4}, **bf16),
               dict(vocab_size=512, d_model=SMALL_WIDTH, n_heads=4, n_layers=40,
-                   attn_config={"kv_n_heads": 2, "rope_theta": 500000}, ffn_config={"ffn_hidden_size": 128, "moe_num_experts": 16,
+                   attn_config={"kv_n_heads": 2, "clip_qkv": 8, "rope_theta": 500000}, ffn_config={"ffn_hidden_size": 128, "moe_num_experts": 16,
                                                              "moe_top_k": 4}),
               _ids(seq), ("DbrxBlock",), moe="routed"),
         Model("olmoe", "Olmoe", "moe", "OlmoeConfig",  # OLMoE-1B-7B (64 experts, top-8)
