@@ -281,7 +281,7 @@ def test_a_capture_counted_before_kinds_were_named_has_no_split():
 def test_a_backward_stack_title_reads_up(paths, title, label):
     """The backward pass runs the last block first: its stack reads up and says so."""
     from viewer.projection.cost import _stack_title
-    from viewer.projection.views import span_label
+    from viewer.projection.names import span_label
 
     groups = [Group(i, "module", p.rsplit(".", 1)[-1], None, {"path": p}) for i, p in enumerate(paths)]
     assert _stack_title(groups, list(range(len(paths))), len(paths)) == title

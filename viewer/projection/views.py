@@ -21,8 +21,8 @@ from capture.graph.device_memory import KEY as MEMORY_KEY
 
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .body_templates import body_wording
-from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
-from .experts import experts_words, lane_folds, moe_layers, router_words
+from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording, span_label
+from .experts import experts_words, lane_folds, page_moe, router_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .structure import find_repeats
 
@@ -495,10 +495,9 @@ class Pages:
             extra["routed"] = ROUTED_WORDING
         role = (router_words(self.capture, ix, present, c)
                 or experts_words(self.capture, ix, present, c, self.names.is_weight)) if grp.kind == "module" else None
-        moe = self.moe_experts().get(c)
-        if moe is not None:  # how the experts ran: sparse top-k or all N (experts.py)
-            extra["experts"] = {k: moe[k] for k in ("convention", "experts", "top_k", "text", "rows_per_token")
-                                if k in moe}
+        moe = page_moe(self)[1].get(c)  # how the experts ran: sparse top-k or all N (experts.py)
+        if moe is not None:
+            extra["experts"] = {k: moe[k] for k in ("convention", "experts", "top_k", "text", "rows_per_token") if k in moe}
             role = f"{role} · {moe['text']}" if role else moe["text"]
         if role:
             extra["role"] = role  # router: top-2 of 8, softmax scores (experts.py)
@@ -775,27 +774,8 @@ class Pages:
         return out
 
     def moe_layers(self) -> list[dict]:
-        """Every MoE layer and how its experts ran (:func:`~viewer.projection.experts.moe_layers`)."""
-        got = getattr(self, "_moe", None)
-        if got is None:
-            costs = self.costs() if self.costs is not None else None
-            if costs is None or not costs.available:
-                got = []
-            else:
-                def matmul_flops(g: int) -> int:
-                    kinds = costs.by_kind[g + 1]
-                    return kinds.get("matmul", 0) if kinds else costs.flops[g + 1]
-
-                got = moe_layers(self.capture, self.index, matmul_flops, lambda g: self._group_params(g)["count"])
-            self._moe = got
-        return got
-
-    def moe_experts(self) -> dict[int, dict]:
-        """Per experts group, its MoE layer's entry."""
-        got = getattr(self, "_moe_by_group", None)
-        if got is None:
-            got = self._moe_by_group = {g: e for e in self.moe_layers() for g in e["experts_groups"]}
-        return got
+        """Every MoE layer and how its experts ran (:func:`~viewer.projection.experts.page_moe`)."""
+        return page_moe(self)[0]
 
     def _group_params(self, g: int) -> dict:
         """Parameters used inside group ``g``: tensors, elements and bytes of the values
@@ -819,20 +799,6 @@ class Pages:
             bits += n * _DTYPE_BITS.get(dtype, 32)
         got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
         return got
-
-
-def span_label(first: str, last: str) -> str:
-    """``h.0 … h.11``; a run that goes down (the backward pass runs the last block first)
-    reads up and says so: ``blocks.3 … blocks.5, last first``."""
-    a, b = _numbers(first), _numbers(last)
-    if a and len(a) == len(b) and a > b:
-        return f"{last} … {first}, last first"
-    return f"{first} … {last}"
-
-
-def _numbers(label: str) -> tuple[int, ...]:
-    """The integer parts of a dotted name (``layers.11.1``: (11, 1))."""
-    return tuple(int(p) for p in label.split(".") if p.isdigit())
 
 
 class _Flow:
