@@ -52,6 +52,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..graph.model import UNCOUNTED, Capture, NodeCosts
+from ..graph.symbols import evaluate as _evaluate
+from ..graph.symbols import fixed_symbols
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
 RULES = {
@@ -530,39 +532,6 @@ def _idle_experts_bytes(node: Any, shapes: list, sizes: list[int]) -> int:
         return 0
     groups, rows = sb[0], sa[0]
     return sizes[b] * (groups - min(groups, rows)) // groups
-
-
-def fixed_symbols(meta: Any) -> dict[str, int]:
-    """The data-dependent symbols of an abstract capture that have one value (``min == max``
-    in ``meta["symbols"]``: fixed by a stated choice, :mod:`capture.torch.hit_loops`)."""
-    out: dict[str, int] = {}
-    for e in (meta or {}).get("symbols") or ():
-        if isinstance(e, dict) and type(e.get("min")) is int and e.get("min") == e.get("max"):
-            out[str(e.get("name"))] = e["min"]
-    return out
-
-
-def _evaluate(text: Any, known: dict[str, int]) -> Any:
-    """A symbolic dimension (``u3``, ``2*u3 + 1``) as an int from ``known`` values, else unchanged."""
-    import ast
-
-    def ev(n: ast.AST) -> int:
-        if isinstance(n, ast.Expression):
-            return ev(n.body)
-        if isinstance(n, ast.Constant) and type(n.value) is int:
-            return n.value
-        if isinstance(n, ast.Name) and n.id in known:
-            return known[n.id]
-        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)):
-            a, b = ev(n.left), ev(n.right)
-            return a + b if isinstance(n.op, ast.Add) else a - b if isinstance(n.op, ast.Sub) else \
-                a * b if isinstance(n.op, ast.Mult) else a // b
-        raise ValueError(text)
-
-    try:
-        return ev(ast.parse(str(text), mode="eval"))
-    except (ValueError, SyntaxError, ZeroDivisionError, RecursionError):
-        return text
 
 
 def _base(op: Any) -> str:

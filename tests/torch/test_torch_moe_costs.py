@@ -208,3 +208,18 @@ def test_a_kernels_func_wrapper_with_two_closure_cells_takes_the_function_name()
     assert function_wrapped_by(make(rotate, "rotate")) is rotate
     assert function_wrapped_by(make_super(rotate)) is rotate
     assert function_wrapped_by(make_two(rotate, rotate)) is None  # two functions: not a plain wrapper
+
+
+@pytest.mark.parametrize("text, want", [
+    ("u3", 5), ("2*u3 + 1", 11), ("u3*u4", 35), ("u3 - 1", 4), ("u3//2", 2), ("u9", "u9"),
+    ("u3**2", "u3**2"), ("__import__('os')", "__import__('os')"), ("u3" + " + u3" * 100, "u3" + " + u3" * 100),
+])
+def test_a_fixed_symbol_reads_as_its_value(text, want):
+    """Only +, -, *, // over known symbols and integers; anything else (or too long) is left as text."""
+    from capture.graph.symbols import evaluate, fixed_symbols
+
+    known = fixed_symbols({"symbols": [{"name": "u3", "min": 5, "max": 5}, {"name": "u4", "min": 7, "max": 7},
+                                       {"name": "u9", "min": 0, "max": 9}]})
+    assert known == {"u3": 5, "u4": 7}
+    assert evaluate(text, known) == want
+    assert fixed_symbols("not a map") == {} and fixed_symbols({"symbols": "no"}) == {}

@@ -29,6 +29,7 @@ import threading
 from typing import Any, Callable
 
 from capture.graph import gc_pause
+from capture.graph.symbols import evaluate, fixed_symbols
 from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
@@ -264,6 +265,7 @@ class LayerCosts:
         view_rule = c.rules.index("view") if "view" in c.rules else -1
         in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
         n = len(values)
+        known = fixed_symbols(self.capture.meta)  # rows a stated choice fixed (capture.graph.symbols)
         keys: list[int] = []
         size: dict[int, float] = {}
         for v in range(n):
@@ -279,7 +281,7 @@ class LayerCosts:
                         key = keys[src]
             keys.append(key)
             if key not in size:
-                size[key] = _value_bytes(shape_of(v), dtype_of(v))
+                size[key] = _value_bytes(shape_of(v), dtype_of(v), known)
         return keys, size
 
     def _memory(self) -> None:
@@ -637,9 +639,11 @@ def _shapes(values: ValueTable) -> Callable[[int], list]:
     return lambda v: dims[off[v]:off[v + 1]]
 
 
-def _value_bytes(shape: list, dtype: str) -> float:
+def _value_bytes(shape: list, dtype: str, known: dict[str, int] | None = None) -> float:
     n = 1
     for d in shape:
+        if type(d) is not int and known:
+            d = evaluate(d, known)
         if type(d) is not int:
             return 0.0
         n *= d
