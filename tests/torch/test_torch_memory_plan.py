@@ -222,3 +222,8 @@ def test_a_tensor_parallel_mlp_fits_per_device(tmp_path_factory, capsys):
     assert main(["summary", str(path), "--device", "l4"]) == 0
     text = capsys.readouterr().out
     assert "per device of the mesh (4 devices)" in text and "Fits:             fits on each of 4 × NVIDIA L4" in text
+    import json
+
+    assert main(["summary", str(path), "--json", "--optimizer", "adam"]) == 0
+    each = json.loads(capsys.readouterr().out)["memory"]["per_device"]
+    assert each["optimizer_state"] == 2 * whole // 4 and each["gradients"] == whole // 4

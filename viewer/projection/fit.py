@@ -139,11 +139,13 @@ def per_device(proj: Any) -> dict[str, Any] | None:
         return _bytes(shape, val.dtype)
 
     delta = [0.0] * (n + 2)
+    made = 0.0
     for key, (start, end) in costs.spans.items():
         v = costs.first_value.get(key)
         if v is None:
             continue
         b = held(v)
+        made += b
         delta[start] += b
         delta[min(end, n) + 1] -= b
     live = peak = 0.0
@@ -160,8 +162,24 @@ def per_device(proj: Any) -> dict[str, Any] | None:
             inputs += held(v)
     meshes = cap.meshes or []
     devices = max((int(m.get("devices") or 1) for m in meshes if isinstance(m, dict)), default=1)
-    return {"devices": devices, "parameters": int(params), "inputs": int(inputs),
+    return {"devices": devices, "parameters": int(params), "inputs": int(inputs), "activations": int(made),
             "peak": int(params + inputs + peak)}
+
+
+def add_chosen(split: dict[str, Any], plan: dict[str, Any], optimizer: str | None) -> None:
+    """What a chosen optimizer adds on each device of the mesh, as :func:`memory_plan` adds
+    it to the whole: its state (and, for a forward, gradients and every activation saved) at
+    the per-device sizes."""
+    if optimizer is None:
+        return
+    per = OPTIMIZERS[optimizer][0]
+    if str(plan.get("optimizer", "")).startswith("chosen"):
+        split["optimizer_state"] = int(per * split["parameters"])
+        split["peak"] += split["optimizer_state"]
+    if plan.get("estimate"):
+        split["gradients"] = split["parameters"]
+        split["saved_for_backward"] = split["activations"]
+        split["peak"] += split["gradients"] + split["saved_for_backward"]
 
 
 def _bytes(shape: Any, dtype: str) -> float:

@@ -163,13 +163,14 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
 
 def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: Any) -> None:
     """The memory plan (parameters, gradients, optimizer state, saved, peak) and, with a device, whether it fits."""
-    from viewer.projection.fit import NOTE, fits, input_bytes, memory_plan, per_device
+    from viewer.projection.fit import NOTE, add_chosen, fits, input_bytes, memory_plan, per_device
 
     plan = memory_plan(totals, input_bytes(proj), optimizer)
     if plan is None:
         return
     split = per_device(proj)
     if split is not None:
+        add_chosen(split, plan, optimizer)
         plan["per_device"] = split
     if device is not None:
         got = fits(plan, device)
