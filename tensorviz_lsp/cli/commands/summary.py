@@ -155,7 +155,7 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
     if isinstance(assumptions, list) and assumptions:
         doc["assumptions"] = [a.get("text") for a in assumptions if isinstance(a, dict)]
     if device is not None:
-        doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
+        doc["device"] = {**device.json(), "estimate": device_table.estimate_text(device),
                          "time": costs.times(device)[0]}
     _memory(doc, proj, totals, getattr(args, "optimizer", None), device)
     return doc
