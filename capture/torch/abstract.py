@@ -32,6 +32,9 @@ which sits above the fake mode and records the same ops an eager run records.
   a data-dependent count), ``bool(t)``, ``torch.equal``: the model's own Python asks for
   a value nothing computed; the failure names the line, and the way out. So does an op
   with no shape rule; no kernel ever runs on made-up data (``allow_fallback_kernels=False``).
+* **A loop over the hit set** (``for expert_idx in expert_hit``, where ``expert_hit`` is a
+  ``nonzero`` result): run once per index, every one hit, with the rows routed in it spread
+  evenly (:mod:`capture.torch.hit_loops`); the choice is stated in ``meta["assumptions"]``.
 * **CPU kernels PyTorch's shape rules are stricter than** (:class:`_CpuShapeRules`):
   ``_grouped_mm``'s shape rule checks CUDA's bfloat16-only condition, while the CPU
   kernel also takes float32/float16 (``transformers``' default experts path for a
@@ -160,6 +163,9 @@ class AbstractEvidence:
         self.shape_env = _WatchedShapeEnv()
         self.mode = _fake.FakeTensorMode(allow_non_fake_inputs=True, allow_fallback_kernels=False,
                                          shape_env=self.shape_env, static_shapes=True)
+        from .hit_loops import HitLoops
+
+        self.loops = HitLoops(self.shape_env)  # a loop over a data-dependent hit set: its stated choice
 
     @contextmanager
     def building(self, files: Any) -> Iterator[None]:
@@ -193,7 +199,7 @@ class AbstractEvidence:
     @contextmanager
     def running(self) -> Iterator[None]:
         """Run the forward with fake tensors (the trace records inside, above these modes)."""
-        with self.mode, _CpuShapeRules():
+        with self.mode, _CpuShapeRules(), self.loops.active():
             yield
 
     def guard_failure(self, files: Any, origin: Callable[[str], str | None]) -> CaptureError | None:

@@ -781,6 +781,9 @@ def _abstract_meta(meta: dict[str, Any], trace: Any, branches: Any, evidence: An
         symbols = symbol_table(trace.b.values, trace.producers, evidence.symbol_bounds(), trace.b.nodes)
         if symbols:
             meta["symbols"] = symbols
+        if evidence.loops.choices:  # data-dependent loops run by a stated choice (capture.torch.hit_loops)
+            meta["assumptions"] = [{"text": c["text"], "loop": c["loop"], "iterations": c["iterations"]}
+                                   for c in evidence.loops.choices]
 
 
 def _data_failure(trace: Any, evidence: Any, files: Any) -> CaptureError | None:

@@ -1131,21 +1131,27 @@ def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
 def function_wrapped_by(cls: type) -> Any:
     """The plain function a module class only forwards to, or None: a class with no
     ``__init__`` of its own whose ``forward`` closes over exactly one plain function and
-    nothing else (the kernels hub's ``Func``, made for each function transformers marks
-    ``use_kernel_forward_from_hub``)."""
+    otherwise only names, numbers or the class itself (the kernels hub's ``Func``, made
+    for each function transformers marks ``use_kernel_forward_from_hub``; kernels 0.19's
+    closes over two cells)."""
     if "__init__" in cls.__dict__:
         return None
     forward = cls.__dict__.get("forward")
     cells = getattr(forward, "__closure__", None)
-    if not cells or len(cells) != 1:
+    if not cells or len(cells) > 4:
         return None
-    try:
-        fn = cells[0].cell_contents
-    except ValueError:  # an empty cell
-        return None
-    if type(fn) is not _FunctionType or isinstance(fn, torch.nn.Module):
-        return None
-    return fn
+    functions = []
+    for cell in cells:
+        try:
+            x = cell.cell_contents
+        except ValueError:  # an empty cell
+            return None
+        if type(x) is _FunctionType:
+            functions.append(x)
+        elif not (x is cls or x is None or type(x) in (str, int, float, bool)):
+            return None  # it closes over something else: more than a wrapper
+    # kernels 0.19's Func closes over the function and a name or its own class (super())
+    return functions[0] if len(functions) == 1 else None
 
 
 _FunctionType = type(function_wrapped_by)
