@@ -44,30 +44,40 @@ from ..graph.sharding import MeshTable, collective_record, mesh_record
 
 _Tensor = torch.Tensor
 
-# c10d op (schema name without the overload) -> (collective kind, argument holding the group)
+# c10d op (schema name without the overload) -> (collective kind, argument holding the
+# group, argument holding this rank's input: what its bytes are counted from)
 COLLECTIVE_OPS = {
-    "_c10d_functional::all_reduce": ("all_reduce", 2),
-    "_c10d_functional::all_reduce_": ("all_reduce", 2),
-    "_c10d_functional::all_reduce_coalesced": ("all_reduce", 2),
-    "_c10d_functional::all_gather_into_tensor": ("all_gather", 2),
-    "_c10d_functional::all_gather_into_tensor_out": ("all_gather", 2),
-    "_c10d_functional::all_gather_into_tensor_coalesced": ("all_gather", 2),
-    "_c10d_functional::reduce_scatter_tensor": ("reduce_scatter", 3),
-    "_c10d_functional::reduce_scatter_tensor_coalesced": ("reduce_scatter", 3),
-    "_c10d_functional::all_to_all_single": ("all_to_all", 3),
-    "_c10d_functional::broadcast": ("broadcast", 2),
-    "_c10d_functional::broadcast_": ("broadcast", 2),
-    "c10d::allreduce_": ("all_reduce", 1),
-    "c10d::allgather_": ("all_gather", 2),
-    "c10d::_allgather_base_": ("all_gather", 2),
-    "c10d::reduce_scatter_": ("reduce_scatter", 2),
-    "c10d::_reduce_scatter_base_": ("reduce_scatter", 2),
-    "c10d::alltoall_base_": ("all_to_all", 2),
-    "c10d::broadcast_": ("broadcast", 1),
+    "_c10d_functional::all_reduce": ("all_reduce", 2, 0),
+    "_c10d_functional::all_reduce_": ("all_reduce", 2, 0),
+    "_c10d_functional::all_reduce_coalesced": ("all_reduce", 2, 0),
+    "_c10d_functional::all_gather_into_tensor": ("all_gather", 2, 0),
+    "_c10d_functional::all_gather_into_tensor_out": ("all_gather", 2, 0),
+    "_c10d_functional::all_gather_into_tensor_coalesced": ("all_gather", 2, 0),
+    "_c10d_functional::reduce_scatter_tensor": ("reduce_scatter", 3, 0),
+    "_c10d_functional::reduce_scatter_tensor_coalesced": ("reduce_scatter", 3, 0),
+    "_c10d_functional::all_to_all_single": ("all_to_all", 3, 0),
+    "_c10d_functional::broadcast": ("broadcast", 2, 0),
+    "_c10d_functional::broadcast_": ("broadcast", 2, 0),
+    # torch.distributed's own calls (FSDP2's all-gather and reduce-scatter): the output
+    # buffer comes first, the rank's input second.
+    "c10d::allreduce_": ("all_reduce", 1, 0),
+    "c10d::allgather_": ("all_gather", 2, 1),
+    "c10d::_allgather_base_": ("all_gather", 2, 1),
+    "c10d::allgather_into_tensor_coalesced_": ("all_gather", 2, 1),
+    "c10d::reduce_scatter_": ("reduce_scatter", 2, 1),
+    "c10d::_reduce_scatter_base_": ("reduce_scatter", 2, 1),
+    "c10d::reduce_scatter_tensor_coalesced_": ("reduce_scatter", 2, 1),
+    "c10d::alltoall_base_": ("all_to_all", 2, 1),
+    "c10d::broadcast_": ("broadcast", 1, 0),
 }
+# A no-kernel wrapper of a collective's result (an AsyncCollectiveTensor around it, for
+# autograd): its result is the same value as its input, never a node of its own.
+WRAPPERS = frozenset({"_c10d_functional::_wrap_tensor_autograd"})
 FROM_LOCAL = "dtensor::from_local"
 TO_LOCAL = "dtensor::to_local"
 REWRAP = "dtensor::rewrap"
+SHARD_VIEW_NOTE = ("a view of this rank's shard in another shape: FSDP2's all-gather input, the shard flat and "
+                   "padded to an equal size on every rank")
 BOUNDARY_NOTE = ("no kernel ran: a DTensor and its local tensor share one storage; this node joins the "
                  "global value and this rank's tensor")
 
@@ -84,6 +94,8 @@ class DistributedValues:
         # id(local tensor) -> (weakref to it, the DTensor's value id)
         self._locals: dict[int, tuple[Any, int]] = {}
         self._groups: dict[str, tuple[int, list[str], int]] = {}  # group name -> (mesh, dims, ranks)
+        # Storage of a DTensor parameter's local tensor -> weakref to the parameter.
+        self._param_storages: dict[int, Any] = {}
 
     @property
     def meshes(self) -> list[dict[str, Any]]:
@@ -171,6 +183,32 @@ class DistributedValues:
         out.update(local=True, global_shape=list(global_shape), source="to_local")
         return out
 
+    # ------------------------------------------------------------------ parameters
+
+    def note_parameter(self, t: Any) -> None:
+        """A module's DTensor parameter (before the forward): a tensor first seen on the
+        storage of its local tensor is a view of this rank's shard (FSDP2's flat, padded
+        all-gather input), the ``to_local`` of the parameter (:meth:`parameter_on`)."""
+        try:
+            key = t._local_tensor.untyped_storage()._cdata
+        except (AttributeError, RuntimeError, NotImplementedError, TypeError):
+            return
+        self._param_storages[key] = weakref.ref(t)
+
+    def parameter_on(self, t: torch.Tensor) -> Any:
+        """The DTensor parameter whose local tensor's storage ``t`` is on, else None."""
+        if not self._param_storages:
+            return None
+        try:
+            key = t.untyped_storage()._cdata
+        except (RuntimeError, NotImplementedError, TypeError):
+            return None
+        ref = self._param_storages.get(key)
+        param = ref() if ref is not None else None
+        if param is None or param._local_tensor.untyped_storage()._cdata != key:
+            return None
+        return param
+
     # ------------------------------------------------------------------ collectives
 
     def collective(self, name: str, args: tuple, kwargs: dict | None, operand_bytes: int | None) -> dict | None:
@@ -178,9 +216,9 @@ class DistributedValues:
         spec = COLLECTIVE_OPS.get(name)
         if spec is None:
             return None
-        kind, pos = spec
+        kind, pos, _ = spec
         group = args[pos] if pos < len(args) else (kwargs or {}).get("group_name")
-        gname = group if isinstance(group, str) else getattr(group, "group_name", None)
+        gname = group if isinstance(group, str) else _group_name(group)
         axes: list[str] = []
         ranks = None
         if isinstance(gname, str):
@@ -196,6 +234,25 @@ class DistributedValues:
         if isinstance(gname, str):
             record["group"] = gname
         return record
+
+
+def input_position(name: str) -> int:
+    """The argument of collective ``name`` that holds this rank's input."""
+    return COLLECTIVE_OPS[name][2]
+
+
+def _group_name(group: Any) -> str | None:
+    """The name of a process group as an op receives it: the group itself, or the
+    ``torch.ScriptObject`` a ``c10d::`` op is given (``ProcessGroup.unbox``)."""
+    if isinstance(group, torch.ScriptObject):
+        try:
+            from torch.distributed import ProcessGroup
+
+            group = ProcessGroup.unbox(group)
+        except Exception:
+            return None
+    name = getattr(group, "group_name", None)
+    return name if isinstance(name, str) else None
 
 
 def _group_size(name: str) -> int | None:
