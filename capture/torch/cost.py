@@ -119,6 +119,25 @@ _NAMED_ARGS = ("dtype", "layout", "memory_format")
 _MAX = (1 << 63) - 1
 
 
+#: What the ``flops`` column of a Torch capture split over a mesh covers, and what
+#: ``notes["per_rank"]`` covers (see TorchCosts.per_rank).
+FLOPS_SCOPE = ("global for DTensor ops (their global shapes: every rank's share together), per rank for "
+               "plain-tensor ops (one rank's tensors: local tensors, FSDP's gathered parameters)")
+PER_RANK_SCOPE = ("per rank: DTensor ops at the shapes one rank computes on (each DTensor's per-device shape), "
+                  "plain-tensor ops as recorded; total: the whole program on one rank, its uncounted ops "
+                  "counted apart")
+
+
+class _PerDevice:
+    """A DTensor value seen at the shape one rank holds (its ``per_device_shape``)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, value: Any) -> None:
+        self.shape = list(value.sharding["per_device_shape"])
+        self.dtype = value.dtype
+
+
 class _Unbuildable(Exception):
     """An argument the capture kept only as a name (an opaque object): the op cannot be rerun."""
 
@@ -263,7 +282,39 @@ class TorchCosts:
         uncounted = {capture.nodes[i].op for i, f in enumerate(flops) if f < 0}
         if uncounted:
             notes["uncounted"] = {op: self.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
+        per_rank = self.per_rank(capture, flops)
+        if per_rank is not None:
+            notes["per_rank"] = per_rank
         return NodeCosts(flops, read, written, rule, rules, [], notes)
+
+    def per_rank(self, capture: Capture, flops: list[int]) -> dict[str, Any] | None:
+        """A split Torch program's FLOPs per rank (``notes["per_rank"]``), None when no node
+        reads or makes a DTensor. A DTensor op's ``flops`` column is global (its global
+        shapes); here it is counted again at the shapes one rank computes on (each
+        DTensor's ``per_device_shape``: the ATen op DTensor runs on the local tensors). A
+        plain-tensor op (a local tensor's, an FSDP all-gather's) is one rank's already."""
+        values = capture.values
+        split = [isinstance(v.sharding, dict) and not v.sharding.get("local") for v in values]
+        if not any(split):
+            return None
+        local = [_PerDevice(v) if s else v for v, s in zip(values, split)]
+        shapes = [tuple(v.shape) if all(type(d) is int for d in v.shape) else None for v in local]
+        nodes, rank_flops = [], []
+        total = uncounted = 0
+        for i, node in enumerate(capture.nodes):
+            f = flops[i]
+            if any(split[o.value] for o in node.inputs if o.value is not None) or any(split[v] for v in node.outputs):
+                op = self.resolve(node.op)
+                if op is not None and f >= 0:
+                    f, _ = self._flops(node, op, self.kind(op), local, shapes)
+                nodes.append(i)
+                rank_flops.append(f)
+            if f < 0:
+                uncounted += 1
+            else:
+                total += f
+        return {"scope": PER_RANK_SCOPE, "nodes": nodes, "flops": rank_flops, "total": total,
+                "uncounted": uncounted, "flops_scope": FLOPS_SCOPE}
 
     def _flops(self, node: Any, op: Any, kind: str, values: Any, shapes: list) -> tuple[int, str]:
         if kind == "view" or kind == "data movement" or kind == "bookkeeping":

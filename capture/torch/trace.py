@@ -419,7 +419,9 @@ class TorchTrace:
         return vid
 
     def _common_group(self, producer: int, group: int | None) -> int | None:
-        """The innermost group holding both node ``producer``'s group (-1: none) and ``group``."""
+        """The innermost group holding both node ``producer``'s group (-1: none) and
+        ``group``; ``group`` itself when none holds both (a forward value read in the
+        backward)."""
         if producer < 0 or group is None:
             return group
         groups = self.b.groups
@@ -428,10 +430,10 @@ class TorchTrace:
         while g is not None:
             ancestors.add(g)
             g = groups[g].parent
-        g = group
+        g: int | None = group
         while g is not None and g not in ancestors:
             g = groups[g].parent
-        return g
+        return group if g is None else g
 
     def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
                    version: int | None = None) -> int:
