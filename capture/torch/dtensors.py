@@ -76,6 +76,7 @@ WRAPPERS = frozenset({"_c10d_functional::_wrap_tensor_autograd"})
 FROM_LOCAL = "dtensor::from_local"
 TO_LOCAL = "dtensor::to_local"
 REWRAP = "dtensor::rewrap"
+BOUNDARY_OPS = frozenset({FROM_LOCAL, TO_LOCAL, REWRAP})
 SHARD_VIEW_NOTE = ("a view of this rank's shard in another shape: FSDP2's all-gather input, the shard flat and "
                    "padded to an equal size on every rank")
 BOUNDARY_NOTE = ("no kernel ran: a DTensor and its local tensor share one storage; this node joins the "
@@ -150,14 +151,17 @@ class DistributedValues:
         shape = list(t.shape)
         spec: list[list[str]] = [[] for _ in shape]
         partial: list[str] = []
+        strided: list[tuple[int, str]] = []
         for dim, p in enumerate(t.placements):
             name = names[dim] if dim < len(names) else f"dim{dim}"
-            if p.is_shard():
+            if p.is_shard() or _is_strided_shard(p):
                 d = p.dim if p.dim >= 0 else p.dim + len(shape)
                 if 0 <= d < len(spec):
-                    spec[d].append(name)
+                    (strided.append((d, name)) if _is_strided_shard(p) else spec[d].append(name))
             elif p.is_partial():
                 partial.append(name)
+        for d, name in strided:  # split within the others' shards (FSDP2 over TP): the minor axis
+            spec[d].append(name)
         sharding: dict[str, Any] = {"mesh": idx, "spec": spec, "per_device_shape": list(local.shape),
                                     "placements": [str(p) for p in t.placements], "source": "placements"}
         if partial:
@@ -234,6 +238,12 @@ class DistributedValues:
         if isinstance(gname, str):
             record["group"] = gname
         return record
+
+
+def _is_strided_shard(p: Any) -> bool:
+    """A ``_StridedShard`` placement (FSDP2's dim-0 split of a tensor-parallel shard), which
+    is no ``Shard`` in this Torch's class hierarchy."""
+    return type(p).__name__ == "_StridedShard" and isinstance(getattr(p, "dim", None), int)
 
 
 def input_position(name: str) -> int:
