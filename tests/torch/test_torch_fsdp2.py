@@ -89,6 +89,16 @@ def fsdp_blocks():
     return model
 
 
+def fsdp_blocks_own_group():
+    """The model's code starts the fake process group itself (no recipe mesh: statistics on)."""
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    if not dist.is_initialized():
+        dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=4)
+    return fsdp_blocks()
+
+
 def fsdp_tp():
     """2-D: each block's MLP tensor-parallel over tp, then FSDP over dp."""
     mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
@@ -388,11 +398,16 @@ def test_per_block_and_root_captures_in_the_worker(root):
     from capture.recipe import parse_profile
     from capture.session.runner import run_capture
 
-    for factory, mesh in (("fsdp_blocks", {"dp": 4}), ("fsdp_tp", {"dp": 2, "tp": 2})):
-        table = profile_table("models:Net", args=[X], init={"factory": f"models:{factory}"}, mesh=mesh)
+    for factory, mesh in (("fsdp_blocks", {"dp": 4}), ("fsdp_tp", {"dp": 2, "tp": 2}),
+                          ("fsdp_blocks_own_group", None)):
+        table = profile_table("models:Net", args=[X], init={"factory": f"models:{factory}"},
+                              **({"mesh": mesh} if mesh else {}))
         c = run_capture(root, parse_profile("p", table), timeout=180)
         assert c.failure is None, c.failure
         assert len(params(c)) == 16 and not loose_ends(c)[0]
+        if mesh is None:  # statistics on (the process group is the model's): measured, never of freed memory
+            assert c.meta["stats"] is True
+            assert [v for v in c.values if "stats" in (v.measured or {})]
 
 
 # --------------------------------------------------------------------------- FSDP + TP
