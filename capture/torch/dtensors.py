@@ -240,6 +240,33 @@ class DistributedValues:
         return record
 
 
+def fsdp_forms(model: Any) -> dict[int, set[int]]:
+    """FSDP2's forms of each parameter it manages under ``model``: ``id(sharded
+    parameter) -> {id(unsharded parameter), …}``. FSDP swaps them on the module around a
+    forward (the root keeps its parameters gathered after it): the same parameter, no
+    write. Empty when FSDP2 is not loaded or manages nothing here."""
+    if "torch.distributed.fsdp" not in sys.modules:
+        return {}
+    out: dict[int, set[int]] = {}
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:
+        return out
+    for module in model.modules():
+        if not isinstance(module, FSDPModule):
+            continue
+        try:
+            group = module._get_fsdp_state()._fsdp_param_group
+            fsdp_params = list(group.fsdp_params) if group is not None else []
+        except Exception:  # another FSDP2 layout: its swaps read as writes, as before
+            continue
+        for fp in fsdp_params:
+            forms = {id(t) for t in (getattr(fp, "_unsharded_param", None),
+                                     getattr(fp, "_sharded_post_forward_param", None)) if t is not None}
+            out.setdefault(id(fp.sharded_param), set()).update(forms)
+    return out
+
+
 def _is_strided_shard(p: Any) -> bool:
     """A ``_StridedShard`` placement (FSDP2's dim-0 split of a tensor-parallel shard), which
     is no ``Shard`` in this Torch's class hierarchy."""

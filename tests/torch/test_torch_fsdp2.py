@@ -296,6 +296,9 @@ def test_sharded_parameters_are_the_modules_parameters(caps, case):
     assert cap.meta["per_device_memory"]["param_bytes"] == expected
     assert plain.meta["per_device_memory"]["param_bytes"] == sum(math.prod(s) * 4 for s in whole.values())
     assert not [v for v in cap.values if (v.measured or {}).get("external")]
+    # FSDP swapping a parameter's sharded and gathered forms (the root keeps them gathered
+    # after the forward) writes nothing
+    assert "state_writes" not in cap.meta and cap.coverage.effects == "none"
 
 
 def test_each_parameter_enters_its_gather_through_to_local(caps):
