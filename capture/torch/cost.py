@@ -52,6 +52,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..graph.model import UNCOUNTED, Capture, NodeCosts
+from .dtensors import BOUNDARY_OPS
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
 RULES = {
@@ -72,6 +73,9 @@ RULES = {
     "cumulative": "a cumulative scan (cumsum, cummax…): 1 FLOP per element",
     "decomposed": "its torch._decomp decomposition, run on meta tensors of the recorded shapes, counted op by op "
                   "by these rules",
+    "communication": "a collective (c10d all-gather, reduce-scatter, all-reduce…): no FLOPs counted (a "
+                     "reduction's sums neither), the bytes of its operands and results on this rank",
+    "DTensor boundary": "a DTensor and its local tensor joined (to_local, from_local): no kernel, no FLOPs, no bytes",
     "no rule": "uncounted: no flop_counter formula, no pointwise or reduction tag, no decomposition",
 }
 NOTES = {
@@ -99,6 +103,10 @@ _DATA_MOVEMENT = frozenset({
     "randperm", "index_copy", "index_copy_", "narrow_copy", "unfold_copy", "pixel_shuffle", "pixel_unshuffle",
     "channel_shuffle", "im2col", "col2im",
 })
+# FSDP2's copies into and out of its collectives' flat buffers (and torch's own chunk_cat).
+_DATA_MOVEMENT = _DATA_MOVEMENT | {"all_gather_copy_in", "split_with_sizes_copy", "chunk_cat", "_chunk_cat"}
+# Collectives' namespaces (capture.torch.dtensors.COLLECTIVE_OPS).
+_COLLECTIVE_NAMESPACES = frozenset({"c10d", "_c10d_functional", "c10d_functional"})
 # Gathers: read what they take (their result's size) and their indices, not the whole table.
 _TAKING = frozenset({"embedding", "index_select", "gather", "index", "take"})
 # Accumulating scatters: the operand holding the updates (by schema name).
@@ -192,6 +200,8 @@ class TorchCosts:
         ns, _, base = schema.name.rpartition("::")
         if ns == "profiler":
             return "bookkeeping"
+        if ns in _COLLECTIVE_NAMESPACES:
+            return "communication"
         if base in _VIEWS or any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
             return "view"
         if op.overloadpacket in self.registry:
@@ -248,7 +258,10 @@ class TorchCosts:
         flops, read, written, rule = [], [], [], []
         for node in capture.nodes:
             op = self.resolve(node.op)
-            if op is None:
+            known = _without_overload(node.op) if op is None else None
+            if known is not None:
+                f, name, kind = known
+            elif op is None:
                 f, name = UNCOUNTED, "no rule"
                 self.reasons.setdefault(node.op, "not an operator this Torch knows")
                 kind = None
@@ -317,7 +330,7 @@ class TorchCosts:
                 "uncounted": uncounted, "flops_scope": FLOPS_SCOPE}
 
     def _flops(self, node: Any, op: Any, kind: str, values: Any, shapes: list) -> tuple[int, str]:
-        if kind == "view" or kind == "data movement" or kind == "bookkeeping":
+        if kind == "view" or kind == "data movement" or kind == "bookkeeping" or kind == "communication":
             return 0, kind
         if kind == "no rule":
             self.reasons.setdefault(node.op, RULES["no rule"])
@@ -454,6 +467,18 @@ class _Decomposition(TorchDispatchMode):
             raise _Uncounted(f"its decomposition runs {func.name()}, which has no rule")
         self.flops += costs.flops_of(func, kind, args, kwargs, out)
         return out
+
+
+def _without_overload(name: str) -> tuple[int, str, str] | None:
+    """``(flops, rule, kind)`` of a recorded op this process cannot resolve but knows by
+    name: a DTensor boundary (no kernel ran), FSDP2's copies (its ops are registered only
+    once FSDP2 is imported). None for any other."""
+    if name in BOUNDARY_OPS:
+        return 0, "DTensor boundary", "view"
+    ns, _, rest = name.partition("::")
+    if ns == "fsdp" and rest.split(".")[0] in _DATA_MOVEMENT:
+        return 0, "data movement", "data movement"
+    return None
 
 
 def _base(op: Any) -> str:

@@ -442,6 +442,22 @@ def test_fsdp_and_tensor_parallel_on_a_2x2_mesh(caps, reference):
         assert n.params["collective"]["devices"] == 2 and n.params["collective"]["operand_bytes"] > 0
 
 
+@pytest.mark.parametrize("case", ["root", "blocks", "blocks_step", "fsdp_tp", "attn_tp"])
+def test_every_op_of_a_split_program_is_counted(caps, case):
+    """Boundaries cost nothing, FSDP's copies are data movement, collectives communication."""
+    cap = read(caps[case])
+    costs = count(cap)
+    assert "uncounted" not in costs.notes and costs.notes["per_rank"]["uncounted"] == 0
+    rule = {n.op: costs.rules[costs.rule[i]] for i, n in enumerate(cap.nodes)}
+    assert rule["dtensor::to_local"] == "DTensor boundary"
+    if case != "attn_tp":
+        assert rule["fsdp::all_gather_copy_in"] == rule["fsdp::split_with_sizes_copy"] == "data movement"
+        assert rule["c10d::_allgather_base_"] == "communication"
+    for i, n in enumerate(cap.nodes):
+        if n.op.startswith("dtensor::"):
+            assert costs.flops[i] == costs.bytes_read[i] == costs.bytes_written[i] == 0
+
+
 def test_dtensor_ops_report_flops_per_rank_and_globally(caps):
     cap = read(caps["fsdp_tp"])
     costs = count(cap)
