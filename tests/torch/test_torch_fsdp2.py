@@ -477,6 +477,17 @@ def test_dtensor_ops_report_flops_per_rank_and_globally(caps):
         costs.flops[i] - rank[i] for i in rank if i not in ups and costs.flops[i] >= 0 and rank[i] >= 0)
 
 
+def test_inspect_says_flops_per_rank_and_what_the_total_covers(caps, capsys):
+    from tensorviz_lsp.cli import main
+
+    assert main(["inspect", str(caps["fsdp_tp"])]) == 0
+    out = capsys.readouterr().out
+    per_rank = count(read(caps["fsdp_tp"])).notes["per_rank"]["total"]
+    (line,) = [x for x in out.splitlines() if x.startswith("per rank:")]
+    assert "on one rank" in line and f"{per_rank / 1e3:.3g} kFLOPs" in line.replace("\u2009", " ")
+    assert "global for DTensor ops" in out
+
+
 # --------------------------------------------------------------------------- TP boundaries
 
 
