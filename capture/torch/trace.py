@@ -917,7 +917,7 @@ class TorchTrace:
         for t in written:
             if id(t) in returned:
                 continue
-            if t._base is not None and type(t) is _Tensor and self._written_through(t, nid):
+            if t._base is not None and not self.dist.is_dtensor(t) and self._written_through(t, nid):
                 continue
             made.append(self._produced(t, nid))
         return made

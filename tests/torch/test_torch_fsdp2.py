@@ -164,6 +164,7 @@ def caps(root, tmp_path_factory):
         "root": case("models:Net", "fsdp_root", {"dp": 4}),
         "blocks": case("models:Net", "fsdp_blocks", {"dp": 4}),
         "blocks_step": case("models:Net", "fsdp_blocks", {"dp": 4}, **STEP),
+        "blocks_abstract": case("models:Net", "fsdp_blocks", {"dp": 4}, evidence="abstract"),
         "fsdp_tp": case("models:Net", "fsdp_tp", {"dp": 2, "tp": 2}),
         "attn_plain": {"framework": "torch", "root": str(root),
                        "table": profile_table("models:Attention", args=[tensor([2, 5, 32])])},
@@ -375,7 +376,7 @@ def test_training_step_gathers_and_reduce_scatters_as_comm_debug_mode(caps, refe
 
 
 @pytest.mark.parametrize("case, plain", [("root", "plain"), ("blocks", "plain"), ("blocks_step", "plain_step"),
-                                         ("fsdp_tp", "plain")])
+                                         ("fsdp_tp", "plain"), ("blocks_abstract", "plain")])
 def test_the_gather_chain_feeds_the_forward(caps, case, plain):
     cap, ref = read(caps[case]), read(caps[plain])
     orphans, _ = loose_ends(cap)
