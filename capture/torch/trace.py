@@ -426,11 +426,11 @@ class TorchTrace:
             return group
         groups = self.b.groups
         ancestors = set()
-        g = self.b.nodes[producer].group
+        g: int | None = self.b.nodes[producer].group
         while g is not None:
             ancestors.add(g)
             g = groups[g].parent
-        g: int | None = group
+        g = group
         while g is not None and g not in ancestors:
             g = groups[g].parent
         return group if g is None else g
