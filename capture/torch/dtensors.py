@@ -122,6 +122,14 @@ class DistributedValues:
         got = self._mesh_ids.get(key)
         if got is not None and got[0]() is mesh and origin != "recipe":
             return got[1]
+        root = _root_of(mesh)
+        if root is not None:  # a submesh (mesh["tp"]): its axes are the root mesh's, by name
+            idx = self.mesh_index(root, origin)
+            try:
+                self._mesh_ids[key] = (weakref.ref(mesh), idx)
+            except TypeError:
+                pass
+            return idx
         names = list(getattr(mesh, "mesh_dim_names", None) or ())
         shape = list(mesh.shape) if hasattr(mesh, "shape") else list(mesh.mesh.shape)
         if len(names) != len(shape):
@@ -147,7 +155,8 @@ class DistributedValues:
         local = t._local_tensor
         mesh = t.device_mesh
         idx = self.mesh_index(mesh)
-        names = [a["name"] for a in self.table.meshes[idx]["axes"]]
+        # the placements' own axes, by name (a submesh's are some of its root mesh's)
+        names = list(getattr(mesh, "mesh_dim_names", None) or ()) or [a["name"] for a in self.table.meshes[idx]["axes"]]
         shape = list(t.shape)
         spec: list[list[str]] = [[] for _ in shape]
         partial: list[str] = []
@@ -238,6 +247,23 @@ class DistributedValues:
         if isinstance(gname, str):
             record["group"] = gname
         return record
+
+
+def _root_of(mesh: Any) -> Any:
+    """The mesh ``mesh`` was sliced from (``init_device_mesh(…)["tp"]``) when each of its
+    axes is one of that mesh's by name, else None: a DTensor on the slice is split over
+    those axes of the whole mesh and replicated over the others."""
+    try:
+        root = mesh._get_root_mesh()
+    except Exception:
+        return None
+    if root is None or root is mesh:
+        return None
+    names = list(getattr(mesh, "mesh_dim_names", None) or ())
+    root_names = list(getattr(root, "mesh_dim_names", None) or ())
+    if not names or not set(names) <= set(root_names):
+        return None
+    return root
 
 
 def fsdp_forms(model: Any) -> dict[int, set[int]]:

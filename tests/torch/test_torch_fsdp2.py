@@ -423,6 +423,8 @@ def test_fsdp_and_tensor_parallel_on_a_2x2_mesh(caps, reference):
     got = params(cap)
     assert set(got) == set(whole)
     assert [a["name"] for a in cap.meshes[got["blocks.0.up.weight"].sharding["mesh"]]["axes"]] == ["dp", "tp"]
+    # the slices mesh["dp"] and mesh["tp"] are axes of that one mesh, not meshes of their own
+    assert len(cap.meshes) == 1 and {v.sharding["mesh"] for v in cap.values if v.sharding} == {0}
     up = got["blocks.0.up.weight"].sharding  # [64, 32]: Shard(0) over tp, FSDP's _StridedShard(0) within
     assert up["spec"] == [["tp", "dp"], []] and up["per_device_shape"] == [16, 32]
     assert up["placements"] == ["_S(0, 2)", "S(0)"]
