@@ -1,9 +1,15 @@
-"""Statistics never read a storage freed under a waiting tensor (issue 46): FSDP2 frees a
+"""Units of the Torch FSDP2 work (issue 46), fast.
+
+Statistics never read a storage freed under a waiting tensor: FSDP2 frees a
 block's gathered parameters after its forward with ``untyped_storage().resize_(0)``, an
 act the trace cannot see. A small value waiting in the statistics batch on such a
 storage was read when the batch was measured: freed memory, and the worker died with
 SIGSEGV on the usual recipe (``fully_shard`` per block, then the root) with statistics on.
-Such a value now has no statistics (counted as skipped); the others are measured."""
+Such a value now has no statistics (counted as skipped); the others are measured.
+
+The collective table names, for every c10d op, the argument holding its process group and
+the one holding this rank's input (what its bytes are counted from), checked against the
+ops' own schemas."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from capture.graph.model import Value  # noqa: E402
+from capture.torch.dtensors import COLLECTIVE_OPS, WRAPPERS  # noqa: E402
 from capture.torch.stats import ActivationStatistics, intact  # noqa: E402
 
 pytestmark = pytest.mark.torch
@@ -55,3 +62,27 @@ def test_a_storage_shrunk_below_a_view_is_not_intact():
     view = base[16:]
     base.untyped_storage().resize_(16 * 4)  # holds the first half only
     assert intact(base[:16].clone()) and not intact(view)
+
+
+GROUP_ARGS = {"group_name", "process_group"}
+INPUT_ARGS = {"input", "inputs", "input_tensor", "input_tensors", "tensors"}
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTIVE_OPS))
+def test_the_collective_table_matches_each_ops_schema(name):
+    import torch.distributed  # noqa: F401  (registers the c10d ops)
+
+    kind, group, given = COLLECTIVE_OPS[name]
+    ns, base = name.split("::")
+    args = getattr(getattr(torch.ops, ns), base).default._schema.arguments
+    assert args[group].name in GROUP_ARGS
+    assert args[given].name in INPUT_ARGS
+    assert kind in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
+
+
+def test_wrappers_are_ops_of_this_torch():
+    import torch.distributed._functional_collectives  # noqa: F401  (registers _wrap_tensor_autograd)
+
+    for name in WRAPPERS:
+        ns, base = name.split("::")
+        assert getattr(getattr(torch.ops, ns), base).default._schema.arguments[0].name == "input"
