@@ -23,11 +23,28 @@ new ``DTensor`` wraps) and the trace records a boundary node between the two val
 ``DTensor`` made around another one's local tensor (a ``redistribute`` that moved
 nothing, a module's output layout: ``from_placements`` and ``placements``).
 
+FSDP2 (``fully_shard``). Its sharded parameters are DTensor parameters the forward never
+reads: it gathers a flat, padded view of each one's shard, then runs the layer on a plain
+parameter made around the gathered buffer. A tensor first seen on the storage of a
+labelled DTensor parameter's local tensor is that parameter's ``to_local``
+(:meth:`DistributedValues.parameter_on`; the parameter's value, with its placements and
+this rank's shape and bytes, is made then; ``shard_view`` says when the view has another
+shape). The trace joins the gathered parameter to the ``as_strided`` result it was made
+around, and FSDP's copy into views of its buffers to the reads that follow
+(``capture.torch.trace``), so the chain feeds the forward. FSDP swapping a parameter's
+sharded and gathered forms on the module is no state write (:func:`fsdp_forms`). A mesh
+sliced from another (``mesh["tp"]``) is recorded as that mesh: its axes are the whole
+mesh's, by name.
+
 Collectives. ``_c10d_functional::all_reduce``, ``all_gather_into_tensor``,
 ``reduce_scatter_tensor``, ``all_to_all_single``, ``broadcast`` (and the ``c10d::``
 ones ``torch.distributed`` calls run) get ``params["collective"]``: the mesh dimensions
-of their process group (by group name, from every mesh seen), how many ranks take
-part, and the bytes each sends (:func:`capture.graph.sharding.collective_record`).
+of their process group (by group name, from every mesh seen; a ``c10d::`` op's
+``ProcessGroup`` object unboxed), how many ranks take part, this rank's input bytes (the
+input argument, not a ``c10d::`` op's output buffer) and the bytes each sends
+(:func:`capture.graph.sharding.collective_record`). ``_wrap_tensor_autograd`` (the
+``AsyncCollectiveTensor`` around a functional collective's result) is no node: its result
+is its input's value.
 
 Torch is imported at module level: a framework module of the worker.
 """
