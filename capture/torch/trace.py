@@ -59,9 +59,10 @@ from ..graph import gc_pause
 from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Frame, Operand
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
-from .dtensors import (BOUNDARY_NOTE, COLLECTIVE_OPS, FROM_LOCAL, REWRAP, SHARD_VIEW_NOTE, TO_LOCAL, WRAPPERS,
+from .dtensors import (COLLECTIVE_OPS, FROM_LOCAL, REWRAP, TO_LOCAL, WRAPPERS,
                        DistributedValues, input_position)
 from .functions import FunctionCalls
+from .joins import Joins
 from .stats import MODES as STATS_MODES
 from .stats import ActivationStatistics, measured_fields
 from .tensors import MAX_DEPTH, tensors_in
@@ -84,7 +85,7 @@ _SAMPLE = 256
 # Queries a tensor subclass answers through the dispatcher (FakeTensor's device) that an
 # eager run does not have: not ops, never recorded.
 _BOOKKEEPING = frozenset({torch.ops.prim.device.default})
-# Ops whose results the trace indexes by layout (TorchTrace._strided).
+# Ops whose results the trace indexes by layout (capture.torch.joins.Joins.index_strided).
 _INDEXED = frozenset({"aten::as_strided"})
 _NoTorchFunction = torch._C.DisableTorchFunction
 
@@ -144,7 +145,7 @@ class _OpInfo:
     # and this reference keeps the id from being reused.
     func: Any = None
     # One of COLLECTIVE_OPS, or an op whose result the distributed bookkeeping indexes
-    # (``as_strided``: see TorchTrace._strided).
+    # (``as_strided``: see capture.torch.joins).
     collective: bool = False
     bookkeeping: bool = False  # one of _BOOKKEEPING or WRAPPERS: run, never recorded
     wrapper: bool = False  # one of WRAPPERS: its result is its input's value
@@ -275,9 +276,8 @@ class TorchTrace:
         self._pending = self.autograd.pending  # the same set, read once per operand
         # DTensors (global values, their meshes and placements) and their local tensors.
         self.dist = DistributedValues()
-        # (storage id, shape, strides, offset, dtype) -> value id of an ``as_strided`` result:
-        # a parameter made around it later (FSDP2's unsharded parameter) is that value.
-        self._strided: dict[tuple, int] = {}
+        # Values made without a recorded op joining the graph (capture.torch.joins).
+        self.joins = Joins(self)
         self._active = False
         # The first limit reached while recording, and the first op an abstract run could
         # not run without data (kept in case user code swallows them).
@@ -387,53 +387,10 @@ class TorchTrace:
             if src is None:
                 param = dist.parameter_on(t)
                 if param is None:
-                    return self._parameter_made_around(t)
+                    return self.joins.parameter_made_around(t, dtype_name(t.dtype))
                 src = self.value_of(param)
             op = TO_LOCAL
-        return self._boundary_node(t, src, op)
-
-    def _boundary_node(self, t: _Tensor, src: int, op: str) -> int:
-        """The value of ``t`` as the output of boundary node ``op`` reading value ``src``,
-        placed in the innermost group holding both where ``src`` was made and where ``t``
-        is first read (a ``to_local`` after a module's output sits between that module and
-        its consumer, not inside the consumer's group)."""
-        b = self.b
-        dist = self.dist
-        nid = len(b.nodes)
-        vid = self._new_value(t, nid, None, version=t._version)
-        sharding = b.values[src].sharding if op == TO_LOCAL else b.values[vid].sharding
-        params: dict[str, Any] = {"no_kernel": BOUNDARY_NOTE}
-        src_sharding = b.values[src].sharding
-        if op == REWRAP and isinstance(src_sharding, dict):
-            params["from_placements"] = src_sharding.get("placements")
-        if isinstance(sharding, dict):
-            params["placements"] = sharding.get("placements")
-            params["mesh"] = sharding.get("mesh")
-        if op == TO_LOCAL and isinstance(sharding, dict):
-            if list(t.shape) == sharding.get("per_device_shape"):
-                b.values[vid].sharding = dist.local_sharding(sharding, b.values[src].shape)
-            else:  # a view of the shard in another shape (FSDP2's flat, padded all-gather input)
-                params["shard_view"] = SHARD_VIEW_NOTE
-        group = self._common_group(self._producer[src], self._stack[-1][0] if self._stack else None)
-        b.node(op, [Operand(0, src)], [vid], params=params, group=group, frame=self.frame_of(sys._getframe(3)))
-        return vid
-
-    def _common_group(self, producer: int, group: int | None) -> int | None:
-        """The innermost group holding both node ``producer``'s group (-1: none) and
-        ``group``; ``group`` itself when none holds both (a forward value read in the
-        backward)."""
-        if producer < 0 or group is None:
-            return group
-        groups = self.b.groups
-        ancestors = set()
-        g: int | None = self.b.nodes[producer].group
-        while g is not None:
-            ancestors.add(g)
-            g = groups[g].parent
-        g = group
-        while g is not None and g not in ancestors:
-            g = groups[g].parent
-        return group if g is None else g
+        return self.joins.boundary_node(t, src, op)
 
     def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
                    version: int | None = None) -> int:
@@ -767,7 +724,7 @@ class TorchTrace:
         if info.bookkeeping:  # asked of a fake tensor, never run as a kernel; or a wrapper
             out = func(*args, **(kwargs or {}))
             if info.wrapper:
-                self._same_value(out, args[0] if args else None)
+                self.joins.same_value(out, args[0] if args else None)
             return out
         operands: list[Operand] = []
         add = operands.append
@@ -895,9 +852,9 @@ class TorchTrace:
     def _distributed_op(self, info: _OpInfo, operands: list[Operand], outputs: list[int], params: dict[str, Any],
                         args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> dict[str, Any]:
         """A collective's ``params["collective"]`` (a new params dict), or an indexed op's
-        result remembered (``_strided``)."""
+        result remembered (``capture.torch.joins``)."""
         if info.name in _INDEXED:
-            self._index_strided(outputs)
+            self.joins.index_strided(outputs)
             return params
         params = dict(params)
         params["collective"] = self.dist.collective(info.name, args, kwargs,
@@ -917,65 +874,10 @@ class TorchTrace:
         for t in written:
             if id(t) in returned:
                 continue
-            if t._base is not None and not self.dist.is_dtensor(t) and self._written_through(t, nid):
+            if t._base is not None and not self.dist.is_dtensor(t) and self.joins.written_through(t, nid):
                 continue
             made.append(self._produced(t, nid))
         return made
-
-    def _written_through(self, t: _Tensor, nid: int) -> bool:
-        """Node ``nid`` wrote view ``t``: mark its storage written by ``nid`` and every
-        live tensor on it stale (its next read is a new version). False when the trace
-        knows no value on that storage."""
-        try:
-            st = self._storages.get(t.untyped_storage()._cdata)
-        except (RuntimeError, NotImplementedError, TypeError):
-            st = None
-        if st is None:
-            return False
-        self._storage_writer[st.sid] = nid
-        live = self._live
-        for ref in st.refs:
-            r = ref()
-            entry = live.get(id(r)) if r is not None else None
-            if entry is not None and entry[0]() is r:
-                live[id(r)] = (entry[0], -1, entry[2])
-        return True
-
-    def _same_value(self, out: Any, src: Any) -> None:
-        """A wrapper's result (``WRAPPERS``) is its input's value: reads of either are reads
-        of one value, and no node or value of the wrapper is recorded."""
-        if isinstance(out, _Tensor) and isinstance(src, _Tensor) and out is not src:
-            vid = self.value_of(src)
-            self._live[id(out)] = (weakref.ref(out), None, vid)
-
-    def _index_strided(self, outputs: list[int]) -> None:
-        """Remember an ``as_strided`` result by its storage and layout (see ``_strided``)."""
-        for vid in outputs:
-            v = self.b.values[vid]
-            m = measured_fields(v)
-            self._strided[(self._value_storage[vid], tuple(v.shape), tuple(m.get("strides", ())),
-                           m.get("storage_offset", 0), v.dtype)] = vid
-
-    def _parameter_made_around(self, t: _Tensor) -> int | None:
-        """The value an unlabelled ``nn.Parameter`` first seen was made around without an op
-        (FSDP2's unsharded parameter, ``nn.Parameter(as_strided(gathered))``): the
-        ``as_strided`` result on its storage with its layout. None for any other."""
-        if not self._strided or not isinstance(t, torch.nn.Parameter):
-            return None
-        try:
-            st = self._storages.get(t.untyped_storage()._cdata)
-            key = (st.sid if st is not None else -1, tuple(t.shape), tuple(t.stride()), t.storage_offset(),
-                   dtype_name(t.dtype))
-        except (RuntimeError, NotImplementedError, TypeError):
-            return None
-        vid = self._strided.get(key)
-        if vid is None:
-            return None
-        ref = weakref.ref(t)
-        assert st is not None  # the index holds only values on known storages
-        st.refs.append(ref)  # a later write through a view of the storage reaches it (_written_through)
-        self._live[id(t)] = (ref, t._version, vid)
-        return vid
 
     def _produced(self, t: _Tensor, nid: int, src: _Tensor | None = None, src_vid: int | None = None) -> int:
         prev = self._live.get(id(t))
