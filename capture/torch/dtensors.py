@@ -114,6 +114,8 @@ class DistributedValues:
         self._groups: dict[str, tuple[int, list[str], int]] = {}  # group name -> (mesh, dims, ranks)
         # Storage of a DTensor parameter's local tensor -> weakref to the parameter.
         self._param_storages: dict[int, Any] = {}
+        self._fsdp: list[Any] = []  # FSDP2's parameter records (note_fsdp)
+        self._gathered: dict[int, Any] = {}  # storage FSDP gathers into -> weakref to the parameter
 
     @property
     def meshes(self) -> list[dict[str, Any]]:
@@ -239,6 +241,31 @@ class DistributedValues:
             return None
         return param
 
+    def note_fsdp(self, model: Any) -> None:
+        """Remember FSDP2's parameter records under ``model`` (:meth:`gathered_of`)."""
+        self._fsdp += fsdp_params(model)
+
+    def gathered_of(self, t: Any) -> Any:
+        """The sharded parameter whose gathered form ``t`` is (a tensor on the storage FSDP2
+        gathers that parameter into), else None."""
+        if not self._fsdp:
+            return None
+        try:
+            key = t.untyped_storage()._cdata
+        except (RuntimeError, NotImplementedError, TypeError):
+            return None
+        got = self._gathered.get(key)
+        if got is None:  # FSDP makes its buffers at a unit's first gather: look again
+            self._gathered = {}
+            for fp in self._fsdp:
+                for out in getattr(fp, "all_gather_outputs", None) or ():
+                    try:
+                        self._gathered[out.untyped_storage()._cdata] = weakref.ref(fp.sharded_param)
+                    except (RuntimeError, NotImplementedError, TypeError):
+                        continue
+            got = self._gathered.get(key)
+        return got() if got is not None else None
+
     # ------------------------------------------------------------------ collectives
 
     def collective(self, name: str, args: tuple, kwargs: dict | None, operand_bytes: int | None) -> dict | None:
@@ -283,30 +310,38 @@ def _root_of(mesh: Any) -> Any:
     return root
 
 
-def fsdp_forms(model: Any) -> dict[int, set[int]]:
-    """FSDP2's forms of each parameter it manages under ``model``: ``id(sharded
-    parameter) -> {id(unsharded parameter), …}``. FSDP swaps them on the module around a
-    forward (the root keeps its parameters gathered after it): the same parameter, no
-    write. Empty when FSDP2 is not loaded or manages nothing here."""
+def fsdp_params(model: Any) -> list[Any]:
+    """FSDP2's ``FSDPParam`` objects under ``model`` (each sharded parameter's record:
+    ``sharded_param``, and once gathered ``_unsharded_param``); empty when FSDP2 is not
+    loaded or manages nothing here."""
     if "torch.distributed.fsdp" not in sys.modules:
-        return {}
-    out: dict[int, set[int]] = {}
+        return []
     try:
         from torch.distributed.fsdp import FSDPModule
     except ImportError:
-        return out
+        return []
+    out: list[Any] = []
     for module in model.modules():
         if not isinstance(module, FSDPModule):
             continue
         try:
             group = module._get_fsdp_state()._fsdp_param_group
-            fsdp_params = list(group.fsdp_params) if group is not None else []
-        except Exception:  # another FSDP2 layout: its swaps read as writes, as before
+            out += list(group.fsdp_params) if group is not None else []
+        except Exception:  # another FSDP2 layout: nothing known of it
             continue
-        for fp in fsdp_params:
-            forms = {id(t) for t in (getattr(fp, "_unsharded_param", None),
-                                     getattr(fp, "_sharded_post_forward_param", None)) if t is not None}
-            out.setdefault(id(fp.sharded_param), set()).update(forms)
+    return out
+
+
+def fsdp_forms(model: Any) -> dict[int, set[int]]:
+    """FSDP2's forms of each parameter it manages under ``model``: ``id(sharded
+    parameter) -> {id(unsharded parameter), …}``. FSDP swaps them on the module around a
+    forward (the root keeps its parameters gathered after it): the same parameter, no
+    write."""
+    out: dict[int, set[int]] = {}
+    for fp in fsdp_params(model):
+        forms = {id(t) for t in (getattr(fp, "_unsharded_param", None),
+                                 getattr(fp, "_sharded_post_forward_param", None)) if t is not None}
+        out.setdefault(id(fp.sharded_param), set()).update(forms)
     return out
 
 

@@ -18,7 +18,7 @@ written in place and wrapper ops.
 * **Parameters made around a value** (:meth:`Joins.parameter_made_around`): FSDP2's
   gathered parameter is ``nn.Parameter(as_strided(buffer))``, made with no op. It is the
   ``as_strided`` result that has its storage and layout (:meth:`Joins.index_strided`
-  remembers them).
+  remembers them), whose ``measured.gathered`` names the parameter.
 * **Wrappers** (:meth:`Joins.same_value`): ``_wrap_tensor_autograd``'s
   ``AsyncCollectiveTensor`` is its input's value, not a node of its own.
 
@@ -119,14 +119,17 @@ class Joins:
             vid = trace.value_of(src)
             trace._live[id(out)] = (weakref.ref(out), None, vid)
 
-    def index_strided(self, outputs: list[int]) -> None:
-        """Remember an ``as_strided`` result by its storage and layout."""
+    def index_strided(self, outputs: list[int], out: Any) -> None:
+        """Remember an ``as_strided`` result (value ``outputs[0]``, tensor ``out``) by its
+        storage and layout; FSDP2's gathered parameter names its parameter."""
         trace = self.trace
         for vid in outputs:
             v = trace.b.values[vid]
             m = measured_fields(v)
             self._strided[(trace._value_storage[vid], tuple(v.shape), tuple(m.get("strides", ())),
                            m.get("storage_offset", 0), v.dtype)] = vid
+        if outputs and isinstance(out, _Tensor):
+            self.name_gathered(out, outputs[0])
 
     def parameter_made_around(self, t: _Tensor, dtype: str) -> int | None:
         """The value an unlabelled ``nn.Parameter`` first seen (of dtype name ``dtype``)
@@ -149,3 +152,11 @@ class Joins:
         st.refs.append(ref)  # a later write through a view of the storage reaches it (written_through)
         trace._live[id(t)] = (ref, t._version, vid)
         return vid
+
+    def name_gathered(self, t: _Tensor, vid: int) -> None:
+        """When ``t`` is on the storage FSDP2 gathers a parameter into, ``measured.gathered``
+        of its value ``vid`` names the parameter."""
+        trace = self.trace
+        label = trace._labels.get(id(trace.dist.gathered_of(t)))
+        if label is not None and label[0] == "param":
+            measured_fields(trace.b.values[vid])["gathered"] = label[1]

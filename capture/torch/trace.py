@@ -295,6 +295,7 @@ class TorchTrace:
             self._label(p, "param", name)
             if type(p) is not torch.nn.Parameter and self.dist.is_dtensor(p):
                 self.dist.note_parameter(p)
+        self.dist.note_fsdp(root)
         for name, buf in root.named_buffers(remove_duplicate=False, prefix=prefix):
             self._label(buf, "buffer", name)
 
@@ -842,7 +843,7 @@ class TorchTrace:
         elif out is not None:
             params["result"] = literal(out)
         if info.collective:
-            params = self._distributed_op(info, operands, outputs, params, args, kwargs)
+            params = self._distributed_op(info, operands, outputs, params, args, kwargs, out)
         if written:
             outputs += self._written_not_returned(written, out, nid)
         b.adopt_node(info.name, operands, outputs, params, group, frame)
@@ -850,11 +851,11 @@ class TorchTrace:
             self._checkpoint(nid + 1)
 
     def _distributed_op(self, info: _OpInfo, operands: list[Operand], outputs: list[int], params: dict[str, Any],
-                        args: tuple[Any, ...], kwargs: dict[str, Any] | None) -> dict[str, Any]:
+                        args: tuple[Any, ...], kwargs: dict[str, Any] | None, out: Any) -> dict[str, Any]:
         """A collective's ``params["collective"]`` (a new params dict), or an indexed op's
         result remembered (``capture.torch.joins``)."""
         if info.name in _INDEXED:
-            self.joins.index_strided(outputs)
+            self.joins.index_strided(outputs, out)
             return params
         params = dict(params)
         params["collective"] = self.dist.collective(info.name, args, kwargs,

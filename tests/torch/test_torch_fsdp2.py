@@ -382,6 +382,16 @@ def test_the_gather_chain_feeds_the_forward(caps, case, plain):
     orphans, _ = loose_ends(cap)
     assert orphans == []
     assert dead_end_ops(cap) == dead_end_ops(ref)
+    # each gathered parameter names its parameter; each layer reads its own
+    gathered = {v.measured["gathered"]: v for v in cap.values if "gathered" in (v.measured or {})}
+    assert set(gathered) == set(params(cap))
+    for n in cap.nodes:
+        for o in n.inputs:
+            name = (cap.values[o.value].measured or {}).get("gathered") if o.value is not None else None
+            if not name or n.op in ("aten::detach", "dtensor::from_local") or n.group is None:
+                continue  # FSDP over TP makes a DTensor parameter of the gathered tensor first
+            if cap.groups[n.group].kind == "module":
+                assert name.rsplit(".", 1)[0] == cap.groups[n.group].attrs["path"], name
     # every forward op that reads a weight reads the gathered one: the chain made it
     producer = {v: n for n in cap.nodes for v in n.outputs}
     forward = subtree(cap, module_group(cap, "").id)
