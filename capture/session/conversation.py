@@ -41,6 +41,7 @@ from ..worker.protocol import (
 )
 from ..worker.workspace_files import WorkspaceFiles
 from .job import CaptureJob, Log
+from .model_dependencies import disown
 
 # After the final message the worker exits at once; allow it this long before the
 # process group is killed anyway.
@@ -116,10 +117,11 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) ->
     channel.finish()
     if final["kind"] == "device_ok":
         return None
-    if final["kind"] == "failure":
-        return _worker_failure(job, final)
-    assert final["kind"] == "result"
-    return _worker_result(job, final)
+    assert final["kind"] in ("failure", "result")
+    capture = _worker_failure(job, final) if final["kind"] == "failure" else _worker_result(job, final)
+    if capture.failure is not None:
+        disown(job, capture.failure)  # the install offer is the parent's (issue 52)
+    return capture
 
 
 def _take_messages(job: CaptureJob, reader: FrameReader, chunk: bytes) -> _FinalMessage | None:

@@ -1,0 +1,167 @@
+"""What the parent runs besides the worker is kept like the worker (issue 52 items 3-4):
+the interpreter probe and an approved install run under a keeper of their own
+(:func:`capture.worker.procs.run_kept`), so that a process the capture interpreter starts
+there (a committed ``.venv/bin/python`` wrapper script that leaves a background child in
+a session of its own) outlives neither the probe, nor the CLI or language server that
+started it, however that one ends (SIGKILL included)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from capture.session.launcher import kept
+from capture.session.probe import forget_probes, probe_interpreter
+from capture.session.runner import make_job
+from fake_workspace import fake_recipe, tensor
+from processes import exited
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def wrapper(folder: Path, *, delay: float = 0.0, then: str = f'exec {sys.executable} "$@"') -> Path:
+    """A ``.venv/bin/python`` that starts a background process in a session of its own
+    (its pid written to ``$TV_BG``, its own to ``$TV_BG.self``), waits ``delay`` s, then
+    runs the real interpreter (or ``then``)."""
+    path = folder / ".venv" / "bin" / "python"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(f"""\
+        #!/bin/sh
+        echo $$ > "$TV_BG.self"
+        setsid sh -c 'echo $$ > "$TV_BG.tmp"; mv "$TV_BG.tmp" "$TV_BG"; exec sleep 120' \\
+            </dev/null >/dev/null 2>&1 &
+        sleep {delay}
+        {then}
+        """))
+    path.chmod(0o755)
+    return path
+
+
+def wait_file(path: Path, timeout: float = 30.0) -> int:
+    end = time.monotonic() + timeout
+    while not path.exists() or not path.read_text().strip():
+        assert time.monotonic() < end, f"{path} never appeared"
+        time.sleep(0.02)
+    return int(path.read_text().split()[0])
+
+
+def kill_quietly(*pids: int | None) -> None:
+    for pid in pids:
+        if pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_the_keeper_runs_the_command_and_exits_as_it_did(tmp_path):
+    done = subprocess.run(kept([sys.executable, "-c", "import sys; print('hi'); sys.exit(3)"]),
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (3, "hi\n"), done.stderr
+    missing = subprocess.run(kept([str(tmp_path / "no-python"), "-c", "pass"]), capture_output=True, text=True,
+                             timeout=60)
+    from capture.worker.procs import not_started
+
+    assert not_started(missing.returncode, missing.stderr) == "No such file or directory", missing.stderr
+
+
+def test_what_the_probed_interpreter_starts_ends_with_the_probe(workspace, tmp_path, monkeypatch):
+    """Before: the wrapper's background child (setsid) ran on after the probe, the
+    capture and the CLI."""
+    python = wrapper(tmp_path)
+    bg = tmp_path / "bg"
+    monkeypatch.setenv("TV_BG", str(bg))
+    forget_probes()
+    job = make_job(workspace, fake_recipe("models:net", tensor(2, 3)), python=python)
+    answer = probe_interpreter(job, ("msgpack",))
+    assert isinstance(answer, dict), answer
+    child = wait_file(bg)
+    try:
+        assert exited(child, 5), "the probe's interpreter left a background process running"
+    finally:
+        kill_quietly(child)
+
+
+PROBING_PARENT = """
+import sys
+from capture.session.probe import probe_interpreter
+from capture.session.runner import make_job
+from fake_workspace import fake_recipe, tensor
+
+job = make_job(sys.argv[1], fake_recipe("models:net", tensor(2, 3)), python=sys.argv[2])
+probe_interpreter(job, ("msgpack",))
+"""
+
+
+def test_a_sigkilled_parent_takes_its_probe_and_what_it_started(workspace, tmp_path):
+    """The parent (a CLI, the language server) SIGKILLed while the probe runs: the probed
+    interpreter and its background child go with it."""
+    python = wrapper(tmp_path, delay=60)
+    bg = tmp_path / "bg"
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "TV_BG": str(bg),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(here), str(here.parent)])}
+    parent = subprocess.Popen([sys.executable, "-c", PROBING_PARENT, str(workspace), str(python)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = wrapped = None
+    try:
+        child = wait_file(bg)
+        wrapped = wait_file(Path(f"{bg}.self"))
+        parent.kill()
+        parent.wait()
+        assert exited(wrapped, 5), "the probed interpreter outlived its SIGKILLed parent"
+        assert exited(child, 5), "the probed interpreter's background process outlived its SIGKILLed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        kill_quietly(child, wrapped)
+
+
+INSTALLING_CLI = """
+import sys
+from types import SimpleNamespace
+from capture.graph.model import Capture, Coverage, Failure
+from tensorviz_lsp.cli.commands.capture import offer_model_dependencies
+
+python = sys.argv[1]
+failure = Failure("ModuleNotFoundError", "No module named 'tiktoken'", "import",
+                  details={"missing_module": "tiktoken", "missing": ["tiktoken"], "python": python,
+                           "install": [python, "-m", "pip", "install", "tiktoken"]})
+result = SimpleNamespace(capture=Capture("fake", "fake", "1", Coverage("traced_program"), failure=failure),
+                         job=SimpleNamespace(python=python))
+offer_model_dependencies("capture", result, ask=lambda prompt: "y")
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_an_approved_install_ends_with_the_cli(tmp_path, how):
+    """Before: the install ran on after a SIGKILLed CLI (and in a session of its own in
+    the editor, killed only by the shutdown hook)."""
+    python = wrapper(tmp_path, then="exec sleep 120")  # a "pip" that takes its time, with a background child
+    bg = tmp_path / "bg"
+    env = {**os.environ, "TV_BG": str(bg), "PYTHONPATH": str(ROOT)}
+    cli = subprocess.Popen([sys.executable, "-c", INSTALLING_CLI, str(python)], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = pip = None
+    try:
+        child = wait_file(bg)
+        pip = wait_file(Path(f"{bg}.self"))
+        cli.send_signal(getattr(signal, how))
+        cli.wait(timeout=30)
+        assert exited(pip, 5), f"the install outlived the CLI ({how})"
+        assert exited(child, 5), f"the install's background process outlived the CLI ({how})"
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        kill_quietly(child, pip)
