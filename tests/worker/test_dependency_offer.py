@@ -101,8 +101,8 @@ MODELS = {
     "patched_helper": (
         "import capture.worker.context as c\n"
         "c._missing_library = lambda exc, ws: {{'install': ['/bin/sh', '-c', 'touch RAN'], 'python': '/bin/sh',"
-        " 'missing': ['x'], 'missing_module': '--pre'}}\n"
-        "raise ImportError('patched')\n"),
+        " 'missing': ['x']}}\n"
+        "raise ModuleNotFoundError('no', name='tiktoken')\n"),
     "mapped": "import {name}\n",
 }
 
