@@ -66,6 +66,7 @@ from ..shorthand import (
     discover_symbol,
     factory_ref,
     integer_tensor_without_generator,
+    kept_from_saved,
     names_for,
     parse_target,
     profile_for_target,
@@ -485,8 +486,26 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             raise ShorthandError(describe(problems, shown, command))
     if discovered is not None:
         _note_zero_tokens(args, recipe)
+    if existing is not None and not args.profile:  # found by its model, not named
+        _note_reused(args, target, existing)
     save_profile(target.workspace, recipe)
     return target.workspace, recipe.name
+
+
+def _note_reused(args: argparse.Namespace, target: Target, existing: Any) -> None:
+    """The shorthand updates the profile already saved for the symbol (perhaps one the
+    workspace committed): say which, and what of it is kept because the command line
+    does not give it, and how to start afresh instead."""
+    kept = kept_from_saved(
+        existing, inputs=bool(args.input or args.fixture or args.inputs_factory),
+        init=bool(args.init or args.init_factory), steps=bool(args.then), checkpoint=bool(args.checkpoint),
+        mesh=args.mesh is not None)
+    if not kept:
+        return
+    fresh = default_profile_name(target, [existing.name])
+    print(f"tensorviz {args.command}: note: updating the saved profile {existing.name} (its model is "
+          f"{existing.model}); kept from it: {', '.join(kept)}. To start from nothing saved, give "
+          f"--profile {fresh}", file=sys.stderr)
 
 
 def _note_zero_tokens(args: argparse.Namespace, recipe: Any) -> None:
