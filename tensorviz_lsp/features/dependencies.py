@@ -72,7 +72,8 @@ class Dependencies(Feature):
         pinned = [p for p in plan.pinned if install_spec(p)]
         template = self.server.settings_for(root).install_command
         if not template:
-            cmd = list(plan.command) if safe_install(plan.command, plan.python) else default_command(plan.python, packages)
+            own = [c for c in plan.command if c not in _REPLACING_FLAGS]
+            cmd = own if safe_install(own, plan.python) else default_command(plan.python, packages + pinned)
         else:
             cmd = []
             for part in template:
