@@ -716,6 +716,8 @@ def run_kept(argv: list[str]) -> NoReturn:
     if child == 0:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
         die_with_parent(keeper)  # the keeper killed (SIGKILL): so is the command
+        if PARENT_ENV in os.environ:
+            os.environ[PARENT_ENV] = str(keeper)  # a worker's own keeper checks its parent: this one
         _exec(cmd)
     _keep(child, stop)
 
