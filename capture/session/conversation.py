@@ -21,7 +21,7 @@ from typing import Protocol, cast
 
 from ..graph import graphfile
 from ..graph.model import Capture, Frame, Source, failure_from_json
-from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, release_worker
+from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, not_started, release_worker
 from ..worker.protocol import (
     EXIT_SHARED_MEMORY,
     FINAL_KINDS,
@@ -32,6 +32,7 @@ from ..worker.protocol import (
     EscapedProcess,
     FailureMessage,
     FrameReader,
+    InterpreterDetails,
     LimitDetails,
     ProtocolError,
     ResultMessage,
@@ -220,6 +221,11 @@ def _crashed(job: CaptureJob, channel: WorkerChannel) -> Capture:
     died_by = _died_dumping_at_deadline(job, code, tail)
     if died_by is not None:
         return _past_deadline(job, channel, died_by)
+    reason = not_started(code, tail) if code is not None else None
+    if reason is not None:  # the keeper could not start the interpreter (launcher.kept)
+        channel.kill_group()
+        return job.fail("interpreter", "InterpreterNotRunnable", f"cannot start {job.python}: {reason}",
+                        InterpreterDetails(python=job.python))
     channel.kill_group()  # what it left behind (also in sessions of their own)
     memory = job.limits.max_memory_bytes
     if code == EXIT_SHARED_MEMORY and memory:

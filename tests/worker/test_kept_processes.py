@@ -165,3 +165,99 @@ def test_an_approved_install_ends_with_the_cli(tmp_path, how):
             cli.kill()
             cli.wait()
         kill_quietly(child, pip)
+
+
+HANG = '''
+import os
+import time
+
+
+def hang(x):
+    with open(os.environ["TV_PIDS"] + ".tmp", "w") as fh:
+        fh.write(str(os.getpid()))
+    os.replace(os.environ["TV_PIDS"] + ".tmp", os.environ["TV_PIDS"])
+    while True:
+        time.sleep(0.05)
+'''
+
+
+def test_a_wrapper_interpreters_orphan_ends_with_a_sigkilled_cli(workspace, tmp_path):
+    """A ``.venv/bin/python`` wrapper whose background process is orphaned before the
+    worker's own keeper exists (a subshell that starts it and exits): it was re-parented
+    to the CLI, and to init once the CLI was SIGKILLed. The worker runs under a keeper of
+    TensorViz's own, which adopts it."""
+    python = wrapper(tmp_path)
+    text = python.read_text().replace("setsid sh -c", "( setsid sh -c").replace(
+        "</dev/null >/dev/null 2>&1 &", "</dev/null >/dev/null 2>&1 & )")
+    python.write_text(text)
+    (workspace / "hang.py").write_text(HANG)
+    (workspace / ".tensorviz").mkdir(exist_ok=True)
+    (workspace / ".tensorviz" / "recipes.toml").write_text(
+        'version = 1\n[profiles.hang]\nframework = "fake"\nmodel = "hang:hang"\n'
+        'inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32" }] }\n')
+    bg, pids = tmp_path / "bg", tmp_path / "pids"
+    from capture.frameworks import TEST_PLUGINS_ENV
+
+    env = {**os.environ, "TV_BG": str(bg), "TV_PIDS": str(pids), "PYTHONPATH": str(ROOT),
+           TEST_PLUGINS_ENV: os.environ[TEST_PLUGINS_ENV]}
+    here = Path(__file__).resolve().parent
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(here), str(here.parent)])
+    cli = subprocess.Popen([sys.executable, "-m", "tensorviz_lsp", "capture", "--workspace", str(workspace),
+                            "--profile", "hang", "--python", str(python), "--timeout", "120",
+                            "-o", str(tmp_path / "out.tvg")], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    model = child = None
+    try:
+        model = wait_file(pids, 90)
+        time.sleep(0.5)  # the worker's wrapper's background process has written its pid (the probe's, before)
+        child = wait_file(bg)
+        cli.kill()
+        cli.wait()
+        assert exited(model, 5), "the worker outlived the SIGKILLed CLI"
+        assert exited(child, 5), "the wrapper interpreter's orphan outlived the SIGKILLed CLI"
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+        kill_quietly(model, child)
+
+
+SERVER = """
+import sys
+from capture.session.runner import run_capture
+from capture.session.warm import WarmPool
+from fake_workspace import fake_recipe, tensor
+
+pool = WarmPool() if sys.argv[3] == "warm" else None
+run_capture(sys.argv[1], fake_recipe("hang:hang", tensor(2, 3)), python=sys.argv[2], timeout=120, warm=pool)
+"""
+
+
+@pytest.mark.slow  # a capture each
+@pytest.mark.parametrize("mode", ["one-shot", "warm"])
+def test_a_wrapper_interpreters_orphan_ends_with_a_sigkilled_server(workspace, tmp_path, mode):
+    """The language server's side (a one-shot worker, or the folder's warm resident)."""
+    python = wrapper(tmp_path)
+    python.write_text(python.read_text().replace("setsid sh -c", "( setsid sh -c").replace(
+        "</dev/null >/dev/null 2>&1 &", "</dev/null >/dev/null 2>&1 & )"))
+    (workspace / "hang.py").write_text(HANG)
+    bg, pids = tmp_path / "bg", tmp_path / "pids"
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "TV_BG": str(bg), "TV_PIDS": str(pids),
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(here), str(here.parent)])}
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(workspace), str(python), mode], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    model = child = None
+    try:
+        model = wait_file(pids, 90)
+        time.sleep(0.5)
+        child = wait_file(bg)
+        server.kill()
+        server.wait()
+        assert exited(model, 5), f"the capture outlived the SIGKILLed server ({mode})"
+        assert exited(child, 5), f"the wrapper interpreter's orphan outlived the SIGKILLed server ({mode})"
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+        kill_quietly(model, child)
