@@ -27,15 +27,18 @@ sys.exit(main())
 '''
 
 _KEEPER = '''"""TensorViz process keeper (generated; safe to delete): capture.worker.procs.run_kept."""
-import importlib.util
 import os
 import sys
-# procs.py alone (the standard library), not the capture package: the keeper starts fast.
-spec = importlib.util.spec_from_file_location(
-    "tensorviz_procs", os.path.join(os.path.dirname(os.path.abspath(__file__)), "capture", "worker", "procs.py"))
-procs = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(procs)
-procs.run_kept(sys.argv[1:])
+try:
+    from _frozen_importlib_external import SourceFileLoader  # loaded already: nothing to import
+except ImportError:
+    from importlib.machinery import SourceFileLoader
+# procs.py alone (the standard library), not the capture package, from its cached bytecode:
+# the keeper starts fast.
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "capture", "worker", "procs.py")
+procs = {"__name__": "tensorviz_procs", "__file__": path}
+exec(SourceFileLoader("tensorviz_procs", path).get_code("tensorviz_procs"), procs)
+procs["run_kept"](sys.argv[1:])
 '''
 
 #: Variables of this process that would change what the selected interpreter imports.

@@ -32,9 +32,12 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING, Any, NoReturn
+# Not ``typing``'s (tens of milliseconds to import): the keeper (:func:`run_kept`) runs this
+# file alone, and starts before every probe, install and worker. Type checkers read it as theirs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
-if TYPE_CHECKING:  # the keeper (:func:`run_kept`) runs this module with the standard library alone
     from .protocol import EscapedProcess
 
 #: Every worker's environment carries a fresh value of this; its processes inherit it.
