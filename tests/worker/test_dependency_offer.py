@@ -144,3 +144,25 @@ def test_a_missing_library_is_offered_as_its_distribution(workspace, module, pac
     assert wanted is not None, result.capture.failure.details
     assert wanted["missing"] == [package]
     assert wanted["install"][:5] == [sys.executable, "-m", "pip", "install", package]
+
+
+@pytest.mark.slow
+def test_a_workers_dependencies_failure_gets_the_parents_command(workspace):
+    """A ``dependencies`` failure the worker raised (a checkpoint reader that needs
+    safetensors) names packages: the parent keeps the checked ones and builds the command
+    for the job's interpreter."""
+    (workspace / "offered.py").write_text(
+        "from capture.worker.errors import CaptureError\n\n\n"
+        "def net(x):\n"
+        "    raise CaptureError('dependencies', 'needs safetensors', {'missing': ['safetensors', '--pre'],"
+        " 'python': '/bin/sh', 'install': ['/bin/sh', '-c', 'touch RAN']})\n")
+    (workspace / ".tensorviz").mkdir(exist_ok=True)
+    (workspace / ".tensorviz" / "recipes.toml").write_text(
+        'version = 1\n[profiles.p]\nframework = "fake"\nmodel = "offered:net"\n'
+        'inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32" }] }\n')
+    result = run_session(CaptureRequest(workspace, "p", trusted=True, output=workspace / "out.tvg"))
+    failure = result.capture.failure
+    assert failure is not None and failure.stage == "dependencies", failure
+    wanted = missing_dependencies(failure, result.job.python)
+    assert wanted is not None and wanted["missing"] == ["safetensors"] and wanted["python"] == sys.executable
+    assert wanted["install"][:5] == [sys.executable, "-m", "pip", "install", "safetensors"]
