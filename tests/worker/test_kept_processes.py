@@ -261,3 +261,29 @@ def test_a_wrapper_interpreters_orphan_ends_with_a_sigkilled_server(workspace, t
             server.kill()
             server.wait()
         kill_quietly(model, child)
+
+
+PTH = ("import os, subprocess; (os.environ.get('TV_BG') and not os.path.exists(os.environ['TV_BG'])) and "
+       "open(os.environ['TV_BG'], 'w').write(str(subprocess.Popen(['sleep', '120'], start_new_session=True, "
+       "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).pid))\n")
+
+
+@pytest.mark.slow  # makes a venv
+def test_what_a_pth_file_starts_ends_with_the_probe(workspace, tmp_path, monkeypatch):
+    """A ``.pth`` file in the capture interpreter's site-packages runs at every start of
+    it, the probe's included: what it starts (in a session of its own) ends with the probe."""
+    from interpreters import make_venv, site_packages
+
+    python = make_venv(tmp_path / "venv", see_running_packages=True)
+    (site_packages(tmp_path / "venv") / "aa_starts_a_process.pth").write_text(PTH)
+    bg = tmp_path / "bg"
+    monkeypatch.setenv("TV_BG", str(bg))
+    forget_probes()
+    job = make_job(workspace, fake_recipe("models:net", tensor(2, 3)), python=python)
+    answer = probe_interpreter(job, ("msgpack",))
+    assert isinstance(answer, dict), answer
+    child = wait_file(bg)
+    try:
+        assert exited(child, 5), "the process a .pth file started outlived the probe"
+    finally:
+        kill_quietly(child)
