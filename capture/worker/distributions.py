@@ -42,8 +42,8 @@ DISTRIBUTIONS: dict[str, str | None] = {
     "umap": "umap-learn", "Bio": "biopython", "rdkit": "rdkit", "MeCab": "mecab-python3", "websocket": "websocket-client",
 }
 
-#: Specifications with extras the parent itself writes (JAX's CUDA build).
-EXTRAS = frozenset({"jax[cuda12]"})
+#: Specifications with extras the parent itself writes (JAX's CUDA and TPU builds).
+EXTRAS = frozenset({"jax[cuda12]", "jax[tpu]"})
 
 _IMPORT_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,99}")
 # PEP 508's name: letters and digits at both ends, ``.``, ``_``, ``-`` between.

@@ -123,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
     doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
                            "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes}
     if device is not None:
-        doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
+        doc["device"] = {**device.json(), "estimate": device_table.estimate_text(device),
                          "time": costs.times(device)[0]}
     if args.json:
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
