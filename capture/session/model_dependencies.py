@@ -77,8 +77,8 @@ def disown(job: CaptureJob, failure: Failure) -> None:
     ``dependencies`` failure's ``missing`` mapped to the distributions that can be
     offered (the interpreter is the job's). :func:`complete` then builds the offer."""
     details = failure.details
-    if not isinstance(details, dict):
-        return
+    if not isinstance(details, dict) or failure.stage not in ("import", "dependencies"):
+        return  # no other failure is an install offer (a checkpoint's ``missing`` keys are its own)
     claimed = details.get("missing")
     for key in _PARENTS_KEYS:
         details.pop(key, None)

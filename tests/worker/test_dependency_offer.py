@@ -82,6 +82,9 @@ def test_the_parent_drops_what_a_worker_says_about_installs(workspace):
     assert deps.details == {"missing": ["safetensors", "pillow"], "python": job.python}
     wanted = missing_dependencies(deps, job.python)
     assert wanted is not None and "install" not in wanted and wanted["python"] == job.python
+    checkpoint = worker_failure("checkpoint", {"missing": ["layer.weight"], "unexpected": []})
+    disown(job, checkpoint)
+    assert checkpoint.details == {"missing": ["layer.weight"], "unexpected": []}, "another stage's details stay"
 
 
 def test_readers_refuse_commands_and_names_no_parent_makes():
