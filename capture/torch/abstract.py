@@ -287,12 +287,24 @@ def _apply_to_fake(original: Callable[..., Any]) -> Callable[..., Any]:
                 if new is None:
                     with torch.no_grad():
                         applied = fn(t)
-                    new = done[id(t)] = (torch.nn.Parameter(applied, requires_grad=t.requires_grad)
-                                         if isinstance(t, torch.nn.Parameter) else applied)
+                    new = done[id(t)] = _as_parameter(applied, t) if isinstance(t, torch.nn.Parameter) else applied
                 table[name] = new
         return module
 
     return apply
+
+
+def _as_parameter(applied: Any, t: Any) -> Any:
+    """``applied`` (``fn`` of parameter ``t``, made under no_grad) as a parameter. A new
+    fake tensor that is no view becomes one as ``nn.Parameter`` makes a tensor subclass
+    one (``requires_grad``, ``_is_param``), without its ``detach()``: one dispatch through
+    the fake mode less per parameter (a 7B model's ``.to(bfloat16)`` was 14 % of its
+    abstract capture)."""
+    if applied is not t and _fake.is_fake(applied) and applied.grad_fn is None and not applied._is_view():
+        applied.requires_grad_(t.requires_grad)
+        applied._is_param = True
+        return applied
+    return torch.nn.Parameter(applied, requires_grad=t.requires_grad)
 
 
 def _innermost_frame(files: Any, exc: BaseException) -> Frame | None:

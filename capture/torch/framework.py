@@ -523,6 +523,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     trace = TorchTrace(
         ctx.files, limits=ctx.limits, stats=stats, abstract=abstract,
         progress=lambda n: ctx.progress(f"recorded {n:,} operations", None),
+        parameters="later",  # the graph first: parameters are measured after it is sent
     )
     if group is not None:
         trace.dist.mesh_index(group.mesh, origin="recipe")
@@ -587,6 +588,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     if group is not None:
         result.devices = group.devices_record()
     _count_costs(result)
+    if result.meta.get("stats_pending"):
+        ctx.after_result = trace.measure_later
     return result
 
 
