@@ -119,11 +119,12 @@ class Viewer(Protocol):
 
     def add_capture(
         self, capture: Capture, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
-        baseline: Baseline | None = None, replaces: int | None = None,
+        baseline: Baseline | None = None, replaces: int | None = None, in_place: bool = False,
     ) -> int:
         """Hold ``capture`` (the newest becomes the default) and tell open pages; its id.
         ``baseline``: what the page offers a diff against; ``replaces``: the id of the
-        capture whose tab updates in place (a recapture)."""
+        capture whose tab updates in place (a recapture); ``in_place``: the capture
+        completes that one (its statistics arrived after it) and takes its id."""
         ...
 
     def url_for(self, capture_id: int) -> str: ...
@@ -352,16 +353,18 @@ class RealBackends:
 
 
 def install_plan(failure: Failure, python: str) -> InstallPlan | None:
-    """The reviewed install of a ``dependencies`` failure's missing packages (the
-    parent's command when it made one, pinning the installed Torch build); None for any
+    """The reviewed install of a ``dependencies`` failure's missing packages into
+    ``python`` (the capture's interpreter: never one the failure names), with the
+    parent's command when it made one (pinning the installed Torch build); None for any
     other failure, an unsupported version included (nothing to add: an upgrade is the
-    user's call)."""
-    details = missing_dependencies(failure)
+    user's call). Only checked distribution names come through
+    (:func:`capture.worker.protocol.missing_dependencies`)."""
+    details = missing_dependencies(failure, python)
     if details is None:
         return None
     missing = details["missing"]
     command = details.get("install") or [python, "-m", "pip", "install", *missing]
-    return InstallPlan(details["python"] or python, missing, command, details.get("pinned", []))
+    return InstallPlan(python, missing, command, details.get("pinned", []))
 
 
 def adapt_discovery(result: FileResult) -> Discovered:

@@ -22,8 +22,8 @@ from capture.graph.device_memory import KEY as MEMORY_KEY
 
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .body_templates import body_wording
-from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
-from .experts import experts_words, lane_folds, router_words
+from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording, span_label
+from .experts import experts_words, lane_folds, page_moe, router_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .structure import find_repeats
 
@@ -468,6 +468,9 @@ class Pages:
             out["estimate"] = True
         if costs.in_body[s]:
             out["template"] = True
+        kinds = costs.by_kind[s]
+        if kinds:
+            out["flops_by_kind"] = kinds
         return out
 
     def _group_item(self, c: int, kernels: bool) -> dict:
@@ -486,6 +489,10 @@ class Pages:
             extra["routed"] = ROUTED_WORDING
         role = (router_words(self.capture, ix, present, c)
                 or experts_words(self.capture, ix, present, c, self.names.is_weight)) if grp.kind == "module" else None
+        moe = page_moe(self)[1].get(c)  # how the experts ran: sparse top-k or all N (experts.py)
+        if moe is not None:
+            extra["experts"] = {k: moe[k] for k in ("convention", "experts", "top_k", "text", "rows_per_token") if k in moe}
+            role = f"{role} · {moe['text']}" if role else moe["text"]
         if role:
             extra["role"] = role  # router: top-2 of 8, softmax scores (experts.py)
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
@@ -664,7 +671,7 @@ class Pages:
                      for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
             run = {
                 "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
-                "label": f"{block_labels[0]} … {last_labels[-1]}",
+                "label": span_label(block_labels[0], last_labels[-1]),
                 "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
                 "inner": inner,
             }
@@ -759,6 +766,10 @@ class Pages:
                 d["shared"] = uses
             out.append(d)
         return out
+
+    def moe_layers(self) -> list[dict]:
+        """Every MoE layer and how its experts ran (:func:`~viewer.projection.experts.page_moe`)."""
+        return page_moe(self)[0]
 
     def _group_params(self, g: int) -> dict:
         """Parameters used inside group ``g``: tensors, elements and bytes of the values
