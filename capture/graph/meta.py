@@ -33,11 +33,12 @@ class Environment(TypedDict):
 
 
 class ShadowedLibrary(TypedDict):
-    """One entry of ``shadowed``: a top-level module loaded from the workspace although an
-    installed library of that name exists (:mod:`capture.worker.shadowing`)."""
+    """One entry of ``shadowed`` (here, and in a failure's details): a top-level module
+    imported from the workspace instead of an installed library of the same name
+    (:func:`capture.worker.shadowing.shadowed_libraries`)."""
     module: str
-    workspace: str
-    installed: str
+    workspace: str  # workspace-relative file
+    installed: str  # where the installed one is
 
 
 class PerDeviceMemory(TypedDict, total=False):

@@ -73,6 +73,7 @@ import time
 from contextlib import nullcontext
 from typing import Any, Callable
 
+from ..graph.meta import CaptureMeta, MemoryEstimate
 from ..graph.model import Capture
 from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
@@ -246,7 +247,7 @@ def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) ->
 
 
 def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
-                 built: dict[str, Any] | None = None) -> tuple[Any, str]:
+                 built: CaptureMeta | None = None) -> tuple[Any, str]:
     """The object to call and its kind (``module`` or ``function``), built as its library
     builds it (:mod:`capture.torch.library_models`: a ``transformers`` subclass as its
     library class, in the model's own dtype or the recipe's); what that adopted is
@@ -320,7 +321,7 @@ STATE_NOTES = {
 
 
 def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str, device: Any,
-             abstract: bool = False) -> dict[str, Any]:
+             abstract: bool = False) -> CaptureMeta:
     """Load ``init.checkpoint`` when there is one (check it, for abstract evidence); the
     meta saying where the weights came from."""
     recipe = ctx.recipe
@@ -342,14 +343,14 @@ def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str
         ctx.progress(f"loading the checkpoint {recipe.init.checkpoint}", 0.25)
         return load_checkpoint(ctx, torch, model, device)
     if kind != "module":
-        return {}
+        return CaptureMeta()
     label = "abstract" if abstract else "module_instance" if isinstance(target, torch.nn.Module) else (
         "factory_state" if recipe.init.factory is not None else "fresh_init")
     return {"state": label, "state_note": STATE_NOTES[label]}
 
 
 def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
-                   built: dict[str, Any]) -> tuple[Any, str, dict]:
+                   built: CaptureMeta) -> tuple[Any, str, MemoryEstimate]:
     """The eager build under a :class:`~capture.torch.memory.BuildGuard`: a model that
     allocates over 1 GiB (or half of the memory it may use) is estimated abstractly (in
     a forked child) and the capture fails when it cannot fit. ``(model, kind, memory meta)``."""
@@ -367,7 +368,7 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
     if recipe.init.checkpoint is not None:
         path = os.path.join(str(ctx.workspace), *recipe.init.checkpoint.split("/"))
         checkpoint_bytes = os.path.getsize(path) if os.path.isfile(path) else 0
-    report: dict[str, Any] = {"status": "not_needed", "budget_bytes": budget}
+    report: MemoryEstimate = {"status": "not_needed", "budget_bytes": budget}
 
     def build_abstractly() -> dict[str, int] | None:
         with torch.device("meta"):
@@ -377,8 +378,10 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
     def estimate(allocated: int) -> None:
         ctx.progress("estimating the model's memory (an abstract build)", 0.2)
         result = estimate_model_bytes(build_abstractly, min(ESTIMATE_SECONDS, max(ctx.time_left(), 0.0) / 4))
-        report.clear()
-        report.update(result, budget_bytes=budget, allocated_before_check=allocated)
+        nonlocal report
+        report = result.copy()
+        report["budget_bytes"] = budget
+        report["allocated_before_check"] = allocated
         if result.get("status") == "ok":
             check_fits(result, checkpoint_bytes=checkpoint_bytes, memory_limit=limit,
                        evidence_key_path=f"profiles.{recipe.name}.evidence", offer_abstract=recipe.kind == "model")
@@ -511,7 +514,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
 
     ctx.progress("importing the model", 0.1)
     target = ctx.import_object(recipe.model)
-    built: dict[str, Any] = {}  # what building the model as its library does adopted (meta)
+    built = CaptureMeta()  # what building the model as its library does adopted (meta)
     model, kind, evidence, memory_estimate = _built_model(ctx, torch, target, make_tensor, device, abstract, built)
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)
     if recipe.init.then:
@@ -534,7 +537,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         ["args", {"tuple": [trace.structure(a, label=label) for a, label in zip(args, labels)]}],
         ["kwargs", {"dict": [[k, trace.structure(v, label=k)] for k, v in kwargs.items()]}],
     ]}
-    meta = _run_meta(recipe, model, kind, {**saved_meta, **built}, memory_estimate)
+    saved_meta.update(built)
+    meta = _run_meta(recipe, model, kind, saved_meta, memory_estimate)
     branches = None
     if abstract:
         from .abstract import EVIDENCE_NOTE, LibraryBranches
@@ -594,7 +598,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
 
 
 def _built_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable, device: Any,
-                 abstract: bool, built: dict[str, Any]) -> tuple[Any, str, Any, dict[str, Any] | None]:
+                 abstract: bool, built: CaptureMeta) -> tuple[Any, str, Any, MemoryEstimate | None]:
     """``(model, kind, the abstract evidence or None, the memory estimate or None)``: the
     model built (abstractly: no parameter storage, every tensor fake on the device), on the
     device and in the recipe's mode; what building it as its library does adopted is added
@@ -621,7 +625,7 @@ def _built_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Call
 
 
 def _call_inputs(ctx: CaptureContext, torch: Any, model: Any, kind: str, make_tensor: Callable, device: Any,
-                 evidence: Any, saved_meta: dict[str, Any]) -> tuple[Any, Any]:
+                 evidence: Any, saved_meta: CaptureMeta) -> tuple[Any, Any]:
     """``(args, kwargs)`` of the call: the recipe's inputs or its fixture (whose record goes
     to ``saved_meta``), faked under abstract evidence."""
     ctx.progress("building the inputs", 0.3)
@@ -644,11 +648,11 @@ def _call_inputs(ctx: CaptureContext, torch: Any, model: Any, kind: str, make_te
     return args, kwargs
 
 
-def _run_meta(recipe: Any, model: Any, kind: str, saved_meta: dict[str, Any],
-              memory_estimate: dict[str, Any] | None) -> dict[str, Any]:
+def _run_meta(recipe: Any, model: Any, kind: str, saved_meta: CaptureMeta,
+              memory_estimate: MemoryEstimate | None) -> CaptureMeta:
     """The capture's ``meta`` as the run starts: the recipe's settings, the module's class,
     what the weights and fixture recorded, the memory estimate."""
-    meta: dict[str, Any] = {
+    meta: CaptureMeta = {
         "model_kind": kind,
         "device": recipe.device,
         "mode": recipe.mode,
@@ -711,7 +715,7 @@ def _pending_error(trace: Any, evidence: Any) -> Exception | None:
     return _data_failure(trace, evidence, trace.files)
 
 
-def _training_meta(meta: dict[str, Any], loss_name: str | None, optimizer: Any, grads: Any) -> None:
+def _training_meta(meta: CaptureMeta, loss_name: str | None, optimizer: Any, grads: Any) -> None:
     meta["loss"] = loss_name
     if optimizer is not None:
         meta["optimizer"] = type(optimizer).__name__
@@ -736,7 +740,7 @@ def _after_construction(ctx: CaptureContext, model: Any, kind: str, evidence: An
 
 
 def _writes_after(torch: Any, model: Any, buffers_before: dict[str, tuple[Any, int, Any]],
-                  versions_before: dict[str, tuple[Any, int]], meta: dict[str, Any], reasons: list[str]) -> list[str]:
+                  versions_before: dict[str, tuple[Any, int]], meta: CaptureMeta, reasons: list[str]) -> list[str]:
     """The module's parameters and buffers the forward wrote (``meta["state_writes"]``),
     writes no recorded op shows among them (``meta["untracked_buffer_updates"]``, a reason)."""
     with own_step("comparing the model's buffers after the forward"):
@@ -767,7 +771,7 @@ def _count_costs(result: Capture) -> None:
         result.meta["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
 
 
-def _abstract_meta(meta: dict[str, Any], trace: Any, branches: Any, evidence: Any) -> None:
+def _abstract_meta(meta: CaptureMeta, trace: Any, branches: Any, evidence: Any) -> None:
     """What an abstract capture adds to ``meta``: the library branches that went another
     way than data would take them (``abstract_differences``) and the data-dependent
     symbols, with their bounds and the ops that made them (``symbols``)."""
