@@ -69,6 +69,7 @@ from .names import input_names
 from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_outputs
 from .nnx_state import NnxLift
 from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams
+from . import compiled
 from .shardings import JaxShardings, devices_record, leaf_sharding, recipe_mesh, simulate_devices
 from .tracing import trace
 
@@ -730,6 +731,7 @@ def capture(ctx: CaptureContext) -> Capture:
     if plan.state_key is not None:
         pairs.append([plan.state_key, state_tree])
     meta = _meta(jax, recipe, plan, args, kwargs)
+    eqns: list = []
     meta["input_names"] = input_names(jax, plan, args_tree, kwargs_tree, state_tree)
     outputs = _outputs(result, plan, state_tree, meta)
     capture = convert(
@@ -743,8 +745,13 @@ def capture(ctx: CaptureContext) -> Capture:
         shardings=shardings,
         input_shardings=input_shardings,
         axis_sizes=dict(result.axis_env),
+        eqns_out=eqns,
     )
     capture.devices = devices_record(jax, recipe)
+    if compiled.wanted(recipe):  # the program as XLA runs it on the devices (capture.jax.compiled)
+        ctx.progress("compiling for the devices (XLA)", 0.9)
+        capture.compiled = compiled.for_capture(jax, recipe, ctx.limits, closed, jax.tree_util.tree_leaves((plan.state, dyn)),
+                                                input_shardings, mesh, result.axis_env, capture.nodes, eqns)
     if not capture.nodes:
         raise CaptureError(
             "trace",

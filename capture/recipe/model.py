@@ -25,6 +25,8 @@ KINDS = ("model", "training_step")
 FRAMEWORKS = FRAMEWORK_NAMES
 DEFAULT_FRAMEWORK = "torch"
 MODES = ("eval", "train")
+# JAX: whether the traced program is compiled for the capture's devices ("auto": with a mesh).
+COMPILE_MODES = ("auto", "on", "off")
 # What a Torch capture records: "eager" runs the model (measured evidence); "abstract"
 # builds and runs it on fake tensors (no parameter storage, nothing computed: shapes,
 # dtypes, ops and modules only). Written in a table only when not the default.
