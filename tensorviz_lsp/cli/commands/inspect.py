@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 from capture.graph import graphfile
+from capture.graph.compiled import summary_lines as compiled_lines
 from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text, size_text
 from capture.graph.frame_repeats import frame_lines
@@ -158,7 +159,11 @@ def _split_lines(capture: Capture) -> list[str]:
                 sent += c["bytes_sent_per_device"]
     if collectives:
         top = ", ".join(f"{k}×{v}" for k, v in collectives.most_common(8))
-        lines.append(f"collectives: {top}; {size_text(sent)} sent per device in all")
+        lines.append(f"collectives: {top}; {size_text(sent)} sent per device in all (written by the program)")
+    elif capture.meshes:
+        lines.append("collectives: none written by the program"
+                     + ("" if capture.compiled else " (what the compiler adds is not known: compile = \"on\")"))
+    lines += compiled_lines(capture.compiled, size_text)
     model = capture.meta.get(MEMORY_KEY)
     text = figures_text(model)
     if text:

@@ -121,7 +121,10 @@ def _run(args: argparse.Namespace) -> int:
     uncounted = costs.uncounted_ops()
     notes = costs.notes()
     doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
-                           "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes}
+                           "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes,
+                           "figure_scopes": figure_scopes(capture)}
+    if capture.compiled is not None:
+        doc["compiled"] = capture.compiled
     if device is not None:
         doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
                          "time": costs.times(device)[0]}
@@ -179,6 +182,19 @@ def _label(r: dict, flat: bool) -> str:
     return name
 
 
+def figure_scopes(capture: Any) -> dict[str, str]:
+    """What each total covers: the whole program (global), one device, or one rank."""
+    out = {"flops": "global: the whole program at its full shapes", "bytes": "global, unfused",
+           "params": "global: every parameter once, whole", "activations": "global, at the captured shapes"}
+    if capture.meshes and capture.framework == "jax":
+        out["flops"] += "; a shard_map body's ops per device (the program each device runs)"
+    if capture.framework == "torch" and capture.meshes:
+        out["flops"] = "global for DTensor ops, per rank for plain-tensor ops"
+    if capture.compiled and capture.compiled.get("status") == "compiled":
+        out["compiled"] = "per device: XLA's cost_analysis() and memory_analysis() of the program one device runs"
+    return out
+
+
 def _text(doc: dict, flat: bool) -> str:
     rows, totals, device = doc["rows"], doc["totals"], doc.get("device")
     headers = ["Layer", "Class", "Output", "Params", "FLOPs", "Bytes", "Share"] + (["Est. time"] if device else [])
@@ -213,7 +229,9 @@ def _text(doc: dict, flat: bool) -> str:
     out.write("\n")
     p = totals["params"]
     unc_ops = totals.get("uncounted") or 0
+    scopes = doc.get("figure_scopes") or {}
     out.write(f"Total FLOPs:      {flops_text(totals['flops'])}"
+              + (f" ({scopes['flops']})" if scopes.get("flops") else "")
               + (f" + {unc_ops:,} uncounted op{'s' * (unc_ops != 1)} (listed below)" if unc_ops else "")
               + (" (includes estimates: control-flow bodies × their trip counts)" if totals.get("estimate") else "")
               + f"   [{doc['notes']['flops']}]\n")
@@ -224,6 +242,13 @@ def _text(doc: dict, flat: bool) -> str:
               "(traced order, at the captured shapes)\n")
     if "saved_for_backward" in totals:
         out.write(f"Saved for backward: {bytes_text(totals['saved_for_backward'])}\n")
+    compiled = doc.get("compiled")
+    if compiled:
+        from capture.graph.compiled import summary_lines
+        from capture.graph.device_memory import size_text
+
+        for line in summary_lines(compiled, size_text):
+            out.write(line + "\n")
     if device:
         out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):
