@@ -128,3 +128,22 @@ def flops_text(n: float) -> str:
         if n >= scale:
             return f"{n / scale:.3g} {unit}FLOP"
     return f"{n:.0f} FLOP"
+
+
+def words(compiled: dict[str, Any], size_text: Any = None) -> dict[str, Any]:
+    """The compiled program for the viewer's legend and banner (``api/capture``'s
+    ``compiled``): its status, counts and figures, without the list of collectives (they
+    are on their nodes' cards)."""
+    out: dict[str, Any] = {k: compiled.get(k) for k in ("status", "reason", "seconds", "devices", "scope",
+                                                       "attributed", "unattributed", "cost", "memory")
+                           if compiled.get(k) is not None}
+    items = compiled.get("collectives") or []
+    out["count"] = len(items)
+    out["added"] = sum(1 for c in items if isinstance(c, dict) and c.get("node") is not None)
+    if items:
+        out["kinds"] = kind_counts(items)
+        out["bytes_sent_per_device"] = sent_bytes(items)
+        lost = [c for c in items if isinstance(c, dict) and c.get("node") is None]
+        if lost:
+            out["unattributed_kinds"] = kind_counts(lost)
+    return out

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from capture.graph import gc_pause
+from capture.graph.compiled import by_node, kind_counts
 from .body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
@@ -82,6 +83,7 @@ class Pages:
         self._group_weights: dict[int, dict] = {}
         #: What each layer costs (the projection's ``costs``), or None: items carry no ``cost``.
         self.costs: Callable[[], Any] | None = None
+        self._compiled: tuple[dict[int, list], dict[int, list]] | None = None
 
     # ------------------------------------------------------------------ pages
 
@@ -442,10 +444,37 @@ class Pages:
         collective = self.capture.nodes[i].params.get("collective") if self.capture.meshes else None
         if isinstance(collective, dict):
             item["collective"] = collective  # drawn to stand out: its mesh axes and bytes per device
+        compiled = self.compiled_collectives()[0].get(i)
+        if compiled:  # what XLA runs for this equation (capture.graph.compiled): a badge on the card
+            item["compiled"] = [_compiled_brief(c, i, collective) for c in compiled[:8]]
+            item["compiled_total"] = len(compiled)
         cost = self._node_cost(i)
         if cost is not None:
             item["cost"] = cost
         return item
+
+    def compiled_collectives(self) -> tuple[dict[int, list], dict[int, list]]:
+        """The compiled program's collectives per node, and per group (each once, with every
+        group that holds one of its nodes)."""
+        got = self._compiled
+        if got is None:
+            per_node = by_node(getattr(self.capture, "compiled", None))
+            per_group: dict[int, list] = {}
+            groups, nodes = self.capture.groups, self.capture.nodes
+            seen: dict[int, set[int]] = {}
+            for i, items in per_node.items():
+                g = nodes[i].group
+                hops = 0
+                while g is not None and hops < 10_000:
+                    mark = seen.setdefault(g, set())
+                    for c in items:
+                        if id(c) not in mark:
+                            mark.add(id(c))
+                            per_group.setdefault(g, []).append(c)
+                    g = groups[g].parent
+                    hops += 1
+            got = self._compiled = (per_node, per_group)
+        return got
 
     def _node_cost(self, i: int) -> dict | None:
         """What an op card says it costs: FLOPs (None: uncounted), bytes moved, estimate."""
@@ -508,6 +537,10 @@ class Pages:
         if c in ix.body_node:
             extra["body"] = body_summary(c, attrs, grp.name)
             extra["template"] = template_line(extra["body"])
+        inside = self.compiled_collectives()[1].get(c)
+        if inside:  # the compiler's collectives of the equations inside it
+            extra["compiled"] = {"count": len(inside), "kinds": kind_counts(inside),
+                                 "bytes_sent_per_device": sum(x.get("bytes_sent_per_device") or 0 for x in inside)}
         memory = attrs.get(MEMORY_KEY)
         if self.capture.meshes and isinstance(memory, dict):
             extra["per_device_memory"] = memory  # what one device holds (capture.graph.device_memory)
@@ -788,6 +821,17 @@ class Pages:
             bits += n * _DTYPE_BITS.get(dtype, 32)
         got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
         return got
+
+
+def _compiled_brief(c: dict, node: int, written: Any) -> dict:
+    """One compiled collective on its node's card: what it is, over which axes, what each
+    device sends, and whether it is the program's own collective (``written``) or one the
+    compiler added."""
+    out = {k: c.get(k) for k in ("kind", "axes", "devices", "bytes_sent_per_device", "operand_bytes", "how")}
+    out["added"] = not isinstance(written, dict)
+    if c.get("nodes"):
+        out["combined"] = len(c["nodes"])  # XLA's combiner merged several equations' collectives into one
+    return out
 
 
 class _Flow:

@@ -48,6 +48,23 @@ import { installHooks } from "./hooks.js";
  */
 
 /**
+ * The compiled program in words (`api/capture` `compiled`): status, counts, XLA's figures.
+ * @typedef {object} CompiledWords
+ * @property {string} [status]  "compiled" | "skipped" | "timeout" | "failed"
+ * @property {string} [reason]
+ * @property {number} [seconds]
+ * @property {number} [devices]
+ * @property {number} [count]
+ * @property {number} [attributed]
+ * @property {number} [unattributed]
+ * @property {string} [kinds]
+ * @property {string} [unattributed_kinds]
+ * @property {number} [bytes_sent_per_device]
+ * @property {{flops?: number}} [cost]
+ * @property {{peak?: number}} [memory]
+ */
+
+/**
  * `api/capture` as the app reads it (viewer/API.md).
  * @typedef {object} CaptureSummary
  * @property {number} id
@@ -61,6 +78,7 @@ import { installHooks } from "./hooks.js";
  * @property {{files?: string[]} | null} [stale]
  * @property {Record<string, any>} [meta]  what the worker recorded (arbitrary JSON)
  * @property {MeshLegend | null} [mesh_legend]
+ * @property {CompiledWords} [compiled]  the program as XLA compiled it (capture.graph.compiled words)
  * @property {boolean} [setup]  false: this server has no setup form
  * @property {unknown} [vocabulary]  the words for group kinds and value roles (theme.js setVocabulary)
  */
@@ -165,6 +183,7 @@ store.on("capture", (/** @type {CaptureChange} */ { capture }) => {
   renderTitle(capture);
   renderCoverage(capture);
   renderMeshLegend(capture);
+  renderCompiledBanner(capture);
 });
 store.on("expansion", () => saveExpansion());
 store.on("options", (/** @type {StoreEvents["options"]} */ { weightPills, kernels, perDevice }) => {
@@ -949,8 +968,42 @@ function renderMeshLegend(c) {
   if (legend.devices) box.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
   const memory = memoryLine(legend.memory); // worded as group cards word it
   if (memory) box.append(el("div", { class: "mesh-row" }, memory));
-  box.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data · ",
-    el("span", { class: "mesh-collective" }, "⇄ collective")));
+  const compiled = c ? c.compiled : null;
+  box.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data"));
+  box.append(el("div", { class: "mesh-row mesh-key" }, el("span", { class: "mesh-collective" }, "⇄ collective"),
+    " the program writes · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"));
+  if (compiled && compiled.status === "compiled") {
+    const n = compiled.count || 0;
+    const lost = compiled.unattributed || 0;
+    box.append(el("div", { class: "mesh-row", "data-compiled": String(n) },
+      n ? `compiled: ${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || ""})${lost ? `, ${lost} on no op` : ""}`
+        : "compiled: no communication"));
+  } else if (compiled) {
+    box.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
+  } else {
+    box.append(el("div", { class: "mesh-row mesh-key" }, "compiler collectives: not known (compile = \"on\")"));
+  }
+}
+
+// The compiled program's banner: the collectives XLA runs that map onto no op (counted,
+// never hidden), or why it was not compiled.
+/** @param {CaptureSummary | null} c */
+function renderCompiledBanner(c) {
+  const compiled = c && !c.failure ? c.compiled : null;
+  if (!compiled) {
+    banners.drop("compiled");
+    return;
+  }
+  if (compiled.status !== "compiled") {
+    banners.set("compiled", "warn", "Not compiled", `The compiler's collectives and per-device figures are not shown: ${compiled.reason || compiled.status}`);
+    return;
+  }
+  const lost = compiled.unattributed || 0;
+  const n = compiled.count || 0;
+  const head = `XLA compiled the program for ${compiled.devices || 1} devices in ${Number(compiled.seconds || 0).toFixed(2)} s: ` +
+    `${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || "none"}), ${compiled.attributed || 0} drawn on their ops (⇆ XLA)`;
+  if (lost) banners.set("compiled", "warn", "Compiled", `${head}; ${lost} map onto no op: ${compiled.unattributed_kinds || ""}.`);
+  else banners.set("compiled", "info", "Compiled", `${head}.`);
 }
 
 /** @param {boolean} on */

@@ -84,6 +84,8 @@
  * @property {ItemCost} [cost]
  * @property {DeviceMemory} [per_device_memory]  a group of a program split across devices
  * @property {Collective} [collective]  a node of a collective
+ * @property {unknown} [compiled]  a node: the collectives XLA runs for it (a list); a group: their count and kinds
+ * @property {number} [compiled_total]  a node: how many compiled collectives it has
  * @property {{count: number, ops?: string[]}} [kernels]  a function call: its kernels
  * @property {{count: number, index: number}} [identical]  siblings of the same structure
  * @property {number} [opaque_count]
