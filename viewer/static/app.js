@@ -896,9 +896,10 @@ async function toggle(key) {
 /**
  * @param {string} status  what the status line says meanwhile
  * @param {() => Promise<boolean>} action  a store action that lays out (false: superseded)
+ * @param {{fit?: boolean}} [options]  fit: false keeps the view where it is
  * @returns {Promise<boolean>}
  */
-async function relayoutWith(status, action) {
+async function relayoutWith(status, action, { fit = true } = {}) {
   const r = renderer;
   const s = settler; // made with the renderer (boot)
   if (!r || !s) return false;
@@ -914,8 +915,8 @@ async function relayoutWith(status, action) {
   if (!ok) return false;
   setStatus("");
   if (store.selected && !store.itemOf(store.selected)) store.select(null);
-  r.fit();
-  await s.now({ refit: true });
+  if (fit) r.fit();
+  await s.now({ refit: fit });
   return true;
 }
 
@@ -946,12 +947,17 @@ function setWeightPills(on) {
 
 /** @param {boolean} on */
 function setPerDevice(on) {
-  return relayoutWith(on ? "Showing what one device holds…" : "Showing global shapes…", () => store.setPerDevice(on));
+  // The same graph with other shapes: the view stays where it is (a re-fit would zoom a
+  // large graph out to where no shape reads).
+  return relayoutWith(on ? "Showing what one device holds…" : "Showing global shapes…", () => store.setPerDevice(on),
+    { fit: false });
 }
 
 // The mesh legend (a program split across devices): each mesh's axes, the devices and
 // whether they were simulated, and what one device holds; the server words it
 // (`mesh_legend`). Its "Per device shapes" toggle shows only with a mesh.
+let meshDetails = false; // the mesh legend's details shown (its "details" button)
+
 /** @param {CaptureSummary | null} c */
 function renderMeshLegend(c) {
   const legend = c && !c.failure ? c.mesh_legend : null;
@@ -960,29 +966,50 @@ function renderMeshLegend(c) {
   // The legend holds the "Per device shapes" toggle (the toolbar has no room left).
   const box = $("mesh-rows");
   box.replaceChildren();
-  const several = (legend.meshes || []).length > 1;
+  // One line each: the meshes (the same axes named by the recipe and again by the
+  // program, a Mesh and its AbstractMesh, are one row), and the keys; the rest (devices,
+  // memory, the compiled program) behind "details", so the graph's corner stays free.
+  /** @type {Map<string, number[]>} */
+  const rows = new Map();
   for (const m of legend.meshes || []) {
-    box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, several ? `mesh ${m.id}` : "mesh"),
-      " ", el("span", { class: "mesh-axes" }, String(m.text)), ` · ${m.devices} devices`));
+    const k = `${m.text} · ${m.devices} devices`;
+    rows.set(k, [...(rows.get(k) || []), m.id]);
   }
-  if (legend.devices) box.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
-  const memory = memoryLine(legend.memory); // worded as group cards word it
-  if (memory) box.append(el("div", { class: "mesh-row" }, memory));
-  const compiled = c ? c.compiled : null;
-  box.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data"));
+  for (const [k, ids] of rows) {
+    box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, rows.size > 1 ? `mesh ${ids.join(", ")}` : "mesh"),
+      " ", el("span", { class: "mesh-axes" }, k.split(" · ")[0]), ` · ${k.split(" · ")[1]}`));
+  }
   box.append(el("div", { class: "mesh-row mesh-key" }, el("span", { class: "mesh-collective" }, "⇄ collective"),
     " the program writes · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"));
+  const more = el("div", { class: "mesh-more", id: "mesh-more" });
+  more.hidden = !meshDetails;
+  if (legend.devices) more.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
+  const memory = memoryLine(legend.memory); // worded as group cards word it
+  if (memory) more.append(el("div", { class: "mesh-row" }, memory));
+  more.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data"));
+  const compiled = c ? c.compiled : null;
   if (compiled && compiled.status === "compiled") {
     const n = compiled.count || 0;
     const lost = compiled.unattributed || 0;
-    box.append(el("div", { class: "mesh-row", "data-compiled": String(n) },
+    more.append(el("div", { class: "mesh-row", "data-compiled": String(n) },
       n ? `compiled: ${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || ""})${lost ? `, ${lost} on no op` : ""}`
         : "compiled: no communication"));
   } else if (compiled) {
-    box.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
+    more.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
   } else {
-    box.append(el("div", { class: "mesh-row mesh-key" }, "compiler collectives: not known (compile = \"on\")"));
+    more.append(el("div", { class: "mesh-row mesh-key" }, "compiler collectives: not known (compile = \"on\")"));
   }
+  const toggle = el("button", { type: "button", class: "mesh-details", "aria-expanded": String(meshDetails),
+    onclick: () => {
+      meshDetails = !meshDetails;
+      more.hidden = !meshDetails;
+      toggle.setAttribute("aria-expanded", String(meshDetails));
+      toggle.textContent = meshDetails ? "less" : "details";
+    } }, meshDetails ? "less" : "details");
+  box.append(more);
+  const aside = $("mesh-legend");
+  for (const old of aside.querySelectorAll(".mesh-details")) old.remove();
+  aside.append(toggle); // beside "Per device shapes"
 }
 
 // The compiled program's banner: the collectives XLA runs that map onto no op (counted,
