@@ -125,6 +125,7 @@ def _run(args: argparse.Namespace) -> int:
                            "figure_scopes": figure_scopes(capture)}
     if capture.compiled is not None:
         doc["compiled"] = capture.compiled
+        doc["per_device"] = per_device_figures(capture, totals)
     if device is not None:
         doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
                          "time": costs.times(device)[0]}
@@ -182,12 +183,36 @@ def _label(r: dict, flat: bool) -> str:
     return name
 
 
+def per_device_figures(capture: Any, totals: dict) -> dict[str, Any]:
+    """TensorViz's figures for one device beside XLA's (the compiled program's): FLOPs as the
+    global count split evenly over the devices, and the per-device memory estimate."""
+    compiled = capture.compiled or {}
+    devices = int(compiled.get("devices") or 1)
+    out: dict[str, Any] = {"scope": "per device", "devices": devices}
+    flops = totals.get("flops")
+    xla = (compiled.get("cost") or {}).get("flops")
+    if isinstance(flops, (int, float)) and flops >= 0:
+        out["flops_estimate"] = flops / devices
+        if isinstance(xla, (int, float)) and xla > 0:
+            out["xla_flops"] = xla
+            out["flops_ratio"] = round(flops / devices / xla, 4)
+    memory = capture.meta.get("per_device_memory") if isinstance(capture.meta, dict) else None
+    peak = (compiled.get("memory") or {}).get("peak")
+    if isinstance(memory, dict):
+        own = sum(memory.get(k) or 0 for k in ("param_bytes", "input_bytes", "activation_bytes"))
+        out["memory_estimate"] = own
+        if isinstance(peak, int) and peak > 0:
+            out["xla_peak"] = peak
+            out["memory_ratio"] = round(own / peak, 4)
+    return out
+
+
 def figure_scopes(capture: Any) -> dict[str, str]:
     """What each total covers: the whole program (global), one device, or one rank."""
     out = {"flops": "global: the whole program at its full shapes", "bytes": "global, unfused",
            "params": "global: every parameter once, whole", "activations": "global, at the captured shapes"}
     if capture.meshes and capture.framework == "jax":
-        out["flops"] += "; a shard_map body's ops per device (the program each device runs)"
+        out["flops"] += "; a shard_map as its body × its devices (the body's own rows: per device)"
     if capture.framework == "torch" and capture.meshes:
         out["flops"] = "global for DTensor ops, per rank for plain-tensor ops"
     if capture.compiled and capture.compiled.get("status") == "compiled":
@@ -249,6 +274,13 @@ def _text(doc: dict, flat: bool) -> str:
 
         for line in summary_lines(compiled, size_text):
             out.write(line + "\n")
+        pd = doc.get("per_device") or {}
+        if "flops_ratio" in pd:
+            out.write(f"Per device FLOPs: {flops_text(int(pd['flops_estimate']))} (TensorViz: the global count ÷ "
+                      f"{pd['devices']} devices) vs {flops_text(int(pd['xla_flops']))} (XLA): ×{pd['flops_ratio']:.3f}\n")
+        if "memory_ratio" in pd:
+            out.write(f"Per device memory: {bytes_text(pd['memory_estimate'])} (TensorViz's bound: parameters, inputs and "
+                      f"every intermediate) vs peak {bytes_text(pd['xla_peak'])} (XLA's buffers, after fusion and reuse)\n")
     if device:
         out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):
