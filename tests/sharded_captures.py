@@ -7,7 +7,8 @@ captures in process, in the worker's order, then ``capture.graph.device_memory``
 worker's result does), each written to a graph file; the tests read the files.
 
 ``python sharded_captures.py CASES.json OUT_DIR``: CASES maps a case name to
-``{"framework": "jax"|"torch", "root": workspace, "table": profile table}``, plus an
+``{"framework": "jax"|"torch", "root": workspace, "table": profile table, "limits": {...}}``
+(limits optional: ``capture.worker.limits.Limits.from_dict``), plus an
 optional ``"extra"``: the name of a function of this module run after the captures
 (its JSON result goes to ``OUT_DIR/extra.json``)."""
 
@@ -59,7 +60,10 @@ def _main(spec: str, out: str) -> int:
         else:
             from capture.torch import framework as fw
         try:
-            cap, _ = run_framework(fw, Path(case["root"]), case["table"], None)
+            from capture.worker.limits import Limits
+
+            limits = Limits.from_dict(case["limits"]) if case.get("limits") else None
+            cap, _ = run_framework(fw, Path(case["root"]), case["table"], limits)
             annotate(cap)
             graphfile.write(cap, Path(out) / f"{name}.tvg")
         except Exception:

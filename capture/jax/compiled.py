@@ -422,9 +422,10 @@ class Attributor:
 
     ``nodes`` and ``eqns`` are aligned (``eqns[i]`` made ``nodes[i]``)."""
 
-    def __init__(self, nodes: Any, eqns: list) -> None:
+    def __init__(self, nodes: Any, eqns: list, groups: Any = ()) -> None:
         self.nodes = nodes
         self.eqns = eqns
+        self.groups = groups
         self._by_op: dict[str, list[int]] = {}
         self._by_line: dict[tuple[str, int], list[int]] = {}
         self._info: dict[int, tuple[str, list[tuple[str, int]]]] = {}
@@ -434,8 +435,29 @@ class Attributor:
             self._by_op.setdefault(nodes[i].op, []).append(i)
             stack, lines = self._eqn_info(eqn)
             self._info[i] = (stack, lines)
+        for i in list(self._info):  # a body's equation: its boundary's name stack before its own
+            outer = self._boundary_stack(i)
+            if outer:
+                stack, lines = self._info[i]
+                self._info[i] = (f"{outer}/{stack}" if stack else outer, lines)
             for key in lines[:1]:
                 self._by_line.setdefault(key, []).append(i)
+
+    def _boundary_stack(self, i: int, depth: int = 0) -> str:
+        """The name stack of the control-flow boundary whose body holds node ``i`` (its own
+        boundary's first, for a body inside a body); empty outside bodies."""
+        g = self.nodes[i].group
+        hops = 0
+        while g is not None and hops < 1000 and g < len(self.groups):
+            grp = self.groups[g]
+            node = grp.attrs.get("node") if grp.kind == "body" and isinstance(grp.attrs, dict) else None
+            if type(node) is int and node in self._info and depth < 16:
+                outer = self._boundary_stack(node, depth + 1)
+                own = self._info[node][0]
+                return "/".join(p for p in (outer, own) if p)
+            g = grp.parent
+            hops += 1
+        return ""
 
     @staticmethod
     def _eqn_info(eqn: Any) -> tuple[str, list[tuple[str, int]]]:
@@ -504,12 +526,18 @@ class Attributor:
             score += 2
             why.append("line")
         own = [p for p in stack.split("/") if p]
-        k = 0
-        while k < len(own) and k < len(path) and own[-1 - k] == path[-1 - k]:
+        k, at = 0, 0
+        for part in own:  # the node's name stack, in order, within the compiled op's path
+            try:
+                at = path.index(part, at) + 1
+            except ValueError:
+                break
             k += 1
         if own and k == len(own):
             score += 1 + k
             why.append("name stack")
+        elif not own and not any(p.startswith(("jvp(", "transpose(", "vmap(")) for p in path):
+            score += 1
         return score, "+".join(why) or "primitive"
 
 
@@ -536,12 +564,12 @@ def alternatives(op_name: str) -> list[str]:
     return out
 
 
-def attribute_all(collectives: list[dict[str, Any]], nodes: Any, eqns: list) -> None:
+def attribute_all(collectives: list[dict[str, Any]], nodes: Any, eqns: list, groups: Any = ()) -> None:
     """Set ``node`` (an id or None), ``nodes`` (every node of a combined collective) and
     ``how`` on each collective."""
     if not collectives:
         return
-    att = Attributor(nodes, eqns)
+    att = Attributor(nodes, eqns, groups)
     for c in collectives:
         got = att.attribute(c)
         c["node"] = got[0][0] if got else None
@@ -554,12 +582,13 @@ def attribute_all(collectives: list[dict[str, Any]], nodes: Any, eqns: list) -> 
 # --------------------------------------------------------------------------- the record
 
 
-def build_record(read: dict[str, Any], seconds: float, mesh: Any, nodes: Any, eqns: list) -> dict[str, Any]:
+def build_record(read: dict[str, Any], seconds: float, mesh: Any, nodes: Any, eqns: list,
+                 groups: Any = ()) -> dict[str, Any]:
     """``Capture.compiled`` from :func:`read_compiled`'s figures."""
     names = [str(n) for n in getattr(mesh, "axis_names", ())] if mesh is not None else []
     sizes = [int(mesh.shape[n]) for n in getattr(mesh, "axis_names", ())] if mesh is not None else []
     collectives = read["collectives"]
-    attribute_all(collectives, nodes, eqns)
+    attribute_all(collectives, nodes, eqns, groups)
     out_list = []
     for c in collectives:
         groups = c.pop("groups", None)
@@ -603,7 +632,7 @@ def _groups_text(groups: list[list[int]] | None) -> str:
 
 
 def compile_and_read(jax: Any, closed: Any, leaves: list, records: list | None, mesh: Any, seconds: float,
-                     nodes: Any, eqns: list) -> dict[str, Any]:
+                     nodes: Any, eqns: list, groups: Any = ()) -> dict[str, Any]:
     """The whole step: compile (bounded), read, attribute. Never raises for the program's
     sake: a compile that fails or runs out of time is a record that says so."""
     try:
@@ -621,7 +650,7 @@ def compile_and_read(jax: Any, closed: Any, leaves: list, records: list | None, 
         return got
     start = time.perf_counter()
     read = read_compiled(got["compiled"])
-    record = build_record(read, got["seconds"], mesh, nodes, eqns)
+    record = build_record(read, got["seconds"], mesh, nodes, eqns, groups)
     record["read_seconds"] = round(time.perf_counter() - start, 3)
     if kept:
         record["kept_results"] = kept
@@ -635,7 +664,7 @@ def skipped(reason: str) -> dict[str, Any]:
 
 
 def for_capture(jax: Any, recipe: Any, limits: Any, closed: Any, leaves: list, records: list | None, mesh: Any,
-                axis_env: list, nodes: Any, eqns: list) -> dict[str, Any] | None:
+                axis_env: list, nodes: Any, eqns: list, groups: Any = ()) -> dict[str, Any] | None:
     """``Capture.compiled`` for one JAX capture, or None when the recipe does not ask for it
     (:func:`wanted`). A program traced with an axis bound at size 1 (``axis_env``: written for
     ``pmap``) has no devices to compile for: skipped, saying so."""
@@ -648,4 +677,4 @@ def for_capture(jax: Any, recipe: Any, limits: Any, closed: Any, leaves: list, r
     seconds = float(getattr(limits, "compile_seconds", 40.0) or 40.0)
     if len(leaves) != len(closed.in_avals):
         leaves = []
-    return compile_and_read(jax, closed, leaves, records, mesh, seconds, nodes, eqns)
+    return compile_and_read(jax, closed, leaves, records, mesh, seconds, nodes, eqns, groups)

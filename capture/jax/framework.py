@@ -751,7 +751,8 @@ def capture(ctx: CaptureContext) -> Capture:
     if compiled.wanted(recipe):  # the program as XLA runs it on the devices (capture.jax.compiled)
         ctx.progress("compiling for the devices (XLA)", 0.9)
         capture.compiled = compiled.for_capture(jax, recipe, ctx.limits, closed, jax.tree_util.tree_leaves((plan.state, dyn)),
-                                                input_shardings, mesh, result.axis_env, capture.nodes, eqns)
+                                                input_shardings, mesh, result.axis_env, capture.nodes, eqns,
+                                                capture.groups)
     if not capture.nodes:
         raise CaptureError(
             "trace",
