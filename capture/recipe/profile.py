@@ -27,6 +27,7 @@ from .model import (
     MODEL_DTYPES,
     MODES,
     COMPILE_MODES,
+    DEFAULT_AXIS_TYPE,
     PROFILE_NAME,
     PROFILE_NAME_RULE,
     CallDesc,
@@ -423,7 +424,7 @@ def _check_mesh(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     if r.mesh is None or r.framework == "jax":
         return
     for name, _, kind in r.mesh.axes:
-        if kind != "auto":
+        if kind != DEFAULT_AXIS_TYPE:
             raise cx.error(base + ["mesh", name, "type"], f'axis types are JAX\'s; a {r.framework} mesh axis is '
                                                           f'a size (write {name} = N)')
 

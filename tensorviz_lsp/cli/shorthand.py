@@ -36,7 +36,8 @@
   are relative to the current folder (or absolute) and must lie inside the workspace;
   they are saved workspace-relative;
 * ``--mesh AXES`` — run under a device mesh (``mesh = { data = 4, model = 2 }``):
-  ``data=4,model=2``, axis sizes major to minor, ``model=2:explicit`` for a JAX axis type;
+  ``data=4,model=2``, axis sizes major to minor (a JAX axis gets ``jax.make_mesh``'s default
+  type, Explicit), ``model=2:auto`` or ``:explicit`` for a JAX axis type;
   ``--mesh none`` removes a saved mesh (:func:`mesh_table`);
 * ``--env NAME=VALUE`` (``tensorviz capture``/``open``) — environment for the worker only,
   e.g. ``JAX_ENABLE_X64=1`` for 64-bit JAX inputs; never saved in the profile.

@@ -193,7 +193,8 @@ def inputs():
     return {"args": (params, opt_state, x, labels)}
 '''
 
-MESH = {"data": 4, "model": 2}
+# Written for automatic axes (the compiler's propagation): what XLA adds is the point.
+MESH = {"data": {"size": 4, "type": "auto"}, "model": {"size": 2, "type": "auto"}}
 EXPLICIT = {"data": {"size": 4, "type": "explicit"}, "model": {"size": 2, "type": "explicit"}}
 
 

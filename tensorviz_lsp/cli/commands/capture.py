@@ -130,7 +130,7 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
     p.add_argument("--mesh", metavar="AXES",
                    help="shorthand: run under a device mesh, e.g. data=4,model=2 (axis=size, major to minor; a JAX "
-                        "axis may say its type, model=2:explicit); on cpu the devices are simulated (JAX: XLA's host "
+                        "axis is Explicit as jax.make_mesh makes it, or says its type, model=2:auto); on cpu the devices are simulated (JAX: XLA's host "
                         "device count; Torch: the fake process group); 'none' removes a saved mesh")
     p.add_argument("--checkpoint", metavar="PATH",
                    help="shorthand (Torch): a state dict to load, .pt/.pth/.bin (weights-only) or .safetensors")
