@@ -799,6 +799,30 @@ class Pages:
             out.append(d)
         return out
 
+    def _body_stand_ins(self) -> dict[int, int]:
+        """Body parameter values (a template's stand-ins for the weights it receives) ->
+        their body group."""
+        got = getattr(self, "_stand_ins", None)
+        if got is None:
+            got = {}
+            for gid, grp in enumerate(self.capture.groups):
+                params = grp.attrs.get("parameters") if grp.kind == "body" and isinstance(grp.attrs, dict) else None
+                for p in params if isinstance(params, list) else ():
+                    if isinstance(p, dict) and type(p.get("value")) is int and type(p.get("outer")) is int:
+                        got[p["value"]] = gid
+            self._stand_ins = got
+        return got
+
+    def _within(self, g: int, body: int) -> bool:
+        """Whether group ``g`` is ``body`` or inside it (``g`` -1: the whole model)."""
+        groups, x, hops = self.capture.groups, g, 0
+        while x is not None and x >= 0 and hops < 10_000:
+            if x == body:
+                return True
+            x = groups[x].parent
+            hops += 1
+        return False
+
     def _group_params(self, g: int) -> dict:
         """Parameters used inside group ``g``: tensors, elements and bytes of the values
         with a parameter role (Torch parameters, JAX variables) entering its subtree."""
@@ -807,9 +831,16 @@ class Pages:
             return got
         tensors = count = bits = 0
         plain = self.values.plain  # shape and dtype without the row's measured map
+        stand_ins = self._body_stand_ins()
         for v in self.index.bin[g + 1] or ():
             named = self.names.get(v)
             if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
+                continue
+            body = stand_ins.get(v)
+            if body is not None and not self._within(g, body):
+                # a weight's stand-in in a control-flow body (one slice of a scanned stack):
+                # the weight itself is counted where it enters; counted again, a scanned
+                # model's weights would be counted twice
                 continue
             shape, dtype, _ = plain(v)
             n = 1
