@@ -194,6 +194,24 @@ def inputs():
 '''
 
 # Written for automatic axes (the compiler's propagation): what XLA adds is the point.
+SCANNED_LINEN = '''
+import flax.linen as nn
+
+
+class Layer(nn.Module):
+    @nn.compact
+    def __call__(self, h, _):
+        return nn.tanh(nn.Dense(64)(h)), None
+
+
+class Stack(nn.Module):
+    @nn.compact
+    def __call__(self, x):
+        scanned = nn.scan(Layer, variable_axes={"params": 0}, split_rngs={"params": True}, length=4)
+        h, _ = scanned()(x, None)
+        return h
+'''
+
 MESH = {"data": {"size": 4, "type": "auto"}, "model": {"size": 2, "type": "auto"}}
 EXPLICIT = {"data": {"size": 4, "type": "explicit"}, "model": {"size": 2, "type": "explicit"}}
 
@@ -201,7 +219,7 @@ EXPLICIT = {"data": {"size": 4, "type": "explicit"}, "model": {"size": 2, "type"
 @pytest.fixture(scope="module")
 def caps(tmp_path_factory):
     root = write(tmp_path_factory.mktemp("ws"), {"nnx_guide.py": NNX_GUIDE, "smap_docs.py": SMAP_DOCS,
-                                                 "rules.py": RULES})
+                                                 "rules.py": RULES, "scanned_linen.py": SCANNED_LINEN})
 
     def case(model, factory, mesh=MESH, limits=None, **fields):
         out = {"framework": "jax", "root": str(root),
@@ -219,6 +237,9 @@ def caps(tmp_path_factory):
         "scan": case("smap_docs:scanned_grad", "smap_docs:scan_inputs"),
         "off": case("smap_docs:loss_tp", "smap_docs:inputs", compile="off"),
         "single": case("smap_docs:scanned", "smap_docs:single_inputs", mesh=None, compile="on"),
+        "linen_scan": {"framework": "jax", "root": str(root),
+                       "table": profile("scanned_linen:Stack", args=[{"kind": "tensor", "shape": [2, 64],
+                                                                      "dtype": "float32"}])},
         "late": case("rules:train_step", "rules:inputs", limits={"compile_seconds": 0.001}),
     }
     return capture_all(cases, tmp_path_factory.mktemp("out"))
@@ -320,3 +341,22 @@ def test_the_setting_and_the_deadline(caps):
     late = read(caps["late"])
     assert late.failure is None and late.nodes  # the graph stands
     assert late.compiled["status"] == "timeout" and "compile_seconds" in late.compiled["reason"]
+
+
+@pytest.mark.slow
+def test_an_opened_scan_body_keeps_the_split_of_its_weights(caps):
+    cap = read(caps["scan"])
+    slices = [(p, cap.values[p["value"]]) for g in cap.groups if g.kind == "body"
+              for p in g.attrs.get("parameters") or [] if p["stands_for"].startswith("xs 0")]
+    assert slices
+    for p, v in slices:  # ws: [3, 64, 64] split [-, -, model]; one layer's slice [64, 64@model]
+        assert v.sharding["spec"] == [[], ["model"]] and v.sharding["per_device_shape"] == [64, 32]
+
+
+@pytest.mark.slow
+def test_a_scanned_models_parameters_are_counted_once(caps):
+    from viewer.projection.projection import Projection
+
+    cap = read(caps["linen_scan"])
+    params = Projection(cap).costs().totals()["params"]
+    assert params["count"] == 4 * (64 * 64 + 64) and params["tensors"] == 2  # the stacked kernel and bias
