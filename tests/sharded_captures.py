@@ -15,6 +15,7 @@ optional ``"extra"``: the name of a function of this module run after the captur
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import traceback
@@ -107,4 +108,9 @@ def jaxpr_primitives(root: str, module: str, function: str, inputs: str, mesh: d
 
 
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1], sys.argv[2]))
+    code = _main(sys.argv[1], sys.argv[2])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # As the worker ends (capture.worker.request.flush_and_exit): without finalising the
+    # interpreter, where a compile past its deadline still runs on its thread.
+    os._exit(code)

@@ -83,38 +83,48 @@ def wanted(recipe: Any) -> bool:
 # --------------------------------------------------------------------------- compiling
 
 
+class _Compile:
+    """XLA lowering and compiling ``closed`` over ``args`` on a thread of its own (started at
+    once: the graph is converted meanwhile), awaited within a deadline."""
+
+    def __init__(self, jax: Any, closed: Any, args: list, mesh: Any) -> None:
+        from contextlib import nullcontext
+
+        from jax.extend.core import jaxpr_as_fun
+
+        self.box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                with jax.set_mesh(mesh) if mesh is not None else nullcontext():
+                    self.box["compiled"] = jax.jit(jaxpr_as_fun(closed)).lower(*args).compile()
+            except BaseException as exc:  # reported in the capture, never raised: the graph stands without it
+                self.box["error"] = exc
+
+        self.start = time.perf_counter()
+        self.thread = threading.Thread(target=run, name="tensorviz-compile", daemon=True)
+        self.thread.start()
+
+    def wait(self, seconds: float) -> dict[str, Any]:
+        """``{"status": "compiled", "compiled": <jax Compiled>, "seconds": s}`` or a record of
+        why not (``timeout`` / ``failed``); ``seconds`` counts from the start."""
+        self.thread.join(max(0.0, seconds - (time.perf_counter() - self.start)))
+        took = round(time.perf_counter() - self.start, 3)
+        if self.thread.is_alive():
+            return {"status": "timeout", "seconds": took,
+                    "reason": f"XLA had not finished compiling after {seconds:g} s (limits.compile_seconds); the graph "
+                              "is shown without the compiled program's figures"}
+        if "error" in self.box:
+            exc = self.box["error"]
+            return {"status": "failed", "seconds": took,
+                    "reason": f"XLA could not compile the traced program: {type(exc).__name__}: {exc}"[:2000]}
+        return {"status": "compiled", "compiled": self.box["compiled"], "seconds": took}
+
+
 def compile_program(jax: Any, closed: Any, args: list, mesh: Any, seconds: float) -> dict[str, Any]:
     """Lower and compile ``closed`` (a closed jaxpr) over ``args`` (``ShapeDtypeStruct`` per
-    input), under ``mesh`` when there is one, within ``seconds``. Returns
-    ``{"status": "compiled", "compiled": <jax Compiled>, "seconds": s}`` or a record of why
-    not (``status`` ``timeout`` / ``failed``)."""
-    from contextlib import nullcontext
-
-    from jax.extend.core import jaxpr_as_fun
-
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            with jax.set_mesh(mesh) if mesh is not None else nullcontext():
-                box["compiled"] = jax.jit(jaxpr_as_fun(closed)).lower(*args).compile()
-        except BaseException as exc:  # reported in the capture, never raised: the graph stands without it
-            box["error"] = exc
-
-    start = time.perf_counter()
-    worker = threading.Thread(target=run, name="tensorviz-compile", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    took = round(time.perf_counter() - start, 3)
-    if worker.is_alive():
-        return {"status": "timeout", "seconds": took,
-                "reason": f"XLA had not finished compiling after {seconds:g} s (limits.compile_seconds); the graph "
-                          "is shown without the compiled program's figures"}
-    if "error" in box:
-        exc = box["error"]
-        return {"status": "failed", "seconds": took,
-                "reason": f"XLA could not compile the traced program: {type(exc).__name__}: {exc}"[:2000]}
-    return {"status": "compiled", "compiled": box["compiled"], "seconds": took}
+    input), under ``mesh`` when there is one, within ``seconds`` (:class:`_Compile`)."""
+    return _Compile(jax, closed, args, mesh).wait(seconds)
 
 
 def keep_results(closed: Any) -> tuple[Any, int]:
@@ -631,43 +641,61 @@ def _groups_text(groups: list[list[int]] | None) -> str:
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
 
 
+class Compilation:
+    """One capture's compile: started before the graph is converted (:func:`start`), read
+    and attributed once the nodes exist (:meth:`finish`). Never raises for the program's
+    sake: a compile that fails or runs out of time is a record that says so."""
+
+    def __init__(self, jax: Any, closed: Any, leaves: list, records: list | None, mesh: Any, seconds: float) -> None:
+        self.mesh, self.seconds, self.kept = mesh, seconds, 0
+        self.early: dict[str, Any] | None = None
+        self.job: _Compile | None = None
+        try:
+            args = abstract_inputs(jax, closed, leaves, records, mesh)
+        except Exception as exc:
+            self.early = {"status": "failed", "seconds": 0.0, "note": NOTE,
+                          "reason": f"the inputs could not be placed for compiling: {type(exc).__name__}: {exc}"[:2000]}
+            return
+        try:
+            closed, self.kept = keep_results(closed)
+        except Exception:  # a jaxpr that cannot be rebuilt is compiled as traced
+            self.kept = 0
+        self.job = _Compile(jax, closed, args, mesh)
+
+    def finish(self, nodes: Any, eqns: list, groups: Any = ()) -> dict[str, Any]:
+        if self.early is not None or self.job is None:
+            return self.early or skipped("not started")
+        got = self.job.wait(self.seconds)
+        if got["status"] != "compiled":
+            got["note"] = NOTE
+            return got
+        start = time.perf_counter()
+        read = read_compiled(got["compiled"])
+        record = build_record(read, got["seconds"], self.mesh, nodes, eqns, groups)
+        record["read_seconds"] = round(time.perf_counter() - start, 3)
+        if self.kept:
+            record["kept_results"] = self.kept
+            record["kept_note"] = ("results of the traced program that it does not return (state a step updates in "
+                                   "place) were compiled as outputs, so that XLA keeps the computation the graph draws")
+        return record
+
+
 def compile_and_read(jax: Any, closed: Any, leaves: list, records: list | None, mesh: Any, seconds: float,
                      nodes: Any, eqns: list, groups: Any = ()) -> dict[str, Any]:
-    """The whole step: compile (bounded), read, attribute. Never raises for the program's
-    sake: a compile that fails or runs out of time is a record that says so."""
-    try:
-        args = abstract_inputs(jax, closed, leaves, records, mesh)
-    except Exception as exc:
-        return {"status": "failed", "seconds": 0.0, "note": NOTE,
-                "reason": f"the inputs could not be placed for compiling: {type(exc).__name__}: {exc}"[:2000]}
-    try:
-        closed, kept = keep_results(closed)
-    except Exception:  # a jaxpr that cannot be rebuilt is compiled as traced
-        kept = 0
-    got = compile_program(jax, closed, args, mesh, seconds)
-    if got["status"] != "compiled":
-        got["note"] = NOTE
-        return got
-    start = time.perf_counter()
-    read = read_compiled(got["compiled"])
-    record = build_record(read, got["seconds"], mesh, nodes, eqns, groups)
-    record["read_seconds"] = round(time.perf_counter() - start, 3)
-    if kept:
-        record["kept_results"] = kept
-        record["kept_note"] = ("results of the traced program that it does not return (state a step updates in "
-                               "place) were compiled as outputs, so that XLA keeps the computation the graph draws")
-    return record
+    """The whole step at once: compile (bounded), read, attribute (:class:`Compilation`)."""
+    return Compilation(jax, closed, leaves, records, mesh, seconds).finish(nodes, eqns, groups)
 
 
 def skipped(reason: str) -> dict[str, Any]:
     return {"status": "skipped", "seconds": 0.0, "reason": reason, "note": NOTE}
 
 
-def for_capture(jax: Any, recipe: Any, limits: Any, closed: Any, leaves: list, records: list | None, mesh: Any,
-                axis_env: list, nodes: Any, eqns: list, groups: Any = ()) -> dict[str, Any] | None:
-    """``Capture.compiled`` for one JAX capture, or None when the recipe does not ask for it
-    (:func:`wanted`). A program traced with an axis bound at size 1 (``axis_env``: written for
-    ``pmap``) has no devices to compile for: skipped, saying so."""
+def start(jax: Any, recipe: Any, limits: Any, closed: Any, leaves: list, records: list | None, mesh: Any,
+          axis_env: list) -> Compilation | dict[str, Any] | None:
+    """The compile one JAX capture asks for, started: a :class:`Compilation` to finish once
+    the graph is converted; a record when there is nothing to compile; None when the recipe
+    does not ask (:func:`wanted`). A program traced with an axis bound at size 1
+    (``axis_env``: written for ``pmap``) has no devices to compile for: skipped, saying so."""
     if not wanted(recipe):
         return None
     if axis_env:
@@ -677,4 +705,4 @@ def for_capture(jax: Any, recipe: Any, limits: Any, closed: Any, leaves: list, r
     seconds = float(getattr(limits, "compile_seconds", 40.0) or 40.0)
     if len(leaves) != len(closed.in_avals):
         leaves = []
-    return compile_and_read(jax, closed, leaves, records, mesh, seconds, nodes, eqns, groups)
+    return Compilation(jax, closed, leaves, records, mesh, seconds)

@@ -715,6 +715,9 @@ def capture(ctx: CaptureContext) -> Capture:
         input_shardings = _input_shardings(jax, shardings, plan, dyn,
                                            shardings.mesh_index(mesh) if mesh is not None else None)
     closed = result.closed
+    # XLA compiles the program for the devices while the graph is converted (capture.jax.compiled)
+    compiling = compiled.start(jax, recipe, ctx.limits, closed, jax.tree_util.tree_leaves((plan.state, dyn)),
+                               input_shardings, mesh, result.axis_env)
 
     ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
     counter = [0]
@@ -748,11 +751,11 @@ def capture(ctx: CaptureContext) -> Capture:
         eqns_out=eqns,
     )
     capture.devices = devices_record(jax, recipe)
-    if compiled.wanted(recipe):  # the program as XLA runs it on the devices (capture.jax.compiled)
-        ctx.progress("compiling for the devices (XLA)", 0.9)
-        capture.compiled = compiled.for_capture(jax, recipe, ctx.limits, closed, jax.tree_util.tree_leaves((plan.state, dyn)),
-                                                input_shardings, mesh, result.axis_env, capture.nodes, eqns,
-                                                capture.groups)
+    if isinstance(compiling, compiled.Compilation):  # the program as XLA runs it on the devices
+        ctx.progress("reading the compiled program (XLA)", 0.9)
+        capture.compiled = compiling.finish(capture.nodes, eqns, capture.groups)
+    else:
+        capture.compiled = compiling
     if not capture.nodes:
         raise CaptureError(
             "trace",
