@@ -346,10 +346,10 @@ def test_the_setting_and_the_deadline(caps):
 @pytest.mark.slow
 def test_an_opened_scan_body_keeps_the_split_of_its_weights(caps):
     cap = read(caps["scan"])
-    slices = [(p, cap.values[p["value"]]) for g in cap.groups if g.kind == "body"
+    slices = [cap.values[p["value"]] for g in cap.groups if g.kind == "body"
               for p in g.attrs.get("parameters") or [] if p["stands_for"].startswith("xs 0")]
     assert slices
-    for p, v in slices:  # ws: [3, 64, 64] split [-, -, model]; one layer's slice [64, 64@model]
+    for v in slices:  # ws: [3, 64, 64] split [-, -, model]; one layer's slice [64, 64@model]
         assert v.sharding["spec"] == [[], ["model"]] and v.sharding["per_device_shape"] == [64, 32]
 
 

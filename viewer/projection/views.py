@@ -489,6 +489,9 @@ class Pages:
         d = c.of(i)
         if d.get("estimate"):
             out["estimate"] = True
+        scope = self._cost_scope(self.capture.nodes[i].group)
+        if scope:
+            out["scope"] = scope
         return out
 
     def _group_cost(self, g: int) -> dict | None:
@@ -503,7 +506,24 @@ class Pages:
             out["estimate"] = True
         if costs.in_body[s]:
             out["template"] = True
+        scope = self._cost_scope(g)
+        if scope:
+            out["scope"] = scope
         return out
+
+    def _cost_scope(self, g: int | None) -> str | None:
+        """What a card's FLOPs cover on a program split across devices: ``per device`` inside
+        a shard_map body (the program one device runs), else ``global``; None without a mesh."""
+        if not self.capture.meshes:
+            return None
+        groups, hops = self.capture.groups, 0
+        while g is not None and g >= 0 and hops < 10_000:
+            attrs = groups[g].attrs
+            if groups[g].kind == "body" and isinstance(attrs, dict) and attrs.get("role") == "shard_map body":
+                return "per device"
+            g = groups[g].parent
+            hops += 1
+        return "global"
 
     def _group_item(self, c: int, kernels: bool) -> dict:
         ix, present = self.index, self.present

@@ -122,10 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     notes = costs.notes()
     doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
                            "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes,
-                           "figure_scopes": figure_scopes(capture)}
-    if capture.compiled is not None:
-        doc["compiled"] = capture.compiled
-        doc["per_device"] = per_device_figures(capture, totals)
+                           "figure_scopes": figure_scopes(capture), **compiled_doc(capture, totals)}
     if device is not None:
         doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
                          "time": costs.times(device)[0]}
@@ -181,6 +178,34 @@ def _label(r: dict, flat: bool) -> str:
     elif r.get("per_block") and not flat:
         name += " (per block)"
     return name
+
+
+def compiled_doc(capture: Any, totals: dict) -> dict[str, Any]:
+    """``compiled`` (the record) and ``per_device`` (TensorViz's figures beside XLA's) for a
+    capture XLA compiled; nothing otherwise."""
+    if capture.compiled is None:
+        return {}
+    return {"compiled": capture.compiled, "per_device": per_device_figures(capture, totals)}
+
+
+def _compiled_text(doc: dict) -> str:
+    """The compiled program's lines, and TensorViz's per-device figures beside XLA's."""
+    compiled = doc.get("compiled")
+    if not compiled:
+        return ""
+    from capture.graph.compiled import summary_lines
+    from capture.graph.device_memory import size_text
+
+    lines = summary_lines(compiled, size_text)
+    pd = doc.get("per_device") or {}
+    if "flops_ratio" in pd:
+        lines.append(f"Per device FLOPs: {flops_text(int(pd['flops_estimate']))} (TensorViz: the global count ÷ "
+                     f"{pd['devices']} devices) vs {flops_text(int(pd['xla_flops']))} (XLA): ×{pd['flops_ratio']:.3f}")
+    if "memory_ratio" in pd:
+        lines.append(f"Per device memory: {bytes_text(pd['memory_estimate'])} (TensorViz's bound: parameters, inputs "
+                     f"and every intermediate) vs peak {bytes_text(pd['xla_peak'])} (XLA's buffers, after fusion and "
+                     "reuse)")
+    return "".join(line + "\n" for line in lines)
 
 
 def per_device_figures(capture: Any, totals: dict) -> dict[str, Any]:
@@ -267,20 +292,7 @@ def _text(doc: dict, flat: bool) -> str:
               "(traced order, at the captured shapes)\n")
     if "saved_for_backward" in totals:
         out.write(f"Saved for backward: {bytes_text(totals['saved_for_backward'])}\n")
-    compiled = doc.get("compiled")
-    if compiled:
-        from capture.graph.compiled import summary_lines
-        from capture.graph.device_memory import size_text
-
-        for line in summary_lines(compiled, size_text):
-            out.write(line + "\n")
-        pd = doc.get("per_device") or {}
-        if "flops_ratio" in pd:
-            out.write(f"Per device FLOPs: {flops_text(int(pd['flops_estimate']))} (TensorViz: the global count ÷ "
-                      f"{pd['devices']} devices) vs {flops_text(int(pd['xla_flops']))} (XLA): ×{pd['flops_ratio']:.3f}\n")
-        if "memory_ratio" in pd:
-            out.write(f"Per device memory: {bytes_text(pd['memory_estimate'])} (TensorViz's bound: parameters, inputs and "
-                      f"every intermediate) vs peak {bytes_text(pd['xla_peak'])} (XLA's buffers, after fusion and reuse)\n")
+    out.write(_compiled_text(doc))
     if device:
         out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):

@@ -35,6 +35,7 @@
  * @property {number} [uncounted]  ops inside that no rule counted (not in `flops`)
  * @property {boolean} [estimate]
  * @property {boolean} [template]  one iteration of a body that did not run
+ * @property {string} [scope]  a program split across devices: "global", or "per device" inside a shard_map body
  * @property {{flops: number, bytes: number}} [per_block]  a stack's: its first repetition's
  */
 
