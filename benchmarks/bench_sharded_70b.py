@@ -160,6 +160,8 @@ def main() -> int:
     p.add_argument("--keep", help="keep the workspace here (else a temporary folder)")
     p.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
                    help="the recipe's compile setting (auto: XLA compiles the program for the 64 devices)")
+    p.add_argument("--compile-timeout", type=float, default=None,
+                   help="seconds XLA may take (the capture's --compile-timeout; default the capture's own)")
     args = p.parse_args()
     src = Path(args.gemma)
     missing = [f for f in GEMMA_FILES if not (src / f"{f}.py").is_file()]
@@ -188,6 +190,8 @@ def main() -> int:
 
     cmd = [sys.executable, "-c", MEASURE, sys.executable, "-m", "tensorviz_lsp", "capture", "--workspace", str(ws),
            "--profile", "llama70b", "-o", str(out), "--timeout", "900"]
+    if args.compile_timeout:
+        cmd += ["--compile-timeout", str(args.compile_timeout)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     try:

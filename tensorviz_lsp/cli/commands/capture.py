@@ -154,6 +154,10 @@ def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None
     p.add_argument("--memory", type=_positive_mb, metavar="MB",
                    help="memory limit for the capture worker, in MiB (default: none); running out is "
                         "reported as a MemoryError failure")
+    p.add_argument("--compile-timeout", type=float, metavar="S",
+                   help="JAX: seconds XLA may take to compile the program for the recipe's devices (default "
+                        f"{Limits().compile_seconds:g}); past them the graph comes without the compiled figures "
+                        "(the recipe's compile = \"off\" skips the compile)")
     p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output (and progress) on stderr")
 
 
@@ -291,7 +295,7 @@ def capture_in_session(
     print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, args.python)}", file=sys.stderr)
     request = CaptureRequest(
         workspace, profile, python=args.python, env=env, progress=progress, log=log, output=output,
-        limits=limits_for(timeout, args.max_saved_file_mb, args.memory),
+        limits=limits_for(timeout, args.max_saved_file_mb, args.memory, getattr(args, "compile_timeout", None)),
     )
     with terminate_like_interrupt():
         try:
