@@ -399,8 +399,9 @@ function drawOp(dl, it, ctx, p, band) {
   const accent = opaque ? p.opaqueStroke : collective ? p.collectiveStroke : accentFor(c.op ?? c.title ?? "");
   if (band === 0) {
     out.push(rect(it.x, it.y, it.w, it.h, 0, opaque ? p.opaqueStroke : collective ? p.collectiveFill : p.cardFill));
-    out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, accent));
-    // too small for its text: summarised by its op's short name (semantic zoom)
+    out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, c.compiler ? p.compilerStroke : accent));
+    // too small for its text: summarised by its op's short name (semantic zoom); the
+    // compiler's collectives keep their colour on its top strip
     dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: shortOp(c.title), color: p.cardText, padTop: 0, bg: null, op: true }];
     return;
   }
