@@ -260,14 +260,16 @@ def _frames_table(text: str) -> dict[int, list[tuple[str, int]]]:
                 frames[k] = (int(loc.group(1)), int(parent.group(1)) if parent else 0)
     out: dict[int, list[tuple[str, int]]] = {}
     for k in frames:
-        chain, seen, cur = [], set(), k
+        chain: list[tuple[str, int]] = []
+        seen: set[int] = set()
+        cur = k
         while cur in frames and cur not in seen and len(chain) < 64:
             seen.add(cur)
-            loc, parent = frames[cur]
-            if loc in locs:
-                fid, line = locs[loc]
-                chain.append((files.get(fid, ""), line))
-            cur = parent
+            loc_id, parent_id = frames[cur]
+            if loc_id in locs:
+                file_id, line_no = locs[loc_id]
+                chain.append((files.get(file_id, ""), line_no))
+            cur = parent_id
         out[k] = chain
     return out
 
@@ -554,7 +556,7 @@ class Attributor:
 def alternatives(op_name: str) -> list[str]:
     """The equations' names an ``op_name`` holds: ``a;b`` (fused), ``prefix/(a:b)`` (XLA's
     combiner merged collectives of several equations into one)."""
-    out = []
+    out: list[str] = []
     for name in op_name.split(";"):
         k = name.find("/(")
         if k >= 0 and name.endswith(")"):
