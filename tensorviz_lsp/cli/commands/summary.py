@@ -233,7 +233,10 @@ def per_device_figures(capture: Any, totals: dict) -> dict[str, Any]:
 
 
 def figure_scopes(capture: Any) -> dict[str, str]:
-    """What each total covers: the whole program (global), one device, or one rank."""
+    """What each total covers on a program split across devices: the whole program
+    (global), one device, or one rank (nothing without a mesh: every figure is the one device's)."""
+    if not capture.meshes and not capture.compiled:
+        return {}
     out = {"flops": "global: the whole program at its full shapes", "bytes": "global, unfused",
            "params": "global: every parameter once, whole", "activations": "global, at the captured shapes"}
     if capture.meshes and capture.framework == "jax":
