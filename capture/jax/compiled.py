@@ -439,34 +439,49 @@ class Attributor:
         self.eqns = eqns
         self.groups = groups
         self._by_op: dict[str, list[int]] = {}
-        self._by_line: dict[tuple[str, int], list[int]] = {}
-        self._info: dict[int, tuple[str, list[tuple[str, int]]]] = {}
-        for i, eqn in enumerate(eqns):
-            if i >= len(nodes):
-                break
+        for i in range(min(len(nodes), len(eqns))):
             self._by_op.setdefault(nodes[i].op, []).append(i)
-            stack, lines = self._eqn_info(eqn)
-            self._info[i] = (stack, lines)
-        for i in list(self._info):  # a body's equation: its boundary's name stack before its own
-            outer = self._boundary_stack(i)
-            if outer:
-                stack, lines = self._info[i]
-                self._info[i] = (f"{outer}/{stack}" if stack else outer, lines)
-            for key in lines[:1]:
-                self._by_line.setdefault(key, []).append(i)
+        # an equation's name stack and source lines are read when a collective asks for them
+        # (a traceback's frames are costly, and a 70B program has 10k equations)
+        self._raw: dict[int, tuple[str, list[tuple[str, int]]]] = {}
+        self._full: dict[int, tuple[str, list[tuple[str, int]]]] = {}
+        self._lines: dict[tuple[str, int], list[int]] | None = None
+        self._op_lines: dict[str, dict[tuple[str, int], list[int]]] = {}
+
+    def info(self, i: int, depth: int = 0) -> tuple[str, list[tuple[str, int]]]:
+        """Node ``i``'s name stack (a body's: its boundary's before its own) and source lines."""
+        got = self._full.get(i)
+        if got is None:
+            stack, lines = self._raw_info(i)
+            outer = self._boundary_stack(i, depth)
+            got = self._full[i] = ((f"{outer}/{stack}" if stack else outer) if outer else stack, lines)
+        return got
+
+    def _raw_info(self, i: int) -> tuple[str, list[tuple[str, int]]]:
+        got = self._raw.get(i)
+        if got is None:
+            got = self._raw[i] = self._eqn_info(self.eqns[i])
+        return got
+
+    def by_line(self, key: tuple[str, int]) -> list[int]:
+        """The nodes whose innermost user line is ``key`` (built on first use: a fallback)."""
+        if self._lines is None:
+            self._lines = {}
+            for i in range(min(len(self.nodes), len(self.eqns))):
+                for k in self._raw_info(i)[1][:1]:
+                    self._lines.setdefault(k, []).append(i)
+        return self._lines.get(key, [])
 
     def _boundary_stack(self, i: int, depth: int = 0) -> str:
-        """The name stack of the control-flow boundary whose body holds node ``i`` (its own
-        boundary's first, for a body inside a body); empty outside bodies."""
+        """The name stack of the control-flow boundary whose body holds node ``i`` (with its
+        own boundary's, for a body inside a body); empty outside bodies."""
         g = self.nodes[i].group
         hops = 0
         while g is not None and hops < 1000 and g < len(self.groups):
             grp = self.groups[g]
             node = grp.attrs.get("node") if grp.kind == "body" and isinstance(grp.attrs, dict) else None
-            if type(node) is int and node in self._info and depth < 16:
-                outer = self._boundary_stack(node, depth + 1)
-                own = self._info[node][0]
-                return "/".join(p for p in (outer, own) if p)
+            if type(node) is int and 0 <= node < len(self.eqns) and depth < 16:
+                return self.info(node, depth + 1)[0]
             g = grp.parent
             hops += 1
         return ""
@@ -501,7 +516,7 @@ class Attributor:
                 out.append(got)
         if not out and frames:
             for key in frames:
-                ids = self._by_line.get(key)
+                ids = self.by_line(key)
                 if ids:
                     return [(ids[0], "line")]
         return out
@@ -520,13 +535,23 @@ class Attributor:
 
     def _candidates(self, prim: str, frames: list[tuple[str, int]]) -> list[int]:
         ids = list(self._by_op.get(prim, ()))
+        if ids and frames:  # those of the primitive on one of the collective's lines, when some are
+            index = self._op_lines.get(prim)
+            if index is None:
+                index = self._op_lines[prim] = {}
+                for i in ids:
+                    for key in self.info(i)[1][:3]:
+                        index.setdefault(key, []).append(i)
+            near = list(dict.fromkeys(i for key in frames for i in index.get(key, ())))
+            if near:
+                return near[:5000]
         if not ids:
             for key in frames[:1]:
-                ids.extend(self._by_line.get(key, ()))
+                ids.extend(self.by_line(key))
         return ids[:5000]
 
     def _score(self, i: int, prim: str, path: list[str], frames: list[tuple[str, int]]) -> tuple[int, str]:
-        stack, lines = self._info[i]
+        stack, lines = self.info(i)
         score, why = 0, []
         if self.nodes[i].op == prim:
             score += 8
