@@ -90,9 +90,31 @@ def _size(capture: Capture) -> str:
     totals = executed_totals(capture)
     if totals is not None:
         flops, uncounted = totals["flops"], totals["uncounted"]
-        text += f"; {lv.si(flops, 'FLOPs')} (a multiply-add counts 2), {lv.human_bytes(totals['bytes'])} moved"
+        text += f"; {lv.si(flops, 'FLOPs')}{' (global)' if capture.meshes else ''} (a multiply-add counts 2), " \
+                f"{lv.human_bytes(totals['bytes'])} moved"
         if uncounted:
             text += f", {uncounted:,} op{'s' * (uncounted != 1)} uncounted"
+    text += _compiled(capture)
+    return text
+
+
+def _compiled(capture: Capture) -> str:
+    """The compiled program in a phrase: what XLA runs per device, the collectives it adds."""
+    c = capture.compiled
+    if not isinstance(c, dict):
+        return ""
+    if c.get("status") != "compiled":
+        return f"; not compiled ({c.get('status')})"
+    items = c.get("collectives") or []
+    text = f"; compiled by XLA for {c.get('devices', 1)} devices: {len(items):,} collective{'s' * (len(items) != 1)}"
+    if c.get("unattributed"):
+        text += f" ({c['unattributed']:,} on no op)"
+    flops = (c.get("cost") or {}).get("flops")
+    if isinstance(flops, (int, float)):
+        text += f", {lv.si(flops, 'FLOPs')} per device"
+    peak = (c.get("memory") or {}).get("peak")
+    if isinstance(peak, int):
+        text += f", peak {lv.human_bytes(peak)} per device"
     return text
 
 

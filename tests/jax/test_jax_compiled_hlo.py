@@ -155,3 +155,12 @@ def test_the_lines_inspect_and_summary_print():
     assert "per device (cost_analysis)" in lines[2] and "peak 20 B per device" in lines[3]
     assert summary_lines({"status": "timeout", "reason": "too slow"}, str) == [
         "compiled:    not compiled (timeout): too slow"]
+
+
+def test_the_hover_says_what_xla_runs():
+    from tensorviz_lsp.features.hover import _size
+
+    text = _size(_capture(_record(0)))
+    assert "compiled by XLA for 8 devices: 2 collectives (1 on no op)" in text
+    assert "per device" in text and "peak 20 B per device" in text
+    assert "not compiled (timeout)" in _size(_capture({"status": "timeout", "reason": "r"}))
