@@ -164,3 +164,16 @@ def test_the_hover_says_what_xla_runs():
     assert "compiled by XLA for 8 devices: 2 collectives (1 on no op)" in text
     assert "per device" in text and "peak 20 B per device" in text
     assert "not compiled (timeout)" in _size(_capture({"status": "timeout", "reason": "r"}))
+
+
+def test_inspect_lists_a_mesh_named_twice_once():
+    from capture.graph.sharding import mesh_record
+    from tensorviz_lsp.cli.commands.inspect import _split_lines
+
+    cap = _capture(_record(0))
+    axes = [("fsdp", 8, "explicit"), ("tp", 8, "explicit")]
+    cap.meshes = [mesh_record(axes, "Mesh", "recipe"), mesh_record(axes, "AbstractMesh", "program")]
+    meshes = [line for line in _split_lines(cap) if line.startswith("mesh")]
+    assert meshes == ["mesh 0, 1:  fsdp=8 (explicit) × tp=8 (explicit), 64 devices (Mesh, from the recipe; "
+                      "AbstractMesh, from the program)"]
+    assert "collectives: none written by the program" in _split_lines(cap)

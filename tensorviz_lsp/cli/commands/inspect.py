@@ -140,9 +140,14 @@ GROUPS_LISTED = 12
 def _split_lines(capture: Capture) -> list[str]:
     """The mesh, the devices, collectives and what one device holds (model and groups)."""
     lines = []
+    # the same axes named twice (the recipe's Mesh, the program's AbstractMesh) are one line
+    same: dict[tuple, list[int]] = {}
     for i, mesh in enumerate(capture.meshes):
-        lines.append(f"mesh {i}:     {mesh_text(mesh)}, {mesh.get('devices')} devices ({mesh.get('kind')}, "
-                     f"from the {mesh.get('origin')})")
+        same.setdefault((mesh_text(mesh), mesh.get("devices")), []).append(i)
+    for (text, devices), ids in same.items():
+        how = "; ".join(f"{capture.meshes[i].get('kind')}, from the {capture.meshes[i].get('origin')}" for i in ids)
+        label = f"mesh {', '.join(map(str, ids))}:"
+        lines.append(f"{label:<12}{text}, {devices} devices ({how})")
     devices = devices_text(capture.devices)
     if devices:
         lines.append(f"devices:    {devices}")
