@@ -102,6 +102,8 @@ def compiled_capture() -> Capture:
     """The sharded step with what XLA runs for it: an all-reduce the compiler adds on the
     matmul, and an all-gather that maps onto no node."""
     cap = sharded_capture()
+    # the program names the recipe's axes again (its AbstractMesh): one row in the legend
+    cap.meshes.append(mesh_record([("data", 4, "auto"), ("model", 2, "auto")], "AbstractMesh", "program"))
     ar = {"kind": "all-reduce", "async": False, "axes": ["model"], "devices": 2, "groups": "{0,1},{2,3}",
           "operand_bytes": 2 * 32 * 4, "bytes_sent_per_device": 2 * 32 * 4, "node": 0, "op_name": "jit(f)/dot_general",
           "hlo": "all-reduce.1", "how": "primitive+line"}
@@ -126,6 +128,8 @@ def test_the_compilers_collectives_badge_legend_and_banner(browser, tmp_path, cl
         text = banner.inner_text()
         assert "2 collectives" in text and "1 drawn on their ops" in text and "1 map onto no op: all-gather(data)×1" in text
         assert banner.get_attribute("data-level") == "warn"
+        rows = page.locator("#mesh-legend .mesh-row").all_inner_texts()
+        assert [r for r in rows if r.startswith("mesh")] == ["mesh data=4 × model=2 · 8 devices"]
         page.locator("#mesh-legend .mesh-details").click()
         assert "compiled: 2 collectives (all-reduce(model)×1, all-gather(data)×1), 1 on no op" in \
             page.locator("#mesh-legend").inner_text()
