@@ -248,6 +248,7 @@ def main() -> int:
               f"{compiled['attributed']:,} on their nodes, {compiled['unattributed']:,} unattributed; "
               f"XLA per device: {compiled.get('cost', {}).get('flops', 0) / 1e9:.1f} GFLOP, "
               f"peak {mem.get('peak', 0) / gb:.2f} GiB (temporaries {mem.get('temporaries', 0) / gb:.2f} GiB)")
+        print(f"reading the compiled program, s: {compiled.get('read_parts')}")
     print(f"load average now {_load():.1f}")
     if not args.keep:
         shutil.rmtree(ws, ignore_errors=True)
