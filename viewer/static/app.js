@@ -21,6 +21,7 @@ import { LinesPanel } from "./panels/lines.js";
 import { SearchPanel } from "./panels/search.js";
 import { CostPanel } from "./panels/cost.js";
 import { installHooks } from "./hooks.js";
+import { formatBytes, formatFlops } from "./format.js";
 
 /** @typedef {import("./panels/inspector.js").Frame} Frame */
 
@@ -994,6 +995,11 @@ function renderMeshLegend(c) {
     more.append(el("div", { class: "mesh-row", "data-compiled": String(n) },
       n ? `compiled: ${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || ""})${lost ? `, ${lost} on no op` : ""}`
         : "compiled: no communication"));
+    // XLA's own figures for the program one device runs, beside TensorViz's bound above
+    const xla = [];
+    if (compiled.cost && typeof compiled.cost.flops === "number") xla.push(formatFlops(compiled.cost.flops));
+    if (compiled.memory && typeof compiled.memory.peak === "number") xla.push(`peak ${formatBytes(compiled.memory.peak)}`);
+    if (xla.length) more.append(el("div", { class: "mesh-row" }, `XLA per device: ${xla.join(" · ")}`));
   } else if (compiled) {
     more.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
   } else {

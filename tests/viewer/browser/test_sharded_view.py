@@ -131,8 +131,9 @@ def test_the_compilers_collectives_badge_legend_and_banner(browser, tmp_path, cl
         rows = page.locator("#mesh-legend .mesh-row").all_inner_texts()
         assert [r for r in rows if r.startswith("mesh")] == ["mesh data=4 × model=2 · 8 devices"]
         page.locator("#mesh-legend .mesh-details").click()
-        assert "compiled: 2 collectives (all-reduce(model)×1, all-gather(data)×1), 1 on no op" in \
-            page.locator("#mesh-legend").inner_text()
+        legend = page.locator("#mesh-legend").inner_text()
+        assert "compiled: 2 collectives (all-reduce(model)×1, all-gather(data)×1), 1 on no op" in legend
+        assert "XLA per device: 4.1 kFLOPs · peak 1.2 kB" in legend
         app.js("async () => { await window.tensorviz.expandAll(); }")
         key, lines = lines_of(app, "dot_general")
         assert lines[0] == "XLA all-reduce model ×2 · sends 256 B each"
