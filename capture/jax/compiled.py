@@ -36,6 +36,7 @@ compiled figures, and says so). JAX is passed in, never imported at module level
 from __future__ import annotations
 
 import math
+import os
 import re
 import threading
 import time
@@ -442,10 +443,14 @@ class Attributor:
 
     ``nodes`` and ``eqns`` are aligned (``eqns[i]`` made ``nodes[i]``)."""
 
-    def __init__(self, nodes: Any, eqns: list, groups: Any = ()) -> None:
+    def __init__(self, nodes: Any, eqns: list, groups: Any = (), sources: tuple[Any, str] | None = None) -> None:
         self.nodes = nodes
         self.eqns = eqns
         self.groups = groups
+        # ``(capture frames, workspace)``: a node's source line from its recorded frame (a
+        # traceback's frames cost most of the attribution on a large program); None: tracebacks
+        self.sources = sources
+        self._paths: dict[int, str] = {}
         self._by_op: dict[str, list[int]] = {}
         for i in range(min(len(nodes), len(eqns))):
             self._by_op.setdefault(nodes[i].op, []).append(i)
@@ -468,8 +473,27 @@ class Attributor:
     def _raw_info(self, i: int) -> tuple[str, list[tuple[str, int]]]:
         got = self._raw.get(i)
         if got is None:
-            got = self._raw[i] = self._eqn_info(self.eqns[i])
+            line = self._node_line(i) if self.sources is not None else None
+            if line is not None:
+                si = getattr(self.eqns[i], "source_info", None)
+                got = (str(getattr(si, "name_stack", "") or ""), [line])
+            else:
+                got = self._eqn_info(self.eqns[i])
+            self._raw[i] = got
         return got
+
+    def _node_line(self, i: int) -> tuple[str, int] | None:
+        """Node ``i``'s recorded frame as ``(absolute path, line)``."""
+        assert self.sources is not None
+        frames, workspace = self.sources
+        k = self.nodes[i].frame
+        if type(k) is not int or not 0 <= k < len(frames):
+            return None
+        path = self._paths.get(k)
+        if path is None:
+            f = frames[k]
+            path = self._paths[k] = os.path.realpath(f.file if f.library else os.path.join(workspace, f.file))
+        return path, frames[k].line
 
     def by_line(self, key: tuple[str, int]) -> list[int]:
         """The nodes whose innermost user line is ``key`` (built on first use: a fallback)."""
@@ -609,12 +633,17 @@ def alternatives(op_name: str) -> list[str]:
     return out
 
 
-def attribute_all(collectives: list[dict[str, Any]], nodes: Any, eqns: list, groups: Any = ()) -> None:
+def attribute_all(collectives: list[dict[str, Any]], nodes: Any, eqns: list, groups: Any = (),
+                  sources: tuple[Any, str] | None = None) -> None:
     """Set ``node`` (an id or None), ``nodes`` (every node of a combined collective) and
     ``how`` on each collective."""
     if not collectives:
         return
-    att = Attributor(nodes, eqns, groups)
+    att = Attributor(nodes, eqns, groups, sources)
+    real: dict[str, str] = {}
+    for c in collectives:  # XLA's paths as the nodes' are: resolved
+        if sources is not None and c.get("frames"):
+            c["frames"] = [(real.setdefault(f, os.path.realpath(f)), n) for f, n in c["frames"]]
     for c in collectives:
         got = att.attribute(c)
         c["node"] = got[0][0] if got else None
@@ -628,13 +657,13 @@ def attribute_all(collectives: list[dict[str, Any]], nodes: Any, eqns: list, gro
 
 
 def build_record(read: dict[str, Any], seconds: float, mesh: Any, nodes: Any, eqns: list,
-                 groups: Any = ()) -> dict[str, Any]:
+                 groups: Any = (), sources: tuple[Any, str] | None = None) -> dict[str, Any]:
     """``Capture.compiled`` from :func:`read_compiled`'s figures."""
     names = [str(n) for n in getattr(mesh, "axis_names", ())] if mesh is not None else []
     sizes = [int(mesh.shape[n]) for n in getattr(mesh, "axis_names", ())] if mesh is not None else []
     collectives = read["collectives"]
     t = time.perf_counter()
-    attribute_all(collectives, nodes, eqns, groups)
+    attribute_all(collectives, nodes, eqns, groups, sources)
     parts = dict(read.get("read_parts") or {})
     parts["attribute"] = round(time.perf_counter() - t, 3)
     out_list = []
@@ -700,7 +729,7 @@ class Compilation:
             self.kept = 0
         self.job = _Compile(jax, closed, args, mesh)
 
-    def finish(self, nodes: Any, eqns: list, groups: Any = ()) -> dict[str, Any]:
+    def finish(self, nodes: Any, eqns: list, groups: Any = (), sources: tuple[Any, str] | None = None) -> dict[str, Any]:
         if self.early is not None or self.job is None:
             return self.early or skipped("not started")
         got = self.job.wait(self.seconds)
@@ -709,7 +738,7 @@ class Compilation:
             return got
         start = time.perf_counter()
         read = read_compiled(got["compiled"])
-        record = build_record(read, got["seconds"], self.mesh, nodes, eqns, groups)
+        record = build_record(read, got["seconds"], self.mesh, nodes, eqns, groups, sources)
         record["read_seconds"] = round(time.perf_counter() - start, 3)
         if self.kept:
             record["kept_results"] = self.kept

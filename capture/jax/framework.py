@@ -753,7 +753,8 @@ def capture(ctx: CaptureContext) -> Capture:
     capture.devices = devices_record(jax, recipe)
     if isinstance(compiling, compiled.Compilation):  # the program as XLA runs it on the devices
         ctx.progress("reading the compiled program (XLA)", 0.9)
-        capture.compiled = compiling.finish(capture.nodes, eqns, capture.groups)
+        capture.compiled = compiling.finish(capture.nodes, eqns, capture.groups,
+                                            (capture.frames, str(ctx.workspace)))
     else:
         capture.compiled = compiling
     if not capture.nodes:
