@@ -31,6 +31,12 @@ first rule that applies:
   marked as estimates (``NodeCosts.estimates``); a ``while`` is uncounted (its trip count
   is decided at run time), as is a boundary whose body stayed closed. The bodies' own
   nodes are counted as traced, once (one iteration, one branch);
+* a Pallas kernel (``pallas_call``): the author's ``pl.CostEstimate`` when the call gives
+  one (its ``flops``; its ``bytes_accessed``, the outputs' bytes counted as written and the
+  rest as read); else its kernel body (one grid point, as traced) times the grid's points
+  for FLOPs, and its operands read and results written once for bytes, marked as an
+  estimate; uncounted when the body stayed closed. The kernel's own nodes are counted
+  once, as traced (reads and writes of its blocks as data movement);
 * anything else is *uncounted* (``-1``), listed with the reason, never a zero.
 
 Bytes are unfused: every operand read and every result written at its shape and dtype;
@@ -67,6 +73,10 @@ RULES = {
                                  "(its body is counted once, as traced)",
     "body not converted": "uncounted: the control-flow body stayed closed (a capture limit)",
     "opaque subprogram": "uncounted: a primitive carrying a subprogram TensorViz does not open",
+    "pallas: CostEstimate": "the Pallas kernel author's pl.CostEstimate: its flops; its bytes_accessed, the "
+                            "outputs' bytes as written and the rest as read",
+    "pallas: kernel body × grid": "estimate: the Pallas kernel's body (one grid point, as traced) times the grid's "
+                                  "points for FLOPs; bytes: its operands read and its results written once",
     "no rule": "uncounted: no rule counts this primitive",
 }
 NOTES = {
@@ -93,7 +103,11 @@ _DATA = frozenset({"concatenate", "convert_element_type", "copy", "copy_p", "dev
                    "dynamic_update_slice", "pad", "rev", "slice", "split", "iota", "transpose", "zeros_like",
                    "tile", "stack", "unstack", "empty", "random_seed", "random_fold_in", "random_split",
                    "random_clone", "to_edtype", "from_edtype", "iota_2x32_shape", "bitcast_convert_type",
-                   "select_and_gather_add", "platform_index", "create_token", "after_all"})
+                   "select_and_gather_add", "platform_index", "create_token", "after_all",
+                   # a Pallas kernel's block reads and writes (``x_ref[...]``, ``o_ref[...] = v``)
+                   "get", "swap", "addupdate"})
+# Reads and writes of a Ref (Pallas blocks): what moves is the value read or written.
+_REF_OPS = frozenset({"get", "swap", "addupdate"})
 _COLLECTIVES = frozenset({"psum", "pmax", "pmin", "all_gather", "all_to_all", "ppermute", "reduce_scatter",
                           "psum_invariant", "psum_scatter", "pbroadcast", "axis_index", "all_gather_invariant"})
 # Roofline rules not reused (see the module docstring) besides its registered zeros.
@@ -224,6 +238,9 @@ def _moved(eqn: Any, kind: str) -> tuple[int, int]:
     outs = [v.aval for v in eqn.outvars]
     if not all(_sized(a) for a in ins + outs):
         return UNCOUNTED, UNCOUNTED
+    if name in _REF_OPS:  # a block read (get) or written (swap, addupdate): the value's bytes
+        moved = _bytes(outs[0]) if name == "get" else _bytes(ins[1])
+        return moved, moved
     if name in _TAKING:  # the result's worth of the operand, and the indices
         taken = sum(_bytes(a) for a in outs)
         return taken + sum(_bytes(a) for a in ins[1:]), taken
@@ -260,7 +277,7 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     flops, read, written, rule = [0] * n, [0] * n, [0] * n, [0] * n
     boundaries = []
     for i, (node, eqn) in enumerate(zip(nodes, eqns)):
-        if node.opaque or node.op == "shard_map":  # a shard_map's body is open but its node counts it
+        if node.opaque or node.op in ("pallas_call", "shard_map"):  # a shard_map's body is open; its node counts it
             boundaries.append(i)
             if eqn.primitive.name not in ("scan", "cond", "while") and costs.rule_of(eqn.primitive) is not None:
                 boundaries.pop()  # a scatter with its update function: roofline counts it
@@ -286,33 +303,12 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
             ids = members.get(g, [])
             sums.append((_sum(flops[j] for j in ids), _sum(read[j] for j in ids), _sum(written[j] for j in ids),
                          groups[g].attrs.get("role", "")))
-        if prim == "while":
-            flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id("while: trip count unknown")
-            costs.reasons.setdefault(prim, RULES["while: trip count unknown"])
-        elif prim == "shard_map" and mine and not closed and type(groups[mine[0]].attrs.get("devices")) is int:
-            # every device runs the body once on its shard: the whole program is the body × the devices
-            devices = groups[mine[0]].attrs["devices"]
-            f, r, w, _ = sums[0]
-            flops[i], read[i], written[i] = (_scale(f, devices), _scale(r, devices), _scale(w, devices))
-            rule[i] = rule_id("shard_map body × devices")
-        elif closed or not mine or prim not in ("scan", "cond"):
-            why = "body not converted" if mine else "opaque subprogram"
-            flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id(why)
-            costs.reasons.setdefault(prim, RULES[why])
-        elif prim == "scan":
-            length = groups[mine[0]].attrs.get("iterations")
-            f, r, w, _ = sums[0]
-            if type(length) is not int:
-                flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id("no rule")
-                costs.reasons.setdefault(prim, "its length is not static")
-                continue
-            flops[i], read[i], written[i] = (_scale(f, length), _scale(r, length), _scale(w, length))
-            rule[i] = rule_id("scan body × length")
+        (flops[i], read[i], written[i]), why, reason = _boundary(prim, eqns[i], mine, closed, sums, groups)
+        rule[i] = rule_id(why)
+        if why in _ESTIMATED:
             estimates.append(i)
-        else:  # cond: the largest branch
-            f, r, w, _ = max(sums, key=lambda s: (s[0], s[1] + s[2]))
-            flops[i], read[i], written[i], rule[i] = f, r, w, rule_id("cond: largest branch")
-            estimates.append(i)
+        if reason is not None:
+            costs.reasons.setdefault(prim, reason)
     notes: dict[str, Any] = dict(NOTES)
     import jax
 
@@ -323,6 +319,55 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     if uncounted:
         notes["uncounted"] = {op: costs.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
     return NodeCosts(flops, read, written, rule, rules, sorted(estimates), notes)
+
+
+_ESTIMATED = frozenset({"scan body × length", "cond: largest branch", "pallas: kernel body × grid"})
+_NONE = (UNCOUNTED, UNCOUNTED, UNCOUNTED)
+
+
+def _boundary(prim: str, eqn: Any, mine: list[int], closed: bool, sums: list,
+              groups: list[Group]) -> tuple[tuple[int, int, int], str, str | None]:
+    """A subprogram boundary's figures from its bodies' sums: ``(figures, rule, reason it
+    is uncounted or None)``."""
+    if prim == "pallas_call":
+        figures, why = _pallas(eqn, mine, closed, sums, groups)
+        return figures, why, RULES[why] if why in ("body not converted", "opaque subprogram") else None
+    if prim == "while":
+        return _NONE, "while: trip count unknown", RULES["while: trip count unknown"]
+    if prim == "shard_map" and mine and not closed and type(groups[mine[0]].attrs.get("devices")) is int:
+        # every device runs the body once on its shard: the whole program is the body × the devices
+        devices = groups[mine[0]].attrs["devices"]
+        f, r, w, _ = sums[0]
+        return (_scale(f, devices), _scale(r, devices), _scale(w, devices)), "shard_map body × devices", None
+    if closed or not mine or prim not in ("scan", "cond"):
+        why = "body not converted" if mine else "opaque subprogram"
+        return _NONE, why, RULES[why]
+    if prim == "scan":
+        length = groups[mine[0]].attrs.get("iterations")
+        f, r, w, _ = sums[0]
+        if type(length) is not int:
+            return _NONE, "no rule", "its length is not static"
+        return (_scale(f, length), _scale(r, length), _scale(w, length)), "scan body × length", None
+    f, r, w, _ = max(sums, key=lambda s: (s[0], s[1] + s[2]))  # cond: the largest branch
+    return (f, r, w), "cond: largest branch", None
+
+
+def _pallas(eqn: Any, mine: list[int], closed: bool, sums: list, groups: list[Group]) -> tuple[tuple[int, int, int], str]:
+    """A ``pallas_call``'s figures and the rule that gave them."""
+    written = _sum(_bytes(v.aval) for v in eqn.outvars if _sized(v.aval))
+    read = _sum(_bytes(a) for a in (_aval(v) for v in eqn.invars) if _sized(a))
+    ce = eqn.params.get("cost_estimate")
+    if ce is not None and isinstance(getattr(ce, "flops", None), int) and isinstance(getattr(ce, "bytes_accessed", None), int):
+        total = int(ce.bytes_accessed)
+        out = min(written, total)
+        return (min(int(ce.flops), _MAX), total - out, out), "pallas: CostEstimate"
+    if closed or not mine or not sums:
+        why = "body not converted" if mine else "opaque subprogram"
+        return (UNCOUNTED, UNCOUNTED, UNCOUNTED), why
+    points = groups[mine[0]].attrs.get("grid_points")
+    if type(points) is not int:
+        return (UNCOUNTED, UNCOUNTED, UNCOUNTED), "no rule"
+    return (_scale(sums[0][0], points), read, written), "pallas: kernel body × grid"
 
 
 def _body_members(nodes: list[Node], groups: list[Group], body_kind: str) -> tuple[dict[int, list[int]], dict[int, list[int]]]:

@@ -435,7 +435,7 @@ class MeshSetup:
     sharding lives in the types, or ``"auto"`` for the compiler's propagation; an axis given
     by its size alone has the type ``jax.make_mesh`` gives by default (``"default"``). On
     ``device = "cpu"`` the worker simulates the devices the mesh needs (JAX: XLA's host
-    device count; Torch: the ``fake`` process group); on ``cuda:N`` it uses real ones."""
+    device count; Torch: the ``fake`` process group); on ``cuda:N`` and ``tpu`` it uses real ones."""
 
     axes: tuple[tuple[str, int, str], ...]
 

@@ -41,7 +41,7 @@ def _no_log(line: str) -> None:
 class ResolvedRecipe:
     """A recipe as the parent resolved it: the valid :class:`Recipe`, or the
     :class:`RecipeError` it raised (reported only at the ``recipe`` check, after the
-    interpreter and dependency checks, as DESIGN.md orders them)."""
+    interpreter and dependency checks, as docs/architecture.md orders them)."""
 
     recipe: Recipe | None
     error: RecipeError | None

@@ -25,8 +25,15 @@ from capture.worker.main import main
 sys.exit(main())
 '''
 
-#: Variables of this process that would change what the selected interpreter imports.
-_DROPPED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT")
+#: Variables of this process the worker never gets (docs/worker-environment.md):
+#: ``PYTHONHOME`` would swap the selected interpreter's standard library for another
+#: Python's; ``PYTHONSAFEPATH`` would keep the launcher's folder (this ``capture``
+#: package) off the worker's path; ``PYTHONSTARTUP`` and ``PYTHONINSPECT`` are for an
+#: interactive prompt (``PYTHONINSPECT`` would leave the worker waiting at one).
+#: ``PYTHONPATH`` is kept: where a person's JAX or Torch lives on it (Cloud TPU images),
+#: their own ``python`` sees it, and so must the worker; the launcher's folder still comes
+#: first, so it cannot replace this ``capture`` package.
+DROPPED = ("PYTHONHOME", "PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONINSPECT")
 
 
 #: The launcher folders: ``tensorviz-worker-PID-<random>`` in the temporary folder, with
@@ -114,12 +121,12 @@ def _identity(pid: int) -> str:
 
 
 def worker_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """This process's environment without what would redirect the worker's imports,
+    """This process's environment without :data:`DROPPED` (``PYTHONPATH`` is kept),
     plus ``extra`` (the capture's own variables), a fresh process marker and this
     process's id: every process of the worker inherits the marker
     (:mod:`capture.worker.procs` finds and kills them, also in sessions of their own),
     and the worker dies with this process."""
-    env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED}
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     env[MARKER_ENV] = new_marker()

@@ -106,6 +106,9 @@ def missing_dependencies(job: CaptureJob, missing: list[str], probe: Mapping[str
     )
     if any("==" in spec for spec in command[4:]):
         message += " (the installed Torch build is pinned, so pip refuses rather than replaces it)"
+    if "torch" in missing and job.framework != "torch":
+        message += (" (torch: the capture worker needs it for every framework, a JAX capture too; a CPU build is "
+                    "enough for JAX)")
     if not pip:
         message += " (pip is not installed in that interpreter: add it first, e.g. python -m ensurepip)"
     return job.fail(
@@ -135,8 +138,8 @@ def install_command(
     pip then refuses an install that would need to change them rather than replacing them."""
     specs = []
     for name in missing:
-        if name == "jax" and device.startswith("cuda"):
-            specs.append("jax[cuda12]")
+        if name == "jax" and device.startswith(("cuda", "tpu")):
+            specs.append("jax[cuda12]" if device.startswith("cuda") else "jax[tpu]")
         else:
             specs.append(name)
     if "torch" in missing:

@@ -1,5 +1,5 @@
 """The worker step of a capture: everything after the checks of
-:mod:`capture.session.checks`, in DESIGN.md's order, each failing before any user code
+:mod:`capture.session.checks`, in docs/architecture.md's order, each failing before any user code
 is imported:
 
 4. ``dependencies`` - the interpreter runs (3.11+) and has the worker's packages
@@ -140,7 +140,7 @@ class _WorkerStep:
 
         resolved = job.recipe
         if resolved.error is not None:
-            # DESIGN.md checks the device before the recipe; a CUDA device still gets its
+            # docs/architecture.md: the device is checked before the recipe; a CUDA device still gets its
             # own check (in a worker) even when something else in the recipe is wrong.
             stand_in = self._device_stand_in()
             if stand_in is not None and stand_in.device != "cpu":

@@ -127,6 +127,9 @@ def _device(torch: Any, spec: str) -> Any:
     platform, index = parse_device(spec)
     if platform == "cpu":
         return torch.device("cpu")
+    if platform == "tpu":
+        raise CaptureError("device", f'device {spec} is for JAX captures; a Torch capture runs on "cpu" or "cuda:N"',
+                           {"device": spec, "available": ["cpu"]})
     details: dict[str, Any] = {
         "device": spec,
         "torch_version": torch.__version__,

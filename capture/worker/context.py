@@ -347,12 +347,15 @@ def import_framework(module: str, label: str) -> Any:
 
 def parse_device(spec: str) -> tuple[str, int]:
     """A recipe's ``device`` as ``(platform, index)``: ``"cpu"`` is ``("cpu", 0)``,
-    ``"cuda:N"`` is ``("cuda", N)``; anything else raises ``CaptureError("device")``."""
-    if spec == "cpu":
-        return "cpu", 0
-    if spec.startswith("cuda:") and spec[5:].isdigit():
-        return "cuda", int(spec[5:])
-    raise CaptureError("device", f'unknown device {spec!r} (expected "cpu" or "cuda:N")', DeviceDetails(device=spec))
+    ``"cuda:N"`` is ``("cuda", N)``, ``"tpu"`` is ``("tpu", 0)`` and ``"tpu:N"`` is
+    ``("tpu", N)``; anything else raises ``CaptureError("device")``."""
+    if spec in ("cpu", "tpu"):
+        return spec, 0
+    for platform in ("cuda", "tpu"):
+        if spec.startswith(platform + ":") and spec[len(platform) + 1:].isdigit():
+            return platform, int(spec[len(platform) + 1:])
+    raise CaptureError("device", f'unknown device {spec!r} (expected "cpu", "cuda:N", "tpu" or "tpu:N")',
+                       DeviceDetails(device=spec))
 
 
 def positional_names(fn: Any, n: int) -> list[str | None]:

@@ -4,7 +4,7 @@ Open as Graph and a profile's capture (:mod:`.open_graph`), the abstract recaptu
 (:mod:`.abstract_capture`) and recapture on save (:mod:`.recapture`) all go through
 :meth:`CaptureFlow.capture`: the capture session runs (:class:`~.capturing.CaptureRunner`,
 a thin adapter over :func:`capture.session.run_session`, which runs the checks in
-DESIGN.md's order with their one wording), then one of
+the order of docs/architecture.md ("The checks before a capture") with their one wording), then one of
 
 - the graph lands (:class:`~.landing.GraphLanding`);
 - a refusal before anything ran (untrusted, unsaved) or a cancel is said once, in the

@@ -1,6 +1,11 @@
 """A successful capture lands: the folder's viewer holds it (a recapture's tab updates in
 place), its freshness record and captured texts are in place, the other features hear
-of it (``capture_landed``: inlay hints refresh), and its URL is the profile's newest."""
+of it (``capture_landed``: inlay hints refresh), and its URL is the profile's newest.
+
+When the viewer cannot listen (no loopback socket: ``[Errno 97] Address family not
+supported`` in a sandbox), the capture still lands without it: the graph file is
+written, hints and hovers work, and the answer says so (``reason: "viewer-unavailable"``,
+with ``tensorviz view FILE`` to open it elsewhere), never a traceback."""
 
 from __future__ import annotations
 
@@ -39,7 +44,10 @@ class GraphLanding:
         recapture, whose viewer tab updates in place."""
         capture = result.capture
         root, profile, qualname = target.root, target.profile, target.qualname
-        viewer = await self.server.run_blocking(self.viewers.viewer, root)
+        try:
+            viewer = await self.server.run_blocking(self.viewers.viewer, root)
+        except OSError as exc:
+            return await self._without_viewer(target, result, exc, background=background)
         # add_capture tells open pages ("capture-ready"), so a page showing the setup
         # form or an older graph offers the new one.
         # warm: the index builds while the browser starts, not on its first request;
@@ -82,4 +90,30 @@ class GraphLanding:
                 log.warning("%s", said)
             else:
                 self.server.show_message(said, types.MessageType.Warning)
+        return answer
+
+    async def _without_viewer(self, target: CaptureTarget, result: SessionResult, exc: OSError, *,
+                              background: bool) -> dict[str, Any]:
+        """The capture lands for the editor (records, hints) with no viewer to show it."""
+        capture, qualname = result.capture, target.qualname
+        record = Record(target.root, target.profile, target.uri, qualname, capture, {s.path for s in capture.sources},
+                        target.name_range)
+        self.freshness.record(record)
+        await self.server.run_blocking(self.captured_lines.remember, record)
+        await self.server.call_hook(Feature.capture_landed, record)
+        saved = result.graph_file
+        why = f"the viewer cannot listen on 127.0.0.1: {exc.strerror or exc}"
+        if saved is not None:
+            message = f"the graph of {qualname} was captured and saved to {saved}, but {why}; open it where a " \
+                      f"browser can reach this machine with: tensorviz view {saved}"
+        else:
+            message = f"the graph of {qualname} was captured, but {why}; and it was not saved: " + \
+                      ("; ".join(result.problems) or "the graph file was not written")
+        log.warning("%s", message)
+        if not background:
+            self.server.show_message(f"TensorViz: {message}", types.MessageType.Warning)
+        answer: dict[str, Any] = {"ok": False, "reason": "viewer-unavailable", "message": message, "url": None,
+                                  "nodes": len(capture.nodes), "file": str(saved) if saved else None}
+        if result.problems:
+            answer["problems"] = list(result.problems)
         return answer

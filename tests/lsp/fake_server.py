@@ -256,6 +256,8 @@ class FakeBackends:
 
     def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer:
         folder = root or Path.cwd()
+        if (folder / ".fake" / "viewer-unavailable").exists():  # a sandbox without loopback sockets
+            raise OSError(97, "Address family not supported by protocol")
         viewer = self.viewers[folder] = FakeViewer(hooks, folder / ".fake" / "viewer-events.jsonl")
         return viewer
 

@@ -20,7 +20,7 @@ Given a device profile (:mod:`viewer.projection.devices`), each counted op gets 
 roofline time, ``max(FLOPs / peak, bytes / bandwidth)``, summed per group: an estimate,
 not a measurement, and labelled so wherever it is shown.
 
-Only the standard library and :mod:`capture` are imported (DESIGN.md boundaries).
+Only the standard library and :mod:`capture` are imported (docs/architecture.md's folder table).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ of one group (or of one chunk of a large group) with the edges between them, one
 one value, one group, a page of node summaries, or a bounded list of search results.
 Nothing here ever returns the whole graph.
 
-Only the standard library and :mod:`capture` are imported (DESIGN.md boundaries).
+Only the standard library and :mod:`capture` are imported (docs/architecture.md's folder table).
 """
 
 from __future__ import annotations

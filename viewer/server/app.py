@@ -803,7 +803,7 @@ class _Handler(BaseHTTPRequestHandler):
             problem = ""
 
         out: dict[str, Any] = {**proj.cost_summary(), "devices": [d.json() for d in table.values()],
-                               "estimate_note": device_table.ESTIMATE_NOTE}
+                               "estimate_note": device_table.estimate_text(table.get(q.get("device") or ""))}
         if problem:
             out["devices_problem"] = problem
         name = q.get("device")

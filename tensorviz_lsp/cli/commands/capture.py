@@ -126,7 +126,7 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
     names = framework_names()
     p.add_argument("--framework", choices=names,
                    help=f"shorthand: {' or '.join(names)} (default: what discovery finds for the symbol)")
-    p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu or cuda:N")
+    p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu, cuda:N, or tpu / tpu:N (JAX)")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
     p.add_argument("--mesh", metavar="AXES",
                    help="shorthand: run under a device mesh, e.g. data=4,model=2 (axis=size, major to minor; a JAX "

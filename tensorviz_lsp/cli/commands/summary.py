@@ -124,7 +124,7 @@ def _run(args: argparse.Namespace) -> int:
                            "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes,
                            "figure_scopes": figure_scopes(capture), **compiled_doc(capture, totals)}
     if device is not None:
-        doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
+        doc["device"] = {**device.json(), "estimate": device_table.estimate_text(device),
                          "time": costs.times(device)[0]}
     if args.json:
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
