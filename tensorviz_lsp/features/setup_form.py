@@ -106,7 +106,8 @@ EVIDENCE_WORDS = {
 #: What the setup form says under its Mesh field.
 MESH_HELP = ("Optional: run under a device mesh, axis=size major to minor (a JAX axis is Explicit, as "
              "jax.make_mesh makes it; model=2:auto leaves its split to the compiler). On cpu the devices are "
-             "simulated: JAX gets that many CPU devices, Torch a fake process group of that many ranks; nothing runs on real devices and nothing is measured on them. On cuda or tpu the "
+             "simulated: JAX gets that many CPU devices, Torch a fake process group of that many ranks; nothing "
+             "runs on real devices and nothing is measured on them. On cuda or tpu the "
              "mesh is over that platform's real devices. Empty: no mesh.")
 
 
