@@ -205,6 +205,9 @@ def _compiled_text(doc: dict) -> str:
         lines.append(f"Per device memory: {bytes_text(pd['memory_estimate'])} (TensorViz's bound: parameters, inputs "
                      f"and every intermediate) vs peak {bytes_text(pd['xla_peak'])} (XLA's buffers, after fusion and "
                      "reuse)")
+        if isinstance(pd.get("xla_activations"), int) and isinstance(pd.get("activations_estimate"), int):
+            lines.append(f"Per device activations: {bytes_text(pd['activations_estimate'])} (TensorViz: every "
+                         f"intermediate at once) vs {bytes_text(pd['xla_activations'])} (XLA's temporaries)")
     return "".join(line + "\n" for line in lines)
 
 
@@ -229,6 +232,9 @@ def per_device_figures(capture: Any, totals: dict) -> dict[str, Any]:
         if isinstance(peak, int) and peak > 0:
             out["xla_peak"] = peak
             out["memory_ratio"] = round(own / peak, 4)
+            # the activations XLA holds: its temporaries (after fusion and buffer reuse)
+            out["xla_activations"] = (compiled.get("memory") or {}).get("temporaries")
+            out["activations_estimate"] = memory.get("activation_bytes")
     return out
 
 
