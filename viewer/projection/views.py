@@ -16,10 +16,11 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from capture.graph import gc_pause
-from capture.graph.compiled import by_node, kind_counts
+from capture.graph.compiled import kind_counts
 from .body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
+from .compiled_view import body_stand_ins, compiled_brief, compiled_by_node_and_group, cost_scope, within
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .body_templates import body_wording
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
@@ -84,6 +85,7 @@ class Pages:
         #: What each layer costs (the projection's ``costs``), or None: items carry no ``cost``.
         self.costs: Callable[[], Any] | None = None
         self._compiled: tuple[dict[int, list], dict[int, list]] | None = None
+        self._stand_ins: dict[int, int] | None = None
 
     # ------------------------------------------------------------------ pages
 
@@ -446,7 +448,7 @@ class Pages:
             item["collective"] = collective  # drawn to stand out: its mesh axes and bytes per device
         compiled = self.compiled_collectives()[0].get(i)
         if compiled:  # what XLA runs for this equation (capture.graph.compiled): a badge on the card
-            item["compiled"] = [_compiled_brief(c, i, collective) for c in compiled[:8]]
+            item["compiled"] = [compiled_brief(c, collective) for c in compiled[:8]]
             item["compiled_total"] = len(compiled)
         cost = self._node_cost(i)
         if cost is not None:
@@ -454,26 +456,10 @@ class Pages:
         return item
 
     def compiled_collectives(self) -> tuple[dict[int, list], dict[int, list]]:
-        """The compiled program's collectives per node, and per group (each once, with every
-        group that holds one of its nodes)."""
+        """The compiled program's collectives per node and per group (``compiled_view``)."""
         got = self._compiled
         if got is None:
-            per_node = by_node(getattr(self.capture, "compiled", None))
-            per_group: dict[int, list] = {}
-            groups, nodes = self.capture.groups, self.capture.nodes
-            seen: dict[int, set[int]] = {}
-            for i, items in per_node.items():
-                g = nodes[i].group
-                hops = 0
-                while g is not None and hops < 10_000:
-                    mark = seen.setdefault(g, set())
-                    for c in items:
-                        if id(c) not in mark:
-                            mark.add(id(c))
-                            per_group.setdefault(g, []).append(c)
-                    g = groups[g].parent
-                    hops += 1
-            got = self._compiled = (per_node, per_group)
+            got = self._compiled = compiled_by_node_and_group(self.capture)
         return got
 
     def _node_cost(self, i: int) -> dict | None:
@@ -489,7 +475,7 @@ class Pages:
         d = c.of(i)
         if d.get("estimate"):
             out["estimate"] = True
-        scope = self._cost_scope(self.capture.nodes[i].group)
+        scope = cost_scope(self.capture, self.capture.nodes[i].group)
         if scope:
             out["scope"] = scope
         return out
@@ -506,24 +492,10 @@ class Pages:
             out["estimate"] = True
         if costs.in_body[s]:
             out["template"] = True
-        scope = self._cost_scope(g)
+        scope = cost_scope(self.capture, g)
         if scope:
             out["scope"] = scope
         return out
-
-    def _cost_scope(self, g: int | None) -> str | None:
-        """What a card's FLOPs cover on a program split across devices: ``per device`` inside
-        a shard_map body (the program one device runs), else ``global``; None without a mesh."""
-        if not self.capture.meshes:
-            return None
-        groups, hops = self.capture.groups, 0
-        while g is not None and g >= 0 and hops < 10_000:
-            attrs = groups[g].attrs
-            if groups[g].kind == "body" and isinstance(attrs, dict) and attrs.get("role") == "shard_map body":
-                return "per device"
-            g = groups[g].parent
-            hops += 1
-        return "global"
 
     def _group_item(self, c: int, kernels: bool) -> dict:
         ix, present = self.index, self.present
@@ -819,30 +791,6 @@ class Pages:
             out.append(d)
         return out
 
-    def _body_stand_ins(self) -> dict[int, int]:
-        """Body parameter values (a template's stand-ins for the weights it receives) ->
-        their body group."""
-        got = getattr(self, "_stand_ins", None)
-        if got is None:
-            got = {}
-            for gid, grp in enumerate(self.capture.groups):
-                params = grp.attrs.get("parameters") if grp.kind == "body" and isinstance(grp.attrs, dict) else None
-                for p in params if isinstance(params, list) else ():
-                    if isinstance(p, dict) and type(p.get("value")) is int and type(p.get("outer")) is int:
-                        got[p["value"]] = gid
-            self._stand_ins = got
-        return got
-
-    def _within(self, g: int, body: int) -> bool:
-        """Whether group ``g`` is ``body`` or inside it (``g`` -1: the whole model)."""
-        groups, x, hops = self.capture.groups, g, 0
-        while x is not None and x >= 0 and hops < 10_000:
-            if x == body:
-                return True
-            x = groups[x].parent
-            hops += 1
-        return False
-
     def _group_params(self, g: int) -> dict:
         """Parameters used inside group ``g``: tensors, elements and bytes of the values
         with a parameter role (Torch parameters, JAX variables) entering its subtree."""
@@ -851,13 +799,15 @@ class Pages:
             return got
         tensors = count = bits = 0
         plain = self.values.plain  # shape and dtype without the row's measured map
-        stand_ins = self._body_stand_ins()
+        if self._stand_ins is None:
+            self._stand_ins = body_stand_ins(self.capture)
+        stand_ins = self._stand_ins
         for v in self.index.bin[g + 1] or ():
             named = self.names.get(v)
             if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
                 continue
             body = stand_ins.get(v)
-            if body is not None and not self._within(g, body):
+            if body is not None and not within(self.capture.groups, g, body):
                 # a weight's stand-in in a control-flow body (one slice of a scanned stack):
                 # the weight itself is counted where it enters; counted again, a scanned
                 # model's weights would be counted twice
@@ -872,17 +822,6 @@ class Pages:
             bits += n * _DTYPE_BITS.get(dtype, 32)
         got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
         return got
-
-
-def _compiled_brief(c: dict, node: int, written: Any) -> dict:
-    """One compiled collective on its node's card: what it is, over which axes, what each
-    device sends, and whether it is the program's own collective (``written``) or one the
-    compiler added."""
-    out = {k: c.get(k) for k in ("kind", "axes", "devices", "bytes_sent_per_device", "operand_bytes", "how")}
-    out["added"] = not isinstance(written, dict)
-    if c.get("nodes"):
-        out["combined"] = len(c["nodes"])  # XLA's combiner merged several equations' collectives into one
-    return out
 
 
 class _Flow:
