@@ -103,7 +103,8 @@ def summary_lines(compiled: dict[str, Any] | None, size_text: Any) -> list[str]:
     if status != "compiled":
         return [f"compiled:    not compiled ({status}): {compiled.get('reason', '')}"]
     items = compiled.get("collectives") or []
-    lines = [f"compiled:    by XLA for {compiled.get('devices', 1)} devices in {compiled.get('seconds', 0):.2f} s "
+    n = compiled.get("devices", 1)
+    lines = [f"compiled:    by XLA for {n} device{'' if n == 1 else 's'} in {compiled.get('seconds', 0):.2f} s "
              "(figures per device)"]
     if items:
         lines.append(f"compiler collectives: {len(items)} ({kind_counts(items)}); "

@@ -106,7 +106,8 @@ def _compiled(capture: Capture) -> str:
     if c.get("status") != "compiled":
         return f"; not compiled ({c.get('status')})"
     items = c.get("collectives") or []
-    text = f"; compiled by XLA for {c.get('devices', 1)} devices: {len(items):,} collective{'s' * (len(items) != 1)}"
+    nd = c.get("devices", 1)
+    text = f"; compiled by XLA for {nd} device{'s' * (nd != 1)}: {len(items):,} collective{'s' * (len(items) != 1)}"
     if c.get("unattributed"):
         text += f" ({c['unattributed']:,} on no op)"
     flops = (c.get("cost") or {}).get("flops")

@@ -1033,7 +1033,8 @@ function renderCompiledBanner(c) {
   }
   const lost = compiled.unattributed || 0;
   const n = compiled.count || 0;
-  const head = `XLA compiled the program for ${compiled.devices || 1} devices in ${Number(compiled.seconds || 0).toFixed(2)} s: ` +
+  const nd = compiled.devices || 1;
+  const head = `XLA compiled the program for ${nd} device${nd === 1 ? "" : "s"} in ${Number(compiled.seconds || 0).toFixed(2)} s: ` +
     `${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || "none"}), ${compiled.attributed || 0} drawn on their ops (⇆ XLA)`;
   if (lost) banners.set("compiled", "warn", "Compiled", `${head}; ${lost} map onto no op: ${compiled.unattributed_kinds || ""}.`);
   else banners.set("compiled", "info", "Compiled", `${head}.`);

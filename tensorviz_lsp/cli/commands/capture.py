@@ -128,6 +128,9 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
                    help=f"shorthand: {' or '.join(names)} (default: what discovery finds for the symbol)")
     p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu, cuda:N, or tpu / tpu:N (JAX)")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
+    p.add_argument("--compile", choices=("auto", "on", "off"), dest="compile_mode",
+                   help="shorthand (JAX): compile the traced program for the recipe's devices and show what XLA runs "
+                        "(the collectives it adds, per-device FLOPs and memory); auto (default): with a mesh")
     p.add_argument("--mesh", metavar="AXES",
                    help="shorthand: run under a device mesh, e.g. data=4,model=2 (axis=size, major to minor; a JAX "
                         "axis is Explicit as jax.make_mesh makes it, or says its type, model=2:auto); on cpu the devices are simulated (JAX: XLA's host "
@@ -207,9 +210,11 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
     else:
         if (args.input or args.init or args.then or args.framework or args.device or args.seed is not None
                 or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
-                or args.init_factory or args.inputs_factory or args.evidence or args.dtype or args.mesh):
+                or args.init_factory or args.inputs_factory or args.evidence or args.dtype or args.mesh
+                or args.compile_mode):
             raise ShorthandError(
                 "--input/--init/--then/--init-factory/--inputs-factory/--abstract/--dtype/--framework/--device/--seed/--mesh/"
+                "--compile/"
                 "--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
@@ -468,6 +473,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             evidence=args.evidence,
             dtype=args.dtype,
             mesh=args.mesh,
+            compile_mode=args.compile_mode,
             resolve=names_for(target, discovered),
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
             steps=args.then,
@@ -560,7 +566,7 @@ def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     for flag, value in (("--init-factory", args.init_factory), ("--inputs-factory", args.inputs_factory),
                         ("--framework", args.framework), ("--device", args.device), ("--checkpoint", args.checkpoint),
                         ("--fixture", args.fixture), ("--dtype", args.dtype),
-                        ("--mesh", args.mesh)):
+                        ("--mesh", args.mesh), ("--compile", args.compile_mode)):
         if value:
             out.append((flag, value))
     if args.seed is not None:
