@@ -119,11 +119,12 @@ class Viewer(Protocol):
 
     def add_capture(
         self, capture: Capture, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
-        baseline: Baseline | None = None, replaces: int | None = None,
+        baseline: Baseline | None = None, replaces: int | None = None, in_place: bool = False,
     ) -> int:
         """Hold ``capture`` (the newest becomes the default) and tell open pages; its id.
         ``baseline``: what the page offers a diff against; ``replaces``: the id of the
-        capture whose tab updates in place (a recapture)."""
+        capture whose tab updates in place (a recapture); ``in_place``: the capture
+        completes that one (its statistics arrived after it) and takes its id."""
         ...
 
     def url_for(self, capture_id: int) -> str: ...

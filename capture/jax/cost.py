@@ -119,6 +119,25 @@ _UPDATING = frozenset({"scatter", "scatter-add", "scatter_add", "scatter-mul", "
                        "scatter_min", "scatter-max", "scatter_max", "scatter-sub", "scatter_sub",
                        "scatter_apply", "dynamic_update_slice"})
 _MAX = (1 << 63) - 1
+#: What kind of arithmetic each node's FLOPs are (``notes["kinds"]``, per primitive), as the Torch
+#: count names them: matmul, convolution, attention, pointwise, reduction/norm, scan, other. A
+#: ``scan`` or ``cond`` boundary is ``control flow``: a reader splits it by its bodies' kinds.
+_RULE_KINDS = {"ragged_dot": "matmul", "elementwise": "pointwise", "reduction": "reduction/norm",
+               "cumulative": "scan", "window": "reduction/norm", "random": "pointwise",
+               "scan body × length": "control flow", "cond: largest branch": "control flow",
+               "pallas: kernel body × grid": "control flow"}
+_PRIM_KINDS = {"dot_general": "matmul", "conv_general_dilated": "convolution", "reduce_sum": "reduction/norm",
+               "dot_product_attention": "attention"}
+
+
+def kind_of(prim: str, rule: str) -> str:
+    """The kind of the FLOPs of primitive ``prim`` counted by ``rule``."""
+    got = _PRIM_KINDS.get(prim) or _RULE_KINDS.get(rule)
+    if got is not None:
+        return got
+    if rule == "roofline":
+        return "reduction/norm" if prim.startswith(("reduce_", "argm")) else "pointwise"
+    return "other"
 
 
 class _Costs:
@@ -318,7 +337,19 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     uncounted = {nodes[i].op for i in range(n) if flops[i] < 0}
     if uncounted:
         notes["uncounted"] = {op: costs.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
+    kinds = _kinds(nodes, flops, rule, rules)
+    if kinds:
+        notes["kinds"] = kinds
     return NodeCosts(flops, read, written, rule, rules, sorted(estimates), notes)
+
+
+def _kinds(nodes: list[Node], flops: list[int], rule: list[int], rules: list[str]) -> dict[str, str]:
+    """Per primitive that counted FLOPs, their kind (:func:`kind_of`)."""
+    kinds: dict[str, str] = {}
+    for node, f, k in zip(nodes, flops, rule):
+        if f > 0 and node.op not in kinds:
+            kinds[node.op] = kind_of(node.op, rules[k])
+    return kinds
 
 
 _ESTIMATED = frozenset({"scan body × length", "cond: largest branch", "pallas: kernel body × grid"})

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Protocol, cast
 
-from ..graph import graphfile
+from ..graph import graphfile, later_stats
 from ..graph.model import Capture, Frame, Source, failure_from_json
 from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, release_worker
 from ..worker.protocol import (
@@ -113,13 +113,56 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) ->
 
     if final is None:
         return _crashed(job, channel)
+    if final["kind"] == "result":
+        capture = _worker_result(job, final)
+        if capture.failure is None and later_stats.pending(capture):
+            job.graph_ready(capture)  # the graph first: its statistics follow
+            capture = _statistics_after(job, channel, reader, capture, deadline)
+        channel.finish()
+        return capture
     channel.finish()
     if final["kind"] == "device_ok":
         return None
-    if final["kind"] == "failure":
-        return _worker_failure(job, final)
-    assert final["kind"] == "result"
-    return _worker_result(job, final)
+    assert final["kind"] == "failure"
+    return _worker_failure(job, final)
+
+
+def _statistics_after(job: CaptureJob, channel: WorkerChannel, reader: FrameReader, capture: Capture,
+                      deadline: float) -> Capture:
+    """``capture`` with the statistics the worker sends after it (one
+    :class:`~capture.worker.protocol.StatisticsMessage`), read under the same deadline and
+    cancel flag; without them (cancelled, past the deadline, the worker gone, a bad
+    message) the graph stands and says why they are missing."""
+    chunk: bytes | None = b""  # first: the frames read with the result
+    exited_since: float | None = None
+    while True:
+        if chunk is not None:
+            try:
+                for raw in reader.feed(chunk):
+                    msg = check_message(raw)
+                    if msg is not None and msg["kind"] == "statistics":
+                        return later_stats.complete(capture, msg["values"], msg["skipped"], msg.get("error"))
+                    if msg is not None and msg["kind"] == "progress":
+                        job.progress(msg["message"], msg["fraction"])
+            except (ProtocolError, ValueError) as exc:
+                channel.kill_group()
+                return later_stats.missing(capture, f"the worker sent an invalid message: {exc}")
+        if job.cancel.is_set():
+            channel.kill_group()
+            return later_stats.missing(capture, "the capture was cancelled while they were measured")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            channel.kill_group()
+            return later_stats.missing(capture, f"the {job.limits.max_seconds:g} s deadline passed while they were "
+                                                "measured")
+        chunk = channel.read(min(remaining, 0.05))
+        if chunk is None:
+            if exited_since is None and channel.exited():
+                exited_since = time.monotonic()
+            elif exited_since is not None and time.monotonic() - exited_since > 0.5:
+                return later_stats.missing(capture, "the worker ended before sending them")
+        elif not chunk:
+            return later_stats.missing(capture, "the worker ended before sending them")
 
 
 def _take_messages(job: CaptureJob, reader: FrameReader, chunk: bytes) -> _FinalMessage | None:

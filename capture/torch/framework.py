@@ -523,6 +523,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     trace = TorchTrace(
         ctx.files, limits=ctx.limits, stats=stats, abstract=abstract,
         progress=lambda n: ctx.progress(f"recorded {n:,} operations", None),
+        parameters="later",  # the graph first: parameters are measured after it is sent
     )
     if group is not None:
         trace.dist.mesh_index(group.mesh, origin="recipe")
@@ -587,6 +588,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     if group is not None:
         result.devices = group.devices_record()
     _count_costs(result)
+    if result.meta.get("stats_pending"):
+        ctx.after_result = trace.measure_later
     return result
 
 
@@ -778,6 +781,9 @@ def _abstract_meta(meta: dict[str, Any], trace: Any, branches: Any, evidence: An
         symbols = symbol_table(trace.b.values, trace.producers, evidence.symbol_bounds(), trace.b.nodes)
         if symbols:
             meta["symbols"] = symbols
+        if evidence.loops.choices:  # data-dependent loops run by a stated choice (capture.torch.hit_loops)
+            meta["assumptions"] = [{"text": c["text"], "loop": c["loop"], "iterations": c["iterations"]}
+                                   for c in evidence.loops.choices]
 
 
 def _data_failure(trace: Any, evidence: Any, files: Any) -> CaptureError | None:

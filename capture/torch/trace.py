@@ -207,7 +207,9 @@ class TorchTrace:
     ``result_bytes``. ``stats_mode``: ``"auto"`` (immediate on CPU,
     deferred elsewhere), ``"immediate"`` or ``"deferred"`` (batched on the device, one
     transfer per device at :meth:`finish`). ``functions``: function groups on/off
-    (:mod:`capture.torch.functions`)."""
+    (:mod:`capture.torch.functions`). ``parameters``: when the parameters' statistics
+    are measured: ``"now"`` (when first seen, in the forward) or ``"later"`` (after the
+    graph is written: :meth:`measure_later`; the worker's choice)."""
 
     def __init__(
         self,
@@ -220,7 +222,10 @@ class TorchTrace:
         functions: bool = True,
         abstract: bool = False,
         progress: Callable[[int], None] | None = None,
+        parameters: str = "now",
     ) -> None:
+        if parameters not in ("now", "later"):
+            raise ValueError(f"parameters must be now or later, not {parameters!r}")
         if stats_mode not in STATS_MODES:
             raise ValueError(f"stats_mode must be auto, immediate or deferred, not {stats_mode!r}")
         self.files = files
@@ -230,6 +235,7 @@ class TorchTrace:
         self.stats = stats and not abstract
         self.functions = functions
         self.statistics = ActivationStatistics(self.b.values, stats_mode) if self.stats else None
+        self._parameters_later = parameters == "later"
         self._ops: dict[int, _OpInfo] = {}  # by id(func)
         # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
         self._live: dict[int, tuple[Any, int | None, int]] = {}
@@ -344,10 +350,14 @@ class TorchTrace:
         vid = self._new_value(t, None, extra, version=t._version)
         if self.statistics is not None and t.is_floating_point():
             # once per outside tensor: its views (a weight's transpose …) then share them.
-            # A parameter may wait in the batch (only an op the trace sees writes it); a
-            # buffer is measured now (a kernel may write one without saying so).
-            self.statistics.measure(vid, _measurable(t), self._value_storage[vid] if label is not None and label[0] == "param"
-                                    else None)
+            # A parameter may wait in the batch, or for after the graph (only an op the
+            # trace sees writes it); a buffer is measured now (a kernel may write one
+            # without saying so).
+            param = label is not None and label[0] == "param"
+            if param and self._parameters_later:
+                self.statistics.later(vid, _measurable(t), self._value_storage[vid])
+            else:
+                self.statistics.measure(vid, _measurable(t), self._value_storage[vid] if param else None)
         return vid
 
     def _across_boundary(self, t: _Tensor) -> int | None:
@@ -752,7 +762,8 @@ class TorchTrace:
 
     def _before_write(self, written: list[_Tensor]) -> None:
         """An op is about to write to ``written``: values waiting in the statistics batch
-        on their storages are measured first (their statistics are of the data they had)."""
+        or for after the graph on their storages are measured first (their statistics
+        are of the data they had)."""
         statistics = self.statistics
         if statistics is None:
             return
@@ -768,9 +779,7 @@ class TorchTrace:
                 if st is None:
                     continue  # a storage no value is on
                 sid = st.sid
-            if statistics.waiting_on(sid):
-                statistics.flush()
-                return
+            statistics.before_write(sid)
 
     def _op_info(self, func: Any) -> _OpInfo:
         try:
@@ -1003,6 +1012,15 @@ class TorchTrace:
             if not self.abstract:  # nothing was allocated in an abstract run: no bytes to sum
                 self._sum_output_bytes()
 
+    def measure_later(self) -> tuple[list[list[Any]], int]:
+        """The statistics of the values measured after the graph (``parameters="later"``):
+        ``[value id, statistics]`` each (also written into the values), and how many
+        values in all had no statistics for their dtype/device; call after :meth:`build`,
+        once the graph was sent."""
+        if self.statistics is None:
+            return [], 0
+        return self.statistics.measure_later(), self.statistics.skipped
+
     def _list_aliases(self) -> None:
         """``aliases`` (and ``aliases_total``) of every value on a storage shared with others."""
         values = self.b.values
@@ -1060,6 +1078,8 @@ class TorchTrace:
         }
         if self.statistics is not None and self.statistics.skipped:
             info["stats_skipped_values"] = self.statistics.skipped
+        if self.statistics is not None and self.statistics.pending:
+            info["stats_pending"] = self.statistics.pending  # values measured after the graph
         info.update(meta or {})
         if self.abstract and scope != ABSTRACT_FORWARD_SCOPE:
             raise ValueError(f"an abstract trace records scope {ABSTRACT_FORWARD_SCOPE!r}, not {scope!r}")
@@ -1111,21 +1131,27 @@ def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
 def function_wrapped_by(cls: type) -> Any:
     """The plain function a module class only forwards to, or None: a class with no
     ``__init__`` of its own whose ``forward`` closes over exactly one plain function and
-    nothing else (the kernels hub's ``Func``, made for each function transformers marks
-    ``use_kernel_forward_from_hub``)."""
+    otherwise only names, numbers or the class itself (the kernels hub's ``Func``, made
+    for each function transformers marks ``use_kernel_forward_from_hub``; kernels 0.19's
+    closes over two cells)."""
     if "__init__" in cls.__dict__:
         return None
     forward = cls.__dict__.get("forward")
     cells = getattr(forward, "__closure__", None)
-    if not cells or len(cells) != 1:
+    if not cells or len(cells) > 4:
         return None
-    try:
-        fn = cells[0].cell_contents
-    except ValueError:  # an empty cell
-        return None
-    if type(fn) is not _FunctionType or isinstance(fn, torch.nn.Module):
-        return None
-    return fn
+    functions = []
+    for cell in cells:
+        try:
+            x = cell.cell_contents
+        except ValueError:  # an empty cell
+            return None
+        if type(x) is _FunctionType:
+            functions.append(x)
+        elif not (x is cls or x is None or type(x) in (str, int, float, bool)):
+            return None  # it closes over something else: more than a wrapper
+    # kernels 0.19's Func closes over the function and a name or its own class (super())
+    return functions[0] if len(functions) == 1 else None
 
 
 _FunctionType = type(function_wrapped_by)

@@ -51,7 +51,11 @@ class CaptureContext:
     ``recipe``: the validated :class:`capture.recipe.Recipe`;
     ``workspace``: the resolved workspace root (``Path``);
     ``limits``: the :class:`Limits` in force;
-    ``deadline``: ``time.monotonic()`` value after which the parent kills the worker.
+    ``deadline``: ``time.monotonic()`` value after which the parent kills the worker;
+    ``after_result``: set by a capture whose graph leaves statistics to measure after it
+    was sent (``meta["stats_pending"]``): called once the result is sent, it returns
+    ``[value id, statistics]`` rows and the count of values it could not measure
+    (:class:`~capture.worker.protocol.StatisticsMessage`).
     """
 
     def __init__(
@@ -73,6 +77,7 @@ class CaptureContext:
         # Files of modules we were asked to import: recorded even when the import
         # fails, so freshness can tell when a fix was saved.
         self.requested_sources: list[str] = []
+        self.after_result: Callable[[], tuple[list[list[Any]], int]] | None = None
 
     # ------------------------------------------------------------------ imports
 

@@ -8,7 +8,10 @@ Framing: a 4-byte big-endian length, then that many bytes of one msgpack map.
 Parent -> worker (stdin, one frame): :class:`WorkerRequest` (``capture`` or
 ``probe_device``). Worker -> parent (a dedicated pipe, never stdout, which user code may
 print to): any number of :class:`ProgressMessage`, then exactly one of
-:class:`ResultMessage`, :class:`FailureMessage` or :class:`DeviceOkMessage`.
+:class:`ResultMessage`, :class:`FailureMessage` or :class:`DeviceOkMessage`. A result whose
+graph's ``meta["stats_pending"]`` counts values measured after it is followed by one
+:class:`StatisticsMessage` with their statistics (the graph first: the parent writes it
+before they arrive).
 
 The warm worker (:mod:`capture.worker.zygote`, parent side :mod:`capture.session.warm`) reads
 such requests one after another on its stdin, plus :class:`PreloadRequest` (answered by
@@ -75,6 +78,16 @@ class ProgressMessage(TypedDict):
 class ResultMessage(TypedDict):
     kind: Literal["result"]
     graph: bytes  # a capture.graph.graphfile-encoded Capture
+
+
+class StatisticsMessage(TypedDict):
+    """After a result whose graph has ``meta["stats_pending"]``: those values' statistics
+    (``[value id, statistics]`` rows, ``measured["stats"]``), or why they are missing."""
+
+    kind: Literal["statistics"]
+    values: list[list[Any]]
+    skipped: int  # values whose dtype/device has no such reductions
+    error: NotRequired[str]
 
 
 class FrameJson(TypedDict):
@@ -145,7 +158,7 @@ class PreloadedMessage(TypedDict):
 
 WorkerMessage = Union[
     ProgressMessage, ResultMessage, FailureMessage, DeviceOkMessage,
-    ForkedMessage, ModulesMessage, ExitedMessage, PreloadedMessage,
+    ForkedMessage, ModulesMessage, ExitedMessage, PreloadedMessage, StatisticsMessage,
 ]
 #: The kinds that end a capture's stream.
 FINAL_KINDS = frozenset({"result", "failure", "device_ok"})
@@ -160,6 +173,7 @@ MESSAGES: Mapping[str, Any] = {
     "modules": ModulesMessage,
     "exited": ExitedMessage,
     "preloaded": PreloadedMessage,
+    "statistics": StatisticsMessage,
 }
 
 

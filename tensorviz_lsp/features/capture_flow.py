@@ -19,6 +19,8 @@ the order of docs/architecture.md ("The checks before a capture") with their one
 
 from __future__ import annotations
 
+import functools
+
 import json
 import logging
 from typing import Any
@@ -79,7 +81,9 @@ class CaptureFlow(Feature):
         (features/recapture.py): no prompts or pop-ups (a failure is the diagnostic and
         the viewer's banner), silent when cancelled by a newer save, and the viewer tab
         of the graph it replaces updates in place."""
-        result = await self.runner.run(target, background=background, purpose=purpose)
+        result = await self.runner.run(target, background=background, purpose=purpose,
+                                       on_graph=functools.partial(self.landing.first_graph, target, show=show,
+                                                                  background=background))
         if result is None:
             return {"ok": False, "reason": "busy"}
         qualname = target.qualname

@@ -9,12 +9,14 @@ with ``tensorviz view FILE`` to open it elsewhere), never a traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from typing import Any
 
 from lsprotocol import types
 
+from capture.graph.model import Capture
 from capture.session import SessionResult
 
 from ..feature import Feature
@@ -38,6 +40,28 @@ class GraphLanding:
         self.records = records
         self.freshness = freshness
         self.captured_lines = captured_lines
+        self._first: dict[tuple[str, str], int] = {}  # graphs shown before their statistics, by profile
+
+    def first_graph(self, target: CaptureTarget, capture: Capture, *, show: bool, background: bool) -> None:
+        """The graph first (from the capturing thread): a graph whose parameters'
+        statistics follow it (``meta.stats_pending``, the inspector says "measuring…") is
+        in the viewer (and shown) before they are measured; :meth:`land` then replaces it
+        in place with the complete capture. A viewer that cannot listen shows nothing
+        here: :meth:`land` says so once the capture is complete."""
+        try:
+            viewer = self.viewers.viewer(target.root)
+        except OSError:
+            return
+        old = self.records.get(target.key)
+        replaces = old.capture_id if background and old is not None and old.capture_id is not None else None
+        cid = viewer.add_capture(capture, f"{target.qualname} ({target.profile})", warm=True, trusted_sources=True,
+                                 replaces=replaces)
+        self._first[target.key] = cid
+        if show:
+            url = viewer.url_for(cid)
+            self.viewers.remember_url(target.root, target.profile, url)
+            # Not waited for: the statistics are measured meanwhile.
+            self.server.call_soon(asyncio.ensure_future, self.viewers.show_url(url, f"Graph of {target.qualname}"))
 
     async def land(self, target: CaptureTarget, result: SessionResult, *, show: bool, background: bool) -> dict[str, Any]:
         """``show``: open the graph's URL in the editor's browser; ``background``: a
@@ -48,6 +72,7 @@ class GraphLanding:
             viewer = await self.server.run_blocking(self.viewers.viewer, root)
         except OSError as exc:
             return await self._without_viewer(target, result, exc, background=background)
+        first = self._first.pop(target.key, None)  # shown before its statistics: replaced in place, not shown again
         # add_capture tells open pages ("capture-ready"), so a page showing the setup
         # form or an older graph offers the new one.
         # warm: the index builds while the browser starts, not on its first request;
@@ -58,7 +83,10 @@ class GraphLanding:
         if result.baseline is not None:
             extra["baseline"] = result.baseline
         old = self.records.get(target.key)
-        if background and old is not None and old.capture_id is not None:
+        if first is not None:
+            extra.update(replaces=first, in_place=True)  # the same graph, its statistics in: its id and URL
+            show = False
+        elif background and old is not None and old.capture_id is not None:
             extra["replaces"] = old.capture_id  # its tab updates in place
         capture_id = await self.server.run_blocking(
             functools.partial(viewer.add_capture, capture, f"{qualname} ({profile})", warm=True, trusted_sources=True,

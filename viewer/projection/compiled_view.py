@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from capture.graph.compiled import by_node
+from capture.graph.compiled import by_node, kind_counts
 
 _MAX_HOPS = 10_000
 
@@ -42,6 +42,15 @@ def compiled_brief(c: dict, written: Any) -> dict:
     if c.get("nodes"):
         out["combined"] = len(c["nodes"])  # XLA's combiner merged several equations' collectives into one
     return out
+
+
+def group_compiled(inside: list | None) -> dict:
+    """A group item's ``compiled`` (the compiler's collectives of the equations inside it),
+    or nothing."""
+    if not inside:
+        return {}
+    return {"compiled": {"count": len(inside), "kinds": kind_counts(inside),
+                         "bytes_sent_per_device": sum(x.get("bytes_sent_per_device") or 0 for x in inside)}}
 
 
 def cost_scope(capture: Any, g: int | None) -> str | None:

@@ -29,6 +29,7 @@ import threading
 from typing import Any, Callable
 
 from capture.graph import gc_pause
+from capture.graph.symbols import evaluate, fixed_symbols
 from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
@@ -41,6 +42,10 @@ BYTES_NOTE = "bytes: read and written by each op, unfused (no fusion, no cache)"
 #: Kinds of groups whose ops run the backward pass (Torch training steps).
 BACKWARD_KINDS = frozenset({"backward"})
 _FLOATS = ("float", "bfloat", "complex")
+# Ops that make new tensors from nothing (an optimizer's state on its first step: zeros_like).
+_FACTORIES = frozenset({"zeros_like", "zeros", "empty_like", "empty", "full_like", "full", "ones_like", "ones",
+                        "clone", "new_zeros", "new_empty", "new_full", "empty_strided", "scalar_tensor", "tensor",
+                        "lift_fresh", "lift_fresh_copy", "_to_copy", "copy"})
 
 
 def si(x: float, unit: str) -> str:
@@ -109,9 +114,14 @@ class LayerCosts:
         self._peak: list[float] = list(z)
         self._saved: list[float] = list(z)
         self._peak_at = -1
+        self._peak_kept = 0.0  # the whole program's peak with what outlives it kept (see _kept)
+        self._kept: dict[str, float] = {}
+        self.spans: dict[int, tuple[int, int]] = {}
+        self.first_value: dict[int, int] = {}  # per memory key: the value it was made as
         self._saved_total = 0.0
         self._has_backward = False
         self._memory_done = False  # worked out on first use: a page's cards show FLOPs and bytes only
+        self._by_kind: list[dict[str, int]] | None = None  # FLOPs by kind per group slot, on first use
         self.in_body = [False] * (ng + 1)
         if self.cost is None:
             return
@@ -196,6 +206,48 @@ class LayerCosts:
         for g in range(len(self.capture.groups)):
             self.in_body[g + 1] = ix.chain[g][0] in ix.body_node if ix.chain[g] else False
 
+    # ------------------------------------------------------------------ FLOPs by kind
+
+    @property
+    def by_kind(self) -> list[dict[str, int]]:
+        """Per group slot, its FLOPs by kind (:data:`FLOP_KINDS`), non-zero kinds only."""
+        if self._by_kind is None:
+            with self._lock:
+                if self._by_kind is None:
+                    self._by_kind = self._kind_sums()
+        return self._by_kind
+
+    def _kind_sums(self) -> list[dict[str, int]]:
+        """Each counted node's FLOPs under the kind the capture's counter named for its op
+        (``notes["kinds"]``; an op it did not name: ``other``); a ``scan`` or ``cond``
+        boundary (kind ``control flow``) split in proportion to its bodies' kinds."""
+        c = self.cost
+        ix = self.index
+        notes = c.notes if isinstance(c.notes, dict) else {}
+        named = notes.get("kinds")
+        out: list[dict[str, int]] = [{} for _ in range(len(self.capture.groups) + 1)]
+        if not isinstance(named, dict):  # a capture counted before kinds were named: no split
+            return out
+        ops, grp = ix.cols.op, ix.cols.group
+        chain, body_node = ix.chain, ix.body_node
+        body_sums: dict[int, dict[str, int]] = {}
+        for i in range(len(c.flops) - 1, -1, -1):  # a body's nodes come after its boundary's
+            f = c.flops[i]
+            if f <= 0:
+                continue
+            kind = named.get(ops[i], "other")
+            kind = kind if isinstance(kind, str) else "other"
+            if kind == "control flow":
+                parts = _split(f, [body_sums.get(b, {}) for b in ix.bodies_of.get(i, [])])
+            else:
+                parts = {kind: f}
+            g = grp[i]
+            _add(out[g + 1], parts)
+            if g >= 0 and chain[g] and chain[g][0] in body_node:
+                _add(body_sums.setdefault(chain[g][0], {}), parts)
+        self._up([out], lambda a, b: _add(dict(a), b))
+        return out
+
     # ------------------------------------------------------------------ memory
 
     def _storage_keys(self) -> tuple[list[int], dict[int, float]]:
@@ -213,6 +265,7 @@ class LayerCosts:
         view_rule = c.rules.index("view") if "view" in c.rules else -1
         in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
         n = len(values)
+        known = fixed_symbols(self.capture.meta)  # rows a stated choice fixed (capture.graph.symbols)
         keys: list[int] = []
         size: dict[int, float] = {}
         for v in range(n):
@@ -228,7 +281,7 @@ class LayerCosts:
                         key = keys[src]
             keys.append(key)
             if key not in size:
-                size[key] = _value_bytes(shape_of(v), dtype_of(v))
+                size[key] = _value_bytes(shape_of(v), dtype_of(v), known)
         return keys, size
 
     def _memory(self) -> None:
@@ -246,6 +299,7 @@ class LayerCosts:
         for v, k in enumerate(keys):
             first_seen.setdefault(k, v)
         born = {k: producer[v] for k, v in first_seen.items() if producer[v] >= 0 and executed[producer[v]]}
+        self.first_value = {k: first_seen[k] for k in born}
         for k, i in born.items():
             self._activations[grp[i] + 1] += size[k]
         last = self._last_uses(born, keys, executed)
@@ -265,6 +319,7 @@ class LayerCosts:
             if live > best:
                 best, at = live, i
         self._peak_at = at
+        self._kept_peak(born, keys, size, last, executed)
         self._up([self._activations])
         self._up([peak], max)
         peak[0] = best
@@ -297,6 +352,84 @@ class LayerCosts:
             if k in last:
                 last[k] = n
         return last
+
+    def _kept_peak(self, born: dict[int, int], keys: list[int], size: dict[int, float], last: dict[int, int],
+                   executed: list[bool]) -> None:
+        """The peak with what outlives the program kept to its end: the outputs (already),
+        gradients (``.grad`` holds them after the step), optimizer state (made by a factory in
+        the optimizer, kept for the next step) and results nothing reads afterwards (a key/value
+        cache written into an object the model returns is never read in the same call)."""
+        n = self.index.n_nodes
+        kinds = self._kept_kinds(born, keys, last)
+        root = self._reused(born, keys, size, last) if self.capture.framework == "jax" else {}
+        start: dict[int, int] = {}
+        end: dict[int, int] = {}
+        for k, i in born.items():
+            r = root.get(k, k)
+            e = n if k in kinds else last[k]
+            start[r] = min(start.get(r, i), i)
+            end[r] = max(end.get(r, e), e)
+        self.spans = {r: (i, end[r]) for r, i in start.items()}  # per memory: from its op to its end (fit.py)
+        delta = [0.0] * (n + 2)
+        for r, i in start.items():
+            delta[i] += size[r]
+            delta[end[r] + 1] -= size[r]
+        live = best = 0.0
+        for i in range(n):
+            live += delta[i]
+            if executed[i] and live > best:
+                best = live
+        self._peak_kept = best
+        kept: dict[str, float] = {}
+        for k, what in kinds.items():
+            kept[what] = kept.get(what, 0.0) + size[k]
+        self._kept = kept
+
+    def _reused(self, born: dict[int, int], keys: list[int], size: dict[int, float],
+                last: dict[int, int]) -> dict[int, int]:
+        """XLA's in-place reuse (a JAX program): an elementwise result takes the buffer of an
+        operand of its size that dies at it (an activation, not an input). Per memory key
+        reusing another's, the key whose buffer it lives in."""
+        c = self.cost
+        named = c.notes.get("kinds") if isinstance(c.notes, dict) else None
+        if not isinstance(named, dict):
+            return {}
+        ix = self.index
+        ops, in_off, in_ref = ix.cols.op, ix.cols.in_off, ix.cols.in_ref
+        root: dict[int, int] = {}
+        taken: set[int] = set()
+        for k, i in sorted(born.items(), key=lambda kv: kv[1]):
+            if named.get(ops[i]) != "pointwise":
+                continue
+            for r in in_ref[in_off[i]:in_off[i + 1]]:
+                kr = keys[r] if r >= 0 else -1
+                if kr in born and kr != k and kr not in taken and last[kr] == i and size[kr] == size[k]:
+                    taken.add(kr)
+                    root[k] = root.get(kr, kr)
+                    break
+        return root
+
+    def _kept_kinds(self, born: dict[int, int], keys: list[int], last: dict[int, int]) -> dict[int, str]:
+        """Per memory key that outlives the program: why (gradients, optimizer state, unread)."""
+        values = ValueTable.of(self.capture.values)
+        grad_of = values.measured_key("grad_of")
+        out: dict[int, str] = {}
+        for v, g in enumerate(grad_of):
+            if g is not None and keys[v] in born:
+                out[keys[v]] = "gradients"
+        groups = self.capture.groups
+        grp, ops = self.index.cols.group, self.index.cols.op
+        chain = self.index.chain
+        for k, i in born.items():
+            if k in out:
+                continue
+            g = grp[i]
+            if g >= 0 and any(groups[x].kind == "optimizer" for x in chain[g]) and \
+                    ops[i].split("::")[-1].split(".")[0] in _FACTORIES:
+                out[k] = "optimizer state"
+            elif last[k] == i:
+                out[k] = "unread results"
+        return out
 
     def _saved_for_backward(self, born: dict[int, int], keys: list[int], back: set[int]) -> set[int]:
         """The memories of forward activations that the backward ops ``back`` read."""
@@ -403,6 +536,8 @@ class LayerCosts:
             out["saved_for_backward"] = int(self.saved[s])
         if s and self.in_body[s]:
             out["template"] = True  # one iteration / one branch, as traced
+        if self.by_kind[s]:
+            out["flops_by_kind"] = _ordered_kinds(self.by_kind[s])
         return out
 
     def node(self, i: int) -> dict | None:
@@ -443,6 +578,9 @@ class LayerCosts:
         }
         if self._has_backward:
             out["saved_for_backward"] = int(self._saved_total)
+        out["peak_live_kept"] = int(self._peak_kept)
+        out["kept"] = {k: int(v) for k, v in sorted(self._kept.items())}
+        out["flops_by_kind"] = _ordered_kinds(self.by_kind[0])
         return out
 
     def params_total(self) -> dict:
@@ -454,6 +592,7 @@ class LayerCosts:
         notes = dict(self.cost.notes) if self.cost is not None and isinstance(self.cost.notes, dict) else {}
         notes.setdefault("flops", FLOP_NOTE)
         notes.setdefault("bytes", BYTES_NOTE)
+        notes["flops_by_kind"] = KINDS_NOTE
         notes["memory"] = ("parameters: the parameters a layer uses; activations: new tensors its ops make at the "
                            "captured shapes; peak live: the most activation bytes alive at once in traced order; "
                            "saved for backward: forward activations the backward pass reads")
@@ -463,14 +602,48 @@ class LayerCosts:
         return group_title(self.capture.groups[g])
 
 
+#: The kinds FLOPs are split into (``flops_by_kind``), in the order they are shown.
+FLOP_KINDS = ("matmul", "convolution", "attention", "pointwise", "reduction/norm", "scan", "other")
+KINDS_NOTE = ("FLOPs by kind: matmul, convolution and attention (what FlopCounterMode counts), pointwise "
+              "(activations, residual adds, optimizer updates), reduction/norm (norms, softmax, pooling, sums), "
+              "scan (cumulative scans), other; a scan or cond is split by its bodies' kinds")
+
+
+def _add(into: dict[str, int], parts: dict[str, int]) -> dict[str, int]:
+    for k, v in parts.items():
+        into[k] = into.get(k, 0) + v
+    return into
+
+
+def _split(total: int, bodies: list[dict[str, int]]) -> dict[str, int]:
+    """``total`` FLOPs in proportion to the kinds summed over ``bodies`` (``other`` when they hold none)."""
+    sums: dict[str, int] = {}
+    for b in bodies:
+        _add(sums, b)
+    whole = sum(sums.values())
+    if whole <= 0:
+        return {"other": total}
+    parts = {k: total * v // whole for k, v in sums.items()}
+    biggest = max(sums, key=lambda k: sums[k])
+    parts[biggest] += total - sum(parts.values())
+    return parts
+
+
+def _ordered_kinds(d: dict[str, int]) -> dict[str, int]:
+    order = {k: i for i, k in enumerate(FLOP_KINDS)}
+    return {k: d[k] for k in sorted(d, key=lambda k: (order.get(k, len(order)), k)) if d[k]}
+
+
 def _shapes(values: ValueTable) -> Callable[[int], list]:
     off, dims = values.shape_columns()
     return lambda v: dims[off[v]:off[v + 1]]
 
 
-def _value_bytes(shape: list, dtype: str) -> float:
+def _value_bytes(shape: list, dtype: str, known: dict[str, int] | None = None) -> float:
     n = 1
     for d in shape:
+        if type(d) is not int and known:
+            d = evaluate(d, known)
         if type(d) is not int:
             return 0.0
         n *= d
@@ -561,6 +734,11 @@ class _LayerTable:
                 estimate=any(costs.estimate[s] for s in slots),
             )
             r["bytes"] = r["bytes_read"] + r["bytes_written"]
+            kinds: dict[str, int] = {}
+            for s in slots:
+                _add(kinds, costs.by_kind[s])
+            if kinds:
+                r["flops_by_kind"] = _ordered_kinds(kinds)
             r["share"] = r["flops"] / total if not costs.in_body[slots[0]] else None
             saved = sum(costs.saved[s] for s in slots)
             if saved:
@@ -578,7 +756,7 @@ class _LayerTable:
         if stack is not None:
             period, count = stack
             r["stack"] = {"count": count, "period": period, "members": gs,
-                          "last": groups[gs[-1]].name, "title": f"{group_title(grp)} … {groups[gs[-1]].name} ×{count}"}
+                          "last": groups[gs[-1]].name, "title": _stack_title(groups, gs, count)}
             one = [g + 1 for g in gs[:period]]
             if costs.available:
                 r["stack"]["per_block"] = {
@@ -615,6 +793,26 @@ class _LayerTable:
             if depth is None or level < depth:
                 self.walk(c, level + 1, per_block)
             i += 1
+
+
+def _stack_title(groups: Any, gs: list[int], count: int) -> str:
+    """``h.0 … h.11 ×12``; a run that goes down (the backward pass runs the last block
+    first: ``blocks.5`` then ``4``, ``3``) reads up, and says so: ``blocks.3 … 5 ×3, last first``."""
+    first, last = groups[gs[0]], groups[gs[-1]]
+    a, b = _numbers(_path_of(first)), _numbers(_path_of(last))
+    if a and len(a) == len(b) and a > b:
+        return f"{group_title(last)} … {first.name} ×{count}, last first"
+    return f"{group_title(first)} … {last.name} ×{count}"
+
+
+def _path_of(grp: Any) -> str:
+    attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
+    return str(attrs.get("path") or group_title(grp))
+
+
+def _numbers(title: str) -> tuple[int, ...]:
+    """The integer parts of a dotted name (``blocks.5.3``: (5, 3))."""
+    return tuple(int(p) for p in title.replace(" ", ".").split(".") if p.isdigit())
 
 
 def _repeats(sigs: list[str], blocks: list[bool]) -> list[tuple[int, int, int]]:

@@ -61,6 +61,7 @@ class Device:
     #: How measured runs compared: ``{"low": 1.2, "high": 3.4, "on": "what ran, how"}``
     #: (measured time / estimated, over the benchmark's models), or None where unmeasured.
     measured: dict[str, Any] | None = None
+    memory: float = 0.0  # bytes of device memory (0: not known): what a fit check compares with
 
     def peak(self, dtype: str) -> float:
         """The peak FLOP/s for ``dtype`` (float32's when the table has no entry for it)."""
@@ -74,6 +75,8 @@ class Device:
                "peak_flops": dict(self.peak_flops), "note": self.note, "source": self.source}
         if self.measured is not None:
             out["measured"] = dict(self.measured)
+        if self.memory:
+            out["memory"] = self.memory
         return out
 
 
@@ -192,7 +195,17 @@ def local_cpu() -> Device:
                 "Put other figures in .tensorviz/devices.toml")
     return Device("cpu", "This machine's CPU", bandwidth,
                   {"float32": peak, "float64": peak / 2, "bfloat16": peak, "float16": peak}, note, "this machine",
-                  measured=_CPU_MEASURED)
+                  measured=_CPU_MEASURED, memory=float(_mem_total()))
+
+
+def _mem_total() -> int:
+    """This machine's MemTotal (bytes), 0 where unknown."""
+    try:
+        lines = Path("/proc/meminfo").read_text(errors="replace")[:20_000].splitlines()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) * 1024 for line in lines if line.startswith("MemTotal:")
+                 and line.split()[1].isdigit()), 0)
 
 
 def _entries(doc: dict, where: str) -> dict[str, Device]:
@@ -216,8 +229,12 @@ def _entries(doc: dict, where: str) -> dict[str, Device]:
         label = entry.get("label", name)
         if not isinstance(label, str):
             raise DeviceError(f"{at}.label must be a string")
+        memory = entry.get("memory", 0)
+        if type(memory) not in (int, float) or memory < 0:
+            raise DeviceError(f"{at}.memory must be a number of bytes (0 or more)")
         out[name] = Device(name, label, float(bw), {k: float(v) for k, v in peaks.items()},
-                           str(entry.get("note", "")), where, measured=_measured(entry.get("measured"), at))
+                           str(entry.get("note", "")), where, measured=_measured(entry.get("measured"), at),
+                           memory=float(memory))
     return out
 
 

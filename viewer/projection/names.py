@@ -248,3 +248,17 @@ class _MeasuredLabels:
     def external(self, v: int) -> bool:
         """Whether the tracer saw it as a tensor from outside the model (a constant)."""
         return self._get(v, "external") is True
+
+
+def span_label(first: str, last: str) -> str:
+    """``h.0 … h.11``; a run that goes down (the backward pass runs the last block first)
+    reads up and says so: ``blocks.3 … blocks.5, last first``."""
+    a, b = _numbers(first), _numbers(last)
+    if a and len(a) == len(b) and a > b:
+        return f"{last} … {first}, last first"
+    return f"{first} … {last}"
+
+
+def _numbers(label: str) -> tuple[int, ...]:
+    """The integer parts of a dotted name (``layers.11.1``: (11, 1))."""
+    return tuple(int(p) for p in label.split(".") if p.isdigit())

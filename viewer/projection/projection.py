@@ -390,6 +390,13 @@ class Projection:
         if costs.available:
             out["uncounted_ops"] = costs.uncounted_ops()
             out["notes"] = costs.notes()
+            from .fit import input_bytes, memory_plan, per_device
+
+            plan = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
+            split = per_device(self) if plan is not None else None
+            if plan is not None and split is not None:
+                plan["per_device"] = split
+            out["memory_plan"] = plan
         return out
 
     def cost_times(self, device: Any) -> dict:

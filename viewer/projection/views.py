@@ -16,15 +16,15 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from capture.graph import gc_pause
-from capture.graph.compiled import kind_counts
 from .body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
-from .compiled_view import body_stand_ins, compiled_brief, compiled_by_node_and_group, cost_scope, within
+from .compiled_view import (body_stand_ins, compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled,
+                            within)
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .body_templates import body_wording
-from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording
-from .experts import experts_words, lane_folds, router_words
+from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording, span_label
+from .experts import experts_words, lane_folds, page_moe, router_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .structure import find_repeats
 
@@ -495,6 +495,9 @@ class Pages:
         scope = cost_scope(self.capture, g)
         if scope:
             out["scope"] = scope
+        kinds = costs.by_kind[s]
+        if kinds:
+            out["flops_by_kind"] = kinds
         return out
 
     def _group_item(self, c: int, kernels: bool) -> dict:
@@ -513,6 +516,10 @@ class Pages:
             extra["routed"] = ROUTED_WORDING
         role = (router_words(self.capture, ix, present, c)
                 or experts_words(self.capture, ix, present, c, self.names.is_weight)) if grp.kind == "module" else None
+        moe = page_moe(self)[1].get(c)  # how the experts ran: sparse top-k or all N (experts.py)
+        if moe is not None:
+            extra["experts"] = {k: moe[k] for k in ("convention", "experts", "top_k", "text", "rows_per_token") if k in moe}
+            role = f"{role} · {moe['text']}" if role else moe["text"]
         if role:
             extra["role"] = role  # router: top-2 of 8, softmax scores (experts.py)
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
@@ -529,10 +536,7 @@ class Pages:
         if c in ix.body_node:
             extra["body"] = body_summary(c, attrs, grp.name)
             extra["template"] = template_line(extra["body"])
-        inside = self.compiled_collectives()[1].get(c)
-        if inside:  # the compiler's collectives of the equations inside it
-            extra["compiled"] = {"count": len(inside), "kinds": kind_counts(inside),
-                                 "bytes_sent_per_device": sum(x.get("bytes_sent_per_device") or 0 for x in inside)}
+        extra.update(group_compiled(self.compiled_collectives()[1].get(c)))  # the compiler's collectives inside
         memory = attrs.get(MEMORY_KEY)
         if self.capture.meshes and isinstance(memory, dict):
             extra["per_device_memory"] = memory  # what one device holds (capture.graph.device_memory)
@@ -695,7 +699,7 @@ class Pages:
                      for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
             run = {
                 "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
-                "label": f"{block_labels[0]} … {last_labels[-1]}",
+                "label": span_label(block_labels[0], last_labels[-1]),
                 "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
                 "inner": inner,
             }
@@ -790,6 +794,10 @@ class Pages:
                 d["shared"] = uses
             out.append(d)
         return out
+
+    def moe_layers(self) -> list[dict]:
+        """Every MoE layer and how its experts ran (:func:`~viewer.projection.experts.page_moe`)."""
+        return page_moe(self)[0]
 
     def _group_params(self, g: int) -> dict:
         """Parameters used inside group ``g``: tensors, elements and bytes of the values

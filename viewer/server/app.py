@@ -287,7 +287,7 @@ class ViewerServer:
 
     def add_capture(self, capture: Capture, title: str | None = None, *, warm: bool = False,
                     trusted_sources: bool = False, baseline: tuple[Capture | Callable[[], Capture], str] | None = None,
-                    replaces: int | None = None) -> int:
+                    replaces: int | None = None, in_place: bool = False) -> int:
         """Hold ``capture`` (newest becomes the default); returns its id and tells open
         pages: ``capture-ready {id, title}``, or ``capture-failed {id, message, stage}``.
         ``replaces``: the id of the capture this one recaptures in the background
@@ -308,18 +308,25 @@ class ViewerServer:
         a benchmark) does not pay for it; see :meth:`warm`. Returns at once either way.
 
         ``baseline=(capture, label)``: the capture to offer a diff against (the previous
-        capture of the same profile), set before open pages hear of the new one."""
+        capture of the same profile), set before open pages hear of the new one.
+
+        ``in_place=True`` (with ``replaces``): ``capture`` completes the one held as
+        ``replaces`` (the same graph, its statistics arrived after it) and takes its id
+        and URL; its pages update in place as for a recapture."""
         self.sources.admit(capture, trusted=trusted_sources)
         with self._lock:
-            cid = self._next_id
-            self._next_id += 1
+            if in_place and replaces is not None and int(replaces) in self._entries:
+                cid = int(replaces)
+            else:
+                cid = self._next_id
+                self._next_id += 1
             title = title or (capture.recipe or {}).get("model") or f"capture {cid}"
             self._entries[cid] = _Entry(cid, str(title), capture)
         if baseline is not None:
             self.diffs.set_baseline(cid, *baseline)
         if warm:
             self.warm(cid, wait=False)
-        if replaces is not None:
+        if replaces is not None and int(replaces) != cid:
             # A page showing the capture this one replaces updates in place (capture-ready
             # with ``replaces``): it now shows this one.
             self.events.moved(int(replaces), cid)
