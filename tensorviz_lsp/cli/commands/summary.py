@@ -159,7 +159,17 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
         doc["device"] = {**device.json(), "estimate": device_table.estimate_text(device),
                          "time": costs.times(device)[0]}
     _memory(doc, proj, totals, getattr(args, "optimizer", None), device)
+    _plan_beside_xla(doc)
     return doc
+
+
+def _plan_beside_xla(doc: dict) -> None:
+    """The memory plan's per-device peak beside XLA's (``per_device.plan_peak``, ``plan_ratio``)."""
+    pd = doc.get("per_device")
+    plan = ((doc.get("memory") or {}).get("per_device") or {}).get("peak")
+    if isinstance(pd, dict) and isinstance(plan, int) and isinstance(pd.get("xla_peak"), int) and pd["xla_peak"] > 0:
+        pd["plan_peak"] = plan
+        pd["plan_ratio"] = round(plan / pd["xla_peak"], 4)
 
 
 def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: Any) -> None:
@@ -259,6 +269,9 @@ def _compiled_text(doc: dict) -> str:
     if "flops_ratio" in pd:
         lines.append(f"Per device FLOPs: {flops_text(int(pd['flops_estimate']))} (TensorViz: the global count ÷ "
                      f"{pd['devices']} devices) vs {flops_text(int(pd['xla_flops']))} (XLA): ×{pd['flops_ratio']:.3f}")
+    if "plan_ratio" in pd:
+        lines.append(f"Per device peak:  {bytes_text(pd['plan_peak'])} (TensorViz's memory plan) vs "
+                     f"{bytes_text(pd['xla_peak'])} (XLA's memory_analysis): ×{pd['plan_ratio']:.3f}")
     if "memory_ratio" in pd:
         lines.append(f"Per device memory: {bytes_text(pd['memory_estimate'])} (TensorViz's bound: parameters, inputs "
                      f"and every intermediate) vs peak {bytes_text(pd['xla_peak'])} (XLA's buffers, after fusion and "
