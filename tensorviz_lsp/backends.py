@@ -346,16 +346,18 @@ class RealBackends:
 
 
 def install_plan(failure: Failure, python: str) -> InstallPlan | None:
-    """The reviewed install of a ``dependencies`` failure's missing packages (the
-    parent's command when it made one, pinning the installed Torch build); None for any
+    """The reviewed install of a ``dependencies`` failure's missing packages into
+    ``python`` (the capture's interpreter: never one the failure names), with the
+    parent's command when it made one (pinning the installed Torch build); None for any
     other failure, an unsupported version included (nothing to add: an upgrade is the
-    user's call)."""
-    details = missing_dependencies(failure)
+    user's call). Only checked distribution names come through
+    (:func:`capture.worker.protocol.missing_dependencies`)."""
+    details = missing_dependencies(failure, python)
     if details is None:
         return None
     missing = details["missing"]
     command = details.get("install") or [python, "-m", "pip", "install", *missing]
-    return InstallPlan(details["python"] or python, missing, command, details.get("pinned", []))
+    return InstallPlan(python, missing, command, details.get("pinned", []))
 
 
 def adapt_discovery(result: FileResult) -> Discovered:

@@ -40,6 +40,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Generator
 from typing import Any
 
 from lsprotocol import types
@@ -52,6 +53,7 @@ from pygls.exceptions import (
 )
 from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,22 @@ class Protocol(LanguageServerProtocol):
             elif method == types.SHUTDOWN:
                 self.lifecycle = "shut down"
         super().handle_message(message)
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls's own ``shutdown`` (the features' hook, then every other request still in
+        flight cancelled), over a copy of the requests: cancelling one runs its callback
+        at once, which removes it from pygls's table, and pygls's loop over that table
+        failed ("dictionary changed size during iteration", the server then exiting 1)
+        whenever a capture or an install was in flight (issue 52 item 5)."""
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current_id = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
 
     def _refusal(self, method: str) -> JsonRpcException | None:
         """Why ``method`` may not run now, in the life cycle LSP prescribes; None: it may."""

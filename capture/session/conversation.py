@@ -21,7 +21,7 @@ from typing import Protocol, cast
 
 from ..graph import graphfile, later_stats
 from ..graph.model import Capture, Frame, Source, failure_from_json
-from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, release_worker
+from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, not_started, release_worker
 from ..worker.protocol import (
     EXIT_SHARED_MEMORY,
     FINAL_KINDS,
@@ -32,6 +32,7 @@ from ..worker.protocol import (
     EscapedProcess,
     FailureMessage,
     FrameReader,
+    InterpreterDetails,
     LimitDetails,
     ProtocolError,
     ResultMessage,
@@ -41,6 +42,7 @@ from ..worker.protocol import (
 )
 from ..worker.workspace_files import WorkspaceFiles
 from .job import CaptureJob, Log
+from .model_dependencies import disown
 
 # After the final message the worker exits at once; allow it this long before the
 # process group is killed anyway.
@@ -119,12 +121,17 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) ->
             job.graph_ready(capture)  # the graph first: its statistics follow
             capture = _statistics_after(job, channel, reader, capture, deadline)
         channel.finish()
+        if capture.failure is not None:
+            disown(job, capture.failure)  # a graph file's failure from the worker: the offer is the parent's
         return capture
     channel.finish()
     if final["kind"] == "device_ok":
         return None
     assert final["kind"] == "failure"
-    return _worker_failure(job, final)
+    capture = _worker_failure(job, final)
+    if capture.failure is not None:
+        disown(job, capture.failure)  # the install offer is the parent's (issue 52)
+    return capture
 
 
 def _statistics_after(job: CaptureJob, channel: WorkerChannel, reader: FrameReader, capture: Capture,
@@ -179,18 +186,22 @@ def _take_messages(job: CaptureJob, reader: FrameReader, chunk: bytes) -> _Final
     return None
 
 
-def _past_deadline(job: CaptureJob, channel: WorkerChannel) -> Capture:
+def _past_deadline(job: CaptureJob, channel: WorkerChannel, died_by: str | None = None) -> Capture:
     """The capture ran out of time: its process group is killed; the failure says what
-    the worker last logged and which processes escaped the group."""
+    the worker last logged and which processes escaped the group. ``died_by``: the signal
+    that ended the worker while it wrote its stacks for this report (see
+    :func:`_died_dumping_at_deadline`)."""
     channel.kill_group()
     escaped = list(channel.escaped)
     details = DeadlineDetails(limit="max_seconds", maximum=job.limits.max_seconds, elapsed_s=job.elapsed_s())
     if escaped:
         details["escaped_processes"] = escaped
+    how = (f"the worker was killed by {died_by} while it wrote its stacks for this report, after {job.elapsed()}"
+           if died_by else f"the worker process group was killed after {job.elapsed()}")
     return job.fail(
         "deadline", "DeadlineExceeded",
-        f"the capture did not finish within its {job.limits.max_seconds:g} s deadline; "
-        f"the worker process group was killed after {job.elapsed()}" + describe_escaped(escaped),
+        f"the capture did not finish within its {job.limits.max_seconds:g} s deadline; " + how
+        + describe_escaped(escaped),
         details,
         frames=crash_frames(channel.log_tail(), WorkspaceFiles(job.workspace)),
     )
@@ -229,9 +240,39 @@ def _worker_failure(job: CaptureJob, msg: FailureMessage) -> Capture:
     )
 
 
+#: ``faulthandler``'s heading for the stacks the worker writes shortly before its deadline
+#: (:func:`capture.worker.request.run_request`: ``dump_traceback_later``).
+_DEADLINE_DUMP = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$", re.MULTILINE)
+#: How close to its deadline a worker that died writing those stacks must be (it starts
+#: 0.3 s before; the parent sees the death within a read or two).
+DEADLINE_DUMP_WINDOW_S = 1.5
+
+
+def _died_dumping_at_deadline(job: CaptureJob, code: int | None, tail: str) -> str | None:
+    """The signal that killed a worker while it wrote its stacks for the deadline report,
+    None when that is not what happened. ``faulthandler``'s watchdog thread reads every
+    thread's frames without the interpreter's lock; a worker busy in Torch's fake-tensor
+    dispatch can crash under it (SIGSEGV), a few tenths of a second before the deadline.
+    That capture ran out of time, and is reported so, not as a crash of the model
+    (issue 52 item 6)."""
+    if code is None or code >= 0 or not _DEADLINE_DUMP.search(tail):
+        return None
+    if job.elapsed_s() < job.limits.max_seconds - DEADLINE_DUMP_WINDOW_S:
+        return None
+    return _signal_name(-code)
+
+
 def _crashed(job: CaptureJob, channel: WorkerChannel) -> Capture:
     code = channel.wait_exit(EXIT_GRACE_S)
     tail = channel.log_tail()
+    died_by = _died_dumping_at_deadline(job, code, tail)
+    if died_by is not None:
+        return _past_deadline(job, channel, died_by)
+    reason = not_started(code, tail) if code is not None else None
+    if reason is not None:  # the keeper could not start the interpreter (launcher.kept)
+        channel.kill_group()
+        return job.fail("interpreter", "InterpreterNotRunnable", f"cannot start {job.python}: {reason}",
+                        InterpreterDetails(python=job.python))
     channel.kill_group()  # what it left behind (also in sessions of their own)
     memory = job.limits.max_memory_bytes
     if code == EXIT_SHARED_MEMORY and memory:

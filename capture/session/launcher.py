@@ -10,7 +10,8 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 
 import safe_read
 
@@ -23,6 +24,21 @@ _LAUNCHER = '''"""TensorViz capture worker launcher (generated; safe to delete).
 import sys
 from capture.worker.main import main
 sys.exit(main())
+'''
+
+_KEEPER = '''"""TensorViz process keeper (generated; safe to delete): capture.worker.procs.run_kept."""
+import os
+import sys
+try:
+    from _frozen_importlib_external import SourceFileLoader  # loaded already: nothing to import
+except ImportError:
+    from importlib.machinery import SourceFileLoader
+# procs.py alone (the standard library), not the capture package, from its cached bytecode:
+# the keeper starts fast.
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "capture", "worker", "procs.py")
+procs = {"__name__": "tensorviz_procs", "__file__": path}
+exec(SourceFileLoader("tensorviz_procs", path).get_code("tensorviz_procs"), procs)
+procs["run_kept"](sys.argv[1:])
 '''
 
 #: Variables of this process the worker never gets (docs/worker-environment.md):
@@ -63,11 +79,26 @@ def launcher_script() -> str:
                     os.symlink(source, os.path.join(folder, name), target_is_directory=True)
                 except (OSError, NotImplementedError):
                     shutil.copytree(source, os.path.join(folder, name), ignore=shutil.ignore_patterns("__pycache__"))
-            with open(os.path.join(folder, "tensorviz_worker.py"), "w", encoding="utf-8") as fh:
-                fh.write(_LAUNCHER)
+            for script, text in (("tensorviz_worker.py", _LAUNCHER), (_KEEPER_SCRIPT, _KEEPER)):
+                with open(os.path.join(folder, script), "w", encoding="utf-8") as fh:
+                    fh.write(text)
             _launcher_dir = folder
             atexit.register(shutil.rmtree, folder, True)
         return os.path.join(_launcher_dir, "tensorviz_worker.py")
+
+
+_KEEPER_SCRIPT = "tensorviz_keeper.py"
+
+
+def kept(command: Sequence[str]) -> list[str]:
+    """``command`` run under a keeper of its own (:func:`capture.worker.procs.run_kept`):
+    TensorViz's own interpreter (``-I -S``: nothing of the workspace or of this
+    environment's site packages) starts it, and it and every process it starts die
+    with this process, however this process ends (SIGKILL included), and when it exits.
+    The interpreter probe and an approved install run so; start it from a thread that
+    lives as long as the command (``PR_SET_PDEATHSIG`` follows the starting thread)."""
+    keeper = os.path.join(os.path.dirname(launcher_script()), _KEEPER_SCRIPT)
+    return [sys.executable, "-I", "-S", keeper, str(os.getpid()), "--", *command]
 
 
 def remove_abandoned_launchers(temp: str | None = None) -> list[str]:

@@ -41,7 +41,7 @@ from ..worker.protocol import PROTOCOL_VERSION, InputsNeededDetails, NeededDim, 
 from .checks import Unsaved, default_interpreter, preflight
 from .conversation import OneShotWorker, converse
 from .job import CaptureJob, Log, Progress, resolve_recipe, workspace_path
-from .launcher import launcher_script, worker_env
+from .launcher import kept, launcher_script, worker_env
 from .probe import MIN_PYTHON, install_command, missing_dependencies, path_stamp, probe_interpreter
 from .warm import WarmPool, identity_for
 
@@ -229,8 +229,11 @@ class _WorkerStep:
         env = worker_env(job.env)
         try:
             memory = ["--memory", str(job.limits.max_memory_bytes)] if job.limits.max_memory_bytes else []
+            # Under a keeper of TensorViz's own (launcher.kept): what the interpreter starts
+            # before the worker's own keeper exists (a wrapper script's orphan) is adopted
+            # by it, and dies with this process however it ends.
             proc = subprocess.Popen(
-                [job.python, launcher_script(), "--fd", str(write_fd), *memory],
+                kept([job.python, launcher_script(), "--fd", str(write_fd), *memory]),
                 stdin=subprocess.PIPE, stdout=log_w, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), cwd=str(job.workspace), env=env,
                 start_new_session=True,

@@ -54,6 +54,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..graph.model import UNCOUNTED, Capture, NodeCosts
 from ..graph.symbols import evaluate as _evaluate
 from ..graph.symbols import fixed_symbols
+from .dtensors import BOUNDARY_OPS
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
 RULES = {
@@ -86,6 +87,9 @@ RULES = {
                  "element, as a reduction counts",
     "decomposed": "its torch._decomp decomposition, run on meta tensors of the recorded shapes, counted op by op "
                   "by these rules",
+    "communication": "a collective (c10d all-gather, reduce-scatter, all-reduce…): no FLOPs counted (a "
+                     "reduction's sums neither), the bytes of its operands and results on this rank",
+    "DTensor boundary": "a DTensor and its local tensor joined (to_local, from_local): no kernel, no FLOPs, no bytes",
     "no rule": "uncounted: no flop_counter formula, no pointwise or reduction tag, no decomposition",
 }
 NOTES = {
@@ -122,6 +126,12 @@ _DATA_MOVEMENT = frozenset({
     "randperm", "index_copy", "index_copy_", "narrow_copy", "unfold_copy", "pixel_shuffle", "pixel_unshuffle",
     "channel_shuffle", "im2col", "col2im",
 })
+# FSDP2's copies into and out of its collectives' flat buffers (and torch's own chunk_cat).
+_DATA_MOVEMENT = _DATA_MOVEMENT | {"all_gather_copy_in", "split_with_sizes_copy", "chunk_cat", "_chunk_cat"}
+# Collectives' namespaces (capture.torch.dtensors.COLLECTIVE_OPS).
+_COLLECTIVE_NAMESPACES = frozenset({"c10d", "_c10d_functional", "c10d_functional"})
+# The rule a whole namespace decides: profiler markers are bookkeeping, collectives communication.
+_NAMESPACE_KINDS = {"profiler": "bookkeeping", **{ns: "communication" for ns in _COLLECTIVE_NAMESPACES}}
 # Gathers: read what they take (their result's size) and their indices, not the whole table.
 _TAKING = frozenset({"embedding", "index_select", "gather", "index", "take"})
 # Accumulating scatters: the operand holding the updates (by schema name).
@@ -156,6 +166,25 @@ _SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
 # Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.
 _NAMED_ARGS = ("dtype", "layout", "memory_format")
 _MAX = (1 << 63) - 1
+
+
+#: What the ``flops`` column of a Torch capture split over a mesh covers, and what
+#: ``notes["per_rank"]`` covers (see TorchCosts.per_rank).
+FLOPS_SCOPE = ("global for DTensor ops (their global shapes: every rank's share together), per rank for "
+               "plain-tensor ops (one rank's tensors: local tensors, FSDP's gathered parameters)")
+PER_RANK_SCOPE = ("per rank: DTensor ops at the shapes one rank computes on (each DTensor's per-device shape), "
+                  "plain-tensor ops as recorded; total: the whole program on one rank, its uncounted ops "
+                  "counted apart")
+
+
+class _PerDevice:
+    """A DTensor value seen at the shape one rank holds (its ``per_device_shape``)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, value: Any) -> None:
+        self.shape = list(value.sharding["per_device_shape"])
+        self.dtype = value.dtype
 
 
 class _Unbuildable(Exception):
@@ -212,14 +241,30 @@ class TorchCosts:
     def _kind(self, op: Any) -> str:
         schema = op._schema
         ns, _, base = schema.name.rpartition("::")
-        if ns == "profiler":
-            return "bookkeeping"
+        by_namespace = _NAMESPACE_KINDS.get(ns)
+        if by_namespace is not None:
+            return by_namespace
         if base in _VIEWS or any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
             return "view"
         if base in _CONV_BACKWARD or base in _CONV_OWN:
             return "convolution backward" if base in _CONV_BACKWARD else "convolution"
         if op.overloadpacket in self.registry:
             return "flop_counter"
+        by_name = self._named_kind(base)
+        if by_name is not None:
+            return by_name
+        tags = op.tags
+        if torch.Tag.pointwise in tags:
+            return "pointwise"
+        if torch.Tag.reduction in tags:
+            return "reduction"
+        if op in self.decompositions:
+            return "decomposed"
+        return "no rule"
+
+    @staticmethod
+    def _named_kind(base: str) -> str | None:
+        """The rule an op's base name alone decides (before its tags are read), or None."""
         if base in _SDPA_CPU:
             return "flop_counter sdpa (CPU kernel)"
         if base == "_grouped_mm":
@@ -234,14 +279,7 @@ class TorchCosts:
             return "random"
         if base in _CUMULATIVE or base in _SELECTION:
             return "cumulative" if base in _CUMULATIVE else "selection"
-        tags = op.tags
-        if torch.Tag.pointwise in tags:
-            return "pointwise"
-        if torch.Tag.reduction in tags:
-            return "reduction"
-        if op in self.decompositions:
-            return "decomposed"
-        return "no rule"
+        return None
 
     def kind_of(self, name: str, rule: str, parts: Any) -> str:
         """The kind (:data:`KINDS`) of the FLOPs of op ``name`` counted by ``rule``; a decomposed
@@ -271,17 +309,17 @@ class TorchCosts:
 
     # ------------------------------------------------------------------ counting
 
-    def count(self, capture: Capture) -> NodeCosts:
-        """The cost columns of ``capture``'s nodes."""
-        values = capture.values
+    def _shapes_and_sizes(self, capture: Capture) -> tuple[list[tuple | None], list[int]]:
+        """Each value's shape (None when a dimension stays symbolic) and bytes (-1 when
+        unknown); a symbol the capture fixed (``meta``: a hit loop's row counts) is read as
+        its value."""
         shapes: list[tuple | None] = []
-        sizes: list[int] = []  # bytes per value, -1 when unknown
-        known = fixed_symbols(capture.meta)
-        self._shapes = shapes
-        for v in values:
+        sizes: list[int] = []
+        fixed = fixed_symbols(capture.meta)
+        for v in capture.values:
             shape = v.shape
-            if known and not all(type(d) is int for d in shape):
-                shape = [d if type(d) is int else _evaluate(d, known) for d in shape]
+            if fixed and not all(type(d) is int for d in shape):
+                shape = [d if type(d) is int else _evaluate(d, fixed) for d in shape]
             if all(type(d) is int for d in shape):
                 n = math.prod(cast(list[int], shape))
                 item = self.itemsize(v.dtype)
@@ -290,18 +328,32 @@ class TorchCosts:
             else:
                 shapes.append(None)
                 sizes.append(-1)
+        return shapes, sizes
+
+    def _node_flops(self, node: Any, op: Any, values: Any, shapes: list) -> tuple[int, str, str | None]:
+        """``(flops, rule, kind)`` of one recorded op; ``op`` None when this process cannot
+        resolve it (then known by name, or uncounted)."""
+        if op is None:
+            known = _without_overload(node.op)
+            if known is not None:
+                return known
+            self.reasons.setdefault(node.op, "not an operator this Torch knows")
+            return UNCOUNTED, "no rule", None
+        kind = self.kind(op)
+        f, name = self._flops(node, op, kind, values, shapes)
+        return f, name, kind
+
+    def count(self, capture: Capture) -> NodeCosts:
+        """The cost columns of ``capture``'s nodes."""
+        values = capture.values
+        shapes, sizes = self._shapes_and_sizes(capture)
+        self._shapes = shapes
         rules: list[str] = []
         rule_ids: dict[str, int] = {}
         flops, read, written, rule = [], [], [], []
         for node in capture.nodes:
             op = self.resolve(node.op)
-            if op is None:
-                f, name = UNCOUNTED, "no rule"
-                self.reasons.setdefault(node.op, "not an operator this Torch knows")
-                kind = None
-            else:
-                kind = self.kind(op)
-                f, name = self._flops(node, op, kind, values, shapes)
+            f, name, kind = self._node_flops(node, op, values, shapes)
             if kind == "view" or kind == "bookkeeping":
                 r = w = 0
             elif op is not None and _base(op) in _TAKING:
@@ -340,10 +392,42 @@ class TorchCosts:
         uncounted = {capture.nodes[i].op for i, f in enumerate(flops) if f < 0}
         if uncounted:
             notes["uncounted"] = {op: self.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
+        per_rank = self.per_rank(capture, flops)
+        if per_rank is not None:
+            notes["per_rank"] = per_rank
         return NodeCosts(flops, read, written, rule, rules, [], notes)
 
+    def per_rank(self, capture: Capture, flops: list[int]) -> dict[str, Any] | None:
+        """A split Torch program's FLOPs per rank (``notes["per_rank"]``), None when no node
+        reads or makes a DTensor. A DTensor op's ``flops`` column is global (its global
+        shapes); here it is counted again at the shapes one rank computes on (each
+        DTensor's ``per_device_shape``: the ATen op DTensor runs on the local tensors). A
+        plain-tensor op (a local tensor's, an FSDP all-gather's) is one rank's already."""
+        values = capture.values
+        split = [isinstance(v.sharding, dict) and not v.sharding.get("local") for v in values]
+        if not any(split):
+            return None
+        local = [_PerDevice(v) if s else v for v, s in zip(values, split)]
+        shapes = [tuple(v.shape) if all(type(d) is int for d in v.shape) else None for v in local]
+        nodes, rank_flops = [], []
+        total = uncounted = 0
+        for i, node in enumerate(capture.nodes):
+            f = flops[i]
+            if any(split[o.value] for o in node.inputs if o.value is not None) or any(split[v] for v in node.outputs):
+                op = self.resolve(node.op)
+                if op is not None and f >= 0:
+                    f, _ = self._flops(node, op, self.kind(op), local, shapes)
+                nodes.append(i)
+                rank_flops.append(f)
+            if f < 0:
+                uncounted += 1
+            else:
+                total += f
+        return {"scope": PER_RANK_SCOPE, "nodes": nodes, "flops": rank_flops, "total": total,
+                "uncounted": uncounted, "flops_scope": FLOPS_SCOPE}
+
     def _flops(self, node: Any, op: Any, kind: str, values: Any, shapes: list) -> tuple[int, str]:
-        if kind == "view" or kind == "data movement" or kind == "bookkeeping":
+        if kind == "view" or kind == "data movement" or kind == "bookkeeping" or kind == "communication":
             return 0, kind
         if kind == "no rule":
             self.reasons.setdefault(node.op, RULES["no rule"])
@@ -532,6 +616,18 @@ def _idle_experts_bytes(node: Any, shapes: list, sizes: list[int]) -> int:
         return 0
     groups, rows = sb[0], sa[0]
     return sizes[b] * (groups - min(groups, rows)) // groups
+
+
+def _without_overload(name: str) -> tuple[int, str, str] | None:
+    """``(flops, rule, kind)`` of a recorded op this process cannot resolve but knows by
+    name: a DTensor boundary (no kernel ran), FSDP2's copies (its ops are registered only
+    once FSDP2 is imported). None for any other."""
+    if name in BOUNDARY_OPS:
+        return 0, "DTensor boundary", "view"
+    ns, _, rest = name.partition("::")
+    if ns == "fsdp" and rest.split(".")[0] in _DATA_MOVEMENT:
+        return 0, "data movement", "data movement"
+    return None
 
 
 def _base(op: Any) -> str:

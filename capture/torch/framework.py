@@ -863,13 +863,18 @@ def _state_versions(torch: Any, model: Any) -> dict[str, tuple[Any, int]]:
 
 def _state_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int]]) -> list[str]:
     """Parameters and buffers the forward wrote in place (their version counter moved),
-    by name, in the model's order; a tensor replaced by another is a write too."""
+    by name, in the model's order; a tensor replaced by another is a write too (but not
+    FSDP2's gathered form of a parameter it shards: ``dtensors.fsdp_forms``)."""
+    from .dtensors import fsdp_forms
+
     now = {name: t for name, t in [*model.named_parameters(remove_duplicate=False),
                                    *model.named_buffers(remove_duplicate=False)]}
+    forms = fsdp_forms(model)
     writes = []
     for name, (t, version) in before.items():
         current = now.get(name)
-        if current is None or current is not t or t._version != version:
+        replaced = current is not t and (current is None or id(current) not in forms.get(id(t), ()))
+        if replaced or t._version != version:
             writes.append(name)
     return writes
 

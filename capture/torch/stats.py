@@ -25,7 +25,9 @@ finite).
   mean and std equal to what one tensor's reductions give, to float32 precision (summed
   in another order, they may differ in the last bits). A value alone in its dtype and size, a
   larger one, and tensors from outside (parameters, inputs: measured when first seen)
-  are measured one by one as below.
+  are measured one by one as below. A value whose storage was freed under it before its
+  batch was measured (FSDP2 frees a block's gathered parameters after its forward, with
+  no op the trace sees) has no statistics (counted in ``stats_skipped_values``).
 * One by one on CPU, as each op finishes, in one pass over memory: the
   four moments (min, max, sum, sum of squares) of a large contiguous tensor are reduced
   chunk by chunk, each chunk small enough to stay in cache while its three reductions
@@ -248,6 +250,9 @@ class ActivationStatistics:
             torch.set_num_threads(1)
         try:
             for (_, n), items in groups.items():
+                items = self._still_held(items)
+                if not items:
+                    continue
                 if len(items) == 1:
                     self._one(*items[0])
                     continue
@@ -268,7 +273,17 @@ class ActivationStatistics:
             if got is not None:
                 measured_fields(values[vid])["stats"] = got
 
+    def _still_held(self, items: list[tuple[int, _Tensor]]) -> list[tuple[int, _Tensor]]:
+        """The waiting tensors whose storage still holds them (see :func:`intact`); the
+        others are counted in ``skipped``."""
+        kept = [item for item in items if intact(item[1])]
+        self.skipped += len(items) - len(kept)
+        return kept
+
     def _one(self, vid: int, t: _Tensor) -> None:
+        if not intact(t):
+            self.skipped += 1
+            return
         try:
             measured_fields(self.values[vid])["stats"] = stats_now(t)
         except Exception:
@@ -291,6 +306,20 @@ class ActivationStatistics:
 
 
 _finite = math.isfinite
+
+
+def intact(t: _Tensor) -> bool:
+    """Whether ``t``'s storage still holds every element ``t`` reads. A storage can shrink
+    under a tensor without an op the trace sees: FSDP2 frees a block's gathered parameters
+    after its forward (``untyped_storage().resize_(0)``); reading a tensor kept in the
+    batch from such a storage would read freed memory (a segmentation fault)."""
+    if t.device.type != "cpu" or t.numel() == 0:
+        return True
+    try:
+        extent = t.storage_offset() + 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+        return t.untyped_storage().nbytes() >= extent * t.element_size()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return True
 
 
 def _row_moments(tensors: list[_Tensor], n: int) -> list[list[float]]:

@@ -59,8 +59,10 @@ from ..graph import gc_pause
 from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Frame, Operand
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
-from .dtensors import BOUNDARY_NOTE, COLLECTIVE_OPS, FROM_LOCAL, REWRAP, TO_LOCAL, DistributedValues
+from .dtensors import (COLLECTIVE_OPS, FROM_LOCAL, REWRAP, TO_LOCAL, WRAPPERS,
+                       DistributedValues, input_position)
 from .functions import FunctionCalls
+from .joins import Joins
 from .stats import MODES as STATS_MODES
 from .stats import ActivationStatistics, measured_fields
 from .tensors import MAX_DEPTH, tensors_in
@@ -83,6 +85,8 @@ _SAMPLE = 256
 # Queries a tensor subclass answers through the dispatcher (FakeTensor's device) that an
 # eager run does not have: not ops, never recorded.
 _BOOKKEEPING = frozenset({torch.ops.prim.device.default})
+# Ops whose results the trace indexes by layout (capture.torch.joins.Joins.index_strided).
+_INDEXED = frozenset({"aten::as_strided"})
 _NoTorchFunction = torch._C.DisableTorchFunction
 
 
@@ -140,8 +144,11 @@ class _OpInfo:
     # The op itself: the trace's table is keyed by its id (an OpOverload hashes in Python),
     # and this reference keeps the id from being reused.
     func: Any = None
-    collective: bool = False  # one of COLLECTIVE_OPS
-    bookkeeping: bool = False  # one of _BOOKKEEPING: run, never recorded
+    # One of COLLECTIVE_OPS, or an op whose result the distributed bookkeeping indexes
+    # (``as_strided``: see capture.torch.joins).
+    collective: bool = False
+    bookkeeping: bool = False  # one of _BOOKKEEPING or WRAPPERS: run, never recorded
+    wrapper: bool = False  # one of WRAPPERS: its result is its input's value
 
 
 @dataclasses.dataclass(slots=True)
@@ -275,6 +282,8 @@ class TorchTrace:
         self._pending = self.autograd.pending  # the same set, read once per operand
         # DTensors (global values, their meshes and placements) and their local tensors.
         self.dist = DistributedValues()
+        # Values made without a recorded op joining the graph (capture.torch.joins).
+        self.joins = Joins(self)
         self._active = False
         # The first limit reached while recording, and the first op an abstract run could
         # not run without data (kept in case user code swallows them).
@@ -290,6 +299,9 @@ class TorchTrace:
             self._paths.setdefault(id(mod), name)
         for name, p in root.named_parameters(remove_duplicate=False, prefix=prefix):
             self._label(p, "param", name)
+            if type(p) is not torch.nn.Parameter and self.dist.is_dtensor(p):
+                self.dist.note_parameter(p)
+        self.dist.note_fsdp(root)
         for name, buf in root.named_buffers(remove_duplicate=False, prefix=prefix):
             self._label(buf, "buffer", name)
 
@@ -362,9 +374,12 @@ class TorchTrace:
 
     def _across_boundary(self, t: _Tensor) -> int | None:
         """A tensor first seen that a DTensor boundary made without an op: a DTensor
-        wrapping a local tensor the trace knows (``from_local``), or the local tensor of a
-        DTensor it knows (``to_local``). Its value is the output of a boundary node joining
-        the two (``capture.torch.dtensors``); None for any other tensor."""
+        wrapping a local tensor the trace knows (``from_local``), the local tensor of a
+        DTensor it knows (``to_local``), or a view of a DTensor parameter's shard (FSDP2's
+        all-gather input: the ``to_local`` of the parameter, whose value is made now). Its
+        value is the output of a boundary node joining the two (``capture.torch.dtensors``).
+        A parameter made around a value the trace knows (FSDP2's unsharded parameter) is
+        that value. None for any other tensor."""
         dist = self.dist
         src: int | None
         if dist.is_dtensor(t):
@@ -376,27 +391,17 @@ class TorchTrace:
                 src, op = dist.dtensor_of_local(local), REWRAP
                 if src is None:
                     return None
+        elif dist.dtensor_type() is None:
+            return None
         else:
-            src = dist.dtensor_of_local(t) if dist.dtensor_type() is not None else None
+            src = dist.dtensor_of_local(t)
             if src is None:
-                return None
+                param = dist.parameter_on(t)
+                if param is None:
+                    return self.joins.parameter_made_around(t, dtype_name(t.dtype))
+                src = self.value_of(param)
             op = TO_LOCAL
-        b = self.b
-        nid = len(b.nodes)
-        vid = self._new_value(t, nid, None, version=t._version)
-        sharding = b.values[src].sharding if op == TO_LOCAL else b.values[vid].sharding
-        params: dict[str, Any] = {"no_kernel": BOUNDARY_NOTE}
-        src_sharding = b.values[src].sharding
-        if op == REWRAP and isinstance(src_sharding, dict):
-            params["from_placements"] = src_sharding.get("placements")
-        if isinstance(sharding, dict):
-            params["placements"] = sharding.get("placements")
-            params["mesh"] = sharding.get("mesh")
-        if op == TO_LOCAL and isinstance(sharding, dict):
-            b.values[vid].sharding = dist.local_sharding(sharding, b.values[src].shape)
-        group = self._stack[-1][0] if self._stack else None
-        b.node(op, [Operand(0, src)], [vid], params=params, group=group, frame=self.frame_of(sys._getframe(2)))
-        return vid
+        return self.joins.boundary_node(t, src, op)
 
     def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
                    version: int | None = None) -> int:
@@ -727,8 +732,11 @@ class TorchTrace:
         info = self._ops.get(id(func))
         if info is None:
             info = self._op_info(func)
-        if info.bookkeeping:  # asked of a fake tensor, never run as a kernel
-            return func(*args, **(kwargs or {}))
+        if info.bookkeeping:  # asked of a fake tensor, never run as a kernel; or a wrapper
+            out = func(*args, **(kwargs or {}))
+            if info.wrapper:
+                self.joins.same_value(out, args[0] if args else None)
+            return out
         operands: list[Operand] = []
         add = operands.append
         for i, a in (_with_keywords(args, kwargs, info.kwarg_pos) if kwargs else enumerate(args)):
@@ -796,17 +804,18 @@ class TorchTrace:
         written = tuple(
             (i, a.name) for i, a in enumerate(arguments) if a.alias_info is not None and a.alias_info.is_write
         )
-        info = self._ops[id(func)] = _OpInfo(name, kwarg_pos, written, func, name in COLLECTIVE_OPS,
-                                              func in _BOOKKEEPING)
+        wrapper = name in WRAPPERS
+        info = self._ops[id(func)] = _OpInfo(name, kwarg_pos, written, func, name in COLLECTIVE_OPS or name in _INDEXED,
+                                              func in _BOOKKEEPING or wrapper, wrapper)
         return info
 
-    def _operand_bytes(self, operands: list[Operand]) -> int | None:
-        """Bytes of the tensors at a collective's first argument (one rank's)."""
+    def _operand_bytes(self, operands: list[Operand], position: int = 0) -> int | None:
+        """Bytes of the tensors at a collective's input argument (one rank's)."""
         from ..graph.sharding import nbytes
 
         total = 0
         for o in operands:
-            if o.position != 0 or o.value is None:
+            if o.position != position or o.value is None:
                 continue
             v = self.b.values[o.value]
             got = nbytes(v.sharding["per_device_shape"] if v.sharding else v.shape, v.dtype)
@@ -843,19 +852,42 @@ class TorchTrace:
         elif out is not None:
             params["result"] = literal(out)
         if info.collective:
-            params = dict(params)
-            params["collective"] = self.dist.collective(info.name, args, kwargs, self._operand_bytes(operands))
+            params = self._distributed_op(info, operands, outputs, params, args, kwargs, out)
         if written:
             outputs += self._written_not_returned(written, out, nid)
         b.adopt_node(info.name, operands, outputs, params, group, frame)
         if not (nid + 1) % CHECKPOINT_OPS:
             self._checkpoint(nid + 1)
 
+    def _distributed_op(self, info: _OpInfo, operands: list[Operand], outputs: list[int], params: dict[str, Any],
+                        args: tuple[Any, ...], kwargs: dict[str, Any] | None, out: Any) -> dict[str, Any]:
+        """A collective's ``params["collective"]`` (a new params dict), or an indexed op's
+        result remembered (``capture.torch.joins``)."""
+        if info.name in _INDEXED:
+            self.joins.index_strided(outputs, out)
+            return params
+        params = dict(params)
+        params["collective"] = self.dist.collective(info.name, args, kwargs,
+                                                    self._operand_bytes(operands, input_position(info.name)))
+        return params
+
     def _written_not_returned(self, written: list[_Tensor], out: Any, nid: int) -> list[int]:
         """Arguments written in place but not returned (BatchNorm's running stats,
-        _foreach_*_ lists): their new versions, outputs of node ``nid`` too."""
+        _foreach_*_ lists): their new versions, outputs of node ``nid`` too. A view written
+        so (FSDP2's copy-out into views of its gathered buffers) is the storage written
+        through it: the next read of any tensor on that storage is its new version, made
+        by node ``nid`` (as for a write through another view), so no version of the view
+        itself waits unread; this holds also where the writer kept the version counters
+        (``_unsafe_preserve_version_counter``), which the reads would otherwise miss."""
         returned = {id(x) for x in tensors_in(out)}
-        return [self._produced(t, nid) for t in written if id(t) not in returned]
+        made = []
+        for t in written:
+            if id(t) in returned:
+                continue
+            if t._base is not None and not self.dist.is_dtensor(t) and self.joins.written_through(t, nid):
+                continue
+            made.append(self._produced(t, nid))
+        return made
 
     def _produced(self, t: _Tensor, nid: int, src: _Tensor | None = None, src_vid: int | None = None) -> int:
         prev = self._live.get(id(t))

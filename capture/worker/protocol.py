@@ -37,6 +37,8 @@ from typing import Any, BinaryIO, Iterator, Literal, NotRequired, TypedDict, Uni
 
 import msgpack
 
+from .distributions import install_spec, project_name, safe_install
+
 PROTOCOL_VERSION = 1
 #: The exit status of a worker (its keeper, or the warm worker's report of its capture
 #: child) stopped because the capture's processes mapped more shared memory than its
@@ -504,35 +506,43 @@ def inputs_needed(failure: Any) -> list[NeededDim]:
     return out
 
 
-def missing_dependencies(failure: Any) -> MissingDependenciesDetails | None:
+def missing_dependencies(failure: Any, python: str | None = None) -> MissingDependenciesDetails | None:
     """A ``dependencies`` failure's missing packages (with the install command when the
-    parent made one); None for any other failure, an unsupported version included."""
+    parent made one); None for any other failure, an unsupported version included.
+    Only what the parent could have written is given (issue 52): package names that are
+    valid project names (:func:`capture.worker.distributions.project_name`), and the
+    command only when it is exactly ``[PYTHON, "-m", "pip", "install", SPEC…]`` for
+    ``python`` (the interpreter the caller chose; default: the one the details name)."""
     details = _details(failure, "dependencies")
     if details is None:
         return None
-    missing = _strings(details.get("missing"))
+    missing = [m for m in _strings(details.get("missing")) or [] if project_name(m)]
     if not missing:
         return None
-    out = MissingDependenciesDetails(missing=missing, python=str(details.get("python") or ""))
+    chosen = python if python is not None else str(details.get("python") or "")
+    out = MissingDependenciesDetails(missing=missing, python=chosen)
     install = _strings(details.get("install"))
-    if install:
+    if install and safe_install(install, chosen):
         out["install"] = install
     pinned = _strings(details.get("pinned"))
     if pinned is not None:
-        out["pinned"] = pinned
+        out["pinned"] = [p for p in pinned if install_spec(p)]
     return out
 
 
-def model_dependencies(failure: Any) -> MissingDependenciesDetails | None:
+def model_dependencies(failure: Any, python: str | None = None) -> MissingDependenciesDetails | None:
     """An ``import`` failure's missing libraries of the *model* (not of the capture),
-    with the install command the parent made; None for any other failure."""
+    with the install command the parent made; None for any other failure, and when the
+    command is not exactly the parent's kind (see :func:`missing_dependencies`)."""
     details = _details(failure, "import")
     if details is None:
         return None
     missing, install = _strings(details.get("missing")), _strings(details.get("install"))
-    if not missing or not install:
+    chosen = python if python is not None else str(details.get("python") or "")
+    if not missing or not all(project_name(m) for m in missing) or not safe_install(install, chosen):
         return None
-    return MissingDependenciesDetails(missing=missing, python=str(details.get("python") or ""), install=install)
+    assert install is not None
+    return MissingDependenciesDetails(missing=missing, python=chosen, install=install)
 
 
 def shadowed_libraries(details: Any) -> list[ShadowedLibrary]:

@@ -146,11 +146,12 @@ class CaptureFlow(Feature):
                 if installed and retry:
                     return await self.capture(target, show=show, retry=False)
                 return {"ok": False, "reason": "dependencies", "installed": installed, "missing": plan.missing}
-        wanted = model_dependencies(failure)
+        wanted = model_dependencies(failure, result.job.python)
         if wanted is not None and not background and retry:
             # The model's own libraries (Whisper's tiktoken): the same reviewed install,
-            # into the capture interpreter, then the capture again.
-            plan = InstallPlan(wanted["python"] or result.job.python, wanted["missing"], wanted.get("install") or [])
+            # into the capture interpreter, then the capture again (the parent's command
+            # only: model_dependencies checks it, issue 52).
+            plan = InstallPlan(result.job.python, wanted["missing"], wanted.get("install", []))
             if await self.dependencies.offer(target.root, plan):
                 return await self.capture(target, show=show, retry=False)
         needs = inputs_needed(failure)

@@ -121,6 +121,7 @@ def summary(capture: Capture) -> str:
                      f"{si(totals['bytes'], 'B')} moved (unfused); "
                      + (f"{unc:,} op{'s' * (unc != 1)} uncounted" if unc else "every op counted")
                      + "; per layer: tensorviz summary")
+        lines += _per_rank_lines(capture)
     if capture.failure is not None:
         f = capture.failure
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")
@@ -135,6 +136,19 @@ def summary(capture: Capture) -> str:
 
 #: Groups listed under "per device" (the largest by what one device holds).
 GROUPS_LISTED = 12
+
+
+def _per_rank_lines(capture: Capture) -> list[str]:
+    """A split Torch program's FLOPs per rank beside the cost line's mixed total
+    (``cost.notes["per_rank"]``, capture.torch.cost)."""
+    notes = capture.cost.notes if capture.cost is not None and isinstance(capture.cost.notes, dict) else {}
+    per_rank = notes.get("per_rank")
+    if not isinstance(per_rank, dict) or not isinstance(per_rank.get("total"), int):
+        return []
+    unc = per_rank.get("uncounted") or 0
+    return [f"per rank:   {si(per_rank['total'], 'FLOPs')} on one rank (DTensor ops at the shapes a rank computes on)"
+            + (f", {unc:,} op{'s' * (unc != 1)} uncounted" if unc else ""),
+            f"            the cost line's FLOPs: {per_rank.get('flops_scope', '')}"]
 
 
 def _split_lines(capture: Capture) -> list[str]:
