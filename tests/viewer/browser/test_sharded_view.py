@@ -86,8 +86,13 @@ def test_legend_split_shapes_per_device_and_collectives(browser, served, close_p
     assert card and any(t.get("text") == "⇄ model" for t in card.get("texts", []) if isinstance(t, dict))
     if SHOTS:
         page.screenshot(path=os.path.join(SHOTS, "sharded-global.png"))
+    app.js("() => window.tensorviz.zoomAt(300, 300, 1.7)")  # the person's own zoom
+    before = app.js("() => window.tensorviz.camera")
     app.js("async () => { await window.tensorviz.setPerDevice(true); }")
     assert page.locator("#btn-device").get_attribute("aria-pressed") == "true"
+    after = app.js("() => window.tensorviz.camera")
+    # the same graph with other shapes: the view is kept, not re-fitted
+    assert abs(after["s"] - before["s"]) < 1e-6 * before["s"], (before, after)
     _, lines = lines_of(app, "dot_general")
     assert lines[0] == "f32[2,16]"
     if SHOTS:
