@@ -267,10 +267,20 @@ def serve_stdio(server: Any) -> None:
     reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
     server.protocol.set_writer(EditorWriter(sys.stdout.buffer))
 
-    async def main() -> None:
+    async def main() -> bool:
+        """True at the end of input (the editor closed the pipe without ``exit``)."""
         _exit_on_signals(server, asyncio.get_running_loop())
         try:
             await read_messages(stop, reader, server.protocol)
+            if stop.is_set():
+                return False
+            # End of input: the editor is gone. Stop the features (captures, workers,
+            # installs) and leave within STOP_SECONDS: pygls's shutdown then the
+            # interpreter's exit waited on every thread still busy (a hover over a 15 MB
+            # recipes file kept the process at 100 % CPU long after the pipe closed).
+            if hasattr(server, "stop_features"):
+                await server.stop_features()
+            return True
         except FramingError as exc:
             why = f"the editor's messages can no longer be read ({exc}); exiting so that the editor restarts the server"
             log.error("TensorViz: %s", why)  # window/logMessage, if the editor still reads
@@ -279,7 +289,7 @@ def serve_stdio(server: Any) -> None:
             raise
 
     try:
-        asyncio.run(main())
+        ended = asyncio.run(main())
     except SystemExit as exc:
         # The editor's ``exit``. After ``shutdown`` stopped the features, threads still
         # finishing a capture get STOP_SECONDS, not a wait without end (the interpreter
@@ -297,6 +307,11 @@ def serve_stdio(server: Any) -> None:
         log.error("the connection to the editor is lost; shutting down")
     except KeyboardInterrupt:
         pass
+    else:
+        if ended:
+            shut_down = getattr(server.protocol, "lifecycle", None) == "shut down"
+            print("tensorviz: the editor closed the connection; exiting", file=sys.stderr, flush=True)
+            leave(server, 0 if shut_down else 1, STOP_SECONDS)
     server.shutdown()
 
 

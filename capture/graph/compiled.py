@@ -32,6 +32,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from ..units import flops_text
+
 STATUSES = ("compiled", "skipped", "timeout", "failed")
 MAX_COLLECTIVES = 20_000
 
@@ -123,12 +125,6 @@ def summary_lines(compiled: dict[str, Any] | None, size_text: Any) -> list[str]:
                      f"temporaries {size_text(mem.get('temporaries', 0))} - aliases {size_text(mem.get('aliases', 0))})")
     return lines
 
-
-def flops_text(n: float) -> str:
-    for unit, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}FLOP"
-    return f"{n:.0f} FLOP"
 
 
 def words(compiled: dict[str, Any], size_text: Any = None) -> dict[str, Any]:

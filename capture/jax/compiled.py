@@ -42,7 +42,8 @@ import threading
 import time
 from typing import Any
 
-from ..graph.sharding import DTYPE_BITS, collective_record
+from ..graph.sharding import collective_record
+from ..units import dtype_bits
 
 #: What ``Capture.compiled`` holds, in words (``compiled["note"]``).
 NOTE = ("the captured program compiled by XLA for the capture's devices (simulated on the CPU when the recipe's "
@@ -376,7 +377,7 @@ def _arrays(type_text: str) -> list[int]:
     """The bytes of each array of an HLO result type (a tuple's elements in order)."""
     out = []
     for dtype, dims in _ARRAY.findall(type_text):
-        bits = DTYPE_BITS.get(_HLO_DTYPES.get(dtype, dtype), None)
+        bits = dtype_bits(_HLO_DTYPES.get(dtype, dtype))
         if bits is None:
             continue
         n = math.prod(int(d) for d in dims.split(",") if d) if dims else 1

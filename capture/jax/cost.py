@@ -52,6 +52,7 @@ import math
 from typing import Any
 
 from ..graph.model import UNCOUNTED, Group, Node, NodeCosts
+from ..units import COUNT_LIMIT, OVERFLOW_REASON
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
 RULES = {
@@ -118,7 +119,7 @@ _TAKING = frozenset({"gather", "slice", "dynamic_slice"})
 _UPDATING = frozenset({"scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul", "scatter-min",
                        "scatter_min", "scatter-max", "scatter_max", "scatter-sub", "scatter_sub",
                        "scatter_apply", "dynamic_update_slice"})
-_MAX = (1 << 63) - 1
+_MAX = COUNT_LIMIT
 #: What kind of arithmetic each node's FLOPs are (``notes["kinds"]``, per primitive), as the Torch
 #: count names them: matmul, convolution, attention, pointwise, reduction/norm, scan, other. A
 #: ``scan`` or ``cond`` boundary is ``control flow``: a reader splits it by its bodies' kinds.
@@ -304,7 +305,7 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
                 continue
         f, kind = costs.flops(eqn)
         r, w = _moved(eqn, kind)
-        flops[i], read[i], written[i], rule[i] = min(f, _MAX), r, w, rule_id(kind)
+        flops[i], read[i], written[i], rule[i] = _fit(f, node.op, costs.reasons), _fit(r), _fit(w), rule_id(kind)
 
     # Control-flow boundaries, innermost first (a body's nodes come after its boundary's,
     # and a nested boundary's body after the one holding it).
@@ -362,7 +363,9 @@ def _boundary(prim: str, eqn: Any, mine: list[int], closed: bool, sums: list,
     is uncounted or None)``."""
     if prim == "pallas_call":
         figures, why = _pallas(eqn, mine, closed, sums, groups)
-        return figures, why, RULES[why] if why in ("body not converted", "opaque subprogram") else None
+        if why in ("body not converted", "opaque subprogram"):
+            return figures, why, RULES[why]
+        return figures, why, OVERFLOW_REASON if figures[0] < 0 and why != "no rule" else None
     if prim == "while":
         return _NONE, "while: trip count unknown", RULES["while: trip count unknown"]
     if prim == "shard_map" and mine and not closed and type(groups[mine[0]].attrs.get("devices")) is int:
@@ -378,7 +381,9 @@ def _boundary(prim: str, eqn: Any, mine: list[int], closed: bool, sums: list,
         f, r, w, _ = sums[0]
         if type(length) is not int:
             return _NONE, "no rule", "its length is not static"
-        return (_scale(f, length), _scale(r, length), _scale(w, length)), "scan body × length", None
+        figures = (_scale(f, length), _scale(r, length), _scale(w, length))
+        # beyond the file's int64 column: uncounted with the reason, never clipped
+        return figures, "scan body × length", OVERFLOW_REASON if figures[0] < 0 <= f else None
     f, r, w, _ = max(sums, key=lambda s: (s[0], s[1] + s[2]))  # cond: the largest branch
     return (f, r, w), "cond: largest branch", None
 
@@ -389,9 +394,9 @@ def _pallas(eqn: Any, mine: list[int], closed: bool, sums: list, groups: list[Gr
     read = _sum(_bytes(a) for a in (_aval(v) for v in eqn.invars) if _sized(a))
     ce = eqn.params.get("cost_estimate")
     if ce is not None and isinstance(getattr(ce, "flops", None), int) and isinstance(getattr(ce, "bytes_accessed", None), int):
-        total = int(ce.bytes_accessed)
+        total = _fit(int(ce.bytes_accessed))
         out = min(written, total)
-        return (min(int(ce.flops), _MAX), total - out, out), "pallas: CostEstimate"
+        return (_fit(int(ce.flops)), total - out if total >= 0 else UNCOUNTED, out), "pallas: CostEstimate"
     if closed or not mine or not sums:
         why = "body not converted" if mine else "opaque subprogram"
         return (UNCOUNTED, UNCOUNTED, UNCOUNTED), why
@@ -435,10 +440,21 @@ def _innermost_bodies(groups: list[Group], body_kind: str) -> list[int]:
     return out
 
 
+def _fit(x: int, op: str | None = None, reasons: dict[str, str] | None = None) -> int:
+    """``x``, or UNCOUNTED beyond what a graph file stores (never clipped to the limit),
+    with the reason for ``op`` in ``reasons`` when given."""
+    if x <= _MAX:
+        return x
+    if op is not None and reasons is not None:
+        reasons.setdefault(op, OVERFLOW_REASON)
+    return UNCOUNTED
+
+
 def _sum(xs: Any) -> int:
-    """A total that stays uncounted-aware: an uncounted part is left out (it is listed on its own)."""
-    return min(sum(x for x in xs if x > 0), _MAX)
+    """A total that stays uncounted-aware: an uncounted part is left out (it is listed on its
+    own); UNCOUNTED beyond the limit."""
+    return _fit(sum(x for x in xs if x > 0))
 
 
-def _scale(x: int, k: int) -> int:
-    return UNCOUNTED if x < 0 else min(x * k, _MAX)
+def _scale(x: int, k: int, op: str | None = None, reasons: dict[str, str] | None = None) -> int:
+    return UNCOUNTED if x < 0 else _fit(x * k, op, reasons)

@@ -297,7 +297,7 @@ def _crashed(job: CaptureJob, channel: WorkerChannel) -> Capture:
     if memory and (code is None or code != 0):
         # Native code that cannot allocate under the limit aborts rather than raising.
         details["memory_limit"] = memory
-        how += f" (the capture memory limit was {memory / (1 << 20):g} MB)"
+        how += f" (the capture memory limit was {memory / (1 << 20):g} MiB)"
     escaped = list(channel.escaped)
     if escaped:
         details["escaped_processes"] = escaped
@@ -390,8 +390,8 @@ def _over_shared_memory(job: CaptureJob, memory: int) -> Capture:
                            requested=None)
     return job.fail(
         "limit", "MemoryError",
-        f"the capture's processes mapped more than {memory / (1 << 20):g} MB of shared memory (mmap MAP_SHARED, "
-        f"/dev/shm or memfd files, System V segments), over the capture memory limit of {memory / (1 << 20):g} MB "
+        f"the capture's processes mapped more than {memory / (1 << 20):g} MiB of shared memory (mmap MAP_SHARED, "
+        f"/dev/shm or memfd files, System V segments), over the capture memory limit of {memory / (1 << 20):g} MiB "
         "(tensorviz.captureMemoryMB, --memory, which counts each process's private memory and their shared "
         f"memory together); the capture was stopped after {job.elapsed()}",
         details,

@@ -54,6 +54,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ..graph.model import UNCOUNTED, Capture, NodeCosts
 from ..graph.symbols import evaluate as _evaluate
 from ..graph.symbols import fixed_symbols
+from ..units import COUNT_LIMIT, OVERFLOW_REASON
 from .dtensors import BOUNDARY_OPS
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
@@ -165,7 +166,15 @@ _SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
              "_scaled_dot_product_flash_attention_for_cpu_backward": "backward"}
 # Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.
 _NAMED_ARGS = ("dtype", "layout", "memory_format")
-_MAX = (1 << 63) - 1
+_MAX = COUNT_LIMIT
+
+
+def _fits(flops: int) -> int:
+    """``flops``; beyond what a graph file stores for one op, uncounted with the reason
+    (never clipped to the limit)."""
+    if flops > _MAX:
+        raise _Uncounted(OVERFLOW_REASON)
+    return flops
 
 
 #: What the ``flops`` column of a Torch capture split over a mesh covers, and what
@@ -460,8 +469,8 @@ class TorchCosts:
                 with counter:
                     self.decompositions[op](*args, **kwargs)
                 self._flop_kinds.setdefault(node.op, self.kind_of(node.op, kind, counter.kinds))
-                return min(counter.flops, _MAX), kind
-            return min(self.flops_of(op, kind, args, kwargs, out), _MAX), kind
+                return _fits(counter.flops), kind
+            return _fits(self.flops_of(op, kind, args, kwargs, out)), kind
         except _Uncounted as exc:
             self.reasons.setdefault(node.op, str(exc))
         except _Unbuildable as exc:
@@ -683,7 +692,7 @@ def _total(sizes: Any) -> int:
         if s < 0:
             return UNCOUNTED
         total += s
-    return min(total, _MAX)
+    return total if total <= _MAX else UNCOUNTED  # never clipped to the column's limit
 
 
 def count(capture: Capture) -> NodeCosts:

@@ -439,7 +439,7 @@ def _describe_out_of_memory(failure: Any, exc: BaseException, ctx: Any) -> None:
     asked = f"an allocation of {size_words(requested)} ({requested:,} bytes) failed" if requested is not None \
         else "an allocation failed"
     if _memory_limit:
-        where = f"the capture memory limit is {_memory_limit / (1 << 20):g} MB (tensorviz.captureMemoryMB, --memory)"
+        where = f"the capture memory limit is {_memory_limit / (1 << 20):g} MiB (tensorviz.captureMemoryMB, --memory)"
     else:
         where = f"the machine had {size_words(available)} available" if available is not None else "no memory limit was set"
     message = f"the capture ran out of memory: {asked}; {where}"

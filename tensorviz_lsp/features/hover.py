@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 from lsprotocol import types
 
 from capture.graph.model import Capture
+from capture.units import bytes_text, flops_text
 from viewer.projection.cost import executed_totals
 
 from ..backends import Candidate
@@ -90,8 +91,8 @@ def _size(capture: Capture) -> str:
     totals = executed_totals(capture)
     if totals is not None:
         flops, uncounted = totals["flops"], totals["uncounted"]
-        text += f"; {lv.si(flops, 'FLOPs')}{' (global)' if capture.meshes else ''} (a multiply-add counts 2), " \
-                f"{lv.human_bytes(totals['bytes'])} moved"
+        text += f"; {flops_text(flops)}{' (global)' if capture.meshes else ''} (a multiply-add counts 2), " \
+                f"{bytes_text(totals['bytes'])} moved"
         if uncounted:
             text += f", {uncounted:,} op{'s' * (uncounted != 1)} uncounted"
     text += _compiled(capture)
@@ -112,10 +113,10 @@ def _compiled(capture: Capture) -> str:
         text += f" ({c['unattributed']:,} on no op)"
     flops = (c.get("cost") or {}).get("flops")
     if isinstance(flops, (int, float)):
-        text += f", {lv.si(flops, 'FLOPs')} per device"
+        text += f", {flops_text(flops)} per device"
     peak = (c.get("memory") or {}).get("peak")
     if isinstance(peak, int):
-        text += f", peak {lv.human_bytes(peak)} per device"
+        text += f", peak {bytes_text(peak)} per device"
     return text
 
 

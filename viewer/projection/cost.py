@@ -28,13 +28,13 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from capture import units
 from capture.graph import gc_pause
 from capture.graph.symbols import evaluate, fixed_symbols
 from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
 from .names import group_title
-from .views import _DTYPE_BITS
 
 #: What a FLOP is, in every place a figure is shown.
 FLOP_NOTE = "FLOPs: floating-point operations, a multiply-add counted as 2"
@@ -49,11 +49,9 @@ _FACTORIES = frozenset({"zeros_like", "zeros", "empty_like", "empty", "full_like
 
 
 def si(x: float, unit: str) -> str:
-    """``2.42 GFLOPs``, ``523 kFLOPs``: three significant digits and an SI prefix."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
+    """``2.42 GFLOPs``, ``523 kFLOPs``, ``197 TFLOP/s``: :func:`capture.units.rate_text`
+    (bytes are :func:`capture.units.bytes_text`, in binary units)."""
+    return units.flops_text(x) if unit == "FLOPs" else units.rate_text(x, unit)
 
 
 def executed_totals(capture: Any) -> dict | None:
@@ -66,11 +64,22 @@ def executed_totals(capture: Any) -> dict | None:
     in_body: dict[int, bool] = {}
 
     def body(g: int) -> bool:
-        got = in_body.get(g)
-        if got is None:
-            grp = groups[g]
-            got = grp.kind == "body" or (grp.parent is not None and 0 <= grp.parent < len(groups) and body(grp.parent))
-            in_body[g] = got
+        # iterative: a hostile file may nest groups 20,000 deep
+        path = []
+        x: int | None = g
+        got = False
+        while x is not None and 0 <= x < len(groups):
+            known = in_body.get(x)
+            if known is not None:
+                got = known
+                break
+            path.append(x)
+            if groups[x].kind == "body":
+                got = True
+                break
+            x = groups[x].parent
+        for y in path:
+            in_body[y] = got
         return got
 
     group_of = NodeTable.of(capture.nodes).columns().group
@@ -84,13 +93,6 @@ def executed_totals(capture: Any) -> dict | None:
             uncounted += 1
         moved += max(r, 0) + max(w, 0)
     return {"flops": flops, "bytes": moved, "uncounted": uncounted}
-
-
-def dtype_bytes(dtype: str) -> float | None:
-    bits = _DTYPE_BITS.get(dtype)
-    if bits is None and dtype.startswith("float8"):
-        bits = 8
-    return None if bits is None else bits / 8
 
 
 class LayerCosts:
@@ -110,15 +112,16 @@ class LayerCosts:
         z = [0] * (ng + 1)
         self.flops, self.read, self.written, self.uncounted = list(z), list(z), list(z), list(z)
         self.estimate = [False] * (ng + 1)
-        self._activations: list[float] = list(z)
-        self._peak: list[float] = list(z)
-        self._saved: list[float] = list(z)
+        self._activations: list[int] = list(z)
+        self._peak: list[int] = list(z)
+        self._saved: list[int] = list(z)
         self._peak_at = -1
-        self._peak_kept = 0.0  # the whole program's peak with what outlives it kept (see _kept)
-        self._kept: dict[str, float] = {}
+        self._peak_kept = 0  # the whole program's peak with what outlives it kept (see _kept)
+        self._kept: dict[str, int] = {}
         self.spans: dict[int, tuple[int, int]] = {}
         self.first_value: dict[int, int] = {}  # per memory key: the value it was made as
-        self._saved_total = 0.0
+        self._saved_total = 0
+        self._unknown_sizes = 0
         self._has_backward = False
         self._memory_done = False  # worked out on first use: a page's cards show FLOPs and bytes only
         self._by_kind: list[dict[str, int]] | None = None  # FLOPs by kind per group slot, on first use
@@ -128,19 +131,19 @@ class LayerCosts:
         self._sums()
 
     @property
-    def activations(self) -> list[float]:
+    def activations(self) -> list[int]:
         """Per group slot, the bytes of the new tensors its ops make."""
         self._need_memory()
         return self._activations
 
     @property
-    def peak(self) -> list[float]:
+    def peak(self) -> list[int]:
         """Per group slot, the most activation bytes alive at once while it runs."""
         self._need_memory()
         return self._peak
 
     @property
-    def saved(self) -> list[float]:
+    def saved(self) -> list[int]:
         """Per group slot, the bytes of its activations that backward reads."""
         self._need_memory()
         return self._saved
@@ -170,8 +173,7 @@ class LayerCosts:
 
     def _order(self) -> list[int]:
         """Groups deepest first (children before parents)."""
-        chain = self.index.chain
-        return sorted(range(len(self.capture.groups)), key=lambda g: len(chain[g]), reverse=True)
+        return sorted(range(len(self.capture.groups)), key=self.index.depth.__getitem__, reverse=True)
 
     def _up(self, arrays: list[list], combine: Callable[[Any, Any], Any] | None = None) -> None:
         """Propagate per-group values to the ancestors (bodies stay trees of their own)."""
@@ -204,7 +206,7 @@ class LayerCosts:
         self._up([self.estimate], lambda a, b: a or b)
         ix = self.index
         for g in range(len(self.capture.groups)):
-            self.in_body[g + 1] = ix.chain[g][0] in ix.body_node if ix.chain[g] else False
+            self.in_body[g + 1] = ix.top[g] in ix.body_node
 
     # ------------------------------------------------------------------ FLOPs by kind
 
@@ -250,7 +252,7 @@ class LayerCosts:
 
     # ------------------------------------------------------------------ memory
 
-    def _storage_keys(self) -> tuple[list[int], dict[int, float]]:
+    def _storage_keys(self) -> tuple[list[int], dict[int, int]]:
         """Per value, the key of the memory it lives in, and per key its bytes (its first
         value's: the allocation). A Torch value's memory is its storage (views and in-place
         results share their input's); a value a view op made (by its cost rule: a JAX
@@ -267,7 +269,8 @@ class LayerCosts:
         n = len(values)
         known = fixed_symbols(self.capture.meta)  # rows a stated choice fixed (capture.graph.symbols)
         keys: list[int] = []
-        size: dict[int, float] = {}
+        size: dict[int, int] = {}
+        unknown = 0
         for v in range(n):
             sid = storage[v]
             if type(sid) is int and sid >= 0:
@@ -281,7 +284,13 @@ class LayerCosts:
                         key = keys[src]
             keys.append(key)
             if key not in size:
-                size[key] = _value_bytes(shape_of(v), dtype_of(v), known)
+                # exact integers (17 dimensions of 2^62 are a number, not an OverflowError); a
+                # size that is not known (a symbolic dimension no symbol fixes, an unknown
+                # dtype) is counted apart (``unknown_sizes``), never as a guess
+                got = _value_bytes(shape_of(v), dtype_of(v), known)
+                size[key] = 0 if got is None else got
+                unknown += got is None
+        self._unknown_sizes = unknown
         return keys, size
 
     def _memory(self) -> None:
@@ -303,11 +312,11 @@ class LayerCosts:
         for k, i in born.items():
             self._activations[grp[i] + 1] += size[k]
         last = self._last_uses(born, keys, executed)
-        delta = [0.0] * (n + 2)
+        delta = [0] * (n + 2)
         for k, i in born.items():
             delta[i] += size[k]
             delta[last[k] + 1] -= size[k]
-        live, best, at = 0.0, 0.0, -1
+        live, best, at = 0, 0, -1
         peak = self._peak
         for i in range(n):
             live += delta[i]
@@ -353,7 +362,7 @@ class LayerCosts:
                 last[k] = n
         return last
 
-    def _kept_peak(self, born: dict[int, int], keys: list[int], size: dict[int, float], last: dict[int, int],
+    def _kept_peak(self, born: dict[int, int], keys: list[int], size: dict[int, int], last: dict[int, int],
                    executed: list[bool]) -> None:
         """The peak with what outlives the program kept to its end: the outputs (already),
         gradients (``.grad`` holds them after the step), optimizer state (made by a factory in
@@ -370,22 +379,22 @@ class LayerCosts:
             start[r] = min(start.get(r, i), i)
             end[r] = max(end.get(r, e), e)
         self.spans = {r: (i, end[r]) for r, i in start.items()}  # per memory: from its op to its end (fit.py)
-        delta = [0.0] * (n + 2)
+        delta = [0] * (n + 2)  # exact ints (capture/units.py): a hostile size is no OverflowError
         for r, i in start.items():
             delta[i] += size[r]
             delta[end[r] + 1] -= size[r]
-        live = best = 0.0
+        live = best = 0
         for i in range(n):
             live += delta[i]
             if executed[i] and live > best:
                 best = live
         self._peak_kept = best
-        kept: dict[str, float] = {}
+        kept: dict[str, int] = {}
         for k, what in kinds.items():
-            kept[what] = kept.get(what, 0.0) + size[k]
+            kept[what] = kept.get(what, 0) + size[k]
         self._kept = kept
 
-    def _reused(self, born: dict[int, int], keys: list[int], size: dict[int, float],
+    def _reused(self, born: dict[int, int], keys: list[int], size: dict[int, int],
                 last: dict[int, int]) -> dict[int, int]:
         """XLA's in-place reuse (a JAX program): an elementwise result takes the buffer of an
         operand of its size that dies at it (an activation, not an input). Per memory key
@@ -446,7 +455,7 @@ class LayerCosts:
     def _backward_nodes(self) -> set[int]:
         groups = self.capture.groups
         ix = self.index
-        backward = [any(groups[x].kind in BACKWARD_KINDS for x in ix.chain[g]) for g in range(len(groups))]
+        backward = ix.inherited([grp.kind in BACKWARD_KINDS for grp in groups])
         return {i for i, g in enumerate(ix.cols.group) if g >= 0 and backward[g]}
 
     # ------------------------------------------------------------------ roofline
@@ -578,6 +587,8 @@ class LayerCosts:
         }
         if self._has_backward:
             out["saved_for_backward"] = int(self._saved_total)
+        if self._unknown_sizes:
+            out["unknown_sizes"] = self._unknown_sizes  # memories of unknown size, not in the figures
         out["peak_live_kept"] = int(self._peak_kept)
         out["kept"] = {k: int(v) for k, v in sorted(self._kept.items())}
         out["flops_by_kind"] = _ordered_kinds(self.by_kind[0])
@@ -639,16 +650,12 @@ def _shapes(values: ValueTable) -> Callable[[int], list]:
     return lambda v: dims[off[v]:off[v + 1]]
 
 
-def _value_bytes(shape: list, dtype: str, known: dict[str, int] | None = None) -> float:
-    n = 1
-    for d in shape:
-        if type(d) is not int and known:
-            d = evaluate(d, known)
-        if type(d) is not int:
-            return 0.0
-        n *= d
-    b = dtype_bytes(dtype)
-    return 0.0 if b is None else n * b
+def _value_bytes(shape: list, dtype: str, known: dict[str, int] | None = None) -> int | None:
+    """Bytes of a value (:func:`capture.units.nbytes`), a symbolic dimension evaluated with
+    the ``known`` symbols; None when a dimension or the dtype stays unknown."""
+    if known:
+        shape = [evaluate(d, known) if type(d) is not int else d for d in shape]
+    return units.nbytes(shape, dtype)
 
 
 # --------------------------------------------------------------------------- the table
@@ -687,7 +694,7 @@ class _LayerTable:
         self.times = self.costs.times(device) if device is not None and self.costs.available else None
         self.total = max(self.costs.flops[0], 1)
         self.rows: list[dict] = []
-        self.backward = [any(groups[x].kind in BACKWARD_KINDS for x in self.ix.chain[g]) for g in range(len(groups))]
+        self.backward = self.ix.inherited([grp.kind in BACKWARD_KINDS for grp in groups])
 
     def shown(self, g: int) -> bool:
         return self.listed_kinds is None or self.groups[g].kind in self.listed_kinds
@@ -718,11 +725,11 @@ class _LayerTable:
             "path": grp.attrs.get("path") if isinstance(grp.attrs, dict) else None,
             "output": _output_label(proj, first),
         }
-        params = {"count": 0, "bytes": 0, "tensors": 0}
+        params: dict[str, int | None] = {"count": 0, "bytes": 0, "tensors": 0}
         for g in gs:
             p = proj.pages._group_params(g)
             for k in params:
-                params[k] += p[k]
+                params[k] = units.add((params[k], p[k]))
         r["params"] = params
         if costs.available:
             r.update(
@@ -762,7 +769,7 @@ class _LayerTable:
                 r["stack"]["per_block"] = {
                     "flops": sum(costs.flops[s] for s in one),
                     "bytes": sum(costs.read[s] + costs.written[s] for s in one),
-                    "params": sum(proj.pages._group_params(g)["count"] for g in gs[:period]),
+                    "params": units.add(proj.pages._group_params(g)["count"] for g in gs[:period]),
                 }
                 if times is not None:
                     r["stack"]["per_block"]["time"] = sum(times[s] for s in one)

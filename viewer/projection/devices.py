@@ -43,6 +43,9 @@ NOT_A_BOUND = ("not a bound either way: its bytes are unfused (more than a fused
 #: The nominal memory bandwidth of the local CPU entry (bytes/s) when nothing better is known.
 CPU_BANDWIDTH = 20e9
 _MAX_FILE = 1 << 20
+#: The range a figure (FLOP/s, bytes/s) may take: finite, at least 1 (no zero, negative or
+#: subnormal figure, which made times of 2.27 ns or failed the JSON) and at most 10^24.
+MIN_FIGURE, MAX_FIGURE = 1.0, 1e24
 
 
 class DeviceError(ValueError):
@@ -217,32 +220,38 @@ def _entries(doc: dict, where: str) -> dict[str, Device]:
         at = f"{where}: devices.{name}"
         if not isinstance(entry, dict):
             raise DeviceError(f"{at} must be a table")
-        bw = entry.get("bandwidth")
-        if not isinstance(bw, (int, float)) or isinstance(bw, bool) or not bw > 0:
-            raise DeviceError(f"{at}.bandwidth must be a positive number of bytes per second")
+        bw = _figure(entry.get("bandwidth"), f"{at}.bandwidth", "bytes per second")
         peaks = entry.get("peak_flops")
         if not isinstance(peaks, dict) or not peaks:
             raise DeviceError(f"{at}.peak_flops must be a table of dtype = FLOP/s")
-        for dtype, v in peaks.items():
-            if type(v) not in (int, float) or not v > 0:
-                raise DeviceError(f"{at}.peak_flops.{dtype} must be a positive number of FLOP/s")
-        label = entry.get("label", name)
+        figures = {str(dtype): _figure(v, f"{at}.peak_flops.{dtype}", "FLOP/s") for dtype, v in peaks.items()}
+        label, note = entry.get("label", name), entry.get("note", "")
         if not isinstance(label, str):
             raise DeviceError(f"{at}.label must be a string")
+        if not isinstance(note, str):
+            raise DeviceError(f"{at}.note must be a string")
         memory = entry.get("memory", 0)
-        if type(memory) not in (int, float) or memory < 0:
-            raise DeviceError(f"{at}.memory must be a number of bytes (0 or more)")
-        out[name] = Device(name, label, float(bw), {k: float(v) for k, v in peaks.items()},
-                           str(entry.get("note", "")), where, measured=_measured(entry.get("measured"), at),
+        if type(memory) not in (int, float) or not 0 <= memory <= MAX_FIGURE:
+            raise DeviceError(f"{at}.memory must be a number of bytes from 0 to {MAX_FIGURE:g}")
+        out[name] = Device(name, label, bw, figures, note, where, measured=_measured(entry.get("measured"), at),
                            memory=float(memory))
     return out
+
+
+def _figure(v: Any, at: str, unit: str) -> float:
+    """A figure of the table: a finite number from MIN_FIGURE to MAX_FIGURE, as a float."""
+    if type(v) not in (int, float) or not (MIN_FIGURE <= v <= MAX_FIGURE):  # NaN fails both comparisons
+        raise DeviceError(f"{at} must be a number of {unit} from {MIN_FIGURE:g} to {MAX_FIGURE:g} "
+                          f"(not zero, negative, subnormal, infinite or NaN)")
+    return float(v)
 
 
 def _measured(value: Any, at: str) -> dict[str, Any] | None:
     """An entry's ``measured = { low, high, on }`` (measured / estimated time), checked."""
     if value is None:
         return None
-    ok = isinstance(value, dict) and all(type(value.get(k)) in (int, float) and value[k] > 0 for k in ("low", "high"))
+    ok = isinstance(value, dict) and all(type(value.get(k)) in (int, float) and 0 < value[k] < float("inf")
+                                         for k in ("low", "high"))
     if not ok or value["low"] > value["high"] or not isinstance(value.get("on", ""), str):
         raise DeviceError(f"{at}.measured must be {{ low = N, high = M, on = \"what ran\" }} with 0 < low <= high")
     return {"low": float(value["low"]), "high": float(value["high"]), "on": str(value.get("on", ""))}
@@ -257,6 +266,8 @@ def _read(path: Path, workspace: Path | None = None) -> dict:
         raise DeviceError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise DeviceError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:  # tomllib recurses on nested arrays and inline tables
+        raise DeviceError(f"{path}: a value nested too deeply to read") from None
 
 
 def load(workspace: str | os.PathLike[str] | None = None, extra: str | os.PathLike[str] | None = None

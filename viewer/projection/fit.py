@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from capture import units
+
 #: Optimizer state per parameter byte, by name (``--optimizer``), and what it holds.
 OPTIMIZERS: dict[str, tuple[float, str]] = {
     "adam": (2.0, "Adam: two moments (exp_avg, exp_avg_sq), each as large as the parameters"),
@@ -106,18 +108,13 @@ def fit_text(result: dict[str, Any], bytes_text: Any) -> str:
 
 def input_bytes(proj: Any) -> int:
     """The bytes of the capture's input tensors (values named as inputs, made by no op)."""
-    from .cost import dtype_bytes
-
-    total = 0.0
+    total = 0
     for v, (_, role) in proj.names.names.items():
         if role != "input" or proj.index.producer[v] >= 0:
             continue
         val = proj.capture.values[v]
-        n = 1
-        for d in val.shape:
-            n *= d if type(d) is int else 0
-        total += n * (dtype_bytes(val.dtype) or 0)
-    return int(total)
+        total += units.nbytes(val.shape, val.dtype) or 0  # an unknown size adds nothing (capture/units.py)
+    return total
 
 
 def per_device(proj: Any) -> dict[str, Any] | None:
@@ -182,12 +179,5 @@ def add_chosen(split: dict[str, Any], plan: dict[str, Any], optimizer: str | Non
         split["peak"] += split["gradients"] + split["saved_for_backward"]
 
 
-def _bytes(shape: Any, dtype: str) -> float:
-    from .cost import dtype_bytes
-
-    n = 1
-    for d in shape:
-        if type(d) is not int:
-            return 0.0
-        n *= d
-    return n * (dtype_bytes(dtype) or 0)
+def _bytes(shape: Any, dtype: str) -> int:
+    return units.nbytes(shape, dtype) or 0  # exact; an unknown size adds nothing (capture/units.py)

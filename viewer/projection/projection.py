@@ -255,7 +255,7 @@ class Projection:
             **({"bodies": self.pages.body_summaries(i)} if i in self.index.bodies_of else {}),
             **({"elided": True, "near": self.pages.near(i)} if i in self.present.elided else {}),
             **({"cost": self.costs().node(i)} if self.capture.cost is not None else {}),
-            **({"template": self.index.body_node[self.index.chain[g][0]]} if g != ROOT and self.index.chain[g][0] in self.index.body_node else {}),
+            **({"template": self.index.body_node[self.index.top[g]]} if g != ROOT and self.index.top[g] in self.index.body_node else {}),
         }
 
     def value(self, v: int) -> dict:

@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
+from capture import units
 from capture.graph import gc_pause
 from .body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
@@ -29,6 +30,7 @@ from .plumbing import container_plumbing_fold, plumbing_fold
 from .structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
+WRAPPERS_CAP = 8  # groups a one-op card lists it stands for (a hostile chain of them may be 20,000 deep)
 # What a routed group and a stack of layers routed differently say (structure.py).
 ROUTED_WORDING = "routed: which ops run depends on the data"
 ROUTING_DIFFERS = "routing differs per layer"
@@ -37,14 +39,6 @@ SUBTREE_ITEMS = 60_000  # items one api/subtree answer may carry (Expand all fet
 PARAM_ROLES = frozenset({"param", "variable"})  # what a group card counts as its parameters
 _VIEW_CACHE = 24
 _DEPS_CACHE = 32
-
-# Bytes per element, for a group card's parameter bytes ("7.09 M params · 28.4 MB").
-_DTYPE_BITS = {
-    "float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32,
-    "int16": 16, "int8": 8, "int4": 4, "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8,
-    "uint4": 4, "complex64": 64, "complex128": 128, "bool": 8, "float8_e4m3fn": 8, "float8_e5m2": 8,
-}
-
 
 class PageError(Exception):
     """A page that does not exist (an unknown chunk)."""
@@ -549,7 +543,7 @@ class Pages:
             if single is not None:
                 card = "op"
                 extra["single"] = self.item(single, kernels)
-                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels)]
+                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels, WRAPPERS_CAP)]
         cost = self._group_cost(c)
         if cost is not None:
             extra["cost"] = cost
@@ -805,7 +799,9 @@ class Pages:
         got = self._group_weights.get(g)
         if got is not None:
             return got
-        tensors = count = bits = 0
+        tensors = 0
+        count: int | None = 0
+        size: int | None = 0
         plain = self.values.plain  # shape and dtype without the row's measured map
         if self._stand_ins is None:
             self._stand_ins = body_stand_ins(self.capture)
@@ -821,14 +817,11 @@ class Pages:
                 # model's weights would be counted twice
                 continue
             shape, dtype, _ = plain(v)
-            n = 1
-            for d in shape:
-                if isinstance(d, int):  # a symbolic dimension counts as 1
-                    n *= d
             tensors += 1
-            count += n
-            bits += n * _DTYPE_BITS.get(dtype, 32)
-        got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
+            # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
+            count = units.add((count, units.element_count(shape)))
+            size = units.add((size, units.nbytes(shape, dtype)))
+        got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": size}
         return got
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from capture.graph import graphfile
-from viewer.projection.cost import FLOP_KINDS, si
+from capture.units import bytes_text, count_text, flops_text, rate_text, seconds_text
+from viewer.projection.cost import FLOP_KINDS
 from viewer.projection.fit import OPTIMIZERS
 
 DEFAULT_DEPTH = 3
@@ -61,8 +62,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     collecting = gc.isenabled()
     gc.disable()  # many small objects, no cycles (as inspect)
+    from viewer.projection.errors import ProjectionError
+
     try:
         return _run(args)
+    except ProjectionError as exc:  # a graph the index refuses (values crossing too deep a nesting): one line
+        return _fail(f"{args.file}: {exc}")
     finally:
         if collecting:
             gc.enable()
@@ -80,19 +85,35 @@ def _workspace_of(path: Path) -> Path | None:
     return None
 
 
-def _run(args: argparse.Namespace) -> int:
+def _device_table(args: argparse.Namespace) -> dict | None:
+    """The device profiles; a broken workspace table is said in one line and left out (the
+    summary still comes), a broken ``--devices`` file is an error (None, said)."""
     from viewer.projection import devices as device_table
+
+    try:
+        return device_table.load(args.workspace or _workspace_of(Path(args.file)), args.devices)
+    except device_table.DeviceError as exc:
+        problem = str(exc)
+    try:
+        table = device_table.load(None, args.devices)
+    except device_table.DeviceError as exc:
+        _fail(str(exc))
+        return None
+    print(f"tensorviz summary: {problem}; the workspace's device table is left out", file=sys.stderr)
+    return table
+
+
+def _run(args: argparse.Namespace) -> int:
     from viewer.projection.cost import layer_rows
     from viewer.projection.projection import Projection
 
-    try:
-        table = device_table.load(args.workspace or _workspace_of(Path(args.file)), args.devices)
-    except device_table.DeviceError as exc:
-        return _fail(str(exc))
+    table = _device_table(args)
+    if table is None:
+        return 2
     if args.device == "list":
         for d in table.values():
-            peaks = ", ".join(f"{k} {si(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
-            print(f"{d.name:16} {d.label}: {peaks}; {si(d.bandwidth, 'B/s')}" + (f" ({d.note})" if d.note else ""))
+            peaks = ", ".join(f"{k} {rate_text(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
+            print(f"{d.name:16} {d.label}: {peaks}; {bytes_text(d.bandwidth)}/s" + (f" ({d.note})" if d.note else ""))
         return 0
     device = None
     if args.device is not None:
@@ -121,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
         if key == "time" and device is None:
             return _fail("--sort time needs --device")
         rows = sorted((r for r in rows if not r.get("per_block")),
-                      key=lambda r: -(r["params"]["count"] if key == "params" else r.get(key) or 0))
+                      key=lambda r: -((r["params"]["count"] if key == "params" else r.get(key)) or 0))
     doc = _document(args, capture, proj, rows, device)
     if args.json:
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
@@ -206,34 +227,6 @@ def _moe(proj: Any, rows: list[dict]) -> list[dict]:
 # --------------------------------------------------------------------------- formatting
 
 
-def flops_text(x: int) -> str:
-    return si(x, "FLOPs") if x else "0"
-
-
-def bytes_text(x: float) -> str:
-    if x < 1024:
-        return f"{int(x)} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        x /= 1024.0
-        if x < 1024 or unit == "PiB":
-            return f"{x:.3g} {unit}"
-    return f"{x} B"  # pragma: no cover
-
-
-def count_text(x: int) -> str:
-    for factor, suffix in ((1e12, " T"), (1e9, " B"), (1e6, " M"), (1e3, " k")):
-        if x >= factor:
-            return f"{x / factor:.3g}{suffix}"
-    return str(x)
-
-
-def time_text(s: float) -> str:
-    for factor, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if s >= factor:
-            return f"{s / factor:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"
-
-
 def _label(r: dict, flat: bool) -> str:
     name = r["stack"]["title"] if "stack" in r else (r.get("path") or r["name"] if flat else r["name"])
     if flat and r.get("phase") == "backward" and not (r["name"] == "backward" and r["depth"] == 1):
@@ -262,9 +255,8 @@ def _compiled_text(doc: dict) -> str:
     if not compiled:
         return ""
     from capture.graph.compiled import summary_lines
-    from capture.graph.device_memory import size_text
 
-    lines = summary_lines(compiled, size_text)
+    lines = summary_lines(compiled, bytes_text)
     pd = doc.get("per_device") or {}
     if "flops_ratio" in pd:
         lines.append(f"Per device FLOPs: {flops_text(int(pd['flops_estimate']))} (TensorViz: the global count ÷ "
@@ -339,7 +331,7 @@ def _text(doc: dict, flat: bool) -> str:
             pb = r["stack"]["per_block"]
             line[4] += f" ({flops_text(pb['flops'])}/block)"
         if device:
-            line.append(time_text(r["time"]) + (f" {r['bound']}" if r.get("bound") else ""))
+            line.append(seconds_text(r["time"]) + (f" {r['bound']}" if r.get("bound") else ""))
         table.append(line)
     widths = [max([len(h)] + [len(row[i]) for row in table]) for i, h in enumerate(headers)]
     widths[0] = min(widths[0], 60)
@@ -370,13 +362,15 @@ def _text(doc: dict, flat: bool) -> str:
               f"(read {bytes_text(totals['bytes_read'])}, written {bytes_text(totals['bytes_written'])}; unfused)\n")
     out.write(f"Parameters:       {count_text(p['count'])} in {p['tensors']:,} tensors, {bytes_text(p['bytes'])}\n")
     out.write(f"Activations:      {bytes_text(totals['activations'])} made; peak live {bytes_text(totals['peak_live'])} "
-              "(traced order, at the captured shapes)\n")
+              "(traced order, at the captured shapes)"
+              + (f"; {totals['unknown_sizes']:,} of unknown size (a symbolic dimension or an unknown dtype) "
+                 "not counted" if totals.get("unknown_sizes") else "") + "\n")
     if "saved_for_backward" in totals:
         out.write(f"Saved for backward: {bytes_text(totals['saved_for_backward'])}\n")
     out.write(_memory_text(doc.get("memory")))
     out.write(_compiled_text(doc))
     if device:
-        out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
+        out.write(f"Est. time:        {seconds_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):
             out.write(f"                  {device['name']}: {device['note']}\n")
     out.write(_moe_text(doc.get("moe") or [], doc.get("assumptions") or []))

@@ -75,7 +75,7 @@ def test_legend_split_shapes_per_device_and_collectives(browser, served, close_p
     page.locator("#mesh-legend .mesh-details").click()
     text = legend.inner_text()
     assert "8 cpu devices, simulated" in text
-    assert "per device: 1.0 kB params · 128 B in · 128 B act" in text  # as group cards write it
+    assert "per device: 1 KiB params · 128 B in · 128 B act" in text  # as group cards write it
     assert page.locator("#btn-device").is_visible()
     app.js("async () => { await window.tensorviz.expandAll(); }")
     key, lines = lines_of(app, "dot_general")
@@ -138,7 +138,7 @@ def test_the_compilers_collectives_badge_legend_and_banner(browser, tmp_path, cl
         page.locator("#mesh-legend .mesh-details").click()
         legend = page.locator("#mesh-legend").inner_text()
         assert "compiled: 2 collectives (all-reduce(model)×1, all-gather(data)×1), 1 on no op" in legend
-        assert "XLA per device: 4.1 kFLOPs · peak 1.2 kB" in legend
+        assert "XLA per device: 4.1 kFLOPs · peak 1.19 KiB" in legend
         app.js("async () => { await window.tensorviz.expandAll(); }")
         key, lines = lines_of(app, "dot_general")
         assert lines[0] == "XLA all-reduce model ×2 · sends 256 B each"
@@ -162,7 +162,7 @@ def test_group_cards_and_search_by_axis(browser, served, close_pages):
     close_pages.append(app)
     app.js("async () => { await window.tensorviz.collapseAll(); }")
     info = app.js("(k) => window.tensorviz.itemInfo(k)", "g0")
-    assert "per device: 1.0 kB params · 128 B in · 128 B act" in info["lines"]  # format.js formatBytes
+    assert "per device: 1 KiB params · 128 B in · 128 B act" in info["lines"]  # format.js formatBytes
     got = app.js("async () => (await (await fetch('api/search?q=model&' + location.search.slice(1))).json())")
     assert [r["label"] for r in got["results"] if r["type"] == "node"] == ["all_gather"]
     assert got["results"][0]["why"] == "collective over model"
