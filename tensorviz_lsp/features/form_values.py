@@ -3,12 +3,12 @@
 The form used to save literals only: a call (minGPT's ``GPT.get_default_config()``), a
 ref, ``none`` for Gemma's ``cache: Cache | None`` could not be entered. Now a field or
 input the form cannot type (not an int, float, bool or plain string) is a text in the
-shorthand's VALUE grammar (:mod:`tensorviz_lsp.cli.shorthand_values`), and steps after
+shorthand's VALUE grammar (:mod:`tensorviz_lsp.setup.shorthand_values`), and steps after
 construction are lines in its STEP grammar; the browser sends them as they are typed
 (``{"kind": "text", "text": "GPT.get_default_config()"}``, ``steps_text``) and
 :func:`read_form_recipe` reads them here, with the same parser, the same name
 resolution and then the same checks as the command line
-(:func:`tensorviz_lsp.cli.setup_check.setup_problems`). :func:`value_text` and
+(:func:`tensorviz_lsp.setup.setup_check.setup_problems`). :func:`value_text` and
 :func:`steps_text` write a saved recipe's values back as that text.
 """
 
@@ -21,9 +21,9 @@ from typing import Any
 
 from capture.recipe import RecipeError, Recipe, model_ref_for, module_file, split_ref
 
-from ..cli.setup_check import setup_problems
-from ..cli.shorthand import ArgumentError, add_steps
-from ..cli.shorthand_values import Names, ShorthandError, parse_value_spec
+from ..setup.setup_check import setup_problems
+from ..setup.shorthand import ArgumentError, add_steps
+from ..setup.shorthand_values import Names, ShorthandError, parse_value_spec
 
 #: The pseudo-description the browser sends for a value typed as text.
 TEXT_KIND = "text"

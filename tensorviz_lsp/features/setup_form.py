@@ -23,8 +23,8 @@ from discovery.binding import bind
 from discovery.results import CallInputJson
 
 from ..backends import Candidate
-from ..cli.shorthand_values import ShorthandError, parse_value_spec
-from ..cli.suggestions import Suggester
+from ..setup.shorthand_values import ShorthandError, parse_value_spec
+from ..setup.suggestions import Suggester
 from .form_values import steps_text, value_text
 
 

@@ -11,7 +11,7 @@ The shorthand form saves (or updates) the profile in ``.tensorviz/recipes.toml``
 then captures it; without ``--framework`` the framework is the one discovery finds for
 the symbol (a JAX function or Flax module saves ``framework = "jax"``). Before anything is
 saved or run, the setup is checked against discovery's reading of the symbol
-(:mod:`tensorviz_lsp.cli.setup_check`): a required constructor field or input nothing gives,
+(:mod:`tensorviz_lsp.setup.setup_check`): a required constructor field or input nothing gives,
 or an input name the callable does not take, is a usage error listing what is needed and
 a command that would work (``--profile NAME`` alone is checked the same way). ``--env``
 sets environment variables for the capture worker only (``JAX_ENABLE_X64=1`` for 64-bit
@@ -51,8 +51,8 @@ from capture.worker.protocol import environment_needed, inputs_needed, model_dep
 from capture.worker.shadowing import shadowing_note
 
 from ...recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
-from ..setup_check import describe, example_value, fixed_command, setup_problems
-from ..shorthand import (
+from ...setup.setup_check import describe, example_value, fixed_command, setup_problems
+from ...setup.shorthand import (
     GRAMMAR_HELP,
     STEP_HELP,
     ArgumentError,

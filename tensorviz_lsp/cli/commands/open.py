@@ -19,7 +19,7 @@ from pathlib import Path
 
 from capture.session import SessionResult
 
-from ..shorthand import GRAMMAR_HELP, STEP_HELP
+from ...setup.shorthand import GRAMMAR_HELP, STEP_HELP
 from .capture import (
     add_setup_options,
     add_worker_options,

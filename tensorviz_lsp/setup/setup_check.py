@@ -52,7 +52,7 @@ class SetupProblem:
     #: class's field), which the command that would work corrects in place.
     rename: tuple[str, str] | None = None
     #: What the example could not infer (its ``…`` places), for people; empty when it
-    #: has reason to run (:mod:`tensorviz_lsp.cli.suggestions`).
+    #: has reason to run (:mod:`tensorviz_lsp.setup.suggestions`).
     unknown: tuple[str, ...] = ()
     #: ``--then`` steps the example needs (a builder's config: minGPT's vocab_size).
     steps: tuple[str, ...] = ()
@@ -348,7 +348,7 @@ def _what(p: Mapping[str, Any]) -> str:
 
 def example_value(p: Mapping[str, Any], flag: str, framework: str = "torch") -> str:
     """A VALUE for parameter ``p`` (in its JSON contract) as a suggestion gives it
-    (:class:`~tensorviz_lsp.cli.suggestions.Suggester`; ``…`` where the code does not say)."""
+    (:class:`~tensorviz_lsp.setup.suggestions.Suggester`; ``…`` where the code does not say)."""
     suggest = Suggester(framework)
     example = suggest.init_value(p) if flag == "--init" else suggest.input_value(p)
     return example.text

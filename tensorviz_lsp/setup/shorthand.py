@@ -10,7 +10,7 @@
   script in a folder without ``__init__.py``);
 * ``--input NAME=VALUE`` (a keyword input) or ``--input VALUE`` (the next positional);
 * ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way; a
-  VALUE (:mod:`tensorviz_lsp.cli.shorthand_values`) is a tensor, a Python literal or a call
+  VALUE (:mod:`tensorviz_lsp.setup.shorthand_values`) is a tensor, a Python literal or a call
   (``--init 'config=GPTConfig(n_layer=4, n_embd=128)'``), read without evaluating it;
 * ``--init-factory REF`` / ``--inputs-factory REF`` — a function of yours that builds the
   model / returns its inputs (``init.factory`` / ``inputs.factory``); REF is
@@ -45,7 +45,7 @@ The profile is the one already saved for the symbol (the first whose ``model`` n
 it, whatever its name), else a new one named like the symbol (``GPT``; ``GPT_2`` when
 that name is taken), as the editor's lens names it. What the setup then still lacks (a
 required constructor field or input, an input name the callable does not take) is
-:mod:`tensorviz_lsp.cli.setup_check`'s to say, before anything is saved or run.
+:mod:`tensorviz_lsp.setup.setup_check`'s to say, before anything is saved or run.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def call_setup(arguments: list[str], what: str = "--input", resolve: Resolve | N
 
 
 def add_steps(data: dict[str, Any], texts: list[str], resolve: Resolve | None = None) -> None:
-    """Repeated ``--then`` STEPs (:data:`~tensorviz_lsp.cli.shorthand_values.STEP_HELP`)
+    """Repeated ``--then`` STEPs (:data:`~tensorviz_lsp.setup.shorthand_values.STEP_HELP`)
     into a profile's plain data: ``model.…`` into ``init.then``, ``NAME.…`` into the
     ``then`` of the ``--init`` argument ``NAME`` (a call). They replace the steps saved
     before (init's and those calls')."""
