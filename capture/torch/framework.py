@@ -484,9 +484,14 @@ def capture(ctx: CaptureContext) -> Capture:  # noqa: C901
         # The fake process group and the mesh exist before the model's module is imported;
         # factories and the forward run with the mesh current (``with mesh:``).
         group = SimulatedGroup(recipe, device)
+    from .grad_modes import inference_mode_as_grad_mode
+
+    modes: dict[str, Any] = {}
     try:
-        with (group.mesh if group is not None else nullcontext()):
-            return _capture(ctx, torch, device, group)
+        with (group.mesh if group is not None else nullcontext()), inference_mode_as_grad_mode(torch, modes):
+            result = _capture(ctx, torch, device, group)
+        result.meta.update(modes)
+        return result
     finally:
         if group is not None:
             group.close()
