@@ -354,10 +354,12 @@ def example_value(p: Mapping[str, Any], flag: str, framework: str = "torch") -> 
     return example.text
 
 
-def describe(problems: list[SetupProblem], shown: str, command_line: str) -> str:
+def describe(problems: list[SetupProblem], shown: str, command_line: str, *, refused: str | None = None) -> str:
     """The usage error: what ``shown`` (``model.py:GPT``) lacks, one line per problem,
     then ``command_line``: a command that would work (``try:``), or, when a value could
-    not be inferred, the command to complete (its ``…`` places) after what is missing."""
+    not be inferred, the command to complete (its ``…`` places) after what is missing.
+    ``refused``: why the command built was checked and would itself be refused; it is then
+    offered to adjust, not to try."""
     lines = [f"{shown} cannot run with this setup; nothing was saved or run:"]
     unknown: list[str] = []
     for p in problems:
@@ -370,6 +372,9 @@ def describe(problems: list[SetupProblem], shown: str, command_line: str) -> str
         lines.append("could not infer (the code does not say):")
         lines += [f"  {u}" for u in unknown]
         lines += ["fill in each … and run:", f"  {command_line}"]
+    elif refused:
+        lines += [f"the command TensorViz would suggest is refused too ({refused}); adjust it and run:",
+                  f"  {command_line}"]
     else:
         lines += ["try:", f"  {command_line}"]
     return "\n".join(lines)

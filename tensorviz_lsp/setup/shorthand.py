@@ -418,7 +418,12 @@ class TokenIds:
 
     def high(self, name: str, init: dict[str, Any]) -> int | None:
         """The exclusive bound of input ``name``'s ids under ``init`` (a recipe's init
-        table), or None when it is not token ids or nothing says how many there are."""
+        table), or None when it is not token ids or nothing says how many there are (a
+        sentinel default such as ``vocab_size: int = -1`` says nothing)."""
+        high = self._high(name, init)
+        return high if type(high) is int and high > 0 else None
+
+    def _high(self, name: str, init: dict[str, Any]) -> int | None:
         if name not in self.by_name:
             return None
         high_from, high = self.by_name[name]

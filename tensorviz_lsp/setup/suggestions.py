@@ -100,6 +100,11 @@ def _optional(annotation: str) -> bool:
     return bool(re.search(r"\|\s*None\b|\bNone\s*\||^Optional\[", annotation))
 
 
+def _int_like(annotation: str) -> bool:
+    """``int``, ``int | None``, ``Optional[int]``."""
+    return bool(re.fullmatch(r"(Optional\[)?int\]?( \| None)?|None \| int", annotation))
+
+
 def _bool_like(p: Mapping[str, Any]) -> bool:
     annotation = _annotation(p)
     if re.fullmatch(r"(Optional\[)?bool\]?( \| None)?|bool \| None|None \| bool", annotation):
@@ -174,8 +179,15 @@ class Suggester:
         nested = f.get("config_class")
         cls = size_class(f["name"])
         if has_default:
-            if cls and cls[0] != "token_id" and type(default) is int and not isinstance(default, bool) \
-                    and cls[1] < default:
+            # A size larger than a suggestion needs is shrunk. A vocabulary left as a
+            # sentinel (llama3's ``vocab_size: int = -1``, set later from a tokenizer) is no
+            # size at all; other sentinels (``n_local_heads = -1``: as many as the heads) the
+            # config resolves itself.
+            sentinel = cls is not None and cls[0] == "vocab" and (
+                type(default) is int and default <= 0
+                or default is None and bool(f.get("default_is_literal")) and _int_like(_annotation(f)))
+            if sentinel or cls and cls[0] != "token_id" and type(default) is int \
+                    and not isinstance(default, bool) and cls[1] < default:
                 self.chosen[path] = cls[1]
                 return Example(str(cls[1]))
             if type(default) is int:

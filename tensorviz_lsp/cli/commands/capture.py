@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import re
 import shlex
 import signal
@@ -43,7 +44,7 @@ from capture.frameworks import framework_names
 from capture.graph.failure_text import cut_note, readable_message
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.model import Capture
-from capture.recipe import MODEL_DTYPES, RecipeError
+from capture.recipe import MODEL_DTYPES, Recipe, RecipeError
 from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
 from capture.session.checks import workspace_python
 from capture.worker.limits import Limits
@@ -51,6 +52,7 @@ from capture.worker.protocol import environment_needed, inputs_needed, model_dep
 from capture.worker.shadowing import shadowing_note
 
 from ...recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
+from ...setup.recipe_errors import setup_error_text
 from ...setup.setup_check import describe, example_value, fixed_command, setup_problems
 from ...setup.shorthand import (
     GRAMMAR_HELP,
@@ -199,7 +201,7 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
         try:
             workspace, profile = save_shorthand(args)
         except RecipeError as exc:
-            raise ShorthandError(f"the shorthand does not make a valid setup: {exc}") from None
+            raise ShorthandError(f"the shorthand does not make a valid setup: {setup_error_text(exc)}") from None
     else:
         if (args.input or args.init or args.then or args.framework or args.device or args.seed is not None
                 or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
@@ -424,6 +426,20 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     updated names its framework already. The profile is the one saved for the symbol
     (found by its ``model``), else a new one named like the symbol. A setup that lacks
     what the symbol needs is a usage error, and nothing is saved."""
+    target, recipe, discovered = shorthand_recipe(args)
+    if discovered is not None:
+        _note_zero_tokens(args, recipe)
+    save_profile(target.workspace, recipe)
+    return target.workspace, recipe.name
+
+
+def shorthand_recipe(args: argparse.Namespace, *, check_suggestion: bool = True
+                     ) -> tuple[Target, Recipe, Discovered | None]:
+    """``(target, recipe, discovery's reading or None)`` the shorthand describes, checked
+    against the symbol; nothing saved. A setup that lacks what the symbol needs raises
+    :class:`ShorthandError` with a command that would work, itself built and checked the
+    same way first (``check_suggestion``) so that a command TensorViz prints is one it
+    accepts."""
     target = parse_target(args.target, args.workspace)
     checkpoint = workspace_file(args.checkpoint, target.workspace, "--checkpoint") if args.checkpoint else None
     fixture = workspace_file(args.fixture, target.workspace, "--fixture") if args.fixture else None
@@ -477,11 +493,33 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             shown = f"{_shown_file(target)}:{target.qualname}"
             argv = _typed_arguments(args)
             command = fixed_command(args.command, shown, argv, problems, args.profile)
-            raise ShorthandError(describe(problems, shown, command))
-    if discovered is not None:
-        _note_zero_tokens(args, recipe)
-    save_profile(target.workspace, recipe)
-    return target.workspace, recipe.name
+            refused = suggestion_refused(args, command) if check_suggestion else None
+            raise ShorthandError(describe(problems, shown, command, refused=refused))
+    return target, recipe, discovered
+
+
+def suggestion_refused(args: argparse.Namespace, command: str) -> str | None:
+    """Why TensorViz would refuse ``command`` (a suggestion about to be printed), or None
+    when it parses, builds a valid setup and passes the setup checks. A command with ``…``
+    to fill in is not checked: it says it cannot run as printed."""
+    if "…" in command:
+        return None
+    parser = argparse.ArgumentParser(prog="tensorviz", add_help=False)
+    register(parser.add_subparsers(dest="command"))
+    words = shlex.split(command)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            ns = parser.parse_args(["capture", *words[2:]])
+    except SystemExit:
+        return err.getvalue().strip().splitlines()[-1] if err.getvalue().strip() else "it does not parse"
+    ns.command = args.command
+    try:
+        shorthand_recipe(ns, check_suggestion=False)
+    except RecipeError as exc:
+        return setup_error_text(exc)
+    except ShorthandError as exc:
+        return str(exc).splitlines()[0]
+    return None
 
 
 def _note_zero_tokens(args: argparse.Namespace, recipe: Any) -> None:
@@ -533,7 +571,8 @@ def check_saved_profile(args: argparse.Namespace, workspace: Path, profile: str)
         shown = f"{_shown_file(target)}:{qualname}"
         found, _ = profile_for_target(target)
         command = fixed_command(args.command, shown, [], problems, None if found == profile else profile)
-        raise ShorthandError(describe(problems, shown, command).replace(
+        refused = suggestion_refused(args, command)
+        raise ShorthandError(describe(problems, shown, command, refused=refused).replace(
             "; nothing was saved or run:", f" (profile {profile}); nothing was run:", 1))
 
 
