@@ -82,6 +82,9 @@ class Example:
     text: str
     unknown: list[str] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
+    #: For a config class's call: the value of each field it sets, by field name (a
+    #: nested config's own fields inside its Example): what the setup form prefills.
+    fields: dict[str, "Example"] = field(default_factory=dict)
 
     @property
     def known(self) -> bool:
@@ -152,6 +155,7 @@ class Suggester:
         fields = cfg["fields"]
         shrunk_vocab = None
         chosen: list[tuple[str, str]] = []
+        examples: dict[str, Example] = {}
         for f in fields:
             if f.get("supplied_by"):
                 continue
@@ -159,6 +163,7 @@ class Suggester:
             if value is None:
                 continue
             chosen.append((f["name"], value.text))
+            examples[f["name"]] = value
             unknown += value.unknown
             if (size_class(f["name"]) or ("",))[0] == "vocab":
                 shrunk_vocab = self.chosen.get(f"{path}.{f['name']}")
@@ -168,9 +173,10 @@ class Suggester:
             if cls and cls[0] == "token_id" and type(default) is int and shrunk_vocab is not None \
                     and default >= shrunk_vocab and all(n != f["name"] for n, _ in chosen):
                 chosen.append((f["name"], str(cls[1])))
+                examples[f["name"]] = Example(str(cls[1]))
                 self.chosen[f"{path}.{f['name']}"] = cls[1]
         parts = [f"{n}={v}" for n, v in chosen]
-        return Example(f"{cfg['name']}({', '.join(parts)})", unknown)
+        return Example(f"{cfg['name']}({', '.join(parts)})", unknown, fields=examples)
 
     def _field(self, f: Mapping[str, Any], path: str) -> Example | None:
         """A config field's VALUE, or None to leave it at its default."""

@@ -81,6 +81,7 @@ import { Panel } from "./panel.js";
  * @property {ConfigClass} [config]
  * @property {string} [text]
  * @property {string} [example]
+ * @property {Json} [suggested]  what the command line would suggest (a small size, a required field), the starting value when nothing is saved
  */
 
 /** @typedef {{value?: string | null, placeholder?: string, contract?: string}} Factory  an init or inputs factory offered */
@@ -639,7 +640,7 @@ export class SetupForm extends Panel {
     const path = f.path || `init.kwargs.${f.name}`;
     const type = (f.type || f.annotation || "str").toLowerCase();
     const hasSaved = saved !== undefined;
-    const value = hasSaved ? saved : f.default;
+    const value = hasSaved ? saved : f.suggested !== undefined ? f.suggested : f.default;
     const shownDefault = f.default_text !== undefined ? `= ${f.default_text}` : f.default === null && !f.required ? "None" : "";
     /** @type {FieldInput} */
     let input;
@@ -730,7 +731,9 @@ export class SetupForm extends Panel {
     const count = `${cfg.fields.length} field${cfg.fields.length === 1 ? "" : "s"}`;
     const summary = el("summary", {}, el("strong", {}, cfg.name), ` · ${count}`, el("span", { class: "muted" }, `  ${cfg.where || ""}`));
     const details = el("details", { open: !nested || ownCall }, summary,
-      el("small", { class: "contract" }, `Prefilled with ${cfg.name}'s defaults; only what you change is saved, as a call of ${cfg.target}.` +
+      el("small", { class: "contract" }, (cfg.fields.some((s) => s.suggested !== undefined || s.text)
+        ? `Prefilled with what the command line suggests (small sizes, required fields) over ${cfg.name}'s defaults; what differs from the defaults is saved, as a call of ${cfg.target}.`
+        : `Prefilled with ${cfg.name}'s defaults; only what you change is saved, as a call of ${cfg.target}.`) +
         (cfg.complete === false ? " A base class TensorViz cannot read may take more fields." : "")),
       body);
     const group = el("fieldset", { class: "config-group", [nested ? "data-config-field" : "data-field"]: f.name, "data-config": path, "data-path": path },
