@@ -50,6 +50,16 @@ _SIZES: tuple[tuple[str, re.Pattern[str], int], ...] = tuple((name, re.compile(r
     ("image", r"image_size$|img_size$", 32),
     ("patch", r"patch_size$", 4),
 ))
+# Numbers whose name says their usual value (a required ``norm_eps: float`` is 1e-05, not
+# 1.0; ``rope_theta: int`` is 10000, not a size of 8): the first that matches wins.
+_NAMED_NUMBERS: tuple[tuple[re.Pattern[str], float], ...] = tuple((re.compile(rx), v) for rx, v in (
+    (r"(^|_)(eps|epsilon)$|_eps_|layer_norm_eps|rms_norm_eps", 1e-05),
+    (r"theta$|rope_base$|^rotary_base$|^base_freq", 10000.0),
+    (r"drop(out)?(_rate|_prob|_p)?$|^p_drop|_dropout_", 0.0),
+    (r"initializer_range$|(^|_)init_std$|^std$", 0.02),
+    (r"multiple_of$", 32),
+    (r"temperature$|(^|_)scale$|multiplier$|_factor$", 1.0),
+))
 _TOKEN_ID_VALUES = {"pad": 0, "bos": 1, "eos": 2, "sep": 3, "cls": 4, "mask": 5, "unk": 6, "decoder_start": 1}
 _FLAG_DEFAULTS = {"deterministic": True}
 _FLAG_NAMES = frozenset({"train", "training", "is_training", "deterministic", "use_cache", "return_dict",
@@ -71,6 +81,13 @@ def size_class(name: str) -> tuple[str, int] | None:
                 return cls, _TOKEN_ID_VALUES.get(which, 0)
             return cls, value
     return None
+
+
+def named_number(name: str) -> float | None:
+    """The usual value of a number named ``name`` (``norm_eps`` → 1e-05, ``rope_theta`` →
+    10000.0), or None when its name does not say."""
+    lowered = name.lower()
+    return next((v for rx, v in _NAMED_NUMBERS if rx.search(lowered)), None)
 
 
 @dataclass
@@ -248,6 +265,12 @@ class Suggester:
             return Example("none")
         for word, text in (("int", None), ("float", "1.0"), ("str", None)):
             if annotation == word or annotation == f"Optional[{word}]":
+                named = named_number(name.rsplit(".", 1)[-1])
+                if named is not None and word in ("int", "float"):
+                    value = int(named) if word == "int" else float(named)
+                    if word == "int":
+                        self.chosen[path] = value
+                    return Example(repr(value))
                 if word == "int":
                     cls = size_class(name.rsplit(".", 1)[-1])
                     value = cls[1] if cls and cls[0] != "token_id" else 8

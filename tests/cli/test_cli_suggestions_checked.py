@@ -126,3 +126,23 @@ def test_a_too_large_input_is_worded_by_its_flag(ws, capsys):
                  "--input", "tokens=int64[100000,100000,1000]"]) == 2
     err = capsys.readouterr().err
     assert "largest: --input tokens with" in err and "profiles." not in err
+
+
+@pytest.mark.parametrize("name, annotation, text", [
+    ("norm_eps", "float", "1e-05"),
+    ("rms_norm_eps", "float", "1e-05"),
+    ("rope_theta", "float", "10000.0"),
+    ("rope_theta", "int", "10000"),
+    ("dropout", "float", "0.0"),
+    ("initializer_range", "float", "0.02"),
+    ("multiple_of", "int", "32"),
+    ("d_model", "int", "64"),
+    ("n_layer", "int", "2"),
+    ("steps", "int", "8"),
+    ("alpha", "float", "1.0"),
+])
+def test_required_numbers_get_their_usual_values(name, annotation, text):
+    """A required config number is suggested by its name where it says (never
+    ``rope_theta=8`` or ``norm_eps=1.0``), a size by its size class."""
+    field = {"name": name, "annotation": annotation, "required": True, "kind": "keyword"}
+    assert Suggester("torch").init_value(field).text == text
