@@ -513,6 +513,9 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
 
     ctx.progress("importing the model", 0.1)
     target = ctx.import_object(recipe.model)
+    if recipe.init.before:  # library state the constructor reads (model-parallel groups)
+        ctx.progress("running the steps before construction", 0.15)
+        ctx.before_construction(make_tensor)
     built: dict[str, Any] = {}  # what building the model as its library does adopted (meta)
     model, kind, evidence, memory_estimate = _built_model(ctx, torch, target, make_tensor, device, abstract, built)
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)

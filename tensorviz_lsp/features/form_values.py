@@ -22,7 +22,7 @@ from typing import Any
 from capture.recipe import RecipeError, Recipe, model_ref_for, module_file, split_ref
 
 from ..setup.setup_check import setup_problems
-from ..setup.shorthand import ArgumentError, add_steps
+from ..setup.shorthand import ArgumentError, add_before, add_steps
 from ..setup.shorthand_values import Names, ShorthandError, parse_value_spec
 
 #: The pseudo-description the browser sends for a value typed as text.
@@ -71,12 +71,15 @@ def read_form_recipe(root: Path, name: str, recipe: dict[str, Any],
     errors: list[dict[str, str]] = []
     names = names_for_form(root, data, cand)
     steps = data.pop("steps_text", None)
+    before = data.pop("before_text", None)
     for section in ("init", "inputs"):
         if isinstance(data.get(section), dict):
             data[section] = _read_texts(data[section], section, names, errors)
     if errors:
         return data, errors
     if steps is not None and not _read_steps(data, steps, names, errors):
+        return data, errors
+    if before is not None and not _read_before(data, before, names, errors):
         return data, errors
     if cand is not None:
         try:
@@ -126,6 +129,31 @@ def _read_steps(data: dict[str, Any], steps: Any, names: Names | None, errors: l
         errors.append({"path": "steps", "message": f"{exc.text}: {exc.problem}"})
         return False
     return True
+
+
+def _read_before(data: dict[str, Any], before: Any, names: Names | None, errors: list[dict[str, str]]) -> bool:
+    """The Before construction box's call lines as ``init.before`` (replacing the saved
+    calls; none removes them); False, with the problem in ``errors``, when one does not read."""
+    lines = [line.strip() for line in before if isinstance(line, str) and line.strip()] \
+        if isinstance(before, list) else []
+    init = data.setdefault("init", {"args": [], "kwargs": {}})
+    if not isinstance(init, dict):
+        return True
+    try:
+        add_before(data, lines, names)
+    except ArgumentError as exc:
+        errors.append({"path": "before", "message": f"{exc.text}: {exc.problem}"})
+        return False
+    if not lines:
+        init.pop("before", None)
+    return True
+
+
+def before_text(recipe: dict[str, Any]) -> list[str]:
+    """A saved profile's ``init.before`` calls as the box's lines (the call VALUE text)."""
+    init = recipe.get("init") if isinstance(recipe.get("init"), dict) else {}
+    model_module = str(recipe.get("model", "")).partition(":")[0] or None
+    return [value_text(call, model_module) for call in (init or {}).get("before") or [] if isinstance(call, dict)]
 
 
 def _form_path(problem: Any) -> str:

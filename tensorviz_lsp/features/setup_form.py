@@ -25,7 +25,7 @@ from discovery.results import CallInputJson
 from ..backends import Candidate
 from ..setup.shorthand_values import ShorthandError, parse_value_spec
 from ..setup.suggestions import Example, Suggester
-from .form_values import steps_text, value_text
+from .form_values import before_text, steps_text, value_text
 
 
 @dataclass
@@ -42,6 +42,10 @@ class SetupContext:
 _VARIADIC = ("var_positional", "var_keyword")
 #: The types the form has a control of its own for; any other field is VALUE text.
 _TYPED = ("int", "float", "bool", "str")
+BEFORE_HELP = ("One call a line, made before the model is built, for library state its constructor reads: "
+               "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1) (after "
+               "torch.distributed.init_process_group('gloo', init_method='tcp://127.0.0.1:29512', rank=0, "
+               "world_size=1)). The command line's --before.")
 STEPS_HELP = ("One step a line, run on what was built before the capture: model.setup_caches(max_batch_size=1, "
               "max_seq_length=64) calls a method of the model; config.vocab_size=100 sets an attribute of a "
               "constructor argument built by a call.")
@@ -248,6 +252,8 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         "symbol": {"qualname": cand.qualname, "kind": cand.kind, "framework": cand.framework},
         # Steps after construction, one STEP a line (the shorthand's --then grammar).
         "steps": {"lines": steps, "help": STEPS_HELP},
+        # Calls before construction, one call VALUE a line (the shorthand's --before).
+        "before": {"lines": before_text(recipe), "help": BEFORE_HELP},
         "factories": {
             "init": {"value": init.get("factory"), "placeholder": FACTORY_PLACEHOLDER,
                      "contract": INIT_CONTRACTS.get(cand.kind, INIT_CONTRACTS["torch_module"]).format(name=cand.qualname)},

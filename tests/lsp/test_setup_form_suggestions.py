@@ -148,3 +148,22 @@ def test_a_suggestion_a_save_would_refuse_is_not_prefilled(tmp_path, monkeypatch
     (norm,) = [f for f in form["fields"] if f["name"] == "norm"]
     assert norm["text"] == "none"
     assert not any(isinstance(n, dict) and n["path"] == "init.kwargs.norm" for n in form["needs"])
+
+
+def test_the_before_box_reads_and_shows_calls_before_construction(tmp_path):
+    """The form's equivalent of --before: one call a line, saved as init.before, shown back."""
+    (tmp_path / "parallel.py").write_text("def initialize_model_parallel(n):\n    pass\n")
+    form, cand = _form(tmp_path, MAMBAISH, "Mamba")
+    assert form["before"]["lines"] == [] and "initialize_model_parallel" in form["before"]["help"]
+    recipe = {**draft_recipe(cand, "m:Mamba"), "before_text": ["parallel.initialize_model_parallel(1)"]}
+    data, errors = read_form_recipe(tmp_path, "Mamba", recipe, None)
+    assert errors == []
+    assert data["init"]["before"] == [{"kind": "call", "target": "parallel:initialize_model_parallel", "args": [1]}]
+    (tmp_path / "m.py").write_text(MAMBAISH)
+    (again,) = [c for c in RealBackends().discover(MAMBAISH, tmp_path / "m.py", tmp_path).candidates
+                if c.qualname == "Mamba"]
+    shown = setup_form(SetupContext(tmp_path, (tmp_path / "m.py").as_uri(), again, "Mamba", data))
+    assert shown["before"]["lines"] == ["parallel.initialize_model_parallel(1)"]
+    _, errors = read_form_recipe(tmp_path, "Mamba", {**recipe, "before_text": ["8"]}, None)
+    assert errors == [{"path": "before", "message": "8: a step before construction is a call, e.g. "
+                                                    "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)"}]

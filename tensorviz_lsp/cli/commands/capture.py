@@ -52,9 +52,11 @@ from capture.worker.protocol import environment_needed, inputs_needed, model_dep
 from capture.worker.shadowing import shadowing_note
 
 from ...recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
+from ...setup.hints import before_hint_text
 from ...setup.recipe_errors import setup_error_text
 from ...setup.setup_check import describe, example_value, fixed_command, setup_problems
 from ...setup.shorthand import (
+    BEFORE_HELP,
     GRAMMAR_HELP,
     STEP_HELP,
     ArgumentError,
@@ -84,7 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "capture",
         help="capture a saved setup (or FILE.py:SYMBOL with --input …) into a .tvg graph file",
-        description=DESCRIPTION, epilog=GRAMMAR_HELP + "\n" + STEP_HELP,
+        description=DESCRIPTION, epilog=GRAMMAR_HELP + "\n" + STEP_HELP + "\n" + BEFORE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_setup_options(p)
@@ -108,6 +110,10 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
                    help="shorthand: a step after construction (repeatable, in order), e.g. "
                         "'model.setup_caches(max_batch_size=1, max_seq_length=64)' or \"config.model_type='gpt-nano'\"; "
                         "STEP below")
+    p.add_argument("--before", action="append", default=[], metavar="CALL",
+                   help="shorthand: a call made before the model is built (repeatable, in order), for library state "
+                        "its constructor reads, e.g. "
+                        "'fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)'; BEFORE below")
     p.add_argument("--init-factory", metavar="REF",
                    help="shorthand: a function of yours that builds the model, MODULE:FUNCTION or FILE.py:FUNCTION "
                         "(called with no arguments; returns the module, a bound Linen module, an NNX module or a "
@@ -203,11 +209,11 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
         except RecipeError as exc:
             raise ShorthandError(f"the shorthand does not make a valid setup: {setup_error_text(exc)}") from None
     else:
-        if (args.input or args.init or args.then or args.framework or args.device or args.seed is not None
+        if (args.input or args.init or args.then or args.before or args.framework or args.device or args.seed is not None
                 or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
                 or args.init_factory or args.inputs_factory or args.evidence or args.dtype or args.mesh):
             raise ShorthandError(
-                "--input/--init/--then/--init-factory/--inputs-factory/--abstract/--dtype/--framework/--device/--seed/--mesh/"
+                "--input/--init/--then/--before/--init-factory/--inputs-factory/--abstract/--dtype/--framework/--device/--seed/--mesh/"
                 "--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
@@ -410,6 +416,9 @@ def describe_failure(capture: Capture, command: str = "capture", graph_file: Pat
     for need in inputs_needed(f):
         name = f" ({need['name']})" if need["name"] else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
+    hint = before_hint_text(f.message) if f.stage in ("trace", "import", "recipe") else None
+    if hint:
+        lines.append(f"    hint: {hint}")
     wanted = environment_needed(f)
     if wanted:
         flags = " ".join(f"--env {k}={v}" for k, v in wanted.items())
@@ -483,6 +492,7 @@ def shorthand_recipe(args: argparse.Namespace, *, check_suggestion: bool = True
             resolve=names_for(target, discovered),
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
             steps=args.then,
+            before=args.before,
         )
     except ArgumentError as exc:
         example = _argument_example(exc, discovered)
@@ -590,8 +600,8 @@ def _argument_example(exc: ArgumentError, discovered: Discovered | None) -> str 
 
 def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     """The shorthand's setup arguments as typed, for a command line that would work."""
-    out: list[tuple[str, str | None]] = [("--init", t) for t in args.init] + [("--then", t) for t in args.then] \
-        + [("--input", t) for t in args.input]
+    out: list[tuple[str, str | None]] = [("--before", t) for t in args.before] + [("--init", t) for t in args.init] \
+        + [("--then", t) for t in args.then] + [("--input", t) for t in args.input]
     for flag, value in (("--init-factory", args.init_factory), ("--inputs-factory", args.inputs_factory),
                         ("--framework", args.framework), ("--device", args.device), ("--checkpoint", args.checkpoint),
                         ("--fixture", args.fixture), ("--dtype", args.dtype),

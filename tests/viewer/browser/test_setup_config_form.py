@@ -355,3 +355,19 @@ def test_a_transformers_subclass_opens_with_llamaconfigs_fields(browser, served_
     paths = {g.attrs.get("path") for g in c.groups if g.kind == "module"}
     assert {"model.layers.0", "model.layers.1"} <= paths and "model.layers.2" not in paths
     assert app.unexpected_errors() == []
+
+
+@pytest.mark.browser
+def test_calls_before_construction_are_saved_from_their_box(browser, served, close_pages):
+    """The form's --before: a call a line in "Before construction", saved as init.before."""
+    app = open_app(browser, served.server.url, ready=False)
+    close_pages.append(app)
+    page = app.page
+    page.locator("#setup").wait_for(state="visible")
+    box = page.locator("#setup-before-box")
+    assert "BEFORE CONSTRUCTION" in box.inner_text().upper() and "initialize_model_parallel" in box.inner_text()
+    page.locator("#setup-before").fill("torch.manual_seed(1)\n")
+    assert app.save_setup() == "Capture started.", page.locator("#setup-errors").inner_text()
+    profile = _saved_profile(served.root, "GPT")
+    assert profile["init"]["before"] == [{"kind": "call", "target": "torch:manual_seed", "args": [1]}]
+    assert app.unexpected_errors() == []

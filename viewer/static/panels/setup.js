@@ -124,6 +124,7 @@ import { Panel } from "./panel.js";
  * @property {RecipeInit} [init]
  * @property {RecipeInputs} [inputs]
  * @property {string[]} [steps_text]
+ * @property {string[]} [before_text]  the calls before construction, one a line (read on the server)
  * @property {Json} [mesh]  saved as a table; the form writes the `--mesh` text
  * @property {string} [evidence]
  */
@@ -140,6 +141,7 @@ import { Panel } from "./panel.js";
  * @property {{init?: Factory | null, inputs?: Factory | null}} [factories]
  * @property {EvidenceChoice | null} [evidence]
  * @property {Steps | null} [steps]
+ * @property {Steps | null} [before]  calls before construction (library state), one a line
  * @property {MeshText | null} [mesh]
  * @property {{qualname?: string, kind?: string, framework?: string}} [symbol]  the symbol set up
  * @property {FormSchema} [schema]
@@ -297,6 +299,7 @@ export class SetupForm extends Panel {
     this.modes.init = this.modeSection(fields, "init", factories.init, literal, "Constructor arguments", "Init factory");
     this.part("#setup-fields-title").hidden = !(d.fields || []).length && !factories.init;
     this.renderSteps(d.steps);
+    this.renderBefore(d.before);
     for (const sync of this.tokenSyncs) sync(); // token bounds from the fields just drawn
     this.renderSaved(recipe);
     const errors = this.part("#setup-errors");
@@ -324,6 +327,28 @@ export class SetupForm extends Panel {
     area.value = lines.join("\n");
     box.append(el("h3", {}, "Steps after construction"),
       el("label", { class: "field wide" }, area, el("small", {}, steps.help || ""), el("div", { class: "field-error", hidden: true })));
+  }
+
+  // Calls before construction, one a line (a call VALUE, read on the server): library
+  // state the constructor reads, fairscale's initialize_model_parallel(1).
+  /** @param {Steps | null | undefined} before */
+  renderBefore(before) {
+    let box = this.find("#setup-before-box");
+    if (!box) {
+      box = /** @type {HTMLElement} */ (el("div", { id: "setup-before-box", class: "steps" }));
+      this.part("#setup-fields").before(box);
+    }
+    clear(box);
+    box.hidden = !before;
+    if (!before) return;
+    const lines = before.lines || [];
+    const area = /** @type {HTMLTextAreaElement} */ (el("textarea", {
+      id: "setup-before", name: "before", "data-path": "before", rows: String(Math.max(1, lines.length + 1)),
+      placeholder: "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)", spellcheck: "false", autocomplete: "off",
+    }));
+    area.value = lines.join("\n");
+    box.append(el("h3", {}, "Before construction"),
+      el("label", { class: "field wide" }, area, el("small", {}, before.help || ""), el("div", { class: "field-error", hidden: true })));
   }
 
   // Torch's evidence: run the model, or shapes only (abstract). Only when the server offers it.
@@ -880,6 +905,10 @@ export class SetupForm extends Panel {
     const steps = /** @type {HTMLTextAreaElement | null} */ (this.find("#setup-steps"));
     if (steps && !this.part("#setup-steps-box").hidden) {
       recipe.steps_text = steps.value.split("\n").map((line) => line.trim()).filter(Boolean);
+    }
+    const before = /** @type {HTMLTextAreaElement | null} */ (this.find("#setup-before"));
+    if (before && !this.part("#setup-before-box").hidden) {
+      recipe.before_text = before.value.split("\n").map((line) => line.trim()).filter(Boolean);
     }
     const mesh = /** @type {HTMLInputElement | null} */ (this.find("#setup-mesh input"));
     if (mesh && !this.part("#setup-mesh").hidden) {
