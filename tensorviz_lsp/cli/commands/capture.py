@@ -272,8 +272,21 @@ def run(args: argparse.Namespace) -> int:
     if result.capture.failure is not None:
         print(describe_failure(result.capture, graph_file=result.graph_file), file=sys.stderr, end="")
         return 1
+    if result.graph_file is not None:
+        print(f"tensorviz capture: {captured_line(result.capture, result.graph_file)}", file=sys.stderr)
     # A history that could not keep the capture leaves the graph file standing: 0.
     return 0 if result.graph_file is not None else 1
+
+
+def captured_line(capture: Capture, graph_file: Path) -> str:
+    """What a capture holds and how to see it, for the terminal (stdout keeps only the
+    graph file's path, for scripts): ``128 nodes, 14 layers; view it with: tensorviz view …``."""
+    nodes = len(capture.nodes)
+    layers = sum(1 for g in capture.groups if getattr(g, "kind", None) == "module")
+    what = f"{nodes:,} node{'s' if nodes != 1 else ''}" + (f", {layers:,} layer{'s' if layers != 1 else ''}"
+                                                          if layers else "")
+    shown = shlex.quote(_shown_path(graph_file))
+    return f"captured {what}; view it with: tensorviz view {shown} (or tensorviz summary {shown})"
 
 
 def capture_in_session(
