@@ -1,7 +1,8 @@
-"""What a failed capture's message says to do, when it is library state the model reads
-but does not set up itself (issue 49): model-parallel groups (fairscale, Megatron), a
-default process group. The command line prints the hint under the failure; the language
-server shows it with the failure."""
+"""What a failed capture's message says to do (issue 49): library state the model reads
+but does not set up itself (model-parallel groups, a default process group: ``--before``),
+and known build mismatches between installed libraries (a torchvision built for another
+Torch: ``operator torchvision::nms does not exist``). The command line prints the hint
+under the failure."""
 
 from __future__ import annotations
 
@@ -40,3 +41,25 @@ def before_hint_text(message: str, flag: str = "--before") -> str | None:
     why, calls = found
     given = " ".join(f"{flag} \"{c}\"" for c in calls)
     return f"{why}: capture again with {given} (or the setup form's Before construction box)"
+
+
+# A compiled extension built against another Torch registers none of its operators.
+_MISSING_OPERATOR = re.compile(r"operator (\w+)::(\w+) does not exist")
+
+
+def build_mismatch_hint(message: str) -> str | None:
+    """The hint for a library whose compiled operators are missing because it was built
+    for another Torch than the one installed (torchvision's ``nms``), else None."""
+    m = _MISSING_OPERATOR.search(message or "")
+    if m is None:
+        return None
+    lib, op = m.group(1), m.group(2)
+    return (f"{lib} was built for another Torch than the installed one (its compiled operator {lib}::{op} is "
+            f"missing): install the {lib} release made for the installed torch, e.g. python -m pip install "
+            f"--force-reinstall '{lib}==<the release paired with your torch>' (the pairs: "
+            "https://pytorch.org/get-started/previous-versions/)")
+
+
+def failure_hint(message: str) -> str | None:
+    """The one hint for a failure's message, or None."""
+    return build_mismatch_hint(message) or before_hint_text(message)

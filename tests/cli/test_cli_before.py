@@ -122,3 +122,17 @@ def test_the_capture_runs_the_call_before_building(ws):
                          "--before", "parallel.initialize_model_parallel(2)"], cwd=ws, capture_output=True, text=True,
                         timeout=300)
     assert ok.returncode == 0, ok.stderr
+
+
+def test_a_torchvision_built_for_another_torch_is_named():
+    from tensorviz_lsp.setup.hints import failure_hint
+
+    message = ("RuntimeError: operator torchvision::nms does not exist")
+    f = Failure(type="RuntimeError", message=message, stage="import",
+                frames=[Frame(file="timm/layers/x.py", line=3, column=0, function="<module>", library=True)])
+    cap = Capture(backend="torch_eager", framework="torch", framework_version="2", coverage=Coverage("eager_forward"),
+                  failure=f)
+    text = capture_cmd.describe_failure(cap)
+    assert "hint: torchvision was built for another Torch than the installed one (its compiled operator " \
+           "torchvision::nms is missing)" in text
+    assert failure_hint("RuntimeError: mat1 and mat2 shapes cannot be multiplied") is None

@@ -52,7 +52,7 @@ from capture.worker.protocol import environment_needed, inputs_needed, model_dep
 from capture.worker.shadowing import shadowing_note
 
 from ...recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
-from ...setup.hints import before_hint_text
+from ...setup.hints import failure_hint
 from ...setup.recipe_errors import setup_error_text
 from ...setup.setup_check import describe, example_value, fixed_command, setup_problems
 from ...setup.shorthand import (
@@ -429,7 +429,7 @@ def describe_failure(capture: Capture, command: str = "capture", graph_file: Pat
     for need in inputs_needed(f):
         name = f" ({need['name']})" if need["name"] else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
-    hint = before_hint_text(f.message) if f.stage in ("trace", "import", "recipe") else None
+    hint = failure_hint(f.message) if f.stage in ("trace", "import", "recipe") else None
     if hint:
         lines.append(f"    hint: {hint}")
     wanted = environment_needed(f)
