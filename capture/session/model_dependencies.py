@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..graph.model import Capture
 from ..recipe import module_file
+from .import_time import model_import_view
 from .job import CaptureJob
 from .probe import install_command, probe_interpreter
 
@@ -75,7 +76,11 @@ def complete(job: CaptureJob, capture: Capture, files: list[Path]) -> None:
     first = failure.details.get("missing_module")
     if not isinstance(first, str) or not first:
         return
-    others = [n for n in module_level_imports(files)
+    # Import-time imports only (a library a package loads inside a function is not the
+    # model's need), and what the workspace declares it requires (import_time.py).
+    recipe_model = job.recipe.recipe.model if job.recipe is not None and job.recipe.recipe is not None else None
+    files, declared = model_import_view(job.workspace, recipe_model, files)
+    others = [n for n in dict.fromkeys([*module_level_imports(files), *declared])
               if n != first and n != "__future__" and n not in sys.stdlib_module_names
               and not _workspace_module(job.workspace, files, n)][:MAX_OTHERS]
     probe = probe_interpreter(job, tuple([first, *others]))
