@@ -165,3 +165,89 @@ def _import_time_libraries(files: list[Path], read: Callable[[Path], str | None]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 out[node.module.split(".")[0]] = None
     return list(out)
+
+
+def _bound(node: ast.stmt) -> set[str] | None:
+    """The names an import statement binds; None for ``from m import *`` (any)."""
+    if isinstance(node, ast.Import):
+        return {(a.asname or a.name).split(".")[0] for a in node.names}
+    if isinstance(node, ast.ImportFrom):
+        if any(a.name == "*" for a in node.names):
+            return None
+        return {a.asname or a.name for a in node.names}
+    return set()
+
+
+def _uses(node: ast.stmt, package: list[str]) -> list[tuple[str, frozenset[str] | None]]:
+    """``(module, the names wanted of it or None for all of it)`` an import statement
+    uses: ``from a.b import c`` wants ``c`` of ``a.b`` (or all of ``a.b.c``, a module)."""
+    if isinstance(node, ast.Import):
+        return [(a.name, None) for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    base = package[: len(package) - (node.level - 1)] if node.level and node.level - 1 <= len(package) else []
+    mod = ".".join(base + ([node.module] if node.module else []))
+    names = [a.name for a in node.names]
+    out: list[tuple[str, frozenset[str] | None]] = []
+    if mod:
+        out.append((mod, None if "*" in names else frozenset(names)))
+    out += [(f"{mod}.{n}" if mod else n, None) for n in names if n != "*"]
+    return out
+
+
+def _names_used_by(tree: ast.Module, wanted: frozenset[str]) -> set[str]:
+    """The names the module's own top-level definitions of ``wanted`` read (a class
+    ``Block`` calling ``rms``: ``rms``)."""
+    used: set[str] = set()
+    for node in _import_time_nodes(tree.body):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined = {node.name}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            defined = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        else:
+            continue
+        if defined & wanted:
+            used |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return used
+
+
+def used_files(root: Path, start: list[Path], read: Callable[[Path], str | None], limit: int = 2000) -> list[Path]:
+    """Workspace files whose definitions ``start`` uses (``start`` included): each
+    import-time import followed to the module it names (``from a.b import c``: ``a/b.py``
+    or ``a/b/__init__.py``, and ``a/b/c.py`` when ``c`` is a module), never to the parent
+    packages it also runs (``a/__init__.py``: importing a package's submodule runs the
+    package, whose other imports, a sibling model, the importer does not use). A module
+    reached for some of its names (``from pkg import VERSION``) has only the imports that
+    bind those names followed."""
+    root = root.resolve()
+    seen: dict[Path, frozenset[str] | None] = {}
+    done: set[tuple[Path, frozenset[str] | None]] = set()
+    queue: list[tuple[Path, frozenset[str] | None]] = [(p.resolve(), None) for p in start]
+    roots = [root] + [p.parent for p, _ in queue if p.parent != root and not (p.parent / "__init__.py").is_file()]
+    while queue and len(done) < limit:
+        path, wanted = queue.pop()
+        if (path, wanted) in done or root not in path.parents:
+            continue
+        done.add((path, wanted))
+        seen.setdefault(path, wanted)
+        text = read(path)
+        try:
+            tree = ast.parse(text) if text is not None else None
+        except (SyntaxError, ValueError, RecursionError):
+            tree = None
+        if tree is None:
+            continue
+        package = list(path.relative_to(root).with_suffix("").parts)[:-1]
+        needed = None if wanted is None else wanted | _names_used_by(tree, wanted)
+        for node in _import_time_nodes(tree.body):
+            bound = _bound(node)
+            if needed is not None and bound is not None and not (bound & needed):
+                continue  # binds nothing the importer asked for, nor what those definitions use
+            for name, names in _uses(node, package):
+                for base in roots:
+                    found = module_file(base, name)
+                    if found is not None:
+                        queue.append((found.resolve(), names))
+                        break
+    return list(seen)
