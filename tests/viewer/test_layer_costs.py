@@ -159,7 +159,7 @@ def test_summary_command_table_json_csv_and_devices(tmp_path):
     path = str(CAPTURES / "gpt2_torch.tvg")
     text = _summary(path)
     assert text.returncode == 0, text.stderr
-    assert "GPT2Block · transformer.h.0 … h.11 ×12" in text.stdout
+    assert "GPT2Block · transformer.h.0–11 ×12" in text.stdout
     assert "a multiply-add counts 2" in text.stdout and "Uncounted ops:    none" in text.stdout
     data = json.loads(_summary(path, "--json", "--depth", "0", "--device", "h100-sxm").stdout)
     assert data["totals"]["flops"] == data["rows"][0]["flops"] and data["uncounted"] == []

@@ -32,7 +32,7 @@ from capture.graph import gc_pause
 from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
-from .names import group_title
+from .names import group_title, run_label
 from .views import _DTYPE_BITS
 
 #: What a FLOP is, in every place a figure is shown.
@@ -515,6 +515,7 @@ class _LayerTable:
         self.total = max(self.costs.flops[0], 1)
         self.rows: list[dict] = []
         self.backward = [any(groups[x].kind in BACKWARD_KINDS for x in self.ix.chain[g]) for g in range(len(groups))]
+        self.calls = _call_numbers(groups)
 
     def shown(self, g: int) -> bool:
         return self.listed_kinds is None or self.groups[g].kind in self.listed_kinds
@@ -545,8 +546,16 @@ class _LayerTable:
             "path": grp.attrs.get("path") if isinstance(grp.attrs, dict) else None,
             "output": _output_label(proj, first),
         }
+        if stack is None and first in self.calls:  # a module called more than once: which call
+            r["call"], r["calls"] = self.calls[first]
         params = {"count": 0, "bytes": 0, "tensors": 0}
+        counted: set[str] = set()
         for g in gs:
+            path = groups[g].attrs.get("path") if isinstance(groups[g].attrs, dict) else None
+            if isinstance(path, str) and groups[g].kind == "module":
+                if path in counted:
+                    continue  # the same module called again: its parameters once
+                counted.add(path)
             p = proj.pages._group_params(g)
             for k in params:
                 params[k] += p[k]
@@ -578,7 +587,7 @@ class _LayerTable:
         if stack is not None:
             period, count = stack
             r["stack"] = {"count": count, "period": period, "members": gs,
-                          "last": groups[gs[-1]].name, "title": f"{group_title(grp)} … {groups[gs[-1]].name} ×{count}"}
+                          "last": groups[gs[-1]].name, "title": _stack_title(grp, groups[gs[-1]], count)}
             one = [g + 1 for g in gs[:period]]
             if costs.available:
                 r["stack"]["per_block"] = {
@@ -634,6 +643,31 @@ def _ordered_children(ix: Any, g: int) -> list[int]:
         elif r in ix.bodies_of:
             out.extend(ix.bodies_of[r])
     return out
+
+
+def _stack_title(first: Any, last: Any, count: int) -> str:
+    """``GPT2Block · transformer.h.0–11 ×12``; ``Linear · head ×2 calls``."""
+    a = first.attrs if isinstance(first.attrs, dict) else {}
+    b = last.attrs if isinstance(last.attrs, dict) else {}
+    pa, pb = a.get("path"), b.get("path")
+    if isinstance(pa, str) and isinstance(pb, str) and pa and pb:
+        label = run_label(pa, pb, count)
+        cls = a.get("class")
+        head = f"{cls} · {label}" if isinstance(cls, str) and cls else label
+        return head if label.endswith(" calls") else f"{head} ×{count}"
+    return f"{group_title(first)} … {last.name} ×{count}"
+
+
+def _call_numbers(groups: Any) -> dict[int, tuple[int, int]]:
+    """Group → ``(which call, of how many)`` for the module calls of a module called more
+    than once in the forward (a ``head`` applied to two inputs), by its path, in program
+    order (group ids are in call order)."""
+    by_path: dict[tuple[str, str], list[int]] = {}
+    for i, g in enumerate(groups):
+        path = g.attrs.get("path") if isinstance(g.attrs, dict) else None
+        if g.kind == "module" and isinstance(path, str):
+            by_path.setdefault((path, str(g.attrs.get("phase", ""))), []).append(i)
+    return {g: (n + 1, len(ids)) for ids in by_path.values() if len(ids) > 1 for n, g in enumerate(ids)}
 
 
 def _output_label(proj: Any, g: int) -> str:

@@ -78,6 +78,21 @@ def group_title(grp: Any) -> str:
     return str(grp.name)
 
 
+def run_label(first: str, last: str, count: int) -> str:
+    """A run of repeated blocks, named as a reader would: ``layers.0–3`` (paths that
+    differ first at a number: ``layers.0.0.0`` to ``layers.3.1``), ``head ×2 calls`` (one
+    module called again), else ``first … last``."""
+    if first == last:
+        return f"{first} ×{count} calls"
+    a, b = first.split("."), last.split(".")
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if i < len(a) and i < len(b) and a[i].isdigit() and b[i].isdigit():
+        return ".".join(a[:i] + [f"{a[i]}–{b[i]}"])
+    return f"{first} … {last}"
+
+
 # What a value role means, in one sentence (the inspector and the pill tooltips).
 ROLE_SENTENCES = {
     "input": "capture input: an argument of the captured call",
