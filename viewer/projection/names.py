@@ -8,7 +8,7 @@ entering the graph from outside (:class:`ValueNames`, which reads the sources
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from capture.graph.tables import ValueTable
 from capture.graph.model import format_shape
@@ -76,6 +76,29 @@ def group_title(grp: Any) -> str:
     if grp.kind != "function" and isinstance(cls, str) and cls:
         return f"{cls} · {path}" if isinstance(path, str) and path else cls
     return str(grp.name)
+
+
+def output_paths(tree: Any, path: str = "", depth: int = 0) -> Iterator[tuple[int, str]]:
+    """``(value, path)`` of each array leaf of an inputs/outputs structure tree
+    (``{"dict": [[k, sub], …]}``, ``{"tuple": […]}``, ``{"list": […]}``, ``{"value": v}``),
+    paths as written in Python: ``logits``, ``aux.pre_logits``, ``[1]``, ``[1].h``."""
+    if depth > 32 or not isinstance(tree, dict):
+        return
+    if type(tree.get("value")) is int:
+        yield tree["value"], path
+        return
+    for kind in ("tuple", "list"):
+        items = tree.get(kind)
+        if isinstance(items, list):
+            for i, sub in enumerate(items):
+                yield from output_paths(sub, f"{path}[{i}]", depth + 1)
+            return
+    items = tree.get("dict")
+    if isinstance(items, list):
+        for pair in items:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2:
+                key = str(pair[0])
+                yield from output_paths(pair[1], f"{path}.{key}" if path else key, depth + 1)
 
 
 def run_label(first: str, last: str, count: int) -> str:
@@ -159,6 +182,7 @@ class ValueNames:
         self._name_constants(constants)
         if self.body_node:
             self._name_body_values()
+        self._name_outputs()
 
     def _name_first(self, outside: list[int], measured: "_MeasuredLabels") -> tuple[dict[int, int], set[int]]:
         """Names from the tracer's label, else the inputs' structure path; returns the
@@ -213,6 +237,18 @@ class ValueNames:
         for v in constants:
             if v not in self.names:
                 self.names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
+
+    def _name_outputs(self) -> None:
+        """The capture's outputs by their place in what the call returned, where it
+        returned more than one (a dict of auxiliary outputs: ``aux.pre_logits``; a
+        tuple: ``[0]``), role ``output``: the out pills say which is which. A value
+        named already (an input handed back) keeps its name."""
+        leaves = list(output_paths(self.capture.outputs))
+        if len(leaves) < 2:
+            return
+        for v, path in leaves:
+            if 0 <= v < self.n_values and v not in self.names and path:
+                self.names[v] = (path, "output")
 
     def _name_body_values(self) -> None:
         """The parameters and results of control-flow bodies (templates, not executed)."""
