@@ -279,6 +279,12 @@ class Suggester:
                 if word == "str":
                     return Example(UNKNOWN, [f"{path} (a string: which one, the code does not say)"])
                 return Example(text or UNKNOWN)
+        if flag == "--init" and not annotation and not hints.get("reads") and type(p.get("default_value")) is not str:
+            # Unannotated, but named like a size (x-transformers' num_tokens, max_seq_len).
+            cls = size_class(name.rsplit(".", 1)[-1])
+            if cls is not None and cls[0] != "token_id":
+                self.chosen[path] = cls[1]
+                return Example(str(cls[1]))
         if flag == "--init":
             reads = hints.get("reads") or []
             what = f"; the model reads {', '.join(f'{path}.{r}' for r in reads[:4])}" if reads else ""

@@ -146,3 +146,16 @@ def test_required_numbers_get_their_usual_values(name, annotation, text):
     ``rope_theta=8`` or ``norm_eps=1.0``), a size by its size class."""
     field = {"name": name, "annotation": annotation, "required": True, "kind": "keyword"}
     assert Suggester("torch").init_value(field).text == text
+
+
+@pytest.mark.parametrize("name, text", [
+    ("num_tokens", "100"),
+    ("max_seq_len", "64"),
+    ("depth", "2"),
+    ("pad_token_id", "…"),
+    ("attn_layers", "…"),
+])
+def test_an_unannotated_constructor_argument_named_like_a_size_gets_one(name, text):
+    """x-transformers' ``TransformerWrapper(*, num_tokens, max_seq_len, attn_layers, …)``."""
+    field = {"name": name, "annotation": None, "required": True, "kind": "keyword_only"}
+    assert Suggester("torch").init_value(field).text == text
