@@ -281,8 +281,11 @@ class Suggester:
                 return Example(text or UNKNOWN)
         if flag == "--init" and not annotation and not hints.get("reads") and type(p.get("default_value")) is not str:
             # Unannotated, but named like a size (x-transformers' num_tokens, max_seq_len).
-            cls = size_class(name.rsplit(".", 1)[-1])
-            if cls is not None and cls[0] != "token_id":
+            short = name.rsplit(".", 1)[-1]
+            cls = size_class(short)
+            # ``attn_layers`` holds layers, ``n_layers`` counts them: a count says so.
+            counts = cls is not None and (cls[0] != "layers" or re.match(r"^(n_|num_)|^depth$", short.lower()))
+            if cls is not None and cls[0] != "token_id" and counts:
                 self.chosen[path] = cls[1]
                 return Example(str(cls[1]))
         if flag == "--init":
