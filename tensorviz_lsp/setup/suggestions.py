@@ -288,12 +288,31 @@ class Suggester:
             if cls is not None and cls[0] != "token_id" and counts:
                 self.chosen[path] = cls[1]
                 return Example(str(cls[1]))
+        if flag == "--init" and hints.get("subclass"):
+            return self._subclass(path, hints["subclass"])
         if flag == "--init":
             reads = hints.get("reads") or []
             what = f"; the model reads {', '.join(f'{path}.{r}' for r in reads[:4])}" if reads else ""
             kind = annotation or "no annotation"
             return Example(UNKNOWN, [f"{path} ({kind}{what})"])
         return self.input_tensor(p)
+
+    def _subclass(self, path: str, sub: Mapping[str, Any]) -> Example:
+        """``Decoder(dim=64, depth=2)`` for a parameter typed with a base class the file
+        subclasses; a parameter without a size class is left to fill in (``…``)."""
+        parts, unknown = [], []
+        for name in sub.get("parameters") or []:
+            cls = size_class(name)
+            named = named_number(name)
+            if cls is not None and cls[0] != "token_id":
+                self.chosen[f"{path}.{name}"] = cls[1]
+                parts.append(f"{name}={cls[1]}")
+            elif named is not None:
+                parts.append(f"{name}={named!r}")
+            else:
+                parts.append(f"{name}={UNKNOWN}")
+                unknown.append(f"{path}: {sub['name']}'s {name} (the code does not say)")
+        return Example(f"{sub['name']}({', '.join(parts)})", unknown)
 
     # --- call inputs ---------------------------------------------------------------------
 

@@ -159,3 +159,44 @@ def test_an_unannotated_constructor_argument_named_like_a_size_gets_one(name, te
     """x-transformers' ``TransformerWrapper(*, num_tokens, max_seq_len, attn_layers, …)``."""
     field = {"name": name, "annotation": None, "required": True, "kind": "keyword_only"}
     assert Suggester("torch").init_value(field).text == text
+
+
+XTISH = '''
+import torch
+from torch import nn
+
+
+class AttentionLayers(nn.Module):
+    def __init__(self, dim, depth=None, heads=8, causal=False, rotary_num_heads=None, **kwargs):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(dim, dim) for _ in range(depth))
+        self.dim = dim
+
+
+class Decoder(AttentionLayers):
+    def __init__(self, **kwargs):
+        super().__init__(causal=True, **kwargs)
+
+
+class TransformerWrapper(nn.Module):
+    def __init__(self, *, num_tokens, max_seq_len, attn_layers: AttentionLayers):
+        super().__init__()
+        self.emb = nn.Embedding(num_tokens, attn_layers.dim)
+        self.attn_layers = attn_layers
+
+    def forward(self, x: torch.Tensor):
+        h = self.emb(x)
+        for layer in self.attn_layers.layers:
+            h = layer(h)
+        return h
+'''
+
+
+def test_a_base_typed_parameter_is_offered_its_subclass_in_the_file(tmp_path, monkeypatch, capsys):
+    """x-transformers: ``attn_layers: AttentionLayers`` and ``class Decoder(AttentionLayers)``."""
+    (tmp_path / "xtish.py").write_text(XTISH)
+    monkeypatch.chdir(tmp_path)
+    err, command = _printed(capsys, ["capture", "xtish.py:TransformerWrapper"])
+    assert command, err
+    assert command[3:] == ["--init", "num_tokens=100", "--init", "max_seq_len=64",
+                           "--init", "attn_layers=Decoder(dim=64, depth=2)", "--input", "x=int64[1,16]"], command
