@@ -279,23 +279,32 @@ class Suggester:
                 if word == "str":
                     return Example(UNKNOWN, [f"{path} (a string: which one, the code does not say)"])
                 return Example(text or UNKNOWN)
-        if flag == "--init" and not annotation and not hints.get("reads") and type(p.get("default_value")) is not str:
-            # Unannotated, but named like a size (x-transformers' num_tokens, max_seq_len).
-            short = name.rsplit(".", 1)[-1]
-            cls = size_class(short)
-            # ``attn_layers`` holds layers, ``n_layers`` counts them: a count says so.
-            counts = cls is not None and (cls[0] != "layers" or re.match(r"^(n_|num_)|^depth$", short.lower()))
-            if cls is not None and cls[0] != "token_id" and counts:
-                self.chosen[path] = cls[1]
-                return Example(str(cls[1]))
-        if flag == "--init" and hints.get("subclass"):
-            return self._subclass(path, hints["subclass"])
+        sized = self._by_name_or_subclass(p, path, annotation, hints) if flag == "--init" else None
+        if sized is not None:
+            return sized
         if flag == "--init":
             reads = hints.get("reads") or []
             what = f"; the model reads {', '.join(f'{path}.{r}' for r in reads[:4])}" if reads else ""
             kind = annotation or "no annotation"
             return Example(UNKNOWN, [f"{path} ({kind}{what})"])
         return self.input_tensor(p)
+
+    def _by_name_or_subclass(self, p: Mapping[str, Any], path: str, annotation: str,
+                             hints: Mapping[str, Any]) -> Example | None:
+        """A constructor argument nothing types as a number: a size where an unannotated
+        name says so (x-transformers' ``num_tokens``, ``max_seq_len``), a call of the
+        file's subclass of its base-class annotation; None otherwise."""
+        if not annotation and not hints.get("reads") and type(p.get("default_value")) is not str:
+            short = p["name"].rsplit(".", 1)[-1]
+            cls = size_class(short)
+            # ``attn_layers`` holds layers, ``n_layers`` counts them: a count says so.
+            counts = cls is not None and (cls[0] != "layers" or re.match(r"^(n_|num_)|^depth$", short.lower()))
+            if cls is not None and cls[0] != "token_id" and counts:
+                self.chosen[path] = cls[1]
+                return Example(str(cls[1]))
+        if hints.get("subclass"):
+            return self._subclass(path, hints["subclass"])
+        return None
 
     def _subclass(self, path: str, sub: Mapping[str, Any]) -> Example:
         """``Decoder(dim=64, depth=2)`` for a parameter typed with a base class the file
