@@ -248,7 +248,8 @@ def _module_candidate(
     else:
         preparing = ()
 
-    fields = [_with_subclass(f, ref.module.namespace) for f in fields]
+    if ref.module.namespace is not None:
+        fields = [_with_subclass(f, ref.module.namespace) for f in fields]
     name_range, whole = locate(ref.info.qualname)
     return Candidate(
         name=ref.info.name,

@@ -209,8 +209,8 @@ class Suggester:
             sentinel = cls is not None and cls[0] == "vocab" and (
                 type(default) is int and default <= 0
                 or default is None and bool(f.get("default_is_literal")) and _int_like(_annotation(f)))
-            if sentinel or cls and cls[0] != "token_id" and type(default) is int \
-                    and not isinstance(default, bool) and cls[1] < default:
+            if cls is not None and (sentinel or cls[0] != "token_id" and type(default) is int
+                                    and not isinstance(default, bool) and cls[1] < default):
                 self.chosen[path] = cls[1]
                 return Example(str(cls[1]))
             if type(default) is int:
