@@ -136,3 +136,25 @@ def test_a_torchvision_built_for_another_torch_is_named():
     assert "hint: torchvision was built for another Torch than the installed one (its compiled operator " \
            "torchvision::nms is missing)" in text
     assert failure_hint("RuntimeError: mat1 and mat2 shapes cannot be multiplied") is None
+
+
+def test_a_mesh_given_with_a_failed_attempt_is_not_kept(ws, capsys):
+    """Issue 49: a --mesh saved by an attempt that failed stayed in the profile, and the
+    next attempt without --mesh ran under it (its legend over the model)."""
+    from tensorviz_lsp.recipes_store import existing_profile, save_profile
+
+    args = build_parser("capture").parse_args(["capture", "model.py:Block", "--input", "x=float32[2,8]",
+                                              "--mesh", "data=2"])
+    _, recipe, _ = capture_cmd.shorthand_recipe(args)
+    save_profile(ws, recipe)
+    assert existing_profile(ws, recipe.name).mesh is not None
+    assert args._mesh_before == (None, True)
+    capture_cmd._drop_failed_mesh(args, ws, recipe.name)
+    assert existing_profile(ws, recipe.name).mesh is None
+    assert "the --mesh of this failed attempt is not kept in profile Block" in capsys.readouterr().err
+    # Without --mesh given now, a saved mesh is the user's: kept.
+    save_profile(ws, recipe)
+    plain = build_parser("capture").parse_args(["capture", "model.py:Block", "--input", "x=float32[2,8]"])
+    capture_cmd.shorthand_recipe(plain)
+    capture_cmd._drop_failed_mesh(plain, ws, recipe.name)
+    assert existing_profile(ws, recipe.name).mesh is not None

@@ -28,6 +28,7 @@ Exit status: 0 captured, 1 a failure capture was written (why on stderr), 2 usag
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import contextlib
 import io
 import re
@@ -271,11 +272,31 @@ def run(args: argparse.Namespace) -> int:
         print(f"tensorviz capture: {problem}", file=sys.stderr)
     if result.capture.failure is not None:
         print(describe_failure(result.capture, graph_file=result.graph_file), file=sys.stderr, end="")
+        _drop_failed_mesh(args, workspace, profile)
         return 1
     if result.graph_file is not None:
         print(f"tensorviz capture: {captured_line(result.capture, result.graph_file)}", file=sys.stderr)
     # A history that could not keep the capture leaves the graph file standing: 0.
     return 0 if result.graph_file is not None else 1
+
+
+def _drop_failed_mesh(args: argparse.Namespace, workspace: Path, profile: str) -> None:
+    """A ``--mesh`` given with an attempt that failed is not left in the profile (the next
+    attempt without ``--mesh`` would run under it, its legend over the model): the saved
+    mesh goes back to what it was, and the terminal says so."""
+    before, given = getattr(args, "_mesh_before", (None, False))
+    if not given:
+        return
+    try:
+        saved = existing_profile(workspace, profile)
+        if saved is None or saved.mesh == before:
+            return
+        save_profile(workspace, replace(saved, mesh=before))
+    except (RecipeError, RecipeStoreError, OSError):
+        return
+    print(f"tensorviz capture: the --mesh of this failed attempt is not kept in profile {profile} "
+          f"({'no mesh' if before is None else 'its mesh as saved before'}); give --mesh again to retry with it",
+          file=sys.stderr)
 
 
 def captured_line(capture: Capture, graph_file: Path) -> str:
@@ -473,6 +494,8 @@ def shorthand_recipe(args: argparse.Namespace, *, check_suggestion: bool = True
     # An absent profile is written afresh; an invalid one (a hand edit TensorViz does not
     # understand) is left alone with the error naming the key and line (RecipeStoreError).
     existing = existing_profile(target.workspace, name)
+    # What the saved profile's mesh was: a mesh this attempt adds is not kept if it fails.
+    args._mesh_before = (existing.mesh if existing is not None else None, args.mesh is not None)
     discovered: Discovered | None = None
     try:
         discovered = discover_symbol(target, getattr(args, "python", None))
