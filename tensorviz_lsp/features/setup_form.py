@@ -238,6 +238,8 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
                 and set_by_steps.get(token.get("high_from") or ""):
             generator["high"] = set_by_steps[token["high_from"]]
     _check_suggestions(ctx, fields)
+    for entry in _entries_by_path(fields).values():
+        entry.pop("suggested_text", None)  # the server's own mark, not the form's contract
     _bounds_from_suggestions(inputs, fields)
     needs += _unfilled_config_fields(fields)
     prefilled = {f["path"] for f in fields if f.get("text")}  # given by the text the form starts with

@@ -39,8 +39,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 INPUT_KEYS = {"name", "path", "kind", "shape", "dtype", "generator", "unknown", "annotation", "kwarg", "token", "text",
               "needed"}
 FIELD_KEYS = {"name", "path", "type", "annotation", "default", "default_text", "value", "required", "choices", "help",
-              "config", "text", "example"}
-TOP_KEYS = {"profile", "recipe", "fields", "inputs", "needs", "symbol", "factories", "evidence", "steps", "mesh"}
+              "config", "text", "example", "suggested"}
+TOP_KEYS = {"profile", "recipe", "fields", "inputs", "needs", "symbol", "factories", "evidence", "steps", "before",
+            "mesh"}
 
 
 def _mlp(setup_fields=None, inputs=None) -> Candidate:
