@@ -444,7 +444,9 @@ def _field_entry(root: Path, f: Mapping[str, Any], path: str, saved: dict[str, A
         r"\|\s*None\b|\bNone\s*\||^Optional\[", annotation or "")
     if (kind not in _TYPED or optional_required) and choices is None and not f.get("config_class"):
         entry["type"] = "value"
-        example = (suggest or Suggester("torch")).init_value(f)
+        chooser = suggest or Suggester("torch")
+        # A static argument is an input: suggested as the command line's --input is.
+        example = chooser.input_value(f) if path.startswith("inputs.") else chooser.init_value(f)
         if name in saved:
             entry["text"] = value_text(saved[name], model_module)
         elif (f.get("hints") or {}).get("builder") and f.get("required"):

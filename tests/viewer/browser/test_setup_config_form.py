@@ -154,7 +154,12 @@ def test_a_required_static_argument_of_a_jax_function_is_asked(tmp_path):
     form = _form(tmp_path, cand, "model:deep")
     (depth,) = [f for f in form["fields"] if f["name"] == "depth"]
     assert depth["path"] == "inputs.kwargs.depth" and depth["required"]
-    assert {"path": "inputs.kwargs.depth", "message": "depth: a static argument of deep (a Python value)"} in form["needs"]
+    # Prefilled with what the command line suggests for it (--input depth=8): not needed.
+    assert depth["text"] == "8"
+    assert not any(isinstance(n, dict) and n["path"] == "inputs.kwargs.depth" for n in form["needs"])
+    recipe = draft_recipe(cand, "model:deep")
+    assert {"path": "inputs.kwargs.depth", "message": "depth: a static argument of deep (a Python value)"} in \
+        setup_needs(cand, recipe), "nothing saved gives it yet"
     assert "evidence" not in form, "a JAX capture is traced already"
 
 
