@@ -237,11 +237,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         if token and isinstance(generator, dict) and generator.get("high") is None \
                 and set_by_steps.get(token.get("high_from") or ""):
             generator["high"] = set_by_steps[token["high_from"]]
-    _check_suggestions(ctx, fields)
-    for entry in _entries_by_path(fields).values():
-        entry.pop("suggested_text", None)  # the server's own mark, not the form's contract
-    _bounds_from_suggestions(inputs, fields)
-    needs += _unfilled_config_fields(fields)
+    needs += _settle_suggestions(ctx, fields, inputs)
     prefilled = {f["path"] for f in fields if f.get("text")}  # given by the text the form starts with
     needs += [n for n in setup_needs(cand, recipe) if n["path"] not in prefilled
               and not any(isinstance(o, dict) and o.get("path") == n["path"] for o in needs)]
@@ -326,6 +322,17 @@ def _check_suggestions(ctx: SetupContext, fields: list[dict[str, Any]]) -> None:
             bad |= {m.group(1)} if m else set(by_name)
     for name in bad & set(by_name):
         _drop_suggestions(by_name[name])
+
+
+def _settle_suggestions(ctx: SetupContext, fields: list[dict[str, Any]],
+                        inputs: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The suggestions the form starts from, checked (:func:`_check_suggestions`), the
+    token bounds they imply, and the needs nothing fills; returns those needs."""
+    _check_suggestions(ctx, fields)
+    for entry in _entries_by_path(fields).values():
+        entry.pop("suggested_text", None)  # the server's own mark, not the form's contract
+    _bounds_from_suggestions(inputs, fields)
+    return _unfilled_config_fields(fields)
 
 
 def _entries_by_path(fields: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
