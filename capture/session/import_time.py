@@ -72,17 +72,13 @@ def import_time_files(root: Path, start: list[Path], read: Callable[[Path], str 
     root = root.resolve()
     seen: dict[Path, None] = {}
     queue = [p.resolve() for p in start]
-    roots = [root] + [p.parent for p in queue if p.parent != root and not (p.parent / "__init__.py").is_file()]
+    roots = _roots(root, queue)
     while queue and len(seen) < limit:
         path = queue.pop()
         if path in seen or root not in path.parents:
             continue
         seen[path] = None
-        text = read(path)
-        try:
-            tree = ast.parse(text) if text is not None else None
-        except (SyntaxError, ValueError, RecursionError):
-            tree = None
+        tree = _tree(read, path)
         if tree is None:
             continue
         # A module's package (a package's __init__ is its own): relative imports start there.
@@ -90,13 +86,33 @@ def import_time_files(root: Path, start: list[Path], read: Callable[[Path], str 
         for node in _import_time_nodes(tree.body):
             for name in _imported(node, package):
                 parts = name.split(".")
-                for i in range(1, len(parts) + 1):
-                    for base in roots:
-                        found = module_file(base, ".".join(parts[:i]))
-                        if found is not None and found.resolve() not in seen:
-                            queue.append(found.resolve())
-                            break
+                # Importing a.b.c runs a/__init__.py and a/b/__init__.py too.
+                prefixes = (_found(roots, ".".join(parts[:i])) for i in range(1, len(parts) + 1))
+                queue += [f for f in prefixes if f is not None and f not in seen]
     return list(seen)
+
+
+def _roots(root: Path, start: list[Path]) -> list[Path]:
+    """Where imports resolve: the workspace, and a start file's folder that is no package
+    (a script folder is on the worker's ``sys.path``)."""
+    return [root] + [p.parent for p in start if p.parent != root and not (p.parent / "__init__.py").is_file()]
+
+
+def _tree(read: Callable[[Path], str | None], path: Path) -> ast.Module | None:
+    text = read(path)
+    try:
+        return ast.parse(text) if text is not None else None
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _found(roots: list[Path], name: str) -> Path | None:
+    """The workspace file of module ``name`` under the first root that has it."""
+    for base in roots:
+        found = module_file(base, name)
+        if found is not None:
+            return found.resolve()
+    return None
 
 
 def declared_imports(workspace: Path) -> list[str]:
@@ -154,11 +170,7 @@ def _import_time_libraries(files: list[Path], read: Callable[[Path], str | None]
     ones (inside ``try``/``if``) included."""
     out: dict[str, None] = {}
     for path in files:
-        text = read(path) if path.suffix == ".py" else None
-        try:
-            tree = ast.parse(text) if text is not None else None
-        except (SyntaxError, ValueError, RecursionError):
-            tree = None
+        tree = _tree(read, path) if path.suffix == ".py" else None
         for node in _import_time_nodes(tree.body) if tree is not None else ():
             if isinstance(node, ast.Import):
                 out.update((a.name.split(".")[0], None) for a in node.names)
@@ -224,18 +236,14 @@ def used_files(root: Path, start: list[Path], read: Callable[[Path], str | None]
     seen: dict[Path, frozenset[str] | None] = {}
     done: set[tuple[Path, frozenset[str] | None]] = set()
     queue: list[tuple[Path, frozenset[str] | None]] = [(p.resolve(), None) for p in start]
-    roots = [root] + [p.parent for p, _ in queue if p.parent != root and not (p.parent / "__init__.py").is_file()]
+    roots = _roots(root, [p for p, _ in queue])
     while queue and len(done) < limit:
         path, wanted = queue.pop()
         if (path, wanted) in done or root not in path.parents:
             continue
         done.add((path, wanted))
         seen.setdefault(path, wanted)
-        text = read(path)
-        try:
-            tree = ast.parse(text) if text is not None else None
-        except (SyntaxError, ValueError, RecursionError):
-            tree = None
+        tree = _tree(read, path)
         if tree is None:
             continue
         package = list(path.relative_to(root).with_suffix("").parts)[:-1]
@@ -245,9 +253,7 @@ def used_files(root: Path, start: list[Path], read: Callable[[Path], str | None]
             if needed is not None and bound is not None and not (bound & needed):
                 continue  # binds nothing the importer asked for, nor what those definitions use
             for name, names in _uses(node, package):
-                for base in roots:
-                    found = module_file(base, name)
-                    if found is not None:
-                        queue.append((found.resolve(), names))
-                        break
+                found = _found(roots, name)
+                if found is not None:
+                    queue.append((found, names))
     return list(seen)
