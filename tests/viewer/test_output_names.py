@@ -45,3 +45,20 @@ def test_a_dict_of_auxiliary_outputs_names_its_pills(tmp_path):
     # the logits are one value reached twice: named where first returned
     assert named == {"[0]", "[1].stem", "[1].pre_logits"}
     assert all(proj.values.brief(v).get("role") == "output" for v, _ in output_paths(cap.outputs))
+
+
+def test_the_layer_table_gives_the_returned_output_first():
+    """A group whose call recorded no outputs (a Linen module's top) lists what the capture
+    returned first, in the order returned, not the lowest value id (an early aux tensor)."""
+    from types import SimpleNamespace
+
+    from viewer.projection.cost import _output_label
+
+    group = SimpleNamespace(attrs={})
+    labels = {3: "f32[1,8]", 9: "f32[1,10]"}
+    proj = SimpleNamespace(
+        capture=SimpleNamespace(groups=[group], outputs={"tuple": [{"value": 9}, {"dict": [["stem", {"value": 3}]]}]}),
+        index=SimpleNamespace(bout=[None, {3, 9}], n_values=10),
+        values=SimpleNamespace(label=lambda v: labels[v]),
+    )
+    assert _output_label(proj, 0) == "f32[1,10] +1"

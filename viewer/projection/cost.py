@@ -684,7 +684,15 @@ def _output_label(proj: Any, g: int) -> str:
         except (TypeError, KeyError, AttributeError):
             outs = []
     if not outs:
-        outs = sorted(proj.index.bout[g + 1] or ())
+        leaving = set(proj.index.bout[g + 1] or ())
+        # What the call returned comes first, in the order it returned it (the model's
+        # logits before a dict of auxiliary outputs), then any other value leaving.
+        returned: list[int] = []
+        try:
+            returned = [v for v in tree_leaves(proj.capture.outputs) if v in leaving]
+        except (TypeError, KeyError, AttributeError):
+            returned = []
+        outs = list(dict.fromkeys(returned)) + sorted(leaving - set(returned))
     if not outs:
         return ""
     text = proj.values.label(outs[0])
