@@ -47,12 +47,27 @@ Round 4 (issue 39), printed after the rest (``--only-new``: these alone):
   empty one), then ``kill -9`` of ``tensorviz capture`` (before: 4 of 4 survived): how
   many are alive a second and five seconds later.
 
+Round 5 (issue 52 items 7-14), ``--only-round5`` for these alone, ``--before DIR`` to
+measure a checkout of the code before the fixes side by side (each case in a child
+process, capped at 4 GiB of address space and 120 s):
+
+* a group chain 1,000 and 20,000 deep: ``inspect``, ``summary`` and the viewer's
+  summary/children/subtree/search; the index's memory; ``diff`` of the 20,000 chain with
+  itself (before: RecursionError; 1.55 GB for the index, 2.4 GB for diff);
+* 17 dimensions of 2^62: the cost summary and a group (before: OverflowError);
+* 10,000 groups on one path: ``diff`` (before: quadratic, 70.9 s here);
+* a 15 MB recipes file of 2,217 profiles: what the language server's lens, diagnostics
+  and saved-file checks take for one text, twice (before: each parsed it again);
+* the import closure over a 4 MiB workspace file: peak memory (before: 2.6 GB);
+* a devices.toml with ``bandwidth = inf``: ``summary``'s exit status.
+
 Prints figures; asserts nothing (these machines are noisy).
 """
 
 from __future__ import annotations
 
 import http.client
+import os
 import statistics
 import sys
 import time
@@ -595,7 +610,128 @@ def sigkilled_cli(rounds: int = 2) -> None:
           f"alive 1 s after the kill {alive_1}, 5 s after {alive_5}")
 
 
+ROUND5_CASES = {
+    "chain 1,000: inspect + summary (CLI)": """
+import subprocess, sys
+for cmd in ("inspect", "summary"):
+    r = subprocess.run([sys.executable, "-m", "tensorviz_lsp", cmd, FILES + "/deep1000.tvg"], capture_output=True, text=True)
+    print(cmd, "exit", r.returncode, (r.stderr.strip().splitlines() or [""])[-1][:90])
+""",
+    "chain 1,000: viewer endpoints": """
+from viewer.projection.projection import Projection
+p = Projection(graphfile.read(FILES + "/deep1000.tvg"))
+p.summary(); p.children(-1, None); p.subtree(-1, 60000); p.search("s9", 50)
+""",
+    "chain 20,000: index + children": """
+from viewer.projection.projection import Projection
+p = Projection(graphfile.read(FILES + "/deep20000.tvg"))
+p.children(-1, None)
+""",
+    "chain 20,000: diff with itself": """
+from capture.graph.diff import diff
+a = graphfile.read(FILES + "/deep20000.tvg"); diff(a, graphfile.read(FILES + "/deep20000.tvg"))
+""",
+    "3,000 values crossing a 3,000-deep chain: index": """
+from viewer.projection.projection import Projection
+from viewer.projection.errors import ProjectionError
+try:
+    Projection(graphfile.read(FILES + "/crossing.tvg")).children(-1, None)
+except ProjectionError as exc:
+    print("refused:", str(exc)[:70])
+""",
+    "17 dims of 2^62: cost summary + group": """
+from viewer.projection.projection import Projection
+p = Projection(graphfile.read(FILES + "/huge.tvg"))
+p.cost_summary(); p.group(0)
+""",
+    "10,000 groups on one path: diff": """
+from capture.graph.diff import diff
+a = graphfile.read(FILES + "/same10k.tvg"); diff(a, graphfile.read(FILES + "/same10k.tvg"))
+""",
+    "recipes 15 MB: lens + diagnostics + saved files, twice": """
+from pathlib import Path
+from tensorviz_lsp.backends import profiles_in, every_problem
+from tensorviz_lsp.features.recipes import saved_file_issues
+text = Path(FILES + "/recipes.toml").read_text()
+for _ in range(2):
+    profiles_in(text); every_problem(text); saved_file_issues(Path(FILES), text)
+""",
+    "import closure over a 4 MiB file": """
+from pathlib import Path
+from capture.session.import_closure import import_closure
+import_closure(Path(FILES + "/ws"), [Path(FILES + "/ws/big.py")], lambda p: p.read_text())
+""",
+    "devices.toml bandwidth = inf: summary": """
+import subprocess, sys
+r = subprocess.run([sys.executable, "-m", "tensorviz_lsp", "summary", "--workspace", FILES + "/ws",
+                    FILES + "/deep1000.tvg"], capture_output=True, text=True)
+print("exit", r.returncode, (r.stderr.strip().splitlines() or [""])[-1][:90])
+""",
+}
+
+
+def _round5_files(folder: Path) -> None:
+    import hostile_captures as H
+
+    for name, capture in (("deep1000", H.deep_chain(1000)), ("deep20000", H.deep_chain(20_000)),
+                          ("huge", H.huge_dims()), ("same10k", H.many_on_one_path(10_000)),
+                          ("crossing", H.crossing_chain(3_000, 3_000))):
+        (folder / f"{name}.tvg").write_bytes(graphfile.encode(capture))
+    pad = "# " + "x" * 6700 + "\n"
+    (folder / "recipes.toml").write_text("version = 1\n" + "".join(
+        f'[profiles.p{i}]\nmodel = "m{i}.py:Net"\n' + pad for i in range(2217)))
+    ws = folder / "ws"
+    (ws / ".tensorviz").mkdir(parents=True)
+    (ws / ".tensorviz" / "devices.toml").write_text("[devices.x]\nbandwidth = inf\npeak_flops = { float32 = 1e12 }\n")
+    line = "x = [" + ", ".join(["1"] * 40) + "]\n"
+    (ws / "big.py").write_text("import os\n" + line * ((4 << 20) // len(line)))
+
+
+def _round5_case(tree: Path, files: Path, body: str) -> str:
+    import resource
+    import subprocess
+
+    script = ("import sys, time, resource\nfrom capture.graph import graphfile\nFILES = %r\n"
+              "t = time.perf_counter()\n%s\n"
+              "print(f'{time.perf_counter() - t:.2f} s, peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB')"
+              % (str(files), body))
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    try:
+        done = subprocess.run([sys.executable, "-c", script], cwd=tree, env=env, capture_output=True, text=True,
+                              timeout=120, preexec_fn=cap)
+    except subprocess.TimeoutExpired:
+        return "over 120 s (stopped)"
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["?"])[-1]
+        return f"failed: {last[:100]}"
+    return " | ".join(done.stdout.strip().splitlines())
+
+
+def round5() -> None:
+    """Issue 52's hostile inputs, this tree beside ``--before DIR`` when given."""
+    import tempfile
+
+    trees = [("after", Path(__file__).resolve().parents[1])]
+    if "--before" in sys.argv:
+        trees.insert(0, ("before", Path(sys.argv[sys.argv.index("--before") + 1]).resolve()))
+    print("\nRound 5 (issue 52): hostile files and the parent's parses")
+    with tempfile.TemporaryDirectory() as tmp:
+        files = Path(tmp)
+        _round5_files(files)
+        for name, body in ROUND5_CASES.items():
+            print(f"* {name}")
+            for label, tree in trees:
+                print(f"    {label:6}: {_round5_case(tree, files, body)}")
+
+
 if __name__ == "__main__":
+    if "--only-round5" in sys.argv:
+        round5()
+        sys.exit(0)
     if "--only-new" not in sys.argv:
         main()
         detached_deadline()
@@ -604,3 +740,4 @@ if __name__ == "__main__":
     lying_header()
     event_streams()
     sigkilled_cli()
+    round5()

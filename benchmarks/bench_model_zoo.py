@@ -31,7 +31,12 @@ Per model and capture it prints:
 * **FLOPs, uncounted**: the forward's FLOPs as the capture counted them
   (``capture.torch.cost``, a multiply-add is 2) and how many ops no rule counts (listed,
   never counted as zero; a symbolic shape is one reason);
-* **failed**: the failure, or the coverage reasons when partial.
+* **failed**: the failure, or the coverage reasons when partial;
+* **experts** (mixtures of experts: Mixtral, Qwen3-MoE, DeepSeek-V3, Llama-4 Scout, DBRX,
+  OLMoE, gpt-oss): each MoE layer's expert convention (sparse: the active top-k counted as
+  executed; dense: every expert computed) and a loop's stated data-dependent choice, and the
+  active matmul + attention FLOPs (a dense layer's idle experts left out) against an analytic
+  count from the configuration (issue 48: within 2 %).
 
 A row is green when both captures succeed, every layer is folded (or unique), nothing is
 unproduced and the stack is on screen in the first view. ``--shots DIR`` saves each
@@ -63,6 +68,8 @@ SMALL_WIDTH = 64
 
 ZOO_FILE = '''
 """The zoo, as a user writes it: a subclass of each library model, built from a config."""
+from transformers import DbrxForCausalLM, GptOssForCausalLM, Llama4ForCausalLM, OlmoeForCausalLM
+from transformers import DbrxConfig, GptOssConfig, Llama4TextConfig, OlmoeConfig
 from transformers import (BertForMaskedLM, ConvNextForImageClassification, DeepseekV3ForCausalLM, Gemma3ForCausalLM,
                           GPT2LMHeadModel, LlamaForCausalLM, MambaForCausalLM, MixtralForCausalLM,
                           ModernBertForMaskedLM, Qwen3MoeForCausalLM, ViTForImageClassification,
@@ -117,6 +124,22 @@ class ViT(ViTForImageClassification):
 
 class Whisper(WhisperForConditionalGeneration):
     pass
+
+
+class Llama4(Llama4ForCausalLM):
+    pass
+
+
+class Dbrx(DbrxForCausalLM):
+    pass
+
+
+class Olmoe(OlmoeForCausalLM):
+    pass
+
+
+class GptOss(GptOssForCausalLM):
+    pass
 '''
 
 
@@ -130,6 +153,8 @@ class Model:
     small: dict
     inputs: list[str]
     blocks: tuple[str, ...]  # the class(es) of its repeated layer
+    # a mixture of experts with a shared expert as wide as its experts (Llama-4) or none, for the analytic count
+    moe: str | None = None
 
 
 def _ids(seq: int) -> list[str]:
@@ -157,7 +182,7 @@ def zoo(seq: int) -> list[Model]:
                    max_position_embeddings=65536, rms_norm_eps=1e-5, **bf16),
               dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=128, num_hidden_layers=56,
                    num_attention_heads=4, num_key_value_heads=2, num_local_experts=8, num_experts_per_tok=2),
-              _ids(seq), ("MixtralDecoderLayer",)),
+              _ids(seq), ("MixtralDecoderLayer",), moe="routed"),
         Model("qwen3_moe", "Qwen3Moe", "moe", "Qwen3MoeConfig",
               dict(vocab_size=151936, hidden_size=4096, intermediate_size=12288, moe_intermediate_size=1536,
                    num_hidden_layers=94, num_attention_heads=64, num_key_value_heads=4, head_dim=128,
@@ -166,7 +191,7 @@ def zoo(seq: int) -> list[Model]:
               dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=128, moe_intermediate_size=32,
                    num_hidden_layers=94, num_attention_heads=4, num_key_value_heads=2, num_experts=128,
                    num_experts_per_tok=8, norm_topk_prob=True),
-              _ids(seq), ("Qwen3MoeDecoderLayer",)),
+              _ids(seq), ("Qwen3MoeDecoderLayer",), moe="routed"),
         Model("deepseek_v3", "DeepSeekV3", "moe", "DeepseekV3Config",
               dict(vocab_size=129280, hidden_size=7168, intermediate_size=18432, moe_intermediate_size=2048,
                    num_hidden_layers=61, num_attention_heads=128, num_key_value_heads=128, n_shared_experts=1,
@@ -178,7 +203,7 @@ def zoo(seq: int) -> list[Model]:
                    num_hidden_layers=61, num_attention_heads=4, num_key_value_heads=4, n_shared_experts=1,
                    n_routed_experts=256, kv_lora_rank=32, q_lora_rank=48, qk_rope_head_dim=8, v_head_dim=16,
                    qk_nope_head_dim=16, n_group=8, topk_group=4, num_experts_per_tok=8, first_k_dense_replace=3),
-              _ids(seq), ("DeepseekV3DecoderLayer",)),
+              _ids(seq), ("DeepseekV3DecoderLayer",), moe="deepseek"),
         Model("gemma3", "Gemma3", "dense", "Gemma3TextConfig",
               dict(vocab_size=262208, hidden_size=5376, intermediate_size=21504, num_hidden_layers=62,
                    num_attention_heads=32, num_key_value_heads=16, head_dim=128, query_pre_attn_scalar=168,
@@ -227,7 +252,85 @@ def zoo(seq: int) -> list[Model]:
                    max_source_positions=1500, max_target_positions=448),
               ["input_features=float32[1,128,3000]", "decoder_input_ids=int64[1,4]"],
               ("WhisperEncoderLayer", "WhisperDecoderLayer")),
+        # issue 48: frontier MoE configurations, each with its expert convention and active FLOPs
+        Model("llama4", "Llama4", "moe", "Llama4TextConfig",  # Llama-4 Scout (17B active, 16 experts)
+              dict(vocab_size=202048, hidden_size=5120, intermediate_size=8192, intermediate_size_mlp=16384,
+                   num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8, head_dim=128,
+                   num_local_experts=16, num_experts_per_tok=1, interleave_moe_layer_step=1,
+                   max_position_embeddings=10485760, **bf16),
+              dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=128, intermediate_size_mlp=256,
+                   num_hidden_layers=48, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                   num_local_experts=16, num_experts_per_tok=1, interleave_moe_layer_step=1),
+              _ids(seq), ("Llama4TextDecoderLayer",), moe="shared"),
+        Model("dbrx", "Dbrx", "moe", "DbrxConfig",  # DBRX (132B, 16 experts, top-4)
+              dict(vocab_size=100352, d_model=6144, n_heads=48, n_layers=40, max_seq_len=32768,
+                   attn_config={"kv_n_heads": 8, "clip_qkv": 8, "rope_theta": 500000},
+                   ffn_config={"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4}, **bf16),
+              dict(vocab_size=512, d_model=SMALL_WIDTH, n_heads=4, n_layers=40,
+                   attn_config={"kv_n_heads": 2, "clip_qkv": 8, "rope_theta": 500000}, ffn_config={"ffn_hidden_size": 128, "moe_num_experts": 16,
+                                                             "moe_top_k": 4}),
+              _ids(seq), ("DbrxBlock",), moe="routed"),
+        Model("olmoe", "Olmoe", "moe", "OlmoeConfig",  # OLMoE-1B-7B (64 experts, top-8)
+              dict(vocab_size=50304, hidden_size=2048, intermediate_size=1024, num_hidden_layers=16,
+                   num_attention_heads=16, num_key_value_heads=16, num_experts=64, num_experts_per_tok=8,
+                   max_position_embeddings=4096, **bf16),
+              dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=32, num_hidden_layers=16,
+                   num_attention_heads=4, num_key_value_heads=4, num_experts=64, num_experts_per_tok=8),
+              _ids(seq), ("OlmoeDecoderLayer",), moe="routed"),
+        Model("gpt_oss", "GptOss", "moe", "GptOssConfig",  # gpt-oss-20b (32 experts, top-4)
+              dict(vocab_size=201088, hidden_size=2880, intermediate_size=2880, num_hidden_layers=24,
+                   num_attention_heads=64, num_key_value_heads=8, head_dim=64, num_local_experts=32,
+                   num_experts_per_tok=4, sliding_window=128, max_position_embeddings=131072, **bf16),
+              dict(vocab_size=512, hidden_size=SMALL_WIDTH, intermediate_size=64, num_hidden_layers=24,
+                   num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=32,
+                   num_experts_per_tok=4, sliding_window=8),
+              _ids(seq), ("GptOssDecoderLayer",), moe="routed"),
     ]
+
+
+def analytic_active(m: Model, kw: dict, seq: int) -> int | None:
+    """The forward's matmul and attention FLOPs with only the active top-k experts, from the
+    configuration (batch 1): attention projections and SDPA (2 FLOPs per multiply-add of
+    Q·Kᵀ and of the weights·V, over the full seq², as FlopCounterMode counts), the router,
+    k experts' gate, up and down projections per token, a shared expert, the LM head."""
+    if m.moe is None:
+        return None
+    if m.moe == "deepseek":
+        return _deepseek_active(kw, seq)
+    ffn = kw.get("ffn_config") or {}
+    experts = kw.get("num_local_experts") or kw.get("num_experts") or ffn["moe_num_experts"]
+    k = kw.get("num_experts_per_tok") or ffn["moe_top_k"]
+    hidden = ffn.get("ffn_hidden_size") or kw.get("moe_intermediate_size") or kw["intermediate_size"]
+    shared = hidden if m.moe == "shared" else 0
+    d = kw.get("hidden_size") or kw.get("d_model")
+    heads = kw.get("num_attention_heads") or kw.get("n_heads")
+    kv = kw.get("num_key_value_heads") or (kw.get("attn_config") or {}).get("kv_n_heads") or heads
+    hd = kw.get("head_dim") or d // heads
+    layers = kw.get("num_hidden_layers") or kw.get("n_layers")
+    q, s = heads * hd, seq
+    attention = 2 * s * d * (q + 2 * kv * hd) + 2 * s * q * d + 2 * 2 * s * s * hd * heads
+    router = 2 * s * d * experts
+    ffn = 2 * s * k * 3 * d * hidden + 2 * s * 3 * d * shared
+    return layers * (attention + router + ffn) + 2 * s * d * kw["vocab_size"]
+
+
+def _deepseek_active(kw: dict, s: int) -> int:
+    """DeepSeek-V3: multi-head latent attention (queries and keys/values through low-rank
+    projections; Q·Kᵀ over the nope + rope head width, weights·V over the value width), the
+    first ``first_k_dense_replace`` layers dense, the rest a router over the routed experts,
+    the top-k of them and the shared experts, and the LM head."""
+    d, heads, layers = kw["hidden_size"], kw["num_attention_heads"], kw["num_hidden_layers"]
+    qk = kw["qk_nope_head_dim"] + kw["qk_rope_head_dim"]
+    q = 2 * s * (d * kw["q_lora_rank"] + kw["q_lora_rank"] * heads * qk) if kw.get("q_lora_rank") \
+        else 2 * s * d * heads * qk
+    kv = 2 * s * (d * (kw["kv_lora_rank"] + kw["qk_rope_head_dim"])
+                  + kw["kv_lora_rank"] * heads * (kw["qk_nope_head_dim"] + kw["v_head_dim"]))
+    attention = q + kv + 2 * s * heads * kw["v_head_dim"] * d + 2 * s * s * heads * (qk + kw["v_head_dim"])
+    dense = kw.get("first_k_dense_replace", 0)
+    h = kw["moe_intermediate_size"]
+    moe = 2 * s * d * kw["n_routed_experts"] + 2 * s * 3 * d * h * (kw["num_experts_per_tok"] + kw["n_shared_experts"])
+    return layers * attention + dense * 2 * s * 3 * d * kw["intermediate_size"] + (layers - dense) * moe \
+        + 2 * s * d * kw["vocab_size"]
 
 
 def call_text(config: str, kwargs: dict) -> str:
@@ -259,6 +362,8 @@ class Result:
     unproduced: int = 0
     uncounted: int = 0  # ops no FLOP rule counts (-1: the capture has no costs)
     flops: int = 0
+    active: int = 0  # matmul + attention FLOPs with each MoE layer's experts at their active top-k
+    convention: str = ""  # each MoE layer's expert convention, in words
     first: list[str] = field(default_factory=list)
     on_screen: bool | None = None
     failed: str = ""
@@ -309,7 +414,29 @@ def read(out: Path, m: Model, r: Result) -> Result:
     else:
         r.uncounted = -1
     fold(cap, m, r)
+    experts(cap, r)
     return r
+
+
+def experts(cap, r: Result) -> None:
+    """Each MoE layer's expert convention, and the active matmul + attention FLOPs."""
+    from viewer.projection.projection import Projection
+
+    proj = Projection(cap)
+    costs = proj.costs()
+    if not costs.available:
+        return
+    kinds = costs.totals().get("flops_by_kind") or {}
+    layers = proj.pages.moe_layers()
+    idle = sum(e["flops"] - e["active_flops"] for e in layers)
+    r.active = kinds.get("matmul", 0) + kinds.get("attention", 0) - idle
+    texts: dict[str, int] = {}
+    for e in layers:
+        texts[e["text"]] = texts.get(e["text"], 0) + 1
+    r.convention = "; ".join(f"{n} layers {t}" for t, n in texts.items())
+    assumed = cap.meta.get("assumptions") if isinstance(cap.meta, dict) else None
+    if assumed:
+        r.convention += f"; assumed ({len(assumed)} loops): {assumed[0].get('text', '')[:160]}"
 
 
 def fold(cap, m: Model, r: Result) -> None:
@@ -435,7 +562,7 @@ def main() -> None:
                 except Exception as exc:  # a browser problem is a figure, not a crash of the benchmark
                     fake.failed = f"viewer: {type(exc).__name__}: {exc}"[:200]
             rows.append((m, eager, fake))
-            report_row(m, eager, fake)
+            report_row(m, eager, fake, args.seq)
     finally:
         if browser is not None:
             browser.close()
@@ -448,7 +575,7 @@ def green(eager: Result | None, fake: Result | None) -> bool:
     return all(r is None or r.ok for r in (eager, fake)) and (fake is None or fake.on_screen in (True, None))
 
 
-def report_row(m: Model, eager: Result | None, fake: Result | None) -> None:
+def report_row(m: Model, eager: Result | None, fake: Result | None, seq: int = 16) -> None:
     mark = "green" if green(eager, fake) else "RED"
     print(f"\n{m.name} ({m.family}, {m.symbol}({m.config}))  {mark}")
     for label, r in (("small eager", eager), ("real abstract", fake)):
@@ -464,6 +591,12 @@ def report_row(m: Model, eager: Result | None, fake: Result | None) -> None:
               f"  {_flops(r.flops)} FLOPs, uncounted {r.uncounted if r.uncounted >= 0 else '-'}"
               f"{screen}{'  ' + r.failed if r.failed else ''}")
         print(f"  {'':14} first view: {' | '.join(r.first)[:220]}")
+        if r.convention:
+            print(f"  {'':14} experts: {r.convention}")
+        want = analytic_active(m, m.real if r is fake else m.small, seq)
+        if want and r.active:
+            print(f"  {'':14} active matmul+attention FLOPs {_flops(r.active)} against analytic {_flops(want)} "
+                  f"({100 * (r.active / want - 1):+.2f} %)")
 
 
 if __name__ == "__main__":

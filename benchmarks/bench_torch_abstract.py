@@ -329,6 +329,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seq", type=int, default=16)
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    ap.add_argument("--floor-only", action="store_true",
+                    help="only the in-process capture against the bare FakeTensorMode floor (no CLI runs)")
     args = ap.parse_args()
     names = [n for n in MODELS if not args.only or n in args.only.split(",")]
     import transformers
@@ -339,6 +341,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tv-bench-abstract-") as tmp:
         root = Path(tmp)
         write_workspace(root, args.seq)
+        if args.floor_only:
+            floor_vs_capture(root, names, args.seq, args.repeat)
+            return
         print(f"{'model':28}{'params':>9}{'ops':>7}{'groups':>7}{'wall s':>8}{'target':>8}{'cpu s':>7}{'fwd s':>7}"
               f"{'peak GB':>9}{'target':>8}  {'small plain fwd s':>17}  equal to eager at width 64")
         for name in names:

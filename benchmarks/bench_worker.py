@@ -39,7 +39,7 @@ os.environ.setdefault("TENSORVIZ_TEST_PLUGINS", f"fake={ROOT / 'tests' / 'fake_f
 
 from capture.recipe import Recipe  # noqa: E402
 from capture.session.probe import forget_probes  # noqa: E402
-from capture.session.launcher import launcher_script  # noqa: E402
+from capture.session.launcher import kept, launcher_script  # noqa: E402
 from capture.session.runner import run_capture  # noqa: E402
 
 MODEL = "def net(x, w):\n    return (x @ w).relu()\n"
@@ -118,11 +118,15 @@ def overhead(args: argparse.Namespace) -> None:
     probe_source = (ROOT / "capture" / "worker" / "probe_script.py").read_text()
     launcher_script()  # created once per process, as in the server
 
-    bare, probe, warm, cold = [], [], [], []
+    bare, kept_bare, probe, warm, cold = [], [], [], [], []
     for _ in range(args.runs):
         t = time.perf_counter()
         subprocess.run([args.python, "-c", "pass"], check=True)
         bare.append(time.perf_counter() - t)
+
+        t = time.perf_counter()
+        subprocess.run(kept([args.python, "-c", "pass"]), check=True)
+        kept_bare.append(time.perf_counter() - t)
 
         t = time.perf_counter()
         subprocess.run([args.python, "-c", probe_source, '["msgpack"]'], check=True, capture_output=True)
@@ -139,11 +143,12 @@ def overhead(args: argparse.Namespace) -> None:
         warm.append(time.perf_counter() - t)
         assert c.failure is None, c.failure
 
-    series = {"bare": bare, "probe": probe, "warm": warm, "cold": cold}
+    series = {"bare": bare, "kept": kept_bare, "probe": probe, "warm": warm, "cold": cold}
     med = {name: statistics.median(xs) * 1000 for name, xs in series.items()}
     print(f"interpreter: {args.python} ({args.runs} runs each, interleaved; median [min-max] ms)")
     for name, label in (
         ("bare", "python -c pass"),
+        ("kept", "python -c pass under a keeper"),
         ("probe", "dependency probe alone"),
         ("warm", "trivial capture (probe cached)"),
         ("cold", "trivial capture (probe included)"),
@@ -153,6 +158,8 @@ def overhead(args: argparse.Namespace) -> None:
     print(f"  ratio capture (cached) / bare start  {med['warm'] / med['bare']:8.2f}x")
     print(f"  ratio capture (cold) / bare start    {med['cold'] / med['bare']:8.2f}x")
     print(f"  worker overhead beyond a bare start  {med['warm'] - med['bare']:8.1f} ms")
+    print(f"  a keeper's cost (launcher.kept)      {med['kept'] - med['bare']:8.1f} ms "
+          "(paid by the probe, each one-shot worker, each warm resident and each install)")
 
 
 if __name__ == "__main__":

@@ -119,11 +119,12 @@ class Viewer(Protocol):
 
     def add_capture(
         self, capture: Capture, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
-        baseline: Baseline | None = None, replaces: int | None = None,
+        baseline: Baseline | None = None, replaces: int | None = None, in_place: bool = False,
     ) -> int:
         """Hold ``capture`` (the newest becomes the default) and tell open pages; its id.
         ``baseline``: what the page offers a diff against; ``replaces``: the id of the
-        capture whose tab updates in place (a recapture)."""
+        capture whose tab updates in place (a recapture); ``in_place``: the capture
+        completes that one (its statistics arrived after it) and takes its id."""
         ...
 
     def url_for(self, capture_id: int) -> str: ...
@@ -201,10 +202,17 @@ def profiles_in(text: str | None) -> dict[str, dict[str, Any]]:
     """``[profiles.NAME]`` tables of a recipes file, leniently (invalid → none)."""
     if not text:
         return {}
+    from capture.recipe import RecipeError
+
+    from .recipes_store import parsed_recipes
+
     try:
-        data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError):  # RecursionError: nested too deeply
-        return {}
+        data = parsed_recipes(text)  # parsed once per change, shared with the diagnostics
+    except RecipeError:
+        try:  # a wrong version or top-level key: the profiles are still offered
+            data = tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, RecursionError):  # RecursionError: nested too deeply
+            return {}
     profiles = data.get("profiles")
     if not isinstance(profiles, dict):
         return {}
@@ -345,16 +353,18 @@ class RealBackends:
 
 
 def install_plan(failure: Failure, python: str) -> InstallPlan | None:
-    """The reviewed install of a ``dependencies`` failure's missing packages (the
-    parent's command when it made one, pinning the installed Torch build); None for any
+    """The reviewed install of a ``dependencies`` failure's missing packages into
+    ``python`` (the capture's interpreter: never one the failure names), with the
+    parent's command when it made one (pinning the installed Torch build); None for any
     other failure, an unsupported version included (nothing to add: an upgrade is the
-    user's call)."""
-    details = missing_dependencies(failure)
+    user's call). Only checked distribution names come through
+    (:func:`capture.worker.protocol.missing_dependencies`)."""
+    details = missing_dependencies(failure, python)
     if details is None:
         return None
     missing = details["missing"]
     command = details.get("install") or [python, "-m", "pip", "install", *missing]
-    return InstallPlan(details["python"] or python, missing, command, details.get("pinned", []))
+    return InstallPlan(python, missing, command, details.get("pinned", []))
 
 
 def adapt_discovery(result: FileResult) -> Discovered:
@@ -393,10 +403,30 @@ _UNSET_MODEL = "tensorviz_unset:Unset"
 def every_problem(text: str) -> list[RecipeIssue]:
     """All the problems of every profile (the validator stops at the first: each one
     found is set aside, the profile checked again, with ``text`` still giving lines)."""
-    from capture.recipe import RecipeError, parse_profile, parse_recipes_text
+    from capture.recipe import RecipeError, parse_profile
 
+    from .recipes_store import parsed_recipes, text_key
+
+    key = text_key(text)
+    with _problems_lock:
+        known = _problems.get(key)
+    if known is not None:
+        return list(known)
+    issues = _every_problem(text, parsed_recipes, parse_profile, RecipeError)
+    with _problems_lock:
+        _problems[key] = issues
+        while len(_problems) > 4:
+            _problems.pop(next(iter(_problems)))
+    return list(issues)
+
+
+_problems: dict[tuple[int, bytes], list[RecipeIssue]] = {}  # every_problem's answers by text, newest last
+_problems_lock = threading.Lock()
+
+
+def _every_problem(text: str, parsed_recipes: Any, parse_profile: Any, RecipeError: Any) -> list[RecipeIssue]:
     try:
-        doc = parse_recipes_text(text)
+        doc = parsed_recipes(text)
     except RecipeError as exc:
         return [RecipeIssue(exc.problem, line=exc.line, profile=exc.profile, path=exc.key_path or None)]
     issues = []

@@ -40,6 +40,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Generator
 from typing import Any
 
 from lsprotocol import types
@@ -52,6 +53,7 @@ from pygls.exceptions import (
 )
 from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,22 @@ class Protocol(LanguageServerProtocol):
             elif method == types.SHUTDOWN:
                 self.lifecycle = "shut down"
         super().handle_message(message)
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls's own ``shutdown`` (the features' hook, then every other request still in
+        flight cancelled), over a copy of the requests: cancelling one runs its callback
+        at once, which removes it from pygls's table, and pygls's loop over that table
+        failed ("dictionary changed size during iteration", the server then exiting 1)
+        whenever a capture or an install was in flight (issue 52 item 5)."""
+        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield user_handler, args, None
+        current_id = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current_id and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
 
     def _refusal(self, method: str) -> JsonRpcException | None:
         """Why ``method`` may not run now, in the life cycle LSP prescribes; None: it may."""
@@ -249,10 +267,20 @@ def serve_stdio(server: Any) -> None:
     reader = StdinAsyncReader(sys.stdin.buffer, server.thread_pool)
     server.protocol.set_writer(EditorWriter(sys.stdout.buffer))
 
-    async def main() -> None:
+    async def main() -> bool:
+        """True at the end of input (the editor closed the pipe without ``exit``)."""
         _exit_on_signals(server, asyncio.get_running_loop())
         try:
             await read_messages(stop, reader, server.protocol)
+            if stop.is_set():
+                return False
+            # End of input: the editor is gone. Stop the features (captures, workers,
+            # installs) and leave within STOP_SECONDS: pygls's shutdown then the
+            # interpreter's exit waited on every thread still busy (a hover over a 15 MB
+            # recipes file kept the process at 100 % CPU long after the pipe closed).
+            if hasattr(server, "stop_features"):
+                await server.stop_features()
+            return True
         except FramingError as exc:
             why = f"the editor's messages can no longer be read ({exc}); exiting so that the editor restarts the server"
             log.error("TensorViz: %s", why)  # window/logMessage, if the editor still reads
@@ -261,7 +289,7 @@ def serve_stdio(server: Any) -> None:
             raise
 
     try:
-        asyncio.run(main())
+        ended = asyncio.run(main())
     except SystemExit as exc:
         # The editor's ``exit``. After ``shutdown`` stopped the features, threads still
         # finishing a capture get STOP_SECONDS, not a wait without end (the interpreter
@@ -279,6 +307,11 @@ def serve_stdio(server: Any) -> None:
         log.error("the connection to the editor is lost; shutting down")
     except KeyboardInterrupt:
         pass
+    else:
+        if ended:
+            shut_down = getattr(server.protocol, "lifecycle", None) == "shut down"
+            print("tensorviz: the editor closed the connection; exiting", file=sys.stderr, flush=True)
+            leave(server, 0 if shut_down else 1, STOP_SECONDS)
     server.shutdown()
 
 

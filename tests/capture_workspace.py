@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from capture.graph import later_stats
 from capture.graph.invariants import check_producers
 from capture.graph.model import Capture
 from capture.recipe import parse_profile
@@ -54,6 +55,9 @@ def run_framework(fw: ModuleType, root: Path, table: dict[str, Any], limits: Lim
     fw.probe_device(ctx)
     cap = fw.capture(ctx)
     check_producers(cap)  # as the worker does before it writes the graph file
+    if ctx.after_result is not None:  # statistics after the graph: the worker's message, merged as the parent does
+        rows, skipped = ctx.after_result()
+        cap = later_stats.complete(cap, rows, skipped)
     return cap, ctx
 
 

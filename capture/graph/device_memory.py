@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .model import Capture, Group, Node, Value, state_keys, tree_leaves
-from .sharding import DTYPE_BITS
+from ..units import bytes_text, nbytes
 
 NOTE = ("bytes one device holds at the captured shapes: parameters and state once each; inputs a group takes "
         "from outside; activations its operations allocate (Torch: new storage only; JAX: every intermediate, "
@@ -45,16 +45,11 @@ _TEMPLATE_ROLES_EXCLUDED = ("shard_map body",)
 
 
 def value_bytes(v: Any) -> int | None:
-    """Bytes one device holds of value ``v``; None when a dimension is symbolic."""
+    """Bytes one device holds of value ``v``; None when a dimension or the dtype is not
+    known (:func:`capture.units.nbytes`)."""
     sh = v.sharding
     per_device = sh.get("per_device_shape") if isinstance(sh, dict) else None
-    shape = per_device if isinstance(per_device, list) else v.shape
-    n = 1
-    for d in shape:
-        if type(d) is not int:
-            return None
-        n *= d
-    return (n * DTYPE_BITS.get(v.dtype, 32) + 7) // 8
+    return nbytes(per_device if isinstance(per_device, list) else v.shape, v.dtype)
 
 
 def _templates(groups: list[Group]) -> list[bool]:
@@ -252,14 +247,6 @@ def annotate(capture: Capture) -> None:
             g.attrs[KEY] = figures
 
 
-def size_text(n: int) -> str:
-    """``1.5 GiB``, ``512 B``."""
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n} B"
-
-
 LABELS = (("param_bytes", "params"), ("input_bytes", "inputs"), ("activation_bytes", "activations"),
           ("gradient_bytes", "gradients"))
 
@@ -268,5 +255,5 @@ def figures_text(figures: Any) -> str | None:
     """``params 1.2 MiB · inputs 3 KiB · activations 10 MiB`` (per device); None without figures."""
     if not isinstance(figures, dict):
         return None
-    parts = [f"{label} {size_text(figures[key])}" for key, label in LABELS if type(figures.get(key)) is int]
+    parts = [f"{label} {bytes_text(figures[key])}" for key, label in LABELS if type(figures.get(key)) is int]
     return " · ".join(parts) or None

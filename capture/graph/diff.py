@@ -35,6 +35,8 @@ Stdlib only (the worker's side of the package boundary): callers read the two fi
 
 from __future__ import annotations
 
+import hashlib
+
 import difflib
 import json
 from bisect import bisect_right
@@ -227,6 +229,7 @@ class _Side:
             order.extend(self.children[order[i] + 1])
             i += 1
         seen_names: dict[tuple[int, str], int] = {}
+        dups: dict[str, int] = {}  # the next #dup number of each path met twice (a scan per group was quadratic)
         for gid in order:
             grp = groups[gid]
             parent = grp.parent if grp.parent is not None and 0 <= grp.parent < n else -1
@@ -234,13 +237,14 @@ class _Side:
             if path is None:
                 k = seen_names.get((parent, grp.name), 0)
                 seen_names[(parent, grp.name)] = k + 1
-                base = self.path[parent] if parent >= 0 else ""
+                base = _bounded(self.path[parent]) if parent >= 0 else ""
                 own = grp.name if k == 0 else f"{grp.name}#{k}"
                 path = f"{base}/{own}" if base else own
             if path in self.by_path:  # a file with two groups of one path: keep both apart
-                k = 1
+                k = dups.get(path, 1)
                 while f"{path}#dup{k}" in self.by_path:
                     k += 1
+                dups[path] = k + 1
                 path = f"{path}#dup{k}"
             self.path[gid] = path
             self.by_path[path] = gid
@@ -354,6 +358,18 @@ def _kernel_params(p: Any) -> Any:
     if isinstance(p, dict) and "function" in p:
         return {k: v for k, v in p.items() if k != "function"}
     return p
+
+
+#: The longest group path kept whole as the prefix of its children's paths: past it, the
+#: prefix is its digest (``…`` and 24 hex digits), the same in both captures, so paths of
+#: a chain nested 20,000 deep stay short (whole, they took 2.4 GB).
+MAX_PATH_PREFIX = 1024
+
+
+def _bounded(path: str) -> str:
+    if len(path) <= MAX_PATH_PREFIX:
+        return path
+    return "…" + hashlib.blake2b(path.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
 
 
 def _module_path(g: Any) -> str | None:

@@ -45,6 +45,7 @@ from typing import Any, cast
 
 import msgpack
 
+from ..units import COUNT_LIMIT
 from . import gc_pause
 from .map_columns import MapColumns, pack_maps, unpack_maps
 from .packed import ARRAY_CODE as _ARRAY_CODE  # noqa: F401 (tests read the type codes)
@@ -276,8 +277,15 @@ def _sharding_columns(values: ValueTable) -> tuple[list[dict[str, Any]], list[in
 
 def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
     for name in ("flops", "bytes_read", "bytes_written", "rule"):
-        if len(getattr(cost, name)) != n_nodes:
-            raise ValueError(f"capture cost column {name} has {len(getattr(cost, name))} entries for {n_nodes} nodes")
+        col = getattr(cost, name)
+        if len(col) != n_nodes:
+            raise ValueError(f"capture cost column {name} has {len(col)} entries for {n_nodes} nodes")
+        # beyond the column's signed 64 bits: refused here, never written for the reader to refuse
+        if name != "rule" and col and (min(col) < -1 or max(col) > MAX_COST):
+            big = next(i for i, x in enumerate(col) if not -1 <= x <= MAX_COST)
+            raise ValueError(f"capture cost column {name}: node {big}'s count {col[big]} is outside -1 (uncounted) "
+                             "to 2^63-1, the most a graph file stores (a counter leaves such an op uncounted: "
+                             "capture/units.py OVERFLOW_REASON)")
     return {
         "flops": ints(cost.flops), "bytes_read": ints(cost.bytes_read), "bytes_written": ints(cost.bytes_written),
         "rule": ints(cost.rule), "rules": list(cost.rules), "estimates": ints(list(cost.estimates)),
@@ -1103,7 +1111,7 @@ def _check_evidence(meta: Any, backend: str, coverage: Coverage, values: ValueTa
 
 
 #: The largest FLOP or byte count one node may carry (a signed 64-bit integer).
-MAX_COST = (1 << 63) - 1
+MAX_COST = COUNT_LIMIT  # the same limit the counters refuse beyond (capture/units.py)
 
 
 def _cost(obj: Any, n_nodes: int, ints: Any) -> NodeCosts | None:

@@ -41,6 +41,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
+from ..units import nbytes  # noqa: F401  (sizes of values: the one rule, capture/units.py)
+
 AXIS_TYPES = ("auto", "explicit", "manual")
 MESH_KINDS = ("Mesh", "AbstractMesh", "DeviceMesh")
 MESH_ORIGINS = ("recipe", "program", "factory")
@@ -64,16 +66,6 @@ COLLECTIVE_NOTE = (
     "(n-1)·b, reduce-scatter and all-to-all (n-1)/n·b, a permute b; the library may choose "
     "another algorithm"
 )
-
-# Bits per element of each dtype the graph files spell (JAX and Torch names).
-DTYPE_BITS = {
-    "float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32,
-    "int16": 16, "int8": 8, "int4": 4, "int2": 2, "uint64": 64, "uint32": 32, "uint16": 16,
-    "uint8": 8, "uint4": 4, "uint2": 2, "complex64": 64, "complex128": 128, "bool": 8,
-    "float8_e4m3fn": 8, "float8_e5m2": 8, "float8_e4m3fnuz": 8, "float8_e5m2fnuz": 8,
-    "float8_e4m3b11fnuz": 8, "float8_e8m0fnu": 8, "float8_e3m4": 8, "float8_e4m3": 8,
-    "float4_e2m1fn": 4, "complex32": 32, "qint8": 8, "quint8": 8, "qint32": 32,
-}
 
 # Short dtype spellings for labels (``f32[8@data,16]``): the one table the viewer's value
 # labels use too (``viewer.projection.names.short_dtype``).
@@ -180,16 +172,6 @@ def collective_record(op: str, axes: list[str], devices: int, operand_bytes: int
         sent = 0
     return {"op": op, "axes": list(axes), "devices": n, "operand_bytes": operand_bytes,
             "bytes_sent_per_device": sent}
-
-
-def nbytes(shape: list, dtype: str) -> int | None:
-    """Bytes of an array of ``shape`` and ``dtype``; ``None`` when a dimension is symbolic."""
-    n = 1
-    for d in shape:
-        if type(d) is not int:
-            return None
-        n *= d
-    return (n * DTYPE_BITS.get(dtype, 32) + 7) // 8
 
 
 def split_label(shape: list, dtype: str, sharding: dict | None, meshes: list | None = None,

@@ -49,6 +49,15 @@ it holds name the mesh axes they run over (``capture.jax.convert``). A converted
 ``shard_map`` leaves nothing unexpanded, so its node stops being opaque; coverage
 is partial only for what else stays closed. The boundary node keeps the global shapes.
 
+A Pallas kernel (``pallas_call``) opens the same way: its kernel jaxpr is a ``body`` group
+(role ``pallas kernel``) whose parameters are the blocks (Refs) one grid point sees:
+``block of input 0``, ``block of output 0`` (the kernel writes it), scalar-prefetch
+operands and scratch buffers; it returns nothing (it writes its output blocks).
+``attrs.grid``, ``attrs.grid_points`` (how many times the kernel runs), ``attrs.blocks``
+(each operand's block shape against its array's shape) and ``attrs.cost_estimate`` (the
+author's ``pl.CostEstimate``, when given) say the rest. Like ``shard_map``, a converted
+kernel leaves nothing unexpanded: its node stops being opaque.
+
 Other subprograms (scatter reducers, ``reduce``, ``reduce_window``, ``sort``,
 ``custom_linear_solve``…) stay opaque boundaries without bodies.
 
@@ -67,13 +76,19 @@ SHARD_NOTE = ("one device's program, as traced (every device of the mesh runs it
               "shapes are one device's); not executed")
 BRANCH_NOTE = "one branch, as traced; not executed (which branch runs is decided at run time)"
 BODY_KIND = "body"
+PALLAS_ROLE = "pallas kernel"
+PALLAS_NOTE = ("the kernel as traced, for one grid point: it runs once per grid point on the blocks its "
+               "BlockSpecs select; not executed")
 WIRING_NOTE = ("a body's inputs are values of its own (a template's inputs are not the boundary's "
                "operands: a carry changes every iteration, xs enter one slice at a time); each body "
                "group's attrs.parameters says which boundary operand each stands for (operand, outer), "
                "attrs.results which boundary output each feeds")
 
 # Primitives whose bodies are converted as templates.
-BODY_PRIMITIVES = frozenset({"scan", "while", "cond", "shard_map"})
+BODY_PRIMITIVES = frozenset({"scan", "while", "cond", "shard_map", "pallas_call"})
+# Boundaries whose converted body leaves nothing unexpanded (every device, every grid
+# point runs it): their node stops being opaque.
+OPENED_ROLES = frozenset({"shard_map body", PALLAS_ROLE})
 
 
 class _Role:
@@ -150,6 +165,8 @@ def roles_of(prim: str, params: dict, n_operands: int, n_outputs: int) -> list[_
         manual = sorted(str(a) for a in (params.get("newly_manual_axes") or names))
         extra = {"devices": devices, "manual_axes": manual, "note": SHARD_NOTE}
         return [_Role("shard_map body", body, ins, outs, extra=extra)]
+    if prim == "pallas_call":
+        return _pallas_roles(params, n_operands, n_outputs)
     if prim == "cond":
         branches = params.get("branches")
         if type(branches) not in (tuple, list) or not branches:
@@ -163,6 +180,58 @@ def roles_of(prim: str, params: dict, n_operands: int, n_outputs: int) -> list[_
             for k, b in enumerate(branches)
         ]
     return []
+
+
+def _pallas_roles(params: dict, n_operands: int, n_outputs: int) -> list[_Role]:
+    """A ``pallas_call``'s kernel: its Ref parameters (scalar prefetch, input blocks,
+    output blocks, scratch) in the kernel's order; no results (it writes its outputs)."""
+    body, gm = params.get("jaxpr"), params.get("grid_mapping")
+    if body is None or gm is None:
+        return []
+    n_index = int(getattr(gm, "num_index_operands", 0) or 0)
+    n_scratch = int(getattr(gm, "num_scratch_operands", 0) or 0)
+    n_in = n_operands - n_index
+    ins = ([(f"scalar prefetch {j}", j) for j in range(n_index)]
+           + [(f"block of input {j}", n_index + j) for j in range(n_in)]
+           + [(f"block of output {j} (the kernel writes it)", None) for j in range(n_outputs)]
+           + [(f"scratch {j}", None) for j in range(n_scratch)])
+    return [_Role(PALLAS_ROLE, body, ins, [], extra=pallas_attrs(params, n_outputs))]
+
+
+def pallas_attrs(params: dict, n_outputs: int) -> dict[str, Any]:
+    """What a ``pallas_call`` says about its kernel, as data: the grid, how many times the
+    kernel runs, each operand's block against its array, the author's ``CostEstimate``."""
+    gm = params.get("grid_mapping")
+    grid = [int(g) if isinstance(g, int) else str(g) for g in (getattr(gm, "grid", ()) or ())]
+    points = 1
+    for g in grid:
+        points = points * g if isinstance(g, int) else points
+    blocks = []
+    mappings = list(getattr(gm, "block_mappings", ()) or ())
+    n_in = len(mappings) - n_outputs
+    for k, bm in enumerate(mappings):
+        what = f"input {k}" if k < n_in else f"output {k - n_in}"
+        array = getattr(bm, "array_aval", None)
+        blocks.append({"operand": what, "block_shape": [_block_dim(b) for b in getattr(bm, "block_shape", ()) or ()],
+                       "array_shape": [int(d) if isinstance(d, int) else str(d) for d in getattr(array, "shape", ())]})
+    ce = params.get("cost_estimate")
+    out: dict[str, Any] = {"grid": grid, "grid_points": points if all(isinstance(g, int) for g in grid) else None,
+                           "blocks": blocks, "note": PALLAS_NOTE, "interpret": bool(params.get("interpret", False))}
+    if ce is not None:
+        out["cost_estimate"] = {k: int(getattr(ce, k)) for k in ("flops", "transcendentals", "bytes_accessed")
+                                if isinstance(getattr(ce, k, None), int)}
+    name = params.get("name") or getattr(getattr(gm, "debug", None), "name", None)
+    if isinstance(name, str) and name:
+        out["kernel"] = name
+    return out
+
+
+def _block_dim(b: Any) -> Any:
+    """One block dimension: its size (``Blocked(4)``: 4), ``None`` for a squeezed one."""
+    if b is None or isinstance(b, int):
+        return b
+    size = getattr(b, "block_size", None)
+    return int(size) if isinstance(size, int) else (None if size is None else str(size))
 
 
 def _spec_text(specs: Any, j: int) -> str:
@@ -241,15 +310,16 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, A
             else:
                 converted += 1
                 template_nodes += n
-                if role.role == "shard_map body":
-                    shard_maps += 1
-                    # Every device runs it: nothing of it is left unexpanded.
+                if role.role in OPENED_ROLES:
+                    shard_maps += role.role == "shard_map body"
+                    # Every device (every grid point) runs it: nothing of it is left unexpanded.
+                    prim = eqn.primitive.name
                     conv.nodes[nid].opaque = False
                     for counts in ((executed_opaque, conv.opaque_ops) if nid < executed_nodes
                                    else (conv.opaque_ops,)):
-                        counts["shard_map"] = counts.get("shard_map", 0) - 1
-                        if counts["shard_map"] <= 0:
-                            del counts["shard_map"]
+                        counts[prim] = counts.get(prim, 0) - 1
+                        if counts[prim] <= 0:
+                            del counts[prim]
     body_opaque = {k: v - executed_opaque.get(k, 0) for k, v in conv.opaque_ops.items()
                    if v - executed_opaque.get(k, 0)}
     # Opaque nodes inside templates are not part of the executed program's count.
@@ -277,6 +347,8 @@ def _convert_one(conv: Any, eqn: Any, nid: int, parent: int | None, frame: int |
         "node": nid, "primitive": eqn.primitive.name, "role": role.role, "executed": False,
         "note": BODY_NOTE,
     }
+    if role.role == PALLAS_ROLE:
+        conv.nodes[nid].params.update({k: v for k, v in role.extra.items() if k != "note"})
     if role.iterations != "absent":
         attrs["iterations"] = role.iterations
     attrs.update(role.extra)

@@ -29,6 +29,12 @@ first rule that applies:
   marked as estimates (``NodeCosts.estimates``); a ``while`` is uncounted (its trip count
   is decided at run time), as is a boundary whose body stayed closed. The bodies' own
   nodes are counted as traced, once (one iteration, one branch);
+* a Pallas kernel (``pallas_call``): the author's ``pl.CostEstimate`` when the call gives
+  one (its ``flops``; its ``bytes_accessed``, the outputs' bytes counted as written and the
+  rest as read); else its kernel body (one grid point, as traced) times the grid's points
+  for FLOPs, and its operands read and results written once for bytes, marked as an
+  estimate; uncounted when the body stayed closed. The kernel's own nodes are counted
+  once, as traced (reads and writes of its blocks as data movement);
 * anything else is *uncounted* (``-1``), listed with the reason, never a zero.
 
 Bytes are unfused: every operand read and every result written at its shape and dtype;
@@ -44,6 +50,7 @@ import math
 from typing import Any
 
 from ..graph.model import UNCOUNTED, Group, Node, NodeCosts
+from ..units import COUNT_LIMIT, OVERFLOW_REASON
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
 RULES = {
@@ -63,6 +70,10 @@ RULES = {
                                  "(its body is counted once, as traced)",
     "body not converted": "uncounted: the control-flow body stayed closed (a capture limit)",
     "opaque subprogram": "uncounted: a primitive carrying a subprogram TensorViz does not open",
+    "pallas: CostEstimate": "the Pallas kernel author's pl.CostEstimate: its flops; its bytes_accessed, the "
+                            "outputs' bytes as written and the rest as read",
+    "pallas: kernel body × grid": "estimate: the Pallas kernel's body (one grid point, as traced) times the grid's "
+                                  "points for FLOPs; bytes: its operands read and its results written once",
     "no rule": "uncounted: no rule counts this primitive",
 }
 NOTES = {
@@ -89,7 +100,11 @@ _DATA = frozenset({"concatenate", "convert_element_type", "copy", "copy_p", "dev
                    "dynamic_update_slice", "pad", "rev", "slice", "split", "iota", "transpose", "zeros_like",
                    "tile", "stack", "unstack", "empty", "random_seed", "random_fold_in", "random_split",
                    "random_clone", "to_edtype", "from_edtype", "iota_2x32_shape", "bitcast_convert_type",
-                   "select_and_gather_add", "platform_index", "create_token", "after_all"})
+                   "select_and_gather_add", "platform_index", "create_token", "after_all",
+                   # a Pallas kernel's block reads and writes (``x_ref[...]``, ``o_ref[...] = v``)
+                   "get", "swap", "addupdate"})
+# Reads and writes of a Ref (Pallas blocks): what moves is the value read or written.
+_REF_OPS = frozenset({"get", "swap", "addupdate"})
 _COLLECTIVES = frozenset({"psum", "pmax", "pmin", "all_gather", "all_to_all", "ppermute", "reduce_scatter",
                           "psum_invariant", "psum_scatter", "pbroadcast", "axis_index", "all_gather_invariant"})
 # Roofline rules not reused (see the module docstring) besides its registered zeros.
@@ -100,7 +115,26 @@ _TAKING = frozenset({"gather", "slice", "dynamic_slice"})
 _UPDATING = frozenset({"scatter", "scatter-add", "scatter_add", "scatter-mul", "scatter_mul", "scatter-min",
                        "scatter_min", "scatter-max", "scatter_max", "scatter-sub", "scatter_sub",
                        "scatter_apply", "dynamic_update_slice"})
-_MAX = (1 << 63) - 1
+_MAX = COUNT_LIMIT
+#: What kind of arithmetic each node's FLOPs are (``notes["kinds"]``, per primitive), as the Torch
+#: count names them: matmul, convolution, attention, pointwise, reduction/norm, scan, other. A
+#: ``scan`` or ``cond`` boundary is ``control flow``: a reader splits it by its bodies' kinds.
+_RULE_KINDS = {"ragged_dot": "matmul", "elementwise": "pointwise", "reduction": "reduction/norm",
+               "cumulative": "scan", "window": "reduction/norm", "random": "pointwise",
+               "scan body × length": "control flow", "cond: largest branch": "control flow",
+               "pallas: kernel body × grid": "control flow"}
+_PRIM_KINDS = {"dot_general": "matmul", "conv_general_dilated": "convolution", "reduce_sum": "reduction/norm",
+               "dot_product_attention": "attention"}
+
+
+def kind_of(prim: str, rule: str) -> str:
+    """The kind of the FLOPs of primitive ``prim`` counted by ``rule``."""
+    got = _PRIM_KINDS.get(prim) or _RULE_KINDS.get(rule)
+    if got is not None:
+        return got
+    if rule == "roofline":
+        return "reduction/norm" if prim.startswith(("reduce_", "argm")) else "pointwise"
+    return "other"
 
 
 class _Costs:
@@ -220,6 +254,9 @@ def _moved(eqn: Any, kind: str) -> tuple[int, int]:
     outs = [v.aval for v in eqn.outvars]
     if not all(_sized(a) for a in ins + outs):
         return UNCOUNTED, UNCOUNTED
+    if name in _REF_OPS:  # a block read (get) or written (swap, addupdate): the value's bytes
+        moved = _bytes(outs[0]) if name == "get" else _bytes(ins[1])
+        return moved, moved
     if name in _TAKING:  # the result's worth of the operand, and the indices
         taken = sum(_bytes(a) for a in outs)
         return taken + sum(_bytes(a) for a in ins[1:]), taken
@@ -256,7 +293,7 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     flops, read, written, rule = [0] * n, [0] * n, [0] * n, [0] * n
     boundaries = []
     for i, (node, eqn) in enumerate(zip(nodes, eqns)):
-        if node.opaque:
+        if node.opaque or node.op == "pallas_call":
             boundaries.append(i)
             if eqn.primitive.name not in ("scan", "cond", "while") and costs.rule_of(eqn.primitive) is not None:
                 boundaries.pop()  # a scatter with its update function: roofline counts it
@@ -264,7 +301,7 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
                 continue
         f, kind = costs.flops(eqn)
         r, w = _moved(eqn, kind)
-        flops[i], read[i], written[i], rule[i] = min(f, _MAX), r, w, rule_id(kind)
+        flops[i], read[i], written[i], rule[i] = _fit(f, node.op, costs.reasons), _fit(r), _fit(w), rule_id(kind)
 
     # Control-flow boundaries, innermost first (a body's nodes come after its boundary's,
     # and a nested boundary's body after the one holding it).
@@ -282,27 +319,12 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
             ids = members.get(g, [])
             sums.append((_sum(flops[j] for j in ids), _sum(read[j] for j in ids), _sum(written[j] for j in ids),
                          groups[g].attrs.get("role", "")))
-        if prim == "while":
-            flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id("while: trip count unknown")
-            costs.reasons.setdefault(prim, RULES["while: trip count unknown"])
-        elif closed or not mine or prim not in ("scan", "cond"):
-            why = "body not converted" if mine else "opaque subprogram"
-            flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id(why)
-            costs.reasons.setdefault(prim, RULES[why])
-        elif prim == "scan":
-            length = groups[mine[0]].attrs.get("iterations")
-            f, r, w, _ = sums[0]
-            if type(length) is not int:
-                flops[i], read[i], written[i], rule[i] = UNCOUNTED, UNCOUNTED, UNCOUNTED, rule_id("no rule")
-                costs.reasons.setdefault(prim, "its length is not static")
-                continue
-            flops[i], read[i], written[i] = (_scale(f, length), _scale(r, length), _scale(w, length))
-            rule[i] = rule_id("scan body × length")
+        (flops[i], read[i], written[i]), why, reason = _boundary(prim, eqns[i], mine, closed, sums, groups)
+        rule[i] = rule_id(why)
+        if why in _ESTIMATED:
             estimates.append(i)
-        else:  # cond: the largest branch
-            f, r, w, _ = max(sums, key=lambda s: (s[0], s[1] + s[2]))
-            flops[i], read[i], written[i], rule[i] = f, r, w, rule_id("cond: largest branch")
-            estimates.append(i)
+        if reason is not None:
+            costs.reasons.setdefault(prim, reason)
     notes: dict[str, Any] = dict(NOTES)
     import jax
 
@@ -312,7 +334,67 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     uncounted = {nodes[i].op for i in range(n) if flops[i] < 0}
     if uncounted:
         notes["uncounted"] = {op: costs.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
+    kinds = _kinds(nodes, flops, rule, rules)
+    if kinds:
+        notes["kinds"] = kinds
     return NodeCosts(flops, read, written, rule, rules, sorted(estimates), notes)
+
+
+def _kinds(nodes: list[Node], flops: list[int], rule: list[int], rules: list[str]) -> dict[str, str]:
+    """Per primitive that counted FLOPs, their kind (:func:`kind_of`)."""
+    kinds: dict[str, str] = {}
+    for node, f, k in zip(nodes, flops, rule):
+        if f > 0 and node.op not in kinds:
+            kinds[node.op] = kind_of(node.op, rules[k])
+    return kinds
+
+
+_ESTIMATED = frozenset({"scan body × length", "cond: largest branch", "pallas: kernel body × grid"})
+_NONE = (UNCOUNTED, UNCOUNTED, UNCOUNTED)
+
+
+def _boundary(prim: str, eqn: Any, mine: list[int], closed: bool, sums: list,
+              groups: list[Group]) -> tuple[tuple[int, int, int], str, str | None]:
+    """A subprogram boundary's figures from its bodies' sums: ``(figures, rule, reason it
+    is uncounted or None)``."""
+    if prim == "pallas_call":
+        figures, why = _pallas(eqn, mine, closed, sums, groups)
+        if why in ("body not converted", "opaque subprogram"):
+            return figures, why, RULES[why]
+        return figures, why, OVERFLOW_REASON if figures[0] < 0 and why != "no rule" else None
+    if prim == "while":
+        return _NONE, "while: trip count unknown", RULES["while: trip count unknown"]
+    if closed or not mine or prim not in ("scan", "cond"):
+        why = "body not converted" if mine else "opaque subprogram"
+        return _NONE, why, RULES[why]
+    if prim == "scan":
+        length = groups[mine[0]].attrs.get("iterations")
+        f, r, w, _ = sums[0]
+        if type(length) is not int:
+            return _NONE, "no rule", "its length is not static"
+        figures = (_scale(f, length), _scale(r, length), _scale(w, length))
+        # beyond the file's int64 column: uncounted with the reason, never clipped
+        return figures, "scan body × length", OVERFLOW_REASON if figures[0] < 0 <= f else None
+    f, r, w, _ = max(sums, key=lambda s: (s[0], s[1] + s[2]))  # cond: the largest branch
+    return (f, r, w), "cond: largest branch", None
+
+
+def _pallas(eqn: Any, mine: list[int], closed: bool, sums: list, groups: list[Group]) -> tuple[tuple[int, int, int], str]:
+    """A ``pallas_call``'s figures and the rule that gave them."""
+    written = _sum(_bytes(v.aval) for v in eqn.outvars if _sized(v.aval))
+    read = _sum(_bytes(a) for a in (_aval(v) for v in eqn.invars) if _sized(a))
+    ce = eqn.params.get("cost_estimate")
+    if ce is not None and isinstance(getattr(ce, "flops", None), int) and isinstance(getattr(ce, "bytes_accessed", None), int):
+        total = _fit(int(ce.bytes_accessed))
+        out = min(written, total)
+        return (_fit(int(ce.flops)), total - out if total >= 0 else UNCOUNTED, out), "pallas: CostEstimate"
+    if closed or not mine or not sums:
+        why = "body not converted" if mine else "opaque subprogram"
+        return (UNCOUNTED, UNCOUNTED, UNCOUNTED), why
+    points = groups[mine[0]].attrs.get("grid_points")
+    if type(points) is not int:
+        return (UNCOUNTED, UNCOUNTED, UNCOUNTED), "no rule"
+    return (_scale(sums[0][0], points), read, written), "pallas: kernel body × grid"
 
 
 def _body_members(nodes: list[Node], groups: list[Group], body_kind: str) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
@@ -349,10 +431,21 @@ def _innermost_bodies(groups: list[Group], body_kind: str) -> list[int]:
     return out
 
 
+def _fit(x: int, op: str | None = None, reasons: dict[str, str] | None = None) -> int:
+    """``x``, or UNCOUNTED beyond what a graph file stores (never clipped to the limit),
+    with the reason for ``op`` in ``reasons`` when given."""
+    if x <= _MAX:
+        return x
+    if op is not None and reasons is not None:
+        reasons.setdefault(op, OVERFLOW_REASON)
+    return UNCOUNTED
+
+
 def _sum(xs: Any) -> int:
-    """A total that stays uncounted-aware: an uncounted part is left out (it is listed on its own)."""
-    return min(sum(x for x in xs if x > 0), _MAX)
+    """A total that stays uncounted-aware: an uncounted part is left out (it is listed on its
+    own); UNCOUNTED beyond the limit."""
+    return _fit(sum(x for x in xs if x > 0))
 
 
-def _scale(x: int, k: int) -> int:
-    return UNCOUNTED if x < 0 else min(x * k, _MAX)
+def _scale(x: int, k: int, op: str | None = None, reasons: dict[str, str] | None = None) -> int:
+    return UNCOUNTED if x < 0 else _fit(x * k, op, reasons)

@@ -43,8 +43,12 @@ variables from their collection (``params.Dense_0.kernel``), NNX state by attrib
 (``lin.kernel``), each continued by its PyTree path.
 
 Setup runs under the profile's device: ``jax.default_device`` scopes the model import,
-initialisation, input factories and tracing. An unavailable backend or index fails in
-:func:`probe_device`, before any workspace code is imported, without CPU fallback.
+initialisation, input factories and tracing. Before JAX starts, the worker limits the
+platforms it may start to the ones the device needs (``JAX_PLATFORMS=cpu`` for a ``cpu``
+capture, unless the person set it: ``capture.jax.platforms``), so a capture never opens
+an accelerator it does not use; ``meta["jax_platforms"]`` says what was in force. An
+unavailable backend or index fails in :func:`probe_device`, before any workspace code is
+imported, without CPU fallback, naming the platforms this JAX has.
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ from . import modules as jax_modules
 from .names import input_names
 from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_outputs
 from .nnx_state import NnxLift
+from .platforms import device_unavailable, select_platforms, started_backends
 from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams
 from .shardings import JaxShardings, devices_record, leaf_sharding, recipe_mesh, simulate_devices
 from .tracing import trace
@@ -124,14 +129,22 @@ def check_supported(version: str) -> None:
 def probe_device(ctx: CaptureContext) -> None:
     """Check ``ctx.recipe.device`` (and the devices its mesh needs) before anything of the
     workspace is imported."""
-    jax = _import_jax()
+    jax = _import_jax(ctx.recipe.device)
     simulate_devices(jax, ctx.recipe)
     _device(jax, ctx.recipe.device)
     if ctx.recipe.mesh is not None:
         recipe_mesh(jax, ctx.recipe)
 
 
-def _import_jax() -> Any:
+# What ``JAX_PLATFORMS`` was in force in this worker, and who set it (``select_platforms``).
+_platforms: dict[str, str] = {}
+
+
+def _import_jax(device: str | None = None) -> Any:
+    """JAX, imported after the platforms it may start are set for ``device`` (the first
+    call of a capture names it; later calls only fetch the module)."""
+    if device is not None and not _platforms:
+        _platforms.update(select_platforms(device))
     return import_framework("jax", "JAX")
 
 
@@ -140,14 +153,7 @@ def _device(jax: Any, spec: str) -> Any:
     try:
         devices = jax.devices(platform)
     except RuntimeError as exc:
-        raise CaptureError(
-            "device",
-            f"device {spec} is unavailable: JAX {jax.__version__} in {sys.executable} has no working CUDA "
-            f"backend ({exc}). Install a CUDA-enabled JAX in the selected interpreter, or save "
-            f'device = "cpu"; TensorViz does not fall back to the CPU.',
-            {"device": spec, "available": [str(d) for d in _safe_devices(jax)], "jax_version": jax.__version__},
-            error_type="DeviceUnavailable",
-        ) from exc
+        raise device_unavailable(jax, spec, platform, exc) from exc
     if index >= len(devices):
         valid = f"indices 0-{len(devices) - 1}" if devices else "no valid index"
         raise CaptureError(
@@ -159,13 +165,6 @@ def _device(jax: Any, spec: str) -> Any:
             error_type="DeviceUnavailable",
         )
     return devices[index]
-
-
-def _safe_devices(jax: Any) -> list:
-    try:
-        return list(jax.devices())
-    except Exception:
-        return []
 
 
 # --------------------------------------------------------------------------- recipe checks
@@ -653,7 +652,7 @@ def _nnx_plan(nnx: Any, fn: Any, kind: str, label: str, note: str | None = None)
 
 def capture(ctx: CaptureContext) -> Capture:
     recipe = ctx.recipe
-    jax = _import_jax()
+    jax = _import_jax(recipe.device)
     simulate_devices(jax, recipe)
     _check_recipe(ctx, jax)
     device = _device(jax, recipe.device)
@@ -846,6 +845,8 @@ def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | N
         "device": recipe.device,
         "jax_enable_x64": _x64_enabled(jax),
     }
+    if _platforms:  # what JAX_PLATFORMS was, who set it, and the backends the capture started
+        meta["jax_platforms"] = {**_platforms, "started": started_backends()}
     flax = sys.modules.get("flax")
     if flax is not None and getattr(flax, "__version__", None):
         meta["flax_version"] = flax.__version__

@@ -10,7 +10,7 @@ A workspace keeps its recipes in ``.tensorviz/recipes.toml``::
     model = "model:net"               # "pkg.module:qualname", relative to the workspace root,
                                       # or "dir/06_file.py:Qualname" (a workspace-relative path)
     mode = "eval"                     # "eval" | "train"
-    device = "cpu"                    # "cpu" | "cuda:N"
+    device = "cpu"                    # "cpu" | "cuda:N" | "tpu" / "tpu:N" (JAX only)
     grad_enabled = false
     seed = 0
     init = { args = [], kwargs = {} }                 # or { factory = "pkg.mod:function" }
@@ -30,8 +30,8 @@ A recipe may run the capture under a device mesh (:class:`MeshSetup`)::
     mesh = { data = 4, model = 2 }                              # axis = size, major to minor
     mesh = { data = 4, model = { size = 2, type = "explicit" } }  # a JAX axis type (default "auto")
 
-On ``device = "cpu"`` the worker simulates the devices the mesh needs; on ``cuda:N`` it
-uses real ones and fails when there are fewer.
+On ``device = "cpu"`` the worker simulates the devices the mesh needs; on ``cuda:N`` and
+``tpu`` it uses the real ones of that platform and fails when there are fewer.
 
 ``init.checkpoint`` (``.pt``/``.pth``/``.bin``/``.safetensors``) joins literal ``args``/``kwargs``
 or a ``factory``; ``inputs.fixture`` (``.pt``/``.pth``/``.safetensors``/``.npz``) replaces

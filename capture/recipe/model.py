@@ -435,7 +435,7 @@ class MeshSetup:
     size, major to minor), or ``model = { size = 2, type = "explicit" }`` for a JAX axis whose
     sharding lives in the types (default ``"auto"``, the compiler's propagation). On
     ``device = "cpu"`` the worker simulates the devices the mesh needs (JAX: XLA's host
-    device count; Torch: the ``fake`` process group); on ``cuda:N`` it uses real ones."""
+    device count; Torch: the ``fake`` process group); on ``cuda:N`` and ``tpu`` it uses real ones."""
 
     axes: tuple[tuple[str, int, str], ...]
 

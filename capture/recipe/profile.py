@@ -48,7 +48,9 @@ from .model import (
 )
 from .parse import _call_setup, _Ctx, _mesh, _ref, _show, _step, load_recipes_table, locator_for
 
-_DEVICE = re.compile(r"^(cpu|cuda:(0|[1-9][0-9]{0,3}))$")
+_DEVICE = re.compile(r"^(cpu|tpu|(cuda|tpu):(0|[1-9][0-9]{0,3}))$")
+#: What ``device`` accepts, in words (the recipe's error, the CLI's help).
+DEVICE_WORDS = '"cpu", "cuda:N", or "tpu" / "tpu:N" (JAX only)'
 
 
 # --------------------------------------------------------------------------- the recipe
@@ -93,7 +95,7 @@ class Recipe:
 
     @property
     def device_index(self) -> int | None:
-        return int(self.device.split(":", 1)[1]) if self.device.startswith("cuda:") else None
+        return int(self.device.split(":", 1)[1]) if self.device.startswith(("cuda:", "tpu:")) else None
 
     def saved_files(self) -> list[tuple[str, str]]:
         """``(key path, workspace-relative path)`` of the checkpoint and fixture files."""
@@ -303,7 +305,10 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     mode = _choice(cx, table, base, "mode", MODES, "eval")
     device = table.get("device", "cpu")
     if not isinstance(device, str) or not _DEVICE.match(device):
-        raise cx.error(base + ["device"], f'expected "cpu" or "cuda:N", found {_show(device)}')
+        raise cx.error(base + ["device"], f"expected {DEVICE_WORDS}, found {_show(device)}")
+    if device.startswith("tpu") and framework != "jax":
+        raise cx.error(base + ["device"], f'device = "{device}" is for JAX captures: a {framework} capture runs on '
+                                          '"cpu" or "cuda:N" (TensorViz has no torch_xla capture)')
     grad_enabled = table.get("grad_enabled", False)
     if type(grad_enabled) is not bool:
         raise cx.error(base + ["grad_enabled"], f"expected true or false, found {_show(grad_enabled)}")

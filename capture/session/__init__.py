@@ -1,6 +1,6 @@
 """The parent side of a capture, shared by the CLI and the language server.
 
-One flow (:func:`run_session`): the checks in DESIGN.md's order, each worded once
+One flow (:func:`run_session`): the checks in docs/architecture.md's order, each worded once
 (:mod:`.checks`: trust, saved source, interpreter found; :mod:`.runner`: dependencies,
 device, recipe, then import and trace in the worker, one-shot or warm, :mod:`.warm`),
 the graph file in its one place (:mod:`.graph_files`), the capture history

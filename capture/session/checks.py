@@ -1,4 +1,4 @@
-"""The checks before a capture that need no interpreter run, in DESIGN.md's order, each
+"""The checks before a capture that need no interpreter run, in docs/architecture.md's order, each
 worded here once for the CLI and the language server alike:
 
 1. ``trust``       - the caller says whether the workspace is trusted (the language

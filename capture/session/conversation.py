@@ -19,9 +19,9 @@ import threading
 import time
 from typing import Protocol, cast
 
-from ..graph import graphfile
+from ..graph import graphfile, later_stats
 from ..graph.model import Capture, Frame, Source, failure_from_json
-from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, release_worker
+from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, not_started, release_worker
 from ..worker.protocol import (
     EXIT_SHARED_MEMORY,
     FINAL_KINDS,
@@ -32,6 +32,7 @@ from ..worker.protocol import (
     EscapedProcess,
     FailureMessage,
     FrameReader,
+    InterpreterDetails,
     LimitDetails,
     ProtocolError,
     ResultMessage,
@@ -41,6 +42,7 @@ from ..worker.protocol import (
 )
 from ..worker.workspace_files import WorkspaceFiles
 from .job import CaptureJob, Log
+from .model_dependencies import disown
 
 # After the final message the worker exits at once; allow it this long before the
 # process group is killed anyway.
@@ -113,13 +115,61 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) ->
 
     if final is None:
         return _crashed(job, channel)
+    if final["kind"] == "result":
+        capture = _worker_result(job, final)
+        if capture.failure is None and later_stats.pending(capture):
+            job.graph_ready(capture)  # the graph first: its statistics follow
+            capture = _statistics_after(job, channel, reader, capture, deadline)
+        channel.finish()
+        if capture.failure is not None:
+            disown(job, capture.failure)  # a graph file's failure from the worker: the offer is the parent's
+        return capture
     channel.finish()
     if final["kind"] == "device_ok":
         return None
-    if final["kind"] == "failure":
-        return _worker_failure(job, final)
-    assert final["kind"] == "result"
-    return _worker_result(job, final)
+    assert final["kind"] == "failure"
+    capture = _worker_failure(job, final)
+    if capture.failure is not None:
+        disown(job, capture.failure)  # the install offer is the parent's (issue 52)
+    return capture
+
+
+def _statistics_after(job: CaptureJob, channel: WorkerChannel, reader: FrameReader, capture: Capture,
+                      deadline: float) -> Capture:
+    """``capture`` with the statistics the worker sends after it (one
+    :class:`~capture.worker.protocol.StatisticsMessage`), read under the same deadline and
+    cancel flag; without them (cancelled, past the deadline, the worker gone, a bad
+    message) the graph stands and says why they are missing."""
+    chunk: bytes | None = b""  # first: the frames read with the result
+    exited_since: float | None = None
+    while True:
+        if chunk is not None:
+            try:
+                for raw in reader.feed(chunk):
+                    msg = check_message(raw)
+                    if msg is not None and msg["kind"] == "statistics":
+                        return later_stats.complete(capture, msg["values"], msg["skipped"], msg.get("error"))
+                    if msg is not None and msg["kind"] == "progress":
+                        job.progress(msg["message"], msg["fraction"])
+            except (ProtocolError, ValueError) as exc:
+                channel.kill_group()
+                return later_stats.missing(capture, f"the worker sent an invalid message: {exc}")
+        if job.cancel.is_set():
+            channel.kill_group()
+            return later_stats.missing(capture, "the capture was cancelled while they were measured")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            channel.kill_group()
+            return later_stats.missing(capture, f"the {job.limits.max_seconds:g} s deadline passed while they were "
+                                                "measured")
+        chunk = channel.read(min(remaining, 0.05))
+        if chunk is None:
+            if exited_since is None and channel.exited():
+                exited_since = time.monotonic()
+            elif exited_since is not None and time.monotonic() - exited_since > 0.5:
+                return later_stats.missing(capture, "the worker ended before sending them")
+        elif not chunk:
+            return later_stats.missing(capture, "the worker ended before sending them")
 
 
 def _take_messages(job: CaptureJob, reader: FrameReader, chunk: bytes) -> _FinalMessage | None:
@@ -136,18 +186,22 @@ def _take_messages(job: CaptureJob, reader: FrameReader, chunk: bytes) -> _Final
     return None
 
 
-def _past_deadline(job: CaptureJob, channel: WorkerChannel) -> Capture:
+def _past_deadline(job: CaptureJob, channel: WorkerChannel, died_by: str | None = None) -> Capture:
     """The capture ran out of time: its process group is killed; the failure says what
-    the worker last logged and which processes escaped the group."""
+    the worker last logged and which processes escaped the group. ``died_by``: the signal
+    that ended the worker while it wrote its stacks for this report (see
+    :func:`_died_dumping_at_deadline`)."""
     channel.kill_group()
     escaped = list(channel.escaped)
     details = DeadlineDetails(limit="max_seconds", maximum=job.limits.max_seconds, elapsed_s=job.elapsed_s())
     if escaped:
         details["escaped_processes"] = escaped
+    how = (f"the worker was killed by {died_by} while it wrote its stacks for this report, after {job.elapsed()}"
+           if died_by else f"the worker process group was killed after {job.elapsed()}")
     return job.fail(
         "deadline", "DeadlineExceeded",
-        f"the capture did not finish within its {job.limits.max_seconds:g} s deadline; "
-        f"the worker process group was killed after {job.elapsed()}" + describe_escaped(escaped),
+        f"the capture did not finish within its {job.limits.max_seconds:g} s deadline; " + how
+        + describe_escaped(escaped),
         details,
         frames=crash_frames(channel.log_tail(), WorkspaceFiles(job.workspace)),
     )
@@ -186,9 +240,39 @@ def _worker_failure(job: CaptureJob, msg: FailureMessage) -> Capture:
     )
 
 
+#: ``faulthandler``'s heading for the stacks the worker writes shortly before its deadline
+#: (:func:`capture.worker.request.run_request`: ``dump_traceback_later``).
+_DEADLINE_DUMP = re.compile(r"^Timeout \(\d+:\d\d:\d\d(?:\.\d+)?\)!$", re.MULTILINE)
+#: How close to its deadline a worker that died writing those stacks must be (it starts
+#: 0.3 s before; the parent sees the death within a read or two).
+DEADLINE_DUMP_WINDOW_S = 1.5
+
+
+def _died_dumping_at_deadline(job: CaptureJob, code: int | None, tail: str) -> str | None:
+    """The signal that killed a worker while it wrote its stacks for the deadline report,
+    None when that is not what happened. ``faulthandler``'s watchdog thread reads every
+    thread's frames without the interpreter's lock; a worker busy in Torch's fake-tensor
+    dispatch can crash under it (SIGSEGV), a few tenths of a second before the deadline.
+    That capture ran out of time, and is reported so, not as a crash of the model
+    (issue 52 item 6)."""
+    if code is None or code >= 0 or not _DEADLINE_DUMP.search(tail):
+        return None
+    if job.elapsed_s() < job.limits.max_seconds - DEADLINE_DUMP_WINDOW_S:
+        return None
+    return _signal_name(-code)
+
+
 def _crashed(job: CaptureJob, channel: WorkerChannel) -> Capture:
     code = channel.wait_exit(EXIT_GRACE_S)
     tail = channel.log_tail()
+    died_by = _died_dumping_at_deadline(job, code, tail)
+    if died_by is not None:
+        return _past_deadline(job, channel, died_by)
+    reason = not_started(code, tail) if code is not None else None
+    if reason is not None:  # the keeper could not start the interpreter (launcher.kept)
+        channel.kill_group()
+        return job.fail("interpreter", "InterpreterNotRunnable", f"cannot start {job.python}: {reason}",
+                        InterpreterDetails(python=job.python))
     channel.kill_group()  # what it left behind (also in sessions of their own)
     memory = job.limits.max_memory_bytes
     if code == EXIT_SHARED_MEMORY and memory:
@@ -213,7 +297,7 @@ def _crashed(job: CaptureJob, channel: WorkerChannel) -> Capture:
     if memory and (code is None or code != 0):
         # Native code that cannot allocate under the limit aborts rather than raising.
         details["memory_limit"] = memory
-        how += f" (the capture memory limit was {memory / (1 << 20):g} MB)"
+        how += f" (the capture memory limit was {memory / (1 << 20):g} MiB)"
     escaped = list(channel.escaped)
     if escaped:
         details["escaped_processes"] = escaped
@@ -306,8 +390,8 @@ def _over_shared_memory(job: CaptureJob, memory: int) -> Capture:
                            requested=None)
     return job.fail(
         "limit", "MemoryError",
-        f"the capture's processes mapped more than {memory / (1 << 20):g} MB of shared memory (mmap MAP_SHARED, "
-        f"/dev/shm or memfd files, System V segments), over the capture memory limit of {memory / (1 << 20):g} MB "
+        f"the capture's processes mapped more than {memory / (1 << 20):g} MiB of shared memory (mmap MAP_SHARED, "
+        f"/dev/shm or memfd files, System V segments), over the capture memory limit of {memory / (1 << 20):g} MiB "
         "(tensorviz.captureMemoryMB, --memory, which counts each process's private memory and their shared "
         f"memory together); the capture was stopped after {job.elapsed()}",
         details,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from ..recipe import module_file
+from .import_closure import AST_MAX_CHARS
 
 #: Distributions whose import name differs (pip normalises ``-``/``_`` and case).
 IMPORT_NAMES = {
@@ -99,7 +100,11 @@ def _roots(root: Path, start: list[Path]) -> list[Path]:
 
 
 def _tree(read: Callable[[Path], str | None], path: Path) -> ast.Module | None:
+    """The file's syntax tree; None when it cannot be read, does not parse, or is too long
+    for ``ast`` (:data:`~.import_closure.AST_MAX_CHARS`, as the other walks bound it)."""
     text = read(path)
+    if text is not None and len(text) > AST_MAX_CHARS:
+        return None
     try:
         return ast.parse(text) if text is not None else None
     except (SyntaxError, ValueError, RecursionError):

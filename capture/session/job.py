@@ -37,11 +37,15 @@ def _no_log(line: str) -> None:
     pass
 
 
+def _no_graph(capture: Capture) -> None:
+    pass
+
+
 @dataclass(frozen=True)
 class ResolvedRecipe:
     """A recipe as the parent resolved it: the valid :class:`Recipe`, or the
     :class:`RecipeError` it raised (reported only at the ``recipe`` check, after the
-    interpreter and dependency checks, as DESIGN.md orders them)."""
+    interpreter and dependency checks, as docs/architecture.md orders them)."""
 
     recipe: Recipe | None
     error: RecipeError | None
@@ -110,7 +114,11 @@ class CaptureJob:
     links resolved. ``progress(message, fraction)`` is called from the capturing thread,
     ``log(line)`` (the worker's stdout and stderr) from a reader thread. ``cancel``: set
     it to stop the capture (the worker's process group is killed). ``warm_idle_seconds``:
-    the language server's ``tensorviz.warmWorkerIdleSeconds`` (0: a one-shot worker)."""
+    the language server's ``tensorviz.warmWorkerIdleSeconds`` (0: a one-shot worker).
+    ``graph_ready(capture)``: called from the capturing thread with a graph whose
+    statistics follow it (``meta["stats_pending"]``, :mod:`capture.graph.later_stats`)
+    as soon as it arrives, before they are waited for: the graph first (the session writes
+    its file there)."""
 
     workspace: Path
     recipe: ResolvedRecipe
@@ -120,6 +128,7 @@ class CaptureJob:
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Progress = _no_progress
     log: Log = _no_log
+    graph_ready: Callable[[Capture], None] = _no_graph
     warm_idle_seconds: float = 0.0
     started: float = field(default_factory=time.monotonic)
 

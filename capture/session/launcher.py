@@ -10,7 +10,8 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+import sys
+from collections.abc import Mapping, Sequence
 
 import safe_read
 
@@ -25,8 +26,30 @@ from capture.worker.main import main
 sys.exit(main())
 '''
 
-#: Variables of this process that would change what the selected interpreter imports.
-_DROPPED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT")
+_KEEPER = '''"""TensorViz process keeper (generated; safe to delete): capture.worker.procs.run_kept."""
+import os
+import sys
+try:
+    from _frozen_importlib_external import SourceFileLoader  # loaded already: nothing to import
+except ImportError:
+    from importlib.machinery import SourceFileLoader
+# procs.py alone (the standard library), not the capture package, from its cached bytecode:
+# the keeper starts fast.
+path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "capture", "worker", "procs.py")
+procs = {"__name__": "tensorviz_procs", "__file__": path}
+exec(SourceFileLoader("tensorviz_procs", path).get_code("tensorviz_procs"), procs)
+procs["run_kept"](sys.argv[1:])
+'''
+
+#: Variables of this process the worker never gets (docs/worker-environment.md):
+#: ``PYTHONHOME`` would swap the selected interpreter's standard library for another
+#: Python's; ``PYTHONSAFEPATH`` would keep the launcher's folder (this ``capture``
+#: package) off the worker's path; ``PYTHONSTARTUP`` and ``PYTHONINSPECT`` are for an
+#: interactive prompt (``PYTHONINSPECT`` would leave the worker waiting at one).
+#: ``PYTHONPATH`` is kept: where a person's JAX or Torch lives on it (Cloud TPU images),
+#: their own ``python`` sees it, and so must the worker; the launcher's folder still comes
+#: first, so it cannot replace this ``capture`` package.
+DROPPED = ("PYTHONHOME", "PYTHONSAFEPATH", "PYTHONSTARTUP", "PYTHONINSPECT")
 
 
 #: The launcher folders: ``tensorviz-worker-PID-<random>`` in the temporary folder, with
@@ -56,11 +79,26 @@ def launcher_script() -> str:
                     os.symlink(source, os.path.join(folder, name), target_is_directory=True)
                 except (OSError, NotImplementedError):
                     shutil.copytree(source, os.path.join(folder, name), ignore=shutil.ignore_patterns("__pycache__"))
-            with open(os.path.join(folder, "tensorviz_worker.py"), "w", encoding="utf-8") as fh:
-                fh.write(_LAUNCHER)
+            for script, text in (("tensorviz_worker.py", _LAUNCHER), (_KEEPER_SCRIPT, _KEEPER)):
+                with open(os.path.join(folder, script), "w", encoding="utf-8") as fh:
+                    fh.write(text)
             _launcher_dir = folder
             atexit.register(shutil.rmtree, folder, True)
         return os.path.join(_launcher_dir, "tensorviz_worker.py")
+
+
+_KEEPER_SCRIPT = "tensorviz_keeper.py"
+
+
+def kept(command: Sequence[str]) -> list[str]:
+    """``command`` run under a keeper of its own (:func:`capture.worker.procs.run_kept`):
+    TensorViz's own interpreter (``-I -S``: nothing of the workspace or of this
+    environment's site packages) starts it, and it and every process it starts die
+    with this process, however this process ends (SIGKILL included), and when it exits.
+    The interpreter probe and an approved install run so; start it from a thread that
+    lives as long as the command (``PR_SET_PDEATHSIG`` follows the starting thread)."""
+    keeper = os.path.join(os.path.dirname(launcher_script()), _KEEPER_SCRIPT)
+    return [sys.executable, "-I", "-S", keeper, str(os.getpid()), "--", *command]
 
 
 def remove_abandoned_launchers(temp: str | None = None) -> list[str]:
@@ -114,12 +152,12 @@ def _identity(pid: int) -> str:
 
 
 def worker_env(extra: Mapping[str, str]) -> dict[str, str]:
-    """This process's environment without what would redirect the worker's imports,
+    """This process's environment without :data:`DROPPED` (``PYTHONPATH`` is kept),
     plus ``extra`` (the capture's own variables), a fresh process marker and this
     process's id: every process of the worker inherits the marker
     (:mod:`capture.worker.procs` finds and kills them, also in sessions of their own),
     and the worker dies with this process."""
-    env = {k: v for k, v in os.environ.items() if k not in _DROPPED}
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED}
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     env[MARKER_ENV] = new_marker()

@@ -16,9 +16,11 @@ from typing import Any
 
 from ..frameworks import framework_names
 from ..graph.model import Capture
+from ..worker.distributions import install_spec, project_name
+from ..worker.procs import KILL_SCAN_SECONDS, not_started
 from ..worker.protocol import InterpreterDetails, MissingDependenciesDetails
 from .job import CaptureJob
-from .launcher import launcher_script, worker_env
+from .launcher import kept, launcher_script, worker_env
 
 MIN_PYTHON = (3, 11)  # pyproject.toml's requires-python; the worker uses code.co_qualname (3.11+)
 PROBE_TIMEOUT_S = 30.0
@@ -41,11 +43,8 @@ def probe_interpreter(job: CaptureJob, requires: tuple[str, ...]) -> dict[str, A
     if cached is not None and cached[1] == path_stamp(cached[0].get("path")):
         return cached[0]
     try:
-        proc = subprocess.run(
-            [python, "-c", _PROBE_SCRIPT.read_text(encoding="utf-8"), json.dumps(list(requires))],
-            capture_output=True, timeout=PROBE_TIMEOUT_S, env=worker_env(job.env),
-            cwd=os.path.dirname(launcher_script()), start_new_session=True,
-        )
+        proc = _run_kept([python, "-c", _PROBE_SCRIPT.read_text(encoding="utf-8"), json.dumps(list(requires))],
+                         worker_env(job.env))
     except subprocess.TimeoutExpired:
         return job.fail(
             "interpreter", "InterpreterTimeout",
@@ -56,6 +55,12 @@ def probe_interpreter(job: CaptureJob, requires: tuple[str, ...]) -> dict[str, A
         return job.fail(
             "interpreter", "InterpreterNotRunnable",
             f"the selected interpreter {python} cannot run: {exc.strerror or exc}", InterpreterDetails(python=python),
+        )
+    reason = not_started(proc.returncode, proc.stderr.decode("utf-8", "replace"))
+    if reason is not None:
+        return job.fail(
+            "interpreter", "InterpreterNotRunnable", f"the selected interpreter {python} cannot run: {reason}",
+            InterpreterDetails(python=python),
         )
     try:
         data: dict[str, Any] = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
@@ -83,6 +88,28 @@ def probe_interpreter(job: CaptureJob, requires: tuple[str, ...]) -> dict[str, A
     return data
 
 
+def _run_kept(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
+    """Run the probe under a keeper (:func:`capture.session.launcher.kept`): whatever the
+    selected interpreter starts (a ``.venv/bin/python`` wrapper's background child, a
+    ``.pth`` file's process) is killed when the probe exits, past the timeout, and with
+    this process however it ends. Past :data:`PROBE_TIMEOUT_S` the keeper is asked to
+    stop (SIGTERM: it kills everything below it first), then killed."""
+    with subprocess.Popen(kept(command), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env, cwd=os.path.dirname(launcher_script()),
+                          start_new_session=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=PROBE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=KILL_SCAN_SECONDS + 2)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def forget_probes() -> None:
     """Drop every cached probe answer (a benchmark measuring the probe itself)."""
     with _probe_lock:
@@ -106,6 +133,9 @@ def missing_dependencies(job: CaptureJob, missing: list[str], probe: Mapping[str
     )
     if any("==" in spec for spec in command[4:]):
         message += " (the installed Torch build is pinned, so pip refuses rather than replaces it)"
+    if "torch" in missing and job.framework != "torch":
+        message += (" (torch: the capture worker needs it for every framework, a JAX capture too; a CPU build is "
+                    "enough for JAX)")
     if not pip:
         message += " (pip is not installed in that interpreter: add it first, e.g. python -m ensurepip)"
     return job.fail(
@@ -135,15 +165,15 @@ def install_command(
     pip then refuses an install that would need to change them rather than replacing them."""
     specs = []
     for name in missing:
-        if name == "jax" and device.startswith("cuda"):
-            specs.append("jax[cuda12]")
-        else:
+        if name == "jax" and device.startswith(("cuda", "tpu")):
+            specs.append("jax[cuda12]" if device.startswith("cuda") else "jax[tpu]")
+        elif project_name(name):  # never an option, a path or a URL (capture.worker.distributions)
             specs.append(name)
     if "torch" in missing:
         return [python, "-m", "pip", "install", *specs]
     pins: dict[str, str] = {}
     torch = modules.get("torch") or {}
-    if torch.get("found") and torch.get("version"):
+    if torch.get("found") and install_spec(f"torch=={torch.get('version')}"):
         pins["torch"] = str(torch["version"])
     for entry in torch_build or ():
         try:
@@ -151,11 +181,7 @@ def install_command(
         except (TypeError, ValueError):
             continue
         key = re.sub(r"[-_.]+", "-", name).lower()
-        if (
-            not re.fullmatch(r"[a-z0-9][a-z0-9-]*", key)
-            or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*", version)
-            or key in missing
-        ):
+        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", key) or not install_spec(f"{key}=={version}") or key in missing:
             continue
         if key == "torch" and not torch.get("found"):
             continue

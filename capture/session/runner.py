@@ -1,5 +1,5 @@
 """The worker step of a capture: everything after the checks of
-:mod:`capture.session.checks`, in DESIGN.md's order, each failing before any user code
+:mod:`capture.session.checks`, in docs/architecture.md's order, each failing before any user code
 is imported:
 
 4. ``dependencies`` - the interpreter runs (3.11+) and has the worker's packages
@@ -41,7 +41,7 @@ from ..worker.protocol import PROTOCOL_VERSION, InputsNeededDetails, NeededDim, 
 from .checks import Unsaved, default_interpreter, preflight
 from .conversation import OneShotWorker, converse
 from .job import CaptureJob, Log, Progress, resolve_recipe, workspace_path
-from .launcher import launcher_script, worker_env
+from .launcher import kept, launcher_script, worker_env
 from .probe import MIN_PYTHON, install_command, missing_dependencies, path_stamp, probe_interpreter
 from .warm import WarmPool, identity_for
 
@@ -140,7 +140,7 @@ class _WorkerStep:
 
         resolved = job.recipe
         if resolved.error is not None:
-            # DESIGN.md checks the device before the recipe; a CUDA device still gets its
+            # docs/architecture.md: the device is checked before the recipe; a CUDA device still gets its
             # own check (in a worker) even when something else in the recipe is wrong.
             stand_in = self._device_stand_in()
             if stand_in is not None and stand_in.device != "cpu":
@@ -229,8 +229,11 @@ class _WorkerStep:
         env = worker_env(job.env)
         try:
             memory = ["--memory", str(job.limits.max_memory_bytes)] if job.limits.max_memory_bytes else []
+            # Under a keeper of TensorViz's own (launcher.kept): what the interpreter starts
+            # before the worker's own keeper exists (a wrapper script's orphan) is adopted
+            # by it, and dies with this process however it ends.
             proc = subprocess.Popen(
-                [job.python, launcher_script(), "--fd", str(write_fd), *memory],
+                kept([job.python, launcher_script(), "--fd", str(write_fd), *memory]),
                 stdin=subprocess.PIPE, stdout=log_w, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), cwd=str(job.workspace), env=env,
                 start_new_session=True,

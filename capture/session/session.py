@@ -9,7 +9,9 @@
    one-shot worker, or the folder's warm worker when the request carries the front
    end's :class:`~capture.session.warm_workers.WarmWorkers` (the language server's);
 4. writes the graph file in its one place (:mod:`capture.session.graph_files`), or the
-   request's ``output`` (a failure beside a good graph, never over it);
+   request's ``output`` (a failure beside a good graph, never over it); a graph whose
+   statistics follow it (:mod:`capture.graph.later_stats`) is written as soon as it
+   arrives (``on_graph`` tells the front end), and again once they have;
 5. keeps a successful capture in the history (:mod:`capture.session.history`) and
    returns the capture kept before it, for a diff.
 
@@ -84,7 +86,11 @@ class CaptureRequest:
     :func:`~capture.session.graph_files.graph_file`. ``history``: the history's bounds
     (None: not kept). ``warm``: the front end's warm workers (None: a one-shot worker);
     ``warm_idle_seconds``: how long the folder's warm worker may idle (0: off).
-    ``progress``/``log``/``cancel``: see :class:`~capture.session.job.CaptureJob`."""
+    ``progress``/``log``/``cancel``: see :class:`~capture.session.job.CaptureJob`.
+    ``on_graph(capture, graph file)``: a graph whose statistics follow it
+    (:mod:`capture.graph.later_stats`), as soon as its file is written (None: not
+    written), from the capturing thread; the session then waits for them, writes the
+    file again, complete, and returns that capture."""
 
     workspace: Path
     profile: str
@@ -102,6 +108,7 @@ class CaptureRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Progress | None = None
     log: Log | None = None
+    on_graph: Callable[[Capture, Path | None], None] | None = None
 
 
 @dataclass
@@ -135,6 +142,7 @@ def run_session(request: CaptureRequest, worker: Worker | None = None) -> Sessio
         warm_idle_seconds=request.warm_idle_seconds,
     )
     result = SessionResult(job.fail("crash", "SessionError", "the capture did not run"), job)
+    job.graph_ready = lambda capture: _graph_first(request, result, capture)
     remove_abandoned_temporaries(Path(request.workspace) / RECIPES_FILE)  # a killed save's leftovers
     try:
         result.files = files_to_save(job, request.known_sources, request.read_text)
@@ -162,31 +170,8 @@ def run_session(request: CaptureRequest, worker: Worker | None = None) -> Sessio
 def _keep(request: CaptureRequest, result: SessionResult) -> None:
     """The graph file, then (a success only) the history; each problem a line."""
     capture = result.capture
-    if capture.failure is not None and capture.failure.stage in NOT_WRITTEN_STAGES:
-        return
-    try:
-        # ``output`` is a path the person typed; the default one is the workspace's.
-        target = request.output or inside_workspace(request.workspace, graph_file(request.workspace, request.profile))
-        data = graphfile.encode(capture)
-    except LinkedOutside as exc:
-        result.problems.append(f"cannot write the graph file: {exc.strerror}")
-        return
-    except (GraphFileNameError, ValueError) as exc:
-        result.problems.append(f"cannot write the graph file: {exc}")
-        return
-    if capture.failure is not None and holds_good_capture(target):
-        target = failure_file(target)  # the last good graph stays where it is
-    try:
-        write_encoded(data, target)
-        result.graph_file = target
-    except OSError as exc:
-        result.problems.append(f"cannot write {target}: {exc.strerror or exc}")
-    if capture.failure is None and result.graph_file is not None:
-        try:
-            failure_file(target).unlink(missing_ok=True)  # older than the graph now in place
-        except OSError as exc:
-            result.problems.append(f"cannot remove the older failure {failure_file(target)}: {exc.strerror or exc}")
-    if capture.failure is not None or request.history is None:
+    data = _write_graph(request, result, capture)
+    if data is None or capture.failure is not None or request.history is None:
         return
     history = CaptureHistory(request.workspace, request.history)
     try:
@@ -194,3 +179,45 @@ def _keep(request: CaptureRequest, result: SessionResult) -> None:
         history.record(request.profile, capture, data)
     except HistoryError as exc:
         result.problems.append(f"not kept in the capture history: {exc}")
+
+
+def _graph_first(request: CaptureRequest, result: SessionResult, capture: Capture) -> None:
+    """A graph whose statistics follow it: its file is written now (again, complete, once
+    they arrived), and the front end told (``request.on_graph``)."""
+    _write_graph(request, result, capture)
+    if request.on_graph is not None:
+        try:
+            request.on_graph(capture, result.graph_file)
+        except Exception as exc:  # the front end's own problem: the capture goes on
+            result.problems.append(f"showing the graph before its statistics failed: {exc}")
+
+
+def _write_graph(request: CaptureRequest, result: SessionResult, capture: Capture) -> bytes | None:
+    """Write ``capture``'s graph file (a failure beside a good graph, never over it); its
+    encoded bytes, None when it was not written."""
+    if capture.failure is not None and capture.failure.stage in NOT_WRITTEN_STAGES:
+        return None
+    try:
+        # ``output`` is a path the person typed; the default one is the workspace's.
+        target = request.output or inside_workspace(request.workspace, graph_file(request.workspace, request.profile))
+        data = graphfile.encode(capture)
+    except LinkedOutside as exc:
+        result.problems.append(f"cannot write the graph file: {exc.strerror}")
+        return None
+    except (GraphFileNameError, ValueError) as exc:
+        result.problems.append(f"cannot write the graph file: {exc}")
+        return None
+    if capture.failure is not None and holds_good_capture(target):
+        target = failure_file(target)  # the last good graph stays where it is
+    try:
+        write_encoded(data, target)
+        result.graph_file = target
+    except OSError as exc:
+        result.problems.append(f"cannot write {target}: {exc.strerror or exc}")
+        return None
+    if capture.failure is None:
+        try:
+            failure_file(target).unlink(missing_ok=True)  # older than the graph now in place
+        except OSError as exc:
+            result.problems.append(f"cannot remove the older failure {failure_file(target)}: {exc.strerror or exc}")
+    return data

@@ -59,7 +59,7 @@ from ..worker.protocol import (
     ProtocolError,
     encode_frame,
 )
-from .launcher import launcher_script
+from .launcher import kept, launcher_script
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class WarmPool:
         with self._lock:
             now = time.monotonic()
             return {
-                k: {"pid": r.proc.pid, "python": r.python, "captures": r.captures, "busy": r.busy,
+                k: {"pid": r.pid, "python": r.python, "captures": r.captures, "busy": r.busy,
                     "idle_s": round(now - r.last_used, 3), "preloaded": len(r.files),
                     "preloading": r.preloads_pending, "imported": r.imported}
                 for k, r in self._workers.items()
@@ -287,9 +287,27 @@ class _Resident:
         self.requested: set[str] = set()
         self.sink: Callable[[str], None] = lambda line: None
         self.dead = False
+        self._pid: int | None = None
         self._pump = LogPump(log_fd, lambda line: self.sink(line), name="tensorviz-warm-log")
         self.tail = self._pump.tail  # bounded lines, each cut (capture.worker.procs)
         self.escaped: list[EscapedProcess] = []
+
+    @property
+    def pid(self) -> int:
+        """The resident process's own id: the child of its keeper (:func:`launcher.kept`),
+        or the keeper's while that has not started it yet."""
+        end = time.monotonic() + 2.0  # the keeper starts it within milliseconds
+        while self._pid is None and self.proc.poll() is None and time.monotonic() < end:
+            try:
+                with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children", "rb") as fh:
+                    children = fh.read().split()
+            except OSError:
+                break
+            if children:
+                self._pid = int(children[0])
+            else:
+                time.sleep(0.005)
+        return self._pid if self._pid is not None else self.proc.pid
 
     @classmethod
     def start(cls, workspace: Path, python: str, env: Mapping[str, str], identity: Identity) -> "_Resident":
@@ -297,8 +315,9 @@ class _Resident:
         read_fd, write_fd = os.pipe()
         log_r, log_w = os.pipe()
         try:
+            # Under a keeper of TensorViz's own (launcher.kept), as the one-shot worker.
             proc = subprocess.Popen(
-                [python, launcher, "--zygote", "--fd", str(write_fd)],
+                kept([python, launcher, "--zygote", "--fd", str(write_fd)]),
                 stdin=subprocess.PIPE, stdout=log_w, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), cwd=str(workspace), env=dict(env), start_new_session=True,
             )

@@ -52,6 +52,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..graph.model import UNCOUNTED, Capture, NodeCosts
+from ..graph.symbols import evaluate as _evaluate
+from ..graph.symbols import fixed_symbols
+from ..units import COUNT_LIMIT, OVERFLOW_REASON
+from .dtensors import BOUNDARY_OPS
 
 #: What each rule name means (``NodeCosts.notes["rules"]``).
 RULES = {
@@ -60,7 +64,17 @@ RULES = {
                                       "sdpa_backward_flop_count) for the CPU attention kernel its registry has no "
                                       "entry for (FlopCounterMode counts it as 0)",
     "grouped matmul": "torch.utils.flop_counter's mm formula summed over the groups of aten._grouped_mm (a "
-                      "mixture of experts' experts in one call), which its registry has no entry for",
+                      "mixture of experts' experts in one call), which its registry has no entry for; it reads "
+                      "the weights of at most min(groups, rows) experts (those some row can reach)",
+    "convolution backward": "own rule, differs from FlopCounterMode: each gradient asked for by output_mask (input, "
+                            "weight) costs what the forward convolution does, 2 FLOPs per multiply-add of "
+                            "batch x output positions x kernel x out channels x in channels per group; torch's "
+                            "conv_backward_flop counts a grouped or depthwise weight gradient as a dense convolution "
+                            "(groups times too many) and needs the gradients' shapes; bias gradients are not "
+                            "counted (as torch does not count a forward bias)",
+    "convolution": "own rule, differs from FlopCounterMode: a convolution kernel whose schema torch's conv_flop "
+                   "misreads (_slow_conv2d_forward, cudnn_convolution: its transposed flag is read from another "
+                   "argument): 2 FLOPs per multiply-add, output elements x kernel x in channels per group",
     "view": "a view of its input: no FLOPs, no bytes",
     "bookkeeping": "a profiler marker (record_function): no FLOPs, no bytes",
     "data movement": "copies, casts, gathers, concatenations, factories: no FLOPs, the bytes they move",
@@ -70,8 +84,13 @@ RULES = {
     "pointwise": "ATen tags it pointwise: 1 FLOP per output element",
     "reduction": "ATen tags it a reduction: input elements - output elements (n - 1 per result)",
     "cumulative": "a cumulative scan (cumsum, cummax…): 1 FLOP per element",
+    "selection": "top-k, sort, median, histograms (histc, bincount), searchsorted: 1 FLOP (a comparison) per input "
+                 "element, as a reduction counts",
     "decomposed": "its torch._decomp decomposition, run on meta tensors of the recorded shapes, counted op by op "
                   "by these rules",
+    "communication": "a collective (c10d all-gather, reduce-scatter, all-reduce…): no FLOPs counted (a "
+                     "reduction's sums neither), the bytes of its operands and results on this rank",
+    "DTensor boundary": "a DTensor and its local tensor joined (to_local, from_local): no kernel, no FLOPs, no bytes",
     "no rule": "uncounted: no flop_counter formula, no pointwise or reduction tag, no decomposition",
 }
 NOTES = {
@@ -79,6 +98,15 @@ NOTES = {
     "bytes": "unfused: each op reads its tensor operands and writes its results at their shapes and dtypes; "
              "a view moves nothing",
 }
+
+#: What kind of arithmetic a rule's FLOPs are (``notes["kinds"]``: per op name), so that a reference
+#: counter's total can be matched by the kinds it counts (FlopCounterMode: matmul, convolution, attention).
+KINDS = ("matmul", "convolution", "attention", "pointwise", "reduction/norm", "scan", "other")
+_RULE_KINDS = {"flop_counter sdpa (CPU kernel)": "attention", "grouped matmul": "matmul",
+               "convolution": "convolution", "convolution backward": "convolution", "pointwise": "pointwise",
+               "foreach": "pointwise", "random": "pointwise", "scatter-add": "pointwise",
+               "reduction": "reduction/norm", "selection": "reduction/norm", "cumulative": "scan"}
+_MATMULS = frozenset({"mm", "addmm", "bmm", "baddbmm", "_scaled_mm", "_grouped_mm", "matmul", "linear"})
 
 # Views whose schema does not mark the result as an alias of the input.
 _VIEWS = frozenset({
@@ -99,6 +127,12 @@ _DATA_MOVEMENT = frozenset({
     "randperm", "index_copy", "index_copy_", "narrow_copy", "unfold_copy", "pixel_shuffle", "pixel_unshuffle",
     "channel_shuffle", "im2col", "col2im",
 })
+# FSDP2's copies into and out of its collectives' flat buffers (and torch's own chunk_cat).
+_DATA_MOVEMENT = _DATA_MOVEMENT | {"all_gather_copy_in", "split_with_sizes_copy", "chunk_cat", "_chunk_cat"}
+# Collectives' namespaces (capture.torch.dtensors.COLLECTIVE_OPS).
+_COLLECTIVE_NAMESPACES = frozenset({"c10d", "_c10d_functional", "c10d_functional"})
+# The rule a whole namespace decides: profiler markers are bookkeeping, collectives communication.
+_NAMESPACE_KINDS = {"profiler": "bookkeeping", **{ns: "communication" for ns in _COLLECTIVE_NAMESPACES}}
 # Gathers: read what they take (their result's size) and their indices, not the whole table.
 _TAKING = frozenset({"embedding", "index_select", "gather", "index", "take"})
 # Accumulating scatters: the operand holding the updates (by schema name).
@@ -112,11 +146,54 @@ _RANDOM = frozenset({
 })
 _CUMULATIVE = frozenset({"cumsum", "cumsum_", "cumprod", "cumprod_", "cummax", "cummin", "logcumsumexp",
                          "_cummax_helper", "_cummin_helper"})
+# Convolutions counted by our own rule (capture.torch.cost._conv_flops), not torch's conv formulas.
+_CONV_BACKWARD = frozenset({"convolution_backward"})
+_CONV_OWN = frozenset({"_slow_conv2d_forward", "cudnn_convolution", "cudnn_convolution_transpose",
+                       "mkldnn_convolution", "_conv_depthwise2d", "slow_conv3d_forward", "slow_conv_dilated2d",
+                       "slow_conv_dilated3d", "slow_conv_transpose2d", "slow_conv_transpose3d",
+                       "_nnpack_spatial_convolution"})
+#: The rules that count differently from ``FlopCounterMode``, and why (``notes["differs from FlopCounterMode"]``).
+DIFFERS = {
+    "convolution backward": "torch's conv_backward_flop counts a grouped or depthwise weight gradient as a dense "
+                            "convolution (groups times the multiply-adds done); ours counts what runs",
+    "convolution": "torch's conv_flop misreads these kernels' arguments (or has no entry for them)",
+    "flop_counter sdpa (CPU kernel)": "FlopCounterMode has no entry for the CPU attention kernel and counts it as 0",
+    "grouped matmul": "FlopCounterMode has no entry for aten._grouped_mm and counts it as 0",
+}
+_SELECTION = frozenset({"topk", "sort", "argsort", "kthvalue", "median", "nanmedian", "mode", "msort", "histc",
+                        "bincount", "searchsorted", "bucketize"})
 _SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
              "_scaled_dot_product_flash_attention_for_cpu_backward": "backward"}
 # Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.
 _NAMED_ARGS = ("dtype", "layout", "memory_format")
-_MAX = (1 << 63) - 1
+_MAX = COUNT_LIMIT
+
+
+def _fits(flops: int) -> int:
+    """``flops``; beyond what a graph file stores for one op, uncounted with the reason
+    (never clipped to the limit)."""
+    if flops > _MAX:
+        raise _Uncounted(OVERFLOW_REASON)
+    return flops
+
+
+#: What the ``flops`` column of a Torch capture split over a mesh covers, and what
+#: ``notes["per_rank"]`` covers (see TorchCosts.per_rank).
+FLOPS_SCOPE = ("global for DTensor ops (their global shapes: every rank's share together), per rank for "
+               "plain-tensor ops (one rank's tensors: local tensors, FSDP's gathered parameters)")
+PER_RANK_SCOPE = ("per rank: DTensor ops at the shapes one rank computes on (each DTensor's per-device shape), "
+                  "plain-tensor ops as recorded; total: the whole program on one rank, its uncounted ops "
+                  "counted apart")
+
+
+class _PerDevice:
+    """A DTensor value seen at the shape one rank holds (its ``per_device_shape``)."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, value: Any) -> None:
+        self.shape = list(value.sharding["per_device_shape"])
+        self.dtype = value.dtype
 
 
 class _Unbuildable(Exception):
@@ -140,6 +217,8 @@ class TorchCosts:
         self._ops: dict[str, Any] = {}
         self._kinds: dict[Any, str] = {}
         self._signatures: dict[tuple, tuple[int, str]] = {}
+        self._shapes: list[tuple | None] = []  # per value of the capture being counted: its shape, or None
+        self._flop_kinds: dict[str, str] = {}  # per op name: the kind of its FLOPs (KINDS)
         self._itemsize: dict[str, int | None] = {}
         self.reasons: dict[str, str] = {}
 
@@ -171,12 +250,30 @@ class TorchCosts:
     def _kind(self, op: Any) -> str:
         schema = op._schema
         ns, _, base = schema.name.rpartition("::")
-        if ns == "profiler":
-            return "bookkeeping"
+        by_namespace = _NAMESPACE_KINDS.get(ns)
+        if by_namespace is not None:
+            return by_namespace
         if base in _VIEWS or any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns):
             return "view"
+        if base in _CONV_BACKWARD or base in _CONV_OWN:
+            return "convolution backward" if base in _CONV_BACKWARD else "convolution"
         if op.overloadpacket in self.registry:
             return "flop_counter"
+        by_name = self._named_kind(base)
+        if by_name is not None:
+            return by_name
+        tags = op.tags
+        if torch.Tag.pointwise in tags:
+            return "pointwise"
+        if torch.Tag.reduction in tags:
+            return "reduction"
+        if op in self.decompositions:
+            return "decomposed"
+        return "no rule"
+
+    @staticmethod
+    def _named_kind(base: str) -> str | None:
+        """The rule an op's base name alone decides (before its tags are read), or None."""
         if base in _SDPA_CPU:
             return "flop_counter sdpa (CPU kernel)"
         if base == "_grouped_mm":
@@ -189,16 +286,28 @@ class TorchCosts:
             return "foreach"
         if base in _RANDOM:
             return "random"
-        if base in _CUMULATIVE:
-            return "cumulative"
-        tags = op.tags
-        if torch.Tag.pointwise in tags:
-            return "pointwise"
-        if torch.Tag.reduction in tags:
-            return "reduction"
-        if op in self.decompositions:
-            return "decomposed"
-        return "no rule"
+        if base in _CUMULATIVE or base in _SELECTION:
+            return "cumulative" if base in _CUMULATIVE else "selection"
+        return None
+
+    def kind_of(self, name: str, rule: str, parts: Any) -> str:
+        """The kind (:data:`KINDS`) of the FLOPs of op ``name`` counted by ``rule``; a decomposed
+        op's from the kinds of the ops its decomposition ran (``parts``): a norm, a softmax or a
+        pooling (anything running a reduction) is ``reduction/norm``, only pointwise ops ``pointwise``."""
+        got = _RULE_KINDS.get(rule)
+        if got is not None:
+            return got
+        base = name.split("::")[-1].split(".")[0]
+        if rule == "flop_counter":
+            if base in _MATMULS:
+                return "matmul"
+            return "convolution" if "conv" in base else "attention" if "attention" in base else "other"
+        if rule == "decomposed":
+            for kind in ("matmul", "convolution", "attention", "scan", "reduction/norm"):
+                if kind in parts:
+                    return kind
+            return "pointwise" if parts else "other"
+        return "other"
 
     def itemsize(self, dtype: str) -> int | None:
         got = self._itemsize.get(dtype, 0)
@@ -209,13 +318,17 @@ class TorchCosts:
 
     # ------------------------------------------------------------------ counting
 
-    def count(self, capture: Capture) -> NodeCosts:
-        """The cost columns of ``capture``'s nodes."""
-        values = capture.values
+    def _shapes_and_sizes(self, capture: Capture) -> tuple[list[tuple | None], list[int]]:
+        """Each value's shape (None when a dimension stays symbolic) and bytes (-1 when
+        unknown); a symbol the capture fixed (``meta``: a hit loop's row counts) is read as
+        its value."""
         shapes: list[tuple | None] = []
-        sizes: list[int] = []  # bytes per value, -1 when unknown
-        for v in values:
+        sizes: list[int] = []
+        fixed = fixed_symbols(capture.meta)
+        for v in capture.values:
             shape = v.shape
+            if fixed and not all(type(d) is int for d in shape):
+                shape = [d if type(d) is int else _evaluate(d, fixed) for d in shape]
             if all(type(d) is int for d in shape):
                 n = math.prod(cast(list[int], shape))
                 item = self.itemsize(v.dtype)
@@ -224,18 +337,32 @@ class TorchCosts:
             else:
                 shapes.append(None)
                 sizes.append(-1)
+        return shapes, sizes
+
+    def _node_flops(self, node: Any, op: Any, values: Any, shapes: list) -> tuple[int, str, str | None]:
+        """``(flops, rule, kind)`` of one recorded op; ``op`` None when this process cannot
+        resolve it (then known by name, or uncounted)."""
+        if op is None:
+            known = _without_overload(node.op)
+            if known is not None:
+                return known
+            self.reasons.setdefault(node.op, "not an operator this Torch knows")
+            return UNCOUNTED, "no rule", None
+        kind = self.kind(op)
+        f, name = self._flops(node, op, kind, values, shapes)
+        return f, name, kind
+
+    def count(self, capture: Capture) -> NodeCosts:
+        """The cost columns of ``capture``'s nodes."""
+        values = capture.values
+        shapes, sizes = self._shapes_and_sizes(capture)
+        self._shapes = shapes
         rules: list[str] = []
         rule_ids: dict[str, int] = {}
         flops, read, written, rule = [], [], [], []
         for node in capture.nodes:
             op = self.resolve(node.op)
-            if op is None:
-                f, name = UNCOUNTED, "no rule"
-                self.reasons.setdefault(node.op, "not an operator this Torch knows")
-                kind = None
-            else:
-                kind = self.kind(op)
-                f, name = self._flops(node, op, kind, values, shapes)
+            f, name, kind = self._node_flops(node, op, values, shapes)
             if kind == "view" or kind == "bookkeeping":
                 r = w = 0
             elif op is not None and _base(op) in _TAKING:
@@ -249,6 +376,8 @@ class TorchCosts:
                 ins = {o.value for o in node.inputs if o.value is not None}
                 r = _total(sizes[v] for v in ins)
                 w = _total(sizes[v] for v in node.outputs)
+                if kind == "grouped matmul" and r >= 0:
+                    r -= _idle_experts_bytes(node, shapes, sizes)
             k = rule_ids.get(name)
             if k is None:
                 k = rule_ids[name] = len(rules)
@@ -260,13 +389,54 @@ class TorchCosts:
         notes: dict[str, Any] = dict(NOTES)
         notes["counter"] = f"torch {torch.__version__}: torch.utils.flop_counter formulas, ATen tags and torch._decomp"
         notes["rules"] = {name: RULES[name] for name in rules}
+        kinds: dict[str, str] = {}
+        for node, f, k in zip(capture.nodes, flops, rule):
+            if f > 0 and node.op not in kinds:
+                kinds[node.op] = self._flop_kinds.get(node.op) or self.kind_of(node.op, rules[k], ())
+        if kinds:
+            notes["kinds"] = kinds
+        differs = {name: DIFFERS[name] for name in rules if name in DIFFERS}
+        if differs:
+            notes["differs from FlopCounterMode"] = differs
         uncounted = {capture.nodes[i].op for i, f in enumerate(flops) if f < 0}
         if uncounted:
             notes["uncounted"] = {op: self.reasons.get(op, RULES["no rule"]) for op in sorted(uncounted)}
+        per_rank = self.per_rank(capture, flops)
+        if per_rank is not None:
+            notes["per_rank"] = per_rank
         return NodeCosts(flops, read, written, rule, rules, [], notes)
 
+    def per_rank(self, capture: Capture, flops: list[int]) -> dict[str, Any] | None:
+        """A split Torch program's FLOPs per rank (``notes["per_rank"]``), None when no node
+        reads or makes a DTensor. A DTensor op's ``flops`` column is global (its global
+        shapes); here it is counted again at the shapes one rank computes on (each
+        DTensor's ``per_device_shape``: the ATen op DTensor runs on the local tensors). A
+        plain-tensor op (a local tensor's, an FSDP all-gather's) is one rank's already."""
+        values = capture.values
+        split = [isinstance(v.sharding, dict) and not v.sharding.get("local") for v in values]
+        if not any(split):
+            return None
+        local = [_PerDevice(v) if s else v for v, s in zip(values, split)]
+        shapes = [tuple(v.shape) if all(type(d) is int for d in v.shape) else None for v in local]
+        nodes, rank_flops = [], []
+        total = uncounted = 0
+        for i, node in enumerate(capture.nodes):
+            f = flops[i]
+            if any(split[o.value] for o in node.inputs if o.value is not None) or any(split[v] for v in node.outputs):
+                op = self.resolve(node.op)
+                if op is not None and f >= 0:
+                    f, _ = self._flops(node, op, self.kind(op), local, shapes)
+                nodes.append(i)
+                rank_flops.append(f)
+            if f < 0:
+                uncounted += 1
+            else:
+                total += f
+        return {"scope": PER_RANK_SCOPE, "nodes": nodes, "flops": rank_flops, "total": total,
+                "uncounted": uncounted, "flops_scope": FLOPS_SCOPE}
+
     def _flops(self, node: Any, op: Any, kind: str, values: Any, shapes: list) -> tuple[int, str]:
-        if kind == "view" or kind == "data movement" or kind == "bookkeeping":
+        if kind == "view" or kind == "data movement" or kind == "bookkeeping" or kind == "communication":
             return 0, kind
         if kind == "no rule":
             self.reasons.setdefault(node.op, RULES["no rule"])
@@ -292,14 +462,15 @@ class TorchCosts:
     def _count_one(self, node: Any, op: Any, kind: str, values: Any) -> tuple[int, str]:
         try:
             args, kwargs = self._arguments(op, node.inputs, values)
-            outs = [_meta(values[v].shape, values[v].dtype) for v in node.outputs]
+            outs = [_meta(self._shapes[v] or values[v].shape, values[v].dtype) for v in node.outputs]
             out = outs[0] if len(outs) == 1 else tuple(outs)
             if kind == "decomposed":
                 counter = _Decomposition(self)
                 with counter:
                     self.decompositions[op](*args, **kwargs)
-                return min(counter.flops, _MAX), kind
-            return min(self.flops_of(op, kind, args, kwargs, out), _MAX), kind
+                self._flop_kinds.setdefault(node.op, self.kind_of(node.op, kind, counter.kinds))
+                return _fits(counter.flops), kind
+            return _fits(self.flops_of(op, kind, args, kwargs, out)), kind
         except _Uncounted as exc:
             self.reasons.setdefault(node.op, str(exc))
         except _Unbuildable as exc:
@@ -322,12 +493,14 @@ class TorchCosts:
             return int(self.sdpa[1](grad_out.shape, q.shape, k.shape, v.shape))
         if kind in ("view", "data movement", "bookkeeping"):
             return 0
+        if kind == "convolution" or kind == "convolution backward":
+            return conv_flops(op, args, kwargs, out)
         if kind == "grouped matmul":
             a, b = args[0], args[1]
             if a.dim() == 2 and b.dim() == 2:  # groups along the shared dimension: one M×K×N matmul in all
                 return 2 * a.shape[0] * a.shape[1] * b.shape[1]
             return 2 * out.numel() * a.shape[-1]  # each output element: one group's dot product over K
-        if kind == "cumulative":
+        if kind == "cumulative" or kind == "selection":
             ins = _tensors(args)
             return ins[0].numel() if ins else 0
         if kind == "pointwise" or kind == "foreach" or kind == "random":
@@ -379,8 +552,38 @@ class TorchCosts:
     def _operand(self, o: Any, name: str, values: Any) -> Any:
         if o.value is not None:
             v = values[o.value]
-            return _meta(v.shape, v.dtype)
+            return _meta(self._shapes[o.value] or v.shape, v.dtype)
         return _literal(o.literal, name)
+
+
+def conv_flops(op: Any, args: tuple, kwargs: dict, out: Any) -> int:
+    """FLOPs of a convolution kernel or of ``convolution_backward``, from the input and weight
+    shapes and the forward output's (``grad_output`` for the backward), 2 per multiply-add.
+
+    A forward convolution does ``output elements × in channels per group × kernel size``
+    multiply-adds (a transposed one ``input elements × out channels per group × kernel``);
+    its backward does as many again for each gradient ``output_mask`` asks for (input,
+    weight): every product of the forward is one product of each gradient. A bias
+    gradient is not counted (a forward bias is not counted either)."""
+    names = [a.name for a in op._schema.arguments]
+
+    def arg(name: str, default: Any = None) -> Any:
+        if name in kwargs:
+            return kwargs[name]
+        i = names.index(name) if name in names else -1
+        return args[i] if 0 <= i < len(args) else default
+
+    weight = arg("weight")
+    transposed = bool(arg("transposed", "transpose" in _base(op)))
+    per_product = weight.shape[1] * math.prod(weight.shape[2:])  # in channels per group (out, transposed) × kernel
+    if _base(op) in _CONV_BACKWARD:
+        grad_out, x = arg("grad_output"), arg("input")
+        forward = 2 * (x.numel() if transposed else grad_out.numel()) * per_product
+        mask = arg("output_mask", [True, True, True])
+        return forward * (int(bool(mask[0])) + int(bool(mask[1])))
+    x = arg("input", arg("self"))
+    result = _tensors(out)[0]
+    return 2 * (x.numel() if transposed else result.numel()) * per_product
 
 
 class _Decomposition(TorchDispatchMode):
@@ -390,6 +593,7 @@ class _Decomposition(TorchDispatchMode):
         super().__init__()
         self.costs = costs
         self.flops = 0
+        self.kinds: set[str] = set()  # of the ops counted (KINDS)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -401,8 +605,38 @@ class _Decomposition(TorchDispatchMode):
         out = func(*args, **kwargs)
         if kind == "no rule":
             raise _Uncounted(f"its decomposition runs {func.name()}, which has no rule")
-        self.flops += costs.flops_of(func, kind, args, kwargs, out)
+        f = costs.flops_of(func, kind, args, kwargs, out)
+        self.flops += f
+        if f:
+            self.kinds.add(costs.kind_of(func.name(), kind, ()))
         return out
+
+
+def _idle_experts_bytes(node: Any, shapes: list, sizes: list[int]) -> int:
+    """The bytes of the groups of ``_grouped_mm``'s stacked weight no row can reach: with
+    ``M`` rows in groups (a 2-D first operand, ``offs``), at most ``min(G, M)`` of the ``G``
+    groups (experts) run, so at most their matrices are read."""
+    a = next((o.value for o in node.inputs if o.position == 0 and o.value is not None), None)
+    b = next((o.value for o in node.inputs if o.position == 1 and o.value is not None), None)
+    if a is None or b is None or a == b or shapes[a] is None or shapes[b] is None or sizes[b] < 0:
+        return 0
+    sa, sb = shapes[a], shapes[b]
+    if len(sa) != 2 or len(sb) != 3 or sb[0] <= 0:
+        return 0
+    groups, rows = sb[0], sa[0]
+    return sizes[b] * (groups - min(groups, rows)) // groups
+
+
+def _without_overload(name: str) -> tuple[int, str, str] | None:
+    """``(flops, rule, kind)`` of a recorded op this process cannot resolve but knows by
+    name: a DTensor boundary (no kernel ran), FSDP2's copies (its ops are registered only
+    once FSDP2 is imported). None for any other."""
+    if name in BOUNDARY_OPS:
+        return 0, "DTensor boundary", "view"
+    ns, _, rest = name.partition("::")
+    if ns == "fsdp" and rest.split(".")[0] in _DATA_MOVEMENT:
+        return 0, "data movement", "data movement"
+    return None
 
 
 def _base(op: Any) -> str:
@@ -458,7 +692,7 @@ def _total(sizes: Any) -> int:
         if s < 0:
             return UNCOUNTED
         total += s
-    return min(total, _MAX)
+    return total if total <= _MAX else UNCOUNTED  # never clipped to the column's limit
 
 
 def count(capture: Capture) -> NodeCosts:

@@ -127,6 +127,9 @@ def _device(torch: Any, spec: str) -> Any:
     platform, index = parse_device(spec)
     if platform == "cpu":
         return torch.device("cpu")
+    if platform == "tpu":
+        raise CaptureError("device", f'device {spec} is for JAX captures; a Torch capture runs on "cpu" or "cuda:N"',
+                           {"device": spec, "available": ["cpu"]})
     details: dict[str, Any] = {
         "device": spec,
         "torch_version": torch.__version__,
@@ -528,6 +531,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     trace = TorchTrace(
         ctx.files, limits=ctx.limits, stats=stats, abstract=abstract,
         progress=lambda n: ctx.progress(f"recorded {n:,} operations", None),
+        parameters="later",  # the graph first: parameters are measured after it is sent
     )
     if group is not None:
         trace.dist.mesh_index(group.mesh, origin="recipe")
@@ -592,6 +596,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     if group is not None:
         result.devices = group.devices_record()
     _count_costs(result)
+    if result.meta.get("stats_pending"):
+        ctx.after_result = trace.measure_later
     return result
 
 
@@ -783,6 +789,9 @@ def _abstract_meta(meta: dict[str, Any], trace: Any, branches: Any, evidence: An
         symbols = symbol_table(trace.b.values, trace.producers, evidence.symbol_bounds(), trace.b.nodes)
         if symbols:
             meta["symbols"] = symbols
+        if evidence.loops.choices:  # data-dependent loops run by a stated choice (capture.torch.hit_loops)
+            meta["assumptions"] = [{"text": c["text"], "loop": c["loop"], "iterations": c["iterations"]}
+                                   for c in evidence.loops.choices]
 
 
 def _data_failure(trace: Any, evidence: Any, files: Any) -> CaptureError | None:
@@ -862,13 +871,18 @@ def _state_versions(torch: Any, model: Any) -> dict[str, tuple[Any, int]]:
 
 def _state_writes(torch: Any, model: Any, before: dict[str, tuple[Any, int]]) -> list[str]:
     """Parameters and buffers the forward wrote in place (their version counter moved),
-    by name, in the model's order; a tensor replaced by another is a write too."""
+    by name, in the model's order; a tensor replaced by another is a write too (but not
+    FSDP2's gathered form of a parameter it shards: ``dtensors.fsdp_forms``)."""
+    from .dtensors import fsdp_forms
+
     now = {name: t for name, t in [*model.named_parameters(remove_duplicate=False),
                                    *model.named_buffers(remove_duplicate=False)]}
+    forms = fsdp_forms(model)
     writes = []
     for name, (t, version) in before.items():
         current = now.get(name)
-        if current is None or current is not t or t._version != version:
+        replaced = current is not t and (current is None or id(current) not in forms.get(id(t), ()))
+        if replaced or t._version != version:
             writes.append(name)
     return writes
 

@@ -17,6 +17,9 @@ mode: PyTorch pops a function mode while its handler runs):
   move into it (the capture keeps every kernel);
 * a call that ran one kernel: no group; the node's ``params["function"]`` is the
   qualified name;
+* a ``dtensor::`` boundary node (``capture.torch.dtensors``) made as the call read a
+  value made before it stays where it is: it joins the groups of the two values and is
+  not one of the function's kernels;
 * a call that ran no kernel, or one during which another group opened (a module or a
   scope ran inside it) or whose kernels landed elsewhere (autograd's, in backward
   groups): nothing.
@@ -39,6 +42,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ..worker.builder import GraphBuilder
+from .dtensors import BOUNDARY_OPS
 from ..worker.errors import LimitExceeded
 
 GROUP_KIND = "function"
@@ -126,14 +130,27 @@ class FunctionCalls(TorchFunctionMode):
         for i in range(start, end):
             if nodes[i].group != parent:
                 return
+        kernels = [i for i in range(start, end) if not _boundary_into(nodes, i, start)]
+        if not kernels:
+            return
         qualified, short = names
-        if end - start < MIN_GROUP_KERNELS:
-            nodes[start].params["function"] = qualified
+        if len(kernels) < MIN_GROUP_KERNELS:
+            nodes[kernels[0]].params["function"] = qualified
             return
         attrs: dict[str, Any] = {"function": qualified}
         frame = trace.frame_of(caller)
         if frame is not None:
             attrs["frame"] = frame
         gid = b.group(GROUP_KIND, short, parent, attrs)
-        for i in range(start, end):
+        for i in kernels:
             nodes[i].group = gid
+
+
+def _boundary_into(nodes: list, i: int, start: int) -> bool:
+    """Whether node ``i`` is a DTensor boundary (``capture.torch.dtensors``) joining a value
+    made before the call (node ``start`` on) to the call: it stays between the two groups."""
+    node = nodes[i]
+    if node.op not in BOUNDARY_OPS or not node.inputs:
+        return False
+    src = node.inputs[0].value
+    return not any(src in nodes[j].outputs for j in range(start, i))

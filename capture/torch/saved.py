@@ -66,6 +66,7 @@ from typing import Any
 
 import safe_read
 
+from ..units import bytes_text
 from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
 from ..worker.npz_sizes import NpzTooLarge, check_npz_size
@@ -128,19 +129,12 @@ def _saved_path(ctx: CaptureContext, rel: str, what: str, key_path: str) -> str:
 def _too_large(what: str, rel: str, size: int, limit: int, key_path: str) -> CaptureError:
     return CaptureError(
         "limit",
-        f"{key_path}: the {what} {rel} is {_bytes(size)} ({size:,} bytes), over the limit of {_bytes(limit)} "
+        f"{key_path}: the {what} {rel} is {bytes_text(size)} ({size:,} bytes), over the limit of {bytes_text(limit)} "
         f"({limit:,} bytes); raise the limit to load it (max_saved_file_bytes: the tensorviz.maxSavedFileMB setting, "
         "or --max-saved-file-mb)",
         {"limit": "max_saved_file_bytes", "maximum": limit, "reached": size, "path": rel, "key_path": key_path},
         error_type="LimitExceeded",
     )
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} bytes"
 
 
 def _load(torch: Any, data: bytes, rel: str, what: str, device: Any, key_path: str, limit: int) -> Any:

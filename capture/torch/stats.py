@@ -25,7 +25,9 @@ finite).
   mean and std equal to what one tensor's reductions give, to float32 precision (summed
   in another order, they may differ in the last bits). A value alone in its dtype and size, a
   larger one, and tensors from outside (parameters, inputs: measured when first seen)
-  are measured one by one as below.
+  are measured one by one as below. A value whose storage was freed under it before its
+  batch was measured (FSDP2 frees a block's gathered parameters after its forward, with
+  no op the trace sees) has no statistics (counted in ``stats_skipped_values``).
 * One by one on CPU, as each op finishes, in one pass over memory: the
   four moments (min, max, sum, sum of squares) of a large contiguous tensor are reduced
   chunk by chunk, each chunk small enough to stay in cache while its three reductions
@@ -39,6 +41,18 @@ finite).
   model's own ops keep their threads.
 * On other devices (``deferred``) six numbers per value are reduced on the device
   without synchronising and fetched with one transfer per device at :meth:`finish`.
+
+Parameters (:meth:`~ActivationStatistics.later`) need not delay the graph: they do not
+depend on the input, so a trace made with ``parameters="later"`` keeps a reference to
+each parameter it sees and measures none of them in the forward (the graph is written
+without their statistics, ``meta["stats_pending"]`` counting the values that wait); the
+worker sends the graph, then :meth:`~ActivationStatistics.measure_later` measures them
+(the same reductions, so the same numbers) and sends them in a second message
+(``capture.worker.protocol.StatisticsMessage``). Views over exactly a parameter's
+elements (its ``t``, ``view`` …) wait with it and get its statistics. An op about to
+write to a waiting parameter's storage (an optimizer step, a ``copy_`` into a weight)
+has it measured first (:meth:`~ActivationStatistics.before_write`): its statistics are
+always of the data the forward read.
 
 Torch is imported at module level: one of the worker's framework modules.
 """
@@ -89,13 +103,87 @@ class ActivationStatistics:
         self._batch_vids: set[int] = set()
         self._batch_held = 0
         self._batch_shares: list[tuple[int, int]] = []
+        # Measured after the graph (:meth:`later`): the tensor and storage of each value
+        # that waits, by value; every value waiting (views too) -> the value it shares.
+        self._later: dict[int, tuple[_Tensor, Any]] = {}
+        self._later_of: dict[int, int] = {}
+        self._later_keys: dict[Any, list[int]] = {}
 
     def known(self, vid: int) -> bool:
-        """Has value ``vid`` statistics (read, or pending on its device or in the batch)?"""
-        return vid in self._vectors or vid in self._batch_vids or "stats" in measured_fields(self.values[vid])
+        """Has value ``vid`` statistics (read, or pending on its device, in the batch or
+        after the graph)?"""
+        return (vid in self._vectors or vid in self._batch_vids or vid in self._later_of
+                or "stats" in measured_fields(self.values[vid]))
+
+    def later(self, vid: int, t: _Tensor, key: Any) -> None:
+        """Value ``vid`` (a parameter, tensor ``t`` on storage ``key``) is measured after
+        the graph is written (:meth:`measure_later`), or before an op writes to ``key``."""
+        if t.numel() == 0:
+            return
+        self._later[vid] = (t.detach(), key)
+        self._later_of[vid] = vid
+        self._later_keys.setdefault(key, []).append(vid)
+
+    @property
+    def pending(self) -> int:
+        """How many values wait for :meth:`measure_later`."""
+        return len(self._later_of)
+
+    def before_write(self, key: Any) -> bool:
+        """An op is about to write to storage ``key``: the values waiting on it (in the
+        batch, or for after the graph) are measured now. Whether any were."""
+        found = False
+        if key in self._batch_keys:
+            self.flush()
+            found = True
+        waiting = self._later_keys.pop(key, None)
+        if waiting:
+            self._measure_waiting(waiting)
+            found = True
+        return found
+
+    def _measure_waiting(self, vids: list[int]) -> None:
+        """Measure the waiting values ``vids`` now, and the views that share them."""
+        roots = set(vids)
+        for vid in vids:
+            t, _ = self._later.pop(vid)
+            self._one(vid, t)
+        values = self.values
+        for vid, root in list(self._later_of.items()):
+            if root in roots:
+                del self._later_of[vid]
+                got = measured_fields(values[root]).get("stats")
+                if got is not None and vid != root:
+                    measured_fields(values[vid])["stats"] = got
+
+    def measure_later(self) -> list[list[Any]]:
+        """Measure the values that wait (after the graph was written): ``[value id,
+        statistics]`` of each, views included, also written into the values. Small ones
+        are measured in batches, as in the forward."""
+        if not self._later_of:
+            return []
+        later, later_of = self._later, self._later_of
+        self._later, self._later_of, self._later_keys = {}, {}, {}
+        for vid, (t, key) in later.items():
+            self.measure(vid, t, key)
+        self.finish()
+        values = self.values
+        rows: list[list[Any]] = []
+        for vid, root in later_of.items():
+            got = measured_fields(values[root]).get("stats")
+            if got is None:
+                continue
+            if vid != root:
+                measured_fields(values[vid])["stats"] = got
+            rows.append([vid, got])
+        return rows
 
     def share(self, vid: int, src: int) -> None:
         """Value ``vid`` holds exactly ``src``'s elements: give it ``src``'s statistics."""
+        root = self._later_of.get(src)
+        if root is not None:
+            self._later_of[vid] = root
+            return
         if src in self._batch_vids:
             self._batch_shares.append((vid, src))
             return
@@ -147,8 +235,9 @@ class ActivationStatistics:
 
     @property
     def batched(self) -> bool:
-        """Whether values wait in the batch."""
-        return bool(self._batch_vids)
+        """Whether values wait in the batch or for after the graph (an op that writes
+        in place asks :meth:`before_write` first)."""
+        return bool(self._batch_vids) or bool(self._later_keys)
 
     def flush(self) -> None:
         """Measure the values waiting in the batch (see the module docstring)."""
@@ -161,6 +250,9 @@ class ActivationStatistics:
             torch.set_num_threads(1)
         try:
             for (_, n), items in groups.items():
+                items = self._still_held(items)
+                if not items:
+                    continue
                 if len(items) == 1:
                     self._one(*items[0])
                     continue
@@ -181,7 +273,17 @@ class ActivationStatistics:
             if got is not None:
                 measured_fields(values[vid])["stats"] = got
 
+    def _still_held(self, items: list[tuple[int, _Tensor]]) -> list[tuple[int, _Tensor]]:
+        """The waiting tensors whose storage still holds them (see :func:`intact`); the
+        others are counted in ``skipped``."""
+        kept = [item for item in items if intact(item[1])]
+        self.skipped += len(items) - len(kept)
+        return kept
+
     def _one(self, vid: int, t: _Tensor) -> None:
+        if not intact(t):
+            self.skipped += 1
+            return
         try:
             measured_fields(self.values[vid])["stats"] = stats_now(t)
         except Exception:
@@ -204,6 +306,20 @@ class ActivationStatistics:
 
 
 _finite = math.isfinite
+
+
+def intact(t: _Tensor) -> bool:
+    """Whether ``t``'s storage still holds every element ``t`` reads. A storage can shrink
+    under a tensor without an op the trace sees: FSDP2 frees a block's gathered parameters
+    after its forward (``untyped_storage().resize_(0)``); reading a tensor kept in the
+    batch from such a storage would read freed memory (a segmentation fault)."""
+    if t.device.type != "cpu" or t.numel() == 0:
+        return True
+    try:
+        extent = t.storage_offset() + 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+        return t.untyped_storage().nbytes() >= extent * t.element_size()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return True
 
 
 def _row_moments(tensors: list[_Tensor], n: int) -> list[list[float]]:

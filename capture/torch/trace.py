@@ -59,8 +59,10 @@ from ..graph import gc_pause
 from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Frame, Operand
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
-from .dtensors import BOUNDARY_NOTE, COLLECTIVE_OPS, FROM_LOCAL, REWRAP, TO_LOCAL, DistributedValues
+from .dtensors import (COLLECTIVE_OPS, FROM_LOCAL, REWRAP, TO_LOCAL, WRAPPERS,
+                       DistributedValues, input_position)
 from .functions import FunctionCalls
+from .joins import Joins
 from .stats import MODES as STATS_MODES
 from .stats import ActivationStatistics, measured_fields
 from .tensors import MAX_DEPTH, tensors_in
@@ -83,6 +85,8 @@ _SAMPLE = 256
 # Queries a tensor subclass answers through the dispatcher (FakeTensor's device) that an
 # eager run does not have: not ops, never recorded.
 _BOOKKEEPING = frozenset({torch.ops.prim.device.default})
+# Ops whose results the trace indexes by layout (capture.torch.joins.Joins.index_strided).
+_INDEXED = frozenset({"aten::as_strided"})
 _NoTorchFunction = torch._C.DisableTorchFunction
 
 
@@ -140,8 +144,11 @@ class _OpInfo:
     # The op itself: the trace's table is keyed by its id (an OpOverload hashes in Python),
     # and this reference keeps the id from being reused.
     func: Any = None
-    collective: bool = False  # one of COLLECTIVE_OPS
-    bookkeeping: bool = False  # one of _BOOKKEEPING: run, never recorded
+    # One of COLLECTIVE_OPS, or an op whose result the distributed bookkeeping indexes
+    # (``as_strided``: see capture.torch.joins).
+    collective: bool = False
+    bookkeeping: bool = False  # one of _BOOKKEEPING or WRAPPERS: run, never recorded
+    wrapper: bool = False  # one of WRAPPERS: its result is its input's value
 
 
 @dataclasses.dataclass(slots=True)
@@ -207,7 +214,9 @@ class TorchTrace:
     ``result_bytes``. ``stats_mode``: ``"auto"`` (immediate on CPU,
     deferred elsewhere), ``"immediate"`` or ``"deferred"`` (batched on the device, one
     transfer per device at :meth:`finish`). ``functions``: function groups on/off
-    (:mod:`capture.torch.functions`)."""
+    (:mod:`capture.torch.functions`). ``parameters``: when the parameters' statistics
+    are measured: ``"now"`` (when first seen, in the forward) or ``"later"`` (after the
+    graph is written: :meth:`measure_later`; the worker's choice)."""
 
     def __init__(
         self,
@@ -220,7 +229,10 @@ class TorchTrace:
         functions: bool = True,
         abstract: bool = False,
         progress: Callable[[int], None] | None = None,
+        parameters: str = "now",
     ) -> None:
+        if parameters not in ("now", "later"):
+            raise ValueError(f"parameters must be now or later, not {parameters!r}")
         if stats_mode not in STATS_MODES:
             raise ValueError(f"stats_mode must be auto, immediate or deferred, not {stats_mode!r}")
         self.files = files
@@ -230,6 +242,7 @@ class TorchTrace:
         self.stats = stats and not abstract
         self.functions = functions
         self.statistics = ActivationStatistics(self.b.values, stats_mode) if self.stats else None
+        self._parameters_later = parameters == "later"
         self._ops: dict[int, _OpInfo] = {}  # by id(func)
         # id(tensor) -> (weakref, version, value id) for the latest value of each tensor.
         self._live: dict[int, tuple[Any, int | None, int]] = {}
@@ -269,6 +282,8 @@ class TorchTrace:
         self._pending = self.autograd.pending  # the same set, read once per operand
         # DTensors (global values, their meshes and placements) and their local tensors.
         self.dist = DistributedValues()
+        # Values made without a recorded op joining the graph (capture.torch.joins).
+        self.joins = Joins(self)
         self._active = False
         # The first limit reached while recording, and the first op an abstract run could
         # not run without data (kept in case user code swallows them).
@@ -284,6 +299,9 @@ class TorchTrace:
             self._paths.setdefault(id(mod), name)
         for name, p in root.named_parameters(remove_duplicate=False, prefix=prefix):
             self._label(p, "param", name)
+            if type(p) is not torch.nn.Parameter and self.dist.is_dtensor(p):
+                self.dist.note_parameter(p)
+        self.dist.note_fsdp(root)
         for name, buf in root.named_buffers(remove_duplicate=False, prefix=prefix):
             self._label(buf, "buffer", name)
 
@@ -344,17 +362,24 @@ class TorchTrace:
         vid = self._new_value(t, None, extra, version=t._version)
         if self.statistics is not None and t.is_floating_point():
             # once per outside tensor: its views (a weight's transpose …) then share them.
-            # A parameter may wait in the batch (only an op the trace sees writes it); a
-            # buffer is measured now (a kernel may write one without saying so).
-            self.statistics.measure(vid, _measurable(t), self._value_storage[vid] if label is not None and label[0] == "param"
-                                    else None)
+            # A parameter may wait in the batch, or for after the graph (only an op the
+            # trace sees writes it); a buffer is measured now (a kernel may write one
+            # without saying so).
+            param = label is not None and label[0] == "param"
+            if param and self._parameters_later:
+                self.statistics.later(vid, _measurable(t), self._value_storage[vid])
+            else:
+                self.statistics.measure(vid, _measurable(t), self._value_storage[vid] if param else None)
         return vid
 
     def _across_boundary(self, t: _Tensor) -> int | None:
         """A tensor first seen that a DTensor boundary made without an op: a DTensor
-        wrapping a local tensor the trace knows (``from_local``), or the local tensor of a
-        DTensor it knows (``to_local``). Its value is the output of a boundary node joining
-        the two (``capture.torch.dtensors``); None for any other tensor."""
+        wrapping a local tensor the trace knows (``from_local``), the local tensor of a
+        DTensor it knows (``to_local``), or a view of a DTensor parameter's shard (FSDP2's
+        all-gather input: the ``to_local`` of the parameter, whose value is made now). Its
+        value is the output of a boundary node joining the two (``capture.torch.dtensors``).
+        A parameter made around a value the trace knows (FSDP2's unsharded parameter) is
+        that value. None for any other tensor."""
         dist = self.dist
         src: int | None
         if dist.is_dtensor(t):
@@ -366,27 +391,17 @@ class TorchTrace:
                 src, op = dist.dtensor_of_local(local), REWRAP
                 if src is None:
                     return None
+        elif dist.dtensor_type() is None:
+            return None
         else:
-            src = dist.dtensor_of_local(t) if dist.dtensor_type() is not None else None
+            src = dist.dtensor_of_local(t)
             if src is None:
-                return None
+                param = dist.parameter_on(t)
+                if param is None:
+                    return self.joins.parameter_made_around(t, dtype_name(t.dtype))
+                src = self.value_of(param)
             op = TO_LOCAL
-        b = self.b
-        nid = len(b.nodes)
-        vid = self._new_value(t, nid, None, version=t._version)
-        sharding = b.values[src].sharding if op == TO_LOCAL else b.values[vid].sharding
-        params: dict[str, Any] = {"no_kernel": BOUNDARY_NOTE}
-        src_sharding = b.values[src].sharding
-        if op == REWRAP and isinstance(src_sharding, dict):
-            params["from_placements"] = src_sharding.get("placements")
-        if isinstance(sharding, dict):
-            params["placements"] = sharding.get("placements")
-            params["mesh"] = sharding.get("mesh")
-        if op == TO_LOCAL and isinstance(sharding, dict):
-            b.values[vid].sharding = dist.local_sharding(sharding, b.values[src].shape)
-        group = self._stack[-1][0] if self._stack else None
-        b.node(op, [Operand(0, src)], [vid], params=params, group=group, frame=self.frame_of(sys._getframe(2)))
-        return vid
+        return self.joins.boundary_node(t, src, op)
 
     def _new_value(self, t: _Tensor, producer: int | None, extra: dict[str, Any] | None,
                    version: int | None = None) -> int:
@@ -717,8 +732,11 @@ class TorchTrace:
         info = self._ops.get(id(func))
         if info is None:
             info = self._op_info(func)
-        if info.bookkeeping:  # asked of a fake tensor, never run as a kernel
-            return func(*args, **(kwargs or {}))
+        if info.bookkeeping:  # asked of a fake tensor, never run as a kernel; or a wrapper
+            out = func(*args, **(kwargs or {}))
+            if info.wrapper:
+                self.joins.same_value(out, args[0] if args else None)
+            return out
         operands: list[Operand] = []
         add = operands.append
         for i, a in (_with_keywords(args, kwargs, info.kwarg_pos) if kwargs else enumerate(args)):
@@ -752,7 +770,8 @@ class TorchTrace:
 
     def _before_write(self, written: list[_Tensor]) -> None:
         """An op is about to write to ``written``: values waiting in the statistics batch
-        on their storages are measured first (their statistics are of the data they had)."""
+        or for after the graph on their storages are measured first (their statistics
+        are of the data they had)."""
         statistics = self.statistics
         if statistics is None:
             return
@@ -768,9 +787,7 @@ class TorchTrace:
                 if st is None:
                     continue  # a storage no value is on
                 sid = st.sid
-            if statistics.waiting_on(sid):
-                statistics.flush()
-                return
+            statistics.before_write(sid)
 
     def _op_info(self, func: Any) -> _OpInfo:
         try:
@@ -787,17 +804,18 @@ class TorchTrace:
         written = tuple(
             (i, a.name) for i, a in enumerate(arguments) if a.alias_info is not None and a.alias_info.is_write
         )
-        info = self._ops[id(func)] = _OpInfo(name, kwarg_pos, written, func, name in COLLECTIVE_OPS,
-                                              func in _BOOKKEEPING)
+        wrapper = name in WRAPPERS
+        info = self._ops[id(func)] = _OpInfo(name, kwarg_pos, written, func, name in COLLECTIVE_OPS or name in _INDEXED,
+                                              func in _BOOKKEEPING or wrapper, wrapper)
         return info
 
-    def _operand_bytes(self, operands: list[Operand]) -> int | None:
-        """Bytes of the tensors at a collective's first argument (one rank's)."""
+    def _operand_bytes(self, operands: list[Operand], position: int = 0) -> int | None:
+        """Bytes of the tensors at a collective's input argument (one rank's)."""
         from ..graph.sharding import nbytes
 
         total = 0
         for o in operands:
-            if o.position != 0 or o.value is None:
+            if o.position != position or o.value is None:
                 continue
             v = self.b.values[o.value]
             got = nbytes(v.sharding["per_device_shape"] if v.sharding else v.shape, v.dtype)
@@ -834,19 +852,42 @@ class TorchTrace:
         elif out is not None:
             params["result"] = literal(out)
         if info.collective:
-            params = dict(params)
-            params["collective"] = self.dist.collective(info.name, args, kwargs, self._operand_bytes(operands))
+            params = self._distributed_op(info, operands, outputs, params, args, kwargs, out)
         if written:
             outputs += self._written_not_returned(written, out, nid)
         b.adopt_node(info.name, operands, outputs, params, group, frame)
         if not (nid + 1) % CHECKPOINT_OPS:
             self._checkpoint(nid + 1)
 
+    def _distributed_op(self, info: _OpInfo, operands: list[Operand], outputs: list[int], params: dict[str, Any],
+                        args: tuple[Any, ...], kwargs: dict[str, Any] | None, out: Any) -> dict[str, Any]:
+        """A collective's ``params["collective"]`` (a new params dict), or an indexed op's
+        result remembered (``capture.torch.joins``)."""
+        if info.name in _INDEXED:
+            self.joins.index_strided(outputs, out)
+            return params
+        params = dict(params)
+        params["collective"] = self.dist.collective(info.name, args, kwargs,
+                                                    self._operand_bytes(operands, input_position(info.name)))
+        return params
+
     def _written_not_returned(self, written: list[_Tensor], out: Any, nid: int) -> list[int]:
         """Arguments written in place but not returned (BatchNorm's running stats,
-        _foreach_*_ lists): their new versions, outputs of node ``nid`` too."""
+        _foreach_*_ lists): their new versions, outputs of node ``nid`` too. A view written
+        so (FSDP2's copy-out into views of its gathered buffers) is the storage written
+        through it: the next read of any tensor on that storage is its new version, made
+        by node ``nid`` (as for a write through another view), so no version of the view
+        itself waits unread; this holds also where the writer kept the version counters
+        (``_unsafe_preserve_version_counter``), which the reads would otherwise miss."""
         returned = {id(x) for x in tensors_in(out)}
-        return [self._produced(t, nid) for t in written if id(t) not in returned]
+        made = []
+        for t in written:
+            if id(t) in returned:
+                continue
+            if t._base is not None and not self.dist.is_dtensor(t) and self.joins.written_through(t, nid):
+                continue
+            made.append(self._produced(t, nid))
+        return made
 
     def _produced(self, t: _Tensor, nid: int, src: _Tensor | None = None, src_vid: int | None = None) -> int:
         prev = self._live.get(id(t))
@@ -1003,6 +1044,15 @@ class TorchTrace:
             if not self.abstract:  # nothing was allocated in an abstract run: no bytes to sum
                 self._sum_output_bytes()
 
+    def measure_later(self) -> tuple[list[list[Any]], int]:
+        """The statistics of the values measured after the graph (``parameters="later"``):
+        ``[value id, statistics]`` each (also written into the values), and how many
+        values in all had no statistics for their dtype/device; call after :meth:`build`,
+        once the graph was sent."""
+        if self.statistics is None:
+            return [], 0
+        return self.statistics.measure_later(), self.statistics.skipped
+
     def _list_aliases(self) -> None:
         """``aliases`` (and ``aliases_total``) of every value on a storage shared with others."""
         values = self.b.values
@@ -1060,6 +1110,8 @@ class TorchTrace:
         }
         if self.statistics is not None and self.statistics.skipped:
             info["stats_skipped_values"] = self.statistics.skipped
+        if self.statistics is not None and self.statistics.pending:
+            info["stats_pending"] = self.statistics.pending  # values measured after the graph
         info.update(meta or {})
         if self.abstract and scope != ABSTRACT_FORWARD_SCOPE:
             raise ValueError(f"an abstract trace records scope {ABSTRACT_FORWARD_SCOPE!r}, not {scope!r}")
@@ -1111,21 +1163,27 @@ def _dense_layout(t: _Tensor) -> list[tuple[int, int]]:
 def function_wrapped_by(cls: type) -> Any:
     """The plain function a module class only forwards to, or None: a class with no
     ``__init__`` of its own whose ``forward`` closes over exactly one plain function and
-    nothing else (the kernels hub's ``Func``, made for each function transformers marks
-    ``use_kernel_forward_from_hub``)."""
+    otherwise only names, numbers or the class itself (the kernels hub's ``Func``, made
+    for each function transformers marks ``use_kernel_forward_from_hub``; kernels 0.19's
+    closes over two cells)."""
     if "__init__" in cls.__dict__:
         return None
     forward = cls.__dict__.get("forward")
     cells = getattr(forward, "__closure__", None)
-    if not cells or len(cells) != 1:
+    if not cells or len(cells) > 4:
         return None
-    try:
-        fn = cells[0].cell_contents
-    except ValueError:  # an empty cell
-        return None
-    if type(fn) is not _FunctionType or isinstance(fn, torch.nn.Module):
-        return None
-    return fn
+    functions = []
+    for cell in cells:
+        try:
+            x = cell.cell_contents
+        except ValueError:  # an empty cell
+            return None
+        if type(x) is _FunctionType:
+            functions.append(x)
+        elif not (x is cls or x is None or type(x) in (str, int, float, bool)):
+            return None  # it closes over something else: more than a wrapper
+    # kernels 0.19's Func closes over the function and a name or its own class (super())
+    return functions[0] if len(functions) == 1 else None
 
 
 _FunctionType = type(function_wrapped_by)

@@ -51,7 +51,11 @@ class CaptureContext:
     ``recipe``: the validated :class:`capture.recipe.Recipe`;
     ``workspace``: the resolved workspace root (``Path``);
     ``limits``: the :class:`Limits` in force;
-    ``deadline``: ``time.monotonic()`` value after which the parent kills the worker.
+    ``deadline``: ``time.monotonic()`` value after which the parent kills the worker;
+    ``after_result``: set by a capture whose graph leaves statistics to measure after it
+    was sent (``meta["stats_pending"]``): called once the result is sent, it returns
+    ``[value id, statistics]`` rows and the count of values it could not measure
+    (:class:`~capture.worker.protocol.StatisticsMessage`).
     """
 
     def __init__(
@@ -73,6 +77,7 @@ class CaptureContext:
         # Files of modules we were asked to import: recorded even when the import
         # fails, so freshness can tell when a fix was saved.
         self.requested_sources: list[str] = []
+        self.after_result: Callable[[], tuple[list[list[Any]], int]] | None = None
 
     # ------------------------------------------------------------------ imports
 
@@ -355,12 +360,15 @@ def import_framework(module: str, label: str) -> Any:
 
 def parse_device(spec: str) -> tuple[str, int]:
     """A recipe's ``device`` as ``(platform, index)``: ``"cpu"`` is ``("cpu", 0)``,
-    ``"cuda:N"`` is ``("cuda", N)``; anything else raises ``CaptureError("device")``."""
-    if spec == "cpu":
-        return "cpu", 0
-    if spec.startswith("cuda:") and spec[5:].isdigit():
-        return "cuda", int(spec[5:])
-    raise CaptureError("device", f'unknown device {spec!r} (expected "cpu" or "cuda:N")', DeviceDetails(device=spec))
+    ``"cuda:N"`` is ``("cuda", N)``, ``"tpu"`` is ``("tpu", 0)`` and ``"tpu:N"`` is
+    ``("tpu", N)``; anything else raises ``CaptureError("device")``."""
+    if spec in ("cpu", "tpu"):
+        return spec, 0
+    for platform in ("cuda", "tpu"):
+        if spec.startswith(platform + ":") and spec[len(platform) + 1:].isdigit():
+            return platform, int(spec[len(platform) + 1:])
+    raise CaptureError("device", f'unknown device {spec!r} (expected "cpu", "cuda:N", "tpu" or "tpu:N")',
+                       DeviceDetails(device=spec))
 
 
 def positional_names(fn: Any, n: int) -> list[str | None]:

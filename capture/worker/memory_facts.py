@@ -5,6 +5,8 @@ elsewhere), and sizes in words: shared by the worker's out-of-memory failure
 
 from __future__ import annotations
 
+from ..units import bytes_text
+
 
 def available_memory() -> int | None:
     """``MemAvailable`` in bytes (Linux), else None."""
@@ -18,12 +20,7 @@ def data_in_use() -> int | None:
 
 def size_words(n: int | None) -> str:
     """``1.5 GiB``; ``an unknown amount`` for None."""
-    if n is None:
-        return "an unknown amount"
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} bytes"
+    return "an unknown amount" if n is None else bytes_text(n)
 
 
 def _proc_field(path: str, name: str) -> int | None:

@@ -25,7 +25,7 @@ directory, in this order:
 
 ``probe_device(ctx: CaptureContext) -> None``
     Called BEFORE the model or any factory is imported. Import the framework (lazily,
-    here) and check that ``ctx.recipe.device`` (``"cpu"`` or ``"cuda:N"``) is available.
+    here) and check that ``ctx.recipe.device`` (``"cpu"``, ``"cuda:N"``, or for JAX ``"tpu"`` / ``"tpu:N"``) is available.
     Raise ``CaptureError("device", message, details)`` when the backend or the index is
     not; never fall back to CPU.
 

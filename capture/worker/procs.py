@@ -32,9 +32,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection
-from typing import Any
+# Not ``typing``'s (tens of milliseconds to import): the keeper (:func:`run_kept`) runs this
+# file alone, and starts before every probe, install and worker. Type checkers read it as theirs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
-from .protocol import EscapedProcess
+    from .protocol import EscapedProcess
 
 #: Every worker's environment carries a fresh value of this; its processes inherit it.
 MARKER_ENV = "TENSORVIZ_WORKER_ID"
@@ -418,7 +422,7 @@ def _kill_found(live: dict[int, tuple[int, int, int]], groups: set[int], ours: s
         if sid not in ours:
             sessions.add(sid)
         if pgid not in groups and pid not in escaped:
-            escaped[pid] = EscapedProcess(pid=pid, session=sid, command=_cmdline(pid))
+            escaped[pid] = _escaped(pid, sid)
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -463,7 +467,7 @@ def _chase(children: Callable[[], list[int]], escaped: dict[int, EscapedProcess]
             if pid not in escaped:
                 st = _stat(pid)
                 if st is None or st[1] != group:
-                    escaped[pid] = EscapedProcess(pid=pid, session=st[2] if st else -1, command=_cmdline(pid))
+                    escaped[pid] = _escaped(pid, st[2] if st else -1)
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -503,7 +507,7 @@ def kill_descendants(exclude: int | None = None) -> list[EscapedProcess]:
             continue
         for pid in found:
             if table[pid][1] != exclude:  # not of the excluded (already killed) group
-                escaped.setdefault(pid, EscapedProcess(pid=pid, session=table[pid][2], command=_cmdline(pid)))
+                escaped.setdefault(pid, _escaped(pid, table[pid][2]))
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -584,6 +588,10 @@ def release_worker(proc: Any, pump: "LogPump", read_fd: int) -> None:
         os.close(read_fd)
     except OSError:
         pass
+
+
+def _escaped(pid: int, session: int) -> EscapedProcess:
+    return {"pid": pid, "session": session, "command": _cmdline(pid)}
 
 
 def describe_escaped(escaped: list[EscapedProcess]) -> str:
@@ -674,10 +682,71 @@ def keep_worker(memory_limit: int = 0) -> None:
     _keep(worker, stop, memory_limit)
 
 
-def _keep(worker: int, stop: set[signal.Signals], memory_limit: int = 0) -> None:
-    """The keeper's loop (see :func:`keep_worker`); never returns."""
-    from .protocol import EXIT_SHARED_MEMORY
+#: A kept command that could not be started exits with this status, after a line on
+#: stderr starting with :data:`NOT_STARTED` that says why.
+EXIT_NOT_STARTED = 127
+NOT_STARTED = "tensorviz-keeper: cannot run "
 
+
+def run_kept(argv: list[str]) -> NoReturn:
+    """The keeper of a command the parent runs besides the worker (the interpreter probe,
+    an approved install): ``argv`` is ``PARENT_PID -- COMMAND...``. Run by the parent's
+    own interpreter (``python -I -S``, the standard library alone, nothing of the
+    workspace: :func:`capture.session.launcher.kept`), it is what :func:`keep_worker` is
+    to the worker, one process higher: it dies with the parent (``PR_SET_PDEATHSIG``,
+    also when the parent is killed with SIGKILL or exits without a word), is a child
+    subreaper, and starts COMMAND as its child (killed when the keeper dies). When the
+    parent goes (or sends SIGTERM, SIGHUP, SIGINT), or when COMMAND exits, it kills
+    every process below it, whatever session or group they moved to (a ``.venv/bin/python``
+    wrapper script's background child, a process a ``.pth`` file started, pip's
+    builds), then exits as COMMAND did. COMMAND keeps the keeper's stdin, stdout and
+    stderr; the keeper itself holds none of them once COMMAND runs. When COMMAND cannot
+    be started, the keeper writes ``tensorviz-keeper: cannot run PATH: REASON`` on stderr
+    and exits with :data:`EXIT_NOT_STARTED`. Elsewhere than Linux it simply runs COMMAND."""
+    parent_text, sep, *cmd = argv if len(argv) >= 3 else ["", "", ""]
+    if sep != "--" or not parent_text.isdigit() or not cmd:
+        sys.stderr.write("usage: tensorviz_keeper.py PARENT_PID -- COMMAND...\n")
+        os._exit(2)
+    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        _exec(cmd)
+    stop = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
+    watched = stop | {signal.SIGCHLD}
+    signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    die_with_parent(int(parent_text), sig=signal.SIGTERM)
+    become_subreaper()
+    keeper = os.getpid()
+    child = os.fork()
+    if child == 0:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, watched)
+        die_with_parent(keeper)  # the keeper killed (SIGKILL): so is the command
+        if PARENT_ENV in os.environ:
+            os.environ[PARENT_ENV] = str(keeper)  # a worker's own keeper checks its parent: this one
+        _exec(cmd)
+    _keep(child, stop)
+
+
+def _exec(cmd: list[str]) -> NoReturn:
+    try:
+        os.execvp(cmd[0], cmd)
+    except OSError as exc:
+        try:
+            os.write(2, f"{NOT_STARTED}{cmd[0]}: {exc.strerror or exc}\n".encode("utf-8", "replace"))
+        finally:
+            os._exit(EXIT_NOT_STARTED)
+
+
+def not_started(returncode: int, stderr: str) -> str | None:
+    """Why a kept command could not be started (its keeper's line), None when it ran."""
+    if returncode != EXIT_NOT_STARTED:
+        return None
+    for line in stderr.splitlines():
+        if line.startswith(NOT_STARTED):
+            return line[len(NOT_STARTED):].partition(": ")[2] or line
+    return None
+
+
+def _keep(worker: int, stop: set[signal.Signals], memory_limit: int = 0) -> NoReturn:
+    """The keeper's loop (see :func:`keep_worker`); never returns."""
     status: int | None = None
     watched = stop | {signal.SIGCHLD}
     try:
@@ -691,6 +760,8 @@ def _keep(worker: int, stop: set[signal.Signals], memory_limit: int = 0) -> None
                 info = signal.sigtimedwait(watched, SHARED_MEMORY_CHECK_S)
                 if info is None:
                     if shared_memory_below(me) > memory_limit:
+                        from .protocol import EXIT_SHARED_MEMORY  # the worker's keeper: msgpack is there
+
                         kill_descendants()
                         os._exit(EXIT_SHARED_MEMORY)
                     continue
@@ -716,7 +787,7 @@ def _keep(worker: int, stop: set[signal.Signals], memory_limit: int = 0) -> None
     _exit_as(status)
 
 
-def _exit_as(status: int | None) -> None:
+def _exit_as(status: int | None) -> NoReturn:
     """Exit with the worker's wait ``status``: its code, or by its signal."""
     if status is None:
         os._exit(70)

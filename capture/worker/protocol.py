@@ -8,7 +8,10 @@ Framing: a 4-byte big-endian length, then that many bytes of one msgpack map.
 Parent -> worker (stdin, one frame): :class:`WorkerRequest` (``capture`` or
 ``probe_device``). Worker -> parent (a dedicated pipe, never stdout, which user code may
 print to): any number of :class:`ProgressMessage`, then exactly one of
-:class:`ResultMessage`, :class:`FailureMessage` or :class:`DeviceOkMessage`.
+:class:`ResultMessage`, :class:`FailureMessage` or :class:`DeviceOkMessage`. A result whose
+graph's ``meta["stats_pending"]`` counts values measured after it is followed by one
+:class:`StatisticsMessage` with their statistics (the graph first: the parent writes it
+before they arrive).
 
 The warm worker (:mod:`capture.worker.zygote`, parent side :mod:`capture.session.warm`) reads
 such requests one after another on its stdin, plus :class:`PreloadRequest` (answered by
@@ -33,6 +36,8 @@ from collections.abc import Mapping
 from typing import Any, BinaryIO, Iterator, Literal, NotRequired, TypedDict, Union
 
 import msgpack
+
+from .distributions import install_spec, project_name, safe_install
 
 PROTOCOL_VERSION = 1
 #: The exit status of a worker (its keeper, or the warm worker's report of its capture
@@ -75,6 +80,16 @@ class ProgressMessage(TypedDict):
 class ResultMessage(TypedDict):
     kind: Literal["result"]
     graph: bytes  # a capture.graph.graphfile-encoded Capture
+
+
+class StatisticsMessage(TypedDict):
+    """After a result whose graph has ``meta["stats_pending"]``: those values' statistics
+    (``[value id, statistics]`` rows, ``measured["stats"]``), or why they are missing."""
+
+    kind: Literal["statistics"]
+    values: list[list[Any]]
+    skipped: int  # values whose dtype/device has no such reductions
+    error: NotRequired[str]
 
 
 class FrameJson(TypedDict):
@@ -145,7 +160,7 @@ class PreloadedMessage(TypedDict):
 
 WorkerMessage = Union[
     ProgressMessage, ResultMessage, FailureMessage, DeviceOkMessage,
-    ForkedMessage, ModulesMessage, ExitedMessage, PreloadedMessage,
+    ForkedMessage, ModulesMessage, ExitedMessage, PreloadedMessage, StatisticsMessage,
 ]
 #: The kinds that end a capture's stream.
 FINAL_KINDS = frozenset({"result", "failure", "device_ok"})
@@ -160,6 +175,7 @@ MESSAGES: Mapping[str, Any] = {
     "modules": ModulesMessage,
     "exited": ExitedMessage,
     "preloaded": PreloadedMessage,
+    "statistics": StatisticsMessage,
 }
 
 
@@ -490,35 +506,43 @@ def inputs_needed(failure: Any) -> list[NeededDim]:
     return out
 
 
-def missing_dependencies(failure: Any) -> MissingDependenciesDetails | None:
+def missing_dependencies(failure: Any, python: str | None = None) -> MissingDependenciesDetails | None:
     """A ``dependencies`` failure's missing packages (with the install command when the
-    parent made one); None for any other failure, an unsupported version included."""
+    parent made one); None for any other failure, an unsupported version included.
+    Only what the parent could have written is given (issue 52): package names that are
+    valid project names (:func:`capture.worker.distributions.project_name`), and the
+    command only when it is exactly ``[PYTHON, "-m", "pip", "install", SPEC…]`` for
+    ``python`` (the interpreter the caller chose; default: the one the details name)."""
     details = _details(failure, "dependencies")
     if details is None:
         return None
-    missing = _strings(details.get("missing"))
+    missing = [m for m in _strings(details.get("missing")) or [] if project_name(m)]
     if not missing:
         return None
-    out = MissingDependenciesDetails(missing=missing, python=str(details.get("python") or ""))
+    chosen = python if python is not None else str(details.get("python") or "")
+    out = MissingDependenciesDetails(missing=missing, python=chosen)
     install = _strings(details.get("install"))
-    if install:
+    if install and safe_install(install, chosen):
         out["install"] = install
     pinned = _strings(details.get("pinned"))
     if pinned is not None:
-        out["pinned"] = pinned
+        out["pinned"] = [p for p in pinned if install_spec(p)]
     return out
 
 
-def model_dependencies(failure: Any) -> MissingDependenciesDetails | None:
+def model_dependencies(failure: Any, python: str | None = None) -> MissingDependenciesDetails | None:
     """An ``import`` failure's missing libraries of the *model* (not of the capture),
-    with the install command the parent made; None for any other failure."""
+    with the install command the parent made; None for any other failure, and when the
+    command is not exactly the parent's kind (see :func:`missing_dependencies`)."""
     details = _details(failure, "import")
     if details is None:
         return None
     missing, install = _strings(details.get("missing")), _strings(details.get("install"))
-    if not missing or not install:
+    chosen = python if python is not None else str(details.get("python") or "")
+    if not missing or not all(project_name(m) for m in missing) or not safe_install(install, chosen):
         return None
-    return MissingDependenciesDetails(missing=missing, python=str(details.get("python") or ""), install=install)
+    assert install is not None
+    return MissingDependenciesDetails(missing=missing, python=chosen, install=install)
 
 
 def shadowed_libraries(details: Any) -> list[ShadowedLibrary]:

@@ -22,6 +22,7 @@ from .protocol import (
     FrameworkNotLoadedDetails,
     ProgressMessage,
     ResultMessage,
+    StatisticsMessage,
     AbstractOffer,
     TraceDetails,
     WorkerMessage,
@@ -194,6 +195,20 @@ class _Session:
         if len(data) > ctx.limits.max_result_bytes:
             raise LimitExceeded("max_result_bytes", ctx.limits.max_result_bytes, len(data), "bytes of result")
         self.send(ResultMessage(kind="result", graph=data))
+        if ctx.after_result is not None and capture.failure is None:
+            self.send_later_statistics(ctx.after_result)
+
+    def send_later_statistics(self, measure: Callable[[], tuple[list[list[Any]], int]]) -> None:
+        """The statistics the graph just sent left for after it (``meta["stats_pending"]``):
+        measured now and sent as one message; a problem measuring them is said in that
+        message (the graph stands: nothing after the result is a failure)."""
+        try:
+            rows, skipped = measure()
+            message = StatisticsMessage(kind="statistics", values=rows, skipped=skipped)
+        except Exception as exc:
+            message = StatisticsMessage(kind="statistics", values=[], skipped=0,
+                                        error=f"{type(exc).__name__}: {_safe_str(exc)}"[:2000])
+        self.send(message)
 
     def send_failure_for(self, exc: BaseException) -> None:
         from ..graph.model import failure_json
@@ -383,7 +398,7 @@ def _describe_out_of_memory(failure: Any, exc: BaseException, ctx: Any) -> None:
     asked = f"an allocation of {size_words(requested)} ({requested:,} bytes) failed" if requested is not None \
         else "an allocation failed"
     if _memory_limit:
-        where = f"the capture memory limit is {_memory_limit / (1 << 20):g} MB (tensorviz.captureMemoryMB, --memory)"
+        where = f"the capture memory limit is {_memory_limit / (1 << 20):g} MiB (tensorviz.captureMemoryMB, --memory)"
     else:
         where = f"the machine had {size_words(available)} available" if available is not None else "no memory limit was set"
     message = f"the capture ran out of memory: {asked}; {where}"

@@ -4,7 +4,7 @@ Open as Graph and a profile's capture (:mod:`.open_graph`), the abstract recaptu
 (:mod:`.abstract_capture`) and recapture on save (:mod:`.recapture`) all go through
 :meth:`CaptureFlow.capture`: the capture session runs (:class:`~.capturing.CaptureRunner`,
 a thin adapter over :func:`capture.session.run_session`, which runs the checks in
-DESIGN.md's order with their one wording), then one of
+the order of docs/architecture.md ("The checks before a capture") with their one wording), then one of
 
 - the graph lands (:class:`~.landing.GraphLanding`);
 - a refusal before anything ran (untrusted, unsaved) or a cancel is said once, in the
@@ -18,6 +18,8 @@ DESIGN.md's order with their one wording), then one of
 """
 
 from __future__ import annotations
+
+import functools
 
 import json
 import logging
@@ -79,7 +81,9 @@ class CaptureFlow(Feature):
         (features/recapture.py): no prompts or pop-ups (a failure is the diagnostic and
         the viewer's banner), silent when cancelled by a newer save, and the viewer tab
         of the graph it replaces updates in place."""
-        result = await self.runner.run(target, background=background, purpose=purpose)
+        result = await self.runner.run(target, background=background, purpose=purpose,
+                                       on_graph=functools.partial(self.landing.first_graph, target, show=show,
+                                                                  background=background))
         if result is None:
             return {"ok": False, "reason": "busy"}
         qualname = target.qualname
@@ -142,11 +146,12 @@ class CaptureFlow(Feature):
                 if installed and retry:
                     return await self.capture(target, show=show, retry=False)
                 return {"ok": False, "reason": "dependencies", "installed": installed, "missing": plan.missing}
-        wanted = model_dependencies(failure)
+        wanted = model_dependencies(failure, result.job.python)
         if wanted is not None and not background and retry:
             # The model's own libraries (Whisper's tiktoken): the same reviewed install,
-            # into the capture interpreter, then the capture again.
-            plan = InstallPlan(wanted["python"] or result.job.python, wanted["missing"], wanted.get("install") or [])
+            # into the capture interpreter, then the capture again (the parent's command
+            # only: model_dependencies checks it, issue 52).
+            plan = InstallPlan(result.job.python, wanted["missing"], wanted.get("install", []))
             if await self.dependencies.offer(target.root, plan):
                 return await self.capture(target, show=show, retry=False)
         needs = inputs_needed(failure)

@@ -23,8 +23,9 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from capture.graph.model import Capture
 from capture.session import CaptureRequest, HistoryLimits, SessionResult, limits_for
 
 from ..backends import Backends, Span
@@ -116,10 +117,13 @@ class CaptureRunner(Feature):
             return {"ok": False, "reason": "none-running"}
         return {"ok": True, "cancelled": [k[1] for k in keys]}
 
-    async def run(self, target: CaptureTarget, *, background: bool = False, purpose: str | None = None) -> SessionResult | None:
+    async def run(self, target: CaptureTarget, *, background: bool = False, purpose: str | None = None,
+                  on_graph: Callable[[Capture], None] | None = None) -> SessionResult | None:
         """The session's result; None when a capture of the profile already runs (said
         to the user). ``purpose``: what the trust prompt says runs. ``background``: a
-        recapture on save, which asks nothing (an untrusted workspace is refused)."""
+        recapture on save, which asks nothing (an untrusted workspace is refused).
+        ``on_graph(capture)``: from the capturing thread, a graph whose statistics follow
+        it, as soon as its file is written (the graph first)."""
         if target.key in self._running:
             self.server.show_message(f"TensorViz: profile {target.profile} is already being captured.")
             return None
@@ -165,6 +169,7 @@ class CaptureRunner(Feature):
                 warm=self.backends.warm_workers(), warm_idle_seconds=settings.warm_worker_idle_seconds,
                 cancel=progress.cancel_flag, progress=on_progress,
                 log=lambda line: log.info("[worker] %s", line),
+                on_graph=(lambda capture, path: on_graph(capture)) if on_graph is not None else None,
             )
             self._running[target.key] = progress
             self._reasons.pop(target.key, None)

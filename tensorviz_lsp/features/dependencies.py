@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import select
 import shlex
 import signal
 from pathlib import Path
@@ -21,7 +22,9 @@ from typing import Any
 
 from lsprotocol import types
 
-from capture.worker.procs import register_child
+from capture.session.launcher import kept
+from capture.worker.distributions import install_spec, safe_install
+from capture.worker.procs import not_started, register_child
 
 from ..backends import InstallPlan
 from ..feature import Feature, hook
@@ -60,20 +63,33 @@ class Dependencies(Feature):
         return {"tensorviz.installDependencies": self.install_command}
 
     def command_for(self, root: Path | None, plan: InstallPlan) -> list[str]:
+        """The command offered: the plan's own when the parent made it (``python -m pip
+        install`` of checked names into the plan's interpreter), else ``python -m pip
+        install`` of the plan's names; the user's ``installCommand`` setting when set.
+        Only checked names ever reach it (:mod:`capture.worker.distributions`): never an
+        option, path or URL a capture's failure named."""
+        packages = [p for p in plan.missing if install_spec(p)]
+        pinned = [p for p in plan.pinned if install_spec(p)]
         template = self.server.settings_for(root).install_command
         if not template:
-            cmd = list(plan.command) or default_command(plan.python, plan.missing)
+            own = [c for c in plan.command if c not in _REPLACING_FLAGS]
+            cmd = own if safe_install(own, plan.python) else default_command(plan.python, packages + pinned)
         else:
             cmd = []
             for part in template:
                 if part == "{packages}":
-                    cmd += plan.missing + plan.pinned
+                    cmd += packages + pinned
                 else:
                     cmd.append(part.replace("{python}", plan.python))
         return [c for c in cmd if c not in _REPLACING_FLAGS]
 
     async def offer(self, root: Path | None, plan: InstallPlan) -> bool:
         """Ask, then install; True only when the command ran and succeeded."""
+        if not [p for p in plan.missing if install_spec(p)]:
+            self.server.show_message(
+                "TensorViz: the packages named are not valid distribution names: "
+                f"{', '.join(map(repr, plan.missing))[:300]}; nothing is offered", types.MessageType.Error)
+            return False
         origin = self.interpreters.for_root(root).origin if root is not None else ""
         if root is not None:
             self.last_plan[str(root)] = plan
@@ -104,8 +120,10 @@ class Dependencies(Feature):
         log.info("installing capture dependencies: %s", shlex.join(cmd))
         async with Progress(self.server, "TensorViz: installing " + ", ".join(plan.missing), cancellable=True) as progress:
             try:
+                # Under a keeper (capture.session.launcher.kept): pip and whatever it starts
+                # end with this server, however it ends (exit without shutdown, SIGKILL).
                 proc = await asyncio.create_subprocess_exec(
-                    *cmd,
+                    *kept(cmd),
                     stdin=asyncio.subprocess.DEVNULL,
                     stdout=asyncio.subprocess.PIPE,
                     stderr=asyncio.subprocess.STDOUT,
@@ -139,6 +157,10 @@ class Dependencies(Feature):
                         tail = (tail + [line])[-5:]
                         progress.report(line[:120])
                 rc = await proc.wait()
+                reason = not_started(rc, "\n".join(tail))
+                if reason is not None:
+                    self.server.show_message(f"TensorViz: could not run {cmd[0]}: {reason}", types.MessageType.Error)
+                    return False
                 if rc != 0:
                     progress.outcome = f"failed (exit status {rc})"
             finally:
@@ -161,6 +183,13 @@ class Dependencies(Feature):
         interp = self.interpreters.for_root(root)
         plan: InstallPlan | None
         if parsed.packages:
+            refused = [p for p in parsed.packages if not install_spec(p)]
+            if refused:
+                self.server.show_message(
+                    f"TensorViz: not a distribution name: {refused[0]!r}; packages are names such as "
+                    "'tiktoken' or 'scikit-learn' (no options, paths or URLs). Nothing was installed.",
+                    types.MessageType.Error)
+                return {"ok": False, "error": f"not a distribution name: {refused[0]!r}"}
             plan = InstallPlan(interp.path, list(parsed.packages), default_command(interp.path, list(parsed.packages)))
         else:
             plan = self.last_plan.get(str(root)) if root is not None else None
@@ -191,10 +220,27 @@ def inside(python: str, root: Path) -> bool:
 
 
 def _kill(proc: asyncio.subprocess.Process) -> None:
+    """Stop an install: its keeper is told (SIGTERM: it kills every process below it,
+    whatever session they moved to, then exits); its process group is killed as well, in
+    case the keeper itself cannot act."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.kill(proc.pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError, OSError):
+        pass
+    if not _exits(proc.pid, 0.5):  # the keeper's kill takes milliseconds
         try:
-            proc.kill()
-        except ProcessLookupError:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
             pass
+
+
+def _exits(pid: int, timeout: float) -> bool:
+    """Whether process ``pid`` (a child of this one) has terminated within ``timeout``."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (OSError, AttributeError):
+        return False
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)

@@ -113,9 +113,16 @@ def _read_texts(node: Any, path: str, names: Names | None, errors: list[dict[str
 
 def _read_steps(data: dict[str, Any], steps: Any, names: Names | None, errors: list[dict[str, str]]) -> bool:
     """The steps box's STEP lines into ``data`` (they replace every step: the model's and
-    its arguments' calls'); False, with the problem in ``errors``, when one does not read."""
-    lines = [line.strip() for line in steps if isinstance(line, str) and line.strip()] \
-        if isinstance(steps, list) else []
+    its arguments' calls'); False, with the problem in ``errors``, when one does not read,
+    or when ``steps`` is not a list of lines (a string sent instead deleted every saved
+    step and answered ``ok``: issue 52 item 15)."""
+    if not isinstance(steps, list) or not all(isinstance(line, str) for line in steps):
+        got = (f"a list holding a {next(type(x).__name__ for x in steps if not isinstance(x, str))}"
+               if isinstance(steps, list) else f"a {type(steps).__name__}")
+        errors.append({"path": "steps", "message": f"steps_text must be a list of lines (strings), one STEP a "
+                       f"line; got {got}. Nothing was saved"})
+        return False
+    lines = [line.strip() for line in steps if line.strip()]
     init = data.setdefault("init", {"args": [], "kwargs": {}})
     if not isinstance(init, dict):
         return True

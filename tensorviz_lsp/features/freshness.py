@@ -53,10 +53,12 @@ def profile_change(captured: Any, profile: str, text: str | None) -> str | None 
         return _UNKNOWN
     if text is None:
         return recipe_label(profile, removed=True)
-    from capture.recipe import RecipeError, parse_recipes_text, profile_from_document
+    from capture.recipe import RecipeError, profile_from_document
+
+    from ..recipes_store import parsed_recipes
 
     try:
-        doc = parse_recipes_text(text)
+        doc = parsed_recipes(text)
     except RecipeError:
         return _UNKNOWN
     profiles = doc.get("profiles") or {}

@@ -21,6 +21,7 @@ from typing import Any, Mapping, Sequence
 from lsprotocol import types
 
 from capture.graph.model import Capture
+from capture.units import bytes_text, flops_text
 from viewer.projection.cost import executed_totals
 
 from ..backends import Candidate
@@ -90,7 +91,7 @@ def _size(capture: Capture) -> str:
     totals = executed_totals(capture)
     if totals is not None:
         flops, uncounted = totals["flops"], totals["uncounted"]
-        text += f"; {lv.si(flops, 'FLOPs')} (a multiply-add counts 2), {lv.human_bytes(totals['bytes'])} moved"
+        text += f"; {flops_text(flops)} (a multiply-add counts 2), {bytes_text(totals['bytes'])} moved"
         if uncounted:
             text += f", {uncounted:,} op{'s' * (uncounted != 1)} uncounted"
     return text

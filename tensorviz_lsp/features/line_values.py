@@ -18,10 +18,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from capture.graph.device_memory import KEY as MEMORY_KEY
-from capture.graph.device_memory import figures_text, size_text
+from capture.graph.device_memory import figures_text
 from capture.graph.sharding import devices_text, mesh_text, nbytes, split_label
 from viewer.projection.body_templates import body_summary, template_line
-from viewer.projection.cost import si
+from capture.units import bytes_text, count_text, flops_text
 from viewer.projection.lines import group_label
 from viewer.projection.projection import value_label
 
@@ -121,17 +121,6 @@ def when(ts: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(ts))
 
 
-def human_bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    size = float(n)
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        size /= 1024.0
-        if size < 1024 or unit == "TiB":
-            return f"{size:.3g} {unit}"
-    return f"{n} B"  # pragma: no cover
-
-
 def _num(x: Any) -> str:
     if x is None:
         return "–"
@@ -153,7 +142,7 @@ def measured_text(measured: Any) -> str | None:
         return None
     bits = []
     if type(measured.get("bytes")) is int:
-        bits.append(human_bytes(measured["bytes"]))
+        bits.append(bytes_text(measured["bytes"]))
     stats = measured.get("stats")
     if isinstance(stats, dict):
         if stats.get("min") is None and stats.get("max") is None and ("nan" in stats or "inf" in stats):
@@ -197,7 +186,7 @@ def split_text(val: Any) -> str | None:
     per_device = sh.get("per_device_shape")
     pds = per_device if isinstance(per_device, list) else val.shape
     size = nbytes(pds, val.dtype)
-    per = f"`{value_label(pds, val.dtype)}`" + (f" ({size_text(size)})" if size is not None else "")
+    per = f"`{value_label(pds, val.dtype)}`" + (f" ({bytes_text(size)})" if size is not None else "")
     if sh.get("local"):
         if isinstance(sh.get("global_shape"), list):
             return f"one device's shard of `{split_label(val.shape, val.dtype, sh)}`"
@@ -255,9 +244,9 @@ def cost_text(call: Any) -> str | None:
     (FLOPs with a multiply-add counted 2), or None when the capture holds no costs."""
     if getattr(call, "flops", -1) < 0:
         return None
-    parts = [("~" if call.estimate else "") + si(call.flops, "FLOPs"), f"{human_bytes(call.bytes)} moved"]
+    parts = [("~" if call.estimate else "") + flops_text(call.flops), f"{bytes_text(call.bytes)} moved"]
     if call.params:
-        parts.append(f"{si(call.params, '').strip()} params")
+        parts.append(f"{count_text(call.params)} params")
     if call.uncounted:
         parts.append(f"{call.uncounted:,} op{'s' * (call.uncounted != 1)} uncounted (not in the FLOPs)")
     return " · ".join(parts)

@@ -284,10 +284,12 @@ def saved_file_issues(root: Path, text: str) -> list[RecipeIssue]:
     """Checkpoints and fixtures (``init.checkpoint``, ``inputs.fixture``) of the valid
     profiles that the worker would refuse: absent, not a file, or (through a symlink)
     outside the workspace. Only the file system is asked; nothing is read or run."""
-    from capture.recipe import RecipeError, key_path_line, parse_recipes_text, profile_from_document
+    from capture.recipe import RecipeError, key_path_line, profile_from_document
+
+    from ..recipes_store import parsed_recipes
 
     try:
-        doc = parse_recipes_text(text)
+        doc = parsed_recipes(text)
     except RecipeError:
         return []
     real_root = os.path.realpath(root)

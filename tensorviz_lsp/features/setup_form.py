@@ -110,7 +110,29 @@ EVIDENCE_WORDS = {
 #: What the setup form says under its Mesh field.
 MESH_HELP = ("Optional: run under a device mesh, axis=size major to minor (model=2:explicit for an explicit JAX "
              "axis). On cpu the devices are simulated: JAX gets that many CPU devices, Torch a fake process group "
-             "of that many ranks; nothing runs on real devices and nothing is measured on them. Empty: no mesh.")
+             "of that many ranks; nothing runs on real devices and nothing is measured on them. On cuda or tpu the "
+             "mesh is over that platform's real devices. Empty: no mesh.")
+
+
+#: The setup form's device choices in words (the recipe's ``device``; ``tpu`` for JAX only).
+DEVICE_WORDS = {
+    "cpu": "cpu: trace on the CPU (no accelerator is opened; a mesh's devices are simulated)",
+    "cuda:0": "cuda:0: the first CUDA GPU (a mesh over the real GPUs)",
+    "tpu": "tpu: the first TPU chip (a mesh over the real TPU chips; the chip must not be held by another program)",
+}
+DEVICE_HELP = ("Where the capture runs. Tracing needs no accelerator: cpu works everywhere and leaves a GPU or TPU "
+               "free for other programs; choose one to check the program on that device.")
+
+
+def _device_choice(saved: Any, jax: bool) -> dict[str, Any]:
+    """The form's device select: cpu, cuda:0, tpu (JAX), and the saved device when it is
+    another (``cuda:3``, ``tpu:1``)."""
+    values = ["cpu", "cuda:0"] + (["tpu"] if jax else [])
+    value = saved if isinstance(saved, str) and saved else "cpu"
+    if value not in values:
+        values.append(value)
+    return {"value": value, "default": "cpu", "help": DEVICE_HELP,
+            "choices": [{"value": v, "label": DEVICE_WORDS.get(v, v)} for v in values]}
 
 
 def _mesh_text(table: Any) -> str:
@@ -259,6 +281,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
                        "contract": INPUTS_CONTRACT},
         },
     }
+    form["device"] = _device_choice(recipe.get("device"), jax)
     form["mesh"] = {"value": _mesh_text(recipe.get("mesh")), "placeholder": "data=4,model=2", "help": MESH_HELP}
     choices = _evidence_choices()
     if choices and not jax:

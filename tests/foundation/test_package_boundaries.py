@@ -1,4 +1,4 @@
-"""The package-boundary table of DESIGN.md, enforced.
+"""The package-boundary table of docs/architecture.md, enforced.
 
 Two checks: a static one (every import statement in each package, including ones
 inside functions, against the table) and a runtime one (importing every module of

@@ -67,17 +67,19 @@ class FakeViewer:
 
     def add_capture(
         self, capture: Capture, title: str | None = None, *, warm: bool = False, trusted_sources: bool = False,
-        baseline: Baseline | None = None, replaces: int | None = None,
+        baseline: Baseline | None = None, replaces: int | None = None, in_place: bool = False,
     ) -> int:
-        self.n += 1
-        data = {"id": self.n, "title": title, "nodes": len(capture.nodes), "warm": warm,
+        same = in_place and replaces is not None and replaces in self.held  # completes that one: its id
+        if not same:
+            self.n += 1
+        data = {"id": replaces if same else self.n, "title": title, "nodes": len(capture.nodes), "warm": warm,
                 "trusted_sources": trusted_sources, "replaces": replaces,
                 "marker": capture.meta.get("fake_marker")}
         if baseline is not None:  # the diff offered: its label, and what reading it gives
             data["baseline"] = {"label": baseline[1], "nodes": len(baseline[0]().nodes)}
         self._write("add", data)
-        self.held[self.n] = capture
-        return self.n
+        self.held[data["id"]] = capture
+        return data["id"]
 
     def lines(self, capture_id: int) -> LineIndex | None:
         """The real line index of a held capture (viewer/projection/lines.py), as the viewer builds it."""
@@ -256,6 +258,8 @@ class FakeBackends:
 
     def start_viewer(self, root: Path | None, hooks: ViewerHooks) -> Viewer:
         folder = root or Path.cwd()
+        if (folder / ".fake" / "viewer-unavailable").exists():  # a sandbox without loopback sockets
+            raise OSError(97, "Address family not supported by protocol")
         viewer = self.viewers[folder] = FakeViewer(hooks, folder / ".fake" / "viewer-events.jsonl")
         return viewer
 

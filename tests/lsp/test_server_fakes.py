@@ -157,6 +157,24 @@ async def test_dirty_buffer_refuses_capture(session):
     assert viewer_events(session.workspace) == []
 
 
+async def test_a_viewer_that_cannot_listen_still_lands_the_capture(session):
+    """No loopback socket (errno 97, as in a sandbox): the graph file is written, the answer
+    and the message say so, and name how to open it; no traceback (issue 47)."""
+    await session.execute("tensorviz.trustWorkspace")
+    session.open("model.py")
+    (session.workspace / ".fake").mkdir(exist_ok=True)
+    (session.workspace / ".fake" / "viewer-unavailable").write_text("")
+    result = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(result, "ok") is False and _get(result, "reason") == "viewer-unavailable"
+    saved = Path(_get(result, "file"))
+    assert saved.is_file() and saved.suffix == ".tvg"
+    message = _get(result, "message")
+    assert "Address family not supported" in message and f"tensorviz view {saved}" in message
+    assert "Traceback" not in message
+    assert any("cannot listen" in m and "Traceback" not in m for m in session.messages())
+    assert viewer_events(session.workspace) == []
+
+
 async def test_stale_diagnostic_after_edit_cleared_by_recapture(session):
     await session.execute("tensorviz.trustWorkspace")
     session.open("model.py")

@@ -40,8 +40,11 @@ INPUT_KEYS = {"name", "path", "kind", "shape", "dtype", "generator", "unknown", 
               "needed"}
 FIELD_KEYS = {"name", "path", "type", "annotation", "default", "default_text", "value", "required", "choices", "help",
               "config", "text", "example", "suggested"}
-TOP_KEYS = {"profile", "recipe", "fields", "inputs", "needs", "symbol", "factories", "evidence", "steps", "before",
-            "mesh"}
+# The answer's top-level keys, as viewer/API.md's `GET api/setup` line lists them (and the
+# form's `symbol`), so that the document and this check cannot drift apart.
+_SETUP_LINE = next(line for line in (Path(__file__).resolve().parents[2] / "viewer" / "API.md").read_text().splitlines()
+                   if line.startswith("- `GET api/setup` → `{"))
+TOP_KEYS = {k.rstrip("?") for k in re.findall(r"([a-z_]+\??)(?=[:,}])", _SETUP_LINE.split("→", 1)[1])} - {"null"} | {"symbol"}
 
 
 def _mlp(setup_fields=None, inputs=None) -> Candidate:

@@ -1,4 +1,4 @@
-"""The path form of a model or factory ref (``"dir/06_file.py:Qualname"``, DESIGN.md
+"""The path form of a model or factory ref (``"dir/06_file.py:Qualname"``, docs/setups.md
 "Saved setup"): parsing and validation, the file it names, and which form a writer
 (lens, setup form, shorthand) saves for a file."""
 

@@ -29,7 +29,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from capture.graph import graphfile  # noqa: E402
+from capture.graph import graphfile, later_stats  # noqa: E402
 from capture.graph.model import Capture  # noqa: E402
 from capture.recipe import load_profile  # noqa: E402
 from capture.worker.context import CaptureContext  # noqa: E402
@@ -53,6 +53,11 @@ def capture_again(name: str) -> Capture:
     framework.probe_device(ctx)
     try:
         cap = framework.capture(ctx)
+        # Statistics compared once they have arrived: the parameters' are measured after
+        # the graph is sent (the worker's second message), merged as the parent does.
+        assert later_stats.pending(cap) > 0 and ctx.after_result is not None
+        rows, skipped = ctx.after_result()
+        cap = later_stats.complete(cap, rows, skipped)
     finally:
         forget_workspace_modules(REAL)
     annotate(cap)  # what one device holds: the worker adds it after the capture

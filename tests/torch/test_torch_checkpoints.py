@@ -330,7 +330,7 @@ def test_the_size_limit_names_the_size_and_the_limit(ws):
     err = failure(ws, profile("models:MLP", init={"checkpoint": "runs/best.pt"}, args=[tensor([2, 4])]),
                   limits=Limits(max_saved_file_bytes=1024))
     assert (err.stage, err.error_type) == ("limit", "LimitExceeded")
-    assert f"({size:,} bytes), over the limit of 1.0 KiB (1,024 bytes)" in err.message
+    assert f"({size:,} bytes), over the limit of 1 KiB (1,024 bytes)" in err.message
     assert "runs/best.pt" in err.message and "max_saved_file_bytes" in err.message
     assert err.details["limit"] == "max_saved_file_bytes" and err.details["reached"] == size
 
@@ -585,7 +585,7 @@ def test_the_cli_shorthand_captures_trained_weights_and_a_fixture(ws):
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])},
     )
     assert proc.returncode == 1
-    assert "[limit] LimitExceeded" in proc.stderr and "over the limit of 1.0 KiB (1,048 bytes)" in proc.stderr
+    assert "[limit] LimitExceeded" in proc.stderr and "over the limit of 1.02 KiB (1,048 bytes)" in proc.stderr
     assert "tensorviz.maxSavedFileMB" in proc.stderr
 
 

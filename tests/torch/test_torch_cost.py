@@ -124,6 +124,28 @@ def test_experts_in_one_grouped_matmul_are_counted_per_group(ws):
         assert cap.cost.flops[rows] == 2 * 12 * 16 * 8  # every row through its expert's 16 x 8 matrix
         assert cap.cost.flops[batched] == 2 * 4 * 3 * 16 * 8
         assert _rule(cap, rows) == "grouped matmul" and "aten::_grouped_mm" not in cap.cost.notes.get("uncounted", {})
+        # bytes: 12 rows can reach all 4 experts' 16 x 8 matrices; the batched call reads them all too
+        assert cap.cost.bytes_read[rows] == 4 * (12 * 16 + 4 * 16 * 8) + 4 * 4
+
+
+def test_a_grouped_matmul_reads_only_the_experts_its_rows_can_reach(ws):
+    """One token routed top-2 through 8 experts: at most 2 experts' weights are read."""
+    write(ws, {"onetoken.py": '''
+        import torch
+        from torch import nn
+
+        class Experts(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = nn.Parameter(torch.randn(8, 16, 8))
+
+            def forward(self, x):
+                offs = torch.tensor([0, 1, 2, 2, 2, 2, 2, 2], dtype=torch.int32)
+                return torch._grouped_mm(x, self.w, offs=offs)
+    '''})
+    cap, _ = capture_in_process(ws, profile("onetoken:Experts", args=[tensor([2, 16])], evidence="abstract"))
+    (i,) = _by_op(cap)["aten::_grouped_mm"]
+    assert cap.cost.bytes_read[i] == 4 * (2 * 16 + 2 * 16 * 8) + 8 * 4
 
 
 def test_abstract_and_eager_captures_count_the_same(ws):
@@ -147,3 +169,22 @@ def test_a_training_step_counts_its_backward_and_optimizer(ws):
     backward = {g.id for g in cap.groups if g.kind == "backward"}
     back_flops = sum(f for n, f in zip(cap.nodes, cap.cost.flops) if n.group in backward)
     assert back_flops > 0
+
+
+def test_flop_counter_mode_s_total_is_matched_by_its_kinds(ws):
+    """FlopCounterMode counts matmuls, convolutions and attention: those kinds of the split add
+    up to its total exactly; the rest (pointwise, norms, softmax) is named by kind."""
+    import sys
+
+    from viewer.projection.projection import Projection
+
+    for model, shape in (("models:Block", [2, 5, 16]), ("models:SmallCNN", [2, 3, 16, 16])):
+        cap, _ = capture_in_process(ws, profile(model, args=[tensor(shape)]))
+        kinds = Projection(cap).costs().totals()["flops_by_kind"]
+        module = getattr(sys.modules["models"], model.split(":")[1])()
+        with FlopCounterMode(display=False) as counter:
+            module(torch.randn(*shape))
+        assert kinds.get("matmul", 0) + kinds.get("convolution", 0) + kinds.get("attention", 0) \
+            == counter.get_total_flops() > 0
+        assert kinds.get("pointwise", 0) > 0 and kinds.get("reduction/norm", 0) > 0, kinds
+        assert cap.cost.notes["kinds"]["aten::addmm"] == "matmul"

@@ -96,6 +96,10 @@ def test_connected_across_every_dtensor_boundary(caps):
     for n in tp.nodes:
         if n.op.startswith("dtensor::"):
             assert n.params["mesh"] == 0 and n.params["no_kernel"]
+            # between the groups it joins: never inside the function group of its reader (issue 46)
+            assert tp.groups[n.group].kind == "module"
+    # an AsyncCollectiveTensor wrapped around a collective's result is that result, no node of its own
+    assert "_c10d_functional::_wrap_tensor_autograd" not in ops
 
 
 def test_mesh_devices_and_placements_are_recorded(caps):

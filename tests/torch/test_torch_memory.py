@@ -49,6 +49,19 @@ class Small(nn.Module):
         return self.fc(x)
 
 
+class Hoarder(nn.Module):
+    """Keeps 2 GiB of plain tensors (no parameters, no buffers) in a list of lists; torch.empty
+    touches no page."""
+
+    def __init__(self, pieces=8):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+        self.cache = [[torch.empty(1 << 26)] for _ in range(pieces)]
+
+    def forward(self, x):
+        return self.fc(x)
+
+
 class Greedy(nn.Module):
     """Asks the allocator for 64 TiB in its forward."""
 
@@ -75,7 +88,7 @@ def test_a_model_that_cannot_fit_fails_before_it_is_built(mws):
     assert (d["limit"], d["maximum"], d["phase"]) == ("max_memory_bytes", limits.max_memory_bytes, "estimate")
     assert d["requested"] == d["parameter_bytes"] == 2 << 30 and d["parameters"] == 2
     assert d["abstract"] == {"evidence": "abstract", "key_path": "profiles.p.evidence"}
-    assert "needs at least 2.0 GiB" in err.message and 'evidence = "abstract"' in err.message
+    assert "needs at least 2 GiB" in err.message and 'evidence = "abstract"' in err.message
     assert "capture memory limit of" in err.message
     # The way out works: the same model captured abstractly.
     cap, _ = capture_in_process(mws, profile("memmodel:Lazy", args=[tensor([1, 16384])], evidence="abstract"),
@@ -120,7 +133,8 @@ def test_model_bytes_counts_tied_weights_once():
         head = torch.nn.Linear(64, 1000, bias=False)
     head.weight = emb.weight
     counts = model_bytes(torch.nn.ModuleDict({"emb": emb, "head": head}))
-    assert counts == {"parameter_bytes": 1000 * 64 * 4, "buffer_bytes": 0, "parameters": 1, "buffers": 0}
+    assert counts == {"parameter_bytes": 1000 * 64 * 4, "buffer_bytes": 0, "parameters": 1, "buffers": 0,
+                      "other_bytes": 0, "others": 0}
 
 
 @pytest.mark.slow
@@ -142,4 +156,18 @@ def test_an_allocator_error_is_the_memory_error_failure(mws):
     d = c.failure.details
     assert (c.failure.type, d["limit"], d["maximum"], d["requested"]) == (
         "MemoryError", "max_memory_bytes", 3 << 30, 1 << 46)
-    assert "the capture memory limit is 3072 MB" in c.failure.message
+    assert "the capture memory limit is 3072 MiB" in c.failure.message
+
+
+def test_plain_tensors_a_constructor_keeps_are_counted_before_the_build(mws):
+    """Issue 52 item 13: tensors kept in a list (not parameters, not buffers) passed the
+    check and reached 7.4 GB; the abstract build now counts them."""
+    room = 768 << 20
+    limits = Limits(max_memory_bytes=(data_in_use() or 0) + room)
+    with pytest.raises(CaptureError) as info:
+        capture_in_process(mws, profile("memmodel:Hoarder", args=[tensor([1, 8])]), limits=limits)
+    err = info.value
+    d = err.details
+    assert (err.error_type, err.stage, d["phase"]) == ("MemoryError", "limit", "estimate")
+    assert d["other_bytes"] == 2 << 30 and d["others"] == 8
+    assert "2 GiB of other tensors its modules keep (8)" in err.message

@@ -539,7 +539,7 @@ def test_an_experts_loop_is_cut_into_named_lanes_and_the_router_says_top_k(mws):
                   and (cap.values[n.inputs[0].value].measured or {}).get("param", "").endswith("gate_up_proj")})
     assert [st["label"] for st in lanes] == [f"expert {e}" for e in hit] and lanes
     items = {it.get("class"): it for it in p.children(block)["items"] if it["type"] == "group"}
-    assert items["StackedExperts"]["role"] == f"4 experts · {len(hit)} ran, one lane each"
+    assert items["StackedExperts"]["role"] == f"4 experts · {len(hit)} ran, one lane each · sparse: the active top-2 of 4 experts per token, counted as executed"
     assert all(st["names"] == ["gate_up_proj", "down_proj"] for st in lanes)
 
 
@@ -547,7 +547,7 @@ def test_experts_in_one_batched_call_say_how_many(mws):
     cap, p = routed_projection(mws, "moe:BatchedNet")
     block = next(g.id for g in cap.groups if g.attrs.get("class") == "SparseBlock")
     items = {it.get("class"): it for it in p.children(block)["items"] if it["type"] == "group"}
-    assert items["BatchedExperts"]["role"] == "4 experts · batched matmul"
+    assert items["BatchedExperts"]["role"] == "4 experts · batched matmul · sparse: the active top-2 of 4 experts per token, counted as executed"
     assert "routed" not in items["BatchedExperts"]
     (stack,) = [st for st in p.children(p.trunk()[-1])["stacks"]]
     assert stack["count"] == 3 and "routing" not in stack

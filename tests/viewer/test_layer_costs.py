@@ -222,7 +222,7 @@ def test_the_device_table_is_editable_from_the_workspace(tmp_path):
 
     shipped = devices.load()
     assert {"h100-sxm", "a100-sxm-80gb", "tpu-v5e", "cpu"} <= set(shipped)
-    assert "nominal" in shipped["cpu"].note
+    assert "measured on this machine" in shipped["cpu"].note or "nominal" in shipped["cpu"].note
     (tmp_path / ".tensorviz").mkdir()
     (tmp_path / ".tensorviz" / "devices.toml").write_text(
         '[devices.cpu]\nlabel = "my laptop"\nbandwidth = 50e9\npeak_flops = { float32 = 1e12 }\n'
@@ -244,3 +244,46 @@ def test_a_lines_call_says_what_it_costs():
     call.uncounted, call.estimate = 2, True
     assert cost_text(call) == "~2.42 GFLOPs · 43 MiB moved · 2.36 M params · 2 ops uncounted (not in the FLOPs)"
     assert cost_text(LineCall(nodes=[1])) is None  # a capture without costs says nothing
+
+
+def test_flops_by_kind_split_a_scan_by_its_body_and_add_up_to_the_total():
+    """A scan boundary's body × length is split as its body's kinds: matmul and pointwise (tanh);
+    every layer's kinds add up to its FLOPs."""
+    jax = pytest.importorskip("jax")
+    jnp = pytest.importorskip("jax.numpy")
+    from capture.jax.convert import convert
+
+    def prog(x, ws):
+        return jnp.sum(jax.lax.scan(lambda c, w: (jnp.tanh(c @ w), None), x, ws)[0])
+
+    capture = convert(jax.make_jaxpr(prog)(jnp.ones((4, 8)), jnp.ones((6, 8, 8))))
+    proj = Projection(capture)
+    totals = proj.costs().totals()
+    assert totals["flops_by_kind"] == {"matmul": 6 * 2 * 4 * 8 * 8, "pointwise": 6 * 4 * 8,
+                                       "reduction/norm": 4 * 8 - 1}
+    assert sum(totals["flops_by_kind"].values()) == totals["flops"]
+    for r in layer_rows(proj, depth=None, all_groups=True):
+        assert sum((r.get("flops_by_kind") or {}).values()) == r["flops"], r
+
+
+def test_a_capture_counted_before_kinds_were_named_has_no_split():
+    proj = Projection(_read("gpt2_torch"))
+    assert "kinds" not in proj.capture.cost.notes
+    assert proj.costs().totals()["flops_by_kind"] == {}
+    assert all("flops_by_kind" not in r for r in layer_rows(proj, depth=2))
+
+
+@pytest.mark.parametrize("paths, title, label", [
+    # Issue 49: a run going up is named by the range of its paths' first differing number.
+    (["blocks.0", "blocks.1", "blocks.2"], "blocks.0–2 ×3", "blocks.0 … blocks.2"),
+    (["blocks.5", "blocks.4", "blocks.3"], "3 … 5 ×3, last first", "blocks.3 … blocks.5, last first"),
+    (["layers.0.5", "layers.11.1"], "layers.0–11 ×2", "layers.0.5 … layers.11.1"),
+])
+def test_a_backward_stack_title_reads_up(paths, title, label):
+    """The backward pass runs the last block first: its stack reads up and says so."""
+    from viewer.projection.cost import _stack_title
+    from viewer.projection.names import span_label
+
+    groups = [Group(i, "module", p.rsplit(".", 1)[-1], None, {"path": p}) for i, p in enumerate(paths)]
+    assert _stack_title(groups, list(range(len(paths))), len(paths)) == title
+    assert span_label(paths[0], paths[-1]) == label

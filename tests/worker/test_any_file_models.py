@@ -1,4 +1,4 @@
-"""Any file as a model (DESIGN.md "Saved setup"): ``model = "dir/06_file.py:Qualname"``
+"""Any file as a model (docs/setups.md): ``model = "dir/06_file.py:Qualname"``
 and path-form factories, through the real worker (fake framework here; the JAX and
 Torch captures of the same layout are in tests/jax and tests/torch)."""
 

@@ -1,4 +1,4 @@
-"""The checks before any user code runs, in DESIGN.md's order, each a clear failure.
+"""The checks before any user code runs, in docs/architecture.md's order, each a clear failure.
 
 ``models.py`` touches a marker file when imported (``TV_IMPORT_MARKER``): every check
 below must fail without it appearing.
@@ -166,7 +166,7 @@ def test_device_unavailable_fails_before_import_without_cpu_fallback(workspace, 
 
 
 def test_device_is_checked_before_an_invalid_recipe(workspace, marker):
-    """DESIGN.md's order: device backend, then recipe validity."""
+    """the order of docs/architecture.md ("The checks before a capture"): device backend, then recipe validity."""
     (workspace / ".tensorviz").mkdir()
     (workspace / ".tensorviz" / "recipes.toml").write_text(
         'version = 1\n[profiles.p]\nframework = "fake"\nmodel = "models:net"\ndevice = "cuda:1"\n'

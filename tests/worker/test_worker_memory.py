@@ -36,7 +36,7 @@ def test_running_out_under_the_limit_is_a_memory_error_naming_it(workspace, pool
                     limits=Limits(max_memory_bytes=LIMIT), warm=pool)
     f = c.failure
     assert (f.stage, f.type) == ("trace", "MemoryError"), f
-    assert "ran out of memory" in f.message and "capture memory limit is 400 MB" in f.message
+    assert "ran out of memory" in f.message and "capture memory limit is 400 MiB" in f.message
     assert f.details["limit"] == "max_memory_bytes" and f.details["maximum"] == LIMIT
     assert [fr.file for fr in f.frames][-1:] == ["crashy.py"]
 
@@ -122,7 +122,7 @@ def test_shared_memory_counts_under_the_limit(workspace, pool, model):
     f = c.failure
     assert f is not None, "768 MB of shared memory under a 192 MB limit went through"
     assert (f.stage, f.type) == ("limit", "MemoryError"), f
-    assert "shared memory" in f.message and "192 MB" in f.message and "MAP_SHARED" in f.message
+    assert "shared memory" in f.message and "192 MiB" in f.message and "MAP_SHARED" in f.message
     assert f.details["limit"] == "max_memory_bytes" and f.details["maximum"] == limit
 
 

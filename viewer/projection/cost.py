@@ -20,7 +20,7 @@ Given a device profile (:mod:`viewer.projection.devices`), each counted op gets 
 roofline time, ``max(FLOPs / peak, bytes / bandwidth)``, summed per group: an estimate,
 not a measurement, and labelled so wherever it is shown.
 
-Only the standard library and :mod:`capture` are imported (DESIGN.md boundaries).
+Only the standard library and :mod:`capture` are imported (docs/architecture.md's folder table).
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+from capture import units
 from capture.graph import gc_pause
+from capture.graph.symbols import evaluate, fixed_symbols
 from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
 from .names import group_title, run_label
-from .views import _DTYPE_BITS
 
 #: What a FLOP is, in every place a figure is shown.
 FLOP_NOTE = "FLOPs: floating-point operations, a multiply-add counted as 2"
@@ -41,14 +42,16 @@ BYTES_NOTE = "bytes: read and written by each op, unfused (no fusion, no cache)"
 #: Kinds of groups whose ops run the backward pass (Torch training steps).
 BACKWARD_KINDS = frozenset({"backward"})
 _FLOATS = ("float", "bfloat", "complex")
+# Ops that make new tensors from nothing (an optimizer's state on its first step: zeros_like).
+_FACTORIES = frozenset({"zeros_like", "zeros", "empty_like", "empty", "full_like", "full", "ones_like", "ones",
+                        "clone", "new_zeros", "new_empty", "new_full", "empty_strided", "scalar_tensor", "tensor",
+                        "lift_fresh", "lift_fresh_copy", "_to_copy", "copy"})
 
 
 def si(x: float, unit: str) -> str:
-    """``2.42 GFLOPs``, ``523 kFLOPs``: three significant digits and an SI prefix."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return f"{x / factor:.3g} {prefix}{unit}"
-    return f"{x:.3g} {unit}"
+    """``2.42 GFLOPs``, ``523 kFLOPs``, ``197 TFLOP/s``: :func:`capture.units.rate_text`
+    (bytes are :func:`capture.units.bytes_text`, in binary units)."""
+    return units.flops_text(x) if unit == "FLOPs" else units.rate_text(x, unit)
 
 
 def executed_totals(capture: Any) -> dict | None:
@@ -61,11 +64,22 @@ def executed_totals(capture: Any) -> dict | None:
     in_body: dict[int, bool] = {}
 
     def body(g: int) -> bool:
-        got = in_body.get(g)
-        if got is None:
-            grp = groups[g]
-            got = grp.kind == "body" or (grp.parent is not None and 0 <= grp.parent < len(groups) and body(grp.parent))
-            in_body[g] = got
+        # iterative: a hostile file may nest groups 20,000 deep
+        path = []
+        x: int | None = g
+        got = False
+        while x is not None and 0 <= x < len(groups):
+            known = in_body.get(x)
+            if known is not None:
+                got = known
+                break
+            path.append(x)
+            if groups[x].kind == "body":
+                got = True
+                break
+            x = groups[x].parent
+        for y in path:
+            in_body[y] = got
         return got
 
     group_of = NodeTable.of(capture.nodes).columns().group
@@ -79,13 +93,6 @@ def executed_totals(capture: Any) -> dict | None:
             uncounted += 1
         moved += max(r, 0) + max(w, 0)
     return {"flops": flops, "bytes": moved, "uncounted": uncounted}
-
-
-def dtype_bytes(dtype: str) -> float | None:
-    bits = _DTYPE_BITS.get(dtype)
-    if bits is None and dtype.startswith("float8"):
-        bits = 8
-    return None if bits is None else bits / 8
 
 
 class LayerCosts:
@@ -105,32 +112,38 @@ class LayerCosts:
         z = [0] * (ng + 1)
         self.flops, self.read, self.written, self.uncounted = list(z), list(z), list(z), list(z)
         self.estimate = [False] * (ng + 1)
-        self._activations: list[float] = list(z)
-        self._peak: list[float] = list(z)
-        self._saved: list[float] = list(z)
+        self._activations: list[int] = list(z)
+        self._peak: list[int] = list(z)
+        self._saved: list[int] = list(z)
         self._peak_at = -1
-        self._saved_total = 0.0
+        self._peak_kept = 0  # the whole program's peak with what outlives it kept (see _kept)
+        self._kept: dict[str, int] = {}
+        self.spans: dict[int, tuple[int, int]] = {}
+        self.first_value: dict[int, int] = {}  # per memory key: the value it was made as
+        self._saved_total = 0
+        self._unknown_sizes = 0
         self._has_backward = False
         self._memory_done = False  # worked out on first use: a page's cards show FLOPs and bytes only
+        self._by_kind: list[dict[str, int]] | None = None  # FLOPs by kind per group slot, on first use
         self.in_body = [False] * (ng + 1)
         if self.cost is None:
             return
         self._sums()
 
     @property
-    def activations(self) -> list[float]:
+    def activations(self) -> list[int]:
         """Per group slot, the bytes of the new tensors its ops make."""
         self._need_memory()
         return self._activations
 
     @property
-    def peak(self) -> list[float]:
+    def peak(self) -> list[int]:
         """Per group slot, the most activation bytes alive at once while it runs."""
         self._need_memory()
         return self._peak
 
     @property
-    def saved(self) -> list[float]:
+    def saved(self) -> list[int]:
         """Per group slot, the bytes of its activations that backward reads."""
         self._need_memory()
         return self._saved
@@ -160,8 +173,7 @@ class LayerCosts:
 
     def _order(self) -> list[int]:
         """Groups deepest first (children before parents)."""
-        chain = self.index.chain
-        return sorted(range(len(self.capture.groups)), key=lambda g: len(chain[g]), reverse=True)
+        return sorted(range(len(self.capture.groups)), key=self.index.depth.__getitem__, reverse=True)
 
     def _up(self, arrays: list[list], combine: Callable[[Any, Any], Any] | None = None) -> None:
         """Propagate per-group values to the ancestors (bodies stay trees of their own)."""
@@ -194,11 +206,53 @@ class LayerCosts:
         self._up([self.estimate], lambda a, b: a or b)
         ix = self.index
         for g in range(len(self.capture.groups)):
-            self.in_body[g + 1] = ix.chain[g][0] in ix.body_node if ix.chain[g] else False
+            self.in_body[g + 1] = ix.top[g] in ix.body_node
+
+    # ------------------------------------------------------------------ FLOPs by kind
+
+    @property
+    def by_kind(self) -> list[dict[str, int]]:
+        """Per group slot, its FLOPs by kind (:data:`FLOP_KINDS`), non-zero kinds only."""
+        if self._by_kind is None:
+            with self._lock:
+                if self._by_kind is None:
+                    self._by_kind = self._kind_sums()
+        return self._by_kind
+
+    def _kind_sums(self) -> list[dict[str, int]]:
+        """Each counted node's FLOPs under the kind the capture's counter named for its op
+        (``notes["kinds"]``; an op it did not name: ``other``); a ``scan`` or ``cond``
+        boundary (kind ``control flow``) split in proportion to its bodies' kinds."""
+        c = self.cost
+        ix = self.index
+        notes = c.notes if isinstance(c.notes, dict) else {}
+        named = notes.get("kinds")
+        out: list[dict[str, int]] = [{} for _ in range(len(self.capture.groups) + 1)]
+        if not isinstance(named, dict):  # a capture counted before kinds were named: no split
+            return out
+        ops, grp = ix.cols.op, ix.cols.group
+        chain, body_node = ix.chain, ix.body_node
+        body_sums: dict[int, dict[str, int]] = {}
+        for i in range(len(c.flops) - 1, -1, -1):  # a body's nodes come after its boundary's
+            f = c.flops[i]
+            if f <= 0:
+                continue
+            kind = named.get(ops[i], "other")
+            kind = kind if isinstance(kind, str) else "other"
+            if kind == "control flow":
+                parts = _split(f, [body_sums.get(b, {}) for b in ix.bodies_of.get(i, [])])
+            else:
+                parts = {kind: f}
+            g = grp[i]
+            _add(out[g + 1], parts)
+            if g >= 0 and chain[g] and chain[g][0] in body_node:
+                _add(body_sums.setdefault(chain[g][0], {}), parts)
+        self._up([out], lambda a, b: _add(dict(a), b))
+        return out
 
     # ------------------------------------------------------------------ memory
 
-    def _storage_keys(self) -> tuple[list[int], dict[int, float]]:
+    def _storage_keys(self) -> tuple[list[int], dict[int, int]]:
         """Per value, the key of the memory it lives in, and per key its bytes (its first
         value's: the allocation). A Torch value's memory is its storage (views and in-place
         results share their input's); a value a view op made (by its cost rule: a JAX
@@ -213,8 +267,10 @@ class LayerCosts:
         view_rule = c.rules.index("view") if "view" in c.rules else -1
         in_off, in_ref = ix.cols.in_off, ix.cols.in_ref
         n = len(values)
+        known = fixed_symbols(self.capture.meta)  # rows a stated choice fixed (capture.graph.symbols)
         keys: list[int] = []
-        size: dict[int, float] = {}
+        size: dict[int, int] = {}
+        unknown = 0
         for v in range(n):
             sid = storage[v]
             if type(sid) is int and sid >= 0:
@@ -228,7 +284,13 @@ class LayerCosts:
                         key = keys[src]
             keys.append(key)
             if key not in size:
-                size[key] = _value_bytes(shape_of(v), dtype_of(v))
+                # exact integers (17 dimensions of 2^62 are a number, not an OverflowError); a
+                # size that is not known (a symbolic dimension no symbol fixes, an unknown
+                # dtype) is counted apart (``unknown_sizes``), never as a guess
+                got = _value_bytes(shape_of(v), dtype_of(v), known)
+                size[key] = 0 if got is None else got
+                unknown += got is None
+        self._unknown_sizes = unknown
         return keys, size
 
     def _memory(self) -> None:
@@ -246,14 +308,15 @@ class LayerCosts:
         for v, k in enumerate(keys):
             first_seen.setdefault(k, v)
         born = {k: producer[v] for k, v in first_seen.items() if producer[v] >= 0 and executed[producer[v]]}
+        self.first_value = {k: first_seen[k] for k in born}
         for k, i in born.items():
             self._activations[grp[i] + 1] += size[k]
         last = self._last_uses(born, keys, executed)
-        delta = [0.0] * (n + 2)
+        delta = [0] * (n + 2)
         for k, i in born.items():
             delta[i] += size[k]
             delta[last[k] + 1] -= size[k]
-        live, best, at = 0.0, 0.0, -1
+        live, best, at = 0, 0, -1
         peak = self._peak
         for i in range(n):
             live += delta[i]
@@ -265,6 +328,7 @@ class LayerCosts:
             if live > best:
                 best, at = live, i
         self._peak_at = at
+        self._kept_peak(born, keys, size, last, executed)
         self._up([self._activations])
         self._up([peak], max)
         peak[0] = best
@@ -298,6 +362,84 @@ class LayerCosts:
                 last[k] = n
         return last
 
+    def _kept_peak(self, born: dict[int, int], keys: list[int], size: dict[int, int], last: dict[int, int],
+                   executed: list[bool]) -> None:
+        """The peak with what outlives the program kept to its end: the outputs (already),
+        gradients (``.grad`` holds them after the step), optimizer state (made by a factory in
+        the optimizer, kept for the next step) and results nothing reads afterwards (a key/value
+        cache written into an object the model returns is never read in the same call)."""
+        n = self.index.n_nodes
+        kinds = self._kept_kinds(born, keys, last)
+        root = self._reused(born, keys, size, last) if self.capture.framework == "jax" else {}
+        start: dict[int, int] = {}
+        end: dict[int, int] = {}
+        for k, i in born.items():
+            r = root.get(k, k)
+            e = n if k in kinds else last[k]
+            start[r] = min(start.get(r, i), i)
+            end[r] = max(end.get(r, e), e)
+        self.spans = {r: (i, end[r]) for r, i in start.items()}  # per memory: from its op to its end (fit.py)
+        delta = [0] * (n + 2)  # exact ints (capture/units.py): a hostile size is no OverflowError
+        for r, i in start.items():
+            delta[i] += size[r]
+            delta[end[r] + 1] -= size[r]
+        live = best = 0
+        for i in range(n):
+            live += delta[i]
+            if executed[i] and live > best:
+                best = live
+        self._peak_kept = best
+        kept: dict[str, int] = {}
+        for k, what in kinds.items():
+            kept[what] = kept.get(what, 0) + size[k]
+        self._kept = kept
+
+    def _reused(self, born: dict[int, int], keys: list[int], size: dict[int, int],
+                last: dict[int, int]) -> dict[int, int]:
+        """XLA's in-place reuse (a JAX program): an elementwise result takes the buffer of an
+        operand of its size that dies at it (an activation, not an input). Per memory key
+        reusing another's, the key whose buffer it lives in."""
+        c = self.cost
+        named = c.notes.get("kinds") if isinstance(c.notes, dict) else None
+        if not isinstance(named, dict):
+            return {}
+        ix = self.index
+        ops, in_off, in_ref = ix.cols.op, ix.cols.in_off, ix.cols.in_ref
+        root: dict[int, int] = {}
+        taken: set[int] = set()
+        for k, i in sorted(born.items(), key=lambda kv: kv[1]):
+            if named.get(ops[i]) != "pointwise":
+                continue
+            for r in in_ref[in_off[i]:in_off[i + 1]]:
+                kr = keys[r] if r >= 0 else -1
+                if kr in born and kr != k and kr not in taken and last[kr] == i and size[kr] == size[k]:
+                    taken.add(kr)
+                    root[k] = root.get(kr, kr)
+                    break
+        return root
+
+    def _kept_kinds(self, born: dict[int, int], keys: list[int], last: dict[int, int]) -> dict[int, str]:
+        """Per memory key that outlives the program: why (gradients, optimizer state, unread)."""
+        values = ValueTable.of(self.capture.values)
+        grad_of = values.measured_key("grad_of")
+        out: dict[int, str] = {}
+        for v, g in enumerate(grad_of):
+            if g is not None and keys[v] in born:
+                out[keys[v]] = "gradients"
+        groups = self.capture.groups
+        grp, ops = self.index.cols.group, self.index.cols.op
+        chain = self.index.chain
+        for k, i in born.items():
+            if k in out:
+                continue
+            g = grp[i]
+            if g >= 0 and any(groups[x].kind == "optimizer" for x in chain[g]) and \
+                    ops[i].split("::")[-1].split(".")[0] in _FACTORIES:
+                out[k] = "optimizer state"
+            elif last[k] == i:
+                out[k] = "unread results"
+        return out
+
     def _saved_for_backward(self, born: dict[int, int], keys: list[int], back: set[int]) -> set[int]:
         """The memories of forward activations that the backward ops ``back`` read."""
         in_off, in_ref = self.index.cols.in_off, self.index.cols.in_ref
@@ -313,7 +455,7 @@ class LayerCosts:
     def _backward_nodes(self) -> set[int]:
         groups = self.capture.groups
         ix = self.index
-        backward = [any(groups[x].kind in BACKWARD_KINDS for x in ix.chain[g]) for g in range(len(groups))]
+        backward = ix.inherited([grp.kind in BACKWARD_KINDS for grp in groups])
         return {i for i, g in enumerate(ix.cols.group) if g >= 0 and backward[g]}
 
     # ------------------------------------------------------------------ roofline
@@ -403,6 +545,8 @@ class LayerCosts:
             out["saved_for_backward"] = int(self.saved[s])
         if s and self.in_body[s]:
             out["template"] = True  # one iteration / one branch, as traced
+        if self.by_kind[s]:
+            out["flops_by_kind"] = _ordered_kinds(self.by_kind[s])
         return out
 
     def node(self, i: int) -> dict | None:
@@ -443,6 +587,11 @@ class LayerCosts:
         }
         if self._has_backward:
             out["saved_for_backward"] = int(self._saved_total)
+        if self._unknown_sizes:
+            out["unknown_sizes"] = self._unknown_sizes  # memories of unknown size, not in the figures
+        out["peak_live_kept"] = int(self._peak_kept)
+        out["kept"] = {k: int(v) for k, v in sorted(self._kept.items())}
+        out["flops_by_kind"] = _ordered_kinds(self.by_kind[0])
         return out
 
     def params_total(self) -> dict:
@@ -454,6 +603,7 @@ class LayerCosts:
         notes = dict(self.cost.notes) if self.cost is not None and isinstance(self.cost.notes, dict) else {}
         notes.setdefault("flops", FLOP_NOTE)
         notes.setdefault("bytes", BYTES_NOTE)
+        notes["flops_by_kind"] = KINDS_NOTE
         notes["memory"] = ("parameters: the parameters a layer uses; activations: new tensors its ops make at the "
                            "captured shapes; peak live: the most activation bytes alive at once in traced order; "
                            "saved for backward: forward activations the backward pass reads")
@@ -463,19 +613,49 @@ class LayerCosts:
         return group_title(self.capture.groups[g])
 
 
+#: The kinds FLOPs are split into (``flops_by_kind``), in the order they are shown.
+FLOP_KINDS = ("matmul", "convolution", "attention", "pointwise", "reduction/norm", "scan", "other")
+KINDS_NOTE = ("FLOPs by kind: matmul, convolution and attention (what FlopCounterMode counts), pointwise "
+              "(activations, residual adds, optimizer updates), reduction/norm (norms, softmax, pooling, sums), "
+              "scan (cumulative scans), other; a scan or cond is split by its bodies' kinds")
+
+
+def _add(into: dict[str, int], parts: dict[str, int]) -> dict[str, int]:
+    for k, v in parts.items():
+        into[k] = into.get(k, 0) + v
+    return into
+
+
+def _split(total: int, bodies: list[dict[str, int]]) -> dict[str, int]:
+    """``total`` FLOPs in proportion to the kinds summed over ``bodies`` (``other`` when they hold none)."""
+    sums: dict[str, int] = {}
+    for b in bodies:
+        _add(sums, b)
+    whole = sum(sums.values())
+    if whole <= 0:
+        return {"other": total}
+    parts = {k: total * v // whole for k, v in sums.items()}
+    biggest = max(sums, key=lambda k: sums[k])
+    parts[biggest] += total - sum(parts.values())
+    return parts
+
+
+def _ordered_kinds(d: dict[str, int]) -> dict[str, int]:
+    order = {k: i for i, k in enumerate(FLOP_KINDS)}
+    return {k: d[k] for k in sorted(d, key=lambda k: (order.get(k, len(order)), k)) if d[k]}
+
+
 def _shapes(values: ValueTable) -> Callable[[int], list]:
     off, dims = values.shape_columns()
     return lambda v: dims[off[v]:off[v + 1]]
 
 
-def _value_bytes(shape: list, dtype: str) -> float:
-    n = 1
-    for d in shape:
-        if type(d) is not int:
-            return 0.0
-        n *= d
-    b = dtype_bytes(dtype)
-    return 0.0 if b is None else n * b
+def _value_bytes(shape: list, dtype: str, known: dict[str, int] | None = None) -> int | None:
+    """Bytes of a value (:func:`capture.units.nbytes`), a symbolic dimension evaluated with
+    the ``known`` symbols; None when a dimension or the dtype stays unknown."""
+    if known:
+        shape = [evaluate(d, known) if type(d) is not int else d for d in shape]
+    return units.nbytes(shape, dtype)
 
 
 # --------------------------------------------------------------------------- the table
@@ -514,7 +694,7 @@ class _LayerTable:
         self.times = self.costs.times(device) if device is not None and self.costs.available else None
         self.total = max(self.costs.flops[0], 1)
         self.rows: list[dict] = []
-        self.backward = [any(groups[x].kind in BACKWARD_KINDS for x in self.ix.chain[g]) for g in range(len(groups))]
+        self.backward = self.ix.inherited([grp.kind in BACKWARD_KINDS for grp in groups])
         self.calls = _call_numbers(groups)
 
     def shown(self, g: int) -> bool:
@@ -533,6 +713,22 @@ class _LayerTable:
                 stack.extend(reversed(_ordered_children(self.ix, c)))
         return out
 
+    def params(self, gs: list[int]) -> dict[str, int | None]:
+        """The parameters of groups ``gs``, a module called again counted once."""
+        groups, proj = self.groups, self.proj
+        params: dict[str, int | None] = {"count": 0, "bytes": 0, "tensors": 0}
+        counted: set[str] = set()
+        for g in gs:
+            path = groups[g].attrs.get("path") if isinstance(groups[g].attrs, dict) else None
+            if isinstance(path, str) and groups[g].kind == "module":
+                if path in counted:
+                    continue  # the same module called again: its parameters once
+                counted.add(path)
+            p = proj.pages._group_params(g)
+            for k in params:
+                params[k] = units.add((params[k], p[k]))
+        return params
+
     def row(self, gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> dict:
         costs, groups, proj, times, total, backward = self.costs, self.groups, self.proj, self.times, self.total, self.backward
         device = self.device
@@ -548,17 +744,7 @@ class _LayerTable:
         }
         if stack is None and first in self.calls:  # a module called more than once: which call
             r["call"], r["calls"] = self.calls[first]
-        params = {"count": 0, "bytes": 0, "tensors": 0}
-        counted: set[str] = set()
-        for g in gs:
-            path = groups[g].attrs.get("path") if isinstance(groups[g].attrs, dict) else None
-            if isinstance(path, str) and groups[g].kind == "module":
-                if path in counted:
-                    continue  # the same module called again: its parameters once
-                counted.add(path)
-            p = proj.pages._group_params(g)
-            for k in params:
-                params[k] += p[k]
+        params = self.params(gs)
         r["params"] = params
         if costs.available:
             r.update(
@@ -570,6 +756,11 @@ class _LayerTable:
                 estimate=any(costs.estimate[s] for s in slots),
             )
             r["bytes"] = r["bytes_read"] + r["bytes_written"]
+            kinds: dict[str, int] = {}
+            for s in slots:
+                _add(kinds, costs.by_kind[s])
+            if kinds:
+                r["flops_by_kind"] = _ordered_kinds(kinds)
             r["share"] = r["flops"] / total if not costs.in_body[slots[0]] else None
             saved = sum(costs.saved[s] for s in slots)
             if saved:
@@ -587,13 +778,13 @@ class _LayerTable:
         if stack is not None:
             period, count = stack
             r["stack"] = {"count": count, "period": period, "members": gs,
-                          "last": groups[gs[-1]].name, "title": _stack_title(grp, groups[gs[-1]], count)}
+                          "last": groups[gs[-1]].name, "title": _stack_title(groups, gs, count)}
             one = [g + 1 for g in gs[:period]]
             if costs.available:
                 r["stack"]["per_block"] = {
                     "flops": sum(costs.flops[s] for s in one),
                     "bytes": sum(costs.read[s] + costs.written[s] for s in one),
-                    "params": sum(proj.pages._group_params(g)["count"] for g in gs[:period]),
+                    "params": units.add(proj.pages._group_params(g)["count"] for g in gs[:period]),
                 }
                 if times is not None:
                     r["stack"]["per_block"]["time"] = sum(times[s] for s in one)
@@ -626,6 +817,34 @@ class _LayerTable:
             i += 1
 
 
+def _stack_title(groups: Any, gs: list[int], count: int) -> str:
+    """``h.0 … h.11 ×12``; a run that goes down (the backward pass runs the last block
+    first: ``blocks.5`` then ``4``, ``3``) reads up, and says so: ``blocks.3 … 5 ×3, last first``."""
+    first, last = groups[gs[0]], groups[gs[-1]]
+    a, b = _numbers(_path_of(first)), _numbers(_path_of(last))
+    if a and len(a) == len(b) and a > b:
+        return f"{group_title(last)} … {first.name} ×{count}, last first"
+    fa = first.attrs if isinstance(first.attrs, dict) else {}
+    pa, pb = fa.get("path"), (last.attrs if isinstance(last.attrs, dict) else {}).get("path")
+    if isinstance(pa, str) and isinstance(pb, str) and pa and pb:
+        # Issue 49: ``GPT2Block · transformer.h.0–11 ×12``; ``Linear · head ×2 calls``.
+        label = run_label(pa, pb, count)
+        cls = fa.get("class")
+        head = f"{cls} · {label}" if isinstance(cls, str) and cls else label
+        return head if label.endswith(" calls") else f"{head} ×{count}"
+    return f"{group_title(first)} … {last.name} ×{count}"
+
+
+def _path_of(grp: Any) -> str:
+    attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
+    return str(attrs.get("path") or group_title(grp))
+
+
+def _numbers(title: str) -> tuple[int, ...]:
+    """The integer parts of a dotted name (``blocks.5.3``: (5, 3))."""
+    return tuple(int(p) for p in title.replace(" ", ".").split(".") if p.isdigit())
+
+
 def _repeats(sigs: list[str], blocks: list[bool]) -> list[tuple[int, int, int]]:
     from .structure import find_repeats
 
@@ -643,19 +862,6 @@ def _ordered_children(ix: Any, g: int) -> list[int]:
         elif r in ix.bodies_of:
             out.extend(ix.bodies_of[r])
     return out
-
-
-def _stack_title(first: Any, last: Any, count: int) -> str:
-    """``GPT2Block · transformer.h.0–11 ×12``; ``Linear · head ×2 calls``."""
-    a = first.attrs if isinstance(first.attrs, dict) else {}
-    b = last.attrs if isinstance(last.attrs, dict) else {}
-    pa, pb = a.get("path"), b.get("path")
-    if isinstance(pa, str) and isinstance(pb, str) and pa and pb:
-        label = run_label(pa, pb, count)
-        cls = a.get("class")
-        head = f"{cls} · {label}" if isinstance(cls, str) and cls else label
-        return head if label.endswith(" calls") else f"{head} ×{count}"
-    return f"{group_title(first)} … {last.name} ×{count}"
 
 
 def _call_numbers(groups: Any) -> dict[int, tuple[int, int]]:

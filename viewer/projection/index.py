@@ -19,9 +19,27 @@ from capture.graph.tables import NodeTable
 from capture.graph.model import Node, tree_leaves
 
 from .body_templates import body_groups
+from .errors import ProjectionError
 from capture.graph import gc_pause
 
 ROOT = -1  # the pseudo group holding top-level groups and nodes
+#: The boundary sets (values entering and leaving each group) hold at most this many
+#: entries per operand, value and group of the file, plus BOUNDARY_ENTRIES_BASE: a real
+#: capture's values cross a few levels each (under 8 in the real models of the tests); a
+#: hostile file of 20,000 values each crossing a 20,000-deep chain would be 4e8.
+BOUNDARY_ENTRIES_PER_ITEM = 32
+BOUNDARY_ENTRIES_BASE = 250_000
+
+
+class TooDeep(ProjectionError):
+    """A graph whose values cross more nesting levels than the index keeps (one line)."""
+
+    status = 413
+
+    def __init__(self, per_item: int, groups: int, depth: int) -> None:
+        super().__init__(f"this graph's values cross more nesting levels than the viewer indexes "
+                         f"({groups:,} groups nested up to {depth:,} deep; the values entering and leaving each "
+                         f"group are kept up to {per_item} entries per value, operand and group of the file)")
 MAX_ITEMS = 400  # no layout problem exceeds this many items (plus boundary pseudo items)
 CHUNK = MAX_ITEMS  # children per leaf chunk
 UPPER_CHUNK = MAX_ITEMS * MAX_ITEMS  # children per upper chunk (groups over 160,000 children)
@@ -75,6 +93,7 @@ class GraphIndex:
         self.capture = capture
         self._orders: dict[int, tuple] = {}
         self._paths: dict[int, list[dict]] = {}
+        self._jumps: list[list[int]] | None = None  # binary-lifting parents (ancestor), built on first use
         with gc_pause.paused():
             self._build()
 
@@ -98,18 +117,30 @@ class GraphIndex:
         for g, i in self.body_node.items():
             self.bodies_of.setdefault(i, []).append(g)
         self.parent = [ROOT if g.parent is None or i in self.body_node else g.parent for i, g in enumerate(groups)]
-        chains: list[list[int] | None] = [None] * ng
+        # Depth and top-level ancestor per group, in one linear pass (iterative: a hostile
+        # file may nest 20,000 deep). The ancestor chains themselves are not kept: each is
+        # walked from the parents when asked (``chain``), so memory stays linear in the
+        # groups however deep they nest (a 20,000-deep chain kept whole took 1.55 GB).
+        depth = [0] * ng
+        top = [0] * ng
         for g in range(ng):
+            if depth[g]:
+                continue
             stack = []
             x = g
-            while x != ROOT and chains[x] is None:
+            while x != ROOT and not depth[x]:
                 stack.append(x)
                 x = self.parent[x]
-            base: list[int] = [] if x == ROOT else chains[x] or []  # set: the walk stopped there
+            d, t = (0, -1) if x == ROOT else (depth[x], top[x])
             for y in reversed(stack):
-                base = base + [y]
-                chains[y] = base
-        self.chain: list[list[int]] = chains  # type: ignore[assignment]
+                d += 1
+                depth[y] = d
+                t = y if t < 0 else t
+                top[y] = t
+        self.depth: list[int] = depth  # groups from the top down to g, g included
+        self.top: list[int] = top  # the top-level group above g (g itself at the top)
+        self.top_down: list[int] = sorted(range(ng), key=depth.__getitem__)  # parents before children
+        self.chain = _Chains(self.parent)
         self.child_groups: list[list[int]] = [[] for _ in range(ng + 1)]
         for g in range(ng):
             if g not in self.body_node:
@@ -127,7 +158,7 @@ class GraphIndex:
             opaque[grp[i] + 1] += 1
         first = [d[0] if d else n + j for j, d in enumerate(self.direct_nodes)]
         last = [d[-1] if d else -1 for d in self.direct_nodes]
-        for g in sorted(range(ng), key=lambda g: len(self.chain[g]), reverse=True):
+        for g in reversed(self.top_down):
             if g in self.body_node:
                 continue
             p = self.parent[g] + 1
@@ -156,8 +187,7 @@ class GraphIndex:
 
     def _boundaries(self, ng: int, n_values: int) -> None:
         """The values entering / leaving each group (ordered sets, slot g+1)."""
-        cap, cols, grp, prod = self.capture, self.cols, self.cols.group, self.producer
-        groups = cap.groups
+        cols, grp, prod = self.cols, self.cols.group, self.producer
         in_ref, in_owner = cols.in_ref, self.in_owner
         self.bin: list[dict[int, None] | None] = [None] * (ng + 1)
         self.bout: list[dict[int, None] | None] = [None] * (ng + 1)
@@ -166,8 +196,11 @@ class GraphIndex:
         gval = list(map(gprod.__getitem__, in_ref))
         gin = list(map(grp.__getitem__, in_owner))
         paths: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
-        chains: dict[int, list[int]] = {}  # full_chain of each group met (85k crossings of a deep model)
         bin_, bout = self.bin, self.bout
+        # What the boundary sets may hold: each operand enters and leaves the groups between
+        # its producer and its user, so a file of values crossing a deep chain holds
+        # crossings x depth entries; past this bound (linear in the file) the index refuses.
+        left = BOUNDARY_ENTRIES_PER_ITEM * (len(in_ref) + n_values + ng) + BOUNDARY_ENTRIES_BASE
         for k in compress(range(len(in_ref)), map(ne, gin, gval)):
             gv = gval[k]
             if gv == _LIT:
@@ -175,8 +208,11 @@ class GraphIndex:
             key = (gin[k], gv)
             enter_leave = paths.get(key)
             if enter_leave is None:
-                enter_leave = paths[key] = self._crossing(*key, chains)
+                enter_leave = paths[key] = self._crossing(*key)
             v = in_ref[k]
+            left -= len(enter_leave[0]) + len(enter_leave[1])
+            if left < 0:
+                raise TooDeep(BOUNDARY_ENTRIES_PER_ITEM, ng, max(self.depth, default=0))
             for g in enter_leave[0]:  # (_add, inlined: 400k calls)
                 d = bin_[g + 1]
                 if d is None:
@@ -187,6 +223,12 @@ class GraphIndex:
                 if d is None:
                     d = bout[g + 1] = {}
                 d[v] = None
+        self._results_leave(n_values, left)
+
+    def _results_leave(self, n_values: int, left: int) -> None:
+        """The capture's outputs leave every group above their producer; a body's results
+        leave the body's groups."""
+        cap, grp, prod, groups = self.capture, self.cols.group, self.producer, self.capture.groups
         self.output_values = list(dict.fromkeys(tree_leaves(cap.outputs)))
         self.output_set = frozenset(self.output_values)
         self.input_set = frozenset(tree_leaves(cap.inputs))
@@ -194,12 +236,18 @@ class GraphIndex:
             p = prod[v]
             if p < 0:
                 continue  # an input handed straight back: drawn at the root (see _view)
+            left -= self.depth[grp[p]] + 1 if grp[p] != ROOT else 1
+            if left < 0:
+                raise TooDeep(BOUNDARY_ENTRIES_PER_ITEM, len(groups), max(self.depth, default=0))
             for x in self.full_chain(grp[p]):
                 self._add(self.bout, x, v)
         for b in self.body_node:  # a body's results leave it, as a capture's outputs do
             for r in groups[b].attrs.get("results") or ():
                 rv = r.get("value") if isinstance(r, dict) else None
                 if type(rv) is int and 0 <= rv < n_values and prod[rv] >= 0:
+                    left -= self.depth[grp[prod[rv]]] if grp[prod[rv]] != ROOT else 0
+                    if left < 0:
+                        raise TooDeep(BOUNDARY_ENTRIES_PER_ITEM, len(groups), max(self.depth, default=0))
                     for x in self.chain[grp[prod[rv]]]:
                         self._add(self.bout, x, rv)
 
@@ -210,23 +258,45 @@ class GraphIndex:
             d = table[g + 1] = {}
         d[v] = None
 
+    def inherited(self, own: list[bool]) -> list[bool]:
+        """Per group, whether it or any group above it has ``own`` set (one linear pass)."""
+        out = list(own)
+        for g in self.top_down:
+            p = self.parent[g]
+            if p != ROOT and out[p]:
+                out[g] = True
+        return out
+
     def full_chain(self, g: int) -> list[int]:
         """The root pseudo group, then the groups from the top down to ``g``."""
         return [ROOT] + (self.chain[g] if g != ROOT else [])
 
-    def _crossing(self, g_use: int, g_prod: int, chains: dict[int, list[int]]) -> tuple[list[int], list[int]]:
-        """Groups a value enters (from its producer's group to its user's) and leaves
-        (``chains``: the full chains made so far, by group)."""
-        a = chains.get(g_use)
-        if a is None:
-            a = chains[g_use] = self.full_chain(g_use)
-        b = [] if g_prod == _OUT else chains.get(g_prod)
-        if b is None:
-            b = chains[g_prod] = self.full_chain(g_prod)
-        c = 0
-        while c < len(a) and c < len(b) and a[c] == b[c]:
-            c += 1
-        return a[c:], b[c:]
+    def _crossing(self, g_use: int, g_prod: int) -> tuple[list[int], list[int]]:
+        """Groups a value enters (from its producer's group down to its user's, top first)
+        and leaves (from its producer's group up, top first): the two walks up from each
+        group to where they meet, by depth, with no chain kept."""
+        depth, parent = self.depth, self.parent
+        a: list[int] = []
+        b: list[int] = []
+        x = g_use
+        if g_prod == _OUT:  # from outside the capture: it enters the root too
+            return self.full_chain(g_use), b
+        y = g_prod
+        dx = depth[x] if x != ROOT else 0
+        dy = depth[y] if y != ROOT else 0
+        while dx > dy:
+            a.append(x)
+            x, dx = parent[x], dx - 1
+        while dy > dx:
+            b.append(y)
+            y, dy = parent[y], dy - 1
+        while x != y:
+            a.append(x)
+            b.append(y)
+            x, y = parent[x], parent[y]
+        a.reverse()
+        b.reverse()
+        return a, b
 
     # ------------------------------------------------------------------ lookups
 
@@ -261,11 +331,32 @@ class GraphIndex:
         """The direct child group of ``parent`` whose subtree holds group ``g``."""
         if g == ROOT:
             return None
-        chain = self.chain[g]
-        d = len(self.chain[parent]) if parent != ROOT else 0
-        if len(chain) > d and (d == 0 or chain[d - 1] == parent):
-            return chain[d]
-        return None
+        d = self.depth[parent] if parent != ROOT else 0
+        if self.depth[g] <= d:
+            return None
+        x = self.ancestor(g, self.depth[g] - d - 1)
+        return x if d == 0 or self.parent[x] == parent else None
+
+    def ancestor(self, g: int, up: int) -> int:
+        """The group ``up`` levels above ``g`` (ROOT past the top), by binary lifting:
+        O(log depth) a question, with a table of parents 2^k levels up built on first use
+        (depth × log2 depth ints at most: a hostile 20,000-deep chain is 15 levels)."""
+        if self._jumps is None:
+            # ROOT (-1) maps to itself: index -1 of each level is the ROOT entry appended last
+            level = self.parent + [ROOT]
+            jumps = [level]
+            top = max(self.depth, default=0)
+            while (1 << len(jumps)) <= top:
+                level = [level[p] for p in level[:-1]] + [ROOT]
+                jumps.append(level)
+            self._jumps = jumps
+        k = 0
+        while up and g != ROOT:
+            if up & 1:
+                g = self._jumps[k][g] if k < len(self._jumps) else ROOT
+            up >>= 1
+            k += 1
+        return g
 
     def position(self, i: int, g: int) -> int:
         """Position, among the ordered children of ``g``, of the child holding node ``i``
@@ -330,3 +421,25 @@ class GraphIndex:
         """Node ``i``'s operand refs in order (a ref below 0 is a literal)."""
         c = self.cols
         return c.in_ref[c.in_off[i]:c.in_off[i + 1]]
+
+
+class _Chains:
+    """The ancestor chain of each group (top-level first, itself last), walked from the
+    parents on each access: O(depth) time, nothing kept."""
+
+    __slots__ = ("_parent",)
+
+    def __init__(self, parent: list[int]) -> None:
+        self._parent = parent
+
+    def __len__(self) -> int:
+        return len(self._parent)
+
+    def __getitem__(self, g: int) -> list[int]:
+        out = []
+        parent = self._parent
+        while g != ROOT:
+            out.append(g)
+            g = parent[g]
+        out.reverse()
+        return out

@@ -28,6 +28,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from capture import units
+
 from .errors import NotFound
 
 #: A :class:`~viewer.projection.projection.Projection` (not imported: it builds its line
@@ -57,7 +59,7 @@ class LineCall:
     flops: int = -1
     bytes: int = 0
     uncounted: int = 0
-    params: int = 0
+    params: int | None = 0  # None: a parameter of unknown size (a symbolic dimension)
     estimate: bool = False
 
     def keys(self) -> list[str]:
@@ -221,7 +223,7 @@ def _covered_lines(proj: "Projection", call_frame: list[int], line_of: list[tupl
     groups, ix = proj.capture.groups, proj.index
     n_groups = len(groups)
     covered: list[frozenset] = [frozenset()] * (n_groups + 1)
-    for g in sorted(range(n_groups), key=lambda g: len(ix.chain[g])):
+    for g in sorted(range(n_groups), key=ix.depth.__getitem__):
         parent = groups[g].parent
         base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
         f = call_frame[g]
@@ -247,7 +249,7 @@ def _cost(call: LineCall, costs: Any, params_of: Any) -> None:
         moved += costs.read[s] + costs.written[s]
         uncounted += costs.uncounted[s]
         estimate = estimate or costs.estimate[s]
-        call.params += params_of(g)["count"]
+        call.params = units.add((call.params, params_of(g)["count"]))
     estimate = estimate or any(c.of(i).get("estimate") for i in call.nodes)
     call.flops, call.bytes, call.uncounted, call.estimate = flops, moved, uncounted, estimate
 

@@ -107,6 +107,9 @@ def run_label(first: str, last: str, count: int) -> str:
     module called again), else ``first … last``."""
     if first == last:
         return f"{first} ×{count} calls"
+    numbers_a, numbers_b = _numbers(first), _numbers(last)
+    if numbers_a and len(numbers_a) == len(numbers_b) and numbers_a > numbers_b:
+        return span_label(first, last)  # a run that goes down (the backward pass) says so
     a, b = first.split("."), last.split(".")
     i = 0
     while i < min(len(a), len(b)) and a[i] == b[i]:
@@ -299,3 +302,17 @@ class _MeasuredLabels:
     def external(self, v: int) -> bool:
         """Whether the tracer saw it as a tensor from outside the model (a constant)."""
         return self._get(v, "external") is True
+
+
+def span_label(first: str, last: str) -> str:
+    """``h.0 … h.11``; a run that goes down (the backward pass runs the last block first)
+    reads up and says so: ``blocks.3 … blocks.5, last first``."""
+    a, b = _numbers(first), _numbers(last)
+    if a and len(a) == len(b) and a > b:
+        return f"{last} … {first}, last first"
+    return f"{first} … {last}"
+
+
+def _numbers(label: str) -> tuple[int, ...]:
+    """The integer parts of a dotted name (``layers.11.1``: (11, 1))."""
+    return tuple(int(p) for p in label.split(".") if p.isdigit())

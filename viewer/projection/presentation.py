@@ -120,27 +120,42 @@ class Presentation:
     def single(self, g: int, kernels: bool) -> int | None:
         """The one op (node id, or ``~c`` for function card ``c``) group ``g`` is drawn
         as, or ``None`` when ``g`` is a frame."""
-        key = (g, kernels)
-        if key in self._single:
-            return self._single[key]
-        got = None
-        if g not in self.index.body_node and (kernels or g not in self.function_cards):
+        # Iterative: a chain of groups that each hold one group may be as deep as the file
+        # allows (a hostile one: 20,000), and every group on it is drawn as the same op.
+        chain: list[int] = []
+        got: int | None = None
+        while True:
+            key = (g, kernels)
+            if key in self._single:
+                got = self._single[key]
+                break
+            chain.append(g)
+            if g in self.index.body_node or not (kernels or g not in self.function_cards):
+                break
             shown = self._shown(g, kernels, 2)
-            if len(shown) == 1:
-                r = shown[0]
-                got = r if self._is_op(r, kernels) else self.single(~r, kernels)
-        self._single[key] = got
+            if len(shown) != 1:
+                break
+            r = shown[0]
+            if self._is_op(r, kernels):
+                got = r
+                break
+            g = ~r
+        for c in chain:
+            self._single[(c, kernels)] = got
         return got
 
-    def wrappers(self, g: int, kernels: bool) -> list[int]:
+    def wrappers(self, g: int, kernels: bool, most: int | None = None) -> list[int]:
         """For a group drawn as its single op, the groups from ``g`` down to that op
-        (``g`` first: ``Sequential`` then its ``Linear``)."""
+        (``g`` first: ``Sequential`` then its ``Linear``); the first ``most`` of them when
+        given (a hostile chain of single-child groups may be 20,000 deep: every card on it
+        listing all below it would be quadratic)."""
         out = [g]
-        while True:
+        while most is None or len(out) < most:
             (r,) = self._shown(out[-1], kernels, 2)
             if self._is_op(r, kernels):
                 return out
             out.append(~r)
+        return out
 
     def _is_op(self, ref: int, kernels: bool) -> bool:
         return ref >= 0 or (not kernels and ~ref in self.function_cards)

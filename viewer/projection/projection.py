@@ -13,7 +13,7 @@ of one group (or of one chunk of a large group) with the edges between them, one
 one value, one group, a page of node summaries, or a bounded list of search results.
 Nothing here ever returns the whole graph.
 
-Only the standard library and :mod:`capture` are imported (DESIGN.md boundaries).
+Only the standard library and :mod:`capture` are imported (docs/architecture.md's folder table).
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ class Projection:
             **({"bodies": self.pages.body_summaries(i)} if i in self.index.bodies_of else {}),
             **({"elided": True, "near": self.pages.near(i)} if i in self.present.elided else {}),
             **({"cost": self.costs().node(i)} if self.capture.cost is not None else {}),
-            **({"template": self.index.body_node[self.index.chain[g][0]]} if g != ROOT and self.index.chain[g][0] in self.index.body_node else {}),
+            **({"template": self.index.body_node[self.index.top[g]]} if g != ROOT and self.index.top[g] in self.index.body_node else {}),
         }
 
     def value(self, v: int) -> dict:
@@ -387,6 +387,13 @@ class Projection:
         if costs.available:
             out["uncounted_ops"] = costs.uncounted_ops()
             out["notes"] = costs.notes()
+            from .fit import input_bytes, memory_plan, per_device
+
+            plan = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
+            split = per_device(self) if plan is not None else None
+            if plan is not None and split is not None:
+                plan["per_device"] = split
+            out["memory_plan"] = plan
         return out
 
     def cost_times(self, device: Any) -> dict:

@@ -217,13 +217,19 @@ class Search:
                     return True
             return False
 
+        class_below: list[bool] | None = None
+
         def in_class(g: int) -> bool:
-            gs = self.capture.groups
-            for x in ix.full_chain(g)[1:]:
-                cls = gs[x].attrs.get("class") if isinstance(gs[x].attrs, dict) else None
-                if isinstance(cls, str) and f.cls is not None and f.cls in cls.lower():
-                    return True
-            return False
+            nonlocal class_below
+            if g == ROOT or f.cls is None:
+                return False
+            if class_below is None:  # one linear pass over the groups, not a chain walk per op
+                own = []
+                for grp in self.capture.groups:
+                    cls = grp.attrs.get("class") if isinstance(grp.attrs, dict) else None
+                    own.append(isinstance(cls, str) and f.cls in cls.lower())
+                class_below = ix.inherited(own)
+            return class_below[g]
 
         shapes = f.dims is not None or f.dtype is not None
         on_axis = set(self._axes().get(f.axis, ())) if f.axis else None
@@ -300,7 +306,7 @@ class Search:
         outs = ix.outputs_of(i)
         sub = ", ".join(self.values.label(v) for v in outs[:3])
         where = " · ".join(x for x in (self._container_label(g), ix.where(i)) if x)
-        if g != ROOT and ix.chain[g][0] in ix.body_node:
+        if g != ROOT and ix.top[g] in ix.body_node:
             where = f"{where} · in a body, not executed".lstrip(" ·")
         out = {
             "type": "node", "id": i, "key": f"n{i}", "label": ix.cols.op[i],

@@ -92,12 +92,12 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
     sigs = [""] * ng
     uses_in: list[list[int]] = [[] for _ in range(ng)]  # a group's inputs, in the order it first uses them
     hands_on: list[list[int]] = [[] for _ in range(ng)]  # what leaves it, in the order it is made
-    chains = index.chain
+    depth = index.depth
     label_of = labels.__getitem__
     bout, ordered = index.bout, index.ordered
     dumps, blake = marshal.dumps, hashlib.blake2b
     any_routing = False  # no routed group below yet: no group has routing content to gather
-    for g in sorted(range(ng), key=lambda x: len(chains[x]), reverse=True):
+    for g in sorted(range(ng), key=depth.__getitem__, reverse=True):
         _, refs, _ = ordered(g)
         made: dict[int, tuple[int, int]] = {}  # value -> (position of the child that made it, its index there)
         first_use: dict[int, int] = {}  # an input -> its number, by first use

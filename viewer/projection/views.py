@@ -15,6 +15,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
+from capture import units
 from capture.graph import gc_pause
 from .body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
@@ -22,11 +23,12 @@ from capture.graph.device_memory import KEY as MEMORY_KEY
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .body_templates import body_wording
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording, run_label
-from .experts import experts_words, lane_folds, router_words
+from .experts import experts_words, lane_folds, page_moe, router_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
+WRAPPERS_CAP = 8  # groups a one-op card lists it stands for (a hostile chain of them may be 20,000 deep)
 # What a routed group and a stack of layers routed differently say (structure.py).
 ROUTED_WORDING = "routed: which ops run depends on the data"
 ROUTING_DIFFERS = "routing differs per layer"
@@ -35,14 +37,6 @@ SUBTREE_ITEMS = 60_000  # items one api/subtree answer may carry (Expand all fet
 PARAM_ROLES = frozenset({"param", "variable"})  # what a group card counts as its parameters
 _VIEW_CACHE = 24
 _DEPS_CACHE = 32
-
-# Bytes per element, for a group card's parameter bytes ("7.09 M params · 28.4 MB").
-_DTYPE_BITS = {
-    "float64": 64, "float32": 32, "float16": 16, "bfloat16": 16, "int64": 64, "int32": 32,
-    "int16": 16, "int8": 8, "int4": 4, "uint64": 64, "uint32": 32, "uint16": 16, "uint8": 8,
-    "uint4": 4, "complex64": 64, "complex128": 128, "bool": 8, "float8_e4m3fn": 8, "float8_e5m2": 8,
-}
-
 
 class PageError(Exception):
     """A page that does not exist (an unknown chunk)."""
@@ -474,6 +468,9 @@ class Pages:
             out["estimate"] = True
         if costs.in_body[s]:
             out["template"] = True
+        kinds = costs.by_kind[s]
+        if kinds:
+            out["flops_by_kind"] = kinds
         return out
 
     def _group_item(self, c: int, kernels: bool) -> dict:
@@ -492,6 +489,10 @@ class Pages:
             extra["routed"] = ROUTED_WORDING
         role = (router_words(self.capture, ix, present, c)
                 or experts_words(self.capture, ix, present, c, self.names.is_weight)) if grp.kind == "module" else None
+        moe = page_moe(self)[1].get(c)  # how the experts ran: sparse top-k or all N (experts.py)
+        if moe is not None:
+            extra["experts"] = {k: moe[k] for k in ("convention", "experts", "top_k", "text", "rows_per_token") if k in moe}
+            role = f"{role} · {moe['text']}" if role else moe["text"]
         if role:
             extra["role"] = role  # router: top-2 of 8, softmax scores (experts.py)
         attrs = grp.attrs if isinstance(grp.attrs, dict) else {}
@@ -520,7 +521,7 @@ class Pages:
             if single is not None:
                 card = "op"
                 extra["single"] = self.item(single, kernels)
-                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels)]
+                extra["wrappers"] = [self._group_ref(w) for w in present.wrappers(c, kernels, WRAPPERS_CAP)]
         cost = self._group_cost(c)
         if cost is not None:
             extra["cost"] = cost
@@ -766,27 +767,30 @@ class Pages:
             out.append(d)
         return out
 
+    def moe_layers(self) -> list[dict]:
+        """Every MoE layer and how its experts ran (:func:`~viewer.projection.experts.page_moe`)."""
+        return page_moe(self)[0]
+
     def _group_params(self, g: int) -> dict:
         """Parameters used inside group ``g``: tensors, elements and bytes of the values
         with a parameter role (Torch parameters, JAX variables) entering its subtree."""
         got = self._group_weights.get(g)
         if got is not None:
             return got
-        tensors = count = bits = 0
+        tensors = 0
+        count: int | None = 0
+        size: int | None = 0
         plain = self.values.plain  # shape and dtype without the row's measured map
         for v in self.index.bin[g + 1] or ():
             named = self.names.get(v)
             if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
                 continue
             shape, dtype, _ = plain(v)
-            n = 1
-            for d in shape:
-                if isinstance(d, int):  # a symbolic dimension counts as 1
-                    n *= d
             tensors += 1
-            count += n
-            bits += n * _DTYPE_BITS.get(dtype, 32)
-        got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": (bits + 7) // 8}
+            # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
+            count = units.add((count, units.element_count(shape)))
+            size = units.add((size, units.nbytes(shape, dtype)))
+        got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": size}
         return got
 
 

@@ -9,22 +9,83 @@ export function grouped(n) {
   return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
-/** @param {number | string} n */
-export function formatCount(n) {
-  n = Number(n);
-  if (n >= 1e9) return (n / 1e9).toFixed(n >= 1e10 ? 1 : 2) + " B";
-  if (n >= 1e6) return (n / 1e6).toFixed(n >= 1e7 ? 1 : 2) + " M";
-  if (n >= 1e3) return (n / 1e3).toFixed(n >= 1e4 ? 1 : 2) + " k";
-  return String(n);
+// Bytes, FLOPs, counts and times: the rules of capture/units.py, mirrored one for one
+// (tests/foundation/test_units.py runs both over one table of values and compares): three
+// significant digits, never fewer than the integer part, rounded half up, trailing zeros
+// dropped, the unit chosen after rounding (1,048,575 bytes is "1 MiB", never "1e+03 KiB");
+// binary units for bytes; "unknown" for a figure that is not known (null); a whole number
+// beyond the largest unit in scientific notation, exactly (BigInt), never as a float.
+
+const UNKNOWN = "unknown";
+const BYTE_UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+const PREFIXES = ["", "k", "M", "G", "T", "P", "E"];
+const FLOP_UNITS = PREFIXES.map((p) => `${p}FLOPs`);
+const COUNT_SUFFIXES = ["", " k", " M", " B", " T"];
+/** @type {[number, string][]} */
+const TIME_UNITS = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"], [1e-9, "ns"]];
+
+/** @param {number} x @param {number} decimals */
+function roundHalfUp(x, decimals) {
+  const scale = 10 ** decimals;
+  return Math.floor(x * scale + 0.5) / scale;
 }
 
-/** @param {number | string} b */
+/** @param {number} x @returns {[string, number]} */
+function digits(x) {
+  let decimals = x < 10 ? 2 : x < 100 ? 1 : 0;
+  let r = roundHalfUp(x, decimals);
+  if ((r >= 10 && decimals === 2) || (r >= 100 && decimals === 1)) {
+    decimals -= 1;
+    r = roundHalfUp(x, decimals);
+  }
+  return [trimZeros(r.toFixed(decimals)), r];
+}
+
+/** @param {bigint} n */
+function scientific(n) {
+  let exp = 0n;
+  while (10n ** (exp + 1n) <= n) exp += 1n;
+  let lead = (n * 100n + 10n ** exp / 2n) / 10n ** exp;
+  if (lead >= 1000n) {
+    lead /= 10n;
+    exp += 1n;
+  }
+  return `${lead / 100n}.${String(lead % 100n).padStart(2, "0")}e${exp}`;
+}
+
+/** @param {unknown} value @param {number} base @param {string[]} units @param {string} joiner @returns {string} */
+function scaled(value, base, units, joiner) {
+  if (value === null || value === undefined || value === "" || typeof value === "boolean") return UNKNOWN;
+  const n = Number(value);
+  if (Number.isNaN(n)) return UNKNOWN;
+  if (!Number.isFinite(n)) return `${n < 0 ? "-" : ""}∞${joiner}${units[0]}`.trimEnd();
+  if (n < 0) return "-" + scaled(-n, base, units, joiner);
+  const top = units.length - 1;
+  if (n >= 1000 * base ** top) {
+    const exact = typeof value === "bigint" ? value : BigInt(Math.floor(n));
+    return `${scientific(exact / BigInt(base) ** BigInt(top))}${joiner}${units[top]}`;
+  }
+  let k = 0;
+  while (k < top && n >= base ** (k + 1)) k += 1;
+  if (k === 0 && Number.isInteger(n)) return `${n}${joiner}${units[0]}`;
+  let [text, r] = digits(n / base ** k);
+  if (r >= base && k < top) {
+    k += 1;
+    [text, r] = digits(n / base ** k);
+  }
+  return `${text}${joiner}${units[k]}`;
+}
+
+// 999, 7.09 M, 1.2 B.
+/** @param {unknown} n */
+export function formatCount(n) {
+  return scaled(n, 1000, COUNT_SUFFIXES, "");
+}
+
+// 512 B, 1.5 KiB, 28.4 MiB, 1 GiB.
+/** @param {unknown} b */
 export function formatBytes(b) {
-  b = Number(b);
-  if (b >= 1e9) return (b / 1e9).toFixed(1) + " GB";
-  if (b >= 1e6) return (b / 1e6).toFixed(1) + " MB";
-  if (b >= 1e3) return (b / 1e3).toFixed(1) + " kB";
-  return `${b} B`;
+  return scaled(b, 1024, BYTE_UNITS, " ");
 }
 
 // A measured statistic to `digits` significant digits, trailing zeros dropped: -1.5,
@@ -51,29 +112,30 @@ function trimZeros(s) {
   return s.includes(".") ? s.replace(/0+$/, "").replace(/\.$/, "") : s;
 }
 
-/** @type {[number, string][]} */
-const FLOP_PREFIXES = [[1e18, "E"], [1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
-/** @type {[number, string][]} */
-const TIME_UNITS = [[1, "s"], [1e-3, "ms"], [1e-6, "µs"]];
-
 // FLOPs as cards and the cost table write them (a multiply-add counts 2: the server's
-// convention, said in the cost panel): 2.42 GFLOPs, 523 MFLOPs, 0 FLOPs.
-/** @param {number | string} n */
+// convention, said in the cost panel): 2.42 GFLOPs, 523 kFLOPs, 0 FLOPs.
+/** @param {unknown} n */
 export function formatFlops(n) {
-  n = Number(n);
-  for (const [f, p] of FLOP_PREFIXES) {
-    if (n >= f) return `${trimZeros((n / f).toPrecision(3))} ${p}FLOPs`;
-  }
-  return `${n} FLOPs`;
+  return scaled(n, 1000, FLOP_UNITS, " ");
 }
 
-// An estimated time (the roofline of a device profile): 3.2 ms, 41 µs.
-/** @param {number | string} s */
-export function formatTime(s) {
-  s = Number(s);
+// An estimated time (the roofline of a device profile): 3.2 ms, 41 µs; "0" for none.
+/** @param {unknown} value */
+export function formatTime(value) {
+  if (value === null || value === undefined || typeof value === "boolean") return UNKNOWN;
+  const s = Number(value);
+  if (Number.isNaN(s)) return UNKNOWN;
   if (!(s > 0)) return "0";
-  for (const [f, u] of TIME_UNITS) if (s >= f) return `${trimZeros((s / f).toPrecision(3))} ${u}`;
-  return `${trimZeros((s / 1e-9).toPrecision(3))} ns`;
+  if (!Number.isFinite(s)) return "∞";
+  for (let i = 0; i < TIME_UNITS.length; i++) {
+    const [factor, unit] = TIME_UNITS[i];
+    if (s >= factor || i === TIME_UNITS.length - 1) {
+      const [text, r] = digits(s / factor);
+      if (r >= 1000 && i > 0) return `${digits(s / TIME_UNITS[i - 1][0])[0]} ${TIME_UNITS[i - 1][1]}`;
+      return `${text} ${unit}`;
+    }
+  }
+  return UNKNOWN;
 }
 
 // What a card says a layer costs: `2.42 GFLOPs · 45.1 MB moved`, `~` for an estimate (a

@@ -48,6 +48,7 @@ from capture.graph.model import Capture
 from capture.recipe import MODEL_DTYPES, Recipe, RecipeError
 from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
 from capture.session.checks import workspace_python
+from capture.session.launcher import kept
 from capture.worker.limits import Limits
 from capture.worker.protocol import environment_needed, inputs_needed, model_dependencies, shadowed_libraries
 from capture.worker.shadowing import shadowing_note
@@ -70,6 +71,7 @@ from ...setup.shorthand import (
     discover_symbol,
     factory_ref,
     integer_tensor_without_generator,
+    kept_from_saved,
     names_for,
     parse_target,
     profile_for_target,
@@ -135,7 +137,7 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
     names = framework_names()
     p.add_argument("--framework", choices=names,
                    help=f"shorthand: {' or '.join(names)} (default: what discovery finds for the symbol)")
-    p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu or cuda:N")
+    p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu, cuda:N, or tpu / tpu:N (JAX)")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
     p.add_argument("--mesh", metavar="AXES",
                    help="shorthand: run under a device mesh, e.g. data=4,model=2 (axis=size, major to minor; a JAX "
@@ -345,7 +347,7 @@ def capture_in_session(
                                   else result.capture.failure.details)
     if shadowed:
         print(f"tensorviz {command}: note: {shadowing_note(shadowed)}", file=sys.stderr)
-    wanted = model_dependencies(result.capture.failure)
+    wanted = model_dependencies(result.capture.failure, result.job.python)
     if wanted is not None and not set(wanted["missing"]) & installed and offer_model_dependencies(command, result):
         print(f"tensorviz {command}: capturing again", file=sys.stderr)
         return capture_in_session(command, workspace, profile, args, timeout=timeout, env=env, progress=progress,
@@ -357,8 +359,12 @@ def offer_model_dependencies(command: str, result: SessionResult,
                              ask: Callable[[str], str] | None = None) -> bool:
     """When the model's import failed for libraries the capture interpreter lacks: show
     the exact install command and, in a terminal, run it only if the person says yes
-    (nothing is installed otherwise). True when it ran and succeeded (capture again)."""
-    wanted = model_dependencies(result.capture.failure)
+    (nothing is installed otherwise). True when it ran and succeeded (capture again).
+    The command is only ever the parent's: ``python -m pip install`` of checked
+    distribution names into the interpreter this capture ran (issue 52); it runs under a
+    keeper (:func:`capture.session.launcher.kept`), so that it and whatever it starts
+    end with this process, however it ends."""
+    wanted = model_dependencies(result.capture.failure, result.job.python)
     if wanted is None:
         return False
     cmd = wanted["install"]
@@ -376,7 +382,7 @@ def offer_model_dependencies(command: str, result: SessionResult,
     if answer not in ("y", "yes"):
         print(f"tensorviz {command}: nothing was installed", file=sys.stderr)
         return False
-    done = subprocess.run(cmd, stdin=subprocess.DEVNULL)
+    done = subprocess.run(kept(cmd), stdin=subprocess.DEVNULL)  # pip's output as it comes, on the terminal
     if done.returncode != 0:
         print(f"tensorviz {command}: the install failed (exit status {done.returncode}); nothing else was changed",
               file=sys.stderr)
@@ -472,6 +478,9 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     target, recipe, discovered = shorthand_recipe(args)
     if discovered is not None:
         _note_zero_tokens(args, recipe)
+    existing = getattr(args, "_existing", None)
+    if existing is not None and not args.profile:  # found by its model, not named
+        _note_reused(args, target, existing)
     save_profile(target.workspace, recipe)
     return target.workspace, recipe.name
 
@@ -494,6 +503,7 @@ def shorthand_recipe(args: argparse.Namespace, *, check_suggestion: bool = True
     # An absent profile is written afresh; an invalid one (a hand edit TensorViz does not
     # understand) is left alone with the error naming the key and line (RecipeStoreError).
     existing = existing_profile(target.workspace, name)
+    args._existing = existing
     # What the saved profile's mesh was: a mesh this attempt adds is not kept if it fails.
     args._mesh_before = (existing.mesh if existing is not None else None, args.mesh is not None)
     discovered: Discovered | None = None
@@ -566,6 +576,22 @@ def suggestion_refused(args: argparse.Namespace, command: str) -> str | None:
     except ShorthandError as exc:
         return str(exc).splitlines()[0]
     return None
+
+
+def _note_reused(args: argparse.Namespace, target: Target, existing: Any) -> None:
+    """The shorthand updates the profile already saved for the symbol (perhaps one the
+    workspace committed): say which, and what of it is kept because the command line
+    does not give it, and how to start afresh instead."""
+    kept = kept_from_saved(
+        existing, inputs=bool(args.input or args.fixture or args.inputs_factory),
+        init=bool(args.init or args.init_factory), steps=bool(args.then), checkpoint=bool(args.checkpoint),
+        mesh=args.mesh is not None)
+    if not kept:
+        return
+    fresh = default_profile_name(target, [existing.name])
+    print(f"tensorviz {args.command}: note: updating the saved profile {existing.name} (its model is "
+          f"{existing.model}); kept from it: {', '.join(kept)}. To start from nothing saved, give "
+          f"--profile {fresh}", file=sys.stderr)
 
 
 def _note_zero_tokens(args: argparse.Namespace, recipe: Any) -> None:

@@ -12,12 +12,13 @@ from typing import Any
 
 from capture.graph import graphfile
 from capture.graph.device_memory import KEY as MEMORY_KEY
-from capture.graph.device_memory import figures_text, size_text
+from capture.graph.device_memory import figures_text
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.sharding import devices_text, mesh_text
 from capture.graph.tables import NodeTable
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
-from viewer.projection.cost import executed_totals, si
+from capture.units import bytes_text, flops_text
+from viewer.projection.cost import executed_totals
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -91,15 +92,7 @@ def summary(capture: Capture) -> str:
         lines.append(f"state:      {capture.meta['state']}" + (f" ({note})" if note else ""))
     bodies = capture.meta.get("bodies")
     if isinstance(bodies, dict):
-        # Control-flow bodies are templates under their opaque boundary: counted apart.
-        per_device = bodies.get("shard_map") if type(bodies.get("shard_map")) is int else 0
-        line = (f"bodies:     {bodies.get('converted', 0) - per_device:,} control-flow bodies as templates "
-                f"({bodies.get('template_nodes', 0):,} of the nodes; not executed)")
-        if per_device:
-            line += f", {per_device:,} shard_map bodies (the program each device runs, per-device shapes)"
-        if bodies.get("closed"):
-            line += f", {bodies['closed']:,} left closed ({', '.join(sorted(bodies.get('closed_reasons') or {}))})"
-        lines.append(line)
+        lines.append(_bodies_line(bodies))
     for key in ("checkpoint_missing", "checkpoint_unexpected"):
         names = capture.meta.get(key)
         if isinstance(names, list) and names:
@@ -116,10 +109,11 @@ def summary(capture: Capture) -> str:
     if totals is not None:
         # What the program costs (tensorviz summary gives it per layer).
         unc = totals["uncounted"]
-        lines.append(f"cost:       {si(totals['flops'], 'FLOPs')} (a multiply-add counts 2), "
-                     f"{si(totals['bytes'], 'B')} moved (unfused); "
+        lines.append(f"cost:       {flops_text(totals['flops'])} (a multiply-add counts 2), "
+                     f"{bytes_text(totals['bytes'])} moved (unfused); "
                      + (f"{unc:,} op{'s' * (unc != 1)} uncounted" if unc else "every op counted")
                      + "; per layer: tensorviz summary")
+        lines += _per_rank_lines(capture)
     if capture.failure is not None:
         f = capture.failure
         lines.append(f"FAILED:     [{f.stage}] {f.type}: {f.message}")
@@ -134,6 +128,39 @@ def summary(capture: Capture) -> str:
 
 #: Groups listed under "per device" (the largest by what one device holds).
 GROUPS_LISTED = 12
+
+
+def _bodies_line(bodies: dict) -> str:
+    """Control-flow bodies are templates under their opaque boundary: counted apart. Only
+    counts that are integers are read (a hostile file may put anything in ``meta``)."""
+
+    def count(key: str) -> int:
+        x = bodies.get(key)
+        return x if type(x) is int and x >= 0 else 0
+
+    per_device = count("shard_map")
+    line = (f"bodies:     {max(count('converted') - per_device, 0):,} control-flow bodies as templates "
+            f"({count('template_nodes'):,} of the nodes; not executed)")
+    if per_device:
+        line += f", {per_device:,} shard_map bodies (the program each device runs, per-device shapes)"
+    if count("closed"):
+        reasons = bodies.get("closed_reasons")
+        names = sorted(str(k) for k in reasons) if isinstance(reasons, dict) else []
+        line += f", {count('closed'):,} left closed ({', '.join(names)})"
+    return line
+
+
+def _per_rank_lines(capture: Capture) -> list[str]:
+    """A split Torch program's FLOPs per rank beside the cost line's mixed total
+    (``cost.notes["per_rank"]``, capture.torch.cost)."""
+    notes = capture.cost.notes if capture.cost is not None and isinstance(capture.cost.notes, dict) else {}
+    per_rank = notes.get("per_rank")
+    if not isinstance(per_rank, dict) or not isinstance(per_rank.get("total"), int):
+        return []
+    unc = per_rank.get("uncounted") or 0
+    return [f"per rank:   {flops_text(per_rank['total'])} on one rank (DTensor ops at the shapes a rank computes on)"
+            + (f", {unc:,} op{'s' * (unc != 1)} uncounted" if unc else ""),
+            f"            the cost line's FLOPs: {per_rank.get('flops_scope', '')}"]
 
 
 def _split_lines(capture: Capture) -> list[str]:
@@ -158,7 +185,7 @@ def _split_lines(capture: Capture) -> list[str]:
                 sent += c["bytes_sent_per_device"]
     if collectives:
         top = ", ".join(f"{k}×{v}" for k, v in collectives.most_common(8))
-        lines.append(f"collectives: {top}; {size_text(sent)} sent per device in all")
+        lines.append(f"collectives: {top}; {bytes_text(sent)} sent per device in all")
     model = capture.meta.get(MEMORY_KEY)
     text = figures_text(model)
     if text:

@@ -19,12 +19,15 @@ import csv
 import gc
 import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from capture.graph import graphfile
-from viewer.projection.cost import si
+from capture.units import bytes_text, count_text, flops_text, rate_text, seconds_text
+from viewer.projection.cost import FLOP_KINDS
+from viewer.projection.fit import OPTIMIZERS
 
 DEFAULT_DEPTH = 3
 
@@ -48,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workspace", metavar="DIR",
                    help="read the workspace's .tensorviz/devices.toml too (default: the folder holding "
                         "the .tensorviz folder the file is in, if any)")
+    p.add_argument("--optimizer", choices=sorted(OPTIMIZERS),
+                   help="the optimizer of the training step the memory figures are for, where the capture holds none "
+                        "(a forward capture: the step it would be, estimated)")
     p.add_argument("--all-groups", action="store_true",
                    help="list every group (framework calls, tracing scopes), not only layers")
     p.set_defaults(func=run)
@@ -56,8 +62,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     collecting = gc.isenabled()
     gc.disable()  # many small objects, no cycles (as inspect)
+    from viewer.projection.errors import ProjectionError
+
     try:
         return _run(args)
+    except ProjectionError as exc:  # a graph the index refuses (values crossing too deep a nesting): one line
+        return _fail(f"{args.file}: {exc}")
     finally:
         if collecting:
             gc.enable()
@@ -75,19 +85,35 @@ def _workspace_of(path: Path) -> Path | None:
     return None
 
 
-def _run(args: argparse.Namespace) -> int:
+def _device_table(args: argparse.Namespace) -> dict | None:
+    """The device profiles; a broken workspace table is said in one line and left out (the
+    summary still comes), a broken ``--devices`` file is an error (None, said)."""
     from viewer.projection import devices as device_table
+
+    try:
+        return device_table.load(args.workspace or _workspace_of(Path(args.file)), args.devices)
+    except device_table.DeviceError as exc:
+        problem = str(exc)
+    try:
+        table = device_table.load(None, args.devices)
+    except device_table.DeviceError as exc:
+        _fail(str(exc))
+        return None
+    print(f"tensorviz summary: {problem}; the workspace's device table is left out", file=sys.stderr)
+    return table
+
+
+def _run(args: argparse.Namespace) -> int:
     from viewer.projection.cost import layer_rows
     from viewer.projection.projection import Projection
 
-    try:
-        table = device_table.load(args.workspace or _workspace_of(Path(args.file)), args.devices)
-    except device_table.DeviceError as exc:
-        return _fail(str(exc))
+    table = _device_table(args)
+    if table is None:
+        return 2
     if args.device == "list":
         for d in table.values():
-            peaks = ", ".join(f"{k} {si(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
-            print(f"{d.name:16} {d.label}: {peaks}; {si(d.bandwidth, 'B/s')}" + (f" ({d.note})" if d.note else ""))
+            peaks = ", ".join(f"{k} {rate_text(v, 'FLOP/s')}" for k, v in d.peak_flops.items())
+            print(f"{d.name:16} {d.label}: {peaks}; {bytes_text(d.bandwidth)}/s" + (f" ({d.note})" if d.note else ""))
         return 0
     device = None
     if args.device is not None:
@@ -108,7 +134,7 @@ def _run(args: argparse.Namespace) -> int:
                      + (f" ({capture.meta['cost_failed']})" if isinstance(capture.meta.get("cost_failed"), str) else "")
                      + "; capture it again")
     proj = Projection(capture)
-    costs = proj.costs()
+    proj.costs()
     rows = layer_rows(proj, args.depth or None, device, args.all_groups)
     if args.sort != "order":
         key = {"bytes": "bytes", "flops": "flops", "params": "params", "time": "time",
@@ -116,15 +142,8 @@ def _run(args: argparse.Namespace) -> int:
         if key == "time" and device is None:
             return _fail("--sort time needs --device")
         rows = sorted((r for r in rows if not r.get("per_block")),
-                      key=lambda r: -(r["params"]["count"] if key == "params" else r.get(key) or 0))
-    totals = costs.totals()
-    uncounted = costs.uncounted_ops()
-    notes = costs.notes()
-    doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
-                           "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes}
-    if device is not None:
-        doc["device"] = {**device.json(), "estimate": device_table.ESTIMATE_NOTE,
-                         "time": costs.times(device)[0]}
+                      key=lambda r: -((r["params"]["count"] if key == "params" else r.get(key)) or 0))
+    doc = _document(args, capture, proj, rows, device)
     if args.json:
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
     elif args.csv:
@@ -134,35 +153,67 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict], device: Any) -> dict[str, Any]:
+    """What the summary says, as data (``--json``)."""
+    from viewer.projection import devices as device_table
+
+    costs = proj.costs()
+    totals = costs.totals()
+    uncounted = costs.uncounted_ops()
+    notes = costs.notes()
+    moe = _moe(proj, rows)
+    if moe:
+        from viewer.projection.experts import CONVENTION_NOTE
+
+        notes["experts"] = CONVENTION_NOTE
+    doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
+                           "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes}
+    if moe:
+        doc["moe"] = moe
+        # the total with every MoE layer's experts at their active top-k (a dense path's idle experts left out)
+        totals["active_flops"] = totals["flops"] - sum(e["flops"] - e["active_flops"] for e in moe)
+    assumptions = capture.meta.get("assumptions") if isinstance(capture.meta, dict) else None
+    if isinstance(assumptions, list) and assumptions:
+        doc["assumptions"] = [a.get("text") for a in assumptions if isinstance(a, dict)]
+    if device is not None:
+        doc["device"] = {**device.json(), "estimate": device_table.estimate_text(device),
+                         "time": costs.times(device)[0]}
+    _memory(doc, proj, totals, getattr(args, "optimizer", None), device)
+    return doc
+
+
+def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: Any) -> None:
+    """The memory plan (parameters, gradients, optimizer state, saved, peak) and, with a device, whether it fits."""
+    from viewer.projection.fit import NOTE, add_chosen, fits, input_bytes, memory_plan, per_device
+
+    plan = memory_plan(totals, input_bytes(proj), optimizer)
+    if plan is None:
+        return
+    split = per_device(proj)
+    if split is not None:
+        add_chosen(split, plan, optimizer)
+        plan["per_device"] = split
+    if device is not None:
+        got = fits(plan, device)
+        if got is not None:
+            plan["fit"] = got
+    doc["memory"] = plan
+    doc["notes"]["memory_plan"] = NOTE
+
+
+def _moe(proj: Any, rows: list[dict]) -> list[dict]:
+    """Each MoE layer's expert convention (sparse top-k or dense), also put on its experts' rows."""
+    layers = proj.pages.moe_layers()
+    keep = ("path", "experts", "top_k", "tokens", "rows_per_token", "convention", "text", "flops", "active_flops")
+    by_group = {g: e for e in layers for g in e["experts_groups"]}
+    for r in rows:
+        e = by_group.get(r["id"])
+        if e is not None:
+            r["experts"] = {k: e[k] for k in keep[1:] if k in e}
+    return [{k: e[k] for k in keep if k in e} for e in layers]
+
+
 # --------------------------------------------------------------------------- formatting
-
-
-def flops_text(x: int) -> str:
-    return si(x, "FLOPs") if x else "0"
-
-
-def bytes_text(x: float) -> str:
-    if x < 1024:
-        return f"{int(x)} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        x /= 1024.0
-        if x < 1024 or unit == "PiB":
-            return f"{x:.3g} {unit}"
-    return f"{x} B"  # pragma: no cover
-
-
-def count_text(x: int) -> str:
-    for factor, suffix in ((1e12, " T"), (1e9, " B"), (1e6, " M"), (1e3, " k")):
-        if x >= factor:
-            return f"{x / factor:.3g}{suffix}"
-    return str(x)
-
-
-def time_text(s: float) -> str:
-    for factor, unit in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if s >= factor:
-            return f"{s / factor:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"
 
 
 def _label(r: dict, flat: bool) -> str:
@@ -195,7 +246,7 @@ def _text(doc: dict, flat: bool) -> str:
             pb = r["stack"]["per_block"]
             line[4] += f" ({flops_text(pb['flops'])}/block)"
         if device:
-            line.append(time_text(r["time"]) + (f" {r['bound']}" if r.get("bound") else ""))
+            line.append(seconds_text(r["time"]) + (f" {r['bound']}" if r.get("bound") else ""))
         table.append(line)
     widths = [max([len(h)] + [len(row[i]) for row in table]) for i, h in enumerate(headers)]
     widths[0] = min(widths[0], 60)
@@ -219,17 +270,27 @@ def _text(doc: dict, flat: bool) -> str:
               + (f" + {unc_ops:,} uncounted op{'s' * (unc_ops != 1)} (listed below)" if unc_ops else "")
               + (" (includes estimates: control-flow bodies × their trip counts)" if totals.get("estimate") else "")
               + f"   [{doc['notes']['flops']}]\n")
+    out.write(_kinds_text(totals))
     out.write(f"Bytes moved:      {bytes_text(totals['bytes_read'] + totals['bytes_written'])} "
               f"(read {bytes_text(totals['bytes_read'])}, written {bytes_text(totals['bytes_written'])}; unfused)\n")
     out.write(f"Parameters:       {count_text(p['count'])} in {p['tensors']:,} tensors, {bytes_text(p['bytes'])}\n")
     out.write(f"Activations:      {bytes_text(totals['activations'])} made; peak live {bytes_text(totals['peak_live'])} "
-              "(traced order, at the captured shapes)\n")
+              "(traced order, at the captured shapes)"
+              + (f"; {totals['unknown_sizes']:,} of unknown size (a symbolic dimension or an unknown dtype) "
+                 "not counted" if totals.get("unknown_sizes") else "") + "\n")
     if "saved_for_backward" in totals:
         out.write(f"Saved for backward: {bytes_text(totals['saved_for_backward'])}\n")
+    out.write(_memory_text(doc.get("memory")))
     if device:
-        out.write(f"Est. time:        {time_text(device['time'])} on {device['label']} ({device['estimate']})\n")
+        out.write(f"Est. time:        {seconds_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):
             out.write(f"                  {device['name']}: {device['note']}\n")
+    out.write(_moe_text(doc.get("moe") or [], doc.get("assumptions") or []))
+    differs = doc["notes"].get("differs from FlopCounterMode")
+    if isinstance(differs, dict) and differs:
+        out.write("Differs from FlopCounterMode (own rules):\n")
+        for rule, why in differs.items():
+            out.write(f"  {rule}: {why}\n")
     unc = doc["uncounted"]
     if unc:
         out.write(f"Uncounted ops:    {sum(u['count'] + u['in_bodies'] for u in unc):,} (not in the totals):\n")
@@ -241,12 +302,70 @@ def _text(doc: dict, flat: bool) -> str:
     return out.getvalue()
 
 
+def _memory_text(plan: dict | None) -> str:
+    """``Memory needed:    1.2 GiB (training step): parameters … + …`` and the fit line."""
+    if not plan:
+        return ""
+    parts = [f"parameters {bytes_text(plan['parameters'])}", f"inputs {bytes_text(plan['inputs'])}"]
+    if plan["gradients"]:
+        parts.append(f"gradients {bytes_text(plan['gradients'])}")
+    if plan["optimizer_state"] or plan["optimizer"] != "none":
+        parts.append(f"optimizer state {bytes_text(plan['optimizer_state'])} ({plan['optimizer']})")
+    if plan["saved_for_backward"]:
+        parts.append(f"saved for backward {bytes_text(plan['saved_for_backward'])}")
+    out = (f"Memory needed:    {bytes_text(plan['peak'])} at the peak of the {plan['kind']}"
+           f"{' (an estimate)' if plan['estimate'] else ''}, of which {', '.join(parts)}; what outlives the step "
+           "kept alive\n")
+    split = plan.get("per_device")
+    if split:
+        out += (f"                  per device of the mesh ({split['devices']} devices): "
+                f"{bytes_text(split['peak'])}, of which parameters {bytes_text(split['parameters'])}\n")
+    fit = plan.get("fit")
+    if fit:
+        from viewer.projection.fit import fit_text
+
+        out += f"Fits:             {fit_text(fit, bytes_text)}\n"
+    return out
+
+
+def _moe_text(layers: list[dict], assumptions: list[str]) -> str:
+    """``Experts:          24 MoE layers, sparse: the active top-8 of 64 …`` (one line per convention)."""
+    out = ""
+    by_text: dict[str, int] = {}
+    for e in layers:
+        by_text[e["text"]] = by_text.get(e["text"], 0) + 1
+    for text, n in by_text.items():
+        out += f"Experts:          {n} MoE layer{'s' * (n != 1)}, {text}\n"
+    idle = sum(e.get("flops", 0) - e.get("active_flops", 0) for e in layers)
+    if idle > 0:
+        out += (f"                  the experts' matmuls count {flops_text(idle)} more than the active top-k would "
+                f"(every expert computed); the active top-k's total is the total less that\n")
+    said: dict[str, int] = {}
+    for a in assumptions:  # one line per choice, however many layers made it
+        text = re.sub(r" \(u\d+…\)", "", str(a))
+        said[text] = said.get(text, 0) + 1
+    for text, n in said.items():
+        out += f"Assumed:          {text}" + (f" (×{n}, once per loop run)" if n > 1 else "") + "\n"
+    return out
+
+
+def _kinds_text(totals: dict) -> str:
+    """``FLOPs by kind:    matmul 1.2 GFLOPs (80.1%), …`` (empty without a split)."""
+    kinds = totals.get("flops_by_kind") or {}
+    whole = sum(kinds.values())
+    if not whole:
+        return ""
+    parts = [f"{k} {flops_text(v)} ({100 * v / whole:.1f}%)" for k, v in kinds.items()]
+    return f"FLOPs by kind:    {', '.join(parts)}\n"
+
+
 def _csv(rows: list[dict], timed: bool) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     head = ["depth", "path", "name", "class", "kind", "output", "params", "param_bytes", "flops", "bytes_read",
             "bytes_written", "share", "uncounted", "estimate", "activations", "peak_live", "saved_for_backward",
-            "stack_count", "per_block_flops", "per_block", "template"] + (["est_time_s", "bound"] if timed else [])
+            "stack_count", "per_block_flops", "per_block", "template"] + (["est_time_s", "bound"] if timed else []) \
+        + [f"flops_{k.replace('/', '_')}" for k in FLOP_KINDS]
     w.writerow(head)
     for r in rows:
         st = r.get("stack") or {}
@@ -258,5 +377,7 @@ def _csv(rows: list[dict], timed: bool) -> str:
                 int(bool(r.get("per_block"))), r.get("template") or ""]
         if timed:
             line += [f"{r['time']:.6g}", r.get("bound", "")]
+        kinds = r.get("flops_by_kind") or {}
+        line += [kinds.get(k, 0) for k in FLOP_KINDS]
         w.writerow(line)
     return out.getvalue()

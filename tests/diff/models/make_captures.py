@@ -23,6 +23,9 @@ sys.path.insert(0, str(REPO))
 from capture.graph import graphfile  # noqa: E402
 from capture.session.runner import run_capture  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tests"))
+from snapshots import write_snapshot  # noqa: E402
+
 PROFILES = ("gpt2_2_layers", "gpt2_3_layers", "gpt2_wider", "mlp", "mlp_edited", "flax_mlp_16", "flax_mlp_32")
 CAPTURES = HERE / "captures"
 TIMING_META = ("elapsed_s", "capture_s")
@@ -48,6 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             capture.meta.pop(key, None)
         CAPTURES.mkdir(exist_ok=True)
         graphfile.write(capture, CAPTURES / f"{name}.tvg")
+        write_snapshot(CAPTURES / f"{name}.tvg")  # its text beside it, for review
         print(f"wrote captures/{name}.tvg: {len(capture.nodes)} nodes, {len(capture.groups)} groups")
     return status
 

@@ -100,4 +100,34 @@ def test_a_device_adds_estimated_times(browser, served, close_pages):
     app.page.wait_for_function("() => window.tensorviz.cost.rows().some((r) => r.time > 0)")
     head = app.page.inner_text(".cost-table thead")
     assert "Est. time" in head
-    assert "estimated, not measured" in app.page.inner_text(".cost-totals")
+    totals = app.page.inner_text(".cost-totals")
+    assert "estimated, not measured" in totals
+    assert "Memory needed" in totals and "fits on NVIDIA H100 SXM (" in totals and "to spare" in totals
+
+
+def test_the_totals_split_flops_by_kind_and_name_the_rules_that_differ(browser, close_pages, tmp_path):
+    """A CNN training step captured now: the totals split its FLOPs by kind, a row's FLOPs say
+    theirs on hover, and the footer names the rule that counts differently from FlopCounterMode."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "torch"))
+    from torch_workspace import capture_in_process, make_workspace, profile, tensor
+
+    ws = make_workspace(tmp_path)
+    cap, _ = capture_in_process(ws, profile("models:SmallCNN", args=[tensor([2, 3, 16, 16])], kind="training_step",
+                                            grad_enabled=True, mode="train", step={"loss": "sum"}))
+    server = ViewerServer()
+    cid = server.add_capture(cap, "cnn")
+    server.start()
+    try:
+        app = open_app(browser, server.url_for(cid), viewport={"width": 1500, "height": 950})
+        close_pages.append(app)
+        app.js("() => window.tensorviz.cost.open()")
+        app.page.wait_for_function("() => window.tensorviz.cost.rows().length > 0")
+        totals = app.page.inner_text(".cost-totals")
+        assert "FLOPs by kind" in totals and "convolution" in totals and "matmul" in totals
+        row = next(r for r in app.js("() => window.tensorviz.cost.rows()") if r["kinds"])
+        assert sum(row["kinds"].values()) == row["flops"]
+        assert "convolution backward" in app.page.inner_text(".cost-footer")
+    finally:
+        server.stop()

@@ -71,7 +71,7 @@ def test_measured_statistics_are_a_table_to_four_significant_digits(browser, ser
     assert {k: c["text"] for k, c in read.items()} == {
         "min": "-4.094", "max": "4.101", "mean": "-0.00176", "std": "1.002", "nonfinite": "0 / 0", "bytes": "65536"}
     # The full number stays a hover away; the bytes' title says them in units.
-    assert read["min"]["title"] == "-4.0937371253967285" and read["bytes"]["title"] == "65.5 kB"
+    assert read["min"]["title"] == "-4.0937371253967285" and read["bytes"]["title"] == "64 KiB"
     assert not read["nonfinite"]["warn"]
     # Nothing finite: no statistic, and the NaN/Inf count stands out.
     assert [written[k]["text"] for k in ("min", "max", "mean", "std")] == ["—"] * 4

@@ -71,7 +71,7 @@ def test_legend_split_shapes_per_device_and_collectives(browser, served, close_p
     assert legend.is_visible()
     text = legend.inner_text()
     assert "data=4 × model=2" in text and "8 cpu devices, simulated" in text
-    assert "per device: 1.0 kB params · 128 B in · 128 B act" in text  # as group cards write it
+    assert "per device: 1 KiB params · 128 B in · 128 B act" in text  # as group cards write it
     assert page.locator("#btn-device").is_visible()
     app.js("async () => { await window.tensorviz.expandAll(); }")
     key, lines = lines_of(app, "dot_general")
@@ -100,7 +100,7 @@ def test_group_cards_and_search_by_axis(browser, served, close_pages):
     close_pages.append(app)
     app.js("async () => { await window.tensorviz.collapseAll(); }")
     info = app.js("(k) => window.tensorviz.itemInfo(k)", "g0")
-    assert "per device: 1.0 kB params · 128 B in · 128 B act" in info["lines"]  # format.js formatBytes
+    assert "per device: 1 KiB params · 128 B in · 128 B act" in info["lines"]  # format.js formatBytes
     got = app.js("async () => (await (await fetch('api/search?q=model&' + location.search.slice(1))).json())")
     assert [r["label"] for r in got["results"] if r["type"] == "node"] == ["all_gather"]
     assert got["results"][0]["why"] == "collective over model"

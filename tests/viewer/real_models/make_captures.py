@@ -31,6 +31,9 @@ from capture.graph import graphfile  # noqa: E402
 from capture.graph.model import Capture  # noqa: E402
 from capture.session.runner import run_capture  # noqa: E402
 
+sys.path.insert(0, str(REPO / "tests"))
+from snapshots import write_snapshot  # noqa: E402
+
 PROFILES = ("resnet18_torch", "gpt2_torch", "resnet18_linen", "llama_torch", "vit_torch", "t5_torch", "resnet50_torch",
             "vit_linen")
 CAPTURES = HERE / "captures"
@@ -99,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         CAPTURES.mkdir(exist_ok=True)
         graphfile.write(capture, target)
-        print(f"wrote {target.relative_to(REPO)}  {summary}")
+        write_snapshot(target)  # its text beside it, for review
+        print(f"wrote {target.relative_to(REPO)} and its snapshot  {summary}")
     return status
 
 

@@ -58,7 +58,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @typedef {import("./panel.js").PanelStore & {scene: {root: CostContainer} | null, selected: string | null}} CostStore
  */
 
-/** @typedef {{name: string, label: string, note?: string}} CostDevice  a device profile for time estimates */
+/** @typedef {{name: string, label: string, note?: string, memory?: number}} CostDevice  a device profile for time estimates (memory: bytes) */
 
 /**
  * `api/cost?device=NAME`'s roofline times on that device, in seconds (estimates, never
@@ -78,6 +78,8 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number} activations
  * @property {number} peak_live
  * @property {number} [saved_for_backward]  a training step's
+ * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
+ * @property {{kind: string, peak: number, parameters: number, gradients: number, optimizer_state: number, saved_for_backward: number, estimate: boolean, per_device?: {devices: number, peak: number}}} [memory_plan]
  * @property {{op: string, count: number, in_bodies: number, reason: string}[]} [uncounted_ops]
  * @property {Record<string, string>} [notes]  how FLOPs, bytes, memory are counted, in words
  * @property {CostDevice[]} [devices]
@@ -112,6 +114,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number | null} share
  * @property {{flops: number, bytes: number} | null} perBlock
  * @property {number | null | undefined} count  a stack's repetitions
+ * @property {Record<string, number> | null} kinds  FLOPs by kind
  * @property {number | null} time
  */
 
@@ -330,6 +333,7 @@ export class CostPanel extends Panel {
           share: cost && cost.flops !== null && total > 0 && !cost.template ? cost.flops / total : null,
           perBlock: it.type === "stack" && cost && cost.per_block ? cost.per_block : null,
           count: it.type === "stack" ? item.stack_count : null,
+          kinds: cost && cost.flops_by_kind ? cost.flops_by_kind : null,
           time: times ? timeOf(it, times) : null,
         };
         rows.push(row);
@@ -368,7 +372,7 @@ export class CostPanel extends Panel {
           (row.open ? "▾ " : "") + row.name + (row.count ? ` ×${row.count}` : "") + (row.template ? " (per iteration)" : "")), flat ? 0 : row.depth),
         el("td", { class: "cost-cls" }, row.cls),
         el("td", { class: "num" }, row.params === null || row.params === undefined ? "" : formatCount(row.params)),
-        el("td", { class: "num", title: row.uncounted ? `${grouped(row.uncounted)} op(s) inside no rule could count: not in this figure` : "" },
+        el("td", { class: "num", title: row.uncounted ? `${grouped(row.uncounted)} op(s) inside no rule could count: not in this figure` : kindsText(row.kinds) },
           flops + (row.uncounted && row.flops !== null ? ` +${grouped(row.uncounted)}?` : "")),
         el("td", { class: "num" }, row.bytes === undefined ? "" : formatBytes(row.bytes)),
         el("td", { class: "num" }, row.share === null ? "" : `${(100 * row.share).toFixed(row.share < 0.001 ? 3 : 1)} %`),
@@ -420,9 +424,19 @@ export class CostPanel extends Panel {
       ["Activations", `${formatBytes(s.activations)} · peak live ${formatBytes(s.peak_live)}`],
     ];
     if (s.saved_for_backward !== undefined) facts.push(["Saved for backward", formatBytes(s.saved_for_backward)]);
+    const kinds = kindsText(s.flops_by_kind || null);
+    if (kinds) facts.splice(1, 0, ["FLOPs by kind", kinds]);
+    const plan = s.memory_plan;
+    if (plan) facts.push(["Memory needed", memoryText(plan)]);
     if (this.times && this.device) {
       const d = (s.devices || []).find((x) => x.name === this.device);
       facts.push([`Est. time on ${d ? d.label : this.device}`, `${formatTime(this.times.total)} (estimated, not measured)`]);
+      const memory = d ? d.memory : undefined;
+      if (plan && memory) {
+        const split = plan.per_device;  // a mesh: what one of its devices holds
+        const label = `${split ? `each of ${split.devices} × ` : ""}${d ? d.label : this.device}`;
+        facts.push(["Fits?", fitText(split ? split.peak : plan.peak, memory, label)]);
+      }
     }
     this.totals.append(el("dl", { class: "facts" }, ...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
     const unc = s.uncounted_ops || [];
@@ -435,12 +449,54 @@ export class CostPanel extends Panel {
     const notes = s.notes || {};
     const words = [notes.flops, notes.bytes, this.device ? s.estimate_note : null].filter(Boolean);
     this.footer.append(el("div", { class: "cost-notes" }, words.join(". ") + "."));
+    const differs = /** @type {Record<string, string> | undefined} */ (/** @type {unknown} */ (notes["differs from FlopCounterMode"]));
+    if (differs && typeof differs === "object") {
+      this.footer.append(el("div", { class: "cost-notes cost-differs" }, "Differs from FlopCounterMode: ",
+        ...Object.entries(differs).map(([rule, why], i) => el("span", { title: String(why) }, `${i ? "; " : ""}${rule}`))));
+    }
   }
 
   // For the hooks: the rows as drawn.
   rowsShown() {
     return this.rows.map((r) => ({ ...r }));
   }
+}
+
+/**
+ * "10 MiB at the peak of the training step: parameters 2 MiB, gradients 2 MiB, …".
+ * @param {{kind: string, peak: number, parameters: number, gradients: number, optimizer_state: number, saved_for_backward: number, estimate: boolean}} plan
+ */
+function memoryText(plan) {
+  const parts = [`parameters ${formatBytes(plan.parameters)}`];
+  if (plan.gradients) parts.push(`gradients ${formatBytes(plan.gradients)}`);
+  if (plan.optimizer_state) parts.push(`optimizer state ${formatBytes(plan.optimizer_state)}`);
+  if (plan.saved_for_backward) parts.push(`saved for backward ${formatBytes(plan.saved_for_backward)}`);
+  return `${formatBytes(plan.peak)} at the peak of the ${plan.kind}${plan.estimate ? " (an estimate)" : ""}: ${parts.join(", ")}`;
+}
+
+/**
+ * "fits on NVIDIA H100 SXM (80 GiB): 10 MiB, 80 GiB to spare" or "does not fit …: … over".
+ * @param {number} need
+ * @param {number} memory
+ * @param {string} label
+ */
+function fitText(need, memory, label) {
+  const head = `${label} (${formatBytes(memory)})`;
+  return need <= memory
+    ? `fits on ${head}: needs ${formatBytes(need)}, ${formatBytes(memory - need)} to spare`
+    : `does not fit on ${head}: needs ${formatBytes(need)}, ${formatBytes(need - memory)} over`;
+}
+
+/**
+ * "matmul 1.2 GFLOPs (80%), pointwise …": FLOPs by kind, largest first ("" without a split).
+ * @param {Record<string, number> | null} kinds
+ */
+function kindsText(kinds) {
+  if (!kinds) return "";
+  const all = Object.values(kinds).reduce((a, b) => a + Number(b), 0);
+  if (!(all > 0)) return "";
+  return Object.entries(kinds).sort((a, b) => Number(b[1]) - Number(a[1]))
+    .map(([k, v]) => `${k} ${formatFlops(Number(v))} (${(100 * Number(v) / all).toFixed(1)}%)`).join(", ");
 }
 
 /**

@@ -42,6 +42,7 @@ const GROUP_MEASURED_ROWS = 12;
  * @property {number | string | null} [storage]
  * @property {number[]} [aliases]
  * @property {number} [aliases_total]
+ * @property {string} [param]  the parameter it is (the tracer's label)
  */
 
 /**
@@ -382,16 +383,25 @@ export class Inspector extends Panel {
       el("caption", {}, "statistics"),
       el("thead", {}, el("tr", {}, ...cols.map((c) => el("th", { scope: "col" }, c)), el("th", { scope: "col", title: "elements that are NaN / ±Inf" }, "NaN/Inf"), el("th", { scope: "col" }, "bytes"))));
     const tbody = el("tbody");
+    // The graph first: a parameter's statistics are measured after the graph was sent
+    // (meta.stats_pending); until the capture that has them replaces this one, "measuring…".
+    const meta = /** @type {{stats_pending?: number, stats_missing?: string}} */ ((this.capture && this.capture.meta) || {});
+    const measuring = Number(meta.stats_pending) > 0;
     for (const { label, value } of rows) {
       const v = /** @type {{id: number, name?: string, measured?: Measured}} */ (value);
       const m = /** @type {Measured} */ (v.measured);
       const s = m.stats || m.statistics || null;
       tbody.append(el("tr", { class: "stats-value", "data-value": String(v.id) },
         el("th", { colspan: String(cols.length + 2), scope: "rowgroup" }, el("span", { class: "stats-label" }, label), ` %${v.id} `, v.name ? el("code", {}, v.name) : null, " ", el("span", { class: "muted" }, formatValue(v)))));
-      const cells = cols.map((c) => {
-        const x = s ? s[c] : undefined;
-        return el("td", { "data-stat": c, title: x === undefined || x === null ? "" : String(x) }, s ? formatStat(x) : "—");
-      });
+      const waiting = !s && m.param !== undefined && (measuring || Boolean(meta.stats_missing));
+      const cells = waiting
+        ? [el("td", { "data-stat": "measuring", colspan: String(cols.length), class: "muted",
+            title: measuring ? "a parameter's statistics are measured after the graph is shown" : String(meta.stats_missing) },
+          measuring ? "measuring…" : "not measured")]
+        : cols.map((c) => {
+          const x = s ? s[c] : undefined;
+          return el("td", { "data-stat": c, title: x === undefined || x === null ? "" : String(x) }, s ? formatStat(x) : "—");
+        });
       const bad = s && (Number(s.nan) > 0 || Number(s.inf) > 0);
       cells.push(el("td", { "data-stat": "nonfinite", class: bad ? "warn" : null }, s && s.nan !== undefined ? `${s.nan} / ${s.inf}` : "—"));
       cells.push(el("td", { "data-stat": "bytes", title: m.bytes !== undefined ? formatBytes(/** @type {number} */ (m.bytes)) : "" }, m.bytes !== undefined && m.bytes !== null ? String(m.bytes) : "—"));

@@ -88,6 +88,7 @@ import { Panel } from "./panel.js";
 /** @typedef {{value: string, default: string, choices: {value: string, label: string}[]}} EvidenceChoice  Torch's evidence */
 /** @typedef {{lines?: string[], help?: string}} Steps  the steps after construction, one STEP line each */
 /** @typedef {{value?: string, placeholder?: string, help?: string}} MeshText  the recipe's mesh as the `--mesh` text */
+/** @typedef {{value: string, default: string, help?: string, choices: {value: string, label: string}[]}} DeviceChoice  the recipe's device */
 /** @typedef {string | {path?: string, message?: string}} Need  what must be filled before a capture */
 /** @typedef {{frameworks?: string[], checkpoint?: string[], fixture?: string[]}} SavedFilesSpec  who loads saved files, and their suffixes */
 
@@ -127,6 +128,7 @@ import { Panel } from "./panel.js";
  * @property {string[]} [before_text]  the calls before construction, one a line (read on the server)
  * @property {Json} [mesh]  saved as a table; the form writes the `--mesh` text
  * @property {string} [evidence]
+ * @property {string} [device]
  */
 
 /**
@@ -143,6 +145,7 @@ import { Panel } from "./panel.js";
  * @property {Steps | null} [steps]
  * @property {Steps | null} [before]  calls before construction (library state), one a line
  * @property {MeshText | null} [mesh]
+ * @property {DeviceChoice | null} [device]
  * @property {{qualname?: string, kind?: string, framework?: string}} [symbol]  the symbol set up
  * @property {FormSchema} [schema]
  */
@@ -275,6 +278,7 @@ export class SetupForm extends Panel {
       needs.append(ul);
     }
     this.renderEvidence(d.evidence);
+    this.renderDevice(d.device);
     this.renderMesh(d.mesh);
 
     const factories = d.factories || {};
@@ -369,6 +373,23 @@ export class SetupForm extends Panel {
       el("div", { class: "field-error", hidden: true })));
   }
 
+  // The recipe's device (`device`): cpu, cuda:0, tpu (JAX), as the server offers them.
+  /** @param {DeviceChoice | null | undefined} device */
+  renderDevice(device) {
+    let box = this.find("#setup-device");
+    if (!box) {
+      box = /** @type {HTMLElement} */ (el("div", { id: "setup-device", class: "device" }));
+      (this.find("#setup-evidence") || this.part("#setup-needs")).after(box);
+    }
+    clear(box);
+    box.hidden = !device;
+    if (!device) return;
+    const select = el("select", { name: "device", "data-path": "device" },
+      device.choices.map((c) => el("option", { value: c.value, selected: c.value === device.value }, c.label)));
+    box.append(el("label", { class: "field" }, el("span", {}, "Device"), select, el("small", {}, device.help || ""),
+      el("div", { class: "field-error", hidden: true })));
+  }
+
   // The device mesh (`mesh`): `data=4,model=2`, simulated on cpu; the server reads the text
   // (capture.recipe's one reader of that spelling) and explains it (`help`).
   /** @param {MeshText | null | undefined} mesh */
@@ -376,7 +397,7 @@ export class SetupForm extends Panel {
     let box = this.find("#setup-mesh");
     if (!box) {
       box = /** @type {HTMLElement} */ (el("div", { id: "setup-mesh", class: "mesh" }));
-      (this.find("#setup-evidence") || this.part("#setup-needs")).after(box);
+      (this.find("#setup-device") || this.find("#setup-evidence") || this.part("#setup-needs")).after(box);
     }
     clear(box);
     box.hidden = !mesh;
@@ -916,6 +937,8 @@ export class SetupForm extends Panel {
       if (text) recipe.mesh = text; // saved as the recipe's table
       else delete recipe.mesh;
     }
+    const device = /** @type {HTMLSelectElement | null} */ (this.find("#setup-device select"));
+    if (device && data.device && !this.part("#setup-device").hidden) recipe.device = device.value;
     const evidence = /** @type {HTMLSelectElement | null} */ (this.find("#setup-evidence select"));
     if (evidence && data.evidence && !this.part("#setup-evidence").hidden) { // drawn for the form's evidence only
       // The recipe's default is a key left out.

@@ -1,0 +1,183 @@
+"""Does it fit? The memory a forward or a training step needs, in parts, against a
+device's memory.
+
+:func:`memory_plan` reads a capture's cost totals (:class:`~viewer.projection.cost.LayerCosts`):
+
+* **parameters** (the bytes of the parameters the ops use) and **inputs** (the capture's
+  input tensors);
+* **gradients** and **optimizer state**: as the training step made them (``.grad`` tensors;
+  state an optimizer made with a factory on its first step, e.g. Adam's two moments), or,
+  where the capture holds none, from a chosen optimizer (``--optimizer``): gradients as large
+  as the parameters, state as :data:`OPTIMIZERS` says;
+* **saved for backward**: the forward's activations the backward reads (a training step), or
+  for a forward capture with a chosen optimizer every activation it makes (an upper bound:
+  autograd keeps at most those);
+* **peak**: parameters and inputs plus the most activation bytes alive at once in traced
+  order, with what outlives the program kept to its end (outputs, gradients, optimizer
+  state, results nothing reads afterwards, such as a key/value cache held by a returned
+  object: ``peak_live_kept``); for a forward capture with a chosen optimizer, its
+  gradients, state and saved activations added.
+
+:func:`fits` compares the peak with a device profile's memory: for a program split across a
+mesh, what one device holds (:func:`per_device`: every tensor at its per-device shape, a
+value not split held whole by each device, through the same lifetimes).
+
+Only the standard library (DESIGN.md boundaries).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capture import units
+
+#: Optimizer state per parameter byte, by name (``--optimizer``), and what it holds.
+OPTIMIZERS: dict[str, tuple[float, str]] = {
+    "adam": (2.0, "Adam: two moments (exp_avg, exp_avg_sq), each as large as the parameters"),
+    "adamw": (2.0, "AdamW: two moments, each as large as the parameters"),
+    "sgd": (0.0, "SGD without momentum: no state"),
+    "sgd-momentum": (1.0, "SGD with momentum: one buffer as large as the parameters"),
+    "adagrad": (1.0, "Adagrad: one sum of squares as large as the parameters"),
+    "rmsprop": (1.0, "RMSprop: one square average as large as the parameters"),
+    "none": (0.0, "no optimizer: gradients only"),
+}
+NOTE = ("memory: parameters + inputs + the peak of live activations in traced order, with what outlives the "
+        "step kept (outputs, gradients, optimizer state, results nothing reads afterwards); unfused, no allocator "
+        "rounding or fragmentation, per device for a single-device capture")
+
+
+def memory_plan(totals: dict, inputs: int, optimizer: str | None = None) -> dict[str, Any] | None:
+    """The memory a capture's program needs, in parts (see the module docstring); None
+    without costs. ``optimizer``: a key of :data:`OPTIMIZERS` for a step whose optimizer
+    the capture does not hold."""
+    if not totals.get("available"):
+        return None
+    params = int(totals["params"]["bytes"])
+    kept = totals.get("kept") or {}
+    training = "saved_for_backward" in totals
+    grads = int(kept.get("gradients", 0))
+    state = int(kept.get("optimizer state", 0))
+    peak = params + inputs + int(totals.get("peak_live_kept", totals.get("peak_live", 0)))
+    plan: dict[str, Any] = {"kind": "training step" if training else "forward", "parameters": params,
+                            "inputs": inputs, "gradients": grads, "optimizer_state": state,
+                            "saved_for_backward": int(totals.get("saved_for_backward", 0)),
+                            "optimizer": "as captured" if state else ("none captured" if training else "none"),
+                            "estimate": False}
+    if optimizer is not None:
+        per, words = OPTIMIZERS[optimizer]
+        chosen = int(per * params)
+        if not training:  # a forward: the step it would be
+            grads, saved = params, int(totals.get("activations", 0))
+            plan.update(kind="training step (estimated from a forward)", gradients=grads, saved_for_backward=saved,
+                        estimate=True)
+            peak += grads + saved
+        if not state:
+            plan["optimizer_state"] = chosen
+            peak += chosen
+            plan["optimizer"] = f"chosen: {words}"
+    plan["peak"] = peak
+    return plan
+
+
+def fits(plan: dict[str, Any], device: Any) -> dict[str, Any] | None:
+    """Whether ``plan``'s peak fits in ``device``'s memory, and by how much (None when the
+    device profile gives no memory)."""
+    memory = float(getattr(device, "memory", 0) or 0)
+    if not memory:
+        return None
+    split = plan.get("per_device")
+    need = split["peak"] if split else plan["peak"]  # a mesh: what one of its devices holds
+    out = {"device": device.name, "label": device.label, "memory": int(memory), "needs": need,
+           "fits": need <= memory, "margin": int(memory - need), "share": need / memory}
+    if split:
+        out["per_device_of"] = split["devices"]
+    return out
+
+
+def fit_text(result: dict[str, Any], bytes_text: Any) -> str:
+    """``fits on NVIDIA H100 SXM (80 GiB): needs 10 GiB (12.5 %), 70 GiB to spare`` or
+    ``does not fit …: needs …, … over``."""
+    head = f"{result['label']} ({bytes_text(result['memory'])})"
+    if result.get("per_device_of"):
+        head = f"each of {result['per_device_of']} × {head}"
+    if result["fits"]:
+        return (f"fits on {head}: needs {bytes_text(result['needs'])} ({100 * result['share']:.3g} %), "
+                f"{bytes_text(result['margin'])} to spare")
+    return f"does not fit on {head}: needs {bytes_text(result['needs'])}, {bytes_text(-result['margin'])} over"
+
+
+def input_bytes(proj: Any) -> int:
+    """The bytes of the capture's input tensors (values named as inputs, made by no op)."""
+    total = 0
+    for v, (_, role) in proj.names.names.items():
+        if role != "input" or proj.index.producer[v] >= 0:
+            continue
+        val = proj.capture.values[v]
+        total += units.nbytes(val.shape, val.dtype) or 0  # an unknown size adds nothing (capture/units.py)
+    return total
+
+
+def per_device(proj: Any) -> dict[str, Any] | None:
+    """The plan's figures for one device of a mesh, where values are split across one:
+    every tensor at the shape each device holds (``sharding.per_device_shape``; a value not
+    split is held whole by every device), through the same lifetimes as the whole
+    program's. None when nothing is split."""
+    cap = proj.capture
+    if not any(v.sharding for v in cap.values):
+        return None
+    costs = proj.costs()
+    costs._need_memory()
+    n = proj.index.n_nodes
+
+    def held(v: int) -> float:
+        val = cap.values[v]
+        sh = val.sharding if isinstance(val.sharding, dict) else None
+        shape = val.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or val.shape
+        return _bytes(shape, val.dtype)
+
+    delta = [0.0] * (n + 2)
+    made = 0.0
+    for key, (start, end) in costs.spans.items():
+        v = costs.first_value.get(key)
+        if v is None:
+            continue
+        b = held(v)
+        made += b
+        delta[start] += b
+        delta[min(end, n) + 1] -= b
+    live = peak = 0.0
+    for i in range(n):
+        live += delta[i]
+        peak = max(peak, live)
+    params = inputs = 0.0
+    for v, (_, role) in proj.names.names.items():
+        if proj.index.producer[v] >= 0:
+            continue
+        if role in ("param", "variable"):
+            params += held(v)
+        elif role == "input":
+            inputs += held(v)
+    meshes = cap.meshes or []
+    devices = max((int(m.get("devices") or 1) for m in meshes if isinstance(m, dict)), default=1)
+    return {"devices": devices, "parameters": int(params), "inputs": int(inputs), "activations": int(made),
+            "peak": int(params + inputs + peak)}
+
+
+def add_chosen(split: dict[str, Any], plan: dict[str, Any], optimizer: str | None) -> None:
+    """What a chosen optimizer adds on each device of the mesh, as :func:`memory_plan` adds
+    it to the whole: its state (and, for a forward, gradients and every activation saved) at
+    the per-device sizes."""
+    if optimizer is None:
+        return
+    per = OPTIMIZERS[optimizer][0]
+    if str(plan.get("optimizer", "")).startswith("chosen"):
+        split["optimizer_state"] = int(per * split["parameters"])
+        split["peak"] += split["optimizer_state"]
+    if plan.get("estimate"):
+        split["gradients"] = split["parameters"]
+        split["saved_for_backward"] = split["activations"]
+        split["peak"] += split["gradients"] + split["saved_for_backward"]
+
+
+def _bytes(shape: Any, dtype: str) -> int:
+    return units.nbytes(shape, dtype) or 0  # exact; an unknown size adds nothing (capture/units.py)
