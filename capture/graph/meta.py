@@ -224,6 +224,7 @@ class CaptureMeta(TypedDict, total=False):
     evidence: str  # "abstract" for an abstract capture
     evidence_note: str
     capture_s: float  # the forward's (and training step's) wall time
+    inference_mode: str  # how often the forward entered torch.inference_mode, run as no_grad
     loss: str | None  # the training step's loss
     optimizer: str  # its optimizer's class name
     grads: int  # gradients recorded
