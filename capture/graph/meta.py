@@ -125,11 +125,18 @@ class Symbol(TypedDict, total=False):
     op: str
 
 
+class LoopSite(TypedDict):
+    """Where a loop is: the file (absolute), the line, the function's qualified name."""
+    file: str
+    line: int
+    function: str
+
+
 class Assumption(TypedDict):
     """One entry of ``assumptions``: a data-dependent loop run by a stated choice
     (:mod:`capture.torch.hit_loops`)."""
     text: str
-    loop: Any  # where the loop is (its frame record)
+    loop: LoopSite
     iterations: int
 
 
