@@ -36,6 +36,7 @@
  * @property {boolean} [estimate]
  * @property {boolean} [template]  one iteration of a body that did not run
  * @property {{flops: number, bytes: number}} [per_block]  a stack's: its first repetition's
+ * @property {Record<string, number>} [flops_by_kind]  FLOPs by kind (matmul, attention, …: API.md)
  */
 
 /**
