@@ -198,6 +198,7 @@ function followStore(r) {
 
 // ------------------------------------------------------------------ boot
 
+// eslint-disable-next-line complexity -- the page's start-up, its steps in order (capture, setup page, empty page)
 async function boot() {
   wireToolbar();
   wireDrop();
@@ -363,6 +364,7 @@ function renderTitle(c) {
 }
 
 /** @param {CaptureSummary} c */
+// eslint-disable-next-line complexity -- the coverage banner's one sentence, a clause per coverage fact
 function renderCoverage(c) {
   const cov = c.coverage || {};
   if (c.failure) return;
@@ -439,6 +441,7 @@ function showProgress(data) {
 }
 
 /** @param {CaptureSummary} c  a failed capture */
+// eslint-disable-next-line complexity -- fills the failure page's fields in order, each only when the failure has it
 function showFailure(c) {
   const f = c.failure;
   if (!f) return;
@@ -670,6 +673,7 @@ function zoomCentre(f) {
 }
 
 /** @param {KeyboardEvent} e */
+// eslint-disable-next-line complexity -- the keyboard map, one case per key
 function onKey(e) {
   // A key reaches the document from the element that has the focus (or the body).
   const target = /** @type {HTMLElement | null} */ (e.target);

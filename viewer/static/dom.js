@@ -7,6 +7,7 @@
  * @param {...any} children  nodes and texts (nested arrays flattened; null, undefined and false left out)
  * @returns {any} the new HTMLElement (callers keep fields of their own on some, `_inp`, `_choices`)
  */
+// eslint-disable-next-line complexity -- each kind of attribute (class, style, on…, boolean, data) set its own way
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {

@@ -345,6 +345,7 @@ function finish(job, layout, aligned = false) {
  * @param {LayoutJob} job
  * @param {Layout} layout
  */
+// eslint-disable-next-line complexity -- straightens each edge end by end, one case per kind of bend
 function alignColumns(job, layout) {
   const boxes = layout.boxes;
   for (const col of job.columns || []) {
@@ -570,6 +571,7 @@ const BATCH_ITEMS = 40; // containers up to this many items are batched
 const BATCH_TOTAL = 800; // items in one batch at most
 
 /** @param {LayoutRequest} request */
+// eslint-disable-next-line complexity -- the worker's batch loop: cache, batch, wrap, finish, yield to a newer request
 async function run(request) {
   const t0 = performance.now();
   const jobs = request.jobs;

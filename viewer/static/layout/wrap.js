@@ -116,6 +116,7 @@ export function cutsFor(cuts, height, k) {
  * @param {Size & {top?: boolean, around?: Size}} wrap
  * @returns {Layout | null}
  */
+// eslint-disable-next-line complexity -- tries each column count and set of cuts, keeping the best under one work budget
 export function wrapColumns(job, layout, wrap) {
   const cuts = cutLines(job, layout);
   if (!cuts.length) return null;

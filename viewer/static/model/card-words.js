@@ -107,6 +107,7 @@ export const WEIGHT_LINES = 4; // weights listed on an op's card before "+N more
  * @param {ViewItem} item
  * @returns {string[]}
  */
+// eslint-disable-next-line complexity -- a card's lines, one clause per fact the server sends for each item kind
 export function cardLines(item) {
   if (item.type === "node") {
     const outs = (item.outputs || []).map(formatValue);
@@ -242,6 +243,7 @@ export function shapesLine(item) {
  * @param {boolean} weightPills
  * @returns {Entry}
  */
+// eslint-disable-next-line complexity -- an op card's entry, each part only when present
 export function opEntry(item, within, weightPills) {
   const fn = cardOf(item) === "function";
   const title = fn ? String(item.title || item.label) : opTitle(item);
@@ -330,6 +332,7 @@ export function frameEntry(item) {
  * @param {ViewItem[][]} reps  the items of each repetition
  * @returns {Entry}
  */
+// eslint-disable-next-line complexity -- a stack card's wording, each part only when present
 export function stackEntry(stack, reps) {
   const first = reps[0] || [];
   const frames = first.filter((it) => cardOf(it) === "group");

@@ -62,6 +62,7 @@ import { FRAME, labelRect } from "../draw/card.js";
  * @param {(Size | null)[]} newBoxes  and now
  * @returns {(Layout & {grown: true, baseW: number}) | null}
  */
+// eslint-disable-next-line complexity -- one geometric shift over boxes, edge points and labels, with its give-up tests
 export function grownLayout(layout, oldBoxes, newBoxes) {
   if (!layout || layout.fallback || layout.estimated || oldBoxes.length !== newBoxes.length) return null;
   /** @type {[number, number, number][]} */

@@ -404,6 +404,7 @@ export class GraphModel {
    * @param {Map<string, Display>} memo
    * @returns {Display}
    */
+  // eslint-disable-next-line complexity -- a container's display list, one case per kind of item drawn
   display(key, memo) {
     const known = memo.get(key);
     if (known) return known;
@@ -623,6 +624,7 @@ export class GraphModel {
     const byJid = new Map();
     let items = 0;
     /** @type {(key: string) => PlanEntry} */
+    // eslint-disable-next-line complexity -- plans one container: cached, grown, estimated or laid out, under the item limit
     const visit = (key) => {
       if (!this.containers.has(key)) {
         // Deferred (Expand all, not fetched yet): a box estimated from its item's facts.
@@ -790,6 +792,7 @@ export class GraphModel {
    * @param {Set<string> | null} want
    * @returns {Promise<boolean>}
    */
+  // eslint-disable-next-line complexity -- one relayout's steps in order (fetch, plan, lay out, compose), each able to give up
   async _refresh(want) {
     /** @type {Timings} */
     const t = { fetch: this._fetchMs };

@@ -18,6 +18,7 @@ const FACTORY_DETAIL = {
 // or null when the capture records no state (plain functions, older captures). `keys`
 // ({missing, unexpected}) lists what a non-strict checkpoint load did not match.
 /** @param {any} capture  `api/capture` */
+// eslint-disable-next-line complexity -- one headline per recorded state label, in order of precedence
 export function describeState(capture) {
   const meta = (capture && capture.meta) || {};
   const label = typeof meta.state === "string" ? meta.state : "";

@@ -13,6 +13,7 @@
  * @param {SetupField} f
  * @returns {ReadBack}
  */
+// eslint-disable-next-line complexity -- one case per literal type a field holds
 export function readLiteral(input, type, problems, f) {
   const raw = input.value.trim();
   if (input._choices) {

@@ -117,6 +117,7 @@ export class SetupForm extends Panel {
     if (first) first.focus();
   }
 
+  // eslint-disable-next-line complexity -- the form's sections in order, each only when the setup has it
   render() {
     const d = this.data;
     if (!d) return; // load() draws only a form it has
@@ -328,6 +329,7 @@ export class SetupForm extends Panel {
    * @param {number} i
    * @returns {InputCard}
    */
+  // eslint-disable-next-line complexity -- an array input's controls (shape, dtype, generator, token note)
   tensorCard(inp, i) {
     const path = inp.path || `inputs.args[${i}]`;
     const shape = inp.shape || [];
@@ -514,6 +516,7 @@ export class SetupForm extends Panel {
    * @param {{nested: boolean, saved: Json}} options
    * @returns {{node: HTMLElement, read: Reader}}
    */
+  // eslint-disable-next-line complexity -- one control per field type (choice, bool, config class, factory, literal)
   fieldControl(f, { nested, saved }) {
     if (f.config) return this.configGroup(f, { nested, saved });
     const path = f.path || `init.kwargs.${f.name}`;
@@ -592,6 +595,7 @@ export class SetupForm extends Panel {
    * @param {{nested: boolean, saved: Json}} options
    * @returns {{node: HTMLElement, read: Reader}}
    */
+  // eslint-disable-next-line complexity -- a configuration class's fields with their defaults and saved values
   configGroup(f, { nested, saved }) {
     const cfg = /** @type {ConfigClass} */ (f.config); // fieldControl's test
     const path = f.path;
@@ -649,6 +653,7 @@ export class SetupForm extends Panel {
 
   // The recipe to save: the server's recipe with the form's inputs and fields in it.
   /** @returns {{recipe: Recipe, problems: Problem[]}} */
+  // eslint-disable-next-line complexity -- reads the whole form back into a recipe, section by section
   collect() {
     const data = /** @type {SetupData} */ (this.data); // save() runs on a form load() drew
     /** @type {Recipe} */
@@ -663,6 +668,7 @@ export class SetupForm extends Panel {
     const fromFixture = !!(saved && saved.fixture);
     const inputsFactory = this.modes.inputs && this.modes.inputs() === "factory";
     const initFactory = this.modes.init && this.modes.init() === "factory";
+    // eslint-disable-next-line complexity -- one input card read back: value or array, with its checks
     this.root.querySelectorAll(".input-card").forEach((/** @type {InputCard} */ card) => {
       if (fromFixture || inputsFactory) return; // the fixture or the factory gives the inputs
       /** @type {SetupInput} */
