@@ -20,9 +20,8 @@
 // Pages present layers, not kernels (API.md "Layers, not kernels"); with `kernels` on,
 // every container is fetched again with `kernels=1` and shows every kernel.
 
-import { FRAME } from "../draw/card.js";
 import { edgeText } from "../draw/theme.js";
-import { boxFor, hash, layoutKey } from "../layout/layout-client.js";
+import { boxFor, hash } from "../layout/layout-client.js";
 import { MIN_EDGE_SCALE } from "../draw/drawlist.js";
 import { LayoutEstimates } from "./estimates.js";
 import { edgeAt, edgesOf, itemAt } from "./hits.js";
@@ -32,8 +31,8 @@ import {
 } from "./expansion.js";
 import { autoExpand, closeLastOpened } from "./first-view.js";
 import { ROOT, cardOf, isContainerKey, itemKey, opens, opensWithAll } from "./items.js";
-import { grownLayout } from "./grown-layout.js";
-import { standIn, singleOf, pendingSig, linesOf, opEntry, captionOf, frameEntry, stackEntry, foldEntry, stackItem, boundaryJob, cardTag, boundaryItem } from "./card-words.js";
+import { composeScene, got, laidOut, planLayouts } from "./scene.js";
+import { singleOf, pendingSig, linesOf, opEntry, captionOf, frameEntry, stackEntry, foldEntry, boundaryJob, cardTag } from "./card-words.js";
 
 export { EXPAND_FETCH_ITEMS, ROOT, cardOf, isContainerKey, itemKey, opens };
 // The card wording moved to card-words.js; the panels and the page import it from here.
@@ -94,21 +93,6 @@ export const ESTIMATE_ITEMS = 3000;
 // zoom is below MIN_EDGE_SCALE (only Fit goes there on a big graph): no edge and no text
 // is drawn then, cards are boxes or specks.
 export const SETTLE_PX = 24;
-const TOO_MANY = { tooMany: true }; // thrown by plan() past its limit
-
-// What a map holds for a key the caller knows it holds (a fetched container's page, a
-// planned container's entry).
-/**
- * @template K, V
- * @param {Map<K, V>} map
- * @param {K} key
- * @returns {V}
- */
-function got(map, key) {
-  const value = map.get(key);
-  if (value === undefined) throw new Error(`nothing for ${String(key)}`);
-  return value;
-}
 
 // A plan made without a limit (plan gives up, null, only past its limit).
 /**
@@ -118,16 +102,6 @@ function got(map, key) {
 function unlimited(p) {
   if (!p) throw new Error("a plan without a limit gave up");
   return p;
-}
-
-// A planned container's layout (every entry has one but those waiting for their job).
-/**
- * @param {PlanEntry} e
- * @returns {Layout}
- */
-function laidOut(e) {
-  if (!e.layout) throw new Error(`container ${e.key} is not laid out`);
-  return e.layout;
 }
 
 // The group and chunk a container key names ("g3": [3, undefined], "c3:2": [3, 2]).
@@ -600,14 +574,7 @@ export class GraphModel {
     return this.display(key, memo).sig;
   }
 
-  // Bottom-up over the expanded containers: each one's layout and size, and the layout
-  // jobs still missing for the containers in `want` (null: every one). A layout is cached
-  // under its content signature plus the sizes of the expanded containers inside it
-  // (layoutKey), so structurally identical groups share one. A container outside `want`
-  // whose real layout is not known gets an estimated one (estimateLayout). A real layout
-  // that reserved an estimated box for a container inside it holds that box (`held`)
-  // while the container's real layout fits in it, so laying that one out later moves
-  // nothing around it.
+  // The layout plan (model/scene.js planLayouts).
   /**
    * @param {Set<string> | null} want
    * @param {number} [limit]  items of layout work, at most (past it: null)
@@ -615,126 +582,7 @@ export class GraphModel {
    * @returns {Plan | null}
    */
   plan(want, limit = Infinity, frozen = null) {
-    const memo = this.memoNow();
-    /** @type {Map<string, PlanEntry>} */
-    const info = new Map();
-    /** @type {RequestJob[]} */
-    const jobs = [];
-    /** @type {Map<string, RequestJob>} */
-    const byJid = new Map();
-    let items = 0;
-    /** @type {(key: string) => PlanEntry} */
-    // eslint-disable-next-line complexity -- plans one container: cached, grown, estimated or laid out, under the item limit
-    const visit = (key) => {
-      if (!this.containers.has(key)) {
-        // Deferred (Expand all, not fetched yet): a box estimated from its item's facts.
-        /** @type {Display} */
-        const d = { key, sig: pendingSig(this.itemOf.get(key) || {}, key), items: [], keys: [], edges: [], inner: [], pending: true };
-        /** @type {PlanEntry} */
-        const entry = { key, d, boxes: [], est: true, layout: this.sizing.estimateFor(key, d, []) };
-        info.set(key, entry);
-        return entry;
-      }
-      const d = this.display(key, memo);
-      /** @type {(Size | null)[]} */
-      const boxes = new Array(d.items.length).fill(null);
-      /** @type {{i: number, jid: string, hold: Size | null}[]} */
-      const refs = [];
-      for (const { i, key: ck } of d.inner) {
-        const ci = visit(ck);
-        if (ci.job) refs.push({ i, jid: ci.job.jid, hold: this.heldFor(ck, ci) });
-        else boxes[i] = this.boxOf(ck, ci);
-      }
-      /** @type {PlanEntry} */
-      const entry = { key, d, boxes };
-      info.set(key, entry);
-      if (frozen && frozen.has(key)) {
-        // Estimated when this refresh began and still not asked for: it stays so until the
-        // next one, even where a structurally identical container was laid out meanwhile
-        // (its new size would only make the containers around it be laid out again now).
-        entry.layout = frozen.get(key);
-        entry.est = true;
-        return entry;
-      }
-      const prev = want ? this.lastReal.get(key) : null;
-      if (refs.length && prev && prev.sig === d.sig) {
-        // Settling: this container was laid out for real already and only containers
-        // inside it are laid out now. It waits for them (the next round grows it).
-        entry.layout = prev.layout;
-        entry.waits = true;
-        return entry;
-      }
-      if (!refs.length) {
-        const lk = layoutKey(d.sig, boxes);
-        /** @type {Layout | null | undefined} */
-        let real = this.layout.get(lk);
-        if (!real && prev && prev.sig === d.sig) {
-          // Only boxes inside it grew: make room for them in its real layout (what is right
-          // of a grown box moves right, what is below it moves down) instead of laying it
-          // out again, so nothing around them jumps.
-          real = grownLayout(prev.layout, prev.boxes, boxes);
-          if (real) this.layout.put(lk, real);
-        }
-        if (real) {
-          entry.layout = real;
-          entry.open = !d.collapsed && d.inner.every(({ key: ck }) => got(info, ck).open);
-          this.sizing.learn(lk, d, boxes, real, key, entry.open);
-          this.lastReal.set(key, { sig: d.sig, layout: real, boxes });
-          return entry;
-        }
-        if (this.layout.failed.has(lk)) {
-          entry.layout = this.sizing.estimateFor(key, d, boxes);
-          return entry;
-        }
-      }
-      if (refs.length || !want || want.has(key)) {
-        // Laid out again for certain (its layout key is new, not only waiting for a
-        // container inside): the estimated containers inside take their current estimate
-        // (which learned from the real layouts so far), not an older held box.
-        if (!refs.length) for (const { i, key: ck } of d.inner) {
-          const ci = got(info, ck);
-          if (boxes[i] && ci.est) {
-            ci.layout = this.sizing.estimateFor(ck, ci.d, ci.boxes, true);
-            boxes[i] = { w: ci.layout.w, h: ci.layout.h };
-            this.held.delete(ck);
-          }
-        }
-        const refAt = new Map(refs.map((r) => [r.i, r.jid]));
-        const jid = d.sig + "|" + d.inner.map(({ i }) => (boxes[i] ? `${boxes[i].w}x${boxes[i].h}` : "@" + refAt.get(i))).join(",");
-        let job = byJid.get(jid);
-        if (!job) {
-          /** @type {(Entry & {child?: string, hold?: Size | null})[]} */
-          const list = d.items.slice();
-          for (const { i } of d.inner) if (boxes[i]) list[i] = { ...d.items[i], inner: boxes[i] };
-          for (const r of refs) list[r.i] = { ...d.items[r.i], child: r.jid, hold: r.hold };
-          // The cards as the layout worker measures them (kind "function" too: an op card).
-          job = { jid, sig: d.sig, items: /** @type {RequestItem[]} */ (list), edges: d.edges.map((e) => ({ s: e.s, t: e.t, label: e.label })), row: d.row, columns: d.columns };
-          byJid.set(jid, job);
-          jobs.push(job);
-        }
-        // Counted per container, shared jobs too: what a full layout of this state costs
-        // the first time (identical blocks are cheap to lay out, not to compose and draw).
-        items += d.items.length;
-        if (items > limit) throw TOO_MANY;
-        // The estimated boxes this real layout reserves are held for their containers.
-        for (const { i, key: ck } of d.inner) {
-          const ci = got(info, ck);
-          if (boxes[i] && ci.est && !this.heldFor(ck, ci)) this.held.set(ck, { sig: ci.d.sig, w: boxes[i].w, h: boxes[i].h });
-        }
-        entry.job = job;
-        return entry;
-      }
-      entry.layout = this.sizing.estimateFor(key, d, boxes);
-      entry.est = true;
-      return entry;
-    };
-    try {
-      visit(ROOT);
-    } catch (err) {
-      if (err === TOO_MANY) return null;
-      throw err;
-    }
-    return { info, jobs, items };
+    return planLayouts(this, want, limit, frozen);
   }
 
   /**
@@ -871,114 +719,13 @@ export class GraphModel {
     return closeLastOpened(this);
   }
 
-  // Layouts → absolute scene. A container inside a held box larger than its real
-  // layout sits centred in it. `scene.estimated` counts the estimated containers.
+  // Layouts → absolute scene (model/scene.js composeScene).
   /**
    * @param {Map<string, PlanEntry>} info
    * @returns {Scene}
    */
   compose(info) {
-    /** @type {Map<string, SceneItem>} */
-    const byKey = new Map();
-    let estimated = 0;
-    // A container's stamp: its layout and the stamps of the containers inside it. A part of
-    // the last scene with the same stamp at the same place is reused as it is (with the
-    // draw caches on its items), so settling a few containers rebuilds only their way up.
-    /** @type {Map<string, string>} */
-    const stamps = new Map();
-    let nextId = this.nextLayoutId || 1;
-    /** @type {(key: string) => string} */
-    const stamp = (key) => {
-      const e = got(info, key);
-      const layout = laidOut(e);
-      let id = this.layoutIds.get(layout);
-      if (!id) this.layoutIds.set(layout, (id = nextId++));
-      let text = String(id);
-      for (const { key: ck } of e.d.inner) if (info.has(ck)) text += "," + stamp(ck);
-      const st = text.length > 24 ? hash(text) : text;
-      stamps.set(key, st);
-      return st;
-    };
-    stamp(ROOT);
-    this.nextLayoutId = nextId;
-    /** @type {(c: SceneContainer) => void} */
-    const adopt = (c) => {
-      for (const it of c.items) {
-        byKey.set(it.key, it);
-        if (it.expanded) adopt(it.expanded);
-      }
-    };
-    /** @type {Map<string, Built>} */
-    const built = new Map();
-    /** @type {(key: string, ox: number, oy: number) => SceneContainer} */
-    const build = (key, ox, oy) => {
-      const prev = this.built.get(key);
-      if (prev && prev.stamp === stamps.get(key) && prev.x === ox && prev.y === oy) {
-        adopt(prev.container);
-        estimated += prev.estimated;
-        built.set(key, prev);
-        /** @type {(c: SceneContainer) => void} */
-        const keep = (c) => {
-          for (const it of c.items) if (it.expanded) {
-            const part = this.built.get(it.key); // built with the part it is in
-            if (part) built.set(it.key, part);
-            keep(it.expanded);
-          }
-        };
-        keep(prev.container);
-        return prev.container;
-      }
-      const before = estimated;
-      const container = buildNew(key, ox, oy);
-      built.set(key, { stamp: got(stamps, key), x: ox, y: oy, container, estimated: estimated - before });
-      return container;
-    };
-    /** @type {(key: string, ox: number, oy: number) => SceneContainer} */
-    const buildNew = (key, ox, oy) => {
-      const e = got(info, key);
-      const d = e.d;
-      const layout = laidOut(e);
-      if (e.est) estimated++;
-      const data = this.containers.get(key);
-      if (!data) return { key, sig: d.sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges: [], data: null, estimated: true };
-      const byItem = new Map(data.items.map((it) => [itemKey(it), it]));
-      const edges = layout.edges.map((le) => {
-        const de = d.edges[le.e];
-        return { source: de.source, target: de.target, label: de.label, value: de.value, points: le.points, labelAt: le.labelAt, labelBox: le.label || null };
-      });
-      /** @type {SceneContainer} */
-      const container = { key, sig: d.sig, x: ox, y: oy, w: layout.w, h: layout.h, items: [], edges, data, estimated: !!e.est };
-      d.keys.forEach((k, i) => {
-        const box = layout.boxes[i];
-        const item = byItem.get(k);
-        const entry = d.items[i];
-        /** @type {SceneItem} */
-        const sceneItem = {
-          key: k,
-          type: k.startsWith("s") ? "stack" : item ? item.type : k.startsWith("in:") ? "in" : "out",
-          item: k.startsWith("s") ? standIn(stackItem(entry, byItem)) : item || standIn(boundaryItem(data, k)),
-          x: ox + box.x,
-          y: oy + box.y,
-          w: box.w,
-          h: box.h,
-          parentKey: key,
-          expanded: null,
-          card: entry, // what the card says: the content the layout worker measured (card.js)
-        };
-        if (item && opens(item) && entry.expandedSig && info.has(k)) {
-          const inner = laidOut(got(info, k));
-          const dx = Math.max(0, (box.w - 2 * FRAME.inset.x - inner.w) / 2);
-          const held = e.boxes[i] && (e.boxes[i].w > inner.w || e.boxes[i].h > inner.h);
-          sceneItem.expanded = build(k, sceneItem.x + FRAME.inset.x + (held ? dx : 0), sceneItem.y + FRAME.inset.y);
-        }
-        container.items.push(sceneItem);
-        byKey.set(k, sceneItem);
-      });
-      return container;
-    };
-    const root = build(ROOT, 0, 0);
-    this.built = built;
-    return { root, byKey, w: root.w, h: root.h, count: byKey.size, estimated };
+    return composeScene(this, info);
   }
 
   // Lays out for real the estimated containers that `view` ({x0, y0, x1, y1} world, s
