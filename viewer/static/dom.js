@@ -1,6 +1,15 @@
 // Tiny DOM helpers: elements from data, never from HTML strings (capture text is
 // untrusted: op names, file paths and params come from user code).
 
+// An element of the page's markup (index.html) by id. The page's modules (app.js,
+// capture-screens.js, canvas-input.js) ask only for ids the page has
+// (tests/viewer/test_app_markup.py checks each one), so none is missing.
+/**
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+export const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
 /**
  * @param {string} tag
  * @param {Record<string, any> | null} [attrs]  `class`, `on…` handlers, attributes
