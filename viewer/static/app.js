@@ -1,7 +1,9 @@
 // The viewer app: boot and wiring between the API, the store (the viewer's state and its
 // named actions), the view model, the renderer and the panels. What the graph means lives
 // in viewmodel.js, the state in store.js, how it is drawn in renderer.js; each panel
-// (panels/) follows the store.
+// (panels/) follows the store. What the page says about the capture (title, coverage,
+// failure, mesh legend) is in capture-screens.js, the canvas's pointer input in
+// canvas-input.js.
 
 import { Api, ApiError } from "./api.js";
 import { LayoutClient } from "./layout/layout-client.js";
