@@ -56,6 +56,7 @@ from .packed import Invalid as _Invalid
 from .packed import need as _need
 from .packed import pack_ints as _pack_ints
 from .packed import packed_ints as _packed_ints
+from .compiled import CompiledError, check_compiled
 from .sharding import ShardingError, check_devices, check_meshes, check_sharding
 from .tables import NodeTable, ValueTable
 from .model import (
@@ -208,6 +209,8 @@ def _encode(capture: Capture, version: int) -> bytes:
         body["meshes"] = capture.meshes
     if capture.devices is not None:
         body["devices"] = capture.devices
+    if capture.compiled is not None:  # the program as XLA compiled it (capture.graph.compiled)
+        body["compiled"] = capture.compiled
     library = [i for i, f in enumerate(capture.frames) if f.library]
     if library:  # the frames that name an installed library file (absolute path)
         body["library_frames"] = library
@@ -923,6 +926,7 @@ def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Ca
     n_nodes = len(nodes)
 
     cost = _cost(b.get("cost"), n_nodes, ints)
+    compiled = _read_compiled(b.get("compiled"), n_nodes)
     inputs = _tree(b.get("inputs"), "inputs", n_values)
     outputs = _tree(b.get("outputs"), "outputs", n_values)
     sources = _read_sources(b.get("sources"))
@@ -955,7 +959,19 @@ def _build(body: Any, header: dict[str, Any], version: int = FILE_VERSION) -> Ca
         meshes=meshes,
         devices=devices,
         cost=cost,
+        compiled=compiled,
     )
+
+
+def _read_compiled(obj: Any, n_nodes: int) -> dict[str, Any] | None:
+    """``Capture.compiled`` (``capture.graph.compiled.check_compiled``), within the nesting every reader allows."""
+    try:
+        compiled = check_compiled(obj, n_nodes)
+    except CompiledError as exc:
+        raise _Invalid(str(exc)) from None
+    if compiled is not None and not _within_depth([compiled]):
+        raise _Invalid("compiled: nested too deeply")
+    return compiled
 
 
 def _read_coverage(obj: Any) -> Coverage:

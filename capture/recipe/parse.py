@@ -32,6 +32,7 @@ from .model import (
     MAX_MESH_DEVICES,
     MESH_AXIS_NAME,
     MESH_AXIS_TYPES,
+    DEFAULT_AXIS_TYPE,
     MAX_RANK,
     MAX_STEP_PATH,
     MAX_STEPS,
@@ -212,21 +213,42 @@ def _call_setup(cx: _Ctx, value: Any, at: list[Any]) -> CallSetup:
     if not isinstance(value, Mapping):
         raise cx.error(at, "expected a table with args and kwargs, or with factory")
     section = at[-1]
-    allowed = ("args", "kwargs", "factory") + _SAVED_KEYS.get(section, ()) + (("then",) if section == "init" else ())
+    allowed = ("args", "kwargs", "factory") + _SAVED_KEYS.get(section, ()) + (
+        ("before", "then") if section == "init" else ())
     for key in value:
         if key not in allowed:
             if key == "then":
                 raise cx.error(at + ["then"], "steps after construction (then) belong to init, or to a call "
                                               "description that builds an input")
+            if key == "before":
+                raise cx.error(at + ["before"], "calls before construction (before) belong to init")
             raise cx.error(at + [str(key)], f"unknown key (expected {', '.join(allowed[:-1])} or {allowed[-1]})")
     saved = _saved_setup(cx, value, at, section)
     then = _steps(cx, value["then"], at + ["then"], 0) if "then" in value else ()
+    before = _before(cx, value["before"], at + ["before"]) if "before" in value else ()
     if "factory" in value:
         if "args" in value or "kwargs" in value:
             raise cx.error(at + ["factory"], "use either factory or args/kwargs, not both")
-        return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), then=then, **saved)
+        return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), then=then, before=before, **saved)
     args, kwargs = _arguments(cx, value, at, 0)
-    return CallSetup(args=args, kwargs=kwargs, then=then, **saved)
+    return CallSetup(args=args, kwargs=kwargs, then=then, before=before, **saved)
+
+
+def _before(cx: _Ctx, value: Any, at: list[Any]) -> tuple[CallDesc, ...]:
+    """``before = [{ kind = "call", target = "pkg.mod:fn", args = [...] }, ...]``: calls
+    made before construction, for their effect."""
+    if not isinstance(value, (list, tuple)):
+        raise cx.error(at, 'expected an array of calls such as { kind = "call", target = '
+                           '"fairscale.nn.model_parallel.initialize:initialize_model_parallel", args = [1] }')
+    if len(value) > MAX_STEPS:
+        raise cx.error(at, f"at most {MAX_STEPS} calls before construction, found {len(value)}")
+    calls = []
+    for i, item in enumerate(value):
+        desc = _value(cx, item, at + [i], 0)
+        if not isinstance(desc, CallDesc):
+            raise cx.error(at + [i], f"a step before construction is a call (kind = \"call\"), found {_show(item)}")
+        calls.append(desc)
+    return tuple(calls)
 
 
 _STEP_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -404,8 +426,8 @@ def mesh_text_table(text: str) -> dict[str, Any] | None:
         size, colon, kind = rest.partition(":")
         name, size, kind = name.strip(), size.strip(), kind.strip()
         if not sep or not name or not size.isdigit() or (colon and not kind):
-            raise ValueError(f"expected AXIS=SIZE[,AXIS=SIZE…] such as data=4,model=2 (model=2:explicit for a JAX "
-                             f"axis type), found {part!r}")
+            raise ValueError(f"expected AXIS=SIZE[,AXIS=SIZE…] such as data=4,model=2 (model=2:auto or "
+                             f":explicit for a JAX axis type), found {part!r}")
         if name in table:
             raise ValueError(f"axis {name!r} is named twice")
         table[name] = int(size) if not colon else {"size": int(size), "type": kind}
@@ -451,14 +473,14 @@ def _mesh_axis(cx: _Ctx, spec: Any, where: list[Any]) -> tuple[str, Any, list[An
     """``(type, size, where the size is)`` of one mesh axis, given as its size or as a table
     ``{ size = 2, type = "explicit" }``; the size is the caller's to check."""
     if not isinstance(spec, Mapping):
-        return "auto", spec, where
+        return DEFAULT_AXIS_TYPE, spec, where
     for key in spec:
         if key not in ("size", "type"):
             raise cx.error(where + [str(key)], "unknown key (expected size or type)")
     if "size" not in spec:
         raise cx.error(where, "missing size")
-    kind = spec.get("type", "auto")
-    if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES:
+    kind = spec.get("type", DEFAULT_AXIS_TYPE)
+    if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES + (DEFAULT_AXIS_TYPE,):
         raise cx.error(where + ["type"], f"expected one of {', '.join(map(repr, MESH_AXIS_TYPES))}, "
                                          f"found {_show(kind)}")
     return kind, spec["size"], where + ["size"]

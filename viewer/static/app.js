@@ -18,7 +18,7 @@ import { exportPng, exportSvg } from "./draw/export.js";
 import { FIRST_FIT, READABLE_SCALE, setVocabulary } from "./draw/theme.js";
 import { describeState } from "./model/weights.js";
 import { $, el, clear } from "./dom.js";
-import { renderCoverage, renderMeshLegend, renderTitle, showFailure } from "./capture-screens.js";
+import { renderCompiledBanner, renderCoverage, renderMeshLegend, renderTitle, showFailure } from "./capture-screens.js";
 import { wireCanvas } from "./canvas-input.js";
 import { DiffPanel } from "./panels/diff.js";
 import { LinesPanel } from "./panels/lines.js";
@@ -26,7 +26,7 @@ import { SearchPanel } from "./panels/search.js";
 import { CostPanel } from "./panels/cost.js";
 import { installHooks } from "./hooks.js";
 
-/** @import { CaptureSummary, Failure, Frame, MeshLegend } from "./capture-screens.js" */
+/** @import { CaptureSummary, Frame } from "./capture-screens.js" */
 
 // The capture on screen: the store keeps the `api/capture` answer whole (the API client's
 // JSON); app.js reads it as the summary it is.
@@ -120,6 +120,7 @@ store.on("capture", (/** @type {CaptureChange} */ { capture }) => {
   renderTitle(capture);
   renderCoverage(capture, { banners, showAbout });
   renderMeshLegend(capture);
+  renderCompiledBanner(capture, { banners });
 });
 store.on("expansion", () => saveExpansion());
 store.on("options", (/** @type {StoreEvents["options"]} */ { weightPills, kernels, perDevice }) => {
@@ -201,7 +202,7 @@ async function boot() {
     updateZoomLabel(r);
     s.soon();
   };
-  wireCanvas(r, canvas, minimap, { store, toggle });
+  wireCanvas(r, canvas, minimap, { store, toggle, inspector });
   // Layouts are made for the screen they are shown on: a container taller than it
   // continues in the next column (layout.worker.js). The whole canvas: a side panel
   // opening or closing does not lay anything out again.
@@ -616,9 +617,10 @@ async function toggle(key) {
 /**
  * @param {string} status  what the status line says meanwhile
  * @param {() => Promise<boolean>} action  a store action that lays out (false: superseded)
+ * @param {{fit?: boolean}} [options]  fit: false keeps the view where it is
  * @returns {Promise<boolean>}
  */
-async function relayoutWith(status, action) {
+async function relayoutWith(status, action, { fit = true } = {}) {
   const r = renderer;
   const s = settler; // made with the renderer (boot)
   if (!r || !s) return false;
@@ -634,8 +636,8 @@ async function relayoutWith(status, action) {
   if (!ok) return false;
   setStatus("");
   if (store.selected && !store.itemOf(store.selected)) store.select(null);
-  r.fit();
-  await s.now({ refit: true });
+  if (fit) r.fit();
+  await s.now({ refit: fit });
   return true;
 }
 
@@ -666,7 +668,10 @@ function setWeightPills(on) {
 
 /** @param {boolean} on */
 function setPerDevice(on) {
-  return relayoutWith(on ? "Showing what one device holds…" : "Showing global shapes…", () => store.setPerDevice(on));
+  // The same graph with other shapes: the view stays where it is (a re-fit would zoom a
+  // large graph out to where no shape reads).
+  return relayoutWith(on ? "Showing what one device holds…" : "Showing global shapes…", () => store.setPerDevice(on),
+    { fit: false });
 }
 
 /** @param {boolean} on */

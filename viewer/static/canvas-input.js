@@ -1,22 +1,24 @@
 // The canvas's pointer and wheel: pan, pinch and wheel zoom, the minimap, hover tips (an
 // edge's value, a far name cut short), click to select, double-click to open. Moved out of
-// app.js, which wires it once the renderer exists; the store and the open/close of a
-// container come as an argument.
+// app.js, which wires it once the renderer exists; the store, the open/close of a
+// container and the inspector come as an argument.
 
 import { $ } from "./dom.js";
 
 /**
  * @typedef {import("./draw/renderer.js").Renderer} Renderer
  * @typedef {import("./model/store.js").Store} Store
+ * @typedef {import("./panels/inspector.js").Inspector} Inspector
  */
 
 /**
  * @param {Renderer} r
  * @param {HTMLElement} canvas
  * @param {HTMLElement} minimap
- * @param {{store: Store, toggle: (key: string) => unknown}} app  the page's store and its open/close of a container
+ * @param {{store: Store, toggle: (key: string) => Promise<unknown>, inspector: Inspector}} app  the page's store, its open/close
+ *   of a container and the inspector (a double-click that opens leaves it as it was)
  */
-export function wireCanvas(r, canvas, minimap, { store, toggle }) {
+export function wireCanvas(r, canvas, minimap, { store, toggle, inspector }) {
   /** @type {Map<number, [number, number]>} */
   const pointers = new Map();
   /** @type {{x: number, y: number, moved: number} | null} */
@@ -31,6 +33,13 @@ export function wireCanvas(r, canvas, minimap, { store, toggle }) {
     const rect = canvas.getBoundingClientRect();
     return [e.clientX - rect.left, e.clientY - rect.top];
   };
+  // Whether the inspector was open before a click sequence began: a double-click that
+  // expands a group leaves it as it was (its first click selected the group).
+  let inspectorBefore = false;
+  // A mouse event's detail counts the clicks of a sequence (a pointer event's is 0).
+  canvas.addEventListener("mousedown", (e) => {
+    if (e.detail <= 1) inspectorBefore = inspector.isOpen;
+  });
   canvas.addEventListener("pointerdown", (e) => {
     canvas.focus({ preventScroll: true });
     canvas.setPointerCapture(e.pointerId);
@@ -93,7 +102,14 @@ export function wireCanvas(r, canvas, minimap, { store, toggle }) {
     const [x, y] = local(e);
     const [wx, wy] = r.toWorld(x, y);
     const hit = store.model.hitTest(wx, wy);
-    if (hit && store.canOpen(hit.key)) toggle(hit.key);
+    if (hit && store.canOpen(hit.key)) {
+      // The group stays selected (Enter toggles it back); the inspector its first click
+      // opened closes again.
+      const wasOpen = inspectorBefore;
+      toggle(hit.key).then(() => {
+        if (!wasOpen) inspector.close();
+      });
+    }
   });
   canvas.addEventListener("wheel", (e) => {
     e.preventDefault();

@@ -1,11 +1,12 @@
 // What the page says about the capture on screen: its title, the coverage banner, the
-// failure page and the mesh legend, from `api/capture` (viewer/API.md). Moved out of app.js,
+// failure page, the mesh legend and the compiled program's banner, from `api/capture` (viewer/API.md). Moved out of app.js,
 // which calls them when the store's capture changes; what they call back in the page comes
 // as an argument.
 
 import { $, el, clear, jsonView } from "./dom.js";
 import { describeState } from "./model/weights.js";
 import { memoryLine } from "./model/viewmodel.js";
+import { formatBytes, formatFlops } from "./format.js";
 
 /** @typedef {import("./panels/banners.js").Banners} Banners */
 
@@ -35,6 +36,23 @@ import { memoryLine } from "./model/viewmodel.js";
  */
 
 /**
+ * The compiled program in words (`api/capture` `compiled`): status, counts, XLA's figures.
+ * @typedef {object} CompiledWords
+ * @property {string} [status]  "compiled" | "skipped" | "timeout" | "failed"
+ * @property {string} [reason]
+ * @property {number} [seconds]
+ * @property {number} [devices]
+ * @property {number} [count]
+ * @property {number} [attributed]
+ * @property {number} [unattributed]
+ * @property {string} [kinds]
+ * @property {string} [unattributed_kinds]
+ * @property {number} [bytes_sent_per_device]
+ * @property {{flops?: number}} [cost]
+ * @property {{peak?: number}} [memory]
+ */
+
+/**
  * `api/capture` as the app reads it (viewer/API.md).
  * @typedef {object} CaptureSummary
  * @property {number} id
@@ -48,6 +66,7 @@ import { memoryLine } from "./model/viewmodel.js";
  * @property {{files?: string[]} | null} [stale]
  * @property {Record<string, any>} [meta]  what the worker recorded (arbitrary JSON)
  * @property {MeshLegend | null} [mesh_legend]
+ * @property {CompiledWords} [compiled]  the program as XLA compiled it (capture.graph.compiled words)
  * @property {boolean} [setup]  false: this server has no setup form
  * @property {unknown} [vocabulary]  the words for group kinds and value roles (theme.js setVocabulary)
  */
@@ -168,7 +187,10 @@ export function showFailure(c, { banners, revealFrame, setStatus }) {
 // The mesh legend (a program split across devices): each mesh's axes, the devices and
 // whether they were simulated, and what one device holds; the server words it
 // (`mesh_legend`). Its "Per device shapes" toggle shows only with a mesh.
+let meshDetails = false; // the mesh legend's details shown (its "details" button)
+
 /** @param {CaptureSummary | null} c */
+// eslint-disable-next-line complexity -- the legend's mesh rows, its details and the compiled program's line, each only when present
 export function renderMeshLegend(c) {
   const legend = c && !c.failure ? c.mesh_legend : null;
   $("mesh-legend").hidden = !legend;
@@ -176,14 +198,79 @@ export function renderMeshLegend(c) {
   // The legend holds the "Per device shapes" toggle (the toolbar has no room left).
   const box = $("mesh-rows");
   box.replaceChildren();
-  const several = (legend.meshes || []).length > 1;
+  // One line each: the meshes (the same axes named by the recipe and again by the
+  // program, a Mesh and its AbstractMesh, are one row), and the keys; the rest (devices,
+  // memory, the compiled program) behind "details", so the graph's corner stays free.
+  /** @type {Map<string, number[]>} */
+  const rows = new Map();
   for (const m of legend.meshes || []) {
-    box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, several ? `mesh ${m.id}` : "mesh"),
-      " ", el("span", { class: "mesh-axes" }, String(m.text)), ` · ${m.devices} devices`));
+    const k = `${m.text} · ${m.devices} devices`;
+    rows.set(k, [...(rows.get(k) || []), m.id]);
   }
-  if (legend.devices) box.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
+  for (const [k, ids] of rows) {
+    box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, rows.size > 1 ? `mesh ${ids.join(", ")}` : "mesh"),
+      " ", el("span", { class: "mesh-axes" }, k.split(" · ")[0]), ` · ${k.split(" · ")[1]}`));
+  }
+  box.append(el("div", { class: "mesh-row mesh-key" }, el("span", { class: "mesh-collective" }, "⇄ collective"),
+    " the program writes · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"));
+  const more = el("div", { class: "mesh-more", id: "mesh-more" });
+  more.hidden = !meshDetails;
+  if (legend.devices) more.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
   const memory = memoryLine(legend.memory); // worded as group cards word it
-  if (memory) box.append(el("div", { class: "mesh-row" }, memory));
-  box.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data · ",
-    el("span", { class: "mesh-collective" }, "⇄ collective")));
+  if (memory) more.append(el("div", { class: "mesh-row" }, memory));
+  more.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data"));
+  const compiled = c ? c.compiled : null;
+  if (compiled && compiled.status === "compiled") {
+    const n = compiled.count || 0;
+    const lost = compiled.unattributed || 0;
+    more.append(el("div", { class: "mesh-row", "data-compiled": String(n) },
+      n ? `compiled: ${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || ""})${lost ? `, ${lost} on no op` : ""}`
+        : "compiled: no communication"));
+    // XLA's own figures for the program one device runs, beside TensorViz's bound above
+    const xla = [];
+    if (compiled.cost && typeof compiled.cost.flops === "number") xla.push(formatFlops(compiled.cost.flops));
+    if (compiled.memory && typeof compiled.memory.peak === "number") xla.push(`peak ${formatBytes(compiled.memory.peak)}`);
+    if (xla.length) more.append(el("div", { class: "mesh-row" }, `XLA per device: ${xla.join(" · ")}`));
+  } else if (compiled) {
+    more.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
+  } else {
+    more.append(el("div", { class: "mesh-row mesh-key" }, "compiler collectives: not known (compile = \"on\")"));
+  }
+  const toggle = el("button", { type: "button", class: "mesh-details", "aria-expanded": String(meshDetails),
+    onclick: () => {
+      meshDetails = !meshDetails;
+      more.hidden = !meshDetails;
+      toggle.setAttribute("aria-expanded", String(meshDetails));
+      toggle.textContent = meshDetails ? "less" : "details";
+    } }, meshDetails ? "less" : "details");
+  box.append(more);
+  const aside = $("mesh-legend");
+  for (const old of aside.querySelectorAll(".mesh-details")) old.remove();
+  aside.append(toggle); // beside "Per device shapes"
+}
+
+// The compiled program's banner: the collectives XLA runs that map onto no op (counted,
+// never hidden), or why it was not compiled.
+/**
+ * @param {CaptureSummary | null} c
+ * @param {{banners: Banners}} app  the page's banners
+ */
+// eslint-disable-next-line complexity -- one banner's wording per compile outcome (none, not compiled, compiled, ops on no op)
+export function renderCompiledBanner(c, { banners }) {
+  const compiled = c && !c.failure ? c.compiled : null;
+  if (!compiled) {
+    banners.drop("compiled");
+    return;
+  }
+  if (compiled.status !== "compiled") {
+    banners.set("compiled", "warn", "Not compiled", `The compiler's collectives and per-device figures are not shown: ${compiled.reason || compiled.status}`);
+    return;
+  }
+  const lost = compiled.unattributed || 0;
+  const n = compiled.count || 0;
+  const nd = compiled.devices || 1;
+  const head = `XLA compiled the program for ${nd} device${nd === 1 ? "" : "s"} in ${Number(compiled.seconds || 0).toFixed(2)} s: ` +
+    `${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || "none"}), ${compiled.attributed || 0} drawn on their ops (⇆ XLA)`;
+  if (lost) banners.set("compiled", "warn", "Compiled", `${head}; ${lost} map onto no op: ${compiled.unattributed_kinds || ""}.`);
+  else banners.set("compiled", "info", "Compiled", `${head}.`);
 }

@@ -35,8 +35,9 @@
  * @property {number} [uncounted]  ops inside that no rule counted (not in `flops`)
  * @property {boolean} [estimate]
  * @property {boolean} [template]  one iteration of a body that did not run
+ * @property {string} [scope]  a program split across devices: "global", or "per device" inside a shard_map body
  * @property {{flops: number, bytes: number}} [per_block]  a stack's: its first repetition's
- * @property {Record<string, number>} [flops_by_kind]  FLOPs by kind (matmul, attention, …: API.md)
+ * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
  */
 
 /**
@@ -85,6 +86,8 @@
  * @property {ItemCost} [cost]
  * @property {DeviceMemory} [per_device_memory]  a group of a program split across devices
  * @property {Collective} [collective]  a node of a collective
+ * @property {unknown} [compiled]  a node: the collectives XLA runs for it (a list); a group: their count and kinds
+ * @property {number} [compiled_total]  a node: how many compiled collectives it has
  * @property {{count: number, ops?: string[]}} [kernels]  a function call: its kernels
  * @property {{count: number, index: number}} [identical]  siblings of the same structure
  * @property {number} [opaque_count]

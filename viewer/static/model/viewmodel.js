@@ -493,6 +493,8 @@ export class GraphModel {
     if (card === "op" || card === "function") return opEntry(item, within, weightPills);
     /** @type {Entry} */
     const entry = { kind: item.type, title: item.label || itemKey(item), lines: linesOf(item), tag: cardTag(item) };
+    const inside = /** @type {{count?: number} | undefined} */ (item.compiled);
+    if (inside && inside.count) entry.compiler = `⇆ XLA ×${inside.count}`; // the compiler's collectives inside
     return entry;
   }
 

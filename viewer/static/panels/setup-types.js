@@ -70,6 +70,7 @@ export {};
  * @property {ConfigClass} [config]
  * @property {string} [text]
  * @property {string} [example]
+ * @property {Json} [suggested]  what the command line would suggest (a small size, a required field), the starting value when nothing is saved
  */
 
 /** @typedef {{value?: string | null, placeholder?: string, contract?: string}} Factory  an init or inputs factory offered */
@@ -113,6 +114,7 @@ export {};
  * @property {RecipeInit} [init]
  * @property {RecipeInputs} [inputs]
  * @property {string[]} [steps_text]
+ * @property {string[]} [before_text]  the calls before construction, one a line (read on the server)
  * @property {Json} [mesh]  saved as a table; the form writes the `--mesh` text
  * @property {string} [evidence]
  * @property {string} [device]
@@ -130,6 +132,7 @@ export {};
  * @property {{init?: Factory | null, inputs?: Factory | null}} [factories]
  * @property {EvidenceChoice | null} [evidence]
  * @property {Steps | null} [steps]
+ * @property {Steps | null} [before]  calls before construction (library state), one a line
  * @property {MeshText | null} [mesh]
  * @property {DeviceChoice | null} [device]
  * @property {{qualname?: string, kind?: string, framework?: string}} [symbol]  the symbol set up

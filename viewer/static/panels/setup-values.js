@@ -221,6 +221,10 @@ export function collectRecipe(form) {
   if (steps && !form.part("#setup-steps-box").hidden) {
     recipe.steps_text = steps.value.split("\n").map((line) => line.trim()).filter(Boolean);
   }
+  const before = /** @type {HTMLTextAreaElement | null} */ (form.find("#setup-before"));
+  if (before && !form.part("#setup-before-box").hidden) {
+    recipe.before_text = before.value.split("\n").map((line) => line.trim()).filter(Boolean);
+  }
   const mesh = /** @type {HTMLInputElement | null} */ (form.find("#setup-mesh input"));
   if (mesh && !form.part("#setup-mesh").hidden) {
     const text = mesh.value.trim();

@@ -10,7 +10,7 @@
   script in a folder without ``__init__.py``);
 * ``--input NAME=VALUE`` (a keyword input) or ``--input VALUE`` (the next positional);
 * ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way; a
-  VALUE (:mod:`tensorviz_lsp.cli.shorthand_values`) is a tensor, a Python literal or a call
+  VALUE (:mod:`tensorviz_lsp.setup.shorthand_values`) is a tensor, a Python literal or a call
   (``--init 'config=GPTConfig(n_layer=4, n_embd=128)'``), read without evaluating it;
 * ``--init-factory REF`` / ``--inputs-factory REF`` — a function of yours that builds the
   model / returns its inputs (``init.factory`` / ``inputs.factory``); REF is
@@ -35,8 +35,11 @@
   ``forward`` parameter (``inputs.fixture_keys``); keyword ``--input``s join it. PATHs
   are relative to the current folder (or absolute) and must lie inside the workspace;
   they are saved workspace-relative;
+* ``--compile auto|on|off`` (JAX) — compile the traced program for the devices and read
+  what XLA runs (``compile``; ``auto``: with a mesh);
 * ``--mesh AXES`` — run under a device mesh (``mesh = { data = 4, model = 2 }``):
-  ``data=4,model=2``, axis sizes major to minor, ``model=2:explicit`` for a JAX axis type;
+  ``data=4,model=2``, axis sizes major to minor (a JAX axis gets ``jax.make_mesh``'s default
+  type, Explicit), ``model=2:auto`` or ``:explicit`` for a JAX axis type;
   ``--mesh none`` removes a saved mesh (:func:`mesh_table`);
 * ``--env NAME=VALUE`` (``tensorviz capture``/``open``) — environment for the worker only,
   e.g. ``JAX_ENABLE_X64=1`` for 64-bit JAX inputs; never saved in the profile.
@@ -45,7 +48,7 @@ The profile is the one already saved for the symbol (the first whose ``model`` n
 it, whatever its name), else a new one named like the symbol (``GPT``; ``GPT_2`` when
 that name is taken), as the editor's lens names it. What the setup then still lacks (a
 required constructor field or input, an input name the callable does not take) is
-:mod:`tensorviz_lsp.cli.setup_check`'s to say, before anything is saved or run.
+:mod:`tensorviz_lsp.setup.setup_check`'s to say, before anything is saved or run.
 """
 
 from __future__ import annotations
@@ -176,8 +179,36 @@ def call_setup(arguments: list[str], what: str = "--input", resolve: Resolve | N
     return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
 
 
+BEFORE_HELP = """\
+BEFORE (of --before, repeatable, in order) is a call made in the capture worker before the
+model (and its --init values) is built, for its effect on library state the constructor
+reads; what it returns is dropped:
+  fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)
+  torch.distributed.init_process_group('gloo', init_method='tcp://127.0.0.1:29512', rank=0, world_size=1)
+  setup.init_state()                       a function of yours (a workspace module)
+A dotted name is looked up as for a VALUE's call (the model's module, then a workspace
+module or an installed package); arguments are VALUEs."""
+
+
+def add_before(data: dict[str, Any], texts: list[str], resolve: Resolve | None = None) -> None:
+    """Repeated ``--before`` calls (:data:`BEFORE_HELP`) as the profile's ``init.before``;
+    they replace the calls saved before."""
+    calls = []
+    for text in texts:
+        try:
+            desc = parse_value_spec(text, resolve).to_dict()
+        except ShorthandError as exc:
+            raise ArgumentError("--before", None, text, str(exc)) from None
+        if not (isinstance(desc, dict) and desc.get("kind") == "call"):
+            raise ArgumentError("--before", None, text, "a step before construction is a call, e.g. "
+                                                        "fairscale.nn.model_parallel.initialize."
+                                                        "initialize_model_parallel(1)")
+        calls.append(desc)
+    data["init"]["before"] = calls
+
+
 def add_steps(data: dict[str, Any], texts: list[str], resolve: Resolve | None = None) -> None:
-    """Repeated ``--then`` STEPs (:data:`~tensorviz_lsp.cli.shorthand_values.STEP_HELP`)
+    """Repeated ``--then`` STEPs (:data:`~tensorviz_lsp.setup.shorthand_values.STEP_HELP`)
     into a profile's plain data: ``model.…`` into ``init.then``, ``NAME.…`` into the
     ``then`` of the ``--init`` argument ``NAME`` (a call). They replace the steps saved
     before (init's and those calls')."""
@@ -440,7 +471,12 @@ class TokenIds:
 
     def high(self, name: str, init: dict[str, Any]) -> int | None:
         """The exclusive bound of input ``name``'s ids under ``init`` (a recipe's init
-        table), or None when it is not token ids or nothing says how many there are."""
+        table), or None when it is not token ids or nothing says how many there are (a
+        sentinel default such as ``vocab_size: int = -1`` says nothing)."""
+        high = self._high(name, init)
+        return high if type(high) is int and high > 0 else None
+
+    def _high(self, name: str, init: dict[str, Any]) -> int | None:
         if name not in self.by_name:
             return None
         high_from, high = self.by_name[name]
@@ -595,6 +631,20 @@ def _run_choices(data: dict[str, Any], *, framework: str | None, discovered: str
         data["seed"] = seed
 
 
+def _compile_choice(data: dict[str, Any], mode: str | None) -> None:
+    """``--compile auto|on|off`` into the recipe's ``compile`` (JAX: whether XLA compiles
+    the traced program for the devices; ``auto``, the default, is left unwritten)."""
+    if mode is None:
+        return
+    if data.get("framework") != "jax":
+        raise ShorthandError(f"--compile is a JAX choice (XLA compiles the traced program); a {data.get('framework')} "
+                             "capture does not compile")
+    if mode == "auto":
+        data.pop("compile", None)
+    else:
+        data["compile"] = mode
+
+
 def _mesh_choice(data: dict[str, Any], mesh: str | None) -> None:
     """``--mesh`` into the recipe's ``mesh`` table; ``--mesh none`` removes a saved one."""
     if mesh is None:
@@ -626,9 +676,11 @@ def build_recipe(
     evidence: str | None = None,
     dtype: str | None = None,
     mesh: str | None = None,
+    compile_mode: str | None = None,
     resolve: Resolve | None = None,
     tokens: TokenIds | None = None,
     steps: list[str] | None = None,
+    before: list[str] | None = None,
 ) -> Recipe:
     """The profile the shorthand describes. With ``existing`` (the saved profile of the
     same name), everything the shorthand does not give is kept from it: ``inputs`` only
@@ -648,11 +700,13 @@ def build_recipe(
     ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``); ``dtype`` its
     Torch ``dtype`` (the floating dtype the model is built in);
     ``mesh`` the ``--mesh`` text (:func:`mesh_table`; ``"none"`` removes a saved mesh);
+    ``compile_mode`` the ``--compile`` choice (JAX: ``auto``, ``on``, ``off``);
     ``resolve`` how a called name in a VALUE becomes a target (:func:`names_for`);
     ``tokens`` the token-id inputs discovery read (:class:`TokenIds`), whose ``int64[…]``
     without a generator draws ids below the vocabulary; ``steps`` the ``--then`` STEPs
     (:func:`add_steps`: they replace the saved steps; without any, ``init.then`` is kept
-    from the saved profile, also when ``--init`` replaces its arguments)."""
+    from the saved profile, also when ``--init`` replaces its arguments); ``before`` the
+    ``--before`` calls (:func:`add_before`, likewise replacing or keeping the saved ones)."""
     _refuse_both_ways(inits=inits, init_factory=init_factory, inputs=inputs, inputs_factory=inputs_factory,
                       fixture=fixture)
     name = name or (existing.name if existing else default_profile_name(target))
@@ -661,18 +715,21 @@ def build_recipe(
     else:
         base = Recipe(name=name, model=target.ref, framework_explicit=False)
     data = base.to_dict()
-    saved_init = {k: data["init"][k] for k in ("checkpoint", "strict", "then") if k in data["init"]}
+    saved_init = {k: data["init"][k] for k in ("checkpoint", "strict", "then", "before") if k in data["init"]}
     _inputs_choice(data, inputs=inputs, fixture=fixture, fixture_key=fixture_key, inputs_factory=inputs_factory,
                    resolve=resolve)
     _init_choice(data, inits=inits, init_factory=init_factory, saved_init=saved_init, resolve=resolve)
     if steps:
         add_steps(data, steps, resolve)
+    if before:
+        add_before(data, before, resolve)
     if tokens is not None and inputs and fixture is None and inputs_factory is None:
         _token_generators(data, inputs, tokens)
     _checkpoint_choice(data, checkpoint, strict)
     _run_choices(data, framework=framework, discovered=discovered, device=device, seed=seed)
     _torch_choices(data, evidence, dtype)
     _mesh_choice(data, mesh)
+    _compile_choice(data, compile_mode)
     recipe = Recipe.from_dict(data)
     explicit = framework is not None or (existing is not None and existing.framework_explicit)
     return replace(recipe, framework_explicit=explicit or recipe.framework != "torch")
