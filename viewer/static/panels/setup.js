@@ -92,7 +92,7 @@ import { Panel } from "./panel.js";
 /** @typedef {{frameworks?: string[], checkpoint?: string[], fixture?: string[]}} SavedFilesSpec  who loads saved files, and their suffixes */
 
 /**
- * What the form may offer (viewer/server/app.py form_schema): the recipe's dtype and
+ * What the form may offer (viewer/server/handlers.py form_schema): the recipe's dtype and
  * generator lists, the generators given a fill value and a bound, the profile-name rule.
  * @typedef {object} FormSchema
  * @property {string[]} [dtypes]
@@ -217,7 +217,7 @@ export class SetupForm extends Panel {
     return this.data ? this.data.profile : null;
   }
 
-  // The server's schema, sent with every form (viewer/server/app.py form_schema).
+  // The server's schema, sent with every form (viewer/server/handlers.py form_schema).
   get schema() {
     const s = (this.data && this.data.schema) || {};
     return {
