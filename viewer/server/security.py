@@ -65,7 +65,6 @@ class _ApiError(Exception):
         self.status, self.message, self.extra = status, message, extra or {}
 
 
-
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
