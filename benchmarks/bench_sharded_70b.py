@@ -98,6 +98,7 @@ model = "transformer:Transformer"
 mesh = {{ fsdp = {{ size = 8, type = "explicit" }}, tp = {{ size = 8, type = "explicit" }} }}
 init = {{ factory = "llama70b:model" }}
 inputs = {{ factory = "llama70b:batch" }}
+compile = "{compile}"
 '''
 
 STANDINS = {
@@ -157,6 +158,10 @@ def main() -> int:
     p.add_argument("--gemma", required=True, help="examples/gemma of a google/flax checkout")
     p.add_argument("--layers", type=int, default=80)
     p.add_argument("--keep", help="keep the workspace here (else a temporary folder)")
+    p.add_argument("--compile", choices=("auto", "on", "off"), default="auto",
+                   help="the recipe's compile setting (auto: XLA compiles the program for the 64 devices)")
+    p.add_argument("--compile-timeout", type=float, default=None,
+                   help="seconds XLA may take (the capture's --compile-timeout; default the capture's own)")
     args = p.parse_args()
     src = Path(args.gemma)
     missing = [f for f in GEMMA_FILES if not (src / f"{f}.py").is_file()]
@@ -179,12 +184,14 @@ def main() -> int:
     (ws / "llama70b.py").write_text(textwrap.dedent(FACTORY.format(
         layers=args.layers, sizes=LLAMA3_70B, batch=BATCH, seq=SEQ)).lstrip())
     (ws / ".tensorviz").mkdir(exist_ok=True)
-    (ws / ".tensorviz" / "recipes.toml").write_text(textwrap.dedent(RECIPE.format()).lstrip())
+    (ws / ".tensorviz" / "recipes.toml").write_text(textwrap.dedent(RECIPE.format(compile=args.compile)).lstrip())
     out = ws / "llama70b.tvg"
     print(f"workspace {ws}; stand-ins: {', '.join(standins) or 'none'}; load average {_load():.1f}")
 
     cmd = [sys.executable, "-c", MEASURE, sys.executable, "-m", "tensorviz_lsp", "capture", "--workspace", str(ws),
            "--profile", "llama70b", "-o", str(out), "--timeout", "900"]
+    if args.compile_timeout:
+        cmd += ["--compile-timeout", str(args.compile_timeout)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     try:
@@ -225,6 +232,23 @@ def main() -> int:
           f"({analytic / gb:.3f} GiB): {100 * diff:+.3f} % (target within 1 %: {'met' if abs(diff) < 0.01 else 'NOT met'})")
     print(f"per device, all: params {memory['param_bytes'] / gb:.3f} GiB, inputs {memory['input_bytes']:,} B, "
           f"activations {memory['activation_bytes'] / (1 << 20):.1f} MiB (every intermediate held at once)")
+    compiled = cap.compiled
+    if compiled is None:
+        print("compiled: not compiled (compile = \"off\")")
+    elif compiled.get("status") != "compiled":
+        print(f"compiled: {compiled['status']} after {compiled.get('seconds', 0):.1f} s: {compiled.get('reason', '')}")
+    else:
+        items = compiled["collectives"]
+        kinds: dict[str, int] = {}
+        for c in items:
+            kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
+        mem = compiled.get("memory") or {}
+        print(f"compiled by XLA in {compiled['seconds']:.1f} s (+{compiled.get('read_seconds', 0):.1f} s read): "
+              f"{len(items):,} collectives ({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}), "
+              f"{compiled['attributed']:,} on their nodes, {compiled['unattributed']:,} unattributed; "
+              f"XLA per device: {compiled.get('cost', {}).get('flops', 0) / 1e9:.1f} GFLOP, "
+              f"peak {mem.get('peak', 0) / gb:.2f} GiB (temporaries {mem.get('temporaries', 0) / gb:.2f} GiB)")
+        print(f"reading the compiled program, s: {compiled.get('read_parts')}")
     print(f"load average now {_load():.1f}")
     if not args.keep:
         shutil.rmtree(ws, ignore_errors=True)

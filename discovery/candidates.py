@@ -12,7 +12,7 @@ from .function_bodies import Bodies
 from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only, init_fields
 from .frameworks import NNX_RNGS, FrameworkBase
 from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
-from .jax_usage import JaxEvidence, jax_evidence
+from .jax_usage import JaxEvidence, jax_evidence, transformed_function
 from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignment
 from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of
@@ -71,6 +71,7 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
             evidence = jax_evidence(function, ns)
             if evidence is not None:
                 candidates.append(_function_candidate(function, evidence, analysis, configs, locate))
+        candidates.extend(_transformed_candidates(parsed.module, ns, analysis, configs, locate))
 
     candidates.sort(key=lambda c: (c.range.start.line, c.range.start.character))
     return candidates
@@ -145,6 +146,26 @@ def _function_candidate(
         setup_fields=(),
         setup_fields_complete=True,
     )
+
+
+def _transformed_candidates(module: cst.Module, ns: Namespace, analysis: ModuleAnalysis, configs: ConfigReader,
+                            locate: Locate) -> list[Candidate]:
+    """Top-level ``step = jax.jit(f)`` / ``grad_loss = jax.grad(loss)`` over a function of
+    this file: a candidate named by the assignment, taking the function's inputs."""
+    functions = {identifier(f.name.value): f for f in ns.top_level_functions() if f.asynchronous is None}
+    found = []
+    for stmt in module.body:
+        assigned = partial_assignment(stmt)
+        got = transformed_function(assigned[1], ns, functions) if assigned is not None else None
+        if got is None or assigned is None:
+            continue
+        function, evidence = got
+        name = identifier(assigned[0].value)
+        base = _function_candidate(function, evidence, analysis, configs, locate)
+        name_range, whole = locate(name)
+        found.append(replace(base, name=name, qualname=name, name_range=name_range, range=whole,
+                             reason=f"{evidence.transform} of {base.qualname}, assigned at the top level"))
+    return found
 
 
 def _call_input(param: ParameterInfo, *, static: bool = False, config: ConfigClass | None = None,

@@ -51,6 +51,21 @@ def jax_evidence(function: cst.FunctionDef, ns: Namespace) -> JaxEvidence | None
     return None
 
 
+def transformed_function(call: cst.Call, ns: Namespace,
+                         functions: dict[str, cst.FunctionDef]) -> tuple[cst.FunctionDef, JaxEvidence] | None:
+    """``step = jax.jit(train_step, static_argnums=1)`` / ``grad_loss = jax.grad(loss)`` at
+    the top level: the function of this file it transforms and the transform, as evidence."""
+    found = _transform(call, ns)
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if found is None or not positional or not isinstance(positional[0].value, cst.Name):
+        return None
+    function = functions.get(positional[0].value.value)
+    if function is None:
+        return None
+    transform, nums, names = found
+    return function, JaxEvidence(transform, source_text(call.func), (), nums, names)
+
+
 # --- decorators -------------------------------------------------------------------------
 
 

@@ -100,6 +100,13 @@ def definition_spans(tree: ast.Module) -> dict[str, DefinitionSpan]:
     return spans
 
 
+#: The spellings of a top-level ``NAME = CALL(...)`` that may name a candidate:
+#: ``functools.partial`` of a model class, a JAX transform of a function
+#: (``step = jax.jit(train_step)``, ``grad_loss = jax.grad(loss)``); the namespace decides.
+ASSIGNED_CALLS = frozenset({"partial", "jit", "grad", "value_and_grad", "vmap", "pmap", "checkpoint", "remat",
+                            "jacfwd", "jacrev", "hessian", "shard_map"})
+
+
 def _partial_assignment(node: ast.stmt) -> ast.Name | None:
     """The target of ``NAME = partial(...)``/``NAME = functools.partial(...)``, else None.
     Only the spelling is checked here: discovery's namespace decides what ``partial`` is."""
@@ -110,7 +117,7 @@ def _partial_assignment(node: ast.stmt) -> ast.Name | None:
         return None
     func = call.func
     spelled = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return node.targets[0] if spelled == "partial" else None
+    return node.targets[0] if spelled in ASSIGNED_CALLS else None
 
 
 def partial_assignment(stmt: cst.BaseStatement) -> tuple[cst.Name, cst.Call] | None:
@@ -125,7 +132,7 @@ def partial_assignment(stmt: cst.BaseStatement) -> tuple[cst.Name, cst.Call] | N
         return None
     func = call.func
     spelled = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else None
-    return (target, call) if spelled == "partial" else None
+    return (target, call) if spelled in ASSIGNED_CALLS else None
 
 
 class AstLocator:

@@ -7,13 +7,15 @@ captures in process, in the worker's order, then ``capture.graph.device_memory``
 worker's result does), each written to a graph file; the tests read the files.
 
 ``python sharded_captures.py CASES.json OUT_DIR``: CASES maps a case name to
-``{"framework": "jax"|"torch", "root": workspace, "table": profile table}``, plus an
+``{"framework": "jax"|"torch", "root": workspace, "table": profile table, "limits": {...}}``
+(limits optional: ``capture.worker.limits.Limits.from_dict``), plus an
 optional ``"extra"``: the name of a function of this module run after the captures
 (its JSON result goes to ``OUT_DIR/extra.json``)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import traceback
@@ -59,7 +61,10 @@ def _main(spec: str, out: str) -> int:
         else:
             from capture.torch import framework as fw
         try:
-            cap, _ = run_framework(fw, Path(case["root"]), case["table"], None)
+            from capture.worker.limits import Limits
+
+            limits = Limits.from_dict(case["limits"]) if case.get("limits") else None
+            cap, _ = run_framework(fw, Path(case["root"]), case["table"], limits)
             annotate(cap)
             graphfile.write(cap, Path(out) / f"{name}.tvg")
         except Exception:
@@ -103,4 +108,9 @@ def jaxpr_primitives(root: str, module: str, function: str, inputs: str, mesh: d
 
 
 if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1], sys.argv[2]))
+    code = _main(sys.argv[1], sys.argv[2])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # As the worker ends (capture.worker.request.flush_and_exit): without finalising the
+    # interpreter, where a compile past its deadline still runs on its thread.
+    os._exit(code)

@@ -17,6 +17,7 @@ from .map_columns import MapColumns, unpack_maps
 from .packed import Invalid as _Invalid
 from .packed import need as _need
 from .packed import packed_ints as _packed_ints
+from .compiled import CompiledError, check_compiled
 from .sharding import ShardingError, check_devices, check_meshes, check_sharding
 from .tables import NodeTable, ValueTable
 from .model import (
@@ -198,6 +199,7 @@ def _build(body: Any, header: dict[str, Any], version: int) -> Capture:
     n_nodes = len(nodes)
 
     cost = _cost(b.get("cost"), n_nodes, ints)
+    compiled = _read_compiled(b.get("compiled"), n_nodes)
     inputs = _tree(b.get("inputs"), "inputs", n_values)
     outputs = _tree(b.get("outputs"), "outputs", n_values)
     sources = _read_sources(b.get("sources"))
@@ -230,7 +232,19 @@ def _build(body: Any, header: dict[str, Any], version: int) -> Capture:
         meshes=meshes,
         devices=devices,
         cost=cost,
+        compiled=compiled,
     )
+
+
+def _read_compiled(obj: Any, n_nodes: int) -> dict[str, Any] | None:
+    """``Capture.compiled`` (``capture.graph.compiled.check_compiled``), within the nesting every reader allows."""
+    try:
+        compiled = check_compiled(obj, n_nodes)
+    except CompiledError as exc:
+        raise _Invalid(str(exc)) from None
+    if compiled is not None and not _within_depth([compiled]):
+        raise _Invalid("compiled: nested too deeply")
+    return compiled
 
 
 def _read_coverage(obj: Any) -> Coverage:

@@ -111,6 +111,8 @@ def _encode(capture: Capture, version: int) -> bytes:
         body["meshes"] = capture.meshes
     if capture.devices is not None:
         body["devices"] = capture.devices
+    if capture.compiled is not None:  # the program as XLA compiled it (capture.graph.compiled)
+        body["compiled"] = capture.compiled
     library = [i for i, f in enumerate(capture.frames) if f.library]
     if library:  # the frames that name an installed library file (absolute path)
         body["library_frames"] = library

@@ -216,6 +216,10 @@ class Capture:
     # What each node costs (FLOPs, bytes), counted in the worker; None: not counted (a
     # file written before costs were, or a failed capture).
     cost: NodeCosts | None = None
+    # The program as XLA compiled it for the capture's devices: the collectives the compiler
+    # runs (each with the node it came from), per-device FLOPs and memory
+    # (``capture.graph.compiled``); None: not compiled.
+    compiled: dict[str, Any] | None = None
 
     @property
     def format(self) -> str:
@@ -360,6 +364,7 @@ def to_json(capture: Capture) -> dict[str, Any]:
         **({"meshes": capture.meshes} if capture.meshes else {}),
         **({"devices": capture.devices} if capture.devices is not None else {}),
         **({"cost": capture.cost.json()} if capture.cost is not None else {}),
+        **({"compiled": capture.compiled} if capture.compiled is not None else {}),
     }
 
 

@@ -449,6 +449,8 @@ def _fill(conv: Any, eqn: Any, nid: int, gid: int, frame: int | None, role: _Rol
                 entry["literal"] = op.literal
             elif conv.local_mesh is not None:
                 _shard_of(conv, vid, op.value)
+            else:
+                _split_of(conv, vid, op.value, stands_for)
         parameters.append(entry)
     attrs["parameters"] = parameters
     before = len(conv.nodes)
@@ -478,6 +480,27 @@ def _shard_of(conv: Any, vid: int, outer: int) -> None:
         return
     conv.values[vid].sharding = {**local, "spec": [list(s) if s is not None else None for s in split["spec"]],
                                  "global_shape": list(conv.values[outer].shape), "source": "shard_map in_specs"}
+
+
+def _split_of(conv: Any, vid: int, outer: int, stands_for: str) -> None:
+    """A scan/while/cond body parameter whose type says nothing of its split (automatic
+    axes): the outer value's split, so that an opened body keeps a weight's
+    ``1024@model``. An ``xs`` slice drops the scanned (leading) dimension."""
+    from ..graph.sharding import sharding_record
+
+    value, split = conv.values[vid], conv.values[outer].sharding
+    if value.sharding is not None or not isinstance(split, dict) or split.get("local") or "mesh" not in split:
+        return
+    spec = split.get("spec") or []
+    if stands_for.startswith("xs ") and len(value.shape) == len(spec) - 1:
+        if spec[0]:
+            return  # the scanned dimension itself is split: each slice lies on some devices only
+        spec = spec[1:]
+    elif len(value.shape) != len(spec):
+        return
+    mesh = split["mesh"]
+    conv.values[vid].sharding = sharding_record(mesh, list(value.shape), spec, conv.shardings.sizes(mesh),
+                                                source="the outer value's split")
 
 
 def _body_name(jaxpr: Any, role: str) -> str:

@@ -675,6 +675,7 @@ def convert(
     shardings: JaxShardings | None = None,
     input_shardings: list | None = None,
     axis_sizes: dict[str, int] | None = None,
+    eqns_out: list | None = None,
 ) -> Capture:
     """The canonical capture of ``closed_jaxpr``.
 
@@ -688,6 +689,8 @@ def convert(
     capture's meshes (the recipe's already added); ``input_shardings``: per jaxpr input,
     its placement (``capture.jax.shardings.leaf_sharding``) or None; ``axis_sizes``: the
     sizes of axes the trace bound (``axis_env``), for collectives outside a ``shard_map``.
+    ``eqns_out``: when given, receives the equation behind each node (``capture.jax.compiled``
+    maps compiled collectives onto them).
     """
     import jax
 
@@ -755,6 +758,8 @@ def convert(
         cost = count(conv.nodes, conv.groups, conv.eqns)
     except Exception as exc:  # a counter that fails leaves the capture without costs, saying why
         info["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
+    if eqns_out is not None:
+        eqns_out.extend(conv.eqns)
     return Capture(
         backend="jaxpr",
         framework="jax",

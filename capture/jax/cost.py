@@ -25,6 +25,8 @@ first rule that applies:
   ``pad``, ``iota``…: no FLOPs, their bytes;
 * ``collective``: ``psum``, ``all_gather``…: no FLOPs here (what crosses devices is the
   sharding figures' business), their bytes;
+* ``shard_map``: its body × the devices of its manual axes (each runs the body once on its
+  shard: the global figure; the body's own rows stay per device);
 * control flow: a ``scan`` is its body × its length, a ``cond`` its largest branch, both
   marked as estimates (``NodeCosts.estimates``); a ``while`` is uncounted (its trip count
   is decided at run time), as is a boundary whose body stayed closed. The bodies' own
@@ -65,6 +67,8 @@ RULES = {
     "data movement": "copies, casts, slices, concatenations, transposes: no FLOPs, the bytes they move",
     "collective": "a collective: no FLOPs counted here, its bytes",
     "scan body × length": "estimate: the scan's body (one iteration, as traced) times its length",
+    "shard_map body × devices": "a shard_map: its body (the program one device runs, per-device shapes) times the "
+                                "devices that run it (the global figure; the body's own rows are per device)",
     "cond: largest branch": "estimate: the cond's largest branch (which one runs is decided at run time)",
     "while: trip count unknown": "uncounted: a while loop's trip count is decided at run time "
                                  "(its body is counted once, as traced)",
@@ -293,7 +297,7 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     flops, read, written, rule = [0] * n, [0] * n, [0] * n, [0] * n
     boundaries = []
     for i, (node, eqn) in enumerate(zip(nodes, eqns)):
-        if node.opaque or node.op == "pallas_call":
+        if node.opaque or node.op in ("pallas_call", "shard_map"):  # a shard_map's body is open; its node counts it
             boundaries.append(i)
             if eqn.primitive.name not in ("scan", "cond", "while") and costs.rule_of(eqn.primitive) is not None:
                 boundaries.pop()  # a scatter with its update function: roofline counts it
@@ -364,6 +368,11 @@ def _boundary(prim: str, eqn: Any, mine: list[int], closed: bool, sums: list,
         return figures, why, OVERFLOW_REASON if figures[0] < 0 and why != "no rule" else None
     if prim == "while":
         return _NONE, "while: trip count unknown", RULES["while: trip count unknown"]
+    if prim == "shard_map" and mine and not closed and type(groups[mine[0]].attrs.get("devices")) is int:
+        # every device runs the body once on its shard: the whole program is the body × the devices
+        devices = groups[mine[0]].attrs["devices"]
+        f, r, w, _ = sums[0]
+        return (_scale(f, devices), _scale(r, devices), _scale(w, devices)), "shard_map body × devices", None
     if closed or not mine or prim not in ("scan", "cond"):
         why = "body not converted" if mine else "opaque subprogram"
         return _NONE, why, RULES[why]

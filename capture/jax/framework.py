@@ -75,6 +75,7 @@ from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_ou
 from .nnx_state import NnxLift
 from .platforms import device_unavailable, select_platforms, started_backends
 from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams
+from . import compiled
 from .shardings import JaxShardings, devices_record, leaf_sharding, recipe_mesh, simulate_devices
 from .tracing import trace
 
@@ -714,6 +715,9 @@ def capture(ctx: CaptureContext) -> Capture:
         input_shardings = _input_shardings(jax, shardings, plan, dyn,
                                            shardings.mesh_index(mesh) if mesh is not None else None)
     closed = result.closed
+    # XLA compiles the program for the devices while the graph is converted (capture.jax.compiled)
+    compiling = compiled.start(jax, recipe, ctx.limits, closed, jax.tree_util.tree_leaves((plan.state, dyn)),
+                               input_shardings, mesh, result.axis_env)
 
     ctx.progress(f"converting {len(closed.jaxpr.eqns):,} top-level equations", 0.8)
     counter = [0]
@@ -730,6 +734,7 @@ def capture(ctx: CaptureContext) -> Capture:
     if plan.state_key is not None:
         pairs.append([plan.state_key, state_tree])
     meta = _meta(jax, recipe, plan, args, kwargs)
+    eqns: list = []
     meta["input_names"] = input_names(jax, plan, args_tree, kwargs_tree, state_tree)
     outputs = _outputs(result, plan, state_tree, meta)
     capture = convert(
@@ -743,8 +748,15 @@ def capture(ctx: CaptureContext) -> Capture:
         shardings=shardings,
         input_shardings=input_shardings,
         axis_sizes=dict(result.axis_env),
+        eqns_out=eqns,
     )
     capture.devices = devices_record(jax, recipe)
+    if isinstance(compiling, compiled.Compilation):  # the program as XLA runs it on the devices
+        ctx.progress("reading the compiled program (XLA)", 0.9)
+        capture.compiled = compiling.finish(capture.nodes, eqns, capture.groups,
+                                            (capture.frames, str(ctx.workspace)))
+    else:
+        capture.compiled = compiling
     if not capture.nodes:
         raise CaptureError(
             "trace",

@@ -280,7 +280,11 @@ def recipe_mesh(jax: Any, recipe: Any) -> Any:
             {"needed": setup.devices, "available": len(devices), "mesh": setup.to_dict()},
             error_type="DeviceUnavailable")
     AxisType = jax.sharding.AxisType
-    types = tuple(AxisType.Explicit if t == "explicit" else AxisType.Auto for _, _, t in setup.axes)
+    # An axis given by its size alone: the type jax.make_mesh gives by default (Explicit in
+    # JAX 0.10), so that a program written for jax.make_mesh runs as written.
+    default = jax.make_mesh((1,), ("_",), devices=devices[:1]).axis_types[0]
+    types = tuple(AxisType.Explicit if t == "explicit" else AxisType.Auto if t == "auto" else default
+                  for _, _, t in setup.axes)
     return jax.make_mesh(setup.sizes, setup.names, axis_types=types, devices=devices[:setup.devices])
 
 

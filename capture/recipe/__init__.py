@@ -28,7 +28,7 @@ hashed in the worker by :mod:`capture.torch.saved`)::
 A recipe may run the capture under a device mesh (:class:`MeshSetup`)::
 
     mesh = { data = 4, model = 2 }                              # axis = size, major to minor
-    mesh = { data = 4, model = { size = 2, type = "explicit" } }  # a JAX axis type (default "auto")
+    mesh = { data = 4, model = { size = 2, type = "auto" } }  # a JAX axis type (default: jax.make_mesh's, Explicit)
 
 On ``device = "cpu"`` the worker simulates the devices the mesh needs; on ``cuda:N`` and
 ``tpu`` it uses the real ones of that platform and fails when there are fewer.

@@ -25,6 +25,8 @@ KINDS = ("model", "training_step")
 FRAMEWORKS = FRAMEWORK_NAMES
 DEFAULT_FRAMEWORK = "torch"
 MODES = ("eval", "train")
+# JAX: whether the traced program is compiled for the capture's devices ("auto": with a mesh).
+COMPILE_MODES = ("auto", "on", "off")
 # What a Torch capture records: "eager" runs the model (measured evidence); "abstract"
 # builds and runs it on fake tensors (no parameter storage, nothing computed: shapes,
 # dtypes, ops and modules only). Written in a table only when not the default.
@@ -419,6 +421,9 @@ class StepSetup:
 # are simulated on the CPU, one XLA host device or one fake rank each).
 MESH_AXIS_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 MESH_AXIS_TYPES = ("auto", "explicit")
+# An axis given by its size alone: the type ``jax.make_mesh`` gives by default (Explicit
+# since JAX 0.7; resolved in the worker, where JAX is), nothing for Torch.
+DEFAULT_AXIS_TYPE = "default"
 MAX_MESH_AXES = 8
 MAX_MESH_DEVICES = 1024
 
@@ -427,7 +432,8 @@ MAX_MESH_DEVICES = 1024
 class MeshSetup:
     """The device mesh a capture runs under: ``mesh = { data = 4, model = 2 }`` (axis name =
     size, major to minor), or ``model = { size = 2, type = "explicit" }`` for a JAX axis whose
-    sharding lives in the types (default ``"auto"``, the compiler's propagation). On
+    sharding lives in the types, or ``"auto"`` for the compiler's propagation; an axis given
+    by its size alone has the type ``jax.make_mesh`` gives by default (``"default"``). On
     ``device = "cpu"`` the worker simulates the devices the mesh needs (JAX: XLA's host
     device count; Torch: the ``fake`` process group); on ``cuda:N`` and ``tpu`` it uses real ones."""
 
@@ -449,11 +455,11 @@ class MeshSetup:
         return tuple(a[1] for a in self.axes)
 
     def text(self) -> str:
-        """The shorthand spelling, ``data=4,model=2`` (``model=2:explicit`` for a typed axis)."""
-        return ",".join(f"{n}={s}" + ("" if t == "auto" else f":{t}") for n, s, t in self.axes)
+        """The shorthand spelling, ``data=4,model=2`` (``model=2:auto`` for a typed axis)."""
+        return ",".join(f"{n}={s}" + ("" if t == DEFAULT_AXIS_TYPE else f":{t}") for n, s, t in self.axes)
 
     def to_dict(self) -> dict[str, Any]:
-        return {n: (s if t == "auto" else {"size": s, "type": t}) for n, s, t in self.axes}
+        return {n: (s if t == DEFAULT_AXIS_TYPE else {"size": s, "type": t}) for n, s, t in self.axes}
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,7 @@ from .model import (
     MAX_MESH_DEVICES,
     MESH_AXIS_NAME,
     MESH_AXIS_TYPES,
+    DEFAULT_AXIS_TYPE,
     MAX_RANK,
     MAX_STEP_PATH,
     MAX_STEPS,
@@ -404,8 +405,8 @@ def mesh_text_table(text: str) -> dict[str, Any] | None:
         size, colon, kind = rest.partition(":")
         name, size, kind = name.strip(), size.strip(), kind.strip()
         if not sep or not name or not size.isdigit() or (colon and not kind):
-            raise ValueError(f"expected AXIS=SIZE[,AXIS=SIZE…] such as data=4,model=2 (model=2:explicit for a JAX "
-                             f"axis type), found {part!r}")
+            raise ValueError(f"expected AXIS=SIZE[,AXIS=SIZE…] such as data=4,model=2 (model=2:auto or "
+                             f":explicit for a JAX axis type), found {part!r}")
         if name in table:
             raise ValueError(f"axis {name!r} is named twice")
         table[name] = int(size) if not colon else {"size": int(size), "type": kind}
@@ -451,14 +452,14 @@ def _mesh_axis(cx: _Ctx, spec: Any, where: list[Any]) -> tuple[str, Any, list[An
     """``(type, size, where the size is)`` of one mesh axis, given as its size or as a table
     ``{ size = 2, type = "explicit" }``; the size is the caller's to check."""
     if not isinstance(spec, Mapping):
-        return "auto", spec, where
+        return DEFAULT_AXIS_TYPE, spec, where
     for key in spec:
         if key not in ("size", "type"):
             raise cx.error(where + [str(key)], "unknown key (expected size or type)")
     if "size" not in spec:
         raise cx.error(where, "missing size")
-    kind = spec.get("type", "auto")
-    if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES:
+    kind = spec.get("type", DEFAULT_AXIS_TYPE)
+    if not isinstance(kind, str) or kind not in MESH_AXIS_TYPES + (DEFAULT_AXIS_TYPE,):
         raise cx.error(where + ["type"], f"expected one of {', '.join(map(repr, MESH_AXIS_TYPES))}, "
                                          f"found {_show(kind)}")
     return kind, spec["size"], where + ["size"]

@@ -26,6 +26,8 @@ from .model import (
     MAX_SEED,
     MODEL_DTYPES,
     MODES,
+    COMPILE_MODES,
+    DEFAULT_AXIS_TYPE,
     PROFILE_NAME,
     PROFILE_NAME_RULE,
     CallDesc,
@@ -81,6 +83,9 @@ class Recipe:
     dtype: str | None = None
     # The device mesh the capture runs under (None: no mesh; capture.recipe.model.MeshSetup).
     mesh: MeshSetup | None = None
+    # JAX: compile the traced program for the capture's devices and read what XLA runs
+    # (``capture.jax.compiled``): "auto" (with a mesh), "on", "off".
+    compile: str = "auto"
     # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
     framework_explicit: bool = field(default=True, compare=False)
 
@@ -187,6 +192,8 @@ class Recipe:
             out["dtype"] = self.dtype
         if self.mesh is not None:
             out["mesh"] = self.mesh.to_dict()
+        if self.compile != "auto":
+            out["compile"] = self.compile
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -256,7 +263,7 @@ def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None
 
 
 _PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step",
-                 "evidence", "dtype", "mesh")
+                 "evidence", "dtype", "mesh", "compile")
 
 
 def parse_profile(name: str, table: Any, *, text: str | None = None, file: str | None = None) -> Recipe:
@@ -325,6 +332,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     evidence = _choice(cx, table, base, "evidence", EVIDENCE, DEFAULT_EVIDENCE)
     dtype = _choice(cx, table, base, "dtype", MODEL_DTYPES, "") if "dtype" in table else None
     mesh = _mesh(cx, table["mesh"], base + ["mesh"]) if "mesh" in table else None
+    compile_mode = _choice(cx, table, base, "compile", COMPILE_MODES, "auto")
 
     recipe = Recipe(
         name=name,
@@ -341,6 +349,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         evidence=evidence,
         dtype=dtype,
         mesh=mesh,
+        compile=compile_mode,
         framework_explicit=framework_explicit,
     )
     _check_framework_rules(cx, recipe, base)
@@ -357,6 +366,9 @@ def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
                                          "model takes its dtypes from its own code and inputs (omit dtype)")
     _check_mesh(cx, r, base)
     if r.framework != "jax":
+        if r.compile != "auto":
+            raise cx.error(base + ["compile"], f"compile is a JAX key (XLA compiles the traced program); a "
+                                               f"{r.framework} capture does not compile (omit compile)")
         return
     if r.kind == "training_step":
         raise cx.error(base + ["kind"], "training-step capture is unavailable for JAX; express grad in the selected callable")
@@ -417,7 +429,7 @@ def _check_mesh(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     if r.mesh is None or r.framework == "jax":
         return
     for name, _, kind in r.mesh.axes:
-        if kind != "auto":
+        if kind != DEFAULT_AXIS_TYPE:
             raise cx.error(base + ["mesh", name, "type"], f'axis types are JAX\'s; a {r.framework} mesh axis is '
                                                           f'a size (write {name} = N)')
 

@@ -55,6 +55,7 @@ Worker = Callable[[CaptureJob], Capture]
 
 def limits_for(
     timeout_s: float | None = None, max_saved_file_mb: float | None = None, memory_mb: float | None = None,
+    compile_s: float | None = None,
 ) -> Limits:
     """The worker's limits from what a person sets (``--timeout``/``captureTimeout`` in
     seconds, ``--max-saved-file-mb``/``maxSavedFileMB`` and ``--memory``/
@@ -66,6 +67,8 @@ def limits_for(
         values["max_saved_file_bytes"] = max(1, int(max_saved_file_mb * (1 << 20)))
     if memory_mb:
         values["max_memory_bytes"] = max(1, int(memory_mb * (1 << 20)))
+    if compile_s:
+        values["compile_seconds"] = float(compile_s)
     return Limits(**values)  # type: ignore[arg-type]
 
 

@@ -33,6 +33,9 @@ class Limits:
     max_seconds: float = 120.0
     max_saved_file_bytes: int = 4 * 1024 * 1024 * 1024
     max_memory_bytes: int = 0
+    # JAX: the seconds XLA may take to compile the traced program for the capture's devices
+    # (``capture.jax.compiled``); past it the capture goes on without the compiled figures.
+    compile_seconds: float = 40.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -46,5 +49,5 @@ class Limits:
         for f in fields(cls):
             v = data.get(f.name)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
-                out[f.name] = float(v) if f.name == "max_seconds" else int(v)
+                out[f.name] = float(v) if f.name in ("max_seconds", "compile_seconds") else int(v)
         return cls(**out)

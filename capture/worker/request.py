@@ -298,6 +298,12 @@ def _failure_of(exc: BaseException, ctx: Any) -> Failure:
         return Failure(type="KeyboardInterrupt",
                        message="the model raised KeyboardInterrupt (or its process was sent SIGINT) during the capture",
                        stage="trace", frames=frames_of(exc))
+    if _only_own_frames(exc) and _raised_by_jax(exc):
+        # JAX raised it (its frames filtered out of the traceback) where TensorViz called
+        # the model: a jitted function given arguments it does not take, shardings that do
+        # not fit. The model's failure, at the model's definition.
+        return Failure(type=_type_name(exc), message=_safe_str(exc) + " (raised by JAX when the model was called "
+                       "with the recipe's inputs)", stage="trace", frames=_model_frames(ctx) or frames_of(exc))
     if _only_own_frames(exc):
         # Raised in TensorViz's own code with no frame of the model, a library or a
         # factory in between (a framework kernel called by TensorViz itself): a bug of
@@ -309,6 +315,41 @@ def _failure_of(exc: BaseException, ctx: Any) -> Failure:
     if isinstance(exc, AssertionError) and not str(exc):
         message = _bare_assert(exc) or message
     return Failure(type=_type_name(exc), message=message, stage="trace", frames=frames_of(exc))
+
+
+def _raised_by_jax(exc: BaseException) -> bool:
+    """Whether JAX raised ``exc`` and removed its own frames from the traceback (its
+    ``api_boundary``: a note in the default mode, an ``UnfilteredStackTrace`` cause in
+    ``remove_frames``)."""
+    notes = getattr(exc, "__notes__", None) or ()
+    if any(isinstance(n, str) and "JAX has removed its internal frames" in n for n in notes):
+        return True
+    return type(exc.__cause__).__name__ == "UnfilteredStackTrace"
+
+
+def _model_frames(ctx: Any) -> list[Frame]:
+    """The model's definition (its file and first line), when the worker imported it."""
+    import inspect
+
+    from ..graph.model import Frame
+
+    recipe = getattr(ctx, "recipe", None)
+    files = getattr(ctx, "files", None)
+    target = getattr(recipe, "model", None)
+    if files is None or not isinstance(target, str) or ":" not in target:
+        return []
+    try:
+        obj = ctx.import_object(target)
+        obj = inspect.unwrap(getattr(obj, "__wrapped__", obj))
+        code = getattr(obj, "__code__", None)
+        if code is None:
+            return []
+        rel = files.relative(code.co_filename) if hasattr(files, "relative") else None
+    except Exception:
+        return []
+    if not isinstance(rel, str):
+        return []
+    return [Frame(file=rel, line=code.co_firstlineno, column=0, function=getattr(obj, "__name__", "?"))]
 
 
 #: TensorViz's own ``capture`` package: frames there are TensorViz's, never the model's.

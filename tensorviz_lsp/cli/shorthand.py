@@ -35,8 +35,11 @@
   ``forward`` parameter (``inputs.fixture_keys``); keyword ``--input``s join it. PATHs
   are relative to the current folder (or absolute) and must lie inside the workspace;
   they are saved workspace-relative;
+* ``--compile auto|on|off`` (JAX) — compile the traced program for the devices and read
+  what XLA runs (``compile``; ``auto``: with a mesh);
 * ``--mesh AXES`` — run under a device mesh (``mesh = { data = 4, model = 2 }``):
-  ``data=4,model=2``, axis sizes major to minor, ``model=2:explicit`` for a JAX axis type;
+  ``data=4,model=2``, axis sizes major to minor (a JAX axis gets ``jax.make_mesh``'s default
+  type, Explicit), ``model=2:auto`` or ``:explicit`` for a JAX axis type;
   ``--mesh none`` removes a saved mesh (:func:`mesh_table`);
 * ``--env NAME=VALUE`` (``tensorviz capture``/``open``) — environment for the worker only,
   e.g. ``JAX_ENABLE_X64=1`` for 64-bit JAX inputs; never saved in the profile.
@@ -595,6 +598,20 @@ def _run_choices(data: dict[str, Any], *, framework: str | None, discovered: str
         data["seed"] = seed
 
 
+def _compile_choice(data: dict[str, Any], mode: str | None) -> None:
+    """``--compile auto|on|off`` into the recipe's ``compile`` (JAX: whether XLA compiles
+    the traced program for the devices; ``auto``, the default, is left unwritten)."""
+    if mode is None:
+        return
+    if data.get("framework") != "jax":
+        raise ShorthandError(f"--compile is a JAX choice (XLA compiles the traced program); a {data.get('framework')} "
+                             "capture does not compile")
+    if mode == "auto":
+        data.pop("compile", None)
+    else:
+        data["compile"] = mode
+
+
 def _mesh_choice(data: dict[str, Any], mesh: str | None) -> None:
     """``--mesh`` into the recipe's ``mesh`` table; ``--mesh none`` removes a saved one."""
     if mesh is None:
@@ -626,6 +643,7 @@ def build_recipe(
     evidence: str | None = None,
     dtype: str | None = None,
     mesh: str | None = None,
+    compile_mode: str | None = None,
     resolve: Resolve | None = None,
     tokens: TokenIds | None = None,
     steps: list[str] | None = None,
@@ -648,6 +666,7 @@ def build_recipe(
     ``evidence`` the recipe's Torch ``evidence`` (``"abstract"``, ``"eager"``); ``dtype`` its
     Torch ``dtype`` (the floating dtype the model is built in);
     ``mesh`` the ``--mesh`` text (:func:`mesh_table`; ``"none"`` removes a saved mesh);
+    ``compile_mode`` the ``--compile`` choice (JAX: ``auto``, ``on``, ``off``);
     ``resolve`` how a called name in a VALUE becomes a target (:func:`names_for`);
     ``tokens`` the token-id inputs discovery read (:class:`TokenIds`), whose ``int64[…]``
     without a generator draws ids below the vocabulary; ``steps`` the ``--then`` STEPs
@@ -673,6 +692,7 @@ def build_recipe(
     _run_choices(data, framework=framework, discovered=discovered, device=device, seed=seed)
     _torch_choices(data, evidence, dtype)
     _mesh_choice(data, mesh)
+    _compile_choice(data, compile_mode)
     recipe = Recipe.from_dict(data)
     explicit = framework is not None or (existing is not None and existing.framework_explicit)
     return replace(recipe, framework_explicit=explicit or recipe.framework != "torch")

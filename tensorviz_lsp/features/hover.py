@@ -91,9 +91,32 @@ def _size(capture: Capture) -> str:
     totals = executed_totals(capture)
     if totals is not None:
         flops, uncounted = totals["flops"], totals["uncounted"]
-        text += f"; {flops_text(flops)} (a multiply-add counts 2), {bytes_text(totals['bytes'])} moved"
+        text += f"; {flops_text(flops)}{' (global)' if capture.meshes else ''} (a multiply-add counts 2), " \
+                f"{bytes_text(totals['bytes'])} moved"
         if uncounted:
             text += f", {uncounted:,} op{'s' * (uncounted != 1)} uncounted"
+    text += _compiled(capture)
+    return text
+
+
+def _compiled(capture: Capture) -> str:
+    """The compiled program in a phrase: what XLA runs per device, the collectives it adds."""
+    c = capture.compiled
+    if not isinstance(c, dict):
+        return ""
+    if c.get("status") != "compiled":
+        return f"; not compiled ({c.get('status')})"
+    items = c.get("collectives") or []
+    nd = c.get("devices", 1)
+    text = f"; compiled by XLA for {nd} device{'s' * (nd != 1)}: {len(items):,} collective{'s' * (len(items) != 1)}"
+    if c.get("unattributed"):
+        text += f" ({c['unattributed']:,} on no op)"
+    flops = (c.get("cost") or {}).get("flops")
+    if isinstance(flops, (int, float)):
+        text += f", {flops_text(flops)} per device"
+    peak = (c.get("memory") or {}).get("peak")
+    if isinstance(peak, int):
+        text += f", peak {bytes_text(peak)} per device"
     return text
 
 

@@ -104,9 +104,10 @@ EVIDENCE_WORDS = {
 
 
 #: What the setup form says under its Mesh field.
-MESH_HELP = ("Optional: run under a device mesh, axis=size major to minor (model=2:explicit for an explicit JAX "
-             "axis). On cpu the devices are simulated: JAX gets that many CPU devices, Torch a fake process group "
-             "of that many ranks; nothing runs on real devices and nothing is measured on them. On cuda or tpu the "
+MESH_HELP = ("Optional: run under a device mesh, axis=size major to minor (a JAX axis is Explicit, as "
+             "jax.make_mesh makes it; model=2:auto leaves its split to the compiler). On cpu the devices are "
+             "simulated: JAX gets that many CPU devices, Torch a fake process group of that many ranks; nothing "
+             "runs on real devices and nothing is measured on them. On cuda or tpu the "
              "mesh is over that platform's real devices. Empty: no mesh.")
 
 
@@ -138,8 +139,8 @@ def _mesh_text(table: Any) -> str:
     parts = []
     for name, spec in table.items():
         if isinstance(spec, dict):
-            kind = spec.get("type", "auto")
-            parts.append(f"{name}={spec.get('size')}" + ("" if kind == "auto" else f":{kind}"))
+            kind = spec.get("type", "default")
+            parts.append(f"{name}={spec.get('size')}" + ("" if kind == "default" else f":{kind}"))
         else:
             parts.append(f"{name}={spec}")
     return ",".join(parts)

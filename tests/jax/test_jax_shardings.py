@@ -24,6 +24,7 @@ from sharded_captures import capture_all, read  # noqa: E402
 pytestmark = pytest.mark.jax
 
 MESH = {"data": 4, "model": 2}
+AUTO_MESH = {"data": {"size": 4, "type": "auto"}, "model": {"size": 2, "type": "auto"}}
 
 MODEL = '''
 import jax
@@ -185,8 +186,11 @@ def caps(tmp_path_factory):
     root = write(tmp_path_factory.mktemp("ws"), {"model.py": MODEL, "part.py": PARTITIONED, "fsdp.py": FSDP})
 
     def case(model, *, args=(), mesh=MESH, **fields):
+        # these programs are written for automatic axes (an axis given by its size alone is
+        # Explicit, as jax.make_mesh makes it): the type is written
+        typed = {k: {"size": v, "type": "auto"} if type(v) is int else v for k, v in mesh.items()}
         return {"framework": "jax", "root": str(root),
-                "table": profile(model, args=[tensor(a) for a in args], mesh=mesh, **fields)}
+                "table": profile(model, args=[tensor(a) for a in args], mesh=typed, **fields)}
 
     cases = {
         "jit": case("model:jnet", args=[[8, 16], [16, 32]]),
@@ -377,10 +381,10 @@ def test_a_mesh_capture_through_the_real_worker(tmp_path):
 
     write(tmp_path, {"model.py": MODEL})
     cap = run_capture(tmp_path, {"name": "jit", **profile("model:jnet", args=[tensor([8, 16]), tensor([16, 32])],
-                                                          mesh=MESH)}, timeout=240)
+                                                          mesh=AUTO_MESH)}, timeout=240)
     assert cap.failure is None, cap.failure
     assert cap.devices["count"] == 8 and cap.devices["simulated"] is True
-    assert cap.recipe["mesh"] == MESH
+    assert cap.recipe["mesh"] == AUTO_MESH
     assert cap.meta["per_device_memory"]["param_bytes"] == 0
     assert cap.meta["per_device_memory"]["input_bytes"] == (2 * 16 + 16 * 16) * 4
 

@@ -26,12 +26,22 @@ def parse(mesh: str, framework: str = "jax") -> Recipe:
 
 def test_axes_in_order_with_sizes_and_types():
     r = parse('mesh = { data = 4, model = { size = 2, type = "explicit" } }')
-    assert r.mesh == MeshSetup((("data", 4, "auto"), ("model", 2, "explicit")))
+    # an axis given by its size has jax.make_mesh's default type (Explicit), resolved in the worker
+    assert r.mesh == MeshSetup((("data", 4, "default"), ("model", 2, "explicit")))
     assert (r.mesh.devices, r.mesh.names, r.mesh.sizes) == (8, ("data", "model"), (4, 2))
     assert r.mesh.text() == "data=4,model=2:explicit"
     assert r.to_table()["mesh"] == {"data": 4, "model": {"size": 2, "type": "explicit"}}
     assert Recipe.from_dict(r.to_dict()) == r
     assert parse("").mesh is None and "mesh" not in parse("").to_table()
+
+
+def test_an_automatic_axis_is_written_as_such():
+    r = parse('mesh = { batch = { size = 8, type = "auto" }, model = { size = 2 } }')
+    assert r.mesh == MeshSetup((("batch", 8, "auto"), ("model", 2, "default")))
+    assert r.mesh.text() == "batch=8:auto,model=2"
+    assert r.to_table()["mesh"] == {"batch": {"size": 8, "type": "auto"}, "model": 2}
+    assert Recipe.from_dict(r.to_dict()) == r
+    assert mesh_table("batch=8:auto") == {"batch": {"size": 8, "type": "auto"}}
 
 
 @pytest.mark.parametrize("mesh, where, problem", [
@@ -96,7 +106,7 @@ def test_shorthand_saves_and_removes_the_mesh(tmp_path, monkeypatch):
 
 def test_the_forms_text_spelling_is_read_as_the_table():
     r = Recipe.from_dict({"name": "p", "framework": "jax", "model": "m:f", "mesh": "data=4, model=2:explicit"})
-    assert r.mesh == MeshSetup((("data", 4, "auto"), ("model", 2, "explicit")))
+    assert r.mesh == MeshSetup((("data", 4, "default"), ("model", 2, "explicit")))
     assert r.to_table()["mesh"] == {"data": 4, "model": {"size": 2, "type": "explicit"}}
     assert Recipe.from_dict({"name": "p", "model": "m:f", "mesh": ""}).mesh is None
     with pytest.raises(RecipeError, match="named twice") as err:
@@ -108,5 +118,6 @@ def test_the_setup_form_offers_the_mesh():
     from tensorviz_lsp.features.setup_form import MESH_HELP, _mesh_text
 
     assert _mesh_text({"data": 4, "model": {"size": 2, "type": "explicit"}}) == "data=4,model=2:explicit"
+    assert _mesh_text({"data": {"size": 4, "type": "auto"}}) == "data=4:auto"
     assert _mesh_text(None) == ""
     assert "simulated" in MESH_HELP

@@ -14,7 +14,7 @@ from capture.worker.errors import CaptureError  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
-MESH = MeshSetup((("data", 2, "auto"), ("model", 4, "auto")))
+MESH = MeshSetup((("data", 2, "default"), ("model", 4, "default")))
 
 
 def test_a_cuda_mesh_larger_than_the_devices_is_refused_naming_both_counts(monkeypatch):

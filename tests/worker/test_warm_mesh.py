@@ -57,7 +57,8 @@ def test_meshes_of_different_sizes_on_one_resident(tmp_path, pool):
     pytest.importorskip("jax")
     ws = write(tmp_path / "ws", {"jm.py": JAX_MODEL, "tm.py": TORCH_MODEL})
     seen = []
-    for mesh in ({"data": 8}, {"data": 4}, None):
+    for size in (8, 4, None):
+        mesh = {"data": {"size": size, "type": "auto"}} if size else None  # a constraint: an automatic axis
         table = profile_table("jm:net" if mesh else "jm:plain", args=[tensor([8, 2])], framework="jax",
                               **({"mesh": mesh} if mesh else {}))
         c = run_capture(ws, parse_profile("p", table), timeout=180, warm=pool)
@@ -65,7 +66,7 @@ def test_meshes_of_different_sizes_on_one_resident(tmp_path, pool):
         seen.append(c.devices["count"] if c.devices else 1)
         if mesh:
             (constraint,) = [n for n in c.nodes if n.op == "sharding_constraint"]
-            assert c.values[constraint.outputs[0]].sharding["per_device_shape"] == [8 // mesh["data"], 2]
+            assert c.values[constraint.outputs[0]].sharding["per_device_shape"] == [8 // size, 2]
     assert seen == [8, 4, 1]
     for _ in range(2):  # a Torch group per child: the second starts from nothing again
         table = profile_table("tm:tp", args=[tensor([2, 4])], init={"factory": "tm:tp"}, mesh={"tp": 2})

@@ -18,6 +18,8 @@ Only the standard library and :mod:`capture` are imported (docs/architecture.md'
 
 from __future__ import annotations
 
+from capture.graph.compiled import words as compiled_words
+
 import re
 import threading
 from typing import Any
@@ -360,6 +362,7 @@ class Projection:
             "sources": [{"path": s.path, "sha256": s.sha256} for s in cap.sources],
             "recipe": cap.recipe, "failure": failure, "meta": cap.meta,
             "meshes": cap.meshes, "devices": cap.devices, **self._mesh_words(),
+            **({"compiled": compiled_words(cap.compiled)} if cap.compiled is not None else {}),
             "measured": self._measured(), "vocabulary": vocabulary(),
             "trunk": self._trunk_summary() if cap.failure is None else [],
             # whether there are costs; their totals and memory are api/cost's, worked out

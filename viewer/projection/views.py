@@ -20,6 +20,8 @@ from capture.graph import gc_pause
 from .body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
+from .compiled_view import (body_stand_ins, compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled,
+                            within)
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .body_templates import body_wording
 from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording, span_label
@@ -76,6 +78,8 @@ class Pages:
         self._group_weights: dict[int, dict] = {}
         #: What each layer costs (the projection's ``costs``), or None: items carry no ``cost``.
         self.costs: Callable[[], Any] | None = None
+        self._compiled: tuple[dict[int, list], dict[int, list]] | None = None
+        self._stand_ins: dict[int, int] | None = None
 
     # ------------------------------------------------------------------ pages
 
@@ -436,10 +440,21 @@ class Pages:
         collective = self.capture.nodes[i].params.get("collective") if self.capture.meshes else None
         if isinstance(collective, dict):
             item["collective"] = collective  # drawn to stand out: its mesh axes and bytes per device
+        compiled = self.compiled_collectives()[0].get(i)
+        if compiled:  # what XLA runs for this equation (capture.graph.compiled): a badge on the card
+            item["compiled"] = [compiled_brief(c, collective) for c in compiled[:8]]
+            item["compiled_total"] = len(compiled)
         cost = self._node_cost(i)
         if cost is not None:
             item["cost"] = cost
         return item
+
+    def compiled_collectives(self) -> tuple[dict[int, list], dict[int, list]]:
+        """The compiled program's collectives per node and per group (``compiled_view``)."""
+        got = self._compiled
+        if got is None:
+            got = self._compiled = compiled_by_node_and_group(self.capture)
+        return got
 
     def _node_cost(self, i: int) -> dict | None:
         """What an op card says it costs: FLOPs (None: uncounted), bytes moved, estimate."""
@@ -454,6 +469,9 @@ class Pages:
         d = c.of(i)
         if d.get("estimate"):
             out["estimate"] = True
+        scope = cost_scope(self.capture, self.capture.nodes[i].group)
+        if scope:
+            out["scope"] = scope
         return out
 
     def _group_cost(self, g: int) -> dict | None:
@@ -468,6 +486,9 @@ class Pages:
             out["estimate"] = True
         if costs.in_body[s]:
             out["template"] = True
+        scope = cost_scope(self.capture, g)
+        if scope:
+            out["scope"] = scope
         kinds = costs.by_kind[s]
         if kinds:
             out["flops_by_kind"] = kinds
@@ -509,6 +530,7 @@ class Pages:
         if c in ix.body_node:
             extra["body"] = body_summary(c, attrs, grp.name)
             extra["template"] = template_line(extra["body"])
+        extra.update(group_compiled(self.compiled_collectives()[1].get(c)))  # the compiler's collectives inside
         memory = attrs.get(MEMORY_KEY)
         if self.capture.meshes and isinstance(memory, dict):
             extra["per_device_memory"] = memory  # what one device holds (capture.graph.device_memory)
@@ -781,9 +803,18 @@ class Pages:
         count: int | None = 0
         size: int | None = 0
         plain = self.values.plain  # shape and dtype without the row's measured map
+        if self._stand_ins is None:
+            self._stand_ins = body_stand_ins(self.capture)
+        stand_ins = self._stand_ins
         for v in self.index.bin[g + 1] or ():
             named = self.names.get(v)
             if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
+                continue
+            body = stand_ins.get(v)
+            if body is not None and not within(self.capture.groups, g, body):
+                # a weight's stand-in in a control-flow body (one slice of a scanned stack):
+                # the weight itself is counted where it enters; counted again, a scanned
+                # model's weights would be counted twice
                 continue
             shape, dtype, _ = plain(v)
             tensors += 1

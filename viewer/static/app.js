@@ -21,6 +21,7 @@ import { LinesPanel } from "./panels/lines.js";
 import { SearchPanel } from "./panels/search.js";
 import { CostPanel } from "./panels/cost.js";
 import { installHooks } from "./hooks.js";
+import { formatBytes, formatFlops } from "./format.js";
 
 /** @typedef {import("./panels/inspector.js").Frame} Frame */
 
@@ -48,6 +49,23 @@ import { installHooks } from "./hooks.js";
  */
 
 /**
+ * The compiled program in words (`api/capture` `compiled`): status, counts, XLA's figures.
+ * @typedef {object} CompiledWords
+ * @property {string} [status]  "compiled" | "skipped" | "timeout" | "failed"
+ * @property {string} [reason]
+ * @property {number} [seconds]
+ * @property {number} [devices]
+ * @property {number} [count]
+ * @property {number} [attributed]
+ * @property {number} [unattributed]
+ * @property {string} [kinds]
+ * @property {string} [unattributed_kinds]
+ * @property {number} [bytes_sent_per_device]
+ * @property {{flops?: number}} [cost]
+ * @property {{peak?: number}} [memory]
+ */
+
+/**
  * `api/capture` as the app reads it (viewer/API.md).
  * @typedef {object} CaptureSummary
  * @property {number} id
@@ -61,6 +79,7 @@ import { installHooks } from "./hooks.js";
  * @property {{files?: string[]} | null} [stale]
  * @property {Record<string, any>} [meta]  what the worker recorded (arbitrary JSON)
  * @property {MeshLegend | null} [mesh_legend]
+ * @property {CompiledWords} [compiled]  the program as XLA compiled it (capture.graph.compiled words)
  * @property {boolean} [setup]  false: this server has no setup form
  * @property {unknown} [vocabulary]  the words for group kinds and value roles (theme.js setVocabulary)
  */
@@ -165,6 +184,7 @@ store.on("capture", (/** @type {CaptureChange} */ { capture }) => {
   renderTitle(capture);
   renderCoverage(capture);
   renderMeshLegend(capture);
+  renderCompiledBanner(capture);
 });
 store.on("expansion", () => saveExpansion());
 store.on("options", (/** @type {StoreEvents["options"]} */ { weightPills, kernels, perDevice }) => {
@@ -877,9 +897,10 @@ async function toggle(key) {
 /**
  * @param {string} status  what the status line says meanwhile
  * @param {() => Promise<boolean>} action  a store action that lays out (false: superseded)
+ * @param {{fit?: boolean}} [options]  fit: false keeps the view where it is
  * @returns {Promise<boolean>}
  */
-async function relayoutWith(status, action) {
+async function relayoutWith(status, action, { fit = true } = {}) {
   const r = renderer;
   const s = settler; // made with the renderer (boot)
   if (!r || !s) return false;
@@ -895,8 +916,8 @@ async function relayoutWith(status, action) {
   if (!ok) return false;
   setStatus("");
   if (store.selected && !store.itemOf(store.selected)) store.select(null);
-  r.fit();
-  await s.now({ refit: true });
+  if (fit) r.fit();
+  await s.now({ refit: fit });
   return true;
 }
 
@@ -927,12 +948,17 @@ function setWeightPills(on) {
 
 /** @param {boolean} on */
 function setPerDevice(on) {
-  return relayoutWith(on ? "Showing what one device holds…" : "Showing global shapes…", () => store.setPerDevice(on));
+  // The same graph with other shapes: the view stays where it is (a re-fit would zoom a
+  // large graph out to where no shape reads).
+  return relayoutWith(on ? "Showing what one device holds…" : "Showing global shapes…", () => store.setPerDevice(on),
+    { fit: false });
 }
 
 // The mesh legend (a program split across devices): each mesh's axes, the devices and
 // whether they were simulated, and what one device holds; the server words it
 // (`mesh_legend`). Its "Per device shapes" toggle shows only with a mesh.
+let meshDetails = false; // the mesh legend's details shown (its "details" button)
+
 /** @param {CaptureSummary | null} c */
 function renderMeshLegend(c) {
   const legend = c && !c.failure ? c.mesh_legend : null;
@@ -941,16 +967,77 @@ function renderMeshLegend(c) {
   // The legend holds the "Per device shapes" toggle (the toolbar has no room left).
   const box = $("mesh-rows");
   box.replaceChildren();
-  const several = (legend.meshes || []).length > 1;
+  // One line each: the meshes (the same axes named by the recipe and again by the
+  // program, a Mesh and its AbstractMesh, are one row), and the keys; the rest (devices,
+  // memory, the compiled program) behind "details", so the graph's corner stays free.
+  /** @type {Map<string, number[]>} */
+  const rows = new Map();
   for (const m of legend.meshes || []) {
-    box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, several ? `mesh ${m.id}` : "mesh"),
-      " ", el("span", { class: "mesh-axes" }, String(m.text)), ` · ${m.devices} devices`));
+    const k = `${m.text} · ${m.devices} devices`;
+    rows.set(k, [...(rows.get(k) || []), m.id]);
   }
-  if (legend.devices) box.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
+  for (const [k, ids] of rows) {
+    box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, rows.size > 1 ? `mesh ${ids.join(", ")}` : "mesh"),
+      " ", el("span", { class: "mesh-axes" }, k.split(" · ")[0]), ` · ${k.split(" · ")[1]}`));
+  }
+  box.append(el("div", { class: "mesh-row mesh-key" }, el("span", { class: "mesh-collective" }, "⇄ collective"),
+    " the program writes · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"));
+  const more = el("div", { class: "mesh-more", id: "mesh-more" });
+  more.hidden = !meshDetails;
+  if (legend.devices) more.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
   const memory = memoryLine(legend.memory); // worded as group cards word it
-  if (memory) box.append(el("div", { class: "mesh-row" }, memory));
-  box.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data · ",
-    el("span", { class: "mesh-collective" }, "⇄ collective")));
+  if (memory) more.append(el("div", { class: "mesh-row" }, memory));
+  more.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data"));
+  const compiled = c ? c.compiled : null;
+  if (compiled && compiled.status === "compiled") {
+    const n = compiled.count || 0;
+    const lost = compiled.unattributed || 0;
+    more.append(el("div", { class: "mesh-row", "data-compiled": String(n) },
+      n ? `compiled: ${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || ""})${lost ? `, ${lost} on no op` : ""}`
+        : "compiled: no communication"));
+    // XLA's own figures for the program one device runs, beside TensorViz's bound above
+    const xla = [];
+    if (compiled.cost && typeof compiled.cost.flops === "number") xla.push(formatFlops(compiled.cost.flops));
+    if (compiled.memory && typeof compiled.memory.peak === "number") xla.push(`peak ${formatBytes(compiled.memory.peak)}`);
+    if (xla.length) more.append(el("div", { class: "mesh-row" }, `XLA per device: ${xla.join(" · ")}`));
+  } else if (compiled) {
+    more.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
+  } else {
+    more.append(el("div", { class: "mesh-row mesh-key" }, "compiler collectives: not known (compile = \"on\")"));
+  }
+  const toggle = el("button", { type: "button", class: "mesh-details", "aria-expanded": String(meshDetails),
+    onclick: () => {
+      meshDetails = !meshDetails;
+      more.hidden = !meshDetails;
+      toggle.setAttribute("aria-expanded", String(meshDetails));
+      toggle.textContent = meshDetails ? "less" : "details";
+    } }, meshDetails ? "less" : "details");
+  box.append(more);
+  const aside = $("mesh-legend");
+  for (const old of aside.querySelectorAll(".mesh-details")) old.remove();
+  aside.append(toggle); // beside "Per device shapes"
+}
+
+// The compiled program's banner: the collectives XLA runs that map onto no op (counted,
+// never hidden), or why it was not compiled.
+/** @param {CaptureSummary | null} c */
+function renderCompiledBanner(c) {
+  const compiled = c && !c.failure ? c.compiled : null;
+  if (!compiled) {
+    banners.drop("compiled");
+    return;
+  }
+  if (compiled.status !== "compiled") {
+    banners.set("compiled", "warn", "Not compiled", `The compiler's collectives and per-device figures are not shown: ${compiled.reason || compiled.status}`);
+    return;
+  }
+  const lost = compiled.unattributed || 0;
+  const n = compiled.count || 0;
+  const nd = compiled.devices || 1;
+  const head = `XLA compiled the program for ${nd} device${nd === 1 ? "" : "s"} in ${Number(compiled.seconds || 0).toFixed(2)} s: ` +
+    `${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || "none"}), ${compiled.attributed || 0} drawn on their ops (⇆ XLA)`;
+  if (lost) banners.set("compiled", "warn", "Compiled", `${head}; ${lost} map onto no op: ${compiled.unattributed_kinds || ""}.`);
+  else banners.set("compiled", "info", "Compiled", `${head}.`);
 }
 
 /** @param {boolean} on */

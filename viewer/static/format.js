@@ -150,5 +150,6 @@ export function costLine(cost) {
   parts.push(`${formatBytes(cost.bytes)} moved`);
   if (cost.uncounted && f !== null) parts.push(`+${grouped(cost.uncounted)} uncounted`);
   if (cost.template) parts.push("per iteration");
+  if (cost.scope) parts.push(String(cost.scope)); // a program split across devices: global or per device
   return parts.join(" · ");
 }

@@ -130,9 +130,12 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
                    help=f"shorthand: {' or '.join(names)} (default: what discovery finds for the symbol)")
     p.add_argument("--device", metavar="DEVICE", help="shorthand: cpu, cuda:N, or tpu / tpu:N (JAX)")
     p.add_argument("--seed", type=int, help="shorthand: the profile seed")
+    p.add_argument("--compile", choices=("auto", "on", "off"), dest="compile_mode",
+                   help="shorthand (JAX): compile the traced program for the recipe's devices and show what XLA runs "
+                        "(the collectives it adds, per-device FLOPs and memory); auto (default): with a mesh")
     p.add_argument("--mesh", metavar="AXES",
                    help="shorthand: run under a device mesh, e.g. data=4,model=2 (axis=size, major to minor; a JAX "
-                        "axis may say its type, model=2:explicit); on cpu the devices are simulated (JAX: XLA's host "
+                        "axis is Explicit as jax.make_mesh makes it, or says its type, model=2:auto); on cpu the devices are simulated (JAX: XLA's host "
                         "device count; Torch: the fake process group); 'none' removes a saved mesh")
     p.add_argument("--checkpoint", metavar="PATH",
                    help="shorthand (Torch): a state dict to load, .pt/.pth/.bin (weights-only) or .safetensors")
@@ -156,6 +159,10 @@ def add_worker_options(p: argparse.ArgumentParser, *, timeout_flag: str) -> None
     p.add_argument("--memory", type=_positive_mb, metavar="MB",
                    help="memory limit for the capture worker, in MiB (default: none); running out is "
                         "reported as a MemoryError failure")
+    p.add_argument("--compile-timeout", type=float, metavar="S",
+                   help="JAX: seconds XLA may take to compile the program for the recipe's devices (default "
+                        f"{Limits().compile_seconds:g}); past them the graph comes without the compiled figures "
+                        "(the recipe's compile = \"off\" skips the compile)")
     p.add_argument("-v", "--verbose", action="store_true", help="show the worker's output (and progress) on stderr")
 
 
@@ -205,9 +212,11 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
     else:
         if (args.input or args.init or args.then or args.framework or args.device or args.seed is not None
                 or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
-                or args.init_factory or args.inputs_factory or args.evidence or args.dtype or args.mesh):
+                or args.init_factory or args.inputs_factory or args.evidence or args.dtype or args.mesh
+                or args.compile_mode):
             raise ShorthandError(
                 "--input/--init/--then/--init-factory/--inputs-factory/--abstract/--dtype/--framework/--device/--seed/--mesh/"
+                "--compile/"
                 "--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
@@ -293,7 +302,7 @@ def capture_in_session(
     print(f"tensorviz {command}: the model's code runs in {interpreter_note(workspace, args.python)}", file=sys.stderr)
     request = CaptureRequest(
         workspace, profile, python=args.python, env=env, progress=progress, log=log, output=output,
-        limits=limits_for(timeout, args.max_saved_file_mb, args.memory),
+        limits=limits_for(timeout, args.max_saved_file_mb, args.memory, getattr(args, "compile_timeout", None)),
     )
     with terminate_like_interrupt():
         try:
@@ -470,6 +479,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             evidence=args.evidence,
             dtype=args.dtype,
             mesh=args.mesh,
+            compile_mode=args.compile_mode,
             resolve=names_for(target, discovered),
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
             steps=args.then,
@@ -580,7 +590,7 @@ def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     for flag, value in (("--init-factory", args.init_factory), ("--inputs-factory", args.inputs_factory),
                         ("--framework", args.framework), ("--device", args.device), ("--checkpoint", args.checkpoint),
                         ("--fixture", args.fixture), ("--dtype", args.dtype),
-                        ("--mesh", args.mesh)):
+                        ("--mesh", args.mesh), ("--compile", args.compile_mode)):
         if value:
             out.append((flag, value))
     if args.seed is not None:

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 from capture.graph import graphfile
+from capture.graph.compiled import summary_lines as compiled_lines
 from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text
 from capture.graph.frame_repeats import frame_lines
@@ -166,9 +167,14 @@ def _per_rank_lines(capture: Capture) -> list[str]:
 def _split_lines(capture: Capture) -> list[str]:
     """The mesh, the devices, collectives and what one device holds (model and groups)."""
     lines = []
+    # the same axes named twice (the recipe's Mesh, the program's AbstractMesh) are one line
+    same: dict[tuple, list[int]] = {}
     for i, mesh in enumerate(capture.meshes):
-        lines.append(f"mesh {i}:     {mesh_text(mesh)}, {mesh.get('devices')} devices ({mesh.get('kind')}, "
-                     f"from the {mesh.get('origin')})")
+        same.setdefault((mesh_text(mesh), mesh.get("devices")), []).append(i)
+    for (text, devices), ids in same.items():
+        how = "; ".join(f"{capture.meshes[i].get('kind')}, from the {capture.meshes[i].get('origin')}" for i in ids)
+        label = f"mesh {', '.join(map(str, ids))}:"
+        lines.append(f"{label:<12}{text}, {devices} devices ({how})")
     devices = devices_text(capture.devices)
     if devices:
         lines.append(f"devices:    {devices}")
@@ -185,7 +191,11 @@ def _split_lines(capture: Capture) -> list[str]:
                 sent += c["bytes_sent_per_device"]
     if collectives:
         top = ", ".join(f"{k}×{v}" for k, v in collectives.most_common(8))
-        lines.append(f"collectives: {top}; {bytes_text(sent)} sent per device in all")
+        lines.append(f"collectives: {top}; {bytes_text(sent)} sent per device in all (written by the program)")
+    elif capture.meshes:
+        lines.append("collectives: none written by the program"
+                     + ("" if capture.compiled else " (what the compiler adds is not known: compile = \"on\")"))
+    lines += compiled_lines(capture.compiled, bytes_text)
     model = capture.meta.get(MEMORY_KEY)
     text = figures_text(model)
     if text:

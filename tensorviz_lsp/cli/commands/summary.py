@@ -167,7 +167,8 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
 
         notes["experts"] = CONVENTION_NOTE
     doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
-                           "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes}
+                           "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes,
+                           "figure_scopes": figure_scopes(capture), **compiled_doc(capture, totals)}
     if moe:
         doc["moe"] = moe
         # the total with every MoE layer's experts at their active top-k (a dense path's idle experts left out)
@@ -179,7 +180,17 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
         doc["device"] = {**device.json(), "estimate": device_table.estimate_text(device),
                          "time": costs.times(device)[0]}
     _memory(doc, proj, totals, getattr(args, "optimizer", None), device)
+    _plan_beside_xla(doc)
     return doc
+
+
+def _plan_beside_xla(doc: dict) -> None:
+    """The memory plan's per-device peak beside XLA's (``per_device.plan_peak``, ``plan_ratio``)."""
+    pd = doc.get("per_device")
+    plan = ((doc.get("memory") or {}).get("per_device") or {}).get("peak")
+    if isinstance(pd, dict) and isinstance(plan, int) and isinstance(pd.get("xla_peak"), int) and pd["xla_peak"] > 0:
+        pd["plan_peak"] = plan
+        pd["plan_ratio"] = round(plan / pd["xla_peak"], 4)
 
 
 def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: Any) -> None:
@@ -230,6 +241,82 @@ def _label(r: dict, flat: bool) -> str:
     return name
 
 
+def compiled_doc(capture: Any, totals: dict) -> dict[str, Any]:
+    """``compiled`` (the record) and ``per_device`` (TensorViz's figures beside XLA's) for a
+    capture XLA compiled; nothing otherwise."""
+    if capture.compiled is None:
+        return {}
+    return {"compiled": capture.compiled, "per_device": per_device_figures(capture, totals)}
+
+
+def _compiled_text(doc: dict) -> str:
+    """The compiled program's lines, and TensorViz's per-device figures beside XLA's."""
+    compiled = doc.get("compiled")
+    if not compiled:
+        return ""
+    from capture.graph.compiled import summary_lines
+
+    lines = summary_lines(compiled, bytes_text)
+    pd = doc.get("per_device") or {}
+    if "flops_ratio" in pd:
+        lines.append(f"Per device FLOPs: {flops_text(int(pd['flops_estimate']))} (TensorViz: the global count ÷ "
+                     f"{pd['devices']} devices) vs {flops_text(int(pd['xla_flops']))} (XLA): ×{pd['flops_ratio']:.3f}")
+    if "plan_ratio" in pd:
+        lines.append(f"Per device peak:  {bytes_text(pd['plan_peak'])} (TensorViz's memory plan) vs "
+                     f"{bytes_text(pd['xla_peak'])} (XLA's memory_analysis): ×{pd['plan_ratio']:.3f}")
+    if "memory_ratio" in pd:
+        lines.append(f"Per device memory: {bytes_text(pd['memory_estimate'])} (TensorViz's bound: parameters, inputs "
+                     f"and every intermediate) vs peak {bytes_text(pd['xla_peak'])} (XLA's buffers, after fusion and "
+                     "reuse)")
+        if isinstance(pd.get("xla_activations"), int) and isinstance(pd.get("activations_estimate"), int):
+            lines.append(f"Per device activations: {bytes_text(pd['activations_estimate'])} (TensorViz: every "
+                         f"intermediate at once) vs {bytes_text(pd['xla_activations'])} (XLA's temporaries)")
+    return "".join(line + "\n" for line in lines)
+
+
+def per_device_figures(capture: Any, totals: dict) -> dict[str, Any]:
+    """TensorViz's figures for one device beside XLA's (the compiled program's): FLOPs as the
+    global count split evenly over the devices, and the per-device memory estimate."""
+    compiled = capture.compiled or {}
+    devices = int(compiled.get("devices") or 1)
+    out: dict[str, Any] = {"scope": "per device", "devices": devices}
+    flops = totals.get("flops")
+    xla = (compiled.get("cost") or {}).get("flops")
+    if isinstance(flops, (int, float)) and flops >= 0:
+        out["flops_estimate"] = flops / devices
+        if isinstance(xla, (int, float)) and xla > 0:
+            out["xla_flops"] = xla
+            out["flops_ratio"] = round(flops / devices / xla, 4)
+    memory = capture.meta.get("per_device_memory") if isinstance(capture.meta, dict) else None
+    peak = (compiled.get("memory") or {}).get("peak")
+    if isinstance(memory, dict):
+        own = sum(memory.get(k) or 0 for k in ("param_bytes", "input_bytes", "activation_bytes"))
+        out["memory_estimate"] = own
+        if isinstance(peak, int) and peak > 0:
+            out["xla_peak"] = peak
+            out["memory_ratio"] = round(own / peak, 4)
+            # the activations XLA holds: its temporaries (after fusion and buffer reuse)
+            out["xla_activations"] = (compiled.get("memory") or {}).get("temporaries")
+            out["activations_estimate"] = memory.get("activation_bytes")
+    return out
+
+
+def figure_scopes(capture: Any) -> dict[str, str]:
+    """What each total covers on a program split across devices: the whole program
+    (global), one device, or one rank (nothing without a mesh: every figure is the one device's)."""
+    if not capture.meshes and not capture.compiled:
+        return {}
+    out = {"flops": "global: the whole program at its full shapes", "bytes": "global, unfused",
+           "params": "global: every parameter once, whole", "activations": "global, at the captured shapes"}
+    if capture.meshes and capture.framework == "jax":
+        out["flops"] += "; a shard_map as its body × its devices (the body's own rows: per device)"
+    if capture.framework == "torch" and capture.meshes:
+        out["flops"] = "global for DTensor ops, per rank for plain-tensor ops"
+    if capture.compiled and capture.compiled.get("status") == "compiled":
+        out["compiled"] = "per device: XLA's cost_analysis() and memory_analysis() of the program one device runs"
+    return out
+
+
 def _text(doc: dict, flat: bool) -> str:
     rows, totals, device = doc["rows"], doc["totals"], doc.get("device")
     headers = ["Layer", "Class", "Output", "Params", "FLOPs", "Bytes", "Share"] + (["Est. time"] if device else [])
@@ -264,7 +351,9 @@ def _text(doc: dict, flat: bool) -> str:
     out.write("\n")
     p = totals["params"]
     unc_ops = totals.get("uncounted") or 0
+    scopes = doc.get("figure_scopes") or {}
     out.write(f"Total FLOPs:      {flops_text(totals['flops'])}"
+              + (f" ({scopes['flops']})" if scopes.get("flops") else "")
               + (f" + {unc_ops:,} uncounted op{'s' * (unc_ops != 1)} (listed below)" if unc_ops else "")
               + (" (includes estimates: control-flow bodies × their trip counts)" if totals.get("estimate") else "")
               + f"   [{doc['notes']['flops']}]\n")
@@ -279,6 +368,7 @@ def _text(doc: dict, flat: bool) -> str:
     if "saved_for_backward" in totals:
         out.write(f"Saved for backward: {bytes_text(totals['saved_for_backward'])}\n")
     out.write(_memory_text(doc.get("memory")))
+    out.write(_compiled_text(doc))
     if device:
         out.write(f"Est. time:        {seconds_text(device['time'])} on {device['label']} ({device['estimate']})\n")
         if device.get("note"):

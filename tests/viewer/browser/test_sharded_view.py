@@ -70,7 +70,11 @@ def test_legend_split_shapes_per_device_and_collectives(browser, served, close_p
     legend = page.locator("#mesh-legend")
     assert legend.is_visible()
     text = legend.inner_text()
-    assert "data=4 × model=2" in text and "8 cpu devices, simulated" in text
+    assert "data=4 × model=2" in text and "⇄ collective the program writes" in text
+    assert "8 cpu devices" not in text  # the details wait behind their button: the graph's corner stays free
+    page.locator("#mesh-legend .mesh-details").click()
+    text = legend.inner_text()
+    assert "8 cpu devices, simulated" in text
     assert "per device: 1 KiB params · 128 B in · 128 B act" in text  # as group cards write it
     assert page.locator("#btn-device").is_visible()
     app.js("async () => { await window.tensorviz.expandAll(); }")
@@ -82,8 +86,13 @@ def test_legend_split_shapes_per_device_and_collectives(browser, served, close_p
     assert card and any(t.get("text") == "⇄ model" for t in card.get("texts", []) if isinstance(t, dict))
     if SHOTS:
         page.screenshot(path=os.path.join(SHOTS, "sharded-global.png"))
+    app.js("() => window.tensorviz.zoomAt(300, 300, 1.7)")  # the person's own zoom
+    before = app.js("() => window.tensorviz.camera")
     app.js("async () => { await window.tensorviz.setPerDevice(true); }")
     assert page.locator("#btn-device").get_attribute("aria-pressed") == "true"
+    after = app.js("() => window.tensorviz.camera")
+    # the same graph with other shapes: the view is kept, not re-fitted
+    assert abs(after["s"] - before["s"]) < 1e-6 * before["s"], (before, after)
     _, lines = lines_of(app, "dot_general")
     assert lines[0] == "f32[2,16]"
     if SHOTS:
@@ -92,6 +101,59 @@ def test_legend_split_shapes_per_device_and_collectives(browser, served, close_p
     _, lines = lines_of(app, "dot_general")
     assert lines[0] == "f32[8@data,32@model]"
     assert not app.unexpected_errors()
+
+
+def compiled_capture() -> Capture:
+    """The sharded step with what XLA runs for it: an all-reduce the compiler adds on the
+    matmul, and an all-gather that maps onto no node."""
+    cap = sharded_capture()
+    # the program names the recipe's axes again (its AbstractMesh): one row in the legend
+    cap.meshes.append(mesh_record([("data", 4, "auto"), ("model", 2, "auto")], "AbstractMesh", "program"))
+    ar = {"kind": "all-reduce", "async": False, "axes": ["model"], "devices": 2, "groups": "{0,1},{2,3}",
+          "operand_bytes": 2 * 32 * 4, "bytes_sent_per_device": 2 * 32 * 4, "node": 0, "op_name": "jit(f)/dot_general",
+          "hlo": "all-reduce.1", "how": "primitive+line"}
+    lost = {**ar, "kind": "all-gather", "axes": ["data"], "devices": 4, "node": None, "hlo": "all-gather.2"}
+    cap.compiled = {"status": "compiled", "seconds": 0.4, "scope": "per device", "devices": 8,
+                    "cost": {"flops": 4096.0}, "memory": {"arguments": 1024, "outputs": 128, "temporaries": 64,
+                                                          "aliases": 0, "peak": 1216},
+                    "collectives": [ar, lost], "attributed": 1, "unattributed": 1, "note": "n"}
+    return cap
+
+
+def test_the_compilers_collectives_badge_legend_and_banner(browser, tmp_path, close_pages):
+    server = ViewerServer(workspace=make_workspace(tmp_path))
+    cid = server.add_capture(compiled_capture(), "compiled step")
+    server.start()
+    try:
+        app = open_app(browser, server.url_for(cid))
+        close_pages.append(app)
+        page = app.page
+        banner = page.locator(".banner", has_text="XLA compiled")
+        assert banner.count() == 1
+        text = banner.inner_text()
+        assert "2 collectives" in text and "1 drawn on their ops" in text and "1 map onto no op: all-gather(data)×1" in text
+        assert banner.get_attribute("data-level") == "warn"
+        rows = page.locator("#mesh-legend .mesh-row").all_inner_texts()
+        assert [r for r in rows if r.startswith("mesh")] == ["mesh data=4 × model=2 · 8 devices"]
+        page.locator("#mesh-legend .mesh-details").click()
+        legend = page.locator("#mesh-legend").inner_text()
+        assert "compiled: 2 collectives (all-reduce(model)×1, all-gather(data)×1), 1 on no op" in legend
+        assert "XLA per device: 4.1 kFLOPs · peak 1.19 KiB" in legend
+        app.js("async () => { await window.tensorviz.expandAll(); }")
+        key, lines = lines_of(app, "dot_general")
+        assert lines[0] == "XLA all-reduce model ×2 · sends 256 B each"
+        card = app.js("(k) => window.tensorviz.card(k)", key)
+        assert any(t.get("text") == "⇆ XLA" for t in card.get("texts", []) if isinstance(t, dict))
+        _, glines = lines_of(app, "all_gather")  # the program's own collective: no compiler badge
+        assert not any(line.startswith("XLA ") for line in glines)
+        app.js("async () => { await window.tensorviz.collapseAll(); }")
+        info = app.js("(k) => window.tensorviz.itemInfo(k)", "g0")
+        assert "⇆ XLA: all-reduce(model)×1" in info["lines"]
+        if SHOTS:
+            page.screenshot(path=os.path.join(SHOTS, "compiled-collectives.png"))
+        assert not app.unexpected_errors()
+    finally:
+        server.stop()
 
 
 def test_group_cards_and_search_by_axis(browser, served, close_pages):

@@ -94,6 +94,7 @@ const S = CARD_STYLE;
  * @property {string} [op]
  * @property {boolean} [opaque]
  * @property {unknown} [collective]  an op card of a collective (moves data between devices)
+ * @property {string | null} [compiler]  the badge of the collectives XLA runs for it (`⇆ XLA ×2`)
  * @property {Part[]} [parts]
  * @property {string} [look]  a pill's: "input" | "quiet" | "plain"
  * @property {string | null} [role]
@@ -398,8 +399,9 @@ function drawOp(dl, it, ctx, p, band) {
   const accent = opaque ? p.opaqueStroke : collective ? p.collectiveStroke : accentFor(c.op ?? c.title ?? "");
   if (band === 0) {
     out.push(rect(it.x, it.y, it.w, it.h, 0, opaque ? p.opaqueStroke : collective ? p.collectiveFill : p.cardFill));
-    out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, accent));
-    // too small for its text: summarised by its op's short name (semantic zoom)
+    out.push(rect(it.x, it.y, it.w, Math.min(it.h, 6), 0, c.compiler ? p.compilerStroke : accent));
+    // too small for its text: summarised by its op's short name (semantic zoom); the
+    // compiler's collectives keep their colour on its top strip
     dl.far = [{ t: "far", x: it.x, y: it.y, w: it.w, h: it.h, text: shortOp(c.title), color: p.cardText, padTop: 0, bg: null, op: true }];
     return;
   }
@@ -413,6 +415,22 @@ function drawOp(dl, it, ctx, p, band) {
     out.push(text(at.x, at.captionY, truncateStart(ctx, c.caption, it.w - 2 * S.padX), S.fontCaption, p.kinds.module ? p.kinds.module.text : p.cardMuted));
   }
   boxTexts(out, it, ctx, p, band, p.cardText, opaque ? p.opaqueStroke : collective ? p.collectiveStroke : null, accent);
+  compilerBadge(out, it, ctx, p);
+}
+
+// The collectives the compiler runs for an op (or inside a closed group): a chip astride
+// the card's top edge, in the compiler's colour, apart from the program's own collectives.
+/**
+ * @param {CardPrim[]} out @param {SceneItem} it @param {Ctx} ctx @param {Palette} p
+ */
+function compilerBadge(out, it, ctx, p) {
+  const badge = it.card.compiler;
+  if (!badge) return;
+  ctx.font = S.fontTag;
+  const w = ctx.measureText(badge).width + S.tagPad;
+  const x = it.x + it.w - w - 8;
+  out.push(rect(x, it.y - 8, w, 16, 8, p.compilerStroke, null, 1, null, 1));
+  out.push(text(x + S.tagPad / 2, it.y + 0.5, badge, S.fontTag, p.background));
 }
 
 /**
@@ -438,6 +456,7 @@ function drawClosedGroup(dl, it, ctx, p, band) {
   for (const d of it.type === "stack" && !it.card.fold ? [8, 4] : [4]) out.push(rect(it.x + d, it.y + d, it.w, it.h, 7, ks.fill, ks.stroke, 1));
   out.push(rect(it.x, it.y, it.w, it.h, 7, ks.fill, ks.stroke, 1.4, kind === "body" ? [6, 4] : null)); // body: a template, not executed
   boxTexts(out, it, ctx, p, band, ks.text, ks.stroke, ks.stroke);
+  compilerBadge(out, it, ctx, p);
 }
 
 // A box card's texts: the title row (title, tag chip, toggle), then its lines, the

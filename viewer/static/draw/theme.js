@@ -50,6 +50,7 @@ export function readPalette() {
     opaqueHatch: v("--opaque-hatch"),
     collectiveFill: v("--collective-fill"),
     collectiveStroke: v("--collective-stroke"),
+    compilerStroke: v("--compiler-stroke"),
     edge: v("--edge"),
     edgeLabel: v("--edge-label"),
     edgeLabelBg: v("--edge-label-bg"),

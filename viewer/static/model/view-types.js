@@ -35,6 +35,7 @@
  * @property {number} [uncounted]  ops inside that no rule counted (not in `flops`)
  * @property {boolean} [estimate]
  * @property {boolean} [template]  one iteration of a body that did not run
+ * @property {string} [scope]  a program split across devices: "global", or "per device" inside a shard_map body
  * @property {{flops: number, bytes: number}} [per_block]  a stack's: its first repetition's
  */
 
@@ -84,6 +85,8 @@
  * @property {ItemCost} [cost]
  * @property {DeviceMemory} [per_device_memory]  a group of a program split across devices
  * @property {Collective} [collective]  a node of a collective
+ * @property {unknown} [compiled]  a node: the collectives XLA runs for it (a list); a group: their count and kinds
+ * @property {number} [compiled_total]  a node: how many compiled collectives it has
  * @property {{count: number, ops?: string[]}} [kernels]  a function call: its kernels
  * @property {{count: number, index: number}} [identical]  siblings of the same structure
  * @property {number} [opaque_count]

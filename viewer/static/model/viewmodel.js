@@ -515,6 +515,8 @@ export class GraphModel {
     if (card === "op" || card === "function") return opEntry(item, within, weightPills);
     /** @type {Entry} */
     const entry = { kind: item.type, title: item.label || itemKey(item), lines: linesOf(item), tag: cardTag(item) };
+    const inside = /** @type {{count?: number} | undefined} */ (item.compiled);
+    if (inside && inside.count) entry.compiler = `⇆ XLA ×${inside.count}`; // the compiler's collectives inside
     return entry;
   }
 
@@ -1290,6 +1292,8 @@ export function cardLines(item) {
     if (io) lines.push(io);
     const mem = memoryLine(item.per_device_memory);
     if (mem) lines.push(mem);
+    const inside = /** @type {{count?: number, kinds?: string} | undefined} */ (item.compiled);
+    if (inside && inside.count) lines.push(`⇆ XLA: ${inside.kinds || `${inside.count} collectives`}`);
   } else if (item.honest) {
     lines.push(String(item.honest));
   } else if (item.sublabel) {
@@ -1342,6 +1346,23 @@ export function memoryLine(m) {
   if (m.input_bytes) bits.push(`${formatBytes(m.input_bytes)} in`);
   if (m.activation_bytes) bits.push(`${formatBytes(m.activation_bytes)} act`);
   return bits.length ? `per device: ${bits.join(" · ")}` : "";
+}
+
+/**
+ * One collective of the compiled program on its op's card (`compiled`, viewer/API.md).
+ * @typedef {{kind?: string, axes?: string[], devices?: number, bytes_sent_per_device?: number | null, added?: boolean, combined?: number}} CompiledBrief
+ */
+
+// A compiled collective's line: `XLA all-reduce data ×4 · sends 2 KiB each` (`+1 more`).
+/**
+ * @param {CompiledBrief} c @param {number} total
+ * @returns {string}
+ */
+export function compiledLine(c, total) {
+  const axes = (c.axes || []).join("×") || "group";
+  const sent = typeof c.bytes_sent_per_device === "number" ? ` · sends ${formatBytes(c.bytes_sent_per_device)} each` : "";
+  const more = total > 1 ? ` (+${total - 1})` : "";
+  return `XLA ${c.kind || "collective"} ${axes} ×${c.devices || 1}${sent}${more}`;
 }
 
 // A collective's line on its card: the mesh axes, how many devices take part and what
@@ -1401,6 +1422,13 @@ function opEntry(item, within, weightPills) {
     entry.collective = true;
     entry.tag = `⇄ ${(item.collective.axes || []).join("×") || "collective"}`;
     entry.lines = [collectiveLine(item.collective), ...entry.lines];
+  }
+  const compiled = /** @type {CompiledBrief[] | undefined} */ (item.compiled);
+  if (!fn && compiled && compiled.length) {
+    // What the compiler runs for this equation: a badge, and its first collective in words.
+    const total = Number(item.compiled_total || compiled.length);
+    entry.compiler = `⇆ XLA${total > 1 ? ` ×${total}` : ""}`;
+    entry.lines = [compiledLine(compiled[0], total), ...entry.lines];
   }
   if (fn || opens(item)) entry.toggle = true; // a call opens to its kernels; a boundary to its bodies
   if (!weightPills && item.weights && item.weights.length) {

@@ -1,0 +1,92 @@
+"""What the pages say of a program split across devices beyond its shapes: the compiled
+program's collectives on their nodes and groups (``capture.graph.compiled``), the scope
+of a card's FLOPs, and the stand-ins of weights inside control-flow bodies (so that a
+scanned model's weights are counted once)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capture.graph.compiled import by_node, kind_counts
+
+_MAX_HOPS = 10_000
+
+
+def compiled_by_node_and_group(capture: Any) -> tuple[dict[int, list], dict[int, list]]:
+    """The compiled program's collectives per node, and per group (each once, with every
+    group that holds one of its nodes)."""
+    per_node = by_node(getattr(capture, "compiled", None))
+    per_group: dict[int, list] = {}
+    groups, nodes = capture.groups, capture.nodes
+    seen: dict[int, set[int]] = {}
+    for i, items in per_node.items():
+        g = nodes[i].group
+        hops = 0
+        while g is not None and hops < _MAX_HOPS:
+            mark = seen.setdefault(g, set())
+            for c in items:
+                if id(c) not in mark:
+                    mark.add(id(c))
+                    per_group.setdefault(g, []).append(c)
+            g = groups[g].parent
+            hops += 1
+    return per_node, per_group
+
+
+def compiled_brief(c: dict, written: Any) -> dict:
+    """One compiled collective on its node's card: what it is, over which axes, what each
+    device sends, and whether it is the program's own collective (``written``: the node's
+    ``params["collective"]``) or one the compiler added."""
+    out = {k: c.get(k) for k in ("kind", "axes", "devices", "bytes_sent_per_device", "operand_bytes", "how")}
+    out["added"] = not isinstance(written, dict)
+    if c.get("nodes"):
+        out["combined"] = len(c["nodes"])  # XLA's combiner merged several equations' collectives into one
+    return out
+
+
+def group_compiled(inside: list | None) -> dict:
+    """A group item's ``compiled`` (the compiler's collectives of the equations inside it),
+    or nothing."""
+    if not inside:
+        return {}
+    return {"compiled": {"count": len(inside), "kinds": kind_counts(inside),
+                         "bytes_sent_per_device": sum(x.get("bytes_sent_per_device") or 0 for x in inside)}}
+
+
+def cost_scope(capture: Any, g: int | None) -> str | None:
+    """What a card's FLOPs cover on a program split across devices: ``per device`` inside
+    a shard_map body (the program one device runs), else ``global``; None without a mesh."""
+    if not capture.meshes:
+        return None
+    groups, hops = capture.groups, 0
+    while g is not None and g >= 0 and hops < _MAX_HOPS:
+        attrs = groups[g].attrs
+        if groups[g].kind == "body" and isinstance(attrs, dict) and attrs.get("role") == "shard_map body":
+            return "per device"
+        g = groups[g].parent
+        hops += 1
+    return "global"
+
+
+def body_stand_ins(capture: Any) -> dict[int, int]:
+    """Body parameter values (a template's stand-ins for the weights it receives: one slice
+    of a scanned stack) -> their body group."""
+    got: dict[int, int] = {}
+    for gid, grp in enumerate(capture.groups):
+        params = grp.attrs.get("parameters") if grp.kind == "body" and isinstance(grp.attrs, dict) else None
+        for p in params if isinstance(params, list) else ():
+            if isinstance(p, dict) and type(p.get("value")) is int and type(p.get("outer")) is int:
+                got[p["value"]] = gid
+    return got
+
+
+def within(groups: Any, g: int, body: int) -> bool:
+    """Whether group ``g`` is ``body`` or inside it (``g`` -1: the whole model)."""
+    x: int | None = g
+    hops = 0
+    while x is not None and x >= 0 and hops < _MAX_HOPS:
+        if x == body:
+            return True
+        x = groups[x].parent
+        hops += 1
+    return False
