@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -168,6 +169,36 @@ def _transformed_candidates(module: cst.Module, ns: Namespace, analysis: ModuleA
     return found
 
 
+# Names of parameters a suggestion sizes though they default to None (x-transformers'
+# ``depth = None``): a call of a subclass names them.
+_SIZED_NONE = re.compile(r"^(depth|dim|n_layers?|num_layers|heads|n_heads|num_heads)$")
+
+
+def _with_subclass(f: SetupField, ns: Namespace) -> SetupField:
+    """``f`` with the first same-file subclass of the class it is annotated with, and the
+    parameters a call of that subclass needs (its ``__init__``'s, else its base's)."""
+    if f.config is not None or not f.annotation or not f.annotation.isidentifier():
+        return f
+    base = f.annotation
+    classes = {c.name: c for c in ns.top_level_classes()}
+    if base not in classes:
+        return f
+    sub = next((c for c in ns.top_level_classes()
+                if any(isinstance(b, cst.Name) and b.value == base for b in c.bases)), None)
+    if sub is None:
+        return f
+    init = sub.methods.get("__init__")
+    params = parameters_of(init, bound=True) if init is not None else []
+    if init is None or all(p.kind in ("var_positional", "var_keyword") for p in params):
+        base_init = classes[base].methods.get("__init__")
+        params = parameters_of(base_init, bound=True) if base_init is not None else []
+    needed = tuple(p.name for p in params if p.kind not in ("var_positional", "var_keyword") and (
+        p.default is None or isinstance(p.default, cst.Name) and p.default.value == "None"
+        and _SIZED_NONE.search(p.name)))
+    hints = f.hints or ValueHints()
+    return replace(f, hints=replace(hints, subclass=(sub.name, needed)))
+
+
 def _call_input(param: ParameterInfo, *, static: bool = False, config: ConfigClass | None = None,
                 token: TokenInput | None = None, hints: ValueHints | None = None) -> CallInput:
     return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static, config, token, hints)
@@ -238,6 +269,8 @@ def _module_candidate(
     else:
         preparing = ()
 
+    if ref.module.namespace is not None:
+        fields = [_with_subclass(f, ref.module.namespace) for f in fields]
     name_range, whole = locate(ref.info.qualname)
     return Candidate(
         name=ref.info.name,

@@ -150,9 +150,15 @@ class ValueHints:
     must_set: tuple[str, ...] = ()
     preset: tuple[str, str] | None = None
     enum: tuple[str, tuple[str, ...], bool] | None = None
+    #: A parameter typed with a base class the file subclasses (``attn_layers:
+    #: AttentionLayers`` and ``class Decoder(AttentionLayers)``): the first subclass and the
+    #: constructor parameters a call of it needs (required, or sizes defaulting to None).
+    subclass: tuple[str, tuple[str, ...]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
+        if self.subclass is not None:
+            out["subclass"] = {"name": self.subclass[0], "parameters": list(self.subclass[1])}
         for key in ("flag", "shape", "needed", "rank", "last_dim", "first_layer", "reads", "builder", "must_set",
                     "preset"):
             value = getattr(self, key)

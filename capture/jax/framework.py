@@ -669,6 +669,7 @@ def capture(ctx: CaptureContext) -> Capture:
     with jax.default_device(device), (jax.set_mesh(mesh) if mesh is not None else nullcontext()):
         ctx.progress("importing the model", 0.1)
         target = ctx.import_object(recipe.model)
+        ctx.before_construction(make_tensor)  # init.before: library state the build reads
         ctx.progress("building the callable", 0.2)
         plan = _plan(ctx, target, make_tensor)
         args, kwargs = _call_inputs(ctx, jax, plan, make_tensor)

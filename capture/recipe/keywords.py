@@ -4,7 +4,7 @@
 any other keyword at run time (``attn_implementation``, ``torch_dtype``, ``rope_theta``…
 are read by ``__post_init__``; anything else becomes an attribute the model never reads).
 So ``ModernBertConfig(num_hidden_layer=2)`` builds, silently, a 22-layer model. One rule,
-used by the command line's check before anything runs (``tensorviz_lsp.cli.setup_check``)
+used by the command line's check before anything runs (``tensorviz_lsp.setup.setup_check``)
 and by the worker before it calls (:mod:`capture.worker.values`): a keyword that is not
 declared but reads like a declared one (:func:`misspelt`, ``difflib`` ratio at least
 :data:`CUTOFF`) is a mistake, refused with "did you mean"; another one is passed on when

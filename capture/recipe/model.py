@@ -368,6 +368,10 @@ class CallSetup:
     # ``init.then``: steps on the model once built (and its checkpoint loaded), in order:
     # gpt-fast's ``setup_caches`` (:class:`SetStep`, :class:`CallStep`).
     then: tuple[Step, ...] = ()
+    # ``init.before``: calls made, in order, before anything of the init is built (library
+    # state the constructor reads: fairscale's ``initialize_model_parallel(1)``), each a
+    # ``call`` description whose result is dropped.
+    before: tuple[CallDesc, ...] = ()
 
     @property
     def is_empty(self) -> bool:
@@ -376,6 +380,8 @@ class CallSetup:
 
     def to_dict(self) -> dict[str, Any]:
         out = self._to_dict()
+        if self.before:
+            out["before"] = [call.to_dict() for call in self.before]
         if self.then:
             out["then"] = [step.to_dict() for step in self.then]
         return out

@@ -213,21 +213,42 @@ def _call_setup(cx: _Ctx, value: Any, at: list[Any]) -> CallSetup:
     if not isinstance(value, Mapping):
         raise cx.error(at, "expected a table with args and kwargs, or with factory")
     section = at[-1]
-    allowed = ("args", "kwargs", "factory") + _SAVED_KEYS.get(section, ()) + (("then",) if section == "init" else ())
+    allowed = ("args", "kwargs", "factory") + _SAVED_KEYS.get(section, ()) + (
+        ("before", "then") if section == "init" else ())
     for key in value:
         if key not in allowed:
             if key == "then":
                 raise cx.error(at + ["then"], "steps after construction (then) belong to init, or to a call "
                                               "description that builds an input")
+            if key == "before":
+                raise cx.error(at + ["before"], "calls before construction (before) belong to init")
             raise cx.error(at + [str(key)], f"unknown key (expected {', '.join(allowed[:-1])} or {allowed[-1]})")
     saved = _saved_setup(cx, value, at, section)
     then = _steps(cx, value["then"], at + ["then"], 0) if "then" in value else ()
+    before = _before(cx, value["before"], at + ["before"]) if "before" in value else ()
     if "factory" in value:
         if "args" in value or "kwargs" in value:
             raise cx.error(at + ["factory"], "use either factory or args/kwargs, not both")
-        return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), then=then, **saved)
+        return CallSetup(factory=_ref(cx, value["factory"], at + ["factory"]), then=then, before=before, **saved)
     args, kwargs = _arguments(cx, value, at, 0)
-    return CallSetup(args=args, kwargs=kwargs, then=then, **saved)
+    return CallSetup(args=args, kwargs=kwargs, then=then, before=before, **saved)
+
+
+def _before(cx: _Ctx, value: Any, at: list[Any]) -> tuple[CallDesc, ...]:
+    """``before = [{ kind = "call", target = "pkg.mod:fn", args = [...] }, ...]``: calls
+    made before construction, for their effect."""
+    if not isinstance(value, (list, tuple)):
+        raise cx.error(at, 'expected an array of calls such as { kind = "call", target = '
+                           '"fairscale.nn.model_parallel.initialize:initialize_model_parallel", args = [1] }')
+    if len(value) > MAX_STEPS:
+        raise cx.error(at, f"at most {MAX_STEPS} calls before construction, found {len(value)}")
+    calls = []
+    for i, item in enumerate(value):
+        desc = _value(cx, item, at + [i], 0)
+        if not isinstance(desc, CallDesc):
+            raise cx.error(at + [i], f"a step before construction is a call (kind = \"call\"), found {_show(item)}")
+        calls.append(desc)
+    return tuple(calls)
 
 
 _STEP_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")

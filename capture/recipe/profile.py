@@ -141,6 +141,9 @@ class Recipe:
         what it holds."""
         base = f"profiles.{self.name}"
         for section, setup in (("init", self.init), ("inputs", self.inputs)):
+            for i, call in enumerate(setup.before):
+                for path, d in _walk(call, f"{base}.{section}.before[{i}]"):
+                    yield section, f"before[{i}]", path, d
             for i, desc in enumerate(setup.args):
                 for path, d in _walk(desc, f"{base}.{section}.args[{i}]"):
                     yield section, f"args[{i}]", path, d

@@ -29,6 +29,7 @@ from ..graph.model import Capture, Failure
 from ..recipe import module_file
 from ..worker.distributions import distribution, import_name
 from .import_closure import AST_MAX_CHARS, MAX_TOTAL_CHARS, _scanned
+from .import_time import model_import_view
 from .job import CaptureJob
 from .probe import install_command, probe_interpreter
 
@@ -133,7 +134,11 @@ def complete(job: CaptureJob, capture: Capture, files: list[Path]) -> None:
     if not import_name(first):
         return
     assert isinstance(first, str)
-    others = [n for n in module_level_imports(files)
+    # Import-time imports only (a library a package loads inside a function is not the
+    # model's need), and what the workspace declares it requires (import_time.py).
+    recipe_model = job.recipe.recipe.model if job.recipe is not None and job.recipe.recipe is not None else None
+    files, declared = model_import_view(job.workspace, recipe_model, files)
+    others = [n for n in dict.fromkeys([*module_level_imports(files), *declared])
               if n != first and n != "__future__" and import_name(n)
               and not _workspace_module(job.workspace, files, n)][:MAX_OTHERS]
     probe = probe_interpreter(job, tuple([first, *others]))

@@ -264,9 +264,14 @@ def capture(ctx: CaptureContext) -> Capture:  # noqa: C901
         # The fake process group and the mesh exist before the model's module is imported;
         # factories and the forward run with the mesh current (``with mesh:``).
         group = SimulatedGroup(recipe, device)
+    from .grad_modes import inference_mode_as_grad_mode
+
+    modes: dict[str, Any] = {}
     try:
-        with (group.mesh if group is not None else nullcontext()):
-            return _capture(ctx, torch, device, group)
+        with (group.mesh if group is not None else nullcontext()), inference_mode_as_grad_mode(torch, modes):
+            result = _capture(ctx, torch, device, group)
+        result.meta.update(modes)
+        return result
     finally:
         if group is not None:
             group.close()
@@ -288,6 +293,9 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
 
     ctx.progress("importing the model", 0.1)
     target = ctx.import_object(recipe.model)
+    if recipe.init.before:  # library state the constructor reads (model-parallel groups)
+        ctx.progress("running the steps before construction", 0.15)
+        ctx.before_construction(make_tensor)
     built: dict[str, Any] = {}  # what building the model as its library does adopted (meta)
     model, kind, evidence, memory_estimate = _built_model(ctx, torch, target, make_tensor, device, abstract, built)
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)

@@ -233,6 +233,14 @@ class CaptureContext:
             raise CaptureError("recipe", f"{section} uses factory {setup.factory!r}; call ctx.call_factory for it")
         return build_section(self.recipe, section, make_tensor, self.import_object)
 
+    def before_construction(self, make_tensor: MakeTensor) -> None:
+        """Make the recipe's ``init.before`` calls (library state the model's constructor
+        needs, such as model-parallel groups), in order, before anything of the init is
+        built; see :func:`capture.worker.values.before_construction`."""
+        from .values import before_construction
+
+        before_construction(self.recipe, make_tensor, self.import_object)
+
     def after_construction(self, model: Any, make_tensor: MakeTensor) -> None:
         """Run the recipe's ``init.then`` steps on ``model`` (the object built by the
         constructor or the init factory, its checkpoint loaded), in order; see

@@ -68,6 +68,17 @@ def after_construction(
                                                        shown)
 
 
+def before_construction(recipe: Recipe, make_tensor: MakeTensor, import_object: ImportObject) -> None:
+    """Make ``recipe.init.before``'s calls, in order, for their effect (library state the
+    constructor reads); what each returns is dropped. A failure names its key path."""
+    if not recipe.init.before:
+        return
+    leaves = {leaf.path: leaf for leaf in recipe.tensors() if leaf.section == "init"}
+    builder = _Builder(leaves, make_tensor, import_object)
+    for i, call in enumerate(recipe.init.before):
+        builder.build(call, f"profiles.{recipe.name}.init.before[{i}]")
+
+
 def build_section(
     recipe: Recipe, section: str, make_tensor: MakeTensor, import_object: ImportObject
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:

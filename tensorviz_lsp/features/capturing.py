@@ -132,6 +132,12 @@ class CaptureRunner(Feature):
         if background:
             trusted = self.trust.is_trusted(root)
         else:
+            if not self.trust.is_trusted(root):
+                # The person may be in the browser (the setup form's Save and capture): say
+                # there what the capture waits for, and where it is asked.
+                self.viewers.publish(root, "progress", {
+                    "message": f"Waiting for your answer in the editor: TensorViz asks there whether to trust {root} "
+                               "before it runs the folder's code.", "fraction": None, "waiting": "trust"})
             trusted = await self.trust.ask(root, purpose or f"Capturing {qualname}", interp.path)
         settings = self.server.settings_for(root)
         previous = self.records.get(target.key)

@@ -3,12 +3,12 @@
 The form used to save literals only: a call (minGPT's ``GPT.get_default_config()``), a
 ref, ``none`` for Gemma's ``cache: Cache | None`` could not be entered. Now a field or
 input the form cannot type (not an int, float, bool or plain string) is a text in the
-shorthand's VALUE grammar (:mod:`tensorviz_lsp.cli.shorthand_values`), and steps after
+shorthand's VALUE grammar (:mod:`tensorviz_lsp.setup.shorthand_values`), and steps after
 construction are lines in its STEP grammar; the browser sends them as they are typed
 (``{"kind": "text", "text": "GPT.get_default_config()"}``, ``steps_text``) and
 :func:`read_form_recipe` reads them here, with the same parser, the same name
 resolution and then the same checks as the command line
-(:func:`tensorviz_lsp.cli.setup_check.setup_problems`). :func:`value_text` and
+(:func:`tensorviz_lsp.setup.setup_check.setup_problems`). :func:`value_text` and
 :func:`steps_text` write a saved recipe's values back as that text.
 """
 
@@ -21,9 +21,9 @@ from typing import Any
 
 from capture.recipe import RecipeError, Recipe, model_ref_for, module_file, split_ref
 
-from ..cli.setup_check import setup_problems
-from ..cli.shorthand import ArgumentError, add_steps
-from ..cli.shorthand_values import Names, ShorthandError, parse_value_spec
+from ..setup.setup_check import setup_problems
+from ..setup.shorthand import ArgumentError, add_before, add_steps
+from ..setup.shorthand_values import Names, ShorthandError, parse_value_spec
 
 #: The pseudo-description the browser sends for a value typed as text.
 TEXT_KIND = "text"
@@ -71,12 +71,15 @@ def read_form_recipe(root: Path, name: str, recipe: dict[str, Any],
     errors: list[dict[str, str]] = []
     names = names_for_form(root, data, cand)
     steps = data.pop("steps_text", None)
+    before = data.pop("before_text", None)
     for section in ("init", "inputs"):
         if isinstance(data.get(section), dict):
             data[section] = _read_texts(data[section], section, names, errors)
     if errors:
         return data, errors
     if steps is not None and not _read_steps(data, steps, names, errors):
+        return data, errors
+    if before is not None and not _read_before(data, before, names, errors):
         return data, errors
     if cand is not None:
         try:
@@ -133,6 +136,31 @@ def _read_steps(data: dict[str, Any], steps: Any, names: Names | None, errors: l
         errors.append({"path": "steps", "message": f"{exc.text}: {exc.problem}"})
         return False
     return True
+
+
+def _read_before(data: dict[str, Any], before: Any, names: Names | None, errors: list[dict[str, str]]) -> bool:
+    """The Before construction box's call lines as ``init.before`` (replacing the saved
+    calls; none removes them); False, with the problem in ``errors``, when one does not read."""
+    lines = [line.strip() for line in before if isinstance(line, str) and line.strip()] \
+        if isinstance(before, list) else []
+    init = data.setdefault("init", {"args": [], "kwargs": {}})
+    if not isinstance(init, dict):
+        return True
+    try:
+        add_before(data, lines, names)
+    except ArgumentError as exc:
+        errors.append({"path": "before", "message": f"{exc.text}: {exc.problem}"})
+        return False
+    if not lines:
+        init.pop("before", None)
+    return True
+
+
+def before_text(recipe: dict[str, Any]) -> list[str]:
+    """A saved profile's ``init.before`` calls as the box's lines (the call VALUE text)."""
+    init = recipe.get("init") if isinstance(recipe.get("init"), dict) else {}
+    model_module = str(recipe.get("model", "")).partition(":")[0] or None
+    return [value_text(call, model_module) for call in (init or {}).get("before") or [] if isinstance(call, dict)]
 
 
 def _form_path(problem: Any) -> str:

@@ -345,10 +345,12 @@ def value_of(file_lines: list, target: assigned_names.Target, path: Any) -> str 
     if note:
         parts.append(note)
     memory = lv.memory_lines(capture, lv.runs(entry)[0])
-    if memory:
-        parts.append("What one device holds:\n" + "\n".join(memory))
-    parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
     mesh = lv.mesh_line(capture)
+    if memory:
+        # Per device only where there is a mesh; without one the model is on one device.
+        parts.append(("What one device holds:\n" if mesh else "Memory:\n") + "\n".join(
+            memory if mesh else [line.replace(" per device:", ":") for line in memory]))
+    parts.append(f"{lv.calls_text(capture, entry)}. {lv.provenance(capture, entry)}")
     if mesh:
         parts.append(mesh)
     stale = lv.stale_text(rec, rel_path(rec.root, path) or str(path), fl.stale)

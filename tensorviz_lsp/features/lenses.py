@@ -11,6 +11,8 @@ definition). Both run ``tensorviz.openGraph`` with ``{uri, symbol, profile}``.
 from __future__ import annotations
 
 
+from typing import Callable
+
 from lsprotocol import types
 
 from ..backends import Candidate, Span
@@ -76,9 +78,12 @@ class Lenses(Feature):
         if cached is not None and cached[0] == id(candidates) and cached[1] == generation and not (
                 self.candidates.problem(uri)):
             return cached[2]
+        doc = self.server.open_document(uri)
+        shown = models_only(candidates, doc.source if doc is not None else None,
+                            lambda c: self.recipes.profile_of(uri, c) is not None)
         lenses = [
             types.CodeLens(range=lsp_range(c.name_range), command=cmd)
-            for c, cmd in zip(candidates, self._commands(uri, candidates))
+            for c, cmd in zip(shown, self._commands(uri, shown))
         ]
         # Kept as plain JSON data: re-serialising hundreds of attrs objects on every
         # unchanged request would cost more than everything else here.
@@ -103,6 +108,35 @@ class Lenses(Feature):
     @hook
     def document_closed(self, uri: str) -> None:
         self._cache.pop(uri, None)
+
+
+def _calls_by_definition(text: str) -> dict[str, set[str]]:
+    """Top-level function or class name → the plain names it calls (``shard(x)``)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+    out: dict[str, set[str]] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[node.name] = {c.func.id for c in ast.walk(node)
+                              if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+    return out
+
+
+def models_only(candidates: list[Candidate], text: str | None, saved: Callable[[Candidate], bool]) -> list[Candidate]:
+    """The candidates that get a lens: every module class, and the JAX functions that are
+    not helpers of another candidate in the file (``shard``, ``count_left_pads``: called
+    by the model, never opened alone). A helper with a saved profile keeps its lens; the
+    command line and the Show in Graph action still reach every candidate."""
+    if text is None or not any(c.kind == "jax_function" for c in candidates):
+        return candidates
+    calls = _calls_by_definition(text)
+    names = {c.qualname for c in candidates}
+    called = set().union(*(calls.get(n, set()) - {n} for n in names)) if names else set()
+    return [c for c in candidates if c.kind != "jax_function" or c.qualname not in called or saved(c)]
 
 
 def _overlaps(span: Span, rng: types.Range) -> bool:

@@ -28,7 +28,7 @@ import ast
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import safe_read
 
@@ -153,6 +153,8 @@ class RecaptureOnSave(Feature):
             return False
         if rel not in rec.sources:
             return False
+        if not await self.server.run_blocking(uses_source, rec.root, rec.capture, rel, self.server.buffers().read_text):
+            return False  # imported with the model's package, but nothing of it is used
         # Saved as captured (a save without edits, or an edit undone): nothing to do.
         changed = await self.server.run_blocking(self.backends.changed_sources, rec.capture, rec.root, {})
         return rel in changed
@@ -193,6 +195,49 @@ class RecaptureOnSave(Feature):
         except Exception:
             log.exception("recapture of %s failed", target.profile)
             return {"ok": False, "reason": "error"}
+
+
+def uses_source(root: Path, capture: Any, rel: str, read_text: Callable[[Path], str | None]) -> bool:
+    """Whether the capture uses workspace file ``rel`` (one of its sources): its code ran
+    in the capture (a frame is there), or the model's file or a file the recipe names (a
+    factory, a call's target) imports from it, directly or through files it imports from.
+    A file only imported because the model's package imports it (a sibling model in the
+    package's ``__init__``) is not used; saving it recaptures nothing. Unknown: used."""
+    from capture.recipe import module_file
+    from capture.session.import_time import used_files
+
+    if any(not f.library and f.file == rel for f in getattr(capture, "frames", None) or []):
+        return True
+    recipe = getattr(capture, "recipe", None) or {}
+    refs = [recipe.get("model")] + _recipe_targets(recipe)
+    starts = []
+    for ref in refs:
+        if isinstance(ref, str) and ":" in ref:
+            try:
+                found = module_file(root, ref.partition(":")[0])
+            except (OSError, ValueError):
+                found = None
+            if found is not None:
+                starts.append(found)
+    if not starts:
+        return True
+    used = used_files(root, starts, lambda p: read_text(p))
+    return any(p.resolve() == (root / rel).resolve() for p in used)
+
+
+def _recipe_targets(node: Any) -> list[str]:
+    """Every ``factory`` and call/ref ``target`` a recipe table names."""
+    out: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("factory", "target") and isinstance(value, str):
+                out.append(value)
+            else:
+                out += _recipe_targets(value)
+    elif isinstance(node, list):
+        for value in node:
+            out += _recipe_targets(value)
+    return out
 
 
 def _unparsable(root: Path, paths: list[Path], read_buffer: Any) -> str | None:

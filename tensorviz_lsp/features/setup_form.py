@@ -23,9 +23,9 @@ from discovery.binding import bind
 from discovery.results import CallInputJson
 
 from ..backends import Candidate
-from ..cli.shorthand_values import ShorthandError, parse_value_spec
-from ..cli.suggestions import Suggester
-from .form_values import steps_text, value_text
+from ..setup.shorthand_values import ShorthandError, parse_value_spec
+from ..setup.suggestions import Example, Suggester
+from .form_values import before_text, steps_text, value_text
 
 
 @dataclass
@@ -42,6 +42,10 @@ class SetupContext:
 _VARIADIC = ("var_positional", "var_keyword")
 #: The types the form has a control of its own for; any other field is VALUE text.
 _TYPED = ("int", "float", "bool", "str")
+BEFORE_HELP = ("One call a line, made before the model is built, for library state its constructor reads: "
+               "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1) (after "
+               "torch.distributed.init_process_group('gloo', init_method='tcp://127.0.0.1:29512', rank=0, "
+               "world_size=1)). The command line's --before.")
 STEPS_HELP = ("One step a line, run on what was built before the capture: model.setup_caches(max_batch_size=1, "
               "max_seq_length=64) calls a method of the model; config.vocab_size=100 sets an attribute of a "
               "constructor argument built by a call.")
@@ -256,6 +260,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         if token and isinstance(generator, dict) and generator.get("high") is None \
                 and set_by_steps.get(token.get("high_from") or ""):
             generator["high"] = set_by_steps[token["high_from"]]
+    needs += _settle_suggestions(ctx, fields, inputs)
     prefilled = {f["path"] for f in fields if f.get("text")}  # given by the text the form starts with
     needs += [n for n in setup_needs(cand, recipe) if n["path"] not in prefilled
               and not any(isinstance(o, dict) and o.get("path") == n["path"] for o in needs)]
@@ -268,6 +273,8 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         "symbol": {"qualname": cand.qualname, "kind": cand.kind, "framework": cand.framework},
         # Steps after construction, one STEP a line (the shorthand's --then grammar).
         "steps": {"lines": steps, "help": STEPS_HELP},
+        # Calls before construction, one call VALUE a line (the shorthand's --before).
+        "before": {"lines": before_text(recipe), "help": BEFORE_HELP},
         "factories": {
             "init": {"value": init.get("factory"), "placeholder": FACTORY_PLACEHOLDER,
                      "contract": INIT_CONTRACTS.get(cand.kind, INIT_CONTRACTS["torch_module"]).format(name=cand.qualname)},
@@ -283,6 +290,110 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         form["evidence"] = {"value": value, "default": getattr(recipe_model, "DEFAULT_EVIDENCE", choices[0]),
                             "choices": [{"value": c, "label": EVIDENCE_WORDS.get(c, c)} for c in choices]}
     return form
+
+
+def _prefilled_value(entry: dict[str, Any]) -> tuple[bool, Any]:
+    """``(True, what the form would save)`` for a field the form starts filled in by a
+    suggestion (nothing saved), as ``viewer/static/panels/setup.js`` reads it."""
+    if "value" in entry:
+        return False, None
+    config = entry.get("config")
+    if config is not None:
+        kwargs = {sub["name"]: v for sub in config["fields"] for ok, v in [_prefilled_value(sub)] if ok}
+        return (True, {"kind": "call", "target": config["target"], "kwargs": kwargs}) if kwargs else (False, None)
+    if entry.get("suggested_text") and entry.get("text"):
+        return True, {"kind": "text", "text": entry["text"]}
+    if "suggested" in entry:
+        return True, entry["suggested"]
+    return False, None
+
+
+def _drop_suggestions(entry: dict[str, Any]) -> None:
+    entry.pop("suggested", None)
+    if entry.pop("suggested_text", None):
+        entry.pop("text", None)
+    for sub in (entry.get("config") or {}).get("fields") or []:
+        _drop_suggestions(sub)
+
+
+def _check_suggestions(ctx: SetupContext, fields: list[dict[str, Any]]) -> None:
+    """Every value the form starts with from a suggestion is read and checked as a save
+    would (:func:`~.form_values.read_form_recipe`: the shorthand's reader, the recipe's
+    validation, the setup checks): a field whose suggestion would be refused starts from
+    its defaults instead (its example still shown)."""
+    from capture.recipe import Recipe, RecipeError
+
+    from .form_values import read_form_recipe
+
+    init = dict(_table(ctx.recipe, "init"))
+    kwargs = dict(init.get("kwargs") or {})
+    by_name = {}
+    for entry in fields:
+        ok, value = _prefilled_value(entry)
+        if ok and entry["path"].startswith("init.kwargs."):
+            kwargs[entry["name"]] = value
+            by_name[entry["name"]] = entry
+    if not by_name:
+        return
+    draft = {**ctx.recipe, "init": {**init, "kwargs": kwargs}}
+    data, errors = read_form_recipe(ctx.root, ctx.profile, draft, None)
+    bad = {e["path"].split(".")[2] for e in errors if e["path"].startswith("init.kwargs.")}
+    if not errors:
+        try:
+            Recipe.from_dict({**data, "name": ctx.profile, "inputs": {"args": [], "kwargs": {}}})
+        except RecipeError as exc:
+            m = re.search(r"\binit\.kwargs\.(\w+)", exc.key_path)
+            bad |= {m.group(1)} if m else set(by_name)
+    for name in bad & set(by_name):
+        _drop_suggestions(by_name[name])
+
+
+def _settle_suggestions(ctx: SetupContext, fields: list[dict[str, Any]],
+                        inputs: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The suggestions the form starts from, checked (:func:`_check_suggestions`), the
+    token bounds they imply, and the needs nothing fills; returns those needs."""
+    _check_suggestions(ctx, fields)
+    for entry in _entries_by_path(fields).values():
+        entry.pop("suggested_text", None)  # the server's own mark, not the form's contract
+    _bounds_from_suggestions(inputs, fields)
+    return _unfilled_config_fields(fields)
+
+
+def _entries_by_path(fields: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for entry in fields:
+        out[entry["path"]] = entry
+        out.update(_entries_by_path((entry.get("config") or {}).get("fields") or []))
+    return out
+
+
+def _bounds_from_suggestions(inputs: list[dict[str, Any]], fields: list[dict[str, Any]]) -> None:
+    """Token ids bounded by a config field the form starts from a suggestion (a
+    vocabulary shrunk to 100) are drawn below that, as the form's own control would."""
+    by_path = _entries_by_path(fields)
+    for entry in inputs:
+        token, generator = entry.get("token"), entry.get("generator")
+        field = by_path.get((token or {}).get("high_path") or "")
+        if field is not None and isinstance(generator, dict) and generator.get("kind") == "randint" \
+                and type(field.get("suggested")) is int and field["suggested"] > 0:
+            generator["high"] = field["suggested"]
+
+
+def _unfilled_config_fields(fields: list[dict[str, Any]], owner: str = "") -> list[dict[str, str]]:
+    """The required fields of a config group that nothing fills (no saved value, no
+    suggestion, no default): each a need, as the command line lists them."""
+    out: list[dict[str, str]] = []
+    for entry in fields:
+        config = entry.get("config")
+        if config is None or "value" in entry:
+            continue
+        where = f"{owner}{entry['name']}"
+        for sub in config["fields"]:
+            if sub.get("config") is not None:
+                out += _unfilled_config_fields([sub], f"{where}.")
+            elif sub.get("required") and "suggested" not in sub and not sub.get("text"):
+                out.append({"path": sub["path"], "message": f"{where}.{sub['name']}: needed by {config['name']}(...)"})
+    return out
 
 
 def setup_needs(cand: Candidate, recipe: dict[str, Any]) -> list[dict[str, str]]:
@@ -310,8 +421,39 @@ def setup_needs(cand: Candidate, recipe: dict[str, Any]) -> list[dict[str, str]]
     return out
 
 
+def _literal_of(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` for a suggestion's VALUE text that is a plain literal (``64``,
+    ``1e-05``, ``true``, ``none``, ``'x'``), else ``(False, None)``."""
+    words = {"true": True, "false": False, "none": None}
+    if text in words:
+        return True, words[text]
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return False, None
+    return (True, value) if isinstance(value, (int, float, str)) else (False, None)
+
+
+def _suggested(entry: dict[str, Any], suggestion: Example | None) -> None:
+    """Prefill ``entry`` (a field nothing saved) with what the command line would suggest
+    for it: a literal as ``suggested`` (the control's starting value), other VALUE text
+    as ``text``. A suggestion with ``…`` in it is only shown as an example."""
+    if suggestion is None or not suggestion.known or "config" in entry:
+        return
+    if entry["type"] == "value":
+        entry.setdefault("text", suggestion.text)
+        entry["suggested_text"] = True
+        return
+    ok, value = _literal_of(suggestion.text)
+    if ok and not (value is None and entry["type"] != "value"):
+        entry["suggested"] = value
+
+
 def _field_entry(root: Path, f: Mapping[str, Any], path: str, saved: dict[str, Any],
-                 suggest: Suggester | None = None, model_module: str | None = None) -> dict[str, Any]:
+                 suggest: Suggester | None = None, model_module: str | None = None,
+                 suggestion: Example | None = None) -> dict[str, Any]:
     """One form field for a setup field (or a static input, or a config class's field):
     its type and choices, the class's default, the saved value, and a config group. A
     field the form cannot type (not int, float, bool or str) is a ``value``: text in the
@@ -333,13 +475,20 @@ def _field_entry(root: Path, f: Mapping[str, Any], path: str, saved: dict[str, A
         r"\|\s*None\b|\bNone\s*\||^Optional\[", annotation or "")
     if (kind not in _TYPED or optional_required) and choices is None and not f.get("config_class"):
         entry["type"] = "value"
-        example = (suggest or Suggester("torch")).init_value(f)
+        chooser = suggest or Suggester("torch")
+        # A static argument is an input: suggested as the command line's --input is.
+        example = chooser.input_value(f) if path.startswith("inputs.") else chooser.init_value(f)
         if name in saved:
             entry["text"] = value_text(saved[name], model_module)
         elif (f.get("hints") or {}).get("builder") and f.get("required"):
             # Built by the model's own builder (minGPT): prefilled, with its steps.
             entry["text"] = example.text
             entry["steps"] = list(example.steps)
+        elif f.get("required") and example.known and suggestion is None:
+            # What the command line would give it (``none`` for ``Cache | None``): checked
+            # with the rest of the form's suggestions before it is shown.
+            entry["text"] = example.text
+            entry["suggested_text"] = True
         if example.known:
             entry["example"] = example.text
         if f.get("default") is not None and "text" not in entry:
@@ -350,7 +499,14 @@ def _field_entry(root: Path, f: Mapping[str, Any], path: str, saved: dict[str, A
         entry["choices"] = choices
     if name in saved:  # the saved value; ``default`` stays the class's own
         entry["value"] = saved[name]
-    config = _config_group(root, f.get("config_class"), path, 0)
+    elif f.get("config_class") and suggestion is None and suggest is not None:
+        # The command line's suggestion for the whole config (its required fields, sizes
+        # shrunk), field by field: the group starts from it.
+        suggestion = suggest.init_value(f)
+    if name not in saved:
+        _suggested(entry, suggestion)
+    config = _config_group(root, f.get("config_class"), path, 0,
+                           suggestion.fields if suggestion is not None and name not in saved else {})
     if config is not None:
         entry["config"] = config
         entry["required"] = any(c.get("required") for c in config["fields"]) and name not in saved
@@ -360,7 +516,8 @@ def _field_entry(root: Path, f: Mapping[str, Any], path: str, saved: dict[str, A
 _MAX_CONFIG_DEPTH = 4
 
 
-def _config_group(root: Path, cfg: dict[str, Any] | None, path: str, depth: int) -> dict[str, Any] | None:
+def _config_group(root: Path, cfg: dict[str, Any] | None, path: str, depth: int,
+                  suggested: Mapping[str, Example] | None = None) -> dict[str, Any] | None:
     """A configuration class as the form's nested group: its call ``target`` and its
     fields (each an entry at ``PATH.kwargs.FIELD``), or None when the class cannot be
     named in a recipe or nests too deep."""
@@ -373,7 +530,8 @@ def _config_group(root: Path, cfg: dict[str, Any] | None, path: str, depth: int)
     for sub in cfg.get("fields") or []:
         if sub.get("kind") in _VARIADIC:
             continue
-        entry = _field_entry(root, sub, f"{path}.kwargs.{sub['name']}", {})
+        entry = _field_entry(root, sub, f"{path}.kwargs.{sub['name']}", {},
+                             suggestion=(suggested or {}).get(sub["name"]))
         if "config" in entry and depth + 1 >= _MAX_CONFIG_DEPTH:
             del entry["config"]
         fields.append(entry)
@@ -397,9 +555,11 @@ def _input_entry(info: dict[str, Any], saved: Any, path: str, *, kwarg: bool,
     if desc is None or not isinstance(desc.get("shape"), list):
         unknown = ["all dimensions"]  # nothing described yet (a saved ``shape = []`` is a scalar)
     hints = info.get("hints") or {}
-    if desc is None and suggested is not None and (hints.get("shape") or hints.get("last_dim")):
-        shape, unknown = list(suggested["shape"]), []  # the code says it
     token = info.get("token")
+    if desc is None and suggested is not None and (hints.get("shape") or hints.get("last_dim") or token):
+        # The code says it, or they are token ids, which run at any batch and length: the
+        # command line's suggestion (a batch of 1, 16 positions).
+        shape, unknown = list(suggested["shape"]), []
     dtype = "float32"
     generator: dict[str, Any] = {"kind": "normal"}
     if suggested is not None:

@@ -17,7 +17,7 @@ import pytest
 from test_cli_framework_and_env import HAS_JAX, HAS_TORCH, ROOT, TORCH_NET, graph, profiles, tensorviz
 
 from capture.recipe import Recipe  # noqa: E402
-from tensorviz_lsp.cli.shorthand import build_recipe, default_profile_name, parse_target  # noqa: E402
+from tensorviz_lsp.setup.shorthand import build_recipe, default_profile_name, parse_target  # noqa: E402
 
 SCAN_MLP = textwrap.dedent("""
     import jax

@@ -10,7 +10,7 @@ import pytest
 
 from tensorviz_lsp.cli import build_parser, main
 from tensorviz_lsp.cli.commands.capture import resolve_profile
-from tensorviz_lsp.cli.shorthand_values import ShorthandError, parse_step
+from tensorviz_lsp.setup.shorthand_values import ShorthandError, parse_step
 
 MODEL = '''\
 from dataclasses import dataclass

@@ -602,7 +602,7 @@ def test_an_environment_keeps_a_bounded_number_of_files(workspace, monkeypatch):
 
 def test_the_capture_shorthand_knows_library_subclasses(workspace, tmp_path):
     """``tensorviz capture model.py:Encoder`` saves the framework discovery finds."""
-    from tensorviz_lsp.cli.shorthand import ShorthandError, discovered_framework, parse_target
+    from tensorviz_lsp.setup.shorthand import ShorthandError, discovered_framework, parse_target
 
     (workspace / "model.py").write_text(
         "from flaxformer.components.dense import MlpBlock\nfrom transformers import BertModel\n\n"

@@ -57,8 +57,8 @@ def test_the_plugin_drives_the_editor_loop(tmp_path):
     result = json.loads(out.read_text())
     assert result.get("error") is None, result
     assert result["server"]["name"] == "tensorviz"
-    assert result["commands"] == ["TensorVizCancel", "TensorVizDiff", "TensorVizOpen", "TensorVizShowInGraph",
-                                  "TensorVizTrust"]
+    assert result["commands"] == ["TensorVizCancel", "TensorVizDiff", "TensorVizOpen", "TensorVizShow",
+                                  "TensorVizShowInGraph", "TensorVizTrust"]
     assert result["url"].startswith("http://127.0.0.1:") and "?capture=" in result["url"]
     # The statusline named the capture and its stage, with the seconds it has run.
     lines = result["statuslines"]

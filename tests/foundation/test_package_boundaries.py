@@ -101,3 +101,36 @@ def test_fresh_interpreter_imports(package, must_not_load):
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+# Front ends sit beside each other: what the command line and the language server's features
+# both need (the shorthand reader, setup checks, suggestions) lives in ``tensorviz_lsp/setup``,
+# which imports neither.
+@pytest.mark.parametrize("folder, forbidden", [
+    pytest.param("tensorviz_lsp/features", "tensorviz_lsp.cli", id="features-not-cli"),
+    pytest.param("tensorviz_lsp/setup", "tensorviz_lsp.cli", id="setup-not-cli"),
+    pytest.param("tensorviz_lsp/setup", "tensorviz_lsp.features", id="setup-not-features"),
+])
+def test_front_ends_do_not_import_each_other(folder, forbidden):
+    package = folder.replace("/", ".")
+    problems = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        here = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1]) if path.name != "__init__.py" \
+            else package if path.parent == ROOT / folder else ".".join(path.parent.relative_to(ROOT).parts)
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = here.split(".")
+                if node.level:
+                    base = base[: len(base) - (node.level - 1)]
+                    target = ".".join([*base, node.module] if node.module else base)
+                else:
+                    target = node.module or ""
+                names = [target] + [f"{target}.{alias.name}" for alias in node.names]
+            if any(n == forbidden or n.startswith(forbidden + ".") for n in names):
+                problems.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {forbidden}")
+    assert (ROOT / folder).is_dir()
+    assert not problems, "\n".join(problems)

@@ -90,3 +90,19 @@ def test_a_module_call_line_shows_per_device_memory(lines):
     ls, text, root = lines
     said = hover(ls, text, root, "out = self.down(", "out =")
     assert "- `down` per device: params 1 KiB" in said, said
+
+
+def test_without_a_mesh_the_hover_says_memory_not_per_device(tmp_path_factory):
+    """Issue 49: with no mesh, nothing is per device: the hover says ``Memory``."""
+    plain = MODEL.split("\n\ndef tp():")[0] + "\n"
+    root = write(tmp_path_factory.mktemp("plain"), {"tp.py": plain})
+    table = profile_table("tp:MLP", args=[tensor([2, 16])])
+    files = capture_all({"plain": {"framework": "torch", "root": str(root), "table": table}},
+                        tmp_path_factory.mktemp("out_plain"))
+    cap = read(files["plain"])
+    rec = Record(root, "p", (root / "tp.py").as_uri(), "MLP", cap, {"tp.py"}, Span(Pos(0, 0), Pos(0, 1)), capture_id=1)
+    text = (root / "tp.py").read_text()
+    ls = Lines(rec, LineIndex.build(Projection(cap)), "tp.py", text)
+    said = hover(ls, text, root, "h = self.up(x)", "h =")
+    assert "What one device holds" not in said and "per device" not in said, said
+    assert "Memory:\n- `up`: params 4 KiB" in said, said

@@ -884,3 +884,22 @@ async def test_installing_into_the_workspaces_own_interpreter_needs_trust_first(
     trust_prompt, install_prompt = session.client.prompts[1:]
     assert "Do you trust this workspace?" in trust_prompt.message
     assert "pip install tensorviz-no-such-package" in install_prompt.message
+
+
+async def test_the_viewer_says_the_capture_waits_for_the_trust_answer(session):
+    """Issue 49: with the browser open (the setup form's Save and capture), a capture of an
+    untrusted folder says in the viewer that it waits for the answer in the editor."""
+    session.open("model.py")
+    await session.execute("tensorviz.trustWorkspace")
+    first = await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    assert _get(first, "ok") is True  # the viewer runs now
+    store = session.config_dir / "trust.json"
+    data = json.loads(store.read_text())
+    data["workspaces"][str(session.workspace.resolve())]["trusted"] = False
+    store.write_text(json.dumps(data))
+    session.answer("Cancel")
+    await session.execute("tensorviz.openGraph", {"uri": session.uri("model.py"), "symbol": "net"})
+    waiting = [e for e in viewer_events(session.workspace)
+               if e.get("event") == "progress" and (e.get("data") or {}).get("waiting") == "trust"]
+    assert waiting, viewer_events(session.workspace)
+    assert "Waiting for your answer in the editor" in waiting[-1]["data"]["message"]

@@ -39,7 +39,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 INPUT_KEYS = {"name", "path", "kind", "shape", "dtype", "generator", "unknown", "annotation", "kwarg", "token", "text",
               "needed"}
 FIELD_KEYS = {"name", "path", "type", "annotation", "default", "default_text", "value", "required", "choices", "help",
-              "config", "text", "example"}
+              "config", "text", "example", "suggested"}
 # The answer's top-level keys, as viewer/API.md's `GET api/setup` line lists them (and the
 # form's `symbol`), so that the document and this check cannot drift apart.
 _SETUP_LINE = next(line for line in (Path(__file__).resolve().parents[2] / "viewer" / "API.md").read_text().splitlines()

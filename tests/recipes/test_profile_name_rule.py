@@ -9,7 +9,7 @@ import pytest
 from capture.recipe import PROFILE_NAME, PROFILE_NAME_MAX, PROFILE_NAME_RULE, RecipeError, parse_profile, profile_name
 from capture.session.graph_files import GraphFileNameError, graph_file
 from tensorviz_lsp.features import viewer_setup
-from tensorviz_lsp.cli.shorthand import default_profile_name, parse_target
+from tensorviz_lsp.setup.shorthand import default_profile_name, parse_target
 
 
 @pytest.mark.parametrize(("text", "made"), [

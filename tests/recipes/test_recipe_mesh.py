@@ -8,7 +8,7 @@ import pytest
 
 from capture.recipe import MeshSetup, Recipe, RecipeError, parse_profile
 from capture.recipe.parse import parse_recipes_text
-from tensorviz_lsp.cli.shorthand import ShorthandError, build_recipe, mesh_table, parse_target
+from tensorviz_lsp.setup.shorthand import ShorthandError, build_recipe, mesh_table, parse_target
 
 TEXT = '''version = 1
 

@@ -90,7 +90,7 @@ def test_strict_is_the_default_and_a_factory_can_take_a_checkpoint():
         ({"inputs": {"checkpoint": "a.pt"}}, "profiles.p.inputs.checkpoint",
          "unknown key (expected args, kwargs, factory, fixture or fixture_keys)"),
         ({"init": {"fixture": "a.pt"}}, "profiles.p.init.fixture",
-         "unknown key (expected args, kwargs, factory, checkpoint, strict or then)"),
+         "unknown key (expected args, kwargs, factory, checkpoint, strict, before or then)"),
     ],
 )
 def test_bad_saved_file_keys_are_named(table, key, words):

@@ -1,6 +1,6 @@
 """The command-line shorthand (``--input x=float32[2,3]``, ``--init 'config=GPTConfig(n_layer=4)'``),
 shared with ``tensorviz open``: the VALUE grammar, read with Python's parser and never
-evaluated (tensorviz_lsp/cli/shorthand_values.py), and the profile it builds."""
+evaluated (tensorviz_lsp/setup/shorthand_values.py), and the profile it builds."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from capture.recipe import (
     TensorDesc,
     TupleDesc,
 )
-from tensorviz_lsp.cli.shorthand import (
+from tensorviz_lsp.setup.shorthand import (
     Names,
     ShorthandError,
     build_recipe,
@@ -355,7 +355,7 @@ def test_token_ids_without_a_generator_draw_below_the_vocabulary(tmp_path, monke
     # discovery reads idx as token ids bounded by config.vocab_size (nanoGPT's model)
     from config_models import NANO_GPT
     from discovery import discover_source
-    from tensorviz_lsp.cli.shorthand import TokenIds
+    from tensorviz_lsp.setup.shorthand import TokenIds
 
     (tmp_path / "model.py").write_text(NANO_GPT)
     monkeypatch.chdir(tmp_path)

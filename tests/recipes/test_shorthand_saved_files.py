@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tensorviz_lsp.cli import build_parser
-from tensorviz_lsp.cli.shorthand import ShorthandError, build_recipe, parse_target, workspace_file
+from tensorviz_lsp.setup.shorthand import ShorthandError, build_recipe, parse_target, workspace_file
 
 
 @pytest.fixture

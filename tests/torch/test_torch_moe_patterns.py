@@ -416,7 +416,7 @@ def test_a_recipe_dtype_builds_the_model_in_it(mws, evidence):
 
 
 def test_the_shorthand_dtype(tmp_path, monkeypatch):
-    from tensorviz_lsp.cli.shorthand import ShorthandError, build_recipe, parse_target
+    from tensorviz_lsp.setup.shorthand import ShorthandError, build_recipe, parse_target
 
     (tmp_path / "model.py").write_text("")
     monkeypatch.chdir(tmp_path)

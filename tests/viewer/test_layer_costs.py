@@ -159,7 +159,7 @@ def test_summary_command_table_json_csv_and_devices(tmp_path):
     path = str(CAPTURES / "gpt2_torch.tvg")
     text = _summary(path)
     assert text.returncode == 0, text.stderr
-    assert "GPT2Block · transformer.h.0 … h.11 ×12" in text.stdout
+    assert "GPT2Block · transformer.h.0–11 ×12" in text.stdout
     assert "a multiply-add counts 2" in text.stdout and "Uncounted ops:    none" in text.stdout
     data = json.loads(_summary(path, "--json", "--depth", "0", "--device", "h100-sxm").stdout)
     assert data["totals"]["flops"] == data["rows"][0]["flops"] and data["uncounted"] == []
@@ -274,9 +274,10 @@ def test_a_capture_counted_before_kinds_were_named_has_no_split():
 
 
 @pytest.mark.parametrize("paths, title, label", [
-    (["blocks.0", "blocks.1", "blocks.2"], "0 … 2 ×3", "blocks.0 … blocks.2"),
+    # Issue 49: a run going up is named by the range of its paths' first differing number.
+    (["blocks.0", "blocks.1", "blocks.2"], "blocks.0–2 ×3", "blocks.0 … blocks.2"),
     (["blocks.5", "blocks.4", "blocks.3"], "3 … 5 ×3, last first", "blocks.3 … blocks.5, last first"),
-    (["layers.0.5", "layers.11.1"], "5 … 1 ×2", "layers.0.5 … layers.11.1"),
+    (["layers.0.5", "layers.11.1"], "layers.0–11 ×2", "layers.0.5 … layers.11.1"),
 ])
 def test_a_backward_stack_title_reads_up(paths, title, label):
     """The backward pass runs the last block first: its stack reads up and says so."""

@@ -192,7 +192,7 @@ def test_attention_feedforward_pairs_fold_into_one_stack():
     first = [items_by_key(view)[k] for k in stack["members"][0]]
     assert [it.get("class") or it["label"] for it in first] == ["Attention", "aten::add.Tensor", "FeedForward",
                                                                  "aten::add.Tensor"]
-    assert stack["label"] == "layers.0.0 … layers.11.1"
+    assert stack["label"] == "layers.0–11"
     assert all(items_by_key(view)[k]["stack"]["key"] == stack["key"] for rep in stack["members"] for k in rep)
     # the final norm after the pairs is not in the stack
     assert "stack" not in view["items"][-1]
@@ -358,7 +358,7 @@ def test_real_llama_stacks_all_four_layers_and_opens_the_decoder(real):
     view = p.children(by_path(p, "model"))
     (stack,) = view["stacks"]
     assert (stack["count"], stack["period"], stack["pattern"]) == (4, 1, ["LlamaDecoderLayer"])
-    assert stack["label"] == "layers.0 … layers.3"
+    assert stack["label"] == "layers.0–3"
     top = p.children(0)
     assert top["elided"]["ops"] == {"aten::alias": 1}
     assert [x["label"] for x in p.search("model.layers.0.mlp")["results"][:1]] == ["model.layers.0.mlp"]

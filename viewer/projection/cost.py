@@ -34,7 +34,7 @@ from capture.graph.symbols import evaluate, fixed_symbols
 from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
-from .names import group_title
+from .names import group_title, run_label
 
 #: What a FLOP is, in every place a figure is shown.
 FLOP_NOTE = "FLOPs: floating-point operations, a multiply-add counted as 2"
@@ -695,6 +695,7 @@ class _LayerTable:
         self.total = max(self.costs.flops[0], 1)
         self.rows: list[dict] = []
         self.backward = self.ix.inherited([grp.kind in BACKWARD_KINDS for grp in groups])
+        self.calls = _call_numbers(groups)
 
     def shown(self, g: int) -> bool:
         return self.listed_kinds is None or self.groups[g].kind in self.listed_kinds
@@ -712,6 +713,22 @@ class _LayerTable:
                 stack.extend(reversed(_ordered_children(self.ix, c)))
         return out
 
+    def params(self, gs: list[int]) -> dict[str, int | None]:
+        """The parameters of groups ``gs``, a module called again counted once."""
+        groups, proj = self.groups, self.proj
+        params: dict[str, int | None] = {"count": 0, "bytes": 0, "tensors": 0}
+        counted: set[str] = set()
+        for g in gs:
+            path = groups[g].attrs.get("path") if isinstance(groups[g].attrs, dict) else None
+            if isinstance(path, str) and groups[g].kind == "module":
+                if path in counted:
+                    continue  # the same module called again: its parameters once
+                counted.add(path)
+            p = proj.pages._group_params(g)
+            for k in params:
+                params[k] = units.add((params[k], p[k]))
+        return params
+
     def row(self, gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> dict:
         costs, groups, proj, times, total, backward = self.costs, self.groups, self.proj, self.times, self.total, self.backward
         device = self.device
@@ -725,11 +742,9 @@ class _LayerTable:
             "path": grp.attrs.get("path") if isinstance(grp.attrs, dict) else None,
             "output": _output_label(proj, first),
         }
-        params: dict[str, int | None] = {"count": 0, "bytes": 0, "tensors": 0}
-        for g in gs:
-            p = proj.pages._group_params(g)
-            for k in params:
-                params[k] = units.add((params[k], p[k]))
+        if stack is None and first in self.calls:  # a module called more than once: which call
+            r["call"], r["calls"] = self.calls[first]
+        params = self.params(gs)
         r["params"] = params
         if costs.available:
             r.update(
@@ -809,6 +824,14 @@ def _stack_title(groups: Any, gs: list[int], count: int) -> str:
     a, b = _numbers(_path_of(first)), _numbers(_path_of(last))
     if a and len(a) == len(b) and a > b:
         return f"{group_title(last)} … {first.name} ×{count}, last first"
+    fa = first.attrs if isinstance(first.attrs, dict) else {}
+    pa, pb = fa.get("path"), (last.attrs if isinstance(last.attrs, dict) else {}).get("path")
+    if isinstance(pa, str) and isinstance(pb, str) and pa and pb:
+        # Issue 49: ``GPT2Block · transformer.h.0–11 ×12``; ``Linear · head ×2 calls``.
+        label = run_label(pa, pb, count)
+        cls = fa.get("class")
+        head = f"{cls} · {label}" if isinstance(cls, str) and cls else label
+        return head if label.endswith(" calls") else f"{head} ×{count}"
     return f"{group_title(first)} … {last.name} ×{count}"
 
 
@@ -841,6 +864,18 @@ def _ordered_children(ix: Any, g: int) -> list[int]:
     return out
 
 
+def _call_numbers(groups: Any) -> dict[int, tuple[int, int]]:
+    """Group → ``(which call, of how many)`` for the module calls of a module called more
+    than once in the forward (a ``head`` applied to two inputs), by its path, in program
+    order (group ids are in call order)."""
+    by_path: dict[tuple[str, str], list[int]] = {}
+    for i, g in enumerate(groups):
+        path = g.attrs.get("path") if isinstance(g.attrs, dict) else None
+        if g.kind == "module" and isinstance(path, str):
+            by_path.setdefault((path, str(g.attrs.get("phase", ""))), []).append(i)
+    return {g: (n + 1, len(ids)) for ids in by_path.values() if len(ids) > 1 for n, g in enumerate(ids)}
+
+
 def _output_label(proj: Any, g: int) -> str:
     """What a group hands on: its first output's label (``+N`` for more): a module call's
     result (``attrs.outputs``), else the values leaving the group."""
@@ -855,7 +890,15 @@ def _output_label(proj: Any, g: int) -> str:
         except (TypeError, KeyError, AttributeError):
             outs = []
     if not outs:
-        outs = sorted(proj.index.bout[g + 1] or ())
+        leaving = set(proj.index.bout[g + 1] or ())
+        # What the call returned comes first, in the order it returned it (the model's
+        # logits before a dict of auxiliary outputs), then any other value leaving.
+        returned: list[int] = []
+        try:
+            returned = [v for v in tree_leaves(proj.capture.outputs) if v in leaving]
+        except (TypeError, KeyError, AttributeError):
+            returned = []
+        outs = list(dict.fromkeys(returned)) + sorted(leaving - set(returned))
     if not outs:
         return ""
     text = proj.values.label(outs[0])

@@ -8,7 +8,7 @@ entering the graph from outside (:class:`ValueNames`, which reads the sources
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterator
 
 from capture.graph.tables import ValueTable
 from capture.graph.model import format_shape
@@ -78,6 +78,47 @@ def group_title(grp: Any) -> str:
     return str(grp.name)
 
 
+def output_paths(tree: Any, path: str = "", depth: int = 0) -> Iterator[tuple[int, str]]:
+    """``(value, path)`` of each array leaf of an inputs/outputs structure tree
+    (``{"dict": [[k, sub], …]}``, ``{"tuple": […]}``, ``{"list": […]}``, ``{"value": v}``),
+    paths as written in Python: ``logits``, ``aux.pre_logits``, ``[1]``, ``[1].h``."""
+    if depth > 32 or not isinstance(tree, dict):
+        return
+    if type(tree.get("value")) is int:
+        yield tree["value"], path
+        return
+    for kind in ("tuple", "list"):
+        items = tree.get(kind)
+        if isinstance(items, list):
+            for i, sub in enumerate(items):
+                yield from output_paths(sub, f"{path}[{i}]", depth + 1)
+            return
+    items = tree.get("dict")
+    if isinstance(items, list):
+        for pair in items:
+            if isinstance(pair, (list, tuple)) and len(pair) == 2:
+                key = str(pair[0])
+                yield from output_paths(pair[1], f"{path}.{key}" if path else key, depth + 1)
+
+
+def run_label(first: str, last: str, count: int) -> str:
+    """A run of repeated blocks, named as a reader would: ``layers.0–3`` (paths that
+    differ first at a number: ``layers.0.0.0`` to ``layers.3.1``), ``head ×2 calls`` (one
+    module called again), else ``first … last``."""
+    if first == last:
+        return f"{first} ×{count} calls"
+    numbers_a, numbers_b = _numbers(first), _numbers(last)
+    if numbers_a and len(numbers_a) == len(numbers_b) and numbers_a > numbers_b:
+        return span_label(first, last)  # a run that goes down (the backward pass) says so
+    a, b = first.split("."), last.split(".")
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if i < len(a) and i < len(b) and a[i].isdigit() and b[i].isdigit():
+        return ".".join(a[:i] + [f"{a[i]}–{b[i]}"])
+    return f"{first} … {last}"
+
+
 # What a value role means, in one sentence (the inspector and the pill tooltips).
 ROLE_SENTENCES = {
     "input": "capture input: an argument of the captured call",
@@ -144,6 +185,7 @@ class ValueNames:
         self._name_constants(constants)
         if self.body_node:
             self._name_body_values()
+        self._name_outputs()
 
     def _name_first(self, outside: list[int], measured: "_MeasuredLabels") -> tuple[dict[int, int], set[int]]:
         """Names from the tracer's label, else the inputs' structure path; returns the
@@ -198,6 +240,18 @@ class ValueNames:
         for v in constants:
             if v not in self.names:
                 self.names[v] = ("external" if self.capture.framework == "torch" else "const", "const")
+
+    def _name_outputs(self) -> None:
+        """The capture's outputs by their place in what the call returned, where it
+        returned more than one (a dict of auxiliary outputs: ``aux.pre_logits``; a
+        tuple: ``[0]``), role ``output``: the out pills say which is which. A value
+        named already (an input handed back) keeps its name."""
+        leaves = list(output_paths(self.capture.outputs))
+        if len(leaves) < 2:
+            return
+        for v, path in leaves:
+            if 0 <= v < self.n_values and v not in self.names and path:
+                self.names[v] = (path, "output")
 
     def _name_body_values(self) -> None:
         """The parameters and results of control-flow bodies (templates, not executed)."""

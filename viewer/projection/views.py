@@ -24,7 +24,7 @@ from .compiled_view import (body_stand_ins, compiled_brief, compiled_by_node_and
                             within)
 from .index import CHUNK, ROOT, UPPER_CHUNK
 from .body_templates import body_wording
-from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording, span_label
+from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording, run_label
 from .experts import experts_words, lane_folds, page_moe, router_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .structure import find_repeats
@@ -693,7 +693,7 @@ class Pages:
                      for s, p, c in find_repeats(tokens[start:start + period], blocks[start:start + period])]
             run = {
                 "key": key, "start": shown[start][0], "period": period, "count": count, "members": members,
-                "label": span_label(block_labels[0], last_labels[-1]),
+                "label": run_label(block_labels[0], last_labels[-1], count),
                 "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
                 "inner": inner,
             }

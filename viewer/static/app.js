@@ -771,6 +771,13 @@ function wireCanvas(r, canvas, minimap) {
     const rect = canvas.getBoundingClientRect();
     return [e.clientX - rect.left, e.clientY - rect.top];
   };
+  // Whether the inspector was open before a click sequence began: a double-click that
+  // expands a group leaves it as it was (its first click selected the group).
+  let inspectorBefore = false;
+  // A mouse event's detail counts the clicks of a sequence (a pointer event's is 0).
+  canvas.addEventListener("mousedown", (e) => {
+    if (e.detail <= 1) inspectorBefore = inspector.isOpen;
+  });
   canvas.addEventListener("pointerdown", (e) => {
     canvas.focus({ preventScroll: true });
     canvas.setPointerCapture(e.pointerId);
@@ -833,7 +840,14 @@ function wireCanvas(r, canvas, minimap) {
     const [x, y] = local(e);
     const [wx, wy] = r.toWorld(x, y);
     const hit = store.model.hitTest(wx, wy);
-    if (hit && store.canOpen(hit.key)) toggle(hit.key);
+    if (hit && store.canOpen(hit.key)) {
+      // The group stays selected (Enter toggles it back); the inspector its first click
+      // opened closes again.
+      const wasOpen = inspectorBefore;
+      toggle(hit.key).then(() => {
+        if (!wasOpen) inspector.close();
+      });
+    }
   });
   canvas.addEventListener("wheel", (e) => {
     e.preventDefault();

@@ -11,7 +11,7 @@ The shorthand form saves (or updates) the profile in ``.tensorviz/recipes.toml``
 then captures it; without ``--framework`` the framework is the one discovery finds for
 the symbol (a JAX function or Flax module saves ``framework = "jax"``). Before anything is
 saved or run, the setup is checked against discovery's reading of the symbol
-(:mod:`tensorviz_lsp.cli.setup_check`): a required constructor field or input nothing gives,
+(:mod:`tensorviz_lsp.setup.setup_check`): a required constructor field or input nothing gives,
 or an input name the callable does not take, is a usage error listing what is needed and
 a command that would work (``--profile NAME`` alone is checked the same way). ``--env``
 sets environment variables for the capture worker only (``JAX_ENABLE_X64=1`` for 64-bit
@@ -28,7 +28,9 @@ Exit status: 0 captured, 1 a failure capture was written (why on stderr), 2 usag
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import contextlib
+import io
 import re
 import shlex
 import signal
@@ -43,7 +45,7 @@ from capture.frameworks import framework_names
 from capture.graph.failure_text import cut_note, readable_message
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.model import Capture
-from capture.recipe import MODEL_DTYPES, RecipeError
+from capture.recipe import MODEL_DTYPES, Recipe, RecipeError
 from capture.session import CAPTURES_DIR, CaptureRequest, SessionResult, limits_for, run_session
 from capture.session.checks import workspace_python
 from capture.session.launcher import kept
@@ -52,8 +54,11 @@ from capture.worker.protocol import environment_needed, inputs_needed, model_dep
 from capture.worker.shadowing import shadowing_note
 
 from ...recipes_store import RecipeStoreError, existing_profile, load_profile, save_profile
-from ..setup_check import describe, example_value, fixed_command, setup_problems
-from ..shorthand import (
+from ...setup.hints import failure_hint
+from ...setup.recipe_errors import setup_error_text
+from ...setup.setup_check import describe, example_value, fixed_command, setup_problems
+from ...setup.shorthand import (
+    BEFORE_HELP,
     GRAMMAR_HELP,
     STEP_HELP,
     ArgumentError,
@@ -84,7 +89,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "capture",
         help="capture a saved setup (or FILE.py:SYMBOL with --input …) into a .tvg graph file",
-        description=DESCRIPTION, epilog=GRAMMAR_HELP + "\n" + STEP_HELP,
+        description=DESCRIPTION, epilog=GRAMMAR_HELP + "\n" + STEP_HELP + "\n" + BEFORE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_setup_options(p)
@@ -108,6 +113,10 @@ def add_setup_options(p: argparse.ArgumentParser) -> None:
                    help="shorthand: a step after construction (repeatable, in order), e.g. "
                         "'model.setup_caches(max_batch_size=1, max_seq_length=64)' or \"config.model_type='gpt-nano'\"; "
                         "STEP below")
+    p.add_argument("--before", action="append", default=[], metavar="CALL",
+                   help="shorthand: a call made before the model is built (repeatable, in order), for library state "
+                        "its constructor reads, e.g. "
+                        "'fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)'; BEFORE below")
     p.add_argument("--init-factory", metavar="REF",
                    help="shorthand: a function of yours that builds the model, MODULE:FUNCTION or FILE.py:FUNCTION "
                         "(called with no arguments; returns the module, a bound Linen module, an NNX module or a "
@@ -208,15 +217,15 @@ def resolve_profile(args: argparse.Namespace) -> tuple[Path, str]:
         try:
             workspace, profile = save_shorthand(args)
         except RecipeError as exc:
-            raise ShorthandError(f"the shorthand does not make a valid setup: {exc}") from None
+            raise ShorthandError(f"the shorthand does not make a valid setup: {setup_error_text(exc)}") from None
     else:
-        if (args.input or args.init or args.then or args.framework or args.device or args.seed is not None
+        if (args.input or args.init or args.then or args.before or args.framework or args.device or args.seed is not None
                 or args.checkpoint or args.fixture or args.fixture_key or args.strict is not None
                 or args.init_factory or args.inputs_factory or args.evidence or args.dtype or args.mesh
                 or args.compile_mode):
             raise ShorthandError(
-                "--input/--init/--then/--init-factory/--inputs-factory/--abstract/--dtype/--framework/--device/--seed/--mesh/"
-                "--compile/"
+                "--input/--init/--then/--before/--init-factory/--inputs-factory/--abstract/--dtype/--framework/--device/"
+                "--seed/--mesh/--compile/"
                 "--checkpoint/--fixture need FILE.py:SYMBOL (the shorthand form)")
         if not args.profile:
             raise ShorthandError("give FILE.py:SYMBOL (with --input …), or --profile NAME (a saved setup)")
@@ -274,9 +283,42 @@ def run(args: argparse.Namespace) -> int:
         print(f"tensorviz capture: {problem}", file=sys.stderr)
     if result.capture.failure is not None:
         print(describe_failure(result.capture, graph_file=result.graph_file), file=sys.stderr, end="")
+        _drop_failed_mesh(args, workspace, profile)
         return 1
+    if result.graph_file is not None:
+        print(f"tensorviz capture: {captured_line(result.capture, result.graph_file)}", file=sys.stderr)
     # A history that could not keep the capture leaves the graph file standing: 0.
     return 0 if result.graph_file is not None else 1
+
+
+def _drop_failed_mesh(args: argparse.Namespace, workspace: Path, profile: str) -> None:
+    """A ``--mesh`` given with an attempt that failed is not left in the profile (the next
+    attempt without ``--mesh`` would run under it, its legend over the model): the saved
+    mesh goes back to what it was, and the terminal says so."""
+    before, given = getattr(args, "_mesh_before", (None, False))
+    if not given:
+        return
+    try:
+        saved = existing_profile(workspace, profile)
+        if saved is None or saved.mesh == before:
+            return
+        save_profile(workspace, replace(saved, mesh=before))
+    except (RecipeError, RecipeStoreError, OSError):
+        return
+    print(f"tensorviz capture: the --mesh of this failed attempt is not kept in profile {profile} "
+          f"({'no mesh' if before is None else 'its mesh as saved before'}); give --mesh again to retry with it",
+          file=sys.stderr)
+
+
+def captured_line(capture: Capture, graph_file: Path) -> str:
+    """What a capture holds and how to see it, for the terminal (stdout keeps only the
+    graph file's path, for scripts): ``128 nodes, 14 layers; view it with: tensorviz view …``."""
+    nodes = len(capture.nodes)
+    layers = sum(1 for g in capture.groups if getattr(g, "kind", None) == "module")
+    what = f"{nodes:,} node{'s' if nodes != 1 else ''}" + (f", {layers:,} layer{'s' if layers != 1 else ''}"
+                                                          if layers else "")
+    shown = shlex.quote(_shown_path(graph_file))
+    return f"captured {what}; view it with: tensorviz view {shown} (or tensorviz summary {shown})"
 
 
 def capture_in_session(
@@ -423,6 +465,9 @@ def describe_failure(capture: Capture, command: str = "capture", graph_file: Pat
     for need in inputs_needed(f):
         name = f" ({need['name']})" if need["name"] else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
+    hint = failure_hint(f.message) if f.stage in ("trace", "import", "recipe") else None
+    if hint:
+        lines.append(f"    hint: {hint}")
     wanted = environment_needed(f)
     if wanted:
         flags = " ".join(f"--env {k}={v}" for k, v in wanted.items())
@@ -439,6 +484,23 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     updated names its framework already. The profile is the one saved for the symbol
     (found by its ``model``), else a new one named like the symbol. A setup that lacks
     what the symbol needs is a usage error, and nothing is saved."""
+    target, recipe, discovered = shorthand_recipe(args)
+    if discovered is not None:
+        _note_zero_tokens(args, recipe)
+    existing = getattr(args, "_existing", None)
+    if existing is not None and not args.profile:  # found by its model, not named
+        _note_reused(args, target, existing)
+    save_profile(target.workspace, recipe)
+    return target.workspace, recipe.name
+
+
+def shorthand_recipe(args: argparse.Namespace, *, check_suggestion: bool = True
+                     ) -> tuple[Target, Recipe, Discovered | None]:
+    """``(target, recipe, discovery's reading or None)`` the shorthand describes, checked
+    against the symbol; nothing saved. A setup that lacks what the symbol needs raises
+    :class:`ShorthandError` with a command that would work, itself built and checked the
+    same way first (``check_suggestion``) so that a command TensorViz prints is one it
+    accepts."""
     target = parse_target(args.target, args.workspace)
     checkpoint = workspace_file(args.checkpoint, target.workspace, "--checkpoint") if args.checkpoint else None
     fixture = workspace_file(args.fixture, target.workspace, "--fixture") if args.fixture else None
@@ -450,6 +512,9 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
     # An absent profile is written afresh; an invalid one (a hand edit TensorViz does not
     # understand) is left alone with the error naming the key and line (RecipeStoreError).
     existing = existing_profile(target.workspace, name)
+    args._existing = existing
+    # What the saved profile's mesh was: a mesh this attempt adds is not kept if it fails.
+    args._mesh_before = (existing.mesh if existing is not None else None, args.mesh is not None)
     discovered: Discovered | None = None
     try:
         discovered = discover_symbol(target, getattr(args, "python", None))
@@ -483,6 +548,7 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             resolve=names_for(target, discovered),
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
             steps=args.then,
+            before=args.before,
         )
     except ArgumentError as exc:
         example = _argument_example(exc, discovered)
@@ -493,13 +559,33 @@ def save_shorthand(args: argparse.Namespace) -> tuple[Path, str]:
             shown = f"{_shown_file(target)}:{target.qualname}"
             argv = _typed_arguments(args)
             command = fixed_command(args.command, shown, argv, problems, args.profile)
-            raise ShorthandError(describe(problems, shown, command))
-    if discovered is not None:
-        _note_zero_tokens(args, recipe)
-    if existing is not None and not args.profile:  # found by its model, not named
-        _note_reused(args, target, existing)
-    save_profile(target.workspace, recipe)
-    return target.workspace, recipe.name
+            refused = suggestion_refused(args, command) if check_suggestion else None
+            raise ShorthandError(describe(problems, shown, command, refused=refused))
+    return target, recipe, discovered
+
+
+def suggestion_refused(args: argparse.Namespace, command: str) -> str | None:
+    """Why TensorViz would refuse ``command`` (a suggestion about to be printed), or None
+    when it parses, builds a valid setup and passes the setup checks. A command with ``…``
+    to fill in is not checked: it says it cannot run as printed."""
+    if "…" in command:
+        return None
+    parser = argparse.ArgumentParser(prog="tensorviz", add_help=False)
+    register(parser.add_subparsers(dest="command"))
+    words = shlex.split(command)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            ns = parser.parse_args(["capture", *words[2:]])
+    except SystemExit:
+        return err.getvalue().strip().splitlines()[-1] if err.getvalue().strip() else "it does not parse"
+    ns.command = args.command
+    try:
+        shorthand_recipe(ns, check_suggestion=False)
+    except RecipeError as exc:
+        return setup_error_text(exc)
+    except ShorthandError as exc:
+        return str(exc).splitlines()[0]
+    return None
 
 
 def _note_reused(args: argparse.Namespace, target: Target, existing: Any) -> None:
@@ -567,7 +653,8 @@ def check_saved_profile(args: argparse.Namespace, workspace: Path, profile: str)
         shown = f"{_shown_file(target)}:{qualname}"
         found, _ = profile_for_target(target)
         command = fixed_command(args.command, shown, [], problems, None if found == profile else profile)
-        raise ShorthandError(describe(problems, shown, command).replace(
+        refused = suggestion_refused(args, command)
+        raise ShorthandError(describe(problems, shown, command, refused=refused).replace(
             "; nothing was saved or run:", f" (profile {profile}); nothing was run:", 1))
 
 
@@ -585,8 +672,8 @@ def _argument_example(exc: ArgumentError, discovered: Discovered | None) -> str 
 
 def _typed_arguments(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     """The shorthand's setup arguments as typed, for a command line that would work."""
-    out: list[tuple[str, str | None]] = [("--init", t) for t in args.init] + [("--then", t) for t in args.then] \
-        + [("--input", t) for t in args.input]
+    out: list[tuple[str, str | None]] = [("--before", t) for t in args.before] + [("--init", t) for t in args.init] \
+        + [("--then", t) for t in args.then] + [("--input", t) for t in args.input]
     for flag, value in (("--init-factory", args.init_factory), ("--inputs-factory", args.inputs_factory),
                         ("--framework", args.framework), ("--device", args.device), ("--checkpoint", args.checkpoint),
                         ("--fixture", args.fixture), ("--dtype", args.dtype),

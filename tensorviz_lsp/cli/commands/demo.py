@@ -17,7 +17,7 @@ from pathlib import Path
 from capture.graph.atomic import atomic_write
 from capture.recipe import RECIPES_FILE
 
-from ..shorthand import ShorthandError
+from ...setup.shorthand import ShorthandError
 from ...userdirs import cache_dir
 from .capture import add_worker_options, parse_env
 from .open import capture_profile

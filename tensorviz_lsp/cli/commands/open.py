@@ -19,7 +19,7 @@ from pathlib import Path
 
 from capture.session import SessionResult
 
-from ..shorthand import GRAMMAR_HELP, STEP_HELP
+from ...setup.shorthand import BEFORE_HELP, GRAMMAR_HELP, STEP_HELP
 from .capture import (
     add_setup_options,
     add_worker_options,
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "open",
         help="capture FILE.py:SYMBOL (or a saved --profile) and serve it in the viewer",
-        description=DESCRIPTION, epilog=GRAMMAR_HELP + "\n" + STEP_HELP,
+        description=DESCRIPTION, epilog=GRAMMAR_HELP + "\n" + STEP_HELP + "\n" + BEFORE_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_setup_options(p)

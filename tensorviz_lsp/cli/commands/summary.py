@@ -229,6 +229,8 @@ def _moe(proj: Any, rows: list[dict]) -> list[dict]:
 
 def _label(r: dict, flat: bool) -> str:
     name = r["stack"]["title"] if "stack" in r else (r.get("path") or r["name"] if flat else r["name"])
+    if r.get("calls"):
+        name += f" (call {r['call']} of {r['calls']})"
     if flat and r.get("phase") == "backward" and not (r["name"] == "backward" and r["depth"] == 1):
         name = f"backward of {name}"
     if not flat:

@@ -142,6 +142,7 @@ def test_double_click_expands_a_group_in_place_and_enter_collapses_it(app):
     assert "n0" not in app.keys()
     before = app.scene_version
     x, y = app.item_point("g2")
+    assert not app.page.locator("#inspector").is_visible()
     app.page.mouse.dblclick(x, y)
     app.wait_scene_after(before)
     keys = app.keys()
@@ -152,6 +153,8 @@ def test_double_click_expands_a_group_in_place_and_enter_collapses_it(app):
     r = app.item_rect("g2")
     assert abs(r["x"] + r["w"] / 2 - x + app.page.locator("#graph").bounding_box()["x"]) < r["w"]
     assert app.painted_pixels() > 2000
+    # Issue 49: the double-click expanded the group; it did not also open the inspector.
+    assert not app.page.locator("#inspector").is_visible()
     # Enter toggles the selected group back.
     assert app.js("() => window.tensorviz.selected") == "g2"
     before = app.scene_version

@@ -83,7 +83,7 @@ def test_the_twelve_gpt2_blocks_are_one_stack_that_opens_on_its_first_member(bro
     assert len(stacks) == 1
     (key, stack), = stacks.items()
     assert stack["role"] == "GPT2Block" and len(stack["members"]) == 12
-    assert stack["name"] == "h.0 … h.11"
+    assert stack["name"] == "h.0–11"
     version = app.scene_version
     app.js("(k) => window.tensorviz.toggle(k)", key)
     app.wait_scene_after(version)

@@ -4,9 +4,10 @@ provider makes of it (``setup_form``), the real app in Chromium and the real rec
 saving ``.tensorviz/recipes.toml``; the saved profile then captures through the real
 ``tensorviz capture --profile``.
 
-``config`` is a nested group "GPTConfig · 7 fields" prefilled with the class's defaults;
-only what the person changes is saved, as a ``call`` of ``model:GPTConfig``; the token
-input ``idx`` is ``int64`` drawn below the vocabulary the group holds; the init and the
+``config`` is a nested group "GPTConfig · 7 fields" prefilled with what the command line
+suggests over the class's defaults (issue 49: small sizes, the CLI's own Suggester); what
+differs from the defaults is saved, as a ``call`` of ``model:GPTConfig``; the token input
+``idx`` is ``int64[1,16]`` drawn below the vocabulary the group holds; the init and the
 inputs may come from a factory instead, with the contract written next to it.
 
 Screenshots go to ``$TENSORVIZ_SCREENSHOTS`` when it is set.
@@ -77,12 +78,16 @@ def test_a_config_parameter_is_a_group_of_the_classes_fields(tmp_path):
     assert (by_name["n_layer"]["default"], by_name["n_layer"]["type"]) == (12, "int")
     assert by_name["vocab_size"]["path"] == "init.kwargs.config.kwargs.vocab_size"
     assert (by_name["dropout"]["type"], by_name["bias"]["type"]) == ("float", "bool")
-    # The group gives the required `config`: only the input's shape is needed.
-    assert form["needs"] == ["idx: shape (all dimensions)"]
+    # The group starts from the command line's suggestion (sizes shrunk), and the token
+    # ids run at the CLI's batch and length: nothing is needed.
+    assert {n: f["suggested"] for n, f in by_name.items() if "suggested" in f} == {
+        "block_size": 64, "vocab_size": 100, "n_layer": 2, "n_head": 4, "n_embd": 64}
+    assert form["needs"] == []
     assert setup_needs(cand, draft_recipe(cand, "model:GPT")) == []
 
     (idx,) = form["inputs"]
-    assert (idx["dtype"], idx["generator"]) == ("int64", {"kind": "randint", "low": 0, "high": 50304})
+    assert (idx["dtype"], idx["shape"], idx["generator"]) == ("int64", [1, 16],
+                                                              {"kind": "randint", "low": 0, "high": 100})
     assert idx["token"]["high_from"] == "config.vocab_size"
     assert idx["token"]["high_path"] == by_name["vocab_size"]["path"], "the bound follows the group's field"
 
@@ -149,7 +154,12 @@ def test_a_required_static_argument_of_a_jax_function_is_asked(tmp_path):
     form = _form(tmp_path, cand, "model:deep")
     (depth,) = [f for f in form["fields"] if f["name"] == "depth"]
     assert depth["path"] == "inputs.kwargs.depth" and depth["required"]
-    assert {"path": "inputs.kwargs.depth", "message": "depth: a static argument of deep (a Python value)"} in form["needs"]
+    # Prefilled with what the command line suggests for it (--input depth=8): not needed.
+    assert depth["text"] == "8"
+    assert not any(isinstance(n, dict) and n["path"] == "inputs.kwargs.depth" for n in form["needs"])
+    recipe = draft_recipe(cand, "model:deep")
+    assert {"path": "inputs.kwargs.depth", "message": "depth: a static argument of deep (a Python value)"} in \
+        setup_needs(cand, recipe), "nothing saved gives it yet"
     assert "evidence" not in form, "a JAX capture is traced already"
 
 
@@ -199,19 +209,19 @@ def test_the_config_group_saves_only_what_changed(browser, served, close_pages):
     summary = group.locator("summary").inner_text()
     assert summary.startswith("GPTConfig · 7 fields") and summary.endswith("model.py"), summary
     assert [group.locator(f"[data-config-field={n}] [data-path]").input_value() for n in ("n_layer", "vocab_size")] \
-        == ["12", "50304"], "prefilled with the class's defaults"
+        == ["2", "100"], "prefilled with the command line's suggestion"
     card = page.locator("[data-input=idx]")
     assert card.locator("[name=dtype]").input_value() == "int64"
     assert card.locator("[name=generator]").input_value() == "randint"
-    assert card.locator("[name=generator-high]").input_value() == "50304"
-    assert "Token ids, drawn below 50304 (config.vocab_size)" in card.inner_text()
+    assert card.locator("[name=generator-high]").input_value() == "100"
+    assert "Token ids, drawn below 100 (config.vocab_size)" in card.inner_text()
     _shot(page, "config-form-1-prefilled")
 
-    # The person edits three fields and the vocabulary: the token bound follows it.
+    # The person edits fields and the vocabulary: the token bound follows it.
     for name, value in [("n_layer", "2"), ("n_head", "2"), ("n_embd", "64"), ("block_size", "32"),
-                        ("vocab_size", "100")]:
+                        ("vocab_size", "120")]:
         group.locator(f"[data-config-field={name}] input").fill(value)
-    assert card.locator("[name=generator-high]").input_value() == "100"
+    assert card.locator("[name=generator-high]").input_value() == "120"
     card.locator("input[name=shape]").fill("1, 16")
     # A call typed where a number goes is refused, not saved as a string.
     group.locator("[data-config-field=dropout] input").fill("Dropout(0.1)")
@@ -226,11 +236,11 @@ def test_the_config_group_saves_only_what_changed(browser, served, close_pages):
     profile = _saved_profile(served.root, "GPT")
     assert profile["init"]["kwargs"]["config"] == {
         "kind": "call", "target": "model:GPTConfig",
-        "kwargs": {"block_size": 32, "vocab_size": 100, "n_layer": 2, "n_head": 2, "n_embd": 64},
+        "kwargs": {"block_size": 32, "vocab_size": 120, "n_layer": 2, "n_head": 2, "n_embd": 64},
     }
     (idx,) = profile["inputs"]["args"]
     assert (idx["shape"], idx["dtype"], idx["generator"]["kind"], idx["generator"]["high"]) == ([1, 16], "int64",
-                                                                                                   "randint", 100)
+                                                                                                   "randint", 120)
     assert app.unexpected_errors() == []
 
 
@@ -261,18 +271,20 @@ def test_the_init_factory_is_a_choice_with_its_contract(browser, served, close_p
 
 @pytest.mark.browser
 @pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
-def test_filling_only_the_input_shape_captures_nanogpt(browser, served, close_pages):
-    """Issue 24's "done when": the form with only the shape filled in saves a profile that
-    captures (GPTConfig's own defaults: a 124M-parameter GPT-2)."""
+def test_the_form_as_it_opens_captures_nanogpt(browser, served, close_pages):
+    """Issue 24's "done when", with issue 49's prefill: the form as it opens (the command
+    line's suggestion: a 2-layer GPT, token ids [1, 16]) saves a profile that captures."""
     app = open_app(browser, served.server.url, ready=False)
     close_pages.append(app)
     page = app.page
     page.locator("#setup").wait_for(state="visible")
-    page.locator("[data-input=idx] input[name=shape]").fill("1, 8")
+    assert page.locator("[data-input=idx] input[name=shape]").input_value().replace(" ", "") == "1,16"
     assert app.save_setup() == "Capture started.", page.locator("#setup-errors").inner_text()
     assert served.started == ["GPT"]
     profile = _saved_profile(served.root, "GPT")
-    assert profile["init"]["kwargs"]["config"] == {"kind": "call", "target": "model:GPTConfig"}
+    assert profile["init"]["kwargs"]["config"] == {
+        "kind": "call", "target": "model:GPTConfig",
+        "kwargs": {"block_size": 64, "vocab_size": 100, "n_layer": 2, "n_head": 4, "n_embd": 64}}
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run([sys.executable, "-m", "tensorviz_lsp", "capture", "--profile", "GPT"], cwd=served.root,
                           env=env, capture_output=True, text=True, timeout=600)
@@ -280,7 +292,7 @@ def test_filling_only_the_input_shape_captures_nanogpt(browser, served, close_pa
     c = graphfile.read(proc.stdout.strip())
     assert c.failure is None
     paths = {g.attrs.get("path") for g in c.groups if g.kind == "module"}
-    assert {"transformer.h.0", "transformer.h.11", "lm_head"} <= paths, "GPTConfig's n_layer = 12"
+    assert {"transformer.h.0", "transformer.h.1", "lm_head"} <= paths and "transformer.h.2" not in paths
 
 
 LLAMA_SMALL = {"num_hidden_layers": "2", "hidden_size": "64", "intermediate_size": "128", "num_attention_heads": "4",
@@ -315,8 +327,8 @@ def served_llama(tmp_path):
 @pytest.mark.skipif(not HAS_TRANSFORMERS, reason="needs transformers")
 def test_a_transformers_subclass_opens_with_llamaconfigs_fields(browser, served_llama, close_pages):
     """``class MyLlama(LlamaForCausalLM)`` with ``__init__(self, config)``: the group is
-    LlamaConfig's fields read from the installed transformers' source, prefilled with its
-    defaults; six edits and a shape save a call of transformers:LlamaConfig that captures."""
+    LlamaConfig's fields read from the installed transformers' source, prefilled with the command
+    line's suggestion over its defaults; six edits and a shape save a call of transformers:LlamaConfig that captures."""
     app = open_app(browser, served_llama.server.url, ready=False)
     close_pages.append(app)
     page = app.page
@@ -324,7 +336,7 @@ def test_a_transformers_subclass_opens_with_llamaconfigs_fields(browser, served_
     group = page.locator("fieldset[data-field=config]")
     assert group.locator("summary").inner_text().startswith("LlamaConfig · ")
     field = lambda name: group.locator(f"[data-config-field={name}] [data-path]")  # noqa: E731
-    assert [field(n).input_value() for n in ("num_hidden_layers", "hidden_size", "vocab_size")] == ["32", "4096", "32000"]
+    assert [field(n).input_value() for n in ("num_hidden_layers", "hidden_size", "vocab_size")] == ["2", "64", "100"]
     assert field("num_key_value_heads").input_value() == "" and field("num_key_value_heads").get_attribute("placeholder") == "None"
     card = page.locator("[data-input=input_ids]")
     assert card.locator("[name=dtype]").input_value() == "int64"
@@ -336,8 +348,9 @@ def test_a_transformers_subclass_opens_with_llamaconfigs_fields(browser, served_
     assert app.save_setup() == "Capture started.", page.locator("#setup-errors").inner_text()
     assert served_llama.started == ["MyLlama"]
     profile = _saved_profile(served_llama.root, "MyLlama")
-    assert profile["init"]["kwargs"]["config"] == {"kind": "call", "target": "transformers:LlamaConfig",
-                                                   "kwargs": {k: int(v) for k, v in LLAMA_SMALL.items()}}
+    config = profile["init"]["kwargs"]["config"]
+    assert (config["kind"], config["target"]) == ("call", "transformers:LlamaConfig")
+    assert config["kwargs"] == {**{k: int(v) for k, v in LLAMA_SMALL.items()}, "max_position_embeddings": 64}
     env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
     proc = subprocess.run([sys.executable, "-m", "tensorviz_lsp", "capture", "--profile", "MyLlama"],
                           cwd=served_llama.root, env=env, capture_output=True, text=True, timeout=600)
@@ -346,4 +359,20 @@ def test_a_transformers_subclass_opens_with_llamaconfigs_fields(browser, served_
     assert c.failure is None
     paths = {g.attrs.get("path") for g in c.groups if g.kind == "module"}
     assert {"model.layers.0", "model.layers.1"} <= paths and "model.layers.2" not in paths
+    assert app.unexpected_errors() == []
+
+
+@pytest.mark.browser
+def test_calls_before_construction_are_saved_from_their_box(browser, served, close_pages):
+    """The form's --before: a call a line in "Before construction", saved as init.before."""
+    app = open_app(browser, served.server.url, ready=False)
+    close_pages.append(app)
+    page = app.page
+    page.locator("#setup").wait_for(state="visible")
+    box = page.locator("#setup-before-box")
+    assert "BEFORE CONSTRUCTION" in box.inner_text().upper() and "initialize_model_parallel" in box.inner_text()
+    page.locator("#setup-before").fill("torch.manual_seed(1)\n")
+    assert app.save_setup() == "Capture started.", page.locator("#setup-errors").inner_text()
+    profile = _saved_profile(served.root, "GPT")
+    assert profile["init"]["before"] == [{"kind": "call", "target": "torch:manual_seed", "args": [1]}]
     assert app.unexpected_errors() == []

@@ -199,6 +199,14 @@ export function pillContent(side, v) {
       { text: name, font: quiet ? "fontQuiet" : "fontBoundaryName", tone: "name" },
       { text: shape, font: quiet ? "fontQuiet" : "fontMono", tone: "shape" },
     ];
+  } else if (side === "out" && name && v.role === "output") {
+    // One of several things the call returned, by its place: `out  aux.pre_logits  f32[1,64]`.
+    look = "plain";
+    role = v.role;
+    parts = [
+      { text: `out  ${name}`, font: "fontMono", tone: "name" },
+      { text: shape, font: "fontMono", tone: "shape" },
+    ];
   } else if (side === "out" && name && v.role === "body_result") {
     // What one iteration of an unexecuted body hands on: `out carry 0 (next iteration)  f32[3]`.
     look = "plain";

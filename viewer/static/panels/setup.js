@@ -81,6 +81,7 @@ import { Panel } from "./panel.js";
  * @property {ConfigClass} [config]
  * @property {string} [text]
  * @property {string} [example]
+ * @property {Json} [suggested]  what the command line would suggest (a small size, a required field), the starting value when nothing is saved
  */
 
 /** @typedef {{value?: string | null, placeholder?: string, contract?: string}} Factory  an init or inputs factory offered */
@@ -124,6 +125,7 @@ import { Panel } from "./panel.js";
  * @property {RecipeInit} [init]
  * @property {RecipeInputs} [inputs]
  * @property {string[]} [steps_text]
+ * @property {string[]} [before_text]  the calls before construction, one a line (read on the server)
  * @property {Json} [mesh]  saved as a table; the form writes the `--mesh` text
  * @property {string} [evidence]
  * @property {string} [device]
@@ -141,6 +143,7 @@ import { Panel } from "./panel.js";
  * @property {{init?: Factory | null, inputs?: Factory | null}} [factories]
  * @property {EvidenceChoice | null} [evidence]
  * @property {Steps | null} [steps]
+ * @property {Steps | null} [before]  calls before construction (library state), one a line
  * @property {MeshText | null} [mesh]
  * @property {DeviceChoice | null} [device]
  * @property {{qualname?: string, kind?: string, framework?: string}} [symbol]  the symbol set up
@@ -300,6 +303,7 @@ export class SetupForm extends Panel {
     this.modes.init = this.modeSection(fields, "init", factories.init, literal, "Constructor arguments", "Init factory");
     this.part("#setup-fields-title").hidden = !(d.fields || []).length && !factories.init;
     this.renderSteps(d.steps);
+    this.renderBefore(d.before);
     for (const sync of this.tokenSyncs) sync(); // token bounds from the fields just drawn
     this.renderSaved(recipe);
     const errors = this.part("#setup-errors");
@@ -327,6 +331,28 @@ export class SetupForm extends Panel {
     area.value = lines.join("\n");
     box.append(el("h3", {}, "Steps after construction"),
       el("label", { class: "field wide" }, area, el("small", {}, steps.help || ""), el("div", { class: "field-error", hidden: true })));
+  }
+
+  // Calls before construction, one a line (a call VALUE, read on the server): library
+  // state the constructor reads, fairscale's initialize_model_parallel(1).
+  /** @param {Steps | null | undefined} before */
+  renderBefore(before) {
+    let box = this.find("#setup-before-box");
+    if (!box) {
+      box = /** @type {HTMLElement} */ (el("div", { id: "setup-before-box", class: "steps" }));
+      this.part("#setup-fields").before(box);
+    }
+    clear(box);
+    box.hidden = !before;
+    if (!before) return;
+    const lines = before.lines || [];
+    const area = /** @type {HTMLTextAreaElement} */ (el("textarea", {
+      id: "setup-before", name: "before", "data-path": "before", rows: String(Math.max(1, lines.length + 1)),
+      placeholder: "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)", spellcheck: "false", autocomplete: "off",
+    }));
+    area.value = lines.join("\n");
+    box.append(el("h3", {}, "Before construction"),
+      el("label", { class: "field wide" }, area, el("small", {}, before.help || ""), el("div", { class: "field-error", hidden: true })));
   }
 
   // Torch's evidence: run the model, or shapes only (abstract). Only when the server offers it.
@@ -660,7 +686,7 @@ export class SetupForm extends Panel {
     const path = f.path || `init.kwargs.${f.name}`;
     const type = (f.type || f.annotation || "str").toLowerCase();
     const hasSaved = saved !== undefined;
-    const value = hasSaved ? saved : f.default;
+    const value = hasSaved ? saved : f.suggested !== undefined ? f.suggested : f.default;
     const shownDefault = f.default_text !== undefined ? `= ${f.default_text}` : f.default === null && !f.required ? "None" : "";
     /** @type {FieldInput} */
     let input;
@@ -751,7 +777,9 @@ export class SetupForm extends Panel {
     const count = `${cfg.fields.length} field${cfg.fields.length === 1 ? "" : "s"}`;
     const summary = el("summary", {}, el("strong", {}, cfg.name), ` · ${count}`, el("span", { class: "muted" }, `  ${cfg.where || ""}`));
     const details = el("details", { open: !nested || ownCall }, summary,
-      el("small", { class: "contract" }, `Prefilled with ${cfg.name}'s defaults; only what you change is saved, as a call of ${cfg.target}.` +
+      el("small", { class: "contract" }, (cfg.fields.some((s) => s.suggested !== undefined || s.text)
+        ? `Prefilled with what the command line suggests (small sizes, required fields) over ${cfg.name}'s defaults; what differs from the defaults is saved, as a call of ${cfg.target}.`
+        : `Prefilled with ${cfg.name}'s defaults; only what you change is saved, as a call of ${cfg.target}.`) +
         (cfg.complete === false ? " A base class TensorViz cannot read may take more fields." : "")),
       body);
     const group = el("fieldset", { class: "config-group", [nested ? "data-config-field" : "data-field"]: f.name, "data-config": path, "data-path": path },
@@ -898,6 +926,10 @@ export class SetupForm extends Panel {
     const steps = /** @type {HTMLTextAreaElement | null} */ (this.find("#setup-steps"));
     if (steps && !this.part("#setup-steps-box").hidden) {
       recipe.steps_text = steps.value.split("\n").map((line) => line.trim()).filter(Boolean);
+    }
+    const before = /** @type {HTMLTextAreaElement | null} */ (this.find("#setup-before"));
+    if (before && !this.part("#setup-before-box").hidden) {
+      recipe.before_text = before.value.split("\n").map((line) => line.trim()).filter(Boolean);
     }
     const mesh = /** @type {HTMLInputElement | null} */ (this.find("#setup-mesh input"));
     if (mesh && !this.part("#setup-mesh").hidden) {

@@ -100,10 +100,20 @@ end
 
 local function check_viewer(tv)
   health.start("tensorviz: viewer")
-  if vim.ui.open then
-    health.ok("graphs open with vim.ui.open (your browser); the URL is also in :LspLog")
-  else
+  local opens = tv.browser_opens or { tried = 0, failed = 0 }
+  if not vim.ui.open then
     health.warn("this Neovim has no vim.ui.open: the server shows the graph's URL in a message instead")
+  elseif opens.tried > 0 and opens.failed == opens.tried then
+    health.error(("every browser open failed this session (%d of %d): %s"):format(opens.failed, opens.tried,
+      opens.last_error or "no browser opened"),
+      { "set $BROWSER, or vim.ui.open's opener (xdg-open, open, wslview)", "open the URL from :LspLog yourself, or :TensorVizShow to try again" })
+  elseif opens.failed > 0 then
+    health.warn(("%d of %d browser opens failed this session: %s"):format(opens.failed, opens.tried,
+      opens.last_error or "no browser opened"))
+  elseif opens.tried > 0 then
+    health.ok(("graphs open with vim.ui.open (your browser): %d opened this session"):format(opens.tried))
+  else
+    health.ok("graphs open with vim.ui.open (your browser); the URL is also in :LspLog")
   end
   local url = tv.last_viewer_url
   if not url then

@@ -27,8 +27,11 @@ M.config = vim.deepcopy(defaults)
 
 -- Captures in progress, by client id and progress token: { title, message, percentage }.
 local running = {}
--- The newest viewer URL the server opened (for :checkhealth tensorviz).
+-- The newest viewer URL the server opened (for :checkhealth tensorviz and :TensorVizShow).
 M.last_viewer_url = nil
+-- Browser opens the server asked for this session: how many, how many failed, the last
+-- failure's words (for :checkhealth tensorviz).
+M.browser_opens = { tried = 0, failed = 0, last_error = nil }
 
 local function clients(bufnr)
   return vim.lsp.get_clients({ name = "tensorviz", bufnr = bufnr })
@@ -189,18 +192,47 @@ local function on_progress(ev)
   vim.cmd("redrawstatus")
 end
 
+-- window/showDocument: Neovim's own handler (vim.ui.open for an external URL), with the
+-- URL kept and whether the browser opened counted.
+function M.show_document(err, params, ctx, cfg)
+  local result = vim.lsp.handlers["window/showDocument"](err, params, ctx, cfg)
+  if params and params.external then
+    M.last_viewer_url = params.uri
+    local opens = M.browser_opens
+    opens.tried = opens.tried + 1
+    if type(result) ~= "table" or result.success ~= true then
+      opens.failed = opens.failed + 1
+      local e = type(result) == "table" and result.error or nil
+      opens.last_error = (e and e.message and tostring(e.message) ~= "" and tostring(e.message)) or "no browser opened"
+    end
+  end
+  return result
+end
+
+-- :TensorVizShow: the graph the server last opened, in the browser again (its URL in a
+-- message where no browser opens).
+function M.show()
+  local url = M.last_viewer_url
+  if not url then
+    vim.notify("TensorViz: no graph opened yet in this session (:TensorVizOpen)", vim.log.levels.WARN)
+    return
+  end
+  local cmd, err = vim.ui.open(url)
+  local ret = cmd and cmd:wait(2000) or nil
+  if ret == nil or ret.code ~= 0 then
+    vim.notify(("TensorViz: no browser opened (%s); the graph is at %s"):format(
+      (ret and ret.stderr ~= "" and ret.stderr) or err or "vim.ui.open failed", url), vim.log.levels.WARN)
+  end
+end
+
 local function handlers()
-  local show_document = vim.lsp.handlers["window/showDocument"]
   return {
     -- Neovim has no handler for workspace/codeLens/refresh: lens titles follow profiles.
     ["workspace/codeLens/refresh"] = function()
       vim.lsp.codelens.refresh()
       return vim.NIL
     end,
-    ["window/showDocument"] = function(err, params, ctx, cfg)
-      if params and params.external then M.last_viewer_url = params.uri end
-      return show_document(err, params, ctx, cfg)
-    end,
+    ["window/showDocument"] = M.show_document,
   }
 end
 
@@ -243,6 +275,7 @@ local function user_commands()
   cmd("TensorVizOpen", function() M.open() end, { desc = "TensorViz: Open as Graph (the model at the cursor)" })
   cmd("TensorVizShowInGraph", function() M.show_in_graph() end, { desc = "TensorViz: show the cursor's line in the graph" })
   cmd("TensorVizCancel", function() M.cancel() end, { desc = "TensorViz: cancel this folder's running capture" })
+  cmd("TensorVizShow", function() M.show() end, { desc = "TensorViz: show the last graph in the browser again" })
   cmd("TensorVizTrust", function() M.trust() end, { desc = "TensorViz: trust this workspace folder (captures run its code)" })
   cmd("TensorVizDiff", function(o) M.diff(o.args) end,
     { nargs = "?", desc = "TensorViz: the profile's previous capture against its newest" })

@@ -10,7 +10,7 @@
   script in a folder without ``__init__.py``);
 * ``--input NAME=VALUE`` (a keyword input) or ``--input VALUE`` (the next positional);
 * ``--init NAME=VALUE`` / ``--init VALUE`` — constructor arguments, the same way; a
-  VALUE (:mod:`tensorviz_lsp.cli.shorthand_values`) is a tensor, a Python literal or a call
+  VALUE (:mod:`tensorviz_lsp.setup.shorthand_values`) is a tensor, a Python literal or a call
   (``--init 'config=GPTConfig(n_layer=4, n_embd=128)'``), read without evaluating it;
 * ``--init-factory REF`` / ``--inputs-factory REF`` — a function of yours that builds the
   model / returns its inputs (``init.factory`` / ``inputs.factory``); REF is
@@ -48,7 +48,7 @@ The profile is the one already saved for the symbol (the first whose ``model`` n
 it, whatever its name), else a new one named like the symbol (``GPT``; ``GPT_2`` when
 that name is taken), as the editor's lens names it. What the setup then still lacks (a
 required constructor field or input, an input name the callable does not take) is
-:mod:`tensorviz_lsp.cli.setup_check`'s to say, before anything is saved or run.
+:mod:`tensorviz_lsp.setup.setup_check`'s to say, before anything is saved or run.
 """
 
 from __future__ import annotations
@@ -179,8 +179,36 @@ def call_setup(arguments: list[str], what: str = "--input", resolve: Resolve | N
     return CallSetup(args=tuple(args), kwargs=tuple(kwargs.items()))
 
 
+BEFORE_HELP = """\
+BEFORE (of --before, repeatable, in order) is a call made in the capture worker before the
+model (and its --init values) is built, for its effect on library state the constructor
+reads; what it returns is dropped:
+  fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)
+  torch.distributed.init_process_group('gloo', init_method='tcp://127.0.0.1:29512', rank=0, world_size=1)
+  setup.init_state()                       a function of yours (a workspace module)
+A dotted name is looked up as for a VALUE's call (the model's module, then a workspace
+module or an installed package); arguments are VALUEs."""
+
+
+def add_before(data: dict[str, Any], texts: list[str], resolve: Resolve | None = None) -> None:
+    """Repeated ``--before`` calls (:data:`BEFORE_HELP`) as the profile's ``init.before``;
+    they replace the calls saved before."""
+    calls = []
+    for text in texts:
+        try:
+            desc = parse_value_spec(text, resolve).to_dict()
+        except ShorthandError as exc:
+            raise ArgumentError("--before", None, text, str(exc)) from None
+        if not (isinstance(desc, dict) and desc.get("kind") == "call"):
+            raise ArgumentError("--before", None, text, "a step before construction is a call, e.g. "
+                                                        "fairscale.nn.model_parallel.initialize."
+                                                        "initialize_model_parallel(1)")
+        calls.append(desc)
+    data["init"]["before"] = calls
+
+
 def add_steps(data: dict[str, Any], texts: list[str], resolve: Resolve | None = None) -> None:
-    """Repeated ``--then`` STEPs (:data:`~tensorviz_lsp.cli.shorthand_values.STEP_HELP`)
+    """Repeated ``--then`` STEPs (:data:`~tensorviz_lsp.setup.shorthand_values.STEP_HELP`)
     into a profile's plain data: ``model.…`` into ``init.then``, ``NAME.…`` into the
     ``then`` of the ``--init`` argument ``NAME`` (a call). They replace the steps saved
     before (init's and those calls')."""
@@ -443,7 +471,12 @@ class TokenIds:
 
     def high(self, name: str, init: dict[str, Any]) -> int | None:
         """The exclusive bound of input ``name``'s ids under ``init`` (a recipe's init
-        table), or None when it is not token ids or nothing says how many there are."""
+        table), or None when it is not token ids or nothing says how many there are (a
+        sentinel default such as ``vocab_size: int = -1`` says nothing)."""
+        high = self._high(name, init)
+        return high if type(high) is int and high > 0 else None
+
+    def _high(self, name: str, init: dict[str, Any]) -> int | None:
         if name not in self.by_name:
             return None
         high_from, high = self.by_name[name]
@@ -647,6 +680,7 @@ def build_recipe(
     resolve: Resolve | None = None,
     tokens: TokenIds | None = None,
     steps: list[str] | None = None,
+    before: list[str] | None = None,
 ) -> Recipe:
     """The profile the shorthand describes. With ``existing`` (the saved profile of the
     same name), everything the shorthand does not give is kept from it: ``inputs`` only
@@ -671,7 +705,8 @@ def build_recipe(
     ``tokens`` the token-id inputs discovery read (:class:`TokenIds`), whose ``int64[…]``
     without a generator draws ids below the vocabulary; ``steps`` the ``--then`` STEPs
     (:func:`add_steps`: they replace the saved steps; without any, ``init.then`` is kept
-    from the saved profile, also when ``--init`` replaces its arguments)."""
+    from the saved profile, also when ``--init`` replaces its arguments); ``before`` the
+    ``--before`` calls (:func:`add_before`, likewise replacing or keeping the saved ones)."""
     _refuse_both_ways(inits=inits, init_factory=init_factory, inputs=inputs, inputs_factory=inputs_factory,
                       fixture=fixture)
     name = name or (existing.name if existing else default_profile_name(target))
@@ -680,12 +715,14 @@ def build_recipe(
     else:
         base = Recipe(name=name, model=target.ref, framework_explicit=False)
     data = base.to_dict()
-    saved_init = {k: data["init"][k] for k in ("checkpoint", "strict", "then") if k in data["init"]}
+    saved_init = {k: data["init"][k] for k in ("checkpoint", "strict", "then", "before") if k in data["init"]}
     _inputs_choice(data, inputs=inputs, fixture=fixture, fixture_key=fixture_key, inputs_factory=inputs_factory,
                    resolve=resolve)
     _init_choice(data, inits=inits, init_factory=init_factory, saved_init=saved_init, resolve=resolve)
     if steps:
         add_steps(data, steps, resolve)
+    if before:
+        add_before(data, before, resolve)
     if tokens is not None and inputs and fixture is None and inputs_factory is None:
         _token_generators(data, inputs, tokens)
     _checkpoint_choice(data, checkpoint, strict)

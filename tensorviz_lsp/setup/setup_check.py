@@ -52,7 +52,7 @@ class SetupProblem:
     #: class's field), which the command that would work corrects in place.
     rename: tuple[str, str] | None = None
     #: What the example could not infer (its ``…`` places), for people; empty when it
-    #: has reason to run (:mod:`tensorviz_lsp.cli.suggestions`).
+    #: has reason to run (:mod:`tensorviz_lsp.setup.suggestions`).
     unknown: tuple[str, ...] = ()
     #: ``--then`` steps the example needs (a builder's config: minGPT's vocab_size).
     steps: tuple[str, ...] = ()
@@ -348,16 +348,18 @@ def _what(p: Mapping[str, Any]) -> str:
 
 def example_value(p: Mapping[str, Any], flag: str, framework: str = "torch") -> str:
     """A VALUE for parameter ``p`` (in its JSON contract) as a suggestion gives it
-    (:class:`~tensorviz_lsp.cli.suggestions.Suggester`; ``…`` where the code does not say)."""
+    (:class:`~tensorviz_lsp.setup.suggestions.Suggester`; ``…`` where the code does not say)."""
     suggest = Suggester(framework)
     example = suggest.init_value(p) if flag == "--init" else suggest.input_value(p)
     return example.text
 
 
-def describe(problems: list[SetupProblem], shown: str, command_line: str) -> str:
+def describe(problems: list[SetupProblem], shown: str, command_line: str, *, refused: str | None = None) -> str:
     """The usage error: what ``shown`` (``model.py:GPT``) lacks, one line per problem,
     then ``command_line``: a command that would work (``try:``), or, when a value could
-    not be inferred, the command to complete (its ``…`` places) after what is missing."""
+    not be inferred, the command to complete (its ``…`` places) after what is missing.
+    ``refused``: why the command built was checked and would itself be refused; it is then
+    offered to adjust, not to try."""
     lines = [f"{shown} cannot run with this setup; nothing was saved or run:"]
     unknown: list[str] = []
     for p in problems:
@@ -370,6 +372,9 @@ def describe(problems: list[SetupProblem], shown: str, command_line: str) -> str
         lines.append("could not infer (the code does not say):")
         lines += [f"  {u}" for u in unknown]
         lines += ["fill in each … and run:", f"  {command_line}"]
+    elif refused:
+        lines += [f"the command TensorViz would suggest is refused too ({refused}); adjust it and run:",
+                  f"  {command_line}"]
     else:
         lines += ["try:", f"  {command_line}"]
     return "\n".join(lines)

@@ -50,6 +50,16 @@ _SIZES: tuple[tuple[str, re.Pattern[str], int], ...] = tuple((name, re.compile(r
     ("image", r"image_size$|img_size$", 32),
     ("patch", r"patch_size$", 4),
 ))
+# Numbers whose name says their usual value (a required ``norm_eps: float`` is 1e-05, not
+# 1.0; ``rope_theta: int`` is 10000, not a size of 8): the first that matches wins.
+_NAMED_NUMBERS: tuple[tuple[re.Pattern[str], float], ...] = tuple((re.compile(rx), v) for rx, v in (
+    (r"(^|_)(eps|epsilon)$|_eps_|layer_norm_eps|rms_norm_eps", 1e-05),
+    (r"theta$|rope_base$|^rotary_base$|^base_freq", 10000.0),
+    (r"drop(out)?(_rate|_prob|_p)?$|^p_drop|_dropout_", 0.0),
+    (r"initializer_range$|(^|_)init_std$|^std$", 0.02),
+    (r"multiple_of$", 32),
+    (r"temperature$|(^|_)scale$|multiplier$|_factor$", 1.0),
+))
 _TOKEN_ID_VALUES = {"pad": 0, "bos": 1, "eos": 2, "sep": 3, "cls": 4, "mask": 5, "unk": 6, "decoder_start": 1}
 _FLAG_DEFAULTS = {"deterministic": True}
 _FLAG_NAMES = frozenset({"train", "training", "is_training", "deterministic", "use_cache", "return_dict",
@@ -73,6 +83,13 @@ def size_class(name: str) -> tuple[str, int] | None:
     return None
 
 
+def named_number(name: str) -> float | None:
+    """The usual value of a number named ``name`` (``norm_eps`` → 1e-05, ``rope_theta`` →
+    10000.0), or None when its name does not say."""
+    lowered = name.lower()
+    return next((v for rx, v in _NAMED_NUMBERS if rx.search(lowered)), None)
+
+
 @dataclass
 class Example:
     """A VALUE for one argument: ``text`` (``…`` where something is unknown), what
@@ -82,6 +99,9 @@ class Example:
     text: str
     unknown: list[str] = field(default_factory=list)
     steps: list[str] = field(default_factory=list)
+    #: For a config class's call: the value of each field it sets, by field name (a
+    #: nested config's own fields inside its Example): what the setup form prefills.
+    fields: dict[str, "Example"] = field(default_factory=dict)
 
     @property
     def known(self) -> bool:
@@ -98,6 +118,11 @@ def _annotation(p: Mapping[str, Any]) -> str:
 
 def _optional(annotation: str) -> bool:
     return bool(re.search(r"\|\s*None\b|\bNone\s*\||^Optional\[", annotation))
+
+
+def _int_like(annotation: str) -> bool:
+    """``int``, ``int | None``, ``Optional[int]``."""
+    return bool(re.fullmatch(r"(Optional\[)?int\]?( \| None)?|None \| int", annotation))
 
 
 def _bool_like(p: Mapping[str, Any]) -> bool:
@@ -147,6 +172,7 @@ class Suggester:
         fields = cfg["fields"]
         shrunk_vocab = None
         chosen: list[tuple[str, str]] = []
+        examples: dict[str, Example] = {}
         for f in fields:
             if f.get("supplied_by"):
                 continue
@@ -154,6 +180,7 @@ class Suggester:
             if value is None:
                 continue
             chosen.append((f["name"], value.text))
+            examples[f["name"]] = value
             unknown += value.unknown
             if (size_class(f["name"]) or ("",))[0] == "vocab":
                 shrunk_vocab = self.chosen.get(f"{path}.{f['name']}")
@@ -163,9 +190,10 @@ class Suggester:
             if cls and cls[0] == "token_id" and type(default) is int and shrunk_vocab is not None \
                     and default >= shrunk_vocab and all(n != f["name"] for n, _ in chosen):
                 chosen.append((f["name"], str(cls[1])))
+                examples[f["name"]] = Example(str(cls[1]))
                 self.chosen[f"{path}.{f['name']}"] = cls[1]
         parts = [f"{n}={v}" for n, v in chosen]
-        return Example(f"{cfg['name']}({', '.join(parts)})", unknown)
+        return Example(f"{cfg['name']}({', '.join(parts)})", unknown, fields=examples)
 
     def _field(self, f: Mapping[str, Any], path: str) -> Example | None:
         """A config field's VALUE, or None to leave it at its default."""
@@ -174,8 +202,15 @@ class Suggester:
         nested = f.get("config_class")
         cls = size_class(f["name"])
         if has_default:
-            if cls and cls[0] != "token_id" and type(default) is int and not isinstance(default, bool) \
-                    and cls[1] < default:
+            # A size larger than a suggestion needs is shrunk. A vocabulary left as a
+            # sentinel (llama3's ``vocab_size: int = -1``, set later from a tokenizer) is no
+            # size at all; other sentinels (``n_local_heads = -1``: as many as the heads) the
+            # config resolves itself.
+            sentinel = cls is not None and cls[0] == "vocab" and (
+                type(default) is int and default <= 0
+                or default is None and bool(f.get("default_is_literal")) and _int_like(_annotation(f)))
+            if cls is not None and (sentinel or cls[0] != "token_id" and type(default) is int
+                                    and not isinstance(default, bool) and cls[1] < default):
                 self.chosen[path] = cls[1]
                 return Example(str(cls[1]))
             if type(default) is int:
@@ -230,6 +265,12 @@ class Suggester:
             return Example("none")
         for word, text in (("int", None), ("float", "1.0"), ("str", None)):
             if annotation == word or annotation == f"Optional[{word}]":
+                named = named_number(name.rsplit(".", 1)[-1])
+                if named is not None and word in ("int", "float"):
+                    value = int(named) if word == "int" else float(named)
+                    if word == "int":
+                        self.chosen[path] = value
+                    return Example(repr(value))
                 if word == "int":
                     cls = size_class(name.rsplit(".", 1)[-1])
                     value = cls[1] if cls and cls[0] != "token_id" else 8
@@ -238,12 +279,49 @@ class Suggester:
                 if word == "str":
                     return Example(UNKNOWN, [f"{path} (a string: which one, the code does not say)"])
                 return Example(text or UNKNOWN)
+        sized = self._by_name_or_subclass(p, path, annotation, hints) if flag == "--init" else None
+        if sized is not None:
+            return sized
         if flag == "--init":
             reads = hints.get("reads") or []
             what = f"; the model reads {', '.join(f'{path}.{r}' for r in reads[:4])}" if reads else ""
             kind = annotation or "no annotation"
             return Example(UNKNOWN, [f"{path} ({kind}{what})"])
         return self.input_tensor(p)
+
+    def _by_name_or_subclass(self, p: Mapping[str, Any], path: str, annotation: str,
+                             hints: Mapping[str, Any]) -> Example | None:
+        """A constructor argument nothing types as a number: a size where an unannotated
+        name says so (x-transformers' ``num_tokens``, ``max_seq_len``), a call of the
+        file's subclass of its base-class annotation; None otherwise."""
+        if not annotation and not hints.get("reads") and type(p.get("default_value")) is not str:
+            short = p["name"].rsplit(".", 1)[-1]
+            cls = size_class(short)
+            # ``attn_layers`` holds layers, ``n_layers`` counts them: a count says so.
+            counts = cls is not None and (cls[0] != "layers" or re.match(r"^(n_|num_)|^depth$", short.lower()))
+            if cls is not None and cls[0] != "token_id" and counts:
+                self.chosen[path] = cls[1]
+                return Example(str(cls[1]))
+        if hints.get("subclass"):
+            return self._subclass(path, hints["subclass"])
+        return None
+
+    def _subclass(self, path: str, sub: Mapping[str, Any]) -> Example:
+        """``Decoder(dim=64, depth=2)`` for a parameter typed with a base class the file
+        subclasses; a parameter without a size class is left to fill in (``…``)."""
+        parts, unknown = [], []
+        for name in sub.get("parameters") or []:
+            cls = size_class(name)
+            named = named_number(name)
+            if cls is not None and cls[0] != "token_id":
+                self.chosen[f"{path}.{name}"] = cls[1]
+                parts.append(f"{name}={cls[1]}")
+            elif named is not None:
+                parts.append(f"{name}={named!r}")
+            else:
+                parts.append(f"{name}={UNKNOWN}")
+                unknown.append(f"{path}: {sub['name']}'s {name} (the code does not say)")
+        return Example(f"{sub['name']}({', '.join(parts)})", unknown)
 
     # --- call inputs ---------------------------------------------------------------------
 

@@ -1,0 +1,65 @@
+"""What a failed capture's message says to do (issue 49): library state the model reads
+but does not set up itself (model-parallel groups, a default process group: ``--before``),
+and known build mismatches between installed libraries (a torchvision built for another
+Torch: ``operator torchvision::nms does not exist``). The command line prints the hint
+under the failure."""
+
+from __future__ import annotations
+
+import re
+
+INIT_PROCESS_GROUP = ("torch.distributed.init_process_group('gloo', init_method='tcp://127.0.0.1:29512', "
+                      "rank=0, world_size=1)")
+MODEL_PARALLEL = "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)"
+
+# (what the message says, the --before calls that set the state up, why)
+_BEFORE: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = (
+    (re.compile(r"model parallel group is not initialized|model_parallel_group is None|"
+                r"tensor model parallel group is not initialized", re.I),
+     (INIT_PROCESS_GROUP, MODEL_PARALLEL),
+     "the model's layers read model-parallel groups that are set up outside the model"),
+    (re.compile(r"Default process group has not been initialized|init_process_group", re.I),
+     (INIT_PROCESS_GROUP,),
+     "the model reads torch.distributed's default process group, which is set up outside the model"),
+)
+
+
+def before_hint(message: str) -> tuple[str, tuple[str, ...]] | None:
+    """``(why, the --before calls to add)`` for a failure ``message`` that says library
+    state is missing, else None."""
+    for rx, calls, why in _BEFORE:
+        if rx.search(message or ""):
+            return why, calls
+    return None
+
+
+def before_hint_text(message: str, flag: str = "--before") -> str | None:
+    """The hint as one line for a terminal: ``… capture again with --before '…'``."""
+    found = before_hint(message)
+    if found is None:
+        return None
+    why, calls = found
+    given = " ".join(f"{flag} \"{c}\"" for c in calls)
+    return f"{why}: capture again with {given} (or the setup form's Before construction box)"
+
+
+# A compiled extension built against another Torch registers none of its operators.
+_MISSING_OPERATOR = re.compile(r"operator (\w+)::(\w+) does not exist")
+
+
+def build_mismatch_hint(message: str) -> str | None:
+    """The hint for a library whose compiled operators are missing because it was built
+    for another Torch than the one installed (torchvision's ``nms``), else None."""
+    m = _MISSING_OPERATOR.search(message or "")
+    if m is None:
+        return None
+    lib, op = m.group(1), m.group(2)
+    return (f"{lib} was built for another Torch than the installed one (its compiled operator {lib}::{op} is "
+            f"missing): install the {lib} release made for the installed torch, e.g. python -m pip install "
+            f"--force-reinstall '{lib}==<the release paired with your torch>' (the pairs: "
+            "https://pytorch.org/get-started/previous-versions/)")
+
+
+def failure_hint(message: str) -> str | None:
+    """The one hint for a failure's message, or None."""
+    return build_mismatch_hint(message) or before_hint_text(message)

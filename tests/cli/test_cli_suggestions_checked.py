@@ -1,0 +1,202 @@
+"""Every command the CLI suggests is built and checked the way TensorViz will read it
+before it is printed, and errors name what the user wrote (issue 49, item 2). Models of
+our own: llama3's pattern of a config whose vocabulary is a sentinel set later from a
+tokenizer (``vocab_size: int = -1``)."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from capture.recipe import RecipeError
+from tensorviz_lsp.cli import build_parser, main
+from tensorviz_lsp.cli.commands import capture as capture_cmd
+from tensorviz_lsp.setup.recipe_errors import flag_of, setup_error_text
+from tensorviz_lsp.setup.suggestions import Example, Suggester
+
+MODEL = '''
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import nn
+
+
+@dataclass
+class ModelArgs:
+    dim: int = 32
+    n_layers: int = 2
+    vocab_size: int = -1  # set from the tokenizer
+    max_seq_len: Optional[int] = None
+    norm_eps: float = 1e-5
+
+
+class Transformer(nn.Module):
+    def __init__(self, params: ModelArgs):
+        super().__init__()
+        self.tok = nn.Embedding(params.vocab_size, params.dim)
+        self.out = nn.Linear(params.dim, params.vocab_size)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.out(self.tok(tokens))
+'''
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    (tmp_path / "llamaish.py").write_text(MODEL)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _printed(capsys, argv: list[str]) -> tuple[str, list[str]]:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    return err, shlex.split(lines[lines.index("try:") + 1]) if "try:" in lines else []
+
+
+def test_a_sentinel_vocabulary_is_given_a_size_and_the_suggestion_builds(ws, capsys):
+    err, command = _printed(capsys, ["capture", "llamaish.py:Transformer"])
+    assert command, err
+    assert "--init" in command and "params=ModelArgs(vocab_size=100)" in command
+    # The printed command, read as TensorViz reads it: a valid setup whose token ids are
+    # drawn below the vocabulary the suggestion chose.
+    args = build_parser("capture").parse_args(command[1:])
+    _, recipe, _ = capture_cmd.shorthand_recipe(args)
+    tokens = dict(recipe.inputs.kwargs)["tokens"]
+    assert (tokens.generator.kind, tokens.generator.low, tokens.generator.high) == ("randint", 0, 100)
+    assert not (ws / ".tensorviz").exists()  # checking a suggestion saves nothing
+
+
+def test_a_sentinel_left_at_its_default_draws_no_invalid_bound(ws, capsys):
+    """``ModelArgs()`` keeps ``vocab_size=-1``: the ids stay zeros (with the note), never
+    ``randint(0, -1)`` refused with a key path the user never wrote."""
+    args = build_parser("capture").parse_args(
+        ["capture", "llamaish.py:Transformer", "--init", "params=ModelArgs()", "--input", "tokens=int64[1,16]"])
+    _, recipe, _ = capture_cmd.shorthand_recipe(args)
+    assert dict(recipe.inputs.kwargs)["tokens"].generator.kind == "zeros"
+
+
+def test_a_suggestion_that_would_be_refused_is_not_offered_as_try(ws, capsys, monkeypatch):
+    """Whatever chose the values, a command that would not pass is never printed as ``try:``."""
+    original = Suggester.input_tensor
+
+    def bad(self, p):
+        return Example("int64[1,16]:randint(5,2)") if p["name"] == "tokens" else original(self, p)
+
+    monkeypatch.setattr(Suggester, "input_tensor", bad)
+    assert main(["capture", "llamaish.py:Transformer"]) == 2
+    err = capsys.readouterr().err
+    assert "try:" not in err.splitlines()
+    assert "the command TensorViz would suggest is refused too (--input tokens=int64[1,16]:randint(5,2): " \
+           "generator.high: high must be greater than low (5)); adjust it and run:" in err
+
+
+@pytest.mark.parametrize("key_path, flag", [
+    ("profiles.T.inputs.kwargs.tokens.generator.high", "--input tokens"),
+    ("profiles.T.inputs.args[0].dtype", "--input (positional 1)"),
+    ("profiles.T.init.kwargs.config", "--init config"),
+    ("profiles.T.init.args[1]", "--init (positional 2)"),
+    ("profiles.T.init.then[0]", "--then (step 1)"),
+    ("profiles.T.init.before[2]", "--before (step 3)"),
+    ("profiles.T.init.factory", "--init-factory"),
+    ("profiles.T.mesh.axes[0]", "--mesh"),
+    ("profiles.T.dtype", "--dtype"),
+    ("profiles.T.evidence", "--abstract/--eager"),
+    ("profiles.T.something_else", None),
+    ("profiles.Other.dtype", None),
+])
+def test_key_paths_are_worded_by_flag(key_path, flag):
+    assert flag_of(key_path, "T") == flag
+
+
+def test_a_recipe_error_is_worded_by_what_the_user_wrote():
+    exc = RecipeError("high must be greater than low (0)", key_path="profiles.T.inputs.kwargs.tokens.generator.high",
+                      profile="T")
+    assert setup_error_text(exc) == "--input tokens: high must be greater than low (0)"
+    whole = RecipeError("inputs describe 9 elements (largest: profiles.T.inputs.kwargs.x with 9)",
+                        key_path="profiles.T", profile="T")
+    assert setup_error_text(whole) == "inputs describe 9 elements (largest: --input x with 9)"
+
+
+def test_a_too_large_input_is_worded_by_its_flag(ws, capsys):
+    assert main(["capture", "llamaish.py:Transformer", "--init", "params=ModelArgs(vocab_size=10)",
+                 "--input", "tokens=int64[100000,100000,1000]"]) == 2
+    err = capsys.readouterr().err
+    assert "largest: --input tokens with" in err and "profiles." not in err
+
+
+@pytest.mark.parametrize("name, annotation, text", [
+    ("norm_eps", "float", "1e-05"),
+    ("rms_norm_eps", "float", "1e-05"),
+    ("rope_theta", "float", "10000.0"),
+    ("rope_theta", "int", "10000"),
+    ("dropout", "float", "0.0"),
+    ("initializer_range", "float", "0.02"),
+    ("multiple_of", "int", "32"),
+    ("d_model", "int", "64"),
+    ("n_layer", "int", "2"),
+    ("steps", "int", "8"),
+    ("alpha", "float", "1.0"),
+])
+def test_required_numbers_get_their_usual_values(name, annotation, text):
+    """A required config number is suggested by its name where it says (never
+    ``rope_theta=8`` or ``norm_eps=1.0``), a size by its size class."""
+    field = {"name": name, "annotation": annotation, "required": True, "kind": "keyword"}
+    assert Suggester("torch").init_value(field).text == text
+
+
+@pytest.mark.parametrize("name, text", [
+    ("num_tokens", "100"),
+    ("max_seq_len", "64"),
+    ("depth", "2"),
+    ("pad_token_id", "…"),
+    ("attn_layers", "…"),
+])
+def test_an_unannotated_constructor_argument_named_like_a_size_gets_one(name, text):
+    """x-transformers' ``TransformerWrapper(*, num_tokens, max_seq_len, attn_layers, …)``."""
+    field = {"name": name, "annotation": None, "required": True, "kind": "keyword_only"}
+    assert Suggester("torch").init_value(field).text == text
+
+
+XTISH = '''
+import torch
+from torch import nn
+
+
+class AttentionLayers(nn.Module):
+    def __init__(self, dim, depth=None, heads=8, causal=False, rotary_num_heads=None, **kwargs):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(dim, dim) for _ in range(depth))
+        self.dim = dim
+
+
+class Decoder(AttentionLayers):
+    def __init__(self, **kwargs):
+        super().__init__(causal=True, **kwargs)
+
+
+class TransformerWrapper(nn.Module):
+    def __init__(self, *, num_tokens, max_seq_len, attn_layers: AttentionLayers):
+        super().__init__()
+        self.emb = nn.Embedding(num_tokens, attn_layers.dim)
+        self.attn_layers = attn_layers
+
+    def forward(self, x: torch.Tensor):
+        h = self.emb(x)
+        for layer in self.attn_layers.layers:
+            h = layer(h)
+        return h
+'''
+
+
+def test_a_base_typed_parameter_is_offered_its_subclass_in_the_file(tmp_path, monkeypatch, capsys):
+    """x-transformers: ``attn_layers: AttentionLayers`` and ``class Decoder(AttentionLayers)``."""
+    (tmp_path / "xtish.py").write_text(XTISH)
+    monkeypatch.chdir(tmp_path)
+    err, command = _printed(capsys, ["capture", "xtish.py:TransformerWrapper"])
+    assert command, err
+    assert command[3:] == ["--init", "num_tokens=100", "--init", "max_seq_len=64",
+                           "--init", "attn_layers=Decoder(dim=64, depth=2)", "--input", "x=int64[1,16]"], command
