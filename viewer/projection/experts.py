@@ -50,12 +50,10 @@ def router_words(capture: Any, index: Any, present: Any, g: int) -> str | None:
     if not topk:
         return None
     i = topk[-1]  # DeepSeek-V3 picks groups first, then the experts within them
-    node = capture.nodes[i]
-    k = next((o.literal for o in node.inputs if o.value is None and o.position == 1), None)
-    src = next((o.value for o in node.inputs if o.value is not None and o.position == 0), None)
-    if type(k) is not int or src is None:
+    got = _topk_operands(capture, i)
+    if got is None:
         return None
-    shape = capture.values[src].shape
+    k, shape = got
     n = shape[-1] if shape else None
     score = None
     for j in nodes:
@@ -284,14 +282,23 @@ def _path(grp: Any) -> str:
     return str(attrs.get("path") or grp.name)
 
 
-def _topk(capture: Any, i: int) -> tuple[int, int, int] | None:
-    """``(k, choices, tokens)`` of the ``topk`` node ``i``."""
+def _topk_operands(capture: Any, i: int) -> tuple[int, Any] | None:
+    """``(k, the scores' shape)`` of the ``topk`` node ``i``: its literal ``k`` and its
+    input's shape, or None when either is not recorded."""
     node = capture.nodes[i]
     k = next((o.literal for o in node.inputs if o.value is None and o.position == 1), None)
     src = next((o.value for o in node.inputs if o.value is not None and o.position == 0), None)
     if type(k) is not int or src is None:
         return None
-    shape = capture.values[src].shape
+    return k, capture.values[src].shape
+
+
+def _topk(capture: Any, i: int) -> tuple[int, int, int] | None:
+    """``(k, choices, tokens)`` of the ``topk`` node ``i``."""
+    got = _topk_operands(capture, i)
+    if got is None:
+        return None
+    k, shape = got
     if not shape or not all(type(d) is int for d in shape):
         return None
     tokens = 1
