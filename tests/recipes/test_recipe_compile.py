@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from capture.recipe import Recipe, RecipeError
-from tensorviz_lsp.cli.shorthand import ShorthandError, build_recipe, parse_target
+from tensorviz_lsp.setup.shorthand import ShorthandError, build_recipe, parse_target
 
 
 def table(**extra):

@@ -1,5 +1,5 @@
-"""The browser app's entry module (viewer/static/app.js) reads the page's markup by id
-(``$("graph")``) and types each one as present (strict ``tsc``): this holds only while
+"""The browser app's page modules (viewer/static/app.js and what it moved out:
+capture-screens.js, canvas-input.js) read the page's markup by id (``$("graph")``, dom.js) and types each one as present (strict ``tsc``): this holds only while
 viewer/static/index.html has every id it asks for, and the workspace it toggles."""
 
 from __future__ import annotations
@@ -31,10 +31,20 @@ def _markup() -> _Markup:
     return page
 
 
+PAGE_MODULES = ("app.js", "capture-screens.js", "canvas-input.js")
+
+
 def test_every_id_app_js_asks_for_is_in_the_page():
-    source = (STATIC / "app.js").read_text(encoding="utf-8")
-    asked = set(re.findall(r'\$\("([^"]+)"\)', source))
-    assert len(asked) > 40, "app.js reads the page through $(id): the pattern no longer matches"
+    asked: set[str] = set()
+    for name in PAGE_MODULES:
+        found = set(re.findall(r'\$\("([^"]+)"\)', (STATIC / name).read_text(encoding="utf-8")))
+        assert found, f"{name} reads the page through $(id): the pattern no longer matches"
+        asked |= found
+    # Every module that reads the page by id is one of them.
+    for path in STATIC.rglob("*.js"):
+        if "vendor" not in path.parts and path.name not in PAGE_MODULES:
+            assert not re.search(r'\$\("', path.read_text(encoding="utf-8")), path.name
+    assert len(asked) > 40
     page = _markup()
     assert sorted(asked - set(page.ids)) == []
     assert len(page.ids) == len(set(page.ids)), "an id used twice in index.html"

@@ -47,7 +47,9 @@ def test_the_browser_app_keeps_no_copy_of_them():
     for name, text in app.items():
         assert "tracing scope" not in text, name  # group-kind wording comes from the server
         assert "module parameter (nn.Parameter)" not in text, name  # role sentences too
-    assert "bfloat16" not in app["setup.js"] and "randint" not in app["setup.js"]
+    # The setup form (setup.js, its types and its value readers).
+    form = app["setup.js"] + app["setup-types.js"] + app["setup-values.js"]
+    assert "bfloat16" not in form and "randint" not in form
     # No profile-name rule of its own (a character class, a length, the wording).
-    assert "A-Za-z0-9" not in app["setup.js"] and "128" not in app["setup.js"]
-    assert "letters, digits" not in app["setup.js"]
+    assert "A-Za-z0-9" not in form and "128" not in form
+    assert "letters, digits" not in form

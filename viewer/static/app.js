@@ -1,11 +1,13 @@
 // The viewer app: boot and wiring between the API, the store (the viewer's state and its
 // named actions), the view model, the renderer and the panels. What the graph means lives
 // in viewmodel.js, the state in store.js, how it is drawn in renderer.js; each panel
-// (panels/) follows the store.
+// (panels/) follows the store. What the page says about the capture (title, coverage,
+// failure, mesh legend) is in capture-screens.js, the canvas's pointer input in
+// canvas-input.js.
 
 import { Api, ApiError } from "./api.js";
 import { LayoutClient } from "./layout/layout-client.js";
-import { ROOT, memoryLine } from "./model/viewmodel.js";
+import { ROOT } from "./model/viewmodel.js";
 import { Store } from "./model/store.js";
 import { Renderer } from "./draw/renderer.js";
 import { Settler } from "./layout/settle.js";
@@ -15,82 +17,16 @@ import { Banners } from "./panels/banners.js";
 import { exportPng, exportSvg } from "./draw/export.js";
 import { FIRST_FIT, READABLE_SCALE, setVocabulary } from "./draw/theme.js";
 import { describeState } from "./model/weights.js";
-import { el, clear, jsonView } from "./dom.js";
+import { $, el, clear } from "./dom.js";
+import { renderCompiledBanner, renderCoverage, renderMeshLegend, renderTitle, showFailure } from "./capture-screens.js";
+import { wireCanvas } from "./canvas-input.js";
 import { DiffPanel } from "./panels/diff.js";
 import { LinesPanel } from "./panels/lines.js";
 import { SearchPanel } from "./panels/search.js";
 import { CostPanel } from "./panels/cost.js";
 import { installHooks } from "./hooks.js";
-import { formatBytes, formatFlops } from "./format.js";
 
-/** @typedef {import("./panels/inspector.js").Frame} Frame */
-
-/**
- * A capture's failure (`api/capture` `failure`, viewer/API.md): what failed and at which
- * stage, the message (cut by the server to what a person reads) and the frames that raised.
- * @typedef {object} Failure
- * @property {string} [type]
- * @property {string} [message]
- * @property {string} [stage]  "internal": TensorViz's own failure, not the model's
- * @property {{text: string, cut: boolean, lines?: number}} [readable]
- * @property {Frame[]} [frames]
- * @property {{after: number, text: string}[]} [repeated_frames]  deep recursion, in Python's words
- * @property {Record<string, unknown>} [details]
- */
-
-/**
- * The mesh legend of a program split across devices (`api/capture` `mesh_legend`): each
- * mesh's axes, the devices in words, and what one device holds (`per_device_memory`).
- * @typedef {object} MeshLegend
- * @property {{id: number, text: string, devices: number | null}[]} [meshes]
- * @property {string | null} [devices]
- * @property {boolean} [simulated]
- * @property {Record<string, number> | null} [memory]
- */
-
-/**
- * The compiled program in words (`api/capture` `compiled`): status, counts, XLA's figures.
- * @typedef {object} CompiledWords
- * @property {string} [status]  "compiled" | "skipped" | "timeout" | "failed"
- * @property {string} [reason]
- * @property {number} [seconds]
- * @property {number} [devices]
- * @property {number} [count]
- * @property {number} [attributed]
- * @property {number} [unattributed]
- * @property {string} [kinds]
- * @property {string} [unattributed_kinds]
- * @property {number} [bytes_sent_per_device]
- * @property {{flops?: number}} [cost]
- * @property {{peak?: number}} [memory]
- */
-
-/**
- * `api/capture` as the app reads it (viewer/API.md).
- * @typedef {object} CaptureSummary
- * @property {number} id
- * @property {string} [title]
- * @property {string} [framework]
- * @property {string} [backend]
- * @property {{nodes?: number, template_nodes?: number}} [counts]
- * @property {{scope?: string, status?: string, reasons?: string[], effects?: string}} [coverage]
- * @property {{name?: string, model?: string, framework?: string}} [recipe]
- * @property {Failure | null} [failure]
- * @property {{files?: string[]} | null} [stale]
- * @property {Record<string, any>} [meta]  what the worker recorded (arbitrary JSON)
- * @property {MeshLegend | null} [mesh_legend]
- * @property {CompiledWords} [compiled]  the program as XLA compiled it (capture.graph.compiled words)
- * @property {boolean} [setup]  false: this server has no setup form
- * @property {unknown} [vocabulary]  the words for group kinds and value roles (theme.js setVocabulary)
- */
-
-// An element of the page's markup (index.html) by id. app.js asks only for ids the page
-// has (tests/viewer/test_app_markup.py checks each one), so none is missing.
-/**
- * @param {string} id
- * @returns {HTMLElement}
- */
-const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+/** @import { CaptureSummary, Frame } from "./capture-screens.js" */
 
 // The capture on screen: the store keeps the `api/capture` answer whole (the API client's
 // JSON); app.js reads it as the summary it is.
@@ -182,9 +118,9 @@ store.on("panels", (/** @type {StoreEvents["panels"]} */ { side }) => {
 store.on("capture", (/** @type {CaptureChange} */ { capture }) => {
   setVocabulary(capture.vocabulary);
   renderTitle(capture);
-  renderCoverage(capture);
+  renderCoverage(capture, { banners, showAbout });
   renderMeshLegend(capture);
-  renderCompiledBanner(capture);
+  renderCompiledBanner(capture, { banners });
 });
 store.on("expansion", () => saveExpansion());
 store.on("options", (/** @type {StoreEvents["options"]} */ { weightPills, kernels, perDevice }) => {
@@ -218,6 +154,7 @@ function followStore(r) {
 
 // ------------------------------------------------------------------ boot
 
+// eslint-disable-next-line complexity -- the page's start-up, its steps in order (capture, setup page, empty page)
 async function boot() {
   wireToolbar();
   wireDrop();
@@ -249,7 +186,7 @@ async function boot() {
   if (capture.stale && capture.stale.files && capture.stale.files.length) showStale(capture.stale.files);
   initSetup();
   if (capture.failure) {
-    showFailure(capture);
+    showFailure(capture, { banners, revealFrame, setStatus });
     store.markReady();
     return;
   }
@@ -265,7 +202,7 @@ async function boot() {
     updateZoomLabel(r);
     s.soon();
   };
-  wireCanvas(r, canvas, minimap);
+  wireCanvas(r, canvas, minimap, { store, toggle, inspector });
   // Layouts are made for the screen they are shown on: a container taller than it
   // continues in the next column (layout.worker.js). The whole canvas: a side panel
   // opening or closing does not lay anything out again.
@@ -368,69 +305,6 @@ function updateZoomLabel(r) {
 
 // ------------------------------------------------------------------ title & banners
 
-/** @param {CaptureSummary} c */
-function renderTitle(c) {
-  const t = $("title");
-  clear(t);
-  t.append(el("strong", {}, c.title || "capture"));
-  const counts = c.counts || {};
-  const bits = [c.framework, c.backend, counts.nodes !== undefined ? `${Number(counts.nodes).toLocaleString("en-US")} nodes` : null].filter(Boolean);
-  // Template nodes of unexecuted control-flow bodies are counted apart from the program.
-  if (counts.template_nodes) bits.push(`${Number(counts.template_nodes).toLocaleString("en-US")} in unexecuted bodies`);
-  t.append(el("span", { class: "title-bits" }, bits.join(" · ")));
-  t.title = `${c.title || ""} (${bits.join(", ")})`;
-  document.title = `${c.title || "capture"} — TensorViz`;
-}
-
-/** @param {CaptureSummary} c */
-function renderCoverage(c) {
-  const cov = c.coverage || {};
-  if (c.failure) return;
-  const parts = [];
-  if (cov.scope === "traced_program") {
-    parts.push("Traced program: shapes and dtypes are inferred from the trace for the saved inputs, not measured from an eager run.");
-  } else if (cov.scope === "abstract_forward") {
-    // A Torch forward on fake tensors: nothing ran, nothing was measured.
-    parts.push("Abstract: shapes only, nothing was computed. The model was built and run on fake tensors (no weights, no statistics, no bytes measured).");
-  } else if (cov.scope) {
-    parts.push(`Eager execution (${cov.scope.replace(/_/g, " ")}): values were measured from a real forward.`);
-  }
-  const partial = cov.status === "partial";
-  if (partial) {
-    const reasons = (cov.reasons || []).join(", ") || "unspecified";
-    let why = `Partial coverage (${reasons}).`;
-    if ((cov.reasons || []).includes("opaque_kernel")) {
-      why += " Unexpanded subprograms (cond, scan, while…) keep their boundary and output shapes; no branch or iteration is reported as executed.";
-      const tb = c.meta && c.meta.bodies;
-      if (tb && tb.converted) why += " Their bodies open as templates, as traced, not executed.";
-    }
-    if ((cov.reasons || []).includes("untracked_buffer_update")) {
-      const names = (c.meta && c.meta.untracked_buffer_updates) || [];
-      why += ` The run changed buffers that no recorded op shows${names.length ? ": " + names.join(", ") : ""}.`;
-    }
-    parts.push(why);
-  }
-  if (cov.effects === "incomplete") parts.push("Effects are incomplete.");
-  if (cov.effects === "writes_state") {
-    // The forward changed the model's own state (a KV cache, running statistics): said, never "no effects".
-    const names = (c.meta && c.meta.state_writes) || [];
-    parts.push(`The forward writes the model's state: ${names.slice(0, 4).join(", ")}${names.length > 4 ? ` and ${names.length - 4} more` : ""}.`);
-  }
-  const level = partial || cov.effects === "incomplete" ? "warn" : "info";
-  const kind = partial ? "Partial" : cov.scope === "traced_program" ? "Traced program"
-    : cov.scope === "abstract_forward" ? "Abstract" : "Eager";
-  const text = el("span", { class: "banner-text" }, parts.join(" "));
-  // Where the parameters came from: fresh initialization is not trained weights.
-  const weights = describeState(c);
-  if (weights) {
-    text.append(" ", el("span", { class: `banner-state ${weights.origin}`, "data-state": weights.label, title: weights.note || "" }, weights.headline));
-  }
-  const about = el("button", { type: "button", title: "What this capture is: framework, recipe, where its parameters came from", onclick: () => showAbout() }, "About this capture");
-  const b = banners.set("coverage", level, kind, text, [about]);
-  b.dataset.scope = cov.scope || "";
-  b.dataset.status = cov.status || "";
-}
-
 // The capture summary in the inspector (the toolbar title and the coverage banner open it).
 function showAbout() {
   const c = onScreen();
@@ -456,48 +330,6 @@ function showProgress(data) {
   else bar.hidden = true;
   const text = el("span", { class: "banner-text" }, data.message || "Capturing…");
   banners.set("progress", "info", "Capturing", text, [bar]);
-}
-
-/** @param {CaptureSummary} c  a failed capture */
-function showFailure(c) {
-  const f = c.failure;
-  if (!f) return;
-  $("failure").hidden = false;
-  $("stage").classList.add("failed");
-  document.body.classList.add("capture-failed"); // no graph: the canvas tools go away
-  $("failure-title").textContent = f.type || "Capture failed";
-  // TensorViz's own failure is said to be so, never shown as the model's.
-  $("failure-kicker").textContent = f.stage === "internal" ? "TensorViz failed (a bug in TensorViz, not in your model)" : "Capture failed";
-  // The server cuts the message to what a person reads; the whole text stays one click away.
-  const readable = f.readable || { text: f.message || "", cut: false };
-  $("failure-message").textContent = readable.text;
-  const whole = $("failure-whole");
-  whole.hidden = !readable.cut;
-  if (readable.cut) {
-    $("failure-whole-summary").textContent = `The whole message (${(readable.lines ?? 0) > 1 ? readable.lines + " lines" : (f.message || "").length + " characters"})`;
-    $("failure-whole-text").textContent = f.message || "";
-  }
-  const facts = $("failure-facts");
-  clear(facts);
-  const rows = [["stage", f.stage], ["framework", c.framework], ["backend", c.backend], ["profile", c.recipe && c.recipe.model]];
-  for (const [k, v] of rows) if (v) facts.append(el("dt", {}, k), el("dd", {}, String(v)));
-  const frames = $("failure-frames");
-  clear(frames);
-  // Deep recursion: after a frame, how many more times the frames before it repeat (server's words).
-  const repeats = new Map((f.repeated_frames || []).map((r) => /** @type {[number, string]} */ ([r.after, r.text])));
-  (f.frames || []).forEach((fr, i) => {
-    frames.append(el("li", {}, el("button", { type: "button", class: "frame-link", onclick: () => revealFrame(fr, null) },
-      `${fr.file}:${fr.line}${fr.column ? ":" + fr.column : ""}`, el("span", { class: "fn" }, fr.function || ""))));
-    if (repeats.has(i)) frames.append(el("li", { class: "frame-repeat" }, repeats.get(i)));
-  });
-  $("failure-frames-title").hidden = !(f.frames && f.frames.length);
-  const details = $("failure-details");
-  if (f.details && Object.keys(f.details).length) {
-    $("failure-details-title").hidden = false;
-    details.replaceWith(Object.assign(jsonView(f.details), { id: "failure-details" }));
-  }
-  banners.set("failure", "error", "Failed", `Capture failed at ${f.stage || "trace"}: ${readable.text || f.type}`);
-  setStatus("");
 }
 
 // ------------------------------------------------------------------ events (SSE)
@@ -690,6 +522,7 @@ function zoomCentre(f) {
 }
 
 /** @param {KeyboardEvent} e */
+// eslint-disable-next-line complexity -- the keyboard map, one case per key
 function onKey(e) {
   // A key reaches the document from the element that has the focus (or the body).
   const target = /** @type {HTMLElement | null} */ (e.target);
@@ -749,133 +582,6 @@ function onKey(e) {
       return;
   }
   e.preventDefault();
-}
-
-/**
- * @param {Renderer} r
- * @param {HTMLElement} canvas
- * @param {HTMLElement} minimap
- */
-function wireCanvas(r, canvas, minimap) {
-  /** @type {Map<number, [number, number]>} */
-  const pointers = new Map();
-  /** @type {{x: number, y: number, moved: number} | null} */
-  let drag = null;
-  /** @type {{d: number} | null} */
-  let pinch = null;
-  /**
-   * @param {MouseEvent} e
-   * @returns {[number, number]}
-   */
-  const local = (e) => {
-    const rect = canvas.getBoundingClientRect();
-    return [e.clientX - rect.left, e.clientY - rect.top];
-  };
-  // Whether the inspector was open before a click sequence began: a double-click that
-  // expands a group leaves it as it was (its first click selected the group).
-  let inspectorBefore = false;
-  // A mouse event's detail counts the clicks of a sequence (a pointer event's is 0).
-  canvas.addEventListener("mousedown", (e) => {
-    if (e.detail <= 1) inspectorBefore = inspector.isOpen;
-  });
-  canvas.addEventListener("pointerdown", (e) => {
-    canvas.focus({ preventScroll: true });
-    canvas.setPointerCapture(e.pointerId);
-    pointers.set(e.pointerId, local(e));
-    if (pointers.size === 1) {
-      const [x, y] = local(e);
-      drag = { x, y, moved: 0 };
-    } else if (pointers.size === 2) {
-      const [a, b] = [...pointers.values()];
-      pinch = { d: Math.hypot(a[0] - b[0], a[1] - b[1]) };
-      drag = null;
-    }
-  });
-  canvas.addEventListener("pointermove", (e) => {
-    const [x, y] = local(e);
-    if (pointers.has(e.pointerId)) pointers.set(e.pointerId, [x, y]);
-    if (pinch && pointers.size === 2) {
-      const [a, b] = [...pointers.values()];
-      const d = Math.hypot(a[0] - b[0], a[1] - b[1]);
-      if (pinch.d > 0) r.zoomAt((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, d / pinch.d);
-      pinch.d = d;
-      return;
-    }
-    if (drag) {
-      const dx = x - drag.x;
-      const dy = y - drag.y;
-      drag.moved += Math.abs(dx) + Math.abs(dy);
-      drag.x = x;
-      drag.y = y;
-      if (drag.moved > 3) canvas.classList.add("dragging");
-      r.panBy(dx, dy);
-      return;
-    }
-    const [wx, wy] = r.toWorld(x, y);
-    const hit = store.model.hitTest(wx, wy);
-    canvas.classList.toggle("pointing", !!hit && hit.type !== "in" && hit.type !== "out");
-    const cut = cutName(r, wx, wy);
-    edgeTip(cut ? { label: cut } : hit ? null : store.model.edgeAt(wx, wy, 5 / r.cam.s), x, y);
-  });
-  canvas.addEventListener("pointerleave", () => edgeTip(null));
-  /** @param {PointerEvent} e */
-  const end = (e) => {
-    pointers.delete(e.pointerId);
-    if (pointers.size < 2) pinch = null;
-    if (drag && e.type === "pointerup" && drag.moved <= 3) {
-      const [x, y] = local(e);
-      const [wx, wy] = r.toWorld(x, y);
-      const hit = store.model.hitTest(wx, wy);
-      const w = hit ? r.weightAt(hit, wx, wy) : -1;
-      // A weight line (w >= 0) is found only on an op card that has weights (card.js weightAt).
-      if (hit && w >= 0) store.selectWeight(hit.key, /** @type {number[]} */ (hit.card.weights)[w]);
-      else store.select(hit ? hit.key : null);
-    }
-    drag = null;
-    canvas.classList.remove("dragging");
-  };
-  canvas.addEventListener("pointerup", end);
-  canvas.addEventListener("pointercancel", end);
-  canvas.addEventListener("dblclick", (e) => {
-    const [x, y] = local(e);
-    const [wx, wy] = r.toWorld(x, y);
-    const hit = store.model.hitTest(wx, wy);
-    if (hit && store.canOpen(hit.key)) {
-      // The group stays selected (Enter toggles it back); the inspector its first click
-      // opened closes again.
-      const wasOpen = inspectorBefore;
-      toggle(hit.key).then(() => {
-        if (!wasOpen) inspector.close();
-      });
-    }
-  });
-  canvas.addEventListener("wheel", (e) => {
-    e.preventDefault();
-    const [x, y] = local(e);
-    // Trackpad pinch arrives as ctrl+wheel with small deltas; a mouse wheel as lines.
-    const unit = e.deltaMode === 1 ? 16 : 1;
-    const k = e.ctrlKey ? 0.01 : 0.0015;
-    r.zoomAt(x, y, Math.exp(-e.deltaY * unit * k));
-  }, { passive: false });
-
-  // Minimap: click or drag to move the view.
-  let mmDrag = false;
-  /** @param {PointerEvent} e */
-  const mmMove = (e) => {
-    const rect = minimap.getBoundingClientRect();
-    const w = r.minimapToWorld(e.clientX - rect.left, e.clientY - rect.top);
-    if (!w) return;
-    r.cam.tx = r.width / 2 - w[0] * r.cam.s;
-    r.cam.ty = r.height / 2 - w[1] * r.cam.s;
-    r.requestDraw();
-  };
-  minimap.addEventListener("pointerdown", (e) => {
-    mmDrag = true;
-    minimap.setPointerCapture(e.pointerId);
-    mmMove(e);
-  });
-  minimap.addEventListener("pointermove", (e) => mmDrag && mmMove(e));
-  minimap.addEventListener("pointerup", () => (mmDrag = false));
 }
 
 // Opens or closes a group, chunk, stack or control-flow boundary, keeping it where it was
@@ -968,127 +674,9 @@ function setPerDevice(on) {
     { fit: false });
 }
 
-// The mesh legend (a program split across devices): each mesh's axes, the devices and
-// whether they were simulated, and what one device holds; the server words it
-// (`mesh_legend`). Its "Per device shapes" toggle shows only with a mesh.
-let meshDetails = false; // the mesh legend's details shown (its "details" button)
-
-/** @param {CaptureSummary | null} c */
-function renderMeshLegend(c) {
-  const legend = c && !c.failure ? c.mesh_legend : null;
-  $("mesh-legend").hidden = !legend;
-  if (!legend) return;
-  // The legend holds the "Per device shapes" toggle (the toolbar has no room left).
-  const box = $("mesh-rows");
-  box.replaceChildren();
-  // One line each: the meshes (the same axes named by the recipe and again by the
-  // program, a Mesh and its AbstractMesh, are one row), and the keys; the rest (devices,
-  // memory, the compiled program) behind "details", so the graph's corner stays free.
-  /** @type {Map<string, number[]>} */
-  const rows = new Map();
-  for (const m of legend.meshes || []) {
-    const k = `${m.text} · ${m.devices} devices`;
-    rows.set(k, [...(rows.get(k) || []), m.id]);
-  }
-  for (const [k, ids] of rows) {
-    box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, rows.size > 1 ? `mesh ${ids.join(", ")}` : "mesh"),
-      " ", el("span", { class: "mesh-axes" }, k.split(" · ")[0]), ` · ${k.split(" · ")[1]}`));
-  }
-  box.append(el("div", { class: "mesh-row mesh-key" }, el("span", { class: "mesh-collective" }, "⇄ collective"),
-    " the program writes · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"));
-  const more = el("div", { class: "mesh-more", id: "mesh-more" });
-  more.hidden = !meshDetails;
-  if (legend.devices) more.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
-  const memory = memoryLine(legend.memory); // worded as group cards word it
-  if (memory) more.append(el("div", { class: "mesh-row" }, memory));
-  more.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data"));
-  const compiled = c ? c.compiled : null;
-  if (compiled && compiled.status === "compiled") {
-    const n = compiled.count || 0;
-    const lost = compiled.unattributed || 0;
-    more.append(el("div", { class: "mesh-row", "data-compiled": String(n) },
-      n ? `compiled: ${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || ""})${lost ? `, ${lost} on no op` : ""}`
-        : "compiled: no communication"));
-    // XLA's own figures for the program one device runs, beside TensorViz's bound above
-    const xla = [];
-    if (compiled.cost && typeof compiled.cost.flops === "number") xla.push(formatFlops(compiled.cost.flops));
-    if (compiled.memory && typeof compiled.memory.peak === "number") xla.push(`peak ${formatBytes(compiled.memory.peak)}`);
-    if (xla.length) more.append(el("div", { class: "mesh-row" }, `XLA per device: ${xla.join(" · ")}`));
-  } else if (compiled) {
-    more.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
-  } else {
-    more.append(el("div", { class: "mesh-row mesh-key" }, "compiler collectives: not known (compile = \"on\")"));
-  }
-  const toggle = el("button", { type: "button", class: "mesh-details", "aria-expanded": String(meshDetails),
-    onclick: () => {
-      meshDetails = !meshDetails;
-      more.hidden = !meshDetails;
-      toggle.setAttribute("aria-expanded", String(meshDetails));
-      toggle.textContent = meshDetails ? "less" : "details";
-    } }, meshDetails ? "less" : "details");
-  box.append(more);
-  const aside = $("mesh-legend");
-  for (const old of aside.querySelectorAll(".mesh-details")) old.remove();
-  aside.append(toggle); // beside "Per device shapes"
-}
-
-// The compiled program's banner: the collectives XLA runs that map onto no op (counted,
-// never hidden), or why it was not compiled.
-/** @param {CaptureSummary | null} c */
-function renderCompiledBanner(c) {
-  const compiled = c && !c.failure ? c.compiled : null;
-  if (!compiled) {
-    banners.drop("compiled");
-    return;
-  }
-  if (compiled.status !== "compiled") {
-    banners.set("compiled", "warn", "Not compiled", `The compiler's collectives and per-device figures are not shown: ${compiled.reason || compiled.status}`);
-    return;
-  }
-  const lost = compiled.unattributed || 0;
-  const n = compiled.count || 0;
-  const nd = compiled.devices || 1;
-  const head = `XLA compiled the program for ${nd} device${nd === 1 ? "" : "s"} in ${Number(compiled.seconds || 0).toFixed(2)} s: ` +
-    `${n} collective${n === 1 ? "" : "s"} (${compiled.kinds || "none"}), ${compiled.attributed || 0} drawn on their ops (⇆ XLA)`;
-  if (lost) banners.set("compiled", "warn", "Compiled", `${head}; ${lost} map onto no op: ${compiled.unattributed_kinds || ""}.`);
-  else banners.set("compiled", "info", "Compiled", `${head}.`);
-}
-
 /** @param {boolean} on */
 function setKernels(on) {
   return relayoutWith(on ? "Showing every kernel…" : "Folding kernels into their calls…", () => store.setKernels(on));
-}
-
-// The value an edge carries, shown where the pointer is on it (its label may be shortened
-// or left out where there was no room).
-/**
- * @param {{label?: string} | null} edge  null: none (the tip hides)
- * @param {number} [x]  where the pointer is on the canvas
- * @param {number} [y]
- */
-function edgeTip(edge, x = 0, y = 0) {
-  const tip = $("edge-tip");
-  if (!edge || !edge.label) {
-    tip.hidden = true;
-    return;
-  }
-  tip.textContent = edge.label;
-  tip.style.left = `${Math.round(x + 12)}px`;
-  tip.style.top = `${Math.round(y + 14)}px`;
-  tip.hidden = false;
-}
-
-// The whole name of a far name drawn cut short (drawlist.js farLabel) under world point
-// (wx, wy), shown where the pointer is as an edge's value is; null where there is none.
-/**
- * @param {Renderer} r
- * @param {number} wx
- * @param {number} wy
- */
-function cutName(r, wx, wy) {
-  const f = r.farDrawn.find((d) => d.text !== d.full && d.box && wx >= d.box.x && wx <= d.box.x + d.box.w
-    && wy >= d.box.y && wy <= d.box.y + d.box.h);
-  return f ? f.full : null;
 }
 
 // A person's expansions, per profile, by group path: they survive a recapture.

@@ -1,12 +1,22 @@
 // Tiny DOM helpers: elements from data, never from HTML strings (capture text is
 // untrusted: op names, file paths and params come from user code).
 
+// An element of the page's markup (index.html) by id. The page's modules (app.js,
+// capture-screens.js, canvas-input.js) ask only for ids the page has
+// (tests/viewer/test_app_markup.py checks each one), so none is missing.
+/**
+ * @param {string} id
+ * @returns {HTMLElement}
+ */
+export const $ = (id) => /** @type {HTMLElement} */ (document.getElementById(id));
+
 /**
  * @param {string} tag
  * @param {Record<string, any> | null} [attrs]  `class`, `on…` handlers, attributes
  * @param {...any} children  nodes and texts (nested arrays flattened; null, undefined and false left out)
  * @returns {any} the new HTMLElement (callers keep fields of their own on some, `_inp`, `_choices`)
  */
+// eslint-disable-next-line complexity -- each kind of attribute (class, style, on…, boolean, data) set its own way
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {

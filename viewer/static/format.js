@@ -54,6 +54,7 @@ function scientific(n) {
 }
 
 /** @param {unknown} value @param {number} base @param {string[]} units @param {string} joiner @returns {string} */
+// eslint-disable-next-line complexity -- the unit chosen by magnitude and sign, in one place for every formatter
 function scaled(value, base, units, joiner) {
   if (value === null || value === undefined || value === "" || typeof value === "boolean") return UNKNOWN;
   const n = Number(value);

@@ -232,6 +232,7 @@ export function installHooks(page) {
     // "chunk" | "stack" | "in" | "out"), name (op, group name, value name), path (the group
     // path, "Wrapped/gpt/transformer/h.3"), role (a boundary value's role; a group's class).
     /** @param {string} key */
+    // eslint-disable-next-line complexity -- the test hook's description of an item, one field per fact
     itemInfo(key) {
       const m = store.model;
       const it = m && m.scene && m.scene.byKey.get(key);

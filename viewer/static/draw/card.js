@@ -183,6 +183,7 @@ export const charMeasurer = { width: (text, font) => String(text).length * (CHAR
  * @param {any} v  a value summary of the API (`name`, `role`, `label`)
  * @returns {CardContent}
  */
+// eslint-disable-next-line complexity -- one pill look per side and role (input, quiet state, named output, body result, plain)
 export function pillContent(side, v) {
   const shape = formatValue(v);
   const name = v && typeof v.name === "string" && v.name ? v.name : null;
@@ -399,6 +400,7 @@ export function drawCard(dl, it, ctx, p, band) {
 /**
  * @param {CardPrims} dl @param {SceneItem} it @param {Ctx} ctx @param {Palette} p @param {number} band
  */
+// eslint-disable-next-line complexity -- an op card's parts drawn in order, each only when present
 function drawOp(dl, it, ctx, p, band) {
   const out = dl.card;
   const c = it.card;
@@ -534,6 +536,7 @@ function twinColour(p) {
 /**
  * @param {CardPrims} dl @param {SceneItem} it @param {Ctx} ctx @param {Palette} p @param {number} band
  */
+// eslint-disable-next-line complexity -- a frame's title, badges, pills and caption drawn in order, each only when present
 function drawFrame(dl, it, ctx, p, band) {
   // An opened control-flow boundary node holds its unexecuted bodies: drawn in the
   // control-flow colour, tagged "opaque"; templates (kind body) have a dashed frame.

@@ -124,6 +124,7 @@ const visible = (v, x, y, w, h) => x + w >= v.x0 && y + h >= v.y0 && x <= v.x1 &
  * @param {DrawEnv} env
  * @param {number} depth
  */
+// eslint-disable-next-line complexity -- one container's frame, title and contents at each level of detail
 function container(out, c, env, depth) {
   const { s, view } = env;
   if (s >= MIN_EDGE_SCALE) edges(out, c, env);
@@ -330,6 +331,7 @@ const FAR_FAMILY = S.fontHeader.split("px ")[1]; // the far names' font family
  * @param {Placed | null} [placed]
  * @returns {FarLabel | null}
  */
+// eslint-disable-next-line complexity -- a far name's places tried in order of preference
 export function farLabel(f, s, ctx, placed = null) {
   const sw = f.w * s;
   const sh = f.h * s;
@@ -360,6 +362,7 @@ export function farLabel(f, s, ctx, placed = null) {
  * @param {"in" | "over" | "beside"} where
  * @returns {FarLabel | null}
  */
+// eslint-disable-next-line complexity -- one far name placed: cut, measured and checked against what is drawn
 function farPlaced(f, s, ctx, placed, t, where) {
   const px = (f.op ? FAR_OP_PX : FAR_PX) / s;
   const font = ctx.font; // set by farLabel for f
@@ -493,6 +496,7 @@ function fitText(ctx, text, room, least) {
  * @param {() => CanvasPattern | string | null} hatch
  * @param {FarDrawn[] | null} [far]
  */
+// eslint-disable-next-line complexity -- the paint loop, one case per display-list entry kind
 export function paintList(ctx, list, s, hatch, far = null) {
   for (let i = 0; i < list.length; i++) {
     const q = list[i];

@@ -538,6 +538,7 @@ export class Renderer {
     return this.cam.s < LOD_TEXT ? -1 : weightAt(it, wx, wy);
   }
 
+  // eslint-disable-next-line complexity -- the outline of each kind of selected thing (item, edge, stack, pill)
   drawSelection() {
     const ctx = this.ctx;
     const s = this.cam.s;

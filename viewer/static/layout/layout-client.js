@@ -272,6 +272,7 @@ export class LayoutClient {
   }
 
   // Hands each idle worker the next ready run of jobs; resolves when nothing is left.
+  // eslint-disable-next-line complexity -- the request queue: which batch goes to which free worker
   _dispatch() {
     const cur = this.current;
     if (!cur) return;
@@ -348,6 +349,7 @@ export class LayoutClient {
    * @param {Worker} w
    * @param {WorkerAnswer} msg
    */
+  // eslint-disable-next-line complexity -- one case per message the worker sends
   _onMessage(w, msg) {
     if (msg.type === FromWorker.VERSION) return;
     if (msg.type === FromWorker.RESULT || msg.type === FromWorker.ERROR) {

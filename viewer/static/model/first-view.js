@@ -24,6 +24,7 @@ import { ROOT, itemKey, opensWithAll } from "./items.js";
  * @param {number} [budget]  items drawn, at most, below the trunk
  * @param {{item_path?: string[]}[] | null} [trunk]  `api/capture`'s trunk
  */
+// eslint-disable-next-line complexity -- the first view's expansion loop under one budget
 export async function autoExpand(model, budget = 48, trunk = null) {
   model.autoOpened = []; // in the order opened: what the first view may close again to fit
   const root = await model.load(ROOT);

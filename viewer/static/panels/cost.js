@@ -318,6 +318,7 @@ export class CostPanel extends Panel {
      * @param {CostContainer} c
      * @param {number} depth
      */
+    // eslint-disable-next-line complexity -- one row of the cost table, a cell per column, each only when known
     const walk = (c, depth) => {
       for (const it of c.items) {
         if (it.type === "in" || it.type === "out") continue;
@@ -344,6 +345,7 @@ export class CostPanel extends Panel {
     return rows;
   }
 
+  // eslint-disable-next-line complexity -- the cost table's header, sort and rows
   #renderTable() {
     if (!this.isOpen) return;
     let rows = this.#sceneRows();
@@ -407,6 +409,7 @@ export class CostPanel extends Panel {
     sel.value = this.device;
   }
 
+  // eslint-disable-next-line complexity -- the totals' lines, each only when the capture has it
   #renderTotals() {
     const s = this.summary;
     clear(this.totals);

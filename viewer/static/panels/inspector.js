@@ -182,6 +182,7 @@ export class Inspector extends Panel {
    * @param {PageItem | null} item
    * @param {{asModule?: boolean}} [options]
    */
+  // eslint-disable-next-line complexity -- the inspector's dispatch on what is selected
   async show(key, item, { asModule = false } = {}) {
     const seq = ++this.seq;
     this.current = key;
@@ -234,6 +235,7 @@ export class Inspector extends Panel {
    * @param {NodeDetail} d
    * @param {ModuleRef | null} [module]
    */
+  // eslint-disable-next-line complexity -- an op's rows, one per fact, each only when present
   showNode(d, module = null) {
     this.head(`node · n${d.id}`, d.op);
     this.root.dataset.kind = "node";
@@ -367,6 +369,7 @@ export class Inspector extends Panel {
   // statistics to 4 significant digits (full precision in each cell's title), NaN and Inf
   // counts and bytes, and under each value where it lived (device, strides, storage, aliases).
   /** @param {{label: string, value: {id: number, name?: string, measured?: Measured} | null | undefined}[]} entries */
+  // eslint-disable-next-line complexity -- a measured value's rows, one per statistic, each only when present
   measured(entries) {
     this.section("Measured");
     const box = el("div", { "data-section": "measured" });
@@ -491,6 +494,7 @@ export class Inspector extends Panel {
    * @param {CaptureInfo} c
    * @param {WeightsState | null} [weights]
    */
+  // eslint-disable-next-line complexity -- the capture's rows, one per fact, each only when present
   showCapture(c, weights) {
     ++this.seq; // a node still loading must not replace this
     this.current = "capture";
@@ -568,6 +572,7 @@ export class Inspector extends Panel {
    * @param {string} key
    * @param {ModuleRef | null} [module]
    */
+  // eslint-disable-next-line complexity -- a group's rows, one per fact, each only when present
   showGroup(d, key, module = null) {
     this.head(`${d.kind === "function" ? "function" : "group"} · g${d.id}`, d.name || `g${d.id}`);
     this.root.dataset.kind = "group";
@@ -636,6 +641,7 @@ export class Inspector extends Panel {
    * @param {ValueDetail} d
    * @param {string} [kicker]
    */
+  // eslint-disable-next-line complexity -- a value's rows, one per fact, each only when present
   showValue(d, kicker = "value") {
     const v = /** @type {ValueDetail} */ (d.value || d);
     this.open();

@@ -68,6 +68,7 @@ export class LinesPanel extends Panel {
    * @param {number} [call]
    * @returns {Promise<boolean>} whether it is shown
    */
+  // eslint-disable-next-line complexity -- a source line's captures shown: stale, missing, one or many, each said
   async show(file, line, call = 0) {
     const store = this.store;
     const r = this.renderer();
@@ -136,6 +137,7 @@ export class LinesPanel extends Panel {
   // An item not on screen (inside a closed group, a folded stack or chunk) outlines the
   // nearest item on screen that holds it; the view pans only when none is on screen.
   /** @param {{keys?: string[], file?: string, line?: number}} d  the editor's cursor line and its items */
+  // eslint-disable-next-line complexity -- the editor's cursor followed: which capture, which line, which items
   async cursor(d) {
     const store = this.store;
     const m = store.model;

@@ -237,6 +237,7 @@ export class SearchPanel extends Panel {
   // One control per filter, its choices the values the results hold (the most frequent
   // first, with their counts); an inline filter (`op:addmm` in the query) shows as chosen.
   /** @param {SearchAnswer} res */
+  // eslint-disable-next-line complexity -- one chip per facet the answer has
   paintFilters(res) {
     const bar = this.bar;
     clear(bar);
@@ -312,6 +313,7 @@ export class SearchPanel extends Panel {
    * @param {SearchResult} r
    * @param {number} i
    */
+  // eslint-disable-next-line complexity -- one result's row, each part only when present
   row(r, i) {
     const fx = r.facets || {};
     const shape = (fx.shape || []).join(", ");
@@ -340,6 +342,7 @@ export class SearchPanel extends Panel {
   // Opens the way to a search result (or any result-like {key, item_path, type, id}) and
   // focuses it. A parameter drawn inside its ops is shown on the first op that uses it.
   /** @param {SearchResult} result */
+  // eslint-disable-next-line complexity -- a result revealed: its path opened, fetched, focused, each able to fail
   async jump(result) {
     this.close();
     const store = this.store;

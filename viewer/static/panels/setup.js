@@ -11,162 +11,18 @@
 
 import { el, clear } from "../dom.js";
 import { Panel } from "./panel.js";
+import { collectRecipe, readLiteral, sameValue, parseShape, suggestName, controlIn } from "./setup-values.js";
 
 // The dtype and generator lists and the profile-name rule come with the form (`api/setup`
 // `schema`, from capture.recipe): the recipe's own definitions, never a copy here.
 
 /**
- * A value the recipe holds or a field offers (a default, a saved value, a choice, a
- * literal read back): arbitrary JSON (capture.recipe's spec), hence `any`.
- * @typedef {any} Json
- */
-
-/**
- * The generator of an array input (the spec's `{kind: "full", value: 1}`); `high` the
- * bound of integers drawn below it (null: a vocabulary the code does not tell).
- * @typedef {{kind: string, value?: number | string, low?: number, high?: number | null}} Generator
- */
-
-/**
- * Token ids (discovery's `token`): why, the bound and where it comes from (`high_from`,
- * `config.vocab_size`), and the form control whose value bounds the ids (`high_path`).
- * @typedef {{reason?: string | null, high?: number | null, high_from?: string | null, high_path?: string | null}} TokenInfo
- */
-
-/**
- * An input of the model (`inputs[]`, viewer/API.md "api/setup"): a tensor (shape, dtype,
- * generator) or a value in the shorthand's VALUE grammar (`kind: "value"`, `text`). A
- * non-number entry of `shape` is an unknown dimension (its name, or null); `needed` says
- * why an optional input is filled; `description`: a saved description the form's values
- * are written over.
- * @typedef {object} SetupInput
- * @property {string | null} [name]
- * @property {string} [path]  where it lives in the recipe ("inputs.args[0]", the default, "inputs.kwargs.x")
- * @property {string} [kind]  "tensor" | "value"
- * @property {(number | string | null)[]} [shape]
- * @property {(string | number)[]} [unknown]  more unknown dimensions, by name
- * @property {string} [dtype]
- * @property {Generator} [generator]
- * @property {string | null} [annotation]
- * @property {boolean} [kwarg]
- * @property {TokenInfo} [token]
- * @property {string} [text]
- * @property {string} [needed]
- * @property {Record<string, Json>} [description]
- */
-
-/**
- * A configuration class discovery read for a field (`config`): drawn as a nested group of
- * its fields, saved as a call of `target`; `complete: false` when a base class it could
- * not read may add fields.
- * @typedef {{name: string, target: string, where?: string, style?: string | null, complete?: boolean, fields: SetupField[]}} ConfigClass
- */
-
-/**
- * A setup field (`fields[]`): a constructor parameter, a Linen field, a JAX function's
- * static argument. `type`: "int" | "float" | "bool" | "str" | "value" (text in the VALUE
- * grammar, `text` prefilled, `example` its placeholder) or an annotation's text;
- * `default_text`: a default that is no literal, shown and left unset.
- * @typedef {object} SetupField
- * @property {string} name
- * @property {string} [path]  default "init.kwargs.NAME"
- * @property {string} [type]
- * @property {string | null} [annotation]
- * @property {Json} [default]
- * @property {string} [default_text]
- * @property {Json} [value]
- * @property {boolean} [required]
- * @property {Json[]} [choices]
- * @property {string} [help]
- * @property {ConfigClass} [config]
- * @property {string} [text]
- * @property {string} [example]
- * @property {Json} [suggested]  what the command line would suggest (a small size, a required field), the starting value when nothing is saved
- */
-
-/** @typedef {{value?: string | null, placeholder?: string, contract?: string}} Factory  an init or inputs factory offered */
-/** @typedef {{value: string, default: string, choices: {value: string, label: string}[]}} EvidenceChoice  Torch's evidence */
-/** @typedef {{lines?: string[], help?: string}} Steps  the steps after construction, one STEP line each */
-/** @typedef {{value?: string, placeholder?: string, help?: string}} MeshText  the recipe's mesh as the `--mesh` text */
-/** @typedef {{value: string, default: string, help?: string, choices: {value: string, label: string}[]}} DeviceChoice  the recipe's device */
-/** @typedef {string | {path?: string, message?: string}} Need  what must be filled before a capture */
-/** @typedef {{frameworks?: string[], checkpoint?: string[], fixture?: string[]}} SavedFilesSpec  who loads saved files, and their suffixes */
-
-/**
- * What the form may offer (viewer/server/handlers.py form_schema): the recipe's dtype and
- * generator lists, the generators given a fill value and a bound, the profile-name rule.
- * @typedef {object} FormSchema
- * @property {string[]} [dtypes]
- * @property {string[]} [generators]
- * @property {string | null} [fill_generator]
- * @property {string | null} [bounded_generator]
- * @property {string} [default_dtype]
- * @property {string} [profile_name]  the pattern a name matches
- * @property {string} [profile_name_invalid]  the characters a suggested name turns into "_"
- * @property {number} [profile_name_max]
- * @property {string} [profile_name_rule]  the rule in words
- * @property {SavedFilesSpec} [saved_files]
- */
-
-/**
- * The recipe's init and inputs as the form writes them (the spec's keys); the rest of a
- * recipe is kept as saved.
- * @typedef {{args?: Json[], kwargs?: Record<string, Json>, factory?: string, checkpoint?: string, strict?: boolean}} RecipeInit
- * @typedef {{args?: Json[], kwargs?: Record<string, Json>, factory?: string, fixture?: string,
- *   fixture_keys?: Record<string, string>}} RecipeInputs
- */
-
-/**
- * A profile's recipe (capture.recipe's spec): the keys the form reads and writes; the
- * others (and any the fields' paths reach, setPath) are kept as saved.
- * @typedef {object} Recipe
- * @property {string} [model]  "file.py:Symbol"
- * @property {string} [framework]
- * @property {RecipeInit} [init]
- * @property {RecipeInputs} [inputs]
- * @property {string[]} [steps_text]
- * @property {string[]} [before_text]  the calls before construction, one a line (read on the server)
- * @property {Json} [mesh]  saved as a table; the form writes the `--mesh` text
- * @property {string} [evidence]
- * @property {string} [device]
- */
-
-/**
- * `api/setup`: the setup form's content (viewer/API.md; every key but `recipe` optional,
- * `schema` added by the server to every answer).
- * @typedef {object} SetupData
- * @property {string | null} [profile]
- * @property {Recipe} [recipe]
- * @property {SetupField[]} [fields]
- * @property {SetupInput[]} [inputs]
- * @property {Need[]} [needs]
- * @property {{init?: Factory | null, inputs?: Factory | null}} [factories]
- * @property {EvidenceChoice | null} [evidence]
- * @property {Steps | null} [steps]
- * @property {Steps | null} [before]  calls before construction (library state), one a line
- * @property {MeshText | null} [mesh]
- * @property {DeviceChoice | null} [device]
- * @property {{qualname?: string, kind?: string, framework?: string}} [symbol]  the symbol set up
- * @property {FormSchema} [schema]
- */
-
-/** @typedef {{path?: string, message: string}} Problem  a validation error: the control's path, what is wrong */
-/** @typedef {{ok?: boolean, errors?: Problem[]}} SaveAnswer  `api/profile`'s answer */
-/** @typedef {{set: false} | {set: true, value: Json}} ReadBack  a control read back: unset, or its value */
-/** @typedef {(problems: Problem[]) => ReadBack} Reader  reads a control back, saying what is wrong in `problems` */
-
-/**
- * An input's card (inputCard): `_inp` the input it was drawn for, `dataset.kind` "tensor"
- * or "value", `dataset.needed` set while its shape is needed.
- * @typedef {HTMLElement & {_inp?: SetupInput}} InputCard
- */
-
-/** @typedef {HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement} ValueControl  a control with a value */
-
-/**
- * A field's control (fieldControl): `_choices`, a drop-down's values by option index
- * (undefined: left unset).
- * @typedef {(HTMLInputElement | HTMLSelectElement) & {_choices?: Json[]}} FieldInput
+ * @import {
+ *   Json, Generator, TokenInfo, SetupInput, ConfigClass, SetupField, Factory, EvidenceChoice,
+ *   Steps, MeshText, DeviceChoice, Need, SavedFilesSpec, FormSchema, RecipeInit, RecipeInputs,
+ *   Recipe, SetupData, Problem, SaveAnswer, ReadBack, Reader, InputCard, ValueControl,
+ *   FieldInput
+ * } from "./setup-types.js"
  */
 
 /** @extends {Panel<import("./panel.js").PanelStore>} */
@@ -261,6 +117,7 @@ export class SetupForm extends Panel {
     if (first) first.focus();
   }
 
+  // eslint-disable-next-line complexity -- the form's sections in order, each only when the setup has it
   render() {
     const d = this.data;
     if (!d) return; // load() draws only a form it has
@@ -495,6 +352,7 @@ export class SetupForm extends Panel {
    * @param {number} i
    * @returns {InputCard}
    */
+  // eslint-disable-next-line complexity -- an array input's controls (shape, dtype, generator, token note)
   tensorCard(inp, i) {
     const path = inp.path || `inputs.args[${i}]`;
     const shape = inp.shape || [];
@@ -681,6 +539,7 @@ export class SetupForm extends Panel {
    * @param {{nested: boolean, saved: Json}} options
    * @returns {{node: HTMLElement, read: Reader}}
    */
+  // eslint-disable-next-line complexity -- one control per field type (choice, bool, config class, factory, literal)
   fieldControl(f, { nested, saved }) {
     if (f.config) return this.configGroup(f, { nested, saved });
     const path = f.path || `init.kwargs.${f.name}`;
@@ -759,6 +618,7 @@ export class SetupForm extends Panel {
    * @param {{nested: boolean, saved: Json}} options
    * @returns {{node: HTMLElement, read: Reader}}
    */
+  // eslint-disable-next-line complexity -- a configuration class's fields with their defaults and saved values
   configGroup(f, { nested, saved }) {
     const cfg = /** @type {ConfigClass} */ (f.config); // fieldControl's test
     const path = f.path;
@@ -816,136 +676,10 @@ export class SetupForm extends Panel {
     return { node: group, read };
   }
 
-  // The recipe to save: the server's recipe with the form's inputs and fields in it.
+  // The recipe to save (setup-values.js collectRecipe).
   /** @returns {{recipe: Recipe, problems: Problem[]}} */
   collect() {
-    const data = /** @type {SetupData} */ (this.data); // save() runs on a form load() drew
-    /** @type {Recipe} */
-    const recipe = structuredClone(data.recipe || {});
-    /** @type {Json[]} */
-    const args = [];
-    /** @type {Record<string, Json>} */
-    const kwargs = {};
-    /** @type {Problem[]} */
-    const problems = [];
-    const saved = this.savedFiles(problems);
-    const fromFixture = !!(saved && saved.fixture);
-    const inputsFactory = this.modes.inputs && this.modes.inputs() === "factory";
-    const initFactory = this.modes.init && this.modes.init() === "factory";
-    this.root.querySelectorAll(".input-card").forEach((/** @type {InputCard} */ card) => {
-      if (fromFixture || inputsFactory) return; // the fixture or the factory gives the inputs
-      /** @type {SetupInput} */
-      const inp = card._inp || {};
-      if (card.dataset.kind === "value") {
-        const textInput = controlIn(card, "[name=value-text]");
-        const raw = textInput.value.trim();
-        if (!raw) problems.push({ path: textInput.dataset.path, message: `enter the value of ${inp.name || "this input"} (none, true, 3, 'text', Config(...))` });
-        const desc = { kind: "text", text: raw };
-        if (inp.kwarg || (inp.path && inp.path.includes("kwargs"))) kwargs[String(inp.name)] = desc;
-        else args.push(desc);
-        return;
-      }
-      const shapeInput = controlIn(card, "[name=shape]");
-      const shape = parseShape(shapeInput.value);
-      if (shape.some((x) => typeof x !== "number")) problems.push({ path: shapeInput.dataset.path, message: "every dimension must be a whole number" });
-      else if (!shape.length && card.dataset.needed) problems.push({ path: shapeInput.dataset.path, message: `enter the shape of ${inp.name || "this input"} (whole numbers, e.g. 2, 3)` });
-      const genKind = controlIn(card, "[name=generator]").value;
-      const { fill, bounded } = this.schema;
-      const genValue = genKind === fill ? controlIn(card, "[name=generator-value]").value.trim() : "";
-      /** @type {Generator} */
-      const generator = { ...(inp.generator && inp.generator.kind === genKind ? inp.generator : {}), kind: genKind };
-      if (genValue !== "") generator.value = Number.isNaN(Number(genValue)) ? genValue : Number(genValue);
-      else if (genKind === fill) delete generator.value;
-      if (genKind === bounded) {
-        const highInput = controlIn(card, "[name=generator-high]");
-        const high = Number(highInput.value.trim());
-        if (!Number.isInteger(high) || high <= 0) problems.push({ path: highInput.dataset.path, message: `${bounded} draws integers below a whole number high (e.g. 100)` });
-        else generator.high = high;
-        if (generator.low === undefined) generator.low = 0;
-      }
-      const desc = {
-        ...(inp.description || {}),
-        kind: inp.kind || "tensor",
-        shape,
-        dtype: controlIn(card, "[name=dtype]").value,
-        requires_grad: false,
-        generator,
-      };
-      if (inp.kwarg || (inp.path && inp.path.includes("kwargs"))) kwargs[String(inp.name)] = desc;
-      else args.push(desc);
-    });
-    const savedInputs = recipe.inputs; // the saved inputs, until replaced below
-    const savedFixture = savedInputs && savedInputs.fixture;
-    if (inputsFactory) {
-      const ref = controlIn(this.root, "[name=inputs-factory]");
-      if (!ref.value.trim()) problems.push({ path: "inputs.factory", message: "name the function that returns the inputs (module:function)" });
-      recipe.inputs = { factory: ref.value.trim() };
-    } else if (saved && fromFixture) {
-      // Literal kwargs saved beside a fixture stay; the cards' tensors do not join it.
-      const prior = savedInputs && savedFixture && savedInputs.kwargs ? savedInputs.kwargs : null;
-      recipe.inputs = { fixture: saved.fixture };
-      if (Object.keys(saved.fixture_keys).length) recipe.inputs.fixture_keys = saved.fixture_keys;
-      if (prior && Object.keys(prior).length) recipe.inputs.kwargs = prior;
-    } else if (data.inputs && data.inputs.length) {
-      const base = savedInputs && savedFixture ? { kwargs: savedInputs.kwargs || {} } : savedInputs || {};
-      recipe.inputs = { ...base, args, kwargs: { ...(base.kwargs || {}), ...kwargs } };
-      delete recipe.inputs.factory;
-    } else if (saved && savedInputs && savedFixture) {
-      recipe.inputs = { args: [], kwargs: savedInputs.kwargs || {} };
-    } else if (savedInputs && savedInputs.factory) {
-      recipe.inputs = { args: [], kwargs: {} }; // the factory was turned off
-    }
-    /** @type {RecipeInit} */
-    const init = { ...(recipe.init || { args: [], kwargs: {} }) };
-    if (initFactory) {
-      const ref = controlIn(this.root, "[name=init-factory]");
-      if (!ref.value.trim()) problems.push({ path: "init.factory", message: "name the function that builds the model (module:function)" });
-      for (const k of /** @type {const} */ (["args", "kwargs"])) delete init[k];
-      init.factory = ref.value.trim();
-    } else if (init.factory) {
-      delete init.factory;
-      init.args = [];
-      init.kwargs = {};
-    }
-    if (saved) {
-      delete init.checkpoint;
-      delete init.strict;
-      if (saved.checkpoint) {
-        init.checkpoint = saved.checkpoint;
-        init.strict = saved.strict;
-      }
-    }
-    recipe.init = init;
-    for (const { f, read } of this.fieldReaders) {
-      const path = f.path || `init.kwargs.${f.name}`;
-      if ((initFactory && path.startsWith("init.")) || ((inputsFactory || fromFixture) && path.startsWith("inputs."))) continue;
-      const r = read(problems);
-      if (!r.set) continue;
-      setPath(recipe, path, r.value);
-    }
-    const steps = /** @type {HTMLTextAreaElement | null} */ (this.find("#setup-steps"));
-    if (steps && !this.part("#setup-steps-box").hidden) {
-      recipe.steps_text = steps.value.split("\n").map((line) => line.trim()).filter(Boolean);
-    }
-    const before = /** @type {HTMLTextAreaElement | null} */ (this.find("#setup-before"));
-    if (before && !this.part("#setup-before-box").hidden) {
-      recipe.before_text = before.value.split("\n").map((line) => line.trim()).filter(Boolean);
-    }
-    const mesh = /** @type {HTMLInputElement | null} */ (this.find("#setup-mesh input"));
-    if (mesh && !this.part("#setup-mesh").hidden) {
-      const text = mesh.value.trim();
-      if (text) recipe.mesh = text; // saved as the recipe's table
-      else delete recipe.mesh;
-    }
-    const device = /** @type {HTMLSelectElement | null} */ (this.find("#setup-device select"));
-    if (device && data.device && !this.part("#setup-device").hidden) recipe.device = device.value;
-    const evidence = /** @type {HTMLSelectElement | null} */ (this.find("#setup-evidence select"));
-    if (evidence && data.evidence && !this.part("#setup-evidence").hidden) { // drawn for the form's evidence only
-      // The recipe's default is a key left out.
-      if (evidence.value === data.evidence.default) delete recipe.evidence;
-      else recipe.evidence = evidence.value;
-    }
-    return { recipe, problems };
+    return collectRecipe(this);
   }
 
   /** @param {Problem[]} errors */
@@ -1058,102 +792,4 @@ export class SetupForm extends Panel {
       return false;
     }
   }
-}
-
-// A typed field's control read back: {set, value} (an int, a float, a bool, a string;
-// lists and objects as JSON). Anything else is a "value" field, text the server reads.
-/**
- * @param {FieldInput} input
- * @param {string} type  the field's type, lower case
- * @param {Problem[]} problems
- * @param {SetupField} f
- * @returns {ReadBack}
- */
-function readLiteral(input, type, problems, f) {
-  const raw = input.value.trim();
-  if (input._choices) {
-    const v = input._choices[/** @type {HTMLSelectElement} */ (input).selectedIndex]; // only a drop-down has choices
-    return v === undefined ? { set: false } : { set: true, value: v };
-  }
-  if (type === "bool" && input.tagName === "SELECT") return { set: true, value: raw === "true" };
-  if (raw === "") return { set: false };
-  if (type === "bool" && /^(true|false)$/i.test(raw)) return { set: true, value: raw.toLowerCase() === "true" };
-  if (type === "str") return { set: true, value: raw };
-  // A number the person typed wrong is said here, not saved as text.
-  if (type === "int" && !/^-?\d+$/.test(raw)) {
-    problems.push({ path: input.dataset.path, message: `${f.name}: expected a whole number (e.g. 4), got ${raw}` });
-    return { set: false };
-  }
-  if (type === "int") return { set: true, value: Number(raw) };
-  if (type === "float" && Number.isNaN(Number(raw))) {
-    problems.push({ path: input.dataset.path, message: `${f.name}: expected a number (e.g. 0.1), got ${raw}` });
-    return { set: false };
-  }
-  if (type === "float") return { set: true, value: Number(raw) };
-  if (/^[[{]/.test(raw)) {
-    try {
-      return { set: true, value: JSON.parse(raw) };
-    } catch {
-      return { set: true, value: raw };
-    }
-  }
-  if (/^-?\d+(\.\d*)?([eE][+-]?\d+)?$/.test(raw)) return { set: true, value: Number(raw) };
-  if (raw === "true" || raw === "false") return { set: true, value: raw === "true" };
-  return { set: true, value: /^(["']).*\1$/s.test(raw) ? raw.slice(1, -1) : raw };
-}
-
-/**
- * @param {Json} a
- * @param {Json} b
- */
-function sameValue(a, b) {
-  return JSON.stringify(a) === JSON.stringify(b === undefined ? null : b);
-}
-
-// recipe["init"]["kwargs"]["config"] = value for "init.kwargs.config" (objects made on the way).
-/**
- * @param {Record<string, Json>} root
- * @param {string} path
- * @param {Json} value
- */
-function setPath(root, path, value) {
-  const keys = path.split(".");
-  let node = root;
-  for (const k of keys.slice(0, -1)) {
-    if (!node[k] || typeof node[k] !== "object") node[k] = {};
-    node = node[k];
-  }
-  node[keys[keys.length - 1]] = value;
-}
-
-// "2, 3", "2 3", "2x3", "[2, 3]" → [2, 3]; anything that is not a whole number stays text.
-/**
- * @param {string} text
- * @returns {(number | string)[]}
- */
-function parseShape(text) {
-  const t = String(text).trim().replace(/^[[(]|[\])]$/g, "");
-  return t === "" ? [] : t.split(/[\s,x×]+/).filter(Boolean).map((d) => (/^\d+$/.test(d) ? Number(d) : d));
-}
-
-// The symbol's name made a profile name by the recipe's own rule (capture.recipe.profile_name,
-// sent in the schema): each character a name cannot hold becomes "_", cut to the length.
-/**
- * @param {Recipe} recipe
- * @param {{profile_name_invalid: string | null, profile_name_max: number | null}} schema  SetupForm.schema
- */
-function suggestName(recipe, schema) {
-  const symbol = ((recipe && recipe.model) || "").split(":").pop();
-  if (!symbol || !schema.profile_name_invalid) return "profile";
-  return symbol.replace(new RegExp(schema.profile_name_invalid, "g"), "_").slice(0, schema.profile_name_max || undefined) || "profile";
-}
-
-// The value control `selector` names inside `holder`, one the form drew: always there.
-/**
- * @param {ParentNode} holder
- * @param {string} selector
- * @returns {ValueControl}
- */
-function controlIn(holder, selector) {
-  return /** @type {ValueControl} */ (holder.querySelector(selector));
 }
