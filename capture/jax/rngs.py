@@ -35,7 +35,7 @@ import sys
 import zlib
 from typing import Any
 
-from .convert import type_test
+from .structures import type_test
 from ..worker.errors import CaptureError
 
 MAX_STREAMS = 64

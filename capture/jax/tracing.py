@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from .convert import structure_of
+from .structures import structure_of
 from ..worker.errors import CaptureError
 
 MAX_AXES = 16
