@@ -178,7 +178,8 @@ def child_trace_then_convert(workspace: str, scenario: str, intercepted: bool = 
 
     from capture.graph import graphfile
     from capture.jax import modules as jax_modules
-    from capture.jax.convert import convert, structure_of
+    from capture.jax.convert import convert
+    from capture.jax.structures import structure_of
 
     sys.path.insert(0, workspace)
     import bench_models

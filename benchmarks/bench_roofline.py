@@ -12,7 +12,7 @@ convolutions, pooling, a dense head). For each:
    accelerator), and its roofline is read from the graph's FLOPs and bytes and the
    device profile (``viewer/projection/devices.toml``; ``cpu`` is this machine):
    ``max(FLOPs / peak, bytes / bandwidth)`` per op, summed, for the whole model and for
-   each layer (``viewer.projection.cost.layer_rows``);
+   each layer (``viewer.projection.layer_table.layer_rows``);
 2. the same functions run on this process's default device (a TPU when there is one):
    ``jax.jit``, warmed up (compiled, three calls), then timed call by call with
    ``block_until_ready`` (the median of at least ``--runs`` calls and 0.3 s), the whole

@@ -25,7 +25,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     """Replace ``path`` with ``data`` as JSON; a new file is private to the user (``0o600``)."""
-    from capture.graph.graphfile import atomic_write  # not at import: the server starts without capture
+    from capture.graph.atomic import atomic_write  # not at import: the server starts without capture
 
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(data, indent=2, sort_keys=True) + "\n"

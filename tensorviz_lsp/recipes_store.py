@@ -25,7 +25,7 @@ import safe_read
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
-from capture.graph.graphfile import atomic_write
+from capture.graph.atomic import atomic_write
 from capture.recipe.parse import MAX_RECIPES_BYTES, recipes_workspace
 from capture.recipe.lock import RecipesLocked, lock_path, recipes_lock
 from capture.recipe import (
@@ -266,7 +266,7 @@ _NEW_FILE_MODE = 0o644
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` or leave it exactly as it was (TensorViz's one
-    atomic write, :func:`capture.graph.graphfile.atomic_write`). An existing file keeps its
+    atomic write, :func:`capture.graph.atomic.atomic_write`). An existing file keeps its
     permission bits; a new one gets ``0o644`` less the umask."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

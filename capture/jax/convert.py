@@ -64,21 +64,18 @@ import dataclasses
 import enum
 import gc
 import os
-import sys
-import sysconfig
 from collections.abc import Mapping
 from typing import Any
 
 from .control_flow import BODY_PRIMITIVES, convert_bodies
+from .frame_table import FrameTable
 from .module_groups import MODULE_MARKER, ModuleGroups
 from .shardings import JaxShardings
 from ..graph.sharding import collective_record, nbytes
-from ..worker.libframes import LibraryFiles
 from ..graph.meta import CaptureMeta, Constant
-from ..graph.model import Capture, Coverage, Frame, Group, Node, Operand, Value
+from ..graph.model import Capture, Coverage, Group, Node, Operand, Value
 from ..worker.errors import LimitExceeded
 from ..worker.limits import Limits
-from ..worker.workspace_files import WorkspaceFiles
 
 SCOPE_NOTE = "tracing scope, not a recovered layer hierarchy"
 
@@ -132,7 +129,6 @@ _RECORD_TYPES = frozenset(
 
 # Arrays inside params or literals longer than this are summarised, not inlined.
 _MAX_INLINE_ELEMENTS = 64
-_MAX_TRACEBACK_CACHE = 200_000
 _SCALARS = frozenset({bool, int, float, str, type(None)})
 
 
@@ -287,124 +283,6 @@ def literal_value(val: Any) -> Any:
         if type(item) in (bool, int, float):
             return item
     return plain(val)
-
-
-# --------------------------------------------------------------------------- frames
-
-
-def _library_prefixes() -> tuple[str, ...]:
-    """Folders whose files are never the user's frame: the standard library, installed
-    packages, and TensorViz's own capture package."""
-    prefixes: set[str] = set()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        p = sysconfig.get_path(key)
-        if p:
-            prefixes.add(os.path.realpath(p))
-    for p in sys.path:
-        if p and os.path.basename(p.rstrip(os.sep)) in ("site-packages", "dist-packages"):
-            prefixes.add(os.path.realpath(p))
-    prefixes.add(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
-    for mod in ("jax", "jaxlib", "flax", "numpy", "optax", "chex", "ml_dtypes"):
-        m = sys.modules.get(mod)
-        f = getattr(m, "__file__", None)
-        if f:
-            prefixes.add(os.path.dirname(os.path.realpath(f)))
-    return tuple(sorted(p.rstrip(os.sep) + os.sep for p in prefixes))
-
-
-class FrameTable:
-    """Picks the innermost user frame of each equation's traceback, deduplicated.
-
-    With a workspace: the innermost frame in a workspace file (the user's own code, not
-    a virtual environment inside it nor TensorViz itself), written relative to the
-    workspace root. Without one (a standalone conversion): the innermost frame outside
-    the standard library and installed packages, with its path as Python reports it.
-    When neither exists: the innermost library frame (``capture.worker.libframes``: e.g. a
-    Flax layer's ``__call__``), ``library=True`` with the file's absolute path; the
-    search for one ends at TensorViz's own frames (what called the capture)."""
-
-    def __init__(self, workspace: str | os.PathLike[str] | None) -> None:
-        self.frames: list[Frame] = []
-        self._files = WorkspaceFiles(workspace) if workspace is not None else None
-        self._library = _library_prefixes() if workspace is None else ()
-        self._names: dict[str, str | None] = {}  # co_filename -> frame file, None: not user code
-        self._by_addr: dict[tuple[Any, int], int] = {}
-        self._by_tb: dict[Any, int | None] = {}
-        self._lib = LibraryFiles()
-
-    def _name(self, filename: str) -> str | None:
-        try:
-            return self._names[filename]
-        except KeyError:
-            pass
-        if self._files is not None:
-            name = self._files.relative(filename)
-        elif not filename or filename.startswith("<"):
-            name = None
-        else:
-            name = None if os.path.realpath(filename).startswith(self._library) else filename
-        self._names[filename] = name
-        return name
-
-    def frame_of(self, traceback: Any) -> int | None:
-        if traceback is None:
-            return None
-        # Tracebacks compare and hash by their (code, offset) frames, in C: equations
-        # traced from the same stack (a layer in a Python loop) share one lookup.
-        try:
-            return self._by_tb[traceback]
-        except KeyError:
-            pass
-        except TypeError:  # an unhashable traceback type: no caching
-            return self._frame_of(traceback)
-        idx = self._frame_of(traceback)
-        if len(self._by_tb) < _MAX_TRACEBACK_CACHE:
-            self._by_tb[traceback] = idx
-        return idx
-
-    def _frame_of(self, traceback: Any) -> int | None:
-        return self.frame_of_raw(*traceback.raw_frames())
-
-    def frame_of_raw(self, codes: Any, lastis: Any) -> int | None:
-        """The innermost workspace frame of ``(code, byte offset)`` pairs, innermost
-        first; else the innermost library frame (not the frameworks' own internals)."""
-        lib_at: tuple[Any, int, str] | None = None
-        searching = True
-        for code, lasti in zip(codes, lastis):
-            name = self._name(code.co_filename)
-            if name is not None:
-                return self._intern(code, lasti, name, False)
-            if searching:
-                if self._lib.is_capture(code.co_filename):
-                    searching = False
-                elif lib_at is None:
-                    lib_path = self._lib.path(code.co_filename)
-                    if lib_path is not None:
-                        lib_at = (code, lasti, lib_path)
-        return None if lib_at is None else self._intern(lib_at[0], lib_at[1], lib_at[2], True)
-
-    def _intern(self, code: Any, lasti: int, name: str, library: bool) -> int:
-        key = (code, lasti)
-        idx = self._by_addr.get(key)
-        if idx is None:
-            line, column = _location(code, lasti)
-            idx = self._by_addr[key] = len(self.frames)
-            self.frames.append(Frame(name, line, column, getattr(code, "co_qualname", code.co_name), library))
-        return idx
-
-
-def _location(code: Any, lasti: int) -> tuple[int, int]:
-    """(line, 0-based column) of the instruction at byte offset ``lasti``."""
-    try:
-        from jax._src.lib import xla_client
-
-        line, column, _, _ = xla_client.Traceback.code_addr2location(code, lasti)
-        return max(int(line), 0), max(int(column), 0)
-    except Exception:  # older/newer JAX without the helper: CPython's own table
-        for start, end, ln in code.co_lines():
-            if start <= lasti < end and ln is not None:
-                return ln, 0
-        return code.co_firstlineno, 0
 
 
 # --------------------------------------------------------------------------- conversion
@@ -911,101 +789,3 @@ def remap_structure(tree: Any, ids: list[int]) -> Any:
     if "dict" in tree:
         return {"dict": [[k, remap_structure(t, ids)] for k, t in tree["dict"]]}
     return tree
-
-
-# --------------------------------------------------------------------------- PyTree structures
-
-
-def is_array_leaf(x: Any) -> bool:
-    """An array JAX traces as an argument (jax/numpy arrays, numpy scalars, abstract
-    ``ShapeDtypeStruct`` descriptions); Python scalars are not (they stay static)."""
-    import jax
-    import numpy as np
-
-    return isinstance(x, (jax.Array, np.ndarray, np.generic, jax.ShapeDtypeStruct))
-
-
-def type_test(classes: tuple[type, ...]) -> Any:
-    """``isinstance(x, classes)``, decided once per type of ``x``: Flax's ``Module`` and
-    ``Variable`` are ABCs whose ``isinstance`` costs microseconds, asked of every node of a
-    model's state. Only for classes whose instance check is their subclass check (not
-    ``jax.Array``, whose check on a tracer reads its abstract value)."""
-    cache: dict[type, bool] = {}
-
-    def test(x: Any) -> bool:
-        t = type(x)
-        got = cache.get(t)
-        if got is None:
-            got = cache[t] = bool(classes) and issubclass(t, classes)
-        return got
-
-    return test
-
-
-def structure_of(tree: Any, counter: list[int] | None = None, *, static_leaves: bool = True,
-                 lifted: Any = None) -> Any:
-    """The canonical structure of a Python PyTree, walked one registered level at a
-    time with JAX's own key paths (the container is never rebuilt).
-
-    Array leaves become ``{"value": i}`` numbered in JAX's flattening order (``counter``
-    holds the next index); Python scalars, strings and None become ``{"static": x}``;
-    lists, tuples and dicts keep their kind; every other registered container
-    (named tuples, Flax structs, FrozenDicts, custom PyTrees) becomes a dict of its
-    registered child keys. Static PyTree metadata (aux data) is not serialised.
-    ``static_leaves=False``: every leaf is a value (a tree JAX traced whole, such as
-    Linen variables or an output tree). ``lifted``: a predicate naming the objects
-    whose arrays are traced elsewhere (NNX graph nodes split into the state), each a
-    static ``{"static": "<ClassName>"}`` here.
-    """
-    import jax
-
-    counter = counter if counter is not None else [0]
-    return _structure(jax.tree_util, tree, counter, static_leaves, 0, lifted)
-
-
-def _structure(tu: Any, x: Any, counter: list[int], static_leaves: bool, depth: int, lifted: Any = None) -> Any:
-    if depth > 60:
-        raise ValueError("the PyTree is nested more than 60 levels deep")
-    if x is None:
-        return {"static": None}
-    if is_array_leaf(x):
-        i = counter[0]
-        counter[0] += 1
-        return {"value": i}
-    if lifted is not None and lifted(x):
-        return {"static": f"<{type(x).__name__}>"}
-    kids, _ = tu.tree_flatten_with_path(x, is_leaf=lambda n: n is not x)
-    if len(kids) == 1 and kids[0][0] == ():
-        if static_leaves:
-            return {"static": _static_leaf(x)}
-        i = counter[0]
-        counter[0] += 1
-        return {"value": i}
-    subs = [(_key_of(path[0]), _structure(tu, c, counter, static_leaves, depth + 1, lifted)) for path, c in kids]
-    if type(x) is list:
-        return {"list": [s for _, s in subs]}
-    if type(x) is tuple:
-        return {"tuple": [s for _, s in subs]}
-    return {"dict": [[k, s] for k, s in subs]}
-
-
-def _key_of(entry: Any) -> str | int:
-    for attr in ("key", "name", "idx"):
-        if hasattr(entry, attr):
-            k = getattr(entry, attr)
-            if type(k) in (str, int):
-                return k
-            if isinstance(k, enum.Enum):
-                return k.name
-            if isinstance(k, (str, int)) and not isinstance(k, bool):
-                return k.__class__.__mro__[-2](k)
-            return str(k) if isinstance(k, (bool, float)) else f"<{type(k).__name__}>"
-    return f"<{type(entry).__name__}>"
-
-
-def _static_leaf(x: Any) -> Any:
-    if x is None or type(x) in (bool, int, float, str):
-        return x
-    if isinstance(x, enum.Enum):
-        return x.name
-    return f"<{type(x).__name__}>"

@@ -62,7 +62,8 @@ import warnings
 from contextlib import nullcontext
 from typing import Any, Callable, cast
 
-from .convert import convert, is_array_leaf, structure_of
+from .convert import convert
+from .structures import is_array_leaf, structure_of
 from ..graph.meta import CaptureMeta, JaxPlatforms
 from ..graph.model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed

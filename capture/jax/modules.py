@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator, cast
 from types import FrameType
 
 from .module_groups import MODULE_MARKER as MARKER
-from .convert import _library_prefixes
+from .frame_table import _library_prefixes
 
 _MAX_CALL_FRAMES = 200  # Python frames kept per call site at most
 _MAX_SEARCH_FRAMES = 200  # frames walked to find where a transform's clone came from

@@ -9,7 +9,7 @@ import re
 import sys
 from typing import Any
 
-from .convert import _key_of, type_test
+from .structures import _key_of, type_test
 from ..worker.context import positional_names
 
 NAME_MAX = 200  # characters of a recorded input name

@@ -34,7 +34,7 @@ from typing import Any, Callable
 
 from . import modules as jax_modules
 from .names import join_name
-from .convert import _key_of
+from .structures import _key_of
 from ..worker.context import positional_names
 
 

@@ -36,7 +36,7 @@ import zlib
 from typing import Any
 
 from ..graph.meta import RngStream
-from .convert import type_test
+from .structures import type_test
 from ..worker.errors import CaptureError
 
 MAX_STREAMS = 64

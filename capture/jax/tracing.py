@@ -31,7 +31,7 @@ import re
 from typing import Any, Callable
 
 from ..graph.meta import AxisEnv
-from .convert import structure_of
+from .structures import structure_of
 from ..worker.errors import CaptureError
 
 MAX_AXES = 16

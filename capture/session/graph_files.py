@@ -25,7 +25,7 @@ from pathlib import Path
 
 import safe_read
 
-from ..graph import graphfile
+from ..graph import atomic, graphfile
 from ..recipe import PROFILE_NAME
 
 CAPTURES_DIR = Path(".tensorviz") / "captures"
@@ -98,4 +98,4 @@ def write_encoded(data: bytes, path: Path) -> None:
     """Write an encoded graph file, creating its folder; ``OSError`` when it cannot (the
     old file, if any, is then unchanged)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    graphfile.atomic_write(path, data)
+    atomic.atomic_write(path, data)

@@ -12,7 +12,7 @@ Bounds, per profile (:class:`HistoryLimits`): at most ``max_captures`` files (de
 and at most ``max_bytes`` bytes (default 256 MiB), except that the newest two are always
 kept, so the previous capture survives a bound in bytes smaller than two graphs.
 
-Every write is atomic (:func:`capture.graph.graphfile.atomic_write`: a temporary file in the same
+Every write is atomic (:func:`capture.graph.atomic.atomic_write`: a temporary file in the same
 folder, then a rename), and pruning starts only after the new file is in place, one
 ``unlink`` per old file: an interrupted or failed write leaves the history exactly as it
 was, never a half-written graph file. Temporary files left by a process that was killed
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..graph import graphfile
+from ..graph import atomic, graphfile
 from ..graph.model import Capture
 from ..recipe import PROFILE_NAME
 from .graph_files import LinkedOutside, inside_workspace
@@ -192,7 +192,7 @@ class CaptureHistory:
             seq += 1
             path = folder / f"{seq:06d}-{stamp}.tvg"
         try:
-            graphfile.atomic_write(path, data)
+            atomic.atomic_write(path, data)
         except OSError as exc:
             raise HistoryError(f"cannot write {path}: {exc.strerror or exc}") from None
         self.prune(profile)
@@ -235,13 +235,13 @@ class CaptureHistory:
             if _TEMPORARY.match(entry.name) is None:
                 continue
             try:
-                if entry.is_file(follow_symlinks=False) and graphfile.abandoned_temporary(entry.path):
+                if entry.is_file(follow_symlinks=False) and atomic.abandoned_temporary(entry.path):
                     os.unlink(entry.path)
             except OSError:
                 pass
 
 
-#: What :func:`capture.graph.graphfile.atomic_write` names its temporaries: ``.ENTRY.<hex>.tmp``.
+#: What :func:`capture.graph.atomic.atomic_write` names its temporaries: ``.ENTRY.<hex>.tmp``.
 _TEMPORARY = re.compile(r"^\.\d{6,}-\d{8}T\d{6}Z\.tvg\.[0-9a-f]{6,}\.tmp$")
 
 
@@ -257,7 +257,7 @@ def _through_link(root: Path, folder: Path) -> bool:
 
 def _written_by_tensorviz(path: Path) -> bool:
     """A regular file (not a link) that begins with a graph file's header."""
-    fd = graphfile.open_regular_file(path)
+    fd = atomic.open_regular_file(path)
     if fd is None:
         return False
     try:

@@ -164,7 +164,7 @@ _SELECTION = frozenset({"topk", "sort", "argsort", "kthvalue", "median", "nanmed
                         "bincount", "searchsorted", "bucketize"})
 _SDPA_CPU = {"_scaled_dot_product_flash_attention_for_cpu": "forward",
              "_scaled_dot_product_flash_attention_for_cpu_backward": "backward"}
-# Arguments whose recorded literal is a name (capture.torch.trace.literal) to turn back into a torch object.
+# Arguments whose recorded literal is a name (capture.torch.trace_values.literal) to turn back into a torch object.
 _NAMED_ARGS = ("dtype", "layout", "memory_format")
 _MAX = COUNT_LIMIT
 

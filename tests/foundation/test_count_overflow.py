@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from capture.graph import graphfile
+from capture.graph import file_decode, graphfile
 from capture.graph.model import UNCOUNTED
 from capture.jax import cost as jax_cost
 from capture.units import COUNT_LIMIT, OVERFLOW_REASON
 
 
 def test_the_file_limit_is_the_counters_limit():
-    assert graphfile.MAX_COST == COUNT_LIMIT == (1 << 63) - 1
+    assert file_decode.MAX_COST == COUNT_LIMIT == (1 << 63) - 1
 
 
 @pytest.mark.parametrize(("x", "want"), [(5, 5), (COUNT_LIMIT, COUNT_LIMIT), (COUNT_LIMIT + 1, UNCOUNTED),

@@ -14,7 +14,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from capture.graph import graphfile
+from capture.graph import atomic, file_budgets, graphfile, packed
 from capture.graph.map_columns import pack_maps, unpack_maps
 from capture.graph.model import FORMAT_NAME, Capture, Coverage, Failure, Node, NodeCosts, Operand, Value
 from synthetic import synthetic_capture
@@ -142,9 +142,9 @@ def _deep(levels: int) -> list:
 
 def _unpacked(column: bytes) -> list:
     """A version-2 packed integer column's entries (a type code byte, then little-endian)."""
-    entries = array(graphfile._ARRAY_CODE[chr(column[0])])
+    entries = array(packed.ARRAY_CODE[chr(column[0])])
     entries.frombytes(column[1:])
-    if graphfile._BIG_ENDIAN:
+    if packed.BIG_ENDIAN:
         entries.byteswap()
     return entries.tolist()
 
@@ -153,7 +153,7 @@ def _repacked(col: list):
     """A mutated column packed again, or left a list when it holds what no packed column
     can (the version-2 reader refuses that list)."""
     if all(type(x) is int for x in col) and all(-(1 << 63) <= x < 1 << 64 for x in col):
-        return graphfile._pack_ints(col)
+        return packed.pack_ints(col)
     return col
 
 
@@ -345,7 +345,7 @@ def test_failed_write_leaves_old_file(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(graphfile.os, "replace", boom)
+    monkeypatch.setattr(atomic.os, "replace", boom)
     with pytest.raises(graphfile.GraphFileError) as info:
         graphfile.write(synthetic_capture(20), path)
     assert "No space left" in str(info.value)
@@ -414,7 +414,7 @@ def test_temporaries_left_by_killed_writes_are_removed_by_the_next_write(tmp_pat
     hour_ago = time.time() - 3600
     os.utime(stale, (hour_ago, hour_ago))
     os.utime(other, (hour_ago, hour_ago))
-    graphfile.atomic_write(path, b"version = 1\n")
+    atomic.atomic_write(path, b"version = 1\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, young.name, other.name])
 
 
@@ -533,13 +533,13 @@ def test_nesting_exactly_at_the_bound_is_accepted(version):
 
 
 def test_packed_columns_are_little_endian_with_the_narrowest_type():
-    assert graphfile._pack_ints([1, 256]) == b"H\x01\x00\x00\x01"
-    assert graphfile._pack_ints([]) == b"B"
-    assert graphfile._pack_ints([-1, 5]) == b"b\xff\x05"
-    assert graphfile._pack_ints([1 << 40]) == b"Q" + (1 << 40).to_bytes(8, "little")
-    assert graphfile._pack_ints([-(1 << 40)]) == b"q" + (-(1 << 40)).to_bytes(8, "little", signed=True)
+    assert packed.pack_ints([1, 256]) == b"H\x01\x00\x00\x01"
+    assert packed.pack_ints([]) == b"B"
+    assert packed.pack_ints([-1, 5]) == b"b\xff\x05"
+    assert packed.pack_ints([1 << 40]) == b"Q" + (1 << 40).to_bytes(8, "little")
+    assert packed.pack_ints([-(1 << 40)]) == b"q" + (-(1 << 40)).to_bytes(8, "little", signed=True)
     with pytest.raises(ValueError, match="cannot store"):
-        graphfile._pack_ints([1 << 64])
+        packed.pack_ints([1 << 64])
 
 
 @pytest.mark.slow
@@ -683,7 +683,7 @@ def test_a_header_that_lies_about_its_counts_lifts_no_budget(shape, version, tmp
     assert text.startswith("bad.tvg: ") and "a hostile or corrupt file" in text, text
     assert "10x" in text or "lists and maps" in text, text
     # The budget, overshot by at most the list whose completion went over it.
-    bound = graphfile.MEMORY_PER_BYTE * len(data) + graphfile.MEMORY_BASE + (2 << 20)
+    bound = file_budgets.MEMORY_PER_BYTE * len(data) + file_budgets.MEMORY_BASE + (2 << 20)
     assert peak <= bound, f"{shape}: peak {peak:,} bytes ({peak / len(data):.1f}x) for a {len(data):,}-byte file"
 
 
@@ -709,10 +709,10 @@ def test_real_graph_files_decode_within_the_budget():
         head.feed(data)
         head.unpack()
         size = len(data) - head.tell()
-        charge = graphfile._MemoryCharge(1 << 60, 1 << 60, 1 << 60)
+        charge = file_budgets._MemoryCharge(1 << 60, 1 << 60, 1 << 60)
         msgpack.unpackb(data[head.tell():], list_hook=charge.list_hook, object_hook=charge.object_hook,
                         strict_map_key=True)
-        assert charge.used < 0.95 * graphfile.memory_budget(size), (charge.used / size)
+        assert charge.used < 0.95 * file_budgets.memory_budget(size), (charge.used / size)
         graphfile.decode(data)
 
 
@@ -722,7 +722,7 @@ _BLOCKED_WRITER = """
 import os, sys, time
 sys.path[:0] = sys.argv[3:]
 from pathlib import Path
-from capture.graph import graphfile
+from capture.graph import atomic, graphfile
 from synthetic import synthetic_capture
 data = graphfile.encode(synthetic_capture(int(sys.argv[2])))
 real_fsync = os.fsync
@@ -730,7 +730,7 @@ def stuck(fd):  # the write has its bytes out and waits: a kill now leaves its t
     Path(sys.argv[1] + '.stuck').write_text('')
     time.sleep(120)
 os.fsync = stuck
-graphfile.atomic_write(Path(sys.argv[1]), data)
+atomic.atomic_write(Path(sys.argv[1]), data)
 """
 
 
@@ -772,7 +772,7 @@ def test_a_killed_writes_temporary_goes_at_the_next_write_and_a_running_ones_sta
     running = _stuck_writer(target)
     try:
         assert len(_temporaries(tmp_path)) == 4
-        time.sleep(graphfile.ABANDONED_AFTER_SECONDS)  # the killed ones are a few seconds old, not ten minutes
+        time.sleep(atomic.ABANDONED_AFTER_SECONDS)  # the killed ones are a few seconds old, not ten minutes
         graphfile.write(synthetic_capture(10), target)
         (held,) = _temporaries(tmp_path)  # the running write's, only
         old = time.time() - 3600  # age alone decides nothing while a writer holds it

@@ -10,7 +10,7 @@ import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from capture.graph import graphfile
+from capture.graph import file_decode, graphfile
 from capture.graph.model import (
     Capture, Coverage, Failure, Frame, Group, Node, NodeCosts, Operand, Source, Value, to_json,
 )
@@ -114,7 +114,7 @@ def captures(draw) -> Capture:
             draw(params[2]))
     meta = draw(params[3])
     if not failed and backend == "jaxpr":  # nor runtime timings
-        meta = {k: v for k, v in meta.items() if not graphfile._RUNTIME_TIMING.search(k)}
+        meta = {k: v for k, v in meta.items() if not file_decode._RUNTIME_TIMING.search(k)}
     return Capture(
         backend=backend,
         framework=draw(st.sampled_from(["jax", "torch"])),

@@ -18,7 +18,8 @@ from jax import lax  # noqa: E402
 
 from capture.graph import graphfile  # noqa: E402
 from capture.jax.control_flow import BODY_NOTE, BRANCH_NOTE  # noqa: E402
-from capture.jax.convert import convert, structure_of  # noqa: E402
+from capture.jax.convert import convert  # noqa: E402
+from capture.jax.structures import structure_of  # noqa: E402
 from capture.graph.model import to_json, tree_leaves  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 

@@ -17,7 +17,8 @@ jnp = pytest.importorskip("jax.numpy")
 from jax import lax  # noqa: E402
 
 from capture.graph import graphfile  # noqa: E402
-from capture.jax.convert import convert, structure_of  # noqa: E402
+from capture.jax.convert import convert  # noqa: E402
+from capture.jax.structures import structure_of  # noqa: E402
 from capture.worker.errors import LimitExceeded  # noqa: E402
 from capture.worker.limits import Limits  # noqa: E402
 from capture.graph.model import to_json, tree_leaves  # noqa: E402

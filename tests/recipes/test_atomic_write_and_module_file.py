@@ -1,4 +1,4 @@
-"""The one atomic write (``capture.graph.graphfile.atomic_write``: graph files, JSON state, the
+"""The one atomic write (``capture.graph.atomic.atomic_write``: graph files, JSON state, the
 demo's files) and the one ``module_file`` (``capture.recipe``), which the runner and the
 language server share."""
 
@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from capture.graph import graphfile
+from capture.graph import atomic, graphfile
 from capture.recipe import module_file
 from synthetic import synthetic_capture
 from tensorviz_lsp import backends, jsonstore
@@ -23,8 +23,8 @@ def _mode(path) -> int:
 def test_a_new_file_gets_the_mode_asked_for_less_the_umask(tmp_path):
     umask = os.umask(0o022)
     os.umask(umask)  # read it back (single-threaded test process)
-    graphfile.atomic_write(tmp_path / "a", b"x")
-    graphfile.atomic_write(tmp_path / "b", b"y", new_mode=0o600)
+    atomic.atomic_write(tmp_path / "a", b"x")
+    atomic.atomic_write(tmp_path / "b", b"y", new_mode=0o600)
     assert (tmp_path / "a").read_bytes() == b"x" and _mode(tmp_path / "a") == 0o644 & ~umask
     assert _mode(tmp_path / "b") == 0o600 & ~umask
 
@@ -33,7 +33,7 @@ def test_an_existing_file_keeps_its_mode_and_no_temporary_stays(tmp_path):
     target = tmp_path / "recipes.toml"
     target.write_text("old")
     target.chmod(0o640)
-    graphfile.atomic_write(target, b"new")
+    atomic.atomic_write(target, b"new")
     assert target.read_text() == "new" and _mode(target) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["recipes.toml"]
 
@@ -47,7 +47,7 @@ def test_a_failed_write_leaves_the_target_as_it_was(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", refuse)
     with pytest.raises(OSError):
-        graphfile.atomic_write(target, b"after")
+        atomic.atomic_write(target, b"after")
     assert target.read_bytes() == b"before"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.tvg"]
     # The graph file writer says which file, in its own error.

@@ -1,5 +1,5 @@
 """The viewer's HTTP API is written down once, in ``viewer/API.md``, and the two sides are
-checked against it: the server's routes (``viewer/server/app.py``'s ``_GETS`` and
+checked against it: the server's routes (``viewer/server/handlers.py``'s ``_GETS`` and
 ``_POSTS``) are exactly the documented ones, and every request the browser app makes
 (``viewer/static/api.js``) is a documented route with documented query parameters."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from viewer.server import app
+from viewer.server import handlers
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = (ROOT / "viewer" / "API.md").read_text(encoding="utf-8")
@@ -30,8 +30,8 @@ def _client_calls(method: str) -> dict[str, set[str]]:
 
 
 def test_the_server_serves_exactly_the_documented_routes():
-    assert set(app._GETS) == _documented("GET"), "viewer/API.md and app._GETS disagree"
-    assert set(app._POSTS) == _documented("POST"), "viewer/API.md and app._POSTS disagree"
+    assert set(handlers._GETS) == _documented("GET"), "viewer/API.md and handlers._GETS disagree"
+    assert set(handlers._POSTS) == _documented("POST"), "viewer/API.md and handlers._POSTS disagree"
 
 
 def test_the_client_calls_documented_routes_only():
@@ -54,7 +54,7 @@ def test_the_client_sends_documented_query_parameters():
 
 
 def test_a_route_missing_from_the_document_is_caught(monkeypatch):
-    monkeypatch.setitem(app._GETS, "undocumented_route", lambda h, q: None)
+    monkeypatch.setitem(handlers._GETS, "undocumented_route", lambda h, q: None)
     try:
         test_the_server_serves_exactly_the_documented_routes()
     except AssertionError:

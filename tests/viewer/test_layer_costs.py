@@ -16,7 +16,8 @@ from capture.graph import graphfile
 from capture.graph.model import (
     UNCOUNTED, Capture, Coverage, Group, Node, NodeCosts, Operand, Value,
 )
-from viewer.projection.cost import executed_totals, layer_rows
+from viewer.projection.cost import executed_totals
+from viewer.projection.layer_table import layer_rows
 from viewer.projection.projection import Projection
 
 REPO = Path(__file__).resolve().parents[2]
@@ -281,7 +282,7 @@ def test_a_capture_counted_before_kinds_were_named_has_no_split():
 ])
 def test_a_backward_stack_title_reads_up(paths, title, label):
     """The backward pass runs the last block first: its stack reads up and says so."""
-    from viewer.projection.cost import _stack_title
+    from viewer.projection.layer_table import _stack_title
     from viewer.projection.names import span_label
 
     groups = [Group(i, "module", p.rsplit(".", 1)[-1], None, {"path": p}) for i, p in enumerate(paths)]

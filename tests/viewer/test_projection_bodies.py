@@ -133,7 +133,7 @@ def test_a_closed_body_says_why_on_its_card():
 
 def test_scanned_layer_weights_are_drawn_inside_the_template_ops():
     nn = pytest.importorskip("flax.linen")
-    from capture.jax.convert import structure_of
+    from capture.jax.structures import structure_of
 
     class Block(nn.Module):
         @nn.compact

@@ -11,7 +11,7 @@ from pathlib import Path
 from capture import recipe
 from viewer.projection import projection
 from viewer.projection.projection import Projection, vocabulary
-from viewer.server.app import form_schema
+from viewer.server.handlers import form_schema
 
 from viewer_fixtures import tiny_capture
 

@@ -18,7 +18,9 @@ from viewer_fixtures import tiny_capture
 from capture.graph import graphfile
 from capture.graph.model import Capture, Failure, Frame, Source
 from synthetic import synthetic_capture
-from viewer.server.app import CSP, KEEPALIVE_SECONDS, ViewerServer
+from viewer.server.app import ViewerServer
+from viewer.server.handlers import KEEPALIVE_SECONDS
+from viewer.server.security import CSP
 
 
 class Client:
@@ -497,7 +499,7 @@ class _GatedProjection:
 
 @pytest.fixture
 def gated_index(monkeypatch):
-    import viewer.server.app as server_module
+    import viewer.server.served as server_module
 
     _GatedProjection.builds = []
     _GatedProjection.started = threading.Event()

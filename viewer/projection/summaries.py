@@ -8,7 +8,7 @@ from itertools import islice, repeat
 from typing import Any
 
 from capture.graph import gc_pause
-from capture.graph.graphfile import ValueTable
+from capture.graph.tables import ValueTable
 
 from .names import ValueNames, device_label, value_label
 

@@ -14,7 +14,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from capture.graph.graphfile import atomic_write
+from capture.graph.atomic import atomic_write
 from capture.recipe import RECIPES_FILE
 
 from ...setup.shorthand import ShorthandError

@@ -33,7 +33,7 @@ DEFAULT_DEPTH = 3
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from viewer.projection.cost import SORT_KEYS
+    from viewer.projection.layer_table import SORT_KEYS
 
     p = sub.add_parser("summary", help="what each layer of a .tvg graph file costs: FLOPs, bytes, memory, as a table")
     p.add_argument("file", help="a portable graph file (.tvg)")
@@ -104,7 +104,7 @@ def _device_table(args: argparse.Namespace) -> dict | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from viewer.projection.cost import layer_rows
+    from viewer.projection.layer_table import layer_rows
     from viewer.projection.projection import Projection
 
     table = _device_table(args)

@@ -10,7 +10,8 @@ import pytest
 from capture.graph import graphfile
 from capture.graph.model import Capture, Failure, Frame
 from synthetic import synthetic_capture
-from viewer.server.app import CSP, ViewerServer
+from viewer.server.app import ViewerServer
+from viewer.server.security import CSP
 
 from tv_browser import make_workspace, open_app
 

@@ -82,7 +82,7 @@ export {};
 /** @typedef {{frameworks?: string[], checkpoint?: string[], fixture?: string[]}} SavedFilesSpec  who loads saved files, and their suffixes */
 
 /**
- * What the form may offer (viewer/server/app.py form_schema): the recipe's dtype and
+ * What the form may offer (viewer/server/handlers.py form_schema): the recipe's dtype and
  * generator lists, the generators given a fill value and a bound, the profile-name rule.
  * @typedef {object} FormSchema
  * @property {string[]} [dtypes]

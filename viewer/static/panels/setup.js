@@ -76,7 +76,7 @@ export class SetupForm extends Panel {
     return this.data ? this.data.profile : null;
   }
 
-  // The server's schema, sent with every form (viewer/server/app.py form_schema).
+  // The server's schema, sent with every form (viewer/server/handlers.py form_schema).
   get schema() {
     const s = (this.data && this.data.schema) || {};
     return {
