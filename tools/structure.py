@@ -50,6 +50,7 @@ STRICT = (
     "capture/session",  # the capture session
     "capture/recipe",  # the recipe model
     "capture/graph/freshness.py", "capture/graph/frame_repeats.py", "capture/frameworks",
+    "capture/graph/meta.py",  # every key Capture.meta may hold
     "discovery",  # import-free analysis: its results are what the server and the CLI read
     "safe_read",
     "tensorviz_lsp/*.py",  # the server's own modules: wiring, hooks, registries, records, settings, trust

@@ -31,15 +31,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
+from .meta import PerDeviceMemory
 from .model import Capture, Group, Node, Value, state_keys, tree_leaves
 from ..units import bytes_text, nbytes
 
 NOTE = ("bytes one device holds at the captured shapes: parameters and state once each; inputs a group takes "
         "from outside; activations its operations allocate (Torch: new storage only; JAX: every intermediate, "
         "an upper bound before XLA's fusion and buffer reuse); gradients of its parameters (training step)")
-KEY = "per_device_memory"
+KEY: Final = "per_device_memory"
 # Group kinds whose nodes never ran (templates): their values are not held.
 _TEMPLATE_ROLES_EXCLUDED = ("shard_map body",)
 
@@ -126,9 +127,9 @@ def _input_values(capture: Capture, n_values: int, params: set[int]) -> set[int]
     return input_values
 
 
-def _constants(meta: dict[str, Any]) -> set[Any]:
-    """The values the capture recorded as constants."""
-    constants = meta.get("constants")
+def _constants(meta: Any) -> set[Any]:
+    """The values the capture recorded as constants (``meta`` is outside input)."""
+    constants = meta.get("constants") if isinstance(meta, dict) else None
     return {c.get("value") for c in constants if isinstance(c, dict)} if isinstance(constants, list) else set()
 
 
@@ -198,7 +199,7 @@ def _group_figures(ins: set[int], activation: int, vb: list[int], roles: _Roles,
     return figures
 
 
-def compute(capture: Capture) -> tuple[dict[str, Any], list[dict[str, int]]]:
+def compute(capture: Capture) -> tuple[PerDeviceMemory, list[dict[str, int]]]:
     """``(model figures, per-group figures by group id)``."""
     values = list(capture.values)
     nodes = list(capture.nodes)
@@ -221,7 +222,7 @@ def compute(capture: Capture) -> tuple[dict[str, Any], list[dict[str, int]]]:
                  _group_figures(entering.get(g.id, set()), total_act[g.id], vb, roles, constants)
                  for g in groups]
 
-    model: dict[str, Any] = {
+    model: PerDeviceMemory = {
         "param_bytes": sum(vb[v] for v in roles.params),
         "input_bytes": sum(vb[v] for v in input_values),
         "activation_bytes": model_act,

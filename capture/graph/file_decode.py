@@ -20,6 +20,7 @@ from .packed import packed_ints as _packed_ints
 from .compiled import CompiledError, check_compiled
 from .sharding import ShardingError, check_devices, check_meshes, check_sharding
 from .tables import NodeTable, ValueTable
+from .meta import CaptureMeta
 from .model import (
     ABSTRACT_FORWARD_SCOPE,
     COVERAGE_STATUSES,
@@ -228,7 +229,9 @@ def _build(body: Any, header: dict[str, Any], version: int) -> Capture:
         sources=sources,
         recipe=recipe,
         failure=failure,
-        meta=_opt_map(b.get("meta"), "meta"),
+        # A plain map, kept whole: a newer writer's keys are kept (docs/graph-files.md), and
+        # the declared keys' values are not checked here (readers check what they read).
+        meta=cast(CaptureMeta, _opt_map(b.get("meta"), "meta")),
         meshes=meshes,
         devices=devices,
         cost=cost,

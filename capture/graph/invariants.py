@@ -15,7 +15,7 @@ Standard library only (imported by the worker in the user's interpreter).
 
 from __future__ import annotations
 
-
+from .meta import ValueWithoutProducer
 from .model import Capture, tree_leaves
 
 #: The coverage reason of a capture some of whose read values have no producer.
@@ -74,7 +74,7 @@ def check_producers(capture: Capture) -> None:
     missing = values_without_producer(capture)
     if not missing:
         return
-    listed = []
+    listed: list[ValueWithoutProducer] = []
     for v, nid in list(missing.items())[:LISTED]:
         listed.append({"value": v, "read_by": nid, "op": capture.nodes[nid].op})
     capture.meta["values_without_producer"] = {"count": len(missing), "values": listed}

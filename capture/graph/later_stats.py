@@ -12,12 +12,12 @@ ended first, a reduction failed) says why in ``meta["stats_missing"]`` instead.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from .model import Capture, Value
 
-PENDING_KEY = "stats_pending"
-MISSING_KEY = "stats_missing"
+PENDING_KEY: Final = "stats_pending"
+MISSING_KEY: Final = "stats_missing"
 _STATS_KEYS = frozenset(("min", "max", "mean", "std", "nan", "inf"))
 
 
@@ -41,7 +41,7 @@ def complete(capture: Capture, rows: Any, skipped: int = 0, error: str | None = 
             raise ValueError(f"statistics row {i} is not [value id, statistics] of a value of this graph: {row!r:.200}")
         v = values[row[0]]
         values[row[0]] = Value(v.id, v.shape, v.dtype, {**(v.measured or {}), "stats": row[1]}, v.sharding)
-    meta = dict(capture.meta)
+    meta = capture.meta.copy()
     meta.pop(PENDING_KEY, None)
     if skipped:
         meta["stats_skipped_values"] = skipped
@@ -54,7 +54,7 @@ def missing(capture: Capture, why: str) -> Capture:
     """``capture`` saying that the statistics it waited for will not come (``why``)."""
     if not pending(capture):
         return capture
-    meta = dict(capture.meta)
+    meta = capture.meta.copy()
     meta.pop(PENDING_KEY, None)
     meta[MISSING_KEY] = f"the parameters' statistics did not arrive: {why}"
     return replace(capture, meta=meta)

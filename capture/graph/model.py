@@ -23,6 +23,8 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
+from .meta import CaptureMeta
+
 FORMAT_NAME = "tensorviz-graph"
 FORMAT_VERSION = 1
 
@@ -207,8 +209,10 @@ class Capture:
     sources: list[Source] = field(default_factory=list)
     recipe: dict[str, Any] | None = None
     failure: Failure | None = None
-    # Free-form capture metadata (e.g. ``flax_version``, ``state: "fresh_init"``).
-    meta: dict[str, Any] = field(default_factory=dict)
+    # What the capture says about itself beside the graph (``flax_version``, ``state:
+    # "fresh_init"``, timings, figures): every key declared in ``capture.graph.meta``. A
+    # file read may hold keys a newer writer added; they are kept.
+    meta: CaptureMeta = field(default_factory=lambda: CaptureMeta())
     # The device meshes values' shardings refer to, and the devices the capture ran with
     # (how many, simulated or not): see ``capture.graph.sharding``.
     meshes: list[dict[str, Any]] = field(default_factory=list)
@@ -244,7 +248,7 @@ class Capture:
         scope: str = "none",
         recipe: dict[str, Any] | None = None,
         sources: list[Source] | None = None,
-        meta: dict[str, Any] | None = None,
+        meta: CaptureMeta | None = None,
     ) -> "Capture":
         """A failure record: no nodes, never an empty success."""
         return cls(
@@ -255,7 +259,7 @@ class Capture:
             recipe=recipe,
             failure=failure,
             sources=list(sources or []),
-            meta=dict(meta or {}),
+            meta=meta.copy() if meta else CaptureMeta(),
         )
 
 

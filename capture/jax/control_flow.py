@@ -68,6 +68,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..graph.meta import Bodies
 from ..graph.model import Group
 from ..worker.errors import LimitExceeded
 
@@ -282,7 +283,7 @@ def _scope_estimate(jaxpr: Any) -> int:
     return n
 
 
-def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, Any]:
+def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> Bodies:
     """Convert the bodies queued in ``conv.pending_bodies`` (and those of boundaries
     found inside them), breadth first. Returns the summary kept in ``meta["bodies"]``."""
     queue = conv.pending_bodies
@@ -325,7 +326,7 @@ def convert_bodies(conv: Any, expanded: dict, literal_value: Any) -> dict[str, A
     # Opaque nodes inside templates are not part of the executed program's count.
     conv.opaque_ops.clear()
     conv.opaque_ops.update(executed_opaque)
-    summary: dict[str, Any] = {"converted": converted, "closed": closed, "template_nodes": template_nodes,
+    summary: Bodies = {"converted": converted, "closed": closed, "template_nodes": template_nodes,
                                "note": BODY_NOTE, "wiring": WIRING_NOTE}
     if shard_maps:
         summary["shard_map"] = shard_maps  # of the converted: per-device programs, not control flow

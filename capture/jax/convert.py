@@ -72,6 +72,7 @@ from .frame_table import FrameTable
 from .module_groups import MODULE_MARKER, ModuleGroups
 from .shardings import JaxShardings
 from ..graph.sharding import collective_record, nbytes
+from ..graph.meta import CaptureMeta, Constant
 from ..graph.model import Capture, Coverage, Group, Node, Operand, Value
 from ..worker.errors import LimitExceeded
 from ..worker.limits import Limits
@@ -315,7 +316,7 @@ class _Converter:
         self.pending_bodies: list[tuple[Any, int, int | None, int | None]] = []
         self.closed_without_group: list[dict[str, Any]] = []
         self.opaque_ops: dict[str, int] = {}
-        self.constants: list[dict[str, Any]] = []
+        self.constants: list[Constant] = []
         # (container group, NameStack) -> scope group; (container, path) -> scope group
         self._scope_by_stack: dict[tuple[Any, Any], int | None] = {}
         self._scope_by_path: dict[tuple[Any, tuple[str, ...]], int] = {}
@@ -429,7 +430,7 @@ class _Converter:
 
     def constant(self, aval: Any, origin: str, literal: Any = None) -> int:
         vid = self.new_value(aval)
-        entry: dict[str, Any] = {"value": vid, "origin": origin}
+        entry: Constant = {"value": vid, "origin": origin}
         if origin == "literal":
             entry["literal"] = literal
         self.constants.append(entry)
@@ -670,7 +671,7 @@ def convert(
     outputs: Any = None,
     workspace: str | os.PathLike[str] | None = None,
     limits: Limits | None = None,
-    meta: dict[str, Any] | None = None,
+    meta: CaptureMeta | None = None,
     module_calls: list | None = None,
     shardings: JaxShardings | None = None,
     input_shardings: list | None = None,
@@ -738,7 +739,7 @@ def convert(
         reasons=["opaque_kernel"] if opaque else [],
         effects="incomplete" if (effects or opaque) else "none",
     )
-    info: dict[str, Any] = {
+    info: CaptureMeta = {
         "graph": "traced program from jax.make_jaxpr; shapes are inferred, not measured",
         "source_frames": "navigation only",
     }

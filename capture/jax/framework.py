@@ -64,6 +64,7 @@ from typing import Any, Callable, cast
 
 from .convert import convert
 from .structures import is_array_leaf, structure_of
+from ..graph.meta import CaptureMeta, JaxPlatforms
 from ..graph.model import Capture
 from ..recipe import SIXTY_FOUR_BIT_DTYPES, TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
@@ -139,7 +140,7 @@ def probe_device(ctx: CaptureContext) -> None:
 
 
 # What ``JAX_PLATFORMS`` was in force in this worker, and who set it (``select_platforms``).
-_platforms: dict[str, str] = {}
+_platforms = JaxPlatforms()
 
 
 def _import_jax(device: str | None = None) -> Any:
@@ -784,7 +785,7 @@ def _call_inputs(ctx: CaptureContext, jax: Any, plan: _Plan, make_tensor: Any) -
     return args, kwargs
 
 
-def _outputs(result: Any, plan: _Plan, state_tree: Any, meta: dict[str, Any]) -> Any:
+def _outputs(result: Any, plan: _Plan, state_tree: Any, meta: CaptureMeta) -> Any:
     """The capture's output structure (with the state collections the program updates, when
     it may update some); what they are, and the traced axis environment, go to ``meta``."""
     outputs = result.outputs
@@ -852,8 +853,8 @@ def _all_abstract(jax: Any, state: Any) -> bool:
     return bool(arrays) and all(isinstance(leaf, jax.ShapeDtypeStruct) for leaf in arrays)
 
 
-def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {
+def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | None = None) -> CaptureMeta:
+    meta: CaptureMeta = {
         "model_kind": plan.kind,
         "device": recipe.device,
         "jax_enable_x64": _x64_enabled(jax),
@@ -868,7 +869,8 @@ def _meta(jax: Any, recipe: Any, plan: _Plan, args: tuple = (), kwargs: dict | N
     meta["state_key"] = plan.state_key
     if plan.state_label is not None:
         meta["state"] = plan.state_label
-        meta["state_note"] = plan.state_note
+        if plan.state_note is not None:
+            meta["state_note"] = plan.state_note
         if plan.state_label in _ABSTRACT_ORIGINS and _all_abstract(jax, plan.state):
             meta["state_abstract"] = True
             meta["state_note"] = ABSTRACT_STATE_NOTE.format(origin=_ABSTRACT_ORIGINS[plan.state_label])

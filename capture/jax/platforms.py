@@ -24,6 +24,7 @@ import re
 import sys
 from typing import Any
 
+from ..graph.meta import JaxPlatforms
 from ..worker.context import parse_device
 from ..worker.errors import CaptureError
 from ..worker.procs import MARKER_ENV
@@ -40,7 +41,7 @@ _INSTALL = {
 _BUSY = re.compile(r"lockfile|already in use|TPU is in use|Device or resource busy", re.IGNORECASE)
 
 
-def select_platforms(device: str) -> dict[str, str]:
+def select_platforms(device: str) -> JaxPlatforms:
     """Set the platforms JAX may start for ``device`` (before any backend starts) and say
     what is in force: ``{"value": "cpu", "set_by": "tensorviz"}``, or the person's own
     ``JAX_PLATFORMS`` (``"set_by": "environment"``), kept as it is."""

@@ -35,6 +35,7 @@ import sys
 import zlib
 from typing import Any
 
+from ..graph.meta import RngStream
 from .structures import type_test
 from ..worker.errors import CaptureError
 
@@ -57,7 +58,7 @@ class LinenStreams:
 
     def __init__(self, bound: dict[str, Any] | None = None, bound_by: str | None = None) -> None:
         self.keys: dict[str, Any] = dict(bound or {})
-        self.entries: dict[str, dict[str, str]] = {
+        self.entries: dict[str, RngStream] = {
             name: {"name": name, "origin": "bound", "where": "model.bind(variables, rngs=...)",
                    "note": f"bound by {bound_by} with model.bind(variables, rngs=...)"}
             for name in self.keys
@@ -97,7 +98,7 @@ class LinenStreams:
                               "note": f"derived from seed {self.seed} and the stream name ({derivation(self.seed, name)})"}
         return True
 
-    def meta(self) -> list[dict[str, str]]:
+    def meta(self) -> list[RngStream]:
         return [self.entries[k] for k in sorted(self.entries)]
 
 
@@ -124,7 +125,7 @@ def init_rngs(key: Any, kwargs: dict[str, Any]) -> Any:
     return key
 
 
-def nnx_streams(jax: Any, plan: Any, seed: int, factory: str | None, model: str) -> list[dict[str, str]]:
+def nnx_streams(jax: Any, plan: Any, seed: int, factory: str | None, model: str) -> list[RngStream]:
     """The RNG streams the NNX state of ``plan`` carries (``RngKey`` variables)."""
     nnx = sys.modules.get("flax.nnx")
     rng_key = getattr(nnx, "RngKey", None)
@@ -137,7 +138,7 @@ def nnx_streams(jax: Any, plan: Any, seed: int, factory: str | None, model: str)
         origin, note = "module", f"made by the constructor of {model} (from the literal init)"
     else:
         origin, note = "factory", f"carried by the module{'s' if label == 'callable_state' else ''} that {factory or model} built"
-    out = []
+    out: list[RngStream] = []
     labels = list(getattr(plan, "module_labels", []) or [])
     from_inputs = list(getattr(plan, "node_from_inputs", []) or [])
     is_key = type_test((rng_key,))
@@ -158,7 +159,7 @@ def nnx_streams(jax: Any, plan: Any, seed: int, factory: str | None, model: str)
     return out
 
 
-def input_streams(jax: Any, args: tuple, kwargs: dict, names: list[str | None]) -> list[dict[str, str]]:
+def input_streams(jax: Any, args: tuple, kwargs: dict, names: list[str | None]) -> list[RngStream]:
     """RNG streams among the inputs: ``nnx.Rngs`` (each of its streams), ``nnx.RngStream``
     and typed key arrays, named by where they sit (``rngs.sample``, ``key``)."""
     nnx = sys.modules.get("flax.nnx")
@@ -169,7 +170,7 @@ def input_streams(jax: Any, args: tuple, kwargs: dict, names: list[str | None]) 
     def is_rng_object(x: Any) -> bool:
         return bool(kinds) and isinstance(x, kinds)
 
-    out: list[dict[str, str]] = []
+    out: list[RngStream] = []
     tops = [(n or f"args[{i}]", a) for i, (a, n) in enumerate(zip(args, names))] + list(kwargs.items())
     for top, value in tops:
         for path, leaf in jax.tree_util.tree_flatten_with_path(value, is_leaf=is_rng_object)[0]:

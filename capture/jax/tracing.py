@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from ..graph.meta import AxisEnv
 from .structures import structure_of
 from ..worker.errors import CaptureError
 
@@ -52,7 +53,7 @@ class Traced:
         self.outputs = outputs
         self.axis_env = axis_env
 
-    def axis_meta(self) -> list[dict[str, Any]]:
+    def axis_meta(self) -> list[AxisEnv]:
         return [{"name": name, "size": size, "note": AXIS_NOTE} for name, size in self.axis_env]
 
 

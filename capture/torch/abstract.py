@@ -66,6 +66,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves
 
+from ..graph.meta import AbstractDifference, Symbol
 from ..graph.model import Frame
 from ..worker.errors import CaptureError
 
@@ -456,7 +457,7 @@ _SYMBOL = re.compile(r"\b(?:u|zuf)\d+\b")
 
 
 def symbol_table(values: list, producers: list[int], bounds: dict[str, tuple[int | None, int | None]],
-                 nodes: list) -> list[dict[str, Any]]:
+                 nodes: list) -> list[Symbol]:
     """``meta["symbols"]``: one entry per data-dependent symbol that appears in a recorded
     shape (``u0``) or scalar result (``.item()``: ``u1``, a float ``zuf0``): its ``name``,
     ``min`` / ``max`` (absent when unbounded), the node that first produced a value
@@ -484,7 +485,7 @@ def symbol_table(values: list, producers: list[int], bounds: dict[str, tuple[int
                 first[name] = vid
     out = []
     for name in sorted(set(first) | set(made_by), key=_symbol_order):
-        entry: dict[str, Any] = {"name": name, "values": count.get(name, 0)}
+        entry: Symbol = {"name": name, "values": count.get(name, 0)}
         lo, hi = bounds.get(name, (None, None))
         if lo is not None:
             entry["min"] = lo
@@ -588,13 +589,13 @@ class LibraryBranches:
 
         return watched
 
-    def differences(self, frames: list[Frame], node_frames: list[int | None]) -> list[dict[str, Any]]:
+    def differences(self, frames: list[Frame], node_frames: list[int | None]) -> list[AbstractDifference]:
         """One entry per check that answered "fake": ``library``, ``check``, ``effect``,
         ``sites`` (file, line, function, calls), ``files`` (the library files whose ops
         differ from an eager run, as recorded frames name them) and ``ops``: how many
         recorded ops have their source frame in those files."""
         known = {(lib, mod, attr): (effect, files) for lib, mod, attr, effect, files in KNOWN_FAKE_CHECKS}
-        out = []
+        out: list[AbstractDifference] = []
         for key, sites in self._sites.items():
             if not sites:
                 continue

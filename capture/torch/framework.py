@@ -71,6 +71,7 @@ import time
 from contextlib import nullcontext
 from typing import Any, Callable
 
+from ..graph.meta import CaptureMeta, MemoryEstimate
 from ..graph.model import Capture
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError, own_step
@@ -266,7 +267,7 @@ def capture(ctx: CaptureContext) -> Capture:  # noqa: C901
         group = SimulatedGroup(recipe, device)
     from .grad_modes import inference_mode_as_grad_mode
 
-    modes: dict[str, Any] = {}
+    modes = CaptureMeta()
     try:
         with (group.mesh if group is not None else nullcontext()), inference_mode_as_grad_mode(torch, modes):
             result = _capture(ctx, torch, device, group)
@@ -296,7 +297,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
     if recipe.init.before:  # library state the constructor reads (model-parallel groups)
         ctx.progress("running the steps before construction", 0.15)
         ctx.before_construction(make_tensor)
-    built: dict[str, Any] = {}  # what building the model as its library does adopted (meta)
+    built = CaptureMeta()  # what building the model as its library does adopted (meta)
     model, kind, evidence, memory_estimate = _built_model(ctx, torch, target, make_tensor, device, abstract, built)
     saved_meta = _weights(ctx, torch, target, model, kind, device, abstract)
     if recipe.init.then:
@@ -319,7 +320,8 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         ["args", {"tuple": [trace.structure(a, label=label) for a, label in zip(args, labels)]}],
         ["kwargs", {"dict": [[k, trace.structure(v, label=k)] for k, v in kwargs.items()]}],
     ]}
-    meta = _run_meta(recipe, model, kind, {**saved_meta, **built}, memory_estimate)
+    saved_meta.update(built)
+    meta = _run_meta(recipe, model, kind, saved_meta, memory_estimate)
     branches = None
     if abstract:
         from .abstract import EVIDENCE_NOTE, LibraryBranches
@@ -379,7 +381,7 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
 
 
 def _built_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable, device: Any,
-                 abstract: bool, built: dict[str, Any]) -> tuple[Any, str, Any, dict[str, Any] | None]:
+                 abstract: bool, built: CaptureMeta) -> tuple[Any, str, Any, MemoryEstimate | None]:
     """``(model, kind, the abstract evidence or None, the memory estimate or None)``: the
     model built (abstractly: no parameter storage, every tensor fake on the device), on the
     device and in the recipe's mode; what building it as its library does adopted is added
@@ -406,7 +408,7 @@ def _built_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Call
 
 
 def _call_inputs(ctx: CaptureContext, torch: Any, model: Any, kind: str, make_tensor: Callable, device: Any,
-                 evidence: Any, saved_meta: dict[str, Any]) -> tuple[Any, Any]:
+                 evidence: Any, saved_meta: CaptureMeta) -> tuple[Any, Any]:
     """``(args, kwargs)`` of the call: the recipe's inputs or its fixture (whose record goes
     to ``saved_meta``), faked under abstract evidence."""
     ctx.progress("building the inputs", 0.3)
@@ -429,11 +431,11 @@ def _call_inputs(ctx: CaptureContext, torch: Any, model: Any, kind: str, make_te
     return args, kwargs
 
 
-def _run_meta(recipe: Any, model: Any, kind: str, saved_meta: dict[str, Any],
-              memory_estimate: dict[str, Any] | None) -> dict[str, Any]:
+def _run_meta(recipe: Any, model: Any, kind: str, saved_meta: CaptureMeta,
+              memory_estimate: MemoryEstimate | None) -> CaptureMeta:
     """The capture's ``meta`` as the run starts: the recipe's settings, the module's class,
     what the weights and fixture recorded, the memory estimate."""
-    meta: dict[str, Any] = {
+    meta: CaptureMeta = {
         "model_kind": kind,
         "device": recipe.device,
         "mode": recipe.mode,
@@ -496,7 +498,7 @@ def _pending_error(trace: Any, evidence: Any) -> Exception | None:
     return _data_failure(trace, evidence, trace.files)
 
 
-def _training_meta(meta: dict[str, Any], loss_name: str | None, optimizer: Any, grads: Any) -> None:
+def _training_meta(meta: CaptureMeta, loss_name: str | None, optimizer: Any, grads: Any) -> None:
     meta["loss"] = loss_name
     if optimizer is not None:
         meta["optimizer"] = type(optimizer).__name__
@@ -521,7 +523,7 @@ def _after_construction(ctx: CaptureContext, model: Any, kind: str, evidence: An
 
 
 def _writes_after(torch: Any, model: Any, buffers_before: dict[str, tuple[Any, int, Any]],
-                  versions_before: dict[str, tuple[Any, int]], meta: dict[str, Any], reasons: list[str]) -> list[str]:
+                  versions_before: dict[str, tuple[Any, int]], meta: CaptureMeta, reasons: list[str]) -> list[str]:
     """The module's parameters and buffers the forward wrote (``meta["state_writes"]``),
     writes no recorded op shows among them (``meta["untracked_buffer_updates"]``, a reason)."""
     with own_step("comparing the model's buffers after the forward"):
@@ -552,7 +554,7 @@ def _count_costs(result: Capture) -> None:
         result.meta["cost_failed"] = f"{type(exc).__name__}: {exc}"[:500]
 
 
-def _abstract_meta(meta: dict[str, Any], trace: Any, branches: Any, evidence: Any) -> None:
+def _abstract_meta(meta: CaptureMeta, trace: Any, branches: Any, evidence: Any) -> None:
     """What an abstract capture adds to ``meta``: the library branches that went another
     way than data would take them (``abstract_differences``) and the data-dependent
     symbols, with their bounds and the ops that made them (``symbols``)."""

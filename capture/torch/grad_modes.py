@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..graph.meta import CaptureMeta
+
 INFERENCE_NOTE = (
     "the model entered torch.inference_mode {n} time(s); during the capture it ran as torch.no_grad "
     "(the same values; tensors keep their version counters, so in-place writes are recorded)"
@@ -24,7 +26,7 @@ INFERENCE_NOTE = (
 
 
 @contextmanager
-def inference_mode_as_grad_mode(torch: Any, meta: dict[str, Any]) -> Iterator[None]:
+def inference_mode_as_grad_mode(torch: Any, meta: CaptureMeta) -> Iterator[None]:
     """Within the block, ``torch.inference_mode(mode)`` sets grad mode to ``not mode`` (and
     restores it on exit) instead of entering inference mode; how many times the model
     entered it is added to ``meta`` (``inference_mode``) on the way out."""

@@ -35,6 +35,8 @@ import sys
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from ..graph.meta import CaptureMeta, LibraryModel
+
 # The class-level questions transformers answers from a class's module source (and caches).
 _CLASS_SOURCE_CHECKS = ("_can_set_experts_implementation", "_can_set_attn_implementation")
 _LIBRARY = "transformers"
@@ -55,17 +57,21 @@ class LibraryBuild:
     def __init__(self, dtype: Any = None, dtype_source: str | None = None) -> None:
         self.dtype = dtype
         self.dtype_source = dtype_source
-        self.adopted: dict[str, dict[str, Any]] = {}
+        self.adopted: dict[str, LibraryModel] = {}  # by the subclass's qualified name
 
-    def meta(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def meta(self) -> CaptureMeta:
+        out = CaptureMeta()
         if self.dtype is not None:
-            out["dtype"] = {"dtype": str(self.dtype).removeprefix("torch."), "source": self.dtype_source}
+            out["dtype"] = {"dtype": str(self.dtype).removeprefix("torch."), "source": self.dtype_source or "recipe"}
         if self.adopted:
-            out["library_model"] = [
-                {"class": name, **entry} for name, entry in sorted(self.adopted.items())
-            ]
+            out["library_model"] = [_entry(name, entry) for name, entry in sorted(self.adopted.items())]
         return out
+
+
+def _entry(name: str, adopted: LibraryModel) -> LibraryModel:
+    entry: LibraryModel = {"class": name}
+    entry.update(adopted)
+    return entry
 
 
 @contextmanager

@@ -34,12 +34,14 @@ import os
 from itertools import islice
 import select
 import time
-from typing import Any, Callable
+from collections.abc import Mapping
+from typing import Any, Callable, cast
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_leaves
 
+from ..graph.meta import MemoryEstimate
 from ..worker.errors import CaptureError
 from ..worker.memory_facts import available_memory, data_in_use, size_words
 
@@ -132,7 +134,7 @@ def _kept_tensors(model: Any) -> list[Any]:
     return out
 
 
-def estimate_model_bytes(build: Callable[[], dict[str, int] | None], seconds: float) -> dict[str, Any]:
+def estimate_model_bytes(build: Callable[[], dict[str, int] | None], seconds: float) -> MemoryEstimate:
     """Run ``build`` (an abstract build returning :func:`model_bytes`, or None for a
     model that is not a module) in a forked child; ``{"status": "ok", **counts}``, or
     ``{"status": "unavailable", "reason": ...}``."""
@@ -179,11 +181,12 @@ def estimate_model_bytes(build: Callable[[], dict[str, int] | None], seconds: fl
     os.close(r)
     _, status = os.waitpid(pid, 0)
     try:
-        result = json.loads(b"".join(chunks))
+        # The child's answer: a MemoryEstimate it wrote as JSON (the forked build above).
+        answer = cast(MemoryEstimate, json.loads(b"".join(chunks)))
     except ValueError:
         return {"status": "unavailable", "reason": f"the abstract build ended without an answer (status {status})"}
-    result["estimate_s"] = round(time.perf_counter() - started, 4)
-    return result
+    answer["estimate_s"] = round(time.perf_counter() - started, 4)
+    return answer
 
 
 class BuildGuard(TorchDispatchMode):
@@ -237,7 +240,7 @@ def _storage_bytes(t: Any) -> int:
         return t.numel() * t.element_size()
 
 
-def check_fits(estimate: dict[str, Any], *, checkpoint_bytes: int, memory_limit: int,
+def check_fits(estimate: Mapping[str, Any], *, checkpoint_bytes: int, memory_limit: int,
                evidence_key_path: str, offer_abstract: bool) -> None:
     """Raise the memory failure when the eager capture cannot fit (see the module
     docstring); ``estimate`` from :func:`estimate_model_bytes`, status ok."""

@@ -11,6 +11,7 @@ import os
 import random
 from typing import Any, Callable
 
+from ..graph.meta import CaptureMeta, MemoryEstimate
 from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
@@ -92,7 +93,7 @@ def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) ->
 
 
 def _build_model(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
-                 built: dict[str, Any] | None = None) -> tuple[Any, str]:
+                 built: CaptureMeta | None = None) -> tuple[Any, str]:
     """The object to call and its kind (``module`` or ``function``), built as its library
     builds it (:mod:`capture.torch.library_models`: a ``transformers`` subclass as its
     library class, in the model's own dtype or the recipe's); what that adopted is
@@ -166,7 +167,7 @@ STATE_NOTES = {
 
 
 def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str, device: Any,
-             abstract: bool = False) -> dict[str, Any]:
+             abstract: bool = False) -> CaptureMeta:
     """Load ``init.checkpoint`` when there is one (check it, for abstract evidence); the
     meta saying where the weights came from."""
     recipe = ctx.recipe
@@ -188,14 +189,14 @@ def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str
         ctx.progress(f"loading the checkpoint {recipe.init.checkpoint}", 0.25)
         return load_checkpoint(ctx, torch, model, device)
     if kind != "module":
-        return {}
+        return CaptureMeta()
     label = "abstract" if abstract else "module_instance" if isinstance(target, torch.nn.Module) else (
         "factory_state" if recipe.init.factory is not None else "fresh_init")
     return {"state": label, "state_note": STATE_NOTES[label]}
 
 
 def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callable,
-                   built: dict[str, Any]) -> tuple[Any, str, dict]:
+                   built: CaptureMeta) -> tuple[Any, str, MemoryEstimate]:
     """The eager build under a :class:`~capture.torch.memory.BuildGuard`: a model that
     allocates over 1 GiB (or half of the memory it may use) is estimated abstractly (in
     a forked child) and the capture fails when it cannot fit. ``(model, kind, memory meta)``."""
@@ -213,7 +214,7 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
     if recipe.init.checkpoint is not None:
         path = os.path.join(str(ctx.workspace), *recipe.init.checkpoint.split("/"))
         checkpoint_bytes = os.path.getsize(path) if os.path.isfile(path) else 0
-    report: dict[str, Any] = {"status": "not_needed", "budget_bytes": budget}
+    report: MemoryEstimate = {"status": "not_needed", "budget_bytes": budget}
 
     def build_abstractly() -> dict[str, int] | None:
         with torch.device("meta"):
@@ -223,8 +224,10 @@ def _guarded_build(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Ca
     def estimate(allocated: int) -> None:
         ctx.progress("estimating the model's memory (an abstract build)", 0.2)
         result = estimate_model_bytes(build_abstractly, min(ESTIMATE_SECONDS, max(ctx.time_left(), 0.0) / 4))
-        report.clear()
-        report.update(result, budget_bytes=budget, allocated_before_check=allocated)
+        nonlocal report
+        report = result.copy()
+        report["budget_bytes"] = budget
+        report["allocated_before_check"] = allocated
         if result.get("status") == "ok":
             check_fits(result, checkpoint_bytes=checkpoint_bytes, memory_limit=limit,
                        evidence_key_path=f"profiles.{recipe.name}.evidence", offer_abstract=recipe.kind == "model")

@@ -66,6 +66,7 @@ from typing import Any
 
 import safe_read
 
+from ..graph.meta import CaptureMeta
 from ..units import bytes_text
 from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
@@ -227,7 +228,7 @@ def _load(torch: Any, data: bytes, rel: str, what: str, device: Any, key_path: s
 # --------------------------------------------------------------------------- checkpoints
 
 
-def load_checkpoint(ctx: CaptureContext, torch: Any, model: Any, device: Any) -> dict[str, Any]:
+def load_checkpoint(ctx: CaptureContext, torch: Any, model: Any, device: Any) -> CaptureMeta:
     """Load ``init.checkpoint`` into ``model``; returns what the capture's meta records."""
     recipe = ctx.recipe
     rel = recipe.init.checkpoint
@@ -247,7 +248,7 @@ def load_checkpoint(ctx: CaptureContext, torch: Any, model: Any, device: Any) ->
     )
 
 
-def check_checkpoint(ctx: CaptureContext, torch: Any, model: Any) -> dict[str, Any]:
+def check_checkpoint(ctx: CaptureContext, torch: Any, model: Any) -> CaptureMeta:
     """Check ``init.checkpoint``'s tensor names and shapes against ``model`` (an abstract
     capture's fake module) without reading tensor data; returns what the meta records."""
     recipe = ctx.recipe
@@ -276,27 +277,29 @@ def _strictness(strict: bool) -> str:
     return "with strict key checking" if strict else "without strict key checking"
 
 
-def _checkpoint_meta(strict: bool, rel: str, checked: tuple, state: str, started: float, note: str) -> dict[str, Any]:
+def _checkpoint_meta(strict: bool, rel: str, checked: tuple, state: str, started: float, note: str) -> CaptureMeta:
     """What the capture's meta records of a checkpoint loaded (``state = "checkpoint"``,
     timed as ``checkpoint_load_s``) or only checked (``"checkpoint_checked"``,
     ``checkpoint_check_s``); ``checked`` is :func:`_checked_state`'s result."""
     tensors, wrapper, prefix, missing, unexpected = checked
-    timing = "checkpoint_load_s" if state == "checkpoint" else "checkpoint_check_s"
-    meta: dict[str, Any] = {
+    meta: CaptureMeta = {
         "state": state,
         "state_note": note,
         "checkpoint": rel,
         "checkpoint_strict": strict,
         "checkpoint_tensors": len(tensors),
-        timing: round(time.perf_counter() - started, 4),
     }
+    if state == "checkpoint":
+        meta["checkpoint_load_s"] = round(time.perf_counter() - started, 4)
+    else:
+        meta["checkpoint_check_s"] = round(time.perf_counter() - started, 4)
     meta.update(_key_meta(strict, wrapper, prefix, missing, unexpected))
     return meta
 
 
 def _key_meta(strict: bool, wrapper: str | None, prefix: str | None, missing: list[str],
-              unexpected: list[str]) -> dict[str, Any]:
-    meta: dict[str, Any] = {}
+              unexpected: list[str]) -> CaptureMeta:
+    meta = CaptureMeta()
     if wrapper is not None:
         meta["checkpoint_key"] = wrapper
     if prefix is not None:
@@ -486,7 +489,7 @@ def _identity(t: Any) -> tuple:
 # --------------------------------------------------------------------------- fixtures
 
 
-def load_fixture(ctx: CaptureContext, torch: Any, fn: Any, literal_kwargs: dict[str, Any], device: Any) -> tuple[tuple, dict, dict]:
+def load_fixture(ctx: CaptureContext, torch: Any, fn: Any, literal_kwargs: dict[str, Any], device: Any) -> tuple[tuple, dict, CaptureMeta]:
     """``(args, kwargs, meta)`` for calling ``fn`` (``forward``, or the function) with
     ``inputs.fixture`` (and the literal ``inputs.kwargs``)."""
     recipe = ctx.recipe
@@ -505,7 +508,7 @@ def load_fixture(ctx: CaptureContext, torch: Any, fn: Any, literal_kwargs: dict[
     args = fit.positional_args(positional, by_name)
     kwargs = fit.keyword_args(args, by_name, keyword, literal_kwargs)
     fit.check_binds(args, kwargs, entries)
-    meta: dict[str, Any] = {
+    meta: CaptureMeta = {
         "fixture": rel,
         "fixture_keys": [k for k, _, _ in pairs][:_META_KEYS],
         "fixture_load_s": round(time.perf_counter() - started, 4),

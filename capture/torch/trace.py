@@ -54,6 +54,7 @@ from torch import Tensor as _Tensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..graph import gc_pause
+from ..graph.meta import CaptureMeta
 from ..graph.model import ABSTRACT_FORWARD_SCOPE, Capture, Coverage, Operand
 from .abstract import NEEDS_DATA, data_dependent_failure, op_name
 from .backward import BackwardMirror
@@ -722,9 +723,9 @@ class TorchTrace(TraceValues, TraceFrames):
             g.attrs["output_bytes"] = total[gid]
 
     def build(self, *, scope: str, inputs: Any, outputs: Any, reasons: list[str] | None = None,
-              meta: dict[str, Any] | None = None, effects: str = "none") -> Capture:
+              meta: CaptureMeta | None = None, effects: str = "none") -> Capture:
         reasons = list(reasons or [])
-        info = {
+        info: CaptureMeta = {
             "graph": "abstract execution under FakeTensorMode recorded with a TorchDispatchMode: every ATen op "
                      "the forward runs, with shapes, dtypes, strides and storages; nothing computed or measured"
             if self.abstract else "eager execution recorded with a TorchDispatchMode: every ATen op that ran, measured",

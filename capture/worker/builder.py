@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from ..graph.meta import CaptureMeta
 from ..graph.model import Capture, Coverage, Frame, Group, Node, Operand, Value
 from .errors import LimitExceeded
 from .limits import Limits
@@ -106,7 +107,7 @@ class GraphBuilder:
         coverage: Coverage,
         inputs: Any,
         outputs: Any,
-        meta: dict[str, Any] | None = None,
+        meta: CaptureMeta | None = None,
     ) -> Capture:
         return Capture(
             backend=backend,
@@ -119,5 +120,5 @@ class GraphBuilder:
             frames=self.frames,
             inputs=inputs,
             outputs=outputs,
-            meta=dict(meta or {}),
+            meta=meta.copy() if meta else CaptureMeta(),
         )

@@ -26,7 +26,8 @@ import re
 import site
 import sys
 import sysconfig
-from typing import Any
+
+from ..graph.meta import Environment
 
 # Top-level packages whose frames are framework internals, never a library frame.
 INTERNAL_PACKAGES = frozenset({
@@ -143,7 +144,7 @@ def _package_index(parts: list[str]) -> int | None:
     return None
 
 
-def environment() -> dict[str, Any]:
+def environment() -> Environment:
     """The selected interpreter's environment (``meta["environment"]``): ``prefix`` and
     ``site_packages``, the folders library frames may be shown from by a viewer."""
     dirs: list[str] = []

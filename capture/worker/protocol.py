@@ -37,6 +37,7 @@ from typing import Any, BinaryIO, Iterator, Literal, NotRequired, TypedDict, Uni
 
 import msgpack
 
+from ..graph.meta import ShadowedLibrary
 from .distributions import install_spec, project_name, safe_install
 
 PROTOCOL_VERSION = 1
@@ -238,15 +239,6 @@ class RepeatedFrames(TypedDict):
     after: int  # index of the last frame kept before the cut
     frames: int  # length of the repeated cycle
     times: int  # how many more times it ran
-
-
-class ShadowedLibrary(TypedDict):
-    """A workspace module imported instead of an installed library of the same name
-    (:func:`capture.worker.shadowing.shadowed_libraries`)."""
-
-    module: str
-    workspace: str  # workspace-relative file
-    installed: str  # where the installed one is
 
 
 class CommonDetails(TypedDict, total=False):

@@ -18,8 +18,10 @@ from pathlib import Path
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..graph.meta import ShadowedLibrary
 
-def shadowed_libraries(workspace: str | os.PathLike[str], limit: int = 16) -> list[dict[str, Any]]:
+
+def shadowed_libraries(workspace: str | os.PathLike[str], limit: int = 16) -> list[ShadowedLibrary]:
     """``[{"module", "workspace", "installed"}]``: top-level modules loaded from a file of
     ``workspace`` that the interpreter's path also holds outside it (its site-packages)."""
     root = os.path.realpath(workspace)
@@ -30,7 +32,7 @@ def shadowed_libraries(workspace: str | os.PathLike[str], limit: int = 16) -> li
     installed_inside = tuple(os.path.realpath(p) + os.sep for p in sys.path
                              if p and os.path.basename(os.path.normpath(p)) in ("site-packages", "dist-packages")
                              and (os.path.realpath(p) + os.sep).startswith(inside))
-    out: list[dict[str, Any]] = []
+    out: list[ShadowedLibrary] = []
     for name, module in sorted(list(sys.modules.items())):
         if "." in name or module is None:
             continue

@@ -8,6 +8,7 @@ import json
 import math
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from capture.graph import graphfile
@@ -131,7 +132,7 @@ def summary(capture: Capture) -> str:
 GROUPS_LISTED = 12
 
 
-def _bodies_line(bodies: dict) -> str:
+def _bodies_line(bodies: Mapping[str, object]) -> str:
     """Control-flow bodies are templates under their opaque boundary: counted apart. Only
     counts that are integers are read (a hostile file may put anything in ``meta``)."""
 
