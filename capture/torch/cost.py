@@ -420,18 +420,22 @@ class TorchCosts:
         shapes = [tuple(v.shape) if all(type(d) is int for d in v.shape) else None for v in local]
         nodes, rank_flops = [], []
         total = uncounted = 0
-        for i, node in enumerate(capture.nodes):
-            f = flops[i]
-            if any(split[o.value] for o in node.inputs if o.value is not None) or any(split[v] for v in node.outputs):
-                op = self.resolve(node.op)
-                if op is not None and f >= 0:
-                    f, _ = self._flops(node, op, self.kind(op), local, shapes)
-                nodes.append(i)
-                rank_flops.append(f)
-            if f < 0:
-                uncounted += 1
-            else:
-                total += f
+        counted_shapes, self._shapes = self._shapes, shapes  # the rules read operands at one rank's shapes
+        try:
+            for i, node in enumerate(capture.nodes):
+                f = flops[i]
+                if any(split[o.value] for o in node.inputs if o.value is not None) or any(split[v] for v in node.outputs):
+                    op = self.resolve(node.op)
+                    if op is not None and f >= 0:
+                        f, _ = self._flops(node, op, self.kind(op), local, shapes)
+                    nodes.append(i)
+                    rank_flops.append(f)
+                if f < 0:
+                    uncounted += 1
+                else:
+                    total += f
+        finally:
+            self._shapes = counted_shapes
         return {"scope": PER_RANK_SCOPE, "nodes": nodes, "flops": rank_flops, "total": total,
                 "uncounted": uncounted, "flops_scope": FLOPS_SCOPE}
 
