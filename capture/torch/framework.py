@@ -76,6 +76,7 @@ from ..graph.model import Capture
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError, own_step
 from .model_build import _build_model, _describe, _guarded_build, _seed_everything, _tensor_maker, _weights
+from .grad_modes import inference_mode_as_grad_mode
 from .version_check import check_torch
 
 
@@ -265,12 +266,10 @@ def capture(ctx: CaptureContext) -> Capture:  # noqa: C901
         # The fake process group and the mesh exist before the model's module is imported;
         # factories and the forward run with the mesh current (``with mesh:``).
         group = SimulatedGroup(recipe, device)
-    from .grad_modes import inference_mode_as_grad_mode
-
     modes = CaptureMeta()
     try:
-        with (group.mesh if group is not None else nullcontext()), inference_mode_as_grad_mode(torch, modes):
-            result = _capture(ctx, torch, device, group)
+        with (group.mesh if group is not None else nullcontext()):
+            result = _capture(ctx, torch, device, group, modes)
         result.meta.update(modes)
         return result
     finally:
@@ -278,7 +277,7 @@ def capture(ctx: CaptureContext) -> Capture:  # noqa: C901
             group.close()
 
 
-def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Capture:
+def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any, modes: CaptureMeta) -> Capture:
     """The capture proper; ``group``: the recipe mesh's simulated process group, or None."""
     from ..graph.model import ABSTRACT_FORWARD_SCOPE
     from .trace import TorchTrace
@@ -339,8 +338,11 @@ def _capture(ctx: CaptureContext, torch: Any, device: Any, group: Any) -> Captur
         versions_before = _state_versions(torch, model) if kind == "module" else {}
     ctx.progress("running the forward" + (" and the training step" if training else ""), 0.4)
     started = time.perf_counter()
-    output, stepped = _forward(torch, recipe, trace, model, kind, (args, kwargs), optimizer,
-                               (evidence, branches), step if training else None)
+    # Only the forward: torch's own code (FSDP2's fully_shard, fake tensors) enters
+    # inference mode while a model is built, and must get the real thing.
+    with inference_mode_as_grad_mode(torch, modes):
+        output, stepped = _forward(torch, recipe, trace, model, kind, (args, kwargs), optimizer,
+                                   (evidence, branches), step if training else None)
     elapsed = time.perf_counter() - started
     output_tree, grads = stepped if stepped is not None else (trace.structure(output), None)
     if not trace.b.nodes:
