@@ -97,6 +97,10 @@ def integer_tensor_without_generator(text: str) -> bool:
     return m is not None and m.group("gen") is None and m.group("dtype") in INT_DTYPES
 
 
+#: A quoted string literal of a value's text (either quote, backslash escapes).
+_QUOTED = re.compile(r"'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\"")
+
+
 def parse_value_spec(text: str, resolve: Resolve | None = None, *, flag: str | None = None) -> ValueDesc:
     """One VALUE (see the module docstring) as a value description. ``resolve`` turns
     a called name into its target; without one a call is an error. ``flag``
@@ -106,7 +110,7 @@ def parse_value_spec(text: str, resolve: Resolve | None = None, *, flag: str | N
         raise ShorthandError("no value: expected a tensor such as float32[2,3], a literal such as 8, or a call")
     if len(s) > _MAX_TEXT:
         raise ShorthandError(f"the value is {len(s):,} characters long; at most {_MAX_TEXT:,}")
-    if "…" in s:
+    if "…" in _QUOTED.sub("", s):  # a "…" inside a string literal is the string's own
         raise ShorthandError("… marks a value TensorViz could not infer from the code: replace it with the value "
                              "(what is missing is listed above the suggested command)")
     m = _TENSOR.match(s)
