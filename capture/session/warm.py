@@ -331,8 +331,10 @@ class _Resident:
         register_child(proc.pid)
         os.close(write_fd)
         os.close(log_w)
-        log.info("warm worker started for %s: %s (pid %d)", workspace, python, proc.pid)
-        return cls(proc, read_fd, python, identity, str(workspace), log_r, env.get(MARKER_ENV))
+        resident = cls(proc, read_fd, python, identity, str(workspace), log_r, env.get(MARKER_ENV))
+        # The resident's own id (its keeper's child), as the pool reports it.
+        log.info("warm worker started for %s: %s (pid %d)", workspace, python, resident.pid)
+        return resident
 
     def unusable(self, python: str, identity: Identity, wait_s: float = 0.0,
                  cancel: threading.Event | None = None) -> str | None:
