@@ -163,13 +163,15 @@ class Freshness(Feature):
             return
         was_stale = bool(rec.stale)
         rec.stale = stale
-        self._publish_uri(rec.uri)
+        # The viewer learns first: an editor that reads the diagnostic and then asks
+        # the viewer must find the capture already marked (CI saw the other order race).
         viewer = self.viewers
         if stale:
             log.info("graph of %s (%s) is stale: %s", rec.qualname, rec.profile, ", ".join(stale))
             viewer.publish(rec.root, "stale", {"files": stale, "capture": rec.capture_id})
         elif was_stale:
             viewer.publish(rec.root, "fresh", {"capture": rec.capture_id})
+        self._publish_uri(rec.uri)
 
     def _publish_uri(self, uri: str) -> None:
         diags = []

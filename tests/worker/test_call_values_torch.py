@@ -132,6 +132,7 @@ def test_a_nanogpt_style_model_from_a_config_call(ws):
     assert (values[token_ids].dtype, values[token_ids].shape) == ("int64", [1, 16])
 
 
+@pytest.mark.slow
 def test_a_transformers_subclass_from_a_library_config_call(ws):
     pytest.importorskip("transformers")
     write(ws, {"llama.py": LLAMA})
