@@ -38,7 +38,7 @@ import { formatBytes, formatFlops } from "./format.js";
 /**
  * The compiled program in words (`api/capture` `compiled`): status, counts, XLA's figures.
  * @typedef {object} CompiledWords
- * @property {string} [status]  "compiled" | "skipped" | "timeout" | "failed"
+ * @property {string} [status]  "compiled" | "skipped" | "timeout" | "failed" | "pending" (compiling: the figures follow the graph)
  * @property {string} [reason]
  * @property {number} [seconds]
  * @property {number} [devices]
@@ -50,6 +50,7 @@ import { formatBytes, formatFlops } from "./format.js";
  * @property {number} [bytes_sent_per_device]
  * @property {{flops?: number}} [cost]
  * @property {{peak?: number}} [memory]
+ * @property {number} [limit_seconds]  pending: the most the compile may take
  */
 
 /**
@@ -213,6 +214,12 @@ export function renderMeshLegend(c) {
   }
   box.append(el("div", { class: "mesh-row mesh-key" }, el("span", { class: "mesh-collective" }, "⇄ collective"),
     " the program writes · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"));
+  const compiling = c && c.compiled && c.compiled.status === "pending" ? c.compiled : null;
+  if (compiling) { // the graph first: XLA's figures replace this line in place when they arrive
+    const nd = compiling.devices || 1;
+    box.append(el("div", { class: "mesh-row compiling", "data-compiling": String(nd) },
+      `compiling for ${nd} device${nd === 1 ? "" : "s"}…`));
+  }
   const more = el("div", { class: "mesh-more", id: "mesh-more" });
   more.hidden = !meshDetails;
   if (legend.devices) more.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
@@ -231,7 +238,7 @@ export function renderMeshLegend(c) {
     if (compiled.cost && typeof compiled.cost.flops === "number") xla.push(formatFlops(compiled.cost.flops));
     if (compiled.memory && typeof compiled.memory.peak === "number") xla.push(`peak ${formatBytes(compiled.memory.peak)}`);
     if (xla.length) more.append(el("div", { class: "mesh-row" }, `XLA per device: ${xla.join(" · ")}`));
-  } else if (compiled) {
+  } else if (compiled && compiled.status !== "pending") {
     more.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
   } else {
     more.append(el("div", { class: "mesh-row mesh-key" }, "compiler collectives: not known (compile = \"on\")"));
@@ -260,6 +267,13 @@ export function renderCompiledBanner(c, { banners }) {
   const compiled = c && !c.failure ? c.compiled : null;
   if (!compiled) {
     banners.drop("compiled");
+    return;
+  }
+  if (compiled.status === "pending") {
+    const nd = compiled.devices || 1;
+    const limit = compiled.limit_seconds ? ` (at most ${Number(compiled.limit_seconds)} s)` : "";
+    banners.set("compiled", "info", "Compiling", `XLA is compiling the program for ${nd} device${nd === 1 ? "" : "s"}${limit}; ` +
+      "the collectives it adds (⇆ XLA), its per-device FLOPs and memory appear here when it finishes.");
     return;
   }
   if (compiled.status !== "compiled") {
