@@ -151,6 +151,8 @@ export function costLine(cost) {
   parts.push(`${formatBytes(cost.bytes)} moved`);
   if (cost.uncounted && f !== null) parts.push(`+${grouped(cost.uncounted)} uncounted`);
   if (cost.template) parts.push("per iteration");
-  if (cost.scope) parts.push(String(cost.scope)); // a program split across devices: global or per device
+  if (cost.scope) parts.push(String(cost.scope)); // a program split across devices: global, per device or per rank
+  // a split Torch program's DTensor op: its global FLOPs, then what one rank computes
+  if (cost.per_rank !== undefined) parts.push(cost.per_rank === null ? "per rank uncounted" : `${formatFlops(cost.per_rank)} per rank`);
   return parts.join(" · ");
 }
