@@ -595,7 +595,7 @@ def test_summary_and_hover_say_flops_per_rank(caps, capsys):
 
     from tensorviz_lsp.cli import main
     from tensorviz_lsp.features.line_values import cost_text
-    from viewer.projection.lines import LineIndex
+    from capture.analysis.lines import LineIndex
     from viewer.projection.projection import Projection
 
     path = caps["fsdp_tp"]

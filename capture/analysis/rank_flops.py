@@ -74,7 +74,7 @@ class RankFlops:
 
 
 def rank_flops(costs: Any) -> RankFlops | None:
-    """The per-rank FLOPs of ``costs``' capture (a :class:`~viewer.projection.cost.LayerCosts`),
+    """The per-rank FLOPs of ``costs``' capture (a :class:`~capture.analysis.cost.LayerCosts`),
     None when it is not a split Torch program (no ``notes["per_rank"]``)."""
     if costs is None or getattr(costs, "cost", None) is None:
         return None
