@@ -274,3 +274,22 @@ def test_the_cli_prints_the_graph_first_then_the_compiled_line(tmp_path, timeout
     cap = graphfile.read(root / "tp.tvg")
     assert cap.failure is None and cap.nodes
     assert cap.compiled["status"] == ("compiled" if not timeout else "timeout")
+    if not timeout:
+        _summary_scopes(root / "tp.tvg", cap)
+
+
+def _summary_scopes(path: Path, cap: Capture) -> None:
+    """A shard_map program's total holds its body × its devices (global), its body's row is
+    per device and says so, and that row agrees with XLA's per-device FLOPs within 5 %."""
+    import json
+
+    done = subprocess.run([sys.executable, "-m", "tensorviz_lsp", "summary", str(path), "--json"], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    (body,) = [r for r in doc["rows"] if r["kind"] == "body"]
+    assert body["flops_scope"] == "per device" and body["flops"] > 0
+    assert doc["totals"]["flops"] >= 8 * body["flops"] and not doc["totals"].get("uncounted")
+    assert "a shard_map as its body × its devices" in doc["figure_scopes"]["flops"]
+    assert abs(body["flops"] / cap.compiled["cost"]["flops"] - 1) < 0.05
+    assert doc["per_device"]["scope"] == "per device" and abs(doc["per_device"]["flops_ratio"] - 1) < 0.05

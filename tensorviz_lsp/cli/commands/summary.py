@@ -167,6 +167,7 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
 
         notes["experts"] = CONVENTION_NOTE
     _per_rank(costs, totals, rows)
+    _row_scopes(capture, rows)
     doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
                            "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes,
                            "figure_scopes": figure_scopes(capture), **compiled_doc(capture, totals)}
@@ -198,6 +199,19 @@ def _per_rank(costs: Any, totals: dict, rows: list[dict]) -> None:
     for r in rows:
         members = (r.get("stack") or {}).get("members") or [r["id"]]
         r["flops_per_rank"] = sum(ranks.slots[g + 1] for g in members if 0 <= g < len(ranks.slots) - 1)
+
+
+def _row_scopes(capture: Any, rows: list[dict]) -> None:
+    """On a program split across devices, what each row's FLOPs cover (``flops_scope``):
+    ``global``, ``per device`` (a shard_map body: the program one device runs), or a split
+    Torch program's mix (its ``flops_per_rank`` is one rank's)."""
+    if not capture.meshes:
+        return
+    from viewer.projection.compiled_view import cost_scope
+
+    torch = "global for DTensor ops, per rank for plain-tensor ops"
+    for r in rows:
+        r["flops_scope"] = torch if "flops_per_rank" in r else cost_scope(capture, r["id"])
 
 
 def _plan_beside_xla(doc: dict) -> None:
@@ -346,6 +360,7 @@ def _text(doc: dict, flat: bool) -> str:
         headers[4] = "FLOPs/rank"
     for r in rows:
         flops = flops_text(r["flops_per_rank" if rank else "flops"]) + ("~" if r.get("estimate") else "") + (
+            " per device" if r.get("flops_scope") == "per device" else "") + (
             f" +{r['uncounted']} uncounted" if r.get("uncounted") else "")
         share = "" if r.get("share") is None else f"{100 * r['share']:.1f}%"
         line = [_label(r, flat), r.get("class") or r["kind"], r.get("output", ""), count_text(r["params"]["count"]),
