@@ -539,6 +539,7 @@ def _all_items(proj, g=-1, out=None):
     """Every card of the capture's pages, opened all the way down (chunks too)."""
     out = [] if out is None else out
     page = proj.children(g)
+    out.extend({**st, "type": "stack"} for st in page.get("stacks") or [])
     for it in page["items"]:
         out.append(it)
         if it["type"] == "group" and it.get("child_count"):
@@ -578,6 +579,8 @@ def test_cards_say_flops_per_rank_and_global_for_dtensor_ops(caps, case):
     # FSDP alone computes on gathered plain tensors (per rank already); with tensor
     # parallel, the blocks' DTensor matmuls make their groups' per-rank figures smaller
     assert bool(below) == (case == "fsdp_tp")
+    stacks = [it for it in items if it["type"] == "stack" and it.get("cost")]
+    assert stacks and all(it["cost"]["scope"] == "per rank" for it in stacks)  # the repeated blocks' card
     summary = proj.cost_summary()
     assert summary["flops_per_rank"] == per_rank["total"]
 

@@ -851,7 +851,11 @@ def _stack_cost(items: list[dict], block: list[dict]) -> dict | None:
             out["estimate"] = True
         return out
 
-    return {**total(items), "per_block": total(block)}
+    out = {**total(items), "per_block": total(block)}
+    scopes = {it["cost"].get("scope") for it in items}
+    if len(scopes) == 1 and None not in scopes:  # a split program: global, per device or per rank
+        out["scope"] = scopes.pop()
+    return out
 
 
 def _ref_key(ref: int) -> str:

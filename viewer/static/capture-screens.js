@@ -212,8 +212,11 @@ export function renderMeshLegend(c) {
     box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, rows.size > 1 ? `mesh ${ids.join(", ")}` : "mesh"),
       " ", el("span", { class: "mesh-axes" }, k.split(" · ")[0]), ` · ${k.split(" · ")[1]}`));
   }
+  // The compiler's key only where a compiler adds collectives (JAX: XLA); a Torch program's
+  // collectives are all its own.
+  const xlaKey = c && c.framework !== "torch" ? [" · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"] : [];
   box.append(el("div", { class: "mesh-row mesh-key" }, el("span", { class: "mesh-collective" }, "⇄ collective"),
-    " the program writes · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"));
+    " the program writes", ...xlaKey));
   const compiling = c && c.compiled && c.compiled.status === "pending" ? c.compiled : null;
   if (compiling) { // the graph first: XLA's figures replace this line in place when they arrive
     const nd = compiling.devices || 1;
@@ -225,7 +228,10 @@ export function renderMeshLegend(c) {
   if (legend.devices) more.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
   const memory = memoryLine(legend.memory); // worded as group cards word it
   if (memory) more.append(el("div", { class: "mesh-row" }, memory));
-  more.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data"));
+  // the key's example split over the capture's own first axis (`dp=2 × tp=2`: dp)
+  const first = legend.meshes && legend.meshes[0] ? String(legend.meshes[0].text || "").split(/[=\s]/)[0] : "";
+  const axis = first || "data";
+  more.append(el("div", { class: "mesh-row mesh-key" }, `f32[8@${axis},16]: dimension 0 split over ${axis}`));
   const compiled = c ? c.compiled : null;
   if (compiled && compiled.status === "compiled") {
     const n = compiled.count || 0;
@@ -240,7 +246,7 @@ export function renderMeshLegend(c) {
     if (xla.length) more.append(el("div", { class: "mesh-row" }, `XLA per device: ${xla.join(" · ")}`));
   } else if (compiled && compiled.status !== "pending") {
     more.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
-  } else {
+  } else if (c && c.framework !== "torch") {
     more.append(el("div", { class: "mesh-row mesh-key" }, "compiler collectives: not known (compile = \"on\")"));
   }
   const toggle = el("button", { type: "button", class: "mesh-details", "aria-expanded": String(meshDetails),

@@ -81,3 +81,32 @@ def test_a_compile_that_never_came_leaves_the_graph_saying_why(browser, tmp_path
         assert not app.unexpected_errors()
     finally:
         server.stop()
+
+
+def test_a_torch_programs_legend_keys_only_its_own_collectives(browser, tmp_path, close_pages):
+    """No compiler adds collectives to a Torch program: the legend keys the program's own
+    (⇄), never XLA's, and its example split names the capture's own axis."""
+    from capture.graph.model import Coverage
+    from capture.graph.sharding import mesh_record
+
+    cap = compiled_capture()
+    cap.backend, cap.framework, cap.framework_version = "torch_eager", "torch", "2.13"
+    cap.coverage = Coverage("executed_path")
+    cap.compiled = None
+    cap.meshes = [mesh_record([("dp", 4, None), ("tp", 2, None)], "DeviceMesh", "recipe")]
+    server = ViewerServer(workspace=make_workspace(tmp_path))
+    cid = server.add_capture(cap, "fsdp step")
+    server.start()
+    try:
+        app = open_app(browser, server.url_for(cid))
+        close_pages.append(app)
+        page = app.page
+        legend = page.locator("#mesh-legend")
+        assert "⇄ collective the program writes" in legend.inner_text()
+        assert "XLA" not in legend.inner_text()
+        page.locator("#mesh-legend .mesh-details").click()
+        text = legend.inner_text()
+        assert "f32[8@dp,16]: dimension 0 split over dp" in text and "compiler" not in text
+        assert not app.unexpected_errors()
+    finally:
+        server.stop()
