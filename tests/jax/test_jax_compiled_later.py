@@ -293,3 +293,20 @@ def _summary_scopes(path: Path, cap: Capture) -> None:
     assert "a shard_map as its body × its devices" in doc["figure_scopes"]["flops"]
     assert abs(body["flops"] / cap.compiled["cost"]["flops"] - 1) < 0.05
     assert doc["per_device"]["scope"] == "per device" and abs(doc["per_device"]["flops_ratio"] - 1) < 0.05
+
+
+def test_the_hover_and_the_cli_say_compiling_then_what_xla_runs():
+    from tensorviz_lsp.cli.commands.capture import compiled_line, following
+    from tensorviz_lsp.features.hover import _compiled
+
+    shown = _graph(later_compiled.pending_record(8, 0.2, 40))
+    assert _compiled(shown) == "; compiling for 8 devices… (XLA's figures follow)"
+    assert following(shown) == ("; XLA is compiling it for 8 devices (at most 40 s, --compile-timeout); the file is "
+                                "written again when they arrive")
+    done = later_compiled.complete(shown, dict(RECORD))
+    assert following(done) == ""
+    assert compiled_line(done) == ("compiled by XLA for 8 devices in 3.5 s: 1 collective (all-reduce(data)×1), "
+                                   "1 drawn on their nodes, 0 unattributed; per device: 1 MFLOPs, peak 25 B")
+    gone = later_compiled.missing(shown, "the worker ended before sending them")
+    assert compiled_line(gone) == ("not compiled for 8 devices (failed): the compiled program did not arrive: the "
+                                   "worker ended before sending them")

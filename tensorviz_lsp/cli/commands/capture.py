@@ -369,7 +369,8 @@ def compiled_line(capture: Capture) -> str | None:
     items = compiled.get("collectives") or []
     text = f"compiled by XLA for {devices} in {float(compiled.get('seconds') or 0):.1f} s: "
     if items:
-        text += (f"{len(items):,} collectives ({kind_counts(items)}), {compiled.get('attributed', 0):,} drawn on their "
+        text += (f"{len(items):,} collective{'' if len(items) == 1 else 's'} ({kind_counts(items)}), "
+                 f"{compiled.get('attributed', 0):,} drawn on their "
                  f"nodes, {compiled.get('unattributed', 0):,} unattributed")
     else:
         text += "no communication"
