@@ -310,3 +310,44 @@ def test_the_hover_and_the_cli_say_compiling_then_what_xla_runs():
     gone = later_compiled.missing(shown, "the worker ended before sending them")
     assert compiled_line(gone) == ("not compiled for 8 devices (failed): the compiled program did not arrive: the "
                                    "worker ended before sending them")
+
+
+@pytest.mark.slow
+@pytest.mark.jax
+def test_open_serves_the_graph_first_then_completes_it_in_place(tmp_path):
+    """``tensorviz open``: the URL comes with the graph, while XLA compiles; the same capture
+    id then holds the compiled program."""
+    import json
+    import signal
+    import time
+    import urllib.request
+
+    pytest.importorskip("jax")
+    root = write(tmp_path, {"model.py": MODEL, ".tensorviz/recipes.toml": RECIPE})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TENSORVIZ_TEST_COMPILE_DELAY_S": "6", "DISPLAY": "",
+           "WAYLAND_DISPLAY": "", "BROWSER": ""}
+    proc = subprocess.Popen([sys.executable, "-m", "tensorviz_lsp", "open", "--workspace", str(root), "--profile", "tp",
+                             "--no-browser"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+    def api() -> dict:
+        with urllib.request.urlopen(url + "api/capture", timeout=30) as res:
+            return json.load(res)
+
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:"), proc.stderr.read() if proc.poll() is not None else url
+        first = api()
+        assert first["compiled"]["status"] == "pending" and first["compiled"]["devices"] == 8
+        end = time.monotonic() + 120
+        while (now := api())["compiled"]["status"] == "pending" and time.monotonic() < end:
+            time.sleep(0.5)
+        assert now["compiled"]["status"] == "compiled" and now["id"] == first["id"]
+        assert now["compiled"]["count"] >= 1
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stdout.read() == "", "the URL once"
