@@ -78,9 +78,9 @@ def rank_flops(costs: Any) -> RankFlops | None:
     None when it is not a split Torch program (no ``notes["per_rank"]``)."""
     if costs is None or getattr(costs, "cost", None) is None:
         return None
-    got = getattr(costs, "_rank_flops", False)
-    if got is not False:
-        return got
+    cached = getattr(costs, "_rank_flops", False)
+    if cached is not False:
+        return cached if isinstance(cached, RankFlops) else None
     notes = costs.cost.notes if isinstance(costs.cost.notes, dict) else {}
     per_rank = notes.get("per_rank")
     got = RankFlops(costs.capture, costs.index, per_rank) if isinstance(per_rank, dict) else None

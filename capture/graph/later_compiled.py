@@ -78,6 +78,6 @@ def missing(capture: Capture, why: str, status: str = "failed") -> Capture:
     if not pending(capture):
         return capture
     c = dict(capture.compiled or {})
-    record = {k: c[k] for k in ("devices", "seconds", "scope", "note") if k in c}
+    record: dict[str, Any] = {k: c[k] for k in ("devices", "seconds", "scope", "note") if k in c}
     record.update(status=status, reason=f"the compiled program did not arrive: {why}")
     return replace(capture, compiled=record)
