@@ -6,7 +6,9 @@ The record (plain data)::
 
     {"status": "compiled" | "skipped" | "timeout" | "failed" | "pending",
      "reason": str,                 # when not compiled: why (pending: for how many devices)
-     "seconds": float,              # the compile's wall time (0 when skipped)
+     "seconds": float,              # the compile's wall time (0 when skipped; pending: so far)
+     "lower_seconds": float,        # of it, lowering the traced program to StableHLO
+     "limit_seconds": float,        # pending: the most it may take (Limits.compile_seconds)
      "scope": "per device",         # every figure below is one device's
      "devices": int,                # the partitions XLA compiled for
      "cost": {"flops", "bytes_accessed", "transcendentals"},   # cost_analysis(), per device
