@@ -193,9 +193,27 @@ def _later_parts(job: CaptureJob, channel: WorkerChannel, reader: FrameReader, c
             if exited_since is None and channel.exited():
                 exited_since = time.monotonic()
             elif exited_since is not None and time.monotonic() - exited_since > 0.5:
-                return _missing(capture, "the worker ended before sending them")
+                return _missing(capture, _ended(job, channel))
         elif not chunk:
-            return _missing(capture, "the worker ended before sending them")
+            return _missing(capture, _ended(job, channel))
+
+
+def _ended(job: CaptureJob, channel: WorkerChannel) -> str:
+    """Why what followed the graph never came: the worker ended, and how (a signal: a
+    compile that ran out of memory is killed, not raised)."""
+    code = channel.wait_exit(0.5)
+    how = ""
+    if code is not None and code < 0:
+        sig = _signal_name(-code)
+        hint = {"SIGKILL": " (possibly out of memory)", "SIGSEGV": " (segmentation fault)",
+                "SIGABRT": " (aborted)"}.get(sig, "")
+        how = f", killed by {sig}{hint}"
+        memory = job.limits.max_memory_bytes
+        if memory:
+            how += f" (the capture memory limit was {memory / (1 << 20):g} MiB)"
+    elif code:
+        how = f", exit status {code}"
+    return f"the worker ended before sending them{how}"
 
 
 def _take_messages(job: CaptureJob, reader: FrameReader, chunk: bytes) -> _FinalMessage | None:

@@ -127,10 +127,11 @@ def test_a_compiled_program_that_never_comes_leaves_the_graph_saying_why():
 class _Channel:
     """A worker channel that delivers ``chunks`` (then the end)."""
 
-    def __init__(self, chunks: list[bytes]) -> None:
+    def __init__(self, chunks: list[bytes], code: int = 0) -> None:
         self.chunks = list(chunks)
         self.escaped: list = []
         self.killed = False
+        self.code = code
 
     def send_request(self, data: bytes) -> None:
         pass
@@ -148,13 +149,13 @@ class _Channel:
         pass
 
     def wait_exit(self, timeout: float) -> int | None:
-        return 0
+        return self.code
 
     def log_tail(self) -> str:
         return ""
 
 
-def _converse(chunks: list[bytes]) -> tuple[Capture, list[Capture], list[str]]:
+def _converse(chunks: list[bytes], code: int = 0) -> tuple[Capture, list[Capture], list[str]]:
     from capture.recipe import parse_profile
     from capture.session.conversation import converse
     from capture.session.runner import make_job
@@ -167,7 +168,7 @@ def _converse(chunks: list[bytes]) -> tuple[Capture, list[Capture], list[str]]:
     job.graph_ready = shown.append
     request = WorkerRequest(protocol=PROTOCOL_VERSION, action="capture", workspace=str(Path.cwd()),
                             recipe=recipe.to_dict(), limits=job.limits.to_dict())
-    got = converse(job, _Channel(chunks), request)
+    got = converse(job, _Channel(chunks, code), request)
     assert got is not None
     return got, shown, said
 
@@ -201,6 +202,14 @@ def test_a_compiled_program_that_never_comes_is_a_failed_record_beside_the_graph
     got, shown, _ = _converse([b"".join(_frames({"kind": "result", "graph": data}, *after))])
     assert got.failure is None and len(got.nodes) == len(shown[0].nodes) == 2
     assert got.compiled["status"] == "failed" and says in got.compiled["reason"]
+
+
+def test_a_worker_killed_while_compiling_says_how():
+    data = graphfile.encode(_graph(later_compiled.pending_record(8, 0.2, 40)))
+    got, _, _ = _converse(_frames({"kind": "result", "graph": data}), code=-9)
+    assert got.failure is None and got.compiled["reason"] == (
+        "the compiled program did not arrive: the worker ended before sending them, killed by SIGKILL (possibly out "
+        "of memory)")
 
 
 def test_statistics_and_the_compiled_program_may_both_follow_in_either_order():
