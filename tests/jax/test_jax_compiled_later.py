@@ -302,6 +302,10 @@ def _summary_scopes(path: Path, cap: Capture) -> None:
     assert "a shard_map as its body × its devices" in doc["figure_scopes"]["flops"]
     assert abs(body["flops"] / cap.compiled["cost"]["flops"] - 1) < 0.05
     assert doc["per_device"]["scope"] == "per device" and abs(doc["per_device"]["flops_ratio"] - 1) < 0.05
+    done = subprocess.run([sys.executable, "-m", "tensorviz_lsp", "inspect", str(path)], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    (cost,) = [ln for ln in done.stdout.splitlines() if ln.startswith("cost:")]
+    assert " global (a multiply-add counts 2)" in cost, cost
 
 
 def test_the_hover_and_the_cli_say_compiling_then_what_xla_runs():
