@@ -364,3 +364,24 @@ def test_open_serves_the_graph_first_then_completes_it_in_place(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.stdout.read() == "", "the URL once"
+
+
+def test_a_hovered_calls_flops_say_their_scope():
+    """Issue 46: on a program split across devices the hover's FLOPs say global, per device
+    (inside a shard_map body) or, for a split Torch program, per rank."""
+    from types import SimpleNamespace
+
+    from capture.analysis.lines import LineCall
+    from capture.graph.model import Group
+    from tensorviz_lsp.features.line_values import cost_text
+
+    groups = [Group(0, "jit", "step"), Group(1, "body", "shard_map body", 0, {"role": "shard_map body"})]
+    split = SimpleNamespace(meshes=[{"axes": []}], groups=groups)
+    whole = SimpleNamespace(meshes=[], groups=groups)
+    call = LineCall(nodes=[0], flops=2_420_000_000, bytes=45 << 20, container=0)
+    assert cost_text(call, split) == "2.42 GFLOPs global · 45 MiB moved"
+    assert cost_text(call, whole) == "2.42 GFLOPs · 45 MiB moved"
+    call.container = 1
+    assert cost_text(call, split) == "2.42 GFLOPs per device · 45 MiB moved"
+    call.rank_flops = 605_000_000
+    assert cost_text(call, split) == "605 MFLOPs per rank · 45 MiB moved"
