@@ -609,6 +609,10 @@ def test_summary_and_hover_say_flops_per_rank(caps, capsys):
     assert doc["figure_scopes"]["flops"] == "global for DTensor ops, per rank for plain-tensor ops"
     assert doc["figure_scopes"]["flops_per_rank"].startswith("per rank")
     assert all("flops_per_rank" in r for r in doc["rows"]) and doc["rows"]
+    (stack,) = [r for r in doc["rows"] if "stack" in r]  # the two blocks: each's per-rank FLOPs, the run's sum
+    assert stack["flops_per_rank"] == stack["stack"]["count"] * stack["stack"]["per_block"]["flops_per_rank"]
+    assert stack["flops_per_rank"] < stack["flops"]  # their tensor-parallel matmuls are DTensor ops
+    assert abs(sum(r["share"] for r in doc["rows"] if r["depth"] == 1) - 1) < 1e-6
     assert main(["summary", str(path)]) == 0
     text = capsys.readouterr().out
     assert "FLOPs/rank" in text.splitlines()[0]

@@ -199,6 +199,12 @@ def _per_rank(costs: Any, totals: dict, rows: list[dict]) -> None:
     for r in rows:
         members = (r.get("stack") or {}).get("members") or [r["id"]]
         r["flops_per_rank"] = sum(ranks.slots[g + 1] for g in members if 0 <= g < len(ranks.slots) - 1)
+        stack = r.get("stack") or {}
+        if isinstance(stack.get("per_block"), dict):  # one block's, as the column shows it
+            one = members[: stack.get("period") or 1]
+            stack["per_block"]["flops_per_rank"] = sum(ranks.slots[g + 1] for g in one if 0 <= g < len(ranks.slots) - 1)
+        if r.get("share") is not None and ranks.total > 0:
+            r["share"] = r["flops_per_rank"] / ranks.total  # of one rank's FLOPs, as the column shows
 
 
 def _row_scopes(capture: Any, rows: list[dict]) -> None:
@@ -345,7 +351,7 @@ def figure_scopes(capture: Any) -> dict[str, str]:
     if capture.framework == "torch" and capture.meshes:
         out["flops"] = "global for DTensor ops, per rank for plain-tensor ops"
         out["flops_per_rank"] = ("per rank: DTensor ops at the shapes one rank computes on, plain-tensor ops as "
-                                 "recorded (the figure cards, hovers and the FLOPs column show)")
+                                 "recorded; what cards, hovers and the FLOPs/rank column show")
     if capture.compiled and capture.compiled.get("status") == "compiled":
         out["compiled"] = "per device: XLA's cost_analysis() and memory_analysis() of the program one device runs"
     return out
@@ -367,7 +373,7 @@ def _text(doc: dict, flat: bool) -> str:
                 flops, bytes_text(r["bytes"]), share]
         if "stack" in r and r["stack"].get("per_block"):
             pb = r["stack"]["per_block"]
-            line[4] += f" ({flops_text(pb['flops'])}/block)"
+            line[4] += f" ({flops_text(pb['flops_per_rank' if rank else 'flops'])}/block)"
         if device:
             line.append(seconds_text(r["time"]) + (f" {r['bound']}" if r.get("bound") else ""))
         table.append(line)
