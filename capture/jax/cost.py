@@ -278,6 +278,39 @@ def _moved(eqn: Any, kind: str) -> tuple[int, int]:
     return read, sum(_bytes(a) for a in outs)
 
 
+def _figures(costs: _Costs, eqn: Any, memo: dict[tuple, tuple[int, str, int, int]]) -> tuple[int, str, int, int]:
+    """``(FLOPs, rule, bytes read, bytes written)`` of one equation, counted once per
+    signature: equations of one primitive on equal abstract values with equal params (a
+    layer repeated, a Python loop of primitives) share one count (roofline's rules build
+    several objects per call)."""
+    key = _signature(eqn)
+    got = memo.get(key) if key is not None else None
+    if got is None:
+        f, kind = costs.flops(eqn)
+        r, w = _moved(eqn, kind)
+        got = (f, kind, r, w)
+        if key is not None:
+            memo[key] = got
+    return got
+
+
+def _signature(eqn: Any) -> tuple | None:
+    """What an equation's figures are computed from: its primitive, params, operand and
+    result abstract values, and which operands are the same variable (read once); None
+    when a param cannot be hashed (an array)."""
+    first: dict[int, int] = {}
+    ins = []
+    for pos, v in enumerate(eqn.invars):
+        ins.append((_aval(v), first.setdefault(id(v), pos)))
+    try:
+        key = (eqn.primitive, tuple((k, type(v), v) for k, v in eqn.params.items()), tuple(ins),
+               tuple(v.aval for v in eqn.outvars))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
 def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     """The cost columns of a converted program: ``eqns[i]`` is the equation behind ``nodes[i]``."""
     from .control_flow import BODY_KIND
@@ -296,6 +329,7 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
     n = len(nodes)
     flops, read, written, rule = [0] * n, [0] * n, [0] * n, [0] * n
     boundaries = []
+    memo: dict[tuple, tuple[int, str, int, int]] = {}
     for i, (node, eqn) in enumerate(zip(nodes, eqns)):
         if node.opaque or node.op in ("pallas_call", "shard_map"):  # a shard_map's body is open; its node counts it
             boundaries.append(i)
@@ -303,8 +337,7 @@ def count(nodes: list[Node], groups: list[Group], eqns: list[Any]) -> NodeCosts:
                 boundaries.pop()  # a scatter with its update function: roofline counts it
             else:
                 continue
-        f, kind = costs.flops(eqn)
-        r, w = _moved(eqn, kind)
+        f, kind, r, w = _figures(costs, eqn, memo)
         flops[i], read[i], written[i], rule[i] = _fit(f, node.op, costs.reasons), _fit(r), _fit(w), rule_id(kind)
 
     # Control-flow boundaries, innermost first (a body's nodes come after its boundary's,
