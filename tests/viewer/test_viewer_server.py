@@ -18,7 +18,7 @@ from viewer_fixtures import tiny_capture
 from capture.graph import graphfile
 from capture.graph.model import Capture, Failure, Frame, Source
 from synthetic import synthetic_capture
-from viewer.projection.index import ROOT
+from capture.analysis.index import ROOT
 from viewer.server.app import ViewerServer
 from viewer.server.handlers import KEEPALIVE_SECONDS
 from viewer.server.security import CSP
