@@ -570,6 +570,12 @@ def test_the_warm_up_makes_the_pages_the_first_view_opens(static):
         assert page["items"][0]["type"] == "chunk" and page["items"][0]["key"] == f"c{trunk}:0"
         assert c.json(f"api/children?group={trunk}&chunk=0&capture={cid}") == json.loads(json.dumps(made[(trunk, 0, False, False)]))
         assert set(proj.pages._views) == set(made), "every page the first view asked for was made by the warm-up"
+        entry = s._entry(str(cid))
+        assert set(entry.first_pages) == {(ROOT, None), (trunk, None), (trunk, 0)}  # sent as encoded then
+        # the same pages with kernels or weights asked are made on request, not the first view's
+        with_weights = c.json(f"api/children?group={trunk}&chunk=0&weights=1&capture={cid}")
+        assert with_weights.get("weights_asked") is True
+        assert "chunk" in c.json(f"api/children?group={trunk}&chunk=x&capture={cid}", expect=400)["error"]
 
 
 def test_failed_capture_is_served_with_its_failure(client, server):
