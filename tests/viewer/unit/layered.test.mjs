@@ -154,3 +154,18 @@ test("inOrder: as near as the order and the spans allow (least squares)", () => 
   // order is kept when the wishes cross: the nearest, 50 apart (x0 ~ 300, x0 + 50 ~ 0)
   assert.deepEqual(inOrder([300, 0], [50, 50]), [125, 175]);
 });
+
+test("cards wired to nothing stand in rows below the rest, not in one long row", () => {
+  const n = 102; // a chain of two, and 100 loose cards
+  const j = job(n, [[0, 1]]);
+  const sizes = j.items.map(() => size());
+  const l = layeredLayout(j, sizes);
+  checkGeometry(j, sizes, l);
+  const rows = new Set(l.boxes.slice(2).map((b) => b.y));
+  assert.ok(rows.size >= 5, `${rows.size} rows`);
+  for (const b of l.boxes.slice(2)) assert.ok(b.y > l.boxes[1].y, "below the wired cards");
+  assert.ok(l.w < l.h * 4, `about square: ${l.w} x ${l.h}`);
+  // a few loose cards stay in the top row beside the rest
+  const few = layeredLayout(job(5, [[0, 1]]), Array.from({ length: 5 }, () => size()));
+  assert.equal(few.boxes[4].y, few.boxes[0].y);
+});

@@ -49,6 +49,7 @@ const LANE_GAP = 10; // between a lane and its neighbour
 const TRACK = 8; // between two horizontal runs in one gap
 const PAD = 10;
 const SWEEPS = 4;
+const LOOSE_ROW = 8; // cards wired to nothing: in one row up to this many
 
 /**
  * @param {LayoutJob} job
@@ -126,7 +127,28 @@ function layering(n, pairs, row) {
     for (const k of outs[v]) if (flipped[k]) layer[v] = Math.max(layer[v], layer[pairs[k][1]] + 1);
   }
   sinkSources(n, pairs, layer, flipped, ins, outs);
+  stackLoose(n, layer, ins, outs);
   return { layer, flipped };
+}
+
+// Cards wired to nothing (as ELK packs separate components) go below the rest in rows of
+// about the square root of their number, not all in the top layer side by side.
+/**
+ * @param {number} n
+ * @param {number[]} layer
+ * @param {number[][]} ins
+ * @param {number[][]} outs
+ */
+function stackLoose(n, layer, ins, outs) {
+  const loose = [];
+  let below = 0;
+  for (let v = 0; v < n; v++) {
+    if (ins[v].length || outs[v].length) below = Math.max(below, layer[v] + 1);
+    else loose.push(v);
+  }
+  if (loose.length <= LOOSE_ROW) return;
+  const row = Math.max(LOOSE_ROW, Math.ceil(Math.sqrt(loose.length * 2)));
+  loose.forEach((v, i) => (layer[v] = below + Math.floor(i / row)));
 }
 
 // A card with nothing above it moves down to just above the first card it feeds.
@@ -353,7 +375,7 @@ function layerTops(g, layers, x) {
   const runs = runsByGap(g, x, layers.length);
   runs.forEach((list, l) => (tracks[l] = assignTracks(list)));
   const top = [];
-  const height = layers.map((l) => Math.max(0, ...l.map((v) => g.h[v])));
+  const height = layers.map((l) => l.reduce((m, v) => Math.max(m, g.h[v]), 0));
   let y = PAD;
   for (let l = 0; l < layers.length; l++) {
     top.push(y);
