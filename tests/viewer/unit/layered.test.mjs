@@ -169,3 +169,19 @@ test("cards wired to nothing stand in rows below the rest, not in one long row",
   const few = layeredLayout(job(5, [[0, 1]]), Array.from({ length: 5 }, () => size()));
   assert.equal(few.boxes[4].y, few.boxes[0].y);
 });
+
+test("a long chain with residual edges and constants beside it stands straight (no drift)", () => {
+  // 400 ops in a chain, a residual edge over every three, a constant into every fourth:
+  // a flat jit's first chunk. Its cards must stand in one column, as ELK draws it.
+  const chain = 400;
+  const pairs = [];
+  for (let i = 0; i + 1 < chain; i++) pairs.push([i, i + 1]);
+  for (let i = 0; i + 3 < chain; i += 3) pairs.push([i, i + 3]);
+  for (let k = 0; k < 100; k++) pairs.push([chain + k, k * 4]);
+  const j = job(chain + 100, pairs);
+  const sizes = j.items.map((_, i) => size(80 + (i % 3) * 30, 40));
+  const l = layeredLayout(j, sizes);
+  checkGeometry(j, sizes, l);
+  const centres = new Set(l.boxes.slice(0, chain).map((b) => b.x + b.w / 2));
+  assert.equal(centres.size, 1, `the chain's centres: ${[...centres].slice(0, 8).join(", ")}…`);
+});

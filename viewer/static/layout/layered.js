@@ -260,7 +260,12 @@ function buildGraph(n, sizes, pairs, row) {
   return { layer, w, h, up, down, pairs: routes };
 }
 
-// Each layer's order: program order (a lane by its upper end's), then barycentre sweeps.
+// Each layer's order: the cards in program order, then barycentre sweeps among them; the
+// lanes of long edges after the cards, in the order of their upper ends (swept the same
+// way among themselves). With lanes between cards, each layer's card stood a lane's width
+// further right than the one above it, and a 400-op chain with residual edges drifted
+// across the screen; beside the cards, the chain stands straight and the long edges run
+// down its right, as ELK draws them.
 /**
  * @param {Graph} g
  * @param {number} n  real cards (the rest are lanes)
@@ -273,93 +278,154 @@ function orderLayers(g, n) {
   const layers = Array.from({ length: depth }, () => []);
   const key = new Array(g.layer.length).fill(0);
   for (let v = 0; v < n; v++) key[v] = v;
-  for (const p of g.pairs) for (let i = 1; i + 1 < p.path.length; i++) key[p.path[i]] = key[p.path[0]] + 0.5;
+  for (const p of g.pairs) for (let i = 1; i + 1 < p.path.length; i++) key[p.path[i]] = n + key[p.path[0]];
   for (let v = 0; v < g.layer.length; v++) layers[g.layer[v]].push(v);
   for (const l of layers) l.sort((a, b) => key[a] - key[b]);
   const pos = new Array(g.layer.length).fill(0);
-  const index = () => layers.forEach((l) => l.forEach((v, i) => (pos[v] = i)));
-  index();
+  layers.forEach((l) => l.forEach((v, i) => (pos[v] = i)));
   for (let sweep = 0; sweep < SWEEPS; sweep++) {
     const downward = sweep % 2 === 0;
     const seq = downward ? layers.slice(1) : layers.slice(0, -1).reverse();
     for (const l of seq) {
-      const bary = l.map((v) => {
+      const ranked = l.map((v, i) => {
         const nb = downward ? g.up[v] : g.down[v];
-        return nb.length ? nb.reduce((s, u) => s + pos[u], 0) / nb.length : pos[v];
-      });
-      const ranked = l.map((v, i) => [bary[i], i, v]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-      ranked.forEach(([, , v], i) => (l[i] = v));
+        const bary = nb.length ? nb.reduce((s, u) => s + pos[u], 0) / nb.length : pos[v];
+        return [v < n ? 0 : 1, bary, i, v];
+      }).sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]);
+      ranked.forEach((r, i) => (l[i] = r[3]));
       l.forEach((v, i) => (pos[v] = i));
     }
   }
   return layers;
 }
 
-// x of each card's left side: packed in order, then sweeps towards the median centre of
-// each card's neighbours, in order and never closer than the gap.
+// x of each card's left side, as Brandes and Köpf place a layered graph, in one pass:
+// each card is aligned under its main neighbour in the layer above (a card before a lane,
+// then the one wired most: the chain it continues, not a constant beside it; a lane under
+// its own), unless that
+// one has a card aligned under it already or the alignment would cross one made left of
+// it; each aligned run is one block, one x for all of it, and the blocks are packed from
+// the left as each layer's order asks. A chain stands straight however long it is (the
+// median of neighbours, followed sweep after sweep, let a 400-op chain drift across).
 /**
  * @param {Graph} g
  * @param {number[][]} layers
  * @returns {number[]}
  */
 function placeAcross(g, layers) {
-  const x = new Array(g.layer.length).fill(0);
-  const gap = (/** @type {number} */ v) => (g.w[v] ? NODE_GAP : LANE_GAP);
-  for (const l of layers) {
-    let at = 0;
-    for (const v of l) {
-      x[v] = at;
-      at += g.w[v] + gap(v);
+  const size = g.layer.length;
+  const root = alignBlocks(g, layers);
+  /** @type {[number, number][][]} */
+  const after = Array.from({ length: size }, () => []); // block -> [block to its right, least distance]
+  const waits = new Array(size).fill(0);
+  for (const l of layers) for (let i = 0; i + 1 < l.length; i++) {
+    const a = l[i];
+    const b = l[i + 1];
+    const space = g.w[a] && g.w[b] ? NODE_GAP : LANE_GAP;
+    after[root[a]].push([root[b], (g.w[a] + g.w[b]) / 2 + space]);
+    waits[root[b]]++;
+  }
+  const centre = new Array(size).fill(0);
+  const ready = [];
+  let blocks = 0;
+  for (let v = 0; v < size; v++) if (root[v] === v) {
+    blocks++;
+    if (!waits[v]) ready.push(v);
+  }
+  let placed = 0;
+  while (ready.length) {
+    const r = /** @type {number} */ (ready.pop());
+    placed++;
+    for (const [b, d] of after[r]) {
+      centre[b] = Math.max(centre[b], centre[r] + d);
+      if (--waits[b] === 0) ready.push(b);
     }
   }
-  for (let sweep = 0; sweep < SWEEPS; sweep++) {
-    const downward = sweep % 2 === 0;
-    const seq = downward ? layers.slice(1) : layers.slice(0, -1).reverse();
-    for (const l of seq) {
-      const want = l.map((v) => {
-        const nb = downward ? g.up[v] : g.down[v];
-        if (!nb.length) return x[v];
-        const centres = nb.map((u) => x[u] + g.w[u] / 2).sort((a, b) => a - b);
-        return centres[(centres.length - 1) >> 1] - g.w[v] / 2;
-      });
-      const got = inOrder(want, l.map((v) => g.w[v] + gap(v)));
-      l.forEach((v, i) => (x[v] = got[i]));
-    }
-  }
+  if (placed < blocks) return packed(g, layers); // (not reached: alignments never cross)
   let min = Infinity;
+  const x = g.layer.map((_, v) => centre[root[v]] - g.w[v] / 2);
   for (const v of x) min = Math.min(min, v);
   return x.map((v) => Math.round(v - min + PAD)); // whole pixels: a run across is there or not
 }
 
-// The positions nearest `want` (least squares) with each at least `span` after the one
-// before: pool adjacent violators on want[i] - offset[i].
+// Each card's block: the card at the top of the run it is aligned in.
+/**
+ * @param {Graph} g
+ * @param {number[][]} layers
+ * @returns {number[]}
+ */
+function alignBlocks(g, layers) {
+  const size = g.layer.length;
+  const pos = new Array(size).fill(0);
+  layers.forEach((l) => l.forEach((v, i) => (pos[v] = i)));
+  // a card before a lane (a chain is not continued through a long edge), then the most wired
+  const rank = (/** @type {number} */ v) => (g.w[v] ? size : 0) + g.up[v].length + g.down[v].length;
+  const root = Array.from({ length: size }, (_, v) => v);
+  const taken = new Array(size).fill(false);
+  for (let k = 1; k < layers.length; k++) {
+    let last = -1; // the rightmost position aligned to in the layer above
+    for (const v of layers[k]) {
+      let main = -1;
+      for (const u of g.up[v]) if (main < 0 || rank(u) > rank(main) || (rank(u) === rank(main) && u > main)) main = u;
+      if (main < 0 || taken[main] || pos[main] <= last) continue;
+      taken[main] = true;
+      root[v] = root[main];
+      last = pos[main];
+    }
+  }
+  return root;
+}
+
+// Each layer packed from the left in its order (what placeAcross falls back on).
+/**
+ * @param {Graph} g
+ * @param {number[][]} layers
+ * @returns {number[]}
+ */
+function packed(g, layers) {
+  const x = new Array(g.layer.length).fill(PAD);
+  for (const l of layers) {
+    let at = PAD;
+    for (const v of l) {
+      x[v] = at;
+      at += g.w[v] + (g.w[v] ? NODE_GAP : LANE_GAP);
+    }
+  }
+  return x;
+}
+
+// The positions nearest `want` (weighted least squares) with each at least `span` after
+// the one before: pool adjacent violators on want[i] - offset[i].
 /**
  * @param {number[]} want
  * @param {number[]} span  each one's width and gap after it
+ * @param {number[]} [weight]  how much each one's own wish counts (1 each by default)
  * @returns {number[]}
  */
-export function inOrder(want, span) {
+export function inOrder(want, span, weight) {
   const offset = [];
   let at = 0;
   for (let i = 0; i < want.length; i++) {
     offset.push(at);
     at += span[i];
   }
-  /** @type {{sum: number, count: number}[]} */
+  /** @type {{sum: number, mass: number, count: number}[]} */
   const blocks = [];
   for (let i = 0; i < want.length; i++) {
-    blocks.push({ sum: want[i] - offset[i], count: 1 });
+    const w = weight ? weight[i] : 1;
+    blocks.push({ sum: (want[i] - offset[i]) * w, mass: w, count: 1 });
     while (blocks.length > 1) {
       const b = blocks[blocks.length - 1];
       const a = blocks[blocks.length - 2];
-      if (a.sum / a.count <= b.sum / b.count) break;
+      if (a.sum / a.mass <= b.sum / b.mass) break;
       a.sum += b.sum;
+      a.mass += b.mass;
       a.count += b.count;
       blocks.pop();
     }
   }
   const out = [];
-  for (const b of blocks) for (let k = 0; k < b.count; k++) out.push(b.sum / b.count + offset[out.length]);
+  for (const b of blocks) for (let k = 0; k < b.count; k++) out.push(b.sum / b.mass + offset[out.length]);
   return out;
 }
 
