@@ -47,6 +47,7 @@ const LAYER_GAP = 40; // between two layers, at least
 const NODE_GAP = 28; // between two cards of a layer
 const LANE_GAP = 10; // between a lane and its neighbour
 const TRACK = 8; // between two horizontal runs in one gap
+const TRACKS_TALL = 160; // a gap's runs take this much height at most (then closer than TRACK)
 const PAD = 10;
 const SWEEPS = 4;
 const LOOSE_ROW = 8; // cards wired to nothing: in one row up to this many
@@ -442,12 +443,14 @@ function layerTops(g, layers, x) {
   runs.forEach((list, l) => (tracks[l] = assignTracks(list)));
   const top = [];
   const height = layers.map((l) => l.reduce((m, v) => Math.max(m, g.h[v]), 0));
+  // a gap's tracks closer together where there are many: at most TRACKS_TALL between them
+  const step = tracks.map((t) => Math.min(TRACK, TRACKS_TALL / Math.max(1, t)));
   let y = PAD;
   for (let l = 0; l < layers.length; l++) {
     top.push(y);
-    y += height[l] + Math.max(LAYER_GAP, 2 * 14 + tracks[l] * TRACK);
+    y += height[l] + Math.max(LAYER_GAP, 2 * 14 + tracks[l] * step[l]);
   }
-  return { top, height, runs };
+  return { top, height, runs, step };
 }
 
 /**
@@ -542,7 +545,7 @@ function assignTracks(runs) {
  * @param {LayoutJob} job
  * @param {Graph} g
  * @param {number[]} x
- * @param {{top: number[], height: number[], runs: Map<string, Run>[]}} ys
+ * @param {{top: number[], height: number[], runs: Map<string, Run>[], step: number[]}} ys
  * @param {number[]} pairOf
  * @returns {Layout}
  */
@@ -579,7 +582,7 @@ function route(job, g, x, ys, pairOf) {
 /**
  * @param {Graph} g
  * @param {number[]} x
- * @param {{top: number[], height: number[], runs: Map<string, Run>[]}} ys
+ * @param {{top: number[], height: number[], runs: Map<string, Run>[], step: number[]}} ys
  * @param {Map<string, number>} ports
  * @param {Graph["pairs"][number]} p
  * @param {number} k
@@ -599,7 +602,7 @@ function pairPoints(g, x, ys, ports, p, k) {
     const run = ys.runs[l].get(`${k}:${i}`);
     const xb = run ? portX(g, x, ports, b, a, false) : pts[pts.length - 1][0];
     if (run) {
-      const y = bottom + 14 + run.track * TRACK;
+      const y = bottom + 14 + run.track * ys.step[l];
       pts.push([run.x0, y], [run.x1, y]);
     }
     const lb = g.layer[b];
