@@ -51,19 +51,18 @@ class _Entry:
                 self._lines = proj.line_index()
             return self._lines
 
-    def prepared(self) -> None:
+    def prepared(self, encode: Callable[[Any], bytes] | None = None) -> None:
         """Build the projection and make what the first page reads (the warm-up). The
         lock is held throughout: a request meanwhile waits for it rather than making the
         same parts again on its own thread (two threads under one GIL: both slower)."""
-        from .security import _dumps  # (security imports this module)
-
         with self._lock:
             if self._projection is None:
                 proj = self._projection = Projection(self.capture)
                 proj.prepare()
-                if self.capture.failure is None:
-                    # encoded now too: a first chunk's page is 300-400 KB of JSON (60 ms)
-                    self.first_pages = {key: _dumps(proj.children(*key)) for key in proj.first_pages()}
+                if encode is not None and self.capture.failure is None:
+                    # encoded now too (``encode``: the server's JSON): a first chunk's page is
+                    # 300-400 KB of JSON (60 ms)
+                    self.first_pages = {key: encode(proj.children(*key)) for key in proj.first_pages()}
 
     @property
     def built(self) -> bool:
