@@ -298,7 +298,7 @@ def run_real(browser, name: str, path: Path, frames: int) -> dict:
             "views": {"opened": opened}}
 
 
-def report_real(rows: list[dict]) -> None:
+def report_real(rows: list[dict], base: dict[str, dict] | None = None) -> None:
     print(f"{'real capture':<18} {'ops':>7} {'groups':>7} {'MB':>5} {'read':>7} {'index':>7} {'capture→':>9} "
           f"{'layout→':>8} {'gap':>6} {'1st paint':>9} {'read+paint':>10}  target < 1500 ms")
     for r in rows:
@@ -313,6 +313,15 @@ def report_real(rows: list[dict]) -> None:
         print(f"{'':<18} opened view: {m['items']} items, pan/zoom draw p95 {m['draw_p95']:.2f} ms, heap {m['heap_mb']:.1f} MB;"
               f" server CPU until first paint {r.get('server_cpu_s', float('nan')) * 1000:.0f} ms, page main thread busy"
               f" {r.get('page_busy_s', float('nan')) * 1000:.0f} ms, laying out (ELK or the fast layout) {f['elk']:.0f} ms")
+        b = (base or {}).get(r["name"])
+        if b:
+            bf = b["first"]
+            bserved = bf["marks"].get("capture", 0)
+            bstart = bf["layoutStart"] if bf["layoutStart"] is not None else float("nan")
+            print(f"{'':<18} baseline: read {b['read_s'] * 1000:.0f} ms, capture→ {bserved:.0f} ms, layout→ {bstart:.0f} ms"
+                  f" (gap {bstart - bserved:.0f} ms), 1st paint {bf['paint']:.0f} ms (ratio {f['paint'] / bf['paint']:.2f}×),"
+                  f" laying out {bf['elk']:.0f} ms, server CPU {b.get('server_cpu_s', float('nan')) * 1000:.0f} ms"
+                  f" (ratio {r.get('server_cpu_s', 0) / max(1e-9, b.get('server_cpu_s', 0)):.2f}×)")
     print("  read: graphfile.read; index: the projection's index alone (in this process); from navigation: capture→ the"
           " summary answered (index built), layout→ the first layout request, gap: between them, 1st paint;"
           " server CPU: this process's CPU time from the capture's adding (its warm-up) to the first paint, page main"
@@ -323,7 +332,7 @@ def report_real(rows: list[dict]) -> None:
 def report(rows: list[dict], base: dict[str, dict]) -> None:
     real = [r for r in rows if r.get("real")]
     if real:
-        report_real(real)
+        report_real(real, base)
     rows = [r for r in rows if not r.get("real")]
     if not rows:
         return
