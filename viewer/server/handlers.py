@@ -68,7 +68,8 @@ class _Handler(_GuardedHandler):
         proj = entry.projection()
         kernels, weights = _flag(q, "kernels"), _flag(q, "weights")
         chunk = q.get("chunk") or None
-        made = None if kernels or weights else entry.first_pages.get((group, _chunk_key(chunk)))
+        made = None if kernels or weights or (chunk is not None and _chunk_key(chunk) is None) else \
+            entry.first_pages.get((group, _chunk_key(chunk)))
         if made is not None:  # the first view's, made and encoded by the warm-up
             self._send(200, made, "application/json; charset=utf-8")
             return
@@ -344,15 +345,14 @@ def _int_param(q: dict, name: str, default: int | None = None) -> int:
         raise _ApiError(400, f"{name} must be an integer") from None
 
 
-def _chunk_key(chunk: str | None) -> int | str | None:
-    """A chunk parameter as the warm-up's first pages are keyed (an integer, None for the
-    whole group; anything else as it came, which no key matches)."""
-    if chunk is None:
-        return None
+def _chunk_key(chunk: str | None) -> int | None:
+    """A chunk parameter as the warm-up's first pages are keyed: an integer, None for the
+    whole group (and for one that is not a number: no first page is made for it, and the
+    projection answers it with its own error)."""
     try:
-        return int(chunk)
+        return None if chunk is None else int(chunk)
     except ValueError:
-        return chunk
+        return None
 
 
 def _flag(q: dict, name: str) -> bool:
