@@ -759,13 +759,23 @@ def _supplied_key(rngs):
         ("Keyed", {"args": [3, 4], "kwargs": {}}),
     ],
 )
-def test_nnx_literal_init_supplies_rngs_from_the_seed(ws, model, init):
+def test_nnx_literal_init_supplies_rngs_from_the_seed(ws, model, init, monkeypatch):
+    from flax import nnx
+
+    made = []
+
+    class Rngs(nnx.Rngs):  # records what TensorViz builds
+        def __init__(self, *a, **k):
+            made.append(self)
+            super().__init__(*a, **k)
+
+    monkeypatch.setattr(nnx, "Rngs", Rngs)
     cap = run(ws, {"nr.py": NNX_RNGS}, profile(f"nr:{model}", args=[SPEC_INPUT], init=init, seed=7))
     import nr
 
-    (rngs,) = nr.SEEN
+    (rngs,) = nr.SEEN  # the constructor's (built abstractly: nnx.eval_shape's copy of the one supplied)
     assert isinstance(rngs, flax.nnx.Rngs)
-    assert _supplied_key(rngs) == _supplied_key(flax.nnx.Rngs(7))  # nnx.Rngs(recipe.seed)
+    assert len(made) == 1 and _supplied_key(made[0]) == _supplied_key(flax.nnx.Rngs(7))  # nnx.Rngs(recipe.seed)
     assert cap.meta["model_kind"] == "nnx" and cap.meta["state"] == "fresh_init"
     assert cap.meta["state_note"].startswith("freshly initialized state, not trained weights")
     assert "nnx.Rngs(seed)" in cap.meta["state_note"]
