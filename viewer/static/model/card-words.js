@@ -384,7 +384,10 @@ export function stackEntry(stack, reps) {
   if (!head && params) lines.push(`${formatCount(params)} params · ${formatBytes(bytes)} in all`);
   const per = first.reduce((n, it) => n + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0);
   const total = reps.reduce((n, rep) => n + rep.reduce((m, it) => m + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0), 0);
-  lines.push(`${reps.length} × ${grouped(per)} ops = ${grouped(total)} ops`);
+  // A Python loop's steps: what it carries and what each step slices, in the server's words.
+  const loop = stack.loop && Array.isArray(stack.loop.lines) ? stack.loop : null;
+  if (loop) lines.splice(0, lines.length, ...loop.lines.map(String));
+  lines.push(`${reps.length}${loop ? " steps" : ""} × ${grouped(per)} ops = ${grouped(total)} ops`);
   if (typeof stack.routing === "string") lines.push(stack.routing); // layers alike but for what routing chose
   // Its cost: one block's and the run's sum (server's `cost`, per_block its first repetition).
   const cost = stack.cost || null;
@@ -396,7 +399,8 @@ export function stackEntry(stack, reps) {
     lines.push(`${formatBytes(cost.bytes || 0)} moved` + (cost.uncounted ? ` · +${grouped(cost.uncounted)} uncounted` : ""));
   }
   const title = stack.label || `${first[0] ? first[0].label : ""} …`;
-  return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1, cost };
+  const tag = `×${stack.count || reps.length}${loop ? " steps" : ""}`;
+  return { kind: "stack", title: String(title), lines, tag, members: stack.members.flat(), period: stack.period || 1, cost };
 }
 
 // A fold of items that are not repetitions, as one card named after what it holds; it

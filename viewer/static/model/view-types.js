@@ -103,6 +103,7 @@
  * @property {string[]} [names]  a fold: what it holds
  * @property {number} [layers]  a plumbing fold: how many layers it feeds
  * @property {string} [routing]  layers alike but for what routing chose: the words
+ * @property {{steps: number, lines: string[]}} [loop]  a Python loop's steps: their count and what its card says
  * @property {ItemCost | null} [cost]
  */
 
