@@ -37,7 +37,7 @@ from layered_models import decoder_capture  # noqa: E402
 from loop_models import MAMBA_STEP, loop_capture, noise_capture  # noqa: E402
 from synthetic import synthetic_capture  # noqa: E402
 from viewer.projection import projection  # noqa: E402
-from viewer.projection.index import GraphIndex  # noqa: E402
+from capture.analysis.index import GraphIndex  # noqa: E402
 from viewer.projection.projection import Projection  # noqa: E402
 
 

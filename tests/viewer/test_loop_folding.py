@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from loop_models import MAMBA_STEP, _Builder, loop_capture, noise_capture  # noqa: E402
 
 from capture.graph.loops import STEP_KIND, fold_loops  # noqa: E402
-from viewer.projection.index import GraphIndex  # noqa: E402
+from capture.analysis.index import GraphIndex  # noqa: E402
 from viewer.projection.projection import Projection  # noqa: E402
 
 
@@ -119,7 +119,7 @@ def test_the_last_step_folds_with_the_others_though_it_hands_nothing_on():
 
 
 def test_steps_are_named_in_the_vocabulary():
-    from viewer.projection.names import vocabulary
+    from capture.analysis.names import vocabulary
 
     assert vocabulary()["kinds"][STEP_KIND]["short"] == "loop step"
 
