@@ -1,4 +1,4 @@
-"""Folding Python loops into steps (capture/graph/loops.py): what it adds to opening a capture.
+"""Folding Python loops into steps (capture/analysis/loops.py): what it adds to opening a capture.
 
     python benchmarks/bench_loop_folding.py [--sizes 10000,100000] [--repeat 3]
 
@@ -31,7 +31,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # test-only
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests" / "viewer"))  # layered_models.py, likewise
 
 from capture.graph import gc_pause  # noqa: E402
-from capture.graph.loops import fold_loops  # noqa: E402
+from capture.analysis.loops import fold_loops  # noqa: E402
 from capture.graph.tables import NodeTable  # noqa: E402
 from layered_models import decoder_capture  # noqa: E402
 from loop_models import MAMBA_STEP, loop_capture, noise_capture  # noqa: E402

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from capture.graph.tables import ValueTable
-from capture.graph.loops import STEP_KIND
+from capture.analysis.loops import STEP_KIND
 from capture.graph.model import format_shape
 from capture.graph.sharding import short_dtype as _short_dtype
 from capture.graph.sharding import split_label

@@ -36,7 +36,7 @@ from itertools import compress
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
-from capture.graph.loops import DATA_DEPENDENT_OPS, STEP_KIND
+from capture.analysis.loops import DATA_DEPENDENT_OPS, STEP_KIND
 
 #: The longest period of a repeat (items per repetition) looked for: a Gemma-style
 #: (local × 5, global) block pattern with the residual ops between its blocks fits.

@@ -186,7 +186,7 @@ class NodeTable(Sequence[Node]):
 
     def with_groups(self, group: list[int]) -> NodeTable:
         """The same nodes with another ``group`` column (-1 for none): a view that
-        regroups them (:mod:`capture.graph.loops`) shares every other column."""
+        regroups them (:mod:`capture.analysis.loops`) shares every other column."""
         if len(group) != len(self._op):
             raise ValueError(f"a group column of {len(group)} entries for {len(self._op)} nodes")
         return NodeTable(self._op, self._in_off, self._in_pos, self._in_ref, self._lit, self._out_off, self._out,

@@ -2,7 +2,7 @@
 selective scan (``x = deltaA[:, i] * x + deltaB_u[:, i]`` once per time step) and an RNN
 cell called per time step become one stack ``× L steps`` that opens into the steps, with
 the carried value and the per-step slices said on its card, costs summed and every step
-linked to its source (capture/graph/loops.py, viewer/projection/loop_steps.py).
+linked to its source (capture/analysis/loops.py, viewer/projection/loop_steps.py).
 
 Unit cases on captures built directly (tests/loop_models.py); then real captures of our
 own models: an eager Torch forward and a traced JAX function."""
@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from loop_models import MAMBA_STEP, _Builder, loop_capture, noise_capture  # noqa: E402
 
-from capture.graph.loops import STEP_KIND, fold_loops  # noqa: E402
+from capture.analysis.loops import STEP_KIND, fold_loops  # noqa: E402
 from capture.analysis.index import GraphIndex  # noqa: E402
 from viewer.projection.projection import Projection  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""What a stack of loop steps says (the steps :mod:`capture.graph.loops` wraps).
+"""What a stack of loop steps says (the steps :mod:`capture.analysis.loops` wraps).
 
 A Python loop over time steps folds into one stack card titled by where the loop's body
 is (``loop · mamba.py:21–22``) and tagged ``×64 steps``, whose lines say what the loop
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from capture.graph.loops import STEP_KIND
+from capture.analysis.loops import STEP_KIND
 
 #: Ops that take one step's part of a sequence (Torch kernels and JAX primitives, by
 #: their base name): ``deltaA[:, i]``, ``x[:, t]``, ``lax.dynamic_slice``.

@@ -25,7 +25,7 @@ import threading
 from typing import Any
 
 from capture.graph import frame_repeats
-from capture.graph.loops import fold_loops
+from capture.analysis.loops import fold_loops
 from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text
 from capture.graph.failure_text import readable_message
@@ -78,7 +78,7 @@ class Projection:
     def __init__(self, capture: Capture) -> None:
         with gc_pause.paused():
             self.index = GraphIndex(capture)
-            # Python loops over repeated steps as step groups (capture/graph/loops.py): a view
+            # Python loops over repeated steps as step groups (capture/analysis/loops.py): a view
             # of the capture, indexed again; the ids of its nodes and groups stay what they are
             folded = fold_loops(capture, self.index)
             if folded is not capture:

@@ -42,8 +42,8 @@ from itertools import compress, count, repeat
 from operator import add, le, mul, sub
 from typing import Any, Protocol
 
-from .model import Capture, Group
-from .tables import NodeTable
+from capture.graph.model import Capture, Group
+from capture.graph.tables import NodeTable
 
 #: The group kind of one iteration.
 STEP_KIND = "step"
@@ -69,7 +69,7 @@ DATA_DEPENDENT_OPS = frozenset({
 
 
 class LoopIndex(Protocol):
-    """What the fold reads of a capture's index (``viewer.projection.index.GraphIndex``
+    """What the fold reads of a capture's index (``capture.analysis.index.GraphIndex``
     builds one in linear time; slot ``g + 1`` is group ``g``, slot 0 the root)."""
 
     n_nodes: int
