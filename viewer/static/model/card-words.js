@@ -6,7 +6,7 @@
 import { idleWords, pillContent, twinWords } from "../draw/card.js";
 import { formatValue, perDeviceShapes } from "../draw/theme.js";
 import { costLine, formatBytes, formatCount, formatFlops, grouped } from "../format.js";
-import { cardOf, itemKey, opens } from "./items.js";
+import { MORE_OUTPUTS, cardOf, itemKey, opens, outputPills } from "./items.js";
 
 /**
  * @typedef {import("../api.js").Api} Api
@@ -495,6 +495,18 @@ export function boundaryJob(side, b) {
   return { key: `${side}:${b.value}`, ...pillContent(side, b) };
 }
 
+// The pill of a container's outputs past the first few: "+12 outputs", or, opened, the
+// pill that folds them again ("fold 15 outputs").
+/**
+ * @param {string} key  MORE_OUTPUTS + the container's key
+ * @param {number} hidden  how many it stands for (0: all are drawn)
+ * @param {number} total
+ */
+export function moreOutputsJob(key, hidden, total) {
+  const text = hidden ? `+${hidden} outputs` : `fold ${total} outputs`;
+  return { key, kind: "out", title: text, lines: [], tag: null, parts: [{ text, font: "fontMono", tone: "name" }], look: "plain", role: null, quiet: false };
+}
+
 /**
  * @param {ViewItem} item
  * @returns {string | null}
@@ -511,6 +523,10 @@ export function cardTag(item) {
  * @returns {BoundaryValue}
  */
 export function boundaryItem(data, key) {
+  if (key.startsWith(MORE_OUTPUTS)) {
+    // the pill standing for a container's outputs past the first few (items.js outputPills)
+    return { type: "out", value: -1, more: outputPills(data.outputs, false).more };
+  }
   const [side, v] = key.split(":");
   const list = side === "in" ? data.inputs : data.outputs;
   const b = (list || []).find((x) => String(x.value) === v);

@@ -4,6 +4,25 @@
 /** @typedef {import("../api.js").PageItem} PageItem */
 
 export const ROOT = "g-1";
+// At most this many output pills a container draws: past it, the first OUT_PILLS - 1 and
+// one pill standing for the rest ("+12 outputs", key MORE_OUTPUTS + the container's key)
+// that opens into them, so that a model returning a dict of auxiliary outputs keeps its
+// frame, and the model's header, within the first view.
+export const OUT_PILLS = 4;
+export const MORE_OUTPUTS = "out:more:";
+
+/**
+ * The outputs a container draws one pill each, and those its "+N outputs" pill stands for.
+ * @template T
+ * @param {T[] | undefined} outputs
+ * @param {boolean} all  the person opened them all
+ * @returns {{shown: T[], more: T[]}}
+ */
+export function outputPills(outputs, all) {
+  const outs = outputs || [];
+  if (all || outs.length <= OUT_PILLS) return { shown: outs, more: [] };
+  return { shown: outs.slice(0, OUT_PILLS - 1), more: outs.slice(OUT_PILLS - 1) };
+}
 
 /**
  * @param {PageItem} item

@@ -189,7 +189,7 @@
  *   cost: ItemCost | undefined, stack_params: {count: number, bytes: number}}} StackSummary
  */
 
-/** @typedef {PageValue & {type: string}} BoundaryValue  a pill's item in the scene: its value, `type` "in" | "out" */
+/** @typedef {PageValue & {type: string, more?: PageValue[]}} BoundaryValue  a pill's item in the scene: its value, `type` "in" | "out"; `more`: the outputs a "+N outputs" pill stands for */
 
 /**
  * An edge of the scene: its points relative to its container.
