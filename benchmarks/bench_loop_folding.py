@@ -31,7 +31,7 @@ sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))  # test-only
 sys.path.append(str(Path(__file__).resolve().parents[1] / "tests" / "viewer"))  # layered_models.py, likewise
 
 from capture.graph import gc_pause  # noqa: E402
-from capture.analysis.loops import fold_loops  # noqa: E402
+from capture.analysis.loops import STEP_KIND, fold_loops  # noqa: E402
 from capture.graph.tables import NodeTable  # noqa: E402
 from layered_models import decoder_capture  # noqa: E402
 from loop_models import MAMBA_STEP, loop_capture, noise_capture  # noqa: E402
@@ -92,7 +92,7 @@ def main() -> None:
             index = GraphIndex(cap)
             with gc_pause.paused():  # as the projection folds
                 t_fold, folded = best(lambda: fold_loops(cap, index), args.repeat)
-            steps = sum(1 for g in folded.groups if g.kind == "step")
+            steps = sum(1 for g in folded.groups if g.kind == STEP_KIND)
             t_open, p = best(lambda: opened(cap, True), args.repeat)
             t_plain, _ = best(lambda: opened(cap, False), args.repeat)
             items = max(len(p.children(g)["items"]) for g in [-1] + [g.id for g in p.capture.groups[:1]])

@@ -4,7 +4,7 @@ A Python loop in a forward (mamba's selective scan, ``x = deltaA[:, i] * x + del
 once per time step; an RNN cell called once per time step) runs unrolled in an eager
 capture and is traced unrolled into a jaxpr: ``L`` copies of the same ops side by side in
 the module that ran them, each reading what the one before made. :func:`fold_loops` finds
-such runs and wraps each iteration into a group of kind ``"step"`` (``step 0`` …
+such runs and wraps each iteration into a group of kind ``"loop"`` (``step 0`` …
 ``step L-1``), so that the viewer folds them as it folds repeated layers: one stack
 ``× L steps`` that unfolds into the steps, each opening into its ops.
 
@@ -46,7 +46,7 @@ from capture.graph.model import Capture, Group
 from capture.graph.tables import NodeTable
 
 #: The group kind of one iteration.
-STEP_KIND = "step"
+STEP_KIND = "loop"  # a frame reads "loop  step 3": its kind, then its name
 #: The longest repetition looked for, in children of one container.
 MAX_PERIOD = 512
 #: Candidate periods tried per position: the distances to the next occurrences of the

@@ -61,7 +61,8 @@ def loop_words(capture: Any, index: Any, brief: Callable[[int], dict], is_weight
     ``lines`` its card says)."""
     groups = capture.groups
     first = groups[steps[0]].attrs if isinstance(groups[steps[0]].attrs, dict) else {}
-    loop = first.get("loop") if isinstance(first.get("loop"), dict) else {}
+    got = first.get("loop")
+    loop: dict[str, Any] = got if isinstance(got, dict) else {}
     carried: list[int] = []
     if len(steps) > 1:
         second = groups[steps[1]].attrs.get("loop") if isinstance(groups[steps[1]].attrs, dict) else None
@@ -85,7 +86,8 @@ def _sliced(index: Any, step: int, shared: list[int]) -> tuple[list[int], list[i
     """The shared values step ``step`` takes a slice of, and those it reads otherwise."""
     lo, hi = index.first[step + 1], index.last[step + 1]
     cols = index.cols
-    sliced, read = [], []
+    sliced: list[int] = []
+    read: list[int] = []
     for v in shared:
         readers = [i for i in index.uses(v) if lo <= i <= hi]
         (sliced if readers and all(_base(cols.op[i]) in SLICING_OPS for i in readers) else read).append(v)

@@ -66,3 +66,22 @@ export function opensWithAll(item) {
   const card = cardOf(item);
   return (card === "group" || card === "chunk") && Number(item.child_count) > 0;
 }
+
+// The edges an unfolded loop's steps after the first leave out (`target|value`): the values
+// from outside the loop every step reads (its `loop.sliced` and `loop.read`), drawn into the
+// first step only, so that the carried value's chain from step to step stays readable.
+/**
+ * @param {{stacks?: {members: string[][], loop?: {sliced?: {id: number}[], read?: {id: number}[]}}[]}} data  a page
+ * @param {Map<string, unknown>} folded  the stacks drawn folded, by first member
+ * @returns {Set<string>}
+ */
+export function loopReads(data, folded) {
+  /** @type {Set<string>} */
+  const out = new Set();
+  for (const st of data.stacks || []) {
+    if (!st.loop || !st.members.length || folded.has(st.members[0][0])) continue;
+    const shared = [...(st.loop.sliced || []), ...(st.loop.read || [])].map((v) => v.id);
+    for (const rep of st.members.slice(1)) for (const m of rep) for (const v of shared) out.add(`${m}|${v}`);
+  }
+  return out;
+}

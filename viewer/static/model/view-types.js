@@ -103,7 +103,8 @@
  * @property {string[]} [names]  a fold: what it holds
  * @property {number} [layers]  a plumbing fold: how many layers it feeds
  * @property {string} [routing]  layers alike but for what routing chose: the words
- * @property {{steps: number, lines: string[]}} [loop]  a Python loop's steps: their count and what its card says
+ * @property {{steps: number, lines: string[], sliced?: {id: number}[], read?: {id: number}[]}} [loop]  a Python loop's
+ *   steps: their count, what its card says and the values every step takes a slice of or reads
  * @property {ItemCost | null} [cost]
  */
 

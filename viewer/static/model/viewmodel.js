@@ -30,7 +30,7 @@ import {
   EXPAND_FETCH_ITEMS, TrackedSet, collapseAll, expandAll, expandToDepth, toggle, unfold,
 } from "./expansion.js";
 import { autoExpand, closeLastOpened } from "./first-view.js";
-import { MORE_OUTPUTS, OUT_PILLS, ROOT, cardOf, isContainerKey, itemKey, opens, opensWithAll, outputPills } from "./items.js";
+import { MORE_OUTPUTS, OUT_PILLS, ROOT, cardOf, isContainerKey, itemKey, loopReads, opens, opensWithAll, outputPills } from "./items.js";
 import { composeScene, got, laidOut, planLayouts } from "./scene.js";
 import { singleOf, pendingSig, linesOf, opEntry, captionOf, frameEntry, stackEntry, foldEntry, boundaryJob, moreOutputsJob, cardTag } from "./card-words.js";
 
@@ -448,8 +448,11 @@ export class GraphModel {
     const edges = [];
     /** @type {Set<string>} */
     const seen = new Set();
+    const stepReads = loopReads(data, folded);
     for (const e of data.edges || []) {
       if (e.weight && !weightPills) continue;
+      // an unfolded loop: what every step reads enters the first step only (the rest are its repeats)
+      if (stepReads.has(`${e.target}|${e.value}`)) continue;
       const si = index.get(e.source);
       const ti = index.get(e.target);
       if (si === undefined || ti === undefined || si === ti) continue;
