@@ -39,7 +39,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter, defaultdict
 from itertools import compress, count, repeat
-from operator import add, le, mul, sub
+from operator import add, mul
 from typing import Any, Protocol
 
 from capture.graph.model import Capture, Group
@@ -204,14 +204,17 @@ class _Folder:
         # candidate periods at i are the distances to the next occurrences of its pair.
         width = len(self._tokens) + 1
         pairs = list(map(add, map(mul, tokens, repeat(width)), tokens[1:]))
+        twice = {pair for pair, k in Counter(pairs).items() if k > 1}
+        if not twice:
+            return []
         far = n + MAX_PERIOD + 1  # "never again"
-        nxt = [far] * (n - 1)
+        nxt: dict[int, int] = {}  # a position whose pair comes again -> where it does next
         seen: dict[int, int] = {}
-        for j in range(n - 2, -1, -1):
+        for j in reversed(list(compress(range(n - 1), map(twice.__contains__, pairs)))):
             pair = pairs[j]
             nxt[j] = seen.get(pair, far)
             seen[pair] = j
-        starts = list(compress(range(n - 1), map(le, map(sub, nxt, range(n - 1)), repeat(MAX_PERIOD))))
+        starts = sorted(j for j, k in nxt.items() if k - j <= MAX_PERIOD)
         made: list[tuple[int, list[int]]] = []
         mismatch: dict[int, int] = {}  # period k -> a position p where tokens[p] != tokens[p + k], found before
         i = 0
@@ -220,7 +223,7 @@ class _Folder:
                 continue
             i = start
             j = nxt[i]
-            if i <= mismatch.get(j - i, -1) < j and (j >= n - 1 or nxt[j] - i > MAX_PERIOD):
+            if i <= mismatch.get(j - i, -1) < j and nxt.get(j, far) - i > MAX_PERIOD:
                 continue  # its one candidate period breaks within a period (known): no run here
             best = self._best_period(tokens, nxt, i, mismatch)
             if best is None:
@@ -232,7 +235,7 @@ class _Folder:
             i += k * (kept if kept >= 2 else reps)  # a run that is no loop is passed whole
         return made
 
-    def _best_period(self, tokens: list[int], nxt: list[int], i: int, mismatch: dict[int, int]) -> tuple[int, int] | None:
+    def _best_period(self, tokens: list[int], nxt: dict[int, int], i: int, mismatch: dict[int, int]) -> tuple[int, int] | None:
         """(period, repetitions) of the run starting at ``i`` that covers the most
         children (a tie: the shorter period), among the candidate periods. ``mismatch``
         keeps, per period, the first position at or after an earlier ``i`` where the
@@ -244,7 +247,7 @@ class _Folder:
         while j - i <= MAX_PERIOD and tries < MAX_CANDIDATES and self.budget > 0:
             k = j - i
             if k == 1:  # one child a step: never a step (one op, or one group again: a stack already)
-                j, tries = (nxt[j] if j < n - 1 else n + MAX_PERIOD + 1), tries + 1
+                j, tries = nxt.get(j, n + MAX_PERIOD + 1), tries + 1
                 continue
             p = mismatch.get(k, -1)
             if p < i:
@@ -260,7 +263,7 @@ class _Folder:
                 best = (k, reps)
                 if i + k * reps >= n:
                     break  # nothing covers more
-            j, tries = (nxt[j] if j < n - 1 else n + MAX_PERIOD + 1), tries + 1
+            j, tries = nxt.get(j, n + MAX_PERIOD + 1), tries + 1
         return best
 
     def _accept(self, refs: list[int], i: int, k: int, reps: int) -> int:
