@@ -14,6 +14,7 @@ from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only
 from .frameworks import NNX_RNGS, FrameworkBase
 from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
 from .jax_usage import JaxEvidence, jax_evidence, transformed_function
+from .makers import Makers
 from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignment
 from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of
@@ -74,8 +75,22 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
                 candidates.append(_function_candidate(function, evidence, analysis, configs, locate))
         candidates.extend(_transformed_candidates(parsed.module, ns, analysis, configs, locate))
 
+    makers = Makers(ns) if candidates else None
+    if makers:
+        candidates = [_with_makers(c, makers) for c in candidates]
     candidates.sort(key=lambda c: (c.range.start.line, c.range.start.character))
     return candidates
+
+
+def _with_makers(cand: Candidate, makers: Makers) -> Candidate:
+    """``cand`` with the same-file function that builds each of its inputs and fields
+    that nothing else describes (:mod:`discovery.makers`)."""
+    exclude = cand.qualname if cand.call_method is None else None
+    return replace(
+        cand,
+        call_inputs=tuple(makers.with_maker(i, exclude) for i in cand.call_inputs),
+        setup_fields=tuple(f if f.supplied_by else makers.with_maker(f, exclude) for f in cand.setup_fields),
+    )
 
 
 def _all_classes(ns: Namespace) -> list[ClassInfo]:

@@ -154,11 +154,18 @@ class ValueHints:
     #: AttentionLayers`` and ``class Decoder(AttentionLayers)``): the first subclass and the
     #: constructor parameters a call of it needs (required, or sizes defaulting to None).
     subclass: tuple[str, tuple[str, ...]] | None = None
+    #: A function of the same file that builds the value (bonsai's ``init_cache(cfg,
+    #: batch_size, token_len, generate_steps) -> Cache`` for ``cache``): its name and its
+    #: required parameters as ``(name, annotation text)`` (:mod:`discovery.makers`).
+    made_by: tuple[str, tuple[tuple[str, str], ...]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.subclass is not None:
             out["subclass"] = {"name": self.subclass[0], "parameters": list(self.subclass[1])}
+        if self.made_by is not None:
+            out["made_by"] = {"name": self.made_by[0],
+                              "parameters": [{"name": n, "annotation": a} for n, a in self.made_by[1]]}
         for key in ("flag", "shape", "needed", "rank", "last_dim", "first_layer", "reads", "builder", "must_set",
                     "preset"):
             value = getattr(self, key)

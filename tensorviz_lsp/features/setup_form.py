@@ -67,6 +67,16 @@ def _call_inputs(cand: Candidate) -> list[dict[str, Any]]:
     return out
 
 
+def _input_suggester(cand: Candidate) -> Suggester:
+    """The inputs' suggester, knowing the constructor's suggested values: an input's maker
+    (bonsai's ``init_cache(cfg, …)``) takes the model's own config."""
+    suggest = Suggester(cand.framework)
+    for f in cand.setup_fields:
+        if f.get("required") and not f.get("supplied_by"):
+            suggest.init_value(f)
+    return suggest
+
+
 def _table(recipe: Mapping[str, Any], key: str) -> dict[str, Any]:
     """The saved profile's ``key`` table (``init``, ``inputs``); empty when it is not one."""
     got = recipe.get(key)
@@ -203,7 +213,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
     call = _call_inputs(cand)
     positional = [c for c in call if not c["keyword_only"]]
     n_args = max(len(positional), len([a for a in saved_args if isinstance(a, dict) and a.get("kind") == "tensor"]))
-    suggest_inputs = Suggester(cand.framework)
+    suggest_inputs = _input_suggester(cand)
     for i in range(n_args):
         info = positional[i] if i < len(positional) else {"name": f"args[{i}]"}
         desc = saved_args[i] if i < len(saved_args) else None

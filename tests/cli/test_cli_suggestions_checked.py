@@ -200,3 +200,110 @@ def test_a_base_typed_parameter_is_offered_its_subclass_in_the_file(tmp_path, mo
     assert command, err
     assert command[3:] == ["--init", "num_tokens=100", "--init", "max_seq_len=64",
                            "--init", "attn_layers=Decoder(dim=64, depth=2)", "--input", "x=int64[1,16]"], command
+
+
+# bonsai's Qwen3 pattern: the call takes a ``cache`` nothing annotates, which a function of
+# the same file builds from the model's own config and sizes.
+QWENISH = '''
+import dataclasses
+import math
+
+import jax.numpy as jnp
+from flax import nnx
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    num_layers: int
+    vocab_size: int
+    emb_dim: int
+    num_heads: int
+    head_dim: int
+    rope_theta: int
+    norm_eps: float
+
+
+class LayerCache(nnx.Module):
+    def __init__(self, cfg: ModelConfig, batch_size: int, cache_size: int):
+        self.k = nnx.Cache(jnp.zeros((batch_size, cache_size, cfg.num_heads, cfg.head_dim)))
+
+
+class Model(nnx.Module):
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        self.embed = nnx.Embed(cfg.vocab_size, cfg.emb_dim, rngs=rngs)
+        self.out = nnx.Linear(cfg.emb_dim, cfg.vocab_size, rngs=rngs)
+
+    def __call__(self, tokens, *, cache, segment_ids):
+        x = self.embed(tokens)
+        for layer_cache in cache:
+            x = x + layer_cache.k[...].sum()
+        return self.out(x)
+
+
+def init_cache(cfg: ModelConfig, batch_size: int, token_len: int, generate_steps: int, dtype=jnp.float32):
+    size = 2 ** math.ceil(math.log2(max(token_len + generate_steps, 1)))
+    return [LayerCache(cfg, batch_size, size) for _ in range(cfg.num_layers)]
+'''
+
+# The same with Torch, the maker found by its return annotation.
+STATEFUL = '''
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Args:
+    dim: int
+    n_layers: int
+
+
+class State:
+    def __init__(self, rows: torch.Tensor):
+        self.rows = rows
+
+
+class Net(nn.Module):
+    def __init__(self, args: Args):
+        super().__init__()
+        self.proj = nn.Linear(args.dim, args.dim)
+
+    def forward(self, x: torch.Tensor, state: State) -> torch.Tensor:
+        return self.proj(x) + state.rows[: x.shape[0]]
+
+
+def fresh_state(args: Args, max_batch: int) -> State:
+    return State(torch.zeros(max_batch, args.dim))
+'''
+
+
+@pytest.mark.parametrize("source, target, made", [
+    (QWENISH, "qwenish.py:Model",
+     "cache=init_cache(cfg=ModelConfig(num_layers=2, vocab_size=100, emb_dim=64, num_heads=4, head_dim=16, "
+     "rope_theta=10000, norm_eps=1e-05), batch_size=1, token_len=16, generate_steps=64)"),
+    (STATEFUL, "stateful.py:Net", "state=fresh_state(args=Args(dim=64, n_layers=2), max_batch=64)"),
+])
+def test_an_input_built_by_a_function_of_the_file_is_offered_as_its_call(tmp_path, monkeypatch, capsys, source,
+                                                                         target, made):
+    """The maker is given the constructor's own config (by name or annotation) and small
+    sizes by name; the printed command reads as a valid setup."""
+    (tmp_path / target.split(":")[0]).write_text(source)
+    monkeypatch.chdir(tmp_path)
+    err, command = _printed(capsys, ["capture", target])
+    assert command, err
+    assert made in command, command
+    args = build_parser("capture").parse_args(command[1:])
+    _, recipe, _ = capture_cmd.shorthand_recipe(args)
+    call = dict(recipe.inputs.kwargs)[made.split("=")[0]]
+    assert call.target.endswith(":" + made.split("=")[1].split("(")[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source, target", [(QWENISH, "qwenish.py:Model"), (STATEFUL, "stateful.py:Net")])
+def test_the_printed_command_with_a_maker_captures(tmp_path, monkeypatch, capsys, source, target):
+    (tmp_path / target.split(":")[0]).write_text(source)
+    monkeypatch.chdir(tmp_path)
+    err, command = _printed(capsys, ["capture", target])
+    assert main(command[1:]) == 0, capsys.readouterr().err
+    assert "captured" in capsys.readouterr().err
