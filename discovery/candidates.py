@@ -14,6 +14,7 @@ from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only
 from .frameworks import NNX_RNGS, FrameworkBase
 from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
 from .jax_usage import JaxEvidence, jax_evidence, transformed_function
+from .factories import factory_candidates
 from .makers import Makers
 from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignment
 from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
@@ -66,10 +67,14 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
     if candidates and "partial" in analysis.text:
         candidates.extend(_partial_candidates(parsed.module, ns, candidates, locate))
 
+    if candidates and "def " in analysis.text:
+        candidates.extend(factory_candidates(analysis, candidates, configs, locate))
+
     if _may_use_jax(analysis.text, ns):
+        factories = {c.qualname for c in candidates if c.model_factory}
         for function in ns.top_level_functions():
-            if function.asynchronous is not None:
-                continue  # a coroutine cannot be traced
+            if function.asynchronous is not None or identifier(function.name.value) in factories:
+                continue  # a coroutine cannot be traced; a factory builds a model
             evidence = jax_evidence(function, ns)
             if evidence is not None:
                 candidates.append(_function_candidate(function, evidence, analysis, configs, locate))

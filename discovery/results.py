@@ -335,6 +335,9 @@ class Candidate:
     # Methods to call on the built model before its call method can run (gpt-fast's
     # ``setup_caches``), read from source: see :class:`Preparation`.
     preparations: tuple[Preparation, ...] = ()
+    # A function that builds the model (:mod:`discovery.factories`): captured by calling
+    # it with the setup fields, then what it returns with the call inputs.
+    model_factory: bool = False
 
     @property
     def framework(self) -> Framework:
@@ -355,6 +358,7 @@ class Candidate:
             "setup_fields": [f.to_json() for f in self.setup_fields],
             "setup_fields_complete": self.setup_fields_complete,
             "preparations": [p.to_json() for p in self.preparations],
+            "model_factory": self.model_factory,
         }
 
 

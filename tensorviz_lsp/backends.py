@@ -74,6 +74,9 @@ class Candidate:
     call_method: str | None = None
     call_defined_in: str | None = None
     setup_fields_complete: bool = True
+    #: A function that builds the model (``discovery.factories``): its recipe saves
+    #: ``model_factory = true``.
+    model_factory: bool = False
 
 
 @dataclass
@@ -384,6 +387,7 @@ def adapt_discovery(result: FileResult) -> Discovered:
             call_defined_in=c.call_defined_in,
             setup_fields_complete=c.setup_fields_complete,
             reason=c.reason,
+            model_factory=c.model_factory,
         )
         for c in result.candidates
     ]

@@ -391,6 +391,8 @@ class _Plan:
 def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
     linen = sys.modules.get("flax.linen")
     nnx = sys.modules.get("flax.nnx")
+    if ctx.recipe.model_factory:
+        return _model_factory_plan(ctx, linen, nnx, target, make_tensor)
     # A partial of a module class with a literal init is built as the class, the partial's
     # arguments first; with an init factory the factory's result is the model, as for any
     # callable (a partial of anything else is a function).
@@ -480,6 +482,32 @@ def _nnx_class_plan(ctx: CaptureContext, nnx: Any, target: type, partial: Partia
     if supplied:
         return _nnx_plan(nnx, obj, "nnx", "fresh_init", NNX_FRESH_NOTE)
     return _nnx_plan(nnx, obj, "nnx", "constructed")
+
+
+def _model_factory_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
+                        make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+    """``model_factory = true``: ``model`` names a function (big_vision's ``Model(num_classes,
+    variant=…)``) called with the literal init; the Linen module, NNX module or callable it
+    returns is planned as one."""
+    ref = ctx.recipe.model
+    if not callable(target) or isinstance(target, type):
+        raise CaptureError("recipe", f"model_factory = true, but {ref} is {_describe(target)}, not a function "
+                                     "that builds the model (a class is built from init without it: omit "
+                                     "model_factory)", {"key_path": f"profiles.{ctx.recipe.name}.model_factory"})
+    args, kwargs = ctx.materialize("init", make_tensor)
+    with _NarrowingWatch(f"profiles.{ctx.recipe.name}.init"):
+        obj = target(*args, **kwargs)
+    if not callable(obj):
+        raise CaptureError("recipe", f"{ref} (model_factory = true) returned {_describe(obj)}; expected a Flax "
+                                     "module or a callable to capture with the inputs")
+    ctx.after_construction(obj, make_tensor)
+    if linen is not None and isinstance(obj, linen.Module):
+        return _bound_linen(type(obj), obj, ref) if obj.scope is not None else _fresh_linen(obj)
+    if nnx is not None and isinstance(obj, nnx.Module):
+        return _nnx_plan(nnx, obj, "nnx", "constructed")
+    if nnx is not None:
+        return _nnx_plan(nnx, obj, "function", "callable_state")
+    return _Plan("function", lambda state, *a, **k: obj(*a, **k), callee=obj)
 
 
 def _callable_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,

@@ -167,8 +167,9 @@ def _evidence_choices() -> tuple[str, ...]:
 
 def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
     """A profile prefilled from discovery: framework, model and setup-field defaults.
-    Input shapes are left for the form to ask (never guessed)."""
-    return {
+    Input shapes are left for the form to ask (never guessed). A function that builds the
+    model (big_vision's ``Model``) saves ``model_factory = true``."""
+    draft: dict[str, Any] = {
         "kind": "model",
         "framework": cand.framework,
         "model": model,
@@ -179,6 +180,9 @@ def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
         "init": {"args": [], "kwargs": {}},
         "inputs": {"args": [], "kwargs": {}},
     }
+    if getattr(cand, "model_factory", False):
+        draft["model_factory"] = True
+    return draft
 
 
 def _type_of(annotation: str | None, default: Any) -> str:

@@ -73,6 +73,8 @@ class CandidateFacts:
     setup_fields: list[dict[str, Any]]
     call_inputs: list[dict[str, Any]]
     preparations: list[dict[str, Any]]
+    #: A function that builds the model (``discovery.factories``).
+    model_factory: bool = False
 
     @classmethod
     def of(cls, cand: Any) -> "CandidateFacts":
@@ -81,10 +83,12 @@ class CandidateFacts:
         if hasattr(cand, "call_inputs"):  # discovery's Candidate
             return cls(cand.qualname, cand.kind, str(cand.framework), cand.call_method, cand.call_defined_in,
                        cand.setup_fields_complete, [f.to_json() for f in cand.setup_fields],
-                       [i.to_json() for i in cand.call_inputs], [p.to_json() for p in cand.preparations])
+                       [i.to_json() for i in cand.call_inputs], [p.to_json() for p in cand.preparations],
+                       bool(getattr(cand, "model_factory", False)))
         # the language server's Candidate (tensorviz_lsp.backends): JSON already
         return cls(cand.qualname, cand.kind, str(cand.framework), cand.call_method, cand.call_defined_in,
-                   cand.setup_fields_complete, list(cand.setup_fields), list(cand.inputs), list(cand.preparations))
+                   cand.setup_fields_complete, list(cand.setup_fields), list(cand.inputs), list(cand.preparations),
+                   bool(getattr(cand, "model_factory", False)))
 
 
 def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
@@ -133,6 +137,7 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
         if not partial_callable:
             problems += _needed_optional(where, inputs, recipe.inputs.args, given, suggest)
         problems += _shape_like(cand, inputs, recipe.inputs.args, given)
+        problems += _unseen_inputs(cand, recipe)
     if recipe.init.factory is None:
         problems += _preparations(recipe, cand, suggest)
     return problems
@@ -163,6 +168,16 @@ def _builders(recipe: Recipe, fields: list[dict[str, Any]], suggest: Suggester) 
                 step, unknown=tuple(u for u in example.unknown if f".{attr} " in u),
             ))
     return out
+
+
+def _unseen_inputs(cand: CandidateFacts, recipe: Recipe) -> list[SetupProblem]:
+    """A factory annotated to return a module (``build_model(...) -> nn.Module``) given no
+    inputs: what the module it returns takes, source does not say."""
+    if not cand.model_factory or cand.call_defined_in is not None or recipe.inputs.args or recipe.inputs.kwargs:
+        return []
+    return [SetupProblem("--input", None, f"{cand.qualname} returns a module whose {cand.call_method} discovery "
+                                          "cannot see: give its inputs", "…",
+                         unknown=(f"the inputs of the module {cand.qualname} returns (its {cand.call_method})",))]
 
 
 def _needed_optional(where: str, inputs: list[dict[str, Any]], args: Sequence[ValueDesc],

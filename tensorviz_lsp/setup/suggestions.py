@@ -67,6 +67,7 @@ _FLAG_NAMES = frozenset({"train", "training", "is_training", "deterministic", "u
 _POSITION_NAMES = frozenset({"input_pos", "positions", "position_ids", "pos", "position", "positions_ids"})
 _TENSOR_ANNOTATIONS = re.compile(r"(^|[.\[\s|])(Tensor|LongTensor|FloatTensor|BoolTensor|IntTensor|Array|ndarray|ArrayLike)"
                                  r"(\b|$)")
+_IMAGE_NAMES = frozenset({"image", "images", "img", "imgs", "pixel_values", "pixels"})
 _DIM_NAMES = {"b": BATCH, "batch": BATCH, "n": BATCH, "bs": BATCH, "l": SEQUENCE, "s": SEQUENCE, "t": SEQUENCE,
               "seq": SEQUENCE, "seq_len": SEQUENCE, "len": SEQUENCE, "length": SEQUENCE, "time": SEQUENCE}
 
@@ -421,6 +422,11 @@ class Suggester:
             return Example(f"{dtype}[{','.join(map(str, dims))}]:ones")
         if shape:
             return Example(f"float32[{','.join(map(str, shape))}]")
+        if lowered in _IMAGE_NAMES and not hints.get("last_dim"):
+            # a batch of one RGB image at the size vision models are built for (timm's
+            # VisionTransformer asserts its img_size, 224): channels last for Flax
+            dims = [BATCH, 224, 224, 3] if self.framework == "jax" else [BATCH, 3, 224, 224]
+            return Example(f"float32[{','.join(map(str, dims))}]")
         last = hints.get("last_dim")
         if last is not None:
             size = int(last) if last.isdigit() else self.chosen.get(last.removeprefix("self."))

@@ -549,6 +549,7 @@ def shorthand_recipe(args: argparse.Namespace, *, check_suggestion: bool = True
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
             steps=args.then,
             before=args.before,
+            model_factory=discovered is not None and discovered.candidate.model_factory,
         )
     except ArgumentError as exc:
         example = _argument_example(exc, discovered)
