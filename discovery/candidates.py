@@ -17,7 +17,7 @@ from .jax_usage import JaxEvidence, jax_evidence, transformed_function
 from .factories import factory_candidates
 from .makers import Makers
 from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignment
-from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
+from .namespace import ClassInfo, ImportedName, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of
 from .positions import LineIndex, Position, Range
 from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput, ValueHints
@@ -83,8 +83,24 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
     makers = Makers(ns) if candidates else None
     if makers:
         candidates = [_with_makers(c, makers) for c in candidates]
+    state = stateful_imports(ns) if candidates else ()
+    if state:
+        candidates = [replace(c, library_state=state) for c in candidates]
     candidates.sort(key=lambda c: (c.range.start.line, c.range.start.character))
     return candidates
+
+
+# Packages whose layers read process state set up outside the model (model-parallel
+# groups): importing one makes a setup call its set-up first (tensorviz_lsp.setup.hints
+# has the calls).
+STATEFUL_LIBRARIES = ("fairscale.nn.model_parallel",)
+
+
+def stateful_imports(ns: Namespace) -> tuple[str, ...]:
+    """The :data:`STATEFUL_LIBRARIES` the file imports from, in that table's order."""
+    targets = [s.target for s in ns.symbols.values() if isinstance(s, ImportedName)]
+    return tuple(lib for lib in STATEFUL_LIBRARIES
+                 if any(t == lib or t.startswith(lib + ".") for t in targets))
 
 
 def _with_makers(cand: Candidate, makers: Makers) -> Candidate:

@@ -338,6 +338,10 @@ class Candidate:
     # A function that builds the model (:mod:`discovery.factories`): captured by calling
     # it with the setup fields, then what it returns with the call inputs.
     model_factory: bool = False
+    # Libraries the file imports whose layers read process state that is set up outside
+    # the model (``fairscale.nn.model_parallel``'s model-parallel groups): a setup calls
+    # their set-up first (``--before``).
+    library_state: tuple[str, ...] = ()
 
     @property
     def framework(self) -> Framework:
@@ -359,6 +363,7 @@ class Candidate:
             "setup_fields_complete": self.setup_fields_complete,
             "preparations": [p.to_json() for p in self.preparations],
             "model_factory": self.model_factory,
+            "library_state": list(self.library_state),
         }
 
 

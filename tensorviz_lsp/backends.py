@@ -77,6 +77,8 @@ class Candidate:
     #: A function that builds the model (``discovery.factories``): its recipe saves
     #: ``model_factory = true``.
     model_factory: bool = False
+    #: Libraries whose process state the model reads (``discovery.results.Candidate``).
+    library_state: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -388,6 +390,7 @@ def adapt_discovery(result: FileResult) -> Discovered:
             setup_fields_complete=c.setup_fields_complete,
             reason=c.reason,
             model_factory=c.model_factory,
+            library_state=list(c.library_state),
         )
         for c in result.candidates
     ]

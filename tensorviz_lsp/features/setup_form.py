@@ -23,8 +23,9 @@ from discovery.binding import bind
 from discovery.results import CallInputJson
 
 from ..backends import Candidate
+from ..setup.hints import library_before
 from ..setup.shorthand_values import ShorthandError, parse_value_spec
-from ..setup.suggestions import Example, Suggester
+from ..setup.suggestions import Example, Suggester, is_image_input
 from .form_values import before_text, steps_text, value_text
 
 
@@ -288,7 +289,9 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         # Steps after construction, one STEP a line (the shorthand's --then grammar).
         "steps": {"lines": steps, "help": STEPS_HELP},
         # Calls before construction, one call VALUE a line (the shorthand's --before).
-        "before": {"lines": before_text(recipe), "help": BEFORE_HELP},
+        # A fresh setup starts with the set-up its libraries need (llama3's fairscale groups).
+        "before": {"lines": before_text(recipe) or ([call for _, call in library_before(cand.library_state)]
+                                                    if fresh else []), "help": BEFORE_HELP},
         "factories": {
             "init": {"value": init.get("factory"), "placeholder": FACTORY_PLACEHOLDER,
                      "contract": INIT_CONTRACTS.get(cand.kind, INIT_CONTRACTS["torch_module"]).format(name=cand.qualname)},
@@ -570,9 +573,10 @@ def _input_entry(info: dict[str, Any], saved: Any, path: str, *, kwarg: bool,
         unknown = ["all dimensions"]  # nothing described yet (a saved ``shape = []`` is a scalar)
     hints = info.get("hints") or {}
     token = info.get("token")
-    if desc is None and suggested is not None and (hints.get("shape") or hints.get("last_dim") or token):
-        # The code says it, or they are token ids, which run at any batch and length: the
-        # command line's suggestion (a batch of 1, 16 positions).
+    if desc is None and suggested is not None and (hints.get("shape") or hints.get("last_dim") or token
+                                                   or is_image_input(str(info.get("name") or ""))):
+        # The code says it, or they are token ids, which run at any batch and length, or an
+        # image at the size vision models are built for: the command line's suggestion.
         shape, unknown = list(suggested["shape"]), []
     dtype = "float32"
     generator: dict[str, Any] = {"kind": "normal"}

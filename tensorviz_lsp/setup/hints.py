@@ -7,9 +7,10 @@ under the failure."""
 from __future__ import annotations
 
 import re
+import shlex
 
-INIT_PROCESS_GROUP = ("torch.distributed.init_process_group('gloo', init_method='tcp://127.0.0.1:29512', "
-                      "rank=0, world_size=1)")
+INIT_PROCESS_GROUP = ('torch.distributed.init_process_group("gloo", init_method="tcp://127.0.0.1:29512", '
+                      'rank=0, world_size=1)')
 MODEL_PARALLEL = "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)"
 
 # (what the message says, the --before calls that set the state up, why)
@@ -22,6 +23,24 @@ _BEFORE: tuple[tuple[re.Pattern[str], tuple[str, ...], str], ...] = (
      (INIT_PROCESS_GROUP,),
      "the model reads torch.distributed's default process group, which is set up outside the model"),
 )
+
+
+# Libraries a model's file imports whose state is set up outside the model
+# (discovery.candidates.STATEFUL_LIBRARIES): the --before calls a first setup makes.
+LIBRARY_BEFORE: dict[str, tuple[str, tuple[str, ...]]] = {
+    "fairscale.nn.model_parallel": ("its layers read fairscale's model-parallel groups, which are set up outside "
+                                    "the model", (INIT_PROCESS_GROUP, MODEL_PARALLEL)),
+}
+
+
+def library_before(libraries: list[str] | tuple[str, ...]) -> list[tuple[str, str]]:
+    """``(why, call)`` for each ``--before`` call the libraries a model reads state from need,
+    in order, each once."""
+    out: list[tuple[str, str]] = []
+    for lib in libraries:
+        why, calls = LIBRARY_BEFORE.get(lib, ("", ()))
+        out += [(f"{lib}: {why}", c) for c in calls if all(c != have for _, have in out)]
+    return out
 
 
 def before_hint(message: str) -> tuple[str, tuple[str, ...]] | None:
@@ -39,7 +58,7 @@ def before_hint_text(message: str, flag: str = "--before") -> str | None:
     if found is None:
         return None
     why, calls = found
-    given = " ".join(f"{flag} \"{c}\"" for c in calls)
+    given = " ".join(f"{flag} {shlex.quote(c)}" for c in calls)
     return f"{why}: capture again with {given} (or the setup form's Before construction box)"
 
 

@@ -34,6 +34,7 @@ from capture.recipe import CallDesc, CallStep, ListDesc, Recipe, RefDesc, SetSte
 from capture.recipe.keywords import misspelt
 from discovery.binding import bind
 
+from .hints import library_before
 from .suggestions import Suggester
 
 
@@ -75,6 +76,8 @@ class CandidateFacts:
     preparations: list[dict[str, Any]]
     #: A function that builds the model (``discovery.factories``).
     model_factory: bool = False
+    #: Libraries whose process state the model reads (``fairscale.nn.model_parallel``).
+    library_state: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, cand: Any) -> "CandidateFacts":
@@ -84,11 +87,11 @@ class CandidateFacts:
             return cls(cand.qualname, cand.kind, str(cand.framework), cand.call_method, cand.call_defined_in,
                        cand.setup_fields_complete, [f.to_json() for f in cand.setup_fields],
                        [i.to_json() for i in cand.call_inputs], [p.to_json() for p in cand.preparations],
-                       bool(getattr(cand, "model_factory", False)))
+                       bool(getattr(cand, "model_factory", False)), tuple(getattr(cand, "library_state", ())))
         # the language server's Candidate (tensorviz_lsp.backends): JSON already
         return cls(cand.qualname, cand.kind, str(cand.framework), cand.call_method, cand.call_defined_in,
                    cand.setup_fields_complete, list(cand.setup_fields), list(cand.inputs), list(cand.preparations),
-                   bool(getattr(cand, "model_factory", False)))
+                   bool(getattr(cand, "model_factory", False)), tuple(getattr(cand, "library_state", ())))
 
 
 def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
@@ -140,6 +143,9 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
         problems += _unseen_inputs(cand, recipe)
     if recipe.init.factory is None:
         problems += _preparations(recipe, cand, suggest)
+    if not recipe.init.before:
+        for i, (why, call) in enumerate(library_before(cand.library_state)):
+            problems.append(SetupProblem("--before", None, f"{why}: set it up first" if i == 0 else "then", call))
     return problems
 
 
@@ -445,7 +451,7 @@ def fixed_command(command: str, shown: str, argv: list[tuple[str, str | None]], 
         fixes += [("--then", step) for step in p.steps]
     fixes += _names_to_fill(problems, argv)
     # Among the fixes, steps after the --init they act on, inputs last.
-    order = {"--init": 0, "--then": 1}
+    order = {"--before": -1, "--init": 0, "--then": 1}
     fixes = sorted(fixes, key=lambda item: order.get(item[0], 2))
     parts = ["tensorviz", command, shown] + (["--profile", profile] if profile else [])
     for flag, text in kept + fixes:

@@ -59,6 +59,7 @@ _NAMED_NUMBERS: tuple[tuple[re.Pattern[str], float], ...] = tuple((re.compile(rx
     (r"initializer_range$|(^|_)init_std$|^std$", 0.02),
     (r"multiple_of$", 32),
     (r"temperature$|(^|_)scale$|multiplier$|_factor$", 1.0),
+    (r"^(start_pos|start_position|start|offset|pos_offset|cache_offset)$", 0),  # a prompt starts at 0
 ))
 _TOKEN_ID_VALUES = {"pad": 0, "bos": 1, "eos": 2, "sep": 3, "cls": 4, "mask": 5, "unk": 6, "decoder_start": 1}
 _FLAG_DEFAULTS = {"deterministic": True}
@@ -70,6 +71,12 @@ _TENSOR_ANNOTATIONS = re.compile(r"(^|[.\[\s|])(Tensor|LongTensor|FloatTensor|Bo
 _IMAGE_NAMES = frozenset({"image", "images", "img", "imgs", "pixel_values", "pixels"})
 _DIM_NAMES = {"b": BATCH, "batch": BATCH, "n": BATCH, "bs": BATCH, "l": SEQUENCE, "s": SEQUENCE, "t": SEQUENCE,
               "seq": SEQUENCE, "seq_len": SEQUENCE, "len": SEQUENCE, "length": SEQUENCE, "time": SEQUENCE}
+
+
+def is_image_input(name: str) -> bool:
+    """An input named like a batch of images (``image``, ``pixel_values``): suggested as one
+    224x224 RGB image."""
+    return name.lower() in _IMAGE_NAMES
 
 
 def size_class(name: str) -> tuple[str, int] | None:

@@ -307,3 +307,62 @@ def test_the_printed_command_with_a_maker_captures(tmp_path, monkeypatch, capsys
     err, command = _printed(capsys, ["capture", target])
     assert main(command[1:]) == 0, capsys.readouterr().err
     assert "captured" in capsys.readouterr().err
+
+
+# Meta's llama3 pattern: layers from fairscale's model_parallel read its groups, set up
+# outside the model; the forward starts at a position.
+PARALLELISH = '''
+from dataclasses import dataclass
+
+import fairscale.nn.model_parallel.initialize as fs_init
+import torch
+from fairscale.nn.model_parallel.layers import ColumnParallelLinear
+from torch import nn
+
+
+@dataclass
+class Args:
+    dim: int = 32
+
+
+class Net(nn.Module):
+    def __init__(self, args: Args):
+        super().__init__()
+        self.norm = nn.LayerNorm(args.dim)
+        self.proj = ColumnParallelLinear(args.dim, args.dim // fs_init.get_model_parallel_world_size())
+
+    def forward(self, x: torch.Tensor, start_pos: int):
+        return self.proj(self.norm(x))
+'''
+
+
+def _fake_fairscale(root):
+    """A stand-in for the library (not installed here), as a workspace package."""
+    pkg = root / "fairscale" / "nn" / "model_parallel"
+    pkg.mkdir(parents=True)
+    for folder in (root / "fairscale", root / "fairscale" / "nn", pkg):
+        (folder / "__init__.py").write_text("")
+    (pkg / "initialize.py").write_text("def initialize_model_parallel(n):\n    pass\n\n\n"
+                                       "def get_model_parallel_world_size():\n    return 1\n")
+    (pkg / "layers.py").write_text("from torch.nn import Linear as ColumnParallelLinear\n")
+
+
+def test_a_library_whose_state_is_set_up_outside_the_model_is_set_up_first(tmp_path, monkeypatch, capsys):
+    (tmp_path / "parallelish.py").write_text(PARALLELISH)
+    _fake_fairscale(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    err, command = _printed(capsys, ["capture", "parallelish.py:Net"])
+    assert command, err
+    assert command[3:7] == [
+        "--before", 'torch.distributed.init_process_group("gloo", init_method="tcp://127.0.0.1:29512", rank=0, '
+                    'world_size=1)',
+        "--before", "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)"], command
+    assert "start_pos=0" in command
+    assert "fairscale.nn.model_parallel: its layers read fairscale's model-parallel groups" in err
+    args = build_parser("capture").parse_args(command[1:])
+    _, recipe, _ = capture_cmd.shorthand_recipe(args)
+    assert [c.target for c in recipe.init.before] == [
+        "torch:distributed.init_process_group", "fairscale.nn.model_parallel.initialize:initialize_model_parallel"]
+    # given, they are not asked for again
+    err, again = _printed(capsys, ["capture", "parallelish.py:Net", *command[3:7]])
+    assert again.count("--before") == 2
