@@ -13,7 +13,8 @@ sizes runs. A top-level function of the candidate's file is a parameter's *maker
   for ``cache``.
 
 The maker and its required parameters (name and annotation) are the parameter's
-:attr:`~discovery.results.ValueHints.made_by`; the suggestion picks their values
+:attr:`~discovery.results.ValueHints.made_by`, and its dtype parameters that default to
+half precision (``dtype=jnp.bfloat16``) its ``made_by_float32``; the suggestion picks their values
 (:mod:`tensorviz_lsp.setup.suggestions`).
 """
 
@@ -34,6 +35,8 @@ _PREFIXES = ("init_", "make_", "create_", "build_", "new_", "empty_")
 # builtins, and what says nothing.
 _OPAQUE = re.compile(r"(^|[.\[\s|,])(Tensor|LongTensor|FloatTensor|BoolTensor|IntTensor|Array|ndarray|ArrayLike|"
                      r"int|float|bool|str|bytes|None|Any|object|dict|list|tuple|Module)(\b|$)")
+
+_LOW_PRECISION = re.compile(r"\b(bfloat16|float16|half)\b")
 
 Param = TypeVar("Param", CallInput, SetupField)
 
@@ -81,9 +84,16 @@ class Makers:
         function = self.maker_of(param.name, param.annotation, exclude)
         if function is None:
             return param
-        needed = tuple((p.name, p.annotation_text or "") for p in parameters_of(function, bound=False)
+        params = parameters_of(function, bound=False)
+        needed = tuple((p.name, p.annotation_text or "") for p in params
                        if p.default is None and p.kind in ("positional", "keyword_only"))
-        return replace(param, hints=replace(hints, made_by=(identifier(function.name.value), needed)))
+        # ``dtype=jnp.bfloat16``: a cache in half precision beside freshly initialised
+        # float32 parameters fails their first update ("requires arguments to have the same
+        # dtypes, got bfloat16, float32"); the suggestion passes float32.
+        low = tuple(p.name for p in params if p.default is not None and "dtype" in p.name.lower()
+                    and _LOW_PRECISION.search(source_text(p.default)))
+        return replace(param, hints=replace(hints, made_by=(identifier(function.name.value), needed),
+                                            made_by_float32=low))
 
 
 def _squeezed(text: str) -> str:

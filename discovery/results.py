@@ -158,6 +158,9 @@ class ValueHints:
     #: batch_size, token_len, generate_steps) -> Cache`` for ``cache``): its name and its
     #: required parameters as ``(name, annotation text)`` (:mod:`discovery.makers`).
     made_by: tuple[str, tuple[tuple[str, str], ...]] | None = None
+    #: The maker's dtype parameters that default to half precision (``dtype=jnp.bfloat16``):
+    #: a suggestion passes float32, the dtype of freshly initialised parameters.
+    made_by_float32: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -165,7 +168,8 @@ class ValueHints:
             out["subclass"] = {"name": self.subclass[0], "parameters": list(self.subclass[1])}
         if self.made_by is not None:
             out["made_by"] = {"name": self.made_by[0],
-                              "parameters": [{"name": n, "annotation": a} for n, a in self.made_by[1]]}
+                              "parameters": [{"name": n, "annotation": a} for n, a in self.made_by[1]],
+                              "float32": list(self.made_by_float32)}
         for key in ("flag", "shape", "needed", "rank", "last_dim", "first_layer", "reads", "builder", "must_set",
                     "preset"):
             value = getattr(self, key)

@@ -386,6 +386,8 @@ class Suggester:
                                "not say)")
             else:
                 parts.append(f"{name}={value!r}")
+        float32 = "jax.numpy.float32" if self.framework == "jax" else "torch.float32"
+        parts += [f"{name}={float32}" for name in made.get("float32") or []]
         return Example(f"{made['name']}({', '.join(parts)})", unknown)
 
     def _same_as_init(self, name: str, annotation: str) -> Example | None:

@@ -208,6 +208,7 @@ QWENISH = '''
 import dataclasses
 import math
 
+import jax
 import jax.numpy as jnp
 from flax import nnx
 
@@ -224,8 +225,8 @@ class ModelConfig:
 
 
 class LayerCache(nnx.Module):
-    def __init__(self, cfg: ModelConfig, batch_size: int, cache_size: int):
-        self.k = nnx.Cache(jnp.zeros((batch_size, cache_size, cfg.num_heads, cfg.head_dim)))
+    def __init__(self, cfg: ModelConfig, batch_size: int, cache_size: int, dtype):
+        self.k = nnx.Cache(jnp.zeros((batch_size, cache_size, cfg.num_heads, cfg.head_dim), dtype))
 
 
 class Model(nnx.Module):
@@ -236,13 +237,16 @@ class Model(nnx.Module):
     def __call__(self, tokens, *, cache, segment_ids):
         x = self.embed(tokens)
         for layer_cache in cache:
+            # the cache is written with what the fresh float32 parameters compute
+            layer_cache.k[...] = jax.lax.dynamic_update_slice(layer_cache.k[...], x[:, :, None, :16].repeat(4, 2),
+                                                              (0, 0, 0, 0))
             x = x + layer_cache.k[...].sum()
         return self.out(x)
 
 
-def init_cache(cfg: ModelConfig, batch_size: int, token_len: int, generate_steps: int, dtype=jnp.float32):
+def init_cache(cfg: ModelConfig, batch_size: int, token_len: int, generate_steps: int, dtype=jnp.bfloat16):
     size = 2 ** math.ceil(math.log2(max(token_len + generate_steps, 1)))
-    return [LayerCache(cfg, batch_size, size) for _ in range(cfg.num_layers)]
+    return [LayerCache(cfg, batch_size, size, dtype) for _ in range(cfg.num_layers)]
 '''
 
 # The same with Torch, the maker found by its return annotation.
@@ -281,7 +285,7 @@ def fresh_state(args: Args, max_batch: int) -> State:
 @pytest.mark.parametrize("source, target, made", [
     (QWENISH, "qwenish.py:Model",
      "cache=init_cache(cfg=ModelConfig(num_layers=2, vocab_size=100, emb_dim=64, num_heads=4, head_dim=16, "
-     "rope_theta=10000, norm_eps=1e-05), batch_size=1, token_len=16, generate_steps=64)"),
+     "rope_theta=10000, norm_eps=1e-05), batch_size=1, token_len=16, generate_steps=64, dtype=jax.numpy.float32)"),
     (STATEFUL, "stateful.py:Net", "state=fresh_state(args=Args(dim=64, n_layers=2), max_batch=64)"),
 ])
 def test_an_input_built_by_a_function_of_the_file_is_offered_as_its_call(tmp_path, monkeypatch, capsys, source,

@@ -95,4 +95,17 @@ def test_the_maker_is_in_the_candidates_json():
     result = discover_snippet(HEADER + NET.format(param="cache") + "\ndef init_cache(cfg: Config, b: int): ...\n")
     hints = next(i for i in result.candidates[0].to_json()["call_inputs"] if i["name"] == "cache")["hints"]
     assert hints["made_by"] == {"name": "init_cache", "parameters": [{"name": "cfg", "annotation": "Config"},
-                                                                     {"name": "b", "annotation": "int"}]}
+                                                                     {"name": "b", "annotation": "int"}],
+                                "float32": []}
+
+
+@pytest.mark.parametrize("default, widened", [
+    ("jnp.bfloat16", ("dtype",)), ("torch.float16", ("dtype",)), ("torch.half", ("dtype",)),
+    ("jnp.float32", ()), ("None", ()),
+])
+def test_a_half_precision_dtype_default_of_a_maker_is_widened(default, widened):
+    """bonsai's ``init_cache(..., dtype=jnp.bfloat16)``: a half-precision cache beside fresh
+    float32 parameters fails their first update."""
+    result = discover_snippet(HEADER + NET.format(param="cache") + f"\ndef init_cache(n: int, dtype={default}): ...\n")
+    hints = next(i for i in result.candidates[0].call_inputs if i.name == "cache").hints
+    assert hints.made_by_float32 == widened
