@@ -235,6 +235,33 @@ def _with_subclass(f: SetupField, ns: Namespace) -> SetupField:
     return replace(f, hints=replace(hints, subclass=(sub.name, needed)))
 
 
+_IMAGE_SIZE = ("img_size", "image_size", "input_size")
+_IMAGE_CHANNELS = ("in_chans", "in_channels", "num_channels", "in_chs")
+
+
+def _with_image(inputs: tuple[CallInput, ...], fields: Sequence[SetupField]) -> tuple[CallInput, ...]:
+    """A vision model's first required input nothing else describes, as one image at the
+    setup's defaults: timm's ``VisionTransformer(img_size=224, in_chans=3)`` asserts the
+    size it was built for."""
+    defaults = {f.name: f.default.value for f in fields if f.default is not None and f.default.is_literal}
+    size = next((defaults[n] for n in _IMAGE_SIZE if n in defaults), None)
+    channels = next((defaults[n] for n in _IMAGE_CHANNELS if n in defaults), None)
+    if isinstance(size, int) and not isinstance(size, bool):
+        size = (size, size)
+    if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(type(d) is int for d in size)
+            and type(channels) is int):
+        return inputs
+    out = list(inputs)
+    for i, inp in enumerate(out):
+        if not inp.required or inp.kind not in ("positional", "keyword_only"):
+            continue
+        hints = inp.hints or ValueHints()
+        if inp.token is None and hints.shape is None and hints.last_dim is None:
+            out[i] = replace(inp, hints=replace(hints, image=(channels, size[0], size[1])))
+        break
+    return tuple(out)
+
+
 def _call_input(param: ParameterInfo, *, static: bool = False, config: ConfigClass | None = None,
                 token: TokenInput | None = None, hints: ValueHints | None = None) -> CallInput:
     return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static, config, token, hints)
@@ -307,6 +334,7 @@ def _module_candidate(
 
     if ref.module.namespace is not None:
         fields = [_with_subclass(f, ref.module.namespace) for f in fields]
+    call_inputs = _with_image(call_inputs, fields)
     name_range, whole = locate(ref.info.qualname)
     return Candidate(
         name=ref.info.name,

@@ -161,6 +161,9 @@ class ValueHints:
     #: The maker's dtype parameters that default to half precision (``dtype=jnp.bfloat16``):
     #: a suggestion passes float32, the dtype of freshly initialised parameters.
     made_by_float32: tuple[str, ...] = ()
+    #: An input of a vision model whose setup names its image (timm's ``img_size=224,
+    #: in_chans=3``): ``(channels, height, width)`` at the setup's defaults.
+    image: tuple[int, int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -171,7 +174,7 @@ class ValueHints:
                               "parameters": [{"name": n, "annotation": a} for n, a in self.made_by[1]],
                               "float32": list(self.made_by_float32)}
         for key in ("flag", "shape", "needed", "rank", "last_dim", "first_layer", "reads", "builder", "must_set",
-                    "preset"):
+                    "preset", "image"):
             value = getattr(self, key)
             if value not in (None, False, ()):
                 out[key] = list(value) if isinstance(value, tuple) else value

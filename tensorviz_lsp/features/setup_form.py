@@ -574,6 +574,7 @@ def _input_entry(info: dict[str, Any], saved: Any, path: str, *, kwarg: bool,
     hints = info.get("hints") or {}
     token = info.get("token")
     if desc is None and suggested is not None and (hints.get("shape") or hints.get("last_dim") or token
+                                                   or hints.get("image")
                                                    or is_image_input(str(info.get("name") or ""))):
         # The code says it, or they are token ids, which run at any batch and length, or an
         # image at the size vision models are built for: the command line's suggestion.

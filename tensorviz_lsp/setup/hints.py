@@ -66,19 +66,38 @@ def before_hint_text(message: str, flag: str = "--before") -> str | None:
 _MISSING_OPERATOR = re.compile(r"operator (\w+)::(\w+) does not exist")
 
 
-def build_mismatch_hint(message: str) -> str | None:
+_TORCH_VERSION = re.compile(r"^2\.(\d+)\.(\d+)(\+(\w+))?")
+
+
+def _paired_release(lib: str, torch_version: str | None) -> tuple[str, str]:
+    """``(the release to install, the index option)`` of ``lib`` for the installed torch:
+    torchvision 0.(N+15).P pairs with torch 2.N.P (0.28.0 with 2.13.0); a CPU-only torch
+    (``+cpu``) takes the CPU build from PyTorch's own index (PyPI's Linux wheels are CUDA
+    builds, whose compiled operators a CPU-only torch cannot load)."""
+    m = _TORCH_VERSION.match(torch_version or "")
+    release = f"{lib}==0.{int(m.group(1)) + 15}.{m.group(2)}" if m and lib == "torchvision" else \
+        f"{lib}==<the release paired with your torch>"
+    index = " --index-url https://download.pytorch.org/whl/cpu" if m and m.group(4) == "cpu" else ""
+    return release, index
+
+
+def build_mismatch_hint(message: str, torch_version: str | None = None) -> str | None:
     """The hint for a library whose compiled operators are missing because it was built
-    for another Torch than the one installed (torchvision's ``nms``), else None."""
+    for another Torch than the one installed (torchvision's ``nms``), else None.
+    ``torch_version``: the installed torch's (``2.13.0+cpu``), when known."""
     m = _MISSING_OPERATOR.search(message or "")
     if m is None:
         return None
     lib, op = m.group(1), m.group(2)
-    return (f"{lib} was built for another Torch than the installed one (its compiled operator {lib}::{op} is "
-            f"missing): install the {lib} release made for the installed torch, e.g. python -m pip install "
-            f"--force-reinstall '{lib}==<the release paired with your torch>' (the pairs: "
-            "https://pytorch.org/get-started/previous-versions/)")
+    release, index = _paired_release(lib, torch_version)
+    build = (f" (a CUDA build beside the CPU-only torch {torch_version})" if index else "")
+    return (f"{lib} was built for another Torch than the installed one{build} (its compiled operator {lib}::{op} is "
+            f"missing): install the {lib} release made for the installed torch, python -m pip install "
+            f"--force-reinstall --no-deps '{release}'{index} (the pairs: "
+            "https://pytorch.org/get-started/previous-versions/); where the model imports it only if it can, "
+            f"python -m pip uninstall {lib} also does")
 
 
-def failure_hint(message: str) -> str | None:
+def failure_hint(message: str, torch_version: str | None = None) -> str | None:
     """The one hint for a failure's message, or None."""
-    return build_mismatch_hint(message) or before_hint_text(message)
+    return build_mismatch_hint(message, torch_version) or before_hint_text(message)

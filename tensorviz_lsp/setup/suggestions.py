@@ -431,6 +431,10 @@ class Suggester:
             return Example(f"{dtype}[{','.join(map(str, dims))}]:ones")
         if shape:
             return Example(f"float32[{','.join(map(str, shape))}]")
+        if hints.get("image"):
+            c, h, w = hints["image"]
+            dims = [BATCH, h, w, c] if self.framework == "jax" else [BATCH, c, h, w]
+            return Example(f"float32[{','.join(map(str, dims))}]")
         if lowered in _IMAGE_NAMES and not hints.get("last_dim"):
             # a batch of one RGB image at the size vision models are built for (timm's
             # VisionTransformer asserts its img_size, 224): channels last for Flax

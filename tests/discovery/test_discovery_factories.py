@@ -99,3 +99,51 @@ def test_torch_factories(name, returns, complete):
 def test_functions_that_build_no_model_are_not_factories():
     found = _by_name(TORCH)
     assert "helper" not in found and "_create" not in found
+
+
+VISION = '''
+from typing import Tuple, Union
+import torch
+from torch import nn
+
+class VisionTransformer(nn.Module):
+    def __init__(self, img_size: Union[int, Tuple[int, int]] = 224, patch_size: int = 16, in_chans: int = 3,
+                 embed_layer=None):
+        super().__init__()
+        self.patch_embed = embed_layer(img_size, patch_size, in_chans)
+
+    def forward(self, x: torch.Tensor, attn_mask=None):
+        return self.forward_features(x)
+
+class Rect(nn.Module):
+    def __init__(self, image_size=(32, 48), num_channels=1):
+        super().__init__()
+
+    def forward(self, pixels, *, labels):
+        return pixels
+
+def vit_tiny(pretrained: bool = False, **kwargs) -> VisionTransformer:
+    return VisionTransformer(**kwargs)
+'''
+
+
+@pytest.mark.parametrize("qualname, name, image", [
+    ("VisionTransformer", "x", (3, 224, 224)),
+    ("vit_tiny", "x", (3, 224, 224)),  # a factory takes its class's inputs
+    ("Rect", "pixels", (1, 32, 48)),
+])
+def test_a_vision_models_first_input_is_an_image_at_its_setup_defaults(qualname, name, image):
+    """timm's ``VisionTransformer(img_size=224, in_chans=3)`` asserts the size it was built for."""
+    cand = _by_name(VISION)[qualname]
+    (inp,) = [i for i in cand.call_inputs if i.name == name]
+    assert inp.hints.image == image
+    assert all(i.hints is None or i.hints.image is None for i in cand.call_inputs if i.name != name)
+
+
+def test_the_image_is_suggested_channels_first_for_torch_and_last_for_jax():
+    from tensorviz_lsp.setup.suggestions import Suggester
+
+    p = {"name": "x", "annotation": "torch.Tensor", "required": True, "kind": "positional",
+         "hints": {"image": [3, 224, 224]}}
+    assert Suggester("torch").input_value(p).text == "float32[1,3,224,224]"
+    assert Suggester("jax").input_value({**p, "annotation": None}).text == "float32[1,224,224,3]"
