@@ -25,7 +25,7 @@ from discovery.results import CallInputJson
 from ..backends import Candidate
 from ..setup.hints import library_before
 from ..setup.shorthand_values import ShorthandError, parse_value_spec
-from ..setup.suggestions import Example, Suggester, is_image_input
+from ..setup.suggestions import Example, Suggester, is_image_input, is_sequence_input
 from .form_values import before_text, steps_text, value_text
 
 
@@ -575,7 +575,8 @@ def _input_entry(info: dict[str, Any], saved: Any, path: str, *, kwarg: bool,
     token = info.get("token")
     if desc is None and suggested is not None and (hints.get("shape") or hints.get("last_dim") or token
                                                    or hints.get("image")
-                                                   or is_image_input(str(info.get("name") or ""))):
+                                                   or is_image_input(str(info.get("name") or ""))
+                                                   or is_sequence_input(str(info.get("name") or ""))):
         # The code says it, or they are token ids, which run at any batch and length, or an
         # image at the size vision models are built for: the command line's suggestion.
         shape, unknown = list(suggested["shape"]), []

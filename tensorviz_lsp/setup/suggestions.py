@@ -79,6 +79,15 @@ def is_image_input(name: str) -> bool:
     return name.lower() in _IMAGE_NAMES
 
 
+def is_sequence_input(name: str) -> bool:
+    """An input named like ids, positions or a mask over a sequence (``segment_ids``,
+    ``input_pos``, ``attention_mask``): suggested at a batch of 1 and 16 positions, which
+    such inputs run at whatever the model's sizes."""
+    lowered = name.lower()
+    return (lowered.endswith(("_tokens", "_ids")) and "position" not in lowered or lowered in _POSITION_NAMES
+            or "mask" in lowered)
+
+
 def size_class(name: str) -> tuple[str, int] | None:
     """``(class, small value)`` for a field or parameter named ``name``, else None."""
     lowered = name.lower()

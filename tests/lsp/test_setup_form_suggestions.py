@@ -228,3 +228,24 @@ def test_a_factory_is_drafted_as_one_and_its_inputs_are_offered(tmp_path):
     inputs = {i["name"]: i for i in form["inputs"]}
     assert (inputs["image"]["kind"], inputs["image"]["shape"]) == ("tensor", [1, 224, 224, 3])
     assert (inputs["cache"]["kind"], inputs["cache"]["text"]) == ("value", "init_cache(batch_size=1, max_len=64)")
+
+
+SEQUENCEISH = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, hidden: torch.Tensor, segment_ids, input_pos, attention_mask):
+        return hidden
+'''
+
+
+def test_ids_positions_and_masks_start_from_the_command_lines_shape(tmp_path):
+    """bonsai's ``segment_ids``: the command line suggests int32[1,16]; the form starts there too
+    (such inputs run at a batch of 1 and 16 positions whatever the model's sizes). A plain
+    tensor's shape is still asked for."""
+    form, _ = _form(tmp_path, SEQUENCEISH, "Net")
+    shapes = {i["name"]: (i["shape"], i["dtype"], i["generator"]["kind"]) for i in form["inputs"]}
+    assert shapes == {"hidden": ([], "float32", "normal"), "segment_ids": ([1, 16], "int64", "zeros"),
+                      "input_pos": ([16], "int64", "arange"), "attention_mask": ([1, 16], "int64", "ones")}
