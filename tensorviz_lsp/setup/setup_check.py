@@ -123,7 +123,9 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
     if recipe.inputs.factory is None and recipe.inputs.fixture is None:
         inputs = cand.call_inputs
         complete = cand.call_method is None or cand.call_defined_in is not None
-        where = f"{cand.qualname}.{cand.call_method}" if cand.call_method else cand.qualname
+        # a factory's inputs are those of the module it returns (big_vision's _Model.__call__)
+        owner = cand.call_defined_in if cand.model_factory and cand.call_defined_in else cand.qualname
+        where = f"{owner}.{cand.call_method}" if cand.call_method else cand.qualname
         given = dict(recipe.inputs.kwargs)
         section = _section("--input", f"{where}({_signature(inputs)})", inputs, recipe.inputs.args, given,
                            complete, cand, suggest)

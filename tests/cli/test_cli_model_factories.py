@@ -105,3 +105,10 @@ def test_a_factory_is_captured_by_calling_it_then_its_module(tmp_path, monkeypat
     assert main(["summary", str(graph)]) == 0
     out = capsys.readouterr().out.lower()
     assert all(n.lower() in out for n in nodes), out
+
+
+def test_a_factorys_inputs_are_named_by_the_module_it_returns(tmp_path, monkeypatch, capsys):
+    (tmp_path / "vitish.py").write_text(LINEN)
+    monkeypatch.chdir(tmp_path)
+    assert main(["capture", "vitish.py:Model"]) == 2
+    assert "--input image: needed by _Model.__call__(image, train=False)" in capsys.readouterr().err
