@@ -67,7 +67,7 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
     if candidates and "partial" in analysis.text:
         candidates.extend(_partial_candidates(parsed.module, ns, candidates, locate))
 
-    if candidates and "def " in analysis.text:
+    if "def " in analysis.text and (candidates or "Module" in analysis.text):  # -> nn.Module needs no class
         candidates.extend(factory_candidates(analysis, candidates, configs, locate))
 
     if _may_use_jax(analysis.text, ns):

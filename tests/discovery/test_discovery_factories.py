@@ -147,3 +147,23 @@ def test_the_image_is_suggested_channels_first_for_torch_and_last_for_jax():
          "hints": {"image": [3, 224, 224]}}
     assert Suggester("torch").input_value(p).text == "float32[1,3,224,224]"
     assert Suggester("jax").input_value({**p, "annotation": None}).text == "float32[1,224,224,3]"
+
+
+def test_a_factory_file_without_model_classes():
+    """``models/factory.py``: the classes live elsewhere; ``-> nn.Module`` says what it builds."""
+    source = '''
+from torch import nn
+import flax.linen as linen
+
+def build_model(width: int) -> nn.Module:
+    return nn.Sequential(nn.Linear(width, width))
+
+def build_linen(width: int) -> linen.Module:
+    return linen.Dense(width)
+
+def helper(width: int) -> int:
+    return width
+'''
+    found = _by_name(source)
+    assert {n: (c.kind, c.model_factory) for n, c in found.items()} == {
+        "build_model": ("torch_module", True), "build_linen": ("linen_module", True)}
