@@ -181,19 +181,27 @@ def abstract_inputs(jax: Any, closed: Any, leaves: list, records: list | None, m
 # --------------------------------------------------------------------------- reading
 
 
-def read_compiled(compiled: Any) -> dict[str, Any]:
+def read_compiled(compiled: Any, per_device: bool = False) -> dict[str, Any]:
     """The figures of a compiled program: ``cost`` (per device), ``memory`` (per device, with
-    its ``peak``), ``collectives`` (parsed from the HLO text), ``partitions``."""
+    its ``peak``), ``collectives`` (parsed from the HLO text), ``partitions``; with
+    ``per_device``, ``instructions`` (every instruction's per-device shape, for
+    :mod:`capture.jax.per_device`)."""
     took: dict[str, float] = {}
     t = time.perf_counter()
     text = compiled.as_text() or ""
     took["text"] = time.perf_counter() - t
     out: dict[str, Any] = {"cost": _cost(compiled), "memory": _memory(compiled)}
     took["analyses"] = time.perf_counter() - t - took["text"]
-    m = re.search(r"num_partitions=(\d+)", text[:4000])
+    m = re.search(r"num_partitions=(\d+)", text[:text.find("\n") + 1 or 4000] or text[:4000])
     out["partitions"] = int(m.group(1)) if m else 1
-    out["collectives"] = parse_collectives(text)
+    frames = _frames_table(text)
+    out["collectives"] = parse_collectives(text, frames)
     took["parse"] = time.perf_counter() - t - took["text"] - took["analyses"]
+    if per_device:  # the shape each device computes per instruction (capture.jax.per_device)
+        from .per_device import instructions
+
+        out["instructions"] = instructions(text, frames)
+        took["instructions"] = time.perf_counter() - t - took["text"] - took["analyses"] - took["parse"]
     out["read_parts"] = {k: round(v, 3) for k, v in took.items()}
     return out
 
@@ -282,10 +290,10 @@ def _frames_table(text: str) -> dict[int, list[tuple[str, int]]]:
     return out
 
 
-def parse_collectives(text: str) -> list[dict[str, Any]]:
+def parse_collectives(text: str, frames: dict[int, list[tuple[str, int]]] | None = None) -> list[dict[str, Any]]:
     """Every collective instruction of an HLO module's text (a ``-done`` is the same
     collective as its ``-start``: not counted again)."""
-    frames = _frames_table(text)
+    frames = _frames_table(text) if frames is None else frames
     out: list[dict[str, Any]] = []
     for line in text.splitlines():
         if "all-" not in line and "collective-" not in line and "reduce-scatter" not in line:
@@ -716,6 +724,8 @@ class Compilation:
 
     def __init__(self, jax: Any, closed: Any, leaves: list, records: list | None, mesh: Any, seconds: float) -> None:
         self.mesh, self.seconds, self.kept = mesh, seconds, 0
+        #: every compiled instruction's per-device shape, once finished (capture.jax.per_device)
+        self.instructions: list[dict[str, Any]] | None = None
         self.early: dict[str, Any] | None = None
         self.job: _Compile | None = None
         try:
@@ -738,7 +748,8 @@ class Compilation:
             got["note"] = NOTE
             return got
         start = time.perf_counter()
-        read = read_compiled(got["compiled"])
+        read = read_compiled(got["compiled"], per_device=True)
+        self.instructions = read.pop("instructions", None)
         record = build_record(read, got["seconds"], self.mesh, nodes, eqns, groups, sources)
         record["read_seconds"] = round(time.perf_counter() - start, 3)
         if self.kept:

@@ -76,7 +76,7 @@ from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_ou
 from .nnx_state import NnxLift
 from .platforms import device_unavailable, select_platforms, started_backends
 from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams
-from . import compiled
+from . import compiled, per_device
 from .shardings import JaxShardings, devices_record, leaf_sharding, recipe_mesh, simulate_devices
 from .tracing import trace
 
@@ -759,6 +759,9 @@ def capture(ctx: CaptureContext) -> Capture:
                                             (capture.frames, str(ctx.workspace)))
     else:
         capture.compiled = compiling
+    # each node's per-device figures, from the splits XLA gave the values where it compiled them
+    per_device.annotate(capture, eqns, getattr(compiling, "instructions", None),
+                        shardings.mesh_index(mesh) if mesh is not None else None, (capture.frames, str(ctx.workspace)))
     if not capture.nodes:
         raise CaptureError(
             "trace",

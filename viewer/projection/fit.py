@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from capture import units
+from capture.graph.per_device import transients
 
 #: Optimizer state per parameter byte, by name (``--optimizer``), and what it holds.
 OPTIMIZERS: dict[str, tuple[float, str]] = {
@@ -145,6 +146,11 @@ def per_device(proj: Any) -> dict[str, Any] | None:
         made += b
         delta[start] += b
         delta[min(end, n) + 1] -= b
+    # what one device holds only while a node runs: a shard_map or scan body's own values, the
+    # weights the compiler gathers for it (capture.graph.per_device)
+    for i, b in transients(cap, lambda v: int(held(v))).items():
+        delta[i] += b
+        delta[i + 1] -= b
     live = peak = 0.0
     for i in range(n):
         live += delta[i]

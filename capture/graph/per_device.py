@@ -1,0 +1,171 @@
+"""A split program's per-device figures from its per-node columns: FLOPs one device
+computes (``NodeCosts.flops_per_device``, written by the framework's capture) summed over the
+executed program, control-flow boundaries from their bodies, and the buffers one device
+holds that the graph's values do not show (a ``shard_map`` or ``scan`` body's values while
+it runs; the weights the compiler gathers for an op).
+
+Standard library only: the viewer's memory plan (``viewer.projection.fit``), the summary and
+the benchmarks read these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..units import nbytes
+from .model import UNCOUNTED, Capture
+
+BODY = "body"
+#: What the per-device figures mean when no compiled program informed them.
+UNFUSED = "TensorViz's unfused estimate (the program was not compiled)"
+
+
+def _innermost_body(groups: list) -> list[int]:
+    """Per group, the innermost body group holding it (itself when it is one), or -1."""
+    out = [-2] * len(groups)
+    for g in range(len(groups)):
+        path = []
+        x: int | None = g
+        while x is not None and out[x] == -2:
+            if groups[x].kind == BODY:
+                out[x] = x
+                break
+            path.append(x)
+            x = groups[x].parent
+        found = -1 if x is None else out[x]
+        for y in path:
+            out[y] = found
+    return out
+
+
+def bodies(capture: Capture) -> tuple[dict[int, list[int]], dict[int, list[int]], list[int]]:
+    """``(boundary node -> its body groups, body group -> the nodes directly in it, per node its
+    innermost body group or -1)``."""
+    groups = capture.groups
+    inner = _innermost_body(groups)
+    of: dict[int, list[int]] = {}
+    for g, grp in enumerate(groups):
+        if grp.kind == BODY and type(grp.attrs.get("node")) is int:
+            of.setdefault(grp.attrs["node"], []).append(g)
+    members: dict[int, list[int]] = {}
+    node_body = []
+    for node in capture.nodes:
+        b = inner[node.group] if node.group is not None and 0 <= node.group < len(groups) else -1
+        node_body.append(b)
+        if b >= 0:
+            members.setdefault(b, []).append(node.id)
+    return of, members, node_body
+
+
+def boundary_figures(capture: Capture, column: list[int], loops_once: bool = False) -> None:
+    """Set each control-flow boundary's per-device FLOPs from its bodies' (innermost first):
+    a ``scan`` its body × its length, a ``cond`` its largest branch, a ``shard_map`` its body
+    (one device's already), a ``while`` uncounted (its trip count is decided at run time)."""
+    of, members, _ = bodies(capture)
+    groups = capture.groups
+    for i in sorted(of, reverse=True):
+        op = capture.nodes[i].op
+        sums = [sum(column[j] for j in members.get(g, []) if column[j] > 0) for g in of[i]
+                if "closed" not in groups[g].attrs]
+        if not sums or len(sums) < len(of[i]):
+            continue  # a closed body: the global rule's figure stands
+        if op == "scan":
+            length = groups[of[i][0]].attrs.get("iterations")
+            column[i] = sums[0] if loops_once else sums[0] * length if type(length) is int else UNCOUNTED
+        elif op == "cond":
+            column[i] = max(sums)
+        elif op == "shard_map":
+            column[i] = sums[0]
+        elif op == "while":
+            column[i] = sums[0] if loops_once else UNCOUNTED
+
+
+def flops_total(capture: Capture, loops_once: bool = False) -> int | None:
+    """One device's FLOPs over the executed program (outside unexecuted bodies: their
+    boundaries count them); None without a per-device column. ``loops_once``: a loop's body
+    counted once, as XLA's ``cost_analysis()`` counts a ``while`` (its trip count not applied),
+    to set the two side by side."""
+    cost = capture.cost
+    column = getattr(cost, "flops_per_device", None) if cost is not None else None
+    if not column:
+        return None
+    if loops_once:
+        column = list(column)
+        boundary_figures(capture, column, loops_once=True)
+    _, _, node_body = bodies(capture)
+    return sum(f for f, b in zip(column, node_body) if b < 0 and f > 0)
+
+
+def _held(capture: Capture) -> Callable[[int], int]:
+    def held(v: int) -> int:
+        val = capture.values[v]
+        sh = val.sharding if isinstance(val.sharding, dict) else None
+        shape = val.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or val.shape
+        return nbytes(shape, val.dtype) or 0
+    return held
+
+
+def transients(capture: Capture, held: Callable[[int], int] | None = None) -> dict[int, int]:
+    """Per node of the executed program, bytes one device holds only while it runs, beyond the
+    graph's values there: a boundary's bodies' own values at their most (a ``shard_map``'s body
+    runs on every device at its shard's shapes; a ``scan``'s one iteration at a time; nested
+    bodies and gathered weights inside them included) and the weights the compiler gathers
+    for the node (:func:`gathered`)."""
+    held = held or _held(capture)
+    of, members, node_body = bodies(capture)
+    made = {o: n.id for n in capture.nodes for o in n.outputs}
+    extra = gathered(capture)
+    for i in sorted(of, reverse=True):  # inner boundaries first: a body's own boundary's peak is known
+        best = 0
+        for g in of[i]:
+            best = max(best, _walk(capture, members.get(g, []), made, held, extra))
+        extra[i] = extra.get(i, 0) + best
+    return {i: b for i, b in extra.items() if node_body[i] < 0 and b > 0}
+
+
+def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable[[int], int],
+          inner: dict[int, int]) -> int:
+    """The most bytes live at once over a body's nodes ``ids`` (in order): each value from the
+    node that makes it to the last of these nodes that reads it (the body's results to its end),
+    with an inner boundary's own peak at it."""
+    if not ids:
+        return 0
+    pos = {n: k for k, n in enumerate(ids)}
+    last: dict[int, int] = {}
+    for k, n in enumerate(ids):
+        for o in capture.nodes[n].inputs:
+            if o.value is not None and made.get(o.value) in pos:
+                last[o.value] = k
+    delta = [0] * (len(ids) + 2)
+    for k, n in enumerate(ids):
+        for v in capture.nodes[n].outputs:
+            b = held(v)
+            delta[k] += b
+            delta[last.get(v, len(ids)) + 1] -= b  # unread in the body: one of its results
+        extra = inner.get(n, 0)
+        delta[k] += extra
+        delta[k + 1] -= extra
+    live = best = 0
+    for k in range(len(ids)):
+        live += delta[k]
+        best = max(best, live)
+    return best
+
+
+def gathered(capture: Capture) -> dict[int, int]:
+    """Per node, the bytes of the buffers the compiler gathers for it (the results of the
+    all-gathers XLA adds, attributed to the node: a weight gathered for a matmul), held while
+    it runs; the program's own collectives are its values already."""
+    compiled = capture.compiled or {}
+    out: dict[int, int] = {}
+    for c in compiled.get("collectives") or []:
+        if not isinstance(c, dict) or c.get("kind") != "all-gather" or type(c.get("node")) is not int:
+            continue
+        node = capture.nodes[c["node"]]
+        if node.op in ("all_gather", "all_gather_invariant"):
+            continue
+        size = c.get("operand_bytes")
+        devices = c.get("devices") or 1
+        if isinstance(size, int):
+            out[c["node"]] = out.get(c["node"], 0) + size * int(devices)
+    return out

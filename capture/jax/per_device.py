@@ -1,0 +1,386 @@
+"""What one device holds and computes, node by node, in a JAX program split across a mesh.
+
+TensorViz knows the split of the values the program states: inputs placed on the mesh,
+explicit axes in the types, ``sharding_constraint`` / ``reshard``, ``shard_map`` specs and
+bodies. Under automatic axes XLA decides the rest (sharding propagation), so a traced
+value may carry no split at all. When the capture compiled the program
+(``capture.jax.compiled``), the compiled module holds the shape each device computes for
+each instruction, and its ``op_name`` metadata names the equation it was made for. So:
+
+1. :func:`instructions` reads every instruction of the compiled HLO text with an array
+   result and ``op_name`` metadata: its per-device shape, its operand shapes (a ``dot``'s
+   contracting dimensions), its name and source frames;
+2. :func:`propagated_shardings` maps each onto the node of its equation (the same rules
+   as the compiled collectives: primitive, source line, name stack; every best-scoring
+   node of that primitive is a candidate, the one whose output shape the per-device
+   shape divides is taken) and gives each value XLA split that the capture had no split
+   for a ``sharding`` of source ``compiled`` (its mesh axes inferred from the ratio of
+   each dimension); an unmapped value of the same shape as an operand of its node takes
+   that operand's split (``propagated``);
+3. :func:`flops_per_device` counts each node's FLOPs at the shapes one device computes:
+   the node's FLOPs times the share of its work one device does (a ``dot_general``: its
+   output's share times its contracted dimensions' share; a reduction: its operand's
+   share; anything else: its output's share); a ``scan`` is its body's per-device figure ×
+   its length, a ``cond`` its largest branch, a ``shard_map`` its body (already one
+   device's). Without a compiled program the same rule runs on the splits TensorViz knows
+   (an unsplit value counts whole: the unfused estimate, ``NodeCosts.notes``).
+
+JAX is not imported here: the compiled text and the converted capture are plain data.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from typing import Any
+
+from ..graph.model import UNCOUNTED, Capture
+from ..graph.sharding import sharding_record
+
+#: How long mapping the compiled instructions onto nodes may take (a 70B program has some
+#: 100k instructions); past it the rest is left to propagation.
+MAP_SECONDS = 8.0
+MAX_INSTRUCTIONS = 400_000
+
+_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<dtype>[a-z]+\d*(?:e\d+m\d+\w*)?)"
+                   r"\[(?P<dims>[\d,]*)\](?:\{[^}]*\})?\s+(?P<op>[\w\-]+)\((?P<args>[^)]*)\)")
+_OPERAND = re.compile(r"[a-z]+\d*(?:e\d+m\d+\w*)?\[([\d,]*)\]")
+_CONTRACT = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
+_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+_FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
+# Instructions whose shape says nothing of an equation's result (structure and bookkeeping).
+_SKIP = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "while", "conditional", "call",
+                   "after-all", "partition-id", "replica-id", "iota"})
+# Primitives whose work is their operand's (a reduction reads more than it writes).
+_REDUCING = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
+                       "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
+                       "reduce_precision"})
+NOTE = ("per device: each node's FLOPs at the shapes one device computes (the split XLA gave each value where "
+        "the program leaves it to the compiler; a value whose split is not known counts whole)")
+NOTE_UNCOMPILED = ("per device, TensorViz's unfused estimate: each node's FLOPs at the splits the program states "
+                   "(the program was not compiled: a value the compiler would split counts whole)")
+
+
+def _dims(text: str) -> list[int]:
+    return [int(d) for d in text.split(",") if d]
+
+
+def instructions(text: str, frames: dict[int, list[tuple[str, int]]]) -> list[dict[str, Any]]:
+    """Every instruction of the compiled module with an array result and an ``op_name``:
+    ``{"shape", "op", "op_name", "frames", "k"}`` (``k``: a dot's contracted elements per
+    device, from its left operand's shape: instruction names are unique in a module)."""
+    out: list[dict[str, Any]] = []
+    dims_of: dict[str, list[int]] = {}
+    dots: list[tuple[dict[str, Any], str, list[int]]] = []
+    for line in text.splitlines():
+        m = _LINE.match(line)
+        if m is None:
+            continue
+        dims = _dims(m.group("dims"))
+        dims_of[m.group("name")] = dims
+        if m.group("op") in _SKIP or "op_name=" not in line or len(out) >= MAX_INSTRUCTIONS:
+            continue
+        name = _OP_NAME.search(line)
+        if name is None or "/" not in name.group(1):
+            continue
+        rec: dict[str, Any] = {"shape": dims, "op": m.group("op"), "op_name": name.group(1)}
+        fid = _FRAME_ID.search(line)
+        if fid and int(fid.group(1)) in frames:
+            rec["frames"] = frames[int(fid.group(1))]
+        if m.group("op") == "dot":
+            contract = _CONTRACT.search(line)
+            lhs = m.group("args").split(",")[0].strip().split(" ")[-1].lstrip("%")
+            if contract and lhs:
+                dots.append((rec, lhs, _dims(contract.group(1))))
+        out.append(rec)
+    for rec, lhs, contract in dots:
+        shape = dims_of.get(lhs)
+        if shape is not None and all(d < len(shape) for d in contract):
+            rec["k"] = math.prod(shape[d] for d in contract)
+    return out
+
+
+# --------------------------------------------------------------------------- per-device shapes
+
+
+def local_shape(capture: Capture, vid: int) -> list[int] | None:
+    """The shape one device holds of value ``vid`` (its own shape when not split); None
+    when a dimension is symbolic."""
+    v = capture.values[vid]
+    sh = v.sharding if isinstance(v.sharding, dict) else None
+    shape = v.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or v.shape
+    return list(shape) if all(type(d) is int for d in shape) else None
+
+
+def _split_axes(ratio: int, sizes: list[tuple[str, int]], used: set[str]) -> list[str] | None:
+    """Mesh axes (in mesh order, none of ``used``) whose sizes multiply to ``ratio``."""
+    free = [(n, s) for n, s in sizes if n not in used and s > 1]
+    for mask in range(1, 1 << len(free)):
+        pick = [free[i] for i in range(len(free)) if mask >> i & 1]
+        if math.prod(s for _, s in pick) == ratio:
+            return [n for n, _ in pick]
+    return None
+
+
+def _record(shape: list[int], local: list[int], mesh: int, sizes: list[tuple[str, int]], source: str) -> dict | None:
+    """A sharding record for a value of ``shape`` of which one device holds ``local``; None
+    when a dimension's ratio is no product of the mesh's axes (or nothing is split)."""
+    spec: list[list[str]] = []
+    used: set[str] = set()
+    for g, l in zip(shape, local):
+        if l <= 0 or l > g:
+            return None
+        ratio = -(-g // l)
+        if ratio == 1:
+            spec.append([])
+            continue
+        axes = _split_axes(ratio, sizes, used)
+        if axes is None or -(-g // math.prod(s for n, s in sizes if n in axes)) != l:
+            return None
+        used.update(axes)
+        spec.append(axes)
+    if not used:
+        return None
+    rec = sharding_record(mesh, shape, spec, dict(sizes), source=source)
+    rec["per_device_shape"] = list(local)
+    return rec
+
+
+def _fits(shape: list, local: list[int]) -> bool:
+    return len(shape) == len(local) and all(type(g) is int and 0 < l <= g for g, l in zip(shape, local))
+
+
+class _Mapper:
+    """Compiled instructions onto nodes (:class:`capture.jax.compiled.Attributor`'s rules,
+    every best candidate kept)."""
+
+    def __init__(self, capture: Capture, eqns: list, sources: Any) -> None:
+        from .compiled import Attributor
+
+        self.capture = capture
+        self.att = Attributor(capture.nodes, eqns, capture.groups, sources)
+
+    def best(self, name: str, frames: list[tuple[str, int]]) -> list[int]:
+        parts = [p for p in name.split("/") if p]
+        if not parts:
+            return []
+        prim, path = parts[-1], parts[1:-1]
+        top, out = -1, []
+        for i in self.att._candidates(prim, frames):
+            score, _ = self.att._score(i, prim, path, frames)
+            if score > top:
+                top, out = score, [i]
+            elif score == top:
+                out.append(i)
+        return out if top >= 8 else []  # the primitive must agree
+
+    def local_shapes(self, records: list[dict[str, Any]], deadline: float) -> tuple[dict[int, list[list[int]]], dict]:
+        """``(per node: the per-device shapes of its first output the instructions made for
+        it show, per node: a dot's contracted elements per device)``."""
+        from .compiled import alternatives
+
+        nodes, values = self.capture.nodes, self.capture.values
+        shapes: dict[int, list[list[int]]] = {}
+        ks: dict[tuple[int, tuple[int, ...]], int] = {}
+        cache: dict[tuple, list[int]] = {}
+        for rec in records:
+            if time.perf_counter() > deadline:
+                break
+            frames = [tuple(f) for f in rec.get("frames") or []]
+            for name in alternatives(rec["op_name"]):
+                key = (name, tuple(frames[:1]))
+                ids = cache.get(key)
+                if ids is None:
+                    ids = cache[key] = self.best(name, frames)
+                for i in ids:
+                    outs = nodes[i].outputs
+                    if not outs or not _fits(values[outs[0]].shape, rec["shape"]):
+                        continue
+                    seen = shapes.setdefault(i, [])
+                    if rec["shape"] not in seen:
+                        seen.append(rec["shape"])
+                    if "k" in rec:
+                        ks[(i, tuple(rec["shape"]))] = max(ks.get((i, tuple(rec["shape"])), 0), rec["k"])
+        return shapes, ks
+
+
+def _choose(capture: Capture, i: int, options: list[list[int]]) -> list[int]:
+    """Of the per-device shapes instructions show for node ``i``'s result, the one an operand
+    of its shape holds (an elementwise op keeps its operands' split), else the largest."""
+    if len(options) > 1:
+        out = capture.values[capture.nodes[i].outputs[0]]
+        for o in capture.nodes[i].inputs:
+            if o.value is not None and capture.values[o.value].shape == out.shape:
+                local = local_shape(capture, o.value)
+                if local in options:
+                    return local
+    return max(options, key=math.prod)
+
+
+def propagated_shardings(capture: Capture, eqns: list, records: list[dict[str, Any]] | None, mesh: int | None,
+                         sources: Any = None) -> dict[int, int]:
+    """Give values XLA split (and the capture did not know split) a ``compiled`` sharding;
+    then values of an operand's shape an operand's split (``propagated``). Returns per node
+    a ``dot``'s contracted elements per device, where the compiled program shows it."""
+    if mesh is None or not 0 <= mesh < len(capture.meshes):
+        return {}
+    sizes = [(str(a["name"]), int(a["size"])) for a in capture.meshes[mesh].get("axes") or []
+             if isinstance(a, dict) and "name" in a and "size" in a]
+    ks: dict[int, int] = {}
+    if records:
+        mapper = _Mapper(capture, eqns, sources)
+        shapes, shape_ks = mapper.local_shapes(records, time.perf_counter() + MAP_SECONDS)
+        for i in sorted(shapes):  # in program order: an operand's split is settled before its users'
+            v = capture.values[capture.nodes[i].outputs[0]]
+            local = _choose(capture, i, shapes[i])
+            if v.sharding is None:
+                v.sharding = _record(list(v.shape), local, mesh, sizes, "compiled")
+            if (i, tuple(local)) in shape_ks and local == local_shape(capture, v.id):
+                ks[i] = shape_ks[(i, tuple(local))]
+    _propagate(capture)
+    _from_users(capture, eqns, ks, mesh, sizes)
+    return ks
+
+
+def _propagate(capture: Capture) -> None:
+    """An unsplit result of a node, of the same shape as one of its split operands, takes
+    that operand's split (an elementwise op keeps its operands' split)."""
+    values = capture.values
+    for node in capture.nodes:
+        for vid in node.outputs:
+            v = values[vid]
+            if v.sharding is not None:
+                continue
+            for o in node.inputs:
+                if o.value is None:
+                    continue
+                src = values[o.value].sharding
+                if isinstance(src, dict) and not src.get("local") and values[o.value].shape == v.shape \
+                        and src.get("source") in ("compiled", "propagated", "placement", "partitioning", "type"):
+                    v.sharding = {**src, "source": "propagated"}
+                    break
+
+
+def _from_users(capture: Capture, eqns: list, ks: dict[int, int], mesh: int, sizes: list[tuple[str, int]]) -> None:
+    """A value still unsplit (a body's parameter, a result XLA fused away) takes the split its
+    users show: a user of its shape with a split result (elementwise), a ``dot_general``'s
+    operand the split of the result dimensions it makes (and of its contracted dimension where
+    the compiled dot shows it)."""
+    values = capture.values
+    for node in reversed(capture.nodes):
+        out = values[node.outputs[0]] if node.outputs else None
+        if out is None or not isinstance(out.sharding, dict) or out.sharding.get("local"):
+            continue
+        eqn = eqns[node.id] if node.id < len(eqns) else None
+        for pos, o in enumerate(node.inputs):
+            if o.value is None or values[o.value].sharding is not None:
+                continue
+            v = values[o.value]
+            if v.shape == out.shape:
+                v.sharding = {**out.sharding, "source": "propagated"}
+            elif node.op == "dot_general" and eqn is not None and pos < 2:
+                local = _dot_operand(eqn, pos, list(v.shape), out, ks.get(node.id))
+                if local is not None:
+                    v.sharding = _record(list(v.shape), local, mesh, sizes, "propagated")
+
+
+def _dot_operand(eqn: Any, pos: int, shape: list, out: Any, k: int | None) -> list[int] | None:
+    """The per-device shape of operand ``pos`` of a ``dot_general`` from its result's: its batch
+    and free dimensions as the result's, a single contracted dimension as the compiled dot's."""
+    if not all(type(d) is int for d in shape):
+        return None
+    (lc, rc), (lb, rb) = eqn.params["dimension_numbers"]
+    contract, batch = (lc, lb) if pos == 0 else (rc, rb)
+    free = [d for d in range(len(shape)) if d not in contract and d not in batch]
+    # the result's dimensions: batch, the left operand's free ones, the right operand's free ones
+    start = len(batch) + (0 if pos == 0 else len(eqn.invars[0].aval.shape) - len(lc) - len(lb))
+    out_local = out.sharding.get("per_device_shape") or out.shape
+    local = list(shape)
+    for j, d in enumerate(batch):
+        local[d] = out_local[j]
+    for j, d in enumerate(free):
+        local[d] = out_local[start + j]
+    if len(contract) == 1 and k:
+        local[contract[0]] = min(k, shape[contract[0]])
+    return local
+
+
+# --------------------------------------------------------------------------- per-device FLOPs
+
+
+def _share(capture: Capture, vid: int) -> float:
+    v = capture.values[vid]
+    local = local_shape(capture, vid)
+    if local is None or not all(type(d) is int for d in v.shape):
+        return 1.0
+    whole = math.prod(v.shape)
+    return math.prod(local) / whole if whole else 1.0
+
+
+def _devices(capture: Capture, vid: int) -> int:
+    """The devices of the mesh value ``vid`` is split over (1 when it is not)."""
+    sh = capture.values[vid].sharding
+    mesh = sh.get("mesh") if isinstance(sh, dict) else None
+    if type(mesh) is not int or not 0 <= mesh < len(capture.meshes):
+        return 1
+    return int(capture.meshes[mesh].get("devices") or 1)
+
+
+def _node_share(capture: Capture, i: int, eqn: Any, ks: dict[int, int]) -> float:
+    """The share of node ``i``'s work one device does."""
+    node = capture.nodes[i]
+    ins = [o.value for o in node.inputs if o.value is not None]
+    if node.op in _REDUCING and ins:
+        return _share(capture, ins[0])
+    out = _share(capture, node.outputs[0]) if node.outputs else 1.0
+    if node.op == "dot_general" and len(ins) >= 2 and eqn is not None:
+        (lc, rc), _ = eqn.params["dimension_numbers"]
+        lhs = capture.values[ins[0]]
+        k = math.prod(int(lhs.shape[d]) for d in lc) if all(type(lhs.shape[d]) is int for d in lc) else 0
+        if k:
+            if i in ks:
+                return out * min(ks[i] / k, 1.0)
+            ll, rl = local_shape(capture, ins[0]), local_shape(capture, ins[1])
+            kl = math.prod(ll[d] for d in lc) if ll else k
+            kr = math.prod(rl[d] for d in rc) if rl else k
+            # no device does less than its share of the whole (one axis cannot split both the
+            # result and the contracted dimensions)
+            return max(out * min(kl, kr) / k, 1 / _devices(capture, node.outputs[0]))
+    return out
+
+
+def flops_per_device(capture: Capture, eqns: list, ks: dict[int, int] | None = None) -> list[int] | None:
+    """Each node's FLOPs on one device (:data:`UNCOUNTED` where the global figure is);
+    None without cost columns."""
+    from ..graph.per_device import boundary_figures
+
+    cost = capture.cost
+    if cost is None:
+        return None
+    ks = ks or {}
+    n = len(capture.nodes)
+    out = [UNCOUNTED] * n
+    for i in range(n):
+        f = cost.flops[i]
+        if f < 0:
+            continue
+        eqn = eqns[i] if i < len(eqns) else None
+        out[i] = int(round(f * _node_share(capture, i, eqn, ks)))
+    boundary_figures(capture, out)
+    return out
+
+
+def annotate(capture: Capture, eqns: list, records: list[dict[str, Any]] | None, mesh: int | None,
+             sources: Any = None) -> None:
+    """Per-device splits (from the compiled program's instructions, :func:`instructions`,
+    when it was compiled) and the per-device FLOPs column (``cost.flops_per_device``, what
+    informed it in ``cost.notes["flops_per_device"]``). Nothing without a mesh."""
+    if capture.cost is None or (mesh is None and not capture.meshes):
+        return
+    ks = propagated_shardings(capture, eqns, records, 0 if mesh is None else mesh, sources)
+    column = flops_per_device(capture, eqns, ks)
+    if column is None:
+        return
+    capture.cost.flops_per_device = column
+    capture.cost.notes["flops_per_device"] = NOTE if records is not None else NOTE_UNCOMPILED
