@@ -24,7 +24,7 @@ For each program, printed: TensorViz's per-device FLOPs (the sum of its per-node
 figures, ``cost.flops_per_device``) beside ``cost_analysis()``'s (XLA counts a ``while``
 loop's body once, whatever its trip count: so the comparison counts a ``scan`` body once
 too, and TensorViz's figure with the body times the length is printed beside it), and TensorViz's per-device
-peak (the memory plan's, ``viewer.projection.fit.per_device``) beside ``memory_analysis()``'s
+peak (the memory plan's, ``capture.analysis.fit.per_device``) beside ``memory_analysis()``'s
 (arguments + outputs + temporaries - aliases), with the ratios; the targets are 5 % and
 10 %. Everything runs in one child interpreter with 8 simulated CPU devices (a program whose
 mesh has fewer uses the first of them). Asserts nothing.
@@ -218,7 +218,7 @@ from capture_workspace import run_framework
 from capture.jax import framework as fw
 from capture.graph import per_device as pd
 from viewer.projection.projection import Projection
-from viewer.projection.fit import per_device
+from capture.analysis.fit import per_device
 
 cases = json.loads(Path(sys.argv[1]).read_text())
 out = {}

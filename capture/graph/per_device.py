@@ -4,7 +4,7 @@ executed program, control-flow boundaries from their bodies, and the buffers one
 holds that the graph's values do not show (a ``shard_map`` or ``scan`` body's values while
 it runs; the weights the compiler gathers for an op).
 
-Standard library only: the viewer's memory plan (``viewer.projection.fit``), the summary and
+Standard library only: the viewer's memory plan (``capture.analysis.fit``), the summary and
 the benchmarks read these.
 """
 
@@ -126,10 +126,12 @@ def transients(capture: Capture, held: Callable[[int], int] | None = None) -> di
 def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable[[int], int],
           inner: dict[int, int]) -> int:
     """The most bytes live at once over a body's nodes ``ids`` (in order): each value from the
-    node that makes it to the last of these nodes that reads it (the body's results to its end),
-    with an inner boundary's own peak at it."""
+    node that makes it to the last of these nodes that reads it (the body's results are its
+    boundary's outputs, held there), with an inner boundary's own peak at it."""
     if not ids:
         return 0
+    cost = capture.cost
+    view = cost.rules.index("view") if cost is not None and "view" in cost.rules else -2
     pos = {n: k for k, n in enumerate(ids)}
     last: dict[int, int] = {}
     for k, n in enumerate(ids):
@@ -138,10 +140,14 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
                 last[o.value] = k
     delta = [0] * (len(ids) + 2)
     for k, n in enumerate(ids):
+        if cost is not None and cost.rule[n] == view:
+            continue  # a view (a reshape, a broadcast, pvary) lives in its operand's buffer
         for v in capture.nodes[n].outputs:
+            if v not in last:
+                continue  # unread in the body: one of its results, held as its boundary's output
             b = held(v)
             delta[k] += b
-            delta[last.get(v, len(ids)) + 1] -= b  # unread in the body: one of its results
+            delta[last[v] + 1] -= b
         extra = inner.get(n, 0)
         delta[k] += extra
         delta[k + 1] -= extra
