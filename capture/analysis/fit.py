@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from capture import units
-from capture.graph.per_device import transients
+from capture.graph.per_device import body_parameters, transients
 
 #: Optimizer state per parameter byte, by name (``--optimizer``), and what it holds.
 OPTIMIZERS: dict[str, tuple[float, str]] = {
@@ -156,8 +156,9 @@ def per_device(proj: Any) -> dict[str, Any] | None:
         live += delta[i]
         peak = max(peak, live)
     params = inputs = 0.0
+    inner = body_parameters(cap)  # a body's parameter is a slice or view of an outer value: held there
     for v, (_, role) in proj.names.names.items():
-        if proj.index.producer[v] >= 0:
+        if proj.index.producer[v] >= 0 or v in inner:
             continue
         if role in ("param", "variable"):
             params += held(v)

@@ -16,6 +16,9 @@ from ..units import nbytes
 from .model import UNCOUNTED, Capture
 
 BODY = "body"
+#: The program's own collectives (JAX primitives).
+COLLECTIVES = frozenset({"all_gather", "all_gather_invariant", "ppermute", "all_to_all", "psum", "psum_invariant",
+                         "pmax", "pmin", "psum_scatter", "reduce_scatter"})
 #: What the per-device figures mean when no compiled program informed them.
 UNFUSED = "TensorViz's unfused estimate (the program was not compiled)"
 
@@ -140,13 +143,17 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
                 last[o.value] = k
     delta = [0] * (len(ids) + 2)
     for k, n in enumerate(ids):
+        node = capture.nodes[n]
         if cost is not None and cost.rule[n] == view:
             continue  # a view (a reshape, a broadcast, pvary) lives in its operand's buffer
-        for v in capture.nodes[n].outputs:
+        # a collective of what enters the body (a weight's shard gathered) is issued at the
+        # body's start: XLA's scheduler starts communication as early as it can
+        early = node.op in COLLECTIVES and all(o.value is None or made.get(o.value) not in pos for o in node.inputs)
+        for v in node.outputs:
             if v not in last:
                 continue  # unread in the body: one of its results, held as its boundary's output
             b = held(v)
-            delta[k] += b
+            delta[0 if early else k] += b
             delta[last[v] + 1] -= b
         extra = inner.get(n, 0)
         delta[k] += extra
@@ -156,6 +163,19 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
         live += delta[k]
         best = max(best, live)
     return best
+
+
+def body_parameters(capture: Capture) -> set[int]:
+    """The values that stand for a body's parameters (a scan's slice of its stacked weights, a
+    shard_map's block of an argument): the outer value holds their bytes."""
+    out: set[int] = set()
+    for g in capture.groups:
+        if g.kind != BODY:
+            continue
+        for p in g.attrs.get("parameters") or []:
+            if isinstance(p, dict) and type(p.get("value")) is int:
+                out.add(p["value"])
+    return out
 
 
 def gathered(capture: Capture) -> dict[int, int]:
