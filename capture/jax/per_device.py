@@ -37,6 +37,7 @@ from typing import Any
 
 from ..graph.model import UNCOUNTED, Capture
 from ..graph.sharding import sharding_record
+from ..units import dtype_bits
 
 #: How long mapping the compiled instructions onto nodes may take (a 70B program has some
 #: 100k instructions); past it the rest is left to propagation.
@@ -56,6 +57,8 @@ _SKIP = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "while
 _REDUCING = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
                        "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
                        "reduce_precision"})
+# The program's reducing collectives: one combine per element of a device's block.
+_REDUCING_COLLECTIVES = frozenset({"psum", "psum_invariant", "pmax", "pmin"})
 NOTE = ("per device: each node's FLOPs at the shapes one device computes (the split XLA gave each value where "
         "the program leaves it to the compiler; a value whose split is not known counts whole)")
 NOTE_UNCOMPILED = ("per device, TensorViz's unfused estimate: each node's FLOPs at the splits the program states "
@@ -361,13 +364,36 @@ def flops_per_device(capture: Capture, eqns: list, ks: dict[int, int] | None = N
     ks = ks or {}
     n = len(capture.nodes)
     out = [UNCOUNTED] * n
+    added = _compiler_reductions(capture)
     for i in range(n):
         f = cost.flops[i]
         if f < 0:
             continue
         eqn = eqns[i] if i < len(eqns) else None
-        out[i] = int(round(f * _node_share(capture, i, eqn, ks)))
+        node = capture.nodes[i]
+        if node.op in _REDUCING_COLLECTIVES and node.outputs:  # one combine per element of a device's block
+            local = local_shape(capture, node.outputs[0])
+            f = math.prod(local) if local is not None else 0
+            out[i] = f
+            continue
+        out[i] = int(round(f * _node_share(capture, i, eqn, ks))) + added.get(i, 0)
     boundary_figures(capture, out)
+    return out
+
+
+def _compiler_reductions(capture: Capture) -> dict[int, int]:
+    """Per node, the elements the all-reduces XLA adds for it combine on one device (a sum
+    over a dimension split across devices: each device adds the others' partial results)."""
+    out: dict[int, int] = {}
+    for c in (capture.compiled or {}).get("collectives") or []:
+        i = c.get("node") if isinstance(c, dict) else None
+        if c.get("kind") != "all-reduce" or type(i) is not int or capture.nodes[i].op in _REDUCING_COLLECTIVES:
+            continue
+        size = c.get("operand_bytes")
+        outs = capture.nodes[i].outputs
+        item = (dtype_bits(capture.values[outs[0]].dtype) or 32) // 8 if outs else 4
+        if isinstance(size, int) and item:
+            out[i] = out.get(i, 0) + size // item
     return out
 
 
