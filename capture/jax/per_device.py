@@ -51,18 +51,25 @@ _CONTRACT = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 _FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
 # Instructions whose shape says nothing of an equation's result (structure and bookkeeping).
+# A collective's result is the value after communication (a gathered operand), not the shape
+# the equation's work was done at.
 _SKIP = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "while", "conditional", "call",
-                   "after-all", "partition-id", "replica-id", "iota"})
+                   "after-all", "partition-id", "replica-id", "iota", "all-gather", "all-gather-start",
+                   "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done", "reduce-scatter",
+                   "all-to-all", "collective-permute", "collective-permute-start", "collective-permute-done",
+                   "collective-broadcast", "ragged-all-to-all", "async-start", "async-done"})
+# Instructions that move or wrap a result rather than compute it.
+_SECONDARY = frozenset({"fusion", "copy", "bitcast", "reshape", "transpose", "broadcast", "slice", "dynamic-slice",
+                        "dynamic-update-slice", "custom-call", "convert", "pad", "concatenate"})
 # Primitives whose work is their operand's (a reduction reads more than it writes).
 _REDUCING = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_prod", "reduce_and", "reduce_or",
                        "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp",
                        "reduce_precision"})
 # The program's reducing collectives: one combine per element of a device's block.
 _REDUCING_COLLECTIVES = frozenset({"psum", "psum_invariant", "pmax", "pmin"})
-NOTE = ("per device: each node's FLOPs at the shapes one device computes (the split XLA gave each value where "
-        "the program leaves it to the compiler; a value whose split is not known counts whole)")
-NOTE_UNCOMPILED = ("per device, TensorViz's unfused estimate: each node's FLOPs at the splits the program states "
-                   "(the program was not compiled: a value the compiler would split counts whole)")
+NOTE = "each node at the shapes one device computes, with the splits XLA propagated"
+NOTE_UNCOMPILED = ("TensorViz's unfused estimate: each node at the splits the program states (not compiled: a value "
+                   "the compiler would split counts whole)")
 
 
 def _dims(text: str) -> list[int]:
@@ -178,13 +185,13 @@ class _Mapper:
                 out.append(i)
         return out if top >= 8 else []  # the primitive must agree
 
-    def local_shapes(self, records: list[dict[str, Any]], deadline: float) -> tuple[dict[int, list[list[int]]], dict]:
+    def local_shapes(self, records: list[dict[str, Any]], deadline: float) -> tuple[dict[int, list], dict]:
         """``(per node: the per-device shapes of its first output the instructions made for
         it show, per node: a dot's contracted elements per device)``."""
         from .compiled import alternatives
 
         nodes, values = self.capture.nodes, self.capture.values
-        shapes: dict[int, list[list[int]]] = {}
+        shapes: dict[int, list[tuple[bool, list[int]]]] = {}
         ks: dict[tuple[int, tuple[int, ...]], int] = {}
         cache: dict[tuple, list[int]] = {}
         for rec in records:
@@ -201,36 +208,42 @@ class _Mapper:
                     if not outs or not _fits(values[outs[0]].shape, rec["shape"]):
                         continue
                     seen = shapes.setdefault(i, [])
-                    if rec["shape"] not in seen:
-                        seen.append(rec["shape"])
+                    option = (rec["op"] not in _SECONDARY, rec["shape"])
+                    if option not in seen:
+                        seen.append(option)
                     if "k" in rec:
                         ks[(i, tuple(rec["shape"]))] = max(ks.get((i, tuple(rec["shape"])), 0), rec["k"])
         return shapes, ks
 
 
-def _choose(capture: Capture, i: int, options: list[list[int]]) -> list[int]:
-    """Of the per-device shapes instructions show for node ``i``'s result, the one an operand
-    of its shape holds (an elementwise op keeps its operands' split), else the largest."""
-    if len(options) > 1:
-        out = capture.values[capture.nodes[i].outputs[0]]
-        for o in capture.nodes[i].inputs:
+def _choose(capture: Capture, i: int, options: list[tuple[bool, list[int]]]) -> list[int]:
+    """Of the per-device shapes instructions show for node ``i``'s result, those of the
+    instructions that compute it (a ``dot``, an ``add``) before those that move it (a copy of a
+    gathered operand, a fusion's result); then the one an operand of its shape holds (an
+    elementwise op keeps its operands' split), else the largest."""
+    primary = [shape for first, shape in options if first] or [shape for _, shape in options]
+    node = capture.nodes[i]
+    if len(primary) > 1 and node.op != "dot_general":
+        out = capture.values[node.outputs[0]]
+        for o in node.inputs:
             if o.value is not None and capture.values[o.value].shape == out.shape:
                 local = local_shape(capture, o.value)
-                if local in options:
+                if local in primary:
                     return local
-    return max(options, key=math.prod)
+    return max(primary, key=math.prod)
 
 
 def propagated_shardings(capture: Capture, eqns: list, records: list[dict[str, Any]] | None, mesh: int | None,
-                         sources: Any = None) -> dict[int, int]:
+                         sources: Any = None) -> dict[int, tuple[int, int]]:
     """Give values XLA split (and the capture did not know split) a ``compiled`` sharding;
     then values of an operand's shape an operand's split (``propagated``). Returns per node
-    a ``dot``'s contracted elements per device, where the compiled program shows it."""
+    a ``dot``'s work on one device (result elements × contracted elements), where the compiled
+    program shows it."""
     if mesh is None or not 0 <= mesh < len(capture.meshes):
         return {}
     sizes = [(str(a["name"]), int(a["size"])) for a in capture.meshes[mesh].get("axes") or []
              if isinstance(a, dict) and "name" in a and "size" in a]
-    ks: dict[int, int] = {}
+    dots: dict[int, tuple[int, int]] = {}
     if records:
         mapper = _Mapper(capture, eqns, sources)
         shapes, shape_ks = mapper.local_shapes(records, time.perf_counter() + MAP_SECONDS)
@@ -239,11 +252,14 @@ def propagated_shardings(capture: Capture, eqns: list, records: list[dict[str, A
             local = _choose(capture, i, shapes[i])
             if v.sharding is None:
                 v.sharding = _record(list(v.shape), local, mesh, sizes, "compiled")
-            if (i, tuple(local)) in shape_ks and local == local_shape(capture, v.id):
-                ks[i] = shape_ks[(i, tuple(local))]
+            k = shape_ks.get((i, tuple(local)))
+            if k is not None:  # a dot's contraction and its work on one device (result × contraction)
+                dots[i] = (k, math.prod(local) * k)
     _propagate(capture)
-    _from_users(capture, eqns, ks, mesh, sizes)
-    return ks
+    _through_bodies(capture)
+    _from_users(capture, eqns, {i: k for i, (k, _) in dots.items()}, mesh, sizes)
+    _through_bodies(capture)
+    return dots
 
 
 def _propagate(capture: Capture) -> None:
@@ -263,6 +279,51 @@ def _propagate(capture: Capture) -> None:
                         and src.get("source") in ("compiled", "propagated", "placement", "partitioning", "type"):
                     v.sharding = {**src, "source": "propagated"}
                     break
+
+
+def _stacked(sharding: dict[str, Any], length: int, source: str) -> dict[str, Any]:
+    """A slice's split with the scanned (leading, unsplit) dimension put back."""
+    out = {**sharding, "spec": [[]] + [list(d) if d is not None else None for d in sharding.get("spec") or []],
+           "source": source}
+    out["per_device_shape"] = [length] + list(sharding.get("per_device_shape") or [])
+    return out
+
+
+def _through_bodies(capture: Capture) -> None:
+    """Splits across a ``scan``'s boundary: its stacked results (``ys``) and final carry take
+    their body results' split, its body's slices (``xs``) and carries their outer values'."""
+    values, nodes = capture.values, capture.nodes
+    for g in capture.groups:
+        attrs = g.attrs
+        if g.kind != "body" or type(attrs.get("node")) is not int or nodes[attrs["node"]].op != "scan":
+            continue
+        node = nodes[attrs["node"]]
+        length = attrs.get("iterations")
+        for r in attrs.get("results") or []:
+            inner, pos = r.get("value"), r.get("output")
+            if type(inner) is not int or type(pos) is not int or pos >= len(node.outputs):
+                continue
+            outer, split = values[node.outputs[pos]], values[inner].sharding
+            if outer.sharding is not None or not isinstance(split, dict) or split.get("local"):
+                continue
+            ys = str(r.get("stands_for", "")).startswith("ys")
+            if ys and type(length) is int and len(outer.shape) == len(values[inner].shape) + 1:
+                outer.sharding = _stacked(split, length, "propagated")
+            elif not ys and outer.shape == values[inner].shape:
+                outer.sharding = {**split, "source": "propagated"}
+        for p in attrs.get("parameters") or []:
+            inner, op = p.get("value"), p.get("operand")
+            if type(inner) is not int or type(op) is not int or op >= len(node.inputs) or node.inputs[op].value is None:
+                continue
+            v, split = values[inner], values[node.inputs[op].value].sharding
+            if v.sharding is not None or not isinstance(split, dict) or split.get("local"):
+                continue
+            spec = split.get("spec") or []
+            if str(p.get("stands_for", "")).startswith("xs") and len(v.shape) == len(spec) - 1 and not spec[0]:
+                v.sharding = {**split, "spec": spec[1:], "per_device_shape": list(split["per_device_shape"][1:]),
+                              "source": "the outer value's split"}
+            elif v.shape == values[node.inputs[op].value].shape:
+                v.sharding = {**split, "source": "the outer value's split"}
 
 
 def _from_users(capture: Capture, eqns: list, ks: dict[int, int], mesh: int, sizes: list[tuple[str, int]]) -> None:
@@ -330,7 +391,7 @@ def _devices(capture: Capture, vid: int) -> int:
     return int(capture.meshes[mesh].get("devices") or 1)
 
 
-def _node_share(capture: Capture, i: int, eqn: Any, ks: dict[int, int]) -> float:
+def _node_share(capture: Capture, i: int, eqn: Any, dots: dict[int, tuple[int, int]]) -> float:
     """The share of node ``i``'s work one device does."""
     node = capture.nodes[i]
     ins = [o.value for o in node.inputs if o.value is not None]
@@ -342,8 +403,9 @@ def _node_share(capture: Capture, i: int, eqn: Any, ks: dict[int, int]) -> float
         lhs = capture.values[ins[0]]
         k = math.prod(int(lhs.shape[d]) for d in lc) if all(type(lhs.shape[d]) is int for d in lc) else 0
         if k:
-            if i in ks:
-                return out * min(ks[i] / k, 1.0)
+            whole = math.prod(int(d) for d in capture.values[node.outputs[0]].shape) * k
+            if i in dots and whole:  # the compiled dot's own work
+                return min(dots[i][1] / whole, 1.0)
             ll, rl = local_shape(capture, ins[0]), local_shape(capture, ins[1])
             kl = math.prod(ll[d] for d in lc) if ll else k
             kr = math.prod(rl[d] for d in rc) if rl else k
@@ -353,7 +415,7 @@ def _node_share(capture: Capture, i: int, eqn: Any, ks: dict[int, int]) -> float
     return out
 
 
-def flops_per_device(capture: Capture, eqns: list, ks: dict[int, int] | None = None) -> list[int] | None:
+def flops_per_device(capture: Capture, eqns: list, dots: dict[int, tuple[int, int]] | None = None) -> list[int] | None:
     """Each node's FLOPs on one device (:data:`UNCOUNTED` where the global figure is);
     None without cost columns."""
     from ..graph.per_device import boundary_figures
@@ -361,7 +423,7 @@ def flops_per_device(capture: Capture, eqns: list, ks: dict[int, int] | None = N
     cost = capture.cost
     if cost is None:
         return None
-    ks = ks or {}
+    dots = dots or {}
     n = len(capture.nodes)
     out = [UNCOUNTED] * n
     added = _compiler_reductions(capture)
@@ -376,7 +438,7 @@ def flops_per_device(capture: Capture, eqns: list, ks: dict[int, int] | None = N
             f = math.prod(local) if local is not None else 0
             out[i] = f
             continue
-        out[i] = int(round(f * _node_share(capture, i, eqn, ks))) + added.get(i, 0)
+        out[i] = int(round(f * _node_share(capture, i, eqn, dots))) + added.get(i, 0)
     boundary_figures(capture, out)
     return out
 
@@ -404,8 +466,8 @@ def annotate(capture: Capture, eqns: list, records: list[dict[str, Any]] | None,
     informed it in ``cost.notes["flops_per_device"]``). Nothing without a mesh."""
     if capture.cost is None or (mesh is None and not capture.meshes):
         return
-    ks = propagated_shardings(capture, eqns, records, 0 if mesh is None else mesh, sources)
-    column = flops_per_device(capture, eqns, ks)
+    dots = propagated_shardings(capture, eqns, records, 0 if mesh is None else mesh, sources)
+    column = flops_per_device(capture, eqns, dots)
     if column is None:
         return
     capture.cost.flops_per_device = column
