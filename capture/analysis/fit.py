@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from capture import units
-from capture.graph.per_device import body_parameters, transients
+from capture.graph.per_device import aliased, body_parameters, transients
 
 #: Optimizer state per parameter byte, by name (``--optimizer``), and what it holds.
 OPTIMIZERS: dict[str, tuple[float, str]] = {
@@ -130,7 +130,11 @@ def per_device(proj: Any) -> dict[str, Any] | None:
     costs._need_memory()
     n = proj.index.n_nodes
 
+    views = aliased(cap)  # a shard_map's result that is its operand, viewed: no buffer of its own
+
     def held(v: int) -> float:
+        if v in views:
+            return 0.0
         val = cap.values[v]
         sh = val.sharding if isinstance(val.sharding, dict) else None
         shape = val.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or val.shape

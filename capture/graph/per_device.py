@@ -113,35 +113,57 @@ def transients(capture: Capture, held: Callable[[int], int] | None = None) -> di
     graph's values there: a boundary's bodies' own values at their most (a ``shard_map``'s body
     runs on every device at its shard's shapes; a ``scan``'s one iteration at a time; nested
     bodies and gathered weights inside them included) and the weights the compiler gathers
-    for the node (:func:`gathered`)."""
+    for the node (:func:`gathered`). A ``shard_map``'s operands are its body's parameters: held
+    from the body's start to their last use there (the program's figures hold them at the
+    boundary, so their bytes are taken off its peak)."""
     held = held or _held(capture)
     of, members, node_body = bodies(capture)
     made = {o: n.id for n in capture.nodes for o in n.outputs}
     extra = gathered(capture)
+    groups = capture.groups
     for i in sorted(of, reverse=True):  # inner boundaries first: a body's own boundary's peak is known
+        node = capture.nodes[i]
         best = 0
         for g in of[i]:
-            best = max(best, _walk(capture, members.get(g, []), made, held, extra))
+            params: list[int] = []
+            if node.op == "shard_map":
+                params = [p["value"] for p in groups[g].attrs.get("parameters") or []
+                          if isinstance(p, dict) and type(p.get("value")) is int]
+            # the parameters are the operands, held at the boundary by the program's figures
+            walked = _walk(capture, members.get(g, []), made, held, extra, params) - sum(held(v) for v in set(params))
+            best = max(best, walked)
         extra[i] = extra.get(i, 0) + best
     return {i: b for i, b in extra.items() if node_body[i] < 0 and b > 0}
 
 
 def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable[[int], int],
-          inner: dict[int, int]) -> int:
+          inner: dict[int, int], params: list[int] = ()) -> int:  # type: ignore[assignment]
     """The most bytes live at once over a body's nodes ``ids`` (in order): each value from the
-    node that makes it to the last of these nodes that reads it (the body's results are its
-    boundary's outputs, held there), with an inner boundary's own peak at it."""
+    node that makes it (a parameter in ``params``: from the start) to the last of these nodes
+    that reads it or a view of it (the body's results are its boundary's outputs, held there),
+    with an inner boundary's own peak at it."""
     if not ids:
         return 0
     cost = capture.cost
     view = cost.rules.index("view") if cost is not None and "view" in cost.rules else -2
     pos = {n: k for k, n in enumerate(ids)}
+    root: dict[int, int] = {}  # a view's value -> the value whose buffer it reads
     last: dict[int, int] = {}
+    own = set(params)
     for k, n in enumerate(ids):
-        for o in capture.nodes[n].inputs:
-            if o.value is not None and made.get(o.value) in pos:
-                last[o.value] = k
+        node = capture.nodes[n]
+        reads = [root.get(o.value, o.value) for o in node.inputs if o.value is not None]
+        if cost is not None and cost.rule[n] == view and reads:
+            for v in node.outputs:
+                root[v] = reads[0]
+        for v in reads:
+            if made.get(v) in pos or v in own:
+                last[v] = k
     delta = [0] * (len(ids) + 2)
+    for v in own:
+        if v in last:
+            delta[0] += held(v)
+            delta[last[v] + 1] -= held(v)
     for k, n in enumerate(ids):
         node = capture.nodes[n]
         if cost is not None and cost.rule[n] == view:
@@ -175,6 +197,32 @@ def body_parameters(capture: Capture) -> set[int]:
         for p in g.attrs.get("parameters") or []:
             if isinstance(p, dict) and type(p.get("value")) is int:
                 out.add(p["value"])
+    return out
+
+
+def aliased(capture: Capture) -> set[int]:
+    """Results of a ``shard_map`` that are a view of one of its body's parameters (a replicated
+    weight marked as varying, saved for the backward pass): the operand's buffer, not one of
+    their own."""
+    cost = capture.cost
+    if cost is None or "view" not in cost.rules:
+        return set()
+    view = cost.rules.index("view")
+    made = {o: n for n in capture.nodes for o in n.outputs}
+    out: set[int] = set()
+    for g in capture.groups:
+        node = g.attrs.get("node") if g.kind == BODY else None
+        if type(node) is not int or capture.nodes[node].op != "shard_map":
+            continue
+        params = {p["value"] for p in g.attrs.get("parameters") or [] if isinstance(p, dict)}
+        for r in g.attrs.get("results") or []:
+            v, pos = r.get("value") if isinstance(r, dict) else None, r.get("output") if isinstance(r, dict) else None
+            hops = 0
+            while type(v) is int and v in made and cost.rule[made[v].id] == view and made[v].inputs and hops < 64:
+                v, hops = made[v].inputs[0].value, hops + 1
+            outs = capture.nodes[node].outputs
+            if v in params and type(pos) is int and pos < len(outs):
+                out.add(outs[pos])
     return out
 
 
