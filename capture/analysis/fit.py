@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from capture import units
-from capture.graph.per_device import aliased, body_parameters, transients
+from capture.graph.per_device import aliased, body_parameters, fused, transients
 
 #: Optimizer state per parameter byte, by name (``--optimizer``), and what it holds.
 OPTIMIZERS: dict[str, tuple[float, str]] = {
@@ -140,13 +140,19 @@ def per_device(proj: Any) -> dict[str, Any] | None:
         shape = val.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or val.shape
         return _bytes(shape, val.dtype)
 
+    # a buffer XLA's loop fusion never writes: every value that would live in it is fused away
+    in_registers = fused(cap)
+    chain: dict[int, list[int]] = {}
+    for k, r in costs.reuse_root.items():
+        chain.setdefault(r, []).append(k)
     delta = [0.0] * (n + 2)
     made = 0.0
     for key, (start, end) in costs.spans.items():
         v = costs.first_value.get(key)
         if v is None:
             continue
-        b = held(v)
+        members = [costs.first_value.get(k) for k in chain.get(key, [])] + [v]
+        b = 0.0 if all(m in in_registers for m in members) else held(v)
         made += b
         delta[start] += b
         delta[min(end, n) + 1] -= b

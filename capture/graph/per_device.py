@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..units import nbytes
-from .model import UNCOUNTED, Capture
+from .model import UNCOUNTED, Capture, tree_leaves
 
 BODY = "body"
 #: The program's own collectives (JAX primitives).
@@ -121,6 +121,7 @@ def transients(capture: Capture, held: Callable[[int], int] | None = None) -> di
     made = {o: n.id for n in capture.nodes for o in n.outputs}
     extra = gathered(capture)
     groups = capture.groups
+    in_registers = fused(capture)
     for i in sorted(of, reverse=True):  # inner boundaries first: a body's own boundary's peak is known
         node = capture.nodes[i]
         best = 0
@@ -130,14 +131,33 @@ def transients(capture: Capture, held: Callable[[int], int] | None = None) -> di
                 params = [p["value"] for p in groups[g].attrs.get("parameters") or []
                           if isinstance(p, dict) and type(p.get("value")) is int]
             # the parameters are the operands, held at the boundary by the program's figures
-            walked = _walk(capture, members.get(g, []), made, held, extra, params) - sum(held(v) for v in set(params))
+            walked = _walk(capture, members.get(g, []), made, held, extra, params, in_registers) \
+                - sum(held(v) for v in set(params))
             best = max(best, walked)
         extra[i] = extra.get(i, 0) + best
     return {i: b for i, b in extra.items() if node_body[i] < 0 and b > 0}
 
 
+def _fusion_roots(capture: Capture, ids: list[int], pos: dict[int, int], in_registers: set[int]) -> list[int]:
+    """Per body position, where its reads happen: a node whose result XLA's loop fusion keeps in
+    registers reads its operands when the fusion's root runs (the last of its chain), so a sum
+    accumulated over a loop holds every addend until the last add."""
+    at = list(range(len(ids)))
+    users: dict[int, list[int]] = {}
+    for k, n in enumerate(ids):
+        for o in capture.nodes[n].inputs:
+            if o.value is not None:
+                users.setdefault(o.value, []).append(k)
+    for k in range(len(ids) - 1, -1, -1):
+        outs = capture.nodes[ids[k]].outputs
+        if len(outs) == 1 and outs[0] in in_registers and users.get(outs[0]):
+            at[k] = max(at[j] for j in users[outs[0]])
+    return at
+
+
 def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable[[int], int],
-          inner: dict[int, int], params: list[int] = ()) -> int:  # type: ignore[assignment]
+          inner: dict[int, int], params: list[int] = (),  # type: ignore[assignment]
+          in_registers: set[int] = frozenset()) -> int:  # type: ignore[assignment]
     """The most bytes live at once over a body's nodes ``ids`` (in order): each value from the
     node that makes it (a parameter in ``params``: from the start) to the last of these nodes
     that reads it or a view of it (the body's results are its boundary's outputs, held there),
@@ -150,6 +170,7 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
     root: dict[int, int] = {}  # a view's value -> the value whose buffer it reads
     last: dict[int, int] = {}
     own = set(params)
+    at = _fusion_roots(capture, ids, pos, in_registers)
     for k, n in enumerate(ids):
         node = capture.nodes[n]
         reads = [root.get(o.value, o.value) for o in node.inputs if o.value is not None]
@@ -158,7 +179,7 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
                 root[v] = reads[0]
         for v in reads:
             if made.get(v) in pos or v in own:
-                last[v] = k
+                last[v] = max(last.get(v, 0), at[k])
     delta = [0] * (len(ids) + 2)
     for v in own:
         if v in last:
@@ -172,8 +193,8 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
         # body's start: XLA's scheduler starts communication as early as it can
         early = node.op in COLLECTIVES and all(o.value is None or made.get(o.value) not in pos for o in node.inputs)
         for v in node.outputs:
-            if v not in last:
-                continue  # unread in the body: one of its results, held as its boundary's output
+            if v not in last or v in in_registers:
+                continue  # unread in the body (one of its results, held as its boundary's output), or fused
             b = held(v)
             delta[0 if early else k] += b
             delta[last[v] + 1] -= b
@@ -223,6 +244,34 @@ def aliased(capture: Capture) -> set[int]:
             outs = capture.nodes[node].outputs
             if v in params and type(pos) is int and pos < len(outs):
                 out.add(outs[pos])
+    return out
+
+
+def fused(capture: Capture) -> set[int]:
+    """Values XLA's loop fusion need never write out: made by an elementwise op and read only by
+    elementwise ops of the same shape in the same scope (and no output of the program): they stay
+    in the fused loop's registers (an optimizer's update, each moment's chain of multiplies)."""
+    cost = capture.cost
+    kinds = cost.notes.get("kinds") if cost is not None and isinstance(cost.notes, dict) else None
+    if not isinstance(kinds, dict):
+        return set()
+    pointwise = {op for op, kind in kinds.items() if kind == "pointwise"}
+    readers: dict[int, list] = {}
+    for node in capture.nodes:
+        for o in node.inputs:
+            if o.value is not None:
+                readers.setdefault(o.value, []).append(node)
+    outputs = set(tree_leaves(capture.outputs))
+    out: set[int] = set()
+    for node in capture.nodes:
+        if node.op not in pointwise or len(node.outputs) != 1:
+            continue
+        v = node.outputs[0]
+        users, shape = readers.get(v, []), capture.values[v].shape
+        if users and v not in outputs and all(
+                u.op in pointwise and u.group == node.group and len(u.outputs) == 1
+                and capture.values[u.outputs[0]].shape == shape for u in users):
+            out.add(v)
     return out
 
 
