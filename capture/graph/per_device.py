@@ -253,7 +253,7 @@ def fused(capture: Capture) -> set[int]:
     in the fused loop's registers (an optimizer's update, each moment's chain of multiplies)."""
     cost = capture.cost
     kinds = cost.notes.get("kinds") if cost is not None and isinstance(cost.notes, dict) else None
-    if not isinstance(kinds, dict):
+    if not isinstance(kinds, dict) or capture.framework != "jax":  # eager Torch writes every result
         return set()
     pointwise = {op for op, kind in kinds.items() if kind == "pointwise"}
     readers: dict[int, list] = {}
