@@ -332,13 +332,17 @@ def _from_users(capture: Capture, eqns: list, ks: dict[int, int], mesh: int, siz
     operand the split of the result dimensions it makes (and of its contracted dimension where
     the compiled dot shows it)."""
     values = capture.values
+    # the program's inputs are placed where the capture placed them (unsplit: replicated)
+    inner = {o for n in capture.nodes for o in n.outputs} | {
+        p["value"] for g in capture.groups if g.kind == "body" for p in g.attrs.get("parameters") or []
+        if isinstance(p, dict) and type(p.get("value")) is int}
     for node in reversed(capture.nodes):
         out = values[node.outputs[0]] if node.outputs else None
         if out is None or not isinstance(out.sharding, dict) or out.sharding.get("local"):
             continue
         eqn = eqns[node.id] if node.id < len(eqns) else None
         for pos, o in enumerate(node.inputs):
-            if o.value is None or values[o.value].sharding is not None:
+            if o.value is None or values[o.value].sharding is not None or o.value not in inner:
                 continue
             v = values[o.value]
             if v.shape == out.shape:
