@@ -104,10 +104,10 @@ def instructions(text: str, frames: dict[int, list[tuple[str, int]]]) -> list[di
             if contract and lhs:
                 dots.append((rec, lhs, _dims(contract.group(1))))
         out.append(rec)
-    for rec, lhs, contract in dots:
+    for rec, lhs, axes in dots:
         shape = dims_of.get(lhs)
-        if shape is not None and all(d < len(shape) for d in contract):
-            rec["k"] = math.prod(shape[d] for d in contract)
+        if shape is not None and all(d < len(shape) for d in axes):
+            rec["k"] = math.prod(shape[d] for d in axes)
     return out
 
 
@@ -120,7 +120,7 @@ def local_shape(capture: Capture, vid: int) -> list[int] | None:
     v = capture.values[vid]
     sh = v.sharding if isinstance(v.sharding, dict) else None
     shape = v.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or v.shape
-    return list(shape) if all(type(d) is int for d in shape) else None
+    return [int(d) for d in shape] if all(type(d) is int for d in shape) else None
 
 
 def _split_axes(ratio: int, sizes: list[tuple[str, int]], used: set[str]) -> list[str] | None:
@@ -133,13 +133,13 @@ def _split_axes(ratio: int, sizes: list[tuple[str, int]], used: set[str]) -> lis
     return None
 
 
-def _record(shape: list[int], local: list[int], mesh: int, sizes: list[tuple[str, int]], source: str) -> dict | None:
+def _record(shape: list, local: list[int], mesh: int, sizes: list[tuple[str, int]], source: str) -> dict | None:
     """A sharding record for a value of ``shape`` of which one device holds ``local``; None
     when a dimension's ratio is no product of the mesh's axes (or nothing is split)."""
     spec: list[list[str]] = []
     used: set[str] = set()
     for g, l in zip(shape, local):
-        if l <= 0 or l > g:
+        if type(g) is not int or l <= 0 or l > g:
             return None
         ratio = -(-g // l)
         if ratio == 1:
@@ -382,7 +382,7 @@ def _share(capture: Capture, vid: int) -> float:
     local = local_shape(capture, vid)
     if local is None or not all(type(d) is int for d in v.shape):
         return 1.0
-    whole = math.prod(v.shape)
+    whole = math.prod(int(d) for d in v.shape)
     return math.prod(local) / whole if whole else 1.0
 
 
