@@ -16,11 +16,9 @@ from ..units import nbytes
 from .model import UNCOUNTED, Capture, tree_leaves
 
 BODY = "body"
-#: The program's own collectives (JAX primitives).
-COLLECTIVES = frozenset({"all_gather", "all_gather_invariant", "ppermute", "all_to_all", "psum", "psum_invariant",
-                         "pmax", "pmin", "psum_scatter", "reduce_scatter"})
-#: What the per-device figures mean when no compiled program informed them.
-UNFUSED = "TensorViz's unfused estimate (the program was not compiled)"
+#: Ops XLA's scheduler issues as soon as their operands exist (communication, slices of inputs).
+EARLY = frozenset({"all_gather", "all_gather_invariant", "ppermute", "all_to_all", "psum", "psum_invariant", "pmax",
+                   "pmin", "psum_scatter", "reduce_scatter", "dynamic_slice", "slice", "gather"})
 
 
 def _innermost_body(groups: list) -> list[int]:
@@ -181,6 +179,7 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
             if made.get(v) in pos or v in own:
                 last[v] = max(last.get(v, 0), at[k])
     delta = [0] * (len(ids) + 2)
+    hoisted: set[int] = set()
     for v in own:
         if v in last:
             delta[0] += held(v)
@@ -189,9 +188,13 @@ def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable
         node = capture.nodes[n]
         if cost is not None and cost.rule[n] == view:
             continue  # a view (a reshape, a broadcast, pvary) lives in its operand's buffer
-        # a collective of what enters the body (a weight's shard gathered) is issued at the
-        # body's start: XLA's scheduler starts communication as early as it can
-        early = node.op in COLLECTIVES and all(o.value is None or made.get(o.value) not in pos for o in node.inputs)
+        # a collective or a slice of what enters the body (a weight's shard gathered, a block of
+        # an operand) is issued at the body's start: XLA's scheduler starts them as early as it can
+        early = node.op in EARLY and all(
+            o.value is None or made.get(o.value) not in pos or o.value in hoisted or not capture.values[o.value].shape
+            for o in node.inputs)
+        if early:
+            hoisted.update(node.outputs)
         for v in node.outputs:
             if v not in last or v in in_registers:
                 continue  # unread in the body (one of its results, held as its boundary's output), or fused
