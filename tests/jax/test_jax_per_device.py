@@ -165,3 +165,26 @@ def test_a_collective_of_what_enters_a_body_is_issued_at_its_start():
                   inputs={"list": [{"value": 0}, {"value": 1}]}, outputs={"value": 7}, cost=cost)
     # at the first matmul: both gathered weights (64 B each) and its result (64 B)
     assert transients(cap) == {0: 3 * 64}
+
+
+def test_the_summary_sets_the_per_node_figures_beside_xlas_and_says_what_they_are():
+    from capture.jax.per_device import NOTE, NOTE_UNCOMPILED
+    from tensorviz_lsp.cli.commands.summary import _compiled_text, compiled_doc
+
+    cap = _scan_capture()
+    column = [0, 2 * 4 * 1024 * 256, 0, 4 * 1024]
+    boundary_figures(cap, column)
+    cap.cost.flops_per_device = column
+    cap.cost.notes["flops_per_device"] = NOTE_UNCOMPILED
+    doc = compiled_doc(cap, {"flops": sum(cap.cost.flops)})  # compile = "off": TensorViz's own figure, said so
+    assert "compiled" not in doc and doc["per_device"]["flops_estimate"] == column[0] + column[3]
+    assert "TensorViz's unfused estimate" in _compiled_text(doc)
+    cap.cost.notes["flops_per_device"] = NOTE
+    cap.compiled = {"status": "compiled", "devices": 8, "seconds": 1.0, "collectives": [],
+                    "cost": {"flops": 2.0e6, "transcendentals": 4096.0}}
+    pd = compiled_doc(cap, {"flops": sum(cap.cost.flops)})["per_device"]
+    once = column[1] + column[3]  # a loop's body once, as XLA counts a while loop
+    assert pd["flops_loops_once"] == once and pd["xla_flops"] == 2.0e6 + 4096
+    assert pd["flops_ratio"] == round(once / (2.0e6 + 4096), 4)
+    text = _compiled_text({"compiled": cap.compiled, "per_device": pd})
+    assert "with each loop's body once, as XLA counts" in text and "XLA's flops + transcendentals" in text
