@@ -198,8 +198,6 @@ def read_compiled(compiled: Any, per_device: bool = False) -> dict[str, Any]:
     out["collectives"] = parse_collectives(text, frames)
     took["parse"] = time.perf_counter() - t - took["text"] - took["analyses"]
     if per_device:  # the shape each device computes per instruction (capture.jax.per_device)
-        from .per_device import instructions
-
         out["instructions"] = instructions(text, frames)
         took["instructions"] = time.perf_counter() - t - took["text"] - took["analyses"] - took["parse"]
     out["read_parts"] = {k: round(v, 3) for k, v in took.items()}
@@ -321,6 +319,62 @@ def parse_collectives(text: str, frames: dict[int, list[tuple[str, int]]] | None
         out.append(record)
         if len(out) >= MAX_COLLECTIVES:
             break
+    return out
+
+
+# --------------------------------------------------------------------------- every instruction's shape
+
+#: The most instructions read for per-device shapes (capture.jax.per_device).
+MAX_INSTRUCTIONS = 400_000
+_ANY_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<dtype>[a-z]+\d*(?:e\d+m\d+\w*)?)"
+                       r"\[(?P<dims>[\d,]*)\](?:\{[^}]*\})?\s+(?P<op>[\w\-]+)\((?P<args>[^)]*)\)")
+_CONTRACT = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
+# Instructions whose shape says nothing of an equation's result (structure and bookkeeping).
+# A collective's result is the value after communication (a gathered operand), not the shape
+# the equation's work was done at.
+_NOT_WORK = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "while", "conditional", "call",
+                       "after-all", "partition-id", "replica-id", "iota", "all-gather", "all-gather-start",
+                       "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done", "reduce-scatter",
+                       "all-to-all", "collective-permute", "collective-permute-start", "collective-permute-done",
+                       "collective-broadcast", "ragged-all-to-all", "async-start", "async-done"})
+
+
+def _dims(text: str) -> list[int]:
+    return [int(d) for d in text.split(",") if d]
+
+
+def instructions(text: str, frames: dict[int, list[tuple[str, int]]]) -> list[dict[str, Any]]:
+    """Every instruction of the compiled module with an array result and an ``op_name``:
+    ``{"shape", "op", "op_name", "frames", "k"}`` (``k``: a dot's contracted elements per
+    device, from its left operand's shape: instruction names are unique in a module)."""
+    out: list[dict[str, Any]] = []
+    dims_of: dict[str, list[int]] = {}
+    dots: list[tuple[dict[str, Any], str, list[int]]] = []
+    for line in text.splitlines():
+        m = _ANY_LINE.match(line)
+        if m is None:
+            continue
+        dims = _dims(m.group("dims"))
+        dims_of[m.group("name")] = dims
+        if m.group("op") in _NOT_WORK or "op_name=" not in line or len(out) >= MAX_INSTRUCTIONS:
+            continue
+        name = _OP_NAME.search(line)
+        if name is None or "/" not in name.group(1):
+            continue
+        rec: dict[str, Any] = {"shape": dims, "op": m.group("op"), "op_name": name.group(1)}
+        fid = _FRAME_ID.search(line)
+        if fid and int(fid.group(1)) in frames:
+            rec["frames"] = frames[int(fid.group(1))]
+        if m.group("op") == "dot":
+            contract = _CONTRACT.search(line)
+            lhs = m.group("args").split(",")[0].strip().split(" ")[-1].lstrip("%")
+            if contract and lhs:
+                dots.append((rec, lhs, _dims(contract.group(1))))
+        out.append(rec)
+    for rec, lhs, axes in dots:
+        shape = dims_of.get(lhs)
+        if shape is not None and all(d < len(shape) for d in axes):
+            rec["k"] = math.prod(shape[d] for d in axes)
     return out
 
 

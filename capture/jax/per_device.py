@@ -7,7 +7,7 @@ value may carry no split at all. When the capture compiled the program
 (``capture.jax.compiled``), the compiled module holds the shape each device computes for
 each instruction, and its ``op_name`` metadata names the equation it was made for. So:
 
-1. :func:`instructions` reads every instruction of the compiled HLO text with an array
+1. :func:`capture.jax.compiled.instructions` reads every instruction of the compiled HLO text with an array
    result and ``op_name`` metadata: its per-device shape, its operand shapes (a ``dot``'s
    contracting dimensions), its name and source frames;
 2. :func:`propagated_shardings` maps each onto the node of its equation (the same rules
@@ -31,7 +31,6 @@ JAX is not imported here: the compiled text and the converted capture are plain 
 from __future__ import annotations
 
 import math
-import re
 import time
 from typing import Any
 
@@ -42,22 +41,7 @@ from ..units import dtype_bits
 #: How long mapping the compiled instructions onto nodes may take (a 70B program has some
 #: 100k instructions); past it the rest is left to propagation.
 MAP_SECONDS = 8.0
-MAX_INSTRUCTIONS = 400_000
 
-_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<dtype>[a-z]+\d*(?:e\d+m\d+\w*)?)"
-                   r"\[(?P<dims>[\d,]*)\](?:\{[^}]*\})?\s+(?P<op>[\w\-]+)\((?P<args>[^)]*)\)")
-_OPERAND = re.compile(r"[a-z]+\d*(?:e\d+m\d+\w*)?\[([\d,]*)\]")
-_CONTRACT = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
-_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
-_FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
-# Instructions whose shape says nothing of an equation's result (structure and bookkeeping).
-# A collective's result is the value after communication (a gathered operand), not the shape
-# the equation's work was done at.
-_SKIP = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "while", "conditional", "call",
-                   "after-all", "partition-id", "replica-id", "iota", "all-gather", "all-gather-start",
-                   "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done", "reduce-scatter",
-                   "all-to-all", "collective-permute", "collective-permute-start", "collective-permute-done",
-                   "collective-broadcast", "ragged-all-to-all", "async-start", "async-done"})
 # Instructions that move or wrap a result rather than compute it.
 _SECONDARY = frozenset({"fusion", "copy", "bitcast", "reshape", "transpose", "broadcast", "slice", "dynamic-slice",
                         "dynamic-update-slice", "custom-call", "convert", "pad", "concatenate"})
@@ -70,45 +54,6 @@ _REDUCING_COLLECTIVES = frozenset({"psum", "psum_invariant", "pmax", "pmin"})
 NOTE = "each node at the shapes one device computes, with the splits XLA propagated"
 NOTE_UNCOMPILED = ("TensorViz's unfused estimate: each node at the splits the program states (not compiled: a value "
                    "the compiler would split counts whole)")
-
-
-def _dims(text: str) -> list[int]:
-    return [int(d) for d in text.split(",") if d]
-
-
-def instructions(text: str, frames: dict[int, list[tuple[str, int]]]) -> list[dict[str, Any]]:
-    """Every instruction of the compiled module with an array result and an ``op_name``:
-    ``{"shape", "op", "op_name", "frames", "k"}`` (``k``: a dot's contracted elements per
-    device, from its left operand's shape: instruction names are unique in a module)."""
-    out: list[dict[str, Any]] = []
-    dims_of: dict[str, list[int]] = {}
-    dots: list[tuple[dict[str, Any], str, list[int]]] = []
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if m is None:
-            continue
-        dims = _dims(m.group("dims"))
-        dims_of[m.group("name")] = dims
-        if m.group("op") in _SKIP or "op_name=" not in line or len(out) >= MAX_INSTRUCTIONS:
-            continue
-        name = _OP_NAME.search(line)
-        if name is None or "/" not in name.group(1):
-            continue
-        rec: dict[str, Any] = {"shape": dims, "op": m.group("op"), "op_name": name.group(1)}
-        fid = _FRAME_ID.search(line)
-        if fid and int(fid.group(1)) in frames:
-            rec["frames"] = frames[int(fid.group(1))]
-        if m.group("op") == "dot":
-            contract = _CONTRACT.search(line)
-            lhs = m.group("args").split(",")[0].strip().split(" ")[-1].lstrip("%")
-            if contract and lhs:
-                dots.append((rec, lhs, _dims(contract.group(1))))
-        out.append(rec)
-    for rec, lhs, axes in dots:
-        shape = dims_of.get(lhs)
-        if shape is not None and all(d < len(shape) for d in axes):
-            rec["k"] = math.prod(shape[d] for d in axes)
-    return out
 
 
 # --------------------------------------------------------------------------- per-device shapes

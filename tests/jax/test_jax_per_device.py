@@ -16,7 +16,8 @@ from capture.graph.model import Capture, Coverage, Group, Node, NodeCosts, Opera
 from capture.graph.sharding import mesh_record
 from capture.graph.per_device import body_parameters, boundary_figures, flops_total, transients
 from capture.jax.cost import _power
-from capture.jax.per_device import _dot_operand, _record, instructions
+from capture.jax.compiled import instructions
+from capture.jax.per_device import _dot_operand, _record
 
 MESH = mesh_record([("data", 2, "auto"), ("model", 4, "auto")], "Mesh", "recipe")
 SIZES = [("data", 2), ("model", 4)]
