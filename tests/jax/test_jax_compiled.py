@@ -495,3 +495,14 @@ def test_without_the_compiled_program_the_figure_says_it_is_an_unfused_estimate(
     assert cap.cost.flops_per_device[sm.id] == sum(cap.cost.flops_per_device[i] for i in body if
                                                    cap.cost.flops_per_device[i] > 0)
     assert cap.cost.flops[sm.id] // 8 <= cap.cost.flops_per_device[sm.id] < cap.cost.flops[sm.id] // 4
+
+
+@pytest.mark.slow
+def test_a_scanned_nnx_models_state_is_counted_once(caps):
+    """The scanned weights are parameters once, at the top level (a body's slice of them is
+    not counted again): the model's 2 × 2 kernels and Adam's two moments of each."""
+    from viewer.projection.projection import Projection
+
+    cap = read(caps["nnx_scan"])
+    count = Projection(cap).costs().totals()["params"]["count"]
+    assert 3 * 2 * 2 * 256 * 256 <= count <= 3 * 2 * 2 * 256 * 256 + 4  # + Adam's step count
