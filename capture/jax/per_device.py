@@ -421,3 +421,29 @@ def annotate(capture: Capture, eqns: list, records: list[dict[str, Any]] | None,
         return
     capture.cost.flops_per_device = column
     capture.cost.notes["flops_per_device"] = NOTE if records is not None else NOTE_UNCOMPILED
+
+
+def later(finish: Any, capture: Capture, eqns: list, compiling: Any, mesh: int | None, stated: list,
+          sources: Any = None) -> Any:
+    """``finish`` (the worker's step that reads the compiled program after the graph was sent)
+    followed by the per-device figures from it: the record carries them (``per_device``: the
+    per-device FLOPs column and the splits XLA gave values) for
+    :func:`capture.graph.later_compiled.complete` to put on the graph. ``stated``: each value's
+    split as the program states it (the estimate sent with the graph is worked out again)."""
+
+    def after() -> tuple[dict[str, Any], dict[str, Any]]:
+        record, meta = finish()
+        records = getattr(compiling, "instructions", None)
+        if records is None or capture.cost is None:
+            return record, meta
+        before = [v.sharding for v in capture.values]
+        for v, split in zip(capture.values, stated):
+            v.sharding = split
+        annotate(capture, eqns, records, mesh, sources)
+        record["per_device"] = {
+            "flops_per_device": capture.cost.flops_per_device, "note": capture.cost.notes.get("flops_per_device"),
+            "shardings": [[v.id, v.sharding] for v, old in zip(capture.values, before)
+                          if v.sharding is not old and v.sharding is not None]}
+        return record, meta
+
+    return after

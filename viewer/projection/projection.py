@@ -19,6 +19,7 @@ Only the standard library and :mod:`capture` are imported (docs/architecture.md'
 from __future__ import annotations
 
 from capture.graph.compiled import words as compiled_words
+from capture.analysis.rank_flops import rank_flops
 
 import re
 import threading
@@ -131,14 +132,31 @@ class Projection:
 
     def prepare(self) -> None:
         """Make now what the first page would otherwise wait for: every value's label,
-        the structural signatures, the trunk, the cost sums and the root's page (the
-        server's warm-up calls it)."""
+        the structural signatures, the trunk, the cost sums and the pages the first view
+        opens (the server's warm-up calls it, while the browser starts)."""
         self.values.labels()
         self.structure()
         self.trunk()
         if self.capture.failure is None:
             self.costs()
-            self.pages.children(ROOT, None, False)  # (kept: the page asks for it first)
+            self.first_pages()
+
+    def first_pages(self) -> list[tuple[int, int | None]]:
+        """Make (and cache) the pages the browser's first view asks for, in its order
+        (viewer/static/model/first-view.js): the root's, each trunk group's, and the
+        first chunk of the innermost one when it is chunked (the first view opens it
+        whatever its size). Returns them as ``(group, chunk)``."""
+        made: list[tuple[int, int | None]] = [(ROOT, None)]
+        page = self.pages.children(ROOT, None, False)
+        for g in self.trunk():
+            page = self.pages.children(g, None, False)
+            made.append((g, None))
+        first = next((it for it in page["items"] if it["type"] == "chunk"), None)
+        if first is not None:
+            g, chunk = (int(x) for x in first["id"].split(":"))
+            self.pages.children(g, chunk, False)
+            made.append((g, chunk))
+        return made
 
     @property
     def node_count(self) -> list[int]:
@@ -390,6 +408,9 @@ class Projection:
         if costs.available:
             out["uncounted_ops"] = costs.uncounted_ops()
             out["notes"] = costs.notes()
+            ranks = rank_flops(costs)
+            if ranks is not None:  # a split Torch program: what one rank computes (cards and rows say it)
+                out["flops_per_rank"] = ranks.total
             from capture.analysis.fit import input_bytes, memory_plan, per_device
 
             plan = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device

@@ -20,6 +20,7 @@ from capture.graph import gc_pause
 from capture.analysis.body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
+from capture.analysis.rank_flops import rank_flops
 from .compiled_view import (body_stand_ins, compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled,
                             within)
 from capture.analysis.index import CHUNK, ROOT, UPPER_CHUNK
@@ -77,6 +78,7 @@ class Pages:
         self._views: OrderedDict[tuple, dict] = OrderedDict()
         self._deps_cache: OrderedDict[tuple, _Deps] = OrderedDict()
         self._group_weights: dict[int, dict] = {}
+        self._param_figures: dict[Any, tuple[int | None, int | None]] = {}
         #: What each layer costs (the projection's ``costs``), or None: items carry no ``cost``.
         self.costs: Callable[[], Any] | None = None
         self._compiled: tuple[dict[int, list], dict[int, list]] | None = None
@@ -473,6 +475,9 @@ class Pages:
         scope = cost_scope(self.capture, self.capture.nodes[i].group)
         if scope:
             out["scope"] = scope
+        ranks = rank_flops(costs)
+        if ranks is not None:  # a split Torch program: global for a DTensor op (and its per-rank figure), else per rank
+            out.update(ranks.node_cost(i))
         return out
 
     def _group_cost(self, g: int) -> dict | None:
@@ -490,6 +495,11 @@ class Pages:
         scope = cost_scope(self.capture, g)
         if scope:
             out["scope"] = scope
+        ranks = rank_flops(costs)
+        if ranks is not None:  # a split Torch program: a group's FLOPs per rank, never the two scopes summed
+            out.pop("uncounted", None)
+            out.update(ranks.group_cost(g))
+            return out
         kinds = costs.by_kind[s]
         if kinds:
             out["flops_by_kind"] = kinds
@@ -801,8 +811,9 @@ class Pages:
         if got is not None:
             return got
         tensors = 0
-        count: int | None = 0
-        size: int | None = 0
+        counts: list[int | None] = []
+        sizes: list[int | None] = []
+        figures = self._param_figures  # (shape, dtype) -> (elements, bytes): a model's weights share few shapes
         plain = self.values.plain  # shape and dtype without the row's measured map
         if self._stand_ins is None:
             self._stand_ins = body_stand_ins(self.capture)
@@ -819,10 +830,19 @@ class Pages:
                 continue
             shape, dtype, _ = plain(v)
             tensors += 1
-            # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
-            count = units.add((count, units.element_count(shape)))
-            size = units.add((size, units.nbytes(shape, dtype)))
-        got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": size}
+            try:
+                key: Any = (tuple(shape), dtype)
+                fig = figures.get(key)
+            except TypeError:  # not a list of hashable dimensions: figured each time
+                key, fig = None, None
+            if fig is None:
+                fig = (units.element_count(shape), units.nbytes(shape, dtype))
+                if key is not None:
+                    figures[key] = fig
+            counts.append(fig[0])
+            sizes.append(fig[1])
+        # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
+        got = self._group_weights[g] = {"tensors": tensors, "count": units.add(counts), "bytes": units.add(sizes)}
         return got
 
 
@@ -842,7 +862,11 @@ def _stack_cost(items: list[dict], block: list[dict]) -> dict | None:
             out["estimate"] = True
         return out
 
-    return {**total(items), "per_block": total(block)}
+    out = {**total(items), "per_block": total(block)}
+    scopes = {it["cost"].get("scope") for it in items}
+    if len(scopes) == 1 and None not in scopes:  # a split program: global, per device or per rank
+        out["scope"] = scopes.pop()
+    return out
 
 
 def _ref_key(ref: int) -> str:
