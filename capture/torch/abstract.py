@@ -198,10 +198,21 @@ class AbstractEvidence:
             raise data_dependent_failure(exc, None, _innermost_frame(files, exc), "inputs") from None
 
     @contextmanager
-    def running(self) -> Iterator[None]:
-        """Run the forward with fake tensors (the trace records inside, above these modes)."""
-        with self.mode, self.loops.active():
-            yield
+    def running(self, trace: Any = None) -> Iterator[None]:
+        """Run the forward with fake tensors (the trace records inside, above these modes).
+        Given the ``trace``, it runs each op through the hit loops' bookkeeping itself
+        (``trace.run_op``) instead of one more dispatch mode between it and the fake mode:
+        the same ops and results, one Python dispatch less per op."""
+        if trace is None:
+            with self.mode, self.loops.active():
+                yield
+            return
+        trace.run_op = self.loops.dispatch
+        try:
+            with self.mode, self.loops.active(mode=False):
+                yield
+        finally:
+            trace.run_op = None
 
     def guard_failure(self, files: Any, origin: Callable[[str], str | None]) -> CaptureError | None:
         """The failure for the first data-dependent condition Python asked about during

@@ -231,6 +231,9 @@ class TorchTrace(TraceValues, TraceFrames):
         # Values made without a recorded op joining the graph (capture.torch.joins).
         self.joins = Joins(self)
         self._active = False
+        # What runs each op below the trace, when not the op itself (an abstract run's
+        # hit-loop bookkeeping: capture.torch.abstract.AbstractEvidence.running).
+        self.run_op: Callable[[Any, tuple, dict], Any] | None = None
         # The first limit reached while recording, and the first op an abstract run could
         # not run without data (kept in case user code swallows them).
         self.limit_error: LimitExceeded | None = None
@@ -449,8 +452,9 @@ class TorchTrace(TraceValues, TraceFrames):
         info = self._ops.get(id(func))
         if info is None:
             info = self._op_info(func)
+        run = self.run_op
         if info.bookkeeping:  # asked of a fake tensor, never run as a kernel; or a wrapper
-            out = func(*args, **(kwargs or {}))
+            out = func(*args, **(kwargs or {})) if run is None else run(func, args, kwargs or {})
             if info.wrapper:
                 self.joins.same_value(out, args[0] if args else None)
             return out
@@ -465,7 +469,10 @@ class TorchTrace(TraceValues, TraceFrames):
             else:
                 add(Operand(i, None, literal(a)))
         written = self._written(info, args, kwargs) if info.written else None
-        out = func(*args, **kwargs) if kwargs else func(*args)
+        if run is not None:
+            out = run(func, args, kwargs or {})
+        else:
+            out = func(*args, **kwargs) if kwargs else func(*args)
         self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None, written,
                      args, kwargs)
         return out
