@@ -244,15 +244,23 @@ class TorchTrace(TraceValues, TraceFrames):
     def label_module(self, root: torch.nn.Module, prefix: str = "") -> None:
         """Name ``root``'s submodules (attribute paths for module groups) and label its
         parameters and buffers (``measured.param`` / ``measured.buffer``)."""
-        for name, mod in root.named_modules(remove_duplicate=False, prefix=prefix):
+        # One walk over the modules (named_parameters and named_buffers would each walk
+        # them again): parameters labelled first, then buffers, in the same order.
+        modules = list(root.named_modules(remove_duplicate=False, prefix=prefix))
+        for name, mod in modules:
             self._paths.setdefault(id(mod), name)
-        for name, p in root.named_parameters(remove_duplicate=False, prefix=prefix):
-            self._label(p, "param", name)
-            if type(p) is not torch.nn.Parameter and self.dist.is_dtensor(p):
-                self.dist.note_parameter(p)
+        for name, mod in modules:
+            for key, p in mod._parameters.items():
+                if p is None:
+                    continue
+                self._label(p, "param", f"{name}.{key}" if name else key)
+                if type(p) is not torch.nn.Parameter and self.dist.is_dtensor(p):
+                    self.dist.note_parameter(p)
         self.dist.note_fsdp(root)
-        for name, buf in root.named_buffers(remove_duplicate=False, prefix=prefix):
-            self._label(buf, "buffer", name)
+        for name, mod in modules:
+            for key, buf in mod._buffers.items():
+                if buf is not None:
+                    self._label(buf, "buffer", f"{name}.{key}" if name else key)
 
     def _label(self, t: _Tensor, kind: str, name: str) -> None:
         if id(t) not in self._labels:
