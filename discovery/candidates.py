@@ -8,6 +8,8 @@ from dataclasses import replace
 
 import libcst as cst
 
+from capture.frameworks import candidate_kinds
+
 from .analysis import ModuleAnalysis
 from .function_bodies import Bodies
 from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only, init_fields
@@ -17,6 +19,7 @@ from .jax_usage import JaxEvidence, jax_evidence, transformed_function
 from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignment
 from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of
+
 from .positions import LineIndex, Position, Range
 from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput, ValueHints
 from .tokens import Builder, token_input
@@ -24,7 +27,6 @@ from .value_hints import call_input_hints, call_reads, field_hints, preparations
 
 # Flax fills these in itself on every Linen module; they are not the user's setup.
 _LINEN_MANAGED_FIELDS = frozenset({"parent", "name"})
-_CALL_METHOD = {"linen_module": "__call__", "nnx_module": "__call__", "torch_module": "forward"}
 # How many intermediate classes a reason names before "and N more".
 _REASON_STEPS = 3
 
@@ -231,7 +233,8 @@ def _module_candidate(
         fields = _init_fields(init_owner, configs, nnx=kind == "nnx_module")
         init_params = [f.name for f in fields]
 
-    call_method = _CALL_METHOD[kind]
+    of_kind = candidate_kinds().get(kind)
+    call_method = of_kind[1].call_method if of_kind else "__call__"
     call_inputs: tuple[CallInput, ...] = ()
     call_defined_in = None
     owner = ancestry.definers.get(call_method)

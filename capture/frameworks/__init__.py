@@ -4,9 +4,14 @@ the selected interpreter, and which module implements its capture.
 A framework capture is a module in a folder of its own (``capture/torch/framework.py``,
 ``capture/jax/framework.py``) that implements the typed contract
 :class:`capture.worker.plugin.FrameworkPlugin` (its version, the version check, the
-device check, the capture; see that module). It is registered here, with one
-:func:`register_framework` line; nothing else in TensorViz names it. A third framework
-adds its folder and one registration.
+device check, the capture; see that module), beside a plain-data ``declaration.py``
+whose ``CAPABILITIES`` (:class:`~capture.frameworks.capabilities.Capabilities`) says
+what the rest of TensorViz needs to know about it: the kinds of symbol discovery finds,
+the recipe keys and devices it accepts, its wording. It is registered here, with one
+:func:`register_framework` line; nothing else in TensorViz names it: discovery, the
+recipe rules, the language server, the command line and the viewer read
+:func:`capabilities`. A third framework adds its folder and one registration
+(``tests/frameworks/test_third_framework.py`` opens one from every front end).
 
 The registry imports no plug-in and no framework: the parent reads what a framework
 requires (``requires``, probed in the selected interpreter without importing it), and
@@ -27,6 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 
+from .capabilities import Capabilities, CandidateKind, ClassNamespace, undeclared
+
+__all__ = [
+    "FRAMEWORKS", "FRAMEWORK_NAMES", "TEST_PLUGINS_ENV", "Capabilities", "CandidateKind", "ClassNamespace",
+    "FrameworkInfo", "candidate_kinds", "capabilities", "framework_info", "framework_names", "framework_of_kind",
+    "load_framework", "plugins_for_tests", "register_framework", "unregister_framework",
+]
+
 
 @dataclass(frozen=True, slots=True)
 class FrameworkInfo:
@@ -44,6 +57,9 @@ class FrameworkInfo:
     model_requires: tuple[str, ...] = ()
     # Set only for a test plug-in: the file it is loaded from (it is not in a package).
     path: str | None = None
+    # The plain-data module whose ``CAPABILITIES`` declares the framework (imports no
+    # framework); a test plug-in's file declares it itself.
+    declaration: str = ""
 
     def requirements(self, model_source: str | None) -> tuple[str, ...]:
         """What the selected interpreter must have for a model with this source text
@@ -74,13 +90,16 @@ def register_framework(info: FrameworkInfo) -> FrameworkInfo:
 def unregister_framework(name: str) -> None:
     """Remove a registration (a test's own framework, when the test ends)."""
     _REGISTERED.pop(name, None)
+    _DECLARED.pop(name, None)
 
 
 # The frameworks TensorViz ships, one registration each. The shared worker requires
 # Torch for every real framework: adding JAX never replaces the selected Torch build
 # (the spec's rule), so JAX recipes need both.
-register_framework(FrameworkInfo("torch", "capture.torch.framework", ("msgpack", "torch")))
-register_framework(FrameworkInfo("jax", "capture.jax.framework", ("msgpack", "torch", "jax"), ("flax",)))
+register_framework(FrameworkInfo("torch", "capture.torch.framework", ("msgpack", "torch"),
+                                  declaration="capture.torch.declaration"))
+register_framework(FrameworkInfo("jax", "capture.jax.framework", ("msgpack", "torch", "jax"), ("flax",),
+                                  declaration="capture.jax.declaration"))
 
 # The frameworks a user can name (those TensorViz ships), in the order messages list them.
 FRAMEWORK_NAMES: tuple[str, ...] = tuple(_REGISTERED)
@@ -141,3 +160,43 @@ def load_framework(name: str) -> ModuleType:
         del sys.modules[info.module]
         raise
     return module
+
+
+_DECLARED: dict[str, tuple[FrameworkInfo, Capabilities]] = {}
+
+
+def capabilities(name: str) -> Capabilities:
+    """What framework ``name`` declares (its ``declaration`` module's ``CAPABILITIES``;
+    a test plug-in's own file). A name registered nowhere here (a graph file written
+    where another framework was installed) reads as :func:`~.capabilities.undeclared`:
+    readers of captures never fail on a framework they do not know."""
+    info = _REGISTERED.get(name) or plugins_for_tests().get(name)
+    if info is None:
+        return undeclared(name)
+    known = _DECLARED.get(name)
+    if known is not None and known[0] == info:
+        return known[1]
+    if info.path is not None:
+        declared = getattr(load_framework(name), "CAPABILITIES", None)
+    else:
+        declared = getattr(importlib.import_module(info.declaration), "CAPABILITIES", None) if info.declaration else None
+    if declared is not None and not isinstance(declared, Capabilities):
+        raise TypeError(f"the framework {name!r}: CAPABILITIES is a {type(declared).__name__}, not a Capabilities")
+    caps = declared or undeclared(name)
+    _DECLARED[name] = (info, caps)
+    return caps
+
+
+def candidate_kinds() -> dict[str, tuple[str, CandidateKind]]:
+    """Every kind of symbol discovery may report, by name: its framework and declaration."""
+    out: dict[str, tuple[str, CandidateKind]] = {}
+    for name in framework_names():
+        for kind in capabilities(name).kinds:
+            out.setdefault(kind.name, (name, kind))
+    return out
+
+
+def framework_of_kind(kind: str) -> str | None:
+    """The framework that captures a candidate of ``kind`` (None: no framework declares it)."""
+    found = candidate_kinds().get(kind)
+    return found[0] if found else None
