@@ -37,6 +37,7 @@ from .capabilities import Capabilities, CandidateKind, ClassNamespace, undeclare
 __all__ = [
     "FRAMEWORKS", "FRAMEWORK_NAMES", "TEST_PLUGINS_ENV", "Capabilities", "CandidateKind", "ClassNamespace",
     "FrameworkInfo", "candidate_kinds", "capabilities", "framework_info", "framework_names", "framework_of_kind",
+    "is_function_kind", "kind_declaration",
     "load_framework", "plugins_for_tests", "register_framework", "unregister_framework",
 ]
 
@@ -177,7 +178,7 @@ def capabilities(name: str) -> Capabilities:
     if known is not None and known[0] == info:
         return known[1]
     if info.path is not None:
-        declared = getattr(load_framework(name), "CAPABILITIES", None)
+        declared = getattr(_declaration_of_file(name, info.path), "CAPABILITIES", None)
     else:
         declared = getattr(importlib.import_module(info.declaration), "CAPABILITIES", None) if info.declaration else None
     if declared is not None and not isinstance(declared, Capabilities):
@@ -187,6 +188,17 @@ def capabilities(name: str) -> Capabilities:
     return caps
 
 
+def _declaration_of_file(name: str, path: str) -> ModuleType:
+    """A test plug-in's file, run for its declaration under a private name and not kept
+    in ``sys.modules``: the worker imports the plug-in itself, by its own name."""
+    spec = importlib.util.spec_from_file_location(f"_tensorviz_declaration_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot read the test plug-in {name!r}'s declaration from {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def candidate_kinds() -> dict[str, tuple[str, CandidateKind]]:
     """Every kind of symbol discovery may report, by name: its framework and declaration."""
     out: dict[str, tuple[str, CandidateKind]] = {}
@@ -194,6 +206,18 @@ def candidate_kinds() -> dict[str, tuple[str, CandidateKind]]:
         for kind in capabilities(name).kinds:
             out.setdefault(kind.name, (name, kind))
     return out
+
+
+def kind_declaration(kind: str) -> CandidateKind | None:
+    """What a framework declares about the candidate kind ``kind`` (None: nothing)."""
+    found = candidate_kinds().get(kind)
+    return found[1] if found else None
+
+
+def is_function_kind(kind: str) -> bool:
+    """Is a candidate of ``kind`` a function traced as it is (nothing constructs it)?"""
+    found = kind_declaration(kind)
+    return found is not None and found.symbol == "function"
 
 
 def framework_of_kind(kind: str) -> str | None:

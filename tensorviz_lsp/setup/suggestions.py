@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from capture.frameworks import capabilities
+
 #: The placeholder of a value nothing in the code tells.
 UNKNOWN = "…"
 #: The batch and sequence length a suggestion uses.
@@ -149,7 +151,8 @@ class Suggester:
 
     @property
     def int_dtype(self) -> str:
-        return "int32" if self.framework == "jax" else "int64"
+        """Token ids and positions: the framework's declared integer dtype (int32 for JAX)."""
+        return capabilities(self.framework).int_dtype
 
     # --- constructor arguments -----------------------------------------------------------
 
@@ -351,7 +354,7 @@ class Suggester:
             return Example(f"{self.int_dtype}[{','.join(map(str, dims))}]:arange")
         if "mask" in lowered:
             dims = shape or [BATCH, SEQUENCE]
-            dtype = "bool" if self.framework == "jax" else self.int_dtype
+            dtype = capabilities(self.framework).mask
             return Example(f"{dtype}[{','.join(map(str, dims))}]:ones")
         if shape:
             return Example(f"float32[{','.join(map(str, shape))}]")
