@@ -44,6 +44,7 @@ from capture.graph.model import Capture, Coverage, Operand
 from capture.worker.builder import GraphBuilder
 from capture.worker.context import CaptureContext
 from capture.worker.errors import CaptureError
+from capture.worker.plugin_helpers import code_position
 
 VERSION = "1"
 # The value of ``capture.frameworks.TEST_PLUGINS_ENV`` that makes this file the "fake" framework.
@@ -225,12 +226,7 @@ class _Tracer:
 
 
 def _column(frame: Any) -> int:
-    try:
-        positions = list(frame.f_code.co_positions())
-        col = positions[frame.f_lasti // 2][2]
-        return col or 0
-    except (AttributeError, IndexError, TypeError):
-        return 0
+    return code_position(frame.f_code, frame.f_lasti)[1]
 
 
 def _broadcast(a: tuple, b: tuple, op: str) -> tuple:

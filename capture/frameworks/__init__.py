@@ -27,7 +27,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType, ModuleType
@@ -36,7 +36,7 @@ from .capabilities import Capabilities, CandidateKind, ClassNamespace, undeclare
 
 __all__ = [
     "FRAMEWORKS", "FRAMEWORK_NAMES", "TEST_PLUGINS_ENV", "Capabilities", "CandidateKind", "ClassNamespace",
-    "FrameworkInfo", "candidate_kinds", "capabilities", "framework_info", "framework_names", "framework_of_kind",
+    "FrameworkInfo", "candidate_kinds", "capabilities", "declared_by", "framework_info", "framework_names", "framework_of_kind",
     "is_function_kind", "kind_declaration",
     "load_framework", "plugins_for_tests", "register_framework", "unregister_framework",
 ]
@@ -206,6 +206,12 @@ def candidate_kinds() -> dict[str, tuple[str, CandidateKind]]:
         for kind in capabilities(name).kinds:
             out.setdefault(kind.name, (name, kind))
     return out
+
+
+def declared_by(has: Callable[[Capabilities], bool]) -> str:
+    """The frameworks a user may name whose declaration ``has`` something, as messages
+    and help say it ("Torch", "JAX", "Torch/JAX"); "no framework's" when none does."""
+    return "/".join(c.word for c in map(capabilities, FRAMEWORK_NAMES) if has(c)) or "no framework's"
 
 
 def kind_declaration(kind: str) -> CandidateKind | None:

@@ -79,6 +79,7 @@ from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_str
 from . import compiled
 from .shardings import JaxShardings, devices_record, leaf_sharding, recipe_mesh, simulate_devices
 from .tracing import trace
+from ..worker.plugin_helpers import describe_type
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
 # meta["state"] labels and what each means (meta["state_note"]).
@@ -454,7 +455,7 @@ def _nnx_class_plan(ctx: CaptureContext, nnx: Any, target: type, partial: Partia
         if type(obj) is not target:
             raise CaptureError(
                 "recipe",
-                f"init factory {factory} returned {_describe(obj)}; expected an instance of the "
+                f"init factory {factory} returned {describe_type(obj)}; expected an instance of the "
                 f"selected NNX class {target.__qualname__}",
                 {"expected": target.__qualname__, "found": type(obj).__qualname__},
             )
@@ -492,7 +493,7 @@ def _callable_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
         with _NarrowingWatch(f"profiles.{ctx.recipe.name}.init.factory"):
             fn = ctx.call_factory(factory)
         if not callable(fn):
-            raise CaptureError("recipe", f"init factory {factory} returned {_describe(fn)}, which is not callable")
+            raise CaptureError("recipe", f"init factory {factory} returned {describe_type(fn)}, which is not callable")
         ctx.after_construction(fn, make_tensor)
         if linen is not None and isinstance(fn, linen.Module):
             # a Linen module as the configured callable: bound ones keep their variables
@@ -502,7 +503,7 @@ def _callable_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
         _require_empty_init(ctx, f"{ref} is a plain JAX function: it takes its arguments from inputs, with an empty init",
                             steps=False)
         if not callable(target):
-            raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a function or a Flax module")
+            raise CaptureError("recipe", f"{ref} is {describe_type(target)}, not a function or a Flax module")
         fn = target
     if nnx is not None:
         return _nnx_plan(nnx, fn, "function", "callable_state")
@@ -584,11 +585,6 @@ def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) ->
         )
 
 
-def _describe(obj: Any) -> str:
-    t = type(obj)
-    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
-
-
 def _fresh_linen(module: Any) -> _Plan:
     # Streams other than "params" (dropout, custom names) get keys derived from the seed
     # as the module asks for them (capture.jax.rngs).
@@ -603,7 +599,7 @@ def _bound_linen(target: type, obj: Any, factory: str) -> _Plan:
     if type(obj) is not target:
         raise CaptureError(
             "recipe",
-            f"init factory {factory} returned {_describe(obj)}; expected the selected Linen class "
+            f"init factory {factory} returned {describe_type(obj)}; expected the selected Linen class "
             f"{target.__qualname__} bound with model.bind(variables)",
             {"expected": target.__qualname__, "found": type(obj).__qualname__},
         )

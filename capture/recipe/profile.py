@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..frameworks import Capabilities, capabilities, framework_names
+from ..frameworks import Capabilities, capabilities, declared_by, framework_names
 from .model import (
     DEFAULT_EVIDENCE,
     DEFAULT_FRAMEWORK,
@@ -358,11 +358,6 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     return recipe
 
 
-def _owners(has: Any) -> str:
-    """Who declares a capability (``has(caps)``), as messages say it: "Torch", "JAX"."""
-    return "/".join(caps.word for caps in map(capabilities, framework_names()) if has(caps)) or "no framework's"
-
-
 _DEVICE_SPELLING = {"cpu": '"cpu"', "cuda": '"cuda:N"', "tpu": '"tpu" / "tpu:N"'}
 
 
@@ -373,7 +368,7 @@ def _check_device(cx: _Ctx, framework: str, device: str, base: list[str | int]) 
         return
     family = device.partition(":")[0]
     runs_on = " or ".join(_DEVICE_SPELLING.get(d, repr(d)) for d in caps.devices)
-    raise cx.error(base + ["device"], f'device = "{device}" is for {_owners(lambda c: c.takes_device(family))} '
+    raise cx.error(base + ["device"], f'device = "{device}" is for {declared_by(lambda c: c.takes_device(family))} '
                                       f"captures: a {framework} capture runs on {runs_on}")
 
 
@@ -384,12 +379,12 @@ def _check_framework_rules(cx: _Ctx, r: Recipe, base: list[str | int]) -> None:
     _check_saved_files_framework(cx, r, caps, base)
     _check_evidence(cx, r, caps, base)
     if r.dtype is not None and not caps.model_dtype:
-        raise cx.error(base + ["dtype"], f"dtype is a {_owners(lambda c: c.model_dtype)} key (the dtype the model is "
+        raise cx.error(base + ["dtype"], f"dtype is a {declared_by(lambda c: c.model_dtype)} key (the dtype the model is "
                                          f"built in); a {r.framework} model takes its dtypes from its own code and "
                                          "inputs (omit dtype)")
     _check_mesh(cx, r, caps, base)
     if not caps.compile and r.compile != "auto":
-        raise cx.error(base + ["compile"], f"compile is a {_owners(lambda c: c.compile)} key (XLA compiles the "
+        raise cx.error(base + ["compile"], f"compile is a {declared_by(lambda c: c.compile)} key (XLA compiles the "
                                            f"traced program); a {r.framework} capture does not compile (omit compile)")
     if not caps.grad_modes:
         _check_no_grad_modes(cx, r, caps)
@@ -445,7 +440,7 @@ def _check_evidence(cx: _Ctx, r: Recipe, caps: Capabilities, base: list[str | in
     if r.evidence == DEFAULT_EVIDENCE:
         return
     if r.evidence not in caps.evidence:
-        raise cx.error(base + ["evidence"], f"evidence is a {_owners(lambda c: r.evidence in c.evidence)} key; a "
+        raise cx.error(base + ["evidence"], f"evidence is a {declared_by(lambda c: r.evidence in c.evidence)} key; a "
                                             f"{r.framework} capture is always traced, never run (omit evidence)")
     if r.kind == "training_step":
         raise cx.error(base + ["evidence"], 'evidence = "abstract" records a forward (kind = "model"); a training '
@@ -458,7 +453,7 @@ def _check_mesh(cx: _Ctx, r: Recipe, caps: Capabilities, base: list[str | int]) 
         return
     for name, _, kind in r.mesh.axes:
         if kind != DEFAULT_AXIS_TYPE:
-            raise cx.error(base + ["mesh", name, "type"], f"axis types are {_owners(lambda c: c.mesh_axis_types)}'s; "
+            raise cx.error(base + ["mesh", name, "type"], f"axis types are {declared_by(lambda c: c.mesh_axis_types)}'s; "
                                                           f"a {r.framework} mesh axis is a size (write {name} = N)")
 
 
@@ -467,7 +462,7 @@ def _check_saved_files_framework(cx: _Ctx, r: Recipe, caps: Capabilities, base: 
     others use workspace factories (their declaration says which)."""
     if caps.saved_files:
         return
-    loader = _owners(lambda c: c.saved_files)
+    loader = declared_by(lambda c: c.saved_files)
     for section, key, setup in (("init", "checkpoint", r.init), ("inputs", "fixture", r.inputs)):
         if getattr(setup, key) is None:
             continue

@@ -16,6 +16,7 @@ from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
 from ..worker.targets import partial_of_class
+from ..worker.plugin_helpers import describe_type
 
 
 def _seed_everything(torch: Any, seed: int) -> None:
@@ -68,12 +69,6 @@ def _tensor_maker(torch: Any, seed: int, device: Any) -> Callable[[TensorLeaf], 
         return t
 
     return make
-
-
-
-def _describe(obj: Any) -> str:
-    t = type(obj)
-    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
 
 
 def _require_empty_init(ctx: CaptureContext, why: str, *, steps: bool = True) -> None:
@@ -131,7 +126,7 @@ def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callab
             if not isinstance(model, target):
                 raise CaptureError(
                     "recipe",
-                    f"init factory {factory} returned {_describe(model)}; expected an instance of the selected "
+                    f"init factory {factory} returned {describe_type(model)}; expected an instance of the selected "
                     f"module class {target.__qualname__}",
                     {"expected": target.__qualname__, "found": type(model).__qualname__},
                 )
@@ -147,12 +142,12 @@ def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callab
     if factory is not None:
         obj = ctx.call_factory(factory)
         if not callable(obj):
-            raise CaptureError("recipe", f"init factory {factory} returned {_describe(obj)}, which is not callable")
+            raise CaptureError("recipe", f"init factory {factory} returned {describe_type(obj)}, which is not callable")
         return obj, "module" if isinstance(obj, Module) else "function"
     _require_empty_init(ctx, f"{ref} is a plain function: it takes its arguments from inputs, with an empty init",
                         steps=False)
     if not callable(target):
-        raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a torch.nn.Module or a function")
+        raise CaptureError("recipe", f"{ref} is {describe_type(target)}, not a torch.nn.Module or a function")
     return target, "function"
 
 
@@ -176,7 +171,7 @@ def _weights(ctx: CaptureContext, torch: Any, target: Any, model: Any, kind: str
             raise CaptureError(
                 "recipe",
                 f"init.checkpoint loads a state dict into a torch.nn.Module; {recipe.model} is "
-                f"{_describe(model)}, which has none",
+                f"{describe_type(model)}, which has none",
                 {"key_path": f"profiles.{recipe.name}.init.checkpoint"},
             )
         if abstract:

@@ -430,12 +430,15 @@ def _allocator_request(exc: BaseException) -> tuple[str, int] | None:
 def _describe_out_of_memory(failure: Any, exc: BaseException, ctx: Any) -> None:
     """A ``MemoryError`` failure that names the limit and the bytes asked for, with the
     details of ``capture.torch.memory.FAILURE_KEYS`` (phase ``capture``)."""
+    from ..frameworks import capabilities
+
     request = _allocator_request(exc)
     requested = request[1] if request else None
     available = available_memory()
     recipe = getattr(ctx, "recipe", None)
-    offer = recipe is not None and recipe.framework == "torch" and getattr(recipe, "evidence", "eager") == "eager" \
-        and recipe.kind == "model"
+    # Abstract evidence is offered where the framework declares it (Torch's fake tensors).
+    offer = recipe is not None and getattr(recipe, "evidence", "eager") == "eager" and recipe.kind == "model" \
+        and "abstract" in capabilities(recipe.framework).evidence
     asked = f"an allocation of {size_words(requested)} ({requested:,} bytes) failed" if requested is not None \
         else "an allocation failed"
     if _memory_limit:

@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 
 import safe_read
 
-from capture.frameworks import capabilities
+from capture.frameworks import capabilities, declared_by
 from capture.recipe import (
     DEFAULT_FRAMEWORK,
     FRAMEWORKS,
@@ -548,11 +548,6 @@ def mesh_table(text: str) -> dict[str, Any] | None:
         raise ShorthandError(f"--mesh {text!r}: {exc}") from None
 
 
-def _owners(has: Any) -> str:
-    """Who declares a capability, as messages say it: "Torch", "JAX"."""
-    return "/".join(c.word for c in map(capabilities, FRAMEWORKS) if has(c)) or "no framework's"
-
-
 def _torch_choices(data: dict[str, Any], evidence: str | None, dtype: str | None) -> None:
     """``--abstract``/``--eager`` and ``--dtype`` into the recipe's table ``data``:
     choices where the framework declares them (Torch's), refused for another framework."""
@@ -560,7 +555,7 @@ def _torch_choices(data: dict[str, Any], evidence: str | None, dtype: str | None
     caps = capabilities(framework)
     if evidence is not None:
         if len(caps.evidence) < 2:
-            raise ShorthandError(f"--{evidence} is a {_owners(lambda c: len(c.evidence) > 1)} choice: a {framework} "
+            raise ShorthandError(f"--{evidence} is a {declared_by(lambda c: len(c.evidence) > 1)} choice: a {framework} "
                                  "capture is a traced program (shapes only, nothing computed) already")
         if evidence == "eager":
             data.pop("evidence", None)
@@ -568,7 +563,7 @@ def _torch_choices(data: dict[str, Any], evidence: str | None, dtype: str | None
             data["evidence"] = evidence
     if dtype is not None:
         if not caps.model_dtype:
-            raise ShorthandError(f"--dtype is a {_owners(lambda c: c.model_dtype)} choice (the dtype the model is "
+            raise ShorthandError(f"--dtype is a {declared_by(lambda c: c.model_dtype)} choice (the dtype the model is "
                                  f"built in); a {framework} model takes its dtypes from its own code and inputs")
         data["dtype"] = dtype
 
@@ -648,7 +643,7 @@ def _compile_choice(data: dict[str, Any], mode: str | None) -> None:
         return
     framework = str(data.get("framework") or DEFAULT_FRAMEWORK)
     if not capabilities(framework).compile:
-        raise ShorthandError(f"--compile is a {_owners(lambda c: c.compile)} choice (XLA compiles the traced "
+        raise ShorthandError(f"--compile is a {declared_by(lambda c: c.compile)} choice (XLA compiles the traced "
                              f"program); a {framework} capture does not compile")
     if mode == "auto":
         data.pop("compile", None)

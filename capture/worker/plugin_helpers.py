@@ -1,0 +1,58 @@
+"""What every framework plug-in needs and none should write again: how a Python object
+is named in a message, where an instruction of a code object is, and which frame of a
+stack is the model's.
+
+Plug-ins (``capture/torch``, ``capture/jax``, ``tests/fake_framework.py``) import these
+instead of keeping copies; they run in the worker and need the standard library alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..graph.model import Frame
+
+
+def describe_type(obj: Any) -> str:
+    """An object's type as messages name it: ``a torch.nn.Linear``, ``a dict``."""
+    t = type(obj)
+    return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
+
+
+def code_position(code: Any, lasti: int, positions: list | None = None) -> tuple[int | None, int]:
+    """(line, 0-based column) of the instruction at byte offset ``lasti`` of ``code``
+    (``co_positions``; ``positions``: that list when the caller keeps it); ``(None, 0)``
+    when the code object does not say."""
+    if positions is None:
+        try:
+            positions = list(code.co_positions())
+        except (AttributeError, TypeError, ValueError):
+            return None, 0
+    if 0 <= lasti // 2 < len(positions):
+        line, _, column, _ = positions[lasti // 2]
+        return line, column or 0
+    return None, 0
+
+
+def innermost_frame(files: Any, stack: Iterable[Any]) -> Frame | None:
+    """The innermost frame of a stack summary (``traceback.extract_tb`` /
+    ``extract_stack`` entries, innermost last) in a workspace file (``files``: the
+    context's :class:`~capture.worker.workspace_files.WorkspaceFiles`, None: no
+    workspace), else the innermost frame in an installed library
+    (:class:`~capture.worker.libframes.LibraryFiles`: ``library=True``, absolute path),
+    else None."""
+    entries = list(stack)
+    if files is not None:
+        for fs in reversed(entries):
+            rel = files.relative(fs.filename)
+            if rel is not None:
+                return Frame(rel, fs.lineno or 0, getattr(fs, "colno", None) or 0, fs.name)
+    from .libframes import LibraryFiles
+
+    lib = LibraryFiles()
+    for fs in reversed(entries):
+        path = lib.path(fs.filename)
+        if path is not None:
+            return Frame(path, fs.lineno or 0, getattr(fs, "colno", None) or 0, fs.name, True)
+    return None
