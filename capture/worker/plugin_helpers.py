@@ -56,3 +56,44 @@ def innermost_frame(files: Any, stack: Iterable[Any]) -> Frame | None:
         if path is not None:
             return Frame(path, fs.lineno or 0, getattr(fs, "colno", None) or 0, fs.name, True)
     return None
+
+
+#: The one rule of :func:`moved_bytes_costs`, and what it means.
+BYTES_ONLY_RULE = "bytes only"
+
+
+def moved_bytes_costs(capture: Any) -> Any:
+    """The costs any capture has without a framework's FLOP rules: each node reads its
+    array operands and writes its results at their recorded shapes and dtypes (unfused;
+    :data:`~capture.graph.model.UNCOUNTED` where a shape is symbolic or a dtype unknown),
+    and its FLOPs are uncounted. The worker gives this to a capture whose plug-in counted
+    nothing, so the summary, the hover and the viewer's cost panel work for every
+    framework (and say what is not counted)."""
+    from ..graph.model import UNCOUNTED, NodeCosts
+    from ..units import nbytes
+
+    values = {v.id: v for v in capture.values}
+
+    def moved(ids: Iterable[int | None]) -> int:
+        total = 0
+        for vid in ids:
+            v = values.get(vid) if vid is not None else None
+            size = nbytes(v.shape, v.dtype) if v is not None else None
+            if size is None:
+                return UNCOUNTED
+            total += size
+        return total
+
+    reads, writes = [], []
+    for node in capture.nodes:
+        reads.append(moved(o.value for o in node.inputs if o.value is not None))
+        writes.append(moved(node.outputs))
+    ops = sorted({n.op for n in capture.nodes})
+    why = f"the {capture.framework} capture counts no FLOPs (its plug-in has no FLOP rules)"
+    notes = {
+        "counter": f"TensorViz: bytes from the shapes and dtypes the {capture.framework} capture recorded; no FLOPs",
+        "rules": {BYTES_ONLY_RULE: f"bytes read and written at the recorded shapes, unfused; {why}"},
+        "uncounted": {op: why for op in ops},
+    }
+    n = len(capture.nodes)
+    return NodeCosts([UNCOUNTED] * n, reads, writes, [0] * n, [BYTES_ONLY_RULE], notes=notes)

@@ -170,6 +170,11 @@ class _Session:
             from ..graph.invariants import check_producers
 
             check_producers(capture)  # every value an op reads comes from somewhere the graph shows
+            if capture.cost is None and "cost_failed" not in capture.meta:
+                # A plug-in that counts nothing still gets the bytes every capture has.
+                from .plugin_helpers import moved_bytes_costs
+
+                capture.cost = moved_bytes_costs(capture)
             # What one device holds, for the model and every group (capture.graph.device_memory).
             from ..graph.device_memory import annotate
 
