@@ -634,7 +634,7 @@ a = graphfile.read(FILES + "/deep20000.tvg"); diff(a, graphfile.read(FILES + "/d
 """,
     "3,000 values crossing a 3,000-deep chain: index": """
 from viewer.projection.projection import Projection
-from viewer.projection.errors import ProjectionError
+from capture.analysis.errors import ProjectionError
 try:
     Projection(graphfile.read(FILES + "/crossing.tvg")).children(-1, None)
 except ProjectionError as exc:

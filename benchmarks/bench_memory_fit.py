@@ -76,7 +76,7 @@ def mib(b: float) -> str:
 
 
 def plan_of(cap) -> dict:
-    from viewer.projection.fit import input_bytes, memory_plan
+    from capture.analysis.fit import input_bytes, memory_plan
     from viewer.projection.projection import Projection
 
     proj = Projection(cap)

@@ -10,9 +10,9 @@ convolutions, pooling, a dense head). For each:
 1. TensorViz captures it as a user would (``capture.session.run_capture``: the checks, a
    one-shot worker, which runs JAX on the CPU alone while this process holds the
    accelerator), and its roofline is read from the graph's FLOPs and bytes and the
-   device profile (``viewer/projection/devices.toml``; ``cpu`` is this machine):
+   device profile (``capture/analysis/devices.toml``; ``cpu`` is this machine):
    ``max(FLOPs / peak, bytes / bandwidth)`` per op, summed, for the whole model and for
-   each layer (``viewer.projection.layer_table.layer_rows``);
+   each layer (``capture.analysis.layer_table.layer_rows``);
 2. the same functions run on this process's default device (a TPU when there is one):
    ``jax.jit``, warmed up (compiled, three calls), then timed call by call with
    ``block_until_ready`` (the median of at least ``--runs`` calls and 0.3 s), the whole
@@ -290,7 +290,7 @@ def main() -> int:
 
     import jax
 
-    from viewer.projection import devices as device_table
+    from capture.analysis import devices as device_table
 
     platform = jax.devices()[0].platform  # this process opens its device first (the TPU, where there is one)
     dtype = args.dtype or ("bfloat16" if platform == "tpu" else "float32")

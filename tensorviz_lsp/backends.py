@@ -27,7 +27,7 @@ from capture.worker.protocol import missing_dependencies
 if TYPE_CHECKING:  # discovery imports libcst: loaded when the first file is discovered
     from discovery.positions import Range
     from discovery.results import CallInputJson, CandidateKind, FileResult, Framework, SetupFieldJson
-    from viewer.projection.lines import LineIndex
+    from capture.analysis.lines import LineIndex
 
 log = logging.getLogger(__name__)
 

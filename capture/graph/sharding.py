@@ -68,7 +68,7 @@ COLLECTIVE_NOTE = (
 )
 
 # Short dtype spellings for labels (``f32[8@data,16]``): the one table the viewer's value
-# labels use too (``viewer.projection.names.short_dtype``).
+# labels use too (``capture.analysis.names.short_dtype``).
 SHORT_DTYPES = {
     "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
     "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8", "int4": "i4",

@@ -97,7 +97,7 @@ def _variable_types() -> tuple[type, ...]:
 
 def key_suffix(k: Any) -> str:
     """How a key continues a name (``.kernel``, ``[0]``, ``['some key']``): the rule the
-    viewer's value names (``viewer/projection/value_names.py``) use for structure paths."""
+    viewer's value names (``capture/analysis/value_names.py``) use for structure paths."""
     if isinstance(k, str) and _IDENT_RE.match(k):
         return "." + k
     if type(k) is int:

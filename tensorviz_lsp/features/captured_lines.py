@@ -3,7 +3,7 @@
 Shared by the features that bring a capture back into the editor (inlay hints, hovers,
 "Show in Graph", the cursor-following viewer). For a file it finds the latest capture of
 every profile whose sources include the file (the registry of captures), takes that
-capture's per-file slice of the line index (:mod:`viewer.projection.lines`, built once per capture
+capture's per-file slice of the line index (:mod:`capture.analysis.lines`, built once per capture
 in the viewer, off the event loop), and maps its lines onto the text the editor has now.
 
 Line mapping: the text a capture ran is the file whose bytes hash to the capture's
@@ -34,7 +34,7 @@ from ..registry import register
 from .viewer_host import ViewerHost
 
 if TYPE_CHECKING:  # pragma: no cover
-    from viewer.projection.lines import LineEntry
+    from capture.analysis.lines import LineEntry
 
 log = logging.getLogger(__name__)
 

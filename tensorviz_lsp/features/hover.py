@@ -23,7 +23,7 @@ from lsprotocol import types
 from capture.frameworks import kind_declaration
 from capture.graph.model import Capture
 from capture.units import bytes_text, flops_text
-from viewer.projection.cost import executed_totals
+from capture.analysis.cost import executed_totals
 
 from ..backends import Candidate
 from ..feature import Feature, hook

@@ -21,13 +21,13 @@ from capture.frameworks import capabilities
 from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text
 from capture.graph.sharding import devices_text, mesh_text, nbytes, split_label
-from viewer.projection.body_templates import body_summary, template_line
+from capture.analysis.body_templates import body_summary, template_line
 from capture.units import bytes_text, count_text, flops_text
-from viewer.projection.lines import group_label
+from capture.analysis.lines import group_label
 from viewer.projection.projection import value_label
 
 if TYPE_CHECKING:  # pragma: no cover
-    from viewer.projection.lines import LineEntry
+    from capture.analysis.lines import LineEntry
 
     from ..records import Record
 

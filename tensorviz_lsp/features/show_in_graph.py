@@ -73,7 +73,7 @@ class Hit:
     """A capture that ran the line: its lines of the file and the line's entry."""
 
     lines: FileLines
-    entry: Any  # viewer.projection.lines.LineEntry
+    entry: Any  # capture.analysis.lines.LineEntry
 
     @property
     def profile(self) -> str:

@@ -158,7 +158,7 @@ def test_cli_hover_and_viewer_print_a_value_the_same_way(tmp_path):
     from tensorviz_lsp.cli.commands import inspect as cli_inspect
     from tensorviz_lsp.cli.commands import summary as cli_summary
     from tensorviz_lsp.features import hover
-    from viewer.projection.cost import executed_totals
+    from capture.analysis.cost import executed_totals
     from viewer.projection.projection import Projection
 
     from capture.graph import graphfile

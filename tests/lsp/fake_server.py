@@ -41,7 +41,7 @@ from tensorviz_lsp.backends import (  # noqa: E402
     ViewerHooks,
 )
 from tensorviz_lsp.lsplog import LspLogHandler, install  # noqa: E402
-from viewer.projection.lines import LineIndex  # noqa: E402
+from capture.analysis.lines import LineIndex  # noqa: E402
 from tensorviz_lsp.wiring import create_server  # noqa: E402
 
 _DEF = re.compile(r"^(?P<indent>\s*)(?:def|class)\s+(?P<name>\w+)")
@@ -82,7 +82,7 @@ class FakeViewer:
         return data["id"]
 
     def lines(self, capture_id: int) -> LineIndex | None:
-        """The real line index of a held capture (viewer/projection/lines.py), as the viewer builds it."""
+        """The real line index of a held capture (capture/analysis/lines.py), as the viewer builds it."""
         from viewer.projection.projection import Projection
 
         cap = self.held.get(int(capture_id))

@@ -16,7 +16,7 @@ from tensorviz_lsp.features import assigned_names  # noqa: E402
 from tensorviz_lsp.features.freshness import Record  # noqa: E402
 from tensorviz_lsp.features.hover import value_of  # noqa: E402
 from tensorviz_lsp.features.captured_lines import FileLines, line_map  # noqa: E402
-from viewer.projection.lines import LineIndex  # noqa: E402
+from capture.analysis.lines import LineIndex  # noqa: E402
 from viewer.projection.projection import Projection  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.slow]

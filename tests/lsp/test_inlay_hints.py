@@ -23,7 +23,7 @@ from tensorviz_lsp.features.hover import returned_values, value_of
 from tensorviz_lsp.features.inlay_hints import compute_hints
 from tensorviz_lsp.features.line_values import hint_label
 from tensorviz_lsp.features.show_in_graph import Hit, summary
-from viewer.projection.lines import LineIndex
+from capture.analysis.lines import LineIndex
 from viewer.projection.projection import Projection
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None

@@ -2,7 +2,7 @@
 real server with fake discovery/worker/viewer (issue 18 items 3 and 4).
 
 The fake worker's capture runs the lines ``.fake/capture.json`` names (``lines``); its
-line index is the real one (viewer/projection/lines.py). ``.fake/pages.json`` plays open viewer pages.
+line index is the real one (capture/analysis/lines.py). ``.fake/pages.json`` plays open viewer pages.
 """
 
 from __future__ import annotations

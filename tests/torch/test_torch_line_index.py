@@ -1,11 +1,11 @@
-"""The line index (``viewer/projection/lines.py``) of a real eager Torch capture: a conv stem and a
+"""The line index (``capture/analysis/lines.py``) of a real eager Torch capture: a conv stem and a
 stack of 12 identical blocks, written the way GPT-style code writes them."""
 
 from __future__ import annotations
 
 from capture.graph import graphfile
 from capture.torch import framework as fw
-from viewer.projection.lines import LineIndex
+from capture.analysis.lines import LineIndex
 from viewer.projection.projection import Projection, value_label
 
 from torch_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write

@@ -1,4 +1,4 @@
-"""Does it fit (viewer/projection/fit.py): the memory a training step needs, in parts,
+"""Does it fit (capture/analysis/fit.py): the memory a training step needs, in parts,
 against torch's own memory tracker (Torch, CPU) and XLA's compiled memory analysis
 (JAX); what outlives the program (gradients, optimizer state, a cache held by a returned
 object) kept alive; the fit line of ``tensorviz summary --device``."""
@@ -61,7 +61,7 @@ def mws(ws):
 
 
 def _plan(cap, optimizer=None):
-    from viewer.projection.fit import input_bytes, memory_plan
+    from capture.analysis.fit import input_bytes, memory_plan
     from viewer.projection.projection import Projection
 
     proj = Projection(cap)
@@ -107,7 +107,7 @@ def test_a_cache_held_by_a_returned_object_is_kept_alive(mws):
 
 
 def test_a_forward_with_a_chosen_optimizer_estimates_its_step():
-    from viewer.projection.fit import memory_plan
+    from capture.analysis.fit import memory_plan
 
     totals = {"available": True, "params": {"bytes": 1000}, "peak_live": 300, "peak_live_kept": 400,
               "activations": 500, "kept": {}}
@@ -206,7 +206,7 @@ def test_a_tensor_parallel_mlp_fits_per_device(tmp_path_factory, capsys):
     from capture_workspace import profile_table
     from sharded_captures import capture_all, read
     from tensorviz_lsp.cli import main
-    from viewer.projection.fit import per_device
+    from capture.analysis.fit import per_device
     from viewer.projection.projection import Projection
 
     root = write(tmp_path_factory.mktemp("ws"), {"tp.py": TP_MODEL})

@@ -437,7 +437,7 @@ def test_a_function_wrapper_module_takes_the_function_name(mws):
     frame = cap.frames[g.attrs["class_frame"]]
     lines = (mws / "moe.py").read_text().splitlines()
     assert lines[frame.line - 1:frame.line + 1] == ["@hub_function", "def apply_rotary_pos_emb(q, cos, sin):"]
-    from viewer.projection.names import group_title
+    from capture.analysis.names import group_title
 
     assert group_title(g) == "apply_rotary_pos_emb"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from capture.graph import graphfile
 from capture.torch import framework as fw
-from viewer.projection.lines import LineIndex, line_answer
+from capture.analysis.lines import LineIndex, line_answer
 from viewer.projection.projection import Projection
 
 from hint_models import STACK as MODEL

@@ -16,8 +16,8 @@ import pytest
 
 import hostile_captures as H
 from capture.graph import graphfile
-from viewer.projection import devices as device_table
-from viewer.projection.index import GraphIndex
+from capture.analysis import devices as device_table
+from capture.analysis.index import GraphIndex
 from viewer.projection.projection import Projection
 from viewer.server import app
 from viewer.server.app import ViewerServer
@@ -232,7 +232,7 @@ def test_values_crossing_a_deep_chain_are_refused_in_one_line(tmp_path, monkeypa
     """The index's boundary sets grow as crossings x depth (20,000 x 20,000 from a file of
     about 1 MB): past a bound linear in the file the viewer answers 413 with one line, and
     summary says it; a graph under the bound is indexed."""
-    from viewer.projection import index as index_mod
+    from capture.analysis import index as index_mod
 
     monkeypatch.setattr(index_mod, "BOUNDARY_ENTRIES_BASE", 10_000)
     capture = graphfile.decode(graphfile.encode(H.crossing_chain(2_000, 2_000)))

@@ -1,4 +1,4 @@
-"""What each layer costs, derived on read (viewer/projection/cost.py), the layer table and
+"""What each layer costs, derived on read (capture/analysis/cost.py), the layer table and
 ``tensorviz summary`` (tensorviz_lsp/cli/commands/summary.py), api/cost."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from capture.graph import graphfile
 from capture.graph.model import (
     UNCOUNTED, Capture, Coverage, Group, Node, NodeCosts, Operand, Value,
 )
-from viewer.projection.cost import executed_totals
-from viewer.projection.layer_table import layer_rows
+from capture.analysis.cost import executed_totals
+from capture.analysis.layer_table import layer_rows
 from viewer.projection.projection import Projection
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,7 +104,7 @@ def test_sums_peak_live_and_an_uncounted_op_listed_not_zero():
 
 
 def test_roofline_times_are_estimates_per_op_summed_per_layer():
-    from viewer.projection.devices import Device
+    from capture.analysis.devices import Device
 
     proj = Projection(_chain_capture())
     dev = Device("d", "a device", bandwidth=1e9, peak_flops={"float32": 1e9})
@@ -219,7 +219,7 @@ def test_api_cost_answers_totals_devices_and_times(tmp_path):
 
 
 def test_the_device_table_is_editable_from_the_workspace(tmp_path):
-    from viewer.projection import devices
+    from capture.analysis import devices
 
     shipped = devices.load()
     assert {"h100-sxm", "a100-sxm-80gb", "tpu-v5e", "cpu"} <= set(shipped)
@@ -238,7 +238,7 @@ def test_the_device_table_is_editable_from_the_workspace(tmp_path):
 
 def test_a_lines_call_says_what_it_costs():
     from tensorviz_lsp.features.line_values import cost_text
-    from viewer.projection.lines import LineCall
+    from capture.analysis.lines import LineCall
 
     call = LineCall(nodes=[1], flops=2_420_000_000, bytes=45_100_000, params=2_360_000)
     assert cost_text(call) == "2.42 GFLOPs · 43 MiB moved · 2.36 M params"
@@ -282,8 +282,8 @@ def test_a_capture_counted_before_kinds_were_named_has_no_split():
 ])
 def test_a_backward_stack_title_reads_up(paths, title, label):
     """The backward pass runs the last block first: its stack reads up and says so."""
-    from viewer.projection.layer_table import _stack_title
-    from viewer.projection.names import span_label
+    from capture.analysis.layer_table import _stack_title
+    from capture.analysis.names import span_label
 
     groups = [Group(i, "module", p.rsplit(".", 1)[-1], None, {"path": p}) for i, p in enumerate(paths)]
     assert _stack_title(groups, list(range(len(paths))), len(paths)) == title

@@ -1,4 +1,4 @@
-"""The line → nodes/values index (``viewer/projection/lines.py``) on the checked-in real captures.
+"""The line → nodes/values index (``capture/analysis/lines.py``) on the checked-in real captures.
 
 The Flax Linen ResNet-18 (``real_models/resnet18_linen.py``, Flax's ImageNet-example
 style) was captured from a workspace file, so its frames name the user's lines; the
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from capture.graph import graphfile
-from viewer.projection.lines import LineIndex
+from capture.analysis.lines import LineIndex
 from viewer.projection.projection import Projection, value_label
 
 REAL = Path(__file__).resolve().parent / "real_models"

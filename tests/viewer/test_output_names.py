@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from viewer.projection.names import output_paths
+from capture.analysis.names import output_paths
 
 
 @pytest.mark.parametrize("tree, paths", [
@@ -52,7 +52,7 @@ def test_the_layer_table_gives_the_returned_output_first():
     returned first, in the order returned, not the lowest value id (an early aux tensor)."""
     from types import SimpleNamespace
 
-    from viewer.projection.layer_table import _output_label
+    from capture.analysis.layer_table import _output_label
 
     group = SimpleNamespace(attrs={})
     labels = {3: "f32[1,8]", 9: "f32[1,10]"}

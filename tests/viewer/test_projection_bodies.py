@@ -13,7 +13,7 @@ from jax import lax  # noqa: E402
 
 from capture.graph import graphfile  # noqa: E402
 from capture.jax.convert import convert  # noqa: E402
-from viewer.projection.body_templates import BRANCH_TEMPLATE, LOOP_TEMPLATE  # noqa: E402
+from capture.analysis.body_templates import BRANCH_TEMPLATE, LOOP_TEMPLATE  # noqa: E402
 from viewer.projection.projection import ROOT, NotFound, Projection  # noqa: E402
 
 f32 = jnp.float32

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from viewer.projection import devices
-from viewer.projection.devices import Device, DeviceError, estimate_text
+from capture.analysis import devices
+from capture.analysis.devices import Device, DeviceError, estimate_text
 
 
 def _device(measured):

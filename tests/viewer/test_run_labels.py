@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from viewer.projection.names import run_label
+from capture.analysis.names import run_label
 
 
 @pytest.mark.parametrize("first, last, count, label", [
@@ -29,7 +29,7 @@ def test_repeated_calls_of_one_module_in_the_summary(tmp_path):
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "torch"))
     from torch_workspace import capture_in_process, forget_workspace_modules, profile, tensor, write
 
-    from viewer.projection.layer_table import layer_rows
+    from capture.analysis.layer_table import layer_rows
     from viewer.projection.projection import Projection
 
     write(tmp_path, {"two.py": (

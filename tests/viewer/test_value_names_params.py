@@ -1,4 +1,4 @@
-"""Names people wrote (issue 11, item 7) as the viewer reads them (``viewer.projection.value_names``):
+"""Names people wrote (issue 11, item 7) as the viewer reads them (``capture.analysis.value_names``):
 real JAX and Torch captures name their inputs after the callable's parameters and their
 PyTree paths (``x``, ``w1``, ``params.Dense_0.kernel``), keep the structure path
 (``args[0]``, ``variables.params.Dense_0.kernel``) as the searchable path, and a capture
@@ -10,7 +10,7 @@ import pytest
 
 from capture.graph import graphfile
 from capture_workspace import forget_workspace_modules, profile_table, run_framework, tensor, write
-from viewer.projection.value_names import input_names, key_suffix, measured_name, recorded_names
+from capture.analysis.value_names import input_names, key_suffix, measured_name, recorded_names
 
 JAX_MODELS = """
 import functools

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from layered_models import Builder, cnn_capture, decoder_capture, pattern_capture, vit_capture  # noqa: E402
 
 from viewer.projection.projection import Projection, ProjectionError  # noqa: E402
-from viewer.projection.structure import find_repeats  # noqa: E402
+from capture.analysis.structure import find_repeats  # noqa: E402
 
 
 def by_path(p: Projection, path: str) -> int:

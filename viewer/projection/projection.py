@@ -1,12 +1,12 @@
 """Graph projection: from a canonical capture to what the browser draws.
 
 A :class:`Projection` is built once per capture and composes its parts: the index
-(:class:`~viewer.projection.index.GraphIndex`: producers, uses, the children and the
+(:class:`~capture.analysis.index.GraphIndex`: producers, uses, the children and the
 boundary of every group, in flat integer columns), the value names
-(:class:`~viewer.projection.names.ValueNames`), value summaries, the presentation rules
+(:class:`~capture.analysis.names.ValueNames`), value summaries, the presentation rules
 (:class:`~viewer.projection.presentation.Presentation`: function cards, elided
 bookkeeping, one-op and idle groups), the structural signatures
-(:class:`~viewer.projection.structure.Structure`, made on the first page), the pages
+(:class:`~capture.analysis.structure.Structure`, made on the first page), the pages
 (:class:`~viewer.projection.views.Pages`), the trunk the first view opens and search
 (:class:`~viewer.projection.search.Search`). Every answer is a small page: the children
 of one group (or of one chunk of a large group) with the edges between them, one node,
@@ -33,19 +33,19 @@ from capture.graph.tables import ValueTable
 from capture.graph.model import Capture, Frame
 
 from capture.graph import gc_pause
-from .index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
-from .body_templates import body_wording
-from .cost import LayerCosts
+from capture.analysis.index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
+from capture.analysis.body_templates import body_wording
+from capture.analysis.cost import LayerCosts
 from .library_sources import short_path
-from .names import (  # noqa: F401
+from capture.analysis.names import (  # noqa: F401
     CHUNK_WORDING, ROLE_SENTENCES, WEIGHT_ROLES, ValueNames, group_sublabel, group_title, group_wording,
     short_dtype, value_label, vocabulary,
 )
 from .presentation import Presentation
 from .search import DEFAULT_SEARCH_LIMIT, MAX_QUERY, MAX_SEARCH_LIMIT, Search, SearchError  # noqa: F401
-from .structure import Structure
-from .errors import NotFound, ProjectionError  # noqa: F401 (the server's and tests' names)
-from .summaries import ValueSummaries
+from capture.analysis.structure import Structure
+from capture.analysis.errors import NotFound, ProjectionError  # noqa: F401 (the server's and tests' names)
+from capture.analysis.summaries import ValueSummaries
 from .trunk import trunk
 from .views import LIST_CAP, SUBTREE_ITEMS, PageError, Pages  # noqa: F401
 
@@ -92,11 +92,11 @@ class Projection:
         self.pages.costs = self.costs
 
     def line_index(self) -> Any:
-        """The capture's line → calls index (:class:`~viewer.projection.lines.LineIndex`),
+        """The capture's line → calls index (:class:`~capture.analysis.lines.LineIndex`),
         made once, on first use: what the editor's hints read, and search by ``file:line``."""
         got = self._line_index
         if got is None:
-            from .lines import LineIndex
+            from capture.analysis.lines import LineIndex
 
             built = LineIndex.build(self)
             with self._lock:
@@ -106,7 +106,7 @@ class Projection:
         return got
 
     def costs(self) -> LayerCosts:
-        """What each layer costs (:mod:`viewer.projection.cost`; made once, on first use)."""
+        """What each layer costs (:mod:`capture.analysis.cost`; made once, on first use)."""
         got = self._costs
         if got is None:
             with self._lock:
@@ -390,7 +390,7 @@ class Projection:
         if costs.available:
             out["uncounted_ops"] = costs.uncounted_ops()
             out["notes"] = costs.notes()
-            from .fit import input_bytes, memory_plan, per_device
+            from capture.analysis.fit import input_bytes, memory_plan, per_device
 
             plan = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
             split = per_device(self) if plan is not None else None

@@ -18,9 +18,9 @@ from typing import Any, Callable, Iterable
 
 from capture.graph.tables import ValueTable
 
-from .index import ROOT
-from .names import group_sublabel, group_title, short_dtype
-from .value_names import ROLE_WORDS
+from capture.analysis.index import ROOT
+from capture.analysis.names import group_sublabel, group_title, short_dtype
+from capture.analysis.value_names import ROLE_WORDS
 
 DEFAULT_SEARCH_LIMIT = 50
 MAX_SEARCH_LIMIT = 1000

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .index import ROOT
+from capture.analysis.index import ROOT
 
 
 def trunk(index: Any, present: Any) -> list[int]:

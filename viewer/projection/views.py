@@ -5,7 +5,7 @@ ready to lay out, with the edges between them and the group's boundary, as
 ``viewer/API.md`` describes. Items are presented as :mod:`viewer.projection.presentation`
 decides (function cards, elided bookkeeping, one-op groups, idle groups) unless the page
 is asked for every kernel (``kernels=True``), and each leaf page says which of its
-items repeat (:func:`viewer.projection.structure.find_repeats`).
+items repeat (:func:`capture.analysis.structure.find_repeats`).
 """
 
 from __future__ import annotations
@@ -18,18 +18,18 @@ from typing import Any, Callable, NamedTuple
 from capture import units
 from capture.frameworks import capabilities
 from capture.graph import gc_pause
-from .body_templates import body_summary, template_line
+from capture.analysis.body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
 from .compiled_view import (body_stand_ins, compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled,
                             within)
-from .index import CHUNK, ROOT, UPPER_CHUNK
-from .body_templates import body_wording
-from .names import CHUNK_WORDING, group_sublabel, group_title, group_wording, run_label
-from .experts import experts_words, lane_folds, page_moe, router_words
+from capture.analysis.index import CHUNK, ROOT, UPPER_CHUNK
+from capture.analysis.body_templates import body_wording
+from capture.analysis.names import CHUNK_WORDING, group_sublabel, group_title, group_wording, run_label
+from capture.analysis.experts import experts_words, lane_folds, page_moe, router_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .page_flow import _Flow, _Wiring
-from .structure import find_repeats
+from capture.analysis.structure import find_repeats
 
 LIST_CAP = 64  # outputs / weights / elided ops listed on one item or page
 WRAPPERS_CAP = 8  # groups a one-op card lists it stands for (a hostile chain of them may be 20,000 deep)
@@ -508,7 +508,7 @@ class Pages:
             "params": self._group_params(c), "structure": structure.signature[c],
         }
         if structure.routing[c]:
-            extra["routing"] = structure.routing[c]  # what routing chose below it (viewer/projection/structure.py)
+            extra["routing"] = structure.routing[c]  # what routing chose below it (capture/analysis/structure.py)
         if c in structure.routed:
             extra["routed"] = ROUTED_WORDING
         role = (router_words(self.capture, ix, present, c)
@@ -793,7 +793,7 @@ class Pages:
         return out
 
     def moe_layers(self) -> list[dict]:
-        """Every MoE layer and how its experts ran (:func:`~viewer.projection.experts.page_moe`)."""
+        """Every MoE layer and how its experts ran (:func:`~capture.analysis.experts.page_moe`)."""
         return page_moe(self)[0]
 
     def _group_params(self, g: int) -> dict:

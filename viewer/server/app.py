@@ -61,7 +61,7 @@ from capture.graph.model import Capture
 from .diffview import DiffStore
 from .events import EventHub
 from .handlers import _Handler
-from ..projection.lines import LineIndex
+from capture.analysis.lines import LineIndex
 from .connections import ConnectionGuard
 from .security import _ApiError, _dumps, _HTTPServer
 from .served import RevealHandler, SaveProfile, SetupProvider, StartCapture, _Entry
@@ -296,7 +296,7 @@ class ViewerServer:
         return thread
 
     def lines(self, capture_id: int) -> LineIndex | None:
-        """Capture ``capture_id``'s line index (see :mod:`viewer.projection.lines`), built on first
+        """Capture ``capture_id``'s line index (see :mod:`capture.analysis.lines`), built on first
         use: None for a capture this server does not hold, or one that failed."""
         with self._lock:
             entry = self._entries.get(int(capture_id))

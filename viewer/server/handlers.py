@@ -22,7 +22,7 @@ from capture.recipe import (
 
 from .diffview import DiffUnavailable
 from .security import _ApiError, _GuardedHandler
-from ..projection.lines import line_answer
+from capture.analysis.lines import line_answer
 from ..projection.projection import SUBTREE_ITEMS, Projection
 
 log = logging.getLogger("tensorviz.viewer")
@@ -96,7 +96,7 @@ class _Handler(_GuardedHandler):
     def get_cost(self, q: dict) -> None:
         """What the capture costs: totals, memory, the uncounted ops, the device profiles,
         and with ``device=NAME`` the roofline time per group and op (estimated, not measured)."""
-        from ..projection import devices as device_table
+        from capture.analysis import devices as device_table
 
         proj = self._projection(q)
         try:

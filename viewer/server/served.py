@@ -12,7 +12,7 @@ from typing import Any, Callable, Protocol
 from capture.graph.model import Capture, Frame
 
 from .diffview import DiffStore
-from ..projection.lines import LineIndex
+from capture.analysis.lines import LineIndex
 from ..projection.projection import Projection
 
 RevealHandler = Callable[[Frame], bool]

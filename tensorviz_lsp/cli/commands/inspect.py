@@ -20,7 +20,7 @@ from capture.graph.sharding import devices_text, mesh_text
 from capture.graph.tables import NodeTable
 from capture.graph.model import Capture, describe_tree, finite, format_value, to_json
 from capture.units import bytes_text, flops_text
-from viewer.projection.cost import executed_totals
+from capture.analysis.cost import executed_totals
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -27,14 +27,14 @@ from typing import Any
 from capture.frameworks import capabilities
 from capture.graph import graphfile
 from capture.units import bytes_text, count_text, flops_text, rate_text, seconds_text
-from viewer.projection.cost import FLOP_KINDS
-from viewer.projection.fit import OPTIMIZERS
+from capture.analysis.cost import FLOP_KINDS
+from capture.analysis.fit import OPTIMIZERS
 
 DEFAULT_DEPTH = 3
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from viewer.projection.layer_table import SORT_KEYS
+    from capture.analysis.layer_table import SORT_KEYS
 
     p = sub.add_parser("summary", help="what each layer of a .tvg graph file costs: FLOPs, bytes, memory, as a table")
     p.add_argument("file", help="a portable graph file (.tvg)")
@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     collecting = gc.isenabled()
     gc.disable()  # many small objects, no cycles (as inspect)
-    from viewer.projection.errors import ProjectionError
+    from capture.analysis.errors import ProjectionError
 
     try:
         return _run(args)
@@ -89,7 +89,7 @@ def _workspace_of(path: Path) -> Path | None:
 def _device_table(args: argparse.Namespace) -> dict | None:
     """The device profiles; a broken workspace table is said in one line and left out (the
     summary still comes), a broken ``--devices`` file is an error (None, said)."""
-    from viewer.projection import devices as device_table
+    from capture.analysis import devices as device_table
 
     try:
         return device_table.load(args.workspace or _workspace_of(Path(args.file)), args.devices)
@@ -105,7 +105,7 @@ def _device_table(args: argparse.Namespace) -> dict | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from viewer.projection.layer_table import layer_rows
+    from capture.analysis.layer_table import layer_rows
     from viewer.projection.projection import Projection
 
     table = _device_table(args)
@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict], device: Any) -> dict[str, Any]:
     """What the summary says, as data (``--json``)."""
-    from viewer.projection import devices as device_table
+    from capture.analysis import devices as device_table
 
     costs = proj.costs()
     totals = costs.totals()
@@ -164,7 +164,7 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
     notes = costs.notes()
     moe = _moe(proj, rows)
     if moe:
-        from viewer.projection.experts import CONVENTION_NOTE
+        from capture.analysis.experts import CONVENTION_NOTE
 
         notes["experts"] = CONVENTION_NOTE
     doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
@@ -196,7 +196,7 @@ def _plan_beside_xla(doc: dict) -> None:
 
 def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: Any) -> None:
     """The memory plan (parameters, gradients, optimizer state, saved, peak) and, with a device, whether it fits."""
-    from viewer.projection.fit import NOTE, add_chosen, fits, input_bytes, memory_plan, per_device
+    from capture.analysis.fit import NOTE, add_chosen, fits, input_bytes, memory_plan, per_device
 
     plan = memory_plan(totals, input_bytes(proj), optimizer)
     if plan is None:
@@ -412,7 +412,7 @@ def _memory_text(plan: dict | None) -> str:
                 f"{bytes_text(split['peak'])}, of which parameters {bytes_text(split['parameters'])}\n")
     fit = plan.get("fit")
     if fit:
-        from viewer.projection.fit import fit_text
+        from capture.analysis.fit import fit_text
 
         out += f"Fits:             {fit_text(fit, bytes_text)}\n"
     return out

@@ -41,7 +41,7 @@ def served():
 
 
 def calls(server, line: int) -> list[dict]:
-    from viewer.projection.lines import line_answer
+    from capture.analysis.lines import line_answer
 
     return line_answer(server._entry("1").projection(), server.lines(1), "resnet18_linen.py", line)["calls"]
 

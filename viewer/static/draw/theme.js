@@ -88,7 +88,7 @@ export function kindStyle(palette, kind) {
 
 // What each group kind honestly is (e.g. a jit scope), what a value role means, and
 // which roles are parameters drawn quietly: the server's words (`api/capture`
-// `vocabulary`, viewer/projection/names.py), filled in once by setVocabulary() before anything
+// `vocabulary`, capture/analysis/names.py), filled in once by setVocabulary() before anything
 // is drawn. The app keeps no copy of them.
 /** @type {Record<string, string>} */
 export const KIND_WORDING = {};
@@ -105,7 +105,7 @@ export function setVocabulary(v) {
   for (const role of v.weight_roles || []) QUIET_ROLES.add(role);
 }
 
-// A value's text (`f32[2,4]`) is the server's `label` (viewer/projection/names.py value_label):
+// A value's text (`f32[2,4]`) is the server's `label` (capture/analysis/names.py value_label):
 // one dtype table, so cards, pills, edges and search all spell a dtype the same way.
 // Shapes as the graph shows them: global (a split value says how: `f32[8@data,16]`), or
 // what one device holds (`f32[2,16]`) once the mesh legend's "Per device shapes" is on. A value that

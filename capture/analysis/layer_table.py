@@ -1,6 +1,6 @@
 """The layer table (:func:`layer_rows`): one row per listed group, in program order, with
 runs of identical blocks folded into stacks; what ``tensorviz summary`` prints. Its
-figures are :class:`viewer.projection.cost.LayerCosts`'."""
+figures are :class:`capture.analysis.cost.LayerCosts`'."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The short dtype spelling and value labels (``f32[2,4]``), the honest wording of group
 kinds and value roles sent to the browser (:func:`vocabulary`), and the names of values
 entering the graph from outside (:class:`ValueNames`, which reads the sources
-:mod:`viewer.projection.value_names` knows).
+:mod:`capture.analysis.value_names` knows).
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ class _MeasuredLabels:
         return m.get(key) if isinstance(m, dict) else None
 
     def name(self, v: int) -> tuple[str, str] | None:
-        """The tracer's label, as :func:`~viewer.projection.value_names.measured_name`
+        """The tracer's label, as :func:`~capture.analysis.value_names.measured_name`
         reads it from the map."""
         for role in _LABEL_ROLES:
             name = self._get(v, role)

@@ -1,7 +1,7 @@
 """Does it fit? The memory a forward or a training step needs, in parts, against a
 device's memory.
 
-:func:`memory_plan` reads a capture's cost totals (:class:`~viewer.projection.cost.LayerCosts`):
+:func:`memory_plan` reads a capture's cost totals (:class:`~capture.analysis.cost.LayerCosts`):
 
 * **parameters** (the bytes of the parameters the ops use) and **inputs** (the capture's
   input tensors);

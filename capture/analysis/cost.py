@@ -16,7 +16,7 @@ are uncounted, and the capture lists them by op name), and works out memory:
 * **saved for backward** (a Torch ``training_step`` capture): the forward's activations
   that ops of the backward pass read, attributed to the group whose op made them.
 
-Given a device profile (:mod:`viewer.projection.devices`), each counted op gets a
+Given a device profile (:mod:`capture.analysis.devices`), each counted op gets a
 roofline time, ``max(FLOPs / peak, bytes / bandwidth)``, summed per group: an estimate,
 not a measurement, and labelled so wherever it is shown.
 
@@ -100,7 +100,7 @@ class LayerCosts:
     """Per-group sums, memory, the uncounted list and roofline times of one capture.
 
     Arrays are indexed by group slot ``g + 1`` (slot 0: the whole executed program), as
-    :class:`~viewer.projection.index.GraphIndex`'s are."""
+    :class:`~capture.analysis.index.GraphIndex`'s are."""
 
     def __init__(self, capture: Any, index: Any, names: Any, params_of: Callable[[int], dict]) -> None:
         self.capture, self.index, self.names = capture, index, names

@@ -324,7 +324,7 @@ def line_answer(proj: "Projection", index: LineIndex, file: str, line: int) -> d
     """``api/line``: one source line's calls in this capture, each with its item keys and
     the item path (what to expand) of every key; see ``viewer/API.md``.
 
-    Raises :class:`~viewer.projection.errors.NotFound` (404) when the capture ran no such line."""
+    Raises :class:`~capture.analysis.errors.NotFound` (404) when the capture ran no such line."""
     entry = index.at(file, line) if file else None
     if entry is None or not entry.calls:
         raise NotFound(f"{file or '(no file)'}:{line} produced nothing in this capture")

@@ -109,7 +109,7 @@ class GraphIndex:
 
     def _group_tree(self, groups: list[Any], n: int) -> None:
         """Parent, ancestor chain (top-level first, self last), children, direct nodes.
-        An unexecuted body (viewer/projection/body_templates.py) is a tree of its own, opened
+        An unexecuted body (capture/analysis/body_templates.py) is a tree of its own, opened
         from its boundary node: not a child of its parent group, not in its ancestors' counts."""
         ng = len(groups)
         self.body_node = body_groups(groups, n)
