@@ -65,6 +65,9 @@ class Capabilities:
     #: Packages a capture imports in the worker (preloaded by a warm worker), beyond
     #: those of its kinds; the registry's ``requires`` may hold more (the shared worker's).
     imports: tuple[str, ...] = ()
+    #: Top-level packages whose frames are the framework's internals, never shown as a
+    #: library frame (``torch``, ``torchgen``; a layer library's files are library frames).
+    internal_packages: tuple[str, ...] = ()
     #: ``pip install`` spellings of a package by device family, when a device needs
     #: another build: ``{"jax": {"cuda": "jax[cuda12]"}}``.
     install_extras: dict[str, dict[str, str]] = field(default_factory=dict)

@@ -59,6 +59,7 @@ CAPABILITIES = Capabilities(
     ),
     devices=("cpu", "cuda", "tpu"),
     imports=("jax",),
+    internal_packages=("jax", "jaxlib", "jax_plugins", "ml_dtypes", "opt_einsum"),
     install_extras={"jax": {"cuda": "jax[cuda12]", "tpu": "jax[tpu]"}},
     compile=True,
     grad_modes=False,

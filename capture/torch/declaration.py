@@ -56,6 +56,7 @@ CAPABILITIES = Capabilities(
     ),
     devices=("cpu", "cuda"),
     imports=("torch",),
+    internal_packages=("torch", "torchgen", "functorch", "triton"),
     evidence=("eager", "abstract"),
     model_dtype=True,
     saved_files=True,
