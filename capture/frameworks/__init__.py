@@ -11,7 +11,7 @@ the recipe keys and devices it accepts, its wording. It is registered here, with
 :func:`register_framework` line; nothing else in TensorViz names it: discovery, the
 recipe rules, the language server, the command line and the viewer read
 :func:`capabilities`. A third framework adds its folder and one registration
-(``tests/frameworks/test_third_framework.py`` opens one from every front end).
+(``tests/lsp/test_third_framework.py`` opens one from every front end).
 
 The registry imports no plug-in and no framework: the parent reads what a framework
 requires (``requires``, probed in the selected interpreter without importing it), and

@@ -52,7 +52,7 @@ from .parse import _call_setup, _Ctx, _mesh, _ref, _show, _step, load_recipes_ta
 
 _DEVICE = re.compile(r"^(cpu|tpu|(cuda|tpu):(0|[1-9][0-9]{0,3}))$")
 #: What ``device`` accepts, in words (the recipe's error, the CLI's help).
-DEVICE_WORDS = '"cpu", "cuda:N", or "tpu" / "tpu:N" (JAX only)'
+DEVICE_WORDS = f'"cpu", "cuda:N", or "tpu" / "tpu:N" ({declared_by(lambda c: "tpu" in c.devices)} only)'
 
 
 # --------------------------------------------------------------------------- the recipe
