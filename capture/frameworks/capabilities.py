@@ -68,6 +68,9 @@ class Capabilities:
     #: Top-level packages whose frames are the framework's internals, never shown as a
     #: library frame (``torch``, ``torchgen``; a layer library's files are library frames).
     internal_packages: tuple[str, ...] = ()
+    #: The lowest versions of its packages the test suite has been run against (CI:
+    #: .ci/constraints.txt; ``pyproject.toml``'s extras name the same floors).
+    min_versions: dict[str, str] = field(default_factory=dict)
     #: ``pip install`` spellings of a package by device family, when a device needs
     #: another build: ``{"jax": {"cuda": "jax[cuda12]"}}``.
     install_extras: dict[str, dict[str, str]] = field(default_factory=dict)

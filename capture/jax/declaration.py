@@ -60,6 +60,7 @@ CAPABILITIES = Capabilities(
     devices=("cpu", "cuda", "tpu"),
     imports=("jax",),
     internal_packages=("jax", "jaxlib", "jax_plugins", "ml_dtypes", "opt_einsum"),
+    min_versions={"jax": "0.10.2", "flax": "0.12.8"},
     install_extras={"jax": {"cuda": "jax[cuda12]", "tpu": "jax[tpu]"}},
     compile=True,
     grad_modes=False,

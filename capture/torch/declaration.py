@@ -57,6 +57,7 @@ CAPABILITIES = Capabilities(
     devices=("cpu", "cuda"),
     imports=("torch",),
     internal_packages=("torch", "torchgen", "functorch", "triton"),
+    min_versions={"torch": "2.13"},
     evidence=("eager", "abstract"),
     model_dtype=True,
     saved_files=True,
