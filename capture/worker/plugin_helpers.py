@@ -20,7 +20,7 @@ def describe_type(obj: Any) -> str:
     return f"a {t.__module__}.{t.__qualname__}" if t.__module__ != "builtins" else f"a {t.__qualname__}"
 
 
-def code_position(code: Any, lasti: int, positions: list | None = None) -> tuple[int | None, int]:
+def code_position(code: Any, lasti: int, positions: list[Any] | None = None) -> tuple[int | None, int]:
     """(line, 0-based column) of the instruction at byte offset ``lasti`` of ``code``
     (``co_positions``; ``positions``: that list when the caller keeps it); ``(None, 0)``
     when the code object does not say."""
