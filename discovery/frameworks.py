@@ -10,10 +10,11 @@ own reading of function bodies.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 
-from capture.frameworks import candidate_kinds, framework_names
+from capture.frameworks import TEST_PLUGINS_ENV, candidate_kinds, framework_names
 
 from .results import CandidateKind
 
@@ -30,11 +31,11 @@ class FrameworkNamespace:
 def framework_namespaces() -> tuple[FrameworkNamespace, ...]:
     """Every registered framework's base-class namespaces (a test plug-in's too), longest
     root first, so "flax.experimental.nnx" is not read as something else."""
-    return _namespaces(framework_names())
+    return _namespaces(framework_names(), os.environ.get(TEST_PLUGINS_ENV, ""))
 
 
 @lru_cache(maxsize=8)
-def _namespaces(frameworks: tuple[str, ...]) -> tuple[FrameworkNamespace, ...]:
+def _namespaces(frameworks: tuple[str, ...], plugins: str) -> tuple[FrameworkNamespace, ...]:
     found = [FrameworkNamespace(ns.root, name, ns.classes, ns.display)
              for name, (_, kind) in candidate_kinds().items() for ns in kind.namespaces]
     return tuple(sorted(found, key=lambda ns: (-len(ns.root), ns.root)))

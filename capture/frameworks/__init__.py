@@ -29,6 +29,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 
@@ -92,6 +93,7 @@ def unregister_framework(name: str) -> None:
     """Remove a registration (a test's own framework, when the test ends)."""
     _REGISTERED.pop(name, None)
     _DECLARED.pop(name, None)
+    _kinds.cache_clear()
 
 
 # The frameworks TensorViz ships, one registration each. The shared worker requires
@@ -115,13 +117,18 @@ TEST_PLUGINS_ENV = "TENSORVIZ_TEST_PLUGINS"
 def plugins_for_tests() -> dict[str, FrameworkInfo]:
     """The plug-ins named by ``TENSORVIZ_TEST_PLUGINS`` (read on every call). Each needs
     only ``msgpack`` and is imported from its file under the file's stem as module name."""
+    return dict(_plugins(os.environ.get(TEST_PLUGINS_ENV, ""), tuple(_REGISTERED)))
+
+
+@lru_cache(maxsize=8)
+def _plugins(setting: str, registered: tuple[str, ...]) -> Mapping[str, FrameworkInfo]:
     plugins: dict[str, FrameworkInfo] = {}
-    for entry in filter(None, os.environ.get(TEST_PLUGINS_ENV, "").split(os.pathsep)):
+    for entry in filter(None, setting.split(os.pathsep)):
         name, sep, path = entry.partition("=")
-        if not sep or not name.isidentifier() or name in FRAMEWORKS or not os.path.isabs(path):
+        if not sep or not name.isidentifier() or name in registered or not os.path.isabs(path):
             raise ValueError(f"{TEST_PLUGINS_ENV}: expected NAME=/absolute/path.py, found {entry!r}")
         plugins[name] = FrameworkInfo(name, Path(path).stem, ("msgpack",), path=path)
-    return plugins
+    return MappingProxyType(plugins)
 
 
 def framework_names() -> tuple[str, ...]:
@@ -199,13 +206,19 @@ def _declaration_of_file(name: str, path: str) -> ModuleType:
     return module
 
 
-def candidate_kinds() -> dict[str, tuple[str, CandidateKind]]:
-    """Every kind of symbol discovery may report, by name: its framework and declaration."""
+def candidate_kinds() -> Mapping[str, tuple[str, CandidateKind]]:
+    """Every kind of symbol discovery may report, by name: its framework and declaration
+    (read once per set of frameworks: discovery asks for every class and candidate)."""
+    return _kinds(framework_names(), os.environ.get(TEST_PLUGINS_ENV, ""))
+
+
+@lru_cache(maxsize=16)
+def _kinds(names: tuple[str, ...], plugins: str) -> Mapping[str, tuple[str, CandidateKind]]:
     out: dict[str, tuple[str, CandidateKind]] = {}
-    for name in framework_names():
+    for name in names:
         for kind in capabilities(name).kinds:
             out.setdefault(kind.name, (name, kind))
-    return out
+    return MappingProxyType(out)
 
 
 def declared_by(has: Callable[[Capabilities], bool]) -> str:
