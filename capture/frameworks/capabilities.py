@@ -107,6 +107,8 @@ class Capabilities:
     reuses_buffers: bool = False
     #: How FLOPs are counted on a program split over a mesh (the summary's scope line).
     mesh_flops_scope: str = ""
+    #: What a per-rank FLOPs figure covers on such a program, where the summary gives one.
+    mesh_flops_per_rank: str = ""
 
     @property
     def word(self) -> str:

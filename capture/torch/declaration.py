@@ -67,4 +67,6 @@ CAPABILITIES = Capabilities(
     external_value="external",
     call_param="function",
     mesh_flops_scope="global for DTensor ops, per rank for plain-tensor ops",
+    mesh_flops_per_rank=("per rank: DTensor ops at the shapes one rank computes on, plain-tensor ops as recorded; "
+                         "what cards, hovers and the FLOPs/rank column show"),
 )

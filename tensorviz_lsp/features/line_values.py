@@ -24,6 +24,7 @@ from capture.graph.sharding import devices_text, mesh_text, nbytes, split_label
 from capture.analysis.body_templates import body_summary, template_line
 from capture.units import bytes_text, count_text, flops_text
 from capture.analysis.lines import group_label
+from viewer.projection.compiled_view import cost_scope
 from viewer.projection.projection import value_label
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -238,12 +239,21 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
     return capabilities(capture.framework).values_note
 
 
-def cost_text(call: Any) -> str | None:
+def cost_text(call: Any, capture: Any = None) -> str | None:
     """What a call costs, in words: ``2.42 GFLOPs · 45.1 MB moved · 2.36 M params``
-    (FLOPs with a multiply-add counted 2), or None when the capture holds no costs."""
+    (FLOPs with a multiply-add counted 2), or None when the capture holds no costs. On a
+    program split across devices (``capture`` with a mesh) the FLOPs say their scope:
+    ``global`` or ``per device`` (a shard_map body), and a split Torch program's call its
+    FLOPs ``per rank`` (``call.rank_flops``)."""
     if getattr(call, "flops", -1) < 0:
         return None
-    parts = [("~" if call.estimate else "") + flops_text(call.flops), f"{bytes_text(call.bytes)} moved"]
+    rank = getattr(call, "rank_flops", -1)
+    if rank >= 0:
+        flops = f"{flops_text(rank)} per rank"
+    else:
+        scope = cost_scope(capture, call.container) if capture is not None else None
+        flops = ("~" if call.estimate else "") + flops_text(call.flops) + (f" {scope}" if scope else "")
+    parts = [flops, f"{bytes_text(call.bytes)} moved"]
     if call.params:
         parts.append(f"{count_text(call.params)} params")
     if call.uncounted:
@@ -255,7 +265,7 @@ def calls_text(capture: Any, entry: "LineEntry") -> str:
     ran = runs(entry)
     ops = ran[0].ops
     text = f"{ops:,} op{'s' * (ops != 1)} behind it"
-    cost = cost_text(ran[0])
+    cost = cost_text(ran[0], capture)
     if cost:
         text += f" ({cost}; a multiply-add counts 2 FLOPs, bytes unfused)"
     n = len(ran)
