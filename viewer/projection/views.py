@@ -79,6 +79,7 @@ class Pages:
         self._views: OrderedDict[tuple, dict] = OrderedDict()
         self._deps_cache: OrderedDict[tuple, _Deps] = OrderedDict()
         self._group_weights: dict[int, dict] = {}
+        self._param_figures: dict[Any, tuple[int | None, int | None]] = {}
         #: What each layer costs (the projection's ``costs``), or None: items carry no ``cost``.
         self.costs: Callable[[], Any] | None = None
         self._compiled: tuple[dict[int, list], dict[int, list]] | None = None
@@ -812,8 +813,9 @@ class Pages:
         if got is not None:
             return got
         tensors = 0
-        count: int | None = 0
-        size: int | None = 0
+        counts: list[int | None] = []
+        sizes: list[int | None] = []
+        figures = self._param_figures  # (shape, dtype) -> (elements, bytes): a model's weights share few shapes
         plain = self.values.plain  # shape and dtype without the row's measured map
         if self._stand_ins is None:
             self._stand_ins = body_stand_ins(self.capture)
@@ -830,10 +832,19 @@ class Pages:
                 continue
             shape, dtype, _ = plain(v)
             tensors += 1
-            # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
-            count = units.add((count, units.element_count(shape)))
-            size = units.add((size, units.nbytes(shape, dtype)))
-        got = self._group_weights[g] = {"tensors": tensors, "count": count, "bytes": size}
+            try:
+                key: Any = (tuple(shape), dtype)
+                fig = figures.get(key)
+            except TypeError:  # not a list of hashable dimensions: figured each time
+                key, fig = None, None
+            if fig is None:
+                fig = (units.element_count(shape), units.nbytes(shape, dtype))
+                if key is not None:
+                    figures[key] = fig
+            counts.append(fig[0])
+            sizes.append(fig[1])
+        # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
+        got = self._group_weights[g] = {"tensors": tensors, "count": units.add(counts), "bytes": units.add(sizes)}
         return got
 
 
