@@ -33,11 +33,11 @@ from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 
-from .capabilities import Capabilities, CandidateKind, ClassNamespace, undeclared
+from .capabilities import DEVICE_FORMS, Capabilities, CandidateKind, ClassNamespace, undeclared
 
 __all__ = [
     "FRAMEWORKS", "FRAMEWORK_NAMES", "TEST_PLUGINS_ENV", "Capabilities", "CandidateKind", "ClassNamespace",
-    "FrameworkInfo", "candidate_kinds", "capabilities", "declared_by", "framework_info", "framework_names", "framework_of_kind",
+    "FrameworkInfo", "candidate_kinds", "capabilities", "declared_by", "device_forms", "framework_info", "framework_names", "framework_of_kind",
     "is_function_kind", "kind_declaration",
     "load_framework", "plugins_for_tests", "register_framework", "unregister_framework",
 ]
@@ -222,9 +222,22 @@ def _kinds(names: tuple[str, ...], plugins: str) -> Mapping[str, tuple[str, Cand
 
 
 def declared_by(has: Callable[[Capabilities], bool]) -> str:
-    """The frameworks a user may name whose declaration ``has`` something, as messages
-    and help say it ("Torch", "JAX", "Torch/JAX"); "no framework's" when none does."""
-    return "/".join(c.word for c in map(capabilities, FRAMEWORK_NAMES) if has(c)) or "no framework's"
+    """The registered frameworks whose declaration ``has`` something, as messages and
+    help say it ("Torch", "JAX", "Torch/JAX"); "no framework's" when none does."""
+    return "/".join(c.word for c in map(capabilities, framework_names()) if has(c)) or "no framework's"
+
+
+def device_forms() -> dict[str, str]:
+    """Every device family a registered framework declares, and how it is written
+    (:data:`~.capabilities.DEVICE_FORMS`, then the frameworks' own ``device_forms``), in
+    the order messages list them."""
+    forms: dict[str, str] = {}
+    for name in framework_names():
+        caps = capabilities(name)
+        for family in caps.devices:
+            forms.setdefault(family, caps.device_forms.get(family) or DEVICE_FORMS.get(family, "indexed"))
+    return dict(sorted(forms.items(), key=lambda kv: list(DEVICE_FORMS).index(kv[0]) if kv[0] in DEVICE_FORMS
+                       else len(DEVICE_FORMS)))
 
 
 def kind_declaration(kind: str) -> CandidateKind | None:

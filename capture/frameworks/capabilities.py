@@ -62,6 +62,9 @@ class Capabilities:
     kinds: tuple[CandidateKind, ...] = ()
     #: Device families a recipe may name ("cpu"; "cuda" for ``cuda:N``; "tpu").
     devices: tuple[str, ...] = ("cpu",)
+    #: How a device family the table :data:`DEVICE_FORMS` does not know is written:
+    #: ``{"mps": "bare"}`` ("bare": the name alone; "indexed": ``name:N``; "both").
+    device_forms: dict[str, str] = field(default_factory=dict)
     #: Packages a capture imports in the worker (preloaded by a warm worker), beyond
     #: those of its kinds; the registry's ``requires`` may hold more (the shared worker's).
     imports: tuple[str, ...] = ()
@@ -123,6 +126,11 @@ class Capabilities:
 
     def takes_device(self, device: str) -> bool:
         return device.partition(":")[0] in self.devices
+
+
+#: How each known device family is written in a recipe's ``device``: ``cpu`` alone,
+#: ``cuda:N``, ``tpu`` or ``tpu:N`` (the first chip, or chip N).
+DEVICE_FORMS: dict[str, str] = {"cpu": "bare", "cuda": "indexed", "tpu": "both"}
 
 
 #: What a framework that declared nothing (or is not registered here: a graph file

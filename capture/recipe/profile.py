@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..frameworks import Capabilities, capabilities, declared_by, framework_names
+from ..frameworks import Capabilities, capabilities, declared_by, device_forms, framework_names
 from .model import (
     DEFAULT_EVIDENCE,
     DEFAULT_FRAMEWORK,
@@ -50,9 +50,39 @@ from .model import (
 )
 from .parse import _call_setup, _Ctx, _mesh, _ref, _show, _step, load_recipes_table, locator_for
 
-_DEVICE = re.compile(r"^(cpu|tpu|(cuda|tpu):(0|[1-9][0-9]{0,3}))$")
-#: What ``device`` accepts, in words (the recipe's error, the CLI's help).
-DEVICE_WORDS = f'"cpu", "cuda:N", or "tpu" / "tpu:N" ({declared_by(lambda c: "tpu" in c.devices)} only)'
+_DEVICE_INDEX = re.compile(r"0|[1-9][0-9]{0,3}")
+
+
+def is_device(device: Any) -> bool:
+    """Is ``device`` written as a family the frameworks declare takes it (``cpu``,
+    ``cuda:N``, ``tpu`` / ``tpu:N``; :func:`capture.frameworks.device_forms`)?"""
+    if not isinstance(device, str):
+        return False
+    family, sep, index = device.partition(":")
+    form = device_forms().get(family)
+    if form is None:
+        return False
+    if sep:
+        return form in ("indexed", "both") and _DEVICE_INDEX.fullmatch(index) is not None
+    return form in ("bare", "both")
+
+
+def device_words() -> str:
+    """What ``device`` accepts, in words (the recipe's error): ``"cpu", "cuda:N", or
+    "tpu" / "tpu:N" (JAX only)``."""
+    spelled = {"bare": '"{0}"', "indexed": '"{0}:N"', "both": '"{0}" / "{0}:N"'}
+    users = [capabilities(n) for n in framework_names()]
+    words = []
+    for family, form in device_forms().items():
+        text = spelled.get(form, '"{0}:N"').format(family)
+        if not all(family in c.devices for c in users):
+            text += f" ({'/'.join(c.word for c in users if family in c.devices)} only)"
+        words.append(text)
+    return ", ".join(words[:-1]) + ", or " + words[-1] if len(words) > 1 else "".join(words)
+
+
+#: What ``device`` accepts with the frameworks TensorViz ships, in words (the CLI's help).
+DEVICE_WORDS = device_words()
 
 
 # --------------------------------------------------------------------------- the recipe
@@ -311,8 +341,8 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     model = _ref(cx, table["model"], base + ["model"])
     mode = _choice(cx, table, base, "mode", MODES, "eval")
     device = table.get("device", "cpu")
-    if not isinstance(device, str) or not _DEVICE.match(device):
-        raise cx.error(base + ["device"], f"expected {DEVICE_WORDS}, found {_show(device)}")
+    if not is_device(device):
+        raise cx.error(base + ["device"], f"expected {device_words()}, found {_show(device)}")
     _check_device(cx, framework, device, base)
     grad_enabled = table.get("grad_enabled", False)
     if type(grad_enabled) is not bool:
@@ -358,7 +388,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     return recipe
 
 
-_DEVICE_SPELLING = {"cpu": '"cpu"', "cuda": '"cuda:N"', "tpu": '"tpu" / "tpu:N"'}
+_DEVICE_SPELLING = {"bare": '"{0}"', "indexed": '"{0}:N"', "both": '"{0}" / "{0}:N"'}
 
 
 def _check_device(cx: _Ctx, framework: str, device: str, base: list[str | int]) -> None:
@@ -367,7 +397,8 @@ def _check_device(cx: _Ctx, framework: str, device: str, base: list[str | int]) 
     if caps.takes_device(device):
         return
     family = device.partition(":")[0]
-    runs_on = " or ".join(_DEVICE_SPELLING.get(d, repr(d)) for d in caps.devices)
+    forms = device_forms()
+    runs_on = " or ".join(_DEVICE_SPELLING[forms.get(d, "indexed")].format(d) for d in caps.devices)
     raise cx.error(base + ["device"], f'device = "{device}" is for {declared_by(lambda c: c.takes_device(family))} '
                                       f"captures: a {framework} capture runs on {runs_on}")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from capture import recipe as recipe_model
-from capture.frameworks import CandidateKind, capabilities, is_function_kind, kind_declaration
+from capture.frameworks import CandidateKind, capabilities, device_forms, is_function_kind, kind_declaration
 from capture.recipe import DEFAULT_FRAMEWORK, model_ref_for
 from capture.worker.protocol import NeededDim
 from discovery.binding import bind
@@ -120,13 +120,11 @@ DEVICE_HELP = ("Where the capture runs. Tracing needs no accelerator: cpu works 
                "free for other programs; choose one to check the program on that device.")
 
 
-_FIRST_DEVICE = {"cpu": "cpu", "cuda": "cuda:0", "tpu": "tpu"}
-
-
 def _device_choice(saved: Any, framework: str) -> dict[str, Any]:
     """The form's device select: the first device of each family the framework declares
     (cpu, cuda:0, tpu for JAX), and the saved device when it is another (``cuda:3``, ``tpu:1``)."""
-    values = [_FIRST_DEVICE.get(d, f"{d}:0") for d in capabilities(framework).devices]
+    forms = device_forms()  # a family written alone names its first device (cpu, tpu); else family:0
+    values = [d if forms.get(d) in ("bare", "both") else f"{d}:0" for d in capabilities(framework).devices]
     value = saved if isinstance(saved, str) and saved else "cpu"
     if value not in values:
         values.append(value)
