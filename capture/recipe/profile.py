@@ -81,9 +81,6 @@ def device_words() -> str:
     return ", ".join(words[:-1]) + ", or " + words[-1] if len(words) > 1 else "".join(words)
 
 
-#: What ``device`` accepts with the frameworks TensorViz ships, in words (the CLI's help).
-DEVICE_WORDS = device_words()
-
 
 # --------------------------------------------------------------------------- the recipe
 
