@@ -8,12 +8,11 @@ from dataclasses import replace
 
 import libcst as cst
 
-from capture.frameworks import candidate_kinds
-
 from .analysis import ModuleAnalysis
 from .function_bodies import Bodies
 from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only, init_fields
 from .frameworks import NNX_RNGS, FrameworkBase
+from .frameworks import call_method as call_method_of
 from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
 from .jax_usage import JaxEvidence, jax_evidence, transformed_function
 from .factories import factory_candidates
@@ -296,8 +295,7 @@ def _module_candidate(
         fields = _init_fields(init_owner, configs, nnx=kind == "nnx_module")
         init_params = [f.name for f in fields]
 
-    of_kind = candidate_kinds().get(kind)
-    call_method = of_kind[1].call_method if of_kind else "__call__"
+    call_method = call_method_of(kind)
     call_inputs: tuple[CallInput, ...] = ()
     call_defined_in = None
     owner = ancestry.definers.get(call_method)

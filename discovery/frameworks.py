@@ -34,6 +34,13 @@ def framework_namespaces() -> tuple[FrameworkNamespace, ...]:
     return _namespaces(framework_names(), os.environ.get(TEST_PLUGINS_ENV, ""))
 
 
+def call_method(kind: CandidateKind) -> str:
+    """The method a built instance of ``kind`` is called through, as its framework
+    declares it (``forward`` for a Torch module, else ``__call__``)."""
+    declared = candidate_kinds().get(kind)
+    return declared[1].call_method if declared else "__call__"
+
+
 @lru_cache(maxsize=8)
 def _namespaces(frameworks: tuple[str, ...], plugins: str) -> tuple[FrameworkNamespace, ...]:
     found = [FrameworkNamespace(ns.root, name, ns.classes, ns.display)

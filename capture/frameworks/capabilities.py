@@ -97,6 +97,10 @@ class Capabilities:
     #: The dtype of token ids and positions in suggestions, and of attention masks.
     int_dtype: str = "int64"
     mask_dtype: str = ""
+    #: How suggestions write an image batch ("NCHW": channels first, Torch's; "NHWC": Flax's)
+    #: and the float32 dtype object a config argument takes ("torch.float32").
+    image_layout: str = "NCHW"
+    float32_name: str = "float32"
     #: Whether suggestions check a required non-token input given as a tuple of numbers
     #: (every input of this framework is an array).
     array_inputs: bool = False

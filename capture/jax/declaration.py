@@ -72,6 +72,8 @@ CAPABILITIES = Capabilities(
     },
     int_dtype="int32",
     mask_dtype="bool",
+    image_layout="NHWC",
+    float32_name="jax.numpy.float32",
     values_note="Traced by JAX, not measured: shapes and dtypes only (nothing was computed).",
     reuses_buffers=True,
     mesh_flops_scope=("global: the whole program at its full shapes; a shard_map as its body × its devices "

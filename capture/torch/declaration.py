@@ -62,6 +62,7 @@ CAPABILITIES = Capabilities(
     model_dtype=True,
     saved_files=True,
     int_dtype="int64",
+    float32_name="torch.float32",
     array_inputs=True,
     values_note="Measured by running the model (PyTorch).",
     external_value="external",
