@@ -76,7 +76,7 @@ from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_str
 from . import compiled
 from .shardings import JaxShardings, devices_record, leaf_sharding, recipe_mesh, simulate_devices
 from .tracing import trace
-from ..worker.plugin_helpers import describe_type
+from ..worker.plugin_helpers import describe_type, require_model_factory
 
 NO_REQUIRES_GRAD = "JAX has no per-array requires_grad; express grad in the callable (jax.grad, jax.value_and_grad)"
 # meta["state"] labels and what each means (meta["state_note"]).
@@ -488,10 +488,7 @@ def _model_factory_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
     variant=…)``) called with the literal init; the Linen module, NNX module or callable it
     returns is planned as one."""
     ref = ctx.recipe.model
-    if not callable(target) or isinstance(target, type):
-        raise CaptureError("recipe", f"model_factory = true, but {ref} is {describe_type(target)}, not a function "
-                                     "that builds the model (a class is built from init without it: omit "
-                                     "model_factory)", {"key_path": f"profiles.{ctx.recipe.name}.model_factory"})
+    require_model_factory(ctx, target)
     args, kwargs = ctx.materialize("init", make_tensor)
     with _NarrowingWatch(f"profiles.{ctx.recipe.name}.init"):
         obj = target(*args, **kwargs)

@@ -16,7 +16,7 @@ from ..recipe import TensorLeaf, leaf_seed
 from ..worker.context import CaptureContext
 from ..worker.errors import CaptureError
 from ..worker.targets import partial_of_class
-from ..worker.plugin_helpers import describe_type
+from ..worker.plugin_helpers import describe_type, require_model_factory
 
 
 def _seed_everything(torch: Any, seed: int) -> None:
@@ -157,10 +157,7 @@ def _from_model_factory(ctx: CaptureContext, Module: type, target: Any, make_ten
     """``model_factory = true``: ``model`` names a function (``build_model(...) ->
     nn.Module``) called with the literal init; what it returns is the model."""
     ref = ctx.recipe.model
-    if not callable(target) or isinstance(target, type):
-        raise CaptureError("recipe", f"model_factory = true, but {ref} is {describe_type(target)}, not a function "
-                                     "that builds the model (a class is built from init without it: omit "
-                                     "model_factory)", {"key_path": f"profiles.{ctx.recipe.name}.model_factory"})
+    require_model_factory(ctx, target)
     args, kwargs = ctx.materialize("init", make_tensor)
     model = target(*args, **kwargs)
     if isinstance(model, Module):

@@ -97,3 +97,14 @@ def moved_bytes_costs(capture: Any) -> Any:
     }
     n = len(capture.nodes)
     return NodeCosts([UNCOUNTED] * n, reads, writes, [0] * n, [BYTES_ONLY_RULE], notes=notes)
+
+
+def require_model_factory(ctx: Any, target: Any) -> None:
+    """``model_factory = true`` names a function that builds the model: refuse a class or
+    anything else not callable (``recipe``: a class is built from init without it)."""
+    if not callable(target) or isinstance(target, type):
+        from .errors import CaptureError
+
+        raise CaptureError("recipe", f"model_factory = true, but {ctx.recipe.model} is {describe_type(target)}, not "
+                                     "a function that builds the model (a class is built from init without it: omit "
+                                     "model_factory)", {"key_path": f"profiles.{ctx.recipe.name}.model_factory"})
