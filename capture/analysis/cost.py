@@ -121,6 +121,7 @@ class LayerCosts:
         self._kept: dict[str, int] = {}
         self.spans: dict[int, tuple[int, int]] = {}
         self.first_value: dict[int, int] = {}  # per memory key: the value it was made as
+        self.reuse_root: dict[int, int] = {}  # per memory key reusing another's buffer (JAX): that buffer's key
         self._saved_total = 0
         self._unknown_sizes = 0
         self._has_backward = False
@@ -373,6 +374,7 @@ class LayerCosts:
         kinds = self._kept_kinds(born, keys, last)
         # In-place reuse of a dead input's buffer, where the framework declares it (XLA's).
         root = self._reused(born, keys, size, last) if capabilities(self.capture.framework).reuses_buffers else {}
+        self.reuse_root = root
         start: dict[int, int] = {}
         end: dict[int, int] = {}
         for k, i in born.items():

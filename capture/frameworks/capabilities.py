@@ -112,6 +112,9 @@ class Capabilities:
     call_param: str = ""
     #: Whether the memory estimate reuses a dead input buffer for an output, as XLA does.
     reuses_buffers: bool = False
+    #: Whether chains of same-shape pointwise ops are fused (XLA's loop fusion: their
+    #: intermediates are never written out); eager Torch writes every result.
+    fuses_pointwise: bool = False
     #: How FLOPs are counted on a program split over a mesh (the summary's scope line).
     mesh_flops_scope: str = ""
     #: What a per-rank FLOPs figure covers on such a program, where the summary gives one.

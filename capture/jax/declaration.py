@@ -76,6 +76,7 @@ CAPABILITIES = Capabilities(
     float32_name="jax.numpy.float32",
     values_note="Traced by JAX, not measured: shapes and dtypes only (nothing was computed).",
     reuses_buffers=True,
+    fuses_pointwise=True,
     mesh_flops_scope=("global: the whole program at its full shapes; a shard_map as its body × its devices "
                       "(the body's own rows: per device)"),
 )

@@ -26,6 +26,7 @@ import threading
 from typing import Any
 
 from capture.graph import frame_repeats
+from capture.analysis.loops import fold_loops
 from capture.graph.device_memory import KEY as MEMORY_KEY
 from capture.graph.device_memory import figures_text
 from capture.graph.failure_text import readable_message
@@ -76,9 +77,15 @@ class Projection:
     """The pages of one capture, computed from its parts (thread-safe reads)."""
 
     def __init__(self, capture: Capture) -> None:
-        self.capture = capture
         with gc_pause.paused():
             self.index = GraphIndex(capture)
+            # Python loops over repeated steps as step groups (capture/analysis/loops.py): a view
+            # of the capture, indexed again; the ids of its nodes and groups stay what they are
+            folded = fold_loops(capture, self.index)
+            if folded is not capture:
+                capture = folded
+                self.index = GraphIndex(capture)
+            self.capture = capture
             self.names = ValueNames(capture, self.index)
             self.present = Presentation(capture, self.index)
         self.values = ValueSummaries(capture, self.names)
