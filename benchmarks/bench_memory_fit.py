@@ -80,7 +80,7 @@ def plan_of(cap) -> dict:
     from viewer.projection.projection import Projection
 
     proj = Projection(cap)
-    return memory_plan(proj.costs().totals(), input_bytes(proj))
+    return memory_plan(proj.costs().totals(), input_bytes(proj.analysis))
 
 
 def show_plan(plan: dict) -> None:

@@ -35,6 +35,7 @@ from capture.graph.tables import NodeTable, ValueTable
 
 from .index import ROOT
 from .names import group_title
+from .types import ParamCounts
 
 #: What a FLOP is, in every place a figure is shown.
 FLOP_NOTE = "FLOPs: floating-point operations, a multiply-add counted as 2"
@@ -101,8 +102,8 @@ class LayerCosts:
     Arrays are indexed by group slot ``g + 1`` (slot 0: the whole executed program), as
     :class:`~capture.analysis.index.GraphIndex`'s are."""
 
-    def __init__(self, capture: Any, index: Any, names: Any, params_of: Callable[[int], dict]) -> None:
-        self.capture, self.index, self.names = capture, index, names
+    def __init__(self, capture: Any, index: Any, params_of: Callable[[int], ParamCounts]) -> None:
+        self.capture, self.index = capture, index
         self.params_of = params_of
         self.cost = capture.cost
         self._lock = threading.Lock()

@@ -182,25 +182,8 @@ CONVENTION_NOTE = ("experts: sparse when the experts' matmuls ran about top-k ex
                    "parameters) / tokens")
 
 
-def page_moe(pages: Any) -> tuple[list[dict], dict[int, dict]]:
-    """A projection's MoE layers (:func:`moe_layers`, worked out once) and, per experts
-    group, its layer's entry; none without costs."""
-    got = getattr(pages, "_moe", None)
-    if got is None:
-        costs = pages.costs() if pages.costs is not None else None
-        layers: list[dict] = []
-        if costs is not None and costs.available:
-            def matmul_flops(g: int) -> int:
-                kinds = costs.by_kind[g + 1]
-                return kinds.get("matmul", 0) if kinds else costs.flops[g + 1]
-
-            layers = moe_layers(pages.capture, pages.index, matmul_flops, lambda g: pages._group_params(g)["count"])
-        got = pages._moe = (layers, {g: e for e in layers for g in e["experts_groups"]})
-    return got
-
-
 def moe_layers(capture: Any, index: Any, matmul_flops: Callable[[int], int],
-               params_of: Callable[[int], int]) -> list[dict]:
+               params_of: Callable[[int], int | None]) -> list[dict]:
     """Every MoE layer of the capture, one per router (a ``topk`` over the experts'
     scores): the block holding the router module, the experts that ran in it (its
     other child modules, a shared expert apart), and how they ran
@@ -223,7 +206,9 @@ def moe_layers(capture: Any, index: Any, matmul_flops: Callable[[int], int],
         assert got is not None
         k, n, tokens = got
         flops = sum(matmul_flops(c) for c in experts)
-        params = sum(params_of(c) for c in experts)
+        counts = [params_of(c) for c in experts]
+        # an expert of unknown size (a symbolic dimension) leaves how they ran unknown, never a guess
+        params = 0 if any(x is None for x in counts) else sum(x or 0 for x in counts)
         entry: dict[str, Any] = {"block": block, "path": _path(groups[block]), "router": router,
                                  "experts_groups": experts}
         entry.update(convention(flops, params, n, k, tokens))

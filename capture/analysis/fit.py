@@ -27,9 +27,12 @@ Only the standard library (DESIGN.md boundaries).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capture import units
+
+if TYPE_CHECKING:
+    from .analysis import Analysis
 
 #: Optimizer state per parameter byte, by name (``--optimizer``), and what it holds.
 OPTIMIZERS: dict[str, tuple[float, str]] = {
@@ -106,28 +109,28 @@ def fit_text(result: dict[str, Any], bytes_text: Any) -> str:
     return f"does not fit on {head}: needs {bytes_text(result['needs'])}, {bytes_text(-result['margin'])} over"
 
 
-def input_bytes(proj: Any) -> int:
+def input_bytes(analysis: Analysis) -> int:
     """The bytes of the capture's input tensors (values named as inputs, made by no op)."""
     total = 0
-    for v, (_, role) in proj.names.names.items():
-        if role != "input" or proj.index.producer[v] >= 0:
+    for v, (_, role) in analysis.names.names.items():
+        if role != "input" or analysis.index.producer[v] >= 0:
             continue
-        val = proj.capture.values[v]
+        val = analysis.capture.values[v]
         total += units.nbytes(val.shape, val.dtype) or 0  # an unknown size adds nothing (capture/units.py)
     return total
 
 
-def per_device(proj: Any) -> dict[str, Any] | None:
+def per_device(analysis: Analysis) -> dict[str, Any] | None:
     """The plan's figures for one device of a mesh, where values are split across one:
     every tensor at the shape each device holds (``sharding.per_device_shape``; a value not
     split is held whole by every device), through the same lifetimes as the whole
     program's. None when nothing is split."""
-    cap = proj.capture
+    cap = analysis.capture
     if not any(v.sharding for v in cap.values):
         return None
-    costs = proj.costs()
+    costs = analysis.costs()
     costs._need_memory()
-    n = proj.index.n_nodes
+    n = analysis.index.n_nodes
 
     def held(v: int) -> float:
         val = cap.values[v]
@@ -150,8 +153,8 @@ def per_device(proj: Any) -> dict[str, Any] | None:
         live += delta[i]
         peak = max(peak, live)
     params = inputs = 0.0
-    for v, (_, role) in proj.names.names.items():
-        if proj.index.producer[v] >= 0:
+    for v, (_, role) in analysis.names.names.items():
+        if analysis.index.producer[v] >= 0:
             continue
         if role in ("param", "variable"):
             params += held(v)

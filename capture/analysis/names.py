@@ -1,4 +1,4 @@
-"""What a :class:`viewer.projection.projection.Projection` calls things.
+"""What the analysis (and the viewer's pages, the hover, the summary) calls things.
 
 The short dtype spelling and value labels (``f32[2,4]``), the honest wording of group
 kinds and value roles sent to the browser (:func:`vocabulary`), and the names of values

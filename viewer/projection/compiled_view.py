@@ -1,7 +1,6 @@
 """What the pages say of a program split across devices beyond its shapes: the compiled
-program's collectives on their nodes and groups (``capture.graph.compiled``), the scope
-of a card's FLOPs, and the stand-ins of weights inside control-flow bodies (so that a
-scanned model's weights are counted once)."""
+program's collectives on their nodes and groups (``capture.graph.compiled``) and the scope
+of a card's FLOPs."""
 
 from __future__ import annotations
 
@@ -66,27 +65,3 @@ def cost_scope(capture: Any, g: int | None) -> str | None:
         g = groups[g].parent
         hops += 1
     return "global"
-
-
-def body_stand_ins(capture: Any) -> dict[int, int]:
-    """Body parameter values (a template's stand-ins for the weights it receives: one slice
-    of a scanned stack) -> their body group."""
-    got: dict[int, int] = {}
-    for gid, grp in enumerate(capture.groups):
-        params = grp.attrs.get("parameters") if grp.kind == "body" and isinstance(grp.attrs, dict) else None
-        for p in params if isinstance(params, list) else ():
-            if isinstance(p, dict) and type(p.get("value")) is int and type(p.get("outer")) is int:
-                got[p["value"]] = gid
-    return got
-
-
-def within(groups: Any, g: int, body: int) -> bool:
-    """Whether group ``g`` is ``body`` or inside it (``g`` -1: the whole model)."""
-    x: int | None = g
-    hops = 0
-    while x is not None and x >= 0 and hops < _MAX_HOPS:
-        if x == body:
-            return True
-        x = groups[x].parent
-        hops += 1
-    return False

@@ -21,7 +21,6 @@ from __future__ import annotations
 from capture.graph.compiled import words as compiled_words
 
 import re
-import threading
 from typing import Any
 
 from capture.graph import frame_repeats
@@ -33,6 +32,8 @@ from capture.graph.tables import ValueTable
 from capture.graph.model import Capture, Frame
 
 from capture.graph import gc_pause
+from capture.analysis.analysis import Analysis
+from capture.analysis.lines import LineIndex
 from capture.analysis.index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
 from capture.analysis.body_templates import body_wording
 from capture.analysis.cost import LayerCosts
@@ -45,7 +46,6 @@ from .presentation import Presentation
 from .search import DEFAULT_SEARCH_LIMIT, MAX_QUERY, MAX_SEARCH_LIMIT, Search, SearchError  # noqa: F401
 from capture.analysis.structure import Structure
 from capture.analysis.errors import NotFound, ProjectionError  # noqa: F401 (the server's and tests' names)
-from capture.analysis.summaries import ValueSummaries
 from .trunk import trunk
 from .views import LIST_CAP, SUBTREE_ITEMS, PageError, Pages  # noqa: F401
 
@@ -76,58 +76,35 @@ class Projection:
 
     def __init__(self, capture: Capture) -> None:
         self.capture = capture
+        #: The shared analysis (capture/analysis): index, names, parameters, costs, structure, lines.
+        self.analysis = Analysis(capture, can_twin=self._can_twin)
+        self.index = self.analysis.index
+        self.names = self.analysis.names
+        self.values = self.analysis.values
         with gc_pause.paused():
-            self.index = GraphIndex(capture)
-            self.names = ValueNames(capture, self.index)
             self.present = Presentation(capture, self.index)
-        self.values = ValueSummaries(capture, self.names)
         self.searcher = Search(capture, self.index, self.names, self.values, self.present, self.structure,
                                self.line_index)
-        self.pages = Pages(capture, self.index, self.names, self.values, self.present, self.structure)
-        self._lock = threading.Lock()
-        self._structure: Structure | None = None
+        self.pages = Pages(self.analysis, self.present)
         self._trunk: list[int] | None = None
-        self._line_index: Any = None
-        self._costs: LayerCosts | None = None
-        self.pages.costs = self.costs
 
-    def line_index(self) -> Any:
+    def _can_twin(self, g: int) -> bool:
+        """Groups a page may pair as twins: not a function card, not drawn as its one op."""
+        present = self.present
+        return not present.is_function_card(g) and present.single(g, False) is None
+
+    def line_index(self) -> LineIndex:
         """The capture's line → calls index (:class:`~capture.analysis.lines.LineIndex`),
         made once, on first use: what the editor's hints read, and search by ``file:line``."""
-        got = self._line_index
-        if got is None:
-            from capture.analysis.lines import LineIndex
-
-            built = LineIndex.build(self)
-            with self._lock:
-                if self._line_index is None:
-                    self._line_index = built
-                got = self._line_index
-        return got
+        return self.analysis.line_index()
 
     def costs(self) -> LayerCosts:
         """What each layer costs (:mod:`capture.analysis.cost`; made once, on first use)."""
-        got = self._costs
-        if got is None:
-            with self._lock:
-                if self._costs is None:
-                    with gc_pause.paused():
-                        self._costs = LayerCosts(self.capture, self.index, self.names, self.pages._group_params)
-                got = self._costs
-        return got
+        return self.analysis.costs()
 
     def structure(self) -> Structure:
         """The structural signatures, identical siblings and twins (made once, on first use)."""
-        got = self._structure
-        if got is None:
-            with self._lock:
-                if self._structure is None:
-                    present = self.present
-                    self._structure = Structure(
-                        self.capture, self.index, self.names.is_weight, self.values.labels(),
-                        lambda g: not present.is_function_card(g) and present.single(g, False) is None)
-                got = self._structure
-        return got
+        return self.analysis.structure()
 
     def prepare(self) -> None:
         """Make now what the first page would otherwise wait for: every value's label,
@@ -302,7 +279,7 @@ class Projection:
             "outputs": [self.values.full(v) for v in bout[:USES_CAP]], "outputs_total": len(bout),
             **({"memory": figures_text(grp.attrs.get(MEMORY_KEY))}
                if isinstance(grp.attrs, dict) and figures_text(grp.attrs.get(MEMORY_KEY)) else {}),
-            **({"cost": {**(self.costs().group(g) or {}), "params": self.pages._group_params(g)}}
+            **({"cost": {**(self.costs().group(g) or {}), "params": self.analysis.params(g)}}
                if self.capture.cost is not None else {}),
         }
 
@@ -392,8 +369,8 @@ class Projection:
             out["notes"] = costs.notes()
             from capture.analysis.fit import input_bytes, memory_plan, per_device
 
-            plan = memory_plan(out, input_bytes(self))  # the cost panel's fit line per device
-            split = per_device(self) if plan is not None else None
+            plan = memory_plan(out, input_bytes(self.analysis))  # the cost panel's fit line per device
+            split = per_device(self.analysis) if plan is not None else None
             if plan is not None and split is not None:
                 plan["per_device"] = split
             out["memory_plan"] = plan

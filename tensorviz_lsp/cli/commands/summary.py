@@ -22,12 +22,15 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from capture.graph import graphfile
 from capture.units import bytes_text, count_text, flops_text, rate_text, seconds_text
 from capture.analysis.cost import FLOP_KINDS
 from capture.analysis.fit import OPTIMIZERS
+
+if TYPE_CHECKING:
+    from capture.analysis.analysis import Analysis
 
 DEFAULT_DEPTH = 3
 
@@ -105,7 +108,7 @@ def _device_table(args: argparse.Namespace) -> dict | None:
 
 def _run(args: argparse.Namespace) -> int:
     from capture.analysis.layer_table import layer_rows
-    from viewer.projection.projection import Projection
+    from capture.analysis.analysis import Analysis
 
     table = _device_table(args)
     if table is None:
@@ -133,9 +136,9 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(f"{args.file} holds no costs: it was written before TensorViz counted them"
                      + (f" ({capture.meta['cost_failed']})" if isinstance(capture.meta.get("cost_failed"), str) else "")
                      + "; capture it again")
-    proj = Projection(capture)
-    proj.costs()
-    rows = layer_rows(proj, args.depth or None, device, args.all_groups)
+    analysis = Analysis(capture)
+    analysis.costs()
+    rows = layer_rows(analysis, args.depth or None, device, args.all_groups)
     if args.sort != "order":
         key = {"bytes": "bytes", "flops": "flops", "params": "params", "time": "time",
                "activations": "activations"}[args.sort]
@@ -143,7 +146,7 @@ def _run(args: argparse.Namespace) -> int:
             return _fail("--sort time needs --device")
         rows = sorted((r for r in rows if not r.get("per_block")),
                       key=lambda r: -((r["params"]["count"] if key == "params" else r.get(key)) or 0))
-    doc = _document(args, capture, proj, rows, device)
+    doc = _document(args, capture, analysis, rows, device)
     if args.json:
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
     elif args.csv:
@@ -153,15 +156,15 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict], device: Any) -> dict[str, Any]:
+def _document(args: argparse.Namespace, capture: Any, analysis: Analysis, rows: list[dict], device: Any) -> dict[str, Any]:
     """What the summary says, as data (``--json``)."""
     from capture.analysis import devices as device_table
 
-    costs = proj.costs()
+    costs = analysis.costs()
     totals = costs.totals()
     uncounted = costs.uncounted_ops()
     notes = costs.notes()
-    moe = _moe(proj, rows)
+    moe = _moe(analysis, rows)
     if moe:
         from capture.analysis.experts import CONVENTION_NOTE
 
@@ -179,7 +182,7 @@ def _document(args: argparse.Namespace, capture: Any, proj: Any, rows: list[dict
     if device is not None:
         doc["device"] = {**device.json(), "estimate": device_table.estimate_text(device),
                          "time": costs.times(device)[0]}
-    _memory(doc, proj, totals, getattr(args, "optimizer", None), device)
+    _memory(doc, analysis, totals, getattr(args, "optimizer", None), device)
     _plan_beside_xla(doc)
     return doc
 
@@ -193,14 +196,14 @@ def _plan_beside_xla(doc: dict) -> None:
         pd["plan_ratio"] = round(plan / pd["xla_peak"], 4)
 
 
-def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: Any) -> None:
+def _memory(doc: dict, analysis: Analysis, totals: dict, optimizer: str | None, device: Any) -> None:
     """The memory plan (parameters, gradients, optimizer state, saved, peak) and, with a device, whether it fits."""
     from capture.analysis.fit import NOTE, add_chosen, fits, input_bytes, memory_plan, per_device
 
-    plan = memory_plan(totals, input_bytes(proj), optimizer)
+    plan = memory_plan(totals, input_bytes(analysis), optimizer)
     if plan is None:
         return
-    split = per_device(proj)
+    split = per_device(analysis)
     if split is not None:
         add_chosen(split, plan, optimizer)
         plan["per_device"] = split
@@ -212,9 +215,9 @@ def _memory(doc: dict, proj: Any, totals: dict, optimizer: str | None, device: A
     doc["notes"]["memory_plan"] = NOTE
 
 
-def _moe(proj: Any, rows: list[dict]) -> list[dict]:
+def _moe(analysis: Analysis, rows: list[dict]) -> list[dict]:
     """Each MoE layer's expert convention (sparse top-k or dense), also put on its experts' rows."""
-    layers = proj.pages.moe_layers()
+    layers = analysis.moe_layers()
     keep = ("path", "experts", "top_k", "tokens", "rows_per_token", "convention", "text", "flops", "active_flops")
     by_group = {g: e for e in layers for g in e["experts_groups"]}
     for r in rows:

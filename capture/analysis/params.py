@@ -1,0 +1,82 @@
+"""The parameters each group uses: tensors, elements and bytes of the values with a
+parameter role (Torch parameters, JAX variables) entering its subtree (:class:`GroupParams`).
+
+What a group card, the layer table, a line's hover and the memory plan count as a
+group's parameters: one rule, here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from capture import units
+
+from .types import ParamCounts
+
+#: The value roles counted as parameters.
+PARAM_ROLES = frozenset({"param", "variable"})
+_MAX_HOPS = 10_000
+
+
+def body_stand_ins(capture: Any) -> dict[int, int]:
+    """Body parameter values (a template's stand-ins for the weights it receives: one slice
+    of a scanned stack) -> their body group."""
+    got: dict[int, int] = {}
+    for gid, grp in enumerate(capture.groups):
+        params = grp.attrs.get("parameters") if grp.kind == "body" and isinstance(grp.attrs, dict) else None
+        for p in params if isinstance(params, list) else ():
+            if isinstance(p, dict) and type(p.get("value")) is int and type(p.get("outer")) is int:
+                got[p["value"]] = gid
+    return got
+
+
+def within(groups: Any, g: int, body: int) -> bool:
+    """Whether group ``g`` is ``body`` or inside it (``g`` -1: the whole model)."""
+    x: int | None = g
+    hops = 0
+    while x is not None and x >= 0 and hops < _MAX_HOPS:
+        if x == body:
+            return True
+        x = groups[x].parent
+        hops += 1
+    return False
+
+
+class GroupParams:
+    """Per group, the parameters used inside it (made once per group, on first use).
+
+    ``names`` is the capture's :class:`~capture.analysis.names.ValueNames`; ``plain`` gives
+    a value's shape, dtype and sharding without its measured map
+    (:meth:`~capture.analysis.summaries.ValueSummaries.plain`)."""
+
+    def __init__(self, capture: Any, index: Any, names: Any, plain: Any) -> None:
+        self.capture, self.index, self.names, self.plain = capture, index, names, plain
+        self._got: dict[int, ParamCounts] = {}
+        self._stand_ins: dict[int, int] | None = None
+
+    def __call__(self, g: int) -> ParamCounts:
+        got = self._got.get(g)
+        if got is not None:
+            return got
+        tensors = 0
+        count: int | None = 0
+        size: int | None = 0
+        if self._stand_ins is None:
+            self._stand_ins = body_stand_ins(self.capture)
+        stand_ins = self._stand_ins
+        for v in self.index.bin[g + 1] or ():
+            named = self.names.get(v)
+            if named is None or named[1] not in PARAM_ROLES or self.index.producer[v] >= 0:
+                continue
+            body = stand_ins.get(v)
+            if body is not None and not within(self.capture.groups, g, body):
+                # a weight's stand-in in a control-flow body (one slice of a scanned stack):
+                # the weight itself is counted where it enters; counted again, a scanned
+                # model's weights would be counted twice
+                continue
+            shape, dtype, _ = self.plain(v)
+            tensors += 1
+            # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
+            count = units.add((count, units.element_count(shape)))
+            size = units.add((size, units.nbytes(shape, dtype)))
+        got = self._got[g] = {"tensors": tensors, "count": count, "bytes": size}
+        return got
