@@ -51,6 +51,7 @@ STRICT = (
     "capture/recipe",  # the recipe model
     "capture/graph/freshness.py", "capture/graph/frame_repeats.py", "capture/frameworks",
     "capture/graph/meta.py",  # every key Capture.meta may hold
+    "capture/analysis",  # the shared analysis: its results (types.py) are what the CLI, hover and viewer read
     "discovery",  # import-free analysis: its results are what the server and the CLI read
     "safe_read",
     "tensorviz_lsp/*.py",  # the server's own modules: wiring, hooks, registries, records, settings, trust

@@ -22,6 +22,7 @@ from .names import ValueNames
 from .params import GroupParams
 from .structure import Structure
 from .summaries import ValueSummaries
+from .types import MoeLayer
 
 if TYPE_CHECKING:
     from .lines import LineIndex
@@ -51,7 +52,7 @@ class Analysis:
         self._costs: LayerCosts | None = None
         self._structure: Structure | None = None
         self._line_index: LineIndex | None = None
-        self._moe: tuple[list[dict[str, Any]], dict[int, dict[str, Any]]] | None = None
+        self._moe: tuple[list[MoeLayer], dict[int, MoeLayer]] | None = None
 
     def costs(self) -> LayerCosts:
         """What each layer costs (:mod:`capture.analysis.cost`)."""
@@ -89,13 +90,13 @@ class Analysis:
                 got = self._line_index
         return got
 
-    def moe(self) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
+    def moe(self) -> tuple[list[MoeLayer], dict[int, MoeLayer]]:
         """The capture's MoE layers (:func:`~capture.analysis.experts.moe_layers`) and, per
         experts group, its layer's entry; none without costs."""
         got = self._moe
         if got is None:
             costs = self.costs()
-            layers: list[dict[str, Any]] = []
+            layers: list[MoeLayer] = []
             if costs.available:
                 def matmul_flops(g: int) -> int:
                     kinds = costs.by_kind[g + 1]
@@ -105,6 +106,6 @@ class Analysis:
             got = self._moe = (layers, {g: e for e in layers for g in e["experts_groups"]})
         return got
 
-    def moe_layers(self) -> list[dict[str, Any]]:
+    def moe_layers(self) -> list[MoeLayer]:
         """Every MoE layer and how its experts ran."""
         return self.moe()[0]

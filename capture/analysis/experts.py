@@ -18,9 +18,10 @@ the top k of N experts by their scores, and the experts, each a lane (gate, up, 
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 from .structure import find_repeats
+from .types import MoeLayer
 
 #: Ops that pick the top experts, and the score functions before them.
 TOPK_OPS = frozenset({"aten::topk"})
@@ -104,7 +105,7 @@ def _loop_words(capture: Any, ops: Any, nodes: list[int], is_weight: Callable[[i
     return f"{n} experts · {len(hit)} ran, one lane each" if n is not None and hit else None
 
 
-def lane_folds(capture: Any, index: Any, items: list[dict], is_weight: Callable[[int], bool]) -> list[dict]:
+def lane_folds(capture: Any, index: Any, items: list[dict[str, Any]], is_weight: Callable[[int], bool]) -> list[dict[str, Any]]:
     """The lanes of a routed module's page (``items`` in program order): the longest
     repeating run of items (the loop over the experts), one fold per repetition."""
     if len(items) < 2 * LANE_MIN_PERIOD:
@@ -129,7 +130,7 @@ def lane_folds(capture: Any, index: Any, items: list[dict], is_weight: Callable[
     return out
 
 
-def _expert_of(capture: Any, index: Any, members: list[dict], is_weight: Callable[[int], bool]) -> tuple[Any, list[str]]:
+def _expert_of(capture: Any, index: Any, members: list[dict[str, Any]], is_weight: Callable[[int], bool]) -> tuple[Any, list[str]]:
     """The expert a lane runs (the slice it selects of a stacked parameter) and the
     parameters it slices, by name."""
     nodes: list[int] = []
@@ -183,7 +184,7 @@ CONVENTION_NOTE = ("experts: sparse when the experts' matmuls ran about top-k ex
 
 
 def moe_layers(capture: Any, index: Any, matmul_flops: Callable[[int], int],
-               params_of: Callable[[int], int | None]) -> list[dict]:
+               params_of: Callable[[int], int | None]) -> list[MoeLayer]:
     """Every MoE layer of the capture, one per router (a ``topk`` over the experts'
     scores): the block holding the router module, the experts that ran in it (its
     other child modules, a shared expert apart), and how they ran
@@ -191,7 +192,7 @@ def moe_layers(capture: Any, index: Any, matmul_flops: Callable[[int], int],
     rows_per_token, convention, text}``."""
     ops, grp = index.cols.op, index.cols.group
     groups = capture.groups
-    out: list[dict] = []
+    out: list[MoeLayer] = []
     # per block, its last topk before its experts run (DeepSeek-V3 picks groups of experts
     # with a first topk, then the experts within them)
     last: dict[int, tuple[int, int, list[int]]] = {}
@@ -216,7 +217,7 @@ def moe_layers(capture: Any, index: Any, matmul_flops: Callable[[int], int],
         entry["flops"] = flops  # the experts' matmuls as counted (what ran)
         # the active top-k's share: all of it when sparse, k of the rows run per token otherwise
         entry["active_flops"] = int(flops * min(1.0, k / rows)) if rows else flops
-        out.append(entry)
+        out.append(cast(MoeLayer, entry))
     return out
 
 

@@ -4,13 +4,14 @@ figures are :class:`capture.analysis.cost.LayerCosts`'."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from capture import units
 
 from .cost import BACKWARD_KINDS, LayerCosts, _add, _ordered_kinds
 from .index import ROOT
 from .names import group_title, run_label
+from .types import LayerRow, ParamCounts
 
 if TYPE_CHECKING:
     from .analysis import Analysis
@@ -24,7 +25,8 @@ TABLE_KINDS = frozenset({"module", "body", "loss", "backward", "optimizer"})
 SORT_KEYS = ("order", "flops", "bytes", "params", "time", "activations")
 
 
-def layer_rows(analysis: Analysis, depth: int | None = None, device: Any = None, all_groups: bool = False) -> list[dict]:
+def layer_rows(analysis: Analysis, depth: int | None = None, device: Any = None,
+               all_groups: bool = False) -> list[LayerRow]:
     """The layer table of ``analysis`` (a capture's :class:`~capture.analysis.analysis.Analysis`):
     one row per listed group down to ``depth`` levels (``None``: all), in program order,
     each a group or a *stack* of consecutive identical groups (a run of blocks with the
@@ -49,7 +51,7 @@ class _LayerTable:
         self.listed_kinds = None if all_groups or not any(g.kind in TABLE_KINDS for g in groups) else TABLE_KINDS
         self.times = self.costs.times(device) if device is not None and self.costs.available else None
         self.total = max(self.costs.flops[0], 1)
-        self.rows: list[dict] = []
+        self.rows: list[LayerRow] = []
         self.backward = self.ix.inherited([grp.kind in BACKWARD_KINDS for grp in groups])
         self.calls = _call_numbers(groups)
 
@@ -69,10 +71,12 @@ class _LayerTable:
                 stack.extend(reversed(_ordered_children(self.ix, c)))
         return out
 
-    def params(self, gs: list[int]) -> dict[str, int | None]:
+    def params(self, gs: list[int]) -> ParamCounts:
         """The parameters of groups ``gs``, a module called again counted once."""
         groups, analysis = self.groups, self.analysis
-        params: dict[str, int | None] = {"count": 0, "bytes": 0, "tensors": 0}
+        tensors = 0
+        count: int | None = 0
+        size: int | None = 0
         counted: set[str] = set()
         for g in gs:
             path = groups[g].attrs.get("path") if isinstance(groups[g].attrs, dict) else None
@@ -81,11 +85,12 @@ class _LayerTable:
                     continue  # the same module called again: its parameters once
                 counted.add(path)
             p = analysis.params(g)
-            for k in params:
-                params[k] = units.add((params[k], p[k]))
-        return params
+            tensors += p["tensors"]
+            count, size = units.add((count, p["count"])), units.add((size, p["bytes"]))
+        return {"count": count, "bytes": size, "tensors": tensors}
 
-    def row(self, gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> dict:
+    def row(self, gs: list[int], level: int, per_block: bool, stack: tuple[int, int] | None) -> LayerRow:
+        """One row (built in the order its keys are printed; typed as :class:`LayerRow`)."""
         costs, groups, analysis, times, total, backward = self.costs, self.groups, self.analysis, self.times, self.total, self.backward
         device = self.device
         first = gs[0]
@@ -144,7 +149,7 @@ class _LayerTable:
                 }
                 if times is not None:
                     r["stack"]["per_block"]["time"] = sum(times[s] for s in one)
-        return r
+        return cast(LayerRow, r)
 
     def walk(self, g: int, level: int, per_block: bool) -> None:
         costs, structure, depth, rows = self.costs, self.structure, self.depth, self.rows

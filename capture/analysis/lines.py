@@ -26,7 +26,7 @@ are indexed with ``traced_body`` set: their shapes are one iteration's, never ru
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 from capture import units
 
@@ -35,7 +35,7 @@ from .errors import NotFound
 if TYPE_CHECKING:
     from .cost import LayerCosts
     from .index import GraphIndex
-    from .types import ParamCounts
+    from .types import LineAnswer, LineCallAnswer, ParamCounts
 
 
 class Analysis(Protocol):
@@ -157,8 +157,8 @@ class LineIndex:
         in_off, in_ref, out_off, out_ids = cols.in_off, cols.in_ref, cols.out_off, cols.out_ids
         bin_, bout, node_count = ix.bin, ix.bout, ix.node_count
 
-        by_line: dict[tuple, list[LineCall]] = {}
-        body_only: dict[tuple, bool] = {}
+        by_line: dict[tuple[str, int], list[LineCall]] = {}
+        body_only: dict[tuple[str, int], bool] = {}
         for slot in range(n_groups + 1):
             g = slot - 1
             if not ix.direct_nodes[slot] and not ix.child_groups[slot]:
@@ -166,7 +166,7 @@ class LineIndex:
             skip = covered[slot]
             body = body_of.get(g, -1)
             _, refs, _ = ix.ordered(g)
-            run: tuple | None = None
+            run: tuple[str, int] | None = None
             call: LineCall | None = None
             called: set[int] = set()  # call-site frames of the groups the current call made
             for r in refs:
@@ -228,14 +228,14 @@ def _call_frames(analysis: "Analysis", user: list[bool]) -> list[int]:
     return call_frame
 
 
-def _covered_lines(analysis: "Analysis", call_frame: list[int], line_of: list[tuple[str, int]]) -> list[frozenset]:
+def _covered_lines(analysis: "Analysis", call_frame: list[int], line_of: list[tuple[str, int]]) -> list[frozenset[tuple[str, int]]]:
     """Per group slot, the lines its own and its ancestors' calls were made on. A library
     module called from a user line runs its ops "on" that line too (their innermost user
     frame is the call site): they belong to the call, not to a call of their own, so
     items on those lines inside the group are skipped."""
     groups, ix = analysis.capture.groups, analysis.index
     n_groups = len(groups)
-    covered: list[frozenset] = [frozenset()] * (n_groups + 1)
+    covered: list[frozenset[tuple[str, int]]] = [frozenset()] * (n_groups + 1)
     for g in sorted(range(n_groups), key=ix.depth.__getitem__):
         parent = groups[g].parent
         base = covered[parent + 1] if type(parent) is int and 0 <= parent < n_groups else frozenset()
@@ -244,7 +244,7 @@ def _covered_lines(analysis: "Analysis", call_frame: list[int], line_of: list[tu
     return covered
 
 
-def _cost(call: LineCall, costs: Any, params_of: Any) -> None:
+def _cost(call: LineCall, costs: LayerCosts, params_of: Callable[[int], ParamCounts]) -> None:
     """What one call of a line costs: its own ops and the module calls it made."""
     c = costs.cost
     flops = moved = uncounted = 0
@@ -283,7 +283,8 @@ def _live_values(analysis: "Analysis") -> set[int]:
     return live
 
 
-def _finish(call: LineCall, in_off, in_ref, out_off, out_ids, bin_, bout, live: set[int]) -> None:
+def _finish(call: LineCall, in_off: Sequence[int], in_ref: Sequence[int], out_off: Sequence[int],
+            out_ids: Sequence[int], bin_: Sequence[Any], bout: Sequence[Any], live: set[int]) -> None:
     """The values that left ``call``: made by its ops or its module calls, not consumed
     inside it, and read somewhere (a ``fori_loop``'s final counter, made by its ``scan``
     and dropped, is not what the line produced). A line whose every value stays inside
@@ -333,7 +334,7 @@ MAX_LINE_CALLS = 2000
 MAX_CALL_KEYS = 500
 
 
-def line_answer(analysis: "Analysis", index: LineIndex, file: str, line: int) -> dict:
+def line_answer(analysis: "Analysis", index: LineIndex, file: str, line: int) -> LineAnswer:
     """``api/line``: one source line's calls in this capture, each with its item keys and
     the item path (what to expand) of every key; see ``viewer/API.md``.
 
@@ -341,10 +342,10 @@ def line_answer(analysis: "Analysis", index: LineIndex, file: str, line: int) ->
     entry = index.at(file, line) if file else None
     if entry is None or not entry.calls:
         raise NotFound(f"{file or '(no file)'}:{line} produced nothing in this capture")
-    calls = []
+    calls: list[LineCallAnswer] = []
     for call in entry.calls[:MAX_LINE_CALLS]:
         keys = call.keys()[:MAX_CALL_KEYS]
-        paths = {}
+        paths: dict[str, list[str]] = {}
         for key in keys:
             i = int(key[1:])
             paths[key] = analysis.index.group_item_path(i) if key[0] == "g" else analysis.index.item_path(i)

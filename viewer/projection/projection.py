@@ -34,6 +34,7 @@ from capture.graph.model import Capture, Frame
 from capture.graph import gc_pause
 from capture.analysis.analysis import Analysis
 from capture.analysis.lines import LineIndex
+from capture.analysis.types import CostTotals
 from capture.analysis.index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
 from capture.analysis.body_templates import body_wording
 from capture.analysis.cost import LayerCosts
@@ -359,7 +360,7 @@ class Projection:
                                 "simulated": bool(isinstance(cap.devices, dict) and cap.devices.get("simulated")),
                                 "memory": cap.meta.get(MEMORY_KEY) if isinstance(cap.meta.get(MEMORY_KEY), dict)
                                 else None}}
-    def cost_summary(self) -> dict:
+    def cost_summary(self) -> CostTotals:
         """What the whole capture costs (``api/capture``'s ``cost``): totals, memory, the
         uncounted ops by name, and the conventions in words."""
         costs = self.costs()

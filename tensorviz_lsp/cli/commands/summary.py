@@ -22,7 +22,7 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from capture.graph import graphfile
 from capture.units import bytes_text, count_text, flops_text, rate_text, seconds_text
@@ -31,6 +31,7 @@ from capture.analysis.fit import OPTIMIZERS
 
 if TYPE_CHECKING:
     from capture.analysis.analysis import Analysis
+    from capture.analysis.types import CostTotals, LayerRow
 
 DEFAULT_DEPTH = 3
 
@@ -144,8 +145,7 @@ def _run(args: argparse.Namespace) -> int:
                "activations": "activations"}[args.sort]
         if key == "time" and device is None:
             return _fail("--sort time needs --device")
-        rows = sorted((r for r in rows if not r.get("per_block")),
-                      key=lambda r: -((r["params"]["count"] if key == "params" else r.get(key)) or 0))
+        rows = sorted((r for r in rows if not r.get("per_block")), key=lambda r: -_figure(r, key))
     doc = _document(args, capture, analysis, rows, device)
     if args.json:
         sys.stdout.write(json.dumps(doc, allow_nan=False) + "\n")
@@ -156,7 +156,8 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _document(args: argparse.Namespace, capture: Any, analysis: Analysis, rows: list[dict], device: Any) -> dict[str, Any]:
+def _document(args: argparse.Namespace, capture: Any, analysis: Analysis, rows: list[LayerRow],
+              device: Any) -> dict[str, Any]:
     """What the summary says, as data (``--json``)."""
     from capture.analysis import devices as device_table
 
@@ -196,7 +197,7 @@ def _plan_beside_xla(doc: dict) -> None:
         pd["plan_ratio"] = round(plan / pd["xla_peak"], 4)
 
 
-def _memory(doc: dict, analysis: Analysis, totals: dict, optimizer: str | None, device: Any) -> None:
+def _memory(doc: dict[str, Any], analysis: Analysis, totals: CostTotals, optimizer: str | None, device: Any) -> None:
     """The memory plan (parameters, gradients, optimizer state, saved, peak) and, with a device, whether it fits."""
     from capture.analysis.fit import NOTE, add_chosen, fits, input_bytes, memory_plan, per_device
 
@@ -215,16 +216,23 @@ def _memory(doc: dict, analysis: Analysis, totals: dict, optimizer: str | None, 
     doc["notes"]["memory_plan"] = NOTE
 
 
-def _moe(analysis: Analysis, rows: list[dict]) -> list[dict]:
+def _moe(analysis: Analysis, rows: list[LayerRow]) -> list[dict[str, Any]]:
     """Each MoE layer's expert convention (sparse top-k or dense), also put on its experts' rows."""
     layers = analysis.moe_layers()
     keep = ("path", "experts", "top_k", "tokens", "rows_per_token", "convention", "text", "flops", "active_flops")
-    by_group = {g: e for e in layers for g in e["experts_groups"]}
+    entries: list[dict[str, Any]] = [cast(dict[str, Any], e) for e in layers]
+    by_group = {g: e for e in entries for g in e["experts_groups"]}
     for r in rows:
         e = by_group.get(r["id"])
         if e is not None:
             r["experts"] = {k: e[k] for k in keep[1:] if k in e}
-    return [{k: e[k] for k in keep if k in e} for e in layers]
+    return [{k: e[k] for k in keep if k in e} for e in entries]
+
+
+def _figure(r: LayerRow, key: str) -> float:
+    """A row's figure for ``--sort`` (0 when it has none)."""
+    got = r["params"]["count"] if key == "params" else cast(dict[str, Any], r).get(key)
+    return got or 0
 
 
 # --------------------------------------------------------------------------- formatting
@@ -246,7 +254,7 @@ def _label(r: dict, flat: bool) -> str:
     return name
 
 
-def compiled_doc(capture: Any, totals: dict) -> dict[str, Any]:
+def compiled_doc(capture: Any, totals: Mapping[str, Any]) -> dict[str, Any]:
     """``compiled`` (the record) and ``per_device`` (TensorViz's figures beside XLA's) for a
     capture XLA compiled; nothing otherwise."""
     if capture.compiled is None:
@@ -279,7 +287,7 @@ def _compiled_text(doc: dict) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def per_device_figures(capture: Any, totals: dict) -> dict[str, Any]:
+def per_device_figures(capture: Any, totals: Mapping[str, Any]) -> dict[str, Any]:
     """TensorViz's figures for one device beside XLA's (the compiled program's): FLOPs as the
     global count split evenly over the devices, and the per-device memory estimate."""
     compiled = capture.compiled or {}
@@ -452,7 +460,7 @@ def _kinds_text(totals: dict) -> str:
     return f"FLOPs by kind:    {', '.join(parts)}\n"
 
 
-def _csv(rows: list[dict], timed: bool) -> str:
+def _csv(rows: Sequence[Mapping[str, Any]], timed: bool) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     head = ["depth", "path", "name", "class", "kind", "output", "params", "param_bytes", "flops", "bytes_read",
