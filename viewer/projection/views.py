@@ -24,7 +24,7 @@ from capture.analysis.index import CHUNK, ROOT, UPPER_CHUNK
 from capture.analysis.body_templates import body_wording
 from capture.analysis.names import CHUNK_WORDING, group_sublabel, group_title, group_wording, run_label
 from capture.analysis.analysis import Analysis
-from capture.analysis.experts import experts_words, lane_folds, router_words
+from .expert_cards import experts_words, lane_folds, router_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .page_flow import _Flow, _Wiring
 from capture.analysis.structure import find_repeats
