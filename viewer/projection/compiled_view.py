@@ -11,11 +11,11 @@ from capture.graph.compiled import by_node, kind_counts
 _MAX_HOPS = 10_000
 
 
-def compiled_by_node_and_group(capture: Any) -> tuple[dict[int, list], dict[int, list]]:
+def compiled_by_node_and_group(capture: Any) -> tuple[dict[int, list[Any]], dict[int, list[Any]]]:
     """The compiled program's collectives per node, and per group (each once, with every
     group that holds one of its nodes)."""
     per_node = by_node(getattr(capture, "compiled", None))
-    per_group: dict[int, list] = {}
+    per_group: dict[int, list[Any]] = {}
     groups, nodes = capture.groups, capture.nodes
     seen: dict[int, set[int]] = {}
     for i, items in per_node.items():
@@ -32,7 +32,7 @@ def compiled_by_node_and_group(capture: Any) -> tuple[dict[int, list], dict[int,
     return per_node, per_group
 
 
-def compiled_brief(c: dict, written: Any) -> dict:
+def compiled_brief(c: dict[str, Any], written: Any) -> dict[str, Any]:
     """One compiled collective on its node's card: what it is, over which axes, what each
     device sends, and whether it is the program's own collective (``written``: the node's
     ``params["collective"]``) or one the compiler added."""
@@ -43,7 +43,7 @@ def compiled_brief(c: dict, written: Any) -> dict:
     return out
 
 
-def group_compiled(inside: list | None) -> dict:
+def group_compiled(inside: list[Any] | None) -> dict[str, Any]:
     """A group item's ``compiled`` (the compiler's collectives of the equations inside it),
     or nothing."""
     if not inside:

@@ -35,6 +35,8 @@ from capture.graph import gc_pause
 from capture.analysis.analysis import Analysis
 from capture.analysis.lines import LineIndex
 from capture.analysis.types import CostTotals
+
+from .answers import CostTimes, FrameJson, NodeBrief, NodesPage, SearchAnswer, SymbolNote, TrunkEntry
 from capture.analysis.index import CHUNK, MAX_ITEMS, ROOT, UPPER_CHUNK, GraphIndex  # noqa: F401
 from capture.analysis.body_templates import body_wording
 from capture.analysis.cost import LayerCosts
@@ -54,10 +56,10 @@ MAX_PAGE = 1000
 USES_CAP = 1000  # uses listed per value in details
 
 
-def frame_json(f: Frame | None) -> dict | None:
+def frame_json(f: Frame | None) -> FrameJson | None:
     if f is None:
         return None
-    out = {"file": f.file, "line": f.line, "column": f.column, "function": f.function}
+    out: FrameJson = {"file": f.file, "line": f.line, "column": f.column, "function": f.function}
     if f.library:  # an installed file by absolute path; ``label`` is the short form shown
         out["library"] = True
         out["label"] = f"{short_path(f.file)}:{f.line} (library)"
@@ -148,7 +150,7 @@ class Projection:
     # ------------------------------------------------------------------ pages
 
     def children(self, group: int, chunk: int | str | None = None, *, kernels: bool = False,
-                 weights: bool = False) -> dict:
+                 weights: bool = False) -> dict[str, Any]:
         """The direct children of ``group`` (or of one chunk of it), ready to lay out;
         ``kernels``: every kernel, no function cards, nothing elided; ``weights``: with the
         boundary inputs of parameters, buffers and constants and their edges (drawn only
@@ -161,7 +163,7 @@ class Projection:
         except PageError as exc:
             raise NotFound(str(exc)) from None
 
-    def bodies(self, node: int) -> dict:
+    def bodies(self, node: int) -> dict[str, Any]:
         """The unexecuted bodies of boundary node ``node``, side by side (a view like
         :meth:`children`; container key ``n<node>``): one template card per body, no
         edges (a template's inputs are its own parameters, not the boundary's operands)."""
@@ -172,7 +174,7 @@ class Projection:
         return self.pages.bodies(node)
 
     def subtree(self, group: int, max_items: int = SUBTREE_ITEMS, *, kernels: bool = False,
-                weights: bool = False) -> dict:
+                weights: bool = False) -> dict[str, Any]:
         """The ``children`` views of ``group`` and of every group and chunk below it,
         breadth first, in one answer (Expand all): ``views`` maps each container's item key
         (``"g-1"``, ``"g3"``, ``"c3:0"``) to its view. Function cards are not opened unless
@@ -183,7 +185,7 @@ class Projection:
         max_items = max(1, min(int(max_items), SUBTREE_ITEMS))
         return self.pages.subtree(group, max_items, bool(kernels), bool(weights))
 
-    def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, **filters: str | None) -> dict:
+    def search(self, q: str, limit: int = DEFAULT_SEARCH_LIMIT, **filters: str | None) -> SearchAnswer:
         """Search results for ``q`` (see :mod:`viewer.projection.search`); ``filters``:
         ``op``, ``cls``, ``shape``, ``dtype``, ``axis`` (collectives over that mesh axis)."""
         try:
@@ -199,7 +201,7 @@ class Projection:
 
     # ------------------------------------------------------------------ details
 
-    def node(self, i: int) -> dict:
+    def node(self, i: int) -> dict[str, Any]:
         i = int(i)
         self._check_node(i)
         node = self.capture.nodes[i]
@@ -236,7 +238,7 @@ class Projection:
             **({"template": self.index.body_node[self.index.top[g]]} if g != ROOT and self.index.top[g] in self.index.body_node else {}),
         }
 
-    def value(self, v: int) -> dict:
+    def value(self, v: int) -> dict[str, Any]:
         v = int(v)
         self._check_value(v)
         d = self.values.full(v)
@@ -256,7 +258,7 @@ class Projection:
         node = self.capture.nodes[i]
         return [o.position for o in node.inputs if o.value == v]
 
-    def group(self, g: int) -> dict:
+    def group(self, g: int) -> dict[str, Any]:
         g = int(g)
         if g == ROOT:
             raise NotFound("the root is not a group; ask for its children")
@@ -284,13 +286,13 @@ class Projection:
                if self.capture.cost is not None else {}),
         }
 
-    def _group_frame(self, attrs: Any, key: str) -> dict | None:
+    def _group_frame(self, attrs: Any, key: str) -> FrameJson | None:
         """A module group's call-site (``frame``) or class-definition (``class_frame``) frame."""
         f = attrs.get(key) if isinstance(attrs, dict) else None
         frames = self.capture.frames
         return frame_json(frames[f]) if type(f) is int and 0 <= f < len(frames) else None
 
-    def nodes_page(self, offset: int = 0, limit: int = 100) -> dict:
+    def nodes_page(self, offset: int = 0, limit: int = 100) -> NodesPage:
         offset, limit = int(offset), int(limit)
         if offset < 0 or limit < 1:
             raise ProjectionError("offset must be >= 0 and limit >= 1")
@@ -301,7 +303,7 @@ class Projection:
             "nodes": [self._summary(i) for i in range(offset, hi)],
         }
 
-    def _summary(self, i: int) -> dict:
+    def _summary(self, i: int) -> NodeBrief:
         g = self.index.cols.group[i]
         f = self.index.frame(i)
         return {
@@ -311,7 +313,7 @@ class Projection:
             "frame": None if f is None else frame_label(f),
         }
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """What ``api/capture`` says about the capture (without server-side fields)."""
         cap = self.capture
         cov = cap.coverage
@@ -348,7 +350,7 @@ class Projection:
             "cost": {"available": cap.failure is None and cap.cost is not None},
         }
 
-    def _mesh_words(self) -> dict:
+    def _mesh_words(self) -> dict[str, Any]:
         """The mesh legend's text, worded once here for the browser (``mesh_text``)."""
         cap = self.capture
         if not cap.meshes:
@@ -377,7 +379,7 @@ class Projection:
             out["memory_plan"] = plan
         return out
 
-    def cost_times(self, device: Any) -> dict:
+    def cost_times(self, device: Any) -> CostTimes:
         """Roofline seconds on ``device`` per group (``g<id>``, the program as ``total``) and
         per node (``n<id>``, counted ops only): estimated, not measured."""
         costs = self.costs()
@@ -389,7 +391,7 @@ class Projection:
         return {"available": True, "total": _sig(times[0]), "groups": groups,
                 "nodes": {f"n{i}": _sig(t) for i, t in enumerate(nodes) if t is not None}}
 
-    def _trunk_summary(self) -> list[dict]:
+    def _trunk_summary(self) -> list[TrunkEntry]:
         gs, count = self.capture.groups, self.index.node_count
         total = max(1, count[0])
         return [{"id": g, "key": f"g{g}", "title": group_title(gs[g]), "nodes": count[g + 1],
@@ -414,7 +416,7 @@ class Projection:
 _SYMBOL = re.compile(r"\b(?:u|zuf)\d+\b")
 
 
-def symbols_in(shape: Any, meta: Any) -> list[dict]:
+def symbols_in(shape: Any, meta: Any) -> list[SymbolNote]:
     """The data-dependent symbols a shape holds (``u0`` in ``[u0, 64]``), each as the
     abstract capture recorded it in ``meta["symbols"]`` (outside input: only well-formed
     entries), in words: ``u0: 0 ≤ u0 ≤ 32, a size aten::nonzero made (node 9)``."""
@@ -424,14 +426,16 @@ def symbols_in(shape: Any, meta: Any) -> list[dict]:
     table = meta.get("symbols") if isinstance(meta, dict) else None
     known = {e["name"]: e for e in table if isinstance(e, dict) and isinstance(e.get("name"), str)} \
         if isinstance(table, list) else {}
-    out = []
+    out: list[SymbolNote] = []
     for name in sorted(names):
         e = known.get(name, {})
         lo, hi, op, node = e.get("min"), e.get("max"), e.get("op"), e.get("node")
         bounds = f"{lo if type(lo) is int else '?'} ≤ {name} ≤ {hi if type(hi) is int else '∞'}"
         made = f", made by {op}" if isinstance(op, str) else ""
-        out.append({"name": name, "text": f"{name}: known only from the data; {bounds}{made}",
-                    **({"node": node} if type(node) is int else {})})
+        note: SymbolNote = {"name": name, "text": f"{name}: known only from the data; {bounds}{made}"}
+        if type(node) is int:
+            note["node"] = node
+        out.append(note)
     return out
 
 
