@@ -87,7 +87,10 @@ BUDGETS = {
     "import circles": 0,
     "functions over complexity 15": 0,
     "duplicated runs": 0,
+    "shipped Python files over 900 lines": 0,
 }
+#: The most lines a shipped Python module may have (the browser app's is ESLint's ``max-lines``).
+MAX_FILE_LINES = 900
 
 VIEWER = ROOT / "viewer"
 _TSC = VIEWER / "node_modules" / ".bin" / "tsc"
@@ -181,6 +184,10 @@ def lines_section(r: Report) -> None:
         shipped += n
         r.say(f"  {package}: {n:,}")
     r.number("shipped Python lines", shipped)
+    long = sorted(((n, p) for package in PACKAGES for p in _python_files(package)
+                   if (n := _line_count([p])) > MAX_FILE_LINES), reverse=True)
+    r.number(f"shipped Python files over {MAX_FILE_LINES} lines", len(long),
+             ", ".join(f"{p.relative_to(ROOT)} {n:,}" for n, p in long))
     r.number("browser app lines", _line_count(_browser_files()), "viewer/static, vendor/ left out")
     r.number("test lines", _line_count(_python_files("tests")))
     r.number("benchmark lines", _line_count(_python_files("benchmarks")))
