@@ -10,11 +10,11 @@ from typing import Any
 
 from capture import units
 
+from .scope import within
 from .types import ParamCounts
 
 #: The value roles counted as parameters.
 PARAM_ROLES = frozenset({"param", "variable"})
-_MAX_HOPS = 10_000
 
 
 def body_stand_ins(capture: Any) -> dict[int, int]:
@@ -27,18 +27,6 @@ def body_stand_ins(capture: Any) -> dict[int, int]:
             if isinstance(p, dict) and type(p.get("value")) is int and type(p.get("outer")) is int:
                 got[p["value"]] = gid
     return got
-
-
-def within(groups: Any, g: int, body: int) -> bool:
-    """Whether group ``g`` is ``body`` or inside it (``g`` -1: the whole model)."""
-    x: int | None = g
-    hops = 0
-    while x is not None and x >= 0 and hops < _MAX_HOPS:
-        if x == body:
-            return True
-        x = groups[x].parent
-        hops += 1
-    return False
 
 
 class GroupParams:

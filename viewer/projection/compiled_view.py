@@ -1,14 +1,15 @@
 """What the pages say of a program split across devices beyond its shapes: the compiled
-program's collectives on their nodes and groups (``capture.graph.compiled``) and the scope
-of a card's FLOPs."""
+program's collectives on their nodes and groups (``capture.graph.compiled``). The scope of
+a card's FLOPs (:func:`~capture.analysis.scope.cost_scope`) is the analysis's: the hover says it too."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from capture.analysis.scope import MAX_HOPS as _MAX_HOPS
+from capture.analysis.scope import cost_scope  # noqa: F401 (the pages' name)
 from capture.graph.compiled import by_node, kind_counts
 
-_MAX_HOPS = 10_000
 
 
 def compiled_by_node_and_group(capture: Any) -> tuple[dict[int, list[Any]], dict[int, list[Any]]]:
@@ -50,18 +51,3 @@ def group_compiled(inside: list[Any] | None) -> dict[str, Any]:
         return {}
     return {"compiled": {"count": len(inside), "kinds": kind_counts(inside),
                          "bytes_sent_per_device": sum(x.get("bytes_sent_per_device") or 0 for x in inside)}}
-
-
-def cost_scope(capture: Any, g: int | None) -> str | None:
-    """What a card's FLOPs cover on a program split across devices: ``per device`` inside
-    a shard_map body (the program one device runs), else ``global``; None without a mesh."""
-    if not capture.meshes:
-        return None
-    groups, hops = capture.groups, 0
-    while g is not None and g >= 0 and hops < _MAX_HOPS:
-        attrs = groups[g].attrs
-        if groups[g].kind == "body" and isinstance(attrs, dict) and attrs.get("role") == "shard_map body":
-            return "per device"
-        g = groups[g].parent
-        hops += 1
-    return "global"

@@ -78,9 +78,9 @@ class Projection:
     """The pages of one capture, computed from its parts (thread-safe reads)."""
 
     def __init__(self, capture: Capture) -> None:
-        self.capture = capture
         #: The shared analysis (capture/analysis): index, names, parameters, costs, structure, lines.
         self.analysis = Analysis(capture, can_twin=self._can_twin)
+        self.capture = capture = self.analysis.capture  # the capture as the analysis reads it
         self.index = self.analysis.index
         self.names = self.analysis.names
         self.values = self.analysis.values
