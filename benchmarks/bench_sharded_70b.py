@@ -28,7 +28,13 @@ Measured, in one run:
   each value's per-device shape) against the analytic count from the architecture and
   the sharding plan (every matrix split 64 ways, the RMS norms' scales 8 ways over ``tp``).
 
-Targets: opens in under 60 s and 4 GB; parameter bytes within 1 %. Prints figures (wall
+The capture shows its graph first: its path comes on stdout as soon as the graph file is
+written, while XLA still compiles the program for the 64 devices; the file is written again
+when the compiled figures arrive. Both times are printed (to the graph, to the compiled
+figures), each as a ratio to the 60 s target.
+
+Targets: the graph opens in under 60 s and 4 GB, compile included or the graph first;
+parameter bytes within 1 %. Prints figures (wall
 and CPU seconds: on a loaded machine the wall time waits for other work, the CPU time
 much less); asserts nothing. The machine's load average is printed beside them.
 """
@@ -106,14 +112,44 @@ STANDINS = {
     "orbax": None,
 }
 
-# Runs a command and prints its wall time and the peak RSS of its largest child process.
+# Runs a command and prints its wall time, the time its first line came on stdout (the
+# graph file's path: ``tensorviz capture`` prints it as soon as the graph is written, before
+# the compiled program arrives) and the peak RSS of its largest child process.
 MEASURE = r'''
-import json, resource, subprocess, sys, time
+import json, os, resource, subprocess, sys, time
+
+
+def tree_cpu(root):
+    """CPU seconds of ``root`` and every live process below it (with their reaped children's)."""
+    stats = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                text = open(f"/proc/{name}/stat").read()
+            except OSError:
+                continue
+            fields = text[text.rindex(")") + 2:].split()
+            stats[int(name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))
+    keep, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        keep.add(pid)
+        todo += [p for p, (ppid, _) in stats.items() if ppid == pid and p not in keep]
+    return sum(stats[p][1] for p in keep if p in stats) / os.sysconf("SC_CLK_TCK")
+
+
 t = time.perf_counter()
-rc = subprocess.run(sys.argv[1:]).returncode
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, text=True)
+first = first_cpu = None
+for line in proc.stdout:
+    if first is None:
+        first, first_cpu = time.perf_counter() - t, tree_cpu(proc.pid)
+rc = proc.wait()
 wall = time.perf_counter() - t
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({"rc": rc, "wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss * 1024}))
+cpu = ru.ru_utime + ru.ru_stime
+print(json.dumps({"rc": rc, "wall": wall, "graph": first if first is not None else wall,
+                  "graph_cpu": first_cpu if first_cpu is not None else cpu, "cpu": cpu, "rss": ru.ru_maxrss * 1024}))
 '''
 
 OPEN = r'''
@@ -220,13 +256,22 @@ def main() -> int:
           f"{cap.devices['count']} {cap.devices['platform']} devices, simulated={cap.devices['simulated']}")
     print(f"graph: {len(cap.nodes):,} nodes, {len(cap.values):,} values ({split:,} with a sharding), "
           f"{len(cap.groups):,} groups, file {out.stat().st_size / (1 << 20):.1f} MiB")
-    print(f"{'step':34}{'wall s':>9}{'CPU s':>8}{'peak GB':>9}")
-    print(f"{'tensorviz capture (CLI + worker)':34}{cap_run['wall']:9.1f}{cap_run['cpu']:8.1f}{cap_run['rss'] / gb:9.2f}")
-    print(f"{'open (read, index, first page)':34}{opened['wall']:9.1f}{opened['cpu']:8.1f}{opened['rss'] / gb:9.2f}")
+    print(f"{'step':40}{'wall s':>9}{'CPU s':>8}{'peak GB':>9}")
+    print(f"{'tensorviz capture: the graph written':40}{cap_run['graph']:9.1f}{cap_run['graph_cpu']:8.1f}")
+    print(f"{'tensorviz capture: all (compiled too)':40}{cap_run['wall']:9.1f}{cap_run['cpu']:8.1f}"
+          f"{cap_run['rss'] / gb:9.2f}")
+    print(f"{'open (read, index, first page)':40}{opened['wall']:9.1f}{opened['cpu']:8.1f}{opened['rss'] / gb:9.2f}")
     total_wall = cap_run["wall"] + opened["wall"]
+    to_graph = cap_run["graph"] + opened["wall"]
     peak = max(cap_run["rss"], opened["rss"]) / gb
-    print(f"{'together':34}{total_wall:9.1f}{peak:9.2f}   target < 60 s and < 4 GB: "
-          f"{'met' if total_wall < 60 and peak < 4 else 'NOT met'}")
+    print(f"{'together':40}{total_wall:9.1f}{peak:17.2f}")
+    print("(CPU s: the CLI's and the worker's processes together, the compile thread included; on a machine "
+          "whose other work takes the CPU, wall time waits for it)")
+    print(f"time to the graph on screen (capture to the first file, then open): {to_graph:.1f} s = "
+          f"{to_graph / 60:.2f} × the 60 s target ({'met' if to_graph < 60 else 'NOT met'}); "
+          f"to the compiled figures: {total_wall:.1f} s = {total_wall / 60:.2f} × the target "
+          f"({'met' if total_wall < 60 else 'NOT met'}); peak {peak:.2f} GB (target < 4 GB: "
+          f"{'met' if peak < 4 else 'NOT met'})")
     diff = (got - analytic) / analytic
     print(f"per-device parameter bytes: capture {got:,} ({got / gb:.3f} GiB), analytic {analytic:,} "
           f"({analytic / gb:.3f} GiB): {100 * diff:+.3f} % (target within 1 %: {'met' if abs(diff) < 0.01 else 'NOT met'})")
@@ -243,7 +288,8 @@ def main() -> int:
         for c in items:
             kinds[c["kind"]] = kinds.get(c["kind"], 0) + 1
         mem = compiled.get("memory") or {}
-        print(f"compiled by XLA in {compiled['seconds']:.1f} s (+{compiled.get('read_seconds', 0):.1f} s read): "
+        print(f"compiled by XLA in {compiled['seconds']:.1f} s (lowering {compiled.get('lower_seconds', 0):.1f} s of "
+              f"it; +{compiled.get('read_seconds', 0):.1f} s read): "
               f"{len(items):,} collectives ({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}), "
               f"{compiled['attributed']:,} on their nodes, {compiled['unattributed']:,} unattributed; "
               f"XLA per device: {compiled.get('cost', {}).get('flops', 0) / 1e9:.1f} GFLOP, "

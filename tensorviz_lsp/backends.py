@@ -203,12 +203,15 @@ def profiles_in(text: str | None) -> dict[str, dict[str, Any]]:
     if not text:
         return {}
     from capture.recipe import RecipeError
+    from capture.recipe.parse import recipes_size_problem
 
     from .recipes_store import parsed_recipes
 
     try:
         data = parsed_recipes(text)  # parsed once per change, shared with the diagnostics
     except RecipeError:
+        if recipes_size_problem(text) is not None:
+            return {}  # over the bound: its one diagnostic says so; nothing else reads it
         try:  # a wrong version or top-level key: the profiles are still offered
             data = tomllib.loads(text)
         except (tomllib.TOMLDecodeError, RecursionError):  # RecursionError: nested too deeply
@@ -405,8 +408,13 @@ def every_problem(text: str) -> list[RecipeIssue]:
     found is set aside, the profile checked again, with ``text`` still giving lines)."""
     from capture.recipe import RecipeError, parse_profile
 
+    from capture.recipe.parse import recipes_size_problem
+
     from .recipes_store import parsed_recipes, text_key
 
+    too_big = recipes_size_problem(text)
+    if too_big is not None:
+        return [RecipeIssue(too_big, line=1)]
     key = text_key(text)
     with _problems_lock:
         known = _problems.get(key)

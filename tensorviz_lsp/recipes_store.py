@@ -26,7 +26,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from capture.graph.atomic import atomic_write
-from capture.recipe.parse import MAX_RECIPES_BYTES, recipes_workspace
+from capture.recipe.parse import MAX_RECIPES_BYTES, recipes_size_problem, recipes_workspace
 from capture.recipe.lock import RecipesLocked, lock_path, recipes_lock
 from capture.recipe import (
     DEFAULT_FRAMEWORK,
@@ -292,7 +292,11 @@ def parsed_recipes(text: str) -> dict[str, Any]:
     """:func:`capture.recipe.parse_recipes_text` of ``text``, parsed once per change: the
     lens, the diagnostics, the hovers and freshness all ask for the same text (a 15 MB
     file of 2,217 profiles took 0.85 s a parse, several parses a request). The document
-    is shared: callers must not change it. Raises :class:`RecipeError` as the parser does."""
+    is shared: callers must not change it. Raises :class:`RecipeError` as the parser does
+    (a text over the recipes bound at once, before it is hashed)."""
+    too_big = recipes_size_problem(text)
+    if too_big is not None:
+        raise RecipeError(too_big, line=1)
     key = text_key(text)
     with _parsed_lock:
         got = _parsed.get(key)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 from capture import units
 
 from .errors import NotFound
+from .rank_flops import rank_flops
 
 if TYPE_CHECKING:
     from .cost import LayerCosts
@@ -74,6 +75,9 @@ class LineCall:
     uncounted: int = 0
     params: int | None = 0  # None: a parameter of unknown size (a symbolic dimension)
     estimate: bool = False
+    #: A split Torch program: the call's FLOPs on one rank (``rank_flops``); -1: not split.
+    #: Its ``flops`` then mix DTensor ops' global figures with plain ops' per-rank ones.
+    rank_flops: int = -1
 
     def keys(self) -> list[str]:
         """The viewer item keys of this call: groups called, then ops."""
@@ -265,6 +269,9 @@ def _cost(call: LineCall, costs: LayerCosts, params_of: Callable[[int], ParamCou
         call.params = units.add((call.params, params_of(g)["count"]))
     estimate = estimate or any(c.of(i).get("estimate") for i in call.nodes)
     call.flops, call.bytes, call.uncounted, call.estimate = flops, moved, uncounted, estimate
+    ranks = rank_flops(costs)
+    if ranks is not None:
+        call.rank_flops = sum(max(ranks.node[i], 0) for i in call.nodes) + sum(ranks.slots[g + 1] for g in call.groups)
 
 
 def _first_item(analysis: "Analysis", call: LineCall) -> int:

@@ -120,6 +120,8 @@ class CostTotals(TypedDict):
     memory_plan: NotRequired[MemoryPlan | None]
     #: The FLOPs with every MoE layer's experts at their active top-k (the summary).
     active_flops: NotRequired[int]
+    #: A split Torch program: the FLOPs one rank computes (``capture.analysis.rank_flops``).
+    flops_per_rank: NotRequired[int]
 
 
 class StackPerBlock(TypedDict):
@@ -129,6 +131,7 @@ class StackPerBlock(TypedDict):
     bytes: NotRequired[int]
     params: NotRequired[int | None]
     time: NotRequired[float]
+    flops_per_rank: NotRequired[int]
 
 
 class Stack(TypedDict):
@@ -175,6 +178,9 @@ class LayerRow(_RowHead):
     stack: NotRequired[Stack]
     #: How the experts of a MoE layer ran (the summary).
     experts: NotRequired[dict[str, Any]]
+    #: A split program (the summary): one rank's FLOPs, and what the row's FLOPs cover.
+    flops_per_rank: NotRequired[int]
+    flops_scope: NotRequired[str | None]
 
 
 class MoeLayer(TypedDict):

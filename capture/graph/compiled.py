@@ -4,9 +4,11 @@ by the summary, ``inspect`` and the viewer.
 
 The record (plain data)::
 
-    {"status": "compiled" | "skipped" | "timeout" | "failed",
-     "reason": str,                 # when not compiled: why
-     "seconds": float,              # the compile's wall time (0 when skipped)
+    {"status": "compiled" | "skipped" | "timeout" | "failed" | "pending",
+     "reason": str,                 # when not compiled: why (pending: for how many devices)
+     "seconds": float,              # the compile's wall time (0 when skipped; pending: so far)
+     "lower_seconds": float,        # of it, lowering the traced program to StableHLO
+     "limit_seconds": float,        # pending: the most it may take (Limits.compile_seconds)
      "scope": "per device",         # every figure below is one device's
      "devices": int,                # the partitions XLA compiled for
      "cost": {"flops", "bytes_accessed", "transcendentals"},   # cost_analysis(), per device
@@ -24,6 +26,9 @@ The record (plain data)::
 ``node`` is the node (an index into ``Capture.nodes``) of the equation XLA made the
 collective for, ``None`` when it maps onto none (counted in ``unattributed``).
 
+``pending``: the graph was sent before XLA finished; the record follows it
+(:mod:`capture.graph.later_compiled`), and readers say "compiling for N devices…".
+
 Standard library only.
 """
 
@@ -34,7 +39,7 @@ from typing import Any
 
 from ..units import flops_text
 
-STATUSES = ("compiled", "skipped", "timeout", "failed")
+STATUSES = ("compiled", "skipped", "timeout", "failed", "pending")
 MAX_COLLECTIVES = 20_000
 
 
@@ -102,6 +107,10 @@ def summary_lines(compiled: dict[str, Any] | None, size_text: Any) -> list[str]:
     if not compiled:
         return []
     status = compiled.get("status")
+    if status == "pending":
+        n = compiled.get("devices", 1)
+        return [f"compiled:    compiling for {n} device{'' if n == 1 else 's'}… (XLA's collectives, FLOPs and memory "
+                "follow the graph; this file is written again when they arrive)"]
     if status != "compiled":
         return [f"compiled:    not compiled ({status}): {compiled.get('reason', '')}"]
     items = compiled.get("collectives") or []
@@ -132,7 +141,8 @@ def words(compiled: dict[str, Any], size_text: Any = None) -> dict[str, Any]:
     ``compiled``): its status, counts and figures, without the list of collectives (they
     are on their nodes' cards)."""
     out: dict[str, Any] = {k: compiled.get(k) for k in ("status", "reason", "seconds", "devices", "scope",
-                                                       "attributed", "unattributed", "cost", "memory")
+                                                       "attributed", "unattributed", "cost", "memory",
+                                                       "limit_seconds")
                            if compiled.get(k) is not None}
     items = compiled.get("collectives") or []
     out["count"] = len(items)

@@ -753,12 +753,7 @@ def capture(ctx: CaptureContext) -> Capture:
         eqns_out=eqns,
     )
     capture.devices = devices_record(jax, recipe)
-    if isinstance(compiling, compiled.Compilation):  # the program as XLA runs it on the devices
-        ctx.progress("reading the compiled program (XLA)", 0.9)
-        capture.compiled = compiling.finish(capture.nodes, eqns, capture.groups,
-                                            (capture.frames, str(ctx.workspace)))
-    else:
-        capture.compiled = compiling
+    capture.compiled = _compiled_record(ctx, capture, compiling, eqns)
     if not capture.nodes:
         raise CaptureError(
             "trace",
@@ -767,6 +762,27 @@ def capture(ctx: CaptureContext) -> Capture:
         )
     ctx.progress("converted", 0.95)
     return capture
+
+
+def _compiled_record(ctx: CaptureContext, capture: Capture, compiling: Any, eqns: list) -> dict[str, Any] | None:
+    """``Capture.compiled``: the program as XLA runs it on the devices, read now when the
+    compile has ended (or the caller waits: in-process captures); else, in the worker, a
+    pending record, the graph sent first and the compile finished after it
+    (``ctx.after_compile``, :mod:`capture.graph.later_compiled`)."""
+    if not isinstance(compiling, compiled.Compilation):
+        return compiling
+    nodes, groups, sources = capture.nodes, capture.groups, (capture.frames, str(ctx.workspace))
+    if ctx.graph_first and not compiling.done():
+        n = compiling.devices
+
+        def after() -> tuple[dict[str, Any], dict[str, Any]]:
+            ctx.progress(f"compiling for {n} device{'' if n == 1 else 's'} (XLA; the graph is shown)", 0.99)
+            return compiling.finish(nodes, eqns, groups, sources, deadline=ctx.deadline - 1.0), {}
+
+        ctx.after_compile = after
+        return compiling.pending()
+    ctx.progress("reading the compiled program (XLA)", 0.9)
+    return compiling.finish(nodes, eqns, groups, sources, deadline=ctx.deadline - 1.0)
 
 
 def _call_inputs(ctx: CaptureContext, jax: Any, plan: _Plan, make_tensor: Any) -> tuple[Any, Any]:

@@ -11,13 +11,15 @@ line. A whole profile is validated by :mod:`capture.recipe.profile`, which build
 from __future__ import annotations
 
 import bisect
-import functools
 import math
 import re
+import threading
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import safe_read
+
+from ..units import bytes_text
 
 from .model import (
     COMPLEX_DTYPES,
@@ -68,8 +70,22 @@ _REF = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_]
 # --------------------------------------------------------------------------- reading files
 
 
-#: A recipes file of 4,000 profiles is about 1.5 MB.
-MAX_RECIPES_BYTES = 16 * 1024 * 1024
+#: The largest recipes file TensorViz reads, from disk or from an editor's buffer. A file
+#: of 4,000 ordinary profiles is about 1.5 MB; every change of a recipes file is parsed and
+#: checked (the editor checks each profile), and a 15 MB file of 2,217 profiles kept the
+#: language server busy for seconds on every keystroke (issue 52 item 14).
+MAX_RECIPES_BYTES = 4 * 1024 * 1024
+
+
+def recipes_size_problem(text: str) -> str | None:
+    """Why ``text`` is too big to be a recipes file, or None (costs nothing for most texts)."""
+    if len(text) * 4 <= MAX_RECIPES_BYTES:
+        return None  # even all four-byte characters would fit
+    size = len(text) if len(text) > MAX_RECIPES_BYTES else len(text.encode("utf-8", "surrogatepass"))
+    if size <= MAX_RECIPES_BYTES:
+        return None
+    return (f"the recipes file is {bytes_text(size)}, over the {bytes_text(MAX_RECIPES_BYTES)} TensorViz reads "
+            "(4,000 profiles take about 1.4 MiB): remove profiles nobody uses, or move them to another file")
 
 
 def recipes_workspace(path: Path) -> Path:
@@ -103,6 +119,9 @@ def parse_recipes_text(text: str, *, file: str | None = None) -> dict[str, Any]:
     """Parse a recipes document and check ``version`` and ``profiles``."""
     import tomllib
 
+    too_big = recipes_size_problem(text)
+    if too_big is not None:
+        raise RecipeError(too_big, line=1, file=file)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -190,11 +209,11 @@ class _Ctx:
     def __init__(self, profile: str, text: str | None, file: str | None) -> None:
         self.profile = profile
         self.file = file
-        self.locator = locator_for(text) if text is not None else None
+        self.text = text  # lines are looked up only for an error
         self.budget = MAX_DESCRIPTIONS
 
     def error(self, segments: list[str | int], problem: str) -> RecipeError:
-        line = self.locator.line(segments) if self.locator is not None else None
+        line = locator_for(self.text).line(segments) if self.text is not None else None
         return RecipeError(problem, key_path=_path_text(segments), profile=self.profile, line=line, file=self.file)
 
 
@@ -830,10 +849,27 @@ class _Locator:
         return None if found is None else found + 1
 
 
-@functools.lru_cache(maxsize=8)
+_LOCATORS_KEPT = 8
+_locators: list[tuple[str, _Locator]] = []  # newest last
+_locators_lock = threading.Lock()
+
+
 def locator_for(text: str) -> _Locator:
-    """The locator of ``text``, built once however many profiles and problems ask."""
-    return _Locator(text)
+    """The locator of ``text``, built once however many profiles and problems ask.
+
+    Found by identity first: an equal text held by another string object costs one
+    comparison of the whole text (about 1 ms for 15 MB), and is then kept under that
+    object too, so the next of a 2,217-profile file's lookups costs nothing."""
+    with _locators_lock:
+        for held, loc in reversed(_locators):
+            if held is text:
+                return loc
+        found = next((loc for held, loc in _locators if len(held) == len(text) and held == text), None)
+    loc = found if found is not None else _Locator(text)
+    with _locators_lock:
+        _locators.append((text, loc))
+        del _locators[:-_LOCATORS_KEPT]
+    return loc
 
 
 def key_path_line(text: str, key_path: str) -> int | None:

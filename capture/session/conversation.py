@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Protocol, cast
 
-from ..graph import graphfile, later_stats
+from ..graph import graphfile, later_compiled, later_stats
 from ..graph.model import Capture, Frame, Source, failure_from_json
 from ..worker.procs import LogPump, describe_escaped, kill_worker_tree, not_started, release_worker
 from ..worker.protocol import (
@@ -117,9 +117,9 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) ->
         return _crashed(job, channel)
     if final["kind"] == "result":
         capture = _worker_result(job, final)
-        if capture.failure is None and later_stats.pending(capture):
-            job.graph_ready(capture)  # the graph first: its statistics follow
-            capture = _statistics_after(job, channel, reader, capture, deadline)
+        if capture.failure is None and _follows(capture):
+            job.graph_ready(capture)  # the graph first: its statistics, its compiled program follow
+            capture = _later_parts(job, channel, reader, capture, deadline)
         channel.finish()
         if capture.failure is not None:
             disown(job, capture.failure)  # a graph file's failure from the worker: the offer is the parent's
@@ -134,42 +134,86 @@ def converse(job: CaptureJob, channel: WorkerChannel, request: WorkerRequest) ->
     return capture
 
 
-def _statistics_after(job: CaptureJob, channel: WorkerChannel, reader: FrameReader, capture: Capture,
-                      deadline: float) -> Capture:
-    """``capture`` with the statistics the worker sends after it (one
-    :class:`~capture.worker.protocol.StatisticsMessage`), read under the same deadline and
-    cancel flag; without them (cancelled, past the deadline, the worker gone, a bad
-    message) the graph stands and says why they are missing."""
+def _follows(capture: Capture) -> bool:
+    """Whether parts of ``capture`` follow it: parameter statistics
+    (:mod:`~capture.graph.later_stats`), the compiled program (:mod:`~capture.graph.later_compiled`)."""
+    return bool(later_stats.pending(capture)) or later_compiled.pending(capture)
+
+
+def _missing(capture: Capture, why: str, compile_status: str = "failed") -> Capture:
+    """``capture`` saying that what it still waited for will not come (``why``)."""
+    capture = later_stats.missing(capture, why)
+    return later_compiled.missing(capture, why, compile_status)
+
+
+def _take_later(job: CaptureJob, reader: FrameReader, chunk: bytes, capture: Capture) -> Capture:
+    """``capture`` with the parts the frames of ``chunk`` complete merged in (progress
+    reported). Raises ProtocolError or ValueError for a bad message."""
+    for raw in reader.feed(chunk):
+        msg = check_message(raw)
+        if msg is None:
+            continue
+        if msg["kind"] == "statistics" and later_stats.pending(capture):
+            capture = later_stats.complete(capture, msg["values"], msg["skipped"], msg.get("error"))
+        elif msg["kind"] == "compiled" and later_compiled.pending(capture):
+            capture = later_compiled.complete(capture, msg["compiled"], msg.get("meta"))
+        elif msg["kind"] == "progress":
+            job.progress(msg["message"], msg["fraction"])
+    return capture
+
+
+def _later_parts(job: CaptureJob, channel: WorkerChannel, reader: FrameReader, capture: Capture,
+                 deadline: float) -> Capture:
+    """``capture`` with what the worker sends after it (one
+    :class:`~capture.worker.protocol.StatisticsMessage` when its statistics follow, one
+    :class:`~capture.worker.protocol.CompiledMessage` when its compiled program does), read
+    under the same deadline and cancel flag; without them (cancelled, past the deadline,
+    the worker gone, a bad message) the graph stands and says why they are missing."""
     chunk: bytes | None = b""  # first: the frames read with the result
     exited_since: float | None = None
     while True:
         if chunk is not None:
             try:
-                for raw in reader.feed(chunk):
-                    msg = check_message(raw)
-                    if msg is not None and msg["kind"] == "statistics":
-                        return later_stats.complete(capture, msg["values"], msg["skipped"], msg.get("error"))
-                    if msg is not None and msg["kind"] == "progress":
-                        job.progress(msg["message"], msg["fraction"])
+                capture = _take_later(job, reader, chunk, capture)
             except (ProtocolError, ValueError) as exc:
                 channel.kill_group()
-                return later_stats.missing(capture, f"the worker sent an invalid message: {exc}")
+                return _missing(capture, f"the worker sent an invalid message: {exc}")
+            if not _follows(capture):
+                return capture
         if job.cancel.is_set():
             channel.kill_group()
-            return later_stats.missing(capture, "the capture was cancelled while they were measured")
+            return _missing(capture, "the capture was cancelled before they arrived")
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             channel.kill_group()
-            return later_stats.missing(capture, f"the {job.limits.max_seconds:g} s deadline passed while they were "
-                                                "measured")
+            return _missing(capture, f"the capture's {job.limits.max_seconds:g} s deadline (--timeout) passed before they arrived",
+                            "timeout")
         chunk = channel.read(min(remaining, 0.05))
         if chunk is None:
             if exited_since is None and channel.exited():
                 exited_since = time.monotonic()
             elif exited_since is not None and time.monotonic() - exited_since > 0.5:
-                return later_stats.missing(capture, "the worker ended before sending them")
+                return _missing(capture, _ended(job, channel))
         elif not chunk:
-            return later_stats.missing(capture, "the worker ended before sending them")
+            return _missing(capture, _ended(job, channel))
+
+
+def _ended(job: CaptureJob, channel: WorkerChannel) -> str:
+    """Why what followed the graph never came: the worker ended, and how (a signal: a
+    compile that ran out of memory is killed, not raised)."""
+    code = channel.wait_exit(0.5)
+    how = ""
+    if code is not None and code < 0:
+        sig = _signal_name(-code)
+        hint = {"SIGKILL": " (possibly out of memory)", "SIGSEGV": " (segmentation fault)",
+                "SIGABRT": " (aborted)"}.get(sig, "")
+        how = f", killed by {sig}{hint}"
+        memory = job.limits.max_memory_bytes
+        if memory:
+            how += f" (the capture memory limit was {memory / (1 << 20):g} MiB)"
+    elif code:
+        how = f", exit status {code}"
+    return f"the worker ended before sending them{how}"
 
 
 def _take_messages(job: CaptureJob, reader: FrameReader, chunk: bytes) -> _FinalMessage | None:

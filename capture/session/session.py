@@ -10,8 +10,9 @@
    end's :class:`~capture.session.warm_workers.WarmWorkers` (the language server's);
 4. writes the graph file in its one place (:mod:`capture.session.graph_files`), or the
    request's ``output`` (a failure beside a good graph, never over it); a graph whose
-   statistics follow it (:mod:`capture.graph.later_stats`) is written as soon as it
-   arrives (``on_graph`` tells the front end), and again once they have;
+   statistics (:mod:`capture.graph.later_stats`) or compiled program
+   (:mod:`capture.graph.later_compiled`) follow it is written as soon as it arrives
+   (``on_graph`` tells the front end), and again once they have;
 5. keeps a successful capture in the history (:mod:`capture.session.history`) and
    returns the capture kept before it, for a diff.
 
@@ -90,8 +91,9 @@ class CaptureRequest:
     (None: not kept). ``warm``: the front end's warm workers (None: a one-shot worker);
     ``warm_idle_seconds``: how long the folder's warm worker may idle (0: off).
     ``progress``/``log``/``cancel``: see :class:`~capture.session.job.CaptureJob`.
-    ``on_graph(capture, graph file)``: a graph whose statistics follow it
-    (:mod:`capture.graph.later_stats`), as soon as its file is written (None: not
+    ``on_graph(capture, graph file)``: a graph whose statistics or compiled program follow
+    it (:mod:`capture.graph.later_stats`, :mod:`capture.graph.later_compiled`), as soon as
+    its file is written (None: not
     written), from the capturing thread; the session then waits for them, writes the
     file again, complete, and returns that capture."""
 

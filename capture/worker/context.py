@@ -55,7 +55,14 @@ class CaptureContext:
     ``after_result``: set by a capture whose graph leaves statistics to measure after it
     was sent (``meta["stats_pending"]``): called once the result is sent, it returns
     ``[value id, statistics]`` rows and the count of values it could not measure
-    (:class:`~capture.worker.protocol.StatisticsMessage`).
+    (:class:`~capture.worker.protocol.StatisticsMessage`);
+    ``graph_first``: the worker sends the graph before a JAX capture's compile finishes
+    (set by the worker's request; in-process callers, tests and benchmarks, get the
+    compiled record in the capture);
+    ``after_compile``: set by such a capture when its compile was still running once the
+    graph was converted (``Capture.compiled`` pending): called once the result is sent,
+    it waits for the compile and returns ``(compiled record, meta updates)``
+    (:class:`~capture.worker.protocol.CompiledMessage`).
     """
 
     def __init__(
@@ -78,6 +85,8 @@ class CaptureContext:
         # fails, so freshness can tell when a fix was saved.
         self.requested_sources: list[str] = []
         self.after_result: Callable[[], tuple[list[list[Any]], int]] | None = None
+        self.graph_first = False
+        self.after_compile: Callable[[], tuple[dict[str, Any], dict[str, Any]]] | None = None
 
     # ------------------------------------------------------------------ imports
 

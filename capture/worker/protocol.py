@@ -11,7 +11,10 @@ print to): any number of :class:`ProgressMessage`, then exactly one of
 :class:`ResultMessage`, :class:`FailureMessage` or :class:`DeviceOkMessage`. A result whose
 graph's ``meta["stats_pending"]`` counts values measured after it is followed by one
 :class:`StatisticsMessage` with their statistics (the graph first: the parent writes it
-before they arrive).
+before they arrive). A result whose graph's ``compiled`` is pending (``status``
+``"pending"``: XLA was still compiling it for the devices) is followed by one
+:class:`CompiledMessage` with the compiled program's record
+(:mod:`capture.graph.later_compiled`).
 
 The warm worker (:mod:`capture.worker.zygote`, parent side :mod:`capture.session.warm`) reads
 such requests one after another on its stdin, plus :class:`PreloadRequest` (answered by
@@ -93,6 +96,16 @@ class StatisticsMessage(TypedDict):
     error: NotRequired[str]
 
 
+class CompiledMessage(TypedDict):
+    """After a result whose graph's ``compiled`` is pending: the record of the compiled
+    program (``Capture.compiled``: compiled, or why not: ``failed``/``timeout``), and
+    the meta keys derived from it (``capture.graph.later_compiled.META_KEYS``)."""
+
+    kind: Literal["compiled"]
+    compiled: dict[str, Any]
+    meta: NotRequired[dict[str, Any]]
+
+
 class FrameJson(TypedDict):
     file: str
     line: int
@@ -161,7 +174,7 @@ class PreloadedMessage(TypedDict):
 
 WorkerMessage = Union[
     ProgressMessage, ResultMessage, FailureMessage, DeviceOkMessage,
-    ForkedMessage, ModulesMessage, ExitedMessage, PreloadedMessage, StatisticsMessage,
+    ForkedMessage, ModulesMessage, ExitedMessage, PreloadedMessage, StatisticsMessage, CompiledMessage,
 ]
 #: The kinds that end a capture's stream.
 FINAL_KINDS = frozenset({"result", "failure", "device_ok"})
@@ -177,6 +190,7 @@ MESSAGES: Mapping[str, Any] = {
     "exited": ExitedMessage,
     "preloaded": PreloadedMessage,
     "statistics": StatisticsMessage,
+    "compiled": CompiledMessage,
 }
 
 

@@ -23,6 +23,7 @@ from .protocol import (
     ProgressMessage,
     ResultMessage,
     StatisticsMessage,
+    CompiledMessage,
     AbstractOffer,
     TraceDetails,
     WorkerMessage,
@@ -122,6 +123,7 @@ class _Session:
                 ProgressMessage(kind="progress", message=message, fraction=fraction)),
             started=self.started,
         )
+        ctx.graph_first = True  # a compile still running once the graph is converted follows it
         os.chdir(ctx.workspace)
         # Before anything can import workspace code: each workspace module's sha256 is
         # taken from the bytes it was compiled from, so an edit saved while the capture
@@ -197,6 +199,8 @@ class _Session:
         self.send(ResultMessage(kind="result", graph=data))
         if ctx.after_result is not None and capture.failure is None:
             self.send_later_statistics(ctx.after_result)
+        if ctx.after_compile is not None and capture.failure is None:
+            self.send_later_compiled(ctx.after_compile)
 
     def send_later_statistics(self, measure: Callable[[], tuple[list[list[Any]], int]]) -> None:
         """The statistics the graph just sent left for after it (``meta["stats_pending"]``):
@@ -209,6 +213,26 @@ class _Session:
             message = StatisticsMessage(kind="statistics", values=[], skipped=0,
                                         error=f"{type(exc).__name__}: {_safe_str(exc)}"[:2000])
         self.send(message)
+
+    def send_later_compiled(self, finish: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        """The compiled program the graph just sent waits for (``Capture.compiled`` pending):
+        awaited, read and attributed now, and sent as one message; a problem doing so is
+        said in its record (the graph stands: nothing after the result is a failure)."""
+        meta: dict[str, Any] = {}
+        try:
+            record, meta = finish()
+        except Exception as exc:
+            record = {"status": "failed", "seconds": 0.0,
+                      "reason": f"reading the compiled program failed: {type(exc).__name__}: {_safe_str(exc)}"[:2000]}
+        message = CompiledMessage(kind="compiled", compiled=record)
+        if meta:
+            message["meta"] = meta
+        try:
+            self.send(message)
+        except Exception as exc:  # a record msgpack cannot carry: say so instead
+            self.send(CompiledMessage(kind="compiled", compiled={
+                "status": "failed", "seconds": float(record.get("seconds") or 0.0),
+                "reason": f"the compiled program's record could not be sent: {type(exc).__name__}: {_safe_str(exc)}"[:2000]}))
 
     def send_failure_for(self, exc: BaseException) -> None:
         from ..graph.model import failure_json

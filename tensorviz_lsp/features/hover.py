@@ -91,8 +91,13 @@ def _size(capture: Capture) -> str:
     totals = executed_totals(capture)
     if totals is not None:
         flops, uncounted = totals["flops"], totals["uncounted"]
-        text += f"; {flops_text(flops)}{' (global)' if capture.meshes else ''} (a multiply-add counts 2), " \
-                f"{bytes_text(totals['bytes'])} moved"
+        per_rank = (capture.cost.notes or {}).get("per_rank") if capture.cost is not None else None
+        if isinstance(per_rank, dict) and type(per_rank.get("total")) is int:
+            # a split Torch program: its column mixes DTensor ops' global FLOPs with plain ops' per-rank ones
+            text += f"; {flops_text(per_rank['total'])} per rank (a multiply-add counts 2)"
+        else:
+            text += f"; {flops_text(flops)}{' (global)' if capture.meshes else ''} (a multiply-add counts 2)"
+        text += f", {bytes_text(totals['bytes'])} moved"
         if uncounted:
             text += f", {uncounted:,} op{'s' * (uncounted != 1)} uncounted"
     text += _compiled(capture)
@@ -104,6 +109,9 @@ def _compiled(capture: Capture) -> str:
     c = capture.compiled
     if not isinstance(c, dict):
         return ""
+    if c.get("status") == "pending":
+        nd = c.get("devices", 1)
+        return f"; compiling for {nd} device{'s' * (nd != 1)}… (XLA's figures follow)"
     if c.get("status") != "compiled":
         return f"; not compiled ({c.get('status')})"
     items = c.get("collectives") or []

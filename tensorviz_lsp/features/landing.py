@@ -44,8 +44,9 @@ class GraphLanding:
 
     def first_graph(self, target: CaptureTarget, capture: Capture, *, show: bool, background: bool) -> None:
         """The graph first (from the capturing thread): a graph whose parameters'
-        statistics follow it (``meta.stats_pending``, the inspector says "measuring…") is
-        in the viewer (and shown) before they are measured; :meth:`land` then replaces it
+        statistics follow it (``meta.stats_pending``, the inspector says "measuring…"), or
+        whose compiled program does (``compiled.status`` pending: "compiling for N
+        devices…"), is in the viewer (and shown) before they arrive; :meth:`land` then replaces it
         in place with the complete capture. A viewer that cannot listen shows nothing
         here: :meth:`land` says so once the capture is complete."""
         try:

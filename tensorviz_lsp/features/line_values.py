@@ -24,6 +24,7 @@ from capture.analysis.body_templates import body_summary, template_line
 from capture.units import bytes_text, count_text, flops_text
 from capture.analysis.lines import group_label
 from capture.analysis.names import value_label
+from capture.analysis.scope import cost_scope
 
 if TYPE_CHECKING:  # pragma: no cover
     from capture.analysis.lines import LineEntry
@@ -239,12 +240,21 @@ def provenance(capture: Any, entry: "LineEntry") -> str:
     return "Traced by JAX, not measured: shapes and dtypes only (nothing was computed)."
 
 
-def cost_text(call: Any) -> str | None:
+def cost_text(call: Any, capture: Any = None) -> str | None:
     """What a call costs, in words: ``2.42 GFLOPs · 45.1 MB moved · 2.36 M params``
-    (FLOPs with a multiply-add counted 2), or None when the capture holds no costs."""
+    (FLOPs with a multiply-add counted 2), or None when the capture holds no costs. On a
+    program split across devices (``capture`` with a mesh) the FLOPs say their scope:
+    ``global`` or ``per device`` (a shard_map body), and a split Torch program's call its
+    FLOPs ``per rank`` (``call.rank_flops``)."""
     if getattr(call, "flops", -1) < 0:
         return None
-    parts = [("~" if call.estimate else "") + flops_text(call.flops), f"{bytes_text(call.bytes)} moved"]
+    rank = getattr(call, "rank_flops", -1)
+    if rank >= 0:
+        flops = f"{flops_text(rank)} per rank"
+    else:
+        scope = cost_scope(capture, call.container) if capture is not None else None
+        flops = ("~" if call.estimate else "") + flops_text(call.flops) + (f" {scope}" if scope else "")
+    parts = [flops, f"{bytes_text(call.bytes)} moved"]
     if call.params:
         parts.append(f"{count_text(call.params)} params")
     if call.uncounted:
@@ -256,7 +266,7 @@ def calls_text(capture: Any, entry: "LineEntry") -> str:
     ran = runs(entry)
     ops = ran[0].ops
     text = f"{ops:,} op{'s' * (ops != 1)} behind it"
-    cost = cost_text(ran[0])
+    cost = cost_text(ran[0], capture)
     if cost:
         text += f" ({cost}; a multiply-add counts 2 FLOPs, bytes unfused)"
     n = len(ran)

@@ -17,13 +17,13 @@ import ast
 import asyncio
 import logging
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
 
 from capture.recipe import is_path_ref, model_ref_for, module_file, path_ref_file, split_ref
+from capture.recipe.parse import locator_for
 
 from ..backends import RECIPES_PATH, Backends, Candidate, RecipeIssue, every_problem, profiles_in, recipes_root
 from ..diagnostics import SOURCE
@@ -45,6 +45,8 @@ def _saved_suffixes() -> tuple[str, ...]:
 
 
 _SAVED_SUFFIXES = _saved_suffixes()
+#: Canonical model references kept at most (a recipes file names one per profile).
+_CANONICALS_KEPT = 20_000
 # Watched: a replaced checkpoint makes its graph stale and its profile's diagnostic current.
 SAVED_FILES_GLOB = "**/*.{" + ",".join(s.lstrip(".") for s in _SAVED_SUFFIXES) + "}"
 
@@ -61,6 +63,11 @@ class Recipes(Feature):
         self._by_model: dict[str, dict[str, str]] = {}
         #: Bumped whenever saved profiles may have changed (lens titles follow).
         self.generation = 0
+        #: ``{(root, model reference): canonical form}`` (:meth:`_canonical`).
+        self._canonicals: dict[tuple[str, str], str | None] = {}
+        #: Roots whose check is running, and those asked for again meanwhile.
+        self._checking: set[str] = set()
+        self._again: set[str] = set()
 
     # -- queries -----------------------------------------------------------------
     def profile_of(self, uri: str, cand: Candidate) -> str | None:
@@ -94,9 +101,19 @@ class Recipes(Feature):
         index = self._model_index(root)
         found = index.get(model)
         if found is None:
-            canonical = _canonical(root, model)
+            canonical = self._canonical(root, model)
             found = index.get(canonical) if canonical is not None else None
         return found
+
+    def _canonical(self, root: Path, ref: str) -> str | None:
+        """:func:`_canonical`, kept until a file other than the recipes file changes:
+        an edit of a 2,217-profile recipes file resolves none of its paths again."""
+        key = (str(root), ref)
+        if key not in self._canonicals:
+            if len(self._canonicals) >= _CANONICALS_KEPT:
+                self._canonicals.clear()
+            self._canonicals[key] = _canonical(root, ref)
+        return self._canonicals[key]
 
     def _model_index(self, root: Path) -> dict[str, str]:
         """``{model reference (as saved, and canonical): first profile naming it}``:
@@ -109,7 +126,7 @@ class Recipes(Feature):
                 ref = recipe.get("model")
                 if isinstance(ref, str):
                     index.setdefault(ref, name)
-                    canonical = _canonical(root, ref)
+                    canonical = self._canonical(root, ref)
                     if canonical is not None:
                         index.setdefault(canonical, name)
             self._by_model[key] = index
@@ -117,7 +134,27 @@ class Recipes(Feature):
 
     # -- diagnostics -------------------------------------------------------------
     async def check(self, root: Path) -> None:
+        """Check the recipes file of ``root`` and publish its diagnostics.
+
+        Checks of one root never pile up: while one runs, any number of further
+        requests (an editor sending every keystroke and save of a 15 MB file) leave
+        one more check to run after it, on the text of that moment."""
         self.invalidate(root)
+        key = str(root)
+        if key in self._checking:
+            self._again.add(key)
+            return
+        self._checking.add(key)
+        try:
+            while True:
+                self._again.discard(key)
+                await self._check_once(root)
+                if key not in self._again or self.server.stopping:
+                    break
+        finally:
+            self._checking.discard(key)
+
+    async def _check_once(self, root: Path) -> None:
         file = self.recipes_file(root)
         text = self.server.read_text(file)
         uri = self.server.uri_of(file)
@@ -131,11 +168,11 @@ class Recipes(Feature):
         except Exception as exc:
             log.exception("checking %s failed", file)
             issues = [RecipeIssue(f"could not check recipes: {exc}")]
-        lines = text.splitlines()
+        widths = await self.server.run_blocking(_line_widths, text, {max(0, (i.line or 1) - 1) for i in issues})
         diags = []
         for issue in issues:
             line = max(0, (issue.line or 1) - 1)
-            width = len(lines[line]) if line < len(lines) else 0
+            width = widths.get(line, 0)
             where = f"{issue.path}: " if issue.path and issue.path not in issue.message else ""
             diags.append(
                 types.Diagnostic(
@@ -151,39 +188,36 @@ class Recipes(Feature):
             log.info("%s: %d invalid recipe entr%s", file, len(issues), "y" if len(issues) == 1 else "ies")
 
     async def _model_issues(self, root: Path, text: str, known: list[RecipeIssue]) -> list[RecipeIssue]:
-        """``model`` names that their (workspace) module does not define."""
+        """``model`` names that their (workspace) module does not define.
+
+        The file-system part runs off the event loop, each workspace file is read and
+        discovered once however many profiles name it, and every line comes from the
+        text's one locator: a 2,217-profile file no longer scans its 15 MB once a
+        profile on the loop (issue 52 item 14)."""
         bad_model = {i.profile for i in known if i.path and i.path.endswith(".model")}
-        out = []
-        for name, recipe in profiles_in(text).items():
-            ref = recipe.get("model")
-            if name in bad_model or not isinstance(ref, str) or ref.count(":") != 1:
-                continue
-            module, qualname = split_ref(ref)
-            path = module_file(root, module)
-            if path is None and is_path_ref(ref):
-                # A file named by path is always a workspace file: say why it cannot be used.
-                problem = path_ref_file(root, module)[1] or f"no file {module!r} in the workspace"
-                out.append(RecipeIssue(f"profiles.{name}.model: {problem}", line=_key_line(text, name, "model"),
-                                       profile=name, path=f"profiles.{name}.model"))
-                continue
-            source = self.server.read_text(path) if path is not None else None
-            if source is None or path is None:
+        out, wanted = await self.server.run_blocking(_model_files, root, text, bad_model)
+        python = self.interpreters.discovery_python(root) if wanted else None
+        for path, names in wanted.items():
+            source = self.server.read_text(path)
+            if source is None:
                 continue  # not a workspace file (an installed package): nothing to read
-            found = await self.server.run_blocking(self.backends.discover, source, path, root,
-                                                   self.interpreters.discovery_python(root))
+            found = await self.server.run_blocking(self.backends.discover, source, path, root, python)
             if not found.parsed:
                 continue  # the file's own diagnostic says why
-            if any(qualname in (c.qualname, c.name) for c in found.candidates) or _defines(source, qualname):
-                continue
-            names = ", ".join(c.qualname for c in found.candidates) or "no model discovery recognises"
-            out.append(
-                RecipeIssue(
-                    f"profiles.{name}.model: {module} has no {qualname!r} (it defines {names})",
-                    line=_key_line(text, name, "model"),
-                    profile=name,
-                    path=f"profiles.{name}.model",
+            offered = {n for c in found.candidates for n in (c.qualname, c.name)}
+            defines = ", ".join(c.qualname for c in found.candidates) or "no model discovery recognises"
+            for name, module, qualname in names:
+                if qualname in offered or _defines(source, qualname):
+                    continue
+                out.append(
+                    RecipeIssue(
+                        f"profiles.{name}.model: {module} has no {qualname!r} (it defines {defines})",
+                        line=_model_line(text, name),
+                        profile=name,
+                        path=f"profiles.{name}.model",
+                    )
                 )
-            )
+        out.sort(key=lambda i: i.line or 0)
         return out
 
     # -- hooks -------------------------------------------------------------------
@@ -216,6 +250,7 @@ class Recipes(Feature):
 
     @hook
     async def folders_changed(self, added: list[str], removed: list[str]) -> None:
+        self._canonicals.clear()
         for p in removed:
             self.invalidate(Path(p))
             uri = self.server.uri_of(Path(p) / RECIPES_PATH)
@@ -252,6 +287,8 @@ class Recipes(Feature):
 
     @hook
     async def files_changed(self, changes: list[types.FileEvent]) -> None:
+        if any(c.type != types.FileChangeType.Changed for c in changes):
+            self._canonicals.clear()  # a module appeared or went: references resolve anew
         for change in changes:
             await self._touched(change.uri)
 
@@ -365,17 +402,45 @@ def _bound_names(body: list[ast.stmt]) -> set[str]:
     return names
 
 
-def _key_line(text: str, profile: str, key: str) -> int | None:
-    """1-based line of ``key`` in ``[profiles.PROFILE]`` (else the table's header)."""
-    lines = text.splitlines()
-    header = re.compile(r"\s*\[\s*profiles\s*\.\s*[\"']?" + re.escape(profile) + r"[\"']?\s*\]")
-    assign = re.compile(r"\s*" + re.escape(key) + r"\s*=")
-    start = next((i for i, line in enumerate(lines) if header.match(line)), None)
-    if start is None:
-        return None
-    for i in range(start + 1, len(lines)):
-        if lines[i].lstrip().startswith("["):
-            break
-        if assign.match(lines[i]):
-            return i + 1
-    return start + 1
+def _model_files(
+    root: Path, text: str, skip: set[str | None]
+) -> tuple[list[RecipeIssue], dict[Path, list[tuple[str, str, str]]]]:
+    """For :meth:`Recipes._model_issues`, off the event loop: the issues of ``model``
+    paths naming no workspace file, and ``{workspace file: [(profile, module,
+    qualname)]}`` to check against discovery."""
+    issues: list[RecipeIssue] = []
+    wanted: dict[Path, list[tuple[str, str, str]]] = {}
+    for name, recipe in profiles_in(text).items():
+        ref = recipe.get("model")
+        if name in skip or not isinstance(ref, str) or ref.count(":") != 1:
+            continue
+        module, qualname = split_ref(ref)
+        path = module_file(root, module)
+        if path is None and is_path_ref(ref):
+            # A file named by path is always a workspace file: say why it cannot be used.
+            problem = path_ref_file(root, module)[1] or f"no file {module!r} in the workspace"
+            issues.append(RecipeIssue(f"profiles.{name}.model: {problem}", line=_model_line(text, name),
+                                      profile=name, path=f"profiles.{name}.model"))
+        elif path is not None:
+            wanted.setdefault(path, []).append((name, module, qualname))
+    return issues, wanted
+
+
+def _line_widths(text: str, lines: set[int]) -> dict[int, int]:
+    """``{0-based line: its length}`` for ``lines`` of ``text``, reading only as far as
+    the last of them (off the event loop: a 15 MB text is not split for one line)."""
+    out: dict[int, int] = {}
+    start, number, last = 0, 0, max(lines, default=-1)
+    while number <= last and start <= len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        if number in lines:
+            out[number] = len(text[start:end].rstrip("\r"))
+        start, number = end + 1, number + 1
+    return out
+
+
+def _model_line(text: str, profile: str) -> int | None:
+    """1-based line of ``model`` in ``[profiles.PROFILE]`` (else the table's header),
+    from the text's one locator."""
+    return locator_for(text).line(["profiles", profile, "model"])

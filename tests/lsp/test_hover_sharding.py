@@ -106,3 +106,15 @@ def test_without_a_mesh_the_hover_says_memory_not_per_device(tmp_path_factory):
     said = hover(ls, text, root, "h = self.up(x)", "h =")
     assert "What one device holds" not in said and "per device" not in said, said
     assert "Memory:\n- `up`: params 4 KiB" in said, said
+
+
+def test_a_split_call_says_its_flops_per_rank(lines):
+    """Issue 46: a DTensor call's FLOPs in the hover are one rank's, and say so (its recorded
+    figure is global: [2,16] x [16,64] is 4.1 kFLOPs, a quarter of it per rank of 4)."""
+    from capture.units import flops_text
+    from tensorviz_lsp.features.line_values import calls_text
+
+    lines, text, root = lines
+    entry = lines.idx.file("tp.py")[line_no(text, "h = self.up(x)") + 1]
+    said = calls_text(lines.rec.capture, entry)
+    assert f"({flops_text(2 * 2 * 16 * 64 // 4)} per rank · " in said, said

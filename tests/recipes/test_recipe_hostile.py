@@ -257,13 +257,17 @@ def test_every_profile_of_a_big_file_is_checked_against_one_line_locator(monkeyp
         original(self, text)
 
     monkeypatch.setattr(parse_module._Locator, "__init__", counting)
-    parse_module.locator_for.cache_clear()
+    monkeypatch.setattr(parse_module, "_locators", [])
     n = 300
     text = "version = 1\n" + "".join(
         f'\n[profiles.p{i}]\nmodel = "m:f"\nseed = "x"\ndevice = "tpu"\n' for i in range(n))
     issues = every_problem(text)
     assert len(built) == 1
     assert len(issues) == 2 * n
+    # An equal text in another string object (a buffer and the file on disk) reuses it.
+    copy = "".join(list(text))
+    assert copy is not text and parse_module.locator_for(copy) is parse_module.locator_for(text)
+    assert len(built) == 1
     lines = text.splitlines()
     for issue in issues:
         key = issue.path.rsplit(".", 1)[-1]

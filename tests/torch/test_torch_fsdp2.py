@@ -530,3 +530,97 @@ def test_to_local_sits_between_the_groups_it_joins(caps):
         assert producer[entering.id].op == "dtensor::to_local" and producer[entering.id].group == n.group == root.id
     linears = {g.id for g in cap.groups if g.kind == "function" and g.name == "linear"}
     assert len(linears) == 4 and not [n for n in cap.nodes if n.op.startswith("dtensor::") and n.group in linears]
+
+
+# --------------------------------------------------------------------------- scopes shown (issue 46)
+
+
+def _all_items(proj, g=-1, out=None):
+    """Every card of the capture's pages, opened all the way down (chunks too)."""
+    out = [] if out is None else out
+    page = proj.children(g)
+    out.extend({**st, "type": "stack"} for st in page.get("stacks") or [])
+    for it in page["items"]:
+        out.append(it)
+        if it["type"] == "group" and it.get("child_count"):
+            _all_items(proj, it["id"], out)
+    return out
+
+
+@pytest.mark.parametrize("case", ["blocks", "fsdp_tp"])
+def test_cards_say_flops_per_rank_and_global_for_dtensor_ops(caps, case):
+    """A split Torch program's cards: a DTensor op's FLOPs global with its per-rank figure,
+    a plain op's per rank, a group's per rank (the sum of its ops' per-rank figures), never
+    the two scopes summed; the cost panel's total and the summary say the same."""
+    from viewer.projection.projection import Projection
+
+    cap = read(caps[case])
+    proj = Projection(cap)
+    per_rank = cap.cost.notes["per_rank"]
+    rank = dict(zip(per_rank["nodes"], per_rank["flops"]))
+    items = _all_items(proj)
+    nodes = [it for it in items if it["type"] == "node" and "cost" in it]
+    groups = [it for it in items if it["type"] == "group" and "cost" in it]
+    assert nodes and groups
+    for it in nodes:
+        c, i = it["cost"], it["id"]
+        if i in rank:
+            assert c["scope"] == "global" and c["per_rank"] == rank[i] and c["flops"] == cap.cost.flops[i], it
+        else:
+            assert c["scope"] == "per rank" and "per_rank" not in c, it
+    group_of = [n.group for n in cap.nodes]
+    for it in groups:
+        g = it["id"]
+        inside = [i for i in range(len(cap.nodes)) if _within(cap, group_of[i], g)]
+        want = sum(max(rank.get(i, cap.cost.flops[i]), 0) for i in inside)
+        assert it["cost"]["scope"] == "per rank" and it["cost"]["flops"] == want, it
+    below = [it for it in groups if it["cost"]["flops"] < sum(max(cap.cost.flops[i], 0) for i in range(len(cap.nodes))
+                                                             if _within(cap, group_of[i], it["id"]))]
+    # FSDP alone computes on gathered plain tensors (per rank already); with tensor
+    # parallel, the blocks' DTensor matmuls make their groups' per-rank figures smaller
+    assert bool(below) == (case == "fsdp_tp")
+    stacks = [it for it in items if it["type"] == "stack" and it.get("cost")]
+    assert stacks and all(it["cost"]["scope"] == "per rank" for it in stacks)  # the repeated blocks' card
+    summary = proj.cost_summary()
+    assert summary["flops_per_rank"] == per_rank["total"]
+
+
+def _within(cap, g, target):
+    while g is not None:
+        if g == target:
+            return True
+        g = cap.groups[g].parent
+    return False
+
+
+def test_summary_and_hover_say_flops_per_rank(caps, capsys):
+    import json as _json
+
+    from tensorviz_lsp.cli import main
+    from tensorviz_lsp.features.line_values import cost_text
+    from capture.analysis.analysis import Analysis
+    from capture.analysis.lines import LineIndex
+
+    path = caps["fsdp_tp"]
+    per_rank = read(path).cost.notes["per_rank"]["total"]
+    assert main(["summary", str(path), "--json"]) == 0
+    doc = _json.loads(capsys.readouterr().out)
+    assert doc["totals"]["flops_per_rank"] == per_rank
+    assert doc["figure_scopes"]["flops"] == "global for DTensor ops, per rank for plain-tensor ops"
+    assert doc["figure_scopes"]["flops_per_rank"].startswith("per rank")
+    assert all("flops_per_rank" in r for r in doc["rows"]) and doc["rows"]
+    (stack,) = [r for r in doc["rows"] if "stack" in r]  # the two blocks: each's per-rank FLOPs, the run's sum
+    assert stack["flops_per_rank"] == stack["stack"]["count"] * stack["stack"]["per_block"]["flops_per_rank"]
+    assert stack["flops_per_rank"] < stack["flops"]  # their tensor-parallel matmuls are DTensor ops
+    assert abs(sum(r["share"] for r in doc["rows"] if r["depth"] == 1) - 1) < 1e-6
+    assert main(["summary", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "FLOPs/rank" in text.splitlines()[0]
+    (line,) = [x for x in text.splitlines() if x.startswith("FLOPs per rank:")]
+    assert line.replace("\u2009", " ").startswith(f"FLOPs per rank:   {per_rank / 1e3:.3g} kFLOPs (per rank:")
+    cap = read(path)
+    index = LineIndex.build(Analysis(cap))
+    calls = [c for entry in index for c in entry.calls if c.rank_flops > 0]
+    assert calls, "the model's lines carry per-rank FLOPs"
+    said = cost_text(calls[0], cap)
+    assert said is not None and said.split(" · ")[0].endswith(" per rank")

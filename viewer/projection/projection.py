@@ -19,6 +19,7 @@ Only the standard library and :mod:`capture` are imported (docs/architecture.md'
 from __future__ import annotations
 
 from capture.graph.compiled import words as compiled_words
+from capture.analysis.rank_flops import rank_flops
 
 import re
 from typing import Any
@@ -370,6 +371,9 @@ class Projection:
         if costs.available:
             out["uncounted_ops"] = costs.uncounted_ops()
             out["notes"] = costs.notes()
+            ranks = rank_flops(costs)
+            if ranks is not None:  # a split Torch program: what one rank computes (cards and rows say it)
+                out["flops_per_rank"] = ranks.total
             from capture.analysis.fit import input_bytes, memory_plan, per_device
 
             plan = memory_plan(out, input_bytes(self.analysis))  # the cost panel's fit line per device

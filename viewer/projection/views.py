@@ -19,6 +19,7 @@ from capture.graph import gc_pause
 from capture.analysis.body_templates import body_summary, template_line
 from capture.graph.device_memory import KEY as MEMORY_KEY
 
+from capture.analysis.rank_flops import rank_flops
 from .compiled_view import compiled_brief, compiled_by_node_and_group, cost_scope, group_compiled
 from capture.analysis.index import CHUNK, ROOT, UPPER_CHUNK
 from capture.analysis.body_templates import body_wording
@@ -471,6 +472,9 @@ class Pages:
         scope = cost_scope(self.capture, self.capture.nodes[i].group)
         if scope:
             out["scope"] = scope
+        ranks = rank_flops(costs)
+        if ranks is not None:  # a split Torch program: global for a DTensor op (and its per-rank figure), else per rank
+            out.update(ranks.node_cost(i))
         return out
 
     def _group_cost(self, g: int) -> dict | None:
@@ -488,6 +492,11 @@ class Pages:
         scope = cost_scope(self.capture, g)
         if scope:
             out["scope"] = scope
+        ranks = rank_flops(costs)
+        if ranks is not None:  # a split Torch program: a group's FLOPs per rank, never the two scopes summed
+            out.pop("uncounted", None)
+            out.update(ranks.group_cost(g))
+            return out
         kinds = costs.by_kind[s]
         if kinds:
             out["flops_by_kind"] = kinds
@@ -805,7 +814,11 @@ def _stack_cost(items: list[dict], block: list[dict]) -> dict | None:
             out["estimate"] = True
         return out
 
-    return {**total(items), "per_block": total(block)}
+    out = {**total(items), "per_block": total(block)}
+    scopes = {it["cost"].get("scope") for it in items}
+    if len(scopes) == 1 and None not in scopes:  # a split program: global, per device or per rank
+        out["scope"] = scopes.pop()
+    return out
 
 
 def _ref_key(ref: int) -> str:

@@ -38,7 +38,7 @@ import { formatBytes, formatFlops } from "./format.js";
 /**
  * The compiled program in words (`api/capture` `compiled`): status, counts, XLA's figures.
  * @typedef {object} CompiledWords
- * @property {string} [status]  "compiled" | "skipped" | "timeout" | "failed"
+ * @property {string} [status]  "compiled" | "skipped" | "timeout" | "failed" | "pending" (compiling: the figures follow the graph)
  * @property {string} [reason]
  * @property {number} [seconds]
  * @property {number} [devices]
@@ -50,6 +50,7 @@ import { formatBytes, formatFlops } from "./format.js";
  * @property {number} [bytes_sent_per_device]
  * @property {{flops?: number}} [cost]
  * @property {{peak?: number}} [memory]
+ * @property {number} [limit_seconds]  pending: the most the compile may take
  */
 
 /**
@@ -211,14 +212,26 @@ export function renderMeshLegend(c) {
     box.append(el("div", { class: "mesh-row" }, el("span", { class: "mesh-name" }, rows.size > 1 ? `mesh ${ids.join(", ")}` : "mesh"),
       " ", el("span", { class: "mesh-axes" }, k.split(" · ")[0]), ` · ${k.split(" · ")[1]}`));
   }
+  // The compiler's key only where a compiler adds collectives (JAX: XLA); a Torch program's
+  // collectives are all its own.
+  const xlaKey = c && c.framework !== "torch" ? [" · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"] : [];
   box.append(el("div", { class: "mesh-row mesh-key" }, el("span", { class: "mesh-collective" }, "⇄ collective"),
-    " the program writes · ", el("span", { class: "mesh-compiler" }, "⇆ XLA"), " the compiler adds"));
+    " the program writes", ...xlaKey));
+  const compiling = c && c.compiled && c.compiled.status === "pending" ? c.compiled : null;
+  if (compiling) { // the graph first: XLA's figures replace this line in place when they arrive
+    const nd = compiling.devices || 1;
+    box.append(el("div", { class: "mesh-row compiling", "data-compiling": String(nd) },
+      `compiling for ${nd} device${nd === 1 ? "" : "s"}…`));
+  }
   const more = el("div", { class: "mesh-more", id: "mesh-more" });
   more.hidden = !meshDetails;
   if (legend.devices) more.append(el("div", { class: legend.simulated ? "mesh-row simulated" : "mesh-row" }, String(legend.devices)));
   const memory = memoryLine(legend.memory); // worded as group cards word it
   if (memory) more.append(el("div", { class: "mesh-row" }, memory));
-  more.append(el("div", { class: "mesh-row mesh-key" }, "f32[8@data,16]: dimension 0 split over data"));
+  // the key's example split over the capture's own first axis (`dp=2 × tp=2`: dp)
+  const first = legend.meshes && legend.meshes[0] ? String(legend.meshes[0].text || "").split(/[=\s]/)[0] : "";
+  const axis = first || "data";
+  more.append(el("div", { class: "mesh-row mesh-key" }, `f32[8@${axis},16]: dimension 0 split over ${axis}`));
   const compiled = c ? c.compiled : null;
   if (compiled && compiled.status === "compiled") {
     const n = compiled.count || 0;
@@ -231,9 +244,9 @@ export function renderMeshLegend(c) {
     if (compiled.cost && typeof compiled.cost.flops === "number") xla.push(formatFlops(compiled.cost.flops));
     if (compiled.memory && typeof compiled.memory.peak === "number") xla.push(`peak ${formatBytes(compiled.memory.peak)}`);
     if (xla.length) more.append(el("div", { class: "mesh-row" }, `XLA per device: ${xla.join(" · ")}`));
-  } else if (compiled) {
+  } else if (compiled && compiled.status !== "pending") {
     more.append(el("div", { class: "mesh-row simulated" }, `not compiled (${compiled.status})`));
-  } else {
+  } else if (c && c.framework !== "torch") {
     more.append(el("div", { class: "mesh-row mesh-key" }, "compiler collectives: not known (compile = \"on\")"));
   }
   const toggle = el("button", { type: "button", class: "mesh-details", "aria-expanded": String(meshDetails),
@@ -260,6 +273,13 @@ export function renderCompiledBanner(c, { banners }) {
   const compiled = c && !c.failure ? c.compiled : null;
   if (!compiled) {
     banners.drop("compiled");
+    return;
+  }
+  if (compiled.status === "pending") {
+    const nd = compiled.devices || 1;
+    const limit = compiled.limit_seconds ? ` (at most ${Number(compiled.limit_seconds)} s)` : "";
+    banners.set("compiled", "info", "Compiling", `XLA is compiling the program for ${nd} device${nd === 1 ? "" : "s"}${limit}; ` +
+      "the collectives it adds (⇆ XLA), its per-device FLOPs and memory appear here when it finishes.");
     return;
   }
   if (compiled.status !== "compiled") {

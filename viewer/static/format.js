@@ -147,10 +147,13 @@ export function costLine(cost) {
   if (!cost) return "";
   const parts = [];
   const f = cost.flops === null || cost.flops === undefined ? null : Number(cost.flops);
-  parts.push(f === null ? "FLOPs uncounted" : `${cost.estimate ? "~" : ""}${formatFlops(f)}`);
+  // a program split across devices: the FLOPs' scope beside them (global, per device, per
+  // rank); a split Torch program's DTensor op also what one rank computes
+  const scope = cost.scope ? ` ${cost.scope}` : "";
+  const rank = cost.per_rank === undefined ? "" : cost.per_rank === null ? " (per rank uncounted)" : ` (${formatFlops(cost.per_rank)} per rank)`;
+  parts.push(f === null ? "FLOPs uncounted" : `${cost.estimate ? "~" : ""}${formatFlops(f)}${scope}${rank}`);
   parts.push(`${formatBytes(cost.bytes)} moved`);
   if (cost.uncounted && f !== null) parts.push(`+${grouped(cost.uncounted)} uncounted`);
   if (cost.template) parts.push("per iteration");
-  if (cost.scope) parts.push(String(cost.scope)); // a program split across devices: global or per device
   return parts.join(" · ");
 }

@@ -42,6 +42,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from capture.frameworks import framework_names
+from capture.graph.compiled import kind_counts
+from capture.units import bytes_text, flops_text
 from capture.graph.failure_text import cut_note, readable_message
 from capture.graph.frame_repeats import frame_lines
 from capture.graph.model import Capture
@@ -273,11 +275,23 @@ def run(args: argparse.Namespace) -> int:
         if verbose:
             print(f"  worker| {line}", file=sys.stderr)
 
+    first: list[Path] = []
+
+    def on_graph(capture: Capture, path: Path | None) -> None:
+        """The graph first (its statistics or its compiled program follow): its path and
+        what it holds now, the rest when it arrives."""
+        if path is None:
+            return
+        first.append(path)
+        print(path, flush=True)
+        print(f"tensorviz capture: {captured_line(capture, path)}{following(capture)}", file=sys.stderr, flush=True)
+
     result = capture_in_session(
         "capture", workspace, profile, args, timeout=args.timeout, env=env, progress=progress, log=log,
-        output=Path(args.output) if args.output else None,
+        output=Path(args.output) if args.output else None, on_graph=on_graph,
     )
-    if result.graph_file is not None:
+    shown = bool(first) and first[-1] == result.graph_file
+    if result.graph_file is not None and not shown:
         print(result.graph_file)
     for problem in result.problems:
         print(f"tensorviz capture: {problem}", file=sys.stderr)
@@ -285,8 +299,11 @@ def run(args: argparse.Namespace) -> int:
         print(describe_failure(result.capture, graph_file=result.graph_file), file=sys.stderr, end="")
         _drop_failed_mesh(args, workspace, profile)
         return 1
-    if result.graph_file is not None:
+    if result.graph_file is not None and not shown:
         print(f"tensorviz capture: {captured_line(result.capture, result.graph_file)}", file=sys.stderr)
+    line = compiled_line(result.capture)
+    if line is not None:
+        print(f"tensorviz capture: {line}", file=sys.stderr)
     # A history that could not keep the capture leaves the graph file standing: 0.
     return 0 if result.graph_file is not None else 1
 
@@ -321,6 +338,51 @@ def captured_line(capture: Capture, graph_file: Path) -> str:
     return f"captured {what}; view it with: tensorviz view {shown} (or tensorviz summary {shown})"
 
 
+def following(capture: Capture) -> str:
+    """What follows a graph shown first, for its first line (empty when nothing does)."""
+    parts = []
+    compiled = capture.compiled if isinstance(capture.compiled, dict) else {}
+    if compiled.get("status") == "pending":
+        n = compiled.get("devices", 1)
+        parts.append(f"XLA is compiling it for {n} device{'' if n == 1 else 's'} "
+                     f"(at most {compiled.get('limit_seconds', 0):g} s, --compile-timeout)")
+    if capture.meta.get("stats_pending"):
+        parts.append("its parameters' statistics are being measured")
+    if not parts:
+        return ""
+    return "; " + " and ".join(parts) + "; the file is written again when they arrive"
+
+
+def compiled_line(capture: Capture) -> str | None:
+    """The compiled program in one line (``compiled by XLA for 64 devices in 41.2 s: …``),
+    or why it was not compiled; None when the capture was not compiled (no mesh,
+    ``compile = "off"``, a failure)."""
+    compiled = capture.compiled if capture.failure is None else None
+    if not isinstance(compiled, dict):
+        return None
+    status, n = compiled.get("status"), compiled.get("devices", 1)
+    devices = f"{n} device{'' if n == 1 else 's'}"
+    if status == "pending":  # cannot stay so once the session ended; said plainly if it does
+        return f"the compiled program for {devices} did not arrive"
+    if status != "compiled":
+        return f"not compiled for {devices} ({status}): {compiled.get('reason', '')}"
+    items = compiled.get("collectives") or []
+    text = f"compiled by XLA for {devices} in {float(compiled.get('seconds') or 0):.1f} s: "
+    if items:
+        text += (f"{len(items):,} collective{'' if len(items) == 1 else 's'} ({kind_counts(items)}), "
+                 f"{compiled.get('attributed', 0):,} drawn on their "
+                 f"nodes, {compiled.get('unattributed', 0):,} unattributed")
+    else:
+        text += "no communication"
+    figures = []
+    cost, memory = compiled.get("cost") or {}, compiled.get("memory") or {}
+    if isinstance(cost.get("flops"), (int, float)):
+        figures.append(flops_text(cost["flops"]))
+    if isinstance(memory.get("peak"), (int, float)):
+        figures.append(f"peak {bytes_text(memory['peak'])}")
+    return text + (f"; per device: {', '.join(figures)}" if figures else "")
+
+
 def capture_in_session(
     command: str,
     workspace: Path,
@@ -333,6 +395,7 @@ def capture_in_session(
     log: Callable[[str], None],
     output: Path | None = None,
     installed: frozenset[str] | set[str] = frozenset(),
+    on_graph: Callable[[Capture, Path | None], None] | None = None,
 ) -> SessionResult:
     """:func:`capture.session.run_session` for a command typed in a terminal: trusted (the
     user typed it), no editor buffers, a one-shot worker, ended when the user interrupts
@@ -345,6 +408,7 @@ def capture_in_session(
     request = CaptureRequest(
         workspace, profile, python=args.python, env=env, progress=progress, log=log, output=output,
         limits=limits_for(timeout, args.max_saved_file_mb, args.memory, getattr(args, "compile_timeout", None)),
+        on_graph=on_graph,
     )
     with terminate_like_interrupt():
         try:
@@ -360,7 +424,7 @@ def capture_in_session(
     if wanted is not None and not set(wanted["missing"]) & installed and offer_model_dependencies(command, result):
         print(f"tensorviz {command}: capturing again", file=sys.stderr)
         return capture_in_session(command, workspace, profile, args, timeout=timeout, env=env, progress=progress,
-                                  log=log, output=output, installed=installed | set(wanted["missing"]))
+                                  log=log, output=output, installed=installed | set(wanted["missing"]), on_graph=on_graph)
     return result
 
 

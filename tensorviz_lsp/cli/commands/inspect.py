@@ -111,7 +111,10 @@ def summary(capture: Capture) -> str:
     if totals is not None:
         # What the program costs (tensorviz summary gives it per layer).
         unc = totals["uncounted"]
-        lines.append(f"cost:       {flops_text(totals['flops'])} (a multiply-add counts 2), "
+        scope = ""  # a program split across devices: what the total covers
+        if capture.meshes:
+            scope = " (two scopes: see the lines below)" if capture.framework == "torch" else " global"
+        lines.append(f"cost:       {flops_text(totals['flops'])}{scope} (a multiply-add counts 2), "
                      f"{bytes_text(totals['bytes'])} moved (unfused); "
                      + (f"{unc:,} op{'s' * (unc != 1)} uncounted" if unc else "every op counted")
                      + "; per layer: tensorviz summary")

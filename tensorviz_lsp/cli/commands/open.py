@@ -16,7 +16,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
+from capture.graph.model import Capture
 from capture.session import SessionResult
 
 from ...setup.shorthand import BEFORE_HELP, GRAMMAR_HELP, STEP_HELP
@@ -28,7 +30,7 @@ from .capture import (
     parse_env,
     setup_of,
 )
-from .view import add_serve_options, serve
+from .view import add_serve_options, keep_serving, serve, start_serving
 
 DESCRIPTION = """\
 Capture FILE.py:SYMBOL (or a saved --profile NAME) as tensorviz capture does, then serve
@@ -55,15 +57,38 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(setup, int):
         return setup
     _, workspace, profile = setup
-    result = capture_profile("open", workspace, profile, args)
-    status = serve("open", result.capture, profile, workspace, args, trusted_sources=True, baseline=result.baseline)
+    first: list[Any] = []
+
+    def on_graph(capture: Capture, path: Path | None) -> None:
+        """The graph first (its compiled program or statistics follow): served now; the
+        complete capture replaces it in place when it arrives."""
+        if not first:
+            first.append(start_serving("open", capture, profile, workspace, args, trusted_sources=True))
+
+    try:
+        result = capture_profile("open", workspace, profile, args, on_graph=on_graph)
+    except BaseException:
+        if first and isinstance(first[0], tuple):
+            first[0][0].stop()
+        raise
+    if first and isinstance(first[0], tuple):
+        server, cid = first[0]
+        server.add_capture(result.capture, profile, trusted_sources=True, baseline=result.baseline, replaces=cid,
+                           in_place=result.capture.failure is None)
+        status = keep_serving("open", server, args)
+    elif first:
+        status = first[0]  # the viewer could not listen (said when the graph came)
+    else:
+        status = serve("open", result.capture, profile, workspace, args, trusted_sources=True,
+                       baseline=result.baseline)
     return 1 if result.capture.failure is not None and status == 0 else status
 
 
-def capture_profile(command: str, workspace: Path, profile: str, args: argparse.Namespace) -> SessionResult:
+def capture_profile(command: str, workspace: Path, profile: str, args: argparse.Namespace,
+                    on_graph: Callable[[Capture, Path | None], None] | None = None) -> SessionResult:
     """Capture ``profile`` with progress on stderr (the graph file and the history kept
     as for ``tensorviz capture``), saying where the graph file went and, when it failed,
-    why."""
+    why. ``on_graph``: a graph shown before its compiled program or statistics arrive."""
     verbose = args.verbose
 
     def progress(message: str, fraction: float | None) -> None:
@@ -77,7 +102,7 @@ def capture_profile(command: str, workspace: Path, profile: str, args: argparse.
     timeout = args.capture_timeout if args.capture_timeout and args.capture_timeout > 0 else None
     print(f"tensorviz {command}: capturing {profile} in {workspace}", file=sys.stderr, flush=True)
     result = capture_in_session(command, workspace, profile, args, timeout=timeout, env=parse_env(args.env),
-                                progress=progress, log=log)
+                                progress=progress, log=log, on_graph=on_graph)
     if result.graph_file is not None:
         print(f"tensorviz {command}: graph file {result.graph_file}", file=sys.stderr, flush=True)
     for problem in result.problems:

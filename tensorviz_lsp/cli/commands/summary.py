@@ -170,6 +170,8 @@ def _document(args: argparse.Namespace, capture: Any, analysis: Analysis, rows: 
         from capture.analysis.experts import CONVENTION_NOTE
 
         notes["experts"] = CONVENTION_NOTE
+    _per_rank(costs, totals, rows)
+    _row_scopes(capture, rows)
     doc: dict[str, Any] = {"file": str(args.file), "framework": capture.framework, "scope": capture.coverage.scope,
                            "totals": totals, "uncounted": uncounted, "rows": rows, "notes": notes,
                            "figure_scopes": figure_scopes(capture), **compiled_doc(capture, totals)}
@@ -186,6 +188,41 @@ def _document(args: argparse.Namespace, capture: Any, analysis: Analysis, rows: 
     _memory(doc, analysis, totals, getattr(args, "optimizer", None), device)
     _plan_beside_xla(doc)
     return doc
+
+
+def _per_rank(costs: Any, totals: CostTotals, rows: list[LayerRow]) -> None:
+    """A split Torch program's FLOPs per rank (``capture.analysis.rank_flops``): the total
+    (``totals.flops_per_rank``) and each row's (``flops_per_rank``); its ``flops`` mix
+    DTensor ops' global figures with plain ops' per-rank ones."""
+    from capture.analysis.rank_flops import rank_flops
+
+    ranks = rank_flops(costs)
+    if ranks is None:
+        return
+    totals["flops_per_rank"] = ranks.total
+    for row in rows:
+        r = cast(dict[str, Any], row)
+        members = (r.get("stack") or {}).get("members") or [r["id"]]
+        r["flops_per_rank"] = sum(ranks.slots[g + 1] for g in members if 0 <= g < len(ranks.slots) - 1)
+        stack = r.get("stack") or {}
+        if isinstance(stack.get("per_block"), dict):  # one block's, as the column shows it
+            one = members[: stack.get("period") or 1]
+            stack["per_block"]["flops_per_rank"] = sum(ranks.slots[g + 1] for g in one if 0 <= g < len(ranks.slots) - 1)
+        if r.get("share") is not None and ranks.total > 0:
+            r["share"] = r["flops_per_rank"] / ranks.total  # of one rank's FLOPs, as the column shows
+
+
+def _row_scopes(capture: Any, rows: list[LayerRow]) -> None:
+    """On a program split across devices, what each row's FLOPs cover (``flops_scope``):
+    ``global``, ``per device`` (a shard_map body: the program one device runs), or a split
+    Torch program's mix (its ``flops_per_rank`` is one rank's)."""
+    if not capture.meshes:
+        return
+    from capture.analysis.scope import cost_scope
+
+    torch = "global for DTensor ops, per rank for plain-tensor ops"
+    for r in rows:
+        r["flops_scope"] = torch if "flops_per_rank" in r else cost_scope(capture, r["id"])
 
 
 def _plan_beside_xla(doc: dict) -> None:
@@ -325,6 +362,8 @@ def figure_scopes(capture: Any) -> dict[str, str]:
         out["flops"] += "; a shard_map as its body × its devices (the body's own rows: per device)"
     if capture.framework == "torch" and capture.meshes:
         out["flops"] = "global for DTensor ops, per rank for plain-tensor ops"
+        out["flops_per_rank"] = ("per rank: DTensor ops at the shapes one rank computes on, plain-tensor ops as "
+                                 "recorded; what cards, hovers and the FLOPs/rank column show")
     if capture.compiled and capture.compiled.get("status") == "compiled":
         out["compiled"] = "per device: XLA's cost_analysis() and memory_analysis() of the program one device runs"
     return out
@@ -334,15 +373,19 @@ def _text(doc: dict, flat: bool) -> str:
     rows, totals, device = doc["rows"], doc["totals"], doc.get("device")
     headers = ["Layer", "Class", "Output", "Params", "FLOPs", "Bytes", "Share"] + (["Est. time"] if device else [])
     table = []
+    rank = "flops_per_rank" in totals  # a split Torch program: its FLOPs column per rank
+    if rank:
+        headers[4] = "FLOPs/rank"
     for r in rows:
-        flops = flops_text(r["flops"]) + ("~" if r.get("estimate") else "") + (
+        flops = flops_text(r["flops_per_rank" if rank else "flops"]) + ("~" if r.get("estimate") else "") + (
+            " per device" if r.get("flops_scope") == "per device" else "") + (
             f" +{r['uncounted']} uncounted" if r.get("uncounted") else "")
         share = "" if r.get("share") is None else f"{100 * r['share']:.1f}%"
         line = [_label(r, flat), r.get("class") or r["kind"], r.get("output", ""), count_text(r["params"]["count"]),
                 flops, bytes_text(r["bytes"]), share]
         if "stack" in r and r["stack"].get("per_block"):
             pb = r["stack"]["per_block"]
-            line[4] += f" ({flops_text(pb['flops'])}/block)"
+            line[4] += f" ({flops_text(pb['flops_per_rank' if rank else 'flops'])}/block)"
         if device:
             line.append(seconds_text(r["time"]) + (f" {r['bound']}" if r.get("bound") else ""))
         table.append(line)
@@ -365,6 +408,7 @@ def _text(doc: dict, flat: bool) -> str:
     p = totals["params"]
     unc_ops = totals.get("uncounted") or 0
     scopes = doc.get("figure_scopes") or {}
+    out.write(_rank_line(totals, scopes))
     out.write(f"Total FLOPs:      {flops_text(totals['flops'])}"
               + (f" ({scopes['flops']})" if scopes.get("flops") else "")
               + (f" + {unc_ops:,} uncounted op{'s' * (unc_ops != 1)} (listed below)" if unc_ops else "")
@@ -401,6 +445,13 @@ def _text(doc: dict, flat: bool) -> str:
     else:
         out.write("Uncounted ops:    none (every op was counted by a rule)\n")
     return out.getvalue()
+
+
+def _rank_line(totals: dict, scopes: dict) -> str:
+    """A split Torch program's ``FLOPs per rank:`` line (empty otherwise)."""
+    if "flops_per_rank" not in totals:
+        return ""
+    return f"FLOPs per rank:   {flops_text(totals['flops_per_rank'])} ({scopes.get('flops_per_rank', 'per rank')})\n"
 
 
 def _memory_text(plan: dict | None) -> str:

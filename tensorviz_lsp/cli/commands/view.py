@@ -15,7 +15,7 @@ import threading
 import time
 import webbrowser
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from capture.graph import graphfile
 from capture.graph.model import Capture
@@ -103,6 +103,19 @@ def serve(command: str, capture: Capture, title: str, workspace: Path | None, ar
     until Ctrl-C, SIGTERM or ``--timeout``. Returns the exit status. ``trusted_sources``:
     this process's own worker produced ``capture`` (see ``ViewerServer.add_capture``).
     ``baseline=(capture, label)``: the page offers a diff against it (diff mode)."""
+    started = start_serving(command, capture, title, workspace, args, trusted_sources=trusted_sources,
+                            baseline=baseline, browse_workspace=browse_workspace)
+    if isinstance(started, int):
+        return started
+    return keep_serving(command, started[0], args)
+
+
+def start_serving(command: str, capture: Capture, title: str, workspace: Path | None, args: argparse.Namespace,
+                  *, trusted_sources: bool = False,
+                  baseline: tuple[Capture | Callable[[], Capture], str] | None = None,
+                  browse_workspace: bool = True) -> "tuple[Any, int] | int":
+    """:func:`serve` up to the URL printed and the browser opened: ``(server, capture id)``,
+    or the exit status when it cannot listen. :func:`keep_serving` then blocks."""
     if not 0 <= args.port <= 65535:
         print(f"tensorviz {command}: --port must be between 0 and 65535", file=sys.stderr)
         return 2
@@ -121,6 +134,11 @@ def serve(command: str, capture: Capture, title: str, workspace: Path | None, ar
     print(f"TensorViz viewer for {title} at {url}  (Ctrl-C to stop)", file=sys.stderr, flush=True)
     if not args.no_browser:
         open_browser(url)
+    return server, cid
+
+
+def keep_serving(command: str, server: Any, args: argparse.Namespace) -> int:
+    """Block until Ctrl-C, SIGTERM or ``--timeout``, then stop ``server``."""
     try:
         timed_out = _wait(args.timeout)
     except KeyboardInterrupt:

@@ -393,7 +393,9 @@ export function stackEntry(stack, reps) {
     const one = cost.per_block || {};
     const est = cost.estimate ? "~" : "";
     lines.push(`${reps.length} × ${est}${formatFlops(one.flops || 0)} = ${est}${formatFlops(cost.flops || 0)}`);
-    lines.push(`${formatBytes(cost.bytes || 0)} moved` + (cost.uncounted ? ` · +${grouped(cost.uncounted)} uncounted` : ""));
+    // a split program's FLOPs scope (global, per device, per rank) on the shorter line: the sum above fills the card
+    lines.push(`${formatBytes(cost.bytes || 0)} moved` + (cost.uncounted ? ` · +${grouped(cost.uncounted)} uncounted` : "") +
+      (cost.scope ? ` · FLOPs ${cost.scope}` : ""));
   }
   const title = stack.label || `${first[0] ? first[0].label : ""} …`;
   return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1, cost };

@@ -79,6 +79,7 @@ import { opTitle } from "../model/viewmodel.js";
  * @property {number} peak_live
  * @property {number} [saved_for_backward]  a training step's
  * @property {Record<string, number>} [flops_by_kind]  matmul, convolution, attention, pointwise, reduction/norm, scan, other
+ * @property {number} [flops_per_rank]  a split Torch program: its FLOPs on one rank (the rows' figures); `flops` mixes scopes
  * @property {{kind: string, peak: number, parameters: number, gradients: number, optimizer_state: number, saved_for_backward: number, estimate: boolean, per_device?: {devices: number, peak: number}}} [memory_plan]
  * @property {{op: string, count: number, in_bodies: number, reason: string}[]} [uncounted_ops]
  * @property {Record<string, string>} [notes]  how FLOPs, bytes, memory are counted, in words
@@ -303,7 +304,10 @@ export class CostPanel extends Panel {
   // ------------------------------------------------------------------ table
 
   #totalFlops() {
-    return this.summary && this.summary.available ? Number(this.summary.flops) || 0 : 0;
+    // a split Torch program's rows are per rank (rank_flops.py): their shares are of its per-rank total
+    const s = this.summary;
+    if (!s || !s.available) return 0;
+    return Number(s.flops_per_rank !== undefined ? s.flops_per_rank : s.flops) || 0;
   }
 
   // Rows from what the graph draws: each item, in program order, with its frame's insides.
@@ -421,7 +425,9 @@ export class CostPanel extends Panel {
     }
     const p = s.params || {};
     const facts = [
-      ["FLOPs", `${s.estimate ? "~" : ""}${formatFlops(s.flops)}`],
+      s.flops_per_rank !== undefined
+        ? ["FLOPs", `${formatFlops(s.flops_per_rank)} per rank (recorded: ${formatFlops(s.flops)}, global for DTensor ops, per rank for the others)`]
+        : ["FLOPs", `${s.estimate ? "~" : ""}${formatFlops(s.flops)}`],
       ["Bytes moved", `${formatBytes(s.bytes_read + s.bytes_written)} (read ${formatBytes(s.bytes_read)}, written ${formatBytes(s.bytes_written)})`],
       ["Parameters", `${formatCount(p.count || 0)} · ${formatBytes(p.bytes || 0)}`],
       ["Activations", `${formatBytes(s.activations)} · peak live ${formatBytes(s.peak_live)}`],
