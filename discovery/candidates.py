@@ -14,8 +14,10 @@ from .configs import ConfigReader, DeclaredField, class_fields, declares_kw_only
 from .frameworks import NNX_RNGS, FrameworkBase
 from .inheritance import AnalysedModule, ClassRef, Lineage, Resolver
 from .jax_usage import JaxEvidence, jax_evidence, transformed_function
+from .factories import factory_candidates
+from .makers import Makers
 from .locate import AstLocator, CstLocator, DefinitionLocator, partial_assignment
-from .namespace import ClassInfo, Namespace, dotted_parts, identifier, qualify
+from .namespace import ClassInfo, ImportedName, Namespace, dotted_parts, identifier, qualify
 from .parameters import ParameterInfo, describe_default, parameters_of
 from .positions import LineIndex, Position, Range
 from .results import Candidate, CallInput, ConfigClass, SetupField, TokenInput, ValueHints
@@ -65,17 +67,51 @@ def find_candidates(analysis: ModuleAnalysis, resolver: Resolver) -> list[Candid
     if candidates and "partial" in analysis.text:
         candidates.extend(_partial_candidates(parsed.module, ns, candidates, locate))
 
+    if "def " in analysis.text and (candidates or "Module" in analysis.text):  # -> nn.Module needs no class
+        candidates.extend(factory_candidates(analysis, candidates, configs, locate))
+
     if _may_use_jax(analysis.text, ns):
+        factories = {c.qualname for c in candidates if c.model_factory}
         for function in ns.top_level_functions():
-            if function.asynchronous is not None:
-                continue  # a coroutine cannot be traced
+            if function.asynchronous is not None or identifier(function.name.value) in factories:
+                continue  # a coroutine cannot be traced; a factory builds a model
             evidence = jax_evidence(function, ns)
             if evidence is not None:
                 candidates.append(_function_candidate(function, evidence, analysis, configs, locate))
         candidates.extend(_transformed_candidates(parsed.module, ns, analysis, configs, locate))
 
+    makers = Makers(ns) if candidates else None
+    if makers:
+        candidates = [_with_makers(c, makers) for c in candidates]
+    state = stateful_imports(ns) if candidates else ()
+    if state:
+        candidates = [replace(c, library_state=state) for c in candidates]
     candidates.sort(key=lambda c: (c.range.start.line, c.range.start.character))
     return candidates
+
+
+# Packages whose layers read process state set up outside the model (model-parallel
+# groups): importing one makes a setup call its set-up first (tensorviz_lsp.setup.hints
+# has the calls).
+STATEFUL_LIBRARIES = ("fairscale.nn.model_parallel",)
+
+
+def stateful_imports(ns: Namespace) -> tuple[str, ...]:
+    """The :data:`STATEFUL_LIBRARIES` the file imports from, in that table's order."""
+    targets = [s.target for s in ns.symbols.values() if isinstance(s, ImportedName)]
+    return tuple(lib for lib in STATEFUL_LIBRARIES
+                 if any(t == lib or t.startswith(lib + ".") for t in targets))
+
+
+def _with_makers(cand: Candidate, makers: Makers) -> Candidate:
+    """``cand`` with the same-file function that builds each of its inputs and fields
+    that nothing else describes (:mod:`discovery.makers`)."""
+    exclude = cand.qualname if cand.call_method is None else None
+    return replace(
+        cand,
+        call_inputs=tuple(makers.with_maker(i, exclude) for i in cand.call_inputs),
+        setup_fields=tuple(f if f.supplied_by else makers.with_maker(f, exclude) for f in cand.setup_fields),
+    )
 
 
 def _all_classes(ns: Namespace) -> list[ClassInfo]:
@@ -199,6 +235,33 @@ def _with_subclass(f: SetupField, ns: Namespace) -> SetupField:
     return replace(f, hints=replace(hints, subclass=(sub.name, needed)))
 
 
+_IMAGE_SIZE = ("img_size", "image_size", "input_size")
+_IMAGE_CHANNELS = ("in_chans", "in_channels", "num_channels", "in_chs")
+
+
+def _with_image(inputs: tuple[CallInput, ...], fields: Sequence[SetupField]) -> tuple[CallInput, ...]:
+    """A vision model's first required input nothing else describes, as one image at the
+    setup's defaults: timm's ``VisionTransformer(img_size=224, in_chans=3)`` asserts the
+    size it was built for."""
+    defaults = {f.name: f.default.value for f in fields if f.default is not None and f.default.is_literal}
+    size = next((defaults[n] for n in _IMAGE_SIZE if n in defaults), None)
+    channels = next((defaults[n] for n in _IMAGE_CHANNELS if n in defaults), None)
+    if isinstance(size, int) and not isinstance(size, bool):
+        size = (size, size)
+    if not (isinstance(size, (tuple, list)) and len(size) == 2 and all(type(d) is int for d in size)
+            and type(channels) is int):
+        return inputs
+    out = list(inputs)
+    for i, inp in enumerate(out):
+        if not inp.required or inp.kind not in ("positional", "keyword_only"):
+            continue
+        hints = inp.hints or ValueHints()
+        if inp.token is None and hints.shape is None and hints.last_dim is None:
+            out[i] = replace(inp, hints=replace(hints, image=(channels, size[0], size[1])))
+        break
+    return tuple(out)
+
+
 def _call_input(param: ParameterInfo, *, static: bool = False, config: ConfigClass | None = None,
                 token: TokenInput | None = None, hints: ValueHints | None = None) -> CallInput:
     return CallInput(param.name, param.kind, param.annotation_text, param.default_info(), static, config, token, hints)
@@ -271,6 +334,7 @@ def _module_candidate(
 
     if ref.module.namespace is not None:
         fields = [_with_subclass(f, ref.module.namespace) for f in fields]
+    call_inputs = _with_image(call_inputs, fields)
     name_range, whole = locate(ref.info.qualname)
     return Candidate(
         name=ref.info.name,

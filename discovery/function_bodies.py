@@ -33,6 +33,8 @@ _NOT_REFERENCES: dict[type, frozenset[str]] = {
     cst.ClassDef: frozenset({"name"}),
 }
 _child_fields_cache: dict[type, tuple[str, ...]] = {}
+# Methods that pass an array on as another dtype or device (``x.long()``, ``x.astype(…)``).
+_CASTS = frozenset({"long", "int", "to", "type", "astype", "contiguous", "cuda", "cpu"})
 
 
 def child_fields(node_type: type) -> tuple[str, ...]:
@@ -62,6 +64,8 @@ class BodyFacts:
     init_calls: list[cst.Call] = field(default_factory=list)
     # ``self.a.b = value``: ("a.b", value)
     self_assignments: list[tuple[str, cst.BaseExpression]] = field(default_factory=list)
+    # ``name = value`` (one plain name assigned): the values, in source order
+    local_assignments: dict[str, list[cst.BaseExpression]] = field(default_factory=dict)
 
 
 class Bodies:
@@ -123,6 +127,9 @@ def _walk(function: cst.FunctionDef) -> BodyFacts:
                 path = self_path(target.target)
                 if path is not None:
                     facts.self_assignments.append((path, node.value))  # type: ignore[attr-defined]
+                elif type(target.target) is cst.Name:
+                    facts.local_assignments.setdefault(identifier(target.target.value), []).append(
+                        node.value)  # type: ignore[attr-defined]
         for name in reversed(child_fields(node_type)):
             value = getattr(node, name)
             if isinstance(value, cst.CSTNode):
@@ -138,6 +145,11 @@ def _note_call(node: cst.Call, facts: BodyFacts) -> None:
         facts.init_calls.append(node)
     for arg in node.args:
         if arg.keyword is None and not arg.star:
-            if type(arg.value) is cst.Name:
-                facts.first_argument_of.setdefault(identifier(arg.value.value), []).append(func)
+            value = arg.value
+            # ``self.emb(x.long())``: a cast of the name is the name passed on
+            if type(value) is cst.Call and type(value.func) is cst.Attribute \
+                    and value.func.attr.value in _CASTS and type(value.func.value) is cst.Name:
+                value = value.func.value
+            if type(value) is cst.Name:
+                facts.first_argument_of.setdefault(identifier(value.value), []).append(func)
             break

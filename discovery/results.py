@@ -154,13 +154,27 @@ class ValueHints:
     #: AttentionLayers`` and ``class Decoder(AttentionLayers)``): the first subclass and the
     #: constructor parameters a call of it needs (required, or sizes defaulting to None).
     subclass: tuple[str, tuple[str, ...]] | None = None
+    #: A function of the same file that builds the value (bonsai's ``init_cache(cfg,
+    #: batch_size, token_len, generate_steps) -> Cache`` for ``cache``): its name and its
+    #: required parameters as ``(name, annotation text)`` (:mod:`discovery.makers`).
+    made_by: tuple[str, tuple[tuple[str, str], ...]] | None = None
+    #: The maker's dtype parameters that default to half precision (``dtype=jnp.bfloat16``):
+    #: a suggestion passes float32, the dtype of freshly initialised parameters.
+    made_by_float32: tuple[str, ...] = ()
+    #: An input of a vision model whose setup names its image (timm's ``img_size=224,
+    #: in_chans=3``): ``(channels, height, width)`` at the setup's defaults.
+    image: tuple[int, int, int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.subclass is not None:
             out["subclass"] = {"name": self.subclass[0], "parameters": list(self.subclass[1])}
+        if self.made_by is not None:
+            out["made_by"] = {"name": self.made_by[0],
+                              "parameters": [{"name": n, "annotation": a} for n, a in self.made_by[1]],
+                              "float32": list(self.made_by_float32)}
         for key in ("flag", "shape", "needed", "rank", "last_dim", "first_layer", "reads", "builder", "must_set",
-                    "preset"):
+                    "preset", "image"):
             value = getattr(self, key)
             if value not in (None, False, ()):
                 out[key] = list(value) if isinstance(value, tuple) else value
@@ -328,6 +342,13 @@ class Candidate:
     # Methods to call on the built model before its call method can run (gpt-fast's
     # ``setup_caches``), read from source: see :class:`Preparation`.
     preparations: tuple[Preparation, ...] = ()
+    # A function that builds the model (:mod:`discovery.factories`): captured by calling
+    # it with the setup fields, then what it returns with the call inputs.
+    model_factory: bool = False
+    # Libraries the file imports whose layers read process state that is set up outside
+    # the model (``fairscale.nn.model_parallel``'s model-parallel groups): a setup calls
+    # their set-up first (``--before``).
+    library_state: tuple[str, ...] = ()
 
     @property
     def framework(self) -> Framework:
@@ -348,6 +369,8 @@ class Candidate:
             "setup_fields": [f.to_json() for f in self.setup_fields],
             "setup_fields_complete": self.setup_fields_complete,
             "preparations": [p.to_json() for p in self.preparations],
+            "model_factory": self.model_factory,
+            "library_state": list(self.library_state),
         }
 
 

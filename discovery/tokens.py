@@ -18,7 +18,7 @@ import libcst as cst
 
 from .function_bodies import Bodies, self_path
 from .namespace import Namespace, dotted_parts, dotted_text, qualified_text
-from .parameters import ParameterInfo
+from .parameters import ParameterInfo, parameters_of
 from .results import SetupField, TokenInput
 
 TOKEN_NAMES = frozenset({
@@ -65,13 +65,14 @@ def token_input(
 
 
 def _embedding_of(
-    name: str, call: cst.FunctionDef, builders: Sequence[Builder], ns: Namespace | None, bodies: Bodies
+    name: str, call: cst.FunctionDef, builders: Sequence[Builder], ns: Namespace | None, bodies: Bodies,
+    depth: int = 0,
 ) -> tuple[str, cst.BaseExpression | None] | None:
     """``(where, row count expression)`` of the embedding ``call`` passes ``name`` to."""
     callees = bodies.of(call).first_argument_of.get(name)
     if not callees:
         return None
-    submodules: dict[str, cst.Call] | None = None
+    submodules: dict[str, cst.BaseExpression | None] | None = None
     for callee in callees:
         if isinstance(callee, cst.Call) and qualified_text(callee.func, ns) in EMBEDDINGS:
             return f"{dotted_text(callee.func) or 'an embedding'}(...)", _rows(callee)
@@ -81,35 +82,99 @@ def _embedding_of(
         if submodules is None:
             submodules = {}
             for builder, builder_ns in builders:
-                for made_path, value in bodies.of(builder).self_assignments:
-                    _record(submodules, made_path, value, builder_ns)
-        made = submodules.get(path)
-        if made is not None:
-            return f"self.{path}", _rows(made)
+                facts = bodies.of(builder)
+                record = _Recorder(submodules, builder_ns, bodies, facts.local_assignments, depth)
+                for made_path, value in facts.self_assignments:
+                    record(made_path, value)
+        if path in submodules:
+            return f"self.{path}", submodules[path]
     return None
 
 
-def _record(made: dict[str, cst.Call], path: str, value: cst.BaseExpression, ns: Namespace | None) -> None:
-    """The embeddings ``self.<path> = value`` makes: the value itself, or the entries of
-    a ``nn.ModuleDict(dict(tok=...))``/``{"tok": ...}`` container, at their paths."""
-    if isinstance(value, cst.Dict):
+# How many same-file embedding wrappers deep a token input is followed (x-transformers'
+# ``TokenEmbedding`` around ``nn.Embedding``).
+_WRAPPER_DEPTH = 2
+
+
+class _Recorder:
+    """Records the embeddings ``self.<path> = value`` makes, by path, with their row count
+    expression: the value itself, a local it names (``self.token_emb = token_emb`` after
+    ``token_emb = TokenEmbedding(...)``), the entries of a ``nn.ModuleDict(dict(tok=...))``/
+    ``{"tok": ...}`` container, or a same-file class whose call method passes its input on
+    to an embedding (its rows read through the call's arguments)."""
+
+    def __init__(self, made: dict[str, cst.BaseExpression | None], ns: Namespace | None, bodies: Bodies,
+                 locals_: dict[str, list[cst.BaseExpression]], depth: int) -> None:
+        self.made, self.ns, self.bodies, self.locals, self.depth = made, ns, bodies, locals_, depth
+
+    def __call__(self, path: str, value: cst.BaseExpression) -> None:
+        if isinstance(value, cst.Name) and value.value in self.locals:
+            for assigned in self.locals[value.value]:
+                if not isinstance(assigned, cst.Name):  # never a name assigned from itself
+                    self(path, assigned)
+            return
+        if isinstance(value, cst.Dict):
+            self._entries(path, value)
+            return
+        if not isinstance(value, cst.Call):
+            return
+        qualified = qualified_text(value.func, self.ns)
+        if qualified in EMBEDDINGS:
+            self.made[path] = _rows(value)
+        elif qualified in _CONTAINERS:
+            for arg in value.args:
+                if arg.keyword is not None:
+                    self(f"{path}.{arg.keyword.value}", arg.value)
+                elif not arg.star:
+                    self(path, arg.value)
+        elif self.depth < _WRAPPER_DEPTH and isinstance(value.func, cst.Name) and self.ns is not None:
+            wrapped = _wrapper_rows(value, self.ns, self.bodies, self.depth + 1)
+            if wrapped is not None:
+                self.made[path] = wrapped[0]
+
+
+    def _entries(self, path: str, value: cst.Dict) -> None:
         for element in value.elements:
             if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
                 key = element.key.evaluated_value
                 if isinstance(key, str):
-                    _record(made, f"{path}.{key}", element.value, ns)
-        return
-    if not isinstance(value, cst.Call):
-        return
-    qualified = qualified_text(value.func, ns)
-    if qualified in EMBEDDINGS:
-        made[path] = value
-    elif qualified in _CONTAINERS:
-        for arg in value.args:
-            if arg.keyword is not None:
-                _record(made, f"{path}.{arg.keyword.value}", arg.value, ns)
-            elif not arg.star:
-                _record(made, path, arg.value, ns)
+                    self(f"{path}.{key}", element.value)
+
+
+def _wrapper_rows(call: cst.Call, ns: Namespace, bodies: Bodies,
+                  depth: int) -> tuple[cst.BaseExpression | None] | None:
+    """``(rows,)`` when ``call`` builds a same-file class whose call method passes its
+    first input to an embedding: the rows as the caller writes them (the class's
+    ``nn.Embedding(num_tokens, dim)`` with ``TokenEmbedding(emb_dim, num_tokens)`` → the
+    caller's ``num_tokens``); None when it is no such class."""
+    info = ns.class_by_qualname(call.func.value) if isinstance(call.func, cst.Name) else None
+    if info is None:
+        return None
+    method = info.methods.get("forward") or info.methods.get("__call__")
+    builders = [(info.methods[m], ns) for m in ("__init__", "setup") if m in info.methods]
+    if method is None or not builders:
+        return None
+    params = parameters_of(method, bound=True)
+    if not params or params[0].kind != "positional":
+        return None
+    inner = _embedding_of(params[0].name, method, builders, ns, bodies, depth)
+    if inner is None:
+        return None
+    rows = inner[1]
+    if not isinstance(rows, cst.Name):
+        return (rows if isinstance(rows, cst.Integer) else None,)
+    init = info.methods.get("__init__")
+    names = [p.name for p in parameters_of(init, bound=True)] if init is not None else []
+    if rows.value not in names:
+        return (None,)
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == rows.value:
+            return (arg.value,)
+    positional = [a for a in call.args if a.keyword is None]
+    index = names.index(rows.value)
+    if any(a.star for a in positional[: index + 1]) or index >= len(positional):
+        return (None,)
+    return (positional[index].value,)
 
 
 def _rows(embedding: cst.Call) -> cst.BaseExpression | None:

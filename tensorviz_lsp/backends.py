@@ -74,6 +74,11 @@ class Candidate:
     call_method: str | None = None
     call_defined_in: str | None = None
     setup_fields_complete: bool = True
+    #: A function that builds the model (``discovery.factories``): its recipe saves
+    #: ``model_factory = true``.
+    model_factory: bool = False
+    #: Libraries whose process state the model reads (``discovery.results.Candidate``).
+    library_state: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -387,6 +392,8 @@ def adapt_discovery(result: FileResult) -> Discovered:
             call_defined_in=c.call_defined_in,
             setup_fields_complete=c.setup_fields_complete,
             reason=c.reason,
+            model_factory=c.model_factory,
+            library_state=list(c.library_state),
         )
         for c in result.candidates
     ]

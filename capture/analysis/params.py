@@ -40,14 +40,17 @@ class GroupParams:
         self.capture, self.index, self.names, self.plain = capture, index, names, plain
         self._got: dict[int, ParamCounts] = {}
         self._stand_ins: dict[int, int] | None = None
+        #: (shape, dtype) -> (elements, bytes): a model's weights share few shapes.
+        self._figures: dict[Any, tuple[int | None, int | None]] = {}
 
     def __call__(self, g: int) -> ParamCounts:
         got = self._got.get(g)
         if got is not None:
             return got
         tensors = 0
-        count: int | None = 0
-        size: int | None = 0
+        counts: list[int | None] = []
+        sizes: list[int | None] = []
+        figures = self._figures
         if self._stand_ins is None:
             self._stand_ins = body_stand_ins(self.capture)
         stand_ins = self._stand_ins
@@ -63,8 +66,17 @@ class GroupParams:
                 continue
             shape, dtype, _ = self.plain(v)
             tensors += 1
-            # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
-            count = units.add((count, units.element_count(shape)))
-            size = units.add((size, units.nbytes(shape, dtype)))
-        got = self._got[g] = {"tensors": tensors, "count": count, "bytes": size}
+            try:
+                key: Any = (tuple(shape), dtype)
+                fig = figures.get(key)
+            except TypeError:  # not a list of hashable dimensions: figured each time
+                key, fig = None, None
+            if fig is None:
+                fig = (units.element_count(shape), units.nbytes(shape, dtype))
+                if key is not None:
+                    figures[key] = fig
+            counts.append(fig[0])
+            sizes.append(fig[1])
+        # a symbolic dimension or an unknown dtype makes the sum unknown (None), never 1 or 32 bits
+        got = self._got[g] = {"tensors": tensors, "count": units.add(counts), "bytes": units.add(sizes)}
         return got

@@ -232,6 +232,7 @@ class CaptureMeta(TypedDict, total=False):
     evidence_note: str
     capture_s: float  # the forward's (and training step's) wall time
     inference_mode: str  # how often the forward entered torch.inference_mode, run as no_grad
+    cuda_calls: str  # how many .cuda() calls a CPU capture kept on the CPU (capture.torch.cuda_calls)
     loss: str | None  # the training step's loss
     optimizer: str  # its optimizer's class name
     grads: int  # gradients recorded

@@ -53,11 +53,8 @@ imported, without CPU fallback, naming the platforms this JAX has.
 
 from __future__ import annotations
 
-import inspect
 import math
 import sys
-import types
-import typing
 import warnings
 from contextlib import nullcontext
 from typing import Any, Callable, cast
@@ -75,7 +72,7 @@ from .names import input_names
 from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_outputs
 from .nnx_state import NnxLift
 from .platforms import device_unavailable, select_platforms, started_backends
-from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams
+from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams, supply_rngs
 from . import compiled
 from .shardings import JaxShardings, devices_record, leaf_sharding, recipe_mesh, simulate_devices
 from .tracing import trace
@@ -391,6 +388,8 @@ class _Plan:
 def _plan(ctx: CaptureContext, target: Any, make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
     linen = sys.modules.get("flax.linen")
     nnx = sys.modules.get("flax.nnx")
+    if ctx.recipe.model_factory:
+        return _model_factory_plan(ctx, linen, nnx, target, make_tensor)
     # A partial of a module class with a literal init is built as the class, the partial's
     # arguments first; with an init factory the factory's result is the model, as for any
     # callable (a partial of anything else is a function).
@@ -461,7 +460,7 @@ def _nnx_class_plan(ctx: CaptureContext, nnx: Any, target: type, partial: Partia
         ctx.after_construction(obj, make_tensor)
         return _nnx_plan(nnx, obj, "nnx", "factory_state")
     saved_args, saved_kwargs = _init_arguments(ctx, partial, make_tensor)
-    args, kwargs, supplied = _supply_rngs(nnx, target, saved_args, saved_kwargs, recipe.seed)
+    args, kwargs, supplied = supply_rngs(nnx, target, saved_args, saved_kwargs, recipe.seed)
     try:
         with _NarrowingWatch(f"profiles.{recipe.name}.init"):
             obj = target(*args, **kwargs)
@@ -480,6 +479,32 @@ def _nnx_class_plan(ctx: CaptureContext, nnx: Any, target: type, partial: Partia
     if supplied:
         return _nnx_plan(nnx, obj, "nnx", "fresh_init", NNX_FRESH_NOTE)
     return _nnx_plan(nnx, obj, "nnx", "constructed")
+
+
+def _model_factory_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
+                        make_tensor: Callable[[TensorLeaf], Any]) -> _Plan:
+    """``model_factory = true``: ``model`` names a function (big_vision's ``Model(num_classes,
+    variant=…)``) called with the literal init; the Linen module, NNX module or callable it
+    returns is planned as one."""
+    ref = ctx.recipe.model
+    if not callable(target) or isinstance(target, type):
+        raise CaptureError("recipe", f"model_factory = true, but {ref} is {_describe(target)}, not a function "
+                                     "that builds the model (a class is built from init without it: omit "
+                                     "model_factory)", {"key_path": f"profiles.{ctx.recipe.name}.model_factory"})
+    args, kwargs = ctx.materialize("init", make_tensor)
+    with _NarrowingWatch(f"profiles.{ctx.recipe.name}.init"):
+        obj = target(*args, **kwargs)
+    if not callable(obj):
+        raise CaptureError("recipe", f"{ref} (model_factory = true) returned {_describe(obj)}; expected a Flax "
+                                     "module or a callable to capture with the inputs")
+    ctx.after_construction(obj, make_tensor)
+    if linen is not None and isinstance(obj, linen.Module):
+        return _bound_linen(type(obj), obj, ref) if obj.scope is not None else _fresh_linen(obj)
+    if nnx is not None and isinstance(obj, nnx.Module):
+        return _nnx_plan(nnx, obj, "nnx", "constructed")
+    if nnx is not None:
+        return _nnx_plan(nnx, obj, "function", "callable_state")
+    return _Plan("function", lambda state, *a, **k: obj(*a, **k), callee=obj)
 
 
 def _callable_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
@@ -507,50 +532,6 @@ def _callable_plan(ctx: CaptureContext, linen: Any, nnx: Any, target: Any,
     if nnx is not None:
         return _nnx_plan(nnx, fn, "function", "callable_state")
     return _Plan("function", lambda state, *a, **k: fn(*a, **k), callee=fn)
-
-
-def _supply_rngs(nnx: Any, target: type, args: tuple, kwargs: dict, seed: int) -> tuple[tuple, dict, list[str]]:
-    """``args``/``kwargs`` for an NNX constructor with ``nnx.Rngs(seed)`` passed to each of its
-    rngs parameters (named ``rngs`` or annotated ``nnx.Rngs``, as discovery marks them
-    ``supplied_by: "tensorviz"``) that the literal init leaves unset. One ``nnx.Rngs`` is
-    shared by all of them. Returns the names of the parameters supplied."""
-    init = cast(Any, target).__init__
-    try:
-        params = list(inspect.signature(init).parameters.values())
-    except (TypeError, ValueError):
-        return args, kwargs, []
-    if inspect.isfunction(init) and params:
-        params = params[1:]  # self
-    try:
-        hints = typing.get_type_hints(init)
-    except Exception:  # an annotation that does not resolve: names still count
-        hints = {}
-    args, kwargs, supplied, rngs = tuple(args), dict(kwargs), [], None
-    for position, p in enumerate(params):
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            continue
-        if p.name != "rngs" and not _is_rngs_type(nnx, hints.get(p.name, p.annotation)):
-            continue
-        by_position = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and len(args) > position
-        if by_position or (p.kind != p.POSITIONAL_ONLY and p.name in kwargs):
-            continue  # the recipe sets it: passed as saved
-        if p.kind == p.POSITIONAL_ONLY and len(args) != position:
-            continue  # cannot be reached positionally: the constructor says what is missing
-        rngs = rngs if rngs is not None else nnx.Rngs(seed)
-        if p.kind == p.POSITIONAL_ONLY:
-            args = args + (rngs,)
-        else:
-            kwargs[p.name] = rngs
-        supplied.append(p.name)
-    return args, kwargs, supplied
-
-
-def _is_rngs_type(nnx: Any, annotation: Any) -> bool:
-    if annotation is nnx.Rngs:
-        return True
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # Optional[nnx.Rngs]
-        return any(a is nnx.Rngs for a in typing.get_args(annotation))
-    return False
 
 
 def _call_example(name: str, args: tuple, kwargs: dict, extra: str) -> str:

@@ -30,10 +30,13 @@ Each entry: ``{"name": stream, "origin": ..., "where": where it sits, "note": a 
 
 from __future__ import annotations
 
+import inspect
 import re
 import sys
+import types
+import typing
 import zlib
-from typing import Any
+from typing import Any, cast
 
 from ..graph.meta import RngStream
 from .structures import type_test
@@ -220,3 +223,47 @@ def _key(entry: Any) -> Any:
         if hasattr(entry, attr):
             return getattr(entry, attr)
     return str(entry)
+
+
+def supply_rngs(nnx: Any, target: type, args: tuple, kwargs: dict, seed: int) -> tuple[tuple, dict, list[str]]:
+    """``args``/``kwargs`` for an NNX constructor with ``nnx.Rngs(seed)`` passed to each of its
+    rngs parameters (named ``rngs`` or annotated ``nnx.Rngs``, as discovery marks them
+    ``supplied_by: "tensorviz"``) that the literal init leaves unset. One ``nnx.Rngs`` is
+    shared by all of them. Returns the names of the parameters supplied."""
+    init = cast(Any, target).__init__
+    try:
+        params = list(inspect.signature(init).parameters.values())
+    except (TypeError, ValueError):
+        return args, kwargs, []
+    if inspect.isfunction(init) and params:
+        params = params[1:]  # self
+    try:
+        hints = typing.get_type_hints(init)
+    except Exception:  # an annotation that does not resolve: names still count
+        hints = {}
+    args, kwargs, supplied, rngs = tuple(args), dict(kwargs), [], None
+    for position, p in enumerate(params):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        if p.name != "rngs" and not is_rngs_type(nnx, hints.get(p.name, p.annotation)):
+            continue
+        by_position = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and len(args) > position
+        if by_position or (p.kind != p.POSITIONAL_ONLY and p.name in kwargs):
+            continue  # the recipe sets it: passed as saved
+        if p.kind == p.POSITIONAL_ONLY and len(args) != position:
+            continue  # cannot be reached positionally: the constructor says what is missing
+        rngs = rngs if rngs is not None else nnx.Rngs(seed)
+        if p.kind == p.POSITIONAL_ONLY:
+            args = args + (rngs,)
+        else:
+            kwargs[p.name] = rngs
+        supplied.append(p.name)
+    return args, kwargs, supplied
+
+
+def is_rngs_type(nnx: Any, annotation: Any) -> bool:
+    if annotation is nnx.Rngs:
+        return True
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # Optional[nnx.Rngs]
+        return any(a is nnx.Rngs for a in typing.get_args(annotation))
+    return False

@@ -18,6 +18,9 @@ A workspace keeps its recipes in ``.tensorviz/recipes.toml``::
     inputs = { args = [{ kind = "tensor", shape = [2, 3], dtype = "float32",
                          requires_grad = false, generator = { kind = "full", value = 1 } }],
                kwargs = {} }                          # or { factory = "pkg.mod:function" }
+    model_factory = false             # true: model names a function that builds the model,
+                                      # called with init's args/kwargs; what it returns is
+                                      # captured with the inputs (not with init.factory)
 
 Torch recipes may also load saved files (workspace-relative paths; read, bounded and
 hashed in the worker by :mod:`capture.torch.saved`)::

@@ -86,6 +86,10 @@ class Recipe:
     # JAX: compile the traced program for the capture's devices and read what XLA runs
     # (``capture.jax.compiled``): "auto" (with a mesh), "on", "off".
     compile: str = "auto"
+    # ``model`` names a function that builds the model (big_vision's ``Model(num_classes,
+    # variant)``, a ``build_model(...) -> nn.Module``): it is called with ``init``'s
+    # arguments, and what it returns is captured with the inputs.
+    model_factory: bool = False
     # Was ``framework`` written in the table? (Writing keeps an omitted key omitted.)
     framework_explicit: bool = field(default=True, compare=False)
 
@@ -197,6 +201,8 @@ class Recipe:
             out["mesh"] = self.mesh.to_dict()
         if self.compile != "auto":
             out["compile"] = self.compile
+        if self.model_factory:
+            out["model_factory"] = True
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -266,7 +272,7 @@ def profile_from_document(doc: Mapping[str, Any], name: str, *, text: str | None
 
 
 _PROFILE_KEYS = ("kind", "framework", "model", "mode", "device", "grad_enabled", "seed", "init", "inputs", "step",
-                 "evidence", "dtype", "mesh", "compile")
+                 "evidence", "dtype", "mesh", "compile", "model_factory")
 
 
 def parse_profile(name: str, table: Any, *, text: str | None = None, file: str | None = None) -> Recipe:
@@ -336,6 +342,13 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
     dtype = _choice(cx, table, base, "dtype", MODEL_DTYPES, "") if "dtype" in table else None
     mesh = _mesh(cx, table["mesh"], base + ["mesh"]) if "mesh" in table else None
     compile_mode = _choice(cx, table, base, "compile", COMPILE_MODES, "auto")
+    model_factory = table.get("model_factory", False)
+    if type(model_factory) is not bool:
+        raise cx.error(base + ["model_factory"], f"expected true or false, found {_show(model_factory)}")
+    if model_factory and init.factory is not None:
+        raise cx.error(base + ["init", "factory"], "model_factory = true builds the model by calling model with "
+                                                   "init's arguments; init.factory is another way to build it: "
+                                                   "give one of them")
 
     recipe = Recipe(
         name=name,
@@ -353,6 +366,7 @@ def _parse_profile(name: Any, table: Any, text: str | None, file: str | None) ->
         dtype=dtype,
         mesh=mesh,
         compile=compile_mode,
+        model_factory=model_factory,
         framework_explicit=framework_explicit,
     )
     _check_framework_rules(cx, recipe, base)

@@ -76,6 +76,7 @@ from ..graph.model import Capture
 from ..worker.context import CaptureContext, import_framework, parse_device, positional_names
 from ..worker.errors import CaptureError, own_step
 from .model_build import _build_model, _describe, _guarded_build, _seed_everything, _tensor_maker, _weights
+from .cuda_calls import cuda_calls_kept_on_cpu
 from .grad_modes import inference_mode_as_grad_mode
 from .version_check import check_torch
 
@@ -268,7 +269,7 @@ def capture(ctx: CaptureContext) -> Capture:  # noqa: C901
         group = SimulatedGroup(recipe, device)
     modes = CaptureMeta()
     try:
-        with (group.mesh if group is not None else nullcontext()):
+        with (group.mesh if group is not None else nullcontext()), cuda_calls_kept_on_cpu(torch, device, modes):
             result = _capture(ctx, torch, device, group, modes)
         result.meta.update(modes)
         return result

@@ -112,6 +112,8 @@ def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callab
     ref = recipe.model
     factory = recipe.init.factory
     Module = torch.nn.Module
+    if recipe.model_factory:
+        return _from_model_factory(ctx, Module, target, make_tensor)
     # A partial of a module class with a literal init is built as the class, the partial's
     # arguments first; with an init factory the factory's result is the model, as for any
     # callable (a partial of anything else is a function).
@@ -154,6 +156,25 @@ def _construct(ctx: CaptureContext, torch: Any, target: Any, make_tensor: Callab
     if not callable(target):
         raise CaptureError("recipe", f"{ref} is {_describe(target)}, not a torch.nn.Module or a function")
     return target, "function"
+
+
+def _from_model_factory(ctx: CaptureContext, Module: type, target: Any, make_tensor: Callable) -> tuple[Any, str]:
+    """``model_factory = true``: ``model`` names a function (``build_model(...) ->
+    nn.Module``) called with the literal init; what it returns is the model."""
+    ref = ctx.recipe.model
+    if not callable(target) or isinstance(target, type):
+        raise CaptureError("recipe", f"model_factory = true, but {ref} is {_describe(target)}, not a function "
+                                     "that builds the model (a class is built from init without it: omit "
+                                     "model_factory)", {"key_path": f"profiles.{ctx.recipe.name}.model_factory"})
+    args, kwargs = ctx.materialize("init", make_tensor)
+    model = target(*args, **kwargs)
+    if isinstance(model, Module):
+        return model, "module"
+    if callable(model):
+        return model, "function"
+    raise CaptureError("recipe", f"{ref} (model_factory = true) returned {_describe(model)}; expected a "
+                                 "torch.nn.Module (or a callable) to capture with the inputs",
+                       {"found": type(model).__qualname__})
 
 
 # meta["state"] labels of a Torch module's weights and what each means (meta["state_note"]).

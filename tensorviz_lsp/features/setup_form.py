@@ -23,8 +23,9 @@ from discovery.binding import bind
 from discovery.results import CallInputJson
 
 from ..backends import Candidate
+from ..setup.hints import library_before
 from ..setup.shorthand_values import ShorthandError, parse_value_spec
-from ..setup.suggestions import Example, Suggester
+from ..setup.suggestions import Example, Suggester, is_image_input, is_sequence_input
 from .form_values import before_text, steps_text, value_text
 
 
@@ -65,6 +66,16 @@ def _call_inputs(cand: Candidate) -> list[dict[str, Any]]:
         elif needed:
             out.append({**inp, "keyword_only": True, "needed": needed})
     return out
+
+
+def _input_suggester(cand: Candidate) -> Suggester:
+    """The inputs' suggester, knowing the constructor's suggested values: an input's maker
+    (bonsai's ``init_cache(cfg, …)``) takes the model's own config."""
+    suggest = Suggester(cand.framework)
+    for f in cand.setup_fields:
+        if f.get("required") and not f.get("supplied_by"):
+            suggest.init_value(f)
+    return suggest
 
 
 def _table(recipe: Mapping[str, Any], key: str) -> dict[str, Any]:
@@ -157,8 +168,9 @@ def _evidence_choices() -> tuple[str, ...]:
 
 def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
     """A profile prefilled from discovery: framework, model and setup-field defaults.
-    Input shapes are left for the form to ask (never guessed)."""
-    return {
+    Input shapes are left for the form to ask (never guessed). A function that builds the
+    model (big_vision's ``Model``) saves ``model_factory = true``."""
+    draft: dict[str, Any] = {
         "kind": "model",
         "framework": cand.framework,
         "model": model,
@@ -169,6 +181,9 @@ def draft_recipe(cand: Candidate, model: str) -> dict[str, Any]:
         "init": {"args": [], "kwargs": {}},
         "inputs": {"args": [], "kwargs": {}},
     }
+    if getattr(cand, "model_factory", False):
+        draft["model_factory"] = True
+    return draft
 
 
 def _type_of(annotation: str | None, default: Any) -> str:
@@ -203,7 +218,7 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
     call = _call_inputs(cand)
     positional = [c for c in call if not c["keyword_only"]]
     n_args = max(len(positional), len([a for a in saved_args if isinstance(a, dict) and a.get("kind") == "tensor"]))
-    suggest_inputs = Suggester(cand.framework)
+    suggest_inputs = _input_suggester(cand)
     for i in range(n_args):
         info = positional[i] if i < len(positional) else {"name": f"args[{i}]"}
         desc = saved_args[i] if i < len(saved_args) else None
@@ -274,7 +289,9 @@ def setup_form(ctx: SetupContext) -> dict[str, Any]:
         # Steps after construction, one STEP a line (the shorthand's --then grammar).
         "steps": {"lines": steps, "help": STEPS_HELP},
         # Calls before construction, one call VALUE a line (the shorthand's --before).
-        "before": {"lines": before_text(recipe), "help": BEFORE_HELP},
+        # A fresh setup starts with the set-up its libraries need (llama3's fairscale groups).
+        "before": {"lines": before_text(recipe) or ([call for _, call in library_before(cand.library_state)]
+                                                    if fresh else []), "help": BEFORE_HELP},
         "factories": {
             "init": {"value": init.get("factory"), "placeholder": FACTORY_PLACEHOLDER,
                      "contract": INIT_CONTRACTS.get(cand.kind, INIT_CONTRACTS["torch_module"]).format(name=cand.qualname)},
@@ -556,9 +573,12 @@ def _input_entry(info: dict[str, Any], saved: Any, path: str, *, kwarg: bool,
         unknown = ["all dimensions"]  # nothing described yet (a saved ``shape = []`` is a scalar)
     hints = info.get("hints") or {}
     token = info.get("token")
-    if desc is None and suggested is not None and (hints.get("shape") or hints.get("last_dim") or token):
-        # The code says it, or they are token ids, which run at any batch and length: the
-        # command line's suggestion (a batch of 1, 16 positions).
+    if desc is None and suggested is not None and (hints.get("shape") or hints.get("last_dim") or token
+                                                   or hints.get("image")
+                                                   or is_image_input(str(info.get("name") or ""))
+                                                   or is_sequence_input(str(info.get("name") or ""))):
+        # The code says it, or they are token ids, which run at any batch and length, or an
+        # image at the size vision models are built for: the command line's suggestion.
         shape, unknown = list(suggested["shape"]), []
     dtype = "float32"
     generator: dict[str, Any] = {"kind": "normal"}

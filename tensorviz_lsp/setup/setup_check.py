@@ -34,6 +34,7 @@ from capture.recipe import CallDesc, CallStep, ListDesc, Recipe, RefDesc, SetSte
 from capture.recipe.keywords import misspelt
 from discovery.binding import bind
 
+from .hints import library_before
 from .suggestions import Suggester
 
 
@@ -73,6 +74,10 @@ class CandidateFacts:
     setup_fields: list[dict[str, Any]]
     call_inputs: list[dict[str, Any]]
     preparations: list[dict[str, Any]]
+    #: A function that builds the model (``discovery.factories``).
+    model_factory: bool = False
+    #: Libraries whose process state the model reads (``fairscale.nn.model_parallel``).
+    library_state: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, cand: Any) -> "CandidateFacts":
@@ -81,10 +86,12 @@ class CandidateFacts:
         if hasattr(cand, "call_inputs"):  # discovery's Candidate
             return cls(cand.qualname, cand.kind, str(cand.framework), cand.call_method, cand.call_defined_in,
                        cand.setup_fields_complete, [f.to_json() for f in cand.setup_fields],
-                       [i.to_json() for i in cand.call_inputs], [p.to_json() for p in cand.preparations])
+                       [i.to_json() for i in cand.call_inputs], [p.to_json() for p in cand.preparations],
+                       bool(getattr(cand, "model_factory", False)), tuple(getattr(cand, "library_state", ())))
         # the language server's Candidate (tensorviz_lsp.backends): JSON already
         return cls(cand.qualname, cand.kind, str(cand.framework), cand.call_method, cand.call_defined_in,
-                   cand.setup_fields_complete, list(cand.setup_fields), list(cand.inputs), list(cand.preparations))
+                   cand.setup_fields_complete, list(cand.setup_fields), list(cand.inputs), list(cand.preparations),
+                   bool(getattr(cand, "model_factory", False)), tuple(getattr(cand, "library_state", ())))
 
 
 def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
@@ -116,7 +123,9 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
     if recipe.inputs.factory is None and recipe.inputs.fixture is None:
         inputs = cand.call_inputs
         complete = cand.call_method is None or cand.call_defined_in is not None
-        where = f"{cand.qualname}.{cand.call_method}" if cand.call_method else cand.qualname
+        # a factory's inputs are those of the module it returns (big_vision's _Model.__call__)
+        owner = cand.call_defined_in if cand.model_factory and cand.call_defined_in else cand.qualname
+        where = f"{owner}.{cand.call_method}" if cand.call_method else cand.qualname
         given = dict(recipe.inputs.kwargs)
         section = _section("--input", f"{where}({_signature(inputs)})", inputs, recipe.inputs.args, given,
                            complete, cand, suggest)
@@ -133,8 +142,12 @@ def setup_problems(recipe: Recipe, candidate: Any) -> list[SetupProblem]:
         if not partial_callable:
             problems += _needed_optional(where, inputs, recipe.inputs.args, given, suggest)
         problems += _shape_like(cand, inputs, recipe.inputs.args, given)
+        problems += _unseen_inputs(cand, recipe)
     if recipe.init.factory is None:
         problems += _preparations(recipe, cand, suggest)
+    if not recipe.init.before:
+        for i, (why, call) in enumerate(library_before(cand.library_state)):
+            problems.append(SetupProblem("--before", None, f"{why}: set it up first" if i == 0 else "then", call))
     return problems
 
 
@@ -163,6 +176,16 @@ def _builders(recipe: Recipe, fields: list[dict[str, Any]], suggest: Suggester) 
                 step, unknown=tuple(u for u in example.unknown if f".{attr} " in u),
             ))
     return out
+
+
+def _unseen_inputs(cand: CandidateFacts, recipe: Recipe) -> list[SetupProblem]:
+    """A factory annotated to return a module (``build_model(...) -> nn.Module``) given no
+    inputs: what the module it returns takes, source does not say."""
+    if not cand.model_factory or cand.call_defined_in is not None or recipe.inputs.args or recipe.inputs.kwargs:
+        return []
+    return [SetupProblem("--input", None, f"{cand.qualname} returns a module whose {cand.call_method} discovery "
+                                          "cannot see: give its inputs", "…",
+                         unknown=(f"the inputs of the module {cand.qualname} returns (its {cand.call_method})",))]
 
 
 def _needed_optional(where: str, inputs: list[dict[str, Any]], args: Sequence[ValueDesc],
@@ -430,7 +453,7 @@ def fixed_command(command: str, shown: str, argv: list[tuple[str, str | None]], 
         fixes += [("--then", step) for step in p.steps]
     fixes += _names_to_fill(problems, argv)
     # Among the fixes, steps after the --init they act on, inputs last.
-    order = {"--init": 0, "--then": 1}
+    order = {"--before": -1, "--init": 0, "--then": 1}
     fixes = sorted(fixes, key=lambda item: order.get(item[0], 2))
     parts = ["tensorviz", command, shown] + (["--profile", profile] if profile else [])
     for flag, text in kept + fixes:

@@ -681,6 +681,7 @@ def build_recipe(
     tokens: TokenIds | None = None,
     steps: list[str] | None = None,
     before: list[str] | None = None,
+    model_factory: bool = False,
 ) -> Recipe:
     """The profile the shorthand describes. With ``existing`` (the saved profile of the
     same name), everything the shorthand does not give is kept from it: ``inputs`` only
@@ -706,7 +707,10 @@ def build_recipe(
     without a generator draws ids below the vocabulary; ``steps`` the ``--then`` STEPs
     (:func:`add_steps`: they replace the saved steps; without any, ``init.then`` is kept
     from the saved profile, also when ``--init`` replaces its arguments); ``before`` the
-    ``--before`` calls (:func:`add_before`, likewise replacing or keeping the saved ones)."""
+    ``--before`` calls (:func:`add_before`, likewise replacing or keeping the saved ones);
+    ``model_factory``: the symbol is a function that builds the model (discovery's
+    :mod:`discovery.factories`), saved as ``model_factory = true`` unless an
+    ``--init-factory`` builds it instead."""
     _refuse_both_ways(inits=inits, init_factory=init_factory, inputs=inputs, inputs_factory=inputs_factory,
                       fixture=fixture)
     name = name or (existing.name if existing else default_profile_name(target))
@@ -730,6 +734,8 @@ def build_recipe(
     _torch_choices(data, evidence, dtype)
     _mesh_choice(data, mesh)
     _compile_choice(data, compile_mode)
+    if model_factory and not data["init"].get("factory"):
+        data["model_factory"] = True
     recipe = Recipe.from_dict(data)
     explicit = framework is not None or (existing is not None and existing.framework_explicit)
     return replace(recipe, framework_explicit=explicit or recipe.framework != "torch")

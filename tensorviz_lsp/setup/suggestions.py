@@ -59,6 +59,7 @@ _NAMED_NUMBERS: tuple[tuple[re.Pattern[str], float], ...] = tuple((re.compile(rx
     (r"initializer_range$|(^|_)init_std$|^std$", 0.02),
     (r"multiple_of$", 32),
     (r"temperature$|(^|_)scale$|multiplier$|_factor$", 1.0),
+    (r"^(start_pos|start_position|start|offset|pos_offset|cache_offset)$", 0),  # a prompt starts at 0
 ))
 _TOKEN_ID_VALUES = {"pad": 0, "bos": 1, "eos": 2, "sep": 3, "cls": 4, "mask": 5, "unk": 6, "decoder_start": 1}
 _FLAG_DEFAULTS = {"deterministic": True}
@@ -67,8 +68,24 @@ _FLAG_NAMES = frozenset({"train", "training", "is_training", "deterministic", "u
 _POSITION_NAMES = frozenset({"input_pos", "positions", "position_ids", "pos", "position", "positions_ids"})
 _TENSOR_ANNOTATIONS = re.compile(r"(^|[.\[\s|])(Tensor|LongTensor|FloatTensor|BoolTensor|IntTensor|Array|ndarray|ArrayLike)"
                                  r"(\b|$)")
+_IMAGE_NAMES = frozenset({"image", "images", "img", "imgs", "pixel_values", "pixels"})
 _DIM_NAMES = {"b": BATCH, "batch": BATCH, "n": BATCH, "bs": BATCH, "l": SEQUENCE, "s": SEQUENCE, "t": SEQUENCE,
               "seq": SEQUENCE, "seq_len": SEQUENCE, "len": SEQUENCE, "length": SEQUENCE, "time": SEQUENCE}
+
+
+def is_image_input(name: str) -> bool:
+    """An input named like a batch of images (``image``, ``pixel_values``): suggested as one
+    224x224 RGB image."""
+    return name.lower() in _IMAGE_NAMES
+
+
+def is_sequence_input(name: str) -> bool:
+    """An input named like ids, positions or a mask over a sequence (``segment_ids``,
+    ``input_pos``, ``attention_mask``): suggested at a batch of 1 and 16 positions, which
+    such inputs run at whatever the model's sizes."""
+    lowered = name.lower()
+    return (lowered.endswith(("_tokens", "_ids")) and "position" not in lowered or lowered in _POSITION_NAMES
+            or "mask" in lowered)
 
 
 def size_class(name: str) -> tuple[str, int] | None:
@@ -137,6 +154,30 @@ def _bool_like(p: Mapping[str, Any]) -> bool:
     return p["name"].lower() in _FLAG_NAMES or bool(hints.get("flag"))
 
 
+_MAKER_SIZES: tuple[tuple[re.Pattern[str], int], ...] = tuple((re.compile(rx), v) for rx, v in (
+    (r"(^|_)max|capacity", 4 * SEQUENCE),  # an upper bound: room for any input (max_batch_size)
+    (r"batch", BATCH),
+    (r"(^|_)(len|length|seq|seq_len|seqlen|tokens?|token_len|num_tokens|prompt_len)$", SEQUENCE),
+    (r"steps?$|size$|ctx|context|positions$", 4 * SEQUENCE),
+))
+
+
+def _maker_size(name: str, annotation: str) -> int | float | None:
+    """A maker's sized parameter (``batch_size`` → 1, ``token_len`` → 16, ``generate_steps``
+    → 64: room for the inputs), else a number its name says; None when nothing does."""
+    if annotation not in ("", "int", "float"):
+        return None
+    lowered = name.lower()
+    size = next((v for rx, v in _MAKER_SIZES if rx.search(lowered)), None)
+    if size is not None:
+        return size
+    named = named_number(lowered)
+    if named is not None:
+        return int(named) if annotation == "int" else named
+    cls = size_class(lowered)
+    return cls[1] if cls is not None and cls[0] != "token_id" else None
+
+
 class Suggester:
     """Picks the values of one suggested command for a candidate (its JSON), for
     ``framework`` (``torch``/``jax``: the dtype of token ids and positions)."""
@@ -146,6 +187,9 @@ class Suggester:
         #: The values chosen so far, by dotted path (``config.vocab_size`` → 100): what an
         #: input's bound or shape is read from.
         self.chosen: dict[str, Any] = {}
+        #: The constructor arguments suggested so far: name → (its annotation or config
+        #: class name, the Example): what a maker of an input is given for the same value.
+        self.init_examples: dict[str, tuple[str, Example]] = {}
 
     @property
     def int_dtype(self) -> str:
@@ -159,10 +203,13 @@ class Suggester:
         cfg = p.get("config_class")
         hints = p.get("hints") or {}
         if cfg:
-            return self._config(name, cfg)
-        if hints.get("builder"):
-            return self._built(name, hints)
-        return self._plain(p, "--init", name)
+            example = self._config(name, cfg)
+        elif hints.get("builder"):
+            example = self._built(name, hints)
+        else:
+            example = self._plain(p, "--init", name)
+        self.init_examples[name] = (cfg["name"] if cfg else _annotation(p), example)
+        return example
 
     def _config(self, path: str, cfg: dict[str, Any]) -> Example:
         """``Config(field=…)``: the required fields, and the fields whose default a small
@@ -247,16 +294,7 @@ class Suggester:
         annotation = _annotation(p)
         hints = p.get("hints") or {}
         if hints.get("enum"):
-            enum = hints["enum"]
-            member = f"{enum['name']}.{enum['members'][0]}"
-            if enum.get("many"):
-                layers = next((v for k, v in self.chosen.items()
-                               if k.rsplit(".", 1)[0] == path.rsplit(".", 1)[0]
-                               and (size_class(k.rsplit(".", 1)[-1]) or ("",))[0] == "layers"), None)
-                if layers is None:
-                    return Example(f"({member},)")
-                return Example("(" + ", ".join([member] * int(layers)) + ("," if int(layers) == 1 else "") + ")")
-            return Example(member)
+            return self._enum(hints["enum"], path)
         if _bool_like(p):
             return Example(_literal(_FLAG_DEFAULTS.get(name.lower(), False)))
         if _optional(annotation) and not _TENSOR_ANNOTATIONS.search(annotation.replace("| None", "")):
@@ -279,6 +317,8 @@ class Suggester:
                 if word == "str":
                     return Example(UNKNOWN, [f"{path} (a string: which one, the code does not say)"])
                 return Example(text or UNKNOWN)
+        if hints.get("made_by"):
+            return self._made(path, hints["made_by"])
         sized = self._by_name_or_subclass(p, path, annotation, hints) if flag == "--init" else None
         if sized is not None:
             return sized
@@ -323,6 +363,51 @@ class Suggester:
                 unknown.append(f"{path}: {sub['name']}'s {name} (the code does not say)")
         return Example(f"{sub['name']}({', '.join(parts)})", unknown)
 
+    def _enum(self, enum: Mapping[str, Any], path: str) -> Example:
+        """An enum field's first member; for a sequence of them, one per layer chosen."""
+        member = f"{enum['name']}.{enum['members'][0]}"
+        if not enum.get("many"):
+            return Example(member)
+        layers = next((v for k, v in self.chosen.items()
+                       if k.rsplit(".", 1)[0] == path.rsplit(".", 1)[0]
+                       and (size_class(k.rsplit(".", 1)[-1]) or ("",))[0] == "layers"), None)
+        if layers is None:
+            return Example(f"({member},)")
+        return Example("(" + ", ".join([member] * int(layers)) + ("," if int(layers) == 1 else "") + ")")
+
+    def _made(self, path: str, made: Mapping[str, Any]) -> Example:
+        """``init_cache(cfg=ModelConfig(…), batch_size=1, token_len=16, generate_steps=16)``: a
+        call of the file's function that builds the value (:mod:`discovery.makers`), given
+        the constructor's own value where it takes the same one (by name or annotation) and
+        small sizes by name."""
+        parts, unknown = [], []
+        for param in made.get("parameters") or []:
+            name, annotation = param["name"], (param.get("annotation") or "").strip()
+            same = self._same_as_init(name, annotation)
+            if same is not None:
+                parts.append(f"{name}={same.text}")
+                unknown += same.unknown
+                continue
+            value = _maker_size(name, annotation)
+            if value is None:
+                parts.append(f"{name}={UNKNOWN}")
+                unknown.append(f"{path}: {made['name']}'s {name} ({annotation or 'no annotation'}; the code does "
+                               "not say)")
+            else:
+                parts.append(f"{name}={value!r}")
+        float32 = "jax.numpy.float32" if self.framework == "jax" else "torch.float32"
+        parts += [f"{name}={float32}" for name in made.get("float32") or []]
+        return Example(f"{made['name']}({', '.join(parts)})", unknown)
+
+    def _same_as_init(self, name: str, annotation: str) -> Example | None:
+        """The constructor argument a maker's parameter stands for: the same name, else the
+        same annotation (or config class)."""
+        if name in self.init_examples:
+            return self.init_examples[name][1]
+        if annotation:
+            return next((ex for typed, ex in self.init_examples.values() if typed == annotation), None)
+        return None
+
     # --- call inputs ---------------------------------------------------------------------
 
     def input_value(self, p: Mapping[str, Any]) -> Example:
@@ -355,6 +440,15 @@ class Suggester:
             return Example(f"{dtype}[{','.join(map(str, dims))}]:ones")
         if shape:
             return Example(f"float32[{','.join(map(str, shape))}]")
+        if hints.get("image"):
+            c, h, w = hints["image"]
+            dims = [BATCH, h, w, c] if self.framework == "jax" else [BATCH, c, h, w]
+            return Example(f"float32[{','.join(map(str, dims))}]")
+        if lowered in _IMAGE_NAMES and not hints.get("last_dim"):
+            # a batch of one RGB image at the size vision models are built for (timm's
+            # VisionTransformer asserts its img_size, 224): channels last for Flax
+            dims = [BATCH, 224, 224, 3] if self.framework == "jax" else [BATCH, 3, 224, 224]
+            return Example(f"float32[{','.join(map(str, dims))}]")
         last = hints.get("last_dim")
         if last is not None:
             size = int(last) if last.isdigit() else self.chosen.get(last.removeprefix("self."))

@@ -103,7 +103,7 @@ def test_the_failure_lines_carry_the_hint():
                   failure=f)
     text = capture_cmd.describe_failure(cap)
     assert f"    hint: {before_hint_text(f.message)}" in text.splitlines()
-    assert f'--before "{MODEL_PARALLEL}"' in text
+    assert f"--before '{MODEL_PARALLEL}'" in text
 
 
 @pytest.mark.slow
@@ -136,6 +136,23 @@ def test_a_torchvision_built_for_another_torch_is_named():
     assert "hint: torchvision was built for another Torch than the installed one (its compiled operator " \
            "torchvision::nms is missing)" in text
     assert failure_hint("RuntimeError: mat1 and mat2 shapes cannot be multiplied") is None
+
+
+@pytest.mark.parametrize("torch_version, release, index", [
+    ("2.13.0+cpu", "torchvision==0.28.0", True),
+    ("2.12.1", "torchvision==0.27.1", False),
+    (None, "torchvision==<the release paired with your torch>", False),
+])
+def test_the_torchvision_hint_names_the_paired_release_and_the_cpu_build(torch_version, release, index):
+    """timm beside a CUDA torchvision from PyPI and a CPU-only torch: the release paired with
+    the installed torch, from PyTorch's CPU index for a +cpu torch."""
+    from tensorviz_lsp.setup.hints import build_mismatch_hint
+
+    hint = build_mismatch_hint("RuntimeError: operator torchvision::nms does not exist", torch_version)
+    assert f"'{release}'" in hint
+    assert ("--index-url https://download.pytorch.org/whl/cpu" in hint) == index
+    assert ("a CUDA build beside the CPU-only torch" in hint) == index
+    assert "python -m pip uninstall torchvision also does" in hint
 
 
 def test_a_mesh_given_with_a_failed_attempt_is_not_kept(ws, capsys):

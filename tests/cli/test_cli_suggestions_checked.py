@@ -200,3 +200,173 @@ def test_a_base_typed_parameter_is_offered_its_subclass_in_the_file(tmp_path, mo
     assert command, err
     assert command[3:] == ["--init", "num_tokens=100", "--init", "max_seq_len=64",
                            "--init", "attn_layers=Decoder(dim=64, depth=2)", "--input", "x=int64[1,16]"], command
+
+
+# bonsai's Qwen3 pattern: the call takes a ``cache`` nothing annotates, which a function of
+# the same file builds from the model's own config and sizes.
+QWENISH = '''
+import dataclasses
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    num_layers: int
+    vocab_size: int
+    emb_dim: int
+    num_heads: int
+    head_dim: int
+    rope_theta: int
+    norm_eps: float
+
+
+class LayerCache(nnx.Module):
+    def __init__(self, cfg: ModelConfig, batch_size: int, cache_size: int, dtype):
+        self.k = nnx.Cache(jnp.zeros((batch_size, cache_size, cfg.num_heads, cfg.head_dim), dtype))
+
+
+class Model(nnx.Module):
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        self.embed = nnx.Embed(cfg.vocab_size, cfg.emb_dim, rngs=rngs)
+        self.out = nnx.Linear(cfg.emb_dim, cfg.vocab_size, rngs=rngs)
+
+    def __call__(self, tokens, *, cache, segment_ids):
+        x = self.embed(tokens)
+        for layer_cache in cache:
+            # the cache is written with what the fresh float32 parameters compute
+            layer_cache.k[...] = jax.lax.dynamic_update_slice(layer_cache.k[...], x[:, :, None, :16].repeat(4, 2),
+                                                              (0, 0, 0, 0))
+            x = x + layer_cache.k[...].sum()
+        return self.out(x)
+
+
+def init_cache(cfg: ModelConfig, batch_size: int, token_len: int, generate_steps: int, dtype=jnp.bfloat16):
+    size = 2 ** math.ceil(math.log2(max(token_len + generate_steps, 1)))
+    return [LayerCache(cfg, batch_size, size, dtype) for _ in range(cfg.num_layers)]
+'''
+
+# The same with Torch, the maker found by its return annotation.
+STATEFUL = '''
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Args:
+    dim: int
+    n_layers: int
+
+
+class State:
+    def __init__(self, rows: torch.Tensor):
+        self.rows = rows
+
+
+class Net(nn.Module):
+    def __init__(self, args: Args):
+        super().__init__()
+        self.proj = nn.Linear(args.dim, args.dim)
+
+    def forward(self, x: torch.Tensor, state: State) -> torch.Tensor:
+        return self.proj(x) + state.rows[: x.shape[0]]
+
+
+def fresh_state(args: Args, max_batch: int) -> State:
+    return State(torch.zeros(max_batch, args.dim))
+'''
+
+
+@pytest.mark.parametrize("source, target, made", [
+    (QWENISH, "qwenish.py:Model",
+     "cache=init_cache(cfg=ModelConfig(num_layers=2, vocab_size=100, emb_dim=64, num_heads=4, head_dim=16, "
+     "rope_theta=10000, norm_eps=1e-05), batch_size=1, token_len=16, generate_steps=64, dtype=jax.numpy.float32)"),
+    (STATEFUL, "stateful.py:Net", "state=fresh_state(args=Args(dim=64, n_layers=2), max_batch=64)"),
+])
+def test_an_input_built_by_a_function_of_the_file_is_offered_as_its_call(tmp_path, monkeypatch, capsys, source,
+                                                                         target, made):
+    """The maker is given the constructor's own config (by name or annotation) and small
+    sizes by name; the printed command reads as a valid setup."""
+    (tmp_path / target.split(":")[0]).write_text(source)
+    monkeypatch.chdir(tmp_path)
+    err, command = _printed(capsys, ["capture", target])
+    assert command, err
+    assert made in command, command
+    args = build_parser("capture").parse_args(command[1:])
+    _, recipe, _ = capture_cmd.shorthand_recipe(args)
+    call = dict(recipe.inputs.kwargs)[made.split("=")[0]]
+    assert call.target.endswith(":" + made.split("=")[1].split("(")[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source, target", [(QWENISH, "qwenish.py:Model"), (STATEFUL, "stateful.py:Net")])
+def test_the_printed_command_with_a_maker_captures(tmp_path, monkeypatch, capsys, source, target):
+    (tmp_path / target.split(":")[0]).write_text(source)
+    monkeypatch.chdir(tmp_path)
+    err, command = _printed(capsys, ["capture", target])
+    assert main(command[1:]) == 0, capsys.readouterr().err
+    assert "captured" in capsys.readouterr().err
+
+
+# Meta's llama3 pattern: layers from fairscale's model_parallel read its groups, set up
+# outside the model; the forward starts at a position.
+PARALLELISH = '''
+from dataclasses import dataclass
+
+import fairscale.nn.model_parallel.initialize as fs_init
+import torch
+from fairscale.nn.model_parallel.layers import ColumnParallelLinear
+from torch import nn
+
+
+@dataclass
+class Args:
+    dim: int = 32
+
+
+class Net(nn.Module):
+    def __init__(self, args: Args):
+        super().__init__()
+        self.norm = nn.LayerNorm(args.dim)
+        self.proj = ColumnParallelLinear(args.dim, args.dim // fs_init.get_model_parallel_world_size())
+
+    def forward(self, x: torch.Tensor, start_pos: int):
+        return self.proj(self.norm(x))
+'''
+
+
+def _fake_fairscale(root):
+    """A stand-in for the library (not installed here), as a workspace package."""
+    pkg = root / "fairscale" / "nn" / "model_parallel"
+    pkg.mkdir(parents=True)
+    for folder in (root / "fairscale", root / "fairscale" / "nn", pkg):
+        (folder / "__init__.py").write_text("")
+    (pkg / "initialize.py").write_text("def initialize_model_parallel(n):\n    pass\n\n\n"
+                                       "def get_model_parallel_world_size():\n    return 1\n")
+    (pkg / "layers.py").write_text("from torch.nn import Linear as ColumnParallelLinear\n")
+
+
+def test_a_library_whose_state_is_set_up_outside_the_model_is_set_up_first(tmp_path, monkeypatch, capsys):
+    (tmp_path / "parallelish.py").write_text(PARALLELISH)
+    _fake_fairscale(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    err, command = _printed(capsys, ["capture", "parallelish.py:Net"])
+    assert command, err
+    assert command[3:7] == [
+        "--before", 'torch.distributed.init_process_group("gloo", init_method="tcp://127.0.0.1:29512", rank=0, '
+                    'world_size=1)',
+        "--before", "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)"], command
+    assert "start_pos=0" in command
+    assert "fairscale.nn.model_parallel: its layers read fairscale's model-parallel groups" in err
+    args = build_parser("capture").parse_args(command[1:])
+    _, recipe, _ = capture_cmd.shorthand_recipe(args)
+    assert [c.target for c in recipe.init.before] == [
+        "torch:distributed.init_process_group", "fairscale.nn.model_parallel.initialize:initialize_model_parallel"]
+    # given, they are not asked for again
+    err, again = _printed(capsys, ["capture", "parallelish.py:Net", *command[3:7]])
+    assert again.count("--before") == 2

@@ -561,3 +561,62 @@ def test_llama_config_fields_from_the_installed_source(tmp_path, generous_budget
     # Without an __init__ of its own: BertModel's annotated parameter.
     bert = setup_field(candidate(result, "MyBert"), "config").config
     assert (bert.qualname, bert.target, bert.evidence) == ("BertConfig", "transformers:BertConfig", "annotation")
+
+
+# x-transformers' pattern: the embedding is a class of the same file around nn.Embedding
+# (casting its input), made into a local first and assigned to self afterwards.
+WRAPPED_EMBEDDING = """
+import torch
+from torch import nn
+
+class TokenEmbedding(nn.Module):
+    def __init__(self, dim, num_tokens, l2norm=False):
+        super().__init__()
+        self.emb = nn.Embedding(num_tokens, dim)
+
+    def forward(self, x):
+        return self.emb(x.long())
+
+class Outer(nn.Module):
+    def __init__(self, wrapped):
+        super().__init__()
+        self.inner = wrapped
+
+    def forward(self, x):
+        return self.inner(x)
+
+class Wrapper(nn.Module):
+    def __init__(self, *, num_tokens, emb_dim=8, token_emb=None):
+        super().__init__()
+        if token_emb is None:
+            token_emb = TokenEmbedding(emb_dim, num_tokens)
+        self.token_emb = token_emb
+        self.by_keyword = TokenEmbedding(dim=emb_dim, num_tokens=7)
+
+    def forward(self, x, other, mask=None):
+        b, n = x.shape
+        h = self.token_emb(x, scale=2) + self.by_keyword(other)
+        return h
+
+class Casting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(12, 4)
+
+    def forward(self, ids):
+        return self.emb(ids.to(torch.long))
+"""
+
+
+def test_token_ids_passed_through_a_same_file_embedding_wrapper():
+    result = discover_snippet(WRAPPED_EMBEDDING)
+    wrapper = candidate(result, "Wrapper")
+    token = call_input(wrapper, "x").token
+    assert (token.reason, token.high_from, token.high) == ("passed to the embedding self.token_emb", "num_tokens", None)
+    other = call_input(wrapper, "other").token
+    assert (other.high_from, other.high) == (None, 7)
+    assert call_input(wrapper, "mask").token is None
+    assert call_input(candidate(result, "TokenEmbedding"), "x").token.high_from == "num_tokens"
+    assert call_input(candidate(result, "Casting"), "ids").token.high == 12
+    # a wrapper whose input is not an embedding's is no token input
+    assert call_input(candidate(result, "Outer"), "x").token is None

@@ -167,3 +167,85 @@ def test_the_before_box_reads_and_shows_calls_before_construction(tmp_path):
     _, errors = read_form_recipe(tmp_path, "Mamba", {**recipe, "before_text": ["8"]}, None)
     assert errors == [{"path": "before", "message": "8: a step before construction is a call, e.g. "
                                                     "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)"}]
+
+
+PARALLELISH = '''
+import fairscale.nn.model_parallel.initialize as fs_init
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, dim: int = 8):
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, x: torch.Tensor):
+        return self.norm(x) * fs_init.get_model_parallel_world_size()
+'''
+
+
+def test_the_before_box_starts_with_what_the_models_libraries_need(tmp_path):
+    """llama3's fairscale layers: the form offers the same set-up as the command line's --before."""
+    form, _ = _form(tmp_path, PARALLELISH, "Net")
+    assert form["before"]["lines"] == [
+        'torch.distributed.init_process_group("gloo", init_method="tcp://127.0.0.1:29512", rank=0, world_size=1)',
+        "fairscale.nn.model_parallel.initialize.initialize_model_parallel(1)"]
+    saved = {**draft_recipe(_form(tmp_path, PARALLELISH, "Net")[1], "m:Net"),
+             "init": {"args": [], "kwargs": {}, "before": [{"kind": "call", "target": "m:Net"}]}}
+    cand = _form(tmp_path, PARALLELISH, "Net")[1]
+    shown = setup_form(SetupContext(tmp_path, (tmp_path / "m.py").as_uri(), cand, "Net", saved))
+    assert shown["before"]["lines"] == ["Net()"]  # what is saved is shown, never replaced
+
+
+FACTORYISH = '''
+import flax.linen as nn
+import jax.numpy as jnp
+
+
+class _Model(nn.Module):
+    width: int = 8
+
+    @nn.compact
+    def __call__(self, image, *, cache, train=False):
+        return nn.Dense(self.width)(image.mean(axis=(1, 2))) + cache.sum()
+
+
+def Model(num_classes=None, *, variant=None, **kw):
+    return _Model(**kw)
+
+
+def init_cache(batch_size: int, max_len: int):
+    return jnp.zeros((batch_size, max_len))
+'''
+
+
+def test_a_factory_is_drafted_as_one_and_its_inputs_are_offered(tmp_path):
+    form, cand = _form(tmp_path, FACTORYISH, "Model")
+    assert cand.model_factory and draft_recipe(cand, "m:Model")["model_factory"] is True
+    assert form["recipe"]["model_factory"] is True
+    assert [f["name"] for f in form["fields"]] == ["num_classes", "variant"]
+    inputs = {i["name"]: i for i in form["inputs"]}
+    assert (inputs["image"]["kind"], inputs["image"]["shape"]) == ("tensor", [1, 224, 224, 3])
+    assert (inputs["cache"]["kind"], inputs["cache"]["text"]) == ("value", "init_cache(batch_size=1, max_len=64)")
+
+
+SEQUENCEISH = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def forward(self, hidden: torch.Tensor, segment_ids, input_pos, attention_mask):
+        return hidden
+'''
+
+
+def test_ids_positions_and_masks_start_from_the_command_lines_shape(tmp_path):
+    """bonsai's ``segment_ids``: the command line suggests int32[1,16]; the form starts there too
+    (such inputs run at a batch of 1 and 16 positions whatever the model's sizes). A plain
+    tensor's shape is still asked for."""
+    form, _ = _form(tmp_path, SEQUENCEISH, "Net")
+    shapes = {i["name"]: (i["shape"], i["dtype"], i["generator"]["kind"]) for i in form["inputs"]}
+    assert shapes == {"hidden": ([], "float32", "normal"), "segment_ids": ([1, 16], "int64", "zeros"),
+                      "input_pos": ([16], "int64", "arange"), "attention_mask": ([1, 16], "int64", "ones")}

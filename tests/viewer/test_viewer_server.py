@@ -18,6 +18,7 @@ from viewer_fixtures import tiny_capture
 from capture.graph import graphfile
 from capture.graph.model import Capture, Failure, Frame, Source
 from synthetic import synthetic_capture
+from capture.analysis.index import ROOT
 from viewer.server.app import ViewerServer
 from viewer.server.handlers import KEEPALIVE_SECONDS
 from viewer.server.security import CSP
@@ -547,6 +548,34 @@ def test_add_capture_warm_builds_in_the_background_and_requests_share_it(static,
         thread = s.warm(cid2, wait=False)
         thread.join(30)
         assert gated_index.builds == [f"tensorviz-warm-{cid}", f"tensorviz-warm-{cid2}"]
+
+
+def test_the_warm_up_makes_the_pages_the_first_view_opens(static):
+    """While the browser starts, the warm-up makes the pages the first view asks for in
+    turn (model/first-view.js: the root, the trunk, the first chunk of a chunked trunk
+    group); the page's requests then find them made, not one round trip of work each."""
+    flat = synthetic_capture(5000, grouped=False)  # one jit of 5,000 ops: the trunk, in chunks
+    with ViewerServer(static_dir=static) as s:
+        cid = s.add_capture(flat, "flat")
+        s.warm(cid)
+        proj = s._entry(str(cid)).projection()
+        made = dict(proj.pages._views)
+        (trunk,) = proj.trunk()
+        assert (ROOT, None, False, False) in made and (trunk, None, False, False) in made
+        assert (trunk, 0, False, False) in made  # the first chunk, which the first view opens
+        c = Client(s)
+        summary = c.json(f"api/capture?capture={cid}")
+        assert [t["id"] for t in summary["trunk"]] == [trunk]
+        page = c.json(f"api/children?group={trunk}&capture={cid}")
+        assert page["items"][0]["type"] == "chunk" and page["items"][0]["key"] == f"c{trunk}:0"
+        assert c.json(f"api/children?group={trunk}&chunk=0&capture={cid}") == json.loads(json.dumps(made[(trunk, 0, False, False)]))
+        assert set(proj.pages._views) == set(made), "every page the first view asked for was made by the warm-up"
+        entry = s._entry(str(cid))
+        assert set(entry.first_pages) == {(ROOT, None), (trunk, None), (trunk, 0)}  # sent as encoded then
+        # the same pages with kernels or weights asked are made on request, not the first view's
+        with_weights = c.json(f"api/children?group={trunk}&chunk=0&weights=1&capture={cid}")
+        assert with_weights.get("weights_asked") is True
+        assert "chunk" in c.json(f"api/children?group={trunk}&chunk=x&capture={cid}", expect=400)["error"]
 
 
 def test_failed_capture_is_served_with_its_failure(client, server):

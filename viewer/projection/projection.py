@@ -112,14 +112,31 @@ class Projection:
 
     def prepare(self) -> None:
         """Make now what the first page would otherwise wait for: every value's label,
-        the structural signatures, the trunk, the cost sums and the root's page (the
-        server's warm-up calls it)."""
+        the structural signatures, the trunk, the cost sums and the pages the first view
+        opens (the server's warm-up calls it, while the browser starts)."""
         self.values.labels()
         self.structure()
         self.trunk()
         if self.capture.failure is None:
             self.costs()
-            self.pages.children(ROOT, None, False)  # (kept: the page asks for it first)
+            self.first_pages()
+
+    def first_pages(self) -> list[tuple[int, int | None]]:
+        """Make (and cache) the pages the browser's first view asks for, in its order
+        (viewer/static/model/first-view.js): the root's, each trunk group's, and the
+        first chunk of the innermost one when it is chunked (the first view opens it
+        whatever its size). Returns them as ``(group, chunk)``."""
+        made: list[tuple[int, int | None]] = [(ROOT, None)]
+        page = self.pages.children(ROOT, None, False)
+        for g in self.trunk():
+            page = self.pages.children(g, None, False)
+            made.append((g, None))
+        first = next((it for it in page["items"] if it["type"] == "chunk"), None)
+        if first is not None:
+            g, chunk = (int(x) for x in first["id"].split(":"))
+            self.pages.children(g, chunk, False)
+            made.append((g, chunk))
+        return made
 
     @property
     def node_count(self) -> list[int]:

@@ -282,12 +282,12 @@ class ViewerServer:
         if entry.built:
             return None
         if wait:
-            entry.prepared()
+            entry.prepared(_dumps)
             return None
 
         def build() -> None:
             try:
-                entry.prepared()
+                entry.prepared(_dumps)
             except Exception:  # the request that needs it will report the problem
                 log.error("building the projection of capture %s failed:\n%s", entry.id, traceback.format_exc())
 

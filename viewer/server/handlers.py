@@ -64,8 +64,16 @@ class _Handler(_GuardedHandler):
 
     def get_children(self, q: dict) -> None:
         group = _int_param(q, "group", -1)
-        self._json(200, self._projection(q).children(group, q.get("chunk") or None, kernels=_flag(q, "kernels"),
-                                                     weights=_flag(q, "weights")))
+        entry = self.viewer._entry(q.get("capture"))
+        proj = entry.projection()
+        kernels, weights = _flag(q, "kernels"), _flag(q, "weights")
+        chunk = q.get("chunk") or None
+        made = None if kernels or weights or (chunk is not None and _chunk_key(chunk) is None) else \
+            entry.first_pages.get((group, _chunk_key(chunk)))
+        if made is not None:  # the first view's, made and encoded by the warm-up
+            self._send(200, made, "application/json; charset=utf-8")
+            return
+        self._json(200, proj.children(group, chunk, kernels=kernels, weights=weights))
 
     def get_bodies(self, q: dict) -> None:
         self._json(200, self._projection(q).bodies(_int_param(q, "node")))
@@ -335,6 +343,16 @@ def _int_param(q: dict, name: str, default: int | None = None) -> int:
         return int(raw)
     except ValueError:
         raise _ApiError(400, f"{name} must be an integer") from None
+
+
+def _chunk_key(chunk: str | None) -> int | None:
+    """A chunk parameter as the warm-up's first pages are keyed: an integer, None for the
+    whole group (and for one that is not a number: no first page is made for it, and the
+    projection answers it with its own error)."""
+    try:
+        return None if chunk is None else int(chunk)
+    except ValueError:
+        return None
 
 
 def _flag(q: dict, name: str) -> bool:

@@ -30,6 +30,9 @@ class _Entry:
     _projection: Projection | None = None
     _lines: LineIndex | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The first view's pages as sent, made by the warm-up ((group, chunk) -> JSON bytes;
+    #: pages without kernels and weights): the page's first requests send them as they are.
+    first_pages: dict[tuple[int, int | None], bytes] = field(default_factory=dict)
 
     def projection(self) -> Projection:
         # Built on first use (or by ViewerServer.warm), so that add_capture returns at
@@ -48,14 +51,18 @@ class _Entry:
                 self._lines = proj.line_index()
             return self._lines
 
-    def prepared(self) -> None:
+    def prepared(self, encode: Callable[[Any], bytes] | None = None) -> None:
         """Build the projection and make what the first page reads (the warm-up). The
         lock is held throughout: a request meanwhile waits for it rather than making the
         same parts again on its own thread (two threads under one GIL: both slower)."""
         with self._lock:
             if self._projection is None:
-                self._projection = Projection(self.capture)
-                self._projection.prepare()
+                proj = self._projection = Projection(self.capture)
+                proj.prepare()
+                if encode is not None and self.capture.failure is None:
+                    # encoded now too (``encode``: the server's JSON): a first chunk's page is
+                    # 300-400 KB of JSON (60 ms)
+                    self.first_pages = {key: encode(proj.children(*key)) for key in proj.first_pages()}
 
     @property
     def built(self) -> bool:

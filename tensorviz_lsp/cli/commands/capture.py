@@ -529,7 +529,8 @@ def describe_failure(capture: Capture, command: str = "capture", graph_file: Pat
     for need in inputs_needed(f):
         name = f" ({need['name']})" if need["name"] else ""
         lines.append(f"    needs: {need['section']} {need['input']} axis {need['axis']}{name}")
-    hint = failure_hint(f.message) if f.stage in ("trace", "import", "recipe") else None
+    torch_version = capture.framework_version if capture.framework == "torch" else None
+    hint = failure_hint(f.message, torch_version) if f.stage in ("trace", "import", "recipe") else None
     if hint:
         lines.append(f"    hint: {hint}")
     wanted = environment_needed(f)
@@ -613,6 +614,7 @@ def shorthand_recipe(args: argparse.Namespace, *, check_suggestion: bool = True
             tokens=TokenIds.of(discovered.candidate) if discovered is not None else None,
             steps=args.then,
             before=args.before,
+            model_factory=discovered is not None and discovered.candidate.model_factory,
         )
     except ArgumentError as exc:
         example = _argument_example(exc, discovered)

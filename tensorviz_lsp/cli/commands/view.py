@@ -122,7 +122,9 @@ def start_serving(command: str, capture: Capture, title: str, workspace: Path | 
     from viewer.server.app import ViewerServer  # not at import: `tensorviz diff` without --view never serves
 
     server = ViewerServer(workspace=workspace, port=args.port, browse_workspace=browse_workspace)
-    cid = server.add_capture(capture, title, trusted_sources=trusted_sources, baseline=baseline)
+    # warm: the index and the first view's pages are made while the browser starts (no
+    # idle gap between serving and the page's first request)
+    cid = server.add_capture(capture, title, warm=True, trusted_sources=trusted_sources, baseline=baseline)
     try:
         url = server.start()
         if baseline is not None and command == "diff":

@@ -110,3 +110,41 @@ def test_edges_between_the_same_two_items_each_come_back_on_one_shared_route(bro
         assert not answer.get("fallback")
     finally:
         server.stop()
+
+
+def test_a_container_too_big_for_elk_in_a_frame_is_laid_out_by_the_fast_layered_layout(browser, close_pages):
+    """A container of FAST_ITEMS cards or more (a generate loop's 603: 11 s in ELK) comes
+    back from the worker laid out by layout/layered.js (``fast``), top to bottom, every
+    edge routed; a small one still goes to ELK."""
+    server = ViewerServer([synthetic_capture(30)])
+    server.start()
+    try:
+        app = open_app(browser, server.url)
+        close_pages.append(app)
+        got = app.js("""async () => {
+          const p = await import("./static/layout/protocol.js");
+          const {FAST_ITEMS} = await import("./static/layout/layered.js");
+          const chain = (n, sig) => ({sig, items: Array.from({length: n}, (_, i) => ({kind: "node", title: "op" + i, lines: []})),
+            edges: Array.from({length: n - 1}, (_, i) => ({s: i, t: i + 1, label: ""}))});
+          return new Promise((resolve, reject) => {
+            const w = new Worker("static/layout/layout.worker.js", {type: "module"});
+            const results = {};
+            w.onerror = (e) => reject(String(e.message || e));
+            w.onmessage = (e) => {
+              if (e.data.type === p.FromWorker.RESULT) results[e.data.sig] = e.data.layout;
+              if (e.data.type === p.FromWorker.DONE || e.data.type === p.FromWorker.ERROR) {
+                w.terminate();
+                resolve({results, n: FAST_ITEMS});
+              }
+            };
+            w.postMessage(p.layoutRequest(1, 1, [chain(12, "small"), chain(FAST_ITEMS + 50, "big")]));
+          });
+        }""")
+        small, big = got["results"]["small"], got["results"]["big"]
+        assert not small.get("fast") and big["fast"] is True
+        boxes = big["boxes"]
+        assert len(boxes) == got["n"] + 50
+        assert all(boxes[i]["y"] + boxes[i]["h"] < boxes[i + 1]["y"] for i in range(len(boxes) - 1))
+        assert sorted(e["e"] for e in big["edges"]) == list(range(len(boxes) - 1))
+    finally:
+        server.stop()

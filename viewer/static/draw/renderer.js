@@ -419,6 +419,16 @@ export class Renderer {
     if (stack && (stack.x * s + this.cam.tx < 0 || (stack.x + stack.w) * s + this.cam.tx > view)) {
       this.cam.tx = view / 2 - (stack.x + stack.w / 2) * s;
     }
+    // Not one card on the first screen (the inputs stand over the middle of a wide
+    // container whose cards begin at its left: a generate loop's first 400 ops): across to
+    // the topmost card instead of an empty stretch.
+    const cards = [...scene.byKey.values()].filter((it) => !it.expanded && it.type !== "in" && it.type !== "out");
+    const seen = (/** @type {{x: number, y: number, w: number, h: number}} */ it) => (it.x + it.w) * s + this.cam.tx > 0 &&
+      it.x * s + this.cam.tx < view && (it.y + it.h) * s + this.cam.ty > 0 && it.y * s + this.cam.ty < this.height;
+    if (cards.length && !cards.some(seen)) {
+      const top = cards.reduce((a, b) => (b.y < a.y || (b.y === a.y && b.x < a.x) ? b : a));
+      this.cam.tx = view / 2 - (top.x + top.w / 2) * s;
+    }
     this.requestDraw();
   }
 

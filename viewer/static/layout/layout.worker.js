@@ -19,6 +19,7 @@ import ELK, { ELK_VERSION } from "../vendor/elk.js";
 import { canvasMeasurer, charMeasurer, labelRect, measureCard, screenCard } from "../draw/card.js";
 import { ToWorker, done, dropped, layoutError, result, version } from "./protocol.js";
 import { WRAP_PIECE_GAP, needsWrap, wrapColumns, placeColumns, topFit, cutAt, labelPoint } from "./wrap.js";
+import { layeredLayout, tooBigForElk } from "./layered.js";
 
 /**
  * @typedef {import("./protocol.js").LayoutJob} LayoutJob
@@ -111,6 +112,12 @@ const DENSE = {
 };
 const STRAIGHT = { "elk.layered.priority.straightness": "1000" };
 
+// Each card's size; laid out for the screen, an op card holds its far name (card.js screenCard).
+/** @param {LayoutJob} job */
+function cardSizes(job) {
+  return job.items.map((item) => (job.wrap ? screenCard(item, measureCard(item, measure), measure) : measureCard(item, measure)));
+}
+
 // One container as an ELK graph: items by position ("i0"…), edges by position ("e0"…).
 /**
  * @param {LayoutJob} job
@@ -118,8 +125,7 @@ const STRAIGHT = { "elk.layered.priority.straightness": "1000" };
  * @returns {Built}
  */
 function elkGraph(job, id) {
-  // laid out for the screen, an op card holds its far name (card.js screenCard)
-  const sizes = job.items.map((item) => (job.wrap ? screenCard(item, measureCard(item, measure), measure) : measureCard(item, measure)));
+  const sizes = cardSizes(job);
   const children = sizes.map((s, i) => ({ id: `${id}i${i}`, width: s.w, height: s.h }));
   // The blocks of one unfolded stack (viewmodel.js columnsOf) stand in one column: the
   // edges from each block to the next are the ones to draw straight, and the placement
@@ -214,12 +220,20 @@ async function layoutJob(job) {
 }
 
 // One job laid out by ELK in one run, the blocks of a stack in one line (before any
-// wrapping); `layout` null when ELK refuses it (the caller falls back).
+// wrapping); `layout` null when ELK refuses it (the caller falls back). A job too big for
+// ELK within a frame's budget (a generate loop's 603 cards: 11 s) is laid out by the fast
+// layered layout instead (layered.js: tens of milliseconds, the same shape).
 /**
  * @param {LayoutJob} job
  * @returns {Promise<{layout: Layout | null, sizes: Size[]}>}
  */
 async function elkLayout(job) {
+  if (tooBigForElk(job)) {
+    const sizes = cardSizes(job);
+    const layout = layeredLayout(job, sizes);
+    alignColumns(job, layout);
+    return { layout, sizes };
+  }
   const { graph, sizes, twins } = elkGraph(job, "");
   let out;
   try {

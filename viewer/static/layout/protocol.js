@@ -65,6 +65,7 @@ export const FromWorker = Object.freeze({
  * @property {Box[]} boxes  by item position
  * @property {LayoutEdge[]} edges
  * @property {boolean} [fallback]  ELK refused it: the items in one column
+ * @property {boolean} [fast]  too big for ELK within a frame's budget: laid out by layered.js
  * @property {number} [wrapped]  wrapped into this many columns for the screen (job.wrap)
  */
 

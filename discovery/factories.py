@@ -1,0 +1,162 @@
+"""Module-level functions that build a model (issue 49, item 3).
+
+big_vision's ViT is opened as ``Model(num_classes=…, variant="Ti/16")``, a function that
+returns the Linen module ``_Model``; timm's ``vit_tiny_patch16_224(pretrained=False,
+**kwargs) -> VisionTransformer`` and a plain ``def build_model(...) -> nn.Module`` do the
+same for Torch. A top-level, public, synchronous function of the file is such a
+*factory* when
+
+* it returns a call of a model class of the file (``return _Model(...)``), directly or
+  through a name assigned from one (``model = GPT(cfg); return model``); or
+* its return annotation names a model class of the file (``-> VisionTransformer``); or
+* its return annotation is a framework's module base (``-> nn.Module``, ``->
+  flax.linen.Module``, ``-> nnx.Module``): the model's call inputs are then unknown.
+
+Its candidate is captured by calling the function with the setup (the function's own
+parameters) and then the module it returns with the inputs (the recipe's
+``model_factory = true``); the inputs are the returned class's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+import libcst as cst
+
+from .analysis import ModuleAnalysis
+from .configs import ConfigReader
+from .frameworks import framework_base
+from .namespace import Namespace, dotted_parts, identifier, qualify
+from .parameters import parameters_of
+from .positions import Range
+from .results import Candidate, CandidateKind, SetupField
+
+_CALL_METHODS: dict[CandidateKind, str] = {
+    "linen_module": "__call__", "nnx_module": "__call__", "torch_module": "forward"}
+
+
+def factory_candidates(analysis: ModuleAnalysis, classes: list[Candidate], configs: ConfigReader,
+                       locate: Callable[[str], tuple[Range, Range]]) -> list[Candidate]:
+    """The factories of the file (see the module docstring) as candidates."""
+    ns = analysis.namespace
+    if ns is None:
+        return []
+    models = {c.qualname: c for c in classes if c.call_method is not None}
+    taken = {c.qualname for c in classes}
+    found = []
+    for function in ns.top_level_functions():
+        name = identifier(function.name.value)
+        if function.asynchronous is not None or name.startswith("_") or name in taken:
+            continue
+        built = _returned_model(function, models) or _annotated_model(function, models)
+        if built is not None:
+            found.append(_from_class(function, built, analysis, configs, locate))
+            continue
+        kind = _annotated_base(function, ns)
+        if kind is not None:
+            found.append(_from_base(function, kind, analysis, configs, locate))
+    return found
+
+
+def _returned_model(function: cst.FunctionDef, models: dict[str, Candidate]) -> Candidate | None:
+    """The model class whose call the function returns (directly or through a local)."""
+    assigned: dict[str, Candidate] = {}
+    for node in _statements(function.body):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0].target, cst.Name):
+            made = _model_call(node.value, models)
+            if made is not None:
+                assigned[node.targets[0].target.value] = made
+        if isinstance(node, cst.Return) and node.value is not None:
+            made = _model_call(node.value, models)
+            if made is None and isinstance(node.value, cst.Name):
+                made = assigned.get(node.value.value)
+            if made is not None:
+                return made
+    return None
+
+
+def _model_call(expr: cst.BaseExpression, models: dict[str, Candidate]) -> Candidate | None:
+    if isinstance(expr, cst.Call):
+        parts = dotted_parts(expr.func)
+        if parts is not None:
+            return models.get(".".join(parts))
+    return None
+
+
+def _statements(body: cst.BaseSuite) -> Iterator[cst.CSTNode]:
+    """The simple statements of a body, into ifs, withs, loops and trys but not into
+    nested functions or classes (their returns are not the function's)."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.SimpleStatementLine):
+            yield from node.body
+            continue
+        children = [c for c in node.children if isinstance(c, (cst.BaseSuite, cst.BaseStatement,
+                                                               cst.BaseSmallStatement, cst.Else,
+                                                               cst.ExceptHandler, cst.Finally))]
+        stack.extend(reversed(children))
+
+
+def _annotated_model(function: cst.FunctionDef, models: dict[str, Candidate]) -> Candidate | None:
+    if function.returns is None:
+        return None
+    parts = dotted_parts(function.returns.annotation)
+    return models.get(".".join(parts)) if parts is not None else None
+
+
+def _annotated_base(function: cst.FunctionDef, ns: Namespace) -> CandidateKind | None:
+    """``-> nn.Module`` (a framework's root module class): its kind."""
+    if function.returns is None:
+        return None
+    parts = dotted_parts(function.returns.annotation)
+    qualified = qualify(ns, parts) if parts is not None else None
+    base = framework_base(qualified) if qualified is not None else None
+    return base.kind if base is not None and base.is_root else None
+
+
+def _fields(function: cst.FunctionDef, analysis: ModuleAnalysis, configs: ConfigReader) -> tuple[SetupField, ...]:
+    name = identifier(function.name.value)
+    return tuple(
+        SetupField(
+            name=p.name, kind=p.kind, origin="init_parameter", declared_in=name, annotation=p.annotation_text,
+            default=p.default_info(),
+            config=configs.annotated(p.annotation, analysis) if p.annotation is not None
+            and p.kind not in ("var_positional", "var_keyword") else None,
+        )
+        for p in parameters_of(function, bound=False)
+    )
+
+
+def _from_class(function: cst.FunctionDef, built: Candidate, analysis: ModuleAnalysis, configs: ConfigReader,
+                locate: Callable[[str], tuple[Range, Range]]) -> Candidate:
+    name = identifier(function.name.value)
+    name_range, whole = locate(name)
+    fields = _fields(function, analysis, configs)
+    return replace(
+        built, name=name, qualname=name, name_range=name_range, range=whole,
+        reason=f"a function that returns {built.qualname} ({built.reason})",
+        setup_fields=fields,
+        setup_fields_complete=not any(f.kind == "var_keyword" for f in fields),
+        model_factory=True,
+    )
+
+
+def _from_base(function: cst.FunctionDef, kind: CandidateKind, analysis: ModuleAnalysis, configs: ConfigReader,
+               locate: Callable[[str], tuple[Range, Range]]) -> Candidate:
+    name = identifier(function.name.value)
+    name_range, whole = locate(name)
+    fields = _fields(function, analysis, configs)
+    annotation = function.returns.annotation if function.returns is not None else None
+    written = ".".join(dotted_parts(annotation) or ()) if annotation is not None else "a module"
+    return Candidate(
+        name=name, qualname=name, kind=kind, name_range=name_range, range=whole,
+        reason=f"a function annotated to return {written}",
+        call_method=_CALL_METHODS[kind], call_defined_in=None, call_inputs=(),
+        setup_fields=fields, setup_fields_complete=not any(f.kind == "var_keyword" for f in fields),
+        model_factory=True,
+    )
