@@ -18,6 +18,7 @@ from capture.graph import gc_pause
 from .cost import LayerCosts
 from .experts import moe_layers
 from .index import GraphIndex
+from .loops import fold_loops
 from .names import ValueNames
 from .params import GroupParams
 from .structure import Structure
@@ -40,10 +41,17 @@ class Analysis:
     not given (the signatures, which the layer table reads, do not depend on it)."""
 
     def __init__(self, capture: Any, can_twin: Callable[[int], bool] | None = None) -> None:
-        self.capture = capture
         self._can_twin = can_twin or _any_group
         with gc_pause.paused():
             self.index = GraphIndex(capture)
+            # Python loops over repeated steps as step groups (capture/analysis/loops.py): a view
+            # of the capture, indexed again; the ids of its nodes and groups stay what they are
+            folded = fold_loops(capture, self.index)
+            if folded is not capture:
+                capture = folded
+                self.index = GraphIndex(capture)
+            #: The capture as analysed (a view of the one given when its loops were folded).
+            self.capture = capture
             self.names = ValueNames(capture, self.index)
         self.values = ValueSummaries(capture, self.names)
         #: Per group, the parameters used inside it (``params(g)``).

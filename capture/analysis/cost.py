@@ -121,6 +121,7 @@ class LayerCosts:
         self._kept: dict[str, int] = {}
         self.spans: dict[int, tuple[int, int]] = {}
         self.first_value: dict[int, int] = {}  # per memory key: the value it was made as
+        self.reuse_root: dict[int, int] = {}  # per memory key reusing another's buffer (JAX): that buffer's key
         self._saved_total = 0
         self._unknown_sizes = 0
         self._has_backward = False
@@ -372,6 +373,7 @@ class LayerCosts:
         n = self.index.n_nodes
         kinds = self._kept_kinds(born, keys, last)
         root = self._reused(born, keys, size, last) if self.capture.framework == "jax" else {}
+        self.reuse_root = root
         start: dict[int, int] = {}
         end: dict[int, int] = {}
         for k, i in born.items():

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from capture import units
+from capture.graph.per_device import aliased, body_parameters, fused, transients
 
 from .types import CostTotals, Fit, MemoryPlan, PerDevice
 
@@ -137,29 +138,45 @@ def per_device(analysis: Analysis) -> PerDevice | None:
     costs._need_memory()
     n = analysis.index.n_nodes
 
+    views = aliased(cap)  # a shard_map's result that is its operand, viewed: no buffer of its own
+
     def held(v: int) -> float:
+        if v in views:
+            return 0.0
         val = cap.values[v]
         sh = val.sharding if isinstance(val.sharding, dict) else None
         shape = val.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or val.shape
         return _bytes(shape, val.dtype)
 
+    # a buffer XLA's loop fusion never writes: every value that would live in it is fused away
+    in_registers = fused(cap)
+    chain: dict[int, list[int]] = {}
+    for k, r in costs.reuse_root.items():
+        chain.setdefault(r, []).append(k)
     delta = [0.0] * (n + 2)
     made = 0.0
     for key, (start, end) in costs.spans.items():
         v = costs.first_value.get(key)
         if v is None:
             continue
-        b = held(v)
+        members = [costs.first_value.get(k) for k in chain.get(key, [])] + [v]
+        b = 0.0 if all(m in in_registers for m in members) else held(v)
         made += b
         delta[start] += b
         delta[min(end, n) + 1] -= b
+    # what one device holds only while a node runs: a shard_map or scan body's own values, the
+    # weights the compiler gathers for it (capture.graph.per_device)
+    for i, b in transients(cap, lambda v: int(held(v))).items():
+        delta[i] += b
+        delta[i + 1] -= b
     live = peak = 0.0
     for i in range(n):
         live += delta[i]
         peak = max(peak, live)
     params = inputs = 0.0
+    inner = body_parameters(cap)  # a body's parameter is a slice or view of an outer value: held there
     for v, (_, role) in analysis.names.names.items():
-        if analysis.index.producer[v] >= 0:
+        if analysis.index.producer[v] >= 0 or v in inner:
             continue
         if role in ("param", "variable"):
             params += held(v)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from capture.graph.tables import ValueTable
+from capture.analysis.loops import STEP_KIND
 from capture.graph.model import format_shape
 from capture.graph.sharding import short_dtype as _short_dtype
 from capture.graph.sharding import split_label
@@ -35,6 +36,8 @@ _KIND_WORDING = {
     "backward": ("training step", "training step: backward ops recorded while autograd ran"),
     "optimizer": ("training step", "training step: one optimizer step"),
     BODY_KIND: BODY_WORDING,
+    STEP_KIND: ("loop step", "loop step: one iteration of a Python loop, run (or traced) unrolled: the same ops "
+                             "from the same lines as the steps beside it, reading what the step before made"),
 }
 
 def short_dtype(dtype: str) -> str:

@@ -36,6 +36,7 @@ from itertools import compress
 from typing import Any, Callable, Hashable, Sequence
 
 from capture.graph import gc_pause
+from capture.analysis.loops import DATA_DEPENDENT_OPS, STEP_KIND
 
 #: The longest period of a repeat (items per repetition) looked for: a Gemma-style
 #: (local × 5, global) block pattern with the residual ops between its blocks fits.
@@ -43,12 +44,6 @@ MAX_PERIOD = 16
 #: A group needs this many ops to have twins: one-op and empty groups are op cards or
 #: not drawn, and marking every ``Linear`` of one width identical says nothing.
 TWIN_MIN_OPS = 2
-#: Ops whose output sizes, or the Python control flow after them, depend on the data:
-#: a module running one of them computes what routing chose (see the module docstring).
-DATA_DEPENDENT_OPS = frozenset({
-    "aten::nonzero", "aten::nonzero_numpy", "aten::_local_scalar_dense", "aten::_unique2", "aten::unique_dim",
-    "aten::unique_consecutive", "aten::masked_select", "aten::repeat_interleave.Tensor", "aten::bincount",
-})
 
 
 class Structure:
@@ -136,7 +131,8 @@ def _signatures(capture: Any, index: Any, is_weight: Callable[[int], bool], labe
         # marshal format 2 writes every string by content (3 and later write a repeated
         # object as a reference, so equal blocks built from different string objects
         # would differ); it is an order of magnitude faster than repr
-        data = dumps((grp.kind, cls, body, inputs, [w for w, _ in leaving]), 2)
+        # a loop's last step hands on no carried value (the loop ended), its code is the same
+        data = dumps((grp.kind, cls, body, inputs, [w for w, _ in leaving] if grp.kind != STEP_KIND else []), 2)
         below = [routing[~r] for r in refs if r < 0 and routing[~r]] if any_routing else []
         if g in routed:
             # what routing chose is not the block's structure: its boundary is

@@ -422,7 +422,11 @@ def _cost(obj: Any, n_nodes: int, ints: Any) -> NodeCosts | None:
     estimates = ints(c.get("estimates"), "cost.estimates", None, 0, n_nodes)
     if any(a >= b for a, b in zip(estimates, islice(estimates, 1, None))):
         raise _Invalid("cost.estimates: node ids must be sorted, each once")
-    return NodeCosts(flops, read, written, rule, rules, estimates, _opt_map(c.get("notes"), "cost.notes"))
+    per_device = None
+    if c.get("flops_per_device") is not None:
+        per_device = ints(c.get("flops_per_device"), "cost.flops_per_device", n_nodes, -1, MAX_COST + 1)
+    return NodeCosts(flops, read, written, rule, rules, estimates, _opt_map(c.get("notes"), "cost.notes"),
+                     per_device)
 
 
 def _read_shardings(vals: dict[str, Any], n_values: int, shape_off: list[int], dims: list[Any], meshes: list[Any],

@@ -191,11 +191,18 @@ def _cost_columns(cost: NodeCosts, n_nodes: int, ints: Any) -> dict[str, Any]:
             raise ValueError(f"capture cost column {name}: node {big}'s count {col[big]} is outside -1 (uncounted) "
                              "to 2^63-1, the most a graph file stores (a counter leaves such an op uncounted: "
                              "capture/units.py OVERFLOW_REASON)")
-    return {
+    out = {
         "flops": ints(cost.flops), "bytes_read": ints(cost.bytes_read), "bytes_written": ints(cost.bytes_written),
         "rule": ints(cost.rule), "rules": list(cost.rules), "estimates": ints(list(cost.estimates)),
         "notes": cost.notes or None,
     }
+    per_device = cost.flops_per_device
+    if per_device is not None:
+        if len(per_device) != n_nodes or (per_device and (min(per_device) < -1 or max(per_device) > MAX_COST)):
+            raise ValueError(f"capture cost column flops_per_device: {len(per_device)} entries for {n_nodes} nodes, "
+                             "each -1 (uncounted) to 2^63-1")
+        out["flops_per_device"] = ints(per_device)
+    return out
 
 
 def _check_dense(capture: Capture) -> None:

@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from .compiled import CompiledError, check_compiled
+from ..units import COUNT_LIMIT
 from .model import Capture
 
 PENDING: Final = "pending"
@@ -58,6 +59,7 @@ def complete(capture: Capture, record: Any, meta: Any = None) -> Capture:
     graph file's), and the ``meta`` keys that came with it (:data:`META_KEYS`): a new
     capture (the one shown meanwhile is left as it is). Raises ValueError naming what is
     wrong."""
+    per_device = record.pop("per_device", None) if isinstance(record, dict) else None
     try:
         checked = check_compiled(record, len(capture.nodes))
     except CompiledError as exc:
@@ -69,7 +71,28 @@ def complete(capture: Capture, record: Any, meta: Any = None) -> Capture:
         if not isinstance(meta, dict) or not set(meta) <= META_KEYS:
             raise ValueError(f"the compiled message's meta may hold only {', '.join(sorted(META_KEYS))}")
         new_meta = {**capture.meta, **meta}
-    return replace(capture, compiled=checked, meta=new_meta)
+    out = replace(capture, compiled=checked, meta=new_meta)
+    return _per_device(out, per_device) if per_device is not None else out
+
+
+def _per_device(capture: Capture, figures: Any) -> Capture:
+    """``capture`` with the per-device figures the compiled program informed
+    (``capture.jax.per_device.later``): the FLOPs column and the splits XLA gave values."""
+    if not isinstance(figures, dict):
+        raise ValueError("the compiled program's per-device figures: expected a map")
+    column, splits = figures.get("flops_per_device"), figures.get("shardings") or []
+    n, m = len(capture.nodes), len(capture.values)
+    if capture.cost is None or not isinstance(column, list) or len(column) != n or \
+            not all(type(x) is int and -1 <= x <= COUNT_LIMIT for x in column):
+        raise ValueError(f"the compiled program's per-device FLOPs: expected {n} counts")
+    values = list(capture.values)
+    for item in splits if isinstance(splits, list) else []:
+        if not (isinstance(item, list) and len(item) == 2 and type(item[0]) is int and 0 <= item[0] < m
+                and isinstance(item[1], dict) and isinstance(item[1].get("per_device_shape"), list)):
+            raise ValueError("the compiled program's per-device splits: expected [value id, sharding] pairs")
+        values[item[0]] = replace(values[item[0]], sharding=item[1])
+    notes = {**(capture.cost.notes or {}), "flops_per_device": str(figures.get("note") or "")}
+    return replace(capture, values=values, cost=replace(capture.cost, flops_per_device=column, notes=notes))
 
 
 def missing(capture: Capture, why: str, status: str = "failed") -> Capture:

@@ -157,7 +157,10 @@ class NodeCosts:
     ``estimates``: the nodes whose figures are estimates rather than counts of what ran
     (a JAX ``scan`` counted as its body × its length, a ``cond`` as its largest branch),
     sorted.
-    ``notes``: the conventions, in words, and who counted (``counter``)."""
+    ``notes``: the conventions, in words, and who counted (``counter``).
+    ``flops_per_device``: for a program split across a mesh, each node's FLOPs on one device
+    (the shapes one device computes; ``notes["flops_per_device"]`` says what informed the
+    splits), :data:`UNCOUNTED` where no figure; None when the capture has no mesh."""
 
     flops: list[int]
     bytes_read: list[int]
@@ -166,6 +169,7 @@ class NodeCosts:
     rules: list[str]
     estimates: list[int] = field(default_factory=list)
     notes: dict[str, Any] = field(default_factory=dict)
+    flops_per_device: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.flops)
@@ -181,14 +185,19 @@ class NodeCosts:
         }
         if f < 0:
             out["uncounted"] = True
+        if self.flops_per_device is not None and self.flops_per_device[i] >= 0:
+            out["flops_per_device"] = self.flops_per_device[i]
         k = bisect_left(self.estimates, i)
         if k < len(self.estimates) and self.estimates[k] == i:
             out["estimate"] = True
         return out
 
     def json(self) -> dict[str, Any]:
-        return {"flops": self.flops, "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
-                "rule": self.rule, "rules": self.rules, "estimates": self.estimates, "notes": self.notes}
+        out = {"flops": self.flops, "bytes_read": self.bytes_read, "bytes_written": self.bytes_written,
+               "rule": self.rule, "rules": self.rules, "estimates": self.estimates, "notes": self.notes}
+        if self.flops_per_device is not None:
+            out["flops_per_device"] = self.flops_per_device
+        return out
 
 
 @dataclass(slots=True)

@@ -184,6 +184,14 @@ class NodeTable(Sequence[Node]):
         return NodeColumns(self._op, self._group, self._frame, self._in_off, self._in_ref,
                            self._out_off, self._out, self._opaque)
 
+    def with_groups(self, group: list[int]) -> NodeTable:
+        """The same nodes with another ``group`` column (-1 for none): a view that
+        regroups them (:mod:`capture.analysis.loops`) shares every other column."""
+        if len(group) != len(self._op):
+            raise ValueError(f"a group column of {len(group)} entries for {len(self._op)} nodes")
+        return NodeTable(self._op, self._in_off, self._in_pos, self._in_ref, self._lit, self._out_off, self._out,
+                         self._params, group, self._frame, self._opaque)
+
     def input_positions(self) -> list[int]:
         """Each operand's argument position, in the order of ``columns().input_refs``."""
         return self._in_pos

@@ -221,19 +221,25 @@ def abstract_inputs(jax: Any, closed: Any, leaves: list, records: list | None, m
 # --------------------------------------------------------------------------- reading
 
 
-def read_compiled(compiled: Any) -> dict[str, Any]:
+def read_compiled(compiled: Any, per_device: bool = False) -> dict[str, Any]:
     """The figures of a compiled program: ``cost`` (per device), ``memory`` (per device, with
-    its ``peak``), ``collectives`` (parsed from the HLO text), ``partitions``."""
+    its ``peak``), ``collectives`` (parsed from the HLO text), ``partitions``; with
+    ``per_device``, ``instructions`` (every instruction's per-device shape, for
+    :mod:`capture.jax.per_device`)."""
     took: dict[str, float] = {}
     t = time.perf_counter()
     text = compiled.as_text() or ""
     took["text"] = time.perf_counter() - t
     out: dict[str, Any] = {"cost": _cost(compiled), "memory": _memory(compiled)}
     took["analyses"] = time.perf_counter() - t - took["text"]
-    m = re.search(r"num_partitions=(\d+)", text[:4000])
+    m = re.search(r"num_partitions=(\d+)", text[:text.find("\n") + 1 or 4000] or text[:4000])
     out["partitions"] = int(m.group(1)) if m else 1
-    out["collectives"] = parse_collectives(text)
+    frames = _frames_table(text)
+    out["collectives"] = parse_collectives(text, frames)
     took["parse"] = time.perf_counter() - t - took["text"] - took["analyses"]
+    if per_device:  # the shape each device computes per instruction (capture.jax.per_device)
+        out["instructions"] = instructions(text, frames)
+        took["instructions"] = time.perf_counter() - t - took["text"] - took["analyses"] - took["parse"]
     out["read_parts"] = {k: round(v, 3) for k, v in took.items()}
     return out
 
@@ -322,10 +328,10 @@ def _frames_table(text: str) -> dict[int, list[tuple[str, int]]]:
     return out
 
 
-def parse_collectives(text: str) -> list[dict[str, Any]]:
+def parse_collectives(text: str, frames: dict[int, list[tuple[str, int]]] | None = None) -> list[dict[str, Any]]:
     """Every collective instruction of an HLO module's text (a ``-done`` is the same
     collective as its ``-start``: not counted again)."""
-    frames = _frames_table(text)
+    frames = _frames_table(text) if frames is None else frames
     out: list[dict[str, Any]] = []
     for line in text.splitlines():
         if "all-" not in line and "collective-" not in line and "reduce-scatter" not in line:
@@ -353,6 +359,62 @@ def parse_collectives(text: str) -> list[dict[str, Any]]:
         out.append(record)
         if len(out) >= MAX_COLLECTIVES:
             break
+    return out
+
+
+# --------------------------------------------------------------------------- every instruction's shape
+
+#: The most instructions read for per-device shapes (capture.jax.per_device).
+MAX_INSTRUCTIONS = 400_000
+_ANY_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=\s*(?P<dtype>[a-z]+\d*(?:e\d+m\d+\w*)?)"
+                       r"\[(?P<dims>[\d,]*)\](?:\{[^}]*\})?\s+(?P<op>[\w\-]+)\((?P<args>[^)]*)\)")
+_CONTRACT = re.compile(r"lhs_contracting_dims=\{([\d,]*)\}")
+# Instructions whose shape says nothing of an equation's result (structure and bookkeeping).
+# A collective's result is the value after communication (a gathered operand), not the shape
+# the equation's work was done at.
+_NOT_WORK = frozenset({"parameter", "constant", "get-tuple-element", "tuple", "while", "conditional", "call",
+                       "after-all", "partition-id", "replica-id", "iota", "all-gather", "all-gather-start",
+                       "all-gather-done", "all-reduce", "all-reduce-start", "all-reduce-done", "reduce-scatter",
+                       "all-to-all", "collective-permute", "collective-permute-start", "collective-permute-done",
+                       "collective-broadcast", "ragged-all-to-all", "async-start", "async-done"})
+
+
+def _dims(text: str) -> list[int]:
+    return [int(d) for d in text.split(",") if d]
+
+
+def instructions(text: str, frames: dict[int, list[tuple[str, int]]]) -> list[dict[str, Any]]:
+    """Every instruction of the compiled module with an array result and an ``op_name``:
+    ``{"shape", "op", "op_name", "frames", "k"}`` (``k``: a dot's contracted elements per
+    device, from its left operand's shape: instruction names are unique in a module)."""
+    out: list[dict[str, Any]] = []
+    dims_of: dict[str, list[int]] = {}
+    dots: list[tuple[dict[str, Any], str, list[int]]] = []
+    for line in text.splitlines():
+        m = _ANY_LINE.match(line)
+        if m is None:
+            continue
+        dims = _dims(m.group("dims"))
+        dims_of[m.group("name")] = dims
+        if m.group("op") in _NOT_WORK or "op_name=" not in line or len(out) >= MAX_INSTRUCTIONS:
+            continue
+        name = _OP_NAME.search(line)
+        if name is None or "/" not in name.group(1):
+            continue
+        rec: dict[str, Any] = {"shape": dims, "op": m.group("op"), "op_name": name.group(1)}
+        fid = _FRAME_ID.search(line)
+        if fid and int(fid.group(1)) in frames:
+            rec["frames"] = frames[int(fid.group(1))]
+        if m.group("op") == "dot":
+            contract = _CONTRACT.search(line)
+            lhs = m.group("args").split(",")[0].strip().split(" ")[-1].lstrip("%")
+            if contract and lhs:
+                dots.append((rec, lhs, _dims(contract.group(1))))
+        out.append(rec)
+    for rec, lhs, axes in dots:
+        shape = dims_of.get(lhs)
+        if shape is not None and all(d < len(shape) for d in axes):
+            rec["k"] = math.prod(shape[d] for d in axes)
     return out
 
 
@@ -756,6 +818,8 @@ class Compilation:
 
     def __init__(self, jax: Any, closed: Any, leaves: list, records: list | None, mesh: Any, seconds: float) -> None:
         self.mesh, self.seconds, self.kept = mesh, seconds, 0
+        #: every compiled instruction's per-device shape, once finished (capture.jax.per_device)
+        self.instructions: list[dict[str, Any]] | None = None
         self.early: dict[str, Any] | None = None
         self.job: _Compile | None = None
         try:
@@ -805,7 +869,8 @@ class Compilation:
             got["devices"] = self.devices
             return got
         start = time.perf_counter()
-        read = read_compiled(got["compiled"])
+        read = read_compiled(got["compiled"], per_device=True)
+        self.instructions = read.pop("instructions", None)
         record = build_record(read, got["seconds"], self.mesh, nodes, eqns, groups, sources)
         record["read_seconds"] = round(time.perf_counter() - start, 3)
         if got.get("lower_seconds") is not None:

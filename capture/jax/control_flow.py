@@ -425,10 +425,7 @@ def _undo(conv: Any, mark: tuple) -> None:
     del conv.constants[n_consts:]
     del conv.pending_bodies[n_pending:]
     # Scope caches must not point at the groups just removed (their ids will be reused).
-    for cache in (conv._scope_by_stack, conv._scope_by_path):
-        for key in [k for k, g in cache.items() if (g is not None and g >= n_groups)
-                    or (type(k[0]) is int and k[0] >= n_groups)]:
-            del cache[key]
+    conv.forget_scopes(n_groups)
     if getattr(conv, "modules", None) is not None:
         conv.modules.forget_groups(n_groups)
 

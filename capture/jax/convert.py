@@ -317,9 +317,11 @@ class _Converter:
         self.closed_without_group: list[dict[str, Any]] = []
         self.opaque_ops: dict[str, int] = {}
         self.constants: list[Constant] = []
-        # (container group, NameStack) -> scope group; (container, path) -> scope group
-        self._scope_by_stack: dict[tuple[Any, Any], int | None] = {}
-        self._scope_by_path: dict[tuple[Any, tuple[str, ...]], int] = {}
+        # NameStack -> its parts; (container, path) -> a module call's group; per container,
+        # the scopes (parts, groups) of its last equation, which the next one may continue
+        self._parts_by_stack: dict[Any, tuple] = {}
+        self._scope_by_path: dict[tuple[Any, tuple], int] = {}
+        self._open_scopes: dict[Any, tuple[tuple, tuple[int, ...]]] = {}
         self._aval_cache: dict[Any, tuple[list[Any], str, dict[str, Any] | None]] = {}
 
     # values ---------------------------------------------------------------
@@ -439,37 +441,64 @@ class _Converter:
     # groups ---------------------------------------------------------------
 
     def scope_group(self, container: int | None, name_stack: Any) -> int | None:
-        key: tuple[int | None, Any] | None = (container, name_stack)
+        """The group of an equation with ``name_stack`` in ``container``. A named scope is
+        one group per entry: equations that continue the scopes of the equation before
+        them in the container stay in its groups, a scope entered again (an einsum label,
+        ``jax.named_scope`` in a Python loop) is a new group, so every scope group is one
+        stretch of the program. A Flax module call's part is the one group of that call."""
+        parts = self._scope_parts(container, name_stack)
+        open_parts, open_gids = self._open_scopes.get(container, ((), ()))
+        d = 0
+        while d < len(parts) and d < len(open_parts) and parts[d] == open_parts[d]:
+            d += 1
+        if d == len(parts) == len(open_parts):
+            return open_gids[-1] if open_gids else container
+        gids = list(open_gids[:d])
+        gid = gids[-1] if gids else container
+        modules = self.modules  # set when a part is a module call's number
+        for depth in range(d + 1, len(parts) + 1):
+            part = parts[depth - 1]
+            pkey = (container, parts[:depth])
+            g = self._scope_by_path.get(pkey) if type(part) is int and modules is not None else None
+            if g is None:
+                g = self._new_group_id()
+                if type(part) is int and modules is not None:  # an intercepted module call (capture/jax/module_groups.py)
+                    self.groups.append(modules.group(g, part, gid))
+                else:
+                    stack = "/".join(p if type(p) is str or modules is None else modules.name(p)
+                                     for p in parts[:depth])
+                    self.groups.append(Group(g, "scope", part, gid, {"note": SCOPE_NOTE, "name_stack": stack}))
+                self._scope_by_path[pkey] = g
+            gids.append(g)
+            gid = g
+        self._open_scopes[container] = (parts, tuple(gids))
+        return gid
+
+    def _scope_parts(self, container: int | None, name_stack: Any) -> tuple:
+        """A name stack's parts (module-call markers as their record numbers), cached."""
         try:
-            return self._scope_by_stack[(container, name_stack)]
+            return self._parts_by_stack[name_stack]
         except KeyError:
             pass
-        except TypeError:
-            key = None  # unhashable name stack (not expected): no caching
+        except TypeError:  # unhashable name stack (not expected): no caching
+            return self._parse_parts(name_stack)
+        parts = self._parts_by_stack[name_stack] = self._parse_parts(name_stack)
+        return parts
+
+    def _parse_parts(self, name_stack: Any) -> tuple:
         text = str(name_stack) if name_stack is not None else ""
-        gid = container
-        if text:
-            parts: tuple = tuple(p for p in text.split("/") if p)
-            if self.modules is not None and MODULE_MARKER in text:
-                parts = self.modules.parts(parts)
-            for depth in range(1, len(parts) + 1):
-                pkey = (container, parts[:depth])
-                g = self._scope_by_path.get(pkey)
-                if g is None:
-                    g = self._new_group_id()
-                    part = parts[depth - 1]
-                    modules = self.modules  # set when a part is a module call's number
-                    if type(part) is int and modules is not None:  # an intercepted module call (capture/jax/module_groups.py)
-                        self.groups.append(modules.group(g, part, gid))
-                    else:
-                        stack = "/".join(p if type(p) is str or modules is None else modules.name(p)
-                                         for p in parts[:depth])
-                        self.groups.append(Group(g, "scope", part, gid, {"note": SCOPE_NOTE, "name_stack": stack}))
-                    self._scope_by_path[pkey] = g
-                gid = g
-        if key is not None:
-            self._scope_by_stack[key] = gid
-        return gid
+        parts: tuple = tuple(p for p in text.split("/") if p)
+        if parts and self.modules is not None and MODULE_MARKER in text:
+            parts = self.modules.parts(parts)
+        return parts
+
+    def forget_scopes(self, first: int) -> None:
+        """Groups ``first`` and after were undone: no scope may point at their ids."""
+        for key in [k for k, g in self._scope_by_path.items() if g >= first or (type(k[0]) is int and k[0] >= first)]:
+            del self._scope_by_path[key]
+        for c in [c for c, (_, gids) in self._open_scopes.items()
+                  if (type(c) is int and c >= first) or any(g >= first for g in gids)]:
+            del self._open_scopes[c]
 
     def _new_group_id(self) -> int:
         gid = len(self.groups)

@@ -14,6 +14,8 @@ first rule that applies:
 * ``ragged_dot``: ``ragged_dot_general`` from its dimension numbers: 2 FLOPs per output
   element per contracted element (a group of a ragged contracting dimension contracts its
   own rows only);
+* ``power``: ``integer_pow`` as XLA expands it (square and multiply: ``x**2`` one multiply
+  per element, ``x**1`` none), where roofline counts one per element whatever the power;
 * ``elementwise``: elementwise primitives roofline has no count for (``tanh``, ``pow``,
   ``exp2``, ``clamp``…): 1 FLOP per output element;
 * ``reduction``: ``reduce_max``, ``argmax``…: input elements − output elements;
@@ -59,6 +61,8 @@ RULES = {
     "roofline": "jax.experimental.roofline's rule for the primitive (its unfused FLOPs)",
     "ragged_dot": "ragged_dot_general from its dimension numbers: 2 FLOPs per output element per contracted element",
     "elementwise": "an elementwise primitive roofline does not count: 1 FLOP per output element",
+    "power": "integer_pow: the multiplies of square-and-multiply per element (x**2: 1, x**3: 2, x**1: 0), a "
+             "division more for a negative power",
     "reduction": "a reduction: input elements - output elements (n - 1 per result)",
     "cumulative": "a cumulative scan (cumsum, cummax…): 1 FLOP per element",
     "window": "a windowed reduction (pooling): window elements per output element",
@@ -123,7 +127,7 @@ _MAX = COUNT_LIMIT
 #: What kind of arithmetic each node's FLOPs are (``notes["kinds"]``, per primitive), as the Torch
 #: count names them: matmul, convolution, attention, pointwise, reduction/norm, scan, other. A
 #: ``scan`` or ``cond`` boundary is ``control flow``: a reader splits it by its bodies' kinds.
-_RULE_KINDS = {"ragged_dot": "matmul", "elementwise": "pointwise", "reduction": "reduction/norm",
+_RULE_KINDS = {"ragged_dot": "matmul", "elementwise": "pointwise", "power": "pointwise", "reduction": "reduction/norm",
                "cumulative": "scan", "window": "reduction/norm", "random": "pointwise",
                "scan body × length": "control flow", "cond: largest branch": "control flow",
                "pallas: kernel body × grid": "control flow"}
@@ -179,6 +183,8 @@ class _Costs:
             return 0, "data movement"
         if name in _COLLECTIVES:
             return 0, "collective"
+        if name == "integer_pow":  # roofline counts 1 per element whatever the power
+            return _power(eqn.params.get("y"), max((_size(a) for a in avals_out), default=0)), "power"
         rule = self.rule_of(prim)
         if rule is not None:
             try:
@@ -224,6 +230,17 @@ class _Costs:
             groups = int(avals_in[2].shape[-1]) if len(avals_in) > 2 and avals_in[2].shape else 1
             flops //= max(groups, 1)  # each group contracts its own rows only
         return flops
+
+
+def _power(y: Any, elements: int) -> int:
+    """``x ** y`` for an integer ``y``, as XLA expands it (square and multiply): one multiply
+    per squaring and per further set bit, a division for a negative power; ``x ** 1`` and
+    ``x ** 0`` compute nothing."""
+    if type(y) is not int:
+        return elements
+    n = abs(y)
+    per = max(n.bit_length() - 1, 0) + max(bin(n).count("1") - 1, 0) + (1 if y < 0 else 0)
+    return per * elements
 
 
 def _aval(atom: Any) -> Any:

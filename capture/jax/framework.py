@@ -73,7 +73,7 @@ from .linen import UPDATED_NOTE, mutable_collections, trusted_params, updated_ou
 from .nnx_state import NnxLift
 from .platforms import device_unavailable, select_platforms, started_backends
 from .rngs import LinenStreams, bound_streams, init_rngs, input_streams, nnx_streams, supply_rngs
-from . import compiled
+from . import compiled, per_device
 from .shardings import JaxShardings, devices_record, recipe_mesh, simulate_devices, traced_input_shardings
 from .tracing import trace
 
@@ -735,6 +735,15 @@ def capture(ctx: CaptureContext) -> Capture:
     )
     capture.devices = devices_record(jax, recipe)
     capture.compiled = _compiled_record(ctx, capture, compiling, eqns)
+    # each node's per-device figures, from the splits XLA gave the values where it compiled them
+    # (TensorViz's unfused estimate meanwhile when the compiled program follows the graph)
+    mesh_index = shardings.mesh_index(mesh) if mesh is not None else None
+    stated = [v.sharding for v in capture.values]  # the splits the program states, before any estimate
+    per_device.annotate(capture, eqns, getattr(compiling, "instructions", None), mesh_index,
+                        (capture.frames, str(ctx.workspace)))
+    if ctx.after_compile is not None:
+        ctx.after_compile = per_device.later(ctx.after_compile, capture, eqns, compiling, mesh_index, stated,
+                                             (capture.frames, str(ctx.workspace)))
     if not capture.nodes:
         raise CaptureError(
             "trace",

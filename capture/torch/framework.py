@@ -468,7 +468,7 @@ def _forward(torch: Any, recipe: Any, trace: Any, model: Any, kind: str, call: t
         elif step is not None and kind == "module":
             model.zero_grad(set_to_none=True)
         try:
-            with (evidence.running() if evidence is not None else nullcontext()), \
+            with (evidence.running(trace) if evidence is not None else nullcontext()), \
                     (branches.watching() if branches is not None else nullcontext()), trace.recording():
                 trace.track_autograd = step is not None
                 if kind == "module":

@@ -29,7 +29,7 @@ symbol table (``min == max``), which the cost pass counts with.
 from __future__ import annotations
 
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Iterator
 
 import torch
@@ -54,8 +54,13 @@ class HitLoops(TorchDispatchMode):
         self.choices: list[dict[str, Any]] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        return self.dispatch(func, args, kwargs or {})
+
+    def dispatch(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """Run an op below this mode and remember what ``nonzero`` and ``topk`` were
+        given (the mode's work; a trace recording above may call it itself, with this
+        mode not entered: :meth:`active` with ``mode=False``)."""
+        out = self.run(func, args, kwargs)
         packet = getattr(func, "overloadpacket", None)
         if packet is torch.ops.aten.nonzero and args and isinstance(out, torch.Tensor):
             n = out.shape[0]
@@ -72,8 +77,15 @@ class HitLoops(TorchDispatchMode):
                 self._topk_n = d
         return out
 
+    def run(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """Run the op below this mode (a subclass may run some otherwise: one mode layer
+        instead of two, each costing every op a Python dispatch)."""
+        return func(*args, **kwargs)
+
     @contextmanager
-    def active(self) -> Iterator[None]:
+    def active(self, mode: bool = True) -> Iterator[None]:
+        """Iterating a hit set runs once per index; with ``mode``, this is the dispatch
+        mode too (else its caller runs every op through :meth:`dispatch`)."""
         original = torch.Tensor.__iter__
         loops = self
 
@@ -85,7 +97,7 @@ class HitLoops(TorchDispatchMode):
 
         torch.Tensor.__iter__ = iterate
         try:
-            with self:
+            with self if mode else nullcontext():
                 yield
         finally:
             torch.Tensor.__iter__ = original

@@ -231,6 +231,9 @@ class TorchTrace(TraceValues, TraceFrames):
         # Values made without a recorded op joining the graph (capture.torch.joins).
         self.joins = Joins(self)
         self._active = False
+        # What runs each op below the trace, when not the op itself (an abstract run's
+        # hit-loop bookkeeping: capture.torch.abstract.AbstractEvidence.running).
+        self.run_op: Callable[[Any, tuple, dict], Any] | None = None
         # The first limit reached while recording, and the first op an abstract run could
         # not run without data (kept in case user code swallows them).
         self.limit_error: LimitExceeded | None = None
@@ -241,15 +244,23 @@ class TorchTrace(TraceValues, TraceFrames):
     def label_module(self, root: torch.nn.Module, prefix: str = "") -> None:
         """Name ``root``'s submodules (attribute paths for module groups) and label its
         parameters and buffers (``measured.param`` / ``measured.buffer``)."""
-        for name, mod in root.named_modules(remove_duplicate=False, prefix=prefix):
+        # One walk over the modules (named_parameters and named_buffers would each walk
+        # them again): parameters labelled first, then buffers, in the same order.
+        modules = list(root.named_modules(remove_duplicate=False, prefix=prefix))
+        for name, mod in modules:
             self._paths.setdefault(id(mod), name)
-        for name, p in root.named_parameters(remove_duplicate=False, prefix=prefix):
-            self._label(p, "param", name)
-            if type(p) is not torch.nn.Parameter and self.dist.is_dtensor(p):
-                self.dist.note_parameter(p)
+        for name, mod in modules:
+            for key, p in mod._parameters.items():
+                if p is None:
+                    continue
+                self._label(p, "param", f"{name}.{key}" if name else key)
+                if type(p) is not torch.nn.Parameter and self.dist.is_dtensor(p):
+                    self.dist.note_parameter(p)
         self.dist.note_fsdp(root)
-        for name, buf in root.named_buffers(remove_duplicate=False, prefix=prefix):
-            self._label(buf, "buffer", name)
+        for name, mod in modules:
+            for key, buf in mod._buffers.items():
+                if buf is not None:
+                    self._label(buf, "buffer", f"{name}.{key}" if name else key)
 
     def _label(self, t: _Tensor, kind: str, name: str) -> None:
         if id(t) not in self._labels:
@@ -449,8 +460,9 @@ class TorchTrace(TraceValues, TraceFrames):
         info = self._ops.get(id(func))
         if info is None:
             info = self._op_info(func)
+        run = self.run_op
         if info.bookkeeping:  # asked of a fake tensor, never run as a kernel; or a wrapper
-            out = func(*args, **(kwargs or {}))
+            out = func(*args, **(kwargs or {})) if run is None else run(func, args, kwargs or {})
             if info.wrapper:
                 self.joins.same_value(out, args[0] if args else None)
             return out
@@ -465,7 +477,10 @@ class TorchTrace(TraceValues, TraceFrames):
             else:
                 add(Operand(i, None, literal(a)))
         written = self._written(info, args, kwargs) if info.written else None
-        out = func(*args, **kwargs) if kwargs else func(*args)
+        if run is not None:
+            out = run(func, args, kwargs or {})
+        else:
+            out = func(*args, **kwargs) if kwargs else func(*args)
         self._record(info, operands, out, args[0] if args and isinstance(args[0], _Tensor) else None, written,
                      args, kwargs)
         return out

@@ -138,6 +138,81 @@ def explicit_inputs():
     return {"args": (x, w)}
 '''
 
+NNX_SCAN = '''
+"""Our own program in the pattern of the NNX guide's scanned model: layers made by nnx.vmap
+(the stacked axis unsplit), kernels annotated for ("data", "model"), an activation constraint,
+run by jax.lax.scan; Adam in an nnx.Optimizer; a jax.jit train step that returns the model."""
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+from jax.sharding import PartitionSpec as P
+
+
+class Block(nnx.Module):
+    def __init__(self, width: int, rngs: nnx.Rngs):
+        init = nnx.initializers.lecun_normal()
+        self.up = nnx.Linear(width, width, kernel_init=nnx.with_partitioning(init, (None, "model")), use_bias=False,
+                             rngs=rngs)
+        self.down = nnx.Param(init(rngs.params(), (width, width)), sharding=("model", None))
+
+    def __call__(self, x):
+        h = jax.lax.with_sharding_constraint(jax.nn.relu(self.up(x)), P("data", "model"))
+        return h @ self.down[...]
+
+
+class Stack(nnx.Module):
+    def __init__(self, width: int, depth: int, rngs: nnx.Rngs):
+        @nnx.vmap(transform_metadata={nnx.PARTITION_NAME: None})
+        def make(r):
+            return Block(width, r)
+        self.blocks = make(rngs.fork(split=depth))
+
+    def __call__(self, x):
+        x, _ = jax.lax.scan(lambda h, block: (block(h), None), x, self.blocks)
+        return x
+
+
+@jax.jit
+def train_step(model, optimizer, x, y):
+    loss, grads = jax.value_and_grad(lambda m: jnp.mean((m(x) - y) ** 2))(model)
+    optimizer.update(model, grads)
+    return model, loss
+
+
+def batch():
+    x = jax.device_put(jnp.ones((8, 256)), P("data", None))
+    model = Stack(256, 2, rngs=nnx.Rngs(0))
+    return {"args": (model, nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param), x, x)}
+'''
+
+SMAP_FSDP = '''
+"""Our own program in the pattern of the shard_map notes' FSDP loss: each weight's shard
+gathered just before its matmul (and not saved for the backward), the loss averaged over "batch"."""
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import PartitionSpec as P
+
+
+@partial(jax.remat, policy=lambda op, *_, **__: str(op) != "all_gather")
+def predict(params, x):
+    for w_shard in params:
+        x = jnp.tanh(x @ jax.lax.all_gather(w_shard, "batch", tiled=True))
+    return x
+
+
+@jax.shard_map(out_specs=P())
+def loss_fsdp(params, x):
+    return jax.lax.pmean(jnp.mean(predict(params, x) ** 2), "batch")
+
+
+def inputs():
+    params = [jax.device_put(jnp.ones((128, 128)) * 0.01, P("batch")) for _ in range(3)]
+    return {"args": (params, jax.device_put(jnp.ones((32, 128)), P("batch")))}
+'''
+
 RULES = '''
 """Our own Linen train step with logical axis names mapped to the mesh by rules."""
 import jax
@@ -219,7 +294,8 @@ EXPLICIT = {"data": {"size": 4, "type": "explicit"}, "model": {"size": 2, "type"
 @pytest.fixture(scope="module")
 def caps(tmp_path_factory):
     root = write(tmp_path_factory.mktemp("ws"), {"nnx_guide.py": NNX_GUIDE, "smap_docs.py": SMAP_DOCS,
-                                                 "rules.py": RULES, "scanned_linen.py": SCANNED_LINEN})
+                                                 "rules.py": RULES, "scanned_linen.py": SCANNED_LINEN,
+                                                 "nnx_scan.py": NNX_SCAN, "smap_fsdp.py": SMAP_FSDP})
 
     def case(model, factory, mesh=MESH, limits=None, **fields):
         out = {"framework": "jax", "root": str(root),
@@ -241,6 +317,9 @@ def caps(tmp_path_factory):
                        "table": profile("scanned_linen:Stack", args=[{"kind": "tensor", "shape": [2, 64],
                                                                       "dtype": "float32"}])},
         "late": case("rules:train_step", "rules:inputs", limits={"compile_seconds": 0.001}),
+        "nnx_scan": case("nnx_scan:train_step", "nnx_scan:batch", mesh={"data": {"size": 2, "type": "auto"},
+                                                                       "model": {"size": 4, "type": "auto"}}),
+        "fsdp": case("smap_fsdp:loss_fsdp", "smap_fsdp:inputs", mesh={"batch": {"size": 4, "type": "explicit"}}),
     }
     return capture_all(cases, tmp_path_factory.mktemp("out"))
 
@@ -360,3 +439,70 @@ def test_a_scanned_models_parameters_are_counted_once(caps):
     cap = read(caps["linen_scan"])
     params = Projection(cap).costs().totals()["params"]
     assert params["count"] == 4 * (64 * 64 + 64) and params["tensors"] == 2  # the stacked kernel and bias
+
+
+PER_DEVICE = ["nnx", "nnx_scan", "loss_tp", "grad_tp", "rules", "gather", "scan", "fsdp"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PER_DEVICE)
+def test_per_device_flops_and_peak_agree_with_xla(caps, name):
+    """TensorViz's own per-node figures, summed, against XLA's for the program one device runs:
+    FLOPs within 5 % of cost_analysis() (its flops + transcendentals: TensorViz counts a sqrt
+    or a tanh as one FLOP; a loop's body once, as XLA counts a while), the memory plan's peak
+    within 10 % of memory_analysis()'s (arguments + outputs + temporaries - aliases)."""
+    from capture.analysis.fit import per_device
+    from capture.graph.per_device import flops_total
+    from viewer.projection.projection import Projection
+
+    cap = read(caps[name])
+    cost = cap.compiled["cost"]
+    xla = cost["flops"] + cost.get("transcendentals", 0)
+    ours = flops_total(cap, loops_once=True)
+    assert abs(ours / xla - 1) < 0.05, (ours, xla)
+    peak = per_device(Projection(cap))["peak"]
+    assert abs(peak / cap.compiled["memory"]["peak"] - 1) < 0.10, (peak, cap.compiled["memory"])
+    assert "splits XLA propagated" in cap.cost.notes["flops_per_device"]
+
+
+@pytest.mark.slow
+def test_values_the_compiler_splits_carry_its_split(caps):
+    """Under automatic axes the traced values carry no split; each the compiled program splits
+    takes XLA's (source ``compiled``), so one device's figures read one device's shapes: the
+    gradients of the NNX step's kernels are split as the kernels are, and the scanned model's
+    body keeps its weights' split."""
+    cap = read(caps["nnx_scan"])
+    sources = {v.sharding.get("source") for v in cap.values if v.sharding}
+    assert "compiled" in sources
+    body = [cap.values[p["value"]] for g in cap.groups if g.kind == "body"
+            for p in g.attrs.get("parameters") or [] if cap.values[p["value"]].shape == [256, 256]]
+    assert body and all(v.sharding and v.sharding["per_device_shape"] in ([256, 64], [64, 256]) for v in body)
+    # the matmuls in the bodies: each device computes a quarter or an eighth of them
+    column = cap.cost.flops_per_device
+    for n in cap.nodes:
+        if n.op == "dot_general" and cap.cost.flops[n.id] > 0:
+            assert column[n.id] <= cap.cost.flops[n.id] // 4, (n.id, column[n.id], cap.cost.flops[n.id])
+
+
+@pytest.mark.slow
+def test_without_the_compiled_program_the_figure_says_it_is_an_unfused_estimate(caps):
+    cap = read(caps["off"])
+    assert cap.compiled is None and cap.cost.flops_per_device is not None
+    assert cap.cost.notes["flops_per_device"].startswith("TensorViz's unfused estimate")
+    sm = next(n for n in cap.nodes if n.op == "shard_map")
+    body = [n.id for n in cap.nodes if n.group is not None and cap.groups[n.group].kind == "body"]
+    # its body's figures, one device's (the psum's additions counted: each device combines the others' blocks)
+    assert cap.cost.flops_per_device[sm.id] == sum(cap.cost.flops_per_device[i] for i in body if
+                                                   cap.cost.flops_per_device[i] > 0)
+    assert cap.cost.flops[sm.id] // 8 <= cap.cost.flops_per_device[sm.id] < cap.cost.flops[sm.id] // 4
+
+
+@pytest.mark.slow
+def test_a_scanned_nnx_models_state_is_counted_once(caps):
+    """The scanned weights are parameters once, at the top level (a body's slice of them is
+    not counted again): the model's 2 × 2 kernels and Adam's two moments of each."""
+    from viewer.projection.projection import Projection
+
+    cap = read(caps["nnx_scan"])
+    count = Projection(cap).costs().totals()["params"]["count"]
+    assert 3 * 2 * 2 * 256 * 256 <= count <= 3 * 2 * 2 * 256 * 256 + 4  # + Adam's step count

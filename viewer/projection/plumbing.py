@@ -44,7 +44,9 @@ def plumbing_fold(items: list[dict[str, Any]], edges: list[dict[str, Any]], stac
     holds them), or ``None``. ``op_name(node)``: what an op is called on the card (the
     library function it ran in), or ``None`` for an op of the container's own code.
     Removes the stacks it absorbs from ``stacks``."""
-    layers = [st for st in stacks if st.get("fold") is None and st["count"] >= 2 and _chained(st, edges)]
+    # (the steps of a loop are not layers: what every step reads is the loop's input)
+    layers = [st for st in stacks if st.get("fold") is None and not st.get("loop") and st["count"] >= 2
+              and _chained(st, edges)]
     if not layers:
         return None
     # The layers: every frame of a stack of layers, and every frame of the same class

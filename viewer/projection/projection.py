@@ -81,7 +81,8 @@ class Projection:
     def __init__(self, capture: Capture) -> None:
         #: The shared analysis (capture/analysis): index, names, parameters, costs, structure, lines.
         self.analysis = Analysis(capture, can_twin=self._can_twin)
-        self.capture = capture = self.analysis.capture  # the capture as the analysis reads it
+        # the capture as the analysis reads it (Python loops folded into step groups)
+        self.capture = capture = self.analysis.capture
         self.index = self.analysis.index
         self.names = self.analysis.names
         self.values = self.analysis.values

@@ -26,6 +26,7 @@ from capture.analysis.body_templates import body_wording
 from capture.analysis.names import CHUNK_WORDING, group_sublabel, group_title, group_wording, run_label
 from capture.analysis.analysis import Analysis
 from .expert_cards import experts_words, lane_folds, router_words
+from .loop_steps import is_step, loop_words
 from .plumbing import container_plumbing_fold, plumbing_fold
 from .page_flow import _Flow, _Wiring
 from capture.analysis.structure import find_repeats
@@ -666,7 +667,7 @@ class Pages:
                 continue  # no two children alike: not a container of layers
             page = self.children(it["id"], None, False)
             for st in page["stacks"]:
-                if st.get("fold") is not None or st["count"] < 2:
+                if st.get("fold") is not None or st.get("loop") or st["count"] < 2:
                     continue
                 rep_of = {k: r for r, rep in enumerate(st["members"]) for k in rep}
                 reached: dict[int, set[int]] = {}
@@ -705,12 +706,17 @@ class Pages:
                 "pattern": [it.get("class") or it["label"] for it in first if it["card"] == "group"],
                 "inner": inner,
             }
+            if period == 1 and is_step(first[0]):  # a Python loop's steps (loop_steps.py)
+                run.update(loop_words(self.capture, self.index, self.values.brief, self.names.is_weight,
+                                      [shown[start + r][1]["id"] for r in range(count)]))
             # alike by structure, apart in what routing chose: the stack says so
             reps = [[shown[start + r * period + j][1].get("routing", "") for j in range(period)] for r in range(count)]
             if any(reps[0]) and any(rep != reps[0] for rep in reps):
                 run["routing"] = ROUTING_DIFFERS
             cost = _stack_cost([it for _, it in shown[start:start + period * count]], first)
             if cost is not None:
+                if "loop" in run:  # every step reads the same weights: counted once
+                    cost["params"] = cost["per_block"]["params"]
                 run["cost"] = cost
             out.append(run)
             for r, keys in enumerate(members):

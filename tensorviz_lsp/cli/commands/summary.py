@@ -232,6 +232,12 @@ def _plan_beside_xla(doc: dict) -> None:
     if isinstance(pd, dict) and isinstance(plan, int) and isinstance(pd.get("xla_peak"), int) and pd["xla_peak"] > 0:
         pd["plan_peak"] = plan
         pd["plan_ratio"] = round(plan / pd["xla_peak"], 4)
+        split = doc["memory"]["per_device"]
+        mem = (doc.get("compiled") or {}).get("memory") or {}
+        if all(isinstance(mem.get(k), int) for k in ("temporaries", "outputs")):
+            # what is live at the peak beyond parameters and inputs, beside XLA's buffers of the same
+            pd["plan_activations"] = plan - split.get("parameters", 0) - split.get("inputs", 0)
+            pd["xla_live"] = mem["temporaries"] + mem["outputs"] - mem.get("aliases", 0)
 
 
 def _memory(doc: dict[str, Any], analysis: Analysis, totals: CostTotals, optimizer: str | None, device: Any) -> None:
@@ -295,6 +301,8 @@ def compiled_doc(capture: Any, totals: Mapping[str, Any]) -> dict[str, Any]:
     """``compiled`` (the record) and ``per_device`` (TensorViz's figures beside XLA's) for a
     capture XLA compiled; nothing otherwise."""
     if capture.compiled is None:
+        if capture.cost is not None and capture.cost.flops_per_device is not None:  # compile = "off"
+            return {"per_device": per_device_figures(capture, totals)}
         return {}
     return {"compiled": capture.compiled, "per_device": per_device_figures(capture, totals)}
 
@@ -302,15 +310,21 @@ def compiled_doc(capture: Any, totals: Mapping[str, Any]) -> dict[str, Any]:
 def _compiled_text(doc: dict) -> str:
     """The compiled program's lines, and TensorViz's per-device figures beside XLA's."""
     compiled = doc.get("compiled")
+    pd = doc.get("per_device") or {}
     if not compiled:
+        if "flops_estimate" in pd:  # compile = "off": TensorViz's own figure, said to be
+            return f"Per device FLOPs: {flops_text(int(pd['flops_estimate']))} ({pd['flops_how']})\n"
         return ""
     from capture.graph.compiled import summary_lines
 
     lines = summary_lines(compiled, bytes_text)
-    pd = doc.get("per_device") or {}
     if "flops_ratio" in pd:
-        lines.append(f"Per device FLOPs: {flops_text(int(pd['flops_estimate']))} (TensorViz: the global count ÷ "
-                     f"{pd['devices']} devices) vs {flops_text(int(pd['xla_flops']))} (XLA): ×{pd['flops_ratio']:.3f}")
+        once = pd.get("flops_loops_once")
+        lines.append(f"Per device FLOPs: {flops_text(int(pd['flops_estimate']))} ({pd['flops_how']}"
+                     + (f"; {flops_text(int(once))} with each loop's body once, as XLA counts"
+                        if once is not None and once != pd["flops_estimate"] else "")
+                     + f") vs {flops_text(int(pd['xla_flops']))} (XLA's flops + transcendentals): "
+                       f"×{pd['flops_ratio']:.3f}")
     if "plan_ratio" in pd:
         lines.append(f"Per device peak:  {bytes_text(pd['plan_peak'])} (TensorViz's memory plan) vs "
                      f"{bytes_text(pd['xla_peak'])} (XLA's memory_analysis): ×{pd['plan_ratio']:.3f}")
@@ -318,7 +332,11 @@ def _compiled_text(doc: dict) -> str:
         lines.append(f"Per device memory: {bytes_text(pd['memory_estimate'])} (TensorViz's bound: parameters, inputs "
                      f"and every intermediate) vs peak {bytes_text(pd['xla_peak'])} (XLA's buffers, after fusion and "
                      "reuse)")
-        if isinstance(pd.get("xla_activations"), int) and isinstance(pd.get("activations_estimate"), int):
+        if "plan_activations" in pd:
+            lines.append(f"Per device activations: {bytes_text(pd['plan_activations'])} live at the peak (TensorViz's "
+                         f"memory plan, outputs included) vs {bytes_text(pd['xla_live'])} (XLA's temporaries + "
+                         "outputs - aliases)")
+        elif isinstance(pd.get("xla_activations"), int) and isinstance(pd.get("activations_estimate"), int):
             lines.append(f"Per device activations: {bytes_text(pd['activations_estimate'])} (TensorViz: every "
                          f"intermediate at once) vs {bytes_text(pd['xla_activations'])} (XLA's temporaries)")
     return "".join(line + "\n" for line in lines)
@@ -331,9 +349,25 @@ def per_device_figures(capture: Any, totals: Mapping[str, Any]) -> dict[str, Any
     devices = int(compiled.get("devices") or 1)
     out: dict[str, Any] = {"scope": "per device", "devices": devices}
     flops = totals.get("flops")
-    xla = (compiled.get("cost") or {}).get("flops")
-    if isinstance(flops, (int, float)) and flops >= 0:
+    cost = compiled.get("cost") or {}
+    xla = cost.get("flops")
+    if isinstance(xla, (int, float)):  # TensorViz counts a transcendental as a FLOP; XLA apart
+        xla += cost.get("transcendentals") or 0
+    from capture.graph.per_device import flops_total
+
+    own = flops_total(capture)
+    if own is not None:  # each node at the shapes one device computes (capture.jax.per_device)
+        notes = capture.cost.notes if isinstance(capture.cost.notes, dict) else {}
+        out["flops_estimate"] = own
+        out["flops_how"] = "TensorViz: " + str(notes.get("flops_per_device") or "per node, per device")
+        once = flops_total(capture, loops_once=True)
+        out["flops_loops_once"] = once
+        if isinstance(xla, (int, float)) and xla > 0 and once is not None:
+            out["xla_flops"] = xla
+            out["flops_ratio"] = round(once / xla, 4)
+    elif isinstance(flops, (int, float)) and flops >= 0:
         out["flops_estimate"] = flops / devices
+        out["flops_how"] = f"TensorViz: the global count ÷ {devices} devices"
         if isinstance(xla, (int, float)) and xla > 0:
             out["xla_flops"] = xla
             out["flops_ratio"] = round(flops / devices / xla, 4)

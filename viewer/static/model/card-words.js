@@ -6,7 +6,7 @@
 import { idleWords, pillContent, twinWords } from "../draw/card.js";
 import { formatValue, perDeviceShapes } from "../draw/theme.js";
 import { costLine, formatBytes, formatCount, formatFlops, grouped } from "../format.js";
-import { cardOf, itemKey, opens } from "./items.js";
+import { MORE_OUTPUTS, cardOf, itemKey, opens, outputPills } from "./items.js";
 
 /**
  * @typedef {import("../api.js").Api} Api
@@ -384,7 +384,10 @@ export function stackEntry(stack, reps) {
   if (!head && params) lines.push(`${formatCount(params)} params · ${formatBytes(bytes)} in all`);
   const per = first.reduce((n, it) => n + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0);
   const total = reps.reduce((n, rep) => n + rep.reduce((m, it) => m + (Number(it.node_count) || (it.type === "node" ? 1 : 0)), 0), 0);
-  lines.push(`${reps.length} × ${grouped(per)} ops = ${grouped(total)} ops`);
+  // A Python loop's steps: what it carries and what each step slices, in the server's words.
+  const loop = stack.loop && Array.isArray(stack.loop.lines) ? stack.loop : null;
+  if (loop) lines.splice(0, lines.length, ...loop.lines.map(String));
+  lines.push(`${reps.length}${loop ? " steps" : ""} × ${grouped(per)} ops = ${grouped(total)} ops`);
   if (typeof stack.routing === "string") lines.push(stack.routing); // layers alike but for what routing chose
   // Its cost: one block's and the run's sum (server's `cost`, per_block its first repetition).
   const cost = stack.cost || null;
@@ -398,7 +401,8 @@ export function stackEntry(stack, reps) {
       (cost.scope ? ` · FLOPs ${cost.scope}` : ""));
   }
   const title = stack.label || `${first[0] ? first[0].label : ""} …`;
-  return { kind: "stack", title: String(title), lines, tag: `×${stack.count || reps.length}`, members: stack.members.flat(), period: stack.period || 1, cost };
+  const tag = `×${stack.count || reps.length}${loop ? " steps" : ""}`;
+  return { kind: "stack", title: String(title), lines, tag, members: stack.members.flat(), period: stack.period || 1, cost };
 }
 
 // A fold of items that are not repetitions, as one card named after what it holds; it
@@ -493,6 +497,18 @@ export function boundaryJob(side, b) {
   return { key: `${side}:${b.value}`, ...pillContent(side, b) };
 }
 
+// The pill of a container's outputs past the first few: "+12 outputs", or, opened, the
+// pill that folds them again ("fold 15 outputs").
+/**
+ * @param {string} key  MORE_OUTPUTS + the container's key
+ * @param {number} hidden  how many it stands for (0: all are drawn)
+ * @param {number} total
+ */
+export function moreOutputsJob(key, hidden, total) {
+  const text = hidden ? `+${hidden} outputs` : `fold ${total} outputs`;
+  return { key, kind: "out", title: text, lines: [], tag: null, parts: [{ text, font: "fontMono", tone: "name" }], look: "plain", role: null, quiet: false };
+}
+
 /**
  * @param {ViewItem} item
  * @returns {string | null}
@@ -509,6 +525,10 @@ export function cardTag(item) {
  * @returns {BoundaryValue}
  */
 export function boundaryItem(data, key) {
+  if (key.startsWith(MORE_OUTPUTS)) {
+    // the pill standing for a container's outputs past the first few (items.js outputPills)
+    return { type: "out", value: -1, more: outputPills(data.outputs, false).more };
+  }
   const [side, v] = key.split(":");
   const list = side === "in" ? data.inputs : data.outputs;
   const b = (list || []).find((x) => String(x.value) === v);

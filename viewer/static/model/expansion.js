@@ -2,7 +2,7 @@
 // that open and close (toggle, unfold a stack, Expand all, Collapse, Depth…). Functions of
 // the graph model (model/viewmodel.js), which its methods of the same names call.
 
-import { ROOT, cardOf, isContainerKey, itemKey, opensWithAll } from "./items.js";
+import { MORE_OUTPUTS, ROOT, cardOf, isContainerKey, itemKey, opensWithAll } from "./items.js";
 
 /**
  * @typedef {import("../api.js").Page} Page
@@ -17,6 +17,7 @@ import { ROOT, cardOf, isContainerKey, itemKey, opensWithAll } from "./items.js"
  * @property {Set<string>} expanded  the open containers (a TrackedSet)
  * @property {Set<string>} deferred  open, fetched once the view shows them
  * @property {Set<string>} unfolded  the stacks opened into their members
+ * @property {Set<string>} allOutputs  the containers whose outputs past the first few are drawn
  * @property {boolean} openAll  Expand all is on
  * @property {string[]} autoOpened  what the first view opened, in order
  * @property {boolean} showWeights  parameters drawn as pills of their own
@@ -75,6 +76,13 @@ export class TrackedSet extends Set {
  */
 export function toggle(model, key) {
   if (!model.openable(key)) return false;
+  if (key.startsWith(MORE_OUTPUTS)) {
+    // a container's outputs past the first few: drawn all, or folded into one pill again
+    const c = key.slice(MORE_OUTPUTS.length);
+    if (model.allOutputs.has(c)) model.allOutputs.delete(c);
+    else model.allOutputs.add(c);
+    return true;
+  }
   if (key.startsWith("s")) {
     unfold(model, key);
     return true;

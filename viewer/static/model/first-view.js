@@ -3,7 +3,7 @@
 // closing again what it opened to fit. Functions of the graph model (model/viewmodel.js),
 // which its methods autoExpand and closeLastOpened call.
 
-import { ROOT, itemKey, opensWithAll } from "./items.js";
+import { ROOT, itemKey, opensWithAll, outputPills } from "./items.js";
 
 /**
  * @typedef {import("./expansion.js").GraphState} GraphState
@@ -77,7 +77,8 @@ export function closeLastOpened(model) {
  * @param {Page} data
  */
 export function drawnCount(model, data) {
-  let n = (data.outputs || []).length;
+  const pills = outputPills(data.outputs, false); // the first few, and one pill for the rest
+  let n = pills.shown.length + (pills.more.length ? 1 : 0);
   for (const b of data.inputs || []) if (!b.weight || model.showWeights) n++;
   const folded = model.foldedStacks(data);
   /** @type {Set<string>} */

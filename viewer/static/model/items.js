@@ -4,6 +4,25 @@
 /** @typedef {import("../api.js").PageItem} PageItem */
 
 export const ROOT = "g-1";
+// At most this many output pills a container draws: past it, the first OUT_PILLS - 1 and
+// one pill standing for the rest ("+12 outputs", key MORE_OUTPUTS + the container's key)
+// that opens into them, so that a model returning a dict of auxiliary outputs keeps its
+// frame, and the model's header, within the first view.
+export const OUT_PILLS = 4;
+export const MORE_OUTPUTS = "out:more:";
+
+/**
+ * The outputs a container draws one pill each, and those its "+N outputs" pill stands for.
+ * @template T
+ * @param {T[] | undefined} outputs
+ * @param {boolean} all  the person opened them all
+ * @returns {{shown: T[], more: T[]}}
+ */
+export function outputPills(outputs, all) {
+  const outs = outputs || [];
+  if (all || outs.length <= OUT_PILLS) return { shown: outs, more: [] };
+  return { shown: outs.slice(0, OUT_PILLS - 1), more: outs.slice(OUT_PILLS - 1) };
+}
 
 /**
  * @param {PageItem} item
@@ -46,4 +65,23 @@ export function cardOf(item) {
 export function opensWithAll(item) {
   const card = cardOf(item);
   return (card === "group" || card === "chunk") && Number(item.child_count) > 0;
+}
+
+// The edges an unfolded loop's steps after the first leave out (`target|value`): the values
+// from outside the loop every step reads (its `loop.sliced` and `loop.read`), drawn into the
+// first step only, so that the carried value's chain from step to step stays readable.
+/**
+ * @param {{stacks?: {members: string[][], loop?: {sliced?: {id: number}[], read?: {id: number}[]}}[]}} data  a page
+ * @param {Map<string, unknown>} folded  the stacks drawn folded, by first member
+ * @returns {Set<string>}
+ */
+export function loopReads(data, folded) {
+  /** @type {Set<string>} */
+  const out = new Set();
+  for (const st of data.stacks || []) {
+    if (!st.loop || !st.members.length || folded.has(st.members[0][0])) continue;
+    const shared = [...(st.loop.sliced || []), ...(st.loop.read || [])].map((v) => v.id);
+    for (const rep of st.members.slice(1)) for (const m of rep) for (const v of shared) out.add(`${m}|${v}`);
+  }
+  return out;
 }

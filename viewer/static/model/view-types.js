@@ -103,6 +103,8 @@
  * @property {string[]} [names]  a fold: what it holds
  * @property {number} [layers]  a plumbing fold: how many layers it feeds
  * @property {string} [routing]  layers alike but for what routing chose: the words
+ * @property {{steps: number, lines: string[], sliced?: {id: number}[], read?: {id: number}[]}} [loop]  a Python loop's
+ *   steps: their count, what its card says and the values every step takes a slice of or reads
  * @property {ItemCost | null} [cost]
  */
 
@@ -188,7 +190,7 @@
  *   cost: ItemCost | undefined, stack_params: {count: number, bytes: number}}} StackSummary
  */
 
-/** @typedef {PageValue & {type: string}} BoundaryValue  a pill's item in the scene: its value, `type` "in" | "out" */
+/** @typedef {PageValue & {type: string, more?: PageValue[]}} BoundaryValue  a pill's item in the scene: its value, `type` "in" | "out"; `more`: the outputs a "+N outputs" pill stands for */
 
 /**
  * An edge of the scene: its points relative to its container.

@@ -30,9 +30,9 @@ import {
   EXPAND_FETCH_ITEMS, TrackedSet, collapseAll, expandAll, expandToDepth, toggle, unfold,
 } from "./expansion.js";
 import { autoExpand, closeLastOpened } from "./first-view.js";
-import { ROOT, cardOf, isContainerKey, itemKey, opens, opensWithAll } from "./items.js";
+import { MORE_OUTPUTS, OUT_PILLS, ROOT, cardOf, isContainerKey, itemKey, loopReads, opens, opensWithAll, outputPills } from "./items.js";
 import { composeScene, got, laidOut, planLayouts } from "./scene.js";
-import { singleOf, pendingSig, linesOf, opEntry, captionOf, frameEntry, stackEntry, foldEntry, boundaryJob, cardTag } from "./card-words.js";
+import { singleOf, pendingSig, linesOf, opEntry, captionOf, frameEntry, stackEntry, foldEntry, boundaryJob, moreOutputsJob, cardTag } from "./card-words.js";
 
 export { EXPAND_FETCH_ITEMS, ROOT, cardOf, isContainerKey, itemKey, opens };
 // The card wording moved to card-words.js; the panels and the page import it from here.
@@ -132,6 +132,7 @@ export class GraphModel {
     this.changes = 0; // bumped on every change of what is drawn (display lists are memoised until then)
     this.expanded = new TrackedSet(this, [ROOT]);
     this.unfolded = new TrackedSet(this); // stack keys ("sg5") the person opened into their members
+    this.allOutputs = new TrackedSet(this); // containers whose outputs past OUT_PILLS the person opened
     this._showWeights = false; // parameters as separate pills (toolbar toggle) instead of card lines
     this._kernels = false; // every kernel everywhere (toolbar toggle): pages asked with kernels=1
     this.generation = 0; // bumped when the pages are asked for again (kernels on/off): older answers are dropped
@@ -435,18 +436,28 @@ export class GraphModel {
       }
       add(k, entry);
     }
-    for (const b of data.outputs || []) add(`out:${b.value}`, boundaryJob("out", b));
+    const { shown, more } = outputPills(data.outputs, this.allOutputs.has(key));
+    for (const b of shown) add(`out:${b.value}`, boundaryJob("out", b));
+    const total = (data.outputs || []).length;
+    if (total > OUT_PILLS) {
+      // the rest as one pill: what went to them goes to it (edges deduplicated below)
+      add(MORE_OUTPUTS + key, moreOutputsJob(MORE_OUTPUTS + key, more.length, total));
+      for (const b of more) index.set(`out:${b.value}`, items.length - 1);
+    }
     /** @type {DisplayEdge[]} */
     const edges = [];
     /** @type {Set<string>} */
     const seen = new Set();
+    const stepReads = loopReads(data, folded);
     for (const e of data.edges || []) {
       if (e.weight && !weightPills) continue;
+      // an unfolded loop: what every step reads enters the first step only (the rest are its repeats)
+      if (stepReads.has(`${e.target}|${e.value}`)) continue;
       const si = index.get(e.source);
       const ti = index.get(e.target);
       if (si === undefined || ti === undefined || si === ti) continue;
-      // Into or out of a stack, one edge per (source, target, label) is enough.
-      const stacked = keys[si].startsWith("s") || keys[ti].startsWith("s");
+      // Into or out of a stack (or the pill of many outputs), one edge per (source, target, label) is enough.
+      const stacked = keys[si].startsWith("s") || keys[ti].startsWith("s") || keys[ti].startsWith(MORE_OUTPUTS);
       const dedupe = stacked ? `${si}>${ti}|${edgeText(e)}` : null;
       if (dedupe) {
         if (seen.has(dedupe)) continue;
@@ -554,7 +565,7 @@ export class GraphModel {
    */
   openable(key) {
     if (!key || key === ROOT) return false;
-    if (key.startsWith("s")) return true;
+    if (key.startsWith("s") || key.startsWith(MORE_OUTPUTS)) return true;
     if (key.startsWith("n")) return this.bodyHolders.has(key);
     if (!isContainerKey(key)) return false;
     const item = this.itemOf.get(key);

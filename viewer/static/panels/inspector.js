@@ -6,7 +6,7 @@
 import { el, clear, jsonView } from "../dom.js";
 import { KIND_WORDING, QUIET_ROLES, ROLE_WORDING, formatValue } from "../draw/theme.js";
 import { formatBytes, formatStat } from "../format.js";
-import { cardOf } from "../model/items.js";
+import { MORE_OUTPUTS, cardOf } from "../model/items.js";
 import { Panel } from "./panel.js";
 
 const NOT_MEASURED =
@@ -213,6 +213,8 @@ export class Inspector extends Panel {
         const first = (members && members[0]) || key.slice(1);
         const d = await this.api.group(Number(first.slice(1)));
         if (guard()) this.showGroup(d, first);
+      } else if (key.startsWith(MORE_OUTPUTS)) {
+        this.showOutputs(/** @type {{more?: ValueSummary[]}} */ (/** @type {unknown} */ (item || {})).more || []);
       } else if (key.startsWith("in:") || key.startsWith("out:")) {
         const d = await this.api.value(Number(key.split(":")[1]));
         if (guard()) this.showValue(d, key.startsWith("in:") ? "group input" : "group output");
@@ -635,6 +637,17 @@ export class Inspector extends Panel {
     if (item.sublabel) facts.append(el("dt", {}, "range"), el("dd", {}, String(item.sublabel)));
     this.body.append(facts);
     this.body.append(el("div", { class: "actions" }, el("button", { type: "button", onclick: () => this.onToggle(key) }, "Expand / collapse")));
+  }
+
+  // The outputs a "+N outputs" pill stands for (model/items.js outputPills): name and shape.
+  /** @param {ValueSummary[]} list */
+  showOutputs(list) {
+    this.head("group outputs", `${list.length} more outputs`);
+    this.root.dataset.kind = "outputs";
+    this.body.append(el("p", { class: "note" }, "Drawn as one pill. Double-click it (or press Enter) to draw each; again to fold them."));
+    const rows = el("dl", { class: "facts", "data-section": "more-outputs" });
+    for (const v of list) rows.append(el("dt", {}, v.name ? v.name : `%${v.id}`), el("dd", {}, formatValue(v)));
+    this.body.append(rows);
   }
 
   /**

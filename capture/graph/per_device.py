@@ -1,0 +1,297 @@
+"""A split program's per-device figures from its per-node columns: FLOPs one device
+computes (``NodeCosts.flops_per_device``, written by the framework's capture) summed over the
+executed program, control-flow boundaries from their bodies, and the buffers one device
+holds that the graph's values do not show (a ``shard_map`` or ``scan`` body's values while
+it runs; the weights the compiler gathers for an op).
+
+Standard library only: the viewer's memory plan (``capture.analysis.fit``), the summary and
+the benchmarks read these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..units import nbytes
+from .model import UNCOUNTED, Capture, tree_leaves
+
+BODY = "body"
+#: Ops XLA's scheduler issues as soon as their operands exist (communication, slices of inputs).
+EARLY = frozenset({"all_gather", "all_gather_invariant", "ppermute", "all_to_all", "psum", "psum_invariant", "pmax",
+                   "pmin", "psum_scatter", "reduce_scatter", "dynamic_slice", "slice", "gather"})
+
+
+def _innermost_body(groups: list) -> list[int]:
+    """Per group, the innermost body group holding it (itself when it is one), or -1."""
+    out = [-2] * len(groups)
+    for g in range(len(groups)):
+        path = []
+        x: int | None = g
+        while x is not None and out[x] == -2:
+            if groups[x].kind == BODY:
+                out[x] = x
+                break
+            path.append(x)
+            x = groups[x].parent
+        found = -1 if x is None else out[x]
+        for y in path:
+            out[y] = found
+    return out
+
+
+def bodies(capture: Capture) -> tuple[dict[int, list[int]], dict[int, list[int]], list[int]]:
+    """``(boundary node -> its body groups, body group -> the nodes directly in it, per node its
+    innermost body group or -1)``."""
+    groups = capture.groups
+    inner = _innermost_body(groups)
+    of: dict[int, list[int]] = {}
+    for g, grp in enumerate(groups):
+        if grp.kind == BODY and type(grp.attrs.get("node")) is int:
+            of.setdefault(grp.attrs["node"], []).append(g)
+    members: dict[int, list[int]] = {}
+    node_body = []
+    for node in capture.nodes:
+        b = inner[node.group] if node.group is not None and 0 <= node.group < len(groups) else -1
+        node_body.append(b)
+        if b >= 0:
+            members.setdefault(b, []).append(node.id)
+    return of, members, node_body
+
+
+def boundary_figures(capture: Capture, column: list[int], loops_once: bool = False) -> None:
+    """Set each control-flow boundary's per-device FLOPs from its bodies' (innermost first):
+    a ``scan`` its body × its length, a ``cond`` its largest branch, a ``shard_map`` its body
+    (one device's already), a ``while`` uncounted (its trip count is decided at run time)."""
+    of, members, _ = bodies(capture)
+    groups = capture.groups
+    for i in sorted(of, reverse=True):
+        op = capture.nodes[i].op
+        sums = [sum(column[j] for j in members.get(g, []) if column[j] > 0) for g in of[i]
+                if "closed" not in groups[g].attrs]
+        if not sums or len(sums) < len(of[i]):
+            continue  # a closed body: the global rule's figure stands
+        if op == "scan":
+            length = groups[of[i][0]].attrs.get("iterations")
+            column[i] = sums[0] if loops_once else sums[0] * length if type(length) is int else UNCOUNTED
+        elif op == "cond":
+            column[i] = max(sums)
+        elif op == "shard_map":
+            column[i] = sums[0]
+        elif op == "while":
+            column[i] = sums[0] if loops_once else UNCOUNTED
+
+
+def flops_total(capture: Capture, loops_once: bool = False) -> int | None:
+    """One device's FLOPs over the executed program (outside unexecuted bodies: their
+    boundaries count them); None without a per-device column. ``loops_once``: a loop's body
+    counted once, as XLA's ``cost_analysis()`` counts a ``while`` (its trip count not applied),
+    to set the two side by side."""
+    cost = capture.cost
+    column = getattr(cost, "flops_per_device", None) if cost is not None else None
+    if not column:
+        return None
+    if loops_once:
+        column = list(column)
+        boundary_figures(capture, column, loops_once=True)
+    _, _, node_body = bodies(capture)
+    return sum(f for f, b in zip(column, node_body) if b < 0 and f > 0)
+
+
+def _held(capture: Capture) -> Callable[[int], int]:
+    def held(v: int) -> int:
+        val = capture.values[v]
+        sh = val.sharding if isinstance(val.sharding, dict) else None
+        shape = val.shape if sh is None or sh.get("local") else sh.get("per_device_shape") or val.shape
+        return nbytes(shape, val.dtype) or 0
+    return held
+
+
+def transients(capture: Capture, held: Callable[[int], int] | None = None) -> dict[int, int]:
+    """Per node of the executed program, bytes one device holds only while it runs, beyond the
+    graph's values there: a boundary's bodies' own values at their most (a ``shard_map``'s body
+    runs on every device at its shard's shapes; a ``scan``'s one iteration at a time; nested
+    bodies and gathered weights inside them included) and the weights the compiler gathers
+    for the node (:func:`gathered`). A ``shard_map``'s operands are its body's parameters: held
+    from the body's start to their last use there (the program's figures hold them at the
+    boundary, so their bytes are taken off its peak)."""
+    held = held or _held(capture)
+    of, members, node_body = bodies(capture)
+    made = {o: n.id for n in capture.nodes for o in n.outputs}
+    extra = gathered(capture)
+    groups = capture.groups
+    in_registers = fused(capture)
+    for i in sorted(of, reverse=True):  # inner boundaries first: a body's own boundary's peak is known
+        node = capture.nodes[i]
+        best = 0
+        for g in of[i]:
+            params: list[int] = []
+            if node.op == "shard_map":
+                params = [p["value"] for p in groups[g].attrs.get("parameters") or []
+                          if isinstance(p, dict) and type(p.get("value")) is int]
+            # the parameters are the operands, held at the boundary by the program's figures
+            walked = _walk(capture, members.get(g, []), made, held, extra, params, in_registers) \
+                - sum(held(v) for v in set(params))
+            best = max(best, walked)
+        extra[i] = extra.get(i, 0) + best
+    return {i: b for i, b in extra.items() if node_body[i] < 0 and b > 0}
+
+
+def _fusion_roots(capture: Capture, ids: list[int], pos: dict[int, int], in_registers: set[int]) -> list[int]:
+    """Per body position, where its reads happen: a node whose result XLA's loop fusion keeps in
+    registers reads its operands when the fusion's root runs (the last of its chain), so a sum
+    accumulated over a loop holds every addend until the last add."""
+    at = list(range(len(ids)))
+    users: dict[int, list[int]] = {}
+    for k, n in enumerate(ids):
+        for o in capture.nodes[n].inputs:
+            if o.value is not None:
+                users.setdefault(o.value, []).append(k)
+    for k in range(len(ids) - 1, -1, -1):
+        outs = capture.nodes[ids[k]].outputs
+        if len(outs) == 1 and outs[0] in in_registers and users.get(outs[0]):
+            at[k] = max(at[j] for j in users[outs[0]])
+    return at
+
+
+def _walk(capture: Capture, ids: list[int], made: dict[int, int], held: Callable[[int], int],
+          inner: dict[int, int], params: list[int] = (),  # type: ignore[assignment]
+          in_registers: set[int] = frozenset()) -> int:  # type: ignore[assignment]
+    """The most bytes live at once over a body's nodes ``ids`` (in order): each value from the
+    node that makes it (a parameter in ``params``: from the start) to the last of these nodes
+    that reads it or a view of it (the body's results are its boundary's outputs, held there),
+    with an inner boundary's own peak at it."""
+    if not ids:
+        return 0
+    cost = capture.cost
+    view = cost.rules.index("view") if cost is not None and "view" in cost.rules else -2
+    pos = {n: k for k, n in enumerate(ids)}
+    root: dict[int, int] = {}  # a view's value -> the value whose buffer it reads
+    last: dict[int, int] = {}
+    own = set(params)
+    at = _fusion_roots(capture, ids, pos, in_registers)
+    for k, n in enumerate(ids):
+        node = capture.nodes[n]
+        reads = [root.get(o.value, o.value) for o in node.inputs if o.value is not None]
+        if cost is not None and cost.rule[n] == view and reads:
+            for v in node.outputs:
+                root[v] = reads[0]
+        for v in reads:
+            if made.get(v) in pos or v in own:
+                last[v] = max(last.get(v, 0), at[k])
+    delta = [0] * (len(ids) + 2)
+    hoisted: set[int] = set()
+    for v in own:
+        if v in last:
+            delta[0] += held(v)
+            delta[last[v] + 1] -= held(v)
+    for k, n in enumerate(ids):
+        node = capture.nodes[n]
+        if cost is not None and cost.rule[n] == view:
+            continue  # a view (a reshape, a broadcast, pvary) lives in its operand's buffer
+        # a collective or a slice of what enters the body (a weight's shard gathered, a block of
+        # an operand) is issued at the body's start: XLA's scheduler starts them as early as it can
+        early = node.op in EARLY and all(
+            o.value is None or made.get(o.value) not in pos or o.value in hoisted or not capture.values[o.value].shape
+            for o in node.inputs)
+        if early:
+            hoisted.update(node.outputs)
+        for v in node.outputs:
+            if v not in last or v in in_registers:
+                continue  # unread in the body (one of its results, held as its boundary's output), or fused
+            b = held(v)
+            delta[0 if early else k] += b
+            delta[last[v] + 1] -= b
+        extra = inner.get(n, 0)
+        delta[k] += extra
+        delta[k + 1] -= extra
+    live = best = 0
+    for k in range(len(ids)):
+        live += delta[k]
+        best = max(best, live)
+    return best
+
+
+def body_parameters(capture: Capture) -> set[int]:
+    """The values that stand for a body's parameters (a scan's slice of its stacked weights, a
+    shard_map's block of an argument): the outer value holds their bytes."""
+    out: set[int] = set()
+    for g in capture.groups:
+        if g.kind != BODY:
+            continue
+        for p in g.attrs.get("parameters") or []:
+            if isinstance(p, dict) and type(p.get("value")) is int:
+                out.add(p["value"])
+    return out
+
+
+def aliased(capture: Capture) -> set[int]:
+    """Results of a ``shard_map`` that are a view of one of its body's parameters (a replicated
+    weight marked as varying, saved for the backward pass): the operand's buffer, not one of
+    their own."""
+    cost = capture.cost
+    if cost is None or "view" not in cost.rules:
+        return set()
+    view = cost.rules.index("view")
+    made = {o: n for n in capture.nodes for o in n.outputs}
+    out: set[int] = set()
+    for g in capture.groups:
+        node = g.attrs.get("node") if g.kind == BODY else None
+        if type(node) is not int or capture.nodes[node].op != "shard_map":
+            continue
+        params = {p["value"] for p in g.attrs.get("parameters") or [] if isinstance(p, dict)}
+        for r in g.attrs.get("results") or []:
+            v, pos = r.get("value") if isinstance(r, dict) else None, r.get("output") if isinstance(r, dict) else None
+            hops = 0
+            while type(v) is int and v in made and cost.rule[made[v].id] == view and made[v].inputs and hops < 64:
+                v, hops = made[v].inputs[0].value, hops + 1
+            outs = capture.nodes[node].outputs
+            if v in params and type(pos) is int and pos < len(outs):
+                out.add(outs[pos])
+    return out
+
+
+def fused(capture: Capture) -> set[int]:
+    """Values XLA's loop fusion need never write out: made by an elementwise op and read only by
+    elementwise ops of the same shape in the same scope (and no output of the program): they stay
+    in the fused loop's registers (an optimizer's update, each moment's chain of multiplies)."""
+    cost = capture.cost
+    kinds = cost.notes.get("kinds") if cost is not None and isinstance(cost.notes, dict) else None
+    if not isinstance(kinds, dict) or capture.framework != "jax":  # eager Torch writes every result
+        return set()
+    pointwise = {op for op, kind in kinds.items() if kind == "pointwise"}
+    readers: dict[int, list] = {}
+    for node in capture.nodes:
+        for o in node.inputs:
+            if o.value is not None:
+                readers.setdefault(o.value, []).append(node)
+    outputs = set(tree_leaves(capture.outputs))
+    out: set[int] = set()
+    for node in capture.nodes:
+        if node.op not in pointwise or len(node.outputs) != 1:
+            continue
+        v = node.outputs[0]
+        users, shape = readers.get(v, []), capture.values[v].shape
+        if users and v not in outputs and all(
+                u.op in pointwise and u.group == node.group and len(u.outputs) == 1
+                and capture.values[u.outputs[0]].shape == shape for u in users):
+            out.add(v)
+    return out
+
+
+def gathered(capture: Capture) -> dict[int, int]:
+    """Per node, the bytes of the buffers the compiler gathers for it (the results of the
+    all-gathers XLA adds, attributed to the node: a weight gathered for a matmul), held while
+    it runs; the program's own collectives are its values already."""
+    compiled = capture.compiled or {}
+    out: dict[int, int] = {}
+    for c in compiled.get("collectives") or []:
+        if not isinstance(c, dict) or c.get("kind") != "all-gather" or type(c.get("node")) is not int:
+            continue
+        node = capture.nodes[c["node"]]
+        if node.op in ("all_gather", "all_gather_invariant"):
+            continue
+        size = c.get("operand_bytes")
+        devices = c.get("devices") or 1
+        if isinstance(size, int):
+            out[c["node"]] = out.get(c["node"], 0) + size * int(devices)
+    return out
